@@ -1,0 +1,51 @@
+"""dtsgd_viz: see what a distributed (DTensor) SGD optimizer does, shard by shard.
+
+``import dtsgd_viz`` is light: TensorFlow is imported only when a name that needs it
+(``SGD``, ``Recorder``, ``make_mesh``, ...) is first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .geometry import ShardGeometry, shard_geometry
+from .recording import KINDS, Recording, RecordingFileError, load_recording
+from .specs import UNSHARDED, LayoutSpec, MeshSpec
+
+__version__ = "0.1.0"
+
+# name -> module holding it; imported on first access (these import TensorFlow).
+_LAZY = {
+    "SGD": "optimizer",
+    "GradientsClipOption": "optimizer",
+    "EMAOption": "optimizer",
+    "Recorder": "recorder",
+    "make_mesh": "_dtensor",
+    "setup_devices": "_dtensor",
+    "layout_of": "_dtensor",
+    "mesh_spec": "_dtensor",
+    "layout_spec": "_dtensor",
+    "to_mesh": "_dtensor",
+    "to_layout": "_dtensor",
+    "UpdateEvent": "hooks",
+    "Hook": "hooks",
+    "reference": None,
+}
+
+__all__ = [
+    "KINDS", "UNSHARDED", "LayoutSpec", "MeshSpec", "Recording", "RecordingFileError",
+    "ShardGeometry", "load_recording", "shard_geometry", *_LAZY,
+]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        module = importlib.import_module(f".{_LAZY[name] or name}", __name__)
+        value = module if _LAZY[name] is None else getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dtsgd_viz' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

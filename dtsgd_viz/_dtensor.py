@@ -1,0 +1,234 @@
+"""The one module that talks to DTensor: devices, meshes, layouts, shards.
+
+Everything it hands back is numpy or a plain value object from ``specs``.
+Importing it imports TensorFlow (quietly: C++ log lines are silenced unless the
+user already chose a ``TF_CPP_MIN_LOG_LEVEL``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import contextlib
+import sys
+
+import numpy as np
+
+
+@contextlib.contextmanager
+def _quiet_native_stderr():
+    """Silence TensorFlow's C++ start-up lines (written to fd 2 before its logger is
+    configured, so TF_CPP_MIN_LOG_LEVEL alone cannot). ``DTSGD_VIZ_TF_LOGS=1`` keeps them."""
+    if os.environ.get("DTSGD_VIZ_TF_LOGS") == "1" or "tensorflow" in sys.modules:
+        yield
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+with _quiet_native_stderr():
+    import tensorflow as tf
+    from tensorflow.experimental import dtensor
+
+from .specs import UNSHARDED, LayoutSpec, MeshSpec, _parse_dims
+
+DEFAULT_CPU_DEVICES = 8
+MAX_CPU_DEVICES = 64
+
+
+def setup_devices(num_devices: int = DEFAULT_CPU_DEVICES) -> int:
+    """Split the host CPU into ``num_devices`` logical devices (once, before TF starts).
+
+    Returns the number of logical CPU devices available afterwards. Calling it
+    again with a number already available does nothing. Raises ``ValueError``
+    when TensorFlow has already started with fewer devices, saying what to do.
+    """
+    if isinstance(num_devices, bool) or not isinstance(num_devices, int) or num_devices < 1:
+        raise ValueError(f"num_devices must be an integer >= 1. Received: {num_devices!r}.")
+    if num_devices > MAX_CPU_DEVICES:
+        raise ValueError(
+            f"A virtual CPU mesh can have at most {MAX_CPU_DEVICES} devices. "
+            f"Received a request for {num_devices}."
+        )
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    configured = tf.config.get_logical_device_configuration(cpu)
+    if configured and len(configured) >= num_devices:
+        return len(configured)
+    want = max(num_devices, DEFAULT_CPU_DEVICES)
+    try:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * want
+        )
+        return want
+    except RuntimeError:
+        have = len(tf.config.list_logical_devices("CPU"))
+        if have >= num_devices:
+            return have
+        raise ValueError(
+            f"This mesh needs {num_devices} CPU devices, but TensorFlow has already started "
+            f"with {have} logical CPU device(s), and devices cannot be added once it has. "
+            "Call dtsgd_viz.make_mesh (or dtsgd_viz.setup_devices) before any other "
+            "TensorFlow work, or restart the kernel/process and call it first."
+        ) from None
+
+
+def make_mesh(dims, device_type: str | None = None):
+    """A DTensor ``Mesh`` with named dims, e.g. ``make_mesh({"batch": 2, "model": 4})``.
+
+    On CPU (the default) it creates the virtual devices it needs; with
+    ``device_type="GPU"`` it uses the first GPUs of the machine.
+    """
+    names, sizes = _parse_dims(dims)
+    n = math.prod(sizes)
+    device_type = (device_type or "CPU").upper()
+    if device_type not in ("CPU", "GPU", "TPU"):
+        raise ValueError(
+            f"device_type must be 'CPU', 'GPU' or 'TPU'. Received: {device_type!r}."
+        )
+    if device_type == "CPU":
+        setup_devices(n)
+    else:
+        have = len(tf.config.list_physical_devices(device_type))
+        if have < n:
+            raise ValueError(
+                f"A mesh of shape {dict(zip(names, sizes))} needs {n} {device_type} devices; "
+                f"this machine has {have}. Use a smaller mesh, or device_type='CPU' for "
+                "virtual CPU devices."
+            )
+    return dtensor.create_mesh(
+        list(zip(names, sizes)),
+        devices=[f"{device_type}:{i}" for i in range(n)],
+        device_type=device_type,
+    )
+
+
+# ---- conversions between live DTensor objects and plain specs ------------------
+
+
+def mesh_spec(mesh) -> MeshSpec:
+    """The plain ``MeshSpec`` of a DTensor ``Mesh``."""
+    return MeshSpec(tuple(mesh.dim_names), tuple(mesh.shape()), tuple(mesh.local_devices()))
+
+
+def layout_spec(layout) -> LayoutSpec:
+    """The plain ``LayoutSpec`` of a DTensor ``Layout``."""
+    return LayoutSpec(tuple(layout.sharding_specs), mesh_spec(layout.mesh))
+
+
+def to_mesh(spec: MeshSpec):
+    """A DTensor ``Mesh`` for a spec whose devices exist in this process."""
+    n = spec.num_devices
+    ids = np.arange(n).reshape(spec.dim_sizes)
+    return dtensor.Mesh(list(spec.dim_names), ids, list(range(n)), list(spec.device_names))
+
+
+def to_layout(spec: LayoutSpec):
+    return dtensor.Layout(list(spec.sharding_specs), to_mesh(spec.mesh))
+
+
+def _single_device_mesh(device: str) -> MeshSpec:
+    return MeshSpec(("device",), (1,), (device or "/job:localhost/replica:0/task:0/device:CPU:0",))
+
+
+def is_dtensor(x) -> bool:
+    value = x.read_value() if isinstance(x, tf.Variable) else x
+    try:
+        return bool(dtensor.is_dtensor(value))
+    except Exception:  # noqa: BLE001 - plain values are simply not DTensors
+        return False
+
+
+def layout_of(x) -> LayoutSpec:
+    """The layout spec of a DVariable or DTensor; a plain tensor or ``tf.Variable``
+    is one shard on its own device."""
+    if is_dtensor(x):
+        value = x.read_value() if isinstance(x, tf.Variable) else x
+        return layout_spec(dtensor.fetch_layout(value))
+    rank = len(x.shape)
+    return LayoutSpec.replicated(_single_device_mesh(getattr(x, "device", "")), rank)
+
+
+def live_layout(x):
+    """The DTensor ``Layout`` of a DTensor value (``None`` for plain tensors)."""
+    if not is_dtensor(x):
+        return None
+    value = x.read_value() if isinstance(x, tf.Variable) else x
+    return dtensor.fetch_layout(value)
+
+
+def unpack(x) -> list[np.ndarray]:
+    """Per-device numpy shards of a DTensor (mesh device order), or ``[x]`` for a plain
+    value. Eager only; variables are read first."""
+    value = x.read_value() if isinstance(x, tf.Variable) else x
+    if is_dtensor(value):
+        return [t.numpy() for t in dtensor.unpack(value)]
+    return [np.asarray(value.numpy())]
+
+
+def put(array, layout):
+    """A DTensor with ``layout`` holding host ``array`` (built on host, copied to the
+    mesh replicated, then relaid: random/host ops inside the mesh are avoided)."""
+    array = np.asarray(array)
+    mesh = layout.mesh
+    replicated = dtensor.copy_to_mesh(
+        tf.constant(array), dtensor.Layout.replicated(mesh, array.ndim)
+    )
+    return dtensor.relayout(replicated, layout)
+
+
+def variable(array, layout=None, name=None, dtype=None):
+    """A ``DVariable`` holding ``array`` with ``layout`` (a plain ``tf.Variable`` when
+    ``layout`` is None)."""
+    array = np.asarray(array, dtype=dtype)
+    if layout is None:
+        return tf.Variable(array, name=name)
+    if isinstance(layout, LayoutSpec):
+        layout = to_layout(layout)
+    return dtensor.DVariable(put(array, layout), name=name)
+
+
+def replicated_scalar_variable(value, mesh, dtype):
+    """A scalar bookkeeping variable living on ``mesh`` (plain when ``mesh`` is None)."""
+    if mesh is None:
+        return tf.Variable(tf.constant(value, dtype=dtype), trainable=False)
+    return dtensor.DVariable(
+        dtensor.copy_to_mesh(tf.constant(value, dtype=dtype), dtensor.Layout.replicated(mesh, 0)),
+        trainable=False,
+    )
+
+
+def zeros_like_variable(var, dtype=None):
+    """A non-trainable variable shaped and laid out like ``var`` (same device(s))."""
+    layout = live_layout(var)
+    dtype = dtype or var.dtype
+    if layout is None:
+        with tf.init_scope(), tf.device(var.device):
+            return tf.Variable(tf.zeros(var.shape, dtype), trainable=False)
+    with tf.init_scope():
+        zeros = dtensor.call_with_layout(tf.zeros, layout, shape=var.shape, dtype=dtype)
+        return dtensor.DVariable(zeros, trainable=False)
+
+
+def match_layout(value, var):
+    """``value`` relaid to ``var``'s layout when both are DTensors and differ."""
+    layout = live_layout(var)
+    if layout is None or not is_dtensor(value):
+        return value
+    if dtensor.fetch_layout(value) == layout:
+        return value
+    return dtensor.relayout(value, layout)
+
+
+__all__ = [
+    "UNSHARDED", "setup_devices", "make_mesh", "mesh_spec", "layout_spec", "to_mesh",
+    "to_layout", "layout_of", "unpack", "put", "variable", "is_dtensor",
+]

@@ -1,0 +1,299 @@
+"""``dtsgd_viz.SGD``: the real tf-keras DTensor SGD with observe-only hooks.
+
+Usage, as in the reference documentation (``dtsgd_viz.SGD`` in place of
+``tf.keras.optimizers.SGD``):
+
+>>> import tensorflow as tf
+>>> import dtsgd_viz
+>>> opt = dtsgd_viz.SGD(learning_rate=0.1)
+>>> var = tf.Variable(1.0)
+>>> loss = lambda: (var ** 2)/2.0         # d(loss)/d(var1) = var1
+>>> step_count = opt.minimize(loss, [var]).numpy()
+>>> # Step is `- learning_rate * grad`
+>>> var.numpy()
+0.9
+>>> opt = dtsgd_viz.SGD(0.1, momentum=0.9)
+>>> var = tf.Variable(1.0)
+>>> val0 = var.value()
+>>> loss = lambda: (var ** 2)/2.0         # d(loss)/d(var1) = var1
+>>> # First step is `- learning_rate * grad`
+>>> step_count = opt.minimize(loss, [var]).numpy()
+>>> val1 = var.value()
+>>> (val0 - val1).numpy()
+0.1
+>>> # On later steps, step-size increases because of momentum
+>>> step_count = opt.minimize(loss, [var]).numpy()
+>>> val2 = var.value()
+>>> (val1 - val2).numpy()
+0.18
+>>> step_count
+2
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+
+from . import _dtensor  # noqa: F401  (quiets TF logging before the import below)
+import tensorflow as tf  # noqa: E402
+import tf_keras  # noqa: E402
+
+from .hooks import UpdateEvent  # noqa: E402
+
+_BaseSGD = tf_keras.dtensor.experimental.optimizers.SGD
+
+
+@dataclasses.dataclass(frozen=True)
+class GradientsClipOption:
+    """Gradient clipping, as the reference constructor's ``gradients_clip_option``.
+
+    At most one of the three may be set; they map to tf-keras' ``clipnorm``,
+    ``clipvalue`` and ``global_clipnorm``.
+    """
+
+    clipnorm: float | None = None
+    clipvalue: float | None = None
+    global_clipnorm: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class EMAOption:
+    """Exponential moving average of the weights, as the reference ``ema_option``.
+
+    Maps to tf-keras' ``use_ema``, ``ema_momentum`` and ``ema_overwrite_frequency``.
+    """
+
+    use_ema: bool = False
+    ema_momentum: float = 0.99
+    ema_overwrite_frequency: int | None = None
+
+
+def _option_kwargs(option, cls, arg):
+    if option is None:
+        return {}
+    fields = [f.name for f in dataclasses.fields(cls)]
+    if isinstance(option, Mapping):
+        unknown = sorted(set(option) - set(fields))
+        if unknown:
+            raise ValueError(f"Unknown keys in {arg}: {unknown}. Allowed: {fields}.")
+        values = dict(option)
+    elif all(hasattr(option, f) for f in fields):
+        values = {f: getattr(option, f) for f in fields}
+    else:
+        raise TypeError(
+            f"{arg} must be a dtsgd_viz.{cls.__name__}, a dict with keys {fields}, or an "
+            f"object with those attributes. Received: {option!r}."
+        )
+    return dataclasses.asdict(cls(**values))
+
+
+def _check_learning_rate(lr):
+    if isinstance(lr, bool):
+        raise TypeError(f"learning_rate must be a positive finite number or a schedule. Received: {lr!r}.")
+    if isinstance(lr, (int, float)) or (hasattr(lr, "dtype") and getattr(lr, "shape", None) == ()):
+        try:
+            value = float(lr)
+        except (TypeError, ValueError):
+            return
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(
+                "learning_rate must be finite and > 0 (or a LearningRateSchedule / callable). "
+                f"Received: {lr!r}."
+            )
+
+
+class SGD(_BaseSGD):
+    """Gradient descent with momentum on a DTensor mesh, with observe-only hooks.
+
+    It *is* ``tf_keras.dtensor.experimental.optimizers.SGD`` (a subclass) and takes
+    the reference constructor::
+
+        SGD(learning_rate=0.01, momentum=0.0, nesterov=False, amsgrad=False,
+            gradients_clip_option=None, ema_option=None, jit_compile=False,
+            name="SGD", mesh=None, hooks=())
+
+    ``gradients_clip_option`` is a ``GradientsClipOption`` or a dict with keys
+    ``clipnorm``/``clipvalue``/``global_clipnorm``; ``ema_option`` is an ``EMAOption``
+    or a dict with keys ``use_ema``/``ema_momentum``/``ema_overwrite_frequency``.
+    The tf-keras keyword arguments themselves (``clipnorm=...``, ``use_ema=...``,
+    ``weight_decay=...``) are accepted too, which is what ``from_config`` passes.
+    ``amsgrad=True`` is an error: SGD has no AMSGrad.
+
+    ``hooks`` observe every update (see ``dtsgd_viz.Recorder``); they are not part
+    of ``get_config``. ``minimize`` and ``apply_gradients`` return the iteration
+    count after the update, and accept ``loss=`` so hooks can record it
+    (``minimize`` reports its loss itself).
+    """
+
+    def __init__(
+        self,
+        learning_rate=0.01,
+        momentum=0.0,
+        nesterov=False,
+        amsgrad=False,
+        gradients_clip_option=None,
+        ema_option=None,
+        jit_compile=False,
+        name="SGD",
+        mesh=None,
+        hooks=(),
+        **kwargs,
+    ):
+        if amsgrad:
+            raise ValueError(
+                f"amsgrad={amsgrad!r}: SGD has no AMSGrad variant. Allowed: amsgrad=False "
+                "(use an Adam optimizer for AMSGrad)."
+            )
+        _check_learning_rate(learning_rate)
+        if isinstance(momentum, bool) or not isinstance(momentum, (int, float)):
+            raise TypeError(f"momentum must be a number in [0, 1]. Received: {momentum!r}.")
+        if not (0.0 <= momentum <= 1.0):
+            raise ValueError(f"momentum must be in [0, 1]. Received: momentum={momentum!r}.")
+        if not isinstance(nesterov, bool):
+            raise TypeError(f"nesterov must be True or False. Received: {nesterov!r}.")
+        for arg, option, cls in (
+            ("gradients_clip_option", gradients_clip_option, GradientsClipOption),
+            ("ema_option", ema_option, EMAOption),
+        ):
+            mapped = _option_kwargs(option, cls, arg)
+            clash = sorted(k for k in mapped if k in kwargs)
+            if clash:
+                raise ValueError(f"{clash} given both directly and in {arg}; give each once.")
+            kwargs.update(mapped)
+        if mesh is not None and type(mesh).__name__ != "Mesh":
+            raise TypeError(
+                f"mesh must be a tf.experimental.dtensor.Mesh (see dtsgd_viz.make_mesh) or None. "
+                f"Received: {type(mesh).__name__}."
+            )
+        super().__init__(
+            learning_rate=learning_rate,
+            momentum=momentum,
+            nesterov=nesterov,
+            jit_compile=jit_compile,
+            name=name,
+            mesh=mesh,
+            **kwargs,
+        )
+        self._hooks = []
+        self._pending_loss = None
+        for hook in hooks:
+            self.add_hook(hook)
+
+    # ---- hooks ------------------------------------------------------------------
+
+    @property
+    def hooks(self) -> tuple:
+        return tuple(self._hooks)
+
+    @property
+    def mesh(self):
+        return self._mesh
+
+    def add_hook(self, hook):
+        """Attach an observer (a ``Recorder``, or anything implementing ``dtsgd_viz.Hook``).
+
+        Attach before the first update: a ``tf.function`` traced without the hook
+        will not call it.
+        """
+        for method in ("on_build", "before_update", "after_update"):
+            if not callable(getattr(hook, method, None)):
+                raise TypeError(
+                    f"A hook needs methods on_build, before_update and after_update; "
+                    f"{type(hook).__name__} has no {method}."
+                )
+        self._hooks.append(hook)
+        if getattr(self, "_built", False):
+            hook.on_build(self, tuple(self._trainable_variables))
+        return hook
+
+    def build(self, var_list):
+        already = getattr(self, "_built", False)
+        super().build(var_list)
+        if not already:
+            for hook in self._hooks:
+                hook.on_build(self, tuple(var_list))
+
+    def velocity(self, variable):
+        """The momentum slot of ``variable``."""
+        return self.momentums[self._index_dict[self._var_key(variable)]]
+
+    def _internal_apply_gradients(self, grads_and_vars):
+        grads_and_vars = list(grads_and_vars)
+        if not self._hooks:
+            return super()._internal_apply_gradients(grads_and_vars)
+        variables = tuple(v for _, v in grads_and_vars)
+        grads = tuple(g for g, _ in grads_and_vars)
+        before = tuple(v.read_value() for v in variables)
+        for hook in self._hooks:
+            hook.before_update(self, variables, before)
+        iteration = super()._internal_apply_gradients(grads_and_vars)
+        event = UpdateEvent(
+            optimizer=self,
+            variables=variables,
+            grads=grads,
+            params=tuple(v.read_value() for v in variables),
+            velocities=tuple(self.velocity(v).read_value() for v in variables),
+            iteration=self.iterations.read_value(),
+            learning_rate=tf.identity(self.learning_rate),
+            loss=self._pending_loss,
+        )
+        for hook in self._hooks:
+            hook.after_update(event)
+        return iteration
+
+    # ---- documented behaviour ----------------------------------------------------
+
+    def apply_gradients(self, grads_and_vars, name=None, loss=None, **kwargs):
+        """Apply gradients; returns the iteration count after the update.
+
+        ``loss`` (optional) is passed to hooks so recordings can show it.
+        """
+        self._pending_loss = loss
+        try:
+            result = super().apply_gradients(grads_and_vars, name=name, **kwargs)
+        finally:
+            self._pending_loss = None
+        return result
+
+    def compute_gradients(self, loss, var_list, tape=None):
+        """As tf-keras, and also eagerly on a mesh.
+
+        Eager DTensor backprop seeds the tape with a plain ``1.0``, which turns the
+        gradient of a sum into a plain tensor that DTensor ops then reject; seeding
+        it with ``ones_like(loss)`` keeps it on the mesh. Graph mode is unaffected.
+        """
+        if not callable(loss) and tape is None:
+            raise ValueError(
+                "`tape` is required when a `Tensor` loss is passed. "
+                f"Received: loss={loss}, tape={tape}."
+            )
+        if tape is None:
+            tape = tf.GradientTape()
+        if callable(loss):
+            with tape:
+                if not callable(var_list):
+                    tape.watch(var_list)
+                loss = loss()
+                if callable(var_list):
+                    var_list = var_list()
+        self._last_loss = loss
+        seed = None
+        if self._mesh is not None and tf.executing_eagerly() and _dtensor.is_dtensor(loss):
+            seed = tf.ones_like(loss)
+        grads = tape.gradient(loss, var_list, output_gradients=seed)
+        return list(zip(grads, var_list))
+
+    def minimize(self, loss, var_list, tape=None):
+        """Minimize ``loss`` over ``var_list``; returns the iteration count (as documented)
+        and reports the loss to the hooks."""
+        grads_and_vars = self.compute_gradients(loss, var_list, tape)
+        loss_value, self._last_loss = self._last_loss, None
+        return self.apply_gradients(grads_and_vars, loss=loss_value)
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        config = dict(config)
+        config.pop("is_legacy_optimizer", None)
+        return super().from_config(config, custom_objects=custom_objects)

@@ -1,0 +1,297 @@
+"""A recording: what an instrumented optimizer did, step by step, as plain numpy data.
+
+No TensorFlow objects live here: a recording saves, loads and draws anywhere.
+
+    >>> rec = load_recording(path)                          # doctest: +SKIP
+    >>> rec.global_values("w", "velocity").shape            # doctest: +SKIP
+    (100, 8, 8)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import io
+import json
+import os
+import zipfile
+from collections.abc import Mapping
+
+import numpy as np
+
+from .geometry import ShardGeometry, shard_geometry
+from .specs import LayoutSpec, MeshSpec
+
+KINDS = ("param", "velocity", "grad")
+"""What can be recorded: the parameter after the update, the momentum slot after
+it, and the gradient applied in it."""
+
+FORMAT = "dtsgd_viz.recording"
+VERSION = 1
+
+NONFINITE_GRAD, NONFINITE_PARAM = 1, 2
+
+
+class RecordingFileError(ValueError):
+    """A recording file that cannot be read: truncated, corrupted, or not a recording."""
+
+
+def check_kinds(kinds) -> tuple[str, ...]:
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    kinds = tuple(kinds)
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds:
+        raise ValueError(f"Unknown kind(s) {bad or '(none given)'}. Allowed: {list(KINDS)}.")
+    return tuple(k for k in KINDS if k in kinds)
+
+
+@dataclasses.dataclass(frozen=True)
+class Hyperparameters:
+    """``learning_rate`` per recorded step (schedules change it), ``momentum``, ``nesterov``."""
+
+    learning_rate: np.ndarray
+    momentum: float
+    nesterov: bool
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class VariableRecord:
+    """One variable's history: unique blocks only (replicas stored once).
+
+    ``blocks[kind]`` has shape ``(n_steps, n_unique_blocks, *local_shape)``, blocks in
+    the order of ``geometry.replica_groups``.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    layout: LayoutSpec
+    initial: np.ndarray
+    blocks: Mapping[str, np.ndarray]
+
+    @functools.cached_property
+    def geometry(self) -> ShardGeometry:
+        return shard_geometry(self.shape, self.layout)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Recording:
+    """Per-step, per-shard history of an optimizer run (see the module docstring).
+
+    ``nonfinite[i, v]`` holds bits (1: gradient, 2: parameter) for step ``i`` and
+    variable ``v`` that held NaN/Inf; ``mismatch[i, v]`` holds one bit per kind
+    (in ``KINDS`` order) whose replicated copies disagreed.
+    """
+
+    mesh: MeshSpec
+    records: tuple[VariableRecord, ...]
+    kinds: tuple[str, ...]
+    steps: np.ndarray
+    hyperparameters: Hyperparameters
+    loss_values: np.ndarray
+    nonfinite: np.ndarray
+    mismatch: np.ndarray
+    dropped_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+
+    # ---- lookup -------------------------------------------------------------------
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.records)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def record(self, name: str) -> VariableRecord:
+        for r in self.records:
+            if r.name == name:
+                return r
+        raise ValueError(
+            f"Unknown variable {name!r}. This recording has: {list(self.variables)}."
+        )
+
+    def _blocks(self, name: str, kind: str) -> tuple[VariableRecord, np.ndarray]:
+        rec = self.record(name)
+        if kind not in KINDS:
+            raise ValueError(f"Unknown kind {kind!r}. Allowed: {list(KINDS)}.")
+        if kind not in rec.blocks:
+            raise ValueError(
+                f"Kind {kind!r} was not recorded (Recorder kinds={list(self.kinds)}). "
+                f"Record it with Recorder(kinds=(..., {kind!r}))."
+            )
+        return rec, rec.blocks[kind]
+
+    def layout(self, name: str) -> LayoutSpec:
+        return self.record(name).layout
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.record(name).shape
+
+    def geometry(self, name: str) -> ShardGeometry:
+        return self.record(name).geometry
+
+    def initial(self, name: str) -> np.ndarray:
+        """The parameter before the first update the recorder saw."""
+        return self.record(name).initial
+
+    def global_values(self, name: str, kind: str = "param") -> np.ndarray:
+        """``(n_steps, *global_shape)``: the shards of each step put back together."""
+        rec, blocks = self._blocks(name, kind)
+        return rec.geometry.assemble(blocks)
+
+    def shard_values(self, name: str, kind: str = "param") -> np.ndarray:
+        """``(n_steps, n_devices, *local_shape)`` in mesh device order (replicas repeated)."""
+        rec, blocks = self._blocks(name, kind)
+        return blocks[:, list(rec.geometry.group_of)]
+
+    def shard_devices(self, name: str) -> tuple[str, ...]:
+        """The device holding each shard of ``shard_values``."""
+        return self.record(name).layout.mesh.device_names
+
+    def path(self, name: str) -> np.ndarray:
+        """``(n_steps + 1, *shape)``: the initial parameter then each recorded one."""
+        return np.concatenate([self.initial(name)[None], self.global_values(name, "param")])
+
+    # ---- step flags ------------------------------------------------------------------
+
+    @property
+    def loss(self) -> np.ndarray | None:
+        """Loss per recorded step (NaN where not reported); None if never reported."""
+        if np.all(np.isnan(self.loss_values)):
+            return None
+        return self.loss_values
+
+    @property
+    def nonfinite_steps(self) -> np.ndarray:
+        """Steps where a gradient or parameter held NaN/Inf."""
+        return self.steps[np.any(self.nonfinite != 0, axis=1)] if len(self) else self.steps
+
+    @property
+    def replica_mismatch(self) -> np.ndarray:
+        """Steps where copies of a replicated block disagreed."""
+        return self.steps[np.any(self.mismatch != 0, axis=1)] if len(self) else self.steps
+
+    @property
+    def nbytes(self) -> int:
+        total = sum(a.nbytes for a in (self.steps, self.loss_values, self.nonfinite,
+                                        self.mismatch, self.hyperparameters.learning_rate))
+        for r in self.records:
+            total += r.initial.nbytes + sum(b.nbytes for b in r.blocks.values())
+        return total
+
+    def __repr__(self) -> str:
+        span = f"steps {self.steps[0]}..{self.steps[-1]}" if len(self) else "no steps"
+        hp = self.hyperparameters
+        return (
+            f"<Recording {len(self)} updates ({span}) of {len(self.records)} variable(s) "
+            f"on {self.mesh}; kinds={list(self.kinds)}; momentum={hp.momentum}, "
+            f"nesterov={hp.nesterov}>"
+        )
+
+    # ---- files ---------------------------------------------------------------------------
+
+    def save(self, path) -> str:
+        """Write a portable ``.npz`` (zip of ``.npy`` + a JSON header; no pickle)."""
+        path = os.fspath(path)
+        meta = {
+            "format": FORMAT,
+            "version": VERSION,
+            "mesh": self.mesh.to_dict(),
+            "kinds": list(self.kinds),
+            "momentum": float(self.hyperparameters.momentum),
+            "nesterov": bool(self.hyperparameters.nesterov),
+            "n_steps": len(self),
+            "variables": [
+                {"name": r.name, "shape": list(r.shape), "dtype": r.dtype,
+                 "layout": r.layout.to_dict()}
+                for r in self.records
+            ],
+        }
+        arrays = {
+            "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+            "steps": self.steps, "learning_rate": self.hyperparameters.learning_rate,
+            "loss": self.loss_values, "nonfinite": self.nonfinite, "mismatch": self.mismatch,
+            "dropped_steps": self.dropped_steps,
+        }
+        for i, r in enumerate(self.records):
+            arrays[f"v{i}.initial"] = r.initial
+            for kind, blocks in r.blocks.items():
+                arrays[f"v{i}.{kind}"] = blocks
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+        return path
+
+
+def _read_arrays(path) -> dict[str, np.ndarray]:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            bad = zf.testzip()
+            if bad is not None:
+                raise RecordingFileError(f"{path}: member {bad!r} is corrupted (CRC mismatch).")
+            out = {}
+            for member in zf.namelist():
+                if not member.endswith(".npy"):
+                    raise RecordingFileError(f"{path}: unexpected member {member!r}.")
+                out[member[:-4]] = np.lib.format.read_array(
+                    io.BytesIO(zf.read(member)), allow_pickle=False
+                )
+            return out
+    except RecordingFileError:
+        raise
+    except FileNotFoundError:
+        raise
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
+        raise RecordingFileError(
+            f"{path} is not a readable dtsgd_viz recording (truncated or corrupted?): {e}"
+        ) from e
+
+
+def load_recording(path) -> Recording:
+    """Read a file written by ``Recording.save``. Does not import TensorFlow.
+
+    Raises ``RecordingFileError`` (a ``ValueError``) for truncated, corrupted or
+    foreign files, and for versions newer than this library reads.
+    """
+    path = os.fspath(path)
+    arrays = _read_arrays(path)
+    try:
+        meta = json.loads(arrays.pop("meta").tobytes().decode())
+    except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RecordingFileError(f"{path}: missing or unreadable header ({e}).") from e
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise RecordingFileError(f"{path} is not a dtsgd_viz recording (format={meta.get('format')!r}).")
+    if meta.get("version") != VERSION:
+        raise RecordingFileError(
+            f"{path} has recording format version {meta.get('version')!r}; this dtsgd_viz "
+            f"reads version {VERSION}. Upgrade dtsgd_viz to read it."
+        )
+    try:
+        n = int(meta["n_steps"])
+        kinds = tuple(meta["kinds"])
+        mesh = MeshSpec.from_dict(meta["mesh"])
+        records = []
+        for i, v in enumerate(meta["variables"]):
+            layout = LayoutSpec.from_dict(v["layout"])
+            shape = tuple(v["shape"])
+            geom = shard_geometry(shape, layout)
+            initial = arrays[f"v{i}.initial"]
+            blocks = {k: arrays[f"v{i}.{k}"] for k in kinds}
+            want = (n, geom.num_unique, *geom.local_shape)
+            if initial.shape != shape or any(b.shape != want for b in blocks.values()):
+                raise RecordingFileError(f"{path}: arrays of {v['name']!r} do not match its shape.")
+            records.append(VariableRecord(v["name"], shape, v["dtype"], layout, initial, blocks))
+        steps = arrays["steps"]
+        hp = Hyperparameters(arrays["learning_rate"], float(meta["momentum"]), bool(meta["nesterov"]))
+        rec = Recording(mesh, tuple(records), kinds, steps, hp, arrays["loss"],
+                        arrays["nonfinite"], arrays["mismatch"], arrays["dropped_steps"])
+    except RecordingFileError:
+        raise
+    except (KeyError, TypeError, ValueError) as e:
+        raise RecordingFileError(f"{path}: inconsistent recording ({type(e).__name__}: {e}).") from e
+    per_step = (steps, hp.learning_rate, rec.loss_values, rec.nonfinite, rec.mismatch)
+    if any(len(a) != n for a in per_step):
+        raise RecordingFileError(f"{path}: per-step arrays do not all have {n} steps.")
+    return rec
