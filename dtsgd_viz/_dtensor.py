@@ -20,7 +20,7 @@ import numpy as np
 def _quiet_native_stderr():
     """Silence TensorFlow's C++ start-up lines (written to fd 2 before its logger is
     configured, so TF_CPP_MIN_LOG_LEVEL alone cannot). ``DTSGD_VIZ_TF_LOGS=1`` keeps them."""
-    if os.environ.get("DTSGD_VIZ_TF_LOGS") == "1" or "tensorflow" in sys.modules:
+    if os.environ.get("DTSGD_VIZ_TF_LOGS") == "1":
         yield
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -59,7 +59,8 @@ def setup_devices(num_devices: int = DEFAULT_CPU_DEVICES) -> int:
             f"A virtual CPU mesh can have at most {MAX_CPU_DEVICES} devices. "
             f"Received a request for {num_devices}."
         )
-    cpu = tf.config.list_physical_devices("CPU")[0]
+    with _quiet_native_stderr():  # device discovery logs a CUDA probe failure
+        cpu = tf.config.list_physical_devices("CPU")[0]
     configured = tf.config.get_logical_device_configuration(cpu)
     if configured and len(configured) >= num_devices:
         return len(configured)
@@ -97,7 +98,8 @@ def make_mesh(dims, device_type: str | None = None):
     if device_type == "CPU":
         setup_devices(n)
     else:
-        have = len(tf.config.list_physical_devices(device_type))
+        with _quiet_native_stderr():
+            have = len(tf.config.list_physical_devices(device_type))
         if have < n:
             raise ValueError(
                 f"A mesh of shape {dict(zip(names, sizes))} needs {n} {device_type} devices; "

@@ -229,16 +229,19 @@ class SGD(_BaseSGD):
         for hook in self._hooks:
             hook.before_update(self, variables, before)
         iteration = super()._internal_apply_gradients(grads_and_vars)
-        event = UpdateEvent(
-            optimizer=self,
-            variables=variables,
-            grads=grads,
-            params=tuple(v.read_value() for v in variables),
-            velocities=tuple(self.velocity(v).read_value() for v in variables),
-            iteration=self.iterations.read_value(),
-            learning_rate=tf.identity(self.learning_rate),
-            loss=self._pending_loss,
-        )
+        # Read after every update has run: the explicit dependency keeps DTensor's
+        # graph passes from hoisting these reads above the assignments.
+        with tf.control_dependencies([iteration]):
+            event = UpdateEvent(
+                optimizer=self,
+                variables=variables,
+                grads=grads,
+                params=tuple(tf.identity(v.read_value()) for v in variables),
+                velocities=tuple(tf.identity(self.velocity(v).read_value()) for v in variables),
+                iteration=tf.identity(self.iterations.read_value()),
+                learning_rate=tf.identity(self.learning_rate),
+                loss=self._pending_loss,
+            )
         for hook in self._hooks:
             hook.after_update(event)
         return iteration

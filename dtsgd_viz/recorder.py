@@ -149,6 +149,7 @@ class Recorder:
         with tf.init_scope():
             self._staging = {
                 "meta": [meta_var() for _ in range(self.buffer_steps)],
+                "pv_meta": [meta_var() for _ in range(self.buffer_steps)],
                 "values": [
                     {(w.name, k): _dtensor.zeros_like_variable(w.var) for w in self._watched
                      for k in self.kinds}
@@ -177,6 +178,53 @@ class Recorder:
             return tf.constant(True)
 
         tf.cond(tf.equal(st["has_initial"].read_value(), 0), copy, lambda: tf.constant(False))
+        self._stage_previous(optimizer, by_key)
+
+    def _stage_previous(self, optimizer, by_key):
+        """Stage the parameters and velocities left by the previous update.
+
+        Inside one DTensor ``tf.function`` a read placed after tf-keras' Nesterov
+        ``assign_add`` was seen to return the pre-update value (control dependencies
+        did not help), so post-update values are taken here, at the start of the next
+        update, and for the latest update from the variables themselves at flush."""
+        pv_kinds = [k for k in ("param", "velocity") if k in self.kinds]
+        st = self._staging
+        prev = tf.cast(optimizer.iterations.read_value(), tf.int64)
+        due = tf.logical_and(prev > 0, tf.equal(prev % self.every, 0))
+        slot = (prev // self.every) % self.buffer_steps
+        current = {}
+        for w in self._watched:
+            param = by_key.get(optimizer._var_key(w.var), None)
+            current[(w.name, "param")] = param if param is not None else w.var.read_value()
+            if "velocity" in pv_kinds:
+                current[(w.name, "velocity")] = optimizer.velocity(w.var).read_value()
+
+        def meta():
+            flags = [tf.cast(tf.logical_not(tf.reduce_all(tf.math.is_finite(
+                current[(w.name, "param")]))), tf.float64) * NONFINITE_PARAM
+                for w in self._watched]
+            return tf.stack([tf.cast(prev, tf.float64), *flags])
+
+        def write(k):
+            for kind in pv_kinds:
+                for w in self._watched:
+                    st["values"][k][(w.name, kind)].assign(current[(w.name, kind)])
+            st["pv_meta"][k].assign(tf.concat([meta(), tf.zeros(2, tf.float64)], 0))
+            return tf.constant(True)
+
+        self._in_slot(due, slot, write)
+
+    def _in_slot(self, predicate, slot, write):
+        """Run ``write(k)`` for ``k == slot`` when ``predicate``: nested ``tf.cond``s (DTensor
+        has no layout propagation for ``switch_case`` or scatter into a buffer)."""
+
+        def select(lo, hi):
+            if hi - lo == 1:
+                return write(lo)
+            mid = (lo + hi) // 2
+            return tf.cond(slot < mid, lambda: select(lo, mid), lambda: select(mid, hi))
+
+        tf.cond(predicate, lambda: select(0, self.buffer_steps), lambda: tf.constant(False))
 
     def after_update(self, event):
         if self._optimizer is None:
@@ -184,7 +232,7 @@ class Recorder:
         values, meta = self._step_tensors(event)
         if tf.executing_eagerly():
             self.flush()  # keep order if traced steps ran before this eager one
-            meta = _dtensor.unpack(meta)[0]
+            meta = _dtensor.unpack(meta())[0]
             if int(meta[0]) % self.every == 0:
                 self._append(meta, {key: _dtensor.unpack(v) for key, v in values.items()})
             self._last_step = max(self._last_step, int(meta[0]))
@@ -192,30 +240,21 @@ class Recorder:
         if self._staging is None:
             self._make_staging()
         it = tf.cast(event.iteration, tf.int64)
-        record = tf.equal(it % self.every, 0)
-        slot = (it // self.every) % self.buffer_steps
         st = self._staging
 
         def write(k):
-            def branch():
-                for key, value in values.items():
-                    st["values"][k][key].assign(value)
-                st["meta"][k].assign(meta)
-                return tf.constant(True)
-            return branch
+            if "grad" in self.kinds:
+                for w in self._watched:
+                    st["values"][k][(w.name, "grad")].assign(values[(w.name, "grad")])
+            st["meta"][k].assign(meta())
+            return tf.constant(True)
 
-        def select(lo, hi):
-            if hi - lo == 1:
-                return write(lo)()
-            mid = (lo + hi) // 2
-            return tf.cond(slot < mid, lambda: select(lo, mid), lambda: select(mid, hi))
-
-        tf.cond(record, lambda: select(0, self.buffer_steps), lambda: tf.constant(False))
+        self._in_slot(tf.equal(it % self.every, 0), (it // self.every) % self.buffer_steps, write)
 
     def _step_tensors(self, event):
         opt = event.optimizer
         in_event = {opt._var_key(v): i for i, v in enumerate(event.variables)}
-        values, flags = {}, []
+        values, finite_inputs = {}, []
         for w in self._watched:
             i = in_event.get(opt._var_key(w.var))
             param = event.params[i] if i is not None else w.var.read_value()
@@ -234,21 +273,25 @@ class Recorder:
                 )
             for k in self.kinds:
                 values[(w.name, k)] = kinds[k]
-            bad_g = tf.logical_not(tf.reduce_all(tf.math.is_finite(grad)))
-            bad_p = tf.logical_not(tf.reduce_all(tf.math.is_finite(param)))
-            flags.append(tf.cast(bad_g, tf.float64) * NONFINITE_GRAD
-                         + tf.cast(bad_p, tf.float64) * NONFINITE_PARAM)
+            finite_inputs.append((grad, kinds["param"]))
         loss = event.loss
-        if loss is None:
-            loss = tf.constant(float("nan"), tf.float64)
-        else:
-            loss = tf.reduce_mean(tf.cast(loss, tf.float64))
-        meta = tf.stack([
-            tf.cast(event.iteration, tf.float64),
-            tf.cast(event.learning_rate, tf.float64),
-            loss,
-            *flags,
-        ])
+
+        def meta():
+            flags = []
+            for grad, param in finite_inputs:
+                bad_g = tf.logical_not(tf.reduce_all(tf.math.is_finite(grad)))
+                bad_p = tf.logical_not(tf.reduce_all(tf.math.is_finite(param)))
+                flags.append(tf.cast(bad_g, tf.float64) * NONFINITE_GRAD
+                             + tf.cast(bad_p, tf.float64) * NONFINITE_PARAM)
+            value = (tf.constant(float("nan"), tf.float64) if loss is None
+                     else tf.reduce_mean(tf.cast(loss, tf.float64)))
+            return tf.stack([
+                tf.cast(event.iteration, tf.float64),
+                tf.cast(event.learning_rate, tf.float64),
+                value,
+                *flags,
+            ])
+
         return values, meta
 
     # ---- host side ---------------------------------------------------------------------
@@ -301,11 +344,36 @@ class Recorder:
                 RuntimeWarning,
                 stacklevel=2,
             )
+        arrived = 0
         for meta, k in fresh:
-            vals = st["values"][k]
-            self._append(meta, {key: _dtensor.unpack(var) for key, var in vals.items()})
+            step = int(meta[0])
+            pv = _dtensor.unpack(st["pv_meta"][k])[0]
+            shards = {}
+            for (name, kind), var in st["values"][k].items():
+                if kind == "grad" or int(pv[0]) == step:
+                    shards[(name, kind)] = _dtensor.unpack(var)
+            meta = meta.copy()
+            if int(pv[0]) == step:
+                param_flags = pv[1:1 + len(self._watched)]
+            elif step == current:  # the latest update: its results are in the variables
+                live = {}
+                for w in self._watched:
+                    live[(w.name, "param")] = _dtensor.unpack(w.var)
+                    if "velocity" in self.kinds:
+                        live[(w.name, "velocity")] = _dtensor.unpack(self._optimizer.velocity(w.var))
+                shards.update({key: v for key, v in live.items() if key[1] in self.kinds})
+                param_flags = np.array([
+                    0.0 if all(np.isfinite(x).all() for x in live[(w.name, "param")])
+                    else NONFINITE_PARAM for w in self._watched])
+            else:  # overwritten by a later update before this flush
+                self._dropped.append(step)
+                continue
+            flags = meta[_META:].astype(np.uint8) & NONFINITE_GRAD
+            meta[_META:] = flags | param_flags.astype(np.uint8)
+            self._append(meta, shards)
+            arrived += 1
         self._last_step = max(self._last_step, current)
-        return len(fresh)
+        return arrived
 
     def loop(self, steps, flush_every=None):
         """Iterate ``range(steps)`` (or any iterable), flushing the device buffer often
