@@ -121,6 +121,9 @@ class SGD(_BaseSGD):
     ``weight_decay=...``) are accepted too, which is what ``from_config`` passes.
     ``amsgrad=True`` is an error: SGD has no AMSGrad.
 
+    ``data_dependent_update=True`` avoids a read-after-write hazard of tf-keras'
+    update inside DTensor ``tf.function``s (see ``update_step``).
+
     ``hooks`` observe every update (see ``dtsgd_viz.Recorder``); they are not part
     of ``get_config``. ``minimize`` and ``apply_gradients`` return the iteration
     count after the update, and accept ``loss=`` so hooks can record it
@@ -139,6 +142,7 @@ class SGD(_BaseSGD):
         name="SGD",
         mesh=None,
         hooks=(),
+        data_dependent_update=False,
         **kwargs,
     ):
         if amsgrad:
@@ -176,6 +180,11 @@ class SGD(_BaseSGD):
             mesh=mesh,
             **kwargs,
         )
+        if not isinstance(data_dependent_update, bool):
+            raise TypeError(
+                f"data_dependent_update must be True or False. Received: {data_dependent_update!r}."
+            )
+        self.data_dependent_update = data_dependent_update
         self._hooks = []
         self._pending_loss = None
         for hook in hooks:
@@ -214,6 +223,28 @@ class SGD(_BaseSGD):
         if not already:
             for hook in self._hooks:
                 hook.on_build(self, tuple(var_list))
+
+    def update_step(self, gradient, variable):
+        """tf-keras' update, or with ``data_dependent_update=True`` the same arithmetic
+        with the new velocity passed as a value instead of re-read from its slot.
+
+        Inside a DTensor ``tf.function`` tf-keras' re-read of the slot after assigning
+        it can see the *old* velocity (seen here on a LayoutMap-sharded MLP with
+        batch-sharded data: momentum then lags one step). The data-dependent form
+        cannot be reordered and gives the documented rule; by default the optimizer
+        stays bit-identical to tf-keras.
+        """
+        if not self.data_dependent_update or isinstance(gradient, tf.IndexedSlices):
+            return super().update_step(gradient, variable)
+        lr = tf.cast(self.learning_rate, variable.dtype)
+        momentum = tf.cast(self.momentum, variable.dtype)
+        m = self.momentums[self._index_dict[self._var_key(variable)]]
+        m_new = -gradient * lr + m * momentum
+        m.assign(m_new)
+        if self.nesterov:
+            variable.assign_add(-gradient * lr + m_new * momentum)
+        else:
+            variable.assign_add(m_new)
 
     def velocity(self, variable):
         """The momentum slot of ``variable``."""
@@ -294,6 +325,12 @@ class SGD(_BaseSGD):
         grads_and_vars = self.compute_gradients(loss, var_list, tape)
         loss_value, self._last_loss = self._last_loss, None
         return self.apply_gradients(grads_and_vars, loss=loss_value)
+
+    def get_config(self):
+        config = super().get_config()
+        if self.data_dependent_update:
+            config["data_dependent_update"] = True
+        return config
 
     @classmethod
     def from_config(cls, config, custom_objects=None):

@@ -32,7 +32,7 @@ from .recording import (
 )
 
 STAGING_BUDGET_BYTES = 128 * 2**20
-MAX_BUFFER_STEPS = 64
+MAX_BUFFER_STEPS = 8
 _META = 3  # step, learning rate, loss; then one non-finite flag word per variable
 
 
@@ -72,8 +72,9 @@ class Recorder:
       kinds: any of ``"param"`` (after the update), ``"velocity"`` (momentum slot
         after the update), ``"grad"`` (the gradient applied).
       variables: names (``"dense/kernel"``) or variables to record; None records all.
-      buffer_steps: device-side ring slots used inside ``tf.function``; None picks up
-        to 64 within a 128 MiB staging budget.
+      buffer_steps: device-side ring slots used inside ``tf.function`` (each slot adds
+        branches to the traced graph); None picks up
+        to 8 within a 128 MiB staging budget.
     """
 
     def __init__(self, every=1, kinds=KINDS, variables=None, buffer_steps=None):

@@ -73,3 +73,47 @@ def run(grad_fn, initial, steps, learning_rate, momentum=0.0, nesterov=False):
         p, v = sgd_step(p, grad_fn(p), v, learning_rate, momentum, nesterov)
         out.append(p)
     return np.stack(out)
+
+
+def check_recording(recording, rtol=1e-5, atol=1e-6):
+    """Steps where the recorded update does not follow the documented rule.
+
+    For each variable, recomputes every update from the recorded previous parameter
+    and velocity, the recorded gradient and the recorded learning rate with
+    ``sgd_step``, and compares with the recorded result. Returns
+    ``{name: array of steps}`` (empty arrays when everything agrees). Needs all three
+    kinds, every step recorded (``every=1``) and no dropped steps.
+
+    This is how one sees, for instance, an update that used the *previous*
+    velocity: a read-after-write hazard inside a DTensor ``tf.function``.
+    """
+    missing = [k for k in ("param", "velocity", "grad") if k not in recording.kinds]
+    if missing:
+        raise ValueError(f"check_recording needs kinds param, velocity and grad; missing {missing}.")
+    steps = np.asarray(recording.steps)
+    if len(steps) and (np.any(np.diff(steps) != 1) or len(recording.dropped_steps)):
+        raise ValueError(
+            "check_recording needs consecutive steps (Recorder(every=1), nothing dropped). "
+            f"Received steps {steps[:5].tolist()}... with {len(recording.dropped_steps)} dropped."
+        )
+    hp = recording.hyperparameters
+    out = {}
+    for name in recording.variables:
+        p = recording.global_values(name, "param")
+        v = recording.global_values(name, "velocity")
+        g = recording.global_values(name, "grad")
+        p_prev = np.concatenate([recording.initial(name)[None], p[:-1]])
+        v0 = np.zeros_like(p[:1]) if steps[:1].tolist() == [1] else v[:1] * np.nan
+        v_prev = np.concatenate([v0, v[:-1]])
+        bad = []
+        for i in range(len(steps)):
+            if not np.all(np.isfinite(v_prev[i])):
+                continue  # unknown starting velocity (recording began mid-run)
+            p_ref, v_ref = sgd_step(p_prev[i], g[i], v_prev[i], hp.learning_rate[i],
+                                    hp.momentum, hp.nesterov)
+            ok = (np.allclose(p[i], p_ref, rtol=rtol, atol=atol, equal_nan=True)
+                  and np.allclose(v[i], v_ref, rtol=rtol, atol=atol, equal_nan=True))
+            if not ok:
+                bad.append(int(steps[i]))
+        out[name] = np.asarray(bad, np.int64)
+    return out

@@ -179,49 +179,87 @@ def _data(n=64):
     return x, (x @ np.array([1.0, -2.0, 0.5, 3.0], np.float32))[:, None]
 
 
-def test_layoutmap_model_custom_training_loop():
+def _train_mlp(mode, data_dependent_update=False, steps=8):
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = _mlp(mesh)
     rec = dtsgd_viz.Recorder()
-    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec])
+    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
+                        data_dependent_update=data_dependent_update)
     x, y = _data()
     data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
     xb, yb = _dtensor.put(x, data_layout), _dtensor.put(y, data_layout)
 
-    @tf.function
-    def train_step():
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((model(xb) - yb) ** 2)
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables), loss=loss)
+    def loss():
+        return tf.reduce_mean((model(xb) - yb) ** 2)
 
-    for _ in rec.loop(12):
-        train_step()
-    recording = rec.recording
+    if mode == "eager":
+        for _ in range(steps):
+            opt.minimize(loss, model.trainable_variables)
+    else:
+        @tf.function
+        def train_step():
+            with tf.GradientTape() as tape:
+                value = loss()
+            grads = tape.gradient(value, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables), loss=value)
+
+        for _ in rec.loop(steps):
+            train_step()
+    return model, rec.recording
+
+
+def _check_truth(model, recording):
+    """What the recording says the devices hold is what they hold."""
     assert recording.variables == ("d1/kernel", "d1/bias", "d2/kernel", "d2/bias")
     assert recording.layout("d1/kernel").sharding_specs == ("unsharded", "model")
     assert recording.layout("d2/bias").is_fully_replicated
+    assert recording.record("d2/bias").blocks["param"].shape[1] == 1  # 8 copies stored once
+    assert len(recording.replica_mismatch) == 0 and len(recording.dropped_steps) == 0
     assert recording.loss[-1] < recording.loss[0]
     for name, var in zip(recording.variables, model.trainable_variables):
+        live = _dtensor.unpack(var)
+        for d, shard in enumerate(recording.shard_values(name, "param")[-1]):
+            np.testing.assert_array_equal(shard, live[d])
+
+
+@pytest.mark.parametrize("mode, data_dependent", [("eager", False), ("graph", True)])
+def test_layoutmap_model_follows_the_rule(mode, data_dependent):
+    model, recording = _train_mlp(mode, data_dependent)
+    _check_truth(model, recording)
+    for name in recording.variables:
         p_ref, v_ref = reference.replay(
             recording.initial(name), recording.global_values(name, "grad"),
             recording.hyperparameters.learning_rate, 0.9, True)
         np.testing.assert_allclose(recording.global_values(name, "param"), p_ref, rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(recording.global_values(name, "velocity"), v_ref, rtol=1e-6, atol=1e-7)
-        live = _dtensor.unpack(var)
-        for d, shard in enumerate(recording.shard_values(name, "param")[-1]):
-            np.testing.assert_array_equal(shard, live[d])
-    # replicated d2/bias: stored once, 8 copies agreed every step
-    assert recording.record("d2/bias").blocks["param"].shape[1] == 1
-    assert len(recording.replica_mismatch) == 0
+    assert all(len(s) == 0 for s in reference.check_recording(recording).values())
+
+
+def test_layoutmap_model_in_tf_function_shows_the_stale_velocity_hazard():
+    """Upstream behaviour (tf 2.21 / tf-keras 2.21), recorded faithfully: inside a
+    DTensor tf.function, tf-keras re-reads the momentum slot before its own assign
+    lands for the batch-reduced variables, so the update uses the previous velocity.
+    If this test fails because nothing deviates, TensorFlow fixed it: update the
+    README's note and SGD.update_step's docstring."""
+    model, recording = _train_mlp("graph")
+    _check_truth(model, recording)
+    bad = reference.check_recording(recording)
+    assert len(bad["d1/kernel"]) == len(recording)  # every step deviates...
+    name = "d1/kernel"
+    p, v, g = (recording.global_values(name, k) for k in ("param", "velocity", "grad"))
+    p_prev = np.concatenate([recording.initial(name)[None], p[:-1]])
+    v_prev = np.concatenate([np.zeros_like(v[:1]), v[:-1]])
+    # ...in exactly this way: the slot is right, the parameter moved with the old velocity
+    np.testing.assert_allclose(v, -0.05 * g + 0.9 * v_prev, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(p, p_prev - 0.05 * g + 0.9 * v_prev, rtol=1e-5, atol=1e-6)
 
 
 def test_layoutmap_model_fit_with_dtensor_dataset():
     import tensorflow as tf  # noqa: F811
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = _mlp(mesh)
-    rec = dtsgd_viz.Recorder(kinds=("param", "velocity"), buffer_steps=4)
-    opt = dtsgd_viz.SGD(0.05, momentum=0.9, mesh=mesh, hooks=[rec])
+    rec = dtsgd_viz.Recorder(buffer_steps=4)
+    opt = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh, hooks=[rec], data_dependent_update=True)
     x, y = _data()
     per_replica = 8
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(per_replica, drop_remainder=True).repeat()
@@ -236,8 +274,6 @@ def test_layoutmap_model_fit_with_dtensor_dataset():
     assert len(recording.dropped_steps) == 0
     assert np.all(np.isfinite(recording.loss))
     assert history.history["loss"][-1] < history.history["loss"][0]
-    for name in recording.variables:
-        params = recording.global_values(name, "param")
-        vel = recording.global_values(name, "velocity")
-        prev = np.concatenate([recording.initial(name)[None], params[:-1]])
-        np.testing.assert_allclose(params, prev + vel, rtol=1e-6, atol=1e-6)  # momentum rule
+    # model.fit reports its loss through minimize; the updates follow the rule
+    np.testing.assert_array_less(0, recording.loss)
+    assert all(len(s) == 0 for s in reference.check_recording(recording).values())
