@@ -263,7 +263,9 @@ class Recorder:
                 grad = event.grads[i]
                 if isinstance(grad, tf.IndexedSlices):
                     grad = tf.convert_to_tensor(grad)
-                if w.live_layout is not None:
+                if w.live_layout is not None and not (
+                    tf.executing_eagerly() and _dtensor.live_layout(grad) == w.live_layout
+                ):  # relayout would hide replicas that disagree
                     grad = _dtensor.dtensor.relayout(grad, w.live_layout)
             else:  # no gradient this step (filtered by tf-keras): nothing was applied
                 grad = tf.zeros_like(param)
