@@ -234,3 +234,9 @@ __all__ = [
     "UNSHARDED", "setup_devices", "make_mesh", "mesh_spec", "layout_spec", "to_mesh",
     "to_layout", "layout_of", "unpack", "put", "variable", "is_dtensor",
 ]
+
+
+def shard_geometry_of(shape, layout):
+    """``shard_geometry`` for a live DTensor ``Layout``."""
+    from .geometry import shard_geometry
+    return shard_geometry(shape, layout_spec(layout))

@@ -7,13 +7,13 @@ variables laid out like the parameter, in a ring of ``buffer_steps`` slots picke
 with ``tf.cond``; the ring is copied to the host in one batch whenever the
 recording is read, on ``flush()``, and every ``buffer_steps // 2`` iterations of
 ``Recorder.loop``. Steps overwritten before a flush are listed in
-``recording.dropped_steps`` (and warned about), never silently lost.
+``recording.dropped_steps`` (and warned about), never silently lost::
 
-    >>> rec = Recorder(every=1, kinds=("param", "velocity"))     # doctest: +SKIP
-    >>> opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh, hooks=[rec])  # doctest: +SKIP
-    >>> for _ in rec.loop(100):                                  # doctest: +SKIP
-    ...     train_step()
-    >>> rec.recording.global_values("w", "velocity")             # doctest: +SKIP
+    rec = dtsgd_viz.Recorder(every=1, kinds=("param", "velocity"))
+    opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh, hooks=[rec])
+    for _ in rec.loop(100):          # flushes the device ring as it goes
+        train_step()                 # a tf.function calling opt.apply_gradients
+    rec.recording.global_values("w", "velocity")
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """A recording: what an instrumented optimizer did, step by step, as plain numpy data.
 
-No TensorFlow objects live here: a recording saves, loads and draws anywhere.
+No TensorFlow objects live here: a recording saves, loads and draws anywhere::
 
-    >>> rec = load_recording(path)                          # doctest: +SKIP
-    >>> rec.global_values("w", "velocity").shape            # doctest: +SKIP
-    (100, 8, 8)
+    rec = dtsgd_viz.load_recording("run.npz")
+    rec.global_values("w", "velocity")     # (n_steps, *global_shape)
+    rec.shard_values("w", "velocity")      # (n_steps, n_devices, *local_shape)
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """Test set-up: 8 virtual CPU devices, created once before TensorFlow starts."""
 
-import numpy as np
 import pytest
 
 import dtsgd_viz
@@ -19,18 +18,3 @@ CONFIGS = {
 @pytest.fixture(params=sorted(CONFIGS))
 def config(request):
     return dict(CONFIGS[request.param])
-
-
-@pytest.fixture(autouse=True)
-def _doctest_numpy_repr(request):
-    """Doctests show numbers as the reference documentation does (``0.9``, not
-    ``np.float32(0.9)``)."""
-    if type(request.node).__name__ != "DoctestItem":
-        yield
-        return
-    old = np.get_printoptions()
-    np.set_printoptions(legacy="1.25")
-    try:
-        yield
-    finally:
-        np.set_printoptions(**old)

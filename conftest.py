@@ -1,0 +1,19 @@
+"""Repository-wide pytest set-up (the package's doctests live outside tests/)."""
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _doctest_numpy_repr(request):
+    """Doctests show numbers as the reference documentation does (``0.9``, not
+    ``np.float32(0.9)``)."""
+    if type(request.node).__name__ != "DoctestItem":
+        yield
+        return
+    old = np.get_printoptions()
+    np.set_printoptions(legacy="1.25")
+    try:
+        yield
+    finally:
+        np.set_printoptions(**old)

@@ -1,0 +1,25 @@
+"""``dtsgd-viz``: command-line entry point."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="dtsgd-viz", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="record plain / momentum / Nesterov SGD on an 8-device mesh")
+    demo.add_argument("--steps", type=int, default=100, help="updates per optimizer (default 100)")
+    demo.add_argument("--save", metavar="DIR", help="also save the three recordings (.npz) in DIR")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        if args.steps < 1:
+            parser.error(f"--steps must be >= 1 (received {args.steps})")
+        from .demo import main as demo_main
+        return demo_main(steps=args.steps, save=args.save)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""The project itself: dependency lists in sync, a light import, the demo command."""
+
+import pathlib
+import re
+import subprocess
+import sys
+import tomllib
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _norm(req):
+    name, spec = re.match(r"^\s*([A-Za-z0-9_.\-]+)\s*(.*)$", req).groups()
+    return name.lower().replace("_", "-"), spec.replace(" ", "")
+
+
+def test_environment_yml_matches_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = set(map(_norm, project["dependencies"]))
+    for extra in project["optional-dependencies"].values():
+        wanted |= set(map(_norm, extra))
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert set(map(_norm, pip)) == wanted
+    python = [d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python")]
+    assert python == ["python=3.11"] and project["requires-python"] == ">=3.11"
+
+
+def test_import_is_light():
+    code = "import sys, dtsgd_viz; print(sorted(m for m in ('tensorflow', 'matplotlib', 'ipywidgets', 'IPython') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_public_names_resolve():
+    import dtsgd_viz
+    for name in dtsgd_viz.__all__:
+        assert getattr(dtsgd_viz, name) is not None, name
+
+
+def test_readme_commands_are_the_makefile_targets_ci_runs():
+    readme = (ROOT / "README.md").read_text()
+    assert "make demo" in readme and "make test" in readme
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    assert "dtsgd-viz demo" in makefile and "-m pytest" in makefile
+
+
+def test_cli_demo_runs_and_saves(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "dtsgd_viz.cli", "demo", "--steps", "30", "--save", str(tmp_path)],
+        capture_output=True, text=True, check=True,
+    )
+    lines = out.stdout.splitlines()
+    table = {line.split()[0]: line.split() for line in lines
+             if line.split() and line.split()[0] in ("plain", "momentum", "nesterov")}
+    assert set(table) == {"plain", "momentum", "nesterov"}
+    assert all(row[-1] == "ok" for row in table.values())  # updates follow the rule
+    assert "[3/3] nesterov  step 30/30" in out.stderr  # progress goes to stderr
+    assert "I0000" not in out.stderr and "E0000" not in out.stderr  # TensorFlow kept quiet
+    import dtsgd_viz
+    rec = dtsgd_viz.load_recording(tmp_path / "nesterov.npz")
+    assert len(rec) == 30 and rec.hyperparameters.nesterov
+    # the printed final loss is the recorded one
+    assert float(table["nesterov"][3]) == float(f"{rec.loss[-1]:.3e}")
+
+
+def test_cli_rejects_bad_steps():
+    out = subprocess.run([sys.executable, "-m", "dtsgd_viz.cli", "demo", "--steps", "0"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "--steps must be >= 1 (received 0)" in out.stderr
+
+
+def test_readme_example_runs(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
+    code += "\nassert r.global_values('w', 'velocity').shape == (100, 8, 8)\n"
+    code += "assert all(len(v) == 0 for v in dtsgd_viz.reference.check_recording(r).values())\n"
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True, capture_output=True, text=True)
+    assert (tmp_path / "nesterov.npz").exists()
