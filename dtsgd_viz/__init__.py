@@ -30,6 +30,16 @@ _LAZY = {
     "UpdateEvent": "hooks",
     "Hook": "hooks",
     "reference": None,
+    # views and runs (matplotlib / ipywidgets are imported on first use)
+    "plot_layout": "views.layout",
+    "layout_table": "views.layout",
+    "model_table": "views.layout",
+    "plot_shards": "views.shards",
+    "plot_paths": "views.paths",
+    "animate": "views.paths",
+    "surfaces": None,
+    "run": "runs",
+    "widgets": None,
 }
 
 __all__ = [
@@ -40,7 +50,7 @@ __all__ = [
 
 def __getattr__(name):
     if name in _LAZY:
-        module = importlib.import_module(f".{_LAZY[name] or name}", __name__)
+        module = importlib.import_module(f".{_LAZY[name] or name}", __name__)  # noqa: E501
         value = module if _LAZY[name] is None else getattr(module, name)
         globals()[name] = value
         return value
