@@ -60,7 +60,8 @@ class VariableRecord:
     """One variable's history: unique blocks only (replicas stored once).
 
     ``blocks[kind]`` has shape ``(n_steps, n_unique_blocks, *local_shape)``, blocks in
-    the order of ``geometry.replica_groups``.
+    the order of ``geometry.replica_groups`` (full mode). ``stats[kind]`` has shape
+    ``(n_steps, n_unique_blocks, 3)``: L2 norm, mean, max |x| (stats mode).
     """
 
     name: str
@@ -69,6 +70,7 @@ class VariableRecord:
     layout: LayoutSpec
     initial: np.ndarray
     blocks: Mapping[str, np.ndarray]
+    stats: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
     @functools.cached_property
     def geometry(self) -> ShardGeometry:
@@ -93,6 +95,7 @@ class Recording:
     nonfinite: np.ndarray
     mismatch: np.ndarray
     dropped_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    mode: str = "full"
 
     # ---- lookup -------------------------------------------------------------------
 
@@ -115,6 +118,12 @@ class Recording:
         rec = self.record(name)
         if kind not in KINDS:
             raise ValueError(f"Unknown kind {kind!r}. Allowed: {list(KINDS)}.")
+        if self.mode == "stats":
+            raise ValueError(
+                f"This recording was made with Recorder(mode='stats'): it holds per-shard "
+                f"norm/mean/max only, not the values of {name!r}. Use shard_stats(), or "
+                "record with mode='full' for this view."
+            )
         if kind not in rec.blocks:
             raise ValueError(
                 f"Kind {kind!r} was not recorded (Recorder kinds={list(self.kinds)}). "
@@ -144,6 +153,24 @@ class Recording:
         """``(n_steps, n_devices, *local_shape)`` in mesh device order (replicas repeated)."""
         rec, blocks = self._blocks(name, kind)
         return blocks[:, list(rec.geometry.group_of)]
+
+    def shard_stats(self, name: str, kind: str = "param") -> np.ndarray:
+        """``(n_steps, n_devices, 3)``: each shard's L2 norm, mean and max |x| per step, in
+        mesh device order. Stored in stats mode, computed from the values in full mode."""
+        rec = self.record(name)
+        if self.mode == "stats":
+            if kind not in KINDS:
+                raise ValueError(f"Unknown kind {kind!r}. Allowed: {list(KINDS)}.")
+            if kind not in rec.stats:
+                raise ValueError(
+                    f"Kind {kind!r} was not recorded (Recorder kinds={list(self.kinds)}).")
+            stats = rec.stats[kind]
+        else:
+            _, blocks = self._blocks(name, kind)
+            flat = blocks.reshape(blocks.shape[:2] + (-1,)).astype(np.float64)
+            stats = np.stack([np.sqrt(np.sum(flat**2, axis=-1)), flat.mean(axis=-1),
+                              np.abs(flat).max(axis=-1) if flat.shape[-1] else flat.sum(-1)], -1)
+        return stats[:, list(rec.geometry.group_of)]
 
     def shard_devices(self, name: str) -> tuple[str, ...]:
         """The device holding each shard of ``shard_values``."""
@@ -178,6 +205,7 @@ class Recording:
                                         self.mismatch, self.hyperparameters.learning_rate))
         for r in self.records:
             total += r.initial.nbytes + sum(b.nbytes for b in r.blocks.values())
+            total += sum(b.nbytes for b in r.stats.values())
         return total
 
     def __repr__(self) -> str:
@@ -185,7 +213,7 @@ class Recording:
         hp = self.hyperparameters
         return (
             f"<Recording {len(self)} updates ({span}) of {len(self.records)} variable(s) "
-            f"on {self.mesh}; kinds={list(self.kinds)}; momentum={hp.momentum}, "
+            f"on {self.mesh}; {self.mode} mode, kinds={list(self.kinds)}; momentum={hp.momentum}, "
             f"nesterov={hp.nesterov}>"
         )
 
@@ -199,6 +227,7 @@ class Recording:
             "version": VERSION,
             "mesh": self.mesh.to_dict(),
             "kinds": list(self.kinds),
+            "mode": self.mode,
             "momentum": float(self.hyperparameters.momentum),
             "nesterov": bool(self.hyperparameters.nesterov),
             "n_steps": len(self),
@@ -218,6 +247,8 @@ class Recording:
             arrays[f"v{i}.initial"] = r.initial
             for kind, blocks in r.blocks.items():
                 arrays[f"v{i}.{kind}"] = blocks
+            for kind, stats in r.stats.items():
+                arrays[f"v{i}.{kind}.stats"] = stats
         tmp = path + ".tmp"
         with open(tmp, "wb") as f:
             np.savez(f, **arrays)
@@ -271,6 +302,9 @@ def load_recording(path) -> Recording:
     try:
         n = int(meta["n_steps"])
         kinds = tuple(meta["kinds"])
+        mode = meta.get("mode", "full")
+        if mode not in ("full", "stats"):
+            raise RecordingFileError(f"{path}: unknown recording mode {mode!r}.")
         mesh = MeshSpec.from_dict(meta["mesh"])
         records = []
         for i, v in enumerate(meta["variables"]):
@@ -278,15 +312,18 @@ def load_recording(path) -> Recording:
             shape = tuple(v["shape"])
             geom = shard_geometry(shape, layout)
             initial = arrays[f"v{i}.initial"]
-            blocks = {k: arrays[f"v{i}.{k}"] for k in kinds}
+            full = mode == "full"
+            blocks = {k: arrays[f"v{i}.{k}"] for k in kinds} if full else {}
+            stats = {} if full else {k: arrays[f"v{i}.{k}.stats"] for k in kinds}
             want = (n, geom.num_unique, *geom.local_shape)
-            if initial.shape != shape or any(b.shape != want for b in blocks.values()):
+            if (initial.shape != shape or any(b.shape != want for b in blocks.values())
+                    or any(s.shape != (n, geom.num_unique, 3) for s in stats.values())):
                 raise RecordingFileError(f"{path}: arrays of {v['name']!r} do not match its shape.")
-            records.append(VariableRecord(v["name"], shape, v["dtype"], layout, initial, blocks))
+            records.append(VariableRecord(v["name"], shape, v["dtype"], layout, initial, blocks, stats))
         steps = arrays["steps"]
         hp = Hyperparameters(arrays["learning_rate"], float(meta["momentum"]), bool(meta["nesterov"]))
         rec = Recording(mesh, tuple(records), kinds, steps, hp, arrays["loss"],
-                        arrays["nonfinite"], arrays["mismatch"], arrays["dropped_steps"])
+                        arrays["nonfinite"], arrays["mismatch"], arrays["dropped_steps"], mode)
     except RecordingFileError:
         raise
     except (KeyError, TypeError, ValueError) as e:
