@@ -214,13 +214,14 @@ class SGD(_BaseSGD):
                 )
         self._hooks.append(hook)
         if getattr(self, "_built", False):
-            hook.on_build(self, tuple(self._trainable_variables))
+            hook.on_build(self, self._built_variables)
         return hook
 
     def build(self, var_list):
         already = getattr(self, "_built", False)
         super().build(var_list)
         if not already:
+            self._built_variables = tuple(var_list)
             for hook in self._hooks:
                 hook.on_build(self, tuple(var_list))
 

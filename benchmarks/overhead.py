@@ -1,0 +1,245 @@
+"""What recording costs: ratios to the plain, un-instrumented DTensor SGD step.
+
+    python benchmarks/overhead.py            # full run (a few minutes on 2 cores)
+    python benchmarks/overhead.py --quick    # fewer blocks, for a smoke test
+
+Every variant of a workload runs in this one process, interleaved block by block
+(round robin), and each figure is a median over at least 20 steps after warm-up, so
+machine noise hits all variants alike. Prints a markdown table of ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import dtsgd_viz
+
+dtsgd_viz.setup_devices(8)
+
+import tensorflow as tf  # noqa: E402
+import tf_keras  # noqa: E402
+from tensorflow.experimental import dtensor  # noqa: E402
+
+from dtsgd_viz import _dtensor  # noqa: E402
+
+NESTEROV = dict(learning_rate=0.01, momentum=0.9, nesterov=True)
+BLOCK = 10  # steps per timed block
+
+
+class Variant:
+    """One way of running the training step; ``step()`` does one update and whatever
+    per-step host work the variant implies (flushes included, as ``rec.loop`` would)."""
+
+    def __init__(self, name, step, rec=None, after=None):
+        self.name, self._step, self.rec, self._after = name, step, rec, after
+        self.count = 0
+        self.times = []
+        self._last = None
+
+    def step(self):
+        self._last = self._step()
+        if self._after is not None:
+            self._after()
+        self.count += 1
+        if self.rec is not None and self.count % self.rec._flush_interval() == 0:
+            self.rec.flush()
+
+    def end_block(self):
+        if self.rec is not None:
+            self.rec.flush()
+        # DTensor functions run asynchronously: wait for this variant's work to finish
+        _dtensor.unpack(self._last)
+
+
+def _matrix_workload(n):
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    lay = dtensor.Layout(["x", "y"], mesh)
+    rng = np.random.default_rng(0)
+    c = _dtensor.put(rng.uniform(0.1, 1.0, (n, n)).astype(np.float32), lay)
+    w0 = rng.normal(size=(n, n)).astype(np.float32)
+
+    def make(opt):
+        w = _dtensor.variable(w0, lay, name="w")
+
+        @tf.function
+        def step():
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(c * w * w) / 2.0
+            grads = tape.gradient(loss, [w])
+            opt.apply_gradients(zip(grads, [w]))
+            return loss
+
+        return step, [w]
+
+    return mesh, make, {"w": w0.nbytes}
+
+
+def _mlp_workload():
+    mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 64)).astype(np.float32)
+    y = np.tanh(x @ rng.normal(size=(64, 1)).astype(np.float32))
+    data = dtensor.Layout(["batch", "unsharded"], mesh)
+    xb, yb = _dtensor.put(x, data), _dtensor.put(y, data)
+
+    def make(opt):
+        lm = tf_keras.dtensor.experimental.LayoutMap(mesh=mesh)
+        lm["d1.*kernel"] = dtensor.Layout(["unsharded", "model"], mesh)
+        lm["d1.*bias"] = dtensor.Layout(["model"], mesh)
+        lm["d2.*kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
+        lm["d2.*bias"] = dtensor.Layout.replicated(mesh, 1)
+        with lm.scope():
+            tf_keras.utils.set_random_seed(0)
+            model = tf_keras.Sequential([
+                tf_keras.layers.Dense(512, activation="relu", name="d1", input_shape=(64,)),
+                tf_keras.layers.Dense(1, name="d2")])
+
+        @tf.function
+        def step():
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean((model(xb) - yb) ** 2)
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables), loss=loss)
+            return loss
+
+        return step, model.trainable_variables
+
+    return mesh, make, None
+
+
+def _variants(mesh, make):
+    out = []
+
+    def plain_opt():
+        return tf_keras.dtensor.experimental.optimizers.SGD(**NESTEROV, mesh=mesh, jit_compile=False)
+
+    step, _ = make(plain_opt())
+    out.append(Variant("plain step (no recording)", step))
+    for label, kw in [
+        ("stats p,v,g every step", dict(mode="stats")),
+        ("full p,v every step", dict(kinds=("param", "velocity"), max_steps=8)),
+        ("full p,v every 10 steps", dict(kinds=("param", "velocity"), every=10, max_steps=8)),
+    ]:
+        rec = dtsgd_viz.Recorder(**kw)
+        opt = dtsgd_viz.SGD(**NESTEROV, mesh=mesh, hooks=[rec])
+        step, _ = make(opt)
+        out.append(Variant(label, step, rec=rec))
+    # peers: the naive per-step unpack loop, and TensorBoard histograms
+    opt = plain_opt()
+    step, variables = make(opt)
+
+    def unpack_all(opt=opt, variables=variables):
+        for v in variables:
+            for t in dtensor.unpack(v.read_value()):
+                t.numpy()
+            for t in dtensor.unpack(opt.momentums[opt._index_dict[opt._var_key(v)]].read_value()):
+                t.numpy()
+
+    out.append(Variant("peer: naive unpack p,v every step", step, after=unpack_all))
+    opt = plain_opt()
+    inner, variables = make(opt)
+    writer = tf.summary.create_file_writer(tempfile.mkdtemp(prefix="dtsgd_tb_"))
+
+    @tf.function
+    def tb_step():
+        loss = inner()
+        with writer.as_default():
+            for i, v in enumerate(variables):
+                tf.summary.histogram(f"param{i}", v.read_value(), step=opt.iterations)
+                tf.summary.histogram(f"velocity{i}", opt.momentums[i].read_value(),
+                                     step=opt.iterations)
+        return loss
+
+    out.append(Variant("peer: tf.summary.histogram p,v every step", tb_step))
+    return out
+
+
+def _measure(variants, blocks, warmup=2):
+    for _ in range(warmup):
+        for v in variants:
+            for _ in range(BLOCK):
+                v.step()
+            v.end_block()
+    for _ in range(blocks):
+        for v in variants:
+            start = time.perf_counter()
+            for _ in range(BLOCK):
+                v.step()
+            v.end_block()
+            v.times.append((time.perf_counter() - start) / BLOCK)
+    return {v.name: statistics.median(v.times) for v in variants}
+
+
+def _copy_time(nbytes, reps=20):
+    src = np.ones(nbytes // 4, np.float32)
+    dst = np.empty_like(src)
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        np.copyto(dst, src)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _import_times(reps=5):
+    def t(code):
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    light = subprocess.run(
+        [sys.executable, "-c", "import sys, dtsgd_viz; print('tensorflow' in sys.modules)"],
+        capture_output=True, text=True, check=True).stdout.strip() == "False"
+    return t("import dtsgd_viz"), t("import numpy"), t("pass"), light
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="3 blocks instead of 20 (smoke test)")
+    args = ap.parse_args(argv)
+    blocks = 3 if args.quick else 20
+    rows = []
+    for label, build in [("2048x2048 on 2x4", lambda: _matrix_workload(2048)),
+                         ("256x256 on 2x4", lambda: _matrix_workload(256)),
+                         ("sharded MLP (LayoutMap)", _mlp_workload)]:
+        print(f"measuring {label} ...", file=sys.stderr, flush=True)
+        mesh, make, _ = build()
+        variants = _variants(mesh, make)
+        med = _measure(variants, blocks)
+        base = med[variants[0].name]
+        for v in variants:
+            rows.append((label, v.name, med[v.name] / base))
+        if label.startswith("2048"):
+            full = next(v for v in variants if v.name == "full p,v every step")
+            per_step_bytes = 2 * 2048 * 2048 * 4
+            extra = med[full.name] - base
+            copy = _copy_time(per_step_bytes)
+            rows.append((label, "full mode extra time per byte / np.copyto per byte", extra / copy))
+            r = full.rec.recording
+            raw = len(r) * per_step_bytes + r.initial("w").nbytes
+            rows.append((label, "recorded bytes / raw unique shard bytes", r.nbytes / raw))
+    t_import, t_numpy, t_pass, light = _import_times()
+    print()
+    print(f"| workload | measure | ratio |\n|---|---|---|")
+    for label, name, ratio in rows:
+        print(f"| {label} | {name} | {ratio:.2f}x |")
+    print(f"| import | `import dtsgd_viz` / `import numpy` (process start included) | "
+          f"{t_import / t_numpy:.2f}x ({t_import - t_pass:.2f} s over an empty interpreter; "
+          f"TensorFlow imported: {not light}) |")
+    print(f"\nmedian over {blocks} blocks of {BLOCK} steps per variant, interleaved; "
+          f"{os.cpu_count()} CPUs; python {sys.version.split()[0]}, tensorflow {tf.__version__}")
+
+
+if __name__ == "__main__":
+    main()
