@@ -1,0 +1,419 @@
+"""Pure geometry of the mesh layout view: where each block goes, its colours, its label.
+
+No TensorFlow and no drawing. ``layout_picture`` turns a shape and a ``LayoutSpec``
+into rectangles in tensor element units (x = last tensor dim, y = the one before,
+growing downwards like a matrix), device colours, labels with font sizes chosen to fit
+the block at the figure's size, and every panel's box in inches. ``views.layout``
+only draws what it returns::
+
+    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    >>> mesh = MeshSpec.create({"x": 2, "y": 2})
+    >>> pic = layout_picture((4, 6), LayoutSpec(("x", "unsharded"), mesh))
+    >>> [(b.rect, b.devices, b.label) for b in pic.panels[0].blocks]
+    [((0, 0, 6, 2), (0, 1), 'CPU:0, CPU:1'), ((0, 2, 6, 2), (2, 3), 'CPU:2, CPU:3')]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from matplotlib.colors import to_rgb
+
+from ..geometry import ShardGeometry, shard_geometry
+from ..specs import UNSHARDED, LayoutSpec
+from .style import FONT_SIZE, device_color
+
+MIN_FONT = 6
+MAX_FACETS = {3: (12,), 4: (4, 4)}  # panels per leading dim, by tensor rank
+_PAD = 2.0          # points kept free around a label inside its block
+_STRIP_PT = 7.0     # height of the strip of replica swatches under a replicated block
+
+
+# ---- text measures (DejaVu Sans, matplotlib's default; slightly generous) ----------
+
+def text_width_pt(text: str, fontsize: float) -> float:
+    return fontsize * sum(0.36 if ch in ",.:;'| " else 0.45 if ch in "[]()-=" else
+                          0.74 if ch.isupper() or ch in "mw" else 0.64 for ch in text)
+
+
+def text_height_pt(n_lines: int, fontsize: float) -> float:
+    return 1.25 * n_lines * fontsize
+
+
+# ---- device labels ------------------------------------------------------------------
+
+def compact_devices(devices) -> str:
+    """``d0,d4`` for a few devices; runs of three or more as ``d0-d3``."""
+    runs: list[list[int]] = []
+    for d in devices:
+        if runs and d == runs[-1][1] + 1:
+            runs[-1][1] = d
+        else:
+            runs.append([d, d])
+    parts = []
+    for a, b in runs:
+        parts.append(f"d{a}" if a == b else f"d{a},d{b}" if b == a + 1 else f"d{a}-d{b}")
+    return ",".join(parts)
+
+
+def shortest_devices(devices) -> str:
+    """The shortest form: ``d0,d2..d14`` for evenly spaced devices, else ``d3+7``."""
+    devices = list(devices)
+    if len(devices) <= 2:
+        return compact_devices(devices)
+    steps = {b - a for a, b in zip(devices, devices[1:])}
+    if len(steps) == 1:
+        return compact_devices(devices) if steps == {1} else f"d{devices[0]},d{devices[1]}..d{devices[-1]}"
+    return f"d{devices[0]}+{len(devices) - 1}"
+
+
+def _wrap(tokens, sep, width, fontsize) -> list[str]:
+    lines, cur = [], ""
+    for t in tokens:
+        trial = f"{cur}{sep}{t}" if cur else t
+        if cur and text_width_pt(trial, fontsize) > width:
+            lines.append(cur + sep.rstrip())
+            cur = t
+        else:
+            cur = trial
+    return lines + [cur]
+
+
+def _fit(tokens, sep, fontsize, w_pt, h_pt, rotation=0):
+    """The label text if ``tokens`` fit the box at ``fontsize`` (wrapped), else None."""
+    if rotation and h_pt <= w_pt:
+        return None  # rotate only in blocks taller than wide
+    w, h = (h_pt, w_pt) if rotation else (w_pt, h_pt)
+    w, h = w - 2 * _PAD, h - 2 * _PAD
+    lines = _wrap(tokens, sep, w, fontsize)
+    if max(text_width_pt(s, fontsize) for s in lines) <= w and text_height_pt(len(lines), fontsize) <= h:
+        return "\n".join(lines)
+    return None
+
+
+# (label form, rotation, font sizes), tried in order: full names upright, then compact
+# upright, then rotated, then smaller; the first that fits every block of a panel wins.
+_ATTEMPTS = [(0, 0, (9, 8, 7)), (1, 0, (9, 8, 7)), (0, 90, (9, 8, 7)), (1, 90, (9, 8, 7)),
+             (1, 0, (6,)), (1, 90, (6,)), (2, 0, (9, 8, 7, 6)), (2, 90, (9, 8, 7, 6))]
+
+
+def label_forms(devices, names):
+    """Label forms of a replica group, most to least explicit: (tokens, separator)."""
+    compact = compact_devices(devices)
+    return [([names[d] for d in devices], ", "),
+            ([t + "," for t in compact.split(",")[:-1]] + [compact.split(",")[-1]], ""),
+            ([shortest_devices(devices)], "")]
+
+
+# ---- the picture ------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+    """One replica group's block as drawn in one panel.
+
+    ``rect`` is (x, y, w, h) in element units of the panel's plane; ``swatches`` is
+    one (rect, colour, device) per device holding a copy, drawn as a strip along the
+    block's lower edge when there is more than one.
+    """
+
+    group: int
+    devices: tuple[int, ...]
+    slices: tuple[slice, ...]
+    rect: tuple[float, float, float, float]
+    color: object
+    text_color: str
+    swatches: tuple
+    label: str = ""
+    fontsize: float = FONT_SIZE
+    rotation: int = 0
+    label_xy: tuple[float, float] = (0.0, 0.0)
+    detail: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Panel:
+    index: tuple[int, ...]               # indices of the faceted leading dims
+    title: str
+    box: tuple[float, float, float, float]  # left, bottom, width, height (inches)
+    xlim: tuple[float, float]
+    ylim: tuple[float, float]            # (bottom, top): inverted, row 0 on top
+    xticks: tuple[int, ...]
+    yticks: tuple[int, ...]
+    xlabel: str
+    ylabel: str
+    blocks: tuple[Block, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyCell:
+    device: int
+    rect: tuple[float, float, float, float]
+    color: object
+    text_color: str
+    label: str
+    fontsize: float
+
+
+@dataclasses.dataclass(frozen=True)
+class MeshKey:
+    box: tuple[float, float, float, float]
+    cells: tuple[KeyCell, ...]
+    xlim: tuple[float, float]
+    ylim: tuple[float, float]
+    xticks: tuple[tuple[float, str], ...]
+    yticks: tuple[tuple[float, str], ...]
+    xlabel: str
+    title: str
+
+
+@dataclasses.dataclass(frozen=True)
+class LayoutPicture:
+    geometry: ShardGeometry
+    names: tuple[str, ...]        # device names as labels show them (CPU:3)
+    title: str
+    subtitle: str
+    note: str
+    figsize: tuple[float, float]
+    panels: tuple[Panel, ...]
+    key: MeshKey
+    omitted_labels: int
+
+    @property
+    def layout(self) -> LayoutSpec:
+        return self.geometry.layout
+
+
+def slice_text(slices) -> str:
+    return "[" + ", ".join(f"{s.start}:{s.stop}" for s in slices) + "]"
+
+
+def dim_text(layout: LayoutSpec, dim: int, two_lines: bool = False) -> str:
+    """``tensor dim 1 — sharded over 'model' (4)`` (or not sharded)."""
+    spec = layout.sharding_specs[dim]
+    how = ("not sharded (replicated)" if spec == UNSHARDED
+           else f"sharded over '{spec}' ({layout.mesh.dim_size(spec)})")
+    return f"tensor dim {dim}" + ("\n" if two_lines else " — ") + how
+
+
+def _axis_label(layout, dim, length_pt, faceted):
+    """On one line when it fits along the axis, else on two."""
+    one = dim_text(layout, dim)
+    return dim_text(layout, dim, two_lines=faceted or text_width_pt(one, 9) > length_pt)
+
+
+def text_color_for(color) -> str:
+    r, g, b = to_rgb(color)
+    return "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
+
+
+def pick_indices(size: int, shards: int, limit: int) -> tuple[int, ...]:
+    """At most ``limit`` indices of a leading dim: all when few, else the first index
+    of every shard first, so that every shard shows when it can."""
+    if size <= limit:
+        return tuple(range(size))
+    local = size // shards
+    starts = [k * local for k in range(shards)]
+    if shards >= limit:
+        return tuple(sorted({starts[round(k * (shards - 1) / (limit - 1))] for k in range(limit)}))
+    return tuple(sorted([s + off for off in range(local) for s in starts][:limit]))
+
+
+def boundary_ticks(size: int, shards: int, max_ticks: int) -> tuple[int, ...]:
+    local = size // shards
+    edges = list(range(0, size + 1, local))
+    if len(edges) > max_ticks:
+        step = math.ceil((len(edges) - 1) / (max_ticks - 1))
+        edges = edges[::step]
+        if edges[-1] != size:
+            if size - edges[-1] < step * local / 2:
+                edges[-1] = size
+            else:
+                edges.append(size)
+    return tuple(edges)
+
+
+def _panel_size(shape, layout, faceted) -> tuple[float, float]:
+    """Panel (width, height) in inches: the tensor's aspect, clamped, tall enough for
+    its rows of blocks and its axis label."""
+    if len(shape) == 1:
+        return 6.4, 0.9
+    a = min(max(shape[-2] / shape[-1], 0.22), 1.5)
+    base, tall, low = (2.2, 2.0, 0.8) if faceted else (
+        6.4, 4.4, max(2.0, 0.4 * layout.num_shards(len(shape) - 2)))
+    if a * base <= tall:
+        return base, min(max(a * base, low), tall)
+    return tall / a, tall
+
+
+def _blocks(geom: ShardGeometry, index, size_pt, yrange):
+    """The blocks meeting panel ``index`` with rects, colours and replica swatches."""
+    rank, n = len(geom.global_shape), geom.num_devices
+    out = []
+    for g, devices in enumerate(geom.replica_groups):
+        sl = geom.blocks[devices[0]]
+        if any(not (s.start <= i < s.stop) for s, i in zip(sl, index)):
+            continue
+        x, w = sl[-1].start, sl[-1].stop - sl[-1].start
+        y, h = (sl[-2].start, sl[-2].stop - sl[-2].start) if rank >= 2 else (0, 1)
+        color = device_color(devices[0], n)
+        swatches = ()
+        if len(devices) > 1:
+            sh = min(_STRIP_PT / size_pt[1] * yrange, 0.2 * h)
+            sw = w / len(devices)
+            swatches = tuple(((x + k * sw, y + h - sh, sw, sh), device_color(d, n), d)
+                             for k, d in enumerate(devices))
+        out.append(Block(g, devices, sl, (x, y, w, h), color, text_color_for(color), swatches))
+    return out
+
+
+def _label_blocks(blocks, names, size_pt, xrange, yrange):
+    """Label the blocks with one form and font size that fits them all (else, block by
+    block, the first that fits; no label where nothing does)."""
+    px, py = size_pt[0] / xrange, size_pt[1] / yrange
+
+    def box_pt(b):
+        strip = b.swatches[0][0][3] * py if b.swatches else 0.0
+        return b.rect[2] * px, b.rect[3] * py - strip
+
+    candidates = [(form, rot, fs) for form, rot, sizes in _ATTEMPTS for fs in sizes]
+    forms = [label_forms(b.devices, names) for b in blocks]
+    chosen = None
+    for form, rot, fs in candidates:
+        fits = [_fit(*f[form], fs, *box_pt(b), rot) for b, f in zip(blocks, forms)]
+        if all(fits):
+            chosen = [((text, rot), fs) for text in fits]
+            break
+    if chosen is None:
+        chosen = [next((((text, rot), fs) for form, rot, fs in candidates
+                        if (text := _fit(*f[form], fs, *box_pt(b), rot))), (("", 0), MIN_FONT))
+                  for b, f in zip(blocks, forms)]
+    fs_detail = max(MIN_FONT, min(s for _, s in chosen) - 1)
+
+    def detail_fits(b, fit, fs):
+        w, h = box_pt(b)
+        text = slice_text(b.slices)
+        lines = fit[0].count("\n") + 1
+        return (fit[1] == 0 and text_width_pt(text, fs_detail) <= w - 2 * _PAD
+                and text_height_pt(lines, fs) + text_height_pt(1, fs_detail) <= h - 2 * _PAD)
+
+    with_detail = all(detail_fits(b, f, fs) for b, (f, fs) in zip(blocks, chosen) if f[0])
+    out = []
+    for b, ((text, rotation), fs) in zip(blocks, chosen):
+        x, y, w, h = b.rect
+        strip = b.swatches[0][0][3] if b.swatches else 0.0
+        out.append(dataclasses.replace(
+            b, label=text, fontsize=fs, rotation=rotation,
+            label_xy=(x + w / 2, y + (h - strip) / 2),
+            detail=slice_text(b.slices) if with_detail and text else ""))
+    return out
+
+
+def _mesh_key(mesh, width, title):
+    """Devices drawn as the mesh itself: columns = last mesh dim, rows = the one before,
+    row groups (with a gap) = the dims before that."""
+    sizes, dims, n = mesh.dim_sizes, mesh.dim_names, mesh.num_devices
+    ncols, inner = sizes[-1], (sizes[-2] if len(sizes) >= 2 else 1)
+    groups, gap = math.prod(sizes[:-2]), 0.4
+    nrows = groups * inner + (groups - 1) * gap
+    cell = min(0.5, max(0.12, width / ncols))
+    forms = (mesh.short_device_names, [f"d{d}" for d in range(n)], [str(d) for d in range(n)])
+    texts, fs = next(((t, f) for t in forms for f in (8, 7, MIN_FONT)
+                      if max(text_width_pt(s, f) for s in t) <= cell * 72 - 3 * _PAD),
+                     ([""] * n, MIN_FONT))
+    cells, yticks = [], []
+    for d in range(n):
+        c = mesh.device_coords(d)
+        g = int(np.ravel_multi_index(c[:-2], sizes[:-2])) if len(c) > 2 else 0
+        y = g * (inner + gap) + (c[-2] if len(c) >= 2 else 0)
+        color = device_color(d, n)
+        cells.append(KeyCell(d, (c[-1], y, 1, 1), color, text_color_for(color), texts[d], fs))
+        if c[-1] == 0 and len(sizes) >= 2:
+            yticks.append((y + 0.5, ", ".join(f"{m}={i}" for m, i in zip(dims[:-1], c[:-1]))))
+    xticks = tuple((i + 0.5, str(i)) for i in range(ncols))
+    return MeshKey((0.0, 0.0, cell * ncols, cell * nrows), tuple(cells), (0, ncols), (nrows, 0),
+                   xticks, tuple(yticks), f"mesh dim '{dims[-1]}' ({ncols})", title)
+
+
+def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
+                   panel_size=None) -> LayoutPicture:
+    """Everything the layout figure shows, computed. ``panel_size`` (inches) overrides
+    the automatic size, e.g. to fit labels in an existing axes."""
+    geom = shard_geometry(shape, layout)
+    shape, rank, mesh = geom.global_shape, len(geom.global_shape), layout.mesh
+    names = mesh.short_device_names
+    faceted = rank >= 3
+    picks = [pick_indices(shape[d], layout.num_shards(d), lim)
+             for d, lim in enumerate(MAX_FACETS.get(rank, ()))]
+    if rank == 3:
+        indices = [(i,) for i in picks[0]]
+        ncols = min(4, len(indices))
+    elif rank == 4:
+        indices = [(i, j) for i in picks[0] for j in picks[1]]
+        ncols = len(picks[1])
+    else:
+        indices, ncols = [()], 1
+    nrows = math.ceil(len(indices) / ncols)
+    pw, ph = panel_size or _panel_size(shape, layout, faceted)
+    size_pt = (pw * 72, ph * 72)
+    xrange = shape[-1]
+    yrange = shape[-2] if rank >= 2 else 1
+    max_ticks = 5 if faceted else 9
+
+    # header text
+    spec_text = "[" + ", ".join(layout.sharding_specs) + "]"
+    title = title or f"{name + ' ' if name else ''}{shape}: sharding {spec_text}"
+    copies = geom.num_devices // geom.num_unique
+    subtitle = (f"{mesh} · {geom.num_unique} unique block{'s' * (geom.num_unique > 1)} of "
+                f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each")
+    if rank == 3:
+        subtitle += f"\npanels: one per index of {dim_text(layout, 0)}"
+    elif rank == 4:
+        subtitle += (f"\npanel rows: {dim_text(layout, 0)}; panel columns: "
+                     f"{dim_text(layout, 1).replace('tensor ', '')}")
+    labelled = [_label_blocks(_blocks(geom, idx, size_pt, yrange), names, size_pt, xrange, yrange)
+                for idx in indices]
+    notes = [f"showing indices {', '.join(map(str, p))} of {shape[d]} along tensor dim {d}"
+             for d, p in enumerate(picks) if len(p) < shape[d]]
+    if notes:
+        missing = geom.num_unique - len({b.group for blocks in labelled for b in blocks})
+        notes.append("every block appears" if not missing
+                     else f"{missing} block(s) not shown (see layout_table)")
+    omitted = sum(1 for blocks in labelled for b in blocks if not b.label)
+    if omitted:
+        notes.append(f"{omitted} label(s) left out for lack of room (see layout_table)")
+    note = "; ".join(notes)
+    key_title = "devices on the mesh" + (
+        " (strips under a block: every device holding a copy)" if copies > 1 else "")
+
+    # placement (inches, from the figure's bottom-left)
+    gx, gy = (0.55, 0.7) if faceted else (0.0, 0.0)
+    left_m, right_m, bottom_m = (1.0 if rank >= 2 else 0.5), 0.35, (1.0 if faceted else 0.75)
+    grid_w, grid_h = ncols * pw + (ncols - 1) * gx, nrows * ph + (nrows - 1) * gy
+    key = _mesh_key(mesh, min(5.5, max(grid_w, 3.0)), key_title)
+    key_w, key_h = key.box[2], key.box[3]
+    key_ytick_in = max((text_width_pt(t, 8) for _, t in key.yticks), default=0) / 72
+    header_lines = 2 + subtitle.count("\n") + bool(note)
+    top_m = 0.3 + 0.2 * header_lines + (0.35 if faceted else 0.1) + (0.1 if note else 0)
+    header_w = max(text_width_pt(title, 11), *(text_width_pt(s, 9) for s in subtitle.split("\n")),
+                   text_width_pt(note, 8), text_width_pt(key_title, 8)) / 72 + 0.4
+    fig_w = max(left_m + grid_w + right_m, key_w + 2 * (key_ytick_in + 0.4), header_w, 4.0)
+    fig_h = top_m + grid_h + bottom_m + key_h + 0.95
+    x0 = left_m + (fig_w - left_m - right_m - grid_w) / 2
+    panels = []
+    for k, (idx, blocks) in enumerate(zip(indices, labelled)):
+        r, c = divmod(k, ncols)
+        bottom_row = k + ncols >= len(indices)  # no panel below this one
+        panels.append(Panel(
+            idx, "[" + ", ".join([*map(str, idx), ":", ":"][:rank]) + "]" if faceted else "",
+            (x0 + c * (pw + gx), fig_h - top_m - ph - r * (ph + gy), pw, ph),
+            (0, xrange), (yrange, 0),
+            boundary_ticks(shape[-1], layout.num_shards(rank - 1), max_ticks),
+            boundary_ticks(shape[-2], layout.num_shards(rank - 2), max_ticks) if rank >= 2 else (),
+            _axis_label(layout, rank - 1, pw * 72, faceted) if bottom_row else "",
+            _axis_label(layout, rank - 2, ph * 72, faceted) if rank >= 2 and c == 0 else "",
+            tuple(blocks)))
+    key = dataclasses.replace(key, box=((fig_w - key_w) / 2, 0.55, key_w, key_h))
+    return LayoutPicture(geom, names, title, subtitle, note, (fig_w, fig_h), tuple(panels),
+                         key, omitted)

@@ -1,0 +1,424 @@
+"""Mesh layout views, checked through their data: block rectangles, labels and colours
+read back from the figure against the shard geometry and against what DTensor really
+puts on each device; golden text for the tables; no TensorFlow for hypothetical layouts."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import textwrap  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import tf_keras  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.colors import to_rgba  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.transforms import Bbox  # noqa: E402
+from tensorflow.experimental import dtensor  # noqa: E402
+
+import dtsgd_viz  # noqa: E402
+from dtsgd_viz import LayoutSpec, MeshSpec, _dtensor, layout_table, model_table, plot_layout  # noqa: E402
+from dtsgd_viz import shard_geometry  # noqa: E402
+from dtsgd_viz.views._layout_geometry import (  # noqa: E402
+    compact_devices, layout_picture, pick_indices, shortest_devices)
+from dtsgd_viz.views.style import device_color  # noqa: E402
+from helpers import CASE_IDS, LAYOUT_CASES, layout  # noqa: E402
+
+
+# ---- reading a figure back -----------------------------------------------------------
+
+def devices_in(label, names):
+    """Device numbers named by a block label: 'CPU:0, CPU:4', 'd0,d4' or 'd0-d3'."""
+    parts = [p.strip() for p in label.replace("\n", " ").split(",") if p.strip()]
+    out = []
+    for p in parts:
+        if m := re.fullmatch(r"d(\d+)-d(\d+)", p):
+            out += range(int(m[1]), int(m[2]) + 1)
+        elif m := re.fullmatch(r"d(\d+)", p):
+            out.append(int(m[1]))
+        else:
+            out.append(names.index(p))
+    return tuple(out)
+
+
+def panels_of(fig):
+    return [ax for ax in fig.axes if ax.get_gid() != "mesh-key"]
+
+
+def blocks_of(ax, names):
+    """{group: (rect, facecolor, devices from the label)} read from the artists."""
+    patches = {p.get_gid(): p for p in ax.patches}
+    out = {}
+    for t in ax.texts:
+        if t.get_gid().startswith("label-"):
+            g = int(t.get_gid().split("-")[1])
+            p = patches[f"block-{g}"]
+            rect = (p.get_x(), p.get_y(), p.get_width(), p.get_height())
+            out[g] = (rect, p.get_facecolor(), devices_in(t.get_text(), names))
+    assert len(out) == sum(1 for k in patches if k.startswith("block-")), "a block has no label"
+    return out
+
+
+def panel_index(ax):
+    """Leading indices of a facet from its title '[3, :, :]'."""
+    return tuple(int(s) for s in re.findall(r"\d+", ax.get_title()))
+
+
+def region(rect, rank):
+    x, y, w, h = (int(round(v)) for v in rect)
+    return (slice(y, y + h), slice(x, x + w)) if rank >= 2 else (slice(x, x + w),)
+
+
+def text_boxes(fig):
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    texts = list(fig.texts)
+    for ax in fig.axes:
+        texts += [*ax.texts, ax.title, ax.xaxis.label, ax.yaxis.label,
+                  *ax.get_xticklabels(), *ax.get_yticklabels()]
+    return renderer, [(t, t.get_window_extent(renderer)) for t in texts
+                      if t.get_visible() and t.get_text()]
+
+
+def assert_readable(fig):
+    """Every text inside the figure, no two overlapping, every block label inside its block."""
+    renderer, boxes = text_boxes(fig)
+    width, height = fig.canvas.get_width_height()
+    for t, b in boxes:
+        assert b.x0 >= -1 and b.y0 >= -1 and b.x1 <= width + 1 and b.y1 <= height + 1, t.get_text()
+    for i, (t1, b1) in enumerate(boxes):
+        for t2, b2 in boxes[i + 1:]:
+            inter = Bbox.intersection(b1, b2)
+            assert inter is None or inter.width <= 1 or inter.height <= 1, (
+                f"{t1.get_text()!r} overlaps {t2.get_text()!r}")
+    for ax in fig.axes:
+        patches = {p.get_gid(): p for p in ax.patches}
+        for t in ax.texts:
+            kind, g = t.get_gid().rsplit("-", 1)
+            cell = patches[f"key-{g}" if kind == "key-label" else f"block-{g}"]
+            outer, inner = cell.get_window_extent(renderer), t.get_window_extent(renderer)
+            assert (inner.x0 >= outer.x0 - 1 and inner.x1 <= outer.x1 + 1
+                    and inner.y0 >= outer.y0 - 1 and inner.y1 <= outer.y1 + 1), t.get_text()
+
+
+# ---- against shard_geometry (pure) -----------------------------------------------------
+
+@pytest.mark.parametrize("dims, shape, specs", LAYOUT_CASES, ids=CASE_IDS)
+def test_blocks_against_shard_geometry(dims, shape, specs):
+    spec = LayoutSpec(specs, MeshSpec.create(dims))
+    geom = shard_geometry(shape, spec)
+    n = spec.mesh.num_devices
+    fig = plot_layout(spec, shape)
+    panels = panels_of(fig)
+    assert len(panels) == (shape[0] if len(shape) == 3 else shape[0] * shape[1] if len(shape) == 4 else 1)
+    seen = set()
+    for ax in panels:
+        index = panel_index(ax) if len(shape) >= 3 else ()
+        blocks = blocks_of(ax, spec.mesh.short_device_names)
+        cover = np.zeros(shape[-2:] if len(shape) >= 2 else shape, int)
+        for g, (rect, color, devices) in blocks.items():
+            assert devices == geom.replica_groups[g]
+            want = geom.blocks[devices[0]]
+            assert all(s.start <= i < s.stop for s, i in zip(want, index))
+            assert region(rect, len(shape)) == want[-2:] if len(shape) >= 2 else want
+            assert color == to_rgba(device_color(devices[0], n))
+            swatches = {p.get_gid(): p for p in ax.patches if p.get_gid().startswith(f"swatch-{g}-")}
+            assert len(swatches) == (len(devices) if len(devices) > 1 else 0)
+            for d in devices if len(devices) > 1 else ():
+                assert swatches[f"swatch-{g}-{d}"].get_facecolor() == to_rgba(device_color(d, n))
+            cover[region(rect, len(shape))] += 1
+            seen.add(g)
+        assert np.all(cover == 1)  # the blocks tile the panel exactly once
+    assert seen == set(range(geom.num_unique))
+    key = next(ax for ax in fig.axes if ax.get_gid() == "mesh-key")
+    assert sorted(p.get_gid() for p in key.patches) == sorted(f"key-{d}" for d in range(n))
+
+
+# ---- against what DTensor puts on each device ----------------------------------------
+
+@pytest.mark.parametrize("dims, shape, specs", LAYOUT_CASES, ids=CASE_IDS)
+def test_blocks_against_dtensor_unpack(dims, shape, specs):
+    mesh = dtsgd_viz.make_mesh(dims)
+    live = layout(mesh, *specs)
+    array = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    shards = _dtensor.unpack(_dtensor.put(array, live))
+    names = _dtensor.mesh_spec(mesh).short_device_names
+    fig = plot_layout(live, shape)
+    held = {d: [] for d in range(len(shards))}
+    for ax in panels_of(fig):
+        index = panel_index(ax) if len(shape) >= 3 else ()
+        for rect, _, devices in blocks_of(ax, names).values():
+            for d in devices:
+                held[d].append(array[index + region(rect, len(shape))])
+    for d, shard in enumerate(shards):
+        if len(shape) <= 2:
+            assert len(held[d]) == 1
+            np.testing.assert_array_equal(held[d][0], shard)
+        else:  # every value the device holds, drawn once across the facets
+            drawn = np.sort(np.concatenate([h.ravel() for h in held[d]]))
+            np.testing.assert_array_equal(drawn, np.sort(shard.ravel()))
+    # the same picture from a DVariable (shape and layout read from it)
+    var = _dtensor.variable(array, live, name="w")
+    again = plot_layout(var)
+    assert [blocks_of(ax, names) for ax in panels_of(again)] == [
+        blocks_of(ax, names) for ax in panels_of(fig)]
+    assert again.texts[0].get_text().startswith(f"w {tuple(shape)}")
+
+
+# ---- what the figures say ------------------------------------------------------------------
+
+def _fig(dims, shape, specs, **kw):
+    return plot_layout(LayoutSpec(specs, MeshSpec.create(dims)), shape, **kw)
+
+
+def test_rank1_strip_and_axis_labels():
+    fig = _fig({"x": 8}, (16,), ("x",), name="b")
+    (ax,) = panels_of(fig)
+    assert ax.get_xlabel() == "tensor dim 0 — sharded over 'x' (8)"
+    assert list(ax.get_xticks()) == list(range(0, 17, 2))
+    assert [t.get_text() for t in ax.texts if t.get_gid().startswith("label")] == [
+        f"CPU:{d}" for d in range(8)]
+    assert [t.get_text() for t in ax.texts if t.get_gid().startswith("slices")] == [
+        f"[{2 * d}:{2 * d + 2}]" for d in range(8)]
+    assert fig.texts[0].get_text() == "b (16,): sharding [x]"
+    assert_readable(fig)
+
+
+def test_2x4_sharded_both_dims_and_replicated():
+    fig = _fig({"batch": 2, "model": 4}, (8, 16), ("batch", "model"))
+    (ax,) = panels_of(fig)
+    assert ax.get_xlabel() == "tensor dim 1 — sharded over 'model' (4)"
+    assert ax.get_ylabel() == "tensor dim 0 — sharded over 'batch' (2)"
+    assert ax.get_ylim() == (8, 0)  # row 0 on top, as a matrix prints
+    assert_readable(fig)
+    fig = _fig({"batch": 2, "model": 4}, (8, 16), ("unsharded", "model"))
+    (ax,) = panels_of(fig)
+    assert ax.get_ylabel() == "tensor dim 0 — not sharded (replicated)"
+    labels = [t.get_text() for t in ax.texts if t.get_gid().startswith("label")]
+    assert labels == ["CPU:0, CPU:4", "CPU:1, CPU:5", "CPU:2, CPU:6", "CPU:3, CPU:7"]
+    assert "4 unique blocks of (8, 4), 2 copies each" in fig.texts[1].get_text()
+    assert_readable(fig)
+
+
+def test_2x2x2_mesh_rank3_facets_and_mesh_key():
+    fig = _fig({"a": 2, "b": 2, "c": 2}, (2, 4, 6), ("a", "b", "c"))
+    panels = panels_of(fig)
+    assert [ax.get_title() for ax in panels] == ["[0, :, :]", "[1, :, :]"]
+    assert "one per index of tensor dim 0 — sharded over 'a' (2)" in fig.texts[1].get_text()
+    assert panels[0].get_ylabel() == "tensor dim 1\nsharded over 'b' (2)"
+    key = next(ax for ax in fig.axes if ax.get_gid() == "mesh-key")
+    assert key.get_xlabel() == "mesh dim 'c' (2)"
+    assert [t.get_text() for t in key.get_yticklabels()] == [
+        "a=0, b=0", "a=0, b=1", "a=1, b=0", "a=1, b=1"]
+    assert [t.get_text() for t in key.texts] == [f"CPU:{d}" for d in range(8)]
+    assert_readable(fig)
+
+
+def test_hypothetical_16_devices_groups_replicas():
+    fig = _fig({"data": 4, "model": 4}, (8, 64), ("model", "unsharded"), name="emb")
+    (ax,) = panels_of(fig)
+    labels = [t.get_text() for t in ax.texts if t.get_gid().startswith("label")]
+    assert labels == ["CPU:0, CPU:4, CPU:8, CPU:12", "CPU:1, CPU:5, CPU:9, CPU:13",
+                      "CPU:2, CPU:6, CPU:10, CPU:14", "CPU:3, CPU:7, CPU:11, CPU:15"]
+    key = next(a for a in fig.axes if a.get_gid() == "mesh-key")
+    assert len({p.get_facecolor() for p in key.patches}) == 16  # one colour per device
+    assert_readable(fig)
+
+
+def test_truncated_facets_keep_every_shard_and_say_so():
+    fig = _fig({"x": 2, "y": 4}, (64, 8, 8), ("y", "x", "unsharded"))
+    titles = [ax.get_title() for ax in panels_of(fig)]
+    assert len(titles) == 12 and {"[0, :, :]", "[16, :, :]", "[32, :, :]", "[48, :, :]"} <= set(titles)
+    note = fig.texts[2].get_text()
+    assert "of 64 along tensor dim 0" in note and "every block appears" in note
+    assert_readable(fig)
+    fig = _fig({"x": 2, "y": 4}, (2, 3, 4, 8), ("x", "unsharded", "unsharded", "y"))
+    assert [ax.get_title() for ax in panels_of(fig)][:4] == [
+        "[0, 0, :, :]", "[0, 1, :, :]", "[0, 2, :, :]", "[1, 0, :, :]"]
+    assert_readable(fig)
+
+
+def test_small_blocks_get_compact_labels_that_still_fit():
+    spec = LayoutSpec(("unsharded", "b"), MeshSpec.create({"a": 2, "b": 8}))
+    pic = layout_picture((4, 64), spec, panel_size=(3.0, 1.0))
+    labels = [b.label.replace("\n", "") for b in pic.panels[0].blocks]
+    assert labels == [f"d{d},d{d + 8}" for d in range(8)]
+    assert pic.omitted_labels == 0
+    fig = Figure(figsize=(4.5, 2.0))
+    ax = fig.add_axes((0.15, 0.3, 3.0 / 4.5, 0.5))
+    assert plot_layout(spec, (4, 64), ax=ax) is fig
+    assert [devices_in(t.get_text(), ()) for t in ax.texts] == [(d, d + 8) for d in range(8)]
+    assert len(ax.get_legend().get_texts()) == 16
+    assert_readable(fig)
+    assert compact_devices([0, 1, 2, 3, 8, 9, 10, 11]) == "d0-d3,d8-d11"
+    assert shortest_devices(range(0, 16, 2)) == "d0,d2..d14"
+    assert {0, 16, 32, 48} <= set(pick_indices(64, 4, 12))
+
+
+# ---- text ---------------------------------------------------------------------------------
+
+def test_layout_table_golden_and_against_unpack():
+    spec = LayoutSpec(("x", "y"), MeshSpec.create({"x": 2, "y": 2}))
+    assert layout_table(spec, (4, 6), name="w") == textwrap.dedent("""\
+        w: shape (4, 6), sharding [x, y], Mesh(x=2, y=2; 4 devices): 4 unique blocks of (2, 3), 1 copy each
+        block  slices      local shape  devices
+        0      [0:2, 0:3]  (2, 3)       CPU:0
+        1      [0:2, 3:6]  (2, 3)       CPU:1
+        2      [2:4, 0:3]  (2, 3)       CPU:2
+        3      [2:4, 3:6]  (2, 3)       CPU:3""")
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    live = layout(mesh, "unsharded", "y", "x")
+    array = np.arange(96, dtype=np.float32).reshape(2, 8, 6)
+    var = _dtensor.variable(array, live, name="w")
+    text = layout_table(var)
+    hypothetical = LayoutSpec(("unsharded", "y", "x"), MeshSpec.create({"x": 2, "y": 4}))
+    assert text == layout_table(hypothetical, (2, 8, 6), name="w")  # live == hypothetical
+    shards = _dtensor.unpack(var)
+    rows = text.splitlines()[2:]
+    assert len(rows) == 8
+    for row in rows:
+        slices = [slice(int(a), int(b)) for a, b in re.findall(r"(\d+):(\d+)", row)]
+        for name in re.findall(r"CPU:\d+", row):
+            np.testing.assert_array_equal(array[tuple(slices)], shards[int(name[4:])])
+    assert "<table>" in text._repr_html_() and str(text) == text
+
+
+def test_hypothetical_layout_needs_no_tensorflow(tmp_path):
+    code = textwrap.dedent(f"""
+        import sys, dtsgd_viz
+        from dtsgd_viz import LayoutSpec, MeshSpec
+        spec = LayoutSpec(("model", "unsharded"), MeshSpec.create({{"data": 4, "model": 4}}))
+        fig = dtsgd_viz.plot_layout(spec, (8, 64), name="emb")
+        fig.savefig({str(tmp_path / "h.png")!r})
+        table = dtsgd_viz.layout_table(spec, (8, 64))
+        print(len(fig.axes[0].patches), len(table.splitlines()), "tensorflow" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["20", "6", "False"]  # 4 blocks + 16 swatches; 4 rows
+    assert (tmp_path / "h.png").stat().st_size > 10_000
+
+
+def _model(mesh):
+    lm = tf_keras.dtensor.experimental.LayoutMap(mesh=mesh)
+    lm["d1.*kernel"] = dtensor.Layout(["unsharded", "model"], mesh)
+    lm["d1.*bias"] = dtensor.Layout(["model"], mesh)
+    lm["d2.*kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
+    lm["d2.*bias"] = dtensor.Layout.replicated(mesh, 1)
+    with lm.scope():
+        tf_keras.utils.set_random_seed(0)
+        return tf_keras.Sequential([
+            tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
+            tf_keras.layers.Dense(1, name="d2"),
+        ], name="mlp")
+
+
+def test_model_table_of_a_layoutmap_model_after_one_step():
+    mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
+    model = _model(mesh)
+    rec = dtsgd_viz.Recorder()
+    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec])
+    model.compile(optimizer=opt, loss="mse")
+    rng = np.random.default_rng(0)
+    data = dtensor.Layout(["batch", "unsharded"], mesh)
+    x = _dtensor.put(rng.normal(size=(8, 4)).astype(np.float32), data)
+    y = _dtensor.put(rng.normal(size=(8, 1)).astype(np.float32), data)
+    opt.minimize(lambda: tf.reduce_mean((model(x) - y) ** 2), model.trainable_variables)
+    assert len(rec.recording) == 1
+    assert model_table(model) == textwrap.dedent("""\
+        model 'mlp', optimizer SGD (momentum=0.9, nesterov=True): 4 variables, 97 values, on Mesh(batch=2, model=4; 8 devices)
+        variable   shape    dtype    layout              block shape  velocity slot       flag
+        d1/kernel  (4, 16)  float32  [unsharded, model]  (4, 4)       [unsharded, model]
+        d1/bias    (16,)    float32  [model]             (4,)         [model]
+        d2/kernel  (16, 1)  float32  [model, unsharded]  (4, 1)       [model, unsharded]
+        d2/bias    (1,)     float32  [unsharded]         (1,)         [unsharded]
+        velocity slots: all 4 share their parameter's layout""")
+    # a slot laid out unlike its parameter is flagged
+    kernel = model.trainable_variables[2]
+    i = opt._index_dict[opt._var_key(kernel)]
+    opt.momentums[i] = _dtensor.variable(np.zeros((16, 1), np.float32),
+                                         dtensor.Layout.replicated(mesh, 2), name="m/d2/kernel")
+    text = model_table(model)
+    assert text.splitlines()[4].endswith("(4, 1)       [unsharded, unsharded]  DIFFERS")
+    assert sum("DIFFERS" in line for line in text.splitlines()[2:6]) == 1
+    assert text.splitlines()[-1] == (
+        "velocity slots: 1 of 4 laid out differently from their parameter (flag DIFFERS)")
+    # an optimizer alone knows only its slots (tf-keras keeps no reference to parameters)
+    slots = model_table(opt).splitlines()
+    assert slots[0].startswith("optimizer SGD (momentum=0.9, nesterov=True) slots: 4 variables")
+    assert [line.split()[0].split("m/", 1)[1] for line in slots[2:6]] == [
+        "d1/kernel", "d1/bias", "d2/kernel", "d2/bias"]
+    assert "[unsharded, unsharded]" in slots[4] and slots[-1].startswith("slots only")
+    # plain tf-keras DTensor SGD: slots found through its momentums list
+    plain = tf_keras.dtensor.experimental.optimizers.SGD(0.1, momentum=0.5, mesh=mesh)
+    plain.build(model.trainable_variables)
+    model.compile(optimizer=plain, loss="mse")
+    assert model_table(model).splitlines()[-1] == "velocity slots: all 4 share their parameter's layout"
+    # the recording: same variables and layouts; views draw it like the live variable
+    rec_text = model_table(rec.recording)
+    assert [line.split()[:2] for line in rec_text.splitlines()[2:]] == [
+        line.split()[:2] for line in model_table(model).splitlines()[2:6]]
+    names = _dtensor.mesh_spec(mesh).short_device_names
+    from_rec = plot_layout(rec.recording, name="d1/kernel")
+    from_var = plot_layout(model.trainable_variables[0])
+    assert blocks_of(panels_of(from_rec)[0], names) == blocks_of(panels_of(from_var)[0], names)
+    assert layout_table(rec.recording, name="d1/bias") == layout_table(model.trainable_variables[1])
+    with pytest.raises(ValueError, match=r"Unknown variable 'nope'. This recording has: \['d1/kernel'"):
+        plot_layout(rec.recording, name="nope")
+    with pytest.raises(ValueError, match=r"Pass name= .*Allowed: \['d1/kernel', 'd1/bias'"):
+        layout_table(rec.recording)
+
+
+# ---- bad input ----------------------------------------------------------------------------
+
+SPEC2 = LayoutSpec(("x", "unsharded"), MeshSpec.create({"x": 2, "y": 2}))
+
+
+@pytest.mark.parametrize("args, error, match", [
+    ((SPEC2,), ValueError, r"pass shape=, e.g. \(8, 16\) for a rank-2 tensor"),
+    ((SPEC2, (3, 4)), ValueError, "size 3.*sharded over mesh dim 'x' of size 2, which does not divide"),
+    ((SPEC2, (4,)), ValueError, r"has rank 2. Received: shape \(4,\) of rank 1"),
+    ((LayoutSpec((), SPEC2.mesh), ()), ValueError, r"rank 1 .* can be shown. Received: shape \(\) of rank 0"),
+    ((SPEC2, (0, 4)), ValueError, "must be >= 1"),
+    ((SPEC2, "4x4"), TypeError, "shape must be a tuple of ints"),
+    ((42,), TypeError, r"Expected a DTensor Layout \+ shape, .*Received: int"),
+    ((np.zeros((4, 4)), (4, 4)), TypeError, "Received: ndarray"),
+])
+def test_bad_input_is_explained(args, error, match):
+    with pytest.raises(error, match=match):
+        plot_layout(*args)
+    with pytest.raises(error, match=match):
+        layout_table(*args)
+
+
+def test_rank_limits_of_figure_and_text():
+    rank5 = LayoutSpec(("x",) + ("unsharded",) * 4, SPEC2.mesh)
+    with pytest.raises(ValueError,
+                       match=r"rank 1 to 4 can be shown. Received: shape \(2, 2, 2, 2, 2\) of rank 5"):
+        plot_layout(rank5, (2,) * 5)
+    assert len(layout_table(rank5, (2,) * 5).splitlines()) == 4  # text has no rank limit
+    rank3 = LayoutSpec(("x", "y", "unsharded"), SPEC2.mesh)
+    with pytest.raises(ValueError,
+                       match=r"ax= draws one panel, for rank 1 or 2 tensors. Received: shape \(2, 2, 2\)"):
+        plot_layout(rank3, (2, 2, 2), ax=Figure().add_subplot())
+
+
+def test_bad_live_input_is_explained():
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    live = layout(mesh, "x", "y")
+    with pytest.raises(ValueError, match="pass shape="):
+        plot_layout(live)
+    var = _dtensor.variable(np.zeros((4, 8), np.float32), live)
+    with pytest.raises(ValueError, match=r"shape=\(8, 8\) differs from the DVariable's own shape \(4, 8\)"):
+        plot_layout(var, (8, 8))
+    with pytest.raises(TypeError, match="Cannot show the layout of a Mesh"):
+        plot_layout(mesh)
+    with pytest.raises(TypeError, match="model_table takes .*Received: int"):
+        model_table(3)
+    with pytest.raises(ValueError, match="has no momentum slots yet: build it"):
+        model_table(dtsgd_viz.SGD(mesh=mesh))
