@@ -1,0 +1,135 @@
+"""``ShardExplorer``: browse a recording's per-shard values by variable, kind and step.
+
+    rec = dtsgd_viz.load_recording("nesterov.npz")
+    dtsgd_viz.widgets.ShardExplorer(rec)      # last expression of a cell
+
+Every callback goes through ``explorer_state`` (pure: old state + one change -> new
+state) and ``redraw_for`` (which in-place update the new state needs), so the logic
+is tested without a browser; only a variable change rebuilds the figure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import ipywidgets as widgets
+
+from ..views._shard_geometry import check_not_empty, step_index
+from ..views.shards import draw_shards
+from ._canvas import FigureWidget
+
+FIELDS = ("variable", "kind", "step")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExplorerState:
+    """What the explorer shows, and what it may show (``step`` indexes ``steps``)."""
+
+    variables: tuple[str, ...]
+    kinds: tuple[str, ...]
+    steps: tuple[int, ...]
+    variable: str
+    kind: str
+    step: int
+
+    @classmethod
+    def of(cls, recording, variable=None, kind=None, step=0) -> ExplorerState:
+        """The starting state for ``recording`` (first variable, velocity if recorded)."""
+        check_not_empty(recording)
+        kinds = tuple(recording.kinds)
+        state = cls(tuple(recording.variables), kinds, tuple(int(s) for s in recording.steps),
+                    recording.variables[0], "velocity" if "velocity" in kinds else kinds[0],
+                    step_index(recording, step))
+        for name, value in (("variable", variable), ("kind", kind)):
+            if value is not None:
+                state = explorer_state(state, {"name": name, "new": value})
+        return state
+
+    @property
+    def iteration(self) -> int:
+        return self.steps[self.step]
+
+
+def explorer_state(state: ExplorerState, change) -> ExplorerState:
+    """The state after one change ``{"name": "variable"|"kind"|"step", "new": value}``
+    (the shape of a traitlets change). Raises ValueError for values it cannot show."""
+    name, new = change["name"], change["new"]
+    if name == "variable" and new not in state.variables:
+        raise ValueError(f"Unknown variable {new!r}. This recording has: {list(state.variables)}.")
+    if name == "kind" and new not in state.kinds:
+        raise ValueError(f"Kind {new!r} was not recorded. Recorded kinds: {list(state.kinds)}.")
+    if name == "step":
+        n = len(state.steps)
+        if isinstance(new, bool) or not isinstance(new, int) or not 0 <= new < n:
+            raise ValueError(f"step must be an int in 0..{n - 1}. Received: {new!r}.")
+    if name not in FIELDS:
+        raise ValueError(f"Unknown change {name!r}. Allowed: {list(FIELDS)}.")
+    return dataclasses.replace(state, **{name: new})
+
+
+def redraw_for(old: ExplorerState, new: ExplorerState) -> str | None:
+    """Which update takes the figure from ``old`` to ``new``: ``"variable"`` (rebuild),
+    ``"kind"`` or ``"step"`` (in place), or None (nothing changed)."""
+    for name in FIELDS:
+        if getattr(old, name) != getattr(new, name):
+            return name
+    return None
+
+
+def step_text(state: ExplorerState) -> str:
+    return f"iteration {state.iteration}  (recorded step {state.step + 1} of {len(state.steps)})"
+
+
+class ShardExplorer(FigureWidget):
+    """``plot_shards`` with a variable picker, a kind picker (recorded kinds only) and a
+    step slider with Play. ``.widget`` is the root ``VBox``; ``.view`` the ``ShardsView``."""
+
+    def __init__(self, recording, variable=None, kind=None, step=0, *, interval=400,
+                 figsize=(11.5, 5.0), dpi=90):
+        self.recording = recording
+        self.state = ExplorerState.of(recording, variable, kind, step)
+        super().__init__(figsize=figsize, dpi=dpi)
+        s = self.state
+        self.variable = widgets.Dropdown(options=list(s.variables), value=s.variable,
+                                         description="variable")
+        self.kind = widgets.ToggleButtons(options=list(s.kinds), value=s.kind,
+                                          description="kind")
+        self.slider = widgets.IntSlider(value=s.step, min=0, max=len(s.steps) - 1,
+                                        description="step", readout=False,
+                                        continuous_update=True)
+        self.play = widgets.Play(value=s.step, min=0, max=len(s.steps) - 1,
+                                 interval=interval, description="play")
+        # a kernel-side link (not jslink) so Python code setting either one moves both
+        self._link = widgets.link((self.play, "value"), (self.slider, "value"))
+        self.step_label = widgets.Label(step_text(s))
+        self.widget = widgets.VBox([
+            widgets.HBox([self.variable, self.kind]),
+            widgets.HBox([self.play, self.slider, self.step_label]),
+            self.image,
+        ])
+        for picker, name in ((self.variable, "variable"), (self.kind, "kind"),
+                             (self.slider, "step")):
+            picker.observe(lambda change, name=name: self._on_change(name, change["new"]),
+                           names="value")
+        self._draw()
+
+    def _draw(self):
+        self.unfreeze_layout()
+        self.figure.clear()
+        axes = self.figure.subplots(1, 2, width_ratios=[1.25, 1])
+        s = self.state
+        self.view = draw_shards(self.recording, s.variable, s.kind, s.step, ax=tuple(axes))
+        self.refresh(relayout=True)
+
+    def _on_change(self, name, value):
+        new = explorer_state(self.state, {"name": name, "new": value})
+        what, self.state = redraw_for(self.state, new), new
+        if what == "variable":
+            self._draw()
+        elif what == "kind":
+            self.view.set_kind(new.kind)
+            self.refresh(relayout=True)  # colour bar labels may change width
+        elif what == "step":
+            self.view.set_step(new.step)
+            self.refresh()
+        self.step_label.value = step_text(new)

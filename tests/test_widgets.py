@@ -1,0 +1,185 @@
+"""Widgets: the pure state transition first, then the real widget driven through its
+traits, checked through what its figure then holds."""
+
+import io
+import subprocess
+import sys
+
+import matplotlib
+import numpy as np
+import pytest
+from PIL import Image
+
+import dtsgd_viz
+from conftest import CONFIGS
+from dtsgd_viz import _dtensor
+from dtsgd_viz.widgets import ExplorerState, ShardExplorer, explorer_state, redraw_for
+from helpers import Problem, layout, make_sgd, run
+
+matplotlib.use("Agg")
+
+STEPS = 6
+
+
+@pytest.fixture(scope="module")
+def two_variables():
+    """A [x, y]-sharded matrix "w" and a [y]-sharded vector "b", one real optimizer."""
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    w = _dtensor.variable(np.zeros((4, 8), np.float32), layout(mesh, "x", "y"), name="w")
+    b = _dtensor.variable(np.zeros(8, np.float32), layout(mesh, "y"), name="b")
+    rec = dtsgd_viz.Recorder()
+    opt = make_sgd(CONFIGS["momentum"], mesh, hooks=[rec])
+    rng = np.random.default_rng(0)
+    for _ in range(STEPS):
+        gw = rng.normal(size=(4, 8)).astype(np.float32)
+        gb = rng.normal(size=8).astype(np.float32)
+        opt.apply_gradients([(_dtensor.put(gw, layout(mesh, "x", "y")), w),
+                             (_dtensor.put(gb, layout(mesh, "y")), b)])
+    return rec.recording
+
+
+@pytest.fixture(scope="module")
+def param_and_grad_only():
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    problem = Problem((4, 8), layout(mesh, "unsharded", "y"))
+    rec = dtsgd_viz.Recorder(kinds=("param", "grad"))
+    run(problem, make_sgd(CONFIGS["nesterov"], mesh, hooks=[rec]), 3, mode="eager-apply")
+    return rec.recording
+
+
+# ---- the pure state transition ------------------------------------------------------
+
+
+def test_explorer_state_transitions(two_variables):
+    r = two_variables
+    s = ExplorerState.of(r)
+    assert (s.variables, s.kinds) == (("w", "b"), tuple(dtsgd_viz.KINDS))
+    assert s.steps == (1, 2, 3, 4, 5, 6)
+    assert (s.variable, s.kind, s.step, s.iteration) == ("w", "velocity", 0, 1)
+    s2 = explorer_state(s, {"name": "step", "new": 4})
+    assert (s2.step, s2.iteration, s2.kind, s2.variable) == (4, 5, "velocity", "w")
+    assert redraw_for(s, s2) == "step" and redraw_for(s2, s2) is None
+    s3 = explorer_state(s2, {"name": "kind", "new": "grad"})
+    assert (s3.kind, s3.step) == ("grad", 4) and redraw_for(s2, s3) == "kind"
+    s4 = explorer_state(s3, {"name": "variable", "new": "b"})
+    assert (s4.variable, s4.kind, s4.step) == ("b", "grad", 4) and redraw_for(s3, s4) == "variable"
+    assert s == ExplorerState.of(r)  # frozen: transitions never mutate
+    with pytest.raises(ValueError, match=r"Unknown variable 'v'.*\['w', 'b'\]"):
+        explorer_state(s, {"name": "variable", "new": "v"})
+    with pytest.raises(ValueError, match=r"step must be an int in 0\.\.5. Received: 6"):
+        explorer_state(s, {"name": "step", "new": 6})
+    with pytest.raises(ValueError, match="Unknown change 'zoom'"):
+        explorer_state(s, {"name": "zoom", "new": 2})
+    assert ExplorerState.of(r, "b", "param", -1) == explorer_state(
+        explorer_state(explorer_state(s, {"name": "variable", "new": "b"}),
+                       {"name": "kind", "new": "param"}), {"name": "step", "new": 5})
+
+
+def test_explorer_state_offers_only_recorded_kinds(param_and_grad_only):
+    s = ExplorerState.of(param_and_grad_only)
+    assert s.kinds == ("param", "grad") and s.kind == "param"
+    with pytest.raises(ValueError, match=r"Kind 'velocity' was not recorded.*\['param', 'grad'\]"):
+        explorer_state(s, {"name": "kind", "new": "velocity"})
+
+
+# ---- the real widget --------------------------------------------------------------------
+
+
+def _png_shape(data):
+    return np.asarray(Image.open(io.BytesIO(data))).shape
+
+
+def test_step_change_redraws_in_place(two_variables, capsys):
+    r = two_variables
+    w = ShardExplorer(r)
+    assert w.variable.options == ("w", "b") and w.kind.options == tuple(dtsgd_viz.KINDS)
+    heat_ax, norm_ax = w.figure.axes[:2]
+    heatmap, norm_image = heat_ax.images[0], norm_ax.images[0]
+    step_line = next(l for l in norm_ax.lines if l.get_gid() == "step-line")
+    outlines = [p for p in heat_ax.patches]
+    png, renders = w.image.value, w.renders
+    assert _png_shape(png)[:2] == (450, 1035)  # figsize (11.5, 5) at 90 dpi
+
+    w.slider.value = 5
+    assert w.state.step == 5 and w.renders == renders + 1
+    np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "velocity")[5])
+    assert f"at iteration {r.steps[5]}" in heat_ax.get_title()
+    assert list(step_line.get_ydata()) == [5, 5]
+    assert "iteration 6" in w.step_label.value
+    # the same artists, updated in place; the PNG shows the new state
+    assert w.figure.axes[:2] == [heat_ax, norm_ax]
+    assert heat_ax.images[0] is heatmap and norm_ax.images[0] is norm_image
+    assert [p for p in heat_ax.patches] == outlines
+    assert w.image.value != png and w.image.value == w.render()
+    assert capsys.readouterr() == ("", "")  # widgets never print
+
+
+def test_kind_change_updates_heatmap_and_norms(two_variables):
+    r = two_variables
+    w = ShardExplorer(r, step=2)
+    heat_ax, norm_ax = w.figure.axes[:2]
+    heatmap, norm_image = heat_ax.images[0], norm_ax.images[0]
+    w.kind.value = "grad"
+    assert heat_ax.images[0] is heatmap and norm_ax.images[0] is norm_image
+    np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "grad")[2])
+    shards = r.shard_values("w", "grad")
+    truth = np.linalg.norm(shards.reshape(STEPS, 8, -1), axis=-1)
+    np.testing.assert_allclose(norm_image.get_array(), truth, rtol=1e-6)
+    assert heat_ax.get_title().startswith("grad of 'w' at iteration 3")
+    w.slider.value = 4  # the new kind stays while stepping
+    np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "grad")[4])
+
+
+def test_play_is_linked_to_the_slider(two_variables):
+    r = two_variables
+    w = ShardExplorer(r)
+    assert (w.play.min, w.play.max) == (w.slider.min, w.slider.max) == (0, STEPS - 1)
+    w.play.value = 3
+    assert w.slider.value == 3 and w.state.step == 3
+    np.testing.assert_array_equal(w.figure.axes[0].images[0].get_array(),
+                                  r.global_values("w", "velocity")[3])
+    w.slider.value = 1
+    assert w.play.value == 1
+
+
+def test_variable_change_redraws_the_new_variable(two_variables):
+    r = two_variables
+    w = ShardExplorer(r, kind="param")
+    figure = w.figure
+    w.slider.value = 2
+    w.variable.value = "b"
+    assert w.figure is figure
+    heat_ax, norm_ax = figure.axes[:2]
+    np.testing.assert_array_equal(heat_ax.images[0].get_array(),
+                                  r.global_values("b", "param")[2][None, :])
+    outlines = sorted(p.get_x() for p in heat_ax.patches if p.get_gid().startswith("block-"))
+    assert outlines == [0, 2, 4, 6]  # [y] over y=4: four blocks of two, replicated over x
+    assert norm_ax.images[0].get_array().shape == (STEPS, 8)
+    assert heat_ax.get_title().startswith("param of 'b' at iteration 3")
+    w.slider.value = 0  # and stepping works on the new view
+    np.testing.assert_array_equal(w.view.heatmap.get_array(),
+                                  r.global_values("b", "param")[0][None])
+
+
+def test_widget_layout_and_display(param_and_grad_only):
+    w = ShardExplorer(param_and_grad_only)
+    assert w.kind.options == ("param", "grad") and w.kind.value == "param"
+    assert w.image in w.widget.children
+    controls = [c for box in w.widget.children[:2] for c in box.children]
+    for part in (w.variable, w.kind, w.play, w.slider):
+        assert part in controls
+    bundle = w._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == w.widget.model_id
+    assert callable(w._ipython_display_)
+    with pytest.raises(ValueError, match="out of range"):
+        ShardExplorer(param_and_grad_only, step=3)
+    with pytest.raises(ValueError, match="was not recorded"):
+        ShardExplorer(param_and_grad_only, kind="velocity")
+
+
+def test_ipywidgets_stay_out_of_the_views():
+    code = ("import sys, dtsgd_viz.views.shards; "
+            "print(sorted(m for m in ('ipywidgets', 'IPython', 'tensorflow', 'matplotlib.pyplot') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
