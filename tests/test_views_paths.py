@@ -1,0 +1,336 @@
+"""plot_paths / animate, checked through the figure's data: path vertices against the
+recorded parameters, arrows against the update rule, the loss panel against the
+recorded loss, projections against exact geometry; bad input raises."""
+
+import numpy as np
+import pytest
+from matplotlib import animation
+from matplotlib.quiver import Quiver
+
+import dtsgd_viz
+from conftest import CONFIGS
+from dtsgd_viz import reference, surfaces
+from dtsgd_viz.geometry import shard_geometry
+from dtsgd_viz.recording import Hyperparameters, Recording, VariableRecord
+from dtsgd_viz.specs import LayoutSpec, MeshSpec
+from dtsgd_viz.views import _path_geometry as geo
+from dtsgd_viz.views import style
+
+STEPS = 8
+ROTATED = surfaces.RotatedQuadratic()
+# 8 parameters, 2 device blocks (2 curvature levels): every path lies in one plane
+PLANAR = surfaces.ShardedQuadratic((2, 4), {"x": 2}, ("x", "unsharded"), curvature=(0.2, 1.0))
+
+
+@pytest.fixture(scope="module")
+def rotated():
+    return dtsgd_viz.run(ROTATED, CONFIGS, STEPS)
+
+
+@pytest.fixture(scope="module")
+def planar():
+    configs = {k: dict(CONFIGS[k], learning_rate=0.5) for k in ("momentum", "nesterov")}
+    return dtsgd_viz.run(PLANAR, configs, STEPS)
+
+
+def synthetic(surface, steps, lr, mu=0.0, nesterov=False, every=1, kinds=("param", "velocity", "grad")):
+    """A Recording built by the numpy reference alone (no TensorFlow)."""
+    start = surface.default_start.astype(np.float32)
+    p, v, g = start, np.zeros_like(start), []
+    ps, vs = [], []
+    for _ in range(steps):
+        grad = surface.grad_np(p).astype(np.float32)
+        p, v = reference.sgd_step(p, grad, v, lr, mu, nesterov)
+        ps.append(p), vs.append(v), g.append(grad)
+    keep = slice(every - 1, None, every)
+    mesh = MeshSpec.create({"coord": 2})
+    layout = LayoutSpec(("coord",), mesh)
+    geom = shard_geometry(surface.shape, layout)
+    values = {"param": ps, "velocity": vs, "grad": g}
+    stacked = {k: np.stack(v) if v else np.zeros((0, 2), np.float32) for k, v in values.items()}
+    blocks = {k: geom.split(stacked[k][keep]) for k in kinds}
+    n = len(np.arange(steps)[keep])
+    loss = surface.value_np(np.stack([start, *ps])[:-1])[keep]
+    return Recording(
+        mesh, (VariableRecord("w", surface.shape, "float32", layout, start, blocks),),
+        tuple(kinds), np.arange(1, steps + 1)[keep], Hyperparameters(np.full(n, lr), mu, nesterov),
+        loss, np.zeros((n, 1), np.uint8), np.zeros((n, 1), np.uint8))
+
+
+def gid_artists(fig, prefix):
+    out = {}
+    for ax in fig.axes:
+        for a in [*ax.lines, *ax.collections]:
+            gid = a.get_gid() or ""
+            if gid.startswith(prefix):
+                out[gid[len(prefix):]] = a
+    return out
+
+
+def grid_step(ax, n=121):
+    """The spacing of the loss grid (n points across the axes limits)."""
+    return max(np.ptp(ax.get_xlim()), np.ptp(ax.get_ylim())) / (n - 1)
+
+
+def quiver_arrow(q: Quiver):
+    return np.asarray(q.get_offsets())[0], np.array([float(q.U[0]), float(q.V[0])])
+
+
+# ---- paths, start, minimum ------------------------------------------------------------
+
+
+def test_path_vertices_are_the_recorded_params(rotated):
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED)
+    paths = gid_artists(fig, "path:")
+    assert sorted(paths) == sorted(CONFIGS)
+    colors = style.optimizer_colors(rotated)
+    for name, rec in rotated.items():
+        line = paths[name]
+        np.testing.assert_array_equal(np.asarray(line.get_xydata()), rec.path("w").astype(np.float64))
+        assert line.get_color() == colors[name]
+    start = gid_artists(fig, "start")[""]
+    np.testing.assert_array_equal(start.get_xydata(), [ROTATED.default_start])
+    minimum = gid_artists(fig, "minimum")[""]
+    np.testing.assert_array_equal(minimum.get_xydata(), ROTATED.minimum)
+    ax_path, ax_loss = fig.axes[:2]
+    assert ax_path.get_xlabel() == "w[0]" and ax_path.get_ylabel() == "w[1]"
+    assert ax_path.get_title() and ax_loss.get_title() and fig.get_suptitle()
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert {*CONFIGS, "start", "minimum"} <= set(legend)
+    assert not gid_artists(fig, "arrow:")  # step=None: no arrows
+
+
+def test_contours_are_the_surface_on_log_levels(rotated):
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED)
+    contour = [c for c in fig.axes[0].collections if hasattr(c, "allsegs") and not c.filled][0]
+    levels = np.asarray(contour.levels)
+    ratios = levels[1:] / levels[:-1]
+    np.testing.assert_allclose(ratios, ratios[0], rtol=1e-9)  # log-spaced
+    # marching squares interpolates linearly along grid edges of length h: off by at
+    # most (largest curvature) * h^2 / 8
+    atol = ROTATED.hessian_eigenvalues.max() * grid_step(fig.axes[0]) ** 2 / 8
+    drawn = 0
+    for level, segs in zip(levels, contour.allsegs):
+        for seg in segs:
+            np.testing.assert_allclose(ROTATED.value_np(seg), level, rtol=0, atol=atol)
+            drawn += len(seg)
+    assert drawn > 100
+
+
+def test_himmelblau_marks_all_four_minima():
+    s = surfaces.Himmelblau()
+    fig = dtsgd_viz.plot_paths({"nesterov": synthetic(s, 5, 0.01, 0.9, True)}, s)
+    marks = gid_artists(fig, "minimum")[""]
+    np.testing.assert_allclose(marks.get_xydata(), s.minimum)
+    assert marks.get_label() == "minima"
+
+
+# ---- arrows ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("index", [0, 3, -1])
+def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, index):
+    rec = rotated[name]
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=index)
+    arrows = {k.split(":", 1)[1]: q for k, q in gid_artists(fig, "arrow:").items()
+              if k.startswith(name + ":")}
+    i = index % len(rec)
+    path = rec.path("w").astype(np.float64)
+    g = rec.global_values("w", "grad")[i].astype(np.float64)
+    vel = rec.global_values("w", "velocity").astype(np.float64)
+    v_prev = vel[i - 1] if i else np.zeros(2)
+    lr, mu = CONFIGS[name]["learning_rate"], CONFIGS[name]["momentum"]
+    if mu == 0:
+        expected = {"gradient": -lr * g}
+        order = ["gradient"]
+    elif CONFIGS[name]["nesterov"]:
+        expected = {"lookahead": mu * vel[i], "gradient": -lr * g}
+        order = ["lookahead", "gradient"]
+    else:
+        expected = {"momentum": mu * v_prev, "gradient": -lr * g}
+        order = ["momentum", "gradient"]
+    assert set(arrows) == set(expected)
+    tail = path[i]
+    for term in order:
+        xy, uv = quiver_arrow(arrows[term])
+        np.testing.assert_allclose(xy, tail, rtol=1e-12, atol=1e-12)  # tip to tail
+        np.testing.assert_allclose(uv, expected[term], rtol=1e-6, atol=1e-9)
+        assert arrows[term].get_facecolor()[0][:3] == pytest.approx(
+            (0, 0, 0) if term == "gradient" else
+            tuple(int(style.optimizer_color(name)[k:k + 2], 16) / 255 for k in (1, 3, 5)))
+        tail = tail + uv
+    # the arrows end where the real optimizer went, and where the reference rule goes
+    np.testing.assert_allclose(tail, path[i + 1], rtol=1e-5, atol=1e-6)
+    p_ref, _ = reference.sgd_step(path[i], g, v_prev, lr, mu, CONFIGS[name]["nesterov"])
+    np.testing.assert_allclose(tail, p_ref, rtol=1e-6, atol=1e-7)
+    pos = gid_artists(fig, "position:")[name]
+    np.testing.assert_array_equal(pos.get_xydata()[0], path[i])
+
+
+def test_arrows_need_consecutive_steps_and_the_kinds():
+    s = ROTATED
+    every2 = synthetic(s, 6, 0.05, 0.9, every=2)
+    with pytest.raises(ValueError, match=r"jumps from step 2 \(recorded every 2 steps\).*every=1"):
+        dtsgd_viz.plot_paths({"m": every2}, s, step=1)
+    fig = dtsgd_viz.plot_paths({"m": every2}, s, step=1, arrows=False)
+    assert not gid_artists(fig, "arrow:") and "m" in gid_artists(fig, "position:")
+    params_only = synthetic(s, 4, 0.05, 0.9, kinds=("param",))
+    with pytest.raises(ValueError, match=r"kinds param, grad and velocity.*missing \['grad', 'velocity'\]"):
+        dtsgd_viz.plot_paths({"m": params_only}, s, step=1)
+
+
+# ---- loss panel -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index", [2, -1])
+def test_loss_panel_is_the_recorded_loss(rotated, index):
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=index)
+    ax_loss = fig.axes[1]
+    assert ax_loss.get_yscale() == "log" and ax_loss.get_xlabel() == "step"
+    lines = gid_artists(fig, "loss:")
+    markers = gid_artists(fig, "loss-marker:")
+    for name, rec in rotated.items():
+        np.testing.assert_array_equal(lines[name].get_xdata(), rec.steps)
+        np.testing.assert_array_equal(lines[name].get_ydata(), rec.loss)
+        np.testing.assert_array_equal(markers[name].get_xydata()[0],
+                                      [rec.steps[index], rec.loss[index]])
+        assert lines[name].get_color() == gid_artists(fig, "path:")[name].get_color()
+    step_line = gid_artists(fig, "step-line")[""]
+    assert step_line.get_xdata()[0] == rotated["plain"].steps[index]
+
+
+# ---- projection of many parameters -------------------------------------------------------
+
+
+def test_pca_reconstructs_planar_paths_exactly():
+    rng = np.random.default_rng(0)
+    two_d = rng.normal(size=(7, 2))
+    plane = geo.pca_plane([two_d])
+    np.testing.assert_allclose(geo.lift(geo.project(two_d, plane), plane), two_d, atol=1e-12)
+    np.testing.assert_allclose(plane.basis @ plane.basis.T, np.eye(2), atol=1e-12)
+    # points of a known plane in 6-D, stretched along its first direction
+    basis = np.linalg.qr(rng.normal(size=(6, 2)))[0].T
+    coeff = rng.normal(size=(20, 2)) * [5.0, 1.0]
+    pts = 3.0 + coeff @ basis
+    plane = geo.pca_plane([pts[:12], pts[12:]])
+    np.testing.assert_allclose(geo.lift(geo.project(pts, plane), plane), pts, atol=1e-12)
+    assert abs(abs(plane.basis[0] @ basis[0]) - 1) < 0.05  # the long direction comes first
+    assert sum(plane.explained) == pytest.approx(1.0)
+    assert plane.explained[0] > plane.explained[1]
+
+
+def test_projected_paths_on_real_contours(planar):
+    fig = dtsgd_viz.plot_paths(planar, PLANAR, step=2)
+    flat = {k: r.path("w").astype(np.float64).reshape(STEPS + 1, -1) for k, r in planar.items()}
+    plane = geo.pca_plane(list(flat.values()))
+    drawn = gid_artists(fig, "path:")
+    everything = np.concatenate(list(flat.values()))
+    for name, rec in planar.items():
+        xy = np.asarray(drawn[name].get_xydata())
+        np.testing.assert_allclose(xy, geo.project(flat[name], plane), rtol=1e-12, atol=1e-12)
+        # the paths lie in the plane: lifting the drawn points gives the recorded params back
+        np.testing.assert_allclose(geo.lift(xy, plane), flat[name], atol=1e-5)
+        # ... so the loss of the plane under each drawn point is the recorded loss
+        on_plane = PLANAR.value_np(geo.lift(xy, plane).reshape(-1, *PLANAR.shape))
+        np.testing.assert_allclose(on_plane[:-1], rec.loss, rtol=1e-5)
+    # distances between drawn points equal distances between the recorded parameters
+    xy_all = np.concatenate([np.asarray(drawn[k].get_xydata()) for k in planar])
+    d_drawn = np.linalg.norm(xy_all[:, None] - xy_all[None], axis=-1)
+    d_true = np.linalg.norm(everything[:, None] - everything[None], axis=-1)
+    np.testing.assert_allclose(d_drawn, d_true, atol=1e-5)
+    # the contour lines drawn are level sets of the surface on that plane
+    contour = [c for c in fig.axes[0].collections if hasattr(c, "allsegs") and not c.filled][0]
+    atol = PLANAR.hessian_eigenvalues.max() * grid_step(fig.axes[0]) ** 2 / 8
+    for level, segs in zip(contour.levels, contour.allsegs):
+        for seg in segs:
+            np.testing.assert_allclose(PLANAR.value_np(geo.lift(seg, plane).reshape(-1, *PLANAR.shape)),
+                                       level, rtol=0, atol=atol)
+    # arrows: projected terms still add up to the projected step
+    for name in planar:
+        arrows = [q for k, q in gid_artists(fig, "arrow:").items() if k.startswith(name + ":")]
+        total = sum(quiver_arrow(q)[1] for q in arrows)
+        xy = np.asarray(drawn[name].get_xydata())
+        np.testing.assert_allclose(total, xy[3] - xy[2], rtol=1e-5, atol=1e-6)
+    assert "principal direction 1" in fig.axes[0].get_xlabel()
+    assert gid_artists(fig, "minimum")[""].get_label() in ("minimum", "minimum (projected)")
+
+
+# ---- bad input -------------------------------------------------------------------------
+
+
+def test_bad_input_is_a_clear_error(rotated, planar):
+    with pytest.raises(ValueError, match=r"Unknown variable 'v'. Every recording has: \['w'\]"):
+        dtsgd_viz.plot_paths(rotated, ROTATED, name="v")
+    with pytest.raises(ValueError, match=r"step=8 is out of range.*\[-8, 7\]"):
+        dtsgd_viz.plot_paths(rotated, ROTATED, step=STEPS)
+    with pytest.raises(ValueError, match=r"step=-9 is out of range"):
+        dtsgd_viz.plot_paths(rotated, ROTATED, step=-STEPS - 1)
+    with pytest.raises(ValueError, match="step must be an integer"):
+        dtsgd_viz.plot_paths(rotated, ROTATED, step=1.5)
+    with pytest.raises(ValueError, match=r"surface takes parameters of shape \(2,\).*has shape \(2, 4\)"):
+        dtsgd_viz.plot_paths(planar, ROTATED)
+    with pytest.raises(ValueError, match=r"shape \(2, 4\) \(8 numbers\).*has shape \(2,\)"):
+        dtsgd_viz.plot_paths(rotated, PLANAR)
+    with pytest.raises(ValueError, match="non-empty dict"):
+        dtsgd_viz.plot_paths({}, ROTATED)
+    empty = synthetic(ROTATED, 0, 0.1)
+    with pytest.raises(ValueError, match="Recording 'e' has no steps"):
+        dtsgd_viz.plot_paths({"e": empty}, ROTATED)
+    with pytest.raises(ValueError, match="Recording 'e' has no steps"):
+        dtsgd_viz.animate({"e": empty}, ROTATED)
+    with pytest.raises(ValueError, match="frames must be >= 1"):
+        dtsgd_viz.animate(rotated, ROTATED, frames=0)
+
+
+def test_one_recording_and_one_axes(rotated):
+    from matplotlib.figure import Figure
+    fig = Figure()
+    ax = fig.subplots()
+    out = dtsgd_viz.plot_paths(rotated["nesterov"], ROTATED, step=1, ax=ax)
+    assert out is fig
+    np.testing.assert_array_equal(gid_artists(fig, "path:")["recording"].get_xydata(),
+                                  rotated["nesterov"].path("w"))
+    assert not gid_artists(fig, "loss:")
+
+
+# ---- animation ---------------------------------------------------------------------------
+
+
+def test_animation_updates_artists_in_place_and_saves_a_gif(rotated, tmp_path):
+    anim = dtsgd_viz.animate(rotated, ROTATED, frames=[1, 4, 6], interval=50)
+    assert isinstance(anim, animation.FuncAnimation)
+    fig = anim._fig
+    paths, arrows = gid_artists(fig, "path:"), gid_artists(fig, "arrow:")
+    markers = gid_artists(fig, "loss-marker:")
+    seen = []
+
+    def check(k, total):
+        i = [1, 4, 6][k]
+        assert gid_artists(fig, "path:") == paths  # the same artists, updated in place
+        for name, rec in rotated.items():
+            path = rec.path("w")
+            np.testing.assert_array_equal(paths[name].get_xydata(), path[:i + 2])
+            tip = path[i].astype(np.float64)
+            for term, _ in geo.decompose_update(rec, "w", i).terms:
+                xy, uv = quiver_arrow(arrows[f"{name}:{term}"])
+                np.testing.assert_allclose(xy, tip, atol=1e-12)
+                tip = tip + uv
+            np.testing.assert_allclose(tip, path[i + 1], rtol=1e-5, atol=1e-6)
+            np.testing.assert_array_equal(markers[name].get_xydata()[0], [rec.steps[i], rec.loss[i]])
+        seen.append(i)
+
+    out = tmp_path / "paths.gif"
+    anim.save(out, writer="pillow", fps=5, dpi=40, progress_callback=check)
+    assert seen == [1, 4, 6]
+    from PIL import Image
+    with Image.open(out) as im:
+        assert im.n_frames == 3
+
+
+@pytest.mark.skipif(not animation.writers.is_available("ffmpeg"), reason="ffmpeg not installed")
+def test_animation_saves_mp4(rotated, tmp_path):
+    anim = dtsgd_viz.animate(rotated, ROTATED, frames=2)
+    out = tmp_path / "paths.mp4"
+    anim.save(out, writer="ffmpeg", fps=2, dpi=40)
+    assert out.stat().st_size > 0
