@@ -2,7 +2,8 @@
 
 - ``block_stats``: per-shard L2 norm, mean and max |x| computed where the shard lives:
   the tensor is reshaped so each sharded dim splits into (shards, block), which DTensor
-  keeps sharded, then reduced over the block axes.
+  keeps sharded, then reduced over the block axes; ``StatsBuffer`` keeps them laid out
+  like the block grid, so no collective is needed.
 - ``RowBuffer``: a small replicated ``(slots + 1, width)`` float64 variable written one row
   per step with ``tensor_scatter_nd_update`` (row ``slots`` is a scratch row for steps not
   recorded, so no ``tf.cond`` is needed).
@@ -19,6 +20,7 @@ from . import _dtensor
 from ._dtensor import dtensor, tf
 
 STATS = ("norm", "mean", "max_abs")
+"""The per-shard statistics of stats mode, in storage order."""
 
 
 def block_grid(geometry) -> tuple[int, ...]:
@@ -34,39 +36,66 @@ def group_order(geometry) -> np.ndarray:
                      for g in geometry.replica_groups], np.int64)
 
 
-def block_stats(x, geometry, mesh):
-    """``(n_blocks * 3,)`` float64, replicated: (norm, mean, max|x|) of every block in
-    row-major block-grid order."""
+def block_stats(x, geometry):
+    """Per-block ``(norm, mean, max|x|)`` as one ``(*grid, 3)`` tensor laid out like the
+    block grid: every device computes and keeps its own block's numbers (no collective)."""
     x = tf.cast(x, tf.float32)
-    shape = geometry.global_shape
-    if not shape:
-        x = tf.reshape(x, (1,))
-        shape, local = (1,), (1,)
-    else:
-        local = geometry.local_shape
+    shape = geometry.global_shape or (1,)
+    local = geometry.local_shape or (1,)
     split = []
     for n, b in zip(shape, local):
         split += [n // b, b]
     blocks = tf.reshape(x, split)
     axes = tuple(range(1, len(split), 2))
-    stats = tf.stack([
-        tf.sqrt(tf.reduce_sum(blocks * blocks, axis=axes)),
-        tf.reduce_mean(blocks, axis=axes),
-        tf.reduce_max(tf.abs(blocks), axis=axes),
-    ], axis=-1)
-    if mesh is not None:
-        stats = dtensor.relayout(stats, dtensor.Layout.replicated(mesh, stats.shape.rank))
-    return tf.cast(tf.reshape(stats, (-1,)), tf.float64)
+    stats = (tf.sqrt(tf.reduce_sum(tf.square(blocks), axis=axes)),
+             tf.reduce_mean(blocks, axis=axes),
+             tf.reduce_max(tf.abs(blocks), axis=axes))
+    return tf.concat([tf.expand_dims(s, -1) for s in stats], axis=-1)
 
 
-def host_block_stats(shards, geometry) -> np.ndarray:
-    """``(n_unique, 3)`` stats of unpacked shards, in replica-group order (numpy)."""
-    out = np.empty((geometry.num_unique, 3), np.float64)
-    for g, devices in enumerate(geometry.replica_groups):
-        x = np.asarray(shards[devices[0]], np.float32)
-        out[g] = (np.sqrt(np.sum(x.astype(np.float64) ** 2)), x.mean(dtype=np.float64),
-                  np.abs(x).max() if x.size else 0.0)
-    return out
+def _grid_spec(watched, extra_leading):
+    from .specs import UNSHARDED, LayoutSpec
+    specs = watched.layout.sharding_specs or (UNSHARDED,)
+    lead = (UNSHARDED,) if extra_leading else ()
+    return LayoutSpec((*lead, *specs, UNSHARDED), watched.layout.mesh)
+
+
+class StatsBuffer:
+    """``slots`` steps of one (variable, kind)'s block stats: a ``(slots + 1, *grid, 3)``
+    float32 variable laid out ``[unsharded, *layout, unsharded]`` so each device writes
+    its own block's numbers in place (row ``slots`` is scratch for steps not recorded)."""
+
+    def __init__(self, slots, watched, mesh):
+        from .geometry import shard_geometry
+        self.slots = slots
+        grid = block_grid(watched.geometry) or (1,)
+        spec = _grid_spec(watched, True)
+        self.geometry = shard_geometry((slots + 1, *grid, 3), spec)
+        self.order = group_order(watched.geometry)
+        init = np.zeros((slots + 1, *grid, 3), np.float32)
+        with tf.init_scope():
+            self.var = _dtensor.variable(init, None if mesh is None else spec)
+
+    def write(self, x, watched, index):
+        self.var.assign(tf.tensor_scatter_nd_update(
+            self.var.read_value(), tf.reshape(index, (1, 1)),
+            tf.expand_dims(block_stats(x, watched.geometry), 0)))
+
+    def read(self) -> np.ndarray:
+        """``(slots, n_unique, 3)`` float64 on the host, blocks in replica-group order."""
+        shards = _dtensor.unpack(self.var)
+        full = self.geometry.assemble(np.stack([shards[g[0]] for g in self.geometry.replica_groups]))
+        return full[: self.slots].reshape(self.slots, -1, 3)[:, self.order].astype(np.float64)
+
+
+def read_block_stats(stats, watched) -> np.ndarray:
+    """``(n_unique, 3)`` float64 from an eager ``block_stats`` tensor."""
+    from .geometry import shard_geometry
+    grid = block_grid(watched.geometry) or (1,)
+    geom = shard_geometry((*grid, 3), _grid_spec(watched, False))
+    shards = _dtensor.unpack(stats)
+    full = geom.assemble(np.stack([shards[g[0]] for g in geom.replica_groups]))
+    return full.reshape(-1, 3)[watched.order].astype(np.float64)
 
 
 class RowBuffer:

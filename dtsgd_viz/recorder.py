@@ -37,7 +37,7 @@ from .recording import (
 
 STAGING_BUDGET_BYTES = 128 * 2**20
 MAX_BUFFER_STEPS = 8
-STATS_BUFFER_STEPS = 256
+STATS_BUFFER_STEPS = 512
 DEFAULT_DECIMATE_STEPS = 1000
 MODES = ("full", "stats")
 
@@ -94,7 +94,7 @@ class Recorder:
         (default 1000) instead.
       buffer_steps: device-side slots between flushes inside ``tf.function``. Full mode:
         up to 8 within a 128 MiB budget (each slot adds branches to the traced graph);
-        stats mode: 256.
+        stats mode: 512.
     """
 
     def __init__(self, every=1, kinds=KINDS, variables=None, buffer_steps=None, mode="full",
@@ -157,51 +157,29 @@ class Recorder:
         else:
             self.buffer_steps = self._buffer_steps or int(
                 min(MAX_BUFFER_STEPS, max(2, STAGING_BUDGET_BYTES // max(per_step, 1))))
-        self._row_slots = self.buffer_steps if self.mode == "stats" else max(self.buffer_steps, 64)
+        self._row_slots = self.buffer_steps
+        self._by_name = {w.name: w for w in self._watched}
         self._last_step = int(_dtensor.unpack(optimizer.iterations)[0])
+        # on_build runs eagerly (tf-keras builds in init_scope) right before the first update
+        # it will see, or when the hook is attached to a built optimizer.
+        self._initial = [self._global(w, w.var) for w in self._watched]
 
     def _pv_kinds(self):
         return [k for k in ("param", "velocity") if k in self.kinds]
 
-    def _stats_width(self, kinds):
-        if self.mode != "stats":
-            return 0
-        return sum(w.geometry.num_unique * 3 for w in self._watched for _ in kinds)
-
     def _make_staging(self):
-        v = len(self._watched)
         with tf.init_scope():
-            self._grad_rows = _capture.RowBuffer(
-                self._row_slots, 3 + v + self._stats_width(["grad"] if "grad" in self.kinds else []),
-                self._mesh)
-            self._pv_rows = _capture.RowBuffer(
-                self._row_slots, 1 + v + self._stats_width(self._pv_kinds()), self._mesh)
-            self._ring = (_capture.ValueRing(self.buffer_steps, self._watched, self.kinds)
-                          if self.mode == "full" else None)
-            self._initial_vars = [_dtensor.zeros_like_variable(w.var) for w in self._watched]
-            self._has_initial = _dtensor.replicated_scalar_variable(0, self._mesh, tf.int32)
+            self._meta = _capture.RowBuffer(self._row_slots, 3, self._mesh)
+            if self.mode == "full":
+                self._ring = _capture.ValueRing(self.buffer_steps, self._watched, self.kinds)
+                self._stats = None
+            else:
+                self._ring = None
+                self._stats = {(w.name, k): _capture.StatsBuffer(self.buffer_steps, w, self._mesh)
+                               for w in self._watched for k in self.kinds}
         self._staged = True
 
-    # ---- rows: what one step leaves behind, computed on the devices --------------------
-
-    def _row(self, head, values, kinds, bit):
-        """``head`` + one non-finite flag per variable + (stats mode) block stats per
-        (variable, kind). The flag of a kind whose stats are computed comes from its block
-        means (a NaN/Inf anywhere makes the sum non-finite), saving a pass over the data."""
-        own_kind = "param" if bit == NONFINITE_PARAM else "grad"
-        flags, stats = [], []
-        for w in self._watched:
-            x = values[(w.name, own_kind)]
-            means = None
-            if self.mode == "stats":
-                per = {k: _capture.block_stats(values[(w.name, k)], w.geometry, self._mesh)
-                       for k in kinds}
-                stats += [per[k] for k in kinds]
-                if own_kind in per:
-                    means = tf.reshape(per[own_kind], (-1, 3))[:, 1]
-            finite = tf.reduce_all(tf.math.is_finite(means if means is not None else x))
-            flags.append(tf.cast(tf.logical_not(finite), tf.float64) * bit)
-        return tf.concat([tf.stack([tf.cast(h, tf.float64) for h in head] + flags), *stats], 0)
+    # ---- what one step leaves behind -------------------------------------------------------
 
     def _grad_values(self, event):
         opt = event.optimizer
@@ -231,44 +209,45 @@ class Recorder:
                 out[(w.name, "velocity")] = optimizer.velocity(w.var).read_value()
         return out
 
-    def _grad_row(self, event, grads):
+    def _meta_row(self, event):
         loss = (tf.constant(float("nan"), tf.float64) if event.loss is None
                 else tf.reduce_mean(tf.cast(event.loss, tf.float64)))
-        kinds = ["grad"] if "grad" in self.kinds else []
-        return self._row([event.iteration, event.learning_rate, loss], grads, kinds, NONFINITE_GRAD)
+        return tf.stack([tf.cast(event.iteration, tf.float64),
+                         tf.cast(event.learning_rate, tf.float64), loss])
 
-    def _pv_row(self, step, pv):
-        return self._row([step], pv, self._pv_kinds(), NONFINITE_PARAM)
+    def _host(self, values):
+        """Eager values to host entries: shards (full) or block stats (stats mode)."""
+        out = {}
+        for (name, kind), t in values.items():
+            if kind not in self.kinds:
+                continue
+            w = self._by_name[name]
+            if self.mode == "full":
+                out[(name, kind)] = _dtensor.unpack(t)
+            else:
+                out[(name, kind)] = _capture.read_block_stats(_capture.block_stats(t, w.geometry), w)
+        return out
 
-    # ---- hook protocol ----------------------------------------------------------------------
+    # ---- hook protocol ------------------------------------------------------------------------
 
     def before_update(self, optimizer, variables, params):
-        if self._optimizer is None:
-            return
-        by_key = {optimizer._var_key(v): p for v, p in zip(variables, params)}
-        if tf.executing_eagerly():
-            if self._initial is None:
-                self._initial = [self._global(w, by_key.get(optimizer._var_key(w.var), w.var))
-                                 for w in self._watched]
+        if self._optimizer is None or tf.executing_eagerly():
             return
         if not self._staged:
             self._make_staging()
-
-        def copy():
-            for w, var in zip(self._watched, self._initial_vars):
-                var.assign(by_key.get(optimizer._var_key(w.var), w.var.read_value()))
-            self._has_initial.assign(1)
-            return tf.constant(True)
-
-        tf.cond(tf.equal(self._has_initial.read_value(), 0), copy, lambda: tf.constant(False))
         # the previous update's results, read before this update changes them
         prev = tf.cast(optimizer.iterations.read_value(), tf.int64)
         due = tf.logical_and(prev > 0, tf.equal(prev % self.every, 0))
-        pv = self._pv_values(optimizer, by_key)
-        self._write_row(self._pv_rows, due, prev, lambda: self._pv_row(prev, pv))
+        slot = (prev // self.every) % self.buffer_steps
+        pv = self._pv_values(optimizer, {optimizer._var_key(v): p for v, p in zip(variables, params)})
+        pv = {k: v for k, v in pv.items() if k[1] in self.kinds}
         if self._ring is not None:
-            self._ring.write(due, (prev // self.every) % self.buffer_steps,
-                             {k: v for k, v in pv.items() if k[1] in self.kinds})
+            if pv:
+                self._ring.write(due, slot, pv)
+        else:
+            index = tf.where(due, slot, tf.constant(self.buffer_steps, tf.int64))
+            for (name, kind), value in pv.items():
+                self._stats[(name, kind)].write(value, self._by_name[name], index)
 
     def after_update(self, event):
         if self._optimizer is None:
@@ -281,18 +260,18 @@ class Recorder:
             self._make_staging()
         it = tf.cast(event.iteration, tf.int64)
         record = tf.equal(it % self.every, 0)
-        self._write_row(self._grad_rows, record, it, lambda: self._grad_row(event, grads))
-        if self._ring is not None and "grad" in self.kinds:
-            self._ring.write(record, (it // self.every) % self.buffer_steps, grads)
-
-    def _write_row(self, buffer, predicate, step, make_row):
-        index = tf.where(predicate, (step // self.every) % buffer.slots,
-                         tf.constant(buffer.slots, tf.int64))
-        if self.every == 1:
-            buffer.write(make_row(), index)
-        else:  # skip the reductions on steps that are not recorded
-            row = tf.cond(predicate, make_row, lambda: tf.zeros(buffer.width, tf.float64))
-            buffer.write(row, index)
+        self._meta.write(self._meta_row(event),
+                         tf.where(record, (it // self.every) % self._meta.slots,
+                                  tf.constant(self._meta.slots, tf.int64)))
+        if "grad" not in self.kinds:
+            return
+        slot = (it // self.every) % self.buffer_steps
+        if self._ring is not None:
+            self._ring.write(record, slot, grads)
+        else:
+            index = tf.where(record, slot, tf.constant(self.buffer_steps, tf.int64))
+            for (name, _), value in grads.items():
+                self._stats[(name, "grad")].write(value, self._by_name[name], index)
 
     def _record_eager(self, event, grads):
         self.flush()  # keep order if traced steps ran before this eager one
@@ -300,104 +279,83 @@ class Recorder:
         self._last_step = max(self._last_step, step)
         if step % self.every or not self._log.wants(step):
             return
+        in_event = {event.optimizer._var_key(v): i for i, v in enumerate(event.variables)}
         pv = {}
-        for w, i in self._event_index(event):
+        for w in self._watched:
+            i = in_event.get(event.optimizer._var_key(w.var))
             pv[(w.name, "param")] = event.params[i] if i is not None else w.var.read_value()
             if "velocity" in self.kinds:
                 pv[(w.name, "velocity")] = (event.velocities[i] if i is not None
                                             else self._optimizer.velocity(w.var).read_value())
-        grow = _dtensor.unpack(self._grad_row(event, grads))[0]
-        prow = _dtensor.unpack(self._pv_row(event.iteration, pv))[0]
-        values = {}
-        if self.mode == "full":
-            values = {key: _dtensor.unpack(t) for key, t in {**grads, **pv}.items()
-                      if key[1] in self.kinds}
-        self._append(grow, prow, values)
+        meta = _dtensor.unpack(self._meta_row(event))[0]
+        self._append(meta, self._host({**grads, **pv}))
 
-    def _event_index(self, event):
-        opt = event.optimizer
-        in_event = {opt._var_key(v): i for i, v in enumerate(event.variables)}
-        return [(w, in_event.get(opt._var_key(w.var))) for w in self._watched]
-
-    # ---- host side ----------------------------------------------------------------------------
+    # ---- host side ------------------------------------------------------------------------------
 
     def _global(self, w, value):
         shards = _dtensor.unpack(value)
         return w.geometry.assemble(np.stack([shards[g[0]] for g in w.geometry.replica_groups]))
 
-    def _split_stats(self, row, offset, kinds):
-        out = {}
-        for w in self._watched:
-            for k in kinds:
-                n = w.geometry.num_unique * 3
-                out[(w.name, k)] = row[offset:offset + n].reshape(-1, 3)[w.order]
-                offset += n
-        return out
-
-    def _append(self, grow, prow, values):
-        v = len(self._watched)
-        flags = (grow[3:3 + v].astype(np.uint8) & NONFINITE_GRAD) | \
-            (prow[1:1 + v].astype(np.uint8) & NONFINITE_PARAM)
-        entry = {"lr": grow[1], "loss": grow[2], "flags": flags,
-                 "mismatch": np.zeros(v, np.uint8)}
-        if self.mode == "stats":
-            entry["stats"] = {
-                **self._split_stats(grow, 3 + v, ["grad"] if "grad" in self.kinds else []),
-                **self._split_stats(prow, 1 + v, self._pv_kinds()),
-            }
-        else:
+    def _append(self, meta, data):
+        """One recorded step: ``data[(name, kind)]`` is the per-device shard list (full
+        mode; replicas compared, kept once) or the ``(n_unique, 3)`` stats."""
+        entry = {"lr": meta[1], "loss": meta[2], "mismatch": np.zeros(len(self._watched), np.uint8)}
+        if self.mode == "full":
             blocks = {}
             for wi, w in enumerate(self._watched):
                 groups = w.geometry.replica_groups
                 for ki, kind in enumerate(KINDS):
                     if kind not in self.kinds:
                         continue
-                    parts = values[(w.name, kind)]
-                    if any(parts[d].tobytes() != parts[g[0]].tobytes()
+                    parts = data[(w.name, kind)]
+                    if any(not np.array_equal(parts[d], parts[g[0]], equal_nan=True)
                            for g in groups for d in g[1:]):
                         entry["mismatch"][wi] |= 1 << ki
-                    blocks[(w.name, kind)] = np.stack([parts[g[0]] for g in groups])
+                    blocks[(w.name, kind)] = [parts[g[0]] for g in groups]
             entry["values"] = blocks
-        self._log.append(int(grow[0]), entry)
+        else:
+            entry["stats"] = data
+        self._log.append(int(meta[0]), entry)
         self._cache = None
 
     def flush(self) -> int:
         """Copy staged steps from the devices to the host; returns how many arrived."""
         if self._optimizer is None or not self._staged:
             return 0
-        if self._initial is None and int(_dtensor.unpack(self._has_initial)[0]):
-            self._initial = [self._global(w, var) for w, var in zip(self._watched, self._initial_vars)]
         current = int(_dtensor.unpack(self._optimizer.iterations)[0])
         if current <= self._last_step:
             return 0
-        grows = {int(r[0]): r for r in self._grad_rows.read() if r[0] > self._last_step}
-        prows = {int(r[0]): r for r in self._pv_rows.read() if r[0] > self._last_step}
+        metas = {int(r[0]): r for r in self._meta.read() if r[0] > self._last_step}
         first = self._last_step // self.every + 1
         expected = [s * self.every for s in range(first, current // self.every + 1)]
-        ring_span = self.buffer_steps * self.every
-        latest = max(grows) if grows else 0
-        arrived, dropped = 0, []
+        span = self.buffer_steps * self.every
+        stats = ({key: buf.read() for key, buf in self._stats.items()}
+                 if self._stats is not None and any(s + span >= current for s in expected) else None)
         live = None
+        arrived, dropped = 0, []
         for step in expected:
-            grow, prow = grows.get(step), prows.get(step)
-            if prow is None and step == current and grow is not None:
-                live = live or self._live_pv()
-                prow = live[0]
-            in_ring = self._ring is None or (step + ring_span > latest and current <= step + ring_span)
-            if grow is None or prow is None or not in_ring:
+            meta = metas.get(step)
+            grad_ok = "grad" not in self.kinds or current < step + span
+            pv_ok = not self._pv_kinds() or current <= step + span
+            if meta is None or not (grad_ok and pv_ok):
                 dropped.append(step)
                 continue
             if not self._log.wants(step):
                 continue
-            values = {}
-            if self._ring is not None:
-                slot = (step // self.every) % self.buffer_steps
-                for (name, kind) in self._ring.values[slot]:
-                    if kind == "grad" or step != current:
-                        values[(name, kind)] = self._ring.read(slot, (name, kind))
-                if step == current:
-                    values.update(live[1])
-            self._append(grow, prow, values)
+            slot = (step // self.every) % self.buffer_steps
+            data = {}
+            for w in self._watched:
+                for kind in self.kinds:
+                    key = (w.name, kind)
+                    if kind != "grad" and step == current:
+                        live = live if live is not None else self._host(
+                            self._pv_values(self._optimizer))
+                        data[key] = live[key]
+                    elif self._ring is not None:
+                        data[key] = self._ring.read(slot, key)
+                    else:
+                        data[key] = stats[key][slot]
+            self._append(meta, data)
             arrived += 1
         self._last_step = current
         if dropped:
@@ -405,20 +363,11 @@ class Recorder:
             warnings.warn(
                 f"Recorder: {len(dropped)} recorded step(s) ({dropped[0]}..{dropped[-1]}) were "
                 f"overwritten on the devices before being read. Read or flush the recorder at "
-                f"least every {ring_span} steps (rec.flush(), or iterate with rec.loop(n)), "
+                f"least every {span} steps (rec.flush(), or iterate with rec.loop(n)), "
                 "or raise buffer_steps.",
                 RuntimeWarning, stacklevel=2,
             )
         return arrived
-
-    def _live_pv(self):
-        """The latest update's results, read from the variables (eagerly, so exact)."""
-        pv = self._pv_values(self._optimizer)
-        row = _dtensor.unpack(self._pv_row(self._optimizer.iterations.read_value(), pv))[0]
-        values = {}
-        if self.mode == "full":
-            values = {key: _dtensor.unpack(t) for key, t in pv.items() if key[1] in self.kinds}
-        return row, values
 
     def loop(self, steps, flush_every=None):
         """Iterate ``range(steps)`` (or any iterable), flushing the device buffers often
@@ -472,22 +421,25 @@ class Recorder:
         entries = self._log.entries
         n, v = len(entries), len(self._watched)
         records = []
+        nonfinite = np.zeros((n, v), np.uint8)
         for i, w in enumerate(self._watched):
             local = w.geometry.local_shape
             blocks, stats = {}, {}
             for k in self.kinds:
                 if self.mode == "full":
-                    vals = [e["values"][(w.name, k)] for _, e in entries]
+                    vals = [np.stack(e["values"][(w.name, k)]) for _, e in entries]
                     blocks[k] = (np.stack(vals) if vals else
                                  np.zeros((0, w.geometry.num_unique, *local), w.dtype))
+                    bad = ~np.isfinite(blocks[k].reshape(n, -1)).all(axis=1)
                 else:
                     vals = [e["stats"][(w.name, k)] for _, e in entries]
                     stats[k] = (np.stack(vals) if vals else
                                 np.zeros((0, w.geometry.num_unique, 3))).astype(np.float64)
-            initial = (self._initial[i] if self._initial is not None
-                       else np.full(w.geometry.global_shape, np.nan, w.dtype))
+                    bad = ~np.isfinite(stats[k][..., 1]).all(axis=1)  # a NaN/Inf reaches the mean
+                bit = {"grad": NONFINITE_GRAD, "param": NONFINITE_PARAM}.get(k, 0)
+                nonfinite[:, i] |= bad.astype(np.uint8) * np.uint8(bit)
             records.append(VariableRecord(w.name, w.geometry.global_shape, w.dtype, w.layout,
-                                          initial, blocks, stats))
+                                          self._initial[i], blocks, stats))
         opt = self._optimizer
         lr = np.array([e["lr"] for _, e in entries], np.float64).reshape(n)
         return Recording(
@@ -497,7 +449,7 @@ class Recorder:
             steps=np.array([s for s, _ in entries], np.int64).reshape(n),
             hyperparameters=Hyperparameters(lr, float(opt.momentum), bool(opt.nesterov)),
             loss_values=np.array([e["loss"] for _, e in entries], np.float64).reshape(n),
-            nonfinite=np.array([e["flags"] for _, e in entries], np.uint8).reshape(n, v),
+            nonfinite=nonfinite,
             mismatch=np.array([e["mismatch"] for _, e in entries], np.uint8).reshape(n, v),
             dropped_steps=np.asarray(sorted(self._dropped), np.int64),
             mode=self.mode,
