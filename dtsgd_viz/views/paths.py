@@ -31,7 +31,7 @@ from . import _path_geometry as geo
 from . import style
 from ._figure import new_figure
 
-__all__ = ["plot_paths", "animate"]
+__all__ = ["plot_paths", "animate", "draw_paths", "PathsView"]
 
 _GRADIENT_COLOR = "#000000"
 
@@ -322,6 +322,31 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Tru
     step = geo.check_step(step, {k: len(r) for k, r in scene.recordings.items()})
     fig, _ = _draw(scene, step, ax, arrows)
     return fig
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PathsView:
+    """What ``draw_paths`` drew, for widgets that update it in place.
+
+    ``scene`` holds the geometry (``coords``: each config's path in plot coordinates,
+    ``losses``, ``plane``, ``colors``, ``box``, ``recordings``, ``name``); ``artists``
+    the artists that follow the step (``positions``, ``arrows`` keyed by
+    ``(config, term)``, ``loss_markers``, ``step_line``, ``title``) and the static
+    ``paths``, ``ax_path`` and ``ax_loss``.
+    """
+
+    figure: object
+    scene: _Scene
+    artists: _Artists
+    arrows: bool
+
+
+def draw_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=True) -> PathsView:
+    """Like ``plot_paths`` (same arguments and errors) but returns the ``PathsView``."""
+    scene = _scene(recordings, surface, name)
+    step = geo.check_step(step, {k: len(r) for k, r in scene.recordings.items()})
+    fig, art = _draw(scene, step, ax, arrows)
+    return PathsView(fig, scene, art, bool(arrows))
 
 
 def _frames(frames, n) -> list[int]:

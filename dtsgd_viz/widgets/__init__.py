@@ -1,10 +1,24 @@
 """Live views for Jupyter, built on ipywidgets (imported here, never by ``import dtsgd_viz``).
 
-    from dtsgd_viz.widgets import ShardExplorer
+    from dtsgd_viz.widgets import ShardExplorer, PathExplorer, CompareWidget, PhaseDiagram
     ShardExplorer(recording)          # last expression of a cell
+    PathExplorer(recordings, surface)
+    CompareWidget(surface, learning_rate=0.05, momentum=0.9)
+    PhaseDiagram(surface, steps=150)
 """
 
 from ._canvas import FigureWidget
+from ._phase import PhaseGrid, convergence_boundary, phase_grid, steps_to_tolerance
+from .compare import CompareParams, CompareWidget, RunQueue, compare_configs, compare_params
+from .path_explorer import PathExplorer, PathExplorerState, PathFrame, path_explorer_state, path_frame
+from .phase_diagram import PhaseDiagram, PhasePick, phase_pick
 from .shard_explorer import ExplorerState, ShardExplorer, explorer_state, redraw_for
 
-__all__ = ["ExplorerState", "FigureWidget", "ShardExplorer", "explorer_state", "redraw_for"]
+__all__ = [
+    "FigureWidget",
+    "ShardExplorer", "ExplorerState", "explorer_state", "redraw_for",
+    "PathExplorer", "PathExplorerState", "path_explorer_state", "PathFrame", "path_frame",
+    "CompareWidget", "CompareParams", "compare_params", "compare_configs", "RunQueue",
+    "PhaseDiagram", "PhasePick", "phase_pick", "PhaseGrid", "phase_grid", "convergence_boundary",
+    "steps_to_tolerance",
+]

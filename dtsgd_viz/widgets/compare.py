@@ -1,0 +1,311 @@
+"""``CompareWidget``: plain SGD, classical momentum and Nesterov side by side, re-run on
+the real DTensor optimizer whenever a slider moves.
+
+    from dtsgd_viz import surfaces
+    from dtsgd_viz.widgets import CompareWidget
+    CompareWidget(surfaces.RotatedQuadratic(), learning_rate=0.05, momentum=0.9)
+
+Each change goes through ``compare_params`` (pure: parameters + one change -> new
+parameters), then ``request`` on a ``RunQueue`` (pure): if no run is in progress the
+run starts (in a background thread, so the kernel keeps taking slider messages); if
+one is, only the latest parameters are kept and run once it ends. Sliders also use
+``continuous_update=False``, so a drag sends one value, on release.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import math
+import threading
+import time
+
+import ipywidgets as widgets
+import numpy as np
+
+from ..views import style
+from ..views.paths import draw_paths
+from ._canvas import FigureWidget
+from ._phase import diverged, path_losses, steps_to_tolerance
+
+__all__ = ["CompareWidget", "CompareParams", "compare_params", "compare_configs", "RunQueue",
+           "request", "finished", "TableRow", "table_rows", "table_html"]
+
+OPTIMIZERS = ("plain", "momentum", "nesterov")
+
+
+# ---- pure: parameters and configs -----------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class CompareParams:
+    """What the three runs share: ``learning_rate``, ``momentum`` (plain SGD ignores
+    it), ``start`` (a flat tuple of ``surface.dim`` numbers) and ``steps``."""
+
+    learning_rate: float
+    momentum: float
+    start: tuple[float, ...]
+    steps: int
+
+
+def _check_params(p: CompareParams) -> CompareParams:
+    lr, mu = p.learning_rate, p.momentum
+    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"learning_rate must be a finite number > 0. Received: {lr!r}.")
+    if not (isinstance(mu, (int, float)) and 0.0 <= mu < 1.0):
+        raise ValueError(f"momentum must be in [0, 1). Received: {mu!r}.")
+    if isinstance(p.steps, bool) or not isinstance(p.steps, (int, np.integer)) or p.steps < 1:
+        raise ValueError(f"steps must be an integer >= 1. Received: {p.steps!r}.")
+    if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in p.start):
+        raise ValueError(f"start must be finite numbers. Received: {p.start!r}.")
+    return p
+
+
+def compare_params(params: CompareParams, change) -> CompareParams:
+    """The parameters after one change ``{"name": ..., "new": value}``; names are
+    ``learning_rate``, ``momentum``, ``steps`` and ``start_<i>`` (one coordinate of a
+    2-D start)."""
+    name, new = change["name"], change["new"]
+    if name in ("learning_rate", "momentum"):
+        if isinstance(new, bool) or not isinstance(new, (int, float, np.number)):
+            raise ValueError(f"{name} must be a number. Received: {new!r}.")
+        out = dataclasses.replace(params, **{name: float(new)})
+    elif name == "steps":
+        out = dataclasses.replace(params, steps=new)
+    elif name.startswith("start_") and name[6:].isdigit() and int(name[6:]) < len(params.start):
+        start = list(params.start)
+        start[int(name[6:])] = float(new)
+        out = dataclasses.replace(params, start=tuple(start))
+    else:
+        allowed = ["learning_rate", "momentum", "steps"] + [f"start_{i}" for i in range(len(params.start))]
+        raise ValueError(f"Unknown change {name!r}. Allowed: {allowed}.")
+    return _check_params(out)
+
+
+def compare_configs(params: CompareParams) -> dict[str, dict]:
+    """The ``dtsgd_viz.run`` configs: plain SGD, classical momentum, Nesterov."""
+    lr, mu = params.learning_rate, params.momentum
+    return {"plain": dict(learning_rate=lr, momentum=0.0, nesterov=False),
+            "momentum": dict(learning_rate=lr, momentum=mu, nesterov=False),
+            "nesterov": dict(learning_rate=lr, momentum=mu, nesterov=True)}
+
+
+# ---- pure: coalescing runs ----------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class RunQueue:
+    """Whether a run is in progress, and the latest parameters that arrived during it."""
+
+    running: bool = False
+    pending: object = None
+
+
+def request(queue: RunQueue, params) -> tuple[RunQueue, object]:
+    """New parameters arrived. Returns the new queue and the parameters to start a run
+    with now, or None when a run is in progress (then only these latest ones are kept)."""
+    if queue.running:
+        return RunQueue(True, params), None
+    return RunQueue(True, None), params
+
+
+def finished(queue: RunQueue) -> tuple[RunQueue, object]:
+    """A run ended. Returns the new queue and the parameters to run next (the latest
+    that arrived meanwhile) or None (then the queue is idle)."""
+    if queue.pending is not None:
+        return RunQueue(True, None), queue.pending
+    return RunQueue(False, None), None
+
+
+# ---- pure: the table --------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class TableRow:
+    """One optimizer's result: ``steps_to_tol`` (None if never), ``final_loss``, and
+    whether it ``diverged`` (ended non-finite or farther from the minimum than it began)."""
+
+    name: str
+    steps_to_tol: int | None
+    final_loss: float
+    diverged: bool = False
+
+
+def table_rows(recordings, surface, tol: float, name: str = "w") -> tuple[TableRow, ...]:
+    """One row per recording: the first update after which the loss (from the surface,
+    at the recorded parameters) stays within ``tol`` of ``surface.min_value``, and
+    the loss after the last update."""
+    rows = []
+    for key, rec in recordings.items():
+        losses = path_losses(rec, surface, name)
+        k = int(steps_to_tolerance(losses, surface.min_value, tol))
+        rows.append(TableRow(key, k if k >= 0 else None, float(losses[-1]),
+                             bool(diverged(losses, surface.min_value, k))))
+    return tuple(rows)
+
+
+def table_html(rows, tol: float, colors=None) -> str:
+    colors = colors or style.optimizer_colors([r.name for r in rows])
+    cells = []
+    for r in rows:
+        steps = ("diverged" if r.diverged else "not within tol" if r.steps_to_tol is None
+                 else str(r.steps_to_tol))
+        swatch = (f'<span style="display:inline-block;width:0.8em;height:0.8em;'
+                  f'background:{colors[r.name]};margin-right:0.4em"></span>')
+        cells.append(f"<tr><td>{swatch}{html.escape(r.name)}</td>"
+                     f"<td style='text-align:right'>{steps}</td>"
+                     f"<td style='text-align:right'>{r.final_loss:.4g}</td></tr>")
+    return ("<table style='border-collapse:collapse;font-size:90%'>"
+            f"<tr><th style='text-align:left'>optimizer</th><th>updates until the loss stays "
+            f"within {tol:g} of the minimum</th><th>final loss</th></tr>"
+            + "".join(cells) + "</table>")
+
+
+# ---- the widget -------------------------------------------------------------------------
+
+
+class CompareWidget(FigureWidget):
+    """Sliders for learning rate, momentum, start point and steps; on change, re-runs
+    the real DTensor SGD (``dtsgd_viz.run``) for plain / momentum / Nesterov and
+    redraws the paths and losses, with a table per optimizer.
+
+    Args:
+      surface: a ``dtsgd_viz.surfaces`` surface (start sliders for 2-D ones; other
+        surfaces keep ``start``).
+      learning_rate, momentum, start, steps: the first settings.
+      mesh: passed to ``dtsgd_viz.run``.
+      tol: the table's tolerance on ``loss - surface.min_value``.
+      background: run in a background thread (in a notebook the kernel then keeps
+        receiving slider values, which are coalesced). False runs in the callback.
+
+    ``wait()`` blocks until every requested run has been drawn. ``runs`` lists the
+    parameters of every run made, in order.
+    """
+
+    def __init__(self, surface, *, learning_rate=0.05, momentum=0.9, start=None, steps=60,
+                 mesh=None, tol=1e-3, background=True, figsize=(11.5, 5.2), dpi=90):
+        from ..runs import _check_start
+        if not all(hasattr(surface, a) for a in ("shape", "value_np", "minimum", "default_start")):
+            raise TypeError(f"surface must be a dtsgd_viz.surfaces surface. Received: {surface!r}.")
+        start = _check_start(surface, start)
+        self.surface, self.mesh, self.tol, self.background = surface, mesh, float(tol), background
+        self.params = _check_params(CompareParams(
+            float(learning_rate), float(momentum), tuple(map(float, start.ravel())), steps))
+        super().__init__(figsize=figsize, dpi=dpi)
+        self.queue, self.runs, self.error = RunQueue(), [], None
+        self.recordings = self.shown = self.view = None
+        self.rows = ()
+        self._lock, self._thread = threading.Lock(), None
+
+        p = self.params
+        lo = min(-4, math.floor(math.log10(p.learning_rate)) - 1)
+        hi = max(0, math.ceil(math.log10(p.learning_rate)))
+        slider = dict(continuous_update=False, style={"description_width": "initial"})
+        self.learning_rate = widgets.FloatLogSlider(value=p.learning_rate, base=10, min=lo, max=hi,
+                                                    step=0.05, description="learning rate",
+                                                    readout_format=".3g", **slider)
+        self.momentum = widgets.FloatSlider(value=p.momentum, min=0.0, max=0.99, step=0.01,
+                                            description="momentum", readout_format=".2f", **slider)
+        self.steps = widgets.IntSlider(value=p.steps, min=1, max=max(500, p.steps), description="steps",
+                                       **slider)
+        self.start = []
+        if tuple(surface.shape) == (2,):
+            box = getattr(surface, "view_box", None) or ((-5.0, 5.0), (-5.0, 5.0))
+            for i, (a, b) in enumerate(box):
+                a, b = min(a, p.start[i]), max(b, p.start[i])
+                self.start.append(widgets.FloatSlider(value=p.start[i], min=a, max=b, step=(b - a) / 200,
+                                                      description=f"start w[{i}]", readout_format=".2f",
+                                                      **slider))
+        self.table = widgets.HTML()
+        self.status = widgets.HTML()
+        controls = [(self.learning_rate, "learning_rate"), (self.momentum, "momentum"),
+                    (self.steps, "steps")] + [(s, f"start_{i}") for i, s in enumerate(self.start)]
+        for control, name in controls:
+            control.observe(lambda change, name=name: self._on_change(name, change["new"]), names="value")
+        start_box = self.start or [widgets.Label(f"start: {type(surface).__name__}.default_start "
+                                                 f"({surface.dim} parameters)" if start is None else
+                                                 f"start: as given ({surface.dim} parameters)")]
+        self.widget = widgets.VBox([
+            widgets.HBox([self.learning_rate, self.momentum, self.steps]),
+            widgets.HBox([*start_box, self.status]),
+            self.image,
+            self.table,
+        ])
+        # the first run happens now, so the widget is complete when constructed
+        self.queue, now = request(self.queue, self.params)
+        self._work(now)
+
+    # -- callbacks --
+
+    def _on_change(self, name, value):
+        params = compare_params(self.params, {"name": name, "new": value})
+        if params == self.params:
+            return
+        self.params = params
+        with self._lock:
+            self.queue, now = request(self.queue, params)
+        if now is None:
+            self.status.value = "<i>queued: runs once the current run ends</i>"
+        elif self.background:
+            self._thread = threading.Thread(target=self._work, args=(now,), daemon=True)
+            self._thread.start()
+        else:
+            self._work(now)
+
+    def wait(self, timeout=None) -> None:
+        """Block until no run is in progress or queued."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            thread = self._thread
+            if thread is None or not thread.is_alive():
+                return
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+
+    def _work(self, params):
+        while params is not None:
+            self._run(params)
+            with self._lock:
+                self.queue, params = finished(self.queue)
+
+    def _run(self, params: CompareParams):
+        from .. import runs
+        self.runs.append(params)
+        start = np.asarray(params.start, np.float64).reshape(self.surface.shape)
+        t0 = time.perf_counter()
+
+        def progress(name, done, total):
+            self.status.value = f"<i>running the real DTensor SGD: {name} {done}/{total}</i>"
+
+        try:
+            recordings = runs.run(self.surface, compare_configs(params), params.steps, mesh=self.mesh,
+                                  start=start, progress=progress)
+            self.recordings, self.shown, self.error = recordings, params, None
+            self._draw(recordings, params)
+            self.rows = table_rows(recordings, self.surface, self.tol)
+            self.table.value = table_html(self.rows, self.tol)
+            self.status.value = (f"real DTensor SGD: 3 runs of {params.steps} steps in "
+                                 f"{time.perf_counter() - t0:.1f} s")
+        except Exception as e:  # shown in the widget: a callback has nowhere to raise to
+            self.error = e
+            self.status.value = (f"<span style='color:#D55E00'>run failed: "
+                                 f"{html.escape(type(e).__name__)}: {html.escape(str(e))}</span>")
+
+    def _draw(self, recordings, params):
+        fig = self.figure
+        self.unfreeze_layout()
+        fig.clear()
+        ax_path, ax_loss = fig.subplots(1, 2, width_ratios=[1.2, 1.0])
+        self.view = draw_paths(recordings, self.surface, None, ax=(ax_path, ax_loss), arrows=False)
+        fs = style.FONT_SIZE
+        target = float(self.surface.min_value) + self.tol
+        ax_loss.axhline(target, color="0.3", ls=":", lw=1.1, gid="tolerance",
+                        label=f"minimum + tol ({target:g})")
+        ax_loss.legend(fontsize=fs - 1, loc="upper right", framealpha=0.9)
+        ax_path.set_title("Paths on the loss contours", fontsize=fs + 2)
+        label = getattr(self.surface, "label", type(self.surface).__name__)
+        fig.suptitle(f"Plain SGD, momentum and Nesterov on the {label}\n"
+                     f"real DTensor SGD: learning rate {params.learning_rate:.3g}, momentum "
+                     f"{params.momentum:.2f}, {params.steps} steps", fontsize=fs + 3)
+        self.refresh(relayout=True)

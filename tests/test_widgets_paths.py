@@ -1,0 +1,394 @@
+"""PathExplorer, CompareWidget and PhaseDiagram: the pure state transitions and
+numerics first, then the real widgets driven through their traits and checked
+through what their figures then hold."""
+
+import subprocess
+import sys
+
+import matplotlib
+import numpy as np
+import pytest
+
+import dtsgd_viz
+from conftest import CONFIGS
+from dtsgd_viz import reference, surfaces
+from dtsgd_viz.views import _path_geometry as geo
+from dtsgd_viz.views.paths import draw_paths
+from dtsgd_viz.widgets import (CompareParams, CompareWidget, PathExplorer, PathExplorerState,
+                               PhaseDiagram, compare_configs, compare_params,
+                               convergence_boundary, path_explorer_state, phase_grid,
+                               steps_to_tolerance)
+from dtsgd_viz.widgets._phase import diverged, iteration_matrix, spectral_radius
+from dtsgd_viz.widgets.compare import RunQueue, finished, request, table_rows
+from dtsgd_viz.widgets.path_explorer import path_tracks
+from dtsgd_viz.widgets.phase_diagram import REFERENCE_NOTE, cell_edges, phase_pick
+
+matplotlib.use("Agg")
+
+STEPS = 12
+ROTATED = surfaces.RotatedQuadratic()   # Hessian eigenvalues 1 and 10
+START = ROTATED.default_start.astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def recs():
+    return dtsgd_viz.run(ROTATED, CONFIGS, STEPS)
+
+
+def by_gid(ax, prefix):
+    return {a.get_gid()[len(prefix):]: a for a in [*ax.lines, *ax.collections, *ax.patches]
+            if (a.get_gid() or "").startswith(prefix)}
+
+
+def reference_path(lr, mu, nesterov, steps=STEPS, start=START):
+    return reference.run(ROTATED.grad_np, start, steps, lr, mu, nesterov).astype(np.float64)
+
+
+def first_stay(losses, tol):
+    """Steps to tolerance, written out as a loop (the test's own count)."""
+    for k in range(len(losses)):
+        if all(np.isfinite(x) and abs(x - ROTATED.min_value) <= tol for x in losses[k:]):
+            return k
+    return None
+
+
+# ---- PathExplorer: pure ------------------------------------------------------------------
+
+
+def test_path_explorer_state_transitions():
+    s = PathExplorerState(tuple(range(1, STEPS + 1)), 0)
+    s2 = path_explorer_state(s, {"name": "step", "new": 5})
+    assert (s2.step, s2.iteration, s.step) == (5, 6, 0)
+    with pytest.raises(ValueError, match=r"step must be an int in 0\.\.11. Received: 12"):
+        path_explorer_state(s, {"name": "step", "new": STEPS})
+    with pytest.raises(ValueError, match="Unknown change 'zoom'"):
+        path_explorer_state(s, {"name": "zoom", "new": 1})
+
+
+def test_tracks_are_the_update_decomposition(recs):
+    view = draw_paths(recs, ROTATED, 0)
+    tracks = path_tracks(view.scene, arrows=True)
+    for key, rec in recs.items():
+        t = tracks[key]
+        np.testing.assert_array_equal(t.coords, rec.path("w").astype(np.float64))
+        np.testing.assert_array_equal(t.loss, rec.loss)
+        for i in range(STEPS):
+            chain = geo.arrow_chain(geo.decompose_update(rec, "w", i), view.scene.plane)
+            assert [term for term, *_ in chain] == [term for term, *_ in t.arrows]
+            for (_, tail, uv), (_, tails, uvs) in zip(chain, t.arrows):
+                np.testing.assert_allclose(tails[i], tail, rtol=1e-12, atol=1e-12)
+                np.testing.assert_allclose(uvs[i], uv, rtol=1e-12, atol=1e-12)
+
+
+# ---- PathExplorer: the widget ------------------------------------------------------------
+
+
+def test_slider_updates_artists_in_place(recs, capsys):
+    w = PathExplorer(recs, ROTATED)
+    art = w.view.artists
+    static, renders, png = w.static_state(), w.renders, w.image.value
+    counts = [(len(ax.lines), len(ax.collections), len(ax.texts)) for ax in w.figure.axes]
+    moving = (dict(art.positions), dict(art.arrows), dict(art.loss_markers), art.step_line)
+
+    w.slider.value = 5
+    assert w.state.step == 5 and w.renders == renders + 1
+    for key, rec in recs.items():
+        path = rec.path("w").astype(np.float64)
+        np.testing.assert_array_equal(art.positions[key].get_xydata(), path[5:6])
+        total = np.zeros(2)
+        for (k, term), q in art.arrows.items():
+            if k == key:
+                total += [float(q.U[0]), float(q.V[0])]
+        first = next(q for (k, _), q in art.arrows.items() if k == key)
+        np.testing.assert_array_equal(first.get_offsets()[0], path[5])
+        np.testing.assert_allclose(total, path[6] - path[5], rtol=1e-5, atol=1e-6)
+        assert art.loss_markers[key].get_xydata().tolist() == [[rec.steps[5], rec.loss[5]]]
+    assert list(art.step_line.get_xdata()) == [6, 6]
+    assert art.title.get_text() == "Update of step 6 as arrows, tip to tail"
+    assert "iteration 6" in w.step_label.value
+    assert w.frame().positions["nesterov"] == tuple(recs["nesterov"].path("w")[5].astype(float))
+    # nothing re-plotted: same artists, same static data, background rendered once
+    assert (dict(art.positions), dict(art.arrows), dict(art.loss_markers), art.step_line) == moving
+    assert [(len(ax.lines), len(ax.collections), len(ax.texts)) for ax in w.figure.axes] == counts
+    assert w.static_state().same_as(static) and static.backgrounds == 1
+    assert w.image.value != png and w.image.value == w.render()
+    assert capsys.readouterr() == ("", "")
+
+
+def test_blitted_frames_match_a_full_draw(recs):
+    w = PathExplorer(recs, ROTATED, step=2)
+    first = w.pixels()
+    w.slider.value = 9
+    blit, full = w.pixels(), w.full_pixels()
+    differ = np.abs(blit.astype(int) - full.astype(int)).max(axis=-1) > 8
+    assert differ.mean() < 1e-4  # the same picture up to a few antialiased pixels
+    assert (np.abs(first.astype(int) - blit.astype(int)).max(axis=-1) > 8).sum() > 50  # it moved
+    w.slider.value = 2
+    np.testing.assert_array_equal(w.pixels(), first)  # no stale pixels left behind
+
+
+def test_play_is_linked_and_steps_through_long_runs(recs):
+    w = PathExplorer(recs, ROTATED, arrows=False)
+    assert not w.view.artists.arrows and (w.play.min, w.play.max) == (0, STEPS - 1)
+    w.play.value = 3
+    assert w.slider.value == 3 and w.state.step == 3
+    np.testing.assert_array_equal(w.view.artists.positions["plain"].get_xydata(),
+                                  recs["plain"].path("w")[3:4])
+    assert w.image in w.widget.children
+    bundle = w._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == w.widget.model_id
+    with pytest.raises(ValueError, match="out of range"):
+        PathExplorer(recs, ROTATED, step=STEPS)
+    with pytest.raises(ValueError, match="non-empty dict"):
+        PathExplorer({}, ROTATED)
+
+
+# ---- CompareWidget: pure ---------------------------------------------------------------
+
+
+def test_compare_params_and_configs():
+    p = CompareParams(0.05, 0.9, (-3.0, 1.5), 20)
+    p2 = compare_params(p, {"name": "momentum", "new": 0.5})
+    assert (p2.momentum, p2.learning_rate, p.momentum) == (0.5, 0.05, 0.9)
+    assert compare_params(p, {"name": "start_1", "new": -2}).start == (-3.0, -2.0)
+    assert compare_params(p, {"name": "steps", "new": 7}).steps == 7
+    assert compare_configs(p2) == {
+        "plain": dict(learning_rate=0.05, momentum=0.0, nesterov=False),
+        "momentum": dict(learning_rate=0.05, momentum=0.5, nesterov=False),
+        "nesterov": dict(learning_rate=0.05, momentum=0.5, nesterov=True)}
+    with pytest.raises(ValueError, match=r"momentum must be in \[0, 1\). Received: 1.0"):
+        compare_params(p, {"name": "momentum", "new": 1.0})
+    with pytest.raises(ValueError, match="learning_rate must be a finite number > 0"):
+        compare_params(p, {"name": "learning_rate", "new": 0.0})
+    with pytest.raises(ValueError, match="steps must be an integer >= 1"):
+        compare_params(p, {"name": "steps", "new": 0})
+    with pytest.raises(ValueError, match=r"Unknown change 'start_2'.*start_1"):
+        compare_params(p, {"name": "start_2", "new": 0.0})
+
+
+def test_run_queue_coalesces_to_the_latest():
+    q = RunQueue()
+    q, now = request(q, "a")
+    assert now == "a" and q == RunQueue(True, None)
+    for params in ("b", "c", "d"):  # arrive while "a" runs: only the latest is kept
+        q, now = request(q, params)
+        assert now is None
+    assert q == RunQueue(True, "d")
+    q, nxt = finished(q)
+    assert nxt == "d" and q == RunQueue(True, None)
+    q, nxt = finished(q)
+    assert nxt is None and q == RunQueue(False, None)
+    assert request(q, "e") == (RunQueue(True, None), "e")
+
+
+def test_steps_to_tolerance_and_table_rows(recs):
+    losses = np.array([[5.0, 5.0], [1e-4, 2.0], [2e-3, 1e-4], [1e-4, np.nan]])
+    steps = steps_to_tolerance(losses, 0.0, 1e-3)
+    assert steps.tolist() == [3, -1] and diverged(losses, 0.0, steps).tolist() == [False, True]
+    rows = table_rows(recs, ROTATED, tol=0.5)
+    for row, (key, rec) in zip(rows, recs.items()):
+        losses = [float(ROTATED.value_np(p)) for p in rec.path("w").astype(np.float64)]
+        assert row.name == key and row.steps_to_tol == first_stay(losses, 0.5)
+        assert row.final_loss == losses[-1]
+    assert rows[0].steps_to_tol is not None
+
+
+# ---- CompareWidget: the widget -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def compare():
+    return CompareWidget(ROTATED, learning_rate=0.05, momentum=0.9, steps=STEPS, tol=0.05)
+
+
+def drawn_paths(widget):
+    return {k: np.asarray(line.get_xydata()) for k, line in widget.view.artists.paths.items()}
+
+
+def check_table(widget):
+    for row, (key, rec) in zip(widget.rows, widget.recordings.items()):
+        losses = [float(ROTATED.value_np(p)) for p in rec.path("w").astype(np.float64)]
+        k = first_stay(losses, widget.tol)
+        assert (row.name, row.steps_to_tol, row.final_loss) == (key, k, losses[-1])
+        assert f"{losses[-1]:.4g}" in widget.table.value
+        assert row.diverged == (k is None and not losses[-1] <= losses[0])
+        assert (f">{k}<" if k is not None else ">diverged<" if row.diverged
+                else ">not within tol<") in widget.table.value
+
+
+def test_compare_widget_draws_the_real_runs(compare):
+    w = compare
+    assert w.error is None and len(w.runs) >= 1
+    assert [c.continuous_update for c in (w.learning_rate, w.momentum, w.steps, *w.start)] == [False] * 5
+    for key, path in drawn_paths(w).items():
+        np.testing.assert_array_equal(path, w.recordings[key].path("w").astype(np.float64))
+    check_table(w)
+    assert "momentum 0.90" in w.figure._suptitle.get_text()
+    assert w.view.artists.ax_loss.get_lines()[-1].get_gid() == "tolerance"
+
+
+def test_momentum_change_reruns_the_real_optimizer(compare):
+    w = compare
+    runs = len(w.runs)
+    w.momentum.value = 0.5
+    w.wait()
+    assert w.error is None and len(w.runs) == runs + 1 and w.shown.momentum == 0.5
+    fresh = dtsgd_viz.run(ROTATED, compare_configs(w.shown), STEPS)
+    for key, path in drawn_paths(w).items():
+        np.testing.assert_array_equal(path, fresh[key].path("w").astype(np.float64))
+        config = compare_configs(w.shown)[key]
+        np.testing.assert_allclose(path, reference_path(0.05, config["momentum"], config["nesterov"]),
+                                   rtol=1e-5, atol=1e-6)
+    check_table(w)
+    assert "momentum 0.50" in w.figure._suptitle.get_text()
+
+
+def test_changes_during_a_run_are_coalesced(compare):
+    w = compare
+    runs = len(w.runs)
+    w.learning_rate.value = 0.02      # starts a run in the background
+    w.momentum.value = 0.6            # arrive while it runs ...
+    w.start[0].value = -2.0
+    assert w.queue.pending == CompareParams(0.02, 0.6, (-2.0, 1.5), STEPS)  # ... only the latest kept
+    w.wait()
+    assert w.error is None and not w.queue.running
+    assert w.runs[runs:] == [CompareParams(0.02, 0.5, (-3.0, 1.5), STEPS),
+                             CompareParams(0.02, 0.6, (-2.0, 1.5), STEPS)]
+    start = np.array([-2.0, 1.5], np.float32)
+    for key, path in drawn_paths(w).items():
+        config = compare_configs(w.shown)[key]
+        np.testing.assert_allclose(path, reference_path(0.02, config["momentum"], config["nesterov"],
+                                                        start=start), rtol=1e-5, atol=1e-6)
+    check_table(w)
+
+
+# ---- PhaseDiagram: pure ------------------------------------------------------------------
+
+
+def test_phase_grid_cells_are_reference_runs():
+    lrs, mus = np.array([0.02, 0.1, 0.25]), np.array([0.0, 0.5, 0.9])
+    for nesterov in (False, True):
+        grid = phase_grid(ROTATED, lrs, mus, 30, 1e-2, nesterov)
+        assert grid.steps.shape == (3, 3)
+        for i, mu in enumerate(mus):
+            for j, lr in enumerate(lrs):
+                path = reference.run(ROTATED.grad_np, START, 30, lr, mu, nesterov)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    losses = ROTATED.value_np(path)
+                np.testing.assert_array_equal(grid.losses[:, i, j], losses)
+                k = first_stay(losses, 1e-2)
+                assert grid.steps[i, j] == (-1 if k is None else k)
+
+
+def test_iteration_matrix_is_the_reference_rule_linearised():
+    for nesterov in (False, True):
+        for lr, mu, h in ((0.1, 0.9, 10.0), (0.03, 0.0, 1.0), (0.5, 0.5, 2.0)):
+            cols = []
+            for p, v in ((1.0, 0.0), (0.0, 1.0)):  # images of the basis vectors
+                p_new, v_new = reference.sgd_step(np.float64(p), h * p, np.float64(v), lr, mu, nesterov)
+                cols.append([p_new, v_new])
+            np.testing.assert_allclose(iteration_matrix(lr, mu, h, nesterov), np.array(cols).T,
+                                       rtol=1e-12, atol=1e-12)
+
+
+def test_analytic_boundary_is_where_the_spectral_radius_reaches_one():
+    h = 10.0
+    mus = np.linspace(0.0, 0.98, 25)
+    for nesterov in (False, True):
+        bound = convergence_boundary(mus, h, nesterov)
+        expected = 2 * (1 + mus) / h / ((1 + 2 * mus) if nesterov else 1)
+        np.testing.assert_allclose(bound, expected, rtol=1e-15)
+        for mu, b in zip(mus, bound):
+            for lr in b * np.array([0.02, 0.3, 0.7, 0.97, 0.999]):
+                assert spectral_radius(lr, mu, h, nesterov) < 1
+            for lr in b * np.array([1.001, 1.03, 1.5, 3.0]):
+                assert spectral_radius(lr, mu, h, nesterov) > 1
+            assert spectral_radius(b, mu, h, nesterov) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_cells_inside_the_boundary_converge_and_outside_diverge():
+    lrs, mus = np.geomspace(0.05, 0.6, 12), np.linspace(0.0, 0.9, 7)
+    for nesterov in (False, True):
+        grid = phase_grid(ROTATED, lrs, mus, 120, 1e-3, nesterov)
+        bound = convergence_boundary(mus, 10.0, nesterov)[:, None]
+        rho = np.array([[max(spectral_radius(lr, mu, h, nesterov) for h in (1.0, 10.0))
+                         for lr in lrs] for mu in mus])
+        fast, outside = rho <= 0.85, lrs[None, :] >= 1.05 * bound
+        assert fast.sum() >= 10 and outside.sum() >= 10
+        assert np.all(grid.steps[fast] >= 0) and not grid.diverged[fast].any()
+        assert np.all(grid.diverged[outside]) and np.all(grid.steps[outside] == -1)
+
+
+# ---- PhaseDiagram: the widget -------------------------------------------------------------
+
+PD_LRS, PD_MUS, PD_STEPS, PD_TOL = np.geomspace(0.02, 0.5, 8), np.linspace(0.0, 0.9, 6), 40, 1e-2
+
+
+@pytest.fixture(scope="module")
+def phase():
+    return PhaseDiagram(ROTATED, learning_rates=PD_LRS, momenta=PD_MUS, steps=PD_STEPS, tol=PD_TOL)
+
+
+def test_phase_diagram_shows_the_grid_and_the_boundary(phase):
+    pd = phase
+    fig = pd.figure
+    ax_m, ax_n = fig.axes[:2]
+    for ax, (key, nesterov) in zip((ax_m, ax_n), (("momentum", False), ("nesterov", True))):
+        grid = phase_grid(ROTATED, PD_LRS, PD_MUS, PD_STEPS, PD_TOL, nesterov)
+        mesh = by_gid(ax, "phase:")[key]
+        image = mesh.get_array()
+        np.testing.assert_array_equal(image.data, grid.steps)
+        np.testing.assert_array_equal(np.ma.getmaskarray(image), grid.steps < 0)
+        assert mesh.norm.vmin == 0 and mesh.norm.vmax == PD_STEPS  # one colour scale
+        line = by_gid(ax, "boundary:")[key]
+        lr_b, mu_b = line.get_data()
+        np.testing.assert_allclose(lr_b, 2 * (1 + mu_b) / 10.0 / ((1 + 2 * mu_b) if nesterov else 1),
+                                   rtol=1e-14)
+        assert mu_b.min() == PD_MUS[0] and mu_b.max() == PD_MUS[-1]
+        ii, jj = np.nonzero(grid.diverged)
+        xy = by_gid(ax, "diverged:")[key].get_xydata()
+        np.testing.assert_array_equal(xy, np.c_[PD_LRS[jj], PD_MUS[ii]])
+        assert ax.get_xscale() == "log" and ax.get_xlabel().startswith("learning rate")
+    assert any(t.get_text() == REFERENCE_NOTE for t in fig.texts)
+    np.testing.assert_allclose(cell_edges(PD_LRS, log=True)[1:-1], np.sqrt(PD_LRS[1:] * PD_LRS[:-1]))
+
+
+def test_picking_a_cell_moves_the_marker_only(phase):
+    pd = phase
+    renders, recordings = pd.renders, pd.recordings
+    pd.lr_pick.value = 2
+    assert pd.pick.lr_index == 2 and pd.renders == renders + 1 and pd.recordings is recordings
+    edges = cell_edges(PD_LRS, log=True)
+    for rect in pd.pick_rects:
+        assert rect.get_x() == edges[2] and rect.get_width() == edges[3] - edges[2]
+    with pytest.raises(ValueError, match=r"lr_index must be an int in 0\.\.7"):
+        phase_pick(pd.pick, {"name": "lr_index", "new": 8})
+
+
+def test_selecting_a_cell_runs_the_real_optimizer_there(phase):
+    pd = phase
+    pd.select(4, 3)
+    lr, mu = PD_LRS[4], PD_MUS[3]
+    assert pd.error is None and (pd.lr_pick.value, pd.mu_pick.value) == (4, 3)
+    ax_p = pd.figure.axes[2]
+    paths = by_gid(ax_p, "path:")
+    assert sorted(paths) == ["momentum", "nesterov"]
+    for key, nesterov in (("momentum", False), ("nesterov", True)):
+        rec = pd.recordings[key]
+        assert (rec.hyperparameters.momentum, rec.hyperparameters.nesterov) == (pytest.approx(mu), nesterov)
+        np.testing.assert_allclose(rec.hyperparameters.learning_rate, lr, rtol=1e-7)
+        drawn = np.asarray(paths[key].get_xydata())
+        np.testing.assert_array_equal(drawn, rec.path("w").astype(np.float64))
+        np.testing.assert_allclose(drawn, reference_path(lr, mu, nesterov, PD_STEPS), rtol=1e-5, atol=1e-6)
+        losses = [float(ROTATED.value_np(p)) for p in rec.path("w").astype(np.float64)]
+        real = first_stay(losses, PD_TOL)
+        assert abs((-1 if real is None else real) - pd.grids[key].steps[3, 4]) <= 1
+    assert f"lr = {lr:.3g}" in ax_p.get_title()
+    assert "real DTensor SGD" in pd.status.value and "grid:" in pd.status.value
+
+
+def test_views_stay_free_of_ipywidgets():
+    code = ("import sys, dtsgd_viz.views.paths; "
+            "print(sorted(m for m in ('ipywidgets', 'IPython', 'tensorflow') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
