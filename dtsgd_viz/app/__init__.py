@@ -1,0 +1,41 @@
+"""``dtsgd-viz app``: the comparison dashboard as a standalone page, served by Voila.
+
+The page is ``dashboard.ipynb`` beside this file, run by Voila in a fresh kernel: a
+``CompareWidget`` (re-runs the real DTensor optimizer for plain / momentum / Nesterov
+as you move the sliders), a ``PathExplorer`` over one recorded run, and the parameter's
+mesh layout. It listens on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+DASHBOARD = os.path.join(os.path.dirname(__file__), "dashboard.ipynb")
+
+
+def voila_command(port: int = 8866, open_browser: bool = False) -> list[str]:
+    """The Voila command line that serves the dashboard."""
+    if not (isinstance(port, int) and 0 < port < 65536):
+        raise ValueError(f"port must be an integer in 1..65535. Received: {port!r}.")
+    voila = shutil.which("voila", path=os.path.dirname(sys.executable)) or shutil.which("voila")
+    if voila is None:
+        raise RuntimeError(
+            "Voila is not installed: pip install 'dtsgd_viz[notebook]' (or pip install voila).")
+    cmd = [voila, DASHBOARD, f"--port={port}", "--Voila.ip=127.0.0.1",
+           "--VoilaConfiguration.file_allowlist=['.*\\.(png|jpg|gif|svg)']"]
+    if not open_browser:
+        cmd.append("--no-browser")
+    return cmd
+
+
+def serve(port: int = 8866, open_browser: bool = False) -> int:
+    """Run Voila in the foreground until interrupted (Ctrl-C)."""
+    import subprocess
+    cmd = voila_command(port, open_browser)
+    print(f"dtsgd-viz app: serving the dashboard on http://127.0.0.1:{port}/ (Ctrl-C stops)")
+    try:
+        return subprocess.call(cmd)
+    except KeyboardInterrupt:
+        return 0
