@@ -126,9 +126,9 @@ def test_notebook_03_in_jupyterlab(browser, tmp_path):
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
         page.wait_for_function(
-            "() => { const p = [...document.querySelectorAll('.jp-InputArea-prompt')];"
+            "() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];"
             " return p.length > 0 && p.every(e => !e.innerText.includes('*') && /\\[\\d+\\]/.test(e.innerText)); }",
-            timeout=300_000)
+            timeout=240_000)
         page.wait_for_selector(".widget-slider", timeout=60_000)
         page.wait_for_function("() => !document.body.innerText.includes('Loading widget')", timeout=60_000)
         errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
@@ -139,6 +139,9 @@ def test_notebook_03_in_jupyterlab(browser, tmp_path):
         before = _image_sources(page)
         _move_slider(page, n_sliders - 1)
         _wait_changed(page, before)
+        no_news = page.get_by_role("button", name="No", exact=True)
+        if no_news.count():
+            no_news.first.click()  # the "official Jupyter news?" toast would cover the figure
         page.screenshot(path=str(SHOTS / "jupyterlab_03_nesterov_vs_momentum.png"), full_page=False)
 
 
