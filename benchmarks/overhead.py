@@ -204,6 +204,51 @@ def _import_times(reps=5):
     return t("import dtsgd_viz"), t("import numpy"), t("pass"), light
 
 
+def _view_latency(full_recording, moves=30):
+    """PathExplorer slider moves over 3 x 10,000 steps, and plot_shards of the 2048x2048
+    parameter, each next to a reference drawing measured in the same run."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import widget_latency as wl
+
+    from dtsgd_viz import surfaces
+    from dtsgd_viz.widgets import PathExplorer
+
+    surface = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+    recs = {name: wl.reference_recording(surface, 10_000, **cfg) for name, cfg in wl.CONFIGS.items()}
+    explorer = PathExplorer(recs, surface)
+    times = []
+    for k in range(moves):
+        start = time.perf_counter()
+        explorer.slider.value = (k * 337) % 10_000
+        times.append(time.perf_counter() - start)
+    slider = statistics.median(times)
+    full_draw = []
+    for _ in range(3):
+        start = time.perf_counter()
+        fig = dtsgd_viz.plot_paths(recs, surface, step=5000)
+        fig.canvas.draw()
+        full_draw.append(time.perf_counter() - start)
+    shard_times, bare_times = [], []
+    values = full_recording.global_values("w", "velocity")[-1]
+    for _ in range(3):
+        start = time.perf_counter()
+        fig = dtsgd_viz.plot_shards(full_recording, "w", "velocity")
+        fig.canvas.draw()
+        shard_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        bare = Figure()
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        FigureCanvasAgg(bare)
+        bare.add_subplot().imshow(values, cmap="RdBu_r")
+        bare.canvas.draw()
+        bare_times.append(time.perf_counter() - start)
+    return slider, statistics.median(full_draw), statistics.median(shard_times), statistics.median(bare_times)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="3 blocks instead of 20 (smoke test)")
@@ -226,14 +271,20 @@ def main(argv=None):
             extra = med[full.name] - base
             copy = _copy_time(per_step_bytes)
             rows.append((label, "full mode extra time per byte / np.copyto per byte", extra / copy))
-            r = full.rec.recording
+            r = full_rec = full.rec.recording
             raw = len(r) * per_step_bytes + r.initial("w").nbytes
             rows.append((label, "recorded bytes / raw unique shard bytes", r.nbytes / raw))
+    print("measuring view latency ...", file=sys.stderr, flush=True)
+    slider, full_draw, shards, bare = _view_latency(full_rec)
     t_import, t_numpy, t_pass, light = _import_times()
     print()
     print(f"| workload | measure | ratio |\n|---|---|---|")
     for label, name, ratio in rows:
         print(f"| {label} | {name} | {ratio:.2f}x |")
+    print(f"| views | PathExplorer slider move, 3 x 10,000 steps / one full plot_paths draw | "
+          f"{slider / full_draw:.3f}x ({slider * 1e3:.1f} ms median) |")
+    print(f"| views | plot_shards of the 2048x2048 velocity / a bare imshow of it | "
+          f"{shards / bare:.2f}x ({shards * 1e3:.0f} ms median) |")
     print(f"| import | `import dtsgd_viz` / `import numpy` (process start included) | "
           f"{t_import / t_numpy:.2f}x ({t_import - t_pass:.2f} s over an empty interpreter; "
           f"TensorFlow imported: {not light}) |")

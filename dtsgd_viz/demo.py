@@ -4,6 +4,10 @@ The parameter is an (8, 8) matrix laid out ``[batch, model]`` over a 2x4 mesh, s
 each of the 8 devices holds a 4x2 block. Its loss is ``sum(c * (w - 1)**2 / 2)``
 with a curvature ``c`` that differs from device to device (0.05 on the flattest
 block to 1.0 on the steepest), so the per-shard velocities tell different stories.
+
+Then momentum and Nesterov run on an ill-conditioned rotated quadratic (``PATH_*``)
+for the path figures, and ``report.write_report`` draws everything into a folder
+with an ``index.html`` (``demo-out/`` unless ``--out DIR`` says otherwise).
 """
 
 from __future__ import annotations
@@ -19,6 +23,15 @@ CONFIGS = {
     "momentum": dict(learning_rate=0.5, momentum=0.9),
     "nesterov": dict(learning_rate=0.5, momentum=0.9, nesterov=True),
 }
+# Momentum vs Nesterov on a 2-D surface for the path figures and the GIF: at
+# lr * largest curvature = 0.5 heavy-ball momentum keeps bouncing across the valley
+# while Nesterov's look-ahead damps it.
+PATH_CONFIGS = {
+    "momentum": dict(learning_rate=0.05, momentum=0.9),
+    "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True),
+}
+PATH_STEPS = 40
+DEFAULT_OUT = "demo-out"
 SHAPE = (8, 8)
 MESH = {"batch": 2, "model": 4}
 SPECS = ("batch", "model")
@@ -75,6 +88,22 @@ def run_demo(steps=100, progress=None):
     return runs
 
 
+def path_surface():
+    from .surfaces import RotatedQuadratic
+    return RotatedQuadratic(condition=10.0, angle=30.0)
+
+
+def run_paths(steps=PATH_STEPS, progress=None):
+    """Momentum and Nesterov on ``path_surface()``: ``{name: Recording}`` (``dtsgd_viz.run``)."""
+    from .runs import run
+
+    def report(name, done, total):  # twice per config is enough
+        if progress and (done % max(1, total // 2) == 0 or done == total):
+            progress(f"[paths] {name:<9} step {done}/{total}")
+
+    return run(path_surface(), PATH_CONFIGS, steps, progress=report)
+
+
 def steps_to(loss, tol):
     hit = np.nonzero(loss <= tol)[0]
     return int(hit[0]) + 1 if len(hit) else None
@@ -115,16 +144,35 @@ def summary(runs, tol=1e-3) -> str:
     return "\n".join(lines)
 
 
-def main(steps=100, save=None, out=sys.stdout, err=sys.stderr) -> int:
+def main(steps=100, save=None, out_dir=DEFAULT_OUT, out=sys.stdout, err=sys.stderr,
+         path_steps=PATH_STEPS) -> int:
+    """Run the demo, print its summary to ``out`` (progress to ``err``), save the
+    recordings in ``save`` if given, and write the report to ``out_dir`` (None: none)."""
+    import os
+
+    def progress(msg):
+        print(msg, file=err, flush=True)
+
     print(f"dtsgd_viz demo: plain / momentum / Nesterov SGD, {steps} steps each, on a "
           f"{'x'.join(map(str, MESH.values()))} virtual CPU mesh (real DTensor optimizer).",
           file=out, flush=True)
-    runs = run_demo(steps, progress=lambda msg: print(msg, file=err, flush=True))
-    print(summary(runs), file=out)
+    runs = run_demo(steps, progress=progress)
+    text = summary(runs)
+    print(text, file=out, flush=True)
     if save:
-        import os
         os.makedirs(save, exist_ok=True)
         for run in runs:
             path = run.recording.save(os.path.join(save, f"{run.name}.npz"))
             print(f"saved {path}", file=out)
+    if out_dir is None:
+        return 0
+    from . import report
+    paths = run_paths(path_steps, progress=progress)
+    result = report.write_report(out_dir, {r.name: r.recording for r in runs}, paths,
+                                 path_surface(), summary=text, progress=progress)
+    files = result.paths()
+    print(f"\nReport: {len(files)} files in {result.directory}{os.sep}", file=out)
+    for item in result.items:
+        print(f"  {item.filename:<28} {item.title}", file=out)
+    print(f"Open {os.path.abspath(result.index)} in a browser.", file=out)
     return 0

@@ -1,5 +1,6 @@
 """The project itself: dependency lists in sync, a light import, the demo command."""
 
+import os
 import pathlib
 import re
 import subprocess
@@ -48,10 +49,12 @@ def test_readme_commands_are_the_makefile_targets_ci_runs():
     assert "dtsgd-viz demo" in makefile and "-m pytest" in makefile
 
 
-def test_cli_demo_runs_and_saves(tmp_path):
+def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
+    report = tmp_path / "report"
     out = subprocess.run(
-        [sys.executable, "-m", "dtsgd_viz.cli", "demo", "--steps", "30", "--save", str(tmp_path)],
-        capture_output=True, text=True, check=True,
+        [sys.executable, "-m", "dtsgd_viz.cli", "demo", "--steps", "30", "--save", str(tmp_path),
+         "--out", str(report)],
+        capture_output=True, text=True, check=True, cwd=tmp_path,
     )
     lines = out.stdout.splitlines()
     table = {line.split()[0]: line.split() for line in lines
@@ -65,6 +68,15 @@ def test_cli_demo_runs_and_saves(tmp_path):
     assert len(rec) == 30 and rec.hyperparameters.nesterov
     # the printed final loss is the recorded one
     assert float(table["nesterov"][3]) == float(f"{rec.loss[-1]:.3e}")
+    # the closing note says where the report is and lists every file in it
+    note = out.stdout[out.stdout.index("\nReport: "):].strip().splitlines()
+    assert note[0] == f"Report: 12 files in {report}{os.sep}"
+    assert note[-1] == f"Open {report / 'index.html'} in a browser."
+    listed = [line.split()[0] for line in note[1:-1]]
+    assert "paths.gif" in listed and "shards-nesterov-iter030.png" in listed
+    assert sorted(listed + ["index.html"]) == sorted(os.listdir(report))
+    assert "[paths] nesterov  step 40/40" in out.stderr
+    assert not (tmp_path / "demo-out").exists()  # --out replaces the default folder
 
 
 def test_cli_rejects_bad_steps():
@@ -80,3 +92,13 @@ def test_readme_example_runs(tmp_path):
     code += "assert all(len(v) == 0 for v in dtsgd_viz.reference.check_recording(r).values())\n"
     subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True, capture_output=True, text=True)
     assert (tmp_path / "nesterov.npz").exists()
+
+
+def test_cli_app_rejects_a_bad_port_and_builds_the_voila_command():
+    out = subprocess.run([sys.executable, "-m", "dtsgd_viz.cli", "app", "--port", "70000"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "port must be an integer in 1..65535. Received: 70000" in out.stderr
+    from dtsgd_viz.app import DASHBOARD, voila_command
+    cmd = voila_command(9000)
+    assert cmd[1] == DASHBOARD and "--port=9000" in cmd and "--Voila.ip=127.0.0.1" in cmd
+    assert pathlib.Path(DASHBOARD).is_file()

@@ -1,0 +1,286 @@
+"""The demo report: the demo's recordings drawn as figures, a GIF and text, gathered in
+a folder with an ``index.html`` that shows them (what ``dtsgd-viz demo --out DIR`` writes).
+
+    recs = dtsgd_viz.run(surfaces.RotatedQuadratic(), {"momentum": ..., "nesterov": ...}, 40)
+    report = write_report("demo-out", {"momentum": rec_m, "nesterov": rec_n}, recs,
+                          surfaces.RotatedQuadratic(), name="w")
+    report.index            # 'demo-out/index.html'
+    report.paths()          # every file written, index last
+
+Each figure comes from a small function (``layout_figure``, ``shard_figure``,
+``path_figure``) that returns the ``Figure`` the file holds, so a test can rebuild
+it and check its data. Nothing here prints: progress goes to an optional callback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import os
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["Item", "Report", "arrow_step", "shard_steps", "layout_figure", "shard_figure",
+           "path_figure", "index_html", "write_report"]
+
+INDEX = "index.html"
+PNG_DPI = 100
+GIF_DPI = 80
+GIF_FRAMES = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class Item:
+    """One file of the report: ``filename`` (relative to the report folder), its
+    ``title`` and ``caption``, and ``kind`` (``"image"`` or ``"text"``)."""
+
+    filename: str
+    title: str
+    caption: str
+    kind: str = "image"
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """What ``write_report`` wrote: the folder, the items shown, and the index page."""
+
+    directory: str
+    items: tuple[Item, ...]
+
+    @property
+    def index(self) -> str:
+        return os.path.join(self.directory, INDEX)
+
+    def paths(self) -> list[str]:
+        """Every file written, in the order the index shows them, the index last."""
+        return [os.path.join(self.directory, i.filename) for i in self.items] + [self.index]
+
+
+# ---- choices made from the data (pure) ------------------------------------------------
+
+
+def _off_path(update) -> float:
+    """How far the tip-to-tail arrows of ``update`` stray from the straight step they
+    add up to: the largest distance of a joint between two arrows from that segment."""
+    total = np.asarray(update.total, np.float64)
+    joint, worst = np.zeros_like(total), 0.0
+    for _, vec in update.terms[:-1]:
+        joint = joint + vec
+        t = float(np.clip(joint @ total / max(float(total @ total), 1e-300), 0.0, 1.0))
+        worst = max(worst, float(np.linalg.norm(joint - t * total)))
+    return worst
+
+
+def arrow_step(recordings: Mapping, name: str = "w") -> int:
+    """The recorded step index at which the update arrows say the most.
+
+    The arrows of a step end where the path's next point is, so they are only seen
+    where they leave the path: where the momentum (or look-ahead) term points away from
+    the step actually taken and the gradient term pulls back. This picks the step whose
+    arrows stray furthest from their path segments, summed over the configs. Steps whose
+    update cannot be decomposed (missing kinds) are skipped; 0 if none can.
+    """
+    from .views._path_geometry import decompose_update
+
+    n = min(len(r) for r in recordings.values())
+    best, best_score = 0, 0.0
+    for i in range(n):
+        try:
+            score = sum(_off_path(decompose_update(r, name, i)) for r in recordings.values())
+        except ValueError:
+            continue
+        if np.isfinite(score) and score > best_score:
+            best, best_score = i, score
+    return best
+
+
+def shard_steps(n_steps: int, iterations: Sequence[int] = (3, 10, 30)) -> list[int]:
+    """Recorded step indices for the shard figures: ``iterations`` (1-based), those past
+    the end of a run of ``n_steps`` replaced by its last step, without repeats.
+
+    >>> shard_steps(100), shard_steps(12), shard_steps(2)
+    ([2, 9, 29], [2, 9, 11], [1])
+    """
+    return sorted({min(int(i), n_steps) - 1 for i in iterations if i >= 1 and n_steps >= 1})
+
+
+# ---- the figures -------------------------------------------------------------------------
+
+
+def layout_figure(recording, name: str = "w"):
+    """``plot_layout`` of ``name`` as recorded."""
+    from .views.layout import plot_layout
+    return plot_layout(recording, name=name)
+
+
+def shard_figure(recording, name: str = "w", step: int = -1, kind: str = "velocity"):
+    """``plot_shards`` of ``name``'s ``kind`` at recorded step index ``step``."""
+    from .views.shards import plot_shards
+    return plot_shards(recording, name, kind, step)
+
+
+def path_figure(recordings: Mapping, surface, step: int | None = None, name: str = "w"):
+    """``plot_paths`` of ``recordings`` on ``surface`` with arrows at ``step`` (default:
+    ``arrow_step``)."""
+    from .views.paths import plot_paths
+    if step is None:
+        step = arrow_step(recordings, name)
+    return plot_paths(recordings, surface, step=step, name=name)
+
+
+# ---- the page ------------------------------------------------------------------------------
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em;
+       color: #222; line-height: 1.45; }
+figure { margin: 2em 0; }
+figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { margin-top: 0.4em; color: #444; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.9em; }
+h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
+"""
+
+
+def index_html(items: Sequence[Item], title: str, intro: str = "",
+               texts: Mapping[str, str] | None = None) -> str:
+    """A self-contained HTML page: a list of contents, then ``items`` in order, images
+    with their captions, text items as preformatted blocks (content from
+    ``texts[filename]``) with a link to the file. Every item's file is referenced by its
+    relative name."""
+    esc = html.escape
+    texts = texts or {}
+    out = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+           f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
+           f"<h1>{esc(title)}</h1>"]
+    if intro:
+        out.append(f"<p>{esc(intro)}</p>")
+    anchor = {i.filename: esc(i.filename.replace(".", "-"), quote=True) for i in items}
+    out.append("<ul>" + "".join(f"<li><a href='#{anchor[i.filename]}'>{esc(i.title)}</a></li>"
+                                for i in items) + "</ul>")
+    for item in items:
+        src = esc(item.filename, quote=True)
+        out.append(f"<h2 id='{anchor[item.filename]}'>"
+                   f"{esc(item.title)}</h2>")
+        if item.kind == "image":
+            out.append(f"<figure><img src='{src}' alt='{esc(item.title, quote=True)}'>"
+                       f"<figcaption>{esc(item.caption)}</figcaption></figure>")
+        else:
+            out.append(f"<p>{esc(item.caption)} (<a href='{src}'>{esc(item.filename)}</a>)</p>")
+            if item.filename in texts:
+                out.append(f"<pre>{esc(texts[item.filename])}</pre>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+# ---- writing --------------------------------------------------------------------------------
+
+
+def _check_recordings(what, recordings) -> dict:
+    if not isinstance(recordings, Mapping) or not recordings:
+        raise ValueError(f"{what} must be a non-empty dict {{config name: Recording}}. "
+                         f"Received: {recordings!r}.")
+    empty = [k for k, r in recordings.items() if len(r) == 0]
+    if empty:
+        raise ValueError(f"{what}: recording(s) {empty} have no steps; record at least one.")
+    return dict(recordings)
+
+
+def write_report(directory, shard_recordings: Mapping, path_recordings: Mapping, surface, *,
+                 name: str = "w", summary: str | None = None,
+                 iterations: Sequence[int] = (3, 10, 30), gif_frames: int = GIF_FRAMES,
+                 progress: Callable[[str], None] | None = None) -> Report:
+    """Draw the demo into ``directory`` (created if needed) and write ``index.html``.
+
+    Args:
+      shard_recordings: ``{config: Recording}`` of the sharded parameter ``name``; the
+        first one's layout is drawn, and each config with momentum gets shard figures
+        of its velocity at ``iterations`` (see ``shard_steps``).
+      path_recordings: ``{config: Recording}`` made by ``dtsgd_viz.run`` on the 2-D
+        ``surface``: drawn as paths (arrows at ``arrow_step``) and animated as a GIF.
+      summary: text to include as ``summary.txt`` (the demo's printed summary).
+      gif_frames: frames of the GIF, evenly spaced over the path run.
+      progress: called with a short message before each file is drawn.
+
+    Returns the ``Report`` (``report.paths()`` lists every file written).
+    """
+    from .views.layout import layout_table
+    from .views.paths import animate
+
+    shard_recordings = _check_recordings("shard_recordings", shard_recordings)
+    path_recordings = _check_recordings("path_recordings", path_recordings)
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    say = progress or (lambda msg: None)
+    items, texts = [], {}
+
+    def save(fig, filename, title, caption):
+        say(f"writing {filename}")
+        fig.savefig(os.path.join(directory, filename), dpi=PNG_DPI)
+        items.append(Item(filename, title, caption))
+
+    def write_text(filename, title, caption, text):
+        with open(os.path.join(directory, filename), "w", encoding="utf-8") as f:
+            f.write(text.rstrip("\n") + "\n")
+        texts[filename] = text
+        items.append(Item(filename, title, caption, kind="text"))
+
+    if summary:
+        write_text("summary.txt", "Summary", "What the demo printed.", summary)
+
+    first = next(iter(shard_recordings.values()))
+    geom, layout = first.geometry(name), first.layout(name)
+    block = "x".join(map(str, geom.local_shape))
+    save(layout_figure(first, name), "layout.png", f"How {name!r} is laid out on the mesh",
+         f"The {'x'.join(map(str, geom.global_shape))} parameter {name!r} cut into the "
+         f"{block} block each of the {layout.mesh.num_devices} devices holds "
+         f"(sharding [{', '.join(layout.sharding_specs)}] on {layout.mesh}). The optimizer's "
+         "velocity slot is laid out the same way.")
+    write_text("layout.txt", "The same layout as text", "layout_table: one row per block.",
+               str(layout_table(first, name=name)))
+
+    # plain SGD's slot is just -lr*g: nothing to tell apart. Configs side by side per step.
+    with_momentum = {k: r for k, r in shard_recordings.items() if r.hyperparameters.momentum}
+    steps_of = {k: shard_steps(len(r), iterations) for k, r in with_momentum.items()}
+    for i in sorted(set().union(*steps_of.values())):
+        for config, rec in with_momentum.items():
+            if i not in steps_of[config]:
+                continue
+            it = int(rec.steps[i])
+            save(shard_figure(rec, name, i), f"shards-{config}-iter{it:03d}.png",
+                 f"{config}: velocity per shard at iteration {it}",
+                 f"Left: the {config} velocity of {name!r} after iteration {it}, each "
+                 "device's block outlined. Right: each shard's velocity norm over the whole "
+                 "run; the line marks the iteration shown. Blocks differ in curvature, so "
+                 "their velocities grow, oscillate and die out at different speeds.")
+
+    pname = next(iter(path_recordings.values())).variables[0]
+    step = arrow_step(path_recordings, pname)
+    it = int(next(iter(path_recordings.values())).steps[step])
+    names = " vs ".join(path_recordings)
+    label = getattr(surface, "label", type(surface).__name__)
+    hp = {k: r.hyperparameters for k, r in path_recordings.items()}
+    settings = "; ".join(f"{k}: lr={h.learning_rate[0]:g}, momentum={h.momentum:g}"
+                         for k, h in hp.items())
+    save(path_figure(path_recordings, surface, step, pname), "paths.png",
+         f"Update paths: {names}",
+         f"Each optimizer's path on the {label} from the same start ({settings}), with the "
+         f"update of iteration {it} split into arrows: the momentum or look-ahead term and "
+         "the gradient term, tip to tail. Right: the loss at every step (log scale).")
+
+    frames = min(gif_frames, *(len(r) for r in path_recordings.values()))
+    say(f"animating paths.gif ({frames} frames)")
+    anim = animate(path_recordings, surface, name=pname, frames=frames)
+    anim.save(os.path.join(directory, "paths.gif"), writer="pillow", dpi=GIF_DPI)
+    items.append(Item("paths.gif", f"Animation: {names}",
+                      f"The same run step by step ({frames} frames): the paths grow, the "
+                      "arrows show each update's terms, the loss marker follows."))
+
+    title = "dtsgd_viz demo report"
+    intro = ("Figures drawn from recordings of the real TensorFlow DTensor SGD optimizer on "
+             f"a virtual CPU mesh ({first.mesh}): the layout of the demo parameter, its "
+             "velocity shard by shard, and momentum vs Nesterov update paths.")
+    with open(os.path.join(directory, INDEX), "w", encoding="utf-8") as f:
+        f.write(index_html(items, title, intro, texts))
+    return Report(directory, tuple(items))

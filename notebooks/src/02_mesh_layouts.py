@@ -1,0 +1,182 @@
+# %% [markdown]
+# # Mesh layouts: how DTensor cuts a tensor over devices
+#
+# A DTensor **mesh** arranges devices in a grid with named dimensions, e.g.
+# `batch=2 x model=4`. A **layout** gives one *sharding spec* per tensor dimension:
+# either a mesh dimension name (cut the tensor dimension into that many equal blocks)
+# or `unsharded` (every device holds it whole). A mesh dimension the layout does not
+# use means **replication**: the devices along it hold copies of the same block.
+#
+# This notebook draws layouts on 1-, 2- and 3-D meshes, checks the pictures against
+# the blocks DTensor really holds, shows that an optimizer's momentum slots share their
+# parameter's layout, and draws a layout for a mesh we do not have.
+
+# %%
+import dtsgd_viz
+
+mesh_1d = dtsgd_viz.make_mesh({"x": 8})   # first: creates the 8 virtual CPU devices
+print(dtsgd_viz.mesh_spec(mesh_1d))
+
+# %%
+# %matplotlib inline
+import numpy as np
+from IPython.display import display
+from tensorflow.experimental import dtensor
+
+from dtsgd_viz import _dtensor  # variable(array, layout), unpack(tensor)
+
+
+def show(fig):
+    display(fig, include=["image/png"])  # the picture only: '<Figure ...>' says nothing
+
+
+def variable(shape, specs, mesh, name):
+    """A DTensor variable of the given shape, laid out by `specs` on `mesh`."""
+    values = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    return _dtensor.variable(values, dtensor.Layout(list(specs), mesh), name=name)
+
+# %% [markdown]
+# ## 1-D mesh: eight devices in a row
+#
+# A 4x16 matrix with layout `[unsharded, x]`: its rows are not cut, its 16 columns are
+# cut into 8 blocks of 2, one per device. `plot_layout` accepts a live variable, and so
+# does `layout_table`, which says the same thing as deterministic text.
+
+# %%
+a = variable((4, 16), ["unsharded", "x"], mesh_1d, "a")
+print(dtsgd_viz.layout_table(a))
+
+# %%
+show(dtsgd_viz.plot_layout(a))
+
+# %% [markdown]
+# ## 2-D mesh: batch x model
+#
+# On a `batch=2 x model=4` mesh, an 8x8 matrix laid out `[batch, model]` is cut both
+# ways: 8 distinct 4x2 blocks, one per device.
+
+# %%
+mesh_2d = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
+b = variable((8, 8), ["batch", "model"], mesh_2d, "b")
+show(dtsgd_viz.plot_layout(b))
+
+# %% [markdown]
+# ### Replication
+#
+# Lay the same matrix out `[unsharded, model]` and the `batch` dimension of the mesh is
+# unused: the two devices of each mesh column (CPU:0 and CPU:4, CPU:1 and CPU:5, ...)
+# hold **copies** of the same 8x2 block. The table groups the replicas on one row; the
+# figure labels each block with every device holding it and draws a strip of their
+# colours under it.
+
+# %%
+c = variable((8, 8), ["unsharded", "model"], mesh_2d, "c")
+print(dtsgd_viz.layout_table(c))
+show(dtsgd_viz.plot_layout(c))
+
+# %% [markdown]
+# A fully replicated layout (`unsharded` everywhere) puts the whole tensor on every
+# device: one block, 8 copies. That is how a bias or a scalar is usually laid out.
+
+# %%
+d = _dtensor.variable(np.zeros(8, np.float32), dtensor.Layout.replicated(mesh_2d, 1), name="d")
+print(dtsgd_viz.layout_table(d))
+
+# %% [markdown]
+# ### The pictures are what DTensor holds
+#
+# `dtensor.unpack` returns each device's local piece of a DTensor. For every device,
+# the block the table names is exactly that piece (the values of `b` and `c` are
+# 0, 1, 2, ... in row-major order, so any mix-up would show).
+
+# %%
+for var in (b, c):
+    geometry = dtsgd_viz.shard_geometry(tuple(var.shape), _dtensor.layout_of(var))
+    pieces = _dtensor.unpack(var)
+    full = np.arange(np.prod(var.shape), dtype=np.float32).reshape(var.shape)  # what we put in
+    same = all(np.array_equal(full[geometry.blocks[dev]], piece) for dev, piece in enumerate(pieces))
+    print(f"{var.name.split(':')[0]}: {len(pieces)} devices, every piece matches its block: {same}")
+
+# %% [markdown]
+# ## 3-D mesh: x, y, z
+#
+# On a `2 x 2 x 2` mesh a rank-3 tensor can be cut along all three dimensions. Ranks
+# 3 and 4 are drawn as small panels, one per index of the leading dimensions; the key
+# shows where each device sits on the 3-D mesh.
+
+# %%
+mesh_3d = dtsgd_viz.make_mesh({"x": 2, "y": 2, "z": 2})
+e = variable((2, 4, 4), ["x", "y", "z"], mesh_3d, "e")
+print(dtsgd_viz.layout_table(e))
+show(dtsgd_viz.plot_layout(e))
+
+# %% [markdown]
+# Leave `y` out of the layout and each block lives on two devices, the pair that differ
+# only in their `y` coordinate.
+
+# %%
+f = variable((2, 4, 4), ["x", "unsharded", "z"], mesh_3d, "f")
+print(dtsgd_viz.layout_table(f))
+
+# %% [markdown]
+# ## Optimizer slots share their parameter's layout
+#
+# Momentum SGD keeps a **velocity** slot per parameter. DTensor creates it with the
+# parameter's layout, so each device updates its own block of the velocity with its own
+# block of the gradient: the update needs no communication. `model_table` lists every
+# variable of a model with its layout and, for the optimizer compiled into it, each
+# slot's layout, flagging any that differ.
+#
+# The model is a small tf-keras MLP whose weights a `LayoutMap` shards over `model`.
+
+# %%
+import tf_keras
+
+layout_map = tf_keras.dtensor.experimental.LayoutMap(mesh=mesh_2d)
+layout_map["d1.*kernel"] = dtensor.Layout(["unsharded", "model"], mesh_2d)
+layout_map["d1.*bias"] = dtensor.Layout(["model"], mesh_2d)
+layout_map["d2.*kernel"] = dtensor.Layout(["model", "unsharded"], mesh_2d)
+layout_map["d2.*bias"] = dtensor.Layout.replicated(mesh_2d, 1)
+with layout_map.scope():
+    tf_keras.utils.set_random_seed(0)
+    model = tf_keras.Sequential([
+        tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
+        tf_keras.layers.Dense(1, name="d2"),
+    ])
+
+opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh_2d)
+model.compile(optimizer=opt, loss="mse")
+opt.build(model.trainable_variables)  # creates the velocity slots
+print(dtsgd_viz.model_table(model))
+
+# %% [markdown]
+# The first layer's kernel, `[unsharded, model]`: its 16 output columns are cut over the
+# 4 `model` devices and copied over the 2 `batch` devices.
+
+# %%
+show(dtsgd_viz.plot_layout(model.layers[0].kernel, name="d1/kernel"))
+
+# %% [markdown]
+# Its velocity slot (the optimizer keeps them in `opt.momentums`, in the order of the
+# variables) is cut into the very same blocks, on the very same devices:
+
+# %%
+print(dtsgd_viz.layout_table(opt.momentums[0], name="velocity of d1/kernel"))
+
+# %% [markdown]
+# ## A layout for a mesh you do not have
+#
+# Views also take plain value objects, `MeshSpec` and `LayoutSpec`, which need no
+# devices and no TensorFlow: handy for planning. Here a 1024x512 weight on a
+# hypothetical `data=4 x model=16` mesh of 64 devices, its rows cut over `model` and
+# copied over `data`.
+
+# %%
+from dtsgd_viz import LayoutSpec, MeshSpec
+
+plan = LayoutSpec(("model", "unsharded"), MeshSpec.create({"data": 4, "model": 16}))
+print(f"each device would hold a {plan.shard_shape((1024, 512))} block")
+print(dtsgd_viz.layout_table(plan, (1024, 512), name="W"))
+
+# %%
+show(dtsgd_viz.plot_layout(plan, (1024, 512), name="W"))

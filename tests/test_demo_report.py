@@ -1,0 +1,183 @@
+"""The demo report (``dtsgd-viz demo --out DIR``): every file is written and opens, the
+index shows them all, and the figures hold the recorded data (rebuilt with the same
+functions the report uses and compared with the recordings)."""
+
+import html
+import html.parser
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from dtsgd_viz import demo, report
+from dtsgd_viz.views import _path_geometry as geo
+from dtsgd_viz.views.layout import layout_table
+
+STEPS = 12        # the sharded demo's updates per optimizer
+PATH_STEPS = 10   # the path run's
+GIF_FRAMES = 5
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """Run the demo's recordings once and write the report, as ``demo.main`` does."""
+    runs = demo.run_demo(STEPS)
+    shard_recs = {r.name: r.recording for r in runs}
+    paths = demo.run_paths(PATH_STEPS)
+    out = tmp_path_factory.mktemp("report")
+    result = report.write_report(out, shard_recs, paths, demo.path_surface(),
+                                 summary=demo.summary(runs), gif_frames=GIF_FRAMES)
+    return result, shard_recs, paths
+
+
+class _Refs(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.imgs, self.links, self.anchors, self.ids = [], [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.imgs.append(attrs["src"])
+        elif tag == "a" and not attrs["href"].startswith("#"):
+            self.links.append(attrs["href"])
+        elif tag == "a":
+            self.anchors.append(attrs["href"][1:])
+        elif "id" in attrs:
+            self.ids.append(attrs["id"])
+
+
+def _png_size(fig):
+    w, h = fig.get_size_inches() * report.PNG_DPI
+    return round(w), round(h)
+
+
+def test_files_exist_and_open(made):
+    result, shard_recs, _ = made
+    names = [i.filename for i in result.items]
+    assert names[:3] == ["summary.txt", "layout.png", "layout.txt"]
+    # shard figures: momentum and Nesterov (not plain) at iterations 3, 10 and the last (12)
+    assert [n for n in names if n.startswith("shards-")] == [
+        f"shards-{c}-iter{i:03d}.png" for i in (3, 10, 12) for c in ("momentum", "nesterov")]
+    assert names[-2:] == ["paths.png", "paths.gif"]
+    assert sorted(os.listdir(result.directory)) == sorted(names + ["index.html"])
+    for path in result.paths():
+        assert os.path.getsize(path) > 100, path
+    for item in result.items:
+        path = os.path.join(result.directory, item.filename)
+        if item.filename.endswith(".png"):
+            with Image.open(path) as im:
+                assert im.format == "PNG"
+                assert 500 <= im.width <= 2000 and 400 <= im.height <= 1500, (item, im.size)
+        elif item.filename.endswith(".gif"):
+            with Image.open(path) as im:
+                assert im.format == "GIF" and im.n_frames == GIF_FRAMES > 1
+                assert 600 <= im.width <= 1500 and 250 <= im.height <= 1000
+                first = np.asarray(im.convert("RGB"))
+                im.seek(im.n_frames - 1)
+                last = np.asarray(im.convert("RGB"))
+            assert np.any(first != last)  # the animation moves
+        else:
+            assert item.kind == "text"
+
+
+def test_index_shows_every_file(made):
+    result, _, _ = made
+    with open(result.index, encoding="utf-8") as f:
+        page = f.read()
+    refs = _Refs()
+    refs.feed(page)
+    images = [i.filename for i in result.items if i.kind == "image"]
+    texts = [i.filename for i in result.items if i.kind == "text"]
+    assert refs.imgs == images and refs.links == texts
+    assert refs.anchors == refs.ids and len(refs.ids) == len(result.items)  # contents list
+    for name in refs.imgs + refs.links:
+        assert os.path.exists(os.path.join(result.directory, name)), name
+    for item in result.items:  # every caption is on the page
+        assert html.escape(item.caption) in page
+    # the text files are shown inline as well
+    with open(os.path.join(result.directory, "layout.txt"), encoding="utf-8") as f:
+        assert html.escape(f.read().strip()) in page
+
+
+def test_layout_text_and_figure_are_the_recorded_layout(made):
+    result, shard_recs, _ = made
+    rec = shard_recs["nesterov"]
+    with open(os.path.join(result.directory, "layout.txt"), encoding="utf-8") as f:
+        assert f.read() == str(layout_table(rec, name="w")) + "\n"
+    fig = report.layout_figure(rec)
+    blocks = [p for ax in fig.axes for p in ax.patches if (p.get_gid() or "").startswith("block-")]
+    geom = rec.geometry("w")
+    assert len(blocks) == geom.num_unique == 8
+    with Image.open(os.path.join(result.directory, "layout.png")) as im:
+        assert im.size == _png_size(fig)
+
+
+def test_path_figure_holds_the_recorded_paths_and_arrows(made):
+    result, _, paths = made
+    step = report.arrow_step(paths)
+    fig = report.path_figure(paths, demo.path_surface())
+    ax = fig.axes[0]
+    lines = {l.get_gid(): l for l in ax.lines if l.get_gid()}
+    for name, rec in paths.items():
+        np.testing.assert_allclose(lines[f"path:{name}"].get_xydata(), rec.path("w"), rtol=1e-6)
+        # the marked position is the parameter before the arrowed update
+        np.testing.assert_allclose(lines[f"position:{name}"].get_xydata()[0], rec.path("w")[step])
+    arrows = {q.get_gid() for q in ax.collections if (q.get_gid() or "").startswith("arrow:")}
+    assert arrows == {"arrow:momentum:gradient", "arrow:momentum:momentum",
+                      "arrow:nesterov:gradient", "arrow:nesterov:lookahead"}
+    assert f"step {int(paths['momentum'].steps[step])}" in ax.get_title()
+    with Image.open(os.path.join(result.directory, "paths.png")) as im:
+        assert im.size == _png_size(fig)
+
+
+def _segment_distance(point, end):
+    """Distance from ``point`` to the segment from the origin to ``end``."""
+    t = np.clip(point @ end / (end @ end), 0.0, 1.0)
+    return float(np.hypot(*(point - t * end)))
+
+
+def test_arrow_step_is_where_the_arrows_leave_the_path(made):
+    _, _, paths = made
+    scores = []
+    for i in range(PATH_STEPS):
+        score = 0.0
+        for rec in paths.values():
+            update = geo.decompose_update(rec, "w", i)
+            (_, first), (_, second) = update.terms  # momentum/look-ahead, then gradient
+            np.testing.assert_allclose(first + second, update.total, atol=1e-5)
+            score += _segment_distance(first, update.total)
+        scores.append(score)
+    step = report.arrow_step(paths)
+    assert scores[step] == pytest.approx(max(scores)) and scores[step] > 0.1
+    assert step > 0  # at step 0 the velocity is still zero: no momentum arrow
+    assert step == 3  # what the demo's settings give: momentum overshoots, gradient pulls back
+
+
+def test_shard_figures_hold_the_recorded_velocity(made):
+    result, shard_recs, _ = made
+    rec = shard_recs["momentum"]
+    velocity = rec.global_values("w", "velocity")
+    for i in report.shard_steps(len(rec)):
+        fig = report.shard_figure(rec, "w", i)
+        heat = fig.axes[0].images[0]
+        np.testing.assert_array_equal(np.asarray(heat.get_array()), velocity[i])
+        assert f"iteration {int(rec.steps[i])}" in fig.axes[0].get_title()
+        name = f"shards-momentum-iter{int(rec.steps[i]):03d}.png"
+        with Image.open(os.path.join(result.directory, name)) as im:
+            assert im.size == _png_size(fig)
+
+
+def test_report_prints_nothing_and_rejects_empty_input(made, tmp_path, capsys):
+    result, shard_recs, paths = made
+    capsys.readouterr()
+    messages = []
+    report.write_report(tmp_path, {"nesterov": shard_recs["nesterov"]}, paths,
+                        demo.path_surface(), iterations=(2,), gif_frames=2,
+                        progress=messages.append)
+    assert capsys.readouterr() == ("", "")
+    assert messages[0] == "writing layout.png" and messages[-1].startswith("animating")
+    with pytest.raises(ValueError, match="path_recordings must be a non-empty dict"):
+        report.write_report(tmp_path, shard_recs, {}, demo.path_surface())
+
