@@ -126,6 +126,8 @@ def _variants(mesh, make):
     for label, kw in [
         ("stats p,v,g every step", dict(mode="stats")),
         ("full p,v every step", dict(kinds=("param", "velocity"), max_steps=8)),
+        ("full p,v every step, read at flush (buffer_steps=0)",
+         dict(kinds=("param", "velocity"), max_steps=8, buffer_steps=0)),
         ("full p,v every 10 steps", dict(kinds=("param", "velocity"), every=10, max_steps=8)),
     ]:
         rec = dtsgd_viz.Recorder(**kw)
@@ -252,12 +254,18 @@ def _view_latency(full_recording, moves=30):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="3 blocks instead of 20 (smoke test)")
+    ap.add_argument("--only", choices=["2048", "256", "mlp"], help="measure one workload")
+    ap.add_argument("--no-views", action="store_true", help="skip the view and import timings")
     args = ap.parse_args(argv)
     blocks = 3 if args.quick else 20
     rows = []
-    for label, build in [("2048x2048 on 2x4", lambda: _matrix_workload(2048)),
-                         ("256x256 on 2x4", lambda: _matrix_workload(256)),
-                         ("sharded MLP (LayoutMap)", _mlp_workload)]:
+    workloads = [("2048", "2048x2048 on 2x4", lambda: _matrix_workload(2048)),
+                 ("256", "256x256 on 2x4", lambda: _matrix_workload(256)),
+                 ("mlp", "sharded MLP (LayoutMap)", _mlp_workload)]
+    full_rec = None
+    for key, label, build in workloads:
+        if args.only and key != args.only:
+            continue
         print(f"measuring {label} ...", file=sys.stderr, flush=True)
         mesh, make, _ = build()
         variants = _variants(mesh, make)
@@ -266,28 +274,35 @@ def main(argv=None):
         for v in variants:
             rows.append((label, v.name, med[v.name] / base))
         if label.startswith("2048"):
-            full = next(v for v in variants if v.name == "full p,v every step")
             per_step_bytes = 2 * 2048 * 2048 * 4
-            extra = med[full.name] - base
             copy = _copy_time(per_step_bytes)
-            rows.append((label, "full mode extra time per byte / np.copyto per byte", extra / copy))
+            for v in variants:
+                if v.name.startswith("full p,v every step"):
+                    rows.append((label, f"{v.name}: extra time per byte / np.copyto per byte",
+                                 (med[v.name] - base) / copy))
+            full = next(v for v in variants if v.name == "full p,v every step")
             r = full_rec = full.rec.recording
             raw = len(r) * per_step_bytes + r.initial("w").nbytes
             rows.append((label, "recorded bytes / raw unique shard bytes", r.nbytes / raw))
-    print("measuring view latency ...", file=sys.stderr, flush=True)
-    slider, full_draw, shards, bare = _view_latency(full_rec)
-    t_import, t_numpy, t_pass, light = _import_times()
+    views = None
+    if not args.no_views and full_rec is not None:
+        print("measuring view latency ...", file=sys.stderr, flush=True)
+        views = _view_latency(full_rec)
+        imports = _import_times()
     print()
     print(f"| workload | measure | ratio |\n|---|---|---|")
     for label, name, ratio in rows:
         print(f"| {label} | {name} | {ratio:.2f}x |")
-    print(f"| views | PathExplorer slider move, 3 x 10,000 steps / one full plot_paths draw | "
-          f"{slider / full_draw:.3f}x ({slider * 1e3:.1f} ms median) |")
-    print(f"| views | plot_shards of the 2048x2048 velocity / a bare imshow of it | "
-          f"{shards / bare:.2f}x ({shards * 1e3:.0f} ms median) |")
-    print(f"| import | `import dtsgd_viz` / `import numpy` (process start included) | "
-          f"{t_import / t_numpy:.2f}x ({t_import - t_pass:.2f} s over an empty interpreter; "
-          f"TensorFlow imported: {not light}) |")
+    if views:
+        slider, full_draw, shards, bare = views
+        t_import, t_numpy, t_pass, light = imports
+        print(f"| views | PathExplorer slider move, 3 x 10,000 steps / one full plot_paths draw | "
+              f"{slider / full_draw:.3f}x ({slider * 1e3:.1f} ms median) |")
+        print(f"| views | plot_shards of the 2048x2048 velocity / a bare imshow of it | "
+              f"{shards / bare:.2f}x ({shards * 1e3:.0f} ms median) |")
+        print(f"| import | `import dtsgd_viz` / `import numpy` (process start included) | "
+              f"{t_import / t_numpy:.2f}x ({t_import - t_pass:.2f} s over an empty interpreter; "
+              f"TensorFlow imported: {not light}) |")
     print(f"\nmedian over {blocks} blocks of {BLOCK} steps per variant, interleaved; "
           f"{os.cpu_count()} CPUs; python {sys.version.split()[0]}, tensorflow {tf.__version__}")
 

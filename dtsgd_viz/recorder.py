@@ -94,16 +94,22 @@ class Recorder:
         (default 1000) instead.
       buffer_steps: device-side slots between flushes inside ``tf.function``. Full mode:
         up to 8 within a 128 MiB budget (each slot adds branches to the traced graph);
-        stats mode: 512.
+        stats mode: 512. Full mode with ``buffer_steps=0`` stages nothing but gradients and
+        reads parameters and velocities from the variables at each flush: the cheapest
+        way when something flushes after every recorded step (``rec.loop``, the Keras
+        callback); steps no flush saw are then reported in ``dropped_steps``.
     """
 
     def __init__(self, every=1, kinds=KINDS, variables=None, buffer_steps=None, mode="full",
                  max_steps=None, decimate=False):
         _check_int("every", every)
-        _check_int("buffer_steps", buffer_steps, allow_none=True)
+        _check_int("buffer_steps", buffer_steps, minimum=0, allow_none=True)
         _check_int("max_steps", max_steps, allow_none=True)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {list(MODES)}. Received: mode={mode!r}.")
+        if buffer_steps == 0 and mode != "full":
+            raise ValueError("buffer_steps=0 (read at every flush) is for mode='full' only. "
+                             f"Received: mode={mode!r}.")
         if not isinstance(decimate, bool):
             raise TypeError(f"decimate must be True or False. Received: {decimate!r}.")
         self.every, self.mode = every, mode
@@ -152,12 +158,14 @@ class Recorder:
             else (self._watched[0].layout.mesh if self._watched else None)
         )
         per_step = sum(w.nbytes_unique for w in self._watched) * len(self.kinds)
-        if self.mode == "stats":
+        if self._buffer_steps == 0:
+            self.buffer_steps = 0
+        elif self.mode == "stats":
             self.buffer_steps = self._buffer_steps or STATS_BUFFER_STEPS
         else:
             self.buffer_steps = self._buffer_steps or int(
                 min(MAX_BUFFER_STEPS, max(2, STAGING_BUDGET_BYTES // max(per_step, 1))))
-        self._row_slots = self.buffer_steps
+        self._row_slots = max(1, self.buffer_steps)
         self._by_name = {w.name: w for w in self._watched}
         self._last_step = int(_dtensor.unpack(optimizer.iterations)[0])
         # on_build runs eagerly (tf-keras builds in init_scope) right before the first update
@@ -171,7 +179,10 @@ class Recorder:
         with tf.init_scope():
             self._meta = _capture.RowBuffer(self._row_slots, 3, self._mesh)
             if self.mode == "full":
-                self._ring = _capture.ValueRing(self.buffer_steps, self._watched, self.kinds)
+                # buffer_steps=0: parameters and velocities are read from the variables at
+                # each flush; only gradients (which no variable holds) are staged
+                kinds = self.kinds if self.buffer_steps else [k for k in self.kinds if k == "grad"]
+                self._ring = _capture.ValueRing(max(1, self.buffer_steps), self._watched, kinds)
                 self._stats = None
             else:
                 self._ring = None
@@ -238,11 +249,11 @@ class Recorder:
         # the previous update's results, read before this update changes them
         prev = tf.cast(optimizer.iterations.read_value(), tf.int64)
         due = tf.logical_and(prev > 0, tf.equal(prev % self.every, 0))
-        slot = (prev // self.every) % self.buffer_steps
+        slot = (prev // self.every) % max(1, self.buffer_steps)
         pv = self._pv_values(optimizer, {optimizer._var_key(v): p for v, p in zip(variables, params)})
         pv = {k: v for k, v in pv.items() if k[1] in self.kinds}
         if self._ring is not None:
-            if pv:
+            if pv and self.buffer_steps:
                 self._ring.write(due, slot, pv)
         else:
             index = tf.where(due, slot, tf.constant(self.buffer_steps, tf.int64))
@@ -265,7 +276,7 @@ class Recorder:
                                   tf.constant(self._meta.slots, tf.int64)))
         if "grad" not in self.kinds:
             return
-        slot = (it // self.every) % self.buffer_steps
+        slot = (it // self.every) % max(1, self.buffer_steps)
         if self._ring is not None:
             self._ring.write(record, slot, grads)
         else:
@@ -328,7 +339,7 @@ class Recorder:
         metas = {int(r[0]): r for r in self._meta.read() if r[0] > self._last_step}
         first = self._last_step // self.every + 1
         expected = [s * self.every for s in range(first, current // self.every + 1)]
-        span = self.buffer_steps * self.every
+        span = max(1, self.buffer_steps) * self.every
         stats = ({key: buf.read() for key, buf in self._stats.items()}
                  if self._stats is not None and any(s + span >= current for s in expected) else None)
         live = None
@@ -336,13 +347,14 @@ class Recorder:
         for step in expected:
             meta = metas.get(step)
             grad_ok = "grad" not in self.kinds or current < step + span
-            pv_ok = not self._pv_kinds() or current <= step + span
+            pv_ok = (not self._pv_kinds() or step == current
+                     or (self.buffer_steps > 0 and current <= step + span))
             if meta is None or not (grad_ok and pv_ok):
                 dropped.append(step)
                 continue
             if not self._log.wants(step):
                 continue
-            slot = (step // self.every) % self.buffer_steps
+            slot = (step // self.every) % max(1, self.buffer_steps)
             data = {}
             for w in self._watched:
                 for kind in self.kinds:
@@ -383,8 +395,10 @@ class Recorder:
             self.flush()
 
     def _flush_interval(self) -> int:
-        slots = getattr(self, "buffer_steps", None) or self._buffer_steps or 2
-        return max(1, slots * self.every // 2)
+        slots = getattr(self, "buffer_steps", self._buffer_steps)
+        if slots == 0:  # read at every flush: flush after every recorded step
+            return self.every
+        return max(1, (slots or 2) * self.every // 2)
 
     def keras_callback(self):
         """A tf-keras ``Callback`` that flushes during and after ``model.fit``."""

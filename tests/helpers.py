@@ -3,6 +3,7 @@ numpy can compute independently."""
 
 import numpy as np
 import tensorflow as tf
+import tf_keras
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
@@ -94,3 +95,19 @@ LAYOUT_CASES = [
     ({"x": 2, "y": 2}, (4, 6), ("x", "y")),
 ]
 CASE_IDS = [f"{'x'.join(map(str, m.values()))}-{s}-{'.'.join(p)}" for m, s, p in LAYOUT_CASES]
+
+
+def layoutmap_mlp(mesh, name=None):
+    """A 4 -> 16 (tanh) -> 1 tf-keras MLP whose weights a LayoutMap shards over ``model``
+    (the bias of the output layer replicated), seeded."""
+    lm = tf_keras.dtensor.experimental.LayoutMap(mesh=mesh)
+    lm["d1.*kernel"] = dtensor.Layout(["unsharded", "model"], mesh)
+    lm["d1.*bias"] = dtensor.Layout(["model"], mesh)
+    lm["d2.*kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
+    lm["d2.*bias"] = dtensor.Layout.replicated(mesh, 1)
+    with lm.scope():
+        tf_keras.utils.set_random_seed(0)
+        return tf_keras.Sequential([
+            tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
+            tf_keras.layers.Dense(1, name="d2"),
+        ], name=name)

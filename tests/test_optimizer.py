@@ -9,7 +9,7 @@ from tensorflow.experimental import dtensor
 
 import dtsgd_viz
 from dtsgd_viz import _dtensor, reference
-from helpers import Problem, layout, make_sgd, run
+from helpers import Problem, layout, layoutmap_mlp, make_sgd, run
 
 
 def test_is_the_dtensor_sgd():
@@ -159,18 +159,7 @@ def test_hook_sees_read_only_values_and_custom_hooks_work():
 
 
 def _mlp(mesh):
-    lm = tf_keras.dtensor.experimental.LayoutMap(mesh=mesh)
-    lm["d1.*kernel"] = dtensor.Layout(["unsharded", "model"], mesh)
-    lm["d1.*bias"] = dtensor.Layout(["model"], mesh)
-    lm["d2.*kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
-    lm["d2.*bias"] = dtensor.Layout.replicated(mesh, 1)
-    with lm.scope():
-        tf_keras.utils.set_random_seed(0)
-        model = tf_keras.Sequential([
-            tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
-            tf_keras.layers.Dense(1, name="d2"),
-        ])
-    return model
+    return layoutmap_mlp(mesh)
 
 
 def _data(n=64):

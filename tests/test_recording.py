@@ -63,7 +63,8 @@ def test_kinds_and_variables_selection():
         (dict(every=1.5), r"Received: every=1.5"),
         (dict(kinds=("param", "momentum")), r"Unknown kind\(s\) \['momentum'\]. Allowed: \['param', 'velocity', 'grad'\]"),
         (dict(kinds=()), "Unknown kind"),
-        (dict(buffer_steps=0), "buffer_steps must be None or an integer >= 1"),
+        (dict(buffer_steps=-1), r"buffer_steps must be None or an integer >= 0. Received: buffer_steps=-1"),
+        (dict(buffer_steps=0, mode="stats"), "buffer_steps=0 .* is for mode='full' only"),
     ],
 )
 def test_recorder_bad_inputs(kwargs, match):
@@ -257,3 +258,27 @@ def test_check_recording_flags_a_tampered_step():
     assert list(dtsgd_viz.reference.check_recording(r)["w"]) == []
     r.record("w").blocks["param"][2] += 1e-3  # pretend step 3 moved wrongly
     assert list(dtsgd_viz.reference.check_recording(r)["w"]) == [3, 4]
+
+
+@pytest.mark.parametrize("kinds", [("param", "velocity"), ("param", "velocity", "grad")])
+def test_read_at_flush_mode_equals_eager_capture(kinds):
+    """buffer_steps=0 stages only gradients and reads parameters and velocities from the
+    variables at each flush (rec.loop flushes after every recorded step)."""
+    eager, _, _ = _recorded(6, "eager", kinds=kinds, every=2)
+    direct, _, _ = _recorded(6, "graph", kinds=kinds, every=2, buffer_steps=0)
+    a, b = eager.recording, direct.recording
+    assert list(b.steps) == [2, 4, 6] and len(b.dropped_steps) == 0
+    for kind in kinds:
+        np.testing.assert_array_equal(a.global_values("w", kind), b.global_values("w", kind))
+
+
+def test_read_at_flush_mode_reports_what_no_flush_saw():
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    problem = Problem((4, 8), layout(mesh, "x", "y"))
+    rec = dtsgd_viz.Recorder(kinds=("param", "velocity"), buffer_steps=0)
+    step = problem.graph_step(make_sgd(MOMENTUM, mesh, hooks=[rec]))
+    for _ in range(3):
+        step()
+    with pytest.warns(RuntimeWarning, match=r"2 recorded step\(s\) \(1\.\.2\)"):
+        r = rec.recording
+    assert list(r.steps) == [3] and list(r.dropped_steps) == [1, 2]

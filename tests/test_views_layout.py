@@ -27,7 +27,7 @@ from dtsgd_viz import shard_geometry  # noqa: E402
 from dtsgd_viz.views._layout_geometry import (  # noqa: E402
     compact_devices, layout_picture, pick_indices, shortest_devices)
 from dtsgd_viz.views.style import device_color  # noqa: E402
-from helpers import CASE_IDS, LAYOUT_CASES, layout  # noqa: E402
+from helpers import CASE_IDS, LAYOUT_CASES, layout, layoutmap_mlp  # noqa: E402
 
 
 # ---- reading a figure back -----------------------------------------------------------
@@ -305,17 +305,7 @@ def test_hypothetical_layout_needs_no_tensorflow(tmp_path):
 
 
 def _model(mesh):
-    lm = tf_keras.dtensor.experimental.LayoutMap(mesh=mesh)
-    lm["d1.*kernel"] = dtensor.Layout(["unsharded", "model"], mesh)
-    lm["d1.*bias"] = dtensor.Layout(["model"], mesh)
-    lm["d2.*kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
-    lm["d2.*bias"] = dtensor.Layout.replicated(mesh, 1)
-    with lm.scope():
-        tf_keras.utils.set_random_seed(0)
-        return tf_keras.Sequential([
-            tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
-            tf_keras.layers.Dense(1, name="d2"),
-        ], name="mlp")
+    return layoutmap_mlp(mesh, name="mlp")
 
 
 def test_model_table_of_a_layoutmap_model_after_one_step():
