@@ -16,6 +16,7 @@ import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz import _dtensor
 from dtsgd_viz.views import _shard_geometry as sg
+from dtsgd_viz.views import shards as sv
 from dtsgd_viz.views.shards import draw_shards, plot_shards, shard_norms
 from helpers import Problem, layout, make_sgd, run
 
@@ -305,3 +306,82 @@ def test_pure_helpers():
     assert sg.iteration_ticks(np.array([10, 20, 30])) == ([0, 1, 2], ["10", "20", "30"])
     assert sg.symmetric_limit(np.array([np.nan, -3.0, 2.0])) == 3.0
     assert sg.symmetric_limit(np.zeros(3)) == 1.0
+
+
+# ---- stats-mode recordings ----------------------------------------------------------------
+
+
+def _same_run(mode, steps=STEPS):
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    problem = Problem((4, 8), layout(mesh, "x", "y"), seed=0)
+    rec = dtsgd_viz.Recorder(mode=mode)
+    run(problem, make_sgd(CONFIGS["nesterov"], mesh, hooks=[rec]), steps, mode="eager-apply")
+    return rec.recording
+
+
+@pytest.fixture(scope="module")
+def stats_and_full():
+    return _same_run("stats"), _same_run("full")
+
+
+def _note(ax):
+    note = next(t for t in ax.texts if t.get_gid() == "stats-only-note")
+    return " ".join(note.get_text().split())
+
+
+def test_stats_recording_draws_norms_and_says_values_are_missing(stats_and_full):
+    stats, full = stats_and_full
+    assert stats.mode == "stats"
+    with pytest.raises(ValueError, match="mode='stats'"):
+        stats.global_values("w", "velocity")  # what the view used to fail with
+    for kind in ("velocity", "grad", "param"):
+        fig = plot_shards(stats, "w", kind, step=3)
+        heat_ax, norm_ax = _figure_parts(fig)
+        shown = norm_ax.images[0].get_array()
+        np.testing.assert_array_equal(shown, stats.shard_stats("w", kind)[..., 0])
+        np.testing.assert_array_equal(shard_norms(stats, "w", kind),
+                                      stats.shard_stats("w", kind)[..., 0])
+        full_norms = _figure_parts(plot_shards(full, "w", kind, step=3))[1].images[0].get_array()
+        np.testing.assert_allclose(shown, full_norms, rtol=1e-5)
+        # no heatmap: the device blocks and a note in its place
+        assert not heat_ax.images
+        assert _note(heat_ax) == sv.STATS_ONLY_TEXT
+        assert "values not recorded" in _note(heat_ax) and "mode='full'" in _note(heat_ax)
+        assert _outlines(heat_ax) == _outlines(_figure_parts(plot_shards(full, "w", kind))[0])
+        assert set(_labels(heat_ax)) == {f"CPU:{d}" for d in range(8)}
+        assert f"{kind} of 'w' at iteration {stats.steps[3]}" in heat_ax.get_title()
+        step_line = next(l for l in norm_ax.lines if l.get_gid() == "step-line")
+        assert list(step_line.get_ydata()) == [3, 3]
+    fig = plot_shards(stats, "w", "velocity", step=3)
+    fig.savefig("/tmp/stats_view.png")
+    view = draw_shards(stats, "w", "velocity", 0)
+    view.set_step(4)
+    view.set_kind("grad")
+    assert list(view.step_line.get_ydata()) == [4, 4] and view.heatmap is None
+    np.testing.assert_array_equal(view.norm_image.get_array(),
+                                  stats.shard_stats("w", "grad")[..., 0])
+    with pytest.raises(ValueError, match="Unknown kind 'momentum'"):
+        plot_shards(stats, "w", "momentum")
+    with pytest.raises(ValueError, match="Unknown variable 'nope'"):
+        plot_shards(stats, "nope")
+
+
+def test_stats_recording_marks_nonfinite_steps():
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    lay = layout(mesh, "x", "y")
+    problem = Problem((4, 8), lay)
+    rec = dtsgd_viz.Recorder(mode="stats")
+    opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh, hooks=[rec])
+    for step in range(1, 6):
+        g = np.full((4, 8), 0.5, np.float32)
+        if step == 3:
+            g[1, 5] = np.nan
+        opt.apply_gradients([(_dtensor.put(g, lay), problem.var)])
+    r = rec.recording
+    heat_ax, norm_ax = _figure_parts(plot_shards(r, "w", "grad", 2))
+    assert "holds NaN/Inf" in heat_ax.get_title()
+    marks = next(l for l in norm_ax.lines if l.get_gid() == "nonfinite-marks")
+    assert list(marks.get_ydata()) == [2, 3, 4]
+    mask = np.ma.getmaskarray(norm_ax.images[0].get_array())
+    assert list(zip(*np.nonzero(mask))) == [(2, 2)]  # device 2 holds [1, 5]
+    assert "NaN" not in _figure_parts(plot_shards(r, "w", "grad", 1))[0].get_title()

@@ -183,3 +183,29 @@ def test_ipywidgets_stay_out_of_the_views():
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_explorer_on_a_stats_recording():
+    """Stats mode keeps norms only: the step slider moves the step line, the kind picker
+    swaps the norm panel, and the heatmap's place says values were not recorded."""
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    problem = Problem((4, 8), layout(mesh, "x", "y"), seed=0)
+    rec = dtsgd_viz.Recorder(mode="stats")
+    run(problem, make_sgd(CONFIGS["nesterov"], mesh, hooks=[rec]), STEPS, mode="eager-apply")
+    r = rec.recording
+    w = ShardExplorer(r)
+    heat_ax, norm_ax = w.figure.axes[:2]
+    assert not heat_ax.images and w.view.heatmap is None
+    note = next(t for t in heat_ax.texts if t.get_gid() == "stats-only-note")
+    assert "values not recorded" in note.get_text() and "mode='full'" in note.get_text()
+    norm_image = norm_ax.images[0]
+    step_line = next(l for l in norm_ax.lines if l.get_gid() == "step-line")
+    np.testing.assert_array_equal(norm_image.get_array(), r.shard_stats("w", "velocity")[..., 0])
+    png, renders = w.image.value, w.renders
+    w.slider.value = 4
+    assert list(step_line.get_ydata()) == [4, 4] and w.renders == renders + 1
+    assert f"at iteration {r.steps[4]}" in heat_ax.get_title() and w.image.value != png
+    w.kind.value = "grad"
+    assert norm_ax.images[0] is norm_image
+    np.testing.assert_array_equal(norm_image.get_array(), r.shard_stats("w", "grad")[..., 0])
+    assert "grad of 'w'" in heat_ax.get_title() and list(step_line.get_ydata()) == [4, 4]

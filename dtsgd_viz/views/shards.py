@@ -7,6 +7,10 @@ beside a steps x devices panel of each shard's L2 norm over time::
 
 ``ShardsView`` holds the artists so a widget can move to another step or kind by
 updating them in place (``set_step``, ``set_kind``) instead of rebuilding the figure.
+
+A ``Recorder(mode="stats")`` recording keeps each shard's norm/mean/max but not its
+values: the norm panel is drawn from the stored norms as usual, and the heatmap's place
+holds the device blocks and ``STATS_ONLY_TEXT`` instead.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ NONFINITE_COLOR = "black"     # NaN/Inf cells: outside both RdBu and viridis' br
 STEP_COLOR = "#CC79A7"        # Okabe-Ito reddish purple: the shown step
 MISMATCH_COLOR = "#D55E00"    # Okabe-Ito vermillion: replicas disagree
 OUTLINE_COLOR = "black"
+STATS_ONLY_TEXT = ("values not recorded: Recorder(mode='stats') keeps per-shard "
+                   "norm/mean/max only; record with mode='full' for the heatmap")
 
 
 def _cmap(name):
@@ -54,7 +60,8 @@ def _norm(scale, vmin, vmax):
 class ShardsView:
     """The shard values view drawn on ``heat_ax`` (and ``norm_ax`` unless None).
 
-    Attributes tests and widgets use: ``heatmap`` and ``norm_image`` (``AxesImage``),
+    Attributes tests and widgets use: ``heatmap`` and ``norm_image`` (``AxesImage``;
+    ``heatmap`` is None for a stats-mode recording, whose ``stats_note`` ``Text`` says why),
     ``outlines`` and ``labels`` (one ``Rectangle`` and one ``Text`` per rectangle of
     a block: rank-3+ blocks can have several), ``patches`` (the ``BlockPatch``
     geometry behind both, one per replica group),
@@ -67,7 +74,8 @@ class ShardsView:
         self.recording, self.name = recording, name
         self.index = step_index(recording, step)
         self.kind = kind
-        self.values = recording.global_values(name, kind)  # raises for unknown name/kind
+        self.stats_only = getattr(recording, "mode", "full") == "stats"
+        self._load(kind)  # raises for unknown name/kind
         self.heat_ax, self.norm_ax = heat_ax, norm_ax
         self.figure = heat_ax.figure
         self.geometry = recording.geometry(name)
@@ -75,7 +83,11 @@ class ShardsView:
         self.short_names = tuple(d.rsplit("device:", 1)[-1] for d in self.devices)
         self.colors = [style.device_color(d, len(self.devices)) for d in range(len(self.devices))]
         self.nonfinite_idx, self.mismatch_idx = flagged_steps(recording, name)
-        self._draw_heatmap()
+        self.stats_note = None
+        if self.stats_only:
+            self._draw_blocks_only()
+        else:
+            self._draw_heatmap()
         self.norm_image = self.step_line = None
         self.nonfinite_marks = self.mismatch_marks = None
         self.hatches = []
@@ -84,7 +96,59 @@ class ShardsView:
         self._legend()
         self._update_titles()
 
+    def _load(self, kind):
+        """``values`` (full mode) or ``stats`` (stats mode) of ``kind``."""
+        if self.stats_only:
+            self.values, self.stats = None, self.recording.shard_stats(self.name, kind)
+        else:
+            self.values, self.stats = self.recording.global_values(self.name, kind), None
+
+    def _holds_nonfinite(self, i) -> bool:
+        data = self.stats[i] if self.stats_only else self.values[i]
+        return not np.all(np.isfinite(data))
+
     # ---- building ---------------------------------------------------------------------
+
+    def _draw_blocks_only(self):
+        """Stats mode: the device blocks outlined and labelled, no values, and a note."""
+        import textwrap
+        from matplotlib.patches import Rectangle
+        ax, shape = self.heat_ax, self.geometry.global_shape
+        rows, cols = image_shape(shape)
+        ratio = rows / cols
+        self.heatmap = self.colorbar = None
+        ax.set_xlim(0, cols)
+        ax.set_ylim(rows, 0)
+        ax.set_aspect("equal" if 1 / 3 <= ratio <= 3 else "auto")
+        if not 1 / 3 <= ratio <= 3:
+            ax.set_box_aspect(min(max(ratio, 0.22), 2.5))
+        ax.set_facecolor("#EEEEEE")
+        self.patches = block_patches(self.geometry, self.short_names)
+        self.outlines, self.labels, self.label_rects = [], [], []
+        for p in self.patches:
+            color = self.colors[p.devices[0]]
+            for x, y, w, h in p.rects:
+                self.outlines.append(ax.add_patch(Rectangle(
+                    (x, y), w, h, fill=False, edgecolor=OUTLINE_COLOR, lw=1.8, zorder=3,
+                    gid=f"block-{p.group}")))
+                self.labels.append(ax.text(
+                    x + w / 2, y + h / 2, p.label, ha="center", va="center", zorder=4,
+                    fontsize=style.FONT_SIZE - 1, color=_text_color(color), bbox=_chip(color),
+                    gid=f"label-{p.group}"))
+                self.label_rects.append((x, y, w, h))
+        for y in slice_boundaries(shape):
+            ax.axhline(y, color="white", lw=3, zorder=3.5)
+        self.nonfinite_cells = None
+        ax.set_xticks([])
+        ax.set_yticks([])
+        note = axis_labels(self.geometry.layout)[2]
+        ax.set_xlabel("device blocks of the global tensor" + (f"\n{note}" if note else ""))
+        text = textwrap.fill(STATS_ONLY_TEXT, 34, break_on_hyphens=False)
+        self.stats_note = ax.text(
+            0.5, 0.5, text, transform=ax.transAxes,
+            ha="center", va="center", zorder=6, fontsize=style.FONT_SIZE,
+            bbox=dict(boxstyle="round,pad=0.5", facecolor="white", edgecolor="0.3",
+                      alpha=0.95), gid="stats-only-note")
 
     def _draw_heatmap(self):
         from matplotlib.patches import Rectangle
@@ -222,12 +286,13 @@ class ShardsView:
     def _update_titles(self):
         from matplotlib.colors import LogNorm
         r, i = self.recording, self.index
-        bad = " (holds NaN/Inf)" if not np.all(np.isfinite(self.values[i])) else ""
+        bad = " (holds NaN/Inf)" if self._holds_nonfinite(i) else ""
         if i in self.mismatch_idx:
             bad += " (replicas disagree)"
         legend_here = self.legend is not None and self.legend.axes is self.heat_ax
+        what = "device blocks of " if self.stats_only else ""
         self.heat_ax.set_title(
-            f"{self.kind} of {self.name!r} at iteration {r.steps[i]}{bad}\n"
+            f"{what}{self.kind} of {self.name!r} at iteration {r.steps[i]}{bad}\n"
             f"{settings_text(r, i)}  |  recorded step {i + 1} of {len(r)}",
             fontsize=style.FONT_SIZE + 1, pad=20 if legend_here else 6)
         if self.norm_ax is not None:
@@ -238,24 +303,26 @@ class ShardsView:
     def set_step(self, step: int) -> None:
         """Show recorded step ``step`` (an index into ``recording.steps``), in place."""
         self.index = step_index(self.recording, step)
-        image = as_image(self.values[self.index])
-        m = symmetric_limit(image)
-        self.heatmap.set_data(image)
-        self.heatmap.set_clim(-m, m)
-        self._set_nonfinite_cells(image)
+        if self.heatmap is not None:
+            image = as_image(self.values[self.index])
+            m = symmetric_limit(image)
+            self.heatmap.set_data(image)
+            self.heatmap.set_clim(-m, m)
+            self._set_nonfinite_cells(image)
         if self.step_line is not None:
             self.step_line.set_ydata([self.index, self.index])
         self._update_titles()
 
     def set_kind(self, kind: str) -> None:
         """Show another recorded kind (``param``/``velocity``/``grad``), in place."""
-        values = self.recording.global_values(self.name, kind)
-        self.kind, self.values = kind, values
+        self._load(kind)
+        self.kind = kind
         if self.norm_image is not None:
             norms = shard_norms(self.recording, self.name, kind)
             self.norm_image.set_data(norms)
             self.norm_image.set_norm(_norm(*norm_scale(norms)))
-        self.colorbar.set_label(f"{kind} value")
+        if self.colorbar is not None:
+            self.colorbar.set_label(f"{kind} value")
         self.set_step(self.index)
 
     def fit_labels(self, renderer=None) -> None:
@@ -284,7 +351,10 @@ def draw_shards(recording, name, kind="velocity", step=-1, *, ax=None) -> Shards
     whose ``set_step``/``set_kind`` update the artists in place."""
     check_not_empty(recording)
     step_index(recording, step)
-    recording.global_values(name, kind)  # unknown variable/kind: the Recording's own error
+    if getattr(recording, "mode", "full") == "stats":
+        recording.shard_stats(name, kind)  # unknown variable/kind: the Recording's own error
+    else:
+        recording.global_values(name, kind)
     if ax is None:
         heat_ax, norm_ax = new_figure().subplots(1, 2, width_ratios=[1.25, 1])
     elif isinstance(ax, (tuple, list)) and len(ax) == 2:
@@ -314,5 +384,9 @@ def plot_shards(recording, name, kind="velocity", step=-1, *, ax=None):
     ``ax``: None (a new figure), a pair ``(heatmap_ax, norm_ax)`` to draw into, or a
     single ``Axes`` for the heatmap alone. Unknown variables or kinds raise the
     Recording's ``ValueError``; so do out-of-range steps and empty recordings.
+
+    A ``Recorder(mode="stats")`` recording has no values: the norm panel shows its
+    stored shard norms, and the heatmap's place the device blocks and a note saying
+    to record with ``mode='full'`` for the heatmap.
     """
     return draw_shards(recording, name, kind, step, ax=ax).figure
