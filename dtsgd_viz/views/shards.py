@@ -112,7 +112,6 @@ class ShardsView:
     def _draw_blocks_only(self):
         """Stats mode: the device blocks outlined and labelled, no values, and a note."""
         import textwrap
-        from matplotlib.patches import Rectangle
         ax, shape = self.heat_ax, self.geometry.global_shape
         rows, cols = image_shape(shape)
         ratio = rows / cols
@@ -123,19 +122,7 @@ class ShardsView:
         if not 1 / 3 <= ratio <= 3:
             ax.set_box_aspect(min(max(ratio, 0.22), 2.5))
         ax.set_facecolor("#EEEEEE")
-        self.patches = block_patches(self.geometry, self.short_names)
-        self.outlines, self.labels, self.label_rects = [], [], []
-        for p in self.patches:
-            color = self.colors[p.devices[0]]
-            for x, y, w, h in p.rects:
-                self.outlines.append(ax.add_patch(Rectangle(
-                    (x, y), w, h, fill=False, edgecolor=OUTLINE_COLOR, lw=1.8, zorder=3,
-                    gid=f"block-{p.group}")))
-                self.labels.append(ax.text(
-                    x + w / 2, y + h / 2, p.label, ha="center", va="center", zorder=4,
-                    fontsize=style.FONT_SIZE - 1, color=_text_color(color), bbox=_chip(color),
-                    gid=f"label-{p.group}"))
-                self.label_rects.append((x, y, w, h))
+        self._draw_blocks(ax)
         for y in slice_boundaries(shape):
             ax.axhline(y, color="white", lw=3, zorder=3.5)
         self.nonfinite_cells = None
@@ -150,8 +137,25 @@ class ShardsView:
             bbox=dict(boxstyle="round,pad=0.5", facecolor="white", edgecolor="0.3",
                       alpha=0.95), gid="stats-only-note")
 
-    def _draw_heatmap(self):
+    def _draw_blocks(self, ax):
+        """Outline and label every device block (one per rectangle: rank-3+ blocks fall
+        apart into pieces)."""
         from matplotlib.patches import Rectangle
+        self.patches = block_patches(self.geometry, self.short_names)
+        self.outlines, self.labels, self.label_rects = [], [], []
+        for p in self.patches:
+            color = self.colors[p.devices[0]]
+            for x, y, w, h in p.rects:
+                self.outlines.append(ax.add_patch(Rectangle(
+                    (x, y), w, h, fill=False, edgecolor=OUTLINE_COLOR, lw=1.8, zorder=3,
+                    gid=f"block-{p.group}")))
+                self.labels.append(ax.text(
+                    x + w / 2, y + h / 2, p.label, ha="center", va="center", zorder=4,
+                    fontsize=style.FONT_SIZE - 1, color=_text_color(color), bbox=_chip(color),
+                    gid=f"label-{p.group}"))
+                self.label_rects.append((x, y, w, h))
+
+    def _draw_heatmap(self):
         from matplotlib.ticker import MaxNLocator, ScalarFormatter
         ax, shape = self.heat_ax, self.geometry.global_shape
         rows, cols = image_shape(shape)
@@ -175,20 +179,7 @@ class ShardsView:
         else:
             self.colorbar = self.figure.colorbar(self.heatmap, ax=ax, shrink=0.9,
                                                  label=f"{self.kind} value")
-        self.patches = block_patches(self.geometry, self.short_names)
-        # one outline and one label per rectangle: rank-3+ blocks fall apart into pieces
-        self.outlines, self.labels, self.label_rects = [], [], []
-        for p in self.patches:
-            color = self.colors[p.devices[0]]
-            for x, y, w, h in p.rects:
-                self.outlines.append(ax.add_patch(Rectangle(
-                    (x, y), w, h, fill=False, edgecolor=OUTLINE_COLOR, lw=1.8, zorder=3,
-                    gid=f"block-{p.group}")))
-                self.labels.append(ax.text(
-                    x + w / 2, y + h / 2, p.label, ha="center", va="center", zorder=4,
-                    fontsize=style.FONT_SIZE - 1, color=_text_color(color), bbox=_chip(color),
-                    gid=f"label-{p.group}"))
-                self.label_rects.append((x, y, w, h))
+        self._draw_blocks(ax)
         # short ticks with a shared power of ten: per-step limits never widen the labels
         formatter = ScalarFormatter(useMathText=True)
         formatter.set_powerlimits((-2, 3))
