@@ -129,10 +129,11 @@ class ValueRing:
                             for k in kinds} for _ in range(slots)]
 
     def write(self, predicate, slot, tensors):
-        """Assign ``tensors`` ({(name, kind): value}) into slot ``slot`` when ``predicate``."""
+        """Assign ``tensors`` ({(name, kind): value}, or a function returning them, called
+        inside the branch) into slot ``slot`` when ``predicate``."""
 
         def write(k):
-            for key, value in tensors.items():
+            for key, value in (tensors() if callable(tensors) else tensors).items():
                 self.values[k][key].assign(value)
             return tf.constant(True)
 
@@ -145,4 +146,6 @@ class ValueRing:
         tf.cond(predicate, lambda: select(0, self.slots), lambda: tf.constant(False))
 
     def read(self, slot, key):
-        return _dtensor.unpack(self.values[slot][key])
+        """Read-only views of the slot's shards (the next write to the slot lands in a
+        fresh buffer while a view is held)."""
+        return _dtensor.unpack(self.values[slot][key], copy=False)

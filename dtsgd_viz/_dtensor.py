@@ -167,13 +167,29 @@ def live_layout(x):
     return dtensor.fetch_layout(value)
 
 
-def unpack(x) -> list[np.ndarray]:
+def unpack(x, copy=True) -> list[np.ndarray]:
     """Per-device numpy shards of a DTensor (mesh device order), or ``[x]`` for a plain
-    value. Eager only; variables are read first."""
+    value. Eager only; variables are read first.
+
+    ``copy=False`` returns read-only views of the device buffers (CPU tensors) instead of
+    copies. They stay valid: TensorFlow never writes into a buffer someone else still
+    holds (an update to the variable copies it first, or assigns a fresh buffer)."""
     value = x.read_value() if isinstance(x, tf.Variable) else x
+    host = _copy if copy else _view
     if is_dtensor(value):
-        return [t.numpy() for t in dtensor.unpack(value)]
-    return [np.asarray(value.numpy())]
+        return [host(t) for t in dtensor.unpack(value)]
+    return [host(value)]
+
+
+def _copy(t) -> np.ndarray:
+    return np.asarray(t.numpy())
+
+
+def _view(t) -> np.ndarray:
+    try:  # zero-copy for tensors in host memory (all of them on a CPU mesh)
+        return np.asarray(memoryview(t))
+    except (TypeError, ValueError, BufferError):
+        return _copy(t)
 
 
 def put(array, layout):

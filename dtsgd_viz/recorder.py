@@ -35,7 +35,7 @@ from .recording import (
     check_kinds,
 )
 
-STAGING_BUDGET_BYTES = 128 * 2**20
+STAGING_BUDGET_BYTES = 256 * 2**20
 MAX_BUFFER_STEPS = 8
 STATS_BUFFER_STEPS = 512
 DEFAULT_DECIMATE_STEPS = 1000
@@ -93,7 +93,7 @@ class Recorder:
         ``decimate=True`` keep an evenly thinned history of at most ``max_steps``
         (default 1000) instead.
       buffer_steps: device-side slots between flushes inside ``tf.function``. Full mode:
-        up to 8 within a 128 MiB budget (each slot adds branches to the traced graph);
+        up to 8 within a 256 MiB budget (each slot adds branches to the traced graph);
         stats mode: 512. Full mode with ``buffer_steps=0`` stages nothing but gradients and
         reads parameters and velocities from the variables at each flush: the cheapest
         way when something flushes after every recorded step (``rec.loop``, the Keras
@@ -211,11 +211,12 @@ class Recorder:
             out[(w.name, "grad")] = grad
         return out
 
-    def _pv_values(self, optimizer, by_key=None):
+    def _pv_values(self, optimizer):
+        """The recorded parameters and velocities, read from the variables."""
         out = {}
         for w in self._watched:
-            p = (by_key or {}).get(optimizer._var_key(w.var))
-            out[(w.name, "param")] = p if p is not None else w.var.read_value()
+            if "param" in self.kinds:
+                out[(w.name, "param")] = w.var.read_value()
             if "velocity" in self.kinds:
                 out[(w.name, "velocity")] = optimizer.velocity(w.var).read_value()
         return out
@@ -233,8 +234,8 @@ class Recorder:
             if kind not in self.kinds:
                 continue
             w = self._by_name[name]
-            if self.mode == "full":
-                out[(name, kind)] = _dtensor.unpack(t)
+            if self.mode == "full":  # views, not copies: the one host copy is in _build
+                out[(name, kind)] = _dtensor.unpack(t, copy=False)
             else:
                 out[(name, kind)] = _capture.read_block_stats(_capture.block_stats(t, w.geometry), w)
         return out
@@ -250,12 +251,13 @@ class Recorder:
         prev = tf.cast(optimizer.iterations.read_value(), tf.int64)
         due = tf.logical_and(prev > 0, tf.equal(prev % self.every, 0))
         slot = (prev // self.every) % max(1, self.buffer_steps)
-        pv = self._pv_values(optimizer, {optimizer._var_key(v): p for v, p in zip(variables, params)})
-        pv = {k: v for k, v in pv.items() if k[1] in self.kinds}
         if self._ring is not None:
-            if pv and self.buffer_steps:
-                self._ring.write(due, slot, pv)
+            if self._pv_kinds() and self.buffer_steps:
+                # read inside the branch: nothing is read on steps not recorded, and the
+                # update's in-place assignments never wait on (or copy around) our reads
+                self._ring.write(due, slot, lambda: self._pv_values(optimizer))
         else:
+            pv = self._pv_values(optimizer)
             index = tf.where(due, slot, tf.constant(self.buffer_steps, tf.int64))
             for (name, kind), value in pv.items():
                 self._stats[(name, kind)].write(value, self._by_name[name], index)
@@ -385,20 +387,27 @@ class Recorder:
         """Iterate ``range(steps)`` (or any iterable), flushing the device buffers often
         enough that nothing is overwritten, and once more at the end."""
         items = range(steps) if isinstance(steps, int) else steps
-        flush_every = flush_every or self._flush_interval()
+        since = 0
         try:
-            for i, item in enumerate(items, 1):
+            for item in items:
                 yield item
-                if i % flush_every == 0:
+                since += 1
+                # asked each time: the slot count is known once the first update built it
+                if since >= (flush_every or self._flush_interval()):
                     self.flush()
+                    since = 0
         finally:
             self.flush()
 
     def _flush_interval(self) -> int:
-        slots = getattr(self, "buffer_steps", self._buffer_steps)
+        """Updates between flushes so that no staged step is overwritten: one whole ring
+        (a flush waits for the devices, so fewer flushes cost less)."""
+        slots = getattr(self, "buffer_steps", None)
+        if slots is None:  # not built yet: the first update will tell
+            return self.every
         if slots == 0:  # read at every flush: flush after every recorded step
             return self.every
-        return max(1, (slots or 2) * self.every // 2)
+        return slots * self.every
 
     def keras_callback(self):
         """A tf-keras ``Callback`` that flushes during and after ``model.fit``."""
@@ -407,9 +416,18 @@ class Recorder:
         rec = self
 
         class _Flush(tf_keras.callbacks.Callback):
+            since, last = 0, -1
+
+            def on_epoch_begin(self, epoch, logs=None):
+                self.last = -1
+
             def on_train_batch_end(self, batch, logs=None):
-                if (batch + 1) % rec._flush_interval() == 0:
+                # called once per execution: count the batches, not the calls
+                self.since += batch - self.last
+                self.last = batch
+                if self.since >= rec._flush_interval():
                     rec.flush()
+                    self.since = 0
 
             def on_train_end(self, logs=None):
                 rec.flush()
