@@ -38,25 +38,28 @@ class Variant:
     """One way of running the training step; ``step()`` does one update and whatever
     per-step host work the variant implies (flushes included, as ``rec.loop`` would)."""
 
-    def __init__(self, name, step, rec=None, after=None):
+    def __init__(self, name, step, rec=None, after=None, block=BLOCK):
         self.name, self._step, self.rec, self._after = name, step, rec, after
-        self.count = 0
+        self.block = block  # steps per timed block (1 for the very slow peers)
         self.times = []
         self._last = None
+        # recorded variants run as a user would: inside rec.loop, which flushes as it goes
+        self._loop = rec.loop(10**12) if rec is not None else None
 
     def step(self):
+        if self._loop is not None:
+            next(self._loop)
         self._last = self._step()
         if self._after is not None:
             self._after()
-        self.count += 1
-        if self.rec is not None and self.count % self.rec._flush_interval() == 0:
-            self.rec.flush()
 
     def end_block(self):
-        if self.rec is not None:
-            self.rec.flush()
         # DTensor functions run asynchronously: wait for this variant's work to finish
         _dtensor.unpack(self._last)
+
+    def close(self):
+        if self._loop is not None:
+            self._loop.close()  # the loop's final flush
 
 
 def _matrix_workload(n):
@@ -160,23 +163,24 @@ def _variants(mesh, make):
                                      step=opt.iterations)
         return loss
 
-    out.append(Variant("peer: tf.summary.histogram p,v every step", tb_step))
+    # ~100x slower than the step: timed one step per round (20 steps, not 200)
+    out.append(Variant("peer: tf.summary.histogram p,v every step", tb_step, block=1))
     return out
 
 
 def _measure(variants, blocks, warmup=2):
     for _ in range(warmup):
         for v in variants:
-            for _ in range(BLOCK):
+            for _ in range(v.block):
                 v.step()
             v.end_block()
     for _ in range(blocks):
         for v in variants:
             start = time.perf_counter()
-            for _ in range(BLOCK):
+            for _ in range(v.block):
                 v.step()
             v.end_block()
-            v.times.append((time.perf_counter() - start) / BLOCK)
+            v.times.append((time.perf_counter() - start) / v.block)
     return {v.name: statistics.median(v.times) for v in variants}
 
 
@@ -263,6 +267,7 @@ def main(argv=None):
                  ("256", "256x256 on 2x4", lambda: _matrix_workload(256)),
                  ("mlp", "sharded MLP (LayoutMap)", _mlp_workload)]
     full_rec = None
+    plain_ms = {}
     for key, label, build in workloads:
         if args.only and key != args.only:
             continue
@@ -271,6 +276,7 @@ def main(argv=None):
         variants = _variants(mesh, make)
         med = _measure(variants, blocks)
         base = med[variants[0].name]
+        plain_ms[label] = base * 1e3
         for v in variants:
             rows.append((label, v.name, med[v.name] / base))
         if label.startswith("2048"):
@@ -281,7 +287,13 @@ def main(argv=None):
                     rows.append((label, f"{v.name}: extra time per byte / np.copyto per byte",
                                  (med[v.name] - base) / copy))
             full = next(v for v in variants if v.name == "full p,v every step")
-            r = full_rec = full.rec.recording
+            for v in variants:
+                v.close()  # the loops' final flushes
+            start = time.perf_counter()
+            r = full_rec = full.rec.recording  # assembles the kept steps: one host copy
+            build = time.perf_counter() - start
+            rows.append((label, "reading the recording (assembling the kept steps) per byte / "
+                         "np.copyto per byte", build / len(r) / copy))
             raw = len(r) * per_step_bytes + r.initial("w").nbytes
             rows.append((label, "recorded bytes / raw unique shard bytes", r.nbytes / raw))
     views = None
@@ -303,8 +315,11 @@ def main(argv=None):
         print(f"| import | `import dtsgd_viz` / `import numpy` (process start included) | "
               f"{t_import / t_numpy:.2f}x ({t_import - t_pass:.2f} s over an empty interpreter; "
               f"TensorFlow imported: {not light}) |")
-    print(f"\nmedian over {blocks} blocks of {BLOCK} steps per variant, interleaved; "
-          f"{os.cpu_count()} CPUs; python {sys.version.split()[0]}, tensorflow {tf.__version__}")
+    print(f"\nmedian over {blocks} blocks of {BLOCK} steps per variant (TensorBoard: {blocks} "
+          f"single steps), interleaved; {os.cpu_count()} CPUs; python {sys.version.split()[0]}, "
+          f"tensorflow {tf.__version__}")
+    print("for context, the plain step took: " + ", ".join(
+        f"{label} {ms:.1f} ms" for label, ms in plain_ms.items()))
 
 
 if __name__ == "__main__":

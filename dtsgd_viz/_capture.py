@@ -119,22 +119,55 @@ class RowBuffer:
         return _dtensor.unpack(self.var)[0][: self.slots]
 
 
-class ValueRing:
-    """``slots`` sets of staging variables, one per (variable, kind), laid out like it."""
+SMALL_RING_BYTES = 4 * 2**20
+"""A (variable, kind) whose whole ring is at most this many bytes is kept in one stacked
+variable (a scatter per step); bigger ones get a variable per slot behind a ``tf.cond``."""
 
-    def __init__(self, slots, watched, kinds):
+
+class ValueRing:
+    """``slots`` steps of full values per (variable, kind), laid out like the variable.
+
+    Small tensors (the ring within ``SMALL_RING_BYTES``): one ``(slots + 1, *shape)``
+    variable laid out ``[unsharded, *layout]``, written with ``tensor_scatter_nd_update``
+    (row ``slots`` is scratch for steps not recorded). This copies the small ring every
+    step but adds four ops per tensor, where a ``tf.cond`` over per-slot variables would
+    capture ``slots`` variables per tensor (each an input of every call). Large tensors:
+    ``slots`` variables selected with nested ``tf.cond``, so only the recorded step's
+    bytes are copied, and only on steps that are recorded.
+    """
+
+    def __init__(self, slots, watched, kinds, small_bytes=None):
         self.slots = slots
+        small_bytes = SMALL_RING_BYTES if small_bytes is None else small_bytes
+        self.stacked, self.values = {}, [{} for _ in range(slots)]
         with tf.init_scope():
-            self.values = [{(w.name, k): _dtensor.zeros_like_variable(w.var) for w in watched
-                            for k in kinds} for _ in range(slots)]
+            for w in watched:
+                small = (slots + 1) * w.var.shape.num_elements() * w.var.dtype.size <= small_bytes
+                for k in kinds:
+                    if small:
+                        self.stacked[(w.name, k)] = _stacked_variable(slots, w)
+                    else:
+                        for per_slot in self.values:
+                            per_slot[(w.name, k)] = _dtensor.zeros_like_variable(w.var)
 
     def write(self, predicate, slot, tensors):
-        """Assign ``tensors`` ({(name, kind): value}, or a function returning them, called
-        inside the branch) into slot ``slot`` when ``predicate``."""
+        """Write ``tensors`` ({(name, kind): value}, or a function returning them; large
+        ones are read inside the branch) into slot ``slot`` when ``predicate``."""
+        get = tensors if callable(tensors) else (lambda: tensors)
+        if self.stacked:
+            index = tf.reshape(tf.where(predicate, slot, tf.constant(self.slots, tf.int64)), (1, 1))
+            values = get()
+            for key, buf in self.stacked.items():
+                if key in values:
+                    buf.assign(tf.tensor_scatter_nd_update(
+                        buf.read_value(), index, tf.expand_dims(values[key], 0)))
+        if not self.values[0]:
+            return
 
         def write(k):
-            for key, value in (tensors() if callable(tensors) else tensors).items():
-                self.values[k][key].assign(value)
+            for key, value in get().items():
+                if key in self.values[k]:
+                    self.values[k][key].assign(value)
             return tf.constant(True)
 
         def select(lo, hi):
@@ -145,7 +178,23 @@ class ValueRing:
 
         tf.cond(predicate, lambda: select(0, self.slots), lambda: tf.constant(False))
 
-    def read(self, slot, key):
-        """Read-only views of the slot's shards (the next write to the slot lands in a
-        fresh buffer while a view is held)."""
+    def read(self, slot, key, cache=None):
+        """Read-only views of the slot's shards (the next write lands in a fresh buffer
+        while a view is held). ``cache`` (a dict kept for one flush) reads each stacked
+        ring once."""
+        if key in self.stacked:
+            cache = {} if cache is None else cache
+            if key not in cache:
+                cache[key] = _dtensor.unpack(self.stacked[key], copy=False)
+            return [shard[slot] for shard in cache[key]]
         return _dtensor.unpack(self.values[slot][key], copy=False)
+
+
+def _stacked_variable(slots, watched):
+    from .specs import UNSHARDED, LayoutSpec
+    var = watched.var
+    init = np.zeros((slots + 1, *var.shape), var.dtype.as_numpy_dtype)
+    if watched.live_layout is None:  # a plain variable (no mesh)
+        return tf.Variable(init, trainable=False)
+    spec = LayoutSpec((UNSHARDED, *watched.layout.sharding_specs), watched.layout.mesh)
+    return _dtensor.variable(init, spec)

@@ -333,18 +333,25 @@ class Recorder:
 
     def flush(self) -> int:
         """Copy staged steps from the devices to the host; returns how many arrived."""
+        return self._flush(final=True)
+
+    def _flush(self, final):
         if self._optimizer is None or not self._staged:
             return 0
         current = int(_dtensor.unpack(self._optimizer.iterations)[0])
-        if current <= self._last_step:
+        # The latest update's parameters and velocities are staged only when the next
+        # update starts; a periodic flush leaves that step for the next flush instead of
+        # reading every variable now (the flush interval leaves room for it).
+        upto = current if final or self._periodic_flush_is_final() else current - 1
+        if upto <= self._last_step:
             return 0
         metas = {int(r[0]): r for r in self._meta.read() if r[0] > self._last_step}
         first = self._last_step // self.every + 1
-        expected = [s * self.every for s in range(first, current // self.every + 1)]
+        expected = [s * self.every for s in range(first, upto // self.every + 1)]
         span = max(1, self.buffer_steps) * self.every
         stats = ({key: buf.read() for key, buf in self._stats.items()}
                  if self._stats is not None and any(s + span >= current for s in expected) else None)
-        live = None
+        live, ring_cache = None, {}
         arrived, dropped = 0, []
         for step in expected:
             meta = metas.get(step)
@@ -366,12 +373,12 @@ class Recorder:
                             self._pv_values(self._optimizer))
                         data[key] = live[key]
                     elif self._ring is not None:
-                        data[key] = self._ring.read(slot, key)
+                        data[key] = self._ring.read(slot, key, ring_cache)
                     else:
                         data[key] = stats[key][slot]
             self._append(meta, data)
             arrived += 1
-        self._last_step = current
+        self._last_step = upto
         if dropped:
             self._dropped.extend(dropped)
             warnings.warn(
@@ -394,20 +401,22 @@ class Recorder:
                 since += 1
                 # asked each time: the slot count is known once the first update built it
                 if since >= (flush_every or self._flush_interval()):
-                    self.flush()
+                    self._flush(final=False)
                     since = 0
         finally:
             self.flush()
 
+    def _periodic_flush_is_final(self) -> bool:
+        return (not self._pv_kinds()) or getattr(self, "buffer_steps", 0) <= 1
+
     def _flush_interval(self) -> int:
-        """Updates between flushes so that no staged step is overwritten: one whole ring
-        (a flush waits for the devices, so fewer flushes cost less)."""
+        """Updates between periodic flushes so that no staged step is overwritten: the
+        ring less the slot of the step a periodic flush leaves for the next one (a flush
+        waits for the devices, so fewer flushes cost less)."""
         slots = getattr(self, "buffer_steps", None)
-        if slots is None:  # not built yet: the first update will tell
+        if slots is None or slots <= 1:  # not built yet / read at (nearly) every step
             return self.every
-        if slots == 0:  # read at every flush: flush after every recorded step
-            return self.every
-        return slots * self.every
+        return (slots - (0 if self._periodic_flush_is_final() else 1)) * self.every
 
     def keras_callback(self):
         """A tf-keras ``Callback`` that flushes during and after ``model.fit``."""
@@ -426,7 +435,7 @@ class Recorder:
                 self.since += batch - self.last
                 self.last = batch
                 if self.since >= rec._flush_interval():
-                    rec.flush()
+                    rec._flush(final=False)
                     self.since = 0
 
             def on_train_end(self, logs=None):

@@ -1,0 +1,142 @@
+"""In-graph staging and flushing: both ring kinds, the flush schedule, host views."""
+
+import numpy as np
+import pytest
+
+import dtsgd_viz
+from dtsgd_viz import _capture, _dtensor
+from helpers import Problem, layout, make_sgd
+
+MOMENTUM = dict(learning_rate=0.05, momentum=0.9, nesterov=True)
+
+
+def _setup(shape=(4, 8), **rec_kw):
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    problem = Problem(shape, layout(mesh, "x", "y"), seed=3)
+    rec = dtsgd_viz.Recorder(**rec_kw)
+    opt = make_sgd(MOMENTUM, mesh, hooks=[rec])
+    return problem, rec, opt
+
+
+def _eager(steps, **rec_kw):
+    problem, rec, opt = _setup(**rec_kw)
+    for _ in range(steps):
+        opt.minimize(problem.loss, [problem.var])
+    return rec.recording
+
+
+@pytest.fixture(params=["stacked", "per-slot"])
+def ring(request, monkeypatch):
+    """Small tensors share one stacked ring variable; large ones get a variable per slot
+    behind a tf.cond. The tests' tensors are small, so the per-slot kind is forced."""
+    if request.param == "per-slot":
+        monkeypatch.setattr(_capture, "SMALL_RING_BYTES", 0)
+    return request.param
+
+
+@pytest.mark.parametrize("every, slots", [(1, 2), (1, 3), (2, 3)])
+def test_both_ring_kinds_record_what_eager_capture_records(ring, every, slots):
+    problem, rec, opt = _setup(every=every, buffer_steps=slots)
+    step = problem.graph_step(opt)
+    for _ in rec.loop(11):
+        step()
+    kinds = ("param", "velocity", "grad")
+    assert bool(rec._ring.stacked) == (ring == "stacked")
+    assert bool(rec._ring.values[0]) == (ring == "per-slot")
+    graph, eager = rec.recording, _eager(11, every=every)
+    assert list(graph.steps) == list(range(every, 12, every))
+    assert len(graph.dropped_steps) == 0
+    for kind in kinds:
+        np.testing.assert_array_equal(graph.global_values("w", kind),
+                                      eager.global_values("w", kind))
+
+
+def test_recorded_values_do_not_change_when_training_goes_on(ring):
+    """Host copies are views of device buffers until the recording is built: a later
+    update or a later write into the same ring slot must not reach them."""
+    problem, rec, opt = _setup(buffer_steps=2)
+    step = problem.graph_step(opt)
+    for _ in rec.loop(3):
+        step()
+    early = {k: rec.recording.global_values("w", k).copy() for k in ("param", "velocity", "grad")}
+    views = [v for _, e in rec._log.entries for parts in e["values"].values() for v in parts]
+    assert views and not any(v.flags.writeable for v in views)  # read-only views
+    before = [v.copy() for v in views]
+    for _ in rec.loop(9):  # every slot is rewritten several times
+        step()
+    for v, b in zip(views, before):
+        np.testing.assert_array_equal(v, b)
+    later = rec.recording
+    for kind, values in early.items():
+        np.testing.assert_array_equal(later.global_values("w", kind)[:3], values)
+    assert later.global_values("w", "param").flags.writeable  # the recording owns its data
+
+
+@pytest.mark.parametrize("slots, every, interval", [(4, 1, 3), (4, 2, 6), (8, 1, 7), (1, 1, 1)])
+def test_loop_flushes_once_per_ring_and_loses_nothing(slots, every, interval):
+    problem, rec, opt = _setup(buffer_steps=slots, every=every)
+    step = problem.graph_step(opt)
+    calls = []
+    flush = rec._flush
+    rec._flush = lambda final: calls.append(final) or flush(final)
+    for _ in rec.loop(42):
+        step()
+    assert rec._flush_interval() == interval
+    periodic = 42 // interval
+    assert calls == [False] * periodic + [True]  # periodic flushes, then the final one
+    assert list(rec.recording.steps) == list(range(every, 43, every))
+    assert len(rec.recording.dropped_steps) == 0
+
+
+def test_periodic_flush_leaves_the_latest_step_for_the_next_flush():
+    problem, rec, opt = _setup(buffer_steps=4)
+    step = problem.graph_step(opt)
+    for _ in range(3):
+        step()
+    assert rec._flush(final=False) == 2  # step 3's parameters are staged by update 4
+    assert rec._flush(final=False) == 0
+    assert rec.flush() == 1  # a final flush reads step 3 from the variables
+    eager = _eager(3)
+    np.testing.assert_array_equal(rec.recording.global_values("w", "param"),
+                                  eager.global_values("w", "param"))
+
+
+def test_a_large_tensor_gets_per_slot_variables_and_a_small_one_a_stacked_ring():
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    small = Problem((4, 8), layout(mesh, "x", "y"), seed=1, name="small")
+    n = 1024  # (slots + 1) x 4 MiB is over SMALL_RING_BYTES
+    big = _dtensor.variable(np.zeros((n, n), np.float32), layout(mesh, "x", "y"), name="big")
+    rec = dtsgd_viz.Recorder(kinds=("param",), buffer_steps=2)
+    opt = make_sgd(MOMENTUM, mesh, hooks=[rec])
+    opt.build([small.var, big])
+    rec._make_staging()
+    assert list(rec._ring.stacked) == [("small", "param")]
+    assert [list(s) for s in rec._ring.values] == [[("big", "param")]] * 2
+
+
+@pytest.mark.parametrize("steps_per_execution", [1, 3])
+def test_keras_callback_counts_batches_not_calls(steps_per_execution):
+    import tensorflow as tf
+    from tensorflow.experimental import dtensor
+
+    from test_optimizer import _data, _mlp
+
+    mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
+    model = _mlp(mesh)
+    rec = dtsgd_viz.Recorder(kinds=("param", "velocity"), buffer_steps=4)
+    opt = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh, hooks=[rec])
+    x, y = _data()
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True).repeat()
+    data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
+    dds = dtensor.DTensorDataset(ds, mesh=mesh, layouts=(data_layout, data_layout),
+                                 global_batch_size=16, batch_dim="batch",
+                                 dataset_already_batched=True)
+    model.compile(optimizer=opt, loss="mse", steps_per_execution=steps_per_execution)
+    calls = []
+    flush = rec._flush
+    rec._flush = lambda final: calls.append(final) or flush(final)
+    model.fit(dds, epochs=2, steps_per_epoch=9, verbose=0, callbacks=[rec.keras_callback()])
+    # every 3 batches (a 4-slot ring less the step left for the next flush), then at the end
+    assert calls == [False] * 6 + [True]
+    assert list(rec.recording.steps) == list(range(1, 19))
+    assert len(rec.recording.dropped_steps) == 0
