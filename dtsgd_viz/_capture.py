@@ -129,11 +129,11 @@ class ValueRing:
 
     Small tensors (the ring within ``SMALL_RING_BYTES``): one ``(slots + 1, *shape)``
     variable laid out ``[unsharded, *layout]``, written with ``tensor_scatter_nd_update``
-    (row ``slots`` is scratch for steps not recorded). This copies the small ring every
-    step but adds four ops per tensor, where a ``tf.cond`` over per-slot variables would
+    inside one ``tf.cond`` on recorded steps. This copies the small ring on each recorded
+    step but adds four ops per tensor, where nested conds over per-slot variables would
     capture ``slots`` variables per tensor (each an input of every call). Large tensors:
     ``slots`` variables selected with nested ``tf.cond``, so only the recorded step's
-    bytes are copied, and only on steps that are recorded.
+    bytes are copied.
     """
 
     def __init__(self, slots, watched, kinds, small_bytes=None):
@@ -155,12 +155,16 @@ class ValueRing:
         ones are read inside the branch) into slot ``slot`` when ``predicate``."""
         get = tensors if callable(tensors) else (lambda: tensors)
         if self.stacked:
-            index = tf.reshape(tf.where(predicate, slot, tf.constant(self.slots, tf.int64)), (1, 1))
-            values = get()
-            for key, buf in self.stacked.items():
-                if key in values:
-                    buf.assign(tf.tensor_scatter_nd_update(
-                        buf.read_value(), index, tf.expand_dims(values[key], 0)))
+            def small():
+                index = tf.reshape(slot, (1, 1))
+                values = get()
+                for key, buf in self.stacked.items():
+                    if key in values:
+                        buf.assign(tf.tensor_scatter_nd_update(
+                            buf.read_value(), index, tf.expand_dims(values[key], 0)))
+                return tf.constant(True)
+            # behind a tf.cond: steps not recorded read and copy nothing
+            tf.cond(predicate, small, lambda: tf.constant(False))
         if not self.values[0]:
             return
 

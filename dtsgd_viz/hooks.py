@@ -9,7 +9,35 @@ stay in-graph: the ``Recorder`` writes to device-side staging variables of its o
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
+
+
+class LazyValues(Sequence):
+    """A tuple of tensors read on first access (``len`` does not read).
+
+    ``params`` and ``velocities`` are handed to hooks this way: inside a ``tf.function``
+    a read no hook looks at would otherwise still run, on every device, every step."""
+
+    def __init__(self, read, length):
+        self._read, self._len, self._values = read, length, None
+
+    def _get(self):
+        if self._values is None:
+            self._values = tuple(self._read())
+        return self._values
+
+    def __getitem__(self, index):
+        return self._get()[index]
+
+    def __len__(self):
+        return self._len
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __repr__(self):
+        return f"LazyValues({self._len} values, {'read' if self._values else 'not read yet'})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,8 +46,8 @@ class UpdateEvent:
 
     ``variables`` are the updated model variables (for identification only:
     names, shapes, layouts; hooks must not assign to them). The value tuples are
-    aligned with ``variables``. ``velocities`` are ``None`` when the optimizer has no
-    momentum slot. ``iteration`` is the optimizer's iteration after the update
+    aligned with ``variables`` (``params`` and ``velocities`` are read when first
+    looked at: see ``LazyValues``). ``iteration`` is the optimizer's iteration after the update
     (the first update is 1); ``loss`` is ``None`` unless the loop reported it.
     """
 

@@ -40,7 +40,7 @@ from . import _dtensor  # noqa: F401  (quiets TF logging before the import below
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
-from .hooks import UpdateEvent  # noqa: E402
+from .hooks import LazyValues, UpdateEvent  # noqa: E402
 
 _BaseSGD = tf_keras.dtensor.experimental.optimizers.SGD
 
@@ -257,19 +257,28 @@ class SGD(_BaseSGD):
             return super()._internal_apply_gradients(grads_and_vars)
         variables = tuple(v for _, v in grads_and_vars)
         grads = tuple(g for g, _ in grads_and_vars)
-        before = tuple(v.read_value() for v in variables)
+        # Values are read when a hook first looks at them (a traced step then carries no
+        # reads that no hook uses); `before` is looked at before the update is built.
+        before = LazyValues(lambda: tuple(v.read_value() for v in variables), len(variables))
         for hook in self._hooks:
             hook.before_update(self, variables, before)
         iteration = super()._internal_apply_gradients(grads_and_vars)
-        # Read after every update has run: the explicit dependency keeps DTensor's
-        # graph passes from hoisting these reads above the assignments.
+
+        def after(read):
+            # Read after every update has run: the explicit dependency keeps DTensor's
+            # graph passes from hoisting these reads above the assignments.
+            def values():
+                with tf.control_dependencies([iteration]):
+                    return tuple(tf.identity(read(v)) for v in variables)
+            return LazyValues(values, len(variables))
+
         with tf.control_dependencies([iteration]):
             event = UpdateEvent(
                 optimizer=self,
                 variables=variables,
                 grads=grads,
-                params=tuple(tf.identity(v.read_value()) for v in variables),
-                velocities=tuple(tf.identity(self.velocity(v).read_value()) for v in variables),
+                params=after(lambda v: v.read_value()),
+                velocities=after(lambda v: self.velocity(v).read_value()),
                 iteration=tf.identity(self.iterations.read_value()),
                 learning_rate=tf.identity(self.learning_rate),
                 loss=self._pending_loss,

@@ -256,35 +256,50 @@ class Recorder:
                 # read inside the branch: nothing is read on steps not recorded, and the
                 # update's in-place assignments never wait on (or copy around) our reads
                 self._ring.write(due, slot, lambda: self._pv_values(optimizer))
-        else:
-            pv = self._pv_values(optimizer)
-            index = tf.where(due, slot, tf.constant(self.buffer_steps, tf.int64))
-            for (name, kind), value in pv.items():
-                self._stats[(name, kind)].write(value, self._by_name[name], index)
+        elif self._pv_kinds():
+            self._write_stats(due, slot, lambda: self._pv_values(optimizer))
 
     def after_update(self, event):
         if self._optimizer is None:
             return
-        grads = self._grad_values(event)
         if tf.executing_eagerly():
-            self._record_eager(event, grads)
+            self._record_eager(event, self._grad_values(event))
             return
         if not self._staged:
             self._make_staging()
         it = tf.cast(event.iteration, tf.int64)
         record = tf.equal(it % self.every, 0)
-        self._meta.write(self._meta_row(event),
-                         tf.where(record, (it // self.every) % self._meta.slots,
-                                  tf.constant(self._meta.slots, tf.int64)))
+
+        def meta():
+            self._meta.write(self._meta_row(event), (it // self.every) % self._meta.slots)
+            return tf.constant(True)
+
+        if self.every == 1:
+            meta()
+        else:  # steps not recorded run none of it
+            tf.cond(record, meta, lambda: tf.constant(False))
         if "grad" not in self.kinds:
             return
+        grads = self._grad_values(event)
         slot = (it // self.every) % max(1, self.buffer_steps)
         if self._ring is not None:
             self._ring.write(record, slot, grads)
         else:
-            index = tf.where(record, slot, tf.constant(self.buffer_steps, tf.int64))
-            for (name, _), value in grads.items():
-                self._stats[(name, "grad")].write(value, self._by_name[name], index)
+            self._write_stats(record, slot, lambda: grads)
+
+    def _write_stats(self, predicate, slot, values):
+        """Block stats of ``values()`` into ``slot`` when ``predicate``: every step, the
+        index points steps not recorded at a scratch row; with ``every > 1`` the work sits
+        behind a ``tf.cond`` so those steps compute nothing."""
+        def write(index):
+            for (name, kind), value in values().items():
+                self._stats[(name, kind)].write(value, self._by_name[name], index)
+            return tf.constant(True)
+
+        if self.every == 1:
+            write(tf.where(predicate, slot, tf.constant(self.buffer_steps, tf.int64)))
+        else:
+            tf.cond(predicate, lambda: write(slot), lambda: tf.constant(False))
 
     def _record_eager(self, event, grads):
         self.flush()  # keep order if traced steps ran before this eager one
