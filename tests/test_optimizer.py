@@ -158,6 +158,44 @@ def test_hook_sees_read_only_values_and_custom_hooks_work():
         opt.add_hook(object())
 
 
+def test_hook_values_are_read_when_looked_at_inside_a_tf_function():
+    """params/velocities are LazyValues: read in-graph on first access, with the
+    ordering of the eager case (before: the old parameter; after: the new values)."""
+
+    class Keep:
+        def __init__(self):
+            self.before, self.after, self.vel = (tf.Variable(0.0) for _ in range(3))
+
+        def on_build(self, optimizer, variables):
+            pass
+
+        def before_update(self, optimizer, variables, params):
+            assert len(params) == 1
+            self.before.assign(params[0])
+
+        def after_update(self, event):
+            self.after.assign(event.params[0])
+            self.vel.assign(event.velocities[0])
+
+    keep, ignore = Keep(), Keep()
+    ignore.before_update = lambda optimizer, variables, params: None
+    ignore.after_update = lambda event: None
+    var = tf.Variable(2.0)
+    opt = dtsgd_viz.SGD(0.5, momentum=0.9, hooks=[keep, ignore])
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = var * var / 2
+        opt.apply_gradients(zip(tape.gradient(loss, [var]), [var]))
+
+    step()
+    step()
+    # numpy: v1 = -0.5 * 2 = -1, w1 = 1; v2 = 0.9 * -1 - 0.5 * 1 = -1.4, w2 = -0.4
+    assert float(keep.before) == 1.0
+    np.testing.assert_allclose([float(keep.after), float(keep.vel)], [-0.4, -1.4], rtol=1e-6)
+
+
 def _mlp(mesh):
     return layoutmap_mlp(mesh)
 
