@@ -275,6 +275,8 @@ def main(argv=None):
         mesh, make, _ = build()
         variants = _variants(mesh, make)
         med = _measure(variants, blocks)
+        for v in variants:
+            v.close()  # the loops' final flushes
         base = med[variants[0].name]
         plain_ms[label] = base * 1e3
         for v in variants:
@@ -287,8 +289,6 @@ def main(argv=None):
                     rows.append((label, f"{v.name}: extra time per byte / np.copyto per byte",
                                  (med[v.name] - base) / copy))
             full = next(v for v in variants if v.name == "full p,v every step")
-            for v in variants:
-                v.close()  # the loops' final flushes
             start = time.perf_counter()
             r = full_rec = full.rec.recording  # assembles the kept steps: one host copy
             build = time.perf_counter() - start

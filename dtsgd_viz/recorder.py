@@ -353,6 +353,12 @@ class Recorder:
     def _flush(self, final):
         if self._optimizer is None or not self._staged:
             return 0
+        # eagerly, even when called while a tf.function is being traced (a ``rec.loop``
+        # generator abandoned mid-way is finalised whenever Python collects it)
+        with tf.init_scope():
+            return self._flush_eagerly(final)
+
+    def _flush_eagerly(self, final):
         current = int(_dtensor.unpack(self._optimizer.iterations)[0])
         # The latest update's parameters and velocities are staged only when the next
         # update starts; a periodic flush leaves that step for the next flush instead of
@@ -483,10 +489,15 @@ class Recorder:
             blocks, stats = {}, {}
             for k in self.kinds:
                 if self.mode == "full":
-                    vals = [np.stack(e["values"][(w.name, k)]) for _, e in entries]
-                    blocks[k] = (np.stack(vals) if vals else
-                                 np.zeros((0, w.geometry.num_unique, *local), w.dtype))
-                    bad = ~np.isfinite(blocks[k].reshape(n, -1)).all(axis=1)
+                    # one copy from the staged views into the recording's own array
+                    out = np.empty((n, w.geometry.num_unique, *local), w.dtype)
+                    if n:
+                        np.stack([b for _, e in entries for b in e["values"][(w.name, k)]],
+                                 out=out.reshape(n * w.geometry.num_unique, *local))
+                    blocks[k] = out
+                    flat = out.reshape(n, -1)  # NaN and Inf reach the max or the min
+                    bad = (~np.isfinite(flat.max(axis=1, initial=0))
+                           | ~np.isfinite(flat.min(axis=1, initial=0)))
                 else:
                     vals = [e["stats"][(w.name, k)] for _, e in entries]
                     stats[k] = (np.stack(vals) if vals else

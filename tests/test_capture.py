@@ -140,3 +140,24 @@ def test_keras_callback_counts_batches_not_calls(steps_per_execution):
     assert calls == [False] * 6 + [True]
     assert list(rec.recording.steps) == list(range(1, 19))
     assert len(rec.recording.dropped_steps) == 0
+
+
+def test_a_loop_abandoned_mid_way_flushes_eagerly_even_inside_a_trace():
+    """Python finalises an abandoned ``rec.loop`` generator whenever it collects it,
+    possibly while a tf.function is being traced: its final flush must still work."""
+    import tensorflow as tf
+
+    problem, rec, opt = _setup(buffer_steps=4)
+    step = problem.graph_step(opt)
+    loop = rec.loop(100)
+    for _ in range(5):
+        next(loop)
+        step()
+
+    @tf.function
+    def traced():
+        loop.close()  # runs the loop's final flush during tracing
+        return tf.constant(1)
+
+    traced()
+    assert list(rec.recording.steps) == [1, 2, 3, 4, 5]
