@@ -257,7 +257,9 @@ class Recorder:
                 # update's in-place assignments never wait on (or copy around) our reads
                 self._ring.write(due, slot, lambda: self._pv_values(optimizer))
         elif self._pv_kinds():
-            self._write_stats(due, slot, lambda: self._pv_values(optimizer))
+            # always in a branch: the branch reads the variables, so the update waits for
+            # the whole branch instead of copying a parameter a pending read still holds
+            self._write_stats(due, slot, lambda: self._pv_values(optimizer), branch=True)
 
     def after_update(self, event):
         if self._optimizer is None:
@@ -287,16 +289,16 @@ class Recorder:
         else:
             self._write_stats(record, slot, lambda: grads)
 
-    def _write_stats(self, predicate, slot, values):
-        """Block stats of ``values()`` into ``slot`` when ``predicate``: every step, the
-        index points steps not recorded at a scratch row; with ``every > 1`` the work sits
-        behind a ``tf.cond`` so those steps compute nothing."""
+    def _write_stats(self, predicate, slot, values, branch=False):
+        """Block stats of ``values()`` into ``slot`` when ``predicate``: with ``every=1``
+        (and not ``branch``) the index points steps not recorded at a scratch row;
+        otherwise the work sits behind a ``tf.cond`` so those steps compute nothing."""
         def write(index):
             for (name, kind), value in values().items():
                 self._stats[(name, kind)].write(value, self._by_name[name], index)
             return tf.constant(True)
 
-        if self.every == 1:
+        if self.every == 1 and not branch:
             write(tf.where(predicate, slot, tf.constant(self.buffer_steps, tf.int64)))
         else:
             tf.cond(predicate, lambda: write(slot), lambda: tf.constant(False))
