@@ -81,9 +81,10 @@ class StatsBuffer:
             self.var.read_value(), tf.reshape(index, (1, 1)),
             tf.expand_dims(block_stats(x, watched.geometry), 0)))
 
-    def read(self) -> np.ndarray:
-        """``(slots, n_unique, 3)`` float64 on the host, blocks in replica-group order."""
-        shards = _dtensor.unpack(self.var)
+    def read(self, shards=None) -> np.ndarray:
+        """``(slots, n_unique, 3)`` float64 on the host, blocks in replica-group order
+        (``shards``: the buffer's per-device values if already read)."""
+        shards = _dtensor.unpack(self.var, copy=False) if shards is None else shards
         full = self.geometry.assemble(np.stack([shards[g[0]] for g in self.geometry.replica_groups]))
         return full[: self.slots].reshape(self.slots, -1, 3)[:, self.order].astype(np.float64)
 
@@ -115,8 +116,9 @@ class RowBuffer:
         self.var.assign(tf.tensor_scatter_nd_update(
             self.var.read_value(), tf.reshape(index, (1, 1)), tf.expand_dims(row, 0)))
 
-    def read(self) -> np.ndarray:
-        return _dtensor.unpack(self.var)[0][: self.slots]
+    def read(self, shards=None) -> np.ndarray:
+        shards = _dtensor.unpack(self.var, copy=False) if shards is None else shards
+        return shards[0][: self.slots]
 
 
 SMALL_RING_BYTES = 4 * 2**20
@@ -182,16 +184,33 @@ class ValueRing:
 
         tf.cond(predicate, lambda: select(0, self.slots), lambda: tf.constant(False))
 
-    def read(self, slot, key, cache=None):
+    @property
+    def variables(self) -> list:
+        return [*self.stacked.values(), *(v for per_slot in self.values for v in per_slot.values())]
+
+    def read(self, slot, key, read=None):
         """Read-only views of the slot's shards (the next write lands in a fresh buffer
-        while a view is held). ``cache`` (a dict kept for one flush) reads each stacked
-        ring once."""
+        while a view is held). ``read``: a ``Reader`` result holding these variables."""
+        get = ((lambda var: read[var.ref()]) if read is not None
+               else (lambda var: _dtensor.unpack(var, copy=False)))
         if key in self.stacked:
-            cache = {} if cache is None else cache
-            if key not in cache:
-                cache[key] = _dtensor.unpack(self.stacked[key], copy=False)
-            return [shard[slot] for shard in cache[key]]
-        return _dtensor.unpack(self.values[slot][key], copy=False)
+            return [shard[slot] for shard in get(self.stacked[key])]
+        return get(self.values[slot][key])
+
+
+class Reader:
+    """Reads many variables with one function call (one dispatch, where an eager read per
+    variable costs a dispatch each): ``reader()`` maps ``var.ref()`` to the per-device
+    read-only views of its value."""
+
+    def __init__(self, variables):
+        self.variables = list(variables)
+        variables = self.variables
+        self._read = tf.function(lambda: [v.read_value() for v in variables], autograph=False)
+
+    def __call__(self) -> dict:
+        return {v.ref(): _dtensor.unpack(t, copy=False)
+                for v, t in zip(self.variables, self._read())}
 
 
 def _stacked_variable(slots, watched):

@@ -360,21 +360,33 @@ class Recorder:
         with tf.init_scope():
             return self._flush_eagerly(final)
 
+    def _reader(self):
+        if getattr(self, "_read_all", None) is None:
+            variables = [self._optimizer.iterations, self._meta.var]
+            if self._ring is not None:
+                variables += self._ring.variables
+            if self._stats is not None:
+                variables += [buf.var for buf in self._stats.values()]
+            self._read_all = _capture.Reader(variables)
+        return self._read_all
+
     def _flush_eagerly(self, final):
-        current = int(_dtensor.unpack(self._optimizer.iterations)[0])
+        read = self._reader()()  # everything staged, in one call
+        current = int(read[self._optimizer.iterations.ref()][0])
         # The latest update's parameters and velocities are staged only when the next
         # update starts; a periodic flush leaves that step for the next flush instead of
         # reading every variable now (the flush interval leaves room for it).
         upto = current if final or self._periodic_flush_is_final() else current - 1
         if upto <= self._last_step:
             return 0
-        metas = {int(r[0]): r for r in self._meta.read() if r[0] > self._last_step}
+        metas = {int(r[0]): r for r in self._meta.read(read[self._meta.var.ref()])
+                 if r[0] > self._last_step}
         first = self._last_step // self.every + 1
         expected = [s * self.every for s in range(first, upto // self.every + 1)]
         span = max(1, self.buffer_steps) * self.every
-        stats = ({key: buf.read() for key, buf in self._stats.items()}
+        stats = ({key: buf.read(read[buf.var.ref()]) for key, buf in self._stats.items()}
                  if self._stats is not None and any(s + span >= current for s in expected) else None)
-        live, ring_cache = None, {}
+        live = None
         arrived, dropped = 0, []
         for step in expected:
             meta = metas.get(step)
@@ -396,7 +408,7 @@ class Recorder:
                             self._pv_values(self._optimizer))
                         data[key] = live[key]
                     elif self._ring is not None:
-                        data[key] = self._ring.read(slot, key, ring_cache)
+                        data[key] = self._ring.read(slot, key, read)
                     else:
                         data[key] = stats[key][slot]
             self._append(meta, data)
