@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,6 +43,7 @@ class Variant:
         self.name, self._step, self.rec, self._after = name, step, rec, after
         self.block = block  # steps per timed block (1 for the very slow peers)
         self.times = []
+        self.faults = 0  # minor page faults during the timed blocks (fresh memory touched)
         self._last = None
         # recorded variants run as a user would: inside rec.loop, which flushes as it goes
         self._loop = rec.loop(10**12) if rec is not None else None
@@ -176,12 +178,21 @@ def _measure(variants, blocks, warmup=2):
             v.end_block()
     for _ in range(blocks):
         for v in variants:
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             start = time.perf_counter()
             for _ in range(v.block):
                 v.step()
             v.end_block()
             v.times.append((time.perf_counter() - start) / v.block)
+            v.faults += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     return {v.name: statistics.median(v.times) for v in variants}
+
+
+def _graph_nodes(variant):
+    """Nodes of the traced step (before DTensor expands each op onto every device)."""
+    fn = variant._step
+    return len(fn.get_concrete_function().graph.get_operations()) if hasattr(
+        fn, "get_concrete_function") else None
 
 
 def _copy_time(nbytes, reps=20):
@@ -267,7 +278,7 @@ def main(argv=None):
                  ("256", "256x256 on 2x4", lambda: _matrix_workload(256)),
                  ("mlp", "sharded MLP (LayoutMap)", _mlp_workload)]
     full_rec = None
-    plain_ms = {}
+    plain_ms, profile = {}, []
     for key, label, build in workloads:
         if args.only and key != args.only:
             continue
@@ -281,6 +292,8 @@ def main(argv=None):
         plain_ms[label] = base * 1e3
         for v in variants:
             rows.append((label, v.name, med[v.name] / base))
+            steps = blocks * v.block
+            profile.append((label, v.name, _graph_nodes(v), v.faults / steps))
         if label.startswith("2048"):
             per_step_bytes = 2 * 2048 * 2048 * 4
             copy = _copy_time(per_step_bytes)
@@ -315,6 +328,12 @@ def main(argv=None):
         print(f"| import | `import dtsgd_viz` / `import numpy` (process start included) | "
               f"{t_import / t_numpy:.2f}x ({t_import - t_pass:.2f} s over an empty interpreter; "
               f"TensorFlow imported: {not light}) |")
+    print("\nProfile: nodes of the traced step function, and minor page faults per step (each a "
+          "page of fresh memory touched; holding device buffers makes TensorFlow allocate "
+          "new ones)\n")
+    print("| workload | variant | traced graph nodes | page faults / step |\n|---|---|---|---|")
+    for label, name, nodes, faults in profile:
+        print(f"| {label} | {name} | {nodes if nodes is not None else '-'} | {faults:.0f} |")
     print(f"\nmedian over {blocks} blocks of {BLOCK} steps per variant (TensorBoard: {blocks} "
           f"single steps), interleaved; {os.cpu_count()} CPUs; python {sys.version.split()[0]}, "
           f"tensorflow {tf.__version__}")
