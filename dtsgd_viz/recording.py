@@ -32,6 +32,23 @@ VERSION = 1
 NONFINITE_GRAD, NONFINITE_PARAM = 1, 2
 
 
+
+def _block_stats(blocks, chunk_elements=2**22):
+    """``(n_steps, n_blocks, 3)`` float64 L2 norm, mean and max |x| of each block, a few
+    steps at a time (float64 temporaries stay small however long the recording)."""
+    n, nb = blocks.shape[:2]
+    flat = blocks.reshape(n, nb, -1)
+    out = np.zeros((n, nb, 3))
+    if flat.shape[-1] == 0:
+        return out
+    per = max(1, chunk_elements // max(1, nb * flat.shape[-1]))
+    for start in range(0, n, per):
+        x = flat[start:start + per].astype(np.float64)
+        out[start:start + per, :, 0] = np.sqrt(np.einsum("ijk,ijk->ij", x, x))
+        out[start:start + per, :, 1] = x.mean(axis=-1)
+        out[start:start + per, :, 2] = np.maximum(x.max(axis=-1), -x.min(axis=-1))
+    return out
+
 class RecordingFileError(ValueError):
     """A recording file that cannot be read: truncated, corrupted, or not a recording."""
 
@@ -166,10 +183,7 @@ class Recording:
                     f"Kind {kind!r} was not recorded (Recorder kinds={list(self.kinds)}).")
             stats = rec.stats[kind]
         else:
-            _, blocks = self._blocks(name, kind)
-            flat = blocks.reshape(blocks.shape[:2] + (-1,)).astype(np.float64)
-            stats = np.stack([np.sqrt(np.sum(flat**2, axis=-1)), flat.mean(axis=-1),
-                              np.abs(flat).max(axis=-1) if flat.shape[-1] else flat.sum(-1)], -1)
+            stats = _block_stats(self._blocks(name, kind)[1])
         return stats[:, list(rec.geometry.group_of)]
 
     def shard_devices(self, name: str) -> tuple[str, ...]:

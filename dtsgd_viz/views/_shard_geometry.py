@@ -164,12 +164,9 @@ def symmetric_limit(values: np.ndarray) -> float:
 def shard_norms(recording, name: str, kind: str = "velocity") -> np.ndarray:
     """``(n_steps, n_devices)``: the L2 norm of each device's shard at each step
     (mesh device order, replicas repeated; NaN/Inf where a shard held one).
-    A ``Recorder(mode="stats")`` recording stored these norms: they are read back."""
-    if getattr(recording, "mode", "full") == "stats":
-        return np.asarray(recording.shard_stats(name, kind)[..., 0], dtype=np.float64)
-    values = recording.shard_values(name, kind)
-    flat = values.reshape(values.shape[0], values.shape[1], -1).astype(np.float64)
-    return np.linalg.norm(flat, axis=-1)
+    A ``Recorder(mode="stats")`` recording stored these norms; a full one computes them
+    from its unique blocks."""
+    return np.asarray(recording.shard_stats(name, kind)[..., 0], dtype=np.float64)
 
 
 def norm_scale(norms: np.ndarray) -> tuple[str, float, float]:
