@@ -5,11 +5,12 @@
   keeps sharded, then reduced over the block axes; ``StatsBuffer`` keeps them laid out
   like the block grid, so no collective is needed.
 - ``RowBuffer``: a small replicated ``(slots + 1, width)`` float64 variable written one row
-  per step with ``tensor_scatter_nd_update`` (row ``slots`` is a scratch row for steps not
-  recorded, so no ``tf.cond`` is needed).
-- ``ValueRing``: full per-shard values, staged in variables laid out like the parameter and
-  selected with nested ``tf.cond`` (DTensor has no layout propagation for scatter into a
-  sharded buffer, ``switch_case`` or ``tf.py_function``).
+  per step with ``tensor_scatter_nd_update`` (row ``slots`` is a scratch row).
+- ``ValueRing``: full per-shard values laid out like the parameter: small tensors in one
+  stacked variable per (variable, kind), large ones in a variable per slot selected with
+  nested ``tf.cond`` (DTensor has no layout propagation for ``ResourceScatterNdUpdate``
+  into a sharded buffer, ``switch_case`` or ``tf.py_function``).
+- ``Reader``: reads every staging variable with one function call at a flush.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """``Recorder``: a hook that keeps every shard of every update as plain numpy data.
 
-Eager updates are copied to the host at once. Inside a ``tf.function`` (the normal
+Eager updates are taken to the host at once. Inside a ``tf.function`` (the normal
 training step) nothing can call back into Python under DTensor, so the recorder writes
-each update into device-side buffers (see ``_capture``) and copies them to the host in
-one batch whenever the recording is read, on ``flush()``, every few iterations of
-``Recorder.loop`` and from ``Recorder.keras_callback`` during ``model.fit``. Steps
-overwritten before a flush are listed in ``recording.dropped_steps`` (and warned
-about), never silently lost::
+each recorded update into device-side buffers (see ``_capture``; steps not recorded run
+none of it) and moves them to the host in one batch whenever the recording is read, on
+``flush()``, once per ring of ``Recorder.loop`` and from ``Recorder.keras_callback``
+during ``model.fit``. The host keeps read-only views of the device buffers (TensorFlow
+never writes into a buffer that is still held) and copies them once, into the
+recording's own arrays, when the recording is read. Steps overwritten before a flush
+are listed in ``recording.dropped_steps`` (and warned about), never silently lost::
 
     rec = dtsgd_viz.Recorder(every=1, kinds=("param", "velocity"))
     opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh, hooks=[rec])
@@ -37,6 +39,7 @@ from .recording import (
 
 STAGING_BUDGET_BYTES = 256 * 2**20
 MAX_BUFFER_STEPS = 8
+LARGE_BUFFER_STEPS = 4
 STATS_BUFFER_STEPS = 512
 DEFAULT_DECIMATE_STEPS = 1000
 MODES = ("full", "stats")
@@ -93,11 +96,13 @@ class Recorder:
         ``decimate=True`` keep an evenly thinned history of at most ``max_steps``
         (default 1000) instead.
       buffer_steps: device-side slots between flushes inside ``tf.function``. Full mode:
-        up to 8 within a 256 MiB budget (each slot adds branches to the traced graph);
-        stats mode: 512. Full mode with ``buffer_steps=0`` stages nothing but gradients and
-        reads parameters and velocities from the variables at each flush: the cheapest
-        way when something flushes after every recorded step (``rec.loop``, the Keras
-        callback); steps no flush saw are then reported in ``dropped_steps``.
+        8 for small tensors, 4 when one is large, within a 256 MiB budget (``rec.loop``
+        flushes every ``buffer_steps - 1`` recorded steps: each flush waits for the
+        devices); stats mode: 512. Full mode
+        with ``buffer_steps=0`` stages nothing but gradients and reads parameters and
+        velocities from the variables at each flush (after every recorded step in
+        ``rec.loop`` and the Keras callback): least device memory, but a wait per step;
+        steps no flush saw are then reported in ``dropped_steps``.
     """
 
     def __init__(self, every=1, kinds=KINDS, variables=None, buffer_steps=None, mode="full",
@@ -163,14 +168,24 @@ class Recorder:
         elif self.mode == "stats":
             self.buffer_steps = self._buffer_steps or STATS_BUFFER_STEPS
         else:
-            self.buffer_steps = self._buffer_steps or int(
-                min(MAX_BUFFER_STEPS, max(2, STAGING_BUDGET_BYTES // max(per_step, 1))))
+            self.buffer_steps = self._buffer_steps or self._default_slots(per_step)
         self._row_slots = max(1, self.buffer_steps)
         self._by_name = {w.name: w for w in self._watched}
         self._last_step = int(_dtensor.unpack(optimizer.iterations)[0])
         # on_build runs eagerly (tf-keras builds in init_scope) right before the first update
         # it will see, or when the hook is attached to a built optimizer.
         self._initial = [self._global(w, w.var) for w in self._watched]
+
+    def _default_slots(self, per_step) -> int:
+        """8 slots when every tensor fits a stacked ring; otherwise 4 (each slot of a large
+        tensor is a variable that every call of the step passes along, recorded or not:
+        8 slots of a 2048x2048 parameter and velocity cost ~0.4 ms a step), and never more
+        than the staging budget holds."""
+        largest = max((w.var.shape.num_elements() * w.var.dtype.size for w in self._watched),
+                      default=0)
+        stacked = (MAX_BUFFER_STEPS + 1) * largest <= _capture.SMALL_RING_BYTES
+        slots = MAX_BUFFER_STEPS if stacked else LARGE_BUFFER_STEPS
+        return int(min(slots, max(2, STAGING_BUDGET_BYTES // max(per_step, 1))))
 
     def _pv_kinds(self):
         return [k for k in ("param", "velocity") if k in self.kinds]
