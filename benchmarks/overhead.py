@@ -206,6 +206,19 @@ def _copy_time(nbytes, reps=20):
     return statistics.median(times)
 
 
+def _fresh_fill_time(nbytes, reps=5):
+    """Copying into newly allocated memory: the first touch of each page costs a fault."""
+    src = np.ones(nbytes // 4, np.float32)
+    times, kept = [], []  # kept alive, as a growing recording keeps them: always new pages
+    for _ in range(reps):
+        start = time.perf_counter()
+        dst = np.empty_like(src)
+        np.copyto(dst, src)
+        times.append(time.perf_counter() - start)
+        kept.append(dst)
+    return statistics.median(times)
+
+
 def _import_times(reps=5):
     def t(code):
         times = []
@@ -307,6 +320,8 @@ def main(argv=None):
             build = time.perf_counter() - start
             rows.append((label, "reading the recording (assembling the kept steps) per byte / "
                          "np.copyto per byte", build / len(r) / copy))
+            rows.append((label, "filling fresh memory / np.copyto into warm memory (same bytes)",
+                         _fresh_fill_time(per_step_bytes) / copy))
             raw = len(r) * per_step_bytes + r.initial("w").nbytes
             rows.append((label, "recorded bytes / raw unique shard bytes", r.nbytes / raw))
     views = None
