@@ -15,10 +15,24 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from . import _dtensor
 from ._dtensor import dtensor, tf
+
+_COND_IDS = itertools.count()
+
+
+def cond(predicate, true_fn, false_fn):
+    """``tf.cond`` in a name scope of its own. The branch functions are named after the
+    scope and a per-graph counter, so two traced steps (two optimizers both called "SGD")
+    could both make "SGD_cond_true_1220", and the second is refused ("a different function
+    with the same name already exists"); a process-wide id keeps every name distinct."""
+    with tf.name_scope(f"dtsgd_viz_{next(_COND_IDS)}"):
+        return tf.cond(predicate, true_fn, false_fn)
+
 
 STATS = ("norm", "mean", "max_abs")
 """The per-shard statistics of stats mode, in storage order."""
@@ -38,8 +52,11 @@ def group_order(geometry) -> np.ndarray:
 
 
 def block_stats(x, geometry):
-    """Per-block ``(norm, mean, max|x|)`` as one ``(*grid, 3)`` tensor laid out like the
-    block grid: every device computes and keeps its own block's numbers (no collective)."""
+    """Per-block ``(sum of squares, mean, max|x|)`` as one ``(1, *grid, 3)`` tensor laid
+    out like the block grid: every device computes and keeps its own block's numbers (no
+    collective). The square root of the norm is taken on the host (``_finish``): one op
+    less per tensor per step, and the ops are kept few because DTensor runs each one on
+    every device (reductions keep their dims, so no ``expand_dims`` is needed either)."""
     x = tf.cast(x, tf.float32)
     shape = geometry.global_shape or (1,)
     local = geometry.local_shape or (1,)
@@ -48,10 +65,18 @@ def block_stats(x, geometry):
         split += [n // b, b]
     blocks = tf.reshape(x, split)
     axes = tuple(range(1, len(split), 2))
-    stats = (tf.sqrt(tf.reduce_sum(tf.square(blocks), axis=axes)),
-             tf.reduce_mean(blocks, axis=axes),
-             tf.reduce_max(tf.abs(blocks), axis=axes))
-    return tf.concat([tf.expand_dims(s, -1) for s in stats], axis=-1)
+    stats = (tf.reduce_sum(tf.square(blocks), axis=axes, keepdims=True),
+             tf.reduce_mean(blocks, axis=axes, keepdims=True),
+             tf.reduce_max(tf.abs(blocks), axis=axes, keepdims=True))
+    # (g0, 1, g1, 1) each -> (g0, 1, g1, 3) -> (1, g0, g1, 3)
+    return tf.reshape(tf.concat(stats, axis=-1), (1, *(block_grid(geometry) or (1,)), 3))
+
+
+def _finish(stats: np.ndarray) -> np.ndarray:
+    """float64 ``(..., 3)`` with the sum of squares turned into the L2 norm."""
+    out = stats.astype(np.float64)
+    out[..., 0] = np.sqrt(out[..., 0])
+    return out
 
 
 def _grid_spec(watched, extra_leading):
@@ -78,16 +103,16 @@ class StatsBuffer:
             self.var = _dtensor.variable(init, None if mesh is None else spec)
 
     def write(self, x, watched, index):
+        """``index``: a ``(1, 1)`` int64 row index on the mesh."""
         self.var.assign(tf.tensor_scatter_nd_update(
-            self.var.read_value(), tf.reshape(index, (1, 1)),
-            tf.expand_dims(block_stats(x, watched.geometry), 0)))
+            self.var.read_value(), index, block_stats(x, watched.geometry)))
 
     def read(self, shards=None) -> np.ndarray:
         """``(slots, n_unique, 3)`` float64 on the host, blocks in replica-group order
         (``shards``: the buffer's per-device values if already read)."""
         shards = _dtensor.unpack(self.var, copy=False) if shards is None else shards
         full = self.geometry.assemble(np.stack([shards[g[0]] for g in self.geometry.replica_groups]))
-        return full[: self.slots].reshape(self.slots, -1, 3)[:, self.order].astype(np.float64)
+        return _finish(full[: self.slots].reshape(self.slots, -1, 3)[:, self.order])
 
 
 def read_block_stats(stats, watched) -> np.ndarray:
@@ -95,9 +120,9 @@ def read_block_stats(stats, watched) -> np.ndarray:
     from .geometry import shard_geometry
     grid = block_grid(watched.geometry) or (1,)
     geom = shard_geometry((*grid, 3), _grid_spec(watched, False))
-    shards = _dtensor.unpack(stats)
+    shards = [s[0] for s in _dtensor.unpack(stats)]  # drop the leading step axis
     full = geom.assemble(np.stack([shards[g[0]] for g in geom.replica_groups]))
-    return full.reshape(-1, 3)[watched.order].astype(np.float64)
+    return _finish(full.reshape(-1, 3)[watched.order])
 
 
 class RowBuffer:
@@ -167,7 +192,7 @@ class ValueRing:
                             buf.read_value(), index, tf.expand_dims(values[key], 0)))
                 return tf.constant(True)
             # behind a tf.cond: steps not recorded read and copy nothing
-            tf.cond(predicate, small, lambda: tf.constant(False))
+            cond(predicate, small, lambda: tf.constant(False))
         if not self.values[0]:
             return
 
@@ -181,9 +206,9 @@ class ValueRing:
             if hi - lo == 1:
                 return write(lo)
             mid = (lo + hi) // 2
-            return tf.cond(slot < mid, lambda: select(lo, mid), lambda: select(mid, hi))
+            return cond(slot < mid, lambda: select(lo, mid), lambda: select(mid, hi))
 
-        tf.cond(predicate, lambda: select(0, self.slots), lambda: tf.constant(False))
+        cond(predicate, lambda: select(0, self.slots), lambda: tf.constant(False))
 
     @property
     def variables(self) -> list:

@@ -294,7 +294,7 @@ class Recorder:
         if self.every == 1:
             meta()
         else:  # steps not recorded run none of it
-            tf.cond(record, meta, lambda: tf.constant(False))
+            _capture.cond(record, meta, lambda: tf.constant(False))
         if "grad" not in self.kinds:
             return
         grads = self._grad_values(event)
@@ -309,6 +309,7 @@ class Recorder:
         (and not ``branch``) the index points steps not recorded at a scratch row;
         otherwise the work sits behind a ``tf.cond`` so those steps compute nothing."""
         def write(index):
+            index = tf.reshape(index, (1, 1))  # once for every (variable, kind)
             for (name, kind), value in values().items():
                 self._stats[(name, kind)].write(value, self._by_name[name], index)
             return tf.constant(True)
@@ -316,7 +317,7 @@ class Recorder:
         if self.every == 1 and not branch:
             write(tf.where(predicate, slot, tf.constant(self.buffer_steps, tf.int64)))
         else:
-            tf.cond(predicate, lambda: write(slot), lambda: tf.constant(False))
+            _capture.cond(predicate, lambda: write(slot), lambda: tf.constant(False))
 
     def _record_eager(self, event, grads):
         self.flush()  # keep order if traced steps ran before this eager one
