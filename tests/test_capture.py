@@ -161,3 +161,20 @@ def test_a_loop_abandoned_mid_way_flushes_eagerly_even_inside_a_trace():
 
     traced()
     assert list(rec.recording.steps) == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("every", [1, 2])
+def test_own_loop_flushing_once_per_ring_loses_nothing(every):
+    """The README's rule for a loop of one's own: flush() at least every buffer_steps
+    recorded steps (a full flush also reads the latest step from the variables)."""
+    problem, rec, opt = _setup(buffer_steps=3, every=every)
+    step = problem.graph_step(opt)
+    for i in range(1, 25):
+        step()
+        if i % (3 * every) == 0:
+            rec.flush()
+    assert list(rec.recording.steps) == list(range(every, 25, every))
+    assert len(rec.recording.dropped_steps) == 0
+    eager = _eager(24, every=every)
+    np.testing.assert_array_equal(rec.recording.global_values("w", "grad"),
+                                  eager.global_values("w", "grad"))
