@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test clean
+.PHONY: demo test bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
+
+# what recording costs (about 1.5 minutes; prints markdown tables of ratios)
+bench: $(STAMP)
+	$(VENV)/bin/python benchmarks/overhead.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache
