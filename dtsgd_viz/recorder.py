@@ -478,6 +478,13 @@ class Recorder:
         class _Flush(tf_keras.callbacks.Callback):
             since, last = 0, -1
 
+            def __init__(self):
+                super().__init__()
+                # it never reads the logs: otherwise tf-keras converts them to numpy for
+                # it after every batch, a wait for the devices each step (and a
+                # "callback is slow" warning)
+                self._supports_tf_logs = True
+
             def on_epoch_begin(self, epoch, logs=None):
                 self.last = -1
 
