@@ -164,7 +164,31 @@ from_full = ring.shard_stats("d1/kernel", "velocity")[-1, :, 0]
 print("same norms at update 2000:", np.allclose(from_full, stats[-1, :, 0], rtol=1e-5))
 
 # %% [markdown]
-# ## What these choices cost in time
+# ## The same under `model.fit`
+#
+# `model.fit` runs the steps itself, so the recorder cannot wrap the loop. Pass
+# `rec.keras_callback()`: it flushes the device buffers as `rec.loop` does (it counts
+# batches, so `steps_per_execution` is fine) and once more when training ends. With a
+# DTensor `LayoutMap` model, `fit` wants the data as a `dtensor.DTensorDataset` (here
+# batches of 8 per `batch` replica, 16 in all) and a `steps_per_epoch`.
+
+# %%
+ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True).repeat()
+dds = dtensor.DTensorDataset(ds, mesh=mesh, layouts=(data_layout, data_layout),
+                             global_batch_size=16, batch_dim="batch",
+                             dataset_already_batched=True)
+fit_rec = dtsgd_viz.Recorder(mode="stats", decimate=True, max_steps=100)
+model = make_model()
+model.compile(optimizer=dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh,
+                                      hooks=[fit_rec], data_dependent_update=True),
+              loss="mse")
+history = model.fit(dds, epochs=4, steps_per_epoch=100, verbose=0,
+                    callbacks=[fit_rec.keras_callback()])
+fr = fit_rec.recording
+print("kept steps:", len(fr), "| first:", fr.steps[:3].tolist(), "| last:", int(fr.steps[-1]))
+print("dropped steps:", fr.dropped_steps.tolist())
+print(f"fit's loss per epoch: {[round(v, 3) for v in history.history['loss']]}")
+
 #
 # Recording work runs inside the training step, so it costs step time.
 # `python benchmarks/overhead.py` measures it against the plain tf-keras DTensor SGD step
@@ -181,6 +205,4 @@ print("same norms at update 2000:", np.allclose(from_full, stats[-1, :, 0], rtol
 # So for a long run: stats mode with `decimate=True` when you want the whole history's
 # shape at a bounded size, `every=k` with `max_steps` when you want real values at a
 # small cost, and full mode at every step for a short window you want to inspect closely.
-# The same recorders work under `model.fit` (with the data as a `dtensor.DTensorDataset`):
-# pass `callbacks=[rec.keras_callback()]`, which flushes as `rec.loop` does. No timing
-# runs in this notebook: its outputs stay the same from run to run.
+# No timing runs in this notebook: its outputs stay the same from run to run.
