@@ -1,7 +1,14 @@
-"""Host-side store of recorded steps, bounded: a ring of the last N steps, or an evenly
-thinned (decimated) history whose stride doubles whenever it fills."""
+"""Host side of a recording: one entry per recorded step (``entry``), kept bounded in a
+``HostLog`` (a ring of the last N steps, or an evenly thinned history whose stride doubles
+whenever it fills), and turned into a ``Recording`` when it is read (``assemble``)."""
 
 from __future__ import annotations
+
+import numpy as np
+
+from .recording import (
+    KINDS, NONFINITE_GRAD, NONFINITE_PARAM, Hyperparameters, Recording, VariableRecord,
+)
 
 
 class HostLog:
@@ -38,3 +45,70 @@ class HostLog:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+
+def entry(meta, data, watched, kinds, mode) -> dict:
+    """One recorded step. ``meta``: (iteration, learning rate, loss); ``data[(name,
+    kind)]``: the per-device shards (full mode: replicas compared, then kept once, as the
+    read-only views they arrived as) or the ``(n_unique, 3)`` stats."""
+    out = {"lr": meta[1], "loss": meta[2], "mismatch": np.zeros(len(watched), np.uint8)}
+    if mode != "full":
+        out["stats"] = data
+        return out
+    blocks = {}
+    for wi, w in enumerate(watched):
+        groups = w.geometry.replica_groups
+        for ki, kind in enumerate(KINDS):
+            if kind not in kinds:
+                continue
+            parts = data[(w.name, kind)]
+            if any(not np.array_equal(parts[d], parts[g[0]], equal_nan=True)
+                   for g in groups for d in g[1:]):
+                out["mismatch"][wi] |= 1 << ki
+            blocks[(w.name, kind)] = [parts[g[0]] for g in groups]
+    out["values"] = blocks
+    return out
+
+
+def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov,
+             dropped) -> Recording:
+    """The ``Recording`` of ``entries`` (``(step, entry)`` pairs): full-mode blocks are
+    copied once from the staged views into the recording's own arrays."""
+    n, v = len(entries), len(watched)
+    records = []
+    nonfinite = np.zeros((n, v), np.uint8)
+    for i, w in enumerate(watched):
+        local = w.geometry.local_shape
+        blocks, stats = {}, {}
+        for k in kinds:
+            if mode == "full":
+                out = np.empty((n, w.geometry.num_unique, *local), w.dtype)
+                if n:
+                    np.stack([b for _, e in entries for b in e["values"][(w.name, k)]],
+                             out=out.reshape(n * w.geometry.num_unique, *local))
+                blocks[k] = out
+                flat = out.reshape(n, -1)  # NaN and Inf reach the max or the min
+                bad = (~np.isfinite(flat.max(axis=1, initial=0))
+                       | ~np.isfinite(flat.min(axis=1, initial=0)))
+            else:
+                vals = [e["stats"][(w.name, k)] for _, e in entries]
+                stats[k] = (np.stack(vals) if vals else
+                            np.zeros((0, w.geometry.num_unique, 3))).astype(np.float64)
+                bad = ~np.isfinite(stats[k][..., 1]).all(axis=1)  # a NaN/Inf reaches the mean
+            bit = {"grad": NONFINITE_GRAD, "param": NONFINITE_PARAM}.get(k, 0)
+            nonfinite[:, i] |= bad.astype(np.uint8) * np.uint8(bit)
+        records.append(VariableRecord(w.name, w.geometry.global_shape, w.dtype, w.layout,
+                                      initial[i], blocks, stats))
+    lr = np.array([e["lr"] for _, e in entries], np.float64).reshape(n)
+    return Recording(
+        mesh=mesh,
+        records=tuple(records),
+        kinds=kinds,
+        steps=np.array([s for s, _ in entries], np.int64).reshape(n),
+        hyperparameters=Hyperparameters(lr, momentum, nesterov),
+        loss_values=np.array([e["loss"] for _, e in entries], np.float64).reshape(n),
+        nonfinite=nonfinite,
+        mismatch=np.array([e["mismatch"] for _, e in entries], np.uint8).reshape(n, v),
+        dropped_steps=np.asarray(dropped, np.int64),
+        mode=mode,
+    )

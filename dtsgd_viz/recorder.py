@@ -30,12 +30,9 @@ import numpy as np
 
 from . import _capture, _dtensor
 from ._dtensor import tf
-from ._hostlog import HostLog
+from ._hostlog import HostLog, assemble, entry
 from .geometry import shard_geometry
-from .recording import (
-    KINDS, NONFINITE_GRAD, NONFINITE_PARAM, Hyperparameters, Recording, VariableRecord,
-    check_kinds,
-)
+from .recording import KINDS, Recording, check_kinds
 
 STAGING_BUDGET_BYTES = 256 * 2**20
 MAX_BUFFER_STEPS = 8
@@ -345,23 +342,7 @@ class Recorder:
     def _append(self, meta, data):
         """One recorded step: ``data[(name, kind)]`` is the per-device shard list (full
         mode; replicas compared, kept once) or the ``(n_unique, 3)`` stats."""
-        entry = {"lr": meta[1], "loss": meta[2], "mismatch": np.zeros(len(self._watched), np.uint8)}
-        if self.mode == "full":
-            blocks = {}
-            for wi, w in enumerate(self._watched):
-                groups = w.geometry.replica_groups
-                for ki, kind in enumerate(KINDS):
-                    if kind not in self.kinds:
-                        continue
-                    parts = data[(w.name, kind)]
-                    if any(not np.array_equal(parts[d], parts[g[0]], equal_nan=True)
-                           for g in groups for d in g[1:]):
-                        entry["mismatch"][wi] |= 1 << ki
-                    blocks[(w.name, kind)] = [parts[g[0]] for g in groups]
-            entry["values"] = blocks
-        else:
-            entry["stats"] = data
-        self._log.append(int(meta[0]), entry)
+        self._log.append(int(meta[0]), entry(meta, data, self._watched, self.kinds, self.mode))
         self._cache = None
 
     def flush(self) -> int:
@@ -517,44 +498,7 @@ class Recorder:
         return self._cache
 
     def _build(self) -> Recording:
-        entries = self._log.entries
-        n, v = len(entries), len(self._watched)
-        records = []
-        nonfinite = np.zeros((n, v), np.uint8)
-        for i, w in enumerate(self._watched):
-            local = w.geometry.local_shape
-            blocks, stats = {}, {}
-            for k in self.kinds:
-                if self.mode == "full":
-                    # one copy from the staged views into the recording's own array
-                    out = np.empty((n, w.geometry.num_unique, *local), w.dtype)
-                    if n:
-                        np.stack([b for _, e in entries for b in e["values"][(w.name, k)]],
-                                 out=out.reshape(n * w.geometry.num_unique, *local))
-                    blocks[k] = out
-                    flat = out.reshape(n, -1)  # NaN and Inf reach the max or the min
-                    bad = (~np.isfinite(flat.max(axis=1, initial=0))
-                           | ~np.isfinite(flat.min(axis=1, initial=0)))
-                else:
-                    vals = [e["stats"][(w.name, k)] for _, e in entries]
-                    stats[k] = (np.stack(vals) if vals else
-                                np.zeros((0, w.geometry.num_unique, 3))).astype(np.float64)
-                    bad = ~np.isfinite(stats[k][..., 1]).all(axis=1)  # a NaN/Inf reaches the mean
-                bit = {"grad": NONFINITE_GRAD, "param": NONFINITE_PARAM}.get(k, 0)
-                nonfinite[:, i] |= bad.astype(np.uint8) * np.uint8(bit)
-            records.append(VariableRecord(w.name, w.geometry.global_shape, w.dtype, w.layout,
-                                          self._initial[i], blocks, stats))
         opt = self._optimizer
-        lr = np.array([e["lr"] for _, e in entries], np.float64).reshape(n)
-        return Recording(
-            mesh=self._mesh_spec,
-            records=tuple(records),
-            kinds=self.kinds,
-            steps=np.array([s for s, _ in entries], np.int64).reshape(n),
-            hyperparameters=Hyperparameters(lr, float(opt.momentum), bool(opt.nesterov)),
-            loss_values=np.array([e["loss"] for _, e in entries], np.float64).reshape(n),
-            nonfinite=nonfinite,
-            mismatch=np.array([e["mismatch"] for _, e in entries], np.uint8).reshape(n, v),
-            dropped_steps=np.asarray(sorted(self._dropped), np.int64),
-            mode=self.mode,
-        )
+        return assemble(self._log.entries, self._watched, self.kinds, self.mode, self._initial,
+                        mesh=self._mesh_spec, momentum=float(opt.momentum),
+                        nesterov=bool(opt.nesterov), dropped=sorted(self._dropped))
