@@ -175,9 +175,9 @@ class Recorder:
 
     def _default_slots(self, per_step) -> int:
         """8 slots when every tensor fits a stacked ring; otherwise 4 (each slot of a large
-        tensor is a variable that every call of the step passes along, recorded or not:
-        8 slots of a 2048x2048 parameter and velocity cost ~0.4 ms a step), and never more
-        than the staging budget holds."""
+        tensor is a full-size variable on the devices: 4 halve that memory, and
+        ``benchmarks/offsteps.py`` saw no step-time difference between 4 and 8), and
+        never more than the staging budget holds."""
         largest = max((w.var.shape.num_elements() * w.var.dtype.size for w in self._watched),
                       default=0)
         stacked = (MAX_BUFFER_STEPS + 1) * largest <= _capture.SMALL_RING_BYTES
@@ -200,6 +200,10 @@ class Recorder:
                 self._ring = None
                 self._stats = {(w.name, k): _capture.StatsBuffer(self.buffer_steps, w, self._mesh)
                                for w in self._watched for k in self.kinds}
+        staged = [self._optimizer.iterations, self._meta.var]
+        staged += self._ring.variables if self._ring is not None else []
+        staged += [buf.var for buf in self._stats.values()] if self._stats is not None else []
+        self._read_staged = _capture.Reader(staged)
         self._staged = True
 
     # ---- what one step leaves behind -------------------------------------------------------
@@ -357,18 +361,8 @@ class Recorder:
         with tf.init_scope():
             return self._flush_eagerly(final)
 
-    def _reader(self):
-        if getattr(self, "_read_all", None) is None:
-            variables = [self._optimizer.iterations, self._meta.var]
-            if self._ring is not None:
-                variables += self._ring.variables
-            if self._stats is not None:
-                variables += [buf.var for buf in self._stats.values()]
-            self._read_all = _capture.Reader(variables)
-        return self._read_all
-
     def _flush_eagerly(self, final):
-        read = self._reader()()  # everything staged, in one call
+        read = self._read_staged()  # everything staged, in one call
         current = int(read[self._optimizer.iterations.ref()][0])
         # The latest update's parameters and velocities are staged only when the next
         # update starts; a periodic flush leaves that step for the next flush instead of
