@@ -34,12 +34,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Mapping
 
 from . import _dtensor  # noqa: F401  (quiets TF logging before the import below)
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
+from . import _keras3  # noqa: E402
 from .hooks import LazyValues, UpdateEvent  # noqa: E402
 
 _BaseSGD = tf_keras.dtensor.experimental.optimizers.SGD
@@ -121,8 +123,16 @@ class SGD(_BaseSGD):
     ``weight_decay=...``) are accepted too, which is what ``from_config`` passes.
     ``amsgrad=True`` is an error: SGD has no AMSGrad.
 
-    ``data_dependent_update=True`` avoids a read-after-write hazard of tf-keras'
-    update inside DTensor ``tf.function``s (see ``update_step``).
+    ``exact_update=True`` follows the documented rule exactly inside DTensor
+    ``tf.function``s, where tf-keras' update can move a parameter with the previous
+    step's velocity (see ``update_step``); use it for training. The default stays
+    bit-identical to tf-keras, and a ``Recorder`` warns when it sees the stale
+    velocity. ``data_dependent_update`` is the old name of the same switch.
+
+    On a mesh, sparse gradients (``tf.IndexedSlices``, from an ``Embedding``) are
+    made dense before the update: DTensor cannot lay out the sparse update
+    (``ResourceScatterAdd``). That costs a dense gradient of the whole table per
+    step; a warning says so once per variable.
 
     ``hooks`` observe every update (see ``dtsgd_viz.Recorder``); they are not part
     of ``get_config``. ``minimize`` and ``apply_gradients`` return the iteration
@@ -142,9 +152,11 @@ class SGD(_BaseSGD):
         name="SGD",
         mesh=None,
         hooks=(),
-        data_dependent_update=False,
+        exact_update=False,
+        data_dependent_update=None,
         **kwargs,
     ):
+        _keras3.check(learning_rate, "learning_rate")
         if amsgrad:
             raise ValueError(
                 f"amsgrad={amsgrad!r}: SGD has no AMSGrad variant. Allowed: amsgrad=False "
@@ -180,11 +192,19 @@ class SGD(_BaseSGD):
             mesh=mesh,
             **kwargs,
         )
-        if not isinstance(data_dependent_update, bool):
-            raise TypeError(
-                f"data_dependent_update must be True or False. Received: {data_dependent_update!r}."
-            )
-        self.data_dependent_update = data_dependent_update
+        for arg, value in (("exact_update", exact_update),
+                           ("data_dependent_update", data_dependent_update)):
+            if value is not None and not isinstance(value, bool):
+                raise TypeError(f"{arg} must be True or False. Received: {value!r}.")
+        if data_dependent_update is not None:
+            if exact_update and not data_dependent_update:
+                raise ValueError(
+                    "exact_update=True and data_dependent_update=False contradict each other: "
+                    "data_dependent_update is the old name of exact_update; give only "
+                    "exact_update.")
+            exact_update = exact_update or data_dependent_update
+        self.exact_update = bool(exact_update)
+        self._densified = set()
         self._hooks = []
         self._pending_loss = None
         for hook in hooks:
@@ -199,6 +219,22 @@ class SGD(_BaseSGD):
     @property
     def mesh(self):
         return self._mesh
+
+    def __repr__(self) -> str:
+        # Keras 3's compile() shows this when handed a tf-keras optimizer by mistake
+        try:
+            lr = f"{float(self.learning_rate):g}"
+        except (TypeError, ValueError):
+            lr = type(self._learning_rate).__name__
+        mesh = None if self._mesh is None else dict(zip(self._mesh.dim_names, self._mesh.shape()))
+        return (f"<dtsgd_viz.SGD, a tf-keras (Keras 2) optimizer: learning_rate={lr}, "
+                f"momentum={self.momentum}, nesterov={self.nesterov}, mesh={mesh}, "
+                f"exact_update={self.exact_update}>")
+
+    @property
+    def data_dependent_update(self) -> bool:
+        """The old name of ``exact_update``."""
+        return self.exact_update
 
     def add_hook(self, hook):
         """Attach an observer (a ``Recorder``, or anything implementing ``dtsgd_viz.Hook``).
@@ -218,6 +254,8 @@ class SGD(_BaseSGD):
         return hook
 
     def build(self, var_list):
+        var_list = list(var_list)
+        _keras3.check_all(var_list, "A variable handed to dtsgd_viz.SGD")
         already = getattr(self, "_built", False)
         super().build(var_list)
         if not already:
@@ -226,7 +264,7 @@ class SGD(_BaseSGD):
                 hook.on_build(self, tuple(var_list))
 
     def update_step(self, gradient, variable):
-        """tf-keras' update, or with ``data_dependent_update=True`` the same arithmetic
+        """tf-keras' update, or with ``exact_update=True`` the same arithmetic
         with the new velocity passed as a value instead of re-read from its slot.
 
         Inside a DTensor ``tf.function`` tf-keras' re-read of the slot after assigning
@@ -235,7 +273,7 @@ class SGD(_BaseSGD):
         cannot be reordered and gives the documented rule; by default the optimizer
         stays bit-identical to tf-keras.
         """
-        if not self.data_dependent_update or isinstance(gradient, tf.IndexedSlices):
+        if not self.exact_update or isinstance(gradient, tf.IndexedSlices):
             return super().update_step(gradient, variable)
         lr = tf.cast(self.learning_rate, variable.dtype)
         momentum = tf.cast(self.momentum, variable.dtype)
@@ -294,12 +332,36 @@ class SGD(_BaseSGD):
 
         ``loss`` (optional) is passed to hooks so recordings can show it.
         """
+        grads_and_vars = list(grads_and_vars)
+        _keras3.check_all((v for _, v in grads_and_vars), "A variable handed to dtsgd_viz.SGD")
+        _keras3.check_all((g for g, _ in grads_and_vars), "A gradient handed to dtsgd_viz.SGD")
+        if self._mesh is not None:
+            grads_and_vars = [(self._densify(g, v), v) for g, v in grads_and_vars]
         self._pending_loss = loss
         try:
             result = super().apply_gradients(grads_and_vars, name=name, **kwargs)
         finally:
             self._pending_loss = None
         return result
+
+    def _densify(self, grad, var):
+        """A sparse gradient as a dense one laid out like ``var`` (DTensor has no layout
+        propagation for the sparse update, ``ResourceScatterAdd``)."""
+        if not isinstance(grad, tf.IndexedSlices):
+            return grad
+        key = self._var_key(var)
+        if key not in self._densified:
+            self._densified.add(key)
+            nbytes = var.shape.num_elements() * var.dtype.size
+            warnings.warn(
+                f"dtsgd_viz.SGD: the gradient of {var.name.removesuffix(':0')!r} is sparse (tf.IndexedSlices, "
+                "e.g. from an Embedding); DTensor cannot apply sparse updates on a mesh, so "
+                f"it is made dense: one dense {tuple(var.shape)} {var.dtype.name} gradient "
+                f"({nbytes:,} bytes, laid out like the variable) per step, and the recorded "
+                "gradient is that dense one.",
+                RuntimeWarning, stacklevel=3,
+            )
+        return _dtensor.match_layout(tf.convert_to_tensor(grad), var)
 
     def compute_gradients(self, loss, var_list, tape=None):
         """As tf-keras, and also eagerly on a mesh.
@@ -338,8 +400,8 @@ class SGD(_BaseSGD):
 
     def get_config(self):
         config = super().get_config()
-        if self.data_dependent_update:
-            config["data_dependent_update"] = True
+        if self.exact_update:
+            config["exact_update"] = True
         return config
 
     @classmethod

@@ -27,7 +27,7 @@ import numpy as np
 VARIABLE = "w"
 """The name of the optimized variable in every recording ``run`` returns."""
 
-CONFIG_KEYS = ("learning_rate", "momentum", "nesterov", "data_dependent_update")
+CONFIG_KEYS = ("learning_rate", "momentum", "nesterov", "exact_update", "data_dependent_update")
 
 __all__ = ["run", "VARIABLE", "CONFIG_KEYS"]
 
@@ -128,7 +128,7 @@ def run(surface, configs, steps, mesh=None, start=None, every=1,
       surface: a ``dtsgd_viz.surfaces`` surface (anything with ``shape``,
         ``default_start`` and ``value_tf(w, mesh)``).
       configs: ``{name: dict(learning_rate=..., momentum=..., nesterov=...)}``
-        (also ``data_dependent_update``); each runs from the same start.
+        (also ``exact_update``); each runs from the same start.
       steps: updates per config (>= 1).
       mesh: a DTensor ``Mesh``, a dict of mesh dims, or None for the surface's default
         (``{"coord": 2}`` for 2-D surfaces, the surface's own mesh for a

@@ -211,7 +211,7 @@ def _train_mlp(mode, data_dependent_update=False, steps=8):
     model = _mlp(mesh)
     rec = dtsgd_viz.Recorder()
     opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
-                        data_dependent_update=data_dependent_update)
+                        exact_update=data_dependent_update)
     x, y = _data()
     data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
     xb, yb = _dtensor.put(x, data_layout), _dtensor.put(y, data_layout)
@@ -286,7 +286,7 @@ def test_layoutmap_model_fit_with_dtensor_dataset():
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = _mlp(mesh)
     rec = dtsgd_viz.Recorder(buffer_steps=4)
-    opt = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh, hooks=[rec], data_dependent_update=True)
+    opt = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh, hooks=[rec], exact_update=True)
     x, y = _data()
     per_replica = 8
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(per_replica, drop_remainder=True).repeat()

@@ -72,7 +72,7 @@ print(dtsgd_viz.model_table(make_model()))
 # ## Training, recorded
 #
 # A custom training loop in a `tf.function`, with a `Recorder` hooked into the
-# optimizer. `data_dependent_update=True` is explained at the end of the notebook: it
+# optimizer. `exact_update=True` is explained at the end of the notebook: it
 # makes the update follow the rule exactly inside a DTensor `tf.function`.
 
 # %%
@@ -93,7 +93,7 @@ def train(steps, **sgd):
     return model, rec.recording
 
 
-model, r = train(150, learning_rate=0.05, momentum=0.9, nesterov=True, data_dependent_update=True)
+model, r = train(150, learning_rate=0.05, momentum=0.9, nesterov=True, exact_update=True)
 for step in (1, 10, 50, 150):
     print(f"mean squared error before update {step:3d}: {r.loss[step - 1]:.4f}")
 
@@ -139,7 +139,7 @@ def fit_last_layer(steps, **sgd):
     kernel = model.layers[1].kernel
     kernel.assign(_dtensor.put(np.zeros((16, 1), np.float32), kernel.layout))  # same start
     rec = dtsgd_viz.Recorder()
-    opt = dtsgd_viz.SGD(mesh=mesh, hooks=[rec], data_dependent_update=True, **sgd)
+    opt = dtsgd_viz.SGD(mesh=mesh, hooks=[rec], exact_update=True, **sgd)
 
     @tf.function
     def probe_step():
@@ -231,6 +231,6 @@ print("parameter used the previous v:", np.allclose(p, p_prev - lr * g + mu * v_
 # %% [markdown]
 # Eager updates and single-variable models are exact; the recorder reads what the
 # devices really hold, so `dtsgd_viz.reference.check_recording` catches the deviation.
-# `SGD(..., data_dependent_update=True)`, used above, computes the same arithmetic with
+# `SGD(..., exact_update=True)`, used above, computes the same arithmetic with
 # the new velocity passed along as a value, and follows the rule exactly. The README
 # explains the details.

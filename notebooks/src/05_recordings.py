@@ -57,7 +57,7 @@ xb, yb = _dtensor.put(x, data_layout), _dtensor.put(y, data_layout)
 
 rec = dtsgd_viz.Recorder()
 opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
-                    data_dependent_update=True)
+                    exact_update=True)
 
 
 @tf.function

@@ -60,7 +60,7 @@ def make_model():
 def train(steps, rec):
     model = make_model()
     opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
-                        data_dependent_update=True)   # exact rule: see 04_sharded_model
+                        exact_update=True)   # exact rule: see 04_sharded_model
 
     @tf.function
     def train_step():
@@ -180,7 +180,7 @@ dds = dtensor.DTensorDataset(ds, mesh=mesh, layouts=(data_layout, data_layout),
 fit_rec = dtsgd_viz.Recorder(mode="stats", decimate=True, max_steps=100)
 model = make_model()
 model.compile(optimizer=dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh,
-                                      hooks=[fit_rec], data_dependent_update=True),
+                                      hooks=[fit_rec], exact_update=True),
               loss="mse")
 history = model.fit(dds, epochs=4, steps_per_epoch=100, verbose=0,
                     callbacks=[fit_rec.keras_callback()])
