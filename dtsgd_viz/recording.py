@@ -27,7 +27,16 @@ KINDS = ("param", "velocity", "grad")
 it, and the gradient applied in it."""
 
 FORMAT = "dtsgd_viz.recording"
-VERSION = 1
+VERSION = 2
+"""The newest file format this library writes and reads. A file gets the lowest version
+that holds its data, as numpy's ``.npy`` does: version 2 only when a variable is
+bfloat16 (stored as uint16 bit patterns, which a version-1 reader would take for
+integers); everything else stays version 1, so older dtsgd_viz reads it."""
+READS = (1, VERSION)
+
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+"""What a recording file holds: the dtypes tf-keras trains in (numpy has no bfloat16;
+``ml_dtypes``, which TensorFlow depends on, provides it and is imported only for it)."""
 
 NONFINITE_GRAD, NONFINITE_PARAM = 1, 2
 
@@ -234,11 +243,15 @@ class Recording:
     # ---- files ---------------------------------------------------------------------------
 
     def save(self, path) -> str:
-        """Write a portable ``.npz`` (zip of ``.npy`` + a JSON header; no pickle)."""
+        """Write a portable ``.npz`` (zip of ``.npy`` + a JSON header; no pickle).
+
+        Values keep their dtype (``DTYPES``: float16, bfloat16, float32, float64);
+        any other dtype is a ``ValueError`` before anything is written."""
         path = os.fspath(path)
+        values = [_encode(r) for r in self.records]
         meta = {
             "format": FORMAT,
-            "version": VERSION,
+            "version": VERSION if any(r.dtype == "bfloat16" for r in self.records) else 1,
             "mesh": self.mesh.to_dict(),
             "kinds": list(self.kinds),
             "mode": self.mode,
@@ -258,9 +271,8 @@ class Recording:
             "dropped_steps": self.dropped_steps,
         }
         for i, r in enumerate(self.records):
-            arrays[f"v{i}.initial"] = r.initial
-            for kind, blocks in r.blocks.items():
-                arrays[f"v{i}.{kind}"] = blocks
+            for key, array in values[i].items():
+                arrays[f"v{i}.{key}"] = array
             for kind, stats in r.stats.items():
                 arrays[f"v{i}.{kind}.stats"] = stats
         tmp = path + ".tmp"
@@ -268,6 +280,48 @@ class Recording:
             np.savez(f, **arrays)
         os.replace(tmp, path)
         return path
+
+
+def _dtype_list() -> str:
+    return ", ".join(DTYPES[:-1]) + f" or {DTYPES[-1]}"
+
+
+def _encode(r: VariableRecord) -> dict[str, np.ndarray]:
+    """``{"initial" or kind: array}``: one variable's values as a file stores them
+    (bfloat16 as its uint16 bit patterns: ``.npy`` knows no bfloat16)."""
+    values = {"initial": r.initial, **r.blocks}
+    if r.dtype not in DTYPES:
+        raise ValueError(
+            f"Cannot save variable {r.name!r}: its values are {r.dtype}. A recording file "
+            f"holds {_dtype_list()} (the dtypes tf-keras trains in)."
+        )
+    for key, array in values.items():
+        got = np.asarray(array).dtype.name
+        if got != r.dtype:
+            what = "initial value is" if key == "initial" else f"{key!r} values are"
+            raise ValueError(
+                f"Cannot save variable {r.name!r}: its dtype is {r.dtype} but its {what} "
+                f"{got}. Every array of a variable has the variable's dtype."
+            )
+    if r.dtype == "bfloat16":
+        return {key: np.asarray(a).view(np.uint16) for key, a in values.items()}
+    return values
+
+
+def _decode(path, name, key, array, dtype) -> np.ndarray:
+    """The stored ``array`` as ``dtype``: bfloat16 comes back from uint16 bit patterns
+    (version 2) or from the raw ``|V2`` bytes numpy wrote for it in version 1."""
+    if dtype == "bfloat16" and (array.dtype == np.uint16
+                                or (array.dtype.kind == "V" and array.dtype.itemsize == 2)):
+        import ml_dtypes  # only now: a TensorFlow dependency, light, numpy-only
+        return array.view(ml_dtypes.bfloat16)
+    if array.dtype.name != dtype:
+        what = "initial value" if key == "initial" else f"{key!r} values"
+        raise RecordingFileError(
+            f"{path}: the {what} of variable {name!r} are stored as {array.dtype} but the "
+            f"variable's dtype is {dtype}."
+        )
+    return array
 
 
 def _read_arrays(path) -> dict[str, np.ndarray]:
@@ -298,7 +352,8 @@ def load_recording(path) -> Recording:
     """Read a file written by ``Recording.save``. Does not import TensorFlow.
 
     Raises ``RecordingFileError`` (a ``ValueError``) for truncated, corrupted or
-    foreign files, and for versions newer than this library reads.
+    foreign files, for versions newer than this library reads, and for dtypes outside
+    ``DTYPES``. bfloat16 values come back as ``ml_dtypes.bfloat16`` arrays.
     """
     path = os.fspath(path)
     arrays = _read_arrays(path)
@@ -308,10 +363,10 @@ def load_recording(path) -> Recording:
         raise RecordingFileError(f"{path}: missing or unreadable header ({e}).") from e
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise RecordingFileError(f"{path} is not a dtsgd_viz recording (format={meta.get('format')!r}).")
-    if meta.get("version") != VERSION:
+    if meta.get("version") not in READS:
         raise RecordingFileError(
             f"{path} has recording format version {meta.get('version')!r}; this dtsgd_viz "
-            f"reads version {VERSION}. Upgrade dtsgd_viz to read it."
+            f"reads version {' or '.join(map(str, READS))}. Upgrade dtsgd_viz to read it."
         )
     try:
         n = int(meta["n_steps"])
@@ -325,15 +380,22 @@ def load_recording(path) -> Recording:
             layout = LayoutSpec.from_dict(v["layout"])
             shape = tuple(v["shape"])
             geom = shard_geometry(shape, layout)
-            initial = arrays[f"v{i}.initial"]
+            dtype = v["dtype"]
+            if dtype not in DTYPES:
+                raise RecordingFileError(
+                    f"{path}: variable {v['name']!r} has dtype {dtype!r}; a recording holds "
+                    f"{_dtype_list()}."
+                )
+            initial = _decode(path, v["name"], "initial", arrays[f"v{i}.initial"], dtype)
             full = mode == "full"
-            blocks = {k: arrays[f"v{i}.{k}"] for k in kinds} if full else {}
+            blocks = ({k: _decode(path, v["name"], k, arrays[f"v{i}.{k}"], dtype) for k in kinds}
+                      if full else {})
             stats = {} if full else {k: arrays[f"v{i}.{k}.stats"] for k in kinds}
             want = (n, geom.num_unique, *geom.local_shape)
             if (initial.shape != shape or any(b.shape != want for b in blocks.values())
                     or any(s.shape != (n, geom.num_unique, 3) for s in stats.values())):
                 raise RecordingFileError(f"{path}: arrays of {v['name']!r} do not match its shape.")
-            records.append(VariableRecord(v["name"], shape, v["dtype"], layout, initial, blocks, stats))
+            records.append(VariableRecord(v["name"], shape, dtype, layout, initial, blocks, stats))
         steps = arrays["steps"]
         hp = Hyperparameters(arrays["learning_rate"], float(meta["momentum"]), bool(meta["nesterov"]))
         rec = Recording(mesh, tuple(records), kinds, steps, hp, arrays["loss"],

@@ -1,0 +1,211 @@
+"""Recordings of real training runs: every dtype tf-keras trains in survives a file
+(issue #9, item 4)."""
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import matplotlib
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import dtsgd_viz
+from conftest import CONFIGS
+from dtsgd_viz import _dtensor, reference
+from dtsgd_viz.recording import RecordingFileError
+from dtsgd_viz.views.shards import draw_shards
+from helpers import layout, make_sgd
+
+matplotlib.use("Agg")
+
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+KINDS = ("param", "velocity", "grad")
+STEPS = 5
+
+
+def _numpy_dtype(name):
+    return np.dtype(tf.as_dtype(name).as_numpy_dtype)
+
+
+def _bits(a):
+    """The raw bytes of ``a`` and its dtype: equal bits, not merely equal values."""
+    a = np.ascontiguousarray(a)
+    return a.dtype.name, a.shape, a.tobytes()
+
+
+def _train(dtype, steps=STEPS, config=CONFIGS["nesterov"], **rec_kw):
+    """The real optimizer on a [x, y]-sharded (4, 8) variable of ``dtype``: a quadratic
+    loss computed in that dtype, ``steps`` updates of a ``tf.function`` in ``rec.loop``."""
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    lay = layout(mesh, "x", "y")
+    rng = np.random.default_rng(3)
+    w0 = rng.normal(size=(4, 8)).astype(_numpy_dtype(dtype))
+    c = rng.uniform(0.2, 1.5, size=(4, 8)).astype(_numpy_dtype(dtype))
+    var = _dtensor.variable(w0, lay, name="w")
+    C = _dtensor.put(c, lay)
+    rec = dtsgd_viz.Recorder(**rec_kw)
+    opt = make_sgd(config, mesh, hooks=[rec])
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(C * var * var) / 2
+        grads = tape.gradient(loss, [var])
+        opt.apply_gradients(zip(grads, [var]), loss=loss)
+
+    for _ in rec.loop(steps):
+        step()
+    return rec, var, w0
+
+
+# ---- item 4: every training dtype, bit for bit ------------------------------------------
+
+
+@pytest.fixture(scope="module", params=DTYPES)
+def trained(request, tmp_path_factory):
+    rec, var, w0 = _train(request.param)
+    r = rec.recording
+    path = r.save(tmp_path_factory.mktemp(request.param) / "run.npz")
+    return request.param, r, var, w0, path
+
+
+def test_real_recording_of_every_training_dtype_loads_bit_for_bit(trained):
+    dtype, r, var, w0, path = trained
+    back = dtsgd_viz.load_recording(path)
+    assert back.record("w").dtype == dtype
+    # independent truth: the start we gave the variable and what the devices hold now
+    assert _bits(back.initial("w")) == _bits(w0)
+    live = _dtensor.unpack(var)
+    assert _bits(back.shard_values("w", "param")[-1]) == _bits(np.stack(live))
+    for kind in KINDS:
+        assert back.global_values("w", kind).dtype.name == dtype
+        assert _bits(back.global_values("w", kind)) == _bits(r.global_values("w", kind))
+        assert _bits(back.record("w").blocks[kind]) == _bits(r.record("w").blocks[kind])
+        np.testing.assert_array_equal(back.shard_stats("w", kind), r.shard_stats("w", kind))
+        assert back.shard_stats("w", kind).dtype == np.float64
+    assert list(back.steps) == list(range(1, STEPS + 1))
+    np.testing.assert_array_equal(back.loss_values, r.loss_values)
+    assert len(back.nonfinite_steps) == 0 and len(back.replica_mismatch) == 0
+
+
+def test_loaded_recording_of_every_dtype_follows_the_numpy_rule(trained):
+    """The reference recomputes each update in the recording's own dtype: a loaded
+    bfloat16/float16 recording checks exactly as the in-memory one does."""
+    _, r, _, _, path = trained
+    back = dtsgd_viz.load_recording(path)
+    assert list(reference.check_recording(back)["w"]) == []
+    assert list(reference.check_recording(r)["w"]) == []
+    path_values = back.path("w")
+    assert path_values.shape == (STEPS + 1, 4, 8) and path_values.dtype == r.path("w").dtype
+
+
+def test_loaded_half_precision_recordings_draw(trained):
+    dtype, _, _, _, path = trained
+    back = dtsgd_viz.load_recording(path)
+    view = draw_shards(back, "w", "velocity", step=2)
+    heat = np.asarray(view.heatmap.get_array(), np.float64)
+    np.testing.assert_array_equal(heat, back.global_values("w", "velocity")[2].astype(np.float64))
+    np.testing.assert_allclose(np.asarray(view.norm_image.get_array()),
+                               back.shard_stats("w", "velocity")[..., 0])
+
+
+def test_file_version_is_the_lowest_that_holds_the_data(trained):
+    """float16/32/64 files stay version 1 (older dtsgd_viz reads them); bfloat16 arrays
+    are stored as uint16 bit patterns in a version 2 file, which older versions refuse
+    instead of reading the bits as integers."""
+    dtype, _, _, _, path = trained
+    with np.load(path, allow_pickle=False) as f:
+        meta = json.loads(f["meta"].tobytes())
+        stored = f["v0.velocity"].dtype
+    assert meta["variables"][0]["dtype"] == dtype
+    if dtype == "bfloat16":
+        assert meta["version"] == 2 and stored == np.uint16
+    else:
+        assert meta["version"] == 1 and stored == np.dtype(dtype)
+
+
+def test_version_1_bfloat16_file_from_before_the_fix_still_loads(trained, tmp_path):
+    """Version 1 wrote bfloat16 arrays as they came (numpy stores them as raw ``|V2``
+    bytes): they load as bfloat16, bit for bit."""
+    dtype, r, _, _, path = trained
+    if dtype != "bfloat16":
+        pytest.skip("only bfloat16 was stored differently by version 1")
+    import ml_dtypes
+    arrays = dict(np.load(path, allow_pickle=False))
+    meta = json.loads(arrays["meta"].tobytes())
+    meta["version"] = 1
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    for key in [k for k in arrays if k.startswith("v0.") and not k.endswith(".stats")]:
+        arrays[key] = arrays[key].view(ml_dtypes.bfloat16)  # what version 1 handed to savez
+    old = tmp_path / "v1.npz"
+    np.savez(old, **arrays)
+    with np.load(old, allow_pickle=False) as f:
+        assert f["v0.param"].dtype.str == "|V2"
+    back = dtsgd_viz.load_recording(old)
+    for kind in KINDS:
+        assert _bits(back.global_values("w", kind)) == _bits(r.global_values("w", kind))
+    assert _bits(back.initial("w")) == _bits(r.initial("w"))
+
+
+def test_bfloat16_file_loads_without_tensorflow(trained):
+    dtype, r, _, _, path = trained
+    if dtype not in ("bfloat16", "float32"):
+        pytest.skip("one half-precision and one ordinary file are enough here")
+    code = (
+        "import sys, dtsgd_viz\n"
+        f"r = dtsgd_viz.load_recording({str(path)!r})\n"
+        "v = r.global_values('w', 'velocity')\n"
+        "bad = dtsgd_viz.reference.check_recording(r)['w']\n"
+        "print(v.dtype.name, v.view('u' + str(v.itemsize)).sum(), len(bad),\n"
+        "      'tensorflow' in sys.modules, 'ml_dtypes' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    v = r.global_values("w", "velocity")
+    bits = v.view(f"u{v.itemsize}").sum()
+    # ml_dtypes (a light TensorFlow dependency) is imported only for bfloat16 files
+    assert out.stdout.split() == [dtype, str(bits), "0", "False", str(dtype == "bfloat16")]
+
+
+@pytest.mark.parametrize("bad", ["complex64", "int32", "object"])
+def test_a_dtype_the_file_cannot_hold_is_an_error_at_save_time(bad, tmp_path):
+    rec, _, _ = _train("float32", steps=2, config=CONFIGS["momentum"])
+    r = rec.recording
+    v = r.record("w")
+    wrong = dataclasses.replace(
+        v, dtype=bad, initial=v.initial.astype(bad),
+        blocks={k: b.astype(bad) for k, b in v.blocks.items()})
+    target = tmp_path / "bad.npz"
+    with pytest.raises(ValueError, match=(
+            rf"Cannot save variable 'w': its values are {bad}. A recording file holds "
+            r"float16, bfloat16, float32 or float64 \(the dtypes tf-keras trains in\)")):
+        dataclasses.replace(r, records=(wrong,)).save(target)
+    assert list(tmp_path.iterdir()) == []  # nothing written, not even a partial file
+
+
+def test_arrays_that_contradict_the_variable_dtype_are_refused(tmp_path):
+    rec, _, _ = _train("float16", steps=2, config=CONFIGS["momentum"])
+    r = rec.recording
+    v = r.record("w")
+    upcast = dataclasses.replace(v, blocks={**v.blocks, "grad": v.blocks["grad"].astype(np.float32)})
+    with pytest.raises(ValueError, match=(
+            r"Cannot save variable 'w': its dtype is float16 but its 'grad' values are "
+            r"float32")):
+        dataclasses.replace(r, records=(upcast,)).save(tmp_path / "bad.npz")
+    # and a file whose header and arrays disagree is refused on load
+    path = r.save(tmp_path / "ok.npz")
+    arrays = dict(np.load(path, allow_pickle=False))
+    for dtype_name, array_key, array in (("int8", None, None),
+                                         ("float16", "v0.grad", arrays["v0.grad"].astype(np.float32))):
+        tampered = dict(arrays)
+        meta = json.loads(tampered["meta"].tobytes())
+        meta["variables"][0]["dtype"] = dtype_name
+        tampered["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+        if array_key:
+            tampered[array_key] = array
+        np.savez(tmp_path / "tampered.npz", **tampered)
+        with pytest.raises(RecordingFileError, match=(
+                r"variable 'w' has dtype 'int8'|the 'grad' values of variable 'w' are stored as "
+                r"float32 but the variable's dtype is float16")):
+            dtsgd_viz.load_recording(tmp_path / "tampered.npz")
