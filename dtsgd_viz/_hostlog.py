@@ -4,6 +4,8 @@ whenever it fills), and turned into a ``Recording`` when it is read (``assemble`
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .recording import (
@@ -87,7 +89,8 @@ def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov
                     np.stack([b for _, e in entries for b in e["values"][(w.name, k)]],
                              out=out.reshape(n * w.geometry.num_unique, *local))
                 blocks[k] = out
-                flat = out.reshape(n, -1)  # NaN and Inf reach the max or the min
+                # NaN and Inf reach the max or the min (sizes spelled out: n may be 0)
+                flat = out.reshape(n, w.geometry.num_unique * math.prod(local))
                 bad = (~np.isfinite(flat.max(axis=1, initial=0))
                        | ~np.isfinite(flat.min(axis=1, initial=0)))
             else:

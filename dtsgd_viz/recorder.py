@@ -172,6 +172,36 @@ class Recorder:
         # on_build runs eagerly (tf-keras builds in init_scope) right before the first update
         # it will see, or when the hook is attached to a built optimizer.
         self._initial = [self._global(w, w.var) for w in self._watched]
+        self._warned_untraced = False
+
+    def _skip_untraced(self) -> None:
+        """Skip the updates the optimizer made since the recorder last saw one while
+        nothing was staged for them (called where staging starts, at the first trace
+        with this recorder, and when the recording is read before any): a ``tf.function``
+        traced before the Recorder was attached ran them, and a traced function calls
+        only the hooks it was traced with. They are warned about once, never reported
+        as overwritten, and the recording starts from the parameters they left."""
+        with tf.init_scope():  # eagerly, also when called while a step is traced
+            current = int(_dtensor.unpack(self._optimizer.iterations)[0])
+            if current <= self._last_step:
+                return
+            first, self._last_step = self._last_step + 1, current
+            if not len(self._log):
+                self._initial = [self._global(w, w.var) for w in self._watched]
+                self._cache = None
+        if self._warned_untraced:
+            return
+        self._warned_untraced = True
+        warnings.warn(
+            f"Recorder: the optimizer made {current - first + 1} update(s) (iterations "
+            f"{first}..{current}) that this Recorder never saw: the step function "
+            "(tf.function) was traced before the Recorder was attached, and a traced "
+            "function calls only the hooks it was traced with. It must be re-traced: wrap "
+            "the step in a new tf.function (model.fit: model.make_train_function(force=True))"
+            ", or attach the recorder (SGD(..., hooks=[rec]) or opt.add_hook(rec)) before "
+            "the step function's first call.",
+            RuntimeWarning, stacklevel=3,
+        )
 
     def _default_slots(self, per_step) -> int:
         """8 slots when every tensor fits a stacked ring; otherwise 4 (each slot of a large
@@ -188,6 +218,7 @@ class Recorder:
         return [k for k in ("param", "velocity") if k in self.kinds]
 
     def _make_staging(self):
+        self._skip_untraced()
         with tf.init_scope():
             self._meta = _capture.RowBuffer(self._row_slots, 3, self._mesh)
             if self.mode == "full":
@@ -486,6 +517,8 @@ class Recorder:
                 "This Recorder has not seen an optimizer yet: attach it with "
                 "SGD(..., hooks=[rec]) or opt.add_hook(rec) and run at least one update."
             )
+        if not self._staged:  # no step function traced with this recorder yet
+            self._skip_untraced()
         self.flush()
         if self._cache is None:
             self._cache = self._build()

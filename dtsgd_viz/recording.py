@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import io
 import json
+import math
 import os
 import zipfile
 from collections.abc import Mapping
@@ -46,7 +47,7 @@ def _block_stats(blocks, chunk_elements=2**22):
     """``(n_steps, n_blocks, 3)`` float64 L2 norm, mean and max |x| of each block, a few
     steps at a time (float64 temporaries stay small however long the recording)."""
     n, nb = blocks.shape[:2]
-    flat = blocks.reshape(n, nb, -1)
+    flat = blocks.reshape(n, nb, math.prod(blocks.shape[2:]))  # not -1: n may be 0
     out = np.zeros((n, nb, 3))
     if flat.shape[-1] == 0:
         return out

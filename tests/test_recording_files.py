@@ -1,10 +1,12 @@
-"""Recordings of real training runs: every dtype tf-keras trains in survives a file
-(issue #9, item 4)."""
+"""Recordings of real training runs: every dtype tf-keras trains in survives a file,
+empty recordings are valid values, and a recorder attached after its step function
+was traced says so (issue #9, items 4 and 5)."""
 
 import dataclasses
 import json
 import subprocess
 import sys
+import warnings
 
 import matplotlib
 import numpy as np
@@ -13,10 +15,10 @@ import tensorflow as tf
 
 import dtsgd_viz
 from conftest import CONFIGS
-from dtsgd_viz import _dtensor, reference
+from dtsgd_viz import _dtensor, reference, surfaces
 from dtsgd_viz.recording import RecordingFileError
 from dtsgd_viz.views.shards import draw_shards
-from helpers import layout, make_sgd
+from helpers import Problem, layout, make_sgd
 
 matplotlib.use("Agg")
 
@@ -63,12 +65,23 @@ def _train(dtype, steps=STEPS, config=CONFIGS["nesterov"], **rec_kw):
 # ---- item 4: every training dtype, bit for bit ------------------------------------------
 
 
-@pytest.fixture(scope="module", params=DTYPES)
-def trained(request, tmp_path_factory):
-    rec, var, w0 = _train(request.param)
-    r = rec.recording
-    path = r.save(tmp_path_factory.mktemp(request.param) / "run.npz")
-    return request.param, r, var, w0, path
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """``runs(dtype)``: (dtype, recording, variable, start, saved path), trained once."""
+    done = {}
+
+    def get(dtype):
+        if dtype not in done:
+            rec, var, w0 = _train(dtype)
+            r = rec.recording
+            done[dtype] = dtype, r, var, w0, r.save(tmp_path_factory.mktemp(dtype) / "run.npz")
+        return done[dtype]
+    return get
+
+
+@pytest.fixture(params=DTYPES)
+def trained(request, runs):
+    return runs(request.param)
 
 
 def test_real_recording_of_every_training_dtype_loads_bit_for_bit(trained):
@@ -126,12 +139,10 @@ def test_file_version_is_the_lowest_that_holds_the_data(trained):
         assert meta["version"] == 1 and stored == np.dtype(dtype)
 
 
-def test_version_1_bfloat16_file_from_before_the_fix_still_loads(trained, tmp_path):
+def test_version_1_bfloat16_file_from_before_the_fix_still_loads(runs, tmp_path):
     """Version 1 wrote bfloat16 arrays as they came (numpy stores them as raw ``|V2``
     bytes): they load as bfloat16, bit for bit."""
-    dtype, r, _, _, path = trained
-    if dtype != "bfloat16":
-        pytest.skip("only bfloat16 was stored differently by version 1")
+    _, r, _, _, path = runs("bfloat16")
     import ml_dtypes
     arrays = dict(np.load(path, allow_pickle=False))
     meta = json.loads(arrays["meta"].tobytes())
@@ -149,10 +160,9 @@ def test_version_1_bfloat16_file_from_before_the_fix_still_loads(trained, tmp_pa
     assert _bits(back.initial("w")) == _bits(r.initial("w"))
 
 
-def test_bfloat16_file_loads_without_tensorflow(trained):
-    dtype, r, _, _, path = trained
-    if dtype not in ("bfloat16", "float32"):
-        pytest.skip("one half-precision and one ordinary file are enough here")
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_bfloat16_file_loads_without_tensorflow(runs, dtype):
+    _, r, _, _, path = runs(dtype)
     code = (
         "import sys, dtsgd_viz\n"
         f"r = dtsgd_viz.load_recording({str(path)!r})\n"
@@ -209,3 +219,165 @@ def test_arrays_that_contradict_the_variable_dtype_are_refused(tmp_path):
                 r"variable 'w' has dtype 'int8'|the 'grad' values of variable 'w' are stored as "
                 r"float32 but the variable's dtype is float16")):
             dtsgd_viz.load_recording(tmp_path / "tampered.npz")
+
+
+# ---- item 5: empty recordings -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["full", "stats"])
+@pytest.mark.parametrize("how", ["graph", "eager"])
+def test_a_recorder_that_recorded_nothing_gives_a_valid_empty_recording(mode, how, tmp_path):
+    """every=100 over 50 updates records none of them: a valid, empty Recording."""
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    problem = Problem((4, 8), layout(mesh, "x", "y"), seed=5)
+    rec = dtsgd_viz.Recorder(every=100, mode=mode)
+    opt = make_sgd(CONFIGS["momentum"], mesh, hooks=[rec])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        if how == "graph":
+            step = problem.graph_step(opt)
+            for _ in rec.loop(50):
+                step()
+        else:
+            for _ in range(5):
+                opt.minimize(problem.loss, [problem.var])
+        r = rec.recording
+    assert int(_dtensor.unpack(opt.iterations)[0]) == (50 if how == "graph" else 5)
+    assert len(r) == 0 and r.steps.shape == (0,)
+    assert "0 updates (no steps)" in repr(r)
+    np.testing.assert_array_equal(r.initial("w"), problem.w0)
+    assert r.loss is None and len(r.nonfinite_steps) == 0 and len(r.dropped_steps) == 0
+    for kind in KINDS:
+        assert r.shard_stats("w", kind).shape == (0, 8, 3)
+        if mode == "full":
+            assert r.global_values("w", kind).shape == (0, 4, 8)
+            assert r.global_values("w", kind).dtype == np.float32
+            assert r.shard_values("w", kind).shape == (0, 8, 2, 2)
+    if mode == "full":
+        assert r.path("w").shape == (1, 4, 8)
+        assert {k: list(v) for k, v in reference.check_recording(r).items()} == {"w": []}
+    back = dtsgd_viz.load_recording(r.save(tmp_path / "empty.npz"))
+    assert len(back) == 0 and back.mode == mode and back.kinds == r.kinds
+    np.testing.assert_array_equal(back.initial("w"), problem.w0)
+    for kind in KINDS:
+        assert back.shard_stats("w", kind).shape == (0, 8, 3)
+        if mode == "full":
+            assert back.global_values("w", kind).shape == (0, 4, 8)
+
+
+@pytest.fixture(scope="module")
+def empty_recordings():
+    """Real runs with every=10 over 5 updates: nothing recorded."""
+    s = surfaces.RotatedQuadratic()
+    recs = dtsgd_viz.run(s, {"momentum": CONFIGS["momentum"]}, steps=5, every=10)
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    problem = Problem((4, 8), layout(mesh, "x", "y"))
+    rec = dtsgd_viz.Recorder(every=10)
+    opt = make_sgd(CONFIGS["momentum"], mesh, hooks=[rec])
+    for _ in range(5):
+        opt.minimize(problem.loss, [problem.var])
+    return s, recs, rec.recording
+
+
+def _says_nothing_was_recorded(message, name):
+    assert name in message
+    assert "nothing was recorded" in message and "nothing to draw" in message
+    assert "every=k" in message  # why: k larger than the run ...
+    assert "traced" in message   # ... or attached after the step function was traced
+
+
+def test_views_say_an_empty_recording_has_nothing_to_draw(empty_recordings):
+    from dtsgd_viz.widgets import PathExplorer, ShardExplorer
+    s, recs, sharded = empty_recordings
+    assert len(recs["momentum"]) == 0 and len(sharded) == 0
+    for draw in (lambda: dtsgd_viz.plot_shards(sharded, "w"),
+                 lambda: ShardExplorer(sharded)):
+        with pytest.raises(ValueError) as err:
+            draw()
+        _says_nothing_was_recorded(str(err.value), "<Recording 0 updates (no steps)")
+    for draw in (lambda: dtsgd_viz.plot_paths(recs, s),
+                 lambda: dtsgd_viz.animate(recs, s),
+                 lambda: PathExplorer(recs, s)):
+        with pytest.raises(ValueError) as err:
+            draw()
+        _says_nothing_was_recorded(str(err.value), "Recording 'momentum'")
+
+
+def test_layout_of_an_empty_recording_still_draws(empty_recordings):
+    """The layout needs no steps: it is drawn as for any recording."""
+    _, _, sharded = empty_recordings
+    fig = dtsgd_viz.plot_layout(sharded, name="w")
+    assert "w" in dtsgd_viz.layout_table(sharded, name="w")
+    assert fig.axes
+
+
+# ---- item 5: a recorder attached after the step function was traced ------------------------
+
+
+def test_recorder_attached_after_tracing_warns_to_retrace():
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    problem = Problem((4, 8), layout(mesh, "x", "y"), seed=9)
+    opt = make_sgd(CONFIGS["momentum"], mesh)
+    old_step = problem.graph_step(opt)
+    old_step(), old_step()  # traced (and the optimizer built) without the recorder
+    rec = opt.add_hook(dtsgd_viz.Recorder())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in rec.loop(5):
+            old_step()  # the traced function never calls the recorder
+        r = rec.recording
+    messages = [str(w.message) for w in caught]
+    assert not any("overwritten" in m for m in messages)
+    assert len(messages) == 1, messages
+    assert caught[0].category is RuntimeWarning
+    assert "5 update(s) (iterations 3..7)" in messages[0]
+    assert "tf.function) was traced before the Recorder was attached" in messages[0]
+    assert "re-trace" in messages[0]
+    assert len(r) == 0 and len(r.dropped_steps) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once, not on every read
+        rec.recording
+
+    # a new tf.function is traced with the recorder: it records from there on, and the
+    # updates the old function made are not reported as overwritten
+    new_step = problem.graph_step(opt)
+    for _ in range(2):
+        old_step()  # still the old function: iterations 8, 9
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in rec.loop(3):
+            new_step()  # iterations 10..12, traced on the first call
+        r = rec.recording
+    assert [str(w.message) for w in caught] == []  # already warned once
+    assert list(r.steps) == [10, 11, 12] and len(r.dropped_steps) == 0
+    # the recording starts from the parameter before its first update (after step 9)
+    assert r.path("w").shape == (4, 4, 8)
+    live = np.stack(_dtensor.unpack(problem.var))
+    np.testing.assert_array_equal(r.shard_values("w", "param")[-1], live)
+    g = r.global_values("w", "grad")
+    np.testing.assert_allclose(g[0], problem.numpy_grad(r.initial("w")), rtol=1e-6)
+    assert list(reference.check_recording(r)["w"]) == []
+
+
+def test_retraced_after_untraced_updates_warns_instead_of_overwritten():
+    """The untraced updates are found when the new function is traced: one warning that
+    names them and says to re-trace (here the user already did), never 'overwritten'."""
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    problem = Problem((4, 8), layout(mesh, "x", "y"), seed=11)
+    opt = make_sgd(CONFIGS["nesterov"], mesh)
+    old_step = problem.graph_step(opt)
+    old_step()
+    rec = opt.add_hook(dtsgd_viz.Recorder(buffer_steps=2))
+    for _ in range(4):
+        old_step()  # iterations 2..5, unseen
+    new_step = problem.graph_step(opt)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in rec.loop(3):
+            new_step()  # iterations 6..8
+        r = rec.recording
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and "4 update(s) (iterations 2..5)" in messages[0], messages
+    assert list(r.steps) == [6, 7, 8] and len(r.dropped_steps) == 0
+    np.testing.assert_allclose(
+        r.global_values("w", "grad")[0], problem.numpy_grad(r.initial("w")), rtol=1e-6)

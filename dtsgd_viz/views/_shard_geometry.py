@@ -22,18 +22,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ._empty import check_not_empty
+
 LOG_RANGE = 100.0
 """Norm panels switch to a log colour scale when max/min of the positive finite
 norms exceeds this."""
-
-
-def check_not_empty(recording) -> None:
-    if len(recording) == 0:
-        raise ValueError(
-            "The recording has no steps (0 updates recorded), so there is nothing to "
-            "draw. Run the optimizer inside Recorder.loop(...) or call apply_gradients "
-            "with the Recorder hooked in first."
-        )
 
 
 def step_index(recording, step: int) -> int:

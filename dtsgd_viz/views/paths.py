@@ -29,6 +29,7 @@ import numpy as np
 
 from . import _path_geometry as geo
 from . import style
+from ._empty import check_not_empty
 from ._figure import new_figure
 
 __all__ = ["plot_paths", "animate", "draw_paths", "PathsView"]
@@ -66,11 +67,7 @@ def _as_dict(recordings) -> dict:
     for key, rec in recordings.items():
         if not (hasattr(rec, "path") and hasattr(rec, "steps")):
             raise TypeError(f"recordings[{key!r}] must be a Recording. Received: {type(rec).__name__}.")
-        if len(rec) == 0:
-            raise ValueError(
-                f"Recording {key!r} has no steps (an empty recording): run at least one "
-                "update before plotting it."
-            )
+        check_not_empty(rec, key)
     return dict(recordings)
 
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import style
+from ._empty import check_not_empty
 from ._figure import new_figure
 from ._shard_geometry import (
-    as_image, axis_labels, block_patches, check_not_empty, device_ticks, flagged_steps,
+    as_image, axis_labels, block_patches, device_ticks, flagged_steps,
     image_shape, iteration_ticks, norm_scale, settings_text, shard_norms, slice_boundaries,
     step_index, symmetric_limit,
 )

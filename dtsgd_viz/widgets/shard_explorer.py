@@ -14,7 +14,8 @@ import dataclasses
 
 import ipywidgets as widgets
 
-from ..views._shard_geometry import check_not_empty, step_index
+from ..views._empty import check_not_empty
+from ..views._shard_geometry import step_index
 from ..views.shards import draw_shards
 from ._canvas import FigureWidget
 
