@@ -73,7 +73,7 @@ def entry(meta, data, watched, kinds, mode) -> dict:
 
 
 def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov,
-             dropped) -> Recording:
+             dropped, applied_momentum=None) -> Recording:
     """The ``Recording`` of ``entries`` (``(step, entry)`` pairs): full-mode blocks are
     copied once from the staged views into the recording's own arrays."""
     n, v = len(entries), len(watched)
@@ -108,7 +108,7 @@ def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov
         records=tuple(records),
         kinds=kinds,
         steps=np.array([s for s, _ in entries], np.int64).reshape(n),
-        hyperparameters=Hyperparameters(lr, momentum, nesterov),
+        hyperparameters=Hyperparameters(lr, momentum, nesterov, applied_momentum),
         loss_values=np.array([e["loss"] for _, e in entries], np.float64).reshape(n),
         nonfinite=nonfinite,
         mismatch=np.array([e["mismatch"] for _, e in entries], np.uint8).reshape(n, v),

@@ -31,6 +31,7 @@ import numpy as np
 from . import _capture, _dtensor
 from ._dtensor import tf
 from ._hostlog import HostLog, assemble, entry
+from ._rulewatch import RuleWatch
 from .geometry import shard_geometry
 from .recording import KINDS, Recording, check_kinds
 
@@ -169,10 +170,21 @@ class Recorder:
         self._row_slots = max(1, self.buffer_steps)
         self._by_name = {w.name: w for w in self._watched}
         self._last_step = int(_dtensor.unpack(optimizer.iterations)[0])
+        # what tf-keras multiplies by (its tf.cast of the Python float goes through float32)
+        self._applied_momentum = float(tf.cast(optimizer.momentum, tf.float64).numpy())
         # on_build runs eagerly (tf-keras builds in init_scope) right before the first update
         # it will see, or when the hook is attached to a built optimizer.
         self._initial = [self._global(w, w.var) for w in self._watched]
+        self._rules = self._rule_watch(start=self._last_step)
         self._warned_untraced = False
+
+    def _rule_watch(self, start):
+        """The host-side rule check (full mode with parameters and velocities, from the
+        parameters at iteration ``start``; velocities are known only from a fresh start)."""
+        if self.mode != "full" or len(self._pv_kinds()) != 2 or start != 0:
+            return None
+        return RuleWatch(self._watched, self._initial, self._optimizer, self._applied_momentum,
+                         self.every)
 
     def _skip_untraced(self) -> None:
         """Skip the updates the optimizer made since the recorder last saw one while
@@ -188,6 +200,7 @@ class Recorder:
             first, self._last_step = self._last_step + 1, current
             if not len(self._log):
                 self._initial = [self._global(w, w.var) for w in self._watched]
+                self._rules = self._rule_watch(start=current)
                 self._cache = None
         if self._warned_untraced:
             return
@@ -367,6 +380,8 @@ class Recorder:
                                             else self._optimizer.velocity(w.var).read_value())
         meta = _dtensor.unpack(self._meta_row(event))[0]
         self._append(meta, self._host({**grads, **pv}))
+        if self._rules is not None:
+            self._rules.warn(stacklevel=6)
 
     # ---- host side ------------------------------------------------------------------------------
 
@@ -377,7 +392,11 @@ class Recorder:
     def _append(self, meta, data):
         """One recorded step: ``data[(name, kind)]`` is the per-device shard list (full
         mode; replicas compared, kept once) or the ``(n_unique, 3)`` stats."""
-        self._log.append(int(meta[0]), entry(meta, data, self._watched, self.kinds, self.mode))
+        step = int(meta[0])
+        e = entry(meta, data, self._watched, self.kinds, self.mode)
+        if self._rules is not None:
+            self._rules.observe(step, e)
+        self._log.append(step, e)
         self._cache = None
 
     def flush(self) -> int:
@@ -390,7 +409,10 @@ class Recorder:
         # eagerly, even when called while a tf.function is being traced (a ``rec.loop``
         # generator abandoned mid-way is finalised whenever Python collects it)
         with tf.init_scope():
-            return self._flush_eagerly(final)
+            arrived = self._flush_eagerly(final)
+        if arrived and self._rules is not None:
+            self._rules.warn(stacklevel=4)
+        return arrived
 
     def _flush_eagerly(self, final):
         read = self._read_staged()  # everything staged, in one call
@@ -528,4 +550,5 @@ class Recorder:
         opt = self._optimizer
         return assemble(self._log.entries, self._watched, self.kinds, self.mode, self._initial,
                         mesh=self._mesh_spec, momentum=float(opt.momentum),
-                        nesterov=bool(opt.nesterov), dropped=sorted(self._dropped))
+                        nesterov=bool(opt.nesterov), dropped=sorted(self._dropped),
+                        applied_momentum=self._applied_momentum)

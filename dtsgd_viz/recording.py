@@ -75,11 +75,17 @@ def check_kinds(kinds) -> tuple[str, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class Hyperparameters:
-    """``learning_rate`` per recorded step (schedules change it), ``momentum``, ``nesterov``."""
+    """``learning_rate`` per recorded step (schedules change it; as the optimizer holds
+    it, a float32 variable, in float64), ``momentum`` (as given), ``nesterov``, and
+    ``applied_momentum``: the momentum tf-keras really multiplies by, read from
+    TensorFlow (``tf.cast`` turns the Python float into float32 first, so a float64
+    variable moves with ``float64(float32(0.9))``). Both are then cast to each
+    variable's dtype, as tf-keras does (``reference.sgd_step`` does the same)."""
 
     learning_rate: np.ndarray
     momentum: float
     nesterov: bool
+    applied_momentum: float | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -257,6 +263,8 @@ class Recording:
             "kinds": list(self.kinds),
             "mode": self.mode,
             "momentum": float(self.hyperparameters.momentum),
+            "applied_momentum": (None if self.hyperparameters.applied_momentum is None
+                                 else float(self.hyperparameters.applied_momentum)),
             "nesterov": bool(self.hyperparameters.nesterov),
             "n_steps": len(self),
             "variables": [
@@ -398,7 +406,9 @@ def load_recording(path) -> Recording:
                 raise RecordingFileError(f"{path}: arrays of {v['name']!r} do not match its shape.")
             records.append(VariableRecord(v["name"], shape, dtype, layout, initial, blocks, stats))
         steps = arrays["steps"]
-        hp = Hyperparameters(arrays["learning_rate"], float(meta["momentum"]), bool(meta["nesterov"]))
+        applied = meta.get("applied_momentum")
+        hp = Hyperparameters(arrays["learning_rate"], float(meta["momentum"]), bool(meta["nesterov"]),
+                             None if applied is None else float(applied))
         rec = Recording(mesh, tuple(records), kinds, steps, hp, arrays["loss"],
                         arrays["nonfinite"], arrays["mismatch"], arrays["dropped_steps"], mode)
     except RecordingFileError:

@@ -63,6 +63,36 @@ def replay(initial, grads, learning_rates, momentum=0.0, nesterov=False):
             np.stack(vs) if vs else np.zeros(shape, p.dtype))
 
 
+def replay_ema(initial, grads, learning_rates, momentum=0.0, nesterov=False,
+               ema_momentum=0.99, overwrite_frequency=None):
+    """``replay`` with tf-keras' moving average of the weights (``use_ema=True``).
+
+    After each step's update, in float32::
+
+        average <- ema_momentum * average + (1 - ema_momentum) * p   # average starts at p0
+        p <- average            # after steps that are multiples of overwrite_frequency
+
+    (tf-keras 2.21 uses this formula from the first step on, with no warm-up.)
+    Returns the parameters (after any overwrite), velocities and averages after each
+    step, each ``(n_steps, *shape)``.
+    """
+    p = np.asarray(initial)
+    dt = p.dtype
+    m, one_minus_m = dt.type(ema_momentum), dt.type(1 - ema_momentum)
+    v, average = np.zeros_like(p), p.copy()
+    lrs = np.broadcast_to(np.asarray(learning_rates, np.float64), (len(grads),))
+    ps, vs, avgs = [], [], []
+    for step, (g, lr) in enumerate(zip(np.asarray(grads), lrs), start=1):
+        p, v = sgd_step(p, g, v, lr, momentum, nesterov)
+        average = (m * average + one_minus_m * p).astype(dt)
+        if overwrite_frequency and step % overwrite_frequency == 0:
+            p = average.copy()
+        ps.append(p)
+        vs.append(v)
+        avgs.append(average)
+    return np.stack(ps), np.stack(vs), np.stack(avgs)
+
+
 def run(grad_fn, initial, steps, learning_rate, momentum=0.0, nesterov=False):
     """Optimize from ``initial`` with gradients from ``grad_fn(param)``; returns the
     parameters ``(steps + 1, *shape)`` including the start (used for parameter sweeps)."""
@@ -75,18 +105,151 @@ def run(grad_fn, initial, steps, learning_rate, momentum=0.0, nesterov=False):
     return np.stack(out)
 
 
-def check_recording(recording, rtol=1e-5, atol=1e-6):
-    """Steps where the recorded update does not follow the documented rule.
+RTOL = 1e-3
+"""How far an update may be from the rule, as a fraction of its own size (see
+``update_deviation``)."""
+
+ULPS = 1
+"""...plus this many units in the last place of the recorded and of the recomputed
+result, element by element: the rounding a different order of the same float operations
+can leave. A 1% deviation is therefore flagged whenever the update is larger than about
+``200 * ULPS`` units in the last place of the parameter (float32: a parameter near 1.0
+moving by more than ~2.4e-5 per element); below that, rounding and 1% cannot be told
+apart."""
+
+
+def _norm(x) -> float:
+    return float(np.sqrt(np.sum(np.square(np.asarray(x, np.float64)))))
+
+
+def _finfo(dtype):
+    if dtype.name == "bfloat16":  # numpy's finfo does not know ml_dtypes' types
+        import ml_dtypes
+        return ml_dtypes.finfo(dtype)
+    return np.finfo(dtype)
+
+
+def _ulp_floor(x, ulps=ULPS) -> float:
+    x = np.asarray(x)
+    info = _finfo(x.dtype)
+    spacing = np.abs(np.asarray(x, np.float64)) * float(info.eps)
+    tiny = float(info.smallest_normal) * float(info.eps)
+    return ulps * _norm(np.maximum(spacing, tiny))
+
+
+def update_deviation(p_prev, v_prev, grad, learning_rate, momentum, nesterov, p, v):
+    """How far one recorded update ``(p_prev, v_prev) -> (p, v)`` is from the rule, as a
+    fraction of the update's own size (0 for an exact update, 0.01 for 1%, inf when it
+    has no size but moved).
+
+    The rule's update is ``(p_ref, v_ref) = sgd_step(p_prev, grad, v_prev, ...)``. The
+    parameter's deviation ``||p - p_ref||`` is measured against
+    ``max(||p_ref - p_prev||, ||learning_rate * grad||)`` (the step it should have taken,
+    or the gradient term when momentum cancels that step), the velocity's
+    ``||v - v_ref||`` against ``max(||v_ref||, ||learning_rate * grad||)`` (L2 norms over
+    the whole tensor, in float64). Before dividing, ``ULPS`` units in the last place of
+    the recorded and the recomputed result (per element) are taken off each deviation:
+    float rounding never counts.
+    The larger of the two fractions is returned. It does not depend on the parameter's
+    own magnitude, so a LayerNorm ``gamma`` near 1.0 moving by 1e-4 is judged on the
+    1e-4.
+    """
+    p_ref, v_ref = sgd_step(p_prev, grad, v_prev, learning_rate, momentum, nesterov)
+    grad_term = _norm(np.float64(learning_rate) * np.asarray(grad, np.float64))
+    worst = 0.0
+    for got, ref, size in ((p, p_ref, _norm(np.asarray(p_ref, np.float64) - np.asarray(p_prev, np.float64))),
+                           (v, v_ref, _norm(v_ref))):
+        got64, ref64 = np.asarray(got, np.float64), np.asarray(ref, np.float64)
+        if np.array_equal(got64, ref64, equal_nan=True):
+            continue
+        if not (np.all(np.isfinite(got64)) and np.all(np.isfinite(ref64))):
+            return float("inf")  # NaN/Inf on one side only
+        excess = max(0.0, _norm(got64 - ref64) - _ulp_floor(ref) - _ulp_floor(got))
+        scale = max(size, grad_term)
+        if excess > 0:
+            worst = max(worst, excess / scale if scale > 0 else float("inf"))
+    return worst
+
+
+def step_deviation(p_prev, v_prev, momentum, nesterov, p, v):
+    """How far the parameter's move ``p - p_prev`` is from what the recorded velocities
+    say it must be, as a fraction of its size, without the gradient: every rule moves
+    ``p`` by ``v`` (plain and momentum) or by ``v + momentum * (v - v_prev)`` (Nesterov:
+    ``-lr * g = v - momentum * v_prev``). An update that moved with the previous step's
+    velocity is far off; rounding (two units in the last place of ``p``, four of ``v``
+    and two of ``v_prev``, element by element) never counts. Arrays may be flat lists of the unique
+    blocks: only norms are taken. This is the check a ``Recorder`` runs as it records."""
+    p_prev, p, v_prev, v = (np.asarray(x) for x in (p_prev, p, v_prev, v))
+    mu = np.float64(np.asarray(momentum, p.dtype))  # as tf-keras applies it
+    moved = np.asarray(p, np.float64) - np.asarray(p_prev, np.float64)
+    v64, vp64 = np.asarray(v, np.float64), np.asarray(v_prev, np.float64)
+    expected = v64 + mu * (v64 - vp64) if nesterov else v64
+    if not (np.all(np.isfinite(moved)) and np.all(np.isfinite(expected))):
+        return 0.0  # NaN/Inf are flagged elsewhere (recording.nonfinite_steps)
+    # the velocities stand in for the gradient term, so their rounding counts twice
+    floor = 2 * (_ulp_floor(p) + 2 * _ulp_floor(v) + _ulp_floor(v_prev))
+    excess = _norm(moved - expected) - floor
+    if excess <= 0:
+        return 0.0
+    scale = max(_norm(expected), _norm(v64 - mu * vp64))
+    return excess / scale if scale > 0 else float("inf")
+
+
+class RuleCheck(dict):
+    """``{variable: array of steps}`` off the rule, as ``check_recording`` returns it;
+    ``.deviation[variable]`` holds, per recorded step, how far the update was from the
+    rule as a fraction of its size (NaN where it could not be checked), and ``str()``
+    lists the flagged updates."""
+
+    def __init__(self, flagged, deviation, steps, rtol):
+        super().__init__(flagged)
+        self.deviation, self.steps, self.rtol = deviation, steps, rtol
+
+    def __str__(self) -> str:
+        lines = []
+        for name, bad in self.items():
+            if len(bad):
+                dev = self.deviation[name][np.isin(self.steps, bad)]
+                worst = np.nanmax(dev)
+                lines.append(f"{name}: {len(bad)} update(s) off the rule (updates "
+                             f"{_ranges(bad)}), up to {_pct(worst)} of the update's size")
+        if not lines:
+            return f"every update follows the rule (within {_pct(self.rtol)} of its size)"
+        return "\n".join(lines)
+
+
+def _pct(x) -> str:
+    return "inf" if not np.isfinite(x) else f"{100 * x:.3g}%"
+
+
+def _ranges(steps) -> str:
+    steps = [int(s) for s in steps]
+    out, start = [], 0
+    for i in range(1, len(steps) + 1):
+        if i == len(steps) or steps[i] != steps[i - 1] + 1:
+            a, b = steps[start], steps[i - 1]
+            out.append(str(a) if a == b else f"{a}-{b}")
+            start = i
+    return ", ".join(out)
+
+
+def check_recording(recording, rtol=RTOL):
+    """Updates that do not follow the documented rule.
 
     For each variable, recomputes every update from the recorded previous parameter
-    and velocity, the recorded gradient and the recorded learning rate with
-    ``sgd_step``, and compares with the recorded result. Returns
-    ``{name: array of steps}`` (empty arrays when everything agrees). Needs all three
-    kinds, every step recorded (``every=1``) and no dropped steps.
+    and velocity, the recorded gradient and the learning rate and momentum as tf-keras
+    applied them, with ``sgd_step``, and flags the update when it deviates from that by
+    more than ``rtol`` (default 0.1%) of the update's own size, after float rounding
+    (see ``update_deviation``): float32 rounding never trips it, a 1% deviation always
+    does. Returns a ``RuleCheck``: ``{name: array of steps}`` (empty arrays when
+    everything agrees), with ``.deviation`` per step and a readable ``str()``. Needs all
+    three kinds, every step recorded (``every=1``) and no dropped steps.
 
     This is how one sees, for instance, an update that used the *previous*
     velocity: a read-after-write hazard inside a DTensor ``tf.function``.
     """
+    if not (isinstance(rtol, (int, float)) and not isinstance(rtol, bool) and rtol >= 0):
+        raise ValueError(f"rtol must be a number >= 0. Received: rtol={rtol!r}.")
     missing = [k for k in ("param", "velocity", "grad") if k not in recording.kinds]
     if missing:
         raise ValueError(f"check_recording needs kinds param, velocity and grad; missing {missing}.")
@@ -97,7 +260,8 @@ def check_recording(recording, rtol=1e-5, atol=1e-6):
             f"Received steps {steps[:5].tolist()}... with {len(recording.dropped_steps)} dropped."
         )
     hp = recording.hyperparameters
-    out = {}
+    momentum = applied_momentum(hp)
+    flagged, deviation = {}, {}
     for name in recording.variables:
         p = recording.global_values(name, "param")
         v = recording.global_values(name, "velocity")
@@ -105,15 +269,23 @@ def check_recording(recording, rtol=1e-5, atol=1e-6):
         p_prev = np.concatenate([recording.initial(name)[None], p[:-1]])
         v0 = np.zeros_like(p[:1]) if steps[:1].tolist() == [1] else v[:1] * np.nan
         v_prev = np.concatenate([v0, v[:-1]])
-        bad = []
+        dev = np.full(len(steps), np.nan)
         for i in range(len(steps)):
-            if not np.all(np.isfinite(v_prev[i])):
+            if not np.all(np.isfinite(np.asarray(v_prev[i], np.float64))):
                 continue  # unknown starting velocity (recording began mid-run)
-            p_ref, v_ref = sgd_step(p_prev[i], g[i], v_prev[i], hp.learning_rate[i],
-                                    hp.momentum, hp.nesterov)
-            ok = (np.allclose(p[i], p_ref, rtol=rtol, atol=atol, equal_nan=True)
-                  and np.allclose(v[i], v_ref, rtol=rtol, atol=atol, equal_nan=True))
-            if not ok:
-                bad.append(int(steps[i]))
-        out[name] = np.asarray(bad, np.int64)
-    return out
+            dev[i] = update_deviation(p_prev[i], v_prev[i], g[i], hp.learning_rate[i],
+                                      momentum, hp.nesterov, p[i], v[i])
+        flagged[name] = steps[dev > rtol].astype(np.int64)
+        deviation[name] = dev
+    return RuleCheck(flagged, deviation, steps, rtol)
+
+
+def applied_momentum(hyperparameters) -> float:
+    """The momentum as tf-keras applies it: ``tf.cast(momentum, variable.dtype)`` turns the
+    Python float into a float32 tensor first, so a float64 variable moves with
+    ``float64(float32(0.9))``, not 0.9. Recordings store it as recorded
+    (``hyperparameters.applied_momentum``); older ones get it computed the same way."""
+    applied = getattr(hyperparameters, "applied_momentum", None)
+    if applied is not None:
+        return float(applied)
+    return float(np.float32(hyperparameters.momentum))

@@ -124,7 +124,7 @@ def test_keras_callback_counts_batches_not_calls(steps_per_execution):
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = _mlp(mesh)
     rec = dtsgd_viz.Recorder(kinds=("param", "velocity"), buffer_steps=4)
-    opt = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh, hooks=[rec])
+    opt = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh, hooks=[rec], exact_update=True)
     x, y = _data()
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True).repeat()
     data_layout = dtensor.Layout(["batch", "unsharded"], mesh)

@@ -266,12 +266,19 @@ def test_layoutmap_model_in_tf_function_shows_the_stale_velocity_hazard():
     """Upstream behaviour (tf 2.21 / tf-keras 2.21), recorded faithfully: inside a
     DTensor tf.function, tf-keras re-reads the momentum slot before its own assign
     lands for the batch-reduced variables, so the update uses the previous velocity.
-    If this test fails because nothing deviates, TensorFlow fixed it: update the
-    README's note and SGD.update_step's docstring."""
-    model, recording = _train_mlp("graph")
+    The recorder warns, naming them and the switch; check_recording flags every update
+    that followed the stale formula. If this test fails because nothing deviates,
+    TensorFlow fixed it: update the README's note and SGD.update_step's docstring."""
+    with pytest.warns(RuntimeWarning, match="did not follow the Nesterov update rule") as caught:
+        model, recording = _train_mlp("graph")
+    message = str(caught[0].message)
+    assert "exact_update=True" in message
+    assert all(f"'{n}'" in message for n in ("d1/kernel", "d1/bias", "d2/bias"))
+    assert "'d2/kernel'" not in message
     _check_truth(model, recording)
     bad = reference.check_recording(recording)
     assert len(bad["d1/kernel"]) == len(recording)  # every step deviates...
+    assert "d1/kernel: 8 update(s) off the rule (updates 1-8)" in str(bad)
     name = "d1/kernel"
     p, v, g = (recording.global_values(name, k) for k in ("param", "velocity", "grad"))
     p_prev = np.concatenate([recording.initial(name)[None], p[:-1]])
@@ -279,6 +286,24 @@ def test_layoutmap_model_in_tf_function_shows_the_stale_velocity_hazard():
     # ...in exactly this way: the slot is right, the parameter moved with the old velocity
     np.testing.assert_allclose(v, -0.05 * g + 0.9 * v_prev, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(p, p_prev - 0.05 * g + 0.9 * v_prev, rtol=1e-5, atol=1e-6)
+    # every update of every variable that fits the stale formula (and not the rule) is
+    # flagged, and no other
+    for name in recording.variables:
+        p, v, g = (recording.global_values(name, k).astype(np.float64)
+                   for k in ("param", "velocity", "grad"))
+        p_prev = np.concatenate([recording.initial(name)[None], p[:-1]])
+        v_prev = np.concatenate([np.zeros_like(v[:1]), v[:-1]])
+        lr, mu = np.float64(np.float32(0.05)), np.float64(np.float32(0.9))
+        stale = p_prev - lr * g + mu * v_prev
+        exact = p_prev - lr * g + mu * v
+        size = np.sqrt(((exact - p_prev) ** 2).sum(axis=tuple(range(1, p.ndim))))
+        def off(ref):
+            return np.sqrt(((p - ref) ** 2).sum(axis=tuple(range(1, p.ndim)))) / size
+        fits_stale = (off(stale) < 1e-4) & (off(exact) > 1e-2)
+        fits_exact = off(exact) < 1e-4
+        assert np.all(fits_stale | fits_exact), name
+        np.testing.assert_array_equal(bad[name], recording.steps[fits_stale], err_msg=name)
+        np.testing.assert_array_less(0.01, bad.deviation[name][fits_stale])
 
 
 def test_layoutmap_model_fit_with_dtensor_dataset():

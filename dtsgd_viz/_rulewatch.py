@@ -1,0 +1,89 @@
+"""The recorder's own check of the update rule, run on the host as full steps arrive.
+
+Inside a DTensor ``tf.function`` tf-keras' update can move a parameter with the previous
+step's velocity (see ``SGD.update_step``). Every recorded pair of consecutive steps that
+holds parameters and velocities says whether that happened
+(``reference.step_deviation``), so the recorder checks the first ``CHECK_UPDATES`` such
+updates of each variable and warns once, naming the variables and the switch that fixes
+it. Later updates are not checked: the check reads every recorded byte again, and the
+hazard shows from the first updates on (``reference.check_recording`` checks them all).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .reference import RTOL, step_deviation
+
+CHECK_UPDATES = 32
+
+
+def _flat(blocks) -> np.ndarray:
+    return np.concatenate([np.ravel(b) for b in blocks]) if len(blocks) else np.zeros(0)
+
+
+class RuleWatch:
+    """Checks recorded full steps against the rule until ``CHECK_UPDATES`` updates per
+    variable are checked or a deviation is found; warns once."""
+
+    def __init__(self, watched, initial, optimizer, momentum, every):
+        self.watched = watched
+        self.optimizer = optimizer
+        self.momentum, self.nesterov = momentum, bool(optimizer.nesterov)
+        self.rule = "Nesterov" if self.nesterov else ("momentum" if momentum else "SGD")
+        self.active = every == 1
+        self.checked = 0
+        self.flagged: dict[str, list[tuple[int, float]]] = {}
+        self.warned = False
+        # the state before step 1: the initial parameters and zero velocities, as blocks
+        self.prev = (0, {w.name: (_flat(w.geometry.split(init)),
+                                  np.zeros(int(np.prod(w.geometry.local_shape)) * w.geometry.num_unique,
+                                           init.dtype))
+                         for w, init in zip(watched, initial)})
+
+    def observe(self, step: int, entry: dict) -> None:
+        if not self.active:
+            return
+        values = entry["values"]
+        now = {w.name: (_flat(values[(w.name, "param")]), _flat(values[(w.name, "velocity")]))
+               for w in self.watched}
+        prev_step, prev = self.prev
+        self.prev = (step, now)
+        if prev_step != step - 1:
+            return  # not consecutive (a gap, a ring that dropped steps): nothing to compare
+        for w in self.watched:
+            (p_prev, v_prev), (p, v) = prev[w.name], now[w.name]
+            dev = step_deviation(p_prev, v_prev, self.momentum, self.nesterov, p, v)
+            if dev > RTOL:
+                self.flagged.setdefault(w.name, []).append((step, dev))
+        self.checked += 1
+        if self.checked >= CHECK_UPDATES:
+            self.active = False
+
+    def warn(self, stacklevel=3) -> None:
+        """Warn once if any checked update was off the rule."""
+        if self.warned or not self.flagged:
+            return
+        self.warned = True
+        self.active = False
+        names = sorted(self.flagged)
+        shown = ", ".join(f"{n!r} (from update {self.flagged[n][0][0]}, up to "
+                          f"{100 * max(d for _, d in self.flagged[n]):.3g}% of its size off)"
+                          for n in names[:5])
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        if getattr(self.optimizer, "exact_update", False):
+            advice = ("exact_update=True is set, so something else changed the parameters "
+                      "between updates (another optimizer, an assign of your own, a restore); "
+                      "reference.check_recording(recording) lists every such update.")
+        else:
+            advice = ("This is tf-keras' stale-velocity read inside a DTensor tf.function: "
+                      "the parameter moved with the previous step's velocity. The recording "
+                      "shows what the devices hold. To train with the documented rule, use "
+                      "dtsgd_viz.SGD(..., exact_update=True).")
+        warnings.warn(
+            f"Recorder: {len(names)} variable(s) did not follow the {self.rule} update rule: "
+            f"{shown}{more}. {advice}",
+            RuntimeWarning, stacklevel=stacklevel,
+        )
