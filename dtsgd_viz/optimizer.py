@@ -41,7 +41,7 @@ from . import _dtensor  # noqa: F401  (quiets TF logging before the import below
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
-from . import _keras3  # noqa: E402
+from . import _config, _ema, _keras3  # noqa: E402
 from .hooks import LazyValues, UpdateEvent  # noqa: E402
 
 _BaseSGD = tf_keras.dtensor.experimental.optimizers.SGD
@@ -106,6 +106,9 @@ def _check_learning_rate(lr):
             )
 
 
+# Saved configs name it "dtsgd_viz>SGD": under plain "SGD", tf-keras' loaders always
+# build their own SGD, whatever custom_objects say.
+@tf_keras.saving.register_keras_serializable(package="dtsgd_viz")
 class SGD(_BaseSGD):
     """Gradient descent with momentum on a DTensor mesh, with observe-only hooks.
 
@@ -133,6 +136,11 @@ class SGD(_BaseSGD):
     made dense before the update: DTensor cannot lay out the sparse update
     (``ResourceScatterAdd``). That costs a dense gradient of the whole table per
     step; a warning says so once per variable.
+
+    ``use_ema`` works on a mesh: the averages follow tf-keras' formula after every
+    step and ``finalize_variable_values`` writes them (tf-keras' own DTensor
+    optimizers never update them there; see ``dtsgd_viz._ema``). ``get_config``
+    holds the mesh as a ``MeshSpec`` dict, and ``from_config`` rebuilds it.
 
     ``hooks`` observe every update (see ``dtsgd_viz.Recorder``); they are not part
     of ``get_config``. ``minimize`` and ``apply_gradients`` return the iteration
@@ -398,14 +406,39 @@ class SGD(_BaseSGD):
         loss_value, self._last_loss = self._last_loss, None
         return self.apply_gradients(grads_and_vars, loss=loss_value)
 
+    def _update_step(self, gradient, variable):
+        # tf-keras never updates the moving averages on a mesh (see _ema).
+        if self.use_ema and self._mesh is not None:
+            return _ema.update_with_average(self, super()._update_step, gradient, variable)
+        return super()._update_step(gradient, variable)
+
+    def finalize_variable_values(self, var_list):
+        """As tf-keras (``model.fit`` calls it at its end): with ``use_ema`` the weights
+        become their moving averages. Hooks that ``flush`` (a ``Recorder``) do so first,
+        so the last step is recorded with the weights it produced."""
+        if self.use_ema:
+            for hook in self._hooks:
+                if callable(getattr(hook, "flush", None)):
+                    hook.flush()
+        super().finalize_variable_values(var_list)
+
     def get_config(self):
         config = super().get_config()
         if self.exact_update:
             config["exact_update"] = True
+        # plain JSON: tf-keras gives the learning rate as a numpy scalar
+        config = {k: v.item() if hasattr(v, "item") and not isinstance(v, dict) else v
+                  for k, v in config.items()}
+        config["mesh"] = _config.mesh_to_config(self._mesh)  # a MeshSpec dict, or None
         return config
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
+        """As tf-keras, and the mesh comes back (``ValueError`` when this process lacks
+        its devices). ``data_dependent_update``, the old name of ``exact_update``, is
+        accepted too."""
         config = dict(config)
         config.pop("is_legacy_optimizer", None)
+        if "mesh" in config:
+            config["mesh"] = _config.mesh_from_config(config["mesh"])
         return super().from_config(config, custom_objects=custom_objects)
