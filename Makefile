@@ -1,11 +1,12 @@
 # Two commands do all the set-up on a fresh machine with Python 3.11 and pip:
 #   make demo   - run the main job (the command-line demo)
-#   make test   - run the whole test suite
+#   make test   - run the whole test suite (it writes only to temporary folders)
+# and, when the pictures should change, make screenshots refreshes docs/screenshots/.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test screenshots bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +19,13 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
+
+# the browser tests that take the README's screenshots, copying them into docs/screenshots/
+# once they pass (needs /usr/bin/chromium, as `.ci/run` installs; about a minute)
+screenshots: $(STAMP)
+	@test -x /usr/bin/chromium || { echo "make screenshots needs /usr/bin/chromium (apt-get install chromium)" >&2; exit 1; }
+	DTSGD_VIZ_SCREENSHOTS=docs/screenshots $(VENV)/bin/python -m pytest \
+		tests/test_browser.py::test_notebook_03_in_jupyterlab tests/test_browser.py::test_app_in_voila
 
 # what recording costs (about 1.5 minutes; prints markdown tables of ratios)
 bench: $(STAMP)

@@ -1,12 +1,17 @@
 """Real browser tests: JupyterLab runs the headline notebook, Voila serves the app, and
 headless Chromium (Debian's, driven by Playwright) checks that the widgets render and
-respond. Screenshots land in docs/screenshots/. `.ci/run` installs Chromium; without
-/usr/bin/chromium these tests are skipped with that reason."""
+respond, and that the app's kernels end with their pages. `.ci/run` installs Chromium;
+without /usr/bin/chromium these tests are skipped with that reason.
+
+The screenshots are taken into a temporary folder and checked there: the test command
+leaves the repository as it was. `make screenshots` runs the two screenshot tests with
+DTSGD_VIZ_SCREENSHOTS=docs/screenshots, which copies them into the docs once they pass."""
 
 import contextlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import socket
 import subprocess
@@ -19,14 +24,18 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
-SHOTS = ROOT / "docs" / "screenshots"
+SHOTS_ENV = "DTSGD_VIZ_SCREENSHOTS"  # a folder to copy the screenshots into (make screenshots)
+# the screenshots the README shows, and the tests that take them
+SCREENSHOTS = {"jupyterlab_03_nesterov_vs_momentum.png": "test_notebook_03_in_jupyterlab",
+               "app_dashboard.png": "test_app_in_voila"}
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed (.ci/run installs it)"),
-]
+
+def browser_test(test):
+    """Mark a test as a browser test, skipped (with the reason) without Chromium."""
+    return pytest.mark.browser(pytest.mark.skipif(
+        not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed (.ci/run installs it)")(test))
 
 
 def _free_port():
@@ -75,6 +84,45 @@ def browser():
         b.close()
 
 
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    """Where the screenshots go: a temporary folder, never the repository."""
+    return tmp_path_factory.mktemp("screenshots")
+
+
+def _shots_destination():
+    """The folder $DTSGD_VIZ_SCREENSHOTS names (relative to the current one), or None."""
+    dest = os.environ.get(SHOTS_ENV)
+    return pathlib.Path(dest).resolve() if dest else None
+
+
+def _check_screenshot(path, width, min_height):
+    """The PNG Chromium wrote: the page's width, at least its height, not one flat colour."""
+    from PIL import Image
+    with Image.open(path) as im:
+        assert im.format == "PNG"
+        assert im.width == width and im.height >= min_height, im.size
+        darkest, lightest = im.convert("L").getextrema()
+    assert lightest - darkest > 100, (darkest, lightest)
+
+
+def _docs_screenshots():
+    """(size, mtime) of each image in docs/screenshots/."""
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted((ROOT / "docs" / "screenshots").glob("*"))}
+
+
+def _publish(path, docs_before):
+    """Copy a checked screenshot to $DTSGD_VIZ_SCREENSHOTS when set (make screenshots);
+    otherwise check that the test left docs/screenshots/ as it found it."""
+    dest = _shots_destination()
+    if dest is None:
+        assert _docs_screenshots() == docs_before, "a test wrote into docs/screenshots/"
+        return
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(path, dest / path.name)
+
+
 def _image_sources(page):
     return page.eval_on_selector_all("img", "els => els.map(e => e.src)")
 
@@ -99,7 +147,9 @@ def _wait_changed(page, before, timeout=60):
     raise AssertionError("no figure changed after moving the slider")
 
 
-def test_notebook_03_in_jupyterlab(browser, tmp_path):
+@browser_test
+def test_notebook_03_in_jupyterlab(browser, shots, tmp_path):
+    docs_before = _docs_screenshots()
     work = tmp_path / "nb"
     work.mkdir()
     shutil.copy(ROOT / "notebooks" / "03_nesterov_vs_momentum.ipynb", work)
@@ -142,11 +192,17 @@ def test_notebook_03_in_jupyterlab(browser, tmp_path):
         no_news = page.get_by_role("button", name="No", exact=True)
         if no_news.count():
             no_news.first.click()  # the "official Jupyter news?" toast would cover the figure
-        page.screenshot(path=str(SHOTS / "jupyterlab_03_nesterov_vs_momentum.png"), full_page=False)
+        shot = shots / "jupyterlab_03_nesterov_vs_momentum.png"
+        page.screenshot(path=str(shot), full_page=False)
+        page.close()
+    _check_screenshot(shot, 1400, 1000)
+    _publish(shot, docs_before)
 
 
-def test_app_in_voila(browser, tmp_path):
+@browser_test
+def test_app_in_voila(browser, shots, tmp_path):
     from dtsgd_viz.app import voila_command
+    docs_before = _docs_screenshots()
     port = _free_port()
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
     with _server(voila_command(port), f"http://127.0.0.1:{port}/voila/static/", env, tmp_path / "voila.log"):
@@ -157,7 +213,78 @@ def test_app_in_voila(browser, tmp_path):
         assert "Compare: plain, momentum, Nesterov" in page.inner_text("body")
         assert page.locator(".widget-slider").count() >= 5
         assert "real DTensor SGD" in page.inner_text("body")
-        page.screenshot(path=str(SHOTS / "app_dashboard.png"), full_page=True)
+        shot = shots / "app_dashboard.png"
+        page.screenshot(path=str(shot), full_page=True)
         before = _image_sources(page)
         _move_slider(page, page.locator(".widget-slider").count() - 1)  # the PathExplorer step
         _wait_changed(page, before)
+        page.close()
+    _check_screenshot(shot, 1300, 1000)
+    _publish(shot, docs_before)
+
+
+def _kernels(server):
+    """{pid: RSS in bytes} of the kernels a server started (its ipykernel processes)."""
+    import psutil
+    found = {}
+    for child in psutil.Process(server.pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if any("ipykernel" in arg for arg in child.cmdline()):
+                found[child.pid] = child.memory_info().rss
+    return found
+
+
+def _wait_until(condition, timeout, message):
+    deadline = time.time() + timeout
+    while not condition():
+        if time.time() > deadline:
+            raise AssertionError(f"{message} within {timeout} s")
+        time.sleep(0.25)
+
+
+@browser_test
+def test_app_kernels_end_with_their_pages(browser, tmp_path):
+    """Each page of the app runs its own kernel (TensorFlow: about 800 MB); however the
+    page goes, its kernel stops within seconds, so three pages opened and closed leave none."""
+    from dtsgd_viz.app import voila_command
+    port = _free_port()
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
+    ways_to_leave = {
+        "closed": lambda page: page.close(),  # no beforeunload, as when a browser is killed
+        "closed by the user": lambda page: page.close(run_before_unload=True),
+        "navigated away from": lambda page: (page.goto("about:blank"), page.close()),
+    }
+    with _server(voila_command(port), f"http://127.0.0.1:{port}/voila/static/", env,
+                 tmp_path / "voila.log") as server:
+        assert _kernels(server) == {}
+        for how, leave in ways_to_leave.items():
+            page = browser.new_page(viewport={"width": 1300, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}/", timeout=180_000)
+            page.wait_for_selector(".widget-slider", timeout=180_000)
+            kernels = _kernels(server)
+            assert len(kernels) == 1, kernels  # this page's: the pages before it left none
+            assert min(kernels.values()) > 200 * 2**20  # a real one, TensorFlow loaded
+            leave(page)
+            _wait_until(lambda: not _kernels(server), 30, f"the kernel of a page {how} did not stop")
+    log = (tmp_path / "voila.log").read_text()
+    assert log.count("its page closed; shutting it down") == 3, log  # not culled: shut down
+
+
+def test_screenshots_reach_the_docs_only_through_make_screenshots(monkeypatch):
+    """`make test` leaves docs/screenshots/ alone; `make screenshots` refreshes the images
+    the README shows, from the browser tests that take them."""
+    monkeypatch.delenv(SHOTS_ENV, raising=False)
+    assert _shots_destination() is None  # the default: screenshots stay in a temporary folder
+    monkeypatch.setenv(SHOTS_ENV, "docs/screenshots")
+    assert _shots_destination() == pathlib.Path("docs/screenshots").resolve()
+    makefile = (ROOT / "Makefile").read_text()
+    recipes = dict(re.findall(r"^([\w-]+):[^\n]*\n((?:\t[^\n]*\n)*)", makefile, re.M))
+    assert SHOTS_ENV not in recipes["test"]
+    assert f"{SHOTS_ENV}=docs/screenshots" in recipes["screenshots"]
+    assert all(f"tests/test_browser.py::{test}" in recipes["screenshots"]
+               for test in SCREENSHOTS.values())
+    readme = (ROOT / "README.md").read_text()
+    shown = set(re.findall(r"docs/screenshots/([\w.-]+\.png)", readme))
+    assert shown == set(SCREENSHOTS)
+    assert all((ROOT / "docs" / "screenshots" / name).is_file() for name in shown)
+    assert all(f"def {test}(" in pathlib.Path(__file__).read_text() for test in SCREENSHOTS.values())
