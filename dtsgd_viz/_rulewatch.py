@@ -5,8 +5,10 @@ step's velocity (see ``SGD.update_step``). Every recorded pair of consecutive st
 holds parameters and velocities says whether that happened
 (``reference.step_deviation``), so the recorder checks the first ``CHECK_UPDATES`` such
 updates of each variable and warns once, naming the variables and the switch that fixes
-it. Later updates are not checked: the check reads every recorded byte again, and the
-hazard shows from the first updates on (``reference.check_recording`` checks them all).
+it. Each check reads a sample of at most ``SAMPLE`` elements of each variable (the
+same elements every step, spread over its blocks), so it costs microseconds whatever the
+tensor's size; later updates are not checked: the hazard shows from the first updates
+on, every element at once (``reference.check_recording`` checks everything).
 """
 
 from __future__ import annotations
@@ -18,10 +20,16 @@ import numpy as np
 from .reference import RTOL, step_deviation
 
 CHECK_UPDATES = 32
+SAMPLE = 4096
 
 
-def _flat(blocks) -> np.ndarray:
-    return np.concatenate([np.ravel(b) for b in blocks]) if len(blocks) else np.zeros(0)
+def _sample(blocks) -> np.ndarray:
+    """The first elements of each block, ``SAMPLE`` in all at most (a small copy: the
+    blocks are views of device buffers)."""
+    if not len(blocks):
+        return np.zeros(0)
+    per = max(1, SAMPLE // len(blocks))
+    return np.concatenate([np.ravel(b)[:per] for b in blocks])
 
 
 class RuleWatch:
@@ -34,25 +42,30 @@ class RuleWatch:
         self.momentum, self.nesterov = momentum, bool(optimizer.nesterov)
         self.rule = "Nesterov" if self.nesterov else ("momentum" if momentum else "SGD")
         self.active = every == 1
+        # EMA overwrites move the weights to their averages: those steps follow no SGD rule
+        self.overwrite = (getattr(optimizer, "ema_overwrite_frequency", None)
+                          if getattr(optimizer, "use_ema", False) else None)
         self.checked = 0
         self.flagged: dict[str, list[tuple[int, float]]] = {}
         self.warned = False
         # the state before step 1: the initial parameters and zero velocities, as blocks
-        self.prev = (0, {w.name: (_flat(w.geometry.split(init)),
-                                  np.zeros(int(np.prod(w.geometry.local_shape)) * w.geometry.num_unique,
-                                           init.dtype))
-                         for w, init in zip(watched, initial)})
+        self.prev = (0, {})
+        for w, init in zip(watched, initial):
+            p0 = _sample(w.geometry.split(init))
+            self.prev[1][w.name] = (p0, np.zeros_like(p0))
 
     def observe(self, step: int, entry: dict) -> None:
         if not self.active:
             return
         values = entry["values"]
-        now = {w.name: (_flat(values[(w.name, "param")]), _flat(values[(w.name, "velocity")]))
+        now = {w.name: (_sample(values[(w.name, "param")]), _sample(values[(w.name, "velocity")]))
                for w in self.watched}
         prev_step, prev = self.prev
         self.prev = (step, now)
         if prev_step != step - 1:
             return  # not consecutive (a gap, a ring that dropped steps): nothing to compare
+        if self.overwrite and step % self.overwrite == 0:
+            return
         for w in self.watched:
             (p_prev, v_prev), (p, v) = prev[w.name], now[w.name]
             dev = step_deviation(p_prev, v_prev, self.momentum, self.nesterov, p, v)
@@ -69,8 +82,8 @@ class RuleWatch:
         self.warned = True
         self.active = False
         names = sorted(self.flagged)
-        shown = ", ".join(f"{n!r} (from update {self.flagged[n][0][0]}, up to "
-                          f"{100 * max(d for _, d in self.flagged[n]):.3g}% of its size off)"
+        shown = ", ".join(f"{n!r} (from update {self.flagged[n][0][0]}, by up to "
+                          f"{100 * max(d for _, d in self.flagged[n]):.3g}% of the update)"
                           for n in names[:5])
         more = f" and {len(names) - 5} more" if len(names) > 5 else ""
         if getattr(self.optimizer, "exact_update", False):
