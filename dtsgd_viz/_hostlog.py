@@ -49,6 +49,93 @@ class HostLog:
         return len(self.entries)
 
 
+class StatsLog(HostLog):
+    """A ``HostLog`` for stats mode that keeps its steps in columns: per step the
+    iteration, learning rate and loss, and 3 float32 (L2 norm, mean, max |x|) per unique
+    block of each recorded (variable, kind) in one growing array, so a long run costs
+    12 bytes per block and kind plus 24 bytes per step on the host (a dict of small
+    arrays per step cost ~2.7 KB: ``benchmarks/keep_every_step.py``). ``entries`` builds
+    the usual ``(step, entry)`` pairs when the recording is read."""
+
+    def __init__(self, max_steps=None, decimate=False, every=1):
+        super().__init__(max_steps, decimate, every)
+        self._n = 0
+        self._keys = None  # (name, kind) -> (first row, rows)
+        self._steps = np.zeros(0, np.int64)
+        self._meta = np.zeros((0, 2))
+        self._stats = np.zeros((0, 0, 3), np.float32)
+
+    def _grow(self, need):
+        cap = max(16, need, 2 * len(self._steps))
+        if self.max_steps is not None and not self.decimate:
+            cap = min(cap, 2 * self.max_steps)  # a ring compacts itself at 2x
+        for name in ("_steps", "_meta", "_stats"):
+            old = getattr(self, name)
+            new = np.empty((cap, *old.shape[1:]), old.dtype)
+            new[: self._n] = old[: self._n]
+            setattr(self, name, new)
+
+    def _keep(self, mask):
+        n = int(mask.sum())
+        for name in ("_steps", "_meta", "_stats"):
+            arr = getattr(self, name)
+            arr[:n] = arr[: self._n][mask]
+        self._n = n
+
+    def append(self, step: int, entry: dict) -> None:
+        if not self.wants(step):
+            return
+        stats = entry["stats"]
+        if self._keys is None:
+            self._keys, row = {}, 0
+            for key, value in stats.items():
+                self._keys[key] = (row, len(value))
+                row += len(value)
+            self._stats = np.zeros((0, row, 3), np.float32)
+        if self._n == len(self._steps):
+            if self.max_steps is not None and not self.decimate and self._n >= self.max_steps:
+                self._keep(np.arange(self._n) >= self._n - self.max_steps + 1)
+            else:
+                self._grow(self._n + 1)
+        i = self._n
+        self._steps[i] = step
+        self._meta[i] = (entry["lr"], entry["loss"])
+        for key, (row, rows) in self._keys.items():
+            self._stats[i, row:row + rows] = stats[key]
+        self._n += 1
+        self.version += 1
+        if self.decimate and self._n > self.max_steps:
+            while self._n > self.max_steps:
+                self.stride *= 2
+                self._keep((self._steps[: self._n] // self.every) % self.stride == 0)
+
+    @property
+    def _first(self) -> int:
+        over = 0 if self.max_steps is None or self.decimate else self._n - self.max_steps
+        return max(0, over)
+
+    def __len__(self) -> int:
+        return self._n - self._first
+
+    @property
+    def entries(self):
+        out = []
+        for i in range(self._first, self._n):
+            stats = {key: self._stats[i, row:row + rows] for key, (row, rows) in self._keys.items()}
+            out.append((int(self._steps[i]), {"lr": self._meta[i, 0], "loss": self._meta[i, 1],
+                                              "mismatch": None, "stats": stats}))
+        return out
+
+    @entries.setter
+    def entries(self, value):
+        if value:
+            raise ValueError("StatsLog keeps its steps in columns; append to it")
+
+    @property
+    def nbytes(self) -> int:
+        return self._steps.nbytes + self._meta.nbytes + self._stats.nbytes
+
+
 def entry(meta, data, watched, kinds, mode) -> dict:
     """One recorded step. ``meta``: (iteration, learning rate, loss); ``data[(name,
     kind)]``: the per-device shards (full mode: replicas compared, then kept once, as the
@@ -111,7 +198,8 @@ def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov
         hyperparameters=Hyperparameters(lr, momentum, nesterov, applied_momentum),
         loss_values=np.array([e["loss"] for _, e in entries], np.float64).reshape(n),
         nonfinite=nonfinite,
-        mismatch=np.array([e["mismatch"] for _, e in entries], np.uint8).reshape(n, v),
+        mismatch=np.array([np.zeros(v, np.uint8) if e["mismatch"] is None else e["mismatch"]
+                           for _, e in entries], np.uint8).reshape(n, v),
         dropped_steps=np.asarray(dropped, np.int64),
         mode=mode,
     )

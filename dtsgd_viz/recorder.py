@@ -30,7 +30,7 @@ import numpy as np
 
 from . import _capture, _dtensor
 from ._dtensor import tf
-from ._hostlog import HostLog, assemble, entry
+from ._hostlog import HostLog, StatsLog, assemble, entry
 from ._rulewatch import RuleWatch
 from .geometry import shard_geometry
 from .recording import KINDS, Recording, check_kinds
@@ -122,13 +122,15 @@ class Recorder:
         if decimate and max_steps is None:
             max_steps = DEFAULT_DECIMATE_STEPS
         self.max_steps, self.decimate = max_steps, decimate
-        self._log = HostLog(max_steps, decimate, every)
+        self._log = (StatsLog if mode == "stats" else HostLog)(max_steps, decimate, every)
         self._optimizer = None
         self._watched: list[_Watched] = []
         self._initial = None
         self._dropped: list[int] = []
         self._cache = None
         self._staged = False
+        self._pending = []  # reads queued on the devices, not yet taken to the host
+        self._execution_steps = 1  # updates model.fit runs between two callback calls
 
     # ---- set-up -------------------------------------------------------------------------
 
@@ -160,14 +162,8 @@ class Recorder:
             _dtensor.mesh_spec(self._mesh) if self._mesh is not None
             else (self._watched[0].layout.mesh if self._watched else None)
         )
-        per_step = sum(w.nbytes_unique for w in self._watched) * len(self.kinds)
-        if self._buffer_steps == 0:
-            self.buffer_steps = 0
-        elif self.mode == "stats":
-            self.buffer_steps = self._buffer_steps or STATS_BUFFER_STEPS
-        else:
-            self.buffer_steps = self._buffer_steps or self._default_slots(per_step)
-        self._row_slots = max(1, self.buffer_steps)
+        self._per_step = sum(w.nbytes_unique for w in self._watched) * len(self.kinds)
+        self._choose_slots()
         self._by_name = {w.name: w for w in self._watched}
         self._last_step = int(_dtensor.unpack(optimizer.iterations)[0])
         # what tf-keras multiplies by (its tf.cast of the Python float goes through float32)
