@@ -192,10 +192,24 @@ def _view(t) -> np.ndarray:
         return _copy(t)
 
 
+def _live_layout_arg(layout, what="layout"):
+    if isinstance(layout, LayoutSpec):
+        return to_layout(layout)
+    if type(layout).__name__ != "Layout":
+        raise TypeError(
+            f"{what} must be a tf.experimental.dtensor.Layout or a dtsgd_viz.LayoutSpec. "
+            f"Received: {type(layout).__name__}.")
+    return layout
+
+
 def put(array, layout):
     """A DTensor with ``layout`` holding host ``array`` (built on host, copied to the
     mesh replicated, then relaid: random/host ops inside the mesh are avoided)."""
     array = np.asarray(array)
+    layout = _live_layout_arg(layout)
+    if array.ndim != layout.rank:
+        raise ValueError(f"The layout has rank {layout.rank} ({list(layout.sharding_specs)}); "
+                         f"the array has shape {array.shape}.")
     mesh = layout.mesh
     replicated = dtensor.copy_to_mesh(
         tf.constant(array), dtensor.Layout.replicated(mesh, array.ndim)
@@ -203,15 +217,49 @@ def put(array, layout):
     return dtensor.relayout(replicated, layout)
 
 
+def shard(array, layout):
+    """``array`` (numpy or anything ``np.asarray`` takes) as a DTensor laid out by
+    ``layout`` (a DTensor ``Layout`` or a ``LayoutSpec``): each device gets its block.
+
+    >>> import numpy as np, dtsgd_viz
+    >>> mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    >>> from tensorflow.experimental import dtensor
+    >>> t = dtsgd_viz.shard(np.arange(32.0).reshape(4, 8), dtensor.Layout(["x", "y"], mesh))
+    >>> [b.shape for b in dtsgd_viz.device_values(t)][:2]
+    [(2, 2), (2, 2)]
+    >>> float(dtsgd_viz.to_numpy(t)[3, 7])
+    31.0
+    """
+    return put(array, layout)
+
+
+def to_numpy(x) -> np.ndarray:
+    """The whole (global) value of a DTensor or DVariable as one numpy array, put back
+    together from the blocks the devices hold (a plain tensor or variable: its value)."""
+    value = x.read_value() if isinstance(x, tf.Variable) else x
+    if not is_dtensor(value):
+        return np.asarray(value)
+    from .geometry import shard_geometry
+    geometry = shard_geometry(tuple(value.shape), layout_of(value))
+    shards = unpack(value)
+    return geometry.assemble(np.stack([shards[g[0]] for g in geometry.replica_groups]))
+
+
+def device_values(x) -> list[np.ndarray]:
+    """What each device holds of a DTensor or DVariable, in mesh device order (numpy
+    copies; replicated blocks appear once per device holding them)."""
+    return unpack(x)
+
+
 def variable(array, layout=None, name=None, dtype=None):
-    """A ``DVariable`` holding ``array`` with ``layout`` (a plain ``tf.Variable`` when
-    ``layout`` is None)."""
+    """A ``DVariable`` holding ``array`` laid out by ``layout`` (a DTensor ``Layout`` or a
+    ``LayoutSpec``; a plain ``tf.Variable`` when ``layout`` is None), e.g.
+    ``dtsgd_viz.variable(np.zeros((8, 8), np.float32), dtensor.Layout(["batch", "model"],
+    mesh), name="w")``."""
     array = np.asarray(array, dtype=dtype)
     if layout is None:
         return tf.Variable(array, name=name)
-    if isinstance(layout, LayoutSpec):
-        layout = to_layout(layout)
-    return dtensor.DVariable(put(array, layout), name=name)
+    return dtensor.DVariable(put(array, _live_layout_arg(layout)), name=name)
 
 
 def replicated_scalar_variable(value, mesh, dtype):
@@ -247,7 +295,7 @@ def match_layout(value, var):
 
 
 __all__ = [
-    "UNSHARDED", "setup_devices", "make_mesh", "mesh_spec", "layout_spec", "to_mesh",
+    "UNSHARDED", "setup_devices", "make_mesh", "client_info", "ClientInfo", "mesh_spec", "layout_spec", "to_mesh",
     "to_layout", "layout_of", "unpack", "put", "variable", "is_dtensor",
 ]
 

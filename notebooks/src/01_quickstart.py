@@ -51,10 +51,10 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.experimental import dtensor
 
-from dtsgd_viz import _dtensor, surfaces  # _dtensor: put(array, layout), variable(...)
+from dtsgd_viz import surfaces
 
 layout = dtensor.Layout(["batch", "model"], mesh)
-w = _dtensor.variable(np.zeros((8, 8), np.float32), layout, name="w")
+w = dtsgd_viz.variable(np.zeros((8, 8), np.float32), layout, name="w")
 print(dtsgd_viz.layout_table(w))
 
 # %% [markdown]
@@ -64,7 +64,7 @@ print(dtsgd_viz.layout_table(w))
 
 # %%
 c = surfaces.ShardedQuadratic().curvature        # (8, 8), one level per device block
-C = _dtensor.put(c, layout)                       # laid out like w
+C = dtsgd_viz.shard(c, layout)                    # laid out like w
 print("curvature per block (mesh rows: batch, columns: model):")
 print(np.array2string(c[::4, ::2], precision=3))
 

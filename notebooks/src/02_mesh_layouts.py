@@ -23,7 +23,6 @@ import numpy as np
 from IPython.display import display
 from tensorflow.experimental import dtensor
 
-from dtsgd_viz import _dtensor  # variable(array, layout), unpack(tensor)
 
 
 def show(fig):
@@ -33,7 +32,7 @@ def show(fig):
 def variable(shape, specs, mesh, name):
     """A DTensor variable of the given shape, laid out by `specs` on `mesh`."""
     values = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
-    return _dtensor.variable(values, dtensor.Layout(list(specs), mesh), name=name)
+    return dtsgd_viz.variable(values, dtensor.Layout(list(specs), mesh), name=name)
 
 # %% [markdown]
 # ## 1-D mesh: eight devices in a row
@@ -79,7 +78,7 @@ show(dtsgd_viz.plot_layout(c))
 # device: one block, 8 copies. That is how a bias or a scalar is usually laid out.
 
 # %%
-d = _dtensor.variable(np.zeros(8, np.float32), dtensor.Layout.replicated(mesh_2d, 1), name="d")
+d = dtsgd_viz.variable(np.zeros(8, np.float32), dtensor.Layout.replicated(mesh_2d, 1), name="d")
 print(dtsgd_viz.layout_table(d))
 
 # %% [markdown]
@@ -91,8 +90,8 @@ print(dtsgd_viz.layout_table(d))
 
 # %%
 for var in (b, c):
-    geometry = dtsgd_viz.shard_geometry(tuple(var.shape), _dtensor.layout_of(var))
-    pieces = _dtensor.unpack(var)
+    geometry = dtsgd_viz.shard_geometry(tuple(var.shape), dtsgd_viz.layout_of(var))
+    pieces = dtsgd_viz.device_values(var)
     full = np.arange(np.prod(var.shape), dtype=np.float32).reshape(var.shape)  # what we put in
     same = all(np.array_equal(full[geometry.blocks[dev]], piece) for dev, piece in enumerate(pieces))
     print(f"{var.name.split(':')[0]}: {len(pieces)} devices, every piece matches its block: {same}")

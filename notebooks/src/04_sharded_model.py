@@ -21,7 +21,6 @@ import tf_keras
 from IPython.display import display
 from tensorflow.experimental import dtensor
 
-from dtsgd_viz import _dtensor  # put(array, layout)
 
 
 def show(fig):
@@ -40,7 +39,7 @@ x = rng.normal(size=(256, 4)).astype(np.float32)
 y = np.sin(x @ np.array([1.0, -2.0, 0.5, 3.0], np.float32))[:, None]
 
 data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
-xb, yb = _dtensor.put(x, data_layout), _dtensor.put(y, data_layout)
+xb, yb = dtsgd_viz.shard(x, data_layout), dtsgd_viz.shard(y, data_layout)
 print(dtsgd_viz.layout_table(xb, name="x"))
 
 # %% [markdown]
@@ -138,7 +137,7 @@ for step in (1, 5, 20, 50, 150):
 # %%
 def fit_last_layer(steps, **sgd):
     kernel = model.layers[1].kernel
-    kernel.assign(_dtensor.put(np.zeros((16, 1), np.float32), kernel.layout))  # same start
+    kernel.assign(dtsgd_viz.shard(np.zeros((16, 1), np.float32), kernel.layout))  # same start
     rec = dtsgd_viz.Recorder()
     opt = dtsgd_viz.SGD(mesh=mesh, hooks=[rec], exact_update=True, **sgd)
 

@@ -24,7 +24,6 @@ import tf_keras
 from IPython.display import Image, display
 from tensorflow.experimental import dtensor
 
-from dtsgd_viz import _dtensor  # put(array, layout)
 
 
 def show(fig):
@@ -53,7 +52,7 @@ rng = np.random.default_rng(0)
 x = rng.normal(size=(256, 4)).astype(np.float32)
 y = np.sin(x @ np.array([1.0, -2.0, 0.5, 3.0], np.float32))[:, None]
 data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
-xb, yb = _dtensor.put(x, data_layout), _dtensor.put(y, data_layout)
+xb, yb = dtsgd_viz.shard(x, data_layout), dtsgd_viz.shard(y, data_layout)
 
 rec = dtsgd_viz.Recorder()
 opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
