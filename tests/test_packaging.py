@@ -102,3 +102,31 @@ def test_cli_app_rejects_a_bad_port_and_builds_the_voila_command():
     cmd = voila_command(9000)
     assert cmd[1] == DASHBOARD and "--port=9000" in cmd and "--Voila.ip=127.0.0.1" in cmd
     assert pathlib.Path(DASHBOARD).is_file()
+
+
+def test_readme_uses_no_private_module():
+    readme = (ROOT / "README.md").read_text()
+    for block in re.findall(r"```python\n(.*?)```", readme, re.S):
+        assert not re.search(r"\b_[a-z]+\.|import _|from dtsgd_viz import _", block), block
+
+
+def test_a_wheel_installs_and_runs_the_quick_start(tmp_path):
+    """A wheel (not the editable install) holds every module and data file the quick
+    start needs: installed into a folder of its own, put first on the path."""
+    wheels, target = tmp_path / "wheels", tmp_path / "site"
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q",
+                            "-w", str(wheels)], capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr
+    assert "warning" not in build.stderr.lower(), build.stderr  # no packaging warnings of ours
+    wheel = next(wheels.glob("dtsgd_viz-*.whl"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(target), str(wheel)], check=True, timeout=600)
+    assert (target / "dtsgd_viz" / "py.typed").exists()
+    assert (target / "dtsgd_viz" / "app" / "dashboard.ipynb").exists()
+    code = re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
+    code = ("import dtsgd_viz, sys\nassert dtsgd_viz.__file__.startswith(sys.argv[1]), "
+            "dtsgd_viz.__file__\n" + code)
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    out = subprocess.run([sys.executable, "-c", code, str(target)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
