@@ -143,6 +143,14 @@ def _single_device_mesh(device: str) -> MeshSpec:
 
 def is_dtensor(x) -> bool:
     value = x.read_value() if isinstance(x, tf.Variable) else x
+    # Only a value on a custom device can be a DTensor. Asking DTensor about any other value
+    # would create its process-wide device, bound to the current eager context: a run
+    # without a mesh would leave it behind, and after a context reset (tf-keras' DTensor
+    # tests reset it for every test) DTensor ops would go to that vanished device
+    # ("Could not find device for node Relayout"). Symbolic values have no device; DTensor
+    # cannot say for them either.
+    if "/device:CUSTOM:" not in (getattr(value, "device", None) or ""):
+        return False
     try:
         return bool(dtensor.is_dtensor(value))
     except Exception:  # noqa: BLE001 - plain values are simply not DTensors
