@@ -20,6 +20,7 @@ _LAZY = {
     "GradientsClipOption": "optimizer",
     "EMAOption": "optimizer",
     "Recorder": "recorder",
+    "layout_autocast_variables": "mixed_precision",
     "make_mesh": "_dtensor",
     "setup_devices": "_dtensor",
     "layout_of": "_dtensor",

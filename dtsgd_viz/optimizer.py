@@ -42,6 +42,7 @@ import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
 from . import _config, _ema, _keras3  # noqa: E402
+from . import mixed_precision as _mixed  # noqa: E402
 from .hooks import LazyValues, UpdateEvent  # noqa: E402
 
 _BaseSGD = tf_keras.dtensor.experimental.optimizers.SGD
@@ -256,6 +257,8 @@ class SGD(_BaseSGD):
                     f"A hook needs methods on_build, before_update and after_update; "
                     f"{type(hook).__name__} has no {method}."
                 )
+        if getattr(self, "_dynamic_loss_scale", False):
+            raise _mixed.dynamic_loss_scale_error([*self._hooks, hook])
         self._hooks.append(hook)
         if getattr(self, "_built", False):
             hook.on_build(self, self._built_variables)
@@ -265,11 +268,19 @@ class SGD(_BaseSGD):
         var_list = list(var_list)
         _keras3.check_all(var_list, "A variable handed to dtsgd_viz.SGD")
         already = getattr(self, "_built", False)
+        if not already:
+            scale = _mixed.wrapping_loss_scale(self)
+            self._dynamic_loss_scale = bool(scale is not None and scale.dynamic)
+            if self._dynamic_loss_scale and self._hooks:
+                raise _mixed.dynamic_loss_scale_error(self._hooks)
+            if self._mesh is not None:
+                _mixed.check_variables(var_list)
         super().build(var_list)
         if not already:
-            self._built_variables = tuple(var_list)
+            # hooks see the float32 master weights, not their mixed precision wrappers
+            self._built_variables = _mixed.unwrap(var_list)
             for hook in self._hooks:
-                hook.on_build(self, tuple(var_list))
+                hook.on_build(self, self._built_variables)
 
     def update_step(self, gradient, variable):
         """tf-keras' update, or with ``exact_update=True`` the same arithmetic
@@ -301,7 +312,7 @@ class SGD(_BaseSGD):
         grads_and_vars = list(grads_and_vars)
         if not self._hooks:
             return super()._internal_apply_gradients(grads_and_vars)
-        variables = tuple(v for _, v in grads_and_vars)
+        variables = _mixed.unwrap(v for _, v in grads_and_vars)
         grads = tuple(g for g, _ in grads_and_vars)
         # Values are read when a hook first looks at them (a traced step then carries no
         # reads that no hook uses); `before` is looked at before the update is built.

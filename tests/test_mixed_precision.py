@@ -1,0 +1,137 @@
+"""Mixed precision (mixed_bfloat16, mixed_float16) on a {"batch": 2, "model": 4} mesh:
+tf-keras' LayoutMap leaves the variables a mixed policy wraps off the mesh (every case
+below fails that way first); dtsgd_viz.layout_autocast_variables lays them out, and
+recordings hold the float32 master weights."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+from tensorflow.experimental import dtensor
+
+import dtsgd_viz
+from dtsgd_viz import _dtensor, reference
+from helpers import layoutmap_mlp
+
+COMPUTE = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
+
+
+@pytest.fixture
+def mesh():
+    return dtsgd_viz.make_mesh({"batch": 2, "model": 4})
+
+
+@pytest.fixture(params=sorted(COMPUTE))
+def policy(request):
+    tf_keras.mixed_precision.set_global_policy(request.param)
+    try:
+        yield request.param
+    finally:
+        tf_keras.mixed_precision.set_global_policy("float32")
+
+
+def _batch(mesh, n=16):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, 4)).astype(np.float32)
+    return _dtensor.put(x, dtensor.Layout(["batch", "unsharded"], mesh))
+
+
+def _shards(var):
+    """Every device's block, in mesh device order."""
+    return np.stack(_dtensor.unpack(var))
+
+
+def _fit(model, opt, mesh, rec, steps=12):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 4)).astype(np.float32)
+    y = (x @ np.array([1.0, -2.0, 0.5, 3.0], np.float32))[:, None]
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True).repeat()
+    lay = dtensor.Layout(["batch", "unsharded"], mesh)
+    dds = dtensor.DTensorDataset(ds, mesh=mesh, layouts=(lay, lay), global_batch_size=16,
+                                 batch_dim="batch", dataset_already_batched=True)
+    model.compile(optimizer=opt, loss="mse")
+    callbacks = [] if rec is None else [rec.keras_callback()]
+    return model.fit(dds, epochs=2, steps_per_epoch=steps // 2, verbose=0, callbacks=callbacks)
+
+
+def test_layoutmap_leaves_wrapped_variables_off_the_mesh_until_laid_out(mesh, policy):
+    model = layoutmap_mlp(mesh)
+    plain_sgd = tf_keras.dtensor.experimental.optimizers.SGD
+    # what tf-keras does on its own: an eager forward pass and the optimizer's slots fail
+    with pytest.raises(tf.errors.UnimplementedError, match="got a regular tensor"):
+        model(_batch(mesh))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Neither layout nor DTensor"):
+        plain_sgd(0.1, momentum=0.9, mesh=mesh).build(model.trainable_variables)
+
+    assert dtsgd_viz.layout_autocast_variables(model) is model
+    dtsgd_viz.layout_autocast_variables(model)  # a second call changes nothing
+    tf_keras.mixed_precision.set_global_policy("float32")
+    reference_model = layoutmap_mlp(mesh)  # same seed, float32, laid out by tf-keras
+    for w, ref in zip(model.weights, reference_model.weights):
+        assert type(w).__name__ == "AutoCastVariable" and w.true_dtype == tf.float32
+        # the same layout and initial values as the float32 model's
+        assert dtsgd_viz.layout_of(w._variable) == dtsgd_viz.layout_of(ref), w.name
+        np.testing.assert_array_equal(_shards(w._variable), _shards(ref))
+    out = model(_batch(mesh))
+    assert out.dtype.name == COMPUTE[policy]
+    assert dtensor.fetch_layout(out).sharding_specs == ["batch", "unsharded"]
+    plain_sgd(0.1, momentum=0.9, mesh=mesh).build(model.trainable_variables)
+
+
+def test_sgd_on_a_mesh_names_the_fix_for_unlaid_variables(mesh, policy):
+    model = layoutmap_mlp(mesh)
+    opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh)
+    with pytest.raises(ValueError, match=rf"'{policy}'.*dtsgd_viz.layout_autocast_variables"
+                                         r"\(model\)"):
+        opt.build(model.trainable_variables)
+
+
+def test_bfloat16_and_fixed_loss_scale_float16_fit_and_record_float32(mesh, policy):
+    model = dtsgd_viz.layout_autocast_variables(layoutmap_mlp(mesh))
+    rec = dtsgd_viz.Recorder()
+    sgd = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh, hooks=[rec], exact_update=True)
+    opt = sgd
+    if policy == "mixed_float16":
+        opt = tf_keras.mixed_precision.LossScaleOptimizer(sgd, dynamic=False, initial_scale=256)
+    history = _fit(model, opt, mesh, rec)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    r = rec.recording
+    assert list(r.steps) == list(range(1, 13)) and len(r.dropped_steps) == 0
+    for w in model.weights:
+        name = w.name.removesuffix(":0")
+        # every kind is the float32 master copy (gradients come back float32 from the cast)
+        assert r.record(name).dtype == "float32"
+        assert all(r.global_values(name, k).dtype == np.float32 for k in ("param", "velocity", "grad"))
+        np.testing.assert_array_equal(r.shard_values(name, "param")[-1], _shards(w._variable))
+        np.testing.assert_array_equal(r.shard_values(name, "velocity")[-1],
+                                      _shards(sgd.velocity(w)))
+    assert all(len(s) == 0 for s in reference.check_recording(r).values())
+
+
+def test_dynamic_loss_scale_trains_but_refuses_a_recorder(mesh):
+    tf_keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = dtsgd_viz.layout_autocast_variables(layoutmap_mlp(mesh))
+        rec = dtsgd_viz.Recorder()
+        opt = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh, hooks=[rec])
+        with pytest.raises(ValueError, match=r"dynamic loss scale.*'mixed_float16'.*"
+                                             r"'mixed_bfloat16'.*dynamic=False"):
+            _fit(model, opt, mesh, rec)
+        # without hooks, model.compile's LossScaleOptimizer trains on the mesh
+        model = dtsgd_viz.layout_autocast_variables(layoutmap_mlp(mesh))
+        opt = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh)
+        history = _fit(model, opt, mesh, None)
+        assert type(model.optimizer).__name__ == "LossScaleOptimizerV3"
+        assert np.isfinite(history.history["loss"][-1])
+        assert history.history["loss"][-1] < history.history["loss"][0]
+        with pytest.raises(ValueError, match="dynamic loss scale"):
+            opt.add_hook(dtsgd_viz.Recorder())
+        assert opt.hooks == ()
+    finally:
+        tf_keras.mixed_precision.set_global_policy("float32")
+
+
+def test_layout_autocast_variables_needs_a_layoutmap_model():
+    model = tf_keras.Sequential([tf_keras.layers.Dense(2, input_shape=(3,))], name="free")
+    with pytest.raises(ValueError, match="'free' was not built under a LayoutMap"):
+        dtsgd_viz.layout_autocast_variables(model)
