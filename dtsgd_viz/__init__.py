@@ -22,6 +22,8 @@ _LAZY = {
     "Recorder": "recorder",
     "layout_autocast_variables": "mixed_precision",
     "make_mesh": "_dtensor",
+    "client_info": "_dtensor",
+    "ClientInfo": "_dtensor",
     "setup_devices": "_dtensor",
     "layout_of": "_dtensor",
     "mesh_spec": "_dtensor",

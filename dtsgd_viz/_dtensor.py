@@ -7,6 +7,7 @@ user already chose a ``TF_CPP_MIN_LOG_LEVEL``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
@@ -43,6 +44,18 @@ from .specs import UNSHARDED, LayoutSpec, MeshSpec, _parse_dims
 
 DEFAULT_CPU_DEVICES = 8
 MAX_CPU_DEVICES = 64
+CPU_DEVICES_ENV = "DTSGD_VIZ_CPU_DEVICES"
+"""Virtual CPU devices a process makes (``dtsgd-viz launch --devices-per-client`` sets it)."""
+
+
+def _asked_cpu_devices() -> int | None:
+    value = os.environ.get(CPU_DEVICES_ENV)
+    if not value:
+        return None
+    if not value.isdigit() or not 1 <= int(value) <= MAX_CPU_DEVICES:
+        raise ValueError(f"{CPU_DEVICES_ENV} must be an integer from 1 to {MAX_CPU_DEVICES}. "
+                         f"Received: {value!r}.")
+    return int(value)
 
 
 def setup_devices(num_devices: int = DEFAULT_CPU_DEVICES) -> int:
@@ -64,7 +77,14 @@ def setup_devices(num_devices: int = DEFAULT_CPU_DEVICES) -> int:
     configured = tf.config.get_logical_device_configuration(cpu)
     if configured and len(configured) >= num_devices:
         return len(configured)
-    want = max(num_devices, DEFAULT_CPU_DEVICES)
+    asked = _asked_cpu_devices()
+    if asked is not None and num_devices > asked:
+        raise ValueError(
+            f"This process was started with {asked} virtual CPU device(s) ({CPU_DEVICES_ENV}"
+            f"={asked}, set by dtsgd-viz launch --devices-per-client), but needs "
+            f"{num_devices}. Start it with more devices per client, or use a smaller mesh."
+        )
+    want = max(num_devices, asked or DEFAULT_CPU_DEVICES)
     try:
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration()] * want
@@ -87,6 +107,13 @@ def make_mesh(dims, device_type: str | None = None):
 
     On CPU (the default) it creates the virtual devices it needs; with
     ``device_type="GPU"`` it uses the first GPUs of the machine.
+
+    The same call works in a multi-client program (``DTENSOR_JOBS`` lists one
+    ``host:port`` per client, ``DTENSOR_CLIENT_ID`` says which one this is, as
+    ``dtsgd-viz launch`` sets them): the mesh then spans every client's devices, each
+    client bringing ``size / num_clients`` of its own (its first ones; client 0 holds
+    mesh devices ``0..k-1``, client 1 the next ``k``, ...), and DTensor's accelerator
+    system is initialised on the first call, so call it before any other TensorFlow work.
     """
     names, sizes = _parse_dims(dims)
     n = math.prod(sizes)
@@ -95,30 +122,100 @@ def make_mesh(dims, device_type: str | None = None):
         raise ValueError(
             f"device_type must be 'CPU', 'GPU' or 'TPU'. Received: {device_type!r}."
         )
+    clients = dtensor.num_clients()
+    if n % clients:
+        raise ValueError(
+            f"A mesh of shape {dict(zip(names, sizes))} has {n} devices, which cannot be "
+            f"split evenly over the {clients} clients of this run (DTENSOR_JOBS="
+            f"{os.environ.get('DTENSOR_JOBS')!r}). Use a mesh whose size is a multiple of "
+            f"{clients}."
+        )
+    local = n // clients
     if device_type == "CPU":
-        setup_devices(n)
+        setup_devices(local)
     else:
         with _quiet_native_stderr():
             have = len(tf.config.list_physical_devices(device_type))
-        if have < n:
+        if have < local:
+            each = f" on each of the {clients} clients" if clients > 1 else ""
             raise ValueError(
-                f"A mesh of shape {dict(zip(names, sizes))} needs {n} {device_type} devices; "
-                f"this machine has {have}. Use a smaller mesh, or device_type='CPU' for "
-                "virtual CPU devices."
+                f"A mesh of shape {dict(zip(names, sizes))} needs {local} {device_type} "
+                f"devices{each}; this machine has {have}. Use a smaller mesh, or "
+                "device_type='CPU' for virtual CPU devices."
             )
+    local_names = [f"{device_type}:{i}" for i in range(local)]
+    if clients > 1:
+        _initialize_clients(device_type)
+        return dtensor.create_distributed_mesh(
+            list(zip(names, sizes)), local_devices=local_names, device_type=device_type)
     return dtensor.create_mesh(
-        list(zip(names, sizes)),
-        devices=[f"{device_type}:{i}" for i in range(n)],
-        device_type=device_type,
-    )
+        list(zip(names, sizes)), devices=local_names, device_type=device_type)
+
+
+def _initialize_clients(device_type: str) -> None:
+    """Connect this client to the others (once per process; blocks until they come)."""
+    # private module: the public API cannot ask whether it was done (a second call raises)
+    from tensorflow.dtensor.python import accelerator_util
+
+    if accelerator_util.is_initialized():
+        return
+    try:
+        dtensor.initialize_accelerator_system(device_type)
+    except ValueError as e:
+        raise ValueError(
+            "A multi-client mesh must be made before TensorFlow starts (DTensor's accelerator "
+            "system connects the clients first): call dtsgd_viz.make_mesh before any other "
+            f"TensorFlow work. TensorFlow said: {e}"
+        ) from None
+
+
+@dataclasses.dataclass(frozen=True)
+class ClientInfo:
+    """This process's place in a DTensor run: ``client_id`` of ``num_clients`` (0 of 1 in
+    a single-process run)."""
+
+    client_id: int
+    num_clients: int
+
+    @property
+    def multi_client(self) -> bool:
+        return self.num_clients > 1
+
+
+def client_info() -> ClientInfo:
+    """Which client this process is, from the DTensor environment (``DTENSOR_CLIENT_ID``
+    and ``DTENSOR_JOBS``); ``ClientInfo(0, 1)`` when it is not set. E.g. a script that
+    runs single-process or multi-client alike saves its part as
+    ``f"parts/part-{dtsgd_viz.client_info().client_id}.npz"``."""
+    return ClientInfo(int(dtensor.client_id()), int(dtensor.num_clients()))
 
 
 # ---- conversions between live DTensor objects and plain specs ------------------
 
 
 def mesh_spec(mesh) -> MeshSpec:
-    """The plain ``MeshSpec`` of a DTensor ``Mesh``."""
-    return MeshSpec(tuple(mesh.dim_names), tuple(mesh.shape()), tuple(mesh.local_devices()))
+    """The plain ``MeshSpec`` of a DTensor ``Mesh``: every device of the mesh, also those
+    of other clients in a multi-client run."""
+    local = tuple(mesh.local_devices())
+    n = math.prod(mesh.shape())
+    if len(local) == n:
+        return MeshSpec(tuple(mesh.dim_names), tuple(mesh.shape()), local)
+    # Other clients' devices are named as create_distributed_mesh lays them out: k per
+    # client, client c holding mesh devices c*k .. c*k+k-1 as its devices 0..k-1.
+    k = len(local)
+    first = tf.DeviceSpec.from_string(local[0])
+    names = [first.replace(task=g // k, device_index=g % k).to_string() for g in range(n)]
+    for g, name in zip(local_device_ids(mesh), local):
+        names[g] = name
+    return MeshSpec(tuple(mesh.dim_names), tuple(mesh.shape()), tuple(names))
+
+
+def local_device_ids(mesh) -> tuple[int, ...]:
+    """The mesh devices whose shards ``unpack`` gives this process, in that order (all of
+    them in a single-process run; ``(0,)`` without a mesh)."""
+    if mesh is None:
+        return (0,)
+    return tuple(int(i) for i in mesh.local_device_ids())
 
 
 def layout_spec(layout) -> LayoutSpec:
@@ -127,10 +224,16 @@ def layout_spec(layout) -> LayoutSpec:
 
 
 def to_mesh(spec: MeshSpec):
-    """A DTensor ``Mesh`` for a spec whose devices exist in this process."""
+    """A DTensor ``Mesh`` for a spec whose devices exist in this process (in a multi-client
+    run: a mesh over every client, of which this client holds the devices of its task)."""
     n = spec.num_devices
     ids = np.arange(n).reshape(spec.dim_sizes)
-    return dtensor.Mesh(list(spec.dim_names), ids, list(range(n)), list(spec.device_names))
+    local = list(range(n))
+    if dtensor.num_clients() > 1:
+        job, task = dtensor.job_name(), dtensor.client_id()
+        specs = [tf.DeviceSpec.from_string(d) for d in spec.device_names]
+        local = [i for i, d in enumerate(specs) if d.job == job and d.task == task]
+    return dtensor.Mesh(list(spec.dim_names), ids, local, [spec.device_names[i] for i in local])
 
 
 def to_layout(spec: LayoutSpec):
@@ -177,7 +280,8 @@ def live_layout(x):
 
 def unpack(x, copy=True) -> list[np.ndarray]:
     """Per-device numpy shards of a DTensor (mesh device order), or ``[x]`` for a plain
-    value. Eager only; variables are read first.
+    value. Eager only; variables are read first. In a multi-client run only this
+    client's shards, those of ``local_device_ids(mesh)``.
 
     ``copy=False`` returns read-only views of the device buffers (CPU tensors) instead of
     copies. They stay valid: TensorFlow never writes into a buffer someone else still
@@ -243,19 +347,32 @@ def shard(array, layout):
 
 def to_numpy(x) -> np.ndarray:
     """The whole (global) value of a DTensor or DVariable as one numpy array, put back
-    together from the blocks the devices hold (a plain tensor or variable: its value)."""
+    together from the blocks the devices hold (a plain tensor or variable: its value).
+    In a multi-client run, of a value whose blocks this client's devices all hold (a
+    replicated loss, say)."""
     value = x.read_value() if isinstance(x, tf.Variable) else x
     if not is_dtensor(value):
         return np.asarray(value)
     from .geometry import shard_geometry
-    geometry = shard_geometry(tuple(value.shape), layout_of(value))
+    layout = dtensor.fetch_layout(value)
+    geometry = shard_geometry(tuple(value.shape), layout_spec(layout))
+    held = geometry.held_groups(local_device_ids(layout.mesh))
+    if len(held) < geometry.num_unique:
+        raise ValueError(
+            f"This client ({client_info().client_id} of {client_info().num_clients}) holds "
+            f"{len(held)} of the {geometry.num_unique} blocks of this value (layout "
+            f"{list(layout.sharding_specs)}): the others are on other clients. Relayout it "
+            "first (dtensor.relayout(x, dtensor.Layout.replicated(mesh, rank)), on every "
+            "client), or take this client's blocks with device_values(x)."
+        )
     shards = unpack(value)
-    return geometry.assemble(np.stack([shards[g[0]] for g in geometry.replica_groups]))
+    return geometry.assemble(np.stack([shards[at[0]] for _, at in held]))
 
 
 def device_values(x) -> list[np.ndarray]:
     """What each device holds of a DTensor or DVariable, in mesh device order (numpy
-    copies; replicated blocks appear once per device holding them)."""
+    copies; replicated blocks appear once per device holding them). In a multi-client
+    run: this client's devices, ``mesh.local_device_ids()``."""
     return unpack(x)
 
 
@@ -303,8 +420,9 @@ def match_layout(value, var):
 
 
 __all__ = [
-    "UNSHARDED", "setup_devices", "make_mesh", "client_info", "ClientInfo", "mesh_spec", "layout_spec", "to_mesh",
-    "to_layout", "layout_of", "unpack", "put", "variable", "is_dtensor",
+    "UNSHARDED", "setup_devices", "make_mesh", "client_info", "ClientInfo", "mesh_spec",
+    "layout_spec", "to_mesh", "to_layout", "layout_of", "unpack", "put", "variable",
+    "is_dtensor",
 ]
 
 

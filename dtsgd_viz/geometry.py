@@ -51,14 +51,35 @@ class ShardGeometry:
             for i, s in enumerate(self.blocks[device])
         )
 
-    def assemble(self, unique_blocks: np.ndarray) -> np.ndarray:
-        """Global array(s) from blocks ``(..., num_unique, *local_shape)``."""
+    def held_groups(self, devices: Sequence[int]) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """The replica groups that ``devices`` (mesh device numbers: one client's, in the
+        order it holds their shards) hold, in group order, each with the positions in
+        ``devices`` of its copies.
+
+        >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+        >>> g = shard_geometry((4,), LayoutSpec(("x",), MeshSpec.create({"x": 2, "y": 2})))
+        >>> g.held_groups((2, 3))
+        ((1, (0, 1)),)
+        """
+        at: dict[int, list[int]] = {}
+        for pos, d in enumerate(devices):
+            at.setdefault(self.group_of[d], []).append(pos)
+        return tuple((g, tuple(at[g])) for g in sorted(at))
+
+    def assemble(self, unique_blocks: np.ndarray,
+                 groups: Sequence[int] | None = None) -> np.ndarray:
+        """Global array(s) from blocks ``(..., num_unique, *local_shape)``; ``groups``:
+        which replica groups the blocks are when not all (the rest is NaN)."""
         unique_blocks = np.asarray(unique_blocks)
         lead = unique_blocks.shape[: unique_blocks.ndim - len(self.local_shape) - 1]
         out = np.empty(lead + self.global_shape, dtype=unique_blocks.dtype)
+        if groups is None:
+            groups = range(self.num_unique)
+        elif len(groups) < self.num_unique:
+            out.fill(np.nan)
         ell = (slice(None),) * len(lead)
-        for g, devices in enumerate(self.replica_groups):
-            out[ell + self.blocks[devices[0]]] = unique_blocks[ell + (g,)]
+        for i, g in enumerate(groups):
+            out[ell + self.blocks[self.replica_groups[g][0]]] = unique_blocks[ell + (i,)]
         return out
 
     def split(self, global_array: np.ndarray) -> np.ndarray:
