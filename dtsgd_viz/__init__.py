@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 
 from .geometry import ShardGeometry, shard_geometry
-from .recording import KINDS, Recording, RecordingFileError, load_recording
+from .merge import MergeError, merge_recordings
+from .recording import KINDS, Part, Recording, RecordingFileError, load_recording
 from .specs import UNSHARDED, LayoutSpec, MeshSpec
 
 __version__ = "0.1.0"
@@ -50,8 +51,9 @@ _LAZY = {
 }
 
 __all__ = [
-    "KINDS", "UNSHARDED", "LayoutSpec", "MeshSpec", "Recording", "RecordingFileError",
-    "ShardGeometry", "load_recording", "shard_geometry", *_LAZY,
+    "KINDS", "UNSHARDED", "LayoutSpec", "MeshSpec", "MergeError", "Part", "Recording",
+    "RecordingFileError", "ShardGeometry", "load_recording", "merge_recordings",
+    "shard_geometry", *_LAZY,
 ]
 
 

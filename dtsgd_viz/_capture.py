@@ -42,15 +42,6 @@ def block_grid(geometry) -> tuple[int, ...]:
     return tuple(n // b for n, b in zip(geometry.global_shape, geometry.local_shape))
 
 
-def group_order(geometry) -> np.ndarray:
-    """Row-major block-grid index of each replica group (to reorder ``block_stats``)."""
-    grid = block_grid(geometry)
-    if not grid:
-        return np.zeros(1, np.int64)
-    return np.array([np.ravel_multi_index(geometry.block_index(g[0]), grid)
-                     for g in geometry.replica_groups], np.int64)
-
-
 def block_stats(x, geometry):
     """Per-block ``(sum of squares, mean, max|x|)`` as one ``(1, *grid, 3)`` tensor laid
     out like the block grid: every device computes and keeps its own block's numbers (no
@@ -97,7 +88,7 @@ class StatsBuffer:
         grid = block_grid(watched.geometry) or (1,)
         spec = _grid_spec(watched, True)
         self.geometry = shard_geometry((slots + 1, *grid, 3), spec)
-        self.order = group_order(watched.geometry)
+        self.held = watched.held
         init = np.zeros((slots + 1, *grid, 3), np.float32)
         with tf.init_scope():
             self.var = _dtensor.variable(init, None if mesh is None else spec)
@@ -108,21 +99,20 @@ class StatsBuffer:
             self.var.read_value(), index, block_stats(x, watched.geometry)))
 
     def read(self, shards=None) -> np.ndarray:
-        """``(slots, n_unique, 3)`` float64 on the host, blocks in replica-group order
-        (``shards``: the buffer's per-device values if already read)."""
+        """``(slots, n_held, 3)`` float64 on the host, blocks in replica-group order: each
+        device's shard of the buffer holds its own block's numbers (``shards``: the
+        buffer's per-device values if already read; ``n_held``: the blocks this process
+        holds, all of them unless it is one client of several)."""
         shards = _dtensor.unpack(self.var, copy=False) if shards is None else shards
-        full = self.geometry.assemble(np.stack([shards[g[0]] for g in self.geometry.replica_groups]))
-        return _finish(full[: self.slots].reshape(self.slots, -1, 3)[:, self.order])
+        return _finish(np.stack([shards[at[0]].reshape(self.slots + 1, 3)[: self.slots]
+                                 for _, at in self.held], axis=1))
 
 
 def read_block_stats(stats, watched) -> np.ndarray:
-    """``(n_unique, 3)`` float64 from an eager ``block_stats`` tensor."""
-    from .geometry import shard_geometry
-    grid = block_grid(watched.geometry) or (1,)
-    geom = shard_geometry((*grid, 3), _grid_spec(watched, False))
-    shards = [s[0] for s in _dtensor.unpack(stats)]  # drop the leading step axis
-    full = geom.assemble(np.stack([shards[g[0]] for g in geom.replica_groups]))
-    return _finish(full.reshape(-1, 3)[watched.order])
+    """``(n_held, 3)`` float64 from an eager ``block_stats`` tensor (each device's shard
+    is its own block's numbers)."""
+    shards = _dtensor.unpack(stats)
+    return _finish(np.stack([shards[at[0]].reshape(3) for _, at in watched.held]))
 
 
 class RowBuffer:

@@ -138,52 +138,55 @@ class StatsLog(HostLog):
 
 def entry(meta, data, watched, kinds, mode) -> dict:
     """One recorded step. ``meta``: (iteration, learning rate, loss); ``data[(name,
-    kind)]``: the per-device shards (full mode: replicas compared, then kept once, as the
-    read-only views they arrived as) or the ``(n_unique, 3)`` stats."""
+    kind)]``: the shards of this process's devices, as ``unpack`` gives them (full mode:
+    replicas compared, then kept once, as the read-only views they arrived as; ``w.held``
+    says where each block's copies are: in a multi-client run a client holds some blocks
+    only) or the ``(n_held, 3)`` stats."""
     out = {"lr": meta[1], "loss": meta[2], "mismatch": np.zeros(len(watched), np.uint8)}
     if mode != "full":
         out["stats"] = data
         return out
     blocks = {}
     for wi, w in enumerate(watched):
-        groups = w.geometry.replica_groups
         for ki, kind in enumerate(KINDS):
             if kind not in kinds:
                 continue
             parts = data[(w.name, kind)]
-            if any(not np.array_equal(parts[d], parts[g[0]], equal_nan=True)
-                   for g in groups for d in g[1:]):
+            if any(not np.array_equal(parts[p], parts[at[0]], equal_nan=True)
+                   for _, at in w.held for p in at[1:]):
                 out["mismatch"][wi] |= 1 << ki
-            blocks[(w.name, kind)] = [parts[g[0]] for g in groups]
+            blocks[(w.name, kind)] = [parts[at[0]] for _, at in w.held]
     out["values"] = blocks
     return out
 
 
 def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov,
-             dropped, applied_momentum=None) -> Recording:
+             dropped, applied_momentum=None, part=None) -> Recording:
     """The ``Recording`` of ``entries`` (``(step, entry)`` pairs): full-mode blocks are
-    copied once from the staged views into the recording's own arrays."""
+    copied once from the staged views into the recording's own arrays. ``part``: the
+    ``Part`` a client of a multi-client run holds (its blocks only)."""
     n, v = len(entries), len(watched)
     records = []
     nonfinite = np.zeros((n, v), np.uint8)
     for i, w in enumerate(watched):
         local = w.geometry.local_shape
         blocks, stats = {}, {}
+        held = len(w.held)
         for k in kinds:
             if mode == "full":
-                out = np.empty((n, w.geometry.num_unique, *local), w.dtype)
+                out = np.empty((n, held, *local), w.dtype)
                 if n:
                     np.stack([b for _, e in entries for b in e["values"][(w.name, k)]],
-                             out=out.reshape(n * w.geometry.num_unique, *local))
+                             out=out.reshape(n * held, *local))
                 blocks[k] = out
                 # NaN and Inf reach the max or the min (sizes spelled out: n may be 0)
-                flat = out.reshape(n, w.geometry.num_unique * math.prod(local))
+                flat = out.reshape(n, held * math.prod(local))
                 bad = (~np.isfinite(flat.max(axis=1, initial=0))
                        | ~np.isfinite(flat.min(axis=1, initial=0)))
             else:
                 vals = [e["stats"][(w.name, k)] for _, e in entries]
                 stats[k] = (np.stack(vals) if vals else
-                            np.zeros((0, w.geometry.num_unique, 3))).astype(np.float64)
+                            np.zeros((0, held, 3))).astype(np.float64)
                 bad = ~np.isfinite(stats[k][..., 1]).all(axis=1)  # a NaN/Inf reaches the mean
             bit = {"grad": NONFINITE_GRAD, "param": NONFINITE_PARAM}.get(k, 0)
             nonfinite[:, i] |= bad.astype(np.uint8) * np.uint8(bit)
@@ -202,4 +205,5 @@ def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov
                            for _, e in entries], np.uint8).reshape(n, v),
         dropped_steps=np.asarray(dropped, np.int64),
         mode=mode,
+        part=part,
     )

@@ -51,7 +51,7 @@ class RuleWatch:
         # the state before step 1: the initial parameters and zero velocities, as blocks
         self.prev = (0, {})
         for w, init in zip(watched, initial):
-            p0 = _sample(w.geometry.split(init))
+            p0 = _sample(w.geometry.split(init)[[g for g, _ in w.held]])
             self.prev[1][w.name] = (p0, np.zeros_like(p0))
 
     def observe(self, step: int, entry: dict) -> None:

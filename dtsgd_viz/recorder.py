@@ -33,7 +33,7 @@ from ._dtensor import tf
 from ._hostlog import HostLog, StatsLog, assemble, entry
 from ._rulewatch import RuleWatch
 from .geometry import shard_geometry
-from .recording import KINDS, Recording, check_kinds
+from .recording import KINDS, Part, Recording, check_kinds
 
 STAGING_BUDGET_BYTES = 256 * 2**20
 MAX_BUFFER_STEPS = 8
@@ -73,7 +73,9 @@ class _Watched:
         self.layout = _dtensor.layout_of(var)
         self.live_layout = _dtensor.live_layout(var)
         self.geometry = shard_geometry(tuple(var.shape), self.layout)
-        self.order = _capture.group_order(self.geometry)
+        # the blocks this process's shards hold (a client of a multi-client run: some)
+        self.held = self.geometry.held_groups(_dtensor.local_device_ids(
+            None if self.live_layout is None else self.live_layout.mesh))
         self.dtype = var.dtype.name
         self.nbytes_unique = (
             self.geometry.num_unique * math.prod(self.geometry.local_shape) * var.dtype.size
@@ -382,8 +384,10 @@ class Recorder:
     # ---- host side ------------------------------------------------------------------------------
 
     def _global(self, w, value):
+        """The global value (NaN where other clients hold the blocks)."""
         shards = _dtensor.unpack(value)
-        return w.geometry.assemble(np.stack([shards[g[0]] for g in w.geometry.replica_groups]))
+        return w.geometry.assemble(np.stack([shards[at[0]] for _, at in w.held]),
+                                   [g for g, _ in w.held])
 
     def _append(self, meta, data):
         """One recorded step: ``data[(name, kind)]`` is the per-device shard list (full
@@ -547,4 +551,11 @@ class Recorder:
         return assemble(self._log.entries, self._watched, self.kinds, self.mode, self._initial,
                         mesh=self._mesh_spec, momentum=float(opt.momentum),
                         nesterov=bool(opt.nesterov), dropped=sorted(self._dropped),
-                        applied_momentum=self._applied_momentum)
+                        applied_momentum=self._applied_momentum, part=self._part())
+
+    def _part(self) -> Part | None:
+        """What this client records in a multi-client run: its devices' blocks."""
+        info = _dtensor.client_info()
+        if not info.multi_client or self._mesh is None:
+            return None
+        return Part(info.client_id, info.num_clients, _dtensor.local_device_ids(self._mesh))

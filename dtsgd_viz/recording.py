@@ -88,6 +88,34 @@ class Hyperparameters:
     applied_momentum: float | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """The part of a multi-client run one client recorded: client ``client_id`` of
+    ``num_clients``, whose devices ``devices`` (mesh device numbers, in the order the
+    client holds their shards) hold the blocks it kept. A part's ``blocks`` and ``stats``
+    hold only the replica groups of those devices (``geometry.held_groups(devices)``, in
+    group order); its ``initial`` values are NaN outside them. ``merge_recordings``
+    puts the parts together into the recording of the whole mesh."""
+
+    client_id: int
+    num_clients: int
+    devices: tuple[int, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "devices", tuple(int(d) for d in self.devices))
+
+    def __str__(self) -> str:
+        return f"client {self.client_id} of {self.num_clients} (devices {list(self.devices)})"
+
+    def to_dict(self) -> dict:
+        return {"client_id": self.client_id, "num_clients": self.num_clients,
+                "devices": list(self.devices)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> Part:
+        return cls(int(d["client_id"]), int(d["num_clients"]), tuple(d["devices"]))
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class VariableRecord:
     """One variable's history: unique blocks only (replicas stored once).
@@ -116,7 +144,8 @@ class Recording:
 
     ``nonfinite[i, v]`` holds bits (1: gradient, 2: parameter) for step ``i`` and
     variable ``v`` that held NaN/Inf; ``mismatch[i, v]`` holds one bit per kind
-    (in ``KINDS`` order) whose replicated copies disagreed.
+    (in ``KINDS`` order) whose replicated copies disagreed. ``part`` is None for a
+    whole recording; in a multi-client run each client records its ``Part``.
     """
 
     mesh: MeshSpec
@@ -129,6 +158,7 @@ class Recording:
     mismatch: np.ndarray
     dropped_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
     mode: str = "full"
+    part: Part | None = None
 
     # ---- lookup -------------------------------------------------------------------
 
@@ -147,7 +177,16 @@ class Recording:
             f"Unknown variable {name!r}. This recording has: {list(self.variables)}."
         )
 
+    def _whole(self) -> None:
+        if self.part is not None:
+            raise ValueError(
+                f"This recording is the part of {self.part}: it holds only the blocks of "
+                "those devices. Put the parts of all clients together with "
+                "dtsgd_viz.merge_recordings(parts) or dtsgd_viz.load_recording(folder)."
+            )
+
     def _blocks(self, name: str, kind: str) -> tuple[VariableRecord, np.ndarray]:
+        self._whole()
         rec = self.record(name)
         if kind not in KINDS:
             raise ValueError(f"Unknown kind {kind!r}. Allowed: {list(KINDS)}.")
@@ -190,6 +229,7 @@ class Recording:
     def shard_stats(self, name: str, kind: str = "param") -> np.ndarray:
         """``(n_steps, n_devices, 3)``: each shard's L2 norm, mean and max |x| per step, in
         mesh device order. Stored in stats mode, computed from the values in full mode."""
+        self._whole()
         rec = self.record(name)
         if self.mode == "stats":
             if kind not in KINDS:
@@ -244,7 +284,7 @@ class Recording:
         return (
             f"<Recording {len(self)} updates ({span}) of {len(self.records)} variable(s) "
             f"on {self.mesh}; {self.mode} mode, kinds={list(self.kinds)}; momentum={hp.momentum}, "
-            f"nesterov={hp.nesterov}>"
+            f"nesterov={hp.nesterov}{'' if self.part is None else f'; part of {self.part}'}>"
         )
 
     # ---- files ---------------------------------------------------------------------------
@@ -267,6 +307,7 @@ class Recording:
                                  else float(self.hyperparameters.applied_momentum)),
             "nesterov": bool(self.hyperparameters.nesterov),
             "n_steps": len(self),
+            **({} if self.part is None else {"part": self.part.to_dict()}),
             "variables": [
                 {"name": r.name, "shape": list(r.shape), "dtype": r.dtype,
                  "layout": r.layout.to_dict()}
@@ -363,7 +404,13 @@ def load_recording(path) -> Recording:
     Raises ``RecordingFileError`` (a ``ValueError``) for truncated, corrupted or
     foreign files, for versions newer than this library reads, and for dtypes outside
     ``DTYPES``. bfloat16 values come back as ``ml_dtypes.bfloat16`` arrays.
+
+    A list of paths, or a folder of ``.npz`` files, is the parts the clients of a
+    multi-client run saved: they are merged into one recording (``merge_recordings``).
     """
+    from . import merge  # plain data too; imported here: it imports this module
+    if isinstance(path, (list, tuple)) or merge.is_parts_folder(path):
+        return merge.load_parts(path)
     path = os.fspath(path)
     arrays = _read_arrays(path)
     try:
@@ -384,6 +431,7 @@ def load_recording(path) -> Recording:
         if mode not in ("full", "stats"):
             raise RecordingFileError(f"{path}: unknown recording mode {mode!r}.")
         mesh = MeshSpec.from_dict(meta["mesh"])
+        part = Part.from_dict(meta["part"]) if "part" in meta else None
         records = []
         for i, v in enumerate(meta["variables"]):
             layout = LayoutSpec.from_dict(v["layout"])
@@ -400,9 +448,10 @@ def load_recording(path) -> Recording:
             blocks = ({k: _decode(path, v["name"], k, arrays[f"v{i}.{k}"], dtype) for k in kinds}
                       if full else {})
             stats = {} if full else {k: arrays[f"v{i}.{k}.stats"] for k in kinds}
-            want = (n, geom.num_unique, *geom.local_shape)
+            held = geom.num_unique if part is None else len(geom.held_groups(part.devices))
+            want = (n, held, *geom.local_shape)
             if (initial.shape != shape or any(b.shape != want for b in blocks.values())
-                    or any(s.shape != (n, geom.num_unique, 3) for s in stats.values())):
+                    or any(s.shape != (n, held, 3) for s in stats.values())):
                 raise RecordingFileError(f"{path}: arrays of {v['name']!r} do not match its shape.")
             records.append(VariableRecord(v["name"], shape, dtype, layout, initial, blocks, stats))
         steps = arrays["steps"]
@@ -410,10 +459,11 @@ def load_recording(path) -> Recording:
         hp = Hyperparameters(arrays["learning_rate"], float(meta["momentum"]), bool(meta["nesterov"]),
                              None if applied is None else float(applied))
         rec = Recording(mesh, tuple(records), kinds, steps, hp, arrays["loss"],
-                        arrays["nonfinite"], arrays["mismatch"], arrays["dropped_steps"], mode)
+                        arrays["nonfinite"], arrays["mismatch"], arrays["dropped_steps"], mode,
+                        part)
     except RecordingFileError:
         raise
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, IndexError, TypeError, ValueError) as e:
         raise RecordingFileError(f"{path}: inconsistent recording ({type(e).__name__}: {e}).") from e
     per_step = (steps, hp.learning_rate, rec.loss_values, rec.nonfinite, rec.mismatch)
     if any(len(a) != n for a in per_step):
