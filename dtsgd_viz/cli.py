@@ -17,7 +17,16 @@ def main(argv=None) -> int:
     app = sub.add_parser("app", help="serve the comparison dashboard with Voila on 127.0.0.1")
     app.add_argument("--port", type=int, default=8866, help="port to listen on (default 8866)")
     app.add_argument("--open", action="store_true", help="open it in a web browser")
+    _add_launch(sub)
     args = parser.parse_args(argv)
+    if args.command == "launch":
+        from .launch import launch
+        try:
+            return launch(args.script, args.args, clients=args.clients,
+                          devices_per_client=args.devices_per_client, timeout=args.timeout,
+                          log_dir=args.logs)
+        except ValueError as e:
+            parser.error(str(e))
     if args.command == "app":
         from .app import serve, voila_command
         try:
@@ -31,6 +40,24 @@ def main(argv=None) -> int:
         from .demo import main as demo_main
         return demo_main(steps=args.steps, save=args.save, out_dir=args.out)
     return 2
+
+
+def _add_launch(sub):
+    launch = sub.add_parser(
+        "launch", help="run a script as N DTensor clients on this machine (127.0.0.1)",
+        description="Run `python SCRIPT ARGS...` as the clients of a multi-client DTensor run "
+        "on 127.0.0.1 (free ports, DTENSOR_* variables set), each with its own log file; "
+        "stops every client as soon as one fails and exits with its status.")
+    launch.add_argument("--clients", type=int, required=True, metavar="N",
+                        help="number of clients (processes)")
+    launch.add_argument("--devices-per-client", type=int, default=4, metavar="K",
+                        help="virtual CPU devices per client (default 4)")
+    launch.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help="stop every client after this long (exit status 124)")
+    launch.add_argument("--logs", metavar="DIR", default="dtsgd-viz-logs",
+                        help="write client-<i>.log files in DIR (default dtsgd-viz-logs)")
+    launch.add_argument("script", help="the Python script every client runs")
+    launch.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
 
 
 if __name__ == "__main__":
