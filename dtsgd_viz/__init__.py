@@ -46,6 +46,7 @@ _LAZY = {
     "plot_paths": "views.paths",
     "animate": "views.paths",
     "surfaces": None,
+    "store": None,  # streaming to disk (zarr, imported on first use)
     "run": "runs",
     "widgets": None,
 }

@@ -24,7 +24,9 @@ a read placed right after tf-keras' assignments was seen to return pre-update va
 from __future__ import annotations
 
 import math
+import os
 import warnings
+import weakref
 
 import numpy as np
 
@@ -103,10 +105,17 @@ class Recorder:
         velocities from the variables at each flush (after every recorded step in
         ``rec.loop`` and the Keras callback): least device memory, but a wait per step;
         steps no flush saw are then reported in ``dropped_steps``.
+      path: a folder to stream the recording to (``store.py``: a zarr store): every
+        flushed batch of steps is written and committed there, and the host keeps
+        nothing of it, so memory stays bounded however long the run;
+        ``rec.recording`` and ``load_recording(path)`` read it back, also while the run
+        writes or after it was killed. ``rec.close()`` (or ``with Recorder(...)``, or
+        the end of the process) marks the store closed. Every recorded step is kept:
+        thin with ``every``, not ``max_steps``/``decimate``.
     """
 
     def __init__(self, every=1, kinds=KINDS, variables=None, buffer_steps=None, mode="full",
-                 max_steps=None, decimate=False):
+                 max_steps=None, decimate=False, path=None):
         _check_int("every", every)
         _check_int("buffer_steps", buffer_steps, minimum=0, allow_none=True)
         _check_int("max_steps", max_steps, allow_none=True)
@@ -117,6 +126,13 @@ class Recorder:
                              f"Received: mode={mode!r}.")
         if not isinstance(decimate, bool):
             raise TypeError(f"decimate must be True or False. Received: {decimate!r}.")
+        if path is not None and (max_steps is not None or decimate):
+            raise ValueError(
+                "Recorder(path=...) streams every recorded step to disk and keeps none in "
+                f"memory: max_steps and decimate do not apply. Received: max_steps={max_steps!r}"
+                f", decimate={decimate!r}. Thin the recording with every= instead.")
+        self.path = None if path is None else os.fspath(path)
+        self._writer = None  # the store's writer, made when the optimizer is known
         self.every, self.mode = every, mode
         self.kinds = check_kinds(kinds)
         self._wanted = None if variables is None else list(variables)
@@ -175,6 +191,14 @@ class Recorder:
         self._initial = [self._global(w, w.var) for w in self._watched]
         self._rules = self._rule_watch(start=self._last_step)
         self._warned_untraced = False
+        if self.path is not None:
+            from .store import StoreWriter
+            header = self._build()  # no steps yet: names what every batch will hold
+            part = getattr(header, "part", None)
+            self._writer = StoreWriter(self.path, header, 0 if part is None else part.client_id)
+            # the end of the process (or of this recorder) closes the store: a run that
+            # was killed leaves it open, and readers say so
+            weakref.finalize(self, self._writer.close_at_exit)
 
     def _rule_watch(self, start):
         """The host-side rule check (full mode with parameters and velocities, from the
@@ -378,6 +402,7 @@ class Recorder:
                                             else self._optimizer.velocity(w.var).read_value())
         meta = _dtensor.unpack(self._meta_row(event))[0]
         self._append(meta, self._host({**grads, **pv}))
+        self._stream()
         if self._rules is not None:
             self._rules.warn(stacklevel=6)
 
@@ -410,6 +435,7 @@ class Recorder:
         # generator abandoned mid-way is finalised whenever Python collects it)
         with tf.init_scope():
             arrived = self._flush_eagerly(final)
+        self._stream()
         if arrived and self._rules is not None:
             self._rules.warn(stacklevel=4)
         return arrived
@@ -543,8 +569,30 @@ class Recorder:
             self._skip_untraced()
         self.flush()
         if self._cache is None:
-            self._cache = self._build()
+            self._cache = self._build() if self._writer is None else self._writer.read()
         return self._cache
+
+    def _stream(self):
+        """With ``path=``: write the steps that reached the host since the last call to
+        the store, commit them, and keep nothing of them here."""
+        w = self._writer
+        if w is None or not (len(self._log) or len(self._dropped) > w.n_dropped):
+            return
+        w.append(self._log.entries, self._dropped[w.n_dropped:], self._initial)
+        self._log = type(self._log)(None, False, self.every)
+
+    def close(self):
+        """Flush, and with ``path=`` mark the store closed (``load_recording`` then
+        stops warning that the run did not close it; ``LiveMonitor`` stops polling)."""
+        self.flush()
+        if self._writer is not None:
+            self._writer.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def _build(self) -> Recording:
         opt = self._optimizer

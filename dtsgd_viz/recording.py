@@ -289,14 +289,9 @@ class Recording:
 
     # ---- files ---------------------------------------------------------------------------
 
-    def save(self, path) -> str:
-        """Write a portable ``.npz`` (zip of ``.npy`` + a JSON header; no pickle).
-
-        Values keep their dtype (``DTYPES``: float16, bfloat16, float32, float64);
-        any other dtype is a ``ValueError`` before anything is written."""
-        path = os.fspath(path)
-        values = [_encode(r) for r in self.records]
-        meta = {
+    def _header(self) -> dict:
+        """The JSON header of a recording file (and of a store part: ``store.py``)."""
+        return {
             "format": FORMAT,
             "version": VERSION if any(r.dtype == "bfloat16" for r in self.records) else 1,
             "mesh": self.mesh.to_dict(),
@@ -314,6 +309,15 @@ class Recording:
                 for r in self.records
             ],
         }
+
+    def save(self, path) -> str:
+        """Write a portable ``.npz`` (zip of ``.npy`` + a JSON header; no pickle).
+
+        Values keep their dtype (``DTYPES``: float16, bfloat16, float32, float64);
+        any other dtype is a ``ValueError`` before anything is written."""
+        path = os.fspath(path)
+        values = [_encode(r) for r in self.records]
+        meta = self._header()
         arrays = {
             "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
             "steps": self.steps, "learning_rate": self.hyperparameters.learning_rate,
@@ -412,11 +416,20 @@ def load_recording(path) -> Recording:
     if isinstance(path, (list, tuple)) or merge.is_parts_folder(path):
         return merge.load_parts(path)
     path = os.fspath(path)
+    if os.path.isdir(path):  # a store that Recorder(path=...) streamed (store.py)
+        from .store import load_store
+        return load_store(path)
     arrays = _read_arrays(path)
     try:
         meta = json.loads(arrays.pop("meta").tobytes().decode())
     except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise RecordingFileError(f"{path}: missing or unreadable header ({e}).") from e
+    return _from_arrays(path, meta, arrays)
+
+
+def _from_arrays(path, meta, arrays) -> Recording:
+    """The recording a header (``Recording._header``) and its arrays (the ``.npz``
+    member names) describe, checked as ``load_recording`` checks a file."""
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise RecordingFileError(f"{path} is not a dtsgd_viz recording (format={meta.get('format')!r}).")
     if meta.get("version") not in READS:
