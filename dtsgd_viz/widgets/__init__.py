@@ -5,11 +5,13 @@
     PathExplorer(recordings, surface)
     CompareWidget(surface, learning_rate=0.05, momentum=0.9)
     PhaseDiagram(surface, steps=150)
+    LiveMonitor("run.zarr")           # a store another process is writing
 """
 
 from ._canvas import FigureWidget
 from ._phase import PhaseGrid, convergence_boundary, phase_grid, steps_to_tolerance
 from .compare import CompareParams, CompareWidget, RunQueue, compare_configs, compare_params
+from .live_monitor import LiveMonitor, MonitorState, monitor_state, poll, readout
 from .path_explorer import PathExplorer, PathExplorerState, PathFrame, path_explorer_state, path_frame
 from .phase_diagram import PhaseDiagram, PhasePick, phase_pick
 from .shard_explorer import ExplorerState, ShardExplorer, explorer_state, redraw_for
@@ -21,4 +23,5 @@ __all__ = [
     "CompareWidget", "CompareParams", "compare_params", "compare_configs", "RunQueue",
     "PhaseDiagram", "PhasePick", "phase_pick", "PhaseGrid", "phase_grid", "convergence_boundary",
     "steps_to_tolerance",
+    "LiveMonitor", "MonitorState", "monitor_state", "poll", "readout",
 ]
