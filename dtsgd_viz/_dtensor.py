@@ -146,8 +146,9 @@ def make_mesh(dims, device_type: str | None = None):
     local_names = [f"{device_type}:{i}" for i in range(local)]
     if clients > 1:
         _initialize_clients(device_type)
-        return dtensor.create_distributed_mesh(
-            list(zip(names, sizes)), local_devices=local_names, device_type=device_type)
+        return dtensor.create_distributed_mesh(  # TPU meshes take every core: no list
+            list(zip(names, sizes)), local_devices=None if device_type == "TPU" else local_names,
+            device_type=device_type)
     return dtensor.create_mesh(
         list(zip(names, sizes)), devices=local_names, device_type=device_type)
 
