@@ -18,6 +18,8 @@ import time
 
 import numpy as np
 
+from . import _progress
+
 CONFIGS = {
     "plain": dict(learning_rate=0.5, momentum=0.0),
     "momentum": dict(learning_rate=0.5, momentum=0.9),
@@ -53,8 +55,18 @@ class DemoRun:
     seconds: float
 
 
-def run_demo(steps=100, progress=None):
-    """Record the three optimizers for ``steps`` steps each; returns ``[DemoRun]``."""
+# "[2/3] momentum  step 40/100 |#####     | 00:01": the demo's bars say which run and step
+BAR = "{desc} step {n_fmt}/{total_fmt} |{bar:24}| {elapsed}"
+
+
+def _bar(total, desc, progress, file):
+    return _progress.bar(total, desc, progress, file=file, bar_format=BAR)
+
+
+def run_demo(steps=100, progress=False, file=None):
+    """Record the three optimizers for ``steps`` steps each; returns ``[DemoRun]``.
+    ``progress=True`` shows a bar per optimizer (``tqdm.auto``, on ``file``: default
+    stderr)."""
     from . import _dtensor
     from ._dtensor import tf
     from .optimizer import SGD
@@ -80,10 +92,10 @@ def run_demo(steps=100, progress=None):
             opt.apply_gradients(zip(grads, [w]), loss=loss)
 
         start = time.perf_counter()
-        for k in rec.loop(steps):
-            step()
-            if progress and ((k + 1) % max(1, steps // 4) == 0 or k + 1 == steps):
-                progress(f"[{i}/{len(CONFIGS)}] {name:<9} step {k + 1}/{steps}")
+        with _bar(steps, f"[{i}/{len(CONFIGS)}] {name:<9}", progress, file) as bar:
+            for _ in rec.loop(steps):
+                step()
+                bar.update()
         runs.append(DemoRun(name, rec.recording, time.perf_counter() - start))
     return runs
 
@@ -93,15 +105,23 @@ def path_surface():
     return RotatedQuadratic(condition=10.0, angle=30.0)
 
 
-def run_paths(steps=PATH_STEPS, progress=None):
-    """Momentum and Nesterov on ``path_surface()``: ``{name: Recording}`` (``dtsgd_viz.run``)."""
+def run_paths(steps=PATH_STEPS, progress=False, file=None):
+    """Momentum and Nesterov on ``path_surface()``: ``{name: Recording}`` (``dtsgd_viz.run``),
+    with a bar per optimizer when ``progress=True``."""
     from .runs import run
 
-    def report(name, done, total):  # twice per config is enough
-        if progress and (done % max(1, total // 2) == 0 or done == total):
-            progress(f"[paths] {name:<9} step {done}/{total}")
+    bars, shown = {}, {}
 
-    return run(path_surface(), PATH_CONFIGS, steps, progress=report)
+    def report(name, done, total):  # run reports about 20 times per config
+        if name not in bars:
+            bars[name] = _bar(total, f"[paths] {name:<9}", progress, file)
+        bars[name].update(done - shown.get(name, 0))
+        shown[name] = done
+        if done == total:
+            bars[name].close()
+
+    return run(path_surface(), PATH_CONFIGS, steps,
+               progress=report if _progress.shown(progress) else None)
 
 
 def steps_to(loss, tol):
@@ -146,8 +166,9 @@ def summary(runs, tol=1e-3) -> str:
 
 def main(steps=100, save=None, out_dir=DEFAULT_OUT, out=sys.stdout, err=sys.stderr,
          path_steps=PATH_STEPS) -> int:
-    """Run the demo, print its summary to ``out`` (progress to ``err``), save the
-    recordings in ``save`` if given, and write the report to ``out_dir`` (None: none)."""
+    """Run the demo, print its summary to ``out`` (progress bars and messages to
+    ``err``; ``DTSGD_VIZ_PROGRESS=0`` turns the bars off), save the recordings in
+    ``save`` if given, and write the report to ``out_dir`` (None: none)."""
     import os
 
     def progress(msg):
@@ -156,7 +177,7 @@ def main(steps=100, save=None, out_dir=DEFAULT_OUT, out=sys.stdout, err=sys.stde
     print(f"dtsgd_viz demo: plain / momentum / Nesterov SGD, {steps} steps each, on a "
           f"{'x'.join(map(str, MESH.values()))} virtual CPU mesh (real DTensor optimizer).",
           file=out, flush=True)
-    runs = run_demo(steps, progress=progress)
+    runs = run_demo(steps, progress=True, file=err)
     text = summary(runs)
     print(text, file=out, flush=True)
     if save:
@@ -167,7 +188,7 @@ def main(steps=100, save=None, out_dir=DEFAULT_OUT, out=sys.stdout, err=sys.stde
     if out_dir is None:
         return 0
     from . import report
-    paths = run_paths(path_steps, progress=progress)
+    paths = run_paths(path_steps, progress=True, file=err)
     result = report.write_report(out_dir, {r.name: r.recording for r in runs}, paths,
                                  path_surface(), summary=text, progress=progress)
     files = result.paths()

@@ -30,7 +30,7 @@ import weakref
 
 import numpy as np
 
-from . import _capture, _dtensor
+from . import _capture, _dtensor, _progress
 from ._dtensor import tf
 from ._hostlog import HostLog, StatsLog, assemble, entry
 from ._rulewatch import RuleWatch
@@ -495,13 +495,15 @@ class Recorder:
             )
         return arrived
 
-    def loop(self, steps, flush_every=None):
+    def loop(self, steps, flush_every=None, progress=False):
         """Iterate ``range(steps)`` (or any iterable), flushing the device buffers often
-        enough that nothing is overwritten, and once more at the end."""
+        enough that nothing is overwritten, and once more at the end. ``progress=True``
+        shows a progress bar (``tqdm.auto``; ``DTSGD_VIZ_PROGRESS=0`` turns it off)."""
         items = range(steps) if isinstance(steps, int) else steps
+        shown = _progress.iterate(items, _progress.check(progress), "recording")
         since = 0
         try:
-            for item in items:
+            for item in shown:
                 yield item
                 since += 1
                 # asked each time: the slot count is known once the first update built it
@@ -509,6 +511,8 @@ class Recorder:
                     self._flush(final=False)
                     since = 0
         finally:
+            if shown is not items:
+                shown.close()
             self.flush()
 
     def _periodic_flush_is_final(self) -> bool:

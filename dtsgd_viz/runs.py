@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from . import _progress
+
 VARIABLE = "w"
 """The name of the optimized variable in every recording ``run`` returns."""
 
@@ -121,7 +123,7 @@ def _mesh_and_layout(surface, mesh):
 
 
 def run(surface, configs, steps, mesh=None, start=None, every=1,
-        progress: Callable[[str, int, int], None] | None = None):
+        progress: bool | Callable[[str, int, int], None] | None = None):
     """Optimize ``surface`` with the real DTensor ``SGD`` once per config.
 
     Args:
@@ -136,8 +138,10 @@ def run(surface, configs, steps, mesh=None, start=None, every=1,
       start: the starting parameter (shape ``surface.shape``); default
         ``surface.default_start``.
       every: record every ``every``-th update.
-      progress: called as ``progress(name, done, steps)`` about 20 times per config
-        and after its last step.
+      progress: True shows a progress bar per config (``tqdm.auto``: a widget in
+        Jupyter, text on stderr elsewhere; ``DTSGD_VIZ_PROGRESS=0`` turns it off); a
+        callable is called as ``progress(name, done, steps)`` about 20 times per config
+        and after its last step; None or False (the default) shows nothing.
 
     Returns ``{name: Recording}`` with the parameter recorded as ``"w"`` (all kinds,
     and the loss before each update). Nothing is cached: each call runs afresh.
@@ -150,8 +154,7 @@ def run(surface, configs, steps, mesh=None, start=None, every=1,
     configs = _check_configs(configs)
     steps = _check_int("steps", steps)
     every = _check_int("every", every)
-    if progress is not None and not callable(progress):
-        raise TypeError(f"progress must be callable or None. Received: {progress!r}.")
+    _progress.check(progress, callable_ok=True)
     start = _check_start(surface, start)
 
     from . import _dtensor
@@ -178,10 +181,12 @@ def run(surface, configs, steps, mesh=None, start=None, every=1,
             grads = tape.gradient(value, [w])
             opt.apply_gradients(zip(grads, [w]), loss=value)
 
-        for k in rec.loop(steps):
-            step()
-            done = k + 1
-            if progress is not None and (done % report_every == 0 or done == steps):
-                progress(name, done, steps)
+        with _progress.bar(steps, name, progress is True) as bar:
+            for k in rec.loop(steps):
+                step()
+                bar.update()
+                done = k + 1
+                if callable(progress) and (done % report_every == 0 or done == steps):
+                    progress(name, done, steps)
         out[name] = rec.recording
     return out

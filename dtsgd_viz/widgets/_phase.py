@@ -34,7 +34,7 @@ import dataclasses
 
 import numpy as np
 
-from .. import reference
+from .. import _progress, reference
 
 __all__ = ["steps_to_tolerance", "path_losses", "PhaseGrid", "phase_grid",
            "diverged", "convergence_boundary", "iteration_matrix", "spectral_radius",
@@ -108,7 +108,7 @@ class PhaseGrid:
 
 
 def phase_grid(surface, learning_rates, momenta, steps: int, tol: float, nesterov: bool,
-               start=None) -> PhaseGrid:
+               start=None, progress: bool = False) -> PhaseGrid:
     """Run tf-keras' SGD rule (``dtsgd_viz.reference.sgd_step``, float32, the same
     order of operations as the real optimizer) from ``start`` (default
     ``surface.default_start``) at every (momentum, learning rate) of the grid at once,
@@ -116,7 +116,8 @@ def phase_grid(surface, learning_rates, momenta, steps: int, tol: float, nestero
 
     Every cell is exactly ``reference.run(surface.grad_np, start, steps, lr, mu,
     nesterov)``: the rule is elementwise, so broadcasting the hyperparameters over
-    the grid changes no rounding.
+    the grid changes no rounding. ``progress=True`` shows a progress bar over the
+    steps (``tqdm.auto``).
     """
     lrs = check_grid_axis("learning_rates", learning_rates, 0.0, np.inf)
     mus = check_grid_axis("momenta", momenta, 0.0, 1.0)
@@ -133,9 +134,10 @@ def phase_grid(surface, learning_rates, momenta, steps: int, tol: float, nestero
     p = np.broadcast_to(start, grid + shape).copy()
     v = np.zeros_like(p)
     losses = np.empty((steps + 1,) + grid)
+    label = f"phase grid ({'nesterov' if nesterov else 'momentum'})"
     with np.errstate(over="ignore", invalid="ignore"):
         losses[0] = surface.value_np(p)
-        for t in range(steps):
+        for t in _progress.iterate(range(steps), _progress.check(progress), label):
             p, v = reference.sgd_step(p, surface.grad_np(p), v, LR, MU, nesterov)
             losses[t + 1] = surface.value_np(p)
     m = float(surface.min_value)
