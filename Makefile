@@ -1,17 +1,18 @@
 # Two commands do all the set-up on a fresh machine with Python 3.11 and pip:
 #   make demo   - run the main job (the command-line demo)
-#   make test   - run the whole test suite (it writes only to temporary folders)
+#   make test   - run the whole test suite (it writes only to temporary folders; it
+#                 builds the documentation site too)
 # and, when the pictures should change, make screenshots refreshes docs/screenshots/.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test screenshots bench clean
+.PHONY: demo test docs screenshots bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -e ".[test,notebook]"
+	$(VENV)/bin/python -m pip install --quiet -e ".[test,notebook,docs]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -19,6 +20,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
+
+# the documentation site, into site/ (warnings are errors; about 15 s)
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # the browser tests that take the README's screenshots, copying them into docs/screenshots/
 # once they pass (needs /usr/bin/chromium, as `.ci/run` installs; about a minute)
@@ -32,4 +37,4 @@ bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/overhead.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache site

@@ -14,6 +14,11 @@ The kernel runs with ``--IPKernelApp.capture_fd_output=False`` so lines that
 TensorFlow's C++ runtime writes straight to the process's stderr are not stored
 as outputs (nbval's kernels would not show them, and the comparison would fail);
 they go to a log file instead, named when a notebook fails.
+
+A widget needs a live kernel; a static reader (GitHub, the documentation site) has only
+what the notebook stores. Each widget view therefore also carries the widget's last
+picture as an ``image/png`` beside it in the same output (``widget_snapshots``): Jupyter
+shows the live widget, a reader that cannot runs it shows the picture.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 SOURCES = HERE / "src"
 MAGIC = re.compile(r"^# %[a-z]")
 KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
 def parse_cells(text: str) -> list[tuple[str, str]]:
@@ -87,6 +94,49 @@ def notebook(source: pathlib.Path):
     return nb
 
 
+def widget_snapshots(nb) -> int:
+    """Add to each widget view output the widget's last picture (``image/png``): the
+    first PNG ``Image`` widget found, depth first, in the saved widget state under the
+    view's model. Returns how many views got one.
+
+    >>> state = {"v": {"model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_i"]}},
+    ...          "i": {"model_name": "ImageModel", "state": {"format": "png"},
+    ...                "buffers": [{"path": ["value"], "encoding": "base64", "data": "iVBO"}]}}
+    >>> nb = {"metadata": {"widgets": {WIDGET_STATE: {"state": state}}},
+    ...       "cells": [{"cell_type": "code", "outputs": [{"output_type": "display_data",
+    ...                  "data": {WIDGET_VIEW: {"model_id": "v"}, "text/plain": "VBox()"}}]}]}
+    >>> widget_snapshots(nb), nb["cells"][0]["outputs"][0]["data"]["image/png"]
+    (1, 'iVBO')
+    """
+    state = nb.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+
+    def picture(model_id, seen):
+        model = state.get(model_id)
+        if model is None or model_id in seen:
+            return None
+        seen.add(model_id)
+        if model["model_name"] == "ImageModel" and model["state"].get("format") == "png":
+            for buffer in model.get("buffers", []):
+                if buffer["path"] == ["value"] and buffer.get("encoding") == "base64":
+                    return buffer["data"]
+        for child in model["state"].get("children", []):
+            found = picture(child.removeprefix("IPY_MODEL_"), seen)
+            if found is not None:
+                return found
+        return None
+
+    added = 0
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if WIDGET_VIEW in data:
+                png = picture(data[WIDGET_VIEW]["model_id"], set())
+                if png is not None:
+                    data["image/png"] = png
+                    added += 1
+    return added
+
+
 def build(source: pathlib.Path, log_dir: pathlib.Path) -> tuple[pathlib.Path, float]:
     """Execute ``source``'s notebook and write it next to the sources' folder."""
     import nbformat
@@ -109,6 +159,7 @@ def build(source: pathlib.Path, log_dir: pathlib.Path) -> tuple[pathlib.Path, fl
     seconds = time.perf_counter() - start
     nb.metadata["language_info"] = {k: nb.metadata["language_info"][k]
                                     for k in ("name", "version") if k in nb.metadata["language_info"]}
+    widget_snapshots(nb)
     target = HERE / f"{source.stem}.ipynb"
     nbformat.write(nb, str(target))
     return target, seconds

@@ -1,0 +1,165 @@
+"""MkDocs hooks for the documentation site (``mkdocs.yml``: ``hooks: [docs/hooks.py]``).
+
+- The tutorials are the committed, executed ``notebooks/*.ipynb``: they become pages
+  ``notebooks/NN_name/`` (mkdocs-jupyter renders them with their outputs; nothing runs).
+- The API reference is written from ``dtsgd_viz.__all__`` at build time, so a new public
+  name gets its entry without anyone editing a page: ``reference/index.md`` holds every
+  function, class and constant (each under a heading whose id is its public name, such
+  as ``dtsgd_viz.make_mesh``), and each public module (``reference``, ``surfaces``,
+  ``widgets``, ...) a page of its own. mkdocstrings reads the sources (griffe, static
+  analysis; ``docs/griffe_ext.py`` follows the lazily imported names): nothing is
+  imported but the light ``dtsgd_viz`` itself.
+- A widget cannot run on a static page. ``notebooks/build.py`` stores each widget's last
+  picture (a PNG) beside its view in the notebook; here the view is replaced by that
+  picture, and the widget manager (a script from a CDN) is left out.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import pathlib
+import re
+
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+PACKAGE = ROOT / "dtsgd_viz"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+# ---------------------------------------------------------------------------- pages
+
+def tutorials():
+    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def on_config(config):
+    """The generated pages join the navigation: the tutorials after the home page (each
+    titled by its notebook's heading), the API reference last."""
+    nav = list(config.nav or [])
+    at = next((i + 1 for i, item in enumerate(nav) if item == {"Home": "index.md"}), 0)
+    nav.insert(at, {"Tutorials": [f"notebooks/{nb.name}" for nb in tutorials()]})
+    nav.append({"API reference": [{"dtsgd_viz": "reference/index.md"}]
+                + [{f"dtsgd_viz.{m}": f"reference/{m}.md"} for m in modules()]})
+    config.nav = nav
+    return config
+
+
+@event_priority(100)  # before mkdocs-jupyter, which claims the .ipynb files it is given
+def on_files(files, config):
+    for nb in tutorials():
+        # a file of the repository, not of docs/ (mkdocs-jupyter reads it from its
+        # src_dir: File.generated would hide the path from it)
+        files.append(File(f"notebooks/{nb.name}", src_dir=str(ROOT), dest_dir=config.site_dir,
+                          use_directory_urls=config.use_directory_urls))
+    for uri, text in reference_pages().items():
+        files.append(File.generated(config, uri, content=text))
+    return files
+
+
+def public_names():
+    """``dtsgd_viz.__all__`` (``import dtsgd_viz`` is light: it imports no TensorFlow)."""
+    import dtsgd_viz
+    return list(dtsgd_viz.__all__)
+
+
+def modules():
+    """The public names that are modules: each gets a page."""
+    return sorted(name for name in public_names()
+                  if (PACKAGE / f"{name}.py").exists() or (PACKAGE / name / "__init__.py").exists())
+
+
+def reference_pages():
+    mods = modules()
+    members = sorted((n for n in public_names() if n not in mods), key=str.lower)
+    index = [
+        "# API reference",
+        "",
+        "Every name that `dtsgd_viz.__all__` lists, generated from the docstrings. "
+        "`import dtsgd_viz` is light: the names that need TensorFlow, matplotlib or "
+        "ipywidgets import them on first use.",
+        "",
+        "Modules, each on a page of its own: "
+        + ", ".join(f"[`dtsgd_viz.{m}`]({m}.md)" for m in mods) + ".",
+        "",
+        "::: dtsgd_viz",
+        "    options:",
+        "      show_root_heading: false",
+        "      show_root_toc_entry: false",
+        "      heading_level: 2",
+        "      members_order: alphabetical",
+        f"      members: {json.dumps(members)}",
+        "",
+    ]
+    pages = {"reference/index.md": "\n".join(index)}
+    for mod in mods:
+        pages[f"reference/{mod}.md"] = "\n".join([
+            f"::: dtsgd_viz.{mod}",
+            "    options:",
+            "      show_root_heading: true",
+            "      show_root_full_path: true",
+            "      heading_level: 1",
+            f"      members: {json.dumps(module_members(mod))}",
+            "",
+        ])
+    return pages
+
+
+def module_members(mod):
+    """A module's public members: its ``__all__``, or else the functions and classes it
+    defines whose names do not start with an underscore (read from the source)."""
+    path = PACKAGE / mod / "__init__.py"
+    if not path.exists():
+        path = PACKAGE / f"{mod}.py"
+    tree = ast.parse(path.read_text())
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__"
+                                                 for t in node.targets)):
+            return list(ast.literal_eval(node.value))
+    return [node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")]
+
+
+# ---------------------------------------------------------------------------- widgets
+
+_VIEW = re.compile(
+    r'<script type="application/vnd\.jupyter\.widget-view\+json">\s*(\{.*?\})\s*</script>', re.S)
+_STATE = re.compile(
+    r'<script type="application/vnd\.jupyter\.widget-state\+json">.*?</script>', re.S)
+# nbconvert's loader of the widget manager (it fetches it from a CDN when the page loads)
+_MANAGER = re.compile(r'<script>\s*\(function\(\)\s*\{\s*function addWidgetsRenderer.*?</script>', re.S)
+
+
+def widget_pictures(notebook_path):
+    """``{model_id: base64 PNG}`` of the widget views that carry their last picture."""
+    nb = json.loads(pathlib.Path(notebook_path).read_text())
+    pictures = {}
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if WIDGET_VIEW in data and "image/png" in data:
+                png = data["image/png"]
+                pictures[data[WIDGET_VIEW]["model_id"]] = "".join(png) if isinstance(png, list) else png
+    return pictures
+
+
+def on_page_content(html, page, config, files):
+    src = page.file.abs_src_path or ""
+    if not src.endswith(".ipynb"):
+        return html
+    pictures = widget_pictures(src)
+
+    def picture(match):
+        model_id = json.loads(match.group(1)).get("model_id")
+        if model_id not in pictures:
+            return match.group(0)
+        return (f'<img class="widget-snapshot" src="data:image/png;base64,{pictures[model_id]}" '
+                'alt="The widget as the notebook left it (it needs a live kernel to move)">')
+
+    html = _VIEW.sub(picture, html)
+    if not _VIEW.search(html):  # no live view left: no widget manager, no widget state
+        html = _MANAGER.sub("", _STATE.sub("", html))
+    return html

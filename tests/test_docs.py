@@ -1,0 +1,84 @@
+"""The documentation site builds from the repository with warnings as errors
+(``mkdocs build --strict``, as ``make docs``), every tutorial page holds the figures its
+notebook stores, widgets included, and every public name has a reference entry."""
+
+import importlib
+import inspect
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+EMBEDDED_PNG = re.compile(r'<img\b[^>]*\bsrc="data:image/png;base64,')
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site, built into a temporary folder (nothing is written to the checkout)."""
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
+         str(ROOT / "mkdocs.yml"), "--site-dir", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, (
+        "mkdocs build --strict failed (pip install -e '.[docs]' installs the tools):\n"
+        + build.stderr[-5000:])
+    return out
+
+
+def _outputs(notebook):
+    nb = json.loads(notebook.read_text())
+    return [out for cell in nb["cells"] for out in cell.get("outputs", [])]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.stem for nb in NOTEBOOKS])
+def test_each_tutorial_page_holds_its_figures(site, notebook):
+    outputs = _outputs(notebook)
+    figures = sum("image/png" in out.get("data", {}) for out in outputs)
+    widgets = [out for out in outputs if WIDGET_VIEW in out.get("data", {})]
+    # every widget view carries its last picture (notebooks/build.py stores it)
+    assert all("image/png" in out["data"] for out in widgets), notebook.name
+    page = (site / "notebooks" / notebook.stem / "index.html").read_text()
+    assert len(EMBEDDED_PNG.findall(page)) == figures > 0
+    # a static page shows the widgets' pictures: no view waiting for a widget manager
+    assert WIDGET_VIEW not in page and "addWidgetsRenderer" not in page
+    assert page.count('class="widget-snapshot"') == len(widgets)
+
+
+def _module_members(module):
+    """A public module's names: its ``__all__``, or the functions and classes it defines."""
+    if hasattr(module, "__all__"):
+        return list(module.__all__)
+    return [name for name, obj in vars(module).items()
+            if not name.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj))
+            and obj.__module__ == module.__name__]
+
+
+def test_each_public_name_has_a_reference_entry(site):
+    import dtsgd_viz
+    index = (site / "reference" / "index.html").read_text()
+    for name in dtsgd_viz.__all__:
+        obj = getattr(dtsgd_viz, name)
+        if inspect.ismodule(obj):
+            page = (site / "reference" / name / "index.html").read_text()
+            assert f'id="dtsgd_viz.{name}"' in page, name
+            for member in _module_members(importlib.import_module(f"dtsgd_viz.{name}")):
+                assert f'id="dtsgd_viz.{name}.{member}"' in page, f"dtsgd_viz.{name}.{member}"
+        else:
+            assert f'id="dtsgd_viz.{name}"' in index, name
+
+
+def test_the_design_benchmark_and_upstream_pages_are_there(site):
+    for page, words in [("design", "stale-velocity"), ("benchmarks", "benchmarks/overhead.py"),
+                        ("upstream", "stale_velocity.py")]:
+        assert words in (site / page / "index.html").read_text(), page
+    # the reproduction script is published beside the page that explains it
+    assert (site / "upstream" / "stale_velocity.py").is_file()
