@@ -49,6 +49,11 @@ _LAZY = {
     "store": None,  # streaming to disk (zarr, imported on first use)
     "run": "runs",
     "widgets": None,
+    # tf-keras layers that keep weights sharded under DTensor, and example models
+    "ShardedConv2D": "layers",
+    "TableEmbedding": "layers",
+    "layers": None,
+    "models": None,
 }
 
 __all__ = [

@@ -11,15 +11,7 @@ from tensorflow.experimental import dtensor
 
 import dtsgd_viz
 from dtsgd_viz import _dtensor, reference
-
-
-class TableEmbedding(tf_keras.layers.Embedding):
-    """An Embedding that reads its table as a tensor: DTensor's ResourceGather rejects a
-    table sharded by rows ("unshard dimension 0"), a gather from the read value does not.
-    Its gradient is still sparse (tf.IndexedSlices)."""
-
-    def call(self, inputs):
-        return tf.gather(tf.convert_to_tensor(self.embeddings), tf.cast(inputs, tf.int32))
+from dtsgd_viz.layers import TableEmbedding  # a table sharded by rows needs it
 
 
 def _embedding_model(mesh, table_specs):
