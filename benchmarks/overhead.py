@@ -11,6 +11,7 @@ machine noise hits all variants alike. Prints a markdown table of ratios.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import resource
 import statistics
@@ -120,6 +121,35 @@ def _mlp_workload():
     return mesh, make, None
 
 
+def _transformer_workload():
+    """The tutorials' transformer block (``dtsgd_viz.models.transformer_block``: a
+    row-sharded embedding, attention sharded by head, an MLP; 15 variables) on 256
+    sequences split over ``batch``."""
+    from dtsgd_viz import models
+
+    mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
+    xb, yb = models.on_mesh(mesh, *models.token_counts(256))
+
+    def make(opt):
+        model = models.transformer_block(mesh)
+        variables = model.trainable_variables
+
+        @tf.function
+        def step():
+            with tf.GradientTape() as tape:
+                loss = models.LOSS(yb, model(xb, training=True))
+            # the embedding's gradient is sparse and DTensor applies no sparse update on a
+            # mesh: dtsgd_viz.SGD densifies it, the plain tf-keras SGD does not, so every
+            # variant gets it dense here
+            grads = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
+            opt.apply_gradients(zip(grads, variables), loss=loss)
+            return loss
+
+        return step, variables
+
+    return mesh, make, None
+
+
 def _variants(mesh, make):
     out = []
 
@@ -151,6 +181,10 @@ def _variants(mesh, make):
                 t.numpy()
 
     out.append(Variant("peer: naive unpack p,v every step", step, after=unpack_all))
+    if importlib.util.find_spec("tensorboard") is None:  # the "bench" extra
+        print("TensorBoard is not installed (pip install -e '.[bench]'): its peer is skipped",
+              file=sys.stderr, flush=True)
+        return out
     opt = plain_opt()
     inner, variables = make(opt)
     writer = tf.summary.create_file_writer(tempfile.mkdtemp(prefix="dtsgd_tb_"))
@@ -282,14 +316,16 @@ def _view_latency(full_recording, moves=30):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="3 blocks instead of 20 (smoke test)")
-    ap.add_argument("--only", choices=["2048", "256", "mlp"], help="measure one workload")
+    ap.add_argument("--only", choices=["2048", "256", "mlp", "transformer"],
+                    help="measure one workload")
     ap.add_argument("--no-views", action="store_true", help="skip the view and import timings")
     args = ap.parse_args(argv)
     blocks = 3 if args.quick else 20
     rows = []
     workloads = [("2048", "2048x2048 on 2x4", lambda: _matrix_workload(2048)),
                  ("256", "256x256 on 2x4", lambda: _matrix_workload(256)),
-                 ("mlp", "sharded MLP (LayoutMap)", _mlp_workload)]
+                 ("mlp", "sharded MLP (LayoutMap)", _mlp_workload),
+                 ("transformer", "transformer block (dtsgd_viz.models)", _transformer_workload)]
     full_rec = None
     plain_ms, profile = {}, []
     for key, label, build in workloads:
