@@ -20,6 +20,7 @@ import ast
 import json
 import pathlib
 import re
+import sys
 
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
@@ -61,8 +62,14 @@ def on_files(files, config):
 
 
 def public_names():
-    """``dtsgd_viz.__all__`` (``import dtsgd_viz`` is light: it imports no TensorFlow)."""
+    """``dtsgd_viz.__all__`` of this checkout (``import dtsgd_viz`` is light: it imports no
+    TensorFlow)."""
+    if str(ROOT) not in sys.path:  # the package documented is the one beside mkdocs.yml
+        sys.path.insert(0, str(ROOT))
     import dtsgd_viz
+    if pathlib.Path(dtsgd_viz.__file__).resolve().parent != PACKAGE:
+        raise RuntimeError(f"The API reference of {PACKAGE} needs that package; "
+                           f"dtsgd_viz was already imported from {dtsgd_viz.__file__}.")
     return list(dtsgd_viz.__all__)
 
 
