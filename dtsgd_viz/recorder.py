@@ -104,7 +104,9 @@ class Recorder:
         with ``buffer_steps=0`` stages nothing but gradients and reads parameters and
         velocities from the variables at each flush (after every recorded step in
         ``rec.loop`` and the Keras callback): least device memory, but a wait per step;
-        steps no flush saw are then reported in ``dropped_steps``.
+        steps no flush saw are then reported in ``dropped_steps``. Under ``model.fit``
+        with ``steps_per_execution=k`` the Keras callback raises it to hold k updates
+        (and two executions by default when that fits the budget).
       path: a folder to stream the recording to (``store.py``: a zarr store): every
         flushed batch of steps is written and committed there, and the host keeps
         nothing of it, so memory stays bounded however long the run;
@@ -248,6 +250,68 @@ class Recorder:
         stacked = (MAX_BUFFER_STEPS + 1) * largest <= _capture.SMALL_RING_BYTES
         slots = MAX_BUFFER_STEPS if stacked else LARGE_BUFFER_STEPS
         return int(min(slots, max(2, STAGING_BUDGET_BYTES // max(per_step, 1))))
+
+    def _choose_slots(self):
+        """``buffer_steps``: as asked, or the default. Under ``model.fit`` with
+        ``steps_per_execution=k`` the Keras callback runs once per k updates, so the ring
+        must hold k recorded updates plus the one a periodic flush leaves: it gets at least
+        that (an asked-for smaller ring is raised, with a warning) and, by default, two
+        executions when they fit the staging budget (a flush every other call). Each slot
+        is device memory: when holding one execution passes the budget, a warning says
+        how much."""
+        asked, k, per_step = self._buffer_steps, self._execution_steps, self._per_step
+        if self.mode == "stats":
+            slots = asked or STATS_BUFFER_STEPS
+        else:
+            slots = self._default_slots(per_step) if asked is None else asked
+        if k > 1:
+            leave = 1 if self._pv_kinds() else 0
+            need = -(-k // self.every) + leave
+            two = -(-2 * k // self.every) + leave
+            if asked is None and (self.mode == "stats" or two * per_step <= STAGING_BUDGET_BYTES):
+                need = two
+            if slots < need:
+                nbytes = need * per_step / 2**20
+                if asked is not None:
+                    warnings.warn(
+                        f"Recorder(buffer_steps={asked}) cannot hold the {k} updates model.fit "
+                        f"runs between two calls of the Keras callback (steps_per_execution={k})"
+                        f": it stages {need} steps instead ({nbytes:.1f} MiB on the devices).",
+                        RuntimeWarning, stacklevel=4)
+                elif self.mode == "full" and need * per_step > STAGING_BUDGET_BYTES:
+                    warnings.warn(
+                        f"Recorder: keeping every update of model.fit with steps_per_execution"
+                        f"={k} stages {need} steps on the devices ({nbytes:.1f} MiB, over the "
+                        f"{STAGING_BUDGET_BYTES // 2**20} MiB staging budget). Record less "
+                        "(every=, variables=, kinds=, mode='stats') or lower "
+                        "steps_per_execution to use less device memory.",
+                        RuntimeWarning, stacklevel=4)
+                slots = need
+        self.buffer_steps = slots
+        self._row_slots = max(1, slots)
+
+    def _hold_executions(self, steps, tuned=False):
+        """Make the ring hold ``steps`` updates between two flushes (the Keras callback
+        calls this before training: the ring is built when the step is first traced)."""
+        self._execution_steps = max(self._execution_steps, steps)
+        if self._optimizer is not None and not self._staged:
+            self._choose_slots()
+        if tuned:
+            warnings.warn(
+                "Recorder: steps_per_execution='auto' changes how many updates model.fit runs "
+                "between two calls of the Keras callback while it trains, so the ring "
+                "cannot be sized for it: updates beyond it are lost (listed in "
+                "recording.dropped_steps). Give model.compile a fixed steps_per_execution.",
+                RuntimeWarning, stacklevel=3)
+        elif self._staged and self._flush_interval() < steps:
+            warnings.warn(
+                f"Recorder: its ring was built (at the first trace of the step function) for "
+                f"{self._flush_interval()} updates between flushes, fewer than the {steps} "
+                "model.fit now runs between two calls of the Keras callback "
+                f"(steps_per_execution={steps}): updates will be lost (listed in "
+                "recording.dropped_steps). Pass the callback to the first model.fit, or give "
+                f"Recorder(buffer_steps={-(-steps // self.every) + 1}).",
+                RuntimeWarning, stacklevel=3)
 
     def _pv_kinds(self):
         return [k for k in ("param", "velocity") if k in self.kinds]
@@ -428,20 +492,38 @@ class Recorder:
         """Copy staged steps from the devices to the host; returns how many arrived."""
         return self._flush(final=True)
 
-    def _flush(self, final):
+    def _flush(self, final, wait=True):
+        """``wait=False`` (a periodic flush during training): queue one read of everything
+        staged and return without waiting for the devices, which may run several steps
+        behind; queued reads are taken to the host, oldest first, by the next flush that
+        waits, or once they hold more than the staging budget."""
         if self._optimizer is None or not self._staged:
             return 0
         # eagerly, even when called while a tf.function is being traced (a ``rec.loop``
         # generator abandoned mid-way is finalised whenever Python collects it)
         with tf.init_scope():
-            arrived = self._flush_eagerly(final)
+            # a queued read cannot hold the latest parameters, which a ring of <= 1 slot
+            # reads from the variables
+            if wait or (self._pv_kinds() and self.buffer_steps <= 1):
+                arrived = self._flush_pending(0) + self._flush_eagerly(final)
+            else:
+                self._pending.append(self._read_staged.start())
+                arrived = self._flush_pending(
+                    max(1, STAGING_BUDGET_BYTES // max(1, self._read_staged.nbytes)))
         self._stream()
         if arrived and self._rules is not None:
             self._rules.warn(stacklevel=4)
         return arrived
 
-    def _flush_eagerly(self, final):
-        read = self._read_staged()  # everything staged, in one call
+    def _flush_pending(self, keep) -> int:
+        arrived = 0
+        while len(self._pending) > keep:
+            arrived += self._flush_eagerly(False, self._pending.pop(0)())
+        return arrived
+
+    def _flush_eagerly(self, final, read=None):
+        # everything staged, in one call (or a read queued earlier, in device order)
+        read = self._read_staged() if read is None else read
         current = int(read[self._optimizer.iterations.ref()][0])
         # The latest update's parameters and velocities are staged only when the next
         # update starts; a periodic flush leaves that step for the next flush instead of
@@ -528,13 +610,20 @@ class Recorder:
         return (slots - (0 if self._periodic_flush_is_final() else 1)) * self.every
 
     def keras_callback(self):
-        """A tf-keras ``Callback`` that flushes during and after ``model.fit``."""
+        """A tf-keras ``Callback`` that flushes during and after ``model.fit``.
+
+        With ``steps_per_execution=k`` tf-keras runs k updates inside one call and calls
+        the callback once per call: before training it has the ring sized to hold them
+        (see ``_choose_slots``). Its flushes during an epoch wait for nothing (tf-keras
+        times ``on_train_batch_end`` against the batch, whose updates the devices are
+        still running, and warns when it is slower); the host copies are made at the end
+        of each epoch, of training, or when the recording is read."""
         import tf_keras
 
         rec = self
 
         class _Flush(tf_keras.callbacks.Callback):
-            since, last = 0, -1
+            since, last, per_call = 0, -1, 1
 
             def __init__(self):
                 super().__init__()
@@ -543,19 +632,33 @@ class Recorder:
                 # "callback is slow" warning)
                 self._supports_tf_logs = True
 
+            def on_train_begin(self, logs=None):
+                spe = getattr(self.model, "_steps_per_execution", None)
+                self.per_call = 1 if spe is None else int(spe.numpy())
+                rec._hold_executions(self.per_call,
+                                     bool(getattr(self.model, "autotune_steps_per_execution", 0)))
+                rec.flush()  # updates made outside this callback's fits
+                self.since = 0
+
             def on_epoch_begin(self, epoch, logs=None):
                 self.last = -1
 
             def on_train_batch_end(self, batch, logs=None):
                 # called once per execution: count the batches, not the calls
-                self.since += batch - self.last
-                self.last = batch
-                if self.since >= rec._flush_interval():
-                    rec._flush(final=False)
+                ran, self.last = batch - self.last, batch
+                self.since += ran
+                # flush now if the next execution could overwrite what is not yet read
+                if self.since + max(self.per_call, ran) > rec._flush_interval():
+                    rec._flush(final=False, wait=False)
                     self.since = 0
+
+            def on_epoch_end(self, epoch, logs=None):
+                rec._flush(final=False)  # tf-keras has just waited for the devices
+                self.since = 0
 
             def on_train_end(self, logs=None):
                 rec.flush()
+                self.since = 0
 
         return _Flush()
 

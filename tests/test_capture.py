@@ -134,7 +134,7 @@ def test_keras_callback_counts_batches_not_calls(steps_per_execution):
     model.compile(optimizer=opt, loss="mse", steps_per_execution=steps_per_execution)
     calls = []
     flush = rec._flush
-    rec._flush = lambda final: calls.append(final) or flush(final)
+    rec._flush = lambda final, wait=True: calls.append((final, wait)) or flush(final, wait)
     callback, logs_seen = rec.keras_callback(), []
     batch_end = callback.on_train_batch_end
     callback.on_train_batch_end = lambda batch, logs=None: (
@@ -142,8 +142,11 @@ def test_keras_callback_counts_batches_not_calls(steps_per_execution):
     model.fit(dds, epochs=2, steps_per_epoch=9, verbose=0, callbacks=[callback])
     # the logs stay tensors: tf-keras does not wait for the devices to convert them for us
     assert logs_seen and all(issubclass(t, tf.Tensor) for t in logs_seen)
-    # every 3 batches (a 4-slot ring less the step left for the next flush), then at the end
-    assert calls == [False] * 6 + [True]
+    # every 3 batches (a 4-slot ring less the step left for the next flush) without
+    # waiting for the devices; waiting at each epoch's end (tf-keras has just waited) and
+    # at the start and end of training
+    epoch = [(False, False)] * 3 + [(False, True)]
+    assert calls == [(True, True)] + epoch * 2 + [(True, True)]
     assert list(rec.recording.steps) == list(range(1, 19))
     assert len(rec.recording.dropped_steps) == 0
 
