@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 
 from .geometry import ShardGeometry, shard_geometry
+from .memory import MemoryPlan, memory_plan
 from .merge import MergeError, merge_recordings
 from .recording import KINDS, Part, Recording, RecordingFileError, load_recording
 from .specs import UNSHARDED, LayoutSpec, MeshSpec
@@ -57,9 +58,9 @@ _LAZY = {
 }
 
 __all__ = [
-    "KINDS", "UNSHARDED", "LayoutSpec", "MeshSpec", "MergeError", "Part", "Recording",
-    "RecordingFileError", "ShardGeometry", "load_recording", "merge_recordings",
-    "shard_geometry", *_LAZY,
+    "KINDS", "UNSHARDED", "LayoutSpec", "MemoryPlan", "MeshSpec", "MergeError", "Part",
+    "Recording", "RecordingFileError", "ShardGeometry", "load_recording", "memory_plan",
+    "merge_recordings", "shard_geometry", *_LAZY,
 ]
 
 

@@ -199,10 +199,45 @@ def test_2x4_sharded_both_dims_and_replicated():
     assert_readable(fig)
     fig = _fig({"batch": 2, "model": 4}, (8, 16), ("unsharded", "model"))
     (ax,) = panels_of(fig)
-    assert ax.get_ylabel() == "tensor dim 0 — not sharded (replicated)"
+    assert ax.get_ylabel() == "tensor dim 0 — not sharded"
     labels = [t.get_text() for t in ax.texts if t.get_gid().startswith("label")]
     assert labels == ["CPU:0, CPU:4", "CPU:1, CPU:5", "CPU:2, CPU:6", "CPU:3, CPU:7"]
     assert "4 unique blocks of (8, 4), 2 copies each" in fig.texts[1].get_text()
+    assert_readable(fig)
+
+
+@pytest.mark.parametrize("dims, shape, specs, roles, key_xlabel", [
+    # cut 4 ways over 'model' and copied over 'batch': the copies come from the mesh dim
+    ({"batch": 2, "model": 4}, (8, 16), ("unsharded", "model"),
+     "batch: unused -> 2 copies · model: cuts tensor dim 1 (4 ways)",
+     "mesh dim model: cuts tensor dim 1 (4 ways)"),
+    ({"batch": 2, "model": 4}, (16, 8), ("model", "unsharded"),
+     "batch: unused -> 2 copies · model: cuts tensor dim 0 (4 ways)",
+     "mesh dim model: cuts tensor dim 0 (4 ways)"),
+    ({"batch": 2, "model": 4}, (8, 8), ("batch", "model"),
+     "batch: cuts tensor dim 0 (2 ways) · model: cuts tensor dim 1 (4 ways)",
+     "mesh dim model: cuts tensor dim 1 (4 ways)"),
+    ({"x": 8}, (4, 8), ("unsharded", "unsharded"), "x: unused -> 8 copies",
+     "mesh dim x: unused -> 8 copies"),
+    ({"a": 2, "b": 2, "c": 2}, (4, 6), ("b", "a"),
+     "c: unused -> 2 copies · a: cuts tensor dim 1 (2 ways) · b: cuts tensor dim 0 (2 ways)",
+     "mesh dim c: unused -> 2 copies"),
+])
+def test_the_figure_says_where_copies_come_from(dims, shape, specs, roles, key_xlabel):
+    spec = LayoutSpec(specs, MeshSpec.create(dims))
+    fig = plot_layout(spec, shape)
+    texts = [t.get_text() for t in fig.texts]
+    assert texts[1].splitlines()[1] == f"mesh dims: {roles}"
+    geom = shard_geometry(shape, spec)
+    unused = [s for n, s in zip(spec.mesh.dim_names, spec.mesh.dim_sizes) if n not in specs]
+    assert geom.num_devices // geom.num_unique == int(np.prod(unused))  # copies = unused dims
+    assert not any("replicated" in t for t in texts)
+    (ax,) = panels_of(fig)
+    for dim, label in ((len(shape) - 1, ax.get_xlabel()), (len(shape) - 2, ax.get_ylabel())):
+        assert label.endswith("not sharded" if specs[dim] == "unsharded"
+                              else f"sharded over '{specs[dim]}' ({spec.mesh.dim_size(specs[dim])})")
+    key = next(a for a in fig.axes if a.get_gid() == "mesh-key")
+    assert key.get_xlabel() == key_xlabel
     assert_readable(fig)
 
 
@@ -213,7 +248,7 @@ def test_2x2x2_mesh_rank3_facets_and_mesh_key():
     assert "one per index of tensor dim 0 — sharded over 'a' (2)" in fig.texts[1].get_text()
     assert panels[0].get_ylabel() == "tensor dim 1\nsharded over 'b' (2)"
     key = next(ax for ax in fig.axes if ax.get_gid() == "mesh-key")
-    assert key.get_xlabel() == "mesh dim 'c' (2)"
+    assert key.get_xlabel() == "mesh dim c: cuts tensor dim 2 (2 ways)"
     assert [t.get_text() for t in key.get_yticklabels()] == [
         "a=0, b=0", "a=0, b=1", "a=1, b=0", "a=1, b=1"]
     assert [t.get_text() for t in key.texts] == [f"CPU:{d}" for d in range(8)]
@@ -328,16 +363,29 @@ def test_model_table_of_a_layoutmap_model_after_one_step():
         d2/kernel  (16, 1)  float32  [model, unsharded]  (4, 1)       [model, unsharded]
         d2/bias    (1,)     float32  [unsharded]         (1,)         [unsharded]
         velocity slots: all 4 share their parameter's layout""")
+    assert model_table(model, memory=True).splitlines()[-1] == (
+        "memory per device: 200 B (parameters 100 B + velocity slots 100 B)")
+    # by hand: blocks of 4x4 + 4 + 4x1 + 1 float32 values, each twice (its velocity)
+    np.testing.assert_array_equal(dtsgd_viz.memory_plan(model).bytes_per_device, [200] * 8)
+    np.testing.assert_array_equal(dtsgd_viz.memory_plan(rec.recording).bytes_per_device, [200] * 8)
+    np.testing.assert_array_equal(
+        dtsgd_viz.memory_plan(model, momentum=False).bytes_per_device, [100] * 8)
     # a slot laid out unlike its parameter is flagged
     kernel = model.trainable_variables[2]
     i = opt._index_dict[opt._var_key(kernel)]
     opt.momentums[i] = _dtensor.variable(np.zeros((16, 1), np.float32),
                                          dtensor.Layout.replicated(mesh, 2), name="m/d2/kernel")
-    text = model_table(model)
+    text = model_table(model, memory=True)
     assert text.splitlines()[4].endswith("(4, 1)       [unsharded, unsharded]  DIFFERS")
     assert sum("DIFFERS" in line for line in text.splitlines()[2:6]) == 1
-    assert text.splitlines()[-1] == (
+    assert text.splitlines()[-2] == (
         "velocity slots: 1 of 4 laid out differently from their parameter (flag DIFFERS)")
+    # the replicated 16x1 slot costs 64 B where its [model] parameter's block costs 16 B
+    assert text.splitlines()[-1] == (
+        "memory per device: 248 B (parameters 100 B + velocity slots 148 B)")
+    np.testing.assert_array_equal(dtsgd_viz.memory_plan(model).bytes_per_device, [248] * 8)
+    # an optimizer alone: its slots, and parameters laid out like them
+    np.testing.assert_array_equal(dtsgd_viz.memory_plan(opt).bytes_per_device, [296] * 8)
     # an optimizer alone knows only its slots (tf-keras keeps no reference to parameters)
     slots = model_table(opt).splitlines()
     assert slots[0].startswith("optimizer SGD (momentum=0.9, nesterov=True) slots: 4 variables")
@@ -351,7 +399,7 @@ def test_model_table_of_a_layoutmap_model_after_one_step():
     assert model_table(model).splitlines()[-1] == "velocity slots: all 4 share their parameter's layout"
     # the recording: same variables and layouts; views draw it like the live variable
     rec_text = model_table(rec.recording)
-    assert [line.split()[:2] for line in rec_text.splitlines()[2:]] == [
+    assert [line.split()[:2] for line in rec_text.splitlines()[2:6]] == [
         line.split()[:2] for line in model_table(model).splitlines()[2:6]]
     names = _dtensor.mesh_spec(mesh).short_device_names
     from_rec = plot_layout(rec.recording, name="d1/kernel")

@@ -190,11 +190,36 @@ def slice_text(slices) -> str:
 
 
 def dim_text(layout: LayoutSpec, dim: int, two_lines: bool = False) -> str:
-    """``tensor dim 1 — sharded over 'model' (4)`` (or not sharded)."""
+    """``tensor dim 1 — sharded over 'model' (4)``, or ``not sharded`` (each block spans
+    the dim whole). Copies come from mesh dims, not tensor dims: see ``mesh_dim_role``."""
     spec = layout.sharding_specs[dim]
-    how = ("not sharded (replicated)" if spec == UNSHARDED
+    how = ("not sharded" if spec == UNSHARDED
            else f"sharded over '{spec}' ({layout.mesh.dim_size(spec)})")
     return f"tensor dim {dim}" + ("\n" if two_lines else " — ") + how
+
+
+def mesh_dim_role(layout: LayoutSpec, mesh_dim: str) -> str:
+    """What a mesh dim does to the tensor: ``model: cuts tensor dim 1 (4 ways)``, or,
+    when the layout does not use it, ``batch: unused -> 2 copies``: the devices along an
+    unused mesh dim hold the same block, which is where every copy comes from.
+
+    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
+    >>> [mesh_dim_role(spec, d) for d in ("batch", "model")]
+    ['batch: unused -> 2 copies', 'model: cuts tensor dim 1 (4 ways)']
+    """
+    size = layout.mesh.dim_size(mesh_dim)
+    if mesh_dim in layout.sharding_specs:
+        return f"{mesh_dim}: cuts tensor dim {layout.sharding_specs.index(mesh_dim)} ({size} ways)"
+    return f"{mesh_dim}: unused -> " + (f"{size} copies" if size > 1 else "no copies (size 1)")
+
+
+def copies_text(layout: LayoutSpec) -> str:
+    """Where the copies come from, one role per mesh dim (unused dims first)."""
+    dims = layout.mesh.dim_names
+    unused = [d for d in dims if d not in layout.sharding_specs]
+    roles = [mesh_dim_role(layout, d) for d in unused + [d for d in dims if d not in unused]]
+    return "mesh dims: " + " · ".join(roles)
 
 
 def _axis_label(layout, dim, length_pt, faceted):
@@ -310,9 +335,10 @@ def _label_blocks(blocks, names, size_pt, xrange, yrange):
     return out
 
 
-def _mesh_key(mesh, width, title):
+def _mesh_key(layout, width, title):
     """Devices drawn as the mesh itself: columns = last mesh dim, rows = the one before,
     row groups (with a gap) = the dims before that."""
+    mesh = layout.mesh
     sizes, dims, n = mesh.dim_sizes, mesh.dim_names, mesh.num_devices
     ncols, inner = sizes[-1], (sizes[-2] if len(sizes) >= 2 else 1)
     groups, gap = math.prod(sizes[:-2]), 0.4
@@ -333,7 +359,7 @@ def _mesh_key(mesh, width, title):
             yticks.append((y + 0.5, ", ".join(f"{m}={i}" for m, i in zip(dims[:-1], c[:-1]))))
     xticks = tuple((i + 0.5, str(i)) for i in range(ncols))
     return MeshKey((0.0, 0.0, cell * ncols, cell * nrows), tuple(cells), (0, ncols), (nrows, 0),
-                   xticks, tuple(yticks), f"mesh dim '{dims[-1]}' ({ncols})", title)
+                   xticks, tuple(yticks), f"mesh dim {mesh_dim_role(layout, dims[-1])}", title)
 
 
 def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
@@ -366,7 +392,8 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
     title = title or f"{name + ' ' if name else ''}{shape}: sharding {spec_text}"
     copies = geom.num_devices // geom.num_unique
     subtitle = (f"{mesh} · {geom.num_unique} unique block{'s' * (geom.num_unique > 1)} of "
-                f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each")
+                f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each"
+                f"\n{copies_text(layout)}")
     if rank == 3:
         subtitle += f"\npanels: one per index of {dim_text(layout, 0)}"
     elif rank == 4:
@@ -391,7 +418,7 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
     gx, gy = (0.55, 0.7) if faceted else (0.0, 0.0)
     left_m, right_m, bottom_m = (1.0 if rank >= 2 else 0.5), 0.35, (1.0 if faceted else 0.75)
     grid_w, grid_h = ncols * pw + (ncols - 1) * gx, nrows * ph + (nrows - 1) * gy
-    key = _mesh_key(mesh, min(5.5, max(grid_w, 3.0)), key_title)
+    key = _mesh_key(layout, min(5.5, max(grid_w, 3.0)), key_title)
     key_w, key_h = key.box[2], key.box[3]
     key_ytick_in = max((text_width_pt(t, 8) for _, t in key.yticks), default=0) / 72
     header_lines = 2 + subtitle.count("\n") + bool(note)

@@ -299,10 +299,28 @@ def _slot(opt, var):
         return None
 
 
-def model_table(obj) -> str:
+def _memory_line(entries, with_slots) -> str:
+    """Bytes per device of the variables (and their slots), from ``memory.MemoryPlan``."""
+    from ..memory import MemoryEntry, MemoryPlan, format_bytes
+    try:
+        plan = MemoryPlan(entries[0][3].mesh, tuple(
+            MemoryEntry(name, shape, dtype, layout, () if slot is None else (slot,))
+            for name, shape, dtype, layout, slot in entries))
+    except ValueError:
+        return "memory per device: the variables are on different devices"
+    per = plan.bytes_per_device
+    return (f"memory per device: {format_bytes(per.max())}"
+            + (f" (parameters {format_bytes(plan.param_bytes_per_device.max())} + velocity slots "
+               f"{format_bytes(plan.slot_bytes_per_device.max())})" if with_slots else
+               " (parameters; dtsgd_viz.memory_plan adds the velocity slots)")
+            + ("" if per.min() == per.max() else f", least {format_bytes(per.min())}"))
+
+
+def model_table(obj, *, memory: bool = False) -> str:
     """Every variable of a tf-keras model, optimizer or Recording with its shape and
     layout; with an optimizer (given, or compiled into the model) each momentum slot's
-    layout too, flagged ``DIFFERS`` where it is not its parameter's layout."""
+    layout too, flagged ``DIFFERS`` where it is not its parameter's layout. ``memory=True``
+    adds a last line: the bytes each device holds (``dtsgd_viz.memory_plan`` has the table)."""
     if isinstance(obj, Recording):
         entries = [(r.name, r.shape, r.dtype, r.layout, None) for r in obj.records]
         what, opt, footer = f"recording ({len(obj)} steps, kinds {list(obj.kinds)})", None, []
@@ -348,6 +366,8 @@ def model_table(obj) -> str:
             "(flag DIFFERS)" if differs else f"velocity slots: all {have} share their parameter's layout")
         if missing:
             footer.append(f"{missing} variable(s) have no velocity slot (optimizer not built for them)")
+    if memory:
+        footer.append(_memory_line(entries, with_slots))
     cells = {(i, len(columns) - 1): "<b style='color:#CC3311'>DIFFERS</b>"
              for i, r in enumerate(rows) if with_slots and r[-1]}
     return TextTable(header, columns, rows, footer, html_cells=cells)

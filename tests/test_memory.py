@@ -1,0 +1,117 @@
+"""Memory plans, checked against bytes computed by hand (block elements x item size x
+(1 + slots)), and drawn: bars read back from the figure's patches."""
+
+import subprocess
+import sys
+import textwrap
+
+import matplotlib
+import numpy as np
+import pytest
+
+from dtsgd_viz import LayoutSpec, MemoryPlan, MeshSpec, memory_plan, shard_geometry
+from dtsgd_viz.memory import format_bytes, itemsize
+from dtsgd_viz.views.memory import memory_bars
+
+matplotlib.use("Agg")
+
+MESH = MeshSpec.create({"batch": 2, "model": 4})
+
+
+def spec(*specs, mesh=MESH):
+    return LayoutSpec(specs, mesh)
+
+
+def test_sharded_kernel_with_momentum_is_twice_its_block():
+    plan = memory_plan({"k": ((8, 16), "float32", spec("batch", "model"))})
+    block = (8 // 2) * (16 // 4) * 4  # a 4x4 float32 block
+    np.testing.assert_array_equal(plan.bytes_per_device, [2 * block] * 8)
+    np.testing.assert_array_equal(plan.param_bytes_per_device, [block] * 8)
+    np.testing.assert_array_equal(plan.slot_bytes_per_device, [block] * 8)
+    assert plan.bytes_per_device.dtype == np.int64 and plan.total_bytes == 16 * block
+    without = memory_plan({"k": ((8, 16), "float32", spec("batch", "model"))}, momentum=False)
+    np.testing.assert_array_equal(without.bytes_per_device, [block] * 8)
+    assert not without.slots and plan.slots
+
+
+def test_mixed_layouts_and_dtypes_against_hand_sums():
+    variables = {
+        "emb": ((1000, 64), "bfloat16", spec("model", "unsharded")),   # 250x64 x 2 B
+        "w": ((64, 128), np.float32, spec("unsharded", "model")),      # 64x32 x 4 B
+        "b": ((128,), "float64", spec("unsharded")),                  # 128 x 8 B, 8 copies
+        "s": ((6,), "float16", spec("batch")),                        # 3 x 2 B
+    }
+    plan = memory_plan(variables)
+    by_hand = {"emb": 250 * 64 * 2, "w": 64 * 32 * 4, "b": 128 * 8, "s": 3 * 2}
+    np.testing.assert_array_equal(plan.bytes_per_device, [2 * sum(by_hand.values())] * 8)
+    for name, (shape, dtype, layout) in variables.items():
+        e = plan.entry(name)
+        geom = shard_geometry(shape, layout)
+        assert e.block_bytes == by_hand[name] == np.prod(geom.local_shape) * itemsize(dtype)
+        assert e.copies == 8 // geom.num_unique
+    assert plan.entry("b").copies == 8 and plan.entry("s").copies == 4
+    assert plan.unique_bytes == 2 * (1000 * 64 * 2 + 64 * 128 * 4 + 128 * 8 + 6 * 2)
+    with pytest.raises(ValueError, match=r"Unknown variable 'x'.*\['emb', 'w', 'b', 's'\]"):
+        plan.entry("x")
+
+
+def test_text_and_html():
+    plan = memory_plan({"w": ((8, 8), "float32", spec("batch", "model")),
+                        "b": ((8,), "float32", spec("unsharded"))})
+    assert str(plan) == textwrap.dedent("""\
+        memory plan: 2 variables on Mesh(batch=2, model=4; 8 devices), each with a velocity slot laid out like it
+        variable  shape   dtype    layout          block   copies  block bytes  with slot  per device
+        w         (8, 8)  float32  [batch, model]  (4, 2)  1       32 B         x2         64 B
+        b         (8,)    float32  [unsharded]     (8,)    8       32 B         x2         64 B
+        per device: 128 B (parameters 64 B + slots 64 B) on each of the 8 devices
+        the whole mesh holds 1 KiB for 576 B of distinct values (1.78x: copies); fully replicated, each device would hold 576 B""")
+    assert "<table>" in plan._repr_html_() and "[batch, model]" in plan._repr_html_()
+    assert [format_bytes(n) for n in (0, 1023, 1024, 1536, 3 * 2 ** 20)] == [
+        "0 B", "1023 B", "1 KiB", "1.5 KiB", "3 MiB"]
+
+
+def test_bars_stack_to_bytes_per_device():
+    plan = memory_plan({"w": ((8, 16), "float32", spec("unsharded", "model")),
+                        "b": ((16,), "float32", spec("model"))})
+    segments = memory_bars(plan)
+    assert [(s.label, s.kind) for s in segments] == [
+        ("w", "param"), ("w", "slot"), ("b", "param"), ("b", "slot")]
+    top = segments[-1].bottom + segments[-1].height
+    np.testing.assert_array_equal(top, plan.bytes_per_device)
+    fig = plan.figure()
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "KiB per device"  # the unit of the replicated line, 1152 B
+    heights = {}
+    for p in ax.patches:
+        heights.setdefault(p.get_gid(), []).append(p.get_height())
+    assert set(heights) == {"param-w", "slot-w", "param-b", "slot-b"}
+    assert heights["param-w"] == [8 * 4 * 4 / 1024] * 8 and heights["slot-b"] == [4 * 4 / 1024] * 8
+    texts = {t.get_gid(): t.get_text() for t in ax.texts}
+    assert texts["replicated-text"] == "nothing sharded: 1.12 KiB on every device"
+    assert texts["sharded-text"] == "as laid out: 288 B per device"
+    assert [t.get_text() for t in ax.get_xticklabels()] == [f"CPU:{d}" for d in range(8)]
+
+
+def test_bad_input_is_explained():
+    with pytest.raises(TypeError, match=r"\(shape, dtype, LayoutSpec\). Received: 'w': \(\(8,\), 'float32'\)"):
+        memory_plan({"w": ((8,), "float32")})
+    with pytest.raises(ValueError, match="size 6.*'model' of size 4, which does not divide"):
+        memory_plan({"w": ((6,), "float32", spec("model"))})
+    with pytest.raises(TypeError, match=r"memory_plan takes .*Received: int"):
+        memory_plan(3)
+    other = MeshSpec.create({"x": 2}, device_names=["GPU:0", "GPU:1"])
+    with pytest.raises(ValueError, match="same devices. Received: 'g' on Mesh\\(x=2"):
+        memory_plan({"w": ((8,), "float32", spec("model")),
+                     "g": ((8,), "float32", spec("x", mesh=other))})
+    assert isinstance(memory_plan({"w": ((8,), "int8", spec("model"))}), MemoryPlan)
+
+
+def test_memory_plan_needs_no_tensorflow():
+    code = ("import sys, dtsgd_viz\n"
+            "from dtsgd_viz import LayoutSpec, MeshSpec\n"
+            "s = LayoutSpec(('model',), MeshSpec.create({'data': 4, 'model': 16}))\n"
+            "p = dtsgd_viz.memory_plan({'w': ((64,), 'float32', s)})\n"
+            "print(p.bytes_per_device.tolist()[:2], 'tensorflow' in sys.modules, "
+            "'matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[32,", "32]", "False", "False"]
