@@ -6,11 +6,13 @@
     CompareWidget(surface, learning_rate=0.05, momentum=0.9)
     PhaseDiagram(surface, steps=150)
     LiveMonitor("run.zarr")           # a store another process is writing
+    LayoutExplorer((1024, 512), mesh={"data": 4, "model": 16})   # try layouts, no devices
 """
 
 from ._canvas import FigureWidget
 from ._phase import PhaseGrid, convergence_boundary, phase_grid, steps_to_tolerance
 from .compare import CompareParams, CompareWidget, RunQueue, compare_configs, compare_params
+from .layout_explorer import LayoutExplorer, LayoutExplorerState, layout_explorer_state
 from .live_monitor import LiveMonitor, MonitorState, monitor_state, poll, readout
 from .path_explorer import PathExplorer, PathExplorerState, PathFrame, path_explorer_state, path_frame
 from .phase_diagram import PhaseDiagram, PhasePick, phase_pick
@@ -24,4 +26,5 @@ __all__ = [
     "PhaseDiagram", "PhasePick", "phase_pick", "PhaseGrid", "phase_grid", "convergence_boundary",
     "steps_to_tolerance",
     "LiveMonitor", "MonitorState", "monitor_state", "poll", "readout",
+    "LayoutExplorer", "LayoutExplorerState", "layout_explorer_state",
 ]

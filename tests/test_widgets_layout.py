@@ -1,0 +1,114 @@
+"""LayoutExplorer: the pure transition (choices -> blocks, errors, bytes) checked against
+shard_geometry and bytes by hand, then the real widget driven through its traits."""
+
+import matplotlib
+import numpy as np
+import pytest
+
+from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan, shard_geometry
+from dtsgd_viz.widgets import LayoutExplorer, LayoutExplorerState, layout_explorer_state
+
+matplotlib.use("Agg")
+
+
+def change(state, name, new, **kw):
+    return layout_explorer_state(state, {"name": name, "new": new, **kw})
+
+
+def test_choices_give_the_blocks_and_bytes_of_shard_geometry():
+    s = LayoutExplorerState.of((8, 16), mesh={"batch": 2, "model": 4})
+    assert (s.mesh_text, s.specs, s.options) == ("batch=2, model=4", ("unsharded", "unsharded"),
+                                                 ("unsharded", "batch", "model"))
+    np.testing.assert_array_equal(s.plan.bytes_per_device, [2 * 8 * 16 * 4] * 8)
+    s = change(change(s, "dim", "batch", dim=0), "dim", "model", dim=1)
+    want = shard_geometry((8, 16), LayoutSpec(("batch", "model"), MeshSpec.create(
+        {"batch": 2, "model": 4})))
+    assert s.error == "" and s.layout == want.layout
+    assert (s.geometry.blocks, s.geometry.replica_groups) == (want.blocks, want.replica_groups)
+    np.testing.assert_array_equal(s.plan.bytes_per_device, [2 * 4 * 4 * 4] * 8)  # 2x a 4x4 block
+    assert s.summary() == ("tensor (8, 16) as [batch, model]: 8 blocks of (4, 4), 1 copy each; "
+                           "128 B per device with its velocity slot")
+    s = change(s, "momentum", False)
+    np.testing.assert_array_equal(s.plan.bytes_per_device, [4 * 4 * 4] * 8)
+    s = change(s, "mesh", "batch=4, model=2")
+    assert s.geometry.local_shape == (2, 8) and s.mesh.dim_sizes == (4, 2)
+
+
+@pytest.mark.parametrize("shape, mesh, specs, error", [
+    ((8, 16), "batch=2, model=4", ("model", "model"),
+     "mesh dim 'model' is picked by tensor dims 0, 1: a mesh dim can shard only one tensor dim"),
+    ((6, 16), "batch=2, model=4", ("model", "unsharded"),
+     "tensor dim 0 has size 6, which 'model' (4 devices) does not divide: DTensor needs equal "
+     "blocks (6 = 1 x 4 + 2)."),
+    ((8, 16), "batch=2 model=4", ("unsharded", "unsharded"),
+     "mesh: Write the mesh as name=size pairs separated by commas, e.g. 'batch=2, model=4'. "
+     "Received: 'batch=2 model=4'"),
+    ((8, 16), "batch=2, batch=4", ("unsharded", "unsharded"), "mesh: Mesh dim names must be unique"),
+    ((8, 16), "x=0", ("unsharded", "unsharded"), "mesh: Mesh dim sizes must be integers >= 1"),
+])
+def test_impossible_choices_say_why(shape, mesh, specs, error):
+    s = LayoutExplorerState.of(shape, mesh={"batch": 2, "model": 4})
+    s = change(s, "mesh", mesh)
+    for d, spec in enumerate(specs):
+        s = change(s, "dim", spec, dim=d)
+    assert s.error.startswith(error)
+    assert s.layout is None and s.geometry is None and s.plan is None
+    assert s.summary() == f"impossible: {s.error}"
+
+
+def test_variables_of_a_plan_keep_their_own_choices():
+    mesh = MeshSpec.create({"batch": 2, "model": 4})
+    plan = memory_plan({"w": ((8, 16), "float32", LayoutSpec(("unsharded", "model"), mesh)),
+                        "b": ((16,), "float32", LayoutSpec(("model",), mesh))})
+    s = LayoutExplorerState.of(plan)
+    assert (s.name, s.specs) == ("w", ("unsharded", "model"))
+    np.testing.assert_array_equal(s.plan.bytes_per_device, plan.bytes_per_device)
+    s = change(change(s, "variable", "b"), "dim", "unsharded", dim=0)
+    np.testing.assert_array_equal(s.plan.bytes_per_device, [2 * (8 * 4 * 4 + 16 * 4)] * 8)
+    assert change(s, "variable", "w").specs == ("unsharded", "model")
+    # a mesh without 'model': tensor dims on it move to unsharded, and the note says so
+    s = change(s, "mesh", "data=8")
+    assert s.choices == (("unsharded", "unsharded"), ("unsharded",))
+    assert s.note.endswith("w dim 1 ('model')")
+    with pytest.raises(ValueError, match=r"Unknown variable 'v'. Allowed: \['w', 'b'\]"):
+        change(s, "variable", "v")
+    with pytest.raises(ValueError, match=r"dim must be an int in 0..0 for b \(16,\). Received: 1"):
+        change(s, "dim", "data", dim=1)
+    # an impossible choice for another variable is named
+    s = change(change(LayoutExplorerState.of(plan), "mesh", "batch=2, model=3"), "dim", "model",
+               dim=1)
+    assert s.error.startswith("tensor dim 1 has size 16, which 'model' (3 devices)")
+
+
+def test_the_widget_redraws_through_its_traits():
+    w = LayoutExplorer((8, 16), mesh={"batch": 2, "model": 4})
+    renders = w.renders
+    assert [p.description for p in w.dim_pickers] == ["dim 0 (8)", "dim 1 (16)"]
+    assert w.dim_pickers[0].options == ("unsharded", "batch", "model")
+    w.dim_pickers[1].value = "model"
+    assert w.renders == renders + 1 and w.state.specs == ("unsharded", "model")
+    fig = w.layout_figure
+    assert fig.texts[0].get_text() == "tensor (8, 16): sharding [unsharded, model]"
+    assert "mesh dims: batch: unused -> 2 copies" in fig.texts[1].get_text()
+    labels = [t.get_text() for t in fig.axes[0].texts if t.get_gid().startswith("label-")]
+    names = w.state.mesh.short_device_names
+    assert labels == [", ".join(names[d] for d in g) for g in w.state.geometry.replica_groups]
+    assert "256 B per device" in w.message.value and "<table>" in w.memory_table.value
+    assert w.image.value[:4] == b"\x89PNG" and w.memory_image.value[:4] == b"\x89PNG"
+    heights = [p.get_height() for p in w.memory_figure.axes[0].patches
+               if p.get_gid() == "param-tensor"]
+    assert heights == [8 * 4 * 4 / 1024] * 8  # KiB: the replicated line is 1 KiB
+    # impossible: said on the widget, pictures hidden
+    w.dim_pickers[0].value = "model"
+    assert "impossible: mesh dim &#x27;model&#x27; is picked by tensor dims 0, 1" in w.message.value
+    assert w.image.layout.display == "none"
+    w.dim_pickers[0].value = "batch"
+    assert w.image.layout.display == "" and w.state.error == ""
+    # a new mesh: the pickers offer its dims
+    w.mesh.value = "x=2, y=2, z=2"
+    assert w.dim_pickers[0].options == ("unsharded", "x", "y", "z")
+    assert w.state.specs == ("unsharded", "unsharded")
+    w.dim_pickers[0].value = "z"
+    assert w.state.geometry.replica_groups == shard_geometry(
+        (8, 16), LayoutSpec(("z", "unsharded"), MeshSpec.create({"x": 2, "y": 2, "z": 2}))
+    ).replica_groups
