@@ -64,7 +64,10 @@ show(dtsgd_viz.plot_layout(b))
 #
 # Lay the same matrix out `[unsharded, model]` and the `batch` dimension of the mesh is
 # unused: the two devices of each mesh column (CPU:0 and CPU:4, CPU:1 and CPU:5, ...)
-# hold **copies** of the same 8x2 block. The table groups the replicas on one row; the
+# hold **copies** of the same 8x2 block. Copies come from the mesh, not from the tensor:
+# tensor dim 0 is simply *not sharded* (each block spans it whole), and it is the unused
+# mesh dim `batch` that makes 2 copies of every block; the figure's `mesh dims:` line says
+# so (`batch: unused -> 2 copies`). The table groups the replicas on one row; the
 # figure labels each block with every device holding it and draws a strip of their
 # colours under it.
 
@@ -146,7 +149,7 @@ with layout_map.scope():
 opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh_2d)
 model.compile(optimizer=opt, loss="mse")
 opt.build(model.trainable_variables)  # creates the velocity slots
-print(dtsgd_viz.model_table(model))
+print(dtsgd_viz.model_table(model, memory=True))
 
 # %% [markdown]
 # The first layer's kernel, `[unsharded, model]`: its 16 output columns are cut over the
@@ -161,6 +164,23 @@ show(dtsgd_viz.plot_layout(model.layers[0].kernel, name="d1/kernel"))
 
 # %%
 print(dtsgd_viz.layout_table(opt.momentums[0], name="velocity of d1/kernel"))
+
+# %% [markdown]
+# ## Memory per device
+#
+# Because every slot shares its parameter's layout, each device holds its block of every
+# parameter and, beside it, the same-sized block of its velocity. `memory_plan` adds that
+# up per device (in mesh device order), from the layouts alone: the table prices each
+# variable, `.figure()` stacks the bytes per device, slots hatched, under what every device
+# would hold if nothing were sharded.
+
+# %%
+memory = dtsgd_viz.memory_plan(model)
+print(memory)
+print(memory.bytes_per_device)
+
+# %%
+show(memory.figure())
 
 # %% [markdown]
 # ## A layout for a mesh you do not have
@@ -179,3 +199,36 @@ print(dtsgd_viz.layout_table(plan, (1024, 512), name="W"))
 
 # %%
 show(dtsgd_viz.plot_layout(plan, (1024, 512), name="W"))
+
+# %% [markdown]
+# The same plan priced: a float32 weight and its velocity, per device, on that mesh.
+
+# %%
+print(dtsgd_viz.memory_plan({"W": ((1024, 512), "float32", plan)}))
+
+# %% [markdown]
+# ## Trying layouts: `LayoutExplorer`
+#
+# `LayoutExplorer` does all of the above interactively: type a mesh (`data=4, model=16`),
+# pick for each tensor dim a mesh dim or `unsharded`, and it redraws the blocks, the
+# devices holding each, the copies and the bytes per device (parameter and velocity).
+# An impossible choice (a size the mesh dim does not divide, one mesh dim for two tensor
+# dims) is explained on the widget. It takes a shape, a variable, a model (pick the
+# variable; the memory plan covers them all) or a recording, and needs no devices.
+
+# %%
+from dtsgd_viz.widgets import LayoutExplorer
+
+explorer = LayoutExplorer((1024, 512), mesh={"data": 4, "model": 16})
+explorer.dim_pickers[0].value = "model"   # what clicking the first dropdown does
+explorer
+
+# %% [markdown]
+# Each change goes through a pure function, `layout_explorer_state`, which is what the
+# widget calls: here the same mesh dim for both tensor dims, which DTensor refuses.
+
+# %%
+from dtsgd_viz.widgets import layout_explorer_state
+
+state = layout_explorer_state(explorer.state, {"name": "dim", "dim": 1, "new": "model"})
+print(state.summary())
