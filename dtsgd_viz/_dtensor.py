@@ -323,6 +323,7 @@ def put(array, layout):
     if array.ndim != layout.rank:
         raise ValueError(f"The layout has rank {layout.rank} ({list(layout.sharding_specs)}); "
                          f"the array has shape {array.shape}.")
+    layout_spec(layout).check_shape(array.shape)  # a mesh dim that does not divide: say so
     mesh = layout.mesh
     replicated = dtensor.copy_to_mesh(
         tf.constant(array), dtensor.Layout.replicated(mesh, array.ndim)
@@ -351,6 +352,7 @@ def to_numpy(x) -> np.ndarray:
     together from the blocks the devices hold (a plain tensor or variable: its value).
     In a multi-client run, of a value whose blocks this client's devices all hold (a
     replicated loss, say)."""
+    _check_tensor(x, "to_numpy")
     value = x.read_value() if isinstance(x, tf.Variable) else x
     if not is_dtensor(value):
         return np.asarray(value)
@@ -374,7 +376,14 @@ def device_values(x) -> list[np.ndarray]:
     """What each device holds of a DTensor or DVariable, in mesh device order (numpy
     copies; replicated blocks appear once per device holding them). In a multi-client
     run: this client's devices, ``mesh.local_device_ids()``."""
+    _check_tensor(x, "device_values")
     return unpack(x)
+
+
+def _check_tensor(x, what):
+    if not isinstance(x, (tf.Tensor, tf.Variable)):
+        raise TypeError(f"{what} takes a DTensor, a DVariable or a tf.Tensor/tf.Variable. "
+                        f"Received: {type(x).__name__}.")
 
 
 def variable(array, layout=None, name=None, dtype=None):

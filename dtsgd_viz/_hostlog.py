@@ -161,7 +161,7 @@ def entry(meta, data, watched, kinds, mode) -> dict:
 
 
 def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov,
-             dropped, applied_momentum=None, part=None) -> Recording:
+             dropped, applied_momentum=None, part=None, **hyper) -> Recording:
     """The ``Recording`` of ``entries`` (``(step, entry)`` pairs): full-mode blocks are
     copied once from the staged views into the recording's own arrays. ``part``: the
     ``Part`` a client of a multi-client run holds (its blocks only)."""
@@ -198,7 +198,7 @@ def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov
         records=tuple(records),
         kinds=kinds,
         steps=np.array([s for s, _ in entries], np.int64).reshape(n),
-        hyperparameters=Hyperparameters(lr, momentum, nesterov, applied_momentum),
+        hyperparameters=Hyperparameters(lr, momentum, nesterov, applied_momentum, **hyper),
         loss_values=np.array([e["loss"] for _, e in entries], np.float64).reshape(n),
         nonfinite=nonfinite,
         mismatch=np.array([np.zeros(v, np.uint8) if e["mismatch"] is None else e["mismatch"]

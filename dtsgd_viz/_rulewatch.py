@@ -42,6 +42,11 @@ class RuleWatch:
         self.momentum, self.nesterov = momentum, bool(optimizer.nesterov)
         self.rule = "Nesterov" if self.nesterov else ("momentum" if momentum else "SGD")
         self.active = every == 1
+        # weight decay moves decayed variables too: p -= p * weight_decay * learning_rate
+        wd = getattr(optimizer, "weight_decay", None)
+        self.weight_decay = None if wd is None else float(np.float32(wd))
+        self.decayed = {w.name for w in watched
+                        if wd is not None and optimizer._use_weight_decay(w.var)}
         # EMA overwrites move the weights to their averages: those steps follow no SGD rule
         self.overwrite = (getattr(optimizer, "ema_overwrite_frequency", None)
                           if getattr(optimizer, "use_ema", False) else None)
@@ -68,7 +73,8 @@ class RuleWatch:
             return
         for w in self.watched:
             (p_prev, v_prev), (p, v) = prev[w.name], now[w.name]
-            dev = step_deviation(p_prev, v_prev, self.momentum, self.nesterov, p, v)
+            decay = (self.weight_decay * float(entry["lr"]) if w.name in self.decayed else 0.0)
+            dev = step_deviation(p_prev, v_prev, self.momentum, self.nesterov, p, v, decay)
             if dev > RTOL:
                 self.flagged.setdefault(w.name, []).append((step, dev))
         self.checked += 1
@@ -92,7 +98,8 @@ class RuleWatch:
                       "reference.check_recording(recording) lists every such update.")
         else:
             advice = ("This is tf-keras' stale-velocity read inside a DTensor tf.function: "
-                      "the parameter moved with the previous step's velocity. The recording "
+                      "the parameter moved with the previous step's velocity (with momentum=0:"
+                      " the previous step's gradient step). The recording "
                       "shows what the devices hold. To train with the documented rule, use "
                       "dtsgd_viz.SGD(..., exact_update=True).")
         warnings.warn(

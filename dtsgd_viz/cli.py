@@ -7,7 +7,11 @@ import sys
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="dtsgd-viz", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="dtsgd-viz",
+        description="See what a distributed (DTensor) SGD optimizer does, shard by shard: "
+                    "run the demo, serve the dashboard, or launch a multi-client run.",
+        epilog="Each command has its own --help.")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="record plain / momentum / Nesterov SGD on an 8-device mesh")
     demo.add_argument("--steps", type=int, default=100, help="updates per optimizer (default 100)")

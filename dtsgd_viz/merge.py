@@ -13,6 +13,8 @@ lowest client id holding it); steps where the copies disagree are flagged in
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 
 import numpy as np
@@ -118,8 +120,10 @@ def _check_same_run(ref, other) -> None:
         differ("the recorded steps", f"{len(a)} steps", f"{len(b)} steps"
                + (f"; not in both: {only[:5]}{'...' if len(only) > 5 else ''}" if only else ""))
     ha, hb = a.hyperparameters, b.hyperparameters
-    if (ha.momentum, ha.nesterov, ha.applied_momentum) != (hb.momentum, hb.nesterov,
-                                                           hb.applied_momentum):
+    if (ha.momentum, ha.nesterov, ha.applied_momentum, ha.weight_decay, ha.decayed,
+            ha.ema_overwrite_frequency) != (hb.momentum, hb.nesterov, hb.applied_momentum,
+                                            hb.weight_decay, hb.decayed,
+                                            hb.ema_overwrite_frequency):
         differ("momentum/nesterov", (ha.momentum, ha.nesterov), (hb.momentum, hb.nesterov))
     if not np.array_equal(ha.learning_rate, hb.learning_rate):
         differ("the learning rates", ha.learning_rate, hb.learning_rate)
@@ -202,8 +206,7 @@ def _merge(parts) -> Recording:
         records=tuple(records),
         kinds=first.kinds,
         steps=first.steps.copy(),
-        hyperparameters=Hyperparameters(hp.learning_rate.copy(), hp.momentum, hp.nesterov,
-                                        hp.applied_momentum),
+        hyperparameters=dataclasses.replace(hp, learning_rate=hp.learning_rate.copy()),
         # the loss is a replicated value: every client saw the same one
         loss_values=first.loss_values.copy(),
         nonfinite=nonfinite,

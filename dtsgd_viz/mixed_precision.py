@@ -71,6 +71,8 @@ def layout_autocast_variables(model):
     LayoutMap entry names (replicated when none matches), exactly as tf-keras lays out
     float32 variables. Calling it again, or on a float32 model, changes nothing.
     """
+    from ._keras3 import check
+    check(model, "The model")
     layout_map = getattr(model, "_layout_map", None)
     if layout_map is None:
         raise ValueError(

@@ -308,17 +308,30 @@ class SGD(_BaseSGD):
         """The momentum slot of ``variable``."""
         return self.momentums[self._index_dict[self._var_key(variable)]]
 
+    def _before_hooks(self, variables):
+        # Values are read when a hook first looks at them (a traced step then carries no
+        # reads that no hook uses); `before` is looked at before the update is built.
+        before = LazyValues(lambda: tuple(v.read_value() for v in variables), len(variables))
+        for hook in self._hooks:
+            hook.before_update(self, variables, before)
+
+    def _apply_weight_decay(self, variables):
+        # Weight decay is the update's first change to the parameters: hooks look before
+        # it (a recorder reads the previous update's results there).
+        if self._hooks:
+            self._before_hooks(_mixed.unwrap(variables))
+            self._hooks_looked_before = True
+        return super()._apply_weight_decay(variables)
+
     def _internal_apply_gradients(self, grads_and_vars):
         grads_and_vars = list(grads_and_vars)
         if not self._hooks:
             return super()._internal_apply_gradients(grads_and_vars)
         variables = _mixed.unwrap(v for _, v in grads_and_vars)
         grads = tuple(g for g, _ in grads_and_vars)
-        # Values are read when a hook first looks at them (a traced step then carries no
-        # reads that no hook uses); `before` is looked at before the update is built.
-        before = LazyValues(lambda: tuple(v.read_value() for v in variables), len(variables))
-        for hook in self._hooks:
-            hook.before_update(self, variables, before)
+        if not getattr(self, "_hooks_looked_before", False):
+            self._before_hooks(variables)
+        self._hooks_looked_before = False
         iteration = super()._internal_apply_gradients(grads_and_vars)
 
         def after(read):

@@ -188,6 +188,14 @@ class Recorder:
         self._last_step = int(_dtensor.unpack(optimizer.iterations)[0])
         # what tf-keras multiplies by (its tf.cast of the Python float goes through float32)
         self._applied_momentum = float(tf.cast(optimizer.momentum, tf.float64).numpy())
+        wd = getattr(optimizer, "weight_decay", None)
+        self._hyper = {
+            "weight_decay": None if wd is None else float(tf.cast(wd, tf.float64).numpy()),
+            "decayed": tuple(w.name for w in self._watched
+                             if wd is not None and optimizer._use_weight_decay(w.var)),
+            "ema_overwrite_frequency": (getattr(optimizer, "ema_overwrite_frequency", None)
+                                        if getattr(optimizer, "use_ema", False) else None),
+        }
         # on_build runs eagerly (tf-keras builds in init_scope) right before the first update
         # it will see, or when the hook is attached to a built optimizer.
         self._initial = [self._global(w, w.var) for w in self._watched]
@@ -706,7 +714,8 @@ class Recorder:
         return assemble(self._log.entries, self._watched, self.kinds, self.mode, self._initial,
                         mesh=self._mesh_spec, momentum=float(opt.momentum),
                         nesterov=bool(opt.nesterov), dropped=sorted(self._dropped),
-                        applied_momentum=self._applied_momentum, part=self._part())
+                        applied_momentum=self._applied_momentum, part=self._part(),
+                        **self._hyper)
 
     def _part(self) -> Part | None:
         """What this client records in a multi-client run: its devices' blocks."""

@@ -86,6 +86,13 @@ class Hyperparameters:
     momentum: float
     nesterov: bool
     applied_momentum: float | None = None
+    weight_decay: float | None = None
+    """What tf-keras multiplies by (float32 first, as for the momentum): before each update
+    it does ``p -= p * weight_decay * learning_rate`` for the variables in ``decayed``."""
+    decayed: tuple[str, ...] = ()
+    ema_overwrite_frequency: int | None = None
+    """With ``use_ema``: every this many updates the weights are overwritten with their
+    moving averages (those updates follow no SGD rule; ``check_recording`` skips them)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,6 +308,11 @@ class Recording:
             "applied_momentum": (None if self.hyperparameters.applied_momentum is None
                                  else float(self.hyperparameters.applied_momentum)),
             "nesterov": bool(self.hyperparameters.nesterov),
+            **({} if self.hyperparameters.weight_decay is None else {
+                "weight_decay": float(self.hyperparameters.weight_decay),
+                "decayed": list(self.hyperparameters.decayed)}),
+            **({} if self.hyperparameters.ema_overwrite_frequency is None else {
+                "ema_overwrite_frequency": int(self.hyperparameters.ema_overwrite_frequency)}),
             "n_steps": len(self),
             **({} if self.part is None else {"part": self.part.to_dict()}),
             "variables": [
@@ -469,8 +481,12 @@ def _from_arrays(path, meta, arrays) -> Recording:
             records.append(VariableRecord(v["name"], shape, dtype, layout, initial, blocks, stats))
         steps = arrays["steps"]
         applied = meta.get("applied_momentum")
+        wd, ema = meta.get("weight_decay"), meta.get("ema_overwrite_frequency")
         hp = Hyperparameters(arrays["learning_rate"], float(meta["momentum"]), bool(meta["nesterov"]),
-                             None if applied is None else float(applied))
+                             None if applied is None else float(applied),
+                             None if wd is None else float(wd),
+                             tuple(meta.get("decayed", ())),
+                             None if ema is None else int(ema))
         rec = Recording(mesh, tuple(records), kinds, steps, hp, arrays["loss"],
                         arrays["nonfinite"], arrays["mismatch"], arrays["dropped_steps"], mode,
                         part)

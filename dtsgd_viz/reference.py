@@ -28,13 +28,18 @@ from __future__ import annotations
 import numpy as np
 
 
-def sgd_step(param, grad, velocity, learning_rate, momentum=0.0, nesterov=False):
+def sgd_step(param, grad, velocity, learning_rate, momentum=0.0, nesterov=False,
+             weight_decay=None):
     """One update: returns ``(new_param, new_velocity)``, computed in the dtype of
-    ``param`` with tf-keras' order of operations."""
+    ``param`` with tf-keras' order of operations. With ``weight_decay`` (decoupled, as
+    tf-keras' ``SGD(weight_decay=...)``) the parameter first loses
+    ``param * weight_decay * learning_rate``; the gradient is the one computed before."""
     param = np.asarray(param)
     dt = param.dtype
     lr = dt.type(learning_rate)
     mu = dt.type(momentum)
+    if weight_decay is not None:
+        param = (param - param * dt.type(weight_decay) * lr).astype(dt)
     g = np.asarray(grad, dt)
     v = np.asarray(velocity, dt)
     step = (-g) * lr
@@ -46,7 +51,7 @@ def sgd_step(param, grad, velocity, learning_rate, momentum=0.0, nesterov=False)
     return p_new.astype(dt), v_new.astype(dt)
 
 
-def replay(initial, grads, learning_rates, momentum=0.0, nesterov=False):
+def replay(initial, grads, learning_rates, momentum=0.0, nesterov=False, weight_decay=None):
     """Apply recorded gradients ``grads[t]`` from ``initial``; returns the
     parameters and velocities after each step, shapes ``(n_steps, *shape)``."""
     p = np.asarray(initial)
@@ -55,7 +60,7 @@ def replay(initial, grads, learning_rates, momentum=0.0, nesterov=False):
     lrs = np.broadcast_to(np.asarray(learning_rates, np.float64), (len(grads),))
     ps, vs = [], []
     for g, lr in zip(grads, lrs):
-        p, v = sgd_step(p, g, v, lr, momentum, nesterov)
+        p, v = sgd_step(p, g, v, lr, momentum, nesterov, weight_decay)
         ps.append(p)
         vs.append(v)
     shape = (0, *p.shape)
@@ -137,7 +142,8 @@ def _ulp_floor(x, ulps=ULPS) -> float:
     return ulps * _norm(np.maximum(spacing, tiny))
 
 
-def update_deviation(p_prev, v_prev, grad, learning_rate, momentum, nesterov, p, v):
+def update_deviation(p_prev, v_prev, grad, learning_rate, momentum, nesterov, p, v,
+                     weight_decay=None):
     """How far one recorded update ``(p_prev, v_prev) -> (p, v)`` is from the rule, as a
     fraction of the update's own size (0 for an exact update, 0.01 for 1%, inf when it
     has no size but moved).
@@ -154,7 +160,8 @@ def update_deviation(p_prev, v_prev, grad, learning_rate, momentum, nesterov, p,
     own magnitude, so a LayerNorm ``gamma`` near 1.0 moving by 1e-4 is judged on the
     1e-4.
     """
-    p_ref, v_ref = sgd_step(p_prev, grad, v_prev, learning_rate, momentum, nesterov)
+    p_ref, v_ref = sgd_step(p_prev, grad, v_prev, learning_rate, momentum, nesterov,
+                            weight_decay)
     grad_term = _norm(np.float64(learning_rate) * np.asarray(grad, np.float64))
     worst = 0.0
     for got, ref, size in ((p, p_ref, _norm(np.asarray(p_ref, np.float64) - np.asarray(p_prev, np.float64))),
@@ -171,7 +178,7 @@ def update_deviation(p_prev, v_prev, grad, learning_rate, momentum, nesterov, p,
     return worst
 
 
-def step_deviation(p_prev, v_prev, momentum, nesterov, p, v):
+def step_deviation(p_prev, v_prev, momentum, nesterov, p, v, decay=0.0):
     """How far the parameter's move ``p - p_prev`` is from what the recorded velocities
     say it must be, as a fraction of its size, without the gradient: every rule moves
     ``p`` by ``v`` (plain and momentum) or by ``v + momentum * (v - v_prev)`` (Nesterov:
@@ -184,6 +191,8 @@ def step_deviation(p_prev, v_prev, momentum, nesterov, p, v):
     moved = np.asarray(p, np.float64) - np.asarray(p_prev, np.float64)
     v64, vp64 = np.asarray(v, np.float64), np.asarray(v_prev, np.float64)
     expected = v64 + mu * (v64 - vp64) if nesterov else v64
+    if decay:  # weight decay's own move: p_prev * weight_decay * learning_rate
+        expected = expected - np.float64(decay) * np.asarray(p_prev, np.float64)
     if not (np.all(np.isfinite(moved)) and np.all(np.isfinite(expected))):
         return 0.0  # NaN/Inf are flagged elsewhere (recording.nonfinite_steps)
     # the velocities stand in for the gradient term, so their rounding counts twice
@@ -261,6 +270,7 @@ def check_recording(recording, rtol=RTOL):
         )
     hp = recording.hyperparameters
     momentum = applied_momentum(hp)
+    overwrite = getattr(hp, "ema_overwrite_frequency", None)
     flagged, deviation = {}, {}
     for name in recording.variables:
         p = recording.global_values(name, "param")
@@ -270,11 +280,14 @@ def check_recording(recording, rtol=RTOL):
         v0 = np.zeros_like(p[:1]) if steps[:1].tolist() == [1] else v[:1] * np.nan
         v_prev = np.concatenate([v0, v[:-1]])
         dev = np.full(len(steps), np.nan)
+        wd = hp.weight_decay if name in getattr(hp, "decayed", ()) else None
         for i in range(len(steps)):
             if not np.all(np.isfinite(np.asarray(v_prev[i], np.float64))):
                 continue  # unknown starting velocity (recording began mid-run)
+            if overwrite and steps[i] % overwrite == 0:
+                continue  # the weights were overwritten with their moving averages
             dev[i] = update_deviation(p_prev[i], v_prev[i], g[i], hp.learning_rate[i],
-                                      momentum, hp.nesterov, p[i], v[i])
+                                      momentum, hp.nesterov, p[i], v[i], wd)
         flagged[name] = steps[dev > rtol].astype(np.int64)
         deviation[name] = dev
     return RuleCheck(flagged, deviation, steps, rtol)

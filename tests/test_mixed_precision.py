@@ -106,6 +106,9 @@ def test_bfloat16_and_fixed_loss_scale_float16_fit_and_record_float32(mesh, poli
         np.testing.assert_array_equal(r.shard_values(name, "velocity")[-1],
                                       _shards(sgd.velocity(w)))
     assert all(len(s) == 0 for s in reference.check_recording(r).values())
+    # the table looks through the loss-scale wrapper at the slots of the real optimizer
+    table = dtsgd_viz.model_table(model)
+    assert "(none)" not in table and "no velocity slot" not in table
 
 
 def test_dynamic_loss_scale_trains_but_refuses_a_recorder(mesh):

@@ -130,3 +130,11 @@ def test_a_wheel_installs_and_runs_the_quick_start(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(target)], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
+
+
+def test_every_command_has_a_clean_help():
+    for args in ([], ["demo"], ["app"], ["launch"]):
+        out = subprocess.run([sys.executable, "-m", "dtsgd_viz.cli", *args, "--help"],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and out.stdout.startswith("usage: dtsgd-viz"), out.stderr
+        assert "``" not in out.stdout and "entry point" not in out.stdout

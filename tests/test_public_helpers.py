@@ -41,3 +41,14 @@ def test_plain_values_read_back_whole():
     assert isinstance(v, tf.Variable) and not dtsgd_viz.layout_of(v).mesh.num_devices > 1
     np.testing.assert_array_equal(dtsgd_viz.to_numpy(v), np.ones(3))
     assert len(dtsgd_viz.device_values(v)) == 1
+
+
+def test_odd_inputs_are_named():
+    mesh = dtsgd_viz.make_mesh({"x": 8})
+    with pytest.raises(ValueError, match="does not divide"):
+        dtsgd_viz.variable(np.zeros(6, np.float32), dtensor.Layout(["x"], mesh))
+    for bad in (None, [1.0, 2.0], np.zeros(3), dtsgd_viz.LayoutSpec.replicated(
+            dtsgd_viz.layout_spec(dtensor.Layout(["x"], mesh)).mesh, 1)):
+        for fn in (dtsgd_viz.to_numpy, dtsgd_viz.device_values):
+            with pytest.raises(TypeError, match="takes a DTensor, a DVariable or a tf.Tensor"):
+                fn(bad)

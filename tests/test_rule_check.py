@@ -125,3 +125,81 @@ def test_check_recording_rejects_bad_rtol():
     r = _record("float32", False, steps=2)
     with pytest.raises(ValueError, match="rtol must be a number >= 0. Received: rtol=-1"):
         reference.check_recording(r, rtol=-1)
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "tf.function"])
+def test_weight_decay_is_recorded_as_the_devices_hold_it_and_follows_the_rule(graph):
+    """tf-keras decays the weights (p -= p * wd * lr) before each update, inside
+    apply_gradients: a recorder reading the previous update's results after that decay
+    would record decayed values (it did, inside tf.function)."""
+    mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
+    lay = dtensor.Layout(["unsharded", "model"], mesh)
+    w = dtsgd_viz.variable(np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8), lay, name="w")
+    C = dtsgd_viz.shard(np.linspace(0.1, 1, 32, dtype=np.float32).reshape(4, 8), lay)
+    rec = dtsgd_viz.Recorder()
+    opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh, hooks=[rec], exact_update=True,
+                        weight_decay=0.5)
+
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(C * w ** 2 / 2)
+        grads = tape.gradient(loss, [w], output_gradients=tf.ones_like(loss))
+        opt.apply_gradients(zip(grads, [w]), loss=loss)
+
+    fn = tf.function(step) if graph else step
+    truth = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # decay is part of the rule: no warning
+        for _ in rec.loop(5):
+            fn()
+            truth.append(dtsgd_viz.to_numpy(w))
+        r = rec.recording
+    np.testing.assert_array_equal(r.global_values("w", "param"), np.stack(truth))
+    hp = r.hyperparameters
+    assert hp.weight_decay == float(np.float32(0.5)) and hp.decayed == ("w",)
+    check = reference.check_recording(r)
+    assert list(check["w"]) == [] and np.nanmax(check.deviation["w"]) == 0
+    p_ref, _ = reference.replay(r.initial("w"), r.global_values("w", "grad"),
+                                hp.learning_rate, hp.applied_momentum, False, hp.weight_decay)
+    np.testing.assert_array_equal(p_ref, r.global_values("w", "param"))
+
+
+def test_ema_overwrites_are_not_called_off_the_rule(tmp_path):
+    mesh = dtsgd_viz.make_mesh({"x": 8})
+    w = dtsgd_viz.variable(np.linspace(-1, 1, 16, dtype=np.float32), dtensor.Layout(["x"], mesh),
+                           name="w")
+    rec = dtsgd_viz.Recorder()
+    opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh, hooks=[rec], exact_update=True,
+                        ema_option={"use_ema": True, "ema_overwrite_frequency": 3})
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w ** 2)
+        opt.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in rec.loop(7):
+            step()
+        r = rec.recording
+    assert r.hyperparameters.ema_overwrite_frequency == 3
+    check = reference.check_recording(r)
+    assert list(check["w"]) == []
+    assert np.isnan(check.deviation["w"][[2, 5]]).all()  # updates 3 and 6: overwrites
+    back = dtsgd_viz.load_recording(r.save(tmp_path / "ema.npz"))
+    assert back.hyperparameters.ema_overwrite_frequency == 3
+    assert list(reference.check_recording(back)["w"]) == []
+
+
+@pytest.mark.parametrize("kind", ["param", "grad"])
+def test_bfloat16_recordings_draw(kind):
+    import matplotlib
+    matplotlib.use("Agg")
+    from dtsgd_viz.widgets import ShardExplorer
+    r = _record("bfloat16", True, steps=4)
+    fig = dtsgd_viz.plot_shards(r, "w", kind)
+    fig.canvas.draw()
+    image = fig.axes[0].images[0].get_array()
+    np.testing.assert_array_equal(image, r.global_values("w", kind)[-1].astype(np.float32))
+    ShardExplorer(r)

@@ -110,3 +110,14 @@ def test_keras3_objects_are_named_with_the_fix():
         model.fit(np.ones((4, 2), np.float32), np.ones((4, 1), np.float32), verbose=0)
     # tf-keras objects are never mistaken for Keras 3 ones
     dtsgd_viz.SGD(tf_keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.9))
+
+
+def test_keras3_objects_in_the_views_are_named_with_the_fix():
+    model = keras3.Sequential([keras3.Input((2,)), keras3.layers.Dense(1)])
+    for call in (lambda: dtsgd_viz.model_table(model),
+                 lambda: dtsgd_viz.model_table(keras3.optimizers.SGD()),
+                 lambda: dtsgd_viz.plot_layout(model.weights[0]),
+                 lambda: dtsgd_viz.layout_autocast_variables(model)):
+        with pytest.raises(TypeError, match="Keras 3 object") as e:
+            call()
+        assert "import tf_keras as keras" in str(e.value)

@@ -66,6 +66,8 @@ def _check_shape(shape, layout: LayoutSpec, max_rank=MAX_RANK) -> tuple[int, ...
 
 def resolve(obj, shape=None, name=None, max_rank=MAX_RANK):
     """``(shape, LayoutSpec, name)`` of anything the layout views accept."""
+    from .._keras3 import check
+    check(obj, "The object to draw")
     given_shape = shape
     if isinstance(obj, Recording):
         if name is None:
@@ -263,6 +265,7 @@ def _optimizer_parts(obj):
 
     A tf-keras optimizer keeps no reference to the parameters it updates, only their
     slots: given alone, its slots are listed (pass the compiled model to compare)."""
+    obj = getattr(obj, "inner_optimizer", obj)  # a LossScaleOptimizer wraps the real one
     if hasattr(obj, "apply_gradients") and hasattr(obj, "learning_rate"):
         slots = list(getattr(obj, "momentums", None) or [])
         if not slots:
@@ -273,6 +276,7 @@ def _optimizer_parts(obj):
             "model compiled with it to compare slot and parameter layouts"]
     if hasattr(obj, "trainable_variables"):
         opt = getattr(obj, "optimizer", None)
+        opt = getattr(opt, "inner_optimizer", opt)  # a LossScaleOptimizer wraps the real one
         return list(obj.trainable_variables), opt, f"model {obj.name!r}" + (
             f", optimizer {type(opt).__name__}{_hyper(opt)}" if opt is not None else ""), []
     if isinstance(obj, (list, tuple)) and obj and all(_is_tensorflow_object(v) for v in obj):
@@ -321,6 +325,8 @@ def model_table(obj, *, memory: bool = False) -> str:
     layout; with an optimizer (given, or compiled into the model) each momentum slot's
     layout too, flagged ``DIFFERS`` where it is not its parameter's layout. ``memory=True``
     adds a last line: the bytes each device holds (``dtsgd_viz.memory_plan`` has the table)."""
+    from .._keras3 import check
+    check(obj, "The object model_table was given")
     if isinstance(obj, Recording):
         entries = [(r.name, r.shape, r.dtype, r.layout, None) for r in obj.records]
         what, opt, footer = f"recording ({len(obj)} steps, kinds {list(obj.kinds)})", None, []

@@ -102,7 +102,10 @@ class ShardsView:
         if self.stats_only:
             self.values, self.stats = None, self.recording.shard_stats(self.name, kind)
         else:
-            self.values, self.stats = self.recording.global_values(self.name, kind), None
+            values = self.recording.global_values(self.name, kind)
+            if values.dtype.name == "bfloat16":  # matplotlib and numpy.ma cannot reduce it
+                values = values.astype(np.float32)  # exact: bfloat16 is a float32 prefix
+            self.values, self.stats = values, None
 
     def _holds_nonfinite(self, i) -> bool:
         data = self.stats[i] if self.stats_only else self.values[i]
