@@ -296,3 +296,11 @@ def test_live_monitor_stops_polling_when_the_store_closes_or_it_is_closed(tmp_pa
     _wait(lambda: monitor.state.n_steps == 3, 30, "the monitor missed a commit")
     monitor.close()
     assert not monitor.polling and monitor.widget.comm is None
+
+
+def test_live_monitor_refuses_a_file(tmp_path):
+    from dtsgd_viz.widgets import LiveMonitor
+    path = tmp_path / "run.npz"
+    path.write_bytes(b"not a store")
+    with pytest.raises(ValueError, match="is a file .*load_recording"):
+        LiveMonitor(str(path), start=False)

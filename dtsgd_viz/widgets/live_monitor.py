@@ -115,7 +115,7 @@ def poll(state: MonitorState, store: StoreReader) -> MonitorState:
 def readout(state: MonitorState) -> str:
     """One line: steps so far, the last update, steps/s, running or closed."""
     if state.status is None:
-        return "waiting for the run to create the store"
+        return "waiting for the run to create the store (no store at this path yet)"
     last = state.status.last_step
     text = f"{state.n_steps} steps" + ("" if last is None else f" (last update {last})")
     rate = state.steps_per_second
@@ -132,6 +132,11 @@ class LiveMonitor(FigureWidget):
 
     def __init__(self, path, variable=None, kind=None, *, client=0, interval=1.0,
                  start=True, figsize=(11.5, 4.0), dpi=90):
+        import os
+        if os.path.isfile(path):
+            raise ValueError(
+                f"LiveMonitor follows a store folder written by Recorder(path=...); {path!r} "
+                "is a file (a saved recording? open it with dtsgd_viz.load_recording).")
         self.store = StoreReader(path, client)
         self.state = monitor_state(variable, kind)
         self.interval = float(interval)
