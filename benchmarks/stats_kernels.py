@@ -47,12 +47,13 @@ def main(argv=None):
     def cat(parts):
         return tf.concat([tf.expand_dims(p, -1) for p in parts], -1)
 
-    def used(x):  # what dtsgd_viz._capture.block_stats computes
+    def used(x):  # what dtsgd_viz._capture.block_stats computed before issue #15 item 4
         b = blocks(x)
         return cat((tf.sqrt(tf.reduce_sum(tf.square(b), axes)), tf.reduce_mean(b, axes),
                     tf.reduce_max(tf.abs(b), axes)))
 
-    def read_only(x):  # max|x| from max and min: no |x| temporary
+    def read_only(x):  # max|x| from max and min: no |x| temporary (block_stats now keeps
+        # max and min, and a sum for the mean, and the host combines them)
         b = blocks(x)
         return cat((tf.sqrt(tf.reduce_sum(tf.square(b), axes)), tf.reduce_mean(b, axes),
                     tf.maximum(tf.reduce_max(b, axes), -tf.reduce_min(b, axes))))

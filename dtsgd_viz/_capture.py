@@ -1,9 +1,10 @@
 """In-graph capture pieces used by ``Recorder`` (all device-side, DTensor-safe).
 
-- ``block_stats``: per-shard L2 norm, mean and max |x| computed where the shard lives:
-  the tensor is reshaped so each sharded dim splits into (shards, block), which DTensor
-  keeps sharded, then reduced over the block axes; ``StatsBuffer`` keeps them laid out
-  like the block grid, so no collective is needed.
+- ``block_stats``: per-shard sum of squares, sum, max and min computed where the shard
+  lives: the tensor is reshaped so each sharded dim splits into (shards, block), which
+  DTensor keeps sharded, then reduced over the block axes; ``StatsStaging`` keeps them
+  laid out like the block grid (one variable per grid layout for all the tensors laid out
+  alike), so no collective is needed; the host derives norm, mean and max |x|.
 - ``RowBuffer``: a small replicated ``(slots + 1, width)`` float64 variable written one row
   per step with ``tensor_scatter_nd_update`` (row ``slots`` is a scratch row).
 - ``ValueRing``: full per-shard values laid out like the parameter: small tensors in one
@@ -16,6 +17,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -37,82 +39,158 @@ def cond(predicate, true_fn, false_fn):
 STATS = ("norm", "mean", "max_abs")
 """The per-shard statistics of stats mode, in storage order."""
 
+RAW_STATS = 4
+"""What the devices compute per block: sum of squares, sum, max and min (the host turns
+them into ``STATS``: fewer ops than a mean and an ``abs``, and each is exact)."""
+
+STACK_ELEMENTS = 2**16
+"""Tensors of the same shape and layout up to this many elements are stacked and reduced
+together (one set of ops for all of them); bigger ones are reduced alone, as the copy a
+stack makes would cost more than the ops it saves."""
+
 
 def block_grid(geometry) -> tuple[int, ...]:
     return tuple(n // b for n, b in zip(geometry.global_shape, geometry.local_shape))
 
 
-def block_stats(x, geometry):
-    """Per-block ``(sum of squares, mean, max|x|)`` as one ``(1, *grid, 3)`` tensor laid
-    out like the block grid: every device computes and keeps its own block's numbers (no
-    collective). The square root of the norm is taken on the host (``_finish``): one op
-    less per tensor per step, and the ops are kept few because DTensor runs each one on
-    every device (reductions keep their dims, so no ``expand_dims`` is needed either)."""
-    x = tf.cast(x, tf.float32)
-    shape = geometry.global_shape or (1,)
-    local = geometry.local_shape or (1,)
-    split = []
-    for n, b in zip(shape, local):
-        split += [n // b, b]
+def _grid(geometry) -> tuple[tuple[int, str], ...]:
+    """The block grid without its dims of one block: ``(blocks, mesh dim)`` per dim split
+    across devices, ``()`` for a replicated tensor. Tensors with the same such grid keep
+    their statistics in one buffer (DTensor keeps a sharded dim sharded when a reshape
+    drops the size-1 dims around it)."""
+    specs = geometry.layout.sharding_specs
+    return tuple((g, spec) for g, spec in zip(block_grid(geometry), specs) if g > 1)
+
+
+def _raw_stats(xs, geometry):
+    """``xs``: tensors of one shape and layout. Returns the four raw statistics of every
+    block of each, four ``(1, len(xs), *grid)`` laid out like the block grid (``_grid``):
+    each dim split across devices is reshaped into (blocks, block), which DTensor keeps
+    sharded, and reduced over the block axes, so every device computes and keeps its own
+    blocks' numbers (no collective). One reshape and five reductions serve the whole
+    stack, because DTensor runs every op once per device and on small tensors the ops,
+    not the bytes, are what costs."""
+    xs = [tf.cast(x, tf.float32) for x in xs]
+    x = xs[0] if len(xs) == 1 else tf.stack(xs)
+    split, axes = [1, len(xs)], []  # the leading 1: the row a scatter writes
+    for n, b in zip(geometry.global_shape, geometry.local_shape):
+        if n // b > 1:
+            split.append(n // b)
+        axes.append(len(split))
+        split.append(b)
     blocks = tf.reshape(x, split)
-    axes = tuple(range(1, len(split), 2))
-    stats = (tf.reduce_sum(tf.square(blocks), axis=axes, keepdims=True),
-             tf.reduce_mean(blocks, axis=axes, keepdims=True),
-             tf.reduce_max(tf.abs(blocks), axis=axes, keepdims=True))
-    # (g0, 1, g1, 1) each -> (g0, 1, g1, 3) -> (1, g0, g1, 3)
-    return tf.reshape(tf.concat(stats, axis=-1), (1, *(block_grid(geometry) or (1,)), 3))
+    axes = tf.constant(axes, tf.int32)  # one constant for the four reductions
+    return [tf.reduce_sum(tf.square(blocks), axes), tf.reduce_sum(blocks, axes),
+            tf.reduce_max(blocks, axes), tf.reduce_min(blocks, axes)]
 
 
-def _finish(stats: np.ndarray) -> np.ndarray:
-    """float64 ``(..., 3)`` with the sum of squares turned into the L2 norm."""
-    out = stats.astype(np.float64)
-    out[..., 0] = np.sqrt(out[..., 0])
-    return out
+def block_stats(x, geometry):
+    """The raw block statistics of one tensor (``(1, 4, *grid)``; ``read_block_stats`` takes
+    them to the host)."""
+    return tf.concat(_raw_stats([x], geometry), 1)
+
+
+def _finish(raw: np.ndarray, block_elements: int) -> np.ndarray:
+    """float64 ``(..., 3)`` norm, mean, max|x| from the raw ``(..., 4)``."""
+    raw = raw.astype(np.float64)
+    return np.stack([np.sqrt(raw[..., 0]), raw[..., 1] / block_elements,
+                     np.maximum(np.abs(raw[..., 2]), np.abs(raw[..., 3]))], axis=-1)
 
 
 def _grid_spec(watched, extra_leading):
     from .specs import UNSHARDED, LayoutSpec
-    specs = watched.layout.sharding_specs or (UNSHARDED,)
-    lead = (UNSHARDED,) if extra_leading else ()
-    return LayoutSpec((*lead, *specs, UNSHARDED), watched.layout.mesh)
-
-
-class StatsBuffer:
-    """``slots`` steps of one (variable, kind)'s block stats: a ``(slots + 1, *grid, 3)``
-    float32 variable laid out ``[unsharded, *layout, unsharded]`` so each device writes
-    its own block's numbers in place (row ``slots`` is scratch for steps not recorded)."""
-
-    def __init__(self, slots, watched, mesh):
-        from .geometry import shard_geometry
-        self.slots = slots
-        grid = block_grid(watched.geometry) or (1,)
-        spec = _grid_spec(watched, True)
-        self.geometry = shard_geometry((slots + 1, *grid, 3), spec)
-        self.held = watched.held
-        init = np.zeros((slots + 1, *grid, 3), np.float32)
-        with tf.init_scope():
-            self.var = _dtensor.variable(init, None if mesh is None else spec)
-
-    def write(self, x, watched, index):
-        """``index``: a ``(1, 1)`` int64 row index on the mesh."""
-        self.var.assign(tf.tensor_scatter_nd_update(
-            self.var.read_value(), index, block_stats(x, watched.geometry)))
-
-    def read(self, shards=None) -> np.ndarray:
-        """``(slots, n_held, 3)`` float64 on the host, blocks in replica-group order: each
-        device's shard of the buffer holds its own block's numbers (``shards``: the
-        buffer's per-device values if already read; ``n_held``: the blocks this process
-        holds, all of them unless it is one client of several)."""
-        shards = _dtensor.unpack(self.var, copy=False) if shards is None else shards
-        return _finish(np.stack([shards[at[0]].reshape(self.slots + 1, 3)[: self.slots]
-                                 for _, at in self.held], axis=1))
+    lead = (UNSHARDED,) * extra_leading
+    return LayoutSpec((*lead, *(spec for _, spec in _grid(watched.geometry))),
+                      watched.layout.mesh)
 
 
 def read_block_stats(stats, watched) -> np.ndarray:
     """``(n_held, 3)`` float64 from an eager ``block_stats`` tensor (each device's shard
     is its own block's numbers)."""
     shards = _dtensor.unpack(stats)
-    return _finish(np.stack([shards[at[0]].reshape(3) for _, at in watched.held]))
+    return _finish(np.stack([shards[at[0]].reshape(RAW_STATS) for _, at in watched.held]),
+                   math.prod(watched.geometry.local_shape))
+
+
+class _StatsGroup:
+    """The stats of every (variable, kind) of one phase whose block grids are laid out
+    alike, in one ``(slots + 1, columns, *grid)`` float32 variable laid out
+    ``[unsharded, unsharded, *grid layout]``: one scatter per step for all of them, each
+    device writing its own blocks' numbers in place (row ``slots`` is scratch)."""
+
+    def __init__(self, slots, members, mesh):
+        self.slots = slots
+        self.parts = {}  # (shape, dtype, layout) or a key of its own -> [(name, kind, w)]
+        for name, kind, w in members:
+            small = w.var.shape.num_elements() <= STACK_ELEMENTS
+            part = ((tuple(w.var.shape), w.dtype, w.layout.sharding_specs) if small
+                    else (name, kind))
+            self.parts.setdefault(part, []).append((name, kind, w))
+        self.columns = {}  # (name, kind) -> its 4 columns
+        at = 0
+        for part in self.parts.values():
+            k = len(part)
+            for j, (name, kind, _) in enumerate(part):
+                self.columns[(name, kind)] = [at + s * k + j for s in range(RAW_STATS)]
+            at += RAW_STATS * k
+        w = members[0][2]
+        init = np.zeros((slots + 1, at, *(g for g, _ in _grid(w.geometry))), np.float32)
+        with tf.init_scope():
+            self.var = _dtensor.variable(init, None if mesh is None else _grid_spec(w, 2))
+
+    def write(self, values, index):
+        """``index``: ``(1, 1)`` int64, the row."""
+        pieces = [p for part in self.parts.values() for p in _raw_stats(
+            [values[(name, kind)] for name, kind, _ in part], part[0][2].geometry)]
+        update = tf.concat(pieces, 1)  # one concat for the whole group
+        # value(): a read without read_value()'s extra identity op
+        self.var.assign(tf.tensor_scatter_nd_update(self.var.value(), index, update))
+
+
+class StatsStaging:
+    """``slots`` steps of the block stats of every recorded (variable, kind) on the
+    devices, in as few variables as their layouts allow: one per layout of the block grid
+    and per phase (parameters and velocities are written when the next update starts,
+    gradients after their update). Per step and phase, ``write`` adds a reshape and five
+    reductions per stack of same-shaped small tensors (a stack of p and v, of the query,
+    key and value kernels...) and one concat and scatter per buffer: a buffer per
+    (variable, kind), as before, cost a scatter and a concat each, and DTensor runs every
+    op on every device (``benchmarks/stats_profile.py``)."""
+
+    def __init__(self, slots, watched, kinds, mesh):
+        self.slots = slots
+        self._watched = {w.name: w for w in watched}
+        self._groups = []
+        for phase in (("param", "velocity"), ("grad",)):
+            by_grid = {}
+            for w in watched:
+                for kind in kinds:
+                    if kind in phase:
+                        key = _grid(w.geometry)
+                        by_grid.setdefault(key, []).append((w.name, kind, w))
+            self._groups += [_StatsGroup(slots, members, mesh) for members in by_grid.values()]
+        self.variables = [g.var for g in self._groups]
+
+    def write(self, values, index):
+        """``values``: {(name, kind): tensor} of one phase; ``index``: an int64 scalar."""
+        index = tf.reshape(index, (1, 1))  # once for every group
+        for g in self._groups:
+            if next(iter(g.columns)) in values:
+                g.write(values, index)
+
+    def read(self, read) -> dict:
+        """{(name, kind): ``(slots, n_held, 3)`` float64} from a ``Reader`` result, blocks
+        in replica-group order (``n_held``: the blocks this process holds, all of them
+        unless it is one client of several)."""
+        out = {}
+        for g in self._groups:
+            shards = read[g.var.ref()]
+            for key, cols in g.columns.items():
+                w = self._watched[key[0]]
+                raw = np.stack([shards[at[0]].reshape(self.slots + 1, -1)[: self.slots, cols]
+                                for _, at in w.held], axis=1)
+                out[key] = _finish(raw, math.prod(w.geometry.local_shape))
+        return out
 
 
 class RowBuffer:

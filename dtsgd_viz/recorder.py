@@ -336,11 +336,11 @@ class Recorder:
                 self._stats = None
             else:
                 self._ring = None
-                self._stats = {(w.name, k): _capture.StatsBuffer(self.buffer_steps, w, self._mesh)
-                               for w in self._watched for k in self.kinds}
+                self._stats = _capture.StatsStaging(self.buffer_steps, self._watched,
+                                                    self.kinds, self._mesh)
         staged = [self._optimizer.iterations, self._meta.var]
         staged += self._ring.variables if self._ring is not None else []
-        staged += [buf.var for buf in self._stats.values()] if self._stats is not None else []
+        staged += self._stats.variables if self._stats is not None else []
         self._read_staged = _capture.Reader(staged)
         self._staged = True
 
@@ -365,14 +365,18 @@ class Recorder:
             out[(w.name, "grad")] = grad
         return out
 
-    def _pv_values(self, optimizer):
-        """The recorded parameters and velocities, read from the variables."""
+    def _pv_values(self, optimizer, copy=True):
+        """The recorded parameters and velocities, read from the variables (``copy=False``:
+        with ``value()``, without ``read_value()``'s identity op, where only reductions
+        read them)."""
+        def read(var):
+            return var.read_value() if copy else var.value()
         out = {}
         for w in self._watched:
             if "param" in self.kinds:
-                out[(w.name, "param")] = w.var.read_value()
+                out[(w.name, "param")] = read(w.var)
             if "velocity" in self.kinds:
-                out[(w.name, "velocity")] = optimizer.velocity(w.var).read_value()
+                out[(w.name, "velocity")] = read(optimizer.velocity(w.var))
         return out
 
     def _meta_row(self, event):
@@ -413,7 +417,8 @@ class Recorder:
         elif self._pv_kinds():
             # always in a branch: the branch reads the variables, so the update waits for
             # the whole branch instead of copying a parameter a pending read still holds
-            self._write_stats(due, slot, lambda: self._pv_values(optimizer), branch=True)
+            self._write_stats(due, slot, lambda: self._pv_values(optimizer, copy=False),
+                              branch=True)
 
     def after_update(self, event):
         if self._optimizer is None:
@@ -445,16 +450,14 @@ class Recorder:
 
     def _write_stats(self, predicate, slot, values, branch=False):
         """Block stats of ``values()`` into ``slot`` when ``predicate``: with ``every=1``
-        (and not ``branch``) the index points steps not recorded at a scratch row;
-        otherwise the work sits behind a ``tf.cond`` so those steps compute nothing."""
+        (and not ``branch``) every step is recorded, so they are written unconditionally;
+        otherwise the work sits behind a ``tf.cond`` so steps not recorded compute nothing."""
         def write(index):
-            index = tf.reshape(index, (1, 1))  # once for every (variable, kind)
-            for (name, kind), value in values().items():
-                self._stats[(name, kind)].write(value, self._by_name[name], index)
+            self._stats.write(values(), index)
             return tf.constant(True)
 
         if self.every == 1 and not branch:
-            write(tf.where(predicate, slot, tf.constant(self.buffer_steps, tf.int64)))
+            write(slot)
         else:
             _capture.cond(predicate, lambda: write(slot), lambda: tf.constant(False))
 
@@ -544,7 +547,7 @@ class Recorder:
         first = self._last_step // self.every + 1
         expected = [s * self.every for s in range(first, upto // self.every + 1)]
         span = max(1, self.buffer_steps) * self.every
-        stats = ({key: buf.read(read[buf.var.ref()]) for key, buf in self._stats.items()}
+        stats = (self._stats.read(read)
                  if self._stats is not None and any(s + span >= current for s in expected) else None)
         live = None
         arrived, dropped = 0, []
