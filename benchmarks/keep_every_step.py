@@ -142,8 +142,9 @@ def main(argv=None):
     print(f"| keep all, per step, recording and reading included: extra time / filling fresh "
           f"host memory with the same bytes | {(med['keep all'] - base + read / kept) / fresh:.2f}x |")
     print(f"| filling fresh host memory / np.copyto into warm memory (same bytes) | {fresh / warm:.1f}x |")
-    print(f"| stats mode: host bytes kept per step (3 kinds x {shards} shards x 3 float64 = "
-          f"{3 * shards * 3 * 8} B of numbers) | {stats_per_step:.0f} B |")
+    print(f"| stats mode: host bytes kept per step, measured with tracemalloc (3 kinds x {shards} "
+          f"blocks x 3 float32 = {3 * shards * 3 * 4} B of numbers + 24 B of iteration, learning "
+          f"rate and loss; columns grow by doubling) | {stats_per_step:.0f} B |")
 
 
 if __name__ == "__main__":

@@ -97,9 +97,10 @@ class RuleWatch:
                       "between updates (another optimizer, an assign of your own, a restore); "
                       "reference.check_recording(recording) lists every such update.")
         else:
+            moved = ("the previous step's gradient step" if not self.momentum
+                     else "the previous step's velocity")
             advice = ("This is tf-keras' stale-velocity read inside a DTensor tf.function: "
-                      "the parameter moved with the previous step's velocity (with momentum=0:"
-                      " the previous step's gradient step). The recording "
+                      f"the parameter moved with {moved}. The recording "
                       "shows what the devices hold. To train with the documented rule, use "
                       "dtsgd_viz.SGD(..., exact_update=True).")
         warnings.warn(
