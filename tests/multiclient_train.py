@@ -1,8 +1,9 @@
 """Train a small model with the real DTensor SGD (Nesterov, ``exact_update=True``) on a
 ``{"x": 2, "y": 4}`` mesh and save what the Recorder saw. The same script runs in one
 process or as every client of a multi-client run; each process saves its recording as
-``OUT/part-<client id>.npz`` (a whole recording when single-process), and what a
-stats-mode Recorder on the same optimizer saw as ``OUT/stats/part-<client id>.npz``::
+``OUT/part-<client id>.npz`` (a whole recording when single-process), what a
+stats-mode Recorder on the same optimizer saw as ``OUT/stats/part-<client id>.npz``, and
+a third Recorder streams to the store ``OUT/store`` (each client its own part)::
 
     python tests/multiclient_train.py OUT
     dtsgd-viz launch --clients 2 --devices-per-client 4 tests/multiclient_train.py OUT
@@ -45,8 +46,9 @@ def main(argv=None):
                            name="b")
 
     rec, stats = dtsgd_viz.Recorder(), dtsgd_viz.Recorder(mode="stats")
-    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec, stats],
-                        exact_update=True)
+    streamed = dtsgd_viz.Recorder(path=os.path.join(args.out, "store"))
+    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh,
+                        hooks=[rec, stats, streamed], exact_update=True)
 
     @tf.function
     def step():
@@ -57,7 +59,7 @@ def main(argv=None):
         opt.apply_gradients(zip(grads, [w, v, b]), loss=loss)
         return loss
 
-    for i in rec.loop(args.steps):
+    for i in streamed.loop(rec.loop(args.steps)):
         loss = step()
         print(f"client {me.client_id}/{me.num_clients}: step {i + 1} loss "
               f"{float(dtsgd_viz.to_numpy(loss)):.5f}")
@@ -70,6 +72,7 @@ def main(argv=None):
             print(e)
     os.makedirs(os.path.join(args.out, "stats"), exist_ok=True)
     stats.recording.save(os.path.join(args.out, "stats", f"part-{me.client_id}.npz"))
+    streamed.close()
     path = rec.recording.save(os.path.join(args.out, f"part-{me.client_id}.npz"))
     print(f"saved {path}")
 

@@ -104,6 +104,14 @@ def test_two_clients_record_what_one_process_records(runs):
     assert not merged.mismatch.any() and not merged.nonfinite.any()
     assert str(reference.check_recording(merged)) == str(reference.check_recording(single))
     assert all(len(steps) == 0 for steps in reference.check_recording(merged).values())
+    # each client streamed its part into one store (client-0/, client-1/): merged on load
+    store = dtsgd_viz.load_recording(os.path.join(two_dir, "store"))
+    assert store.part is None and store.variables == merged.variables
+    np.testing.assert_array_equal(store.steps, merged.steps)
+    for name in merged.variables:
+        for kind in dtsgd_viz.KINDS:
+            np.testing.assert_array_equal(store.global_values(name, kind),
+                                          merged.global_values(name, kind))
     # stats mode records its part too
     stats = dtsgd_viz.load_recording(os.path.join(two_dir, "stats"))
     stats1 = dtsgd_viz.load_recording(os.path.join(one_dir, "stats"))
