@@ -594,13 +594,24 @@ class Recorder:
         shows a progress bar (``tqdm.auto``; ``DTSGD_VIZ_PROGRESS=0`` turns it off)."""
         items = range(steps) if isinstance(steps, int) else steps
         shown = _progress.iterate(items, _progress.check(progress), "recording")
-        since = 0
+        since, warned = 0, False
         try:
             for item in shown:
                 yield item
                 since += 1
                 # asked each time: the slot count is known once the first update built it
-                if since >= (flush_every or self._flush_interval()):
+                interval = self._flush_interval()
+                built = getattr(self, "buffer_steps", None) is not None
+                if flush_every is not None and (flush_every <= interval or not built):
+                    interval = flush_every
+                elif flush_every is not None and not warned:
+                    warned = True  # a longer wait would overwrite staged steps: never lose them
+                    warnings.warn(
+                        f"Recorder.loop(flush_every={flush_every}): the device buffer holds "
+                        f"{interval} recorded update(s) between flushes, so it flushes every "
+                        f"{interval} (raise buffer_steps to flush less often).",
+                        RuntimeWarning, stacklevel=2)
+                if since >= interval:
                     self._flush(final=False)
                     since = 0
         finally:

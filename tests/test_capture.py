@@ -187,3 +187,15 @@ def test_own_loop_flushing_once_per_ring_loses_nothing(every):
     eager = _eager(24, every=every)
     np.testing.assert_array_equal(rec.recording.global_values("w", "grad"),
                                   eager.global_values("w", "grad"))
+
+
+def test_loop_never_waits_longer_than_the_ring_holds():
+    """rec.loop(n, flush_every=k) with k beyond the device ring would overwrite staged
+    steps: it flushes as often as the ring needs, and says so once."""
+    problem, rec, opt = _setup(buffer_steps=4)
+    step = problem.graph_step(opt)
+    with pytest.warns(RuntimeWarning, match=r"flush_every=10\): the device buffer holds 3"):
+        for _ in rec.loop(20, flush_every=10):
+            step()
+    r = rec.recording
+    assert list(r.steps) == list(range(1, 21)) and len(r.dropped_steps) == 0
