@@ -50,7 +50,7 @@ class _Refs(html.parser.HTMLParser):
 
 def _png_size(fig):
     w, h = fig.get_size_inches() * report.PNG_DPI
-    return round(w), round(h)
+    return int(w), int(h)  # Agg truncates the size in pixels
 
 
 def test_files_exist_and_open(made):
