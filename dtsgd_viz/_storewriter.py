@@ -106,8 +106,12 @@ class StoreWriter:
             raise ValueError(
                 f"Recorder(path={self.path!r}): {self.part} already holds a recording. Give "
                 "each run a new folder (or remove the old one).")
-        zarr.open_group(self.path, mode="a", zarr_format=3,
-                        attributes={"format": FORMAT, "version": VERSION})
+        try:
+            zarr.open_group(self.path, mode="a", zarr_format=3,
+                            attributes={"format": FORMAT, "version": VERSION})
+        except zarr.errors.ContainsGroupError:
+            # another client created the root between our look and our write: use theirs
+            _check_store(self.path)
         meta = header._header()
         meta.pop("n_steps")
         group = zarr.open_group(self.part, mode="w-", zarr_format=3,

@@ -304,3 +304,38 @@ def test_live_monitor_refuses_a_file(tmp_path):
     path.write_bytes(b"not a store")
     with pytest.raises(ValueError, match="is a file .*load_recording"):
         LiveMonitor(str(path), start=False)
+
+
+def _create_part(path, client, barrier, errors):
+    from _synthetic_store import header
+    from dtsgd_viz.store import StoreWriter
+    barrier.wait()
+    try:
+        StoreWriter(path, header(), client).close()
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        errors.put(f"client {client}: {type(e).__name__}: {e}")
+
+
+def test_clients_creating_one_store_at_once_all_get_their_part(tmp_path):
+    """Every client of a run creates the store's root when it is not there yet; when two
+    do it at the same moment, one finds the other's root (a clean 2-client run once
+    failed with zarr's ContainsGroupError). Eight processes start together, four times."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("fork")
+    for attempt in range(4):
+        path = str(tmp_path / f"run{attempt}.zarr")
+        barrier, errors = ctx.Barrier(8), ctx.Queue()
+        procs = [ctx.Process(target=_create_part, args=(path, c, barrier, errors))
+                 for c in range(8)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=60)
+            if p.is_alive():
+                p.kill()
+        found = []
+        while not errors.empty():
+            found.append(errors.get())
+        assert found == []
+        assert sorted(p for p in os.listdir(path) if p.startswith("client-")) == [
+            f"client-{c}" for c in range(8)]
