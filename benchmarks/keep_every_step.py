@@ -31,17 +31,17 @@ import tracemalloc
 
 import numpy as np
 
+import os
+
 import dtsgd_viz
 
-dtsgd_viz.setup_devices(8)
-
-import tensorflow as tf  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import overhead as ob  # noqa: E402  (sets up the devices; its workloads are ours)
 import tf_keras  # noqa: E402
-from tensorflow.experimental import dtensor  # noqa: E402
 
 from dtsgd_viz import _dtensor  # noqa: E402
 
-NESTEROV = dict(learning_rate=0.01, momentum=0.9, nesterov=True)
+NESTEROV = ob.NESTEROV
 BLOCK, BLOCKS = 5, 8
 
 
@@ -67,22 +67,10 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=2048, help="parameter side (default 2048)")
     args = ap.parse_args(argv)
     n = args.n
-    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
-    lay = dtensor.Layout(["x", "y"], mesh)
-    rng = np.random.default_rng(0)
-    c = _dtensor.put(rng.uniform(0.1, 1.0, (n, n)).astype(np.float32), lay)
-    w0 = rng.normal(size=(n, n)).astype(np.float32)
+    mesh, build, _ = ob._matrix_workload(n)
 
     def make(opt):
-        w = _dtensor.variable(w0, lay, name="w")
-
-        @tf.function
-        def step():
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_sum(c * w * w) / 2.0
-            opt.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
-            return loss
-        return step
+        return build(opt)[0]
 
     variants = {"plain": (make(tf_keras.dtensor.experimental.optimizers.SGD(**NESTEROV, mesh=mesh)), None)}
     for name, kw in [("ring", dict(kinds=("param", "velocity"), max_steps=8)),

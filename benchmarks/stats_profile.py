@@ -30,9 +30,12 @@ import time
 
 import numpy as np
 
+import os
+
 import dtsgd_viz
 
-dtsgd_viz.setup_devices(8)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import overhead as ob  # noqa: E402  (sets up the devices; its workloads are ours)
 
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
@@ -40,7 +43,7 @@ import tf_keras  # noqa: E402
 from dtsgd_viz import _capture, _dtensor, models  # noqa: E402
 from dtsgd_viz import recorder as recorder_mod  # noqa: E402
 
-NESTEROV = dict(learning_rate=0.01, momentum=0.9, nesterov=True)
+NESTEROV = ob.NESTEROV
 BLOCK = 10
 
 
@@ -125,23 +128,6 @@ def _old_stats(zeros=False):
         _capture.StatsStaging = real
 
 
-# ---- the workload -------------------------------------------------------------------------
-
-def _make(mesh, opt, xb, yb):
-    model = models.transformer_block(mesh)
-    variables = model.trainable_variables
-
-    @tf.function
-    def step():
-        with tf.GradientTape() as tape:
-            loss = models.LOSS(yb, model(xb, training=True))
-        grads = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
-        opt.apply_gradients(zip(grads, variables), loss=loss)
-        return loss
-
-    return step, variables
-
-
 def _nodes(step):
     """Nodes of the traced step and of every function it calls (cond branches)."""
     gd = step.get_concrete_function().graph.as_graph_def()
@@ -170,16 +156,15 @@ def main(argv=None):
     ap.add_argument("--only-new", action="store_true",
                     help="plain, old and new stats mode only (for a quick before/after)")
     args = ap.parse_args(argv)
-    mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
-    xb, yb = models.on_mesh(mesh, *models.token_counts(256))
+    mesh, make, _ = ob._transformer_workload()  # the workload overhead.py measures
 
     plain = tf_keras.dtensor.experimental.optimizers.SGD(**NESTEROV, mesh=mesh, jit_compile=False)
-    variants = [Variant("plain step (no recording)", _make(mesh, plain, xb, yb)[0], None)]
+    variants = [Variant("plain step (no recording)", make(plain)[0], None)]
 
     def recorded(name, trace=contextlib.nullcontext, **kw):
         rec = dtsgd_viz.Recorder(mode="stats", **kw)
         opt = dtsgd_viz.SGD(**NESTEROV, mesh=mesh, hooks=[rec])
-        step, variables = _make(mesh, opt, xb, yb)
+        step, variables = make(opt)
         variants.append(Variant(name, step, rec, trace))
 
     recorded("stats p,v,g (old: a buffer per (variable, kind))", _old_stats)
