@@ -111,3 +111,13 @@ def layoutmap_mlp(mesh, name=None):
             tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
             tf_keras.layers.Dense(1, name="d2"),
         ], name=name)
+
+
+def fit_dataset(mesh, x, y, per_replica=8):
+    """A repeating ``DTensorDataset`` of ``(x, y)`` for ``model.fit`` on ``mesh``: batches of
+    ``per_replica`` examples per ``batch`` replica, laid out ``[batch, unsharded]``."""
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(per_replica, drop_remainder=True).repeat()
+    data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
+    return dtensor.DTensorDataset(ds, mesh=mesh, layouts=(data_layout, data_layout),
+                                  global_batch_size=per_replica * mesh.dim_size("batch"),
+                                  batch_dim="batch", dataset_already_batched=True)

@@ -5,7 +5,7 @@ import pytest
 
 import dtsgd_viz
 from dtsgd_viz import _capture, _dtensor
-from helpers import Problem, layout, make_sgd
+from helpers import Problem, fit_dataset, layout, make_sgd
 
 MOMENTUM = dict(learning_rate=0.05, momentum=0.9, nesterov=True)
 
@@ -117,7 +117,6 @@ def test_a_large_tensor_gets_per_slot_variables_and_a_small_one_a_stacked_ring()
 @pytest.mark.parametrize("steps_per_execution", [1, 3])
 def test_keras_callback_counts_batches_not_calls(steps_per_execution):
     import tensorflow as tf
-    from tensorflow.experimental import dtensor
 
     from test_optimizer import _data, _mlp
 
@@ -126,11 +125,7 @@ def test_keras_callback_counts_batches_not_calls(steps_per_execution):
     rec = dtsgd_viz.Recorder(kinds=("param", "velocity"), buffer_steps=4)
     opt = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh, hooks=[rec], exact_update=True)
     x, y = _data()
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True).repeat()
-    data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
-    dds = dtensor.DTensorDataset(ds, mesh=mesh, layouts=(data_layout, data_layout),
-                                 global_batch_size=16, batch_dim="batch",
-                                 dataset_already_batched=True)
+    dds = fit_dataset(mesh, x, y)
     model.compile(optimizer=opt, loss="mse", steps_per_execution=steps_per_execution)
     calls = []
     flush = rec._flush

@@ -10,7 +10,7 @@ from tensorflow.experimental import dtensor
 import dtsgd_viz
 from dtsgd_viz import _dtensor, reference
 from conftest import CONFIGS
-from helpers import layoutmap_mlp
+from helpers import fit_dataset, layoutmap_mlp
 
 EMA_MOMENTUM = 0.8
 STEPS = 7
@@ -30,12 +30,7 @@ def _data(n=64):
     return x, (x @ np.array([1.0, -2.0, 0.5, 3.0], np.float32))[:, None]
 
 
-def _dataset(mesh, x, y):
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True).repeat()
-    data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
-    return dtensor.DTensorDataset(ds, mesh=mesh, layouts=(data_layout, data_layout),
-                                  global_batch_size=16, batch_dim="batch",
-                                  dataset_already_batched=True)
+_dataset = fit_dataset
 
 
 def _train(model, opt, mesh, mode, steps, rec=None):

@@ -13,10 +13,9 @@ import warnings
 
 import numpy as np
 import pytest
-import tensorflow as tf
-from tensorflow.experimental import dtensor
 
 import dtsgd_viz
+from helpers import fit_dataset
 from test_optimizer import _data, _mlp
 
 FITS = [(1, 10), (2, 25)]  # (epochs, steps_per_epoch) of each model.fit: 60 updates
@@ -30,11 +29,7 @@ def _train(steps_per_execution=None):
     rec = dtsgd_viz.Recorder()
     opt = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh, hooks=[rec], exact_update=True)
     x, y = _data()
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True).repeat()
-    data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
-    dds = dtensor.DTensorDataset(ds, mesh=mesh, layouts=(data_layout, data_layout),
-                                 global_batch_size=16, batch_dim="batch",
-                                 dataset_already_batched=True)
+    dds = fit_dataset(mesh, x, y)
     model.compile(optimizer=opt, loss="mse", steps_per_execution=steps_per_execution)
     callback = rec.keras_callback()
     with warnings.catch_warnings(record=True) as caught:

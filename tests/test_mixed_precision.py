@@ -11,7 +11,7 @@ from tensorflow.experimental import dtensor
 
 import dtsgd_viz
 from dtsgd_viz import _dtensor, reference
-from helpers import layoutmap_mlp
+from helpers import fit_dataset, layoutmap_mlp
 
 COMPUTE = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 
@@ -45,10 +45,7 @@ def _fit(model, opt, mesh, rec, steps=12):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(64, 4)).astype(np.float32)
     y = (x @ np.array([1.0, -2.0, 0.5, 3.0], np.float32))[:, None]
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True).repeat()
-    lay = dtensor.Layout(["batch", "unsharded"], mesh)
-    dds = dtensor.DTensorDataset(ds, mesh=mesh, layouts=(lay, lay), global_batch_size=16,
-                                 batch_dim="batch", dataset_already_batched=True)
+    dds = fit_dataset(mesh, x, y)
     model.compile(optimizer=opt, loss="mse")
     callbacks = [] if rec is None else [rec.keras_callback()]
     return model.fit(dds, epochs=2, steps_per_epoch=steps // 2, verbose=0, callbacks=callbacks)
