@@ -36,20 +36,18 @@ class RuleWatch:
     """Checks recorded full steps against the rule until ``CHECK_UPDATES`` updates per
     variable are checked or a deviation is found; warns once."""
 
-    def __init__(self, watched, initial, optimizer, momentum, every):
+    def __init__(self, watched, initial, optimizer, momentum, every, *, weight_decay=None,
+                 decayed=(), ema_overwrite_frequency=None):
         self.watched = watched
         self.optimizer = optimizer
         self.momentum, self.nesterov = momentum, bool(optimizer.nesterov)
         self.rule = "Nesterov" if self.nesterov else ("momentum" if momentum else "SGD")
         self.active = every == 1
-        # weight decay moves decayed variables too: p -= p * weight_decay * learning_rate
-        wd = getattr(optimizer, "weight_decay", None)
-        self.weight_decay = None if wd is None else float(np.float32(wd))
-        self.decayed = {w.name for w in watched
-                        if wd is not None and optimizer._use_weight_decay(w.var)}
-        # EMA overwrites move the weights to their averages: those steps follow no SGD rule
-        self.overwrite = (getattr(optimizer, "ema_overwrite_frequency", None)
-                          if getattr(optimizer, "use_ema", False) else None)
+        # as recorded (Hyperparameters): weight decay moves the decayed variables too
+        # (p -= p * weight_decay * learning_rate); EMA overwrites move the weights to their
+        # averages, so those steps follow no SGD rule
+        self.weight_decay, self.decayed = weight_decay, set(decayed)
+        self.overwrite = ema_overwrite_frequency
         self.checked = 0
         self.flagged: dict[str, list[tuple[int, float]]] = {}
         self.warned = False

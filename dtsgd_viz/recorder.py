@@ -216,7 +216,7 @@ class Recorder:
         if self.mode != "full" or len(self._pv_kinds()) != 2 or start != 0:
             return None
         return RuleWatch(self._watched, self._initial, self._optimizer, self._applied_momentum,
-                         self.every)
+                         self.every, **self._hyper)
 
     def _skip_untraced(self) -> None:
         """Skip the updates the optimizer made since the recorder last saw one while
