@@ -23,6 +23,7 @@ as many steps as fit (at most ``MAX_CHUNK_STEPS``)."""
 MAX_CHUNK_STEPS = 4096
 COLUMNS = ("steps", "learning_rate", "loss", "nonfinite", "mismatch")
 _PART = re.compile(r"^client-(\d+)$")
+_ZARR_TMP = re.compile(r"^zarr\.[0-9a-f]+\.partial$")
 # Uncompressed (floats barely compress; the bytes go straight from the host's views to
 # the file), and every chunk written: zarr would otherwise scan each chunk for "all
 # zeros" to skip it.
@@ -93,9 +94,10 @@ class StoreWriter:
             raise ValueError(f"Recorder(path={self.path!r}): that is a file; a store is a folder.")
         if os.path.isdir(self.path):
             attrs = _root_attributes(self.path)
-            # another client of the run may be creating the store right now
+            # another client of the run may be creating the store right now: its parts,
+            # its zarr.json, or zarr's temporary "zarr.<hex>.partial" before the rename
             others = [f for f in os.listdir(self.path)
-                      if not (_PART.match(f) or f.startswith("zarr.json"))]
+                      if not (_PART.match(f) or f == "zarr.json" or _ZARR_TMP.match(f))]
             if attrs is None and others:
                 raise ValueError(
                     f"Recorder(path={self.path!r}): the folder is not empty and is not a "

@@ -339,3 +339,21 @@ def test_clients_creating_one_store_at_once_all_get_their_part(tmp_path):
         assert found == []
         assert sorted(p for p in os.listdir(path) if p.startswith("client-")) == [
             f"client-{c}" for c in range(8)]
+
+
+def test_a_peer_writing_the_root_right_now_is_not_a_foreign_folder(tmp_path):
+    """zarr writes zarr.json as "zarr.<hex>.partial" and renames it; a client that looks
+    at that moment sees only the temporary file (CI once failed on it, 1 run in ~30)."""
+    from _synthetic_store import header
+    from dtsgd_viz.store import StoreWriter
+    path = tmp_path / "run.zarr"
+    path.mkdir()
+    (path / "zarr.0123456789abcdef0123456789abcdef.partial").write_text("{")
+    (path / "client-3").mkdir()
+    StoreWriter(path, header(), 0).close()
+    assert (path / "zarr.json").exists() and (path / "client-0").is_dir()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not empty and is not a dtsgd_viz store"):
+        StoreWriter(other, header(), 0)
