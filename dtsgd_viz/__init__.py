@@ -46,6 +46,8 @@ _LAZY = {
     "plot_shards": "views.shards",
     "plot_paths": "views.paths",
     "animate": "views.paths",
+    "plot_phase": "views.phase",
+    "plot_modes": "views.modes",
     "surfaces": None,
     "store": None,  # streaming to disk (zarr, imported on first use)
     "run": "runs",

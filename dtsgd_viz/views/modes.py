@@ -1,0 +1,237 @@
+"""Why momentum works, drawn on the real optimizer: on a quadratic the error splits along
+the Hessian's eigenvectors, and each part (a *mode*) shrinks on its own, by the spectral
+radius of its 2x2 iteration matrix per update (``dtsgd_viz.theory``).
+
+    >>> import dtsgd_viz
+    >>> from dtsgd_viz import surfaces
+    >>> s = surfaces.RotatedQuadratic(condition=10.0)
+    >>> recs = dtsgd_viz.run(s, {"momentum": dict(learning_rate=0.05, momentum=0.9)}, steps=5)
+    >>> fig = dtsgd_viz.plot_modes(recs, s)
+    >>> [ax.get_label() for ax in fig.axes]
+    ['mode:0', 'mode:1', 'rates']
+
+One panel per eigenvector ``u_i`` (eigenvalue ``h_i``, ascending): ``|(p_k - p*) . u_i|``
+for each recording over updates ``k`` (log scale), and dashed its theoretical envelope
+``A rho_i^k`` (``rho_i`` the spectral radius at ``a = lr h_i``, ``A`` from the start and
+the iteration matrix's eigenvectors, so the recorded curve never leaves it). The last
+panel: the rate of each recording's rule against ``a = lr h``, each eigenvalue marked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import theory
+from . import style
+from ._empty import check_not_empty
+from ._figure import new_figure
+
+__all__ = ["plot_modes", "mode_errors", "mode_envelope", "ModeData", "modes_data"]
+
+
+# ---- pure -------------------------------------------------------------------------------
+
+
+def mode_errors(path, minimum, eigenvectors) -> np.ndarray:
+    """``(n_steps + 1, n_modes)``: the error ``p_k - minimum`` projected on each
+    eigenvector (columns of ``eigenvectors``), float64."""
+    return (np.asarray(path, np.float64) - np.asarray(minimum, np.float64)) @ np.asarray(eigenvectors,
+                                                                                       np.float64)
+
+
+def mode_envelope(e0: float, learning_rate: float, momentum: float, h: float, nesterov: bool,
+                  n: int) -> np.ndarray:
+    """``A rho^k`` for ``k = 0..n``: the mode started at error ``e0`` with zero velocity
+    is ``e_k = sum_j c_j lambda_j^k`` (``lambda_j`` the iteration matrix's eigenvalues),
+    so ``|e_k| <= A rho^k`` with ``A = sum_j |c_j|`` (tight for an oscillating mode).
+
+    >>> mode_envelope(2.0, 0.1, 0.0, 1.0, False, 3).round(6).tolist()   # plain SGD: 2 * 0.9^k
+    [2.0, 1.8, 1.62, 1.458]
+    """
+    M = theory.iteration_matrix(learning_rate, momentum, h, nesterov)
+    lam, V = np.linalg.eig(M)
+    rho = float(np.max(np.abs(lam)))
+    k = np.arange(n + 1)
+    if np.linalg.cond(V) < 1e8:
+        c = V[0] * np.linalg.solve(V, np.array([e0, 0.0]))
+        return float(np.sum(np.abs(c))) * rho ** k
+    # a double eigenvalue lam (critical damping): e_k = (alpha + beta k) lam^k
+    e1 = float((M @ np.array([e0, 0.0]))[0])
+    lam0 = float(np.real(lam.mean()))
+    if abs(lam0) < 1e-6:  # nilpotent: gone after two updates
+        return np.where(k == 0, abs(e0), np.where(k == 1, abs(e1), 0.0))
+    return (abs(e0) + abs(e1 / lam0 - e0) * k) * rho ** k
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ModeData:
+    """Everything ``plot_modes`` draws, computed first: the Hessian's ``eigenvalues``
+    (ascending) and ``eigenvectors`` (columns), and per recording key its ``errors``
+    ``(n + 1, 2)``, ``envelopes`` ``(n + 1, 2)``, ``rates`` (one per mode), learning rate,
+    momentum and rule."""
+
+    eigenvalues: np.ndarray
+    eigenvectors: np.ndarray
+    errors: dict
+    envelopes: dict
+    rates: dict
+    settings: dict   # key -> (learning_rate, momentum, nesterov)
+
+
+def _as_dict(recordings) -> dict:
+    if hasattr(recordings, "path") and hasattr(recordings, "steps"):
+        return {"run": recordings}
+    if isinstance(recordings, dict) and recordings and all(hasattr(r, "path") for r in recordings.values()):
+        return dict(recordings)
+    raise TypeError("recordings must be a Recording or a non-empty dict {name: Recording}. "
+                    f"Received: {type(recordings).__name__}.")
+
+
+def modes_data(recordings, surface, name="w") -> ModeData:
+    """The per-mode errors, envelopes and rates of ``recordings`` (each a run of a 2-D
+    parameter ``name`` on the quadratic ``surface``)."""
+    hessian = getattr(surface, "hessian", None)
+    if hessian is None:
+        raise ValueError(
+            "plot_modes needs a quadratic surface with a Hessian (e.g. surfaces.RotatedQuadratic): "
+            f"modes are its eigenvectors. Received: {type(surface).__name__}, which has no 'hessian'.")
+    H = np.asarray(hessian, np.float64)
+    recs = _as_dict(recordings)
+    evals, evecs = np.linalg.eigh(H)
+    minimum = np.asarray(surface.minimum, np.float64)[0]
+    errors, envelopes, rates, settings = {}, {}, {}, {}
+    for key, rec in recs.items():
+        check_not_empty(rec, key)
+        if name not in rec.variables:
+            raise ValueError(f"Recording {key!r} has no variable {name!r}. Received variables: "
+                             f"{list(rec.variables)}.")
+        shape = tuple(rec.shape(name))
+        if shape != H.shape[:1]:
+            raise ValueError(f"plot_modes draws a {H.shape[0]}-D path on {type(surface).__name__}; recording "
+                             f"{key!r} holds {name!r} of shape {shape}. Allowed: shape {H.shape[:1]}.")
+        if not np.array_equal(np.diff(rec.steps), np.ones(len(rec.steps) - 1)) or rec.steps[0] != 1:
+            raise ValueError(f"Recording {key!r} must hold every update from the first (every=1) to "
+                             f"compare with rho^k. Received steps {rec.steps[:5].tolist()}...")
+        hp = rec.hyperparameters
+        lrs = np.asarray(hp.learning_rate, np.float64).ravel()
+        if lrs.size and not np.allclose(lrs, lrs[0]):
+            raise ValueError(f"Recording {key!r} has a learning rate that changes; the modes' rates "
+                             "need a constant one.")
+        lr = float(lrs[0]) if lrs.size else float("nan")
+        mu = float(hp.applied_momentum if hp.applied_momentum is not None else hp.momentum)
+        nesterov = bool(hp.nesterov)
+        e = mode_errors(rec.path(name), minimum, evecs)
+        errors[key] = e
+        envelopes[key] = np.stack([mode_envelope(e[0, i], lr, mu, h, nesterov, len(e) - 1)
+                                   for i, h in enumerate(evals)], axis=1)
+        rates[key] = np.array([theory.spectral_radius(lr, mu, h, nesterov) for h in evals])
+        settings[key] = (lr, mu, nesterov)
+    return ModeData(evals, evecs, errors, envelopes, rates, settings)
+
+
+# ---- drawing ----------------------------------------------------------------------------
+
+
+def plot_modes(recordings, surface, *, name="w", figsize=(12.5, 4.4), dpi=100):
+    """Each Hessian eigenvector's error over updates, per recording, from the real
+    recorded parameters (log scale), with its envelope ``A rho^k`` from theory; and
+    each rule's rate against ``lr * h`` with the eigenvalues marked. Returns a
+    ``Figure``.
+
+    Args:
+      recordings: a ``Recording`` or ``{name: Recording}`` of runs on ``surface`` (as
+        ``dtsgd_viz.run`` returns), every update recorded.
+      surface: a quadratic with a ``hessian`` (``surfaces.RotatedQuadratic``).
+    """
+    data = modes_data(recordings, surface, name)
+    fs = style.FONT_SIZE
+    colors = style.optimizer_colors(list(data.errors))
+    fig = new_figure(figsize, dpi)
+    n_modes = len(data.eigenvalues)
+    axes = fig.subplots(1, n_modes + 1, width_ratios=[1.0] * n_modes + [1.05])
+    names = ["slow" if i == 0 else "fast" if i == n_modes - 1 else "" for i in range(n_modes)]
+    for i, ax in enumerate(axes[:-1]):
+        ax.set_label(f"mode:{i}")
+        h = data.eigenvalues[i]
+        floor = np.inf
+        for key, e in data.errors.items():
+            k = np.arange(len(e))
+            err = np.abs(e[:, i])
+            shown = np.where(np.isfinite(err) & (err > 0), err, np.nan)
+            ax.plot(k, shown, color=colors[key], lw=1.6, gid=f"mode:{i}:{key}",
+                    label=f"{key} (recorded)")
+            env = data.envelopes[key][:, i]
+            ax.plot(k, np.where(env > 0, env, np.nan), "--", color=colors[key], lw=1.1, alpha=0.9,
+                    gid=f"envelope:{i}:{key}")
+            finite = shown[np.isfinite(shown)]
+            if finite.size:
+                floor = min(floor, finite.min())
+        ax.set_yscale("log")
+        if np.isfinite(floor):  # float32 round-off at the bottom is not the story
+            top = max(float(np.nanmax(np.abs(e[0, i]))) for e in data.errors.values())
+            ax.set_ylim(max(floor / 2, 1e-6 * top), 3 * top)
+        u = data.eigenvectors[:, i]
+        ax.set_title(f"{names[i]} mode: eigenvector u{_sub(i + 1)} = ({u[0]:.2f}, {u[1]:.2f}), h = {h:g}\n"
+                     f"|error along u{_sub(i + 1)}| (solid: real run; dashed: A·ρᵏ)", fontsize=fs + 1)
+        ax.set_xlabel("update k", fontsize=fs + 1)
+        ax.tick_params(labelsize=fs)
+        ax.grid(True, which="major", color="0.9", lw=0.6)
+    axes[0].set_ylabel("|(p_k − p*) · u|  (log scale)", fontsize=fs + 1)
+    _draw_rates(axes[-1], data, colors)
+    handles, labels = axes[0].get_legend_handles_labels()
+    from matplotlib.lines import Line2D
+    handles.append(Line2D([], [], ls="--", color="0.3", lw=1.1))
+    labels.append("theory: A·ρᵏ, ρ = spectral radius at lr·h")
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=fs, frameon=False)
+    label = getattr(surface, "label", type(surface).__name__)
+    fig.suptitle(f"The error along each Hessian eigenvector shrinks by its own rate: real DTensor SGD "
+                 f"on the {label}", fontsize=fs + 3)
+    return fig
+
+
+def _draw_rates(ax, data, colors):
+    fs = style.FONT_SIZE
+    ax.set_label("rates")
+    a_marks = np.array([lr * h for lr, _, _ in data.settings.values() for h in data.eigenvalues])
+    lo = min(1e-3, a_marks.min() / 3) if np.all(a_marks > 0) else 1e-3
+    drawn = {}
+    for key, (lr, mu, nesterov) in data.settings.items():
+        a_max = float(theory.convergence_boundary(mu, 1.0, nesterov))
+        a = np.geomspace(lo, max(a_max * 1.15, a_marks.max() * 1.2), 400)
+        if (mu, nesterov) not in drawn:
+            rule = "Nesterov" if nesterov else "momentum" if mu else "plain SGD"
+            (drawn[(mu, nesterov)],) = ax.plot(a, theory.rate(a, mu, nesterov), color=colors[key], lw=1.6,
+                                               gid=f"rate:{key}", label=f"{rule}, μ = {mu:.3g}")
+        for i, h in enumerate(data.eigenvalues):
+            ax.plot([lr * h], [data.rates[key][i]], "o", color=colors[key], ms=6, mec="black", mew=0.8,
+                    gid=f"mark:{i}:{key}")
+    for a, labels in _marks(data).items():
+        ax.axvline(a, color="0.45", lw=0.9, ls=":", zorder=0)
+        ax.text(a, 1.12, "\n".join(labels), ha="center", va="top", fontsize=fs - 0.5, color="0.2",
+                bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.5))
+    ax.axhline(1.0, color="0.3", lw=0.9, ls=":")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.15)
+    ax.set_xlabel("a = learning rate × h (log scale)", fontsize=fs + 1)
+    ax.set_ylabel("rate ρ: error × ρ per update", fontsize=fs + 1)
+    ax.set_title("Each rule's rate against lr·h\n(dots: the runs' eigenvalues; above 1: diverges)",
+                 fontsize=fs + 1)
+    ax.legend(fontsize=fs - 1, loc="lower left", framealpha=0.9)
+    ax.tick_params(labelsize=fs)
+
+
+def _marks(data) -> dict:
+    """``{lr * h: ["lr·h₁", ...]}`` over the recordings' learning rates and eigenvalues."""
+    out = {}
+    lrs = sorted({lr for lr, _, _ in data.settings.values()})
+    for lr in lrs:
+        for i, h in enumerate(data.eigenvalues):
+            tag = f"h{_sub(i + 1)}={h:g}" + (f" (lr {lr:g})" if len(lrs) > 1 else "")
+            out.setdefault(float(lr * h), []).append(tag)
+    return out
+
+
+def _sub(i: int) -> str:
+    return str(i).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))

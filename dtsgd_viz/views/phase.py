@@ -1,0 +1,308 @@
+"""The phase diagram as a figure: updates to converge over (learning rate x momentum) for
+classical momentum and for Nesterov, the log2 ratio of the two, and the theory on top.
+
+    >>> import dtsgd_viz
+    >>> from dtsgd_viz import surfaces
+    >>> fig = dtsgd_viz.plot_phase(surfaces.RotatedQuadratic(), steps=40, tol=1e-2)
+    >>> [ax.get_label() for ax in fig.axes[:3]]
+    ['phase:momentum', 'phase:nesterov', 'phase:ratio']
+
+The maps come from the numpy reference of tf-keras' rule (``widgets._phase.phase_grid``,
+tied to the real optimizer by the tests). On a quadratic (a surface with
+``hessian_eigenvalues``) the theory of ``dtsgd_viz.theory`` is drawn on them:
+
+* the **stability boundary** (the largest eigenvalue's spectral radius reaches 1);
+* **iso-rate contours**: where the worst mode's spectral radius is 0.6, 0.8, 0.9 and the
+  rate the step cap needs (``(tol / loss0) ** (1 / (2 steps))``): the edge of the grey
+  "not within tol" region follows that contour, not a boundary;
+* the **critical-damping curve** of the slowest mode: left of it that mode creeps in,
+  right of it it oscillates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import theory
+from . import style
+from ._figure import new_figure
+
+__all__ = ["plot_phase", "draw_phase", "PhaseView", "phase_ratio", "cell_edges", "cap_rate",
+           "RATE_LEVELS"]
+
+RULES = theory.RULES
+RATE_LEVELS = (0.6, 0.8, 0.9)
+NOT_CONVERGED_COLOR = "#DDDDDD"
+NEITHER_COLOR = "#BBBBBB"
+DIVERGED_COLOR = "#000000"
+CRITICAL_COLOR = "#56B4E9"   # Okabe-Ito sky blue
+TITLES = {"momentum": "Classical momentum (heavy ball)", "nesterov": "Nesterov (tf-keras form)"}
+
+
+# ---- pure -------------------------------------------------------------------------------
+
+
+def phase_ratio(momentum_steps, nesterov_steps) -> np.ndarray:
+    """``log2(Nesterov updates / momentum updates)`` per cell (0 counts as 1 update):
+    negative where Nesterov is faster, 0 for a tie; ``-inf`` where only Nesterov
+    converges, ``+inf`` where only momentum does, NaN where neither does.
+
+    >>> phase_ratio([[10, 10, -1, -1]], [[5, 10, 7, -1]]).tolist()
+    [[-1.0, 0.0, -inf, nan]]
+    """
+    m, n = np.asarray(momentum_steps), np.asarray(nesterov_steps)
+    out = np.full(np.broadcast_shapes(m.shape, n.shape), np.nan)
+    both = (m >= 0) & (n >= 0)
+    out[both] = np.log2(np.maximum(n[both], 1) / np.maximum(m[both], 1))
+    out[(m >= 0) & (n < 0)] = np.inf
+    out[(m < 0) & (n >= 0)] = -np.inf
+    return out
+
+
+def cell_edges(values, log: bool) -> np.ndarray:
+    """Cell edges around grid ``values``: midpoints (geometric for ``log``), the ends
+    mirrored."""
+    v = np.log(values) if log else np.asarray(values, np.float64)
+    if len(v) == 1:
+        half = 0.25 if log else 0.05
+        e = np.array([v[0] - half, v[0] + half])
+    else:
+        mid = (v[1:] + v[:-1]) / 2
+        e = np.concatenate([[v[0] - (mid[0] - v[0])], mid, [v[-1] + (v[-1] - mid[-1])]])
+    return np.exp(e) if log else e
+
+
+def cap_rate(loss0: float, tol: float, steps: int) -> float:
+    """The rate a run needs to bring the loss from ``loss0`` to ``tol`` in ``steps``
+    updates (the loss of a mode shrinks like ``rate^(2k)``)."""
+    if not loss0 > tol > 0:
+        return float("nan")
+    return float((tol / loss0) ** (1.0 / (2.0 * steps)))
+
+
+# ---- drawing ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(eq=False)
+class PhaseView:
+    """What ``draw_phase`` drew: ``meshes[key]`` (``momentum``, ``nesterov``,
+    ``ratio``), the ``ratio`` values, and per rule the ``boundaries``, ``contours``
+    (a ``ContourSet`` of the worst mode's rate), ``critical`` lines; ``rate_levels``."""
+
+    figure: object
+    axes: dict
+    grids: dict
+    ratio: np.ndarray
+    meshes: dict = dataclasses.field(default_factory=dict)
+    boundaries: dict = dataclasses.field(default_factory=dict)
+    contours: dict = dataclasses.field(default_factory=dict)
+    critical: dict = dataclasses.field(default_factory=dict)
+    rate_levels: tuple = ()
+    handles: list = dataclasses.field(default_factory=list)
+
+
+def _outline(color="black", width=3.0):
+    from matplotlib import patheffects
+    return [patheffects.Stroke(linewidth=width, foreground=color), patheffects.Normal()]
+
+
+def _ratio_cmap():
+    from matplotlib import colormaps
+    from matplotlib.colors import LinearSegmentedColormap
+    rdbu = colormaps["RdBu"]
+    # N odd, white exactly in the middle: a tie (0) is white, not RdBu's off-white
+    cmap = LinearSegmentedColormap.from_list(
+        "nesterov_vs_momentum", [rdbu(0.0), rdbu(0.2), rdbu(0.4), "white", rdbu(0.6), rdbu(0.8), rdbu(1.0)],
+        N=255)
+    return cmap.with_extremes(under="#5A0010", over="#02254A", bad=NEITHER_COLOR)
+
+
+def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> PhaseView:
+    """Draw the two step maps and the ratio map of ``grids`` (``{"momentum":
+    PhaseGrid, "nesterov": PhaseGrid}``) on ``axes`` (``{"momentum": ax, "nesterov":
+    ax, "ratio": ax}``; ``ratio`` may be left out) with the theory of a quadratic
+    ``surface``. Colour bars and a legend are the caller's (``view.handles``)."""
+    from matplotlib import colormaps
+    from matplotlib.colors import Normalize
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    fs = style.FONT_SIZE
+    g0 = grids["momentum"]
+    lrs, mus, steps, tol = g0.learning_rates, g0.momenta, g0.max_steps, g0.tol
+    ratio = phase_ratio(grids["momentum"].steps, grids["nesterov"].steps)
+    fig = next(iter(axes.values())).figure
+    view = PhaseView(fig, dict(axes), dict(grids), ratio)
+    lr_e, mu_e = cell_edges(lrs, log=True), cell_edges(mus, log=False)
+    h = getattr(surface, "hessian_eigenvalues", None)
+    h = None if h is None else np.unique(np.asarray(h, np.float64))
+    # the theory on a fine grid: contours are drawn from it, not from the cells
+    lr_f = np.geomspace(lr_e[0], lr_e[-1], 240)
+    mu_f = np.linspace(max(mu_e[0], 0.0), min(mu_e[-1], 0.999), 200)
+    mu_line = np.linspace(mus[0], mus[-1], 200)
+    cap = cap_rate(loss0, tol, steps) if loss0 is not None else float("nan")
+    if h is not None and np.isfinite(cap):
+        cap = round(cap, 3)
+        rate_levels = tuple(sorted({*rate_levels, cap}))
+    view.rate_levels = tuple(rate_levels)
+
+    cmap = colormaps[style.SEQUENTIAL_CMAP].with_extremes(bad=NOT_CONVERGED_COLOR)
+    norm = Normalize(0, steps)
+    for key, nesterov in RULES.items():
+        ax = axes.get(key)
+        if ax is None:
+            continue
+        grid = grids[key]
+        ax.set_label(f"phase:{key}")
+        view.meshes[key] = ax.pcolormesh(lr_e, mu_e, np.ma.masked_less(grid.steps, 0), cmap=cmap,
+                                         norm=norm, gid=f"phase:{key}")
+        ii, jj = np.nonzero(grid.diverged)
+        ax.plot(lrs[jj], mus[ii], "x", color=DIVERGED_COLOR, ms=4.5, mew=1.0, ls="none",
+                gid=f"diverged:{key}")
+        title = TITLES[key]
+        if h is not None:
+            rho = theory.problem_rate(lr_f, mu_f, h, nesterov)
+            cs = ax.contour(lr_f, mu_f, rho, levels=list(view.rate_levels), colors="white",
+                            linewidths=0.9)
+            cs.set_gid(f"rate:{key}")
+            cs.set(path_effects=_outline("0.15", 2.0))
+            labels = ax.clabel(cs, fontsize=fs - 1.5, inline_spacing=2,
+                              fmt=lambda r: f"ρ={r:g}" + (" (cap)" if r == cap else ""))
+            for t in labels:
+                t.set_path_effects(_outline("white", 2.0))
+                t.set_color("black")
+            view.contours[key] = cs
+            (view.boundaries[key],) = ax.plot(theory.convergence_boundary(mu_line, h[-1], nesterov),
+                                              mu_line, "--", color="white", lw=2.0,
+                                              gid=f"boundary:{key}", path_effects=_outline())
+            (view.critical[key],) = ax.plot(theory.critical_damping(mu_line, nesterov) / h[0], mu_line,
+                                            "-.", color=CRITICAL_COLOR, lw=1.8, gid=f"critical:{key}",
+                                            path_effects=_outline("black", 3.2))
+            rule = "lr·h < 2(1+μ)/(1+2μ)" if nesterov else "lr·h < 2(1+μ)"
+            title += f"\nstable iff {rule}, h = {h[-1]:g}"
+        _frame(ax, lr_e, mu_e, title)
+    if "nesterov" in axes and "momentum" in axes:
+        axes["nesterov"].tick_params(labelleft=False)
+
+    ax = axes.get("ratio")
+    if ax is not None:
+        ax.set_label("phase:ratio")
+        finite = ratio[np.isfinite(ratio)]
+        vmax = max(1.0, float(np.ceil(np.max(np.abs(finite))))) if finite.size else 1.0
+        shown = np.where(np.isposinf(ratio), 2 * vmax, np.where(np.isneginf(ratio), -2 * vmax, ratio))
+        view.meshes["ratio"] = ax.pcolormesh(lr_e, mu_e, np.ma.masked_invalid(shown), cmap=_ratio_cmap(),
+                                             norm=Normalize(-vmax, vmax), gid="phase:ratio")
+        if h is not None:
+            for key, nesterov in RULES.items():
+                color, ls = style.optimizer_color(key), ("--" if nesterov else (0, (6, 2)))
+                ax.plot(theory.convergence_boundary(mu_line, h[-1], nesterov), mu_line, ls=ls, color=color,
+                        lw=2.0, gid=f"ratio-boundary:{key}", path_effects=_outline("white", 3.6))
+                ax.plot(theory.critical_damping(mu_line, nesterov) / h[0], mu_line, "-.", color=color,
+                        lw=1.5, gid=f"ratio-critical:{key}", path_effects=_outline("white", 3.0))
+        _frame(ax, lr_e, mu_e, "Who is faster: Nesterov / momentum updates\n"
+               "(lines: each rule's theory in its colour)")
+        ax.tick_params(labelleft=True)
+
+    view.handles = [Patch(fc=NOT_CONVERGED_COLOR, ec="0.6", label=f"not within tol in {steps} updates"),
+                    Line2D([], [], ls="none", marker="x", color=DIVERGED_COLOR, label="diverged")]
+    if h is not None:
+        view.handles += [
+            Line2D([], [], ls="--", color="white", lw=2, path_effects=_outline(), label="stability boundary"),
+            Line2D([], [], color="white", lw=0.9, path_effects=_outline("0.15", 2.0),
+                   label="iso-rate ρ (spectral radius)"),
+            Line2D([], [], ls="-.", color=CRITICAL_COLOR, lw=1.8, path_effects=_outline("black", 3.2),
+                   label=f"critical damping (h = {h[0]:g})"),
+        ]
+    if "ratio" in axes:
+        cmap = _ratio_cmap()
+        if h is not None:
+            view.handles += [Line2D([], [], ls="--", color=style.optimizer_color(k), lw=2,
+                                    label=f"{k}'s lines (right)") for k in RULES]
+        view.handles += [Patch(fc=cmap.get_over(), label="only momentum converges"),
+                         Patch(fc=cmap.get_under(), label="only Nesterov converges"),
+                         Patch(fc=NEITHER_COLOR, label="neither converges")]
+    return view
+
+
+def _frame(ax, lr_e, mu_e, title):
+    fs = style.FONT_SIZE
+    ax.set_xscale("log")
+    ax.set_xlim(lr_e[0], lr_e[-1])
+    ax.set_ylim(mu_e[0], mu_e[-1])
+    ax.set_xlabel("learning rate (log scale)", fontsize=fs + 1)
+    ax.set_ylabel("momentum μ", fontsize=fs + 1)
+    ax.set_title(title, fontsize=fs + 1.5)
+    ax.tick_params(labelsize=fs)
+
+
+def add_colorbars(view, fig, step_axes, ratio_ax):
+    """The shared steps colour bar and the ratio colour bar (its ends say who wins)."""
+    fs = style.FONT_SIZE
+    tol = view.grids["momentum"].tol
+    cbar = fig.colorbar(view.meshes["nesterov"], ax=step_axes, pad=0.015, fraction=0.05)
+    cbar.set_label(f"updates until the loss stays within {tol:g} of the minimum", fontsize=fs)
+    cbar.ax.tick_params(labelsize=fs - 1)
+    if ratio_ax is None:
+        return
+    rbar = fig.colorbar(view.meshes["ratio"], ax=ratio_ax, pad=0.02, fraction=0.08, extend="both")
+    vmax = view.meshes["ratio"].norm.vmax
+    ticks = np.arange(-vmax, vmax + 0.5)
+    rbar.set_ticks(ticks, labels=[_speedup(t) for t in ticks])
+    rbar.ax.tick_params(labelsize=fs - 1)
+    # a vertical label reads bottom to top, as the scale runs
+    rbar.set_label("Nesterov faster   ·   tie   ·   momentum faster", fontsize=fs)
+
+
+def _speedup(t):
+    return "tie" if t == 0 else f"{2 ** abs(t):g}×"
+
+
+def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, *, start=None,
+               rate_levels=RATE_LEVELS, figsize=(12.5, 5.4), dpi=100, progress=False):
+    """Updates to converge over a (learning rate x momentum) grid for classical
+    momentum and Nesterov, their log2 ratio, and (on a quadratic) the stability
+    boundaries, iso-rate contours and critical-damping curves. Returns a ``Figure``.
+
+    Args:
+      surface: a ``dtsgd_viz.surfaces`` surface; the theory needs
+        ``hessian_eigenvalues`` (``RotatedQuadratic``, ``ShardedQuadratic``).
+      learning_rates, momenta: increasing grid values (momenta in [0, 1)); default
+        24 learning rates around ``1 / h_max`` and 20 momenta in [0, 0.95].
+      steps: the cap on updates per cell; tol: on ``loss - surface.min_value``.
+      start: default ``surface.default_start``.
+      rate_levels: the iso-rate contours (the cap's rate is added).
+    """
+    from ..convergence import phase_grid
+    lrs, mus = default_axes(surface, learning_rates, momenta)
+    grids = {key: phase_grid(surface, lrs, mus, steps, tol, nesterov, start, progress=progress)
+             for key, nesterov in RULES.items()}
+    fig = new_figure(figsize, dpi)
+    ax_m, ax_n, ax_r = fig.subplots(1, 3, width_ratios=[1.0, 1.0, 1.08])
+    loss0 = float(grids["momentum"].losses[0].flat[0]) - float(surface.min_value)
+    view = draw_phase(grids, surface, {"momentum": ax_m, "nesterov": ax_n, "ratio": ax_r},
+                      loss0=loss0, rate_levels=rate_levels)
+    add_colorbars(view, fig, [ax_m, ax_n], ax_r)
+    fs = style.FONT_SIZE
+    fig.legend(handles=view.handles, loc="outside lower center", ncol=5, fontsize=fs,
+               frameon=False)
+    label = getattr(surface, "label", type(surface).__name__)
+    fig.suptitle(f"Updates to converge on the {label} (numpy reference of the tf-keras rule, "
+                 f"{steps} updates at most)", fontsize=fs + 3)
+    return fig
+
+
+def default_axes(surface, learning_rates=None, momenta=None):
+    """The grid's learning rates and momenta, checked (defaults as ``plot_phase``)."""
+    from ..convergence import check_grid_axis
+    if learning_rates is None:
+        h = getattr(surface, "hessian_eigenvalues", None)
+        h_max = None if h is None else float(np.max(h))
+        learning_rates = (np.geomspace(0.02 / h_max, 5.0 / h_max, 24) if h_max
+                          else np.geomspace(1e-4, 1e-1, 24))
+    lrs = check_grid_axis("learning_rates", learning_rates, 0.0, np.inf)
+    if np.any(lrs <= 0):
+        raise ValueError(f"learning_rates must be > 0. Received: {lrs.tolist()!r}.")
+    mus = check_grid_axis("momenta", np.linspace(0.0, 0.95, 20) if momenta is None else momenta, 0.0, 1.0)
+    return lrs, mus
