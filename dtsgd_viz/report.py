@@ -115,9 +115,10 @@ def layout_figure(recording, name: str = "w"):
 
 
 def shard_figure(recording, name: str = "w", step: int = -1, kind: str = "velocity"):
-    """``plot_shards`` of ``name``'s ``kind`` at recorded step index ``step``."""
+    """``plot_shards`` of ``name``'s ``kind`` at recorded step index ``step`` (an index
+    into ``recording.steps``; ``plot_shards`` itself takes the update number)."""
     from .views.shards import plot_shards
-    return plot_shards(recording, name, kind, step)
+    return plot_shards(recording, name, kind, int(recording.steps[step]))
 
 
 def path_figure(recordings: Mapping, surface, step: int | None = None, name: str = "w"):

@@ -8,7 +8,7 @@ import matplotlib
 import numpy as np
 import pytest
 import tensorflow as tf
-from matplotlib.colors import LogNorm
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from tensorflow.experimental import dtensor
 
@@ -68,7 +68,7 @@ def _live(x):
 
 
 def _figure_parts(fig):
-    heat_ax, norm_ax = fig.axes[:2]  # then the two colour bars
+    heat_ax, norm_ax = fig.axes[:2]  # then the colour bar
     return heat_ax, norm_ax
 
 
@@ -82,63 +82,100 @@ def _labels(ax):
             if (t.get_gid() or "").startswith("label-")}
 
 
-def test_heatmap_holds_the_recorded_tensor_at_each_step(sharded):
+def _norm_lines(ax):
+    """{group: (x, y)} of the per-block norm lines."""
+    return {int(l.get_gid()[5:]): (np.asarray(l.get_xdata()), np.asarray(l.get_ydata()))
+            for l in ax.lines if (l.get_gid() or "").startswith("norm-")}
+
+
+def _gid(ax, gid):
+    return next(l for l in ax.lines if l.get_gid() == gid)
+
+
+def test_heatmap_holds_the_recorded_tensor_at_each_update(sharded):
     r, problem, opt = sharded
-    for step in (0, 3, -1):
+    assert list(r.steps) == list(range(1, STEPS + 1))
+    for step in (1, 4, STEPS):  # step=k is optimizer update k: index k - 1
         fig = plot_shards(r, "w", "velocity", step)
         assert isinstance(fig, Figure)
         heat_ax, _ = _figure_parts(fig)
         shown = heat_ax.images[0].get_array()
-        np.testing.assert_array_equal(shown, r.global_values("w", "velocity")[step])
+        np.testing.assert_array_equal(shown, r.global_values("w", "velocity")[step - 1])
         lo, hi = heat_ax.images[0].get_clim()
         assert lo == -hi and hi == pytest.approx(np.abs(shown).max())
         title = heat_ax.get_title()
-        assert f"velocity of 'w' at iteration {r.steps[step]}" in title
+        assert f"velocity of 'w' after update {step}" in title
         assert "lr=0.05" in title and "momentum=0.9" in title and "Nesterov" in title
-    # the last step is what the live optimizer holds, read straight from TensorFlow
+    # the last update is what the live optimizer holds, read straight from TensorFlow
     np.testing.assert_array_equal(
         _figure_parts(plot_shards(r, "w", "param"))[0].images[0].get_array(), _live(problem.var))
     np.testing.assert_array_equal(
-        _figure_parts(plot_shards(r, "w", "velocity"))[0].images[0].get_array(),
+        _figure_parts(plot_shards(r, "w", "velocity", -1))[0].images[0].get_array(),
         _live(opt.velocity(problem.var)))
+
+
+def test_fixed_colour_scale_spans_the_whole_run(sharded):
+    r = sharded[0]
+    values = r.global_values("w", "velocity")
+    m = np.abs(values).max()
+    for step in (1, STEPS):
+        image = _figure_parts(plot_shards(r, "w", "velocity", step, fixed_scale=True))[0].images[0]
+        assert image.get_clim() == (pytest.approx(-m), pytest.approx(m))
+    assert np.abs(values[0]).max() < m  # so the per-update scale of update 1 differs
+    view = draw_shards(r, "w", "velocity", 1)
+    assert view.heatmap.get_clim()[1] == pytest.approx(np.abs(values[0]).max())
+    view.set_fixed_scale(True)
+    assert view.heatmap.get_clim()[1] == pytest.approx(m)
+    assert "fixed over the run" in view.heat_ax.get_title()
+    view.set_kind("grad")  # the limit follows the kind
+    assert view.heatmap.get_clim()[1] == pytest.approx(np.abs(r.global_values("w", "grad")).max())
 
 
 def test_outlines_and_labels_are_the_device_blocks(sharded):
     r = sharded[0]
-    heat_ax, _ = _figure_parts(plot_shards(r, "w", "grad", 1))
+    heat_ax, _ = _figure_parts(plot_shards(r, "w", "grad", 2))
     # [x, y] on a 2x4 mesh: device (i, j) holds rows 2i:2i+2, cols 2j:2j+2
-    expected = sorted((2 * (d % 4), 2 * (d // 4), 2, 2) for d in range(8))
-    assert _outlines(heat_ax) == expected
+    geometry = r.geometry("w")
+    expected = sorted((b[1].start, b[0].start, 2, 2) for b in geometry.blocks)
+    assert _outlines(heat_ax) == expected == sorted((2 * (d % 4), 2 * (d // 4), 2, 2)
+                                                    for d in range(8))
     labels = _labels(heat_ax)
     assert set(labels) == {f"CPU:{d}" for d in range(8)}
+    styles = dtsgd_viz.views.style.block_styles(geometry)
     for d in range(8):
         x, y = labels[f"CPU:{d}"]
         assert (x, y) == (2 * (d % 4) + 1, 2 * (d // 4) + 1)  # centred in its block
+        chip = next(t for t in heat_ax.texts if t.get_text() == f"CPU:{d}").get_bbox_patch()
+        assert chip.get_facecolor()[:3] == pytest.approx(to_rgb(styles[geometry.group_of[d]][0]))
     assert "sharded over 'y'" in heat_ax.get_xlabel() and "sharded over 'x'" in heat_ax.get_ylabel()
 
 
-def test_replicas_share_one_outlined_block_with_a_grouped_label(replicated_rows):
+def test_replicas_share_one_outlined_block_one_line_and_a_grouped_label(replicated_rows):
     r = replicated_rows
     heat_ax, norm_ax = _figure_parts(plot_shards(r, "w"))
     geometry = r.geometry("w")
     assert geometry.replica_groups == ((0, 4), (1, 5), (2, 6), (3, 7))
     assert _outlines(heat_ax) == [(2 * j, 0, 2, 4) for j in range(4)]
     assert set(_labels(heat_ax)) == {"CPU:0,4", "CPU:1,5", "CPU:2,6", "CPU:3,7"}
-    norms = norm_ax.images[0].get_array()
-    np.testing.assert_array_equal(norms[:, :4], norms[:, 4:])  # replicas: equal norms
+    lines = _norm_lines(norm_ax)
+    assert sorted(lines) == [0, 1, 2, 3]  # one line per unique block, not per device
+    shards = r.shard_values("w", "velocity")
+    for g, devices in enumerate(geometry.replica_groups):
+        np.testing.assert_allclose(lines[g][1], np.linalg.norm(
+            shards[:, devices[1]].reshape(STEPS, -1), axis=1), rtol=1e-6)
     assert "unsharded" in heat_ax.get_ylabel()
 
 
 def test_rank1_is_a_strip_and_rank3_pieces_tile_each_block():
     r1 = _record((8,), ("y",), steps=2)[0]
-    heat_ax, _ = _figure_parts(plot_shards(r1, "w", "param", 0))
+    heat_ax, _ = _figure_parts(plot_shards(r1, "w", "param", 1))
     np.testing.assert_array_equal(heat_ax.images[0].get_array(),
                                   r1.global_values("w", "param")[0][None, :])
     assert _outlines(heat_ax) == [(2 * j, 0, 2, 1) for j in range(4)]
     assert list(heat_ax.get_yticks()) == []
 
     r3 = _record((3, 4, 8), ("unsharded", "x", "y"), steps=2)[0]
-    heat_ax, _ = _figure_parts(plot_shards(r3, "w", "param", 1))
+    heat_ax, _ = _figure_parts(plot_shards(r3, "w", "param", 2))
     values = r3.global_values("w", "param")[1]
     np.testing.assert_array_equal(heat_ax.images[0].get_array(), values.reshape(12, 8))
     assert "flattened" in heat_ax.get_xlabel()
@@ -157,71 +194,68 @@ def test_rank1_is_a_strip_and_rank3_pieces_tile_each_block():
         np.testing.assert_array_equal(drawn, truth.reshape(12, 8).astype(int))
 
 
-def test_norm_panel_is_each_shards_l2_norm(sharded):
+def test_norm_lines_are_each_blocks_l2_norm(sharded):
     r, problem, opt = sharded
-    fig = plot_shards(r, "w", "velocity", 2)
+    fig = plot_shards(r, "w", "velocity", 3)
     _, norm_ax = _figure_parts(fig)
     shards = r.shard_values("w", "velocity")
     truth = np.array([[np.linalg.norm(shards[i, d]) for d in range(8)] for i in range(STEPS)])
-    np.testing.assert_allclose(norm_ax.images[0].get_array(), truth, rtol=1e-6)  # f64 vs f32
+    lines = _norm_lines(norm_ax)
+    geometry = r.geometry("w")
+    styles = dtsgd_viz.views.style.block_styles(geometry)
+    for g, devices in enumerate(geometry.replica_groups):
+        x, y = lines[g]
+        np.testing.assert_array_equal(x, r.steps)
+        np.testing.assert_allclose(y, truth[:, devices[0]], rtol=1e-6)  # f64 vs f32
+        line = next(l for l in norm_ax.lines if l.get_gid() == f"norm-{g}")
+        assert to_rgb(line.get_color()) == pytest.approx(to_rgb(styles[g][0]))
     np.testing.assert_allclose(shard_norms(r, "w", "velocity"), truth, rtol=1e-6)
     live = _dtensor.unpack(opt.velocity(problem.var))  # the devices' own shards
     np.testing.assert_allclose(truth[-1], [np.linalg.norm(x) for x in live], rtol=1e-6)
-    assert [t.get_text() for t in norm_ax.get_xticklabels()] == [str(d) for d in range(8)]
-    assert "CPU:" in norm_ax.get_xlabel() and "x=2" in norm_ax.get_xlabel()
-    step_line = next(l for l in norm_ax.lines if l.get_gid() == "step-line")
-    assert list(step_line.get_ydata()) == [2, 2]
-    labels = [t.get_text() for t in norm_ax.get_yticklabels()]
-    assert labels[0] == str(r.steps[0])
-    assert not any(p.get_gid() == "nonfinite-row" for p in norm_ax.patches)
+    assert norm_ax.get_yscale() == "log" and norm_ax.get_xlabel() == "optimizer update"
+    # the shown update: a vertical line, and a dot on every block's line, inside the view
+    step_line = _gid(norm_ax, "step-line")
+    assert list(step_line.get_xdata()) == [3, 3]
+    lo, hi = norm_ax.get_xlim()
+    assert lo < 3 < hi and step_line.get_zorder() > max(l.get_zorder() for l in
+                                                         norm_ax.lines if l.get_gid().startswith("norm-"))
+    dots = _gid(norm_ax, "step-dots")
+    np.testing.assert_allclose(dots.get_ydata(), [truth[2, d[0]] for d in geometry.replica_groups],
+                               rtol=1e-6)
+    # its first and last updates stay visible too
+    for step in (1, STEPS):
+        ax = _figure_parts(plot_shards(r, "w", "velocity", step))[1]
+        lo, hi = ax.get_xlim()
+        assert lo < step < hi
+    assert not any(l.get_gid() == "nonfinite-marks" for l in norm_ax.lines)
 
 
-def test_norm_scale_turns_log_for_a_wide_range():
-    assert sg.norm_scale(np.array([[0.5, 1.0], [2.0, np.nan]])) == ("linear", 0.0, 2.0)
-    assert sg.norm_scale(np.array([[1e-4, 1.0], [0.0, 0.5]])) == ("log", 1e-4, 1.0)
-    assert sg.norm_scale(np.zeros((2, 2))) == ("linear", 0.0, 1.0)
-    r = _record((4, 8), ("x", "y"), steps=40)[0]
-    for kind in ("grad", "param"):  # grad norms span > 100x over 40 steps, param's < 10x
-        norms = shard_norms(r, "w", kind)
-        wide = np.nanmax(norms) / norms[norms > 0].min() > sg.LOG_RANGE
-        assert wide == (kind == "grad")
-        _, norm_ax = _figure_parts(plot_shards(r, "w", kind))
-        assert isinstance(norm_ax.images[0].norm, LogNorm) == wide
-        assert ("log colour scale" in norm_ax.get_title()) == wide
-
-
-def test_nonfinite_steps_and_cells_are_marked(nan_recording):
+def test_nonfinite_updates_and_cells_are_marked(nan_recording):
     r = nan_recording
-    flagged = [int(np.nonzero(r.steps == s)[0][0]) for s in r.nonfinite_steps]
-    assert flagged == [2, 3, 4]
-    fig = plot_shards(r, "w", "grad", 2)
+    assert list(r.nonfinite_steps) == [3, 4, 5]
+    fig = plot_shards(r, "w", "grad", 3)
     heat_ax, norm_ax = _figure_parts(fig)
     shown = heat_ax.images[0].get_array()
     truth = r.global_values("w", "grad")[2]
     assert np.isnan(truth[1, 5])
     np.testing.assert_array_equal(np.ma.filled(shown, np.nan), truth)
     np.testing.assert_array_equal(np.ma.getmaskarray(shown), ~np.isfinite(truth))
-    cells = next(l for l in heat_ax.lines if l.get_gid() == "nonfinite-cells")
+    cells = _gid(heat_ax, "nonfinite-cells")
     assert list(zip(cells.get_xdata(), cells.get_ydata())) == [(5.5, 1.5)]
     assert "holds NaN/Inf" in heat_ax.get_title()
-    rows = sorted(p.get_y() + 0.5 for p in norm_ax.patches if p.get_gid() == "nonfinite-row")
-    assert rows == flagged
-    marks = next(l for l in norm_ax.lines if l.get_gid() == "nonfinite-marks")
-    assert list(marks.get_ydata()) == flagged
+    marks = _gid(norm_ax, "nonfinite-marks")
+    assert list(marks.get_xdata()) == [3, 4, 5]
     assert not any(l.get_gid() == "mismatch-marks" for l in norm_ax.lines)
     assert any("NaN/Inf" in t.get_text() for t in norm_ax.get_legend().get_texts())
-    shards = r.shard_values("w", "grad")
-    truth_norms = np.linalg.norm(shards.reshape(len(r), 8, -1), axis=-1)
-    assert list(zip(*np.nonzero(np.isnan(truth_norms)))) == [(2, 2)]  # device 2 holds [1, 5]
-    np.testing.assert_array_equal(np.ma.getmaskarray(norm_ax.images[0].get_array()),
-                                  np.isnan(truth_norms))
-    # a clean step shows no NaN cells
-    heat_ax, _ = _figure_parts(plot_shards(r, "w", "grad", 1))
-    cells = next(l for l in heat_ax.lines if l.get_gid() == "nonfinite-cells")
-    assert len(cells.get_xdata()) == 0 and "NaN" not in heat_ax.get_title()
+    # device 2 holds [1, 5]: its line has a gap at update 3, the others do not
+    lines = _norm_lines(norm_ax)
+    assert np.isnan(lines[2][1][2]) and not np.isnan(lines[1][1]).any()
+    heat_ax, _ = _figure_parts(plot_shards(r, "w", "grad", 2))
+    assert len(_gid(heat_ax, "nonfinite-cells").get_xdata()) == 0
+    assert "NaN" not in heat_ax.get_title()
 
 
-def test_replica_mismatch_steps_are_marked():
+def test_replica_mismatch_updates_are_marked():
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
     rep = dtensor.Layout.replicated(mesh, 1)
     var = _dtensor.variable(np.ones(4, np.float32), rep, name="r")
@@ -239,12 +273,13 @@ def test_replica_mismatch_steps_are_marked():
         opt.apply_gradients([(grad, var)])
     r = rec.recording
     assert list(r.replica_mismatch) == [3]
-    heat_ax, norm_ax = _figure_parts(plot_shards(r, "r", "grad", 0))
-    marks = next(l for l in norm_ax.lines if l.get_gid() == "mismatch-marks")
-    assert list(marks.get_ydata()) == [2]
+    heat_ax, norm_ax = _figure_parts(plot_shards(r, "r", "grad", 1))
+    assert len(_norm_lines(norm_ax)) == 1  # eight copies, one line
+    marks = _gid(norm_ax, "mismatch-marks")
+    x, y = _norm_lines(norm_ax)[0]
+    assert list(marks.get_xdata()) == [3] and list(marks.get_ydata()) == [y[2]]
     assert "replicas disagree" not in heat_ax.get_title()
-    assert "replicas disagree" in _figure_parts(plot_shards(r, "r", "grad", 2))[0].get_title()
-    assert [t.get_text() for t in norm_ax.get_xticklabels()][-1] == "flags"
+    assert "replicas disagree" in _figure_parts(plot_shards(r, "r", "grad", 3))[0].get_title()
     assert any(t.get_text() == "replicas disagree" for t in norm_ax.get_legend().get_texts())
     assert set(_labels(heat_ax)) == {"CPU:0-7"}
     assert _outlines(heat_ax) == [(0, 0, 4, 1)]
@@ -256,10 +291,9 @@ def test_bad_input_gets_clear_errors(sharded):
         plot_shards(r, "nope")
     with pytest.raises(ValueError, match="Unknown kind 'momentum'"):
         plot_shards(r, "w", "momentum")
-    with pytest.raises(ValueError, match=rf"step {STEPS} is out of range.*-{STEPS}\.\.{STEPS - 1}"):
-        plot_shards(r, "w", step=STEPS)
-    with pytest.raises(ValueError, match="out of range"):
-        plot_shards(r, "w", step=-STEPS - 1)
+    for bad in (0, STEPS + 1, -2):
+        with pytest.raises(ValueError, match=rf"update {bad} was not recorded.*1\.\.{STEPS}"):
+            plot_shards(r, "w", step=bad)
     with pytest.raises(TypeError, match="step must be an int"):
         plot_shards(r, "w", step=1.5)
     with pytest.raises(TypeError, match="ax must be None"):
@@ -274,6 +308,10 @@ def test_bad_input_gets_clear_errors(sharded):
     only_param = _record((4, 8), ("x", "y"), steps=1, kinds=("param",))[0]
     with pytest.raises(ValueError, match="Kind 'velocity' was not recorded"):
         plot_shards(only_param, "w")
+    every = dataclasses.replace(r, steps=r.steps * 10)  # as Recorder(every=10) numbers them
+    with pytest.raises(ValueError, match=r"10, 20, \.\., 60 \(every 10\)"):
+        plot_shards(every, "w", step=15)
+    assert "after update 20" in _figure_parts(plot_shards(every, "w", step=20))[0].get_title()
 
 
 def test_draws_into_given_axes_and_never_prints(sharded, capsys):
@@ -281,15 +319,16 @@ def test_draws_into_given_axes_and_never_prints(sharded, capsys):
     fig = Figure()
     heat_ax, norm_ax = fig.subplots(1, 2)
     assert plot_shards(r, "w", ax=(heat_ax, norm_ax)) is fig
-    assert heat_ax.images and norm_ax.images
+    assert heat_ax.images and _norm_lines(norm_ax)
     fig = Figure()
     ax = fig.add_subplot()
     assert plot_shards(r, "w", ax=ax) is fig and len(fig.axes) == 2  # heatmap + colour bar
-    view = draw_shards(r, "w", "velocity", 0)
+    view = draw_shards(r, "w", "velocity", 1)
     heatmap = view.heatmap
-    view.set_step(4)
+    view.set_step(5)
     assert view.heatmap is heatmap
     np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "velocity")[4])
+    assert list(_gid(view.norm_ax, "step-line").get_xdata()) == [5, 5]
     assert capsys.readouterr() == ("", "")
 
 
@@ -297,6 +336,7 @@ def test_pure_helpers():
     assert sg.device_label(["CPU:0", "CPU:4"]) == "CPU:0,4"
     assert sg.device_label([f"CPU:{i}" for i in (0, 1, 2, 3, 6)]) == "CPU:0-3,6"
     assert sg.device_label(["GPU:0", "CPU:1"]) == "GPU:0,CPU:1"
+    assert sg.updates_text([1, 2, 3, 4, 5]) == "1..5" and sg.updates_text([3, 7]) == "3, 7"
     assert sg.image_shape(()) == (1, 1) and sg.image_shape((5,)) == (1, 5)
     assert sg.image_shape((2, 3, 4)) == (6, 4) and sg.slice_boundaries((2, 3, 4)) == (3,)
     assert sg.block_rects((slice(0, 2), slice(1, 2), slice(0, 4)), (2, 3, 4)) == (
@@ -329,44 +369,49 @@ def _note(ax):
     return " ".join(note.get_text().split())
 
 
-def test_stats_recording_draws_norms_and_says_values_are_missing(stats_and_full):
+def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
     stats, full = stats_and_full
     assert stats.mode == "stats"
     with pytest.raises(ValueError, match="mode='stats'"):
         stats.global_values("w", "velocity")  # what the view used to fail with
+    geometry = stats.geometry("w")
     for kind in ("velocity", "grad", "param"):
-        fig = plot_shards(stats, "w", kind, step=3)
-        heat_ax, norm_ax = _figure_parts(fig)
-        shown = norm_ax.images[0].get_array()
-        np.testing.assert_array_equal(shown, stats.shard_stats("w", kind)[..., 0])
-        np.testing.assert_array_equal(shard_norms(stats, "w", kind),
-                                      stats.shard_stats("w", kind)[..., 0])
-        full_norms = _figure_parts(plot_shards(full, "w", kind, step=3))[1].images[0].get_array()
-        np.testing.assert_allclose(shown, full_norms, rtol=1e-5)
-        # no heatmap: the device blocks and a note in its place
-        assert not heat_ax.images
-        assert _note(heat_ax) == sv.STATS_ONLY_TEXT
-        assert "values not recorded" in _note(heat_ax) and "mode='full'" in _note(heat_ax)
+        view = draw_shards(stats, "w", kind, step=4)
+        heat_ax = view.heat_ax
+        table = stats.shard_stats("w", kind)
+        for k, label in enumerate(sv.STATS):  # one panel per stored statistic
+            ax = view.stat_axes[label]
+            assert ax.get_ylabel() == label
+            for g, devices in enumerate(geometry.replica_groups):
+                x, y = _norm_lines(ax)[g]
+                np.testing.assert_array_equal(x, stats.steps)
+                np.testing.assert_allclose(y, table[:, devices[0], k])
+            assert list(_gid(ax, "step-line").get_xdata()) == [4, 4]
+        full_norms = _norm_lines(_figure_parts(plot_shards(full, "w", kind))[1])
+        for g in full_norms:
+            np.testing.assert_allclose(_norm_lines(view.stat_axes["L2 norm"])[g][1],
+                                       full_norms[g][1], rtol=1e-5)
+        # no heatmap: the blocks, tinted in their colours, and a note saying why
+        assert not heat_ax.images and view.heatmap is None
+        assert len([p for p in heat_ax.patches if p.get_gid().startswith("tint-")]) == 8
+        note = " ".join(view.stats_note.get_text().split())
+        assert sv.STATS_ONLY_TEXT in note and "mode='full'" in note
         assert _outlines(heat_ax) == _outlines(_figure_parts(plot_shards(full, "w", kind))[0])
         assert set(_labels(heat_ax)) == {f"CPU:{d}" for d in range(8)}
-        assert f"{kind} of 'w' at iteration {stats.steps[3]}" in heat_ax.get_title()
-        step_line = next(l for l in norm_ax.lines if l.get_gid() == "step-line")
-        assert list(step_line.get_ydata()) == [3, 3]
-    fig = plot_shards(stats, "w", "velocity", step=3)
-    fig.savefig("/tmp/stats_view.png")
-    view = draw_shards(stats, "w", "velocity", 0)
-    view.set_step(4)
+        assert f"{kind} of 'w' after update 4" in heat_ax.get_title()
+    view = draw_shards(stats, "w", "velocity", 1)
+    view.set_step(5)
     view.set_kind("grad")
-    assert list(view.step_line.get_ydata()) == [4, 4] and view.heatmap is None
-    np.testing.assert_array_equal(view.norm_image.get_array(),
-                                  stats.shard_stats("w", "grad")[..., 0])
+    assert list(_gid(view.stat_axes["mean"], "step-line").get_xdata()) == [5, 5]
+    np.testing.assert_allclose(_norm_lines(view.stat_axes["max |x|"])[0][1],
+                               stats.shard_stats("w", "grad")[:, 0, 2])
     with pytest.raises(ValueError, match="Unknown kind 'momentum'"):
         plot_shards(stats, "w", "momentum")
     with pytest.raises(ValueError, match="Unknown variable 'nope'"):
         plot_shards(stats, "nope")
 
 
-def test_stats_recording_marks_nonfinite_steps():
+def test_stats_recording_marks_nonfinite_updates():
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
     lay = layout(mesh, "x", "y")
     problem = Problem((4, 8), lay)
@@ -378,10 +423,9 @@ def test_stats_recording_marks_nonfinite_steps():
             g[1, 5] = np.nan
         opt.apply_gradients([(_dtensor.put(g, lay), problem.var)])
     r = rec.recording
-    heat_ax, norm_ax = _figure_parts(plot_shards(r, "w", "grad", 2))
-    assert "holds NaN/Inf" in heat_ax.get_title()
-    marks = next(l for l in norm_ax.lines if l.get_gid() == "nonfinite-marks")
-    assert list(marks.get_ydata()) == [2, 3, 4]
-    mask = np.ma.getmaskarray(norm_ax.images[0].get_array())
-    assert list(zip(*np.nonzero(mask))) == [(2, 2)]  # device 2 holds [1, 5]
-    assert "NaN" not in _figure_parts(plot_shards(r, "w", "grad", 1))[0].get_title()
+    view = draw_shards(r, "w", "grad", 3)
+    assert "holds NaN/Inf" in view.heat_ax.get_title()
+    assert list(view.nonfinite_marks.get_xdata()) == [3, 4, 5]
+    lines = _norm_lines(view.stat_axes["L2 norm"])
+    assert np.isnan(lines[2][1][2]) and np.isfinite(lines[1][1]).all()  # device 2 holds [1, 5]
+    assert "NaN" not in _figure_parts(plot_shards(r, "w", "grad", 2))[0].get_title()

@@ -66,10 +66,11 @@ def test_explorer_state_transitions(two_variables):
     assert s == ExplorerState.of(r)  # frozen: transitions never mutate
     with pytest.raises(ValueError, match=r"Unknown variable 'v'.*\['w', 'b'\]"):
         explorer_state(s, {"name": "variable", "new": "v"})
-    with pytest.raises(ValueError, match=r"step must be an int in 0\.\.5. Received: 6"):
+    with pytest.raises(ValueError, match=r"must be an int in 0\.\.5, an index.*Received: 6"):
         explorer_state(s, {"name": "step", "new": 6})
     with pytest.raises(ValueError, match="Unknown change 'zoom'"):
         explorer_state(s, {"name": "zoom", "new": 2})
+    assert ExplorerState.of(r, step=3).step == 2  # step= is the update number
     assert ExplorerState.of(r, "b", "param", -1) == explorer_state(
         explorer_state(explorer_state(s, {"name": "variable", "new": "b"}),
                        {"name": "kind", "new": "param"}), {"name": "step", "new": 5})
@@ -94,38 +95,43 @@ def test_step_change_redraws_in_place(two_variables, capsys):
     w = ShardExplorer(r)
     assert w.variable.options == ("w", "b") and w.kind.options == tuple(dtsgd_viz.KINDS)
     heat_ax, norm_ax = w.figure.axes[:2]
-    heatmap, norm_image = heat_ax.images[0], norm_ax.images[0]
+    heatmap, norm_lines = heat_ax.images[0], list(norm_ax.lines)
     step_line = next(l for l in norm_ax.lines if l.get_gid() == "step-line")
     outlines = [p for p in heat_ax.patches]
+    assert w.fixed.value and w.view.fixed_scale  # Play shows decay: one scale for the run
+    m = np.abs(r.global_values("w", "velocity")).max()
+    assert heatmap.get_clim()[1] == pytest.approx(m)
     png, renders = w.image.value, w.renders
     assert _png_shape(png)[:2] == (450, 1035)  # figsize (11.5, 5) at 90 dpi
 
     w.slider.value = 5
     assert w.state.step == 5 and w.renders == renders + 1
     np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "velocity")[5])
-    assert f"at iteration {r.steps[5]}" in heat_ax.get_title()
-    assert list(step_line.get_ydata()) == [5, 5]
-    assert "iteration 6" in w.step_label.value
+    assert f"after update {r.steps[5]}" in heat_ax.get_title()
+    assert list(step_line.get_xdata()) == [6, 6] and heatmap.get_clim()[1] == pytest.approx(m)
+    assert "update 6" in w.step_label.value
     # the same artists, updated in place; the PNG shows the new state
     assert w.figure.axes[:2] == [heat_ax, norm_ax]
-    assert heat_ax.images[0] is heatmap and norm_ax.images[0] is norm_image
+    assert heat_ax.images[0] is heatmap and list(norm_ax.lines) == norm_lines
     assert [p for p in heat_ax.patches] == outlines
+    w.fixed.value = False  # per update again
+    assert heatmap.get_clim()[1] == pytest.approx(np.abs(r.global_values("w", "velocity")[5]).max())
     assert w.image.value != png and w.image.value == w.render()
     assert capsys.readouterr() == ("", "")  # widgets never print
 
 
 def test_kind_change_updates_heatmap_and_norms(two_variables):
     r = two_variables
-    w = ShardExplorer(r, step=2)
+    w = ShardExplorer(r, step=3)
     heat_ax, norm_ax = w.figure.axes[:2]
-    heatmap, norm_image = heat_ax.images[0], norm_ax.images[0]
+    heatmap, lines = heat_ax.images[0], list(w.view.lines)
     w.kind.value = "grad"
-    assert heat_ax.images[0] is heatmap and norm_ax.images[0] is norm_image
+    assert heat_ax.images[0] is heatmap and w.view.lines == lines
     np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "grad")[2])
     shards = r.shard_values("w", "grad")
     truth = np.linalg.norm(shards.reshape(STEPS, 8, -1), axis=-1)
-    np.testing.assert_allclose(norm_image.get_array(), truth, rtol=1e-6)
-    assert heat_ax.get_title().startswith("grad of 'w' at iteration 3")
+    np.testing.assert_allclose(np.array([l.get_ydata() for l in lines]).T, truth, rtol=1e-6)
+    assert heat_ax.get_title().startswith("grad of 'w' after update 3")
     w.slider.value = 4  # the new kind stays while stepping
     np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "grad")[4])
 
@@ -154,8 +160,8 @@ def test_variable_change_redraws_the_new_variable(two_variables):
                                   r.global_values("b", "param")[2][None, :])
     outlines = sorted(p.get_x() for p in heat_ax.patches if p.get_gid().startswith("block-"))
     assert outlines == [0, 2, 4, 6]  # [y] over y=4: four blocks of two, replicated over x
-    assert norm_ax.images[0].get_array().shape == (STEPS, 8)
-    assert heat_ax.get_title().startswith("param of 'b' at iteration 3")
+    assert len(w.view.lines) == 4  # [y]: four unique blocks, each on two devices
+    assert heat_ax.get_title().startswith("param of 'b' after update 3")
     w.slider.value = 0  # and stepping works on the new view
     np.testing.assert_array_equal(w.view.heatmap.get_array(),
                                   r.global_values("b", "param")[0][None])
@@ -171,8 +177,8 @@ def test_widget_layout_and_display(param_and_grad_only):
     bundle = w._repr_mimebundle_()
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == w.widget.model_id
     assert callable(w._ipython_display_)
-    with pytest.raises(ValueError, match="out of range"):
-        ShardExplorer(param_and_grad_only, step=3)
+    with pytest.raises(ValueError, match=r"update 4 was not recorded.*updates 1, 2, 3"):
+        ShardExplorer(param_and_grad_only, step=4)
     with pytest.raises(ValueError, match="was not recorded"):
         ShardExplorer(param_and_grad_only, kind="velocity")
 
@@ -196,16 +202,18 @@ def test_explorer_on_a_stats_recording():
     w = ShardExplorer(r)
     heat_ax, norm_ax = w.figure.axes[:2]
     assert not heat_ax.images and w.view.heatmap is None
-    note = next(t for t in heat_ax.texts if t.get_gid() == "stats-only-note")
-    assert "values not recorded" in note.get_text() and "mode='full'" in note.get_text()
-    norm_image = norm_ax.images[0]
-    step_line = next(l for l in norm_ax.lines if l.get_gid() == "step-line")
-    np.testing.assert_array_equal(norm_image.get_array(), r.shard_stats("w", "velocity")[..., 0])
+    note = " ".join(w.view.stats_note.get_text().split())
+    assert "values not recorded" in note and "mode='full'" in note
+    lines = w.view.lines
+    step_line = w.view.step_lines[0]
+    np.testing.assert_allclose(np.array([l.get_ydata() for l in lines]).T,
+                               r.shard_stats("w", "velocity")[..., 0])
     png, renders = w.image.value, w.renders
     w.slider.value = 4
-    assert list(step_line.get_ydata()) == [4, 4] and w.renders == renders + 1
-    assert f"at iteration {r.steps[4]}" in heat_ax.get_title() and w.image.value != png
+    assert list(step_line.get_xdata()) == [5, 5] and w.renders == renders + 1
+    assert f"after update {r.steps[4]}" in heat_ax.get_title() and w.image.value != png
     w.kind.value = "grad"
-    assert norm_ax.images[0] is norm_image
-    np.testing.assert_array_equal(norm_image.get_array(), r.shard_stats("w", "grad")[..., 0])
-    assert "grad of 'w'" in heat_ax.get_title() and list(step_line.get_ydata()) == [4, 4]
+    assert w.view.lines == lines
+    np.testing.assert_allclose(np.array([l.get_ydata() for l in lines]).T,
+                               r.shard_stats("w", "grad")[..., 0])
+    assert "grad of 'w'" in heat_ax.get_title() and list(step_line.get_xdata()) == [5, 5]

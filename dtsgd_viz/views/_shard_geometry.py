@@ -29,18 +29,55 @@ LOG_RANGE = 100.0
 norms exceeds this."""
 
 
+def updates_text(steps) -> str:
+    """The recorded updates in a few words: ``1..6``, ``10, 20, .., 100 (every 10)``."""
+    steps = [int(s) for s in steps]
+    if len(steps) <= 4:
+        return ", ".join(map(str, steps))
+    gaps = set(np.diff(steps).tolist())
+    if gaps == {1}:
+        return f"{steps[0]}..{steps[-1]}"
+    if len(gaps) == 1:
+        return f"{steps[0]}, {steps[1]}, .., {steps[-1]} (every {gaps.pop()})"
+    return f"{steps[0]}, {steps[1]}, .., {steps[-1]} ({len(steps)} recorded)"
+
+
+def update_index(recording, step=None) -> int:
+    """The index into ``recording.steps`` of optimizer update ``step`` (as
+    ``recording.steps`` counts: the first update is 1). None or -1: the last
+    recorded update. Raises ValueError naming the recorded updates.
+
+    The project-wide step convention: ``step=k`` is update k, never an index."""
+    check_not_empty(recording)
+    steps = np.asarray(recording.steps)
+    if step is None or (not isinstance(step, bool) and isinstance(step, (int, np.integer))
+                        and step == -1):
+        return len(steps) - 1
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+        raise TypeError(f"step must be an int, the optimizer update to show (as "
+                        f"recording.steps counts), or None for the last. Received: {step!r}.")
+    hits = np.nonzero(steps == int(step))[0]
+    if not len(hits):
+        raise ValueError(
+            f"update {step} was not recorded. Allowed: step= one of the recorded updates "
+            f"{updates_text(steps)} (recording.steps; the first update is 1), or None/-1 for "
+            f"the last.")
+    return int(hits[0])
+
+
+# kept for callers that hold an index into recording.steps (a slider position)
 def step_index(recording, step: int) -> int:
-    """The non-negative index into ``recording.steps`` of ``step`` (negative counts
-    from the end, like a list). Raises ValueError naming the valid range."""
+    """The non-negative index into ``recording.steps`` of the index ``step`` (negative
+    counts from the end, like a list). Raises ValueError naming the valid range."""
     check_not_empty(recording)
     n = len(recording)
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
         raise TypeError(f"step must be an int index into recording.steps. Received: {step!r}.")
     if not -n <= step < n:
         raise ValueError(
-            f"step {step} is out of range for a recording of {n} steps. Allowed: "
-            f"{-n}..{n - 1} (an index into recording.steps, which holds iterations "
-            f"{recording.steps[0]}..{recording.steps[-1]})."
+            f"index {step} is out of range for a recording of {n} updates. Allowed: "
+            f"{-n}..{n - 1} (an index into recording.steps, which holds updates "
+            f"{updates_text(recording.steps)})."
         )
     return int(step) % n
 
@@ -160,6 +197,23 @@ def shard_norms(recording, name: str, kind: str = "velocity") -> np.ndarray:
     A ``Recorder(mode="stats")`` recording stored these norms; a full one computes them
     from its unique blocks."""
     return np.asarray(recording.shard_stats(name, kind)[..., 0], dtype=np.float64)
+
+
+def block_norm_lines(recording, name: str, kind: str = "velocity"):
+    """``(updates, lines)``: the recorded update numbers and, per replica group (one line
+    per unique block, replicas once), its shard's L2 norm at each (float64; NaN where
+    it was not finite, and where it was 0, which a log axis cannot show)."""
+    norms = shard_norms(recording, name, kind)
+    geometry = recording.geometry(name)
+    lines = np.stack([norms[:, devices[0]] for devices in geometry.replica_groups], axis=1)
+    with np.errstate(invalid="ignore"):
+        lines = np.where(np.isfinite(lines) & (lines > 0), lines, np.nan)
+    return np.asarray(recording.steps), lines
+
+
+def run_limit(values) -> float:
+    """Largest finite magnitude over a whole run (every step): the fixed colour limit."""
+    return symmetric_limit(values)
 
 
 def norm_scale(norms: np.ndarray) -> tuple[str, float, float]:

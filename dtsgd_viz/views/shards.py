@@ -1,16 +1,22 @@
-"""Shard values: the global tensor at one step with each device's block outlined,
-beside a steps x devices panel of each shard's L2 norm over time::
+"""Shard values: the global tensor at one optimizer update with each device's block
+outlined, beside each unique block's L2 norm over the updates, as log-y lines::
 
     rec = dtsgd_viz.load_recording("nesterov.npz")
-    fig = dtsgd_viz.plot_shards(rec, "w", "velocity", step=10)
+    fig = dtsgd_viz.plot_shards(rec, "w", "velocity", step=10)   # update 10
     fig.savefig("shards.png")
 
-``ShardsView`` holds the artists so a widget can move to another step or kind by
-updating them in place (``set_step``, ``set_kind``) instead of rebuilding the figure.
+``step=k`` is optimizer update k as ``recording.steps`` counts (the first update is 1;
+None or -1: the last). Every block has one colour (``style.block_styles``), shared by
+its label chip on the left and its norm line on the right; replicas are one block, so
+one line, marked with a diamond at updates where its copies disagreed.
 
-A ``Recorder(mode="stats")`` recording keeps each shard's norm/mean/max but not its
-values: the norm panel is drawn from the stored norms as usual, and the heatmap's place
-holds the device blocks and ``STATS_ONLY_TEXT`` instead.
+``ShardsView`` holds the artists so a widget can move to another update or kind by
+updating them in place (``set_index``, ``set_step``, ``set_kind``,
+``set_fixed_scale``) instead of rebuilding the figure.
+
+A ``Recorder(mode="stats")`` recording keeps each block's norm, mean and max |x| but
+not its values: the left panel shows the blocks (the colour key), the right one the
+three stored statistics as lines over the updates.
 """
 
 from __future__ import annotations
@@ -21,19 +27,20 @@ from . import style
 from ._empty import check_not_empty
 from ._figure import new_figure
 from ._shard_geometry import (
-    as_image, axis_labels, block_patches, device_ticks, flagged_steps,
-    image_shape, iteration_ticks, norm_scale, settings_text, shard_norms, slice_boundaries,
-    step_index, symmetric_limit,
+    as_image, axis_labels, block_norm_lines, block_patches, flagged_steps, image_shape,
+    run_limit, settings_text, shard_norms, slice_boundaries, symmetric_limit, update_index,
 )
 
-__all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView"]
+__all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "draw_tensor"]
 
 NONFINITE_COLOR = "black"     # NaN/Inf cells: outside both RdBu and viridis' bright end
-STEP_COLOR = "#CC79A7"        # Okabe-Ito reddish purple: the shown step
+STEP_COLOR = "#CC79A7"        # Okabe-Ito reddish purple: the shown update
 MISMATCH_COLOR = "#D55E00"    # Okabe-Ito vermillion: replicas disagree
 OUTLINE_COLOR = "black"
-STATS_ONLY_TEXT = ("values not recorded: Recorder(mode='stats') keeps per-shard "
-                   "norm/mean/max only; record with mode='full' for the heatmap")
+STATS_ONLY_TEXT = ("values not recorded: Recorder(mode='stats') keeps each block's "
+                   "norm, mean and max |x| (right); record with mode='full' for the values")
+STATS = ("L2 norm", "mean", "max |x|")   # the columns of Recording.shard_stats
+MAX_LEGEND_BLOCKS = 8
 
 
 def _cmap(name):
@@ -47,154 +54,84 @@ def _text_color(color) -> str:
     return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
 
 
-def _chip(color) -> dict:
-    return dict(boxstyle="round,pad=0.2", facecolor=color, edgecolor="none", alpha=0.9)
+def _chip(color, hatch="") -> dict:
+    return dict(boxstyle="round,pad=0.2", facecolor=color, edgecolor="none", alpha=0.9,
+                hatch=hatch or None)
 
 
-def _norm(scale, vmin, vmax):
-    from matplotlib.colors import LogNorm, Normalize
-    if scale == "log":
-        return LogNorm(vmin=vmin, vmax=vmax, clip=True)  # clip: zeros draw as vmin, not "bad"
-    return Normalize(vmin=vmin, vmax=vmax)
+class TensorPanel:
+    """One global tensor drawn on ``ax``: a heatmap (None when ``values`` is None: the
+    blocks alone, tinted), block outlines and label chips in the block colours.
 
+    ``outlines``/``labels``/``label_rects`` hold one entry per rectangle of a block
+    (rank-3+ blocks can have several); ``patches`` the ``BlockPatch`` geometry."""
 
-class ShardsView:
-    """The shard values view drawn on ``heat_ax`` (and ``norm_ax`` unless None).
-
-    Attributes tests and widgets use: ``heatmap`` and ``norm_image`` (``AxesImage``;
-    ``heatmap`` is None for a stats-mode recording, whose ``stats_note`` ``Text`` says why),
-    ``outlines`` and ``labels`` (one ``Rectangle`` and one ``Text`` per rectangle of
-    a block: rank-3+ blocks can have several), ``patches`` (the ``BlockPatch``
-    geometry behind both, one per replica group),
-    ``step_line``, ``nonfinite_cells``, ``nonfinite_marks``/``mismatch_marks``
-    (``Line2D`` or None).
-    """
-
-    def __init__(self, recording, name, kind="velocity", step=-1, *, heat_ax, norm_ax=None):
-        check_not_empty(recording)
-        self.recording, self.name = recording, name
-        self.index = step_index(recording, step)
-        self.kind = kind
-        self.stats_only = getattr(recording, "mode", "full") == "stats"
-        self._load(kind)  # raises for unknown name/kind
-        self.heat_ax, self.norm_ax = heat_ax, norm_ax
-        self.figure = heat_ax.figure
-        self.geometry = recording.geometry(name)
-        self.devices = recording.shard_devices(name)
-        self.short_names = tuple(d.rsplit("device:", 1)[-1] for d in self.devices)
-        self.colors = [style.device_color(d, len(self.devices)) for d in range(len(self.devices))]
-        self.nonfinite_idx, self.mismatch_idx = flagged_steps(recording, name)
-        self.stats_note = None
-        if self.stats_only:
-            self._draw_blocks_only()
-        else:
-            self._draw_heatmap()
-        self.norm_image = self.step_line = None
-        self.nonfinite_marks = self.mismatch_marks = None
-        self.hatches = []
-        if norm_ax is not None:
-            self._draw_norms()
-        self._legend()
-        self._update_titles()
-
-    def _load(self, kind):
-        """``values`` (full mode) or ``stats`` (stats mode) of ``kind``."""
-        if self.stats_only:
-            self.values, self.stats = None, self.recording.shard_stats(self.name, kind)
-        else:
-            values = self.recording.global_values(self.name, kind)
-            if values.dtype.name == "bfloat16":  # matplotlib and numpy.ma cannot reduce it
-                values = values.astype(np.float32)  # exact: bfloat16 is a float32 prefix
-            self.values, self.stats = values, None
-
-    def _holds_nonfinite(self, i) -> bool:
-        data = self.stats[i] if self.stats_only else self.values[i]
-        return not np.all(np.isfinite(data))
-
-    # ---- building ---------------------------------------------------------------------
-
-    def _draw_blocks_only(self):
-        """Stats mode: the device blocks outlined and labelled, no values, and a note."""
-        import textwrap
-        ax, shape = self.heat_ax, self.geometry.global_shape
+    def __init__(self, ax, geometry, device_names, styles, image=None, limit=None,
+                 colorbar_label=None, colorbar=True):
+        from matplotlib.patches import Rectangle
+        self.ax, self.geometry, self.styles = ax, geometry, styles
+        shape = geometry.global_shape
         rows, cols = image_shape(shape)
         ratio = rows / cols
+        aspect = "equal" if 1 / 3 <= ratio <= 3 else "auto"
         self.heatmap = self.colorbar = None
-        ax.set_xlim(0, cols)
-        ax.set_ylim(rows, 0)
-        ax.set_aspect("equal" if 1 / 3 <= ratio <= 3 else "auto")
+        if image is not None:
+            m = limit if limit is not None else symmetric_limit(image)
+            self.heatmap = ax.imshow(image, cmap=_cmap(style.DIVERGING_CMAP), vmin=-m, vmax=m,
+                                     extent=(0, cols, rows, 0), interpolation="nearest",
+                                     aspect=aspect)
+        else:
+            ax.set_xlim(0, cols)
+            ax.set_ylim(rows, 0)
+            ax.set_aspect(aspect)
         if not 1 / 3 <= ratio <= 3:
             ax.set_box_aspect(min(max(ratio, 0.22), 2.5))
-        ax.set_facecolor("#EEEEEE")
-        self._draw_blocks(ax)
-        for y in slice_boundaries(shape):
-            ax.axhline(y, color="white", lw=3, zorder=3.5)
-        self.nonfinite_cells = None
-        ax.set_xticks([])
-        ax.set_yticks([])
-        note = axis_labels(self.geometry.layout)[2]
-        ax.set_xlabel("device blocks of the global tensor" + (f"\n{note}" if note else ""))
-        text = textwrap.fill(STATS_ONLY_TEXT, 34, break_on_hyphens=False)
-        self.stats_note = ax.text(
-            0.5, 0.5, text, transform=ax.transAxes,
-            ha="center", va="center", zorder=6, fontsize=style.FONT_SIZE,
-            bbox=dict(boxstyle="round,pad=0.5", facecolor="white", edgecolor="0.3",
-                      alpha=0.95), gid="stats-only-note")
-
-    def _draw_blocks(self, ax):
-        """Outline and label every device block (one per rectangle: rank-3+ blocks fall
-        apart into pieces)."""
-        from matplotlib.patches import Rectangle
-        self.patches = block_patches(self.geometry, self.short_names)
-        self.outlines, self.labels, self.label_rects = [], [], []
+        if image is not None and colorbar:
+            self._colorbar(ratio < 1 / 3, colorbar_label)
+        self.patches = block_patches(geometry, device_names)
+        self.outlines, self.labels, self.label_rects, self.tints = [], [], [], []
         for p in self.patches:
-            color = self.colors[p.devices[0]]
+            color, hatch, _ = styles[p.group]
             for x, y, w, h in p.rects:
+                if image is None:
+                    self.tints.append(ax.add_patch(Rectangle(
+                        (x, y), w, h, facecolor=color, alpha=0.35, edgecolor="none",
+                        hatch=hatch or None, zorder=2, gid=f"tint-{p.group}")))
                 self.outlines.append(ax.add_patch(Rectangle(
                     (x, y), w, h, fill=False, edgecolor=OUTLINE_COLOR, lw=1.8, zorder=3,
                     gid=f"block-{p.group}")))
                 self.labels.append(ax.text(
                     x + w / 2, y + h / 2, p.label, ha="center", va="center", zorder=4,
-                    fontsize=style.FONT_SIZE - 1, color=_text_color(color), bbox=_chip(color),
-                    gid=f"label-{p.group}"))
+                    fontsize=style.FONT_SIZE - 1, color=_text_color(color),
+                    bbox=_chip(color, hatch), gid=f"label-{p.group}"))
                 self.label_rects.append((x, y, w, h))
-
-    def _draw_heatmap(self):
-        from matplotlib.ticker import MaxNLocator, ScalarFormatter
-        ax, shape = self.heat_ax, self.geometry.global_shape
-        rows, cols = image_shape(shape)
-        ratio = rows / cols
-        image = as_image(self.values[self.index])
-        m = symmetric_limit(image)
-        self.heatmap = ax.imshow(
-            image, cmap=_cmap(style.DIVERGING_CMAP), vmin=-m, vmax=m,
-            extent=(0, cols, rows, 0), interpolation="nearest",
-            aspect="equal" if 1 / 3 <= ratio <= 3 else "auto",
-        )
-        strip = ratio < 1 / 3
-        if not 1 / 3 <= ratio <= 3:
-            ax.set_box_aspect(min(max(ratio, 0.22), 2.5))
-        if strip:  # a horizontal bar just under the strip, not at the bottom of its cell
-            from matplotlib.transforms import ScaledTranslation
-            shift = ax.transAxes + ScaledTranslation(0, -0.75, self.figure.dpi_scale_trans)
-            cax = ax.inset_axes([0.15, -0.12, 0.7, 0.12], transform=shift)
-            self.colorbar = self.figure.colorbar(self.heatmap, cax=cax, orientation="horizontal",
-                                                 label=f"{self.kind} value")
-        else:
-            self.colorbar = self.figure.colorbar(self.heatmap, ax=ax, shrink=0.9,
-                                                 label=f"{self.kind} value")
-        self._draw_blocks(ax)
-        # short ticks with a shared power of ten: per-step limits never widen the labels
-        formatter = ScalarFormatter(useMathText=True)
-        formatter.set_powerlimits((-2, 3))
-        self.colorbar.formatter = formatter
-        self.colorbar.locator = MaxNLocator(nbins=5, steps=[1, 2, 5, 10])
-        self.colorbar.update_ticks()
         for y in slice_boundaries(shape):  # on top of the outlines, which may coincide
             ax.axhline(y, color="white", lw=3, zorder=3.5)
         self.nonfinite_cells, = ax.plot([], [], ls="none", marker="x", color="white",
                                         markersize=6, mew=1.5, zorder=3, gid="nonfinite-cells")
-        self._set_nonfinite_cells(image)
+        if image is not None:
+            self._set_nonfinite_cells(image)
+        self._ticks(rows, cols)
+
+    def _colorbar(self, strip, label):
+        from matplotlib.ticker import MaxNLocator, ScalarFormatter
+        fig, ax = self.ax.figure, self.ax
+        if strip:  # a horizontal bar just under the strip, not at the bottom of its cell
+            from matplotlib.transforms import ScaledTranslation
+            shift = ax.transAxes + ScaledTranslation(0, -0.75, fig.dpi_scale_trans)
+            cax = ax.inset_axes([0.15, -0.12, 0.7, 0.12], transform=shift)
+            self.colorbar = fig.colorbar(self.heatmap, cax=cax, orientation="horizontal",
+                                         label=label)
+        else:
+            self.colorbar = fig.colorbar(self.heatmap, ax=ax, shrink=0.9, label=label)
+        formatter = ScalarFormatter(useMathText=True)  # short ticks, a shared power of ten
+        formatter.set_powerlimits((-2, 3))
+        self.colorbar.formatter = formatter
+        self.colorbar.locator = MaxNLocator(nbins=5, steps=[1, 2, 5, 10])
+        self.colorbar.update_ticks()
+
+    def _ticks(self, rows, cols):
+        ax, shape = self.ax, self.geometry.global_shape
         xs = sorted({r[0] for p in self.patches for r in p.rects} | {cols})
         ax.set_xticks(xs if len(xs) <= 17 else xs[:: -(-len(xs) // 16)])
         if len(shape) == 2:
@@ -206,124 +143,20 @@ class ShardsView:
             per = rows // shape[0]
             ticks = list(range(shape[0]))[:: -(-shape[0] // 12)]
             ax.set_yticks([per * (k + 0.5) for k in ticks], [f"d0={k}" for k in ticks])
-        xlabel, ylabel, note = axis_labels(self.geometry.layout)
-        ax.set_xlabel(xlabel + (f"\n{note}" if note else ""))
-        ax.set_ylabel(ylabel)
 
     def _set_nonfinite_cells(self, image):
         r, c = np.nonzero(~np.isfinite(image))
         self.nonfinite_cells.set_data(c + 0.5, r + 0.5)
 
-    def _draw_norms(self):
-        from matplotlib.patches import Rectangle
-        ax, n = self.norm_ax, len(self.devices)
-        norms = shard_norms(self.recording, self.name, self.kind)
-        self.norm_image = ax.imshow(norms, cmap=_cmap(style.SEQUENTIAL_CMAP),
-                                    norm=_norm(*norm_scale(norms)), aspect="auto",
-                                    interpolation="nearest")
-        self.norm_colorbar = self.figure.colorbar(self.norm_image, ax=ax, shrink=0.9,
-                                                  label="L2 norm of the shard")
-        self.step_line = ax.axhline(self.index, color=STEP_COLOR, lw=2.2, label="shown step",
-                                    gid="step-line")
-        flags = len(self.nonfinite_idx) or len(self.mismatch_idx)
-        for i in self.nonfinite_idx:
-            self.hatches.append(ax.add_patch(Rectangle(
-                (-0.5, i - 0.5), n, 1, fill=False, hatch="///", edgecolor="white", lw=0,
-                gid="nonfinite-row")))
-        if len(self.nonfinite_idx):
-            self.nonfinite_marks, = ax.plot(
-                np.full(len(self.nonfinite_idx), n - 0.2), self.nonfinite_idx, ls="none",
-                marker="X", color=NONFINITE_COLOR, markersize=7, label="NaN/Inf in this variable",
-                gid="nonfinite-marks")
-        if len(self.mismatch_idx):
-            self.mismatch_marks, = ax.plot(
-                np.full(len(self.mismatch_idx), n + 0.2), self.mismatch_idx, ls="none",
-                marker="D", color=MISMATCH_COLOR, markersize=6, label="replicas disagree",
-                gid="mismatch-marks")
-        ax.set_xlim(-0.5, n - 0.5 + (1.0 if flags else 0.0))
-        ax.set_ylim(len(self.recording) - 0.5, -0.5)
-        names, prefix = device_ticks(self.short_names)
-        ax.set_xticks(range(n + (1 if flags else 0)), names + (["flags"] if flags else []),
-                      rotation=90 if n > 16 or not prefix else 0)
-        for d, tick in enumerate(ax.get_xticklabels()[:n]):
-            tick.set_color(_text_color(self.colors[d]))
-            tick.set_bbox(_chip(self.colors[d]))
-        ax.set_yticks(*iteration_ticks(self.recording.steps))
-        mesh = self.geometry.layout.mesh
-        ax.set_xlabel(f"device {prefix or ''}n, in mesh order "
-                      f"({' x '.join(f'{k}={v}' for k, v in mesh.shape.items())})")
-        ax.set_ylabel("optimizer iteration")
+    def set_image(self, image, limit=None):
+        m = limit if limit is not None else symmetric_limit(image)
+        self.heatmap.set_data(image)
+        self.heatmap.set_clim(-m, m)
+        self._set_nonfinite_cells(image)
 
-    def _legend(self):
-        from matplotlib.legend_handler import HandlerTuple
-        from matplotlib.patches import Patch
-        handles, labels = [], []
-        if self.step_line is not None:
-            handles.append(self.step_line)
-            labels.append("shown step")
-        if len(self.nonfinite_idx):
-            patch = Patch(facecolor=NONFINITE_COLOR, edgecolor="white", hatch="///")
-            handles.append((patch, self.nonfinite_marks) if self.nonfinite_marks else patch)
-            labels.append("NaN/Inf (cells, steps)")
-        if self.mismatch_marks is not None:
-            handles.append(self.mismatch_marks)
-            labels.append("replicas disagree")
-        self.legend = None
-        if handles:  # above the panel, under its title: tick labels below vary in height
-            ax = self.norm_ax if self.norm_ax is not None else self.heat_ax
-            self.legend = ax.legend(handles, labels, loc="lower center", ncol=len(handles),
-                                    bbox_to_anchor=(0.5, 1.0), fontsize=style.FONT_SIZE - 1,
-                                    frameon=False, borderaxespad=0.2,
-                                    handler_map={tuple: HandlerTuple(ndivide=None)})
-
-    # ---- in-place updates -----------------------------------------------------------------
-
-    def _update_titles(self):
-        from matplotlib.colors import LogNorm
-        r, i = self.recording, self.index
-        bad = " (holds NaN/Inf)" if self._holds_nonfinite(i) else ""
-        if i in self.mismatch_idx:
-            bad += " (replicas disagree)"
-        legend_here = self.legend is not None and self.legend.axes is self.heat_ax
-        what = "device blocks of " if self.stats_only else ""
-        self.heat_ax.set_title(
-            f"{what}{self.kind} of {self.name!r} at iteration {r.steps[i]}{bad}\n"
-            f"{settings_text(r, i)}  |  recorded step {i + 1} of {len(r)}",
-            fontsize=style.FONT_SIZE + 1, pad=20 if legend_here else 6)
-        if self.norm_ax is not None:
-            scale = "log" if isinstance(self.norm_image.norm, LogNorm) else "linear"
-            self.norm_ax.set_title(f"Each shard's {self.kind} over time ({scale} colour scale)",
-                                   fontsize=style.FONT_SIZE + 1, pad=20 if self.legend else 6)
-
-    def set_step(self, step: int) -> None:
-        """Show recorded step ``step`` (an index into ``recording.steps``), in place."""
-        self.index = step_index(self.recording, step)
-        if self.heatmap is not None:
-            image = as_image(self.values[self.index])
-            m = symmetric_limit(image)
-            self.heatmap.set_data(image)
-            self.heatmap.set_clim(-m, m)
-            self._set_nonfinite_cells(image)
-        if self.step_line is not None:
-            self.step_line.set_ydata([self.index, self.index])
-        self._update_titles()
-
-    def set_kind(self, kind: str) -> None:
-        """Show another recorded kind (``param``/``velocity``/``grad``), in place."""
-        self._load(kind)
-        self.kind = kind
-        if self.norm_image is not None:
-            norms = shard_norms(self.recording, self.name, kind)
-            self.norm_image.set_data(norms)
-            self.norm_image.set_norm(_norm(*norm_scale(norms)))
-        if self.colorbar is not None:
-            self.colorbar.set_label(f"{kind} value")
-        self.set_step(self.index)
-
-    def fit_labels(self, renderer=None) -> None:
+    def fit_labels(self, renderer) -> None:
         """Shrink, turn or hide block labels that would not fit inside their block."""
-        renderer = renderer or self.figure.canvas.get_renderer()
-        to_px = self.heat_ax.transData
+        to_px = self.ax.transData
         for (x, y, w, h), text in zip(self.label_rects, self.labels):
             (x0, y0), (x1, y1) = to_px.transform([(x, y), (x + w, y + h)])
             bw, bh = abs(x1 - x0) * 0.92, abs(y1 - y0) * 0.92
@@ -338,30 +171,329 @@ class ShardsView:
                     continue
                 break
             else:
-                text.set_visible(False)  # the norm panel's ticks still name every device
+                text.set_visible(False)  # layout_table still names every device
 
 
-def draw_shards(recording, name, kind="velocity", step=-1, *, ax=None) -> ShardsView:
+def draw_tensor(ax, geometry, device_names, image=None, *, limit=None, colorbar_label=None,
+                colorbar=True) -> TensorPanel:
+    """Draw one global tensor's 2-D ``image`` (``as_image`` of it; None: the blocks
+    alone) on ``ax`` with the blocks of ``geometry`` outlined and labelled in their
+    block colours. ``limit``: the colour scale's ``(-limit, limit)`` (default: this
+    image's largest magnitude)."""
+    return TensorPanel(ax, geometry, device_names, style.block_styles(geometry), image, limit,
+                       colorbar_label, colorbar)
+
+
+def _log_y(ax):
+    """A log y axis labelled 0.02, 0.05, 0.1, ... (1-2-5 steps, plain numbers while
+    short), without the crowded minor labels a range under a decade gets."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(FuncFormatter(
+        lambda v, _: f"{v:g}" if 1e-3 <= v < 1e4 else f"{v:.0e}".replace("e-0", "e-")))
+
+
+class ShardsView:
+    """The shard values view drawn on ``heat_ax`` (and ``norm_ax`` unless None).
+
+    Attributes tests and widgets use: ``tensor`` (the ``TensorPanel``: ``heatmap``,
+    ``outlines``, ``labels``, ``patches``), ``heatmap`` (None for a stats recording,
+    whose ``stats_note`` says why), ``lines`` (one norm ``Line2D`` per replica group,
+    x = update), ``stat_axes``/``stat_lines`` (stats recordings: the norm, mean and
+    max |x| panels and their lines), ``step_lines`` (the shown-update markers),
+    ``mismatch_marks``/``nonfinite_marks`` (``Line2D`` or None), ``fixed_scale``.
+    """
+
+    def __init__(self, recording, name, kind="velocity", step=None, *, heat_ax, norm_ax=None,
+                 fixed_scale=False):
+        check_not_empty(recording)
+        self.recording, self.name = recording, name
+        self.index = update_index(recording, step)
+        self.kind, self.fixed_scale = kind, bool(fixed_scale)
+        self.stats_only = getattr(recording, "mode", "full") == "stats"
+        self._load(kind)  # raises for unknown name/kind
+        self.heat_ax, self.norm_ax = heat_ax, norm_ax
+        self.figure = heat_ax.figure
+        self.geometry = recording.geometry(name)
+        self.styles = style.block_styles(self.geometry)
+        self.devices = recording.shard_devices(name)
+        self.short_names = tuple(d.rsplit("device:", 1)[-1] for d in self.devices)
+        self.nonfinite_idx, self.mismatch_idx = flagged_steps(recording, name)
+        self.updates = np.asarray(recording.steps)
+        self.stats_note = None
+        self.tensor = draw_tensor(
+            heat_ax, self.geometry, self.short_names,
+            None if self.stats_only else as_image(self.values[self.index]),
+            limit=self._limit(), colorbar_label=f"{kind} value")
+        self.heatmap = self.tensor.heatmap
+        self._label_axes()
+        self.lines, self.stat_axes, self.stat_lines, self.step_lines = [], {}, {}, []
+        self._data = {}  # axes -> (n_updates, n_blocks) data of its lines
+        self.mismatch_marks = self.nonfinite_marks = self.legend = None
+        if norm_ax is not None:
+            self._draw_lines()
+        self._update_titles()
+
+    # ---- data -------------------------------------------------------------------------
+
+    def _load(self, kind):
+        """``values`` (full mode) or ``stats`` (stats mode) of ``kind``."""
+        if self.stats_only:
+            self.values, self.stats = None, self.recording.shard_stats(self.name, kind)
+        else:
+            values = self.recording.global_values(self.name, kind)
+            if values.dtype.name == "bfloat16":  # matplotlib and numpy.ma cannot reduce it
+                values = values.astype(np.float32)  # exact: bfloat16 is a float32 prefix
+            self.values, self.stats = values, None
+        self._run_limit = None
+
+    def _limit(self):
+        """The colour limit: over the whole run when ``fixed_scale``, else None (this
+        update's own largest magnitude)."""
+        if not self.fixed_scale or self.values is None:
+            return None
+        if self._run_limit is None:
+            self._run_limit = run_limit(self.values)
+        return self._run_limit
+
+    def _holds_nonfinite(self, i) -> bool:
+        data = self.stats[i] if self.stats_only else self.values[i]
+        return not np.all(np.isfinite(data))
+
+    # ---- building ---------------------------------------------------------------------
+
+    def _label_axes(self):
+        import textwrap
+        ax = self.heat_ax
+        xlabel, ylabel, note = axis_labels(self.geometry.layout)
+        if self.stats_only:
+            ax.set_xticks([])
+            ax.set_yticks([])
+            xlabel = "device blocks (colours: the lines on the right)"
+            ylabel, note = "", textwrap.fill(STATS_ONLY_TEXT, 62, break_on_hyphens=False)
+        ax.set_xlabel(xlabel + (f"\n{note}" if note else ""))
+        ax.set_ylabel(ylabel)
+        if self.stats_only:
+            self.stats_note = ax.xaxis.label
+            self.stats_note.set_gid("stats-only-note")
+        return
+        ax.set_xlabel(xlabel + (f"\n{note}" if note else ""))
+        ax.set_ylabel(ylabel)
+
+    def _draw_lines(self):
+        if self.stats_only:
+            ax = self.norm_ax
+            ax.set_axis_off()
+            h, gap = 0.29, 0.065
+            axes = [ax.inset_axes([0, 1 - h - k * (h + gap), 1, h]) for k in range(3)]
+            for a in axes[1:]:
+                a.sharex(axes[0])
+            for a in axes[:-1]:
+                a.tick_params(labelbottom=False)
+            for k, (label, a) in enumerate(zip(STATS, axes)):
+                self.stat_axes[label] = a
+                self.stat_lines[label] = self._lines_on(a, self._stat_lines(k), k != 1)
+                a.set_ylabel(label, fontsize=style.FONT_SIZE)
+                a.tick_params(labelsize=style.FONT_SIZE - 1)
+            self.lines = self.stat_lines[STATS[0]]
+            self.line_ax = axes[0]
+            axes[-1].set_xlabel("optimizer update")
+        else:
+            self.line_ax = self.norm_ax
+            self.lines = self._lines_on(self.norm_ax, self._norm_lines(), True)
+            self.norm_ax.set_xlabel("optimizer update")
+            self.norm_ax.set_ylabel("L2 norm of the block")
+        self._marks(self.line_ax)
+        self._legend()
+
+    def _norm_lines(self):
+        return block_norm_lines(self.recording, self.name, self.kind)[1]
+
+    def _stat_lines(self, k):
+        """Column ``k`` of the stored stats, one column per replica group (NaN where not
+        finite; on log panels also where <= 0)."""
+        cols = np.stack([self.stats[:, d[0], k] for d in self.geometry.replica_groups], 1)
+        cols = np.asarray(cols, np.float64)
+        with np.errstate(invalid="ignore"):
+            keep = np.isfinite(cols) & ((cols > 0) if k != 1 else True)
+        return np.where(keep, cols, np.nan)
+
+    def _lines_on(self, ax, lines, log):
+        x, n = self.updates, len(self.updates)
+        marker = "o" if n <= 40 else None
+        out = []
+        for g, (color, _, ls) in enumerate(self.styles):
+            out.append(ax.plot(x, lines[:, g], color=color, ls=ls, lw=1.6, marker=marker,
+                               ms=3, zorder=2, gid=f"norm-{g}")[0])
+        if log and np.isfinite(lines).any():
+            _log_y(ax)
+        lo, hi = (x[0] - 0.5, x[-1] + 0.5) if n == 1 else (x[0], x[-1])
+        pad = 0.02 * (hi - lo)
+        ax.set_xlim(lo - pad, hi + pad)
+        ax.grid(True, which="major", color="#DDDDDD", lw=0.6)
+        self.step_lines.append(ax.axvline(x[self.index], color=STEP_COLOR, lw=2.2, zorder=5,
+                                          gid="step-line"))
+        self._data[ax] = lines  # the data behind the dots at the shown update
+        dots, = ax.plot(np.full(lines.shape[1], x[self.index]), lines[self.index], ls="none",
+                        marker="o", ms=5, mfc=STEP_COLOR, mec="white", mew=0.8, zorder=6,
+                        gid="step-dots")
+        self.step_lines.append(dots)
+        return out
+
+    def _marks(self, ax):
+        from matplotlib.transforms import blended_transform_factory
+        x = self.updates
+        lines = self._data[ax]
+        replicated = [g for g, d in enumerate(self.geometry.replica_groups) if len(d) > 1]
+        pts = [(x[i], lines[i, g]) for i in self.mismatch_idx for g in replicated
+               if np.isfinite(lines[i, g])]
+        if len(self.mismatch_idx):
+            px, py = zip(*pts) if pts else ((), ())
+            self.mismatch_marks, = ax.plot(px, py, ls="none", marker="D", ms=7, mfc="none",
+                                           mec=MISMATCH_COLOR, mew=1.6, zorder=7,
+                                           gid="mismatch-marks")
+        if len(self.nonfinite_idx):
+            top = blended_transform_factory(ax.transData, ax.transAxes)
+            self.nonfinite_marks, = ax.plot(
+                x[self.nonfinite_idx], np.full(len(self.nonfinite_idx), 0.96), transform=top,
+                ls="none", marker="X", color=NONFINITE_COLOR, ms=7, zorder=7,
+                gid="nonfinite-marks")
+
+    def _legend(self):
+        from matplotlib.lines import Line2D
+        handles = [Line2D([], [], color=STEP_COLOR, lw=2.2, marker="o", mfc=STEP_COLOR,
+                          mec="white", label="shown update")]
+        if self.nonfinite_marks is not None:
+            handles.append(Line2D([], [], ls="none", marker="X", color=NONFINITE_COLOR,
+                                  label="NaN/Inf in this variable"))
+        if self.mismatch_marks is not None:
+            handles.append(Line2D([], [], ls="none", marker="D", mfc="none",
+                                  mec=MISMATCH_COLOR, mew=1.6, label="replicas disagree"))
+        if len(self.styles) <= MAX_LEGEND_BLOCKS:
+            for p, line in zip(self.tensor.patches, self.lines):
+                handles.append(Line2D([], [], color=line.get_color(), ls=line.get_linestyle(),
+                                      lw=1.6, label=p.label))
+        self.legend = self.line_ax.legend(
+            handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+            fontsize=style.FONT_SIZE - 1, borderaxespad=0.0, handlelength=2.2)
+
+    # ---- in-place updates -----------------------------------------------------------------
+
+    def _update_titles(self):
+        r, i = self.recording, self.index
+        bad = " (holds NaN/Inf)" if self._holds_nonfinite(i) else ""
+        if i in self.mismatch_idx:
+            bad += " (replicas disagree)"
+        what = "device blocks of " if self.stats_only else ""
+        scale = ("colour scale fixed over the run" if self.fixed_scale and not self.stats_only
+                 else "")
+        self.heat_ax.set_title(
+            f"{what}{self.kind} of {self.name!r} after update {r.steps[i]}{bad}\n"
+            f"{settings_text(r, i)}" + (f"\n{scale}" if scale else ""),
+            fontsize=style.FONT_SIZE + 1)
+        if self.norm_ax is not None:
+            what = "statistics" if self.stats_only else "L2 norm"
+            self.line_ax.set_title(f"each block's {self.kind} {what} over the updates",
+                                   fontsize=style.FONT_SIZE + 1)
+
+    def set_index(self, index: int) -> None:
+        """Show the update at ``index`` into ``recording.steps`` (a slider position)."""
+        self.index = int(index) % len(self.recording)
+        if self.heatmap is not None:
+            self.tensor.set_image(as_image(self.values[self.index]), self._limit())
+        x = self.updates[self.index]
+        for line in self.step_lines:
+            if line.get_gid() == "step-line":
+                line.set_xdata([x, x])
+            else:
+                data = self._data[line.axes]
+                line.set_data(np.full(data.shape[1], x), data[self.index])
+        self._update_titles()
+
+    def set_step(self, step=None) -> None:
+        """Show optimizer update ``step`` (None/-1: the last), in place."""
+        self.set_index(update_index(self.recording, step))
+
+    def set_fixed_scale(self, fixed: bool) -> None:
+        """Colour scale over the whole run (True: decay shows) or per update (False)."""
+        self.fixed_scale = bool(fixed)
+        self.set_index(self.index)
+
+    def set_kind(self, kind: str) -> None:
+        """Show another recorded kind (``param``/``velocity``/``grad``), in place."""
+        self._load(kind)
+        self.kind = kind
+        if self.norm_ax is not None:
+            if self.stats_only:
+                for k, label in enumerate(STATS):
+                    self._set_lines(self.stat_axes[label], self.stat_lines[label],
+                                    self._stat_lines(k))
+            else:
+                self._set_lines(self.norm_ax, self.lines, self._norm_lines())
+            self._move_marks()
+        if self.tensor.colorbar is not None:
+            self.tensor.colorbar.set_label(f"{kind} value")
+        self.set_index(self.index)
+
+    def _set_lines(self, ax, lines, data):
+        for g, line in enumerate(lines):
+            line.set_ydata(data[:, g])
+        self._data[ax] = data
+        ax.relim()
+        ax.autoscale_view(scalex=False)
+
+    def _move_marks(self):
+        if self.mismatch_marks is not None:
+            lines = self._data[self.line_ax]
+            replicated = [g for g, d in enumerate(self.geometry.replica_groups) if len(d) > 1]
+            pts = [(self.updates[i], lines[i, g]) for i in self.mismatch_idx for g in replicated
+                   if np.isfinite(lines[i, g])]
+            self.mismatch_marks.set_data(*(zip(*pts) if pts else ((), ())))
+
+    def fit_labels(self, renderer=None) -> None:
+        """Shrink, turn or hide block labels that would not fit inside their block."""
+        self.tensor.fit_labels(renderer or self.figure.canvas.get_renderer())
+
+    # older name of the artists, for code written against the heatmap-of-norms view
+    @property
+    def outlines(self):
+        return self.tensor.outlines
+
+    @property
+    def labels(self):
+        return self.tensor.labels
+
+    @property
+    def patches(self):
+        return self.tensor.patches
+
+
+def _axes(ax, figsize=(11.5, 5.0), width_ratios=(1.25, 1)):
+    if ax is None:
+        return tuple(new_figure(figsize).subplots(1, 2, width_ratios=list(width_ratios)))
+    if isinstance(ax, (tuple, list)) and len(ax) == 2:
+        return tuple(ax)
+    if hasattr(ax, "imshow"):
+        return ax, None
+    raise TypeError("ax must be None, a matplotlib Axes (tensor only) or a pair (tensor_ax, "
+                    f"norm_ax). Received: {ax!r}.")
+
+
+def draw_shards(recording, name, kind="velocity", step=None, *, ax=None,
+                fixed_scale=False) -> ShardsView:
     """Like ``plot_shards`` but returns the ``ShardsView`` (``.figure`` is the figure),
-    whose ``set_step``/``set_kind`` update the artists in place."""
+    whose ``set_step``/``set_kind``/``set_fixed_scale`` update the artists in place."""
     check_not_empty(recording)
-    step_index(recording, step)
+    update_index(recording, step)
     if getattr(recording, "mode", "full") == "stats":
         recording.shard_stats(name, kind)  # unknown variable/kind: the Recording's own error
     else:
         recording.global_values(name, kind)
-    if ax is None:
-        heat_ax, norm_ax = new_figure().subplots(1, 2, width_ratios=[1.25, 1])
-    elif isinstance(ax, (tuple, list)) and len(ax) == 2:
-        heat_ax, norm_ax = ax
-    elif hasattr(ax, "imshow"):
-        heat_ax, norm_ax = ax, None
-    else:
-        raise TypeError(
-            "ax must be None, a matplotlib Axes (heatmap only) or a pair (heatmap_ax, "
-            f"norm_ax). Received: {ax!r}."
-        )
-    view = ShardsView(recording, name, kind, step, heat_ax=heat_ax, norm_ax=norm_ax)
+    heat_ax, norm_ax = _axes(ax)
+    view = ShardsView(recording, name, kind, step, heat_ax=heat_ax, norm_ax=norm_ax,
+                      fixed_scale=fixed_scale)
     fig = view.figure
     if hasattr(fig.canvas, "get_renderer"):
         fig.draw_without_rendering()  # settle the layout before measuring labels
@@ -369,19 +501,29 @@ def draw_shards(recording, name, kind="velocity", step=-1, *, ax=None) -> Shards
     return view
 
 
-def plot_shards(recording, name, kind="velocity", step=-1, *, ax=None):
-    """The global ``kind`` tensor of ``name`` at recorded step ``step`` (an index into
-    ``recording.steps``; -1 is the last) with each device's block outlined and
-    labelled, beside a steps x devices panel of each shard's L2 norm. Non-finite
-    values are black (with a white x), non-finite steps hatched and flagged, and
-    steps whose replicas disagreed flagged with a diamond. Returns the ``Figure``.
+def plot_shards(recording, name, kind="velocity", step=None, *, ax=None, fixed_scale=False):
+    """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (as
+    ``recording.steps`` counts, the first update is 1; None or -1: the last) with each
+    device's block outlined and labelled, beside each unique block's L2 norm over the
+    updates (log y, one line per block in its colour; replicas are one block, marked
+    with a diamond at updates where their copies disagreed; NaN/Inf updates marked with
+    an X on top). The shown update is a vertical line with a dot on every block's line.
+    Returns the ``Figure``.
 
-    ``ax``: None (a new figure), a pair ``(heatmap_ax, norm_ax)`` to draw into, or a
-    single ``Axes`` for the heatmap alone. Unknown variables or kinds raise the
-    Recording's ``ValueError``; so do out-of-range steps and empty recordings.
+    ``fixed_scale=True`` fixes the heatmap's colour scale over the whole run
+    (``-max|x|..max|x|`` of every recorded update), so decay shows as fading; the
+    default scales each update to its own largest magnitude.
 
-    A ``Recorder(mode="stats")`` recording has no values: the norm panel shows its
-    stored shard norms, and the heatmap's place the device blocks and a note saying
-    to record with ``mode='full'`` for the heatmap.
+    ``ax``: None (a new figure), a pair ``(tensor_ax, norm_ax)`` to draw into, or a
+    single ``Axes`` for the tensor alone. Unknown variables, kinds or updates raise a
+    ``ValueError`` naming what is allowed.
+
+    A ``Recorder(mode="stats")`` recording has no values: the left panel shows the
+    device blocks, the right one each block's stored norm, mean and max |x|.
+
+    >>> import dtsgd_viz
+    >>> r = dtsgd_viz.run(dtsgd_viz.surfaces.ShardedQuadratic(), {"m": dict(learning_rate=0.5,
+    ...                   momentum=0.9)}, steps=5)["m"]                        # doctest: +SKIP
+    >>> fig = dtsgd_viz.plot_shards(r, "w", "velocity", step=3)                # doctest: +SKIP
     """
-    return draw_shards(recording, name, kind, step, ax=ax).figure
+    return draw_shards(recording, name, kind, step, ax=ax, fixed_scale=fixed_scale).figure

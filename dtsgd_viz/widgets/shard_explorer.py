@@ -1,7 +1,10 @@
-"""``ShardExplorer``: browse a recording's per-shard values by variable, kind and step.
+"""``ShardExplorer``: browse a recording's per-shard values by variable, kind and update.
 
     rec = dtsgd_viz.load_recording("nesterov.npz")
-    dtsgd_viz.widgets.ShardExplorer(rec)      # last expression of a cell
+    dtsgd_viz.widgets.ShardExplorer(rec, step=5)   # starts at update 5; Play runs on
+
+The colour scale is fixed over the whole run by default (a checkbox turns it per
+update), so playing through the updates shows each block's values decay.
 
 Every callback goes through ``explorer_state`` (pure: old state + one change -> new
 state) and ``redraw_for`` (which in-place update the new state needs), so the logic
@@ -15,7 +18,7 @@ import dataclasses
 import ipywidgets as widgets
 
 from ..views._empty import check_not_empty
-from ..views._shard_geometry import step_index
+from ..views._shard_geometry import update_index
 from ..views.shards import draw_shards
 from ._canvas import FigureWidget
 
@@ -24,7 +27,8 @@ FIELDS = ("variable", "kind", "step")
 
 @dataclasses.dataclass(frozen=True)
 class ExplorerState:
-    """What the explorer shows, and what it may show (``step`` indexes ``steps``)."""
+    """What the explorer shows, and what it may show. ``step`` is the slider position:
+    an index into ``steps`` (the recorded update numbers); ``update`` is the update."""
 
     variables: tuple[str, ...]
     kinds: tuple[str, ...]
@@ -34,21 +38,24 @@ class ExplorerState:
     step: int
 
     @classmethod
-    def of(cls, recording, variable=None, kind=None, step=0) -> ExplorerState:
-        """The starting state for ``recording`` (first variable, velocity if recorded)."""
+    def of(cls, recording, variable=None, kind=None, step=None) -> ExplorerState:
+        """The starting state for ``recording`` (first variable, velocity if recorded) at
+        optimizer update ``step`` (default: the first recorded; -1: the last)."""
         check_not_empty(recording)
         kinds = tuple(recording.kinds)
         state = cls(tuple(recording.variables), kinds, tuple(int(s) for s in recording.steps),
                     recording.variables[0], "velocity" if "velocity" in kinds else kinds[0],
-                    step_index(recording, step))
+                    0 if step is None else update_index(recording, step))
         for name, value in (("variable", variable), ("kind", kind)):
             if value is not None:
                 state = explorer_state(state, {"name": name, "new": value})
         return state
 
     @property
-    def iteration(self) -> int:
+    def update(self) -> int:
         return self.steps[self.step]
+
+    iteration = update  # older name
 
 
 def explorer_state(state: ExplorerState, change) -> ExplorerState:
@@ -62,7 +69,8 @@ def explorer_state(state: ExplorerState, change) -> ExplorerState:
     if name == "step":
         n = len(state.steps)
         if isinstance(new, bool) or not isinstance(new, int) or not 0 <= new < n:
-            raise ValueError(f"step must be an int in 0..{n - 1}. Received: {new!r}.")
+            raise ValueError(f"step (the slider position) must be an int in 0..{n - 1}, an "
+                             f"index into the recorded updates. Received: {new!r}.")
     if name not in FIELDS:
         raise ValueError(f"Unknown change {name!r}. Allowed: {list(FIELDS)}.")
     return dataclasses.replace(state, **{name: new})
@@ -78,15 +86,18 @@ def redraw_for(old: ExplorerState, new: ExplorerState) -> str | None:
 
 
 def step_text(state: ExplorerState) -> str:
-    return f"iteration {state.iteration}  (recorded step {state.step + 1} of {len(state.steps)})"
+    return f"update {state.update}  (recorded update {state.step + 1} of {len(state.steps)})"
 
 
 class ShardExplorer(FigureWidget):
-    """``plot_shards`` with a variable picker, a kind picker (recorded kinds only) and a
-    step slider with Play. ``.widget`` is the root ``VBox``; ``.view`` the ``ShardsView``."""
+    """``plot_shards`` with a variable picker, a kind picker (recorded kinds only), an
+    update slider with Play, and a checkbox for a colour scale fixed over the run (on by
+    default, so decay shows while playing). ``step``: the update to start at (as
+    ``recording.steps`` counts; default the first recorded). ``.widget`` is the root
+    ``VBox``; ``.view`` the ``ShardsView``."""
 
-    def __init__(self, recording, variable=None, kind=None, step=0, *, interval=400,
-                 figsize=(11.5, 5.0), dpi=90):
+    def __init__(self, recording, variable=None, kind=None, step=None, *, interval=400,
+                 fixed_scale=True, figsize=(11.5, 5.0), dpi=90):
         self.recording = recording
         self.state = ExplorerState.of(recording, variable, kind, step)
         super().__init__(figsize=figsize, dpi=dpi)
@@ -96,15 +107,18 @@ class ShardExplorer(FigureWidget):
         self.kind = widgets.ToggleButtons(options=list(s.kinds), value=s.kind,
                                           description="kind")
         self.slider = widgets.IntSlider(value=s.step, min=0, max=len(s.steps) - 1,
-                                        description="step", readout=False,
+                                        description="update", readout=False,
                                         continuous_update=True)
         self.play = widgets.Play(value=s.step, min=0, max=len(s.steps) - 1,
                                  interval=interval, description="play")
         # a kernel-side link (not jslink) so Python code setting either one moves both
         self._link = widgets.link((self.play, "value"), (self.slider, "value"))
         self.step_label = widgets.Label(step_text(s))
+        self.fixed = widgets.Checkbox(value=bool(fixed_scale), indent=False,
+                                      description="colour scale fixed over the run")
+        self.fixed.observe(self._on_fixed, names="value")
         self.widget = widgets.VBox([
-            widgets.HBox([self.variable, self.kind]),
+            widgets.HBox([self.variable, self.kind, self.fixed]),
             widgets.HBox([self.play, self.slider, self.step_label]),
             self.image,
         ])
@@ -119,8 +133,13 @@ class ShardExplorer(FigureWidget):
         self.figure.clear()
         axes = self.figure.subplots(1, 2, width_ratios=[1.25, 1])
         s = self.state
-        self.view = draw_shards(self.recording, s.variable, s.kind, s.step, ax=tuple(axes))
+        self.view = draw_shards(self.recording, s.variable, s.kind, s.update, ax=tuple(axes),
+                                fixed_scale=self.fixed.value)
         self.refresh(relayout=True)
+
+    def _on_fixed(self, change):
+        self.view.set_fixed_scale(change["new"])
+        self.refresh(relayout=True)  # the title gains or loses a line
 
     def _on_change(self, name, value):
         new = explorer_state(self.state, {"name": name, "new": value})
@@ -131,6 +150,6 @@ class ShardExplorer(FigureWidget):
             self.view.set_kind(new.kind)
             self.refresh(relayout=True)  # colour bar labels may change width
         elif what == "step":
-            self.view.set_step(new.step)
+            self.view.set_index(new.step)
             self.refresh()
         self.step_label.value = step_text(new)
