@@ -44,6 +44,7 @@ _LAZY = {
     "layout_table": "views.layout",
     "model_table": "views.layout",
     "plot_shards": "views.shards",
+    "plot_update_shards": "views.update_shards",
     "plot_paths": "views.paths",
     "animate": "views.paths",
     "plot_phase": "views.phase",

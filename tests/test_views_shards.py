@@ -40,8 +40,13 @@ def sharded():
 
 
 @pytest.fixture(scope="module")
-def replicated_rows():
-    return _record((4, 8), ("unsharded", "y"))[0]
+def replicated_rows_run():
+    return _record((4, 8), ("unsharded", "y"))
+
+
+@pytest.fixture(scope="module")
+def replicated_rows(replicated_rows_run):
+    return replicated_rows_run[0]
 
 
 @pytest.fixture(scope="module")
@@ -429,3 +434,52 @@ def test_stats_recording_marks_nonfinite_updates():
     lines = _norm_lines(view.stat_axes["L2 norm"])
     assert np.isnan(lines[2][1][2]) and np.isfinite(lines[1][1]).all()  # device 2 holds [1, 5]
     assert "NaN" not in _figure_parts(plot_shards(r, "w", "grad", 2))[0].get_title()
+
+
+# ---- parameter, velocity and gradient at one update --------------------------------------
+
+
+def test_update_shards_share_the_blocks_the_devices_really_hold(replicated_rows_run):
+    r, problem, opt = replicated_rows_run
+    from dtsgd_viz.views.update_shards import plot_update_shards
+    geometry = r.geometry("w")
+    expected = sorted((b[1].start, b[0].start, b[1].stop - b[1].start, b[0].stop - b[0].start)
+                      for b in (geometry.blocks[d[0]] for d in geometry.replica_groups))
+    for step in (2, STEPS):
+        fig = plot_update_shards(r, "w", step)
+        axes = [ax for ax in fig.axes if ax.images and _outlines(ax)]
+        assert len(axes) == 3
+        for ax, kind in zip(axes, ("param", "velocity", "grad")):
+            assert _outlines(ax) == expected  # identical outlines in the three panels
+            assert set(_labels(ax)) == {"CPU:0,4", "CPU:1,5", "CPU:2,6", "CPU:3,7"}
+            np.testing.assert_array_equal(ax.images[0].get_array(),
+                                          r.global_values("w", kind)[step - 1])
+        assert f"'w' at update {step}:" in fig.get_suptitle()
+    # the last update: each block as drawn is what dtensor.unpack gets from the devices
+    params = {"param": problem.var, "velocity": opt.velocity(problem.var)}
+    for ax, kind in zip(axes, ("param", "velocity")):
+        image = np.asarray(ax.images[0].get_array())
+        for d, shard in enumerate(_dtensor.unpack(params[kind])):
+            np.testing.assert_array_equal(image[geometry.blocks[d]], shard)
+    # the gradient of update k, computed here: c * w_{k-1} + b (one sum over 'x' copies)
+    before = r.global_values("w", "param")[-2]
+    np.testing.assert_allclose(axes[2].images[0].get_array(), problem.c * before + problem.b,
+                               rtol=1e-5, atol=1e-6)
+    assert "summed over 'x' (2 devices" in axes[2].get_title()
+    assert "the same layout" in axes[1].get_title() and "[unsharded, y]" in axes[0].get_title()
+
+
+def test_update_shards_of_partial_and_stats_recordings(sharded, stats_and_full):
+    from dtsgd_viz.views.update_shards import plot_update_shards, update_captions
+    only_param = _record((4, 8), ("x", "y"), steps=2, kinds=("param", "grad"))[0]
+    fig = plot_update_shards(only_param, "w")
+    assert len([ax for ax in fig.axes if ax.images]) == 2
+    assert "not recorded: velocity" in fig.get_suptitle()
+    assert "no copies" in update_captions(sharded[0].layout("w"), 1)["grad"]
+    stats = stats_and_full[0]
+    fig = plot_update_shards(stats, "w", 2)
+    assert not any(ax.images for ax in fig.axes) and "mode='stats'" in fig.get_suptitle()
+    with pytest.raises(ValueError, match="update 9 was not recorded"):
+        plot_update_shards(stats, "w", 9)
+    with pytest.raises(ValueError, match="kinds must be some of"):
+        plot_update_shards(stats, "w", kinds=("momentum",))

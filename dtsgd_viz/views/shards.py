@@ -87,7 +87,7 @@ class TensorPanel:
         if not 1 / 3 <= ratio <= 3:
             ax.set_box_aspect(min(max(ratio, 0.22), 2.5))
         if image is not None and colorbar:
-            self._colorbar(ratio < 1 / 3, colorbar_label)
+            self._colorbar(ratio < 1 / 3 or colorbar == "below", colorbar_label)
         self.patches = block_patches(geometry, device_names)
         self.outlines, self.labels, self.label_rects, self.tints = [], [], [], []
         for p in self.patches:
@@ -116,7 +116,7 @@ class TensorPanel:
     def _colorbar(self, strip, label):
         from matplotlib.ticker import MaxNLocator, ScalarFormatter
         fig, ax = self.ax.figure, self.ax
-        if strip:  # a horizontal bar just under the strip, not at the bottom of its cell
+        if strip:  # a horizontal bar under the panel, not at the bottom of its cell
             from matplotlib.transforms import ScaledTranslation
             shift = ax.transAxes + ScaledTranslation(0, -0.75, fig.dpi_scale_trans)
             cax = ax.inset_axes([0.15, -0.12, 0.7, 0.12], transform=shift)
@@ -179,7 +179,7 @@ def draw_tensor(ax, geometry, device_names, image=None, *, limit=None, colorbar_
     """Draw one global tensor's 2-D ``image`` (``as_image`` of it; None: the blocks
     alone) on ``ax`` with the blocks of ``geometry`` outlined and labelled in their
     block colours. ``limit``: the colour scale's ``(-limit, limit)`` (default: this
-    image's largest magnitude)."""
+    image's largest magnitude); ``colorbar``: True (beside), ``"below"`` or False."""
     return TensorPanel(ax, geometry, device_names, style.block_styles(geometry), image, limit,
                        colorbar_label, colorbar)
 

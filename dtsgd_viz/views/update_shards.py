@@ -1,0 +1,127 @@
+"""One update, three tensors: the parameter, its velocity slot and the gradient, side by
+side with the same device blocks outlined::
+
+    rec = dtsgd_viz.load_recording("model.npz")
+    fig = dtsgd_viz.plot_update_shards(rec, "d1/kernel", step=20)   # update 20
+
+A reader sees that the optimizer's slot is laid out exactly like its parameter (it is
+created from it: the same blocks on the same devices), and that the gradient arrives in
+that layout too: the mesh dims the layout leaves unused (usually the batch dim) hold
+copies, and a gradient computed from batch-sharded data is summed over them before the
+update, so every copy holds the same reduced block.
+
+A separate function rather than an option of ``plot_shards``: that view follows one
+kind over time (its norm lines, ``set_kind``), this one compares kinds at one update;
+one function per question keeps both signatures and figures simple.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import style
+from ._empty import check_not_empty
+from ._figure import new_figure
+from ._shard_geometry import as_image, axis_labels, settings_text, update_index
+from ._layout_geometry import copies_text
+from .shards import STATS_ONLY_TEXT, draw_tensor
+
+__all__ = ["plot_update_shards", "update_captions"]
+
+KIND_NAMES = {"param": "parameter", "velocity": "velocity (momentum slot)", "grad": "gradient"}
+
+
+def update_captions(layout, update: int) -> dict[str, str]:
+    """What each panel shows, for a variable laid out by ``layout`` (a ``LayoutSpec``),
+    at optimizer update ``update``: ``{kind: caption}``.
+
+    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
+    >>> print(update_captions(spec, 3)["grad"])
+    gradient of update 3, the same layout;
+    summed over 'batch' (2 devices, one batch
+    slice each): 2 equal copies of each block
+    """
+    specs = "[" + ", ".join(layout.sharding_specs) + "]"
+    mesh = layout.mesh
+    unused = [d for d in mesh.dim_names if d not in layout.sharding_specs
+              and mesh.dim_size(d) > 1]
+    copies = int(np.prod([mesh.dim_size(d) for d in unused])) if unused else 1
+    if unused:
+        over = " x ".join(f"'{d}'" for d in unused)
+        reduced = (f"summed over {over} ({copies} devices, one batch\nslice each): "
+                   f"{copies} equal copies of each block")
+    else:
+        reduced = "every mesh dim cuts it:\nno copies, no sum across devices"
+    return {
+        "param": f"parameter after update {update}\nlaid out {specs}",
+        "velocity": f"velocity slot after update {update}\nthe same layout: "
+                    "it follows its parameter",
+        "grad": f"gradient of update {update}, the same layout;\n{reduced}",
+    }
+
+
+def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity", "grad"),
+                       figsize=None):
+    """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (as
+    ``recording.steps`` counts; None or -1: the last), side by side, each with its own
+    symmetric colour scale and the same device blocks outlined and labelled in their
+    block colours. Kinds the recording lacks are left out (the title says which). A
+    ``Recorder(mode="stats")`` recording has no values: its panels show the blocks.
+    Returns the ``Figure``.
+
+    >>> import dtsgd_viz
+    >>> r = dtsgd_viz.run(dtsgd_viz.surfaces.ShardedQuadratic(), {"m": dict(learning_rate=0.5,
+    ...                   momentum=0.9)}, steps=5)["m"]                        # doctest: +SKIP
+    >>> fig = dtsgd_viz.plot_update_shards(r, "w", step=3)                    # doctest: +SKIP
+    """
+    check_not_empty(recording)
+    index = update_index(recording, step)
+    geometry = recording.geometry(name)  # unknown variable: the Recording's own error
+    unknown = [k for k in kinds if k not in KIND_NAMES]
+    if unknown or not kinds:
+        raise ValueError(f"kinds must be some of {list(KIND_NAMES)}. Received: {list(kinds)}.")
+    shown = [k for k in kinds if k in recording.kinds]
+    if not shown:
+        raise ValueError(f"None of the kinds {list(kinds)} was recorded (Recorder kinds="
+                         f"{list(recording.kinds)}).")
+    stats_only = getattr(recording, "mode", "full") == "stats"
+    update = int(recording.steps[index])
+    shape = geometry.global_shape
+    rows, cols = (1, shape[0]) if len(shape) == 1 else (int(np.prod(shape[:-1])), shape[-1])
+    if figsize is None:
+        aspect = min(max(rows / cols, 0.3), 1.6)
+        figsize = (4.0 * len(shown), 3.0 + 3.0 * aspect)
+    fig = new_figure(figsize, wspace=0.02)
+    axes = fig.subplots(1, len(shown), squeeze=False)[0]
+    names = tuple(d.rsplit("device:", 1)[-1] for d in recording.shard_devices(name))
+    captions = update_captions(geometry.layout, update)
+    xlabel, ylabel, note = axis_labels(geometry.layout)
+    fig._dtsgd_panels = panels = {}
+    for ax, kind in zip(axes, shown):
+        image = None
+        if not stats_only:
+            values = recording.global_values(name, kind)[index]
+            image = as_image(np.asarray(values, np.float32 if values.dtype.name == "bfloat16"
+                                        else values.dtype))
+        panels[kind] = draw_tensor(ax, geometry, names, image, colorbar_label=f"{kind} value",
+                                   colorbar="below")
+        ax.set_title(captions[kind], fontsize=style.FONT_SIZE, loc="center")
+        ax.set_xlabel(xlabel + (f"\n{note}" if note else ""), fontsize=style.FONT_SIZE)
+        ax.set_ylabel(ylabel if ax is axes[0] else "", fontsize=style.FONT_SIZE)
+        ax.tick_params(labelsize=style.FONT_SIZE - 1)
+    missing = [k for k in kinds if k not in shown]
+    head = (f"{name!r} at update {update}: {', '.join(KIND_NAMES[k] for k in shown)} "
+            "share one block layout")
+    lines = [head, f"{settings_text(recording, index)}  ·  {copies_text(geometry.layout)}"]
+    if missing:
+        lines.append(f"not recorded: {', '.join(missing)} (Recorder kinds="
+                     f"{list(recording.kinds)})")
+    if stats_only:
+        lines.append(STATS_ONLY_TEXT)
+    fig.suptitle("\n".join(lines), fontsize=style.FONT_SIZE + 1)
+    fig.draw_without_rendering()  # settle the layout before measuring labels
+    renderer = fig.canvas.get_renderer()
+    for panel in panels.values():
+        panel.fit_labels(renderer)
+    return fig
