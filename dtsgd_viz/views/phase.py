@@ -139,8 +139,8 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> 
     h = getattr(surface, "hessian_eigenvalues", None)
     h = None if h is None else np.unique(np.asarray(h, np.float64))
     # the theory on a fine grid: contours are drawn from it, not from the cells
-    lr_f = np.geomspace(lr_e[0], lr_e[-1], 240)
-    mu_f = np.linspace(max(mu_e[0], 0.0), min(mu_e[-1], 0.999), 200)
+    lr_f = np.geomspace(lr_e[0], lr_e[-1], 300)
+    mu_f = np.linspace(max(mu_e[0], 0.0), min(mu_e[-1], 0.999), 250)
     mu_line = np.linspace(mus[0], mus[-1], 200)
     cap = cap_rate(loss0, tol, steps) if loss0 is not None else float("nan")
     if h is not None and np.isfinite(cap):

@@ -1,0 +1,124 @@
+"""plot_modes: each mode's curve is the real recorded parameter projected on a Hessian
+eigenvector; its envelope and the rate curves are the spectral radius computed here."""
+
+import dataclasses
+
+import matplotlib
+import numpy as np
+import pytest
+
+import dtsgd_viz
+from conftest import CONFIGS
+from dtsgd_viz import surfaces
+from dtsgd_viz.views.modes import mode_envelope
+
+matplotlib.use("Agg")
+
+SURFACE = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)
+STEPS = 25
+
+
+def radius(lr, mu, h, nesterov):
+    a = lr * h
+    M = (np.array([[1 - (1 + mu) * a, mu * mu], [-a, mu]]) if nesterov
+         else np.array([[1 - a, mu], [-a, mu]]))
+    return np.max(np.abs(np.linalg.eigvals(M)))
+
+
+@pytest.fixture(scope="module")
+def recs():
+    return dtsgd_viz.run(SURFACE, CONFIGS, STEPS)
+
+
+@pytest.fixture(scope="module")
+def fig(recs):
+    return dtsgd_viz.plot_modes(recs, SURFACE)
+
+
+def lines(ax):
+    return {line.get_gid(): line for line in ax.lines if line.get_gid()}
+
+
+def test_mode_curves_are_the_recorded_parameters_projected_on_the_eigenvectors(fig, recs):
+    h, U = np.linalg.eigh(SURFACE.hessian)
+    axes = {ax.get_label(): ax for ax in fig.axes}
+    assert [ax.get_yscale() for ax in (axes["mode:0"], axes["mode:1"])] == ["log", "log"]
+    for i in range(2):
+        drawn = lines(axes[f"mode:{i}"])
+        assert f"h = {h[i]:g}" in axes[f"mode:{i}"].get_title()
+        for key, rec in recs.items():
+            path = rec.path("w").astype(np.float64)
+            expected = np.abs(path @ U[:, i])          # the minimum is the origin
+            k, y = drawn[f"mode:{i}:{key}"].get_data()
+            np.testing.assert_array_equal(k, np.arange(STEPS + 1))
+            ok = expected > 0
+            np.testing.assert_allclose(np.asarray(y)[ok], expected[ok], rtol=1e-12, atol=1e-15)
+
+
+def test_each_envelope_shrinks_by_the_spectral_radius_and_bounds_the_real_run(fig, recs):
+    h, U = np.linalg.eigh(SURFACE.hessian)
+    axes = {ax.get_label(): ax for ax in fig.axes}
+    for i in range(2):
+        drawn = lines(axes[f"mode:{i}"])
+        for key, rec in recs.items():
+            hp = rec.hyperparameters   # as tf-keras applied them (through float32)
+            rho = radius(float(hp.learning_rate[0]), hp.applied_momentum, h[i], hp.nesterov)
+            env = np.asarray(drawn[f"envelope:{i}:{key}"].get_ydata())
+            err = np.abs(rec.path("w").astype(np.float64) @ U[:, i])
+            if rho < 1e-6:  # lr * h = 1 for plain SGD: the mode is gone after one update
+                assert np.all(np.isnan(env[2:])) and np.all(err[1:] < 1e-6 * err[0])
+                continue
+            np.testing.assert_allclose(env[1:] / env[:-1], rho, rtol=1e-9)
+            assert np.all(err <= env * (1 + 1e-4) + 1e-6), (key, i)
+            assert np.max(err / env) > 0.5  # tight: the run comes close to it
+
+
+def test_envelope_of_an_oscillating_mode_is_its_amplitude():
+    # heavy ball in the complex region: e_k = 2|c| rho^k cos(k theta + phi)
+    lr, mu, h = 0.05, 0.9, 10.0
+    env = mode_envelope(1.0, lr, mu, h, False, 200)
+    M = np.array([[1 - lr * h, mu], [-lr * h, mu]])
+    s, e = np.array([1.0, 0.0]), []
+    for _ in range(201):
+        e.append(s[0])
+        s = M @ s
+    assert np.all(np.abs(e) <= env + 1e-12) and np.max(np.abs(e) / env) > 0.99
+
+
+def test_rate_panel_draws_both_rules_and_marks_each_eigenvalue(fig):
+    h = np.linalg.eigvalsh(SURFACE.hessian)
+    ax = {ax.get_label(): ax for ax in fig.axes}["rates"]
+    drawn = lines(ax)
+    for key in ("momentum", "nesterov", "plain"):
+        c = CONFIGS[key]
+        if f"rate:{key}" in drawn:
+            a, r = drawn[f"rate:{key}"].get_data()
+            for ai, ri in list(zip(a, r))[::37]:
+                # the momentum tf-keras applied went through float32
+                assert ri == pytest.approx(radius(ai, c["momentum"], 1.0, c["nesterov"]), abs=1e-6)
+        for i in range(2):
+            x, y = drawn[f"mark:{i}:{key}"].get_data()
+            assert x[0] == pytest.approx(c["learning_rate"] * h[i], rel=1e-6)
+            assert y[0] == pytest.approx(radius(c["learning_rate"], c["momentum"], h[i], c["nesterov"]),
+                                         abs=1e-6)
+    assert {"rate:momentum", "rate:nesterov"} <= set(drawn)
+    assert ax.get_xscale() == "log"
+
+
+def test_non_quadratic_surfaces_and_other_paths_are_refused(recs):
+    with pytest.raises(ValueError, match="needs a quadratic surface with a Hessian.*Rosenbrock"):
+        dtsgd_viz.plot_modes(recs, surfaces.Rosenbrock())
+    with pytest.raises(ValueError, match="needs a quadratic surface with a Hessian.*ShardedQuadratic"):
+        dtsgd_viz.plot_modes(recs, surfaces.ShardedQuadratic())
+
+    @dataclasses.dataclass(frozen=True)
+    class Quadratic3:
+        hessian = np.diag([1.0, 2.0, 3.0])
+        minimum = np.zeros((1, 3))
+
+    with pytest.raises(ValueError, match=r"holds 'w' of shape \(2,\).*Allowed: shape \(3,\)"):
+        dtsgd_viz.plot_modes(recs, Quadratic3())
+    with pytest.raises(TypeError, match="recordings must be a Recording or a non-empty dict"):
+        dtsgd_viz.plot_modes([1, 2], SURFACE)
+    with pytest.raises(ValueError, match="has no variable 'v'"):
+        dtsgd_viz.plot_modes(recs, SURFACE, name="v")

@@ -1,0 +1,156 @@
+"""plot_phase: the two step maps, the log2 ratio map and the theory on them, checked
+through the figure's data against grids and spectral radii computed here."""
+
+import matplotlib
+import numpy as np
+import pytest
+
+import dtsgd_viz
+from dtsgd_viz import reference, surfaces
+from dtsgd_viz.convergence import phase_grid
+from dtsgd_viz.views.phase import cap_rate, cell_edges, phase_ratio
+
+matplotlib.use("Agg")
+
+SURFACE = surfaces.RotatedQuadratic()          # Hessian eigenvalues 1 and 10
+H = (1.0, 10.0)
+LRS, MUS, STEPS, TOL = np.geomspace(0.01, 0.35, 9), np.linspace(0.0, 0.95, 8), 40, 1e-2
+
+
+def radius(lr, mu, h, nesterov):
+    """The spectral radius of the 2x2 iteration matrix, written out here."""
+    a = lr * h
+    M = (np.array([[1 - (1 + mu) * a, mu * mu], [-a, mu]]) if nesterov
+         else np.array([[1 - a, mu], [-a, mu]]))
+    return np.max(np.abs(np.linalg.eigvals(M)))
+
+
+@pytest.fixture(scope="module")
+def fig():
+    return dtsgd_viz.plot_phase(SURFACE, LRS, MUS, STEPS, TOL)
+
+
+def axes_by_label(fig):
+    return {ax.get_label(): ax for ax in fig.axes}
+
+
+def by_gid(ax, gid):
+    found = [a for a in [*ax.lines, *ax.collections] if a.get_gid() == gid]
+    assert len(found) == 1, (gid, len(found))
+    return found[0]
+
+
+def steps_grids():
+    return {key: phase_grid(SURFACE, LRS, MUS, STEPS, TOL, nesterov)
+            for key, nesterov in (("momentum", False), ("nesterov", True))}
+
+
+def test_step_maps_are_the_grids(fig):
+    axes = axes_by_label(fig)
+    for key, grid in steps_grids().items():
+        mesh = by_gid(axes[f"phase:{key}"], f"phase:{key}")
+        np.testing.assert_array_equal(mesh.get_array().data, grid.steps)
+        np.testing.assert_array_equal(np.ma.getmaskarray(mesh.get_array()), grid.steps < 0)
+        ii, jj = np.nonzero(grid.diverged)
+        np.testing.assert_array_equal(by_gid(axes[f"phase:{key}"], f"diverged:{key}").get_xydata(),
+                                      np.c_[LRS[jj], MUS[ii]])
+
+
+def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_white(fig):
+    grids = steps_grids()
+    m, n = grids["momentum"].steps, grids["nesterov"].steps
+    mesh = by_gid(axes_by_label(fig)["phase:ratio"], "phase:ratio")
+    shown = mesh.get_array()
+    both, only_m, only_n = (m >= 0) & (n >= 0), (m >= 0) & (n < 0), (m < 0) & (n >= 0)
+    assert both.sum() >= 10 and only_m.sum() >= 1  # the grid shows every case
+    np.testing.assert_allclose(shown.data[both], np.log2(np.maximum(n[both], 1) / np.maximum(m[both], 1)))
+    norm, cmap = mesh.norm, mesh.cmap
+    assert norm.vmin == -norm.vmax  # centred on a tie
+    assert np.all(shown.data[only_m] > norm.vmax) and np.all(shown.data[only_n] < norm.vmin)
+    np.testing.assert_array_equal(np.ma.getmaskarray(shown), (m < 0) & (n < 0))
+    rgba = cmap(norm(shown))
+    ties = both & (m == n)
+    assert ties.any()
+    np.testing.assert_array_equal(rgba[ties], np.ones((ties.sum(), 4)))  # pure white
+    nesterov_faster = both & (n < m)
+    assert nesterov_faster.any()
+    assert np.all(rgba[nesterov_faster][:, 0] > rgba[nesterov_faster][:, 2])  # red side
+    assert np.all(rgba[both & (n > m)][:, 2] > rgba[both & (n > m)][:, 0])      # blue side
+    assert np.allclose(rgba[only_m], cmap.get_over()) and np.allclose(rgba[only_n], cmap.get_under())
+
+
+def test_phase_ratio_cases():
+    out = phase_ratio(np.array([8, 4, 0, 3, -1, -1]), np.array([4, 8, 0, -1, 5, -1]))
+    np.testing.assert_array_equal(out[:5], [-1.0, 1.0, 0.0, np.inf, -np.inf])
+    assert np.isnan(out[5])
+
+
+def test_iso_rate_contours_lie_where_the_spectral_radius_has_their_level(fig):
+    axes = axes_by_label(fig)
+    loss0 = float(SURFACE.value_np(SURFACE.default_start))
+    cap = round(cap_rate(loss0, TOL, STEPS), 3)
+    for key, nesterov in (("momentum", False), ("nesterov", True)):
+        cs = by_gid(axes[f"phase:{key}"], f"rate:{key}")
+        levels = list(cs.levels)
+        assert cap in levels and {0.6, 0.8, 0.9} <= set(levels)
+        near, inside = [], []
+        for level, segs in zip(levels, cs.allsegs):
+            for seg in segs:
+                for lr, mu in seg[:: max(1, len(seg) // 15)]:
+                    rho = max(radius(lr, mu, h, nesterov) for h in H)
+                    near.append(abs(rho - level) < 0.01)
+                    # the level set passes within a small box around the vertex (the
+                    # radius has square-root kinks where eigenvalues meet)
+                    box = [max(radius(lr * f, mu + d, h, nesterov) for h in H)
+                           for f in (1 / 1.03, 1, 1.03) for d in (-0.01, 0, 0.01)]
+                    inside.append(min(box) <= level <= max(box))
+        assert len(near) > 30 and np.mean(near) > 0.9 and all(inside), (len(near), np.mean(near))
+
+
+def test_boundary_and_critical_damping_are_the_theory(fig):
+    axes = axes_by_label(fig)
+    for key, nesterov in (("momentum", False), ("nesterov", True)):
+        ax = axes[f"phase:{key}"]
+        lr_b, mu_b = by_gid(ax, f"boundary:{key}").get_data()
+        for lr, mu in zip(lr_b[::20], mu_b[::20]):
+            assert max(radius(lr, mu, h, nesterov) for h in H) == pytest.approx(1.0, abs=1e-6)
+            assert max(radius(lr * 1.02, mu, h, nesterov) for h in H) > 1
+        # critical damping of the slowest mode (h = 1): the iteration matrix's two
+        # eigenvalues meet (discriminant 0), real below, complex above
+        lr_c, mu_c = by_gid(ax, f"critical:{key}").get_data()
+        for lr, mu in zip(lr_c[5:-5:20], mu_c[5:-5:20]):
+            a = lr * H[0]
+            T, D = ((1 + mu) * (1 - a), mu * (1 - a)) if nesterov else (1 + mu - a, mu)
+            assert T * T - 4 * D == pytest.approx(0.0, abs=1e-9)
+            lam = np.linalg.eigvals(np.array([[1 - a * 0.9, mu], [-a * 0.9, mu]]) if not nesterov else
+                                    np.array([[1 - (1 + mu) * a * 0.9, mu * mu], [-a * 0.9, mu]]))
+            assert np.all(np.isreal(lam))  # a little less learning rate: over-damped
+    assert "ratio-boundary:nesterov" in {a.get_gid() for a in axes["phase:ratio"].lines}
+
+
+def test_the_legend_says_the_grey_edge_is_the_cap_and_names_the_theory(fig):
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert f"not within tol in {STEPS} updates" in labels
+    assert "stability boundary" in labels and any(t.startswith("iso-rate") for t in labels)
+    assert any(t.startswith("critical damping") for t in labels)
+    assert any("(cap)" in t.get_text() for ax in fig.axes for t in ax.texts)
+
+
+def test_cells_agree_with_the_reference_run():
+    grid = phase_grid(SURFACE, LRS[:2], MUS[:2], 10, TOL, True)
+    path = reference.run(SURFACE.grad_np, SURFACE.default_start.astype(np.float32), 10, LRS[1], MUS[1], True)
+    np.testing.assert_array_equal(grid.losses[:, 1, 1], SURFACE.value_np(path))
+
+
+def test_a_surface_without_a_hessian_draws_the_maps_without_theory():
+    fig = dtsgd_viz.plot_phase(surfaces.Rosenbrock(), np.geomspace(1e-4, 1e-3, 3), [0.0, 0.5], 10, 1e-1)
+    gids = {a.get_gid() for ax in fig.axes for a in [*ax.lines, *ax.collections]}
+    assert "phase:ratio" in gids and not any((g or "").startswith(("boundary", "rate:", "critical")) for g in gids)
+
+
+def test_bad_grids_are_refused():
+    with pytest.raises(ValueError, match=r"momenta must be .* in \[0, 1\)"):
+        dtsgd_viz.plot_phase(SURFACE, LRS, [0.5, 1.2], 10, 1e-2)
+    with pytest.raises(ValueError, match="learning_rates must be strictly increasing"):
+        dtsgd_viz.plot_phase(SURFACE, [0.1, 0.05], MUS, 10, 1e-2)
+    np.testing.assert_allclose(cell_edges(LRS, log=True)[1:-1], np.sqrt(LRS[1:] * LRS[:-1]))
