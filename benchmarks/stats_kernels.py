@@ -47,16 +47,30 @@ def main(argv=None):
     def cat(parts):
         return tf.concat([tf.expand_dims(p, -1) for p in parts], -1)
 
-    def used(x):  # what dtsgd_viz._capture.block_stats computed before issue #15 item 4
+    def used(x):  # what dtsgd_viz._capture.block_stats computes (issue #14 item 2): the
+        # squares once, read twice (their sum, their max: max|x| = sqrt(max x*x), exact in
+        # float32), and the sum of x; the host takes the square roots and the mean
+        b = blocks(x)
+        sq = tf.square(b)
+        return [tf.reduce_sum(sq, axes), tf.reduce_sum(b, axes), tf.reduce_max(sq, axes)]
+
+    def abs_max(x):  # before issue #15 item 4: a mean and abs+max (an |x| temporary)
         b = blocks(x)
         return cat((tf.sqrt(tf.reduce_sum(tf.square(b), axes)), tf.reduce_mean(b, axes),
                     tf.reduce_max(tf.abs(b), axes)))
 
-    def read_only(x):  # max|x| from max and min: no |x| temporary (block_stats now keeps
-        # max and min, and a sum for the mean, and the host combines them)
+    def max_min(x):  # issue #15 item 4 to #14: sum of squares, sum, max and min
         b = blocks(x)
-        return cat((tf.sqrt(tf.reduce_sum(tf.square(b), axes)), tf.reduce_mean(b, axes),
-                    tf.maximum(tf.reduce_max(b, axes), -tf.reduce_min(b, axes))))
+        return [tf.reduce_sum(tf.square(b), axes), tf.reduce_sum(b, axes),
+                tf.reduce_max(b, axes), tf.reduce_min(b, axes)]
+
+    def batched_dot(x):  # sum of squares as 8192 row dot products (BatchMatMul, no
+        # temporary, no transpose), then sum, max and min
+        b = blocks(x)
+        rows = tf.linalg.matmul(tf.reshape(x, (2, n // 2, 4, 1, n // 4)),
+                                tf.reshape(x, (2, n // 2, 4, n // 4, 1)))
+        return [tf.reduce_sum(tf.reshape(rows, (2, n // 2, 4)), 1), tf.reduce_sum(b, axes),
+                tf.reduce_max(b, axes), tf.reduce_min(b, axes)]
 
     def einsum(x):  # sum of squares as a contraction: no x**2 temporary
         b = blocks(x)
@@ -66,8 +80,21 @@ def main(argv=None):
     def one_pass(x):  # the floor: a single read of each tensor
         return tf.reduce_sum(blocks(x), axes)
 
-    kinds = {"block_stats as used": used, "max/min instead of abs+max": read_only,
-             "einsum sum of squares": einsum, "one reduce_sum pass (floor)": one_pass}
+    def two_reads(x):  # two reductions, no temporary
+        b = blocks(x)
+        return [tf.reduce_sum(b, axes), tf.reduce_max(b, axes)]
+
+    def euclidean(x):  # one kernel for the norm (DTensor: no layout propagation)
+        b = blocks(x)
+        return [tf.math.reduce_euclidean_norm(b, axes), tf.reduce_sum(b, axes),
+                tf.reduce_max(b, axes), tf.reduce_min(b, axes)]
+
+    kinds = {"block_stats as used (sum x*x, sum x, max x*x)": used,
+             "sum x*x, sum, max, min (previous)": max_min,
+             "sum x*x, mean, max |x| (before issue #15)": abs_max,
+             "einsum sum of squares": einsum, "batched dot sum of squares": batched_dot,
+             "reduce_euclidean_norm": euclidean,
+             "one reduce_sum pass (floor)": one_pass, "two reductions, no temporary": two_reads}
     fns = {}
     for name, fn in kinds.items():
         for jit in (False, True):
@@ -88,7 +115,8 @@ def main(argv=None):
             np.asarray(memoryview(dtensor.unpack(out[-1])[0]))  # wait for the devices
             times[label].append((time.perf_counter() - start) / 5)
     med = {k: statistics.median(v) for k, v in times.items()}
-    base, floor = med["block_stats as used"], med["one reduce_sum pass (floor)"]
+    base = med["block_stats as used (sum x*x, sum x, max x*x)"]
+    floor = med["one reduce_sum pass (floor)"]
     print("\n| stats of p, v, g (3 tensors) | / as used | / one pass |\n|---|---|---|")
     for label, t in med.items():
         print(f"| {label} | {t / base:.2f}x | {t / floor:.2f}x |")

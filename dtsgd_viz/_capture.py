@@ -1,6 +1,6 @@
 """In-graph capture pieces used by ``Recorder`` (all device-side, DTensor-safe).
 
-- ``block_stats``: per-shard sum of squares, sum, max and min computed where the shard
+- ``block_stats``: per-shard sum of squares, sum and max of squares computed where the shard
   lives: the tensor is reshaped so each sharded dim splits into (shards, block), which
   DTensor keeps sharded, then reduced over the block axes; ``StatsStaging`` keeps them
   laid out like the block grid (one variable per grid layout for all the tensors laid out
@@ -39,9 +39,15 @@ def cond(predicate, true_fn, false_fn):
 STATS = ("norm", "mean", "max_abs")
 """The per-shard statistics of stats mode, in storage order."""
 
-RAW_STATS = 4
-"""What the devices compute per block: sum of squares, sum, max and min (the host turns
-them into ``STATS``: fewer ops than a mean and an ``abs``, and each is exact)."""
+RAW_STATS = 3
+"""What the devices compute per block: the sum of squares, the sum and the max of the
+squares (the host turns them into ``STATS``). The squares are computed once and read
+twice: one temporary and three reads per tensor, where sum/sum/max/min took one more
+read (``benchmarks/stats_kernels.py``: 0.72x of the kernel time). max|x| is
+``sqrt(max(x*x))`` taken in float32, which is exactly max|x| wherever ``x*x`` is a
+normal float32 (1.1e-19 <= |x| < 1.8e19: ``sqrt(RN(x*x)) == |x|`` in binary floating
+point, checked for every float32 mantissa in tests/test_capture.py), the range in which
+the sum of squares behind the norm does not overflow or underflow either."""
 
 STACK_ELEMENTS = 2**16
 """Tensors of the same shape and layout up to this many elements are stacked and reduced
@@ -63,13 +69,13 @@ def _grid(geometry) -> tuple[tuple[int, str], ...]:
 
 
 def _raw_stats(xs, geometry):
-    """``xs``: tensors of one shape and layout. Returns the four raw statistics of every
-    block of each, four ``(1, len(xs), *grid)`` laid out like the block grid (``_grid``):
+    """``xs``: tensors of one shape and layout. Returns the raw statistics of every
+    block of each, ``RAW_STATS`` ``(1, len(xs), *grid)`` laid out like the block grid (``_grid``):
     each dim split across devices is reshaped into (blocks, block), which DTensor keeps
     sharded, and reduced over the block axes, so every device computes and keeps its own
-    blocks' numbers (no collective). One reshape and five reductions serve the whole
+    blocks' numbers (no collective). One reshape, a square and three reductions serve the whole
     stack, because DTensor runs every op once per device and on small tensors the ops,
-    not the bytes, are what costs."""
+    not the bytes, are what costs (a square and three reductions)."""
     xs = [tf.cast(x, tf.float32) for x in xs]
     x = xs[0] if len(xs) == 1 else tf.stack(xs)
     split, axes = [1, len(xs)], []  # the leading 1: the row a scatter writes
@@ -79,22 +85,24 @@ def _raw_stats(xs, geometry):
         axes.append(len(split))
         split.append(b)
     blocks = tf.reshape(x, split)
-    axes = tf.constant(axes, tf.int32)  # one constant for the four reductions
-    return [tf.reduce_sum(tf.square(blocks), axes), tf.reduce_sum(blocks, axes),
-            tf.reduce_max(blocks, axes), tf.reduce_min(blocks, axes)]
+    axes = tf.constant(axes, tf.int32)  # one constant for the three reductions
+    squares = tf.square(blocks)
+    return [tf.reduce_sum(squares, axes), tf.reduce_sum(blocks, axes),
+            tf.reduce_max(squares, axes)]
 
 
 def block_stats(x, geometry):
-    """The raw block statistics of one tensor (``(1, 4, *grid)``; ``read_block_stats`` takes
+    """The raw block statistics of one tensor (``(1, RAW_STATS, *grid)``; ``read_block_stats`` takes
     them to the host)."""
     return tf.concat(_raw_stats([x], geometry), 1)
 
 
 def _finish(raw: np.ndarray, block_elements: int) -> np.ndarray:
-    """float64 ``(..., 3)`` norm, mean, max|x| from the raw ``(..., 4)``."""
+    """float64 ``(..., 3)`` norm, mean, max|x| from the raw float32 ``(..., RAW_STATS)``
+    (max|x|: the float32 square root of the max square, exactly max|x|: see ``RAW_STATS``)."""
+    max_abs = np.sqrt(raw[..., 2].astype(np.float32)).astype(np.float64)
     raw = raw.astype(np.float64)
-    return np.stack([np.sqrt(raw[..., 0]), raw[..., 1] / block_elements,
-                     np.maximum(np.abs(raw[..., 2]), np.abs(raw[..., 3]))], axis=-1)
+    return np.stack([np.sqrt(raw[..., 0]), raw[..., 1] / block_elements, max_abs], axis=-1)
 
 
 def _grid_spec(watched, extra_leading):
@@ -126,7 +134,7 @@ class _StatsGroup:
             part = ((tuple(w.var.shape), w.dtype, w.layout.sharding_specs) if small
                     else (name, kind))
             self.parts.setdefault(part, []).append((name, kind, w))
-        self.columns = {}  # (name, kind) -> its 4 columns
+        self.columns = {}  # (name, kind) -> its RAW_STATS columns
         at = 0
         for part in self.parts.values():
             k = len(part)
@@ -151,7 +159,7 @@ class StatsStaging:
     """``slots`` steps of the block stats of every recorded (variable, kind) on the
     devices, in as few variables as their layouts allow: one per layout of the block grid
     and per phase (parameters and velocities are written when the next update starts,
-    gradients after their update). Per step and phase, ``write`` adds a reshape and five
+    gradients after their update). Per step and phase, ``write`` adds a reshape, a square and three
     reductions per stack of same-shaped small tensors (a stack of p and v, of the query,
     key and value kernels...) and one concat and scatter per buffer: a buffer per
     (variable, kind), as before, cost a scatter and a concat each, and DTensor runs every
