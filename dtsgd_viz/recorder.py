@@ -150,6 +150,12 @@ class Recorder:
         self._cache = None
         self._staged = False
         self._pending = []  # reads queued on the devices, not yet taken to the host
+        # the off-step function (step_function / loop(step=...)): while it is traced the
+        # hooks add nothing; the iteration its next update makes, as the host counts it
+        # (None: not known yet); False once a flush saw the count go wrong
+        self._suppressed = False
+        self._next_update = None
+        self._split_ok = True
         self._execution_steps = 1  # updates model.fit runs between two callback calls
 
     # ---- set-up -------------------------------------------------------------------------
@@ -401,7 +407,7 @@ class Recorder:
     # ---- hook protocol ------------------------------------------------------------------------
 
     def before_update(self, optimizer, variables, params):
-        if self._optimizer is None or tf.executing_eagerly():
+        if self._optimizer is None or tf.executing_eagerly() or self._suppressed:
             return
         if not self._staged:
             self._make_staging()
@@ -421,7 +427,7 @@ class Recorder:
                               branch=True)
 
     def after_update(self, event):
-        if self._optimizer is None:
+        if self._optimizer is None or self._suppressed:
             return
         if tf.executing_eagerly():
             self._record_eager(event, self._grad_values(event))
@@ -518,7 +524,7 @@ class Recorder:
             if wait or (self._pv_kinds() and self.buffer_steps <= 1):
                 arrived = self._flush_pending(0) + self._flush_eagerly(final)
             else:
-                self._pending.append(self._read_staged.start())
+                self._pending.append((self._read_staged.start(), self._expected_iteration()))
                 arrived = self._flush_pending(
                     max(1, STAGING_BUDGET_BYTES // max(1, self._read_staged.nbytes)))
         self._stream()
@@ -529,13 +535,17 @@ class Recorder:
     def _flush_pending(self, keep) -> int:
         arrived = 0
         while len(self._pending) > keep:
-            arrived += self._flush_eagerly(False, self._pending.pop(0)())
+            start, expected = self._pending.pop(0)
+            arrived += self._flush_eagerly(False, start(), expected)
         return arrived
 
-    def _flush_eagerly(self, final, read=None):
+    def _flush_eagerly(self, final, read=None, expected=None):
         # everything staged, in one call (or a read queued earlier, in device order)
-        read = self._read_staged() if read is None else read
+        if read is None:
+            read, expected = self._read_staged(), self._expected_iteration()
         current = int(read[self._optimizer.iterations.ref()][0])
+        if expected is not None and current != expected:
+            self._split_failed(current, expected)
         # The latest update's parameters and velocities are staged only when the next
         # update starts; a periodic flush leaves that step for the next flush instead of
         # reading every variable now (the flush interval leaves room for it).
@@ -588,16 +598,66 @@ class Recorder:
             )
         return arrived
 
-    def loop(self, steps, flush_every=None, progress=False):
+    # ---- steps not recorded: a step function traced without the recorder -------------------
+
+    def step_function(self, fn):
+        """``fn`` (a ``tf.function`` or a Python function making one optimizer update per
+        call) as two traced step functions, called in turn: updates whose results this
+        recorder keeps run ``fn`` traced with the recorder, the others (with ``every=k``,
+        k - 2 of every k updates when parameters or velocities are recorded, k - 1
+        otherwise) run ``fn`` traced with the recorder's hooks doing nothing, so they
+        cost what the plain step costs. ``rec.loop(n, step=fn)`` uses it.
+
+        The host counts the updates (one per call; the optimizer's iteration is read once,
+        at the first call after the recorder was traced) and every flush checks the count
+        against the devices: if a call made other than one update, a warning says so and
+        every later call runs the recording function (steps missed meanwhile are listed
+        in ``recording.dropped_steps``, never lost silently)."""
+        return _SplitStep(self, fn)
+
+    def _needs_hooks(self, iteration) -> bool:
+        """Whether the update that makes ``iteration`` does recording work: it records
+        the step (after the update) or, for parameters and velocities, reads the previous
+        recorded step's results before it updates them."""
+        if iteration % self.every == 0:
+            return True
+        prev = iteration - 1
+        return bool(self._pv_kinds()) and prev > 0 and prev % self.every == 0
+
+    def _expected_iteration(self):
+        """The optimizer's iteration once every call made so far has run, as the host
+        counts it (None when no split step function counts)."""
+        return None if self._next_update is None else self._next_update - 1
+
+    def _split_failed(self, current, expected):
+        self._next_update = None
+        if not self._split_ok:
+            return
+        self._split_ok = False
+        warnings.warn(
+            f"Recorder.step_function: the optimizer is at iteration {current} where one "
+            f"update per call of the step function puts it at {expected}: the step "
+            "function does not make exactly one update per call, so from now on every call "
+            "runs the step traced with the recorder (recorded steps that ran without it are "
+            "listed in recording.dropped_steps).", RuntimeWarning, stacklevel=4)
+
+    def loop(self, steps, flush_every=None, progress=False, step=None):
         """Iterate ``range(steps)`` (or any iterable), flushing the device buffers often
         enough that nothing is overwritten, and once more at the end. ``progress=True``
-        shows a progress bar (``tqdm.auto``; ``DTSGD_VIZ_PROGRESS=0`` turns it off)."""
+        shows a progress bar (``tqdm.auto``; ``DTSGD_VIZ_PROGRESS=0`` turns it off).
+
+        ``step``: the step function (one optimizer update per call, no arguments): the
+        loop calls it and yields what it returns, running the steps this recorder does
+        not record (``every=k``) traced without the recorder (``step_function``)."""
         items = range(steps) if isinstance(steps, int) else steps
         shown = _progress.iterate(items, _progress.check(progress), "recording")
         since, warned = 0, False
+        split = None if step is None else (
+            step if isinstance(step, _SplitStep) and step.recorder is self
+            else self.step_function(step))
         try:
             for item in shown:
-                yield item
+                yield item if split is None else split()
                 since += 1
                 # asked each time: the slot count is known once the first update built it
                 interval = self._flush_interval()
@@ -737,3 +797,43 @@ class Recorder:
         if not info.multi_client or self._mesh is None:
             return None
         return Part(info.client_id, info.num_clients, _dtensor.local_device_ids(self._mesh))
+
+
+class _SplitStep:
+    """``Recorder.step_function``: the step traced with the recorder (``on``) and traced
+    with its hooks doing nothing (``off``), each call running the one its update needs."""
+
+    def __init__(self, recorder, fn):
+        self.recorder = recorder
+        python = getattr(fn, "python_function", None)
+        if python is None:  # a Python function
+            python, self.on = fn, tf.function(fn)
+        else:  # the user's tf.function is the recording one
+            self.on = fn
+        options = {}
+        for name in ("jit_compile", "reduce_retracing", "autograph"):
+            value = getattr(fn, f"_{name}", None)
+            if value is not None:
+                options[name] = value
+        self.off = tf.function(python, **options)
+        self.calls = {"on": 0, "off": 0}
+
+    def __call__(self, *args, **kwargs):
+        rec = self.recorder
+        off = False
+        if rec._staged and rec._split_ok and rec.every > 1:
+            if rec._next_update is None:  # once: where the optimizer is now
+                rec._next_update = int(_dtensor.unpack(rec._optimizer.iterations)[0]) + 1
+            off = not rec._needs_hooks(rec._next_update)
+        if off:
+            rec._suppressed = True  # read while the off function is traced
+            try:
+                out = self.off(*args, **kwargs)
+            finally:
+                rec._suppressed = False
+        else:
+            out = self.on(*args, **kwargs)
+        if rec._next_update is not None:
+            rec._next_update += 1
+        self.calls["off" if off else "on"] += 1
+        return out

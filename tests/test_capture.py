@@ -194,3 +194,97 @@ def test_loop_never_waits_longer_than_the_ring_holds():
             step()
     r = rec.recording
     assert list(r.steps) == list(range(1, 21)) and len(r.dropped_steps) == 0
+
+
+def test_max_abs_from_the_max_square_is_exact_for_every_float32_mantissa():
+    """Stats mode's max|x| is sqrt(max(x*x)) in float32 (``_capture.RAW_STATS``): in binary
+    floating point sqrt(RN(x*x)) == |x| while x*x is a normal float32. Every mantissa
+    at two exponents ([1, 4)) covers all of them, as scaling by 4 is exact."""
+    bits = np.arange(np.float32(1).view(np.uint32), np.float32(4).view(np.uint32),
+                     dtype=np.uint32)
+    x = bits.view(np.float32)
+    for scale in (np.float32(1), np.float32(2.0**-60), np.float32(2.0**60)):
+        y = x * scale
+        raw = np.zeros((len(y), _capture.RAW_STATS), np.float32)
+        raw[:, 2] = y * y
+        np.testing.assert_array_equal(_capture._finish(raw, 1)[:, 2], y.astype(np.float64))
+
+
+def test_off_steps_run_the_step_traced_without_the_recorder():
+    """With every=k, rec.loop(step=...) runs the updates that record nothing through a
+    second trace of the step in which the recorder's hooks add nothing: those calls never
+    reach the hooks, and the recording equals one made with every=1, subsampled."""
+    every, steps = 4, 23
+    problem, rec, opt = _setup(every=every, buffer_steps=3)
+    calls = {"before": 0, "after": 0}
+    before, after = rec.before_update, rec.after_update
+    ran = []
+
+    def count(name, fn):
+        def hook(*args):
+            if not rec._suppressed:
+                calls[name] += 1
+            ran.append(rec._suppressed)
+            return fn(*args)
+        return hook
+
+    rec.before_update, rec.after_update = count("before", before), count("after", after)
+    split = rec.step_function(problem.graph_step(opt))
+    for _ in rec.loop(steps, step=split):
+        pass
+    # each function is traced once: the hooks ran at the two traces only (not per call)
+    assert split.calls == {"on": 1 + 2 * (steps // every) - (steps % every == 0),
+                           "off": steps - (1 + 2 * (steps // every) - (steps % every == 0))}
+    assert calls == {"before": 1, "after": 1} and ran.count(True) == 2
+    graph = rec.recording
+    problem1, rec1, opt1 = _setup(every=1)
+    step1 = problem1.graph_step(opt1)
+    for _ in rec1.loop(steps):
+        step1()
+    full = rec1.recording
+    assert list(graph.steps) == list(range(every, steps + 1, every))
+    assert len(graph.dropped_steps) == 0
+    keep = [list(full.steps).index(s) for s in graph.steps]
+    for kind in ("param", "velocity", "grad"):
+        np.testing.assert_array_equal(graph.global_values("w", kind),
+                                      full.global_values("w", kind)[keep])
+    np.testing.assert_array_equal(graph.loss, full.loss[keep])
+
+
+@pytest.mark.parametrize("mode", ["full", "stats"])
+def test_off_step_function_with_grads_only_and_stats(mode):
+    every, steps = 3, 14
+    kinds = ("grad",) if mode == "full" else ("param", "velocity", "grad")
+    problem, rec, opt = _setup(every=every, kinds=kinds, mode=mode)
+    for _ in rec.loop(steps, step=problem.graph_step(opt)):
+        pass
+    problem1, rec1, opt1 = _setup(every=every, kinds=kinds, mode=mode)
+    step1 = problem1.graph_step(opt1)
+    for _ in rec1.loop(steps):
+        step1()
+    a, b = rec.recording, rec1.recording
+    assert list(a.steps) == list(b.steps) == list(range(every, steps + 1, every))
+    for kind in kinds:
+        if mode == "full":
+            np.testing.assert_array_equal(a.global_values("w", kind), b.global_values("w", kind))
+        else:
+            np.testing.assert_array_equal(a.record("w").stats[kind], b.record("w").stats[kind])
+
+
+def test_a_step_function_making_two_updates_per_call_is_caught():
+    """The host counts one update per call; a flush that finds another count warns and
+    every later call runs the recording function (no step is lost silently)."""
+    problem, rec, opt = _setup(every=5, buffer_steps=3)
+    inner = problem.graph_step(opt).python_function  # traced into the wrapper's functions
+
+    def twice():
+        inner()
+        return inner()
+
+    with pytest.warns(RuntimeWarning, match="does not make exactly one update per call"):
+        for _ in rec.loop(12, step=twice):
+            pass
+    r = rec.recording
+    assert not rec._split_ok
+    # every step the recorder expected either arrived or is listed as dropped
+    assert sorted([*r.steps, *r.dropped_steps]) == list(range(5, 25, 5))
