@@ -122,12 +122,13 @@ def shard_figure(recording, name: str = "w", step: int = -1, kind: str = "veloci
 
 
 def path_figure(recordings: Mapping, surface, step: int | None = None, name: str = "w"):
-    """``plot_paths`` of ``recordings`` on ``surface`` with arrows at ``step`` (default:
-    ``arrow_step``)."""
+    """``plot_paths`` of ``recordings`` on ``surface`` with arrows at recorded step index
+    ``step`` (default: ``arrow_step``; ``plot_paths`` itself takes the update number)."""
     from .views.paths import plot_paths
     if step is None:
         step = arrow_step(recordings, name)
-    return plot_paths(recordings, surface, step=step, name=name)
+    update = int(next(iter(recordings.values())).steps[step])
+    return plot_paths(recordings, surface, step=update, name=name)
 
 
 # ---- the page ------------------------------------------------------------------------------

@@ -127,7 +127,7 @@ def test_path_figure_holds_the_recorded_paths_and_arrows(made):
     arrows = {q.get_gid() for q in ax.collections if (q.get_gid() or "").startswith("arrow:")}
     assert arrows == {"arrow:momentum:gradient", "arrow:momentum:momentum",
                       "arrow:nesterov:gradient", "arrow:nesterov:lookahead"}
-    assert f"step {int(paths['momentum'].steps[step])}" in ax.get_title()
+    assert ax.get_title().startswith(f"Update {int(paths['momentum'].steps[step])}:")
     with Image.open(os.path.join(result.directory, "paths.png")) as im:
         assert im.size == _png_size(fig)
 

@@ -128,14 +128,26 @@ def test_himmelblau_marks_all_four_minima():
 # ---- arrows ----------------------------------------------------------------------------
 
 
+def rgb(color):
+    from matplotlib.colors import to_rgb
+    return np.asarray(to_rgb(color))
+
+
+def assert_tint_of(face, run_color):
+    """``face`` is the run's colour mixed with white (neither the colour itself nor black)."""
+    face, run = np.asarray(face[:3]), rgb(run_color)
+    a = np.dot(face - 1, run - 1) / np.dot(run - 1, run - 1)  # face = 1 + a * (run - 1)
+    np.testing.assert_allclose(face, 1 + a * (run - 1), atol=1e-6)
+    assert 0.2 < a < 0.8
+
+
 @pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("index", [0, 3, -1])
-def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, index):
+@pytest.mark.parametrize("update", [1, 4, -1])
+def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, update):
     rec = rotated[name]
-    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=index)
-    arrows = {k.split(":", 1)[1]: q for k, q in gid_artists(fig, "arrow:").items()
-              if k.startswith(name + ":")}
-    i = index % len(rec)
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=update)
+    k = update if update > 0 else STEPS + 1 + update     # the update drawn
+    i = list(rec.steps).index(k)                        # its row in the recording
     path = rec.path("w").astype(np.float64)
     g = rec.global_values("w", "grad")[i].astype(np.float64)
     vel = rec.global_values("w", "velocity").astype(np.float64)
@@ -150,30 +162,84 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, index):
     else:
         expected = {"momentum": mu * v_prev, "gradient": -lr * g}
         order = ["momentum", "gradient"]
-    assert set(arrows) == set(expected)
-    tail = path[i]
-    for term in order:
-        xy, uv = quiver_arrow(arrows[term])
-        np.testing.assert_allclose(xy, tail, rtol=1e-12, atol=1e-12)  # tip to tail
-        np.testing.assert_allclose(uv, expected[term], rtol=1e-6, atol=1e-9)
-        assert arrows[term].get_facecolor()[0][:3] == pytest.approx(
-            (0, 0, 0) if term == "gradient" else
-            tuple(int(style.optimizer_color(name)[k:k + 2], 16) / 255 for k in (1, 3, 5)))
-        tail = tail + uv
-    # the arrows end where the real optimizer went, and where the reference rule goes
-    np.testing.assert_allclose(tail, path[i + 1], rtol=1e-5, atol=1e-6)
-    p_ref, _ = reference.sgd_step(path[i], g, v_prev, lr, mu, CONFIGS[name]["nesterov"])
-    np.testing.assert_allclose(tail, p_ref, rtol=1e-6, atol=1e-7)
+    color = style.optimizer_color(name)
+    # the path panel's arrows and the zoomed panel's thick ones show the same vectors
+    for prefix in ("arrow:", "zoom-arrow:"):
+        arrows = {key.split(":", 1)[1]: q for key, q in gid_artists(fig, prefix).items()
+                  if key.startswith(name + ":")}
+        assert set(arrows) == set(expected)
+        tail = path[i]
+        for term in order:
+            xy, uv = quiver_arrow(arrows[term])
+            np.testing.assert_allclose(xy, tail, rtol=1e-12, atol=1e-12)  # tip to tail
+            np.testing.assert_allclose(uv, expected[term], rtol=1e-6, atol=1e-9)
+            face = arrows[term].get_facecolor()[0]
+            if term == "gradient":
+                assert_tint_of(face, color)    # the run's colour, lighter; not black
+            else:
+                np.testing.assert_allclose(face[:3], rgb(color))
+            tail = tail + uv
+        # the arrows end where the real optimizer went, and where the reference rule goes
+        np.testing.assert_allclose(tail, path[i + 1], rtol=1e-5, atol=1e-6)
+        p_ref, _ = reference.sgd_step(path[i], g, v_prev, lr, mu, CONFIGS[name]["nesterov"])
+        np.testing.assert_allclose(tail, p_ref, rtol=1e-6, atol=1e-7)
     pos = gid_artists(fig, "position:")[name]
     np.testing.assert_array_equal(pos.get_xydata()[0], path[i])
+    assert fig.axes[0].get_title().startswith(f"Update {k}:")
+    zoom_ax = gid_artists(fig, "zoom-position:")[name].axes
+    assert zoom_ax.get_title() == f"{name}: update {k}"
+    # the zoomed panel holds the position and where the update ends
+    (x0, x1), (y0, y1) = zoom_ax.get_xlim(), zoom_ax.get_ylim()
+    for point in (path[i], path[i + 1]):
+        assert x0 < point[0] < x1 and y0 < point[1] < y1
+    marks = gid_artists(fig, "lookahead:")
+    if CONFIGS[name]["nesterov"]:
+        # tf-keras' Nesterov parameter is the look-ahead point of Sutskever's iterate
+        # p - mu*v_prev, and the gradient of this update was taken there
+        np.testing.assert_array_equal(marks[name].get_xydata()[0], path[i])
+        np.testing.assert_allclose(gid_artists(fig, "iterate:")[name].get_xydata()[0],
+                                   path[i] - mu * v_prev, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(ROTATED.grad_np(path[i]), g, rtol=1e-5, atol=1e-6)
+    else:
+        assert name not in marks
+
+
+def test_older_updates_fade_and_runs_stay_apart(rotated):
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=6)
+    trails = gid_artists(fig, "trail:")
+    for name, rec in rotated.items():
+        segs = trails[name].get_segments()
+        path = rec.path("w").astype(np.float64)
+        assert len(segs) == 5  # the path up to the point before update 6
+        for j, seg in enumerate(segs):
+            np.testing.assert_array_equal(seg, path[j:j + 2])
+        alpha = trails[name].get_colors()[:, 3]
+        assert np.all(np.diff(alpha) > 0) and alpha[-1] == pytest.approx(1.0) and alpha[0] < 0.6
+        np.testing.assert_allclose(trails[name].get_colors()[:, :3], np.tile(rgb(
+            style.optimizer_color(name)), (5, 1)))
+    # every rule's first update is along -g: the paths overlap there, so each run
+    # has its own dash pattern, marker and width
+    paths = gid_artists(fig, "path:")
+    # (get_linestyle() calls every custom dash pattern "--": read the pattern itself)
+    looks = {(str(line._unscaled_dash_pattern), line.get_marker(), line.get_linewidth())
+             for line in paths.values()}
+    assert len({m for _, m, _ in looks}) == len({ls for ls, _, _ in looks}) == len(paths) == 3
+    # pale contours, so the paths stand out
+    filled = [c for c in fig.axes[0].collections if getattr(c, "filled", False)]
+    assert filled and all(c.get_alpha() <= 0.4 for c in filled)
+    assert geo.fade_alphas(4, half_life=1.0, floor=0.0).tolist() == [0.125, 0.25, 0.5, 1.0]
 
 
 def test_arrows_need_consecutive_steps_and_the_kinds():
     s = ROTATED
     every2 = synthetic(s, 6, 0.05, 0.9, every=2)
-    with pytest.raises(ValueError, match=r"jumps from step 2 \(recorded every 2 steps\).*every=1"):
-        dtsgd_viz.plot_paths({"m": every2}, s, step=1)
-    fig = dtsgd_viz.plot_paths({"m": every2}, s, step=1, arrows=False)
+    with pytest.raises(ValueError, match=r"at update 4 .*jumps from update 2 \(recorded every 2 updates\).*every=1"):
+        dtsgd_viz.plot_paths({"m": every2}, s, step=4)
+    with pytest.raises(ValueError, match=r"step=3 was not recorded\. Allowed: a recorded update \(updates 2, 4, 6\), -1\.\.-3"):
+        dtsgd_viz.plot_paths({"m": every2}, s, step=3)
+    fig = dtsgd_viz.plot_paths({"m": every2}, s, step=4, arrows=False)
+    np.testing.assert_array_equal(gid_artists(fig, "position:")["m"].get_xydata()[0],
+                                  every2.path("w")[1])   # before update 4: after update 2
     assert not gid_artists(fig, "arrow:") and "m" in gid_artists(fig, "position:")
     params_only = synthetic(s, 4, 0.05, 0.9, kinds=("param",))
     with pytest.raises(ValueError, match=r"kinds param, grad and velocity.*missing \['grad', 'velocity'\]"):
@@ -183,11 +249,11 @@ def test_arrows_need_consecutive_steps_and_the_kinds():
 # ---- loss panel -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("index", [2, -1])
-def test_loss_panel_is_the_recorded_loss(rotated, index):
-    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=index)
+@pytest.mark.parametrize("update, index", [(3, 2), (-1, -1)])
+def test_loss_panel_is_the_recorded_loss(rotated, update, index):
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=update)
     ax_loss = fig.axes[1]
-    assert ax_loss.get_yscale() == "log" and ax_loss.get_xlabel() == "step"
+    assert ax_loss.get_yscale() == "log" and ax_loss.get_xlabel() == "update"
     lines = gid_artists(fig, "loss:")
     markers = gid_artists(fig, "loss-marker:")
     for name, rec in rotated.items():
@@ -221,7 +287,7 @@ def test_pca_reconstructs_planar_paths_exactly():
 
 
 def test_projected_paths_on_real_contours(planar):
-    fig = dtsgd_viz.plot_paths(planar, PLANAR, step=2)
+    fig = dtsgd_viz.plot_paths(planar, PLANAR, step=3)
     flat = {k: r.path("w").astype(np.float64).reshape(STEPS + 1, -1) for k, r in planar.items()}
     plane = geo.pca_plane(list(flat.values()))
     drawn = gid_artists(fig, "path:")
@@ -262,12 +328,17 @@ def test_projected_paths_on_real_contours(planar):
 def test_bad_input_is_a_clear_error(rotated, planar):
     with pytest.raises(ValueError, match=r"Unknown variable 'v'. Every recording has: \['w'\]"):
         dtsgd_viz.plot_paths(rotated, ROTATED, name="v")
-    with pytest.raises(ValueError, match=r"step=8 is out of range.*\[-8, 7\]"):
-        dtsgd_viz.plot_paths(rotated, ROTATED, step=STEPS)
-    with pytest.raises(ValueError, match=r"step=-9 is out of range"):
+    allowed = r"Allowed: a recorded update \(updates 1\.\.8\), -1\.\.-8 counting back from the last, or None"
+    with pytest.raises(ValueError, match=r"step=9 is out of range\. " + allowed):
+        dtsgd_viz.plot_paths(rotated, ROTATED, step=STEPS + 1)
+    with pytest.raises(ValueError, match=r"step=-9 is out of range: the recordings share 8 updates"):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=-STEPS - 1)
-    with pytest.raises(ValueError, match="step must be an integer"):
+    with pytest.raises(ValueError, match=r"step=0 is the start, before any update: updates are numbered from 1"):
+        dtsgd_viz.plot_paths(rotated, ROTATED, step=0)
+    with pytest.raises(ValueError, match=r"step must be an update number .*Received: step=1\.5"):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=1.5)
+    with pytest.raises(ValueError, match=r"hold must be an integer >= 0"):
+        dtsgd_viz.animate(rotated, ROTATED, hold=-1)
     with pytest.raises(ValueError, match=r"surface takes parameters of shape \(2,\).*has shape \(2, 4\)"):
         dtsgd_viz.plot_paths(planar, ROTATED)
     with pytest.raises(ValueError, match=r"shape \(2, 4\) \(8 numbers\).*has shape \(2,\)"):
@@ -298,15 +369,21 @@ def test_one_recording_and_one_axes(rotated):
 
 
 def test_animation_updates_artists_in_place_and_saves_a_gif(rotated, tmp_path):
-    anim = dtsgd_viz.animate(rotated, ROTATED, frames=[1, 4, 6], interval=50)
+    updates, hold = [2, 5, 7], 3
+    anim = dtsgd_viz.animate(rotated, ROTATED, frames=updates, interval=50, hold=hold)
     assert isinstance(anim, animation.FuncAnimation)
+    assert anim.frame_updates == updates + [7] * hold   # the last frame is held
     fig = anim._fig
     paths, arrows = gid_artists(fig, "path:"), gid_artists(fig, "arrow:")
-    markers = gid_artists(fig, "loss-marker:")
+    markers, losses = gid_artists(fig, "loss-marker:"), gid_artists(fig, "loss:")
+    ax_loss = losses["plain"].axes
+    limits = None
     seen = []
 
     def check(k, total):
-        i = [1, 4, 6][k]
+        nonlocal limits
+        u = anim.frame_updates[k]
+        i = u - 1
         assert gid_artists(fig, "path:") == paths  # the same artists, updated in place
         for name, rec in rotated.items():
             path = rec.path("w")
@@ -318,14 +395,38 @@ def test_animation_updates_artists_in_place_and_saves_a_gif(rotated, tmp_path):
                 tip = tip + uv
             np.testing.assert_allclose(tip, path[i + 1], rtol=1e-5, atol=1e-6)
             np.testing.assert_array_equal(markers[name].get_xydata()[0], [rec.steps[i], rec.loss[i]])
-        seen.append(i)
+            # the loss curve is drawn up to the update shown
+            np.testing.assert_array_equal(losses[name].get_xdata(), rec.steps[:i + 1])
+            np.testing.assert_array_equal(losses[name].get_ydata(), rec.loss[:i + 1])
+        assert fig.axes[0].get_title().startswith(f"Update {u}:")
+        # the loss axes keep the whole run's limits while the curves grow
+        lim = (ax_loss.get_xlim(), ax_loss.get_ylim())
+        assert limits in (None, lim)
+        limits = lim
+        assert lim[0][1] >= STEPS
+        seen.append(u)
 
     out = tmp_path / "paths.gif"
     anim.save(out, writer="pillow", fps=5, dpi=40, progress_callback=check)
-    assert seen == [1, 4, 6]
+    assert seen == updates + [7] * hold
     from PIL import Image
     with Image.open(out) as im:
-        assert im.n_frames == 3
+        durations = []
+        for n in range(im.n_frames):
+            im.seek(n)
+            durations.append(im.info["duration"])
+    # identical frames are merged by the GIF writer: the last one lasts 1 + hold frames
+    assert durations == [200, 200, 200 * (1 + hold)]
+
+
+def test_animation_pace_and_frames_by_update(rotated):
+    anim = dtsgd_viz.animate(rotated, ROTATED, frames=4)
+    assert anim._interval >= 200                        # at most 5 updates a second
+    assert anim.frame_updates[-8:] == [STEPS] * 8        # held about two seconds
+    assert anim.frame_updates[0] == 1
+    with pytest.raises(ValueError, match=r"step=0 is the start"):
+        dtsgd_viz.animate(rotated, ROTATED, frames=[0, 3])
+    anim._draw_was_started = True  # never saved here: keep matplotlib's deletion warning quiet
 
 
 @pytest.mark.skipif(not animation.writers.is_available("ffmpeg"), reason="ffmpeg not installed")

@@ -20,7 +20,7 @@ from dtsgd_viz.widgets import (CompareParams, CompareWidget, PathExplorer, PathE
                                steps_to_tolerance)
 from dtsgd_viz.widgets._phase import diverged, iteration_matrix, spectral_radius
 from dtsgd_viz.widgets.compare import RunQueue, finished, request, table_rows
-from dtsgd_viz.widgets.path_explorer import path_tracks
+from dtsgd_viz.widgets.path_explorer import path_tracks, step_text
 from dtsgd_viz.widgets.phase_diagram import REFERENCE_NOTE, cell_edges, phase_pick
 
 matplotlib.use("Agg")
@@ -57,16 +57,24 @@ def first_stay(losses, tol):
 
 def test_path_explorer_state_transitions():
     s = PathExplorerState(tuple(range(1, STEPS + 1)), 0)
-    s2 = path_explorer_state(s, {"name": "step", "new": 5})
-    assert (s2.step, s2.iteration, s.step) == (5, 6, 0)
-    with pytest.raises(ValueError, match=r"step must be an int in 0\.\.11. Received: 12"):
-        path_explorer_state(s, {"name": "step", "new": STEPS})
+    s2 = path_explorer_state(s, {"name": "update", "new": 6})
+    assert (s2.index, s2.update, s.update) == (5, 6, 1)    # update 6 is the 6th recorded
+    with pytest.raises(ValueError, match=r"update must be an int in 1\.\.12 \(updates 1\.\.12\). Received: 13"):
+        path_explorer_state(s, {"name": "update", "new": STEPS + 1})
+    with pytest.raises(ValueError, match=r"Received: 0"):
+        path_explorer_state(s, {"name": "update", "new": 0})
     with pytest.raises(ValueError, match="Unknown change 'zoom'"):
         path_explorer_state(s, {"name": "zoom", "new": 1})
+    # every 5th update recorded: a value between two snaps to the nearest
+    every5 = PathExplorerState((5, 10, 15, 20), 0)
+    assert path_explorer_state(every5, {"name": "update", "new": 12}).update == 10
+    assert path_explorer_state(every5, {"name": "update", "new": 13}).update == 15
+    assert step_text(path_explorer_state(every5, {"name": "update", "new": 20})) == (
+        "update 20  (4 of 4 recorded updates)")
 
 
 def test_tracks_are_the_update_decomposition(recs):
-    view = draw_paths(recs, ROTATED, 0)
+    view = draw_paths(recs, ROTATED, 1)
     tracks = path_tracks(view.scene, arrows=True)
     for key, rec in recs.items():
         t = tracks[key]
@@ -78,20 +86,37 @@ def test_tracks_are_the_update_decomposition(recs):
             for (_, tail, uv), (_, tails, uvs) in zip(chain, t.arrows):
                 np.testing.assert_allclose(tails[i], tail, rtol=1e-12, atol=1e-12)
                 np.testing.assert_allclose(uvs[i], uv, rtol=1e-12, atol=1e-12)
+        # Nesterov's iterate behind each look-ahead point: p - mu * v_prev
+        if CONFIGS[key]["nesterov"]:
+            v = rec.global_values("w", "velocity").astype(np.float64)
+            v_prev = np.concatenate([np.zeros((1, 2)), v[:-1]])
+            np.testing.assert_allclose(t.iterates, t.coords[:-1] - CONFIGS[key]["momentum"] * v_prev,
+                                       rtol=1e-12, atol=1e-12)
+        else:
+            assert t.iterates is None
 
 
 # ---- PathExplorer: the widget ------------------------------------------------------------
 
 
+def zoom_chain(w, key):
+    """The thick arrows of ``key``'s zoomed panel: ``{term: (tail, uv)}``."""
+    ax = w.view.artists.zoom_axes[key]
+    return {q.get_gid().split(":")[2]: (np.asarray(q.get_offsets()[0]), np.array([q.U[0], q.V[0]]))
+            for q in ax.collections if (q.get_gid() or "").startswith("zoom-arrow:")}
+
+
 def test_slider_updates_artists_in_place(recs, capsys):
     w = PathExplorer(recs, ROTATED)
     art = w.view.artists
+    assert w.state.update == 1 and w.slider.value == 1 and w.slider.description == "update"
     static, renders, png = w.static_state(), w.renders, w.image.value
-    counts = [(len(ax.lines), len(ax.collections), len(ax.texts)) for ax in w.figure.axes]
+    main_axes = (art.ax_path, art.ax_loss)
+    counts = [(len(ax.lines), len(ax.collections), len(ax.texts)) for ax in main_axes]
     moving = (dict(art.positions), dict(art.arrows), dict(art.loss_markers), art.step_line)
 
-    w.slider.value = 5
-    assert w.state.step == 5 and w.renders == renders + 1
+    w.slider.value = 6   # update 6: from the parameter after update 5
+    assert w.state.update == 6 and w.state.index == 5 and w.renders == renders + 1
     for key, rec in recs.items():
         path = rec.path("w").astype(np.float64)
         np.testing.assert_array_equal(art.positions[key].get_xydata(), path[5:6])
@@ -103,44 +128,72 @@ def test_slider_updates_artists_in_place(recs, capsys):
         np.testing.assert_array_equal(first.get_offsets()[0], path[5])
         np.testing.assert_allclose(total, path[6] - path[5], rtol=1e-5, atol=1e-6)
         assert art.loss_markers[key].get_xydata().tolist() == [[rec.steps[5], rec.loss[5]]]
+        # the zoomed panel follows: update 6's terms from the recorded values and the rule
+        g = rec.global_values("w", "grad")[5].astype(np.float64)
+        v = rec.global_values("w", "velocity").astype(np.float64)
+        lr, mu = CONFIGS[key]["learning_rate"], CONFIGS[key]["momentum"]
+        chain = zoom_chain(w, key)
+        np.testing.assert_allclose(chain["gradient"][1], -lr * g, rtol=1e-6)
+        if mu:
+            term = "lookahead" if CONFIGS[key]["nesterov"] else "momentum"
+            np.testing.assert_allclose(chain[term][1], mu * (v[5] if term == "lookahead" else v[4]),
+                                       rtol=1e-6)
+        assert art.zoom_axes[key].get_title() == f"{key}: update 6"
+        alpha = art.trails[key].get_colors()[:, 3]
+        assert len(alpha) == 5 and np.all(np.diff(alpha) > 0)
     assert list(art.step_line.get_xdata()) == [6, 6]
-    assert art.title.get_text() == "Update of step 6 as arrows, tip to tail"
-    assert "iteration 6" in w.step_label.value
+    assert art.title.get_text().startswith("Update 6:")
+    assert w.step_label.value == "update 6 of 12"
     assert w.frame().positions["nesterov"] == tuple(recs["nesterov"].path("w")[5].astype(float))
-    # nothing re-plotted: same artists, same static data, background rendered once
+    # nothing re-plotted on the main panels: same artists, same static data, background once
     assert (dict(art.positions), dict(art.arrows), dict(art.loss_markers), art.step_line) == moving
-    assert [(len(ax.lines), len(ax.collections), len(ax.texts)) for ax in w.figure.axes] == counts
+    assert [(len(ax.lines), len(ax.collections), len(ax.texts)) for ax in main_axes] == counts
     assert w.static_state().same_as(static) and static.backgrounds == 1
     assert w.image.value != png and w.image.value == w.render()
     assert capsys.readouterr() == ("", "")
 
 
 def test_blitted_frames_match_a_full_draw(recs):
-    w = PathExplorer(recs, ROTATED, step=2)
+    w = PathExplorer(recs, ROTATED, step=3)
     first = w.pixels()
-    w.slider.value = 9
+    w.slider.value = 10
     blit, full = w.pixels(), w.full_pixels()
     differ = np.abs(blit.astype(int) - full.astype(int)).max(axis=-1) > 8
     assert differ.mean() < 1e-4  # the same picture up to a few antialiased pixels
     assert (np.abs(first.astype(int) - blit.astype(int)).max(axis=-1) > 8).sum() > 50  # it moved
-    w.slider.value = 2
+    w.slider.value = 3
     np.testing.assert_array_equal(w.pixels(), first)  # no stale pixels left behind
 
 
 def test_play_is_linked_and_steps_through_long_runs(recs):
     w = PathExplorer(recs, ROTATED, arrows=False)
-    assert not w.view.artists.arrows and (w.play.min, w.play.max) == (0, STEPS - 1)
-    w.play.value = 3
-    assert w.slider.value == 3 and w.state.step == 3
+    assert not w.view.artists.arrows and (w.play.min, w.play.max) == (1, STEPS)
+    assert not w.view.artists.zoom_axes
+    w.play.value = 4
+    assert w.slider.value == 4 and w.state.update == 4
     np.testing.assert_array_equal(w.view.artists.positions["plain"].get_xydata(),
                                   recs["plain"].path("w")[3:4])
     assert w.image in w.widget.children
     bundle = w._repr_mimebundle_()
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == w.widget.model_id
-    with pytest.raises(ValueError, match="out of range"):
-        PathExplorer(recs, ROTATED, step=STEPS)
+    assert PathExplorer(recs, ROTATED, step=-1, arrows=False).state.update == STEPS
+    with pytest.raises(ValueError, match=r"step=13 is out of range\. Allowed: a recorded update \(updates 1\.\.12\)"):
+        PathExplorer(recs, ROTATED, step=STEPS + 1)
+    with pytest.raises(ValueError, match="step=0 is the start"):
+        PathExplorer(recs, ROTATED, step=0)
     with pytest.raises(ValueError, match="non-empty dict"):
         PathExplorer({}, ROTATED)
+
+
+def test_slider_counts_updates_of_a_thinned_recording():
+    rec = dtsgd_viz.run(ROTATED, {"nesterov": CONFIGS["nesterov"]}, STEPS, every=3)["nesterov"]
+    w = PathExplorer({"nesterov": rec}, ROTATED, arrows=False)
+    assert (w.slider.min, w.slider.max, w.slider.step) == (3, 12, 3)
+    w.slider.value = 7           # between recorded updates: the nearest one is shown
+    assert w.slider.value == 6 and w.state.update == 6
+    np.testing.assert_array_equal(w.view.artists.positions["nesterov"].get_xydata()[0],
+                                  rec.path("w")[1])    # before update 6: after update 3
+    assert w.view.artists.title.get_text().startswith("Update 6:")
 
 
 # ---- CompareWidget: pure ---------------------------------------------------------------
@@ -224,7 +277,21 @@ def test_compare_widget_draws_the_real_runs(compare):
         np.testing.assert_array_equal(path, w.recordings[key].path("w").astype(np.float64))
     check_table(w)
     assert "momentum 0.90" in w.figure._suptitle.get_text()
+    assert f"{STEPS} updates" in w.figure._suptitle.get_text() and w.steps.description == "updates"
     assert w.view.artists.ax_loss.get_lines()[-1].get_gid() == "tolerance"
+    assert w.view.artists.ax_loss.get_xlabel() == "update"
+
+
+def test_table_has_fixed_columns_and_wrapping_headers(compare):
+    import re
+    table = compare.table.value
+    assert "table-layout:fixed" in table
+    widths = re.findall(r"<col style='width:([\d.]+)em'>", table)
+    assert len(widths) == 3 and all(float(x) >= 8 for x in widths)
+    heads = re.findall(r"<th style='([^']*)'>([^<]*)</th>", table)
+    assert [h for _, h in heads] == ["optimizer", "updates until the loss stays within 0.05 of the "
+                                     "minimum", "loss after the last update"]
+    assert all("white-space:normal" in css and "padding" in css for css, _ in heads)
 
 
 def test_momentum_change_reruns_the_real_optimizer(compare):

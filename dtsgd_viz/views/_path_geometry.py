@@ -20,8 +20,9 @@ import numpy as np
 
 __all__ = [
     "Plane", "identity_plane", "pca_plane", "project", "lift", "plot_box", "loss_grid",
-    "log_levels", "UpdateTerms", "decompose_update", "arrow_chain", "select_variable",
-    "check_step", "TERM_LABELS",
+    "log_levels", "UpdateTerms", "decompose_update", "arrow_chain", "nesterov_points",
+    "select_variable", "check_step", "step_index", "describe_updates", "fade_alphas",
+    "zoom_box", "TERM_LABELS", "TERM_SHORT",
 ]
 
 TERM_LABELS = {
@@ -29,6 +30,8 @@ TERM_LABELS = {
     "lookahead": "μ·v_new (Nesterov look-ahead term)",
     "gradient": "−lr·g (gradient term)",
 }
+# what the zoomed panels write beside each arrow
+TERM_SHORT = {"momentum": "μ·v_prev", "lookahead": "μ·v_new", "gradient": "−lr·g"}
 
 
 # ---- the plane the picture is drawn on ---------------------------------------------
@@ -188,13 +191,19 @@ def log_levels(Z, n=14, floor=1e-6, inner=0.005):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class UpdateTerms:
-    """The update of step ``step`` (recording index ``index``) from ``origin``.
+    """Update ``step`` (as ``recording.steps`` counts; recording index ``index``) from
+    ``origin``, the parameter before it.
 
     ``terms`` lists ``(key, vector)`` in drawing order, keys from ``TERM_LABELS``:
     classical momentum ``p_new - p = mu*v_prev - lr*g``; Nesterov as tf-keras
     computes it ``p_new - p = mu*v_new - lr*g``; plain SGD ``-lr*g``. ``total`` is
     the recorded ``p_new - p``; ``residual`` what the terms leave of it (float32
     rounding of the real optimizer, ~1e-7 relative).
+
+    ``iterate`` (Nesterov only, else None): ``p - mu*v_prev``, the iterate of
+    Sutskever's form. tf-keras' parameter is that iterate's look-ahead point
+    ``iterate + mu*v_prev``, so the gradient ``g`` of this update was taken at
+    ``origin``, ahead of ``iterate`` (see ``dtsgd_viz.reference``).
     """
 
     step: int
@@ -202,6 +211,7 @@ class UpdateTerms:
     origin: np.ndarray
     terms: tuple[tuple[str, np.ndarray], ...]
     total: np.ndarray
+    iterate: np.ndarray | None = None
 
     @property
     def residual(self) -> np.ndarray:
@@ -227,11 +237,11 @@ def decompose_update(recording, name: str, index: int) -> UpdateTerms:
         )
     steps = np.asarray(recording.steps)
     if not _consecutive(steps, index):
-        before = "the start" if index == 0 else f"step {int(steps[index - 1])}"
+        before = "the start" if index == 0 else f"update {int(steps[index - 1])}"
         raise ValueError(
-            f"Update arrows at step {int(steps[index])} need the parameter and velocity just "
+            f"Update arrows at update {int(steps[index])} need the parameter and velocity just "
             f"before it, but the recording jumps from {before} (recorded every "
-            f"{int(steps[index]) - (int(steps[index - 1]) if index else 0)} steps). Record "
+            f"{int(steps[index]) - (int(steps[index - 1]) if index else 0)} updates). Record "
             "with Recorder(every=1), or pass arrows=False."
         )
     return _decompose(recording, name, index, steps)
@@ -257,7 +267,8 @@ def _decompose(recording, name, index, steps):
     origin = path[index].reshape(-1)
     with np.errstate(invalid="ignore", over="ignore"):
         total = path[index + 1].reshape(-1) - origin
-    return UpdateTerms(int(steps[index]), index, origin, terms, total)
+        iterate = origin - mu * v_prev if hp.nesterov and mu != 0.0 else None
+    return UpdateTerms(int(steps[index]), index, origin, terms, total, iterate)
 
 
 def arrow_chain(update: UpdateTerms, plane: Plane) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -271,6 +282,46 @@ def arrow_chain(update: UpdateTerms, plane: Plane) -> list[tuple[str, np.ndarray
             out.append((key, tail, uv))
             tail = tail + uv
     return out
+
+
+def nesterov_points(update: UpdateTerms, plane: Plane):
+    """``(iterate_xy, lookahead_xy)`` in plot coordinates for a Nesterov update (the
+    gradient was taken at the look-ahead point, which is ``origin``), else None."""
+    if update.iterate is None:
+        return None
+    return project(update.iterate, plane), project(update.origin, plane)
+
+
+# ---- fading trails and zoomed panels ------------------------------------------------
+
+
+def fade_alphas(n: int, half_life: float = 4.0, floor: float = 0.15) -> np.ndarray:
+    """Opacities of the ``n`` path segments before the current update, oldest first:
+    ``floor + (1 - floor) * 0.5 ** (age / half_life)`` where the newest segment has
+    age 0 (fully opaque) and each older one is one update older.
+
+    >>> fade_alphas(3, half_life=1.0, floor=0.0).tolist()
+    [0.25, 0.5, 1.0]
+    """
+    age = np.arange(n)[::-1].astype(np.float64)
+    return floor + (1.0 - floor) * 0.5 ** (age / half_life)
+
+
+def zoom_box(points, main_box, pad: float = 0.3, min_frac: float = 0.02):
+    """A square ``((xmin, xmax), (ymin, ymax))`` around the finite ``points`` (the
+    position, the arrow tips, look-ahead marks), grown by ``pad`` of its size on each
+    side and at least ``min_frac`` of the larger side of ``main_box``, so an update
+    that hardly moves still gets a readable panel. None if no point is finite."""
+    pts = np.asarray(points, np.float64).reshape(-1, 2)
+    pts = pts[np.all(np.isfinite(pts), axis=1)]
+    if not len(pts):
+        return None
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    main = max(float(np.ptp(main_box[0])), float(np.ptp(main_box[1])))
+    span = max(float((hi - lo).max()) * (1 + 2 * pad), min_frac * main, 1e-12)
+    c = (lo + hi) / 2
+    return ((float(c[0] - span / 2), float(c[0] + span / 2)),
+            (float(c[1] - span / 2), float(c[1] + span / 2)))
 
 
 # ---- input checks -------------------------------------------------------------------
@@ -297,18 +348,71 @@ def select_variable(recordings: Mapping, name) -> str:
     return name
 
 
-def check_step(step, lengths: Mapping[str, int]) -> int | None:
-    """``step`` as a non-negative index valid for every recording (None stays None)."""
+def describe_updates(updates) -> str:
+    """``updates 1..8``, ``updates 2, 4, ..., 16 (every 2)`` or ``8 updates from 3 to 90``."""
+    u = np.asarray(updates, np.int64)
+    if len(u) == 0:
+        return "no updates"
+    if len(u) == 1:
+        return f"update {int(u[0])} only"
+    d = np.diff(u)
+    if len(u) <= 4:
+        return "updates " + ", ".join(str(int(x)) for x in u)
+    if np.all(d == 1):
+        return f"updates {int(u[0])}..{int(u[-1])}"
+    if np.all(d == d[0]):
+        return f"updates {int(u[0])}, {int(u[1])}, ..., {int(u[-1])} (every {int(d[0])})"
+    return f"{len(u)} updates from {int(u[0])} to {int(u[-1])}"
+
+
+def check_step(step, steps: Mapping[str, np.ndarray]) -> int | None:
+    """``step`` as the update number every recording holds (None stays None).
+
+    ``step=k`` is optimizer update k as ``recording.steps`` counts it (the first update
+    is 1); ``-1`` is the last update the recordings share, ``-2`` the one before, and
+    so on. ``steps`` maps each recording's name to its ``recording.steps``.
+
+    >>> check_step(3, {"a": np.arange(1, 9)}), check_step(-1, {"a": np.arange(1, 9)})
+    (3, 8)
+    """
     if step is None:
         return None
+    common = None
+    for s in steps.values():
+        s = np.asarray(s, np.int64)
+        common = s if common is None else np.intersect1d(common, s)
+    common = np.asarray(common, np.int64)
+    n = len(common)
+    what = describe_updates(common)
+    allowed = (f"Allowed: a recorded update ({what}), -1..-{n} counting back from the "
+               "last, or None (no update picked)." if n else "Allowed: None.")
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
-        raise ValueError(f"step must be an integer index into the recorded steps or None. "
-                         f"Received: step={step!r}.")
-    n = min(lengths.values())
-    if not -n <= step < n:
-        lens = ", ".join(f"{k}: {v}" for k, v in lengths.items())
         raise ValueError(
-            f"step={step} is out of range: the recordings hold {lens} steps, so step must "
-            f"be in [{-n}, {n - 1}] (an index into recording.steps) or None."
-        )
-    return int(step) % n
+            "step must be an update number as recording.steps counts them (the first update "
+            f"is 1). Received: step={step!r}. {allowed}")
+    step = int(step)
+    if step < 0:
+        if -step > n:
+            raise ValueError(f"step={step} is out of range: the recordings share {n} "
+                             f"updates. {allowed}")
+        return int(common[step])
+    if step == 0:
+        raise ValueError(
+            "step=0 is the start, before any update: updates are numbered from 1 as "
+            f"recording.steps counts them, and the start point is always drawn. {allowed}")
+    if n == 0 or step < common[0] or step > common[-1]:
+        raise ValueError(f"step={step} is out of range. {allowed}")
+    if step not in common:
+        raise ValueError(f"step={step} was not recorded. {allowed}")
+    return step
+
+
+def step_index(recording_steps, update: int) -> int:
+    """The index into ``recording.steps`` (and the recording's arrays) of ``update``,
+    which ``check_step`` has checked."""
+    s = np.asarray(recording_steps, np.int64)
+    i = int(np.searchsorted(s, update))
+    if not (i < len(s) and s[i] == update):
+        raise ValueError(f"update {update} is not recorded: the recording holds "
+                         f"{describe_updates(s)}.")
+    return i

@@ -1,5 +1,6 @@
-"""Update paths: each optimizer's trajectory on the loss contours, the update at a step
-split into its terms, and the loss per step beside it.
+"""Update paths: each optimizer's trajectory on the loss contours, one update taken
+apart into its terms (on the paths and in a zoomed panel per run), and the loss per
+update beside it. ``step=k`` is optimizer update k as ``recording.steps`` counts them.
 
     >>> import dtsgd_viz
     >>> from dtsgd_viz import surfaces
@@ -8,11 +9,13 @@ split into its terms, and the loss per step beside it.
     ...                          "nesterov": dict(learning_rate=0.05, momentum=0.9,
     ...                                           nesterov=True)}, steps=6)
     >>> fig = dtsgd_viz.plot_paths(recs, s, step=3)      # a matplotlib Figure
-    >>> sorted(a.get_gid() for a in fig.axes[0].collections if a.get_gid())
+    >>> fig.axes[0].get_title()
+    'Update 3: the paths so far (older updates fade)'
+    >>> sorted(a.get_gid() for a in fig.axes[0].collections if "arrow" in (a.get_gid() or ""))
     ['arrow:momentum:gradient', 'arrow:momentum:momentum', 'arrow:nesterov:gradient', 'arrow:nesterov:lookahead']
 
-``animate(recs, s)`` returns a ``FuncAnimation`` of the same figure stepping through
-the run (``anim.save("paths.gif", writer="pillow")``).
+``animate(recs, s)`` returns a ``FuncAnimation`` of the same figure going through the
+run (``anim.save("paths.gif", writer="pillow")``).
 
 Parameters of more than two numbers are drawn on the plane of their top two
 principal directions (all paths together), and the loss is evaluated on that plane,
@@ -28,13 +31,14 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _path_geometry as geo
+from . import _update_panel as panel
 from . import style
 from ._empty import check_not_empty
 from ._figure import new_figure
+from ._path_motion import animate
 
 __all__ = ["plot_paths", "animate", "draw_paths", "PathsView"]
 
-_GRADIENT_COLOR = "#000000"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -127,6 +131,10 @@ class _Artists:
     positions: dict = dataclasses.field(default_factory=dict)
     arrows: dict = dataclasses.field(default_factory=dict)     # (config, term) -> Quiver
     loss_markers: dict = dataclasses.field(default_factory=dict)
+    loss_lines: dict = dataclasses.field(default_factory=dict)
+    trails: dict = dataclasses.field(default_factory=dict)     # config -> LineCollection
+    zoom_boxes: dict = dataclasses.field(default_factory=dict)  # config -> Rectangle
+    zoom_axes: dict = dataclasses.field(default_factory=dict)   # config -> Axes
     step_line: object = None
     title: object = None
 
@@ -136,38 +144,62 @@ def _outline(width=3.2):
     return [patheffects.Stroke(linewidth=width, foreground="white", alpha=0.85), patheffects.Normal()]
 
 
-def _axes(ax):
+def _axes(ax, zoom_keys=()):
+    """``(fig, path_ax, loss_ax, zoom_axes, own)``: with ``zoom_keys`` a new figure has a
+    second row holding one zoomed panel per run."""
     if ax is None:
-        fig = new_figure(figsize=(11.5, 5.2))
-        ax_path, ax_loss = fig.subplots(1, 2, gridspec_kw=dict(width_ratios=[1.2, 1.0]))
-        return fig, ax_path, ax_loss, True
+        if not zoom_keys:
+            fig = new_figure(figsize=(11.5, 5.2))
+            ax_path, ax_loss = fig.subplots(1, 2, gridspec_kw=dict(width_ratios=[1.2, 1.0]))
+            return fig, ax_path, ax_loss, {}, True
+        fig = new_figure(figsize=(11.5, 9.4))
+        top, bottom = fig.subfigures(2, 1, height_ratios=[1.2, 1.0], hspace=0.02)
+        ax_path, ax_loss = top.subplots(1, 2, gridspec_kw=dict(width_ratios=[1.2, 1.0]))
+        zooms = bottom.subplots(1, max(3, len(zoom_keys)), squeeze=False)[0]
+        for extra in zooms[len(zoom_keys):]:
+            extra.set_visible(False)
+        bottom.suptitle("Each run's update up close: the momentum term in the run's colour, "
+                        "the gradient term −lr·g in its light tint, tip to tail",
+                        fontsize=style.FONT_SIZE + 1)
+        return fig, ax_path, ax_loss, dict(zip(zoom_keys, zooms)), True
     if isinstance(ax, (tuple, list)):
         if len(ax) != 2:
             raise ValueError(f"ax must be one Axes or a pair (path_ax, loss_ax). Received: {len(ax)} axes.")
-        return ax[0].figure, ax[0], ax[1], False
+        return ax[0].figure, ax[0], ax[1], {}, False
     if not hasattr(ax, "plot"):
         raise TypeError(f"ax must be a matplotlib Axes, a pair of them, or None. Received: {ax!r}.")
-    return ax.figure, ax, None, False
+    return ax.figure, ax, None, {}, False
 
 
-def _draw(scene: _Scene, step, ax, arrows, ghost=False) -> tuple[object, _Artists]:
+def _index(scene, key, update):
+    return geo.step_index(scene.recordings[key].steps, update)
+
+
+def _draw(scene: _Scene, update, ax, arrows, ghost=False, zoom=True) -> tuple[object, _Artists]:
     from matplotlib.lines import Line2D
 
-    fig, ax_path, ax_loss, own = _axes(ax)
+    zoom_keys = tuple(scene.coords) if (zoom and arrows and update is not None) else ()
+    fig, ax_path, ax_loss, zoom_axes, own = _axes(ax, zoom_keys)
     fs = style.FONT_SIZE
-    _draw_contours(scene, fig, ax_path)
+    _draw_contours(scene, ax_path.figure, ax_path)
+    styles = panel.run_styles(scene.coords)
 
-    art = _Artists(ax_path, ax_loss, {})
+    art = _Artists(ax_path, ax_loss, {}, zoom_axes=zoom_axes)
     # a dot per step while the dots stay apart; long runs are clearer as a line
-    marker = "o" if max(len(c) for c in scene.coords.values()) <= 61 else ""
+    dots = max(len(c) for c in scene.coords.values()) <= 61
+    picked = update is not None
     for key, c in scene.coords.items():
-        color = scene.colors[key]
+        color, st = scene.colors[key], styles[key]
         if ghost:
-            ax_path.plot(c[:, 0], c[:, 1], "-", color=color, lw=1.0, alpha=0.35,
+            ax_path.plot(c[:, 0], c[:, 1], "-", color=color, lw=1.0, alpha=0.3,
                          gid=f"path-ghost:{key}")
+        # with an update picked, the whole path is a pale guide and the trail up to the
+        # update is drawn over it, older updates fading
         (art.paths[key],) = ax_path.plot(
-            c[:, 0], c[:, 1], "-", marker=marker, color=color, lw=1.6, ms=2.8, label=key,
-            gid=f"path:{key}", path_effects=_outline(), zorder=3)
+            c[:, 0], c[:, 1], ls=st["ls"], marker=st["marker"] if dots else "", color=color,
+            lw=st["lw"] * (0.6 if picked else 1.0), ms=st["ms"], label=key, gid=f"path:{key}",
+            alpha=0.3 if picked else 1.0, path_effects=None if picked else _outline(st["lw"] + 1.6),
+            zorder=st["zorder"])
     ax_path.plot(scene.starts[:, 0], scene.starts[:, 1], "o", ms=9, mfc="white", mec="black",
                  mew=1.5, ls="none", label="start", gid="start", zorder=5)
     scale = max(1.0, float(np.abs(scene.plane.origin).max()))
@@ -189,22 +221,24 @@ def _draw(scene: _Scene, step, ax, arrows, ghost=False) -> tuple[object, _Artist
         ax_path.set_ylabel(f"principal direction 2 ({e2:.0%})", fontsize=fs + 1)
     ax_path.tick_params(labelsize=fs)
 
-    handles = [Line2D([], [], color=scene.colors[k], lw=1.6, marker=marker, ms=3, label=k)
+    handles = [Line2D([], [], color=scene.colors[k], lw=styles[k]["lw"], ls=styles[k]["ls"],
+                      marker=styles[k]["marker"] if dots else "", ms=styles[k]["ms"], label=k)
                for k in scene.coords]
     handles += [Line2D([], [], ls="none", marker="o", ms=8, mfc="white", mec="black", label="start"),
                 Line2D([], [], ls="none", marker="*", ms=12, mfc="#F0E442", mec="black",
                        label=min_label)]
 
-    if step is not None:
-        _draw_step(scene, step, art, arrows, handles)
+    if picked:
+        _draw_step(scene, update, art, arrows, handles, styles)
 
-    art.title = ax_path.set_title(_path_title(scene, step), fontsize=fs + 2)
+    art.title = ax_path.set_title(_path_title(scene, update), fontsize=fs + 2)
 
     if ax_loss is not None:
-        _draw_loss(scene, step, art)
+        _draw_loss(scene, update, art, styles)
     if own:
-        fig.legend(handles=handles, fontsize=fs, loc="outside lower center",
-                   ncol=min(len(handles), 4), frameon=False)
+        leg_fig = ax_path.figure
+        leg_fig.legend(handles=handles, fontsize=fs, loc="outside lower center",
+                       ncol=min(len(handles), 5 if len(handles) <= 5 else 4), frameon=False)
     else:
         ax_path.legend(handles=handles, fontsize=fs - 1, loc="best", framealpha=0.9)
     if own:
@@ -217,7 +251,8 @@ def _draw(scene: _Scene, step, ax, arrows, ghost=False) -> tuple[object, _Artist
 
 
 def _draw_contours(scene, fig, ax):
-    """Filled log-spaced loss contours, white level lines and a colour bar."""
+    """Pale filled log-spaced loss contours (so the paths stand out), white level lines
+    and a colour bar."""
     from matplotlib.colors import LogNorm
     from matplotlib.ticker import LogFormatterSciNotation, LogLocator
 
@@ -226,8 +261,8 @@ def _draw_contours(scene, fig, ax):
     with np.errstate(invalid="ignore", divide="ignore"):
         cf = ax.contourf(X, Y, np.clip(Z, levels[0], levels[-1]), levels=levels,
                          cmap=style.SEQUENTIAL_CMAP, norm=LogNorm(levels[0], levels[-1]),
-                         alpha=0.75)
-        ax.contour(X, Y, Z, levels=levels, colors="white", linewidths=0.45, alpha=0.6)
+                         alpha=CONTOUR_ALPHA)
+        ax.contour(X, Y, Z, levels=levels, colors="white", linewidths=0.6, alpha=0.8)
     cbar = fig.colorbar(cf, ax=ax, pad=0.01, fraction=0.05, ticks=LogLocator(),
                         format=LogFormatterSciNotation())
     cbar.set_label("loss (log scale)" if scene.plane.is_identity
@@ -235,89 +270,139 @@ def _draw_contours(scene, fig, ax):
     cbar.ax.tick_params(labelsize=style.FONT_SIZE - 1)
 
 
-def _path_title(scene, step):
-    if step is None:
+CONTOUR_ALPHA = 0.3
+
+
+def _path_title(scene, update):
+    if update is None:
         return "Paths on the loss contours"
-    s = int(next(iter(scene.recordings.values())).steps[step])
-    return f"Update of step {s} as arrows, tip to tail"
+    return f"Update {int(update)}: the paths so far (older updates fade)"
 
 
-def _draw_step(scene, step, art, arrows, handles):
+def set_trail(trail, coords, index, color):
+    """Point the fading trail ``trail`` (a LineCollection) at the path up to ``index``."""
+    seg = panel.trail_segments(coords, index)
+    trail.set_segments(list(seg))
+    trail.set_color(panel.fade_rgba(color, len(seg)))
+
+
+def _panel(scene, key, index, arrows):
+    rec = scene.recordings[key]
+    update = geo.decompose_update(rec, scene.name, index)
+    return panel.panel_data(key, int(rec.steps[index]), scene.coords[key], index,
+                            geo.arrow_chain(update, scene.plane),
+                            geo.nesterov_points(update, scene.plane), scene.box)
+
+
+def draw_zoom(scene, art, key, data):
+    """Redraw ``key``'s zoomed panel and move its box on the path panel."""
+    panel.draw_update_panel(art.zoom_axes[key], scene, data, scene.colors[key],
+                            panel.run_styles(scene.coords)[key], scene.plane.is_identity)
+    if data.box is not None and key in art.zoom_boxes:
+        (x0, x1), (y0, y1) = data.box
+        art.zoom_boxes[key].set_bounds(x0, y0, x1 - x0, y1 - y0)
+
+
+def _draw_step(scene, update, art, arrows, handles, styles):
+    from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
 
     ax = art.ax_path
     seen_terms = {}
     for key, rec in scene.recordings.items():
-        color = scene.colors[key]
+        color, st = scene.colors[key], styles[key]
         c = scene.coords[key]
-        (art.positions[key],) = ax.plot([c[step, 0]], [c[step, 1]], "o", ms=8, mfc="none",
+        i = _index(scene, key, update)
+        art.trails[key] = LineCollection([], linewidths=st["lw"], linestyles=[st["ls"]],
+                                         gid=f"trail:{key}", zorder=st["zorder"] + 0.5)
+        ax.add_collection(art.trails[key])
+        set_trail(art.trails[key], c, i, color)
+        (art.positions[key],) = ax.plot([c[i, 0]], [c[i, 1]], "o", ms=9, mfc="white",
                                         mec=color, mew=2.0, gid=f"position:{key}", zorder=6)
         if not arrows:
             continue
-        update = geo.decompose_update(rec, scene.name, step)
-        for term, tail, uv in geo.arrow_chain(update, scene.plane):
-            term_color = _GRADIENT_COLOR if term == "gradient" else color
+        decomposed = geo.decompose_update(rec, scene.name, i)
+        for term, tail, uv in geo.arrow_chain(decomposed, scene.plane):
+            tc = panel.term_color(term, color)
             q = ax.quiver([tail[0]], [tail[1]], [uv[0]], [uv[1]], angles="xy", scale_units="xy",
-                          scale=1.0, color=term_color, width=0.010, headwidth=3.2,
-                          headlength=3.8, headaxislength=3.4, edgecolor="white",
+                          scale=1.0, color=tc, width=0.008, headwidth=3.2,
+                          headlength=3.8, headaxislength=3.4, edgecolor=color,
                           linewidth=0.6, zorder=7, gid=f"arrow:{key}:{term}")
             art.arrows[(key, term)] = q
-            label = geo.TERM_LABELS[term] if term == "gradient" else f"{key}: {geo.TERM_LABELS[term]}"
-            seen_terms.setdefault(label, term_color)
+            if term != "gradient":
+                seen_terms.setdefault(geo.TERM_LABELS[term] + ", run colour", "0.3")
+        if key in art.zoom_axes:
+            art.zoom_boxes[key] = ax.add_patch(Rectangle(
+                (0, 0), 0, 0, fill=False, ec=color, lw=1.2, ls="--", zorder=6,
+                gid=f"zoom-box:{key}"))
+            draw_zoom(scene, art, key, _panel(scene, key, i, arrows))
+    if arrows:
+        seen_terms[geo.TERM_LABELS["gradient"] + ", light tint"] = panel.tint("#555555")
     for label, color in seen_terms.items():
         handles.append(Line2D([], [], ls="none", marker=r"$\rightarrow$", ms=14, color=color,
                               label=label))
+    if any(r.hyperparameters.nesterov and r.hyperparameters.momentum
+           for r in scene.recordings.values()) and art.zoom_axes:
+        handles.append(Line2D([], [], ls="none", marker="D", ms=6, color="0.3",
+                              label="Nesterov look-ahead point (g taken there)"))
 
 
-def _draw_loss(scene, step, art):
+def _draw_loss(scene, update, art, styles):
     ax = art.ax_loss
     fs = style.FONT_SIZE
     from_surface = False
     for key, (steps, loss, computed) in scene.losses.items():
         from_surface |= computed
-        ax.plot(steps, loss, "-", color=scene.colors[key], lw=1.5, label=key, gid=f"loss:{key}")
-        if step is not None:
-            (art.loss_markers[key],) = ax.plot([steps[step]], [loss[step]], "o", ms=7,
+        (art.loss_lines[key],) = ax.plot(steps, loss, ls=styles[key]["ls"], color=scene.colors[key],
+                                         lw=max(1.4, styles[key]["lw"] * 0.6), label=key,
+                                         gid=f"loss:{key}")
+        if update is not None:
+            i = _index(scene, key, update)
+            (art.loss_markers[key],) = ax.plot([steps[i]], [loss[i]], "o", ms=7,
                                                color=scene.colors[key], mec="white",
                                                gid=f"loss-marker:{key}", zorder=5)
     ax.set_yscale("log")
-    ax.set_xlabel("step", fontsize=fs + 1)
+    ax.set_xlabel("update", fontsize=fs + 1)
     ax.set_ylabel("loss after the update (from the surface)" if from_surface
                   else "loss (before the update)", fontsize=fs + 1)
-    ax.set_title("Loss per step (log scale)", fontsize=fs + 2)
+    ax.set_title("Loss per update (log scale)", fontsize=fs + 2)
     ax.grid(True, which="major", alpha=0.3)
     ax.tick_params(labelsize=fs)
-    if step is not None:
-        x = next(iter(scene.losses.values()))[0][step]
-        art.step_line = ax.axvline(x, color="0.35", ls="--", lw=0.9, gid="step-line")
+    if update is not None:
+        art.step_line = ax.axvline(update, color="0.35", ls="--", lw=0.9, gid="step-line")
 
 
 # ---- public -------------------------------------------------------------------------
 
 
-def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=True):
-    """Paths of every optimizer on the loss contours of ``surface``, and loss per step.
+def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=True, zoom=True):
+    """Paths of every optimizer on the loss contours of ``surface``, and loss per update.
 
     Args:
       recordings: ``{config name: Recording}`` (what ``dtsgd_viz.run`` returns) or one
         ``Recording``.
       surface: the ``dtsgd_viz.surfaces`` surface the recordings were made on.
-      step: an index into the recordings' steps (negative counts from the end) at
-        which the update is drawn as arrows from the parameter before it: classical
-        momentum ``mu*v_prev`` then ``-lr*g``; Nesterov (tf-keras form) the
-        look-ahead ``mu*v_new`` then ``-lr*g``; they add up to the recorded step.
-        The loss panel marks the same step. None draws no arrows.
+      step: the optimizer update to take apart, as ``recording.steps`` counts them
+        (the first update is 1; ``-1`` is the last, ``-2`` the one before). Its terms
+        are drawn as arrows from the parameter before it: classical momentum
+        ``mu*v_prev`` then ``-lr*g``; Nesterov (tf-keras form) ``mu*v_new`` then
+        ``-lr*g``; they add up to the recorded update. The paths up to it fade with
+        age and, in a new figure, a zoomed panel per run shows it up close (for
+        Nesterov with the look-ahead point, where the gradient was taken). The loss
+        panel marks the same update. None (default) picks no update.
       name: the recorded variable (default: the only one).
-      ax: None for a new two-panel figure, one Axes (path panel only), or a pair
-        ``(path_ax, loss_ax)``.
-      arrows: False to mark the step without arrows (they need kinds ``grad`` and
-        ``velocity`` recorded every step).
+      ax: None for a new figure, one Axes (path panel only), or a pair
+        ``(path_ax, loss_ax)`` (no zoomed panels then).
+      arrows: False to mark the update without arrows (they need kinds ``grad`` and
+        ``velocity`` recorded every update).
+      zoom: False to leave out the zoomed panels.
 
     Returns the matplotlib ``Figure`` (never shown, nothing printed).
     """
     scene = _scene(recordings, surface, name)
-    step = geo.check_step(step, {k: len(r) for k, r in scene.recordings.items()})
-    fig, _ = _draw(scene, step, ax, arrows)
+    update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
+    fig, _ = _draw(scene, update, ax, arrows, zoom=zoom)
     return fig
 
 
@@ -327,88 +412,23 @@ class PathsView:
 
     ``scene`` holds the geometry (``coords``: each config's path in plot coordinates,
     ``losses``, ``plane``, ``colors``, ``box``, ``recordings``, ``name``); ``artists``
-    the artists that follow the step (``positions``, ``arrows`` keyed by
-    ``(config, term)``, ``loss_markers``, ``step_line``, ``title``) and the static
-    ``paths``, ``ax_path`` and ``ax_loss``.
+    the artists that follow the update (``positions``, ``arrows`` keyed by
+    ``(config, term)``, ``trails``, ``zoom_boxes``, ``zoom_axes``, ``loss_markers``,
+    ``step_line``, ``title``) and the static ``paths``, ``ax_path`` and ``ax_loss``.
+    ``update`` is the update drawn (None if none).
     """
 
     figure: object
     scene: _Scene
     artists: _Artists
     arrows: bool
+    update: int | None = None
 
 
-def draw_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=True) -> PathsView:
+def draw_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=True,
+               zoom=True) -> PathsView:
     """Like ``plot_paths`` (same arguments and errors) but returns the ``PathsView``."""
     scene = _scene(recordings, surface, name)
-    step = geo.check_step(step, {k: len(r) for k, r in scene.recordings.items()})
-    fig, art = _draw(scene, step, ax, arrows)
-    return PathsView(fig, scene, art, bool(arrows))
-
-
-def _frames(frames, n) -> list[int]:
-    if frames is None:
-        return list(range(n))
-    if isinstance(frames, (int, np.integer)) and not isinstance(frames, bool):
-        if frames < 1:
-            raise ValueError(f"frames must be >= 1. Received: frames={frames}.")
-        return sorted(set(np.linspace(0, n - 1, min(int(frames), n)).round().astype(int).tolist()))
-    out = [geo.check_step(f, {"recordings": n}) for f in frames]
-    if not out:
-        raise ValueError("frames is empty: give None, a number of frames, or step indices.")
-    return out
-
-
-def animate(recordings, surface, *, name=None, frames=None, interval=100):
-    """A ``matplotlib.animation.FuncAnimation`` of ``plot_paths`` stepping through the
-    run: each path grows, the arrows and the loss marker follow the step.
-
-    ``frames``: None (every step), a number of evenly spaced frames, or a list of
-    step indices. Artists are updated in place. Save with
-    ``anim.save("paths.gif", writer="pillow")`` (MP4 needs ffmpeg); in a notebook,
-    ``IPython.display.HTML(anim.to_jshtml())``.
-    """
-    from matplotlib.animation import FuncAnimation
-
-    scene = _scene(recordings, surface, name)
-    n = min(len(r) for r in scene.recordings.values())
-    frame_list = _frames(frames, n)
-    arrows = all({"grad", "velocity"} <= set(r.kinds) for r in scene.recordings.values())
-    if arrows:
-        try:
-            for r in scene.recordings.values():
-                for i in frame_list:
-                    geo.decompose_update(r, scene.name, i)
-        except ValueError:
-            arrows = False
-    fig, art = _draw(scene, frame_list[0], None, arrows, ghost=True)
-
-    def update(i):
-        changed = []
-        for key, rec in scene.recordings.items():
-            c = scene.coords[key]
-            art.paths[key].set_data(c[:i + 2, 0], c[:i + 2, 1])
-            art.positions[key].set_data([c[i, 0]], [c[i, 1]])
-            changed += [art.paths[key], art.positions[key]]
-            if arrows:
-                update_terms = geo.decompose_update(rec, scene.name, i)
-                for term, tail, uv in geo.arrow_chain(update_terms, scene.plane):
-                    q = art.arrows[(key, term)]
-                    q.set_offsets([tail])
-                    q.set_UVC([uv[0]], [uv[1]])
-                    changed.append(q)
-            steps, loss, _ = scene.losses[key]
-            art.loss_markers[key].set_data([steps[i]], [loss[i]])
-            changed.append(art.loss_markers[key])
-        x = next(iter(scene.losses.values()))[0][i]
-        art.step_line.set_xdata([x, x])
-        art.title.set_text(_path_title(scene, i))
-        return changed + [art.step_line, art.title]
-
-    update(frame_list[0])
-    # Lay the figure out once: re-running the layout on every frame costs time and
-    # makes the panels jitter as the title text changes.
-    fig.draw_without_rendering()
-    fig.set_layout_engine("none")
-    return FuncAnimation(fig, update, frames=frame_list, interval=interval, blit=False,
-                         repeat=True)
+    update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
+    fig, art = _draw(scene, update, ax, arrows, zoom=zoom)
+    return PathsView(fig, scene, art, bool(arrows), update)

@@ -144,29 +144,43 @@ def table_rows(recordings, surface, tol: float, name: str = "w") -> tuple[TableR
     return tuple(rows)
 
 
+TABLE_COLUMNS = (("optimizer", "9em", "left"),
+                 ("updates until the loss stays within {tol:g} of the minimum", "16em", "right"),
+                 ("loss after the last update", "10em", "right"))
+
+
 def table_html(rows, tol: float, colors=None) -> str:
+    """The results as an HTML table of fixed column widths (``TABLE_COLUMNS``): long
+    headers wrap inside their column instead of running into the next, and the table
+    keeps its width whatever the numbers."""
     colors = colors or style.optimizer_colors([r.name for r in rows])
+    pad = "padding:3px 8px"
+    cols = "".join(f"<col style='width:{w}'>" for _, w, _ in TABLE_COLUMNS)
+    heads = "".join(f"<th style='text-align:{a};{pad};vertical-align:bottom;white-space:normal;"
+                    f"border-bottom:1px solid #888'>{html.escape(t.format(tol=tol))}</th>"
+                    for t, _, a in TABLE_COLUMNS)
     cells = []
     for r in rows:
         steps = ("diverged" if r.diverged else "not within tol" if r.steps_to_tol is None
                  else str(r.steps_to_tol))
         swatch = (f'<span style="display:inline-block;width:0.8em;height:0.8em;'
                   f'background:{colors[r.name]};margin-right:0.4em"></span>')
-        cells.append(f"<tr><td>{swatch}{html.escape(r.name)}</td>"
-                     f"<td style='text-align:right'>{steps}</td>"
-                     f"<td style='text-align:right'>{r.final_loss:.4g}</td></tr>")
-    return ("<table style='border-collapse:collapse;font-size:90%'>"
-            f"<tr><th style='text-align:left'>optimizer</th><th>updates until the loss stays "
-            f"within {tol:g} of the minimum</th><th>final loss</th></tr>"
-            + "".join(cells) + "</table>")
+        cells.append(f"<tr><td style='{pad}'>{swatch}{html.escape(r.name)}</td>"
+                     f"<td style='text-align:right;{pad}'>{steps}</td>"
+                     f"<td style='text-align:right;{pad}'>{r.final_loss:.4g}</td></tr>")
+    width = "calc(" + " + ".join(w for _, w, _ in TABLE_COLUMNS) + ")"
+    return (f"<table style='border-collapse:collapse;table-layout:fixed;width:{width};"
+            "font-size:90%;font-variant-numeric:tabular-nums'>"
+            f"<colgroup>{cols}</colgroup><thead><tr>{heads}</tr></thead><tbody>"
+            + "".join(cells) + "</tbody></table>")
 
 
 # ---- the widget -------------------------------------------------------------------------
 
 
 class CompareWidget(FigureWidget):
-    """Sliders for learning rate, momentum, start point and steps; on change, re-runs
-    the real DTensor SGD (``dtsgd_viz.run``) for plain / momentum / Nesterov and
+    """Sliders for learning rate, momentum, start point and the number of updates
+    (``steps``); on change, re-runs the real DTensor SGD (``dtsgd_viz.run``) for plain / momentum / Nesterov and
     redraws the paths and losses, with a table per optimizer.
 
     Args:
@@ -206,7 +220,7 @@ class CompareWidget(FigureWidget):
                                                     readout_format=".3g", **slider)
         self.momentum = widgets.FloatSlider(value=p.momentum, min=0.0, max=0.99, step=0.01,
                                             description="momentum", readout_format=".2f", **slider)
-        self.steps = widgets.IntSlider(value=p.steps, min=1, max=max(500, p.steps), description="steps",
+        self.steps = widgets.IntSlider(value=p.steps, min=1, max=max(500, p.steps), description="updates",
                                        **slider)
         self.start = []
         if tuple(surface.shape) == (2,):
@@ -285,7 +299,7 @@ class CompareWidget(FigureWidget):
             self._draw(recordings, params)
             self.rows = table_rows(recordings, self.surface, self.tol)
             self.table.value = table_html(self.rows, self.tol)
-            self.status.value = (f"real DTensor SGD: 3 runs of {params.steps} steps in "
+            self.status.value = (f"real DTensor SGD: 3 runs of {params.steps} updates in "
                                  f"{time.perf_counter() - t0:.1f} s")
         except Exception as e:  # shown in the widget: a callback has nowhere to raise to
             self.error = e
@@ -307,5 +321,5 @@ class CompareWidget(FigureWidget):
         label = getattr(self.surface, "label", type(self.surface).__name__)
         fig.suptitle(f"Plain SGD, momentum and Nesterov on the {label}\n"
                      f"real DTensor SGD: learning rate {params.learning_rate:.3g}, momentum "
-                     f"{params.momentum:.2f}, {params.steps} steps", fontsize=fs + 3)
+                     f"{params.momentum:.2f}, {params.steps} updates", fontsize=fs + 3)
         self.refresh(relayout=True)

@@ -1,15 +1,17 @@
-"""``PathExplorer``: scrub through ``plot_paths`` with a step slider and Play.
+"""``PathExplorer``: scrub through ``plot_paths`` update by update with a slider and Play.
 
     recs = dtsgd_viz.run(surfaces.RotatedQuadratic(), configs, steps=200)
     dtsgd_viz.widgets.PathExplorer(recs, surfaces.RotatedQuadratic())   # last in a cell
 
-Everything that follows the step (the position markers, the update arrows, the loss
-markers, the step line and the title) is computed up front by pure functions
-(``path_tracks``, then ``path_frame`` per step). The static parts (contours, the full
-paths, the loss curves, legends) are rendered once and kept as a pixel background;
-a slider move restores that background, draws only the moving artists onto it
-(Agg blitting) and encodes the PNG with light compression, so scrubbing a
-10,000-step recording costs the same as a 10-step one.
+The slider's value is the optimizer update shown, as ``recording.steps`` counts them
+(the first update is 1). Everything that follows the update (the position markers,
+the update arrows, the fading trails, the zoomed panels, the loss markers, the update
+line and the title) is computed up front by pure functions (``path_tracks``, then
+``path_frame`` per update). The static parts (contours, the full paths, the loss
+curves, legends) are rendered once and kept as a pixel background; a slider move
+restores that background, draws only the moving artists and the zoomed panels onto
+it (Agg blitting) and encodes the PNG with light compression, so scrubbing a
+10,000-update recording costs the same as a 10-update one.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..views import _path_geometry as geo
-from ..views.paths import _path_title, draw_paths
+from ..views import _update_panel as panel
+from ..views.paths import _path_title, draw_paths, draw_zoom, set_trail
 from ._canvas import FigureWidget
 
 __all__ = ["PathExplorer", "PathExplorerState", "path_explorer_state", "PathTrack",
@@ -34,53 +37,60 @@ __all__ = ["PathExplorer", "PathExplorerState", "path_explorer_state", "PathTrac
 
 @dataclasses.dataclass(frozen=True)
 class PathExplorerState:
-    """The recorded steps (iterations) the slider can show, and the one it shows
-    (``step`` indexes ``steps``)."""
+    """The updates the slider can show (``recording.steps``) and the one it shows
+    (``updates[index]``)."""
 
-    steps: tuple[int, ...]
-    step: int
+    updates: tuple[int, ...]
+    index: int
 
     @property
-    def iteration(self) -> int:
-        return self.steps[self.step]
+    def update(self) -> int:
+        return self.updates[self.index]
 
 
 def path_explorer_state(state: PathExplorerState, change) -> PathExplorerState:
-    """The state after ``{"name": "step", "new": index}`` (a traitlets change)."""
+    """The state after ``{"name": "update", "new": k}`` (a traitlets change): update
+    ``k``, or the nearest recorded one when ``k`` falls between recorded updates."""
     name, new = change["name"], change["new"]
-    if name != "step":
-        raise ValueError(f"Unknown change {name!r}. Allowed: ['step'].")
-    n = len(state.steps)
-    if isinstance(new, bool) or not isinstance(new, (int, np.integer)) or not 0 <= new < n:
-        raise ValueError(f"step must be an int in 0..{n - 1}. Received: {new!r}.")
-    return dataclasses.replace(state, step=int(new))
+    if name != "update":
+        raise ValueError(f"Unknown change {name!r}. Allowed: ['update'].")
+    u = np.asarray(state.updates)
+    if (isinstance(new, bool) or not isinstance(new, (int, np.integer))
+            or not u[0] <= new <= u[-1]):
+        raise ValueError(f"update must be an int in {int(u[0])}..{int(u[-1])} "
+                         f"({geo.describe_updates(u)}). Received: {new!r}.")
+    return dataclasses.replace(state, index=int(np.argmin(np.abs(u - int(new)))))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PathTrack:
-    """One optimizer's moving parts for every step, in plot coordinates.
+    """One optimizer's moving parts for every update, in plot coordinates.
 
     ``coords`` ``(n + 1, 2)``: the path (start first). ``loss_steps``/``loss``
     ``(n,)``: the loss panel's points. ``arrows``: ``((term, tails (n, 2), uvs (n,
     2)), ...)`` in drawing order, tip to tail (empty when arrows are off).
+    ``iterates`` ``(n, 2)``: Nesterov's iterate ``p - mu*v_prev`` behind each
+    look-ahead point (None for other rules or without arrows).
     """
 
     coords: np.ndarray
     loss_steps: np.ndarray
     loss: np.ndarray
     arrows: tuple
+    iterates: np.ndarray | None = None
 
 
 def arrows_possible(recording) -> bool:
-    """Whether every step's update can be split into arrows (kinds param, grad and
-    velocity, every step from step 1 recorded)."""
+    """Whether every update can be split into arrows (kinds param, grad and velocity,
+    every update from update 1 recorded)."""
     steps = np.asarray(recording.steps)
     return ({"param", "grad", "velocity"} <= set(recording.kinds)
             and np.array_equal(steps, np.arange(1, len(steps) + 1)))
 
 
 def _arrow_terms(recording, name, plane, coords):
-    """``decompose_update`` + ``arrow_chain`` for every step at once (float64)."""
+    """``decompose_update`` + ``arrow_chain`` for every update at once (float64), and
+    Nesterov's iterates."""
     n = len(recording)
     flat = lambda a: np.asarray(a, np.float64).reshape(n, -1)  # noqa: E731
     g = flat(recording.global_values(name, "grad"))
@@ -88,17 +98,20 @@ def _arrow_terms(recording, name, plane, coords):
     hp = recording.hyperparameters
     lr = np.asarray(hp.learning_rate, np.float64).reshape(n, 1)
     mu = float(hp.momentum)
+    iterates = None
     with np.errstate(invalid="ignore", over="ignore"):
         terms = [("gradient", -lr * g)]
         if mu != 0.0:
             v_prev = np.concatenate([np.zeros_like(v[:1]), v[:-1]])
             terms.insert(0, ("lookahead", mu * v) if hp.nesterov else ("momentum", mu * v_prev))
+            if hp.nesterov:
+                iterates = coords[:-1] - (mu * v_prev) @ plane.basis.T
         out, tail = [], coords[:-1]
         for term, vec in terms:
             uv = vec @ plane.basis.T
             out.append((term, tail, uv))
             tail = tail + uv
-    return tuple(out)
+    return tuple(out), iterates
 
 
 def path_tracks(scene, arrows: bool) -> dict[str, PathTrack]:
@@ -107,40 +120,50 @@ def path_tracks(scene, arrows: bool) -> dict[str, PathTrack]:
     for key, rec in scene.recordings.items():
         coords = scene.coords[key]
         steps, loss, _ = scene.losses[key]
-        terms = _arrow_terms(rec, scene.name, scene.plane, coords) if arrows else ()
-        out[key] = PathTrack(coords, np.asarray(steps), np.asarray(loss, np.float64), terms)
+        terms, iterates = _arrow_terms(rec, scene.name, scene.plane, coords) if arrows else ((), None)
+        out[key] = PathTrack(coords, np.asarray(steps), np.asarray(loss, np.float64), terms,
+                             iterates)
     return out
 
 
 @dataclasses.dataclass(frozen=True)
 class PathFrame:
-    """What the moving artists show at one step (data only, no pixels).
+    """What the moving artists show at one update (data only, no pixels).
 
     ``positions[config]``: the parameter before the update (plot coordinates);
-    ``arrows[(config, term)]``: ``(tail, uv)``; ``loss_markers[config]``:
-    ``(step, loss)``; ``step_line``: the loss panel's step; ``title``.
+    ``arrows[(config, term)]``: ``(tail, uv)``; ``panels[config]``: the zoomed
+    panel's ``PanelData`` (when arrows are on); ``loss_markers[config]``:
+    ``(update, loss)``; ``step_line``: the loss panel's update; ``title``.
     """
 
     index: int
-    iteration: int
+    update: int
     positions: dict
     arrows: dict
     loss_markers: dict
     step_line: float
     title: str
+    panels: dict = dataclasses.field(default_factory=dict)
 
 
 def path_frame(scene, tracks: dict[str, PathTrack], index: int) -> PathFrame:
     """The frame at recording index ``index``."""
-    positions, arrows, markers = {}, {}, {}
+    positions, arrows, markers, panels = {}, {}, {}, {}
+    update = int(next(iter(scene.recordings.values())).steps[index])
     for key, t in tracks.items():
         positions[key] = (float(t.coords[index, 0]), float(t.coords[index, 1]))
+        chain = []
         for term, tails, uvs in t.arrows:
             arrows[(key, term)] = (tuple(map(float, tails[index])), tuple(map(float, uvs[index])))
+            chain.append((term, tails[index], uvs[index]))
+        if chain:
+            nesterov = (None if t.iterates is None
+                        else (t.iterates[index], t.coords[index]))
+            panels[key] = panel.panel_data(key, update, t.coords, index, chain, nesterov, scene.box)
         markers[key] = (float(t.loss_steps[index]), float(t.loss[index]))
     first = next(iter(tracks.values()))
-    return PathFrame(index, int(next(iter(scene.recordings.values())).steps[index]), positions,
-                     arrows, markers, float(first.loss_steps[index]), _path_title(scene, index))
+    return PathFrame(index, update, positions, arrows, markers, float(first.loss_steps[index]),
+                     _path_title(scene, update), panels)
 
 
 # ---- the widget ---------------------------------------------------------------------
@@ -165,53 +188,76 @@ class PathStatic:
 
 
 def step_text(state: PathExplorerState) -> str:
-    return f"iteration {state.iteration}  (recorded step {state.step + 1} of {len(state.steps)})"
+    u = state.updates
+    if u == tuple(range(1, len(u) + 1)):
+        return f"update {state.update} of {u[-1]}"
+    return f"update {state.update}  ({state.index + 1} of {len(u)} recorded updates)"
+
+
+def _spacing(updates) -> int:
+    """The slider's step: the recording's spacing when even, else 1 (the state snaps)."""
+    d = np.diff(np.asarray(updates))
+    return int(d[0]) if len(d) and np.all(d == d[0]) else 1
 
 
 class PathExplorer(FigureWidget):
-    """``plot_paths`` with a step slider and a linked Play; ``.widget`` is the root
+    """``plot_paths`` with an update slider and a linked Play; ``.widget`` is the root
     ``VBox``, ``.view`` the ``PathsView`` (scene and artists).
 
     Args:
       recordings: ``{config: Recording}`` as ``dtsgd_viz.run`` returns (or one).
       surface: the surface they were recorded on.
       name: the recorded variable.
-      step: the step index shown first.
-      arrows: draw the update arrows (when every step's grad and velocity were
-        recorded; otherwise only the markers move).
-      interval: Play's milliseconds per frame; Play advances ``play.step`` steps per
+      step: the update shown first, as ``recording.steps`` counts them (the first
+        update is 1; ``-1`` the last); None: the first recorded update.
+      arrows: draw the update arrows and the zoomed panels (when every update's grad
+        and velocity were recorded; otherwise only the markers move).
+      interval: Play's milliseconds per frame; Play advances ``play.step`` updates per
         frame (about 200 frames for a whole run).
+      figsize: the figure's size in inches (None: as ``plot_paths`` makes it).
       compress_level: zlib level of the PNG (1: fast, slightly larger).
+
+    The slider's value is the update shown (``slider.value = 5`` shows update 5).
     """
 
-    def __init__(self, recordings, surface, *, name="w", step=0, arrows=True, interval=100,
-                 figsize=(11.5, 5.2), dpi=90, compress_level=1):
+    def __init__(self, recordings, surface, *, name="w", step=None, arrows=True, interval=100,
+                 figsize=None, dpi=90, compress_level=1):
         recs = recordings if isinstance(recordings, Mapping) else {"recording": recordings}
         ok = bool(arrows) and all(arrows_possible(r) for r in recs.values()
                                   if hasattr(r, "kinds") and hasattr(r, "steps"))
+        first = None
+        if step is None and recs and all(hasattr(r, "steps") and len(r) for r in recs.values()):
+            first = -min(len(r) for r in recs.values())  # the first update they share
         # draw_paths checks everything (recordings, surface, name, step) with clear errors
-        self.view = draw_paths(recordings, surface, step, name=name, arrows=ok)
+        self.view = draw_paths(recordings, surface, first if step is None else step, name=name,
+                               arrows=ok)
         scene = self.view.scene
         n = min(len(r) for r in scene.recordings.values())
-        index = geo.check_step(step, {k: len(r) for k, r in scene.recordings.items()})
-        steps = tuple(int(s) for s in next(iter(scene.recordings.values())).steps[:n])
-        self.state = PathExplorerState(steps, index)
-        self.view.figure.set_size_inches(*figsize)
+        updates = tuple(int(s) for s in next(iter(scene.recordings.values())).steps[:n])
+        index = geo.step_index(updates, self.view.update)
+        self.state = PathExplorerState(updates, index)
+        if figsize is not None:
+            self.view.figure.set_size_inches(*figsize)
         self.view.figure.set_dpi(dpi)
         super().__init__(self.view.figure)
         self.compress_level = int(compress_level)
         self.tracks = path_tracks(self.view.scene, ok)
         art = self.view.artists
-        # drawn over the background in z-order, as a full draw would stack them
+        # drawn over the background in z-order, as a full draw would stack them; the
+        # zoomed panels are redrawn whole for every update (their limits follow it)
         self._moving = sorted([*art.positions.values(), *art.arrows.values(),
+                               *art.trails.values(), *art.zoom_boxes.values(),
                                *art.loss_markers.values(), art.step_line, art.title],
-                              key=lambda a: a.get_zorder())
+                              key=lambda a: a.get_zorder()) + list(art.zoom_axes.values())
         self.backgrounds = 0
 
-        self.slider = widgets.IntSlider(value=index, min=0, max=n - 1, description="step",
-                                        readout=False, continuous_update=True)
-        self.play = widgets.Play(value=index, min=0, max=n - 1, step=max(1, n // 200),
-                                 interval=interval, description="play")
+        spacing = _spacing(updates)
+        self.slider = widgets.IntSlider(value=updates[index], min=updates[0], max=updates[-1],
+                                        step=spacing, description="update", readout=False,
+                                        continuous_update=True)
+        self.play = widgets.Play(value=updates[index], min=updates[0], max=updates[-1],
+                                 step=spacing * max(1, n // 200), interval=interval,
+                                 description="play")
         self._link = widgets.link((self.play, "value"), (self.slider, "value"))
         self.step_label = widgets.Label(step_text(self.state))
         self.widget = widgets.VBox([widgets.HBox([self.play, self.slider, self.step_label]),
@@ -225,7 +271,7 @@ class PathExplorer(FigureWidget):
 
     def frame(self) -> PathFrame:
         """What the moving artists show now (pure data)."""
-        return path_frame(self.view.scene, self.tracks, self.state.step)
+        return path_frame(self.view.scene, self.tracks, self.state.index)
 
     def static_state(self) -> PathStatic:
         """The time-independent part of the figure, read back from its artists."""
@@ -243,13 +289,18 @@ class PathExplorer(FigureWidget):
     # -- drawing --
 
     def _apply(self, frame: PathFrame) -> None:
-        art = self.view.artists
+        art, scene = self.view.artists, self.view.scene
         for key, (x, y) in frame.positions.items():
             art.positions[key].set_data([x], [y])
+            if key in art.trails:
+                set_trail(art.trails[key], scene.coords[key], frame.index, scene.colors[key])
         for key, (tail, uv) in frame.arrows.items():
             q = art.arrows[key]
             q.set_offsets([tail])
             q.set_UVC([uv[0]], [uv[1]])
+        for key, data in frame.panels.items():
+            if key in art.zoom_axes:
+                draw_zoom(scene, art, key, data)
         for key, (s, loss) in frame.loss_markers.items():
             art.loss_markers[key].set_data([s], [loss])
         art.step_line.set_xdata([frame.step_line, frame.step_line])
@@ -301,7 +352,10 @@ class PathExplorer(FigureWidget):
         return buf.getvalue()
 
     def _on_step(self, value) -> None:
-        self.state = path_explorer_state(self.state, {"name": "step", "new": value})
+        self.state = path_explorer_state(self.state, {"name": "update", "new": value})
+        if self.state.update != value:  # between recorded updates: show the nearest
+            self.slider.value = self.state.update
+            return
         self._apply(self.frame())
         self.refresh()
         self.step_label.value = step_text(self.state)

@@ -1,0 +1,102 @@
+"""``animate``: ``plot_paths`` going through a run update by update (a
+``FuncAnimation``), at a pace one can follow, holding the last frame, the loss curves
+drawn as far as the update shown. Split from ``views.paths``, which draws each frame's
+parts; this module only moves them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _path_geometry as geo
+
+__all__ = ["animate"]
+
+
+def _frames(frames, steps) -> list[int]:
+    """Recording indices of the frames: None (every update), a number of evenly spaced
+    ones, or a list of update numbers."""
+    n = len(steps)
+    if frames is None:
+        return list(range(n))
+    if isinstance(frames, (int, np.integer)) and not isinstance(frames, bool):
+        if frames < 1:
+            raise ValueError(f"frames must be >= 1. Received: frames={frames}.")
+        return sorted(set(np.linspace(0, n - 1, min(int(frames), n)).round().astype(int).tolist()))
+    out = [geo.step_index(steps, geo.check_step(f, {"recordings": steps})) for f in frames]
+    if not out:
+        raise ValueError("frames is empty: give None, a number of frames, or update numbers.")
+    return out
+
+
+def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8, zoom=True):
+    """A ``matplotlib.animation.FuncAnimation`` of ``plot_paths`` going through the run
+    update by update: each path grows (older updates fading), the arrows, the zoomed
+    panels and the loss marker follow the update, and the loss curves are drawn as far
+    as the update shown.
+
+    ``frames``: None (every recorded update), a number of evenly spaced frames, or a
+    list of update numbers (as ``recording.steps`` counts them). ``interval``:
+    milliseconds per frame (250: four updates a second, slow enough to follow the
+    arrows). ``hold``: how many extra frames the last frame is held for before the
+    animation starts again. ``anim.frame_updates`` lists the update of every frame.
+    Save with ``anim.save("paths.gif", writer="pillow")`` (MP4 needs ffmpeg); in a
+    notebook, ``IPython.display.HTML(anim.to_jshtml())``.
+    """
+    from matplotlib.animation import FuncAnimation
+
+    from .paths import _draw, _panel, _path_title, _scene, draw_zoom, set_trail
+
+    if isinstance(hold, bool) or not isinstance(hold, (int, np.integer)) or hold < 0:
+        raise ValueError(f"hold must be an integer >= 0 (extra frames). Received: hold={hold!r}.")
+    scene = _scene(recordings, surface, name)
+    n = min(len(r) for r in scene.recordings.values())
+    steps = np.asarray(next(iter(scene.recordings.values())).steps[:n])
+    frame_list = _frames(frames, steps)
+    arrows = all({"grad", "velocity"} <= set(r.kinds) for r in scene.recordings.values())
+    if arrows:
+        try:
+            for r in scene.recordings.values():
+                for i in frame_list:
+                    geo.decompose_update(r, scene.name, i)
+        except ValueError:
+            arrows = False
+    fig, art = _draw(scene, int(steps[frame_list[0]]), None, arrows, ghost=True, zoom=zoom)
+    ax_loss = art.ax_loss
+    ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
+
+    def update(i):
+        changed = []
+        for key, rec in scene.recordings.items():
+            c, color = scene.coords[key], scene.colors[key]
+            art.paths[key].set_data(c[:i + 2, 0], c[:i + 2, 1])
+            art.positions[key].set_data([c[i, 0]], [c[i, 1]])
+            set_trail(art.trails[key], c, i, color)
+            changed += [art.paths[key], art.positions[key], art.trails[key]]
+            if arrows:
+                update_terms = geo.decompose_update(rec, scene.name, i)
+                for term, tail, uv in geo.arrow_chain(update_terms, scene.plane):
+                    q = art.arrows[(key, term)]
+                    q.set_offsets([tail])
+                    q.set_UVC([uv[0]], [uv[1]])
+                    changed.append(q)
+                if key in art.zoom_axes:
+                    draw_zoom(scene, art, key, _panel(scene, key, i, arrows))
+            s, loss, _ = scene.losses[key]
+            art.loss_markers[key].set_data([s[i]], [loss[i]])
+            art.loss_lines[key].set_data(s[:i + 1], loss[:i + 1])
+            changed += [art.loss_markers[key], art.loss_lines[key]]
+        art.step_line.set_xdata([steps[i], steps[i]])
+        art.title.set_text(_path_title(scene, int(steps[i])))
+        return changed + [art.step_line, art.title]
+
+    update(frame_list[0])
+    # Lay the figure out once: re-running the layout on every frame costs time and
+    # makes the panels jitter as the title text changes.
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
+    sequence = frame_list + [frame_list[-1]] * int(hold)
+    anim = FuncAnimation(fig, update, frames=sequence, interval=interval, blit=False,
+                         repeat=True, cache_frame_data=False)
+    anim.frame_updates = [int(steps[i]) for i in sequence]
+    return anim
