@@ -26,14 +26,18 @@ from dtsgd_viz import LayoutSpec, MeshSpec, _dtensor, layout_table, model_table,
 from dtsgd_viz import shard_geometry  # noqa: E402
 from dtsgd_viz.views._layout_geometry import (  # noqa: E402
     compact_devices, layout_picture, pick_indices, shortest_devices)
-from dtsgd_viz.views.style import device_color  # noqa: E402
+from dtsgd_viz.views.style import BLOCK_COLORS, block_styles  # noqa: E402
 from helpers import CASE_IDS, LAYOUT_CASES, layout, layoutmap_mlp  # noqa: E402
 
 
 # ---- reading a figure back -----------------------------------------------------------
 
 def devices_in(label, names):
-    """Device numbers named by a block label: 'CPU:0, CPU:4', 'd0,d4' or 'd0-d3'."""
+    """Device numbers named by a block label: 'CPU:0, CPU:4', 'CPU 0,8,16', 'CPU 0-7',
+    'd0,d4' or 'd0-d3'."""
+    label = label.replace("\n", "")
+    if m := re.fullmatch(r"[A-Z]+ ([\d,-]+)", label):  # JAX's form: one platform, numbers
+        label = ",".join(re.sub(r"(\d+)", r"d\1", p) for p in m[1].split(","))
     parts = [p.strip() for p in label.replace("\n", " ").split(",") if p.strip()]
     out = []
     for p in parts:
@@ -127,17 +131,17 @@ def test_blocks_against_shard_geometry(dims, shape, specs):
             want = geom.blocks[devices[0]]
             assert all(s.start <= i < s.stop for s, i in zip(want, index))
             assert region(rect, len(shape)) == want[-2:] if len(shape) >= 2 else want
-            assert color == to_rgba(device_color(devices[0], n))
-            swatches = {p.get_gid(): p for p in ax.patches if p.get_gid().startswith(f"swatch-{g}-")}
-            assert len(swatches) == (len(devices) if len(devices) > 1 else 0)
-            for d in devices if len(devices) > 1 else ():
-                assert swatches[f"swatch-{g}-{d}"].get_facecolor() == to_rgba(device_color(d, n))
+            assert color == to_rgba(block_styles(geom)[g][0])  # one colour per block
+            assert not any(p.get_gid().startswith("swatch") for p in ax.patches)
             cover[region(rect, len(shape))] += 1
             seen.add(g)
         assert np.all(cover == 1)  # the blocks tile the panel exactly once
     assert seen == set(range(geom.num_unique))
     key = next(ax for ax in fig.axes if ax.get_gid() == "mesh-key")
     assert sorted(p.get_gid() for p in key.patches) == sorted(f"key-{d}" for d in range(n))
+    for p in key.patches:  # each device in the colour of the block it holds
+        d = int(p.get_gid()[4:])
+        assert p.get_facecolor() == to_rgba(block_styles(geom)[geom.group_of[d]][0])
 
 
 # ---- against what DTensor puts on each device ----------------------------------------
@@ -259,10 +263,46 @@ def test_hypothetical_16_devices_groups_replicas():
     fig = _fig({"data": 4, "model": 4}, (8, 64), ("model", "unsharded"), name="emb")
     (ax,) = panels_of(fig)
     labels = [t.get_text() for t in ax.texts if t.get_gid().startswith("label")]
-    assert labels == ["CPU:0, CPU:4, CPU:8, CPU:12", "CPU:1, CPU:5, CPU:9, CPU:13",
-                      "CPU:2, CPU:6, CPU:10, CPU:14", "CPU:3, CPU:7, CPU:11, CPU:15"]
+    assert labels == ["CPU 0,4,8,12", "CPU 1,5,9,13", "CPU 2,6,10,14", "CPU 3,7,11,15"]
     key = next(a for a in fig.axes if a.get_gid() == "mesh-key")
-    assert len({p.get_facecolor() for p in key.patches}) == 16  # one colour per device
+    assert len({p.get_facecolor() for p in key.patches}) == 4  # one colour per block
+    assert_readable(fig)
+
+
+MANY = [({"batch": 2, "model": 8}, (16, 64), ("batch", "model")),        # 16 blocks
+        ({"x": 4, "y": 8}, (32, 32), ("unsharded", "y")),                  # 8 blocks x 4 copies
+        ({"x": 8, "y": 8}, (64, 64), ("x", "y")),                          # 64 blocks
+        ({"a": 4, "b": 4, "c": 4}, (16, 16), ("a", "b"))]                  # 16 blocks x 4 copies
+
+
+@pytest.mark.parametrize("dims, shape, specs", MANY, ids=["16", "32", "64", "4x4x4"])
+def test_many_devices_stay_readable(dims, shape, specs):
+    """16-64 devices, no devices needed: every block in a palette colour (hatched when the
+    colours repeat), no two blocks sharing an edge look alike, replicas listed in text."""
+    spec = LayoutSpec(specs, MeshSpec.create(dims))
+    geom = shard_geometry(shape, spec)
+    fig = plot_layout(spec, shape)
+    (ax,) = panels_of(fig)
+    blocks = blocks_of(ax, spec.mesh.short_device_names)
+    assert {g: d for g, (_, _, d) in blocks.items()} == dict(enumerate(geom.replica_groups))
+    patches = {p.get_gid(): p for p in ax.patches}
+    look = {}
+    for g, (rect, color, devices) in blocks.items():
+        assert to_rgba(color)[:3] in {to_rgba(c)[:3] for c in BLOCK_COLORS}
+        look[g] = (color, patches[f"block-{g}"].get_hatch())
+    assert len(set(look.values())) == geom.num_unique  # colour + hatch tell every block apart
+    grid = {geom.block_index(d[0]): g for g, d in enumerate(geom.replica_groups)}
+    for c, g in grid.items():  # neighbours along each tensor dim: different colours
+        for dim in range(len(c)):
+            n = c[:dim] + (c[dim] + 1,) + c[dim + 1:]
+            if n in grid:
+                assert look[g][0] != look[grid[n]][0], (c, n)
+    if geom.num_devices // geom.num_unique > 1:  # replicas named in JAX's form
+        first = next(t.get_text() for t in ax.texts if t.get_gid() == "label-0")
+        assert first.replace("\n", "").startswith("CPU 0,") or first.startswith("CPU 0-")
+    key = next(a for a in fig.axes if a.get_gid() == "mesh-key")
+    assert len(key.patches) == spec.mesh.num_devices
+    assert fig.get_size_inches()[1] <= 11.5  # the key no longer grows with the mesh
     assert_readable(fig)
 
 
@@ -282,14 +322,16 @@ def test_truncated_facets_keep_every_shard_and_say_so():
 def test_small_blocks_get_compact_labels_that_still_fit():
     spec = LayoutSpec(("unsharded", "b"), MeshSpec.create({"a": 2, "b": 8}))
     pic = layout_picture((4, 64), spec, panel_size=(3.0, 1.0))
-    labels = [b.label.replace("\n", "") for b in pic.panels[0].blocks]
-    assert labels == [f"d{d},d{d + 8}" for d in range(8)]
+    names = spec.mesh.short_device_names
+    assert [devices_in(b.label, names) for b in pic.panels[0].blocks] == [
+        (d, d + 8) for d in range(8)]
     assert pic.omitted_labels == 0
     fig = Figure(figsize=(4.5, 2.0))
     ax = fig.add_axes((0.15, 0.3, 3.0 / 4.5, 0.5))
     assert plot_layout(spec, (4, 64), ax=ax) is fig
-    assert [devices_in(t.get_text(), ()) for t in ax.texts] == [(d, d + 8) for d in range(8)]
-    assert len(ax.get_legend().get_texts()) == 16
+    assert [devices_in(t.get_text(), names) for t in ax.texts] == [(d, d + 8) for d in range(8)]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        f"CPU {d},{d + 8}" for d in range(8)]  # one entry per block
     assert_readable(fig)
     assert compact_devices([0, 1, 2, 3, 8, 9, 10, 11]) == "d0-d3,d8-d11"
     assert shortest_devices(range(0, 16, 2)) == "d0,d2..d14"
@@ -335,7 +377,7 @@ def test_hypothetical_layout_needs_no_tensorflow(tmp_path):
         print(len(fig.axes[0].patches), len(table.splitlines()), "tensorflow" in sys.modules)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["20", "6", "False"]  # 4 blocks + 16 swatches; 4 rows
+    assert out.stdout.split() == ["4", "6", "False"]  # 4 blocks; 4 rows
     assert (tmp_path / "h.png").stat().st_size > 10_000
 
 

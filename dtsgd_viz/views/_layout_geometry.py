@@ -23,12 +23,11 @@ from matplotlib.colors import to_rgb
 
 from ..geometry import ShardGeometry, shard_geometry
 from ..specs import UNSHARDED, LayoutSpec
-from .style import FONT_SIZE, device_color
+from .style import FONT_SIZE, block_styles
 
 MIN_FONT = 6
 MAX_FACETS = {3: (12,), 4: (4, 4)}  # panels per leading dim, by tensor rank
 _PAD = 2.0          # points kept free around a label inside its block
-_STRIP_PT = 7.0     # height of the strip of replica swatches under a replicated block
 
 
 # ---- text measures (DejaVu Sans, matplotlib's default; slightly generous) ----------
@@ -96,13 +95,28 @@ def _fit(tokens, sep, fontsize, w_pt, h_pt, rotation=0):
 # (label form, rotation, font sizes), tried in order: full names upright, then compact
 # upright, then rotated, then smaller; the first that fits every block of a panel wins.
 _ATTEMPTS = [(0, 0, (9, 8, 7)), (1, 0, (9, 8, 7)), (0, 90, (9, 8, 7)), (1, 90, (9, 8, 7)),
-             (1, 0, (6,)), (1, 90, (6,)), (2, 0, (9, 8, 7, 6)), (2, 90, (9, 8, 7, 6))]
+             (1, 0, (6,)), (1, 90, (6,)), (2, 0, (7, 6)), (2, 90, (7, 6)),
+             (3, 0, (9, 8, 7, 6)), (3, 90, (9, 8, 7, 6))]
+
+
+def jax_devices(devices, names) -> list[str]:
+    """Tokens of ``CPU 0,8,16`` (as JAX's ``visualize_array_sharding`` lists replicas;
+    runs of three or more as ``0-3``), each with its trailing comma, for wrapping."""
+    heads = {names[d].rsplit(":", 1)[0] for d in devices}
+    ids = [names[d].rsplit(":", 1)[-1] for d in devices]
+    if len(heads) != 1 or not all(i.isdigit() for i in ids):
+        return [names[d] + "," for d in devices[:-1]] + [names[devices[-1]]]
+    parts = compact_devices([int(i) for i in ids]).replace("d", "").split(",")
+    tokens = [p + "," for p in parts[:-1]] + [parts[-1]]
+    tokens[0] = f"{heads.pop()} {tokens[0]}"
+    return tokens
 
 
 def label_forms(devices, names):
     """Label forms of a replica group, most to least explicit: (tokens, separator)."""
     compact = compact_devices(devices)
     return [([names[d] for d in devices], ", "),
+            (jax_devices(devices, names), ""),
             ([t + "," for t in compact.split(",")[:-1]] + [compact.split(",")[-1]], ""),
             ([shortest_devices(devices)], "")]
 
@@ -113,9 +127,10 @@ def label_forms(devices, names):
 class Block:
     """One replica group's block as drawn in one panel.
 
-    ``rect`` is (x, y, w, h) in element units of the panel's plane; ``swatches`` is
-    one (rect, colour, device) per device holding a copy, drawn as a strip along the
-    block's lower edge when there is more than one.
+    ``rect`` is (x, y, w, h) in element units of the panel's plane; ``color`` and
+    ``hatch`` are the block's (``style.block_styles``: one per unique block, the hatch
+    telling apart blocks of a repeated colour); the label lists every device holding
+    a copy, in text.
     """
 
     group: int
@@ -124,7 +139,7 @@ class Block:
     rect: tuple[float, float, float, float]
     color: object
     text_color: str
-    swatches: tuple
+    hatch: str = ""
     label: str = ""
     fontsize: float = FONT_SIZE
     rotation: int = 0
@@ -154,6 +169,7 @@ class KeyCell:
     text_color: str
     label: str
     fontsize: float
+    hatch: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -272,9 +288,10 @@ def _panel_size(shape, layout, faceted) -> tuple[float, float]:
     return tall / a, tall
 
 
-def _blocks(geom: ShardGeometry, index, size_pt, yrange):
-    """The blocks meeting panel ``index`` with rects, colours and replica swatches."""
-    rank, n = len(geom.global_shape), geom.num_devices
+def _blocks(geom: ShardGeometry, index):
+    """The blocks meeting panel ``index`` with rects and colours."""
+    rank = len(geom.global_shape)
+    styles = block_styles(geom)
     out = []
     for g, devices in enumerate(geom.replica_groups):
         sl = geom.blocks[devices[0]]
@@ -282,14 +299,8 @@ def _blocks(geom: ShardGeometry, index, size_pt, yrange):
             continue
         x, w = sl[-1].start, sl[-1].stop - sl[-1].start
         y, h = (sl[-2].start, sl[-2].stop - sl[-2].start) if rank >= 2 else (0, 1)
-        color = device_color(devices[0], n)
-        swatches = ()
-        if len(devices) > 1:
-            sh = min(_STRIP_PT / size_pt[1] * yrange, 0.2 * h)
-            sw = w / len(devices)
-            swatches = tuple(((x + k * sw, y + h - sh, sw, sh), device_color(d, n), d)
-                             for k, d in enumerate(devices))
-        out.append(Block(g, devices, sl, (x, y, w, h), color, text_color_for(color), swatches))
+        color, hatch, _ = styles[g]
+        out.append(Block(g, devices, sl, (x, y, w, h), color, text_color_for(color), hatch))
     return out
 
 
@@ -299,10 +310,11 @@ def _label_blocks(blocks, names, size_pt, xrange, yrange):
     px, py = size_pt[0] / xrange, size_pt[1] / yrange
 
     def box_pt(b):
-        strip = b.swatches[0][0][3] * py if b.swatches else 0.0
-        return b.rect[2] * px, b.rect[3] * py - strip
+        return b.rect[2] * px, b.rect[3] * py
 
     candidates = [(form, rot, fs) for form, rot, sizes in _ATTEMPTS for fs in sizes]
+    if any(len(b.devices) > 2 for b in blocks):  # many copies: "CPU 0-3" reads before a list
+        candidates.sort(key=lambda c: c[0] != 1)
     forms = [label_forms(b.devices, names) for b in blocks]
     chosen = None
     for form, rot, fs in candidates:
@@ -320,30 +332,34 @@ def _label_blocks(blocks, names, size_pt, xrange, yrange):
         w, h = box_pt(b)
         text = slice_text(b.slices)
         lines = fit[0].count("\n") + 1
+        # label above the centre line, slices below it: each gets half the block
         return (fit[1] == 0 and text_width_pt(text, fs_detail) <= w - 2 * _PAD
-                and text_height_pt(lines, fs) + text_height_pt(1, fs_detail) <= h - 2 * _PAD)
+                and 2 * max(text_height_pt(lines, fs), text_height_pt(1, fs_detail))
+                <= h - 2 * _PAD)
 
     with_detail = all(detail_fits(b, f, fs) for b, (f, fs) in zip(blocks, chosen) if f[0])
     out = []
     for b, ((text, rotation), fs) in zip(blocks, chosen):
         x, y, w, h = b.rect
-        strip = b.swatches[0][0][3] if b.swatches else 0.0
         out.append(dataclasses.replace(
-            b, label=text, fontsize=fs, rotation=rotation,
-            label_xy=(x + w / 2, y + (h - strip) / 2),
+            b, label=text, fontsize=fs, rotation=rotation, label_xy=(x + w / 2, y + h / 2),
             detail=slice_text(b.slices) if with_detail and text else ""))
     return out
 
 
-def _mesh_key(layout, width, title):
+def _mesh_key(layout, width, title, geom=None, max_height=4.0):
     """Devices drawn as the mesh itself: columns = last mesh dim, rows = the one before,
-    row groups (with a gap) = the dims before that."""
+    row groups (with a gap) = the dims before that. Each device takes the colour of the
+    block it holds, so copies of one block share a colour on the key too."""
     mesh = layout.mesh
     sizes, dims, n = mesh.dim_sizes, mesh.dim_names, mesh.num_devices
     ncols, inner = sizes[-1], (sizes[-2] if len(sizes) >= 2 else 1)
     groups, gap = math.prod(sizes[:-2]), 0.4
     nrows = groups * inner + (groups - 1) * gap
-    cell = min(0.5, max(0.12, width / ncols))
+    cell = min(0.5, max(0.12, width / ncols), max(0.16, max_height / nrows))
+    geom = geom or shard_geometry(tuple(layout.num_shards(i) for i in range(layout.rank)),
+                                  layout)
+    styles = block_styles(geom)
     forms = (mesh.short_device_names, [f"d{d}" for d in range(n)], [str(d) for d in range(n)])
     texts, fs = next(((t, f) for t in forms for f in (8, 7, MIN_FONT)
                       if max(text_width_pt(s, f) for s in t) <= cell * 72 - 3 * _PAD),
@@ -353,8 +369,9 @@ def _mesh_key(layout, width, title):
         c = mesh.device_coords(d)
         g = int(np.ravel_multi_index(c[:-2], sizes[:-2])) if len(c) > 2 else 0
         y = g * (inner + gap) + (c[-2] if len(c) >= 2 else 0)
-        color = device_color(d, n)
-        cells.append(KeyCell(d, (c[-1], y, 1, 1), color, text_color_for(color), texts[d], fs))
+        color, hatch, _ = styles[geom.group_of[d]]
+        cells.append(KeyCell(d, (c[-1], y, 1, 1), color, text_color_for(color), texts[d], fs,
+                             hatch))
         if c[-1] == 0 and len(sizes) >= 2:
             yticks.append((y + 0.5, ", ".join(f"{m}={i}" for m, i in zip(dims[:-1], c[:-1]))))
     xticks = tuple((i + 0.5, str(i)) for i in range(ncols))
@@ -399,7 +416,7 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
     elif rank == 4:
         subtitle += (f"\npanel rows: {dim_text(layout, 0)}; panel columns: "
                      f"{dim_text(layout, 1).replace('tensor ', '')}")
-    labelled = [_label_blocks(_blocks(geom, idx, size_pt, yrange), names, size_pt, xrange, yrange)
+    labelled = [_label_blocks(_blocks(geom, idx), names, size_pt, xrange, yrange)
                 for idx in indices]
     notes = [f"showing indices {', '.join(map(str, p))} of {shape[d]} along tensor dim {d}"
              for d, p in enumerate(picks) if len(p) < shape[d]]
@@ -411,14 +428,14 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
     if omitted:
         notes.append(f"{omitted} label(s) left out for lack of room (see layout_table)")
     note = "; ".join(notes)
-    key_title = "devices on the mesh" + (
-        " (strips under a block: every device holding a copy)" if copies > 1 else "")
+    key_title = "devices on the mesh, coloured by the block they hold" + (
+        f"\n(one colour: the {copies} copies of a block)" if copies > 1 else "")
 
     # placement (inches, from the figure's bottom-left)
     gx, gy = (0.55, 0.7) if faceted else (0.0, 0.0)
     left_m, right_m, bottom_m = (1.0 if rank >= 2 else 0.5), 0.35, (1.0 if faceted else 0.75)
     grid_w, grid_h = ncols * pw + (ncols - 1) * gx, nrows * ph + (nrows - 1) * gy
-    key = _mesh_key(layout, min(5.5, max(grid_w, 3.0)), key_title)
+    key = _mesh_key(layout, min(5.5, max(grid_w, 3.0)), key_title, geom)
     key_w, key_h = key.box[2], key.box[3]
     key_ytick_in = max((text_width_pt(t, 8) for _, t in key.yticks), default=0) / 72
     header_lines = 2 + subtitle.count("\n") + bool(note)

@@ -29,8 +29,8 @@ from matplotlib.patches import Patch, Rectangle
 from ..geometry import ShardGeometry, shard_geometry
 from ..recording import Recording, VariableRecord
 from ..specs import LayoutSpec
-from ._layout_geometry import LayoutPicture, Panel, layout_picture, slice_text
-from .style import device_color
+from ._layout_geometry import LayoutPicture, Panel, jax_devices, layout_picture, slice_text
+from .style import block_styles
 
 MAX_RANK = 4
 _ACCEPTS = ("a DTensor Layout + shape, a DVariable or DTensor, a dtsgd_viz.LayoutSpec + shape, "
@@ -132,11 +132,13 @@ def plot_layout(obj, shape=None, *, name=None, ax=None, title=None) -> Figure:
                              panel_size=(pos.width * w, pos.height * h))
         _draw_panel(ax, pic, pic.panels[0])
         ax.set_title(pic.title, fontsize=10)
-        n = layout.mesh.num_devices
-        ax.legend(handles=[Patch(facecolor=device_color(d, n), label=pic.names[d]) for d in range(n)],
-                  title="devices", fontsize=7, title_fontsize=8, loc="upper left",
-                  bbox_to_anchor=(1.01, 1.0), frameon=False,
-                  ncol=math.ceil(n / max(1, int(pos.height * h * 72 / 14) - 1)))
+        styles, geom = block_styles(pic.geometry), pic.geometry
+        handles = [Patch(facecolor=c, hatch=hatch or None,
+                         label="".join(jax_devices(geom.replica_groups[g], pic.names)))
+                   for g, (c, hatch, _) in enumerate(styles)]
+        ax.legend(handles=handles, title="blocks: devices holding them", fontsize=7,
+                  title_fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+                  ncol=math.ceil(len(handles) / max(1, int(pos.height * h * 72 / 14) - 1)))
         return fig
     pic = layout_picture(shape, layout, name=name, title=title)
     fig = Figure(figsize=pic.figsize)
@@ -158,19 +160,19 @@ def _draw_panel(ax, pic: LayoutPicture, panel: Panel):
     faceted = bool(panel.index)
     for b in panel.blocks:
         ax.add_patch(Rectangle(b.rect[:2], *b.rect[2:], facecolor=b.color, edgecolor="white",
-                               linewidth=1.5, gid=f"block-{b.group}"))
-        for rect, color, d in b.swatches:
-            ax.add_patch(Rectangle(rect[:2], *rect[2:], facecolor=color, edgecolor="white",
-                                   linewidth=0.5, gid=f"swatch-{b.group}-{d}"))
+                               linewidth=1.5, hatch=b.hatch or None, gid=f"block-{b.group}"))
         if not b.label:
             continue
         x, y = b.label_xy
+        # on a hatched block the text sits on a chip of the block's plain colour
+        chip = (dict(boxstyle="square,pad=0.15", facecolor=b.color, edgecolor="none")
+                if b.hatch else None)
         ax.text(x, y, b.label, ha="center", va="bottom" if b.detail else "center",
                 rotation=b.rotation, fontsize=b.fontsize, color=b.text_color,
-                linespacing=1.1, gid=f"label-{b.group}")
+                linespacing=1.1, bbox=chip, gid=f"label-{b.group}")
         if b.detail:
             ax.text(x, y, b.detail, ha="center", va="top", fontsize=max(6, b.fontsize - 1),
-                    color=b.text_color, alpha=0.85, gid=f"slices-{b.group}")
+                    color=b.text_color, alpha=0.85, bbox=chip, gid=f"slices-{b.group}")
     ax.set_xlim(*panel.xlim)
     ax.set_ylim(*panel.ylim)
     tick_fs = 7 if faceted else 8
@@ -189,10 +191,13 @@ def _draw_key(fig, pic: LayoutPicture):
     ax = fig.add_axes((left / fw, bottom / fh, w / fw, h / fh), gid="mesh-key")
     for c in key.cells:
         ax.add_patch(Rectangle(c.rect[:2], *c.rect[2:], facecolor=c.color, edgecolor="white",
-                               linewidth=1.0, gid=f"key-{c.device}"))
+                               linewidth=1.0, hatch=c.hatch or None, gid=f"key-{c.device}"))
         if c.label:
+            chip = (dict(boxstyle="square,pad=0.1", facecolor=c.color, edgecolor="none")
+                    if c.hatch else None)
             ax.text(c.rect[0] + 0.5, c.rect[1] + 0.5, c.label, ha="center", va="center",
-                    fontsize=c.fontsize, color=c.text_color, gid=f"key-label-{c.device}")
+                    fontsize=c.fontsize, color=c.text_color, bbox=chip,
+                    gid=f"key-label-{c.device}")
     ax.set_xlim(*key.xlim)
     ax.set_ylim(*key.ylim)
     ax.set_xticks([t for t, _ in key.xticks], [s for _, s in key.xticks], fontsize=7)
@@ -251,12 +256,14 @@ def layout_table(obj, shape=None, *, name=None) -> str:
               f"{layout.mesh}: {geom.num_unique} unique block{'s' * (geom.num_unique > 1)} of "
               f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each")
     rows, cells = [], {}
+    styles = block_styles(geom)
     for g, devices in enumerate(geom.replica_groups):
         rows.append((g, slice_text(geom.blocks[devices[0]]), geom.local_shape,
                      ", ".join(names[d] for d in devices)))
-        cells[(g, 3)] = ", ".join(
-            f"<span style='background:{to_hex(device_color(d, n))};display:inline-block;"
-            f"width:0.8em;height:0.8em'></span>&nbsp;{html.escape(names[d])}" for d in devices)
+        cells[(g, 3)] = (
+            f"<span style='background:{to_hex(styles[g][0])};display:inline-block;"
+            f"width:0.8em;height:0.8em'></span>&nbsp;"
+            + html.escape(", ".join(names[d] for d in devices)))
     return TextTable([header], ("block", "slices", "local shape", "devices"), rows, html_cells=cells)
 
 

@@ -26,7 +26,7 @@ DEVICE_COLORS = ["#332288", "#88CCEE", "#44AA99", "#117733", "#999933",
 # of a power-of-two mesh never share a colour. Past nine blocks the colours repeat,
 # each further round with a hatch (layouts) or line style (norm lines).
 BLOCK_COLORS = DEVICE_COLORS[:9]
-BLOCK_HATCHES = ("", "///", "\\\\\\", "...", "xx", "---", "|||", "oo")
+BLOCK_HATCHES = ("", "//", "\\\\", "..", "x", "--", "||", "o")
 BLOCK_LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2)),
                     (0, (3, 1, 3, 1, 1, 1)))
 
