@@ -219,7 +219,7 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> 
         cmap = _ratio_cmap()
         if h is not None:
             view.handles += [Line2D([], [], ls="--", color=style.optimizer_color(k), lw=2,
-                                    label=f"{k}'s lines (right)") for k in RULES]
+                                    label=f"{k}'s lines (ratio map)") for k in RULES]
         view.handles += [Patch(fc=cmap.get_over(), label="only momentum converges"),
                          Patch(fc=cmap.get_under(), label="only Nesterov converges"),
                          Patch(fc=NEITHER_COLOR, label="neither converges")]

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..views import style
 from ..views.paths import draw_paths
+from . import _drag
 from ._canvas import FigureWidget
 from ._phase import diverged, path_losses, steps_to_tolerance
 
@@ -248,6 +249,7 @@ class CompareWidget(FigureWidget):
         # the first run happens now, so the widget is complete when constructed
         self.queue, now = request(self.queue, self.params)
         self._work(now)
+        self.drag = _drag.StartDrag(self)   # drag the start point on the contours
 
     # -- callbacks --
 
@@ -255,7 +257,11 @@ class CompareWidget(FigureWidget):
         params = compare_params(self.params, {"name": name, "new": value})
         if params == self.params:
             return
-        self.params = params
+        self.request_run(params)
+
+    def request_run(self, params: CompareParams) -> None:
+        """Run the real optimizer with ``params`` (now, or after the current run)."""
+        self.params = _check_params(params)
         with self._lock:
             self.queue, now = request(self.queue, params)
         if now is None:

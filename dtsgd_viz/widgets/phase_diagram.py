@@ -1,17 +1,19 @@
-"""``PhaseDiagram``: steps to converge over a (learning rate x momentum) grid, classical
-momentum beside Nesterov, with the analytic convergence boundary on quadratics; pick a
-cell to run the real DTensor optimizer there and see its path.
+"""``PhaseDiagram``: ``plot_phase``'s maps (updates to converge for classical momentum
+and Nesterov, their log2 ratio, the theory on quadratics) beside the real DTensor
+optimizer's paths at a picked cell. Click a cell to run it there.
 
     from dtsgd_viz import surfaces
     from dtsgd_viz.widgets import PhaseDiagram
     pd = PhaseDiagram(surfaces.RotatedQuadratic(), steps=150)
-    pd.select(lr_index=10, mu_index=12)      # or the dropdowns and the button
+    pd.select(lr_index=10, mu_index=12)      # or click the cell, or the dropdowns and button
     pd
 
 The grid is computed with the numpy reference of tf-keras' rule
-(``_phase.phase_grid``), which the test suite ties to the real optimizer; only the
-picked cell runs the real ``SGD`` (an image cannot take clicks in a notebook, hence
-the dropdowns and the button).
+(``convergence.phase_grid``), which the test suite ties to the real optimizer; only the
+picked cell runs the real ``SGD``. Clicks come through ``ipyevents`` on the PNG
+(``_pointer``); the dropdowns and the button do the same from the keyboard. A run that
+diverges is drawn clipped to the surface's view box, and the widget says at which
+update it left it.
 """
 
 from __future__ import annotations
@@ -23,19 +25,20 @@ import time
 import ipywidgets as widgets
 import numpy as np
 
+from ..convergence import check_grid_axis, diverged, path_losses, phase_grid, steps_to_tolerance
+from ..theory import RULES, convergence_boundary
 from ..views import style
 from ..views.paths import draw_paths
+from ..views.phase import add_colorbars, cell_edges, draw_phase
+from . import _pointer
 from ._canvas import FigureWidget
-from ._phase import (check_grid_axis, convergence_boundary, diverged, path_losses, phase_grid,
-                     steps_to_tolerance)
 
-__all__ = ["PhaseDiagram", "PhasePick", "phase_pick", "cell_edges", "RULES"]
+__all__ = ["PhaseDiagram", "PhasePick", "phase_pick", "cell_edges", "cell_at", "divergence_update",
+           "RULES"]
 
-RULES = {"momentum": False, "nesterov": True}   # config name -> nesterov
 REFERENCE_NOTE = "grid: numpy reference of the tf-keras rule (tests tie it to the real optimizer)"
-NOT_CONVERGED_COLOR = "#DDDDDD"
-DIVERGED_COLOR = "#000000"
 PICK_COLOR = "#CC79A7"   # Okabe-Ito reddish purple, as the shard views' step marker
+MAPS = ("momentum", "nesterov", "ratio")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,63 +63,73 @@ def phase_pick(pick: PhasePick, change) -> PhasePick:
     return dataclasses.replace(pick, **{name: int(new)})
 
 
-def cell_edges(values, log: bool) -> np.ndarray:
-    """Cell edges around grid ``values``: midpoints (geometric for ``log``), the ends
-    mirrored."""
-    v = np.log(values) if log else np.asarray(values, np.float64)
-    if len(v) == 1:
-        half = 0.25 if log else 0.05
-        e = np.array([v[0] - half, v[0] + half])
-    else:
-        mid = (v[1:] + v[:-1]) / 2
-        e = np.concatenate([[v[0] - (mid[0] - v[0])], mid, [v[-1] + (v[-1] - mid[-1])]])
-    return np.exp(e) if log else e
+def cell_at(lr_edges, mu_edges, lr: float, mu: float):
+    """``(lr_index, mu_index)`` of the cell holding ``(lr, mu)``, or None outside the grid.
+
+    >>> cell_at(np.array([1.0, 2.0, 4.0]), np.array([0.0, 0.5, 1.0]), 3.0, 0.2)
+    (1, 0)
+    """
+    j = int(np.searchsorted(lr_edges, lr, side="right")) - 1
+    i = int(np.searchsorted(mu_edges, mu, side="right")) - 1
+    if 0 <= j < len(lr_edges) - 1 and 0 <= i < len(mu_edges) - 1:
+        return j, i
+    return None
 
 
-def _default_learning_rates(surface):
-    h = getattr(surface, "hessian_eigenvalues", None)
-    if h is not None:
-        h_max = float(np.max(h))
-        return np.geomspace(0.02 / h_max, 5.0 / h_max, 24)
-    return np.geomspace(1e-4, 1e-1, 24)
+def divergence_update(path, box) -> int | None:
+    """The first update (1-based, ``path[k]`` after update ``k``) whose point is
+    non-finite or outside ``box`` (``((xmin, xmax), (ymin, ymax))``), or None.
+
+    >>> divergence_update(np.array([[0.0, 0], [1, 1], [9, 0], [np.inf, 0]]), ((-4, 4), (-4, 4)))
+    2
+    """
+    p = np.asarray(path, np.float64)
+    lo = np.array([b[0] for b in box])
+    hi = np.array([b[1] for b in box])
+    with np.errstate(invalid="ignore"):
+        out = ~np.all(np.isfinite(p) & (p >= lo) & (p <= hi), axis=1)
+    out[0] = False
+    return int(np.argmax(out)) if out.any() else None
 
 
 class PhaseDiagram(FigureWidget):
-    """Steps-to-converge maps for classical momentum and Nesterov (same colour scale;
-    grey: not within ``tol`` in ``steps``; x: diverged), the analytic boundary on
-    quadratics, and the real optimizer's paths at a picked cell.
+    """``plot_phase``'s maps (same colour scale; grey: not within ``tol`` in ``steps``;
+    x: diverged; the theory on quadratics) and the real optimizer's paths at a picked
+    cell: click a cell (or use the dropdowns and the button).
 
     Args:
-      surface: a ``dtsgd_viz.surfaces`` surface; the boundary needs
+      surface: a ``dtsgd_viz.surfaces`` surface; the theory needs
         ``hessian_eigenvalues`` (``RotatedQuadratic``, ``ShardedQuadratic``).
       learning_rates, momenta: increasing grid values (momenta in [0, 1)).
       steps: updates per cell; tol: on ``loss - surface.min_value``.
       start, mesh: for the grid and the real runs (``dtsgd_viz.run``).
 
     ``grids`` holds the two ``PhaseGrid``; ``select(lr_index, mu_index)`` runs the
-    real optimizer at a cell; ``recordings`` then holds its two recordings.
+    real optimizer at a cell; ``recordings`` then holds its two recordings and
+    ``diverged_at`` the update at which each diverging run left the view box.
+    ``click(x, y)`` is what a click on PNG pixel ``(x, y)`` does.
     """
 
     def __init__(self, surface, *, learning_rates=None, momenta=None, steps=150, tol=1e-3,
-                 start=None, mesh=None, figsize=(14.0, 5.0), dpi=90):
+                 start=None, mesh=None, figsize=(11.5, 9.4), dpi=90):
         from ..runs import _check_int, _check_start
+        from ..views.phase import default_axes
         if not all(hasattr(surface, a) for a in ("shape", "value_np", "grad_np", "minimum")):
             raise TypeError(f"surface must be a dtsgd_viz.surfaces surface. Received: {surface!r}.")
         self.surface, self.mesh = surface, mesh
         self.steps_max = _check_int("steps", steps)
         self.tol = float(tol)
         self.start = _check_start(surface, start)
-        lrs = check_grid_axis("learning_rates", _default_learning_rates(surface)
-                              if learning_rates is None else learning_rates, 0.0, np.inf)
-        mus = check_grid_axis("momenta", np.linspace(0.0, 0.95, 20) if momenta is None else momenta,
-                              0.0, 1.0)
+        lrs, mus = default_axes(surface, learning_rates, momenta)
         self.grids = {k: phase_grid(surface, lrs, mus, self.steps_max, self.tol, nesterov, self.start)
                       for k, nesterov in RULES.items()}
         h = getattr(surface, "hessian_eigenvalues", None)
         self.h_max = None if h is None else float(np.max(h))
         self.learning_rates, self.momenta = lrs, mus
+        self.lr_edges, self.mu_edges = cell_edges(lrs, log=True), cell_edges(mus, log=False)
         self.pick = PhasePick(len(lrs) // 2, len(mus) // 2, len(lrs), len(mus))
         self.recordings = self.ran_at = self.error = None
+        self.diverged_at = {}
         super().__init__(figsize=figsize, dpi=dpi)
 
         self.lr_pick = widgets.Dropdown(options=[(f"{v:.3g}", i) for i, v in enumerate(lrs)],
@@ -130,6 +143,7 @@ class PhaseDiagram(FigureWidget):
         for control, name in ((self.lr_pick, "lr_index"), (self.mu_pick, "mu_index")):
             control.observe(lambda change, name=name: self._on_pick(name, change["new"]), names="value")
         self.button.on_click(lambda _: self.run_here())
+        self.events = _pointer.attach(self.image, ["click"], self._on_event)
         self.widget = widgets.VBox([widgets.HBox([self.lr_pick, self.mu_pick, self.button]),
                                     self.status, self.image])
         self._draw()
@@ -152,6 +166,26 @@ class PhaseDiagram(FigureWidget):
         self.lr_pick.value, self.mu_pick.value = pick.lr_index, pick.mu_index
         self.run_here()
 
+    def cell_at_pixel(self, x: float, y: float):
+        """``(lr_index, mu_index)`` of the map cell at PNG pixel ``(x, y)`` (origin top
+        left), or None off the maps."""
+        size = _pointer.png_size(self.image.value) if self.image.value else None
+        ax = _pointer.axes_at([self.map_axes[k] for k in MAPS], x, y, size)
+        if ax is None:
+            return None
+        lr, mu = _pointer.pixel_to_data(ax, x, y, size)
+        return cell_at(self.lr_edges, self.mu_edges, lr, mu)
+
+    def click(self, x: float, y: float) -> bool:
+        """A click at PNG pixel ``(x, y)``: on a map cell, run the real optimizer there.
+        Returns whether it hit a cell."""
+        cell = self.cell_at_pixel(x, y)
+        if cell is None:
+            return False
+        self.status.value = "<i>running the real DTensor SGD at the clicked cell ...</i>"
+        self.select(*cell)
+        return True
+
     def run_here(self) -> None:
         """Run the real DTensor SGD at the picked cell and show its paths."""
         from .. import runs
@@ -173,13 +207,21 @@ class PhaseDiagram(FigureWidget):
 
     # -- internals --
 
+    def _on_event(self, event):
+        if event.get("type") != "click" or not self.image.value:
+            return
+        xy = _pointer.event_pixel(event, _pointer.png_size(self.image.value))
+        if xy is not None:
+            self.click(*xy)
+
     def _summary(self, seconds) -> str:
         i, j = self.ran_at.mu_index, self.ran_at.lr_index
         parts = []
         for key, rec in self.recordings.items():
             losses = path_losses(rec, self.surface)
             k = int(steps_to_tolerance(losses, self.surface.min_value, self.tol))
-            real = _outcome(k, bool(diverged(losses, self.surface.min_value, k)))
+            is_div = bool(diverged(losses, self.surface.min_value, k))
+            real = _outcome(k, is_div, self.diverged_at.get(key))
             grid = self.grids[key]
             parts.append(f"{key}: {real} (grid: {_outcome(int(grid.steps[i, j]), bool(grid.diverged[i, j]))})")
         return f"real DTensor SGD ({seconds:.1f} s): " + "; ".join(parts)
@@ -197,66 +239,34 @@ class PhaseDiagram(FigureWidget):
         return xe[j], ye[i], xe[j + 1] - xe[j], ye[i + 1] - ye[i]
 
     def _draw(self):
-        from matplotlib import colormaps
-        from matplotlib.colors import Normalize
-        from matplotlib.lines import Line2D
         from matplotlib.patches import Patch, Rectangle
 
         fig, fs = self.figure, style.FONT_SIZE
         self.unfreeze_layout()
         fig.clear()
-        ax_m, ax_n, ax_p = fig.subplots(1, 3, width_ratios=[1.0, 1.0, 1.12])
-        self.lr_edges = cell_edges(self.learning_rates, log=True)
-        self.mu_edges = cell_edges(self.momenta, log=False)
-        cmap = colormaps[style.SEQUENTIAL_CMAP].with_extremes(bad=NOT_CONVERGED_COLOR)
-        norm = Normalize(0, self.steps_max)
-        self.meshes, self.pick_rects, self.boundary_lines = {}, [], {}
-        titles = {"momentum": ("Classical momentum (heavy ball)", "lr·h < 2(1+μ)"),
-                  "nesterov": ("Nesterov (tf-keras form)", "lr·h < 2(1+μ)/(1+2μ)")}
-        for ax, (key, grid) in zip((ax_m, ax_n), self.grids.items()):
-            data = np.ma.masked_less(grid.steps, 0)
-            self.meshes[key] = ax.pcolormesh(self.lr_edges, self.mu_edges, data, cmap=cmap, norm=norm,
-                                             gid=f"phase:{key}")
-            ii, jj = np.nonzero(grid.diverged)
-            ax.plot(self.learning_rates[jj], self.momenta[ii], "x", color=DIVERGED_COLOR, ms=4.5,
-                    mew=1.0, ls="none", gid=f"diverged:{key}")
-            title, rule = titles[key]
-            if self.h_max is not None:
-                lr_b, mu_b = self.boundary(RULES[key])
-                (self.boundary_lines[key],) = ax.plot(lr_b, mu_b, "--", color="white", lw=1.8,
-                                                      gid=f"boundary:{key}",
-                                                      path_effects=_dark_outline())
-                title += f"\nconverges iff {rule}, h = {self.h_max:g}"
-            ax.set_xscale("log")
-            ax.set_xlim(self.lr_edges[0], self.lr_edges[-1])
-            ax.set_ylim(self.mu_edges[0], self.mu_edges[-1])
-            ax.set_xlabel("learning rate (log scale)", fontsize=fs + 1)
-            ax.set_title(title, fontsize=fs + 1.5)
-            ax.tick_params(labelsize=fs)
+        gs = fig.add_gridspec(2, 2)
+        # the order of fig.axes: momentum, nesterov, paths, ratio
+        ax_m, ax_n = fig.add_subplot(gs[0, 0]), fig.add_subplot(gs[0, 1])
+        ax_p, ax_r = fig.add_subplot(gs[1, 1]), fig.add_subplot(gs[1, 0])
+        self.map_axes = {"momentum": ax_m, "nesterov": ax_n, "ratio": ax_r}
+        loss0 = float(self.grids["momentum"].losses[0].flat[0]) - float(self.surface.min_value)
+        self.view = draw_phase(self.grids, self.surface, self.map_axes, loss0=loss0)
+        self.meshes = self.view.meshes
+        self.boundary_lines = self.view.boundaries
+        add_colorbars(self.view, fig, [ax_m, ax_n], ax_r)
+        self.pick_rects = []
+        for key, ax in self.map_axes.items():
             rect = Rectangle(self._cell_rect(self.pick)[:2], *self._cell_rect(self.pick)[2:], fill=False,
                              ec=PICK_COLOR, lw=2.2, zorder=6, gid=f"pick:{key}")
             ax.add_patch(rect)
             self.pick_rects.append(rect)
-        ax_m.set_ylabel("momentum μ", fontsize=fs + 1)
-        ax_n.tick_params(labelleft=False)
-        cbar = fig.colorbar(self.meshes["nesterov"], ax=[ax_m, ax_n], pad=0.02, fraction=0.05)
-        cbar.set_label(f"updates until the loss stays within {self.tol:g} of the minimum",
-                       fontsize=fs)
-        cbar.ax.tick_params(labelsize=fs - 1)
-
-        handles = [Patch(fc=NOT_CONVERGED_COLOR, ec="0.6", label=f"not within tol in {self.steps_max} steps"),
-                   Line2D([], [], ls="none", marker="x", color=DIVERGED_COLOR, label="diverged"),
-                   Patch(fill=False, ec=PICK_COLOR, lw=2, label="picked cell")]
-        if self.h_max is not None:
-            handles.insert(2, Line2D([], [], ls="--", color="white", lw=1.8, path_effects=_dark_outline(),
-                                     label="analytic convergence boundary"))
-        fig.legend(handles=handles, loc="outside lower left", ncol=len(handles), fontsize=fs,
-                   frameon=False)
+        handles = self.view.handles + [Patch(fill=False, ec=PICK_COLOR, lw=2, label="picked cell (click one)")]
+        fig.legend(handles=handles, loc="outside lower left", ncol=3, fontsize=fs - 0.5, frameon=False)
         fig.text(0.995, 0.005, REFERENCE_NOTE, ha="right", va="bottom", fontsize=fs - 1,
                  color="0.3", gid="reference-note")
         label = getattr(self.surface, "label", type(self.surface).__name__)
         fig.suptitle(f"Updates to converge on the {label}: classical momentum vs Nesterov "
-                     f"({self.steps_max} steps at most)", fontsize=fs + 3)
+                     f"({self.steps_max} updates at most)", fontsize=fs + 3)
         self._draw_path_panel(ax_p)
         self.refresh(relayout=True)
 
@@ -265,21 +275,34 @@ class PhaseDiagram(FigureWidget):
         self.path_view = None
         if self.recordings is None:
             ax.set_axis_off()
-            ax.text(0.5, 0.5, "Pick a learning rate and a momentum,\nthen press "
-                    "“run real optimizer here”\nto see the real DTensor SGD's paths.",
+            ax.text(0.5, 0.5, "Click a cell of a map (or pick a learning rate\nand a momentum, then "
+                    "press “run real optimizer here”)\nto see the real DTensor SGD's paths.",
                     ha="center", va="center", fontsize=fs + 1, color="0.3", transform=ax.transAxes,
                     gid="path-hint")
             return
         self.path_view = draw_paths(self.recordings, self.surface, None, ax=ax, arrows=False)
+        box = getattr(self.surface, "view_box", None)
+        self.diverged_at = {}
+        if box is not None:
+            for key, rec in self.recordings.items():
+                losses = path_losses(rec, self.surface)
+                k = steps_to_tolerance(losses, self.surface.min_value, self.tol)
+                if diverged(losses, self.surface.min_value, k):
+                    self.diverged_at[key] = divergence_update(rec.path("w"), box)
+        if self.diverged_at:  # clip to the view box: a diverging run would shrink the rest to a dot
+            ax.set_xlim(*box[0])
+            ax.set_ylim(*box[1])
+            note = "\n".join(f"{k}: diverged at update {u}" if u else f"{k}: diverged"
+                              for k, u in self.diverged_at.items())
+            ax.text(0.02, 0.02, note + "\n(left the view box there; paths clipped to it)",
+                    transform=ax.transAxes, fontsize=fs, color="#A04000", ha="left", va="bottom",
+                    gid="diverged-note", bbox=dict(fc="white", ec="#D55E00", alpha=0.92), zorder=8)
         lr = self.learning_rates[self.ran_at.lr_index]
         mu = self.momenta[self.ran_at.mu_index]
         ax.set_title(f"Real DTensor SGD at lr = {lr:.3g}, μ = {mu:.3g}", fontsize=fs + 1.5)
 
 
-def _outcome(steps: int, is_diverged: bool) -> str:
-    return "diverged" if is_diverged else "not within tol" if steps < 0 else f"{steps} updates"
-
-
-def _dark_outline():
-    from matplotlib import patheffects
-    return [patheffects.Stroke(linewidth=3.4, foreground="black"), patheffects.Normal()]
+def _outcome(steps: int, is_diverged: bool, at=None) -> str:
+    if is_diverged:
+        return f"diverged at update {at}" if at else "diverged"
+    return "not within tol" if steps < 0 else f"{steps} updates"
