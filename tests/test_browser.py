@@ -215,6 +215,19 @@ def test_app_in_voila(browser, shots, tmp_path):
         assert "real DTensor SGD" in page.inner_text("body")
         shot = shots / "app_dashboard.png"
         page.screenshot(path=str(shot), full_page=True)
+        # every figure keeps its size and aspect ratio (none is stretched to the page width)
+        images = page.eval_on_selector_all(
+            "img", "els => els.filter(e => e.naturalWidth > 0).map(e => "
+            "[e.naturalWidth, e.naturalHeight, e.clientWidth, e.clientHeight])")
+        assert len(images) >= 3
+        for nw, nh, w, h in images:
+            assert w <= nw + 1 and w / h == pytest.approx(nw / nh, rel=0.02), (nw, nh, w, h)
+        # the results table's headers sit side by side without overlapping
+        heads = page.eval_on_selector_all("th", "els => els.map(e => { const r = "
+                                          "e.getBoundingClientRect(); return [r.left, r.right]; })")
+        assert len(heads) >= 3
+        for (_, right), (left, _) in zip(heads, heads[1:]):
+            assert right <= left + 1
         before = _image_sources(page)
         _move_slider(page, page.locator(".widget-slider").count() - 1)  # the PathExplorer step
         _wait_changed(page, before)

@@ -97,13 +97,21 @@ def trail_segments(coords, index):
     return np.stack([c[:-1], c[1:]], axis=1) if len(c) > 1 else np.zeros((0, 2, 2))
 
 
+def _clear(ax):
+    """Remove what a previous update drew; the axes keep their ticks (``ax.clear()``
+    would rebuild them, the slowest part of redrawing a panel for every frame)."""
+    for artist in [*ax.lines, *ax.collections, *ax.texts, *ax.patches]:
+        artist.remove()
+    ax.set_aspect("auto")
+
+
 def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect=True):
     """Clear ``ax`` and draw one run's update ``data`` there, arrows thick."""
     from matplotlib.collections import LineCollection
     from matplotlib import patheffects
 
     fs = style.FONT_SIZE
-    ax.clear()
+    _clear(ax)
     if data.box is None:
         ax.set_title(f"{data.key}: update {data.update} (non-finite)", fontsize=fs + 1, color=color)
         return

@@ -158,6 +158,7 @@ def table_html(rows, tol: float, colors=None) -> str:
     pad = "padding:3px 8px"
     cols = "".join(f"<col style='width:{w}'>" for _, w, _ in TABLE_COLUMNS)
     heads = "".join(f"<th style='text-align:{a};{pad};vertical-align:bottom;white-space:normal;"
+                    "line-height:1.3;"
                     f"border-bottom:1px solid #888'>{html.escape(t.format(tol=tol))}</th>"
                     for t, _, a in TABLE_COLUMNS)
     cells = []
