@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     built = time.perf_counter() - t0
 
     rng = np.random.default_rng(0)
-    targets = rng.integers(0, args.steps, size=args.moves + 5)
+    targets = rng.integers(1, args.steps + 1, size=args.moves + 5)  # update numbers
     times = []
     for i, k in enumerate(targets):
         t0 = time.perf_counter()

@@ -107,7 +107,7 @@ def zoom_chain(w, key):
 
 
 def test_slider_updates_artists_in_place(recs, capsys):
-    w = PathExplorer(recs, ROTATED)
+    w = PathExplorer(recs, ROTATED, zoom=True)
     art = w.view.artists
     assert w.state.update == 1 and w.slider.value == 1 and w.slider.description == "update"
     static, renders, png = w.static_state(), w.renders, w.image.value
@@ -154,7 +154,7 @@ def test_slider_updates_artists_in_place(recs, capsys):
 
 
 def test_blitted_frames_match_a_full_draw(recs):
-    w = PathExplorer(recs, ROTATED, step=3)
+    w = PathExplorer(recs, ROTATED, step=3, zoom=True)
     first = w.pixels()
     w.slider.value = 10
     blit, full = w.pixels(), w.full_pixels()
@@ -169,6 +169,7 @@ def test_play_is_linked_and_steps_through_long_runs(recs):
     w = PathExplorer(recs, ROTATED, arrows=False)
     assert not w.view.artists.arrows and (w.play.min, w.play.max) == (1, STEPS)
     assert not w.view.artists.zoom_axes
+    assert not PathExplorer(recs, ROTATED).view.artists.zoom_axes   # zoom=False by default
     w.play.value = 4
     assert w.slider.value == 4 and w.state.update == 4
     np.testing.assert_array_equal(w.view.artists.positions["plain"].get_xydata(),

@@ -91,9 +91,14 @@ def fade_rgba(color, n, half_life=4.0):
     return rgba
 
 
-def trail_segments(coords, index):
-    """The ``index`` segments of the path up to the point before update ``index + 1``."""
-    c = np.asarray(coords[:index + 1], np.float64)
+TRAIL = 40  # segments a trail holds: older ones have faded to the floor of fade_alphas
+
+
+def trail_segments(coords, index, length=TRAIL):
+    """The last ``length`` (at most) segments of the path up to the point before the
+    update at recording index ``index``, oldest first. The whole path is drawn pale
+    underneath, so a 10,000-update run still moves a trail of ``length`` segments."""
+    c = np.asarray(coords[max(0, index - length):index + 1], np.float64)
     return np.stack([c[:-1], c[1:]], axis=1) if len(c) > 1 else np.zeros((0, 2, 2))
 
 
@@ -127,7 +132,7 @@ def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect
     if len(seg):
         ax.add_collection(LineCollection(seg, colors=fade_rgba(color, len(seg), half_life=3.0), linewidths=2.2,
                                          gid=f"zoom-trail:{data.key}", zorder=3))
-        ax.scatter(data.trail[:-1, 0], data.trail[:-1, 1], s=14, c=fade_rgba(color, len(seg), half_life=3.0),
+        ax.scatter(seg[:, 0, 0], seg[:, 0, 1], s=14, c=fade_rgba(color, len(seg), half_life=3.0),
                    zorder=3, gid=f"zoom-trail-points:{data.key}")
     ax.plot([data.position[0]], [data.position[1]], "o", ms=11, mfc="white", mec=color, mew=2.2,
             zorder=5, gid=f"zoom-position:{data.key}")
