@@ -60,12 +60,14 @@ for name, rec in recordings.items():
 # The parameter `w` is a 2-vector cut over a mesh dim of size 2: `w[0]` lives on
 # `CPU:0`, `w[1]` on `CPU:1`. Every number below was read back from those devices.
 #
-# ## Paths, and one update taken apart
+# ## Paths, and update 5 taken apart
 #
-# At step 5 the arrows decompose the update the optimizer really made: for classical
-# momentum the old velocity's momentum $\mu v$ then the gradient step $-\eta g$; for
-# Nesterov the look-ahead $\mu v_{new}$ then $-\eta g$. Tip to tail, they end exactly
-# on the next recorded point.
+# `step=5` picks optimizer update 5 (the first update is 1, as `recording.steps`
+# counts). The top left panel shows each path up to that update, older updates fading;
+# the panels below zoom in on update 5 of each run: for classical momentum the old
+# velocity's momentum $\mu v_{prev}$ then the gradient step $-\eta g$; for Nesterov the
+# look-ahead $\mu v_{new}$ then $-\eta g$, with the look-ahead point where $g$ was taken.
+# Tip to tail, the arrows end on the next recorded point.
 
 # %%
 show(dtsgd_viz.plot_paths(recordings, surface, step=5))
@@ -73,83 +75,137 @@ show(dtsgd_viz.plot_paths(recordings, surface, step=5))
 # %% [markdown]
 # ## Who gets there first
 #
-# "Steps to tolerance": the first update after which the loss stays within $10^{-3}$ of
-# the minimum. The loss is the one each update's forward pass saw, as recorded.
+# "Updates to tolerance": the first update after which the loss stays within $10^{-3}$
+# of the minimum. The loss is the one each update's forward pass saw, as recorded.
 
 # %%
 from dtsgd_viz.widgets import steps_to_tolerance
 
-print(f"{'optimizer':<10}{'final loss':>12}{'steps to 1e-3':>15}{'rule check':>12}")
+print(f"{'optimizer':<10}{'final loss':>12}{'updates to 1e-3':>17}{'rule check':>12}")
 for name, rec in recordings.items():
     reached = int(steps_to_tolerance(rec.loss, surface.min_value, 1e-3))
     bad = sum(len(s) for s in dtsgd_viz.reference.check_recording(rec).values())
-    print(f"{name:<10}{rec.loss[-1]:>12.2e}{(reached if reached >= 0 else 'no'):>15}"
+    print(f"{name:<10}{rec.loss[-1]:>12.2e}{(reached if reached >= 0 else 'no'):>17}"
           f"{('ok' if not bad else bad):>12}")
 
 # %% [markdown]
-# Classical momentum with $\mu = 0.9$ overshoots across the steep direction every
-# step: its loss curve saw-tooths for dozens of steps. Nesterov's fresh gradient term
-# corrects the overshoot one step earlier, which damps the oscillation: on this
-# ill-conditioned valley it reaches the tolerance long before the others. The rule
-# check confirms every recorded update follows the documented rule exactly.
+# Within 60 updates only Nesterov reaches the tolerance; classical momentum's loss
+# saw-tooths, plain SGD's falls slowly and steadily. The rule check confirms every
+# recorded update follows the documented rule exactly.
+#
+# ## Why: each direction of the valley on its own
+#
+# On a quadratic the error $p_k - p^*$ splits along the Hessian's eigenvectors, and
+# each part (a *mode*, with eigenvalue $h$) evolves on its own by a 2x2 matrix that
+# depends only on $\eta h$ and $\mu$. After $k$ updates it has shrunk like $\rho^k$,
+# $\rho$ the matrix's spectral radius (`dtsgd_viz.theory`). Below, the solid lines are
+# the real recorded parameters projected on each eigenvector, the dashed lines the
+# envelope $A\rho^k$ from theory; the right panel is $\rho$ against $\eta h$ for each
+# rule, with the runs' two eigenvalues marked.
+
+# %%
+from dtsgd_viz import theory
+
+for name, rec in recordings.items():
+    hp = rec.hyperparameters
+    rates = [theory.spectral_radius(hp.learning_rate[0], hp.applied_momentum, h, hp.nesterov)
+             for h in surface.hessian_eigenvalues]
+    print(f"{name:<9} rate per update: flat direction (h=1) {rates[0]:.3f}, "
+          f"steep direction (h=20) {rates[1]:.3f}")
+show(dtsgd_viz.plot_modes(recordings, surface))
+
+# %% [markdown]
+# What the figure shows:
+#
+# * **The steep direction** ($h = 20$, so $\eta h = 1$): plain SGD and Nesterov have
+#   rate 0 there, and their error along it is gone after one or two updates (down to
+#   float32 round-off). Classical momentum keeps oscillating across it at rate
+#   $\sqrt{\mu} \approx 0.95$: that is the saw-tooth of its loss curve.
+# * **The flat direction** ($h = 1$): plain SGD and classical momentum shrink at almost
+#   the same rate (0.950 and 0.949), so momentum buys nothing there at $\mu = 0.9$;
+#   Nesterov's rate is 0.925, and over 60 updates that is a factor of about 5 more.
+# * Every recorded curve stays under its dashed envelope and touches it: the real
+#   DTensor optimizer follows the linear theory.
 #
 # ## Where Nesterov wins, and where it does not
 #
-# On a quadratic the outcome depends on $\eta h$ for each curvature $h$ and on $\mu$.
-# The phase diagram below maps steps-to-converge over a grid of learning rates and
-# momenta for both rules (computed with the numpy reference of the tf-keras rule,
-# which the tests tie to the real optimizer), with the analytic stability boundary:
-# heavy ball is stable for $\eta h < 2(1+\mu)$, Nesterov only for
-# $\eta h < 2(1+\mu)/(1+2\mu)$.
+# The same theory over a grid of learning rates and momenta. The two left maps count
+# updates to tolerance for each rule (computed with the numpy reference of the tf-keras
+# rule, which the tests tie to the real optimizer; at most 150 updates); the right map is
+# $\log_2$ of Nesterov's count over momentum's (red: Nesterov faster, blue: momentum
+# faster, white: tie). On the maps: each rule's stability boundary
+# ($\eta h < 2(1+\mu)$ for heavy ball, $\eta h < 2(1+\mu)/(1+2\mu)$ for Nesterov),
+# iso-rate contours of the worst mode's $\rho$, and the critical-damping curve of the
+# flat direction (left of it that mode creeps in, right of it it oscillates).
+
+# %%
+lrs = np.geomspace(1e-3, 0.2, 24)
+mus = np.linspace(0.0, 0.95, 20)
+show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3))
 
 # %%
 from dtsgd_viz.widgets import phase_grid
 
-lrs = np.geomspace(1e-3, 0.2, 24)
-mus = np.linspace(0.0, 0.95, 20)
 grids = {nest: phase_grid(surface, lrs, mus, steps=150, tol=1e-3, nesterov=nest)
          for nest in (False, True)}
 mom, nes = grids[False], grids[True]
 both = (mom.steps >= 0) & (nes.steps >= 0)
+ratio = nes.steps / np.maximum(mom.steps, 1)       # < 1: Nesterov needs fewer updates
 for band, rows in (("momentum < 0.6 ", mus < 0.6), ("momentum >= 0.6", mus >= 0.6)):
-    b = both[rows]
-    print(f"{band}: both converge in {b.sum():3d} cells; Nesterov faster in "
-          f"{(nes.steps[rows] < mom.steps[rows])[b].sum():3d}, momentum faster in "
-          f"{(mom.steps[rows] < nes.steps[rows])[b].sum():3d}")
-print(f"best cell of the map: momentum {mom.steps[mom.steps >= 0].min()} steps, "
-      f"Nesterov {nes.steps[nes.steps >= 0].min()} steps")
+    b, r = both[rows], ratio[rows]
+    n_faster, m_faster = b & (r < 1), b & (r > 1)
+    print(f"{band}: both converge in {b.sum():3d} cells; "
+          f"Nesterov faster in {n_faster.sum():3d}"
+          + (f" (median {np.median(1 / r[n_faster]):.2f}x fewer updates)" if n_faster.any() else "")
+          + f", momentum faster in {m_faster.sum():3d}"
+          + (f" (median {np.median(r[m_faster]):.2f}x fewer)" if m_faster.any() else "")
+          + f", tied in {(b & (r == 1)).sum():3d}")
+print(f"best cell of the map: momentum {mom.steps[mom.steps >= 0].min()} updates, "
+      f"Nesterov {nes.steps[nes.steps >= 0].min()} updates")
 print(f"cells where only momentum converges: {((mom.steps >= 0) & (nes.steps < 0)).sum()}, "
       f"only Nesterov: {((nes.steps >= 0) & (mom.steps < 0)).sum()}")
 
 # %% [markdown]
-# The map tells a more careful story than "Nesterov is faster":
+# What the maps show:
 #
-# * **High momentum is where Nesterov wins.** With $\mu \ge 0.6$ heavy ball oscillates
-#   across the steep direction and needs ever more steps as $\mu \to 1$; Nesterov's
-#   fresh gradient term damps the oscillation, so it is faster in most of those cells.
-# * **At low momentum heavy ball wins**: there is little oscillation to damp, and
-#   Nesterov's extra $-\eta g$ term changes the effective step, so it converges later.
-# * **Tuned, they tie.** In the best cell of the map both reach the tolerance in about
-#   the same number of steps: Nesterov's advantage is robustness to a large $\mu$, not
-#   a better optimum.
-# * **Its stability boundary is lower** ($\eta h < 2(1+\mu)/(1+2\mu)$ against
-#   $2(1+\mu)$), so at the largest learning rates there are cells where heavy ball
-#   still converges and Nesterov blows up.
+# * **The grey region on the left is the 150-update cap, not a boundary.** Its edge
+#   follows the iso-rate contour marked "(cap)": the rate a run needs to bring the loss
+#   down to the tolerance in 150 updates. More updates would move it left; the dashed
+#   stability boundaries on the right do not move.
+# * **At low momentum classical momentum is faster in most cells, by about 2%**: the
+#   near-white lower part of the right map (no cell there favours Nesterov).
+# * **High momentum with a large learning rate is where Nesterov wins** (red in the right
+#   map), by a median factor of about 1.7: there classical momentum's steep direction
+#   oscillates, as in the run above. At high momentum with small learning rates
+#   classical momentum is again a few percent faster.
+# * **Nesterov's stability boundary is lower**, so at the largest learning rates there
+#   is a band (dark blue) where only classical momentum converges.
+# * Classical momentum's fastest cells (16 updates) lie on its critical-damping curve;
+#   Nesterov's (15 updates) a little to the right of its own, between the curve and
+#   its boundary. Tuned, the two rules are about equally fast.
 #
-# Pick a cell below (the two dropdowns, then "run real optimizer here") to run the real
-# optimizer at that point and see both paths.
+# Click a cell of any map below to run the real optimizer there and see both paths
+# (the dropdowns and the button do the same from the keyboard). A run that diverges is
+# drawn clipped to the view box, with the update at which it left it. The widget opens
+# on the cell $\eta \approx 0.05$, $\mu = 0.8$, already run, where Nesterov needs about
+# half the updates.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 from dtsgd_viz.widgets import PhaseDiagram
 
-PhaseDiagram(surface, learning_rates=lrs, momenta=mus, steps=150)
+phase = PhaseDiagram(surface, learning_rates=lrs, momenta=mus, steps=150)
+phase.select(lr_index=17, mu_index=16)
+phase
 
 # %% [markdown]
 # ## Try it yourself
 #
 # The comparison widget re-runs the real optimizer for all three rules whenever a
-# slider is released; the path explorer steps through the recorded run above.
+# slider is released. Drag the start point (the white circle) on the contours: while
+# you drag, the paths are a preview from the numpy reference of the rule (the panel
+# says so); on release the real DTensor SGD runs from there. The path explorer steps
+# through the recorded run above.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
