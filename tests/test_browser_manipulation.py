@@ -1,0 +1,145 @@
+"""Direct manipulation in a real browser: JupyterLab runs a small notebook with a
+PhaseDiagram and a CompareWidget, and headless Chromium clicks a phase-diagram cell
+(the real run appears) and drags CompareWidget's start point (the paths move, then the
+real run starts from where the pointer was released). ipyevents delivers the events.
+
+The notebook prints, from the kernel, where on each PNG the targets are (computed with
+the figures' own transforms); the test scales those pixels by the <img>'s size on the
+page, as a user's pointer would land."""
+
+import json
+import os
+import re
+import sys
+import time
+
+import pytest
+
+from test_browser import (_free_port, _image_sources, _server, _wait_changed,  # noqa: F401
+                          browser, browser_test)
+
+SETUP = """\
+import json
+import numpy as np
+import dtsgd_viz
+_ = dtsgd_viz.setup_devices(8)
+from dtsgd_viz import surfaces
+from dtsgd_viz.widgets import CompareWidget, PhaseDiagram, _pointer
+surface = surfaces.RotatedQuadratic()"""
+PHASE = """\
+phase = PhaseDiagram(surface, learning_rates=np.geomspace(0.02, 0.4, 6),
+                     momenta=np.linspace(0.0, 0.9, 5), steps=20, tol=1e-2, dpi=70)
+phase"""
+COMPARE = """\
+compare = CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=15, dpi=70)
+compare"""
+TARGETS = """\
+def px(ax, x, y, image):
+    return _pointer.data_to_pixel(ax, x, y, _pointer.png_size(image.value))
+lr, mu = np.sqrt(phase.lr_edges[2] * phase.lr_edges[3]), (phase.mu_edges[3] + phase.mu_edges[4]) / 2
+ax = compare.view.artists.ax_path
+print("TARGETS " + json.dumps({
+    "phase_png": _pointer.png_size(phase.image.value), "cell": px(phase.map_axes["momentum"], lr, mu, phase.image),
+    "compare_png": _pointer.png_size(compare.image.value),
+    "start": px(ax, -3.0, 1.5, compare.image), "mid": px(ax, -1.0, 2.0, compare.image),
+    "to": px(ax, 1.0, 2.5, compare.image)}))"""
+
+
+def _notebook(path):
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in (SETUP, PHASE, COMPARE, TARGETS)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(path))
+
+
+def _page_point(image, png_size, pixel):
+    """Where on the page PNG pixel ``pixel`` of ``image`` (an <img> locator) is shown."""
+    box = image.bounding_box()
+    scale = box["width"] / png_size[0]
+    return box["x"] + (pixel[0] + 0.5) * scale, box["y"] + (pixel[1] + 0.5) * scale
+
+
+def _image_with_size(page, size, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        imgs = page.locator("img.widget-image")
+        for i in range(imgs.count()):
+            if imgs.nth(i).evaluate("e => [e.naturalWidth, e.naturalHeight]") == list(size):
+                return imgs.nth(i)
+        time.sleep(0.5)
+    raise AssertionError(f"no widget image of {size} px on the page")
+
+
+def _readout(page, label):
+    text = page.locator(".widget-slider", has_text=label).locator(".widget-readout").inner_text()
+    return float(text.replace("\u2212", "-"))   # d3-format writes a minus sign
+
+
+@browser_test
+def test_click_a_phase_cell_and_drag_the_start_in_jupyterlab(browser, tmp_path):  # noqa: F811
+    work = tmp_path / "nb"
+    work.mkdir()
+    _notebook(work / "manipulate.ipynb")
+    settings = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    port, token = _free_port(), "dtsgdtest"
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
+           "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
+           f"--ServerApp.root_dir={work}", "--LabApp.news_url=",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    base = f"http://127.0.0.1:{port}"
+    with _server(cmd, f"{base}/api?token={token}", env, tmp_path / "lab.log"):
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        page.goto(f"{base}/lab/tree/manipulate.ipynb?token={token}", timeout=120_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+        page.locator(".jp-Notebook").first.click()
+        page.keyboard.press("Escape")
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        page.wait_for_function("() => document.body.innerText.includes('TARGETS {')", timeout=240_000)
+        page.wait_for_function("() => !document.body.innerText.includes('Loading widget')", timeout=60_000)
+        text = page.locator(".jp-OutputArea-output", has_text="TARGETS").first.inner_text()
+        targets = json.loads(re.search(r"TARGETS (\{.*\})", text).group(1))
+        no_news = page.get_by_role("button", name="No", exact=True)
+        if no_news.count():
+            no_news.first.click()
+
+        # click a cell of the momentum map: the real optimizer runs there
+        phase = _image_with_size(page, targets["phase_png"])
+        phase.scroll_into_view_if_needed()
+        before = phase.get_attribute("src")
+        assert "grid:" not in page.inner_text("body")
+        page.mouse.click(*_page_point(phase, targets["phase_png"], targets["cell"]))
+        page.wait_for_function("() => document.body.innerText.includes('(grid:')", timeout=120_000)
+        body = page.inner_text("body")
+        assert re.search(r"real DTensor SGD \([\d.]+ s\): momentum: .*\(grid: .*nesterov: ", body), body[-2000:]
+        assert phase.get_attribute("src") != before
+
+        # drag the start point of the compare widget's paths
+        compare = _image_with_size(page, targets["compare_png"])
+        compare.scroll_into_view_if_needed()
+        assert _readout(page, "start w[0]") == pytest.approx(-3.0)
+        before = _image_sources(page)
+        page.mouse.move(*_page_point(compare, targets["compare_png"], targets["start"]))
+        page.mouse.down()
+        page.mouse.move(*_page_point(compare, targets["compare_png"], targets["mid"]), steps=4)
+        page.mouse.move(*_page_point(compare, targets["compare_png"], targets["to"]), steps=4)
+        during = _wait_changed(page, before, timeout=30)     # the preview redrew the paths
+        assert _readout(page, "start w[0]") == pytest.approx(-3.0)   # not run yet
+        page.mouse.up()
+        deadline = time.time() + 120
+        while time.time() < deadline and abs(_readout(page, "start w[0]") - 1.0) > 0.1:
+            time.sleep(0.5)
+        assert _readout(page, "start w[0]") == pytest.approx(1.0, abs=0.1)
+        assert _readout(page, "start w[1]") == pytest.approx(2.5, abs=0.1)
+        page.wait_for_function("() => document.body.innerText.includes('real DTensor SGD: 3 runs')",
+                               timeout=120_000)
+        _wait_changed(page, during, timeout=120)             # the real run's picture
+        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+        assert errors.count() == 0, errors.first.inner_text()
+        page.close()
