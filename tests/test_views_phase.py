@@ -154,3 +154,12 @@ def test_bad_grids_are_refused():
     with pytest.raises(ValueError, match="learning_rates must be strictly increasing"):
         dtsgd_viz.plot_phase(SURFACE, [0.1, 0.05], MUS, 10, 1e-2)
     np.testing.assert_allclose(cell_edges(LRS, log=True)[1:-1], np.sqrt(LRS[1:] * LRS[:-1]))
+
+
+def test_the_theory_and_the_figures_need_neither_tensorflow_nor_ipywidgets():
+    import subprocess
+    import sys
+    code = ("import sys, dtsgd_viz.views.phase, dtsgd_viz.views.modes, dtsgd_viz.theory; "
+            "print(sorted(m for m in ('ipywidgets', 'IPython', 'tensorflow') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
