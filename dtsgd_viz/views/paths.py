@@ -155,9 +155,7 @@ def _axes(ax, zoom_keys=()):
         fig = new_figure(figsize=(11.5, 9.4))
         top, bottom = fig.subfigures(2, 1, height_ratios=[1.2, 1.0], hspace=0.02)
         ax_path, ax_loss = top.subplots(1, 2, gridspec_kw=dict(width_ratios=[1.2, 1.0]))
-        zooms = bottom.subplots(1, max(3, len(zoom_keys)), squeeze=False)[0]
-        for extra in zooms[len(zoom_keys):]:
-            extra.set_visible(False)
+        zooms = bottom.subplots(1, len(zoom_keys), squeeze=False)[0]
         bottom.suptitle("Each run's update up close: the momentum term in the run's colour, "
                         "the gradient term −lr·g in its light tint, tip to tail",
                         fontsize=style.FONT_SIZE + 1)

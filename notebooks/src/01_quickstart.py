@@ -126,13 +126,14 @@ dtsgd_viz.reference.check_recording(r)
 show(dtsgd_viz.plot_layout(r, name="w"))
 
 # %% [markdown]
-# **The velocity, shard by shard.** Left: the velocity at iteration 10, each device's
+# **The velocity, shard by shard.** Left: the velocity after update 10 (`step=10`: steps
+# count optimizer updates, the first is 1, as `recording.steps` does), each device's
 # block outlined. Right: every shard's velocity norm over the whole run (one column per
 # device). The steep blocks (bottom row, CPU:4-7) swing and die out fast; the flat ones
 # (CPU:0-1) keep a small velocity for much longer.
 
 # %%
-show(dtsgd_viz.plot_shards(r, "w", "velocity", step=9))
+show(dtsgd_viz.plot_shards(r, "w", "velocity", step=10))
 
 # %% [markdown]
 # **Update paths.** `dtsgd_viz.run` runs the real optimizer on a 2-D surface once per
@@ -150,15 +151,17 @@ for name, run in runs.items():
     print(f"{name:<9} loss after 40 steps: {valley.value_np(run.path('w')[-1]):.2e}")
 
 # %% [markdown]
-# `plot_paths` draws both paths on the loss contours and, at one step, splits the update
-# into arrows, tip to tail: the momentum term (for Nesterov, its look-ahead term) and
-# the gradient term `-lr*g`. `step=3` is an index into the recorded steps: iteration 4.
-# There heavy-ball momentum's term carries the point further across the valley and the
-# gradient can only pull part of it back, so it keeps bouncing from wall to wall;
-# Nesterov's look-ahead has already turned, and its loss falls much faster.
+# `plot_paths` draws both paths on the loss contours and takes one update apart into
+# arrows, tip to tail: the momentum term in the run's colour (for Nesterov, its
+# look-ahead term `mu*v_new`) and the gradient term `-lr*g` in a light tint of it. The
+# paths fade with age up to that update, and under them a zoomed panel per run shows it
+# up close. `step=4` is update 4. There heavy-ball momentum's term carries the point
+# further across the valley and the gradient can only pull part of it back, so it keeps
+# bouncing from wall to wall; Nesterov's look-ahead has already turned (its panel marks
+# the look-ahead point, where the gradient was taken), and its loss falls much faster.
 
 # %%
-show(dtsgd_viz.plot_paths(runs, valley, step=3))
+show(dtsgd_viz.plot_paths(runs, valley, step=4))
 
 # %% [markdown]
 # ## Where next

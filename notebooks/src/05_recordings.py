@@ -133,7 +133,7 @@ print("same layouts:", all(loaded.layout(n) == recording.layout(n) for n in reco
 # ## Explore it with a widget
 #
 # `ShardExplorer` shows `plot_shards` with a variable picker, a kind picker (parameter,
-# velocity, gradient) and a step slider with Play. Every change redraws the figure in
+# velocity, gradient) and an update slider with Play. Every change redraws the figure in
 # place. (A widget needs a live kernel; on a static page, such as the notebook viewed
 # on GitHub, the snapshot a few cells below shows what it draws.)
 
@@ -146,7 +146,8 @@ explorer
 
 # %% [markdown]
 # Widgets are driven by their traits, so code can move them too. Pick the output
-# layer's kernel, show its gradient, and go to iteration 10:
+# layer's kernel, show its gradient, and go to update 10 (the slider's tenth position:
+# updates count from 1, as `recording.steps` does):
 
 # %%
 explorer.variable.value = "d2/kernel"

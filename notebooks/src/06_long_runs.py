@@ -119,7 +119,7 @@ print(f"2048x2048 kernel, per kind and step: full {big_full / 2**20:.0f} MiB, st
 
 # %% [markdown]
 # `plot_shards` works on a stats recording too. The right panel is each device's
-# velocity norm over the whole run (the 500 kept steps, iterations 4 to 2000): the two
+# velocity norm over the whole run (the 500 kept updates, 4 to 2000): the two
 # copies of each block agree, and block 2 (devices 2 and 6) moves fastest early on. The
 # values themselves were never recorded, so where the heatmap would be it draws the
 # device blocks and says that values need `mode="full"`.
@@ -149,7 +149,8 @@ print("dropped steps:", ring.dropped_steps.tolist())
 # `range` and never read the recorder, and they would show up here, with a warning.)
 # With the values at hand, `plot_shards` draws the heatmap again: the velocity of
 # `d1/kernel` at update 2000, each device's block outlined, beside the norms of the
-# 10 kept steps.
+# 10 kept updates (with no `step=`, the last one; `step=1500` would show update 1500,
+# and `step=1550`, never recorded, raises an error naming the kept updates).
 
 # %%
 show(dtsgd_viz.plot_shards(ring, "d1/kernel", "velocity"))
