@@ -268,16 +268,18 @@ def write_report(directory, shard_recordings: Mapping, path_recordings: Mapping,
     save(path_figure(path_recordings, surface, step, pname), "paths.png",
          f"Update paths: {names}",
          f"Each optimizer's path on the {label} from the same start ({settings}), with the "
-         f"update of iteration {it} split into arrows: the momentum or look-ahead term and "
-         "the gradient term, tip to tail. Right: the loss at every step (log scale).")
+         f"update {it} taken apart into arrows: the momentum or look-ahead term and "
+         "the gradient term, tip to tail, on the paths and in a zoomed panel per run. "
+         "Right: the loss at every update (log scale).")
 
     frames = min(gif_frames, *(len(r) for r in path_recordings.values()))
     say(f"animating paths.gif ({frames} frames)")
     anim = animate(path_recordings, surface, name=pname, frames=frames)
     anim.save(os.path.join(directory, "paths.gif"), writer="pillow", dpi=GIF_DPI)
     items.append(Item("paths.gif", f"Animation: {names}",
-                      f"The same run step by step ({frames} frames): the paths grow, the "
-                      "arrows show each update's terms, the loss marker follows."))
+                      f"The same runs update by update ({frames} frames, the last one held): "
+                      "the paths grow, the arrows and zoomed panels show each update's terms, "
+                      "the loss curves are drawn up to the update shown."))
 
     title = "dtsgd_viz demo report"
     intro = ("Figures drawn from recordings of the real TensorFlow DTensor SGD optimizer on "
