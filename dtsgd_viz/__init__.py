@@ -45,6 +45,7 @@ _LAZY = {
     "model_table": "views.layout",
     "plot_shards": "views.shards",
     "plot_update_shards": "views.update_shards",
+    "plot_block_rates": "views.rates",
     "plot_paths": "views.paths",
     "animate": "views.paths",
     "plot_phase": "views.phase",

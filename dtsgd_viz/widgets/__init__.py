@@ -7,6 +7,7 @@
     PhaseDiagram(surface, steps=150)
     LiveMonitor("run.zarr")           # a store another process is writing
     LayoutExplorer((1024, 512), mesh={"data": 4, "model": 16})   # try layouts, no devices
+    RateExplorer(recording, sharded_quadratic)   # each block on the rate curves, an lr slider
 """
 
 from ._canvas import FigureWidget
@@ -16,6 +17,7 @@ from .layout_explorer import LayoutExplorer, LayoutExplorerState, layout_explore
 from .live_monitor import LiveMonitor, MonitorState, monitor_state, poll, readout
 from .path_explorer import PathExplorer, PathExplorerState, PathFrame, path_explorer_state, path_frame
 from .phase_diagram import PhaseDiagram, PhasePick, phase_pick
+from .rate_explorer import RateExplorer, RateState, rate_state
 from .shard_explorer import ExplorerState, ShardExplorer, explorer_state, redraw_for
 
 __all__ = [
@@ -27,4 +29,5 @@ __all__ = [
     "steps_to_tolerance",
     "LiveMonitor", "MonitorState", "monitor_state", "poll", "readout",
     "LayoutExplorer", "LayoutExplorerState", "layout_explorer_state",
+    "RateExplorer", "RateState", "rate_state",
 ]

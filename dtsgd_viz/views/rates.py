@@ -1,0 +1,262 @@
+"""Shards on the rate curve: on a ``ShardedQuadratic`` every device block has its own
+curvature ``h``, so at learning rate ``lr`` each block sits at ``a = lr * h`` on the
+convergence-rate curve of each momentum rule (the spectral radius of the 2x2 iteration
+matrix, ``dtsgd_viz.theory``). The figure puts every block there, for both rules, beside
+the decay the recording measured on that block::
+
+    s = dtsgd_viz.surfaces.ShardedQuadratic()
+    r = dtsgd_viz.run(s, {"nesterov": dict(learning_rate=1.0, momentum=0.9, nesterov=True)},
+                      steps=60)["nesterov"]
+    fig = dtsgd_viz.plot_block_rates(r, s)
+
+The measured decay of a block is ``exp(slope)`` of the least-squares line through
+``log ||w_k - target||`` (its error norm after update ``k``, update 0 the start) over
+the later half of the updates whose error is still above the float noise floor
+(``1000 * eps * ||w_0 - target||``): the per-update factor the error shrank by.
+``block_rates`` computes everything (no drawing); ``RatesView.set_learning_rate`` moves
+the blocks along the curves in place (the ``RateExplorer`` widget's slider).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import style
+from ._empty import check_not_empty
+from ._figure import new_figure
+from ._shard_geometry import block_patches
+
+__all__ = ["BlockRates", "block_rates", "measured_decay", "plot_block_rates", "RatesView",
+           "rule_positions"]
+
+RULE_NAMES = {False: "momentum", True: "Nesterov"}
+RULE_COLORS = {False: style.OPTIMIZER_COLORS["momentum"], True: style.OPTIMIZER_COLORS["nesterov"]}
+RULE_MARKERS = {False: "o", True: "s"}
+UNSTABLE_COLOR = "#CC3311"
+
+
+def _rate(a, momentum, nesterov):
+    from ..theory import rate  # the closed-form spectral radius
+    return rate(a, momentum, nesterov)
+
+
+def _boundary(momentum, nesterov) -> float:
+    """``a = lr * h`` past which a rule diverges (``theory.convergence_boundary`` at h=1)."""
+    bound = 2.0 * (1.0 + momentum)
+    return bound / (1.0 + 2.0 * momentum) if nesterov else bound
+
+
+def measured_decay(errors, steps, dtype=np.float32) -> float:
+    """Per-update decay factor of an error-norm series ``errors`` (after updates
+    ``steps``, update 0 first): ``exp`` of the least-squares slope of ``log(errors)``
+    over the later half of the points above ``1000 * eps * errors[0]``. NaN when fewer
+    than two points are usable."""
+    e, k = np.asarray(errors, np.float64), np.asarray(steps, np.float64)
+    floor = 1e3 * np.finfo(dtype).eps * (e[0] if np.isfinite(e[0]) else 0.0)
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(e) & (e > max(floor, 0.0))
+    if not ok.all():  # a run that reached the floor (or blew up) stops there
+        stop = int(np.argmin(ok))
+        ok[stop:] = False
+    idx = np.nonzero(ok)[0]
+    idx = idx[len(idx) // 2:] if len(idx) >= 4 else idx
+    if len(idx) < 2:
+        return float("nan")
+    slope = np.polyfit(k[idx], np.log(e[idx]), 1)[0]
+    return float(np.exp(slope))
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockRates:
+    """Per replica group (unique block) of a ``ShardedQuadratic`` recording: its
+    ``curvature``, ``errors`` (``(n_updates + 1, n_blocks)``: ``||w - target||`` of the
+    block at the start and after each recorded update), the ``measured`` decay, and
+    the run's ``learning_rate``, ``momentum`` and rule (``nesterov``)."""
+
+    groups: tuple[tuple[int, ...], ...]
+    labels: tuple[str, ...]
+    colors: tuple[str, ...]
+    linestyles: tuple
+    curvature: np.ndarray
+    updates: np.ndarray        # 0 then recording.steps
+    errors: np.ndarray
+    measured: np.ndarray
+    learning_rate: float
+    momentum: float
+    nesterov: bool
+
+    def positions(self, learning_rate=None) -> dict[bool, tuple[np.ndarray, np.ndarray]]:
+        """``{nesterov: (a, rate)}`` of every block at ``learning_rate`` (default: the
+        recorded one), on both rules' curves."""
+        return rule_positions(self.curvature, self.momentum,
+                              self.learning_rate if learning_rate is None else learning_rate)
+
+
+def rule_positions(curvature, momentum, learning_rate):
+    """``{nesterov: (a, rate)}``: each block's ``a = lr * h`` and its rate under both rules."""
+    a = float(learning_rate) * np.asarray(curvature, np.float64)
+    return {n: (a, np.asarray(_rate(a, momentum, n), np.float64)) for n in (False, True)}
+
+
+def block_rates(recording, surface, name: str = "w") -> BlockRates:
+    """Everything ``plot_block_rates`` draws, computed from a full-mode recording of
+    ``surface`` (a ``ShardedQuadratic``: its layout must be the recording's)."""
+    check_not_empty(recording)
+    if not hasattr(surface, "curvature") or not hasattr(surface, "layout_spec"):
+        raise TypeError("surface must be a dtsgd_viz.surfaces.ShardedQuadratic (a curvature "
+                        f"per device block). Received: {type(surface).__name__}.")
+    geometry = recording.geometry(name)
+    if (tuple(geometry.global_shape) != tuple(surface.shape)
+            or tuple(geometry.layout.sharding_specs) != tuple(surface.specs)):
+        raise ValueError(
+            f"The recording's {name!r} is {geometry.global_shape} laid out "
+            f"{list(geometry.layout.sharding_specs)}; the surface is {tuple(surface.shape)} "
+            f"laid out {list(surface.specs)}. Pass the surface the recording was run on.")
+    if getattr(recording, "mode", "full") == "stats":
+        raise ValueError("block_rates needs the parameter's values: record with "
+                         "Recorder(mode='full') (dtsgd_viz.run does).")
+    hp = recording.hyperparameters
+    path = recording.path(name).astype(np.float64)          # (n + 1, *shape)
+    curvature = np.asarray(surface.curvature, np.float64)
+    blocks = [geometry.blocks[d[0]] for d in geometry.replica_groups]
+    ell = (slice(None),)
+    errors = np.stack([np.sqrt(np.sum((path[ell + b] - surface.target) ** 2,
+                                      axis=tuple(range(1, path.ndim)))) for b in blocks], 1)
+    updates = np.concatenate([[0], np.asarray(recording.steps)])
+    dtype = recording.record(name).dtype
+    measured = np.array([measured_decay(errors[:, g], updates, dtype)
+                         for g in range(len(blocks))])
+    styles = style.block_styles(geometry)
+    names = tuple(d.rsplit("device:", 1)[-1] for d in recording.shard_devices(name))
+    return BlockRates(
+        tuple(geometry.replica_groups), tuple(p.label for p in block_patches(geometry, names)),
+        tuple(s[0] for s in styles), tuple(s[2] for s in styles),
+        np.array([float(curvature[b].flat[0]) for b in blocks]), updates, errors, measured,
+        float(hp.learning_rate[0]), float(hp.momentum), bool(hp.nesterov))
+
+
+class RatesView:
+    """The figure's artists: ``curve_ax`` (rate against ``lr * h``, log x), ``error_ax``
+    (each block's error over the updates, log y). ``markers[nesterov]`` is one ``Line2D``
+    per rule holding every block's position; ``measured_marks`` the measured decays
+    (at the recorded ``lr``); ``unstable_marks[nesterov]`` the blocks past that rule's
+    stability boundary at the shown learning rate. ``lr_range``: the learning rates the
+    x axis must hold (a slider's span)."""
+
+    def __init__(self, rates: BlockRates, curve_ax, error_ax=None, learning_rate=None,
+                 lr_range=None):
+        self.rates, self.curve_ax, self.error_ax = rates, curve_ax, error_ax
+        self.figure = curve_ax.figure
+        r = rates
+        self.learning_rate = r.learning_rate if learning_rate is None else float(learning_rate)
+        ax = curve_ax
+        a_rec = r.learning_rate * r.curvature
+        lr_lo, lr_hi = lr_range or (r.learning_rate, r.learning_rate)  # a slider's span
+        hi = 1.5 * max(_boundary(r.momentum, False), lr_hi * r.curvature.max())
+        lo = min(a_rec.min(), lr_lo * r.curvature.min()) / 2
+        grid = np.geomspace(lo, hi, 600)
+        for n in (False, True):
+            ax.plot(grid, _rate(grid, r.momentum, n), color=RULE_COLORS[n], lw=1.6,
+                    label=f"{RULE_NAMES[n]} rate (theory)", gid=f"curve-{RULE_NAMES[n]}")
+            ax.axvline(_boundary(r.momentum, n), color=RULE_COLORS[n], lw=1, ls=":",
+                       gid=f"boundary-{RULE_NAMES[n]}")
+        ax.axhline(1.0, color="0.3", lw=0.8, ls="--", gid="stability-line")
+        ax.text(lo * 1.1, 1.0, " rate 1: past this the error grows", va="bottom",
+                fontsize=style.FONT_SIZE - 1, color="0.3")
+        self.markers, self.unstable_marks = {}, {}
+        for n in (False, True):
+            self.markers[n] = ax.scatter([], [], s=46, marker=RULE_MARKERS[n],
+                                         edgecolors=RULE_COLORS[n], linewidths=1.2, zorder=5,
+                                         gid=f"blocks-{RULE_NAMES[n]}")
+            self.unstable_marks[n], = ax.plot([], [], ls="none", marker="x", ms=11, mew=2.2,
+                                              color=UNSTABLE_COLOR, zorder=6,
+                                              gid=f"unstable-{RULE_NAMES[n]}")
+        ok = np.isfinite(r.measured)
+        self.measured_marks = ax.scatter(
+            a_rec[ok], r.measured[ok], s=90, marker="*", c=np.array(r.colors)[ok],
+            edgecolors="black", linewidths=0.7, zorder=7, gid="measured")
+        ax.set_xscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(0, 1.25)
+        ax.set_xlabel("lr · h  (learning rate x the block's curvature)")
+        ax.set_ylabel("rate: error factor per update")
+        ax.grid(True, color="#E5E5E5", lw=0.6)
+        self._legend()
+        if error_ax is not None:
+            self._draw_errors(error_ax)
+        self.set_learning_rate(self.learning_rate)
+
+    def _legend(self):
+        from matplotlib.lines import Line2D
+        r = self.rates
+        handles = [Line2D([], [], color=RULE_COLORS[n], lw=1.6, marker=RULE_MARKERS[n],
+                          mfc="white", label=f"{RULE_NAMES[n]}: rate curve, blocks on it")
+                   for n in (False, True)]
+        handles += [Line2D([], [], ls="none", marker="*", ms=10, mfc="0.6", mec="black",
+                           label=f"measured decay ({RULE_NAMES[r.nesterov]} run, "
+                                 f"lr={r.learning_rate:g})"),
+                    Line2D([], [], ls="none", marker="x", ms=9, mew=2, color=UNSTABLE_COLOR,
+                           label="past the stability boundary (dotted)")]
+        self.curve_ax.legend(handles=handles, loc="lower left", fontsize=style.FONT_SIZE - 1,
+                             framealpha=0.9)
+
+    def _draw_errors(self, ax):
+        r = self.rates
+        self.error_lines = []
+        for g, label in enumerate(r.labels):
+            e = np.where(r.errors[:, g] > 0, r.errors[:, g], np.nan)
+            self.error_lines.append(ax.plot(r.updates, e, color=r.colors[g], ls=r.linestyles[g],
+                                            lw=1.5, label=label, gid=f"error-{g}")[0])
+        ax.set_yscale("log")
+        ax.set_xlabel("optimizer update")
+        ax.set_ylabel("||w - target|| on the block")
+        ax.set_title(f"each block's error ({RULE_NAMES[r.nesterov]}, lr={r.learning_rate:g}, "
+                     f"momentum={r.momentum:g})", fontsize=style.FONT_SIZE + 1)
+        ax.grid(True, color="#E5E5E5", lw=0.6)
+        if len(r.labels) <= 10:
+            ax.legend(fontsize=style.FONT_SIZE - 2, loc="lower left", ncol=2,
+                      title="h per block: see the curve", title_fontsize=style.FONT_SIZE - 2)
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        """Move every block along both curves to ``a = learning_rate * h``, in place,
+        and mark the blocks past each rule's stability boundary."""
+        r = self.rates
+        self.learning_rate = float(learning_rate)
+        pos = r.positions(self.learning_rate)
+        self.unstable = {}
+        for n, (a, rho) in pos.items():
+            self.markers[n].set_offsets(np.column_stack([a, np.minimum(rho, 1.22)]))
+            self.markers[n].set_facecolors(r.colors)
+            bad = rho >= 1.0
+            self.unstable[n] = bad
+            self.unstable_marks[n].set_data(a[bad], np.minimum(rho[bad], 1.22))
+        counts = ", ".join(f"{RULE_NAMES[n]} {int(self.unstable[n].sum())}" for n in (False, True))
+        self.curve_ax.set_title(
+            f"{len(r.labels)} blocks at lr={self.learning_rate:.3g}, momentum={r.momentum:g}"
+            f"\nblocks past the stability boundary: {counts}", fontsize=style.FONT_SIZE + 1)
+
+
+def plot_block_rates(recording, surface, name: str = "w", *, learning_rate=None, ax=None):
+    """Every device block of a ``ShardedQuadratic`` recording on the convergence-rate
+    curves of both momentum rules (x: ``lr * h``, the block's curvature times the
+    learning rate; y: the spectral radius of the rule's iteration matrix), with the
+    decay measured on each block (stars, at the recorded learning rate) and, beside,
+    each block's error ``||w - target||`` over the updates. ``learning_rate`` places the
+    blocks for another learning rate (default: the recorded one); blocks past a rule's
+    stability boundary get a red x. Returns the ``Figure``.
+
+    ``ax``: None (a new figure) or a pair ``(curve_ax, error_ax)``.
+    """
+    return draw_block_rates(recording, surface, name, learning_rate=learning_rate, ax=ax).figure
+
+
+def draw_block_rates(recording, surface, name="w", *, learning_rate=None, ax=None) -> RatesView:
+    """Like ``plot_block_rates`` but returns the ``RatesView``."""
+    rates = block_rates(recording, surface, name)
+    if ax is None:
+        curve_ax, error_ax = new_figure((11.5, 4.8)).subplots(1, 2, width_ratios=[1.2, 1])
+    else:
+        curve_ax, error_ax = ax
+    return RatesView(rates, curve_ax, error_ax, learning_rate)

@@ -1,0 +1,118 @@
+"""Shards on the rate curve (issue #12 item 7), checked through the figure's data: each
+block's position against the spectral radius of the 2x2 iteration matrix computed here,
+its measured decay against the recorded parameters, and the slider's state."""
+
+import matplotlib
+import numpy as np
+import pytest
+
+import dtsgd_viz
+from dtsgd_viz import surfaces
+from dtsgd_viz.views import rates as rv
+
+matplotlib.use("Agg")
+
+SURFACE = surfaces.ShardedQuadratic()   # (8, 8) on batch=2 x model=4: 8 blocks
+LR, MU = 1.5, 0.6
+
+
+@pytest.fixture(scope="module")
+def recording():
+    return dtsgd_viz.run(SURFACE, {"nesterov": dict(learning_rate=LR, momentum=MU,
+                                                    nesterov=True)}, steps=40)["nesterov"]
+
+
+def _radius(a, mu, nesterov):
+    """The spectral radius of the tf-keras update's iteration matrix, numerically."""
+    m = (np.array([[1 - (1 + mu) * a, mu * mu], [-a, mu]]) if nesterov
+         else np.array([[1 - a, mu], [-a, mu]]))
+    return np.abs(np.linalg.eigvals(m)).max()
+
+
+def _decay(errors, updates):
+    """The measured decay as the module documents it, written out again."""
+    floor = 1e3 * np.finfo(np.float32).eps * errors[0]
+    usable = []
+    for k, e in zip(updates, errors):
+        if not (np.isfinite(e) and e > floor):
+            break
+        usable.append((k, e))
+    usable = usable[len(usable) // 2:] if len(usable) >= 4 else usable
+    k, e = np.array(usable).T
+    return np.exp(np.polyfit(k, np.log(e), 1)[0])
+
+
+def test_blocks_sit_on_both_rate_curves_beside_their_measured_decay(recording):
+    r = recording
+    view = rv.draw_block_rates(r, SURFACE)
+    rates = view.rates
+    geometry = r.geometry("w")
+    assert len(rates.groups) == 8 == geometry.num_unique
+    path = np.concatenate([r.initial("w")[None], r.global_values("w", "param")]).astype(float)
+    for g, devices in enumerate(geometry.replica_groups):
+        block = geometry.blocks[devices[0]]
+        assert rates.curvature[g] == pytest.approx(float(SURFACE.curvature[block].mean()))
+        errors = np.sqrt(((path[(slice(None),) + block] - SURFACE.target) ** 2)
+                         .reshape(len(path), -1).sum(1))
+        np.testing.assert_allclose(rates.errors[:, g], errors, rtol=1e-9)
+        assert rates.measured[g] == pytest.approx(_decay(errors, np.arange(len(path))), rel=1e-9)
+    a = LR * rates.curvature
+    for nesterov in (False, True):
+        theory = np.array([_radius(x, MU, nesterov) for x in a])
+        shown = view.markers[nesterov].get_offsets()
+        np.testing.assert_allclose(shown[:, 0], a)
+        np.testing.assert_allclose(shown[:, 1], np.minimum(theory, 1.22), atol=1e-9)
+        unstable = view.unstable_marks[nesterov].get_xdata()
+        np.testing.assert_allclose(unstable, a[theory >= 1])
+    # Nesterov at lr=1.5: the stiffest block (h=1, a=1.5) is past 2(1+mu)/(1+2mu)=1.45
+    assert list(view.unstable[True]) == [False] * 7 + [True]
+    assert not view.unstable[False].any()
+    # the run measured what theory says, within a finite run's transients
+    theory = np.array([_radius(x, MU, True) for x in a])
+    ok = np.isfinite(rates.measured)
+    assert ok.all()
+    assert np.abs(rates.measured - theory).max() < 0.1
+    assert rates.measured[-1] > 1  # the unstable block grew
+    stars = view.measured_marks.get_offsets()
+    np.testing.assert_allclose(stars, np.column_stack([a, rates.measured]))
+    assert "Nesterov 1" in view.curve_ax.get_title()
+    lines = [l for l in view.error_ax.lines if l.get_gid().startswith("error-")]
+    assert len(lines) == 8 and list(lines[0].get_xdata()) == list(range(41))
+
+
+def test_the_learning_rate_moves_every_block_and_marks_the_unstable(recording):
+    from dtsgd_viz.widgets.rate_explorer import RateExplorer, rate_state
+    rates = rv.block_rates(recording, SURFACE)
+    s = rate_state(rates, 0.5)
+    np.testing.assert_allclose(s.a, 0.5 * rates.curvature)
+    for nesterov in (False, True):
+        theory = np.array([_radius(x, MU, nesterov) for x in s.a])
+        np.testing.assert_allclose(s.rates[nesterov], theory, atol=1e-9)
+        assert not s.unstable[nesterov].any()
+    big = rate_state(rates, 4.0)  # a = 4 h: momentum's boundary 3.2, Nesterov's 1.45
+    assert list(big.unstable[False]) == list(4.0 * rates.curvature >= 3.2)
+    assert list(big.unstable[True]) == list(4.0 * rates.curvature >= 3.2 / 2.2)
+    assert "momentum: 1 of 8 blocks unstable" in big.text()
+    with pytest.raises(ValueError, match="learning_rate must be a finite number > 0"):
+        rate_state(rates, 0.0)
+    w = RateExplorer(recording, SURFACE)
+    assert w.slider.value == pytest.approx(LR) and w.image.value
+    renders = w.renders
+    w.slider.value = 4.0
+    assert w.renders == renders + 1 and w.state.learning_rate == pytest.approx(4.0, rel=1e-3)
+    lr = w.slider.value
+    np.testing.assert_allclose(w.view.markers[False].get_offsets()[:, 0], lr * rates.curvature)
+    np.testing.assert_allclose(w.view.unstable_marks[False].get_xdata(),
+                               (lr * rates.curvature)[lr * rates.curvature >= 3.2])
+    assert "unstable" in w.label.value and f"lr={lr:.3g}" in w.view.curve_ax.get_title()
+    lo, hi = w.view.curve_ax.get_xlim()  # the slider's whole span stays in view
+    assert lo <= LR / 100 * rates.curvature.min() and hi >= LR * 10 * rates.curvature.max()
+
+
+def test_block_rates_refuses_what_it_cannot_read(recording):
+    with pytest.raises(ValueError, match="Pass the surface the recording was run on"):
+        rv.block_rates(recording, surfaces.ShardedQuadratic((8, 8), specs=("model", "batch")))
+    with pytest.raises(TypeError, match="ShardedQuadratic"):
+        rv.block_rates(recording, surfaces.RotatedQuadratic())
+    assert rv.measured_decay([1.0, 0.5, 0.25, 0.125], [0, 1, 2, 3]) == pytest.approx(0.5)
+    assert np.isnan(rv.measured_decay([1.0, 0.0], [0, 1]))
