@@ -39,8 +39,8 @@ def update_captions(layout, update: int) -> dict[str, str]:
     >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
     >>> print(update_captions(spec, 3)["grad"])
     gradient of update 3, the same layout;
-    summed over 'batch' (2 devices, one batch
-    slice each): 2 equal copies of each block
+    summed over 'batch' (2 devices) when the batch
+    is split over it: 2 equal copies of each block
     """
     specs = "[" + ", ".join(layout.sharding_specs) + "]"
     mesh = layout.mesh
@@ -49,10 +49,10 @@ def update_captions(layout, update: int) -> dict[str, str]:
     copies = int(np.prod([mesh.dim_size(d) for d in unused])) if unused else 1
     if unused:
         over = " x ".join(f"'{d}'" for d in unused)
-        reduced = (f"summed over {over} ({copies} devices, one batch\nslice each): "
-                   f"{copies} equal copies of each block")
+        reduced = (f"summed over {over} ({copies} devices) when the batch\nis split over "
+                   f"it: {copies} equal copies of each block")
     else:
-        reduced = "every mesh dim cuts it:\nno copies, no sum across devices"
+        reduced = "every mesh dim cuts it:\none block per device, no copies"
     return {
         "param": f"parameter after update {update}\nlaid out {specs}",
         "velocity": f"velocity slot after update {update}\nthe same layout: "
@@ -90,8 +90,8 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
     shape = geometry.global_shape
     rows, cols = (1, shape[0]) if len(shape) == 1 else (int(np.prod(shape[:-1])), shape[-1])
     if figsize is None:
-        aspect = min(max(rows / cols, 0.3), 1.6)
-        figsize = (4.0 * len(shown), 3.0 + 3.0 * aspect)
+        aspect = min(max(rows / cols, 0.15), 1.6)  # wide tensors: a short figure
+        figsize = (4.0 * len(shown), max(3.4, 2.5 + 3.3 * aspect))
     fig = new_figure(figsize, wspace=0.02)
     axes = fig.subplots(1, len(shown), squeeze=False)[0]
     names = tuple(d.rsplit("device:", 1)[-1] for d in recording.shard_devices(name))

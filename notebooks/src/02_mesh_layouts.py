@@ -68,8 +68,9 @@ show(dtsgd_viz.plot_layout(b))
 # tensor dim 0 is simply *not sharded* (each block spans it whole), and it is the unused
 # mesh dim `batch` that makes 2 copies of every block; the figure's `mesh dims:` line says
 # so (`batch: unused -> 2 copies`). The table groups the replicas on one row; the
-# figure labels each block with every device holding it and draws a strip of their
-# colours under it.
+# figure gives every block one colour and labels it with every device holding it, and
+# the key under it colours each device by the block it holds: devices of one colour
+# hold copies of one block.
 
 # %%
 c = variable((8, 8), ["unsharded", "model"], mesh_2d, "c")
@@ -199,6 +200,21 @@ print(dtsgd_viz.layout_table(plan, (1024, 512), name="W"))
 
 # %%
 show(dtsgd_viz.plot_layout(plan, (1024, 512), name="W"))
+
+# %% [markdown]
+# Sixteen blocks, four copies each, on 64 devices, and the picture still reads: each
+# block has one colour from a colour-blind-safe palette (no two neighbours share one),
+# and its devices are listed in text, as JAX's `visualize_array_sharding` does
+# (`CPU 0,16,32,48`: the four `data` rows of one `model` column). The key is the mesh
+# itself, each device in the colour of the block it holds.
+#
+# Cut the weight both ways, `[data, model]`, and all 64 devices hold a different block.
+# The palette has nine colours, so past nine blocks they repeat, each further round
+# hatched; every block still names its device.
+
+# %%
+both = LayoutSpec(("data", "model"), plan.mesh)
+show(dtsgd_viz.plot_layout(both, (1024, 512), name="W"))
 
 # %% [markdown]
 # The same plan priced: a float32 weight and its velocity, per device, on that mesh.

@@ -107,13 +107,30 @@ for step in (1, 10, 50, 150):
 # ## Per-shard velocity over training
 #
 # The hidden layer's kernel `d1/kernel` is 4x16, cut into four 4x4 column blocks over
-# `model` and copied over `batch`. Left: its velocity at iteration 20, each block
-# outlined (labelled with both devices holding it). Right: each device's velocity norm
-# over all 150 iterations: the two copies of a block (CPU:0 and CPU:4, ...) always
-# agree, and the four blocks, holding different hidden units, move at different paces.
+# `model` and copied over `batch`. Left: its velocity after update 20 (`step=20` is
+# optimizer update 20, as `r.steps` counts), each block outlined and labelled with both
+# devices holding it, in the block's colour. Right: each block's velocity norm over all
+# 150 updates, one line per block in the same colour (log scale). The two copies of a
+# block (CPU:0 and CPU:4, ...) are one line: they always agree (a diamond would mark an
+# update where they did not). The four blocks, holding different hidden units, move at
+# different paces; the vertical line is the update shown on the left.
 
 # %%
-show(dtsgd_viz.plot_shards(r, "d1/kernel", "velocity", step=19))
+show(dtsgd_viz.plot_shards(r, "d1/kernel", "velocity", step=20))
+
+# %% [markdown]
+# ## Parameter, velocity and gradient of one update
+#
+# `plot_update_shards` puts the three tensors of update 20 side by side with the same
+# block outlines. The velocity slot is cut into exactly the parameter's blocks, on the
+# same devices: DTensor creates it from the parameter, so each device updates its block
+# with no communication. The gradient arrives in that layout too. Each `batch` device
+# computed it from its half of the examples; DTensor summed the two halves across
+# `batch`, so both copies of a block hold the same reduced gradient, the one the update
+# used.
+
+# %%
+show(dtsgd_viz.plot_update_shards(r, "d1/kernel", step=20))
 
 # %% [markdown]
 # The same numbers as text: each device's velocity norm at a few iterations (one column
