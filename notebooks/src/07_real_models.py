@@ -159,11 +159,12 @@ print(check_recording(tr_rec))
 # `plot_shards` shows a recorded tensor with each device's block outlined. The attention
 # output kernel is `(heads, key_dim, width) = (4, 4, 16)`, drawn with its first two dims
 # flattened into rows: four rows per head, and each head is one device's block (copied
-# over `batch`). Right: each device's velocity norm over the 30 updates: the heads move
-# at somewhat different paces, and the two copies of each head always agree.
+# over `batch`). Right: each head's velocity norm over the 30 updates, one line per
+# block in its colour (the two copies of a head always agree, so they are one line):
+# the heads move at somewhat different paces.
 
 # %%
-show(dtsgd_viz.plot_shards(tr_rec, "attention/attention_output/kernel", "velocity", step=9))
+show(dtsgd_viz.plot_shards(tr_rec, "attention/attention_output/kernel", "velocity", step=10))
 
 # %% [markdown]
 # The same per-head numbers as text, straight from the recording (one column per device,
