@@ -118,11 +118,12 @@ big_full, big_stats = 2048 * 2048 * 4, 4 * 3 * 8              # per kind and ste
 print(f"2048x2048 kernel, per kind and step: full {big_full / 2**20:.0f} MiB, stats {big_stats} bytes")
 
 # %% [markdown]
-# `plot_shards` works on a stats recording too. The right panel is each device's
-# velocity norm over the whole run (the 500 kept updates, 4 to 2000): the two
-# copies of each block agree, and block 2 (devices 2 and 6) moves fastest early on. The
-# values themselves were never recorded, so where the heatmap would be it draws the
-# device blocks and says that values need `mode="full"`.
+# `plot_shards` works on a stats recording too. On the right, the three numbers stats
+# mode keeps for each block, the velocity's norm, mean and max |x|, over the whole run
+# (the 500 kept updates, 4 to 2000), one line per block in its colour (the two copies
+# of a block are one line). The values themselves were never recorded, so the left
+# panel shows the device blocks in those colours and says that values need
+# `mode="full"`.
 
 # %%
 show(dtsgd_viz.plot_shards(r, "d1/kernel", "velocity"))

@@ -196,9 +196,9 @@ print(dtsgd_viz.reference.check_recording(r))
 # `plot_shards` draws the velocity of `w` after the last update, each device's block
 # outlined. The top row of blocks (`x` = 0) is held by client 0's four CPUs, the bottom
 # row by client 1's: each client numbers its own CPUs from 0, so the labels repeat
-# (`CPU:0` of `task:0`, `CPU:0` of `task:1`, ...), each device in its own colour. The
-# right panel is the norm of each of the 8 blocks over the run, in mesh order: the first
-# four columns are client 0's blocks, the curves the live monitor drew above.
+# (`CPU:0` of `task:0`, `CPU:0` of `task:1`, ...), each block in its own colour. The
+# right panel is the norm of each of the 8 blocks over the run, one line per block in
+# the same colour: the curves the live monitor drew above.
 
 # %%
 show(dtsgd_viz.plot_shards(r, "w", "velocity"))
