@@ -37,9 +37,12 @@ $(BENCH_STAMP): $(STAMP)
 	$(VENV)/bin/python -m pip install --quiet -e ".[bench]"   # TensorBoard, for its peer row
 	touch $(BENCH_STAMP)
 
-# what recording costs (about 1.5 minutes; prints markdown tables of ratios)
+# what recording costs (about 6 minutes; prints markdown tables of ratios, each row with
+# its recorder settings): docs/benchmarks.md's tables and the README's figures come from it
 bench: $(BENCH_STAMP)
 	$(VENV)/bin/python benchmarks/overhead.py
+	$(VENV)/bin/python benchmarks/keep_every_step.py
+	$(VENV)/bin/python benchmarks/stats_kernels.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache site

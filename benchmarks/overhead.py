@@ -4,8 +4,13 @@
     python benchmarks/overhead.py --quick    # fewer blocks, for a smoke test
 
 Every variant of a workload runs in this one process, interleaved block by block
-(round robin), and each figure is a median over at least 20 steps after warm-up, so
-machine noise hits all variants alike. Prints a markdown table of ratios.
+(round robin); each ratio is the median over 20 rounds of the variant's block time over
+the plain step's block time in the same round, after warm-up, so machine noise hits all
+variants alike. Prints a markdown table of ratios; every row names its recorder settings
+(mode, kinds, every, max_steps; max_steps=None keeps every recorded step) and how the
+step function is driven. Workloads: one 2048x2048 (memory-bound) and one 256x256
+parameter, a 2 ms LayoutMap MLP, a compute-bound LayoutMap MLP 256-1024-1024-1024-10
+(~40 ms on a quiet 2-core machine) and the tutorials' transformer block.
 """
 
 from __future__ import annotations
@@ -44,8 +49,9 @@ class Variant:
     """One way of running the training step; ``step()`` does one update and whatever
     per-step host work the variant implies (flushes included, as ``rec.loop`` would)."""
 
-    def __init__(self, name, step, rec=None, after=None, block=BLOCK):
+    def __init__(self, name, step, rec=None, after=None, block=BLOCK, settings="-"):
         self.name, self._step, self.rec, self._after = name, step, rec, after
+        self.settings = settings  # what the row assumes: the recorder's arguments
         self.block = block  # steps per timed block (1 for the very slow peers)
         self.times = []
         self.faults = 0  # minor page faults during the timed blocks (fresh memory touched)
@@ -125,6 +131,46 @@ def _mlp_workload():
     return mesh, make, None
 
 
+def _big_mlp_workload():
+    """A compute-bound LayoutMap MLP 256-1024-1024-1024-10 (the issue's ~40 ms step): 256
+    examples split over ``batch``, hidden kernels split over ``model`` (alternating which
+    dim, as a Megatron MLP does), biases of the model-split dims split too."""
+    mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 256)).astype(np.float32)
+    y = rng.integers(0, 10, size=(256,)).astype(np.int32)
+    xb = _dtensor.put(x, dtensor.Layout(["batch", "unsharded"], mesh))
+    yb = _dtensor.put(y, dtensor.Layout(["batch"], mesh))
+
+    def make(opt):
+        lm = tf_keras.dtensor.experimental.LayoutMap(mesh=mesh)
+        for name, spec in [("h1", ["unsharded", "model"]), ("h2", ["model", "unsharded"]),
+                           ("h3", ["unsharded", "model"]), ("out", ["model", "unsharded"])]:
+            lm[f"{name}.*kernel"] = dtensor.Layout(spec, mesh)
+            lm[f"{name}.*bias"] = dtensor.Layout(
+                [spec[1]] if spec[1] == "model" else ["unsharded"], mesh)
+        with lm.scope():
+            tf_keras.utils.set_random_seed(0)
+            model = tf_keras.Sequential([
+                tf_keras.layers.Dense(1024, activation="relu", name="h1", input_shape=(256,)),
+                tf_keras.layers.Dense(1024, activation="relu", name="h2"),
+                tf_keras.layers.Dense(1024, activation="relu", name="h3"),
+                tf_keras.layers.Dense(10, name="out")])
+        loss_fn = tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+        @tf.function
+        def step():
+            with tf.GradientTape() as tape:
+                loss = loss_fn(yb, model(xb))
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables), loss=loss)
+            return loss
+
+        return step, model.trainable_variables
+
+    return mesh, make, None
+
+
 def _transformer_workload():
     """The tutorials' transformer block (``dtsgd_viz.models.transformer_block``: a
     row-sharded embedding, attention sharded by head, an MLP; 15 variables) on 256
@@ -154,25 +200,47 @@ def _transformer_workload():
     return mesh, make, None
 
 
-def _variants(mesh, make):
+PV = ("param", "velocity")
+RECORDED = [  # (row, Recorder arguments, off-steps run the step traced without the recorder)
+    ("stats p,v,g every step", dict(mode="stats"), False),
+    ("full p,v every step", dict(kinds=PV, max_steps=8), False),
+    ("full p,v every step, read at flush (buffer_steps=0)",
+     dict(kinds=PV, max_steps=8, buffer_steps=0), False),
+    ("full p,v every 10 steps, one traced step", dict(kinds=PV, every=10, max_steps=8), False),
+    ("full p,v every 10 steps, off-steps traced without the recorder",
+     dict(kinds=PV, every=10, max_steps=8), True),
+]
+
+
+def settings(kw, split=False):
+    """A row's recorder settings, defaults spelled out."""
+    kinds = ",".join(k[0] if k != "velocity" else "v" for k in kw.get("kinds", dtsgd_viz.KINDS))
+    out = (f"mode={kw.get('mode', 'full')}, kinds={kinds}, every={kw.get('every', 1)}, "
+           f"max_steps={kw.get('max_steps')}")
+    if "buffer_steps" in kw:
+        out += f", buffer_steps={kw['buffer_steps']}"
+    return out + (", `rec.loop(n, step=step)`" if split else ", `rec.loop(n)` + `step()`")
+
+
+def _variants(mesh, make, rows=None):
     out = []
 
     def plain_opt():
         return tf_keras.dtensor.experimental.optimizers.SGD(**NESTEROV, mesh=mesh, jit_compile=False)
 
     step, _ = make(plain_opt())
-    out.append(Variant("plain step (no recording)", step))
-    for label, kw in [
-        ("stats p,v,g every step", dict(mode="stats")),
-        ("full p,v every step", dict(kinds=("param", "velocity"), max_steps=8)),
-        ("full p,v every step, read at flush (buffer_steps=0)",
-         dict(kinds=("param", "velocity"), max_steps=8, buffer_steps=0)),
-        ("full p,v every 10 steps", dict(kinds=("param", "velocity"), every=10, max_steps=8)),
-    ]:
+    out.append(Variant("plain step (no recording)", step, settings="tf-keras DTensor SGD, no hooks"))
+    for label, kw, split in RECORDED:
+        if rows is not None and label not in rows:
+            continue
         rec = dtsgd_viz.Recorder(**kw)
         opt = dtsgd_viz.SGD(**NESTEROV, mesh=mesh, hooks=[rec])
         step, _ = make(opt)
-        out.append(Variant(label, step, rec=rec))
+        if split:  # what rec.loop(n, step=step) calls
+            step = rec.step_function(step)
+        out.append(Variant(label, step, rec=rec, settings=settings(kw, split)))
+    if rows is not None:
+        return out
     # peers: the naive per-step unpack loop, and TensorBoard histograms
     opt = plain_opt()
     step, variables = make(opt)
@@ -184,7 +252,8 @@ def _variants(mesh, make):
             for t in dtensor.unpack(opt.momentums[opt._index_dict[opt._var_key(v)]].read_value()):
                 t.numpy()
 
-    out.append(Variant("peer: naive unpack p,v every step", step, after=unpack_all))
+    out.append(Variant("peer: naive unpack p,v every step", step, after=unpack_all,
+                       settings="plain step + dtensor.unpack(...).numpy() of every p, v"))
     if importlib.util.find_spec("tensorboard") is None:  # the "bench" extra
         print("TensorBoard is not installed (pip install -e '.[bench]'): its peer is skipped",
               file=sys.stderr, flush=True)
@@ -204,7 +273,8 @@ def _variants(mesh, make):
         return loss
 
     # ~100x slower than the step: timed one step per round (20 steps, not 200)
-    out.append(Variant("peer: tf.summary.histogram p,v every step", tb_step, block=1))
+    out.append(Variant("peer: tf.summary.histogram p,v every step", tb_step, block=1,
+                       settings="plain step + tf.summary.histogram of every p, v in it"))
     return out
 
 
@@ -226,9 +296,18 @@ def _measure(variants, blocks, warmup=2):
     return {v.name: statistics.median(v.times) for v in variants}
 
 
+def _paired_ratios(variants):
+    """Each variant's median, over the rounds, of its block time / the first variant's
+    block time in the same round: a burst of load from other processes slows the blocks
+    of one round alike, so pairing them by round keeps it out of the ratio."""
+    base = variants[0].times
+    return {v.name: statistics.median(t / b for t, b in zip(v.times, base)) for v in variants}
+
+
 def _graph_nodes(variant):
     """Nodes of the traced step (before DTensor expands each op onto every device)."""
     fn = variant._step
+    fn = getattr(fn, "on", fn)  # a split step: the function traced with the recorder
     return len(fn.get_concrete_function().graph.get_operations()) if hasattr(
         fn, "get_concrete_function") else None
 
@@ -320,8 +399,8 @@ def _view_latency(full_recording, moves=30):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="3 blocks instead of 20 (smoke test)")
-    ap.add_argument("--only", choices=["2048", "256", "mlp", "transformer"],
-                    help="measure one workload")
+    ap.add_argument("--only", choices=["2048", "256", "mlp", "bigmlp", "transformer"],
+                    action="append", help="measure these workloads only (repeatable)")
     ap.add_argument("--no-views", action="store_true", help="skip the view and import timings")
     args = ap.parse_args(argv)
     blocks = 3 if args.quick else 20
@@ -329,11 +408,12 @@ def main(argv=None):
     workloads = [("2048", "2048x2048 on 2x4", lambda: _matrix_workload(2048)),
                  ("256", "256x256 on 2x4", lambda: _matrix_workload(256)),
                  ("mlp", "sharded MLP (LayoutMap)", _mlp_workload),
+                 ("bigmlp", "LayoutMap MLP 256-1024-1024-1024-10", _big_mlp_workload),
                  ("transformer", "transformer block (dtsgd_viz.models)", _transformer_workload)]
     full_rec = None
     plain_ms, profile = {}, []
     for key, label, build in workloads:
-        if args.only and key != args.only:
+        if args.only and key not in args.only:
             continue
         print(f"measuring {label} ...", file=sys.stderr, flush=True)
         mesh, make, _ = build()
@@ -342,9 +422,10 @@ def main(argv=None):
         for v in variants:
             v.close()  # the loops' final flushes
         base = med[variants[0].name]
+        ratio = _paired_ratios(variants)
         plain_ms[label] = base * 1e3
         for v in variants:
-            rows.append((label, v.name, med[v.name] / base))
+            rows.append((label, v.name, ratio[v.name], v.settings))
             steps = blocks * v.block
             profile.append((label, v.name, _graph_nodes(v), v.faults / steps))
         if label.startswith("2048"):
@@ -353,26 +434,31 @@ def main(argv=None):
             for v in variants:
                 if v.name.startswith("full p,v every step"):
                     rows.append((label, f"{v.name}: extra time per byte / np.copyto per byte",
-                                 (med[v.name] - base) / copy))
+                                 (ratio[v.name] - 1) * base / copy, v.settings))
             full = next(v for v in variants if v.name == "full p,v every step")
             start = time.perf_counter()
             r = full_rec = full.rec.recording  # assembles the kept steps: one host copy
             build = time.perf_counter() - start
             rows.append((label, "reading the recording (assembling the kept steps) per byte / "
-                         "np.copyto per byte", build / len(r) / copy))
+                         "np.copyto per byte", build / len(r) / copy, full.settings))
             rows.append((label, "filling fresh memory / np.copyto into warm memory (same bytes)",
-                         _fresh_fill_time(per_step_bytes) / copy))
+                         _fresh_fill_time(per_step_bytes) / copy, "-"))
             raw = len(r) * per_step_bytes + r.initial("w").nbytes
-            rows.append((label, "recorded bytes / raw unique shard bytes", r.nbytes / raw))
+            rows.append((label, "recorded bytes / raw unique shard bytes", r.nbytes / raw,
+                         full.settings))
     views = None
     if not args.no_views and full_rec is not None:
         print("measuring view latency ...", file=sys.stderr, flush=True)
         views = _view_latency(full_rec)
         imports = _import_times()
     print()
-    print(f"| workload | measure | ratio |\n|---|---|---|")
-    for label, name, ratio in rows:
-        print(f"| {label} | {name} | {ratio:.2f}x |")
+    print("Every workload's step function is a `tf.function` computing the loss, its "
+          "gradients (`tf.GradientTape`) and one `apply_gradients` of Nesterov SGD "
+          f"({NESTEROV}); recorded rows use `dtsgd_viz.SGD(hooks=[rec])`, the plain row "
+          "tf-keras' DTensor SGD. max_steps=None keeps every recorded step on the host.\n")
+    print("| workload | measure | recorder settings | ratio |\n|---|---|---|---|")
+    for label, name, ratio, setting in rows:
+        print(f"| {label} | {name} | {setting} | {ratio:.2f}x |")
     if views:
         slider, full_draw, shards, bare = views
         t_import, t_numpy, t_pass, light = imports
@@ -389,8 +475,9 @@ def main(argv=None):
     print("| workload | variant | traced graph nodes | page faults / step |\n|---|---|---|---|")
     for label, name, nodes, faults in profile:
         print(f"| {label} | {name} | {nodes if nodes is not None else '-'} | {faults:.0f} |")
-    print(f"\nmedian over {blocks} blocks of {BLOCK} steps per variant (TensorBoard: {blocks} "
-          f"single steps), interleaved; {os.cpu_count()} CPUs; python {sys.version.split()[0]}, "
+    print(f"\nratios: median over {blocks} rounds of (a block of {BLOCK} steps of the variant / "
+          f"the plain step's block in the same round) (TensorBoard: single steps), variants "
+          f"interleaved round robin; {os.cpu_count()} CPUs; python {sys.version.split()[0]}, "
           f"tensorflow {tf.__version__}")
     print("for context, the plain step took: " + ", ".join(
         f"{label} {ms:.1f} ms" for label, ms in plain_ms.items()))

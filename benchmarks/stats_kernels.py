@@ -99,7 +99,8 @@ def main(argv=None):
     for name, fn in kinds.items():
         for jit in (False, True):
             label = name + (" , jit_compile=True" if jit else "")
-            fns[label] = tf.function(lambda a, b, c, fn=fn: [fn(a), fn(b), fn(c)], jit_compile=jit)
+            fns[label] = tf.function(lambda a, b, c, fn=fn: tf.nest.flatten([fn(a), fn(b), fn(c)]),
+                                       jit_compile=jit)
     times = {}
     for label, f in fns.items():
         try:
