@@ -133,8 +133,9 @@ print("same layouts:", all(loaded.layout(n) == recording.layout(n) for n in reco
 # ## Explore it with a widget
 #
 # `ShardExplorer` shows `plot_shards` with a variable picker, a kind picker (parameter,
-# velocity, gradient) and an update slider with Play. Every change redraws the figure in
-# place. (A widget needs a live kernel; on a static page, such as the notebook viewed
+# velocity, gradient), an update slider with Play, and a checkbox that holds the colour
+# scale fixed over the whole run (on by default, so playing shows the values decay).
+# Every change redraws the figure in place. (A widget needs a live kernel; on a static page, such as the notebook viewed
 # on GitHub, the snapshot a few cells below shows what it draws.)
 
 # %%
