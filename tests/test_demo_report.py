@@ -163,7 +163,7 @@ def test_shard_figures_hold_the_recorded_velocity(made):
         fig = report.shard_figure(rec, "w", i)
         heat = fig.axes[0].images[0]
         np.testing.assert_array_equal(np.asarray(heat.get_array()), velocity[i])
-        assert f"iteration {int(rec.steps[i])}" in fig.axes[0].get_title()
+        assert f"after update {int(rec.steps[i])}" in fig.axes[0].get_title()
         name = f"shards-momentum-iter{int(rec.steps[i]):03d}.png"
         with Image.open(os.path.join(result.directory, name)) as im:
             assert im.size == _png_size(fig)
