@@ -27,161 +27,20 @@ from . import style
 from ._empty import check_not_empty
 from ._figure import new_figure
 from ._shard_geometry import (
-    as_image, axis_labels, block_norm_lines, block_patches, flagged_steps, image_shape,
-    run_limit, settings_text, shard_norms, slice_boundaries, symmetric_limit, update_index,
+    as_image, axis_labels, block_norm_lines, flagged_steps, run_limit, settings_text,
+    shard_norms, update_index,
 )
+from ._tensor_panel import NONFINITE_COLOR, TensorPanel, draw_tensor
 
-__all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "draw_tensor"]
+__all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "draw_tensor",
+           "TensorPanel"]
 
-NONFINITE_COLOR = "black"     # NaN/Inf cells: outside both RdBu and viridis' bright end
 STEP_COLOR = "#CC79A7"        # Okabe-Ito reddish purple: the shown update
 MISMATCH_COLOR = "#D55E00"    # Okabe-Ito vermillion: replicas disagree
-OUTLINE_COLOR = "black"
 STATS_ONLY_TEXT = ("values not recorded: Recorder(mode='stats') keeps each block's "
                    "norm, mean and max |x| (right); record with mode='full' for the values")
 STATS = ("L2 norm", "mean", "max |x|")   # the columns of Recording.shard_stats
 MAX_LEGEND_BLOCKS = 8
-
-
-def _cmap(name):
-    from matplotlib import colormaps
-    return colormaps[name].with_extremes(bad=NONFINITE_COLOR)
-
-
-def _text_color(color) -> str:
-    from matplotlib.colors import to_rgb
-    r, g, b = to_rgb(color)
-    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
-
-
-def _chip(color, hatch="") -> dict:
-    return dict(boxstyle="round,pad=0.2", facecolor=color, edgecolor="none", alpha=0.9,
-                hatch=hatch or None)
-
-
-class TensorPanel:
-    """One global tensor drawn on ``ax``: a heatmap (None when ``values`` is None: the
-    blocks alone, tinted), block outlines and label chips in the block colours.
-
-    ``outlines``/``labels``/``label_rects`` hold one entry per rectangle of a block
-    (rank-3+ blocks can have several); ``patches`` the ``BlockPatch`` geometry."""
-
-    def __init__(self, ax, geometry, device_names, styles, image=None, limit=None,
-                 colorbar_label=None, colorbar=True):
-        from matplotlib.patches import Rectangle
-        self.ax, self.geometry, self.styles = ax, geometry, styles
-        shape = geometry.global_shape
-        rows, cols = image_shape(shape)
-        ratio = rows / cols
-        aspect = "equal" if 1 / 3 <= ratio <= 3 else "auto"
-        self.heatmap = self.colorbar = None
-        if image is not None:
-            m = limit if limit is not None else symmetric_limit(image)
-            self.heatmap = ax.imshow(image, cmap=_cmap(style.DIVERGING_CMAP), vmin=-m, vmax=m,
-                                     extent=(0, cols, rows, 0), interpolation="nearest",
-                                     aspect=aspect)
-        else:
-            ax.set_xlim(0, cols)
-            ax.set_ylim(rows, 0)
-            ax.set_aspect(aspect)
-        if not 1 / 3 <= ratio <= 3:
-            ax.set_box_aspect(min(max(ratio, 0.22), 2.5))
-        if image is not None and colorbar:
-            self._colorbar(ratio < 1 / 3 or colorbar == "below", colorbar_label)
-        self.patches = block_patches(geometry, device_names)
-        self.outlines, self.labels, self.label_rects, self.tints = [], [], [], []
-        for p in self.patches:
-            color, hatch, _ = styles[p.group]
-            for x, y, w, h in p.rects:
-                if image is None:
-                    self.tints.append(ax.add_patch(Rectangle(
-                        (x, y), w, h, facecolor=color, alpha=0.35, edgecolor="none",
-                        hatch=hatch or None, zorder=2, gid=f"tint-{p.group}")))
-                self.outlines.append(ax.add_patch(Rectangle(
-                    (x, y), w, h, fill=False, edgecolor=OUTLINE_COLOR, lw=1.8, zorder=3,
-                    gid=f"block-{p.group}")))
-                self.labels.append(ax.text(
-                    x + w / 2, y + h / 2, p.label, ha="center", va="center", zorder=4,
-                    fontsize=style.FONT_SIZE - 1, color=_text_color(color),
-                    bbox=_chip(color, hatch), gid=f"label-{p.group}"))
-                self.label_rects.append((x, y, w, h))
-        for y in slice_boundaries(shape):  # on top of the outlines, which may coincide
-            ax.axhline(y, color="white", lw=3, zorder=3.5)
-        self.nonfinite_cells, = ax.plot([], [], ls="none", marker="x", color="white",
-                                        markersize=6, mew=1.5, zorder=3, gid="nonfinite-cells")
-        if image is not None:
-            self._set_nonfinite_cells(image)
-        self._ticks(rows, cols)
-
-    def _colorbar(self, strip, label):
-        from matplotlib.ticker import MaxNLocator, ScalarFormatter
-        fig, ax = self.ax.figure, self.ax
-        if strip:  # a horizontal bar under the panel, not at the bottom of its cell
-            from matplotlib.transforms import ScaledTranslation
-            shift = ax.transAxes + ScaledTranslation(0, -0.75, fig.dpi_scale_trans)
-            cax = ax.inset_axes([0.15, -0.12, 0.7, 0.12], transform=shift)
-            self.colorbar = fig.colorbar(self.heatmap, cax=cax, orientation="horizontal",
-                                         label=label)
-        else:
-            self.colorbar = fig.colorbar(self.heatmap, ax=ax, shrink=0.9, label=label)
-        formatter = ScalarFormatter(useMathText=True)  # short ticks, a shared power of ten
-        formatter.set_powerlimits((-2, 3))
-        self.colorbar.formatter = formatter
-        self.colorbar.locator = MaxNLocator(nbins=5, steps=[1, 2, 5, 10])
-        self.colorbar.update_ticks()
-
-    def _ticks(self, rows, cols):
-        ax, shape = self.ax, self.geometry.global_shape
-        xs = sorted({r[0] for p in self.patches for r in p.rects} | {cols})
-        ax.set_xticks(xs if len(xs) <= 17 else xs[:: -(-len(xs) // 16)])
-        if len(shape) == 2:
-            ys = sorted({r[1] for p in self.patches for r in p.rects} | {rows})
-            ax.set_yticks(ys if len(ys) <= 17 else ys[:: -(-len(ys) // 16)])
-        elif len(shape) < 2:
-            ax.set_yticks([])
-        else:  # one tick per dim-0 slice, at its middle
-            per = rows // shape[0]
-            ticks = list(range(shape[0]))[:: -(-shape[0] // 12)]
-            ax.set_yticks([per * (k + 0.5) for k in ticks], [f"d0={k}" for k in ticks])
-
-    def _set_nonfinite_cells(self, image):
-        r, c = np.nonzero(~np.isfinite(image))
-        self.nonfinite_cells.set_data(c + 0.5, r + 0.5)
-
-    def set_image(self, image, limit=None):
-        m = limit if limit is not None else symmetric_limit(image)
-        self.heatmap.set_data(image)
-        self.heatmap.set_clim(-m, m)
-        self._set_nonfinite_cells(image)
-
-    def fit_labels(self, renderer) -> None:
-        """Shrink, turn or hide block labels that would not fit inside their block."""
-        to_px = self.ax.transData
-        for (x, y, w, h), text in zip(self.label_rects, self.labels):
-            (x0, y0), (x1, y1) = to_px.transform([(x, y), (x + w, y + h)])
-            bw, bh = abs(x1 - x0) * 0.92, abs(y1 - y0) * 0.92
-            for rotation in ((0, 90) if bh > bw else (0,)):
-                text.set_rotation(rotation)
-                for size in range(style.FONT_SIZE - 1, 4, -1):
-                    text.set_fontsize(size)
-                    ext = text.get_window_extent(renderer)
-                    if ext.width <= bw and ext.height <= bh:
-                        break
-                else:
-                    continue
-                break
-            else:
-                text.set_visible(False)  # layout_table still names every device
-
-
-def draw_tensor(ax, geometry, device_names, image=None, *, limit=None, colorbar_label=None,
-                colorbar=True) -> TensorPanel:
-    """Draw one global tensor's 2-D ``image`` (``as_image`` of it; None: the blocks
-    alone) on ``ax`` with the blocks of ``geometry`` outlined and labelled in their
-    block colours. ``limit``: the colour scale's ``(-limit, limit)`` (default: this
-    image's largest magnitude); ``colorbar``: True (beside), ``"below"`` or False."""
-    return TensorPanel(ax, geometry, device_names, style.block_styles(geometry), image, limit,
-                       colorbar_label, colorbar)
 
 
 def _log_y(ax):

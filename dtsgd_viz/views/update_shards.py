@@ -24,7 +24,8 @@ from ._empty import check_not_empty
 from ._figure import new_figure
 from ._shard_geometry import as_image, axis_labels, settings_text, update_index
 from ._layout_geometry import copies_text
-from .shards import STATS_ONLY_TEXT, draw_tensor
+from ._tensor_panel import draw_tensor
+from .shards import STATS_ONLY_TEXT
 
 __all__ = ["plot_update_shards", "update_captions"]
 
