@@ -26,7 +26,7 @@ import numpy as np
 from . import style
 from ._empty import check_not_empty
 from ._figure import new_figure
-from ._shard_geometry import block_patches
+from ._shard_geometry import block_patches, short_device_names
 
 __all__ = ["BlockRates", "block_rates", "measured_decay", "plot_block_rates", "RatesView",
            "rule_positions"]
@@ -129,7 +129,7 @@ def block_rates(recording, surface, name: str = "w") -> BlockRates:
     measured = np.array([measured_decay(errors[:, g], updates, dtype)
                          for g in range(len(blocks))])
     styles = style.block_styles(geometry)
-    names = tuple(d.rsplit("device:", 1)[-1] for d in recording.shard_devices(name))
+    names = short_device_names(recording.shard_devices(name))
     return BlockRates(
         tuple(geometry.replica_groups), tuple(p.label for p in block_patches(geometry, names)),
         tuple(s[0] for s in styles), tuple(s[2] for s in styles),

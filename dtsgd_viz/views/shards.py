@@ -28,7 +28,7 @@ from ._empty import check_not_empty
 from ._figure import new_figure
 from ._shard_geometry import (
     as_image, axis_labels, block_norm_lines, flagged_steps, run_limit, settings_text,
-    shard_norms, update_index,
+    short_device_names, shard_norms, update_index,
 )
 from ._tensor_panel import NONFINITE_COLOR, TensorPanel, draw_tensor
 
@@ -78,7 +78,7 @@ class ShardsView:
         self.geometry = recording.geometry(name)
         self.styles = style.block_styles(self.geometry)
         self.devices = recording.shard_devices(name)
-        self.short_names = tuple(d.rsplit("device:", 1)[-1] for d in self.devices)
+        self.short_names = short_device_names(self.devices)
         self.nonfinite_idx, self.mismatch_idx = flagged_steps(recording, name)
         self.updates = np.asarray(recording.steps)
         self.stats_note = None

@@ -22,7 +22,9 @@ import numpy as np
 from . import style
 from ._empty import check_not_empty
 from ._figure import new_figure
-from ._shard_geometry import as_image, axis_labels, settings_text, update_index
+from ._shard_geometry import (
+    as_image, axis_labels, settings_text, short_device_names, update_index,
+)
 from ._layout_geometry import copies_text
 from ._tensor_panel import draw_tensor
 from .shards import STATS_ONLY_TEXT
@@ -95,7 +97,7 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
         figsize = (4.0 * len(shown), max(3.4, 2.5 + 3.3 * aspect))
     fig = new_figure(figsize, wspace=0.02)
     axes = fig.subplots(1, len(shown), squeeze=False)[0]
-    names = tuple(d.rsplit("device:", 1)[-1] for d in recording.shard_devices(name))
+    names = short_device_names(recording.shard_devices(name))
     captions = update_captions(geometry.layout, update)
     xlabel, ylabel, note = axis_labels(geometry.layout)
     fig._dtsgd_panels = panels = {}

@@ -195,8 +195,8 @@ print(dtsgd_viz.reference.check_recording(r))
 # %% [markdown]
 # `plot_shards` draws the velocity of `w` after the last update, each device's block
 # outlined. The top row of blocks (`x` = 0) is held by client 0's four CPUs, the bottom
-# row by client 1's: each client numbers its own CPUs from 0, so the labels repeat
-# (`CPU:0` of `task:0`, `CPU:0` of `task:1`, ...), each block in its own colour. The
+# row by client 1's: each client numbers its own CPUs from 0, so the labels name the
+# task too (`t0/CPU:0` is `CPU:0` of `task:0`), each block in its own colour. The
 # right panel is the norm of each of the 8 blocks over the run, one line per block in
 # the same colour: the curves the live monitor drew above.
 
