@@ -462,11 +462,11 @@ def main(argv=None):
     if views:
         slider, full_draw, shards, bare = views
         t_import, t_numpy, t_pass, light = imports
-        print(f"| views | PathExplorer slider move, 3 x 10,000 steps / one full plot_paths draw | "
+        print(f"| views | PathExplorer slider move, 3 x 10,000 steps / one full plot_paths draw | - | "
               f"{slider / full_draw:.3f}x ({slider * 1e3:.1f} ms median) |")
-        print(f"| views | plot_shards of the 2048x2048 velocity / a bare imshow of it | "
+        print(f"| views | plot_shards of the 2048x2048 velocity / a bare imshow of it | - | "
               f"{shards / bare:.2f}x ({shards * 1e3:.0f} ms median) |")
-        print(f"| import | `import dtsgd_viz` / `import numpy` (process start included) | "
+        print(f"| import | `import dtsgd_viz` / `import numpy` (process start included) | - | "
               f"{t_import / t_numpy:.2f}x ({t_import - t_pass:.2f} s over an empty interpreter; "
               f"TensorFlow imported: {not light}) |")
     print("\nProfile: nodes of the traced step function, and minor page faults per step (each a "
