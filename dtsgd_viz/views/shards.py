@@ -35,7 +35,7 @@ from ._tensor_panel import NONFINITE_COLOR, TensorPanel, draw_tensor
 __all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "draw_tensor",
            "TensorPanel"]
 
-STEP_COLOR = "#CC79A7"        # Okabe-Ito reddish purple: the shown update
+STEP_COLOR = "#222222"        # near black: the shown update (no block colour is)
 MISMATCH_COLOR = "#D55E00"    # Okabe-Ito vermillion: replicas disagree
 STATS_ONLY_TEXT = ("values not recorded: Recorder(mode='stats') keeps each block's "
                    "norm, mean and max |x| (right); record with mode='full' for the values")
@@ -44,11 +44,19 @@ MAX_LEGEND_BLOCKS = 8
 
 
 def _log_y(ax):
-    """A log y axis labelled 0.02, 0.05, 0.1, ... (1-2-5 steps, plain numbers while
-    short), without the crowded minor labels a range under a decade gets."""
+    """A log y axis labelled 0.02, 0.05, 0.1, ... (1-2-5 steps while the range is at most
+    three decades, decades beyond; plain numbers while short), without the crowded minor
+    labels a range under a decade gets."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    class _Locator(LogLocator):  # 1-2-5 over up to 3 decades, decades beyond
+        def tick_values(self, vmin, vmax):
+            lo, hi = sorted((max(vmin, 1e-300), max(vmax, 1e-300)))
+            self._subs = np.array([1.0, 2.0, 5.0] if hi / lo <= 1e3 else [1.0])
+            return super().tick_values(vmin, vmax)
+
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_locator(_Locator(subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_major_formatter(FuncFormatter(
         lambda v, _: f"{v:g}" if 1e-3 <= v < 1e4 else f"{v:.0e}".replace("e-0", "e-")))
