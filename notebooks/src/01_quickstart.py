@@ -136,6 +136,19 @@ show(dtsgd_viz.plot_layout(r, name="w"))
 show(dtsgd_viz.plot_shards(r, "w", "velocity", step=10))
 
 # %% [markdown]
+# **Why the blocks decay at different rates.** On a quadratic, momentum's error on a
+# block shrinks by a fixed factor per update, the spectral radius of the rule's
+# iteration matrix, which depends only on `lr * h` (h: the block's curvature) and the
+# momentum. `plot_block_rates` puts every block on that curve (left) beside the rate
+# measured on the recording (stars), and draws each block's error (right): the steep
+# blocks sit where Nesterov's curve dips, the flat ones where it is near 0.95.
+# `widgets.RateExplorer(r, surface)` adds a learning-rate slider that moves every block
+# along the curves.
+
+# %%
+show(dtsgd_viz.plot_block_rates(r, surfaces.ShardedQuadratic()))
+
+# %% [markdown]
 # **Update paths.** `dtsgd_viz.run` runs the real optimizer on a 2-D surface once per
 # configuration, from the same start, and returns a recording for each. Here: an
 # ill-conditioned valley (condition number 10, tilted by 30 degrees), heavy-ball
