@@ -411,6 +411,12 @@ class Recorder:
             return
         if not self._staged:
             self._make_staging()
+        self._stage_pv(optimizer)
+
+    def _stage_pv(self, optimizer):
+        """Stage the parameters and velocities of the update the optimizer's iteration
+        counts, if it is recorded (at the start of the next update, or in the split step's
+        copy function between two calls)."""
         # the previous update's results, read before this update changes them
         prev = tf.cast(optimizer.iterations.read_value(), tf.int64)
         due = tf.logical_and(prev > 0, tf.equal(prev % self.every, 0))
@@ -603,10 +609,10 @@ class Recorder:
     def step_function(self, fn):
         """``fn`` (a ``tf.function`` or a Python function making one optimizer update per
         call) as two traced step functions, called in turn: updates whose results this
-        recorder keeps run ``fn`` traced with the recorder, the others (with ``every=k``,
-        k - 2 of every k updates when parameters or velocities are recorded, k - 1
-        otherwise) run ``fn`` traced with the recorder's hooks doing nothing, so they
-        cost what the plain step costs. ``rec.loop(n, step=fn)`` uses it.
+        recorder keeps run ``fn`` traced with the recorder (followed by a small function
+        staging that update's parameters and velocities), the others (k - 1 of every k
+        with ``every=k``) run ``fn`` traced with the recorder's hooks doing nothing, so
+        they cost what the plain step costs. ``rec.loop(n, step=fn)`` uses it.
 
         The host counts the updates (one per call; the optimizer's iteration is read once,
         at the first call after the recorder was traced) and every flush checks the count
@@ -617,12 +623,24 @@ class Recorder:
 
     def _needs_hooks(self, iteration) -> bool:
         """Whether the update that makes ``iteration`` does recording work: it records
-        the step (after the update) or, for parameters and velocities, reads the previous
-        recorded step's results before it updates them."""
-        if iteration % self.every == 0:
-            return True
-        prev = iteration - 1
-        return bool(self._pv_kinds()) and prev > 0 and prev % self.every == 0
+        the step (after the update). (The next update's read of the recorded step's
+        parameters and velocities is made by ``_pv_copier`` right after it instead.)"""
+        return iteration % self.every == 0
+
+    def _pv_copier(self):
+        """A function staging the latest update's parameters and velocities when that
+        update is recorded: the split step calls it right after a recorded update, so the
+        next update can run the trace without the recorder. It reads the variables after
+        the step function returned (a call of its own), where they hold that update's
+        results, as the next update's ``before_update`` would."""
+        if getattr(self, "_copier", None) is None:
+            opt = self._optimizer
+
+            def copy():
+                self._stage_pv(opt)
+                return opt.iterations.read_value()
+            self._copier = tf.function(copy, autograph=False)
+        return self._copier
 
     def _expected_iteration(self):
         """The optimizer's iteration once every call made so far has run, as the host
@@ -820,11 +838,12 @@ class _SplitStep:
 
     def __call__(self, *args, **kwargs):
         rec = self.recorder
-        off = False
+        off = split = False
         if rec._staged and rec._split_ok and rec.every > 1:
             if rec._next_update is None:  # once: where the optimizer is now
                 rec._next_update = int(_dtensor.unpack(rec._optimizer.iterations)[0]) + 1
             off = not rec._needs_hooks(rec._next_update)
+            split = True
         if off:
             rec._suppressed = True  # read while the off function is traced
             try:
@@ -833,6 +852,9 @@ class _SplitStep:
                 rec._suppressed = False
         else:
             out = self.on(*args, **kwargs)
+            if split and rec._pv_kinds():
+                # the recorded update's p and v, now, so the next update can run "off"
+                rec._pv_copier()()
         if rec._next_update is not None:
             rec._next_update += 1
         self.calls["off" if off else "on"] += 1
