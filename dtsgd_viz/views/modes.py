@@ -11,9 +11,10 @@ radius of its 2x2 iteration matrix per update (``dtsgd_viz.theory``).
     ['mode:0', 'mode:1', 'rates']
 
 One panel per eigenvector ``u_i`` (eigenvalue ``h_i``, ascending): ``|(p_k - p*) . u_i|``
-for each recording over updates ``k`` (log scale), and dashed its theoretical envelope
-``A rho_i^k`` (``rho_i`` the spectral radius at ``a = lr h_i``, ``A`` from the start and
-the iteration matrix's eigenvectors, so the recorded curve never leaves it). The last
+for each recording over updates ``k`` (log scale), and dashed its envelope from theory
+(``mode_envelope``: a bound the recorded curve never leaves and touches, shrinking by
+``rho_i`` per update, ``rho_i`` the spectral radius at ``a = lr h_i``; near critical damping
+the mode is ``(alpha + beta k) rho^k`` and so is the envelope). The last
 panel: the rate of each recording's rule against ``a = lr h``, each eigenvalue marked.
 """
 
@@ -43,26 +44,45 @@ def mode_errors(path, minimum, eigenvectors) -> np.ndarray:
 
 def mode_envelope(e0: float, learning_rate: float, momentum: float, h: float, nesterov: bool,
                   n: int) -> np.ndarray:
-    """``A rho^k`` for ``k = 0..n``: the mode started at error ``e0`` with zero velocity
-    is ``e_k = sum_j c_j lambda_j^k`` (``lambda_j`` the iteration matrix's eigenvalues),
-    so ``|e_k| <= A rho^k`` with ``A = sum_j |c_j|`` (tight for an oscillating mode).
+    """A bound ``env_k >= |e_k|`` for ``k = 0..n`` on the mode started at error ``e0``
+    with zero velocity, which the mode touches: it shrinks by ``rho`` per update (times a
+    factor linear in ``k`` near critical damping).
+
+    With ``lambda_1`` the iteration matrix's eigenvalue of largest modulus ``rho`` and
+    ``lambda_2`` the other, ``e_k = e0 lambda_1^k + beta d_k`` with
+    ``beta = e_1 - e0 lambda_1`` and ``d_k = sum_{j<k} lambda_1^j lambda_2^(k-1-j)``
+    (well conditioned at the double root, where ``d_k = k lambda^(k-1)``). The envelope
+    is the smaller of two true bounds: ``|e0| rho^k + |beta| sum_{j<k} |lambda_1|^j
+    |lambda_2|^(k-1-j)`` (exact for an over-damped mode, tight near critical damping)
+    and ``|c_1| |lambda_1|^k + |c_2| |lambda_2|^k`` with ``e_k = c_1 lambda_1^k +
+    c_2 lambda_2^k`` (for an oscillating mode ``2 |c_1| rho^k``, its amplitude).
 
     >>> mode_envelope(2.0, 0.1, 0.0, 1.0, False, 3).round(6).tolist()   # plain SGD: 2 * 0.9^k
     [2.0, 1.8, 1.62, 1.458]
     """
     M = theory.iteration_matrix(learning_rate, momentum, h, nesterov)
-    lam, V = np.linalg.eig(M)
-    rho = float(np.max(np.abs(lam)))
-    k = np.arange(n + 1)
-    if np.linalg.cond(V) < 1e8:
-        c = V[0] * np.linalg.solve(V, np.array([e0, 0.0]))
-        return float(np.sum(np.abs(c))) * rho ** k
-    # a double eigenvalue lam (critical damping): e_k = (alpha + beta k) lam^k
+    lam = np.linalg.eigvals(M).astype(np.complex128)
+    lam = lam[np.argsort(-np.abs(lam), kind="stable")]
+    r1, r2 = float(abs(lam[0])), float(abs(lam[1]))
+    e0 = float(e0)
     e1 = float((M @ np.array([e0, 0.0]))[0])
-    lam0 = float(np.real(lam.mean()))
-    if abs(lam0) < 1e-6:  # nilpotent: gone after two updates
-        return np.where(k == 0, abs(e0), np.where(k == 1, abs(e1), 0.0))
-    return (abs(e0) + abs(e1 / lam0 - e0) * k) * rho ** k
+    beta = e1 - e0 * lam[0]
+    k = np.arange(n + 1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        # S_k = sum_{j<k} r1^j r2^(k-1-j), by S_{k+1} = r1 S_k + r2^k (no cancellation)
+        s = np.zeros(n + 1)
+        p2 = 1.0
+        for i in range(n):
+            s[i + 1] = r1 * s[i] + p2
+            p2 *= r2
+        jordan = abs(e0) * r1 ** k + abs(beta) * s
+        gap = lam[0] - lam[1]
+        if abs(gap) > 1e-12 * max(r1, 1e-300):
+            c2 = -beta / gap
+            c1 = e0 - c2
+            modal = abs(c1) * r1 ** k + abs(c2) * r2 ** k
+            return np.fmin(jordan, modal)
+    return jordan
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -136,7 +156,7 @@ def modes_data(recordings, surface, name="w") -> ModeData:
 
 def plot_modes(recordings, surface, *, name="w", figsize=(12.5, 4.4), dpi=100):
     """Each Hessian eigenvector's error over updates, per recording, from the real
-    recorded parameters (log scale), with its envelope ``A rho^k`` from theory; and
+    recorded parameters (log scale), with its envelope from theory (``mode_envelope``); and
     each rule's rate against ``lr * h`` with the eigenvalues marked. Returns a
     ``Figure``.
 
@@ -174,7 +194,7 @@ def plot_modes(recordings, surface, *, name="w", figsize=(12.5, 4.4), dpi=100):
             ax.set_ylim(max(floor / 2, 1e-6 * top), 3 * top)
         u = data.eigenvectors[:, i]
         ax.set_title(f"{names[i]} mode: eigenvector u{_sub(i + 1)} = ({u[0]:.2f}, {u[1]:.2f}), h = {h:g}\n"
-                     f"|error along u{_sub(i + 1)}| (solid: real run; dashed: A·ρᵏ)", fontsize=fs + 1)
+                     f"|error along u{_sub(i + 1)}| (solid: real run; dashed: bound ∝ ρᵏ)", fontsize=fs + 1)
         ax.set_xlabel("update k", fontsize=fs + 1)
         ax.tick_params(labelsize=fs)
         ax.grid(True, which="major", color="0.9", lw=0.6)
@@ -183,7 +203,7 @@ def plot_modes(recordings, surface, *, name="w", figsize=(12.5, 4.4), dpi=100):
     handles, labels = axes[0].get_legend_handles_labels()
     from matplotlib.lines import Line2D
     handles.append(Line2D([], [], ls="--", color="0.3", lw=1.1))
-    labels.append("theory: A·ρᵏ, ρ = spectral radius at lr·h")
+    labels.append("theory: envelope shrinking by ρ per update, ρ = spectral radius at lr·h")
     fig.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=fs, frameon=False)
     label = getattr(surface, "label", type(surface).__name__)
     fig.suptitle(f"The error along each Hessian eigenvector shrinks by its own rate: real DTensor SGD "

@@ -99,8 +99,9 @@ for name, rec in recordings.items():
 # each part (a *mode*, with eigenvalue $h$) evolves on its own by a 2x2 matrix that
 # depends only on $\eta h$ and $\mu$. After $k$ updates it has shrunk like $\rho^k$,
 # $\rho$ the matrix's spectral radius (`dtsgd_viz.theory`). Below, the solid lines are
-# the real recorded parameters projected on each eigenvector, the dashed lines the
-# envelope $A\rho^k$ from theory; the right panel is $\rho$ against $\eta h$ for each
+# the real recorded parameters projected on each eigenvector, the dashed lines their
+# envelope from theory (a bound shrinking by $\rho$ per update, with a factor linear in
+# $k$ near critical damping, where the two eigenvalues meet); the right panel is $\rho$ against $\eta h$ for each
 # rule, with the runs' two eigenvalues marked.
 
 # %%
