@@ -160,3 +160,11 @@ def test_envelope_is_a_true_bound_that_the_mode_touches_around_critical_damping(
         env = mode_envelope(1.0, a, mu, 1.0, nesterov, 120)
         assert np.all(np.abs(e) <= env * (1 + 1e-9)), a
         assert np.max((np.abs(e) / env)[10:]) > 0.5, a
+
+
+def test_runs_made_on_another_surface_are_refused(recs):
+    with pytest.raises(ValueError, match=r"Recording '\w+' was not made on the rotated quadratic "
+                                         r"\(condition 3, angle 30°\).*RotatedQuadratic\(condition=3.0.*"
+                                         r"at update 1 it recorded loss [0-9.]+, where this surface gives"):
+        dtsgd_viz.plot_modes(recs, surfaces.RotatedQuadratic(condition=3.0))
+    dtsgd_viz.plot_modes(recs, surfaces.RotatedQuadratic(condition=10.0, angle=30.0))  # an equal one is fine

@@ -142,6 +142,7 @@ def modes_data(recordings, surface, name="w") -> ModeData:
         lr = float(lrs[0]) if lrs.size else float("nan")
         mu = float(hp.applied_momentum if hp.applied_momentum is not None else hp.momentum)
         nesterov = bool(hp.nesterov)
+        _check_same_surface(rec, key, surface, name)
         e = mode_errors(rec.path(name), minimum, evecs)
         errors[key] = e
         envelopes[key] = np.stack([mode_envelope(e[0, i], lr, mu, h, nesterov, len(e) - 1)
@@ -149,6 +150,32 @@ def modes_data(recordings, surface, name="w") -> ModeData:
         rates[key] = np.array([theory.spectral_radius(lr, mu, h, nesterov) for h in evals])
         settings[key] = (lr, mu, nesterov)
     return ModeData(evals, evecs, errors, envelopes, rates, settings)
+
+
+def _check_same_surface(rec, key, surface, name):
+    """Refuse runs made on another surface: the loss recorded at update ``k`` (the loss
+    at ``p_(k-1)``) must be ``surface.value_np`` there, up to float32 round-off."""
+    loss = rec.loss
+    value_np = getattr(surface, "value_np", None)
+    if loss is None or value_np is None:
+        return
+    path = rec.path(name).astype(np.float64)
+    expected = np.asarray(value_np(path[:len(loss)]), np.float64)
+    got = np.asarray(loss, np.float64)
+    ok = np.isfinite(got) & np.isfinite(expected)
+    if not ok.any():
+        return
+    scale = float(np.max(np.abs(expected[ok])))
+    off = np.abs(got - expected) > 1e-3 * np.abs(expected) + 1e-5 * scale
+    off &= ok
+    if off.any():
+        j = int(np.argmax(off))
+        label = getattr(surface, "label", type(surface).__name__)
+        raise ValueError(
+            f"Recording {key!r} was not made on the {label} ({surface!r}): at update {int(rec.steps[j])} it "
+            f"recorded loss {got[j]:.6g}, where this surface gives {expected[j]:.6g} "
+            f"({int(off.sum())} of {int(ok.sum())} recorded losses differ). Pass the surface the run was "
+            "made on.")
 
 
 # ---- drawing ----------------------------------------------------------------------------
