@@ -28,7 +28,7 @@ from ._empty import check_not_empty
 from ._figure import new_figure
 from ._shard_geometry import block_patches, short_device_names
 
-__all__ = ["BlockRates", "block_rates", "measured_decay", "plot_block_rates", "RatesView",
+__all__ = ["BlockRates", "block_rates", "decay_note", "measured_decay", "plot_block_rates", "RatesView",
            "rule_positions"]
 
 RULE_NAMES = {False: "momentum", True: "Nesterov"}
@@ -48,32 +48,70 @@ def _boundary(momentum, nesterov) -> float:
     return bound / (1.0 + 2.0 * momentum) if nesterov else bound
 
 
-def measured_decay(errors, steps, dtype=np.float32) -> float:
-    """Per-update decay factor of an error-norm series ``errors`` (after updates
-    ``steps``, update 0 first): ``exp`` of the least-squares slope of ``log(errors)``
-    over the later half of the points above ``1000 * eps * errors[0]``. NaN when fewer
-    than two points are usable."""
-    e, k = np.asarray(errors, np.float64), np.asarray(steps, np.float64)
-    floor = 1e3 * np.finfo(dtype).eps * (e[0] if np.isfinite(e[0]) else 0.0)
+NOISE_FLOOR = 100
+"""Errors at or below ``NOISE_FLOOR * eps * max(||w_0 - target||, ||target||)`` on a block
+are rounding, not decay: a fit stops at the first of them."""
+MIN_POINTS = 4
+"""A decay is fitted only through at least this many usable errors (update 0 included),
+of which the later half is kept: fewer leave nothing past the start-up transient."""
+
+
+def _usable(errors, steps, dtype=np.float32, scale=None):
+    """``(indices of the usable errors, why the series stops or None)``."""
+    e = np.asarray(errors, np.float64)
+    e0 = e[0] if np.isfinite(e[0]) else 0.0
+    floor = NOISE_FLOOR * np.finfo(dtype).eps * max(e0, 0.0 if scale is None else float(scale))
     with np.errstate(invalid="ignore"):
-        ok = np.isfinite(e) & (e > max(floor, 0.0))
+        ok = np.isfinite(e) & (e > floor)
+    why = None
     if not ok.all():  # a run that reached the floor (or blew up) stops there
         stop = int(np.argmin(ok))
         ok[stop:] = False
-    idx = np.nonzero(ok)[0]
-    idx = idx[len(idx) // 2:] if len(idx) >= 4 else idx
-    if len(idx) < 2:
+        k = int(np.asarray(steps)[stop])
+        why = (f"reached exactly 0 at update {k}" if e[stop] == 0 else
+               f"left the float range at update {k}" if not np.isfinite(e[stop]) else
+               f"fell to the float noise floor at update {k}")
+    return np.nonzero(ok)[0], why
+
+
+def measured_decay(errors, steps, dtype=np.float32, scale=None) -> float:
+    """Per-update decay factor of an error-norm series ``errors`` (after updates
+    ``steps``, update 0 first): ``exp`` of the least-squares slope of ``log(errors)``
+    over the later half of the errors before the first one at or below the float noise
+    floor ``NOISE_FLOOR * eps * max(errors[0], scale)`` (``scale``: the size of the
+    values themselves, e.g. ``||target||``). NaN when fewer than ``MIN_POINTS`` are
+    usable: an error that reaches exactly 0 at update 2 (a rate of 0) leaves only the
+    start-up transient, whose slope says nothing about the rate.
+
+    >>> round(measured_decay([1.0, 0.5, 0.25, 0.125], [0, 1, 2, 3]), 9)
+    0.5
+    >>> measured_decay([2.0, 1.8, 0.0, 0.0], [0, 1, 2, 3])
+    nan
+    """
+    idx, _ = _usable(errors, steps, dtype, scale)
+    if len(idx) < MIN_POINTS:
         return float("nan")
-    slope = np.polyfit(k[idx], np.log(e[idx]), 1)[0]
+    idx = idx[len(idx) // 2:]
+    slope = np.polyfit(np.asarray(steps, np.float64)[idx],
+                       np.log(np.asarray(errors, np.float64)[idx]), 1)[0]
     return float(np.exp(slope))
+
+
+def decay_note(errors, steps, dtype=np.float32, scale=None) -> str:
+    """Why ``measured_decay`` is NaN for this series ("" when it is not)."""
+    idx, why = _usable(errors, steps, dtype, scale)
+    if len(idx) >= MIN_POINTS:
+        return ""
+    return (f"{why or 'the run ended'} ({len(idx)} usable error"
+            f"{'s' if len(idx) != 1 else ''}: too few to fit)")
 
 
 @dataclasses.dataclass(frozen=True)
 class BlockRates:
     """Per replica group (unique block) of a ``ShardedQuadratic`` recording: its
     ``curvature``, ``errors`` (``(n_updates + 1, n_blocks)``: ``||w - target||`` of the
-    block at the start and after each recorded update), the ``measured`` decay, and
-    the run's ``learning_rate``, ``momentum`` and rule (``nesterov``)."""
+    block at the start and after each recorded update), the ``measured`` decay (NaN
+    where too few errors are usable; ``notes`` says why), and the run's ``learning_rate``, ``momentum`` and rule (``nesterov``)."""
 
     groups: tuple[tuple[int, ...], ...]
     labels: tuple[str, ...]
@@ -86,6 +124,7 @@ class BlockRates:
     learning_rate: float
     momentum: float
     nesterov: bool
+    notes: tuple[str, ...] = ()   # per block: why ``measured`` is NaN ("" when it is not)
 
     def positions(self, learning_rate=None) -> dict[bool, tuple[np.ndarray, np.ndarray]]:
         """``{nesterov: (a, rate)}`` of every block at ``learning_rate`` (default: the
@@ -126,15 +165,20 @@ def block_rates(recording, surface, name: str = "w") -> BlockRates:
                                       axis=tuple(range(1, path.ndim)))) for b in blocks], 1)
     updates = np.concatenate([[0], np.asarray(recording.steps)])
     dtype = recording.record(name).dtype
-    measured = np.array([measured_decay(errors[:, g], updates, dtype)
+    # the target's size sets the rounding floor as much as the start error does
+    scale = [float(np.sqrt(np.sum(np.broadcast_to(surface.target, path[(0,) + b].shape) ** 2)))
+             for b in blocks]
+    measured = np.array([measured_decay(errors[:, g], updates, dtype, scale[g])
                          for g in range(len(blocks))])
+    notes = tuple(decay_note(errors[:, g], updates, dtype, scale[g])
+                  for g in range(len(blocks)))
     styles = style.block_styles(geometry)
     names = short_device_names(recording.shard_devices(name))
     return BlockRates(
         tuple(geometry.replica_groups), tuple(p.label for p in block_patches(geometry, names)),
         tuple(s[0] for s in styles), tuple(s[2] for s in styles),
         np.array([float(curvature[b].flat[0]) for b in blocks]), updates, errors, measured,
-        float(hp.learning_rate[0]), float(hp.momentum), bool(hp.nesterov))
+        float(hp.learning_rate[0]), float(hp.momentum), bool(hp.nesterov), notes)
 
 
 class RatesView:
@@ -199,8 +243,23 @@ class RatesView:
                                  f"lr={r.learning_rate:g})"),
                     Line2D([], [], ls="none", marker="x", ms=9, mew=2, color=UNSTABLE_COLOR,
                            label="past the stability boundary (dotted)")]
+        self.no_star_note = self._no_star_note()
+        if self.no_star_note:
+            handles.append(Line2D([], [], ls="none", label=self.no_star_note))
         self.curve_ax.legend(handles=handles, loc="lower left", fontsize=style.FONT_SIZE - 1,
                              framealpha=0.9)
+
+    def _no_star_note(self) -> str:
+        """The legend's line on the blocks without a star ("" when every block has one)."""
+        r = self.rates
+        missing = [g for g in range(len(r.labels)) if not np.isfinite(r.measured[g])]
+        if not missing:
+            return ""
+        notes = r.notes or ("",) * len(r.labels)
+        lines = [f"{r.labels[g]}: {notes[g] or 'no decay could be fitted'}" for g in missing[:3]]
+        if len(missing) > 3:
+            lines.append(f"and {len(missing) - 3} more blocks")
+        return "no star (no decay to measure):\n" + "\n".join(lines)
 
     def _draw_errors(self, ax):
         r = self.rates
