@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dtsgd_viz
-from dtsgd_viz import reference, surfaces
+from dtsgd_viz import reference, surfaces, theory
 from dtsgd_viz.convergence import phase_grid
 from dtsgd_viz.views.phase import cap_rate, cell_edges, phase_ratio
 
@@ -163,3 +163,40 @@ def test_the_theory_and_the_figures_need_neither_tensorflow_nor_ipywidgets():
             "print(sorted(m for m in ('ipywidgets', 'IPython', 'tensorflow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("steps, tol, match", [
+    (0, 1e-2, r"steps must be an integer >= 1 .*Received: steps=0\."),
+    (-3, 1e-2, r"steps must be an integer >= 1 .*Received: steps=-3\."),
+    (2.0, 1e-2, r"steps must be an integer >= 1 .*Received: steps=2\.0\."),
+    (True, 1e-2, r"steps must be an integer >= 1 .*Received: steps=True\."),
+    (10, 0.0, r"tol must be a finite number > 0 .*Received: tol=0\.0\."),
+    (10, -1e-3, r"tol must be a finite number > 0 .*Received: tol=-0\.001\."),
+    (10, float("nan"), r"tol must be a finite number > 0 .*Received: tol=nan\."),
+    (10, "small", r"tol must be a finite number > 0 .*Received: tol='small'\."),
+])
+def test_bad_steps_and_tol_are_refused_with_what_was_received(steps, tol, match):
+    with pytest.raises(ValueError, match=match):
+        dtsgd_viz.plot_phase(SURFACE, [0.05, 0.1], [0.5, 0.9], steps=steps, tol=tol)
+    with pytest.raises(ValueError, match=match):
+        phase_grid(SURFACE, [0.05, 0.1], [0.5, 0.9], steps, tol, False)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: theory.convergence_boundary([-0.5], 1.0, True), r"momentum must be finite, in \[0, 1\)\. "
+                                                             r"Received: momentum=\[-0\.5\]\."),
+    (lambda: theory.convergence_boundary([0.5], 0.0, False), r"h_max must be finite and > 0\. Received: h_max=0\.0"),
+    (lambda: theory.critical_damping(1.0, False), r"momentum must be finite, in \[0, 1\)\. Received: momentum=1\.0"),
+    (lambda: theory.rate(0.1, float("nan"), True), r"momentum must be finite, in \[0, 1\)"),
+    (lambda: theory.rate([0.1, np.inf], 0.5, True), r"a must be finite .*Received: a=\[0\.1, inf\]"),
+    (lambda: theory.spectral_radius(0.1, 1.5, 1.0, False), r"momentum must be finite, in \[0, 1\)"),
+    (lambda: theory.iteration_matrix("x", 0.5, 1.0, False), r"learning_rate must be finite"),
+    (lambda: theory.problem_rate([0.1], [0.5], [1.0, np.nan], True), r"hessian_eigenvalues must be finite"),
+    (lambda: theory.critical_damping(0.5, "yes"), r"nesterov must be True or False\. Received: nesterov='yes'"),
+])
+def test_theory_refuses_momenta_outside_0_1_and_non_finite_inputs(call, match):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=match):
+            call()
