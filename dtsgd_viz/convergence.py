@@ -17,7 +17,7 @@ import numpy as np
 from . import _progress, reference
 
 __all__ = ["steps_to_tolerance", "path_losses", "PhaseGrid", "phase_grid", "diverged",
-           "check_grid_axis"]
+           "check_grid_axis", "check_steps_tol"]
 
 
 def steps_to_tolerance(losses, min_value: float, tol: float) -> np.ndarray:
@@ -61,6 +61,20 @@ def check_grid_axis(label: str, values, low: float, high: float, high_inclusive=
     return a
 
 
+def check_steps_tol(steps, tol) -> tuple[int, float]:
+    """``steps`` an integer >= 1 (not a bool) and ``tol`` a finite number > 0, as given
+    to ``phase_grid``; returns them as ``(int, float)``."""
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps must be an integer >= 1 (updates per cell). Received: steps={steps!r}.")
+    try:
+        t = float(tol)
+    except (TypeError, ValueError):
+        t = float("nan")
+    if isinstance(tol, bool) or not (np.isfinite(t) and t > 0):
+        raise ValueError(f"tol must be a finite number > 0 (on loss - min_value). Received: tol={tol!r}.")
+    return int(steps), t
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class PhaseGrid:
     """Steps to converge on a (momentum x learning rate) grid for one rule.
@@ -98,6 +112,7 @@ def phase_grid(surface, learning_rates, momenta, steps: int, tol: float, nestero
     the grid changes no rounding. ``progress=True`` shows a progress bar over the
     steps (``tqdm.auto``).
     """
+    steps, tol = check_steps_tol(steps, tol)
     lrs = check_grid_axis("learning_rates", learning_rates, 0.0, np.inf)
     mus = check_grid_axis("momenta", momenta, 0.0, 1.0)
     if np.any(lrs <= 0):

@@ -274,7 +274,8 @@ def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, 
       start: default ``surface.default_start``.
       rate_levels: the iso-rate contours (the cap's rate is added).
     """
-    from ..convergence import phase_grid
+    from ..convergence import check_steps_tol, phase_grid
+    steps, tol = check_steps_tol(steps, tol)
     lrs, mus = default_axes(surface, learning_rates, momenta)
     grids = {key: phase_grid(surface, lrs, mus, steps, tol, nesterov, start, progress=progress)
              for key, nesterov in RULES.items()}
