@@ -45,11 +45,47 @@ RULES = {"momentum": False, "nesterov": True}
 """The two momentum rules by config name -> ``nesterov``."""
 
 
+def _numbers(label, values, *, low=None, low_inclusive=True, high=None):
+    """``values`` as float64, all finite and within the range, or a ValueError saying what
+    was received and what is allowed."""
+    try:
+        a = np.asarray(values, np.float64)
+    except (TypeError, ValueError):
+        a = None
+    ok = a is not None and not isinstance(values, bool) and bool(np.all(np.isfinite(a)))
+    if ok and low is not None:
+        ok = bool(np.all(a >= low)) if low_inclusive else bool(np.all(a > low))
+    if ok and high is not None:
+        ok = bool(np.all(a < high))
+    if not ok:
+        lo = "" if low is None else ("[" if low_inclusive else "(") + f"{low:g}, "
+        hi = "" if high is None else f"{high:g})"
+        allowed = (f"finite, in {lo}{hi}" if low is not None and high is not None
+                   else f"finite and {'>=' if low_inclusive else '>'} {low:g}" if low is not None
+                   else "finite (a number or an array of numbers)")
+        shown = values.tolist() if isinstance(values, np.ndarray) else values
+        raise ValueError(f"{label} must be {allowed}. Received: {label}={shown!r}.")
+    return a
+
+
+def _momenta(values):
+    return _numbers("momentum", values, low=0.0, high=1.0)
+
+
+def _rule(nesterov) -> bool:
+    if not isinstance(nesterov, (bool, np.bool_)):
+        raise ValueError(f"nesterov must be True or False. Received: nesterov={nesterov!r}.")
+    return bool(nesterov)
+
+
 def iteration_matrix(learning_rate, momentum, h, nesterov) -> np.ndarray:
     """The 2x2 matrix taking ``(p, v)`` to ``(p', v')`` along an eigenvector of
-    Hessian eigenvalue ``h`` (float64)."""
-    a, mu = float(learning_rate) * float(h), float(momentum)
-    if nesterov:
+    Hessian eigenvalue ``h`` (float64). Every function here takes momenta in
+    ``[0, 1)`` and finite numbers, and raises a ``ValueError`` naming the argument
+    otherwise."""
+    lr = float(_numbers("learning_rate", learning_rate))
+    a, mu = lr * float(_numbers("h", h)), float(_momenta(momentum))
+    if _rule(nesterov):
         return np.array([[1.0 - (1.0 + mu) * a, mu * mu], [-a, mu]])
     return np.array([[1.0 - a, mu], [-a, mu]])
 
@@ -68,8 +104,8 @@ def _trace_det(a, mu, nesterov):
 def rate(a, momentum, nesterov) -> np.ndarray:
     """The spectral radius of the iteration matrix for ``a = lr * h`` (closed form,
     broadcast over ``a`` and ``momentum``): how much a mode's error shrinks per update."""
-    a, mu = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(momentum, np.float64))
-    T, D = _trace_det(a, mu, nesterov)
+    a, mu = np.broadcast_arrays(_numbers("a", a), _momenta(momentum))
+    T, D = _trace_det(a, mu, _rule(nesterov))
     disc = T * T - 4.0 * D
     root = np.sqrt(np.abs(disc))
     real = np.maximum(np.abs(T + root), np.abs(T - root)) / 2.0
@@ -78,9 +114,9 @@ def rate(a, momentum, nesterov) -> np.ndarray:
 
 def problem_rate(learning_rates, momenta, hessian_eigenvalues, nesterov) -> np.ndarray:
     """The worst mode's rate on a grid: ``out[i, j] = max_h rate(lr_j h, mu_i)``."""
-    lr = np.asarray(learning_rates, np.float64)[None, :, None]
-    mu = np.asarray(momenta, np.float64)[:, None, None]
-    h = np.asarray(hessian_eigenvalues, np.float64).ravel()
+    lr = _numbers("learning_rates", learning_rates).reshape(-1)[None, :, None]
+    mu = _momenta(momenta).reshape(-1)[:, None, None]
+    h = _numbers("hessian_eigenvalues", hessian_eigenvalues).ravel()
     h = np.unique(h)[None, None, :]
     return rate(lr * h, mu, nesterov).max(axis=-1)
 
@@ -89,16 +125,16 @@ def convergence_boundary(momenta, h_max: float, nesterov: bool) -> np.ndarray:
     """The largest learning rate at which the rule still converges on a quadratic
     whose largest Hessian eigenvalue is ``h_max``, for each momentum (see the module
     docstring): ``2 (1 + mu) / h_max``, Nesterov ``2 (1 + mu) / ((1 + 2 mu) h_max)``."""
-    mu = np.asarray(momenta, np.float64)
-    bound = 2.0 * (1.0 + mu) / float(h_max)
-    return bound / (1.0 + 2.0 * mu) if nesterov else bound
+    mu = _momenta(momenta)
+    bound = 2.0 * (1.0 + mu) / float(_numbers("h_max", h_max, low=0.0, low_inclusive=False))
+    return bound / (1.0 + 2.0 * mu) if _rule(nesterov) else bound
 
 
 def critical_damping(momenta, nesterov: bool) -> np.ndarray:
     """``a = lr * h`` at which a mode turns from over-damped (real eigenvalues) to
     oscillating (complex): ``(1 - sqrt(mu))^2``, Nesterov ``((1 - mu) / (1 + mu))^2``.
     Divide by ``h`` for the learning rate."""
-    mu = np.asarray(momenta, np.float64)
-    if nesterov:
+    mu = _momenta(momenta)
+    if _rule(nesterov):
         return ((1.0 - mu) / (1.0 + mu)) ** 2
     return (1.0 - np.sqrt(mu)) ** 2
