@@ -18,6 +18,7 @@ from dtsgd_viz import _dtensor
 from dtsgd_viz.views import _shard_geometry as sg
 from dtsgd_viz.views import shards as sv
 from dtsgd_viz.views.shards import draw_shards, plot_shards, shard_norms
+from dtsgd_viz.views.update_shards import plot_update_shards
 from helpers import Problem, layout, make_sgd, run
 
 matplotlib.use("Agg")
@@ -296,11 +297,9 @@ def test_bad_input_gets_clear_errors(sharded):
         plot_shards(r, "nope")
     with pytest.raises(ValueError, match="Unknown kind 'momentum'"):
         plot_shards(r, "w", "momentum")
-    for bad in (0, STEPS + 1, -2):
-        with pytest.raises(ValueError, match=rf"update {bad} was not recorded.*1\.\.{STEPS}"):
+    for bad in (STEPS + 1, -STEPS - 1):
+        with pytest.raises(ValueError, match=rf"step={bad} is out of range.*1\.\.{STEPS}"):
             plot_shards(r, "w", step=bad)
-    with pytest.raises(TypeError, match="step must be an int"):
-        plot_shards(r, "w", step=1.5)
     with pytest.raises(TypeError, match="ax must be None"):
         plot_shards(r, "w", ax="left")
     empty = dataclasses.replace(
@@ -314,7 +313,7 @@ def test_bad_input_gets_clear_errors(sharded):
     with pytest.raises(ValueError, match="Kind 'velocity' was not recorded"):
         plot_shards(only_param, "w")
     every = dataclasses.replace(r, steps=r.steps * 10)  # as Recorder(every=10) numbers them
-    with pytest.raises(ValueError, match=r"10, 20, \.\., 60 \(every 10\)"):
+    with pytest.raises(ValueError, match=r"10, 20, \.\.\., 60 \(every 10\)"):
         plot_shards(every, "w", step=15)
     assert "after update 20" in _figure_parts(plot_shards(every, "w", step=20))[0].get_title()
 
@@ -479,7 +478,35 @@ def test_update_shards_of_partial_and_stats_recordings(sharded, stats_and_full):
     stats = stats_and_full[0]
     fig = plot_update_shards(stats, "w", 2)
     assert not any(ax.images for ax in fig.axes) and "mode='stats'" in fig.get_suptitle()
-    with pytest.raises(ValueError, match="update 9 was not recorded"):
+    with pytest.raises(ValueError, match="step=9 is out of range"):
         plot_update_shards(stats, "w", 9)
     with pytest.raises(ValueError, match="kinds must be some of"):
         plot_update_shards(stats, "w", kinds=("momentum",))
+
+
+def test_step_counts_back_from_the_last_and_refuses_non_ints_alike(sharded):
+    """One convention for plot_shards, plot_update_shards and ShardExplorer, as
+    plot_paths has it: k is update k, -1..-n count back from the last, 0 (the start) and
+    anything but an int are ValueErrors naming what was received and what is allowed."""
+    from dtsgd_viz.widgets.shard_explorer import ExplorerState
+    r = sharded[0]
+    every = dataclasses.replace(r, steps=r.steps * 2)  # updates 2, 4, ..., 12
+    n = len(every.steps)
+    for back in range(1, n + 1):
+        update = int(every.steps[-back])
+        title = _figure_parts(plot_shards(every, "w", step=-back))[0].get_title()
+        assert f"after update {update}" in title
+        assert f"update {update}" in plot_update_shards(every, "w", -back).get_suptitle()
+        assert ExplorerState.of(every, step=-back).update == update
+    allowed = (r"Allowed: a recorded update \(updates 2, 4, \.\.\., 12 \(every 2\)\), "
+               rf"-1\.\.-{n} counting back from the last, or None \(the last\)\.")
+    cases = [(0, r"step=0 is the start, before any update: the start is not a recorded update"),
+             (-n - 1, rf"step={-n - 1} is out of range: {n} updates are recorded"),
+             (3, "step=3 was not recorded"), (2.0, r"Received: step=2\.0 \(float\)"),
+             ("3", r"Received: step='3' \(str\)"), (True, r"Received: step=True \(bool\)")]
+    for bad, why in cases:
+        for draw in (lambda: plot_shards(every, "w", step=bad),
+                     lambda: plot_update_shards(every, "w", bad),
+                     lambda: ExplorerState.of(every, step=bad)):
+            with pytest.raises(ValueError, match=why + ".*" + allowed):
+                draw()

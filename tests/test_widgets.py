@@ -177,7 +177,7 @@ def test_widget_layout_and_display(param_and_grad_only):
     bundle = w._repr_mimebundle_()
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == w.widget.model_id
     assert callable(w._ipython_display_)
-    with pytest.raises(ValueError, match=r"update 4 was not recorded.*updates 1, 2, 3"):
+    with pytest.raises(ValueError, match=r"step=4 is out of range.*updates 1, 2, 3"):
         ShardExplorer(param_and_grad_only, step=4)
     with pytest.raises(ValueError, match="was not recorded"):
         ShardExplorer(param_and_grad_only, kind="velocity")

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ._empty import check_not_empty
+from ._steps import update_position
 
 LOG_RANGE = 100.0
 """Norm panels switch to a log colour scale when max/min of the positive finite
@@ -45,25 +46,11 @@ def updates_text(steps) -> str:
 
 def update_index(recording, step=None) -> int:
     """The index into ``recording.steps`` of optimizer update ``step`` (as
-    ``recording.steps`` counts: the first update is 1). None or -1: the last
-    recorded update. Raises ValueError naming the recorded updates.
-
-    The project-wide step convention: ``step=k`` is update k, never an index."""
+    ``recording.steps`` counts: the first update is 1; -1 the last, -2 the one before,
+    ... -n the first; None the last). Raises ValueError naming what was received and
+    the recorded updates (``views._steps``, the convention every view shares)."""
     check_not_empty(recording)
-    steps = np.asarray(recording.steps)
-    if step is None or (not isinstance(step, bool) and isinstance(step, (int, np.integer))
-                        and step == -1):
-        return len(steps) - 1
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
-        raise TypeError(f"step must be an int, the optimizer update to show (as "
-                        f"recording.steps counts), or None for the last. Received: {step!r}.")
-    hits = np.nonzero(steps == int(step))[0]
-    if not len(hits):
-        raise ValueError(
-            f"update {step} was not recorded. Allowed: step= one of the recorded updates "
-            f"{updates_text(steps)} (recording.steps; the first update is 1), or None/-1 for "
-            f"the last.")
-    return int(hits[0])
+    return update_position(step, recording.steps)
 
 
 # kept for callers that hold an index into recording.steps (a slider position)

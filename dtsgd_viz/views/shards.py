@@ -6,7 +6,7 @@ outlined, beside each unique block's L2 norm over the updates, as log-y lines::
     fig.savefig("shards.png")
 
 ``step=k`` is optimizer update k as ``recording.steps`` counts (the first update is 1;
-None or -1: the last). Every block has one colour (``style.block_styles``), shared by
+-1, -2, ... count back from the last; None: the last; ``views._steps``). Every block has one colour (``style.block_styles``), shared by
 its label chip on the left and its norm line on the right; replicas are one block, so
 one line, marked with a diamond at updates where its copies disagreed.
 
@@ -280,7 +280,7 @@ class ShardsView:
         self._update_titles()
 
     def set_step(self, step=None) -> None:
-        """Show optimizer update ``step`` (None/-1: the last), in place."""
+        """Show optimizer update ``step`` (-1, -2, ...: counting back from the last; None: the last), in place."""
         self.set_index(update_index(self.recording, step))
 
     def set_fixed_scale(self, fixed: bool) -> None:
@@ -370,7 +370,8 @@ def draw_shards(recording, name, kind="velocity", step=None, *, ax=None,
 
 def plot_shards(recording, name, kind="velocity", step=None, *, ax=None, fixed_scale=False):
     """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (as
-    ``recording.steps`` counts, the first update is 1; None or -1: the last) with each
+    ``recording.steps`` counts, the first update is 1; -1..-n count back from the last;
+    None: the last) with each
     device's block outlined and labelled, beside each unique block's L2 norm over the
     updates (log y, one line per block in its colour; replicas are one block, marked
     with a diamond at updates where their copies disagreed; NaN/Inf updates marked with

@@ -67,7 +67,7 @@ def update_captions(layout, update: int) -> dict[str, str]:
 def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity", "grad"),
                        figsize=None):
     """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (as
-    ``recording.steps`` counts; None or -1: the last), side by side, each with its own
+    ``recording.steps`` counts; -1..-n count back from the last; None: the last), side by side, each with its own
     symmetric colour scale and the same device blocks outlined and labelled in their
     block colours. Kinds the recording lacks are left out (the title says which). A
     ``Recorder(mode="stats")`` recording has no values: its panels show the blocks.

@@ -40,7 +40,7 @@ class ExplorerState:
     @classmethod
     def of(cls, recording, variable=None, kind=None, step=None) -> ExplorerState:
         """The starting state for ``recording`` (first variable, velocity if recorded) at
-        optimizer update ``step`` (default: the first recorded; -1: the last)."""
+        optimizer update ``step`` (default: the first recorded; -1, -2, ...: counting back from the last)."""
         check_not_empty(recording)
         kinds = tuple(recording.kinds)
         state = cls(tuple(recording.variables), kinds, tuple(int(s) for s in recording.steps),
@@ -93,7 +93,7 @@ class ShardExplorer(FigureWidget):
     """``plot_shards`` with a variable picker, a kind picker (recorded kinds only), an
     update slider with Play, and a checkbox for a colour scale fixed over the run (on by
     default, so decay shows while playing). ``step``: the update to start at (as
-    ``recording.steps`` counts; default the first recorded). ``.widget`` is the root
+    ``recording.steps`` counts, -1..-n from the last; default the first recorded). ``.widget`` is the root
     ``VBox``; ``.view`` the ``ShardsView``."""
 
     def __init__(self, recording, variable=None, kind=None, step=None, *, interval=400,

@@ -1,0 +1,85 @@
+"""The step convention every view shares, checked in one place: ``step=k`` is optimizer
+update k as ``recording.steps`` counts it (the first update is 1), ``-1`` the last
+recorded update, ``-2`` the one before, ... ``-n`` the first, and 0 an error (the start,
+before any update, is not a recorded update). Anything but an int (a float, a string,
+a bool) is a ``ValueError`` naming what was received and what is allowed.
+
+    >>> resolve_update(-1, [2, 4, 6]), resolve_update(4, [2, 4, 6])
+    (6, 4)
+    >>> update_position(-3, [2, 4, 6])
+    0
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["allowed_steps", "describe_updates", "resolve_update", "update_position"]
+
+
+def describe_updates(updates) -> str:
+    """``updates 1..8``, ``updates 2, 4, ..., 16 (every 2)`` or ``8 updates from 3 to 90``."""
+    u = np.asarray(updates, np.int64)
+    if len(u) == 0:
+        return "no updates"
+    if len(u) == 1:
+        return f"update {int(u[0])} only"
+    d = np.diff(u)
+    if len(u) <= 4:
+        return "updates " + ", ".join(str(int(x)) for x in u)
+    if np.all(d == 1):
+        return f"updates {int(u[0])}..{int(u[-1])}"
+    if np.all(d == d[0]):
+        return f"updates {int(u[0])}, {int(u[1])}, ..., {int(u[-1])} (every {int(d[0])})"
+    return f"{len(u)} updates from {int(u[0])} to {int(u[-1])}"
+
+
+def allowed_steps(updates, none: str = "the last") -> str:
+    """``Allowed: a recorded update (updates 2, 4, 6), -1..-3 counting back from the
+    last, or None (the last).`` ``none``: what None means to the caller."""
+    n = len(updates)
+    if not n:
+        return f"Allowed: None ({none})."
+    back = "-1" if n == 1 else f"-1..-{n}"
+    return (f"Allowed: a recorded update ({describe_updates(updates)}), {back} counting "
+            f"back from the last, or None ({none}).")
+
+
+def resolve_update(step, updates, *, none: str = "the last") -> int | None:
+    """The update number ``step`` picks from the recorded ``updates`` (sorted), None
+    for None. Raises ``ValueError`` saying what was received and what is allowed."""
+    if step is None:
+        return None
+    u = np.asarray(updates, np.int64)
+    n = len(u)
+    allowed = allowed_steps(u, none)
+    if isinstance(step, (bool, np.bool_)) or not isinstance(step, (int, np.integer)):
+        raise ValueError(
+            "step must be an int: an update number as recording.steps counts them (the "
+            f"first update is 1) or a negative count back from the last. Received: "
+            f"step={step!r} ({type(step).__name__}). {allowed}")
+    step = int(step)
+    if step < 0:
+        if -step > n:
+            raise ValueError(f"step={step} is out of range: {n} update"
+                             f"{'s are' if n != 1 else ' is'} recorded. {allowed}")
+        return int(u[step])
+    if step == 0:
+        raise ValueError(
+            "step=0 is the start, before any update: the start is not a recorded update "
+            f"(updates are numbered from 1, as recording.steps counts them). {allowed}")
+    if n == 0 or step < u[0] or step > u[-1]:
+        raise ValueError(f"step={step} is out of range. {allowed}")
+    if step not in u:
+        raise ValueError(f"step={step} was not recorded. {allowed}")
+    return step
+
+
+def update_position(step, updates, *, none: str = "the last") -> int:
+    """The index into ``updates`` (and the recording's arrays) of the update ``step``
+    picks; None is the last."""
+    u = np.asarray(updates, np.int64)
+    picked = resolve_update(step, u, none=none)
+    if picked is None:
+        return len(u) - 1
+    return int(np.searchsorted(u, picked))
