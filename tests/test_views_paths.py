@@ -15,6 +15,8 @@ from dtsgd_viz.recording import Hyperparameters, Recording, VariableRecord
 from dtsgd_viz.specs import LayoutSpec, MeshSpec
 from dtsgd_viz.views import _path_geometry as geo
 from dtsgd_viz.views import style
+from dtsgd_viz.views._path_geometry import decompose_update
+from dtsgd_viz.views.paths import draw_paths
 
 STEPS = 8
 ROTATED = surfaces.RotatedQuadratic()
@@ -230,20 +232,57 @@ def test_older_updates_fade_and_runs_stay_apart(rotated):
     assert geo.fade_alphas(4, half_life=1.0, floor=0.0).tolist() == [0.125, 0.25, 0.5, 1.0]
 
 
-def test_arrows_need_consecutive_steps_and_the_kinds():
+def note_text(fig):
+    texts = [t for ax in fig.axes for t in ax.texts if t.get_gid() == "arrows-note"]
+    return texts[0].get_text() if texts else None
+
+
+def test_without_the_update_before_or_the_kinds_the_update_is_marked_without_arrows_and_a_note():
+    # as PathExplorer: draw what the recording allows instead of an error on a default call
     s = ROTATED
     every2 = synthetic(s, 6, 0.05, 0.9, every=2)
     with pytest.raises(ValueError, match=r"at update 4 .*jumps from update 2 \(recorded every 2 updates\).*every=1"):
-        dtsgd_viz.plot_paths({"m": every2}, s, step=4)
+        decompose_update(every2, "w", 1)
     with pytest.raises(ValueError, match=r"step=3 was not recorded\. Allowed: a recorded update \(updates 2, 4, 6\), -1\.\.-3"):
         dtsgd_viz.plot_paths({"m": every2}, s, step=3)
-    fig = dtsgd_viz.plot_paths({"m": every2}, s, step=4, arrows=False)
-    np.testing.assert_array_equal(gid_artists(fig, "position:")["m"].get_xydata()[0],
-                                  every2.path("w")[1])   # before update 4: after update 2
-    assert not gid_artists(fig, "arrow:") and "m" in gid_artists(fig, "position:")
+    for arrows in (True, False):
+        fig = dtsgd_viz.plot_paths({"m": every2}, s, step=4, arrows=arrows)
+        np.testing.assert_array_equal(gid_artists(fig, "position:")["m"].get_xydata()[0],
+                                      every2.path("w")[1])   # before update 4: after update 2
+        assert not gid_artists(fig, "arrow:") and "m" in gid_artists(fig, "position:")
+        assert note_text(fig) == (None if not arrows else
+                                  "no update arrows: update 3, just before update 4, is not recorded "
+                                  "(every 2); record every update to see them")
+    view = draw_paths({"m": every2}, s, step=2)
+    assert view.arrows is False and "update 1, just before update 2" in view.artists.note.get_text()
     params_only = synthetic(s, 4, 0.05, 0.9, kinds=("param",))
-    with pytest.raises(ValueError, match=r"kinds param, grad and velocity.*missing \['grad', 'velocity'\]"):
-        dtsgd_viz.plot_paths({"m": params_only}, s, step=1)
+    fig = dtsgd_viz.plot_paths({"m": params_only}, s, step=1)
+    assert not gid_artists(fig, "arrow:")
+    assert note_text(fig) == "no update arrows: kinds grad, velocity not recorded"
+    assert note_text(dtsgd_viz.plot_paths({"m": synthetic(s, 4, 0.05, 0.9)}, s, step=2)) is None
+
+
+@pytest.mark.parametrize("step", [2.0, "3", True, np.float64(3.0)])
+def test_steps_that_are_not_ints_are_refused_naming_what_was_received(rotated, step):
+    match = (r"step must be an int: an update number as recording\.steps counts them \(the first update is "
+             r"1\) or a negative count back from the last\. Received: step=.* \(\w+\)\. Allowed: a recorded "
+             r"update \(updates 1\.\.8\), -1\.\.-8 counting back")
+    with pytest.raises(ValueError, match=match):
+        dtsgd_viz.plot_paths(rotated, ROTATED, step=step)
+    with pytest.raises(ValueError, match=match):
+        draw_paths(rotated, ROTATED, step=step)
+    with pytest.raises(ValueError, match=r"frames=\[.*\]: step must be an int.*Received: step="):
+        dtsgd_viz.animate(rotated, ROTATED, frames=[1, step])
+
+
+@pytest.mark.parametrize("frames, match", [
+    ([None], r"frames lists update numbers .*None is not one\. Received: frames=\[None\]\. Allowed: updates 1\.\.8"),
+    ([2, None], r"None is not one\. Received: frames=\[2, None\]"),
+    (2.5, r"frames must be None \(every update\), an int >= 1 .*Received: frames=2\.5"),
+])
+def test_animation_frames_that_are_not_updates_are_a_clear_error(rotated, frames, match):
+    with pytest.raises(ValueError, match=match):
+        dtsgd_viz.animate(rotated, ROTATED, frames=frames)
 
 
 # ---- loss panel -------------------------------------------------------------------------
@@ -335,7 +374,7 @@ def test_bad_input_is_a_clear_error(rotated, planar):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=-STEPS - 1)
     with pytest.raises(ValueError, match=r"step=0 is the start, before any update: updates are numbered from 1"):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=0)
-    with pytest.raises(ValueError, match=r"step must be an update number .*Received: step=1\.5"):
+    with pytest.raises(ValueError, match=r"step must be an int: an update number .*Received: step=1\.5"):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=1.5)
     with pytest.raises(ValueError, match=r"hold must be an integer >= 0"):
         dtsgd_viz.animate(rotated, ROTATED, hold=-1)

@@ -460,3 +460,25 @@ def test_views_stay_free_of_ipywidgets():
             "print(sorted(m for m in ('ipywidgets', 'IPython', 'tensorflow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_path_explorer_and_plot_paths_agree_without_the_update_before():
+    # both draw the update without arrows and say why (every=3: the update before is not recorded)
+    from test_views_paths import note_text, synthetic
+    every3 = {"m": synthetic(ROTATED, 12, 0.05, 0.9, every=3)}
+    w = PathExplorer(every3, ROTATED, step=3)
+    fig = dtsgd_viz.plot_paths(every3, ROTATED, step=3)
+    assert not w.view.artists.arrows and not [a for ax in fig.axes for a in ax.collections
+                                              if (a.get_gid() or "").startswith("arrow:")]
+    assert w.view.arrows is False
+    assert w.view.artists.note.get_text() == note_text(fig) == (
+        "no update arrows: update 2, just before update 3, is not recorded (every 3); record every "
+        "update to see them")
+    assert PathExplorer(every3, ROTATED, arrows=False).view.artists.note is None
+
+
+@pytest.mark.parametrize("step", [2.0, "3", True])
+def test_path_explorer_refuses_steps_that_are_not_ints(recs, step):
+    with pytest.raises(ValueError, match=r"step must be an int: .*Received: step=.* \(\w+\)\. Allowed: a recorded "
+                                         r"update \(updates 1\.\.12\)"):
+        PathExplorer(recs, ROTATED, step=step)

@@ -20,7 +20,7 @@ import numpy as np
 
 __all__ = [
     "Plane", "identity_plane", "pca_plane", "project", "lift", "plot_box", "loss_grid",
-    "log_levels", "UpdateTerms", "decompose_update", "arrow_chain", "nesterov_points",
+    "log_levels", "UpdateTerms", "decompose_update", "why_no_arrows", "arrow_chain", "nesterov_points",
     "select_variable", "check_step", "step_index", "describe_updates", "fade_alphas",
     "zoom_box", "TERM_LABELS", "TERM_SHORT",
 ]
@@ -224,6 +224,22 @@ def _consecutive(steps, index) -> bool:
     return int(steps[index]) == int(steps[index - 1]) + 1
 
 
+def why_no_arrows(recording, index=None) -> str | None:
+    """Why the update at ``index`` (every update for None) can't be split into arrows,
+    in a short note for the figure; None when it can."""
+    missing = [k for k in ("param", "grad", "velocity") if k not in recording.kinds]
+    if missing:
+        return f"no update arrows: kinds {', '.join(missing)} not recorded"
+    steps = np.asarray(recording.steps)
+    bad = [index] if index is not None else range(len(steps))
+    for i in bad:
+        if not _consecutive(steps, i):
+            prev = int(steps[i - 1]) if i else 0
+            return (f"no update arrows: update {int(steps[i]) - 1}, just before update {int(steps[i])}, "
+                    f"is not recorded (every {int(steps[i]) - prev}); record every update to see them")
+    return None
+
+
 def decompose_update(recording, name: str, index: int) -> UpdateTerms:
     """Split the recorded update at ``index`` into the terms of tf-keras' SGD rule
     (see ``dtsgd_viz.reference``), from the recorded gradient, velocities and learning
@@ -386,10 +402,11 @@ def check_step(step, steps: Mapping[str, np.ndarray]) -> int | None:
     what = describe_updates(common)
     allowed = (f"Allowed: a recorded update ({what}), -1..-{n} counting back from the "
                "last, or None (no update picked)." if n else "Allowed: None.")
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+    if isinstance(step, (bool, np.bool_)) or not isinstance(step, (int, np.integer)):
         raise ValueError(
-            "step must be an update number as recording.steps counts them (the first update "
-            f"is 1). Received: step={step!r}. {allowed}")
+            "step must be an int: an update number as recording.steps counts them (the "
+            "first update is 1) or a negative count back from the last. Received: "
+            f"step={step!r} ({type(step).__name__}). {allowed}")
     step = int(step)
     if step < 0:
         if -step > n:

@@ -23,7 +23,20 @@ def _frames(frames, steps) -> list[int]:
         if frames < 1:
             raise ValueError(f"frames must be >= 1. Received: frames={frames}.")
         return sorted(set(np.linspace(0, n - 1, min(int(frames), n)).round().astype(int).tolist()))
-    out = [geo.step_index(steps, geo.check_step(f, {"recordings": steps})) for f in frames]
+    try:
+        items = list(frames)
+    except TypeError:
+        raise ValueError("frames must be None (every update), an int >= 1 (evenly spaced frames) or a "
+                         f"list of update numbers. Received: frames={frames!r}.") from None
+    for f in items:
+        if f is None:
+            raise ValueError("frames lists update numbers (ints, as recording.steps counts them, or "
+                             f"negative counts back from the last); None is not one. Received: "
+                             f"frames={items!r}. Allowed: {geo.describe_updates(steps)}.")
+    try:
+        out = [geo.step_index(steps, geo.check_step(f, {"recordings": steps})) for f in items]
+    except ValueError as e:
+        raise ValueError(f"frames={items!r}: {e}") from None
     if not out:
         raise ValueError("frames is empty: give None, a number of frames, or update numbers.")
     return out

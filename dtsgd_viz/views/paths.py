@@ -137,6 +137,7 @@ class _Artists:
     zoom_axes: dict = dataclasses.field(default_factory=dict)   # config -> Axes
     step_line: object = None
     title: object = None
+    note: object = None      # the Text saying why no arrows are drawn, if any
 
 
 def _outline(width=3.2):
@@ -173,8 +174,16 @@ def _index(scene, key, update):
     return geo.step_index(scene.recordings[key].steps, update)
 
 
-def _draw(scene: _Scene, update, ax, arrows, ghost=False, zoom=True) -> tuple[object, _Artists]:
+def _draw(scene: _Scene, update, ax, arrows, ghost=False, zoom=True, note=None) -> tuple[object, _Artists]:
     from matplotlib.lines import Line2D
+
+    if arrows and update is not None and note is None:
+        # draw what the recording allows: without the update before, no arrows, and say why
+        for key, rec in scene.recordings.items():
+            note = geo.why_no_arrows(rec, _index(scene, key, update))
+            if note:
+                arrows = False
+                break
 
     zoom_keys = tuple(scene.coords) if (zoom and arrows and update is not None) else ()
     fig, ax_path, ax_loss, zoom_axes, own = _axes(ax, zoom_keys)
@@ -230,6 +239,10 @@ def _draw(scene: _Scene, update, ax, arrows, ghost=False, zoom=True) -> tuple[ob
         _draw_step(scene, update, art, arrows, handles, styles)
 
     art.title = ax_path.set_title(_path_title(scene, update), fontsize=fs + 2)
+    if note:
+        art.note = ax_path.text(0.01, 0.01, note, transform=ax_path.transAxes, ha="left", va="bottom",
+                                fontsize=fs - 1, color="0.2", gid="arrows-note", zorder=8,
+                                bbox=dict(fc="white", ec="0.7", alpha=0.9, pad=2.0))
 
     if ax_loss is not None:
         _draw_loss(scene, update, art, styles)
@@ -392,8 +405,10 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Tru
       name: the recorded variable (default: the only one).
       ax: None for a new figure, one Axes (path panel only), or a pair
         ``(path_ax, loss_ax)`` (no zoomed panels then).
-      arrows: False to mark the update without arrows (they need kinds ``grad`` and
-        ``velocity`` recorded every update).
+      arrows: False to mark the update without arrows. They need kinds ``grad`` and
+        ``velocity`` and the update before ``step`` recorded; where the recording
+        lacks them (``Recorder(every=3)``) the update is marked without arrows and a
+        note on the path panel says why, as ``PathExplorer`` does.
       zoom: False to leave out the zoomed panels.
 
     Returns the matplotlib ``Figure`` (never shown, nothing printed).
@@ -424,9 +439,11 @@ class PathsView:
 
 
 def draw_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=True,
-               zoom=True) -> PathsView:
-    """Like ``plot_paths`` (same arguments and errors) but returns the ``PathsView``."""
+               zoom=True, note=None) -> PathsView:
+    """Like ``plot_paths`` (same arguments and errors) but returns the ``PathsView``.
+    ``note``: a note for the path panel (why there are no arrows), drawn as
+    ``plot_paths`` draws its own."""
     scene = _scene(recordings, surface, name)
     update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
-    fig, art = _draw(scene, update, ax, arrows, zoom=zoom)
-    return PathsView(fig, scene, art, bool(arrows), update)
+    fig, art = _draw(scene, update, ax, arrows, zoom=zoom, note=note)
+    return PathsView(fig, scene, art, bool(arrows) and art.note is None, update)

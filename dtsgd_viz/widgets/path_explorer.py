@@ -228,12 +228,17 @@ class PathExplorer(FigureWidget):
         recs = recordings if isinstance(recordings, Mapping) else {"recording": recordings}
         ok = bool(arrows) and all(arrows_possible(r) for r in recs.values()
                                   if hasattr(r, "kinds") and hasattr(r, "steps"))
+        # as plot_paths: without arrows where the recording can't give them, and a note why
+        note = None
+        if arrows and not ok:
+            note = next((geo.why_no_arrows(r) for r in recs.values()
+                         if hasattr(r, "kinds") and hasattr(r, "steps") and geo.why_no_arrows(r)), None)
         first = None
         if step is None and recs and all(hasattr(r, "steps") and len(r) for r in recs.values()):
             first = -min(len(r) for r in recs.values())  # the first update they share
         # draw_paths checks everything (recordings, surface, name, step) with clear errors
         self.view = draw_paths(recordings, surface, first if step is None else step, name=name,
-                               arrows=ok, zoom=zoom)
+                               arrows=ok, zoom=zoom, note=note)
         scene = self.view.scene
         n = min(len(r) for r in scene.recordings.values())
         updates = tuple(int(s) for s in next(iter(scene.recordings.values())).steps[:n])
