@@ -510,3 +510,62 @@ def test_step_counts_back_from_the_last_and_refuses_non_ints_alike(sharded):
                      lambda: ExplorerState.of(every, step=bad)):
             with pytest.raises(ValueError, match=why + ".*" + allowed):
                 draw()
+
+
+def _synthetic(dims, shape, specs, steps=6, mode="full", values=None, seed=0):
+    """A recording on a mesh of any size, built without TensorFlow (as a recorder's flush
+    hands its host entries over): 16 or 64 devices need no logical devices."""
+    import types
+
+    from dtsgd_viz._hostlog import assemble, entry
+    from dtsgd_viz.geometry import shard_geometry
+    from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    mesh = MeshSpec.create(dims)
+    geom = shard_geometry(shape, LayoutSpec(specs, mesh))
+    held = tuple((g, tuple(d)) for g, d in enumerate(geom.replica_groups))
+    w = types.SimpleNamespace(name="w", geometry=geom, dtype="float32", layout=geom.layout,
+                              held=held)
+    rng = np.random.default_rng(seed)
+    kinds = dtsgd_viz.KINDS
+    entries = []
+    for s in range(1, steps + 1):
+        data = {}
+        for k in kinds:
+            if mode == "full":
+                g = rng.normal(size=shape) * 0.8 ** s if values is None else values(s, k)
+                data[("w", k)] = [np.asarray(g, np.float32)[b] for b in geom.blocks]
+            else:
+                g = rng.normal(size=(geom.num_unique, 3)) if values is None else values(s, k)
+                data[("w", k)] = np.asarray(g, np.float32)
+        entries.append((s, entry((s, 0.1, 1.0 / s), data, [w], kinds, mode)))
+    return assemble(entries, [w], kinds, mode, [np.zeros(shape, np.float32)], mesh=mesh,
+                    momentum=0.9, nesterov=True, dropped=[], applied_momentum=0.9)
+
+
+@pytest.mark.parametrize("dims,shape", [({"x": 4, "y": 4}, (8, 8)),
+                                        ({"x": 8, "y": 8}, (16, 16))])
+def test_every_line_of_up_to_64_blocks_is_named_and_the_style_rounds_explained(dims, shape):
+    """16 blocks showed only "shown update" in the legend, and the second round of
+    colours (dashed lines, hatched chips) was explained nowhere."""
+    r = _synthetic(dims, shape, ("x", "y"))
+    view = draw_shards(r, "w")
+    n = len(view.lines)
+    assert n == int(np.prod(list(dims.values())))
+    # every line has its own (colour, line style) and a legend entry drawn the same way
+    def drawn(line):
+        return line.get_color(), str(line._unscaled_dash_pattern)  # custom dashes too
+    assert len({drawn(line) for line in view.lines}) == n
+    entries = {t.get_text(): h for t, h in zip(view.legend.get_texts(),
+                                               view.legend.legend_handles)}
+    for p, line in zip(view.tensor.patches, view.lines):
+        assert drawn(entries[p.label]) == drawn(line)
+    assert len(entries) == n + 1  # and the shown update
+    title = view.legend.get_title().get_text()
+    assert title.startswith("9 colours, repeated: each further\nround of 9 blocks")
+    assert "//" in title and "label chip" in title
+    assert view.legend._ncols == (1 if n <= 16 else 5)  # columns of 16
+
+
+def test_no_style_round_needs_no_legend_title(sharded):
+    view = draw_shards(sharded[0], "w")
+    assert view.legend.get_title().get_text() == ""

@@ -40,7 +40,10 @@ MISMATCH_COLOR = "#D55E00"    # Okabe-Ito vermillion: replicas disagree
 STATS_ONLY_TEXT = ("values not recorded: Recorder(mode='stats') keeps each block's "
                    "norm, mean and max |x| (right); record with mode='full' for the values")
 STATS = ("L2 norm", "mean", "max |x|")   # the columns of Recording.shard_stats
-MAX_LEGEND_BLOCKS = 8
+MAX_LEGEND_BLOCKS = 64
+"""The norm panel's legend names every block up to this many (the 9 block colours times
+8 line styles tell 72 apart), in columns of ``LEGEND_ROWS``."""
+LEGEND_ROWS = 16
 
 
 def _log_y(ax):
@@ -60,6 +63,19 @@ def _log_y(ax):
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_major_formatter(FuncFormatter(
         lambda v, _: f"{v:g}" if 1e-3 <= v < 1e4 else f"{v:.0e}".replace("e-0", "e-")))
+
+
+def cycle_text(styles) -> str | None:
+    """The legend title explaining the style rounds, None while every block has its own
+    colour: past ``len(BLOCK_COLORS)`` blocks the colours repeat, each further round of
+    blocks drawn with the next line style here and the next hatch on its label chip."""
+    p = len(style.BLOCK_COLORS)
+    hatches = sorted({h for _, h, _ in styles if h})
+    if not hatches:
+        return None
+    shown = ", ".join(h.replace("\\\\", "\\") for h in hatches)
+    return (f"{p} colours, repeated: each further\nround of {p} blocks has its own line"
+            f"\nstyle here, hatching ({shown})\non its label chip")
 
 
 class ShardsView:
@@ -238,13 +254,25 @@ class ShardsView:
         if self.mismatch_marks is not None:
             handles.append(Line2D([], [], ls="none", marker="D", mfc="none",
                                   mec=MISMATCH_COLOR, mew=1.6, label="replicas disagree"))
-        if len(self.styles) <= MAX_LEGEND_BLOCKS:
-            for p, line in zip(self.tensor.patches, self.lines):
-                handles.append(Line2D([], [], color=line.get_color(), ls=line.get_linestyle(),
-                                      lw=1.6, label=p.label))
+        n = len(self.styles)
+        title = None
+        if n <= MAX_LEGEND_BLOCKS:
+            for p, line, (_, _, ls) in zip(self.tensor.patches, self.lines, self.styles):
+                # the style itself: get_linestyle() says '--' for every custom dash pattern
+                handles.append(Line2D([], [], color=line.get_color(), ls=ls, lw=1.6,
+                                      label=p.label))
+            title = cycle_text(self.styles)
+        else:
+            title = f"{n} blocks: too many to name\n(colours: the block chips)"
+        rows = len(handles) if len(handles) <= LEGEND_ROWS + 3 else LEGEND_ROWS
+        small = n > LEGEND_ROWS
         self.legend = self.line_ax.legend(
             handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-            fontsize=style.FONT_SIZE - 1, borderaxespad=0.0, handlelength=2.2)
+            fontsize=style.FONT_SIZE - (2 if small else 1), borderaxespad=0.0,
+            handlelength=2.2 if not small else 1.8, ncol=-(-len(handles) // rows),
+            columnspacing=0.8, labelspacing=0.3 if small else 0.5, title=title,
+            title_fontsize=style.FONT_SIZE - (2 if small else 1), alignment="left")
+
 
     # ---- in-place updates -----------------------------------------------------------------
 
