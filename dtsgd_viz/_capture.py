@@ -1,6 +1,6 @@
 """In-graph capture pieces used by ``Recorder`` (all device-side, DTensor-safe).
 
-- ``block_stats``: per-shard sum of squares, sum and max of squares computed where the shard
+- ``block_stats``: per-shard sum of squares, sum, max and min computed where the shard
   lives: the tensor is reshaped so each sharded dim splits into (shards, block), which
   DTensor keeps sharded, then reduced over the block axes; ``StatsStaging`` keeps them
   laid out like the block grid (one variable per grid layout for all the tensors laid out
@@ -39,15 +39,14 @@ def cond(predicate, true_fn, false_fn):
 STATS = ("norm", "mean", "max_abs")
 """The per-shard statistics of stats mode, in storage order."""
 
-RAW_STATS = 3
-"""What the devices compute per block: the sum of squares, the sum and the max of the
-squares (the host turns them into ``STATS``). The squares are computed once and read
-twice: one temporary and three reads per tensor, where sum/sum/max/min took one more
-read (``benchmarks/stats_kernels.py``: 0.72x of the kernel time). max|x| is
-``sqrt(max(x*x))`` taken in float32, which is exactly max|x| wherever ``x*x`` is a
-normal float32 (1.1e-19 <= |x| < 1.8e19: ``sqrt(RN(x*x)) == |x|`` in binary floating
-point, checked for every float32 mantissa in tests/test_capture.py), the range in which
-the sum of squares behind the norm does not overflow or underflow either."""
+RAW_STATS = 4
+"""What the devices compute per block: the sum of squares, the sum, the max and the min
+(the host turns them into ``STATS``). max|x| = max(|max|, |min|) is exact for every
+value (an earlier formulation, sqrt(max(x*x)), read once less but gave inf above |x| ~
+1.8e19 and 0 below ~1e-19: wrong numbers on diverging and on converged runs). The sum of
+squares is float32 (float64 for float64 variables would need float64 staging): a block
+norm above ~1.8e19 shows inf, one whose squares underflow shows 0; the host log warns
+when that happens (``_hostlog.stats_range_warning``), and ``max_abs`` stays exact."""
 
 STACK_ELEMENTS = 2**16
 """Tensors of the same shape and layout up to this many elements are stacked and reduced
@@ -73,9 +72,9 @@ def _raw_stats(xs, geometry):
     block of each, ``RAW_STATS`` ``(1, len(xs), *grid)`` laid out like the block grid (``_grid``):
     each dim split across devices is reshaped into (blocks, block), which DTensor keeps
     sharded, and reduced over the block axes, so every device computes and keeps its own
-    blocks' numbers (no collective). One reshape, a square and three reductions serve the whole
-    stack, because DTensor runs every op once per device and on small tensors the ops,
-    not the bytes, are what costs (a square and three reductions)."""
+    blocks' numbers (no collective). One reshape, a square and four reductions serve the
+    whole stack, because DTensor runs every op once per device and on small tensors the
+    ops, not the bytes, are what costs."""
     xs = [tf.cast(x, tf.float32) for x in xs]
     x = xs[0] if len(xs) == 1 else tf.stack(xs)
     split, axes = [1, len(xs)], []  # the leading 1: the row a scatter writes
@@ -85,10 +84,9 @@ def _raw_stats(xs, geometry):
         axes.append(len(split))
         split.append(b)
     blocks = tf.reshape(x, split)
-    axes = tf.constant(axes, tf.int32)  # one constant for the three reductions
-    squares = tf.square(blocks)
-    return [tf.reduce_sum(squares, axes), tf.reduce_sum(blocks, axes),
-            tf.reduce_max(squares, axes)]
+    axes = tf.constant(axes, tf.int32)  # one constant for the four reductions
+    return [tf.reduce_sum(tf.square(blocks), axes), tf.reduce_sum(blocks, axes),
+            tf.reduce_max(blocks, axes), tf.reduce_min(blocks, axes)]
 
 
 def block_stats(x, geometry):
@@ -99,9 +97,10 @@ def block_stats(x, geometry):
 
 def _finish(raw: np.ndarray, block_elements: int) -> np.ndarray:
     """float64 ``(..., 3)`` norm, mean, max|x| from the raw float32 ``(..., RAW_STATS)``
-    (max|x|: the float32 square root of the max square, exactly max|x|: see ``RAW_STATS``)."""
-    max_abs = np.sqrt(raw[..., 2].astype(np.float32)).astype(np.float64)
+    (sum of squares, sum, max, min: see ``RAW_STATS``)."""
     raw = raw.astype(np.float64)
+    max_abs = np.maximum(np.abs(raw[..., 2]), np.abs(raw[..., 3]))
+    max_abs[np.isnan(raw[..., 2]) | np.isnan(raw[..., 3])] = np.nan
     return np.stack([np.sqrt(raw[..., 0]), raw[..., 1] / block_elements, max_abs], axis=-1)
 
 
@@ -159,7 +158,7 @@ class StatsStaging:
     """``slots`` steps of the block stats of every recorded (variable, kind) on the
     devices, in as few variables as their layouts allow: one per layout of the block grid
     and per phase (parameters and velocities are written when the next update starts,
-    gradients after their update). Per step and phase, ``write`` adds a reshape, a square and three
+    gradients after their update). Per step and phase, ``write`` adds a reshape, a square and four
     reductions per stack of same-shaped small tensors (a stack of p and v, of the query,
     key and value kernels...) and one concat and scatter per buffer: a buffer per
     (variable, kind), as before, cost a scatter and a concat each, and DTensor runs every

@@ -160,6 +160,30 @@ def entry(meta, data, watched, kinds, mode) -> dict:
     return out
 
 
+def stats_range_warning(name, kind, stats, steps) -> None:
+    """Warn (once per variable, kind and kind of trouble) where stats mode's float32 sum
+    of squares or sum left float32's range although every value was finite (max|x|, exact,
+    says so): a block norm above ~1.8e19 or a sum above ~3.4e38 shows inf, a block whose
+    squares all underflow (|x| below ~1e-19) shows a norm of 0."""
+    if not len(stats):
+        return
+    norm, mean, max_abs = stats[..., 0], stats[..., 1], stats[..., 2]
+    finite = np.isfinite(max_abs)
+    for what, hit in (
+            ("overflowed float32 (block norm above ~1.8e19 or sum above ~3.4e38): the norm "
+             "or mean shows inf", finite & (np.isinf(norm) | np.isinf(mean))),
+            ("underflowed float32 (every |x| below ~1e-19): the norm shows 0",
+             finite & (norm == 0) & (max_abs > 0))):
+        rows = np.flatnonzero(hit.any(axis=1))
+        if len(rows):
+            import warnings
+            warnings.warn(
+                f"Recorder(mode='stats'): the statistics of {name!r} ({kind}) {what} at "
+                f"update {int(steps[rows[0]])} ({len(rows)} update(s)), although every value "
+                "was finite; max_abs is exact. Record with mode='full' for exact values.",
+                RuntimeWarning, stacklevel=3)
+
+
 def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov,
              dropped, applied_momentum=None, part=None, **hyper) -> Recording:
     """The ``Recording`` of ``entries`` (``(step, entry)`` pairs): full-mode blocks are
@@ -187,7 +211,10 @@ def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov
                 vals = [e["stats"][(w.name, k)] for _, e in entries]
                 stats[k] = (np.stack(vals) if vals else
                             np.zeros((0, held, 3))).astype(np.float64)
-                bad = ~np.isfinite(stats[k][..., 1]).all(axis=1)  # a NaN/Inf reaches the mean
+                # NaN reaches the mean and max|x|, Inf max|x| (exact); a mean or norm that
+                # overflowed float32 while every value is finite is not a NaN/Inf
+                bad = (np.isnan(stats[k][..., 1]) | ~np.isfinite(stats[k][..., 2])).any(axis=1)
+                stats_range_warning(w.name, k, stats[k], [s for s, _ in entries])
             bit = {"grad": NONFINITE_GRAD, "param": NONFINITE_PARAM}.get(k, 0)
             nonfinite[:, i] |= bad.astype(np.uint8) * np.uint8(bit)
         records.append(VariableRecord(w.name, w.geometry.global_shape, w.dtype, w.layout,

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 import dtsgd_viz
+from tensorflow.experimental import dtensor
+
 from dtsgd_viz import _capture, _dtensor
 from helpers import Problem, fit_dataset, layout, make_sgd
 
@@ -196,18 +198,29 @@ def test_loop_never_waits_longer_than_the_ring_holds():
     assert list(r.steps) == list(range(1, 21)) and len(r.dropped_steps) == 0
 
 
-def test_max_abs_from_the_max_square_is_exact_for_every_float32_mantissa():
-    """Stats mode's max|x| is sqrt(max(x*x)) in float32 (``_capture.RAW_STATS``): in binary
-    floating point sqrt(RN(x*x)) == |x| while x*x is a normal float32. Every mantissa
-    at two exponents ([1, 4)) covers all of them, as scaling by 4 is exact."""
-    bits = np.arange(np.float32(1).view(np.uint32), np.float32(4).view(np.uint32),
-                     dtype=np.uint32)
-    x = bits.view(np.float32)
-    for scale in (np.float32(1), np.float32(2.0**-60), np.float32(2.0**60)):
-        y = x * scale
-        raw = np.zeros((len(y), _capture.RAW_STATS), np.float32)
-        raw[:, 2] = y * y
-        np.testing.assert_array_equal(_capture._finish(raw, 1)[:, 2], y.astype(np.float64))
+@pytest.mark.parametrize("scale", [1e-25, 1e22])
+def test_stats_max_abs_is_exact_far_outside_where_squares_fit_float32(scale):
+    """A diverging run reaches |x| ~ 1e22 and a converged one 1e-25, where x*x leaves
+    float32 (an earlier formulation, sqrt(max x*x), said inf and 0 there). max|x| and the
+    mean stay exact, NaN/Inf is not claimed, and the norm that float32 squares cannot hold
+    is named in a warning instead of passing silently."""
+    mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
+    layout = dtensor.Layout(["batch", "model"], mesh)
+    init = (np.random.default_rng(3).normal(size=(8, 8)) * scale).astype(np.float32)
+    w = dtsgd_viz.variable(init, layout, name="w_range")
+    rec = dtsgd_viz.Recorder(mode="stats", kinds=("param",))
+    opt = dtsgd_viz.SGD(1.0, momentum=0.9, mesh=mesh, hooks=[rec])  # zero gradients:
+    zero = dtsgd_viz.shard(np.zeros((8, 8), np.float32), layout)
+    for _ in rec.loop(2):                                  # w stays what it was
+        opt.apply_gradients([(zero, w)])
+    with pytest.warns(RuntimeWarning, match=r"'w_range' \(param\) (over|under)flowed float32"):
+        r = rec.recording
+    stats = r.shard_stats("w_range", "param")[-1]          # (devices, 3) at the last update
+    blocks = [init[i * 4:(i + 1) * 4, j * 2:(j + 1) * 2] for i in range(2) for j in range(4)]
+    np.testing.assert_array_equal(stats[:, 2], [np.abs(b).max() for b in blocks])
+    np.testing.assert_allclose(stats[:, 1], [b.astype(np.float64).mean() for b in blocks],
+                               rtol=1e-6)
+    assert len(r.nonfinite_steps) == 0
 
 
 def test_off_steps_run_the_step_traced_without_the_recorder():
