@@ -769,8 +769,10 @@ class Recorder:
         """Everything recorded so far (flushes the devices first)."""
         if self._optimizer is None:
             raise ValueError(
-                "This Recorder has not seen an optimizer yet: attach it with "
-                "SGD(..., hooks=[rec]) or opt.add_hook(rec) and run at least one update."
+                "This Recorder has seen no update yet, so it knows no variables to "
+                "record: no optimizer it is attached to has applied gradients. Attach it "
+                "with SGD(..., hooks=[rec]) or opt.add_hook(rec), then run at least one "
+                "update (e.g. `for _ in rec.loop(n): train_step()`)."
             )
         if not self._staged:  # no step function traced with this recorder yet
             self._skip_untraced()

@@ -74,7 +74,7 @@ def test_recorder_bad_inputs(kwargs, match):
 
 def test_unknown_variable_filter_and_unattached_recorder():
     rec = dtsgd_viz.Recorder(variables=["nope"])
-    with pytest.raises(ValueError, match="has not seen an optimizer"):
+    with pytest.raises(ValueError, match="has seen no update yet.*SGD\(\.\.\., hooks=\[rec\]\)"):
         rec.recording
     var = tf.Variable([1.0, 2.0], name="w")
     opt = dtsgd_viz.SGD(0.1, hooks=[rec])
