@@ -569,3 +569,40 @@ def test_every_line_of_up_to_64_blocks_is_named_and_the_style_rounds_explained(d
 def test_no_style_round_needs_no_legend_title(sharded):
     view = draw_shards(sharded[0], "w")
     assert view.legend.get_title().get_text() == ""
+
+
+def test_rank3_update_panels_keep_captions_scales_and_labels_readable():
+    """A (16, 4, 4) query kernel: the rank-3 note ran across the neighbouring panels, the
+    colour bar's x10^-4 overprinted its label, and 64 stacked 'CPU:0,4' chips (one per
+    d0 slice) were unreadable."""
+    def values(s, k):
+        scale = {"param": 0.1, "velocity": 1e-4, "grad": 1e-3}[k]
+        return np.random.default_rng(s).normal(size=(16, 4, 4)) * scale
+    r = _synthetic({"batch": 2, "model": 4}, (16, 4, 4), ("unsharded", "model", "unsharded"),
+                   3, values=values)
+    fig = plot_update_shards(r, "w", 3)
+    fig.draw_without_rendering()
+    lines = fig.get_suptitle().split("\n")
+    note = "rank 3: dims 0..1 flattened into rows; white lines separate d0 slices"
+    assert note in lines
+    panels = fig._dtsgd_panels
+    for kind, panel in panels.items():
+        assert "rank 3" not in panel.ax.get_xlabel()
+        # one label per block (4), not one per d0 slice of each (64)
+        assert len(panel.labels) == 4 == len(r.geometry("w").replica_groups)
+        assert len(panel.outlines) == 64
+    bar = panels["velocity"].colorbar
+    assert bar.ax.get_xlabel() == "velocity value (×1e-4)"
+    assert panels["grad"].colorbar.ax.get_xlabel() == "grad value (×1e-3)"
+    assert panels["param"].colorbar.ax.get_xlabel() == "param value"
+    assert bar.ax.xaxis.get_offset_text().get_text() == ""
+    for label in bar.ax.get_xticklabels():  # each tick in units of the label's 1e-4
+        value = float(label.get_text().replace("\u2212", "-"))
+        assert value * 1e-4 == pytest.approx(label.get_position()[0], rel=1e-6, abs=1e-12)
+    # blocks one row high cannot hold a chip: the caption names them, in order
+    hidden = panels["velocity"].unlabelled
+    assert len(hidden) == 4 and not any(t.get_visible() for t in panels["velocity"].labels)
+    assert lines[-1] == ("blocks too small to label; top to bottom in each d0 slice: "
+                         "CPU:0,4 · CPU:1,5 · CPU:2,6 · CPU:3,7")
+    heat_ax, _ = _figure_parts(plot_shards(r, "w", step=3))
+    assert "CPU:0,4 · CPU:1,5 ·" in heat_ax.get_xlabel().replace("\n", " ")

@@ -36,8 +36,10 @@ class TensorPanel:
     """One global tensor drawn on ``ax``: a heatmap (None when ``values`` is None: the
     blocks alone, tinted), block outlines and label chips in the block colours.
 
-    ``outlines``/``labels``/``label_rects`` hold one entry per rectangle of a block
-    (rank-3+ blocks can have several); ``patches`` the ``BlockPatch`` geometry."""
+    ``outlines`` hold one entry per rectangle of a block (rank-3+ blocks can have
+    several); ``labels``/``label_rects`` one per block (on its middle rectangle);
+    ``patches`` the ``BlockPatch`` geometry. After ``fit_labels``, ``unlabelled`` lists
+    the blocks whose label did not fit (``unlabelled_text`` names them for a caption)."""
 
     def __init__(self, ax, geometry, device_names, styles, image=None, limit=None,
                  colorbar_label=None, colorbar=True):
@@ -73,11 +75,14 @@ class TensorPanel:
                 self.outlines.append(ax.add_patch(Rectangle(
                     (x, y), w, h, fill=False, edgecolor=OUTLINE_COLOR, lw=1.8, zorder=3,
                     gid=f"block-{p.group}")))
-                self.labels.append(ax.text(
-                    x + w / 2, y + h / 2, p.label, ha="center", va="center", zorder=4,
-                    fontsize=style.FONT_SIZE - 1, color=_text_color(color),
-                    bbox=_chip(color, hatch), gid=f"label-{p.group}"))
-                self.label_rects.append((x, y, w, h))
+            # one label per block, on its middle piece: a rank-3 block is a piece per d0
+            # slice, and a label on each stacked 64 unreadable copies
+            x, y, w, h = p.rects[len(p.rects) // 2]
+            self.labels.append(ax.text(
+                x + w / 2, y + h / 2, p.label, ha="center", va="center", zorder=4,
+                fontsize=style.FONT_SIZE - 1, color=_text_color(color),
+                bbox=_chip(color, hatch), gid=f"label-{p.group}"))
+            self.label_rects.append((x, y, w, h))
         for y in slice_boundaries(shape):  # on top of the outlines, which may coincide
             ax.axhline(y, color="white", lw=3, zorder=3.5)
         self.nonfinite_cells, = ax.plot([], [], ls="none", marker="x", color="white",
@@ -97,11 +102,24 @@ class TensorPanel:
                                          label=label)
         else:
             self.colorbar = fig.colorbar(self.heatmap, ax=ax, shrink=0.9, label=label)
-        formatter = ScalarFormatter(useMathText=True)  # short ticks, a shared power of ten
-        formatter.set_powerlimits((-2, 3))
-        self.colorbar.formatter = formatter
+        self.colorbar_label = label or ""
         self.colorbar.locator = MaxNLocator(nbins=5, steps=[1, 2, 5, 10])
+        self._scale_colorbar()
+
+    def _scale_colorbar(self):
+        """Ticks in units of a power of ten named in the label ("velocity value (x1e-4)"):
+        matplotlib's offset text sits where the label is and overprints it."""
+        from matplotlib.ticker import FuncFormatter
+        if self.colorbar is None:
+            return
+        m = max(abs(v) for v in self.heatmap.get_clim())
+        e = int(np.floor(np.log10(m))) if np.isfinite(m) and m > 0 else 0
+        e = e if not -2 <= e <= 3 else 0
+        self.colorbar_scale = e
+        self.colorbar.formatter = FuncFormatter(lambda v, _: f"{v / 10.0 ** e:.4g}")
         self.colorbar.update_ticks()
+        unit = f" (×1e{e})" if e else ""
+        self.colorbar.set_label(self.colorbar_label + unit)
 
     def _ticks(self, rows, cols):
         ax, shape = self.ax, self.geometry.global_shape
@@ -125,6 +143,7 @@ class TensorPanel:
         m = limit if limit is not None else symmetric_limit(image)
         self.heatmap.set_data(image)
         self.heatmap.set_clim(-m, m)
+        self._scale_colorbar()
         self._set_nonfinite_cells(image)
 
     def fit_labels(self, renderer) -> None:
@@ -144,7 +163,21 @@ class TensorPanel:
                     continue
                 break
             else:
-                text.set_visible(False)  # layout_table still names every device
+                text.set_visible(False)  # named in unlabelled_text instead
+        self.unlabelled = [p for p, text in zip(self.patches, self.labels)
+                           if not text.get_visible()]
+
+    def unlabelled_text(self) -> str:
+        """A caption naming the blocks too small for their label ("" when none is),
+        top to bottom then left to right by where each block starts."""
+        hidden = getattr(self, "unlabelled", [])
+        if not hidden:
+            return ""
+        order = sorted(hidden, key=lambda p: (p.rects[0][1], p.rects[0][0]))
+        where = ("top to bottom in each d0 slice" if len(self.geometry.global_shape) > 2
+                 else "top to bottom, left to right")
+        return (f"blocks too small to label; {where}: "
+                + " · ".join(p.label for p in order))
 
 
 def draw_tensor(ax, geometry, device_names, image=None, *, limit=None, colorbar_label=None,

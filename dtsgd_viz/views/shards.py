@@ -156,7 +156,10 @@ class ShardsView:
             ax.set_yticks([])
             xlabel = "device blocks (colours: the lines on the right)"
             ylabel, note = "", textwrap.fill(STATS_ONLY_TEXT, 62, break_on_hyphens=False)
-        ax.set_xlabel(xlabel + (f"\n{note}" if note else ""))
+        if note and not self.stats_only:  # one panel wide, not across its neighbour
+            note = textwrap.fill(note, 52, break_on_hyphens=False)
+        self._xlabel = xlabel + (f"\n{note}" if note else "")
+        ax.set_xlabel(self._xlabel)
         ax.set_ylabel(ylabel)
         if self.stats_only:
             self.stats_note = ax.xaxis.label
@@ -349,7 +352,12 @@ class ShardsView:
 
     def fit_labels(self, renderer=None) -> None:
         """Shrink, turn or hide block labels that would not fit inside their block."""
+        import textwrap
         self.tensor.fit_labels(renderer or self.figure.canvas.get_renderer())
+        hidden = self.tensor.unlabelled_text()
+        if hidden and not self.stats_only:  # the devices, named where chips could not
+            self.heat_ax.set_xlabel(self._xlabel + "\n" + textwrap.fill(
+                hidden, 52, break_on_hyphens=False))
 
     # older name of the artists, for code written against the heatmap-of-norms view
     @property

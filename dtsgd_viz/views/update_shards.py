@@ -110,13 +110,15 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
         panels[kind] = draw_tensor(ax, geometry, names, image, colorbar_label=f"{kind} value",
                                    colorbar="below")
         ax.set_title(captions[kind], fontsize=style.FONT_SIZE, loc="center")
-        ax.set_xlabel(xlabel + (f"\n{note}" if note else ""), fontsize=style.FONT_SIZE)
+        ax.set_xlabel(xlabel, fontsize=style.FONT_SIZE)  # the note: once, under the title
         ax.set_ylabel(ylabel if ax is axes[0] else "", fontsize=style.FONT_SIZE)
         ax.tick_params(labelsize=style.FONT_SIZE - 1)
     missing = [k for k in kinds if k not in shown]
     head = (f"{name!r} at update {update}: {', '.join(KIND_NAMES[k] for k in shown)} "
             "share one block layout")
     lines = [head, f"{settings_text(recording, index)}  ·  {copies_text(geometry.layout)}"]
+    if note:  # one line for every panel: under each, it ran across its neighbours
+        lines.append(note)
     if missing:
         lines.append(f"not recorded: {', '.join(missing)} (Recorder kinds="
                      f"{list(recording.kinds)})")
@@ -127,4 +129,9 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
     renderer = fig.canvas.get_renderer()
     for panel in panels.values():
         panel.fit_labels(renderer)
+    unlabelled = next(iter(panels.values())).unlabelled_text()  # the same blocks in each
+    if unlabelled:
+        import textwrap
+        fig.suptitle(fig.get_suptitle() + "\n" + textwrap.fill(
+            unlabelled, 40 * len(shown), break_on_hyphens=False), fontsize=style.FONT_SIZE + 1)
     return fig
