@@ -96,7 +96,7 @@ def test_iso_rate_contours_lie_where_the_spectral_radius_has_their_level(fig):
         near, inside = [], []
         for level, segs in zip(levels, cs.allsegs):
             for seg in segs:
-                for lr, mu in seg[:: max(1, len(seg) // 15)]:
+                for lr, mu in seg[:: max(1, len(seg) // 60)]:  # inline labels cut the segments
                     rho = max(radius(lr, mu, h, nesterov) for h in H)
                     near.append(abs(rho - level) < 0.01)
                     # the level set passes within a small box around the vertex (the
@@ -200,3 +200,51 @@ def test_theory_refuses_momenta_outside_0_1_and_non_finite_inputs(call, match):
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match=match):
             call()
+
+
+def overlapping(boxes, pad=1.0):
+    """Pairs of display boxes that overlap (``pad`` pixels of slack)."""
+    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+            if boxes[i].x0 < boxes[j].x1 - pad and boxes[j].x0 < boxes[i].x1 - pad
+            and boxes[i].y0 < boxes[j].y1 - pad and boxes[j].y0 < boxes[i].y1 - pad]
+
+
+def x_tick_label_boxes(ax, renderer):
+    lo, hi = sorted(ax.get_xlim())
+    out = []
+    for tick in [*ax.xaxis.get_major_ticks(), *ax.xaxis.get_minor_ticks()]:
+        label = tick.label1
+        if label.get_visible() and label.get_text() and lo <= tick.get_loc() <= hi:
+            out.append((label.get_text(), label.get_window_extent(renderer)))
+    return out
+
+
+def check_readable(fig, n_maps):
+    """Tick labels of every map apart and readable; iso-rate labels off the boundaries."""
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    maps = [ax for ax in fig.axes if ax.get_label().startswith("phase:")]
+    assert len(maps) == n_maps
+    for ax in maps:
+        labelled = x_tick_label_boxes(ax, renderer)
+        assert len(labelled) >= 2, [t for t, _ in labelled]
+        assert not overlapping([b for _, b in labelled]), [t for t, _ in labelled]
+        assert all("10^" not in t and "times" not in t for t, _ in labelled)
+        boundary = [a for a in ax.lines if (a.get_gid() or "").startswith("boundary:")]
+        for text in ax.texts:
+            if not text.get_text().startswith("ρ="):
+                continue
+            box = text.get_window_extent(renderer)
+            for line in boundary:
+                xy = ax.transData.transform(np.column_stack(line.get_data()))
+                inside = ((xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1))
+                assert not inside.any(), (text.get_text(), line.get_gid())
+
+
+def test_tick_labels_never_overlap_and_iso_rate_labels_keep_off_the_boundaries():
+    from dtsgd_viz.views.phase import log_ticks
+    assert log_ticks(0.015, 0.5) == ([0.1], [0.02, 0.03, 0.05, 0.2, 0.3, 0.5])
+    assert log_ticks(1e-4, 1e-1) == ([1e-4, 1e-3, 1e-2, 1e-1], [])
+    assert log_ticks(0.05, 0.09) == ([], [0.05, 0.06, 0.07, 0.08, 0.09])
+    check_readable(dtsgd_viz.plot_phase(SURFACE, np.geomspace(0.02, 0.4, 6), MUS, 60, TOL), 3)
+    check_readable(dtsgd_viz.plot_phase(SURFACE, steps=60, tol=TOL), 3)

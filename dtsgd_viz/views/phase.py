@@ -82,6 +82,49 @@ def cap_rate(loss0: float, tol: float, steps: int) -> float:
     return float((tol / loss0) ** (1.0 / (2.0 * steps)))
 
 
+def label_spots(level_vertices, avoid, x_range, y_range, half_lengths) -> list:
+    """Where to label each contour level (``level_vertices[i]``: its vertices, x on a
+    log scale), or None: the vertex farthest, in axes fractions, from the ``avoid``
+    polylines (stability boundary, critical damping), from the labels already placed
+    and from the edges; None where even that vertex is closer to one of them than the
+    label's half length ``half_lengths[i]`` (a label there would sit on a line)."""
+    lx = np.log(np.asarray(x_range, np.float64))
+    y_range = np.asarray(y_range, np.float64)
+
+    def frac(pts):
+        pts = np.asarray(pts, np.float64).reshape(-1, 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = (np.log(pts[:, 0]) - lx[0]) / (lx[1] - lx[0])
+        v = (pts[:, 1] - y_range[0]) / (y_range[1] - y_range[0])
+        f = np.column_stack([u, v])
+        return f[np.all(np.isfinite(f), axis=1)]
+
+    blocked = [frac(a) for a in avoid]
+    spots, placed = [], []
+    for verts, half in zip(level_vertices, half_lengths):
+        verts = np.asarray(verts, np.float64).reshape(-1, 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = np.column_stack([(np.log(verts[:, 0]) - lx[0]) / (lx[1] - lx[0]),
+                                 (verts[:, 1] - y_range[0]) / (y_range[1] - y_range[0])])
+        ok = np.all(np.isfinite(f), axis=1) & np.all((f >= 0) & (f <= 1), axis=1)
+        if not ok.any():
+            spots.append(None)
+            continue
+        f, verts = f[ok], verts[ok]
+        d = np.minimum(np.minimum(f[:, 0], 1 - f[:, 0]), np.minimum(f[:, 1], 1 - f[:, 1]))
+        for b in blocked + [np.asarray(placed).reshape(-1, 2)]:
+            if len(b):
+                d = np.minimum(d, np.min(np.hypot(f[:, None, 0] - b[None, :, 0],
+                                                  f[:, None, 1] - b[None, :, 1]), axis=1))
+        best = int(np.argmax(d))
+        if d[best] < half:
+            spots.append(None)
+            continue
+        spots.append(tuple(verts[best]))
+        placed.append(f[best])
+    return spots
+
+
 # ---- drawing ----------------------------------------------------------------------------
 
 
@@ -168,8 +211,16 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> 
                             linewidths=0.9)
             cs.set_gid(f"rate:{key}")
             cs.set(path_effects=_outline("0.15", 2.0))
-            labels = ax.clabel(cs, fontsize=fs - 1.5, inline_spacing=2,
-                              fmt=lambda r: f"ρ={r:g}" + (" (cap)" if r == cap else ""))
+            b_x = theory.convergence_boundary(mu_line, h[-1], nesterov)
+            c_x = theory.critical_damping(mu_line, nesterov) / h[0]
+            avoid = [np.column_stack([b_x, mu_line]), np.column_stack([c_x, mu_line])]
+            fmt = lambda r: f"ρ={r:g}" + (" (cap)" if r == cap else "")  # noqa: E731
+            # a label's half length in axes fractions, about (characters + 1) x 0.011
+            spots = label_spots([p.vertices for p in cs.get_paths()], avoid, (lr_e[0], lr_e[-1]),
+                                (mu_e[0], mu_e[-1]), [0.011 * (len(fmt(r)) + 1) for r in cs.levels])
+            shown = [(r, xy) for r, xy in zip(cs.levels, spots) if xy is not None]
+            labels = ax.clabel(cs, [r for r, _ in shown], fontsize=fs - 1.5, inline_spacing=2,
+                               manual=[xy for _, xy in shown], fmt=fmt) if shown else []
             for t in labels:
                 t.set_path_effects(_outline("white", 2.0))
                 t.set_color("black")
@@ -211,7 +262,7 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> 
         view.handles += [
             Line2D([], [], ls="--", color="white", lw=2, path_effects=_outline(), label="stability boundary"),
             Line2D([], [], color="white", lw=0.9, path_effects=_outline("0.15", 2.0),
-                   label="iso-rate ρ (spectral radius)"),
+                   label="iso-rate ρ (spectral radius): " + ", ".join(f"{r:g}" for r in view.rate_levels)),
             Line2D([], [], ls="-.", color=CRITICAL_COLOR, lw=1.8, path_effects=_outline("black", 3.2),
                    label=f"critical damping (h = {h[0]:g})"),
         ]
@@ -226,15 +277,55 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> 
     return view
 
 
+def log_ticks(lo: float, hi: float) -> tuple[list, list]:
+    """``(major, labelled_minor)`` tick values for a log axis from ``lo`` to ``hi``:
+    the decades, and within under 2.5 decades the 2s and 5s of each decade (2, 3 and 5
+    within 1.6; 2..9 within 0.7), few enough that their labels never overlap.
+
+    >>> log_ticks(0.015, 0.5)
+    ([0.1], [0.02, 0.03, 0.05, 0.2, 0.3, 0.5])
+    """
+    decades = np.log10(hi / lo)
+    subs = (tuple(range(2, 10)) if decades <= 0.7 else (2.0, 3.0, 5.0) if decades <= 1.6
+            else (2.0, 5.0) if decades <= 2.5 else ())
+    major, minor = [], []
+    for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1):
+        base = 10.0 ** e
+        if lo * (1 - 1e-9) <= base <= hi * (1 + 1e-9):
+            major.append(float(f"{base:.12g}"))
+        minor += [float(f"{m * base:.12g}") for m in subs if lo <= m * base <= hi]
+    return major, minor
+
+
+def _number(x, _pos=None) -> str:
+    return f"{x:g}"
+
+
+def set_log_ticks(axis, lo, hi):
+    """Put ``log_ticks`` on a matplotlib ``axis`` (``ax.xaxis``), labelled as plain
+    numbers (0.02, 0.05, 0.1), the other minor ticks unlabelled."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+    major, minor = log_ticks(lo, hi)
+    axis.set_major_locator(FixedLocator(major))
+    axis.set_major_formatter(FuncFormatter(_number))
+    if minor:
+        axis.set_minor_locator(FixedLocator(minor))
+        axis.set_minor_formatter(FuncFormatter(_number))
+    else:
+        axis.set_minor_locator(LogLocator(subs=np.arange(2, 10)))
+        axis.set_minor_formatter(NullFormatter())
+
+
 def _frame(ax, lr_e, mu_e, title):
     fs = style.FONT_SIZE
     ax.set_xscale("log")
+    set_log_ticks(ax.xaxis, lr_e[0], lr_e[-1])
     ax.set_xlim(lr_e[0], lr_e[-1])
     ax.set_ylim(mu_e[0], mu_e[-1])
     ax.set_xlabel("learning rate (log scale)", fontsize=fs + 1)
     ax.set_ylabel("momentum μ", fontsize=fs + 1)
     ax.set_title(title, fontsize=fs + 1.5)
-    ax.tick_params(labelsize=fs)
+    ax.tick_params(labelsize=fs, which="both")
 
 
 def add_colorbars(view, fig, step_axes, ratio_ax):
