@@ -536,7 +536,8 @@ def _synthetic(dims, shape, specs, steps=6, mode="full", values=None, seed=0):
                 data[("w", k)] = [np.asarray(g, np.float32)[b] for b in geom.blocks]
             else:
                 g = rng.normal(size=(geom.num_unique, 3)) if values is None else values(s, k)
-                data[("w", k)] = np.asarray(g, np.float32)
+                with np.errstate(over="ignore"):  # float32 overflows to inf, as it does
+                    data[("w", k)] = np.asarray(g, np.float32)
         entries.append((s, entry((s, 0.1, 1.0 / s), data, [w], kinds, mode)))
     return assemble(entries, [w], kinds, mode, [np.zeros(shape, np.float32)], mesh=mesh,
                     momentum=0.9, nesterov=True, dropped=[], applied_momentum=0.9)
@@ -606,3 +607,35 @@ def test_rank3_update_panels_keep_captions_scales_and_labels_readable():
                          "CPU:0,4 · CPU:1,5 · CPU:2,6 · CPU:3,7")
     heat_ax, _ = _figure_parts(plot_shards(r, "w", step=3))
     assert "CPU:0,4 · CPU:1,5 ·" in heat_ax.get_xlabel().replace("\n", " ")
+
+
+def test_a_diverging_stats_run_marks_where_its_statistics_overflow():
+    """Stats of a diverging float32 run: lines ended with no mark where the statistics
+    became inf (the sum of squares overflows before the values do, so the recording's
+    NaN/Inf flags can stay unset), and the mean showed only its last spike on a linear
+    1e31 axis."""
+    def values(s, k):
+        n = np.float64(1.9) ** (s * 2.2) * np.ones(8)
+        with np.errstate(over="ignore"):
+            return np.stack([n, (-1.0) ** s * n / 10, n / 2], 1)
+    with pytest.warns(RuntimeWarning, match="overflowed float32"):
+        r = _synthetic({"x": 2, "y": 4}, (8, 8), ("x", "y"), 70, mode="stats", values=values)
+    r = dataclasses.replace(r, nonfinite=np.zeros_like(r.nonfinite))  # as the real run
+    view = draw_shards(r, "w", "param")
+    stats = r.shard_stats("w", "param")
+    for k, label in enumerate(sv.STATS):
+        truth = np.asarray(r.steps)[~np.isfinite(stats[:, :, k].astype(float)).all(axis=1)]
+        assert len(truth) > 0
+        np.testing.assert_array_equal(view.stat_marks[label].get_xdata(), truth)
+    texts = [t.get_text() for t in view.legend.get_texts()]
+    assert "statistic not finite\n(NaN/Inf, or past float32)" in texts
+    mean_ax = view.stat_axes["mean"]
+    assert mean_ax.get_yscale() == "symlog" and mean_ax.get_ylabel() == "mean (symlog)"
+    ticks = mean_ax.get_yticks()
+    assert 0 in ticks and ticks.max() >= 1e30 and ticks.min() <= -1e30  # both signs
+
+
+def test_a_calm_stats_run_keeps_a_linear_mean_and_no_marks(stats_and_full):
+    view = draw_shards(stats_and_full[0], "w", "param")
+    assert view.stat_axes["mean"].get_yscale() == "linear"
+    assert not any(len(m.get_xdata()) for m in view.stat_marks.values())

@@ -28,7 +28,7 @@ from ._empty import check_not_empty
 from ._figure import new_figure
 from ._shard_geometry import (
     as_image, axis_labels, block_norm_lines, flagged_steps, run_limit, settings_text,
-    short_device_names, shard_norms, update_index,
+    LOG_RANGE, short_device_names, shard_norms, update_index,
 )
 from ._tensor_panel import NONFINITE_COLOR, TensorPanel, draw_tensor
 
@@ -169,6 +169,7 @@ class ShardsView:
         ax.set_ylabel(ylabel)
 
     def _draw_lines(self):
+        from matplotlib.transforms import blended_transform_factory
         if self.stats_only:
             ax = self.norm_ax
             ax.set_axis_off()
@@ -178,11 +179,18 @@ class ShardsView:
                 a.sharex(axes[0])
             for a in axes[:-1]:
                 a.tick_params(labelbottom=False)
+            self.stat_marks = {}
             for k, (label, a) in enumerate(zip(STATS, axes)):
                 self.stat_axes[label] = a
                 self.stat_lines[label] = self._lines_on(a, self._stat_lines(k), k != 1)
+                self.stat_marks[label], = a.plot(
+                    [], [], transform=blended_transform_factory(a.transData, a.transAxes),
+                    ls="none", marker="X", color=NONFINITE_COLOR, ms=7, zorder=7, clip_on=False,
+                    gid=f"nonfinite-stat-{k}")
+                self._set_stat_marks(k)
                 a.set_ylabel(label, fontsize=style.FONT_SIZE)
                 a.tick_params(labelsize=style.FONT_SIZE - 1)
+            self._scale_mean()
             self.lines = self.stat_lines[STATS[0]]
             self.line_ax = axes[0]
             axes[-1].set_xlabel("optimizer update")
@@ -205,6 +213,46 @@ class ShardsView:
         with np.errstate(invalid="ignore"):
             keep = np.isfinite(cols) & ((cols > 0) if k != 1 else True)
         return np.where(keep, cols, np.nan)
+
+    def _set_stat_marks(self, k):
+        """An X at the top of statistic ``k``'s panel at each update where a block's
+        value of it is not finite: NaN/Inf in the block, or a float32 sum of squares
+        past 3.4e38 (|x| beyond ~1.8e19). The lines end there; the marks say why."""
+        raw = np.stack([self.stats[:, d[0], k] for d in self.geometry.replica_groups], 1)
+        bad = np.nonzero(~np.isfinite(np.asarray(raw, np.float64)).all(axis=1))[0]
+        if k == 0:  # the variable's own NaN/Inf marks are there already
+            bad = np.setdiff1d(bad, self.nonfinite_idx)
+        self.stat_marks[STATS[k]].set_data(self.updates[bad], np.full(len(bad), 0.93))
+
+    def _scale_mean(self):
+        from matplotlib.ticker import AutoLocator, FuncFormatter, NullLocator, ScalarFormatter
+        """The mean panel on a symlog axis (sign kept, |mean| on a log scale past the
+        linear band around 0) once its largest finite |mean| is more than
+        ``LOG_RANGE ** 2`` times the median: a
+        diverging run's mean grows by 30 decades and on a linear axis showed only the
+        spike of the last updates. Otherwise linear, where a mean near 0 reads best."""
+        ax, data = self.stat_axes[STATS[1]], np.abs(self._data[self.stat_axes[STATS[1]]])
+        mags = data[np.isfinite(data) & (data > 0)]
+        # grown, not merely near 0 at times: the largest beyond 10^4 times the median
+        if len(mags) and mags.max() / np.median(mags) > LOG_RANGE ** 2:
+            self.mean_linthresh = float(np.quantile(mags, 0.05))
+            ax.set_yscale("symlog", linthresh=self.mean_linthresh)
+            lo = int(np.ceil(np.log10(self.mean_linthresh)))
+            hi = int(np.floor(np.log10(mags.max())))
+            # 0 and two decades a side: more crowd the thin linear band around 0
+            up = sorted({10.0 ** e for e in (hi, (hi + lo + 1) // 2)})
+            ax.set_yticks([-v for v in up[::-1]] + [0.0] + up)
+            ax.yaxis.set_major_formatter(FuncFormatter(
+                lambda v, _: "0" if v == 0 else f"{v:.0e}".replace("e+0", "e").replace("e+", "e")
+                .replace("e-0", "e-")))
+            ax.yaxis.set_minor_locator(NullLocator())
+            ax.set_ylabel("mean (symlog)", fontsize=style.FONT_SIZE)
+        else:
+            self.mean_linthresh = None
+            ax.set_yscale("linear")
+            ax.yaxis.set_major_locator(AutoLocator())
+            ax.yaxis.set_major_formatter(ScalarFormatter())
+            ax.set_ylabel("mean", fontsize=style.FONT_SIZE)
 
     def _lines_on(self, ax, lines, log):
         x, n = self.updates, len(self.updates)
@@ -254,6 +302,9 @@ class ShardsView:
         if self.nonfinite_marks is not None:
             handles.append(Line2D([], [], ls="none", marker="X", color=NONFINITE_COLOR,
                                   label="NaN/Inf in this variable"))
+        if self.stats_only and any(len(m.get_xdata()) for m in self.stat_marks.values()):
+            handles.append(Line2D([], [], ls="none", marker="X", color=NONFINITE_COLOR,
+                                  label="statistic not finite\n(NaN/Inf, or past float32)"))
         if self.mismatch_marks is not None:
             handles.append(Line2D([], [], ls="none", marker="D", mfc="none",
                                   mec=MISMATCH_COLOR, mew=1.6, label="replicas disagree"))
@@ -328,11 +379,13 @@ class ShardsView:
                 for k, label in enumerate(STATS):
                     self._set_lines(self.stat_axes[label], self.stat_lines[label],
                                     self._stat_lines(k))
+                    self._set_stat_marks(k)
+                self._scale_mean()
             else:
                 self._set_lines(self.norm_ax, self.lines, self._norm_lines())
             self._move_marks()
-        if self.tensor.colorbar is not None:
-            self.tensor.colorbar.set_label(f"{kind} value")
+        if self.tensor.colorbar is not None:  # set_index puts it on with its scale
+            self.tensor.colorbar_label = f"{kind} value"
         self.set_index(self.index)
 
     def _set_lines(self, ax, lines, data):
