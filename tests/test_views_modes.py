@@ -168,3 +168,22 @@ def test_runs_made_on_another_surface_are_refused(recs):
                                          r"at update 1 it recorded loss [0-9.]+, where this surface gives"):
         dtsgd_viz.plot_modes(recs, surfaces.RotatedQuadratic(condition=3.0))
     dtsgd_viz.plot_modes(recs, surfaces.RotatedQuadratic(condition=10.0, angle=30.0))  # an equal one is fine
+
+
+def test_eigenvalue_labels_of_several_learning_rates_never_overprint():
+    # lr 0.01 and 0.25 on h = 1, 10: marks at a = 0.01, 0.1, 0.25, 2.5 with long labels
+    from test_views_phase import overlapping
+    s = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)
+    recs = dtsgd_viz.run(s, {"m": dict(learning_rate=0.01, momentum=0.81),
+                             "n": dict(learning_rate=0.25, momentum=0.5, nesterov=True)}, steps=8)
+    fig = dtsgd_viz.plot_modes(recs, s)
+    ax = {ax.get_label(): ax for ax in fig.axes}["rates"]
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in ax.texts if (t.get_gid() or "").startswith("eig-label:")]
+    assert sorted(t.get_text() for t in labels) == sorted(
+        ["h₁=1 (lr 0.01)", "h₂=10 (lr 0.01)", "h₁=1 (lr 0.25)", "h₂=10 (lr 0.25)"])
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    assert not overlapping(boxes)
+    axbox = ax.get_window_extent(renderer)
+    assert all(b.y1 <= axbox.y1 + 1 and b.y0 >= ax.transData.transform((1, 1.0))[1] - 1 for b in boxes)

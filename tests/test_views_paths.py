@@ -474,3 +474,47 @@ def test_animation_saves_mp4(rotated, tmp_path):
     out = tmp_path / "paths.mp4"
     anim.save(out, writer="ffmpeg", fps=2, dpi=40)
     assert out.stat().st_size > 0
+
+
+def test_zoom_panels_and_loss_axis_are_readable(rotated):
+    from test_views_phase import overlapping
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=4)
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    legend = [t.get_text() for f in (fig, *fig.subfigs) for leg in f.legends for t in leg.get_texts()]
+    assert "classical iterate p − μ·v (dotted)" in legend   # the hollow square in the Nesterov panel
+    zooms = [ax for ax in fig.axes if any((a.get_gid() or "").startswith("zoom-position:") for a in ax.lines)]
+    assert len(zooms) == 3
+    for ax in zooms:
+        ys = [t for t in ax.yaxis.get_ticklabels() if t.get_visible() and t.get_text()]
+        assert len(ys) >= 2 and not overlapping([t.get_window_extent(renderer) for t in ys])
+    title = [ax.get_title() for ax in fig.axes if ax.get_title().startswith("Update 4")][0]
+    assert "faint: the rest of the run" in title
+
+
+def test_one_update_keeps_the_look_ahead_label_in_its_panel_and_integer_update_ticks():
+    one = {"nesterov": synthetic(ROTATED, 1, 0.05, 0.9, nesterov=True)}
+    fig = dtsgd_viz.plot_paths(one, ROTATED, step=1)
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    ax_loss = [ax for ax in fig.axes if ax.get_title().startswith("Loss per update")][0]
+    lo, hi = ax_loss.get_xlim()
+    ticks = [t for t in ax_loss.get_xticks() if lo <= t <= hi]
+    assert ticks == [1.0]
+    (label,) = [t for ax in fig.axes for t in ax.texts if (t.get_gid() or "").startswith("lookahead-label:")]
+    box, panel = label.get_window_extent(renderer), label.axes.get_window_extent(renderer)
+    assert panel.x0 <= box.x0 and box.x1 <= panel.x1 and panel.y0 <= box.y0 and box.y1 <= panel.y1
+
+
+@pytest.mark.parametrize("away", [(-1, 0.2), (1, -1), (0, 1), (-1, -1)])
+def test_look_ahead_label_direction_stays_inside_the_panel(away):
+    from dtsgd_viz.views._update_panel import LABEL_OFFSET, LABEL_SIZE, lookahead_label_direction
+    box, size = ((0.0, 1.0), (0.0, 1.0)), (200.0, 200.0)
+    for point in [(0.02, 0.5), (0.98, 0.98), (0.5, 0.02), (0.5, 0.5)]:
+        d, ha, va = lookahead_label_direction(point, away, box, size)
+        x, y = point[0] * 200 + LABEL_OFFSET * d[0], point[1] * 200 + LABEL_OFFSET * d[1]
+        x0, x1 = (x - LABEL_SIZE[0], x) if ha == "right" else (x, x + LABEL_SIZE[0])
+        y0, y1 = (y - LABEL_SIZE[1], y) if va == "top" else (y, y + LABEL_SIZE[1])
+        assert 0 <= x0 and x1 <= 200 and 0 <= y0 and y1 <= 200, (point, d)
+    d, _, _ = lookahead_label_direction((0.5, 0.5), away, box, size)   # room: straight away
+    np.testing.assert_allclose(d @ np.asarray(away) / np.hypot(*away), 1.0, atol=0.02)

@@ -110,6 +110,43 @@ def _clear(ax):
     ax.set_aspect("auto")
 
 
+LABEL_OFFSET = 16.0           # points from the look-ahead point to its label
+LABEL_SIZE = (62.0, 24.0)     # points: about what "look-ahead:\ng taken here" takes
+
+
+def _size_points(ax):
+    """The axes' (width, height) in points (its current position in the figure)."""
+    bbox = ax.get_window_extent()
+    dpi = ax.figure.figure.dpi   # the root figure's (a SubFigure has none of its own)
+    return bbox.width * 72.0 / dpi, bbox.height * 72.0 / dpi
+
+
+def lookahead_label_direction(point, away, box, size, label=LABEL_SIZE, offset=LABEL_OFFSET):
+    """``(direction, ha, va)`` for the look-ahead label of ``point`` in the panel
+    ``box`` drawn ``size`` points wide and high: of 16 directions, the one closest to
+    ``away`` whose label (``label`` points, ``offset`` points from the point) stays
+    inside the panel; if none fits, the one leaving the least of it outside."""
+    (x0, x1), (y0, y1) = box
+    W, H = size
+    px = (float(point[0]) - x0) / ((x1 - x0) or 1.0) * W
+    py = (float(point[1]) - y0) / ((y1 - y0) or 1.0) * H
+    n = float(np.hypot(*away))
+    away = np.asarray(away, np.float64) / n if n > 0 else np.array([-1.0, -1.0]) / 2 ** 0.5
+    best = None
+    for t in np.linspace(0.0, 2 * np.pi, 16, endpoint=False):
+        d = np.array([np.cos(t), np.sin(t)])
+        ax_, ay = px + offset * d[0], py + offset * d[1]
+        left, right = (ax_ - label[0], ax_) if d[0] < 0 else (ax_, ax_ + label[0])
+        bottom, top = (ay - label[1], ay) if d[1] < 0 else (ay, ay + label[1])
+        outside = (max(0.0, 2 - left) + max(0.0, right - W + 2) + max(0.0, 2 - bottom)
+                   + max(0.0, top - H + 2))
+        key = (outside, -float(d @ away))
+        if best is None or key < best[0]:
+            best = (key, d)
+    d = best[1]
+    return d, ("right" if d[0] < 0 else "left"), ("top" if d[1] < 0 else "bottom")
+
+
 def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect=True):
     """Clear ``ax`` and draw one run's update ``data`` there, arrows thick."""
     from matplotlib.collections import LineCollection
@@ -161,19 +198,19 @@ def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect
                 gid=f"iterate:{data.key}")
         ax.plot([la[0]], [la[1]], "D", ms=7, color=color, mec="white", mew=1.0, zorder=9,
                 gid=f"lookahead:{data.key}")
-        # the label goes behind the point, away from where the arrows leave it
+        # the label goes behind the point, away from where the arrows leave it, and
+        # never out of the panel: the direction most away from them whose label fits
         away = -sum((np.asarray(uv) for _, _, uv in data.chain), np.zeros(2))
-        away = away / np.hypot(*away) if np.hypot(*away) > 0 else np.array([-1.0, -1.0]) / 2 ** 0.5
-        ax.annotate("look-ahead:\ng taken here", la, xytext=tuple(26 * away), textcoords="offset points",
-                    fontsize=fs - 1, color=color, ha="right" if away[0] < 0 else "left",
-                    va="top" if away[1] < 0 else "bottom", zorder=9, path_effects=outline)
+        d, ha, va = lookahead_label_direction(la, away, data.box, _size_points(ax))
+        ax.annotate("look-ahead:\ng taken here", la, gid=f"lookahead-label:{data.key}",
+                    xytext=tuple(LABEL_OFFSET * d), textcoords="offset points",
+                    fontsize=fs - 1, color=color, ha=ha, va=va, zorder=9, path_effects=outline)
     ax.set_xlim(*data.box[0])
     ax.set_ylim(*data.box[1])
     if equal_aspect:
         ax.set_aspect("equal", adjustable="box")
-    # x ticks give the scale of the square box; y tick labels would change width with
-    # every update, and the widget's layout is computed once
-    ax.tick_params(labelsize=fs - 2, labelleft=False)
+    # small tick labels on both axes give the scale of the box
+    ax.tick_params(labelsize=fs - 2.5, labelleft=True, pad=1.5)
     ax.set_title(f"{data.key}: update {data.update}", fontsize=fs + 1, color=color,
                  fontweight="bold")
     for spine in ax.spines.values():

@@ -254,19 +254,47 @@ def _draw_rates(ax, data, colors):
         for i, h in enumerate(data.eigenvalues):
             ax.plot([lr * h], [data.rates[key][i]], "o", color=colors[key], ms=6, mec="black", mew=0.8,
                     gid=f"mark:{i}:{key}")
+    texts = []
     for a, labels in _marks(data).items():
         ax.axvline(a, color="0.45", lw=0.9, ls=":", zorder=0)
-        ax.text(a, 1.12, "\n".join(labels), ha="center", va="top", fontsize=fs - 0.5, color="0.2",
-                bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.5))
+        texts.append(ax.text(a, 1.12, "\n".join(labels), ha="center", va="top", fontsize=fs - 0.5,
+                             color="0.2", gid=f"eig-label:{a:.6g}",
+                             bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.5)))
     ax.axhline(1.0, color="0.3", lw=0.9, ls=":")
     ax.set_xscale("log")
     ax.set_ylim(0, 1.15)
+    rows = _stagger(ax, texts)
+    if rows > 1:  # room above the rate-1 line for every row
+        ax.set_ylim(0, 1.15 + 0.11 * (rows - 1))
     ax.set_xlabel("a = learning rate × h (log scale)", fontsize=fs + 1)
     ax.set_ylabel("rate ρ: error × ρ per update", fontsize=fs + 1)
     ax.set_title("Each rule's rate against lr·h\n(dots: the runs' eigenvalues; above 1: diverges)",
                  fontsize=fs + 1)
     ax.legend(fontsize=fs - 1, loc="lower left", framealpha=0.9)
     ax.tick_params(labelsize=fs)
+
+
+def _stagger(ax, texts, gap_px=4.0) -> int:
+    """Move labels that would overprint their left neighbours down a row (a row is
+    0.11 in rate); returns the number of rows. Measured with the figure's layout."""
+    if len(texts) < 2:
+        return 1
+    fig = ax.figure
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    placed = []   # (row, x0, x1) in pixels
+    rows = 1
+    for t in sorted(texts, key=lambda t: t.get_position()[0]):
+        box = t.get_window_extent(renderer)
+        row = 0
+        while any(r == row and box.x0 < x1 + gap_px and x0 < box.x1 + gap_px for r, x0, x1 in placed):
+            row += 1
+        placed.append((row, box.x0, box.x1))
+        rows = max(rows, row + 1)
+    top = 1.15 + 0.11 * (rows - 1) - 0.03
+    for (row, _, _), t in zip(placed, sorted(texts, key=lambda t: t.get_position()[0])):
+        t.set_y(top - 0.11 * row)
+    return rows
 
 
 def _marks(data) -> dict:

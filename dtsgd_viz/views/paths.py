@@ -287,7 +287,7 @@ CONTOUR_ALPHA = 0.3
 def _path_title(scene, update):
     if update is None:
         return "Paths on the loss contours"
-    return f"Update {int(update)}: the paths so far (older updates fade)"
+    return f"Update {int(update)}: the paths so far (older updates fade; faint: the rest of the run)"
 
 
 def set_trail(trail, coords, index, color):
@@ -357,6 +357,8 @@ def _draw_step(scene, update, art, arrows, handles, styles):
            for r in scene.recordings.values()) and art.zoom_axes:
         handles.append(Line2D([], [], ls="none", marker="D", ms=6, color="0.3",
                               label="Nesterov look-ahead point (g taken there)"))
+        handles.append(Line2D([], [], ls=":", lw=1.4, marker="s", ms=6, mfc="white", mec="0.3", color="0.3",
+                              label="classical iterate p − μ·v (dotted)"))
 
 
 def _draw_loss(scene, update, art, styles):
@@ -380,6 +382,12 @@ def _draw_loss(scene, update, art, styles):
     ax.set_title("Loss per update (log scale)", fontsize=fs + 2)
     ax.grid(True, which="major", alpha=0.3)
     ax.tick_params(labelsize=fs)
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # updates are whole numbers
+    first = min(int(st[0]) for st, _, _ in scene.losses.values())
+    last = max(int(st[-1]) for st, _, _ in scene.losses.values())
+    if last - first < 4:  # a short run: a margin of half an update, ticks on the updates
+        ax.set_xlim(first - 0.5, last + 0.5)
     if update is not None:
         art.step_line = ax.axvline(update, color="0.35", ls="--", lw=0.9, gid="step-line")
 
