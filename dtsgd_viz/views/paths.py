@@ -10,7 +10,7 @@ update beside it. ``step=k`` is optimizer update k as ``recording.steps`` counts
     ...                                           nesterov=True)}, steps=6)
     >>> fig = dtsgd_viz.plot_paths(recs, s, step=3)      # a matplotlib Figure
     >>> fig.axes[0].get_title()
-    'Update 3: the paths so far (older updates fade)'
+    'Update 3: the paths so far (older updates fade; faint: the rest of the run)'
     >>> sorted(a.get_gid() for a in fig.axes[0].collections if "arrow" in (a.get_gid() or ""))
     ['arrow:momentum:gradient', 'arrow:momentum:momentum', 'arrow:nesterov:gradient', 'arrow:nesterov:lookahead']
 
