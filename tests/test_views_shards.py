@@ -639,3 +639,25 @@ def test_a_calm_stats_run_keeps_a_linear_mean_and_no_marks(stats_and_full):
     view = draw_shards(stats_and_full[0], "w", "param")
     assert view.stat_axes["mean"].get_yscale() == "linear"
     assert not any(len(m.get_xdata()) for m in view.stat_marks.values())
+
+
+def test_norms_that_are_zero_are_drawn_and_said():
+    """After one update with a zero velocity the norm panel was an empty linear
+    -0.04..0.04 axis: zero norms are NaN on a log axis and nothing showed them."""
+    def values(s, k):
+        return np.zeros((8, 8)) if k == "velocity" else np.ones((8, 8))
+    r = _synthetic({"x": 2, "y": 4}, (8, 8), ("x", "y"), 1, values=values)
+    view = draw_shards(r, "w", "velocity")
+    marks = view.zero_marks[view.norm_ax]
+    np.testing.assert_array_equal(marks.get_offsets(), [[1, 0.03]] * 8)  # one per block
+    np.testing.assert_allclose(marks.get_edgecolors()[:, :3],
+                               [to_rgb(c) for c, _, _ in view.styles])
+    assert view.zero_notes[view.norm_ax].get_text() == (
+        "every block's norm is 0 at update 1\n(circles at the bottom)")
+    assert list(view.norm_ax.get_ylim()) == [0, 1] and list(view.norm_ax.get_xticks()) == [1]
+    assert "norm exactly 0\n(bottom edge)" in [t.get_text() for t in view.legend.get_texts()]
+    view.set_kind("param")  # non-zero norms: no marks, no note
+    assert len(marks.get_offsets()) == 0 and view.zero_notes[view.norm_ax].get_text() == ""
+    assert view.norm_ax.get_yscale() == "log"
+    lo, hi = view.norm_ax.get_ylim()
+    assert lo < view.lines[0].get_ydata()[0] < hi

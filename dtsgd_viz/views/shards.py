@@ -183,6 +183,8 @@ class ShardsView:
             for k, (label, a) in enumerate(zip(STATS, axes)):
                 self.stat_axes[label] = a
                 self.stat_lines[label] = self._lines_on(a, self._stat_lines(k), k != 1)
+                if k != 1:  # a log panel cannot show 0
+                    self._zero_marks_on(a, self._zeros(k))
                 self.stat_marks[label], = a.plot(
                     [], [], transform=blended_transform_factory(a.transData, a.transAxes),
                     ls="none", marker="X", color=NONFINITE_COLOR, ms=7, zorder=7, clip_on=False,
@@ -197,6 +199,7 @@ class ShardsView:
         else:
             self.line_ax = self.norm_ax
             self.lines = self._lines_on(self.norm_ax, self._norm_lines(), True)
+            self._zero_marks_on(self.norm_ax, self._zeros())
             self.norm_ax.set_xlabel("optimizer update")
             self.norm_ax.set_ylabel("L2 norm of the block")
         self._marks(self.line_ax)
@@ -254,7 +257,59 @@ class ShardsView:
             ax.yaxis.set_major_formatter(ScalarFormatter())
             ax.set_ylabel("mean", fontsize=style.FONT_SIZE)
 
+    def _zeros(self, k=0):
+        """``(n_updates, n_groups)``: where the block's norm (statistic ``k``) is exactly
+        0, which a log axis cannot draw (its lines hold NaN there)."""
+        if self.stats_only:
+            cols = np.stack([self.stats[:, d[0], k] for d in self.geometry.replica_groups], 1)
+        else:
+            norms = shard_norms(self.recording, self.name, self.kind)
+            cols = np.stack([norms[:, d[0]] for d in self.geometry.replica_groups], 1)
+        return np.asarray(cols) == 0
+
+    def _zero_marks_on(self, ax, zeros):
+        """Open circles on the bottom edge, in the block colours, where a norm is 0,
+        and a note in the middle when every drawn norm is 0 (an empty axis said nothing)."""
+        from matplotlib.transforms import blended_transform_factory
+        self.zero_marks = getattr(self, "zero_marks", {})
+        self.zero_notes = getattr(self, "zero_notes", {})
+        bottom = blended_transform_factory(ax.transData, ax.transAxes)
+        self.zero_marks[ax] = ax.scatter([], [], s=30, marker="o", facecolors="none",
+                                         linewidths=1.4, transform=bottom, clip_on=False,
+                                         zorder=7, gid="zero-marks")
+        self.zero_notes[ax] = ax.text(0.5, 0.62, "", transform=ax.transAxes, ha="center",
+                                      va="center", fontsize=style.FONT_SIZE, color="0.25",
+                                      zorder=8, gid="zero-note",
+                                      bbox=dict(facecolor="white", edgecolor="none", pad=2))
+        self._set_zero_marks(ax, zeros)
+
+    def _set_zero_marks(self, ax, zeros):
+        i, g = np.nonzero(zeros)
+        marks = self.zero_marks[ax]
+        marks.set_offsets(np.column_stack([self.updates[i], np.full(len(i), 0.03)])
+                          if len(i) else np.empty((0, 2)))
+        marks.set_edgecolors([self.styles[k][0] for k in g] or "none")
+        every = bool(zeros.all())
+        what = "statistic" if self.stats_only else "norm"
+        when = (f"update {self.updates[0]}" if len(self.updates) == 1 else "every update")
+        self.zero_notes[ax].set_text(
+            f"every block's {what} is 0 at {when}\n(circles at the bottom)" if every else "")
+        forced = getattr(self, "_zero_axes", set())
+        self._zero_axes = forced
+        if every:  # nothing for the log axis to scale to: a plain, unlabelled range
+            ax.set_yscale("linear")
+            ax.set_ylim(0, 1)
+            ax.set_yticks([0], ["0"])
+            forced.add(ax)
+        elif ax in forced and np.isfinite(self._data.get(ax, np.nan)).any():
+            forced.discard(ax)  # another kind with norms to draw: the log axis again
+            _log_y(ax)
+            ax.set_autoscaley_on(True)  # set_ylim(0, 1) had turned it off
+            ax.relim()
+            ax.autoscale_view(scalex=False)
+
     def _lines_on(self, ax, lines, log):
+        from matplotlib.ticker import FixedLocator, MaxNLocator
         x, n = self.updates, len(self.updates)
         marker = "o" if n <= 40 else None
         out = []
@@ -266,6 +321,8 @@ class ShardsView:
         lo, hi = (x[0] - 0.5, x[-1] + 0.5) if n == 1 else (x[0], x[-1])
         pad = 0.02 * (hi - lo)
         ax.set_xlim(lo - pad, hi + pad)
+        # updates are whole numbers: a one-update run was ticked 0.6, 0.75, ...
+        ax.xaxis.set_major_locator(FixedLocator(x) if n <= 10 else MaxNLocator(integer=True))
         ax.grid(True, which="major", color="#DDDDDD", lw=0.6)
         self.step_lines.append(ax.axvline(x[self.index], color=STEP_COLOR, lw=2.2, zorder=5,
                                           gid="step-line"))
@@ -302,6 +359,9 @@ class ShardsView:
         if self.nonfinite_marks is not None:
             handles.append(Line2D([], [], ls="none", marker="X", color=NONFINITE_COLOR,
                                   label="NaN/Inf in this variable"))
+        if any(len(m.get_offsets()) for m in getattr(self, "zero_marks", {}).values()):
+            handles.append(Line2D([], [], ls="none", marker="o", mfc="none", mec="0.3",
+                                  mew=1.4, label="norm exactly 0\n(bottom edge)"))
         if self.stats_only and any(len(m.get_xdata()) for m in self.stat_marks.values()):
             handles.append(Line2D([], [], ls="none", marker="X", color=NONFINITE_COLOR,
                                   label="statistic not finite\n(NaN/Inf, or past float32)"))
@@ -379,10 +439,13 @@ class ShardsView:
                 for k, label in enumerate(STATS):
                     self._set_lines(self.stat_axes[label], self.stat_lines[label],
                                     self._stat_lines(k))
+                    if k != 1:
+                        self._set_zero_marks(self.stat_axes[label], self._zeros(k))
                     self._set_stat_marks(k)
                 self._scale_mean()
             else:
                 self._set_lines(self.norm_ax, self.lines, self._norm_lines())
+                self._set_zero_marks(self.norm_ax, self._zeros())
             self._move_marks()
         if self.tensor.colorbar is not None:  # set_index puts it on with its scale
             self.tensor.colorbar_label = f"{kind} value"
