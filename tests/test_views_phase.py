@@ -228,7 +228,7 @@ def check_readable(fig, n_maps):
     for ax in maps:
         labelled = x_tick_label_boxes(ax, renderer)
         assert len(labelled) >= 2, [t for t, _ in labelled]
-        assert not overlapping([b for _, b in labelled]), [t for t, _ in labelled]
+        assert not overlapping([b for _, b in labelled], pad=-6.0), [t for t, _ in labelled]  # 6 px apart
         assert all("10^" not in t and "times" not in t for t, _ in labelled)
         boundary = [a for a in ax.lines if (a.get_gid() or "").startswith("boundary:")]
         for text in ax.texts:
@@ -243,8 +243,11 @@ def check_readable(fig, n_maps):
 
 def test_tick_labels_never_overlap_and_iso_rate_labels_keep_off_the_boundaries():
     from dtsgd_viz.views.phase import log_ticks
-    assert log_ticks(0.015, 0.5) == ([0.1], [0.02, 0.03, 0.05, 0.2, 0.3, 0.5])
+    assert log_ticks(0.015, 0.5) == ([0.1], [0.02, 0.05, 0.2, 0.5])
+    assert log_ticks(0.0009, 0.23) == ([0.001, 0.01, 0.1], [])   # tutorial 03's grid: decades only
     assert log_ticks(1e-4, 1e-1) == ([1e-4, 1e-3, 1e-2, 1e-1], [])
     assert log_ticks(0.05, 0.09) == ([], [0.05, 0.06, 0.07, 0.08, 0.09])
     check_readable(dtsgd_viz.plot_phase(SURFACE, np.geomspace(0.02, 0.4, 6), MUS, 60, TOL), 3)
     check_readable(dtsgd_viz.plot_phase(SURFACE, steps=60, tol=TOL), 3)
+    check_readable(dtsgd_viz.plot_phase(surfaces.RotatedQuadratic(condition=20.0), np.geomspace(1e-3, 0.2, 24),
+                                        MUS, 60, TOL), 3)

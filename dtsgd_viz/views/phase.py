@@ -279,15 +279,16 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> 
 
 def log_ticks(lo: float, hi: float) -> tuple[list, list]:
     """``(major, labelled_minor)`` tick values for a log axis from ``lo`` to ``hi``:
-    the decades, and within under 2.5 decades the 2s and 5s of each decade (2, 3 and 5
-    within 1.6; 2..9 within 0.7), few enough that their labels never overlap.
+    the decades, and within 1.6 decades the 2s and 5s of each decade (2, 3 and 5
+    within one; 2..9 within half a decade), few enough that their labels stay apart
+    on a map a third of a notebook wide.
 
     >>> log_ticks(0.015, 0.5)
-    ([0.1], [0.02, 0.03, 0.05, 0.2, 0.3, 0.5])
+    ([0.1], [0.02, 0.05, 0.2, 0.5])
     """
     decades = np.log10(hi / lo)
-    subs = (tuple(range(2, 10)) if decades <= 0.7 else (2.0, 3.0, 5.0) if decades <= 1.6
-            else (2.0, 5.0) if decades <= 2.5 else ())
+    subs = (tuple(range(2, 10)) if decades <= 0.5 else (2.0, 3.0, 5.0) if decades <= 1.0
+            else (2.0, 5.0) if decades <= 1.6 else ())
     major, minor = [], []
     for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1):
         base = 10.0 ** e
