@@ -322,7 +322,8 @@ class ShardsView:
         pad = 0.02 * (hi - lo)
         ax.set_xlim(lo - pad, hi + pad)
         # updates are whole numbers: a one-update run was ticked 0.6, 0.75, ...
-        ax.xaxis.set_major_locator(FixedLocator(x) if n <= 10 else MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(FixedLocator(x) if n <= 10 else
+                                   MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
         ax.grid(True, which="major", color="#DDDDDD", lw=0.6)
         self.step_lines.append(ax.axvline(x[self.index], color=STEP_COLOR, lw=2.2, zorder=5,
                                           gid="step-line"))
