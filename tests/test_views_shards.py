@@ -639,6 +639,13 @@ def test_a_calm_stats_run_keeps_a_linear_mean_and_no_marks(stats_and_full):
     view = draw_shards(stats_and_full[0], "w", "param")
     assert view.stat_axes["mean"].get_yscale() == "linear"
     assert not any(len(m.get_xdata()) for m in view.stat_marks.values())
+    # the empty marks stay out of the layout (at pixel (0, 0) they collapsed every panel)
+    import io
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        view.figure.savefig(io.BytesIO(), format="png")
+    assert view.heat_ax.get_position().width > 0.2
 
 
 def test_norms_that_are_zero_are_drawn_and_said():

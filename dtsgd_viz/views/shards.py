@@ -189,6 +189,9 @@ class ShardsView:
                     [], [], transform=blended_transform_factory(a.transData, a.transAxes),
                     ls="none", marker="X", color=NONFINITE_COLOR, ms=7, zorder=7, clip_on=False,
                     gid=f"nonfinite-stat-{k}")
+                # outside the layout: empty, an unclipped line sits at pixel (0, 0) and
+                # constrained layout collapsed every panel to fit it
+                self.stat_marks[label].set_in_layout(False)
                 self._set_stat_marks(k)
                 a.set_ylabel(label, fontsize=style.FONT_SIZE)
                 a.tick_params(labelsize=style.FONT_SIZE - 1)
@@ -277,6 +280,7 @@ class ShardsView:
         self.zero_marks[ax] = ax.scatter([], [], s=30, marker="o", facecolors="none",
                                          linewidths=1.4, transform=bottom, clip_on=False,
                                          zorder=7, gid="zero-marks")
+        self.zero_marks[ax].set_in_layout(False)  # as the stat marks: empty at (0, 0)
         self.zero_notes[ax] = ax.text(0.5, 0.62, "", transform=ax.transAxes, ha="center",
                                       va="center", fontsize=style.FONT_SIZE, color="0.25",
                                       zorder=8, gid="zero-note",
