@@ -161,7 +161,8 @@ print(check_recording(tr_rec))
 # flattened into rows: four rows per head, and each head is one device's block (copied
 # over `batch`). Right: each head's velocity norm over the 30 updates, one line per
 # block in its colour (the two copies of a head always agree, so they are one line):
-# the heads move at somewhat different paces.
+# the heads move at somewhat different paces. A norm of exactly 0, which a log axis
+# cannot draw, is a circle on the bottom edge: every head's, after update 1.
 
 # %%
 show(dtsgd_viz.plot_shards(tr_rec, "attention/attention_output/kernel", "velocity", step=10))
