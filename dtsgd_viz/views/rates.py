@@ -12,7 +12,10 @@ the decay the recording measured on that block::
 The measured decay of a block is ``exp(slope)`` of the least-squares line through
 ``log ||w_k - target||`` (its error norm after update ``k``, update 0 the start) over
 the later half of the updates whose error is still above the float noise floor
-(``1000 * eps * ||w_0 - target||``): the per-update factor the error shrank by.
+(``100 * eps * max(||w_0 - target||, ||target||)`` on the block): the per-update factor
+the error shrank by. With fewer than 4 such errors it is NaN, drawn as no star, and the
+legend says why (a block whose error is exactly 0 from update 2 on has a rate of 0 and
+nothing past its start-up transient to fit).
 ``block_rates`` computes everything (no drawing); ``RatesView.set_learning_rate`` moves
 the blocks along the curves in place (the ``RateExplorer`` widget's slider).
 """
