@@ -372,7 +372,7 @@ def test_bad_input_is_a_clear_error(rotated, planar):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=STEPS + 1)
     with pytest.raises(ValueError, match=r"step=-9 is out of range: the recordings share 8 updates"):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=-STEPS - 1)
-    with pytest.raises(ValueError, match=r"step=0 is the start, before any update: updates are numbered from 1"):
+    with pytest.raises(ValueError, match=r"step=0 is the start, before any update: the start point is always drawn \(updates are numbered from 1"):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=0)
     with pytest.raises(ValueError, match=r"step must be an int: an update number .*Received: step=1\.5"):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=1.5)

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ._steps import describe_updates, resolve_update
+
 __all__ = [
     "Plane", "identity_plane", "pca_plane", "project", "lift", "plot_box", "loss_grid",
     "log_levels", "UpdateTerms", "decompose_update", "why_no_arrows", "arrow_chain", "nesterov_points",
@@ -364,23 +366,6 @@ def select_variable(recordings: Mapping, name) -> str:
     return name
 
 
-def describe_updates(updates) -> str:
-    """``updates 1..8``, ``updates 2, 4, ..., 16 (every 2)`` or ``8 updates from 3 to 90``."""
-    u = np.asarray(updates, np.int64)
-    if len(u) == 0:
-        return "no updates"
-    if len(u) == 1:
-        return f"update {int(u[0])} only"
-    d = np.diff(u)
-    if len(u) <= 4:
-        return "updates " + ", ".join(str(int(x)) for x in u)
-    if np.all(d == 1):
-        return f"updates {int(u[0])}..{int(u[-1])}"
-    if np.all(d == d[0]):
-        return f"updates {int(u[0])}, {int(u[1])}, ..., {int(u[-1])} (every {int(d[0])})"
-    return f"{len(u)} updates from {int(u[0])} to {int(u[-1])}"
-
-
 def check_step(step, steps: Mapping[str, np.ndarray]) -> int | None:
     """``step`` as the update number every recording holds (None stays None).
 
@@ -398,30 +383,9 @@ def check_step(step, steps: Mapping[str, np.ndarray]) -> int | None:
         s = np.asarray(s, np.int64)
         common = s if common is None else np.intersect1d(common, s)
     common = np.asarray(common, np.int64)
-    n = len(common)
-    what = describe_updates(common)
-    allowed = (f"Allowed: a recorded update ({what}), -1..-{n} counting back from the "
-               "last, or None (no update picked)." if n else "Allowed: None.")
-    if isinstance(step, (bool, np.bool_)) or not isinstance(step, (int, np.integer)):
-        raise ValueError(
-            "step must be an int: an update number as recording.steps counts them (the "
-            "first update is 1) or a negative count back from the last. Received: "
-            f"step={step!r} ({type(step).__name__}). {allowed}")
-    step = int(step)
-    if step < 0:
-        if -step > n:
-            raise ValueError(f"step={step} is out of range: the recordings share {n} "
-                             f"updates. {allowed}")
-        return int(common[step])
-    if step == 0:
-        raise ValueError(
-            "step=0 is the start, before any update: updates are numbered from 1 as "
-            f"recording.steps counts them, and the start point is always drawn. {allowed}")
-    if n == 0 or step < common[0] or step > common[-1]:
-        raise ValueError(f"step={step} is out of range. {allowed}")
-    if step not in common:
-        raise ValueError(f"step={step} was not recorded. {allowed}")
-    return step
+    return resolve_update(step, common, none="no update picked",
+                          held=f"the recordings share {len(common)} updates",
+                          start="the start point is always drawn")
 
 
 def step_index(recording_steps, update: int) -> int:

@@ -45,9 +45,12 @@ def allowed_steps(updates, none: str = "the last") -> str:
             f"back from the last, or None ({none}).")
 
 
-def resolve_update(step, updates, *, none: str = "the last") -> int | None:
+def resolve_update(step, updates, *, none: str = "the last", held: str | None = None,
+                   start: str = "the start is not a recorded update") -> int | None:
     """The update number ``step`` picks from the recorded ``updates`` (sorted), None
-    for None. Raises ``ValueError`` saying what was received and what is allowed."""
+    for None. Raises ``ValueError`` saying what was received and what is allowed.
+    ``held``: how the out-of-range message counts the updates (default "n updates are
+    recorded"); ``start``: what step=0 tells the caller's reader."""
     if step is None:
         return None
     u = np.asarray(updates, np.int64)
@@ -61,13 +64,13 @@ def resolve_update(step, updates, *, none: str = "the last") -> int | None:
     step = int(step)
     if step < 0:
         if -step > n:
-            raise ValueError(f"step={step} is out of range: {n} update"
-                             f"{'s are' if n != 1 else ' is'} recorded. {allowed}")
+            held = held or f"{n} update{'s are' if n != 1 else ' is'} recorded"
+            raise ValueError(f"step={step} is out of range: {held}. {allowed}")
         return int(u[step])
     if step == 0:
         raise ValueError(
-            "step=0 is the start, before any update: the start is not a recorded update "
-            f"(updates are numbered from 1, as recording.steps counts them). {allowed}")
+            f"step=0 is the start, before any update: {start} (updates are numbered "
+            f"from 1, as recording.steps counts them). {allowed}")
     if n == 0 or step < u[0] or step > u[-1]:
         raise ValueError(f"step={step} is out of range. {allowed}")
     if step not in u:
