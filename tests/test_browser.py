@@ -75,6 +75,26 @@ def _server(cmd, url, env, log):
                 os.killpg(proc.pid, 9)
 
 
+@contextlib.contextmanager
+def _lab(tmp_path, work):
+    """JupyterLab serving ``work``, windowing off (JupyterLab 4.6 leaves
+    off-screen cells out of the DOM otherwise); yields its base URL and token."""
+    settings = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    port, token = _free_port(), "dtsgdtest"
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
+           "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
+           f"--ServerApp.root_dir={work}", "--LabApp.news_url=",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    base = f"http://127.0.0.1:{port}"
+    with _server(cmd, f"{base}/api?token={token}", env, tmp_path / "lab.log"):
+        yield base, token
+
+
 @pytest.fixture(scope="module")
 def browser():
     playwright = pytest.importorskip("playwright.sync_api")
@@ -153,19 +173,7 @@ def test_notebook_03_in_jupyterlab(browser, shots, tmp_path):
     work = tmp_path / "nb"
     work.mkdir()
     shutil.copy(ROOT / "notebooks" / "03_nesterov_vs_momentum.ipynb", work)
-    settings = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
-    # JupyterLab 4.6 leaves off-screen cells out of the DOM unless windowing is off
-    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    port, token = _free_port(), "dtsgdtest"
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
-           "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
-           f"--ServerApp.root_dir={work}", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    base = f"http://127.0.0.1:{port}"
-    with _server(cmd, f"{base}/api?token={token}", env, tmp_path / "lab.log"):
+    with _lab(tmp_path, work) as (base, token):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{base}/lab/tree/03_nesterov_vs_momentum.ipynb?token={token}", timeout=120_000)
         page.wait_for_selector(".jp-Notebook", timeout=120_000)

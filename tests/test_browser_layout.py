@@ -4,40 +4,16 @@ it): picking a mesh dim for a tensor dim in the widget's dropdown redraws the bl
 The notebook is written here (one cell, no TensorFlow: a hypothetical layout), so the
 test costs a JupyterLab start and one small kernel."""
 
-import contextlib
-import json
-import os
 import re
-import sys
 import time
 
 import nbformat
 
-from test_browser import _free_port, _image_sources, _server, browser, browser_test  # noqa: F401
+from test_browser import _image_sources, _lab, browser, browser_test  # noqa: F401
 
 CELL = ('from dtsgd_viz.widgets import LayoutExplorer\n'
         'explorer = LayoutExplorer((8, 8), mesh={"batch": 2, "model": 4})\n'
         'explorer')
-
-
-@contextlib.contextmanager
-def _lab(tmp_path, work):
-    """JupyterLab serving ``work``, as test_notebook_03_in_jupyterlab starts it; yields
-    its base URL and token."""
-    settings = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
-    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    port, token = _free_port(), "dtsgdtest"
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
-           "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
-           f"--ServerApp.root_dir={work}", "--LabApp.news_url=",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    base = f"http://127.0.0.1:{port}"
-    with _server(cmd, f"{base}/api?token={token}", env, tmp_path / "lab.log"):
-        yield base, token
 
 
 def _table_rows(page):

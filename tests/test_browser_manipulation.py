@@ -8,14 +8,12 @@ the figures' own transforms); the test scales those pixels by the <img>'s size o
 page, as a user's pointer would land."""
 
 import json
-import os
 import re
-import sys
 import time
 
 import pytest
 
-from test_browser import (_free_port, _image_sources, _server, _wait_changed,  # noqa: F401
+from test_browser import (_image_sources, _lab, _wait_changed,  # noqa: F401
                           browser, browser_test)
 
 SETUP = """\
@@ -81,19 +79,7 @@ def test_click_a_phase_cell_and_drag_the_start_in_jupyterlab(browser, tmp_path):
     work = tmp_path / "nb"
     work.mkdir()
     _notebook(work / "manipulate.ipynb")
-    settings = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
-    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    port, token = _free_port(), "dtsgdtest"
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
-           "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
-           f"--ServerApp.root_dir={work}", "--LabApp.news_url=",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    base = f"http://127.0.0.1:{port}"
-    with _server(cmd, f"{base}/api?token={token}", env, tmp_path / "lab.log"):
+    with _lab(tmp_path, work) as (base, token):
         page = browser.new_page(viewport={"width": 1300, "height": 1000})
         page.goto(f"{base}/lab/tree/manipulate.ipynb?token={token}", timeout=120_000)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
