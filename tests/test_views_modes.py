@@ -11,18 +11,12 @@ import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz import surfaces
 from dtsgd_viz.views.modes import mode_envelope
+from theory_reference import radius
 
 matplotlib.use("Agg")
 
 SURFACE = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)
 STEPS = 25
-
-
-def radius(lr, mu, h, nesterov):
-    a = lr * h
-    M = (np.array([[1 - (1 + mu) * a, mu * mu], [-a, mu]]) if nesterov
-         else np.array([[1 - a, mu], [-a, mu]]))
-    return np.max(np.abs(np.linalg.eigvals(M)))
 
 
 @pytest.fixture(scope="module")

@@ -9,20 +9,13 @@ import dtsgd_viz
 from dtsgd_viz import reference, surfaces, theory
 from dtsgd_viz.convergence import phase_grid
 from dtsgd_viz.views.phase import cap_rate, cell_edges, phase_ratio
+from theory_reference import radius
 
 matplotlib.use("Agg")
 
 SURFACE = surfaces.RotatedQuadratic()          # Hessian eigenvalues 1 and 10
 H = (1.0, 10.0)
 LRS, MUS, STEPS, TOL = np.geomspace(0.01, 0.35, 9), np.linspace(0.0, 0.95, 8), 40, 1e-2
-
-
-def radius(lr, mu, h, nesterov):
-    """The spectral radius of the 2x2 iteration matrix, written out here."""
-    a = lr * h
-    M = (np.array([[1 - (1 + mu) * a, mu * mu], [-a, mu]]) if nesterov
-         else np.array([[1 - a, mu], [-a, mu]]))
-    return np.max(np.abs(np.linalg.eigvals(M)))
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ import pytest
 import dtsgd_viz
 from dtsgd_viz import surfaces
 from dtsgd_viz.views import rates as rv
+from theory_reference import radius
 
 matplotlib.use("Agg")
 
@@ -23,10 +24,7 @@ def recording():
 
 
 def _radius(a, mu, nesterov):
-    """The spectral radius of the tf-keras update's iteration matrix, numerically."""
-    m = (np.array([[1 - (1 + mu) * a, mu * mu], [-a, mu]]) if nesterov
-         else np.array([[1 - a, mu], [-a, mu]]))
-    return np.abs(np.linalg.eigvals(m)).max()
+    return radius(a, mu, 1.0, nesterov)
 
 
 def _decay(errors, updates, scale):
