@@ -595,11 +595,16 @@ class Recorder:
         self._last_step = upto
         if dropped:
             self._dropped.extend(dropped)
+            advice = (
+                "The step function given to rec.loop(n, step=...) makes more than one update "
+                "per call (warned above), so the recorder's count of updates runs behind: "
+                "make one update per call, or raise buffer_steps."
+                if not self._split_ok else
+                f"Read or flush the recorder at least every {span} steps (rec.flush(), or "
+                "iterate with rec.loop(n)), or raise buffer_steps.")
             warnings.warn(
                 f"Recorder: {len(dropped)} recorded step(s) ({dropped[0]}..{dropped[-1]}) were "
-                f"overwritten on the devices before being read. Read or flush the recorder at "
-                f"least every {span} steps (rec.flush(), or iterate with rec.loop(n)), "
-                "or raise buffer_steps.",
+                f"overwritten on the devices before being read. {advice}",
                 RuntimeWarning, stacklevel=2,
             )
         return arrived
