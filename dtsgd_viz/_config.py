@@ -24,7 +24,7 @@ def mesh_from_config(value):
     if value is None or type(value).__name__ == "Mesh":
         return value
     spec = value if isinstance(value, MeshSpec) else MeshSpec.from_dict(value)
-    short = spec.short_device_names
+    short = tuple(d.rsplit("device:", 1)[-1] for d in spec.device_names)  # as TF lists them
     device_type = short[0].split(":")[0]
     if device_type == "CPU":
         try:  # virtual CPU devices can still be made if TensorFlow has not started

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Mapping, Sequence
 
 UNSHARDED = "unsharded"
@@ -99,8 +100,9 @@ class MeshSpec:
 
     @property
     def short_device_names(self) -> tuple[str, ...]:
-        """``CPU:3`` rather than ``/job:localhost/replica:0/task:0/device:CPU:3``."""
-        return tuple(d.rsplit("device:", 1)[-1] for d in self.device_names)
+        """``CPU:3`` rather than ``/job:localhost/replica:0/task:0/device:CPU:3``
+        (``t1/CPU:3`` on a multi-client mesh: see ``short_device_names``)."""
+        return short_device_names(self.device_names)
 
     def dim_size(self, name: str) -> int:
         if name not in self.dim_names:
@@ -206,3 +208,19 @@ class LayoutSpec:
     @classmethod
     def from_dict(cls, d: Mapping) -> LayoutSpec:
         return cls(tuple(d["sharding_specs"]), MeshSpec.from_dict(d["mesh"]))
+
+
+def short_device_names(devices: Sequence[str]) -> tuple[str, ...]:
+    """``CPU:3`` for ``/job:localhost/replica:0/task:0/device:CPU:3``; when that repeats
+    (a multi-client mesh: each client numbers its own CPUs from 0), the task is kept
+    in front: ``t1/CPU:3``.
+
+    >>> short_device_names(["/job:w/replica:0/task:0/device:CPU:0",
+    ...                     "/job:w/replica:0/task:1/device:CPU:0"])
+    ('t0/CPU:0', 't1/CPU:0')
+    """
+    short = tuple(d.rsplit("device:", 1)[-1] for d in devices)
+    if len(set(short)) == len(short):
+        return short
+    tasks = [re.search(r"task:(\d+)", d) for d in devices]
+    return tuple(f"t{t[1]}/{s}" if t else d for t, s, d in zip(tasks, short, devices))

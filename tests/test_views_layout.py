@@ -502,3 +502,25 @@ def test_bad_live_input_is_explained():
         model_table(3)
     with pytest.raises(ValueError, match="has no momentum slots yet: build it"):
         model_table(dtsgd_viz.SGD(mesh=mesh))
+
+
+def test_a_multi_client_mesh_names_each_device_once_in_layout_views():
+    """Each client numbers its CPUs from 0: two clients' devices are /task:0/.../CPU:0-3 and
+    /task:1/.../CPU:0-3. The layout views keep the task where the short names repeat
+    (the table had 'CPU:0' twice for two different devices)."""
+    from dtsgd_viz import LayoutSpec, MeshSpec, layout_table, plot_layout
+    devices = [f"/job:worker/replica:0/task:{t}/device:CPU:{c}" for t in (0, 1) for c in range(4)]
+    mesh = MeshSpec(("batch", "model"), (2, 4), devices)
+    assert mesh.short_device_names == tuple(f"t{t}/CPU:{c}" for t in (0, 1) for c in range(4))
+    spec = LayoutSpec(("model", "unsharded"), mesh)
+    table = layout_table(spec, (8, 4), name="w")
+    for t in (0, 1):
+        for c in range(4):
+            assert f"t{t}/CPU:{c}" in table, table
+    fig = plot_layout(spec, (8, 4), name="w")
+    texts = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+    assert "t1/CPU:0" in texts, texts
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    # one client's own mesh keeps the short form
+    assert MeshSpec.create({"x": 2}).short_device_names == ("CPU:0", "CPU:1")

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
+from ..specs import short_device_names  # noqa: F401 - the shard views import it from here
 from ._empty import check_not_empty
 from ._steps import update_position
 
@@ -118,22 +118,6 @@ def block_rects(block: tuple[slice, ...], shape: Sequence[int]) -> tuple[Rect, .
     rows = np.sort(np.ravel_multi_index([g.ravel() for g in lead], shape[:-1]))
     return tuple((cols.start, start, cols.stop - cols.start, length)
                  for start, length in _runs(rows))
-
-
-def short_device_names(devices: Sequence[str]) -> tuple[str, ...]:
-    """``CPU:3`` for ``/job:localhost/replica:0/task:0/device:CPU:3``; when that repeats
-    (a multi-client mesh: each client numbers its own CPUs from 0), the task is kept
-    in front: ``t1/CPU:3``.
-
-    >>> short_device_names(["/job:w/replica:0/task:0/device:CPU:0",
-    ...                     "/job:w/replica:0/task:1/device:CPU:0"])
-    ('t0/CPU:0', 't1/CPU:0')
-    """
-    short = tuple(d.rsplit("device:", 1)[-1] for d in devices)
-    if len(set(short)) == len(short):
-        return short
-    tasks = [re.search(r"task:(\d+)", d) for d in devices]
-    return tuple(f"t{t[1]}/{s}" if t else d for t, s, d in zip(tasks, short, devices))
 
 
 def device_label(names: Sequence[str]) -> str:
