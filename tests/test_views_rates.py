@@ -27,21 +27,6 @@ def _radius(a, mu, nesterov):
     return radius(a, mu, 1.0, nesterov)
 
 
-def _decay(errors, updates, scale):
-    """The measured decay as the module documents it, written out again."""
-    floor = 100 * np.finfo(np.float32).eps * max(errors[0], scale)
-    usable = []
-    for k, e in zip(updates, errors):
-        if not (np.isfinite(e) and e > floor):
-            break
-        usable.append((k, e))
-    if len(usable) < 4:
-        return np.nan
-    usable = usable[len(usable) // 2:]
-    k, e = np.array(usable).T
-    return np.exp(np.polyfit(k, np.log(e), 1)[0])
-
-
 def test_blocks_sit_on_both_rate_curves_beside_their_measured_decay(recording):
     r = recording
     view = rv.draw_block_rates(r, SURFACE)
@@ -55,9 +40,6 @@ def test_blocks_sit_on_both_rate_curves_beside_their_measured_decay(recording):
         errors = np.sqrt(((path[(slice(None),) + block] - SURFACE.target) ** 2)
                          .reshape(len(path), -1).sum(1))
         np.testing.assert_allclose(rates.errors[:, g], errors, rtol=1e-9)
-        scale = np.sqrt(np.sum(np.full(path[(0,) + block].shape, SURFACE.target) ** 2))
-        assert rates.measured[g] == pytest.approx(_decay(errors, np.arange(len(path)), scale),
-                                                  rel=1e-9)
     a = LR * rates.curvature
     for nesterov in (False, True):
         theory = np.array([_radius(x, MU, nesterov) for x in a])
@@ -69,11 +51,13 @@ def test_blocks_sit_on_both_rate_curves_beside_their_measured_decay(recording):
     # Nesterov at lr=1.5: the stiffest block (h=1, a=1.5) is past 2(1+mu)/(1+2mu)=1.45
     assert list(view.unstable[True]) == [False] * 7 + [True]
     assert not view.unstable[False].any()
-    # the run measured what theory says, within a finite run's transients
+    # the run measured what theory says: the recorded errors follow the rule's two-term
+    # recurrence, whose largest root is the spectral radius (a log-slope fit was off by up
+    # to 0.04 on an oscillating 40-update run)
     theory = np.array([_radius(x, MU, True) for x in a])
     ok = np.isfinite(rates.measured)
     assert ok.all()
-    assert np.abs(rates.measured - theory).max() < 0.1
+    np.testing.assert_allclose(rates.measured, theory, atol=1e-4)
     assert rates.measured[-1] > 1  # the unstable block grew
     stars = view.measured_marks.get_offsets()
     np.testing.assert_allclose(stars, np.column_stack([a, rates.measured]))
@@ -141,9 +125,9 @@ def test_a_block_that_reaches_zero_at_once_has_no_measured_decay():
     legend = [t.get_text() for t in view.curve_ax.get_legend().get_texts()]
     assert legend[-1] == f"no star (no decay to measure):\n{rates.labels[-1]}: {rates.notes[-1]}"
     # the next-stiffest block reaches exactly 0 at update 30: fitted down to where the
-    # values are rounding (not to 1000 eps of its start error), it measures 0.586 against
-    # the theory's 0.560 (was 0.604; the error oscillates, so a short fit is rough)
+    # values are rounding (not to 1000 eps of its start error), it measures what theory
+    # says (a log-slope fit said 0.586 or 0.604 against 0.560)
     assert rates.errors[-1, 6] == 0
-    assert abs(rates.measured[6] - theory[6]) < 0.03
+    assert abs(rates.measured[6] - theory[6]) < 1e-3
     assert rv.measured_decay([2.0, 1.8, 0.0, 0.0], [0, 1, 2, 3]) != rv.measured_decay(
         [2.0, 1.8, 0.0, 0.0], [0, 1, 2, 3])  # NaN

@@ -9,13 +9,15 @@ the decay the recording measured on that block::
                       steps=60)["nesterov"]
     fig = dtsgd_viz.plot_block_rates(r, s)
 
-The measured decay of a block is ``exp(slope)`` of the least-squares line through
-``log ||w_k - target||`` (its error norm after update ``k``, update 0 the start) over
-the later half of the updates whose error is still above the float noise floor
-(``100 * eps * max(||w_0 - target||, ||target||)`` on the block): the per-update factor
-the error shrank by. With fewer than 4 such errors it is NaN, drawn as no star, and the
-legend says why (a block whose error is exactly 0 from update 2 on has a rate of 0 and
-nothing past its start-up transient to fit).
+The measured decay of a block comes from the recording alone: on a quadratic each
+update is linear in (error, velocity), so the block's error along its starting direction
+obeys ``c[k+1] = alpha * c[k] + beta * c[k-1]``; ``alpha`` and ``beta`` are fitted by
+least squares to the recorded errors above the float noise floor (``100 * eps *
+max(||w_0 - target||, ||target||)`` on the block), and the decay is the largest root's
+modulus, the per-update factor the error shrinks by. (A log-slope fit was biased by the
+oscillation of under-damped blocks on short runs.) With fewer than 4 such errors it is
+NaN, drawn as no star, and the legend says why (a block whose error is exactly 0 from
+update 2 on has a rate of 0 and nothing past its start to fit).
 ``block_rates`` computes everything (no drawing); ``RatesView.set_learning_rate`` moves
 the blocks along the curves in place (the ``RateExplorer`` widget's slider).
 """
@@ -77,14 +79,20 @@ def _usable(errors, steps, dtype=np.float32, scale=None):
     return np.nonzero(ok)[0], why
 
 
-def measured_decay(errors, steps, dtype=np.float32, scale=None) -> float:
-    """Per-update decay factor of an error-norm series ``errors`` (after updates
-    ``steps``, update 0 first): ``exp`` of the least-squares slope of ``log(errors)``
-    over the later half of the errors before the first one at or below the float noise
-    floor ``NOISE_FLOOR * eps * max(errors[0], scale)`` (``scale``: the size of the
-    values themselves, e.g. ``||target||``). NaN when fewer than ``MIN_POINTS`` are
-    usable: an error that reaches exactly 0 at update 2 (a rate of 0) leaves only the
-    start-up transient, whose slope says nothing about the rate.
+def measured_decay(errors, steps, dtype=np.float32, scale=None, signed=None) -> float:
+    """Per-update decay factor of a block's error, measured from the recording.
+
+    On a quadratic every update is linear in (error, velocity), so the block's error
+    obeys a two-term recurrence ``c[k+1] = alpha * c[k] + beta * c[k-1]`` (Cayley-Hamilton
+    on the 2x2 iteration matrix; with every d-th update recorded, the same holds for
+    M^d). ``alpha, beta`` are fitted by least squares to the recorded ``signed`` series
+    (the error along its starting direction; ``errors``, the norms, when None) and the
+    rate is the largest root's modulus (its d-th root). Unlike a slope of log|error|,
+    this is not biased by the oscillation of an under-damped block on a short run.
+    Only errors above the float noise floor ``NOISE_FLOOR * eps * max(errors[0],
+    scale)`` count; NaN when fewer than ``MIN_POINTS`` are usable (an error that
+    reaches exactly 0 at update 2, a rate of 0, leaves only the start) or when the
+    updates are not evenly recorded.
 
     >>> round(measured_decay([1.0, 0.5, 0.25, 0.125], [0, 1, 2, 3]), 9)
     0.5
@@ -94,10 +102,14 @@ def measured_decay(errors, steps, dtype=np.float32, scale=None) -> float:
     idx, _ = _usable(errors, steps, dtype, scale)
     if len(idx) < MIN_POINTS:
         return float("nan")
-    idx = idx[len(idx) // 2:]
-    slope = np.polyfit(np.asarray(steps, np.float64)[idx],
-                       np.log(np.asarray(errors, np.float64)[idx]), 1)[0]
-    return float(np.exp(slope))
+    c = np.asarray(errors if signed is None else signed, np.float64)[idx]
+    gaps = np.diff(np.asarray(steps, np.int64)[idx])
+    if not np.all(gaps == gaps[0]):
+        return float("nan")
+    (alpha, beta), *_ = np.linalg.lstsq(np.column_stack([c[1:-1], c[:-2]]), c[2:],
+                                        rcond=None)
+    rho = float(np.max(np.abs(np.roots([1.0, -alpha, -beta]))))
+    return rho ** (1.0 / int(gaps[0]))
 
 
 def decay_note(errors, steps, dtype=np.float32, scale=None) -> str:
@@ -171,7 +183,12 @@ def block_rates(recording, surface, name: str = "w") -> BlockRates:
     # the target's size sets the rounding floor as much as the start error does
     scale = [float(np.sqrt(np.sum(np.broadcast_to(surface.target, path[(0,) + b].shape) ** 2)))
              for b in blocks]
-    measured = np.array([measured_decay(errors[:, g], updates, dtype, scale[g])
+    # each block's error along its starting direction (signed: the recurrence needs it)
+    signed = []
+    for b, norm0 in zip(blocks, errors[0]):
+        e = (path[ell + b] - surface.target).reshape(len(path), -1)
+        signed.append(e @ e[0] / norm0 if norm0 > 0 else np.zeros(len(path)))
+    measured = np.array([measured_decay(errors[:, g], updates, dtype, scale[g], signed[g])
                          for g in range(len(blocks))])
     notes = tuple(decay_note(errors[:, g], updates, dtype, scale[g])
                   for g in range(len(blocks)))
@@ -279,7 +296,7 @@ class RatesView:
         ax.grid(True, color="#E5E5E5", lw=0.6)
         if len(r.labels) <= 10:
             ax.legend(fontsize=style.FONT_SIZE - 2, loc="lower left", ncol=2,
-                      title="h per block: see the curve", title_fontsize=style.FONT_SIZE - 2)
+                      title="blocks (h: x on the left)", title_fontsize=style.FONT_SIZE - 2)
 
     def set_learning_rate(self, learning_rate: float) -> None:
         """Move every block along both curves to ``a = learning_rate * h``, in place,
