@@ -44,6 +44,10 @@ def itemsize(dtype) -> int:
     name = getattr(dtype, "name", dtype)
     if name == "bfloat16":
         return 2
+    if name in ("float", "int", "uint", "complex", float, int, complex):
+        raise TypeError(f"dtype {name!r} is ambiguous (numpy reads 'float' as float64, "
+                        "TensorFlow as float32): pass a sized name such as 'float32', "
+                        "'float64', 'bfloat16' or 'int32'.")
     try:
         return int(np.dtype(name).itemsize)
     except TypeError as err:
@@ -257,11 +261,29 @@ def plan_of(variables: Mapping, momentum: bool = True, source: str = "") -> Memo
     parameter has one velocity slot laid out like it (tf-keras' DTensor SGD)."""
     entries = []
     for name, value in variables.items():
+        if (isinstance(value, (tuple, list)) and len(value) == 3
+                and type(value[2]).__name__ == "Layout"):  # a live dtensor.Layout
+            from ._dtensor import layout_spec
+            value = (value[0], value[1], layout_spec(value[2]))
         if not (isinstance(value, (tuple, list)) and len(value) == 3
                 and isinstance(value[2], LayoutSpec)):
-            raise TypeError(f"Each variable must be (shape, dtype, LayoutSpec). Received: "
-                            f"{name!r}: {value!r}.")
+            got = (f"a {type(value).__name__} of {len(value)}: ("
+                   + ", ".join(type(v).__name__ for v in value) + ")"
+                   if isinstance(value, (tuple, list)) else f"a {type(value).__name__}")
+            raise TypeError(f"Each variable must be (shape, dtype, LayoutSpec). Received "
+                            f"for {name!r}: {got}.")
         shape, dtype, layout = value
+        try:
+            shape = tuple(int(d) for d in shape)
+        except (TypeError, ValueError):
+            shape = None
+        if shape is None or any(d < 1 for d in shape):
+            raise ValueError(f"The shape of {name!r} must be a tuple of ints >= 1. "
+                             f"Received: {value[0]!r}.")
+        if len(shape) != len(layout.sharding_specs):
+            raise ValueError(
+                f"{name!r} has shape {shape} ({len(shape)} dims) but its layout names "
+                f"{len(layout.sharding_specs)} dims: {list(layout.sharding_specs)}.")
         itemsize(dtype)
         entries.append(MemoryEntry(str(name), tuple(shape), dtype_name(dtype),
                                    layout, (layout,) if momentum else ()))

@@ -93,8 +93,18 @@ def test_bars_stack_to_bytes_per_device():
 
 
 def test_bad_input_is_explained():
-    with pytest.raises(TypeError, match=r"\(shape, dtype, LayoutSpec\). Received: 'w': \(\(8,\), 'float32'\)"):
+    with pytest.raises(TypeError, match=r"\(shape, dtype, LayoutSpec\). Received for 'w': "
+                                        r"a tuple of 2: \(tuple, str\)"):
         memory_plan({"w": ((8,), "float32")})
+    big = MeshSpec.create({"data": 4, "model": 16})
+    with pytest.raises(TypeError, match=r"Received for 'W': a tuple of 2: \(tuple, LayoutSpec\)\.$"):
+        memory_plan({"W": ((1024, 512), LayoutSpec(("model", "unsharded"), big))})  # no dtype
+    with pytest.raises(ValueError, match=r"shape of 'W' must be a tuple of ints >= 1\. Received: \(-1024, 512\)"):
+        memory_plan({"W": ((-1024, 512), "float32", LayoutSpec(("model", "unsharded"), big))})
+    with pytest.raises(ValueError, match=r"'W' has shape \(8,\) \(1 dims\) but its layout names 2"):
+        memory_plan({"W": ((8,), "float32", LayoutSpec(("model", "unsharded"), big))})
+    with pytest.raises(TypeError, match="dtype 'float' is ambiguous"):
+        memory_plan({"W": ((64, 8), "float", LayoutSpec(("model", "unsharded"), big))})
     with pytest.raises(ValueError, match="size 6.*'model' of size 4, which does not divide"):
         memory_plan({"w": ((6,), "float32", spec("model"))})
     with pytest.raises(TypeError, match=r"memory_plan takes .*Received: int"):
