@@ -244,3 +244,20 @@ def test_tick_labels_never_overlap_and_iso_rate_labels_keep_off_the_boundaries()
     check_readable(dtsgd_viz.plot_phase(SURFACE, steps=60, tol=TOL), 3)
     check_readable(dtsgd_viz.plot_phase(surfaces.RotatedQuadratic(condition=20.0), np.geomspace(1e-3, 0.2, 24),
                                         MUS, 60, TOL), 3)
+
+
+def test_the_legend_lists_only_iso_rate_levels_a_map_draws():
+    """With condition 20 no (lr, mu) reaches a worst-mode rate of 0.6 (the best heavy
+    ball does is (sqrt(20) - 1) / (sqrt(20) + 1) = 0.634), so no 0.6 contour exists and
+    the legend must not list it (it did)."""
+    best = (np.sqrt(20) - 1) / (np.sqrt(20) + 1)
+    assert best > 0.6
+    fig = dtsgd_viz.plot_phase(surfaces.RotatedQuadratic(condition=20.0, angle=30.0),
+                               np.geomspace(1e-3, 0.2, 8), np.linspace(0.0, 0.95, 6), 30, 1e-2)
+    labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    labels += [t.get_text() for ax in fig.axes if ax.get_legend()
+               for t in ax.get_legend().get_texts()]
+    iso = [t for t in labels if t.startswith("iso-rate")]
+    assert len(iso) == 1, labels
+    listed = [float(x) for x in iso[0].split(":", 1)[1].split(",")]
+    assert 0.6 not in listed and 0.8 in listed, iso

@@ -143,6 +143,7 @@ class PhaseView:
     contours: dict = dataclasses.field(default_factory=dict)
     critical: dict = dataclasses.field(default_factory=dict)
     rate_levels: tuple = ()
+    drawn_levels: set = dataclasses.field(default_factory=set)  # levels some map shows
     handles: list = dataclasses.field(default_factory=list)
 
 
@@ -210,6 +211,8 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> 
             cs = ax.contour(lr_f, mu_f, rho, levels=list(view.rate_levels), colors="white",
                             linewidths=0.9)
             cs.set_gid(f"rate:{key}")
+            view.drawn_levels.update(float(r) for r, path in zip(cs.levels, cs.get_paths())
+                                     if len(path.vertices))
             cs.set(path_effects=_outline("0.15", 2.0))
             b_x = theory.convergence_boundary(mu_line, h[-1], nesterov)
             c_x = theory.critical_damping(mu_line, nesterov) / h[0]
@@ -262,7 +265,8 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> 
         view.handles += [
             Line2D([], [], ls="--", color="white", lw=2, path_effects=_outline(), label="stability boundary"),
             Line2D([], [], color="white", lw=0.9, path_effects=_outline("0.15", 2.0),
-                   label="iso-rate ρ (spectral radius): " + ", ".join(f"{r:g}" for r in view.rate_levels)),
+                   label="iso-rate ρ (spectral radius): " + ", ".join(
+                       f"{r:g}" for r in view.rate_levels if r in view.drawn_levels)),
             Line2D([], [], ls="-.", color=CRITICAL_COLOR, lw=1.8, path_effects=_outline("black", 3.2),
                    label=f"critical damping (h = {h[0]:g})"),
         ]
