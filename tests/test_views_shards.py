@@ -402,7 +402,8 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
         assert sv.STATS_ONLY_TEXT in note and "mode='full'" in note
         assert _outlines(heat_ax) == _outlines(_figure_parts(plot_shards(full, "w", kind))[0])
         assert set(_labels(heat_ax)) == {f"CPU:{d}" for d in range(8)}
-        assert f"{kind} of 'w' after update 4" in heat_ax.get_title()
+        when = "the gradient of update 4" if kind == "grad" else "after update 4"
+        assert f"{kind} of 'w'" in heat_ax.get_title() and when in heat_ax.get_title()
     view = draw_shards(stats, "w", "velocity", 1)
     view.set_step(5)
     view.set_kind("grad")
@@ -668,3 +669,35 @@ def test_norms_that_are_zero_are_drawn_and_said():
     assert view.norm_ax.get_yscale() == "log"
     lo, hi = view.norm_ax.get_ylim()
     assert lo < view.lines[0].get_ydata()[0] < hi
+
+
+def test_a_kind_change_rebuilds_the_legend():
+    """After set_kind (ShardExplorer's kind picker) the new kind's zero-norm circles had
+    no legend entry, which plot_shards of that kind has."""
+    def values(s, k):
+        return np.zeros((8, 8)) if k == "grad" and s == 2 else np.full((8, 8), float(s))
+    r = _synthetic({"x": 2, "y": 4}, (8, 8), ("x", "y"), 4, values=values)
+    zero = "norm exactly 0\n(bottom edge)"
+    texts = lambda v: [t.get_text() for t in v.legend.get_texts()]  # noqa: E731
+    assert zero in texts(draw_shards(r, "w", "grad"))
+    view = draw_shards(r, "w", "param")
+    assert zero not in texts(view)
+    view.set_kind("grad")
+    assert len(view.zero_marks[view.norm_ax].get_offsets()) == 8
+    assert zero in texts(view) and view.norm_ax.get_legend() is view.legend
+    view.set_kind("param")
+    assert zero not in texts(view)
+
+
+def test_a_gradient_is_titled_by_the_update_it_belongs_to(sharded):
+    """The gradient shown at update k is the one update k computed and applied
+    ("gradient of update k", as plot_update_shards says), not a state after it."""
+    r = sharded[0]
+    heat_ax, _ = _figure_parts(plot_shards(r, "w", "grad", 3))
+    assert heat_ax.get_title().startswith("grad of 'w': the gradient of update 3\n")
+    assert "after update" not in heat_ax.get_title()
+    view = draw_shards(r, "w", "grad", 2)
+    view.set_kind("velocity")
+    assert view.heat_ax.get_title().startswith("velocity of 'w' after update 2")
+    view.set_kind("param")
+    assert view.heat_ax.get_title().startswith("param of 'w' after update 2")

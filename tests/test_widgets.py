@@ -71,6 +71,14 @@ def test_explorer_state_transitions(two_variables):
     with pytest.raises(ValueError, match="Unknown change 'zoom'"):
         explorer_state(s, {"name": "zoom", "new": 2})
     assert ExplorerState.of(r, step=3).step == 2  # step= is the update number
+    # the slider's change is the update number, as PathExplorer's
+    s5 = explorer_state(s, {"name": "update", "new": 5})
+    assert (s5.step, s5.update) == (4, 5) and s5 == s2
+    with pytest.raises(ValueError, match=r"update must be an int in 1\.\.6 \(updates 1\.\.6\)"
+                                         r"\. Received: 0"):
+        explorer_state(s, {"name": "update", "new": 0})
+    with pytest.raises(ValueError, match=r"Received: 2\.0"):
+        explorer_state(s, {"name": "update", "new": 2.0})
     assert ExplorerState.of(r, "b", "param", -1) == explorer_state(
         explorer_state(explorer_state(s, {"name": "variable", "new": "b"}),
                        {"name": "kind", "new": "param"}), {"name": "step", "new": 5})
@@ -104,7 +112,7 @@ def test_step_change_redraws_in_place(two_variables, capsys):
     png, renders = w.image.value, w.renders
     assert _png_shape(png)[:2] == (450, 1035)  # figsize (11.5, 5) at 90 dpi
 
-    w.slider.value = 5
+    w.slider.value = 6  # the update number
     assert w.state.step == 5 and w.renders == renders + 1
     np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "velocity")[5])
     assert f"after update {r.steps[5]}" in heat_ax.get_title()
@@ -131,20 +139,21 @@ def test_kind_change_updates_heatmap_and_norms(two_variables):
     shards = r.shard_values("w", "grad")
     truth = np.linalg.norm(shards.reshape(STEPS, 8, -1), axis=-1)
     np.testing.assert_allclose(np.array([l.get_ydata() for l in lines]).T, truth, rtol=1e-6)
-    assert heat_ax.get_title().startswith("grad of 'w' after update 3")
-    w.slider.value = 4  # the new kind stays while stepping
+    assert heat_ax.get_title().startswith("grad of 'w': the gradient of update 3")
+    w.slider.value = 5  # the new kind stays while stepping
     np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "grad")[4])
 
 
 def test_play_is_linked_to_the_slider(two_variables):
     r = two_variables
     w = ShardExplorer(r)
-    assert (w.play.min, w.play.max) == (w.slider.min, w.slider.max) == (0, STEPS - 1)
+    assert (w.slider.min, w.slider.max, w.slider.step) == (1, STEPS, 1)
+    assert (w.play.min, w.play.max) == (0, STEPS - 1)  # Play walks the recorded updates
     w.play.value = 3
-    assert w.slider.value == 3 and w.state.step == 3
+    assert w.slider.value == 4 and w.state.step == 3 and w.state.update == 4
     np.testing.assert_array_equal(w.figure.axes[0].images[0].get_array(),
                                   r.global_values("w", "velocity")[3])
-    w.slider.value = 1
+    w.slider.value = 2
     assert w.play.value == 1
 
 
@@ -152,7 +161,7 @@ def test_variable_change_redraws_the_new_variable(two_variables):
     r = two_variables
     w = ShardExplorer(r, kind="param")
     figure = w.figure
-    w.slider.value = 2
+    w.slider.value = 3
     w.variable.value = "b"
     assert w.figure is figure
     heat_ax, norm_ax = figure.axes[:2]
@@ -162,7 +171,7 @@ def test_variable_change_redraws_the_new_variable(two_variables):
     assert outlines == [0, 2, 4, 6]  # [y] over y=4: four blocks of two, replicated over x
     assert len(w.view.lines) == 4  # [y]: four unique blocks, each on two devices
     assert heat_ax.get_title().startswith("param of 'b' after update 3")
-    w.slider.value = 0  # and stepping works on the new view
+    w.slider.value = 1  # and stepping works on the new view
     np.testing.assert_array_equal(w.view.heatmap.get_array(),
                                   r.global_values("b", "param")[0][None])
 
@@ -209,7 +218,7 @@ def test_explorer_on_a_stats_recording():
     np.testing.assert_allclose(np.array([l.get_ydata() for l in lines]).T,
                                r.shard_stats("w", "velocity")[..., 0])
     png, renders = w.image.value, w.renders
-    w.slider.value = 4
+    w.slider.value = 5
     assert list(step_line.get_xdata()) == [5, 5] and w.renders == renders + 1
     assert f"after update {r.steps[4]}" in heat_ax.get_title() and w.image.value != png
     w.kind.value = "grad"
@@ -217,3 +226,43 @@ def test_explorer_on_a_stats_recording():
     np.testing.assert_allclose(np.array([l.get_ydata() for l in lines]).T,
                                r.shard_stats("w", "grad")[..., 0])
     assert "grad of 'w'" in heat_ax.get_title() and list(step_line.get_xdata()) == [5, 5]
+
+
+def test_slider_value_is_the_update_shown(two_variables):
+    """The slider counted recorded positions from 0 (ShardExplorer(r, step=10) had
+    slider.value 9, and slider.value = 10 showed update 11); PathExplorer's value is
+    the update, so ShardExplorer's is too."""
+    r = two_variables
+    w = ShardExplorer(r, step=4)
+    assert w.slider.value == 4 and w.state.update == 4 and w.play.value == 3
+    w.slider.value = 2
+    assert w.state.update == 2 and "update 2" in w.step_label.value
+    np.testing.assert_array_equal(w.view.heatmap.get_array(), r.global_values("w", "velocity")[1])
+    assert "after update 2" in w.figure.axes[0].get_title()
+
+
+def test_slider_on_spaced_updates_snaps_and_play_walks_them(two_variables):
+    import dataclasses
+    every = dataclasses.replace(two_variables, steps=two_variables.steps * 10)  # 10, 20, ..., 60
+    w = ShardExplorer(every, step=20)
+    assert (w.slider.value, w.slider.min, w.slider.max, w.slider.step) == (20, 10, 60, 10)
+    w.slider.value = 44  # between recorded updates: the nearest
+    assert w.slider.value == 40 and w.state.update == 40 and w.play.value == 3
+    np.testing.assert_array_equal(w.view.heatmap.get_array(),
+                                  every.global_values("w", "velocity")[3])
+    shown = []
+    for k in range(w.play.max + 1):  # Play's frames
+        w.play.value = k
+        shown.append(w.slider.value)
+    assert shown == list(every.steps)
+    uneven = dataclasses.replace(two_variables, steps=np.array([1, 2, 4, 8, 16, 32]))
+    w = ShardExplorer(uneven)
+    assert w.slider.step == 1
+    shown = []
+    for k in range(w.play.max + 1):  # uneven spacing: Play still steps through each one
+        w.play.value = k
+        shown.append(w.state.update)
+    assert shown == [1, 2, 4, 8, 16, 32]
+    w.slider.value = 11
+    assert w.slider.value == 8 and w.state.update == 8
+

@@ -403,8 +403,12 @@ class ShardsView:
         what = "device blocks of " if self.stats_only else ""
         scale = ("colour scale fixed over the run" if self.fixed_scale and not self.stats_only
                  else "")
+        # a gradient is computed in update k (before it applies); params and velocity
+        # are what update k left
+        when = (f": the gradient of update {r.steps[i]}" if self.kind == "grad"
+                else f" after update {r.steps[i]}")
         self.heat_ax.set_title(
-            f"{what}{self.kind} of {self.name!r} after update {r.steps[i]}{bad}\n"
+            f"{what}{self.kind} of {self.name!r}{when}{bad}\n"
             f"{settings_text(r, i)}" + (f"\n{scale}" if scale else ""),
             fontsize=style.FONT_SIZE + 1)
         if self.norm_ax is not None:
@@ -452,6 +456,7 @@ class ShardsView:
                 self._set_lines(self.norm_ax, self.lines, self._norm_lines())
                 self._set_zero_marks(self.norm_ax, self._zeros())
             self._move_marks()
+            self._legend()  # the new kind's marks (zero norms, non-finite stats) need entries
         if self.tensor.colorbar is not None:  # set_index puts it on with its scale
             self.tensor.colorbar_label = f"{kind} value"
         self.set_index(self.index)
@@ -533,7 +538,9 @@ def plot_shards(recording, name, kind="velocity", step=None, *, ax=None, fixed_s
     updates (log y, one line per block in its colour; replicas are one block, marked
     with a diamond at updates where their copies disagreed; NaN/Inf updates marked with
     an X on top). The shown update is a vertical line with a dot on every block's line.
-    Returns the ``Figure``.
+    Returns the ``Figure``. The title says "after update k" for ``param`` and
+    ``velocity`` (what update k left) and "the gradient of update k" for ``grad`` (what
+    update k computed and applied).
 
     ``fixed_scale=True`` fixes the heatmap's colour scale over the whole run
     (``-max|x|..max|x|`` of every recorded update), so decay shows as fading; the

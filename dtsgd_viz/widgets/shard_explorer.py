@@ -3,6 +3,10 @@
     rec = dtsgd_viz.load_recording("nesterov.npz")
     dtsgd_viz.widgets.ShardExplorer(rec, step=5)   # starts at update 5; Play runs on
 
+The slider's value is the optimizer update shown, as ``recording.steps`` counts them
+(the first update is 1), as ``PathExplorer``'s is: ``explorer.slider.value = 10`` shows
+update 10; a value between recorded updates jumps to the nearest recorded one.
+
 The colour scale is fixed over the whole run by default (a checkbox turns it per
 update), so playing through the updates shows each block's values decay.
 
@@ -16,19 +20,23 @@ from __future__ import annotations
 import dataclasses
 
 import ipywidgets as widgets
+import numpy as np
 
 from ..views._empty import check_not_empty
 from ..views._shard_geometry import update_index
+from ..views._steps import describe_updates
 from ..views.shards import draw_shards
 from ._canvas import FigureWidget
 
 FIELDS = ("variable", "kind", "step")
+CHANGES = (*FIELDS, "update")
 
 
 @dataclasses.dataclass(frozen=True)
 class ExplorerState:
-    """What the explorer shows, and what it may show. ``step`` is the slider position:
-    an index into ``steps`` (the recorded update numbers); ``update`` is the update."""
+    """What the explorer shows, and what it may show. ``step`` is an index into
+    ``steps`` (the recorded update numbers); ``update`` (the slider's value) is the
+    update shown, ``steps[step]``."""
 
     variables: tuple[str, ...]
     kinds: tuple[str, ...]
@@ -59,8 +67,11 @@ class ExplorerState:
 
 
 def explorer_state(state: ExplorerState, change) -> ExplorerState:
-    """The state after one change ``{"name": "variable"|"kind"|"step", "new": value}``
-    (the shape of a traitlets change). Raises ValueError for values it cannot show."""
+    """The state after one change ``{"name": "variable"|"kind"|"update"|"step", "new":
+    value}`` (the shape of a traitlets change). ``update``: an update number (the
+    slider's value), or the nearest recorded one when it falls between recorded updates;
+    ``step``: an index into the recorded updates (Play's value). Raises ValueError for
+    values it cannot show."""
     name, new = change["name"], change["new"]
     if name == "variable" and new not in state.variables:
         raise ValueError(f"Unknown variable {new!r}. This recording has: {list(state.variables)}.")
@@ -69,10 +80,17 @@ def explorer_state(state: ExplorerState, change) -> ExplorerState:
     if name == "step":
         n = len(state.steps)
         if isinstance(new, bool) or not isinstance(new, int) or not 0 <= new < n:
-            raise ValueError(f"step (the slider position) must be an int in 0..{n - 1}, an "
+            raise ValueError(f"step (Play's position) must be an int in 0..{n - 1}, an "
                              f"index into the recorded updates. Received: {new!r}.")
+    if name == "update":
+        u = np.asarray(state.steps)
+        if (isinstance(new, (bool, np.bool_)) or not isinstance(new, (int, np.integer))
+                or not u[0] <= new <= u[-1]):
+            raise ValueError(f"update must be an int in {int(u[0])}..{int(u[-1])} "
+                             f"({describe_updates(u)}). Received: {new!r}.")
+        name, new = "step", int(np.argmin(np.abs(u - int(new))))
     if name not in FIELDS:
-        raise ValueError(f"Unknown change {name!r}. Allowed: {list(FIELDS)}.")
+        raise ValueError(f"Unknown change {name!r}. Allowed: {list(CHANGES)}.")
     return dataclasses.replace(state, **{name: new})
 
 
@@ -94,7 +112,12 @@ class ShardExplorer(FigureWidget):
     update slider with Play, and a checkbox for a colour scale fixed over the run (on by
     default, so decay shows while playing). ``step``: the update to start at (as
     ``recording.steps`` counts, -1..-n from the last; default the first recorded). ``.widget`` is the root
-    ``VBox``; ``.view`` the ``ShardsView``."""
+    ``VBox``; ``.view`` the ``ShardsView``.
+
+    The slider's value is the update shown (``slider.value = 10`` shows update 10; its
+    step is the recording's spacing). Play walks the recorded updates one by one (its
+    value is the position among them, kept in step with the slider), so it never sticks
+    between unevenly spaced ones."""
 
     def __init__(self, recording, variable=None, kind=None, step=None, *, interval=400,
                  fixed_scale=True, figsize=(11.5, 5.0), dpi=90):
@@ -106,13 +129,17 @@ class ShardExplorer(FigureWidget):
                                          description="variable")
         self.kind = widgets.ToggleButtons(options=list(s.kinds), value=s.kind,
                                           description="kind")
-        self.slider = widgets.IntSlider(value=s.step, min=0, max=len(s.steps) - 1,
-                                        description="update", readout=False,
+        d = np.diff(np.asarray(s.steps))
+        spacing = int(d[0]) if len(d) and np.all(d == d[0]) else 1  # else the state snaps
+        self.slider = widgets.IntSlider(value=s.update, min=s.steps[0], max=s.steps[-1],
+                                        step=spacing, description="update", readout=False,
                                         continuous_update=True)
         self.play = widgets.Play(value=s.step, min=0, max=len(s.steps) - 1,
                                  interval=interval, description="play")
-        # a kernel-side link (not jslink) so Python code setting either one moves both
-        self._link = widgets.link((self.play, "value"), (self.slider, "value"))
+        # kernel-side (not jslink) so Python code setting either one moves both
+        self.play.observe(lambda change: setattr(self.slider, "value",
+                                                 self.state.steps[change["new"]]),
+                          names="value")
         self.step_label = widgets.Label(step_text(s))
         self.fixed = widgets.Checkbox(value=bool(fixed_scale), indent=False,
                                       description="colour scale fixed over the run")
@@ -123,7 +150,7 @@ class ShardExplorer(FigureWidget):
             self.image,
         ])
         for picker, name in ((self.variable, "variable"), (self.kind, "kind"),
-                             (self.slider, "step")):
+                             (self.slider, "update")):
             picker.observe(lambda change, name=name: self._on_change(name, change["new"]),
                            names="value")
         self._draw()
@@ -143,7 +170,11 @@ class ShardExplorer(FigureWidget):
 
     def _on_change(self, name, value):
         new = explorer_state(self.state, {"name": name, "new": value})
+        if name == "update" and new.update != value:  # between recorded updates
+            self.slider.value = new.update  # the nearest: this callback again draws it
+            return
         what, self.state = redraw_for(self.state, new), new
+        self.play.value = new.step
         if what == "variable":
             self._draw()
         elif what == "kind":

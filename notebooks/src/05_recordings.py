@@ -147,13 +147,13 @@ explorer
 
 # %% [markdown]
 # Widgets are driven by their traits, so code can move them too. Pick the output
-# layer's kernel, show its gradient, and go to update 10 (the slider's tenth position:
-# updates count from 1, as `recording.steps` does):
+# layer's kernel, show its gradient, and go to update 10 (the slider's value is the
+# update shown, counted from 1 as `recording.steps` does):
 
 # %%
 explorer.variable.value = "d2/kernel"
 explorer.kind.value = "grad"
-explorer.slider.value = 9
+explorer.slider.value = 10
 state = explorer.state
 print(f"showing {state.kind} of {state.variable!r}, {explorer.step_label.value}")
 
