@@ -518,3 +518,46 @@ def test_look_ahead_label_direction_stays_inside_the_panel(away):
         assert 0 <= x0 and x1 <= 200 and 0 <= y0 and y1 <= 200, (point, d)
     d, _, _ = lookahead_label_direction((0.5, 0.5), away, box, size)   # room: straight away
     np.testing.assert_allclose(d @ np.asarray(away) / np.hypot(*away), 1.0, atol=0.02)
+
+
+# ---- diverging runs and short runs ------------------------------------------------------
+
+
+def test_a_diverged_path_ends_where_it_left_the_view_and_both_panels_say_when():
+    ok = synthetic(ROTATED, 40, 0.05, 0.5)
+    bad = synthetic(ROTATED, 40, 0.5, 0.9)      # lr * h = 5: leaves the view and overflows
+    fig = draw_paths({"ok": ok, "bad": bad}, ROTATED).figure
+    ax_path = fig.axes[0]
+    ax_loss = [a for a in fig.axes if a.get_title().startswith("Loss per update")][0]
+    box = np.array(ROTATED.view_box)
+    path = bad.path("w").astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        outside = ~np.all(np.isfinite(path) & (path >= box[:, 0]) & (path <= box[:, 1]), axis=1)
+    k = int(np.argmax(outside))
+    assert k > 0
+    lines = gid_artists(fig, "path:")
+    # up to and including the first point outside (the axes clip it), not the runaway
+    np.testing.assert_array_equal(lines["bad"].get_xydata(), path[:k + 1])
+    np.testing.assert_array_equal(lines["ok"].get_xydata(), ok.path("w").astype(np.float64))
+    assert (ax_path.get_xlim(), ax_path.get_ylim()) == ROTATED.view_box   # not stretched
+    note = [t.get_text() for t in ax_path.texts if t.get_gid() == "diverged-note"]
+    assert len(note) == 1 and f"bad: diverged at update {k}" in note[0] and "ok:" not in note[0]
+    # the loss panel: an x at the last finite loss, and the same note
+    loss = np.asarray(bad.loss, np.float64)
+    with np.errstate(invalid="ignore"):
+        last = np.flatnonzero(np.isfinite(loss) & (loss > 0))[-1]
+    x = gid_artists(fig, "loss-diverged:")
+    assert set(x) == {"bad"} and x["bad"].get_marker() == "x"
+    np.testing.assert_array_equal(x["bad"].get_xydata(), [[bad.steps[last], loss[last]]])
+    lnote = [t.get_text() for t in ax_loss.texts if t.get_gid() == "loss-diverged-note"]
+    assert len(lnote) == 1 and f"bad: diverged at update {k}" in lnote[0]
+    assert geo.divergence_update(path, ROTATED.view_box) == k
+
+
+def test_loss_lines_of_one_update_have_markers(rotated):
+    one = {k: synthetic(ROTATED, 1, 0.05, 0.9) for k in ("a", "b")}
+    lines = gid_artists(draw_paths(one, ROTATED).figure, "loss:")
+    assert all(len(ln.get_xydata()) == 1 and ln.get_marker() not in ("", "None", None)
+               for ln in lines.values())
+    long = gid_artists(draw_paths(rotated, ROTATED).figure, "loss:")
+    assert all(ln.get_marker() in ("", "None") for ln in long.values())

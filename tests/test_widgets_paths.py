@@ -482,3 +482,46 @@ def test_path_explorer_refuses_steps_that_are_not_ints(recs, step):
     with pytest.raises(ValueError, match=r"step must be an int: .*Received: step=.* \(\w+\)\. Allowed: a recorded "
                                          r"update \(updates 1\.\.12\)"):
         PathExplorer(recs, ROTATED, step=step)
+
+
+def test_path_explorer_says_when_it_shows_only_the_updates_all_runs_share(recs):
+    mixed = dict(recs)
+    mixed["short"] = dtsgd_viz.run(ROTATED, {"s": dict(learning_rate=0.05)}, steps=5)["s"]
+    pe = PathExplorer(mixed, ROTATED)
+    longer = [k for k in recs]
+    assert pe.slider.max == 5
+    names = ", ".join(longer[:-1]) + " and " + longer[-1]
+    want = f"showing the 5 updates all runs share; {names} have {STEPS}"
+    assert want in pe.step_label.value and pe.step_label.value.startswith("update 1 of 5")
+    pe.slider.value = 3
+    assert pe.step_label.value.startswith("update 3 of 5") and want in pe.step_label.value
+    assert "share" not in PathExplorer(recs, ROTATED).step_label.value   # same lengths: no note
+
+
+def test_compare_widget_draws_diverged_runs_to_the_edge_and_marks_the_loss():
+    cw = CompareWidget(ROTATED, learning_rate=0.5, momentum=0.9, steps=STEPS, background=False)
+    assert cw.error is None and all(r.diverged for r in cw.rows)
+    ax_path, ax_loss = cw.view.artists.ax_path, cw.view.artists.ax_loss
+    box = np.array(ROTATED.view_box)
+    for key, line in cw.view.artists.paths.items():
+        path = cw.recordings[key].path("w").astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            outside = ~np.all(np.isfinite(path) & (path >= box[:, 0]) & (path <= box[:, 1]), axis=1)
+        k = int(np.argmax(outside))
+        assert k > 0
+        np.testing.assert_array_equal(line.get_xydata(), path[:k + 1])
+        for ax, gid in ((ax_path, "diverged-note"), (ax_loss, "loss-diverged-note")):
+            note = [t.get_text() for t in ax.texts if t.get_gid() == gid]
+            assert len(note) == 1 and f"{key}: diverged at update {k}" in note[0]
+        x = by_gid(ax_loss, "loss-diverged:")[key]
+        loss = np.asarray(cw.recordings[key].loss, np.float64)
+        last = np.flatnonzero(np.isfinite(loss))[-1]
+        np.testing.assert_array_equal(x.get_xydata(), [[cw.recordings[key].steps[last], loss[last]]])
+    assert (ax_path.get_xlim(), ax_path.get_ylim()) == ROTATED.view_box
+
+
+def test_compare_widget_with_one_update_draws_loss_markers():
+    cw = CompareWidget(ROTATED, learning_rate=0.05, momentum=0.9, steps=1, background=False)
+    lines = by_gid(cw.view.artists.ax_loss, "loss:")
+    assert set(lines) == {"plain", "momentum", "nesterov"}
+    assert all(len(ln.get_xydata()) == 1 and ln.get_marker() not in ("", "None") for ln in lines.values())

@@ -185,3 +185,17 @@ def test_the_phase_diagram_maps_are_readable_at_notebook_size():
     from test_views_phase import check_readable
     pd = PhaseDiagram(SURFACE, learning_rates=np.geomspace(0.02, 0.4, 6))
     check_readable(pd.figure, 3)
+
+
+def test_a_diverging_cell_draws_each_path_only_until_it_leaves_the_view_box(phase):
+    pd = phase
+    j, i = len(LRS) - 1, len(MUS) - 1
+    pd.select(j, i)
+    box = np.array(SURFACE.view_box)
+    lines = {ln.get_gid()[5:]: ln for ln in pd.figure.axes[2].lines if (ln.get_gid() or "").startswith("path:")}
+    for key, rec in pd.recordings.items():
+        path = rec.path("w").astype(np.float64)
+        k = pd.diverged_at[key]
+        assert k and np.all((path[:k] >= box[:, 0]) & (path[:k] <= box[:, 1]))
+        # the first point outside is the last drawn: no segments criss-crossing the panel
+        np.testing.assert_array_equal(lines[key].get_xydata(), path[:k + 1])

@@ -24,7 +24,8 @@ __all__ = [
     "Plane", "identity_plane", "pca_plane", "project", "lift", "plot_box", "loss_grid",
     "log_levels", "UpdateTerms", "decompose_update", "why_no_arrows", "arrow_chain", "nesterov_points",
     "select_variable", "check_step", "step_index", "describe_updates", "fade_alphas",
-    "zoom_box", "TERM_LABELS", "TERM_SHORT",
+    "zoom_box", "TERM_LABELS", "TERM_SHORT", "divergence_update", "diverged_runs",
+    "diverged_note", "drawn_length",
 ]
 
 TERM_LABELS = {
@@ -151,6 +152,58 @@ def plot_box(view_box, coords, pad=0.08, max_grow=1.0):
         lo, hi = min(vlo, lo - pad * span), max(vhi, hi + pad * span)
         out.append((max(lo, vlo - max_grow * span), min(hi, vhi + max_grow * span)))
     return tuple(out)
+
+
+def divergence_update(path, box) -> int | None:
+    """The first update (1-based, ``path[k]`` after update ``k``) whose point is
+    non-finite or outside ``box`` (``((xmin, xmax), (ymin, ymax))``), or None.
+
+    >>> divergence_update(np.array([[0.0, 0], [1, 1], [9, 0], [np.inf, 0]]), ((-4, 4), (-4, 4)))
+    2
+    """
+    p = np.asarray(path, np.float64).reshape(len(path), -1)
+    lo = np.array([b[0] for b in box])
+    hi = np.array([b[1] for b in box])
+    with np.errstate(invalid="ignore"):
+        out = ~np.all(np.isfinite(p) & (p >= lo) & (p <= hi), axis=1)
+    out[0] = False
+    return int(np.argmax(out)) if out.any() else None
+
+
+def diverged_runs(coords: Mapping, view_box=None, max_grow=1.0) -> dict:
+    """``{config: update}`` of the runs that diverged, and the update at which each
+    left the view: a run diverged when its last point is non-finite or, with a
+    ``view_box``, beyond the farthest the plot box may grow (``max_grow`` times the
+    view box's size on each side, as ``plot_box``); it left the view at the first
+    point outside ``view_box`` (non-finite without one)."""
+    out = {}
+    for key, c in coords.items():
+        c = np.asarray(c, np.float64).reshape(-1, 2)
+        if view_box is None:
+            if not np.all(np.isfinite(c[-1])):
+                out[key] = divergence_update(c, ((-np.inf, np.inf), (-np.inf, np.inf)))
+            continue
+        limit = tuple((a - max_grow * (b - a), b + max_grow * (b - a))
+                      for a, b in (map(float, r) for r in view_box))
+        last = c[-1]
+        with np.errstate(invalid="ignore"):
+            inside = np.isfinite(last).all() and all(a <= x <= b for x, (a, b) in zip(last, limit))
+        if not inside:
+            out[key] = divergence_update(c, view_box)
+    return out
+
+
+def drawn_length(n_points: int, at) -> int:
+    """How many path points to draw for a run that left the view at update ``at``
+    (None: it did not): up to and including the first point outside, which the axes
+    clip, so the path ends at the edge instead of criss-crossing the panel."""
+    return n_points if at is None else min(n_points, int(at) + 1)
+
+
+def diverged_note(diverged: Mapping) -> str:
+    """``"momentum: diverged at update 12"``, one line per diverged run."""
+    return "\n".join(f"{k}: diverged at update {u}" if u else f"{k}: diverged"
+                     for k, u in diverged.items())
 
 
 def loss_grid(value_np, plane: Plane, shape, box, n=121, budget=4_000_000):

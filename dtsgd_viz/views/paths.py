@@ -58,6 +58,7 @@ class _Scene:
     minima_off_plane: float
     starts: np.ndarray    # (m, 2) distinct starts
     losses: dict          # config -> (steps, loss, from_surface)
+    diverged: dict = dataclasses.field(default_factory=dict)  # config -> update it left the view
 
 
 def _as_dict(recordings) -> dict:
@@ -75,7 +76,7 @@ def _as_dict(recordings) -> dict:
     return dict(recordings)
 
 
-def _scene(recordings, surface, name) -> _Scene:
+def _scene(recordings, surface, name, diverged=None) -> _Scene:
     recordings = _as_dict(recordings)
     if not all(hasattr(surface, a) for a in ("shape", "value_np", "minimum")):
         raise TypeError(
@@ -102,7 +103,13 @@ def _scene(recordings, surface, name) -> _Scene:
     plane = geo.identity_plane() if dim == 2 else geo.pca_plane(list(paths.values()))
     coords = {k: geo.project(p, plane) for k, p in paths.items()}
     view_box = getattr(surface, "view_box", None) if plane.is_identity else None
-    box = geo.plot_box(view_box, np.concatenate(list(coords.values())))
+    if diverged is None:
+        diverged = geo.diverged_runs(coords, view_box)
+    diverged = {k: (None if u is None else int(u)) for k, u in diverged.items() if k in coords}
+    # a diverged run counts for the box only until it leaves the view
+    kept = [c if k not in diverged else c[:geo.drawn_length(len(c), diverged[k]) - 1]
+            for k, c in coords.items()]
+    box = geo.plot_box(view_box, np.concatenate(kept))
     grid = geo.loss_grid(surface.value_np, plane, shape, box)
     minima_flat = np.asarray(surface.minimum, np.float64).reshape(-1, dim)
     minima = geo.project(minima_flat, plane)
@@ -115,7 +122,7 @@ def _scene(recordings, surface, name) -> _Scene:
         else:  # no loss reported: the loss after each recorded update, from the surface
             losses[k] = (np.asarray(r.steps), surface.value_np(r.global_values(name, "param")), True)
     return _Scene(surface, name, recordings, style.optimizer_colors(recordings), plane, coords,
-                  box, grid, geo.log_levels(grid[2]), minima, off, starts, losses)
+                  box, grid, geo.log_levels(grid[2]), minima, off, starts, losses, diverged)
 
 
 # ---- drawing ------------------------------------------------------------------------
@@ -138,6 +145,7 @@ class _Artists:
     step_line: object = None
     title: object = None
     note: object = None      # the Text saying why no arrows are drawn, if any
+    diverged_note: object = None  # the Text naming the runs that diverged and when
 
 
 def _outline(width=3.2):
@@ -197,6 +205,8 @@ def _draw(scene: _Scene, update, ax, arrows, ghost=False, zoom=True, note=None) 
     picked = update is not None
     for key, c in scene.coords.items():
         color, st = scene.colors[key], styles[key]
+        # a diverged run ends at the edge: drawn on, it would criss-cross the panel
+        c = c[:geo.drawn_length(len(c), scene.diverged.get(key))]
         if ghost:
             ax_path.plot(c[:, 0], c[:, 1], "-", color=color, lw=1.0, alpha=0.3,
                          gid=f"path-ghost:{key}")
@@ -239,6 +249,11 @@ def _draw(scene: _Scene, update, ax, arrows, ghost=False, zoom=True, note=None) 
         _draw_step(scene, update, art, arrows, handles, styles)
 
     art.title = ax_path.set_title(_path_title(scene, update), fontsize=fs + 2)
+    if scene.diverged:
+        art.diverged_note = ax_path.text(
+            0.99, 0.01, geo.diverged_note(scene.diverged) + "\n(left the view there; drawn up to it)",
+            transform=ax_path.transAxes, ha="right", va="bottom", fontsize=fs - 1, color="#A04000",
+            gid="diverged-note", zorder=8, bbox=dict(fc="white", ec="#D55E00", alpha=0.92, pad=2.0))
     if note:
         art.note = ax_path.text(0.01, 0.01, note, transform=ax_path.transAxes, ha="left", va="bottom",
                                 fontsize=fs - 1, color="0.2", gid="arrows-note", zorder=8,
@@ -282,6 +297,7 @@ def _draw_contours(scene, fig, ax):
 
 
 CONTOUR_ALPHA = 0.3
+FEW_POINTS = 3   # loss lines of this many points or fewer get markers
 
 
 def _path_title(scene, update):
@@ -365,11 +381,24 @@ def _draw_loss(scene, update, art, styles):
     ax = art.ax_loss
     fs = style.FONT_SIZE
     from_surface = False
+    lost = {}   # runs whose loss stops being finite without having left the view
     for key, (steps, loss, computed) in scene.losses.items():
         from_surface |= computed
+        few = len(steps) <= FEW_POINTS   # one point per line draws nothing without a marker
         (art.loss_lines[key],) = ax.plot(steps, loss, ls=styles[key]["ls"], color=scene.colors[key],
                                          lw=max(1.4, styles[key]["lw"] * 0.6), label=key,
-                                         gid=f"loss:{key}")
+                                         marker=styles[key]["marker"] or "o" if few else "",
+                                         ms=6, gid=f"loss:{key}")
+        with np.errstate(invalid="ignore"):
+            finite = np.isfinite(loss) & (loss > 0)
+        if key in scene.diverged or not finite.all():
+            # where the log axis ends for this run: its last finite loss
+            last = np.flatnonzero(finite)
+            if len(last):
+                ax.plot([steps[last[-1]]], [loss[last[-1]]], "x", ms=11, mew=2.5,
+                        color=scene.colors[key], gid=f"loss-diverged:{key}", zorder=6)
+            if key not in scene.diverged:
+                lost[key] = int(steps[last[-1] + 1]) if len(last) and last[-1] + 1 < len(steps) else None
         if update is not None:
             i = _index(scene, key, update)
             (art.loss_markers[key],) = ax.plot([steps[i]], [loss[i]], "o", ms=7,
@@ -388,6 +417,13 @@ def _draw_loss(scene, update, art, styles):
     last = max(int(st[-1]) for st, _, _ in scene.losses.values())
     if last - first < 4:  # a short run: a margin of half an update, ticks on the updates
         ax.set_xlim(first - 0.5, last + 0.5)
+    if scene.diverged or lost:
+        lines = [geo.diverged_note(scene.diverged)] if scene.diverged else []
+        lines += [f"{k}: loss not finite from update {u}" if u else f"{k}: loss not finite"
+                  for k, u in lost.items()]
+        ax.text(0.01, 0.01, "\n".join(lines) + "\n(x: the last finite loss)", transform=ax.transAxes,
+                ha="left", va="bottom", fontsize=fs - 1, color="#A04000", gid="loss-diverged-note",
+                zorder=8, bbox=dict(fc="white", ec="#D55E00", alpha=0.92, pad=2.0))
     if update is not None:
         art.step_line = ax.axvline(update, color="0.35", ls="--", lw=0.9, gid="step-line")
 
@@ -447,11 +483,14 @@ class PathsView:
 
 
 def draw_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=True,
-               zoom=True, note=None) -> PathsView:
+               zoom=True, note=None, diverged=None) -> PathsView:
     """Like ``plot_paths`` (same arguments and errors) but returns the ``PathsView``.
     ``note``: a note for the path panel (why there are no arrows), drawn as
-    ``plot_paths`` draws its own."""
-    scene = _scene(recordings, surface, name)
+    ``plot_paths`` draws its own. ``diverged``: ``{config: update}`` of the runs that
+    diverged and the update at which they left the view (None: found from the paths,
+    ``_path_geometry.diverged_runs``); those paths are drawn up to there and named in
+    a note on the path and loss panels."""
+    scene = _scene(recordings, surface, name, diverged)
     update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
     fig, art = _draw(scene, update, ax, arrows, zoom=zoom, note=note)
     return PathsView(fig, scene, art, bool(arrows) and art.note is None, update)

@@ -24,6 +24,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..views import style
+from ..views._path_geometry import divergence_update
 from ..views.paths import draw_paths
 from . import _drag
 from ._canvas import FigureWidget
@@ -303,8 +304,8 @@ class CompareWidget(FigureWidget):
             recordings = runs.run(self.surface, compare_configs(params), params.steps, mesh=self.mesh,
                                   start=start, progress=progress)
             self.recordings, self.shown, self.error = recordings, params, None
-            self._draw(recordings, params)
             self.rows = table_rows(recordings, self.surface, self.tol)
+            self._draw(recordings, params)
             self.table.value = table_html(self.rows, self.tol)
             self.status.value = (f"real DTensor SGD: 3 runs of {params.steps} updates in "
                                  f"{time.perf_counter() - t0:.1f} s")
@@ -318,7 +319,14 @@ class CompareWidget(FigureWidget):
         self.unfreeze_layout()
         fig.clear()
         ax_path, ax_loss = fig.subplots(1, 2, width_ratios=[1.2, 1.0])
-        self.view = draw_paths(recordings, self.surface, None, ax=(ax_path, ax_loss), arrows=False)
+        # the runs the table calls diverged end where they left the view box, as in
+        # PhaseDiagram, with a note on both panels (draw_paths)
+        box = getattr(self.surface, "view_box", None) if tuple(self.surface.shape) == (2,) else None
+        diverged = None if box is None else {
+            r.name: divergence_update(recordings[r.name].path("w"), box)
+            for r in self.rows if r.diverged and r.name in recordings}
+        self.view = draw_paths(recordings, self.surface, None, ax=(ax_path, ax_loss), arrows=False,
+                               diverged=diverged)
         fs = style.FONT_SIZE
         target = float(self.surface.min_value) + self.tol
         ax_loss.axhline(target, color="0.3", ls=":", lw=1.1, gid="tolerance",

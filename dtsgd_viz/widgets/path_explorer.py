@@ -28,7 +28,7 @@ from ..views import _update_panel as panel
 from ..views.paths import _path_title, draw_paths, draw_zoom, set_trail
 from ._canvas import FigureWidget
 
-__all__ = ["PathExplorer", "PathExplorerState", "path_explorer_state", "PathTrack",
+__all__ = ["PathExplorer", "PathExplorerState", "path_explorer_state", "PathTrack", "shared_text",
            "path_tracks", "PathFrame", "path_frame"]
 
 
@@ -187,11 +187,32 @@ class PathStatic:
                 and self.limits == other.limits and self.backgrounds == other.backgrounds)
 
 
-def step_text(state: PathExplorerState) -> str:
+def step_text(state: PathExplorerState, lengths=None) -> str:
+    """The slider's label; ``lengths`` (``{config: recorded updates}``) adds, when the
+    runs differ in length, that only the updates all runs share are shown."""
     u = state.updates
     if u == tuple(range(1, len(u) + 1)):
-        return f"update {state.update} of {u[-1]}"
-    return f"update {state.update}  ({state.index + 1} of {len(u)} recorded updates)"
+        text = f"update {state.update} of {u[-1]}"
+    else:
+        text = f"update {state.update}  ({state.index + 1} of {len(u)} recorded updates)"
+    return text + shared_text(lengths)
+
+
+def shared_text(lengths) -> str:
+    """``"; showing the 10 updates all runs share; momentum and nesterov have 30"`` when
+    the runs of ``lengths`` (``{config: recorded updates}``) differ in length, else ``""``."""
+    if not lengths or len(set(lengths.values())) < 2:
+        return ""
+    n = min(lengths.values())
+    longer = {}
+    for key, m in lengths.items():
+        if m > n:
+            longer.setdefault(m, []).append(key)
+    parts = []
+    for m, keys in sorted(longer.items()):
+        names = keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + " and " + keys[-1]
+        parts.append(f"{names} {'has' if len(keys) == 1 else 'have'} {m}")
+    return f"; showing the {n} updates all runs share; " + ", ".join(parts)
 
 
 def _spacing(updates) -> int:
@@ -267,7 +288,8 @@ class PathExplorer(FigureWidget):
                                  step=spacing * max(1, n // 200), interval=interval,
                                  description="play")
         self._link = widgets.link((self.play, "value"), (self.slider, "value"))
-        self.step_label = widgets.Label(step_text(self.state))
+        self.lengths = {k: len(r) for k, r in scene.recordings.items()}
+        self.step_label = widgets.Label(step_text(self.state, self.lengths))
         self.widget = widgets.VBox([widgets.HBox([self.play, self.slider, self.step_label]),
                                     self.image])
         self.slider.observe(lambda change: self._on_step(change["new"]), names="value")
@@ -366,5 +388,5 @@ class PathExplorer(FigureWidget):
             return
         self._apply(self.frame())
         self.refresh()
-        self.step_label.value = step_text(self.state)
+        self.step_label.value = step_text(self.state, self.lengths)
 

@@ -28,6 +28,7 @@ import numpy as np
 from ..convergence import check_grid_axis, check_steps_tol, diverged, path_losses, phase_grid, steps_to_tolerance
 from ..theory import RULES, convergence_boundary
 from ..views import style
+from ..views._path_geometry import divergence_update
 from ..views.paths import draw_paths
 from ..views.phase import add_colorbars, cell_edges, draw_phase
 from . import _pointer
@@ -74,22 +75,6 @@ def cell_at(lr_edges, mu_edges, lr: float, mu: float):
     if 0 <= j < len(lr_edges) - 1 and 0 <= i < len(mu_edges) - 1:
         return j, i
     return None
-
-
-def divergence_update(path, box) -> int | None:
-    """The first update (1-based, ``path[k]`` after update ``k``) whose point is
-    non-finite or outside ``box`` (``((xmin, xmax), (ymin, ymax))``), or None.
-
-    >>> divergence_update(np.array([[0.0, 0], [1, 1], [9, 0], [np.inf, 0]]), ((-4, 4), (-4, 4)))
-    2
-    """
-    p = np.asarray(path, np.float64)
-    lo = np.array([b[0] for b in box])
-    hi = np.array([b[1] for b in box])
-    with np.errstate(invalid="ignore"):
-        out = ~np.all(np.isfinite(p) & (p >= lo) & (p <= hi), axis=1)
-    out[0] = False
-    return int(np.argmax(out)) if out.any() else None
 
 
 class PhaseDiagram(FigureWidget):
@@ -279,7 +264,6 @@ class PhaseDiagram(FigureWidget):
                     ha="center", va="center", fontsize=fs + 1, color="0.3", transform=ax.transAxes,
                     gid="path-hint")
             return
-        self.path_view = draw_paths(self.recordings, self.surface, None, ax=ax, arrows=False)
         box = getattr(self.surface, "view_box", None)
         self.diverged_at = {}
         if box is not None:
@@ -288,14 +272,13 @@ class PhaseDiagram(FigureWidget):
                 k = steps_to_tolerance(losses, self.surface.min_value, self.tol)
                 if diverged(losses, self.surface.min_value, k):
                     self.diverged_at[key] = divergence_update(rec.path("w"), box)
+        # a diverged run is drawn up to where it left the view box, and a note on the
+        # panel says when (draw_paths); drawn on, it would criss-cross the panel
+        self.path_view = draw_paths(self.recordings, self.surface, None, ax=ax, arrows=False,
+                                    diverged=self.diverged_at if box is not None else None)
         if self.diverged_at:  # clip to the view box: a diverging run would shrink the rest to a dot
             ax.set_xlim(*box[0])
             ax.set_ylim(*box[1])
-            note = "\n".join(f"{k}: diverged at update {u}" if u else f"{k}: diverged"
-                              for k, u in self.diverged_at.items())
-            ax.text(0.02, 0.02, note + "\n(left the view box there; paths clipped to it)",
-                    transform=ax.transAxes, fontsize=fs, color="#A04000", ha="left", va="bottom",
-                    gid="diverged-note", bbox=dict(fc="white", ec="#D55E00", alpha=0.92), zorder=8)
         lr = self.learning_rates[self.ran_at.lr_index]
         mu = self.momenta[self.ran_at.mu_index]
         ax.set_title(f"Real DTensor SGD at lr = {lr:.3g}, μ = {mu:.3g}", fontsize=fs + 1.5)
