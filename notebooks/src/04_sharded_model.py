@@ -133,14 +133,14 @@ show(dtsgd_viz.plot_shards(r, "d1/kernel", "velocity", step=20))
 show(dtsgd_viz.plot_update_shards(r, "d1/kernel", step=20))
 
 # %% [markdown]
-# The same numbers as text: each device's velocity norm at a few iterations (one column
+# The same numbers as text: each device's velocity norm after a few updates (one column
 # per device, in mesh order).
 
 # %%
 norms = r.shard_stats("d1/kernel", "velocity")[..., 0]        # (steps, devices): L2 norms
-print("iteration  " + "  ".join(f"{d.split('device:')[-1]:>6}" for d in r.shard_devices("d1/kernel")))
+print("update  " + "  ".join(f"{d.split('device:')[-1]:>6}" for d in r.shard_devices("d1/kernel")))
 for step in (1, 5, 20, 50, 150):
-    print(f"{step:9d}  " + "  ".join(f"{v:6.4f}" for v in norms[step - 1]))
+    print(f"{step:6d}  " + "  ".join(f"{v:6.4f}" for v in norms[step - 1]))
 
 # %% [markdown]
 # ## A trajectory on its principal plane
@@ -211,7 +211,7 @@ print(f"bowl bottom: loss {bowl.value_np(bowl.minimum[0]):.4f}; "
 # `plot_paths` projects the 16-number paths on the plane of their top two principal
 # directions and evaluates the bowl on that plane, so the contours under the paths are
 # real. Both runs head down the bowl's long valley; heavy-ball momentum swings further
-# past its floor before turning back (the bump in its loss around iteration 15), while
+# past its floor before turning back (the bump in its loss around update 15), while
 # Nesterov's look-ahead turns earlier. Neither reaches the bottom (the star): along the
 # flattest directions the curvature is 2e-4, and those take thousands of steps.
 
