@@ -28,6 +28,8 @@ import dataclasses
 
 import numpy as np
 
+from ..theory import convergence_boundary
+from ..theory import rate as _rate  # the closed-form spectral radius
 from . import style
 from ._empty import check_not_empty
 from ._figure import new_figure
@@ -42,15 +44,9 @@ RULE_MARKERS = {False: "o", True: "s"}
 UNSTABLE_COLOR = "#CC3311"
 
 
-def _rate(a, momentum, nesterov):
-    from ..theory import rate  # the closed-form spectral radius
-    return rate(a, momentum, nesterov)
-
-
 def _boundary(momentum, nesterov) -> float:
-    """``a = lr * h`` past which a rule diverges (``theory.convergence_boundary`` at h=1)."""
-    bound = 2.0 * (1.0 + momentum)
-    return bound / (1.0 + 2.0 * momentum) if nesterov else bound
+    """``a = lr * h`` past which a rule diverges."""
+    return float(convergence_boundary(momentum, 1.0, nesterov))
 
 
 NOISE_FLOOR = 100
