@@ -91,8 +91,9 @@ def iteration_matrix(learning_rate, momentum, h, nesterov) -> np.ndarray:
 
 
 def spectral_radius(learning_rate, momentum, h, nesterov) -> float:
-    """The largest ``|eigenvalue|`` of ``iteration_matrix`` (computed numerically)."""
-    return float(np.max(np.abs(np.linalg.eigvals(iteration_matrix(learning_rate, momentum, h, nesterov)))))
+    """The largest ``|eigenvalue|`` of ``iteration_matrix``: ``rate`` at ``a = lr * h``."""
+    a = float(_numbers("learning_rate", learning_rate)) * float(_numbers("h", h))
+    return float(rate(a, momentum, nesterov))
 
 
 def _trace_det(a, mu, nesterov):

@@ -147,7 +147,8 @@ def modes_data(recordings, surface, name="w") -> ModeData:
         errors[key] = e
         envelopes[key] = np.stack([mode_envelope(e[0, i], lr, mu, h, nesterov, len(e) - 1)
                                    for i, h in enumerate(evals)], axis=1)
-        rates[key] = np.array([theory.spectral_radius(lr, mu, h, nesterov) for h in evals])
+        rates[key] = np.asarray(theory.rate(lr * np.asarray(evals, np.float64), mu, nesterov),
+                                np.float64)
         settings[key] = (lr, mu, nesterov)
     return ModeData(evals, evecs, errors, envelopes, rates, settings)
 
