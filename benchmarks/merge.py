@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from dtsgd_viz import KINDS, merge_recordings
-from dtsgd_viz.recording import Hyperparameters, Part, Recording, VariableRecord
+from dtsgd_viz.recording.recording import Hyperparameters, Part, Recording, VariableRecord
 from dtsgd_viz.specs import LayoutSpec, MeshSpec
 
 

@@ -36,7 +36,7 @@ import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 from tensorflow.experimental import dtensor  # noqa: E402
 
-from dtsgd_viz import _dtensor  # noqa: E402
+from dtsgd_viz.dtensor import core as _dtensor  # noqa: E402
 
 NESTEROV = dict(learning_rate=0.01, momentum=0.9, nesterov=True)
 # The recorded variants time the default update, which computes what plain tf-keras does
@@ -175,7 +175,7 @@ def _transformer_workload():
     """The tutorials' transformer block (``dtsgd_viz.models.transformer_block``: a
     row-sharded embedding, attention sharded by head, an MLP; 15 variables) on 256
     sequences split over ``batch``."""
-    from dtsgd_viz import models
+    from dtsgd_viz.models import examples as models
 
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     xb, yb = models.on_mesh(mesh, *models.token_counts(256))
@@ -361,7 +361,7 @@ def _view_latency(full_recording, moves=30):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import widget_latency as wl
 
-    from dtsgd_viz import surfaces
+    from dtsgd_viz.theory import surfaces
     from dtsgd_viz.widgets import PathExplorer
 
     surface = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)

@@ -40,8 +40,10 @@ import overhead as ob  # noqa: E402  (sets up the devices; its workloads are our
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
-from dtsgd_viz import _capture, _dtensor, models  # noqa: E402
-from dtsgd_viz import recorder as recorder_mod  # noqa: E402
+from dtsgd_viz.recorder import capture as _capture  # noqa: E402
+from dtsgd_viz.dtensor import core as _dtensor  # noqa: E402
+from dtsgd_viz.models import examples as models  # noqa: E402
+from dtsgd_viz.recorder import recorder as recorder_mod  # noqa: E402
 
 NESTEROV = ob.NESTEROV
 BLOCK = 10

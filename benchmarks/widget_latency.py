@@ -34,9 +34,9 @@ CONFIGS = {
 
 def reference_recording(surface, steps, learning_rate, momentum, nesterov):
     """A full-mode ``Recording`` of ``steps`` updates made by the numpy reference."""
-    from dtsgd_viz import reference
+    from dtsgd_viz.theory import reference
     from dtsgd_viz.geometry import shard_geometry
-    from dtsgd_viz.recording import Hyperparameters, Recording, VariableRecord
+    from dtsgd_viz.recording.recording import Hyperparameters, Recording, VariableRecord
     from dtsgd_viz.specs import LayoutSpec, MeshSpec
 
     start = surface.default_start.astype(np.float32)
@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     import matplotlib
     matplotlib.use("Agg")
     import dtsgd_viz
-    from dtsgd_viz import surfaces
+    from dtsgd_viz.theory import surfaces
 
     surface = surfaces.RotatedQuadratic()
     t0 = time.perf_counter()

@@ -9,9 +9,8 @@ from __future__ import annotations
 import importlib
 
 from .geometry import ShardGeometry, shard_geometry
-from .memory import MemoryPlan, memory_plan
-from .merge import MergeError, merge_recordings
-from .recording import KINDS, Part, Recording, RecordingFileError, load_recording
+from .recording import (KINDS, MemoryPlan, MergeError, Part, Recording, RecordingFileError,
+                        load_recording, memory_plan, merge_recordings)
 from .specs import UNSHARDED, LayoutSpec, MeshSpec
 
 __version__ = "0.1.0"
@@ -21,57 +20,65 @@ _LAZY = {
     "SGD": "optimizer",
     "GradientsClipOption": "optimizer",
     "EMAOption": "optimizer",
+    "layout_autocast_variables": "optimizer",
     "Recorder": "recorder",
-    "layout_autocast_variables": "mixed_precision",
-    "make_mesh": "_dtensor",
-    "client_info": "_dtensor",
-    "ClientInfo": "_dtensor",
-    "setup_devices": "_dtensor",
-    "layout_of": "_dtensor",
-    "mesh_spec": "_dtensor",
-    "layout_spec": "_dtensor",
-    "to_mesh": "_dtensor",
-    "to_layout": "_dtensor",
-    "variable": "_dtensor",
-    "shard": "_dtensor",
-    "to_numpy": "_dtensor",
-    "device_values": "_dtensor",
+    "make_mesh": "dtensor",
+    "client_info": "dtensor",
+    "ClientInfo": "dtensor",
+    "setup_devices": "dtensor",
+    "layout_of": "dtensor",
+    "mesh_spec": "dtensor",
+    "layout_spec": "dtensor",
+    "to_mesh": "dtensor",
+    "to_layout": "dtensor",
+    "variable": "dtensor",
+    "shard": "dtensor",
+    "to_numpy": "dtensor",
+    "device_values": "dtensor",
     "UpdateEvent": "hooks",
     "Hook": "hooks",
-    "reference": None,
     # views and runs (matplotlib / ipywidgets are imported on first use)
-    "plot_layout": "views.layout",
-    "layout_table": "views.layout",
-    "model_table": "views.layout",
-    "plot_shards": "views.shards",
-    "plot_update_shards": "views.update_shards",
-    "plot_block_rates": "views.rates",
-    "plot_paths": "views.paths",
-    "animate": "views.paths",
-    "plot_phase": "views.phase",
-    "plot_modes": "views.modes",
-    "surfaces": None,
-    "store": None,  # streaming to disk (zarr, imported on first use)
+    "plot_layout": "views",
+    "layout_table": "views",
+    "model_table": "views",
+    "plot_memory": "views",
+    "plot_shards": "views",
+    "plot_update_shards": "views",
+    "plot_block_rates": "views",
+    "plot_paths": "views",
+    "animate": "views",
+    "plot_phase": "views",
+    "plot_modes": "views",
     "run": "runs",
-    "widgets": None,
-    # tf-keras layers that keep weights sharded under DTensor, and example models
-    "ShardedConv2D": "layers",
-    "TableEmbedding": "layers",
-    "layers": None,
-    "models": None,
+    # tf-keras layers that keep weights sharded under DTensor
+    "ShardedConv2D": "models",
+    "TableEmbedding": "models",
+}
+
+# name -> module, for the modules reached as attributes (dtsgd_viz.surfaces, ...).
+_MODULES = {
+    "reference": "theory.reference",
+    "surfaces": "theory.surfaces",
+    "theory": "theory",
+    "store": "recording.store",  # streaming to disk (zarr, imported on first use)
+    "widgets": "widgets",
+    "layers": "models.layers",
+    "models": "models",
 }
 
 __all__ = [
     "KINDS", "UNSHARDED", "LayoutSpec", "MemoryPlan", "MeshSpec", "MergeError", "Part",
     "Recording", "RecordingFileError", "ShardGeometry", "load_recording", "memory_plan",
-    "merge_recordings", "shard_geometry", *_LAZY,
+    "merge_recordings", "shard_geometry", *_LAZY, *(m for m in _MODULES if m != "theory"),
 ]
 
 
 def __getattr__(name):
-    if name in _LAZY:
-        module = importlib.import_module(f".{_LAZY[name] or name}", __name__)  # noqa: E501
-        value = module if _LAZY[name] is None else getattr(module, name)
+    if name in _LAZY or name in _MODULES:
+        if name in _MODULES:
+            value = importlib.import_module(f".{_MODULES[name]}", __name__)
+        else:
+            value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'dtsgd_viz' has no attribute {name!r}")

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from . import _progress
+from . import progress as _progress
 
 VARIABLE = "w"
 """The name of the optimized variable in every recording ``run`` returns."""
@@ -63,7 +63,7 @@ def _check_int(name, value, low=1):
     return int(value)
 
 
-def _check_start(surface, start) -> np.ndarray:
+def check_start(surface, start) -> np.ndarray:
     shape = tuple(surface.shape)
     raw = surface.default_start if start is None else start
     try:
@@ -88,8 +88,8 @@ def _check_start(surface, start) -> np.ndarray:
 
 def _mesh_and_layout(surface, mesh):
     """The mesh to run on and the parameter's layout on it."""
-    from . import _dtensor
-    from ._dtensor import dtensor
+    from .dtensor import core as _dtensor
+    from .dtensor.core import dtensor
 
     specs = getattr(surface, "specs", None)
     if isinstance(mesh, Mapping):
@@ -155,12 +155,12 @@ def run(surface, configs, steps, mesh=None, start=None, every=1,
     steps = _check_int("steps", steps)
     every = _check_int("every", every)
     _progress.check(progress, callable_ok=True)
-    start = _check_start(surface, start)
+    start = check_start(surface, start)
 
-    from . import _dtensor
-    from ._dtensor import tf
-    from .optimizer import SGD
-    from .recorder import Recorder
+    from .dtensor import core as _dtensor
+    from .dtensor.core import tf
+    from .optimizer.sgd import SGD
+    from .recorder.recorder import Recorder
 
     mesh, layout = _mesh_and_layout(surface, mesh)
     # Build every optimizer first, so a bad config fails before any run starts.

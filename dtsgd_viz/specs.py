@@ -23,7 +23,7 @@ UNSHARDED = "unsharded"
 """Sharding spec of a tensor dimension that every device holds whole (DTensor's name)."""
 
 
-def _parse_dims(dims) -> tuple[tuple[str, ...], tuple[int, ...]]:
+def parse_dims(dims) -> tuple[tuple[str, ...], tuple[int, ...]]:
     if isinstance(dims, Mapping):
         pairs = list(dims.items())
     elif isinstance(dims, Sequence) and not isinstance(dims, (str, bytes)):
@@ -68,7 +68,7 @@ class MeshSpec:
         object.__setattr__(self, "dim_names", tuple(self.dim_names))
         object.__setattr__(self, "dim_sizes", tuple(int(s) for s in self.dim_sizes))
         object.__setattr__(self, "device_names", tuple(self.device_names))
-        _parse_dims(list(zip(self.dim_names, self.dim_sizes)))
+        parse_dims(list(zip(self.dim_names, self.dim_sizes)))
         if len(self.dim_names) != len(self.dim_sizes):
             raise ValueError(
                 f"dim_names and dim_sizes differ in length. Received: {self.dim_names}, "
@@ -84,7 +84,7 @@ class MeshSpec:
     def create(cls, dims, device_names: Sequence[str] | None = None, device_type: str = "CPU"):
         """A mesh spec from ``{name: size}`` or ``[(name, size), ...]``; devices named
         ``device_type:i`` unless given."""
-        names, sizes = _parse_dims(dims)
+        names, sizes = parse_dims(dims)
         n = math.prod(sizes)
         if device_names is None:
             device_names = [f"{device_type}:{i}" for i in range(n)]

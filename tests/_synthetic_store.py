@@ -13,10 +13,10 @@ import types
 
 import numpy as np
 
-from dtsgd_viz._hostlog import assemble, entry
+from dtsgd_viz.recorder.hostlog import assemble, entry
 from dtsgd_viz.geometry import shard_geometry
 from dtsgd_viz.specs import LayoutSpec, MeshSpec
-from dtsgd_viz.store import StoreWriter
+from dtsgd_viz.recording.store import StoreWriter
 
 MESH = MeshSpec.create({"x": 2, "y": 4})
 KINDS = ("param", "velocity", "grad")

@@ -209,7 +209,7 @@ def test_notebook_03_in_jupyterlab(browser, shots, tmp_path):
 
 @browser_test
 def test_app_in_voila(browser, shots, tmp_path):
-    from dtsgd_viz.app import voila_command
+    from dtsgd_viz.cli.app import voila_command
     docs_before = _docs_screenshots()
     port = _free_port()
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
@@ -267,7 +267,7 @@ def _wait_until(condition, timeout, message):
 def test_app_kernels_end_with_their_pages(browser, tmp_path):
     """Each page of the app runs its own kernel (TensorFlow: about 800 MB); however the
     page goes, its kernel stops within seconds, so three pages opened and closed leave none."""
-    from dtsgd_viz.app import voila_command
+    from dtsgd_viz.cli.app import voila_command
     port = _free_port()
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
     ways_to_leave = {

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dtsgd_viz import demo, report
-from dtsgd_viz.views import _path_geometry as geo
+from dtsgd_viz.cli import demo, report
+from dtsgd_viz.views import path_geometry as geo
 from dtsgd_viz.views.layout import layout_table
 
 STEPS = 12        # the sharded demo's updates per optimizer

@@ -8,7 +8,8 @@ import tf_keras
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
-from dtsgd_viz import _dtensor, reference
+from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz.theory import reference
 from conftest import CONFIGS
 from helpers import fit_dataset, layoutmap_mlp
 

@@ -7,7 +7,7 @@ import pytest
 from PIL import Image
 
 import dtsgd_viz
-from dtsgd_viz import surfaces
+from dtsgd_viz.theory import surfaces
 
 matplotlib.use("Agg")
 

@@ -4,7 +4,7 @@ the per-step log, for every retention rule, at a few bytes per block and kind.""
 import numpy as np
 import pytest
 
-from dtsgd_viz._hostlog import HostLog, StatsLog
+from dtsgd_viz.recorder.hostlog import HostLog, StatsLog
 
 
 def _entry(step, blocks=(8, 2)):

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from dtsgd_viz import LayoutSpec, MemoryPlan, MeshSpec, memory_plan, shard_geometry
-from dtsgd_viz.memory import format_bytes, itemsize
-from dtsgd_viz.views.memory import memory_bars
+from dtsgd_viz.recording.memory import format_bytes, itemsize
+from dtsgd_viz.views.memory import memory_bars, plot_memory
 
 matplotlib.use("Agg")
 
@@ -78,7 +78,7 @@ def test_bars_stack_to_bytes_per_device():
         ("w", "param"), ("w", "slot"), ("b", "param"), ("b", "slot")]
     top = segments[-1].bottom + segments[-1].height
     np.testing.assert_array_equal(top, plan.bytes_per_device)
-    fig = plan.figure()
+    fig = plot_memory(plan)
     ax = fig.axes[0]
     assert ax.get_ylabel() == "KiB per device"  # the unit of the replicated line, 1152 B
     heights = {}

@@ -13,8 +13,10 @@ import tensorflow as tf
 import tf_keras
 
 import dtsgd_viz
-from dtsgd_viz import _dtensor, models, reference
-from dtsgd_viz.layers import ShardedConv2D
+from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz.models import examples as models
+from dtsgd_viz.theory import reference
+from dtsgd_viz.models.layers import ShardedConv2D
 
 MODELS = {
     "conv_net": (models.conv_net, models.conv_net_layout_map, models.bars, 0.1),

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import dtsgd_viz
-from dtsgd_viz import MergeError, merge_recordings, reference
+from dtsgd_viz import MergeError, merge_recordings
+from dtsgd_viz.theory import reference
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "multiclient_train.py")
@@ -204,7 +205,7 @@ def test_make_mesh_splits_the_mesh_over_the_clients(monkeypatch):
 
 
 def test_launch_refuses_what_it_cannot_run(tmp_path, capsys):
-    from dtsgd_viz.cli import main
+    from dtsgd_viz.cli.main import main
     for argv, message in [
         (["--clients", "0", "x.py"], "clients must be an integer >= 1. Received: 0"),
         (["--clients", "2", str(tmp_path / "nope.py")], "No such script"),

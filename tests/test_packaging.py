@@ -98,7 +98,7 @@ def test_cli_app_rejects_a_bad_port_and_builds_the_voila_command():
     out = subprocess.run([sys.executable, "-m", "dtsgd_viz.cli", "app", "--port", "70000"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "port must be an integer in 1..65535. Received: 70000" in out.stderr
-    from dtsgd_viz.app import DASHBOARD, voila_command
+    from dtsgd_viz.cli.app import DASHBOARD, voila_command
     cmd = voila_command(9000)
     assert cmd[1] == DASHBOARD and "--port=9000" in cmd and "--Voila.ip=127.0.0.1" in cmd
     assert pathlib.Path(DASHBOARD).is_file()

@@ -10,7 +10,7 @@ import pytest
 
 import dtsgd_viz
 from conftest import CONFIGS
-from dtsgd_viz import surfaces
+from dtsgd_viz.theory import surfaces
 from dtsgd_viz.widgets import phase_grid
 
 SURFACE = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)

@@ -10,8 +10,8 @@ import tensorflow as tf
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
-from dtsgd_viz import _dtensor
-from dtsgd_viz.recording import RecordingFileError
+from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz.recording.recording import RecordingFileError
 from helpers import Problem, layout, make_sgd, run
 
 MOMENTUM = dict(learning_rate=0.05, momentum=0.9, nesterov=False)

@@ -5,7 +5,7 @@ import pytest
 import tf_keras
 
 import dtsgd_viz
-from dtsgd_viz import _dtensor
+from dtsgd_viz.dtensor import core as _dtensor
 from helpers import Problem, layout, make_sgd, run
 
 NESTEROV = dict(learning_rate=0.05, momentum=0.9, nesterov=True)
@@ -144,7 +144,7 @@ def test_plain_step_numerics_untouched(mode_kw):
 
 
 def test_full_mode_shard_stats_are_exact_when_computed_a_few_steps_at_a_time():
-    from dtsgd_viz.recording import _block_stats
+    from dtsgd_viz.recording.recording import _block_stats
     rng = np.random.default_rng(5)
     blocks = rng.normal(size=(7, 3, 4, 5)).astype(np.float32)
     blocks[2, 1, 0, 0], blocks[4, 0, 1, 1], blocks[5, 2, 3, 4] = np.nan, np.inf, -np.inf

@@ -10,7 +10,7 @@ import tensorflow as tf
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
-from dtsgd_viz import reference
+from dtsgd_viz.theory import reference
 
 
 def _record(dtype, nesterov, steps=10, start=None, lr=0.1, scale=1.0, mesh_dims=None):

@@ -10,8 +10,9 @@ import tf_keras
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
-from dtsgd_viz import _dtensor, reference
-from dtsgd_viz.layers import TableEmbedding  # a table sharded by rows needs it
+from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz.theory import reference
+from dtsgd_viz.models.layers import TableEmbedding  # a table sharded by rows needs it
 
 
 def _embedding_model(mesh, table_specs):

@@ -18,8 +18,9 @@ import tensorflow as tf
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
-from dtsgd_viz import _dtensor, reference
-from dtsgd_viz.store import StoreNotClosedWarning, StoreReader, StoreWriter, store_status
+from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz.theory import reference
+from dtsgd_viz.recording.store import StoreNotClosedWarning, StoreReader, StoreWriter, store_status
 
 from _synthetic_store import entries as synthetic_entries
 from _synthetic_store import header as synthetic_header
@@ -308,7 +309,7 @@ def test_live_monitor_refuses_a_file(tmp_path):
 
 def _create_part(path, client, barrier, errors):
     from _synthetic_store import header
-    from dtsgd_viz.store import StoreWriter
+    from dtsgd_viz.recording.store import StoreWriter
     barrier.wait()
     try:
         StoreWriter(path, header(), client).close()
@@ -345,7 +346,7 @@ def test_a_peer_writing_the_root_right_now_is_not_a_foreign_folder(tmp_path):
     """zarr writes zarr.json as "zarr.<hex>.partial" and renames it; a client that looks
     at that moment sees only the temporary file (CI once failed on it, 1 run in ~30)."""
     from _synthetic_store import header
-    from dtsgd_viz.store import StoreWriter
+    from dtsgd_viz.recording.store import StoreWriter
     path = tmp_path / "run.zarr"
     path.mkdir()
     (path / "zarr.0123456789abcdef0123456789abcdef.partial").write_text("{")

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 import dtsgd_viz
 from conftest import CONFIGS
-from dtsgd_viz import reference, surfaces
+from dtsgd_viz.theory import reference, surfaces
 
 STEPS = 6
 SMALL_SHARDED = dict(shape=(4, 4), mesh={"x": 2, "y": 2}, specs=("x", "y"), curvature=(0.1, 1.0))

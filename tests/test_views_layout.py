@@ -22,10 +22,10 @@ from matplotlib.transforms import Bbox  # noqa: E402
 from tensorflow.experimental import dtensor  # noqa: E402
 
 import dtsgd_viz  # noqa: E402
-from dtsgd_viz import LayoutSpec, MeshSpec, _dtensor, layout_table, model_table, plot_layout  # noqa: E402
+from dtsgd_viz import LayoutSpec, MeshSpec, layout_table, model_table, plot_layout  # noqa: E402
+from dtsgd_viz.dtensor import core as _dtensor  # noqa: E402
 from dtsgd_viz import shard_geometry  # noqa: E402
-from dtsgd_viz.views._layout_geometry import (  # noqa: E402
-    compact_devices, layout_picture, pick_indices, shortest_devices)
+from dtsgd_viz.views.layout_geometry import compact_devices, layout_picture, pick_indices, shortest_devices
 from dtsgd_viz.views.style import BLOCK_COLORS, block_styles  # noqa: E402
 from helpers import CASE_IDS, LAYOUT_CASES, layout, layoutmap_mlp  # noqa: E402
 

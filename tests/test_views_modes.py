@@ -9,7 +9,7 @@ import pytest
 
 import dtsgd_viz
 from conftest import CONFIGS
-from dtsgd_viz import surfaces
+from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views.modes import mode_envelope
 from theory_reference import radius
 
@@ -143,7 +143,7 @@ def test_envelope_near_critical_damping_starts_at_the_error_and_bounds_the_real_
 @pytest.mark.parametrize("nesterov", [False, True])
 @pytest.mark.parametrize("mu", [0.3, 0.81, 0.9, 0.99])
 def test_envelope_is_a_true_bound_that_the_mode_touches_around_critical_damping(mu, nesterov):
-    from dtsgd_viz import theory
+    from dtsgd_viz.theory import quadratic as theory
     a_c = float(theory.critical_damping(mu, nesterov))
     for a in a_c * np.array([0.5, 0.9, 0.999, 1.0, 1.001, 1.1, 2.0]):
         M = theory.iteration_matrix(a, mu, 1.0, nesterov)

@@ -9,13 +9,13 @@ from matplotlib.quiver import Quiver
 
 import dtsgd_viz
 from conftest import CONFIGS
-from dtsgd_viz import reference, surfaces
+from dtsgd_viz.theory import reference, surfaces
 from dtsgd_viz.geometry import shard_geometry
-from dtsgd_viz.recording import Hyperparameters, Recording, VariableRecord
+from dtsgd_viz.recording.recording import Hyperparameters, Recording, VariableRecord
 from dtsgd_viz.specs import LayoutSpec, MeshSpec
-from dtsgd_viz.views import _path_geometry as geo
+from dtsgd_viz.views import path_geometry as geo
 from dtsgd_viz.views import style
-from dtsgd_viz.views._path_geometry import decompose_update
+from dtsgd_viz.views.path_geometry import decompose_update
 from dtsgd_viz.views.paths import draw_paths
 
 STEPS = 8
@@ -508,7 +508,7 @@ def test_one_update_keeps_the_look_ahead_label_in_its_panel_and_integer_update_t
 
 @pytest.mark.parametrize("away", [(-1, 0.2), (1, -1), (0, 1), (-1, -1)])
 def test_look_ahead_label_direction_stays_inside_the_panel(away):
-    from dtsgd_viz.views._update_panel import LABEL_OFFSET, LABEL_SIZE, lookahead_label_direction
+    from dtsgd_viz.views.update_panel import LABEL_OFFSET, LABEL_SIZE, lookahead_label_direction
     box, size = ((0.0, 1.0), (0.0, 1.0)), (200.0, 200.0)
     for point in [(0.02, 0.5), (0.98, 0.98), (0.5, 0.02), (0.5, 0.5)]:
         d, ha, va = lookahead_label_direction(point, away, box, size)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import dtsgd_viz
-from dtsgd_viz import reference, surfaces, theory
-from dtsgd_viz.convergence import phase_grid
+from dtsgd_viz.theory import reference, surfaces, quadratic as theory
+from dtsgd_viz.theory.convergence import phase_grid
 from dtsgd_viz.views.phase import cap_rate, cell_edges, phase_ratio
 from theory_reference import radius
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dtsgd_viz
-from dtsgd_viz import surfaces
+from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views import rates as rv
 from theory_reference import radius
 

@@ -14,8 +14,8 @@ from tensorflow.experimental import dtensor
 
 import dtsgd_viz
 from conftest import CONFIGS
-from dtsgd_viz import _dtensor
-from dtsgd_viz.views import _shard_geometry as sg
+from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz.views import shard_geometry as sg
 from dtsgd_viz.views import shards as sv
 from dtsgd_viz.views.shards import draw_shards, plot_shards, shard_norms
 from dtsgd_viz.views.update_shards import plot_update_shards
@@ -518,7 +518,7 @@ def _synthetic(dims, shape, specs, steps=6, mode="full", values=None, seed=0):
     hands its host entries over): 16 or 64 devices need no logical devices."""
     import types
 
-    from dtsgd_viz._hostlog import assemble, entry
+    from dtsgd_viz.recorder.hostlog import assemble, entry
     from dtsgd_viz.geometry import shard_geometry
     from dtsgd_viz.specs import LayoutSpec, MeshSpec
     mesh = MeshSpec.create(dims)

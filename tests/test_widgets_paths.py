@@ -11,8 +11,8 @@ import pytest
 
 import dtsgd_viz
 from conftest import CONFIGS
-from dtsgd_viz import reference, surfaces
-from dtsgd_viz.views import _path_geometry as geo
+from dtsgd_viz.theory import reference, surfaces
+from dtsgd_viz.views import path_geometry as geo
 from dtsgd_viz.views.paths import draw_paths
 from dtsgd_viz.widgets import (CompareParams, CompareWidget, PathExplorer, PathExplorerState,
                                PhaseDiagram, compare_configs, compare_params,

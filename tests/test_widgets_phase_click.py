@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dtsgd_viz import reference, surfaces
-from dtsgd_viz.views._figure import new_figure
+from dtsgd_viz.theory import reference, surfaces
+from dtsgd_viz.views.figure import new_figure
 from dtsgd_viz.widgets import CompareWidget, PhaseDiagram
 from dtsgd_viz.widgets import _pointer
 from dtsgd_viz.widgets._drag import PREVIEW_TITLE, DragState, drag_state

@@ -1,3 +1,18 @@
 """Views: functions that take recordings or layout specs and return a matplotlib
 ``Figure`` (they never print and never call pyplot's show). Geometry is computed by pure
-functions first; drawing is a thin layer on top."""
+functions first (``*_geometry`` modules); drawing is a thin layer on top."""
+
+from ._path_motion import animate
+from .layout import layout_table, model_table, plot_layout
+from .memory import plot_memory
+from .modes import plot_modes
+from .paths import plot_paths
+from .phase import plot_phase
+from .rates import plot_block_rates
+from .shards import plot_shards
+from .update_shards import plot_update_shards
+
+__all__ = [
+    "animate", "layout_table", "model_table", "plot_block_rates", "plot_layout", "plot_memory",
+    "plot_modes", "plot_paths", "plot_phase", "plot_shards", "plot_update_shards",
+]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _path_geometry as geo
+from . import path_geometry as geo
 
 __all__ = ["animate"]
 
@@ -58,7 +58,7 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
     """
     from matplotlib.animation import FuncAnimation
 
-    from .paths import _draw, _panel, _path_title, _scene, draw_zoom, set_trail
+    from .paths import _draw, _panel, path_title, _scene, draw_zoom, set_trail
 
     if isinstance(hold, bool) or not isinstance(hold, (int, np.integer)) or hold < 0:
         raise ValueError(f"hold must be an integer >= 0 (extra frames). Received: hold={hold!r}.")
@@ -100,7 +100,7 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
             art.loss_lines[key].set_data(s[:i + 1], loss[:i + 1])
             changed += [art.loss_markers[key], art.loss_lines[key]]
         art.step_line.set_xdata([steps[i], steps[i]])
-        art.title.set_text(_path_title(scene, int(steps[i])))
+        art.title.set_text(path_title(scene, int(steps[i])))
         return changed + [art.step_line, art.title]
 
     update(frame_list[0])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import style
-from ._shard_geometry import block_patches, image_shape, slice_boundaries, symmetric_limit
+from .shard_geometry import block_patches, image_shape, slice_boundaries, symmetric_limit
 
 __all__ = ["TensorPanel", "draw_tensor"]
 

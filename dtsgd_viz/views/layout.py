@@ -27,9 +27,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from ..geometry import ShardGeometry, shard_geometry
-from ..recording import Recording, VariableRecord
+from ..recording.recording import Recording, VariableRecord
 from ..specs import LayoutSpec
-from ._layout_geometry import LayoutPicture, Panel, jax_devices, layout_picture, slice_text
+from ..dtensor.model import (is_tensorflow_object, optimizer_parts, slot_of, unique_names,
+                             variable_name)
+from .layout_geometry import LayoutPicture, Panel, jax_devices, layout_picture, slice_text
 from .style import block_styles
 
 MAX_RANK = 4
@@ -38,14 +40,6 @@ _ACCEPTS = ("a DTensor Layout + shape, a DVariable or DTensor, a dtsgd_viz.Layou
 
 
 # ---- what was passed in -------------------------------------------------------------
-
-def _is_tensorflow_object(obj) -> bool:
-    """A live TensorFlow/tf-keras object (checked without importing TensorFlow)."""
-    if "tensorflow" not in sys.modules:
-        return False
-    return any((getattr(c, "__module__", "") or "").startswith(("tensorflow", "tf_keras", "keras"))
-               for c in type(obj).__mro__)
-
 
 def _check_shape(shape, layout: LayoutSpec, max_rank=MAX_RANK) -> tuple[int, ...]:
     try:
@@ -66,7 +60,7 @@ def _check_shape(shape, layout: LayoutSpec, max_rank=MAX_RANK) -> tuple[int, ...
 
 def resolve(obj, shape=None, name=None, max_rank=MAX_RANK):
     """``(shape, LayoutSpec, name)`` of anything the layout views accept."""
-    from .._keras3 import check
+    from ..dtensor.keras3 import check
     check(obj, "The object to draw")
     given_shape = shape
     if isinstance(obj, Recording):
@@ -80,12 +74,11 @@ def resolve(obj, shape=None, name=None, max_rank=MAX_RANK):
         shape, layout = obj.global_shape, obj.layout
     elif isinstance(obj, LayoutSpec):
         layout = obj
-    elif _is_tensorflow_object(obj):
-        from .. import _dtensor
+    elif is_tensorflow_object(obj):
+        from ..dtensor import core as _dtensor
         if hasattr(obj, "sharding_specs") and hasattr(obj, "mesh"):
             layout = _dtensor.layout_spec(obj)
         elif hasattr(obj, "shape") and hasattr(obj, "dtype"):
-            from ..recorder import variable_name
             shape, layout = tuple(obj.shape), _dtensor.layout_of(obj)
             name = name or (variable_name(obj) if hasattr(obj, "name") else None)
         else:
@@ -267,52 +260,11 @@ def layout_table(obj, shape=None, *, name=None) -> str:
     return TextTable([header], ("block", "slices", "local shape", "devices"), rows, html_cells=cells)
 
 
-def _optimizer_parts(obj):
-    """(variables, optimizer or None, header, footer) of a model, optimizer or variables.
-
-    A tf-keras optimizer keeps no reference to the parameters it updates, only their
-    slots: given alone, its slots are listed (pass the compiled model to compare)."""
-    obj = getattr(obj, "inner_optimizer", obj)  # a LossScaleOptimizer wraps the real one
-    if hasattr(obj, "apply_gradients") and hasattr(obj, "learning_rate"):
-        slots = list(getattr(obj, "momentums", None) or [])
-        if not slots:
-            raise ValueError(f"The optimizer {type(obj).__name__} has no momentum slots yet: build "
-                             "it (optimizer.build(variables)) or run one step first.")
-        return slots, None, f"optimizer {type(obj).__name__}{_hyper(obj)} slots", [
-            "slots only: a tf-keras optimizer keeps no reference to its parameters; pass the "
-            "model compiled with it to compare slot and parameter layouts"]
-    if hasattr(obj, "trainable_variables"):
-        opt = getattr(obj, "optimizer", None)
-        opt = getattr(opt, "inner_optimizer", opt)  # a LossScaleOptimizer wraps the real one
-        return list(obj.trainable_variables), opt, f"model {obj.name!r}" + (
-            f", optimizer {type(opt).__name__}{_hyper(opt)}" if opt is not None else ""), []
-    if isinstance(obj, (list, tuple)) and obj and all(_is_tensorflow_object(v) for v in obj):
-        return list(obj), None, "variables", []
-    raise TypeError(f"model_table takes a tf-keras model, an optimizer, a list of variables or a "
-                    f"Recording. Received: {type(obj).__name__}.")
-
-
-def _hyper(opt) -> str:
-    if not hasattr(opt, "momentum"):
-        return ""
-    return f" (momentum={float(opt.momentum):g}, nesterov={bool(getattr(opt, 'nesterov', False))})"
-
-
-def _slot(opt, var):
-    """The momentum slot of ``var`` (None if the optimizer has none for it)."""
-    if opt is None:
-        return None
-    try:
-        if hasattr(opt, "velocity"):
-            return opt.velocity(var)
-        return opt.momentums[opt._index_dict[opt._var_key(var)]]
-    except (AttributeError, KeyError, IndexError):
-        return None
 
 
 def _memory_line(entries, with_slots) -> str:
     """Bytes per device of the variables (and their slots), from ``memory.MemoryPlan``."""
-    from ..memory import MemoryEntry, MemoryPlan, format_bytes
+    from ..recording.memory import MemoryEntry, MemoryPlan, format_bytes
     try:
         plan = MemoryPlan(entries[0][3].mesh, tuple(
             MemoryEntry(name, shape, dtype, layout, () if slot is None else (slot,))
@@ -332,21 +284,20 @@ def model_table(obj, *, memory: bool = False) -> str:
     layout; with an optimizer (given, or compiled into the model) each momentum slot's
     layout too, flagged ``DIFFERS`` where it is not its parameter's layout. ``memory=True``
     adds a last line: the bytes each device holds (``dtsgd_viz.memory_plan`` has the table)."""
-    from .._keras3 import check
+    from ..dtensor.keras3 import check
     check(obj, "The object model_table was given")
     if isinstance(obj, Recording):
         entries = [(r.name, r.shape, r.dtype, r.layout, None) for r in obj.records]
         what, opt, footer = f"recording ({len(obj)} steps, kinds {list(obj.kinds)})", None, []
     else:
-        if not _is_tensorflow_object(obj) and not isinstance(obj, (list, tuple)):
+        if not is_tensorflow_object(obj) and not isinstance(obj, (list, tuple)):
             raise TypeError(f"model_table takes a tf-keras model, an optimizer, a list of "
                             f"variables or a Recording. Received: {type(obj).__name__}.")
-        from .. import _dtensor
-        from ..recorder import _unique_names
-        variables, opt, what, footer = _optimizer_parts(obj)
+        from ..dtensor import core as _dtensor
+        variables, opt, what, footer = optimizer_parts(obj)
         entries = []
-        for vname, var in zip(_unique_names(variables), variables):
-            slot = _slot(opt, var)
+        for vname, var in zip(unique_names(variables), variables):
+            slot = slot_of(opt, var)
             entries.append((vname, tuple(var.shape), var.dtype.name, _dtensor.layout_of(var),
                             None if slot is None else _dtensor.layout_of(slot)))
     if not entries:

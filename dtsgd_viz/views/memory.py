@@ -2,9 +2,9 @@
 
 ``memory_bars`` computes the segments (pure, tested); ``plot_memory`` draws them::
 
-    >>> from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan
+    >>> from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan, plot_memory
     >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
-    >>> fig = memory_plan({"w": ((8, 16), "float32", spec)}).figure()
+    >>> fig = plot_memory(memory_plan({"w": ((8, 16), "float32", spec)}))
     >>> fig.axes[0].get_title()
     'bytes per device: parameters + velocity slots (hatched)'
 """
@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..memory import MemoryPlan, format_bytes
+from ..recording.memory import MemoryPlan, format_bytes
 from .style import DEVICE_COLORS
 
 _PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
@@ -73,7 +73,7 @@ def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8) -> Figure:
     nothing were sharded. Returns the ``Figure`` (``ax.figure`` when ``ax`` is given)."""
     n = plan.mesh.num_devices
     if ax is None:
-        from ._figure import new_figure
+        from .figure import new_figure
         fig = new_figure((min(11.5, max(6.0, 2.5 + 0.45 * n)), 3.6), 100)
         ax = fig.add_subplot()
     fig = ax.figure

@@ -24,10 +24,10 @@ import dataclasses
 
 import numpy as np
 
-from .. import theory
+from ..theory import quadratic as theory
 from . import style
-from ._empty import check_not_empty
-from ._figure import new_figure
+from .empty import check_not_empty
+from .figure import new_figure
 
 __all__ = ["plot_modes", "mode_errors", "mode_envelope", "ModeData", "modes_data"]
 

@@ -20,7 +20,7 @@ run (``anim.save("paths.gif", writer="pillow")``).
 Parameters of more than two numbers are drawn on the plane of their top two
 principal directions (all paths together), and the loss is evaluated on that plane,
 so the contours under a projected path are real. Geometry comes from the pure
-``views._path_geometry``; this module only draws.
+``views.path_geometry``; this module only draws.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import _path_geometry as geo
-from . import _update_panel as panel
+from . import path_geometry as geo
+from . import update_panel as panel
 from . import style
-from ._empty import check_not_empty
-from ._figure import new_figure
+from .empty import check_not_empty
+from .figure import new_figure
 from ._path_motion import animate
 
 __all__ = ["plot_paths", "animate", "draw_paths", "PathsView"]
@@ -248,7 +248,7 @@ def _draw(scene: _Scene, update, ax, arrows, ghost=False, zoom=True, note=None) 
     if picked:
         _draw_step(scene, update, art, arrows, handles, styles)
 
-    art.title = ax_path.set_title(_path_title(scene, update), fontsize=fs + 2)
+    art.title = ax_path.set_title(path_title(scene, update), fontsize=fs + 2)
     if scene.diverged:
         art.diverged_note = ax_path.text(
             0.99, 0.01, geo.diverged_note(scene.diverged) + "\n(left the view there; drawn up to it)",
@@ -300,7 +300,7 @@ CONTOUR_ALPHA = 0.3
 FEW_POINTS = 3   # loss lines of this many points or fewer get markers
 
 
-def _path_title(scene, update):
+def path_title(scene, update):
     if update is None:
         return "Paths on the loss contours"
     return f"Update {int(update)}: the paths so far (older updates fade; faint: the rest of the run)"

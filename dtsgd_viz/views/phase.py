@@ -25,9 +25,9 @@ import dataclasses
 
 import numpy as np
 
-from .. import theory
+from ..theory import quadratic as theory
 from . import style
-from ._figure import new_figure
+from .figure import new_figure
 
 __all__ = ["plot_phase", "draw_phase", "PhaseView", "phase_ratio", "cell_edges", "cap_rate",
            "RATE_LEVELS"]
@@ -370,7 +370,7 @@ def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, 
       start: default ``surface.default_start``.
       rate_levels: the iso-rate contours (the cap's rate is added).
     """
-    from ..convergence import check_steps_tol, phase_grid
+    from ..theory.convergence import check_steps_tol, phase_grid
     steps, tol = check_steps_tol(steps, tol)
     lrs, mus = default_axes(surface, learning_rates, momenta)
     grids = {key: phase_grid(surface, lrs, mus, steps, tol, nesterov, start, progress=progress)
@@ -392,7 +392,7 @@ def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, 
 
 def default_axes(surface, learning_rates=None, momenta=None):
     """The grid's learning rates and momenta, checked (defaults as ``plot_phase``)."""
-    from ..convergence import check_grid_axis
+    from ..theory.convergence import check_grid_axis
     if learning_rates is None:
         h = getattr(surface, "hessian_eigenvalues", None)
         h_max = None if h is None else float(np.max(h))

@@ -28,12 +28,12 @@ import dataclasses
 
 import numpy as np
 
-from ..theory import convergence_boundary
-from ..theory import rate as _rate  # the closed-form spectral radius
+from ..theory.quadratic import convergence_boundary
+from ..theory.quadratic import rate as _rate  # the closed-form spectral radius
 from . import style
-from ._empty import check_not_empty
-from ._figure import new_figure
-from ._shard_geometry import block_patches, short_device_names
+from .empty import check_not_empty
+from .figure import new_figure
+from .shard_geometry import block_patches, short_device_names
 
 __all__ = ["BlockRates", "block_rates", "decay_note", "measured_decay", "plot_block_rates", "RatesView",
            "rule_positions"]

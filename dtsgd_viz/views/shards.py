@@ -6,7 +6,7 @@ outlined, beside each unique block's L2 norm over the updates, as log-y lines::
     fig.savefig("shards.png")
 
 ``step=k`` is optimizer update k as ``recording.steps`` counts (the first update is 1;
--1, -2, ... count back from the last; None: the last; ``views._steps``). Every block has one colour (``style.block_styles``), shared by
+-1, -2, ... count back from the last; None: the last; ``views.steps``). Every block has one colour (``style.block_styles``), shared by
 its label chip on the left and its norm line on the right; replicas are one block, so
 one line, marked with a diamond at updates where its copies disagreed.
 
@@ -24,12 +24,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import style
-from ._empty import check_not_empty
-from ._figure import new_figure
-from ._shard_geometry import (
-    as_image, axis_labels, block_norm_lines, flagged_steps, run_limit, settings_text,
-    LOG_RANGE, short_device_names, shard_norms, update_index,
-)
+from .empty import check_not_empty
+from .figure import new_figure
+from .shard_geometry import as_image, axis_labels, block_norm_lines, flagged_steps, run_limit, settings_text, LOG_RANGE, short_device_names, shard_norms, update_index
 from ._tensor_panel import NONFINITE_COLOR, TensorPanel, draw_tensor
 
 __all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "draw_tensor",

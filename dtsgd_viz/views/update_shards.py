@@ -20,12 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import style
-from ._empty import check_not_empty
-from ._figure import new_figure
-from ._shard_geometry import (
-    as_image, axis_labels, settings_text, short_device_names, update_index,
-)
-from ._layout_geometry import copies_text
+from .empty import check_not_empty
+from .figure import new_figure
+from .shard_geometry import as_image, axis_labels, settings_text, short_device_names, update_index
+from .layout_geometry import copies_text
 from ._tensor_panel import draw_tensor
 from .shards import STATS_ONLY_TEXT
 

@@ -12,7 +12,7 @@ import io
 
 import ipywidgets as widgets
 
-from ..views._figure import new_figure
+from ..views.figure import new_figure
 
 
 class FigureWidget:

@@ -68,7 +68,7 @@ def drag_state(state: DragState, kind: str, xy, box):
 def preview_paths(surface, configs, start, steps) -> dict[str, np.ndarray]:
     """``{name: (steps + 1, 2)}`` paths of the numpy reference of tf-keras' rule
     (float32, as the real optimizer) from ``start``."""
-    from .. import reference
+    from ..theory import reference
     p0 = np.asarray(start, np.float32).reshape(surface.shape)
     out = {}
     with np.errstate(over="ignore", invalid="ignore"):

@@ -24,7 +24,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..views import style
-from ..views._path_geometry import divergence_update
+from ..views.path_geometry import divergence_update
 from ..views.paths import draw_paths
 from . import _drag
 from ._canvas import FigureWidget
@@ -201,10 +201,10 @@ class CompareWidget(FigureWidget):
 
     def __init__(self, surface, *, learning_rate=0.05, momentum=0.9, start=None, steps=60,
                  mesh=None, tol=1e-3, background=True, figsize=(11.5, 5.2), dpi=90):
-        from ..runs import _check_start
+        from ..runs import check_start
         if not all(hasattr(surface, a) for a in ("shape", "value_np", "minimum", "default_start")):
             raise TypeError(f"surface must be a dtsgd_viz.surfaces surface. Received: {surface!r}.")
-        start = _check_start(surface, start)
+        start = check_start(surface, start)
         self.surface, self.mesh, self.tol, self.background = surface, mesh, float(tol), background
         self.params = _check_params(CompareParams(
             float(learning_rate), float(momentum), tuple(map(float, start.ravel())), steps))

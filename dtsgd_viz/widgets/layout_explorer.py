@@ -20,8 +20,9 @@ import io
 import re
 
 from ..geometry import ShardGeometry, shard_geometry
-from ..memory import MemoryEntry, MemoryPlan, format_bytes, plan_of
+from ..recording.memory import MemoryEntry, MemoryPlan, format_bytes, plan_of
 from ..specs import UNSHARDED, LayoutSpec, MeshSpec
+from ..views.memory import plot_memory
 
 MAX_DEVICES = 256
 _DIM = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*[=:]\s*(\d+)\s*$")
@@ -112,7 +113,7 @@ class LayoutExplorerState:
 
 
 def _entries(obj, shape, mesh, dtype) -> tuple[MemoryEntry, ...]:
-    from ..memory import memory_plan
+    from ..recording.memory import memory_plan
     if isinstance(obj, MemoryPlan):
         return obj.entries
     if isinstance(obj, (tuple, list)) and obj and all(isinstance(s, int) for s in obj):
@@ -121,7 +122,7 @@ def _entries(obj, shape, mesh, dtype) -> tuple[MemoryEntry, ...]:
         return (MemoryEntry("tensor", tuple(obj), str(dtype), layout),)
     if isinstance(obj, dict):
         return memory_plan(obj, momentum=False).entries
-    from ..recording import Recording
+    from ..recording.recording import Recording
     if isinstance(obj, Recording) or hasattr(obj, "trainable_variables") or hasattr(
             obj, "apply_gradients"):
         return memory_plan(obj, momentum=False).entries
@@ -309,7 +310,7 @@ class LayoutExplorer:
             self.layout_figure = plot_layout(s.layout, s.shape, name=s.name)
             self.image.value = _png(self.layout_figure, self.dpi)
         self.table.value = layout_table(s.layout, s.shape, name=s.name)._repr_html_()
-        self.memory_figure = s.plan.figure()
+        self.memory_figure = plot_memory(s.plan)
         self.memory_image.value = _png(self.memory_figure, self.dpi)
         self.memory_table.value = s.plan._repr_html_()
         self.renders += 1

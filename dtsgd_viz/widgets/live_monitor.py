@@ -19,7 +19,7 @@ import threading
 import ipywidgets as widgets
 import numpy as np
 
-from ..store import PartStatus, StoreReader
+from ..recording.store import PartStatus, StoreReader
 from ..views.style import device_color
 from ._canvas import FigureWidget
 

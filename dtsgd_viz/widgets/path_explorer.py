@@ -23,9 +23,9 @@ from collections.abc import Mapping
 import ipywidgets as widgets
 import numpy as np
 
-from ..views import _path_geometry as geo
-from ..views import _update_panel as panel
-from ..views.paths import _path_title, draw_paths, draw_zoom, set_trail
+from ..views import path_geometry as geo
+from ..views import update_panel as panel
+from ..views.paths import path_title, draw_paths, draw_zoom, set_trail
 from ._canvas import FigureWidget
 
 __all__ = ["PathExplorer", "PathExplorerState", "path_explorer_state", "PathTrack", "shared_text",
@@ -163,7 +163,7 @@ def path_frame(scene, tracks: dict[str, PathTrack], index: int) -> PathFrame:
         markers[key] = (float(t.loss_steps[index]), float(t.loss[index]))
     first = next(iter(tracks.values()))
     return PathFrame(index, update, positions, arrows, markers, float(first.loss_steps[index]),
-                     _path_title(scene, update), panels)
+                     path_title(scene, update), panels)
 
 
 # ---- the widget ---------------------------------------------------------------------

@@ -25,10 +25,10 @@ import time
 import ipywidgets as widgets
 import numpy as np
 
-from ..convergence import check_grid_axis, check_steps_tol, diverged, path_losses, phase_grid, steps_to_tolerance
-from ..theory import RULES, convergence_boundary
+from ..theory.convergence import check_grid_axis, check_steps_tol, diverged, path_losses, phase_grid, steps_to_tolerance
+from ..theory.quadratic import RULES, convergence_boundary
 from ..views import style
-from ..views._path_geometry import divergence_update
+from ..views.path_geometry import divergence_update
 from ..views.paths import draw_paths
 from ..views.phase import add_colorbars, cell_edges, draw_phase
 from . import _pointer
@@ -97,13 +97,13 @@ class PhaseDiagram(FigureWidget):
 
     def __init__(self, surface, *, learning_rates=None, momenta=None, steps=150, tol=1e-3,
                  start=None, mesh=None, figsize=(11.5, 9.4), dpi=90):
-        from ..runs import _check_start
+        from ..runs import check_start
         from ..views.phase import default_axes
         if not all(hasattr(surface, a) for a in ("shape", "value_np", "grad_np", "minimum")):
             raise TypeError(f"surface must be a dtsgd_viz.surfaces surface. Received: {surface!r}.")
         self.surface, self.mesh = surface, mesh
         self.steps_max, self.tol = check_steps_tol(steps, tol)
-        self.start = _check_start(surface, start)
+        self.start = check_start(surface, start)
         lrs, mus = default_axes(surface, learning_rates, momenta)
         self.grids = {k: phase_grid(surface, lrs, mus, self.steps_max, self.tol, nesterov, self.start)
                       for k, nesterov in RULES.items()}

@@ -22,9 +22,9 @@ import dataclasses
 import ipywidgets as widgets
 import numpy as np
 
-from ..views._empty import check_not_empty
-from ..views._shard_geometry import update_index
-from ..views._steps import describe_updates
+from ..views.empty import check_not_empty
+from ..views.shard_geometry import update_index
+from ..views.steps import describe_updates
 from ..views.shards import draw_shards
 from ._canvas import FigureWidget
 

@@ -172,7 +172,7 @@ print(dtsgd_viz.layout_table(opt.momentums[0], name="velocity of d1/kernel"))
 # Because every slot shares its parameter's layout, each device holds its block of every
 # parameter and, beside it, the same-sized block of its velocity. `memory_plan` adds that
 # up per device (in mesh device order), from the layouts alone: the table prices each
-# variable, `.figure()` stacks the bytes per device, slots hatched, under what every device
+# variable, `dtsgd_viz.plot_memory` stacks the bytes per device, slots hatched, under what every device
 # would hold if nothing were sharded.
 
 # %%
@@ -181,7 +181,7 @@ print(memory)
 print(memory.bytes_per_device)
 
 # %%
-show(memory.figure())
+show(dtsgd_viz.plot_memory(memory))
 
 # %% [markdown]
 # ## A layout for a mesh you do not have

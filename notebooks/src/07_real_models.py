@@ -24,8 +24,8 @@ import tensorflow as tf
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from dtsgd_viz import models
-from dtsgd_viz.reference import check_recording
+from dtsgd_viz.models import examples as models
+from dtsgd_viz.theory.reference import check_recording
 
 
 def show(fig):

@@ -30,12 +30,15 @@ import weakref
 
 import numpy as np
 
-from . import _capture, _dtensor, _progress
-from ._dtensor import tf
-from ._hostlog import HostLog, StatsLog, assemble, entry
-from ._rulewatch import RuleWatch
-from .geometry import shard_geometry
-from .recording import KINDS, Part, Recording, check_kinds
+from . import capture as _capture
+from ..dtensor import core as _dtensor
+from .. import progress as _progress
+from ..dtensor.core import tf
+from .hostlog import HostLog, StatsLog, assemble, entry
+from .rulewatch import RuleWatch
+from ..geometry import shard_geometry
+from ..dtensor.model import unique_names, variable_name
+from ..recording.recording import KINDS, Part, Recording, check_kinds
 
 STAGING_BUDGET_BYTES = 256 * 2**20
 MAX_BUFFER_STEPS = 8
@@ -43,20 +46,6 @@ LARGE_BUFFER_STEPS = 4
 STATS_BUFFER_STEPS = 512
 DEFAULT_DECIMATE_STEPS = 1000
 MODES = ("full", "stats")
-
-
-def variable_name(var) -> str:
-    name = getattr(var, "name", None) or "variable"
-    return name[:-2] if name.endswith(":0") else name
-
-
-def _unique_names(variables) -> list[str]:
-    names, seen = [], {}
-    for v in variables:
-        base = variable_name(v)
-        seen[base] = seen.get(base, 0) + 1
-        names.append(base if seen[base] == 1 else f"{base}#{seen[base]}")
-    return names
 
 
 def _check_int(name, value, minimum=1, allow_none=False):
@@ -168,7 +157,7 @@ class Recorder:
                 "This Recorder is already attached to another optimizer; make one Recorder "
                 "per optimizer."
             )
-        names = _unique_names(variables)
+        names = unique_names(variables)
         chosen = list(range(len(variables)))
         if self._wanted is not None:
             chosen = []
@@ -208,7 +197,7 @@ class Recorder:
         self._rules = self._rule_watch(start=self._last_step)
         self._warned_untraced = False
         if self.path is not None:
-            from .store import StoreWriter
+            from ..recording.store import StoreWriter
             header = self._build()  # no steps yet: names what every batch will hold
             part = getattr(header, "part", None)
             self._writer = StoreWriter(self.path, header, 0 if part is None else part.client_id)
@@ -783,7 +772,11 @@ class Recorder:
             self._skip_untraced()
         self.flush()
         if self._cache is None:
-            self._cache = self._build() if self._writer is None else self._writer.read()
+            if self._writer is None:
+                self._cache = self._build()
+            else:
+                from ..recording.store import StoreReader
+                self._cache = StoreReader(self._writer.path, self._writer.client).read()
         return self._cache
 
     def _stream(self):

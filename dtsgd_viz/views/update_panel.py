@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from . import _path_geometry as geo
+from . import path_geometry as geo
 from . import style
 
 # Runs that start together (every rule's first update is along -g) stay apart: the

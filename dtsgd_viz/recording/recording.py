@@ -9,19 +9,18 @@ No TensorFlow objects live here: a recording saves, loads and draws anywhere::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
-import io
 import json
 import math
 import os
-import zipfile
 from collections.abc import Mapping
 
 import numpy as np
 
-from .geometry import ShardGeometry, shard_geometry
-from .specs import LayoutSpec, MeshSpec
+from ..geometry import ShardGeometry, shard_geometry
+from ..specs import LayoutSpec, MeshSpec
 
 KINDS = ("param", "velocity", "grad")
 """What can be recorded: the parameter after the update, the momentum slot after
@@ -43,7 +42,7 @@ NONFINITE_GRAD, NONFINITE_PARAM = 1, 2
 
 
 
-def _block_stats(blocks, chunk_elements=2**22):
+def block_stats(blocks, chunk_elements=2**22):
     """``(n_steps, n_blocks, 3)`` float64 L2 norm, mean and max |x| of each block, a few
     steps at a time (float64 temporaries stay small however long the recording)."""
     n, nb = blocks.shape[:2]
@@ -246,7 +245,7 @@ class Recording:
                     f"Kind {kind!r} was not recorded (Recorder kinds={list(self.kinds)}).")
             stats = rec.stats[kind]
         else:
-            stats = _block_stats(self._blocks(name, kind)[1])
+            stats = block_stats(self._blocks(name, kind)[1])
         return stats[:, list(rec.geometry.group_of)]
 
     def shard_devices(self, name: str) -> tuple[str, ...]:
@@ -296,7 +295,7 @@ class Recording:
 
     # ---- files ---------------------------------------------------------------------------
 
-    def _header(self) -> dict:
+    def header(self) -> dict:
         """The JSON header of a recording file (and of a store part: ``store.py``)."""
         return {
             "format": FORMAT,
@@ -329,7 +328,7 @@ class Recording:
         any other dtype is a ``ValueError`` before anything is written."""
         path = os.fspath(path)
         values = [_encode(r) for r in self.records]
-        meta = self._header()
+        meta = self.header()
         arrays = {
             "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
             "steps": self.steps, "learning_rate": self.hyperparameters.learning_rate,
@@ -341,14 +340,22 @@ class Recording:
                 arrays[f"v{i}.{key}"] = array
             for kind, stats in r.stats.items():
                 arrays[f"v{i}.{kind}.stats"] = stats
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            os.makedirs(folder, exist_ok=True)  # "parts/part-0.npz" into a new folder
+        tmp = f"{path}.{os.getpid()}.partial"
+        try:
+            with open(tmp, "wb") as f:
+                np.savez(f, **arrays)
+            os.replace(tmp, path)  # readers see the old file or the new one
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise OSError(e.errno, f"Cannot save the recording to {path}: {e.strerror}") from e
         return path
 
 
-def _dtype_list() -> str:
+def dtype_list() -> str:
     return ", ".join(DTYPES[:-1]) + f" or {DTYPES[-1]}"
 
 
@@ -359,7 +366,7 @@ def _encode(r: VariableRecord) -> dict[str, np.ndarray]:
     if r.dtype not in DTYPES:
         raise ValueError(
             f"Cannot save variable {r.name!r}: its values are {r.dtype}. A recording file "
-            f"holds {_dtype_list()} (the dtypes tf-keras trains in)."
+            f"holds {dtype_list()} (the dtypes tf-keras trains in)."
         )
     for key, array in values.items():
         got = np.asarray(array).dtype.name
@@ -372,129 +379,3 @@ def _encode(r: VariableRecord) -> dict[str, np.ndarray]:
     if r.dtype == "bfloat16":
         return {key: np.asarray(a).view(np.uint16) for key, a in values.items()}
     return values
-
-
-def _decode(path, name, key, array, dtype) -> np.ndarray:
-    """The stored ``array`` as ``dtype``: bfloat16 comes back from uint16 bit patterns
-    (version 2) or from the raw ``|V2`` bytes numpy wrote for it in version 1."""
-    if dtype == "bfloat16" and (array.dtype == np.uint16
-                                or (array.dtype.kind == "V" and array.dtype.itemsize == 2)):
-        import ml_dtypes  # only now: a TensorFlow dependency, light, numpy-only
-        return array.view(ml_dtypes.bfloat16)
-    if array.dtype.name != dtype:
-        what = "initial value" if key == "initial" else f"{key!r} values"
-        raise RecordingFileError(
-            f"{path}: the {what} of variable {name!r} are stored as {array.dtype} but the "
-            f"variable's dtype is {dtype}."
-        )
-    return array
-
-
-def _read_arrays(path) -> dict[str, np.ndarray]:
-    try:
-        with zipfile.ZipFile(path) as zf:
-            bad = zf.testzip()
-            if bad is not None:
-                raise RecordingFileError(f"{path}: member {bad!r} is corrupted (CRC mismatch).")
-            out = {}
-            for member in zf.namelist():
-                if not member.endswith(".npy"):
-                    raise RecordingFileError(f"{path}: unexpected member {member!r}.")
-                out[member[:-4]] = np.lib.format.read_array(
-                    io.BytesIO(zf.read(member)), allow_pickle=False
-                )
-            return out
-    except RecordingFileError:
-        raise
-    except FileNotFoundError:
-        raise
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
-        raise RecordingFileError(
-            f"{path} is not a readable dtsgd_viz recording (truncated or corrupted?): {e}"
-        ) from e
-
-
-def load_recording(path) -> Recording:
-    """Read a file written by ``Recording.save``. Does not import TensorFlow.
-
-    Raises ``RecordingFileError`` (a ``ValueError``) for truncated, corrupted or
-    foreign files, for versions newer than this library reads, and for dtypes outside
-    ``DTYPES``. bfloat16 values come back as ``ml_dtypes.bfloat16`` arrays.
-
-    A list of paths, or a folder of ``.npz`` files, is the parts the clients of a
-    multi-client run saved: they are merged into one recording (``merge_recordings``).
-    """
-    from . import merge  # plain data too; imported here: it imports this module
-    if isinstance(path, (list, tuple)) or merge.is_parts_folder(path):
-        return merge.load_parts(path)
-    path = os.fspath(path)
-    if os.path.isdir(path):  # a store that Recorder(path=...) streamed (store.py)
-        from .store import load_store
-        return load_store(path)
-    arrays = _read_arrays(path)
-    try:
-        meta = json.loads(arrays.pop("meta").tobytes().decode())
-    except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise RecordingFileError(f"{path}: missing or unreadable header ({e}).") from e
-    return _from_arrays(path, meta, arrays)
-
-
-def _from_arrays(path, meta, arrays) -> Recording:
-    """The recording a header (``Recording._header``) and its arrays (the ``.npz``
-    member names) describe, checked as ``load_recording`` checks a file."""
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise RecordingFileError(f"{path} is not a dtsgd_viz recording (format={meta.get('format')!r}).")
-    if meta.get("version") not in READS:
-        raise RecordingFileError(
-            f"{path} has recording format version {meta.get('version')!r}; this dtsgd_viz "
-            f"reads version {' or '.join(map(str, READS))}. Upgrade dtsgd_viz to read it."
-        )
-    try:
-        n = int(meta["n_steps"])
-        kinds = tuple(meta["kinds"])
-        mode = meta.get("mode", "full")
-        if mode not in ("full", "stats"):
-            raise RecordingFileError(f"{path}: unknown recording mode {mode!r}.")
-        mesh = MeshSpec.from_dict(meta["mesh"])
-        part = Part.from_dict(meta["part"]) if "part" in meta else None
-        records = []
-        for i, v in enumerate(meta["variables"]):
-            layout = LayoutSpec.from_dict(v["layout"])
-            shape = tuple(v["shape"])
-            geom = shard_geometry(shape, layout)
-            dtype = v["dtype"]
-            if dtype not in DTYPES:
-                raise RecordingFileError(
-                    f"{path}: variable {v['name']!r} has dtype {dtype!r}; a recording holds "
-                    f"{_dtype_list()}."
-                )
-            initial = _decode(path, v["name"], "initial", arrays[f"v{i}.initial"], dtype)
-            full = mode == "full"
-            blocks = ({k: _decode(path, v["name"], k, arrays[f"v{i}.{k}"], dtype) for k in kinds}
-                      if full else {})
-            stats = {} if full else {k: arrays[f"v{i}.{k}.stats"] for k in kinds}
-            held = geom.num_unique if part is None else len(geom.held_groups(part.devices))
-            want = (n, held, *geom.local_shape)
-            if (initial.shape != shape or any(b.shape != want for b in blocks.values())
-                    or any(s.shape != (n, held, 3) for s in stats.values())):
-                raise RecordingFileError(f"{path}: arrays of {v['name']!r} do not match its shape.")
-            records.append(VariableRecord(v["name"], shape, dtype, layout, initial, blocks, stats))
-        steps = arrays["steps"]
-        applied = meta.get("applied_momentum")
-        wd, ema = meta.get("weight_decay"), meta.get("ema_overwrite_frequency")
-        hp = Hyperparameters(arrays["learning_rate"], float(meta["momentum"]), bool(meta["nesterov"]),
-                             None if applied is None else float(applied),
-                             None if wd is None else float(wd),
-                             tuple(meta.get("decayed", ())),
-                             None if ema is None else int(ema))
-        rec = Recording(mesh, tuple(records), kinds, steps, hp, arrays["loss"],
-                        arrays["nonfinite"], arrays["mismatch"], arrays["dropped_steps"], mode,
-                        part)
-    except RecordingFileError:
-        raise
-    except (KeyError, IndexError, TypeError, ValueError) as e:
-        raise RecordingFileError(f"{path}: inconsistent recording ({type(e).__name__}: {e}).") from e
-    per_step = (steps, hp.learning_rate, rec.loss_values, rec.nonfinite, rec.mismatch)
-    if any(len(a) != n for a in per_step):
-        raise RecordingFileError(f"{path}: per-step arrays do not all have {n} steps.")
-    return rec

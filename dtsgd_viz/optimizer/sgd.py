@@ -37,13 +37,14 @@ import math
 import warnings
 from collections.abc import Mapping
 
-from . import _dtensor  # noqa: F401  (quiets TF logging before the import below)
+from ..dtensor import core as _dtensor
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
-from . import _config, _ema, _keras3  # noqa: E402
+from . import config as _config, ema as _ema  # noqa: E402
+from ..dtensor import keras3 as _keras3  # noqa: E402
 from . import mixed_precision as _mixed  # noqa: E402
-from .hooks import LazyValues, UpdateEvent  # noqa: E402
+from ..hooks import LazyValues, UpdateEvent  # noqa: E402
 
 _BaseSGD = tf_keras.dtensor.experimental.optimizers.SGD
 

@@ -19,7 +19,7 @@ Plain data (no TensorFlow, no matplotlib): a plan is computed from shapes, dtype
 
 ``memory_plan`` also takes a tf-keras model (its optimizer's real slot layouts when built),
 an optimizer (its slots; parameters share their layouts) or a ``Recording``; live objects
-are read through ``dtsgd_viz.layout_of``. ``plan.figure()`` draws the bars
+are read through ``dtsgd_viz.layout_of``. ``dtsgd_viz.plot_memory(plan)`` draws the bars
 (``dtsgd_viz.views.memory``).
 """
 
@@ -33,8 +33,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .geometry import shard_geometry
-from .specs import LayoutSpec, MeshSpec
+from ..geometry import shard_geometry
+from ..specs import LayoutSpec, MeshSpec
 
 _ACCEPTS = ("a tf-keras model, an optimizer, a Recording, or {name: (shape, dtype, LayoutSpec)}")
 
@@ -145,7 +145,7 @@ def _table(header, columns, rows, footer):
 class MemoryPlan:
     """What each device holds: ``bytes_per_device`` (mesh device order) is parameters
     (``param_bytes_per_device``) plus optimizer slots (``slot_bytes_per_device``).
-    ``str(plan)`` is a table (HTML in Jupyter); ``plan.figure()`` a bar chart."""
+    ``str(plan)`` is a table (HTML in Jupyter); ``dtsgd_viz.plot_memory(plan)`` a bar chart."""
 
     mesh: MeshSpec
     entries: tuple[MemoryEntry, ...]
@@ -198,11 +198,6 @@ class MemoryPlan:
             if e.name == name:
                 return e
         raise ValueError(f"Unknown variable {name!r}. This plan has: {[e.name for e in self.entries]}.")
-
-    def figure(self, **kwargs):
-        """The bars per device (``dtsgd_viz.views.memory.plot_memory``)."""
-        from .views.memory import plot_memory
-        return plot_memory(self, **kwargs)
 
     # ---- text ---------------------------------------------------------------------
 
@@ -263,7 +258,7 @@ def plan_of(variables: Mapping, momentum: bool = True, source: str = "") -> Memo
     for name, value in variables.items():
         if (isinstance(value, (tuple, list)) and len(value) == 3
                 and type(value[2]).__name__ == "Layout"):  # a live dtensor.Layout
-            from ._dtensor import layout_spec
+            from ..dtensor.core import layout_spec
             value = (value[0], value[1], layout_spec(value[2]))
         if not (isinstance(value, (tuple, list)) and len(value) == 3
                 and isinstance(value[2], LayoutSpec)):
@@ -294,15 +289,14 @@ def plan_of(variables: Mapping, momentum: bool = True, source: str = "") -> Memo
 
 def _live_entries(obj, momentum: bool):
     """(entries, source) of a tf-keras model or optimizer, read through ``layout_of``."""
-    from . import _dtensor
-    from .recorder import _unique_names
-    from .views.layout import _optimizer_parts, _slot
-    variables, opt, what, _ = _optimizer_parts(obj)
+    from ..dtensor import core as _dtensor
+    from ..dtensor.model import optimizer_parts, slot_of, unique_names
+    variables, opt, what, _ = optimizer_parts(obj)
     slots_only = opt is None and hasattr(obj, "apply_gradients")
     entries = []
-    for name, var in zip(_unique_names(variables), variables):
+    for name, var in zip(unique_names(variables), variables):
         layout = _dtensor.layout_of(var)
-        slot = None if slots_only else _slot(opt, var)
+        slot = None if slots_only else slot_of(opt, var)
         slot_layout = layout if slots_only or slot is None else _dtensor.layout_of(slot)
         entries.append(MemoryEntry(name, tuple(var.shape), var.dtype.name, layout,
                                    (slot_layout,) if momentum else ()))

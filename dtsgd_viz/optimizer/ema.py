@@ -19,7 +19,7 @@ from __future__ import annotations
 import tensorflow as tf
 from tensorflow.experimental import dtensor
 
-from . import _dtensor
+from ..dtensor import core as _dtensor
 
 
 def _layout(variable):

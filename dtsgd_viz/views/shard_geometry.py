@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..specs import short_device_names  # noqa: F401 - the shard views import it from here
-from ._empty import check_not_empty
-from ._steps import update_position
+from .empty import check_not_empty
+from .steps import update_position
 
 LOG_RANGE = 100.0
 """Norm panels switch to a log colour scale when max/min of the positive finite
@@ -48,7 +48,7 @@ def update_index(recording, step=None) -> int:
     """The index into ``recording.steps`` of optimizer update ``step`` (as
     ``recording.steps`` counts: the first update is 1; -1 the last, -2 the one before,
     ... -n the first; None the last). Raises ValueError naming what was received and
-    the recorded updates (``views._steps``, the convention every view shares)."""
+    the recorded updates (``views.steps``, the convention every view shares)."""
     check_not_empty(recording)
     return update_position(step, recording.steps)
 

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from . import _progress
+from .. import progress as _progress
 
 CONFIGS = {
     "plain": dict(learning_rate=0.5, momentum=0.0),
@@ -67,10 +67,10 @@ def run_demo(steps=100, progress=False, file=None):
     """Record the three optimizers for ``steps`` steps each; returns ``[DemoRun]``.
     ``progress=True`` shows a bar per optimizer (``tqdm.auto``, on ``file``: default
     stderr)."""
-    from . import _dtensor
-    from ._dtensor import tf
-    from .optimizer import SGD
-    from .recorder import Recorder
+    from ..dtensor import core as _dtensor
+    from ..dtensor.core import tf
+    from ..optimizer.sgd import SGD
+    from ..recorder.recorder import Recorder
 
     mesh = _dtensor.make_mesh(MESH)
     layout = _dtensor.dtensor.Layout(list(SPECS), mesh)
@@ -101,14 +101,14 @@ def run_demo(steps=100, progress=False, file=None):
 
 
 def path_surface():
-    from .surfaces import RotatedQuadratic
+    from ..theory.surfaces import RotatedQuadratic
     return RotatedQuadratic(condition=10.0, angle=30.0)
 
 
 def run_paths(steps=PATH_STEPS, progress=False, file=None):
     """Momentum and Nesterov on ``path_surface()``: ``{name: Recording}`` (``dtsgd_viz.run``),
     with a bar per optimizer when ``progress=True``."""
-    from .runs import run
+    from ..runs import run
 
     bars, shown = {}, {}
 
@@ -142,7 +142,7 @@ def summary(runs, tol=1e-3) -> str:
         f"{'optimizer':<10}{'lr':>5}{'mom':>6}  {'final loss':>11}  {'steps to loss<=' + format(tol, 'g'):>18}"
         f"  {'rule check':>10}",
     ]
-    from .reference import check_recording
+    from ..theory.reference import check_recording
     for run in runs:
         r = run.recording
         hp = r.hyperparameters

@@ -8,9 +8,7 @@ import math
 
 import numpy as np
 
-from .recording import (
-    KINDS, NONFINITE_GRAD, NONFINITE_PARAM, Hyperparameters, Recording, VariableRecord,
-)
+from ..recording.recording import KINDS, NONFINITE_GRAD, NONFINITE_PARAM, Hyperparameters, Recording, VariableRecord
 
 
 class HostLog:

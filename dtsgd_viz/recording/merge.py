@@ -19,31 +19,12 @@ import os
 
 import numpy as np
 
-from .recording import KINDS, Hyperparameters, Recording, VariableRecord, load_recording
+from .npz import read_npz
+from .recording import KINDS, Hyperparameters, Recording, VariableRecord
 
 
 class MergeError(ValueError):
     """Parts that do not make one recording: missing, repeated or mismatched."""
-
-
-def is_parts_folder(path) -> bool:
-    """Whether ``path`` is a folder holding ``.npz`` recordings (the parts of one run)."""
-    return os.path.isdir(path) and any(f.endswith(".npz") for f in os.listdir(path))
-
-
-def part_paths(folder) -> list[str]:
-    """The ``.npz`` files of ``folder``, sorted."""
-    folder = os.fspath(folder)
-    return [os.path.join(folder, f) for f in sorted(os.listdir(folder)) if f.endswith(".npz")]
-
-
-def load_parts(paths) -> Recording:
-    """``merge_recordings`` of the files ``paths`` (a list, or a folder of ``.npz``)."""
-    if not isinstance(paths, (list, tuple)):
-        folder, paths = os.fspath(paths), part_paths(paths)
-        if not paths:
-            raise MergeError(f"{folder} holds no .npz recording parts.")
-    return merge_recordings(paths)
 
 
 def merge_recordings(parts) -> Recording:
@@ -61,7 +42,7 @@ def merge_recordings(parts) -> Recording:
             named.append((f"part {i}" if p.part is None else f"the part of client "
                           f"{p.part.client_id}", p))
         else:
-            named.append((os.fspath(p), load_recording(p)))
+            named.append((os.fspath(p), read_npz(p)))
     if not named:
         raise MergeError("merge_recordings received no parts.")
     whole = [name for name, r in named if r.part is None]

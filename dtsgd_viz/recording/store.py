@@ -15,7 +15,7 @@ single process writes ``client-0``)::
 
     run.zarr/zarr.json           root group, attributes {"format": "dtsgd_viz.store", ...}
     run.zarr/client-0/zarr.json  group; attributes: the recording's header
-                                 (``Recording._header``: mesh, variables, kinds, mode, ...)
+                                 (``Recording.header``: mesh, variables, kinds, mode, ...)
     run.zarr/client-0/commit.json  {"n_steps", "n_dropped", "last_step", "closed", ...}
     run.zarr/client-0/writing.json the batch being written (first/last update, its rows)
     run.zarr/client-0/steps, learning_rate, loss, nonfinite, mismatch, dropped_steps
@@ -41,17 +41,17 @@ fsync'ed). ``close()`` trims the arrays to the committed length and commits with
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 import warnings
 
 import numpy as np
 
-from ._storewriter import (
-    CHUNK_BYTES, COLUMNS, FORMAT, MAX_CHUNK_STEPS, VERSION, StoreWriter, _check_store, _PART,
-    _read_json,
-)
-from .recording import Recording, RecordingFileError, _block_stats, _from_arrays
+from .merge import merge_recordings
+from .npz import from_arrays
+from .recording import Recording, RecordingFileError, block_stats
+from .store_format import (CHUNK_BYTES, COLUMNS, FORMAT, MAX_CHUNK_STEPS, PART_FOLDER, VERSION,
+                           check_store, read_json)
+from .store_writer import StoreWriter
 
 __all__ = [
     "CHUNK_BYTES", "FORMAT", "MAX_CHUNK_STEPS", "VERSION", "PartStatus", "StoreNotClosedWarning",
@@ -100,10 +100,10 @@ class PartStatus:
 def part_paths(path) -> list[str]:
     """The parts of the store at ``path`` that committed at least once, by client id."""
     path = os.fspath(path)
-    _check_store(path)
+    check_store(path)
     found = []
     for name in os.listdir(path):
-        m = _PART.match(name)
+        m = PART_FOLDER.match(name)
         if m and os.path.exists(os.path.join(path, name, "commit.json")):
             found.append((int(m.group(1)), os.path.join(path, name)))
     return [p for _, p in sorted(found)]
@@ -112,17 +112,17 @@ def part_paths(path) -> list[str]:
 def part_status(part) -> PartStatus:
     """The committed state of one part folder (``client-<id>``)."""
     try:
-        c = _read_json(os.path.join(part, "commit.json"))
+        c = read_json(os.path.join(part, "commit.json"))
     except (OSError, ValueError) as e:
         raise RecordingFileError(f"{part}: unreadable commit.json ({e}).") from e
     pending = None
     try:
-        w = _read_json(os.path.join(part, "writing.json"))
+        w = read_json(os.path.join(part, "writing.json"))
         if w["from"] >= c["n_steps"] and w["steps"]:
             pending = (int(w["steps"]), int(w["first"]), int(w["last"]))
     except (OSError, ValueError, KeyError):
         pass
-    client = int(_PART.match(os.path.basename(os.path.normpath(part))).group(1))
+    client = int(PART_FOLDER.match(os.path.basename(os.path.normpath(part))).group(1))
     return PartStatus(part, client, int(c["n_steps"]), int(c["n_dropped"]), c["last_step"],
                       bool(c["closed"]), float(c["started"]), float(c["time"]), pending)
 
@@ -152,12 +152,12 @@ class StoreReader:
 
     @property
     def header(self) -> dict:
-        """The recording's header (``Recording._header`` without ``n_steps``)."""
+        """The recording's header (``Recording.header`` without ``n_steps``)."""
         return self._open().attrs["recording"]
 
     def _open(self):
         if self._group is None:
-            _check_store(self.path)
+            check_store(self.path)
             import zarr
             self._group = zarr.open_group(self.part, mode="r", zarr_format=3)
         return self._group
@@ -190,7 +190,7 @@ class StoreReader:
         if dtype == "bfloat16":
             import ml_dtypes
             blocks = blocks.view(ml_dtypes.bfloat16)
-        return _block_stats(blocks)[..., 0]
+        return block_stats(blocks)[..., 0]
 
     def read(self, start=0, stop=None, status=None) -> Recording:
         """The committed steps ``start:stop`` (all of them by default) as a
@@ -212,7 +212,7 @@ class StoreReader:
                 else:
                     arrays[f"v{i}.{kind}.stats"] = self.rows(
                         f"v{i}.{kind}.stats", start, stop).astype(np.float64)
-        return _from_arrays(self.part, meta, arrays)
+        return from_arrays(self.part, meta, arrays)
 
 
 def load_store(path) -> Recording:
@@ -234,10 +234,4 @@ def load_store(path) -> Recording:
         recordings.append(StoreReader(path, status.client).read(status=status))
     if len(recordings) == 1:
         return recordings[0]
-    merge = getattr(importlib.import_module("dtsgd_viz"), "merge_recordings", None)
-    if merge is None:
-        raise NotImplementedError(
-            f"{path} holds {len(recordings)} client parts; putting them together needs "
-            "dtsgd_viz.merge_recordings, which this version does not have yet. Read one "
-            "part with dtsgd_viz.store.StoreReader(path, client).read().")
-    return merge(recordings)
+    return merge_recordings(recordings)

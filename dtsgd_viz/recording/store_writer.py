@@ -1,6 +1,6 @@
 """The writing side of a store (``store.py`` describes the layout and the commit
-protocol): the file format's constants and small JSON files, and ``StoreWriter``, which
-a ``Recorder(path=...)`` appends each flushed batch with. Plain data: numpy and zarr."""
+protocol): ``StoreWriter``, which a ``Recorder(path=...)`` appends each flushed batch
+with. Plain data: numpy and zarr."""
 
 from __future__ import annotations
 
@@ -13,65 +13,8 @@ import time
 import numpy as np
 
 from .recording import DTYPES, Recording, RecordingFileError
-
-FORMAT = "dtsgd_viz.store"
-VERSION = 1
-CHUNK_BYTES = 1 << 20
-"""Chunks hold about this many bytes: one chunk per (step, block) for blocks at least
-this large (written straight from the host's views of the device buffers), otherwise
-as many steps as fit (at most ``MAX_CHUNK_STEPS``)."""
-MAX_CHUNK_STEPS = 4096
-COLUMNS = ("steps", "learning_rate", "loss", "nonfinite", "mismatch")
-_PART = re.compile(r"^client-(\d+)$")
-_ZARR_TMP = re.compile(r"^zarr\.[0-9a-f]+\.partial$")
-# Uncompressed (floats barely compress; the bytes go straight from the host's views to
-# the file), and every chunk written: zarr would otherwise scan each chunk for "all
-# zeros" to skip it.
-_PLAIN = dict(compressors=None, fill_value=0, config={"write_empty_chunks": True})
-
-
-def _write_json(path, value) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(value, f)
-    os.replace(tmp, path)  # readers see the old file or the new one, never a torn one
-
-
-def _read_json(path):
-    with open(path) as f:
-        return json.load(f)
-
-
-def _root_attributes(path) -> dict | None:
-    """The root group's attributes, or None when ``path`` holds no zarr group."""
-    try:
-        meta = _read_json(os.path.join(path, "zarr.json"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        raise RecordingFileError(f"{path}: unreadable zarr.json ({e}).") from e
-    return meta.get("attributes", {}) if isinstance(meta, dict) else {}
-
-
-def _check_store(path) -> None:
-    attrs = _root_attributes(path)
-    if attrs is None or attrs.get("format") != FORMAT:
-        raise RecordingFileError(
-            f"{path} is a folder but not a dtsgd_viz store (no zarr.json with format "
-            f"{FORMAT!r}). load_recording reads a .npz file or a folder Recorder(path=...) "
-            "wrote."
-        )
-    if attrs.get("version") != VERSION:
-        raise RecordingFileError(
-            f"{path} has store version {attrs.get('version')!r}; this dtsgd_viz reads "
-            f"version {VERSION}. Upgrade dtsgd_viz to read it."
-        )
-
-
-
-def _stored_dtype(dtype: str) -> str:
-    return "uint16" if dtype == "bfloat16" else dtype
-
+from .store_format import (CHUNK_BYTES, COLUMNS, FORMAT, MAX_CHUNK_STEPS, PART_FOLDER, PLAIN, VERSION,
+                           ZARR_TEMPORARY, check_store, root_attributes, stored_dtype, write_json)
 
 class StoreWriter:
     """Appends batches of host entries (``_hostlog.entry``) of one recorder to its part
@@ -93,17 +36,17 @@ class StoreWriter:
         if os.path.isfile(self.path):
             raise ValueError(f"Recorder(path={self.path!r}): that is a file; a store is a folder.")
         if os.path.isdir(self.path):
-            attrs = _root_attributes(self.path)
+            attrs = root_attributes(self.path)
             # another client of the run may be creating the store right now: its parts,
             # its zarr.json, or zarr's temporary "zarr.<hex>.partial" before the rename
             others = [f for f in os.listdir(self.path)
-                      if not (_PART.match(f) or f == "zarr.json" or _ZARR_TMP.match(f))]
+                      if not (PART_FOLDER.match(f) or f == "zarr.json" or ZARR_TEMPORARY.match(f))]
             if attrs is None and others:
                 raise ValueError(
                     f"Recorder(path={self.path!r}): the folder is not empty and is not a "
                     "dtsgd_viz store. Give a new folder.")
             if attrs is not None:
-                _check_store(self.path)
+                check_store(self.path)
         if os.path.exists(self.part):
             raise ValueError(
                 f"Recorder(path={self.path!r}): {self.part} already holds a recording. Give "
@@ -113,8 +56,8 @@ class StoreWriter:
                             attributes={"format": FORMAT, "version": VERSION})
         except zarr.errors.ContainsGroupError:
             # another client created the root between our look and our write: use theirs
-            _check_store(self.path)
-        meta = header._header()
+            check_store(self.path)
+        meta = header.header()
         meta.pop("n_steps")
         group = zarr.open_group(self.part, mode="w-", zarr_format=3,
                                 attributes={"recording": meta, "client": self.client})
@@ -127,18 +70,18 @@ class StoreWriter:
         self._make(group, "nonfinite", (n_vars,), "uint8")
         self._make(group, "mismatch", (n_vars,), "uint8")
         self.dropped = group.create_array("dropped_steps", shape=(0,), dtype="int64",
-                                          chunks=(MAX_CHUNK_STEPS,), **_PLAIN)
+                                          chunks=(MAX_CHUNK_STEPS,), **PLAIN)
         self._initial = {}
         for i, r in enumerate(header.records):
             self._initial[i] = group.create_array(
-                f"v{i}.initial", shape=r.shape, dtype=_stored_dtype(r.dtype),
-                chunks=tuple(max(1, d) for d in r.shape), **_PLAIN)
+                f"v{i}.initial", shape=r.shape, dtype=stored_dtype(r.dtype),
+                chunks=tuple(max(1, d) for d in r.shape), **PLAIN)
             for k in header.kinds:
                 if self.full:
                     row = r.blocks[k].shape[1:]
-                    self._make(group, f"v{i}.{k}", row, _stored_dtype(r.dtype),
+                    self._make(group, f"v{i}.{k}", row, stored_dtype(r.dtype),
                                per_block=math.prod(row[1:]) * np.dtype(
-                                   _stored_dtype(r.dtype)).itemsize >= CHUNK_BYTES)
+                                   stored_dtype(r.dtype)).itemsize >= CHUNK_BYTES)
                 else:
                     self._make(group, f"v{i}.{k}.stats", r.stats[k].shape[1:], "float32")
         self.capacity = self.dropped_capacity = 0
@@ -157,7 +100,7 @@ class StoreWriter:
             steps = int(min(MAX_CHUNK_STEPS, max(1, CHUNK_BYTES // row_bytes)))
             chunks = (steps, *(max(1, d) for d in row))
         self._arrays[name] = (group.create_array(name, shape=(0, *row), dtype=dtype,
-                                                 chunks=chunks, **_PLAIN), per_block)
+                                                 chunks=chunks, **PLAIN), per_block)
 
     def _write_initial(self, rec) -> None:
         for i, r in enumerate(rec.records):
@@ -172,7 +115,7 @@ class StoreWriter:
             array.resize((self.capacity, *array.shape[1:]))
 
     def _commit(self) -> None:
-        _write_json(os.path.join(self.part, "commit.json"), {
+        write_json(os.path.join(self.part, "commit.json"), {
             "n_steps": self.n_steps, "n_dropped": self.n_dropped, "last_step": self.last_step,
             "closed": self.closed, "started": self.started, "time": time.time()})
 
@@ -197,7 +140,7 @@ class StoreWriter:
                 value = np.asarray(initial[i])
                 self._initial[i][...] = value.view(np.uint16) if r.dtype == "bfloat16" else value
         if k:
-            _write_json(os.path.join(self.part, "writing.json"),
+            write_json(os.path.join(self.part, "writing.json"),
                         {"from": n0, "steps": k, "first": int(entries[0][0]),
                          "last": int(entries[-1][0])})
             self._grow(n0 + k)
@@ -287,8 +230,3 @@ class StoreWriter:
             self.close(trim=False)
         except OSError:
             pass
-
-    def read(self) -> Recording:
-        """Everything committed so far."""
-        from .store import StoreReader
-        return StoreReader(self.path, self.client).read()

@@ -40,7 +40,7 @@ with _quiet_native_stderr():
     import tensorflow as tf
     from tensorflow.experimental import dtensor
 
-from .specs import UNSHARDED, LayoutSpec, MeshSpec, _parse_dims
+from ..specs import UNSHARDED, LayoutSpec, MeshSpec, parse_dims
 
 DEFAULT_CPU_DEVICES = 8
 MAX_CPU_DEVICES = 64
@@ -115,7 +115,7 @@ def make_mesh(dims, device_type: str | None = None):
     mesh devices ``0..k-1``, client 1 the next ``k``, ...), and DTensor's accelerator
     system is initialised on the first call, so call it before any other TensorFlow work.
     """
-    names, sizes = _parse_dims(dims)
+    names, sizes = parse_dims(dims)
     n = math.prod(sizes)
     device_type = (device_type or "CPU").upper()
     if device_type not in ("CPU", "GPU", "TPU"):
@@ -356,7 +356,7 @@ def to_numpy(x) -> np.ndarray:
     value = x.read_value() if isinstance(x, tf.Variable) else x
     if not is_dtensor(value):
         return np.asarray(value)
-    from .geometry import shard_geometry
+    from ..geometry import shard_geometry
     layout = dtensor.fetch_layout(value)
     geometry = shard_geometry(tuple(value.shape), layout_spec(layout))
     held = geometry.held_groups(local_device_ids(layout.mesh))
@@ -438,5 +438,5 @@ __all__ = [
 
 def shard_geometry_of(shape, layout):
     """``shard_geometry`` for a live DTensor ``Layout``."""
-    from .geometry import shard_geometry
+    from ..geometry import shard_geometry
     return shard_geometry(shape, layout_spec(layout))

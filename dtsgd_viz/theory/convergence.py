@@ -14,7 +14,8 @@ import dataclasses
 
 import numpy as np
 
-from . import _progress, reference
+from .. import progress as _progress
+from . import reference
 
 __all__ = ["steps_to_tolerance", "path_losses", "PhaseGrid", "phase_grid", "diverged",
            "check_grid_axis", "check_steps_tol"]

@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from .reference import RTOL, step_deviation
+from ..theory.reference import RTOL, step_deviation
 
 CHECK_UPDATES = 32
 SAMPLE = 4096

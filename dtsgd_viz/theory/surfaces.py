@@ -32,15 +32,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .geometry import ShardGeometry, shard_geometry
-from .specs import LayoutSpec, MeshSpec, _parse_dims
+from ..geometry import ShardGeometry, shard_geometry
+from ..specs import LayoutSpec, MeshSpec, parse_dims
 
 __all__ = ["Surface", "RotatedQuadratic", "Rosenbrock", "Beale", "Himmelblau",
            "ShardedQuadratic", "SURFACES_2D"]
 
 
 def _tf():
-    from ._dtensor import dtensor, tf
+    from ..dtensor.core import dtensor, tf
     return tf, dtensor
 
 
@@ -143,7 +143,7 @@ def _mesh_of(w, mesh):
     if isinstance(w, dtensor.DVariable):
         return w.layout.mesh
     if tf.executing_eagerly():
-        from . import _dtensor
+        from ..dtensor import core as _dtensor
         layout = _dtensor.live_layout(w)
         if layout is not None:
             return layout.mesh
@@ -370,7 +370,7 @@ class ShardedQuadratic(Surface):
         if not shape or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1
                             for s in shape):
             raise ValueError(f"shape must be a tuple of integers >= 1. Received: shape={shape!r}.")
-        names, sizes = _parse_dims(mesh)
+        names, sizes = parse_dims(mesh)
         specs = (specs,) if isinstance(specs, str) else tuple(specs)
         if not (isinstance(curvature, Sequence) and len(curvature) == 2):
             raise ValueError(f"curvature must be a (low, high) pair. Received: {curvature!r}.")
@@ -428,7 +428,7 @@ class ShardedQuadratic(Surface):
         if mesh is None:
             C = tf.constant(c)
         else:
-            from . import _dtensor
+            from ..dtensor import core as _dtensor
             if isinstance(w, dtensor.DVariable):
                 layout = w.layout
             else:

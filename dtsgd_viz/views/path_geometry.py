@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ._steps import describe_updates, resolve_update
+from .steps import describe_updates, resolve_update
 
 __all__ = [
     "Plane", "identity_plane", "pca_plane", "project", "lift", "plot_box", "loss_grid",

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import sys
 
-from . import _dtensor  # noqa: F401  (quiets TF logging before the import below)
+from ..dtensor import core as _dtensor
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 from tf_keras.src.dtensor import layout_map as _layout_map, lazy_variable  # noqa: E402
@@ -71,7 +71,7 @@ def layout_autocast_variables(model):
     LayoutMap entry names (replicated when none matches), exactly as tf-keras lays out
     float32 variables. Calling it again, or on a float32 model, changes nothing.
     """
-    from ._keras3 import check
+    from ..dtensor.keras3 import check
     check(model, "The model")
     layout_map = getattr(model, "_layout_map", None)
     if layout_map is None:

@@ -4,7 +4,7 @@ An empty recording is a valid value (it saves, loads and has a layout), but ther
 nothing to draw: the views say so, and why that usually happens, instead of drawing an
 empty figure that could pass for a run that did nothing::
 
-    >>> from dtsgd_viz.views._empty import check_not_empty
+    >>> from dtsgd_viz.views.empty import check_not_empty
     >>> check_not_empty([], label="momentum")
     Traceback (most recent call last):
     ...

@@ -21,8 +21,8 @@ import math
 
 import numpy as np
 
-from . import _dtensor
-from ._dtensor import dtensor, tf
+from ..dtensor import core as _dtensor
+from ..dtensor.core import dtensor, tf
 
 _COND_IDS = itertools.count()
 
@@ -105,7 +105,7 @@ def _finish(raw: np.ndarray, block_elements: int) -> np.ndarray:
 
 
 def _grid_spec(watched, extra_leading):
-    from .specs import UNSHARDED, LayoutSpec
+    from ..specs import UNSHARDED, LayoutSpec
     lead = (UNSHARDED,) * extra_leading
     return LayoutSpec((*lead, *(spec for _, spec in _grid(watched.geometry))),
                       watched.layout.mesh)
@@ -327,7 +327,7 @@ class Reader:
 
 
 def _stacked_variable(slots, watched):
-    from .specs import UNSHARDED, LayoutSpec
+    from ..specs import UNSHARDED, LayoutSpec
     var = watched.var
     init = np.zeros((slots + 1, *var.shape), var.dtype.as_numpy_dtype)
     if watched.live_layout is None:  # a plain variable (no mesh)

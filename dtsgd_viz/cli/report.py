@@ -81,7 +81,7 @@ def arrow_step(recordings: Mapping, name: str = "w") -> int:
     arrows stray furthest from their path segments, summed over the configs. Steps whose
     update cannot be decomposed (missing kinds) are skipped; 0 if none can.
     """
-    from .views._path_geometry import decompose_update
+    from ..views.path_geometry import decompose_update
 
     n = min(len(r) for r in recordings.values())
     best, best_score = 0, 0.0
@@ -110,21 +110,21 @@ def shard_steps(n_steps: int, iterations: Sequence[int] = (3, 10, 30)) -> list[i
 
 def layout_figure(recording, name: str = "w"):
     """``plot_layout`` of ``name`` as recorded."""
-    from .views.layout import plot_layout
+    from ..views.layout import plot_layout
     return plot_layout(recording, name=name)
 
 
 def shard_figure(recording, name: str = "w", step: int = -1, kind: str = "velocity"):
     """``plot_shards`` of ``name``'s ``kind`` at recorded step index ``step`` (an index
     into ``recording.steps``; ``plot_shards`` itself takes the update number)."""
-    from .views.shards import plot_shards
+    from ..views.shards import plot_shards
     return plot_shards(recording, name, kind, int(recording.steps[step]))
 
 
 def path_figure(recordings: Mapping, surface, step: int | None = None, name: str = "w"):
     """``plot_paths`` of ``recordings`` on ``surface`` with arrows at recorded step index
     ``step`` (default: ``arrow_step``; ``plot_paths`` itself takes the update number)."""
-    from .views.paths import plot_paths
+    from ..views.paths import plot_paths
     if step is None:
         step = arrow_step(recordings, name)
     update = int(next(iter(recordings.values())).steps[step])
@@ -207,8 +207,8 @@ def write_report(directory, shard_recordings: Mapping, path_recordings: Mapping,
 
     Returns the ``Report`` (``report.paths()`` lists every file written).
     """
-    from .views.layout import layout_table
-    from .views.paths import animate
+    from ..views.layout import layout_table
+    from ..views.paths import animate
 
     shard_recordings = _check_recordings("shard_recordings", shard_recordings)
     path_recordings = _check_recordings("path_recordings", path_recordings)

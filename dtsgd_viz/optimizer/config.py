@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from . import _dtensor
-from .specs import MeshSpec
+from ..dtensor import core as _dtensor
+from ..specs import MeshSpec
 
 
 def mesh_to_config(mesh):

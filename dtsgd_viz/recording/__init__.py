@@ -1,0 +1,15 @@
+"""Recordings as plain data (numpy and zarr only, never TensorFlow): the ``Recording``
+value, its npz file, the zarr store a run streams to, merging client parts, one
+``load_recording`` for every format, and memory plans."""
+
+from .memory import MemoryPlan, memory_plan
+from .merge import MergeError, merge_recordings
+from .load import load_recording
+from .recording import (KINDS, Hyperparameters, Part, Recording, RecordingFileError,
+                        VariableRecord, check_kinds)
+
+__all__ = [
+    "KINDS", "Hyperparameters", "MemoryPlan", "MergeError", "Part", "Recording",
+    "RecordingFileError", "VariableRecord", "check_kinds", "load_recording", "memory_plan",
+    "merge_recordings",
+]

@@ -1,0 +1,10 @@
+"""The numbers a picture is checked against (numpy only): the update rules written out
+(``reference``), momentum on a quadratic in closed form (``quadratic``: spectral radius,
+stability boundary, critical damping), runs of the rules to a tolerance
+(``convergence``) and the test surfaces (``surfaces``).
+
+``dtsgd_viz.theory.rate(...)`` and the other closed forms are re-exported here.
+"""
+
+from .quadratic import *  # noqa: F401,F403
+from .quadratic import __all__
