@@ -31,7 +31,7 @@ docs: $(STAMP)
 screenshots: $(STAMP)
 	@test -x /usr/bin/chromium || { echo "make screenshots needs /usr/bin/chromium (apt-get install chromium)" >&2; exit 1; }
 	DTSGD_VIZ_SCREENSHOTS=docs/screenshots $(VENV)/bin/python -m pytest \
-		tests/test_browser.py::test_notebook_03_in_jupyterlab tests/test_browser.py::test_app_in_voila
+		tests/project/test_browser.py::test_notebook_03_in_jupyterlab tests/project/test_browser.py::test_app_in_voila
 
 $(BENCH_STAMP): $(STAMP)
 	$(VENV)/bin/python -m pip install --quiet -e ".[bench]"   # TensorBoard, for its peer row

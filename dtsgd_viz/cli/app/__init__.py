@@ -32,7 +32,7 @@ def voila_command(port: int = 8866, open_browser: bool = False) -> list[str]:
             "Voila is not installed: pip install 'dtsgd_viz[notebook]' (or pip install voila).")
     cmd = [voila, DASHBOARD, f"--port={port}", "--Voila.ip=127.0.0.1",
            "--VoilaConfiguration.file_allowlist=['.*\\.(png|jpg|gif|svg)']",
-           "--Voila.kernel_websocket_connection_class=dtsgd_viz.app._kernels.ShutdownWhenPageCloses",
+           "--Voila.kernel_websocket_connection_class=dtsgd_viz.cli.app._kernels.ShutdownWhenPageCloses",
            f"--MappingKernelManager.cull_idle_timeout={CULL_IDLE_TIMEOUT}",
            f"--MappingKernelManager.cull_interval={CULL_INTERVAL}",
            "--MappingKernelManager.cull_connected=False"]

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-UPSTREAM = pathlib.Path(__file__).resolve().parents[1] / "docs" / "upstream"
+UPSTREAM = pathlib.Path(__file__).resolve().parents[2] / "docs" / "upstream"
 
 
 @pytest.mark.parametrize("script, args, expected", [

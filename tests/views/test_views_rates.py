@@ -9,7 +9,7 @@ import pytest
 import dtsgd_viz
 from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views import rates as rv
-from theory_reference import radius
+from helpers.theory_reference import radius
 
 matplotlib.use("Agg")
 

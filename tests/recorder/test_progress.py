@@ -1,6 +1,6 @@
 """Progress bars on long work (tqdm.auto; text on stderr outside Jupyter): shown when
 asked (``progress=True``), absent by default, and off everywhere with
-``DTSGD_VIZ_PROGRESS=0``. The demo command shows them by default (tests/test_packaging.py
+``DTSGD_VIZ_PROGRESS=0``. The demo command shows them by default (tests/project/test_packaging.py
 reads its bars on stderr)."""
 
 import contextlib

@@ -5,8 +5,8 @@ process or as every client of a multi-client run; each process saves its recordi
 stats-mode Recorder on the same optimizer saw as ``OUT/stats/part-<client id>.npz``, and
 a third Recorder streams to the store ``OUT/store`` (each client its own part)::
 
-    python tests/multiclient_train.py OUT
-    dtsgd-viz launch --clients 2 --devices-per-client 4 tests/multiclient_train.py OUT
+    python tests/helpers/multiclient_train.py OUT
+    dtsgd-viz launch --clients 2 --devices-per-client 4 tests/helpers/multiclient_train.py OUT
 
 With two clients, ``x`` spans them: ``w`` (``[x, y]``) is split across both clients'
 devices, ``v`` (``[unsharded, y]``) and ``b`` (replicated) are held by both, and the data

@@ -2,7 +2,7 @@
 would hand them to ``StoreWriter``. Run as a script, it writes batches into a store at a
 steady pace (the process the ``LiveMonitor`` tests follow)::
 
-    python tests/_synthetic_store.py STORE --batches 6 --per-batch 3 --pause 0.3
+    python tests/helpers/synthetic_store.py STORE --batches 6 --per-batch 3 --pause 0.3
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import pytest
 
 import dtsgd_viz
 from helpers import fit_dataset
-from test_optimizer import _data, _mlp
+from helpers import layoutmap_mlp as _mlp, regression_data as _data
 
 FITS = [(1, 10), (2, 25)]  # (epochs, steps_per_epoch) of each model.fit: 60 updates
 STEPS = sum(e * n for e, n in FITS)

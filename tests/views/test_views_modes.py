@@ -11,7 +11,7 @@ import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views.modes import mode_envelope
-from theory_reference import radius
+from helpers.theory_reference import radius
 
 matplotlib.use("Agg")
 

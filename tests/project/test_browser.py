@@ -7,164 +7,21 @@ The screenshots are taken into a temporary folder and checked there: the test co
 leaves the repository as it was. `make screenshots` runs the two screenshot tests with
 DTSGD_VIZ_SCREENSHOTS=docs/screenshots, which copies them into the docs once they pass."""
 
-import contextlib
 import json
 import os
 import pathlib
-import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-SHOTS_ENV = "DTSGD_VIZ_SCREENSHOTS"  # a folder to copy the screenshots into (make screenshots)
-# the screenshots the README shows, and the tests that take them
-SCREENSHOTS = {"jupyterlab_03_nesterov_vs_momentum.png": "test_notebook_03_in_jupyterlab",
-               "app_dashboard.png": "test_app_in_voila"}
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def browser_test(test):
-    """Mark a test as a browser test, skipped (with the reason) without Chromium."""
-    return pytest.mark.browser(pytest.mark.skipif(
-        not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed (.ci/run installs it)")(test))
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_http(url, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=5):
-                return
-        except urllib.error.HTTPError as e:  # the server answers: it is up
-            if e.code < 500:
-                return
-        except Exception:  # noqa: BLE001 - not up yet
-            time.sleep(0.5)
-    raise TimeoutError(f"{url} did not answer within {timeout} s")
-
-
-@contextlib.contextmanager
-def _server(cmd, url, env, log):
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        try:
-            _wait_http(url)
-            yield proc
-        finally:  # always stop the server, whatever happened
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 15)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 9)
-
-
-@contextlib.contextmanager
-def _lab(tmp_path, work):
-    """JupyterLab serving ``work``, windowing off (JupyterLab 4.6 leaves
-    off-screen cells out of the DOM otherwise); yields its base URL and token."""
-    settings = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
-    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    port, token = _free_port(), "dtsgdtest"
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
-           "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
-           f"--ServerApp.root_dir={work}", "--LabApp.news_url=",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    base = f"http://127.0.0.1:{port}"
-    with _server(cmd, f"{base}/api?token={token}", env, tmp_path / "lab.log"):
-        yield base, token
-
-
-@pytest.fixture(scope="module")
-def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory):
-    """Where the screenshots go: a temporary folder, never the repository."""
-    return tmp_path_factory.mktemp("screenshots")
-
-
-def _shots_destination():
-    """The folder $DTSGD_VIZ_SCREENSHOTS names (relative to the current one), or None."""
-    dest = os.environ.get(SHOTS_ENV)
-    return pathlib.Path(dest).resolve() if dest else None
-
-
-def _check_screenshot(path, width, min_height):
-    """The PNG Chromium wrote: the page's width, at least its height, not one flat colour."""
-    from PIL import Image
-    with Image.open(path) as im:
-        assert im.format == "PNG"
-        assert im.width == width and im.height >= min_height, im.size
-        darkest, lightest = im.convert("L").getextrema()
-    assert lightest - darkest > 100, (darkest, lightest)
-
-
-def _docs_screenshots():
-    """(size, mtime) of each image in docs/screenshots/."""
-    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in sorted((ROOT / "docs" / "screenshots").glob("*"))}
-
-
-def _publish(path, docs_before):
-    """Copy a checked screenshot to $DTSGD_VIZ_SCREENSHOTS when set (make screenshots);
-    otherwise check that the test left docs/screenshots/ as it found it."""
-    dest = _shots_destination()
-    if dest is None:
-        assert _docs_screenshots() == docs_before, "a test wrote into docs/screenshots/"
-        return
-    dest.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(path, dest / path.name)
-
-
-def _image_sources(page):
-    return page.eval_on_selector_all("img", "els => els.map(e => e.src)")
-
-
-def _move_slider(page, slider_index):
-    """Move the n-th ipywidgets slider one notch right with the keyboard."""
-    handle = page.locator(".widget-slider .noUi-handle").nth(slider_index)
-    handle.scroll_into_view_if_needed()
-    handle.focus()
-    for _ in range(5):
-        handle.press("ArrowRight")
-    return handle
-
-
-def _wait_changed(page, before, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        now = _image_sources(page)
-        if now != before:
-            return now
-        time.sleep(0.5)
-    raise AssertionError("no figure changed after moving the slider")
+from helpers.browser import (ARGS, CHROMIUM, ROOT, SCREENSHOTS, SHOTS_ENV, _check_screenshot,  # noqa: F401
+                             _docs_screenshots, _free_port, _image_sources, _lab, _move_slider,
+                             _publish, _server, _shots_destination, _wait_changed, _wait_http,
+                             browser, browser_test, shots)
 
 
 @browser_test
@@ -302,7 +159,7 @@ def test_screenshots_reach_the_docs_only_through_make_screenshots(monkeypatch):
     recipes = dict(re.findall(r"^([\w-]+):[^\n]*\n((?:\t[^\n]*\n)*)", makefile, re.M))
     assert SHOTS_ENV not in recipes["test"]
     assert f"{SHOTS_ENV}=docs/screenshots" in recipes["screenshots"]
-    assert all(f"tests/test_browser.py::{test}" in recipes["screenshots"]
+    assert all(f"tests/project/test_browser.py::{test}" in recipes["screenshots"]
                for test in SCREENSHOTS.values())
     readme = (ROOT / "README.md").read_text()
     shown = set(re.findall(r"docs/screenshots/([\w.-]+\.png)", readme))

@@ -19,7 +19,7 @@ from dtsgd_viz import MergeError, merge_recordings
 from dtsgd_viz.theory import reference
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.join(HERE, "multiclient_train.py")
+SCRIPT = os.path.join(os.path.dirname(HERE), "helpers", "multiclient_train.py")
 
 
 def _launcher(tmp, name, clients, devices, script=SCRIPT, args=None, timeout=150):
@@ -60,11 +60,9 @@ def runs(tmp_path_factory):
     two_dir, two = _launcher(tmp, "two", 2, 4)
     one_dir = os.path.join(tmp, "one")
     try:
-        sys.path.insert(0, HERE)
-        import multiclient_train
+        from helpers import multiclient_train
         multiclient_train.main([one_dir])
     finally:
-        sys.path.remove(HERE)
         results = {"two": (two_dir, *_finish(two))}
     results["one"] = one_dir
     return results

@@ -9,7 +9,7 @@ import dtsgd_viz
 from dtsgd_viz.theory import reference, surfaces, quadratic as theory
 from dtsgd_viz.theory.convergence import phase_grid
 from dtsgd_viz.views.phase import cap_rate, cell_edges, phase_ratio
-from theory_reference import radius
+from helpers.theory_reference import radius
 
 matplotlib.use("Agg")
 

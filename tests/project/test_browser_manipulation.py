@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from test_browser import (_image_sources, _lab, _wait_changed,  # noqa: F401
+from helpers.browser import (_image_sources, _lab, _wait_changed,  # noqa: F401
                           browser, browser_test)
 
 SETUP = """\

@@ -12,59 +12,10 @@ from dtsgd_viz.dtensor import core as _dtensor
 from dtsgd_viz.theory import reference
 from conftest import CONFIGS
 from helpers import fit_dataset, layoutmap_mlp
+from helpers import global_value as _global, regression_data as _data, train as _train
 
 EMA_MOMENTUM = 0.8
 STEPS = 7
-
-
-def _global(x):
-    """The global numpy value of a (possibly sharded) DVariable or DTensor."""
-    value = x.read_value() if isinstance(x, tf.Variable) else x
-    layout = dtensor.fetch_layout(value)
-    replicated = dtensor.Layout.replicated(layout.mesh, value.shape.rank)
-    return dtensor.unpack(dtensor.relayout(value, replicated))[0].numpy()
-
-
-def _data(n=64):
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(n, 4)).astype(np.float32)
-    return x, (x @ np.array([1.0, -2.0, 0.5, 3.0], np.float32))[:, None]
-
-
-_dataset = fit_dataset
-
-
-def _train(model, opt, mesh, mode, steps, rec=None):
-    """``steps`` updates of ``model`` on the batch-sharded data: eager ``minimize``, a
-    ``tf.function`` step, or ``model.fit`` on a ``DTensorDataset``."""
-    x, y = _data()
-    if mode == "fit":
-        model.compile(optimizer=opt, loss="mse")
-        callbacks = [rec.keras_callback()] if rec is not None else []
-        return model.fit(_dataset(mesh, x, y), epochs=1, steps_per_epoch=steps, verbose=0,
-                         callbacks=callbacks)
-    data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
-    xb, yb = _dtensor.put(x, data_layout), _dtensor.put(y, data_layout)
-
-    def loss():
-        return tf.reduce_mean((model(xb) - yb) ** 2)
-
-    loop = rec.loop(steps) if rec is not None else range(steps)
-    if mode == "eager":
-        for _ in loop:
-            opt.minimize(loss, model.trainable_variables)
-        return None
-
-    @tf.function
-    def step():
-        with tf.GradientTape() as tape:
-            value = loss()
-        grads = tape.gradient(value, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables), loss=value)
-
-    for _ in loop:
-        step()
-    return None
 
 
 def _mse(model, mesh):
@@ -168,7 +119,7 @@ mesh = dtsgd_viz.make_mesh({{"batch": 2, "model": 4}})
 sys.path.insert(0, {tests!r})
 import numpy as np, tensorflow as tf
 from helpers import layoutmap_mlp
-from test_ema_checkpoint import _global, _train
+from helpers import global_value as _global, regression_data as _data, train as _train
 
 config = json.load(open({config!r}))
 opt = dtsgd_viz.SGD.from_config(config)
@@ -223,7 +174,7 @@ def test_checkpoint_restored_in_a_fresh_process_continues_exactly(tmp_path, meth
     expected = _state(model, opt)
 
     out = tmp_path / "restored.npz"
-    script = RESTORE_SCRIPT.format(tests=os.path.dirname(__file__), config=str(tmp_path / "config.json"),
+    script = RESTORE_SCRIPT.format(tests=os.path.dirname(os.path.dirname(__file__)), config=str(tmp_path / "config.json"),
                                    method=method, path=path, steps=m, out=str(out))
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=180, cwd=tmp_path)

@@ -22,8 +22,8 @@ from dtsgd_viz.dtensor import core as _dtensor
 from dtsgd_viz.theory import reference
 from dtsgd_viz.recording.store import StoreNotClosedWarning, StoreReader, StoreWriter, store_status
 
-from _synthetic_store import entries as synthetic_entries
-from _synthetic_store import header as synthetic_header
+from helpers.synthetic_store import entries as synthetic_entries
+from helpers.synthetic_store import header as synthetic_header
 from conftest import CONFIGS
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -225,7 +225,7 @@ def _wait(predicate, timeout, what):
 
 
 def _writer(path, *args):
-    return subprocess.Popen([sys.executable, str(HERE / "_synthetic_store.py"), str(path),
+    return subprocess.Popen([sys.executable, str(HERE.parent / "helpers" / "synthetic_store.py"), str(path),
                              *args], cwd=ROOT)
 
 
@@ -308,7 +308,7 @@ def test_live_monitor_refuses_a_file(tmp_path):
 
 
 def _create_part(path, client, barrier, errors):
-    from _synthetic_store import header
+    from helpers.synthetic_store import header
     from dtsgd_viz.recording.store import StoreWriter
     barrier.wait()
     try:
@@ -345,7 +345,7 @@ def test_clients_creating_one_store_at_once_all_get_their_part(tmp_path):
 def test_a_peer_writing_the_root_right_now_is_not_a_foreign_folder(tmp_path):
     """zarr writes zarr.json as "zarr.<hex>.partial" and renames it; a client that looks
     at that moment sees only the temporary file (CI once failed on it, 1 run in ~30)."""
-    from _synthetic_store import header
+    from helpers.synthetic_store import header
     from dtsgd_viz.recording.store import StoreWriter
     path = tmp_path / "run.zarr"
     path.mkdir()

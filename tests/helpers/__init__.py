@@ -121,3 +121,50 @@ def fit_dataset(mesh, x, y, per_replica=8):
     return dtensor.DTensorDataset(ds, mesh=mesh, layouts=(data_layout, data_layout),
                                   global_batch_size=per_replica * mesh.dim_size("batch"),
                                   batch_dim="batch", dataset_already_batched=True)
+
+
+def global_value(x):
+    """The global numpy value of a (possibly sharded) DVariable or DTensor."""
+    value = x.read_value() if isinstance(x, tf.Variable) else x
+    layout = dtensor.fetch_layout(value)
+    replicated = dtensor.Layout.replicated(layout.mesh, value.shape.rank)
+    return dtensor.unpack(dtensor.relayout(value, replicated))[0].numpy()
+
+
+def regression_data(n=64):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, 4)).astype(np.float32)
+    return x, (x @ np.array([1.0, -2.0, 0.5, 3.0], np.float32))[:, None]
+
+
+def train(model, opt, mesh, mode, steps, rec=None):
+    """``steps`` updates of ``model`` on the batch-sharded data: eager ``minimize``, a
+    ``tf.function`` step, or ``model.fit`` on a ``DTensorDataset``."""
+    x, y = regression_data()
+    if mode == "fit":
+        model.compile(optimizer=opt, loss="mse")
+        callbacks = [rec.keras_callback()] if rec is not None else []
+        return model.fit(fit_dataset(mesh, x, y), epochs=1, steps_per_epoch=steps, verbose=0,
+                         callbacks=callbacks)
+    data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
+    xb, yb = _dtensor.put(x, data_layout), _dtensor.put(y, data_layout)
+
+    def loss():
+        return tf.reduce_mean((model(xb) - yb) ** 2)
+
+    loop = rec.loop(steps) if rec is not None else range(steps)
+    if mode == "eager":
+        for _ in loop:
+            opt.minimize(loss, model.trainable_variables)
+        return None
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            value = loss()
+        grads = tape.gradient(value, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables), loss=value)
+
+    for _ in loop:
+        step()
+    return None

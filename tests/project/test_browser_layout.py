@@ -1,4 +1,4 @@
-"""LayoutExplorer in a real JupyterLab (headless Chromium, as tests/test_browser.py drives
+"""LayoutExplorer in a real JupyterLab (headless Chromium, as tests/project/test_browser.py drives
 it): picking a mesh dim for a tensor dim in the widget's dropdown redraws the blocks.
 
 The notebook is written here (one cell, no TensorFlow: a hypothetical layout), so the
@@ -9,7 +9,7 @@ import time
 
 import nbformat
 
-from test_browser import _image_sources, _lab, browser, browser_test  # noqa: F401
+from helpers.browser import _image_sources, _lab, browser, browser_test  # noqa: F401
 
 CELL = ('from dtsgd_viz.widgets import LayoutExplorer\n'
         'explorer = LayoutExplorer((8, 8), mesh={"batch": 2, "model": 4})\n'
