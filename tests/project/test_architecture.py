@@ -1,0 +1,267 @@
+"""The package's shape, read from its source with ``ast`` (imports inside functions
+included): no import cycle, small modules, DTensor reached from two subpackages only, no
+private name crossing a package, plain-data packages free of TensorFlow, and no module
+that changes the process when it is imported.
+
+``python tests/project/test_architecture.py`` prints the tree with module sizes."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import sys
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "dtsgd_viz"
+MAX_LINES, SOFT_LINES, MAX_OVER_SOFT = 500, 400, 2
+MAX_TOP_LEVEL = 10
+DTENSOR_PACKAGES = {"dtsgd_viz.dtensor", "dtsgd_viz.models"}
+# what the plain-data parts may import at module level (never TensorFlow or widgets)
+PLAIN = ("dtsgd_viz.recording", "dtsgd_viz.theory.reference", "dtsgd_viz.theory.quadratic",
+         "dtsgd_viz.theory.convergence", "dtsgd_viz.specs", "dtsgd_viz.geometry",
+         "dtsgd_viz.hooks", "dtsgd_viz.dtensor.model")
+HEAVY = ("tensorflow", "tf_keras", "keras", "ipywidgets", "IPython")
+
+
+class Module:
+    def __init__(self, path: pathlib.Path):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        parts = list(rel.parts)
+        self.is_package = parts[-1] == "__init__"
+        if self.is_package:
+            parts = parts[:-1]
+        self.name = ".".join(parts)
+        self.path = path
+        self.source = path.read_text()
+        self.tree = ast.parse(self.source)
+        self.lines = len(self.source.splitlines())
+        self.package = self.name if self.is_package else self.name.rpartition(".")[0]
+
+    def imports(self):
+        """(absolute module, imported name or None, node, at module level)."""
+        top = {id(n) for n in self.tree.body}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    yield a.name, None, node, id(node) in top
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = self.package.split(".")
+                    base = base[:len(base) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module
+                for a in node.names:
+                    yield target, a.name, node, id(node) in top
+
+
+def modules() -> dict[str, Module]:
+    return {m.name: m for m in map(Module, sorted(PACKAGE.rglob("*.py")))}
+
+
+MODULES = modules()
+
+
+def graph() -> dict[str, set[str]]:
+    out = {}
+    for m in MODULES.values():
+        edges = set()
+        for target, name, _, _ in m.imports():
+            if not target.startswith("dtsgd_viz"):
+                continue
+            sub = f"{target}.{name}" if name else None
+            dest = sub if sub in MODULES else target
+            # a package re-exporting its own children is not a cycle
+            if dest in MODULES and dest != m.name and not (
+                    m.is_package and dest.startswith(m.name + ".")):
+                edges.add(dest)
+        out[m.name] = edges
+    return out
+
+
+def cycles(g) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in g[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in g:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_import_graph_has_no_cycle():
+    assert cycles(graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_modules_are_small():
+    sizes = {m.name: m.lines for m in MODULES.values()}
+    assert {n: s for n, s in sizes.items() if s > MAX_LINES} == {}
+    over = {n: s for n, s in sizes.items() if s > SOFT_LINES}
+    assert len(over) <= MAX_OVER_SOFT, over
+
+
+def test_few_modules_at_the_top_level():
+    top = [m.name for m in MODULES.values() if m.name.count(".") == 1 and not m.is_package]
+    assert len(top) <= MAX_TOP_LEVEL, top
+
+
+def test_dtensor_is_imported_by_two_subpackages_only():
+    importers = set()
+    for m in MODULES.values():
+        for target, name, _, _ in m.imports():
+            if target and (target.startswith("tensorflow.experimental.dtensor")
+                           or (target == "tensorflow.experimental" and name == "dtensor")
+                           or target.startswith("tensorflow.dtensor")):
+                importers.add(m.package)
+    assert importers <= DTENSOR_PACKAGES, importers
+
+
+def _private_crossings():
+    """Imports of a private name (``_x``: a module or a name in one) from outside the
+    package that holds it."""
+    bad = []
+    for m in MODULES.values():
+        for target, name, node, _ in m.imports():
+            if not target or not target.startswith("dtsgd_viz"):
+                continue
+            sub = f"{target}.{name}" if name else target
+            parts = sub.split(".")
+            for k, part in enumerate(parts[1:], start=1):
+                if not part.startswith("_") or part.startswith("__"):
+                    continue
+                prefix = ".".join(parts[:k])
+                holder = MODULES.get(prefix)
+                owner = holder.package if holder is not None and not holder.is_package else prefix
+                if owner != m.package:
+                    bad.append(f"{m.name}:{node.lineno} imports {sub}")
+                break
+    return bad
+
+
+def test_no_private_name_crosses_a_package():
+    assert _private_crossings() == []
+
+
+def test_plain_data_modules_import_no_tensorflow_or_widgets_at_import_time():
+    bad = []
+    for m in MODULES.values():
+        if not m.name.startswith(PLAIN):
+            continue
+        for target, _, node, top in m.imports():
+            if top and target and target.split(".")[0] in HEAVY:
+                bad.append(f"{m.name}:{node.lineno} imports {target}")
+    assert bad == []
+
+
+def _is_side_effect(node) -> bool:
+    """os.environ writes, os.dup2, logging/matplotlib configuration at module level."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            f = ast.unparse(n.func)
+            if f in ("os.dup2", "os.environ.setdefault", "os.environ.update", "os.putenv",
+                     "matplotlib.use", "tf.config.set_logical_device_configuration",
+                     "tf.get_logger().setLevel", "logging.basicConfig"):
+                return True
+        if isinstance(n, (ast.Assign, ast.AugAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if any(ast.unparse(t).startswith(("os.environ[", "matplotlib.rcParams", "plt.rcParams"))
+                   for t in targets):
+                return True
+    return False
+
+
+def _module_level(tree):
+    """Statements run at import: the module body, minus function and class bodies
+    (class bodies run too, but only define names here)."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield node
+
+
+def _side_effects(tree) -> list[int]:
+    """Lines run at import that change the process, directly or by calling a function of
+    the same module that does."""
+    changing = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and _is_side_effect(n)}
+    out = []
+    for node in _module_level(tree):
+        calls = {ast.unparse(c.func) for c in ast.walk(node) if isinstance(c, ast.Call)}
+        if _is_side_effect(node) or calls & changing:
+            out.append(node.lineno)
+    return out
+
+
+def test_no_module_changes_the_process_when_imported():
+    bad = [f"{m.name}:{line}" for m in MODULES.values() for line in _side_effects(m.tree)]
+    assert bad == []
+
+
+def test_the_side_effect_check_sees_them():
+    tree = ast.parse("import os\nos.environ.setdefault('X', '1')\nwith q():\n    os.dup2(1, 2)\n"
+                     "def quiet():\n    os.dup2(1, 2)\nwith quiet():\n    import math\n"
+                     "def fine():\n    return 1\nfine()\n")
+    assert _side_effects(tree) == [2, 3, 7]
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from ..views._tensor_panel import draw",
+     ["dtsgd_viz.widgets.x:1 imports dtsgd_viz.views._tensor_panel.draw"]),
+    ("from ..runs import _check", ["dtsgd_viz.widgets.x:1 imports dtsgd_viz.runs._check"]),
+    ("from . import _canvas", []),
+])
+def test_the_private_name_check(source, expected, monkeypatch):
+    fake = Module.__new__(Module)
+    fake.name, fake.package, fake.is_package = "dtsgd_viz.widgets.x", "dtsgd_viz.widgets", False
+    fake.tree, fake.lines = ast.parse(source), 1
+    extra = {"dtsgd_viz.widgets.x": fake}
+    for name, package in [("dtsgd_viz.views._tensor_panel", "dtsgd_viz.views"),
+                          ("dtsgd_viz.runs", "dtsgd_viz"), ("dtsgd_viz.widgets._canvas", "dtsgd_viz.widgets")]:
+        stub = Module.__new__(Module)
+        stub.name, stub.package, stub.is_package = name, package, False
+        stub.tree, stub.lines = ast.parse(""), 0
+        extra[name] = stub
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", extra)
+    assert _private_crossings() == expected
+
+
+def tree_text() -> str:
+    lines = []
+    for m in sorted(MODULES.values(), key=lambda m: m.name):
+        depth = m.name.count(".")
+        label = m.name.rpartition(".")[2] + ("/" if m.is_package else ".py")
+        lines.append(f"{'  ' * depth}{label:<{34 - 2 * depth}} {m.lines:>4}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(tree_text())
+    g = graph()
+    print("cycles:", cycles(g))
+    print("over 400:", {m.name: m.lines for m in MODULES.values() if m.lines > SOFT_LINES})
