@@ -21,3 +21,11 @@ def _doctest_numpy_repr(request):
 # notebooks/src/*.py are the tutorials' sources (python notebooks/build.py): importing one
 # (--doctest-modules) would run the whole tutorial at collection time.
 collect_ignore_glob = ["notebooks/src/*.py"]
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tutorials (nbval cells) and the browser tests are slow: ``pytest -m "not slow"``
+    leaves them out; ``make test`` runs everything."""
+    for item in items:
+        if type(item).__name__.startswith("IPyNb") or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)

@@ -51,7 +51,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.experimental import dtensor
 
-from dtsgd_viz.theory import surfaces
+from dtsgd_viz import surfaces
 
 layout = dtensor.Layout(["batch", "model"], mesh)
 w = dtsgd_viz.variable(np.zeros((8, 8), np.float32), layout, name="w")

@@ -27,7 +27,7 @@ _ = dtsgd_viz.setup_devices(8)
 import numpy as np
 from IPython.display import display
 
-from dtsgd_viz.theory import surfaces
+from dtsgd_viz import surfaces
 
 
 def show(fig):
@@ -105,7 +105,7 @@ for name, rec in recordings.items():
 # rule, with the runs' two eigenvalues marked.
 
 # %%
-from dtsgd_viz.theory import quadratic as theory
+from dtsgd_viz import theory
 
 for name, rec in recordings.items():
     hp = rec.hyperparameters

@@ -24,7 +24,7 @@ import tensorflow as tf
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from dtsgd_viz.models import examples as models
+from dtsgd_viz import models
 from dtsgd_viz.theory.reference import check_recording
 
 

@@ -6,7 +6,7 @@ import pytest
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
-from helpers import CASE_IDS, LAYOUT_CASES
+from helpers.builders import CASE_IDS, LAYOUT_CASES
 
 
 @pytest.mark.parametrize("mesh_dims, shape, specs", LAYOUT_CASES, ids=CASE_IDS)

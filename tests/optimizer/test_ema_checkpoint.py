@@ -11,8 +11,8 @@ import dtsgd_viz
 from dtsgd_viz.dtensor import core as _dtensor
 from dtsgd_viz.theory import reference
 from conftest import CONFIGS
-from helpers import fit_dataset, layoutmap_mlp
-from helpers import global_value as _global, regression_data as _data, train as _train
+from helpers.builders import fit_dataset, layoutmap_mlp
+from helpers.builders import global_value as _global, regression_data as _data, train as _train
 
 EMA_MOMENTUM = 0.8
 STEPS = 7
@@ -118,8 +118,8 @@ import dtsgd_viz
 mesh = dtsgd_viz.make_mesh({{"batch": 2, "model": 4}})
 sys.path.insert(0, {tests!r})
 import numpy as np, tensorflow as tf
-from helpers import layoutmap_mlp
-from helpers import global_value as _global, regression_data as _data, train as _train
+from helpers.builders import layoutmap_mlp
+from helpers.builders import global_value as _global, regression_data as _data, train as _train
 
 config = json.load(open({config!r}))
 opt = dtsgd_viz.SGD.from_config(config)

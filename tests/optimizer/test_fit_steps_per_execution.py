@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import dtsgd_viz
-from helpers import fit_dataset
-from helpers import layoutmap_mlp as _mlp, regression_data as _data
+from helpers.builders import fit_dataset
+from helpers.builders import layoutmap_mlp as _mlp, regression_data as _data
 
 FITS = [(1, 10), (2, 25)]  # (epochs, steps_per_epoch) of each model.fit: 60 updates
 STEPS = sum(e * n for e, n in FITS)

@@ -12,7 +12,7 @@ from tensorflow.experimental import dtensor
 import dtsgd_viz
 from dtsgd_viz.dtensor import core as _dtensor
 from dtsgd_viz.theory import reference
-from helpers import fit_dataset, layoutmap_mlp
+from helpers.builders import fit_dataset, layoutmap_mlp
 
 COMPUTE = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 

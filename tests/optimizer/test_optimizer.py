@@ -10,7 +10,7 @@ from tensorflow.experimental import dtensor
 import dtsgd_viz
 from dtsgd_viz.dtensor import core as _dtensor
 from dtsgd_viz.theory import reference
-from helpers import Problem, layout, layoutmap_mlp, make_sgd, run
+from helpers.builders import Problem, layout, layoutmap_mlp, make_sgd, run
 
 
 def test_is_the_dtensor_sgd():

@@ -10,7 +10,7 @@ from tensorflow.experimental import dtensor
 
 from dtsgd_viz.recorder import capture as _capture
 from dtsgd_viz.dtensor import core as _dtensor
-from helpers import Problem, fit_dataset, layout, make_sgd
+from helpers.builders import Problem, fit_dataset, layout, make_sgd
 
 MOMENTUM = dict(learning_rate=0.05, momentum=0.9, nesterov=True)
 

@@ -6,7 +6,7 @@ import tf_keras
 
 import dtsgd_viz
 from dtsgd_viz.dtensor import core as _dtensor
-from helpers import Problem, layout, make_sgd, run
+from helpers.builders import Problem, layout, make_sgd, run
 
 NESTEROV = dict(learning_rate=0.05, momentum=0.9, nesterov=True)
 CASES = [({"x": 2, "y": 4}, (4, 8), ("unsharded", "y")),

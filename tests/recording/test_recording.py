@@ -12,7 +12,7 @@ from tensorflow.experimental import dtensor
 import dtsgd_viz
 from dtsgd_viz.dtensor import core as _dtensor
 from dtsgd_viz.recording.recording import RecordingFileError
-from helpers import Problem, layout, make_sgd, run
+from helpers.builders import Problem, layout, make_sgd, run
 
 MOMENTUM = dict(learning_rate=0.05, momentum=0.9, nesterov=False)
 

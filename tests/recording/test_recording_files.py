@@ -19,7 +19,7 @@ from dtsgd_viz.dtensor import core as _dtensor
 from dtsgd_viz.theory import reference, surfaces
 from dtsgd_viz.recording.recording import RecordingFileError
 from dtsgd_viz.views.shards import draw_shards
-from helpers import Problem, layout, make_sgd
+from helpers.builders import Problem, layout, make_sgd
 
 matplotlib.use("Agg")
 

@@ -6,7 +6,7 @@ import pytest
 import dtsgd_viz
 from dtsgd_viz.dtensor import core as _dtensor
 from dtsgd_viz.theory import reference
-from helpers import CASE_IDS, LAYOUT_CASES, Problem, layout, make_sgd, run
+from helpers.builders import CASE_IDS, LAYOUT_CASES, Problem, layout, make_sgd, run
 
 STEPS = 6
 RTOL = 1e-6

@@ -27,7 +27,7 @@ from dtsgd_viz.dtensor import core as _dtensor  # noqa: E402
 from dtsgd_viz import shard_geometry  # noqa: E402
 from dtsgd_viz.views.layout_geometry import compact_devices, layout_picture, pick_indices, shortest_devices
 from dtsgd_viz.views.style import BLOCK_COLORS, block_styles  # noqa: E402
-from helpers import CASE_IDS, LAYOUT_CASES, layout, layoutmap_mlp  # noqa: E402
+from helpers.builders import CASE_IDS, LAYOUT_CASES, layout, layoutmap_mlp  # noqa: E402
 
 
 # ---- reading a figure back -----------------------------------------------------------

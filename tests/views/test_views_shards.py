@@ -19,7 +19,7 @@ from dtsgd_viz.views import shard_geometry as sg
 from dtsgd_viz.views import shards as sv
 from dtsgd_viz.views.shards import draw_shards, plot_shards, shard_norms
 from dtsgd_viz.views.update_shards import plot_update_shards
-from helpers import Problem, layout, make_sgd, run
+from helpers.builders import Problem, layout, make_sgd, run
 
 matplotlib.use("Agg")
 

@@ -14,7 +14,7 @@ import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz.dtensor import core as _dtensor
 from dtsgd_viz.widgets import ExplorerState, ShardExplorer, explorer_state, redraw_for
-from helpers import Problem, layout, make_sgd, run
+from helpers.builders import Problem, layout, make_sgd, run
 
 matplotlib.use("Agg")
 
