@@ -1,7 +1,7 @@
 """``animate``: ``plot_paths`` going through a run update by update (a
 ``FuncAnimation``), at a pace one can follow, holding the last frame, the loss curves
-drawn as far as the update shown. Split from ``views.paths``, which draws each frame's
-parts; this module only moves them.
+drawn as far as the update shown. ``views.path_scene`` computes the scene and
+``views.path_frames`` draws each frame's parts; this module only moves them.
 """
 
 from __future__ import annotations
@@ -9,6 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import path_geometry as geo
+from . import update_geometry as upd
+from .path_frames import draw_scene, draw_zoom, panel_at, path_title, set_trail
+from .path_scene import build_scene
 
 __all__ = ["animate"]
 
@@ -58,50 +61,19 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
     """
     from matplotlib.animation import FuncAnimation
 
-    from .paths import _draw, _panel, path_title, _scene, draw_zoom, set_trail
-
     if isinstance(hold, bool) or not isinstance(hold, (int, np.integer)) or hold < 0:
         raise ValueError(f"hold must be an integer >= 0 (extra frames). Received: hold={hold!r}.")
-    scene = _scene(recordings, surface, name)
+    scene = build_scene(recordings, surface, name)
     n = min(len(r) for r in scene.recordings.values())
     steps = np.asarray(next(iter(scene.recordings.values())).steps[:n])
     frame_list = _frames(frames, steps)
-    arrows = all({"grad", "velocity"} <= set(r.kinds) for r in scene.recordings.values())
-    if arrows:
-        try:
-            for r in scene.recordings.values():
-                for i in frame_list:
-                    geo.decompose_update(r, scene.name, i)
-        except ValueError:
-            arrows = False
-    fig, art = _draw(scene, int(steps[frame_list[0]]), None, arrows, ghost=True, zoom=zoom)
+    arrows = _arrows_drawable(scene, frame_list)
+    fig, art = draw_scene(scene, int(steps[frame_list[0]]), None, arrows, ghost=True, zoom=zoom)
     ax_loss = art.ax_loss
     ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
 
     def update(i):
-        changed = []
-        for key, rec in scene.recordings.items():
-            c, color = scene.coords[key], scene.colors[key]
-            art.paths[key].set_data(c[:i + 2, 0], c[:i + 2, 1])
-            art.positions[key].set_data([c[i, 0]], [c[i, 1]])
-            set_trail(art.trails[key], c, i, color)
-            changed += [art.paths[key], art.positions[key], art.trails[key]]
-            if arrows:
-                update_terms = geo.decompose_update(rec, scene.name, i)
-                for term, tail, uv in geo.arrow_chain(update_terms, scene.plane):
-                    q = art.arrows[(key, term)]
-                    q.set_offsets([tail])
-                    q.set_UVC([uv[0]], [uv[1]])
-                    changed.append(q)
-                if key in art.zoom_axes:
-                    draw_zoom(scene, art, key, _panel(scene, key, i, arrows))
-            s, loss, _ = scene.losses[key]
-            art.loss_markers[key].set_data([s[i]], [loss[i]])
-            art.loss_lines[key].set_data(s[:i + 1], loss[:i + 1])
-            changed += [art.loss_markers[key], art.loss_lines[key]]
-        art.step_line.set_xdata([steps[i], steps[i]])
-        art.title.set_text(path_title(scene, int(steps[i])))
-        return changed + [art.step_line, art.title]
+        return _move_to(scene, art, arrows, steps, i)
 
     update(frame_list[0])
     # Lay the figure out once: re-running the layout on every frame costs time and
@@ -113,3 +85,43 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
                          repeat=True, cache_frame_data=False)
     anim.frame_updates = [int(steps[i]) for i in sequence]
     return anim
+
+
+def _arrows_drawable(scene, frame_list) -> bool:
+    """Whether every run's update at every frame can be taken apart into arrows."""
+    arrows = all({"grad", "velocity"} <= set(r.kinds) for r in scene.recordings.values())
+    if arrows:
+        try:
+            for r in scene.recordings.values():
+                for i in frame_list:
+                    upd.decompose_update(r, scene.name, i)
+        except ValueError:
+            arrows = False
+    return arrows
+
+
+def _move_to(scene, art, arrows, steps, i) -> list:
+    """Move the artists ``art`` to recording index ``i``; returns the artists changed."""
+    changed = []
+    for key, rec in scene.recordings.items():
+        c, color = scene.coords[key], scene.colors[key]
+        art.paths[key].set_data(c[:i + 2, 0], c[:i + 2, 1])
+        art.positions[key].set_data([c[i, 0]], [c[i, 1]])
+        set_trail(art.trails[key], c, i, color)
+        changed += [art.paths[key], art.positions[key], art.trails[key]]
+        if arrows:
+            update_terms = upd.decompose_update(rec, scene.name, i)
+            for term, tail, uv in upd.arrow_chain(update_terms, scene.plane):
+                q = art.arrows[(key, term)]
+                q.set_offsets([tail])
+                q.set_UVC([uv[0]], [uv[1]])
+                changed.append(q)
+            if key in art.zoom_axes:
+                draw_zoom(scene, art, key, panel_at(scene, key, i, arrows))
+        s, loss, _ = scene.losses[key]
+        art.loss_markers[key].set_data([s[i]], [loss[i]])
+        art.loss_lines[key].set_data(s[:i + 1], loss[:i + 1])
+        changed += [art.loss_markers[key], art.loss_lines[key]]
+    art.step_line.set_xdata([steps[i], steps[i]])
+    art.title.set_text(path_title(scene, int(steps[i])))
+    return changed + [art.step_line, art.title]

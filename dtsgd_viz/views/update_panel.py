@@ -2,7 +2,7 @@
 paths for every run, and the styles that keep runs apart where their paths coincide.
 
 The geometry (arrow chain, look-ahead points, the zoom box, the fading trail) comes
-from ``_path_geometry``; this module only draws it. A panel is redrawn from scratch
+from ``path_geometry`` and ``update_geometry``; this module only draws it. A panel is redrawn from scratch
 for each update (``draw_update_panel`` clears the axes), so the explorer widget and
 the animation call the same function as ``plot_paths``.
 """
@@ -15,6 +15,7 @@ import numpy as np
 
 from . import path_geometry as geo
 from . import style
+from . import update_geometry as upd
 
 # Runs that start together (every rule's first update is along -g) stay apart: the
 # first run is drawn widest and lowest, the others dashed or dotted on top of it, each
@@ -78,7 +79,7 @@ def panel_data(key, update, coords, index, chain, nesterov, main_box) -> PanelDa
         pts.append(tip)
     if nesterov is not None:
         pts += list(nesterov)
-    box = geo.zoom_box(pts, main_box)
+    box = upd.zoom_box(pts, main_box)
     return PanelData(key, int(update), position, tuple(chain), nesterov,
                      np.asarray(coords[:index + 1]), box)
 
@@ -149,7 +150,6 @@ def lookahead_label_direction(point, away, box, size, label=LABEL_SIZE, offset=L
 
 def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect=True):
     """Clear ``ax`` and draw one run's update ``data`` there, arrows thick."""
-    from matplotlib.collections import LineCollection
     from matplotlib import patheffects
 
     fs = style.FONT_SIZE
@@ -157,6 +157,19 @@ def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect
     if data.box is None:
         ax.set_title(f"{data.key}: update {data.update} (non-finite)", fontsize=fs + 1, color=color)
         return
+    _draw_surroundings(ax, scene, data, color, run_style)
+    outline = [patheffects.withStroke(linewidth=2.5, foreground="white")]
+    _draw_chain(ax, data, color, outline)
+    if data.nesterov is not None:
+        _draw_lookahead(ax, data, color, outline)
+    _frame_panel(ax, data, color, equal_aspect)
+
+
+def _draw_surroundings(ax, scene, data: PanelData, color, run_style):
+    """The loss contours in the zoom box, the whole path faintly, the fading trail up to
+    the update and the position before it."""
+    from matplotlib.collections import LineCollection
+
     X, Y, Z = geo.loss_grid(scene.surface.value_np, scene.plane, tuple(scene.surface.shape),
                             data.box, n=41)
     levels = geo.log_levels(Z, n=9, inner=0.0)
@@ -173,7 +186,12 @@ def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect
                    zorder=3, gid=f"zoom-trail-points:{data.key}")
     ax.plot([data.position[0]], [data.position[1]], "o", ms=11, mfc="white", mec=color, mew=2.2,
             zorder=5, gid=f"zoom-position:{data.key}")
-    outline = [patheffects.withStroke(linewidth=2.5, foreground="white")]
+
+
+def _draw_chain(ax, data: PanelData, color, outline):
+    """The terms as thick arrows tip to tail, each long enough labelled, and the point
+    the update reaches."""
+    fs = style.FONT_SIZE
     tip = data.position
     span = np.ptp(data.box[0])
     for term, tail, uv in data.chain:
@@ -186,25 +204,36 @@ def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect
         if norm > 0.04 * span:  # label only arrows long enough to carry one
             mid = np.asarray(tail) + 0.5 * np.asarray(uv)
             off = np.array([-uv[1], uv[0]]) / norm * 0.06 * span
-            ax.text(*(mid + off), geo.TERM_SHORT[term], fontsize=fs + 1, color=color,
+            ax.text(*(mid + off), upd.TERM_SHORT[term], fontsize=fs + 1, color=color,
                     ha="center", va="center", zorder=8, path_effects=outline,
                     fontweight="bold" if term != "gradient" else "normal")
     ax.plot([tip[0]], [tip[1]], "o", ms=6, color=color, mec="white", mew=1.0, zorder=8,
             gid=f"zoom-next:{data.key}")
-    if data.nesterov is not None:
-        it, la = data.nesterov
-        ax.plot([it[0], la[0]], [it[1], la[1]], ":", color=color, lw=1.4, zorder=4)
-        ax.plot([it[0]], [it[1]], "s", ms=6, mfc="white", mec=color, mew=1.4, zorder=6,
-                gid=f"iterate:{data.key}")
-        ax.plot([la[0]], [la[1]], "D", ms=7, color=color, mec="white", mew=1.0, zorder=9,
-                gid=f"lookahead:{data.key}")
-        # the label goes behind the point, away from where the arrows leave it, and
-        # never out of the panel: the direction most away from them whose label fits
-        away = -sum((np.asarray(uv) for _, _, uv in data.chain), np.zeros(2))
-        d, ha, va = lookahead_label_direction(la, away, data.box, _size_points(ax))
-        ax.annotate("look-ahead:\ng taken here", la, gid=f"lookahead-label:{data.key}",
-                    xytext=tuple(LABEL_OFFSET * d), textcoords="offset points",
-                    fontsize=fs - 1, color=color, ha=ha, va=va, zorder=9, path_effects=outline)
+
+
+def _draw_lookahead(ax, data: PanelData, color, outline):
+    """Nesterov's classical iterate, the look-ahead point where g was taken (the
+    parameter) and a label on it that stays in the panel."""
+    it, la = data.nesterov
+    ax.plot([it[0], la[0]], [it[1], la[1]], ":", color=color, lw=1.4, zorder=4)
+    ax.plot([it[0]], [it[1]], "s", ms=6, mfc="white", mec=color, mew=1.4, zorder=6,
+            gid=f"iterate:{data.key}")
+    ax.plot([la[0]], [la[1]], "D", ms=7, color=color, mec="white", mew=1.0, zorder=9,
+            gid=f"lookahead:{data.key}")
+    # the label goes behind the point, away from where the arrows leave it, and
+    # never out of the panel: the direction most away from them whose label fits
+    away = -sum((np.asarray(uv) for _, _, uv in data.chain), np.zeros(2))
+    d, ha, va = lookahead_label_direction(la, away, data.box, _size_points(ax))
+    ax.annotate("look-ahead:\ng taken here", la, gid=f"lookahead-label:{data.key}",
+                xytext=tuple(LABEL_OFFSET * d), textcoords="offset points",
+                fontsize=style.FONT_SIZE - 1, color=color, ha=ha, va=va, zorder=9,
+                path_effects=outline)
+
+
+def _frame_panel(ax, data: PanelData, color, equal_aspect):
+    """Limits on the zoom box, small tick labels for its scale, the title and spines in
+    the run's colour."""
+    fs = style.FONT_SIZE
     ax.set_xlim(*data.box[0])
     ax.set_ylim(*data.box[1])
     if equal_aspect:

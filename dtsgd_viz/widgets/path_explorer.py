@@ -24,8 +24,10 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..views import path_geometry as geo
+from ..views import update_geometry as upd
 from ..views import update_panel as panel
-from ..views.paths import path_title, draw_paths, draw_zoom, set_trail
+from ..views.path_frames import draw_zoom, path_title, set_trail
+from ..views.paths import draw_paths
 from ._canvas import FigureWidget
 
 __all__ = ["PathExplorer", "PathExplorerState", "path_explorer_state", "PathTrack", "shared_text",
@@ -252,8 +254,8 @@ class PathExplorer(FigureWidget):
         # as plot_paths: without arrows where the recording can't give them, and a note why
         note = None
         if arrows and not ok:
-            note = next((geo.why_no_arrows(r) for r in recs.values()
-                         if hasattr(r, "kinds") and hasattr(r, "steps") and geo.why_no_arrows(r)), None)
+            note = next((upd.why_no_arrows(r) for r in recs.values()
+                         if hasattr(r, "kinds") and hasattr(r, "steps") and upd.why_no_arrows(r)), None)
         first = None
         if step is None and recs and all(hasattr(r, "steps") and len(r) for r in recs.values()):
             first = -min(len(r) for r in recs.values())  # the first update they share

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from dtsgd_viz.cli import demo, report
-from dtsgd_viz.views import path_geometry as geo
+from dtsgd_viz.views import update_geometry as upd
 from dtsgd_viz.views.layout import layout_table
 
 STEPS = 12        # the sharded demo's updates per optimizer
@@ -144,7 +144,7 @@ def test_arrow_step_is_where_the_arrows_leave_the_path(made):
     for i in range(PATH_STEPS):
         score = 0.0
         for rec in paths.values():
-            update = geo.decompose_update(rec, "w", i)
+            update = upd.decompose_update(rec, "w", i)
             (_, first), (_, second) = update.terms  # momentum/look-ahead, then gradient
             np.testing.assert_allclose(first + second, update.total, atol=1e-5)
             score += _segment_distance(first, update.total)

@@ -14,8 +14,9 @@ from dtsgd_viz.geometry import shard_geometry
 from dtsgd_viz.recording.recording import Hyperparameters, Recording, VariableRecord
 from dtsgd_viz.specs import LayoutSpec, MeshSpec
 from dtsgd_viz.views import path_geometry as geo
+from dtsgd_viz.views import update_geometry as upd
 from dtsgd_viz.views import style
-from dtsgd_viz.views.path_geometry import decompose_update
+from dtsgd_viz.views.update_geometry import decompose_update
 from dtsgd_viz.views.paths import draw_paths
 
 STEPS = 8
@@ -428,7 +429,7 @@ def test_animation_updates_artists_in_place_and_saves_a_gif(rotated, tmp_path):
             path = rec.path("w")
             np.testing.assert_array_equal(paths[name].get_xydata(), path[:i + 2])
             tip = path[i].astype(np.float64)
-            for term, _ in geo.decompose_update(rec, "w", i).terms:
+            for term, _ in upd.decompose_update(rec, "w", i).terms:
                 xy, uv = quiver_arrow(arrows[f"{name}:{term}"])
                 np.testing.assert_allclose(xy, tip, atol=1e-12)
                 tip = tip + uv

@@ -12,7 +12,7 @@ import pytest
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz.theory import reference, surfaces
-from dtsgd_viz.views import path_geometry as geo
+from dtsgd_viz.views import update_geometry as upd
 from dtsgd_viz.views.paths import draw_paths
 from dtsgd_viz.widgets import (CompareParams, CompareWidget, PathExplorer, PathExplorerState,
                                PhaseDiagram, compare_configs, compare_params,
@@ -81,7 +81,7 @@ def test_tracks_are_the_update_decomposition(recs):
         np.testing.assert_array_equal(t.coords, rec.path("w").astype(np.float64))
         np.testing.assert_array_equal(t.loss, rec.loss)
         for i in range(STEPS):
-            chain = geo.arrow_chain(geo.decompose_update(rec, "w", i), view.scene.plane)
+            chain = upd.arrow_chain(upd.decompose_update(rec, "w", i), view.scene.plane)
             assert [term for term, *_ in chain] == [term for term, *_ in t.arrows]
             for (_, tail, uv), (_, tails, uvs) in zip(chain, t.arrows):
                 np.testing.assert_allclose(tails[i], tail, rtol=1e-12, atol=1e-12)

@@ -1,0 +1,105 @@
+"""The scene of a path figure: every number ``views.paths`` draws, computed before any
+drawing (the paths in plot coordinates, the plane, the box, the loss grid and levels,
+the minima, the loss per update, the runs that diverged). No matplotlib here: the
+geometry is ``views.path_geometry``'s; this module checks the input and puts it together.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
+
+from . import path_geometry as geo
+from . import style
+from .empty import check_not_empty
+
+__all__ = ["PathScene", "build_scene"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PathScene:
+    """Everything a path figure shows, computed before any drawing."""
+
+    surface: object
+    name: str
+    recordings: dict
+    colors: dict
+    plane: geo.Plane
+    coords: dict          # config -> (n_steps + 1, 2) plot coordinates of the path
+    box: tuple
+    grid: tuple           # X, Y, Z
+    levels: np.ndarray
+    minima: np.ndarray    # (k, 2) plot coordinates
+    minima_off_plane: float
+    starts: np.ndarray    # (m, 2) distinct starts
+    losses: dict          # config -> (steps, loss, from_surface)
+    diverged: dict = dataclasses.field(default_factory=dict)  # config -> update it left the view
+
+
+def _as_dict(recordings) -> dict:
+    if hasattr(recordings, "path") and hasattr(recordings, "steps"):
+        recordings = {"recording": recordings}
+    if not isinstance(recordings, Mapping) or not recordings:
+        raise ValueError(
+            "recordings must be a non-empty dict {config name: Recording} (as dtsgd_viz.run "
+            f"returns) or one Recording. Received: {recordings!r}."
+        )
+    for key, rec in recordings.items():
+        if not (hasattr(rec, "path") and hasattr(rec, "steps")):
+            raise TypeError(f"recordings[{key!r}] must be a Recording. Received: {type(rec).__name__}.")
+        check_not_empty(rec, key)
+    return dict(recordings)
+
+
+def build_scene(recordings, surface, name, diverged=None) -> PathScene:
+    """The ``PathScene`` of ``recordings`` on ``surface`` (variable ``name``; None: the
+    only one), checking them with errors that say what was received. ``diverged``:
+    ``{config: update}`` of the runs that left the view (None: found from the paths)."""
+    recordings = _as_dict(recordings)
+    if not all(hasattr(surface, a) for a in ("shape", "value_np", "minimum")):
+        raise TypeError(
+            "surface must be a dtsgd_viz.surfaces surface (with shape, value_np and "
+            f"minimum). Received: {type(surface).__name__}."
+        )
+    name = geo.select_variable(recordings, name)
+    shape = tuple(surface.shape)
+    dim = int(np.prod(shape))
+    for key, rec in recordings.items():
+        got = tuple(rec.shape(name))
+        if got != shape:
+            raise ValueError(
+                f"Cannot draw {key!r} on {type(surface).__name__}: the surface takes parameters "
+                f"of shape {shape} ({dim} numbers), but recorded variable {name!r} has shape "
+                f"{got}. Pass the surface the recordings were made on."
+            )
+    if dim < 2:
+        raise ValueError(
+            f"plot_paths draws parameters of 2 or more numbers on a plane. Received: a "
+            f"surface of shape {shape}."
+        )
+    paths = {k: r.path(name).astype(np.float64).reshape(-1, dim) for k, r in recordings.items()}
+    plane = geo.identity_plane() if dim == 2 else geo.pca_plane(list(paths.values()))
+    coords = {k: geo.project(p, plane) for k, p in paths.items()}
+    view_box = getattr(surface, "view_box", None) if plane.is_identity else None
+    if diverged is None:
+        diverged = geo.diverged_runs(coords, view_box)
+    diverged = {k: (None if u is None else int(u)) for k, u in diverged.items() if k in coords}
+    # a diverged run counts for the box only until it leaves the view
+    kept = [c if k not in diverged else c[:geo.drawn_length(len(c), diverged[k]) - 1]
+            for k, c in coords.items()]
+    box = geo.plot_box(view_box, np.concatenate(kept))
+    grid = geo.loss_grid(surface.value_np, plane, shape, box)
+    minima_flat = np.asarray(surface.minimum, np.float64).reshape(-1, dim)
+    minima = geo.project(minima_flat, plane)
+    off = float(np.max(np.linalg.norm(geo.lift(minima, plane) - minima_flat, axis=-1)))
+    starts = np.unique(np.round(np.stack([c[0] for c in coords.values()]), 12), axis=0)
+    losses = {}
+    for k, r in recordings.items():
+        if r.loss is not None:
+            losses[k] = (np.asarray(r.steps), np.asarray(r.loss, np.float64), False)
+        else:  # no loss reported: the loss after each recorded update, from the surface
+            losses[k] = (np.asarray(r.steps), surface.value_np(r.global_values(name, "param")), True)
+    return PathScene(surface, name, recordings, style.optimizer_colors(recordings), plane, coords,
+                  box, grid, geo.log_levels(grid[2]), minima, off, starts, losses, diverged)
