@@ -4,7 +4,7 @@
 - ``dtsgd_viz`` imports its heavy names on first use (``_LAZY`` and ``__getattr__`` in
   ``dtsgd_viz/__init__.py``), which static analysis cannot follow: each of them is made
   an alias of the object it names, so ``dtsgd_viz.make_mesh`` is documented (and
-  linked) under its public name, not ``dtsgd_viz._dtensor.make_mesh``.
+  linked) under its public name, not ``dtsgd_viz.dtensor.core.make_mesh``.
 - The docstrings' runnable examples (``>>>`` lines and their output, as doctest reads
   them) become fenced ``pycon`` code blocks: Markdown would otherwise run them into a
   paragraph and read ``x[0][:2]`` as a link.
@@ -44,5 +44,8 @@ class DtsgdViz(griffe.Extension):
             return
         lazy = ast.literal_eval(str(pkg.members["_LAZY"].value))
         for name, module in lazy.items():
-            if module is not None:  # a module of its own is a member already
-                pkg.set_member(name, griffe.Alias(name, f"dtsgd_viz.{module}.{name}", parent=pkg))
+            pkg.set_member(name, griffe.Alias(name, f"dtsgd_viz.{module}.{name}", parent=pkg))
+        # modules reached as attributes (dtsgd_viz.reference is dtsgd_viz.theory.reference)
+        for name, module in ast.literal_eval(str(pkg.members["_MODULES"].value)).items():
+            if name != module:
+                pkg.set_member(name, griffe.Alias(name, f"dtsgd_viz.{module}", parent=pkg))

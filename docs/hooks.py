@@ -73,10 +73,18 @@ def public_names():
     return list(dtsgd_viz.__all__)
 
 
+def module_paths() -> dict[str, str]:
+    """Public name -> dotted path of the modules ``dtsgd_viz`` exposes as attributes
+    (``dtsgd_viz._MODULES``: ``reference`` is ``dtsgd_viz.theory.reference``, ...)."""
+    public_names()
+    import dtsgd_viz
+    return {name: f"dtsgd_viz.{path}" for name, path in dtsgd_viz._MODULES.items()
+            if name in dtsgd_viz.__all__}
+
+
 def modules():
     """The public names that are modules: each gets a page."""
-    return sorted(name for name in public_names()
-                  if (PACKAGE / f"{name}.py").exists() or (PACKAGE / name / "__init__.py").exists())
+    return sorted(module_paths())
 
 
 def reference_pages():
@@ -104,7 +112,7 @@ def reference_pages():
     pages = {"reference/index.md": "\n".join(index)}
     for mod in mods:
         pages[f"reference/{mod}.md"] = "\n".join([
-            f"::: dtsgd_viz.{mod}",
+            f"::: {module_paths()[mod]}",
             "    options:",
             "      show_root_heading: true",
             "      show_root_full_path: true",
@@ -118,9 +126,10 @@ def reference_pages():
 def module_members(mod):
     """A module's public members: its ``__all__``, or else the functions and classes it
     defines whose names do not start with an underscore (read from the source)."""
-    path = PACKAGE / mod / "__init__.py"
+    rel = module_paths()[mod].split(".")[1:]
+    path = PACKAGE.joinpath(*rel, "__init__.py")
     if not path.exists():
-        path = PACKAGE / f"{mod}.py"
+        path = PACKAGE.joinpath(*rel[:-1], f"{rel[-1]}.py")
     tree = ast.parse(path.read_text())
     for node in tree.body:
         if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__"

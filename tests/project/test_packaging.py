@@ -122,7 +122,7 @@ def test_a_wheel_installs_and_runs_the_quick_start(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
                     str(target), str(wheel)], check=True, timeout=600)
     assert (target / "dtsgd_viz" / "py.typed").exists()
-    assert (target / "dtsgd_viz" / "app" / "dashboard.ipynb").exists()
+    assert (target / "dtsgd_viz" / "cli" / "app" / "dashboard.ipynb").exists()
     code = re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
     code = ("import dtsgd_viz, sys\nassert dtsgd_viz.__file__.startswith(sys.argv[1]), "
             "dtsgd_viz.__file__\n" + code)

@@ -41,12 +41,81 @@ def voila_command(port: int = 8866, open_browser: bool = False) -> list[str]:
     return cmd
 
 
+STOP_TIMEOUT = 10  # seconds Voila gets to shut its kernels down before they are killed
+
+
 def serve(port: int = 8866, open_browser: bool = False) -> int:
-    """Run Voila in the foreground until interrupted (Ctrl-C)."""
+    """Run Voila in the foreground until interrupted (Ctrl-C) or terminated (SIGTERM).
+
+    Either signal is passed on to Voila (as SIGTERM: Voila then stops without asking for
+    a confirmation, shutting its kernels down) and waited for; whatever Voila leaves after
+    ``STOP_TIMEOUT`` seconds (a kernel, or Voila itself) is killed, so when ``serve``
+    returns no Voila and no kernel is left and the port is free. Returns Voila's exit
+    status, 0 after Ctrl-C, 143 after SIGTERM."""
+    import signal
     import subprocess
     cmd = voila_command(port, open_browser)
-    print(f"dtsgd-viz app: serving the dashboard on http://127.0.0.1:{port}/ (Ctrl-C stops)")
+    print(f"dtsgd-viz app: serving the dashboard on http://127.0.0.1:{port}/ (Ctrl-C stops)",
+          flush=True)
+    # its own session: a Ctrl-C in the terminal reaches this process only (Voila would
+    # ask "Shutdown this server?"), and is passed on as below
+    voila = subprocess.Popen(cmd, start_new_session=True)
+    received = []
+
+    def stop(signum, frame):
+        if not received:
+            received.append(signum)
+            _signal(voila.pid, signal.SIGTERM)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return subprocess.call(cmd)
-    except KeyboardInterrupt:
-        return 0
+        while True:
+            try:
+                status = voila.wait(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                if received:
+                    status = _stop(voila)
+                    break
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if not received:
+        return status
+    return 0 if received[0] == signal.SIGINT else 128 + signal.SIGTERM
+
+
+def _signal(pid, signum) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _descendants(pid) -> list:
+    try:
+        import psutil  # installed with Voila (ipykernel needs it)
+        return psutil.Process(pid).children(recursive=True)
+    except Exception:  # psutil.Error, ImportError: nothing more to find
+        return []
+
+
+def _stop(voila) -> int:
+    """Wait for Voila to end after a SIGTERM; kill what is left after ``STOP_TIMEOUT``."""
+    import subprocess
+    children = _descendants(voila.pid)  # its kernels, found while Voila still runs
+    try:
+        status = voila.wait(timeout=STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        voila.kill()
+        status = voila.wait()
+    for child in children:
+        try:
+            child.terminate()
+            child.wait(timeout=3)
+        except Exception:  # gone already, or it ignores SIGTERM
+            try:
+                child.kill()
+            except Exception:
+                pass
+    return status
