@@ -3,7 +3,7 @@
 No TensorFlow and no drawing. ``layout_picture`` turns a shape and a ``LayoutSpec``
 into rectangles in tensor element units (x = last tensor dim, y = the one before,
 growing downwards like a matrix), device colours, labels with font sizes chosen to fit
-the block at the figure's size, and every panel's box in inches. ``views.layout``
+the block at the figure's size (``layout_labels``), and every panel's box in inches. ``views.layout``
 only draws what it returns::
 
     >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
@@ -23,102 +23,10 @@ from matplotlib.colors import to_rgb
 
 from ..geometry import ShardGeometry, shard_geometry
 from ..specs import UNSHARDED, LayoutSpec
+from .layout_labels import MIN_FONT, PAD, label_blocks, text_width_pt
 from .style import FONT_SIZE, block_styles
 
-MIN_FONT = 6
 MAX_FACETS = {3: (12,), 4: (4, 4)}  # panels per leading dim, by tensor rank
-_PAD = 2.0          # points kept free around a label inside its block
-
-
-# ---- text measures (DejaVu Sans, matplotlib's default; slightly generous) ----------
-
-def text_width_pt(text: str, fontsize: float) -> float:
-    return fontsize * sum(0.36 if ch in ",.:;'| " else 0.45 if ch in "[]()-=" else
-                          0.74 if ch.isupper() or ch in "mw" else 0.64 for ch in text)
-
-
-def text_height_pt(n_lines: int, fontsize: float) -> float:
-    return 1.25 * n_lines * fontsize
-
-
-# ---- device labels ------------------------------------------------------------------
-
-def compact_devices(devices) -> str:
-    """``d0,d4`` for a few devices; runs of three or more as ``d0-d3``."""
-    runs: list[list[int]] = []
-    for d in devices:
-        if runs and d == runs[-1][1] + 1:
-            runs[-1][1] = d
-        else:
-            runs.append([d, d])
-    parts = []
-    for a, b in runs:
-        parts.append(f"d{a}" if a == b else f"d{a},d{b}" if b == a + 1 else f"d{a}-d{b}")
-    return ",".join(parts)
-
-
-def shortest_devices(devices) -> str:
-    """The shortest form: ``d0,d2..d14`` for evenly spaced devices, else ``d3+7``."""
-    devices = list(devices)
-    if len(devices) <= 2:
-        return compact_devices(devices)
-    steps = {b - a for a, b in zip(devices, devices[1:])}
-    if len(steps) == 1:
-        return compact_devices(devices) if steps == {1} else f"d{devices[0]},d{devices[1]}..d{devices[-1]}"
-    return f"d{devices[0]}+{len(devices) - 1}"
-
-
-def _wrap(tokens, sep, width, fontsize) -> list[str]:
-    lines, cur = [], ""
-    for t in tokens:
-        trial = f"{cur}{sep}{t}" if cur else t
-        if cur and text_width_pt(trial, fontsize) > width:
-            lines.append(cur + sep.rstrip())
-            cur = t
-        else:
-            cur = trial
-    return lines + [cur]
-
-
-def _fit(tokens, sep, fontsize, w_pt, h_pt, rotation=0):
-    """The label text if ``tokens`` fit the box at ``fontsize`` (wrapped), else None."""
-    if rotation and h_pt <= w_pt:
-        return None  # rotate only in blocks taller than wide
-    w, h = (h_pt, w_pt) if rotation else (w_pt, h_pt)
-    w, h = w - 2 * _PAD, h - 2 * _PAD
-    lines = _wrap(tokens, sep, w, fontsize)
-    if max(text_width_pt(s, fontsize) for s in lines) <= w and text_height_pt(len(lines), fontsize) <= h:
-        return "\n".join(lines)
-    return None
-
-
-# (label form, rotation, font sizes), tried in order: full names upright, then compact
-# upright, then rotated, then smaller; the first that fits every block of a panel wins.
-_ATTEMPTS = [(0, 0, (9, 8, 7)), (1, 0, (9, 8, 7)), (0, 90, (9, 8, 7)), (1, 90, (9, 8, 7)),
-             (1, 0, (6,)), (1, 90, (6,)), (2, 0, (7, 6)), (2, 90, (7, 6)),
-             (3, 0, (9, 8, 7, 6)), (3, 90, (9, 8, 7, 6))]
-
-
-def jax_devices(devices, names) -> list[str]:
-    """Tokens of ``CPU 0,8,16`` (as JAX's ``visualize_array_sharding`` lists replicas;
-    runs of three or more as ``0-3``), each with its trailing comma, for wrapping."""
-    heads = {names[d].rsplit(":", 1)[0] for d in devices}
-    ids = [names[d].rsplit(":", 1)[-1] for d in devices]
-    if len(heads) != 1 or not all(i.isdigit() for i in ids):
-        return [names[d] + "," for d in devices[:-1]] + [names[devices[-1]]]
-    parts = compact_devices([int(i) for i in ids]).replace("d", "").split(",")
-    tokens = [p + "," for p in parts[:-1]] + [parts[-1]]
-    tokens[0] = f"{heads.pop()} {tokens[0]}"
-    return tokens
-
-
-def label_forms(devices, names):
-    """Label forms of a replica group, most to least explicit: (tokens, separator)."""
-    compact = compact_devices(devices)
-    return [([names[d] for d in devices], ", "),
-            (jax_devices(devices, names), ""),
-            ([t + "," for t in compact.split(",")[:-1]] + [compact.split(",")[-1]], ""),
-            ([shortest_devices(devices)], "")]
 
 
 # ---- the picture ------------------------------------------------------------------------
@@ -199,10 +107,6 @@ class LayoutPicture:
     @property
     def layout(self) -> LayoutSpec:
         return self.geometry.layout
-
-
-def slice_text(slices) -> str:
-    return "[" + ", ".join(f"{s.start}:{s.stop}" for s in slices) + "]"
 
 
 def dim_text(layout: LayoutSpec, dim: int, two_lines: bool = False) -> str:
@@ -304,49 +208,6 @@ def _blocks(geom: ShardGeometry, index):
     return out
 
 
-def _label_blocks(blocks, names, size_pt, xrange, yrange):
-    """Label the blocks with one form and font size that fits them all (else, block by
-    block, the first that fits; no label where nothing does)."""
-    px, py = size_pt[0] / xrange, size_pt[1] / yrange
-
-    def box_pt(b):
-        return b.rect[2] * px, b.rect[3] * py
-
-    candidates = [(form, rot, fs) for form, rot, sizes in _ATTEMPTS for fs in sizes]
-    if any(len(b.devices) > 2 for b in blocks):  # many copies: "CPU 0-3" reads before a list
-        candidates.sort(key=lambda c: c[0] != 1)
-    forms = [label_forms(b.devices, names) for b in blocks]
-    chosen = None
-    for form, rot, fs in candidates:
-        fits = [_fit(*f[form], fs, *box_pt(b), rot) for b, f in zip(blocks, forms)]
-        if all(fits):
-            chosen = [((text, rot), fs) for text in fits]
-            break
-    if chosen is None:
-        chosen = [next((((text, rot), fs) for form, rot, fs in candidates
-                        if (text := _fit(*f[form], fs, *box_pt(b), rot))), (("", 0), MIN_FONT))
-                  for b, f in zip(blocks, forms)]
-    fs_detail = max(MIN_FONT, min(s for _, s in chosen) - 1)
-
-    def detail_fits(b, fit, fs):
-        w, h = box_pt(b)
-        text = slice_text(b.slices)
-        lines = fit[0].count("\n") + 1
-        # label above the centre line, slices below it: each gets half the block
-        return (fit[1] == 0 and text_width_pt(text, fs_detail) <= w - 2 * _PAD
-                and 2 * max(text_height_pt(lines, fs), text_height_pt(1, fs_detail))
-                <= h - 2 * _PAD)
-
-    with_detail = all(detail_fits(b, f, fs) for b, (f, fs) in zip(blocks, chosen) if f[0])
-    out = []
-    for b, ((text, rotation), fs) in zip(blocks, chosen):
-        x, y, w, h = b.rect
-        out.append(dataclasses.replace(
-            b, label=text, fontsize=fs, rotation=rotation, label_xy=(x + w / 2, y + h / 2),
-            detail=slice_text(b.slices) if with_detail and text else ""))
-    return out
-
-
 def _mesh_key(layout, width, title, geom=None, max_height=4.0):
     """Devices drawn as the mesh itself: columns = last mesh dim, rows = the one before,
     row groups (with a gap) = the dims before that. Each device takes the colour of the
@@ -362,7 +223,7 @@ def _mesh_key(layout, width, title, geom=None, max_height=4.0):
     styles = block_styles(geom)
     forms = (mesh.short_device_names, [f"d{d}" for d in range(n)], [str(d) for d in range(n)])
     texts, fs = next(((t, f) for t in forms for f in (8, 7, MIN_FONT)
-                      if max(text_width_pt(s, f) for s in t) <= cell * 72 - 3 * _PAD),
+                      if max(text_width_pt(s, f) for s in t) <= cell * 72 - 3 * PAD),
                      ([""] * n, MIN_FONT))
     cells, yticks = [], []
     for d in range(n):
@@ -379,14 +240,10 @@ def _mesh_key(layout, width, title, geom=None, max_height=4.0):
                    xticks, tuple(yticks), f"mesh dim {mesh_dim_role(layout, dims[-1])}", title)
 
 
-def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
-                   panel_size=None) -> LayoutPicture:
-    """Everything the layout figure shows, computed. ``panel_size`` (inches) overrides
-    the automatic size, e.g. to fit labels in an existing axes."""
-    geom = shard_geometry(shape, layout)
-    shape, rank, mesh = geom.global_shape, len(geom.global_shape), layout.mesh
-    names = mesh.short_device_names
-    faceted = rank >= 3
+def _facets(shape, layout):
+    """The leading-dim indices drawn, one panel each, and the panels per row:
+    ``(picks, indices, ncols)``, ``picks`` the ``pick_indices`` of each faceted dim."""
+    rank = len(shape)
     picks = [pick_indices(shape[d], layout.num_shards(d), lim)
              for d, lim in enumerate(MAX_FACETS.get(rank, ()))]
     if rank == 3:
@@ -397,14 +254,13 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
         ncols = len(picks[1])
     else:
         indices, ncols = [()], 1
-    nrows = math.ceil(len(indices) / ncols)
-    pw, ph = panel_size or _panel_size(shape, layout, faceted)
-    size_pt = (pw * 72, ph * 72)
-    xrange = shape[-1]
-    yrange = shape[-2] if rank >= 2 else 1
-    max_ticks = 5 if faceted else 9
+    return picks, indices, ncols
 
-    # header text
+
+def _header(geom, layout, name, title):
+    """The title (``title`` when given) and the subtitle: the mesh, the unique blocks,
+    where their copies come from and what the panels index."""
+    shape, rank, mesh = geom.global_shape, len(geom.global_shape), layout.mesh
     spec_text = "[" + ", ".join(layout.sharding_specs) + "]"
     title = title or f"{name + ' ' if name else ''}{shape}: sharding {spec_text}"
     copies = geom.num_devices // geom.num_unique
@@ -416,8 +272,13 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
     elif rank == 4:
         subtitle += (f"\npanel rows: {dim_text(layout, 0)}; panel columns: "
                      f"{dim_text(layout, 1).replace('tensor ', '')}")
-    labelled = [_label_blocks(_blocks(geom, idx), names, size_pt, xrange, yrange)
-                for idx in indices]
+    return title, subtitle
+
+
+def _note(geom, picks, labelled):
+    """What the panels leave out (indices of long leading dims, blocks, labels):
+    ``(note, number of blocks left unlabelled)``."""
+    shape = geom.global_shape
     notes = [f"showing indices {', '.join(map(str, p))} of {shape[d]} along tensor dim {d}"
              for d, p in enumerate(picks) if len(p) < shape[d]]
     if notes:
@@ -427,15 +288,16 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
     omitted = sum(1 for blocks in labelled for b in blocks if not b.label)
     if omitted:
         notes.append(f"{omitted} label(s) left out for lack of room (see layout_table)")
-    note = "; ".join(notes)
-    key_title = "devices on the mesh, coloured by the block they hold" + (
-        f"\n(one colour: the {copies} copies of a block)" if copies > 1 else "")
+    return "; ".join(notes), omitted
 
-    # placement (inches, from the figure's bottom-left)
-    gx, gy = (0.55, 0.7) if faceted else (0.0, 0.0)
+
+def _frame(rank, grid, key, title, subtitle, note, key_title):
+    """The figure's size around the panel grid (``grid``: its width and height), the
+    header and the mesh key, and where the grid goes: ``(figsize, x0, top)``, the grid's
+    left and top edges (inches, from the figure's bottom-left)."""
+    faceted = rank >= 3
+    grid_w, grid_h = grid
     left_m, right_m, bottom_m = (1.0 if rank >= 2 else 0.5), 0.35, (1.0 if faceted else 0.75)
-    grid_w, grid_h = ncols * pw + (ncols - 1) * gx, nrows * ph + (nrows - 1) * gy
-    key = _mesh_key(layout, min(5.5, max(grid_w, 3.0)), key_title, geom)
     key_w, key_h = key.box[2], key.box[3]
     key_ytick_in = max((text_width_pt(t, 8) for _, t in key.yticks), default=0) / 72
     header_lines = 2 + subtitle.count("\n") + bool(note)
@@ -445,19 +307,58 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
     fig_w = max(left_m + grid_w + right_m, key_w + 2 * (key_ytick_in + 0.4), header_w, 4.0)
     fig_h = top_m + grid_h + bottom_m + key_h + 0.95
     x0 = left_m + (fig_w - left_m - right_m - grid_w) / 2
+    return (fig_w, fig_h), x0, fig_h - top_m
+
+
+def _panels(shape, layout, indices, labelled, ncols, size, x0, top, gaps):
+    """Every panel in its place: ``size`` (inches) each, ``gaps`` between them, the
+    grid's left edge at ``x0`` and its top at ``top``; axis labels on the outer panels."""
+    rank, faceted = len(shape), len(shape) >= 3
+    (pw, ph), (gx, gy) = size, gaps
+    xrange, yrange = shape[-1], (shape[-2] if rank >= 2 else 1)
+    max_ticks = 5 if faceted else 9
     panels = []
     for k, (idx, blocks) in enumerate(zip(indices, labelled)):
         r, c = divmod(k, ncols)
         bottom_row = k + ncols >= len(indices)  # no panel below this one
         panels.append(Panel(
             idx, "[" + ", ".join([*map(str, idx), ":", ":"][:rank]) + "]" if faceted else "",
-            (x0 + c * (pw + gx), fig_h - top_m - ph - r * (ph + gy), pw, ph),
+            (x0 + c * (pw + gx), top - ph - r * (ph + gy), pw, ph),
             (0, xrange), (yrange, 0),
             boundary_ticks(shape[-1], layout.num_shards(rank - 1), max_ticks),
             boundary_ticks(shape[-2], layout.num_shards(rank - 2), max_ticks) if rank >= 2 else (),
             _axis_label(layout, rank - 1, pw * 72, faceted) if bottom_row else "",
             _axis_label(layout, rank - 2, ph * 72, faceted) if rank >= 2 and c == 0 else "",
             tuple(blocks)))
-    key = dataclasses.replace(key, box=((fig_w - key_w) / 2, 0.55, key_w, key_h))
-    return LayoutPicture(geom, names, title, subtitle, note, (fig_w, fig_h), tuple(panels),
-                         key, omitted)
+    return tuple(panels)
+
+
+def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
+                   panel_size=None) -> LayoutPicture:
+    """Everything the layout figure shows, computed. ``panel_size`` (inches) overrides
+    the automatic size, e.g. to fit labels in an existing axes."""
+    geom = shard_geometry(shape, layout)
+    shape, rank = geom.global_shape, len(geom.global_shape)
+    names = layout.mesh.short_device_names
+    faceted = rank >= 3
+    picks, indices, ncols = _facets(shape, layout)
+    nrows = math.ceil(len(indices) / ncols)
+    pw, ph = panel_size or _panel_size(shape, layout, faceted)
+    yrange = shape[-2] if rank >= 2 else 1
+    labelled = [label_blocks(_blocks(geom, idx), names, (pw * 72, ph * 72), shape[-1], yrange)
+                for idx in indices]
+    title, subtitle = _header(geom, layout, name, title)
+    note, omitted = _note(geom, picks, labelled)
+    copies = geom.num_devices // geom.num_unique
+    key_title = "devices on the mesh, coloured by the block they hold" + (
+        f"\n(one colour: the {copies} copies of a block)" if copies > 1 else "")
+
+    # placement (inches, from the figure's bottom-left)
+    gaps = (0.55, 0.7) if faceted else (0.0, 0.0)
+    grid = (ncols * pw + (ncols - 1) * gaps[0], nrows * ph + (nrows - 1) * gaps[1])
+    key = _mesh_key(layout, min(5.5, max(grid[0], 3.0)), key_title, geom)
+    figsize, x0, top = _frame(rank, grid, key, title, subtitle, note, key_title)
+    panels = _panels(shape, layout, indices, labelled, ncols, (pw, ph), x0, top, gaps)
+    key_w, key_h = key.box[2], key.box[3]
+    key = dataclasses.replace(key, box=((figsize[0] - key_w) / 2, 0.55, key_w, key_h))
+    return LayoutPicture(geom, names, title, subtitle, note, figsize, panels, key, omitted)

@@ -24,8 +24,8 @@ from .empty import check_not_empty
 from .figure import new_figure
 from .shard_geometry import as_image, axis_labels, settings_text, short_device_names, update_index
 from .layout_geometry import copies_text
+from ._shard_stats import STATS_ONLY_TEXT
 from ._tensor_panel import draw_tensor
-from .shards import STATS_ONLY_TEXT
 
 __all__ = ["plot_update_shards", "update_captions"]
 
@@ -62,6 +62,55 @@ def update_captions(layout, update: int) -> dict[str, str]:
     }
 
 
+def _shown_kinds(recording, kinds) -> list[str]:
+    """The kinds of ``kinds`` the recording holds, in order; raises for unknown kinds or
+    when none was recorded."""
+    unknown = [k for k in kinds if k not in KIND_NAMES]
+    if unknown or not kinds:
+        raise ValueError(f"kinds must be some of {list(KIND_NAMES)}. Received: {list(kinds)}.")
+    shown = [k for k in kinds if k in recording.kinds]
+    if not shown:
+        raise ValueError(f"None of the kinds {list(kinds)} was recorded (Recorder kinds="
+                         f"{list(recording.kinds)}).")
+    return shown
+
+
+def _figure_size(shape, panels: int) -> tuple[float, float]:
+    rows, cols = (1, shape[0]) if len(shape) == 1 else (int(np.prod(shape[:-1])), shape[-1])
+    aspect = min(max(rows / cols, 0.15), 1.6)  # wide tensors: a short figure
+    return (4.0 * panels, max(3.4, 2.5 + 3.3 * aspect))
+
+
+def _suptitle(recording, name, layout, index, kinds, shown, note, stats_only) -> str:
+    """The figure's title: what the panels share, the run's settings, the layout note
+    (once for every panel: under each, it ran across its neighbours), what is missing."""
+    missing = [k for k in kinds if k not in shown]
+    head = (f"{name!r} at update {int(recording.steps[index])}: "
+            f"{', '.join(KIND_NAMES[k] for k in shown)} share one block layout")
+    lines = [head, f"{settings_text(recording, index)}  ·  {copies_text(layout)}"]
+    if note:
+        lines.append(note)
+    if missing:
+        lines.append(f"not recorded: {', '.join(missing)} (Recorder kinds="
+                     f"{list(recording.kinds)})")
+    if stats_only:
+        lines.append(STATS_ONLY_TEXT)
+    return "\n".join(lines)
+
+
+def _fit_labels(fig, panels, n_shown) -> None:
+    """Fit the block labels to the settled layout; name the blocks none could label."""
+    fig.draw_without_rendering()  # settle the layout before measuring labels
+    renderer = fig.canvas.get_renderer()
+    for panel in panels.values():
+        panel.fit_labels(renderer)
+    unlabelled = next(iter(panels.values())).unlabelled_text()  # the same blocks in each
+    if unlabelled:
+        import textwrap
+        fig.suptitle(fig.get_suptitle() + "\n" + textwrap.fill(
+            unlabelled, 40 * n_shown, break_on_hyphens=False), fontsize=style.FONT_SIZE + 1)
+
+
 def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity", "grad"),
                        figsize=None):
     """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (as
@@ -79,24 +128,13 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
     check_not_empty(recording)
     index = update_index(recording, step)
     geometry = recording.geometry(name)  # unknown variable: the Recording's own error
-    unknown = [k for k in kinds if k not in KIND_NAMES]
-    if unknown or not kinds:
-        raise ValueError(f"kinds must be some of {list(KIND_NAMES)}. Received: {list(kinds)}.")
-    shown = [k for k in kinds if k in recording.kinds]
-    if not shown:
-        raise ValueError(f"None of the kinds {list(kinds)} was recorded (Recorder kinds="
-                         f"{list(recording.kinds)}).")
+    shown = _shown_kinds(recording, kinds)
     stats_only = getattr(recording, "mode", "full") == "stats"
-    update = int(recording.steps[index])
-    shape = geometry.global_shape
-    rows, cols = (1, shape[0]) if len(shape) == 1 else (int(np.prod(shape[:-1])), shape[-1])
-    if figsize is None:
-        aspect = min(max(rows / cols, 0.15), 1.6)  # wide tensors: a short figure
-        figsize = (4.0 * len(shown), max(3.4, 2.5 + 3.3 * aspect))
-    fig = new_figure(figsize, wspace=0.02)
+    size = _figure_size(geometry.global_shape, len(shown))
+    fig = new_figure(size if figsize is None else figsize, wspace=0.02)
     axes = fig.subplots(1, len(shown), squeeze=False)[0]
     names = short_device_names(recording.shard_devices(name))
-    captions = update_captions(geometry.layout, update)
+    captions = update_captions(geometry.layout, int(recording.steps[index]))
     xlabel, ylabel, note = axis_labels(geometry.layout)
     fig._dtsgd_panels = panels = {}
     for ax, kind in zip(axes, shown):
@@ -111,25 +149,7 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
         ax.set_xlabel(xlabel, fontsize=style.FONT_SIZE)  # the note: once, under the title
         ax.set_ylabel(ylabel if ax is axes[0] else "", fontsize=style.FONT_SIZE)
         ax.tick_params(labelsize=style.FONT_SIZE - 1)
-    missing = [k for k in kinds if k not in shown]
-    head = (f"{name!r} at update {update}: {', '.join(KIND_NAMES[k] for k in shown)} "
-            "share one block layout")
-    lines = [head, f"{settings_text(recording, index)}  ·  {copies_text(geometry.layout)}"]
-    if note:  # one line for every panel: under each, it ran across its neighbours
-        lines.append(note)
-    if missing:
-        lines.append(f"not recorded: {', '.join(missing)} (Recorder kinds="
-                     f"{list(recording.kinds)})")
-    if stats_only:
-        lines.append(STATS_ONLY_TEXT)
-    fig.suptitle("\n".join(lines), fontsize=style.FONT_SIZE + 1)
-    fig.draw_without_rendering()  # settle the layout before measuring labels
-    renderer = fig.canvas.get_renderer()
-    for panel in panels.values():
-        panel.fit_labels(renderer)
-    unlabelled = next(iter(panels.values())).unlabelled_text()  # the same blocks in each
-    if unlabelled:
-        import textwrap
-        fig.suptitle(fig.get_suptitle() + "\n" + textwrap.fill(
-            unlabelled, 40 * len(shown), break_on_hyphens=False), fontsize=style.FONT_SIZE + 1)
+    fig.suptitle(_suptitle(recording, name, geometry.layout, index, kinds, shown, note,
+                           stats_only), fontsize=style.FONT_SIZE + 1)
+    _fit_labels(fig, panels, len(shown))
     return fig

@@ -23,9 +23,10 @@ from tensorflow.experimental import dtensor  # noqa: E402
 
 import dtsgd_viz  # noqa: E402
 from dtsgd_viz import LayoutSpec, MeshSpec, layout_table, model_table, plot_layout  # noqa: E402
-from dtsgd_viz.dtensor import core as _dtensor  # noqa: E402
+from dtsgd_viz import dtensor as _dtensor  # noqa: E402
 from dtsgd_viz import shard_geometry  # noqa: E402
-from dtsgd_viz.views.layout_geometry import compact_devices, layout_picture, pick_indices, shortest_devices
+from dtsgd_viz.views.layout_geometry import layout_picture, pick_indices
+from dtsgd_viz.views.layout_labels import compact_devices, shortest_devices
 from dtsgd_viz.views.style import BLOCK_COLORS, block_styles  # noqa: E402
 from helpers.builders import CASE_IDS, LAYOUT_CASES, layout, layoutmap_mlp  # noqa: E402
 

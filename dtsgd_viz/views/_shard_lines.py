@@ -1,0 +1,224 @@
+"""The norm panel of ``ShardsView``: each unique block's L2 norm over the updates as a
+log-y line in its block colour (``style.block_styles``), the shown update as a vertical
+line with a dot on every line, and marks where a norm is 0 (a log axis cannot draw it),
+where the variable holds NaN/Inf and where replicas disagreed, with a legend naming them.
+
+``NormLines`` holds methods of ``ShardsView`` kept apart from its heatmap and titles; they
+read the view's state (``updates``, ``styles``, ``geometry``, ``index``, the flagged
+updates) and fill ``lines``, ``step_lines``, the marks and ``legend``. The stats-mode
+panels (``_shard_stats``) draw their lines with the same ``_lines_on``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import style
+from .shard_geometry import block_norm_lines, shard_norms
+from ._tensor_panel import NONFINITE_COLOR
+
+STEP_COLOR = "#222222"        # near black: the shown update (no block colour is)
+MISMATCH_COLOR = "#D55E00"    # Okabe-Ito vermillion: replicas disagree
+MAX_LEGEND_BLOCKS = 64
+"""The norm panel's legend names every block up to this many (the 9 block colours times
+8 line styles tell 72 apart), in columns of ``LEGEND_ROWS``."""
+LEGEND_ROWS = 16
+
+
+def log_y(ax):
+    """A log y axis labelled 0.02, 0.05, 0.1, ... (1-2-5 steps while the range is at most
+    three decades, decades beyond; plain numbers while short), without the crowded minor
+    labels a range under a decade gets."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    class _Locator(LogLocator):  # 1-2-5 over up to 3 decades, decades beyond
+        def tick_values(self, vmin, vmax):
+            lo, hi = sorted((max(vmin, 1e-300), max(vmax, 1e-300)))
+            self._subs = np.array([1.0, 2.0, 5.0] if hi / lo <= 1e3 else [1.0])
+            return super().tick_values(vmin, vmax)
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(_Locator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(FuncFormatter(
+        lambda v, _: f"{v:g}" if 1e-3 <= v < 1e4 else f"{v:.0e}".replace("e-0", "e-")))
+
+
+def cycle_text(styles) -> str | None:
+    """The legend title explaining the style rounds, None while every block has its own
+    colour: past ``len(BLOCK_COLORS)`` blocks the colours repeat, each further round of
+    blocks drawn with the next line style here and the next hatch on its label chip."""
+    p = len(style.BLOCK_COLORS)
+    hatches = sorted({h for _, h, _ in styles if h})
+    if not hatches:
+        return None
+    shown = ", ".join(h.replace("\\\\", "\\") for h in hatches)
+    return (f"{p} colours, repeated: each further\nround of {p} blocks has its own line"
+            f"\nstyle here, hatching ({shown})\non its label chip")
+
+
+class NormLines:
+    """``ShardsView``'s norm panel (a mixin: see the module docstring)."""
+
+    def _draw_lines(self):
+        if self.stats_only:
+            self._draw_stat_panels()
+        else:
+            self.line_ax = self.norm_ax
+            self.lines = self._lines_on(self.norm_ax, self._norm_lines(), True)
+            self._zero_marks_on(self.norm_ax, self._zeros())
+            self.norm_ax.set_xlabel("optimizer update")
+            self.norm_ax.set_ylabel("L2 norm of the block")
+        self._marks(self.line_ax)
+        self._legend()
+
+    def _norm_lines(self):
+        return block_norm_lines(self.recording, self.name, self.kind)[1]
+
+    def _zeros(self, k=0):
+        """``(n_updates, n_groups)``: where the block's norm (statistic ``k``) is exactly
+        0, which a log axis cannot draw (its lines hold NaN there)."""
+        if self.stats_only:
+            cols = np.stack([self.stats[:, d[0], k] for d in self.geometry.replica_groups], 1)
+        else:
+            norms = shard_norms(self.recording, self.name, self.kind)
+            cols = np.stack([norms[:, d[0]] for d in self.geometry.replica_groups], 1)
+        return np.asarray(cols) == 0
+
+    def _zero_marks_on(self, ax, zeros):
+        """Open circles on the bottom edge, in the block colours, where a norm is 0,
+        and a note in the middle when every drawn norm is 0 (an empty axis said nothing)."""
+        from matplotlib.transforms import blended_transform_factory
+        self.zero_marks = getattr(self, "zero_marks", {})
+        self.zero_notes = getattr(self, "zero_notes", {})
+        bottom = blended_transform_factory(ax.transData, ax.transAxes)
+        self.zero_marks[ax] = ax.scatter([], [], s=30, marker="o", facecolors="none",
+                                         linewidths=1.4, transform=bottom, clip_on=False,
+                                         zorder=7, gid="zero-marks")
+        self.zero_marks[ax].set_in_layout(False)  # as the stat marks: empty at (0, 0)
+        self.zero_notes[ax] = ax.text(0.5, 0.62, "", transform=ax.transAxes, ha="center",
+                                      va="center", fontsize=style.FONT_SIZE, color="0.25",
+                                      zorder=8, gid="zero-note",
+                                      bbox=dict(facecolor="white", edgecolor="none", pad=2))
+        self._set_zero_marks(ax, zeros)
+
+    def _set_zero_marks(self, ax, zeros):
+        i, g = np.nonzero(zeros)
+        marks = self.zero_marks[ax]
+        marks.set_offsets(np.column_stack([self.updates[i], np.full(len(i), 0.03)])
+                          if len(i) else np.empty((0, 2)))
+        marks.set_edgecolors([self.styles[k][0] for k in g] or "none")
+        every = bool(zeros.all())
+        what = "statistic" if self.stats_only else "norm"
+        when = (f"update {self.updates[0]}" if len(self.updates) == 1 else "every update")
+        self.zero_notes[ax].set_text(
+            f"every block's {what} is 0 at {when}\n(circles at the bottom)" if every else "")
+        forced = getattr(self, "_zero_axes", set())
+        self._zero_axes = forced
+        if every:  # nothing for the log axis to scale to: a plain, unlabelled range
+            ax.set_yscale("linear")
+            ax.set_ylim(0, 1)
+            ax.set_yticks([0], ["0"])
+            forced.add(ax)
+        elif ax in forced and np.isfinite(self._data.get(ax, np.nan)).any():
+            forced.discard(ax)  # another kind with norms to draw: the log axis again
+            log_y(ax)
+            ax.set_autoscaley_on(True)  # set_ylim(0, 1) had turned it off
+            ax.relim()
+            ax.autoscale_view(scalex=False)
+
+    def _lines_on(self, ax, lines, log):
+        from matplotlib.ticker import FixedLocator, MaxNLocator
+        x, n = self.updates, len(self.updates)
+        marker = "o" if n <= 40 else None
+        out = []
+        for g, (color, _, ls) in enumerate(self.styles):
+            out.append(ax.plot(x, lines[:, g], color=color, ls=ls, lw=1.6, marker=marker,
+                               ms=3, zorder=2, gid=f"norm-{g}")[0])
+        if log and np.isfinite(lines).any():
+            log_y(ax)
+        lo, hi = (x[0] - 0.5, x[-1] + 0.5) if n == 1 else (x[0], x[-1])
+        pad = 0.02 * (hi - lo)
+        ax.set_xlim(lo - pad, hi + pad)
+        # updates are whole numbers: a one-update run was ticked 0.6, 0.75, ...
+        ax.xaxis.set_major_locator(FixedLocator(x) if n <= 10 else
+                                   MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
+        ax.grid(True, which="major", color="#DDDDDD", lw=0.6)
+        self.step_lines.append(ax.axvline(x[self.index], color=STEP_COLOR, lw=2.2, zorder=5,
+                                          gid="step-line"))
+        self._data[ax] = lines  # the data behind the dots at the shown update
+        dots, = ax.plot(np.full(lines.shape[1], x[self.index]), lines[self.index], ls="none",
+                        marker="o", ms=5, mfc=STEP_COLOR, mec="white", mew=0.8, zorder=6,
+                        gid="step-dots")
+        self.step_lines.append(dots)
+        return out
+
+    def _set_lines(self, ax, lines, data):
+        for g, line in enumerate(lines):
+            line.set_ydata(data[:, g])
+        self._data[ax] = data
+        ax.relim()
+        ax.autoscale_view(scalex=False)
+
+    def _mismatch_points(self):
+        """(update, norm) of every replicated block at the updates its copies disagreed."""
+        lines = self._data[self.line_ax]
+        replicated = [g for g, d in enumerate(self.geometry.replica_groups) if len(d) > 1]
+        return [(self.updates[i], lines[i, g]) for i in self.mismatch_idx for g in replicated
+                if np.isfinite(lines[i, g])]
+
+    def _marks(self, ax):
+        from matplotlib.transforms import blended_transform_factory
+        x = self.updates
+        if len(self.mismatch_idx):
+            pts = self._mismatch_points()
+            px, py = zip(*pts) if pts else ((), ())
+            self.mismatch_marks, = ax.plot(px, py, ls="none", marker="D", ms=7, mfc="none",
+                                           mec=MISMATCH_COLOR, mew=1.6, zorder=7,
+                                           gid="mismatch-marks")
+        if len(self.nonfinite_idx):
+            top = blended_transform_factory(ax.transData, ax.transAxes)
+            self.nonfinite_marks, = ax.plot(
+                x[self.nonfinite_idx], np.full(len(self.nonfinite_idx), 0.96), transform=top,
+                ls="none", marker="X", color=NONFINITE_COLOR, ms=7, zorder=7,
+                gid="nonfinite-marks")
+
+    def _move_marks(self):
+        if self.mismatch_marks is not None:
+            pts = self._mismatch_points()
+            self.mismatch_marks.set_data(*(zip(*pts) if pts else ((), ())))
+
+    def _legend(self):
+        from matplotlib.lines import Line2D
+        handles = [Line2D([], [], color=STEP_COLOR, lw=2.2, marker="o", mfc=STEP_COLOR,
+                          mec="white", label="shown update")]
+        if self.nonfinite_marks is not None:
+            handles.append(Line2D([], [], ls="none", marker="X", color=NONFINITE_COLOR,
+                                  label="NaN/Inf in this variable"))
+        if any(len(m.get_offsets()) for m in getattr(self, "zero_marks", {}).values()):
+            handles.append(Line2D([], [], ls="none", marker="o", mfc="none", mec="0.3",
+                                  mew=1.4, label="norm exactly 0\n(bottom edge)"))
+        if self.stats_only and any(len(m.get_xdata()) for m in self.stat_marks.values()):
+            handles.append(Line2D([], [], ls="none", marker="X", color=NONFINITE_COLOR,
+                                  label="statistic not finite\n(NaN/Inf, or past float32)"))
+        if self.mismatch_marks is not None:
+            handles.append(Line2D([], [], ls="none", marker="D", mfc="none",
+                                  mec=MISMATCH_COLOR, mew=1.6, label="replicas disagree"))
+        n = len(self.styles)
+        title = None
+        if n <= MAX_LEGEND_BLOCKS:
+            for p, line, (_, _, ls) in zip(self.tensor.patches, self.lines, self.styles):
+                # the style itself: get_linestyle() says '--' for every custom dash pattern
+                handles.append(Line2D([], [], color=line.get_color(), ls=ls, lw=1.6,
+                                      label=p.label))
+            title = cycle_text(self.styles)
+        else:
+            title = f"{n} blocks: too many to name\n(colours: the block chips)"
+        rows = len(handles) if len(handles) <= LEGEND_ROWS + 3 else LEGEND_ROWS
+        small = n > LEGEND_ROWS
+        self.legend = self.line_ax.legend(
+            handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+            fontsize=style.FONT_SIZE - (2 if small else 1), borderaxespad=0.0,
+            handlelength=2.2 if not small else 1.8, ncol=-(-len(handles) // rows),
+            columnspacing=0.8, labelspacing=0.3 if small else 0.5, title=title,
+            title_fontsize=style.FONT_SIZE - (2 if small else 1), alignment="left")

@@ -1,0 +1,115 @@
+"""The stats-mode panels of ``ShardsView``: a ``Recorder(mode="stats")`` recording keeps
+each block's L2 norm, mean and max |x| but not its values, so the norm axes become three
+stacked panels, one line per block in each, over the updates.
+
+``StatPanels`` holds methods of ``ShardsView`` kept apart from its full-mode norm lines
+(``_shard_lines``); they read the view's state (``stats``, ``geometry``, ``updates``,
+``nonfinite_idx``, ``norm_ax``) and fill ``stat_axes``, ``stat_lines`` and ``stat_marks``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import style
+from .shard_geometry import LOG_RANGE
+from ._tensor_panel import NONFINITE_COLOR
+
+STATS_ONLY_TEXT = ("values not recorded: Recorder(mode='stats') keeps each block's "
+                   "norm, mean and max |x| (right); record with mode='full' for the values")
+STATS = ("L2 norm", "mean", "max |x|")   # the columns of Recording.shard_stats
+
+
+class StatPanels:
+    """``ShardsView``'s stats-mode panels (a mixin: see the module docstring)."""
+
+    def _draw_stat_panels(self):
+        """The norm axes, hidden, holding one inset panel per statistic (log y but for
+        the mean), sharing the update axis; sets ``lines``/``line_ax`` to the norm panel's."""
+        from matplotlib.transforms import blended_transform_factory
+        ax = self.norm_ax
+        ax.set_axis_off()
+        h, gap = 0.29, 0.065
+        axes = [ax.inset_axes([0, 1 - h - k * (h + gap), 1, h]) for k in range(3)]
+        for a in axes[1:]:
+            a.sharex(axes[0])
+        for a in axes[:-1]:
+            a.tick_params(labelbottom=False)
+        self.stat_marks = {}
+        for k, (label, a) in enumerate(zip(STATS, axes)):
+            self.stat_axes[label] = a
+            self.stat_lines[label] = self._lines_on(a, self._stat_lines(k), k != 1)
+            if k != 1:  # a log panel cannot show 0
+                self._zero_marks_on(a, self._zeros(k))
+            self.stat_marks[label], = a.plot(
+                [], [], transform=blended_transform_factory(a.transData, a.transAxes),
+                ls="none", marker="X", color=NONFINITE_COLOR, ms=7, zorder=7, clip_on=False,
+                gid=f"nonfinite-stat-{k}")
+            # outside the layout: empty, an unclipped line sits at pixel (0, 0) and
+            # constrained layout collapsed every panel to fit it
+            self.stat_marks[label].set_in_layout(False)
+            self._set_stat_marks(k)
+            a.set_ylabel(label, fontsize=style.FONT_SIZE)
+            a.tick_params(labelsize=style.FONT_SIZE - 1)
+        self._scale_mean()
+        self.lines = self.stat_lines[STATS[0]]
+        self.line_ax = axes[0]
+        axes[-1].set_xlabel("optimizer update")
+
+    def _set_stat_kind(self):
+        """The panels' lines and marks for the kind just loaded, in place."""
+        for k, label in enumerate(STATS):
+            self._set_lines(self.stat_axes[label], self.stat_lines[label], self._stat_lines(k))
+            if k != 1:
+                self._set_zero_marks(self.stat_axes[label], self._zeros(k))
+            self._set_stat_marks(k)
+        self._scale_mean()
+
+    def _stat_lines(self, k):
+        """Column ``k`` of the stored stats, one column per replica group (NaN where not
+        finite; on log panels also where <= 0)."""
+        cols = np.stack([self.stats[:, d[0], k] for d in self.geometry.replica_groups], 1)
+        cols = np.asarray(cols, np.float64)
+        with np.errstate(invalid="ignore"):
+            keep = np.isfinite(cols) & ((cols > 0) if k != 1 else True)
+        return np.where(keep, cols, np.nan)
+
+    def _set_stat_marks(self, k):
+        """An X at the top of statistic ``k``'s panel at each update where a block's
+        value of it is not finite: NaN/Inf in the block, or a float32 sum of squares
+        past 3.4e38 (|x| beyond ~1.8e19). The lines end there; the marks say why."""
+        raw = np.stack([self.stats[:, d[0], k] for d in self.geometry.replica_groups], 1)
+        bad = np.nonzero(~np.isfinite(np.asarray(raw, np.float64)).all(axis=1))[0]
+        if k == 0:  # the variable's own NaN/Inf marks are there already
+            bad = np.setdiff1d(bad, self.nonfinite_idx)
+        self.stat_marks[STATS[k]].set_data(self.updates[bad], np.full(len(bad), 0.93))
+
+    def _scale_mean(self):
+        """The mean panel on a symlog axis (sign kept, |mean| on a log scale past the
+        linear band around 0) once its largest finite |mean| is more than
+        ``LOG_RANGE ** 2`` times the median: a
+        diverging run's mean grows by 30 decades and on a linear axis showed only the
+        spike of the last updates. Otherwise linear, where a mean near 0 reads best."""
+        from matplotlib.ticker import AutoLocator, FuncFormatter, NullLocator, ScalarFormatter
+        ax, data = self.stat_axes[STATS[1]], np.abs(self._data[self.stat_axes[STATS[1]]])
+        mags = data[np.isfinite(data) & (data > 0)]
+        # grown, not merely near 0 at times: the largest beyond 10^4 times the median
+        if len(mags) and mags.max() / np.median(mags) > LOG_RANGE ** 2:
+            self.mean_linthresh = float(np.quantile(mags, 0.05))
+            ax.set_yscale("symlog", linthresh=self.mean_linthresh)
+            lo = int(np.ceil(np.log10(self.mean_linthresh)))
+            hi = int(np.floor(np.log10(mags.max())))
+            # 0 and two decades a side: more crowd the thin linear band around 0
+            up = sorted({10.0 ** e for e in (hi, (hi + lo + 1) // 2)})
+            ax.set_yticks([-v for v in up[::-1]] + [0.0] + up)
+            ax.yaxis.set_major_formatter(FuncFormatter(
+                lambda v, _: "0" if v == 0 else f"{v:.0e}".replace("e+0", "e").replace("e+", "e")
+                .replace("e-0", "e-")))
+            ax.yaxis.set_minor_locator(NullLocator())
+            ax.set_ylabel("mean (symlog)", fontsize=style.FONT_SIZE)
+        else:
+            self.mean_linthresh = None
+            ax.set_yscale("linear")
+            ax.yaxis.set_major_locator(AutoLocator())
+            ax.yaxis.set_major_formatter(ScalarFormatter())
+            ax.set_ylabel("mean", fontsize=style.FONT_SIZE)

@@ -1,0 +1,163 @@
+"""Pure label fitting for the mesh layout view: which device names fit in a block.
+
+A block is labelled with every device holding a copy of it, in the most explicit form
+that fits (``label_forms``: full names, JAX's ``CPU 0-3`` style, ``d0-d3``, the
+shortest), upright or turned, at a font size from 9 pt down to ``MIN_FONT``; one form
+and size for every block of a panel where they can share one (``label_blocks``). Text
+is measured with fixed per-character widths, slightly generous, so no renderer is
+needed::
+
+    >>> label_forms((0, 1, 2, 3), ["CPU:0", "CPU:1", "CPU:2", "CPU:3"])[1]
+    (['CPU 0-3'], '')
+    >>> shortest_devices(range(0, 16, 2))
+    'd0,d2..d14'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+MIN_FONT = 6
+PAD = 2.0           # points kept free around a label inside its block
+
+
+# ---- text measures (DejaVu Sans, matplotlib's default; slightly generous) ----------
+
+def text_width_pt(text: str, fontsize: float) -> float:
+    return fontsize * sum(0.36 if ch in ",.:;'| " else 0.45 if ch in "[]()-=" else
+                          0.74 if ch.isupper() or ch in "mw" else 0.64 for ch in text)
+
+
+def text_height_pt(n_lines: int, fontsize: float) -> float:
+    return 1.25 * n_lines * fontsize
+
+
+def slice_text(slices) -> str:
+    return "[" + ", ".join(f"{s.start}:{s.stop}" for s in slices) + "]"
+
+
+# ---- device labels ------------------------------------------------------------------
+
+def compact_devices(devices) -> str:
+    """``d0,d4`` for a few devices; runs of three or more as ``d0-d3``."""
+    runs: list[list[int]] = []
+    for d in devices:
+        if runs and d == runs[-1][1] + 1:
+            runs[-1][1] = d
+        else:
+            runs.append([d, d])
+    parts = []
+    for a, b in runs:
+        parts.append(f"d{a}" if a == b else f"d{a},d{b}" if b == a + 1 else f"d{a}-d{b}")
+    return ",".join(parts)
+
+
+def shortest_devices(devices) -> str:
+    """The shortest form: ``d0,d2..d14`` for evenly spaced devices, else ``d3+7``."""
+    devices = list(devices)
+    if len(devices) <= 2:
+        return compact_devices(devices)
+    steps = {b - a for a, b in zip(devices, devices[1:])}
+    if len(steps) == 1:
+        return compact_devices(devices) if steps == {1} else f"d{devices[0]},d{devices[1]}..d{devices[-1]}"
+    return f"d{devices[0]}+{len(devices) - 1}"
+
+
+def _wrap(tokens, sep, width, fontsize) -> list[str]:
+    lines, cur = [], ""
+    for t in tokens:
+        trial = f"{cur}{sep}{t}" if cur else t
+        if cur and text_width_pt(trial, fontsize) > width:
+            lines.append(cur + sep.rstrip())
+            cur = t
+        else:
+            cur = trial
+    return lines + [cur]
+
+
+def _fit(tokens, sep, fontsize, w_pt, h_pt, rotation=0):
+    """The label text if ``tokens`` fit the box at ``fontsize`` (wrapped), else None."""
+    if rotation and h_pt <= w_pt:
+        return None  # rotate only in blocks taller than wide
+    w, h = (h_pt, w_pt) if rotation else (w_pt, h_pt)
+    w, h = w - 2 * PAD, h - 2 * PAD
+    lines = _wrap(tokens, sep, w, fontsize)
+    if max(text_width_pt(s, fontsize) for s in lines) <= w and text_height_pt(len(lines), fontsize) <= h:
+        return "\n".join(lines)
+    return None
+
+
+# (label form, rotation, font sizes), tried in order: full names upright, then compact
+# upright, then rotated, then smaller; the first that fits every block of a panel wins.
+_ATTEMPTS = [(0, 0, (9, 8, 7)), (1, 0, (9, 8, 7)), (0, 90, (9, 8, 7)), (1, 90, (9, 8, 7)),
+             (1, 0, (6,)), (1, 90, (6,)), (2, 0, (7, 6)), (2, 90, (7, 6)),
+             (3, 0, (9, 8, 7, 6)), (3, 90, (9, 8, 7, 6))]
+
+
+def jax_devices(devices, names) -> list[str]:
+    """Tokens of ``CPU 0,8,16`` (as JAX's ``visualize_array_sharding`` lists replicas;
+    runs of three or more as ``0-3``), each with its trailing comma, for wrapping."""
+    heads = {names[d].rsplit(":", 1)[0] for d in devices}
+    ids = [names[d].rsplit(":", 1)[-1] for d in devices]
+    if len(heads) != 1 or not all(i.isdigit() for i in ids):
+        return [names[d] + "," for d in devices[:-1]] + [names[devices[-1]]]
+    parts = compact_devices([int(i) for i in ids]).replace("d", "").split(",")
+    tokens = [p + "," for p in parts[:-1]] + [parts[-1]]
+    tokens[0] = f"{heads.pop()} {tokens[0]}"
+    return tokens
+
+
+def label_forms(devices, names):
+    """Label forms of a replica group, most to least explicit: (tokens, separator)."""
+    compact = compact_devices(devices)
+    return [([names[d] for d in devices], ", "),
+            (jax_devices(devices, names), ""),
+            ([t + "," for t in compact.split(",")[:-1]] + [compact.split(",")[-1]], ""),
+            ([shortest_devices(devices)], "")]
+
+
+# ---- labelling a panel's blocks -------------------------------------------------------
+
+def label_blocks(blocks, names, size_pt, xrange, yrange):
+    """Label the blocks (``layout_geometry.Block``) with one form and font size that fits
+    them all (else, block by block, the first that fits; no label where nothing does).
+    ``size_pt`` is the panel's (width, height) in points, spanning ``xrange`` x
+    ``yrange`` elements."""
+    px, py = size_pt[0] / xrange, size_pt[1] / yrange
+
+    def box_pt(b):
+        return b.rect[2] * px, b.rect[3] * py
+
+    candidates = [(form, rot, fs) for form, rot, sizes in _ATTEMPTS for fs in sizes]
+    if any(len(b.devices) > 2 for b in blocks):  # many copies: "CPU 0-3" reads before a list
+        candidates.sort(key=lambda c: c[0] != 1)
+    forms = [label_forms(b.devices, names) for b in blocks]
+    chosen = None
+    for form, rot, fs in candidates:
+        fits = [_fit(*f[form], fs, *box_pt(b), rot) for b, f in zip(blocks, forms)]
+        if all(fits):
+            chosen = [((text, rot), fs) for text in fits]
+            break
+    if chosen is None:
+        chosen = [next((((text, rot), fs) for form, rot, fs in candidates
+                        if (text := _fit(*f[form], fs, *box_pt(b), rot))), (("", 0), MIN_FONT))
+                  for b, f in zip(blocks, forms)]
+    fs_detail = max(MIN_FONT, min(s for _, s in chosen) - 1)
+
+    def detail_fits(b, fit, fs):
+        w, h = box_pt(b)
+        text = slice_text(b.slices)
+        lines = fit[0].count("\n") + 1
+        # label above the centre line, slices below it: each gets half the block
+        return (fit[1] == 0 and text_width_pt(text, fs_detail) <= w - 2 * PAD
+                and 2 * max(text_height_pt(lines, fs), text_height_pt(1, fs_detail))
+                <= h - 2 * PAD)
+
+    with_detail = all(detail_fits(b, f, fs) for b, (f, fs) in zip(blocks, chosen) if f[0])
+    out = []
+    for b, ((text, rotation), fs) in zip(blocks, chosen):
+        x, y, w, h = b.rect
+        out.append(dataclasses.replace(
+            b, label=text, fontsize=fs, rotation=rotation, label_xy=(x + w / 2, y + h / 2),
+            detail=slice_text(b.slices) if with_detail and text else ""))
+    return out

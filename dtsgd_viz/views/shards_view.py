@@ -1,0 +1,193 @@
+"""``ShardsView``: the artists of the shard values view (``plot_shards``), held so a
+widget can move to another update or kind by updating them in place (``set_index``,
+``set_step``, ``set_kind``, ``set_fixed_scale``) instead of rebuilding the figure.
+
+The heatmap and its block outlines are a ``TensorPanel``; the norm lines on the right
+come from ``_shard_lines`` (full recordings) and ``_shard_stats`` (``mode="stats"``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import style
+from .empty import check_not_empty
+from .shard_geometry import (as_image, axis_labels, flagged_steps, run_limit, settings_text,
+                             short_device_names, update_index)
+from ._shard_lines import NormLines
+from ._shard_stats import STATS_ONLY_TEXT, StatPanels
+from ._tensor_panel import draw_tensor
+
+__all__ = ["ShardsView"]
+
+
+class ShardsView(NormLines, StatPanels):
+    """The shard values view drawn on ``heat_ax`` (and ``norm_ax`` unless None).
+
+    Attributes tests and widgets use: ``tensor`` (the ``TensorPanel``: ``heatmap``,
+    ``outlines``, ``labels``, ``patches``), ``heatmap`` (None for a stats recording,
+    whose ``stats_note`` says why), ``lines`` (one norm ``Line2D`` per replica group,
+    x = update), ``stat_axes``/``stat_lines`` (stats recordings: the norm, mean and
+    max |x| panels and their lines), ``step_lines`` (the shown-update markers),
+    ``mismatch_marks``/``nonfinite_marks`` (``Line2D`` or None), ``fixed_scale``.
+    """
+
+    def __init__(self, recording, name, kind="velocity", step=None, *, heat_ax, norm_ax=None,
+                 fixed_scale=False):
+        check_not_empty(recording)
+        self.recording, self.name = recording, name
+        self.index = update_index(recording, step)
+        self.kind, self.fixed_scale = kind, bool(fixed_scale)
+        self.stats_only = getattr(recording, "mode", "full") == "stats"
+        self._load(kind)  # raises for unknown name/kind
+        self.heat_ax, self.norm_ax = heat_ax, norm_ax
+        self.figure = heat_ax.figure
+        self.geometry = recording.geometry(name)
+        self.styles = style.block_styles(self.geometry)
+        self.devices = recording.shard_devices(name)
+        self.short_names = short_device_names(self.devices)
+        self.nonfinite_idx, self.mismatch_idx = flagged_steps(recording, name)
+        self.updates = np.asarray(recording.steps)
+        self.stats_note = None
+        self.tensor = draw_tensor(
+            heat_ax, self.geometry, self.short_names,
+            None if self.stats_only else as_image(self.values[self.index]),
+            limit=self._limit(), colorbar_label=f"{kind} value")
+        self.heatmap = self.tensor.heatmap
+        self._label_axes()
+        self.lines, self.stat_axes, self.stat_lines, self.step_lines = [], {}, {}, []
+        self._data = {}  # axes -> (n_updates, n_blocks) data of its lines
+        self.mismatch_marks = self.nonfinite_marks = self.legend = None
+        if norm_ax is not None:
+            self._draw_lines()
+        self._update_titles()
+
+    # ---- data -------------------------------------------------------------------------
+
+    def _load(self, kind):
+        """``values`` (full mode) or ``stats`` (stats mode) of ``kind``."""
+        if self.stats_only:
+            self.values, self.stats = None, self.recording.shard_stats(self.name, kind)
+        else:
+            values = self.recording.global_values(self.name, kind)
+            if values.dtype.name == "bfloat16":  # matplotlib and numpy.ma cannot reduce it
+                values = values.astype(np.float32)  # exact: bfloat16 is a float32 prefix
+            self.values, self.stats = values, None
+        self._run_limit = None
+
+    def _limit(self):
+        """The colour limit: over the whole run when ``fixed_scale``, else None (this
+        update's own largest magnitude)."""
+        if not self.fixed_scale or self.values is None:
+            return None
+        if self._run_limit is None:
+            self._run_limit = run_limit(self.values)
+        return self._run_limit
+
+    def _holds_nonfinite(self, i) -> bool:
+        data = self.stats[i] if self.stats_only else self.values[i]
+        return not np.all(np.isfinite(data))
+
+    # ---- building ---------------------------------------------------------------------
+
+    def _label_axes(self):
+        import textwrap
+        ax = self.heat_ax
+        xlabel, ylabel, note = axis_labels(self.geometry.layout)
+        if self.stats_only:
+            ax.set_xticks([])
+            ax.set_yticks([])
+            xlabel = "device blocks (colours: the lines on the right)"
+            ylabel, note = "", textwrap.fill(STATS_ONLY_TEXT, 62, break_on_hyphens=False)
+        if note and not self.stats_only:  # one panel wide, not across its neighbour
+            note = textwrap.fill(note, 52, break_on_hyphens=False)
+        self._xlabel = xlabel + (f"\n{note}" if note else "")
+        ax.set_xlabel(self._xlabel)
+        ax.set_ylabel(ylabel)
+        if self.stats_only:
+            self.stats_note = ax.xaxis.label
+            self.stats_note.set_gid("stats-only-note")
+
+    # ---- in-place updates -----------------------------------------------------------------
+
+    def _update_titles(self):
+        r, i = self.recording, self.index
+        bad = " (holds NaN/Inf)" if self._holds_nonfinite(i) else ""
+        if i in self.mismatch_idx:
+            bad += " (replicas disagree)"
+        what = "device blocks of " if self.stats_only else ""
+        scale = ("colour scale fixed over the run" if self.fixed_scale and not self.stats_only
+                 else "")
+        # a gradient is computed in update k (before it applies); params and velocity
+        # are what update k left
+        when = (f": the gradient of update {r.steps[i]}" if self.kind == "grad"
+                else f" after update {r.steps[i]}")
+        self.heat_ax.set_title(
+            f"{what}{self.kind} of {self.name!r}{when}{bad}\n"
+            f"{settings_text(r, i)}" + (f"\n{scale}" if scale else ""),
+            fontsize=style.FONT_SIZE + 1)
+        if self.norm_ax is not None:
+            what = "statistics" if self.stats_only else "L2 norm"
+            self.line_ax.set_title(f"each block's {self.kind} {what} over the updates",
+                                   fontsize=style.FONT_SIZE + 1)
+
+    def set_index(self, index: int) -> None:
+        """Show the update at ``index`` into ``recording.steps`` (a slider position)."""
+        self.index = int(index) % len(self.recording)
+        if self.heatmap is not None:
+            self.tensor.set_image(as_image(self.values[self.index]), self._limit())
+        x = self.updates[self.index]
+        for line in self.step_lines:
+            if line.get_gid() == "step-line":
+                line.set_xdata([x, x])
+            else:
+                data = self._data[line.axes]
+                line.set_data(np.full(data.shape[1], x), data[self.index])
+        self._update_titles()
+
+    def set_step(self, step=None) -> None:
+        """Show optimizer update ``step`` (-1, -2, ...: counting back from the last; None: the last), in place."""
+        self.set_index(update_index(self.recording, step))
+
+    def set_fixed_scale(self, fixed: bool) -> None:
+        """Colour scale over the whole run (True: decay shows) or per update (False)."""
+        self.fixed_scale = bool(fixed)
+        self.set_index(self.index)
+
+    def set_kind(self, kind: str) -> None:
+        """Show another recorded kind (``param``/``velocity``/``grad``), in place."""
+        self._load(kind)
+        self.kind = kind
+        if self.norm_ax is not None:
+            if self.stats_only:
+                self._set_stat_kind()
+            else:
+                self._set_lines(self.norm_ax, self.lines, self._norm_lines())
+                self._set_zero_marks(self.norm_ax, self._zeros())
+            self._move_marks()
+            self._legend()  # the new kind's marks (zero norms, non-finite stats) need entries
+        if self.tensor.colorbar is not None:  # set_index puts it on with its scale
+            self.tensor.colorbar_label = f"{kind} value"
+        self.set_index(self.index)
+
+    def fit_labels(self, renderer=None) -> None:
+        """Shrink, turn or hide block labels that would not fit inside their block."""
+        import textwrap
+        self.tensor.fit_labels(renderer or self.figure.canvas.get_renderer())
+        hidden = self.tensor.unlabelled_text()
+        if hidden and not self.stats_only:  # the devices, named where chips could not
+            self.heat_ax.set_xlabel(self._xlabel + "\n" + textwrap.fill(
+                hidden, 52, break_on_hyphens=False))
+
+    # older name of the artists, for code written against the heatmap-of-norms view
+    @property
+    def outlines(self):
+        return self.tensor.outlines
+
+    @property
+    def labels(self):
+        return self.tensor.labels
+
+    @property
+    def patches(self):
+        return self.tensor.patches
