@@ -22,7 +22,18 @@ def main(argv=None) -> int:
     app.add_argument("--port", type=int, default=8866, help="port to listen on (default 8866)")
     app.add_argument("--open", action="store_true", help="open it in a web browser")
     _add_launch(sub)
+    export = sub.add_parser(
+        "export", help="write a recording (.npz, store folder or parts) as TensorBoard events",
+        description="Write a saved recording or a store as TensorBoard events: per-block norms, "
+        "means and max |x| as scalars and each variable's values as histograms, by update.")
+    export.add_argument("recording", help="a .npz file, a store folder (run.zarr) or a parts folder")
+    export.add_argument("--tensorboard", metavar="LOGDIR", required=True,
+                        help="the TensorBoard log folder to write the events in")
+    export.add_argument("--max-histograms", type=int, default=200, metavar="N",
+                        help="histograms of at most N updates per variable (default 200)")
     args = parser.parse_args(argv)
+    if args.command == "export":
+        return _export(parser, args)
     if args.command == "launch":
         from .launch import launch
         try:
@@ -44,6 +55,18 @@ def main(argv=None) -> int:
         from .demo import main as demo_main
         return demo_main(steps=args.steps, save=args.save, out_dir=args.out)
     return 2
+
+
+def _export(parser, args) -> int:
+    from ..recording import RecordingFileError, load_recording
+    try:
+        recording = load_recording(args.recording)
+        path = recording.to_tensorboard(args.tensorboard, max_histograms=args.max_histograms)
+    except (RecordingFileError, ValueError, ImportError, FileNotFoundError) as e:
+        parser.error(str(e))
+    print(f"wrote {len(recording)} updates of {len(recording.variables)} variable(s) to {path}; "
+          f"view them with: tensorboard --logdir {args.tensorboard}")
+    return 0
 
 
 def _add_launch(sub):

@@ -321,6 +321,13 @@ class Recording:
             ],
         }
 
+    def to_tensorboard(self, logdir, *, histograms: bool = True, max_histograms: int = 200) -> str:
+        """Write this recording as TensorBoard events in ``logdir``: per-block norms, means
+        and max |x| as scalars and each variable's values as histograms, by update
+        (``dtsgd_viz.recording.tensorboard``). Returns the event file's path."""
+        from .tensorboard import write_tensorboard
+        return write_tensorboard(self, logdir, histograms=histograms, max_histograms=max_histograms)
+
     def save(self, path) -> str:
         """Write a portable ``.npz`` (zip of ``.npy`` + a JSON header; no pickle).
 

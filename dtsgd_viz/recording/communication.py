@@ -1,0 +1,286 @@
+"""What an update moves between devices, as plain data (no TensorFlow, no matplotlib).
+
+A ``CommunicationReport`` lists the collectives in the program DTensor compiled for one
+step (``dtsgd_viz.communication(step)`` measures it); a ``CommunicationPlan`` predicts the
+gradient all-reduces from layouts alone (``communication_plan``): with the batch sharded
+over the mesh dims ``batch_dims``, each device's gradient of a variable is a partial sum
+over its own examples, so it is summed over the batch dims the variable's layout leaves
+unused (a dim that shards the variable splits the work instead). Each device contributes
+its shard of the gradient::
+
+    >>> from dtsgd_viz import LayoutSpec, MeshSpec, communication_plan
+    >>> mesh = MeshSpec.create({"batch": 2, "model": 4})
+    >>> plan = communication_plan({
+    ...     "kernel": ((24, 64), "float32", LayoutSpec(("unsharded", "model"), mesh)),
+    ...     "bias": ((64,), "float32", LayoutSpec(("model",), mesh))})
+    >>> [(e.variable, e.mesh_dims, e.bytes_per_device) for e in plan.entries]
+    [('kernel', ('batch',), 1536), ('bias', ('batch',), 64)]
+    >>> plan.totals()
+    {('batch',): 1600}
+
+Bytes per device are what each device contributes to a collective (its operand), not the
+bytes on the wire, which depend on how the collective is implemented (a ring all-reduce
+sends about twice its operand).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Mapping
+
+from ..specs import MeshSpec
+from .memory import format_bytes, itemsize, memory_plan
+
+KINDS = ("all-reduce", "all-gather", "all-scatter", "all-to-all", "reduce-scatter",
+         "collective-permute")
+"""The collectives DTensor's SPMD expansion emits, by the names a report uses."""
+
+SERVES = ("gradient", "activation gradient", "activation", "loss", "other")
+
+
+def _dims(mesh: MeshSpec, dims) -> tuple[str, ...]:
+    dims = (dims,) if isinstance(dims, str) else tuple(dims)
+    unknown = [d for d in dims if d not in mesh.dim_names]
+    if unknown:
+        raise ValueError(f"Mesh dims {unknown} are not in {mesh}. Allowed: {list(mesh.dim_names)}.")
+    return tuple(d for d in mesh.dim_names if d in dims)  # in mesh order
+
+
+@dataclasses.dataclass(frozen=True)
+class Collective:
+    """One collective of a compiled step.
+
+    ``groups`` are the mesh device ids that reduce (or gather, ...) together; ``mesh_dims``
+    the mesh dims along which a group's devices differ. ``shape`` and ``dtype`` are the
+    operand each device contributes (``bytes_per_device`` of it). ``serves`` says what it is
+    for where that can be told (``"gradient"`` of ``variable``, ``"activation gradient"``,
+    ``"loss"``, ...; ``"other"`` otherwise); ``time_us`` its measured time, when measured."""
+
+    kind: str
+    mesh_dims: tuple[str, ...]
+    bytes_per_device: int
+    dtype: str
+    shape: tuple[int, ...]
+    serves: str = "other"
+    variable: str | None = None
+    reduce_op: str | None = None
+    groups: tuple[tuple[int, ...], ...] = ()
+    time_us: float | None = None
+    name: str = ""
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}. Received: {self.kind!r}.")
+        if self.serves not in SERVES:
+            raise ValueError(f"serves must be one of {SERVES}. Received: {self.serves!r}.")
+        object.__setattr__(self, "mesh_dims", tuple(self.mesh_dims))
+        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
+        object.__setattr__(self, "groups", tuple(tuple(int(d) for d in g) for g in self.groups))
+
+    @property
+    def what(self) -> str:
+        """``"gradient of w"``, ``"activation gradient"``, ..."""
+        if self.serves == "gradient" and self.variable:
+            return f"gradient of {self.variable}"
+        return self.serves if self.serves != "other" else (self.name or "other")
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["mesh_dims"], d["shape"] = list(self.mesh_dims), list(self.shape)
+        d["groups"] = [list(g) for g in self.groups]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> Collective:
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+
+
+def _totals(items) -> dict[tuple[str, ...], int]:
+    out: dict[tuple[str, ...], int] = {}
+    for c in items:
+        if c.mesh_dims:
+            out[c.mesh_dims] = out.get(c.mesh_dims, 0) + c.bytes_per_device
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class CommunicationReport:
+    """The collectives in the program DTensor compiled for one step (``collectives``, in
+    program order). ``ran_step``: whether measuring it ran the step (the variables it
+    touched were restored); ``note``: how it was measured. Saved with a recording
+    (``Recording.save`` of ``recording.with_communication(report)``) or alone
+    (``save``/``load``, JSON); read without TensorFlow."""
+
+    mesh: MeshSpec
+    collectives: tuple[Collective, ...]
+    function: str = ""
+    ran_step: bool = False
+    note: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "collectives", tuple(self.collectives))
+
+    def select(self, serves=None, kind=None) -> tuple[Collective, ...]:
+        return tuple(c for c in self.collectives
+                     if (serves is None or c.serves == serves) and (kind is None or c.kind == kind))
+
+    @property
+    def gradients(self) -> dict[str, Collective]:
+        """``{variable: its gradient's all-reduce}``."""
+        return {c.variable: c for c in self.select("gradient") if c.variable}
+
+    @property
+    def extra(self) -> tuple[Collective, ...]:
+        """What DTensor adds beyond the gradients' all-reduces: activation collectives,
+        relayouts, the loss."""
+        return tuple(c for c in self.collectives if c.serves != "gradient")
+
+    def totals(self, serves=None) -> dict[tuple[str, ...], int]:
+        """Bytes per device per update, by the mesh dims the collectives run along."""
+        return _totals(self.select(serves))
+
+    @property
+    def bytes_per_device(self) -> int:
+        return sum(c.bytes_per_device for c in self.collectives if c.mesh_dims)
+
+    def compare(self, plan: CommunicationPlan) -> list[str]:
+        """How the measured gradient all-reduces differ from ``plan`` (empty: they agree
+        exactly: the same variables, mesh dims and bytes per device)."""
+        out = []
+        measured = self.gradients
+        for e in plan.entries:
+            c = measured.get(e.variable)
+            if not e.mesh_dims:
+                if c is not None:
+                    out.append(f"{e.variable}: measured an all-reduce over {c.mesh_dims}, "
+                               "predicted none")
+                continue
+            if c is None:
+                out.append(f"{e.variable}: predicted {format_bytes(e.bytes_per_device)} over "
+                           f"{e.mesh_dims}, measured none")
+            elif (c.mesh_dims, c.bytes_per_device) != (e.mesh_dims, e.bytes_per_device):
+                out.append(f"{e.variable}: predicted {e.bytes_per_device} B over {e.mesh_dims}, "
+                           f"measured {c.bytes_per_device} B over {c.mesh_dims}")
+        for name in sorted(set(measured) - {e.variable for e in plan.entries}):
+            out.append(f"{name}: measured a gradient all-reduce the plan does not have")
+        return out
+
+    def to_dict(self) -> dict:
+        return {"format": "dtsgd_viz.communication", "version": 1, "mesh": self.mesh.to_dict(),
+                "function": self.function, "ran_step": self.ran_step, "note": self.note,
+                "collectives": [c.to_dict() for c in self.collectives]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> CommunicationReport:
+        if not isinstance(d, Mapping) or d.get("format") != "dtsgd_viz.communication":
+            raise ValueError("Not a dtsgd_viz communication report (format "
+                             f"{d.get('format') if isinstance(d, Mapping) else type(d).__name__!r}).")
+        return cls(MeshSpec.from_dict(d["mesh"]), tuple(map(Collective.from_dict, d["collectives"])),
+                   d.get("function", ""), bool(d.get("ran_step", False)), d.get("note", ""))
+
+    def save(self, path) -> str:
+        path = os.fspath(path)
+        with open(path, "w") as f:
+            json.dump(self.to_dict(), f, indent=1)
+        return path
+
+    @classmethod
+    def load(cls, path) -> CommunicationReport:
+        with open(path) as f:
+            return cls.from_dict(json.load(f))
+
+    def __str__(self) -> str:
+        lines = [f"communication of {self.function or 'one step'} on {self.mesh}: "
+                 f"{len(self.collectives)} collective{'s' * (len(self.collectives) != 1)}"]
+        rows = [(c.kind, "x".join(c.mesh_dims) or "-", c.what, str(c.shape), c.dtype,
+                 format_bytes(c.bytes_per_device),
+                 "" if c.time_us is None else f"{c.time_us:.0f} us") for c in self.collectives]
+        lines += _rows(("kind", "along", "serves", "shape", "dtype", "per device", "time"), rows)
+        lines.append("per update, per device: " + _totals_text(self.totals()))
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanEntry:
+    """The predicted gradient all-reduce of one trainable variable (``mesh_dims`` empty:
+    none, its layout uses every batch dim)."""
+
+    variable: str
+    mesh_dims: tuple[str, ...]
+    bytes_per_device: int
+    shape: tuple[int, ...]
+    dtype: str
+    block_shape: tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class CommunicationPlan:
+    """Gradient all-reduces predicted from layouts (``communication_plan``)."""
+
+    mesh: MeshSpec
+    entries: tuple[PlanEntry, ...]
+    batch_dims: tuple[str, ...]
+    source: str = ""
+
+    def totals(self) -> dict[tuple[str, ...], int]:
+        """Bytes per device per update, by the mesh dims the all-reduces run along."""
+        return _totals(self.entries)
+
+    @property
+    def bytes_per_device(self) -> int:
+        return sum(e.bytes_per_device for e in self.entries)
+
+    def entry(self, variable: str) -> PlanEntry:
+        for e in self.entries:
+            if e.variable == variable:
+                return e
+        raise ValueError(f"Unknown variable {variable!r}. This plan has: "
+                         f"{[e.variable for e in self.entries]}.")
+
+    def __str__(self) -> str:
+        lines = [f"gradient all-reduces predicted from the layouts{' of ' + self.source if self.source else ''}"
+                 f" on {self.mesh}, batch sharded over {list(self.batch_dims)}"]
+        rows = [(e.variable, str(e.shape), str(e.block_shape), "x".join(e.mesh_dims) or "none",
+                 format_bytes(e.bytes_per_device)) for e in self.entries]
+        lines += _rows(("variable", "shape", "shard", "summed along", "per device"), rows)
+        lines.append("per update, per device: " + _totals_text(self.totals()))
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+
+def _rows(columns, rows) -> list[str]:
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
+    return ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in [columns, *rows]]
+
+
+def _totals_text(totals) -> str:
+    if not totals:
+        return "nothing"
+    return ", ".join(f"{format_bytes(b)} along {'x'.join(d)}" for d, b in totals.items())
+
+
+def communication_plan(obj, batch_dims=("batch",)) -> CommunicationPlan:
+    """The gradient all-reduces of one update, predicted from layouts with no devices.
+
+    ``obj``: what ``memory_plan`` takes (``{name: (shape, dtype, LayoutSpec)}``, a
+    ``Recording``, a tf-keras model or optimizer). ``batch_dims``: the mesh dims the
+    batch is sharded over. Each variable's gradient is summed over the batch dims (of
+    size > 1) its layout leaves unused; each device contributes its shard's bytes."""
+    mem = memory_plan(obj, momentum=False)
+    dims = _dims(mem.mesh, batch_dims)
+    entries = []
+    for e in mem.entries:
+        unused = tuple(d for d in dims if d not in e.layout.sharding_specs
+                       and mem.mesh.dim_size(d) > 1)
+        block = e.block_shape
+        entries.append(PlanEntry(e.name, unused, math.prod(block) * itemsize(e.dtype) if unused else 0,
+                                 e.shape, e.dtype, block))
+    return CommunicationPlan(mem.mesh, tuple(entries), dims, mem.source)

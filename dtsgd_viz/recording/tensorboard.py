@@ -1,0 +1,118 @@
+"""A recording in TensorBoard, the tool long runs are usually watched with: per-block
+statistics as scalars and each variable's values as histograms, by optimizer update.
+
+Written with TensorBoard's own event writer (``pip install tensorboard``; no TensorFlow
+needed), so the events are TensorBoard's format exactly::
+
+    rec.to_tensorboard("logs/run1")           # then: tensorboard --logdir logs
+    dtsgd-viz export run.zarr --tensorboard logs/run1
+
+Scalars (step = the update, as ``recording.steps`` counts it):
+
+- ``<variable>/<kind>/<stat>/block <g>``: the L2 norm, mean and max |x| of unique block
+  ``g`` (``recording.shard_stats``; ``kind`` is param, velocity or grad);
+- ``<variable>/<kind>/norm``: the norm of the whole tensor (from its blocks' norms);
+- ``loss`` and ``learning_rate``.
+
+Histograms (full-mode recordings only; stats mode keeps no values): ``<variable>/<kind>``
+at most ``max_histograms`` updates, evenly spaced, the last included.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+STATS = ("norm", "mean", "max_abs")
+HISTOGRAM_BUCKETS = 30
+
+
+def _tensorboard():
+    try:
+        from tensorboard.compat.proto import event_pb2, summary_pb2
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    except ImportError as e:
+        raise ImportError("Writing TensorBoard events needs the tensorboard package: "
+                          "pip install 'dtsgd_viz[tensorboard]' (or pip install tensorboard).") from e
+    return event_pb2, summary_pb2, EventFileWriter
+
+
+def histogram(values: np.ndarray, summary_pb2, buckets: int = HISTOGRAM_BUCKETS):
+    """A ``HistogramProto`` of ``values`` (``buckets`` equal bins between min and max)."""
+    x = np.asarray(values, np.float64).ravel()
+    x = x[np.isfinite(x)]
+    proto = summary_pb2.HistogramProto()
+    if x.size == 0:
+        return proto
+    lo, hi = float(x.min()), float(x.max())
+    counts, edges = np.histogram(x, bins=buckets, range=(lo, hi) if hi > lo else (lo - 0.5, lo + 0.5))
+    proto.min, proto.max, proto.num = lo, hi, float(x.size)
+    proto.sum, proto.sum_squares = float(x.sum()), float(np.dot(x, x))
+    proto.bucket_limit.extend(edges[1:].tolist())
+    proto.bucket.extend(counts.astype(float).tolist())
+    return proto
+
+
+def _histogram_rows(n: int, most: int) -> np.ndarray:
+    if n <= most:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, most).round().astype(int))
+
+
+def write_tensorboard(recording, logdir, *, histograms: bool = True, max_histograms: int = 200) -> str:
+    """Write ``recording`` as TensorBoard events into ``logdir`` (made if missing); returns
+    the event file's path. See the module docstring for the tags."""
+    if not isinstance(max_histograms, int) or max_histograms < 1:
+        raise ValueError(f"max_histograms must be an int >= 1. Received: {max_histograms!r}.")
+    event_pb2, summary_pb2, EventFileWriter = _tensorboard()
+    logdir = os.fspath(logdir)
+    os.makedirs(logdir, exist_ok=True)
+    writer = EventFileWriter(logdir, filename_suffix=".dtsgd_viz")
+    steps = [int(s) for s in recording.steps]
+    per_step: list[list] = [[] for _ in steps]
+
+    def scalar(i, tag, value):
+        if np.isfinite(value):
+            per_step[i].append(summary_pb2.Summary.Value(tag=tag, simple_value=float(value)))
+
+    for i, v in enumerate(recording.hyperparameters.learning_rate):
+        scalar(i, "learning_rate", v)
+    loss = recording.loss
+    if loss is not None:
+        for i, v in enumerate(loss):
+            scalar(i, "loss", v)
+    for name in recording.variables:
+        for kind in recording.kinds:
+            firsts = [group[0] for group in recording.geometry(name).replica_groups]
+            stats = recording.shard_stats(name, kind)[:, firsts]  # (n, unique blocks, 3)
+            for i in range(len(steps)):
+                scalar(i, f"{name}/{kind}/norm", _tensor_norm(stats[i, :, 0]))
+                for g in range(stats.shape[1]):
+                    for s, stat in enumerate(STATS):
+                        scalar(i, f"{name}/{kind}/{stat}/block {g}", stats[i, g, s])
+    for i, step in enumerate(steps):
+        if per_step[i]:
+            writer.add_event(event_pb2.Event(step=step, summary=summary_pb2.Summary(value=per_step[i])))
+    if histograms and recording.mode == "full":
+        for i in _histogram_rows(len(steps), max_histograms):
+            values = [summary_pb2.Summary.Value(
+                tag=f"{name}/{kind}", histo=histogram(recording.global_values(name, kind)[i], summary_pb2))
+                for name in recording.variables for kind in recording.kinds]
+            writer.add_event(event_pb2.Event(step=steps[i], summary=summary_pb2.Summary(value=values)))
+    writer.flush()
+    path = writer.get_logdir()
+    writer.close()
+    return _event_file(path)
+
+
+def _tensor_norm(block_norms: np.ndarray) -> float:
+    """The whole tensor's L2 norm from its unique blocks' norms (each block counted once:
+    the unique blocks tile the tensor)."""
+    return float(np.sqrt(np.sum(np.asarray(block_norms, np.float64) ** 2)))
+
+
+def _event_file(logdir) -> str:
+    files = sorted((f for f in os.listdir(logdir) if f.endswith(".dtsgd_viz")),
+                   key=lambda f: os.path.getmtime(os.path.join(logdir, f)))
+    return os.path.join(logdir, files[-1])
