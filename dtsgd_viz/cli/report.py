@@ -81,7 +81,7 @@ def arrow_step(recordings: Mapping, name: str = "w") -> int:
     arrows stray furthest from their path segments, summed over the configs. Steps whose
     update cannot be decomposed (missing kinds) are skipped; 0 if none can.
     """
-    from ..views.path_geometry import decompose_update
+    from ..views.update_geometry import decompose_update
 
     n = min(len(r) for r in recordings.values())
     best, best_score = 0, 0.0
@@ -189,6 +189,31 @@ def _check_recordings(what, recordings) -> dict:
     return dict(recordings)
 
 
+class _Folder:
+    """The report folder being written: each file written adds its ``Item`` (in the order
+    the index shows them) and a text file's content to ``texts``."""
+
+    def __init__(self, directory: str, progress: Callable[[str], None] | None):
+        self.directory = directory
+        self.say = progress or (lambda msg: None)
+        self.items: list[Item] = []
+        self.texts: dict[str, str] = {}
+
+    def path(self, filename: str) -> str:
+        return os.path.join(self.directory, filename)
+
+    def save(self, fig, filename, title, caption) -> None:
+        self.say(f"writing {filename}")
+        fig.savefig(self.path(filename), dpi=PNG_DPI)
+        self.items.append(Item(filename, title, caption))
+
+    def write_text(self, filename, title, caption, text) -> None:
+        with open(self.path(filename), "w", encoding="utf-8") as f:
+            f.write(text.rstrip("\n") + "\n")
+        self.texts[filename] = text
+        self.items.append(Item(filename, title, caption, kind="text"))
+
+
 def write_report(directory, shard_recordings: Mapping, path_recordings: Mapping, surface, *,
                  name: str = "w", summary: str | None = None,
                  iterations: Sequence[int] = (3, 10, 30), gif_frames: int = GIF_FRAMES,
@@ -207,42 +232,43 @@ def write_report(directory, shard_recordings: Mapping, path_recordings: Mapping,
 
     Returns the ``Report`` (``report.paths()`` lists every file written).
     """
-    from ..views.layout import layout_table
-    from ..views.paths import animate
-
     shard_recordings = _check_recordings("shard_recordings", shard_recordings)
     path_recordings = _check_recordings("path_recordings", path_recordings)
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
-    say = progress or (lambda msg: None)
-    items, texts = [], {}
-
-    def save(fig, filename, title, caption):
-        say(f"writing {filename}")
-        fig.savefig(os.path.join(directory, filename), dpi=PNG_DPI)
-        items.append(Item(filename, title, caption))
-
-    def write_text(filename, title, caption, text):
-        with open(os.path.join(directory, filename), "w", encoding="utf-8") as f:
-            f.write(text.rstrip("\n") + "\n")
-        texts[filename] = text
-        items.append(Item(filename, title, caption, kind="text"))
-
+    out = _Folder(directory, progress)
     if summary:
-        write_text("summary.txt", "Summary", "What the demo printed.", summary)
-
+        out.write_text("summary.txt", "Summary", "What the demo printed.", summary)
     first = next(iter(shard_recordings.values()))
+    _write_layout(out, first, name)
+    _write_shards(out, shard_recordings, name, iterations)
+    pname = next(iter(path_recordings.values())).variables[0]
+    _write_paths(out, path_recordings, surface, pname)
+    _write_animation(out, path_recordings, surface, pname, gif_frames)
+    _write_index(out, first)
+    return Report(directory, tuple(out.items))
+
+
+def _write_layout(out: _Folder, first, name) -> None:
+    """``layout.png`` and ``layout.txt``: how ``name`` of the recording ``first`` is laid
+    out on its mesh."""
+    from ..views.layout import layout_table
+
     geom, layout = first.geometry(name), first.layout(name)
     block = "x".join(map(str, geom.local_shape))
-    save(layout_figure(first, name), "layout.png", f"How {name!r} is laid out on the mesh",
-         f"The {'x'.join(map(str, geom.global_shape))} parameter {name!r} cut into the "
-         f"{block} block each of the {layout.mesh.num_devices} devices holds "
-         f"(sharding [{', '.join(layout.sharding_specs)}] on {layout.mesh}). The optimizer's "
-         "velocity slot is laid out the same way.")
-    write_text("layout.txt", "The same layout as text", "layout_table: one row per block.",
-               str(layout_table(first, name=name)))
+    out.save(layout_figure(first, name), "layout.png", f"How {name!r} is laid out on the mesh",
+             f"The {'x'.join(map(str, geom.global_shape))} parameter {name!r} cut into the "
+             f"{block} block each of the {layout.mesh.num_devices} devices holds "
+             f"(sharding [{', '.join(layout.sharding_specs)}] on {layout.mesh}). The optimizer's "
+             "velocity slot is laid out the same way.")
+    out.write_text("layout.txt", "The same layout as text", "layout_table: one row per block.",
+                   str(layout_table(first, name=name)))
 
-    # plain SGD's slot is just -lr*g: nothing to tell apart. Configs side by side per step.
+
+def _write_shards(out: _Folder, shard_recordings, name, iterations) -> None:
+    """``shards-<config>-iter<it>.png``: the velocity per shard of each config with
+    momentum at ``iterations`` (``shard_steps``), the configs side by side per step."""
+    # plain SGD's slot is just -lr*g: nothing to tell apart
     with_momentum = {k: r for k, r in shard_recordings.items() if r.hyperparameters.momentum}
     steps_of = {k: shard_steps(len(r), iterations) for k, r in with_momentum.items()}
     for i in sorted(set().union(*steps_of.values())):
@@ -250,41 +276,49 @@ def write_report(directory, shard_recordings: Mapping, path_recordings: Mapping,
             if i not in steps_of[config]:
                 continue
             it = int(rec.steps[i])
-            save(shard_figure(rec, name, i), f"shards-{config}-iter{it:03d}.png",
-                 f"{config}: velocity per shard at iteration {it}",
-                 f"Left: the {config} velocity of {name!r} after iteration {it}, each "
-                 "device's block outlined. Right: each shard's velocity norm over the whole "
-                 "run; the line marks the iteration shown. Blocks differ in curvature, so "
-                 "their velocities grow, oscillate and die out at different speeds.")
+            out.save(shard_figure(rec, name, i), f"shards-{config}-iter{it:03d}.png",
+                     f"{config}: velocity per shard at iteration {it}",
+                     f"Left: the {config} velocity of {name!r} after iteration {it}, each "
+                     "device's block outlined. Right: each shard's velocity norm over the whole "
+                     "run; the line marks the iteration shown. Blocks differ in curvature, so "
+                     "their velocities grow, oscillate and die out at different speeds.")
 
-    pname = next(iter(path_recordings.values())).variables[0]
+
+def _write_paths(out: _Folder, path_recordings, surface, pname) -> None:
+    """``paths.png``: the runs' paths on ``surface``, arrows at ``arrow_step``."""
     step = arrow_step(path_recordings, pname)
     it = int(next(iter(path_recordings.values())).steps[step])
-    names = " vs ".join(path_recordings)
     label = getattr(surface, "label", type(surface).__name__)
     hp = {k: r.hyperparameters for k, r in path_recordings.items()}
     settings = "; ".join(f"{k}: lr={h.learning_rate[0]:g}, momentum={h.momentum:g}"
                          for k, h in hp.items())
-    save(path_figure(path_recordings, surface, step, pname), "paths.png",
-         f"Update paths: {names}",
-         f"Each optimizer's path on the {label} from the same start ({settings}), with the "
-         f"update {it} taken apart into arrows: the momentum or look-ahead term and "
-         "the gradient term, tip to tail, on the paths and in a zoomed panel per run. "
-         "Right: the loss at every update (log scale).")
+    out.save(path_figure(path_recordings, surface, step, pname), "paths.png",
+             f"Update paths: {' vs '.join(path_recordings)}",
+             f"Each optimizer's path on the {label} from the same start ({settings}), with the "
+             f"update {it} taken apart into arrows: the momentum or look-ahead term and "
+             "the gradient term, tip to tail, on the paths and in a zoomed panel per run. "
+             "Right: the loss at every update (log scale).")
+
+
+def _write_animation(out: _Folder, path_recordings, surface, pname, gif_frames) -> None:
+    """``paths.gif``: the same runs update by update, ``gif_frames`` frames at most."""
+    from ..views.paths import animate
 
     frames = min(gif_frames, *(len(r) for r in path_recordings.values()))
-    say(f"animating paths.gif ({frames} frames)")
+    out.say(f"animating paths.gif ({frames} frames)")
     anim = animate(path_recordings, surface, name=pname, frames=frames)
-    anim.save(os.path.join(directory, "paths.gif"), writer="pillow", dpi=GIF_DPI)
-    items.append(Item("paths.gif", f"Animation: {names}",
-                      f"The same runs update by update ({frames} frames, the last one held): "
-                      "the paths grow, the arrows and zoomed panels show each update's terms, "
-                      "the loss curves are drawn up to the update shown."))
+    anim.save(out.path("paths.gif"), writer="pillow", dpi=GIF_DPI)
+    out.items.append(Item("paths.gif", f"Animation: {' vs '.join(path_recordings)}",
+                          f"The same runs update by update ({frames} frames, the last one held): "
+                          "the paths grow, the arrows and zoomed panels show each update's terms, "
+                          "the loss curves are drawn up to the update shown."))
 
+
+def _write_index(out: _Folder, first) -> None:
+    """``index.html``: every item written so far, in order (``index_html``)."""
     title = "dtsgd_viz demo report"
     intro = ("Figures drawn from recordings of the real TensorFlow DTensor SGD optimizer on "
              f"a virtual CPU mesh ({first.mesh}): the layout of the demo parameter, its "
              "velocity shard by shard, and momentum vs Nesterov update paths.")
-    with open(os.path.join(directory, INDEX), "w", encoding="utf-8") as f:
-        f.write(index_html(items, title, intro, texts))
-    return Report(directory, tuple(items))
+    with open(out.path(INDEX), "w", encoding="utf-8") as f:
+        f.write(index_html(out.items, title, intro, out.texts))

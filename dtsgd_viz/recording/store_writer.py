@@ -16,23 +16,44 @@ from .recording import DTYPES, Recording, RecordingFileError
 from .store_format import (CHUNK_BYTES, COLUMNS, FORMAT, MAX_CHUNK_STEPS, PART_FOLDER, PLAIN, VERSION,
                            ZARR_TEMPORARY, check_store, root_attributes, stored_dtype, write_json)
 
+
+def _check_streamable(header: Recording) -> None:
+    """Every variable of ``header`` must be of a dtype a store holds (``DTYPES``)."""
+    for r in header.records:
+        if r.dtype not in DTYPES:
+            raise ValueError(
+                f"Cannot stream variable {r.name!r}: its values are {r.dtype}. A store "
+                f"holds {', '.join(DTYPES)} (the dtypes tf-keras trains in).")
+
+
 class StoreWriter:
     """Appends batches of host entries (``_hostlog.entry``) of one recorder to its part
     of a store, committing each (see the module docstring). ``header`` is the recording
     of no steps that names everything (``Recorder`` builds it when it is attached)."""
 
     def __init__(self, path, header: Recording, client: int = 0):
-        import zarr
-
         self.path = os.fspath(path)
         self.client = int(client)
         self.part = os.path.join(self.path, f"client-{self.client}")
         self.header = header
-        for r in header.records:
-            if r.dtype not in DTYPES:
-                raise ValueError(
-                    f"Cannot stream variable {r.name!r}: its values are {r.dtype}. A store "
-                    f"holds {', '.join(DTYPES)} (the dtypes tf-keras trains in).")
+        _check_streamable(header)
+        self._check_folder()
+        group = self._open_part(header)
+        self.full = header.mode == "full"
+        self._arrays = {}  # name -> (zarr array, chunked per block)
+        self._initial = {}
+        self._make_arrays(group, header)
+        self.capacity = self.dropped_capacity = 0
+        self.n_steps = self.n_dropped = 0
+        self.last_step = None
+        self.closed = self.at_exit = False
+        self.started = time.time()
+        self._write_initial(header)
+        self._commit()
+
+    def _check_folder(self) -> None:
+        """``path`` must be a new folder, one being made by another client of the run, or
+        a store; this client's part must not exist yet."""
         if os.path.isfile(self.path):
             raise ValueError(f"Recorder(path={self.path!r}): that is a file; a store is a folder.")
         if os.path.isdir(self.path):
@@ -51,6 +72,12 @@ class StoreWriter:
             raise ValueError(
                 f"Recorder(path={self.path!r}): {self.part} already holds a recording. Give "
                 "each run a new folder (or remove the old one).")
+
+    def _open_part(self, header):
+        """Create the store's root group (unless there is one) and this client's part
+        group, holding the recording's header; returns the part's group."""
+        import zarr
+
         try:
             zarr.open_group(self.path, mode="a", zarr_format=3,
                             attributes={"format": FORMAT, "version": VERSION})
@@ -59,10 +86,12 @@ class StoreWriter:
             check_store(self.path)
         meta = header.header()
         meta.pop("n_steps")
-        group = zarr.open_group(self.part, mode="w-", zarr_format=3,
-                                attributes={"recording": meta, "client": self.client})
-        self.full = header.mode == "full"
-        self._arrays = {}  # name -> (zarr array, chunked per block)
+        return zarr.open_group(self.part, mode="w-", zarr_format=3,
+                               attributes={"recording": meta, "client": self.client})
+
+    def _make_arrays(self, group, header) -> None:
+        """The part's arrays, of no steps yet: the columns, the dropped steps, and per
+        variable its initial value and its blocks (``full``) or statistics per kind."""
         n_vars = len(header.records)
         self._make(group, "steps", (), "int64")
         self._make(group, "learning_rate", (), "float64")
@@ -71,7 +100,6 @@ class StoreWriter:
         self._make(group, "mismatch", (n_vars,), "uint8")
         self.dropped = group.create_array("dropped_steps", shape=(0,), dtype="int64",
                                           chunks=(MAX_CHUNK_STEPS,), **PLAIN)
-        self._initial = {}
         for i, r in enumerate(header.records):
             self._initial[i] = group.create_array(
                 f"v{i}.initial", shape=r.shape, dtype=stored_dtype(r.dtype),
@@ -84,13 +112,6 @@ class StoreWriter:
                                    stored_dtype(r.dtype)).itemsize >= CHUNK_BYTES)
                 else:
                     self._make(group, f"v{i}.{k}.stats", r.stats[k].shape[1:], "float32")
-        self.capacity = self.dropped_capacity = 0
-        self.n_steps = self.n_dropped = 0
-        self.last_step = None
-        self.closed = self.at_exit = False
-        self.started = time.time()
-        self._write_initial(header)
-        self._commit()
 
     def _make(self, group, name, row, dtype, per_block=False):
         if per_block:

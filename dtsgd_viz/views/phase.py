@@ -28,6 +28,7 @@ import numpy as np
 from ..theory import quadratic as theory
 from . import style
 from .figure import new_figure
+from .phase_geometry import cap_rate, cell_edges, label_spots, log_ticks, phase_ratio
 
 __all__ = ["plot_phase", "draw_phase", "PhaseView", "phase_ratio", "cell_edges", "cap_rate",
            "RATE_LEVELS"]
@@ -39,90 +40,6 @@ NEITHER_COLOR = "#BBBBBB"
 DIVERGED_COLOR = "#000000"
 CRITICAL_COLOR = "#56B4E9"   # Okabe-Ito sky blue
 TITLES = {"momentum": "Classical momentum (heavy ball)", "nesterov": "Nesterov (tf-keras form)"}
-
-
-# ---- pure -------------------------------------------------------------------------------
-
-
-def phase_ratio(momentum_steps, nesterov_steps) -> np.ndarray:
-    """``log2(Nesterov updates / momentum updates)`` per cell (0 counts as 1 update):
-    negative where Nesterov is faster, 0 for a tie; ``-inf`` where only Nesterov
-    converges, ``+inf`` where only momentum does, NaN where neither does.
-
-    >>> phase_ratio([[10, 10, -1, -1]], [[5, 10, 7, -1]]).tolist()
-    [[-1.0, 0.0, -inf, nan]]
-    """
-    m, n = np.asarray(momentum_steps), np.asarray(nesterov_steps)
-    out = np.full(np.broadcast_shapes(m.shape, n.shape), np.nan)
-    both = (m >= 0) & (n >= 0)
-    out[both] = np.log2(np.maximum(n[both], 1) / np.maximum(m[both], 1))
-    out[(m >= 0) & (n < 0)] = np.inf
-    out[(m < 0) & (n >= 0)] = -np.inf
-    return out
-
-
-def cell_edges(values, log: bool) -> np.ndarray:
-    """Cell edges around grid ``values``: midpoints (geometric for ``log``), the ends
-    mirrored."""
-    v = np.log(values) if log else np.asarray(values, np.float64)
-    if len(v) == 1:
-        half = 0.25 if log else 0.05
-        e = np.array([v[0] - half, v[0] + half])
-    else:
-        mid = (v[1:] + v[:-1]) / 2
-        e = np.concatenate([[v[0] - (mid[0] - v[0])], mid, [v[-1] + (v[-1] - mid[-1])]])
-    return np.exp(e) if log else e
-
-
-def cap_rate(loss0: float, tol: float, steps: int) -> float:
-    """The rate a run needs to bring the loss from ``loss0`` to ``tol`` in ``steps``
-    updates (the loss of a mode shrinks like ``rate^(2k)``)."""
-    if not loss0 > tol > 0:
-        return float("nan")
-    return float((tol / loss0) ** (1.0 / (2.0 * steps)))
-
-
-def label_spots(level_vertices, avoid, x_range, y_range, half_lengths) -> list:
-    """Where to label each contour level (``level_vertices[i]``: its vertices, x on a
-    log scale), or None: the vertex farthest, in axes fractions, from the ``avoid``
-    polylines (stability boundary, critical damping), from the labels already placed
-    and from the edges; None where even that vertex is closer to one of them than the
-    label's half length ``half_lengths[i]`` (a label there would sit on a line)."""
-    lx = np.log(np.asarray(x_range, np.float64))
-    y_range = np.asarray(y_range, np.float64)
-
-    def frac(pts):
-        pts = np.asarray(pts, np.float64).reshape(-1, 2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            u = (np.log(pts[:, 0]) - lx[0]) / (lx[1] - lx[0])
-        v = (pts[:, 1] - y_range[0]) / (y_range[1] - y_range[0])
-        f = np.column_stack([u, v])
-        return f[np.all(np.isfinite(f), axis=1)]
-
-    blocked = [frac(a) for a in avoid]
-    spots, placed = [], []
-    for verts, half in zip(level_vertices, half_lengths):
-        verts = np.asarray(verts, np.float64).reshape(-1, 2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            f = np.column_stack([(np.log(verts[:, 0]) - lx[0]) / (lx[1] - lx[0]),
-                                 (verts[:, 1] - y_range[0]) / (y_range[1] - y_range[0])])
-        ok = np.all(np.isfinite(f), axis=1) & np.all((f >= 0) & (f <= 1), axis=1)
-        if not ok.any():
-            spots.append(None)
-            continue
-        f, verts = f[ok], verts[ok]
-        d = np.minimum(np.minimum(f[:, 0], 1 - f[:, 0]), np.minimum(f[:, 1], 1 - f[:, 1]))
-        for b in blocked + [np.asarray(placed).reshape(-1, 2)]:
-            if len(b):
-                d = np.minimum(d, np.min(np.hypot(f[:, None, 0] - b[None, :, 0],
-                                                  f[:, None, 1] - b[None, :, 1]), axis=1))
-        best = int(np.argmax(d))
-        if d[best] < half:
-            spots.append(None)
-            continue
-        spots.append(tuple(verts[best]))
-        placed.append(f[best])
-    return spots
 
 
 # ---- drawing ----------------------------------------------------------------------------
@@ -163,22 +80,27 @@ def _ratio_cmap():
     return cmap.with_extremes(under="#5A0010", over="#02254A", bad=NEITHER_COLOR)
 
 
-def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> PhaseView:
-    """Draw the two step maps and the ratio map of ``grids`` (``{"momentum":
-    PhaseGrid, "nesterov": PhaseGrid}``) on ``axes`` (``{"momentum": ax, "nesterov":
-    ax, "ratio": ax}``; ``ratio`` may be left out) with the theory of a quadratic
-    ``surface``. Colour bars and a legend are the caller's (``view.handles``)."""
-    from matplotlib import colormaps
-    from matplotlib.colors import Normalize
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+@dataclasses.dataclass(frozen=True)
+class _MapGrid:
+    """What every map of one ``draw_phase`` shares: the grid (``lrs``, ``mus``, the
+    cells' edges ``lr_e``, ``mu_e``, the cap ``steps``), the quadratic's sorted
+    eigenvalues ``h`` (None: no theory), the fine grid the theory is drawn on, and the
+    cap's rate ``cap`` (NaN if unknown)."""
 
-    fs = style.FONT_SIZE
-    g0 = grids["momentum"]
-    lrs, mus, steps, tol = g0.learning_rates, g0.momenta, g0.max_steps, g0.tol
-    ratio = phase_ratio(grids["momentum"].steps, grids["nesterov"].steps)
-    fig = next(iter(axes.values())).figure
-    view = PhaseView(fig, dict(axes), dict(grids), ratio)
+    lrs: np.ndarray
+    mus: np.ndarray
+    steps: int
+    lr_e: np.ndarray
+    mu_e: np.ndarray
+    h: np.ndarray | None
+    lr_f: np.ndarray
+    mu_f: np.ndarray
+    mu_line: np.ndarray
+    cap: float
+
+
+def _map_grid(grid, surface, loss0) -> _MapGrid:
+    lrs, mus, steps, tol = grid.learning_rates, grid.momenta, grid.max_steps, grid.tol
     lr_e, mu_e = cell_edges(lrs, log=True), cell_edges(mus, log=False)
     h = getattr(surface, "hessian_eigenvalues", None)
     h = None if h is None else np.unique(np.asarray(h, np.float64))
@@ -189,80 +111,126 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> 
     cap = cap_rate(loss0, tol, steps) if loss0 is not None else float("nan")
     if h is not None and np.isfinite(cap):
         cap = round(cap, 3)
-        rate_levels = tuple(sorted({*rate_levels, cap}))
-    view.rate_levels = tuple(rate_levels)
+    return _MapGrid(lrs, mus, steps, lr_e, mu_e, h, lr_f, mu_f, mu_line, cap)
 
-    cmap = colormaps[style.SEQUENTIAL_CMAP].with_extremes(bad=NOT_CONVERGED_COLOR)
-    norm = Normalize(0, steps)
+
+def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> PhaseView:
+    """Draw the two step maps and the ratio map of ``grids`` (``{"momentum":
+    PhaseGrid, "nesterov": PhaseGrid}``) on ``axes`` (``{"momentum": ax, "nesterov":
+    ax, "ratio": ax}``; ``ratio`` may be left out) with the theory of a quadratic
+    ``surface``. Colour bars and a legend are the caller's (``view.handles``)."""
+    ratio = phase_ratio(grids["momentum"].steps, grids["nesterov"].steps)
+    fig = next(iter(axes.values())).figure
+    view = PhaseView(fig, dict(axes), dict(grids), ratio)
+    g = _map_grid(grids["momentum"], surface, loss0)
+    if g.h is not None and np.isfinite(g.cap):
+        rate_levels = tuple(sorted({*rate_levels, g.cap}))
+    view.rate_levels = tuple(rate_levels)
     for key, nesterov in RULES.items():
-        ax = axes.get(key)
-        if ax is None:
-            continue
-        grid = grids[key]
-        ax.set_label(f"phase:{key}")
-        view.meshes[key] = ax.pcolormesh(lr_e, mu_e, np.ma.masked_less(grid.steps, 0), cmap=cmap,
-                                         norm=norm, gid=f"phase:{key}")
-        ii, jj = np.nonzero(grid.diverged)
-        ax.plot(lrs[jj], mus[ii], "x", color=DIVERGED_COLOR, ms=4.5, mew=1.0, ls="none",
-                gid=f"diverged:{key}")
-        title = TITLES[key]
-        if h is not None:
-            rho = theory.problem_rate(lr_f, mu_f, h, nesterov)
-            cs = ax.contour(lr_f, mu_f, rho, levels=list(view.rate_levels), colors="white",
-                            linewidths=0.9)
-            cs.set_gid(f"rate:{key}")
-            view.drawn_levels.update(float(r) for r, path in zip(cs.levels, cs.get_paths())
-                                     if len(path.vertices))
-            cs.set(path_effects=_outline("0.15", 2.0))
-            b_x = theory.convergence_boundary(mu_line, h[-1], nesterov)
-            c_x = theory.critical_damping(mu_line, nesterov) / h[0]
-            avoid = [np.column_stack([b_x, mu_line]), np.column_stack([c_x, mu_line])]
-            fmt = lambda r: f"ρ={r:g}" + (" (cap)" if r == cap else "")  # noqa: E731
-            # a label's half length in axes fractions, about (characters + 1) x 0.011
-            spots = label_spots([p.vertices for p in cs.get_paths()], avoid, (lr_e[0], lr_e[-1]),
-                                (mu_e[0], mu_e[-1]), [0.011 * (len(fmt(r)) + 1) for r in cs.levels])
-            shown = [(r, xy) for r, xy in zip(cs.levels, spots) if xy is not None]
-            labels = ax.clabel(cs, [r for r, _ in shown], fontsize=fs - 1.5, inline_spacing=2,
-                               manual=[xy for _, xy in shown], fmt=fmt) if shown else []
-            for t in labels:
-                t.set_path_effects(_outline("white", 2.0))
-                t.set_color("black")
-            view.contours[key] = cs
-            (view.boundaries[key],) = ax.plot(theory.convergence_boundary(mu_line, h[-1], nesterov),
-                                              mu_line, "--", color="white", lw=2.0,
-                                              gid=f"boundary:{key}", path_effects=_outline())
-            (view.critical[key],) = ax.plot(theory.critical_damping(mu_line, nesterov) / h[0], mu_line,
-                                            "-.", color=CRITICAL_COLOR, lw=1.8, gid=f"critical:{key}",
-                                            path_effects=_outline("black", 3.2))
-            rule = "lr·h < 2(1+μ)/(1+2μ)" if nesterov else "lr·h < 2(1+μ)"
-            title += f"\nstable iff {rule}, h = {h[-1]:g}"
-        _frame(ax, lr_e, mu_e, title)
+        if axes.get(key) is not None:
+            _draw_step_map(view, axes[key], key, nesterov, g)
     if "nesterov" in axes and "momentum" in axes:
         axes["nesterov"].tick_params(labelleft=False)
+    if axes.get("ratio") is not None:
+        _draw_ratio_map(view, axes["ratio"], g)
+    view.handles = _legend_handles(view, g, "ratio" in axes)
+    return view
 
-    ax = axes.get("ratio")
-    if ax is not None:
-        ax.set_label("phase:ratio")
-        finite = ratio[np.isfinite(ratio)]
-        vmax = max(1.0, float(np.ceil(np.max(np.abs(finite))))) if finite.size else 1.0
-        shown = np.where(np.isposinf(ratio), 2 * vmax, np.where(np.isneginf(ratio), -2 * vmax, ratio))
-        view.meshes["ratio"] = ax.pcolormesh(lr_e, mu_e, np.ma.masked_invalid(shown), cmap=_ratio_cmap(),
-                                             norm=Normalize(-vmax, vmax), gid="phase:ratio")
-        if h is not None:
-            for key, nesterov in RULES.items():
-                color, ls = style.optimizer_color(key), ("--" if nesterov else (0, (6, 2)))
-                ax.plot(theory.convergence_boundary(mu_line, h[-1], nesterov), mu_line, ls=ls, color=color,
-                        lw=2.0, gid=f"ratio-boundary:{key}", path_effects=_outline("white", 3.6))
-                ax.plot(theory.critical_damping(mu_line, nesterov) / h[0], mu_line, "-.", color=color,
-                        lw=1.5, gid=f"ratio-critical:{key}", path_effects=_outline("white", 3.0))
-        _frame(ax, lr_e, mu_e, "Who is faster: Nesterov / momentum updates\n"
-               "(lines: each rule's theory in its colour)")
-        ax.tick_params(labelleft=True)
 
-    view.handles = [Patch(fc=NOT_CONVERGED_COLOR, ec="0.6", label=f"not within tol in {steps} updates"),
-                    Line2D([], [], ls="none", marker="x", color=DIVERGED_COLOR, label="diverged")]
+def _draw_step_map(view, ax, key, nesterov, g: _MapGrid) -> None:
+    """One rule's map of updates to converge, its divergent cells and, on a quadratic,
+    its theory; ``view`` keeps what was drawn."""
+    from matplotlib import colormaps
+    from matplotlib.colors import Normalize
+
+    grid = view.grids[key]
+    cmap = colormaps[style.SEQUENTIAL_CMAP].with_extremes(bad=NOT_CONVERGED_COLOR)
+    ax.set_label(f"phase:{key}")
+    view.meshes[key] = ax.pcolormesh(g.lr_e, g.mu_e, np.ma.masked_less(grid.steps, 0), cmap=cmap,
+                                     norm=Normalize(0, g.steps), gid=f"phase:{key}")
+    ii, jj = np.nonzero(grid.diverged)
+    ax.plot(g.lrs[jj], g.mus[ii], "x", color=DIVERGED_COLOR, ms=4.5, mew=1.0, ls="none",
+            gid=f"diverged:{key}")
+    title = TITLES[key]
+    if g.h is not None:
+        title += _draw_step_theory(view, ax, key, nesterov, g)
+    _frame(ax, g.lr_e, g.mu_e, title)
+
+
+def _draw_step_theory(view, ax, key, nesterov, g: _MapGrid) -> str:
+    """The iso-rate contours, stability boundary and critical-damping curve of one rule
+    on its map; returns the title's line on stability."""
+    h, mu_line = g.h, g.mu_line
+    b_x = theory.convergence_boundary(mu_line, h[-1], nesterov)
+    c_x = theory.critical_damping(mu_line, nesterov) / h[0]
+    view.contours[key] = _draw_contours(view, ax, key, nesterov, g, avoid=[
+        np.column_stack([b_x, mu_line]), np.column_stack([c_x, mu_line])])
+    (view.boundaries[key],) = ax.plot(b_x, mu_line, "--", color="white", lw=2.0,
+                                      gid=f"boundary:{key}", path_effects=_outline())
+    (view.critical[key],) = ax.plot(c_x, mu_line, "-.", color=CRITICAL_COLOR, lw=1.8,
+                                    gid=f"critical:{key}", path_effects=_outline("black", 3.2))
+    rule = "lr·h < 2(1+μ)/(1+2μ)" if nesterov else "lr·h < 2(1+μ)"
+    return f"\nstable iff {rule}, h = {h[-1]:g}"
+
+
+def _draw_contours(view, ax, key, nesterov, g: _MapGrid, avoid):
+    """The worst mode's iso-rate contours at ``view.rate_levels``, labelled where a label
+    keeps clear of the ``avoid`` polylines (``label_spots``); returns the ``ContourSet``."""
+    rho = theory.problem_rate(g.lr_f, g.mu_f, g.h, nesterov)
+    cs = ax.contour(g.lr_f, g.mu_f, rho, levels=list(view.rate_levels), colors="white",
+                    linewidths=0.9)
+    cs.set_gid(f"rate:{key}")
+    view.drawn_levels.update(float(r) for r, path in zip(cs.levels, cs.get_paths())
+                             if len(path.vertices))
+    cs.set(path_effects=_outline("0.15", 2.0))
+    fmt = lambda r: f"ρ={r:g}" + (" (cap)" if r == g.cap else "")  # noqa: E731
+    # a label's half length in axes fractions, about (characters + 1) x 0.011
+    spots = label_spots([p.vertices for p in cs.get_paths()], avoid, (g.lr_e[0], g.lr_e[-1]),
+                        (g.mu_e[0], g.mu_e[-1]), [0.011 * (len(fmt(r)) + 1) for r in cs.levels])
+    shown = [(r, xy) for r, xy in zip(cs.levels, spots) if xy is not None]
+    labels = ax.clabel(cs, [r for r, _ in shown], fontsize=style.FONT_SIZE - 1.5, inline_spacing=2,
+                       manual=[xy for _, xy in shown], fmt=fmt) if shown else []
+    for t in labels:
+        t.set_path_effects(_outline("white", 2.0))
+        t.set_color("black")
+    return cs
+
+
+def _draw_ratio_map(view, ax, g: _MapGrid) -> None:
+    """The log2 ratio of the two step maps (only-one-converges cells past the colour
+    scale's ends) and, on a quadratic, both rules' theory in their colours."""
+    from matplotlib.colors import Normalize
+
+    ratio, mu_line, h = view.ratio, g.mu_line, g.h
+    ax.set_label("phase:ratio")
+    finite = ratio[np.isfinite(ratio)]
+    vmax = max(1.0, float(np.ceil(np.max(np.abs(finite))))) if finite.size else 1.0
+    shown = np.where(np.isposinf(ratio), 2 * vmax, np.where(np.isneginf(ratio), -2 * vmax, ratio))
+    view.meshes["ratio"] = ax.pcolormesh(g.lr_e, g.mu_e, np.ma.masked_invalid(shown), cmap=_ratio_cmap(),
+                                         norm=Normalize(-vmax, vmax), gid="phase:ratio")
     if h is not None:
-        view.handles += [
+        for key, nesterov in RULES.items():
+            color, ls = style.optimizer_color(key), ("--" if nesterov else (0, (6, 2)))
+            ax.plot(theory.convergence_boundary(mu_line, h[-1], nesterov), mu_line, ls=ls, color=color,
+                    lw=2.0, gid=f"ratio-boundary:{key}", path_effects=_outline("white", 3.6))
+            ax.plot(theory.critical_damping(mu_line, nesterov) / h[0], mu_line, "-.", color=color,
+                    lw=1.5, gid=f"ratio-critical:{key}", path_effects=_outline("white", 3.0))
+    _frame(ax, g.lr_e, g.mu_e, "Who is faster: Nesterov / momentum updates\n"
+           "(lines: each rule's theory in its colour)")
+    ax.tick_params(labelleft=True)
+
+
+def _legend_handles(view, g: _MapGrid, with_ratio: bool) -> list:
+    """The legend's entries for what ``draw_phase`` drew (the ratio map's if
+    ``with_ratio``)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    h = g.h
+    handles = [Patch(fc=NOT_CONVERGED_COLOR, ec="0.6", label=f"not within tol in {g.steps} updates"),
+               Line2D([], [], ls="none", marker="x", color=DIVERGED_COLOR, label="diverged")]
+    if h is not None:
+        handles += [
             Line2D([], [], ls="--", color="white", lw=2, path_effects=_outline(), label="stability boundary"),
             Line2D([], [], color="white", lw=0.9, path_effects=_outline("0.15", 2.0),
                    label="iso-rate ρ (spectral radius): " + ", ".join(
@@ -270,36 +238,15 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> 
             Line2D([], [], ls="-.", color=CRITICAL_COLOR, lw=1.8, path_effects=_outline("black", 3.2),
                    label=f"critical damping (h = {h[0]:g})"),
         ]
-    if "ratio" in axes:
+    if with_ratio:
         cmap = _ratio_cmap()
         if h is not None:
-            view.handles += [Line2D([], [], ls="--", color=style.optimizer_color(k), lw=2,
-                                    label=f"{k}'s lines (ratio map)") for k in RULES]
-        view.handles += [Patch(fc=cmap.get_over(), label="only momentum converges"),
-                         Patch(fc=cmap.get_under(), label="only Nesterov converges"),
-                         Patch(fc=NEITHER_COLOR, label="neither converges")]
-    return view
-
-
-def log_ticks(lo: float, hi: float) -> tuple[list, list]:
-    """``(major, labelled_minor)`` tick values for a log axis from ``lo`` to ``hi``:
-    the decades, and within 1.6 decades the 2s and 5s of each decade (2, 3 and 5
-    within one; 2..9 within half a decade), few enough that their labels stay apart
-    on a map a third of a notebook wide.
-
-    >>> log_ticks(0.015, 0.5)
-    ([0.1], [0.02, 0.05, 0.2, 0.5])
-    """
-    decades = np.log10(hi / lo)
-    subs = (tuple(range(2, 10)) if decades <= 0.5 else (2.0, 3.0, 5.0) if decades <= 1.0
-            else (2.0, 5.0) if decades <= 1.6 else ())
-    major, minor = [], []
-    for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1):
-        base = 10.0 ** e
-        if lo * (1 - 1e-9) <= base <= hi * (1 + 1e-9):
-            major.append(float(f"{base:.12g}"))
-        minor += [float(f"{m * base:.12g}") for m in subs if lo <= m * base <= hi]
-    return major, minor
+            handles += [Line2D([], [], ls="--", color=style.optimizer_color(k), lw=2,
+                               label=f"{k}'s lines (ratio map)") for k in RULES]
+        handles += [Patch(fc=cmap.get_over(), label="only momentum converges"),
+                    Patch(fc=cmap.get_under(), label="only Nesterov converges"),
+                    Patch(fc=NEITHER_COLOR, label="neither converges")]
+    return handles
 
 
 def _number(x, _pos=None) -> str:

@@ -18,6 +18,7 @@ import dataclasses
 import numpy as np
 
 from . import _pointer
+from .compare_state import compare_configs
 
 __all__ = ["DragState", "drag_state", "StartDrag", "preview_paths", "PREVIEW_TITLE"]
 
@@ -128,7 +129,6 @@ class StartDrag:
             self.release(start)
 
     def preview(self, start):
-        from .compare import compare_configs
         cw = self.cw
         if cw.queue.running:  # a real run is drawing: the next release starts another
             return
@@ -148,9 +148,8 @@ class StartDrag:
         cw.refresh()
 
     def release(self, start):
-        import dataclasses as dc
         cw = self.cw
-        params = dc.replace(cw.params, start=tuple(float(v) for v in start))
+        params = dataclasses.replace(cw.params, start=tuple(float(v) for v in start))
         cw.request_run(params)
         for slider, v in zip(cw.start, start):  # no-ops for the run: params already hold v
             slider.value = float(np.clip(v, slider.min, slider.max))

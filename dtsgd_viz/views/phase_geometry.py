@@ -1,0 +1,118 @@
+"""Pure geometry behind ``views.phase``: the ratio of the two step maps, the cells'
+edges, the rate the step cap needs, where to label the iso-rate contours, and the
+ticks of the log learning-rate axis.
+
+No matplotlib here; every function takes and returns numpy arrays or numbers, so
+tests check them numerically::
+
+    >>> cell_edges([0.1, 1.0, 10.0], log=True).round(4).tolist()
+    [0.0316, 0.3162, 3.1623, 31.6228]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["phase_ratio", "cell_edges", "cap_rate", "label_spots", "log_ticks"]
+
+
+def phase_ratio(momentum_steps, nesterov_steps) -> np.ndarray:
+    """``log2(Nesterov updates / momentum updates)`` per cell (0 counts as 1 update):
+    negative where Nesterov is faster, 0 for a tie; ``-inf`` where only Nesterov
+    converges, ``+inf`` where only momentum does, NaN where neither does.
+
+    >>> phase_ratio([[10, 10, -1, -1]], [[5, 10, 7, -1]]).tolist()
+    [[-1.0, 0.0, -inf, nan]]
+    """
+    m, n = np.asarray(momentum_steps), np.asarray(nesterov_steps)
+    out = np.full(np.broadcast_shapes(m.shape, n.shape), np.nan)
+    both = (m >= 0) & (n >= 0)
+    out[both] = np.log2(np.maximum(n[both], 1) / np.maximum(m[both], 1))
+    out[(m >= 0) & (n < 0)] = np.inf
+    out[(m < 0) & (n >= 0)] = -np.inf
+    return out
+
+
+def cell_edges(values, log: bool) -> np.ndarray:
+    """Cell edges around grid ``values``: midpoints (geometric for ``log``), the ends
+    mirrored."""
+    v = np.log(values) if log else np.asarray(values, np.float64)
+    if len(v) == 1:
+        half = 0.25 if log else 0.05
+        e = np.array([v[0] - half, v[0] + half])
+    else:
+        mid = (v[1:] + v[:-1]) / 2
+        e = np.concatenate([[v[0] - (mid[0] - v[0])], mid, [v[-1] + (v[-1] - mid[-1])]])
+    return np.exp(e) if log else e
+
+
+def cap_rate(loss0: float, tol: float, steps: int) -> float:
+    """The rate a run needs to bring the loss from ``loss0`` to ``tol`` in ``steps``
+    updates (the loss of a mode shrinks like ``rate^(2k)``)."""
+    if not loss0 > tol > 0:
+        return float("nan")
+    return float((tol / loss0) ** (1.0 / (2.0 * steps)))
+
+
+def label_spots(level_vertices, avoid, x_range, y_range, half_lengths) -> list:
+    """Where to label each contour level (``level_vertices[i]``: its vertices, x on a
+    log scale), or None: the vertex farthest, in axes fractions, from the ``avoid``
+    polylines (stability boundary, critical damping), from the labels already placed
+    and from the edges; None where even that vertex is closer to one of them than the
+    label's half length ``half_lengths[i]`` (a label there would sit on a line)."""
+    lx = np.log(np.asarray(x_range, np.float64))
+    y_range = np.asarray(y_range, np.float64)
+
+    def frac(pts):
+        pts = np.asarray(pts, np.float64).reshape(-1, 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = (np.log(pts[:, 0]) - lx[0]) / (lx[1] - lx[0])
+        v = (pts[:, 1] - y_range[0]) / (y_range[1] - y_range[0])
+        f = np.column_stack([u, v])
+        return f[np.all(np.isfinite(f), axis=1)]
+
+    blocked = [frac(a) for a in avoid]
+    spots, placed = [], []
+    for verts, half in zip(level_vertices, half_lengths):
+        verts = np.asarray(verts, np.float64).reshape(-1, 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = np.column_stack([(np.log(verts[:, 0]) - lx[0]) / (lx[1] - lx[0]),
+                                 (verts[:, 1] - y_range[0]) / (y_range[1] - y_range[0])])
+        ok = np.all(np.isfinite(f), axis=1) & np.all((f >= 0) & (f <= 1), axis=1)
+        if not ok.any():
+            spots.append(None)
+            continue
+        f, verts = f[ok], verts[ok]
+        d = np.minimum(np.minimum(f[:, 0], 1 - f[:, 0]), np.minimum(f[:, 1], 1 - f[:, 1]))
+        for b in blocked + [np.asarray(placed).reshape(-1, 2)]:
+            if len(b):
+                d = np.minimum(d, np.min(np.hypot(f[:, None, 0] - b[None, :, 0],
+                                                  f[:, None, 1] - b[None, :, 1]), axis=1))
+        best = int(np.argmax(d))
+        if d[best] < half:
+            spots.append(None)
+            continue
+        spots.append(tuple(verts[best]))
+        placed.append(f[best])
+    return spots
+
+
+def log_ticks(lo: float, hi: float) -> tuple[list, list]:
+    """``(major, labelled_minor)`` tick values for a log axis from ``lo`` to ``hi``:
+    the decades, and within 1.6 decades the 2s and 5s of each decade (2, 3 and 5
+    within one; 2..9 within half a decade), few enough that their labels stay apart
+    on a map a third of a notebook wide.
+
+    >>> log_ticks(0.015, 0.5)
+    ([0.1], [0.02, 0.05, 0.2, 0.5])
+    """
+    decades = np.log10(hi / lo)
+    subs = (tuple(range(2, 10)) if decades <= 0.5 else (2.0, 3.0, 5.0) if decades <= 1.0
+            else (2.0, 5.0) if decades <= 1.6 else ())
+    major, minor = [], []
+    for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1):
+        base = 10.0 ** e
+        if lo * (1 - 1e-9) <= base <= hi * (1 + 1e-9):
+            major.append(float(f"{base:.12g}"))
+        minor += [float(f"{m * base:.12g}") for m in subs if lo <= m * base <= hi]
+    return major, minor
