@@ -36,7 +36,7 @@ import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 from tensorflow.experimental import dtensor  # noqa: E402
 
-from dtsgd_viz.dtensor import core as _dtensor  # noqa: E402
+from dtsgd_viz import dtensor as _dtensor  # noqa: E402
 
 NESTEROV = dict(learning_rate=0.01, momentum=0.9, nesterov=True)
 # The recorded variants time the default update, which computes what plain tf-keras does

@@ -26,7 +26,7 @@ dtsgd_viz.setup_devices(8)
 import tensorflow as tf  # noqa: E402
 from tensorflow.experimental import dtensor  # noqa: E402
 
-from dtsgd_viz.dtensor import core as _dtensor  # noqa: E402
+from dtsgd_viz import dtensor as _dtensor  # noqa: E402
 
 
 def main(argv=None):

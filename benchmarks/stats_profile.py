@@ -41,7 +41,7 @@ import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
 from dtsgd_viz.recorder import capture as _capture  # noqa: E402
-from dtsgd_viz.dtensor import core as _dtensor  # noqa: E402
+from dtsgd_viz import dtensor as _dtensor  # noqa: E402
 from dtsgd_viz.models import examples as models  # noqa: E402
 from dtsgd_viz.recorder import recorder as recorder_mod  # noqa: E402
 

@@ -44,7 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import overhead as ob  # noqa: E402  (sets up the devices; its workloads are ours)
 import tf_keras  # noqa: E402
 
-from dtsgd_viz.dtensor import core as _dtensor  # noqa: E402
+from dtsgd_viz import dtensor as _dtensor  # noqa: E402
 
 NESTEROV = ob.NESTEROV
 BLOCK, BLOCKS = 5, 8

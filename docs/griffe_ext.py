@@ -4,7 +4,7 @@
 - ``dtsgd_viz`` imports its heavy names on first use (``_LAZY`` and ``__getattr__`` in
   ``dtsgd_viz/__init__.py``), which static analysis cannot follow: each of them is made
   an alias of the object it names, so ``dtsgd_viz.make_mesh`` is documented (and
-  linked) under its public name, not ``dtsgd_viz.dtensor.core.make_mesh``.
+  linked) under its public name, not ``dtsgd_viz.dtensor.devices.make_mesh``.
 - The docstrings' runnable examples (``>>>`` lines and their output, as doctest reads
   them) become fenced ``pycon`` code blocks: Markdown would otherwise run them into a
   paragraph and read ``x[0][:2]`` as a link.

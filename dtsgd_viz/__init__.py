@@ -9,8 +9,9 @@ from __future__ import annotations
 import importlib
 
 from .geometry import ShardGeometry, shard_geometry
-from .recording import (KINDS, MemoryPlan, MergeError, Part, Recording, RecordingFileError,
-                        load_recording, memory_plan, merge_recordings)
+from .recording import (KINDS, CommunicationPlan, CommunicationReport, MemoryPlan, MergeError,
+                        Part, Recording, RecordingFileError, communication_plan, load_recording,
+                        memory_plan, merge_recordings)
 from .specs import UNSHARDED, LayoutSpec, MeshSpec
 
 __version__ = "0.1.0"
@@ -67,14 +68,23 @@ _MODULES = {
 }
 
 __all__ = [
-    "KINDS", "UNSHARDED", "LayoutSpec", "MemoryPlan", "MeshSpec", "MergeError", "Part",
+    "KINDS", "UNSHARDED", "CommunicationPlan", "CommunicationReport", "communication_plan",
+    "LayoutSpec", "MemoryPlan", "MeshSpec", "MergeError", "Part",
     "Recording", "RecordingFileError", "ShardGeometry", "load_recording", "memory_plan",
-    "merge_recordings", "shard_geometry", *_LAZY, *(m for m in _MODULES if m != "theory"),
+    "merge_recordings", "shard_geometry", *_LAZY, *_MODULES,
 ]
+
+
+# subpackages that import TensorFlow when imported: it is imported quietly first (its C++
+# start-up lines silenced; see dtensor.quiet_tensorflow_import)
+_IMPORT_TENSORFLOW = ("optimizer", "recorder", "models")
 
 
 def __getattr__(name):
     if name in _LAZY or name in _MODULES:
+        if (_MODULES.get(name) or _LAZY[name]).partition(".")[0] in _IMPORT_TENSORFLOW:
+            from .dtensor import quiet_tensorflow_import
+            quiet_tensorflow_import()
         if name in _MODULES:
             value = importlib.import_module(f".{_MODULES[name]}", __name__)
         else:

@@ -88,8 +88,7 @@ def check_start(surface, start) -> np.ndarray:
 
 def _mesh_and_layout(surface, mesh):
     """The mesh to run on and the parameter's layout on it."""
-    from .dtensor import core as _dtensor
-    from .dtensor.core import dtensor
+    from . import dtensor as _dtensor
 
     specs = getattr(surface, "specs", None)
     if isinstance(mesh, Mapping):
@@ -104,7 +103,7 @@ def _mesh_and_layout(surface, mesh):
                 "A 2-D surface's parameter is sharded so that each coordinate lives on its "
                 f"own device: the mesh needs a dim of size 2. Received: mesh dims {dims}."
             )
-        return mesh, dtensor.Layout([pair[0]], mesh)
+        return mesh, _dtensor.make_layout([pair[0]], mesh)
     if specs is not None:
         want = surface.mesh_dims
         if mesh is None:
@@ -116,10 +115,10 @@ def _mesh_and_layout(surface, mesh):
                 f"{type(surface).__name__} lays its parameter out as {list(specs)} on mesh "
                 f"dims {want}; the mesh must have those dims. Received: mesh dims {dims}."
             )
-        return mesh, dtensor.Layout(list(specs), mesh)
+        return mesh, _dtensor.make_layout(specs, mesh)
     if mesh is None:
         mesh = _dtensor.make_mesh({"replica": 1})
-    return mesh, dtensor.Layout.replicated(mesh, len(surface.shape))
+    return mesh, _dtensor.replicated_layout(mesh, len(surface.shape))
 
 
 def run(surface, configs, steps, mesh=None, start=None, every=1,
@@ -157,36 +156,46 @@ def run(surface, configs, steps, mesh=None, start=None, every=1,
     _progress.check(progress, callable_ok=True)
     start = check_start(surface, start)
 
-    from .dtensor import core as _dtensor
-    from .dtensor.core import tf
+    mesh, layout = _mesh_and_layout(surface, mesh)
+    prepared = _optimizers(configs, mesh, every)
+    return {name: _run_config(surface, name, rec, opt, start, layout, mesh, steps, progress)
+            for name, rec, opt in prepared}
+
+
+def _optimizers(configs, mesh, every) -> list:
+    """``(name, Recorder, SGD)`` per config, every optimizer built first, so a bad config
+    fails before any run starts."""
     from .optimizer.sgd import SGD
     from .recorder.recorder import Recorder
 
-    mesh, layout = _mesh_and_layout(surface, mesh)
-    # Build every optimizer first, so a bad config fails before any run starts.
     prepared = []
     for name, config in configs.items():
         rec = Recorder(every=every)
         prepared.append((name, rec, SGD(**config, mesh=mesh, hooks=[rec])))
+    return prepared
+
+
+def _run_config(surface, name, rec, opt, start, layout, mesh, steps, progress):
+    """Run ``opt`` for ``steps`` updates from ``start`` (a fresh variable with ``layout``),
+    reporting ``progress`` as ``run`` says; returns what ``rec`` recorded."""
+    from . import dtensor as _dtensor
+    tf = _dtensor.quiet_tensorflow_import()
+
+    w = _dtensor.variable(start, layout, name=VARIABLE)
+
+    @tf.function
+    def step(w=w, opt=opt):
+        with tf.GradientTape() as tape:
+            value = surface.value_tf(w, mesh)
+        grads = tape.gradient(value, [w])
+        opt.apply_gradients(zip(grads, [w]), loss=value)
 
     report_every = max(1, math.ceil(steps / 20))
-    out = {}
-    for name, rec, opt in prepared:
-        w = _dtensor.variable(start, layout, name=VARIABLE)
-
-        @tf.function
-        def step(w=w, opt=opt):
-            with tf.GradientTape() as tape:
-                value = surface.value_tf(w, mesh)
-            grads = tape.gradient(value, [w])
-            opt.apply_gradients(zip(grads, [w]), loss=value)
-
-        with _progress.bar(steps, name, progress is True) as bar:
-            for k in rec.loop(steps):
-                step()
-                bar.update()
-                done = k + 1
-                if callable(progress) and (done % report_every == 0 or done == steps):
-                    progress(name, done, steps)
-        out[name] = rec.recording
-    return out
+    with _progress.bar(steps, name, progress is True) as bar:
+        for k in rec.loop(steps):
+            step()
+            bar.update()
+            done = k + 1
+            if callable(progress) and (done % report_every == 0 or done == steps):
+                progress(name, done, steps)
+    return rec.recording

@@ -67,13 +67,13 @@ def run_demo(steps=100, progress=False, file=None):
     """Record the three optimizers for ``steps`` steps each; returns ``[DemoRun]``.
     ``progress=True`` shows a bar per optimizer (``tqdm.auto``, on ``file``: default
     stderr)."""
-    from ..dtensor import core as _dtensor
-    from ..dtensor.core import tf
+    from .. import dtensor as _dtensor
+    tf = _dtensor.quiet_tensorflow_import()  # before the imports below load it
     from ..optimizer.sgd import SGD
     from ..recorder.recorder import Recorder
 
     mesh = _dtensor.make_mesh(MESH)
-    layout = _dtensor.dtensor.Layout(list(SPECS), mesh)
+    layout = _dtensor.make_layout(SPECS, mesh)
     geometry = _dtensor.shard_geometry_of(SHAPE, layout)
     c = curvature(geometry)
     w0 = np.zeros(SHAPE, np.float32)

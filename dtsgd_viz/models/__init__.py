@@ -1,8 +1,12 @@
 """Example tf-keras models sharded with a ``LayoutMap`` (a conv net, a transformer block),
 their data, and the layers that keep weights sharded under DTensor."""
 
-from .examples import *  # noqa: F401,F403
-from .examples import __all__ as _examples
+from .examples import (LOSS, bars, conv_net, conv_net_layout_map, dataset, on_mesh,
+                       token_counts, train_step, transformer_block, transformer_layout_map)
 from .layers import ShardedConv2D, TableEmbedding
 
-__all__ = [*_examples, "ShardedConv2D", "TableEmbedding"]
+__all__ = [
+    "LOSS", "bars", "conv_net", "conv_net_layout_map", "dataset", "on_mesh", "token_counts",
+    "train_step", "transformer_block", "transformer_layout_map", "ShardedConv2D",
+    "TableEmbedding",
+]

@@ -180,7 +180,7 @@ def _batch_layout(mesh, rank):
 
 def on_mesh(mesh, *arrays):
     """Each array as a DTensor split over ``batch`` along its first dim (a tuple)."""
-    from ..dtensor import core as _dtensor
+    from .. import dtensor as _dtensor
     return tuple(_dtensor.put(a, _batch_layout(mesh, np.ndim(a))) for a in arrays)
 
 

@@ -2,6 +2,7 @@
 and config, EMA on a mesh and mixed precision."""
 
 from .mixed_precision import layout_autocast_variables
-from .sgd import SGD, EMAOption, GradientsClipOption
+from .options import EMAOption, GradientsClipOption
+from .sgd import SGD
 
 __all__ = ["SGD", "EMAOption", "GradientsClipOption", "layout_autocast_variables"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from ..dtensor import core as _dtensor
+from .. import dtensor as _dtensor
 from ..specs import MeshSpec
 
 

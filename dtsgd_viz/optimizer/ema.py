@@ -17,9 +17,8 @@ hooks look, as on the strategy path.
 from __future__ import annotations
 
 import tensorflow as tf
-from tensorflow.experimental import dtensor
 
-from ..dtensor import core as _dtensor
+from .. import dtensor as _dtensor
 
 
 def _layout(variable):
@@ -46,7 +45,7 @@ def update_with_average(opt, update, gradient, variable):
         return update(gradient, variable)  # tf-keras' own skip / error
     layout = _layout(variable)
     if layout is not None and not isinstance(gradient, tf.IndexedSlices):
-        gradient = dtensor.relayout(gradient, layout)
+        gradient = _dtensor.relayout(gradient, layout)
     update(gradient, variable)
     average = opt._model_variables_moving_average[opt._index_dict[key]]
     m = opt.ema_momentum

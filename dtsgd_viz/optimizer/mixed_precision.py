@@ -49,11 +49,11 @@ from __future__ import annotations
 
 import sys
 
-from ..dtensor import core as _dtensor
-import tensorflow as tf  # noqa: E402
-import tf_keras  # noqa: E402
-from tf_keras.src.dtensor import layout_map as _layout_map, lazy_variable  # noqa: E402
-from tf_keras.src.mixed_precision import autocast_variable, loss_scale_optimizer  # noqa: E402
+import tf_keras
+from tf_keras.src.dtensor import layout_map as _layout_map, lazy_variable
+from tf_keras.src.mixed_precision import autocast_variable, loss_scale_optimizer
+
+from .. import dtensor as _dtensor
 
 
 def _waiting(obj) -> bool:
@@ -114,7 +114,7 @@ def check_variables(var_list) -> None:
     are provided")."""
     missing = [v.name for v in var_list
                if isinstance(v, autocast_variable.AutoCastVariable)
-               and not isinstance(v._variable, tf.experimental.dtensor.DVariable)]
+               and not _dtensor.is_dvariable(v._variable)]
     if missing:
         policy = tf_keras.mixed_precision.global_policy().name
         raise ValueError(

@@ -32,80 +32,17 @@ Usage, as in the reference documentation (``dtsgd_viz.SGD`` in place of
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import warnings
-from collections.abc import Mapping
 
-from ..dtensor import core as _dtensor
-import tensorflow as tf  # noqa: E402
-import tf_keras  # noqa: E402
+import tensorflow as tf
+import tf_keras
 
-from . import config as _config, ema as _ema  # noqa: E402
-from ..dtensor import keras3 as _keras3  # noqa: E402
-from . import mixed_precision as _mixed  # noqa: E402
-from ..hooks import LazyValues, UpdateEvent  # noqa: E402
+from .. import dtensor as _dtensor
+from ..dtensor import keras3 as _keras3
+from ..hooks import LazyValues, UpdateEvent
+from . import config as _config, ema as _ema, mixed_precision as _mixed, options as _options
 
 _BaseSGD = tf_keras.dtensor.experimental.optimizers.SGD
-
-
-@dataclasses.dataclass(frozen=True)
-class GradientsClipOption:
-    """Gradient clipping, as the reference constructor's ``gradients_clip_option``.
-
-    At most one of the three may be set; they map to tf-keras' ``clipnorm``,
-    ``clipvalue`` and ``global_clipnorm``.
-    """
-
-    clipnorm: float | None = None
-    clipvalue: float | None = None
-    global_clipnorm: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class EMAOption:
-    """Exponential moving average of the weights, as the reference ``ema_option``.
-
-    Maps to tf-keras' ``use_ema``, ``ema_momentum`` and ``ema_overwrite_frequency``.
-    """
-
-    use_ema: bool = False
-    ema_momentum: float = 0.99
-    ema_overwrite_frequency: int | None = None
-
-
-def _option_kwargs(option, cls, arg):
-    if option is None:
-        return {}
-    fields = [f.name for f in dataclasses.fields(cls)]
-    if isinstance(option, Mapping):
-        unknown = sorted(set(option) - set(fields))
-        if unknown:
-            raise ValueError(f"Unknown keys in {arg}: {unknown}. Allowed: {fields}.")
-        values = dict(option)
-    elif all(hasattr(option, f) for f in fields):
-        values = {f: getattr(option, f) for f in fields}
-    else:
-        raise TypeError(
-            f"{arg} must be a dtsgd_viz.{cls.__name__}, a dict with keys {fields}, or an "
-            f"object with those attributes. Received: {option!r}."
-        )
-    return dataclasses.asdict(cls(**values))
-
-
-def _check_learning_rate(lr):
-    if isinstance(lr, bool):
-        raise TypeError(f"learning_rate must be a positive finite number or a schedule. Received: {lr!r}.")
-    if isinstance(lr, (int, float)) or (hasattr(lr, "dtype") and getattr(lr, "shape", None) == ()):
-        try:
-            value = float(lr)
-        except (TypeError, ValueError):
-            return
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(
-                "learning_rate must be finite and > 0 (or a LearningRateSchedule / callable). "
-                f"Received: {lr!r}."
-            )
 
 
 # Saved configs name it "dtsgd_viz>SGD": under plain "SGD", tf-keras' loaders always
@@ -141,7 +78,7 @@ class SGD(_BaseSGD):
 
     ``use_ema`` works on a mesh: the averages follow tf-keras' formula after every
     step and ``finalize_variable_values`` writes them (tf-keras' own DTensor
-    optimizers never update them there; see ``dtsgd_viz._ema``). ``get_config``
+    optimizers never update them there; see ``dtsgd_viz.optimizer.ema``). ``get_config``
     holds the mesh as a ``MeshSpec`` dict, and ``from_config`` rebuilds it.
 
     ``hooks`` observe every update (see ``dtsgd_viz.Recorder``); they are not part
@@ -167,32 +104,9 @@ class SGD(_BaseSGD):
         **kwargs,
     ):
         _keras3.check(learning_rate, "learning_rate")
-        if amsgrad:
-            raise ValueError(
-                f"amsgrad={amsgrad!r}: SGD has no AMSGrad variant. Allowed: amsgrad=False "
-                "(use an Adam optimizer for AMSGrad)."
-            )
-        _check_learning_rate(learning_rate)
-        if isinstance(momentum, bool) or not isinstance(momentum, (int, float)):
-            raise TypeError(f"momentum must be a number in [0, 1]. Received: {momentum!r}.")
-        if not (0.0 <= momentum <= 1.0):
-            raise ValueError(f"momentum must be in [0, 1]. Received: momentum={momentum!r}.")
-        if not isinstance(nesterov, bool):
-            raise TypeError(f"nesterov must be True or False. Received: {nesterov!r}.")
-        for arg, option, cls in (
-            ("gradients_clip_option", gradients_clip_option, GradientsClipOption),
-            ("ema_option", ema_option, EMAOption),
-        ):
-            mapped = _option_kwargs(option, cls, arg)
-            clash = sorted(k for k in mapped if k in kwargs)
-            if clash:
-                raise ValueError(f"{clash} given both directly and in {arg}; give each once.")
-            kwargs.update(mapped)
-        if mesh is not None and type(mesh).__name__ != "Mesh":
-            raise TypeError(
-                f"mesh must be a tf.experimental.dtensor.Mesh (see dtsgd_viz.make_mesh) or None. "
-                f"Received: {type(mesh).__name__}."
-            )
+        _options._check_hyperparameters(learning_rate, momentum, nesterov, amsgrad)
+        _options._add_options(kwargs, gradients_clip_option, ema_option)
+        _options._check_mesh(mesh)
         super().__init__(
             learning_rate=learning_rate,
             momentum=momentum,
@@ -202,18 +116,7 @@ class SGD(_BaseSGD):
             mesh=mesh,
             **kwargs,
         )
-        for arg, value in (("exact_update", exact_update),
-                           ("data_dependent_update", data_dependent_update)):
-            if value is not None and not isinstance(value, bool):
-                raise TypeError(f"{arg} must be True or False. Received: {value!r}.")
-        if data_dependent_update is not None:
-            if exact_update and not data_dependent_update:
-                raise ValueError(
-                    "exact_update=True and data_dependent_update=False contradict each other: "
-                    "data_dependent_update is the old name of exact_update; give only "
-                    "exact_update.")
-            exact_update = exact_update or data_dependent_update
-        self.exact_update = bool(exact_update)
+        self.exact_update = _options._exact_update(exact_update, data_dependent_update)
         self._densified = set()
         self._hooks = []
         self._pending_loss = None

@@ -1,7 +1,28 @@
-"""The ``Recorder`` hook: what it stages on the devices, how it sizes its ring, how it
-moves the data to the host (``hostlog``), the split step, the Keras callback and the
-watch on the update rule."""
+"""The ``Recorder`` hook: what it stages on the devices (``staging``, ``capture``), how it
+sizes its ring (``ring``: plain arithmetic), how it moves the data to the host (``flush``,
+``hostlog``), the split step (``split_step``), the Keras callback (``keras_callback``)
+and the watch on the update rule (``rulewatch``).
 
-from .recorder import Recorder, variable_name
+``Recorder`` (and ``variable_name``) are imported on first use, so the plain-data
+modules (``ring``) import without TensorFlow.
+"""
+
+from __future__ import annotations
 
 __all__ = ["Recorder", "variable_name"]
+
+
+def __getattr__(name):
+    if name == "Recorder":
+        from ..dtensor import quiet_tensorflow_import
+        quiet_tensorflow_import()  # before recorder.py imports TensorFlow: its start-up lines
+        from .recorder import Recorder
+        return Recorder
+    if name == "variable_name":
+        from ..dtensor.model import variable_name
+        return variable_name
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})

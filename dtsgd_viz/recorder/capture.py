@@ -20,9 +20,9 @@ import itertools
 import math
 
 import numpy as np
+import tensorflow as tf
 
-from ..dtensor import core as _dtensor
-from ..dtensor.core import dtensor, tf
+from .. import dtensor as _dtensor
 
 _COND_IDS = itertools.count()
 
@@ -210,7 +210,7 @@ class RowBuffer:
             if mesh is None:
                 self.var = tf.Variable(init, trainable=False)
             else:
-                self.var = _dtensor.variable(init, dtensor.Layout.replicated(mesh, 2))
+                self.var = _dtensor.variable(init, _dtensor.replicated_layout(mesh, 2))
 
     def write(self, row, index):
         """Write ``row`` at ``index`` (an int64 scalar tensor on the mesh)."""

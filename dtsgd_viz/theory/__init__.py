@@ -6,5 +6,10 @@ stability boundary, critical damping), runs of the rules to a tolerance
 ``dtsgd_viz.theory.rate(...)`` and the other closed forms are re-exported here.
 """
 
-from .quadratic import *  # noqa: F401,F403
-from .quadratic import __all__
+from .quadratic import (iteration_matrix, spectral_radius, rate, problem_rate,
+                        convergence_boundary, critical_damping, RULES)
+
+__all__ = [
+    "iteration_matrix", "spectral_radius", "rate", "problem_rate", "convergence_boundary",
+    "critical_damping", "RULES",
+]

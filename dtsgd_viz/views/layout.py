@@ -31,7 +31,8 @@ from ..recording.recording import Recording, VariableRecord
 from ..specs import LayoutSpec
 from ..dtensor.model import (is_tensorflow_object, optimizer_parts, slot_of, unique_names,
                              variable_name)
-from .layout_geometry import LayoutPicture, Panel, jax_devices, layout_picture, slice_text
+from .layout_geometry import LayoutPicture, Panel, layout_picture
+from .layout_labels import jax_devices, slice_text
 from .style import block_styles
 
 MAX_RANK = 4
@@ -75,7 +76,7 @@ def resolve(obj, shape=None, name=None, max_rank=MAX_RANK):
     elif isinstance(obj, LayoutSpec):
         layout = obj
     elif is_tensorflow_object(obj):
-        from ..dtensor import core as _dtensor
+        from .. import dtensor as _dtensor
         if hasattr(obj, "sharding_specs") and hasattr(obj, "mesh"):
             layout = _dtensor.layout_spec(obj)
         elif hasattr(obj, "shape") and hasattr(obj, "dtype"):
@@ -293,7 +294,7 @@ def model_table(obj, *, memory: bool = False) -> str:
         if not is_tensorflow_object(obj) and not isinstance(obj, (list, tuple)):
             raise TypeError(f"model_table takes a tf-keras model, an optimizer, a list of "
                             f"variables or a Recording. Received: {type(obj).__name__}.")
-        from ..dtensor import core as _dtensor
+        from .. import dtensor as _dtensor
         variables, opt, what, footer = optimizer_parts(obj)
         entries = []
         for vname, var in zip(unique_names(variables), variables):

@@ -5,7 +5,7 @@ import pytest
 
 import dtsgd_viz
 from dtsgd_viz import LayoutSpec, MeshSpec, shard_geometry
-from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz import dtensor as _dtensor
 from helpers.builders import CASE_IDS, LAYOUT_CASES
 
 def test_device_order_is_row_major():

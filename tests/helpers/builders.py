@@ -7,7 +7,7 @@ import tf_keras
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
-from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz import dtensor as _dtensor
 
 
 def layout(mesh, *specs):

@@ -13,7 +13,7 @@ import tensorflow as tf
 import tf_keras
 
 import dtsgd_viz
-from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.models import examples as models
 from dtsgd_viz.theory import reference
 from dtsgd_viz.models.layers import ShardedConv2D

@@ -8,7 +8,7 @@ import tf_keras
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
-from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.theory import reference
 from helpers.builders import Problem, layout, layoutmap_mlp, make_sgd, run
 

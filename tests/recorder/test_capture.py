@@ -9,7 +9,7 @@ import dtsgd_viz
 from tensorflow.experimental import dtensor
 
 from dtsgd_viz.recorder import capture as _capture
-from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz import dtensor as _dtensor
 from helpers.builders import Problem, fit_dataset, layout, make_sgd
 
 MOMENTUM = dict(learning_rate=0.05, momentum=0.9, nesterov=True)
@@ -46,8 +46,8 @@ def test_both_ring_kinds_record_what_eager_capture_records(ring, every, slots):
     for _ in rec.loop(11):
         step()
     kinds = ("param", "velocity", "grad")
-    assert bool(rec._ring.stacked) == (ring == "stacked")
-    assert bool(rec._ring.values[0]) == (ring == "per-slot")
+    assert bool(rec._staging.ring.stacked) == (ring == "stacked")
+    assert bool(rec._staging.ring.values[0]) == (ring == "per-slot")
     graph, eager = rec.recording, _eager(11, every=every)
     assert list(graph.steps) == list(range(every, 12, every))
     assert len(graph.dropped_steps) == 0
@@ -115,15 +115,15 @@ def test_a_large_tensor_gets_per_slot_variables_and_a_small_one_a_stacked_ring()
     opt = make_sgd(MOMENTUM, mesh, hooks=[rec])
     opt.build([small.var, big])
     rec._make_staging()
-    assert list(rec._ring.stacked) == [("small", "param")]
-    assert [list(s) for s in rec._ring.values] == [[("big", "param")]] * 2
+    assert list(rec._staging.ring.stacked) == [("small", "param")]
+    assert [list(s) for s in rec._staging.ring.values] == [[("big", "param")]] * 2
 
 
 @pytest.mark.parametrize("steps_per_execution", [1, 3])
 def test_keras_callback_counts_batches_not_calls(steps_per_execution):
     import tensorflow as tf
 
-    from test_optimizer import _data, _mlp
+    from helpers.builders import layoutmap_mlp as _mlp, regression_data as _data
 
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = _mlp(mesh)

@@ -5,7 +5,7 @@ import pytest
 import tf_keras
 
 import dtsgd_viz
-from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz import dtensor as _dtensor
 from helpers.builders import Problem, layout, make_sgd, run
 
 NESTEROV = dict(learning_rate=0.05, momentum=0.9, nesterov=True)
@@ -144,10 +144,10 @@ def test_plain_step_numerics_untouched(mode_kw):
 
 
 def test_full_mode_shard_stats_are_exact_when_computed_a_few_steps_at_a_time():
-    from dtsgd_viz.recording.recording import _block_stats
+    from dtsgd_viz.recording.recording import block_stats
     rng = np.random.default_rng(5)
     blocks = rng.normal(size=(7, 3, 4, 5)).astype(np.float32)
     blocks[2, 1, 0, 0], blocks[4, 0, 1, 1], blocks[5, 2, 3, 4] = np.nan, np.inf, -np.inf
     want = _numpy_stats(blocks)
     for chunk in (1, 50, 10**6):  # one step per chunk, a few, all at once
-        np.testing.assert_allclose(_block_stats(blocks, chunk_elements=chunk), want, rtol=1e-12)
+        np.testing.assert_allclose(block_stats(blocks, chunk_elements=chunk), want, rtol=1e-12)

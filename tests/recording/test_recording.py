@@ -10,7 +10,7 @@ import tensorflow as tf
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
-from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.recording.recording import RecordingFileError
 from helpers.builders import Problem, layout, make_sgd, run
 

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 import dtsgd_viz
 from conftest import CONFIGS
-from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.theory import reference, surfaces
 from dtsgd_viz.recording.recording import RecordingFileError
 from dtsgd_viz.views.shards import draw_shards

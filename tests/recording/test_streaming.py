@@ -18,7 +18,7 @@ import tensorflow as tf
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
-from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.theory import reference
 from dtsgd_viz.recording.store import StoreNotClosedWarning, StoreReader, StoreWriter, store_status
 
@@ -119,7 +119,7 @@ TRAIN = textwrap.dedent("""
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
     import tensorflow as tf
     from tensorflow.experimental import dtensor
-    from dtsgd_viz import _dtensor
+    from dtsgd_viz import dtensor as _dtensor
     lay = dtensor.Layout(["x", "y"], mesh)
     rng = np.random.default_rng(0)
     w = _dtensor.variable(rng.normal(size=(8, 8)).astype(np.float32), lay, name="w")

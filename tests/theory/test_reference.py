@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import dtsgd_viz
-from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.theory import reference
 from helpers.builders import CASE_IDS, LAYOUT_CASES, Problem, layout, make_sgd, run
 

@@ -14,7 +14,7 @@ from tensorflow.experimental import dtensor
 
 import dtsgd_viz
 from conftest import CONFIGS
-from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.views import shard_geometry as sg
 from dtsgd_viz.views import shards as sv
 from dtsgd_viz.views.shards import draw_shards, plot_shards, shard_norms

@@ -12,7 +12,7 @@ from PIL import Image
 
 import dtsgd_viz
 from conftest import CONFIGS
-from dtsgd_viz.dtensor import core as _dtensor
+from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.widgets import ExplorerState, ShardExplorer, explorer_state, redraw_for
 from helpers.builders import Problem, layout, make_sgd, run
 
