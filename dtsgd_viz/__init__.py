@@ -22,7 +22,7 @@ _LAZY = {
     "GradientsClipOption": "optimizer",
     "EMAOption": "optimizer",
     "layout_autocast_variables": "optimizer",
-    "Recorder": "recorder",
+    "Recorder": "recorder.recorder",
     "make_mesh": "dtensor",
     "client_info": "dtensor",
     "ClientInfo": "dtensor",

@@ -14,6 +14,8 @@ from dtsgd_viz.cli import demo, report
 from dtsgd_viz.views import update_geometry as upd
 from dtsgd_viz.views.layout import layout_table
 
+pytestmark = pytest.mark.slow  # runs the demo once (~15 s)
+
 STEPS = 12        # the sharded demo's updates per optimizer
 PATH_STEPS = 10   # the path run's
 GIF_FRAMES = 5

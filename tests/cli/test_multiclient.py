@@ -18,6 +18,8 @@ import dtsgd_viz
 from dtsgd_viz import MergeError, merge_recordings
 from dtsgd_viz.theory import reference
 
+pytestmark = pytest.mark.slow  # launches clients (each starts TensorFlow)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(os.path.dirname(HERE), "helpers", "multiclient_train.py")
 

@@ -8,6 +8,7 @@ leaves the repository as it was. `make screenshots` runs the two screenshot test
 DTSGD_VIZ_SCREENSHOTS=docs/screenshots, which copies them into the docs once they pass."""
 
 import json
+import re
 import os
 import pathlib
 import shutil

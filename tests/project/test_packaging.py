@@ -1,5 +1,6 @@
 """The project itself: dependency lists in sync, a light import, the demo command."""
 
+import pytest
 import os
 import pathlib
 import re
@@ -49,6 +50,7 @@ def test_readme_commands_are_the_makefile_targets_ci_runs():
     assert "dtsgd-viz demo" in makefile and "-m pytest" in makefile
 
 
+@pytest.mark.slow
 def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
     report = tmp_path / "report"
     out = subprocess.run(
@@ -110,6 +112,7 @@ def test_readme_uses_no_private_module():
         assert not re.search(r"\b_[a-z]+\.|import _|from dtsgd_viz import _", block), block
 
 
+@pytest.mark.slow
 def test_a_wheel_installs_and_runs_the_quick_start(tmp_path):
     """A wheel (not the editable install) holds every module and data file the quick
     start needs: installed into a folder of its own, put first on the path."""
