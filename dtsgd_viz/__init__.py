@@ -36,6 +36,7 @@ _LAZY = {
     "shard": "dtensor",
     "to_numpy": "dtensor",
     "device_values": "dtensor",
+    "communication": "dtensor.communication",
     "UpdateEvent": "hooks",
     "Hook": "hooks",
     # views and runs (matplotlib / ipywidgets are imported on first use)
@@ -43,6 +44,7 @@ _LAZY = {
     "layout_table": "views",
     "model_table": "views",
     "plot_memory": "views",
+    "plot_communication": "views",
     "plot_shards": "views",
     "plot_update_shards": "views",
     "plot_block_rates": "views",

@@ -35,7 +35,7 @@ from ..specs import MeshSpec
 from .memory import format_bytes, itemsize, memory_plan
 
 KINDS = ("all-reduce", "all-gather", "all-scatter", "all-to-all", "reduce-scatter",
-         "collective-permute")
+         "collective-permute", "broadcast")
 """The collectives DTensor's SPMD expansion emits, by the names a report uses."""
 
 SERVES = ("gradient", "activation gradient", "activation", "loss", "other")
@@ -57,7 +57,15 @@ class Collective:
     the mesh dims along which a group's devices differ. ``shape`` and ``dtype`` are the
     operand each device contributes (``bytes_per_device`` of it). ``serves`` says what it is
     for where that can be told (``"gradient"`` of ``variable``, ``"activation gradient"``,
-    ``"loss"``, ...; ``"other"`` otherwise); ``time_us`` its measured time, when measured."""
+    ``"loss"``, ...; ``"other"`` otherwise, ``variable`` then naming the variable it moves,
+    if any); ``time_us`` its measured time, when measured. ``name``: the op whose output
+    it communicates.
+
+    ``executed_as`` is the lowered op that runs it (``"CollectiveReduceV2"``, ...),
+    ``executed_node`` that node and ``executed_bytes`` its operand on one device, which
+    can differ: DTensor fuses all-reduces into one padded buffer (``fused_with`` names
+    the other pieces), and runs a CPU all-gather as an all-reduce of a zero-padded full
+    buffer."""
 
     kind: str
     mesh_dims: tuple[str, ...]
@@ -70,6 +78,10 @@ class Collective:
     groups: tuple[tuple[int, ...], ...] = ()
     time_us: float | None = None
     name: str = ""
+    executed_as: str = ""
+    executed_node: str = ""
+    executed_bytes: int | None = None
+    fused_with: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -79,18 +91,22 @@ class Collective:
         object.__setattr__(self, "mesh_dims", tuple(self.mesh_dims))
         object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
         object.__setattr__(self, "groups", tuple(tuple(int(d) for d in g) for g in self.groups))
+        object.__setattr__(self, "fused_with", tuple(self.fused_with))
 
     @property
     def what(self) -> str:
         """``"gradient of w"``, ``"activation gradient"``, ..."""
         if self.serves == "gradient" and self.variable:
             return f"gradient of {self.variable}"
-        return self.serves if self.serves != "other" else (self.name or "other")
+        if self.serves != "other":
+            return self.serves
+        return f"{self.name or 'other'} ({self.variable})" if self.variable else (self.name or "other")
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["mesh_dims"], d["shape"] = list(self.mesh_dims), list(self.shape)
         d["groups"] = [list(g) for g in self.groups]
+        d["fused_with"] = list(self.fused_with)
         return d
 
     @classmethod

@@ -36,7 +36,8 @@ import numpy as np
 from ..geometry import shard_geometry
 from ..specs import LayoutSpec, MeshSpec
 
-_ACCEPTS = ("a tf-keras model, an optimizer, a Recording, or {name: (shape, dtype, LayoutSpec)}")
+_ACCEPTS = ("a tf-keras model, an optimizer, a Recording, a MemoryPlan, or "
+            "{name: (shape, dtype, LayoutSpec)}")
 
 
 def itemsize(dtype) -> int:
@@ -192,7 +193,6 @@ class MemoryPlan:
     @property
     def slots(self) -> bool:
         return any(e.slot_layouts for e in self.entries)
-
     def entry(self, name: str) -> MemoryEntry:
         for e in self.entries:
             if e.name == name:
@@ -258,7 +258,7 @@ def plan_of(variables: Mapping, momentum: bool = True, source: str = "") -> Memo
     for name, value in variables.items():
         if (isinstance(value, (tuple, list)) and len(value) == 3
                 and type(value[2]).__name__ == "Layout"):  # a live dtensor.Layout
-            from ..dtensor.core import layout_spec
+            from ..dtensor import layout_spec
             value = (value[0], value[1], layout_spec(value[2]))
         if not (isinstance(value, (tuple, list)) and len(value) == 3
                 and isinstance(value[2], LayoutSpec)):
@@ -289,7 +289,7 @@ def plan_of(variables: Mapping, momentum: bool = True, source: str = "") -> Memo
 
 def _live_entries(obj, momentum: bool):
     """(entries, source) of a tf-keras model or optimizer, read through ``layout_of``."""
-    from ..dtensor import core as _dtensor
+    from .. import dtensor as _dtensor
     from ..dtensor.model import optimizer_parts, slot_of, unique_names
     variables, opt, what, _ = optimizer_parts(obj)
     slots_only = opt is None and hasattr(obj, "apply_gradients")
@@ -307,7 +307,7 @@ def memory_plan(obj, momentum: bool = True) -> MemoryPlan:
     """Bytes per device of ``obj``'s parameters and optimizer slots, in mesh device order.
 
     ``obj``: ``{name: (shape, dtype, LayoutSpec)}`` (no devices needed), a ``Recording``,
-    a tf-keras model (with its compiled optimizer's slot layouts once built), or an
+    a ``MemoryPlan`` (itself; its slots dropped with ``momentum=False``), a tf-keras model (with its compiled optimizer's slot layouts once built), or an
     optimizer (its slots: a tf-keras optimizer keeps no reference to its parameters,
     which have the slots' shapes and layouts). ``momentum=True`` counts one velocity slot
     per parameter (momentum SGD); ``False``, parameters only (plain SGD has no slots).
@@ -318,6 +318,9 @@ def memory_plan(obj, momentum: bool = True) -> MemoryPlan:
     128
     """
     from .recording import Recording
+    if isinstance(obj, MemoryPlan):
+        return obj if momentum or not obj.slots else dataclasses.replace(obj, entries=tuple(
+            dataclasses.replace(e, slot_layouts=()) for e in obj.entries))
     if isinstance(obj, Mapping):
         return plan_of(obj, momentum)
     if isinstance(obj, Recording):

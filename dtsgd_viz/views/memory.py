@@ -17,11 +17,14 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from ..recording.communication import CommunicationPlan, communication_plan
 from ..recording.memory import MemoryPlan, format_bytes
 from .style import DEVICE_COLORS
+from .traffic import dims_text, per_device, totals, traffic_items
 
 _PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
             *DEVICE_COLORS[:8]]
+_GREYS = ("#BBBBBB", "#888888", "#DDDDDD", "#666666")
 _UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024 ** 2), ("GiB", 1024 ** 3), ("TiB", 1024 ** 4))
 
 
@@ -67,17 +70,90 @@ def memory_bars(plan: MemoryPlan, max_named: int = 8) -> list[Segment]:
     return out
 
 
-def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8) -> Figure:
+def traffic_bars(plan: MemoryPlan, traffic, segments) -> list[Segment]:
+    """The bytes each device contributes per update to ``traffic`` (a
+    ``CommunicationPlan`` or ``CommunicationReport``), stacked bottom-up: each gradient
+    in its variable's colour from ``segments`` (``memory_bars``; grey for the variables
+    it groups as ``others``), then the rest grouped by what it serves (kind ``serves``)."""
+    items = traffic_items(traffic)
+    colors = {s.label: s.color for s in segments if s.kind == "param"}
+    named = {e.name for e in plan.entries}
+    n = plan.mesh.num_devices
+    parts: dict[tuple[str, str], np.ndarray] = {}
+    for i in items:
+        if i.serves == "gradient" and i.label in colors:
+            key = (i.label, "gradient")
+        elif i.serves == "gradient":
+            key = ("other gradients" if i.label in named else f"gradient of {i.label}", "gradient")
+        else:
+            key = (i.serves, "serves")
+        parts[key] = parts.get(key, np.zeros(n, np.int64)) + per_device(plan.mesh, i)
+    out, bottom = [], np.zeros(n, np.int64)
+    for k, ((label, kind), height) in enumerate(parts.items()):
+        if height.any():
+            grey = _GREYS[k % len(_GREYS)]
+            out.append(Segment(label, kind, colors.get(label, grey), bottom.copy(), height))
+            bottom = bottom + height
+    return out
+
+
+def _traffic_of(plan: MemoryPlan, communication, batch_dims):
+    """The ``CommunicationPlan`` or ``CommunicationReport`` to draw (``True``: the plan's
+    own gradient all-reduces), checked to be on the plan's devices."""
+    traffic = communication_plan(plan, batch_dims) if communication is True else communication
+    traffic_items(traffic)  # a plan or a report, else a TypeError saying so
+    if traffic.mesh.num_devices != plan.mesh.num_devices:
+        raise ValueError(f"communication= is on {traffic.mesh}, the memory plan on {plan.mesh}: "
+                         "pass the traffic of the same devices.")
+    return traffic
+
+
+def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8, communication=False,
+                batch_dims=("batch",)) -> Figure:
     """Bytes per device (mesh device order) stacked by variable, each variable's slots
     hatched above its parameter, with a dashed line at what every device would hold if
-    nothing were sharded. Returns the ``Figure`` (``ax.figure`` when ``ax`` is given)."""
+    nothing were sharded. ``communication=True`` adds a panel beside it: the gradient
+    bytes each device all-reduces per update (``communication_plan(plan, batch_dims)``), in
+    the same colours; or pass a ``CommunicationPlan`` or measured ``CommunicationReport``.
+    Returns the ``Figure`` (``ax.figure`` when ``ax`` is given: one axes, or two with
+    ``communication``)."""
     n = plan.mesh.num_devices
+    traffic = _traffic_of(plan, communication, batch_dims) if communication is not False else None
     if ax is None:
         from .figure import new_figure
-        fig = new_figure((min(11.5, max(6.0, 2.5 + 0.45 * n)), 3.6), 100)
-        ax = fig.add_subplot()
-    fig = ax.figure
+        if traffic is None:
+            fig = new_figure((min(11.5, max(6.0, 2.5 + 0.45 * n)), 3.6), 100)
+            axes = (fig.add_subplot(),)
+        else:
+            fig = new_figure((9.5, 3.8), 100)
+            axes = tuple(fig.subplots(1, 2))
+    else:
+        axes = tuple(ax) if isinstance(ax, (tuple, list)) else (ax,)
+        if len(axes) != (1 if traffic is None else 2):
+            raise ValueError(f"ax= takes {'one axes' if traffic is None else 'two axes (memory, traffic)'}"
+                             f" here. Received: {len(axes)}.")
+        fig = axes[0].figure
     segments = memory_bars(plan, max_named)
+    handles = _draw_memory(axes[0], plan, segments)
+    if traffic is not None:
+        handles += _draw_traffic(axes[1], plan, traffic, segments)
+    axes[-1].legend(handles=handles, fontsize=7 if traffic is None else 8, loc="upper left",
+                    bbox_to_anchor=(1.01, 1.0), frameon=False, title="variables",
+                    title_fontsize=8 if traffic is None else 9)
+    return fig
+
+
+def _device_axis(ax, plan, fontsize=8):
+    n = plan.mesh.num_devices
+    ax.set_xticks(np.arange(n), plan.mesh.short_device_names, fontsize=fontsize,
+                  rotation=90 if n > 16 else 0)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_xlabel(f"devices in mesh order: {plan.mesh}", fontsize=9)
+    ax.tick_params(labelsize=fontsize)
+
+
+def _draw_memory(ax, plan, segments) -> list:
+    n = plan.mesh.num_devices
     top = max(int(plan.bytes_per_device.max()), plan.unique_bytes)
     unit, scale = unit_for(top)
     x = np.arange(n)
@@ -94,18 +170,48 @@ def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8) -> Figure:
         ax.text(-0.5, per.max() / scale, f"as laid out: {format_bytes(per.max())}" + (
             "" if per.min() == per.max() else f" (min {format_bytes(per.min())})") +
             " per device", ha="left", va="bottom", fontsize=8, gid="sharded-text")
-    ax.set_xticks(x, plan.mesh.short_device_names, fontsize=8, rotation=90 if n > 16 else 0)
-    ax.set_xlim(-0.6, n - 0.4)
+    _device_axis(ax, plan)
     ax.set_ylim(0, full * 1.12)
     ax.set_ylabel(f"{unit} per device", fontsize=9)
-    ax.set_xlabel(f"devices in mesh order: {plan.mesh}", fontsize=9)
     ax.set_title("bytes per device: parameters" + (" + velocity slots (hatched)" if plan.slots
                                                      else ""), fontsize=10)
     handles = [Patch(facecolor=s.color, label=s.label) for s in segments if s.kind == "param"]
     if plan.slots:
         handles.append(Patch(facecolor="white", edgecolor="#444444", hatch="///",
                              label="velocity slot"))
-    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-              frameon=False, title="variables", title_fontsize=8)
-    ax.tick_params(labelsize=8)
-    return fig
+    return handles
+
+
+def _draw_traffic(ax, plan, traffic, segments) -> list:
+    """The traffic panel; returns legend handles for what the memory panel's lack."""
+    bars = traffic_bars(plan, traffic, segments)
+    n = plan.mesh.num_devices
+    predicted = isinstance(traffic, CommunicationPlan)
+    # what a fully replicated model all-reduces: every gradient whole, on every device
+    full = (sum(e.nbytes for e in plan.entries)
+            if predicted and any(plan.mesh.dim_size(d) > 1 for d in traffic.batch_dims) else 0)
+    top = int(sum(s.height for s in bars).max()) if bars else 0
+    unit, scale = unit_for(max(top, full, 1))
+    x = np.arange(n)
+    for s in bars:
+        ax.bar(x, s.height / scale, bottom=s.bottom / scale, color=s.color, width=0.8,
+               edgecolor="white", linewidth=0.6, hatch=".." if s.kind == "serves" else None,
+               gid=f"traffic-{s.label}")
+    if full:
+        ax.axhline(full / scale, color="#444444", linestyle="--", linewidth=1,
+                   gid="traffic-replicated-line")
+        ax.text(n - 0.5, full / scale, f"nothing sharded: {format_bytes(full)}", ha="right",
+                va="bottom", fontsize=8, color="#444444", gid="traffic-replicated-text")
+    items = traffic_items(traffic)
+    along = ", ".join(f"{format_bytes(b)} along {dims_text(d)}"
+                      for d, b in totals(traffic.mesh, items).items()) or "nothing"
+    ax.text(-0.5, top / scale, f"as laid out: {along}", ha="left", va="bottom", fontsize=8,
+            gid="traffic-text")
+    _device_axis(ax, plan)
+    ax.set_ylim(0, max(top, full, 1) / scale * 1.18)
+    ax.set_ylabel(f"{unit} per device per update", fontsize=9)
+    ax.set_title("gradient all-reduce per update (predicted)" if predicted else
+                 "collectives per update (measured)", fontsize=10)
+    named = {s.label for s in segments if s.kind == "param"}
+    return [Patch(facecolor=s.color, hatch=".." if s.kind == "serves" else None, label=s.label)
+            for s in bars if s.label not in named]

@@ -7,9 +7,10 @@
 The mesh is typed (``batch=2, model=4``), each tensor dim picks a mesh dim or
 ``unsharded``. Every change goes through ``layout_explorer_state`` (pure: old state + one
 change -> new state, holding the layout, its ``shard_geometry``, the memory plan of every
-variable with its chosen layout, or the reason the choice is impossible), which the tests
-call directly; the widget only draws the state (``plot_layout``, ``layout_table``,
-``memory_plan``). Nothing needs devices: a layout is a plain ``LayoutSpec``.
+variable with its chosen layout and the gradient all-reduces they imply, or the reason
+the choice is impossible), which the tests call directly; the widget only draws the state
+(``plot_layout``, ``layout_table``, ``plot_memory`` with the traffic beside the memory).
+Nothing needs devices: a layout is a plain ``LayoutSpec``.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import io
 import re
 
 from ..geometry import ShardGeometry, shard_geometry
+from ..recording.communication import CommunicationPlan, communication_plan
 from ..recording.memory import MemoryEntry, MemoryPlan, format_bytes, plan_of
 from ..specs import UNSHARDED, LayoutSpec, MeshSpec
 from ..views.memory import plot_memory
+from ..views.traffic import ACTIVATION_NOTE, dims_text
 
 MAX_DEVICES = 256
 _DIM = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*[=:]\s*(\d+)\s*$")
@@ -52,9 +55,12 @@ def parse_mesh(text: str) -> MeshSpec:
 @dataclasses.dataclass(frozen=True)
 class LayoutExplorerState:
     """What the explorer shows. ``variables[i]`` is ``(name, shape, dtype)``, ``choices[i]``
-    its sharding specs; the rest is derived: ``mesh``, ``layout`` and ``geometry`` of the
-    selected variable, the ``plan`` of them all, ``error`` (why the choice is impossible:
-    then ``layout``, ``geometry`` and ``plan`` are None) and ``note``."""
+    its sharding specs; ``batch_text`` the mesh dims the batch is split over (empty:
+    ``batch`` or ``data``, those of them the mesh has). The rest is derived: ``mesh``,
+    ``layout`` and ``geometry`` of the selected variable, the ``plan`` of them all, its
+    gradient all-reduces ``traffic`` (a ``CommunicationPlan``) along ``batch_dims``,
+    ``error`` (why the choice is impossible: then ``layout``, ``geometry``, ``plan`` and
+    ``traffic`` are None), ``note`` and ``batch_note`` (batch dims the mesh lacks)."""
 
     mesh_text: str
     variables: tuple[tuple[str, tuple[int, ...], str], ...]
@@ -67,6 +73,10 @@ class LayoutExplorerState:
     plan: MemoryPlan | None = None
     error: str = ""
     note: str = ""
+    batch_text: str = ""
+    batch_dims: tuple[str, ...] = ()
+    traffic: CommunicationPlan | None = None
+    batch_note: str = ""
 
     @property
     def name(self) -> str:
@@ -111,6 +121,33 @@ class LayoutExplorerState:
                     f"; all variables: {format_bytes(self.plan.bytes_per_device.max())} per device"
                     if len(self.variables) > 1 else ""))
 
+    def traffic_summary(self) -> str:
+        """One line: what each device all-reduces per update for these layouts, and along
+        which mesh dims ("" when the choice is impossible)."""
+        if self.error:
+            return ""
+        if not self.batch_dims:
+            return ("gradient all-reduce: none predicted, the batch is split over no mesh dim "
+                    "(type the mesh dims it is split over in 'batch over')")
+        mine = self.traffic.entry(self.name)
+        along = "; ".join(f"{format_bytes(b)} per device along {dims_text(d)}"
+                          for d, b in self.traffic.totals().items()) or "nothing"
+        return (f"gradient all-reduce per update (batch over {', '.join(self.batch_dims)}): "
+                f"{self.name}: " + (f"{format_bytes(mine.bytes_per_device)} per device along "
+                                    f"{dims_text(mine.mesh_dims)}" if mine.mesh_dims else
+                                    "none (its layout uses every batch dim)")
+                + (f"; all variables: {along}" if len(self.variables) > 1 else ""))
+
+
+def batch_dims_of(text: str, mesh: MeshSpec) -> tuple[tuple[str, ...], list[str]]:
+    """The mesh dims the batch is split over, from ``"batch, data"`` (empty: ``batch``
+    or ``data``, those the mesh has), and the names given that the mesh does not have."""
+    names = [n.strip() for n in str(text).split(",") if n.strip()]
+    if not names:
+        return tuple(d for d in mesh.dim_names if d in ("batch", "data")), []
+    return (tuple(d for d in mesh.dim_names if d in names),
+            [n for n in names if n not in mesh.dim_names])
+
 
 def _entries(obj, shape, mesh, dtype) -> tuple[MemoryEntry, ...]:
     from ..recording.memory import memory_plan
@@ -152,8 +189,9 @@ def _check(specs, shape, mesh: MeshSpec) -> str:
 
 
 def _derive(state: LayoutExplorerState) -> LayoutExplorerState:
-    """Recompute everything the choices imply (mesh, layout, geometry, plan, error)."""
-    blank = dict(mesh=None, layout=None, geometry=None, plan=None, error="")
+    """Recompute everything the choices imply (mesh, layout, geometry, plan, traffic,
+    error)."""
+    blank = dict(mesh=None, layout=None, geometry=None, plan=None, traffic=None, error="")
     try:
         mesh = parse_mesh(state.mesh_text)
     except ValueError as err:
@@ -170,17 +208,23 @@ def _derive(state: LayoutExplorerState) -> LayoutExplorerState:
     plan = plan_of({name: (shape, dtype, LayoutSpec(specs, mesh))
                     for (name, shape, dtype), specs in zip(state.variables, state.choices)},
                    state.momentum, "the explorer's choices")
+    batch, unknown = batch_dims_of(state.batch_text, mesh)
+    batch_note = (f"batch over: {', '.join(unknown)} not a dim of the mesh ({mesh_text(mesh)}), "
+                  "left out" if unknown else "")
     return dataclasses.replace(state, mesh=mesh, layout=layout,
-                               geometry=shard_geometry(state.shape, layout), plan=plan, error="")
+                               geometry=shard_geometry(state.shape, layout), plan=plan,
+                               batch_dims=batch, traffic=communication_plan(plan, batch),
+                               batch_note=batch_note, error="")
 
 
-FIELDS = ("mesh", "variable", "momentum", "dim")
+FIELDS = ("mesh", "variable", "momentum", "dim", "batch")
 
 
 def layout_explorer_state(state: LayoutExplorerState, change) -> LayoutExplorerState:
     """The state after one change: ``{"name": "mesh", "new": "batch=2, model=4"}``,
-    ``{"name": "variable", "new": name}``, ``{"name": "momentum", "new": bool}`` or
-    ``{"name": "dim", "dim": i, "new": spec}`` (a mesh dim name or ``"unsharded"``).
+    ``{"name": "variable", "new": name}``, ``{"name": "momentum", "new": bool}``,
+    ``{"name": "dim", "dim": i, "new": spec}`` (a mesh dim name or ``"unsharded"``) or
+    ``{"name": "batch", "new": "batch, data"}`` (the mesh dims the batch is split over).
     An impossible choice is kept and explained in ``.error``; a mesh that loses a dim
     some variable used moves that tensor dim to ``unsharded`` (said in ``.note``)."""
     name, new = change["name"], change["new"]
@@ -204,6 +248,8 @@ def layout_explorer_state(state: LayoutExplorerState, change) -> LayoutExplorerS
         return _derive(dataclasses.replace(state, variable=names.index(new), note=""))
     if name == "momentum":
         return _derive(dataclasses.replace(state, momentum=bool(new)))
+    if name == "batch":
+        return _derive(dataclasses.replace(state, batch_text=str(new), note=""))
     if name == "dim":
         dim, rank = change.get("dim"), len(state.shape)
         if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < rank:
@@ -227,9 +273,10 @@ def _png(fig, dpi) -> bytes:
 
 class LayoutExplorer:
     """A mesh text box (``batch=2, model=4``), a variable picker, one dropdown per tensor
-    dim (a mesh dim or ``unsharded``) and a velocity-slot checkbox; below, ``plot_layout``
-    of the choice (or why it is impossible), its ``layout_table`` and the memory plan of
-    every variable (table and bars). ``.state`` is the current ``LayoutExplorerState``;
+    dim (a mesh dim or ``unsharded``), a velocity-slot checkbox and the mesh dims the batch
+    is split over; below, ``plot_layout`` of the choice (or why it is impossible), its
+    ``layout_table``, and the memory plan of every variable (table, and bars beside the
+    gradient bytes each device all-reduces per update). ``.state`` is the current ``LayoutExplorerState``;
     ``.layout_figure`` and ``.memory_figure`` the figures last drawn."""
 
     def __init__(self, obj, shape=None, *, mesh=None, dtype="float32", momentum=True, dpi=72):
@@ -246,6 +293,9 @@ class LayoutExplorer:
                                                                else "none"))
         self.momentum = widgets.Checkbox(value=s.momentum, description="velocity slot",
                                          indent=False)
+        self.batch = widgets.Text(value=s.batch_text, description="batch over",
+                                  continuous_update=False, placeholder=", ".join(s.batch_dims)
+                                  or "batch", layout=widgets.Layout(width="220px"))
         self.dims = widgets.HBox([])
         self.message = widgets.HTML()
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
@@ -253,13 +303,15 @@ class LayoutExplorer:
         self.table = widgets.HTML()
         self.memory_table = widgets.HTML()
         self.widget = widgets.VBox([
-            widgets.HBox([self.mesh, self.variable, self.momentum]), self.dims, self.message,
+            widgets.HBox([self.mesh, self.variable, self.momentum, self.batch]), self.dims,
+            self.message,
             self.image, self.table, self.memory_image, self.memory_table])
         self.mesh.observe(lambda c: self._on_change({"name": "mesh", "new": c["new"]}), "value")
         self.variable.observe(lambda c: self._on_change({"name": "variable", "new": c["new"]}),
                               "value")
         self.momentum.observe(lambda c: self._on_change({"name": "momentum", "new": c["new"]}),
                               "value")
+        self.batch.observe(lambda c: self._on_change({"name": "batch", "new": c["new"]}), "value")
         self.layout_figure = self.memory_figure = None
         self.renders = 0
         self._build_dims()
@@ -295,7 +347,7 @@ class LayoutExplorer:
     def _draw(self):
         from ..views.layout import layout_table, plot_layout
         s = self.state
-        notes = [html.escape(s.note)] if s.note else []
+        notes = [html.escape(n) for n in (s.note, s.batch_note) if n]
         shown = "none" if s.error else ""
         for part in (self.image, self.table, self.memory_image, self.memory_table):
             part.layout.display = shown  # no stale picture beside the reason
@@ -303,14 +355,16 @@ class LayoutExplorer:
             self.message.value = ("<div style='color:#CC3311;font-weight:bold'>impossible: "
                                   f"{html.escape(s.error)}</div>" + "<br>".join(notes))
             return
-        self.message.value = (f"<div>{html.escape(s.summary())}</div>" +
-                              "".join(f"<div style='color:#555'>{n}</div>" for n in notes))
+        self.message.value = (f"<div>{html.escape(s.summary())}</div>"
+                              f"<div>{html.escape(s.traffic_summary())}</div>" +
+                              "".join(f"<div style='color:#555'>{n}</div>" for n in
+                                      [*notes, html.escape(ACTIVATION_NOTE[0].upper() + ACTIVATION_NOTE[1:] + ".")]))
         rank = len(s.shape)
         if rank <= 4:
             self.layout_figure = plot_layout(s.layout, s.shape, name=s.name)
             self.image.value = _png(self.layout_figure, self.dpi)
         self.table.value = layout_table(s.layout, s.shape, name=s.name)._repr_html_()
-        self.memory_figure = plot_memory(s.plan)
+        self.memory_figure = plot_memory(s.plan, communication=s.traffic)
         self.memory_image.value = _png(self.memory_figure, self.dpi)
         self.memory_table.value = s.plan._repr_html_()
         self.renders += 1

@@ -9,7 +9,7 @@ import matplotlib
 import numpy as np
 import pytest
 
-from dtsgd_viz import LayoutSpec, MemoryPlan, MeshSpec, memory_plan, shard_geometry
+from dtsgd_viz import LayoutSpec, MemoryPlan, MeshSpec, communication_plan, memory_plan, shard_geometry
 from dtsgd_viz.recording.memory import format_bytes, itemsize
 from dtsgd_viz.views.memory import memory_bars, plot_memory
 
@@ -125,3 +125,46 @@ def test_memory_plan_needs_no_tensorflow():
             "'matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["[32,", "32]", "False", "False"]
+
+
+def test_communication_of_a_memory_plan_is_its_gradient_all_reduces():
+    from dtsgd_viz import communication_plan
+    variables = {"w": ((8, 16), "float32", spec("unsharded", "model")),   # 8x4 block
+                 "b": ((16,), "float32", spec("model")),                  # 4
+                 "s": ((6,), "float16", spec("batch"))}                   # uses batch: none
+    plan = memory_plan(variables)
+    comm = communication_plan(plan)
+    assert comm == communication_plan(variables)
+    assert [(e.variable, e.mesh_dims, e.bytes_per_device) for e in comm.entries] == [
+        ("w", ("batch",), 8 * 4 * 4), ("b", ("batch",), 4 * 4), ("s", (), 0)]
+    # the batch over both dims: w and b use model (summed along batch), s uses batch
+    assert communication_plan(plan, batch_dims=("batch", "model")).totals() == {
+        ("batch",): 8 * 4 * 4 + 4 * 4, ("model",): 3 * 2}
+    assert memory_plan(plan) is plan
+    np.testing.assert_array_equal(memory_plan(plan, momentum=False).bytes_per_device,
+                                  plan.param_bytes_per_device)
+
+
+def test_plot_memory_shows_gradient_traffic_beside_memory():
+    plan = memory_plan({"w": ((8, 16), "float32", spec("unsharded", "model")),
+                        "b": ((16,), "float32", spec("unsharded"))})
+    assert len(plot_memory(plan).axes) == 1   # unchanged without communication
+    fig = plot_memory(plan, communication=True)
+    mem, traffic = fig.axes
+    assert fig.get_size_inches()[0] * fig.dpi <= 950
+    heights = {}
+    for p in traffic.patches:
+        heights.setdefault(p.get_gid(), []).append(p.get_height())
+    # each device all-reduces its shard of each gradient along batch (bytes, shown in B)
+    assert traffic.get_ylabel() == "B per device per update"
+    assert heights == {"traffic-w": [8 * 4 * 4] * 8, "traffic-b": [16 * 4] * 8}
+    colors = {p.get_gid(): p.get_facecolor() for p in [*mem.patches, *traffic.patches]}
+    assert colors["traffic-w"] == colors["param-w"] and colors["traffic-b"] == colors["param-b"]
+    texts = {t.get_gid(): t.get_text() for t in traffic.texts}
+    assert texts["traffic-text"] == "as laid out: 192 B along batch"
+    assert texts["traffic-replicated-text"] == "nothing sharded: 576 B"   # (128 + 16) x 4 B
+    assert [t.get_text() for t in traffic.get_legend().get_texts()] == ["w", "b", "velocity slot"]
+    with pytest.raises(ValueError, match="two axes"):
+        plot_memory(plan, communication=True, ax=mem)
+    with pytest.raises(TypeError, match="Expected a CommunicationPlan"):
+        plot_memory(plan, communication="yes")

@@ -112,3 +112,48 @@ def test_the_widget_redraws_through_its_traits():
     assert w.state.geometry.replica_groups == shard_geometry(
         (8, 16), LayoutSpec(("z", "unsharded"), MeshSpec.create({"x": 2, "y": 2, "z": 2}))
     ).replica_groups
+
+
+def test_the_traffic_of_the_layout_picked():
+    """Gradient bytes per device per update: the shard of the gradient, summed along the
+    batch dims the layout leaves unused; none along a batch dim the layout uses."""
+    s = LayoutExplorerState.of((8, 16), mesh={"batch": 2, "model": 4})
+    assert s.batch_dims == ("batch",) and s.traffic.totals() == {("batch",): 8 * 16 * 4}
+    s = change(s, "dim", "model", dim=1)
+    assert s.traffic.totals() == {("batch",): 8 * 4 * 4}   # the (8, 4) shard
+    assert s.traffic_summary() == ("gradient all-reduce per update (batch over batch): "
+                                   "tensor: 128 B per device along batch")
+    np.testing.assert_array_equal(s.plan.bytes_per_device, [2 * 8 * 4 * 4] * 8)  # memory too
+    s = change(s, "dim", "batch", dim=0)
+    assert s.traffic.totals() == {} and "none (its layout uses every batch dim)" in s.traffic_summary()
+    # a mesh without batch/data: nothing predicted until the batch dims are named
+    s = change(s, "mesh", "x=2, y=4")
+    assert s.batch_dims == () and s.traffic.totals() == {}
+    assert "split over no mesh dim" in s.traffic_summary()
+    s = change(s, "batch", "x, q")
+    assert s.batch_dims == ("x",) and s.traffic.totals() == {("x",): 8 * 16 * 4}
+    assert s.batch_note == "batch over: q not a dim of the mesh (x=2, y=4), left out"
+    s = change(s, "mesh", "x=2, y=4, z=0")
+    assert s.traffic is None and s.traffic_summary() == ""
+
+
+def test_the_widget_shows_traffic_beside_memory():
+    w = LayoutExplorer((64, 256), mesh={"batch": 2, "model": 4})
+
+    def traffic_heights():
+        ax = w.memory_figure.axes[1]
+        unit = {"B": 1, "KiB": 1024}[ax.get_ylabel().split()[0]]
+        return [p.get_height() * unit for p in ax.patches if p.get_gid() == "traffic-tensor"]
+
+    assert traffic_heights() == [64 * 256 * 4] * 8
+    assert "Activation traffic" in w.message.value and "not predictable from layouts" in w.message.value
+    w.dim_pickers[1].value = "model"
+    assert traffic_heights() == [64 * 64 * 4] * 8   # sharding over model: a quarter
+    assert "tensor: 16 KiB per device along batch" in w.message.value
+    memory = [p.get_height() for p in w.memory_figure.axes[0].patches
+              if p.get_gid() == "param-tensor"]
+    assert memory == [64 * 64 * 4 / 1024] * 8
+    w.dim_pickers[0].value = "batch"
+    assert traffic_heights() == [] and "none (its layout uses every batch dim)" in w.message.value
+    w.batch.value = "model"
+    assert w.state.batch_dims == ("model",) and "batch over model" in w.message.value

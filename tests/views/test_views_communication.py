@@ -1,0 +1,208 @@
+"""What each update moves between devices, checked through the figure's data: device
+circles where the mesh puts them, group lines joining exactly the devices that reduce
+together (computed here from mesh coordinates), and byte totals computed by hand
+(prod(shard shape) x item size)."""
+
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+from matplotlib.patches import Circle
+
+matplotlib.use("Agg")
+
+from dtsgd_viz import (CommunicationReport, LayoutSpec, MeshSpec, communication_plan,  # noqa: E402
+                       memory_plan)
+from dtsgd_viz.recording.communication import Collective  # noqa: E402
+from dtsgd_viz.recording.memory import format_bytes  # noqa: E402
+from dtsgd_viz.views import plot_communication  # noqa: E402
+from dtsgd_viz.views.communication_geometry import (communication_geometry,  # noqa: E402
+                                                    device_positions)
+from dtsgd_viz.views.traffic import headline, mesh_groups, serves_lines, traffic_items  # noqa: E402
+
+MESH = MeshSpec.create({"batch": 2, "model": 4})
+SHAPES = {"d1/kernel": (64, 256), "d1/bias": (256,), "d2/kernel": (256, 10), "d2/bias": (10,)}
+
+
+def L(*specs, mesh=MESH):
+    return LayoutSpec(specs, mesh)
+
+
+def mlp(sharded: bool):
+    layouts = ({"d1/kernel": L("unsharded", "model"), "d1/bias": L("model"),
+                "d2/kernel": L("model", "unsharded"), "d2/bias": L("unsharded")} if sharded else
+               {k: L(*["unsharded"] * len(v)) for k, v in SHAPES.items()})
+    return {k: (SHAPES[k], "float32", layouts[k]) for k in SHAPES}
+
+
+def truth_groups(sizes, axes):
+    """Devices that agree on every mesh coordinate outside ``axes`` (row-major ids)."""
+    coords = np.array(np.unravel_index(np.arange(math.prod(sizes)), sizes)).T
+    keep = [i for i in range(len(sizes)) if i not in axes]
+    out = {}
+    for d, c in enumerate(coords):
+        out.setdefault(tuple(c[keep]), set()).add(d)
+    return sorted(map(frozenset, out.values()), key=min)
+
+
+def shard_bytes(shape, layout, itemsize=4):
+    return math.prod(layout.shard_shape(shape)) * itemsize
+
+
+# ---- the plain geometry ----------------------------------------------------------------
+
+@pytest.mark.parametrize("dims, sizes, axes", [
+    (("batch",), (2, 4), (0,)), (("model",), (2, 4), (1,)), (("batch", "model"), (2, 4), (0, 1)),
+])
+def test_groups_are_the_devices_differing_only_along_the_dims(dims, sizes, axes):
+    got = [frozenset(g) for g in mesh_groups(MESH, dims)]
+    assert got == truth_groups(sizes, axes)
+    if dims == ("batch",):
+        assert got == [{0, 4}, {1, 5}, {2, 6}, {3, 7}]
+    m3 = MeshSpec.create({"x": 2, "y": 2, "z": 2})
+    assert [frozenset(g) for g in mesh_groups(m3, ("x", "z"))] == truth_groups((2, 2, 2), (0, 2))
+
+
+def test_devices_sit_on_the_mesh_grid():
+    centres, facets, _ = device_positions(MESH)
+    np.testing.assert_allclose(centres, [(d % 4 + 0.5, d // 4 + 0.5) for d in range(8)])
+    assert facets == ()
+    m3 = MeshSpec.create({"x": 2, "y": 2, "z": 2})
+    centres, facets, _ = device_positions(m3)
+    assert [f.title for f in facets] == ["x=0", "x=1"]
+    for d in range(8):
+        x, y, z = np.unravel_index(d, (2, 2, 2))
+        fx, fy, fw, fh = facets[x].rect
+        np.testing.assert_allclose(centres[d], (fx + z + 0.5, fy + y + 0.5))
+
+
+def test_a_plan_predicts_shard_bytes_along_the_unused_batch_dim():
+    plan = communication_plan(mlp(sharded=True))
+    want = {k: shard_bytes(shape, lay) for k, (shape, _, lay) in mlp(True).items()}
+    assert {i.label: i.bytes_per_device for i in traffic_items(plan)} == want
+    total = sum(want.values())  # 16 KiB + 256 B + 2.5 KiB + 40 B
+    assert headline(plan) == f"each update all-reduces {format_bytes(total)} of gradient per device along batch"
+    pic = communication_geometry(plan)
+    (panel,) = pic.panels
+    assert panel.mesh_dims == ("batch",) and panel.bytes_per_device == total
+    assert panel.title == f"along batch: {format_bytes(total)} per device"
+    assert [frozenset(g.devices) for g in panel.groups] == truth_groups((2, 4), (0,))
+    for g in panel.groups:  # straight: neighbours on the grid
+        assert g.path == tuple(tuple(pic.centres[d]) for d in g.devices) and not g.closed
+    assert pic.figsize[0] * 100 <= 950
+
+
+def test_serves_lines_name_the_top_gradients_then_the_rest():
+    plan = communication_plan({f"w{i}": ((8, 4 * (i + 1)), "float32", L("unsharded", "model"))
+                               for i in range(40)})
+    b = [8 * (i + 1) * 4 for i in range(40)]   # 8 x (i+1) float32 per device
+    lines = serves_lines(traffic_items(plan), max_items=3)
+    nb = "\u00a0"
+    assert lines[0] == f"gradients of 40 variables: {format_bytes(sum(b)).replace(' ', nb)}"
+    assert [s.split(":")[0].strip() for s in lines[1:4]] == ["w39", "w38", "w37"]
+    assert lines[4] == f"  +37 more: {format_bytes(sum(b[:37])).replace(' ', nb)}"
+    assert len(lines) == 5
+
+
+# ---- the figure, read back ------------------------------------------------------------------
+
+def report():
+    plan = communication_plan(mlp(sharded=True))
+    return CommunicationReport(MESH, (
+        Collective("all-reduce", ("model",), 32 * 10 * 4, "float32", (32, 10), "activation"),
+        *[Collective("all-reduce", ("batch",), e.bytes_per_device, e.dtype, e.block_shape,
+                     "gradient", e.variable, "sum") for e in plan.entries],
+        Collective("all-reduce", ("batch", "model"), 4, "float32", (), "loss"),
+        Collective("all-gather", ("model",), 2048, "float32", (16, 32), "activation gradient",
+                   groups=((0, 1, 2, 3), (4, 5, 6, 7))),
+    ), function="train_step")
+
+
+def lines_of(ax):
+    return {ln.get_gid(): ln.get_xydata() for ln in ax.lines}
+
+
+def test_the_figure_draws_each_group_and_its_bytes():
+    rep = report()
+    fig = plot_communication(rep)
+    pic = communication_geometry(rep)
+    grads = sum(c.bytes_per_device for c in rep.collectives if c.serves == "gradient")
+    model = 32 * 10 * 4 + 2048
+    assert fig.texts[0].get_text().replace("\n", " ") == (
+        f"each update moves {format_bytes(grads)} per device along batch, "
+        f"{format_bytes(model)} along model, 4 B along batch × model")
+    panels = [ax for ax in fig.axes if ax.get_gid().startswith("panel-")]
+    titles = {t.get_gid(): t.get_text() for t in fig.texts}
+    assert [titles[f"panel-title-{k}"] for k in range(3)] == [
+        f"along batch: {format_bytes(grads)} per device",
+        f"along model: {format_bytes(model)} per device", "along batch × model: 4 B per device"]
+    assert "activation gradient: 2\u00a0KiB (1\u00a0all-gather)" in titles["serves-1"]
+    centres = {p.get_gid(): p.center for p in panels[0].patches if isinstance(p, Circle)}
+    np.testing.assert_allclose([centres[f"device-{d}"] for d in range(8)],
+                               [(d % 4 + 0.5, d // 4 + 0.5) for d in range(8)])
+    for k, axes in [(0, (0,)), (1, (1,)), (2, (0, 1))]:
+        drawn = lines_of(panels[k])
+        assert len(drawn) == len(truth_groups((2, 4), axes))
+        for i, members in enumerate(truth_groups((2, 4), axes)):
+            xy = drawn[f"group-{k}-{i}"]
+            on = {d for d in range(8) if any(np.allclose(p, pic.centres[d]) for p in xy)}
+            assert on == members
+    loop = lines_of(panels[2])["group-2-0"]
+    np.testing.assert_allclose(loop[0], loop[-1])  # a loop: back where it started
+    assert pic.panels[2].groups[0].closed
+
+
+def test_readable_at_notebook_size():
+    for obj in (report(), communication_plan(mlp(False)),
+                communication_plan(mlp(True)),
+                communication_plan({"w": ((8, 8), "float32", L("batch", "model"))})):
+        fig = plot_communication(obj)
+        fig.canvas.draw()
+        assert fig.get_size_inches()[0] * fig.dpi <= 950
+        texts = [*fig.texts, *(t for ax in fig.axes for t in
+                               [*ax.texts, *ax.get_xticklabels(), *ax.get_yticklabels(),
+                                ax.xaxis.label, ax.yaxis.label])]
+        assert min(t.get_fontsize() for t in texts if t.get_text()) * fig.dpi / 72 >= 9
+        r = fig.canvas.get_renderer()
+        bbox = fig.bbox
+        for t in fig.texts:  # nothing runs off the figure
+            e = t.get_window_extent(r)
+            assert e.x0 >= bbox.x0 - 1 and e.x1 <= bbox.x1 + 1, t.get_text()
+
+
+def test_a_3d_mesh_reaches_across_facets_without_overlap():
+    m3 = MeshSpec.create({"x": 2, "y": 2, "z": 2})
+    rep = CommunicationReport(m3, (Collective("all-reduce", ("x",), 4096, "float32", (32, 32),
+                                              "gradient", "w"),))
+    pic = communication_geometry(rep)
+    (panel,) = pic.panels
+    assert [frozenset(g.devices) for g in panel.groups] == truth_groups((2, 2, 2), (0,))
+    for g in panel.groups:  # curves from one member to the other, over the facet gap
+        a, b = (tuple(pic.centres[d]) for d in g.devices)
+        assert g.path[0] == a and np.allclose(g.path[-1], b) and len(g.path) > 2
+    mids = {tuple(np.round(g.path[len(g.path) // 2], 6)) for g in panel.groups}
+    assert len(mids) == 4  # no two groups drawn on the same curve
+    fig = plot_communication(rep)
+    assert sorted(t.get_text() for t in fig.axes[0].texts if t.get_gid() == "facet-title") == [
+        "x=0", "x=1"]
+
+
+def test_nothing_moves_and_bad_input():
+    plan = communication_plan({"w": ((8, 8), "float32", L("batch", "model"))})
+    fig = plot_communication(plan)
+    assert fig.texts[0].get_text() == (
+        "each update all-reduces no gradient: every variable is sharded over the batch dims")
+    assert "not all-reduced (sharded over every batch dim of size > 1): w" in fig.texts[-1].get_text()
+    assert not fig.axes[0].lines
+    with pytest.raises(TypeError, match="Expected a CommunicationPlan .* Received: MemoryPlan"):
+        plot_communication(memory_plan(mlp(False)))
+
+
+def test_draws_into_a_given_figure():
+    fig = Figure()
+    out = plot_communication(communication_plan(mlp(False)), fig=fig, title="data parallel")
+    assert out is fig and fig.texts[0].get_text() == "data parallel"
+    full = sum(math.prod(s) * 4 for s in SHAPES.values())
+    assert f"along batch: {format_bytes(full)} per device" in [t.get_text() for t in fig.texts]
