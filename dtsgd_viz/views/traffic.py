@@ -29,7 +29,9 @@ from ..recording.memory import format_bytes
 from ..specs import MeshSpec
 
 # Okabe & Ito, one per mesh dim in mesh order; sets of two or more dims take the next ones.
-DIM_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
+# Okabe-Ito, without the blue and vermilion that mean momentum and Nesterov in every
+# other view
+DIM_COLORS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 COMBO_COLORS = ("#882255", "#117733", "#332288", "#999933")
 ACTIVATION_NOTE = ("activation traffic (e.g. the all-reduce of a layer's output when its "
                    "kernel is sharded over model) is not predictable from layouts alone: "
@@ -157,8 +159,7 @@ def settings_text(obj) -> str:
     ran = "; measuring ran the step (variables restored)" if obj.ran_step else ""
     n = len(obj.collectives)
     return (f"measured from the program DTensor compiled for {obj.function or 'one step'} on "
-            f"{obj.mesh}: {n} collective{'s' * (n != 1)}{ran}"
-            + (f"\n{obj.note}" if obj.note else ""))
+            f"{obj.mesh}: {n} collective{'s' * (n != 1)}{ran}")
 
 
 def _nb(text: str) -> str:

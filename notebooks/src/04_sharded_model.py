@@ -51,11 +51,16 @@ print(dtsgd_viz.layout_table(xb, name="x"))
 # replicated. `model_table` lists the result.
 
 # %%
-def make_model():
+def make_model(sharded=True):
     layout_map = tf_keras.dtensor.experimental.LayoutMap(mesh=mesh)
-    layout_map["d1.*kernel"] = dtensor.Layout(["unsharded", "model"], mesh)
-    layout_map["d1.*bias"] = dtensor.Layout(["model"], mesh)
-    layout_map["d2.*kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
+    if sharded:
+        layout_map["d1.*kernel"] = dtensor.Layout(["unsharded", "model"], mesh)
+        layout_map["d1.*bias"] = dtensor.Layout(["model"], mesh)
+        layout_map["d2.*kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
+    else:  # data parallel: every weight whole on every device
+        layout_map["d1.*kernel"] = dtensor.Layout.replicated(mesh, 2)
+        layout_map["d1.*bias"] = dtensor.Layout.replicated(mesh, 1)
+        layout_map["d2.*kernel"] = dtensor.Layout.replicated(mesh, 2)
     layout_map["d2.*bias"] = dtensor.Layout.replicated(mesh, 1)
     with layout_map.scope():
         tf_keras.utils.set_random_seed(0)   # the same initial weights every time
@@ -102,6 +107,82 @@ for step in (1, 10, 50, 150):
 
 # %%
 {name: len(steps) for name, steps in dtsgd_viz.reference.check_recording(r).items()}
+
+# %% [markdown]
+# ## What each update moves between devices: the all-reduce
+#
+# The data is split over `batch`, so each half of the mesh computes the gradient of its
+# own examples only: a partial sum. Before the update, DTensor sums the halves, an
+# **all-reduce** over `batch`: the devices `batch=0, model=k` and `batch=1, model=k`
+# exchange their blocks of every gradient. That is the one truly distributed step of SGD
+# on a mesh. Sharding weights over `model` changes its price: each device holds, and
+# so sends, a quarter of a sharded gradient, but the layer's activations are now split
+# too, and DTensor adds collectives over `model` to put them back together.
+#
+# `dtsgd_viz.communication(step)` lists the collectives in the program DTensor compiled
+# for the step (it runs the step once if it was never compiled, and puts every variable
+# back); `dtsgd_viz.communication_plan(model)` predicts the gradient all-reduces from the
+# layouts alone, with no devices. Here are both, for the model above and for its
+# data-parallel twin (every weight replicated).
+
+# %%
+def step_of(model):
+    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, exact_update=True)
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(xb) - yb) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables), loss=loss)
+    return step
+
+
+traffic = {}
+for label, sharded in (("data parallel", False), ("kernels sharded over model", True)):
+    twin = make_model(sharded)
+    report = dtsgd_viz.communication(step_of(twin))
+    plan = dtsgd_viz.communication_plan(twin)
+    traffic[label] = (twin, report, plan)
+    print(f"{label}: measured gradient all-reduces differ from the plan in",
+          len(report.compare(plan)), "variables")
+
+# %% [markdown]
+# Measured and predicted agree exactly. The mesh, with each all-reduce's groups drawn
+# (devices joined by a line reduce together), for the data-parallel model:
+
+# %%
+show(dtsgd_viz.plot_communication(traffic["data parallel"][1]))
+
+# %% [markdown]
+# and for the model-sharded one, where activation collectives along `model` appear:
+
+# %%
+show(dtsgd_viz.plot_communication(traffic["kernels sharded over model"][1]))
+
+# %% [markdown]
+# Side by side, per device and per update (bytes each device contributes):
+
+# %%
+def kib(n):
+    return f"{n / 1024:.2f} KiB"
+
+
+print(f"{'':28}{'memory':>12}{'gradients':>12}{'(predicted)':>13}{'the rest':>12}")
+for label, (twin, report, plan) in traffic.items():
+    memory = dtsgd_viz.memory_plan(twin, momentum=True).bytes_per_device.max()
+    grads = sum(report.totals("gradient").values())
+    rest = sum(c.bytes_per_device for c in report.extra if c.mesh_dims)
+    print(f"{label:28}{kib(memory):>12}{kib(grads):>12}{kib(plan.bytes_per_device):>13}{kib(rest):>12}")
+
+# %% [markdown]
+# Sharding the kernels over `model` cuts memory and gradient traffic per device; the
+# price is the activation traffic in the last column, which no layout table shows and
+# the compiled program does: what it serves, collective by collective:
+
+# %%
+for c in traffic["kernels sharded over model"][1].extra:
+    print(f"{c.kind:11} along {'x'.join(c.mesh_dims) or '-':6} {c.bytes_per_device:6d} B  {c.what}")
 
 # %% [markdown]
 # ## Per-shard velocity over training
