@@ -5,8 +5,9 @@ flush makes of a split step function's count of updates (``split_step.py``).
 ``Flushing`` is a base class of ``Recorder``, its host side: its methods read and write
 the recorder's state, set up by ``Recorder``: ``_staging`` (the device buffers,
 ``staging.py``), ``_pending`` (reads queued on the devices), ``_last_step`` (the last
-update the host has), ``_log`` (``hostlog.py``), ``_dropped``, ``_rules``, ``_writer``
-(the store, with ``path=``) and ``_next_update``/``_split_ok`` (the split step's count)::
+update the host has), ``_log`` (``hostlog.py``), ``_dropped``, ``_rules`` and
+``_next_update``/``_split_ok`` (the split step's count); each flush hands what arrived to
+``_stream`` (``streaming.py``: the store, with ``path=``)::
 
     for _ in rec.loop(100):   # Flushing.loop: a flush every ring
         train_step()
@@ -114,15 +115,6 @@ class Flushing:
             self._rules.observe(step, e)
         self._log.append(step, e)
         self._cache = None
-
-    def _stream(self):
-        """With ``path=``: write the steps that reached the host since the last call to
-        the store, commit them, and keep nothing of them here."""
-        w = self._writer
-        if w is None or not (len(self._log) or len(self._dropped) > w.n_dropped):
-            return
-        w.append(self._log.entries, self._dropped[w.n_dropped:], self._initial)
-        self._log = type(self._log)(None, False, self.every)
 
     def _expected_iteration(self):
         """The optimizer's iteration once every call made so far has run, as the host

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import warnings
-import weakref
 
 import tensorflow as tf
 
@@ -40,6 +39,7 @@ from .keras_callback import flush_callback
 from .rulewatch import RuleWatch
 from .split_step import SplitStep
 from .staging import Staging
+from .streaming import Streaming
 from .values import (Watched, applied_momentum, choose, eager_pv, global_value, grad_values,
                      host_values, hyper, meta_row)
 from ..recording.recording import KINDS, Part, Recording, check_kinds
@@ -58,7 +58,7 @@ def _check_int(name, value, minimum=1, allow_none=False):
         raise ValueError(f"{name} must be {allowed}. Received: {name}={value!r}.")
 
 
-class Recorder(Flushing):
+class Recorder(Flushing, Streaming):
     """Records every ``every``-th update of one optimizer, per shard.
 
     Args:
@@ -88,10 +88,17 @@ class Recorder(Flushing):
         writes or after it was killed. ``rec.close()`` (or ``with Recorder(...)``, or
         the end of the process) marks the store closed. Every recorded step is kept:
         thin with ``every``, not ``max_steps``/``decimate``.
+      resume: with ``path``, continue the store an earlier run of the same model left
+        (closed or killed) from the iteration the optimizer was restored to
+        (``tf.train.Checkpoint``), read at the first update this recorder sees
+        (``streaming.py``): the steps the earlier run recorded after it are superseded
+        by this run's (``recording.superseded_steps`` lists them). A store recording
+        another run (mesh, variables, layouts, kinds, mode, hyperparameters) is a
+        ``ValueError`` naming what differs; without a store yet, one is started.
     """
 
     def __init__(self, every=1, kinds=KINDS, variables=None, buffer_steps=None, mode="full",
-                 max_steps=None, decimate=False, path=None):
+                 max_steps=None, decimate=False, path=None, resume=False):
         _check_int("every", every)
         _check_int("buffer_steps", buffer_steps, minimum=0, allow_none=True)
         _check_int("max_steps", max_steps, allow_none=True)
@@ -102,6 +109,9 @@ class Recorder(Flushing):
                              f"Received: mode={mode!r}.")
         if not isinstance(decimate, bool):
             raise TypeError(f"decimate must be True or False. Received: {decimate!r}.")
+        if not isinstance(resume, bool) or (resume and path is None):
+            raise ValueError("resume=True continues the store at path=...; resume must be "
+                             f"True or False. Received: resume={resume!r}, path={path!r}.")
         if path is not None and (max_steps is not None or decimate):
             raise ValueError(
                 "Recorder(path=...) streams every recorded step to disk and keeps none in "
@@ -109,6 +119,7 @@ class Recorder(Flushing):
                 f", decimate={decimate!r}. Thin the recording with every= instead.")
         self.path = None if path is None else os.fspath(path)
         self._writer = None  # the store's writer, made when the optimizer is known
+        self._resume = resume  # then made at the first update (streaming.py)
         self.every, self.mode = every, mode
         self.kinds = check_kinds(kinds)
         self._wanted = None if variables is None else list(variables)
@@ -162,14 +173,8 @@ class Recorder(Flushing):
         self._initial = [global_value(w, w.var) for w in self._watched]
         self._rules = self._rule_watch(start=self._last_step)
         self._warned_untraced = False
-        if self.path is not None:
-            from ..recording.store import StoreWriter
-            header = self._build()  # no steps yet: names what every batch will hold
-            part = getattr(header, "part", None)
-            self._writer = StoreWriter(self.path, header, 0 if part is None else part.client_id)
-            # the end of the process (or of this recorder) closes the store: a run that
-            # was killed leaves it open, and readers say so
-            weakref.finalize(self, self._writer.close_at_exit)
+        if self.path is not None and not self._resume:
+            self._open_store()
 
     def _rule_watch(self, start):
         """The host-side rule check (full mode with parameters and velocities, from the
@@ -249,6 +254,8 @@ class Recorder(Flushing):
     # ---- hook protocol ------------------------------------------------------------------------
 
     def before_update(self, optimizer, variables, params):
+        if self._writer is None and self.path is not None and self._optimizer is not None:
+            self._open_store()  # resume=True: from the iteration this update starts at
         if self._optimizer is None or tf.executing_eagerly() or self._suppressed:
             return
         if not self._staged:
@@ -340,6 +347,8 @@ class Recorder(Flushing):
                 "with SGD(..., hooks=[rec]) or opt.add_hook(rec), then run at least one "
                 "update (e.g. `for _ in rec.loop(n): train_step()`)."
             )
+        if self._writer is None and self.path is not None:
+            self._open_store()  # resume=True, read before any update
         if not self._staged:  # no step function traced with this recorder yet
             self._skip_untraced()
         self.flush()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from .damage import check_on_damage
 from .merge import MergeError, merge_recordings
 from .npz import read_npz
 from .recording import Recording
@@ -30,7 +31,7 @@ def load_parts(paths) -> Recording:
     return merge_recordings(paths)
 
 
-def load_recording(path) -> Recording:
+def load_recording(path, on_damage="raise") -> Recording:
     """Read a file written by ``Recording.save``. Does not import TensorFlow.
 
     Raises ``RecordingFileError`` (a ``ValueError``) for truncated, corrupted or
@@ -39,11 +40,19 @@ def load_recording(path) -> Recording:
 
     A list of paths, or a folder of ``.npz`` files, is the parts the clients of a
     multi-client run saved: they are merged into one recording (``merge_recordings``).
+
+    Checksums (``damage.py``): every member of a ``.npz`` file and every chunk of a store
+    is checked; a damaged one raises ``RecordingFileError`` naming the member, or the
+    array and the chunk's file. ``on_damage="truncate"`` loads a store's steps before
+    its first damaged chunk instead and warns (``RecordingDamagedWarning``) which it left
+    out (a ``.npz`` member holds every step: damage there is always an error). Files
+    and stores written before checksums load with a ``NoChecksumsWarning``.
     """
+    check_on_damage(on_damage)
     if isinstance(path, (list, tuple)) or is_parts_folder(path):
         return load_parts(path)
     path = os.fspath(path)
     if os.path.isdir(path):  # a store that Recorder(path=...) streamed (store.py)
         from .store import load_store
-        return load_store(path)
-    return read_npz(path)
+        return load_store(path, on_damage)
+    return read_npz(path, on_damage)

@@ -194,4 +194,6 @@ def _merge(parts) -> Recording:
         mismatch=mismatch,
         dropped_steps=np.unique(np.concatenate([p.dropped_steps for p in parts])).astype(np.int64),
         mode=first.mode,
+        superseded_steps=np.unique(np.concatenate(
+            [p.superseded_steps for p in parts])).astype(np.int64),
     )

@@ -13,19 +13,23 @@ import numpy as np
 
 from ..geometry import shard_geometry
 from ..specs import LayoutSpec, MeshSpec
+from .damage import verify_members
 from .recording import (DTYPES, FORMAT, READS, Hyperparameters, Part, Recording,
                         RecordingFileError, VariableRecord, dtype_list)
 
 
-def read_npz(path) -> Recording:
+def read_npz(path, on_damage="raise") -> Recording:
     """The recording in the ``.npz`` file ``path``, checked (``RecordingFileError`` for a
-    truncated, corrupted or foreign file)."""
+    truncated, corrupted or foreign file, or a member whose crc32 is not the one its
+    header records: ``damage.verify_members``)."""
     path = os.fspath(path)
     arrays = _read_arrays(path)
     try:
         meta = json.loads(arrays.pop("meta").tobytes().decode())
     except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise RecordingFileError(f"{path}: missing or unreadable header ({e}).") from e
+    if isinstance(meta, dict) and meta.get("format") == FORMAT:
+        verify_members(path, meta, arrays, on_damage)
     return from_arrays(path, meta, arrays)
 
 
@@ -119,7 +123,7 @@ def from_arrays(path, meta, arrays) -> Recording:
                              None if ema is None else int(ema))
         rec = Recording(mesh, tuple(records), kinds, steps, hp, arrays["loss"],
                         arrays["nonfinite"], arrays["mismatch"], arrays["dropped_steps"], mode,
-                        part)
+                        part, arrays.get("superseded_steps", np.zeros(0, np.int64)))
     except RecordingFileError:
         raise
     except (KeyError, IndexError, TypeError, ValueError) as e:

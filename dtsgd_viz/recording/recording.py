@@ -21,6 +21,7 @@ import numpy as np
 
 from ..geometry import ShardGeometry, shard_geometry
 from ..specs import LayoutSpec, MeshSpec
+from .checksums import member_checksums
 
 KINDS = ("param", "velocity", "grad")
 """What can be recorded: the parameter after the update, the momentum slot after
@@ -165,6 +166,9 @@ class Recording:
     dropped_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
     mode: str = "full"
     part: Part | None = None
+    superseded_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    """Steps an earlier run recorded after the checkpoint a resumed run restored
+    (``Recorder(path=..., resume=True)``): replaced by the resumed run's, never read twice."""
 
     # ---- lookup -------------------------------------------------------------------
 
@@ -340,13 +344,15 @@ class Recording:
             "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
             "steps": self.steps, "learning_rate": self.hyperparameters.learning_rate,
             "loss": self.loss_values, "nonfinite": self.nonfinite, "mismatch": self.mismatch,
-            "dropped_steps": self.dropped_steps,
+            "dropped_steps": self.dropped_steps, "superseded_steps": self.superseded_steps,
         }
         for i, r in enumerate(self.records):
             for key, array in values[i].items():
                 arrays[f"v{i}.{key}"] = array
             for kind, stats in r.stats.items():
                 arrays[f"v{i}.{kind}.stats"] = stats
+        meta["crc32"] = member_checksums(arrays)  # load_recording checks them
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             os.makedirs(folder, exist_ok=True)  # "parts/part-0.npz" into a new folder

@@ -20,10 +20,16 @@ MAX_CHUNK_STEPS = 4096
 COLUMNS = ("steps", "learning_rate", "loss", "nonfinite", "mismatch")
 PART_FOLDER = re.compile(r"^client-(\d+)$")
 ZARR_TEMPORARY = re.compile(r"^zarr\.[0-9a-f]+\.partial$")
-# Uncompressed (floats barely compress; the bytes go straight from the host's views to
-# the file), and every chunk written: zarr would otherwise scan each chunk for "all
-# zeros" to skip it.
-PLAIN = dict(compressors=None, fill_value=0, config={"write_empty_chunks": True})
+
+
+def plain() -> dict:
+    """How every array of a store is made: uncompressed (floats barely compress; the
+    bytes go straight from the host's views to the file) but each chunk followed by its
+    crc32c (``damage.py`` finds a damaged chunk with it), and every chunk written: zarr
+    would otherwise scan each chunk for "all zeros" to skip it (and a missing chunk would
+    read as zeros)."""
+    from zarr.codecs import Crc32cCodec
+    return dict(compressors=[Crc32cCodec()], fill_value=0, config={"write_empty_chunks": True})
 
 
 def write_json(path, value) -> None:
@@ -67,3 +73,32 @@ def check_store(path) -> None:
 
 def stored_dtype(dtype: str) -> str:
     return "uint16" if dtype == "bfloat16" else dtype
+
+
+HYPERPARAMETERS = ("momentum", "applied_momentum", "nesterov", "weight_decay", "decayed",
+                   "ema_overwrite_frequency")
+
+
+def header_differences(stored: dict, new: dict) -> list[str]:
+    """What differs between a store part's header and the header of a run that would
+    resume it (``Recording.header`` without ``n_steps``), one phrase per difference."""
+    stored, new = json.loads(json.dumps(stored)), json.loads(json.dumps(new))
+    out = []
+    for key in sorted(set(stored) | set(new)):
+        a, b = stored.get(key), new.get(key)
+        if a == b or key in ("n_steps", "version"):  # the version follows the dtypes
+            continue
+        if key == "variables" and [v["name"] for v in a or ()] == [v["name"] for v in b or ()]:
+            for va, vb in zip(a, b):
+                for field in ("shape", "dtype", "layout"):
+                    if va.get(field) != vb.get(field):
+                        out.append(f"the {field} of variable {va['name']!r} (the store has "
+                                   f"{va.get(field)}, this run {vb.get(field)})")
+            continue
+        what = {"variables": "the variables", "part": "the client's part",
+                "mesh": "the mesh", "kinds": "the recorded kinds", "mode": "the mode"}.get(
+                    key, f"the hyperparameter {key!r}" if key in HYPERPARAMETERS else repr(key))
+        if key == "variables":
+            a, b = [v["name"] for v in a or ()], [v["name"] for v in b or ()]
+        out.append(f"{what} (the store has {a}, this run {b})")
+    return out

@@ -1,6 +1,7 @@
 """The writing side of a store (``store.py`` describes the layout and the commit
 protocol): ``StoreWriter``, which a ``Recorder(path=...)`` appends each flushed batch
-with. Plain data: numpy and zarr."""
+with, and which resumes the part of an earlier run (``resume_from``). Plain data: numpy
+and zarr."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import time
 
 import numpy as np
 
+from .damage import read_rows
 from .recording import DTYPES, Recording, RecordingFileError
-from .store_format import (CHUNK_BYTES, COLUMNS, FORMAT, MAX_CHUNK_STEPS, PART_FOLDER, PLAIN, VERSION,
-                           ZARR_TEMPORARY, check_store, root_attributes, stored_dtype, write_json)
+from .store_format import (CHUNK_BYTES, FORMAT, MAX_CHUNK_STEPS, PART_FOLDER, VERSION,
+                           ZARR_TEMPORARY, check_store, header_differences, plain, read_json,
+                           root_attributes, stored_dtype, write_json)
 
 
 def _check_streamable(header: Recording) -> None:
@@ -29,31 +32,43 @@ def _check_streamable(header: Recording) -> None:
 class StoreWriter:
     """Appends batches of host entries (``_hostlog.entry``) of one recorder to its part
     of a store, committing each (see the module docstring). ``header`` is the recording
-    of no steps that names everything (``Recorder`` builds it when it is attached)."""
+    of no steps that names everything (``Recorder`` builds it when it is attached).
 
-    def __init__(self, path, header: Recording, client: int = 0):
+    ``resume_from``: the iteration a resumed run continues from (its optimizer's,
+    restored from a checkpoint). If this client's part exists, it is continued: its
+    header must be ``header``'s (else a ``ValueError`` naming what differs), the steps it
+    committed after that iteration are superseded (listed in ``superseded_steps``, their
+    rows written over by the new run's), and ``resumed`` says what was kept. Without a
+    part yet, a new one is started."""
+
+    def __init__(self, path, header: Recording, client: int = 0, *, resume_from=None):
         self.path = os.fspath(path)
         self.client = int(client)
         self.part = os.path.join(self.path, f"client-{self.client}")
         self.header = header
         _check_streamable(header)
-        self._check_folder()
-        group = self._open_part(header)
         self.full = header.mode == "full"
         self._arrays = {}  # name -> (zarr array, chunked per block)
         self._initial = {}
-        self._make_arrays(group, header)
-        self.capacity = self.dropped_capacity = 0
-        self.n_steps = self.n_dropped = 0
+        self.capacity = self.dropped_capacity = self.superseded_capacity = 0
+        self.n_steps = self.n_dropped = self.n_superseded = 0
         self.last_step = None
         self.closed = self.at_exit = False
         self.started = time.time()
+        self.resumes, self.resumed = [], None
+        if resume_from is not None and os.path.exists(os.path.join(self.part, "commit.json")):
+            self._resume(int(resume_from))
+            return
+        self._check_folder(resume=resume_from is not None)
+        group = self._open_part(header)
+        self._make_arrays(group, header)
         self._write_initial(header)
         self._commit()
 
-    def _check_folder(self) -> None:
+    def _check_folder(self, resume=False) -> None:
         """``path`` must be a new folder, one being made by another client of the run, or
-        a store; this client's part must not exist yet."""
+        a store; this client's part must not exist yet (``resume``: or never have
+        committed, as when its run was killed while creating it)."""
         if os.path.isfile(self.path):
             raise ValueError(f"Recorder(path={self.path!r}): that is a file; a store is a folder.")
         if os.path.isdir(self.path):
@@ -68,10 +83,11 @@ class StoreWriter:
                     "dtsgd_viz store. Give a new folder.")
             if attrs is not None:
                 check_store(self.path)
-        if os.path.exists(self.part):
+        if os.path.exists(self.part) and not resume:
             raise ValueError(
                 f"Recorder(path={self.path!r}): {self.part} already holds a recording. Give "
-                "each run a new folder (or remove the old one).")
+                "each run a new folder (or remove the old one), or continue it from a "
+                "restored checkpoint with Recorder(path=..., resume=True).")
 
     def _open_part(self, header):
         """Create the store's root group (unless there is one) and this client's part
@@ -86,32 +102,44 @@ class StoreWriter:
             check_store(self.path)
         meta = header.header()
         meta.pop("n_steps")
-        return zarr.open_group(self.part, mode="w-", zarr_format=3,
+        # mode "w": a part that never committed (only a resume gets here with one)
+        return zarr.open_group(self.part, mode="w", zarr_format=3,
                                attributes={"recording": meta, "client": self.client})
 
-    def _make_arrays(self, group, header) -> None:
-        """The part's arrays, of no steps yet: the columns, the dropped steps, and per
-        variable its initial value and its blocks (``full``) or statistics per kind."""
+    def _specs(self, header):
+        """``(name, row shape, dtype, chunked per block)`` of each per-step array: the
+        columns, and per variable its blocks (``full``) or statistics per kind."""
         n_vars = len(header.records)
-        self._make(group, "steps", (), "int64")
-        self._make(group, "learning_rate", (), "float64")
-        self._make(group, "loss", (), "float64")
-        self._make(group, "nonfinite", (n_vars,), "uint8")
-        self._make(group, "mismatch", (n_vars,), "uint8")
-        self.dropped = group.create_array("dropped_steps", shape=(0,), dtype="int64",
-                                          chunks=(MAX_CHUNK_STEPS,), **PLAIN)
+        out = [("steps", (), "int64", False), ("learning_rate", (), "float64", False),
+               ("loss", (), "float64", False), ("nonfinite", (n_vars,), "uint8", False),
+               ("mismatch", (n_vars,), "uint8", False)]
         for i, r in enumerate(header.records):
-            self._initial[i] = group.create_array(
-                f"v{i}.initial", shape=r.shape, dtype=stored_dtype(r.dtype),
-                chunks=tuple(max(1, d) for d in r.shape), **PLAIN)
+            dtype = stored_dtype(r.dtype)
             for k in header.kinds:
                 if self.full:
                     row = r.blocks[k].shape[1:]
-                    self._make(group, f"v{i}.{k}", row, stored_dtype(r.dtype),
-                               per_block=math.prod(row[1:]) * np.dtype(
-                                   stored_dtype(r.dtype)).itemsize >= CHUNK_BYTES)
+                    out.append((f"v{i}.{k}", row, dtype,
+                                math.prod(row[1:]) * np.dtype(dtype).itemsize >= CHUNK_BYTES))
                 else:
-                    self._make(group, f"v{i}.{k}.stats", r.stats[k].shape[1:], "float32")
+                    out.append((f"v{i}.{k}.stats", r.stats[k].shape[1:], "float32", False))
+        return out
+
+    def _make_arrays(self, group, header) -> None:
+        """The part's arrays, of no steps yet: the per-step ones (``_specs``), the dropped
+        and superseded steps, and each variable's initial value."""
+        for name, row, dtype, per_block in self._specs(header):
+            self._make(group, name, row, dtype, per_block)
+        self.dropped = self._make_list(group, "dropped_steps")
+        self.superseded = self._make_list(group, "superseded_steps")
+        for i, r in enumerate(header.records):
+            self._initial[i] = group.create_array(
+                f"v{i}.initial", shape=r.shape, dtype=stored_dtype(r.dtype),
+                chunks=tuple(max(1, d) for d in r.shape), **plain())
+
+    @staticmethod
+    def _make_list(group, name):
+        return group.create_array(name, shape=(0,), dtype="int64", chunks=(MAX_CHUNK_STEPS,),
+                                  **plain())
 
     def _make(self, group, name, row, dtype, per_block=False):
         if per_block:
@@ -121,7 +149,7 @@ class StoreWriter:
             steps = int(min(MAX_CHUNK_STEPS, max(1, CHUNK_BYTES // row_bytes)))
             chunks = (steps, *(max(1, d) for d in row))
         self._arrays[name] = (group.create_array(name, shape=(0, *row), dtype=dtype,
-                                                 chunks=chunks, **PLAIN), per_block)
+                                                 chunks=chunks, **plain()), per_block)
 
     def _write_initial(self, rec) -> None:
         for i, r in enumerate(rec.records):
@@ -138,7 +166,79 @@ class StoreWriter:
     def _commit(self) -> None:
         write_json(os.path.join(self.part, "commit.json"), {
             "n_steps": self.n_steps, "n_dropped": self.n_dropped, "last_step": self.last_step,
-            "closed": self.closed, "started": self.started, "time": time.time()})
+            "closed": self.closed, "started": self.started, "time": time.time(),
+            "n_superseded": self.n_superseded, "resumes": self.resumes})
+
+    @staticmethod
+    def _extend(array, count, capacity, values) -> int:
+        """Write ``values`` at ``count`` of a 1-D list of steps (grown by doubling, as the
+        per-step arrays are); returns its capacity."""
+        need = count + len(values)
+        if need > capacity:
+            capacity = max(need, 2 * capacity, 16)
+            array.resize((capacity,))
+        array[count:need] = values
+        return capacity
+
+    # ---- resuming -------------------------------------------------------------------------
+
+    def _resume(self, iteration) -> None:
+        """Continue this client's part from ``iteration`` (see the class docstring): the
+        superseded steps are written, then one commit says what is kept (a kill before it
+        leaves the part as it was)."""
+        import zarr
+        check_store(self.path)
+        group = zarr.open_group(self.part, mode="r+", zarr_format=3)
+        meta = self.header.header()
+        meta.pop("n_steps")
+        differ = header_differences(group.attrs["recording"], meta)
+        if differ:
+            raise ValueError(
+                f"Recorder(path={self.path!r}, resume=True): {self.part} records another run; "
+                f"{'; '.join(differ)} differ. Resume with the same model, mesh, layouts, "
+                "Recorder kinds/mode and optimizer settings, or give a new folder.")
+        c = read_json(os.path.join(self.part, "commit.json"))
+        self._open_arrays(group)
+        n = int(c["n_steps"])
+        steps = read_rows(self.part, "steps", self._arrays["steps"][0], 0, n)
+        kept = int(np.searchsorted(steps, iteration, side="right"))  # steps are in order
+        dropped = read_rows(self.part, "dropped_steps", self.dropped, 0, int(c["n_dropped"]))
+        # steps dropped after it are run again: forgotten
+        self.n_dropped = int(np.searchsorted(dropped, iteration, side="right"))
+        self.n_superseded = int(c.get("n_superseded", 0))
+        superseded = steps[kept:]
+        self.superseded_capacity = self._extend(self.superseded, self.n_superseded,
+                                                self.superseded_capacity, superseded)
+        self.n_superseded += len(superseded)
+        try:  # the batch a killed run was writing: never committed, written over
+            os.remove(os.path.join(self.part, "writing.json"))
+        except FileNotFoundError:
+            pass
+        self.n_steps, self.last_step = kept, (int(steps[kept - 1]) if kept else None)
+        self.started = float(c["started"])
+        self.resumes = [*c.get("resumes", ()), {"from": iteration, "kept": kept,
+                                                "superseded": len(superseded), "time": time.time()}]
+        self.resumed = (iteration, kept, superseded, c["last_step"])
+        self._commit()
+
+    def _open_arrays(self, group) -> None:
+        """The arrays of an existing part (``_make_arrays`` made them), at their sizes."""
+        def opened(name):  # zarr keeps write_empty_chunks per handle, not in the store
+            return group[name].with_config({"write_empty_chunks": True})
+
+        try:
+            for name, _, _, per_block in self._specs(self.header):
+                self._arrays[name] = (opened(name), per_block)
+            self.dropped = opened("dropped_steps")
+            self.superseded = (opened("superseded_steps") if "superseded_steps" in group
+                               else self._make_list(group, "superseded_steps"))  # older stores
+            for i, _ in enumerate(self.header.records):
+                self._initial[i] = opened(f"v{i}.initial")
+        except KeyError as e:
+            raise RecordingFileError(f"{self.part}: array {e} is missing.") from e
+        self.capacity = min(a.shape[0] for a, _ in self._arrays.values())
+        self.dropped_capacity = self.dropped.shape[0]
+        self.superseded_capacity = self.superseded.shape[0]
 
     def append(self, entries, dropped=(), initial=None, *, commit=True) -> None:
         """Write ``entries`` (``(step, entry)`` pairs, in step order) and ``dropped``
@@ -167,11 +267,8 @@ class StoreWriter:
             self._grow(n0 + k)
             self._write_rows(entries, n0)
         if len(dropped):
-            need = self.n_dropped + len(dropped)
-            if need > self.dropped_capacity:
-                self.dropped_capacity = max(need, 2 * self.dropped_capacity, 16)
-                self.dropped.resize((self.dropped_capacity,))
-            self.dropped[self.n_dropped:need] = dropped
+            self.dropped_capacity = self._extend(self.dropped, self.n_dropped,
+                                                 self.dropped_capacity, dropped)
         if commit:
             self.n_steps += k
             self.n_dropped += len(dropped)
@@ -236,6 +333,7 @@ class StoreWriter:
             for array, _ in self._arrays.values():
                 array.resize((self.n_steps, *array.shape[1:]))
             self.dropped.resize((self.n_dropped,))
+            self.superseded.resize((self.n_superseded,))
         try:
             os.remove(os.path.join(self.part, "writing.json"))
         except FileNotFoundError:

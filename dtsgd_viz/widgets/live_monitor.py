@@ -7,8 +7,11 @@ shard of one variable's velocity (or another kind) over time, refreshed as new s
 are committed. A background thread polls every ``interval`` seconds; each poll goes
 through ``poll(state, store)`` (old state + what the store now holds -> new state;
 tested without a thread or a browser), reads only the steps it has not seen, and
-updates the lines in place. Polling stops when the run closes the store or the widget
-is closed. No TensorFlow is imported.
+updates the lines in place. A run that resumes the store (``Recorder(path=...,
+resume=True)``) supersedes the steps after its checkpoint, so the committed count can
+drop: each poll drops the rows past what every resume it had not seen kept, then reads
+the new run's steps (never the superseded ones twice). Polling stops when the run closes
+the store or the widget is closed. No TensorFlow is imported.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..recording.store import PartStatus, StoreReader
+from ..views.shard_geometry import minmax_decimate
 from ..views.style import device_color
 from ._canvas import FigureWidget
 
@@ -97,6 +101,7 @@ def poll(state: MonitorState, store: StoreReader) -> MonitorState:
                                     blocks=_labels(header, index),
                                     norms=np.zeros((0, len(_labels(header, index)))),
                                     seen=((status.started, 0),))
+    state = _drop_superseded(state, status)
     start, stop = state.n_steps, status.n_steps
     if stop > start:
         steps = np.concatenate([state.steps, store.rows("steps", start, stop)])
@@ -112,16 +117,37 @@ def poll(state: MonitorState, store: StoreReader) -> MonitorState:
                                seen=seen)
 
 
+def _drop_superseded(state: MonitorState, status: PartStatus) -> MonitorState:
+    """``state`` without the rows a resume since its last poll superseded (those past
+    the steps it kept), and its rate measured from that resume."""
+    keep = state.n_steps
+    new = status.resumes[len(state.status.resumes) if state.status is not None else 0:]
+    for r in new:
+        keep = min(keep, r.kept)
+    keep = min(keep, status.n_steps)
+    if keep == state.n_steps and not new:
+        return state
+    seen = ((new[-1].time, new[-1].kept),) if new else ((status.time, keep),)
+    return dataclasses.replace(state, steps=state.steps[:keep], loss=state.loss[:keep],
+                               norms=state.norms[:keep], seen=seen)
+
+
 def readout(state: MonitorState) -> str:
     """One line: steps so far, the last update, steps/s, running or closed."""
     if state.status is None:
         return "waiting for the run to create the store (no store at this path yet)"
     last = state.status.last_step
     text = f"{state.n_steps} steps" + ("" if last is None else f" (last update {last})")
+    if state.status.resumes:
+        text += f" · resumed from update {state.status.resumes[-1].iteration}"
     rate = state.steps_per_second
     if rate is not None:
         text += f" · {rate:.1f} steps/s"
     return text + (" · closed: the run has ended" if state.closed else " · running")
+
+
+def _columns(ax) -> int:
+    return max(1, int(np.ceil(ax.bbox.width)))  # pixel columns at the figure's dpi
 
 
 class LiveMonitor(FigureWidget):
@@ -221,9 +247,10 @@ class LiveMonitor(FigureWidget):
                 self.ax_norms.legend(fontsize=7, loc="upper left", ncol=2)
             self.unfreeze_layout()
         x = state.steps
-        self.loss_line.set_data(x, state.loss)
+        # a long run has more steps than pixel columns: each column's min and max drawn
+        self.loss_line.set_data(*minmax_decimate(x, state.loss, _columns(self.ax_loss)))
         for i, line in enumerate(self.norm_lines):
-            line.set_data(x, state.norms[:, i])
+            line.set_data(*minmax_decimate(x, state.norms[:, i], _columns(self.ax_norms)))
         for ax in (self.ax_loss, self.ax_norms):
             ax.relim()
             ax.autoscale_view()

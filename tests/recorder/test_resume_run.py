@@ -1,0 +1,178 @@
+"""``Recorder(path=..., resume=True)`` (issue 21 item 1) with the real optimizer: a run
+records 30 updates into a store with a checkpoint at update 20 and ends (closing the
+store, or killed with SIGKILL); a fresh process restores the checkpoint and resumes the
+store to update 50. The store then holds updates 1..50 once each, bit for bit those of an
+uninterrupted run, and says 21..30 were superseded. Plain-data resume tests:
+``tests/recording/test_resume.py``."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import dtsgd_viz
+from dtsgd_viz.recording.store import StoreNotClosedWarning, store_status
+
+SCRIPT = textwrap.dedent("""
+    import os, signal, sys
+    import numpy as np
+    import dtsgd_viz
+    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+    import tensorflow as tf
+    from tensorflow.experimental import dtensor
+
+    store, ckpt, what, end, steps, order = sys.argv[1:7]
+    rng = np.random.default_rng(0)
+    lay = dtensor.Layout(["x", "y"], mesh)
+    w = dtsgd_viz.variable(rng.normal(size=(8, 8)).astype(np.float32), lay, name="w")
+    b = dtsgd_viz.variable(rng.normal(size=(4,)).astype(np.float32),
+                           dtensor.Layout.replicated(mesh, 1), name="b")
+    c = dtsgd_viz.shard(rng.uniform(0.2, 1.0, (8, 8)).astype(np.float32), lay)
+    rec = dtsgd_viz.Recorder(path=store, resume=what == "resume")
+    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
+                        exact_update=True)
+    checkpoint = tf.train.Checkpoint(w=w, b=b, optimizer=opt)
+    if what == "resume":
+        if order == "build":  # slots first, then every saved value has a place
+            opt.build([w, b])
+            checkpoint.read(ckpt).assert_consumed()
+        else:  # restored before the optimizer is built: slots restored when made
+            checkpoint.read(ckpt)
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(c * w * w) / 2 + tf.reduce_sum(b * b)
+        opt.apply_gradients(zip(tape.gradient(loss, [w, b]), [w, b]), loss=loss)
+
+    for i in rec.loop(int(steps)):
+        step()
+        if what == "first" and i == 19:
+            checkpoint.write(ckpt)  # after update 20
+    if end == "kill":  # a crash after the last commit: the store is never closed
+        rec.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+    rec.close()
+    print("iterations", int(dtsgd_viz.to_numpy(opt.iterations)))
+""")
+
+
+def _run(tmp_path, *args, kill=False):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.run(["timeout", "-k", "10", "300", sys.executable, str(script),
+                           *map(str, args)], cwd=tmp_path, capture_output=True, text=True)
+    if kill:
+        assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
+    else:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def _same(a, b):
+    """The same steps and values, bit for bit."""
+    assert a.variables == b.variables and a.kinds == b.kinds and a.mesh == b.mesh
+    for x, y in [(a.steps, b.steps), (a.loss_values, b.loss_values), (a.nonfinite, b.nonfinite),
+                 (a.mismatch, b.mismatch), (a.dropped_steps, b.dropped_steps),
+                 (a.hyperparameters.learning_rate, b.hyperparameters.learning_rate)]:
+        assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+    for r, s in zip(a.records, b.records):
+        assert r.initial.tobytes() == s.initial.tobytes()
+        for k in a.kinds:
+            assert r.blocks[k].dtype == s.blocks[k].dtype
+            assert r.blocks[k].tobytes() == s.blocks[k].tobytes(), (r.name, k)
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory):
+    """An uninterrupted 50-update run."""
+    tmp = tmp_path_factory.mktemp("straight")
+    _run(tmp, tmp / "run.zarr", tmp / "unused", "straight", "close", 50, "build")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return dtsgd_viz.load_recording(tmp / "run.zarr")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("end, order", [("close", "build"), ("kill", "build"),
+                                        ("kill", "restore")])
+def test_a_run_resumed_from_its_checkpoint_records_each_update_once(tmp_path, straight, end,
+                                                                    order):
+    store, ckpt = tmp_path / "run.zarr", tmp_path / "ckpt"
+    _run(tmp_path, store, ckpt, "first", end, 30, order, kill=end == "kill")
+    first = store_status(store)[0]
+    assert (first.n_steps, first.last_step, first.closed) == (30, 30, end == "close")
+    proc = _run(tmp_path, store, ckpt, "resume", "close", 30, order)
+    assert "iterations 50" in proc.stdout
+    assert "never saw" not in proc.stderr  # a restore is not a step the recorder missed
+    status = store_status(store)[0]
+    assert status.closed and status.n_steps == 50 and status.resumes[0][:3] == (20, 20, 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # closed, with checksums: no warning
+        r = dtsgd_viz.load_recording(store)
+    assert list(r.steps) == list(range(1, 51))  # once each, in order
+    assert list(r.superseded_steps) == list(range(21, 31))
+    _same(r, straight)
+    assert all(len(v) == 0 for v in dtsgd_viz.reference.check_recording(r).values())
+
+
+@pytest.mark.slow
+def test_resume_without_a_store_starts_one_and_a_store_of_another_run_is_refused(tmp_path):
+    store, ckpt = tmp_path / "run.zarr", tmp_path / "ckpt"
+    _run(tmp_path, tmp_path / "first.zarr", ckpt, "first", "close", 20, "build")
+    _run(tmp_path, store, ckpt, "resume", "close", 5, "build")  # no store yet: one starts
+    r = dtsgd_viz.load_recording(store)
+    assert list(r.steps) == list(range(21, 26)) and len(r.superseded_steps) == 0
+    assert len(store_status(store)[0].resumes) == 0
+    other = SCRIPT.replace('resume=what == "resume")',
+                           'resume=what == "resume", kinds=("param", "grad"))')
+    (tmp_path / "train.py").write_text(other)
+    proc = subprocess.run(["timeout", "-k", "10", "300", sys.executable,
+                           str(tmp_path / "train.py"), str(store), str(ckpt), "resume",
+                           "close", "3", "build"], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert ("records another run; the recorded kinds (the store has ['param', 'velocity', "
+            "'grad'], this run ['param', 'grad']) differ") in proc.stderr
+    with pytest.raises(ValueError, match="already holds a recording"):
+        dtsgd_viz.recording.store.StoreWriter(store, r)
+
+
+def test_resume_needs_a_path_and_a_bool(tmp_path):
+    with pytest.raises(ValueError, match=r"resume=True continues the store at path=\.\.\.; "
+                       r"resume must be True or False. Received: resume=True, path=None"):
+        dtsgd_viz.Recorder(resume=True)
+    with pytest.raises(ValueError, match="Received: resume='yes'"):
+        dtsgd_viz.Recorder(path=tmp_path / "s", resume="yes")
+
+
+def test_a_store_that_ends_before_the_restored_iteration_is_warned_about(tmp_path):
+    """Eagerly, in this process: the store has updates 1..20, the optimizer resumes from
+    25 (its last batch was never committed): 21..25 are missing, and said so."""
+    import tensorflow as tf
+
+    path = tmp_path / "run.zarr"
+
+    def run(steps, resume, start=0):
+        var = tf.Variable([1.0, -2.0, 0.5], name="w")
+        rec = dtsgd_viz.Recorder(path=path, resume=resume)
+        opt = dtsgd_viz.SGD(0.1, momentum=0.9)
+        opt.build([var])
+        opt.iterations.assign(start)  # as a restored checkpoint sets it
+        opt.add_hook(rec)
+        for _ in range(steps):
+            opt.minimize(lambda: tf.reduce_sum(var ** 2) / 2, [var])
+        rec.close()
+        return rec
+
+    run(20, False)
+    with pytest.warns(RuntimeWarning, match=r"the store ends at update 20 but the optimizer "
+                      r"resumes from iteration 25: the recorded update\(s\) 21..25"):
+        rec = run(3, True, start=25)
+    r = rec.recording
+    assert list(r.steps) == [*range(1, 21), 26, 27, 28] and len(r.superseded_steps) == 0
+    assert store_status(path)[0].resumes[0][:3] == (25, 20, 0)

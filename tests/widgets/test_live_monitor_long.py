@@ -1,0 +1,80 @@
+"""``LiveMonitor`` on a long run: a 100,000-step store is drawn at most ~2 points per
+pixel column, each column's min and max kept (spikes show), checked through the lines'
+data. The store is written here, without TensorFlow, as a recorder's flushes would."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from dtsgd_viz.recorder.hostlog import entry
+from dtsgd_viz.recording.store import StoreReader, StoreWriter
+from helpers import synthetic_store as synth
+from helpers.envelope import check_envelope
+
+STEPS = 100_000
+
+
+@pytest.fixture(scope="module")
+def long_store(tmp_path_factory):
+    """Stats of 'w' (8 blocks) and 'b': block 2's norm spikes at step 61234."""
+    path = tmp_path_factory.mktemp("long") / "run.zarr"
+    ws = synth.watched()
+    rng = np.random.default_rng(0)
+    writer = StoreWriter(path, synth.header("stats"))
+    for start in range(1, STEPS + 1, 20_000):
+        batch = []
+        stats = {(w.name, k): np.abs(rng.normal(size=(20_000, w.geometry.num_unique, 3)))
+                 .astype(np.float32) + 0.1 for w in ws for k in synth.KINDS}
+        if start <= 61_234 < start + 20_000:
+            stats[("w", "velocity")][61_234 - start, 2, 0] = 1e4
+        for i, s in enumerate(range(start, start + 20_000)):
+            loss = 1.0 / s if s != 45_678 else 50.0  # one spike of the loss too
+            data = {key: a[i] for key, a in stats.items()}
+            batch.append((s, entry((s, 0.1, loss), data, ws, synth.KINDS, "stats")))
+        writer.append(batch)
+    writer.close()
+    return path
+
+
+def test_a_100000_step_store_is_drawn_two_points_a_pixel_column(long_store):
+    from dtsgd_viz.widgets import LiveMonitor
+    monitor = LiveMonitor(long_store, start=False)
+    try:
+        assert monitor.state.n_steps == STEPS and monitor.renders == 1
+        r = StoreReader(long_store).read()
+        norms = r.shard_stats("w", "velocity")[..., 0].astype(np.float64)
+        # thinned for the widths the first render laid out: poll again as if 1 step were new
+        s = monitor.state
+        monitor.state = dataclasses.replace(
+            s, steps=s.steps[:-1], loss=s.loss[:-1], norms=s.norms[:-1],
+            status=dataclasses.replace(s.status, n_steps=STEPS - 1, closed=False))
+        assert monitor.poll_now() and monitor.state.n_steps == STEPS
+        for ax, lines, data in ((monitor.ax_loss, [monitor.loss_line], r.loss_values[:, None]),
+                                (monitor.ax_norms, monitor.norm_lines, norms)):
+            columns = int(np.ceil(ax.bbox.width))
+            assert 200 < columns < 1000
+            for d, line in enumerate(lines):
+                xs, ys = line.get_xdata(), line.get_ydata()
+                assert len(xs) <= 2 * columns + 2
+                check_envelope(r.steps, data[:, d], xs, ys, columns)
+        loss = dict(zip(monitor.loss_line.get_xdata(), monitor.loss_line.get_ydata()))
+        assert loss[45_678] == 50.0 == monitor.ax_loss.dataLim.y1  # the spike, the limits
+        spike = dict(zip(*(monitor.norm_lines[2].get_data())))
+        assert spike[61_234] == pytest.approx(1e4)
+        assert monitor.ax_norms.get_ylim()[1] >= 1e4
+    finally:
+        monitor.close()
+
+
+def test_a_short_store_is_drawn_point_for_point(tmp_path):
+    from dtsgd_viz.widgets import LiveMonitor
+    path = tmp_path / "run.zarr"
+    writer = StoreWriter(path, synth.header("stats"))
+    writer.append(synth.entries(range(1, 31), "stats"))
+    writer.close()
+    monitor = LiveMonitor(path, start=False)
+    r = StoreReader(path).read()
+    assert np.array_equal(monitor.loss_line.get_xdata(), r.steps)
+    assert np.array_equal(monitor.loss_line.get_ydata(), r.loss_values)
+    monitor.close()
