@@ -196,4 +196,5 @@ def _merge(parts) -> Recording:
         mode=first.mode,
         superseded_steps=np.unique(np.concatenate(
             [p.superseded_steps for p in parts])).astype(np.int64),
+        communication=first.communication,
     )

@@ -123,7 +123,8 @@ def from_arrays(path, meta, arrays) -> Recording:
                              None if ema is None else int(ema))
         rec = Recording(mesh, tuple(records), kinds, steps, hp, arrays["loss"],
                         arrays["nonfinite"], arrays["mismatch"], arrays["dropped_steps"], mode,
-                        part, arrays.get("superseded_steps", np.zeros(0, np.int64)))
+                        part, arrays.get("superseded_steps", np.zeros(0, np.int64)),
+                        _communication(meta))
     except RecordingFileError:
         raise
     except (KeyError, IndexError, TypeError, ValueError) as e:
@@ -132,3 +133,11 @@ def from_arrays(path, meta, arrays) -> Recording:
     if any(len(a) != n for a in per_step):
         raise RecordingFileError(f"{path}: per-step arrays do not all have {n} steps.")
     return rec
+
+
+def _communication(meta):
+    """The ``CommunicationReport`` a header holds, or None."""
+    if "communication" not in meta:
+        return None
+    from .communication import CommunicationReport
+    return CommunicationReport.from_dict(meta["communication"])

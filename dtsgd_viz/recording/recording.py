@@ -167,6 +167,8 @@ class Recording:
     mode: str = "full"
     part: Part | None = None
     superseded_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    communication: object = None
+    """The ``CommunicationReport`` of the step (``with_communication``), or None."""
     """Steps an earlier run recorded after the checkpoint a resumed run restored
     (``Recorder(path=..., resume=True)``): replaced by the resumed run's, never read twice."""
 
@@ -317,6 +319,8 @@ class Recording:
             **({} if self.hyperparameters.ema_overwrite_frequency is None else {
                 "ema_overwrite_frequency": int(self.hyperparameters.ema_overwrite_frequency)}),
             "n_steps": len(self),
+            **({} if self.communication is None else {
+                "communication": self.communication.to_dict()}),
             **({} if self.part is None else {"part": self.part.to_dict()}),
             "variables": [
                 {"name": r.name, "shape": list(r.shape), "dtype": r.dtype,
@@ -324,6 +328,18 @@ class Recording:
                 for r in self.records
             ],
         }
+
+    def with_communication(self, report) -> Recording:
+        """This recording with ``report`` (``dtsgd_viz.communication(step)``: what each
+        update moved between devices) attached: saved and loaded with it, read without
+        TensorFlow (``recording.communication``)."""
+        if not (hasattr(report, "to_dict") and hasattr(report, "collectives")):
+            raise TypeError("with_communication takes a CommunicationReport (dtsgd_viz."
+                            f"communication(step)). Received: {type(report).__name__}.")
+        if report.mesh != self.mesh:
+            raise ValueError(f"The report is of a step on {report.mesh}; this recording is on "
+                             f"{self.mesh}.")
+        return dataclasses.replace(self, communication=report)
 
     def to_tensorboard(self, logdir, *, histograms: bool = True, max_histograms: int = 200) -> str:
         """Write this recording as TensorBoard events in ``logdir``: per-block norms, means
