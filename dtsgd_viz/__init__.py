@@ -22,6 +22,7 @@ _LAZY = {
     "GradientsClipOption": "optimizer",
     "EMAOption": "optimizer",
     "layout_autocast_variables": "optimizer",
+    "MeshLossScaleOptimizer": "optimizer",
     "Recorder": "recorder.recorder",
     "make_mesh": "dtensor",
     "client_info": "dtensor",

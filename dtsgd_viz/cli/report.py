@@ -25,8 +25,16 @@ __all__ = ["Item", "Report", "arrow_step", "shard_steps", "layout_figure", "shar
            "path_figure", "index_html", "write_report"]
 
 INDEX = "index.html"
-PNG_DPI = 100
-GIF_DPI = 80
+_DPIS = {"PNG_DPI": "DPI", "GIF_DPI": "GIF_DPI"}
+
+
+def __getattr__(name):
+    """``PNG_DPI`` and ``GIF_DPI``: the one scale's (``views.style.DPI``, figures at most
+    ~950 px wide, and ``GIF_DPI``), read when asked so importing this module stays light."""
+    if name in _DPIS:
+        from ..views import style
+        return getattr(style, _DPIS[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 GIF_FRAMES = 20
 
 
@@ -204,7 +212,7 @@ class _Folder:
 
     def save(self, fig, filename, title, caption) -> None:
         self.say(f"writing {filename}")
-        fig.savefig(self.path(filename), dpi=PNG_DPI)
+        fig.savefig(self.path(filename), dpi=__getattr__("PNG_DPI"))
         self.items.append(Item(filename, title, caption))
 
     def write_text(self, filename, title, caption, text) -> None:
@@ -295,9 +303,10 @@ def _write_paths(out: _Folder, path_recordings, surface, pname) -> None:
     out.save(path_figure(path_recordings, surface, step, pname), "paths.png",
              f"Update paths: {' vs '.join(path_recordings)}",
              f"Each optimizer's path on the {label} from the same start ({settings}), with the "
-             f"update {it} taken apart into arrows: the momentum or look-ahead term and "
-             "the gradient term, tip to tail, on the paths and in a zoomed panel per run. "
-             "Right: the loss at every update (log scale).")
+             f"update {it} taken apart into arrows (where they stray furthest from the path): the "
+             "momentum or look-ahead term and the gradient term, tip to tail, on the paths and in a "
+             "zoomed panel per run (its zoom factor in its title, each arrow's length on it). "
+             "Right: the loss at every update (log scale), each run named at its end.")
 
 
 def _write_animation(out: _Folder, path_recordings, surface, pname, gif_frames) -> None:
@@ -307,7 +316,7 @@ def _write_animation(out: _Folder, path_recordings, surface, pname, gif_frames) 
     frames = min(gif_frames, *(len(r) for r in path_recordings.values()))
     out.say(f"animating paths.gif ({frames} frames)")
     anim = animate(path_recordings, surface, name=pname, frames=frames)
-    anim.save(out.path("paths.gif"), writer="pillow", dpi=GIF_DPI)
+    anim.save(out.path("paths.gif"), writer="pillow", dpi=__getattr__("GIF_DPI"))
     out.items.append(Item("paths.gif", f"Animation: {' vs '.join(path_recordings)}",
                           f"The same runs update by update ({frames} frames, the last one held): "
                           "the paths grow, the arrows and zoomed panels show each update's terms, "

@@ -7,6 +7,8 @@ imports no TensorFlow (see ``devices.quiet_tensorflow_import``).
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ..specs import LayoutSpec, MeshSpec
@@ -201,6 +203,31 @@ def replicated_scalar_variable(value, mesh, dtype):
         dtensor.copy_to_mesh(tf.constant(value, dtype=dtype), dtensor.Layout.replicated(mesh, 0)),
         trainable=False,
     )
+
+
+@contextlib.contextmanager
+def replicated_variables(mesh):
+    """Inside, every ``tf.Variable`` created becomes a ``DVariable`` replicated on ``mesh``
+    (one copy per device, all updated together); does nothing when ``mesh`` is None. For
+    bookkeeping variables a library creates on its own, e.g. a loss scale."""
+    tf, dtensor = _tensorflow()
+    if mesh is None:
+        yield
+        return
+
+    def creator(next_creator, **kwargs):
+        init = kwargs.pop("initial_value")
+        init = init() if callable(init) else init
+        dtype = kwargs.pop("dtype", None)
+        init = tf.convert_to_tensor(init, dtype=dtype)
+        if not is_dtensor(init):
+            init = dtensor.copy_to_mesh(init, dtensor.Layout.replicated(mesh, init.shape.rank))
+        keep = ("name", "trainable", "synchronization", "aggregation")
+        return dtensor.DVariable(init, dtype=dtype,
+                                 **{k: kwargs[k] for k in keep if kwargs.get(k) is not None})
+
+    with tf.init_scope(), tf.variable_creator_scope(creator):
+        yield
 
 
 def zeros_like_variable(var, dtype=None):

@@ -13,8 +13,11 @@ error inside tf-keras' ``LossScaleOptimizerV3`` under ``model.fit``.
 ``layout_autocast_variables(model)`` finishes what the LayoutMap left: each wrapped
 variable gets its DVariable, laid out by the same LayoutMap rule, and stays wrapped, so
 layers still compute in the policy's dtype. Then both policies train on a mesh, under
-``model.fit`` and in custom loops; the loss scale of ``mixed_float16`` works as it is
-(its loss-scale and counter variables are plain scalars, which DTensor broadcasts):
+``model.fit`` and in custom loops. The *dynamic* loss scale of ``mixed_float16`` needs
+one more fix: tf-keras keeps its scale and counter as plain CPU:0 variables that every
+device of the mesh updates in turn, so one overflow divides the scale by 2**8 on a 2x4
+mesh, not by 2 (silently). ``dtsgd_viz.MeshLossScaleOptimizer(opt)`` replicates them on
+the mesh; pass it to ``model.compile`` yourself (see ``loss_scale``):
 
 >>> import dtsgd_viz, tf_keras
 >>> from tensorflow.experimental import dtensor
@@ -38,10 +41,12 @@ scale is divided out before the optimizer sees it), so every kind is in the dtyp
 ``VariableRecord.dtype`` names and ``reference.check_recording`` applies as in float32.
 
 Not supported: recording under a *dynamic* loss scale (``mixed_float16``'s default).
-It skips updates whose gradients overflow while the iteration count moves on, and a
-Recorder staging inside a ``tf.function`` would then file parameters under the wrong
-step; ``dtsgd_viz.SGD`` refuses hooks there when it is built, saying what works:
-``mixed_bfloat16`` (no loss scale) or a fixed one,
+It skips updates whose gradients overflow while the iteration count moves on; the
+inner optimizer's ``apply_gradients``, where hooks live, never runs for a skipped update,
+so a Recorder would miss it and file parameters under the wrong step. ``dtsgd_viz.SGD``
+refuses hooks there when it is built, saying what works: train with
+``MeshLossScaleOptimizer`` and no recorder, or record under ``mixed_bfloat16`` (no loss
+scale) or a fixed scale,
 ``tf_keras.mixed_precision.LossScaleOptimizer(opt, dynamic=False, initial_scale=2**k)``.
 """
 
@@ -148,10 +153,14 @@ def dynamic_loss_scale_error(hooks) -> ValueError:
     policy = tf_keras.mixed_precision.global_policy().name
     hooks = ", ".join(type(h).__name__ for h in hooks)
     return ValueError(
-        f"dtsgd_viz.SGD with hooks ({hooks}) is wrapped in a dynamic loss scale (tf-keras' "
-        f"LossScaleOptimizer, which model.compile adds under the {policy!r} policy). A "
-        "dynamic loss scale skips every update whose gradients overflow while the "
-        "iteration count moves on, which a Recorder cannot record. What works: the "
-        "'mixed_bfloat16' policy (no loss scale), or a fixed loss scale: model.compile("
-        "optimizer=tf_keras.mixed_precision.LossScaleOptimizer(opt, dynamic=False, "
-        "initial_scale=2**k)); or train without hooks.")
+        f"dtsgd_viz.SGD with hooks ({hooks}) is wrapped in a dynamic loss scale (a "
+        "LossScaleOptimizer with dynamic=True; model.compile adds tf-keras' own under the "
+        f"{policy!r} policy). What fails: a dynamic loss scale skips every update whose "
+        "gradients overflow while the iteration count moves on, and for a skipped update "
+        "the inner optimizer's apply_gradients, where the hooks run, never runs, so a "
+        "Recorder would miss it and file later steps under the wrong iteration. What works "
+        "instead: train with the dynamic scale and no hooks, wrapped in "
+        "dtsgd_viz.MeshLossScaleOptimizer(opt) passed to model.compile (tf-keras' own "
+        "keeps a wrong scale on a mesh); or record with the 'mixed_bfloat16' policy (no "
+        "loss scale) or a fixed loss scale: model.compile(optimizer=tf_keras."
+        "mixed_precision.LossScaleOptimizer(opt, dynamic=False, initial_scale=2**k)).")

@@ -289,7 +289,13 @@ def communication_plan(obj, batch_dims=("batch",)) -> CommunicationPlan:
     ``obj``: what ``memory_plan`` takes (``{name: (shape, dtype, LayoutSpec)}``, a
     ``Recording``, a tf-keras model or optimizer). ``batch_dims``: the mesh dims the
     batch is sharded over. Each variable's gradient is summed over the batch dims (of
-    size > 1) its layout leaves unused; each device contributes its shard's bytes."""
+    size > 1) its layout leaves unused; each device contributes its shard's bytes.
+
+    Layouts alone cannot see a gradient that is computed whole and sliced afterwards:
+    ``ShardedConv2D`` relays its kernel out to replicated before the convolution, and a
+    sparse embedding gradient is made dense (``dtsgd_viz.SGD`` on a mesh), so DTensor
+    all-reduces the whole tensor (4x the plan on a 4-way ``model`` dim); the measured
+    ``communication(step)`` shows it."""
     mem = memory_plan(obj, momentum=False)
     dims = _dims(mem.mesh, batch_dims)
     entries = []

@@ -7,6 +7,10 @@ where the variable holds NaN/Inf and where replicas disagreed, with a legend nam
 read the view's state (``updates``, ``styles``, ``geometry``, ``index``, the flagged
 updates) and fill ``lines``, ``step_lines``, the marks and ``legend``. The stats-mode
 panels (``_shard_stats``) draw their lines with the same ``_lines_on``.
+
+A line of more updates than its axes has pixel columns is drawn thinned by
+``minmax_decimate`` (each column's min and max kept, so spikes show); ``_data`` keeps
+every update, for the dots at the shown one and the marks.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import style
-from .shard_geometry import block_norm_lines, shard_norms
+from .shard_geometry import block_norm_lines, minmax_decimate, shard_norms
 from ._tensor_panel import NONFINITE_COLOR
 
 STEP_COLOR = "#222222"        # near black: the shown update (no block colour is)
@@ -42,6 +46,11 @@ def log_y(ax):
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_major_formatter(FuncFormatter(
         lambda v, _: f"{v:g}" if 1e-3 <= v < 1e4 else f"{v:.0e}".replace("e-0", "e-")))
+
+
+def pixel_columns(ax) -> int:
+    """The width of ``ax`` in pixel columns at its figure's dpi."""
+    return max(1, int(np.ceil(ax.bbox.width)))
 
 
 def cycle_text(styles) -> str | None:
@@ -133,8 +142,8 @@ class NormLines:
         marker = "o" if n <= 40 else None
         out = []
         for g, (color, _, ls) in enumerate(self.styles):
-            out.append(ax.plot(x, lines[:, g], color=color, ls=ls, lw=1.6, marker=marker,
-                               ms=3, zorder=2, gid=f"norm-{g}")[0])
+            out.append(ax.plot(*self._thinned(ax, lines[:, g]), color=color, ls=ls, lw=1.6,
+                               marker=marker, ms=3, zorder=2, gid=f"norm-{g}")[0])
         if log and np.isfinite(lines).any():
             log_y(ax)
         lo, hi = (x[0] - 0.5, x[-1] + 0.5) if n == 1 else (x[0], x[-1])
@@ -153,12 +162,27 @@ class NormLines:
         self.step_lines.append(dots)
         return out
 
+    def _thinned(self, ax, y):
+        """``(x, y)`` of one line, at most ~2 points per pixel column of ``ax``."""
+        return minmax_decimate(self.updates, y, pixel_columns(ax))
+
     def _set_lines(self, ax, lines, data):
         for g, line in enumerate(lines):
-            line.set_ydata(data[:, g])
+            line.set_data(*self._thinned(ax, data[:, g]))
         self._data[ax] = data
         ax.relim()
         ax.autoscale_view(scalex=False)
+
+    def fit_lines(self) -> None:
+        """Thin the lines again for the width their axes have now (after the layout
+        moved them): the extremes stay, so the limits do not change."""
+        if self.stats_only:
+            sets = [(self.stat_axes[k], self.stat_lines[k]) for k in self.stat_lines]
+        else:
+            sets = [(self.norm_ax, self.lines)] if self.norm_ax is not None else []
+        for ax, lines in sets:
+            for g, line in enumerate(lines):
+                line.set_data(*self._thinned(ax, self._data[ax][:, g]))
 
     def _mismatch_points(self):
         """(update, norm) of every replicated block at the updates its copies disagreed."""

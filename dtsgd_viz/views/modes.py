@@ -27,7 +27,8 @@ import numpy as np
 from ..theory import quadratic as theory
 from . import style
 from .empty import check_not_empty
-from .figure import new_figure
+from .direct_labels import label_ends
+from .figure import headline, new_figure
 
 __all__ = ["plot_modes", "mode_errors", "mode_envelope", "ModeData", "modes_data"]
 
@@ -182,11 +183,12 @@ def _check_same_surface(rec, key, surface, name):
 # ---- drawing ----------------------------------------------------------------------------
 
 
-def plot_modes(recordings, surface, *, name="w", figsize=(12.5, 4.4), dpi=100):
+def plot_modes(recordings, surface, *, name="w", figsize=style.MODES_SIZE, dpi=style.DPI):
     """Each Hessian eigenvector's error over updates, per recording, from the real
-    recorded parameters (log scale), with its envelope from theory (``mode_envelope``); and
-    each rule's rate against ``lr * h`` with the eigenvalues marked. Returns a
-    ``Figure``.
+    recorded parameters (log scale), with its envelope from theory (``mode_envelope``); and,
+    under them, each rule's rate against ``lr * h`` with the eigenvalues marked. Lines are
+    named where they end; the headline says which run's slowest direction shrinks
+    fastest. Returns a ``Figure``.
 
     Args:
       recordings: a ``Recording`` or ``{name: Recording}`` of runs on ``surface`` (as
@@ -194,53 +196,80 @@ def plot_modes(recordings, surface, *, name="w", figsize=(12.5, 4.4), dpi=100):
       surface: a quadratic with a ``hessian`` (``surfaces.RotatedQuadratic``).
     """
     data = modes_data(recordings, surface, name)
-    fs = style.FONT_SIZE
-    colors = style.optimizer_colors(list(data.errors))
+    looks = style.run_looks(list(data.errors))
     fig = new_figure(figsize, dpi)
+    body = headline(fig, _finding(data), _settings(data, surface))
     n_modes = len(data.eigenvalues)
-    axes = fig.subplots(1, n_modes + 1, width_ratios=[1.0] * n_modes + [1.05])
+    grid = body.add_gridspec(2, n_modes, height_ratios=[1.0, 0.9])
+    axes = [body.add_subplot(grid[0, i]) for i in range(n_modes)]
     names = ["slow" if i == 0 else "fast" if i == n_modes - 1 else "" for i in range(n_modes)]
-    for i, ax in enumerate(axes[:-1]):
-        ax.set_label(f"mode:{i}")
-        h = data.eigenvalues[i]
-        floor = np.inf
-        for key, e in data.errors.items():
-            k = np.arange(len(e))
-            err = np.abs(e[:, i])
-            shown = np.where(np.isfinite(err) & (err > 0), err, np.nan)
-            ax.plot(k, shown, color=colors[key], lw=1.6, gid=f"mode:{i}:{key}",
-                    label=f"{key} (recorded)")
-            env = data.envelopes[key][:, i]
-            ax.plot(k, np.where(env > 0, env, np.nan), "--", color=colors[key], lw=1.1, alpha=0.9,
-                    gid=f"envelope:{i}:{key}")
-            finite = shown[np.isfinite(shown)]
-            if finite.size:
-                floor = min(floor, finite.min())
-        ax.set_yscale("log")
-        if np.isfinite(floor):  # float32 round-off at the bottom is not the story
-            top = max(float(np.nanmax(np.abs(e[0, i]))) for e in data.errors.values())
-            ax.set_ylim(max(floor / 2, 1e-6 * top), 3 * top)
-        u = data.eigenvectors[:, i]
-        ax.set_title(f"{names[i]} mode: eigenvector u{_sub(i + 1)} = ({u[0]:.2f}, {u[1]:.2f}), h = {h:g}\n"
-                     f"|error along u{_sub(i + 1)}| (solid: real run; dashed: bound ∝ ρᵏ)", fontsize=fs + 1)
-        ax.set_xlabel("update k", fontsize=fs + 1)
-        ax.tick_params(labelsize=fs)
-        ax.grid(True, which="major", color="0.9", lw=0.6)
-    axes[0].set_ylabel("|(p_k − p*) · u|  (log scale)", fontsize=fs + 1)
-    _draw_rates(axes[-1], data, colors)
-    handles, labels = axes[0].get_legend_handles_labels()
-    from matplotlib.lines import Line2D
-    handles.append(Line2D([], [], ls="--", color="0.3", lw=1.1))
-    labels.append("theory: envelope shrinking by ρ per update, ρ = spectral radius at lr·h")
-    fig.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=fs, frameon=False)
-    label = getattr(surface, "label", type(surface).__name__)
-    fig.suptitle(f"The error along each Hessian eigenvector shrinks by its own rate: real DTensor SGD "
-                 f"on the {label}", fontsize=fs + 3)
+    for i, ax in enumerate(axes):
+        _draw_mode(ax, data, i, names[i], looks)
+    axes[0].set_ylabel("|(p_k − p*) · u|  (log scale)", fontsize=style.LABEL_SIZE)
+    _draw_rates(body.add_subplot(grid[1, :]), data, looks)
     return fig
 
 
-def _draw_rates(ax, data, colors):
-    fs = style.FONT_SIZE
+def _finding(data) -> str:
+    """Which run's slowest direction shrinks fastest, by its rate per update."""
+    worst = {k: float(np.max(r)) for k, r in data.rates.items()}
+    ranked = sorted(worst, key=worst.get)
+    best = ranked[0]
+    if len(ranked) == 1:
+        return f"{best}: the error shrinks by ρ = {worst[best]:.3g} per update along its slowest direction"
+    others = ", ".join(f"{k} {worst[k]:.3g}" for k in ranked[1:])
+    return f"{best} converges fastest: its slowest direction shrinks by ρ = {worst[best]:.3g} per update ({others})"
+
+
+def _settings(data, surface) -> str:
+    label = getattr(surface, "label", type(surface).__name__)
+    lrs = {lr for lr, _, _ in data.settings.values()}
+    mus = {mu for _, mu, _ in data.settings.values() if mu}
+    hp = ", ".join(([f"lr {min(lrs):g}"] if len(lrs) == 1 else [])
+                   + ([f"μ {min(mus):.3g}"] if len(mus) == 1 else []))
+    return " · ".join(p for p in (f"real DTensor SGD on the {label}", hp,
+                                  "solid: the recorded run; dotted: the bound ∝ ρᵏ from theory") if p)
+
+
+def _draw_mode(ax, data, i, name, looks):
+    """Mode ``i``: each run's recorded error along its eigenvector in the run's look, the
+    envelope dotted in the run's colour, each run named where its line ends."""
+    ax.set_label(f"mode:{i}")
+    h = data.eigenvalues[i]
+    envelope = style.ROLE_LOOKS["envelope"]
+    floor, ends = np.inf, []
+    for key, e in data.errors.items():
+        look = looks[key]
+        k = np.arange(len(e))
+        err = np.abs(e[:, i])
+        shown = np.where(np.isfinite(err) & (err > 0), err, np.nan)
+        ax.plot(k, shown, **look.line(), gid=f"mode:{i}:{key}", label=f"{key} (recorded)")
+        env = data.envelopes[key][:, i]
+        ax.plot(k, np.where(env > 0, env, np.nan), **envelope.line(look.color), alpha=0.9,
+                gid=f"envelope:{i}:{key}")
+        if np.isfinite(shown).any():
+            floor = min(floor, np.nanmin(shown))
+        ends.append((key, k, shown, look.color))
+    ax.set_yscale("log")
+    if np.isfinite(floor):  # float32 round-off at the bottom is not the story
+        top = max(float(np.nanmax(np.abs(e[0, i]))) for e in data.errors.values())
+        ax.set_ylim(max(floor / 2, 1e-6 * top), 3 * top)
+    low = ax.get_ylim()[0]
+    on_chart = []   # each name where its line last shows (a mode gone to round-off ends early)
+    for key, k, shown, color in ends:
+        j = np.flatnonzero(np.isfinite(shown) & (shown >= low))
+        if j.size:
+            on_chart.append((key, k[j[-1]], shown[j[-1]], color))
+    u = data.eigenvectors[:, i]
+    ax.set_title(f"{name} direction u{_sub(i + 1)} = ({u[0]:.2f}, {u[1]:.2f}), h = {h:g}".strip(),
+                 fontsize=style.TITLE_SIZE)
+    ax.set_xlabel("update k", fontsize=style.LABEL_SIZE)
+    ax.tick_params(labelsize=style.TICK_SIZE)
+    ax.grid(True, which="major", color="0.9", lw=0.6)
+    label_ends(ax, on_chart, room=0.22)
+
+
+def _draw_rates(ax, data, looks):
     ax.set_label("rates")
     a_marks = np.array([lr * h for lr, _, _ in data.settings.values() for h in data.eigenvalues])
     lo = min(1e-3, a_marks.min() / 3) if np.all(a_marks > 0) else 1e-3
@@ -250,29 +279,60 @@ def _draw_rates(ax, data, colors):
         a = np.geomspace(lo, max(a_max * 1.15, a_marks.max() * 1.2), 400)
         if (mu, nesterov) not in drawn:
             rule = "Nesterov" if nesterov else "momentum" if mu else "plain SGD"
-            (drawn[(mu, nesterov)],) = ax.plot(a, theory.rate(a, mu, nesterov), color=colors[key], lw=1.6,
+            (drawn[(mu, nesterov)],) = ax.plot(a, theory.rate(a, mu, nesterov), **looks[key].line(),
                                                gid=f"rate:{key}", label=f"{rule}, μ = {mu:.3g}")
         for i, h in enumerate(data.eigenvalues):
-            ax.plot([lr * h], [data.rates[key][i]], "o", color=colors[key], ms=6, mec="black", mew=0.8,
-                    gid=f"mark:{i}:{key}")
+            ax.plot([lr * h], [data.rates[key][i]], "o", color=looks[key].color, ms=7, mec="black",
+                    mew=0.8, zorder=6, gid=f"mark:{i}:{key}")
     texts = []
     for a, labels in _marks(data).items():
         ax.axvline(a, color="0.45", lw=0.9, ls=":", zorder=0)
-        texts.append(ax.text(a, 1.12, "\n".join(labels), ha="center", va="top", fontsize=fs - 0.5,
+        texts.append(ax.text(a, 1.12, "\n".join(labels), ha="center", va="top", fontsize=style.NOTE_SIZE,
                              color="0.2", gid=f"eig-label:{a:.6g}",
                              bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.5)))
-    ax.axhline(1.0, color="0.3", lw=0.9, ls=":")
+    ax.axhline(1.0, **style.ROLE_LOOKS["stability"].line())
     ax.set_xscale("log")
     ax.set_ylim(0, 1.15)
     rows = _stagger(ax, texts)
     if rows > 1:  # room above the rate-1 line for every row
         ax.set_ylim(0, 1.15 + 0.11 * (rows - 1))
-    ax.set_xlabel("a = learning rate × h (log scale)", fontsize=fs + 1)
-    ax.set_ylabel("rate ρ: error × ρ per update", fontsize=fs + 1)
-    ax.set_title("Each rule's rate against lr·h\n(dots: the runs' eigenvalues; above 1: diverges)",
-                 fontsize=fs + 1)
-    ax.legend(fontsize=fs - 1, loc="lower left", framealpha=0.9)
-    ax.tick_params(labelsize=fs)
+    ax.set_xlabel("a = learning rate × h (log scale)", fontsize=style.LABEL_SIZE)
+    ax.set_ylabel("rate ρ per update", fontsize=style.LABEL_SIZE)
+    ax.set_title("Each rule's rate against lr·h: the dots are the runs' directions; above 1 it diverges",
+                 fontsize=style.TITLE_SIZE)
+    ax.tick_params(labelsize=style.TICK_SIZE)
+    _label_curves(ax, list(drawn.values()))
+
+
+def _label_curves(ax, lines):
+    """Name each rate curve on it, where it is furthest from the other curves and from
+    the names already written."""
+    x0, x1 = np.log10(ax.get_xlim())
+    y0, y1 = ax.get_ylim()
+    curves = [(np.log10(ln.get_xdata()), np.asarray(ln.get_ydata(), np.float64)) for ln in lines]
+    grid = np.linspace(x0 + 0.08 * (x1 - x0), x1 - 0.12 * (x1 - x0), 60)
+    ys = [np.interp(grid, x, y, left=np.nan, right=np.nan) for x, y in curves]
+    placed = []
+    for k, line in enumerate(lines):
+        y = (ys[k] - y0) / (y1 - y0)
+        gap = np.full(len(grid), 1.0)
+        for m, other in enumerate(ys):
+            if m != k:
+                gap = np.fmin(gap, np.abs(y - (other - y0) / (y1 - y0)))
+        u = (grid - x0) / (x1 - x0)
+        for pu, pv in placed:
+            gap = np.fmin(gap, np.hypot((u - pu) / 3, y - pv))
+        ok = np.isfinite(y) & (y > 0.06) & (y < 0.9)
+        if not ok.any():
+            continue
+        j = int(np.flatnonzero(ok)[np.argmax(gap[ok])])
+        placed.append((u[j], y[j]))
+        above = y[j] < 0.7   # near the top: under the curve, clear of the eigenvalue names
+        ax.annotate(line.get_label().split(",")[0], (10 ** grid[j], ys[k][j]), xytext=(0, 7 if above else -7),
+                    textcoords="offset points", ha="center", va="bottom" if above else "top",
+                    fontsize=style.LABEL_SIZE,
+                    fontweight="bold", color=line.get_color(), gid=f"curve-label:{line.get_gid()}",
+                    bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.3), zorder=7)
 
 
 def _stagger(ax, texts, gap_px=4.0) -> int:
@@ -280,7 +340,7 @@ def _stagger(ax, texts, gap_px=4.0) -> int:
     0.11 in rate); returns the number of rows. Measured with the figure's layout."""
     if len(texts) < 2:
         return 1
-    fig = ax.figure
+    fig = ax.figure.figure   # the root figure (the axes may sit in a SubFigure)
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     placed = []   # (row, x0, x1) in pixels

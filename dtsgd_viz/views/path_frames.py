@@ -1,9 +1,10 @@
-"""Drawing a path figure from its ``PathScene``: the loss contours, the paths, the
-update taken apart into arrows (with a zoomed panel per run), the loss per update, the
-legend and notes; and the pieces that follow the update (``set_trail``, ``draw_zoom``,
-``path_title``), which ``plot_paths``, the animation and ``PathExplorer`` share.
-Geometry comes from ``views.path_geometry`` and ``views.update_geometry``; this module
-only draws.
+"""Drawing a path figure from its ``PathScene``: the headline (what the runs did) over
+the settings, the loss contours, the paths in their rules' looks (``style.run_looks``),
+the start and minimum named in place, the update taken apart into arrows (with a zoomed
+panel per run), the loss per update (``views.path_loss``) and notes; and the pieces that
+follow the update (``set_trail``, ``draw_zoom``, ``path_title``), which ``plot_paths``,
+the animation and ``PathExplorer`` share. Geometry comes from ``views.path_geometry``
+and ``views.update_geometry``; this module only draws.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from . import path_geometry as geo
 from . import style
 from . import update_geometry as upd
 from . import update_panel as panel
-from .figure import new_figure
-from .path_scene import PathScene
+from .figure import headline, new_figure
+from .path_loss import draw_loss
+from .path_scene import PathScene, finding, settings_line
 
 __all__ = ["PathArtists", "draw_scene", "draw_zoom", "set_trail", "path_title", "panel_at"]
 
@@ -38,30 +40,39 @@ class PathArtists:
     zoom_axes: dict = dataclasses.field(default_factory=dict)   # config -> Axes
     step_line: object = None
     title: object = None
+    loss_labels: list = dataclasses.field(default_factory=list)  # the runs' names on the loss lines
     note: object = None      # the Text saying why no arrows are drawn, if any
     diverged_note: object = None  # the Text naming the runs that diverged and when
 
 
-def _outline(width=3.2):
+def _outline(width=3.0):
     from matplotlib import patheffects
-    return [patheffects.Stroke(linewidth=width, foreground="white", alpha=0.85), patheffects.Normal()]
+    return [patheffects.Stroke(linewidth=width, foreground="white", alpha=0.9), patheffects.Normal()]
 
 
-def _axes(ax, zoom_keys=()):
-    """``(fig, path_ax, loss_ax, zoom_axes, own)``: with ``zoom_keys`` a new figure has a
-    second row holding one zoomed panel per run."""
+ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −lr·g in its light tint, "
+                "tip to tail (lengths in parameter units;\nzoom ×N: N times closer than the paths "
+                "panel; an arrow too short to see is drawn longer, dashed, and says so)")
+ARROW_CAPTION = "arrows: μ·v in the run's colour, then −lr·g in its light tint, tip to tail"
+
+
+def _axes(scene, ax, zoom_keys=(), arrows=False):
+    """``(fig, path_ax, loss_ax, zoom_axes, own)``: a new figure has the headline
+    (``finding``, ``settings_line``) and, with ``zoom_keys``, a second row holding one
+    zoomed panel per run."""
     if ax is None:
+        fig = new_figure(style.PATHS_SIZE if zoom_keys else style.PATHS_SIZE_NO_ZOOM)
+        body = headline(fig, finding(scene), settings_line(scene))
+        top = body
+        if zoom_keys:
+            top, bottom = body.subfigures(2, 1, height_ratios=[1.1, 1.0], hspace=0.02)
+        ax_path, ax_loss = top.subplots(1, 2, gridspec_kw=dict(width_ratios=[1.05, 1.0]))
         if not zoom_keys:
-            fig = new_figure(figsize=(11.5, 5.2))
-            ax_path, ax_loss = fig.subplots(1, 2, gridspec_kw=dict(width_ratios=[1.2, 1.0]))
+            if arrows:
+                body.supxlabel(ARROW_CAPTION, fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
             return fig, ax_path, ax_loss, {}, True
-        fig = new_figure(figsize=(11.5, 9.4))
-        top, bottom = fig.subfigures(2, 1, height_ratios=[1.2, 1.0], hspace=0.02)
-        ax_path, ax_loss = top.subplots(1, 2, gridspec_kw=dict(width_ratios=[1.2, 1.0]))
         zooms = bottom.subplots(1, len(zoom_keys), squeeze=False)[0]
-        bottom.suptitle("Each run's update up close: the momentum term in the run's colour, "
-                        "the gradient term −lr·g in its light tint, tip to tail",
-                        fontsize=style.FONT_SIZE + 1)
+        bottom.suptitle(ZOOM_CAPTION, fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
         return fig, ax_path, ax_loss, dict(zip(zoom_keys, zooms)), True
     if isinstance(ax, (tuple, list)):
         if len(ax) != 2:
@@ -76,13 +87,13 @@ def _index(scene, key, update):
     return geo.step_index(scene.recordings[key].steps, update)
 
 
-
 def draw_scene(scene: PathScene, update, ax, arrows, ghost=False, zoom=True,
-               note=None) -> tuple[object, PathArtists]:
+               note=None, auto=False) -> tuple[object, PathArtists]:
     """Draw ``scene`` at ``update`` (None: no update picked) on ``ax`` (None: a new
     figure, with a zoomed panel per run if ``zoom`` and there are arrows); ``ghost``
-    draws the whole paths faintly under the growing ones (the animation). Returns the
-    figure and the ``PathArtists`` that follow the update."""
+    draws the whole paths faintly under the growing ones (the animation); ``auto``:
+    the update was picked as where the runs differ most (the title says so). Returns
+    the figure and the ``PathArtists`` that follow the update."""
     if arrows and update is not None and note is None:
         # draw what the recording allows: without the update before, no arrows, and say why
         note = _why_no_arrows(scene, update)
@@ -90,28 +101,27 @@ def draw_scene(scene: PathScene, update, ax, arrows, ghost=False, zoom=True,
             arrows = False
 
     zoom_keys = tuple(scene.coords) if (zoom and arrows and update is not None) else ()
-    fig, ax_path, ax_loss, zoom_axes, own = _axes(ax, zoom_keys)
-    _draw_contours(scene, ax_path.figure, ax_path)
-    styles = panel.run_styles(scene.coords)
+    fig, ax_path, ax_loss, zoom_axes, own = _axes(scene, ax, zoom_keys, arrows and update is not None)
+    _draw_contours(scene, ax_path)
+    looks = style.run_looks(scene.coords)
 
     art = PathArtists(ax_path, ax_loss, {}, zoom_axes=zoom_axes)
     # a dot per step while the dots stay apart; long runs are clearer as a line
     dots = max(len(c) for c in scene.coords.values()) <= 61
     picked = update is not None
-    _draw_path_lines(scene, art, styles, ghost, dots, picked)
-    min_label = _draw_start_and_minima(scene, ax_path)
+    _draw_path_lines(scene, art, looks, ghost, dots, picked)
+    _draw_start_and_minima(scene, ax_path)
     _frame_path_axes(scene, ax_path)
-    handles = _legend_handles(scene, styles, dots, min_label)
-
     if picked:
-        _draw_step(scene, update, art, arrows, handles, styles)
+        _draw_step(scene, update, art, arrows, looks)
 
-    art.title = ax_path.set_title(path_title(scene, update), fontsize=style.FONT_SIZE + 2)
+    art.title = ax_path.set_title(path_title(scene, update, auto), fontsize=style.TITLE_SIZE)
     _draw_notes(scene, art, note)
-
     if ax_loss is not None:
-        _draw_loss(scene, update, art, styles)
-    _draw_legend_and_title(scene, fig, ax_path, handles, own)
+        draw_loss(scene, update, art, looks)
+    elif not own:   # one panel of someone else's figure: a short legend of the runs
+        ax_path.legend(handles=_run_handles(scene, looks, dots), fontsize=style.NOTE_SIZE,
+                       loc="best", framealpha=0.9)
     return fig, art
 
 
@@ -124,129 +134,107 @@ def _why_no_arrows(scene, update):
     return None
 
 
-def _draw_path_lines(scene, art, styles, ghost, dots, picked):
-    """Each run's path (faint under a picked update) and, with ``ghost``, its whole run."""
+def _draw_path_lines(scene, art, looks, ghost, dots, picked):
+    """Each run's path (pale under a picked update) and, with ``ghost``, its whole run.
+    Every run keeps its rule's look (``style.RULE_LOOKS``): the plain path on top."""
     ax_path = art.ax_path
     for key, c in scene.coords.items():
-        color, st = scene.colors[key], styles[key]
+        look = looks[key]
         # a diverged run ends at the edge: drawn on, it would criss-cross the panel
         c = c[:geo.drawn_length(len(c), scene.diverged.get(key))]
         if ghost:
-            ax_path.plot(c[:, 0], c[:, 1], "-", color=color, lw=1.0, alpha=0.3,
+            ax_path.plot(c[:, 0], c[:, 1], "-", color=look.color, lw=1.0, alpha=0.3,
                          gid=f"path-ghost:{key}")
         # with an update picked, the whole path is a pale guide and the trail up to the
         # update is drawn over it, older updates fading
         (art.paths[key],) = ax_path.plot(
-            c[:, 0], c[:, 1], ls=st["ls"], marker=st["marker"] if dots else "", color=color,
-            lw=st["lw"] * (0.6 if picked else 1.0), ms=st["ms"], label=key, gid=f"path:{key}",
-            alpha=0.3 if picked else 1.0, path_effects=None if picked else _outline(st["lw"] + 1.6),
-            zorder=st["zorder"])
+            c[:, 0], c[:, 1], **look.line(), marker=look.marker if dots else "", ms=look.ms,
+            label=key, gid=f"path:{key}", alpha=0.35 if picked else 1.0)
+
+
+def _run_handles(scene, looks, dots) -> list:
+    from matplotlib.lines import Line2D
+    return [Line2D([], [], **looks[k].line(), marker=looks[k].marker if dots else "", ms=looks[k].ms,
+                   label=k) for k in scene.coords]
 
 
 def _draw_start_and_minima(scene, ax_path) -> str:
-    """The start points and the minima (starred); returns the minima's legend label."""
-    ax_path.plot(scene.starts[:, 0], scene.starts[:, 1], "o", ms=9, mfc="white", mec="black",
-                 mew=1.5, ls="none", label="start", gid="start", zorder=5)
+    """The start points and the minima (starred), each named beside it; returns the
+    minima's name."""
+    start, star = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"]
+    ax_path.plot(scene.starts[:, 0], scene.starts[:, 1], start.marker, ms=start.ms, mfc="white",
+                 mec=start.color, mew=start.lw, ls="none", label="start", gid="start",
+                 zorder=start.zorder)
     scale = max(1.0, float(np.abs(scene.plane.origin).max()))
     on_plane = scene.plane.is_identity or scene.minima_off_plane < 1e-6 * scale
     min_label = ("minima" if len(scene.minima) > 1 else "minimum") + (
         "" if on_plane else " (projected)")
-    ax_path.plot(scene.minima[:, 0], scene.minima[:, 1], "*", ms=15, mfc="#F0E442", mec="black",
-                 mew=1.0, ls="none", label=min_label, gid="minimum", zorder=5)
+    ax_path.plot(scene.minima[:, 0], scene.minima[:, 1], star.marker, ms=star.ms, mfc=style.MINIMUM_FACE,
+                 mec=star.color, mew=star.lw, ls="none", label=min_label, gid="minimum",
+                 zorder=star.zorder)
+    names = [("start", p, "start-label") for p in scene.starts[:1]]
+    names += [(min_label, scene.minima[0], "minimum-label")]
+    for text, xy, gid in names:
+        ax_path.annotate(text, xy, xytext=(9, 7), textcoords="offset points", fontsize=style.LABEL_SIZE,
+                         fontweight="bold", color="black", gid=gid, zorder=5.5, annotation_clip=True,
+                         path_effects=_outline(3.0))
     return min_label
 
 
 def _frame_path_axes(scene, ax_path):
     """Limits and axis labels: the parameters, or the principal directions of the plane."""
-    fs = style.FONT_SIZE
     ax_path.set_xlim(*scene.box[0])
     ax_path.set_ylim(*scene.box[1])
     if scene.plane.is_identity:
-        ax_path.set_xlabel(f"{scene.name}[0]", fontsize=fs + 1)
-        ax_path.set_ylabel(f"{scene.name}[1]", fontsize=fs + 1)
+        ax_path.set_xlabel(f"{scene.name}[0]", fontsize=style.LABEL_SIZE)
+        ax_path.set_ylabel(f"{scene.name}[1]", fontsize=style.LABEL_SIZE)
         ax_path.set_aspect("equal", adjustable="box")
     else:
         e1, e2 = scene.plane.explained
         ax_path.set_xlabel(f"principal direction 1 of {scene.name} ({e1:.0%} of path variance)",
-                           fontsize=fs + 1)
-        ax_path.set_ylabel(f"principal direction 2 ({e2:.0%})", fontsize=fs + 1)
-    ax_path.tick_params(labelsize=fs)
-
-
-def _legend_handles(scene, styles, dots, min_label) -> list:
-    """Legend entries of the runs, the start and the minima."""
-    from matplotlib.lines import Line2D
-
-    handles = [Line2D([], [], color=scene.colors[k], lw=styles[k]["lw"], ls=styles[k]["ls"],
-                      marker=styles[k]["marker"] if dots else "", ms=styles[k]["ms"], label=k)
-               for k in scene.coords]
-    handles += [Line2D([], [], ls="none", marker="o", ms=8, mfc="white", mec="black", label="start"),
-                Line2D([], [], ls="none", marker="*", ms=12, mfc="#F0E442", mec="black",
-                       label=min_label)]
-    return handles
+                           fontsize=style.LABEL_SIZE)
+        ax_path.set_ylabel(f"principal direction 2 ({e2:.0%})", fontsize=style.LABEL_SIZE)
+    ax_path.tick_params(labelsize=style.TICK_SIZE)
 
 
 def _draw_notes(scene, art, note):
     """The path panel's notes: the runs that diverged, and why there are no arrows."""
-    ax_path, fs = art.ax_path, style.FONT_SIZE
+    ax_path, fs = art.ax_path, style.NOTE_SIZE
     if scene.diverged:
         art.diverged_note = ax_path.text(
             0.99, 0.01, geo.diverged_note(scene.diverged) + "\n(left the view there; drawn up to it)",
-            transform=ax_path.transAxes, ha="right", va="bottom", fontsize=fs - 1, color="#A04000",
+            transform=ax_path.transAxes, ha="right", va="bottom", fontsize=fs, color="#A04000",
             gid="diverged-note", zorder=8, bbox=dict(fc="white", ec="#D55E00", alpha=0.92, pad=2.0))
     if note:
         art.note = ax_path.text(0.01, 0.01, note, transform=ax_path.transAxes, ha="left", va="bottom",
-                                fontsize=fs - 1, color="0.2", gid="arrows-note", zorder=8,
+                                fontsize=fs, color="0.2", gid="arrows-note", zorder=8, wrap=True,
                                 bbox=dict(fc="white", ec="0.7", alpha=0.9, pad=2.0))
 
 
-def _draw_legend_and_title(scene, fig, ax_path, handles, own):
-    """The legend (under a figure of our own, else in the path panel) and, in a figure of
-    our own, the title naming the surface and the plane."""
-    fs = style.FONT_SIZE
-    if own:
-        leg_fig = ax_path.figure
-        leg_fig.legend(handles=handles, fontsize=fs, loc="outside lower center",
-                       ncol=min(len(handles), 5 if len(handles) <= 5 else 4), frameon=False)
-    else:
-        ax_path.legend(handles=handles, fontsize=fs - 1, loc="best", framealpha=0.9)
-    if own:
-        dim = scene.plane.dim
-        what = (f"{dim} parameters, drawn on the plane of their top two principal directions"
-                if not scene.plane.is_identity else "2 parameters")
-        label = getattr(scene.surface, "label", type(scene.surface).__name__)
-        fig.suptitle(f"Update paths on the {label}\n({what})", fontsize=fs + 3)
-
-
-def _draw_contours(scene, fig, ax):
-    """Pale filled log-spaced loss contours (so the paths stand out), white level lines
-    and a colour bar."""
+def _draw_contours(scene, ax):
+    """Pale filled log-spaced loss contours (so the paths stand out) and white level
+    lines; the loss panel beside gives the values, so no colour bar."""
     from matplotlib.colors import LogNorm
-    from matplotlib.ticker import LogFormatterSciNotation, LogLocator
 
     X, Y, Z = scene.grid
     levels = scene.levels
     with np.errstate(invalid="ignore", divide="ignore"):
-        cf = ax.contourf(X, Y, np.clip(Z, levels[0], levels[-1]), levels=levels,
-                         cmap=style.SEQUENTIAL_CMAP, norm=LogNorm(levels[0], levels[-1]),
-                         alpha=CONTOUR_ALPHA)
+        ax.contourf(X, Y, np.clip(Z, levels[0], levels[-1]), levels=levels, cmap=style.SEQUENTIAL_CMAP,
+                    norm=LogNorm(levels[0], levels[-1]), alpha=CONTOUR_ALPHA)
         ax.contour(X, Y, Z, levels=levels, colors="white", linewidths=0.6, alpha=0.8)
-    cbar = fig.colorbar(cf, ax=ax, pad=0.01, fraction=0.05, ticks=LogLocator(),
-                        format=LogFormatterSciNotation())
-    cbar.set_label("loss (log scale)" if scene.plane.is_identity
-                   else "loss on this plane (log scale)", fontsize=style.FONT_SIZE)
-    cbar.ax.tick_params(labelsize=style.FONT_SIZE - 1)
 
 
 CONTOUR_ALPHA = 0.3
-FEW_POINTS = 3   # loss lines of this many points or fewer get markers
 
 
-def path_title(scene, update):
-    """The path panel's title at ``update`` (None: no update picked)."""
+def path_title(scene, update, auto=False):
+    """The path panel's title at ``update`` (None: no update picked); ``auto``: picked
+    as where the runs differ most."""
     if update is None:
         return "Paths on the loss contours"
-    return f"Update {int(update)}: the paths so far (older updates fade; faint: the rest of the run)"
+    if auto:
+        return f"Update {int(update)}: where the runs differ most"
+    return f"Update {int(update)}: its terms as arrows"
 
 
 def set_trail(trail, coords, index, color):
@@ -274,99 +262,38 @@ def draw_zoom(scene, art, key, data):
         art.zoom_boxes[key].set_bounds(x0, y0, x1 - x0, y1 - y0)
 
 
-def _draw_step(scene, update, art, arrows, handles, styles):
+def _draw_step(scene, update, art, arrows, looks):
+    """The fading trail, the position and (with ``arrows``) the update's terms as arrows
+    of every run at ``update``, and each zoomed panel with its box on the paths."""
     from matplotlib.collections import LineCollection
-    from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
     ax = art.ax_path
-    seen_terms = {}
+    current = style.ROLE_LOOKS["current"]
     for key, rec in scene.recordings.items():
-        color, st = scene.colors[key], styles[key]
+        look = looks[key]
         c = scene.coords[key]
         i = _index(scene, key, update)
-        art.trails[key] = LineCollection([], linewidths=st["lw"], linestyles=[st["ls"]],
-                                         gid=f"trail:{key}", zorder=st["zorder"] + 0.5)
+        art.trails[key] = LineCollection([], linewidths=look.lw, linestyles=[look.ls],
+                                         gid=f"trail:{key}", zorder=look.zorder + 0.5)
         ax.add_collection(art.trails[key])
-        set_trail(art.trails[key], c, i, color)
-        (art.positions[key],) = ax.plot([c[i, 0]], [c[i, 1]], "o", ms=9, mfc="white",
-                                        mec=color, mew=2.0, gid=f"position:{key}", zorder=6)
+        set_trail(art.trails[key], c, i, look.color)
+        (art.positions[key],) = ax.plot([c[i, 0]], [c[i, 1]], current.marker, ms=current.ms, mfc="white",
+                                        mec=look.color, mew=current.lw, gid=f"position:{key}",
+                                        zorder=current.zorder)
         if not arrows:
             continue
         decomposed = upd.decompose_update(rec, scene.name, i)
         for term, tail, uv in upd.arrow_chain(decomposed, scene.plane):
-            tc = panel.term_color(term, color)
             q = ax.quiver([tail[0]], [tail[1]], [uv[0]], [uv[1]], angles="xy", scale_units="xy",
-                          scale=1.0, color=tc, width=0.008, headwidth=3.2,
-                          headlength=3.8, headaxislength=3.4, edgecolor=color,
+                          scale=1.0, color=panel.term_color(term, look.color), width=0.008, headwidth=3.2,
+                          headlength=3.8, headaxislength=3.4, edgecolor=look.color,
                           linewidth=0.6, zorder=7, gid=f"arrow:{key}:{term}")
             art.arrows[(key, term)] = q
-            if term != "gradient":
-                seen_terms.setdefault(upd.TERM_LABELS[term] + ", run colour", "0.3")
         if key in art.zoom_axes:
             art.zoom_boxes[key] = ax.add_patch(Rectangle(
-                (0, 0), 0, 0, fill=False, ec=color, lw=1.2, ls="--", zorder=6,
+                (0, 0), 0, 0, fill=False, ec=look.color, lw=1.2, ls="--", zorder=6,
                 gid=f"zoom-box:{key}"))
             draw_zoom(scene, art, key, panel_at(scene, key, i, arrows))
-    if arrows:
-        seen_terms[upd.TERM_LABELS["gradient"] + ", light tint"] = panel.tint("#555555")
-    for label, color in seen_terms.items():
-        handles.append(Line2D([], [], ls="none", marker=r"$\rightarrow$", ms=14, color=color,
-                              label=label))
-    if any(r.hyperparameters.nesterov and r.hyperparameters.momentum
-           for r in scene.recordings.values()) and art.zoom_axes:
-        handles.append(Line2D([], [], ls="none", marker="D", ms=6, color="0.3",
-                              label="Nesterov look-ahead point (g taken there)"))
-        handles.append(Line2D([], [], ls=":", lw=1.4, marker="s", ms=6, mfc="white", mec="0.3", color="0.3",
-                              label="classical iterate p − μ·v (dotted)"))
 
 
-def _draw_loss(scene, update, art, styles):
-    ax = art.ax_loss
-    fs = style.FONT_SIZE
-    from_surface = False
-    lost = {}   # runs whose loss stops being finite without having left the view
-    for key, (steps, loss, computed) in scene.losses.items():
-        from_surface |= computed
-        few = len(steps) <= FEW_POINTS   # one point per line draws nothing without a marker
-        (art.loss_lines[key],) = ax.plot(steps, loss, ls=styles[key]["ls"], color=scene.colors[key],
-                                         lw=max(1.4, styles[key]["lw"] * 0.6), label=key,
-                                         marker=styles[key]["marker"] or "o" if few else "",
-                                         ms=6, gid=f"loss:{key}")
-        with np.errstate(invalid="ignore"):
-            finite = np.isfinite(loss) & (loss > 0)
-        if key in scene.diverged or not finite.all():
-            # where the log axis ends for this run: its last finite loss
-            last = np.flatnonzero(finite)
-            if len(last):
-                ax.plot([steps[last[-1]]], [loss[last[-1]]], "x", ms=11, mew=2.5,
-                        color=scene.colors[key], gid=f"loss-diverged:{key}", zorder=6)
-            if key not in scene.diverged:
-                lost[key] = int(steps[last[-1] + 1]) if len(last) and last[-1] + 1 < len(steps) else None
-        if update is not None:
-            i = _index(scene, key, update)
-            (art.loss_markers[key],) = ax.plot([steps[i]], [loss[i]], "o", ms=7,
-                                               color=scene.colors[key], mec="white",
-                                               gid=f"loss-marker:{key}", zorder=5)
-    ax.set_yscale("log")
-    ax.set_xlabel("update", fontsize=fs + 1)
-    ax.set_ylabel("loss after the update (from the surface)" if from_surface
-                  else "loss (before the update)", fontsize=fs + 1)
-    ax.set_title("Loss per update (log scale)", fontsize=fs + 2)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.tick_params(labelsize=fs)
-    from matplotlib.ticker import MaxNLocator
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # updates are whole numbers
-    first = min(int(st[0]) for st, _, _ in scene.losses.values())
-    last = max(int(st[-1]) for st, _, _ in scene.losses.values())
-    if last - first < 4:  # a short run: a margin of half an update, ticks on the updates
-        ax.set_xlim(first - 0.5, last + 0.5)
-    if scene.diverged or lost:
-        lines = [geo.diverged_note(scene.diverged)] if scene.diverged else []
-        lines += [f"{k}: loss not finite from update {u}" if u else f"{k}: loss not finite"
-                  for k, u in lost.items()]
-        ax.text(0.01, 0.01, "\n".join(lines) + "\n(x: the last finite loss)", transform=ax.transAxes,
-                ha="left", va="bottom", fontsize=fs - 1, color="#A04000", gid="loss-diverged-note",
-                zorder=8, bbox=dict(fc="white", ec="#D55E00", alpha=0.92, pad=2.0))
-    if update is not None:
-        art.step_line = ax.axvline(update, color="0.35", ls="--", lw=0.9, gid="step-line")

@@ -25,6 +25,7 @@ __all__ = [
     "Plane", "identity_plane", "pca_plane", "project", "lift", "plot_box", "loss_grid",
     "log_levels", "select_variable", "check_step", "step_index", "describe_updates",
     "fade_alphas", "divergence_update", "diverged_runs", "diverged_note", "drawn_length",
+    "run_distances", "most_different_index",
 ]
 
 
@@ -230,6 +231,53 @@ def log_levels(Z, n=14, floor=1e-6, inner=0.005):
     if not hi > lo * (1 + 1e-9):
         return np.array([lo / 10.0, lo, lo * 10.0])
     return np.geomspace(lo, hi, n)
+
+
+# ---- the update where the runs differ most -----------------------------------------
+
+
+def run_distances(paths) -> np.ndarray:
+    """``(n,)``: for each recorded update (row ``k + 1`` of every path, ``k = 0..n-1``,
+    row 0 the start) the largest distance between two runs' parameters after it; with
+    one run, how far that update moved it. NaN where a parameter is not finite.
+
+    >>> a = np.array([[0.0, 0], [1, 0], [2, 0]]); b = np.array([[0.0, 0], [1, 1], [2, 3]])
+    >>> run_distances([a, b]).tolist()
+    [1.0, 3.0]
+    """
+    arrays = [np.asarray(p, np.float64) for p in paths]
+    arrays = [a.reshape(len(a), -1) for a in arrays]
+    n = min(len(a) for a in arrays) - 1
+    with np.errstate(invalid="ignore", over="ignore"):
+        if len(arrays) == 1:
+            d = np.linalg.norm(np.diff(arrays[0][:n + 1], axis=0), axis=1)
+        else:
+            d = np.zeros(n)
+            for i in range(len(arrays)):
+                for j in range(i + 1, len(arrays)):
+                    d = np.fmax(d, np.linalg.norm(arrays[i][1:n + 1] - arrays[j][1:n + 1], axis=1))
+            bad = ~np.all([np.all(np.isfinite(a[1:n + 1]), axis=1) for a in arrays], axis=0)
+            d[bad] = np.nan
+    d[~np.isfinite(d)] = np.nan
+    return d
+
+
+def most_different_index(paths, allowed=None) -> int | None:
+    """The recording index of the update where the runs ``paths`` differ most
+    (``run_distances``; the first of equals), among the ``allowed`` indices (a boolean
+    mask; None: all); None when no allowed update has a finite distance.
+
+    >>> a = np.array([[0.0, 0], [1, 0], [2, 0]]); b = np.array([[0.0, 0], [1, 1], [2, 3]])
+    >>> most_different_index([a, b]), most_different_index([a, b], allowed=[True, False])
+    (1, 0)
+    """
+    d = run_distances(paths)
+    ok = np.isfinite(d)
+    if allowed is not None:
+        ok &= np.asarray(allowed, bool)[:len(d)]
+    if not ok.any():
+        return None
+    return int(np.flatnonzero(ok)[np.argmax(d[ok])])
 
 
 # ---- fading trails -----------------------------------------------------------------

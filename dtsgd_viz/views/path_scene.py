@@ -15,7 +15,7 @@ from . import path_geometry as geo
 from . import style
 from .empty import check_not_empty
 
-__all__ = ["PathScene", "build_scene"]
+__all__ = ["PathScene", "build_scene", "default_update", "finding", "settings_line"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -103,3 +103,81 @@ def build_scene(recordings, surface, name, diverged=None) -> PathScene:
             losses[k] = (np.asarray(r.steps), surface.value_np(r.global_values(name, "param")), True)
     return PathScene(surface, name, recordings, style.optimizer_colors(recordings), plane, coords,
                   box, grid, geo.log_levels(grid[2]), minima, off, starts, losses, diverged)
+
+
+# ---- what the figure says: the update it takes apart, its finding, its settings -------
+
+
+def default_update(scene: PathScene) -> int | None:
+    """The update ``plot_paths`` takes apart when the caller names none: where the runs'
+    parameters are furthest apart (``path_geometry.most_different_index``: between the
+    runs with momentum when two or more have it, else between all; one run: its longest
+    update), among the updates every run shares, that can be taken apart into arrows
+    where any can, and before any run left the view."""
+    from .update_geometry import why_no_arrows
+    recs = list(scene.recordings.values())
+    n = min(len(r) for r in recs)
+    if n == 0:
+        return None
+    allowed = np.ones(n, bool)
+    for key, at in scene.diverged.items():
+        if at is not None:
+            allowed[max(0, int(at) - 1):] = False   # update ``at`` is where it left
+    arrows = np.array([all(why_no_arrows(r, i) is None for r in recs) for i in range(n)])
+    if (allowed & arrows).any():
+        allowed &= arrows
+    # the comparison the story is about: between the runs with momentum, when two have it
+    with_mu = [r for r in recs if r.hyperparameters.momentum]
+    paths = [r.path(scene.name).astype(np.float64).reshape(len(r) + 1, -1)
+             for r in (with_mu if len(with_mu) >= 2 else recs)]
+    i = geo.most_different_index(paths, allowed)
+    if i is None:
+        i = int(np.flatnonzero(allowed)[0]) if allowed.any() else 0
+    return int(recs[0].steps[i])
+
+
+def finding(scene: PathScene) -> str:
+    """The figure's headline, from the loss of each run at its last recorded update:
+    which run ends lowest and by how much, and which diverged."""
+    last = {}
+    for key, (steps, loss, _) in scene.losses.items():
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(loss) & (loss >= 0)
+        if key not in scene.diverged and ok.any() and ok[-1]:
+            last[key] = (float(loss[-1]), int(steps[-1]))
+    gone = [k for k in scene.losses if k not in last]
+    tail = ("; " + ", ".join(gone) + " diverged") if gone else ""
+    if not last:
+        return (", ".join(gone) + " diverged") if gone else "The runs' paths"
+    ranked = sorted(last, key=lambda k: last[k][0])
+    best, (loss, update) = ranked[0], last[ranked[0]]
+    if len(ranked) == 1:
+        return f"{best} reaches loss {loss:.2g} by update {update}" + tail
+    if last[ranked[1]][0] <= loss * 1.05:
+        return f"The runs end level: loss {loss:.2g} by update {update}" + tail
+    below = " and ".join(f"{_times(last[k][0] / loss if loss > 0 else np.inf)} below {k}"
+                         for k in ranked[1:3])
+    return f"{best} ends lowest by update {update}: {below}" + tail
+
+
+def _times(f: float) -> str:
+    return "∞×" if not np.isfinite(f) else f"{f:.0f}×" if f >= 10 else f"{f:.1f}×"
+
+
+def settings_line(scene: PathScene) -> str:
+    """The settings under the headline: the surface, the learning rate and momentum of
+    the runs (one value when they share it), the parameters and the plane."""
+    hps = {k: r.hyperparameters for k, r in scene.recordings.items()}
+    lrs = {float(np.asarray(h.learning_rate).flat[0]) for h in hps.values() if len(h.learning_rate)}
+    mus = {float(h.momentum) for h in hps.values() if h.momentum}
+    if len(lrs) <= 1 and len(mus) <= 1:
+        parts = [f"lr {lr:g}" for lr in lrs] + [f"μ {mu:g}" for mu in mus]
+        hp = ", ".join(parts)
+    else:
+        hp = "; ".join(f"{k}: lr {float(np.asarray(h.learning_rate).flat[0]):g}, μ {float(h.momentum):g}"
+                       for k, h in hps.items() if len(h.learning_rate))
+    label = getattr(scene.surface, "label", type(scene.surface).__name__)
+    what = ("2 parameters" if scene.plane.is_identity else
+            f"{scene.plane.dim} parameters on their top two principal directions")
+    start = "same start" if len(scene.starts) == 1 else f"{len(scene.starts)} starts"
+    return " · ".join(p for p in (label, hp, what, start) if p)

@@ -10,9 +10,15 @@ update beside it. ``step=k`` is optimizer update k as ``recording.steps`` counts
     ...                                           nesterov=True)}, steps=6)
     >>> fig = dtsgd_viz.plot_paths(recs, s, step=3)      # a matplotlib Figure
     >>> fig.axes[0].get_title()
-    'Update 3: the paths so far (older updates fade; faint: the rest of the run)'
+    'Update 3: its terms as arrows'
     >>> sorted(a.get_gid() for a in fig.axes[0].collections if "arrow" in (a.get_gid() or ""))
     ['arrow:momentum:gradient', 'arrow:momentum:momentum', 'arrow:nesterov:gradient', 'arrow:nesterov:lookahead']
+
+Without ``step``, ``plot_paths`` takes apart the update where the runs differ most (the
+largest distance between their parameters after it) and its title says so::
+
+    >>> dtsgd_viz.plot_paths(recs, s).axes[0].get_title()
+    'Update 4: where the runs differ most'
 
 ``animate(recs, s)`` returns a ``FuncAnimation`` of the same figure going through the
 run (``anim.save("paths.gif", writer="pillow")``).
@@ -32,7 +38,7 @@ import dataclasses
 from . import path_geometry as geo
 from ._path_motion import animate
 from .path_frames import PathArtists, draw_scene
-from .path_scene import PathScene, build_scene
+from .path_scene import PathScene, build_scene, default_update
 
 __all__ = ["plot_paths", "animate", "draw_paths", "PathsView"]
 
@@ -51,7 +57,10 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Tru
         ``-lr*g``; they add up to the recorded update. The paths up to it fade with
         age and, in a new figure, a zoomed panel per run shows it up close (for
         Nesterov with the look-ahead point, where the gradient was taken). The loss
-        panel marks the same update. None (default) picks no update.
+        panel marks the same update. None (default): the update where the runs
+        differ most (``path_scene.default_update``: the largest distance between their
+        parameters after it, among the updates that can be taken apart; one run: its
+        longest update), which the path panel's title names as such.
       name: the recorded variable (default: the only one).
       ax: None for a new figure, one Axes (path panel only), or a pair
         ``(path_ax, loss_ax)`` (no zoomed panels then).
@@ -65,7 +74,10 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Tru
     """
     scene = build_scene(recordings, surface, name)
     update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
-    fig, _ = draw_scene(scene, update, ax, arrows, zoom=zoom)
+    auto = update is None
+    if auto:
+        update = default_update(scene)
+    fig, _ = draw_scene(scene, update, ax, arrows, zoom=zoom, auto=auto)
     return fig
 
 
@@ -90,7 +102,8 @@ class PathsView:
 
 def draw_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=True,
                zoom=True, note=None, diverged=None) -> PathsView:
-    """Like ``plot_paths`` (same arguments and errors) but returns the ``PathsView``.
+    """Like ``plot_paths`` (same arguments and errors) but returns the ``PathsView``;
+    ``step=None`` here picks no update (the widgets' paths without arrows).
     ``note``: a note for the path panel (why there are no arrows), drawn as
     ``plot_paths`` draws its own. ``diverged``: ``{config: update}`` of the runs that
     diverged and the update at which they left the view (None: found from the paths,

@@ -8,15 +8,21 @@ classical momentum and for Nesterov, the log2 ratio of the two, and the theory o
     ['phase:momentum', 'phase:nesterov', 'phase:ratio']
 
 The maps come from the numpy reference of tf-keras' rule (``widgets._phase.phase_grid``,
-tied to the real optimizer by the tests). On a quadratic (a surface with
-``hessian_eigenvalues``) the theory of ``dtsgd_viz.theory`` is drawn on them:
+tied to the real optimizer by the tests). Cells the colour maps do not cover are drawn as
+what they are (``views.phase_regions``): the step cap pale grey, divergence with x
+marks, and on the ratio map the cells only one rule converges in hatched neutrals (one
+hatch where the other rule diverges, dots where it only ran into the cap), never in the
+colour bar's colours; the regions are named in place where the name fits. On a
+quadratic (a surface with ``hessian_eigenvalues``) the theory of ``dtsgd_viz.theory``
+is drawn on them (``style.ROLE_LOOKS``):
 
-* the **stability boundary** (the largest eigenvalue's spectral radius reaches 1);
+* the **stability boundary** (the largest eigenvalue's spectral radius reaches 1): on
+  the step maps dashed white; on the ratio map each rule's in its own look, named;
 * **iso-rate contours**: where the worst mode's spectral radius is 0.6, 0.8, 0.9 and the
   rate the step cap needs (``(tol / loss0) ** (1 / (2 steps))``): the edge of the grey
   "not within tol" region follows that contour, not a boundary;
-* the **critical-damping curve** of the slowest mode: left of it that mode creeps in,
-  right of it it oscillates.
+* the **critical-damping curve** of the slowest mode, black on both step maps: left of
+  it that mode creeps in, right of it it oscillates.
 """
 
 from __future__ import annotations
@@ -27,19 +33,19 @@ import numpy as np
 
 from ..theory import quadratic as theory
 from . import style
-from .figure import new_figure
-from .phase_geometry import cap_rate, cell_edges, label_spots, log_ticks, phase_ratio
+from .figure import headline, new_figure
+from .phase_geometry import (REGIONS, cap_rate, cell_edges, label_spots, log_ticks, phase_finding,
+                             phase_ratio)
+from .phase_regions import REGION_NAMES, draw_ratio_regions, name_region, region_patch
 
 __all__ = ["plot_phase", "draw_phase", "PhaseView", "phase_ratio", "cell_edges", "cap_rate",
            "RATE_LEVELS"]
 
 RULES = theory.RULES
 RATE_LEVELS = (0.6, 0.8, 0.9)
-NOT_CONVERGED_COLOR = "#DDDDDD"
-NEITHER_COLOR = "#BBBBBB"
-DIVERGED_COLOR = "#000000"
-CRITICAL_COLOR = "#56B4E9"   # Okabe-Ito sky blue
 TITLES = {"momentum": "Classical momentum (heavy ball)", "nesterov": "Nesterov (tf-keras form)"}
+RULE_NAMES = {"momentum": "momentum", "nesterov": "Nesterov"}
+TIE_WITHIN = 0.1   # the ratio map names "within 10%" where the counts are that close
 
 
 # ---- drawing ----------------------------------------------------------------------------
@@ -48,8 +54,10 @@ TITLES = {"momentum": "Classical momentum (heavy ball)", "nesterov": "Nesterov (
 @dataclasses.dataclass(eq=False)
 class PhaseView:
     """What ``draw_phase`` drew: ``meshes[key]`` (``momentum``, ``nesterov``,
-    ``ratio``), the ``ratio`` values, and per rule the ``boundaries``, ``contours``
-    (a ``ContourSet`` of the worst mode's rate), ``critical`` lines; ``rate_levels``."""
+    ``ratio``), the ``ratio`` values and each cell's ``regions`` (``phase_geometry.
+    ratio_regions``), and per rule the ``boundaries``, ``contours`` (a ``ContourSet``
+    of the worst mode's rate), ``critical`` lines; ``rate_levels``; ``named``: the
+    regions named in place (the others are in ``handles``, the legend's entries)."""
 
     figure: object
     axes: dict
@@ -62,6 +70,8 @@ class PhaseView:
     rate_levels: tuple = ()
     drawn_levels: set = dataclasses.field(default_factory=set)  # levels some map shows
     handles: list = dataclasses.field(default_factory=list)
+    regions: np.ndarray | None = None
+    named: set = dataclasses.field(default_factory=set)
 
 
 def _outline(color="black", width=3.0):
@@ -73,11 +83,13 @@ def _ratio_cmap():
     from matplotlib import colormaps
     from matplotlib.colors import LinearSegmentedColormap
     rdbu = colormaps["RdBu"]
-    # N odd, white exactly in the middle: a tie (0) is white, not RdBu's off-white
+    # N odd, white exactly in the middle: a tie (0) is white, not RdBu's off-white; red is
+    # Nesterov faster (its orange), blue momentum faster. No extension colours: the cells
+    # past the scale's ends are the regions, drawn apart (phase_regions)
     cmap = LinearSegmentedColormap.from_list(
         "nesterov_vs_momentum", [rdbu(0.0), rdbu(0.2), rdbu(0.4), "white", rdbu(0.6), rdbu(0.8), rdbu(1.0)],
         N=255)
-    return cmap.with_extremes(under="#5A0010", over="#02254A", bad=NEITHER_COLOR)
+    return cmap.with_extremes(bad=(0, 0, 0, 0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,6 +143,7 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> 
             _draw_step_map(view, axes[key], key, nesterov, g)
     if "nesterov" in axes and "momentum" in axes:
         axes["nesterov"].tick_params(labelleft=False)
+        axes["nesterov"].set_ylabel("")
     if axes.get("ratio") is not None:
         _draw_ratio_map(view, axes["ratio"], g)
     view.handles = _legend_handles(view, g, "ratio" in axes)
@@ -138,19 +151,22 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> 
 
 
 def _draw_step_map(view, ax, key, nesterov, g: _MapGrid) -> None:
-    """One rule's map of updates to converge, its divergent cells and, on a quadratic,
-    its theory; ``view`` keeps what was drawn."""
+    """One rule's map of updates to converge, the cap and its divergent cells named in
+    place and, on a quadratic, its theory; ``view`` keeps what was drawn."""
     from matplotlib import colormaps
     from matplotlib.colors import Normalize
 
     grid = view.grids[key]
-    cmap = colormaps[style.SEQUENTIAL_CMAP].with_extremes(bad=NOT_CONVERGED_COLOR)
+    cmap = colormaps[style.SEQUENTIAL_CMAP].with_extremes(bad=style.NOT_CONVERGED_COLOR)
     ax.set_label(f"phase:{key}")
     view.meshes[key] = ax.pcolormesh(g.lr_e, g.mu_e, np.ma.masked_less(grid.steps, 0), cmap=cmap,
                                      norm=Normalize(0, g.steps), gid=f"phase:{key}")
     ii, jj = np.nonzero(grid.diverged)
-    ax.plot(g.lrs[jj], g.mus[ii], "x", color=DIVERGED_COLOR, ms=4.5, mew=1.0, ls="none",
-            gid=f"diverged:{key}")
+    ax.plot(g.lrs[jj], g.mus[ii], "x", color=style.DIVERGED_COLOR, ms=4.0, mew=0.9, ls="none",
+            alpha=0.7, gid=f"diverged:{key}")
+    name_region(ax, (grid.steps < 0) & ~grid.diverged, f"more than {g.steps}\nupdates (the cap)",
+                g.lrs, g.mus, gid=f"region-label:cap:{key}")
+    name_region(ax, grid.diverged, "diverges", g.lrs, g.mus, gid=f"region-label:diverged:{key}")
     title = TITLES[key]
     if g.h is not None:
         title += _draw_step_theory(view, ax, key, nesterov, g)
@@ -165,10 +181,11 @@ def _draw_step_theory(view, ax, key, nesterov, g: _MapGrid) -> str:
     c_x = theory.critical_damping(mu_line, nesterov) / h[0]
     view.contours[key] = _draw_contours(view, ax, key, nesterov, g, avoid=[
         np.column_stack([b_x, mu_line]), np.column_stack([c_x, mu_line])])
-    (view.boundaries[key],) = ax.plot(b_x, mu_line, "--", color="white", lw=2.0,
-                                      gid=f"boundary:{key}", path_effects=_outline())
-    (view.critical[key],) = ax.plot(c_x, mu_line, "-.", color=CRITICAL_COLOR, lw=1.8,
-                                    gid=f"critical:{key}", path_effects=_outline("black", 3.2))
+    theory_look, critical = style.ROLE_LOOKS["theory"], style.ROLE_LOOKS["critical"]
+    (view.boundaries[key],) = ax.plot(b_x, mu_line, **theory_look.line(), gid=f"boundary:{key}",
+                                      path_effects=_outline("black", theory_look.lw + 1.6))
+    (view.critical[key],) = ax.plot(c_x, mu_line, **critical.line(), gid=f"critical:{key}",
+                                    path_effects=_outline("white", critical.lw + 2.0))
     rule = "lr·h < 2(1+μ)/(1+2μ)" if nesterov else "lr·h < 2(1+μ)"
     return f"\nstable iff {rule}, h = {h[-1]:g}"
 
@@ -176,9 +193,10 @@ def _draw_step_theory(view, ax, key, nesterov, g: _MapGrid) -> str:
 def _draw_contours(view, ax, key, nesterov, g: _MapGrid, avoid):
     """The worst mode's iso-rate contours at ``view.rate_levels``, labelled where a label
     keeps clear of the ``avoid`` polylines (``label_spots``); returns the ``ContourSet``."""
+    look = style.ROLE_LOOKS["rate_level"]
     rho = theory.problem_rate(g.lr_f, g.mu_f, g.h, nesterov)
-    cs = ax.contour(g.lr_f, g.mu_f, rho, levels=list(view.rate_levels), colors="white",
-                    linewidths=0.9)
+    cs = ax.contour(g.lr_f, g.mu_f, rho, levels=list(view.rate_levels), colors=look.color,
+                    linewidths=look.lw, zorder=look.zorder)
     cs.set_gid(f"rate:{key}")
     view.drawn_levels.update(float(r) for r, path in zip(cs.levels, cs.get_paths())
                              if len(path.vertices))
@@ -188,7 +206,7 @@ def _draw_contours(view, ax, key, nesterov, g: _MapGrid, avoid):
     spots = label_spots([p.vertices for p in cs.get_paths()], avoid, (g.lr_e[0], g.lr_e[-1]),
                         (g.mu_e[0], g.mu_e[-1]), [0.011 * (len(fmt(r)) + 1) for r in cs.levels])
     shown = [(r, xy) for r, xy in zip(cs.levels, spots) if xy is not None]
-    labels = ax.clabel(cs, [r for r, _ in shown], fontsize=style.FONT_SIZE - 1.5, inline_spacing=2,
+    labels = ax.clabel(cs, [r for r, _ in shown], fontsize=style.NOTE_SIZE, inline_spacing=2,
                        manual=[xy for _, xy in shown], fmt=fmt) if shown else []
     for t in labels:
         t.set_path_effects(_outline("white", 2.0))
@@ -197,55 +215,76 @@ def _draw_contours(view, ax, key, nesterov, g: _MapGrid, avoid):
 
 
 def _draw_ratio_map(view, ax, g: _MapGrid) -> None:
-    """The log2 ratio of the two step maps (only-one-converges cells past the colour
-    scale's ends) and, on a quadratic, both rules' theory in their colours."""
+    """The log2 ratio of the two step maps where both converge, the other cells as
+    neutral regions (``phase_regions``), every region named in place where it fits and,
+    on a quadratic, each rule's stability boundary in its look, named."""
     from matplotlib.colors import Normalize
 
-    ratio, mu_line, h = view.ratio, g.mu_line, g.h
+    ratio, h = view.ratio, g.h
     ax.set_label("phase:ratio")
-    finite = ratio[np.isfinite(ratio)]
+    view.regions, _ = draw_ratio_regions(ax, view.grids, g.lr_e, g.mu_e)
+    both = view.regions == REGIONS.index("both")
+    finite = ratio[both & np.isfinite(ratio)]
     vmax = max(1.0, float(np.ceil(np.max(np.abs(finite))))) if finite.size else 1.0
-    shown = np.where(np.isposinf(ratio), 2 * vmax, np.where(np.isneginf(ratio), -2 * vmax, ratio))
-    view.meshes["ratio"] = ax.pcolormesh(g.lr_e, g.mu_e, np.ma.masked_invalid(shown), cmap=_ratio_cmap(),
-                                         norm=Normalize(-vmax, vmax), gid="phase:ratio")
+    view.meshes["ratio"] = ax.pcolormesh(g.lr_e, g.mu_e, np.ma.masked_where(~both, ratio),
+                                         cmap=_ratio_cmap(), norm=Normalize(-vmax, vmax), gid="phase:ratio")
+    _name_ratio_regions(view, ax, g)
     if h is not None:
+        looks = style.run_looks(RULES)
         for key, nesterov in RULES.items():
-            color, ls = style.optimizer_color(key), ("--" if nesterov else (0, (6, 2)))
-            ax.plot(theory.convergence_boundary(mu_line, h[-1], nesterov), mu_line, ls=ls, color=color,
-                    lw=2.0, gid=f"ratio-boundary:{key}", path_effects=_outline("white", 3.6))
-            ax.plot(theory.critical_damping(mu_line, nesterov) / h[0], mu_line, "-.", color=color,
-                    lw=1.5, gid=f"ratio-critical:{key}", path_effects=_outline("white", 3.0))
-    _frame(ax, g.lr_e, g.mu_e, "Who is faster: Nesterov / momentum updates\n"
-           "(lines: each rule's theory in its colour)")
+            look = looks[key]
+            x = theory.convergence_boundary(g.mu_line, h[-1], nesterov)
+            ax.plot(x, g.mu_line, **look.line(), gid=f"ratio-boundary:{key}",
+                    path_effects=_outline("white", look.lw + 2.4))
+            k = int(0.1 * len(g.mu_line))   # near the bottom, where the two lines are apart
+            ax.annotate(f"{RULE_NAMES[key]}'s\nboundary", (x[k], g.mu_line[k]),
+                        xytext=(-6 if nesterov else 6, 0), textcoords="offset points",
+                        ha="right" if nesterov else "left", va="bottom", fontsize=style.NOTE_SIZE,
+                        fontweight="bold", color=look.color, gid=f"boundary-label:{key}", zorder=9,
+                        path_effects=_outline("white", 2.5))
+    _frame(ax, g.lr_e, g.mu_e, "Who is faster: Nesterov's updates / momentum's")
     ax.tick_params(labelleft=True)
 
 
+def _name_ratio_regions(view, ax, g: _MapGrid) -> None:
+    """Name the ratio map's regions in place where the name fits (``view.named``)."""
+    both = view.regions == REGIONS.index("both")
+    ratio = view.ratio
+    near = np.log2(1 + TIE_WITHIN)
+    spans = {"Nesterov faster": both & (ratio < -near), f"within {TIE_WITHIN:.0%}": both & (np.abs(ratio) <= near),
+             "momentum faster": both & (ratio > near)}
+    for text, mask in spans.items():
+        name_region(ax, mask, text, g.lrs, g.mus, gid=f"region-label:{text}", fontsize=style.TICK_SIZE)
+    for region in REGIONS[1:]:
+        mask = view.regions == REGIONS.index(region)
+        if mask.any() and name_region(ax, mask, REGION_NAMES[region].format(steps=g.steps), g.lrs, g.mus,
+                                      gid=f"region-label:{region}"):
+            view.named.add(region)
+
+
 def _legend_handles(view, g: _MapGrid, with_ratio: bool) -> list:
-    """The legend's entries for what ``draw_phase`` drew (the ratio map's if
-    ``with_ratio``)."""
+    """The legend's few entries: the cap and divergence, the theory's lines and (with
+    ``with_ratio``) the ratio map's regions not named in place."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     h = g.h
-    handles = [Patch(fc=NOT_CONVERGED_COLOR, ec="0.6", label=f"not within tol in {g.steps} updates"),
-               Line2D([], [], ls="none", marker="x", color=DIVERGED_COLOR, label="diverged")]
+    handles = [Patch(fc=style.NOT_CONVERGED_COLOR, ec="0.6", label=f"not within tol in {g.steps} updates"),
+               Line2D([], [], ls="none", marker="x", color=style.DIVERGED_COLOR, label="diverged")]
     if h is not None:
+        theory_look, rate, critical = (style.ROLE_LOOKS[k] for k in ("theory", "rate_level", "critical"))
         handles += [
-            Line2D([], [], ls="--", color="white", lw=2, path_effects=_outline(), label="stability boundary"),
-            Line2D([], [], color="white", lw=0.9, path_effects=_outline("0.15", 2.0),
+            Line2D([], [], **theory_look.line(), path_effects=_outline("black", theory_look.lw + 1.6),
+                   label="stability boundary"),
+            Line2D([], [], **rate.line(), path_effects=_outline("0.15", 2.0),
                    label="iso-rate ρ (spectral radius): " + ", ".join(
                        f"{r:g}" for r in view.rate_levels if r in view.drawn_levels)),
-            Line2D([], [], ls="-.", color=CRITICAL_COLOR, lw=1.8, path_effects=_outline("black", 3.2),
+            Line2D([], [], **critical.line(), path_effects=_outline("white", critical.lw + 2.0),
                    label=f"critical damping (h = {h[0]:g})"),
         ]
-    if with_ratio:
-        cmap = _ratio_cmap()
-        if h is not None:
-            handles += [Line2D([], [], ls="--", color=style.optimizer_color(k), lw=2,
-                               label=f"{k}'s lines (ratio map)") for k in RULES]
-        handles += [Patch(fc=cmap.get_over(), label="only momentum converges"),
-                    Patch(fc=cmap.get_under(), label="only Nesterov converges"),
-                    Patch(fc=NEITHER_COLOR, label="neither converges")]
+    if with_ratio and view.regions is not None:
+        handles += [region_patch(r, g.steps) for r in REGIONS[1:]
+                    if r not in view.named and (view.regions == REGIONS.index(r)).any()]
     return handles
 
 
@@ -269,33 +308,33 @@ def set_log_ticks(axis, lo, hi):
 
 
 def _frame(ax, lr_e, mu_e, title):
-    fs = style.FONT_SIZE
     ax.set_xscale("log")
     set_log_ticks(ax.xaxis, lr_e[0], lr_e[-1])
     ax.set_xlim(lr_e[0], lr_e[-1])
     ax.set_ylim(mu_e[0], mu_e[-1])
-    ax.set_xlabel("learning rate (log scale)", fontsize=fs + 1)
-    ax.set_ylabel("momentum μ", fontsize=fs + 1)
-    ax.set_title(title, fontsize=fs + 1.5)
-    ax.tick_params(labelsize=fs, which="both")
+    ax.set_xlabel("learning rate (log scale)", fontsize=style.LABEL_SIZE)
+    ax.set_ylabel("momentum μ", fontsize=style.LABEL_SIZE)
+    ax.set_title(title, fontsize=style.TITLE_SIZE)
+    ax.tick_params(labelsize=style.TICK_SIZE, which="both")
 
 
 def add_colorbars(view, fig, step_axes, ratio_ax):
-    """The shared steps colour bar and the ratio colour bar (its ends say who wins)."""
-    fs = style.FONT_SIZE
+    """The shared steps colour bar and the ratio colour bar (its ends say who wins; no
+    extension colours: the cells past them are the regions)."""
     tol = view.grids["momentum"].tol
-    cbar = fig.colorbar(view.meshes["nesterov"], ax=step_axes, pad=0.015, fraction=0.05)
-    cbar.set_label(f"updates until the loss stays within {tol:g} of the minimum", fontsize=fs)
-    cbar.ax.tick_params(labelsize=fs - 1)
+    # each bar in the (sub)figure of its maps; ``fig`` names the figure for the callers
+    cbar = step_axes[0].figure.colorbar(view.meshes["nesterov"], ax=step_axes, pad=0.015, fraction=0.05)
+    cbar.set_label(f"updates until the loss stays within {tol:g} of the minimum", fontsize=style.NOTE_SIZE)
+    cbar.ax.tick_params(labelsize=style.TICK_SIZE)
     if ratio_ax is None:
         return
-    rbar = fig.colorbar(view.meshes["ratio"], ax=ratio_ax, pad=0.02, fraction=0.08, extend="both")
+    rbar = ratio_ax.figure.colorbar(view.meshes["ratio"], ax=ratio_ax, pad=0.02, fraction=0.08)
     vmax = view.meshes["ratio"].norm.vmax
     ticks = np.arange(-vmax, vmax + 0.5)
     rbar.set_ticks(ticks, labels=[_speedup(t) for t in ticks])
-    rbar.ax.tick_params(labelsize=fs - 1)
+    rbar.ax.tick_params(labelsize=style.TICK_SIZE)
     # a vertical label reads bottom to top, as the scale runs
-    rbar.set_label("Nesterov faster   ·   tie   ·   momentum faster", fontsize=fs)
+    rbar.set_label("Nesterov faster  ·  tie  ·  momentum faster", fontsize=style.NOTE_SIZE)
 
 
 def _speedup(t):
@@ -303,10 +342,12 @@ def _speedup(t):
 
 
 def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, *, start=None,
-               rate_levels=RATE_LEVELS, figsize=(12.5, 5.4), dpi=100, progress=False):
+               rate_levels=RATE_LEVELS, figsize=style.PHASE_SIZE, dpi=style.DPI, progress=False):
     """Updates to converge over a (learning rate x momentum) grid for classical
-    momentum and Nesterov, their log2 ratio, and (on a quadratic) the stability
-    boundaries, iso-rate contours and critical-damping curves. Returns a ``Figure``.
+    momentum and Nesterov (top), their log2 ratio (below), and (on a quadratic) the
+    stability boundaries, iso-rate contours and critical-damping curves. Regions are
+    named in place; the short legend beside the ratio map holds the lines and the
+    regions no name fits in. Returns a ``Figure``.
 
     Args:
       surface: a ``dtsgd_viz.surfaces`` surface; the theory needs
@@ -323,17 +364,21 @@ def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, 
     grids = {key: phase_grid(surface, lrs, mus, steps, tol, nesterov, start, progress=progress)
              for key, nesterov in RULES.items()}
     fig = new_figure(figsize, dpi)
-    ax_m, ax_n, ax_r = fig.subplots(1, 3, width_ratios=[1.0, 1.0, 1.08])
+    label = getattr(surface, "label", type(surface).__name__)
+    body = headline(fig, phase_finding(grids["momentum"].steps, grids["nesterov"].steps, TIE_WITHIN),
+                    f"{label} · numpy reference of the tf-keras rule · at most {steps} updates, "
+                    f"tol {tol:g}")
+    top, bottom = body.subfigures(2, 1, hspace=0.02)
+    ax_m, ax_n = top.subplots(1, 2)
+    ax_r, ax_key = bottom.subplots(1, 2, width_ratios=[1.0, 0.72])
     loss0 = float(grids["momentum"].losses[0].flat[0]) - float(surface.min_value)
     view = draw_phase(grids, surface, {"momentum": ax_m, "nesterov": ax_n, "ratio": ax_r},
                       loss0=loss0, rate_levels=rate_levels)
-    add_colorbars(view, fig, [ax_m, ax_n], ax_r)
-    fs = style.FONT_SIZE
-    fig.legend(handles=view.handles, loc="outside lower center", ncol=5, fontsize=fs,
-               frameon=False)
-    label = getattr(surface, "label", type(surface).__name__)
-    fig.suptitle(f"Updates to converge on the {label} (numpy reference of the tf-keras rule, "
-                 f"{steps} updates at most)", fontsize=fs + 3)
+    add_colorbars(view, body, [ax_m, ax_n], ax_r)
+    ax_key.set_axis_off()
+    ax_key.set_label("legend")
+    ax_key.legend(handles=view.handles, loc="center left", fontsize=style.NOTE_SIZE, frameon=False,
+                  borderaxespad=0.0, handlelength=2.4)
     return fig
 
 

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["phase_ratio", "cell_edges", "cap_rate", "label_spots", "log_ticks"]
+__all__ = ["phase_ratio", "cell_edges", "cap_rate", "label_spots", "log_ticks", "ratio_regions",
+           "REGIONS", "region_spot", "phase_finding"]
+
+# the ratio map's cells: both converge (the diverging colour map), or one of the neutrals
+REGIONS = ("both", "only_momentum", "only_nesterov", "cap", "neither")
 
 
 def phase_ratio(momentum_steps, nesterov_steps) -> np.ndarray:
@@ -31,6 +35,60 @@ def phase_ratio(momentum_steps, nesterov_steps) -> np.ndarray:
     out[(m >= 0) & (n < 0)] = np.inf
     out[(m < 0) & (n >= 0)] = -np.inf
     return out
+
+
+def ratio_regions(momentum_steps, momentum_diverged, nesterov_steps, nesterov_diverged) -> np.ndarray:
+    """Each cell's index into ``REGIONS``: ``both`` converge; ``only_momentum`` /
+    ``only_nesterov`` converges and the other rule *diverged* (a stability verdict);
+    ``cap``: one converges and the other neither converged nor diverged within the step
+    cap (a verdict of the cap, not of stability); ``neither`` converges.
+
+    >>> ratio_regions([[5, 5, -1, 5, -1]], [[0, 0, 1, 0, 0]], [[3, -1, 4, -1, -1]], [[0, 1, 0, 0, 0]]).tolist()
+    [[0, 1, 2, 3, 4]]
+    """
+    m, n = np.asarray(momentum_steps) >= 0, np.asarray(nesterov_steps) >= 0
+    md, nd = np.asarray(momentum_diverged, bool), np.asarray(nesterov_diverged, bool)
+    out = np.full(np.broadcast_shapes(m.shape, n.shape), REGIONS.index("neither"))
+    out[m & n] = REGIONS.index("both")
+    out[m & ~n & nd] = REGIONS.index("only_momentum")
+    out[n & ~m & md] = REGIONS.index("only_nesterov")
+    out[(m & ~n & ~nd) | (n & ~m & ~md)] = REGIONS.index("cap")
+    return out
+
+
+def region_spot(mask, width: float, height: float):
+    """Where a label ``width`` x ``height`` cells fits inside the region ``mask`` (rows:
+    momenta, columns: learning rates): ``(row, column)`` of the cell centre (fractional)
+    farthest from the region's edge (then nearest its middle) among those whose label covers only region cells;
+    None when the label fits nowhere.
+
+    >>> m = np.zeros((5, 7), bool); m[1:4, 1:6] = True
+    >>> region_spot(m, 3, 1), region_spot(m, 6, 1)
+    ((2.0, 3.0), None)
+    """
+    mask = np.asarray(mask, bool)
+    rows, cols = mask.shape
+    if not mask.any():
+        return None
+    ii, jj = np.nonzero(mask)
+    oi, oj = np.nonzero(~mask)
+    ci, cj = ii.mean(), jj.mean()
+    best = None
+    for i, j in zip(ii, jj):
+        r0, r1 = i + 0.5 - height / 2, i + 0.5 + height / 2
+        c0, c1 = j + 0.5 - width / 2, j + 0.5 + width / 2
+        if r0 < -1e-9 or c0 < -1e-9 or r1 > rows + 1e-9 or c1 > cols + 1e-9:
+            continue
+        a, b = int(np.floor(r0 + 1e-9)), int(np.ceil(r1 - 1e-9))
+        c, d = int(np.floor(c0 + 1e-9)), int(np.ceil(c1 - 1e-9))
+        if not mask[a:b, c:d].all():
+            continue
+        far = (np.min(np.maximum(np.abs(oi - i), np.abs(oj - j))) if len(oi) else rows + cols)
+        edge = min(i + 1, j + 1, rows - i, cols - j)
+        key = (min(far, edge), -float(np.hypot(i - ci, j - cj)))   # deep inside, then central
+        if best is None or key > best[0]:
+            best = (key, (float(i), float(j)))
+    return None if best is None else best[1]
 
 
 def cell_edges(values, log: bool) -> np.ndarray:
@@ -116,3 +174,21 @@ def log_ticks(lo: float, hi: float) -> tuple[list, list]:
             major.append(float(f"{base:.12g}"))
         minor += [float(f"{m * base:.12g}") for m in subs if lo <= m * base <= hi]
     return major, minor
+
+
+def phase_finding(momentum_steps, nesterov_steps, within: float = 0.1) -> str:
+    """The phase figure's headline: in how many of the cells where both rules converge
+    each needs fewer updates by more than ``within`` (10%), and the best cell of each.
+
+    >>> phase_finding([[10, 8, 20, -1]], [[5, 8, 21, 3]])
+    'Nesterov is >10% faster in 1 of 3 cells where both converge, momentum in 0; best: momentum 8, Nesterov 3 updates'
+    """
+    m, n = np.asarray(momentum_steps), np.asarray(nesterov_steps)
+    both = (m >= 0) & (n >= 0)
+    if not both.any():
+        return "No cell where both rules converge"
+    mf, nf = np.maximum(m, 1).astype(float), np.maximum(n, 1).astype(float)
+    best = lambda a: int(a[a >= 0].min()) if (a >= 0).any() else None  # noqa: E731
+    return (f"Nesterov is >{within:.0%} faster in {int((both & (mf > nf * (1 + within))).sum())} of "
+            f"{int(both.sum())} cells where both converge, momentum in "
+            f"{int((both & (nf > mf * (1 + within))).sum())}; best: momentum {best(m)}, Nesterov {best(n)} updates")

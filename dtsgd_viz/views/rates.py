@@ -39,7 +39,8 @@ __all__ = ["BlockRates", "block_rates", "decay_note", "measured_decay", "plot_bl
            "rule_positions"]
 
 RULE_NAMES = {False: "momentum", True: "Nesterov"}
-RULE_COLORS = {False: style.OPTIMIZER_COLORS["momentum"], True: style.OPTIMIZER_COLORS["nesterov"]}
+RULE_LOOKS = {False: style.RULE_LOOKS["momentum"], True: style.RULE_LOOKS["nesterov"]}
+RULE_COLORS = {n: look.color for n, look in RULE_LOOKS.items()}
 RULE_MARKERS = {False: "o", True: "s"}
 UNSTABLE_COLOR = "#CC3311"
 
@@ -218,13 +219,13 @@ class RatesView:
         lo = min(a_rec.min(), lr_lo * r.curvature.min()) / 2
         grid = np.geomspace(lo, hi, 600)
         for n in (False, True):
-            ax.plot(grid, _rate(grid, r.momentum, n), color=RULE_COLORS[n], lw=1.6,
+            ax.plot(grid, _rate(grid, r.momentum, n), **RULE_LOOKS[n].line(),
                     label=f"{RULE_NAMES[n]} rate (theory)", gid=f"curve-{RULE_NAMES[n]}")
             ax.axvline(_boundary(r.momentum, n), color=RULE_COLORS[n], lw=1, ls=":",
                        gid=f"boundary-{RULE_NAMES[n]}")
-        ax.axhline(1.0, color="0.3", lw=0.8, ls="--", gid="stability-line")
+        ax.axhline(1.0, **style.ROLE_LOOKS["stability"].line(), gid="stability-line")
         ax.text(lo * 1.1, 1.0, " rate 1: past this the error grows", va="bottom",
-                fontsize=style.FONT_SIZE - 1, color="0.3")
+                fontsize=style.NOTE_SIZE, color="0.3")
         self.markers, self.unstable_marks = {}, {}
         for n in (False, True):
             self.markers[n] = ax.scatter([], [], s=46, marker=RULE_MARKERS[n],
@@ -240,8 +241,9 @@ class RatesView:
         ax.set_xscale("log")
         ax.set_xlim(lo, hi)
         ax.set_ylim(0, 1.25)
-        ax.set_xlabel("lr · h  (learning rate x the block's curvature)")
-        ax.set_ylabel("rate: error factor per update")
+        ax.set_xlabel("lr · h  (learning rate × the block's curvature)", fontsize=style.LABEL_SIZE)
+        ax.set_ylabel("rate: error factor per update", fontsize=style.LABEL_SIZE)
+        ax.tick_params(labelsize=style.TICK_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
         self._legend()
         if error_ax is not None:
@@ -251,7 +253,7 @@ class RatesView:
     def _legend(self):
         from matplotlib.lines import Line2D
         r = self.rates
-        handles = [Line2D([], [], color=RULE_COLORS[n], lw=1.6, marker=RULE_MARKERS[n],
+        handles = [Line2D([], [], **RULE_LOOKS[n].line(), marker=RULE_MARKERS[n],
                           mfc="white", label=f"{RULE_NAMES[n]}: rate curve, blocks on it")
                    for n in (False, True)]
         handles += [Line2D([], [], ls="none", marker="*", ms=10, mfc="0.6", mec="black",
@@ -262,7 +264,7 @@ class RatesView:
         self.no_star_note = self._no_star_note()
         if self.no_star_note:
             handles.append(Line2D([], [], ls="none", label=self.no_star_note))
-        self.curve_ax.legend(handles=handles, loc="lower left", fontsize=style.FONT_SIZE - 1,
+        self.curve_ax.legend(handles=handles, loc="lower left", fontsize=style.NOTE_SIZE,
                              framealpha=0.9)
 
     def _no_star_note(self) -> str:
@@ -285,14 +287,15 @@ class RatesView:
             self.error_lines.append(ax.plot(r.updates, e, color=r.colors[g], ls=r.linestyles[g],
                                             lw=1.5, label=label, gid=f"error-{g}")[0])
         ax.set_yscale("log")
-        ax.set_xlabel("optimizer update")
-        ax.set_ylabel("||w - target|| on the block")
-        ax.set_title(f"each block's error ({RULE_NAMES[r.nesterov]}, lr={r.learning_rate:g}, "
-                     f"momentum={r.momentum:g})", fontsize=style.FONT_SIZE + 1)
+        ax.set_xlabel("optimizer update", fontsize=style.LABEL_SIZE)
+        ax.set_ylabel("||w − target|| on the block", fontsize=style.LABEL_SIZE)
+        ax.tick_params(labelsize=style.TICK_SIZE)
+        ax.set_title(f"Each block's error ({RULE_NAMES[r.nesterov]} run, lr={r.learning_rate:g}, "
+                     f"μ={r.momentum:g})", fontsize=style.TITLE_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
         if len(r.labels) <= 10:
-            ax.legend(fontsize=style.FONT_SIZE - 2, loc="lower left", ncol=2,
-                      title="blocks (h: x on the left)", title_fontsize=style.FONT_SIZE - 2)
+            ax.legend(fontsize=style.NOTE_SIZE, loc="lower left", ncol=2,
+                      title="blocks (h: x on the left)", title_fontsize=style.NOTE_SIZE)
 
     def set_learning_rate(self, learning_rate: float) -> None:
         """Move every block along both curves to ``a = learning_rate * h``, in place,
@@ -310,7 +313,7 @@ class RatesView:
         counts = ", ".join(f"{RULE_NAMES[n]} {int(self.unstable[n].sum())}" for n in (False, True))
         self.curve_ax.set_title(
             f"{len(r.labels)} blocks at lr={self.learning_rate:.3g}, momentum={r.momentum:g}"
-            f"\nblocks past the stability boundary: {counts}", fontsize=style.FONT_SIZE + 1)
+            f"\nblocks past the stability boundary: {counts}", fontsize=style.TITLE_SIZE)
 
 
 def plot_block_rates(recording, surface, name: str = "w", *, learning_rate=None, ax=None):
@@ -331,7 +334,7 @@ def draw_block_rates(recording, surface, name="w", *, learning_rate=None, ax=Non
     """Like ``plot_block_rates`` but returns the ``RatesView``."""
     rates = block_rates(recording, surface, name)
     if ax is None:
-        curve_ax, error_ax = new_figure((11.5, 4.8)).subplots(1, 2, width_ratios=[1.2, 1])
+        curve_ax, error_ax = new_figure(style.RATES_SIZE).subplots(1, 2, width_ratios=[1.2, 1])
     else:
         curve_ax, error_ax = ax
     return RatesView(rates, curve_ax, error_ax, learning_rate)

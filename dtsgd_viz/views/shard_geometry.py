@@ -255,3 +255,49 @@ def device_ticks(device_names: Sequence[str]) -> tuple[list[str], str]:
     if len(heads) == 1 and all(":" in n and n.rsplit(":", 1)[1].isdigit() for n in names):
         return [n.rsplit(":", 1)[1] for n in names], heads.pop() + ":"
     return names, ""
+
+
+def minmax_decimate(x, y, columns: int):
+    """``(x, y)`` thinned to what ``columns`` pixel columns can show: the points are cut
+    into ``columns`` equal spans of x (x ascending, as updates are) and each span keeps
+    its first smallest and first largest value and its first NaN (so a gap stays a gap),
+    in their order, plus the first and last point. Spikes and the extremes survive, and
+    every point lies within its span's kept min..max. Unchanged (the same arrays) when
+    there are no more points than columns::
+
+        >>> x = np.arange(10.0); y = np.array([0, 5, 1, 1, 1, 1, 1, 1, -3, 2.0])
+        >>> minmax_decimate(x, y, 2)[1].tolist()
+        [0.0, 5.0, -3.0, 2.0]
+    """
+    x, y = np.asarray(x), np.asarray(y)
+    columns = max(1, int(columns))
+    n = len(x)
+    if n <= columns:
+        return x, y
+    keep = np.sort(np.concatenate([_span_keep(x, y, columns), [0, n - 1]]))
+    keep = keep[np.concatenate([[True], np.diff(keep) > 0])]
+    return x[keep], y[keep]
+
+
+def _span_keep(x, y, columns):
+    """Indices of each span's first min, first max and first NaN (``minmax_decimate``)."""
+    n = len(x)
+    x = np.asarray(x, np.float64)
+    lo, span = x.min(), x.max() - x.min()
+    if not span > 0:
+        bucket = np.zeros(n, np.int64)
+    else:  # spans of runs of x: also well defined (if not pixel-exact) for unsorted x
+        bucket = np.clip(((x - lo) * (columns / span)).astype(np.int64), 0, columns - 1)
+    starts = np.flatnonzero(np.concatenate([[True], np.diff(bucket) != 0]))
+    counts = np.diff(np.append(starts, n))
+    index = np.arange(n)
+    values = np.asarray(y, np.float64)
+    nan = np.isnan(values)
+    out = []
+    for fill, reduce in ((np.inf, np.minimum), (-np.inf, np.maximum)):
+        v = np.where(nan, fill, values)
+        best = np.repeat(reduce.reduceat(v, starts), counts)
+        out.append(np.minimum.reduceat(np.where(v == best, index, n), starts))
+    out.append(np.minimum.reduceat(np.where(nan, index, n), starts))
+    keep = np.concatenate(out)
+    return keep[keep < n]

@@ -60,6 +60,7 @@ def draw_shards(recording, name, kind="velocity", step=None, *, ax=None,
     if hasattr(fig.canvas, "get_renderer"):
         fig.draw_without_rendering()  # settle the layout before measuring labels
         view.fit_labels(fig.canvas.get_renderer())
+        view.fit_lines()  # thinned for the norm panels' final widths
     return view
 
 

@@ -24,7 +24,8 @@ from .path_geometry import Plane, project
 
 __all__ = [
     "UpdateTerms", "decompose_update", "why_no_arrows", "arrow_chain", "nesterov_points",
-    "zoom_box", "TERM_LABELS", "TERM_SHORT",
+    "zoom_box", "zoom_factor", "drawn_chain", "place_labels", "TERM_LABELS", "TERM_SHORT",
+    "MIN_ARROW",
 ]
 
 TERM_LABELS = {
@@ -176,3 +177,94 @@ def zoom_box(points, main_box, pad: float = 0.3, min_frac: float = 0.02):
     c = (lo + hi) / 2
     return ((float(c[0] - span / 2), float(c[0] + span / 2)),
             (float(c[1] - span / 2), float(c[1] + span / 2)))
+
+
+def zoom_factor(main_box, box) -> float:
+    """How many times closer a zoomed panel over ``box`` is than the paths panel over
+    ``main_box`` (the larger sides' ratio).
+
+    >>> zoom_factor(((0, 8), (0, 4)), ((1, 1.5), (2, 2.5)))
+    16.0
+    """
+    main = max(float(np.ptp(main_box[0])), float(np.ptp(main_box[1])))
+    span = max(float(np.ptp(box[0])), float(np.ptp(box[1])))
+    return main / span if span > 0 else float("inf")
+
+
+MIN_ARROW = 0.12   # the shortest a zoomed panel draws its last arrow, in panel spans
+
+
+def drawn_chain(chain, span: float, min_frac: float = MIN_ARROW):
+    """``[(term, tail, uv_drawn, factor)]``: the arrows ``chain`` (``arrow_chain``) as a
+    zoomed panel ``span`` wide draws them. The last arrow (the gradient term, which ends
+    on the next point) when shorter than ``min_frac * span`` is drawn that long from its
+    tail, in its direction, ``factor`` times its true length (1 for the others): a
+    speck would show nothing. Zero-length arrows stay zero.
+
+    >>> [(t, uv.tolist(), f) for t, _, uv, f in drawn_chain(
+    ...     [("momentum", np.zeros(2), np.array([1.0, 0])), ("gradient", np.ones(2), np.array([0, 0.01]))], 2.0)]
+    [('momentum', [1.0, 0.0], 1.0), ('gradient', [0.0, 0.24], 24.0)]
+    """
+    out = []
+    for k, (term, tail, uv) in enumerate(chain):
+        uv = np.asarray(uv, np.float64)
+        n = float(np.hypot(*uv))
+        factor = 1.0
+        if k == len(chain) - 1 and 0 < n < min_frac * span and np.isfinite(n):
+            factor = min_frac * span / n
+        out.append((term, np.asarray(tail, np.float64), uv * factor, factor))
+    return out
+
+
+def _rect(anchor, d, r, size):
+    """The label box ``(x0, y0, x1, y1)`` of a label ``size`` points, ``r`` points from
+    ``anchor`` in direction ``d``, and its alignment."""
+    x, y = anchor[0] + r * d[0], anchor[1] + r * d[1]
+    w, h = size
+    ha = "right" if d[0] < -0.35 else "left" if d[0] > 0.35 else "center"
+    va = "top" if d[1] < -0.35 else "bottom" if d[1] > 0.35 else "center"
+    x0 = x - w if ha == "right" else x if ha == "left" else x - w / 2
+    y0 = y - h if va == "top" else y if va == "bottom" else y - h / 2
+    return (x0, y0, x0 + w, y0 + h), ha, va
+
+
+def place_labels(anchors, sizes, obstacles, panel, away=None, radii=(16.0, 28.0, 42.0, 60.0)):
+    """Where to put labels on leader lines, all in points of a panel ``panel = (W, H)``:
+    label ``i`` (``sizes[i] = (w, h)``) names the point ``anchors[i]``; each goes to the
+    spot (16 directions x ``radii``) that stays in the panel, overlaps neither the labels
+    placed before it nor the ``obstacles`` (points, e.g. samples along the arrow
+    shafts), and is nearest; ``away[i]`` (a direction or None) breaks ties. Returns
+    ``[(dx, dy, ha, va)]``: the text's offset from its anchor and its alignment.
+
+    >>> [(round(dx), round(dy), ha, va) for dx, dy, ha, va in place_labels(
+    ...     [(5.0, 50.0)], [(30.0, 10.0)], [], (100.0, 100.0), away=[(1.0, 0.0)])]
+    [(16, 0, 'left', 'center')]
+    """
+    W, H = panel
+    obstacles = np.asarray(obstacles, np.float64).reshape(-1, 2)
+    placed, out = [], []
+    dirs = [np.array([np.cos(t), np.sin(t)]) for t in np.linspace(0, 2 * np.pi, 16, endpoint=False)]
+    for i, (anchor, size) in enumerate(zip(anchors, sizes)):
+        pref = None if away is None or away[i] is None else np.asarray(away[i], np.float64)
+        if pref is not None and np.hypot(*pref) > 0:
+            pref = pref / np.hypot(*pref)
+        best = None
+        for r in radii:
+            for d in dirs:
+                (x0, y0, x1, y1), ha, va = _rect(anchor, d, r, size)
+                area = (x1 - x0) * (y1 - y0)
+                inside = max(0, min(x1, W) - max(x0, 0)) * max(0, min(y1, H) - max(y0, 0))
+                cost = 60.0 * (1 - inside / area)
+                for a0, b0, a1, b1 in placed:
+                    cost += 10.0 * max(0, min(x1, a1) - max(x0, a0)) * max(0, min(y1, b1) - max(y0, b0)) / area
+                if len(obstacles):
+                    hit = ((obstacles[:, 0] > x0 - 3) & (obstacles[:, 0] < x1 + 3)
+                           & (obstacles[:, 1] > y0 - 3) & (obstacles[:, 1] < y1 + 3))
+                    cost += 2.0 * float(hit.sum())
+                cost += 0.02 * r - (0.3 * float(d @ pref) if pref is not None else 0.0)
+                if best is None or cost < best[0]:
+                    best = (cost, r * d, ha, va, (x0, y0, x1, y1))
+        _, off, ha, va, rect = best
+        placed.append(rect)
+        out.append((float(off[0]), float(off[1]), ha, va))
+    return out

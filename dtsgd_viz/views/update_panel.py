@@ -16,27 +16,16 @@ import numpy as np
 from . import path_geometry as geo
 from . import style
 from . import update_geometry as upd
+from .direct_labels import text_size
 
-# Runs that start together (every rule's first update is along -g) stay apart: the
-# first run is drawn widest and lowest, the others dashed or dotted on top of it, each
-# with its own marker.
-_RUN_STYLES = (
-    dict(ls="-", lw=3.6, marker="o", ms=4.2),
-    dict(ls=(0, (5.0, 2.2)), lw=2.0, marker="s", ms=3.4),
-    dict(ls=(0, (1.0, 1.4)), lw=2.4, marker="^", ms=3.8),
-    dict(ls=(0, (6.0, 1.5, 1.5, 1.5)), lw=1.8, marker="D", ms=3.0),
-)
 TINT = 0.55  # how far towards white the gradient term's colour is mixed
 
 
 def run_styles(keys) -> dict[str, dict]:
-    """``{config: dict(ls, lw, marker, ms, zorder)}`` in the order of ``keys``."""
-    out = {}
-    for i, key in enumerate(keys):
-        s = dict(_RUN_STYLES[i % len(_RUN_STYLES)])
-        s["zorder"] = 3 + 0.1 * i
-        out[key] = s
-    return out
+    """``{config: dict(ls, lw, marker, ms, zorder)}``: each run's look from
+    ``style.run_looks`` (one look per rule, in every figure)."""
+    return {k: dict(ls=look.ls, lw=look.lw, marker=look.marker, ms=look.ms, zorder=look.zorder)
+            for k, look in style.run_looks(keys).items()}
 
 
 def tint(color, amount: float = TINT):
@@ -111,10 +100,6 @@ def _clear(ax):
     ax.set_aspect("auto")
 
 
-LABEL_OFFSET = 16.0           # points from the look-ahead point to its label
-LABEL_SIZE = (62.0, 24.0)     # points: about what "look-ahead:\ng taken here" takes
-
-
 def _size_points(ax):
     """The axes' (width, height) in points (its current position in the figure)."""
     bbox = ax.get_window_extent()
@@ -122,47 +107,24 @@ def _size_points(ax):
     return bbox.width * 72.0 / dpi, bbox.height * 72.0 / dpi
 
 
-def lookahead_label_direction(point, away, box, size, label=LABEL_SIZE, offset=LABEL_OFFSET):
-    """``(direction, ha, va)`` for the look-ahead label of ``point`` in the panel
-    ``box`` drawn ``size`` points wide and high: of 16 directions, the one closest to
-    ``away`` whose label (``label`` points, ``offset`` points from the point) stays
-    inside the panel; if none fits, the one leaving the least of it outside."""
-    (x0, x1), (y0, y1) = box
-    W, H = size
-    px = (float(point[0]) - x0) / ((x1 - x0) or 1.0) * W
-    py = (float(point[1]) - y0) / ((y1 - y0) or 1.0) * H
-    n = float(np.hypot(*away))
-    away = np.asarray(away, np.float64) / n if n > 0 else np.array([-1.0, -1.0]) / 2 ** 0.5
-    best = None
-    for t in np.linspace(0.0, 2 * np.pi, 16, endpoint=False):
-        d = np.array([np.cos(t), np.sin(t)])
-        ax_, ay = px + offset * d[0], py + offset * d[1]
-        left, right = (ax_ - label[0], ax_) if d[0] < 0 else (ax_, ax_ + label[0])
-        bottom, top = (ay - label[1], ay) if d[1] < 0 else (ay, ay + label[1])
-        outside = (max(0.0, 2 - left) + max(0.0, right - W + 2) + max(0.0, 2 - bottom)
-                   + max(0.0, top - H + 2))
-        key = (outside, -float(d @ away))
-        if best is None or key < best[0]:
-            best = (key, d)
-    d = best[1]
-    return d, ("right" if d[0] < 0 else "left"), ("top" if d[1] < 0 else "bottom")
-
-
 def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect=True):
-    """Clear ``ax`` and draw one run's update ``data`` there, arrows thick."""
+    """Clear ``ax`` and draw one run's update ``data`` there: thick arrows tip to tail,
+    each named on a leader line with its true length, the zoom factor in the title."""
     from matplotlib import patheffects
 
-    fs = style.FONT_SIZE
     _clear(ax)
     if data.box is None:
-        ax.set_title(f"{data.key}: update {data.update} (non-finite)", fontsize=fs + 1, color=color)
+        ax.set_title(f"{data.key}: update {data.update} (non-finite)", fontsize=style.TITLE_SIZE,
+                     color=color)
         return
     _draw_surroundings(ax, scene, data, color, run_style)
     outline = [patheffects.withStroke(linewidth=2.5, foreground="white")]
-    _draw_chain(ax, data, color, outline)
+    arrows = _draw_chain(ax, data, color)
+    labels = _arrow_labels(data, arrows)
     if data.nesterov is not None:
-        _draw_lookahead(ax, data, color, outline)
-    _frame_panel(ax, data, color, equal_aspect)
+        labels += _draw_lookahead(ax, data, color)
+    _place(ax, data, labels, arrows, color, outline, equal_aspect)
+    _frame_panel(ax, data, color, equal_aspect, upd.zoom_factor(scene.box, data.box))
 
 
 def _draw_surroundings(ax, scene, data: PanelData, color, run_style):
@@ -174,74 +136,118 @@ def _draw_surroundings(ax, scene, data: PanelData, color, run_style):
                             data.box, n=41)
     levels = geo.log_levels(Z, n=9, inner=0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ax.contour(X, Y, Z, levels=levels, colors="0.6", linewidths=0.7, alpha=0.7)
+        ax.contour(X, Y, Z, levels=levels, colors="0.7", linewidths=0.7, alpha=0.7)
     c = scene.coords[data.key]
     ax.plot(c[:, 0], c[:, 1], ls=run_style["ls"], color=color, lw=1.0, alpha=0.25,
             gid=f"zoom-path:{data.key}")
     seg = trail_segments(c, len(data.trail) - 1)
     if len(seg):
-        ax.add_collection(LineCollection(seg, colors=fade_rgba(color, len(seg), half_life=3.0), linewidths=2.2,
+        rgba = fade_rgba(color, len(seg), half_life=3.0)
+        ax.add_collection(LineCollection(seg, colors=rgba, linewidths=2.0,
                                          gid=f"zoom-trail:{data.key}", zorder=3))
-        ax.scatter(seg[:, 0, 0], seg[:, 0, 1], s=14, c=fade_rgba(color, len(seg), half_life=3.0),
-                   zorder=3, gid=f"zoom-trail-points:{data.key}")
-    ax.plot([data.position[0]], [data.position[1]], "o", ms=11, mfc="white", mec=color, mew=2.2,
-            zorder=5, gid=f"zoom-position:{data.key}")
+        ax.scatter(seg[:, 0, 0], seg[:, 0, 1], s=14, c=rgba, zorder=3,
+                   gid=f"zoom-trail-points:{data.key}")
+    current = style.ROLE_LOOKS["current"]
+    ax.plot([data.position[0]], [data.position[1]], current.marker, ms=current.ms + 2, mfc="white",
+            mec=color, mew=current.lw + 0.2, zorder=5, gid=f"zoom-position:{data.key}")
 
 
-def _draw_chain(ax, data: PanelData, color, outline):
-    """The terms as thick arrows tip to tail, each long enough labelled, and the point
-    the update reaches."""
-    fs = style.FONT_SIZE
-    tip = data.position
-    span = np.ptp(data.box[0])
-    for term, tail, uv in data.chain:
+def _draw_chain(ax, data: PanelData, color):
+    """The terms as thick arrows tip to tail (the last one drawn at least
+    ``upd.MIN_ARROW`` of the panel long, ``upd.drawn_chain``) and the point the update
+    reaches. Returns ``[(term, tail, uv_drawn, true_length, factor)]``."""
+    span = float(np.ptp(data.box[0]))
+    out = []
+    for term, tail, uv, factor in upd.drawn_chain(data.chain, span):
         tc = term_color(term, color)
-        ax.quiver([tail[0]], [tail[1]], [uv[0]], [uv[1]], angles="xy", scale_units="xy", scale=1.0,
-                  color=tc, width=0.024, headwidth=3.0, headlength=3.4, headaxislength=3.0,
-                  edgecolor=color, linewidth=1.0, zorder=7, gid=f"zoom-arrow:{data.key}:{term}")
-        tip = np.asarray(tail) + np.asarray(uv)
-        norm = float(np.hypot(*uv))
-        if norm > 0.04 * span:  # label only arrows long enough to carry one
-            mid = np.asarray(tail) + 0.5 * np.asarray(uv)
-            off = np.array([-uv[1], uv[0]]) / norm * 0.06 * span
-            ax.text(*(mid + off), upd.TERM_SHORT[term], fontsize=fs + 1, color=color,
-                    ha="center", va="center", zorder=8, path_effects=outline,
-                    fontweight="bold" if term != "gradient" else "normal")
-    ax.plot([tip[0]], [tip[1]], "o", ms=6, color=color, mec="white", mew=1.0, zorder=8,
-            gid=f"zoom-next:{data.key}")
+        q = ax.quiver([tail[0]], [tail[1]], [uv[0]], [uv[1]], angles="xy", scale_units="xy", scale=1.0,
+                      color=tc, width=0.024, headwidth=3.0, headlength=3.4, headaxislength=3.0,
+                      edgecolor=color, linewidth=1.0, zorder=7, gid=f"zoom-arrow:{data.key}:{term}",
+                      linestyle="--" if factor > 1 else "-")
+        q.magnified = factor
+        out.append((term, tail, uv, float(np.hypot(*uv)) / factor, factor))
+    last = data.chain[-1] if data.chain else None
+    if last is not None:
+        tip = np.asarray(last[1]) + np.asarray(last[2])
+        ax.plot([tip[0]], [tip[1]], "o", ms=6, color=color, mec="white", mew=1.0, zorder=8,
+                gid=f"zoom-next:{data.key}")
+    return out
 
 
-def _draw_lookahead(ax, data: PanelData, color, outline):
-    """Nesterov's classical iterate, the look-ahead point where g was taken (the
-    parameter) and a label on it that stays in the panel."""
+def _length(x: float) -> str:
+    return f"{x:.2g}" if x >= 1e-3 else f"{x:.1e}"
+
+
+def _arrow_labels(data: PanelData, arrows):
+    """``[(text, anchor, gid, bold)]``: each arrow's name and true length, anchored at the
+    middle of its shaft."""
+    out = []
+    for term, tail, uv, length, factor in arrows:
+        text = f"{upd.TERM_SHORT[term]}  {_length(length)}"
+        if factor > 1:
+            text += f"\n(drawn ×{factor:.0f} longer)" if factor >= 9.5 else f"\n(drawn ×{factor:.1f} longer)"
+        elif length == 0:
+            text = f"{upd.TERM_SHORT[term]} = 0"
+        out.append((text, np.asarray(tail) + 0.5 * np.asarray(uv), f"zoom-label:{data.key}:{term}",
+                    term != "gradient"))
+    return out
+
+
+def _draw_lookahead(ax, data: PanelData, color):
+    """Nesterov's classical iterate and the look-ahead point where g was taken (the
+    parameter); returns their labels, placed with the arrows' (``_place``)."""
     it, la = data.nesterov
     ax.plot([it[0], la[0]], [it[1], la[1]], ":", color=color, lw=1.4, zorder=4)
     ax.plot([it[0]], [it[1]], "s", ms=6, mfc="white", mec=color, mew=1.4, zorder=6,
             gid=f"iterate:{data.key}")
     ax.plot([la[0]], [la[1]], "D", ms=7, color=color, mec="white", mew=1.0, zorder=9,
             gid=f"lookahead:{data.key}")
-    # the label goes behind the point, away from where the arrows leave it, and
-    # never out of the panel: the direction most away from them whose label fits
-    away = -sum((np.asarray(uv) for _, _, uv in data.chain), np.zeros(2))
-    d, ha, va = lookahead_label_direction(la, away, data.box, _size_points(ax))
-    ax.annotate("look-ahead:\ng taken here", la, gid=f"lookahead-label:{data.key}",
-                xytext=tuple(LABEL_OFFSET * d), textcoords="offset points",
-                fontsize=style.FONT_SIZE - 1, color=color, ha=ha, va=va, zorder=9,
-                path_effects=outline)
+    return [("look-ahead point:\ng taken here", np.asarray(la), f"lookahead-label:{data.key}", False),
+            ("iterate p − μ·v_prev", np.asarray(it), f"iterate-label:{data.key}", False)]
 
 
-def _frame_panel(ax, data: PanelData, color, equal_aspect):
-    """Limits on the zoom box, small tick labels for its scale, the title and spines in
-    the run's colour."""
-    fs = style.FONT_SIZE
+def _place(ax, data: PanelData, labels, arrows, color, outline, equal_aspect=True):
+    """Write ``labels`` on leader lines, off the arrow shafts, the marks and each other
+    (``upd.place_labels``)."""
+    (x0, x1), (y0, y1) = data.box
+    W, H = _size_points(ax)
+    if equal_aspect:   # the square box is drawn as a square: the axes shrink to it
+        W = H = min(W, H)
+    to_pt = lambda p: np.array([(p[0] - x0) / ((x1 - x0) or 1) * W,  # noqa: E731
+                                (p[1] - y0) / ((y1 - y0) or 1) * H])
+    t = np.linspace(0.0, 1.0, 24)[:, None]
+    obstacles = [to_pt(np.asarray(tail) + s * np.asarray(uv)) for _, tail, uv, _, _ in arrows for s in t]
+    obstacles += [to_pt(data.position)] * 3
+    if data.nesterov is not None:
+        obstacles += [to_pt(p) for p in data.nesterov]
+    centre = np.mean([to_pt(a) for _, a, _, _ in labels], axis=0)
+    away = [to_pt(a) - centre for _, a, _, _ in labels]
+    fs = style.TICK_SIZE
+    spots = upd.place_labels([to_pt(a) for _, a, _, _ in labels],
+                             [text_size(text, fs) for text, _, _, _ in labels],
+                             np.reshape(obstacles, (-1, 2)), (W, H), away)
+    for (text, anchor, gid, bold), (dx, dy, ha, va) in zip(labels, spots):
+        ax.annotate(text, anchor, xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
+                    fontsize=fs, color=color, fontweight="bold" if bold else "normal", zorder=9,
+                    path_effects=outline, gid=gid, annotation_clip=False,
+                    arrowprops=dict(arrowstyle="-", color=color, lw=0.8, shrinkA=0, shrinkB=2,
+                                    alpha=0.8))
+
+
+def _frame_panel(ax, data: PanelData, color, equal_aspect, zoom):
+    """Limits on the zoom box, a few tick labels for its scale, the title (with the zoom
+    factor over the paths panel) and spines in the run's colour."""
+    from matplotlib.ticker import MaxNLocator
     ax.set_xlim(*data.box[0])
     ax.set_ylim(*data.box[1])
     if equal_aspect:
         ax.set_aspect("equal", adjustable="box")
-    # small tick labels on both axes give the scale of the box
-    ax.tick_params(labelsize=fs - 2.5, labelleft=True, pad=1.5)
-    ax.set_title(f"{data.key}: update {data.update}", fontsize=fs + 1, color=color,
-                 fontweight="bold")
+    ax.xaxis.set_major_locator(MaxNLocator(4))
+    ax.yaxis.set_major_locator(MaxNLocator(4))
+    ax.tick_params(labelsize=style.TICK_SIZE, labelleft=True, pad=1.5)
+    factor = f"×{zoom:.0f}" if zoom >= 9.5 else f"×{zoom:.1f}"
+    ax.set_title(f"{data.key}: update {data.update} · zoom {factor}", fontsize=style.TITLE_SIZE,
+                 color=color, fontweight="bold")
     for spine in ax.spines.values():
         spine.set_edgecolor(color)
         spine.set_linewidth(1.2)

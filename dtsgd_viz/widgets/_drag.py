@@ -17,12 +17,13 @@ import dataclasses
 
 import numpy as np
 
+from ..views import style
 from . import _pointer
 from .compare_state import compare_configs
 
 __all__ = ["DragState", "drag_state", "StartDrag", "preview_paths", "PREVIEW_TITLE"]
 
-PREVIEW_TITLE = "PREVIEW (numpy reference of the rule) – release to run the real DTensor SGD"
+PREVIEW_TITLE = "PREVIEW: the numpy reference of the rule\nrelease to run the real DTensor SGD"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +144,7 @@ class StartDrag:
                 line.set_data([start[0]], [start[1]])
         for line in (getattr(view.artists, "loss_lines", None) or {}).values():
             line.set_alpha(0.25)
-        ax.set_title(PREVIEW_TITLE, fontsize=9, color="#A04000", gid="preview-title")
+        ax.set_title(PREVIEW_TITLE, fontsize=style.LABEL_SIZE, color="#A04000", gid="preview-title")
         self.previews += 1
         cw.refresh()
 

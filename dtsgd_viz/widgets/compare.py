@@ -117,7 +117,7 @@ class CompareWidget(FigureWidget):
     """
 
     def __init__(self, surface, *, learning_rate=0.05, momentum=0.9, start=None, steps=60,
-                 mesh=None, tol=1e-3, background=True, figsize=(11.5, 5.2), dpi=90):
+                 mesh=None, tol=1e-3, background=True, figsize=style.COMPARE_SIZE, dpi=style.DPI):
         from ..runs import check_start
         if not all(hasattr(surface, a) for a in ("shape", "value_np", "minimum", "default_start")):
             raise TypeError(f"surface must be a dtsgd_viz.surfaces surface. Received: {surface!r}.")
@@ -232,10 +232,15 @@ class CompareWidget(FigureWidget):
                                  f"{html.escape(type(e).__name__)}: {html.escape(str(e))}</span>")
 
     def _draw(self, recordings, params):
+        from ..views.figure import fit, headline
+        from ..views.path_scene import finding
         fig = self.figure
         self.unfreeze_layout()
         fig.clear()
-        ax_path, ax_loss = fig.subplots(1, 2, width_ratios=[1.2, 1.0])
+        label = getattr(self.surface, "label", type(self.surface).__name__)
+        body = headline(fig, " ", f"real DTensor SGD on the {label} · learning rate {params.learning_rate:.3g}, "
+                                  f"momentum {params.momentum:.2f}, {params.steps} updates · drag the start")
+        ax_path, ax_loss = body.subplots(1, 2, width_ratios=[1.05, 1.0])
         # the runs the table calls diverged end where they left the view box, as in
         # PhaseDiagram, with a note on both panels (draw_paths)
         box = getattr(self.surface, "view_box", None) if tuple(self.surface.shape) == (2,) else None
@@ -244,14 +249,13 @@ class CompareWidget(FigureWidget):
             for r in self.rows if r.diverged and r.name in recordings}
         self.view = draw_paths(recordings, self.surface, None, ax=(ax_path, ax_loss), arrows=False,
                                diverged=diverged)
-        fs = style.FONT_SIZE
+        fig.suptitle(fit(finding(self.view.scene), fig.get_figwidth() * 72, style.SUPTITLE_SIZE, bold=True),
+                     fontsize=style.SUPTITLE_SIZE, fontweight="bold")
         target = float(self.surface.min_value) + self.tol
-        ax_loss.axhline(target, color="0.3", ls=":", lw=1.1, gid="tolerance",
-                        label=f"minimum + tol ({target:g})")
-        ax_loss.legend(fontsize=fs - 1, loc="upper right", framealpha=0.9)
-        ax_path.set_title("Paths on the loss contours", fontsize=fs + 2)
-        label = getattr(self.surface, "label", type(self.surface).__name__)
-        fig.suptitle(f"Plain SGD, momentum and Nesterov on the {label}\n"
-                     f"real DTensor SGD: learning rate {params.learning_rate:.3g}, momentum "
-                     f"{params.momentum:.2f}, {params.steps} updates", fontsize=fs + 3)
+        tol = style.ROLE_LOOKS["tolerance"]
+        ax_loss.axhline(target, **tol.line(), gid="tolerance", label=f"minimum + tol ({target:g})")
+        ax_loss.annotate(f"minimum + tol ({target:g})", (0.01, target), xycoords=("axes fraction", "data"),
+                         xytext=(2, 3), textcoords="offset points", fontsize=style.NOTE_SIZE,
+                         color=tol.color, gid="tolerance-label", annotation_clip=True)
+        ax_path.set_title("Paths on the loss contours", fontsize=style.TITLE_SIZE)
         self.refresh(relayout=True)

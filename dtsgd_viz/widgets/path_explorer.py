@@ -24,6 +24,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..views import path_geometry as geo
+from ..views import style
 from ..views import update_geometry as upd
 from ..views import update_panel as panel
 from ..views.path_frames import draw_zoom, path_title, set_trail
@@ -223,6 +224,18 @@ def _spacing(updates) -> int:
     return int(d[0]) if len(d) and np.all(d == d[0]) else 1
 
 
+def _drawn_over(moving) -> list:
+    """The still artists a full draw puts over some moving one of the same axes (the
+    start over the trails): redrawn with them, so a blitted frame stacks as a full one."""
+    out = []
+    for ax in {a.axes for a in moving if getattr(a, "axes", None) is not None}:
+        mine = [a for a in moving if a.axes is ax]
+        low = min(a.get_zorder() for a in mine)
+        out += [a for a in [*ax.lines, *ax.collections, *ax.patches, *ax.texts]
+                if a not in mine and a.get_zorder() > low and a.get_visible()]
+    return out
+
+
 class PathExplorer(FigureWidget):
     """``plot_paths`` with an update slider and a linked Play; ``.widget`` is the root
     ``VBox``, ``.view`` the ``PathsView`` (scene and artists).
@@ -247,7 +260,7 @@ class PathExplorer(FigureWidget):
     """
 
     def __init__(self, recordings, surface, *, name="w", step=None, arrows=True, zoom=False,
-                 interval=100, figsize=None, dpi=90, compress_level=1):
+                 interval=100, figsize=None, dpi=style.DPI, compress_level=1):
         recs = recordings if isinstance(recordings, Mapping) else {"recording": recordings}
         ok = bool(arrows) and all(arrows_possible(r) for r in recs.values()
                                   if hasattr(r, "kinds") and hasattr(r, "steps"))
@@ -276,10 +289,10 @@ class PathExplorer(FigureWidget):
         art = self.view.artists
         # drawn over the background in z-order, as a full draw would stack them; the
         # zoomed panels are redrawn whole for every update (their limits follow it)
-        self._moving = sorted([*art.positions.values(), *art.arrows.values(),
-                               *art.trails.values(), *art.zoom_boxes.values(),
-                               *art.loss_markers.values(), art.step_line, art.title],
-                              key=lambda a: a.get_zorder()) + list(art.zoom_axes.values())
+        moving = [*art.positions.values(), *art.arrows.values(), *art.trails.values(),
+                  *art.zoom_boxes.values(), *art.loss_markers.values(), art.step_line, art.title]
+        self._moving = sorted(moving + _drawn_over(moving), key=lambda a: a.get_zorder()) + list(
+            art.zoom_axes.values())
         self.backgrounds = 0
 
         spacing = _spacing(updates)

@@ -96,7 +96,7 @@ class PhaseDiagram(FigureWidget):
     """
 
     def __init__(self, surface, *, learning_rates=None, momenta=None, steps=150, tol=1e-3,
-                 start=None, mesh=None, figsize=(11.5, 9.4), dpi=90):
+                 start=None, mesh=None, figsize=style.PHASE_DIAGRAM_SIZE, dpi=style.DPI):
         from ..runs import check_start
         from ..views.phase import default_axes
         if not all(hasattr(surface, a) for a in ("shape", "value_np", "grad_np", "minimum")):
@@ -225,13 +225,20 @@ class PhaseDiagram(FigureWidget):
     def _draw(self):
         from matplotlib.patches import Patch, Rectangle
 
-        fig, fs = self.figure, style.FONT_SIZE
+        from ..views.figure import headline
+        from ..views.phase_geometry import phase_finding
+
+        fig = self.figure
         self.unfreeze_layout()
         fig.clear()
-        gs = fig.add_gridspec(2, 2)
+        label = getattr(self.surface, "label", type(self.surface).__name__)
+        body = headline(fig, phase_finding(self.grids["momentum"].steps, self.grids["nesterov"].steps),
+                        f"{label} · at most {self.steps_max} updates · {REFERENCE_NOTE}")
+        top, bottom = body.subfigures(2, 1, hspace=0.02)
+        ax_m, ax_n = top.subplots(1, 2)
         # the order of fig.axes: momentum, nesterov, paths, ratio
-        ax_m, ax_n = fig.add_subplot(gs[0, 0]), fig.add_subplot(gs[0, 1])
-        ax_p, ax_r = fig.add_subplot(gs[1, 1]), fig.add_subplot(gs[1, 0])
+        grid = bottom.add_gridspec(1, 2)
+        ax_p, ax_r = bottom.add_subplot(grid[0, 1]), bottom.add_subplot(grid[0, 0])
         self.map_axes = {"momentum": ax_m, "nesterov": ax_n, "ratio": ax_r}
         loss0 = float(self.grids["momentum"].losses[0].flat[0]) - float(self.surface.min_value)
         self.view = draw_phase(self.grids, self.surface, self.map_axes, loss0=loss0)
@@ -245,23 +252,18 @@ class PhaseDiagram(FigureWidget):
             ax.add_patch(rect)
             self.pick_rects.append(rect)
         handles = self.view.handles + [Patch(fill=False, ec=PICK_COLOR, lw=2, label="picked cell (click one)")]
-        fig.legend(handles=handles, loc="outside lower left", ncol=3, fontsize=fs - 0.5, frameon=False)
-        fig.text(0.995, 0.005, REFERENCE_NOTE, ha="right", va="bottom", fontsize=fs - 1,
-                 color="0.3", gid="reference-note")
-        label = getattr(self.surface, "label", type(self.surface).__name__)
-        fig.suptitle(f"Updates to converge on the {label}: classical momentum vs Nesterov "
-                     f"({self.steps_max} updates at most)", fontsize=fs + 3)
+        bottom.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=style.NOTE_SIZE,
+                      frameon=False)
         self._draw_path_panel(ax_p)
         self.refresh(relayout=True)
 
     def _draw_path_panel(self, ax):
-        fs = style.FONT_SIZE
         self.path_view = None
         if self.recordings is None:
             ax.set_axis_off()
-            ax.text(0.5, 0.5, "Click a cell of a map (or pick a learning rate\nand a momentum, then "
-                    "press “run real optimizer here”)\nto see the real DTensor SGD's paths.",
-                    ha="center", va="center", fontsize=fs + 1, color="0.3", transform=ax.transAxes,
+            ax.text(0.5, 0.5, "Click a cell of a map\n(or pick a learning rate and\na momentum, then press\n"
+                    "“run real optimizer here”)\nto see the real DTensor\nSGD's paths there.",
+                    ha="center", va="center", fontsize=style.LABEL_SIZE, color="0.3", transform=ax.transAxes,
                     gid="path-hint")
             return
         box = getattr(self.surface, "view_box", None)
@@ -281,7 +283,7 @@ class PhaseDiagram(FigureWidget):
             ax.set_ylim(*box[1])
         lr = self.learning_rates[self.ran_at.lr_index]
         mu = self.momenta[self.ran_at.mu_index]
-        ax.set_title(f"Real DTensor SGD at lr = {lr:.3g}, μ = {mu:.3g}", fontsize=fs + 1.5)
+        ax.set_title(f"Real DTensor SGD at lr = {lr:.3g}, μ = {mu:.3g}", fontsize=style.TITLE_SIZE)
 
 
 def _outcome(steps: int, is_diverged: bool, at=None) -> str:

@@ -19,6 +19,7 @@ import math
 import ipywidgets as widgets
 import numpy as np
 
+from ..views import style
 from ..views.rates import RULE_NAMES, RatesView, block_rates
 from ._canvas import FigureWidget
 
@@ -55,7 +56,7 @@ class RateExplorer(FigureWidget):
     one above the recorded rate). ``.widget`` is the root ``VBox``, ``.view`` the
     ``RatesView``, ``.state`` the ``RateState`` shown."""
 
-    def __init__(self, recording, surface, name="w", *, figsize=(11.5, 4.8), dpi=90):
+    def __init__(self, recording, surface, name="w", *, figsize=style.RATES_SIZE, dpi=style.DPI):
         super().__init__(figsize=figsize, dpi=dpi)
         self.rates = block_rates(recording, surface, name)
         lr = self.rates.learning_rate

@@ -136,3 +136,138 @@ def test_layout_autocast_variables_needs_a_layoutmap_model():
     model = tf_keras.Sequential([tf_keras.layers.Dense(2, input_shape=(3,))], name="free")
     with pytest.raises(ValueError, match="'free' was not built under a LayoutMap"):
         dtsgd_viz.layout_autocast_variables(model)
+
+
+# ---- a dynamic loss scale on the mesh -------------------------------------------------
+
+GROWTH_STEPS, UPDATES = 6, 20
+
+
+def _overflow_model(mesh):
+    """4 -> 16 (tanh, float16) -> 1 (float32) under mixed_float16. Targets near 300 make the
+    scaled float16 gradients of d1 overflow until the scale is down to about 2**7, so the
+    first updates from 2**15 are skipped, and later growth overflows once more."""
+    tf_keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        lm = tf_keras.dtensor.experimental.LayoutMap(mesh)
+        lm["d1.kernel"] = dtensor.Layout(["unsharded", "model"], mesh)
+        lm["d1.bias"] = dtensor.Layout(["model"], mesh)
+        lm["d2.kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
+        lm["d2.bias"] = dtensor.Layout.replicated(mesh, 1)
+        with lm.scope():
+            tf_keras.utils.set_random_seed(0)
+            model = tf_keras.Sequential([
+                tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
+                tf_keras.layers.Dense(1, name="d2", dtype="float32"),
+            ])
+        return dtsgd_viz.layout_autocast_variables(model)
+    finally:
+        tf_keras.mixed_precision.set_global_policy("float32")
+
+
+def _overflow_data(mesh):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 4)).astype(np.float32)
+    return fit_dataset(mesh, x, 300.0 + (x @ np.array([1.0, -2.0, 0.5, 3.0], np.float32))[:, None])
+
+
+class _ScaleLog:
+    """Per update: (scale before, scale after, skipped by skipped_steps, weights moved)."""
+
+    def __init__(self, model, opt):
+        self.model, self.opt, self.rows = model, opt, []
+
+    def _read(self):
+        skipped = getattr(self.opt, "skipped_steps", None)
+        return (float(self.opt.loss_scale.numpy()),
+                None if skipped is None else int(skipped.numpy()),
+                [dtsgd_viz.to_numpy(getattr(w, "_variable", w)) for w in self.model.weights])
+
+    def before(self):
+        self._before = self._read()
+
+    def after(self):
+        (s0, k0, p0), (s1, k1, p1) = self._before, self._read()
+        moved = not all(np.array_equal(a, b) for a, b in zip(p0, p1))
+        self.rows.append((s0, s1, None if k0 is None else k1 - k0 == 1, moved))
+
+
+def _train(how, model, opt, mesh):
+    log = _ScaleLog(model, opt)
+    if how == "fit":
+        model.compile(optimizer=opt, loss="mse")
+        assert model.optimizer is opt  # compile keeps a loss scale optimizer as it is
+        callback = tf_keras.callbacks.LambdaCallback(on_train_batch_begin=lambda *_: log.before(),
+                                                     on_train_batch_end=lambda *_: log.after())
+        model.fit(_overflow_data(mesh), epochs=1, steps_per_epoch=UPDATES, verbose=0,
+                  callbacks=[callback])
+        return log.rows
+    variables = model.trainable_variables
+
+    @tf.function
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            scaled = opt.get_scaled_loss(tf.reduce_mean(tf.square(model(x, training=True) - y)))
+        opt.apply_gradients(zip(opt.get_unscaled_gradients(tape.gradient(scaled, variables)),
+                                variables))
+
+    batches = iter(_overflow_data(mesh))
+    for _ in range(UPDATES):
+        log.before()
+        step(*next(batches))
+        log.after()
+    return log.rows
+
+
+def _documented_scales(skipped, initial=2.0**15, growth_steps=GROWTH_STEPS):
+    """tf-keras' rule: a non-finite update halves the scale (never below 1) and resets the
+    count; ``growth_steps`` finite updates in a row double it."""
+    scale, good, scales = initial, 0, [initial]
+    for skip in skipped:
+        if skip:
+            scale, good = max(scale / 2, 1.0), 0
+        else:
+            good += 1
+            if good == growth_steps:
+                scale, good = scale * 2, 0
+        scales.append(scale)
+    return scales
+
+
+@pytest.mark.parametrize("how", ["fit", "loop"])
+def test_mesh_loss_scale_halves_once_per_overflow(mesh, how):
+    model = _overflow_model(mesh)
+    opt = dtsgd_viz.MeshLossScaleOptimizer(dtsgd_viz.SGD(0.001, momentum=0.9, mesh=mesh),
+                                           dynamic_growth_steps=GROWTH_STEPS)
+    assert dtsgd_viz.layout_of(opt.dynamic_counter).mesh == dtsgd_viz.mesh_spec(mesh)
+    rows = _train(how, model, opt, mesh)
+    skipped = [r[2] for r in rows]
+    # skipped (counted by the optimizer) and applied (seen in the weights) never overlap
+    assert [not r[3] for r in rows] == skipped
+    assert int(opt.iterations.numpy()) == UPDATES == len(rows)
+    assert int(opt.skipped_steps.numpy()) == sum(skipped) >= 1
+    assert sum(skipped) + sum(r[3] for r in rows) == UPDATES
+    scales = [rows[0][0]] + [r[1] for r in rows]
+    print(how, "loss scale history:", scales)
+    assert scales == _documented_scales(skipped), scales
+    assert skipped[0] and scales[1] == 2.0**14               # the first overflow: halved, once
+    assert any(b == 2 * a for a, b in zip(scales, scales[1:]))  # and it grew back
+
+
+def test_plain_tf_keras_loss_scale_races_on_a_mesh(mesh):
+    """Upstream bug, pinned: tf-keras' LossScaleOptimizer keeps its scale and counter as
+    CPU:0 variables that every device updates in turn; one overflow on 2x4 divides the
+    scale by 2**8, not 2. When this fails, tf-keras has fixed it."""
+    model = _overflow_model(mesh)
+    opt = tf_keras.mixed_precision.LossScaleOptimizer(
+        dtsgd_viz.SGD(0.001, momentum=0.9, mesh=mesh), dynamic_growth_steps=GROWTH_STEPS)
+    assert not _dtensor.is_dvariable(opt.dynamic_counter)
+    rows = _train("loop", model, opt, mesh)
+    skipped = [not r[3] for r in rows]  # weights unchanged: the update was skipped
+    scales = [rows[0][0]] + [r[1] for r in rows]
+    print("plain loss scale history:", scales)
+    assert skipped[0], scales
+    # the first move of the scale is an overflow's, and it is far more than a halving
+    # (seen: 2**15 -> 2**7, the first update leaving it at 2**15)
+    assert next(s for s in scales if s != 2.0**15) <= 2.0**12, scales
+    assert scales != _documented_scales(skipped), scales

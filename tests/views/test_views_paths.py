@@ -98,9 +98,17 @@ def test_path_vertices_are_the_recorded_params(rotated):
     ax_path, ax_loss = fig.axes[:2]
     assert ax_path.get_xlabel() == "w[0]" and ax_path.get_ylabel() == "w[1]"
     assert ax_path.get_title() and ax_loss.get_title() and fig.get_suptitle()
-    legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert {*CONFIGS, "start", "minimum"} <= set(legend)
-    assert not gid_artists(fig, "arrow:")  # step=None: no arrows
+    # labels on the data, no legend: the start and minimum named beside them, each run
+    # at the end of its loss line, in its colour
+    assert not fig.legends and ax_path.get_legend() is None and ax_loss.get_legend() is None
+    texts = {t.get_gid(): t for ax in fig.axes for t in ax.texts if t.get_gid()}
+    assert texts["start-label"].get_text() == "start" and texts["minimum-label"].get_text() == "minimum"
+    for name, rec in rotated.items():
+        label = texts[f"label:{name}"]
+        assert label.axes is ax_loss and label.get_color() == colors[name]
+        assert label.get_position()[0] > rec.steps[-1]   # to the right of the line's end
+    # no step named: the update where the runs differ most is taken apart, and said so
+    assert gid_artists(fig, "arrow:") and "where the runs differ most" in ax_path.get_title()
 
 
 def test_contours_are_the_surface_on_log_levels(rotated):
@@ -166,7 +174,8 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, update):
         expected = {"momentum": mu * v_prev, "gradient": -lr * g}
         order = ["momentum", "gradient"]
     color = style.optimizer_color(name)
-    # the path panel's arrows and the zoomed panel's thick ones show the same vectors
+    # the path panel's arrows and the zoomed panel's thick ones show the same vectors; the
+    # panel draws its last arrow (-lr*g) at least MIN_ARROW of the panel long, saying so
     for prefix in ("arrow:", "zoom-arrow:"):
         arrows = {key.split(":", 1)[1]: q for key, q in gid_artists(fig, prefix).items()
                   if key.startswith(name + ":")}
@@ -175,7 +184,18 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, update):
         for term in order:
             xy, uv = quiver_arrow(arrows[term])
             np.testing.assert_allclose(xy, tail, rtol=1e-12, atol=1e-12)  # tip to tail
-            np.testing.assert_allclose(uv, expected[term], rtol=1e-6, atol=1e-9)
+            factor = getattr(arrows[term], "magnified", 1.0) if prefix == "zoom-arrow:" else 1.0
+            assert factor == 1.0 or term == order[-1]
+            np.testing.assert_allclose(uv / factor, expected[term], rtol=1e-6, atol=1e-9)
+            if prefix == "zoom-arrow:":
+                ax = arrows[term].axes
+                span = np.ptp(ax.get_xlim())
+                assert factor == 1.0 or np.hypot(*uv) == pytest.approx(upd.MIN_ARROW * span, rel=1e-6)
+                label = [t for t in ax.texts if t.get_gid() == f"zoom-label:{name}:{term}"][0]
+                true = float(np.hypot(*expected[term]))   # its true length, on its label
+                assert f"{true:.2g}" in label.get_text() or f"{true:.1e}" in label.get_text()
+                assert (f"drawn ×" in label.get_text()) == (factor > 1)
+                uv = expected[term]
             face = arrows[term].get_facecolor()[0]
             if term == "gradient":
                 assert_tint_of(face, color)    # the run's colour, lighter; not black
@@ -190,7 +210,12 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, update):
     np.testing.assert_array_equal(pos.get_xydata()[0], path[i])
     assert fig.axes[0].get_title().startswith(f"Update {k}:")
     zoom_ax = gid_artists(fig, "zoom-position:")[name].axes
-    assert zoom_ax.get_title() == f"{name}: update {k}"
+    # the panel says how much closer it is than the paths panel
+    zoom = upd.zoom_factor((fig.axes[0].get_xlim(), fig.axes[0].get_ylim()),
+                           (zoom_ax.get_xlim(), zoom_ax.get_ylim()))
+    assert zoom_ax.get_title().startswith(f"{name}: update {k} · zoom ×")
+    shown = float(zoom_ax.get_title().rsplit("×", 1)[1])
+    assert shown == pytest.approx(zoom, rel=0.06, abs=0.06)
     # the zoomed panel holds the position and where the update ends
     (x0, x1), (y0, y1) = zoom_ax.get_xlim(), zoom_ax.get_ylim()
     for point in (path[i], path[i + 1]):
@@ -220,13 +245,19 @@ def test_older_updates_fade_and_runs_stay_apart(rotated):
         assert np.all(np.diff(alpha) > 0) and alpha[-1] == pytest.approx(1.0) and alpha[0] < 0.6
         np.testing.assert_allclose(trails[name].get_colors()[:, :3], np.tile(rgb(
             style.optimizer_color(name)), (5, 1)))
-    # every rule's first update is along -g: the paths overlap there, so each run
-    # has its own dash pattern, marker and width
+    # every rule's first update is along -g: the paths overlap there, so each rule has
+    # its own look (style.RULE_LOOKS), the same in every figure: Nesterov widest, the
+    # plain path drawn on top, never hidden under the others
     paths = gid_artists(fig, "path:")
-    # (get_linestyle() calls every custom dash pattern "--": read the pattern itself)
-    looks = {(str(line._unscaled_dash_pattern), line.get_marker(), line.get_linewidth())
-             for line in paths.values()}
-    assert len({m for _, m, _ in looks}) == len({ls for ls, _, _ in looks}) == len(paths) == 3
+    looks = {k: (line.get_color(), str(line._unscaled_dash_pattern), line.get_linewidth(), line.get_marker())
+             for k, line in paths.items()}
+    assert len(set(looks.values())) == len(paths) == 3
+    for k, line in paths.items():
+        rule = style.RULE_LOOKS[k]
+        assert (line.get_color(), line.get_linewidth(), line.get_zorder()) == (rule.color, rule.lw, rule.zorder)
+    assert paths["nesterov"].get_linewidth() == max(ln.get_linewidth() for ln in paths.values())
+    assert paths["plain"].get_zorder() == max(ln.get_zorder() for ln in paths.values())
+    assert trails["plain"].get_zorder() == max(t.get_zorder() for t in trails.values())
     # pale contours, so the paths stand out
     filled = [c for c in fig.axes[0].collections if getattr(c, "filled", False)]
     assert filled and all(c.get_alpha() <= 0.4 for c in filled)
@@ -482,15 +513,16 @@ def test_zoom_panels_and_loss_axis_are_readable(rotated):
     fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=4)
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
-    legend = [t.get_text() for f in (fig, *fig.subfigs) for leg in f.legends for t in leg.get_texts()]
-    assert "classical iterate p − μ·v (dotted)" in legend   # the hollow square in the Nesterov panel
+    # the hollow square of the Nesterov panel is named on it
+    (iterate,) = [t for ax in fig.axes for t in ax.texts if t.get_gid() == "iterate-label:nesterov"]
+    assert iterate.get_text() == "iterate p − μ·v_prev"
+    np.testing.assert_allclose(iterate.xy, gid_artists(fig, "iterate:")["nesterov"].get_xydata()[0])
     zooms = [ax for ax in fig.axes if any((a.get_gid() or "").startswith("zoom-position:") for a in ax.lines)]
     assert len(zooms) == 3
     for ax in zooms:
         ys = [t for t in ax.yaxis.get_ticklabels() if t.get_visible() and t.get_text()]
         assert len(ys) >= 2 and not overlapping([t.get_window_extent(renderer) for t in ys])
-    title = [ax.get_title() for ax in fig.axes if ax.get_title().startswith("Update 4")][0]
-    assert "faint: the rest of the run" in title
+    assert [ax.get_title() for ax in fig.axes if ax.get_title().startswith("Update 4")]
 
 
 def test_one_update_keeps_the_look_ahead_label_in_its_panel_and_integer_update_ticks():
@@ -508,17 +540,27 @@ def test_one_update_keeps_the_look_ahead_label_in_its_panel_and_integer_update_t
 
 
 @pytest.mark.parametrize("away", [(-1, 0.2), (1, -1), (0, 1), (-1, -1)])
-def test_look_ahead_label_direction_stays_inside_the_panel(away):
-    from dtsgd_viz.views.update_panel import LABEL_OFFSET, LABEL_SIZE, lookahead_label_direction
-    box, size = ((0.0, 1.0), (0.0, 1.0)), (200.0, 200.0)
-    for point in [(0.02, 0.5), (0.98, 0.98), (0.5, 0.02), (0.5, 0.5)]:
-        d, ha, va = lookahead_label_direction(point, away, box, size)
-        x, y = point[0] * 200 + LABEL_OFFSET * d[0], point[1] * 200 + LABEL_OFFSET * d[1]
-        x0, x1 = (x - LABEL_SIZE[0], x) if ha == "right" else (x, x + LABEL_SIZE[0])
-        y0, y1 = (y - LABEL_SIZE[1], y) if va == "top" else (y, y + LABEL_SIZE[1])
+def test_labels_are_placed_inside_the_panel_off_the_shafts_and_each_other(away):
+    from dtsgd_viz.views.update_geometry import _rect, place_labels
+    size, panel = (62.0, 24.0), (200.0, 200.0)
+    for point in [(4.0, 100.0), (196.0, 196.0), (100.0, 4.0), (100.0, 100.0)]:
+        ((dx, dy, ha, va),) = place_labels([point], [size], [], panel, away=[away])
+        d = np.array([dx, dy]) / np.hypot(dx, dy)
+        (x0, y0, x1, y1), ha2, va2 = _rect(point, d, np.hypot(dx, dy), size)
+        assert (ha, va) == (ha2, va2)
         assert 0 <= x0 and x1 <= 200 and 0 <= y0 and y1 <= 200, (point, d)
-    d, _, _ = lookahead_label_direction((0.5, 0.5), away, box, size)   # room: straight away
-    np.testing.assert_allclose(d @ np.asarray(away) / np.hypot(*away), 1.0, atol=0.02)
+    # room all round: straight away from where it is told to keep clear of
+    ((dx, dy, _, _),) = place_labels([(100.0, 100.0)], [size], [], panel, away=[away])
+    assert np.dot([dx, dy], away) / np.hypot(dx, dy) / np.hypot(*away) > 0.9
+    # a shaft through the middle and a first label: the second keeps off both
+    shaft = [(100.0, y) for y in np.linspace(0, 200, 60)]
+    spots = place_labels([(100.0, 100.0), (100.0, 100.0)], [size, size], shaft, panel)
+    rects = [_rect((100.0, 100.0), np.array([dx, dy]) / np.hypot(dx, dy), np.hypot(dx, dy), size)[0]
+             for dx, dy, _, _ in spots]
+    for x0, y0, x1, y1 in rects:
+        assert not (x0 < 100 < x1)   # off the shaft
+    (a0, b0, a1, b1), (c0, d0, c1, d1) = rects
+    assert min(a1, c1) <= max(a0, c0) or min(b1, d1) <= max(b0, d0)   # apart
 
 
 # ---- diverging runs and short runs ------------------------------------------------------

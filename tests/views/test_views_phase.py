@@ -8,7 +8,9 @@ import pytest
 import dtsgd_viz
 from dtsgd_viz.theory import reference, surfaces, quadratic as theory
 from dtsgd_viz.theory.convergence import phase_grid
+from dtsgd_viz.views import style
 from dtsgd_viz.views.phase import cap_rate, cell_edges, phase_ratio
+from dtsgd_viz.views.phase_geometry import REGIONS
 from helpers.theory_reference import radius
 
 matplotlib.use("Agg")
@@ -52,15 +54,17 @@ def test_step_maps_are_the_grids(fig):
 def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_white(fig):
     grids = steps_grids()
     m, n = grids["momentum"].steps, grids["nesterov"].steps
-    mesh = by_gid(axes_by_label(fig)["phase:ratio"], "phase:ratio")
+    ax = axes_by_label(fig)["phase:ratio"]
+    mesh = by_gid(ax, "phase:ratio")
     shown = mesh.get_array()
     both, only_m, only_n = (m >= 0) & (n >= 0), (m >= 0) & (n < 0), (m < 0) & (n >= 0)
     assert both.sum() >= 10 and only_m.sum() >= 1  # the grid shows every case
     np.testing.assert_allclose(shown.data[both], np.log2(np.maximum(n[both], 1) / np.maximum(m[both], 1)))
     norm, cmap = mesh.norm, mesh.cmap
     assert norm.vmin == -norm.vmax  # centred on a tie
-    assert np.all(shown.data[only_m] > norm.vmax) and np.all(shown.data[only_n] < norm.vmin)
-    np.testing.assert_array_equal(np.ma.getmaskarray(shown), (m < 0) & (n < 0))
+    # the colour map covers the cells where both converge, nothing else: the others are
+    # the regions, drawn apart in neutrals, never in the colour bar's colours
+    np.testing.assert_array_equal(np.ma.getmaskarray(shown), ~both)
     rgba = cmap(norm(shown))
     ties = both & (m == n)
     assert ties.any()
@@ -69,7 +73,46 @@ def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_white(fig):
     assert nesterov_faster.any()
     assert np.all(rgba[nesterov_faster][:, 0] > rgba[nesterov_faster][:, 2])  # red side
     assert np.all(rgba[both & (n > m)][:, 2] > rgba[both & (n > m)][:, 0])      # blue side
-    assert np.allclose(rgba[only_m], cmap.get_over()) and np.allclose(rgba[only_n], cmap.get_under())
+    regions = by_gid(ax, "phase:regions").get_array()
+    np.testing.assert_array_equal(np.ma.getmaskarray(regions), both)
+    div = {k: g.diverged for k, g in grids.items()}
+    # one rule converges, the other diverged: a stability verdict, hatched; the other
+    # only ran into the step cap: the cap's own dots
+    expect = {"only_momentum": only_m & div["nesterov"], "only_nesterov": only_n & div["momentum"],
+              "cap": (only_m & ~div["nesterov"]) | (only_n & ~div["momentum"])}
+    assert expect["only_momentum"].any()
+    edges = cell_edges(LRS, log=True), cell_edges(MUS, log=False)
+    for region, cells in expect.items():
+        np.testing.assert_array_equal(regions.data[cells], REGIONS.index(region))
+        hatched = [c for c in ax.collections if c.get_gid() == f"region:{region}"]
+        if not cells.any():
+            assert not hatched
+            continue
+        (hatched,) = hatched
+        assert hatched.get_hatch() == style.HATCHES[region]
+        corners = sorted((round(b.x0, 12), round(b.y0, 12)) for b in (p.get_extents() for p in hatched.get_paths()))
+        ii, jj = np.nonzero(cells)
+        assert corners == sorted((round(edges[0][j], 12), round(edges[1][i], 12)) for i, j in zip(ii, jj))
+    neither = (m < 0) & (n < 0)
+    np.testing.assert_array_equal(regions.data[neither], REGIONS.index("neither"))
+    # no extension colours on the bar
+    cbars = [a for a in fig.axes if a.get_label() == "<colorbar>"]
+    assert all(getattr(c, "_colorbar", None) is None or c._colorbar.extend == "neither" for c in cbars)
+
+
+def test_the_step_cap_cell_is_marked_as_the_cap():
+    # tutorial 03's surface and grid: at lr 0.015, mu 0.37 momentum converges in 150
+    # updates, Nesterov just misses the cap: the cap's cell, not "only momentum converges"
+    s = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+    lrs, mus = np.geomspace(1e-3, 0.2, 24), np.linspace(0.0, 0.95, 20)
+    fig = dtsgd_viz.plot_phase(s, lrs, mus, steps=150, tol=1e-3)
+    j, i = int(np.argmin(np.abs(np.log(lrs / 0.015)))), int(np.argmin(np.abs(mus - 0.37)))
+    m, n = (phase_grid(s, lrs, mus, 150, 1e-3, nest) for nest in (False, True))
+    assert m.steps[i, j] >= 0 and n.steps[i, j] < 0 and not n.diverged[i, j]
+    ax = axes_by_label(fig)["phase:ratio"]
+    assert by_gid(ax, "phase:regions").get_array().data[i, j] == REGIONS.index("cap")
+    labels = [t.get_text() for t in legend_texts(fig)] + [t.get_text() for t in ax.texts]
+    assert any("cap" in t and "150" in t for t in labels)
 
 
 def test_phase_ratio_cases():
@@ -96,7 +139,7 @@ def test_iso_rate_contours_lie_where_the_spectral_radius_has_their_level(fig):
                     # radius has square-root kinks where eigenvalues meet)
                     box = [max(radius(lr * f, mu + d, h, nesterov) for h in H)
                            for f in (1 / 1.03, 1, 1.03) for d in (-0.01, 0, 0.01)]
-                    inside.append(min(box) <= level <= max(box))
+                    inside.append(min(box) - 1e-6 <= level <= max(box) + 1e-6)
         assert len(near) > 30 and np.mean(near) > 0.9 and all(inside), (len(near), np.mean(near))
 
 
@@ -121,12 +164,33 @@ def test_boundary_and_critical_damping_are_the_theory(fig):
     assert "ratio-boundary:nesterov" in {a.get_gid() for a in axes["phase:ratio"].lines}
 
 
+def legend_texts(fig):
+    return [t for leg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)] if leg for t in leg.get_texts()]
+
+
 def test_the_legend_says_the_grey_edge_is_the_cap_and_names_the_theory(fig):
-    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    labels = [t.get_text() for t in legend_texts(fig)]
     assert f"not within tol in {STEPS} updates" in labels
     assert "stability boundary" in labels and any(t.startswith("iso-rate") for t in labels)
     assert any(t.startswith("critical damping") for t in labels)
     assert any("(cap)" in t.get_text() for ax in fig.axes for t in ax.texts)
+    assert len(labels) <= 8     # a short legend: the regions are named in place where they fit
+    # critical damping is black on both step maps (it was momentum's blue on Nesterov's)
+    axes = axes_by_label(fig)
+    for key in ("momentum", "nesterov"):
+        assert by_gid(axes[f"phase:{key}"], f"critical:{key}").get_color() == "black"
+
+
+def test_regions_are_named_in_place_where_the_name_fits(fig):
+    axes = axes_by_label(fig)
+    for key, grid in steps_grids().items():
+        ax = axes[f"phase:{key}"]
+        (cap,) = [t for t in ax.texts if t.get_gid() == f"region-label:cap:{key}"]
+        assert f"more than {STEPS}" in cap.get_text()
+        # the name sits on a cell of its region
+        j = int(np.argmin(np.abs(np.log(LRS / cap.get_position()[0]))))
+        i = int(np.argmin(np.abs(MUS - cap.get_position()[1])))
+        assert grid.steps[i, j] < 0 and not grid.diverged[i, j]
 
 
 def test_cells_agree_with_the_reference_run():
@@ -254,9 +318,7 @@ def test_the_legend_lists_only_iso_rate_levels_a_map_draws():
     assert best > 0.6
     fig = dtsgd_viz.plot_phase(surfaces.RotatedQuadratic(condition=20.0, angle=30.0),
                                np.geomspace(1e-3, 0.2, 8), np.linspace(0.0, 0.95, 6), 30, 1e-2)
-    labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
-    labels += [t.get_text() for ax in fig.axes if ax.get_legend()
-               for t in ax.get_legend().get_texts()]
+    labels = [t.get_text() for t in legend_texts(fig)]
     iso = [t for t in labels if t.startswith("iso-rate")]
     assert len(iso) == 1, labels
     listed = [float(x) for x in iso[0].split(":", 1)[1].split(",")]

@@ -3,6 +3,7 @@ tensors, outlines and labels against the shard blocks, the norm panel against no
 computed here, and the NaN / replica-mismatch markers against the flagged steps."""
 
 import dataclasses
+import io
 
 import matplotlib
 import numpy as np
@@ -701,3 +702,92 @@ def test_a_gradient_is_titled_by_the_update_it_belongs_to(sharded):
     assert view.heat_ax.get_title().startswith("velocity of 'w' after update 2")
     view.set_kind("param")
     assert view.heat_ax.get_title().startswith("param of 'w' after update 2")
+
+
+LONG = 100_000
+
+
+def _long(mode, seed=0):
+    """A ``LONG``-update recording of 'w' (4x8 over a 2x4 mesh: 8 blocks), built from
+    arrays: block 3's norm spikes to 1e3 at update 54321 and dips to 1e-6 at 77777;
+    block 5's norms are NaN over updates 20001..20050."""
+    r = _synthetic({"x": 2, "y": 4}, (4, 8), ("x", "y"), steps=2, mode=mode)
+    rng = np.random.default_rng(seed)
+    n, w = LONG, r.records[0]
+    if mode == "full":
+        scale = np.exp(np.cumsum(rng.normal(0, 0.01, (n, 8)), 0))[..., None, None]
+        blocks = {k: (rng.normal(size=(n, 8, 2, 2)) * scale).astype(np.float32) for k in r.kinds}
+        v = blocks["velocity"]
+        v[54320, 3], v[77776, 3], v[20000:20050, 5] = 500.0, 5e-7, np.nan
+        w = dataclasses.replace(w, blocks=blocks)
+    else:
+        stats = {k: np.abs(rng.normal(size=(n, 8, 3))) + 0.1 for k in r.kinds}
+        v = stats["velocity"]
+        v[54320, 3], v[77776, 3], v[20000:20050, 5] = 1e3, 1e-6, np.nan
+        w = dataclasses.replace(w, stats=stats)
+    hp = dataclasses.replace(r.hyperparameters, learning_rate=np.full(n, 0.1))
+    return dataclasses.replace(r, records=(w,), steps=np.arange(1, n + 1), hyperparameters=hp,
+                               loss_values=1.0 / np.arange(1, n + 1),
+                               nonfinite=np.zeros((n, 1), np.uint8),
+                               mismatch=np.zeros((n, 1), np.uint8))
+
+
+def test_minmax_decimate_keeps_each_columns_extremes_and_gaps():
+    from helpers.envelope import check_envelope
+    rng = np.random.default_rng(1)
+    x = np.arange(1, LONG + 1)
+    y = np.cumsum(rng.normal(size=LONG))
+    y[[17, 4242, 99_998]] = [1e6, -1e6, 3e5]  # one-update spikes
+    y[30_000:30_100] = np.nan                   # a gap
+    for columns in (1, 7, 300, 1000):
+        xs, ys = sg.minmax_decimate(x, y, columns)
+        # min and max a column, the ends, and a NaN in the (at most 2) columns of the gap
+        assert len(xs) <= 2 * columns + 2 + 2
+        check_envelope(x, y, xs, ys, columns)
+        if columns >= 300:  # a column each: every spike drawn, where it was
+            assert {x[17], x[4242], x[99_998]} <= set(xs.tolist())
+    # no more points than columns: the same arrays, the picture unchanged
+    few_x, few_y = x[:300], y[:300]
+    assert all(a is b for a, b in zip(sg.minmax_decimate(few_x, few_y, 300), (few_x, few_y)))
+    # uneven updates (a decimated recording) are cut by x, not by position
+    xs, ys = sg.minmax_decimate(np.r_[np.arange(10), 1000.0], np.r_[np.arange(10.0), 5], 2)
+    assert xs.tolist() == [0, 9, 1000] and ys.tolist() == [0, 9, 5]
+
+
+@pytest.mark.parametrize("mode", ["stats", "full"])
+def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
+    """A long run drew 100,000 points per line (most of them in the same pixel column):
+    each line now holds at most ~2 points per column of its axes, every column's min
+    and max, the spike and the dip, and the gap of NaN norms."""
+    from helpers.envelope import check_envelope
+    from dtsgd_viz.views._shard_lines import pixel_columns
+    r = _long(mode)
+    view = draw_shards(r, "w", "velocity", step=54321)
+    axes = ([view.stat_axes[k] for k in sv.STATS] if mode == "stats" else [view.norm_ax])
+    lines = [view.stat_lines[k] for k in sv.STATS] if mode == "stats" else [view.lines]
+    fig = view.figure
+    fig.savefig(io.BytesIO(), format="png")  # the widths the picture has
+    norms = sg.block_norm_lines(r, "w", "velocity")[1]
+    for ax, group in zip(axes, lines):
+        columns = pixel_columns(ax)
+        assert 200 < columns < 1000
+        data = view._data[ax]
+        for g, line in enumerate(group):
+            xs, ys = line.get_xdata(), line.get_ydata()
+            assert len(xs) <= 2 * columns * 1.02 + 3  # ~2 a column (a NaN column: 3)
+            check_envelope(r.steps, data[:, g], xs, ys, columns)
+    drawn = dict(zip(view.lines[3].get_xdata(), view.lines[3].get_ydata()))
+    assert drawn[54321] == norms[54320, 3] == np.nanmax(norms[:, 3])   # the spike
+    assert drawn[77777] == norms[77776, 3] == np.nanmin(norms[:, 3])   # the dip
+    gap = view.lines[5].get_xdata()[np.isnan(view.lines[5].get_ydata())]
+    assert len(gap) and all(20001 <= u <= 20050 for u in gap)
+    # the limits are those of every point, the dots at the shown update exact
+    ax = axes[0]
+    lo, hi = ax.get_ylim()
+    assert lo <= np.nanmin(view._data[ax]) and hi >= np.nanmax(view._data[ax])
+    dots = next(l for l in ax.lines if l.get_gid() == "step-dots")
+    assert np.array_equal(dots.get_ydata(), view._data[ax][54320], equal_nan=True)
+    # another kind in place: thinned the same way
+    view.set_kind("grad")
+    for line in (view.stat_lines[sv.STATS[0]] if mode == "stats" else view.lines):
+        assert len(line.get_xdata()) <= 2 * pixel_columns(axes[0]) * 1.02 + 3
