@@ -11,6 +11,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 .PHONY: demo test docs screenshots bench clean
 
 $(STAMP): pyproject.toml
+	@echo "installing TensorFlow and the notebook stack into $(VENV) (a few minutes the first time)"
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)/bin/python -m pip install --quiet -e ".[test,notebook,docs]"

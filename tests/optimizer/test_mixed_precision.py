@@ -115,9 +115,14 @@ def test_dynamic_loss_scale_trains_but_refuses_a_recorder(mesh):
         model = dtsgd_viz.layout_autocast_variables(layoutmap_mlp(mesh))
         rec = dtsgd_viz.Recorder()
         opt = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh, hooks=[rec])
-        with pytest.raises(ValueError, match=r"dynamic loss scale.*'mixed_float16'.*"
-                                             r"'mixed_bfloat16'.*dynamic=False"):
+        with pytest.raises(ValueError, match=r"dynamic loss scale.*'mixed_float16'.*never runs"
+                                             r".*MeshLossScaleOptimizer.*'mixed_bfloat16'.*"
+                                             r"dynamic=False"):
             _fit(model, opt, mesh, rec)
+        # the same under the loss scale that is right on a mesh
+        hooked = dtsgd_viz.SGD(0.02, mesh=mesh, hooks=[dtsgd_viz.Recorder()])
+        with pytest.raises(ValueError, match="dynamic loss scale"):
+            dtsgd_viz.MeshLossScaleOptimizer(hooked).build(model.trainable_variables)
         # without hooks, model.compile's LossScaleOptimizer trains on the mesh
         model = dtsgd_viz.layout_autocast_variables(layoutmap_mlp(mesh))
         opt = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh)
