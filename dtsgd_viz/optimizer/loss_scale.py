@@ -1,0 +1,86 @@
+"""A dynamic loss scale (``mixed_float16``) that is right on a DTensor mesh.
+
+tf-keras' ``LossScaleOptimizer`` (``LossScaleOptimizerV3`` for the new optimizers) keeps
+its dynamic state in two plain ``tf.Variable``s, the current loss scale and the count of
+good steps (``_DynamicLossScaleState._add_weight``). On a mesh they are single-device
+variables on CPU:0. DTensor accepts them in a train step, but every device of the mesh
+then runs the scale update on the one shared variable, one after the other: on a 2x4 mesh
+the counter moves by 8 per good step, one overflow divides the scale by 2**8 instead of 2,
+and the scale grows about 8 times too early. Nothing raises, and skipping itself still
+works, so training goes on with a wrong scale.
+
+``MeshLossScaleOptimizer`` runs tf-keras' own constructor with those two variables made
+replicated ``DVariable``s on the inner optimizer's mesh; everything else is tf-keras,
+unchanged (checkpoints keep tf-keras' keys). It also counts the skipped updates:
+
+>>> import dtsgd_viz
+>>> mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
+>>> opt = dtsgd_viz.MeshLossScaleOptimizer(dtsgd_viz.SGD(0.01, mesh=mesh))
+>>> float(opt.loss_scale), int(opt.skipped_steps)
+(32768.0, 0)
+>>> dtsgd_viz.layout_of(opt.dynamic_counter).sharding_specs   # one copy per device
+()
+
+Pass it to ``model.compile`` yourself: under ``mixed_float16``, ``compile`` wraps a bare
+optimizer in the plain tf-keras class, and keeps one that is already a loss scale
+optimizer. Without a mesh (an inner optimizer with no ``mesh=``) it is the plain class.
+
+Not possible: recording the skipped updates. The inner optimizer's
+``apply_gradients`` runs in the branch of a ``tf.cond`` that a skipped update does not
+take (eagerly it is not called at all), so hooks of ``dtsgd_viz.SGD`` never fire for it and the
+iteration they see jumps over it; ``dtsgd_viz.SGD`` refuses hooks under a dynamic scale.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import tf_keras
+from tf_keras.src.mixed_precision import loss_scale_optimizer as _lso
+
+from ..dtensor.values import replicated_variables
+
+
+def _mesh_of(optimizer):
+    """The mesh a tf-keras DTensor optimizer updates on (its ``mesh=``), or None."""
+    return getattr(optimizer, "_mesh", None)
+
+
+@tf_keras.saving.register_keras_serializable(package="dtsgd_viz")
+class MeshLossScaleOptimizer(_lso.LossScaleOptimizerV3):
+    """``tf_keras.mixed_precision.LossScaleOptimizer`` whose loss scale and good-steps
+    counter are replicated on the inner optimizer's mesh. Same arguments, same rule:
+
+    * an update whose gradients are not all finite is skipped: the inner optimizer does
+      not apply it, ``iterations`` still moves by 1, the scale is halved (never below 1)
+      and the counter goes back to 0;
+    * after ``dynamic_growth_steps`` finite updates in a row the scale doubles and the
+      counter goes back to 0.
+
+    ``skipped_steps`` (a replicated int64 variable, not checkpointed) counts the skipped
+    updates since construction, so ``iterations - skipped_steps`` are the applied ones
+    when both started at 0.
+    """
+
+    @tf.__internal__.tracking.no_automatic_dependency_tracking
+    def __init__(self, inner_optimizer, dynamic=True, initial_scale=None,
+                 dynamic_growth_steps=None):
+        # the only variables tf-keras creates here are the loss scale's two
+        with replicated_variables(_mesh_of(inner_optimizer)):
+            super().__init__(inner_optimizer, dynamic=dynamic, initial_scale=initial_scale,
+                             dynamic_growth_steps=dynamic_growth_steps)
+            # untracked (see the decorator): checkpoints keep exactly tf-keras' format
+            self._skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                              name="skipped_steps")
+
+    @property
+    def skipped_steps(self):
+        """Updates skipped because a gradient was inf or NaN (always 0 for a fixed scale)."""
+        return self._skipped_steps
+
+    def apply_gradients(self, grads_and_vars, *args, **kwargs):
+        grads_and_vars = list(grads_and_vars)
+        if self.dynamic:
+            # the very test tf-keras' dynamic scale makes (None gradients are ignored)
+            finite = _lso._is_all_finite([g for g, _ in grads_and_vars])
+            self._skipped_steps.assign_add(tf.cast(tf.logical_not(finite), tf.int64))
+        return super().apply_gradients(grads_and_vars, *args, **kwargs)
