@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import path_geometry as geo
+from .direct_labels import move_ends
 from . import update_geometry as upd
 from .path_frames import draw_scene, draw_zoom, panel_at, path_title, set_trail
 from .path_scene import build_scene
@@ -124,4 +125,20 @@ def _move_to(scene, art, arrows, steps, i) -> list:
         changed += [art.loss_markers[key], art.loss_lines[key]]
     art.step_line.set_xdata([steps[i], steps[i]])
     art.title.set_text(path_title(scene, int(steps[i])))
-    return changed + [art.step_line, art.title]
+    return changed + [art.step_line, art.title] + _move_names(scene, art, i)
+
+
+def _move_names(scene, art, i) -> list:
+    """The runs' names follow the ends of their growing loss lines."""
+    if not art.loss_labels:
+        return []
+    keys = list(art.loss_labels)
+    ends = []
+    for key in keys:
+        s, loss, _ = scene.losses[key]
+        with np.errstate(invalid="ignore"):
+            ok = np.flatnonzero(np.isfinite(loss[:i + 1]) & (loss[:i + 1] > 0))
+        ends.append((float(s[ok[-1]]), float(loss[ok[-1]])) if len(ok) else (np.nan, np.nan))
+    texts = [art.loss_labels[k] for k in keys]
+    move_ends(art.ax_loss, texts, ends)
+    return texts

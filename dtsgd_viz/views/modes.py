@@ -266,7 +266,7 @@ def _draw_mode(ax, data, i, name, looks):
     ax.set_xlabel("update k", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
     ax.grid(True, which="major", color="0.9", lw=0.6)
-    label_ends(ax, on_chart, room=0.22)
+    label_ends(ax, on_chart)
 
 
 def _draw_rates(ax, data, looks):

@@ -21,7 +21,7 @@ from .figure import headline, new_figure
 from .path_loss import draw_loss
 from .path_scene import PathScene, finding, settings_line
 
-__all__ = ["PathArtists", "draw_scene", "draw_zoom", "set_trail", "path_title", "panel_at"]
+__all__ = ["PathArtists", "draw_scene", "draw_zoom", "set_trail", "path_title", "panel_at", "stacked_over"]
 
 
 @dataclasses.dataclass
@@ -40,7 +40,7 @@ class PathArtists:
     zoom_axes: dict = dataclasses.field(default_factory=dict)   # config -> Axes
     step_line: object = None
     title: object = None
-    loss_labels: list = dataclasses.field(default_factory=list)  # the runs' names on the loss lines
+    loss_labels: dict = dataclasses.field(default_factory=dict)  # config -> its name on its loss line
     note: object = None      # the Text saying why no arrows are drawn, if any
     diverged_note: object = None  # the Text naming the runs that diverged and when
 
@@ -122,6 +122,10 @@ def draw_scene(scene: PathScene, update, ax, arrows, ghost=False, zoom=True,
     elif not own:   # one panel of someone else's figure: a short legend of the runs
         ax_path.legend(handles=_run_handles(scene, looks, dots), fontsize=style.NOTE_SIZE,
                        loc="best", framealpha=0.9)
+    if zoom_axes:   # lay the figure out, then place the panels' labels on their real sizes
+        fig.draw_without_rendering()
+        for key in zoom_axes:
+            draw_zoom(scene, art, key, panel_at(scene, key, _index(scene, key, update), arrows))
     return fig, art
 
 
@@ -297,3 +301,16 @@ def _draw_step(scene, update, art, arrows, looks):
             draw_zoom(scene, art, key, panel_at(scene, key, i, arrows))
 
 
+
+
+def stacked_over(moving) -> list:
+    """The still artists a full draw puts over some of the ``moving`` ones in the same
+    axes (the start over the trails): a widget that blits the moving artists over a
+    background redraws these with them, so its frames stack as a full draw does."""
+    out = []
+    for ax in {a.axes for a in moving if getattr(a, "axes", None) is not None}:
+        mine = [a for a in moving if a.axes is ax]
+        low = min(a.get_zorder() for a in mine)
+        out += [a for a in [*ax.lines, *ax.collections, *ax.patches, *ax.texts]
+                if a not in mine and a.get_zorder() > low and a.get_visible()]
+    return out

@@ -191,15 +191,16 @@ def zoom_factor(main_box, box) -> float:
     return main / span if span > 0 else float("inf")
 
 
-MIN_ARROW = 0.12   # the shortest a zoomed panel draws its last arrow, in panel spans
+MIN_ARROW = 0.12   # the length a zoomed panel draws a speck of a last arrow at, in panel spans
+SPECK = 0.07       # shorter than this (in panel spans) an arrow is a speck
 
 
-def drawn_chain(chain, span: float, min_frac: float = MIN_ARROW):
+def drawn_chain(chain, span: float, min_frac: float = MIN_ARROW, speck: float = SPECK):
     """``[(term, tail, uv_drawn, factor)]``: the arrows ``chain`` (``arrow_chain``) as a
     zoomed panel ``span`` wide draws them. The last arrow (the gradient term, which ends
-    on the next point) when shorter than ``min_frac * span`` is drawn that long from its
-    tail, in its direction, ``factor`` times its true length (1 for the others): a
-    speck would show nothing. Zero-length arrows stay zero.
+    on the next point) when shorter than ``speck * span`` is drawn ``min_frac * span``
+    long from its tail, in its direction, ``factor`` times its true length (1 for the
+    others): a speck would show nothing. Zero-length arrows stay zero.
 
     >>> [(t, uv.tolist(), f) for t, _, uv, f in drawn_chain(
     ...     [("momentum", np.zeros(2), np.array([1.0, 0])), ("gradient", np.ones(2), np.array([0, 0.01]))], 2.0)]
@@ -210,7 +211,7 @@ def drawn_chain(chain, span: float, min_frac: float = MIN_ARROW):
         uv = np.asarray(uv, np.float64)
         n = float(np.hypot(*uv))
         factor = 1.0
-        if k == len(chain) - 1 and 0 < n < min_frac * span and np.isfinite(n):
+        if k == len(chain) - 1 and 0 < n < speck * span and np.isfinite(n):
             factor = min_frac * span / n
         out.append((term, np.asarray(tail, np.float64), uv * factor, factor))
     return out
@@ -256,7 +257,7 @@ def place_labels(anchors, sizes, obstacles, panel, away=None, radii=(16.0, 28.0,
                 inside = max(0, min(x1, W) - max(x0, 0)) * max(0, min(y1, H) - max(y0, 0))
                 cost = 60.0 * (1 - inside / area)
                 for a0, b0, a1, b1 in placed:
-                    cost += 10.0 * max(0, min(x1, a1) - max(x0, a0)) * max(0, min(y1, b1) - max(y0, b0)) / area
+                    cost += 40.0 * max(0, min(x1, a1) - max(x0, a0)) * max(0, min(y1, b1) - max(y0, b0)) / area
                 if len(obstacles):
                     hit = ((obstacles[:, 0] > x0 - 3) & (obstacles[:, 0] < x1 + 3)
                            & (obstacles[:, 1] > y0 - 3) & (obstacles[:, 1] < y1 + 3))

@@ -217,9 +217,10 @@ def _place(ax, data: PanelData, labels, arrows, color, outline, equal_aspect=Tru
                                 (p[1] - y0) / ((y1 - y0) or 1) * H])
     t = np.linspace(0.0, 1.0, 24)[:, None]
     obstacles = [to_pt(np.asarray(tail) + s * np.asarray(uv)) for _, tail, uv, _, _ in arrows for s in t]
-    obstacles += [to_pt(data.position)] * 3
-    if data.nesterov is not None:
-        obstacles += [to_pt(p) for p in data.nesterov]
+    marks = [data.position, *(data.nesterov or ())]
+    ring = 7.0 * np.column_stack([np.cos(np.linspace(0, 2 * np.pi, 8, endpoint=False)),
+                                  np.sin(np.linspace(0, 2 * np.pi, 8, endpoint=False))])
+    obstacles += [to_pt(p) + r for p in marks for r in [np.zeros(2), *ring]]   # the marks' discs
     centre = np.mean([to_pt(a) for _, a, _, _ in labels], axis=0)
     away = [to_pt(a) - centre for _, a, _, _ in labels]
     fs = style.TICK_SIZE

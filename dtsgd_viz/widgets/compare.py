@@ -238,7 +238,7 @@ class CompareWidget(FigureWidget):
         self.unfreeze_layout()
         fig.clear()
         label = getattr(self.surface, "label", type(self.surface).__name__)
-        body = headline(fig, " ", f"real DTensor SGD on the {label} · learning rate {params.learning_rate:.3g}, "
+        body = headline(fig, " ", f"real DTensor SGD · {label} · lr {params.learning_rate:.3g}, "
                                   f"momentum {params.momentum:.2f}, {params.steps} updates · drag the start")
         ax_path, ax_loss = body.subplots(1, 2, width_ratios=[1.05, 1.0])
         # the runs the table calls diverged end where they left the view box, as in
@@ -256,6 +256,7 @@ class CompareWidget(FigureWidget):
         ax_loss.axhline(target, **tol.line(), gid="tolerance", label=f"minimum + tol ({target:g})")
         ax_loss.annotate(f"minimum + tol ({target:g})", (0.01, target), xycoords=("axes fraction", "data"),
                          xytext=(2, 3), textcoords="offset points", fontsize=style.NOTE_SIZE,
-                         color=tol.color, gid="tolerance-label", annotation_clip=True)
+                         color=tol.color, gid="tolerance-label", annotation_clip=True,
+                         bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.5))
         ax_path.set_title("Paths on the loss contours", fontsize=style.TITLE_SIZE)
         self.refresh(relayout=True)

@@ -27,7 +27,7 @@ from ..views import path_geometry as geo
 from ..views import style
 from ..views import update_geometry as upd
 from ..views import update_panel as panel
-from ..views.path_frames import draw_zoom, path_title, set_trail
+from ..views.path_frames import draw_zoom, path_title, set_trail, stacked_over
 from ..views.paths import draw_paths
 from ._canvas import FigureWidget
 
@@ -224,18 +224,6 @@ def _spacing(updates) -> int:
     return int(d[0]) if len(d) and np.all(d == d[0]) else 1
 
 
-def _drawn_over(moving) -> list:
-    """The still artists a full draw puts over some moving one of the same axes (the
-    start over the trails): redrawn with them, so a blitted frame stacks as a full one."""
-    out = []
-    for ax in {a.axes for a in moving if getattr(a, "axes", None) is not None}:
-        mine = [a for a in moving if a.axes is ax]
-        low = min(a.get_zorder() for a in mine)
-        out += [a for a in [*ax.lines, *ax.collections, *ax.patches, *ax.texts]
-                if a not in mine and a.get_zorder() > low and a.get_visible()]
-    return out
-
-
 class PathExplorer(FigureWidget):
     """``plot_paths`` with an update slider and a linked Play; ``.widget`` is the root
     ``VBox``, ``.view`` the ``PathsView`` (scene and artists).
@@ -291,7 +279,7 @@ class PathExplorer(FigureWidget):
         # zoomed panels are redrawn whole for every update (their limits follow it)
         moving = [*art.positions.values(), *art.arrows.values(), *art.trails.values(),
                   *art.zoom_boxes.values(), *art.loss_markers.values(), art.step_line, art.title]
-        self._moving = sorted(moving + _drawn_over(moving), key=lambda a: a.get_zorder()) + list(
+        self._moving = sorted(moving + stacked_over(moving), key=lambda a: a.get_zorder()) + list(
             art.zoom_axes.values())
         self.backgrounds = 0
 
@@ -310,6 +298,8 @@ class PathExplorer(FigureWidget):
         self.slider.observe(lambda change: self._on_step(change["new"]), names="value")
         self._apply(path_frame(self.view.scene, self.tracks, index))
         self._render_background()
+        if art.zoom_axes:   # the panels' labels placed again, on the laid-out panels
+            self._apply(path_frame(self.view.scene, self.tracks, index))
         self.refresh()
 
     # -- data views for tests and callers --

@@ -252,7 +252,7 @@ class PhaseDiagram(FigureWidget):
             ax.add_patch(rect)
             self.pick_rects.append(rect)
         handles = self.view.handles + [Patch(fill=False, ec=PICK_COLOR, lw=2, label="picked cell (click one)")]
-        bottom.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=style.NOTE_SIZE,
+        bottom.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=style.NOTE_SIZE,
                       frameon=False)
         self._draw_path_panel(ax_p)
         self.refresh(relayout=True)

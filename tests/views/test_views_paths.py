@@ -604,3 +604,50 @@ def test_loss_lines_of_one_update_have_markers(rotated):
                for ln in lines.values())
     long = gid_artists(draw_paths(rotated, ROTATED).figure, "loss:")
     assert all(ln.get_marker() in ("", "None") for ln in long.values())
+
+
+# ---- the update taken apart when none is named --------------------------------------
+
+
+def furthest_apart(paths):
+    """numpy, from the recorded paths: the recording index of the update after which two
+    runs' parameters are furthest apart."""
+    p = np.stack([np.asarray(x, np.float64) for x in paths])          # (runs, n + 1, dim)
+    d = np.linalg.norm(p[:, None, 1:] - p[None, :, 1:], axis=-1)      # (runs, runs, n)
+    return int(np.argmax(d.max(axis=(0, 1))))
+
+
+def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_most(rotated, planar):
+    for recs, surface in ((rotated, ROTATED), (planar, PLANAR)):
+        # the story compares the rules with momentum: plain SGD counts when fewer have it
+        story = [r for r in recs.values() if r.hyperparameters.momentum]
+        i = furthest_apart([r.path("w").reshape(len(r) + 1, -1) for r in story])
+        k = int(next(iter(recs.values())).steps[i])
+        fig = dtsgd_viz.plot_paths(recs, surface)
+        assert fig.axes[0].get_title() == f"Update {k}: where the runs differ most"
+        for name, rec in recs.items():    # the position is the parameter before update k
+            np.testing.assert_allclose(gid_artists(fig, "position:")[name].get_xydata()[0],
+                                       geo.project(rec.path("w").reshape(len(rec) + 1, -1)[i],
+                                                   draw_paths(recs, surface).scene.plane), atol=1e-9)
+        assert gid_artists(fig, "zoom-arrow:")
+    # one run: its longest update
+    one = {"nesterov": rotated["nesterov"]}
+    path = rotated["nesterov"].path("w").astype(np.float64)
+    k = int(np.argmax(np.linalg.norm(np.diff(path, axis=0), axis=1))) + 1
+    assert dtsgd_viz.plot_paths(one, ROTATED).axes[0].get_title().startswith(f"Update {k}:")
+    # a named step is drawn as named, and the title does not claim it was picked
+    assert dtsgd_viz.plot_paths(rotated, ROTATED, step=2).axes[0].get_title() == "Update 2: its terms as arrows"
+
+
+def test_run_distances_and_the_pick_skip_what_cannot_be_drawn():
+    a = np.array([[0.0, 0.0], [1.0, 0.0], [9.0, 0.0], [np.nan, 0.0]])
+    b = np.zeros((4, 2))
+    np.testing.assert_array_equal(geo.run_distances([a, b])[:2], [1.0, 9.0])
+    assert np.isnan(geo.run_distances([a, b])[2])          # not finite: never picked
+    assert geo.most_different_index([a, b]) == 1
+    assert geo.most_different_index([a, b], allowed=[True, False, True]) == 0
+    assert geo.most_different_index([a, b], allowed=[False, False, True]) is None
+    # a recording of every other update: arrows nowhere, the pick still names an update
+    every2 = synthetic(ROTATED, 6, 0.05, 0.9, every=2)
+    fig = dtsgd_viz.plot_paths({"m": every2, "n": synthetic(ROTATED, 6, 0.05, 0.9, True, every=2)}, ROTATED)
+    assert fig.axes[0].get_title().split(":")[0] in {f"Update {u}" for u in every2.steps}

@@ -533,3 +533,30 @@ def test_compare_widget_with_one_update_draws_loss_markers():
     lines = by_gid(cw.view.artists.ax_loss, "loss:")
     assert set(lines) == {"plain", "momentum", "nesterov"}
     assert all(len(ln.get_xydata()) == 1 and ln.get_marker() not in ("", "None") for ln in lines.values())
+
+
+# ---- one scale and one look per rule (issue 19) -----------------------------------------
+
+
+def test_widgets_fit_a_notebook_column_and_draw_each_rule_in_its_one_look(recs, compare, phase):
+    from views.test_export import run_lines, smallest_text_px   # tests/ is on the path
+    from dtsgd_viz.views import style
+    from dtsgd_viz.widgets import RateExplorer
+    from dtsgd_viz.widgets._pointer import png_size
+    phase.select(4, 3)
+    sharded = dtsgd_viz.surfaces.ShardedQuadratic()
+    rate_rec = dtsgd_viz.run(sharded, {"nesterov": dict(learning_rate=1.5, momentum=0.6, nesterov=True)},
+                             steps=10)["nesterov"]
+    widgets_ = {"compare": compare, "phase": phase, "paths": PathExplorer(recs, ROTATED, zoom=True),
+                "rates": RateExplorer(rate_rec, sharded)}
+    reference = run_lines(dtsgd_viz.plot_paths(recs, ROTATED, step=3))
+    for name, w in widgets_.items():
+        assert png_size(w.image.value)[0] <= style.MAX_WIDTH_PX, name    # shown at its pixels
+        px, text = smallest_text_px(w.figure)
+        assert px >= style.MIN_TEXT_PX, (name, px, text)
+        for rule, looks in run_lines(w.figure).items():
+            assert looks == reference[rule], (name, rule, looks)
+    lines = {ln.get_gid()[5:]: ln for ln in compare.view.artists.ax_path.lines
+             if (ln.get_gid() or "").startswith("path:")}
+    assert lines["nesterov"].get_linewidth() == max(ln.get_linewidth() for ln in lines.values())
+    assert lines["plain"].get_zorder() == max(ln.get_zorder() for ln in lines.values())   # on top

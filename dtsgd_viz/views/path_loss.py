@@ -1,0 +1,81 @@
+"""The loss panel of a path figure: each run's loss per update in its rule's look
+(``style.run_looks``), named at the end of its line (no legend), the update shown
+marked, and where a run diverged. ``views.path_frames`` calls it; the geometry is the
+``PathScene``'s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import path_geometry as geo
+from . import style
+from .direct_labels import label_ends
+
+__all__ = ["draw_loss", "FEW_POINTS"]
+
+FEW_POINTS = 3   # loss lines of this many points or fewer get markers
+
+
+def draw_loss(scene, update, art, looks) -> None:
+    """Draw ``scene``'s losses on ``art.ax_loss``, marking ``update`` (None: none);
+    ``art`` keeps the lines, markers and the update line."""
+    ax = art.ax_loss
+    from_surface = False
+    lost = {}   # runs whose loss stops being finite without having left the view
+    ends = []
+    for key, (steps, loss, computed) in scene.losses.items():
+        from_surface |= computed
+        look = looks[key]
+        few = len(steps) <= FEW_POINTS   # one point per line draws nothing without a marker
+        (art.loss_lines[key],) = ax.plot(steps, loss, **look.line(), label=key,
+                                         marker=(look.marker or "o") if few else "", ms=6,
+                                         gid=f"loss:{key}")
+        with np.errstate(invalid="ignore"):
+            finite = np.isfinite(loss) & (loss > 0)
+        last = np.flatnonzero(finite)
+        if len(last):
+            ends.append((key, steps[last[-1]], loss[last[-1]], look.color))
+        if key in scene.diverged or not finite.all():
+            if len(last):   # where the log axis ends for this run: its last finite loss
+                ax.plot([steps[last[-1]]], [loss[last[-1]]], "x", ms=11, mew=2.5, color=look.color,
+                        gid=f"loss-diverged:{key}", zorder=6)
+            if key not in scene.diverged:
+                lost[key] = int(steps[last[-1] + 1]) if len(last) and last[-1] + 1 < len(steps) else None
+        if update is not None:
+            i = geo.step_index(scene.recordings[key].steps, update)
+            (art.loss_markers[key],) = ax.plot([steps[i]], [loss[i]], "o", ms=7, color=look.color,
+                                               mec="white", gid=f"loss-marker:{key}", zorder=5)
+    _frame(scene, ax, from_surface)
+    if scene.diverged or lost:
+        _diverged_note(scene, ax, lost)
+    if update is not None:
+        line = style.ROLE_LOOKS["update_line"]
+        art.step_line = ax.axvline(update, **line.line(), gid="step-line")
+    art.loss_labels = {t.get_gid()[len("label:"):]: t for t in label_ends(ax, ends)}
+
+
+def _frame(scene, ax, from_surface) -> None:
+    from matplotlib.ticker import MaxNLocator
+    ax.set_yscale("log")
+    ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
+    ax.set_ylabel("loss after the update (from the surface)" if from_surface
+                  else "loss (before the update)", fontsize=style.LABEL_SIZE)
+    ax.set_title("Loss per update (log scale)", fontsize=style.TITLE_SIZE)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.tick_params(labelsize=style.TICK_SIZE)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # updates are whole numbers
+    first = min(int(st[0]) for st, _, _ in scene.losses.values())
+    last = max(int(st[-1]) for st, _, _ in scene.losses.values())
+    if last - first < 4:  # a short run: a margin of half an update, ticks on the updates
+        ax.set_xlim(first - 0.5, last + 0.5)
+    ax.autoscale_view()
+
+
+def _diverged_note(scene, ax, lost) -> None:
+    lines = [geo.diverged_note(scene.diverged)] if scene.diverged else []
+    lines += [f"{k}: loss not finite from update {u}" if u else f"{k}: loss not finite"
+              for k, u in lost.items()]
+    ax.text(0.01, 0.01, "\n".join(lines) + "\n(x: the last finite loss)", transform=ax.transAxes,
+            ha="left", va="bottom", fontsize=style.NOTE_SIZE, color="#A04000", gid="loss-diverged-note",
+            zorder=8, bbox=dict(fc="white", ec="#D55E00", alpha=0.92, pad=2.0))

@@ -1,0 +1,82 @@
+"""The phase maps' regions drawn as what they are: the cells a colour map does not
+cover (the step cap, divergence, only one rule converging) as neutrals and hatches,
+never as a colour bar's extension colours, each named in place where its name fits
+(``phase_geometry.region_spot``), else in the legend. ``views.phase`` calls these.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import style
+from .direct_labels import text_size
+from .phase_geometry import REGIONS, ratio_regions, region_spot
+
+__all__ = ["draw_ratio_regions", "name_region", "REGION_NAMES", "region_patch"]
+
+REGION_NAMES = {
+    "only_momentum": "only momentum converges\n(Nesterov diverges)",
+    "only_nesterov": "only Nesterov converges\n(momentum diverges)",
+    "cap": "the other rule needs more\nthan {steps} updates (the cap)",
+    "neither": "neither converges",
+}
+_FACES = {"only_momentum": style.REGION_FACE, "only_nesterov": style.REGION_FACE,
+          "cap": style.REGION_FACE, "neither": style.NEITHER_COLOR}
+
+
+def region_patch(region: str, steps: int):
+    """The legend entry of ``region`` (a ``REGIONS`` name other than ``both``)."""
+    from matplotlib.patches import Patch
+    return Patch(fc=_FACES[region], ec="0.55", hatch=style.HATCHES.get(region, ""),
+                 label=REGION_NAMES[region].format(steps=steps).replace("\n", " "))
+
+
+def _cells(lr_e, mu_e, mask):
+    from matplotlib.patches import Rectangle
+    ii, jj = np.nonzero(mask)
+    return [Rectangle((lr_e[j], mu_e[i]), lr_e[j + 1] - lr_e[j], mu_e[i + 1] - mu_e[i]) for i, j in zip(ii, jj)]
+
+
+def draw_ratio_regions(ax, grids, lr_e, mu_e) -> tuple[np.ndarray, dict]:
+    """The neutral cells of the ratio map under its colour map: ``neither`` grey, the
+    others a pale neutral, hatched (``style.HATCHES``). Returns the cells' region
+    indices (``ratio_regions``) and ``{region: PatchCollection}`` of the hatched ones."""
+    from matplotlib.collections import PatchCollection
+    from matplotlib.colors import ListedColormap
+
+    m, n = grids["momentum"], grids["nesterov"]
+    regions = ratio_regions(m.steps, m.diverged, n.steps, n.diverged)
+    faces = ListedColormap(["white"] + [_FACES[r] for r in REGIONS[1:]])
+    neutral = np.ma.masked_equal(regions, REGIONS.index("both"))
+    ax.pcolormesh(lr_e, mu_e, neutral, cmap=faces, vmin=-0.5, vmax=len(REGIONS) - 0.5,
+                  gid="phase:regions", zorder=0.5)
+    hatched = {}
+    for region, hatch in style.HATCHES.items():
+        mask = regions == REGIONS.index(region)
+        if mask.any():
+            hatched[region] = ax.add_collection(PatchCollection(
+                _cells(lr_e, mu_e, mask), facecolor="none", edgecolor="none", hatch=hatch,
+                hatchcolor=style.HATCH_COLOR, linewidth=0, gid=f"region:{region}", zorder=0.6))
+    return regions, hatched
+
+
+def _cell_points(ax, n_rows, n_cols):
+    """The size of one map cell in points (the axes' current size over the grid)."""
+    bbox = ax.get_window_extent()
+    dpi = ax.figure.figure.dpi
+    return bbox.width * 72 / dpi / n_cols, bbox.height * 72 / dpi / n_rows
+
+
+def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=style.NOTE_SIZE, color="0.15") -> bool:
+    """Write ``text`` inside the region ``mask`` of a map (rows: ``mus``, columns:
+    ``lrs``, log spaced) where it fits; returns whether it did."""
+    cw, ch = _cell_points(ax, len(mus), len(lrs))
+    w, h = text_size(text, fontsize)
+    spot = region_spot(mask, (w + 4) / cw, (h + 2) / ch)
+    if spot is None:
+        return False
+    i, j = spot
+    ax.text(lrs[int(j)], mus[int(i)], text, ha="center", va="center", fontsize=fontsize, color=color,
+            gid=gid, zorder=8, linespacing=1.1,
+            bbox=dict(fc="white", ec="none", alpha=0.75, pad=1.2, boxstyle="round,pad=0.2"))
+    return True
