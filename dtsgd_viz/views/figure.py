@@ -3,6 +3,8 @@ Sizes, dpi and type come from ``views.style`` (the one scale)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from . import style
 
 
@@ -21,25 +23,41 @@ def new_figure(figsize=(style.WIDTH, 5.0), dpi=style.DPI, wspace=0.05):
 
 def headline(fig, finding: str, settings: str | None = None):
     """Title ``fig`` with its ``finding`` (what the picture shows, bold) and, under it,
-    the ``settings`` line (smaller, grey). Returns the subfigure to draw the panels in
-    (``fig`` itself without settings); ``fig.axes`` still lists every panel. The
-    settings line is that subfigure's ``suptitle``, so the layout leaves room for both.
+    the ``settings`` line (smaller, grey). Returns ``fig``, to draw the panels in.
+
+    The settings line hangs under the finding's last line (an annotation anchored to
+    the ``suptitle``, gid ``subtitle``); the ``suptitle`` carries blank lines for it, so
+    the layout leaves room for both. No subfigure: a widget's pointer maps PNG pixels
+    through its axes' figure, which must be the root one.
 
     >>> fig = new_figure((4, 3))
-    >>> body = headline(fig, "Nesterov ends lowest", "lr 0.05, μ 0.9")
-    >>> ax = body.subplots()
-    >>> fig.get_suptitle(), body.get_suptitle(), fig.axes == [ax]
-    ('Nesterov ends lowest', 'lr 0.05, μ 0.9', True)
+    >>> fig = headline(fig, "Nesterov ends lowest", "lr 0.05, μ 0.9")
+    >>> headline_texts(fig)
+    ('Nesterov ends lowest', 'lr 0.05, μ 0.9')
     """
     width = fig.get_figwidth() * 72.0   # points
-    fig.suptitle(fit(finding, width, style.SUPTITLE_SIZE, bold=True), fontsize=style.SUPTITLE_SIZE,
-                 fontweight="bold")
+    finding = fit(finding, width, style.SUPTITLE_SIZE, bold=True)
     if not settings:
+        fig.suptitle(finding, fontsize=style.SUPTITLE_SIZE, fontweight="bold")
         return fig
-    body = fig.subfigures(1, 1)
-    body.suptitle(fit(settings, width, style.SUBTITLE_SIZE), fontsize=style.SUBTITLE_SIZE,
-                  color=style.SUBTITLE_COLOR)
-    return body
+    settings = fit(settings, width, style.SUBTITLE_SIZE)
+    n, m = finding.count("\n") + 1, settings.count("\n") + 1
+    # blank lines at the finding's size: room for the settings' lines at theirs
+    blank = int(np.ceil(m * style.SUBTITLE_SIZE / style.SUPTITLE_SIZE))
+    title = fig.suptitle(finding + "\n" * blank, fontsize=style.SUPTITLE_SIZE, fontweight="bold",
+                         linespacing=1.25)
+    from matplotlib.text import Annotation
+    fig.add_artist(Annotation(
+        settings, (0.5, 1.0), xycoords=title, xytext=(0, -(n * 1.25 * style.SUPTITLE_SIZE + 1.0)),
+        textcoords="offset points", fontsize=style.SUBTITLE_SIZE, color=style.SUBTITLE_COLOR,
+        ha="center", va="top", gid="subtitle", linespacing=1.2, in_layout=False))
+    return fig
+
+
+def headline_texts(fig) -> tuple[str, str | None]:
+    """``(finding, settings)`` of a figure titled by ``headline``."""
+    sub = [t for t in [*fig.texts, *fig.artists] if t.get_gid() == "subtitle"]
+    return fig.get_suptitle().rstrip("\n"), (sub[0].get_text() if sub else None)
 
 
 def fit(text: str, width_points: float, fontsize: float, bold: bool = False) -> str:

@@ -216,9 +216,9 @@ def _finding(data) -> str:
     ranked = sorted(worst, key=worst.get)
     best = ranked[0]
     if len(ranked) == 1:
-        return f"{best}: the error shrinks by ρ = {worst[best]:.3g} per update along its slowest direction"
-    others = ", ".join(f"{k} {worst[k]:.3g}" for k in ranked[1:])
-    return f"{best} converges fastest: its slowest direction shrinks by ρ = {worst[best]:.3g} per update ({others})"
+        return f"{best}: the error shrinks by ρ = {worst[best]:.3f} per update along its slowest direction"
+    others = ", ".join(f"{k} {worst[k]:.3f}" for k in ranked[1:])
+    return f"{best} converges fastest: its slowest direction shrinks by ρ = {worst[best]:.3f} per update ({others})"
 
 
 def _settings(data, surface) -> str:

@@ -155,7 +155,6 @@ def _draw_step_map(view, ax, key, nesterov, g: _MapGrid) -> None:
     place and, on a quadratic, its theory; ``view`` keeps what was drawn."""
     from matplotlib import colormaps
     from matplotlib.colors import Normalize
-
     grid = view.grids[key]
     cmap = colormaps[style.SEQUENTIAL_CMAP].with_extremes(bad=style.NOT_CONVERGED_COLOR)
     ax.set_label(f"phase:{key}")
@@ -219,7 +218,6 @@ def _draw_ratio_map(view, ax, g: _MapGrid) -> None:
     neutral regions (``phase_regions``), every region named in place where it fits and,
     on a quadratic, each rule's stability boundary in its look, named."""
     from matplotlib.colors import Normalize
-
     ratio, h = view.ratio, g.h
     ax.set_label("phase:ratio")
     view.regions, _ = draw_ratio_regions(ax, view.grids, g.lr_e, g.mu_e)
@@ -267,7 +265,6 @@ def _legend_handles(view, g: _MapGrid, with_ratio: bool) -> list:
     ``with_ratio``) the ratio map's regions not named in place."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
-
     h = g.h
     handles = [Patch(fc=style.NOT_CONVERGED_COLOR, ec="0.6", label=f"not within tol in {g.steps} updates"),
                Line2D([], [], ls="none", marker="x", color=style.DIVERGED_COLOR, label="diverged")]
@@ -289,7 +286,7 @@ def _legend_handles(view, g: _MapGrid, with_ratio: bool) -> list:
 
 
 def _number(x, _pos=None) -> str:
-    return f"{x:g}"
+    return f"{x:g}"  # 0.02, not 2x10^-2
 
 
 def set_log_ticks(axis, lo, hi):
@@ -318,9 +315,10 @@ def _frame(ax, lr_e, mu_e, title):
     ax.tick_params(labelsize=style.TICK_SIZE, which="both")
 
 
-def add_colorbars(view, fig, step_axes, ratio_ax):
+def add_colorbars(view, fig, step_axes, ratio_ax, ratio_location="right"):
     """The shared steps colour bar and the ratio colour bar (its ends say who wins; no
-    extension colours: the cells past them are the regions)."""
+    extension colours: the cells past them are the regions), ``ratio_location`` of the
+    ratio map (``"bottom"``: horizontal, the map keeps its column's width)."""
     tol = view.grids["momentum"].tol
     # each bar in the (sub)figure of its maps; ``fig`` names the figure for the callers
     cbar = step_axes[0].figure.colorbar(view.meshes["nesterov"], ax=step_axes, pad=0.015, fraction=0.05)
@@ -328,12 +326,15 @@ def add_colorbars(view, fig, step_axes, ratio_ax):
     cbar.ax.tick_params(labelsize=style.TICK_SIZE)
     if ratio_ax is None:
         return
-    rbar = ratio_ax.figure.colorbar(view.meshes["ratio"], ax=ratio_ax, pad=0.02, fraction=0.08)
+    across = ratio_location in ("bottom", "top")
+    rbar = ratio_ax.figure.colorbar(view.meshes["ratio"], ax=ratio_ax, location=ratio_location,
+                                    pad=0.03 if across else 0.02, fraction=0.05 if across else 0.08,
+                                    shrink=0.9 if across else 1.0)
     vmax = view.meshes["ratio"].norm.vmax
     ticks = np.arange(-vmax, vmax + 0.5)
     rbar.set_ticks(ticks, labels=[_speedup(t) for t in ticks])
     rbar.ax.tick_params(labelsize=style.TICK_SIZE)
-    # a vertical label reads bottom to top, as the scale runs
+    # the label reads as the scale runs (bottom to top, left to right)
     rbar.set_label("Nesterov faster  ·  tie  ·  momentum faster", fontsize=style.NOTE_SIZE)
 
 

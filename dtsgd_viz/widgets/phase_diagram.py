@@ -234,17 +234,17 @@ class PhaseDiagram(FigureWidget):
         label = getattr(self.surface, "label", type(self.surface).__name__)
         body = headline(fig, phase_finding(self.grids["momentum"].steps, self.grids["nesterov"].steps),
                         f"{label} · at most {self.steps_max} updates · {REFERENCE_NOTE}")
-        top, bottom = body.subfigures(2, 1, hspace=0.02)
-        ax_m, ax_n = top.subplots(1, 2)
+        # one figure, no subfigures: the pointer maps PNG pixels through the root figure
+        grid = body.add_gridspec(2, 2)
         # the order of fig.axes: momentum, nesterov, paths, ratio
-        grid = bottom.add_gridspec(1, 2)
-        ax_p, ax_r = bottom.add_subplot(grid[0, 1]), bottom.add_subplot(grid[0, 0])
+        ax_m, ax_n = body.add_subplot(grid[0, 0]), body.add_subplot(grid[0, 1])
+        ax_p, ax_r = body.add_subplot(grid[1, 1]), body.add_subplot(grid[1, 0])
         self.map_axes = {"momentum": ax_m, "nesterov": ax_n, "ratio": ax_r}
         loss0 = float(self.grids["momentum"].losses[0].flat[0]) - float(self.surface.min_value)
         self.view = draw_phase(self.grids, self.surface, self.map_axes, loss0=loss0)
         self.meshes = self.view.meshes
         self.boundary_lines = self.view.boundaries
-        add_colorbars(self.view, fig, [ax_m, ax_n], ax_r)
+        add_colorbars(self.view, fig, [ax_m, ax_n], ax_r, ratio_location="bottom")
         self.pick_rects = []
         for key, ax in self.map_axes.items():
             rect = Rectangle(self._cell_rect(self.pick)[:2], *self._cell_rect(self.pick)[2:], fill=False,
@@ -252,7 +252,7 @@ class PhaseDiagram(FigureWidget):
             ax.add_patch(rect)
             self.pick_rects.append(rect)
         handles = self.view.handles + [Patch(fill=False, ec=PICK_COLOR, lw=2, label="picked cell (click one)")]
-        bottom.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=style.NOTE_SIZE,
+        body.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=style.NOTE_SIZE,
                       frameon=False)
         self._draw_path_panel(ax_p)
         self.refresh(relayout=True)

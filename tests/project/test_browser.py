@@ -7,6 +7,7 @@ The screenshots are taken into a temporary folder and checked there: the test co
 leaves the repository as it was. `make screenshots` runs the two screenshot tests with
 DTSGD_VIZ_SCREENSHOTS=docs/screenshots, which copies them into the docs once they pass."""
 
+import contextlib
 import json
 import re
 import os

@@ -274,8 +274,8 @@ def check_table(widget):
 
 def headline_text(fig):
     """The figure's headline (its finding) and the settings line under it."""
-    subs = [f.get_suptitle() for f in fig.subfigs]
-    return "\n".join([fig.get_suptitle(), *subs])
+    from dtsgd_viz.views.figure import headline_texts
+    return "\n".join(t for t in headline_texts(fig) if t)
 
 
 def test_compare_widget_draws_the_real_runs(compare):

@@ -199,3 +199,28 @@ def test_a_diverging_cell_draws_each_path_only_until_it_leaves_the_view_box(phas
         assert k and np.all((path[:k] >= box[:, 0]) & (path[:k] <= box[:, 1]))
         # the first point outside is the last drawn: no segments criss-crossing the panel
         np.testing.assert_array_equal(lines[key].get_xydata(), path[:k + 1])
+
+
+def png_rgb(png, x, y):
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    return rgb[int(round(y)), int(round(x))]
+
+
+def test_the_pixel_mapping_lands_where_the_png_shows_the_data(phase):
+    # the maps and paths sit under a headline: the pointer's pixels must still be the
+    # PNG's (a subfigure's own box would shift them off the picture)
+    pd = phase
+    size = _pointer.png_size(pd.image.value)
+    mesh = [m for m in pd.map_axes["momentum"].collections if m.get_gid() == "phase:momentum"][0]
+    values = mesh.get_array()
+    for j, i in [(1, 1), (3, 2), (4, 3)]:
+        if np.ma.getmaskarray(values)[i, j] or (pd.pick.lr_index, pd.pick.mu_index) == (j, i):
+            continue
+        x, y = cell_pixel(pd, "momentum", j, i)
+        assert 0 <= x < size[0] and 0 <= y < size[1]
+        want = np.round(np.asarray(mesh.cmap(mesh.norm(values[i, j]))[:3]) * 255)
+        assert np.abs(png_rgb(pd.image.value, x, y) - want).max() <= 3
+    cw = CompareWidget(SURFACE, learning_rate=0.05, momentum=0.9, steps=5, background=False)
+    x, y = _pointer.data_to_pixel(cw.view.artists.ax_path, *SURFACE.default_start,
+                                  _pointer.png_size(cw.image.value))
+    assert tuple(png_rgb(cw.image.value, x, y)) == (255, 255, 255)   # the start's white face
