@@ -2,13 +2,14 @@
 #   make demo   - run the main job (the command-line demo)
 #   make test   - run the whole test suite (it writes only to temporary folders; it
 #                 builds the documentation site too)
-# and, when the pictures should change, make screenshots refreshes docs/screenshots/.
+# and, when the pictures should change, make screenshots refreshes docs/figures/ (from the
+# demo) and docs/screenshots/ (from JupyterLab and the app in Chromium).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test docs screenshots bench clean
+.PHONY: demo test docs figures screenshots bench clean
 
 $(STAMP): pyproject.toml
 	@echo "installing TensorFlow and the notebook stack into $(VENV) (a few minutes the first time)"
@@ -27,9 +28,19 @@ test: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
+# docs/figures/: the demo's layout, shard, path and animation pictures, drawn by the current
+# code (about a minute)
+FIGURES := layout.png shards-momentum-update010.png paths.png paths.gif
+figures: $(STAMP)
+	rm -rf .figures-out
+	$(VENV)/bin/dtsgd-viz demo --out .figures-out > /dev/null
+	rm -f docs/figures/*
+	cd .figures-out && cp $(FIGURES) ../docs/figures/
+	rm -rf .figures-out
+
 # the browser tests that take the README's screenshots, copying them into docs/screenshots/
 # once they pass (needs /usr/bin/chromium, as `.ci/run` installs; about a minute)
-screenshots: $(STAMP)
+screenshots: figures
 	@test -x /usr/bin/chromium || { echo "make screenshots needs /usr/bin/chromium (apt-get install chromium)" >&2; exit 1; }
 	DTSGD_VIZ_SCREENSHOTS=docs/screenshots $(VENV)/bin/python -m pytest \
 		tests/project/test_browser.py::test_notebook_03_in_jupyterlab tests/project/test_browser.py::test_app_in_voila

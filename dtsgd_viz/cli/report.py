@@ -103,14 +103,14 @@ def arrow_step(recordings: Mapping, name: str = "w") -> int:
     return best
 
 
-def shard_steps(n_steps: int, iterations: Sequence[int] = (3, 10, 30)) -> list[int]:
-    """Recorded step indices for the shard figures: ``iterations`` (1-based), those past
+def shard_steps(n_steps: int, updates: Sequence[int] = (3, 10, 30)) -> list[int]:
+    """Recorded step indices for the shard figures: ``updates`` (1-based), those past
     the end of a run of ``n_steps`` replaced by its last step, without repeats.
 
     >>> shard_steps(100), shard_steps(12), shard_steps(2)
     ([2, 9, 29], [2, 9, 11], [1])
     """
-    return sorted({min(int(i), n_steps) - 1 for i in iterations if i >= 1 and n_steps >= 1})
+    return sorted({min(int(i), n_steps) - 1 for i in updates if i >= 1 and n_steps >= 1})
 
 
 # ---- the figures -------------------------------------------------------------------------
@@ -224,14 +224,14 @@ class _Folder:
 
 def write_report(directory, shard_recordings: Mapping, path_recordings: Mapping, surface, *,
                  name: str = "w", summary: str | None = None,
-                 iterations: Sequence[int] = (3, 10, 30), gif_frames: int = GIF_FRAMES,
+                 updates: Sequence[int] = (3, 10, 30), gif_frames: int = GIF_FRAMES,
                  progress: Callable[[str], None] | None = None) -> Report:
     """Draw the demo into ``directory`` (created if needed) and write ``index.html``.
 
     Args:
       shard_recordings: ``{config: Recording}`` of the sharded parameter ``name``; the
         first one's layout is drawn, and each config with momentum gets shard figures
-        of its velocity at ``iterations`` (see ``shard_steps``).
+        of its velocity after ``updates`` (see ``shard_steps``).
       path_recordings: ``{config: Recording}`` made by ``dtsgd_viz.run`` on the 2-D
         ``surface``: drawn as paths (arrows at ``arrow_step``) and animated as a GIF.
       summary: text to include as ``summary.txt`` (the demo's printed summary).
@@ -249,7 +249,7 @@ def write_report(directory, shard_recordings: Mapping, path_recordings: Mapping,
         out.write_text("summary.txt", "Summary", "What the demo printed.", summary)
     first = next(iter(shard_recordings.values()))
     _write_layout(out, first, name)
-    _write_shards(out, shard_recordings, name, iterations)
+    _write_shards(out, shard_recordings, name, updates)
     pname = next(iter(path_recordings.values())).variables[0]
     _write_paths(out, path_recordings, surface, pname)
     _write_animation(out, path_recordings, surface, pname, gif_frames)
@@ -273,22 +273,22 @@ def _write_layout(out: _Folder, first, name) -> None:
                    str(layout_table(first, name=name)))
 
 
-def _write_shards(out: _Folder, shard_recordings, name, iterations) -> None:
-    """``shards-<config>-iter<it>.png``: the velocity per shard of each config with
-    momentum at ``iterations`` (``shard_steps``), the configs side by side per step."""
+def _write_shards(out: _Folder, shard_recordings, name, updates) -> None:
+    """``shards-<config>-update<k>.png``: the velocity per shard of each config with
+    momentum after ``updates`` (``shard_steps``), the configs side by side per step."""
     # plain SGD's slot is just -lr*g: nothing to tell apart
     with_momentum = {k: r for k, r in shard_recordings.items() if r.hyperparameters.momentum}
-    steps_of = {k: shard_steps(len(r), iterations) for k, r in with_momentum.items()}
+    steps_of = {k: shard_steps(len(r), updates) for k, r in with_momentum.items()}
     for i in sorted(set().union(*steps_of.values())):
         for config, rec in with_momentum.items():
             if i not in steps_of[config]:
                 continue
             it = int(rec.steps[i])
-            out.save(shard_figure(rec, name, i), f"shards-{config}-iter{it:03d}.png",
-                     f"{config}: velocity per shard at iteration {it}",
-                     f"Left: the {config} velocity of {name!r} after iteration {it}, each "
+            out.save(shard_figure(rec, name, i), f"shards-{config}-update{it:03d}.png",
+                     f"{config}: velocity per shard after update {it}",
+                     f"Left: the {config} velocity of {name!r} after update {it}, each "
                      "device's block outlined. Right: each shard's velocity norm over the whole "
-                     "run; the line marks the iteration shown. Blocks differ in curvature, so "
+                     "run; the line marks the update shown. Blocks differ in curvature, so "
                      "their velocities grow, oscillate and die out at different speeds.")
 
 

@@ -59,9 +59,9 @@ def test_files_exist_and_open(made):
     result, shard_recs, _ = made
     names = [i.filename for i in result.items]
     assert names[:3] == ["summary.txt", "layout.png", "layout.txt"]
-    # shard figures: momentum and Nesterov (not plain) at iterations 3, 10 and the last (12)
+    # shard figures: momentum and Nesterov (not plain) after updates 3, 10 and the last (12)
     assert [n for n in names if n.startswith("shards-")] == [
-        f"shards-{c}-iter{i:03d}.png" for i in (3, 10, 12) for c in ("momentum", "nesterov")]
+        f"shards-{c}-update{i:03d}.png" for i in (3, 10, 12) for c in ("momentum", "nesterov")]
     assert names[-2:] == ["paths.png", "paths.gif"]
     assert sorted(os.listdir(result.directory)) == sorted(names + ["index.html"])
     for path in result.paths():
@@ -166,7 +166,7 @@ def test_shard_figures_hold_the_recorded_velocity(made):
         heat = fig.axes[0].images[0]
         np.testing.assert_array_equal(np.asarray(heat.get_array()), velocity[i])
         assert f"after update {int(rec.steps[i])}" in fig.axes[0].get_title()
-        name = f"shards-momentum-iter{int(rec.steps[i]):03d}.png"
+        name = f"shards-momentum-update{int(rec.steps[i]):03d}.png"
         with Image.open(os.path.join(result.directory, name)) as im:
             assert im.size == _png_size(fig)
 
@@ -176,7 +176,7 @@ def test_report_prints_nothing_and_rejects_empty_input(made, tmp_path, capsys):
     capsys.readouterr()
     messages = []
     report.write_report(tmp_path, {"nesterov": shard_recs["nesterov"]}, paths,
-                        demo.path_surface(), iterations=(2,), gif_frames=2,
+                        demo.path_surface(), updates=(2,), gif_frames=2,
                         progress=messages.append)
     assert capsys.readouterr() == ("", "")
     assert messages[0] == "writing layout.png" and messages[-1].startswith("animating")

@@ -75,7 +75,7 @@ def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
     assert note[0] == f"Report: 12 files in {report}{os.sep}"
     assert note[-1] == f"Open {report / 'index.html'} in a browser."
     listed = [line.split()[0] for line in note[1:-1]]
-    assert "paths.gif" in listed and "shards-nesterov-iter030.png" in listed
+    assert "paths.gif" in listed and "shards-nesterov-update030.png" in listed
     assert sorted(listed + ["index.html"]) == sorted(os.listdir(report))
     assert "[paths] nesterov  step 40/40" in out.stderr
     assert not (tmp_path / "demo-out").exists()  # --out replaces the default folder
