@@ -273,6 +273,8 @@ class SGD(_BaseSGD):
         _keras3.check_all((g for g, _ in grads_and_vars), "A gradient handed to dtsgd_viz.SGD")
         if self._mesh is not None:
             grads_and_vars = [(self._densify(g, v), v) for g, v in grads_and_vars]
+            if self.exact_update:
+                grads_and_vars = [(_pin_layout(g, v), v) for g, v in grads_and_vars]
         self._pending_loss = loss
         try:
             result = super().apply_gradients(grads_and_vars, name=name, **kwargs)
@@ -370,3 +372,19 @@ class SGD(_BaseSGD):
         if "mesh" in config:
             config["mesh"] = _config.mesh_from_config(config["mesh"])
         return super().from_config(config, custom_objects=custom_objects)
+
+
+def _pin_layout(gradient, variable):
+    """``gradient`` relaid to ``variable``'s layout (a copy of the same values), as the
+    exact update takes it on a mesh. DTensor's layout propagation can give a kernel's
+    gradient ``x^T @ dy`` the transpose of its variable's layout; tf-keras' update then
+    converts the velocity and its results with all-to-alls every step. Relaid where the
+    gradient is made, the layout propagates back into the gradient's own computation and
+    those all-to-alls go (docs/upstream.md; ``benchmarks/gradient_layout/``). Traced, the
+    gradient's layout is not known yet, so it is always relaid (a no-op where it matches)."""
+    layout = getattr(variable, "layout", None)   # a DVariable's own (no read in the trace)
+    if layout is None or gradient is None:
+        return gradient
+    if tf.executing_eagerly():
+        return _dtensor.match_layout(gradient, variable)
+    return _dtensor.relayout(gradient, layout)
