@@ -10,7 +10,9 @@
 # 3. train it with the instrumented optimizer and get a **recording**,
 # 4. draw the first pictures: the layout, the velocity shard by shard, and update paths.
 #
-# Everything runs on a laptop CPU: the 8 devices are slices of one processor.
+# Everything runs on a laptop CPU: the 8 devices are slices of one processor. Each term is
+# said in a sentence where it first appears; the [glossary](../docs/glossary.md) has them
+# all in one place.
 
 # %% [markdown]
 # ## A mesh of 8 devices
@@ -43,8 +45,11 @@ def show(fig):
 #
 # A DTensor **layout** names, for each tensor dimension, the mesh dimension it is cut
 # along (or `unsharded`). The 8x8 parameter `w` below is cut into 2 row blocks along
-# `batch` and 4 column blocks along `model`: each device holds one 4x2 block.
-# `layout_table` says so in text.
+# `batch` and 4 column blocks along `model`: each device holds one 4x2 **block** (a
+# block is one distinct slice of the tensor under its layout). A device's own copy of its
+# block is its **shard**; with this layout no two devices hold the same block, so here
+# each block has exactly one shard (`02_mesh_layouts` shows blocks held by several
+# devices, as **replicas**). `layout_table` says so in text.
 
 # %%
 import numpy as np
@@ -60,7 +65,7 @@ print(dtsgd_viz.layout_table(w))
 # %% [markdown]
 # The loss is `sum(c * (w - 1)**2) / 2`, with a curvature `c` that is constant on each
 # device's block but differs from block to block (from 0.05 to 1): flat blocks will
-# crawl, steep ones will overshoot, so the shards have different stories to tell.
+# crawl, steep ones will overshoot, so the blocks have different stories to tell.
 
 # %%
 c = surfaces.ShardedQuadratic().curvature        # (8, 8), one level per device block
@@ -72,9 +77,18 @@ print(np.array2string(c[::4, ::2], precision=3))
 # ## The instrumented optimizer
 #
 # `dtsgd_viz.SGD` *is* the tf-keras DTensor SGD (a subclass); `hooks=[rec]` lets a
-# `Recorder` observe every update without changing it. Inside a `tf.function` the
-# recorder stages each update on the devices; `rec.loop(n)` copies them to the host as
-# it goes. We train with Nesterov momentum for 60 steps.
+# `Recorder` observe every **update** (one call of `apply_gradients`: every variable
+# moves once) without changing it. Inside a `tf.function` the recorder stages each update
+# on the devices; `rec.loop(n)` copies them to the host as it goes.
+#
+# Momentum SGD keeps, beside each parameter, a **velocity**: a running sum of the past
+# gradient steps `-lr*g`, of which each update keeps the fraction `momentum` (0.9 here)
+# and adds the new one. The parameter moves by the velocity, so it gathers speed along
+# directions the gradient keeps pointing to: that is **heavy-ball** (or classical)
+# momentum. Nesterov momentum (`nesterov=True`) in effect takes the gradient at a
+# **look-ahead** point, where the velocity is about to carry the parameter, instead of
+# where the parameter is. `03_nesterov_vs_momentum` writes both rules out. We train with
+# Nesterov momentum for 60 updates, one per call of `train_step`.
 
 # %%
 rec = dtsgd_viz.Recorder()                        # records param, velocity and grad
@@ -97,10 +111,12 @@ r
 # %% [markdown]
 # ## The recording is plain numpy
 #
-# A `Recording` holds each device's block of the parameter, of its velocity (the
-# momentum slot, laid out like the parameter) and of the gradient, at every step,
-# plus the loss. Put the blocks back together with `global_values`, or keep them
-# apart with `shard_values` (one row per device, in mesh order).
+# A `Recording` holds each device's shard of three **kinds** of tensor at every update:
+# the parameter after the update (`param`), its velocity after it (`velocity`) and the
+# gradient the update applied (`grad`), plus the loss. The velocity is the optimizer's
+# **slot** for `w` (state it keeps per variable), laid out like `w`, so it has the same
+# blocks. Put the blocks back together with `global_values`, or keep the shards apart
+# with `shard_values` (one row per device, in mesh order).
 
 # %%
 print("global velocity:", r.global_values("w", "velocity").shape)   # (steps, 8, 8)
@@ -110,7 +126,7 @@ for step in (1, 10, 30, 60):
 
 # %% [markdown]
 # `dtsgd_viz.reference` holds the update rules in numpy, exactly as tf-keras computes
-# them. `check_recording` replays every recorded update and lists the steps that do not
+# them. `check_recording` replays every recorded update and lists the updates that do not
 # follow the rule: none here.
 
 # %%
@@ -126,8 +142,8 @@ dtsgd_viz.reference.check_recording(r)
 show(dtsgd_viz.plot_layout(r, name="w"))
 
 # %% [markdown]
-# **The velocity, shard by shard.** Left: the velocity after update 10 (`step=10`: steps
-# count optimizer updates, the first is 1, as `recording.steps` does), each device's
+# **The velocity, shard by shard.** Left: the velocity after update 10 (`step=10` means
+# update 10: updates count from 1, as `recording.steps` does), each device's
 # block outlined. Right: every shard's velocity norm over the whole run (one column per
 # device). The steep blocks (bottom row, CPU:4-7) swing and die out fast; the flat ones
 # (CPU:0-1) keep a small velocity for much longer.
@@ -137,9 +153,11 @@ show(dtsgd_viz.plot_shards(r, "w", "velocity", step=10))
 
 # %% [markdown]
 # **Why the blocks decay at different rates.** On a quadratic, momentum's error on a
-# block shrinks by a fixed factor per update, the spectral radius of the rule's
-# iteration matrix, which depends only on `lr * h` (h: the block's curvature) and the
-# momentum. `plot_block_rates` puts every block on that curve (left) beside the rate
+# block (its distance from the minimum) shrinks by about the same factor at every
+# update, once the first few updates are past. That factor is the block's **rate** (0.95:
+# the error keeps 95% of itself per update), and it depends only on `lr * h` (h: the
+# block's curvature) and the momentum; `03_nesterov_vs_momentum` derives it.
+# `plot_block_rates` puts every block on that curve (left) beside the rate
 # measured on the recording (stars), and draws each block's error (right): the steep
 # blocks sit where Nesterov's curve dips, the flat ones where it is near 0.95.
 # `widgets.RateExplorer(r, surface)` adds a learning-rate slider that moves every block
@@ -161,12 +179,14 @@ runs = dtsgd_viz.run(valley, {
     "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True),
 }, steps=40)
 for name, run in runs.items():
-    print(f"{name:<9} loss after 40 steps: {valley.value_np(run.path('w')[-1]):.2e}")
+    print(f"{name:<9} loss after 40 updates: {valley.value_np(run.path('w')[-1]):.2e}")
 
 # %% [markdown]
 # `plot_paths` draws both paths on the loss contours and takes one update apart into
-# arrows, tip to tail: the momentum term in the run's colour (for Nesterov, its
-# look-ahead term `mu*v_new`) and the gradient term `-lr*g` in a light tint of it. The
+# arrows, tip to tail: the momentum term in the run's colour (heavy ball's `mu*v`, the
+# velocity carried over from the update before; for Nesterov its look-ahead term
+# `mu*v_new`, the new velocity scaled by the momentum) and the gradient term `-lr*g` in a
+# light tint of it. The
 # paths fade with age up to that update, and under them a zoomed panel per run shows it
 # up close. `step=4` is update 4. There heavy-ball momentum's term carries the point
 # further across the valley and the gradient can only pull part of it back, so it keeps
@@ -179,6 +199,13 @@ show(dtsgd_viz.plot_paths(runs, valley, step=4))
 # %% [markdown]
 # ## Where next
 #
-# - `02_mesh_layouts`: how layouts cut tensors over 1-, 2- and 3-D meshes, and replication.
-# - `04_sharded_model`: a tf-keras model sharded with a `LayoutMap`, trained and recorded.
-# - `05_recordings`: save a recording, reload it without TensorFlow, explore it with a widget.
+# The other tutorials, in order (the terms they use are defined in the
+# [glossary](../docs/glossary.md)):
+#
+# - [02_mesh_layouts](02_mesh_layouts.ipynb): how layouts cut tensors into blocks on 1-, 2- and 3-D meshes, replicas, the velocity slot's layout, memory per device, `LayoutExplorer`. **Next:** how a layout makes blocks, shards and replicas, the words every later tutorial uses.
+# - [03_nesterov_vs_momentum](03_nesterov_vs_momentum.ipynb): the heavy-ball and Nesterov rules written out, their paths, each mode's rate from theory, where each rule wins, `PhaseDiagram`, `CompareWidget`, `PathExplorer`.
+# - [04_sharded_model](04_sharded_model.ipynb): a tf-keras MLP sharded by a `LayoutMap`, recorded while it trains: the all-reduce, each block's velocity, a probe's path, the stale-velocity hazard.
+# - [05_recordings](05_recordings.ipynb): save a recording, load it without TensorFlow, explore it with `ShardExplorer`.
+# - [06_long_runs](06_long_runs.ipynb): record long runs cheaply: stats mode, decimation, a ring of full values, `model.fit`.
+# - [07_real_models](07_real_models.ipynb): a conv net and a transformer block on a mesh: the DTensor recipes, each head's velocity, the stale velocity again.
+# - [08_multi_client](08_multi_client.ipynb): a run over two clients, watched live with `LiveMonitor`, its store merged into one recording.

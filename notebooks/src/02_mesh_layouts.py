@@ -3,9 +3,12 @@
 #
 # A DTensor **mesh** arranges devices in a grid with named dimensions, e.g.
 # `batch=2 x model=4`. A **layout** gives one *sharding spec* per tensor dimension:
-# either a mesh dimension name (cut the tensor dimension into that many equal blocks)
-# or `unsharded` (every device holds it whole). A mesh dimension the layout does not
-# use means **replication**: the devices along it hold copies of the same block.
+# either a mesh dimension name (cut the tensor dimension into that many equal pieces)
+# or `unsharded` (every device holds it whole). The pieces the cuts make are the tensor's
+# **blocks**: a block is one distinct slice of the tensor, the slice a device holds. A
+# mesh dimension the layout does not use means **replication**: the devices along it
+# hold copies of the same block. (The [glossary](../docs/glossary.md) defines these
+# words; every tutorial uses them in its sense.)
 #
 # This notebook draws layouts on 1-, 2- and 3-D meshes, checks the pictures against
 # the blocks DTensor really holds, shows that an optimizer's momentum slots share their
@@ -67,7 +70,9 @@ show(dtsgd_viz.plot_layout(b))
 # hold **copies** of the same 8x2 block. Copies come from the mesh, not from the tensor:
 # tensor dim 0 is simply *not sharded* (each block spans it whole), and it is the unused
 # mesh dim `batch` that makes 2 copies of every block; the figure's `mesh dims:` line says
-# so (`batch: unused -> 2 copies`). The table groups the replicas on one row; the
+# so (`batch: unused -> 2 copies`). Each device's copy of its block is its **shard**, and
+# shards of one block held by several devices are **replicas** of it: here every block
+# has 2 replicas. The table groups the replicas on one row; the
 # figure gives every block one colour and labels it with every device holding it, and
 # the key under it colours each device by the block it holds: devices of one colour
 # hold copies of one block.
@@ -88,8 +93,8 @@ print(dtsgd_viz.layout_table(d))
 # %% [markdown]
 # ### The pictures are what DTensor holds
 #
-# `dtensor.unpack` returns each device's local piece of a DTensor. For every device,
-# the block the table names is exactly that piece (the values of `b` and `c` are
+# `dtensor.unpack` returns each device's local piece of a DTensor, its shard. For every
+# device, the block the table names is exactly that piece (the values of `b` and `c` are
 # 0, 1, 2, ... in row-major order, so any mix-up would show).
 
 # %%
@@ -124,7 +129,9 @@ print(dtsgd_viz.layout_table(f))
 # %% [markdown]
 # ## Optimizer slots share their parameter's layout
 #
-# Momentum SGD keeps a **velocity** slot per parameter. DTensor creates it with the
+# An optimizer's **slot** is state it keeps per variable. Momentum SGD keeps one, the
+# **velocity** (a running sum of past gradient steps that the parameter moves by;
+# `03_nesterov_vs_momentum` writes the rule out). DTensor creates it with the
 # parameter's layout, so each device updates its own block of the velocity with its own
 # block of the gradient: the update needs no communication. `model_table` lists every
 # variable of a model with its layout and, for the optimizer compiled into it, each
@@ -231,20 +238,41 @@ print(dtsgd_viz.memory_plan({"W": ((1024, 512), "float32", plan)}))
 # An impossible choice (a size the mesh dim does not divide, one mesh dim for two tensor
 # dims) is explained on the widget. It takes a shape, a variable, a model (pick the
 # variable; the memory plan covers them all) or a recording, and needs no devices.
+#
+# The explorer below starts on the same 1024x512 weight and mesh with a layout not drawn
+# above, `[unsharded, model]`: its 512 columns cut into 16 blocks of 1024x32 over
+# `model`, each copied over `data` (4 replicas). Pick `model` for dim 0 and `unsharded`
+# for dim 1 to get the first picture of this section back, or `data` for dim 0 for the
+# second.
 
 # %%
 from dtsgd_viz.widgets import LayoutExplorer
 
 explorer = LayoutExplorer((1024, 512), mesh={"data": 4, "model": 16})
-explorer.dim_pickers[0].value = "model"   # what clicking the first dropdown does
+explorer.dim_pickers[1].value = "model"   # what picking `model` in the second dropdown does
 explorer
 
 # %% [markdown]
 # Each change goes through a pure function, `layout_explorer_state`, which is what the
-# widget calls: here the same mesh dim for both tensor dims, which DTensor refuses.
+# widget calls: here `model` for dim 0 too, the same mesh dim for both tensor dims,
+# which DTensor refuses.
 
 # %%
 from dtsgd_viz.widgets import layout_explorer_state
 
-state = layout_explorer_state(explorer.state, {"name": "dim", "dim": 1, "new": "model"})
+state = layout_explorer_state(explorer.state, {"name": "dim", "dim": 0, "new": "model"})
 print(state.summary())
+
+# %% [markdown]
+# ## Where next
+#
+# The other tutorials, in order (the terms they use are defined in the
+# [glossary](../docs/glossary.md)):
+#
+# - [01_quickstart](01_quickstart.ipynb): a mesh, a layout, the instrumented optimizer and a recording; the first pictures (layout, velocity block by block, update paths).
+# - [03_nesterov_vs_momentum](03_nesterov_vs_momentum.ipynb): the heavy-ball and Nesterov rules written out, their paths, each mode's rate from theory, where each rule wins, `PhaseDiagram`, `CompareWidget`, `PathExplorer`. **Next:** why momentum needs a velocity slot at all: the update rules, taken apart on a 2-D valley.
+# - [04_sharded_model](04_sharded_model.ipynb): a tf-keras MLP sharded by a `LayoutMap`, recorded while it trains: the all-reduce, each block's velocity, a probe's path, the stale-velocity hazard.
+# - [05_recordings](05_recordings.ipynb): save a recording, load it without TensorFlow, explore it with `ShardExplorer`.
+# - [06_long_runs](06_long_runs.ipynb): record long runs cheaply: stats mode, decimation, a ring of full values, `model.fit`.
+# - [07_real_models](07_real_models.ipynb): a conv net and a transformer block on a mesh: the DTensor recipes, each head's velocity, the stale velocity again.
+# - [08_multi_client](08_multi_client.ipynb): a run over two clients, watched live with `LiveMonitor`, its store merged into one recording.

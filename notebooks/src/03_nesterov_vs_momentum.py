@@ -11,11 +11,14 @@
 #
 # | | velocity | parameter |
 # |---|---|---|
-# | momentum (heavy ball) | $v \leftarrow \mu v - \eta g$ | $p \leftarrow p + v$ |
+# | momentum (heavy ball, or classical) | $v \leftarrow \mu v - \eta g$ | $p \leftarrow p + v$ |
 # | Nesterov (tf-keras form) | $v \leftarrow \mu v - \eta g$ | $p \leftarrow p + \mu v - \eta g$ |
 #
-# Nesterov moves by the *new* velocity's momentum plus a fresh gradient step: a
-# change of variables of "evaluate the gradient at the look-ahead point $p + \mu v$".
+# The velocity $v$ is the optimizer's **slot** (state it keeps per variable): a running sum
+# of past gradient steps, each update keeping the fraction $\mu$ of it. Nesterov moves by
+# the *new* velocity's momentum plus a fresh gradient step: a change of variables of
+# "evaluate the gradient at the **look-ahead** point $p + \mu v$", where the momentum is
+# about to carry the parameter. (Terms: [glossary](../docs/glossary.md).)
 
 # %%
 import dtsgd_viz
@@ -37,7 +40,7 @@ def show(fig):
 # ## The surface: a long, narrow, tilted valley
 #
 # A quadratic with condition number 20 (one direction 20 times steeper than the other),
-# rotated by 30 degrees. Plain gradient descent must keep its step small for the steep
+# rotated by 30 degrees. Plain gradient descent must keep its learning rate small for the steep
 # direction and then crawls along the flat one; momentum speeds up the crawl but
 # overshoots across the valley.
 
@@ -57,8 +60,8 @@ for name, rec in recordings.items():
     print(f"{name:<9} layout {rec.layout('w').sharding_specs} on {rec.mesh}")
 
 # %% [markdown]
-# The parameter `w` is a 2-vector cut over a mesh dim of size 2: `w[0]` lives on
-# `CPU:0`, `w[1]` on `CPU:1`. Every number below was read back from those devices.
+# The parameter `w` is a 2-vector cut over a mesh dim of size 2 into two blocks of one
+# number each: `w[0]` lives on `CPU:0`, `w[1]` on `CPU:1`. Every number below was read back from those devices.
 #
 # ## Paths, and update 5 taken apart
 #
@@ -98,7 +101,8 @@ for name, rec in recordings.items():
 # On a quadratic the error $p_k - p^*$ splits along the Hessian's eigenvectors, and
 # each part (a *mode*, with eigenvalue $h$) evolves on its own by a 2x2 matrix that
 # depends only on $\eta h$ and $\mu$. After $k$ updates it has shrunk like $\rho^k$,
-# $\rho$ the matrix's spectral radius (`dtsgd_viz.theory`). Below, the solid lines are
+# $\rho$ the matrix's spectral radius (the largest size of its eigenvalues): the mode's
+# **rate**, the factor its error keeps per update (`dtsgd_viz.theory`). Below, the solid lines are
 # the real recorded parameters projected on each eigenvector, the dashed lines their
 # envelope from theory (a bound shrinking by $\rho$ per update, with a factor linear in
 # $k$ near critical damping, where the two eigenvalues meet); the right panel is $\rho$ against $\eta h$ for each
@@ -205,8 +209,7 @@ phase
 # The comparison widget re-runs the real optimizer for all three rules whenever a
 # slider is released. Drag the start point (the white circle) on the contours: while
 # you drag, the paths are a preview from the numpy reference of the rule (the panel
-# says so); on release the real DTensor SGD runs from there. The path explorer steps
-# through the recorded run above.
+# says so); on release the real DTensor SGD runs from there.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -214,8 +217,29 @@ from dtsgd_viz.widgets import CompareWidget
 
 CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 
+# %% [markdown]
+# The path explorer steps through the three recorded runs from the top of this notebook.
+# It starts at update 15, not at the update 5 taken apart above: by then Nesterov's path
+# runs along the valley towards the minimum, while classical momentum still bounces from
+# wall to wall (the saw-tooth of its loss, right). Move the slider, or press Play, to
+# see every update's arrows.
+
 # %%
 # NBVAL_IGNORE_OUTPUT
 from dtsgd_viz.widgets import PathExplorer
 
-PathExplorer(recordings, surface, step=5)
+PathExplorer(recordings, surface, step=15)
+
+# %% [markdown]
+# ## Where next
+#
+# The other tutorials, in order (the terms they use are defined in the
+# [glossary](../docs/glossary.md)):
+#
+# - [01_quickstart](01_quickstart.ipynb): a mesh, a layout, the instrumented optimizer and a recording; the first pictures (layout, velocity block by block, update paths).
+# - [02_mesh_layouts](02_mesh_layouts.ipynb): how layouts cut tensors into blocks on 1-, 2- and 3-D meshes, replicas, the velocity slot's layout, memory per device, `LayoutExplorer`.
+# - [04_sharded_model](04_sharded_model.ipynb): a tf-keras MLP sharded by a `LayoutMap`, recorded while it trains: the all-reduce, each block's velocity, a probe's path, the stale-velocity hazard. **Next:** the same rules on a real sharded tf-keras model, block by block.
+# - [05_recordings](05_recordings.ipynb): save a recording, load it without TensorFlow, explore it with `ShardExplorer`.
+# - [06_long_runs](06_long_runs.ipynb): record long runs cheaply: stats mode, decimation, a ring of full values, `model.fit`.
+# - [07_real_models](07_real_models.ipynb): a conv net and a transformer block on a mesh: the DTensor recipes, each head's velocity, the stale velocity again.
+# - [08_multi_client](08_multi_client.ipynb): a run over two clients, watched live with `LiveMonitor`, its store merged into one recording.

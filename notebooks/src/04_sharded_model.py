@@ -114,14 +114,14 @@ for step in (1, 10, 50, 150):
 # The data is split over `batch`, so each half of the mesh computes the gradient of its
 # own examples only: a partial sum. Before the update, DTensor sums the halves, an
 # **all-reduce** over `batch`: the devices `batch=0, model=k` and `batch=1, model=k`
-# exchange their blocks of every gradient. That is the one truly distributed step of SGD
-# on a mesh. Sharding weights over `model` changes its price: each device holds, and
+# exchange their blocks of every gradient. That is the one truly distributed part of an
+# SGD update on a mesh. Sharding weights over `model` changes its price: each device holds, and
 # so sends, a quarter of a sharded gradient, but the layer's activations are now split
 # too, and DTensor adds collectives over `model` to put them back together.
 #
 # `dtsgd_viz.communication(step)` lists the collectives in the program DTensor compiled
-# for the step (it runs the step once if it was never compiled, and puts every variable
-# back); `dtsgd_viz.communication_plan(model)` predicts the gradient all-reduces from the
+# for the training step function `step` (it runs it once if it was never compiled, and
+# puts every variable back); `dtsgd_viz.communication_plan(model)` predicts the gradient all-reduces from the
 # layouts alone, with no devices. Here are both, for the model above and for its
 # data-parallel twin (every weight replicated).
 
@@ -185,14 +185,14 @@ for c in traffic["kernels sharded over model"][1].extra:
     print(f"{c.kind:11} along {'x'.join(c.mesh_dims) or '-':6} {c.bytes_per_device:6d} B  {c.what}")
 
 # %% [markdown]
-# ## Per-shard velocity over training
+# ## Each block's velocity over training
 #
 # The hidden layer's kernel `d1/kernel` is 4x16, cut into four 4x4 column blocks over
 # `model` and copied over `batch`. Left: its velocity after update 20 (`step=20` is
 # optimizer update 20, as `r.steps` counts), each block outlined and labelled with both
 # devices holding it, in the block's colour. Right: each block's velocity norm over all
-# 150 updates, one line per block in the same colour (log scale). The two copies of a
-# block (CPU:0 and CPU:4, ...) are one line: they always agree (a diamond would mark an
+# 150 updates, one line per block in the same colour (log scale). The two replicas of a
+# block (its shards on CPU:0 and CPU:4, ...) are one line: they always agree (a diamond would mark an
 # update where they did not). The four blocks, holding different hidden units, move at
 # different paces; the vertical line is the update shown on the left.
 
@@ -214,7 +214,7 @@ show(dtsgd_viz.plot_shards(r, "d1/kernel", "velocity", step=20))
 show(dtsgd_viz.plot_update_shards(r, "d1/kernel", step=20))
 
 # %% [markdown]
-# The same numbers as text: each device's velocity norm after a few updates (one column
+# The same numbers as text: each shard's velocity norm after a few updates (one column
 # per device, in mesh order).
 
 # %%
@@ -294,7 +294,7 @@ print(f"bowl bottom: loss {bowl.value_np(bowl.minimum[0]):.4f}; "
 # real. Both runs head down the bowl's long valley; heavy-ball momentum swings further
 # past its floor before turning back (the bump in its loss around update 15), while
 # Nesterov's look-ahead turns earlier. Neither reaches the bottom (the star): along the
-# flattest directions the curvature is 2e-4, and those take thousands of steps.
+# flattest directions the curvature is 2e-4, and those take thousands of updates.
 
 # %%
 show(dtsgd_viz.plot_paths(probes, bowl, step=3))
@@ -326,11 +326,11 @@ print(*(str(w.message) for w in caught), sep="\n")
 print(dtsgd_viz.reference.check_recording(stale))
 
 # %% [markdown]
-# Here three of the four variables deviate at every step. Inside a `tf.function`, tf-keras'
+# Here three of the four variables deviate at every update. Inside a `tf.function`, tf-keras'
 # SGD assigns the new velocity to its slot and then reads the slot again to move the
 # parameter; with a `LayoutMap` model on batch-sharded data, DTensor's graph passes let
 # that read see the **old** velocity (control dependencies do not help). The slot itself
-# is right, but the parameter moves with the previous step's velocity. The recording
+# is right, but the parameter moves with the previous update's velocity. The recording
 # shows it exactly:
 
 # %%
@@ -350,3 +350,17 @@ print("parameter used the previous v:", np.allclose(p, p_prev - lr * g + mu * v_
 # computes the same arithmetic with the new velocity passed along as a value, and follows
 # the rule exactly: use it for training. `docs/upstream/stale_velocity.py` reproduces the
 # bug with plain tf-keras, ready to report to TensorFlow.
+
+# %% [markdown]
+# ## Where next
+#
+# The other tutorials, in order (the terms they use are defined in the
+# [glossary](../docs/glossary.md)):
+#
+# - [01_quickstart](01_quickstart.ipynb): a mesh, a layout, the instrumented optimizer and a recording; the first pictures (layout, velocity block by block, update paths).
+# - [02_mesh_layouts](02_mesh_layouts.ipynb): how layouts cut tensors into blocks on 1-, 2- and 3-D meshes, replicas, the velocity slot's layout, memory per device, `LayoutExplorer`.
+# - [03_nesterov_vs_momentum](03_nesterov_vs_momentum.ipynb): the heavy-ball and Nesterov rules written out, their paths, each mode's rate from theory, where each rule wins, `PhaseDiagram`, `CompareWidget`, `PathExplorer`.
+# - [05_recordings](05_recordings.ipynb): save a recording, load it without TensorFlow, explore it with `ShardExplorer`. **Next:** keep this kind of recording: save it, reload it anywhere, explore it with a widget.
+# - [06_long_runs](06_long_runs.ipynb): record long runs cheaply: stats mode, decimation, a ring of full values, `model.fit`.
+# - [07_real_models](07_real_models.ipynb): a conv net and a transformer block on a mesh: the DTensor recipes, each head's velocity, the stale velocity again.
+# - [08_multi_client](08_multi_client.ipynb): a run over two clients, watched live with `LiveMonitor`, its store merged into one recording.

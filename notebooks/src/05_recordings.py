@@ -4,7 +4,8 @@
 # A recording is plain data: numpy arrays and small frozen value objects (the mesh, each
 # variable's layout). It saves to a portable `.npz` file (no pickle), and loading it
 # needs neither TensorFlow nor the devices it was recorded on. Record on a machine with
-# a mesh; look at it anywhere.
+# a mesh; look at it anywhere. (The words block, shard, kind and update are used in the
+# sense of the [glossary](../docs/glossary.md).)
 
 # %%
 import dtsgd_viz
@@ -32,7 +33,7 @@ def show(fig):
 # %% [markdown]
 # ## Something to record
 #
-# The sharded MLP of `04_sharded_model`, trained for 40 steps with Nesterov momentum:
+# The sharded MLP of `04_sharded_model`, trained for 40 updates with Nesterov momentum:
 # four variables, each laid out differently on the mesh.
 
 # %%
@@ -76,23 +77,24 @@ recording
 # ## Save
 #
 # `save` writes one `.npz` file: a JSON header (mesh, layouts, hyperparameters) and one
-# array per variable and kind. Replicated blocks are stored once: `d2/bias` lives on
-# all 8 devices but takes one copy per step.
+# array per variable and kind (`param`, `velocity` or `grad`). Each block is stored once,
+# however many replicas it has: `d2/bias` lives on all 8 devices but takes one copy per
+# update.
 
 # %%
 folder = tempfile.mkdtemp()
 path = recording.save(os.path.join(folder, "mlp_nesterov.npz"))
-print(f"{len(recording)} steps, {len(recording.variables)} variables, "
+print(f"{len(recording)} updates, {len(recording.variables)} variables, "
       f"{recording.nbytes / 1024:.1f} KiB of arrays")
-print("blocks stored for d2/bias per step:", recording.record("d2/bias").blocks["param"].shape[1])
+print("blocks stored for d2/bias per update:", recording.record("d2/bias").blocks["param"].shape[1])
 
 # %% [markdown]
 # ## Load it back, without TensorFlow
 #
 # To prove the point, load the file in a **fresh Python process** that never imports
 # TensorFlow: it reads the recording, checks every update against the numpy reference
-# of the SGD rules, draws the shard view to a PNG, and reports whether TensorFlow got
-# imported along the way.
+# of the SGD rules, draws `plot_shards` of `d1/kernel`'s velocity after the last update
+# (update 40) to a PNG, and reports whether TensorFlow got imported along the way.
 
 # %%
 png = os.path.join(folder, "shards.png")
@@ -103,7 +105,7 @@ from dtsgd_viz import reference
 
 r = dtsgd_viz.load_recording({path!r})
 print(r)
-print("steps off the rule:", {{k: len(v) for k, v in reference.check_recording(r).items()}})
+print("updates off the rule:", {{k: len(v) for k, v in reference.check_recording(r).items()}})
 dtsgd_viz.plot_shards(r, "d1/kernel", "velocity", step=-1).savefig({png!r})
 print("tensorflow imported:", "tensorflow" in sys.modules)
 """
@@ -135,8 +137,11 @@ print("same layouts:", all(loaded.layout(n) == recording.layout(n) for n in reco
 # `ShardExplorer` shows `plot_shards` with a variable picker, a kind picker (parameter,
 # velocity, gradient), an update slider with Play, and a checkbox that holds the colour
 # scale fixed over the whole run (on by default, so playing shows the values decay).
-# Every change redraws the figure in place. (A widget needs a live kernel; on a static page, such as the notebook viewed
-# on GitHub, the snapshot a few cells below shows what it draws.)
+# Every change redraws the figure in place. It opens on the first recorded update; the
+# next cell moves it to the gradient of `d2/kernel` at update 10, a variable and a kind
+# the picture above does not show. (A widget needs a live kernel; on a static page, such
+# as the notebook viewed on GitHub, its place shows the widget's last picture: that
+# gradient.)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -148,7 +153,7 @@ explorer
 # %% [markdown]
 # Widgets are driven by their traits, so code can move them too. Pick the output
 # layer's kernel, show its gradient, and go to update 10 (the slider's value is the
-# update shown, counted from 1 as `recording.steps` does):
+# update shown, counted from 1 as `recording.steps` does); the widget above redraws:
 
 # %%
 explorer.variable.value = "d2/kernel"
@@ -156,9 +161,6 @@ explorer.kind.value = "grad"
 explorer.slider.value = 10
 state = explorer.state
 print(f"showing {state.kind} of {state.variable!r}, {explorer.step_label.value}")
-
-# %%
-show(explorer.figure)
 
 # %% [markdown]
 # Each callback goes through a pure function, `explorer_state(state, change)`, which
@@ -171,3 +173,17 @@ try:
     explorer_state(state, {"name": "kind", "new": "momentum"})
 except ValueError as error:
     print(error)
+
+# %% [markdown]
+# ## Where next
+#
+# The other tutorials, in order (the terms they use are defined in the
+# [glossary](../docs/glossary.md)):
+#
+# - [01_quickstart](01_quickstart.ipynb): a mesh, a layout, the instrumented optimizer and a recording; the first pictures (layout, velocity block by block, update paths).
+# - [02_mesh_layouts](02_mesh_layouts.ipynb): how layouts cut tensors into blocks on 1-, 2- and 3-D meshes, replicas, the velocity slot's layout, memory per device, `LayoutExplorer`.
+# - [03_nesterov_vs_momentum](03_nesterov_vs_momentum.ipynb): the heavy-ball and Nesterov rules written out, their paths, each mode's rate from theory, where each rule wins, `PhaseDiagram`, `CompareWidget`, `PathExplorer`.
+# - [04_sharded_model](04_sharded_model.ipynb): a tf-keras MLP sharded by a `LayoutMap`, recorded while it trains: the all-reduce, each block's velocity, a probe's path, the stale-velocity hazard.
+# - [06_long_runs](06_long_runs.ipynb): record long runs cheaply: stats mode, decimation, a ring of full values, `model.fit`. **Next:** when a run is too long to record in full.
+# - [07_real_models](07_real_models.ipynb): a conv net and a transformer block on a mesh: the DTensor recipes, each head's velocity, the stale velocity again.
+# - [08_multi_client](08_multi_client.ipynb): a run over two clients, watched live with `LiveMonitor`, its store merged into one recording.

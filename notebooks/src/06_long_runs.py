@@ -1,11 +1,12 @@
 # %% [markdown]
 # # Recording a long training run cheaply
 #
-# Recording every shard of every update is right for a few hundred steps, not for a
+# Recording every shard of every update is right for a few hundred updates, not for a
 # training run of hours. This notebook shows the three knobs that keep a `Recorder`
-# small and fast on a long run: `mode="stats"` (a few numbers per shard, computed on the
-# devices), `decimate=True` (an evenly thinned history of bounded length), and
-# `every=k` with `max_steps=n` (full values now and then, in a ring of the last `n`).
+# small and fast on a long run: `mode="stats"` (**stats mode**: a few numbers per block,
+# computed on the devices), `decimate=True` (an evenly thinned history of bounded
+# length), and `every=k` with `max_steps=n` (full values now and then, in a **ring** that
+# keeps only the last `n`). The [glossary](../docs/glossary.md) defines these terms.
 
 # %%
 import dtsgd_viz
@@ -31,8 +32,9 @@ def show(fig):
 # The sharded MLP of `04_sharded_model`: the data split over `batch`, the weights laid
 # out over `model` by a `LayoutMap`. `train` builds a fresh model (same initial weights
 # every time), attaches the given recorder to a Nesterov `dtsgd_viz.SGD`, and runs the
-# `tf.function` step inside `rec.loop(steps)`, which moves the device-side buffers to
-# the host often enough that no recorded step is overwritten.
+# `tf.function` training step (one update per call) inside `rec.loop(steps)`, which
+# moves the device-side buffers to the host often enough that no recorded update is
+# overwritten.
 
 # %%
 rng = np.random.default_rng(0)
@@ -75,34 +77,34 @@ def train(steps, rec):
 # %% [markdown]
 # ## The whole run, in stats mode
 #
-# `mode="stats"` keeps no values. For every recorded step, every kind (parameter,
-# velocity, gradient) and every device block, it keeps three numbers: the block's L2
+# `mode="stats"` keeps no values. For every recorded update, every kind (parameter,
+# velocity, gradient) and every block, it keeps three numbers: the block's L2
 # norm, its mean and its max |x|, reduced **on the devices** so only those numbers
 # travel to the host. `decimate=True` with `max_steps=500` bounds the history: when 500
-# steps are kept, every other one is dropped and the stride doubles, so what remains is
-# always evenly spread over the whole run. 2000 steps end up as 500, one every 4.
+# updates are kept, every other one is dropped and the stride doubles, so what remains is
+# always evenly spread over the whole run. 2000 updates end up as 500, one every 4.
 
 # %%
 r = train(2000, dtsgd_viz.Recorder(mode="stats", decimate=True, max_steps=500))
 print(r.variables)
-print("kept steps:", len(r), "| first:", r.steps[:5].tolist(), "| last:", int(r.steps[-1]))
+print("kept updates:", len(r), "| first:", r.steps[:5].tolist(), "| last:", int(r.steps[-1]))
 print("stride:", np.unique(np.diff(r.steps)).tolist())
 print(f"loss before update 4: {r.loss[0]:.3g}, before update 2000: {r.loss[-1]:.3g}")
 
 # %% [markdown]
 # `shard_stats` gives them per device, in mesh order: `(steps, devices, 3)`, with the
 # last axis holding norm, mean and max |x|. `d1/kernel` is cut into four blocks over
-# `model` and copied over `batch`, so devices 0 and 4 (1 and 5, ...) hold the same block
-# and show the same numbers.
+# `model` and copied over `batch`, so devices 0 and 4 (1 and 5, ...) hold replicas of the
+# same block and show the same numbers.
 
 # %%
 stats = r.shard_stats("d1/kernel", "velocity")
 print("shard_stats shape:", stats.shape)
-print("velocity norm per device, last kept step:", [f"{v:.2g}" for v in stats[-1, :, 0]])
+print("velocity norm per device, last kept update:", [f"{v:.2g}" for v in stats[-1, :, 0]])
 
 # %% [markdown]
-# What does that cost in memory? Stats mode stores 3 float64 numbers per device block
-# (replicated blocks once), whatever the block's size. Full mode would store every
+# What does that cost in memory? Stats mode stores 3 float64 numbers per block (each
+# block once, however many replicas it has), whatever the block's size. Full mode would store every
 # value: here, the 97 float32 numbers of the model, for each of the 3 kinds. On this
 # tiny model the two are about the same size; the difference is how they grow. Full
 # mode grows with the tensors, stats mode with the number of blocks. The last line
@@ -110,19 +112,19 @@ print("velocity norm per device, last kept step:", [f"{v:.2g}" for v in stats[-1
 
 # %%
 n_values = sum(int(np.prod(r.shape(name))) for name in r.variables)
-full_bytes = n_values * len(r.kinds) * len(r) * 4           # float32 values, same steps
-print(f"stats recording:           {r.nbytes / 1024:7.1f} KiB  ({len(r)} steps)")
-print(f"full mode, same steps:     {full_bytes / 1024:7.1f} KiB  ({n_values} values x {len(r.kinds)} kinds)")
-print(f"full mode, all 2000 steps: {n_values * len(r.kinds) * 2000 * 4 / 1024:7.1f} KiB")
-big_full, big_stats = 2048 * 2048 * 4, 4 * 3 * 8              # per kind and step
-print(f"2048x2048 kernel, per kind and step: full {big_full / 2**20:.0f} MiB, stats {big_stats} bytes")
+full_bytes = n_values * len(r.kinds) * len(r) * 4           # float32 values, same updates
+print(f"stats recording:             {r.nbytes / 1024:7.1f} KiB  ({len(r)} updates)")
+print(f"full mode, same updates:     {full_bytes / 1024:7.1f} KiB  ({n_values} values x {len(r.kinds)} kinds)")
+print(f"full mode, all 2000 updates: {n_values * len(r.kinds) * 2000 * 4 / 1024:7.1f} KiB")
+big_full, big_stats = 2048 * 2048 * 4, 4 * 3 * 8              # per kind and update
+print(f"2048x2048 kernel, per kind and update: full {big_full / 2**20:.0f} MiB, stats {big_stats} bytes")
 
 # %% [markdown]
 # `plot_shards` works on a stats recording too. On the right, the three numbers stats
 # mode keeps for each block, the velocity's norm, mean and max |x|, over the whole run
 # (the 500 kept updates, 4 to 2000), one line per block in its colour (the two copies
 # of a block are one line). The values themselves were never recorded, so the left
-# panel shows the device blocks in those colours and says that values need
+# panel shows the blocks in those colours and says that values need
 # `mode="full"`.
 
 # %%
@@ -131,8 +133,8 @@ show(dtsgd_viz.plot_shards(r, "d1/kernel", "velocity"))
 # %% [markdown]
 # ## Full values now and then, in a ring
 #
-# To look at the actual values late in a run, record full values only every `k` steps
-# and keep the last few. `every=100` records updates 100, 200, ..., 2000; steps in
+# To look at the actual values late in a run, record full values only every `k` updates
+# and keep the last few. `every=100` records updates 100, 200, ..., 2000; updates in
 # between run none of the recording work. `max_steps=10` keeps the last 10 of them on
 # the host (a ring: older ones are dropped as new ones arrive). `kinds` leaves out the
 # gradient.
@@ -140,12 +142,12 @@ show(dtsgd_viz.plot_shards(r, "d1/kernel", "velocity"))
 # %%
 ring = train(2000, dtsgd_viz.Recorder(mode="full", every=100, kinds=("param", "velocity"),
                                       max_steps=10))
-print("kept steps:", ring.steps.tolist())
+print("kept updates:", ring.steps.tolist())
 print("kinds:", list(ring.kinds), f"| {ring.nbytes / 1024:.1f} KiB")
-print("dropped steps:", ring.dropped_steps.tolist())
+print("dropped updates:", ring.dropped_steps.tolist())
 
 # %% [markdown]
-# `dropped_steps` lists recorded steps that were overwritten on the devices before the
+# `dropped_steps` lists recorded updates that were overwritten on the devices before the
 # host read them: empty, because `rec.loop` flushed in time. (Iterate with a plain
 # `range` and never read the recorder, and they would show up here, with a warning.)
 # With the values at hand, `plot_shards` draws the heatmap again: the velocity of
@@ -167,11 +169,12 @@ print("same norms at update 2000:", np.allclose(from_full, stats[-1, :, 0], rtol
 # %% [markdown]
 # ## The same under `model.fit`
 #
-# `model.fit` runs the steps itself, so the recorder cannot wrap the loop. Pass
+# `model.fit` runs the training steps itself, so the recorder cannot wrap the loop. Pass
 # `rec.keras_callback()`: it flushes the device buffers as `rec.loop` does (it counts
 # batches, so `steps_per_execution` is fine) and once more when training ends. With a
 # DTensor `LayoutMap` model, `fit` wants the data as a `dtensor.DTensorDataset` (here
-# batches of 8 per `batch` replica, 16 in all) and a `steps_per_epoch`.
+# batches of 8 for each half of the mesh along `batch`, 16 in all) and a
+# `steps_per_epoch`.
 
 # %%
 ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True).repeat()
@@ -186,24 +189,40 @@ model.compile(optimizer=dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=me
 history = model.fit(dds, epochs=4, steps_per_epoch=100, verbose=0,
                     callbacks=[fit_rec.keras_callback()])
 fr = fit_rec.recording
-print("kept steps:", len(fr), "| first:", fr.steps[:3].tolist(), "| last:", int(fr.steps[-1]))
-print("dropped steps:", fr.dropped_steps.tolist())
+print("kept updates:", len(fr), "| first:", fr.steps[:3].tolist(), "| last:", int(fr.steps[-1]))
+print("dropped updates:", fr.dropped_steps.tolist())
 print(f"fit's loss per epoch: {[round(v, 3) for v in history.history['loss']]}")
 
+# %% [markdown]
+# ## What recording costs
 #
 # Recording work runs inside the training step, so it costs step time.
 # `python benchmarks/overhead.py` measures it against the plain tf-keras DTensor SGD step
 # (the README's table has the numbers and their profile). On a 2-core CPU machine:
 #
-# - full values of parameter and velocity at every step of a 2048x2048 parameter: about
+# - full values of parameter and velocity at every update of a 2048x2048 parameter: about
 #   **1.2x** the plain step;
-# - the same every 10 steps: about **1.05-1.1x**. Steps that are not recorded
+# - the same every 10 updates: about **1.05-1.1x**. Updates that are not recorded
 #   (`every=k`) skip all recording work, so the larger `k`, the closer to 1x;
-# - stats mode at every step: about **1.5x**, on that parameter and on the small sharded
+# - stats mode at every update: about **1.5x**, on that parameter and on the small sharded
 #   MLP of this notebook (the reductions are extra passes over memory, and on tiny
 #   tensors each extra op has a fixed cost per device).
 #
 # So for a long run: stats mode with `decimate=True` when you want the whole history's
 # shape at a bounded size, `every=k` with `max_steps` when you want real values at a
-# small cost, and full mode at every step for a short window you want to inspect closely.
+# small cost, and full mode at every update for a short window you want to inspect closely.
 # No timing runs in this notebook: its outputs stay the same from run to run.
+
+# %% [markdown]
+# ## Where next
+#
+# The other tutorials, in order (the terms they use are defined in the
+# [glossary](../docs/glossary.md)):
+#
+# - [01_quickstart](01_quickstart.ipynb): a mesh, a layout, the instrumented optimizer and a recording; the first pictures (layout, velocity block by block, update paths).
+# - [02_mesh_layouts](02_mesh_layouts.ipynb): how layouts cut tensors into blocks on 1-, 2- and 3-D meshes, replicas, the velocity slot's layout, memory per device, `LayoutExplorer`.
+# - [03_nesterov_vs_momentum](03_nesterov_vs_momentum.ipynb): the heavy-ball and Nesterov rules written out, their paths, each mode's rate from theory, where each rule wins, `PhaseDiagram`, `CompareWidget`, `PathExplorer`.
+# - [04_sharded_model](04_sharded_model.ipynb): a tf-keras MLP sharded by a `LayoutMap`, recorded while it trains: the all-reduce, each block's velocity, a probe's path, the stale-velocity hazard.
+# - [05_recordings](05_recordings.ipynb): save a recording, load it without TensorFlow, explore it with `ShardExplorer`.
+# - [07_real_models](07_real_models.ipynb): a conv net and a transformer block on a mesh: the DTensor recipes, each head's velocity, the stale velocity again. **Next:** the same recorder on a conv net and a transformer block.
+# - [08_multi_client](08_multi_client.ipynb): a run over two clients, watched live with `LiveMonitor`, its store merged into one recording.

@@ -8,7 +8,8 @@
 # sharded over `model`: a **conv net** trained with `model.fit`, and a **transformer
 # block** trained in a custom loop. Both are recorded, checked against the update rule,
 # and explored with the views; at the end, the same runs with tf-keras' default update
-# show the stale-velocity hazard on these models.
+# show the stale-velocity hazard on these models. (Block, shard, replica, slot and update
+# mean what the [glossary](../docs/glossary.md) says.)
 
 # %%
 import dtsgd_viz
@@ -115,8 +116,8 @@ print(dtsgd_viz.model_table(transformer))
 # %% [markdown]
 # ## The transformer, trained in a custom loop
 #
-# The whole data set (256 sequences, split over `batch`) in every step, a `tf.function`
-# step, and `rec.loop` around it, which moves the recorder's device buffers to the host
+# The whole data set (256 sequences, split over `batch`) in every update, a `tf.function`
+# training step, and `rec.loop` around it, which moves the recorder's device buffers to the host
 # as it goes:
 
 # %%
@@ -158,9 +159,9 @@ print(check_recording(tr_rec))
 #
 # `plot_shards` shows a recorded tensor with each device's block outlined. The attention
 # output kernel is `(heads, key_dim, width) = (4, 4, 16)`, drawn with its first two dims
-# flattened into rows: four rows per head, and each head is one device's block (copied
-# over `batch`). Right: each head's velocity norm over the 30 updates, one line per
-# block in its colour (the two copies of a head always agree, so they are one line):
+# flattened into rows: four rows per head, and each head is one block (on one `model`
+# device, copied over `batch`). Right: each head's velocity norm over the 30 updates, one line per
+# block in its colour (the two replicas of a head always agree, so they are one line):
 # the heads move at somewhat different paces. A norm of exactly 0, which a log axis
 # cannot draw, is a circle on the bottom edge: every head's, after update 1.
 
@@ -209,7 +210,7 @@ print(check_recording(tr_stale))
 
 # %% [markdown]
 # Both runs start from the same weights and see the same data, so they agree before the
-# first update; from then on every affected parameter moves with the previous step's
+# first update; from then on every affected parameter moves with the previous update's
 # velocity. That is still a descent method, but not the documented Nesterov one: here it
 # lags behind on both models.
 
@@ -243,3 +244,17 @@ for model_name, exact, stale in (("conv net", conv_rec, conv_stale),
 # velocity passed along as a value, and every update of both models follows the rule
 # (the checks above). `docs/upstream/stale_velocity.py` reproduces the bug with plain
 # tf-keras.
+
+# %% [markdown]
+# ## Where next
+#
+# The other tutorials, in order (the terms they use are defined in the
+# [glossary](../docs/glossary.md)):
+#
+# - [01_quickstart](01_quickstart.ipynb): a mesh, a layout, the instrumented optimizer and a recording; the first pictures (layout, velocity block by block, update paths).
+# - [02_mesh_layouts](02_mesh_layouts.ipynb): how layouts cut tensors into blocks on 1-, 2- and 3-D meshes, replicas, the velocity slot's layout, memory per device, `LayoutExplorer`.
+# - [03_nesterov_vs_momentum](03_nesterov_vs_momentum.ipynb): the heavy-ball and Nesterov rules written out, their paths, each mode's rate from theory, where each rule wins, `PhaseDiagram`, `CompareWidget`, `PathExplorer`.
+# - [04_sharded_model](04_sharded_model.ipynb): a tf-keras MLP sharded by a `LayoutMap`, recorded while it trains: the all-reduce, each block's velocity, a probe's path, the stale-velocity hazard.
+# - [05_recordings](05_recordings.ipynb): save a recording, load it without TensorFlow, explore it with `ShardExplorer`.
+# - [06_long_runs](06_long_runs.ipynb): record long runs cheaply: stats mode, decimation, a ring of full values, `model.fit`.
+# - [08_multi_client](08_multi_client.ipynb): a run over two clients, watched live with `LiveMonitor`, its store merged into one recording. **Next:** a run whose mesh spans two processes, watched while it trains.

@@ -7,6 +7,8 @@
 # `LiveMonitor` while it trains, then loads what both clients recorded as one recording
 # and explores it with the usual views. The notebook itself never starts TensorFlow: the
 # training happens in the clients, and everything here reads plain data from disk.
+# (Client, store, block and replica are used in the sense of the
+# [glossary](../docs/glossary.md).)
 
 # %%
 # %matplotlib inline
@@ -39,11 +41,12 @@ script, store, logs = work / "train.py", work / "run.zarr", work / "logs"
 # devices 0-3, client 1 devices 4-7), so the mesh dim `x` spans the two clients. Then:
 #
 # - `w` is laid out `["x", "y"]`: its 8 blocks are **split across the clients**, four on
-#   each; `b` is laid out `["y"]`, so both clients hold a copy of each of its 4 blocks;
+#   each; `b` is laid out `["y"]`, so both clients hold a replica of each of its 4 blocks;
 # - the data is sharded by batch over `x`: each client feeds half the batch;
-# - `Recorder(path=store)` streams what the client's own devices hold to `store`:
-#   client 0 writes `run.zarr/client-0/`, client 1 writes `run.zarr/client-1/`.
-#   `rec.loop(80)` moves the recorded steps from the devices to the store every few
+# - `Recorder(path=store)` streams what the client's own devices hold to a **store**, a
+#   folder that grows as the run records, one part per client: client 0 writes
+#   `run.zarr/client-0/`, client 1 writes `run.zarr/client-1/`.
+#   `rec.loop(80)` moves the recorded updates from the devices to the store every few
 #   updates (before the device-side buffer would overwrite one), and each batch is
 #   committed as it lands, so a watcher sees the run grow as it trains.
 
@@ -113,13 +116,14 @@ proc = subprocess.Popen(
 # %% [markdown]
 # ## Watch it live
 #
-# `LiveMonitor` follows the store while the clients write it: how many steps have been
+# `LiveMonitor` follows the store while the clients write it: how many updates have been
 # committed and how fast, the loss, and the norm of each velocity block of `w` that the
 # followed client holds (client 0 by default: devices 0-3; `client=1` follows the
 # other). It polls in a background thread, so the notebook stays free while it updates.
 # Until the clients have started TensorFlow and connected, it says that no store is
-# there yet. (Its picture depends on when you look; on a static page you see the last
-# one.)
+# there yet. (Its picture depends on when you look. On a static page you see its last
+# one, drawn after the run had ended: the loss of the whole run and, for each of the 4
+# blocks of `w` on client 0, the norm of its velocity at each update.)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -131,8 +135,8 @@ monitor
 # %% [markdown]
 # Wait for the launcher to return (it returns once both clients have exited), whatever
 # happens: if waiting fails, the launcher is killed, and the clients die with it. A last
-# `poll_now()` reads what was committed since the monitor's last poll, then `close()`
-# stops the polling and closes the widget.
+# `poll_now()` reads what was committed since the monitor's last poll (the widget above
+# redraws with it), then `close()` stops the polling and closes the widget.
 
 # %%
 try:
@@ -145,18 +149,11 @@ finally:
 monitor.poll_now()
 monitor.close()
 print("launcher exit status:", status)
-print(f"the monitor saw {monitor.state.n_steps} steps, up to update "
+print(f"the monitor saw {monitor.state.n_steps} updates, up to update "
       f"{monitor.state.status.last_step}; store closed by the run: {monitor.state.closed}")
 for i in range(2):
     lines = (logs / f"client-{i}.log").read_text().splitlines()
     print(*[line for line in lines if line.startswith("client ")], sep="\n")
-
-# %% [markdown]
-# The monitor's last picture: the loss of the whole run and, for each of the 4 blocks of
-# `w` on client 0, the norm of its velocity at each update.
-
-# %%
-show(monitor.figure)
 
 # %% [markdown]
 # ## The parts and the merge
@@ -166,14 +163,14 @@ show(monitor.figure)
 
 # %%
 for part in dtsgd_viz.store.store_status(store):
-    print(f"{pathlib.Path(part.path).name}: {part.n_steps} steps, last update "
+    print(f"{pathlib.Path(part.path).name}: {part.n_steps} updates, last update "
           f"{part.last_step}, closed: {part.closed}")
 
 # %% [markdown]
 # `load_recording` of the store reads both parts and merges them into the recording of
 # the whole mesh, with every block of `w` (4 from each client). The blocks of `b` that
-# both clients hold are kept once; had the two copies disagreed at some step, that step
-# would be listed in `replica_mismatch`. No TensorFlow is needed to read it.
+# both clients hold are kept once; had the two replicas disagreed at some update, that
+# update would be listed in `replica_mismatch`. No TensorFlow is needed to read it.
 
 # %%
 r = dtsgd_viz.load_recording(store)
@@ -198,7 +195,7 @@ print(dtsgd_viz.reference.check_recording(r))
 # row by client 1's: each client numbers its own CPUs from 0, so the labels name the
 # task too (`t0/CPU:0` is `CPU:0` of `task:0`), each block in its own colour. The
 # right panel is the norm of each of the 8 blocks over the run, one line per block in
-# the same colour: the curves the live monitor drew above.
+# the same colour: those of the top row are the curves the live monitor drew above.
 
 # %%
 show(dtsgd_viz.plot_shards(r, "w", "velocity"))
@@ -242,3 +239,17 @@ shutil.rmtree(work)  # the script, the store and the logs
 # shared folder, or copy the parts into one folder afterwards, and `load_recording`
 # merges them as here. `LiveMonitor(path, client=i)` follows any one part while the run
 # is going.
+
+# %% [markdown]
+# ## Where next
+#
+# The other tutorials, in order (the terms they use are defined in the
+# [glossary](../docs/glossary.md)):
+#
+# - [01_quickstart](01_quickstart.ipynb): a mesh, a layout, the instrumented optimizer and a recording; the first pictures (layout, velocity block by block, update paths).
+# - [02_mesh_layouts](02_mesh_layouts.ipynb): how layouts cut tensors into blocks on 1-, 2- and 3-D meshes, replicas, the velocity slot's layout, memory per device, `LayoutExplorer`.
+# - [03_nesterov_vs_momentum](03_nesterov_vs_momentum.ipynb): the heavy-ball and Nesterov rules written out, their paths, each mode's rate from theory, where each rule wins, `PhaseDiagram`, `CompareWidget`, `PathExplorer`.
+# - [04_sharded_model](04_sharded_model.ipynb): a tf-keras MLP sharded by a `LayoutMap`, recorded while it trains: the all-reduce, each block's velocity, a probe's path, the stale-velocity hazard.
+# - [05_recordings](05_recordings.ipynb): save a recording, load it without TensorFlow, explore it with `ShardExplorer`.
+# - [06_long_runs](06_long_runs.ipynb): record long runs cheaply: stats mode, decimation, a ring of full values, `model.fit`. **Next:** how to record a long run on a cluster cheaply.
+# - [07_real_models](07_real_models.ipynb): a conv net and a transformer block on a mesh: the DTensor recipes, each head's velocity, the stale velocity again.
