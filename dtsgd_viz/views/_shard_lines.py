@@ -35,10 +35,14 @@ def log_y(ax):
     labels a range under a decade gets."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    class _Locator(LogLocator):  # 1-2-5 over up to 3 decades, decades beyond
+    class _Locator(LogLocator):  # 1-2-5 over up to 3 decades (and room), decades beyond
         def tick_values(self, vmin, vmax):
             lo, hi = sorted((max(vmin, 1e-300), max(vmax, 1e-300)))
-            self._subs = np.array([1.0, 2.0, 5.0] if hi / lo <= 1e3 else [1.0])
+            axes = getattr(self.axis, "axes", None)
+            room = (axes.bbox.height / (1.7 * style.TICK_SIZE * axes.figure.dpi / 72)
+                    if axes is not None else 99.0)   # tick labels the axis has room for
+            few = 3 * np.log10(hi / lo) + 1 <= room
+            self._subs = np.array([1.0, 2.0, 5.0] if hi / lo <= 1e3 and few else [1.0])
             return super().tick_values(vmin, vmax)
 
     ax.set_yscale("log")
@@ -76,8 +80,9 @@ class NormLines:
             self.line_ax = self.norm_ax
             self.lines = self._lines_on(self.norm_ax, self._norm_lines(), True)
             self._zero_marks_on(self.norm_ax, self._zeros())
-            self.norm_ax.set_xlabel("optimizer update")
-            self.norm_ax.set_ylabel("L2 norm of the block")
+            self.norm_ax.set_xlabel("optimizer update", fontsize=style.LABEL_SIZE)
+            self.norm_ax.set_ylabel("L2 norm of the block", fontsize=style.LABEL_SIZE)
+            self.norm_ax.tick_params(labelsize=style.TICK_SIZE)
         self._marks(self.line_ax)
         self._legend()
 
@@ -106,7 +111,7 @@ class NormLines:
                                          zorder=7, gid="zero-marks")
         self.zero_marks[ax].set_in_layout(False)  # as the stat marks: empty at (0, 0)
         self.zero_notes[ax] = ax.text(0.5, 0.62, "", transform=ax.transAxes, ha="center",
-                                      va="center", fontsize=style.FONT_SIZE, color="0.25",
+                                      va="center", fontsize=style.NOTE_SIZE, color="0.25",
                                       zorder=8, gid="zero-note",
                                       bbox=dict(facecolor="white", edgecolor="none", pad=2))
         self._set_zero_marks(ax, zeros)
@@ -231,7 +236,7 @@ class NormLines:
         n = len(self.styles)
         title = None
         if n <= MAX_LEGEND_BLOCKS:
-            for p, line, (_, _, ls) in zip(self.tensor.patches, self.lines, self.styles):
+            for p, line, (_, _, ls) in zip(self.patches, self.lines, self.styles):
                 # the style itself: get_linestyle() says '--' for every custom dash pattern
                 handles.append(Line2D([], [], color=line.get_color(), ls=ls, lw=1.6,
                                       label=p.label))
@@ -242,7 +247,7 @@ class NormLines:
         small = n > LEGEND_ROWS
         self.legend = self.line_ax.legend(
             handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-            fontsize=style.FONT_SIZE - (2 if small else 1), borderaxespad=0.0,
-            handlelength=2.2 if not small else 1.8, ncol=-(-len(handles) // rows),
-            columnspacing=0.8, labelspacing=0.3 if small else 0.5, title=title,
-            title_fontsize=style.FONT_SIZE - (2 if small else 1), alignment="left")
+            fontsize=style.NOTE_SIZE, borderaxespad=0.0,
+            handlelength=2.2 if not small else 1.6, ncol=-(-len(handles) // rows),
+            columnspacing=0.6, labelspacing=0.25 if small else 0.45, title=title,
+            title_fontsize=style.NOTE_SIZE, alignment="left")

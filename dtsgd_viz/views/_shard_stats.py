@@ -16,7 +16,7 @@ from .shard_geometry import LOG_RANGE
 from ._tensor_panel import NONFINITE_COLOR
 
 STATS_ONLY_TEXT = ("values not recorded: Recorder(mode='stats') keeps each block's "
-                   "norm, mean and max |x| (right); record with mode='full' for the values")
+                   "norm, mean and max |x|; record with mode='full' for the values")
 STATS = ("L2 norm", "mean", "max |x|")   # the columns of Recording.shard_stats
 
 
@@ -49,12 +49,12 @@ class StatPanels:
             # constrained layout collapsed every panel to fit it
             self.stat_marks[label].set_in_layout(False)
             self._set_stat_marks(k)
-            a.set_ylabel(label, fontsize=style.FONT_SIZE)
-            a.tick_params(labelsize=style.FONT_SIZE - 1)
+            a.set_ylabel(label, fontsize=style.TICK_SIZE)
+            a.tick_params(labelsize=style.TICK_SIZE)
         self._scale_mean()
         self.lines = self.stat_lines[STATS[0]]
         self.line_ax = axes[0]
-        axes[-1].set_xlabel("optimizer update")
+        axes[-1].set_xlabel("optimizer update", fontsize=style.LABEL_SIZE)
 
     def _set_stat_kind(self):
         """The panels' lines and marks for the kind just loaded, in place."""
@@ -106,10 +106,10 @@ class StatPanels:
                 lambda v, _: "0" if v == 0 else f"{v:.0e}".replace("e+0", "e").replace("e+", "e")
                 .replace("e-0", "e-")))
             ax.yaxis.set_minor_locator(NullLocator())
-            ax.set_ylabel("mean (symlog)", fontsize=style.FONT_SIZE)
+            ax.set_ylabel("mean (symlog)", fontsize=style.TICK_SIZE)
         else:
             self.mean_linthresh = None
             ax.set_yscale("linear")
             ax.yaxis.set_major_locator(AutoLocator())
             ax.yaxis.set_major_formatter(ScalarFormatter())
-            ax.set_ylabel("mean", fontsize=style.FONT_SIZE)
+            ax.set_ylabel("mean", fontsize=style.TICK_SIZE)

@@ -12,6 +12,7 @@ from .shard_geometry import block_patches, image_shape, slice_boundaries, symmet
 
 __all__ = ["TensorPanel", "draw_tensor"]
 
+LABEL_SIZES = (style.TICK_SIZE, style.NOTE_SIZE)   # block labels, tried in turn
 NONFINITE_COLOR = "black"     # NaN/Inf cells: outside both RdBu and viridis' bright end
 OUTLINE_COLOR = "black"
 
@@ -80,7 +81,7 @@ class TensorPanel:
             x, y, w, h = p.rects[len(p.rects) // 2]
             self.labels.append(ax.text(
                 x + w / 2, y + h / 2, p.label, ha="center", va="center", zorder=4,
-                fontsize=style.FONT_SIZE - 1, color=_text_color(color),
+                fontsize=style.TICK_SIZE, color=_text_color(color),
                 bbox=_chip(color, hatch), gid=f"label-{p.group}"))
             self.label_rects.append((x, y, w, h))
         for y in slice_boundaries(shape):  # on top of the outlines, which may coincide
@@ -90,6 +91,7 @@ class TensorPanel:
         if image is not None:
             self._set_nonfinite_cells(image)
         self._ticks(rows, cols)
+        ax.tick_params(labelsize=style.TICK_SIZE)
 
     def _colorbar(self, strip, label):
         from matplotlib.ticker import MaxNLocator, ScalarFormatter
@@ -104,6 +106,7 @@ class TensorPanel:
             self.colorbar = fig.colorbar(self.heatmap, ax=ax, shrink=0.9, label=label)
         self.colorbar_label = label or ""
         self.colorbar.locator = MaxNLocator(nbins=5, steps=[1, 2, 5, 10])
+        self.colorbar.ax.tick_params(labelsize=style.TICK_SIZE)
         self._scale_colorbar()
 
     def _scale_colorbar(self):
@@ -119,7 +122,7 @@ class TensorPanel:
         self.colorbar.formatter = FuncFormatter(lambda v, _: f"{v / 10.0 ** e:.4g}")
         self.colorbar.update_ticks()
         unit = f" (×1e{e})" if e else ""
-        self.colorbar.set_label(self.colorbar_label + unit)
+        self.colorbar.set_label(self.colorbar_label + unit, fontsize=style.LABEL_SIZE)
 
     def _ticks(self, rows, cols):
         ax, shape = self.ax, self.geometry.global_shape
@@ -147,14 +150,15 @@ class TensorPanel:
         self._set_nonfinite_cells(image)
 
     def fit_labels(self, renderer) -> None:
-        """Shrink, turn or hide block labels that would not fit inside their block."""
+        """Shrink (to ``NOTE_SIZE`` at least), turn or hide block labels that would not
+        fit inside their block."""
         to_px = self.ax.transData
         for (x, y, w, h), text in zip(self.label_rects, self.labels):
             (x0, y0), (x1, y1) = to_px.transform([(x, y), (x + w, y + h)])
             bw, bh = abs(x1 - x0) * 0.92, abs(y1 - y0) * 0.92
             for rotation in ((0, 90) if bh > bw else (0,)):
                 text.set_rotation(rotation)
-                for size in range(style.FONT_SIZE - 1, 4, -1):
+                for size in LABEL_SIZES:  # never below NOTE_SIZE: no label rather than that
                     text.set_fontsize(size)
                     ext = text.get_window_extent(renderer)
                     if ext.width <= bw and ext.height <= bh:

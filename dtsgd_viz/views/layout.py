@@ -31,9 +31,9 @@ from ..recording.recording import Recording, VariableRecord
 from ..specs import LayoutSpec
 from ..dtensor.model import (is_tensorflow_object, optimizer_parts, slot_of, unique_names,
                              variable_name)
-from .layout_geometry import LayoutPicture, Panel, layout_picture
+from .layout_geometry import LayoutPicture, Panel, block_looks, layout_picture
 from .layout_labels import jax_devices, slice_text
-from .style import block_styles
+from .style import DPI, SUBTITLE_COLOR, LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE, TITLE_SIZE
 
 MAX_RANK = 4
 _ACCEPTS = ("a DTensor Layout + shape, a DVariable or DTensor, a dtsgd_viz.LayoutSpec + shape, "
@@ -125,24 +125,28 @@ def plot_layout(obj, shape=None, *, name=None, ax=None, title=None) -> Figure:
         pic = layout_picture(shape, layout, name=name, title=title,
                              panel_size=(pos.width * w, pos.height * h))
         _draw_panel(ax, pic, pic.panels[0])
-        ax.set_title(pic.title, fontsize=10)
-        styles, geom = block_styles(pic.geometry), pic.geometry
+        ax.set_title(pic.title, fontsize=TITLE_SIZE)
+        looks, geom = block_looks(pic.geometry), pic.geometry
         handles = [Patch(facecolor=c, hatch=hatch or None,
                          label="".join(jax_devices(geom.replica_groups[g], pic.names)))
-                   for g, (c, hatch, _) in enumerate(styles)]
-        ax.legend(handles=handles, title="blocks: devices holding them", fontsize=7,
-                  title_fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-                  ncol=math.ceil(len(handles) / max(1, int(pos.height * h * 72 / 14) - 1)))
+                   for g, (c, hatch) in enumerate(looks)]
+        ax.legend(handles=handles, title="blocks: devices holding them", fontsize=NOTE_SIZE,
+                  title_fontsize=NOTE_SIZE, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  frameon=False,
+                  ncol=math.ceil(len(handles) / max(1, int(pos.height * h * 72 / 15) - 1)))
         return fig
     pic = layout_picture(shape, layout, name=name, title=title)
-    fig = Figure(figsize=pic.figsize)
+    fig = Figure(figsize=pic.figsize, dpi=DPI)
     fw, fh = pic.figsize
-    fig.text(0.5, 1 - 0.15 / fh, pic.title, ha="center", va="top", fontsize=11, fontweight="bold")
-    fig.text(0.5, 1 - 0.45 / fh, pic.subtitle, ha="center", va="top", fontsize=9, linespacing=1.4)
+    fig.text(0.5, 1 - 0.15 / fh, pic.title, ha="center", va="top", fontsize=SUPTITLE_SIZE,
+             fontweight="bold", linespacing=1.2)
+    top = 0.15 + (pic.title.count("\n") + 1) * 1.25 * SUPTITLE_SIZE / 72 + 0.08
+    fig.text(0.5, 1 - top / fh, pic.subtitle, ha="center", va="top", fontsize=SUBTITLE_SIZE,
+             linespacing=1.3, color=SUBTITLE_COLOR, gid="subtitle")
     if pic.note:
-        lines = 2 + pic.subtitle.count("\n")
-        fig.text(0.5, 1 - (0.45 + 0.2 * lines) / fh, pic.note, ha="center", va="top",
-                 fontsize=8, style="italic", color="#444444")
+        top += (pic.subtitle.count("\n") + 1) * 1.3 * 1.2 * SUBTITLE_SIZE / 72 + 0.06
+        fig.text(0.5, 1 - top / fh, pic.note, ha="center", va="top",
+                 fontsize=NOTE_SIZE, style="italic", color="#444444", gid="note")
     for panel in pic.panels:
         left, bottom, w, h = panel.box
         _draw_panel(fig.add_axes((left / fw, bottom / fh, w / fw, h / fh)), pic, panel)
@@ -165,18 +169,17 @@ def _draw_panel(ax, pic: LayoutPicture, panel: Panel):
                 rotation=b.rotation, fontsize=b.fontsize, color=b.text_color,
                 linespacing=1.1, bbox=chip, gid=f"label-{b.group}")
         if b.detail:
-            ax.text(x, y, b.detail, ha="center", va="top", fontsize=max(6, b.fontsize - 1),
+            ax.text(x, y, b.detail, ha="center", va="top", fontsize=max(NOTE_SIZE, b.fontsize - 1),
                     color=b.text_color, alpha=0.85, bbox=chip, gid=f"slices-{b.group}")
     ax.set_xlim(*panel.xlim)
     ax.set_ylim(*panel.ylim)
-    tick_fs = 7 if faceted else 8
     ax.set_xticks(panel.xticks)
     ax.set_yticks(panel.yticks)
-    ax.tick_params(labelsize=tick_fs, length=3)
-    ax.set_xlabel(panel.xlabel, fontsize=8 if faceted else 9)
-    ax.set_ylabel(panel.ylabel, fontsize=8 if faceted else 9)
+    ax.tick_params(labelsize=NOTE_SIZE if faceted else TICK_SIZE, length=3)
+    ax.set_xlabel(panel.xlabel, fontsize=TICK_SIZE if faceted else LABEL_SIZE)
+    ax.set_ylabel(panel.ylabel, fontsize=TICK_SIZE if faceted else LABEL_SIZE)
     if panel.title:
-        ax.set_title(panel.title, fontsize=8, family="monospace")
+        ax.set_title(panel.title, fontsize=TICK_SIZE, family="monospace")
 
 
 def _draw_key(fig, pic: LayoutPicture):
@@ -194,11 +197,11 @@ def _draw_key(fig, pic: LayoutPicture):
                     gid=f"key-label-{c.device}")
     ax.set_xlim(*key.xlim)
     ax.set_ylim(*key.ylim)
-    ax.set_xticks([t for t, _ in key.xticks], [s for _, s in key.xticks], fontsize=7)
-    ax.set_yticks([t for t, _ in key.yticks], [s for _, s in key.yticks], fontsize=7)
+    ax.set_xticks([t for t, _ in key.xticks], [s for _, s in key.xticks], fontsize=NOTE_SIZE)
+    ax.set_yticks([t for t, _ in key.yticks], [s for _, s in key.yticks], fontsize=NOTE_SIZE)
     ax.tick_params(length=0)
-    ax.set_xlabel(key.xlabel, fontsize=8)
-    ax.set_title(key.title, fontsize=8)
+    ax.set_xlabel(key.xlabel, fontsize=NOTE_SIZE)
+    ax.set_title(key.title, fontsize=NOTE_SIZE)
     for spine in ax.spines.values():
         spine.set_visible(False)
 
@@ -250,12 +253,12 @@ def layout_table(obj, shape=None, *, name=None) -> str:
               f"{layout.mesh}: {geom.num_unique} unique block{'s' * (geom.num_unique > 1)} of "
               f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each")
     rows, cells = [], {}
-    styles = block_styles(geom)
+    looks = block_looks(geom)
     for g, devices in enumerate(geom.replica_groups):
         rows.append((g, slice_text(geom.blocks[devices[0]]), geom.local_shape,
                      ", ".join(names[d] for d in devices)))
         cells[(g, 3)] = (
-            f"<span style='background:{to_hex(styles[g][0])};display:inline-block;"
+            f"<span style='background:{to_hex(looks[g][0])};display:inline-block;"
             f"width:0.8em;height:0.8em'></span>&nbsp;"
             + html.escape(", ".join(names[d] for d in devices)))
     return TextTable([header], ("block", "slices", "local shape", "devices"), rows, html_cells=cells)

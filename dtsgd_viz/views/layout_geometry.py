@@ -16,6 +16,7 @@ only draws what it returns::
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -23,8 +24,10 @@ from matplotlib.colors import to_rgb
 
 from ..geometry import ShardGeometry, shard_geometry
 from ..specs import UNSHARDED, LayoutSpec
-from .layout_labels import MIN_FONT, PAD, label_blocks, text_width_pt
-from .style import FONT_SIZE, block_styles
+from .layout_labels import (MIN_FONT, PAD, copies_text, dim_text, header_text, label_blocks,  # noqa: F401
+                            mesh_dim_role, note_text, text_width_pt)
+from .style import (BLOCK_COLORS, LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, SUPTITLE_SIZE,
+                    TICK_SIZE, WIDTH, block_styles, mesh_block_colors)
 
 MAX_FACETS = {3: (12,), 4: (4, 4)}  # panels per leading dim, by tensor rank
 
@@ -36,8 +39,7 @@ class Block:
     """One replica group's block as drawn in one panel.
 
     ``rect`` is (x, y, w, h) in element units of the panel's plane; ``color`` and
-    ``hatch`` are the block's (``style.block_styles``: one per unique block, the hatch
-    telling apart blocks of a repeated colour); the label lists every device holding
+    ``hatch`` are the block's (``block_looks``); the label lists every device holding
     a copy, in text.
     """
 
@@ -49,7 +51,7 @@ class Block:
     text_color: str
     hatch: str = ""
     label: str = ""
-    fontsize: float = FONT_SIZE
+    fontsize: float = LABEL_SIZE
     rotation: int = 0
     label_xy: tuple[float, float] = (0.0, 0.0)
     detail: str = ""
@@ -109,43 +111,25 @@ class LayoutPicture:
         return self.geometry.layout
 
 
-def dim_text(layout: LayoutSpec, dim: int, two_lines: bool = False) -> str:
-    """``tensor dim 1 — sharded over 'model' (4)``, or ``not sharded`` (each block spans
-    the dim whole). Copies come from mesh dims, not tensor dims: see ``mesh_dim_role``."""
-    spec = layout.sharding_specs[dim]
-    how = ("not sharded" if spec == UNSHARDED
-           else f"sharded over '{spec}' ({layout.mesh.dim_size(spec)})")
-    return f"tensor dim {dim}" + ("\n" if two_lines else " — ") + how
+def block_looks(geom: ShardGeometry) -> tuple[tuple[object, str], ...]:
+    """``(colour, hatch)`` of every replica group: ``style.block_styles`` up to
+    ``len(BLOCK_COLORS)`` blocks; past that each block's mesh coordinate
+    (``style.mesh_block_colors``: hue along one mesh dim, lightness along the other) and
+    no hatch, where repeated colours and hatches would mean nothing."""
+    if geom.num_unique <= len(BLOCK_COLORS):
+        return tuple((c, h) for c, h, _ in block_styles(geom))
+    return tuple((c, "") for c in mesh_block_colors(geom))
 
 
-def mesh_dim_role(layout: LayoutSpec, mesh_dim: str) -> str:
-    """What a mesh dim does to the tensor: ``model: cuts tensor dim 1 (4 ways)``, or,
-    when the layout does not use it, ``batch: unused -> 2 copies``: the devices along an
-    unused mesh dim hold the same block, which is where every copy comes from.
-
-    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
-    >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
-    >>> [mesh_dim_role(spec, d) for d in ("batch", "model")]
-    ['batch: unused -> 2 copies', 'model: cuts tensor dim 1 (4 ways)']
-    """
-    size = layout.mesh.dim_size(mesh_dim)
-    if mesh_dim in layout.sharding_specs:
-        return f"{mesh_dim}: cuts tensor dim {layout.sharding_specs.index(mesh_dim)} ({size} ways)"
-    return f"{mesh_dim}: unused -> " + (f"{size} copies" if size > 1 else "no copies (size 1)")
-
-
-def copies_text(layout: LayoutSpec) -> str:
-    """Where the copies come from, one role per mesh dim (unused dims first)."""
-    dims = layout.mesh.dim_names
-    unused = [d for d in dims if d not in layout.sharding_specs]
-    roles = [mesh_dim_role(layout, d) for d in unused + [d for d in dims if d not in unused]]
-    return "mesh dims: " + " · ".join(roles)
+def mesh_coloured(geom: ShardGeometry) -> bool:
+    """Whether ``block_looks`` colours blocks by mesh coordinate."""
+    return geom.num_unique > len(BLOCK_COLORS)
 
 
 def _axis_label(layout, dim, length_pt, faceted):
     """On one line when it fits along the axis, else on two."""
     one = dim_text(layout, dim)
-    return dim_text(layout, dim, two_lines=faceted or text_width_pt(one, 9) > length_pt)
+    return dim_text(layout, dim, two_lines=faceted or text_width_pt(one, LABEL_SIZE) > length_pt)
 
 
 def text_color_for(color) -> str:
@@ -181,9 +165,18 @@ def boundary_ticks(size: int, shards: int, max_ticks: int) -> tuple[int, ...]:
 
 def _panel_size(shape, layout, faceted) -> tuple[float, float]:
     """Panel (width, height) in inches: the tensor's aspect, clamped, tall enough for
-    its rows of blocks and its axis label."""
+    its rows of blocks and its axis label, and (many blocks) wide enough for a two-digit
+    device id at ``NOTE_SIZE`` in each block column."""
     if len(shape) == 1:
         return 6.4, 0.9
+    pw, ph = _aspect_size(shape, layout, faceted)
+    cols = layout.num_shards(len(shape) - 1)
+    if not faceted and cols > 4:
+        pw = min(max(pw, cols * 0.26), 6.4)
+    return pw, ph
+
+
+def _aspect_size(shape, layout, faceted):
     a = min(max(shape[-2] / shape[-1], 0.22), 1.5)
     base, tall, low = (2.2, 2.0, 0.8) if faceted else (
         6.4, 4.4, max(2.0, 0.4 * layout.num_shards(len(shape) - 2)))
@@ -195,7 +188,7 @@ def _panel_size(shape, layout, faceted) -> tuple[float, float]:
 def _blocks(geom: ShardGeometry, index):
     """The blocks meeting panel ``index`` with rects and colours."""
     rank = len(geom.global_shape)
-    styles = block_styles(geom)
+    looks = block_looks(geom)
     out = []
     for g, devices in enumerate(geom.replica_groups):
         sl = geom.blocks[devices[0]]
@@ -203,7 +196,7 @@ def _blocks(geom: ShardGeometry, index):
             continue
         x, w = sl[-1].start, sl[-1].stop - sl[-1].start
         y, h = (sl[-2].start, sl[-2].stop - sl[-2].start) if rank >= 2 else (0, 1)
-        color, hatch, _ = styles[g]
+        color, hatch = looks[g]
         out.append(Block(g, devices, sl, (x, y, w, h), color, text_color_for(color), hatch))
     return out
 
@@ -220,9 +213,9 @@ def _mesh_key(layout, width, title, geom=None, max_height=4.0):
     cell = min(0.5, max(0.12, width / ncols), max(0.16, max_height / nrows))
     geom = geom or shard_geometry(tuple(layout.num_shards(i) for i in range(layout.rank)),
                                   layout)
-    styles = block_styles(geom)
+    looks = block_looks(geom)
     forms = (mesh.short_device_names, [f"d{d}" for d in range(n)], [str(d) for d in range(n)])
-    texts, fs = next(((t, f) for t in forms for f in (8, 7, MIN_FONT)
+    texts, fs = next(((t, f) for t in forms for f in (TICK_SIZE, MIN_FONT)
                       if max(text_width_pt(s, f) for s in t) <= cell * 72 - 3 * PAD),
                      ([""] * n, MIN_FONT))
     cells, yticks = [], []
@@ -230,7 +223,7 @@ def _mesh_key(layout, width, title, geom=None, max_height=4.0):
         c = mesh.device_coords(d)
         g = int(np.ravel_multi_index(c[:-2], sizes[:-2])) if len(c) > 2 else 0
         y = g * (inner + gap) + (c[-2] if len(c) >= 2 else 0)
-        color, hatch, _ = styles[geom.group_of[d]]
+        color, hatch = looks[geom.group_of[d]]
         cells.append(KeyCell(d, (c[-1], y, 1, 1), color, text_color_for(color), texts[d], fs,
                              hatch))
         if c[-1] == 0 and len(sizes) >= 2:
@@ -242,78 +235,48 @@ def _mesh_key(layout, width, title, geom=None, max_height=4.0):
 
 def _facets(shape, layout):
     """The leading-dim indices drawn, one panel each, and the panels per row:
-    ``(picks, indices, ncols)``, ``picks`` the ``pick_indices`` of each faceted dim."""
+    ``(picks, indices, ncols, collapsed)``: ``picks`` the ``pick_indices`` of each
+    sharded leading dim (``{dim: indices}``), ``collapsed`` the unsharded leading dims,
+    drawn once (every index of them is laid out alike, as treescope draws them)."""
     rank = len(shape)
-    picks = [pick_indices(shape[d], layout.num_shards(d), lim)
-             for d, lim in enumerate(MAX_FACETS.get(rank, ()))]
-    if rank == 3:
-        indices = [(i,) for i in picks[0]]
-        ncols = min(4, len(indices))
-    elif rank == 4:
-        indices = [(i, j) for i in picks[0] for j in picks[1]]
-        ncols = len(picks[1])
-    else:
-        indices, ncols = [()], 1
-    return picks, indices, ncols
+    lead = tuple(range(rank - 2)) if rank >= 3 else ()
+    limits = MAX_FACETS.get(rank, ())
+    picks = {d: pick_indices(shape[d], layout.num_shards(d), limits[d]) for d in lead
+             if layout.sharding_specs[d] != UNSHARDED}
+    collapsed = tuple(d for d in lead if d not in picks)
+    indices = [tuple(c) for c in itertools.product(*[picks.get(d, (0,)) for d in lead])]
+    ncols = len(picks[lead[1]]) if len(picks) == 2 else min(4, len(indices))
+    return picks, indices, ncols, collapsed
 
 
-def _header(geom, layout, name, title):
-    """The title (``title`` when given) and the subtitle: the mesh, the unique blocks,
-    where their copies come from and what the panels index."""
-    shape, rank, mesh = geom.global_shape, len(geom.global_shape), layout.mesh
-    spec_text = "[" + ", ".join(layout.sharding_specs) + "]"
-    title = title or f"{name + ' ' if name else ''}{shape}: sharding {spec_text}"
-    copies = geom.num_devices // geom.num_unique
-    subtitle = (f"{mesh} · {geom.num_unique} unique block{'s' * (geom.num_unique > 1)} of "
-                f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each"
-                f"\n{copies_text(layout)}")
-    if rank == 3:
-        subtitle += f"\npanels: one per index of {dim_text(layout, 0)}"
-    elif rank == 4:
-        subtitle += (f"\npanel rows: {dim_text(layout, 0)}; panel columns: "
-                     f"{dim_text(layout, 1).replace('tensor ', '')}")
-    return title, subtitle
-
-
-def _note(geom, picks, labelled):
-    """What the panels leave out (indices of long leading dims, blocks, labels):
-    ``(note, number of blocks left unlabelled)``."""
-    shape = geom.global_shape
-    notes = [f"showing indices {', '.join(map(str, p))} of {shape[d]} along tensor dim {d}"
-             for d, p in enumerate(picks) if len(p) < shape[d]]
-    if notes:
-        missing = geom.num_unique - len({b.group for blocks in labelled for b in blocks})
-        notes.append("every block appears" if not missing
-                     else f"{missing} block(s) not shown (see layout_table)")
-    omitted = sum(1 for blocks in labelled for b in blocks if not b.label)
-    if omitted:
-        notes.append(f"{omitted} label(s) left out for lack of room (see layout_table)")
-    return "; ".join(notes), omitted
-
-
-def _frame(rank, grid, key, title, subtitle, note, key_title):
+def _frame(faceted, rank, grid, key, header, key_title):
     """The figure's size around the panel grid (``grid``: its width and height), the
-    header and the mesh key, and where the grid goes: ``(figsize, x0, top)``, the grid's
-    left and top edges (inches, from the figure's bottom-left)."""
-    faceted = rank >= 3
+    header (``(title, subtitle, note)``) and the mesh key, at most ``style.WIDTH`` wide,
+    and where the grid goes: ``(figsize, x0, top)``, the grid's left and top edges
+    (inches, from the figure's bottom-left)."""
+    title, subtitle, note = header
     grid_w, grid_h = grid
     left_m, right_m, bottom_m = (1.0 if rank >= 2 else 0.5), 0.35, (1.0 if faceted else 0.75)
     key_w, key_h = key.box[2], key.box[3]
-    key_ytick_in = max((text_width_pt(t, 8) for _, t in key.yticks), default=0) / 72
-    header_lines = 2 + subtitle.count("\n") + bool(note)
-    top_m = 0.3 + 0.2 * header_lines + (0.35 if faceted else 0.1) + (0.1 if note else 0)
-    header_w = max(text_width_pt(title, 11), *(text_width_pt(s, 9) for s in subtitle.split("\n")),
-                   text_width_pt(note, 8), text_width_pt(key_title, 8)) / 72 + 0.4
-    fig_w = max(left_m + grid_w + right_m, key_w + 2 * (key_ytick_in + 0.4), header_w, 4.0)
+    key_ytick_in = max((text_width_pt(t, NOTE_SIZE) for _, t in key.yticks), default=0) / 72
+    lines = title.count("\n") + 1 + subtitle.count("\n") + 1 + (note.count("\n") + 1 if note else 0)
+    top_m = 0.3 + 0.21 * lines + (0.35 if faceted else 0.1) + (0.1 if note else 0)
+    header_w = max(*(text_width_pt(t, SUPTITLE_SIZE) for t in title.split("\n")),
+                   *(text_width_pt(t, SUBTITLE_SIZE) for t in subtitle.split("\n")),
+                   *(text_width_pt(t, NOTE_SIZE) for t in [*note.split("\n"), *key_title.split("\n")])
+                   ) / 72 + 0.4
+    fig_w = min(WIDTH, max(left_m + grid_w + right_m, key_w + 2 * (key_ytick_in + 0.4),
+                           header_w, 4.0))
     fig_h = top_m + grid_h + bottom_m + key_h + 0.95
-    x0 = left_m + (fig_w - left_m - right_m - grid_w) / 2
+    x0 = left_m + max(0.0, fig_w - left_m - right_m - grid_w) / 2
     return (fig_w, fig_h), x0, fig_h - top_m
 
 
-def _panels(shape, layout, indices, labelled, ncols, size, x0, top, gaps):
+def _panels(shape, layout, indices, labelled, ncols, size, x0, top, gaps, picks):
     """Every panel in its place: ``size`` (inches) each, ``gaps`` between them, the
-    grid's left edge at ``x0`` and its top at ``top``; axis labels on the outer panels."""
-    rank, faceted = len(shape), len(shape) >= 3
+    grid's left edge at ``x0`` and its top at ``top``; axis labels on the outer panels.
+    A panel's title indexes its faceted dims (``picks``), ``:`` for the others."""
+    rank, faceted = len(shape), bool(picks)
     (pw, ph), (gx, gy) = size, gaps
     xrange, yrange = shape[-1], (shape[-2] if rank >= 2 else 1)
     max_ticks = 5 if faceted else 9
@@ -321,8 +284,9 @@ def _panels(shape, layout, indices, labelled, ncols, size, x0, top, gaps):
     for k, (idx, blocks) in enumerate(zip(indices, labelled)):
         r, c = divmod(k, ncols)
         bottom_row = k + ncols >= len(indices)  # no panel below this one
+        where = [str(i) if d in picks else ":" for d, i in enumerate(idx)]
         panels.append(Panel(
-            idx, "[" + ", ".join([*map(str, idx), ":", ":"][:rank]) + "]" if faceted else "",
+            idx, "[" + ", ".join([*where, ":", ":"][:rank]) + "]" if faceted else "",
             (x0 + c * (pw + gx), top - ph - r * (ph + gy), pw, ph),
             (0, xrange), (yrange, 0),
             boundary_ticks(shape[-1], layout.num_shards(rank - 1), max_ticks),
@@ -336,29 +300,37 @@ def _panels(shape, layout, indices, labelled, ncols, size, x0, top, gaps):
 def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
                    panel_size=None) -> LayoutPicture:
     """Everything the layout figure shows, computed. ``panel_size`` (inches) overrides
-    the automatic size, e.g. to fit labels in an existing axes."""
+    the automatic size, e.g. to fit labels in an existing axes. Unsharded leading dims
+    of a rank-3/4 tensor are drawn once (the subtitle names them); past
+    ``len(BLOCK_COLORS)`` blocks, blocks take their mesh coordinate's colour
+    (``block_looks``) and upright labels only."""
     geom = shard_geometry(shape, layout)
     shape, rank = geom.global_shape, len(geom.global_shape)
     names = layout.mesh.short_device_names
-    faceted = rank >= 3
-    picks, indices, ncols = _facets(shape, layout)
+    picks, indices, ncols, collapsed = _facets(shape, layout)
+    faceted = bool(picks)
     nrows = math.ceil(len(indices) / ncols)
+    gaps = (0.55, 0.7) if faceted else (0.0, 0.0)
     pw, ph = panel_size or _panel_size(shape, layout, faceted)
+    room = WIDTH - 1.35 - (ncols - 1) * gaps[0]   # the grid within the figure's margins
+    if panel_size is None and ncols * pw > room:
+        pw, ph = room / ncols, ph * room / (ncols * pw)
     yrange = shape[-2] if rank >= 2 else 1
-    labelled = [label_blocks(_blocks(geom, idx), names, (pw * 72, ph * 72), shape[-1], yrange)
+    labelled = [label_blocks(_blocks(geom, idx), names, (pw * 72, ph * 72), shape[-1], yrange,
+                             rotate=not mesh_coloured(geom))
                 for idx in indices]
-    title, subtitle = _header(geom, layout, name, title)
-    note, omitted = _note(geom, picks, labelled)
+    title, subtitle = header_text(geom, layout, name, title, picks, collapsed)
+    note, omitted = note_text(geom, picks, labelled)
     copies = geom.num_devices // geom.num_unique
-    key_title = "devices on the mesh, coloured by the block they hold" + (
+    key_title = ("devices on the mesh, coloured by the block they hold" if not mesh_coloured(geom)
+                 else "devices on the mesh: each block's colour is its mesh coordinate") + (
         f"\n(one colour: the {copies} copies of a block)" if copies > 1 else "")
 
     # placement (inches, from the figure's bottom-left)
-    gaps = (0.55, 0.7) if faceted else (0.0, 0.0)
     grid = (ncols * pw + (ncols - 1) * gaps[0], nrows * ph + (nrows - 1) * gaps[1])
     key = _mesh_key(layout, min(5.5, max(grid[0], 3.0)), key_title, geom)
-    figsize, x0, top = _frame(rank, grid, key, title, subtitle, note, key_title)
-    panels = _panels(shape, layout, indices, labelled, ncols, (pw, ph), x0, top, gaps)
+    figsize, x0, top = _frame(faceted, rank, grid, key, (title, subtitle, note), key_title)
+    panels = _panels(shape, layout, indices, labelled, ncols, (pw, ph), x0, top, gaps, picks)
     key_w, key_h = key.box[2], key.box[3]
     key = dataclasses.replace(key, box=((figsize[0] - key_w) / 2, 0.55, key_w, key_h))
     return LayoutPicture(geom, names, title, subtitle, note, figsize, panels, key, omitted)

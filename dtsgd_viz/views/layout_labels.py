@@ -2,7 +2,8 @@
 
 A block is labelled with every device holding a copy of it, in the most explicit form
 that fits (``label_forms``: full names, JAX's ``CPU 0-3`` style, ``d0-d3``, the
-shortest), upright or turned, at a font size from 9 pt down to ``MIN_FONT``; one form
+shortest, the bare ids ``0,16``), upright or turned, at a font size from ``LABEL_SIZE``
+down to ``MIN_FONT`` (``NOTE_SIZE``; never smaller: no label rather than an unreadable one); one form
 and size for every block of a panel where they can share one (``label_blocks``). Text
 is measured with fixed per-character widths, slightly generous, so no renderer is
 needed::
@@ -17,7 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 
-MIN_FONT = 6
+from ..specs import UNSHARDED
+from .style import LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, TICK_SIZE, WIDTH
+
+MIN_FONT = NOTE_SIZE   # 8.5 pt: 11.8 px as displayed (``style``'s smallest text)
 PAD = 2.0           # points kept free around a label inside its block
 
 
@@ -89,9 +93,10 @@ def _fit(tokens, sep, fontsize, w_pt, h_pt, rotation=0):
 
 # (label form, rotation, font sizes), tried in order: full names upright, then compact
 # upright, then rotated, then smaller; the first that fits every block of a panel wins.
-_ATTEMPTS = [(0, 0, (9, 8, 7)), (1, 0, (9, 8, 7)), (0, 90, (9, 8, 7)), (1, 90, (9, 8, 7)),
-             (1, 0, (6,)), (1, 90, (6,)), (2, 0, (7, 6)), (2, 90, (7, 6)),
-             (3, 0, (9, 8, 7, 6)), (3, 90, (9, 8, 7, 6))]
+_SIZES = (LABEL_SIZE, TICK_SIZE, NOTE_SIZE)
+_ATTEMPTS = [(0, 0, _SIZES), (1, 0, _SIZES), (0, 90, _SIZES), (1, 90, _SIZES),
+             (2, 0, _SIZES), (2, 90, _SIZES), (3, 0, _SIZES), (3, 90, _SIZES),
+             (4, 0, _SIZES), (4, 90, _SIZES)]
 
 
 def jax_devices(devices, names) -> list[str]:
@@ -113,22 +118,24 @@ def label_forms(devices, names):
     return [([names[d] for d in devices], ", "),
             (jax_devices(devices, names), ""),
             ([t + "," for t in compact.split(",")[:-1]] + [compact.split(",")[-1]], ""),
-            ([shortest_devices(devices)], "")]
+            ([shortest_devices(devices)], ""),
+            ([f"{d}," for d in devices[:-1]] + [str(devices[-1])], "")]
 
 
 # ---- labelling a panel's blocks -------------------------------------------------------
 
-def label_blocks(blocks, names, size_pt, xrange, yrange):
+def label_blocks(blocks, names, size_pt, xrange, yrange, rotate=True):
     """Label the blocks (``layout_geometry.Block``) with one form and font size that fits
     them all (else, block by block, the first that fits; no label where nothing does).
     ``size_pt`` is the panel's (width, height) in points, spanning ``xrange`` x
-    ``yrange`` elements."""
+    ``yrange`` elements. ``rotate=False``: upright labels only."""
     px, py = size_pt[0] / xrange, size_pt[1] / yrange
 
     def box_pt(b):
         return b.rect[2] * px, b.rect[3] * py
 
-    candidates = [(form, rot, fs) for form, rot, sizes in _ATTEMPTS for fs in sizes]
+    candidates = [(form, rot, fs) for form, rot, sizes in _ATTEMPTS for fs in sizes
+                  if rotate or not rot]
     if any(len(b.devices) > 2 for b in blocks):  # many copies: "CPU 0-3" reads before a list
         candidates.sort(key=lambda c: c[0] != 1)
     forms = [label_forms(b.devices, names) for b in blocks]
@@ -161,3 +168,98 @@ def label_blocks(blocks, names, size_pt, xrange, yrange):
             b, label=text, fontsize=fs, rotation=rotation, label_xy=(x + w / 2, y + h / 2),
             detail=slice_text(b.slices) if with_detail and text else ""))
     return out
+
+
+# ---- the layout figure's header ---------------------------------------------------------
+
+def dim_text(layout, dim: int, two_lines: bool = False) -> str:
+    """``tensor dim 1 — sharded over 'model' (4)``, or ``not sharded`` (each block spans
+    the dim whole). Copies come from mesh dims, not tensor dims: see ``mesh_dim_role``."""
+    spec = layout.sharding_specs[dim]
+    how = ("not sharded" if spec == UNSHARDED
+           else f"sharded over '{spec}' ({layout.mesh.dim_size(spec)})")
+    return f"tensor dim {dim}" + ("\n" if two_lines else " — ") + how
+
+
+def mesh_dim_role(layout, mesh_dim: str) -> str:
+    """What a mesh dim does to the tensor: ``model: cuts tensor dim 1 (4 ways)``, or,
+    when the layout does not use it, ``batch: unused -> 2 copies``: the devices along an
+    unused mesh dim hold the same block, which is where every copy comes from.
+
+    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
+    >>> [mesh_dim_role(spec, d) for d in ("batch", "model")]
+    ['batch: unused -> 2 copies', 'model: cuts tensor dim 1 (4 ways)']
+    """
+    size = layout.mesh.dim_size(mesh_dim)
+    if mesh_dim in layout.sharding_specs:
+        return f"{mesh_dim}: cuts tensor dim {layout.sharding_specs.index(mesh_dim)} ({size} ways)"
+    return f"{mesh_dim}: unused -> " + (f"{size} copies" if size > 1 else "no copies (size 1)")
+
+
+def copies_text(layout) -> str:
+    """Where the copies come from, one role per mesh dim (unused dims first)."""
+    dims = layout.mesh.dim_names
+    unused = [d for d in dims if d not in layout.sharding_specs]
+    roles = [mesh_dim_role(layout, d) for d in unused + [d for d in dims if d not in unused]]
+    return "mesh dims: " + " · ".join(roles)
+
+
+
+def _wrap_text(text: str, fontsize: float, width_in: float = WIDTH - 0.4) -> str:
+    """``text`` broken between words into lines at most ``width_in`` wide at ``fontsize``."""
+    out = []
+    for part in text.split("\n"):
+        out += _wrap(part.split(" "), " ", width_in * 72, fontsize) if part else [""]
+    return "\n".join(line.rstrip() for line in out)
+
+
+def collapsed_text(shape, collapsed) -> str:
+    """The note of leading dims drawn once: ``3x3 taps (tensor dims 0, 1: not sharded),
+    each laid out alike: one panel shows them all``."""
+    if not collapsed:
+        return ""
+    sizes = "x".join(str(shape[d]) for d in collapsed)
+    what = "taps" if len(collapsed) == 2 else "slices"
+    dims = ", ".join(map(str, collapsed))
+    return (f"{sizes} {what} (tensor dim{'s' * (len(collapsed) > 1)} {dims}: not sharded), "
+            "each laid out alike: one panel shows them all")
+
+
+def header_text(geom, layout, name, title, picks=None, collapsed=()):
+    """The title (``title`` when given) and the subtitle: the mesh, the unique blocks,
+    where their copies come from, what the panels index (``picks``: the faceted dims)
+    and which leading dims are drawn once (``collapsed``), wrapped to ``style.WIDTH``."""
+    shape, mesh = geom.global_shape, layout.mesh
+    picks = picks or {}
+    spec_text = "[" + ", ".join(layout.sharding_specs) + "]"
+    title = title or f"{name + ' ' if name else ''}{shape}: sharding {spec_text}"
+    copies = geom.num_devices // geom.num_unique
+    subtitle = (f"{mesh} · {geom.num_unique} unique block{'s' * (geom.num_unique > 1)} of "
+                f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each"
+                f"\n{copies_text(layout)}")
+    faceted = sorted(picks)
+    if len(faceted) == 1:
+        subtitle += f"\npanels: one per index of {dim_text(layout, faceted[0])}"
+    elif len(faceted) == 2:
+        subtitle += (f"\npanel rows: {dim_text(layout, 0)}; panel columns: "
+                     f"{dim_text(layout, 1).replace('tensor ', '')}")
+    if collapsed:
+        subtitle += "\n" + collapsed_text(shape, collapsed)
+    return title, _wrap_text(subtitle, SUBTITLE_SIZE)
+
+
+def note_text(geom, picks, labelled):
+    """What the panels leave out (indices of long leading dims, blocks, labels):
+    ``(note, number of blocks left unlabelled)``."""
+    shape = geom.global_shape
+    notes = [f"showing indices {', '.join(map(str, p))} of {shape[d]} along tensor dim {d}"
+             for d, p in sorted((picks or {}).items()) if len(p) < shape[d]]
+    if notes:
+        missing = geom.num_unique - len({b.group for blocks in labelled for b in blocks})
+        notes.append("every block appears" if not missing
+                     else f"{missing} block(s) not shown (see layout_table)")
+    omitted = sum(1 for blocks in labelled for b in blocks if not b.label)
+    if omitted:
+        notes.append(f"{omitted} label(s) left out for lack of room (see layout_table)")
+    return _wrap_text("; ".join(notes), NOTE_SIZE), omitted

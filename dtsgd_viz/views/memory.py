@@ -5,8 +5,12 @@
     >>> from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan, plot_memory
     >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
     >>> fig = plot_memory(memory_plan({"w": ((8, 16), "float32", spec)}))
-    >>> fig.axes[0].get_title()
-    'bytes per device: parameters + velocity slots (hatched)'
+    >>> " ".join(fig.axes[0].get_title().split())
+    'every device holds the same 256 B: parameters + velocity slots (hatched)'
+
+Colours: ``style.VARIABLE_COLORS``, none of them a rule's colour (blue and vermilion
+mean momentum and Nesterov in every other view); sizes on ``style``'s scale, at most
+``style.WIDTH`` wide.
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ from matplotlib.patches import Patch
 
 from ..recording.communication import CommunicationPlan, communication_plan
 from ..recording.memory import MemoryPlan, format_bytes
-from .style import DEVICE_COLORS
+from .style import (DPI, LABEL_SIZE, NOTE_SIZE, TICK_SIZE, TITLE_SIZE, VARIABLE_COLORS,
+                    WIDTH)
+from .figure import fit
 from .traffic import dims_text, per_device, totals, traffic_items
 
-_PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
-            *DEVICE_COLORS[:8]]
+_PALETTE = list(VARIABLE_COLORS)
 _GREYS = ("#BBBBBB", "#888888", "#DDDDDD", "#666666")
 _UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024 ** 2), ("GiB", 1024 ** 3), ("TiB", 1024 ** 4))
 
@@ -122,10 +127,10 @@ def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8, communication=
     if ax is None:
         from .figure import new_figure
         if traffic is None:
-            fig = new_figure((min(11.5, max(6.0, 2.5 + 0.45 * n)), 3.6), 100)
+            fig = new_figure((min(WIDTH, max(6.0, 2.5 + 0.45 * n)), 3.8), DPI)
             axes = (fig.add_subplot(),)
         else:
-            fig = new_figure((9.5, 3.8), 100)
+            fig = new_figure((WIDTH, 4.0), DPI)
             axes = tuple(fig.subplots(1, 2))
     else:
         axes = tuple(ax) if isinstance(ax, (tuple, list)) else (ax,)
@@ -137,18 +142,28 @@ def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8, communication=
     handles = _draw_memory(axes[0], plan, segments)
     if traffic is not None:
         handles += _draw_traffic(axes[1], plan, traffic, segments)
-    axes[-1].legend(handles=handles, fontsize=7 if traffic is None else 8, loc="upper left",
+    axes[-1].legend(handles=handles, fontsize=NOTE_SIZE, loc="upper left",
                     bbox_to_anchor=(1.01, 1.0), frameon=False, title="variables",
-                    title_fontsize=8 if traffic is None else 9)
+                    title_fontsize=NOTE_SIZE)
     return fig
 
 
-def _device_axis(ax, plan, fontsize=8):
-    n = plan.mesh.num_devices
-    ax.set_xticks(np.arange(n), plan.mesh.short_device_names, fontsize=fontsize,
-                  rotation=90 if n > 16 else 0)
+def _width_pt(ax) -> float:
+    """About how wide ``ax`` is in points (its place before the layout settles)."""
+    return max(150.0, ax.get_position().width * ax.figure.get_figwidth() * 72 * 1.1)
+
+
+def _device_axis(ax, plan, fontsize=TICK_SIZE):
+    n, names = plan.mesh.num_devices, plan.mesh.short_device_names
+    # names that would touch side by side are turned
+    crowded = n * max(map(len, names)) * fontsize * 0.62 > 0.8 * _width_pt(ax)
+    ax.set_xticks(np.arange(n), names, fontsize=fontsize,
+                  rotation=90 if n > 16 else 35 if crowded else 0,
+                  ha="right" if crowded and n <= 16 else "center",
+                  rotation_mode="anchor" if crowded and n <= 16 else "default")
     ax.set_xlim(-0.6, n - 0.4)
-    ax.set_xlabel(f"devices in mesh order: {plan.mesh}", fontsize=9)
+    ax.set_xlabel(fit(f"devices in mesh order: {plan.mesh}", _width_pt(ax), LABEL_SIZE),
+                  fontsize=LABEL_SIZE)
     ax.tick_params(labelsize=fontsize)
 
 
@@ -164,17 +179,20 @@ def _draw_memory(ax, plan, segments) -> list:
     full = plan.unique_bytes / scale
     ax.axhline(full, color="#444444", linestyle="--", linewidth=1, gid="replicated-line")
     ax.text(n - 0.5, full, f"nothing sharded: {format_bytes(plan.unique_bytes)} on every device",
-            ha="right", va="bottom", fontsize=8, color="#444444", gid="replicated-text")
+            ha="right", va="bottom", fontsize=NOTE_SIZE, color="#444444", gid="replicated-text")
     per = plan.bytes_per_device
     if per.max() < 0.85 * plan.unique_bytes:  # else the bars reach the line: it says enough
         ax.text(-0.5, per.max() / scale, f"as laid out: {format_bytes(per.max())}" + (
             "" if per.min() == per.max() else f" (min {format_bytes(per.min())})") +
-            " per device", ha="left", va="bottom", fontsize=8, gid="sharded-text")
+            " per device", ha="left", va="bottom", fontsize=NOTE_SIZE, gid="sharded-text")
     _device_axis(ax, plan)
     ax.set_ylim(0, full * 1.12)
-    ax.set_ylabel(f"{unit} per device", fontsize=9)
-    ax.set_title("bytes per device: parameters" + (" + velocity slots (hatched)" if plan.slots
-                                                     else ""), fontsize=10)
+    ax.set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)
+    held = ("parameters" + (" + velocity slots (hatched)" if plan.slots else ""))
+    # identical bars said nothing bar by bar: the title says it once
+    ax.set_title(fit(f"every device holds the same {format_bytes(per.max())}: {held}"
+                     if per.min() == per.max() and n > 1 else f"bytes per device: {held}",
+                     _width_pt(ax), TITLE_SIZE), fontsize=TITLE_SIZE)
     handles = [Patch(facecolor=s.color, label=s.label) for s in segments if s.kind == "param"]
     if plan.slots:
         handles.append(Patch(facecolor="white", edgecolor="#444444", hatch="///",
@@ -201,17 +219,17 @@ def _draw_traffic(ax, plan, traffic, segments) -> list:
         ax.axhline(full / scale, color="#444444", linestyle="--", linewidth=1,
                    gid="traffic-replicated-line")
         ax.text(n - 0.5, full / scale, f"nothing sharded: {format_bytes(full)}", ha="right",
-                va="bottom", fontsize=8, color="#444444", gid="traffic-replicated-text")
+                va="bottom", fontsize=NOTE_SIZE, color="#444444", gid="traffic-replicated-text")
     items = traffic_items(traffic)
     along = ", ".join(f"{format_bytes(b)} along {dims_text(d)}"
                       for d, b in totals(traffic.mesh, items).items()) or "nothing"
-    ax.text(-0.5, top / scale, f"as laid out: {along}", ha="left", va="bottom", fontsize=8,
-            gid="traffic-text")
+    ax.text(-0.5, top / scale, f"as laid out: {along}", ha="left", va="bottom",
+            fontsize=NOTE_SIZE, gid="traffic-text")
     _device_axis(ax, plan)
     ax.set_ylim(0, max(top, full, 1) / scale * 1.18)
-    ax.set_ylabel(f"{unit} per device per update", fontsize=9)
+    ax.set_ylabel(f"{unit} per device per update", fontsize=LABEL_SIZE)
     ax.set_title("gradient all-reduce per update (predicted)" if predicted else
-                 "collectives per update (measured)", fontsize=10)
+                 "collectives per update (measured)", fontsize=TITLE_SIZE)
     named = {s.label for s in segments if s.kind == "param"}
     return [Patch(facecolor=s.color, hatch=".." if s.kind == "serves" else None, label=s.label)
             for s in bars if s.label not in named]

@@ -16,11 +16,16 @@ updating them in place (``set_index``, ``set_step``, ``set_kind``,
 
 A ``Recorder(mode="stats")`` recording keeps each block's norm, mean and max |x| but
 not its values: the left panel shows the blocks (the colour key), the right one the
-three stored statistics as lines over the updates.
+three stored statistics as lines over the updates. ``plot_shards`` then draws only
+those (no panel for the values it does not have) under a title saying what was not
+recorded.
+
+Figures are ``style.WIDTH`` wide with type on ``style``'s scale.
 """
 
 from __future__ import annotations
 
+from . import style
 from .empty import check_not_empty
 from .figure import new_figure
 from .shard_geometry import shard_norms, update_index
@@ -32,7 +37,13 @@ __all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "draw_tens
            "TensorPanel"]
 
 
-def _axes(ax, figsize=(11.5, 5.0), width_ratios=(1.25, 1)):
+SHARDS_SIZE = (style.WIDTH, 4.8)   # the heatmap and the norm lines
+STATS_SIZE = (style.WIDTH, 4.8)    # a stats recording: its three statistics' panels
+
+
+def _axes(ax, figsize=SHARDS_SIZE, width_ratios=(1.25, 1), stats_only=False):
+    if ax is None and stats_only:  # no values: no heatmap panel, the statistics alone
+        return None, new_figure(STATS_SIZE).add_subplot()
     if ax is None:
         return tuple(new_figure(figsize).subplots(1, 2, width_ratios=list(width_ratios)))
     if isinstance(ax, (tuple, list)) and len(ax) == 2:
@@ -49,11 +60,12 @@ def draw_shards(recording, name, kind="velocity", step=None, *, ax=None,
     whose ``set_step``/``set_kind``/``set_fixed_scale`` update the artists in place."""
     check_not_empty(recording)
     update_index(recording, step)
-    if getattr(recording, "mode", "full") == "stats":
+    stats_only = getattr(recording, "mode", "full") == "stats"
+    if stats_only:
         recording.shard_stats(name, kind)  # unknown variable/kind: the Recording's own error
     else:
         recording.global_values(name, kind)
-    heat_ax, norm_ax = _axes(ax)
+    heat_ax, norm_ax = _axes(ax, stats_only=stats_only)
     view = ShardsView(recording, name, kind, step, heat_ax=heat_ax, norm_ax=norm_ax,
                       fixed_scale=fixed_scale)
     fig = view.figure
@@ -84,8 +96,10 @@ def plot_shards(recording, name, kind="velocity", step=None, *, ax=None, fixed_s
     single ``Axes`` for the tensor alone. Unknown variables, kinds or updates raise a
     ``ValueError`` naming what is allowed.
 
-    A ``Recorder(mode="stats")`` recording has no values: the left panel shows the
-    device blocks, the right one each block's stored norm, mean and max |x|.
+    A ``Recorder(mode="stats")`` recording has no values: the figure holds each block's
+    stored norm, mean and max |x| alone (the legend names each block's devices) and its
+    subtitle says the values were not recorded; drawn into a given pair of axes, the
+    left one shows the device blocks instead.
 
     >>> import dtsgd_viz
     >>> r = dtsgd_viz.run(dtsgd_viz.surfaces.ShardedQuadratic(), {"m": dict(learning_rate=0.5,

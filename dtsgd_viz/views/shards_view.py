@@ -12,8 +12,9 @@ import numpy as np
 
 from . import style
 from .empty import check_not_empty
-from .shard_geometry import (as_image, axis_labels, flagged_steps, run_limit, settings_text,
-                             short_device_names, update_index)
+from .figure import fit, headline
+from .shard_geometry import (as_image, axis_labels, block_patches, flagged_steps, run_limit,
+                             settings_text, short_device_names, update_index)
 from ._shard_lines import NormLines
 from ._shard_stats import STATS_ONLY_TEXT, StatPanels
 from ._tensor_panel import draw_tensor
@@ -22,7 +23,9 @@ __all__ = ["ShardsView"]
 
 
 class ShardsView(NormLines, StatPanels):
-    """The shard values view drawn on ``heat_ax`` (and ``norm_ax`` unless None).
+    """The shard values view drawn on ``heat_ax`` (and ``norm_ax`` unless None). A stats
+    recording may pass ``heat_ax=None``: its statistics alone, titled on the figure
+    (``headline``: the finding, and a subtitle saying the values were not recorded).
 
     Attributes tests and widgets use: ``tensor`` (the ``TensorPanel``: ``heatmap``,
     ``outlines``, ``labels``, ``patches``), ``heatmap`` (None for a stats recording,
@@ -40,8 +43,12 @@ class ShardsView(NormLines, StatPanels):
         self.kind, self.fixed_scale = kind, bool(fixed_scale)
         self.stats_only = getattr(recording, "mode", "full") == "stats"
         self._load(kind)  # raises for unknown name/kind
+        if heat_ax is None and (norm_ax is None or not self.stats_only):
+            raise ValueError("heat_ax=None draws a stats recording's statistics alone: pass "
+                             f"heat_ax (mode={getattr(recording, 'mode', 'full')!r}, "
+                             f"norm_ax={norm_ax!r}).")
         self.heat_ax, self.norm_ax = heat_ax, norm_ax
-        self.figure = heat_ax.figure
+        self.figure = (heat_ax if heat_ax is not None else norm_ax).figure
         self.geometry = recording.geometry(name)
         self.styles = style.block_styles(self.geometry)
         self.devices = recording.shard_devices(name)
@@ -49,12 +56,15 @@ class ShardsView(NormLines, StatPanels):
         self.nonfinite_idx, self.mismatch_idx = flagged_steps(recording, name)
         self.updates = np.asarray(recording.steps)
         self.stats_note = None
-        self.tensor = draw_tensor(
-            heat_ax, self.geometry, self.short_names,
-            None if self.stats_only else as_image(self.values[self.index]),
-            limit=self._limit(), colorbar_label=f"{kind} value")
-        self.heatmap = self.tensor.heatmap
-        self._label_axes()
+        self.block_patches = block_patches(self.geometry, self.short_names)
+        self.tensor = self.heatmap = None
+        if heat_ax is not None:
+            self.tensor = draw_tensor(
+                heat_ax, self.geometry, self.short_names,
+                None if self.stats_only else as_image(self.values[self.index]),
+                limit=self._limit(), colorbar_label=f"{kind} value")
+            self.heatmap = self.tensor.heatmap
+            self._label_axes()
         self.lines, self.stat_axes, self.stat_lines, self.step_lines = [], {}, {}, []
         self._data = {}  # axes -> (n_updates, n_blocks) data of its lines
         self.mismatch_marks = self.nonfinite_marks = self.legend = None
@@ -102,8 +112,9 @@ class ShardsView(NormLines, StatPanels):
         if note and not self.stats_only:  # one panel wide, not across its neighbour
             note = textwrap.fill(note, 52, break_on_hyphens=False)
         self._xlabel = xlabel + (f"\n{note}" if note else "")
-        ax.set_xlabel(self._xlabel)
-        ax.set_ylabel(ylabel)
+        ax.set_xlabel(self._xlabel, fontsize=style.NOTE_SIZE if self.stats_only else
+                      style.LABEL_SIZE)
+        ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE)
         if self.stats_only:
             self.stats_note = ax.xaxis.label
             self.stats_note.set_gid("stats-only-note")
@@ -122,14 +133,33 @@ class ShardsView(NormLines, StatPanels):
         # are what update k left
         when = (f": the gradient of update {r.steps[i]}" if self.kind == "grad"
                 else f" after update {r.steps[i]}")
+        if self.heat_ax is None:
+            self._headline(when, bad)
+            return
+        width = 0.5 * self.figure.get_figwidth() * 72   # the heatmap panel, about
+        head = fit(f"{what}{self.kind} of {self.name!r}{when}{bad}", width, style.TITLE_SIZE)
+        if "\n" in head and bad:  # the flags whole, on a line of their own
+            head = fit(f"{what}{self.kind} of {self.name!r}{when}", width,
+                       style.TITLE_SIZE) + "\n" + bad.strip()
         self.heat_ax.set_title(
-            f"{what}{self.kind} of {self.name!r}{when}{bad}\n"
-            f"{settings_text(r, i)}" + (f"\n{scale}" if scale else ""),
-            fontsize=style.FONT_SIZE + 1)
+            head + f"\n{settings_text(r, i)}" + (f"\n{scale}" if scale else ""),
+            fontsize=style.TITLE_SIZE)
         if self.norm_ax is not None:
             what = "statistics" if self.stats_only else "L2 norm"
-            self.line_ax.set_title(f"each block's {self.kind} {what} over the updates",
-                                   fontsize=style.FONT_SIZE + 1)
+            self.line_ax.set_title(fit(f"each block's {self.kind} {what} over the updates",
+                                       width * 0.8, style.TITLE_SIZE), fontsize=style.TITLE_SIZE)
+
+    def _headline(self, when, bad):
+        """The figure's title when it holds the statistics alone: the finding (what the
+        panels show at the shown update) and the settings, with what was not recorded."""
+        fig, r, i = self.figure, self.recording, self.index
+        for old in [a for a in [*fig.texts, *fig.artists] if a.get_gid() == "subtitle"]:
+            old.remove()
+        n = len(self.geometry.replica_groups)
+        finding = f"{self.kind} of {self.name!r}{when}{bad}, block by block ({n})"
+        settings = (f"{settings_text(r, i)}  ·  {len(r)} recorded updates\n{STATS_ONLY_TEXT}")
+        headline(fig, finding, settings)
+        self.stats_note = next(a for a in fig.artists if a.get_gid() == "subtitle")
 
     def set_index(self, index: int) -> None:
         """Show the update at ``index`` into ``recording.steps`` (a slider position)."""
@@ -166,13 +196,15 @@ class ShardsView(NormLines, StatPanels):
                 self._set_zero_marks(self.norm_ax, self._zeros())
             self._move_marks()
             self._legend()  # the new kind's marks (zero norms, non-finite stats) need entries
-        if self.tensor.colorbar is not None:  # set_index puts it on with its scale
+        if self.tensor is not None and self.tensor.colorbar is not None:  # set_index puts it on
             self.tensor.colorbar_label = f"{kind} value"
         self.set_index(self.index)
 
     def fit_labels(self, renderer=None) -> None:
         """Shrink, turn or hide block labels that would not fit inside their block."""
         import textwrap
+        if self.tensor is None:
+            return
         self.tensor.fit_labels(renderer or self.figure.canvas.get_renderer())
         hidden = self.tensor.unlabelled_text()
         if hidden and not self.stats_only:  # the devices, named where chips could not
@@ -182,12 +214,13 @@ class ShardsView(NormLines, StatPanels):
     # older name of the artists, for code written against the heatmap-of-norms view
     @property
     def outlines(self):
-        return self.tensor.outlines
+        return self.tensor.outlines if self.tensor is not None else []
 
     @property
     def labels(self):
-        return self.tensor.labels
+        return self.tensor.labels if self.tensor is not None else []
 
     @property
     def patches(self):
-        return self.tensor.patches
+        """The ``BlockPatch`` of every block (with or without a heatmap panel)."""
+        return self.block_patches

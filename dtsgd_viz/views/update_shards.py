@@ -21,7 +21,7 @@ import numpy as np
 
 from . import style
 from .empty import check_not_empty
-from .figure import new_figure
+from .figure import headline, new_figure
 from .shard_geometry import as_image, axis_labels, settings_text, short_device_names, update_index
 from .layout_geometry import copies_text
 from ._shard_stats import STATS_ONLY_TEXT
@@ -76,14 +76,18 @@ def _shown_kinds(recording, kinds) -> list[str]:
 
 
 def _figure_size(shape, panels: int) -> tuple[float, float]:
+    """``style.WIDTH`` wide (a panel ``WIDTH / 3`` for fewer than three), as tall as the
+    panels' aspect needs."""
     rows, cols = (1, shape[0]) if len(shape) == 1 else (int(np.prod(shape[:-1])), shape[-1])
     aspect = min(max(rows / cols, 0.15), 1.6)  # wide tensors: a short figure
-    return (4.0 * panels, max(3.4, 2.5 + 3.3 * aspect))
+    width = style.WIDTH * max(panels, 2) / 3
+    return (width, max(3.6, 2.9 + 2.5 * aspect))
 
 
-def _suptitle(recording, name, layout, index, kinds, shown, note, stats_only) -> str:
-    """The figure's title: what the panels share, the run's settings, the layout note
-    (once for every panel: under each, it ran across its neighbours), what is missing."""
+def _suptitle(recording, name, layout, index, kinds, shown, note, stats_only):
+    """The figure's title ``(finding, settings)``: what the panels share; the run's
+    settings, the layout note (once for every panel: under each, it ran across its
+    neighbours), what is missing."""
     missing = [k for k in kinds if k not in shown]
     head = (f"{name!r} at update {int(recording.steps[index])}: "
             f"{', '.join(KIND_NAMES[k] for k in shown)} share one block layout")
@@ -95,7 +99,7 @@ def _suptitle(recording, name, layout, index, kinds, shown, note, stats_only) ->
                      f"{list(recording.kinds)})")
     if stats_only:
         lines.append(STATS_ONLY_TEXT)
-    return "\n".join(lines)
+    return lines[0], "\n".join(lines[1:])
 
 
 def _fit_labels(fig, panels, n_shown) -> None:
@@ -106,9 +110,12 @@ def _fit_labels(fig, panels, n_shown) -> None:
         panel.fit_labels(renderer)
     unlabelled = next(iter(panels.values())).unlabelled_text()  # the same blocks in each
     if unlabelled:
-        import textwrap
-        fig.suptitle(fig.get_suptitle() + "\n" + textwrap.fill(
-            unlabelled, 40 * n_shown, break_on_hyphens=False), fontsize=style.FONT_SIZE + 1)
+        from .figure import headline_texts
+        finding, settings = headline_texts(fig)
+        for old in [a for a in fig.artists if a.get_gid() == "subtitle"]:
+            old.remove()
+        headline(fig, finding, f"{settings}\n{unlabelled}")
+        fig.draw_without_rendering()
 
 
 def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity", "grad"),
@@ -145,11 +152,11 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
                                         else values.dtype))
         panels[kind] = draw_tensor(ax, geometry, names, image, colorbar_label=f"{kind} value",
                                    colorbar="below")
-        ax.set_title(captions[kind], fontsize=style.FONT_SIZE, loc="center")
-        ax.set_xlabel(xlabel, fontsize=style.FONT_SIZE)  # the note: once, under the title
-        ax.set_ylabel(ylabel if ax is axes[0] else "", fontsize=style.FONT_SIZE)
-        ax.tick_params(labelsize=style.FONT_SIZE - 1)
-    fig.suptitle(_suptitle(recording, name, geometry.layout, index, kinds, shown, note,
-                           stats_only), fontsize=style.FONT_SIZE + 1)
+        ax.set_title(captions[kind], fontsize=style.NOTE_SIZE, loc="center")
+        ax.set_xlabel(xlabel, fontsize=style.TICK_SIZE)  # the note: once, under the title
+        ax.set_ylabel(ylabel if ax is axes[0] else "", fontsize=style.TICK_SIZE)
+        ax.tick_params(labelsize=style.TICK_SIZE)
+    headline(fig, *_suptitle(recording, name, geometry.layout, index, kinds, shown, note,
+                             stats_only))
     _fit_labels(fig, panels, len(shown))
     return fig

@@ -216,8 +216,9 @@ show(dtsgd_viz.plot_layout(plan, (1024, 512), name="W"))
 # itself, each device in the colour of the block it holds.
 #
 # Cut the weight both ways, `[data, model]`, and all 64 devices hold a different block.
-# The palette has nine colours, so past nine blocks they repeat, each further round
-# hatched; every block still names its device.
+# Nine colours cannot tell 64 blocks apart, so past nine blocks each block is coloured by
+# where its device sits on the mesh: the hue follows `model`, the lightness `data`. Each
+# block names its device, and the key beside it is the mesh in the same colours.
 
 # %%
 both = LayoutSpec(("data", "model"), plan.mesh)

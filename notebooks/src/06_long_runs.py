@@ -120,12 +120,11 @@ big_full, big_stats = 2048 * 2048 * 4, 4 * 3 * 8              # per kind and upd
 print(f"2048x2048 kernel, per kind and update: full {big_full / 2**20:.0f} MiB, stats {big_stats} bytes")
 
 # %% [markdown]
-# `plot_shards` works on a stats recording too. On the right, the three numbers stats
-# mode keeps for each block, the velocity's norm, mean and max |x|, over the whole run
-# (the 500 kept updates, 4 to 2000), one line per block in its colour (the two copies
-# of a block are one line). The values themselves were never recorded, so the left
-# panel shows the blocks in those colours and says that values need
-# `mode="full"`.
+# `plot_shards` works on a stats recording too: the three numbers stats mode keeps for
+# each block, the velocity's norm, mean and max |x|, over the whole run (the 500 kept
+# updates, 4 to 2000), one line per block in its colour (the two replicas of a block are
+# one line). The values themselves were never recorded, so there is no picture of them:
+# the subtitle says that values need `mode="full"`.
 
 # %%
 show(dtsgd_viz.plot_shards(r, "d1/kernel", "velocity"))

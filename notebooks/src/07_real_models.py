@@ -64,7 +64,8 @@ conv_net = models.conv_net(mesh)
 print(dtsgd_viz.model_table(conv_net))
 
 # %% [markdown]
-# `plot_layout` draws where each block of a kernel lives: one panel per 3x3 tap, each an
+# `plot_layout` draws where each block of a kernel lives. The 3x3 taps are not sharded,
+# so every tap is laid out alike and one panel shows them all (the subtitle says so): an
 # (input channel x filter) matrix cut into four column blocks. Each block is held by two
 # devices (the strips under it), one in each half of the `batch` dimension.
 

@@ -27,7 +27,8 @@ from dtsgd_viz import dtensor as _dtensor  # noqa: E402
 from dtsgd_viz import shard_geometry  # noqa: E402
 from dtsgd_viz.views.layout_geometry import layout_picture, pick_indices
 from dtsgd_viz.views.layout_labels import compact_devices, shortest_devices
-from dtsgd_viz.views.style import BLOCK_COLORS, block_styles  # noqa: E402
+from dtsgd_viz.views.layout_geometry import block_looks  # noqa: E402
+from dtsgd_viz.views.style import BLOCK_COLORS, block_styles, mesh_block_colors  # noqa: E402
 from helpers.builders import CASE_IDS, LAYOUT_CASES, layout, layoutmap_mlp  # noqa: E402
 
 
@@ -69,9 +70,14 @@ def blocks_of(ax, names):
     return out
 
 
-def panel_index(ax):
-    """Leading indices of a facet from its title '[3, :, :]'."""
-    return tuple(int(s) for s in re.findall(r"\d+", ax.get_title()))
+def panel_index(ax, rank=None):
+    """Leading indices of a facet from its title '[3, :, :]' (``rank`` given: a slice
+    for each leading dim drawn once, ':' in the title, or every one when untitled)."""
+    if rank is None:
+        return tuple(int(s) for s in re.findall(r"\d+", ax.get_title()))
+    title = ax.get_title().strip("[]")
+    parts = title.split(", ")[:rank - 2] if title else [":"] * (rank - 2)
+    return tuple(slice(None) if p == ":" else int(p) for p in parts)
 
 
 def region(rect, rank):
@@ -121,18 +127,23 @@ def test_blocks_against_shard_geometry(dims, shape, specs):
     n = spec.mesh.num_devices
     fig = plot_layout(spec, shape)
     panels = panels_of(fig)
-    assert len(panels) == (shape[0] if len(shape) == 3 else shape[0] * shape[1] if len(shape) == 4 else 1)
+    # one panel per index of each sharded leading dim; unsharded ones are drawn once
+    assert len(panels) == int(np.prod([shape[d] for d in range(len(shape) - 2)
+                                        if specs[d] != "unsharded"]))
     seen = set()
     for ax in panels:
-        index = panel_index(ax) if len(shape) >= 3 else ()
+        index = panel_index(ax, len(shape)) if len(shape) >= 3 else ()
         blocks = blocks_of(ax, spec.mesh.short_device_names)
         cover = np.zeros(shape[-2:] if len(shape) >= 2 else shape, int)
         for g, (rect, color, devices) in blocks.items():
             assert devices == geom.replica_groups[g]
             want = geom.blocks[devices[0]]
-            assert all(s.start <= i < s.stop for s, i in zip(want, index))
+            assert all(s.start <= i < s.stop for s, i in zip(want, index) if isinstance(i, int))
+            # a leading dim drawn once: every block spans it whole
+            assert all(s == slice(0, shape[k]) for k, (s, i) in enumerate(zip(want, index))
+                       if not isinstance(i, int))
             assert region(rect, len(shape)) == want[-2:] if len(shape) >= 2 else want
-            assert color == to_rgba(block_styles(geom)[g][0])  # one colour per block
+            assert color == to_rgba(block_looks(geom)[g][0])  # one colour per block
             assert not any(p.get_gid().startswith("swatch") for p in ax.patches)
             cover[region(rect, len(shape))] += 1
             seen.add(g)
@@ -157,7 +168,7 @@ def test_blocks_against_dtensor_unpack(dims, shape, specs):
     fig = plot_layout(live, shape)
     held = {d: [] for d in range(len(shards))}
     for ax in panels_of(fig):
-        index = panel_index(ax) if len(shape) >= 3 else ()
+        index = panel_index(ax, len(shape)) if len(shape) >= 3 else ()
         for rect, _, devices in blocks_of(ax, names).values():
             for d in devices:
                 held[d].append(array[index + region(rect, len(shape))])
@@ -278,8 +289,9 @@ MANY = [({"batch": 2, "model": 8}, (16, 64), ("batch", "model")),        # 16 bl
 
 @pytest.mark.parametrize("dims, shape, specs", MANY, ids=["16", "32", "64", "4x4x4"])
 def test_many_devices_stay_readable(dims, shape, specs):
-    """16-64 devices, no devices needed: every block in a palette colour (hatched when the
-    colours repeat), no two blocks sharing an edge look alike, replicas listed in text."""
+    """16-64 devices, no devices needed: up to 9 blocks each in a palette colour, more
+    each in its mesh coordinate's colour (no hatches), no two blocks sharing an edge look
+    alike, replicas listed in text."""
     spec = LayoutSpec(specs, MeshSpec.create(dims))
     geom = shard_geometry(shape, spec)
     fig = plot_layout(spec, shape)
@@ -289,9 +301,13 @@ def test_many_devices_stay_readable(dims, shape, specs):
     patches = {p.get_gid(): p for p in ax.patches}
     look = {}
     for g, (rect, color, devices) in blocks.items():
-        assert to_rgba(color)[:3] in {to_rgba(c)[:3] for c in BLOCK_COLORS}
+        if geom.num_unique <= len(BLOCK_COLORS):
+            assert to_rgba(color)[:3] in {to_rgba(c)[:3] for c in BLOCK_COLORS}
+        else:  # the block's mesh coordinate, unhatched
+            assert to_rgba(color)[:3] == pytest.approx(mesh_block_colors(geom)[g])
+            assert not patches[f"block-{g}"].get_hatch()
         look[g] = (color, patches[f"block-{g}"].get_hatch())
-    assert len(set(look.values())) == geom.num_unique  # colour + hatch tell every block apart
+    assert len(set(look.values())) == geom.num_unique  # colour (+ hatch) tell every block apart
     grid = {geom.block_index(d[0]): g for g, d in enumerate(geom.replica_groups)}
     for c, g in grid.items():  # neighbours along each tensor dim: different colours
         for dim in range(len(c)):
@@ -315,8 +331,9 @@ def test_truncated_facets_keep_every_shard_and_say_so():
     assert "of 64 along tensor dim 0" in note and "every block appears" in note
     assert_readable(fig)
     fig = _fig({"x": 2, "y": 4}, (2, 3, 4, 8), ("x", "unsharded", "unsharded", "y"))
-    assert [ax.get_title() for ax in panels_of(fig)][:4] == [
-        "[0, 0, :, :]", "[0, 1, :, :]", "[0, 2, :, :]", "[1, 0, :, :]"]
+    # tensor dim 1 is not sharded: each of its 3 indices is laid out alike, drawn once
+    assert [ax.get_title() for ax in panels_of(fig)] == ["[0, :, :, :]", "[1, :, :, :]"]
+    assert "each laid out alike" in fig.texts[1].get_text()
     assert_readable(fig)
 
 

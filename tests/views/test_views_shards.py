@@ -369,6 +369,12 @@ def stats_and_full():
     return _same_run("stats"), _same_run("full")
 
 
+def _headline(fig):
+    """The figure's finding and settings (``views.figure.headline``), one string."""
+    from dtsgd_viz.views.figure import headline_texts
+    return "\n".join(t for t in headline_texts(fig) if t)
+
+
 def _note(ax):
     note = next(t for t in ax.texts if t.get_gid() == "stats-only-note")
     return " ".join(note.get_text().split())
@@ -382,7 +388,6 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
     geometry = stats.geometry("w")
     for kind in ("velocity", "grad", "param"):
         view = draw_shards(stats, "w", kind, step=4)
-        heat_ax = view.heat_ax
         table = stats.shard_stats("w", kind)
         for k, label in enumerate(sv.STATS):  # one panel per stored statistic
             ax = view.stat_axes[label]
@@ -396,15 +401,21 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
         for g in full_norms:
             np.testing.assert_allclose(_norm_lines(view.stat_axes["L2 norm"])[g][1],
                                        full_norms[g][1], rtol=1e-5)
-        # no heatmap: the blocks, tinted in their colours, and a note saying why
-        assert not heat_ax.images and view.heatmap is None
-        assert len([p for p in heat_ax.patches if p.get_gid().startswith("tint-")]) == 8
+        # no values: no heatmap and no placeholder panel; the subtitle says why
+        fig = view.figure
+        assert view.heat_ax is None and view.heatmap is None
+        assert fig.axes == [view.norm_ax] and not view.norm_ax.axison  # the stat panels' frame
+        assert not any(ax.images for ax in fig.axes)
         note = " ".join(view.stats_note.get_text().split())
         assert sv.STATS_ONLY_TEXT in note and "mode='full'" in note
-        assert _outlines(heat_ax) == _outlines(_figure_parts(plot_shards(full, "w", kind))[0])
-        assert set(_labels(heat_ax)) == {f"CPU:{d}" for d in range(8)}
+        assert view.stats_note.get_gid() == "subtitle"
+        # the blocks are still the devices' blocks, each named in the legend in its colour
+        full_ax = _figure_parts(plot_shards(full, "w", kind))[0]
+        assert sorted(r for p in view.patches for r in p.rects) == _outlines(full_ax)
+        named = {t.get_text() for t in view.legend.get_texts()}
+        assert set(_labels(full_ax)) == {f"CPU:{d}" for d in range(8)} <= named
         when = "the gradient of update 4" if kind == "grad" else "after update 4"
-        assert f"{kind} of 'w'" in heat_ax.get_title() and when in heat_ax.get_title()
+        assert f"{kind} of 'w'" in _headline(fig) and when in _headline(fig)
     view = draw_shards(stats, "w", "velocity", 1)
     view.set_step(5)
     view.set_kind("grad")
@@ -430,11 +441,11 @@ def test_stats_recording_marks_nonfinite_updates():
         opt.apply_gradients([(_dtensor.put(g, lay), problem.var)])
     r = rec.recording
     view = draw_shards(r, "w", "grad", 3)
-    assert "holds NaN/Inf" in view.heat_ax.get_title()
+    assert "holds NaN/Inf" in _headline(view.figure)
     assert list(view.nonfinite_marks.get_xdata()) == [3, 4, 5]
     lines = _norm_lines(view.stat_axes["L2 norm"])
     assert np.isnan(lines[2][1][2]) and np.isfinite(lines[1][1]).all()  # device 2 holds [1, 5]
-    assert "NaN" not in _figure_parts(plot_shards(r, "w", "grad", 2))[0].get_title()
+    assert "NaN" not in _headline(plot_shards(r, "w", "grad", 2))
 
 
 # ---- parameter, velocity and gradient at one update --------------------------------------
@@ -475,11 +486,11 @@ def test_update_shards_of_partial_and_stats_recordings(sharded, stats_and_full):
     only_param = _record((4, 8), ("x", "y"), steps=2, kinds=("param", "grad"))[0]
     fig = plot_update_shards(only_param, "w")
     assert len([ax for ax in fig.axes if ax.images]) == 2
-    assert "not recorded: velocity" in fig.get_suptitle()
+    assert "not recorded: velocity" in _headline(fig)
     assert "no copies" in update_captions(sharded[0].layout("w"), 1)["grad"]
     stats = stats_and_full[0]
     fig = plot_update_shards(stats, "w", 2)
-    assert not any(ax.images for ax in fig.axes) and "mode='stats'" in fig.get_suptitle()
+    assert not any(ax.images for ax in fig.axes) and "mode='stats'" in _headline(fig)
     with pytest.raises(ValueError, match="step=9 is out of range"):
         plot_update_shards(stats, "w", 9)
     with pytest.raises(ValueError, match="kinds must be some of"):
@@ -585,7 +596,7 @@ def test_rank3_update_panels_keep_captions_scales_and_labels_readable():
                    3, values=values)
     fig = plot_update_shards(r, "w", 3)
     fig.draw_without_rendering()
-    lines = fig.get_suptitle().split("\n")
+    lines = _headline(fig).split("\n")
     note = "rank 3: dims 0..1 flattened into rows; white lines separate d0 slices"
     assert note in lines
     panels = fig._dtsgd_panels
@@ -647,7 +658,7 @@ def test_a_calm_stats_run_keeps_a_linear_mean_and_no_marks(stats_and_full):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         view.figure.savefig(io.BytesIO(), format="png")
-    assert view.heat_ax.get_position().width > 0.2
+    assert view.stat_axes["L2 norm"].get_position().width > 0.2
 
 
 def test_norms_that_are_zero_are_drawn_and_said():

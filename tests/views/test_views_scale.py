@@ -1,0 +1,207 @@
+"""Issue #19: the shard, update-shard, layout and memory views on the one scale
+(``views.style``): each figure shown at 100% in a notebook column (its tight-cropped
+PNG at most 950 px wide at the figure's dpi, as IPython crops it), no text below
+``NOTE_SIZE``; no placeholder panels; unsharded leading dims drawn once; the blocks of
+a big mesh coloured by mesh coordinate; the memory of identical devices said once.
+Built without TensorFlow (plain-data recordings and specs)."""
+
+import io
+
+import matplotlib
+import numpy as np
+import pytest
+from matplotlib.colors import to_rgba, to_rgb
+from matplotlib.text import Text
+
+from dtsgd_viz import KINDS, LayoutSpec, MeshSpec, memory_plan
+from dtsgd_viz.recording import Hyperparameters, Recording, VariableRecord
+from dtsgd_viz.views import style
+from dtsgd_viz.views.layout import plot_layout
+from dtsgd_viz.views.memory import plot_memory
+from dtsgd_viz.views.shards import draw_shards, plot_shards
+from dtsgd_viz.views.update_shards import plot_update_shards
+
+matplotlib.use("Agg")
+
+MESH = MeshSpec.create({"batch": 2, "model": 4})
+
+
+def _recording(variables, steps=20, mode="full", kinds=KINDS, updates=None, seed=0):
+    """A recording of ``variables`` ``[(name, shape, specs)]`` on ``MESH``, as the
+    recorder would assemble it (blocks per replica group, or stats per device)."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for name, shape, specs in variables:
+        layout = LayoutSpec(specs, MESH)
+        geom = VariableRecord(name, shape, "float32", layout, None, {}).geometry
+        decay = 0.9 ** np.arange(steps)
+        blocks, stats = {}, {}
+        for k in kinds:
+            if mode == "full":
+                b = rng.standard_normal((steps, geom.num_unique, *geom.local_shape))
+                blocks[k] = (b * decay.reshape(-1, *[1] * (b.ndim - 1))).astype(np.float32)
+            else:
+                per = np.abs(rng.standard_normal((steps, geom.num_unique, 3))) + 0.01
+                per[..., 1] -= 0.5
+                per = per * decay[:, None, None]
+                stats[k] = per[:, list(geom.group_of)].astype(np.float32)
+        records.append(VariableRecord(name, shape, "float32", layout,
+                                      rng.standard_normal(shape).astype(np.float32), blocks,
+                                      stats))
+    v = len(records)
+    return Recording(MESH, tuple(records), tuple(kinds),
+                     np.arange(1, steps + 1) if updates is None else np.asarray(updates),
+                     Hyperparameters(np.full(steps, 0.05), 0.9, True, 0.9),
+                     np.linspace(1, 0.1, steps), np.zeros((steps, v), np.uint8),
+                     np.zeros((steps, v), np.uint8), mode=mode)
+
+
+MODEL = [("d1/kernel", (4, 16), ("unsharded", "model")), ("d1/bias", (16,), ("model",)),
+         ("d2/kernel", (16, 1), ("model", "unsharded"))]
+
+
+def _model(**kw):
+    return _recording(MODEL, **kw)
+
+
+def _plan():
+    return memory_plan({name: (shape, "float32", LayoutSpec(specs, MESH))
+                        for name, shape, specs in MODEL})
+
+
+BIG = MeshSpec.create({"data": 4, "model": 16})
+
+# the figures of the tutorials (01, 04, 06, 07, 02) and the demo report
+FIGURES = {
+    "shards": lambda: plot_shards(_recording([("w", (8, 8), ("batch", "model"))], 12), "w",
+                                  "velocity", step=10),
+    "model_shards": lambda: plot_shards(_model(), "d1/kernel", "velocity", step=20),
+    "update_shards": lambda: plot_update_shards(_model(), "d1/kernel", step=20),
+    "stats_shards": lambda: plot_shards(_model(mode="stats", steps=50,
+                                               updates=np.arange(40, 2001, 40)),
+                                        "d1/kernel", "velocity"),
+    "ring_shards": lambda: plot_shards(_model(steps=20, kinds=("param", "velocity"),
+                                              updates=np.arange(100, 2001, 100)),
+                                       "d1/kernel", "velocity"),
+    "rank3_shards": lambda: plot_shards(
+        _recording([("attention/attention_output/kernel", (4, 4, 16),
+                     ("model", "unsharded", "unsharded"))], 30),
+        "attention/attention_output/kernel", "velocity", step=10),
+    "layout": lambda: plot_layout(LayoutSpec(("unsharded", "model"), MESH), (4, 16),
+                                  name="d1/kernel"),
+    "layout_16": lambda: plot_layout(LayoutSpec(("model", "unsharded"), BIG), (1024, 512),
+                                     name="W"),
+    "layout_64": lambda: plot_layout(LayoutSpec(("data", "model"), BIG), (1024, 512), name="W"),
+    "layout_conv": lambda: plot_layout(
+        LayoutSpec(("unsharded", "unsharded", "unsharded", "model"), MESH), (3, 3, 8, 16),
+        name="conv2/kernel"),
+    "layout_rank3": lambda: plot_layout(
+        LayoutSpec(("x", "y", "z"), MeshSpec.create({"x": 2, "y": 2, "z": 2})), (4, 4, 4)),
+    "memory": lambda: plot_memory(_plan()),
+    "memory_traffic": lambda: plot_memory(_plan(), communication=True),
+}
+
+
+def _tight_width_px(fig) -> int:
+    """The width of the PNG a notebook shows: tight-cropped plus ``PAD`` a side, at the
+    figure's dpi (IPython's ``print_figure``)."""
+    from PIL import Image
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=fig.dpi, bbox_inches="tight", pad_inches=style.PAD)
+    return Image.open(io.BytesIO(buf.getvalue())).size[0]
+
+
+@pytest.mark.parametrize("key", sorted(FIGURES))
+def test_each_view_fits_a_notebook_column_with_readable_text(key):
+    fig = FIGURES[key]()
+    assert fig.dpi == style.DPI and fig.get_figwidth() <= style.WIDTH + 1e-9
+    assert _tight_width_px(fig) <= style.MAX_WIDTH_PX
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    assert texts
+    small = {(t.get_text(), t.get_fontsize()) for t in texts
+             if t.get_fontsize() < style.NOTE_SIZE - 1e-9}
+    assert not small  # nothing below 8.5 pt: 11.8 px as displayed
+
+
+def test_a_stats_recording_draws_no_placeholder_panel():
+    r = _model(mode="stats", steps=30)
+    view = draw_shards(r, "d1/kernel", "velocity")
+    fig = view.figure
+    assert view.heat_ax is None and view.tensor is None
+    # one frame holding the three statistics' panels, and nothing else
+    assert fig.axes == [view.norm_ax] and not view.norm_ax.axison
+    assert not any(ax.images or ax.patches for ax in fig.axes)
+    assert len(view.stat_axes) == 3
+    from dtsgd_viz.views.figure import headline_texts
+    finding, settings = headline_texts(fig)
+    assert "velocity of 'd1/kernel' after update 30" in finding
+    assert "values not recorded" in settings and "mode='full'" in settings
+    geom = r.geometry("d1/kernel")
+    named = [t.get_text() for t in view.legend.get_texts()]
+    for p, (color, _, _) in zip(view.patches, style.block_styles(geom)):
+        assert p.label in named  # the legend is the blocks' key
+    view.set_step(10)  # the headline follows the shown update, once
+    assert "after update 10" in headline_texts(fig)[0]
+    assert len([a for a in fig.artists if a.get_gid() == "subtitle"]) == 1
+
+
+def test_a_conv_kernel_with_unsharded_taps_is_one_panel():
+    spec = LayoutSpec(("unsharded", "unsharded", "unsharded", "model"), MESH)
+    fig = plot_layout(spec, (3, 3, 8, 16), name="conv2/kernel")
+    panels = [ax for ax in fig.axes if ax.get_gid() != "mesh-key"]
+    assert len(panels) == 1
+    subtitle = next(t for t in fig.texts if t.get_gid() == "subtitle").get_text()
+    assert "3x3 taps" in subtitle and "each laid out alike" in subtitle.replace("\n", " ")
+    # the one panel holds every block, each spanning the taps whole
+    labels = sorted(t.get_text() for t in panels[0].texts if t.get_gid().startswith("label-"))
+    assert labels == ["CPU:0, CPU:4", "CPU:1, CPU:5", "CPU:2, CPU:6", "CPU:3, CPU:7"]
+    # a sharded leading dim is still faceted, one panel per index
+    fig = plot_layout(LayoutSpec(("model", "unsharded", "unsharded", "batch"), MESH),
+                      (4, 3, 8, 16))
+    titles = [ax.get_title() for ax in fig.axes if ax.get_gid() != "mesh-key"]
+    assert titles == ["[0, :, :, :]", "[1, :, :, :]", "[2, :, :, :]", "[3, :, :, :]"]
+
+
+def test_64_blocks_are_coloured_by_mesh_coordinate():
+    spec = LayoutSpec(("data", "model"), BIG)
+    fig = plot_layout(spec, (1024, 512), name="W")
+    (ax,) = [a for a in fig.axes if a.get_gid() != "mesh-key"]
+    from dtsgd_viz.geometry import shard_geometry
+    geom = shard_geometry((1024, 512), spec)
+    blocks = {int(p.get_gid()[6:]): p for p in ax.patches if p.get_gid().startswith("block-")}
+    assert len(blocks) == 64
+    colours = {g: to_rgb(p.get_facecolor()) for g, p in blocks.items()}
+    assert len(set(colours.values())) == 64 and not any(p.get_hatch() for p in blocks.values())
+    coords = {g: BIG.device_coords(d[0]) for g, d in enumerate(geom.replica_groups)}
+    # lightness along data, hue along model: a data row is one lightness, a column one hue
+    lum = {g: 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2] for g, c in colours.items()}
+    for col in range(16):
+        row = [lum[g] for g, c in coords.items() if c[1] == col]
+        assert row == sorted(row)  # lighter down the data dim
+    for g, p in blocks.items():
+        assert colours[g] == pytest.approx(style.grid_color(coords[g][1], 16, coords[g][0], 4),
+                                           abs=1e-3)
+    labels = [t for t in ax.texts if t.get_gid().startswith("label-")]
+    assert labels and all(t.get_rotation() == 0 and t.get_fontsize() >= style.NOTE_SIZE
+                          for t in labels)
+    assert sorted(t.get_text() for t in labels) == sorted(str(d) for d in range(64))
+    key = next(a for a in fig.axes if a.get_gid() == "mesh-key")
+    assert {to_rgb(p.get_facecolor()) for p in key.patches} == set(colours.values())
+    # at most 9 blocks: the shared block palette, as before
+    small = plot_layout(LayoutSpec(("batch", "model"), MESH), (8, 8))
+    (ax,) = [a for a in small.axes if a.get_gid() != "mesh-key"]
+    assert {to_rgba(p.get_facecolor()) for p in ax.patches} == {
+        to_rgba(c) for c in style.BLOCK_COLORS[:8]}
+
+
+def test_memory_of_identical_devices_is_said_once_in_non_rule_colours():
+    plan = _plan()
+    fig = plot_memory(plan)
+    ax = fig.axes[0]
+    per = plan.bytes_per_device
+    assert per.min() == per.max()
+    from dtsgd_viz.recording.memory import format_bytes
+    assert ax.get_title().startswith(f"every device holds the same {format_bytes(per.max())}")
+    rules = {to_rgb(c) for c in style.OPTIMIZER_COLORS.values()}
+    bars = [p for p in ax.patches if p.get_gid()]
+    assert bars and not any(to_rgb(p.get_facecolor()) in rules for p in bars)
