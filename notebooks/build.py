@@ -18,7 +18,10 @@ they go to a log file instead, named when a notebook fails.
 A widget needs a live kernel; a static reader (GitHub, the documentation site) has only
 what the notebook stores. Each widget view therefore also carries the widget's last
 picture as an ``image/png`` beside it in the same output (``widget_snapshots``): Jupyter
-shows the live widget, a reader that cannot runs it shows the picture.
+shows the live widget, a reader that cannot runs it shows the picture. Under the picture
+a caption strip says what the widget's controls were set to ("Static picture of the
+widget — update: 20 · kind: velocity · ..."), so a static page says which state it shows
+and the picture is never a bare copy of a figure shown beside it.
 """
 
 from __future__ import annotations
@@ -37,6 +40,17 @@ MAGIC = re.compile(r"^# %[a-z]")
 KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+CAPTION = "Static picture of the widget{controls} (run the notebook to use the controls)"
+READOUT_CAPTION = "Static picture of the widget{readouts} (run the notebook to see it live)"
+CAPTION_PX = 12        # the caption's font size in pixels: style.NOTE_SIZE at style.DPI
+CAPTION_PAD = 6        # pixels above and below the caption's lines
+CAPTION_INK = (77, 77, 77)          # style.SUBTITLE_COLOR
+CAPTION_RULE = (221, 221, 221)      # a 1 px line between the picture and its caption
+# controls whose value is one of their options' labels, and the on/off ones
+CHOICES = ("DropdownModel", "SelectModel", "ToggleButtonsModel", "SelectionSliderModel",
+           "RadioButtonsModel")
+NUMBERS = ("IntSliderModel", "FloatSliderModel", "FloatLogSliderModel")
+SWITCHES = ("CheckboxModel", "ToggleButtonModel")
 
 
 def parse_cells(text: str) -> list[tuple[str, str]]:
@@ -94,19 +108,139 @@ def notebook(source: pathlib.Path):
     return nb
 
 
+def control_text(model) -> str | None:
+    """What one saved control says: ``"description: value"`` (the option's label of a
+    Dropdown, Select, ToggleButtons or SelectionSlider; a slider's value; on/off of a
+    Checkbox; the frame of a Play, from 1), None for a model that is not a control.
+
+    >>> control_text({"model_name": "ToggleButtonsModel", "state": {
+    ...     "description": "kind", "_options_labels": ["param", "velocity"], "index": 1}})
+    'kind: velocity'
+    >>> control_text({"model_name": "CheckboxModel", "state": {"description": "fixed scale",
+    ...                                                       "value": True}})
+    'fixed scale: on'
+    """
+    name, st = model.get("model_name"), model.get("state", {})
+    if name in CHOICES:
+        labels, i = st.get("_options_labels", []), st.get("index")
+        value = labels[i] if isinstance(i, int) and 0 <= i < len(labels) else "none"
+    elif name in NUMBERS:
+        value = st.get("value")
+        try:
+            value = format(value, st.get("readout_format") or "")
+        except (TypeError, ValueError):
+            value = str(value)
+    elif name in SWITCHES:
+        value = "on" if st.get("value") else "off"
+    elif name == "PlayModel":  # frames counted from 1, as a reader counts them
+        lo, v, hi = (st.get(k, 0) for k in ("min", "value", "max"))
+        value = f"frame {v - lo + 1} of {hi - lo + 1}"
+        st = dict(st, description=st.get("description") or "play")
+    else:
+        return None
+    description = str(st.get("description") or "").strip()
+    return f"{description}: {value}" if description else str(value)
+
+
+def snapshot_caption(state, model_id) -> str:
+    """The caption of the widget ``model_id``'s saved picture: its controls, read from
+    the saved widget ``state`` depth first through the boxes' children (as the picture
+    is found), in the order they stand; a widget without controls (``LiveMonitor``):
+    its readouts (``Label`` texts) instead.
+
+    >>> state = {"v": {"model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_s"]}},
+    ...          "s": {"model_name": "IntSliderModel", "state": {"description": "update",
+    ...                                                          "value": 20}}}
+    >>> snapshot_caption(state, "v")
+    'Static picture of the widget — update: 20 (run the notebook to use the controls)'
+    """
+    parts, readouts, seen = [], [], set()
+
+    def walk(model_id):
+        model = state.get(model_id)
+        if model is None or model_id in seen:
+            return
+        seen.add(model_id)
+        text = control_text(model)
+        if text is not None:
+            parts.append(text)
+        elif model.get("model_name") == "LabelModel" and model["state"].get("value"):
+            readouts.append(str(model["state"]["value"]))
+        for child in model.get("state", {}).get("children", []):
+            walk(child.removeprefix("IPY_MODEL_"))
+
+    walk(model_id)
+    if not parts and readouts:
+        return READOUT_CAPTION.format(readouts=" — " + " · ".join(readouts))
+    return CAPTION.format(controls=" — " + " · ".join(parts) if parts else "")
+
+
+def _wrap(text, font, width) -> list[str]:
+    lines = [""]
+    for word in text.split(" "):
+        line = f"{lines[-1]} {word}" if lines[-1] else word
+        if font.getlength(line) <= width or not lines[-1]:
+            lines[-1] = line
+        else:
+            lines.append(word)
+    return lines
+
+
+def captioned_png(png_b64: str, caption: str) -> str:
+    """The base64 PNG ``png_b64`` with a white strip under it holding ``caption``
+    (``CAPTION_PX`` DejaVu Sans, wrapped to the picture's width): the width and the
+    picture itself unchanged."""
+    import base64
+    import io
+
+    from matplotlib import font_manager
+    from PIL import Image, ImageDraw, ImageFont
+
+    picture = Image.open(io.BytesIO(base64.b64decode(png_b64)))
+    picture = picture.convert("RGBA" if "A" in picture.getbands() or picture.mode == "P"
+                              else "RGB")
+    font = ImageFont.truetype(font_manager.findfont("DejaVu Sans"), CAPTION_PX)
+    w, h = picture.size
+    lines = _wrap(caption, font, w - 2 * CAPTION_PAD)
+    step = round(1.3 * CAPTION_PX)
+    out = Image.new(picture.mode, (w, h + 1 + 2 * CAPTION_PAD + step * len(lines)), "white")
+    out.paste(picture, (0, 0))
+    draw = ImageDraw.Draw(out)
+    draw.line([(0, h), (w - 1, h)], fill=CAPTION_RULE)
+    for k, line in enumerate(lines):
+        draw.text((CAPTION_PAD, h + 1 + CAPTION_PAD + k * step), line, font=font,
+                  fill=CAPTION_INK)
+    buf = io.BytesIO()
+    out.save(buf, format="png", optimize=True)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
 def widget_snapshots(nb) -> int:
     """Add to each widget view output the widget's last picture (``image/png``): the
     first PNG ``Image`` widget found, depth first, in the saved widget state under the
-    view's model. Returns how many views got one.
+    view's model, with a caption strip under it saying its controls' state
+    (``snapshot_caption``; the text is also kept in the output's metadata, under
+    ``dtsgd_viz``). Returns how many views got one.
 
-    >>> state = {"v": {"model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_i"]}},
+    >>> import base64, io; from PIL import Image
+    >>> buf = io.BytesIO(); Image.new("RGB", (400, 100), "white").save(buf, format="png")
+    >>> state = {"v": {"model_name": "VBoxModel", "state": {
+    ...              "children": ["IPY_MODEL_c", "IPY_MODEL_i"]}},
+    ...          "c": {"model_name": "CheckboxModel", "state": {"description": "fixed scale",
+    ...                                                         "value": True}},
     ...          "i": {"model_name": "ImageModel", "state": {"format": "png"},
-    ...                "buffers": [{"path": ["value"], "encoding": "base64", "data": "iVBO"}]}}
+    ...                "buffers": [{"path": ["value"], "encoding": "base64",
+    ...                             "data": base64.b64encode(buf.getvalue()).decode()}]}}
     >>> nb = {"metadata": {"widgets": {WIDGET_STATE: {"state": state}}},
     ...       "cells": [{"cell_type": "code", "outputs": [{"output_type": "display_data",
     ...                  "data": {WIDGET_VIEW: {"model_id": "v"}, "text/plain": "VBox()"}}]}]}
-    >>> widget_snapshots(nb), nb["cells"][0]["outputs"][0]["data"]["image/png"]
-    (1, 'iVBO')
+    >>> widget_snapshots(nb)
+    1
+    >>> out = nb["cells"][0]["outputs"][0]
+    >>> out["metadata"]["dtsgd_viz"]["snapshot_caption"]
+    'Static picture of the widget — fixed scale: on (run the notebook to use the controls)'
+    >>> Image.open(io.BytesIO(base64.b64decode(out["data"]["image/png"]))).size
+    (400, 145)
     """
     state = nb.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
 
@@ -130,9 +264,12 @@ def widget_snapshots(nb) -> int:
         for out in cell.get("outputs", []):
             data = out.get("data", {})
             if WIDGET_VIEW in data:
-                png = picture(data[WIDGET_VIEW]["model_id"], set())
+                model_id = data[WIDGET_VIEW]["model_id"]
+                png = picture(model_id, set())
                 if png is not None:
-                    data["image/png"] = png
+                    caption = snapshot_caption(state, model_id)
+                    data["image/png"] = captioned_png(png, caption)
+                    out.setdefault("metadata", {})["dtsgd_viz"] = {"snapshot_caption": caption}
                     added += 1
     return added
 

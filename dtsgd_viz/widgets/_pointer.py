@@ -10,9 +10,10 @@ maps to data as::
     display = ((x + 0.5) * W / png_width, H - (y + 0.5) * H / png_height)
     data = ax.transData.inverted().transform(display)
 
-with ``W x H`` the figure's size in display pixels (``figure.bbox``). The widgets freeze
-their layout after each render (``FigureWidget.refresh``), so the transforms are those
-of the picture on screen. Without ``ipyevents`` nothing is attached and the sliders and
+with ``W x H`` the root figure's size in display pixels (its ``bbox``: an axes inside
+a ``SubFigure`` maps through the figure the PNG is made of, not the subfigure). The
+widgets freeze their layout after each render (``FigureWidget.refresh``), so the
+transforms are those of the picture on screen. Without ``ipyevents`` nothing is attached and the sliders and
 dropdowns still do everything.
 
     >>> from dtsgd_viz.views.figure import new_figure
@@ -31,7 +32,8 @@ import struct
 
 import numpy as np
 
-__all__ = ["png_size", "pixel_to_data", "data_to_pixel", "axes_at", "event_pixel", "attach"]
+__all__ = ["png_size", "root_figure", "pixel_to_data", "data_to_pixel", "axes_at", "event_pixel",
+           "attach"]
 
 
 def png_size(png: bytes) -> tuple[int, int]:
@@ -41,7 +43,21 @@ def png_size(png: bytes) -> tuple[int, int]:
     return struct.unpack(">II", png[16:24])
 
 
-def _scale(fig, size):
+def root_figure(artist):
+    """The ``Figure`` an artist (an axes) is drawn in, through any ``SubFigure``: the one
+    whose canvas makes the PNG (``get_figure(root=True)``; older matplotlib: ``.figure``,
+    which a subfigure sets to its root)."""
+    try:
+        return artist.get_figure(root=True)
+    except TypeError:  # matplotlib < 3.10: no root= argument
+        fig = artist.figure
+        while getattr(fig, "figure", fig) is not fig:
+            fig = fig.figure
+        return fig
+
+
+def _scale(ax, size):
+    fig = root_figure(ax)
     W, H = fig.bbox.width, fig.bbox.height
     if size is None:
         return W, H, 1.0, 1.0
@@ -51,13 +67,13 @@ def _scale(fig, size):
 def pixel_to_data(ax, x, y, size=None) -> np.ndarray:
     """Data coordinates of ``ax`` at pixel ``(x, y)`` of the figure's PNG (origin top
     left; ``size`` the PNG's ``(width, height)``, default the figure's own pixels)."""
-    W, H, sx, sy = _scale(ax.figure, size)
+    W, H, sx, sy = _scale(ax, size)
     return ax.transData.inverted().transform(((x + 0.5) * sx, H - (y + 0.5) * sy))
 
 
 def data_to_pixel(ax, x, y, size=None) -> tuple[float, float]:
     """The PNG pixel (origin top left) of data point ``(x, y)`` of ``ax``."""
-    W, H, sx, sy = _scale(ax.figure, size)
+    W, H, sx, sy = _scale(ax, size)
     dx, dy = ax.transData.transform((x, y))
     return float(dx / sx - 0.5), float((H - dy) / sy - 0.5)
 
@@ -65,7 +81,7 @@ def data_to_pixel(ax, x, y, size=None) -> tuple[float, float]:
 def axes_at(axes, x, y, size=None):
     """The first of ``axes`` whose plotting area holds PNG pixel ``(x, y)``, or None."""
     for ax in axes:
-        W, H, sx, sy = _scale(ax.figure, size)
+        W, H, sx, sy = _scale(ax, size)
         if ax.bbox.contains((x + 0.5) * sx, H - (y + 0.5) * sy):
             return ax
     return None

@@ -3,15 +3,19 @@
     dtsgd_viz.widgets.LiveMonitor("run.zarr")      # last expression of a cell
 
 It shows how many steps have landed and how fast, the loss, and the L2 norm of every
-shard of one variable's velocity (or another kind) over time, refreshed as new steps
-are committed. A background thread polls every ``interval`` seconds; each poll goes
-through ``poll(state, store)`` (old state + what the store now holds -> new state;
-tested without a thread or a browser), reads only the steps it has not seen, and
-updates the lines in place. A run that resumes the store (``Recorder(path=...,
-resume=True)``) supersedes the steps after its checkpoint, so the committed count can
-drop: each poll drops the rows past what every resume it had not seen kept, then reads
-the new run's steps (never the superseded ones twice). Polling stops when the run closes
-the store or the widget is closed. No TensorFlow is imported.
+block of one variable's velocity (or another kind) over the updates (update k: the k-th
+optimizer update), refreshed as new steps are committed. The blocks are named and
+coloured as ``plot_shards`` names and colours them (``CPU:0``, ``CPU:0-7``; the labels
+stand at the right end of their lines); norms and a positive loss are drawn on log axes.
+The figure is ``style.LIVE_MONITOR_SIZE`` at ``style.DPI`` (a 930 px PNG). A background
+thread polls every ``interval`` seconds; each poll goes through ``poll(state, store)``
+(old state + what the store now holds -> new state; tested without a thread or a
+browser), reads only the steps it has not seen, and updates the lines in place. A run
+that resumes the store (``Recorder(path=..., resume=True)``) supersedes the steps after
+its checkpoint, so the committed count can drop: each poll drops the rows past what
+every resume it had not seen kept, then reads the new run's steps (never the superseded
+ones twice). Polling stops when the run closes the store or the widget is closed. No
+TensorFlow is imported.
 """
 
 from __future__ import annotations
@@ -23,25 +27,30 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..recording.store import PartStatus, StoreReader
-from ..views.shard_geometry import minmax_decimate
-from ..views.style import device_color
+from ..views import style
+from ..views.direct_labels import axes_height_points, spread
+from ..views.shard_geometry import block_patches, minmax_decimate
 from ._canvas import FigureWidget
 
 RATE_WINDOW = 10
 """Steps per second are measured over the last this many commits a poll saw."""
+NAME_GAP = 1.5
+"""The blocks' names (on chips) stand at least this many font sizes apart."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class MonitorState:
-    """What the monitor has read so far: ``steps`` (iterations), ``loss`` and ``norms``
-    (``(n, n_blocks)``, one column per stored block of ``variable``'s ``kind``, labelled
-    by the devices holding it in ``blocks``), the last ``status`` of the store (None
-    until the run has created it) and ``seen``: ``(commit time, committed steps)`` of
-    the last commits seen, for the rate."""
+    """What the monitor has read so far: ``steps`` (the updates), ``loss`` and ``norms``
+    (``(n, n_blocks)``, one column per stored block of ``variable``'s ``kind``, named in
+    ``blocks`` as the shard views name it, by the devices holding it, and drawn in
+    ``looks``: its ``(colour, line style)`` of ``style.block_styles``), the last
+    ``status`` of the store (None until the run has created it) and ``seen``: ``(commit
+    time, committed steps)`` of the last commits seen, for the rate."""
 
     variable: str | None = None
     kind: str | None = None
     blocks: tuple[str, ...] = ()
+    looks: tuple[tuple[str, object], ...] = ()
     steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
     loss: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     norms: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
@@ -70,16 +79,22 @@ def monitor_state(variable=None, kind=None) -> MonitorState:
     return MonitorState(variable, kind)
 
 
-def _labels(header, index) -> tuple[str, ...]:
+def block_names(header, index) -> tuple[tuple[str, ...], tuple[tuple[str, object], ...]]:
+    """``(names, looks)`` of the blocks a store holds of variable number ``index``: each
+    block's name as the shard views write it (``block_patches``: ``CPU:0``, ``CPU:0,4``,
+    ``CPU:0-7``) and its ``(colour, line style)`` (``style.block_styles``), in the order
+    of the store's columns (a client of a multi-client run: its devices' blocks only)."""
     from ..geometry import shard_geometry
     from ..specs import LayoutSpec
     v = header["variables"][index]
-    geom = shard_geometry(tuple(v["shape"]), LayoutSpec.from_dict(v["layout"]))
-    groups = geom.replica_groups
+    layout = LayoutSpec.from_dict(v["layout"])
+    geom = shard_geometry(tuple(v["shape"]), layout)
+    patches, styles = block_patches(geom, layout.mesh.short_device_names), style.block_styles(geom)
+    groups = range(len(geom.replica_groups))
     if "part" in header:  # a client of a multi-client run stores its devices' blocks
-        groups = [geom.replica_groups[g] for g, _ in geom.held_groups(header["part"]["devices"])]
-    return tuple("devices " + ",".join(map(str, g)) if len(g) > 1 else f"device {g[0]}"
-                 for g in groups)
+        groups = [g for g, _ in geom.held_groups(header["part"]["devices"])]
+    return (tuple(patches[g].label for g in groups),
+            tuple((styles[g][0], styles[g][2]) for g in groups))
 
 
 def poll(state: MonitorState, store: StoreReader) -> MonitorState:
@@ -97,9 +112,9 @@ def poll(state: MonitorState, store: StoreReader) -> MonitorState:
         kind = state.kind or ("velocity" if "velocity" in kinds else kinds[0])
         if kind not in kinds:
             raise ValueError(f"Kind {kind!r} was not recorded. Recorded kinds: {kinds}.")
-        state = dataclasses.replace(state, variable=variable, kind=kind,
-                                    blocks=_labels(header, index),
-                                    norms=np.zeros((0, len(_labels(header, index)))),
+        names, looks = block_names(header, index)
+        state = dataclasses.replace(state, variable=variable, kind=kind, blocks=names,
+                                    looks=looks, norms=np.zeros((0, len(names))),
                                     seen=((status.started, 0),))
     state = _drop_superseded(state, status)
     start, stop = state.n_steps, status.n_steps
@@ -152,12 +167,13 @@ def _columns(ax) -> int:
 
 class LiveMonitor(FigureWidget):
     """Follows the store at ``path`` (``Recorder(path=...)``), written by another
-    process: a readout, the loss and per-shard norms of ``variable``'s ``kind``.
-    ``client``: which part of a multi-client store. ``.widget`` is the root ``VBox``;
-    ``poll_now()`` polls once; ``close()`` stops polling and closes the widget."""
+    process: a readout, the loss and each block's L2 norm of ``variable``'s ``kind``
+    per update, the blocks named at their lines' ends (``.block_labels``). ``client``:
+    which part of a multi-client store. ``.widget`` is the root ``VBox``; ``poll_now()``
+    polls once; ``close()`` stops polling and closes the widget."""
 
     def __init__(self, path, variable=None, kind=None, *, client=0, interval=1.0,
-                 start=True, figsize=(11.5, 4.0), dpi=90):
+                 start=True, figsize=style.LIVE_MONITOR_SIZE, dpi=style.DPI):
         import os
         if os.path.isfile(path):
             raise ValueError(
@@ -171,10 +187,15 @@ class LiveMonitor(FigureWidget):
         self.label = widgets.Label(readout(self.state))
         self.widget = widgets.VBox([self.label, self.image])
         self.ax_loss, self.ax_norms = self.figure.subplots(1, 2)
-        (self.loss_line,) = self.ax_loss.plot([], [], color="#333333", lw=1.2)
-        self.ax_loss.set(xlabel="iteration", title="loss")
-        self.ax_norms.set(xlabel="iteration")
+        (self.loss_line,) = self.ax_loss.plot([], [], color="#333333", lw=1.2, gid="loss")
+        for ax in (self.ax_loss, self.ax_norms):
+            _frame(ax)
+        self.ax_loss.set_title("loss", fontsize=style.TITLE_SIZE)
+        self.ax_loss.set_ylabel("loss (before the update)", fontsize=style.LABEL_SIZE)
+        self.ax_norms.set_ylabel("L2 norm of the block", fontsize=style.LABEL_SIZE)
         self.norm_lines = []
+        self.block_labels = []  # the blocks' names at the right ends of their lines
+        self._ticks = None  # the y scales and tick labels the layout was made for
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = None
@@ -237,21 +258,114 @@ class LiveMonitor(FigureWidget):
     # ---- drawing -----------------------------------------------------------------------
 
     def _draw(self, state: MonitorState) -> None:
+        relayout = False
         if not self.norm_lines and state.blocks:
-            n = len(state.blocks)
-            self.norm_lines = [self.ax_norms.plot([], [], color=device_color(i, n), lw=1.0,
-                                                  label=label)[0]
-                               for i, label in enumerate(state.blocks)]
-            self.ax_norms.set_title(f"‖{state.kind}‖ per shard: {state.variable}")
-            if n <= 10:
-                self.ax_norms.legend(fontsize=7, loc="upper left", ncol=2)
-            self.unfreeze_layout()
+            self.norm_lines = [self.ax_norms.plot([], [], color=c, ls=ls, lw=1.4,
+                                                  label=name, gid=f"norm-{i}")[0]
+                               for i, (name, (c, ls)) in enumerate(zip(state.blocks, state.looks))]
+            self.ax_norms.set_title(f"‖{state.kind}‖ per shard: {state.variable}",
+                                    fontsize=style.TITLE_SIZE)
+            self.block_labels = self._name_blocks(state.blocks)
+            relayout = True
         x = state.steps
         # a long run has more steps than pixel columns: each column's min and max drawn
         self.loss_line.set_data(*minmax_decimate(x, state.loss, _columns(self.ax_loss)))
         for i, line in enumerate(self.norm_lines):
             line.set_data(*minmax_decimate(x, state.norms[:, i], _columns(self.ax_norms)))
+        _scale_y(self.ax_loss, state.loss)
+        _scale_y(self.ax_norms, state.norms, zeros=True)
         for ax in (self.ax_loss, self.ax_norms):
             ax.relim()
             ax.autoscale_view()
+        ticks = tuple(_tick_texts(ax) for ax in (self.ax_loss, self.ax_norms))
+        if relayout or ticks != self._ticks:  # new names, or the y tick labels changed width
+            self._ticks = ticks
+            self.unfreeze_layout()
+            self.figure.draw_without_rendering()  # lays out: the labels are placed in it
+        self._place_names(state)
         self.refresh()
+
+    def _name_blocks(self, names):
+        """A name per block right of the norm axes, on a chip of its colour (as the
+        shard views' block labels), or a note when more blocks than fit its height one
+        above the other."""
+        from matplotlib.colors import to_rgb
+        ax = self.ax_norms
+        if len(names) * NAME_GAP * style.LABEL_SIZE > 0.96 * axes_height_points(ax):
+            return [ax.text(1.02, 0.5, f"{len(names)} blocks:\ncoloured as\nin plot_shards",
+                            transform=ax.transAxes, ha="left", va="center",
+                            fontsize=style.NOTE_SIZE, color="0.3", gid="blocks-note")]
+        out = []
+        for name, line in zip(names, self.norm_lines):
+            r, g, b = to_rgb(line.get_color())
+            ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+            out.append(ax.text(1.02, 0.5, name, transform=ax.transAxes, ha="left",
+                               va="center", fontsize=style.LABEL_SIZE, color=ink,
+                               clip_on=False, gid=f"block-label:{name}",
+                               bbox=dict(boxstyle="round,pad=0.2", facecolor=line.get_color(),
+                                         edgecolor="none")))
+        return out
+
+    def _place_names(self, state):
+        """Each block's name at the height of its line's last drawable point, pushed
+        apart so no two overprint."""
+        ax, texts = self.ax_norms, self.block_labels
+        if len(texts) != len(self.norm_lines):  # the note: nothing to place
+            return
+        log = ax.get_yscale() == "log"
+        to_axes = ax.transData + ax.transAxes.inverted()
+        shown, fracs = [], []
+        for i, text in enumerate(texts):
+            y = state.norms[:, i]
+            ok = np.flatnonzero(np.isfinite(y) & ((y > 0) if log else True))
+            text.set_visible(len(ok) > 0)
+            if len(ok):
+                shown.append(text)
+                fracs.append(to_axes.transform((state.steps[ok[-1]], y[ok[-1]]))[1])
+        gap = NAME_GAP * style.LABEL_SIZE / axes_height_points(ax)
+        for text, f in zip(shown, spread(fracs, gap, 0.02, 0.98)):
+            text.set_y(f)
+
+
+def _frame(ax) -> None:
+    from matplotlib.ticker import MaxNLocator
+    ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
+    ax.tick_params(labelsize=style.TICK_SIZE)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # whole updates
+    ax.set_xmargin(0)  # the lines end at the right edge, by their names
+    ax.grid(True, which="major", color="#DDDDDD", lw=0.6)
+
+
+def _scale_y(ax, values, zeros=False) -> None:
+    """A log y axis while every finite value is positive (``zeros``: or 0, not drawn
+    there: norms) and some are, else linear (a loss below 0, nothing to draw yet). Log
+    ticks are plain text, 1-2-5 while the range is at most three decades (no mathtext:
+    its exponents are smaller than ``style.NOTE_SIZE``)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    v = np.asarray(values, np.float64)
+    v = v[np.isfinite(v)]
+    log = len(v) and (v > 0).any() and ((v >= 0) if zeros else (v > 0)).all()
+    if (ax.get_yscale() == "log") == bool(log):
+        return
+    if not log:
+        ax.set_yscale("linear")
+        return
+
+    class _Locator(LogLocator):
+        def tick_values(self, vmin, vmax):
+            lo, hi = sorted((max(vmin, 1e-300), max(vmax, 1e-300)))
+            self._subs = np.array([1.0, 2.0, 5.0] if hi / lo <= 1e3 else [1.0])
+            return super().tick_values(vmin, vmax)
+
+    ax.set_yscale("log", nonpositive="mask")
+    ax.yaxis.set_major_locator(_Locator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(FuncFormatter(
+        lambda y, _: f"{y:g}" if 1e-3 <= y < 1e4 else f"{y:.0e}".replace("e-0", "e-")))
+
+
+def _tick_texts(ax) -> tuple:
+    """The y axis' scale and the tick labels it would show now (no drawing)."""
+    lo, hi = sorted(ax.get_ylim())
+    locs = [t for t in ax.yaxis.get_major_locator()() if lo <= t <= hi]
+    return ax.get_yscale(), tuple(ax.yaxis.get_major_formatter().format_ticks(locs))

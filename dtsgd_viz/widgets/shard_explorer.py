@@ -22,12 +22,16 @@ import dataclasses
 import ipywidgets as widgets
 import numpy as np
 
+from ..views import style
 from ..views.empty import check_not_empty
 from ..views.shard_geometry import update_index
 from ..views.steps import describe_updates
 from ..views.shards import draw_shards
 from ._canvas import FigureWidget
 
+WIDTH_RATIOS = (1.5, 1)
+"""The tensor panel's and the norm panel's widths: the tensor panel's title fits on
+``style.WIDTH`` (the norm panel's legend stands right of it)."""
 FIELDS = ("variable", "kind", "step")
 CHANGES = (*FIELDS, "update")
 
@@ -117,10 +121,13 @@ class ShardExplorer(FigureWidget):
     The slider's value is the update shown (``slider.value = 10`` shows update 10; its
     step is the recording's spacing). Play walks the recorded updates one by one (its
     value is the position among them, kept in step with the slider), so it never sticks
-    between unevenly spaced ones."""
+    between unevenly spaced ones.
+
+    The figure is ``style.SHARD_EXPLORER_SIZE`` at ``style.DPI``: its PNG (930 px wide)
+    shows at 100% in a notebook column."""
 
     def __init__(self, recording, variable=None, kind=None, step=None, *, interval=400,
-                 fixed_scale=True, figsize=(11.5, 5.0), dpi=90):
+                 fixed_scale=True, figsize=style.SHARD_EXPLORER_SIZE, dpi=style.DPI):
         self.recording = recording
         self.state = ExplorerState.of(recording, variable, kind, step)
         super().__init__(figsize=figsize, dpi=dpi)
@@ -158,7 +165,7 @@ class ShardExplorer(FigureWidget):
     def _draw(self):
         self.unfreeze_layout()
         self.figure.clear()
-        axes = self.figure.subplots(1, 2, width_ratios=[1.25, 1])
+        axes = self.figure.subplots(1, 2, width_ratios=list(WIDTH_RATIOS))
         s = self.state
         self.view = draw_shards(self.recording, s.variable, s.kind, s.update, ax=tuple(axes),
                                 fixed_scale=self.fixed.value)

@@ -16,6 +16,7 @@ import numpy as np
 from dtsgd_viz.recorder.hostlog import assemble, entry
 from dtsgd_viz.geometry import shard_geometry
 from dtsgd_viz.specs import LayoutSpec, MeshSpec
+from dtsgd_viz.recording import Part
 from dtsgd_viz.recording.store import StoreWriter
 
 MESH = MeshSpec.create({"x": 2, "y": 4})
@@ -78,3 +79,38 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+
+# ---- a store of two clients' parts (x spans the two clients) ----
+
+
+def client_watched(client):
+    devices = tuple(range(4 * client, 4 * client + 4))  # x spans the two clients
+    out = []
+    for name, shape, specs in (("w", (8, 8), ("x", "y")), ("b", (8,), ("unsharded",))):
+        geom = shard_geometry(shape, LayoutSpec(specs, MESH))
+        out.append(types.SimpleNamespace(name=name, geometry=geom, dtype="float32",
+                                         layout=geom.layout, held=geom.held_groups(devices)))
+    return out, devices
+
+
+def client_header(client):
+    ws, devices = client_watched(client)
+    initial = [np.zeros(w.geometry.global_shape, np.float32) for w in ws]
+    return assemble([], ws, KINDS, "full", initial, mesh=MESH, momentum=0.9, nesterov=True,
+                    dropped=[], applied_momentum=0.9, part=Part(client, 2, devices))
+
+
+def client_entries(client, steps, seed=0):
+    """What client ``client`` records of the updates ``steps`` (its devices' shards)."""
+    ws, devices = client_watched(client)
+    out = []
+    for s in steps:
+        rng = np.random.default_rng(seed * 100_003 + int(s))
+        data = {}
+        for w in ws:
+            for k in KINDS:
+                g = rng.normal(size=w.geometry.global_shape).astype(np.float32) * s
+                data[(w.name, k)] = [g[w.geometry.blocks[d]] for d in devices]
+        out.append((int(s), entry((s, 0.1, 1.0 / s), data, ws, KINDS, "full")))
+    return out

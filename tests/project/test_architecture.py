@@ -265,3 +265,18 @@ if __name__ == "__main__":
     g = graph()
     print("cycles:", cycles(g))
     print("over 400:", {m.name: m.lines for m in MODULES.values() if m.lines > SOFT_LINES})
+
+
+def test_no_test_module_imports_another():
+    """Shared test code lives in tests/helpers: a test importing another test module
+    resolves only when pytest has put that module's folder on sys.path, so running one
+    folder alone fails."""
+    tests = pathlib.Path(__file__).resolve().parents[1]
+    found = []
+    for path in tests.rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                     else [])
+            found += [f"{path.relative_to(tests)}: {n}" for n in names if n.split(".")[0].startswith("test_")]
+    assert found == []

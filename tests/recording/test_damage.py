@@ -127,7 +127,7 @@ def test_damage_that_no_truncation_can_leave_out_is_always_an_error(tmp_path, sm
 
 
 def test_truncating_one_part_of_a_multi_client_store_cuts_the_others_alike(tmp_path, small_chunks):
-    from test_resume import client_entries, client_header
+    from helpers.synthetic_store import client_entries, client_header
     path = tmp_path / "mc.zarr"
     for c in range(2):
         writer = StoreWriter(path, client_header(c), c)

@@ -285,7 +285,7 @@ def test_live_monitor_stops_polling_when_the_store_closes_or_it_is_closed(tmp_pa
             proc.wait(timeout=30)
     assert monitor.state.closed and monitor.state.n_steps == 12
     assert monitor.state.norms.shape == (12, 1)  # b is replicated: one block
-    assert monitor.norm_lines[0].get_label() == "devices 0,1,2,3,4,5,6,7"
+    assert monitor.norm_lines[0].get_label() == "CPU:0-7"
 
     # a store that stays open: polling goes on until the widget is closed
     open_path = tmp_path / "open.zarr"

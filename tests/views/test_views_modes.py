@@ -166,7 +166,7 @@ def test_runs_made_on_another_surface_are_refused(recs):
 
 def test_eigenvalue_labels_of_several_learning_rates_never_overprint():
     # lr 0.01 and 0.25 on h = 1, 10: marks at a = 0.01, 0.1, 0.25, 2.5 with long labels
-    from test_views_phase import overlapping
+    from helpers.readable import overlapping
     s = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)
     recs = dtsgd_viz.run(s, {"m": dict(learning_rate=0.01, momentum=0.81),
                              "n": dict(learning_rate=0.25, momentum=0.5, nesterov=True)}, steps=8)

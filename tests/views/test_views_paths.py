@@ -18,6 +18,7 @@ from dtsgd_viz.views import update_geometry as upd
 from dtsgd_viz.views import style
 from dtsgd_viz.views.update_geometry import decompose_update
 from dtsgd_viz.views.paths import draw_paths
+from helpers.synthetic_paths import note_text, synthetic
 
 STEPS = 8
 ROTATED = surfaces.RotatedQuadratic()
@@ -34,30 +35,6 @@ def rotated():
 def planar():
     configs = {k: dict(CONFIGS[k], learning_rate=0.5) for k in ("momentum", "nesterov")}
     return dtsgd_viz.run(PLANAR, configs, STEPS)
-
-
-def synthetic(surface, steps, lr, mu=0.0, nesterov=False, every=1, kinds=("param", "velocity", "grad")):
-    """A Recording built by the numpy reference alone (no TensorFlow)."""
-    start = surface.default_start.astype(np.float32)
-    p, v, g = start, np.zeros_like(start), []
-    ps, vs = [], []
-    for _ in range(steps):
-        grad = surface.grad_np(p).astype(np.float32)
-        p, v = reference.sgd_step(p, grad, v, lr, mu, nesterov)
-        ps.append(p), vs.append(v), g.append(grad)
-    keep = slice(every - 1, None, every)
-    mesh = MeshSpec.create({"coord": 2})
-    layout = LayoutSpec(("coord",), mesh)
-    geom = shard_geometry(surface.shape, layout)
-    values = {"param": ps, "velocity": vs, "grad": g}
-    stacked = {k: np.stack(v) if v else np.zeros((0, 2), np.float32) for k, v in values.items()}
-    blocks = {k: geom.split(stacked[k][keep]) for k in kinds}
-    n = len(np.arange(steps)[keep])
-    loss = surface.value_np(np.stack([start, *ps])[:-1])[keep]
-    return Recording(
-        mesh, (VariableRecord("w", surface.shape, "float32", layout, start, blocks),),
-        tuple(kinds), np.arange(1, steps + 1)[keep], Hyperparameters(np.full(n, lr), mu, nesterov),
-        loss, np.zeros((n, 1), np.uint8), np.zeros((n, 1), np.uint8))
 
 
 def gid_artists(fig, prefix):
@@ -262,11 +239,6 @@ def test_older_updates_fade_and_runs_stay_apart(rotated):
     filled = [c for c in fig.axes[0].collections if getattr(c, "filled", False)]
     assert filled and all(c.get_alpha() <= 0.4 for c in filled)
     assert geo.fade_alphas(4, half_life=1.0, floor=0.0).tolist() == [0.125, 0.25, 0.5, 1.0]
-
-
-def note_text(fig):
-    texts = [t for ax in fig.axes for t in ax.texts if t.get_gid() == "arrows-note"]
-    return texts[0].get_text() if texts else None
 
 
 def test_without_the_update_before_or_the_kinds_the_update_is_marked_without_arrows_and_a_note():
@@ -509,7 +481,7 @@ def test_animation_saves_mp4(rotated, tmp_path):
 
 
 def test_zoom_panels_and_loss_axis_are_readable(rotated):
-    from test_views_phase import overlapping
+    from helpers.readable import overlapping
     fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=4)
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()

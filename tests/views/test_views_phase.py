@@ -11,6 +11,7 @@ from dtsgd_viz.theory.convergence import phase_grid
 from dtsgd_viz.views import style
 from dtsgd_viz.views.phase import cap_rate, cell_edges, phase_ratio
 from dtsgd_viz.views.phase_geometry import REGIONS
+from helpers.readable import check_readable, overlapping, x_tick_label_boxes  # noqa: F401
 from helpers.theory_reference import radius
 
 matplotlib.use("Agg")
@@ -257,45 +258,6 @@ def test_theory_refuses_momenta_outside_0_1_and_non_finite_inputs(call, match):
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match=match):
             call()
-
-
-def overlapping(boxes, pad=1.0):
-    """Pairs of display boxes that overlap (``pad`` pixels of slack)."""
-    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
-            if boxes[i].x0 < boxes[j].x1 - pad and boxes[j].x0 < boxes[i].x1 - pad
-            and boxes[i].y0 < boxes[j].y1 - pad and boxes[j].y0 < boxes[i].y1 - pad]
-
-
-def x_tick_label_boxes(ax, renderer):
-    lo, hi = sorted(ax.get_xlim())
-    out = []
-    for tick in [*ax.xaxis.get_major_ticks(), *ax.xaxis.get_minor_ticks()]:
-        label = tick.label1
-        if label.get_visible() and label.get_text() and lo <= tick.get_loc() <= hi:
-            out.append((label.get_text(), label.get_window_extent(renderer)))
-    return out
-
-
-def check_readable(fig, n_maps):
-    """Tick labels of every map apart and readable; iso-rate labels off the boundaries."""
-    fig.draw_without_rendering()
-    renderer = fig.canvas.get_renderer()
-    maps = [ax for ax in fig.axes if ax.get_label().startswith("phase:")]
-    assert len(maps) == n_maps
-    for ax in maps:
-        labelled = x_tick_label_boxes(ax, renderer)
-        assert len(labelled) >= 2, [t for t, _ in labelled]
-        assert not overlapping([b for _, b in labelled], pad=-6.0), [t for t, _ in labelled]  # 6 px apart
-        assert all("10^" not in t and "times" not in t for t, _ in labelled)
-        boundary = [a for a in ax.lines if (a.get_gid() or "").startswith("boundary:")]
-        for text in ax.texts:
-            if not text.get_text().startswith("ρ="):
-                continue
-            box = text.get_window_extent(renderer)
-            for line in boundary:
-                xy = ax.transData.transform(np.column_stack(line.get_data()))
-                inside = ((xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1))
-                assert not inside.any(), (text.get_text(), line.get_gid())
 
 
 def test_tick_labels_never_overlap_and_iso_rate_labels_keep_off_the_boundaries():

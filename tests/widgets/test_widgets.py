@@ -110,7 +110,7 @@ def test_step_change_redraws_in_place(two_variables, capsys):
     m = np.abs(r.global_values("w", "velocity")).max()
     assert heatmap.get_clim()[1] == pytest.approx(m)
     png, renders = w.image.value, w.renders
-    assert _png_shape(png)[:2] == (450, 1035)  # figsize (11.5, 5) at 90 dpi
+    assert _png_shape(png)[:2] == (500, 930)  # style.SHARD_EXPLORER_SIZE at style.DPI
 
     w.slider.value = 6  # the update number
     assert w.state.step == 5 and w.renders == renders + 1

@@ -472,7 +472,7 @@ def test_views_stay_free_of_ipywidgets():
 
 def test_path_explorer_and_plot_paths_agree_without_the_update_before():
     # both draw the update without arrows and say why (every=3: the update before is not recorded)
-    from test_views_paths import note_text, synthetic
+    from helpers.synthetic_paths import note_text, synthetic
     every3 = {"m": synthetic(ROTATED, 12, 0.05, 0.9, every=3)}
     w = PathExplorer(every3, ROTATED, step=3)
     fig = dtsgd_viz.plot_paths(every3, ROTATED, step=3)

@@ -182,7 +182,7 @@ def test_dragging_the_start_previews_with_the_reference_and_runs_the_real_sgd_on
 
 def test_the_phase_diagram_maps_are_readable_at_notebook_size():
     # learning rates over 1.3 decades: minor tick labels (2x10^-2, 3x10^-2, ...) overprinted
-    from test_views_phase import check_readable
+    from helpers.readable import check_readable
     pd = PhaseDiagram(SURFACE, learning_rates=np.geomspace(0.02, 0.4, 6))
     check_readable(pd.figure, 3)
 
