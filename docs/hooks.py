@@ -178,4 +178,19 @@ def on_page_content(html, page, config, files):
     html = _VIEW.sub(picture, html)
     if not _VIEW.search(html):  # no live view left: no widget manager, no widget state
         html = _MANAGER.sub("", _STATE.sub("", html))
-    return html
+    return site_links(html)
+
+
+_NOTEBOOK_LINK = re.compile(r'href="(\d\d_[A-Za-z0-9_]+)\.ipynb(#[^"]*)?"')
+_DOCS_LINK = re.compile(r'href="\.\./docs/([A-Za-z0-9_/-]+)\.md(#[^"]*)?"')
+
+
+def site_links(html: str) -> str:
+    """A tutorial's links as the notebooks folder has them, made the site's: a tutorial
+    page is ``notebooks/NN_name/``, a docs page ``name/`` at the site root.
+
+    >>> site_links('<a href="02_mesh_layouts.ipynb">02</a> <a href="../docs/glossary.md#block">b</a>')
+    '<a href="../02_mesh_layouts/">02</a> <a href="../../glossary/#block">b</a>'
+    """
+    html = _NOTEBOOK_LINK.sub(lambda m: f'href="../{m.group(1)}/{m.group(2) or ""}"', html)
+    return _DOCS_LINK.sub(lambda m: f'href="../../{m.group(1)}/{m.group(2) or ""}"', html)

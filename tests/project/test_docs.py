@@ -55,6 +55,25 @@ def test_each_tutorial_page_holds_its_figures(site, notebook):
     assert page.count('class="widget-snapshot"') == len(widgets)
 
 
+_HREF = re.compile(r'href="([^"#:]+)(?:#[^"]*)?"')
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.stem for nb in NOTEBOOKS])
+def test_each_tutorial_pages_links_lead_to_pages_of_the_site(site, notebook):
+    """The notebooks link each other (``02_mesh_layouts.ipynb``) and the glossary
+    (``../docs/glossary.md``) as the notebooks folder has them; on the site those links
+    must lead to the site's pages (docs/hooks.py rewrites them)."""
+    here = site / "notebooks" / notebook.stem
+    page = (here / "index.html").read_text()
+    links = [h for h in _HREF.findall(page) if not h.startswith(("http", "//", "data"))]
+    inbound = [h for h in links if h.endswith("/") or h.endswith(".html")]
+    assert any("glossary" in h for h in inbound), notebook.name
+    broken = [h for h in inbound
+              if not ((here / h / "index.html") if h.endswith("/") else (here / h)).resolve().exists()]
+    assert broken == []
+    assert not [h for h in links if h.endswith((".ipynb", ".md"))]
+
+
 def _module_members(module):
     """A public module's names: its ``__all__``, or the functions and classes it defines."""
     if hasattr(module, "__all__"):
