@@ -148,16 +148,16 @@ def _drop_superseded(state: MonitorState, status: PartStatus) -> MonitorState:
 
 
 def readout(state: MonitorState) -> str:
-    """One line: steps so far, the last update, steps/s, running or closed."""
+    """One line: updates recorded so far, the last update, updates/s, running or closed."""
     if state.status is None:
         return "waiting for the run to create the store (no store at this path yet)"
     last = state.status.last_step
-    text = f"{state.n_steps} steps" + ("" if last is None else f" (last update {last})")
+    text = f"{state.n_steps} updates recorded" + ("" if last is None else f" (last update {last})")
     if state.status.resumes:
         text += f" · resumed from update {state.status.resumes[-1].iteration}"
     rate = state.steps_per_second
     if rate is not None:
-        text += f" · {rate:.1f} steps/s"
+        text += f" · {rate:.1f} updates/s"
     return text + (" · closed: the run has ended" if state.closed else " · running")
 
 
@@ -263,7 +263,7 @@ class LiveMonitor(FigureWidget):
             self.norm_lines = [self.ax_norms.plot([], [], color=c, ls=ls, lw=1.4,
                                                   label=name, gid=f"norm-{i}")[0]
                                for i, (name, (c, ls)) in enumerate(zip(state.blocks, state.looks))]
-            self.ax_norms.set_title(f"‖{state.kind}‖ per shard: {state.variable}",
+            self.ax_norms.set_title(f"‖{state.kind}‖ of each block of {state.variable!r}",
                                     fontsize=style.TITLE_SIZE)
             self.block_labels = self._name_blocks(state.blocks)
             relayout = True
