@@ -249,8 +249,11 @@ class CompareWidget(FigureWidget):
             for r in self.rows if r.diverged and r.name in recordings}
         self.view = draw_paths(recordings, self.surface, None, ax=(ax_path, ax_loss), arrows=False,
                                diverged=diverged)
-        fig.suptitle(fit(finding(self.view.scene), fig.get_figwidth() * 72, style.SUPTITLE_SIZE, bold=True),
-                     fontsize=style.SUPTITLE_SIZE, fontweight="bold")
+        # the finding replaces headline's placeholder, keeping its blank lines: the room
+        # the settings line under it needs
+        blank = fig.get_suptitle()[len(fig.get_suptitle().rstrip("\n")):]
+        fig.suptitle(fit(finding(self.view.scene), fig.get_figwidth() * 72, style.SUPTITLE_SIZE, bold=True)
+                     + blank, fontsize=style.SUPTITLE_SIZE, fontweight="bold", linespacing=1.25)
         target = float(self.surface.min_value) + self.tol
         tol = style.ROLE_LOOKS["tolerance"]
         ax_loss.axhline(target, **tol.line(), gid="tolerance", label=f"minimum + tol ({target:g})")

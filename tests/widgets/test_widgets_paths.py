@@ -560,3 +560,23 @@ def test_widgets_fit_a_notebook_column_and_draw_each_rule_in_its_one_look(recs, 
              if (ln.get_gid() or "").startswith("path:")}
     assert lines["nesterov"].get_linewidth() == max(ln.get_linewidth() for ln in lines.values())
     assert lines["plain"].get_zorder() == max(ln.get_zorder() for ln in lines.values())   # on top
+
+
+def test_compare_widget_headline_leaves_room_for_its_settings_line(compare):
+    """The finding, then the settings line under it, then the panels' titles: none
+    overlaps another (the finding drawn after the paths once lost the settings' room)."""
+    from dtsgd_viz.views.figure import headline_texts
+    from helpers.readable import overlapping
+    fig = compare.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    finding, settings = headline_texts(fig)
+    assert finding.strip() and "updates" in settings
+    sub = next(t for t in [*fig.texts, *fig.artists] if t.get_gid() == "subtitle")
+    boxes = [fig._suptitle.get_window_extent(renderer), sub.get_window_extent(renderer),
+             *[ax.title.get_window_extent(renderer) for ax in fig.axes if ax.get_title()]]
+    # the suptitle's box holds its blank lines: compare its first line's text only
+    title_top = fig._suptitle.get_window_extent(renderer).y1
+    assert sub.get_window_extent(renderer).y1 < title_top
+    assert not overlapping(boxes[1:], pad=0.0), [b.bounds for b in boxes]
+    assert all(b.y1 <= fig.bbox.y1 + 1 for b in boxes)
