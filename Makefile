@@ -49,12 +49,17 @@ $(BENCH_STAMP): $(STAMP)
 	$(VENV)/bin/python -m pip install --quiet -e ".[bench]"   # TensorBoard, for its peer row
 	touch $(BENCH_STAMP)
 
-# what recording costs (about 6 minutes; prints markdown tables of ratios, each row with
-# its recorder settings): docs/benchmarks.md's tables and the README's figures come from it
+# what recording costs (about 15 minutes on a quiet 2-core machine; prints markdown tables
+# of ratios, each row with its recorder settings and, where it has one, its floor measured
+# in the same run): docs/benchmarks.md's tables and the README's figures come from it.
+# compile_time.py: the first call of a 10- and a 40-layer step, each variant in a fresh
+# process (2 repeats and 1 here; python benchmarks/compile_time.py for its own defaults)
 bench: $(BENCH_STAMP)
 	$(VENV)/bin/python benchmarks/overhead.py
 	$(VENV)/bin/python benchmarks/keep_every_step.py
 	$(VENV)/bin/python benchmarks/stats_kernels.py
+	$(VENV)/bin/python benchmarks/compile_time.py --layers 10 40 --repeats 2 1
+	test ! -f benchmarks/floors.py || $(VENV)/bin/python benchmarks/floors.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache site

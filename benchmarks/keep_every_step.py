@@ -6,19 +6,24 @@
 Workload: one n x n float32 parameter (default 2048, 16 MiB) laid out [x, y] on a 2x4
 virtual CPU mesh, a quadratic loss, Nesterov SGD in a ``tf.function``, driven by
 ``rec.loop`` as a user's loop would. Variants, interleaved block by block (5 steps a
-block, 8 timed blocks after one warm-up block), each in its own optimizer:
+block, one warm-up round, then 8 timed rounds), each in its own optimizer; a ratio is the
+median over the rounds of the variant's block time over the plain step's block in the
+same round:
 
 - plain: the un-instrumented tf-keras DTensor SGD step;
 - ring: ``Recorder(kinds=("param", "velocity"), max_steps=8)``: full values every step,
-  only the last 8 kept on the host (the README's "full every step" row);
+  only the last 8 kept on the host (the README's "full every step" row); its floor: the
+  plain step, then a warm host copy of the same bytes (``np.copyto`` into arrays
+  allocated once);
 - keep all: the same with ``max_steps=None``: every step kept on the host (45 steps,
-  ~1.4 GiB for n=2048);
-- stats: ``Recorder(mode="stats")`` (p, v, g every step).
+  ~1.4 GiB for n=2048); its floor: the plain step, then a fresh-memory fill of the same
+  bytes (``np.empty`` + copy, kept alive as a recording keeps its steps: always new pages);
+- stats: ``Recorder(mode="stats")`` (p, v, g every step); its floor: one device read of
+  p, v and g (a per-block ``reduce_sum`` of each inside the plain step).
 
-It prints ratios to the plain step, the extra time per kept byte of "keep all" next to
-filling the same bytes of fresh host memory (``np.empty`` + copy: the floor for bytes
-that must stay in memory) and of warm memory (``np.copyto``), and the host bytes a stats
-recording keeps per step, measured with tracemalloc.
+"extra / floor's extra" is (ratio - 1) / (floor's ratio - 1). Below the table: reading
+the recording (one copy of the kept steps) next to filling fresh memory, and the host
+bytes a stats recording keeps per step, measured with tracemalloc.
 """
 
 from __future__ import annotations
@@ -29,20 +34,37 @@ import sys
 import time
 import tracemalloc
 
-import numpy as np
-
 import os
+
+import numpy as np
 
 import dtsgd_viz
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import overhead as ob  # noqa: E402  (sets up the devices; its workloads are ours)
-import tf_keras  # noqa: E402
-
-from dtsgd_viz import dtensor as _dtensor  # noqa: E402
+import overhead as ob  # noqa: E402  (sets up the devices; its measuring helpers are ours)
+import workloads  # noqa: E402
 
 NESTEROV = ob.NESTEROV
 BLOCK, BLOCKS = 5, 8
+
+
+class _Fill:
+    """After each step, p's and v's bytes copied from host arrays allocated once into
+    arrays allocated once (``fresh=False``: warm memory) or new each step and kept
+    alive (``fresh=True``: every page touched for the first time, as a growing
+    recording's)."""
+
+    def __init__(self, n, fresh):
+        self.src = [np.ones((n, n), np.float32) for _ in workloads.PV]
+        self.dst = [np.zeros_like(a) for a in self.src]
+        self.fresh, self.kept = fresh, []
+
+    def __call__(self):
+        for src, dst in zip(self.src, self.dst):
+            if self.fresh:
+                dst = np.empty_like(src)
+                self.kept.append(dst)
+            np.copyto(dst, src)
 
 
 def _fill_times(nbytes, reps=8):
@@ -65,47 +87,51 @@ def _fill_times(nbytes, reps=8):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=2048, help="parameter side (default 2048)")
+    ap.add_argument("--quick", action="store_true", help="n=256, 2 rounds (smoke test)")
     args = ap.parse_args(argv)
-    n = args.n
-    mesh, build, _ = ob._matrix_workload(n)
-
-    def make(opt):
-        return build(opt)[0]
-
-    variants = {"plain": (make(tf_keras.dtensor.experimental.optimizers.SGD(**NESTEROV, mesh=mesh)), None)}
-    for name, kw in [("ring", dict(kinds=("param", "velocity"), max_steps=8)),
-                     ("keep all", dict(kinds=("param", "velocity"))),
-                     ("stats", dict(mode="stats"))]:
-        rec = dtsgd_viz.Recorder(**kw)
-        variants[name] = (make(dtsgd_viz.SGD(**NESTEROV, mesh=mesh, hooks=[rec])), rec)
-    loops = {k: (rec.loop(10**9) if rec is not None else None) for k, (_, rec) in variants.items()}
-    times = {k: [] for k in variants}
-    for block in range(BLOCKS + 1):
-        for name, (step, rec) in variants.items():
-            start = time.perf_counter()
-            for _ in range(BLOCK):
-                if loops[name] is not None:
-                    next(loops[name])
-                last = step()
-            _dtensor.unpack(last)
-            if block:  # the first block warms up (traces)
-                times[name].append((time.perf_counter() - start) / BLOCK)
-        print(f"block {block}/{BLOCKS}", file=sys.stderr, flush=True)
-    for loop in loops.values():
-        if loop is not None:
-            loop.close()
-    med = {k: statistics.median(v) for k, v in times.items()}
+    global BLOCKS
+    n, BLOCKS = (256, 2) if args.quick else (args.n, BLOCKS)
+    mesh, make, _ = workloads.matrix(n)
+    pv = dict(kinds=workloads.PV)
+    rows = [  # (name, Recorder arguments, settings, floor)
+        ("full p,v every step, ring of 8", dict(pv, max_steps=8),
+         "mode=full, kinds=p,v, every=1, max_steps=8", "warm"),
+        ("full p,v every step, every step kept", pv,
+         "mode=full, kinds=p,v, every=1, max_steps=None", "fresh"),
+        ("stats p,v,g every step", dict(mode="stats"), "mode=stats, every=1, max_steps=None",
+         "read")]
+    floors = {"warm": "warm host copy of p,v (np.copyto into arrays allocated once) after the plain step",
+              "fresh": "fresh-memory fill of p,v (np.empty + copy, kept) after the plain step",
+              "read": "one device read of p,v,g (block reduce_sum in the plain step)"}
+    plain = workloads.plain_optimizer
+    variants = [ob.Variant("plain", make(plain(mesh))[0], block=BLOCK)]
+    for key, name in floors.items():
+        if key == "read":
+            step = make(plain(mesh), after=workloads.read_floor)[0]
+            variants.append(ob.Variant(name, step, block=BLOCK))
+        else:
+            variants.append(ob.Variant(name, make(plain(mesh))[0], block=BLOCK,
+                                       after=_Fill(n, fresh=key == "fresh")))
+    recs = {}
+    for name, kw, setting, _ in rows:
+        recs[name] = dtsgd_viz.Recorder(**kw)
+        step = make(dtsgd_viz.SGD(**NESTEROV, mesh=mesh, hooks=[recs[name]]))[0]
+        variants.append(ob.Variant(name, step, rec=recs[name], block=BLOCK, settings=setting))
+    med = ob._measure(variants, BLOCKS, warmup=1)
+    for v in variants:
+        v.close()
+    ratio = ob._paired_ratios(variants)
     per_step = 2 * n * n * 4  # p and v, float32
     fresh, warm = _fill_times(per_step)
-    keep = variants["keep all"][1]
+    keep = recs["full p,v every step, every step kept"]
     start = time.perf_counter()
     kept = len(keep.recording)  # the first read copies every kept step into the recording
     read = time.perf_counter() - start
-    stats_rec = variants["stats"][1]
+    stats_rec = recs["stats p,v,g every step"]
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
     steps_before = len(stats_rec._log)
-    step = variants["stats"][0]
+    step = next(v for v in variants if v.rec is stats_rec)._step
     for _ in stats_rec.loop(200):
         step()
     after = tracemalloc.take_snapshot()
@@ -114,25 +140,29 @@ def main(argv=None):
     stats_per_step = grown / max(1, len(stats_rec._log) - steps_before)
     shards = 8  # blocks of the [x, y] layout: every device holds a unique block
     base = med["plain"]
-    print(f"\n{n}x{n} float32 on a 2x4 mesh, Nesterov; median of {BLOCKS} blocks of {BLOCK} "
-          f"steps; plain step {base * 1e3:.1f} ms\n")
-    print("| measure | ratio |\n|---|---|")
-    print(f"| full p,v every step, ring of 8 (`max_steps=8`) / plain | {med['ring'] / base:.2f}x |")
-    print(f"| full p,v every step, every step kept ({kept} steps, {kept * per_step / 2**30:.1f} GiB) "
-          f"/ plain | {med['keep all'] / base:.2f}x |")
-    print(f"| stats p,v,g every step / plain | {med['stats'] / base:.2f}x |")
-    print(f"| keep all: extra time per kept byte / filling fresh host memory per byte | "
-          f"{(med['keep all'] - base) / fresh:.2f}x |")
-    print(f"| keep all: extra time per kept byte / np.copyto into warm memory per byte | "
-          f"{(med['keep all'] - base) / warm:.2f}x |")
-    print(f"| keep all: reading the recording (one copy of the kept steps) per byte / filling "
-          f"fresh host memory per byte | {read / kept / fresh:.2f}x |")
-    print(f"| keep all, per step, recording and reading included: extra time / filling fresh "
-          f"host memory with the same bytes | {(med['keep all'] - base + read / kept) / fresh:.2f}x |")
-    print(f"| filling fresh host memory / np.copyto into warm memory (same bytes) | {fresh / warm:.1f}x |")
-    print(f"| stats mode: host bytes kept per step, measured with tracemalloc (3 kinds x {shards} "
-          f"blocks x 3 float32 = {3 * shards * 3 * 4} B of numbers + 24 B of iteration, learning "
-          f"rate and loss; columns grow by doubling) | {stats_per_step:.0f} B |")
+    table = []
+    for name, _, setting, floor in rows:
+        label = name if "kept" not in name else f"{name} ({kept} steps, {kept * per_step / 2**30:.1f} GiB)"
+        table.append((label, setting, f"{ratio[name]:.2f}x",
+                      *workloads.floor_cells(ratio[name], floors[floor], ratio[floors[floor]])))
+    keep_name, fill = "full p,v every step, every step kept", ratio[floors["fresh"]]
+    all_in = workloads.extra_over_floor(ratio[keep_name] + read / kept / base, fill)
+    print(f"\n{n}x{n} float32 on a 2x4 mesh, Nesterov, `rec.loop(n)` + `step()`; median over "
+          f"{BLOCKS} rounds of blocks of {BLOCK} steps (ratio to the plain block of the same "
+          f"round); plain step {base * 1e3:.1f} ms\n")
+    print(workloads.table(["measure", "recorder settings", "ratio to plain", "floor",
+                           "floor / plain", "extra / floor's extra"], table))
+    print()
+    print(workloads.table(["measure", "ratio"], [
+        ("keep all: reading the recording (one copy of the kept steps) per byte / filling "
+         "fresh host memory per byte (timed alone)", f"{read / kept / fresh:.2f}x"),
+        ("**keep all, per step, recording and reading included: extra time / the fresh-memory "
+         "fill floor's extra (same bytes)**", "-" if all_in is None else f"**{all_in:.2f}x**"),
+        ("filling fresh host memory / np.copyto into warm memory (same bytes, timed alone)",
+         f"{fresh / warm:.1f}x"),
+        (f"stats mode: host bytes kept per step, measured with tracemalloc (3 kinds x {shards} "
+         f"blocks, plus iteration, learning rate and loss; columns grow by doubling)",
+         f"{stats_per_step:.0f} B")]))
 
 
 if __name__ == "__main__":

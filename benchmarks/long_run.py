@@ -3,6 +3,7 @@ to disk, and what reading and drawing it costs.
 
     python benchmarks/long_run.py                      # 100,000 updates (long: see below)
     python benchmarks/long_run.py --updates 5000       # a smaller run, to estimate
+    python benchmarks/long_run.py --quick              # 200 updates of 12 variables (smoke test)
     python benchmarks/long_run.py --views run.zarr     # only the read/draw figures of a store
     python benchmarks/long_run.py --updates 30000 --extend-to 100000   # + a 100,000 store
 
@@ -12,7 +13,8 @@ split over ``batch``, kernels split over ``model`` alternately by column and by 
 Megatron MLP does), biases of model-split outputs split too, the output layer's bias
 replicated; Nesterov SGD in a ``tf.function``. The recorded run is the user's loop,
 ``for _ in rec.loop(n): step()`` with ``rec = Recorder(mode="stats", path="run.zarr")``
-(p, v, g statistics of every block every update, streamed at each flush).
+(p, v, g statistics of every block every update, streamed at each flush); the model
+is ``workloads.deep_mlp(..., layout="megatron")``.
 
 The plain step (the same model, tf-keras DTensor SGD, no recorder) runs in the same
 process: after every ``--window`` recorded blocks of ``--block`` updates, one plain block.
@@ -51,66 +53,30 @@ import numpy as np
 
 import dtsgd_viz
 
-NESTEROV = dict(learning_rate=0.01, momentum=0.9, nesterov=True)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import workloads  # noqa: E402
+
+NESTEROV = workloads.NESTEROV
 warnings.filterwarnings("ignore", message="Recorder: .* did not follow the", category=RuntimeWarning)
 
 
 # ---- the workload ------------------------------------------------------------------------
 
 def build(layers, width):
-    """``(mesh, make)``: ``make(opt)`` builds the seeded MLP and returns its ``step``."""
-    dtsgd_viz.setup_devices(8)
-    import tensorflow as tf
-    import tf_keras
-    from tensorflow.experimental import dtensor
-
-    from dtsgd_viz import dtensor as _dtensor
-
-    mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(64, width)).astype(np.float32)
-    y = np.tanh(x @ rng.normal(size=(width, 1)).astype(np.float32))
-    data = dtensor.Layout(["batch", "unsharded"], mesh)
-    xb, yb = _dtensor.put(x, data), _dtensor.put(y, data)
-
-    def make(opt):
-        lm = tf_keras.dtensor.experimental.LayoutMap(mesh=mesh)
-        for i in range(layers):
-            last = i == layers - 1
-            spec = ["model", "unsharded"] if i % 2 or last else ["unsharded", "model"]
-            lm[f"L{i:03d}.*kernel"] = dtensor.Layout(spec, mesh)
-            lm[f"L{i:03d}.*bias"] = (dtensor.Layout(["model"], mesh) if spec[1] == "model"
-                                     else dtensor.Layout.replicated(mesh, 1))
-        with lm.scope():
-            tf_keras.utils.set_random_seed(0)
-            model = tf_keras.Sequential(
-                [tf_keras.layers.Dense(width, activation="tanh", name=f"L{i:03d}",
-                                       input_shape=(width,) if i == 0 else ())
-                 for i in range(layers - 1)]
-                + [tf_keras.layers.Dense(1, name=f"L{layers - 1:03d}")])
-
-        @tf.function
-        def step():
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean((model(xb) - yb) ** 2)
-            grads = tape.gradient(loss, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables), loss=loss)
-            return loss
-
-        return step, len(model.trainable_variables)
-
+    """``(mesh, make)``: ``make(opt)`` builds the seeded MLP and returns ``(step,
+    variables)`` (``workloads.deep_mlp``, Megatron-style, 64 examples)."""
+    mesh, make, _ = workloads.deep_mlp(layers, width, layout="megatron", examples=64,
+                                       activation="tanh")
     return mesh, make
 
 
 def record(args, path):
     """Run the recorded loop with plain blocks interleaved; the timings."""
-    import tf_keras
-
     from dtsgd_viz import dtensor as _dtensor
 
     mesh, make = build(args.layers, args.width)
-    plain, n_vars = make(tf_keras.dtensor.experimental.optimizers.SGD(
-        **NESTEROV, mesh=mesh, jit_compile=False))  # as overhead.py's plain step
+    plain, variables = make(workloads.plain_optimizer(mesh))  # as overhead.py's plain step
+    n_vars = len(variables)
     rec = dtsgd_viz.Recorder(mode="stats", path=path)
     step, _ = make(dtsgd_viz.SGD(**NESTEROV, mesh=mesh, hooks=[rec]))
     for _ in range(args.block):  # trace both before the clock starts
@@ -375,7 +341,11 @@ def main(argv=None):
     ap.add_argument("--keep", action="store_true", help="keep the stores (their paths printed)")
     ap.add_argument("--views", default=None, help="no training: time reading/drawing this store")
     ap.add_argument("--extend-to", type=int, help="views also on a store this long")
+    ap.add_argument("--quick", action="store_true",
+                    help="200 updates, 6 layers, blocks of 20, windows of 2, 1 rep (smoke test)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.updates, args.layers, args.block, args.window, args.reps = 200, 6, 20, 2, 1
     if 2 * args.layers < 50:
         print(f"--layers {args.layers}: only {2 * args.layers} variables", file=sys.stderr)
     folder = tempfile.mkdtemp(prefix="dtsgd-long-run-", dir=args.dir)

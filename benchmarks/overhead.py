@@ -10,7 +10,15 @@ variants alike. Prints a markdown table of ratios; every row names its recorder 
 (mode, kinds, every, max_steps; max_steps=None keeps every recorded step) and how the
 step function is driven. Workloads: one 2048x2048 (memory-bound) and one 256x256
 parameter, a 2 ms LayoutMap MLP, a compute-bound LayoutMap MLP 256-1024-1024-1024-10
-(~40 ms on a quiet 2-core machine) and the tutorials' transformer block.
+(~40 ms on a quiet 2-core machine) and the tutorials' transformer block (``workloads.py``
+builds them).
+
+Rows with a natural floor print it, measured in the same rounds as one more variant of
+the plain step: stats rows, one device read of what they record (a per-block
+``reduce_sum`` of every p, v and g inside the plain step); full p,v rows, a warm host copy
+of the same bytes after the plain step (``np.copyto`` into arrays allocated once; every
+10th step for the every-10 rows). "extra / floor's extra" is (ratio - 1) / (floor's ratio
+- 1): what the recorder adds to the step over what its floor adds. The peers have none.
 """
 
 from __future__ import annotations
@@ -31,6 +39,9 @@ import numpy as np
 import dtsgd_viz
 
 dtsgd_viz.setup_devices(8)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import workloads  # noqa: E402
 
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
@@ -38,7 +49,7 @@ from tensorflow.experimental import dtensor  # noqa: E402
 
 from dtsgd_viz import dtensor as _dtensor  # noqa: E402
 
-NESTEROV = dict(learning_rate=0.01, momentum=0.9, nesterov=True)
+NESTEROV = workloads.NESTEROV
 # The recorded variants time the default update, which computes what plain tf-keras does
 # (the stale-velocity read included): the recorders' warning about it is expected here.
 warnings.filterwarnings("ignore", message="Recorder: .* did not follow the", category=RuntimeWarning)
@@ -68,139 +79,22 @@ class Variant:
 
     def end_block(self):
         # DTensor functions run asynchronously: wait for this variant's work to finish
-        _dtensor.unpack(self._last)
+        last = self._last[0] if isinstance(self._last, tuple) else self._last  # (loss, extra)
+        _dtensor.unpack(last)
 
     def close(self):
         if self._loop is not None:
             self._loop.close()  # the loop's final flush
 
 
-def _matrix_workload(n):
-    mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
-    lay = dtensor.Layout(["x", "y"], mesh)
-    rng = np.random.default_rng(0)
-    c = _dtensor.put(rng.uniform(0.1, 1.0, (n, n)).astype(np.float32), lay)
-    w0 = rng.normal(size=(n, n)).astype(np.float32)
-
-    def make(opt):
-        w = _dtensor.variable(w0, lay, name="w")
-
-        @tf.function
-        def step():
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_sum(c * w * w) / 2.0
-            grads = tape.gradient(loss, [w])
-            opt.apply_gradients(zip(grads, [w]))
-            return loss
-
-        return step, [w]
-
-    return mesh, make, {"w": w0.nbytes}
+# the workloads live in workloads.py; these names stay for the scripts that import them
+_matrix_workload = workloads.matrix
+_mlp_workload = workloads.sharded_mlp
+_big_mlp_workload = workloads.big_mlp
+_transformer_workload = workloads.transformer
 
 
-def _mlp_workload():
-    mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(256, 64)).astype(np.float32)
-    y = np.tanh(x @ rng.normal(size=(64, 1)).astype(np.float32))
-    data = dtensor.Layout(["batch", "unsharded"], mesh)
-    xb, yb = _dtensor.put(x, data), _dtensor.put(y, data)
-
-    def make(opt):
-        lm = tf_keras.dtensor.experimental.LayoutMap(mesh=mesh)
-        lm["d1.*kernel"] = dtensor.Layout(["unsharded", "model"], mesh)
-        lm["d1.*bias"] = dtensor.Layout(["model"], mesh)
-        lm["d2.*kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
-        lm["d2.*bias"] = dtensor.Layout.replicated(mesh, 1)
-        with lm.scope():
-            tf_keras.utils.set_random_seed(0)
-            model = tf_keras.Sequential([
-                tf_keras.layers.Dense(512, activation="relu", name="d1", input_shape=(64,)),
-                tf_keras.layers.Dense(1, name="d2")])
-
-        @tf.function
-        def step():
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean((model(xb) - yb) ** 2)
-            grads = tape.gradient(loss, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables), loss=loss)
-            return loss
-
-        return step, model.trainable_variables
-
-    return mesh, make, None
-
-
-def _big_mlp_workload():
-    """A compute-bound LayoutMap MLP 256-1024-1024-1024-10 (the issue's ~40 ms step): 256
-    examples split over ``batch``, hidden kernels split over ``model`` (alternating which
-    dim, as a Megatron MLP does), biases of the model-split dims split too."""
-    mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(256, 256)).astype(np.float32)
-    y = rng.integers(0, 10, size=(256,)).astype(np.int32)
-    xb = _dtensor.put(x, dtensor.Layout(["batch", "unsharded"], mesh))
-    yb = _dtensor.put(y, dtensor.Layout(["batch"], mesh))
-
-    def make(opt):
-        lm = tf_keras.dtensor.experimental.LayoutMap(mesh=mesh)
-        for name, spec in [("h1", ["unsharded", "model"]), ("h2", ["model", "unsharded"]),
-                           ("h3", ["unsharded", "model"]), ("out", ["model", "unsharded"])]:
-            lm[f"{name}.*kernel"] = dtensor.Layout(spec, mesh)
-            lm[f"{name}.*bias"] = dtensor.Layout(
-                [spec[1]] if spec[1] == "model" else ["unsharded"], mesh)
-        with lm.scope():
-            tf_keras.utils.set_random_seed(0)
-            model = tf_keras.Sequential([
-                tf_keras.layers.Dense(1024, activation="relu", name="h1", input_shape=(256,)),
-                tf_keras.layers.Dense(1024, activation="relu", name="h2"),
-                tf_keras.layers.Dense(1024, activation="relu", name="h3"),
-                tf_keras.layers.Dense(10, name="out")])
-        loss_fn = tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-        @tf.function
-        def step():
-            with tf.GradientTape() as tape:
-                loss = loss_fn(yb, model(xb))
-            grads = tape.gradient(loss, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables), loss=loss)
-            return loss
-
-        return step, model.trainable_variables
-
-    return mesh, make, None
-
-
-def _transformer_workload():
-    """The tutorials' transformer block (``dtsgd_viz.models.transformer_block``: a
-    row-sharded embedding, attention sharded by head, an MLP; 15 variables) on 256
-    sequences split over ``batch``."""
-    from dtsgd_viz.models import examples as models
-
-    mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
-    xb, yb = models.on_mesh(mesh, *models.token_counts(256))
-
-    def make(opt):
-        model = models.transformer_block(mesh)
-        variables = model.trainable_variables
-
-        @tf.function
-        def step():
-            with tf.GradientTape() as tape:
-                loss = models.LOSS(yb, model(xb, training=True))
-            # the embedding's gradient is sparse and DTensor applies no sparse update on a
-            # mesh: dtsgd_viz.SGD densifies it, the plain tf-keras SGD does not, so every
-            # variant gets it dense here
-            grads = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
-            opt.apply_gradients(zip(grads, variables), loss=loss)
-            return loss
-
-        return step, variables
-
-    return mesh, make, None
-
-
-PV = ("param", "velocity")
+PV = workloads.PV
 RECORDED = [  # (row, Recorder arguments, off-steps run the step traced without the recorder)
     ("stats p,v,g every step", dict(mode="stats"), False),
     ("full p,v every step", dict(kinds=PV, max_steps=8), False),
@@ -210,6 +104,43 @@ RECORDED = [  # (row, Recorder arguments, off-steps run the step traced without 
     ("full p,v every 10 steps, off-steps traced without the recorder",
      dict(kinds=PV, every=10, max_steps=8), True),
 ]
+# each recorded row's floor (a plain-step variant measured in the same rounds)
+READ = "floor: one device read of p,v,g (block reduce_sum in the plain step)"
+COPY = "floor: warm host copy of p,v (np.copyto into arrays allocated once) after the plain step"
+COPY10 = "floor: warm host copy of p,v every 10th plain step"
+FLOOR_OF = {"stats p,v,g every step": READ, "full p,v every step": COPY,
+            "full p,v every step, read at flush (buffer_steps=0)": COPY,
+            "full p,v every 10 steps, one traced step": COPY10,
+            "full p,v every 10 steps, off-steps traced without the recorder": COPY10}
+
+
+class _WarmCopy:
+    """After every ``every``-th step: ``np.copyto`` of every parameter's and velocity's
+    bytes into host arrays allocated (and touched) once."""
+
+    def __init__(self, variables, every=1):
+        self.pairs = [(np.ones(v.shape, np.float32), np.zeros(v.shape, np.float32))
+                      for v in variables for _ in PV]
+        self.every, self.calls = every, 0
+
+    def __call__(self):
+        self.calls += 1
+        if self.calls % self.every == 0:
+            for src, dst in self.pairs:
+                np.copyto(dst, src)
+
+
+def _floor_variants(mesh, make, needed):
+    out = []
+    if READ in needed:
+        step, _ = make(workloads.plain_optimizer(mesh), after=workloads.read_floor)
+        out.append(Variant(READ, step, settings="tf-keras DTensor SGD + block sums"))
+    for name, every in ((COPY, 1), (COPY10, 10)):
+        if name in needed:
+            step, variables = make(workloads.plain_optimizer(mesh))
+            out.append(Variant(name, step, after=_WarmCopy(variables, every),
+                               settings="tf-keras DTensor SGD + np.copyto"))
+    return out
 
 
 def settings(kw, split=False):
@@ -222,7 +153,7 @@ def settings(kw, split=False):
     return out + (", `rec.loop(n, step=step)`" if split else ", `rec.loop(n)` + `step()`")
 
 
-def _variants(mesh, make, rows=None):
+def _variants(mesh, make, rows=None, floors=True):
     out = []
 
     def plain_opt():
@@ -230,6 +161,9 @@ def _variants(mesh, make, rows=None):
 
     step, _ = make(plain_opt())
     out.append(Variant("plain step (no recording)", step, settings="tf-keras DTensor SGD, no hooks"))
+    if floors:
+        out += _floor_variants(mesh, make, {FLOOR_OF[label] for label, _, _ in RECORDED
+                                            if rows is None or label in rows})
     for label, kw, split in RECORDED:
         if rows is not None and label not in rows:
             continue
@@ -402,22 +336,23 @@ def main(argv=None):
     ap.add_argument("--only", choices=["2048", "256", "mlp", "bigmlp", "transformer"],
                     action="append", help="measure these workloads only (repeatable)")
     ap.add_argument("--no-views", action="store_true", help="skip the view and import timings")
+    ap.add_argument("--no-floors", action="store_true", help="skip the floor variants")
     args = ap.parse_args(argv)
     blocks = 3 if args.quick else 20
-    rows = []
-    workloads = [("2048", "2048x2048 on 2x4", lambda: _matrix_workload(2048)),
-                 ("256", "256x256 on 2x4", lambda: _matrix_workload(256)),
-                 ("mlp", "sharded MLP (LayoutMap)", _mlp_workload),
-                 ("bigmlp", "LayoutMap MLP 256-1024-1024-1024-10", _big_mlp_workload),
-                 ("transformer", "transformer block (dtsgd_viz.models)", _transformer_workload)]
+    rows, per_byte = [], []
+    builds = [("2048", "2048x2048 on 2x4", lambda: workloads.matrix(2048)),
+              ("256", "256x256 on 2x4", lambda: workloads.matrix(256)),
+              ("mlp", "sharded MLP (LayoutMap)", workloads.sharded_mlp),
+              ("bigmlp", "LayoutMap MLP 256-1024-1024-1024-10", workloads.big_mlp),
+              ("transformer", "transformer block (dtsgd_viz.models)", workloads.transformer)]
     full_rec = None
     plain_ms, profile = {}, []
-    for key, label, build in workloads:
+    for key, label, build in builds:
         if args.only and key not in args.only:
             continue
         print(f"measuring {label} ...", file=sys.stderr, flush=True)
         mesh, make, _ = build()
-        variants = _variants(mesh, make)
+        variants = _variants(mesh, make, floors=not args.no_floors)
         med = _measure(variants, blocks)
         for v in variants:
             v.close()  # the loops' final flushes
@@ -425,27 +360,28 @@ def main(argv=None):
         ratio = _paired_ratios(variants)
         plain_ms[label] = base * 1e3
         for v in variants:
-            rows.append((label, v.name, ratio[v.name], v.settings))
+            if v.name.startswith("floor: "):
+                continue  # printed in the floor columns of the rows they are the floor of
+            floor = FLOOR_OF.get(v.name) if not args.no_floors else None
+            rows.append((label, v.name, v.settings, f"{ratio[v.name]:.2f}x",
+                         *workloads.floor_cells(ratio[v.name], floor and floor[7:],
+                                                floor and ratio[floor])))
             steps = blocks * v.block
             profile.append((label, v.name, _graph_nodes(v), v.faults / steps))
         if label.startswith("2048"):
             per_step_bytes = 2 * 2048 * 2048 * 4
             copy = _copy_time(per_step_bytes)
-            for v in variants:
-                if v.name.startswith("full p,v every step"):
-                    rows.append((label, f"{v.name}: extra time per byte / np.copyto per byte",
-                                 (ratio[v.name] - 1) * base / copy, v.settings))
             full = next(v for v in variants if v.name == "full p,v every step")
             start = time.perf_counter()
             r = full_rec = full.rec.recording  # assembles the kept steps: one host copy
             build = time.perf_counter() - start
-            rows.append((label, "reading the recording (assembling the kept steps) per byte / "
-                         "np.copyto per byte", build / len(r) / copy, full.settings))
-            rows.append((label, "filling fresh memory / np.copyto into warm memory (same bytes)",
-                         _fresh_fill_time(per_step_bytes) / copy, "-"))
+            per_byte.append((label, "reading the recording (assembling the kept steps) per byte / "
+                             "np.copyto per byte", full.settings, f"{build / len(r) / copy:.2f}x"))
+            per_byte.append((label, "filling fresh memory / np.copyto into warm memory (same bytes)",
+                             "-", f"{_fresh_fill_time(per_step_bytes) / copy:.2f}x"))
             raw = len(r) * per_step_bytes + r.initial("w").nbytes
-            rows.append((label, "recorded bytes / raw unique shard bytes", r.nbytes / raw,
-                         full.settings))
+            per_byte.append((label, "recorded bytes / raw unique shard bytes", full.settings,
+                             f"{r.nbytes / raw:.2f}x"))
     views = None
     if not args.no_views and full_rec is not None:
         print("measuring view latency ...", file=sys.stderr, flush=True)
@@ -455,10 +391,14 @@ def main(argv=None):
     print("Every workload's step function is a `tf.function` computing the loss, its "
           "gradients (`tf.GradientTape`) and one `apply_gradients` of Nesterov SGD "
           f"({NESTEROV}); recorded rows use `dtsgd_viz.SGD(hooks=[rec])`, the plain row "
-          "tf-keras' DTensor SGD. max_steps=None keeps every recorded step on the host.\n")
-    print("| workload | measure | recorder settings | ratio |\n|---|---|---|---|")
-    for label, name, ratio, setting in rows:
-        print(f"| {label} | {name} | {setting} | {ratio:.2f}x |")
+          "tf-keras' DTensor SGD. max_steps=None keeps every recorded step on the host. A row's "
+          "floor is a plain-step variant measured in the same rounds; extra / floor's extra = "
+          "(ratio - 1) / (floor / plain - 1) ('-': no floor, or it adds < 0.5%).\n")
+    print(workloads.table(["workload", "measure", "recorder settings", "ratio to plain", "floor",
+                           "floor / plain", "extra / floor's extra"], rows))
+    print()
+    print(workloads.table(["workload", "measure", "recorder settings", "ratio"], per_byte)
+          if per_byte else "")
     if views:
         slider, full_draw, shards, bare = views
         t_import, t_numpy, t_pass, light = imports
