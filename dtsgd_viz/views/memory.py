@@ -6,7 +6,7 @@
     >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
     >>> fig = plot_memory(memory_plan({"w": ((8, 16), "float32", spec)}))
     >>> " ".join(fig.axes[0].get_title().split())
-    'every device holds the same 256 B: parameters + velocity slots (hatched)'
+    "sharding cuts each device's memory 4x: 256 B instead of 1 KiB; parameters + velocity slots (hatched)"
 
 Colours: ``style.VARIABLE_COLORS``, none of them a rule's colour (blue and vermilion
 mean momentum and Nesterov in every other view); sizes on ``style``'s scale, at most
@@ -190,14 +190,26 @@ def _draw_memory(ax, plan, segments) -> list:
     ax.set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)
     held = ("parameters" + (" + velocity slots (hatched)" if plan.slots else ""))
     # identical bars said nothing bar by bar: the title says it once
-    ax.set_title(fit(f"every device holds the same {format_bytes(per.max())}: {held}"
-                     if per.min() == per.max() and n > 1 else f"bytes per device: {held}",
-                     _width_pt(ax), TITLE_SIZE), fontsize=TITLE_SIZE)
+    ax.set_title(fit(_memory_title(plan, held), _width_pt(ax), TITLE_SIZE), fontsize=TITLE_SIZE)
     handles = [Patch(facecolor=s.color, label=s.label) for s in segments if s.kind == "param"]
     if plan.slots:
         handles.append(Patch(facecolor="white", edgecolor="#444444", hatch="///",
                              label="velocity slot"))
     return handles
+
+
+def _memory_title(plan, held: str) -> str:
+    """The finding: what the layout saves each device against holding everything."""
+    per, n = plan.bytes_per_device, plan.mesh.num_devices
+    full = plan.unique_bytes
+    same = per.min() == per.max() and n > 1
+    if 0 < per.max() < full:
+        saving = f"{full / per.max():.3g}x"
+        return (f"sharding cuts {'each' if same else 'the fullest'} device's memory {saving}: "
+                f"{format_bytes(per.max())} instead of {format_bytes(full)}; {held}")
+    if same:
+        return f"every device holds the same {format_bytes(per.max())}: {held}"
+    return f"bytes per device: {held}"
 
 
 def _draw_traffic(ax, plan, traffic, segments) -> list:

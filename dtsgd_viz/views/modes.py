@@ -215,10 +215,12 @@ def _finding(data) -> str:
     worst = {k: float(np.max(r)) for k, r in data.rates.items()}
     ranked = sorted(worst, key=worst.get)
     best = ranked[0]
+    best = best[:1].upper() + best[1:]   # the sentence's first word
     if len(ranked) == 1:
-        return f"{best}: the error shrinks by ρ = {worst[best]:.3f} per update along its slowest direction"
+        return f"{best}: the error shrinks by ρ = {worst[ranked[0]]:.3f} per update along its slowest direction"
     others = ", ".join(f"{k} {worst[k]:.3f}" for k in ranked[1:])
-    return f"{best} converges fastest: its slowest direction shrinks by ρ = {worst[best]:.3f} per update ({others})"
+    return (f"{best} converges fastest: its slowest direction shrinks by ρ = {worst[ranked[0]]:.3f} "
+            f"per update ({others})")
 
 
 def _settings(data, surface) -> str:
@@ -255,11 +257,14 @@ def _draw_mode(ax, data, i, name, looks):
         top = max(float(np.nanmax(np.abs(e[0, i]))) for e in data.errors.values())
         ax.set_ylim(max(floor / 2, 1e-6 * top), 3 * top)
     low = ax.get_ylim()[0]
-    on_chart = []   # each name where its line last shows (a mode gone to round-off ends early)
+    on_chart, gone = [], []   # each name where its line last shows
+    n = max((len(k) for _, k, _, _ in ends), default=1)
     for key, k, shown, color in ends:
         j = np.flatnonzero(np.isfinite(shown) & (shown >= low))
-        if j.size:
+        if j.size and k[j[-1]] >= 0.15 * (n - 1):
             on_chart.append((key, k[j[-1]], shown[j[-1]], color))
+        elif j.size:   # gone to round-off within the first updates: one note, not names at 0
+            gone.append((key, int(k[j[-1]]) + 1))
     u = data.eigenvectors[:, i]
     ax.set_title(f"{name} direction u{_sub(i + 1)} = ({u[0]:.2f}, {u[1]:.2f}), h = {h:g}".strip(),
                  fontsize=style.TITLE_SIZE)
@@ -267,6 +272,13 @@ def _draw_mode(ax, data, i, name, looks):
     ax.tick_params(labelsize=style.TICK_SIZE)
     ax.grid(True, which="major", color="0.9", lw=0.6)
     label_ends(ax, on_chart)
+    if gone:
+        names = " and ".join(key.capitalize() if style.rule_of(key) == "nesterov" else key
+                             for key, _ in gone)
+        last = max(u for _, u in gone)
+        ax.text(0.97, 0.04, f"{names}: below {low:.0e} within {last} update{'s' * (last > 1)}",
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=style.NOTE_SIZE,
+                color="0.25", gid=f"gone:{i}", bbox=dict(fc="white", ec="none", alpha=0.85, pad=1.5))
 
 
 def _draw_rates(ax, data, looks):

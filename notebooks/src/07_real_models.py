@@ -216,14 +216,31 @@ print(check_recording(tr_stale))
 # lags behind on both models.
 
 # %%
-fig = Figure(figsize=(9, 3.2), layout="constrained")
+from dtsgd_viz.views import style
+from dtsgd_viz.views.figure import headline
+
+# both runs are Nesterov: the exact update in its look, the default one thinner, dashed
+nesterov = style.RULE_LOOKS["nesterov"]
+fig = headline(Figure(figsize=(style.WIDTH, 3.9), layout="constrained", dpi=style.DPI),
+               "The default (stale-velocity) Nesterov update lags the exact one on both models",
+               "same weights, same data · Nesterov, momentum 0.9 · loss before each update")
 for ax, (title, exact, stale) in zip(fig.subplots(1, 2), [
         ("conv net (model.fit)", conv_rec, conv_stale),
         ("transformer block (custom loop)", tr_rec, tr_stale)]):
-    ax.plot(np.arange(1, len(exact) + 1), exact.loss, label="exact_update=True")
-    ax.plot(np.arange(1, len(stale) + 1), stale.loss, "--", label="default (stale velocity)")
-    ax.set(title=title, xlabel="update", ylabel="loss before the update")
-    ax.legend()
+    for run, label, look in ((exact, "exact update", nesterov.line()),
+                             (stale, "default", dict(color=nesterov.color, ls=(0, (4, 2)), lw=1.6,
+                                                     alpha=0.75))):
+        x = np.arange(1, len(run) + 1)
+        ax.plot(x, run.loss, **look)
+        ax.annotate(label, (x[-1], run.loss[-1]), xytext=(4, 0), textcoords="offset points",
+                    va="center", color=nesterov.color, fontsize=style.LABEL_SIZE,
+                    fontweight="bold" if run is exact else "normal")
+    ax.set_xlim(0, len(exact) * 1.28)
+    ax.set_title(title, fontsize=style.TITLE_SIZE)
+    ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
+    ax.set_ylabel("loss", fontsize=style.LABEL_SIZE)
+    ax.tick_params(labelsize=style.TICK_SIZE)
+    ax.grid(alpha=0.3)
 show(fig)
 
 # %%

@@ -181,3 +181,23 @@ def test_eigenvalue_labels_of_several_learning_rates_never_overprint():
     assert not overlapping(boxes)
     axbox = ax.get_window_extent(renderer)
     assert all(b.y1 <= axbox.y1 + 1 and b.y0 >= ax.transData.transform((1, 1.0))[1] - 1 for b in boxes)
+
+
+def test_runs_gone_within_the_first_updates_are_named_once_in_a_note():
+    """On the fast direction (h = 20, lr 0.05: lr*h = 1) plain SGD lands on the minimum
+    in one update and Nesterov in two: their names at x ~ 0 piled up on the axis. They
+    are said once in a note; only runs that last are named at their line ends."""
+    from helpers.synthetic_paths import synthetic
+    s = surfaces.RotatedQuadratic(condition=20.0)
+    recs = {"plain": synthetic(s, 60, 0.05), "momentum": synthetic(s, 60, 0.05, 0.9),
+            "nesterov": synthetic(s, 60, 0.05, 0.9, True)}
+    fig = dtsgd_viz.plot_modes(recs, s)
+    assert fig.get_suptitle().startswith("Nesterov converges fastest")
+    fast = next(ax for ax in fig.axes if ax.get_label() == "mode:1")
+    names = [t for t in fast.texts if (t.get_gid() or "").startswith("label:")]
+    assert [t.get_text() for t in names if t.get_visible()] == ["momentum"]
+    note = [t.get_text() for t in fast.texts if t.get_gid() == "gone:1"]
+    assert len(note) == 1 and note[0].startswith("plain and Nesterov: below ")
+    assert note[0].endswith("within 2 updates")
+    slow = next(ax for ax in fig.axes if ax.get_label() == "mode:0")
+    assert not [t for t in slow.texts if t.get_gid() == "gone:0"]

@@ -201,7 +201,11 @@ def test_memory_of_identical_devices_is_said_once_in_non_rule_colours():
     per = plan.bytes_per_device
     assert per.min() == per.max()
     from dtsgd_viz.recording.memory import format_bytes
-    assert ax.get_title().startswith(f"every device holds the same {format_bytes(per.max())}")
+    saving = plan.unique_bytes / per.max()
+    assert saving > 1
+    assert " ".join(ax.get_title().split()).startswith(
+        f"sharding cuts each device's memory {saving:.3g}x: {format_bytes(per.max())} instead of "
+        f"{format_bytes(plan.unique_bytes)}")
     rules = {to_rgb(c) for c in style.OPTIMIZER_COLORS.values()}
     bars = [p for p in ax.patches if p.get_gid()]
     assert bars and not any(to_rgb(p.get_facecolor()) in rules for p in bars)
