@@ -220,8 +220,11 @@ def test_arrays_that_contradict_the_variable_dtype_are_refused(tmp_path):
         np.savez(tmp_path / "tampered.npz", **tampered)
         with pytest.raises(RecordingFileError, match=(
                 r"variable 'w' has dtype 'int8'|the 'grad' values of variable 'w' are stored as "
-                r"float32 but the variable's dtype is float16")):
+                r"float32 but the variable's dtype is float16")), warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
             dtsgd_viz.load_recording(tmp_path / "tampered.npz")
+        # a file without checksums says so before it is refused
+        assert all("written before dtsgd_viz kept checksums" in str(w.message) for w in seen)
 
 
 # ---- item 5: empty recordings -------------------------------------------------------------
