@@ -19,21 +19,23 @@ import numpy as np
 
 from . import style
 from .shard_geometry import block_norm_lines, minmax_decimate, shard_norms
+from ._shard_stats import _end_values, change_text  # noqa: F401 - views read it here
 from ._tensor_panel import NONFINITE_COLOR
 
 STEP_COLOR = "#222222"        # near black: the shown update (no block colour is)
 MISMATCH_COLOR = "#D55E00"    # Okabe-Ito vermillion: replicas disagree
+X_MARGIN = 0.045             # of the update range, each side of the lines
+MAX_DIRECT_LABELS = 10
+"""Up to this many blocks, each line is named at its right end (``end_labels``), the
+legend holding the marks alone; more blocks: the legend names them."""
 MAX_LEGEND_BLOCKS = 64
 """The norm panel's legend names every block up to this many (the 9 block colours times
 8 line styles tell 72 apart), in columns of ``LEGEND_ROWS``."""
 LEGEND_ROWS = 16
 
 
-def log_y(ax):
-    """A log y axis labelled 0.02, 0.05, 0.1, ... (1-2-5 steps while the range is at most
-    three decades, decades beyond; plain numbers while short), without the crowded minor
-    labels a range under a decade gets."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+def _log_locator():
+    from matplotlib.ticker import LogLocator, MaxNLocator
 
     class _Locator(LogLocator):  # 1-2-5 over up to 3 decades (and room), decades beyond
         def tick_values(self, vmin, vmax):
@@ -42,14 +44,71 @@ def log_y(ax):
             room = (axes.bbox.height / (1.7 * style.TICK_SIZE * axes.figure.dpi / 72)
                     if axes is not None else 99.0)   # tick labels the axis has room for
             few = 3 * np.log10(hi / lo) + 1 <= room
-            self._subs = np.array([1.0, 2.0, 5.0] if hi / lo <= 1e3 and few else [1.0])
-            return super().tick_values(vmin, vmax)
+            best, numticks = np.array([]), self.numticks
+            tries = [([1.0, 2.0, 5.0] if hi / lo <= 1e3 and few else [1.0], numticks),
+                     ([1.0], max(3, int(room))),   # every decade, as many as there is room
+                     ([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0], numticks)]
+            for subs, self.numticks in tries:
+                self._subs = np.array(subs)
+                ticks = super().tick_values(vmin, vmax)
+                inside = np.sum((ticks >= lo) & (ticks <= hi))
+                if inside > np.sum((best >= lo) & (best <= hi)):
+                    best = ticks
+                if inside >= 3:
+                    break
+            self.numticks = numticks
+            if np.sum((best >= lo) & (best <= hi)) < 3 and hi / lo < 10:
+                # under a decade: evenly spaced plain numbers, at least 3
+                return MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
+            return best
+
+    return _Locator(subs=(1.0, 2.0, 5.0))
+
+
+def log_tick_texts(values) -> list[str]:
+    """One format for every tick of a log axis: plain numbers while all of them lie in
+    1e-4..1e5, else every one as ``2e-5`` (full-size digits: mathtext's superscripts
+    are drawn smaller than ``NOTE_SIZE``).
+
+    >>> log_tick_texts([0.001, 0.01, 0.1]), log_tick_texts([1e-5, 1e-3, 0.1])
+    (['0.001', '0.01', '0.1'], ['1e-5', '1e-3', '1e-1'])
+    """
+    v = [float(x) for x in values]
+    plain = all(1e-4 <= abs(x) < 1e5 for x in v if x)
+    if plain:
+        return [np.format_float_positional(x, precision=6, unique=True, trim="-")
+                .rstrip(".") for x in v]
+    return [f"{x:.0e}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e")
+            for x in v]
+
+
+def log_y(ax):
+    """A log y axis labelled 0.02, 0.05, 0.1, ... (1-2-5 steps while the range is at most
+    three decades, decades beyond; at least three labels, plain numbers under a
+    decade), in one format (``log_tick_texts``), without the crowded minor labels."""
+    from matplotlib.ticker import Formatter, NullFormatter
+
+    class _Format(Formatter):
+        def format_ticks(self, values):
+            return log_tick_texts(values)
+
+        def __call__(self, x, pos=None):
+            return log_tick_texts([x])[0]
 
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(_Locator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_locator(_log_locator())
     ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.yaxis.set_major_formatter(FuncFormatter(
-        lambda v, _: f"{v:g}" if 1e-3 <= v < 1e4 else f"{v:.0e}".replace("e-0", "e-")))
+    ax.yaxis.set_major_formatter(_Format())
+
+
+def update_ticks(ax, updates) -> None:
+    """Whole-number update ticks, few enough that 4-digit numbers never run together:
+    each update while at most 5 are recorded, else about 5 round numbers."""
+    from matplotlib.ticker import FixedLocator, MaxNLocator
+    x = np.asarray(updates)
+    ax.xaxis.set_major_locator(FixedLocator(x) if len(x) <= 5 else
+                               MaxNLocator(nbins=6, integer=True, steps=[1, 2, 2.5, 5, 10],
+                                                          min_n_ticks=3))
 
 
 def pixel_columns(ax) -> int:
@@ -142,7 +201,6 @@ class NormLines:
             ax.autoscale_view(scalex=False)
 
     def _lines_on(self, ax, lines, log):
-        from matplotlib.ticker import FixedLocator, MaxNLocator
         x, n = self.updates, len(self.updates)
         marker = "o" if n <= 40 else None
         out = []
@@ -152,18 +210,16 @@ class NormLines:
         if log and np.isfinite(lines).any():
             log_y(ax)
         lo, hi = (x[0] - 0.5, x[-1] + 0.5) if n == 1 else (x[0], x[-1])
-        pad = 0.02 * (hi - lo)
+        pad = X_MARGIN * (hi - lo)  # the shown update at the last: a marker, not a frame
         ax.set_xlim(lo - pad, hi + pad)
-        # updates are whole numbers: a one-update run was ticked 0.6, 0.75, ...
-        ax.xaxis.set_major_locator(FixedLocator(x) if n <= 10 else
-                                   MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
+        update_ticks(ax, x)  # updates are whole numbers, a few round ones
         ax.grid(True, which="major", color="#DDDDDD", lw=0.6)
         self.step_lines.append(ax.axvline(x[self.index], color=STEP_COLOR, lw=2.2, zorder=5,
                                           gid="step-line"))
         self._data[ax] = lines  # the data behind the dots at the shown update
         dots, = ax.plot(np.full(lines.shape[1], x[self.index]), lines[self.index], ls="none",
                         marker="o", ms=5, mfc=STEP_COLOR, mec="white", mew=0.8, zorder=6,
-                        gid="step-dots")
+                        gid="step-dots", clip_on=False)
         self.step_lines.append(dots)
         return out
 
@@ -177,6 +233,8 @@ class NormLines:
         self._data[ax] = data
         ax.relim()
         ax.autoscale_view(scalex=False)
+        if ax is getattr(self, "line_ax", None):
+            self.place_end_labels()
 
     def fit_lines(self) -> None:
         """Thin the lines again for the width their axes have now (after the layout
@@ -188,6 +246,7 @@ class NormLines:
         for ax, lines in sets:
             for g, line in enumerate(lines):
                 line.set_data(*self._thinned(ax, self._data[ax][:, g]))
+        self.place_end_labels()
 
     def _mismatch_points(self):
         """(update, norm) of every replicated block at the updates its copies disagreed."""
@@ -217,10 +276,49 @@ class NormLines:
             pts = self._mismatch_points()
             self.mismatch_marks.set_data(*(zip(*pts) if pts else ((), ())))
 
+    def _direct(self) -> bool:
+        return len(self.styles) <= MAX_DIRECT_LABELS
+
+    def place_end_labels(self) -> None:
+        """Name each block's line at its right end, outside the axes, the names pushed
+        apart (``direct_labels.spread``) so none overprints another; again after the
+        layout or the data changed."""
+        from matplotlib.transforms import blended_transform_factory
+        from .direct_labels import axes_height_points, spread
+        ax = getattr(self, "line_ax", None)
+        if ax is None or not self._direct():
+            return
+        data = self._data[ax]
+        if not getattr(self, "end_labels", None):
+            trans = blended_transform_factory(ax.transAxes, ax.transAxes)
+            self.end_labels = [
+                ax.text(1.015, 0.5, p.label, transform=trans, ha="left", va="center",
+                        fontsize=style.NOTE_SIZE + 0.5, color=color, fontweight="bold",
+                        clip_on=False, gid=f"end-label-{g}")
+                for g, (p, (color, _, _)) in enumerate(zip(self.patches, self.styles))]
+        ends = _end_values(data, -1)
+        lo, hi = ax.get_ylim()
+        log = ax.get_yscale() == "log"
+        fracs, shown = [], []
+        for g, y in enumerate(ends):
+            if not np.isfinite(y) or (log and y <= 0):
+                continue
+            f = ((np.log10(y) - np.log10(lo)) / (np.log10(hi) - np.log10(lo)) if log
+                 else (y - lo) / (hi - lo))
+            fracs.append(float(np.clip(f, 0.0, 1.0)))
+            shown.append(g)
+        gap = 1.2 * (style.NOTE_SIZE + 0.5) / axes_height_points(ax)
+        placed = dict(zip(shown, spread(fracs, gap, 0.02, 0.98)))
+        for g, text in enumerate(self.end_labels):
+            text.set_visible(g in placed)
+            if g in placed:
+                text.set_y(placed[g])
+
     def _legend(self):
         from matplotlib.lines import Line2D
-        handles = [Line2D([], [], color=STEP_COLOR, lw=2.2, marker="o", mfc=STEP_COLOR,
-                          mec="white", label="shown update")]
+        direct = self._direct()
+        handles = [] if direct else [Line2D([], [], color=STEP_COLOR, lw=2.2, marker="o",
+                                            mfc=STEP_COLOR, mec="white", label="shown update")]
         if self.nonfinite_marks is not None:
             handles.append(Line2D([], [], ls="none", marker="X", color=NONFINITE_COLOR,
                                   label="NaN/Inf in this variable"))
@@ -233,6 +331,16 @@ class NormLines:
         if self.mismatch_marks is not None:
             handles.append(Line2D([], [], ls="none", marker="D", mfc="none",
                                   mec=MISMATCH_COLOR, mew=1.6, label="replicas disagree"))
+        if direct:  # the lines are named at their ends: a legend for the marks alone
+            if self.legend is not None:
+                self.legend.remove()
+            self.legend = None
+            if handles:
+                self.legend = self.line_ax.legend(
+                    handles=handles, loc="best", fontsize=style.NOTE_SIZE, framealpha=0.85,
+                    borderaxespad=0.3, handlelength=1.4)
+            self.place_end_labels()
+            return
         n = len(self.styles)
         title = None
         if n <= MAX_LEGEND_BLOCKS:

@@ -20,6 +20,49 @@ STATS_ONLY_TEXT = ("values not recorded: Recorder(mode='stats') keeps each block
 STATS = ("L2 norm", "mean", "max |x|")   # the columns of Recording.shard_stats
 
 
+def change_text(data, updates, names) -> str:
+    """The norm panel's title, its finding: how the blocks' norms (``data``: updates x
+    blocks) changed from the first update to the last (the median block's factor), and
+    which block stands apart when their factors differ over 3x.
+
+    >>> d = np.array([[1.0, 1.0], [0.01, 0.1]])
+    >>> change_text(d, [1, 2000], ["CPU:0", "CPU:1"])
+    'block norms fall 32x over 2000 updates; CPU:1 slowest'
+    """
+    first, last = _end_values(data, 0), _end_values(data, -1)
+    ok = np.isfinite(first) & np.isfinite(last) & (first > 0) & (last > 0)
+    u = np.asarray(updates)
+    if len(u) < 2 or not ok.any():
+        return "each block's L2 norm over the updates"
+    span = (f"over {int(u[-1])} updates" if u[0] <= max(1, u[1] - u[0])
+            else f"over updates {int(u[0])}–{int(u[-1])}")
+    factors = last[ok] / first[ok]
+    f = float(np.exp(np.median(np.log(factors))))
+    if 1 / 1.5 <= f <= 1.5:
+        head = f"block norms stay within 1.5x {span}"
+    else:
+        k = f if f > 1 else 1 / f
+        times = (f"{k:.2g}x" if k < 10 else f"{float(f'{k:.2g}'):.0f}x" if k < 1e4
+                 else f"{np.log10(k):.0f} decades")
+        head = f"block norms {'grow' if f > 1 else 'fall'} {times} {span}"
+    names = [n for n, good in zip(names, ok) if good]
+    if len(factors) > 1 and factors.max() / factors.min() > 3:
+        slow = int(np.argmax(factors) if f < 1 else np.argmin(factors))
+        head += f"; {names[slow]} slowest"
+    return head
+
+
+def _end_values(data, end):
+    """Each column's first (``end=0``) or last (-1) finite value."""
+    data = np.asarray(data, np.float64)
+    out = np.full(data.shape[1], np.nan)
+    for g in range(data.shape[1]):
+        col = data[:, g][np.isfinite(data[:, g])]
+        if len(col):
+            out[g] = col[end]
+    return out
+
+
 class StatPanels:
     """``ShardsView``'s stats-mode panels (a mixin: see the module docstring)."""
 

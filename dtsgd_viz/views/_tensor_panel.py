@@ -1,6 +1,13 @@
 """One global tensor drawn as a 2-D heatmap with its device blocks outlined and labelled
 in their block colours (``style.block_styles``): the panel ``plot_shards`` and
 ``plot_update_shards`` share, so their blocks look the same everywhere.
+
+The labels sit off the data: a block on the top edge has its chip above the heatmap,
+a lower one on its top outline (half a chip into the cells either side of the line,
+no more); a panel without values (the blocks alone, tinted) keeps them centred.
+``box_aspect`` is the geometry, computed before drawing: how tall the panel is for
+its width (flat tensors drawn taller than square cells would make them, so they fill
+their panel).
 """
 
 from __future__ import annotations
@@ -10,9 +17,29 @@ import numpy as np
 from . import style
 from .shard_geometry import block_patches, image_shape, slice_boundaries, symmetric_limit
 
-__all__ = ["TensorPanel", "draw_tensor"]
+__all__ = ["TensorPanel", "draw_tensor", "box_aspect"]
 
 LABEL_SIZES = (style.TICK_SIZE, style.NOTE_SIZE)   # block labels, tried in turn
+MAX_CELL_STRETCH = 2.5   # a flat tensor's cells drawn at most this much taller than wide
+LABEL_GAP = 3.0          # points between the heatmap's top edge and the chips above it
+
+
+def box_aspect(shape, fill: float = 0.7) -> float | None:
+    """How tall the heatmap of a tensor of ``shape`` is drawn for its width: None (square
+    cells) while its rows/cols ratio is 1/3..3; a flatter tensor as tall as ``fill``
+    of its width allows, its cells stretched at most ``MAX_CELL_STRETCH`` times; a
+    taller one at most 2.5 times its width.
+
+    >>> box_aspect((8, 8)) is None, box_aspect((4, 16)), box_aspect((16,))
+    (True, 0.625, 0.22)
+    """
+    rows, cols = image_shape(shape)
+    ratio = rows / cols
+    if 1 / 3 <= ratio <= 3:
+        return None
+    if ratio > 3:
+        return 2.5
+    return round(max(0.22, min(fill, MAX_CELL_STRETCH * ratio)), 4)
 NONFINITE_COLOR = "black"     # NaN/Inf cells: outside both RdBu and viridis' bright end
 OUTLINE_COLOR = "black"
 
@@ -43,13 +70,14 @@ class TensorPanel:
     the blocks whose label did not fit (``unlabelled_text`` names them for a caption)."""
 
     def __init__(self, ax, geometry, device_names, styles, image=None, limit=None,
-                 colorbar_label=None, colorbar=True):
+                 colorbar_label=None, colorbar=True, aspect=None):
         from matplotlib.patches import Rectangle
         self.ax, self.geometry, self.styles = ax, geometry, styles
         shape = geometry.global_shape
         rows, cols = image_shape(shape)
-        ratio = rows / cols
-        aspect = "equal" if 1 / 3 <= ratio <= 3 else "auto"
+        # aspect: None (box_aspect of the shape), a box aspect, or "fill" (the whole cell)
+        self.box_aspect = box_aspect(shape) if aspect is None else aspect
+        aspect = "equal" if self.box_aspect is None else "auto"
         self.heatmap = self.colorbar = None
         if image is not None:
             m = limit if limit is not None else symmetric_limit(image)
@@ -60,10 +88,11 @@ class TensorPanel:
             ax.set_xlim(0, cols)
             ax.set_ylim(rows, 0)
             ax.set_aspect(aspect)
-        if not 1 / 3 <= ratio <= 3:
-            ax.set_box_aspect(min(max(ratio, 0.22), 2.5))
+        if isinstance(self.box_aspect, float):
+            ax.set_box_aspect(self.box_aspect)
         if image is not None and colorbar:
-            self._colorbar(ratio < 1 / 3 or colorbar == "below", colorbar_label)
+            flat = isinstance(self.box_aspect, float) and self.box_aspect < 0.25
+            self._colorbar(flat or colorbar == "below", colorbar_label)
         self.patches = block_patches(geometry, device_names)
         self.outlines, self.labels, self.label_rects, self.tints = [], [], [], []
         for p in self.patches:
@@ -79,10 +108,8 @@ class TensorPanel:
             # one label per block, on its middle piece: a rank-3 block is a piece per d0
             # slice, and a label on each stacked 64 unreadable copies
             x, y, w, h = p.rects[len(p.rects) // 2]
-            self.labels.append(ax.text(
-                x + w / 2, y + h / 2, p.label, ha="center", va="center", zorder=4,
-                fontsize=style.TICK_SIZE, color=_text_color(color),
-                bbox=_chip(color, hatch), gid=f"label-{p.group}"))
+            self.labels.append(self._label(x, y, w, h, p.label, color, hatch, image is None,
+                                           f"label-{p.group}"))
             self.label_rects.append((x, y, w, h))
         for y in slice_boundaries(shape):  # on top of the outlines, which may coincide
             ax.axhline(y, color="white", lw=3, zorder=3.5)
@@ -93,6 +120,33 @@ class TensorPanel:
         self._ticks(rows, cols)
         ax.tick_params(labelsize=style.TICK_SIZE)
 
+    def _label(self, x, y, w, h, text, color, hatch, centred, gid):
+        """A block's chip: centred on a tinted block; above the heatmap for a block on
+        its top edge (``label_above``), else on the block's top outline."""
+        from matplotlib.transforms import ScaledTranslation
+        ax = self.ax
+        kw = dict(ha="center", zorder=4, fontsize=style.TICK_SIZE, color=_text_color(color),
+                  bbox=_chip(color, hatch), gid=gid)
+        if centred:
+            kw["gid"] += ":centre"
+            return ax.text(x + w / 2, y + h / 2, text, va="center", **kw)
+        if y == 0:  # above the top edge, a few points up: off the data
+            up = ax.transData + ScaledTranslation(0, LABEL_GAP / 72, ax.figure.dpi_scale_trans)
+            return ax.text(x + w / 2, 0, text, va="bottom", transform=up, clip_on=False, **kw)
+        return ax.text(x + w / 2, y, text, va="center", clip_on=False, **kw)
+
+    def label_above(self, text) -> bool:
+        """Whether chip ``text`` (one of ``labels``) stands above the heatmap."""
+        return text.get_va() == "bottom"
+
+    def title_pad(self) -> float:
+        """Points between the panel's top and its title: room for the chips above it."""
+        above = [t for t in self.labels if t.get_visible() and self.label_above(t)]
+        if not above:
+            return 6.0
+        size = max(t.get_fontsize() for t in above)
+        return LABEL_GAP + 1.25 * size + 0.4 * size * 2 + 4.0
+
     def _colorbar(self, strip, label):
         from matplotlib.ticker import MaxNLocator, ScalarFormatter
         fig, ax = self.ax.figure, self.ax
@@ -102,8 +156,10 @@ class TensorPanel:
             cax = ax.inset_axes([0.15, -0.12, 0.7, 0.12], transform=shift)
             self.colorbar = fig.colorbar(self.heatmap, cax=cax, orientation="horizontal",
                                          label=label)
-        else:
-            self.colorbar = fig.colorbar(self.heatmap, ax=ax, shrink=0.9, label=label)
+        else:  # beside the heatmap as drawn, its height: an inset, not a gridspec cut
+            width = max(0.5, ax.get_position().width * fig.get_figwidth())  # inches, about
+            cax = ax.inset_axes([1 + 0.1 / width, 0, 0.16 / width, 1])
+            self.colorbar = fig.colorbar(self.heatmap, cax=cax, label=label)
         self.colorbar_label = label or ""
         self.colorbar.locator = MaxNLocator(nbins=5, steps=[1, 2, 5, 10])
         self.colorbar.ax.tick_params(labelsize=style.TICK_SIZE)
@@ -151,12 +207,18 @@ class TensorPanel:
 
     def fit_labels(self, renderer) -> None:
         """Shrink (to ``NOTE_SIZE`` at least), turn or hide block labels that would not
-        fit inside their block."""
+        fit their block: inside it (tinted blocks), as wide as it (chips above the
+        heatmap), or as wide and half as tall (chips on an outline: the next chip up
+        stands a block higher)."""
         to_px = self.ax.transData
         for (x, y, w, h), text in zip(self.label_rects, self.labels):
             (x0, y0), (x1, y1) = to_px.transform([(x, y), (x + w, y + h)])
             bw, bh = abs(x1 - x0) * 0.92, abs(y1 - y0) * 0.92
-            for rotation in ((0, 90) if bh > bw else (0,)):
+            if self.label_above(text):
+                bh = np.inf
+            elif not text.get_gid().endswith(":centre"):
+                bh = abs(y1 - y0) * 0.9  # a chip centred on the outline
+            for rotation in ((0, 90) if bh > bw and np.isfinite(bh) else (0,)):
                 text.set_rotation(rotation)
                 for size in LABEL_SIZES:  # never below NOTE_SIZE: no label rather than that
                     text.set_fontsize(size)
@@ -185,10 +247,11 @@ class TensorPanel:
 
 
 def draw_tensor(ax, geometry, device_names, image=None, *, limit=None, colorbar_label=None,
-                colorbar=True) -> TensorPanel:
+                colorbar=True, aspect=None) -> TensorPanel:
     """Draw one global tensor's 2-D ``image`` (``as_image`` of it; None: the blocks
     alone) on ``ax`` with the blocks of ``geometry`` outlined and labelled in their
     block colours. ``limit``: the colour scale's ``(-limit, limit)`` (default: this
-    image's largest magnitude); ``colorbar``: True (beside), ``"below"`` or False."""
+    image's largest magnitude); ``colorbar``: True (beside), ``"below"`` or False;
+    ``aspect``: None (``box_aspect`` of the shape), a box aspect or ``"fill"``."""
     return TensorPanel(ax, geometry, device_names, style.block_styles(geometry), image, limit,
-                       colorbar_label, colorbar)
+                       colorbar_label, colorbar, aspect)

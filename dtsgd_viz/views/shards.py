@@ -31,13 +31,14 @@ from .figure import new_figure
 from .shard_geometry import shard_norms, update_index
 from .shards_view import ShardsView
 from ._shard_stats import STATS, STATS_ONLY_TEXT  # noqa: F401 - tests read them from here
-from ._tensor_panel import TensorPanel, draw_tensor
+from ._tensor_panel import TensorPanel, box_aspect, draw_tensor
 
 __all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "draw_tensor",
            "TensorPanel"]
 
 
 SHARDS_SIZE = (style.WIDTH, 4.8)   # the heatmap and the norm lines
+FLAT_HEIGHT = 4.2                  # ... of a flat tensor: its heatmap fills a shorter figure
 STATS_SIZE = (style.WIDTH, 4.8)    # a stats recording: its three statistics' panels
 
 
@@ -65,7 +66,9 @@ def draw_shards(recording, name, kind="velocity", step=None, *, ax=None,
         recording.shard_stats(name, kind)  # unknown variable/kind: the Recording's own error
     else:
         recording.global_values(name, kind)
-    heat_ax, norm_ax = _axes(ax, stats_only=stats_only)
+    flat = box_aspect(recording.geometry(name).global_shape) or 1.0
+    size = (SHARDS_SIZE[0], FLAT_HEIGHT if flat < 0.7 else SHARDS_SIZE[1])
+    heat_ax, norm_ax = _axes(ax, figsize=size, stats_only=stats_only)
     view = ShardsView(recording, name, kind, step, heat_ax=heat_ax, norm_ax=norm_ax,
                       fixed_scale=fixed_scale)
     fig = view.figure

@@ -15,7 +15,7 @@ from .empty import check_not_empty
 from .figure import fit, headline
 from .shard_geometry import (as_image, axis_labels, block_patches, flagged_steps, run_limit,
                              settings_text, short_device_names, update_index)
-from ._shard_lines import NormLines
+from ._shard_lines import NormLines, change_text
 from ._shard_stats import STATS_ONLY_TEXT, StatPanels
 from ._tensor_panel import draw_tensor
 
@@ -143,11 +143,12 @@ class ShardsView(NormLines, StatPanels):
                        style.TITLE_SIZE) + "\n" + bad.strip()
         self.heat_ax.set_title(
             head + f"\n{settings_text(r, i)}" + (f"\n{scale}" if scale else ""),
-            fontsize=style.TITLE_SIZE)
-        if self.norm_ax is not None:
-            what = "statistics" if self.stats_only else "L2 norm"
-            self.line_ax.set_title(fit(f"each block's {self.kind} {what} over the updates",
-                                       width * 0.8, style.TITLE_SIZE), fontsize=style.TITLE_SIZE)
+            fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
+        if self.norm_ax is not None and getattr(self, "_norm_title", None) is None:
+            # the finding of the lines (of the whole run: it stays while stepping)
+            self._norm_title = change_text(self._data[self.line_ax], self.updates,
+                                           [p.label for p in self.patches])
+            self.line_ax.set_title(self._norm_title, fontsize=style.TITLE_SIZE)
 
     def _headline(self, when, bad):
         """The figure's title when it holds the statistics alone: the finding (what the
@@ -188,6 +189,7 @@ class ShardsView(NormLines, StatPanels):
         """Show another recorded kind (``param``/``velocity``/``grad``), in place."""
         self._load(kind)
         self.kind = kind
+        self._norm_title = None  # the new kind's finding
         if self.norm_ax is not None:
             if self.stats_only:
                 self._set_stat_kind()

@@ -7,8 +7,11 @@ side with the same device blocks outlined::
 A reader sees that the optimizer's slot is laid out exactly like its parameter (it is
 created from it: the same blocks on the same devices), and that the gradient arrives in
 that layout too: the mesh dims the layout leaves unused (usually the batch dim) hold
-copies, and a gradient computed from batch-sharded data is summed over them before the
-update, so every copy holds the same reduced block.
+replicas, and a gradient computed from batch-sharded data is summed over them before the
+update, so every replica holds the same reduced block.
+
+A flat tensor (a kernel of few rows) is drawn in panels stacked one under another, each
+as wide as the figure, its colour bar beside it; others side by side.
 
 A separate function rather than an option of ``plot_shards``: that view follows one
 kind over time (its norm lines, ``set_kind``), this one compares kinds at one update;
@@ -25,7 +28,7 @@ from .figure import headline, new_figure
 from .shard_geometry import as_image, axis_labels, settings_text, short_device_names, update_index
 from .layout_geometry import copies_text
 from ._shard_stats import STATS_ONLY_TEXT
-from ._tensor_panel import draw_tensor
+from ._tensor_panel import box_aspect, draw_tensor
 
 __all__ = ["plot_update_shards", "update_captions"]
 
@@ -41,7 +44,7 @@ def update_captions(layout, update: int) -> dict[str, str]:
     >>> print(update_captions(spec, 3)["grad"])
     gradient of update 3, the same layout;
     summed over 'batch' (2 devices) when the batch
-    is split over it: 2 equal copies of each block
+    is split over it: 2 equal replicas of each block
     """
     specs = "[" + ", ".join(layout.sharding_specs) + "]"
     mesh = layout.mesh
@@ -51,9 +54,9 @@ def update_captions(layout, update: int) -> dict[str, str]:
     if unused:
         over = " x ".join(f"'{d}'" for d in unused)
         reduced = (f"summed over {over} ({copies} devices) when the batch\nis split over "
-                   f"it: {copies} equal copies of each block")
+                   f"it: {copies} equal replicas of each block")
     else:
-        reduced = "every mesh dim cuts it:\none block per device, no copies"
+        reduced = "every mesh dim cuts it:\none block per device, no replicas"
     return {
         "param": f"parameter after update {update}\nlaid out {specs}",
         "velocity": f"velocity slot after update {update}\nthe same layout: "
@@ -75,7 +78,28 @@ def _shown_kinds(recording, kinds) -> list[str]:
     return shown
 
 
+STACKED_HEIGHT = 1.4   # inches: a stacked panel's heatmap
+STACKED_EXTRA = 1.0    # inches a stacked panel takes beside its heatmap (caption, chips, ticks)
+
+
+def stacked(shape) -> bool:
+    """Whether the panels of a tensor of ``shape`` stand one under another: a flat one,
+    whose side-by-side panels would be strips a third of the width.
+
+    >>> stacked((4, 16)), stacked((8, 8))
+    (True, False)
+    """
+    aspect = box_aspect(shape)
+    return aspect is not None and aspect < 0.7
+
+
 def _figure_size(shape, panels: int) -> tuple[float, float]:
+    if stacked(shape):  # the headline, then each panel's heatmap and its extras
+        return (style.WIDTH, 0.9 + panels * (STACKED_HEIGHT + STACKED_EXTRA))
+    return _side_size(shape, panels)
+
+
+def _side_size(shape, panels: int) -> tuple[float, float]:
     """``style.WIDTH`` wide (a panel ``WIDTH / 3`` for fewer than three), as tall as the
     panels' aspect needs."""
     rows, cols = (1, shape[0]) if len(shape) == 1 else (int(np.prod(shape[:-1])), shape[-1])
@@ -91,7 +115,8 @@ def _suptitle(recording, name, layout, index, kinds, shown, note, stats_only):
     missing = [k for k in kinds if k not in shown]
     head = (f"{name!r} at update {int(recording.steps[index])}: "
             f"{', '.join(KIND_NAMES[k] for k in shown)} share one block layout")
-    lines = [head, f"{settings_text(recording, index)}  ·  {copies_text(layout)}"]
+    roles = copies_text(layout).replace("copies", "replicas").replace("copy", "replica")
+    lines = [head, f"{settings_text(recording, index)}  ·  {roles}"]
     if note:
         lines.append(note)
     if missing:
@@ -138,8 +163,10 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
     shown = _shown_kinds(recording, kinds)
     stats_only = getattr(recording, "mode", "full") == "stats"
     size = _figure_size(geometry.global_shape, len(shown))
+    stack = stacked(geometry.global_shape)
     fig = new_figure(size if figsize is None else figsize, wspace=0.02)
-    axes = fig.subplots(1, len(shown), squeeze=False)[0]
+    axes = (fig.subplots(len(shown), 1, squeeze=False)[:, 0] if stack
+            else fig.subplots(1, len(shown), squeeze=False)[0])
     names = short_device_names(recording.shard_devices(name))
     captions = update_captions(geometry.layout, int(recording.steps[index]))
     xlabel, ylabel, note = axis_labels(geometry.layout)
@@ -150,11 +177,18 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
             values = recording.global_values(name, kind)[index]
             image = as_image(np.asarray(values, np.float32 if values.dtype.name == "bfloat16"
                                         else values.dtype))
-        panels[kind] = draw_tensor(ax, geometry, names, image, colorbar_label=f"{kind} value",
-                                   colorbar="below")
-        ax.set_title(captions[kind], fontsize=style.NOTE_SIZE, loc="center")
-        ax.set_xlabel(xlabel, fontsize=style.TICK_SIZE)  # the note: once, under the title
-        ax.set_ylabel(ylabel if ax is axes[0] else "", fontsize=style.TICK_SIZE)
+        panels[kind] = panel = draw_tensor(
+            ax, geometry, names, image, colorbar_label=f"{kind} value",
+            colorbar=True if stack else "below", aspect="fill" if stack else None)
+        caption = captions[kind]
+        if stack:  # one line across the figure
+            head, _, rest = caption.partition("\n")
+            caption = head + (" " if head.endswith(";") else " · ") + rest.replace("\n", " ")
+        ax.set_title(caption, fontsize=style.NOTE_SIZE, loc="left" if stack else "center",
+                     pad=panel.title_pad())
+        last = ax is axes[-1] or not stack  # stacked: one x label, under the last
+        ax.set_xlabel(xlabel if last else "", fontsize=style.TICK_SIZE)
+        ax.set_ylabel(ylabel if (stack or ax is axes[0]) else "", fontsize=style.TICK_SIZE)
         ax.tick_params(labelsize=style.TICK_SIZE)
     headline(fig, *_suptitle(recording, name, geometry.layout, index, kinds, shown, note,
                              stats_only))

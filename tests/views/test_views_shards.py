@@ -151,7 +151,8 @@ def test_outlines_and_labels_are_the_device_blocks(sharded):
     styles = dtsgd_viz.views.style.block_styles(geometry)
     for d in range(8):
         x, y = labels[f"CPU:{d}"]
-        assert (x, y) == (2 * (d % 4) + 1, 2 * (d // 4) + 1)  # centred in its block
+        # off the data: above the top edge, or on the block's top outline
+        assert (x, y) == (2 * (d % 4) + 1, 2 * (d // 4))
         chip = next(t for t in heat_ax.texts if t.get_text() == f"CPU:{d}").get_bbox_patch()
         assert chip.get_facecolor()[:3] == pytest.approx(to_rgb(styles[geometry.group_of[d]][0]))
     assert "sharded over 'y'" in heat_ax.get_xlabel() and "sharded over 'x'" in heat_ax.get_ylabel()
@@ -327,7 +328,8 @@ def test_draws_into_given_axes_and_never_prints(sharded, capsys):
     assert heat_ax.images and _norm_lines(norm_ax)
     fig = Figure()
     ax = fig.add_subplot()
-    assert plot_shards(r, "w", ax=ax) is fig and len(fig.axes) == 2  # heatmap + colour bar
+    assert plot_shards(r, "w", ax=ax) is fig and len(fig.axes) == 1  # the colour bar: an inset
+    assert len(ax.child_axes) == 1
     view = draw_shards(r, "w", "velocity", 1)
     heatmap = view.heatmap
     view.set_step(5)
@@ -412,8 +414,8 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
         # the blocks are still the devices' blocks, each named in the legend in its colour
         full_ax = _figure_parts(plot_shards(full, "w", kind))[0]
         assert sorted(r for p in view.patches for r in p.rects) == _outlines(full_ax)
-        named = {t.get_text() for t in view.legend.get_texts()}
-        assert set(_labels(full_ax)) == {f"CPU:{d}" for d in range(8)} <= named
+        named = {t.get_text() for t in view.end_labels if t.get_visible()}
+        assert set(_labels(full_ax)) == {f"CPU:{d}" for d in range(8)} == named
         when = "the gradient of update 4" if kind == "grad" else "after update 4"
         assert f"{kind} of 'w'" in _headline(fig) and when in _headline(fig)
     view = draw_shards(stats, "w", "velocity", 1)
@@ -487,7 +489,7 @@ def test_update_shards_of_partial_and_stats_recordings(sharded, stats_and_full):
     fig = plot_update_shards(only_param, "w")
     assert len([ax for ax in fig.axes if ax.images]) == 2
     assert "not recorded: velocity" in _headline(fig)
-    assert "no copies" in update_captions(sharded[0].layout("w"), 1)["grad"]
+    assert "no replicas" in update_captions(sharded[0].layout("w"), 1)["grad"]
     stats = stats_and_full[0]
     fig = plot_update_shards(stats, "w", 2)
     assert not any(ax.images for ax in fig.axes) and "mode='stats'" in _headline(fig)
@@ -580,9 +582,24 @@ def test_every_line_of_up_to_64_blocks_is_named_and_the_style_rounds_explained(d
     assert view.legend._ncols == (1 if n <= 16 else 5)  # columns of 16
 
 
-def test_no_style_round_needs_no_legend_title(sharded):
+def test_few_blocks_are_named_at_their_line_ends_without_a_legend(sharded):
+    """Eight blocks were told apart by an 8-entry legend of close hues: each line is
+    named at its right end now, in its colour, the names apart; no legend."""
     view = draw_shards(sharded[0], "w")
-    assert view.legend.get_title().get_text() == ""
+    fig = view.figure
+    fig.draw_without_rendering()
+    assert view.legend is None and view.norm_ax.get_legend() is None
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in view.end_labels]
+    assert [t.get_text() for t in view.end_labels] == [p.label for p in view.patches]
+    for t, line in zip(view.end_labels, view.lines):
+        assert t.get_visible() and to_rgb(t.get_color()) == to_rgb(line.get_color())
+        assert t.get_fontsize() >= dtsgd_viz.views.style.NOTE_SIZE
+    axes = view.norm_ax.get_window_extent(renderer)
+    for i, a in enumerate(boxes):
+        assert a.x0 >= axes.x1  # right of the line ends
+        for b in boxes[i + 1:]:
+            assert not a.overlaps(b)
 
 
 def test_rank3_update_panels_keep_captions_scales_and_labels_readable():
@@ -690,7 +707,7 @@ def test_a_kind_change_rebuilds_the_legend():
         return np.zeros((8, 8)) if k == "grad" and s == 2 else np.full((8, 8), float(s))
     r = _synthetic({"x": 2, "y": 4}, (8, 8), ("x", "y"), 4, values=values)
     zero = "norm exactly 0\n(bottom edge)"
-    texts = lambda v: [t.get_text() for t in v.legend.get_texts()]  # noqa: E731
+    texts = lambda v: [t.get_text() for t in v.legend.get_texts()] if v.legend else []  # noqa: E731
     assert zero in texts(draw_shards(r, "w", "grad"))
     view = draw_shards(r, "w", "param")
     assert zero not in texts(view)
