@@ -8,7 +8,8 @@
 - ``RowBuffer``: a small replicated ``(slots + 1, width)`` float64 variable written one row
   per step with ``tensor_scatter_nd_update`` (row ``slots`` is a scratch row).
 - ``ValueRing``: full per-shard values laid out like the parameter: small tensors in one
-  stacked variable per (variable, kind), large ones in a variable per slot selected with
+  stacked variable per phase, shape, dtype and layout (all the (variable, kind)s alike
+  share it), large ones in a variable per slot selected with
   nested ``tf.cond`` (DTensor has no layout propagation for ``ResourceScatterNdUpdate``
   into a sharded buffer, ``switch_case`` or ``tf.py_function``).
 - ``Reader``: reads every staging variable with one function call at a flush.
@@ -223,35 +224,51 @@ class RowBuffer:
 
 
 SMALL_RING_BYTES = 4 * 2**20
-"""A (variable, kind) whose whole ring is at most this many bytes is kept in one stacked
-variable (a scatter per step); bigger ones get a variable per slot behind a ``tf.cond``."""
+"""A (variable, kind) whose whole ring is at most this many bytes is kept in a stacked
+variable (shared with the others of its phase, shape, dtype and layout: a scatter per step
+for all of them); bigger ones get a variable per slot behind a ``tf.cond``."""
 
 
 class ValueRing:
     """``slots`` steps of full values per (variable, kind), laid out like the variable.
 
-    Small tensors (the ring within ``SMALL_RING_BYTES``): one ``(slots + 1, *shape)``
-    variable laid out ``[unsharded, *layout]``, written with ``tensor_scatter_nd_update``
-    inside one ``tf.cond`` on recorded steps. This copies the small ring on each recorded
-    step but adds four ops per tensor, where nested conds over per-slot variables would
-    capture ``slots`` variables per tensor (each an input of every call). Large tensors:
-    ``slots`` variables selected with nested ``tf.cond``, so only the recorded step's
-    bytes are copied.
+    Small tensors (a ring within ``SMALL_RING_BYTES`` each): the (variable, kind)s of one
+    phase (parameters and velocities, or gradients) with the same shape, dtype and
+    layout share one ``(slots + 1, members, *shape)`` variable laid out
+    ``[unsharded, unsharded, *layout]`` (``stacked`` maps each to its group and column),
+    written with one ``tf.stack`` and one ``tensor_scatter_nd_update`` per group inside
+    one ``tf.cond`` on recorded steps. This copies the small rings on each recorded step
+    but adds a few ops per group: a variable per (variable, kind) cost a scatter each, an
+    input of every call and, at the first call, a DTensor variable created eagerly and
+    its ops expanded (``benchmarks/compile_time.py``: about a second at 10 layers), where
+    nested conds over per-slot variables would capture ``slots`` variables per tensor.
+    Large tensors: ``slots`` variables selected with nested ``tf.cond``, so only the
+    recorded step's bytes are copied.
     """
 
     def __init__(self, slots, watched, kinds, small_bytes=None):
         self.slots = slots
         small_bytes = SMALL_RING_BYTES if small_bytes is None else small_bytes
-        self.stacked, self.values = {}, [{} for _ in range(slots)]
+        self.stacked, self.values = {}, [{} for _ in range(slots)]  # (name, kind) -> (var, j)
+        groups = {}  # (phase, shape, dtype, layout) -> [(name, kind)], first member's Watched
         with tf.init_scope():
             for w in watched:
                 small = (slots + 1) * w.var.shape.num_elements() * w.var.dtype.size <= small_bytes
                 for k in kinds:
                     if small:
-                        self.stacked[(w.name, k)] = _stacked_variable(slots, w)
+                        group = (k == "grad", tuple(w.var.shape), w.dtype,
+                                 tuple(w.layout.sharding_specs),
+                                 w.var.device if w.live_layout is None else w.live_layout.mesh)
+                        groups.setdefault(group, (w, []))[1].append((w.name, k))
                     else:
                         for per_slot in self.values:
                             per_slot[(w.name, k)] = _dtensor.zeros_like_variable(w.var)
+            self.groups = []  # [(var, [(name, kind)])], one stacked variable each
+            for w, keys in groups.values():
+                var = _stacked_variable(slots, w, len(keys))
+                self.groups.append((var, keys))
+                for j, key in enumerate(keys):
+                    self.stacked[key] = (var, j)
 
     def write(self, predicate, slot, tensors):
         """Write ``tensors`` ({(name, kind): value}, or a function returning them; large
@@ -261,10 +278,14 @@ class ValueRing:
             def small():
                 index = tf.reshape(slot, (1, 1))
                 values = get()
-                for key, buf in self.stacked.items():
-                    if key in values:
-                        buf.assign(tf.tensor_scatter_nd_update(
-                            buf.read_value(), index, tf.expand_dims(values[key], 0)))
+                for var, keys in self.groups:
+                    present = [key in values for key in keys]
+                    if not any(present):
+                        continue
+                    if not all(present):  # a group is one phase: written whole or not
+                        raise ValueError(f"Recorder: a partial write of ring group {keys}.")
+                    row = tf.expand_dims(tf.stack([values[key] for key in keys]), 0)
+                    var.assign(tf.tensor_scatter_nd_update(var.read_value(), index, row))
                 return tf.constant(True)
             # behind a tf.cond: steps not recorded read and copy nothing
             cond(predicate, small, lambda: tf.constant(False))
@@ -287,7 +308,8 @@ class ValueRing:
 
     @property
     def variables(self) -> list:
-        return [*self.stacked.values(), *(v for per_slot in self.values for v in per_slot.values())]
+        return [*(var for var, _ in self.groups),
+                *(v for per_slot in self.values for v in per_slot.values())]
 
     def read(self, slot, key, read=None):
         """Read-only views of the slot's shards (the next write lands in a fresh buffer
@@ -295,7 +317,8 @@ class ValueRing:
         get = ((lambda var: read[var.ref()]) if read is not None
                else (lambda var: _dtensor.unpack(var, copy=False)))
         if key in self.stacked:
-            return [shard[slot] for shard in get(self.stacked[key])]
+            var, j = self.stacked[key]
+            return [shard[slot, j] for shard in get(var)]
         return get(self.values[slot][key])
 
 
@@ -326,11 +349,14 @@ class Reader:
                         for v, t in zip(self.variables, tensors)}
 
 
-def _stacked_variable(slots, watched):
+def _stacked_variable(slots, watched, members):
+    """A ``(slots + 1, members, *shape)`` zero variable laid out like ``watched``'s
+    variable behind two unsharded dims (a plain one without a mesh)."""
     from ..specs import UNSHARDED, LayoutSpec
     var = watched.var
-    init = np.zeros((slots + 1, *var.shape), var.dtype.as_numpy_dtype)
+    init = np.zeros((slots + 1, members, *var.shape), var.dtype.as_numpy_dtype)
     if watched.live_layout is None:  # a plain variable (no mesh)
         return tf.Variable(init, trainable=False)
-    spec = LayoutSpec((UNSHARDED, *watched.layout.sharding_specs), watched.layout.mesh)
+    spec = LayoutSpec((UNSHARDED, UNSHARDED, *watched.layout.sharding_specs),
+                      watched.layout.mesh)
     return _dtensor.variable(init, spec)

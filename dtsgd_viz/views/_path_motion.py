@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import path_geometry as geo
+from . import style
 from .direct_labels import move_ends
 from . import update_geometry as upd
-from .path_frames import draw_scene, draw_zoom, panel_at, path_title, set_trail
+from .path_frames import draw_scene, draw_zoom, follow_update, panel_at, path_title, set_trail
 from .path_scene import build_scene
 
 __all__ = ["animate"]
@@ -48,7 +49,7 @@ def _frames(frames, steps) -> list[int]:
 
 def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8, zoom=True):
     """A ``matplotlib.animation.FuncAnimation`` of ``plot_paths`` going through the run
-    update by update: each path grows (older updates fading), the arrows, the zoomed
+    update by update: each path grows in its rule's look over its whole run drawn thin, the arrows, the zoomed
     panels and the loss marker follow the update, and the loss curves are drawn as far
     as the update shown.
 
@@ -57,7 +58,8 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
     milliseconds per frame (250: four updates a second, slow enough to follow the
     arrows). ``hold``: how many extra frames the last frame is held for before the
     animation starts again. ``anim.frame_updates`` lists the update of every frame.
-    Save with ``anim.save("paths.gif", writer="pillow")`` (MP4 needs ffmpeg); in a
+    Save with ``anim.save("paths.gif", writer="pillow")`` (MP4 needs ffmpeg; a GIF keeps
+    the figure's colours exact, ``with_palette``); in a
     notebook, ``IPython.display.HTML(anim.to_jshtml())``.
     """
     from matplotlib.animation import FuncAnimation
@@ -69,7 +71,7 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
     steps = np.asarray(next(iter(scene.recordings.values())).steps[:n])
     frame_list = _frames(frames, steps)
     arrows = _arrows_drawable(scene, frame_list)
-    fig, art = draw_scene(scene, int(steps[frame_list[0]]), None, arrows, ghost=True, zoom=zoom)
+    fig, art = draw_scene(scene, int(steps[frame_list[0]]), None, arrows, zoom=zoom)
     ax_loss = art.ax_loss
     ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
 
@@ -85,7 +87,48 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
     anim = FuncAnimation(fig, update, frames=sequence, interval=interval, blit=False,
                          repeat=True, cache_frame_data=False)
     anim.frame_updates = [int(steps[i]) for i in sequence]
+    anim.save = lambda filename, writer=None, *a, **kw: _save(anim, filename, writer, *a, **kw)
     return anim
+
+
+def _save(anim, filename, writer=None, *args, **kwargs):
+    """``FuncAnimation.save``, but a GIF (``writer="pillow"``, or none for a ``.gif``)
+    keeps the figure's role and rule colours exact: Pillow's adaptive palette merges the
+    few pixels of the minimum's yellow star into the orange around it."""
+    from matplotlib.animation import FuncAnimation
+    if writer == "pillow" or (writer is None and str(filename).lower().endswith(".gif")):
+        fps = (args[0] if args else kwargs.pop("fps", None)) or 1000.0 / anim._interval
+        writer = _palette_writer(fps)
+    return FuncAnimation.save(anim, filename, writer, *args, **kwargs)
+
+
+# the colours a GIF frame's palette always holds exactly
+KEPT_COLORS = (style.MINIMUM_FACE, *style.OPTIMIZER_COLORS.values(), "white", "black")
+
+
+def _palette_writer(fps):
+    from matplotlib.animation import PillowWriter
+
+    class PaletteWriter(PillowWriter):
+        def finish(self):
+            self._frames = [with_palette(f) for f in self._frames]
+            super().finish()
+
+    return PaletteWriter(fps=fps)
+
+
+def with_palette(frame):
+    """An RGB ``frame`` as a palette image: its adaptive palette, then ``KEPT_COLORS``."""
+    from matplotlib.colors import to_rgb
+    from PIL import Image
+    if frame.mode != "RGB":
+        return frame
+    keep = list(dict.fromkeys(tuple(round(255 * x) for x in to_rgb(c)) for c in KEPT_COLORS))
+    palette = frame.quantize(256 - len(keep)).getpalette()[:3 * (256 - len(keep))]
+    palette += [0] * (3 * (256 - len(keep)) - len(palette)) + [x for rgb in keep for x in rgb]
+    image = Image.new("P", (1, 1))
+    image.putpalette(palette)
+    return frame.quantize(palette=image, dither=Image.Dither.NONE)
 
 
 def _arrows_drawable(scene, frame_list) -> bool:
@@ -103,13 +146,12 @@ def _arrows_drawable(scene, frame_list) -> bool:
 
 def _move_to(scene, art, arrows, steps, i) -> list:
     """Move the artists ``art`` to recording index ``i``; returns the artists changed."""
-    changed = []
+    changed = follow_update(scene, art, int(steps[i]))   # the paths grow, the thin rest stays
     for key, rec in scene.recordings.items():
         c, color = scene.coords[key], scene.colors[key]
-        art.paths[key].set_data(c[:i + 2, 0], c[:i + 2, 1])
         art.positions[key].set_data([c[i, 0]], [c[i, 1]])
         set_trail(art.trails[key], c, i, color)
-        changed += [art.paths[key], art.positions[key], art.trails[key]]
+        changed += [art.positions[key], art.trails[key]]
         if arrows:
             update_terms = upd.decompose_update(rec, scene.name, i)
             for term, tail, uv in upd.arrow_chain(update_terms, scene.plane):

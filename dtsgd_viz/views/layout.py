@@ -104,7 +104,9 @@ def plot_layout(obj, shape=None, *, name=None, ax=None, title=None) -> Figure:
 
     Each block is labelled with every device holding it (replicas grouped; a strip of
     device colours under a replicated block); axes name the mesh dim sharding each
-    tensor dim. Ranks 3 and 4 get one small panel per index of the leading dims.
+    tensor dim. Under it, a key of the devices on the mesh shows where the copies of
+    each block live; with one copy per block the key would repeat the panel, so the
+    panel names each block row's and column's mesh coordinate instead (right, top). Ranks 3 and 4 get one small panel per index of the leading dims.
     Returns a ``matplotlib.figure.Figure`` (``ax.figure`` when ``ax`` is given; ``ax``
     works for ranks 1 and 2).
 
@@ -112,7 +114,7 @@ def plot_layout(obj, shape=None, *, name=None, ax=None, title=None) -> Figure:
     >>> mesh = MeshSpec.create({"batch": 2, "model": 4})
     >>> fig = plot_layout(LayoutSpec(("batch", "model"), mesh), (4, 8), name="w")
     >>> fig.texts[0].get_text(), fig.axes[0].texts[0].get_text()
-    ('w (4, 8): sharding [batch, model]', 'CPU:0')
+    ('w (4, 8): 8 devices, 8 distinct 2x2 blocks', 'CPU:0')
     """
     shape, layout, name = resolve(obj, shape, name)
     if ax is not None:
@@ -150,7 +152,8 @@ def plot_layout(obj, shape=None, *, name=None, ax=None, title=None) -> Figure:
     for panel in pic.panels:
         left, bottom, w, h = panel.box
         _draw_panel(fig.add_axes((left / fw, bottom / fh, w / fw, h / fh)), pic, panel)
-    _draw_key(fig, pic)
+    if pic.key is not None:
+        _draw_key(fig, pic)
     return fig
 
 
@@ -180,6 +183,21 @@ def _draw_panel(ax, pic: LayoutPicture, panel: Panel):
     ax.set_ylabel(panel.ylabel, fontsize=TICK_SIZE if faceted else LABEL_SIZE)
     if panel.title:
         ax.set_title(panel.title, fontsize=TICK_SIZE, family="monospace")
+    _draw_coords(ax, panel)
+
+
+def _draw_coords(ax, panel: Panel):
+    """Each block column's / row's mesh coordinate on the top / right (one-copy layouts,
+    where these replace the mesh key)."""
+    for which, coords in (("top", panel.xcoords), ("right", panel.ycoords)):
+        if not coords:
+            continue
+        sec = (ax.secondary_xaxis if which == "top" else ax.secondary_yaxis)(which)
+        sec.set_gid(f"mesh-coords-{which}")
+        sec.set_ticks([t for t, _ in coords], [s for _, s in coords], fontsize=NOTE_SIZE)
+        sec.tick_params(length=0, pad=2)
+        if which == "top" and panel.xcoord_label:
+            sec.set_xlabel(panel.xcoord_label, fontsize=NOTE_SIZE)
 
 
 def _draw_key(fig, pic: LayoutPicture):

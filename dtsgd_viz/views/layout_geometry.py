@@ -24,8 +24,8 @@ from matplotlib.colors import to_rgb
 
 from ..geometry import ShardGeometry, shard_geometry
 from ..specs import UNSHARDED, LayoutSpec
-from .layout_labels import (MIN_FONT, PAD, copies_text, dim_text, header_text, label_blocks,  # noqa: F401
-                            mesh_dim_role, note_text, text_width_pt)
+from .layout_labels import (MIN_FONT, PAD, coord_ticks, copies_text, dim_text, header_text,  # noqa: F401
+                            label_blocks, mesh_dim_role, note_text, text_width_pt)
 from .style import (BLOCK_COLORS, LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, SUPTITLE_SIZE,
                     TICK_SIZE, WIDTH, block_styles, mesh_block_colors)
 
@@ -69,6 +69,10 @@ class Panel:
     xlabel: str
     ylabel: str
     blocks: tuple[Block, ...]
+    # one-copy layouts: each block row's / column's mesh coordinate (right, top)
+    xcoords: tuple[tuple[float, str], ...] = ()
+    ycoords: tuple[tuple[float, str], ...] = ()
+    xcoord_label: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,7 +107,7 @@ class LayoutPicture:
     note: str
     figsize: tuple[float, float]
     panels: tuple[Panel, ...]
-    key: MeshKey
+    key: MeshKey | None           # None: one copy per block, the panel names the coordinates
     omitted_labels: int
 
     @property
@@ -249,7 +253,7 @@ def _facets(shape, layout):
     return picks, indices, ncols, collapsed
 
 
-def _frame(faceted, rank, grid, key, header, key_title):
+def _frame(faceted, rank, grid, key, header, key_title, coords=((), ())):
     """The figure's size around the panel grid (``grid``: its width and height), the
     header (``(title, subtitle, note)``) and the mesh key, at most ``style.WIDTH`` wide,
     and where the grid goes: ``(figsize, x0, top)``, the grid's left and top edges
@@ -257,10 +261,15 @@ def _frame(faceted, rank, grid, key, header, key_title):
     title, subtitle, note = header
     grid_w, grid_h = grid
     left_m, right_m, bottom_m = (1.0 if rank >= 2 else 0.5), 0.35, (1.0 if faceted else 0.75)
-    key_w, key_h = key.box[2], key.box[3]
-    key_ytick_in = max((text_width_pt(t, NOTE_SIZE) for _, t in key.yticks), default=0) / 72
+    if key is None:   # the mesh coordinates beside the panel instead: room right and on top
+        key_w, key_h, key_ytick_in, key_title = 0.0, -0.6, 0.0, ""
+        right_m += max((text_width_pt(t, NOTE_SIZE) for _, t in coords[1]), default=0) / 72 + 0.1
+    else:
+        key_w, key_h = key.box[2], key.box[3]
+        key_ytick_in = max((text_width_pt(t, NOTE_SIZE) for _, t in key.yticks), default=0) / 72
     lines = title.count("\n") + 1 + subtitle.count("\n") + 1 + (note.count("\n") + 1 if note else 0)
-    top_m = 0.3 + 0.21 * lines + (0.35 if faceted else 0.1) + (0.1 if note else 0)
+    top_m = (0.3 + 0.21 * lines + (0.35 if faceted else 0.1) + (0.1 if note else 0)
+             + (0.25 if coords[0] else 0) + (0.2 if coords[2:] and coords[2] else 0))
     header_w = max(*(text_width_pt(t, SUPTITLE_SIZE) for t in title.split("\n")),
                    *(text_width_pt(t, SUBTITLE_SIZE) for t in subtitle.split("\n")),
                    *(text_width_pt(t, NOTE_SIZE) for t in [*note.split("\n"), *key_title.split("\n")])
@@ -328,9 +337,20 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
 
     # placement (inches, from the figure's bottom-left)
     grid = (ncols * pw + (ncols - 1) * gaps[0], nrows * ph + (nrows - 1) * gaps[1])
-    key = _mesh_key(layout, min(5.5, max(grid[0], 3.0)), key_title, geom)
-    figsize, x0, top = _frame(faceted, rank, grid, key, (title, subtitle, note), key_title)
+    coords = ((), (), "")
+    if copies == 1 and not faceted and panel_size is None:   # a key would repeat the panel
+        key = None
+        xc, xl = coord_ticks(layout, rank - 1, shape[-1], pw * 72, True)
+        yc = coord_ticks(layout, rank - 2, shape[-2], ph * 72, False)[0] if rank >= 2 else ()
+        coords = (xc, yc, xl)
+    else:
+        key = _mesh_key(layout, min(5.5, max(grid[0], 3.0)), key_title, geom)
+    figsize, x0, top = _frame(faceted, rank, grid, key, (title, subtitle, note), key_title, coords)
     panels = _panels(shape, layout, indices, labelled, ncols, (pw, ph), x0, top, gaps, picks)
-    key_w, key_h = key.box[2], key.box[3]
-    key = dataclasses.replace(key, box=((figsize[0] - key_w) / 2, 0.55, key_w, key_h))
+    if key is None:
+        panels = tuple(dataclasses.replace(p, xcoords=coords[0], ycoords=coords[1],
+                                           xcoord_label=coords[2]) for p in panels)
+    else:
+        key_w, key_h = key.box[2], key.box[3]
+        key = dataclasses.replace(key, box=((figsize[0] - key_w) / 2, 0.55, key_w, key_h))
     return LayoutPicture(geom, names, title, subtitle, note, figsize, panels, key, omitted)

@@ -17,6 +17,7 @@ needed::
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from ..specs import UNSHARDED
 from .style import LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, TICK_SIZE, WIDTH
@@ -181,6 +182,33 @@ def dim_text(layout, dim: int, two_lines: bool = False) -> str:
     return f"tensor dim {dim}" + ("\n" if two_lines else " — ") + how
 
 
+def coord_ticks(layout, dim: int, size: int, length_pt: float, across: bool):
+    """The mesh coordinate of each block along tensor dim ``dim`` (``size`` long, drawn
+    ``length_pt`` points): ``((centre, "batch=0"), ...)`` and a label for the axis
+    ("" when each tick names its mesh dim). ``across``: the labels run across the
+    axis (x), so a long form that does not fit a block falls back to the bare index;
+    too many blocks for their labels: every k-th block. Unsharded: ``((), "")``.
+
+    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    >>> spec = LayoutSpec(("batch", "model"), MeshSpec.create({"batch": 2, "model": 16}))
+    >>> coord_ticks(spec, 0, 8, 300, False)[0], coord_ticks(spec, 1, 32, 300, True)[1]
+    (((2.0, 'batch=0'), (6.0, 'batch=1')), "mesh coordinate along 'model'")
+    """
+    mesh_dim = layout.sharding_specs[dim]
+    if mesh_dim == UNSHARDED:
+        return (), ""
+    k = layout.mesh.dim_size(mesh_dim)
+    block_pt, long = length_pt / k, f"{mesh_dim}={k - 1}"
+    need = text_width_pt(long, NOTE_SIZE) + 4 if across else 1.4 * NOTE_SIZE
+    short = across and need > block_pt
+    if short:
+        need = text_width_pt(str(k - 1), NOTE_SIZE) + 4
+    step = max(1, math.ceil(need / block_pt))
+    ticks = tuple(((i + 0.5) * size / k, str(i) if short else f"{mesh_dim}={i}")
+                  for i in range(0, k, step))
+    return ticks, (f"mesh coordinate along '{mesh_dim}'" if short else "")
+
+
 def mesh_dim_role(layout, mesh_dim: str) -> str:
     """What a mesh dim does to the tensor: ``model: cuts tensor dim 1 (4 ways)``, or,
     when the layout does not use it, ``batch: unused -> 2 copies``: the devices along an
@@ -233,11 +261,17 @@ def header_text(geom, layout, name, title, picks=None, collapsed=()):
     shape, mesh = geom.global_shape, layout.mesh
     picks = picks or {}
     spec_text = "[" + ", ".join(layout.sharding_specs) + "]"
-    title = title or f"{name + ' ' if name else ''}{shape}: sharding {spec_text}"
     copies = geom.num_devices // geom.num_unique
-    subtitle = (f"{mesh} · {geom.num_unique} unique block{'s' * (geom.num_unique > 1)} of "
-                f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each"
-                f"\n{copies_text(layout)}")
+    prefix = f"{name + ' ' if name else ''}{shape}"
+    if copies == 1 and geom.num_unique > 1:   # the finding: every device its own block
+        blocks = "x".join(map(str, geom.local_shape))
+        title = title or f"{prefix}: {geom.num_devices} devices, {geom.num_unique} distinct {blocks} blocks"
+        subtitle = f"sharding {spec_text} on {mesh} · 1 copy of each block"
+    else:
+        title = title or f"{prefix}: sharding {spec_text}"
+        subtitle = (f"{mesh} · {geom.num_unique} unique block{'s' * (geom.num_unique > 1)} of "
+                    f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each")
+    subtitle += f"\n{copies_text(layout)}"
     faceted = sorted(picks)
     if len(faceted) == 1:
         subtitle += f"\npanels: one per index of {dim_text(layout, faceted[0])}"

@@ -1,12 +1,12 @@
 """Drawing a path figure from its ``PathScene``: the headline (what the runs did) over
-the settings, the loss contours, the paths in their rules' looks (``style.run_looks``),
-the start and minimum named in place, the update taken apart into arrows (with a zoomed
-panel per run), the loss per update (``views.path_loss``) and notes; and the pieces that
-follow the update (``set_trail``, ``draw_zoom``, ``path_title``), which ``plot_paths``,
+the settings, the loss contours, the paths in their rules' looks (``style.run_looks``)
+up to the update shown and thin after it, the start and minimum named in place (off the
+current markers), the update taken apart into arrows (with a zoomed panel per run), the
+loss per update (``views.path_loss``) and notes; and the pieces that follow the update
+(``follow_update``, ``set_trail``, ``draw_zoom``, ``path_title``), which ``plot_paths``,
 the animation and ``PathExplorer`` share. Geometry comes from ``views.path_geometry``
 and ``views.update_geometry``; this module only draws.
 """
-
 from __future__ import annotations
 
 import dataclasses
@@ -21,7 +21,8 @@ from .figure import headline, new_figure
 from .path_loss import draw_loss
 from .path_scene import PathScene, finding, settings_line
 
-__all__ = ["PathArtists", "draw_scene", "draw_zoom", "set_trail", "path_title", "panel_at", "stacked_over"]
+__all__ = ["PathArtists", "draw_scene", "draw_zoom", "follow_update", "set_trail", "path_title",
+           "panel_at", "stacked_over", "caption_text"]
 
 
 @dataclasses.dataclass
@@ -43,24 +44,32 @@ class PathArtists:
     loss_labels: dict = dataclasses.field(default_factory=dict)  # config -> its name on its loss line
     note: object = None      # the Text saying why no arrows are drawn, if any
     diverged_note: object = None  # the Text naming the runs that diverged and when
-
-
-def _outline(width=3.0):
-    from matplotlib import patheffects
-    return [patheffects.Stroke(linewidth=width, foreground="white", alpha=0.9), patheffects.Normal()]
+    rests: dict = dataclasses.field(default_factory=dict)   # config -> the whole run, thin
+    names: dict = dataclasses.field(default_factory=dict)   # "start-label"/"minimum-label" -> Annotation
+    caption: object = None   # the figure's caption (it names the update shown), if any
+    caption_tail: str = ""   # the caption's lines after that
 
 
 ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −lr·g in its light tint, "
                 "tip to tail (lengths in parameter units;\nzoom ×N: N times closer than the paths "
                 "panel; an arrow too short to see is drawn longer, dashed, and says so)")
 ARROW_CAPTION = "arrows: μ·v in the run's colour, then −lr·g in its light tint, tip to tail"
+REST_CAPTION = "Paths up to update {k}: each rule's line and markers; after update {k}: thin line"
 
 
-def _axes(scene, ax, zoom_keys=(), arrows=False):
+def caption_text(update, tail="") -> str:
+    """The caption of a figure showing ``update``: what the paths' two looks mean, then ``tail``."""
+    return REST_CAPTION.format(k=int(update)) + ("\n" + tail if tail else "")
+
+
+def _axes(scene, ax, art_caption, zoom_keys=(), arrows=False, update=None):
     """``(fig, path_ax, loss_ax, zoom_axes, own)``: a new figure has the headline
-    (``finding``, ``settings_line``) and, with ``zoom_keys``, a second row holding one
-    zoomed panel per run."""
+    (``finding``, ``settings_line``), a caption (``caption_text``, kept in the dict
+    ``art_caption``) and, with ``zoom_keys``, a second row holding one zoomed panel per run."""
     if ax is None:
+        tail = ZOOM_CAPTION if zoom_keys else ARROW_CAPTION if arrows else ""
+        text = tail if update is None else caption_text(update, tail)
+        art_caption["caption_tail"] = tail
         fig = new_figure(style.PATHS_SIZE if zoom_keys else style.PATHS_SIZE_NO_ZOOM)
         body = headline(fig, finding(scene), settings_line(scene))
         top = body
@@ -68,11 +77,12 @@ def _axes(scene, ax, zoom_keys=(), arrows=False):
             top, bottom = body.subfigures(2, 1, height_ratios=[1.1, 1.0], hspace=0.02)
         ax_path, ax_loss = top.subplots(1, 2, gridspec_kw=dict(width_ratios=[1.05, 1.0]))
         if not zoom_keys:
-            if arrows:
-                body.supxlabel(ARROW_CAPTION, fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
+            if text:
+                art_caption["caption"] = body.supxlabel(text, fontsize=style.NOTE_SIZE,
+                                                        color=style.SUBTITLE_COLOR)
             return fig, ax_path, ax_loss, {}, True
         zooms = bottom.subplots(1, len(zoom_keys), squeeze=False)[0]
-        bottom.suptitle(ZOOM_CAPTION, fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
+        art_caption["caption"] = bottom.suptitle(text, fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
         return fig, ax_path, ax_loss, dict(zip(zoom_keys, zooms)), True
     if isinstance(ax, (tuple, list)):
         if len(ax) != 2:
@@ -87,11 +97,12 @@ def _index(scene, key, update):
     return geo.step_index(scene.recordings[key].steps, update)
 
 
-def draw_scene(scene: PathScene, update, ax, arrows, ghost=False, zoom=True,
+def draw_scene(scene: PathScene, update, ax, arrows, zoom=True,
                note=None, auto=False) -> tuple[object, PathArtists]:
     """Draw ``scene`` at ``update`` (None: no update picked) on ``ax`` (None: a new
-    figure, with a zoomed panel per run if ``zoom`` and there are arrows); ``ghost``
-    draws the whole paths faintly under the growing ones (the animation); ``auto``:
+    figure, with a zoomed panel per run if ``zoom`` and there are arrows); with an
+    update, each path is drawn in its rule's look up to it and as a thin line over the
+    whole run under that (``follow_update`` moves the split); ``auto``:
     the update was picked as where the runs differ most (the title says so). Returns
     the figure and the ``PathArtists`` that follow the update."""
     if arrows and update is not None and note is None:
@@ -101,16 +112,18 @@ def draw_scene(scene: PathScene, update, ax, arrows, ghost=False, zoom=True,
             arrows = False
 
     zoom_keys = tuple(scene.coords) if (zoom and arrows and update is not None) else ()
-    fig, ax_path, ax_loss, zoom_axes, own = _axes(scene, ax, zoom_keys, arrows and update is not None)
+    caption = {}
+    fig, ax_path, ax_loss, zoom_axes, own = _axes(scene, ax, caption, zoom_keys,
+                                                  arrows and update is not None, update)
     _draw_contours(scene, ax_path)
     looks = style.run_looks(scene.coords)
 
-    art = PathArtists(ax_path, ax_loss, {}, zoom_axes=zoom_axes)
+    art = PathArtists(ax_path, ax_loss, {}, zoom_axes=zoom_axes, **caption)
     # a dot per step while the dots stay apart; long runs are clearer as a line
     dots = max(len(c) for c in scene.coords.values()) <= 61
     picked = update is not None
-    _draw_path_lines(scene, art, looks, ghost, dots, picked)
-    _draw_start_and_minima(scene, ax_path)
+    _draw_path_lines(scene, art, looks, dots, picked)
+    art.names = _draw_start_and_minima(scene, ax_path)
     _frame_path_axes(scene, ax_path)
     if picked:
         _draw_step(scene, update, art, arrows, looks)
@@ -120,7 +133,7 @@ def draw_scene(scene: PathScene, update, ax, arrows, ghost=False, zoom=True,
     if ax_loss is not None:
         draw_loss(scene, update, art, looks)
     elif not own:   # one panel of someone else's figure: a short legend of the runs
-        ax_path.legend(handles=_run_handles(scene, looks, dots), fontsize=style.NOTE_SIZE,
+        ax_path.legend(handles=_run_handles(scene, looks, dots, picked), fontsize=style.NOTE_SIZE,
                        loc="best", framealpha=0.9)
     if zoom_axes:   # lay the figure out, then place the panels' labels on their real sizes
         fig.draw_without_rendering()
@@ -138,33 +151,44 @@ def _why_no_arrows(scene, update):
     return None
 
 
-def _draw_path_lines(scene, art, looks, ghost, dots, picked):
-    """Each run's path (pale under a picked update) and, with ``ghost``, its whole run.
-    Every run keeps its rule's look (``style.RULE_LOOKS``): the plain path on top."""
+def _draw_path_lines(scene, art, looks, dots, picked):
+    """Each run's path in its rule's look (``style.RULE_LOOKS``, opaque: the plain path
+    on top reads as itself, not mixed into the others) and, with an update ``picked``,
+    its whole run under every path as a thin light line without markers
+    (``ROLE_LOOKS["remainder"]``), which shows past the update (``follow_update``)."""
     ax_path = art.ax_path
+    rest = style.ROLE_LOOKS["remainder"]
     for key, c in scene.coords.items():
         look = looks[key]
         # a diverged run ends at the edge: drawn on, it would criss-cross the panel
         c = c[:geo.drawn_length(len(c), scene.diverged.get(key))]
-        if ghost:
-            ax_path.plot(c[:, 0], c[:, 1], "-", color=look.color, lw=1.0, alpha=0.3,
-                         gid=f"path-ghost:{key}")
-        # with an update picked, the whole path is a pale guide and the trail up to the
-        # update is drawn over it, older updates fading
+        if picked:   # in the rules' order, below every path and above the contours
+            line = rest.line(panel.tint(look.color, style.REMAINDER_TINT))
+            line["zorder"] += look.zorder - _MIDDLE_Z
+            (art.rests[key],) = ax_path.plot(c[:, 0], c[:, 1], **line, marker="", gid=f"path-rest:{key}")
         (art.paths[key],) = ax_path.plot(
             c[:, 0], c[:, 1], **look.line(), marker=look.marker if dots else "", ms=look.ms,
-            label=key, gid=f"path:{key}", alpha=0.35 if picked else 1.0)
+            label=key, gid=f"path:{key}", alpha=1.0)
 
 
-def _run_handles(scene, looks, dots) -> list:
+_MIDDLE_Z = style.RULE_LOOKS["momentum"].zorder   # the remainders keep the rules' order around rest.zorder
+
+
+def _run_handles(scene, looks, dots, picked=False) -> list:
     from matplotlib.lines import Line2D
-    return [Line2D([], [], **looks[k].line(), marker=looks[k].marker if dots else "", ms=looks[k].ms,
-                   label=k) for k in scene.coords]
+    out = [Line2D([], [], **looks[k].line(), marker=looks[k].marker if dots else "", ms=looks[k].ms,
+                  label=k) for k in scene.coords]
+    if picked:
+        rest = style.ROLE_LOOKS["remainder"]
+        out.append(Line2D([], [], **rest.line(panel.tint("0.3", style.REMAINDER_TINT)),
+                          label="after the update shown"))
+    return out
 
 
-def _draw_start_and_minima(scene, ax_path) -> str:
-    """The start points and the minima (starred), each named beside it; returns the
-    minima's name."""
+def _draw_start_and_minima(scene, ax_path) -> dict:
+    """The start points and the minima (starred), each named beside it on a white box
+    over the markers (``place_names`` moves it off them); returns ``{gid: Annotation}``
+    of the names."""
     start, star = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"]
     ax_path.plot(scene.starts[:, 0], scene.starts[:, 1], start.marker, ms=start.ms, mfc="white",
                  mec=start.color, mew=start.lw, ls="none", label="start", gid="start",
@@ -178,11 +202,58 @@ def _draw_start_and_minima(scene, ax_path) -> str:
                  zorder=star.zorder)
     names = [("start", p, "start-label") for p in scene.starts[:1]]
     names += [(min_label, scene.minima[0], "minimum-label")]
-    for text, xy, gid in names:
-        ax_path.annotate(text, xy, xytext=(9, 7), textcoords="offset points", fontsize=style.LABEL_SIZE,
-                         fontweight="bold", color="black", gid=gid, zorder=5.5, annotation_clip=True,
-                         path_effects=_outline(3.0))
-    return min_label
+    return {gid: ax_path.annotate(
+        text, xy, xytext=NAME_OFFSET, textcoords="offset points", ha="left", va="bottom",
+        fontsize=style.LABEL_SIZE, fontweight="bold", color="black", gid=gid, annotation_clip=True,
+        zorder=style.ROLE_LOOKS["current"].zorder + 0.5,   # over the current markers, under the arrows
+        bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85)) for text, xy, gid in names}
+
+
+NAME_OFFSET = (9.0, 7.0)   # points from the start / minimum to their names' corner
+
+
+def place_names(art, marks) -> list:
+    """Put the start and minimum names (``art.names``) on the side of their points away
+    from ``marks`` (plot coordinates: the current markers and the update's ends) and each
+    other's points (``path_geometry.label_side``); returns the names."""
+    from .direct_labels import text_size
+    ax = art.ax_path
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    bbox = ax.get_window_extent()
+    W, H = (bbox.width * 72.0 / ax.figure.figure.dpi, bbox.height * 72.0 / ax.figure.figure.dpi)
+    if ax.get_aspect() == 1.0:   # an equal-aspect box is drawn square
+        W = H = min(W, H)
+    scale = np.array([W / ((x1 - x0) or 1.0), H / ((y1 - y0) or 1.0)])
+    anchors = [np.asarray(a.xy, np.float64) for a in art.names.values()]
+    for ann, anchor in zip(art.names.values(), anchors):
+        others = [m for m in [*marks, *anchors] if m is not anchor]
+        pts = (np.asarray(others, np.float64).reshape(-1, 2) - anchor) * scale
+        w, h = text_size(ann.get_text(), style.LABEL_SIZE)
+        lo, hi = (np.array([x0, y0]) - anchor) * scale, (np.array([x1, y1]) - anchor) * scale
+        sx, sy = geo.label_side(pts, (1.1 * w, h), NAME_OFFSET, room=tuple(zip(lo, hi)))
+        ann.xyann = (sx * NAME_OFFSET[0], sy * NAME_OFFSET[1])
+        ann.set_horizontalalignment("left" if sx > 0 else "right")
+        ann.set_verticalalignment("bottom" if sy > 0 else "top")
+    return list(art.names.values())
+
+
+def follow_update(scene, art, update) -> list:
+    """Point the parts that split at the update shown at ``update``: each path in its
+    rule's look up to its end (the thin whole run stays under it), the caption's update
+    number, and the start and minimum names off the current markers. Returns the
+    artists changed (the animation and ``PathExplorer`` call it every frame)."""
+    changed, marks = [], []
+    for key, line in art.paths.items():
+        c = scene.coords[key]
+        i = _index(scene, key, update)
+        n = min(i + 2, geo.drawn_length(len(c), scene.diverged.get(key)))
+        line.set_data(c[:n, 0], c[:n, 1])
+        marks += [c[i], c[min(i + 1, len(c) - 1)]]
+        changed.append(line)
+    if art.caption is not None:
+        art.caption.set_text(caption_text(update, art.caption_tail))
+        changed.append(art.caption)
+    return changed + place_names(art, marks)
 
 
 def _frame_path_axes(scene, ax_path):
@@ -278,8 +349,9 @@ def _draw_step(scene, update, art, arrows, looks):
         look = looks[key]
         c = scene.coords[key]
         i = _index(scene, key, update)
+        # on its own path, under the next run's (the rules' order): no trail mixes into another run
         art.trails[key] = LineCollection([], linewidths=look.lw, linestyles=[look.ls],
-                                         gid=f"trail:{key}", zorder=look.zorder + 0.5)
+                                         gid=f"trail:{key}", zorder=look.zorder + 0.05)
         ax.add_collection(art.trails[key])
         set_trail(art.trails[key], c, i, look.color)
         (art.positions[key],) = ax.plot([c[i, 0]], [c[i, 1]], current.marker, ms=current.ms, mfc="white",
@@ -291,15 +363,17 @@ def _draw_step(scene, update, art, arrows, looks):
         for term, tail, uv in upd.arrow_chain(decomposed, scene.plane):
             q = ax.quiver([tail[0]], [tail[1]], [uv[0]], [uv[1]], angles="xy", scale_units="xy",
                           scale=1.0, color=panel.term_color(term, look.color), width=0.008, headwidth=3.2,
-                          headlength=3.8, headaxislength=3.4, edgecolor=look.color,
-                          linewidth=0.6, zorder=7, gid=f"arrow:{key}:{term}")
+                          headlength=3.8, headaxislength=3.4, edgecolor=look.color, minlength=0,
+                          linewidth=0.6, zorder=7, gid=f"arrow:{key}:{term}")   # no blob on the star
             art.arrows[(key, term)] = q
         if key in art.zoom_axes:
             art.zoom_boxes[key] = ax.add_patch(Rectangle(
-                (0, 0), 0, 0, fill=False, ec=look.color, lw=1.2, ls="--", zorder=6,
+                # under the star: a tiny box on the minimum would make it look orange
+                (0, 0), 0, 0, fill=False, ec=look.color, lw=1.2, ls="--",
+                zorder=style.ROLE_LOOKS["minimum"].zorder - 0.2,
                 gid=f"zoom-box:{key}"))
             draw_zoom(scene, art, key, panel_at(scene, key, i, arrows))
-
+    follow_update(scene, art, update)
 
 
 

@@ -138,7 +138,13 @@ def default_update(scene: PathScene) -> int | None:
 
 def finding(scene: PathScene) -> str:
     """The figure's headline, from the loss of each run at its last recorded update:
-    which run ends lowest and by how much, and which diverged."""
+    which run ends lowest and by how much, and which diverged; a sentence, so its first
+    letter is a capital even where it starts with a config's name (``nesterov``)."""
+    text = _finding(scene)
+    return text[:1].upper() + text[1:]
+
+
+def _finding(scene: PathScene) -> str:
     last = {}
     for key, (steps, loss, _) in scene.losses.items():
         with np.errstate(invalid="ignore"):

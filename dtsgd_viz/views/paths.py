@@ -54,8 +54,9 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Tru
         (the first update is 1; ``-1`` is the last, ``-2`` the one before). Its terms
         are drawn as arrows from the parameter before it: classical momentum
         ``mu*v_prev`` then ``-lr*g``; Nesterov (tf-keras form) ``mu*v_new`` then
-        ``-lr*g``; they add up to the recorded update. The paths up to it fade with
-        age and, in a new figure, a zoomed panel per run shows it up close (for
+        ``-lr*g``; they add up to the recorded update. Each path is drawn in its
+        rule's look up to it and as a thin light line without markers after it (the
+        caption says so) and, in a new figure, a zoomed panel per run shows it up close (for
         Nesterov with the look-ahead point, where the gradient was taken). The loss
         panel marks the same update. None (default): the update where the runs
         differ most (``path_scene.default_update``: the largest distance between their

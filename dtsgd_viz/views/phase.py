@@ -35,8 +35,9 @@ from ..theory import quadratic as theory
 from . import style
 from .figure import headline, new_figure
 from .phase_geometry import (REGIONS, cap_rate, cell_edges, label_spots, log_ticks, phase_finding,
-                             phase_ratio)
-from .phase_regions import REGION_NAMES, draw_ratio_regions, name_region, region_patch
+                             phase_ratio, ratio_limit)
+from .phase_regions import REGION_NAMES, draw_ratio_regions, legend_handles, name_region
+from .phase_regions import outline as _outline
 
 __all__ = ["plot_phase", "draw_phase", "PhaseView", "phase_ratio", "cell_edges", "cap_rate",
            "RATE_LEVELS"]
@@ -72,11 +73,7 @@ class PhaseView:
     handles: list = dataclasses.field(default_factory=list)
     regions: np.ndarray | None = None
     named: set = dataclasses.field(default_factory=set)
-
-
-def _outline(color="black", width=3.0):
-    from matplotlib import patheffects
-    return [patheffects.Stroke(linewidth=width, foreground=color), patheffects.Normal()]
+    ratio_extend: str = "neither"   # the ratio colour bar's ends some cell lies past
 
 
 def _ratio_cmap():
@@ -84,8 +81,8 @@ def _ratio_cmap():
     from matplotlib.colors import LinearSegmentedColormap
     rdbu = colormaps["RdBu"]
     # N odd, white exactly in the middle: a tie (0) is white, not RdBu's off-white; red is
-    # Nesterov faster (its orange), blue momentum faster. No extension colours: the cells
-    # past the scale's ends are the regions, drawn apart (phase_regions)
+    # Nesterov faster (its orange), blue momentum faster. Cells past the scale's ends take
+    # its end colours (the colour bar's arrows); the one-rule regions are drawn apart
     cmap = LinearSegmentedColormap.from_list(
         "nesterov_vs_momentum", [rdbu(0.0), rdbu(0.2), rdbu(0.4), "white", rdbu(0.6), rdbu(0.8), rdbu(1.0)],
         N=255)
@@ -146,7 +143,7 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> 
         axes["nesterov"].set_ylabel("")
     if axes.get("ratio") is not None:
         _draw_ratio_map(view, axes["ratio"], g)
-    view.handles = _legend_handles(view, g, "ratio" in axes)
+    view.handles = legend_handles(view, g, "ratio" in axes)
     return view
 
 
@@ -222,8 +219,8 @@ def _draw_ratio_map(view, ax, g: _MapGrid) -> None:
     ax.set_label("phase:ratio")
     view.regions, _ = draw_ratio_regions(ax, view.grids, g.lr_e, g.mu_e)
     both = view.regions == REGIONS.index("both")
-    finite = ratio[both & np.isfinite(ratio)]
-    vmax = max(1.0, float(np.ceil(np.max(np.abs(finite))))) if finite.size else 1.0
+    # the scale fits the data: 2x, 4x or 8x, whichever holds the 98th percentile
+    vmax, view.ratio_extend = ratio_limit(ratio[both])
     view.meshes["ratio"] = ax.pcolormesh(g.lr_e, g.mu_e, np.ma.masked_where(~both, ratio),
                                          cmap=_ratio_cmap(), norm=Normalize(-vmax, vmax), gid="phase:ratio")
     _name_ratio_regions(view, ax, g)
@@ -260,31 +257,6 @@ def _name_ratio_regions(view, ax, g: _MapGrid) -> None:
             view.named.add(region)
 
 
-def _legend_handles(view, g: _MapGrid, with_ratio: bool) -> list:
-    """The legend's few entries: the cap and divergence, the theory's lines and (with
-    ``with_ratio``) the ratio map's regions not named in place."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-    h = g.h
-    handles = [Patch(fc=style.NOT_CONVERGED_COLOR, ec="0.6", label=f"not within tol in {g.steps} updates"),
-               Line2D([], [], ls="none", marker="x", color=style.DIVERGED_COLOR, label="diverged")]
-    if h is not None:
-        theory_look, rate, critical = (style.ROLE_LOOKS[k] for k in ("theory", "rate_level", "critical"))
-        handles += [
-            Line2D([], [], **theory_look.line(), path_effects=_outline("black", theory_look.lw + 1.6),
-                   label="stability boundary"),
-            Line2D([], [], **rate.line(), path_effects=_outline("0.15", 2.0),
-                   label="iso-rate ρ (spectral radius): " + ", ".join(
-                       f"{r:g}" for r in view.rate_levels if r in view.drawn_levels)),
-            Line2D([], [], **critical.line(), path_effects=_outline("white", critical.lw + 2.0),
-                   label=f"critical damping (h = {h[0]:g})"),
-        ]
-    if with_ratio and view.regions is not None:
-        handles += [region_patch(r, g.steps) for r in REGIONS[1:]
-                    if r not in view.named and (view.regions == REGIONS.index(r)).any()]
-    return handles
-
-
 def _number(x, _pos=None) -> str:
     return f"{x:g}"  # 0.02, not 2x10^-2
 
@@ -316,8 +288,8 @@ def _frame(ax, lr_e, mu_e, title):
 
 
 def add_colorbars(view, fig, step_axes, ratio_ax, ratio_location="right"):
-    """The shared steps colour bar and the ratio colour bar (its ends say who wins; no
-    extension colours: the cells past them are the regions), ``ratio_location`` of the
+    """The shared steps colour bar and the ratio colour bar (its ends say who wins; an
+    arrow at an end some cell lies past), ``ratio_location`` of the
     ratio map (``"bottom"``: horizontal, the map keeps its column's width)."""
     tol = view.grids["momentum"].tol
     # each bar in the (sub)figure of its maps; ``fig`` names the figure for the callers
@@ -329,9 +301,9 @@ def add_colorbars(view, fig, step_axes, ratio_ax, ratio_location="right"):
     across = ratio_location in ("bottom", "top")
     rbar = ratio_ax.figure.colorbar(view.meshes["ratio"], ax=ratio_ax, location=ratio_location,
                                     pad=0.03 if across else 0.02, fraction=0.05 if across else 0.08,
-                                    shrink=0.9 if across else 1.0)
+                                    shrink=0.9 if across else 1.0, extend=view.ratio_extend)
     vmax = view.meshes["ratio"].norm.vmax
-    ticks = np.arange(-vmax, vmax + 0.5)
+    ticks = np.arange(-vmax, vmax + 0.25, 0.5 if vmax <= 1 else 1.0)
     rbar.set_ticks(ticks, labels=[_speedup(t) for t in ticks])
     rbar.ax.tick_params(labelsize=style.TICK_SIZE)
     # the label reads as the scale runs (bottom to top, left to right)
@@ -339,7 +311,7 @@ def add_colorbars(view, fig, step_axes, ratio_ax, ratio_location="right"):
 
 
 def _speedup(t):
-    return "tie" if t == 0 else f"{2 ** abs(t):g}×"
+    return "tie" if t == 0 else f"{2 ** abs(t):.3g}×"
 
 
 def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, *, start=None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["phase_ratio", "cell_edges", "cap_rate", "label_spots", "log_ticks", "ratio_regions",
-           "REGIONS", "region_spot", "phase_finding"]
+           "REGIONS", "region_spot", "phase_finding", "ratio_limit"]
 
 # the ratio map's cells: both converge (the diverging colour map), or one of the neutrals
 REGIONS = ("both", "only_momentum", "only_nesterov", "cap", "neither")
@@ -35,6 +35,26 @@ def phase_ratio(momentum_steps, nesterov_steps) -> np.ndarray:
     out[(m >= 0) & (n < 0)] = np.inf
     out[(m < 0) & (n >= 0)] = -np.inf
     return out
+
+
+def ratio_limit(values, percentile: float = 98.0, limits=(1, 2, 3)) -> tuple[int, str]:
+    """The ratio map's symmetric colour limit in log2 units and the colour bar's
+    ``extend``: the smallest of ``limits`` (2x, 4x, 8x) covering the ``percentile`` of
+    ``|values|`` (the finite log2 ratios where both rules converge), the largest when
+    none does; ``extend`` names the ends some value lies past.
+
+    >>> ratio_limit([0.2, -0.9, 0.5]), ratio_limit([-1.5] + [0.1] * 99), ratio_limit([])
+    ((1, 'neither'), (1, 'min'), (1, 'neither'))
+    """
+    v = np.asarray(values, np.float64).ravel()
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return int(limits[0]), "neither"
+    need = float(np.percentile(np.abs(v), percentile))
+    limit = next((int(lim) for lim in limits if lim >= need - 1e-12), int(limits[-1]))
+    low, high = bool((v < -limit).any()), bool((v > limit).any())
+    return limit, {(False, False): "neither", (True, False): "min", (False, True): "max",
+                   (True, True): "both"}[(low, high)]
 
 
 def ratio_regions(momentum_steps, momentum_diverged, nesterov_steps, nesterov_diverged) -> np.ndarray:

@@ -12,7 +12,8 @@ from . import style
 from .direct_labels import text_size
 from .phase_geometry import REGIONS, ratio_regions, region_spot
 
-__all__ = ["draw_ratio_regions", "name_region", "REGION_NAMES", "region_patch"]
+__all__ = ["draw_ratio_regions", "name_region", "REGION_NAMES", "region_patch", "legend_handles",
+           "outline"]
 
 REGION_NAMES = {
     "only_momentum": "only momentum converges\n(Nesterov diverges)",
@@ -80,3 +81,50 @@ def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=style.NOTE_SIZE, colo
             gid=gid, zorder=8, linespacing=1.1,
             bbox=dict(fc="white", ec="none", alpha=0.75, pad=1.2, boxstyle="round,pad=0.2"))
     return True
+
+
+def outline(color="black", width=3.0):
+    """Path effects drawing a line or text over a ``width`` wide ``color`` stroke."""
+    from matplotlib import patheffects
+    return [patheffects.Stroke(linewidth=width, foreground=color), patheffects.Normal()]
+
+
+def _visible(line) -> bool:
+    """Whether some vertex of ``line`` (a ``Line2D``) lies inside its axes' limits."""
+    ax = line.axes
+    x, y = (np.asarray(a, np.float64) for a in line.get_data())
+    (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+    return bool(np.any((x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)))
+
+
+def legend_handles(view, g, with_ratio: bool) -> list:
+    """The legend's few entries (for a ``phase.PhaseView`` drawn on the grid ``g``), each
+    only when its mark is drawn on some map: the cap and divergence, the theory's lines
+    and (with ``with_ratio``) the ratio map's regions not named in place."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    grids = [view.grids[k] for k in view.grids if view.axes.get(k) is not None]
+    handles = []
+    if any((grid.steps < 0).any() for grid in grids):
+        handles.append(Patch(fc=style.NOT_CONVERGED_COLOR, ec="0.6",
+                             label=f"not within tol in {g.steps} updates"))
+    if any(grid.diverged.any() for grid in grids):
+        handles.append(Line2D([], [], ls="none", marker="x", color=style.DIVERGED_COLOR, label="diverged"))
+    if g.h is not None:
+        theory_look, rate, critical = (style.ROLE_LOOKS[k] for k in ("theory", "rate_level", "critical"))
+        levels = [r for r in view.rate_levels if r in view.drawn_levels]
+        for lines, line in ((view.boundaries, Line2D(
+                [], [], **theory_look.line(), path_effects=outline("black", theory_look.lw + 1.6),
+                label="stability boundary")),
+                (view.contours if levels else {}, Line2D(
+                    [], [], **rate.line(), path_effects=outline("0.15", 2.0),
+                    label="iso-rate ρ (spectral radius): " + ", ".join(f"{r:g}" for r in levels))),
+                (view.critical, Line2D(
+                    [], [], **critical.line(), path_effects=outline("white", critical.lw + 2.0),
+                    label=f"critical damping (h = {g.h[0]:g})"))):
+            if any(not hasattr(x, "get_data") or _visible(x) for x in lines.values()):
+                handles.append(line)
+    if with_ratio and view.regions is not None:
+        handles += [region_patch(r, g.steps) for r in REGIONS[1:]
+                    if r not in view.named and (view.regions == REGIONS.index(r)).any()]
+    return handles

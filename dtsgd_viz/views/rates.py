@@ -245,12 +245,13 @@ class RatesView:
         ax.set_ylabel("rate: error factor per update", fontsize=style.LABEL_SIZE)
         ax.tick_params(labelsize=style.TICK_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
-        self._legend()
         if error_ax is not None:
             self._draw_errors(error_ax)
         self.set_learning_rate(self.learning_rate)
 
     def _legend(self):
+        """The rate panel's legend: only the marks drawn (the red x while some block is
+        past a stability boundary, the no-star note while some block has no star)."""
         from matplotlib.lines import Line2D
         r = self.rates
         handles = [Line2D([], [], **RULE_LOOKS[n].line(), marker=RULE_MARKERS[n],
@@ -258,9 +259,10 @@ class RatesView:
                    for n in (False, True)]
         handles += [Line2D([], [], ls="none", marker="*", ms=10, mfc="0.6", mec="black",
                            label=f"measured decay ({RULE_NAMES[r.nesterov]} run, "
-                                 f"lr={r.learning_rate:g})"),
-                    Line2D([], [], ls="none", marker="x", ms=9, mew=2, color=UNSTABLE_COLOR,
-                           label="past the stability boundary (dotted)")]
+                                 f"lr={r.learning_rate:g})")] if np.isfinite(r.measured).any() else []
+        if any(bad.any() for bad in getattr(self, "unstable", {}).values()):
+            handles.append(Line2D([], [], ls="none", marker="x", ms=9, mew=2, color=UNSTABLE_COLOR,
+                                  label="past the stability boundary (dotted)"))
         self.no_star_note = self._no_star_note()
         if self.no_star_note:
             handles.append(Line2D([], [], ls="none", label=self.no_star_note))
@@ -293,9 +295,10 @@ class RatesView:
         ax.set_title(f"Each block's error ({RULE_NAMES[r.nesterov]} run, lr={r.learning_rate:g}, "
                      f"μ={r.momentum:g})", fontsize=style.TITLE_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
-        if len(r.labels) <= 10:
-            ax.legend(fontsize=style.NOTE_SIZE, loc="lower left", ncol=2,
-                      title="blocks (h: x on the left)", title_fontsize=style.NOTE_SIZE)
+        if len(r.labels) <= 10:   # beside the axes, off the lines
+            ax.legend(fontsize=style.NOTE_SIZE, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                      borderaxespad=0.0, frameon=False, handlelength=1.6,
+                      title="blocks\n(h: x on\nthe left)", title_fontsize=style.NOTE_SIZE)
 
     def set_learning_rate(self, learning_rate: float) -> None:
         """Move every block along both curves to ``a = learning_rate * h``, in place,
@@ -314,6 +317,7 @@ class RatesView:
         self.curve_ax.set_title(
             f"{len(r.labels)} blocks at lr={self.learning_rate:.3g}, momentum={r.momentum:g}"
             f"\nblocks past the stability boundary: {counts}", fontsize=style.TITLE_SIZE)
+        self._legend()
 
 
 def plot_block_rates(recording, surface, name: str = "w", *, learning_rate=None, ax=None):

@@ -144,8 +144,11 @@ EXTRA_LOOKS = (
 # The roles. color None: the run's colour.
 ROLE_LOOKS = {
     "start": Look("black", "none", 1.5, "o", 9.0, zorder=5.0),         # white face
-    "minimum": Look("black", "none", 1.0, "*", 15.0, zorder=5.0),      # yellow face
+    "minimum": Look("black", "none", 1.0, "*", 15.0, zorder=6.2),      # yellow face, over the current markers
     "current": Look(None, "none", 2.0, "o", 9.0, zorder=6.0),          # the update shown: white face
+    # a path after the update shown: thin, no markers, the run's colour mixed towards white
+    # (REMAINDER_TINT, opaque: no alpha mixing with the runs under it), under every path
+    "remainder": Look(None, "-", 0.9, zorder=2.2),
     "update_line": Look("0.35", "--", 1.0, zorder=4.5),   # the loss panel's update: over the lines (it moves)
     "theory": Look("white", (0, (5.0, 2.0)), 2.0, zorder=4.0),         # stability boundary, outlined
     "rate_level": Look("white", "-", 0.9, zorder=3.5),                 # iso-rate contours, outlined
@@ -155,6 +158,7 @@ ROLE_LOOKS = {
     "stability": Look("0.3", "--", 0.9, zorder=1.0),                  # rate = 1
 }
 MINIMUM_FACE = "#F0E442"
+REMAINDER_TINT = 0.5     # how far towards white a path after the update shown is mixed
 
 # phase maps: neutrals outside the colour maps, the hatches of the regions only one rule
 # survives, and the cap

@@ -7,7 +7,7 @@ The slider's value is the optimizer update shown, as ``recording.steps`` counts 
 (the first update is 1). Everything that follows the update (the position markers,
 the update arrows, the fading trails, the zoomed panels, the loss markers, the update
 line and the title) is computed up front by pure functions (``path_tracks``, then
-``path_frame`` per update). The static parts (contours, the full paths, the loss
+``path_frame`` per update). The static parts (contours, the thin whole runs, the loss
 curves, legends) are rendered once and kept as a pixel background; a slider move
 restores that background, draws only the moving artists and the zoomed panels onto
 it (Agg blitting) and encodes the PNG with light compression, so scrubbing a
@@ -27,7 +27,7 @@ from ..views import path_geometry as geo
 from ..views import style
 from ..views import update_geometry as upd
 from ..views import update_panel as panel
-from ..views.path_frames import draw_zoom, path_title, set_trail, stacked_over
+from ..views.path_frames import draw_zoom, follow_update, path_title, set_trail, stacked_over
 from ..views.paths import draw_paths
 from ._canvas import FigureWidget
 
@@ -278,7 +278,8 @@ class PathExplorer(FigureWidget):
         # drawn over the background in z-order, as a full draw would stack them; the
         # zoomed panels are redrawn whole for every update (their limits follow it)
         moving = [*art.positions.values(), *art.arrows.values(), *art.trails.values(),
-                  *art.zoom_boxes.values(), *art.loss_markers.values(), art.step_line, art.title]
+                  *art.zoom_boxes.values(), *art.loss_markers.values(), art.step_line, art.title,
+                  *art.paths.values(), *art.names.values(), *([art.caption] if art.caption else [])]
         self._moving = sorted(moving + stacked_over(moving), key=lambda a: a.get_zorder()) + list(
             art.zoom_axes.values())
         self.backgrounds = 0
@@ -311,7 +312,7 @@ class PathExplorer(FigureWidget):
     def static_state(self) -> PathStatic:
         """The time-independent part of the figure, read back from its artists."""
         art = self.view.artists
-        paths = {k: np.asarray(line.get_xydata()) for k, line in art.paths.items()}
+        paths = {k: np.asarray(line.get_xydata()) for k, line in (art.rests or art.paths).items()}  # whole runs
         curves = {}
         if art.ax_loss is not None:
             for line in art.ax_loss.lines:
@@ -325,6 +326,7 @@ class PathExplorer(FigureWidget):
 
     def _apply(self, frame: PathFrame) -> None:
         art, scene = self.view.artists, self.view.scene
+        follow_update(scene, art, frame.update)
         for key, (x, y) in frame.positions.items():
             art.positions[key].set_data([x], [y])
             if key in art.trails:

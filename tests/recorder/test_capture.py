@@ -119,6 +119,54 @@ def test_a_large_tensor_gets_per_slot_variables_and_a_small_one_a_stacked_ring()
     assert [list(s) for s in rec._staging.ring.values] == [[("big", "param")]] * 2
 
 
+def test_tensors_alike_share_one_stacked_variable_and_record_what_eager_capture_records():
+    """The (variable, kind)s of one phase with the same shape, dtype and layout share one
+    stacked ring variable (one scatter per step for all of them, and few variables to
+    create and compile at the first call); each is still recorded exactly."""
+    import tensorflow as tf
+
+    def build():
+        mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
+        probs = [Problem((4, 8), layout(mesh, "x", "y"), seed=1, name="a"),
+                 Problem((4, 8), layout(mesh, "x", "y"), seed=2, name="b"),
+                 Problem((4, 8), layout(mesh, "y", "x"), seed=3, name="c")]
+        rec = dtsgd_viz.Recorder(buffer_steps=3)
+        opt = make_sgd(MOMENTUM, mesh, hooks=[rec])
+        variables = [p.var for p in probs]
+
+        def loss():
+            return tf.add_n([p.loss() for p in probs])
+
+        return rec, opt, variables, loss
+
+    rec, opt, variables, loss = build()
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            value = loss()
+        grads = tape.gradient(value, variables)
+        return opt.apply_gradients(zip(grads, variables), loss=value)
+
+    for _ in rec.loop(7):
+        step()
+    ring = rec._staging.ring
+    groups = sorted(sorted(keys) for _, keys in ring.groups)
+    assert groups == [[("a", "grad"), ("b", "grad")], [("a", "param"), ("a", "velocity"),
+                      ("b", "param"), ("b", "velocity")], [("c", "grad")],
+                      [("c", "param"), ("c", "velocity")]]
+    assert len(ring.variables) == 4
+    erec, eopt, evariables, eloss = build()
+    for _ in range(7):
+        eopt.minimize(eloss, evariables)
+    graph, eager = rec.recording, erec.recording
+    assert list(graph.steps) == list(range(1, 8)) and len(graph.dropped_steps) == 0
+    for name in ("a", "b", "c"):
+        for kind in ("param", "velocity", "grad"):
+            np.testing.assert_array_equal(graph.global_values(name, kind),
+                                          eager.global_values(name, kind))
+
+
 @pytest.mark.parametrize("steps_per_execution", [1, 3])
 def test_keras_callback_counts_batches_not_calls(steps_per_execution):
     import tensorflow as tf

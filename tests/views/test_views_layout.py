@@ -149,7 +149,11 @@ def test_blocks_against_shard_geometry(dims, shape, specs):
             seen.add(g)
         assert np.all(cover == 1)  # the blocks tile the panel exactly once
     assert seen == set(range(geom.num_unique))
-    key = next(ax for ax in fig.axes if ax.get_gid() == "mesh-key")
+    keys = [ax for ax in fig.axes if ax.get_gid() == "mesh-key"]
+    if geom.num_unique == n and len(panels_of(fig)) == 1:  # one copy each: the panel names the coords
+        assert not keys
+        return
+    (key,) = keys
     assert sorted(p.get_gid() for p in key.patches) == sorted(f"key-{d}" for d in range(n))
     for p in key.patches:  # each device in the colour of the block it holds
         d = int(p.get_gid()[4:])
@@ -202,7 +206,8 @@ def test_rank1_strip_and_axis_labels():
         f"CPU:{d}" for d in range(8)]
     assert [t.get_text() for t in ax.texts if t.get_gid().startswith("slices")] == [
         f"[{2 * d}:{2 * d + 2}]" for d in range(8)]
-    assert fig.texts[0].get_text() == "b (16,): sharding [x]"
+    assert fig.texts[0].get_text() == "b (16,): 8 devices, 8 distinct 2 blocks"
+    assert fig.texts[1].get_text().startswith("sharding [x] on Mesh(x=8; 8 devices)")
     assert_readable(fig)
 
 
@@ -252,8 +257,11 @@ def test_the_figure_says_where_copies_come_from(dims, shape, specs, roles, key_x
     for dim, label in ((len(shape) - 1, ax.get_xlabel()), (len(shape) - 2, ax.get_ylabel())):
         assert label.endswith("not sharded" if specs[dim] == "unsharded"
                               else f"sharded over '{specs[dim]}' ({spec.mesh.dim_size(specs[dim])})")
-    key = next(a for a in fig.axes if a.get_gid() == "mesh-key")
-    assert key.get_xlabel() == key_xlabel
+    keys = [a for a in fig.axes if a.get_gid() == "mesh-key"]
+    if geom.num_devices == geom.num_unique:   # one copy each: no key
+        assert not keys
+    else:
+        assert keys[0].get_xlabel() == key_xlabel
     assert_readable(fig)
 
 
@@ -317,8 +325,10 @@ def test_many_devices_stay_readable(dims, shape, specs):
     if geom.num_devices // geom.num_unique > 1:  # replicas named in JAX's form
         first = next(t.get_text() for t in ax.texts if t.get_gid() == "label-0")
         assert first.replace("\n", "").startswith("CPU 0,") or first.startswith("CPU 0-")
-    key = next(a for a in fig.axes if a.get_gid() == "mesh-key")
-    assert len(key.patches) == spec.mesh.num_devices
+    keys = [a for a in fig.axes if a.get_gid() == "mesh-key"]
+    assert len(keys) == (geom.num_devices > geom.num_unique)  # a key only for replicas
+    if keys:
+        assert len(keys[0].patches) == spec.mesh.num_devices
     assert fig.get_size_inches()[1] <= 11.5  # the key no longer grows with the mesh
     assert_readable(fig)
 
@@ -542,3 +552,41 @@ def test_a_multi_client_mesh_names_each_device_once_in_layout_views():
     plt.close(fig)
     # one client's own mesh keeps the short form
     assert MeshSpec.create({"x": 2}).short_device_names == ("CPU:0", "CPU:1")
+
+
+def _coords(ax, which):
+    (sec,) = [c for c in ax.child_axes if c.get_gid() == f"mesh-coords-{which}"]
+    axis = sec.xaxis if which == "top" else sec.yaxis
+    return [(float(t), lab.get_text()) for t, lab in zip(axis.get_ticklocs(), axis.get_ticklabels())]
+
+
+def test_one_copy_layouts_name_mesh_coordinates_instead_of_a_key():
+    """No replicas: the key would repeat the panel, so there is none; the panel names
+    each block row's and column's mesh coordinate; the title states the finding."""
+    mesh = MeshSpec.create({"batch": 2, "model": 4})
+    fig = plot_layout(LayoutSpec(("batch", "model"), mesh), (8, 8))
+    assert not [a for a in fig.axes if a.get_gid() == "mesh-key"]
+    (ax,) = panels_of(fig)
+    assert _coords(ax, "top") == [(1.0, "model=0"), (3.0, "model=1"), (5.0, "model=2"), (7.0, "model=3")]
+    assert _coords(ax, "right") == [(2.0, "batch=0"), (6.0, "batch=1")]
+    assert fig.texts[0].get_text() == "(8, 8): 8 devices, 8 distinct 4x2 blocks"
+    assert fig.texts[1].get_text().startswith("sharding [batch, model] on Mesh(batch=2, model=4")
+    assert_readable(fig)
+    # 64 blocks: still 64 colours, bare indices on top under one axis label
+    big = MeshSpec.create({"data": 4, "model": 16})
+    fig = plot_layout(LayoutSpec(("data", "model"), big), (1024, 512))
+    assert not [a for a in fig.axes if a.get_gid() == "mesh-key"]
+    (ax,) = panels_of(fig)
+    assert len({p.get_facecolor() for p in ax.patches if p.get_gid().startswith("block-")}) == 64
+    assert [s for _, s in _coords(ax, "top")] == [str(i) for i in range(16)]
+    (sec,) = [c for c in ax.child_axes if c.get_gid() == "mesh-coords-top"]
+    assert sec.get_xlabel() == "mesh coordinate along 'model'"
+    assert [s for _, s in _coords(ax, "right")] == [f"data={i}" for i in range(4)]
+    assert_readable(fig)
+    # replicas: the key stays (it shows where the copies live), no coordinates
+    fig = plot_layout(LayoutSpec(("unsharded", "model"), mesh), (8, 8))
+    (key,) = [a for a in fig.axes if a.get_gid() == "mesh-key"]
+    assert len(key.patches) == 8
+    (ax,) = panels_of(fig)
+    assert not ax.child_axes
+    assert fig.texts[0].get_text() == "(8, 8): sharding [unsharded, model]"

@@ -61,12 +61,16 @@ def quiver_arrow(q: Quiver):
 
 def test_path_vertices_are_the_recorded_params(rotated):
     fig = dtsgd_viz.plot_paths(rotated, ROTATED)
-    paths = gid_artists(fig, "path:")
-    assert sorted(paths) == sorted(CONFIGS)
+    paths, rests = gid_artists(fig, "path:"), gid_artists(fig, "path-rest:")
+    assert sorted(paths) == sorted(rests) == sorted(CONFIGS)
     colors = style.optimizer_colors(rotated)
+    k = int(fig.axes[0].get_title().split(":")[0].split()[1])   # the update picked
     for name, rec in rotated.items():
         line = paths[name]
-        np.testing.assert_array_equal(np.asarray(line.get_xydata()), rec.path("w").astype(np.float64))
+        path = rec.path("w").astype(np.float64)
+        # the rule's look up to the update shown, the whole run thin under it
+        np.testing.assert_array_equal(np.asarray(line.get_xydata()), path[:k + 1])
+        np.testing.assert_array_equal(np.asarray(rests[name].get_xydata()), path)
         assert line.get_color() == colors[name]
     start = gid_artists(fig, "start")[""]
     np.testing.assert_array_equal(start.get_xydata(), [ROTATED.default_start])
@@ -333,7 +337,7 @@ def test_projected_paths_on_real_contours(planar):
     fig = dtsgd_viz.plot_paths(planar, PLANAR, step=3)
     flat = {k: r.path("w").astype(np.float64).reshape(STEPS + 1, -1) for k, r in planar.items()}
     plane = geo.pca_plane(list(flat.values()))
-    drawn = gid_artists(fig, "path:")
+    drawn = gid_artists(fig, "path-rest:")   # the whole run (the rule's look stops at update 3)
     everything = np.concatenate(list(flat.values()))
     for name, rec in planar.items():
         xy = np.asarray(drawn[name].get_xydata())
@@ -403,8 +407,12 @@ def test_one_recording_and_one_axes(rotated):
     ax = fig.subplots()
     out = dtsgd_viz.plot_paths(rotated["nesterov"], ROTATED, step=1, ax=ax)
     assert out is fig
-    np.testing.assert_array_equal(gid_artists(fig, "path:")["recording"].get_xydata(),
+    np.testing.assert_array_equal(gid_artists(fig, "path-rest:")["recording"].get_xydata(),
                                   rotated["nesterov"].path("w"))
+    np.testing.assert_array_equal(gid_artists(fig, "path:")["recording"].get_xydata(),
+                                  rotated["nesterov"].path("w")[:2])
+    # someone else's axes: no caption of our own, so the legend says what the thin line is
+    assert "after the update shown" in [t.get_text() for t in ax.get_legend().get_texts()]
     assert not gid_artists(fig, "loss:")
 
 
@@ -623,3 +631,87 @@ def test_run_distances_and_the_pick_skip_what_cannot_be_drawn():
     every2 = synthetic(ROTATED, 6, 0.05, 0.9, every=2)
     fig = dtsgd_viz.plot_paths({"m": every2, "n": synthetic(ROTATED, 6, 0.05, 0.9, True, every=2)}, ROTATED)
     assert fig.axes[0].get_title().split(":")[0] in {f"Update {u}" for u in every2.steps}
+
+
+# ---- the update shown: before it the rule's look, after it a thin line ------------------
+
+CONDITIONED = surfaces.RotatedQuadratic(condition=20)
+
+
+@pytest.fixture(scope="module")
+def long_runs():
+    return {"plain": synthetic(CONDITIONED, 60, 0.05), "momentum": synthetic(CONDITIONED, 60, 0.05, 0.9),
+            "nesterov": synthetic(CONDITIONED, 60, 0.05, 0.9, True)}
+
+
+def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(long_runs):
+    from matplotlib.colors import to_rgb
+    fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5)
+    paths, rests = gid_artists(fig, "path:"), gid_artists(fig, "path-rest:")
+    lowest_path = min(line.get_zorder() for line in paths.values())
+    for name, rec in long_runs.items():
+        path, rest, rule = paths[name], rests[name], style.RULE_LOOKS[name]
+        whole = rec.path("w").astype(np.float64)
+        np.testing.assert_array_equal(path.get_xydata(), whole[:5 + 1])   # the start, updates 1..5
+        np.testing.assert_array_equal(rest.get_xydata(), whole)
+        assert path.get_marker() == rule.marker and path.get_linewidth() == rule.lw
+        assert rest.get_marker() in ("", "None") and rest.get_linewidth() < path.get_linewidth()
+        assert rest.get_zorder() < lowest_path            # under every run's path
+        # lighter, opaque: the run's colour mixed towards white, no alpha to mix colours
+        assert rest.get_alpha() in (None, 1.0) and path.get_alpha() == 1.0
+        assert sum(to_rgb(rest.get_color())) > sum(to_rgb(path.get_color()))
+    # the plain path on top reads as itself: opaque, and no other run's trail drawn over it
+    trails = gid_artists(fig, "trail:")
+    assert paths["plain"].get_alpha() == 1.0
+    assert max(trails[k].get_zorder() for k in ("momentum", "nesterov")) < paths["plain"].get_zorder()
+    assert trails["nesterov"].get_zorder() < paths["momentum"].get_zorder()
+    # said once, in the caption
+    from matplotlib.text import Text
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    assert sum("after update 5: thin line" in t for t in texts) == 1
+
+
+def test_the_start_and_minimum_names_stay_off_the_current_markers(long_runs):
+    anim = dtsgd_viz.animate(long_runs, CONDITIONED, zoom=False, hold=0)
+    fig = anim._fig
+    names = {t.get_gid(): t for t in fig.axes[0].texts if t.get_gid() in ("start-label", "minimum-label")}
+    positions = gid_artists(fig, "position:")
+    current = style.ROLE_LOOKS["current"]
+    assert all(t.get_bbox_patch() is not None for t in names.values())    # a white box
+    assert all(t.get_zorder() > current.zorder for t in names.values())   # over the markers
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    sides = set()
+    for i in range(0, 60, 2):
+        anim._func(i)
+        for t in names.values():
+            box = t.get_window_extent(renderer)
+            sides.add((t.get_gid(), t.get_horizontalalignment(), t.get_verticalalignment()))
+            for line in positions.values():
+                x, y = fig.axes[0].transData.transform(line.get_xydata()[0])
+                assert not box.contains(x, y), (i, t.get_gid())
+    assert len({s for s in sides if s[0] == "minimum-label"}) > 1   # it moved out of the way
+
+
+def test_the_gif_star_is_the_stills_yellow(long_runs, tmp_path):
+    from matplotlib.colors import to_rgb
+    from PIL import Image
+    anim = dtsgd_viz.animate(long_runs, CONDITIONED, frames=[58], zoom=False, hold=0)
+    (star,) = [a for a in anim._fig.axes[0].lines if a.get_gid() == "minimum"]
+    look = style.ROLE_LOOKS["minimum"]
+    assert (star.get_markerfacecolor(), star.get_marker()) == (style.MINIMUM_FACE, look.marker)
+    assert star.get_zorder() > style.ROLE_LOOKS["current"].zorder   # no marker covers it
+    out = tmp_path / "paths.gif"
+    anim.save(out, writer="pillow", dpi=60)
+    with Image.open(out) as im:     # Pillow's adaptive palette would merge it into the orange
+        pixels = np.asarray(im.convert("RGB")).reshape(-1, 3).astype(int)
+    yellow = np.round(np.array(to_rgb(style.MINIMUM_FACE)) * 255)
+    assert (np.abs(pixels - yellow).sum(axis=1) < 6).sum() >= 10
+
+
+def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs):
+    from dtsgd_viz.views.figure import headline_texts
+    finding, _ = headline_texts(dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5))
+    assert finding.startswith("Nesterov ends lowest")
+    one = draw_paths({"nesterov": long_runs["nesterov"]}, CONDITIONED).figure
+    assert headline_texts(one)[0].startswith("Nesterov reaches loss")

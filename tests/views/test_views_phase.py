@@ -285,3 +285,65 @@ def test_the_legend_lists_only_iso_rate_levels_a_map_draws():
     assert len(iso) == 1, labels
     listed = [float(x) for x in iso[0].split(":", 1)[1].split(",")]
     assert 0.6 not in listed and 0.8 in listed, iso
+
+
+def test_the_ratio_scale_fits_the_data_and_extends_only_past_it():
+    """The colour limit is the smallest of 2x, 4x, 8x (log2 1, 2, 3) holding the 98th
+    percentile of |log2 ratio| where both converge; arrows only where cells lie past."""
+    from dtsgd_viz.views.phase_geometry import ratio_limit
+    assert ratio_limit([0.3, -0.8]) == (1, "neither")
+    assert ratio_limit([0.1] * 99 + [1.5]) == (1, "max")      # one outlier: the 98th stays in 2x
+    assert ratio_limit([-1.5] * 10 + [0.1] * 90) == (2, "neither")
+    assert ratio_limit([5.0] * 10 + [0.1] * 90) == (3, "max")  # the largest limit, an arrow
+    surface = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+    fig = dtsgd_viz.plot_phase(surface, np.geomspace(1e-3, 0.2, 24), np.linspace(0.0, 0.95, 20), 150, 1e-3)
+    ax = axes_by_label(fig)["phase:ratio"]
+    mesh = by_gid(ax, "phase:ratio")
+    values = np.abs(mesh.get_array().compressed())
+    vmax = mesh.norm.vmax
+    assert mesh.norm.vmin == -vmax and vmax in (1, 2, 3)
+    assert np.percentile(values, 98) <= vmax and (vmax == 1 or np.percentile(values, 98) > vmax - 1)
+    assert vmax == 2 and values.max() > vmax          # 2.1 at most: 4x, not 8x
+    (bar,) = [a for a in fig.axes if getattr(a, "_colorbar", None) is not None
+              and a._colorbar.mappable is mesh]
+    assert bar._colorbar.extend == "max"              # only momentum's side reaches past 4x
+    # the hatched single-rule regions are still there, and the cap cells
+    assert {c.get_gid() for c in ax.collections} >= {"region:only_momentum", "region:cap"}
+
+
+def _drawn_marks(fig):
+    """What some map draws, by the legend label it would have."""
+    axes = axes_by_label(fig)
+    drawn = set()
+    for key in ("momentum", "nesterov"):
+        ax = axes[f"phase:{key}"]
+        mesh = by_gid(ax, f"phase:{key}")
+        if np.ma.getmaskarray(mesh.get_array()).any():
+            drawn.add("not within tol")
+        if len(by_gid(ax, f"diverged:{key}").get_xdata()):
+            drawn.add("diverged")
+        for gid, name in ((f"boundary:{key}", "stability boundary"), (f"critical:{key}", "critical damping")):
+            line = [a for a in ax.lines if a.get_gid() == gid]
+            x0, x1 = ax.get_xlim()
+            if line and np.any((line[0].get_xdata() >= x0) & (line[0].get_xdata() <= x1)):
+                drawn.add(name)
+        if any(len(p.vertices) for c in ax.collections if c.get_gid() == f"rate:{key}" for p in c.get_paths()):
+            drawn.add("iso-rate")
+    ratio = axes["phase:ratio"]
+    drawn |= {c.get_gid().split(":")[1] for c in ratio.collections if c.get_gid().startswith("region:")}
+    drawn.add("neither")
+    return drawn
+
+
+@pytest.mark.parametrize("lrs", [LRS, np.geomspace(0.002, 0.05, 6)], ids=["wide", "stable-only"])
+def test_the_legend_lists_only_marks_some_map_draws(lrs):
+    fig = dtsgd_viz.plot_phase(SURFACE, lrs, MUS, STEPS, TOL)
+    drawn = _drawn_marks(fig)
+    keys = {"not within tol": "not within tol", "diverged": "diverged", "stability": "stability boundary",
+            "iso-rate": "iso-rate", "critical": "critical damping", "only momentum": "only_momentum",
+            "only Nesterov": "only_nesterov", "the other rule": "cap", "neither": "neither"}
+    for label in (t.get_text() for t in legend_texts(fig)):
+        (mark,) = [v for k, v in keys.items() if label.startswith(k)]
+        assert mark in drawn, (label, drawn)
+    if not any(phase_grid(SURFACE, lrs, MUS, STEPS, TOL, n).diverged.any() for n in (False, True)):
+        assert "diverged" not in [t.get_text() for t in legend_texts(fig)]

@@ -131,3 +131,23 @@ def test_a_block_that_reaches_zero_at_once_has_no_measured_decay():
     assert abs(rates.measured[6] - theory[6]) < 1e-3
     assert rv.measured_decay([2.0, 1.8, 0.0, 0.0], [0, 1, 2, 3]) != rv.measured_decay(
         [2.0, 1.8, 0.0, 0.0], [0, 1, 2, 3])  # NaN
+
+
+def test_the_legends_list_only_drawn_marks_and_keep_off_the_lines(recording):
+    """No block past a boundary: no red x in the legend; one past it: the x is listed.
+    The block legend sits beside the error panel, off its lines."""
+    view = rv.draw_block_rates(recording, SURFACE)
+    labels = lambda: [t.get_text() for t in view.curve_ax.get_legend().get_texts()]  # noqa: E731
+    view.set_learning_rate(0.01)
+    assert not any(u.any() for u in view.unstable.values())
+    assert not any(len(m.get_xdata()) for m in view.unstable_marks.values())
+    assert not any("stability boundary" in t for t in labels())
+    view.set_learning_rate(LR * 10)
+    assert any(u.any() for u in view.unstable.values())
+    assert "past the stability boundary (dotted)" in labels()
+    legend = view.error_ax.get_legend()
+    fig = view.figure
+    fig.canvas.draw()
+    box, axes_box = legend.get_window_extent(), view.error_ax.get_window_extent()
+    assert box.x0 >= axes_box.x1                      # right of the axes: over no line
+    assert fig.get_tightbbox().width * fig.dpi <= 950
