@@ -146,8 +146,12 @@ class ShardsView(NormLines, StatPanels):
             fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
         if self.norm_ax is not None and getattr(self, "_norm_title", None) is None:
             # the finding of the lines (of the whole run: it stays while stepping)
-            self._norm_title = change_text(self._data[self.line_ax], self.updates,
-                                           [p.label for p in self.patches])
+            title = change_text(self._data[self.line_ax], self.updates,
+                                [p.label for p in self.patches])
+            room = self.line_ax.get_position().width * self.figure.get_figwidth() * 72.0
+            if "\n" in fit(title, room, style.TITLE_SIZE):   # the block that stands apart: below
+                title = title.replace("; ", "\n", 1)
+            self._norm_title = title
             self.line_ax.set_title(self._norm_title, fontsize=style.TITLE_SIZE)
 
     def _headline(self, when, bad):
