@@ -47,15 +47,21 @@ def _log_locator():
             best, numticks = np.array([]), self.numticks
             tries = [([1.0, 2.0, 5.0] if hi / lo <= 1e3 and few else [1.0], numticks),
                      ([1.0], max(3, int(room))),   # every decade, as many as there is room
+                     ([1.0, 3.0], numticks), ([1.0, 2.0, 5.0], numticks),
                      ([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0], numticks)]
             for subs, self.numticks in tries:
                 self._subs = np.array(subs)
                 ticks = super().tick_values(vmin, vmax)
                 inside = np.sum((ticks >= lo) & (ticks <= hi))
+                if inside > room:   # labels that would overprint each other: not these
+                    continue
                 if inside > np.sum((best >= lo) & (best <= hi)):
                     best = ticks
                 if inside >= 3:
                     break
+            if not best.size:   # no room for even these: the decades
+                self._subs, self.numticks = np.array([1.0]), numticks
+                best = super().tick_values(vmin, vmax)
             self.numticks = numticks
             if np.sum((best >= lo) & (best <= hi)) < 3 and hi / lo < 10:
                 # under a decade: evenly spaced plain numbers, at least 3
@@ -63,6 +69,25 @@ def _log_locator():
             return best
 
     return _Locator(subs=(1.0, 2.0, 5.0))
+
+
+def step_label(ax, x, updates, text=None):
+    """The shown update's name at the top of its line (``gid`` ``step-label``), inside
+    the axes, on the side with room; ``place_step_label`` moves it."""
+    from matplotlib.transforms import blended_transform_factory
+    label = ax.text(x, 0.97, "", transform=blended_transform_factory(ax.transData, ax.transAxes),
+                    va="top", fontsize=style.NOTE_SIZE, color=STEP_COLOR, zorder=7, gid="step-label",
+                    bbox=dict(fc="white", ec="none", alpha=0.85, pad=1.0))
+    place_step_label(label, x, updates)
+    return label
+
+
+def place_step_label(label, x, updates) -> None:
+    lo, hi = float(updates[0]), float(updates[-1])
+    right = hi > lo and (x - lo) / (hi - lo) > 0.6
+    label.set_x(x)
+    label.set_ha("right" if right else "left")
+    label.set_text(f"update {int(x)} " if right else f" update {int(x)}")
 
 
 def log_tick_texts(values) -> list[str]:
@@ -214,6 +239,8 @@ class NormLines:
         ax.set_xlim(lo - pad, hi + pad)
         update_ticks(ax, x)  # updates are whole numbers, a few round ones
         ax.grid(True, which="major", color="#DDDDDD", lw=0.6)
+        if not self.step_lines:   # the first panel names the line once
+            self.step_lines.append(step_label(ax, x[self.index], x))
         self.step_lines.append(ax.axvline(x[self.index], color=STEP_COLOR, lw=2.2, zorder=5,
                                           gid="step-line"))
         self._data[ax] = lines  # the data behind the dots at the shown update

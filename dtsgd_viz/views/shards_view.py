@@ -15,7 +15,7 @@ from .empty import check_not_empty
 from .figure import fit, headline
 from .shard_geometry import (as_image, axis_labels, block_patches, flagged_steps, run_limit,
                              settings_text, short_device_names, update_index)
-from ._shard_lines import NormLines, change_text
+from ._shard_lines import NormLines, change_text, place_step_label
 from ._shard_stats import STATS_ONLY_TEXT, StatPanels
 from ._tensor_panel import draw_tensor
 
@@ -175,6 +175,8 @@ class ShardsView(NormLines, StatPanels):
         for line in self.step_lines:
             if line.get_gid() == "step-line":
                 line.set_xdata([x, x])
+            elif line.get_gid() == "step-label":
+                place_step_label(line, x, self.updates)
             else:
                 data = self._data[line.axes]
                 line.set_data(np.full(data.shape[1], x), data[self.index])

@@ -217,6 +217,7 @@ print(check_recording(tr_stale))
 
 # %%
 from dtsgd_viz.views import style
+from dtsgd_viz.views.direct_labels import label_ends
 from dtsgd_viz.views.figure import headline
 
 # both runs are Nesterov: the exact update in its look, the default one thinner, dashed
@@ -227,15 +228,14 @@ fig = headline(Figure(figsize=(style.WIDTH, 3.9), layout="constrained", dpi=styl
 for ax, (title, exact, stale) in zip(fig.subplots(1, 2), [
         ("conv net (model.fit)", conv_rec, conv_stale),
         ("transformer block (custom loop)", tr_rec, tr_stale)]):
+    ends = []
     for run, label, look in ((exact, "exact update", nesterov.line()),
                              (stale, "default", dict(color=nesterov.color, ls=(0, (4, 2)), lw=1.6,
                                                      alpha=0.75))):
         x = np.arange(1, len(run) + 1)
         ax.plot(x, run.loss, **look)
-        ax.annotate(label, (x[-1], run.loss[-1]), xytext=(4, 0), textcoords="offset points",
-                    va="center", color=nesterov.color, fontsize=style.LABEL_SIZE,
-                    fontweight="bold" if run is exact else "normal")
-    ax.set_xlim(0, len(exact) * 1.28)
+        ends.append((label, x[-1], run.loss[-1], nesterov.color))
+    label_ends(ax, ends)   # at the lines' ends, pushed apart
     ax.set_title(title, fontsize=style.TITLE_SIZE)
     ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
     ax.set_ylabel("loss", fontsize=style.LABEL_SIZE)

@@ -264,6 +264,8 @@ def test_norm_panel_margin_ticks_and_finding(key):
                and ax.get_ylim()[0] <= t.get_position()[1] <= ax.get_ylim()[1]]
     assert len(ylabels) >= 3
     assert len({"e" in t for t in ylabels}) == 1  # one format
+    for yax in [ax, *view.stat_axes.values()] if view.stats_only else [ax]:
+        _assert_y_labels_apart(yax, renderer)
     if not view.stats_only:
         title = ax.get_title()
         assert "\n" not in title and title.startswith("block norms ") and "updates" in title
@@ -291,3 +293,30 @@ def test_update_shards_of_a_flat_kernel_stack_big_with_no_gap():
     from dtsgd_viz.views.figure import headline_texts
     text = " ".join(headline_texts(fig)[1:]) + " ".join(p.ax.get_title() for p in panels.values())
     assert "replicas" in text and "copies" not in text
+
+
+def _assert_y_labels_apart(ax, renderer):
+    lo, hi = sorted(ax.get_ylim())
+    shown = [t for t in ax.get_yticklabels() if t.get_text() and lo <= t.get_position()[1] <= hi]
+    boxes = sorted((t.get_window_extent(renderer) for t in shown), key=lambda b: b.y0)
+    assert all(a.y1 <= b.y0 + 0.5 for a, b in zip(boxes, boxes[1:])), [t.get_text() for t in shown]
+
+
+@pytest.mark.parametrize("height, decades", [(0.95, 2.6), (0.95, 0.4), (3.0, 2.6), (0.6, 6.0)])
+def test_a_short_log_axis_labels_only_what_it_has_room_for(height, decades):
+    """Tutorial 06's stats panel (95 px tall, 0.0002..0.08) labelled every 1..8 x 10^k
+    tick, fifteen labels overprinting each other."""
+    from matplotlib.figure import Figure
+    from dtsgd_viz.views._shard_lines import log_y
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    fig = Figure(figsize=(4, height + 0.4), dpi=style.DPI)
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes([0.2, 0.2 / (height + 0.4), 0.7, height / (height + 0.4)])
+    ax.plot([0, 1], [8e-2, 8e-2 / 10 ** decades])
+    log_y(ax)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    _assert_y_labels_apart(ax, renderer)
+    lo, hi = sorted(ax.get_ylim())
+    shown = [t for t in ax.get_yticklabels() if t.get_text() and lo <= t.get_position()[1] <= hi]
+    assert len(shown) >= 2

@@ -214,12 +214,14 @@ def test_explorer_on_a_stats_recording():
     note = " ".join(w.view.stats_note.get_text().split())
     assert "values not recorded" in note and "mode='full'" in note
     lines = w.view.lines
-    step_line = w.view.step_lines[0]
+    step_line = next(l for l in w.view.step_lines if l.get_gid() == "step-line")
+    step_label = next(l for l in w.view.step_lines if l.get_gid() == "step-label")
     np.testing.assert_allclose(np.array([l.get_ydata() for l in lines]).T,
                                r.shard_stats("w", "velocity")[..., 0])
     png, renders = w.image.value, w.renders
     w.slider.value = 5
     assert list(step_line.get_xdata()) == [5, 5] and w.renders == renders + 1
+    assert step_label.get_text().strip() == "update 5" and step_label.get_position()[0] == 5
     assert f"after update {r.steps[4]}" in heat_ax.get_title() and w.image.value != png
     w.kind.value = "grad"
     assert w.view.lines == lines
