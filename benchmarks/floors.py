@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import mmap
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -193,25 +192,6 @@ def _variants(mesh, make, block):
 TARGETS = {"stats": 2.0, "ring": 1.15, "keep": 1.25}
 
 
-def _measure(variants, rounds, warmup=1):
-    """``overhead._measure``, but the rows' order turns by one every round, so that no row
-    always runs right after the same one (the kept rows take fresh memory in turn)."""
-    order = list(variants)
-    for r in range(warmup + rounds):
-        for v in order:
-            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-            start = time.perf_counter()
-            for _ in range(v.block):
-                v.step()
-            v.end_block()
-            if r >= warmup:
-                v.times.append((time.perf_counter() - start) / v.block)
-                v.faults += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
-        order = order[1:] + order[:1]
-        print(f"round {r + 1 - warmup}/{rounds}" if r >= warmup else "warm-up round",
-              file=sys.stderr, flush=True)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=2048, help="parameter side (default 2048)")
@@ -223,7 +203,8 @@ def main(argv=None):
     rows, keep, kept = _variants(mesh, make, args.block)
     variants = [v for v, _, _ in rows]
     print(f"measuring {len(variants)} rows, {args.rounds} rounds ...", file=sys.stderr, flush=True)
-    _measure(variants, args.rounds)
+    # the rows' order turns every round: the kept rows take fresh memory in turn
+    ob._measure(variants, args.rounds, warmup=1, rotate=True, progress=True)
     ratio = ob._paired_ratios(variants)
     plain_ms = statistics.median(variants[0].times) * 1e3
     for v in variants:

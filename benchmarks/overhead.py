@@ -212,21 +212,27 @@ def _variants(mesh, make, rows=None, floors=True):
     return out
 
 
-def _measure(variants, blocks, warmup=2):
-    for _ in range(warmup):
-        for v in variants:
-            for _ in range(v.block):
-                v.step()
-            v.end_block()
-    for _ in range(blocks):
-        for v in variants:
+def _measure(variants, blocks, warmup=2, rotate=False, progress=False):
+    """``warmup`` untimed rounds, then ``blocks`` timed ones, each running every variant
+    once, round robin; ``rotate``: the order turns by one every round, so that no
+    variant always runs right after the same one; ``progress``: each round said on
+    stderr. Returns each variant's median."""
+    order = list(variants)
+    for r in range(warmup + blocks):
+        for v in order:
             faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             start = time.perf_counter()
             for _ in range(v.block):
                 v.step()
             v.end_block()
-            v.times.append((time.perf_counter() - start) / v.block)
-            v.faults += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+            if r >= warmup:
+                v.times.append((time.perf_counter() - start) / v.block)
+                v.faults += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+        if rotate:
+            order = order[1:] + order[:1]
+        if progress:
+            print(f"round {r + 1 - warmup}/{blocks}" if r >= warmup else "warm-up round",
+                  file=sys.stderr, flush=True)
     return {v.name: statistics.median(v.times) for v in variants}
 
 
