@@ -19,15 +19,17 @@ import numpy as np
 
 from . import style
 from .shard_geometry import block_norm_lines, minmax_decimate, shard_norms
-from ._shard_stats import _end_values, change_text  # noqa: F401 - views read it here
+from ._shard_labels import NormLabels
+from ._shard_stats import change_text  # noqa: F401 - views read it here
 from ._tensor_panel import NONFINITE_COLOR
 
 STEP_COLOR = "#222222"        # near black: the shown update (no block colour is)
 MISMATCH_COLOR = "#D55E00"    # Okabe-Ito vermillion: replicas disagree
 X_MARGIN = 0.045             # of the update range, each side of the lines
 MAX_DIRECT_LABELS = 10
-"""Up to this many blocks, each line is named at its right end (``end_labels``), the
-legend holding the marks alone; more blocks: the legend names them."""
+"""Up to this many blocks, each line is named at its right end (``end_labels``,
+``_shard_labels``: nearly coinciding lines drawn as a band there), the legend holding
+the marks alone; more blocks: the legend names them."""
 MAX_LEGEND_BLOCKS = 64
 """The norm panel's legend names every block up to this many (the 9 block colours times
 8 line styles tell 72 apart), in columns of ``LEGEND_ROWS``."""
@@ -154,7 +156,7 @@ def cycle_text(styles) -> str | None:
             f"\nstyle here, hatching ({shown})\non its label chip")
 
 
-class NormLines:
+class NormLines(NormLabels):
     """``ShardsView``'s norm panel (a mixin: see the module docstring)."""
 
     def _draw_lines(self):
@@ -163,6 +165,7 @@ class NormLines:
         else:
             self.line_ax = self.norm_ax
             self.lines = self._lines_on(self.norm_ax, self._norm_lines(), True)
+            self._set_band()  # nearly coinciding blocks: one band, the extremes as lines
             self._zero_marks_on(self.norm_ax, self._zeros())
             self.norm_ax.set_xlabel("optimizer update", fontsize=style.LABEL_SIZE)
             self.norm_ax.set_ylabel("L2 norm of the block", fontsize=style.LABEL_SIZE)
@@ -258,6 +261,8 @@ class NormLines:
         for g, line in enumerate(lines):
             line.set_data(*self._thinned(ax, data[:, g]))
         self._data[ax] = data
+        if ax is getattr(self, "line_ax", None) and not self.stats_only:
+            self._set_band()
         ax.relim()
         ax.autoscale_view(scalex=False)
         if ax is getattr(self, "line_ax", None):
@@ -305,41 +310,6 @@ class NormLines:
 
     def _direct(self) -> bool:
         return len(self.styles) <= MAX_DIRECT_LABELS
-
-    def place_end_labels(self) -> None:
-        """Name each block's line at its right end, outside the axes, the names pushed
-        apart (``direct_labels.spread``) so none overprints another; again after the
-        layout or the data changed."""
-        from matplotlib.transforms import blended_transform_factory
-        from .direct_labels import axes_height_points, spread
-        ax = getattr(self, "line_ax", None)
-        if ax is None or not self._direct():
-            return
-        data = self._data[ax]
-        if not getattr(self, "end_labels", None):
-            trans = blended_transform_factory(ax.transAxes, ax.transAxes)
-            self.end_labels = [
-                ax.text(1.015, 0.5, p.label, transform=trans, ha="left", va="center",
-                        fontsize=style.NOTE_SIZE + 0.5, color=color, fontweight="bold",
-                        clip_on=False, gid=f"end-label-{g}")
-                for g, (p, (color, _, _)) in enumerate(zip(self.patches, self.styles))]
-        ends = _end_values(data, -1)
-        lo, hi = ax.get_ylim()
-        log = ax.get_yscale() == "log"
-        fracs, shown = [], []
-        for g, y in enumerate(ends):
-            if not np.isfinite(y) or (log and y <= 0):
-                continue
-            f = ((np.log10(y) - np.log10(lo)) / (np.log10(hi) - np.log10(lo)) if log
-                 else (y - lo) / (hi - lo))
-            fracs.append(float(np.clip(f, 0.0, 1.0)))
-            shown.append(g)
-        gap = 1.2 * (style.NOTE_SIZE + 0.5) / axes_height_points(ax)
-        placed = dict(zip(shown, spread(fracs, gap, 0.02, 0.98)))
-        for g, text in enumerate(self.end_labels):
-            text.set_visible(g in placed)
-            if g in placed:
-                text.set_y(placed[g])
 
     def _legend(self):
         from matplotlib.lines import Line2D

@@ -20,6 +20,70 @@ STATS_ONLY_TEXT = ("values not recorded: Recorder(mode='stats') keeps each block
 STATS = ("L2 norm", "mean", "max |x|")   # the columns of Recording.shard_stats
 
 
+BAND_MIN_BLOCKS = 5
+"""From this many blocks, lines that nearly coincide are drawn as one band (``band_of``);
+up to 4 lines stay readable one by one."""
+BAND_SPREAD = 0.35
+"""Blocks are banded when, at the median update, their norms span at most this fraction
+of the panel's log range (8 tangled lines: ~0.2; lines fanning out over decades: ~0.5)."""
+
+
+def _factors(data):
+    """Each block's last/first finite norm (``ok``: where both are positive), and the
+    median block's factor ``f``."""
+    first, last = _end_values(data, 0), _end_values(data, -1)
+    ok = np.isfinite(first) & np.isfinite(last) & (first > 0) & (last > 0)
+    factors = last[ok] / first[ok]
+    f = float(np.exp(np.median(np.log(factors)))) if ok.any() else 1.0
+    return ok, factors, f
+
+
+def slow_fast(data) -> tuple[int, int] | None:
+    """The columns of ``data`` (updates x blocks) of the block whose norm changed least
+    and most in the direction of the median block's change ("slowest", "fastest"), or
+    None when fewer than two blocks have a first and last norm.
+
+    >>> slow_fast(np.array([[1.0, 1.0, 1.0], [0.1, 0.5, 0.01]]))
+    (1, 2)
+    """
+    ok, factors, f = _factors(data)
+    if len(factors) < 2:
+        return None
+    cols = np.flatnonzero(ok)
+    lo, hi = int(cols[np.argmin(factors)]), int(cols[np.argmax(factors)])
+    return (hi, lo) if f < 1 else (lo, hi)
+
+
+def band_of(data):
+    """``(lo, median, hi)`` over the blocks at each update when the blocks' norm lines
+    (``data``: updates x blocks, positive, NaN where not drawable) nearly coincide on a
+    log axis (``BAND_MIN_BLOCKS``, ``BAND_SPREAD``), else None (draw every line).
+
+    >>> t = np.linspace(0, 2, 50)[:, None]
+    >>> band_of(np.exp(-t) * (1 + 0.05 * np.arange(8))) is not None   # 8 lines, one shape
+    True
+    >>> band_of(np.exp(-t * np.arange(1, 9))) is None                 # fanning out
+    True
+    """
+    data = np.asarray(data, np.float64)
+    if data.ndim != 2 or data.shape[1] < BAND_MIN_BLOCKS or data.shape[0] < 2:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.where(np.isfinite(data) & (data > 0), np.log10(data), np.nan)
+    rows = np.sum(np.isfinite(logs), 1) >= 2
+    if rows.sum() < 2:
+        return None
+    kept = logs[rows]
+    span = np.nanmax(kept, 1) - np.nanmin(kept, 1)
+    full = float(np.nanmax(kept) - np.nanmin(kept))
+    if full <= 0 or np.median(span) > BAND_SPREAD * full:
+        return None
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # all-NaN updates: NaN, no note
+        return (10 ** np.nanmin(logs, 1), 10 ** np.nanmedian(logs, 1), 10 ** np.nanmax(logs, 1))
+
+
 def change_text(data, updates, names) -> str:
     """The norm panel's title, its finding: how the blocks' norms (``data``: updates x
     blocks) changed from the first update to the last (the median block's factor), and
@@ -29,15 +93,12 @@ def change_text(data, updates, names) -> str:
     >>> change_text(d, [1, 2000], ["CPU:0", "CPU:1"])
     'block norms fall 32x over 2000 updates; CPU:1 slowest'
     """
-    first, last = _end_values(data, 0), _end_values(data, -1)
-    ok = np.isfinite(first) & np.isfinite(last) & (first > 0) & (last > 0)
+    ok, factors, f = _factors(data)
     u = np.asarray(updates)
     if len(u) < 2 or not ok.any():
         return "each block's L2 norm over the updates"
     span = (f"over {int(u[-1])} updates" if u[0] <= max(1, u[1] - u[0])
             else f"over updates {int(u[0])}–{int(u[-1])}")
-    factors = last[ok] / first[ok]
-    f = float(np.exp(np.median(np.log(factors))))
     if 1 / 1.5 <= f <= 1.5:
         head = f"block norms stay within 1.5x {span}"
     else:
@@ -45,10 +106,8 @@ def change_text(data, updates, names) -> str:
         times = (f"{k:.2g}x" if k < 10 else f"{float(f'{k:.2g}'):.0f}x" if k < 1e4
                  else f"{np.log10(k):.0f} decades")
         head = f"block norms {'grow' if f > 1 else 'fall'} {times} {span}"
-    names = [n for n, good in zip(names, ok) if good]
     if len(factors) > 1 and factors.max() / factors.min() > 3:
-        slow = int(np.argmax(factors) if f < 1 else np.argmin(factors))
-        head += f"; {names[slow]} slowest"
+        head += f"; {names[slow_fast(data)[0]]} slowest"
     return head
 
 

@@ -4,7 +4,8 @@ in their block colours (``style.block_styles``): the panel ``plot_shards`` and
 
 The labels sit off the data: a block on the top edge has its chip above the heatmap,
 a lower one on its top outline (half a chip into the cells either side of the line,
-no more); a panel without values (the blocks alone, tinted) keeps them centred.
+no more); a tall strip cut into rows only (16x1) has them beside it, left, at each
+block's middle; a panel without values (the blocks alone, tinted) keeps them centred.
 ``box_aspect`` is the geometry, computed before drawing: how tall the panel is for
 its width (flat tensors drawn taller than square cells would make them, so they fill
 their panel).
@@ -22,6 +23,7 @@ __all__ = ["TensorPanel", "draw_tensor", "box_aspect"]
 LABEL_SIZES = (style.TICK_SIZE, style.NOTE_SIZE)   # block labels, tried in turn
 MAX_CELL_STRETCH = 2.5   # a flat tensor's cells drawn at most this much taller than wide
 LABEL_GAP = 3.0          # points between the heatmap's top edge and the chips above it
+SIDE_GAP = 5.0           # points between a tall strip's left edge and the chips beside it
 
 
 def box_aspect(shape, fill: float = 0.7) -> float | None:
@@ -95,6 +97,11 @@ class TensorPanel:
             self._colorbar(flat or colorbar == "below", colorbar_label)
         self.patches = block_patches(geometry, device_names)
         self.outlines, self.labels, self.label_rects, self.tints = [], [], [], []
+        # a tall strip cut into rows only: chips beside it, at each block's middle, where
+        # an outline chip would sit on the boundary between two blocks
+        self.side = (image is not None and isinstance(self.box_aspect, float)
+                     and self.box_aspect > 1 and all(r[0] == 0 and r[2] == cols
+                                                     for p in self.patches for r in p.rects))
         for p in self.patches:
             color, hatch, _ = styles[p.group]
             for x, y, w, h in p.rects:
@@ -130,6 +137,10 @@ class TensorPanel:
         if centred:
             kw["gid"] += ":centre"
             return ax.text(x + w / 2, y + h / 2, text, va="center", **kw)
+        if self.side:  # left of the strip, between the y tick labels at the boundaries
+            kw.update(ha="right", gid=kw["gid"] + ":side")
+            left = ax.transData + ScaledTranslation(-SIDE_GAP / 72, 0, ax.figure.dpi_scale_trans)
+            return ax.text(0, y + h / 2, text, va="center", transform=left, clip_on=False, **kw)
         if y == 0:  # above the top edge, a few points up: off the data
             up = ax.transData + ScaledTranslation(0, LABEL_GAP / 72, ax.figure.dpi_scale_trans)
             return ax.text(x + w / 2, 0, text, va="bottom", transform=up, clip_on=False, **kw)
@@ -216,6 +227,8 @@ class TensorPanel:
             bw, bh = abs(x1 - x0) * 0.92, abs(y1 - y0) * 0.92
             if self.label_above(text):
                 bh = np.inf
+            elif self.side:  # beside the strip: as tall as half its block (tick labels
+                bw, bh = np.inf, abs(y1 - y0) * 0.5   # stand at the block boundaries)
             elif not text.get_gid().endswith(":centre"):
                 bh = abs(y1 - y0) * 0.9  # a chip centred on the outline
             for rotation in ((0, 90) if bh > bw and np.isfinite(bh) else (0,)):
@@ -232,6 +245,10 @@ class TensorPanel:
                 text.set_visible(False)  # named in unlabelled_text instead
         self.unlabelled = [p for p, text in zip(self.patches, self.labels)
                            if not text.get_visible()]
+        shown = [t for t in self.labels if t.get_visible()]
+        if self.side and shown:  # the y label left of the chips, not under them
+            width = max(t.get_window_extent(renderer).width for t in shown) * 72 / self.ax.figure.dpi
+            self.ax.yaxis.labelpad = max(4.0, width + SIDE_GAP - 14.0)
 
     def unlabelled_text(self) -> str:
         """A caption naming the blocks too small for their label ("" when none is),

@@ -127,3 +127,31 @@ def move_ends(ax, texts, ends) -> None:
     for i, f in zip(ok, fracs):
         texts[i].set_position((ends[i][0] + 0.012 * (x1 - x0), f))
         texts[i].set_visible(True)
+
+
+READABLE_GAP = 1.45
+"""Centre-to-centre distance of stacked one-line names, in font sizes: a text height
+(~1.2 em with descenders) and a quarter em of air between neighbours."""
+
+
+def leaders(ax, ends, placed, colors, *, x0=1.0, x1=1.045, min_shift=0.004, gid="leader"):
+    """Short lines from each line's end (``ends``: axes-fraction heights at ``x0``) to
+    its name moved by ``spread`` (``placed``: heights at ``x1``, same order), in the
+    line's colour, only where the name moved more than ``min_shift``; ``None`` entries
+    are skipped. Drawn in axes coordinates, outside the axes. Returns the ``Line2D``s.
+
+    >>> import matplotlib; from matplotlib.figure import Figure
+    >>> ax = Figure().add_subplot()
+    >>> lines = leaders(ax, [0.5, 0.5], [0.45, 0.5], ["r", "b"])   # the second did not move
+    >>> len(lines), [round(v, 2) for v in lines[0].get_ydata()]
+    (1, [0.5, 0.5, 0.45])
+    """
+    out = []
+    for k, (y0, y1, c) in enumerate(zip(ends, placed, colors)):
+        if y0 is None or y1 is None or abs(y1 - y0) <= min_shift:
+            continue
+        line, = ax.plot([x0, x0 + 0.35 * (x1 - x0), x1], [y0, y0, y1], color=c, lw=0.9,
+                        transform=ax.transAxes, clip_on=False, zorder=6, gid=f"{gid}-{k}")
+        line.set_in_layout(False)
+        out.append(line)
+    return out

@@ -3,18 +3,15 @@
     dtsgd_viz.widgets.LiveMonitor("run.zarr")      # last expression of a cell
 
 It shows how many steps have landed and how fast, the loss, and the L2 norm of every
-block of one variable's velocity (or another kind) over the updates (update k: the k-th
-optimizer update), refreshed as new steps are committed. The blocks are named and
-coloured as ``plot_shards`` names and colours them (``CPU:0``, ``CPU:0-7``; the labels
-stand at the right end of their lines); norms and a positive loss are drawn on log axes.
-The figure is ``style.LIVE_MONITOR_SIZE`` at ``style.DPI`` (a 930 px PNG). A background
-thread polls every ``interval`` seconds; each poll goes through ``poll(state, store)``
-(old state + what the store now holds -> new state; tested without a thread or a
-browser), reads only the steps it has not seen, and updates the lines in place. A run
-that resumes the store (``Recorder(path=..., resume=True)``) supersedes the steps after
-its checkpoint, so the committed count can drop: each poll drops the rows past what
-every resume it had not seen kept, then reads the new run's steps (never the superseded
-ones twice). Polling stops when the run closes the store or the widget is closed. No
+block of one variable's velocity (or another kind) per optimizer update, refreshed as
+steps are committed, under titles saying the finding so far. Blocks are named and
+coloured as in ``plot_shards``, at their lines' right ends; log axes for norms and a
+positive loss. The figure is ``style.LIVE_MONITOR_SIZE`` at ``style.DPI`` (930 px).
+A thread polls every ``interval`` s through ``poll(state, store)`` (old state + what the
+store holds -> new state; tested without a thread), reading only unseen steps. A resumed
+store (``Recorder(path=..., resume=True)``) supersedes the steps after its checkpoint:
+each poll drops the rows past what every unseen resume kept, then reads the new run's
+steps. Polling stops when the run closes the store or the widget is closed. No
 TensorFlow is imported.
 """
 
@@ -28,14 +25,31 @@ import numpy as np
 
 from ..recording.store import PartStatus, StoreReader
 from ..views import style
-from ..views.direct_labels import axes_height_points, spread
+from ..views.direct_labels import axes_height_points, leaders, spread
 from ..views.shard_geometry import block_patches, minmax_decimate
 from ._canvas import FigureWidget
 
 RATE_WINDOW = 10
 """Steps per second are measured over the last this many commits a poll saw."""
-NAME_GAP = 1.5
-"""The blocks' names (on chips) stand at least this many font sizes apart."""
+NAME_GAP = 1.85
+"""Block names (chips ~1.6 font sizes tall) stand this many font sizes apart: air between."""
+NAME_X = 1.055
+"""Axes fraction of the chips' left edge: room for leaders to the chips that moved."""
+
+
+def loss_text(steps, loss) -> str:
+    """The loss panel's title, its finding: by how much the loss changed over the run.
+    >>> loss_text([1, 2, 80], [1.0, 0.5, 0.03])
+    'loss falls 33x over 80 updates'
+    """
+    v = np.asarray(loss, np.float64)
+    ok = np.flatnonzero(np.isfinite(v))
+    if len(ok) < 2 or v[ok[0]] <= 0 or v[ok[-1]] <= 0:
+        return "loss"
+    f, n = v[ok[-1]] / v[ok[0]], int(steps[ok[-1]])
+    k = max(f, 1 / f)
+    return (f"loss stays within 1.5x over {n} updates" if k < 1.5 else
+            f"loss {'grows' if f > 1 else 'falls'} {float(f'{k:.2g}'):g}x over {n} updates")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -263,11 +277,10 @@ class LiveMonitor(FigureWidget):
             self.norm_lines = [self.ax_norms.plot([], [], color=c, ls=ls, lw=1.4,
                                                   label=name, gid=f"norm-{i}")[0]
                                for i, (name, (c, ls)) in enumerate(zip(state.blocks, state.looks))]
-            self.ax_norms.set_title(f"‖{state.kind}‖ of each block of {state.variable!r}",
-                                    fontsize=style.TITLE_SIZE)
             self.block_labels = self._name_blocks(state.blocks)
             relayout = True
         x = state.steps
+        self._set_titles(state)
         # a long run has more steps than pixel columns: each column's min and max drawn
         self.loss_line.set_data(*minmax_decimate(x, state.loss, _columns(self.ax_loss)))
         for i, line in enumerate(self.norm_lines):
@@ -285,6 +298,16 @@ class LiveMonitor(FigureWidget):
         self._place_names(state)
         self.refresh()
 
+    def _set_titles(self, state) -> None:  # the finding so far, the content below it
+        from ..views.shards_view import change_text
+        self.ax_loss.set_title(loss_text(state.steps, state.loss) + "\nloss before each update",
+                               fontsize=style.TITLE_SIZE)
+        if state.blocks:
+            finding = change_text(state.norms, state.steps, list(state.blocks))
+            finding = finding if finding.startswith("block norms") else "each block's norm"
+            self.ax_norms.set_title(finding.replace("; ", ", ", 1) + f"\n‖{state.kind}‖ of "
+                                    f"each block of {state.variable!r}", fontsize=style.TITLE_SIZE)
+
     def _name_blocks(self, names):
         """A name per block right of the norm axes, on a chip of its colour (as the
         shard views' block labels), or a note when more blocks than fit its height one
@@ -299,7 +322,7 @@ class LiveMonitor(FigureWidget):
         for name, line in zip(names, self.norm_lines):
             r, g, b = to_rgb(line.get_color())
             ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
-            out.append(ax.text(1.02, 0.5, name, transform=ax.transAxes, ha="left",
+            out.append(ax.text(NAME_X, 0.5, name, transform=ax.transAxes, ha="left",
                                va="center", fontsize=style.LABEL_SIZE, color=ink,
                                clip_on=False, gid=f"block-label:{name}",
                                bbox=dict(boxstyle="round,pad=0.2", facecolor=line.get_color(),
@@ -323,8 +346,14 @@ class LiveMonitor(FigureWidget):
                 shown.append(text)
                 fracs.append(to_axes.transform((state.steps[ok[-1]], y[ok[-1]]))[1])
         gap = NAME_GAP * style.LABEL_SIZE / axes_height_points(ax)
-        for text, f in zip(shown, spread(fracs, gap, 0.02, 0.98)):
+        placed = spread(fracs, gap, 0.02, 0.98)
+        for text, f in zip(shown, placed):
             text.set_y(f)
+        for line in getattr(self, "leader_lines", []):
+            line.remove()
+        colors = [t.get_bbox_patch().get_facecolor() for t in shown]
+        self.leader_lines = leaders(ax, fracs, placed, colors, x1=NAME_X - 0.004,
+                                    min_shift=0.2 * gap, gid="name-leader")
 
 
 def _frame(ax) -> None:

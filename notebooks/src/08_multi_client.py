@@ -194,8 +194,10 @@ print(dtsgd_viz.reference.check_recording(r))
 # outlined. The top row of blocks (`x` = 0) is held by client 0's four CPUs, the bottom
 # row by client 1's: each client numbers its own CPUs from 0, so the labels name the
 # task too (`t0/CPU:0` is `CPU:0` of `task:0`), each block in its own colour. The
-# right panel is the norm of each of the 8 blocks over the run, one line per block in
-# the same colour: those of the top row are the curves the live monitor drew above.
+# right panel is the norm of the 8 blocks over the run: their curves nearly coincide,
+# so they are drawn as one grey band (the lowest to the highest block at each update)
+# with its median, and only the blocks that stand apart (highest, lowest, slowest) as
+# lines in their colours; the top row's curves are those the live monitor drew above.
 
 # %%
 show(dtsgd_viz.plot_shards(r, "w", "velocity"))

@@ -9,6 +9,7 @@ import base64
 import importlib.util
 import io
 import pathlib
+import re
 import types
 
 import matplotlib
@@ -93,7 +94,11 @@ def test_live_monitor_reads_as_the_other_views(tmp_path):
         texts = _texts(monitor.figure)
         assert min(t.get_fontsize() for t in texts) >= style.NOTE_SIZE
         assert not any("$" in t.get_text() for t in texts)
-        assert monitor.ax_loss.get_title() == "loss"
+        # the title states the finding over the 30 stored updates, then what is drawn
+        finding, what = monitor.ax_loss.get_title().split("\n")
+        assert re.fullmatch(r"loss (falls|grows) [0-9.]+x over 30 updates|"
+                            r"loss stays within 1.5x over 30 updates", finding), finding
+        assert what == "loss before each update"
     finally:
         monitor.close()
 

@@ -1,0 +1,118 @@
+"""The norm panel's band (nearly coinciding blocks drawn as min..max with their median,
+the extremes as lines), leader lines to end labels that moved, and chips beside a tall
+strip: checked through the artists' data."""
+
+import numpy as np
+import pytest
+from matplotlib.colors import to_rgb
+
+import dtsgd_viz
+from dtsgd_viz.views._shard_labels import _roles
+from dtsgd_viz.views._shard_stats import band_of
+from dtsgd_viz.views.direct_labels import READABLE_GAP, leaders
+from dtsgd_viz.views.shards import draw_shards
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """The demo's heavy-ball run (8 blocks bouncing together) and a Nesterov run whose
+    blocks fan out over decades."""
+    q = dtsgd_viz.surfaces.ShardedQuadratic()
+    return dtsgd_viz.run(q, {"momentum": dict(learning_rate=0.5, momentum=0.9),
+                             "nesterov": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
+                         steps=60)
+
+
+def _gid(ax, gid):
+    return [a for a in [*ax.lines, *ax.collections] if a.get_gid() == gid]
+
+
+def test_band_of_follows_the_blocks_spread():
+    t = np.linspace(0, 3, 40)[:, None]
+    close = np.exp(-t) * (1 + 0.1 * np.arange(8))
+    lo, med, hi = band_of(close)
+    np.testing.assert_allclose(lo, close.min(1))
+    np.testing.assert_allclose(hi, close.max(1))
+    assert band_of(close[:, :4]) is None                  # four lines read one by one
+    assert band_of(np.exp(-t * np.arange(1, 9))) is None   # fanning out: every line
+
+
+def test_coinciding_blocks_are_one_band_and_their_extremes(runs):
+    view = draw_shards(runs["momentum"], "w", "velocity", 10)
+    ax, data = view.norm_ax, view._data[view.norm_ax]
+    band, = _gid(ax, "norm-band")
+    median, = _gid(ax, "norm-median")
+    # the median on the log axis: of the log norms (8 blocks: the middle two's geometric mean)
+    np.testing.assert_allclose(median.get_ydata(), 10 ** np.nanmedian(np.log10(data), 1),
+                               rtol=1e-5)
+    ys = np.concatenate([p.vertices[:, 1] for p in band.get_paths()])
+    assert np.isclose(ys.min(), np.nanmin(data), rtol=1e-4)
+    assert np.isclose(ys.max(), np.nanmax(data), rtol=1e-4)
+    roles = view.band_blocks
+    assert set(roles) == set(_roles(data)) and 2 <= len(roles) <= 3
+    hi = int(np.argmax(np.nanmedian(np.log10(data), 0)))
+    assert "highest" in roles[hi]
+    for g, line in enumerate(view.lines):  # only the extremes stay drawn as lines
+        assert line.get_visible() == (g in roles)
+    shown = {t.get_text(): t for t in view.end_labels if t.get_visible()}
+    assert f"median of {len(view.lines)}" in shown
+    assert f"{view.patches[hi].label} {roles[hi]}" in shown
+    assert len(shown) == len(roles) + 1   # the other blocks are named by the band
+    label = shown[f"{view.patches[hi].label} {roles[hi]}"]
+    assert to_rgb(label.get_color()) == to_rgb(view.lines[hi].get_color())
+
+
+def test_fanning_blocks_keep_their_lines_and_names_a_text_height_apart(runs):
+    view = draw_shards(runs["nesterov"], "w", "velocity", 10)
+    ax = view.norm_ax
+    assert view.band_blocks is None and not _gid(ax, "norm-band")
+    assert all(line.get_visible() for line in view.lines)
+    fig = view.figure
+    fig.draw_without_rendering()
+    view.place_end_labels()
+    r = fig.canvas.get_renderer()
+    boxes = sorted((t.get_window_extent(r) for t in view.end_labels), key=lambda b: b.y0)
+    size_px = view.end_labels[0].get_fontsize() * fig.dpi / 72
+    for a, b in zip(boxes, boxes[1:]):
+        assert (b.y0 + b.y1) / 2 - (a.y0 + a.y1) / 2 >= 0.99 * READABLE_GAP * size_px
+    for line in view.leader_lines:   # from a line's end to the name that moved
+        y = line.get_ydata()
+        name = next(t for t in view.end_labels if np.isclose(t.get_position()[1], y[-1]))
+        assert to_rgb(line.get_color()) == to_rgb(name.get_color())
+        assert line.get_xdata()[-1] < name.get_position()[0]
+
+
+def test_leaders_only_for_names_that_moved():
+    from matplotlib.figure import Figure
+    ax = Figure().add_subplot()
+    out = leaders(ax, [0.2, 0.5, None], [0.3, 0.5, 0.9], ["r", "g", "b"], min_shift=0.01)
+    assert len(out) == 1 and list(out[0].get_ydata()) == [0.2, 0.2, 0.3]
+
+
+def test_a_tall_strip_has_its_chips_beside_it_at_each_blocks_middle():
+    from matplotlib.figure import Figure
+    from dtsgd_viz.geometry import shard_geometry
+    from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    from dtsgd_viz.views import style
+    from dtsgd_viz.views._tensor_panel import draw_tensor
+    mesh = MeshSpec.create({"batch": 2, "model": 4})
+    geom = shard_geometry((16, 1), LayoutSpec(("model", "unsharded"), mesh))
+    from dtsgd_viz.views.figure import new_figure
+    fig = new_figure((style.WIDTH, 5.4))
+    ax = fig.add_subplot(1, 2, 1)
+    panel = draw_tensor(ax, geom, mesh.short_device_names, np.arange(16.0)[:, None])
+    fig.draw_without_rendering()
+    r = fig.canvas.get_renderer()
+    panel.fit_labels(r)
+    assert panel.side
+    frame = ax.get_window_extent(r)
+    for text, (x, y, w, h) in zip(panel.labels, panel.label_rects):
+        box = text.get_window_extent(r)
+        assert text.get_visible() and box.x1 < frame.x0   # beside the strip, left
+        mid = ax.transData.transform((0, y + h / 2))[1]
+        assert abs((box.y0 + box.y1) / 2 - mid) < 1.0     # at its block's middle
+        for edge in (y, y + h):                            # clear of both boundaries
+            assert not box.y0 <= ax.transData.transform((0, edge))[1] <= box.y1
+    fig.draw_without_rendering()
+    label = ax.yaxis.label.get_window_extent(r)
+    assert all(label.x1 <= t.get_window_extent(r).x0 for t in panel.labels)
