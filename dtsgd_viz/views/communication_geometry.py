@@ -37,8 +37,8 @@ NODE_RADIUS = 0.33   # cells
 TEXT_WIDTH = 3.3     # inches of text saying what a panel's traffic serves
 GAP = 0.3            # inches between panels
 LINE = 0.17          # inches per line of that text
-FONT = {"title": 11.5, "subtitle": 9, "panel": 10, "lines": 9, "ticks": 8.5, "node": 8,
-        "note": 8.5}  # points; at 100 dpi the smallest reads 11 px
+FONT = {"title": 11.5, "subtitle": 9, "panel": 10, "lines": 9, "ticks": 8.5, "node": 9.5,
+        "note": 8.5}  # points; at 100 dpi the smallest reads 11.8 px (style.NOTE_SIZE)
 
 
 @dataclasses.dataclass(frozen=True)

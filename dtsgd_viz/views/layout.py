@@ -32,7 +32,7 @@ from ..specs import LayoutSpec
 from ..dtensor.model import (is_tensorflow_object, optimizer_parts, slot_of, unique_names,
                              variable_name)
 from .layout_geometry import LayoutPicture, Panel, block_looks, layout_picture
-from .layout_labels import jax_devices, slice_text
+from .layout_labels import jax_devices, short_finding, slice_text
 from .style import DPI, SUBTITLE_COLOR, LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE, TITLE_SIZE
 
 MAX_RANK = 4
@@ -127,7 +127,8 @@ def plot_layout(obj, shape=None, *, name=None, ax=None, title=None) -> Figure:
         pic = layout_picture(shape, layout, name=name, title=title,
                              panel_size=(pos.width * w, pos.height * h))
         _draw_panel(ax, pic, pic.panels[0])
-        ax.set_title(pic.title, fontsize=TITLE_SIZE)
+        prefix = f"{name + ' ' if name else ''}{shape}"
+        ax.set_title(title or short_finding(pic.geometry, prefix), fontsize=TITLE_SIZE)
         looks, geom = block_looks(pic.geometry), pic.geometry
         handles = [Patch(facecolor=c, hatch=hatch or None,
                          label="".join(jax_devices(geom.replica_groups[g], pic.names)))

@@ -24,12 +24,15 @@ from matplotlib.colors import to_rgb
 
 from ..geometry import ShardGeometry, shard_geometry
 from ..specs import UNSHARDED, LayoutSpec
-from .layout_labels import (MIN_FONT, PAD, coord_ticks, copies_text, dim_text, header_text,  # noqa: F401
-                            label_blocks, mesh_dim_role, note_text, text_width_pt)
+from .layout_labels import (MAX_LINES, MIN_FONT, PAD, bare_ids, coord_ticks,  # noqa: F401
+                            copies_text, dim_text, header_text, label_blocks, mesh_dim_role,
+                            note_text, text_width_pt)
 from .style import (BLOCK_COLORS, LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, SUPTITLE_SIZE,
                     TICK_SIZE, WIDTH, block_styles, mesh_block_colors)
 
 MAX_FACETS = {3: (12,), 4: (4, 4)}  # panels per leading dim, by tensor rank
+KEY_GAP = 0.22      # inches between the panels' x label and the mesh key's title
+KEY_BOTTOM = 0.55   # inches under the mesh key, for its tick labels and x label
 
 
 # ---- the picture ------------------------------------------------------------------------
@@ -253,11 +256,18 @@ def _facets(shape, layout):
     return picks, indices, ncols, collapsed
 
 
-def _frame(faceted, rank, grid, key, header, key_title, coords=((), ())):
+def _crowded(labelled) -> bool:
+    """Whether some block label is stacked more than ``MAX_LINES`` deep, or left out."""
+    return any(not b.label or b.label.count("\n") >= MAX_LINES
+               for blocks in labelled for b in blocks)
+
+
+def _frame(faceted, rank, grid, key, header, key_title, coords=((), ()), xlabel_lines=1):
     """The figure's size around the panel grid (``grid``: its width and height), the
     header (``(title, subtitle, note)``) and the mesh key, at most ``style.WIDTH`` wide,
     and where the grid goes: ``(figsize, x0, top)``, the grid's left and top edges
-    (inches, from the figure's bottom-left)."""
+    (inches, from the figure's bottom-left). Between the grid and the key: the tick
+    labels, the ``xlabel_lines`` of the x label, a small gap and the key's title."""
     title, subtitle, note = header
     grid_w, grid_h = grid
     left_m, right_m, bottom_m = (1.0 if rank >= 2 else 0.5), 0.35, (1.0 if faceted else 0.75)
@@ -276,7 +286,12 @@ def _frame(faceted, rank, grid, key, header, key_title, coords=((), ())):
                    ) / 72 + 0.4
     fig_w = min(WIDTH, max(left_m + grid_w + right_m, key_w + 2 * (key_ytick_in + 0.4),
                            header_w, 4.0))
-    fig_h = top_m + grid_h + bottom_m + key_h + 0.95
+    if key is None:
+        fig_h = top_m + grid_h + bottom_m + 0.35
+    else:
+        below = 0.3 + xlabel_lines * (TICK_SIZE if faceted else LABEL_SIZE) * 1.2 / 72
+        key_title_h = (key_title.count("\n") + 1) * NOTE_SIZE * 1.25 / 72 + 0.1
+        fig_h = top_m + grid_h + below + KEY_GAP + key_title_h + key_h + KEY_BOTTOM
     x0 = left_m + max(0.0, fig_w - left_m - right_m - grid_w) / 2
     return (fig_w, fig_h), x0, fig_h - top_m
 
@@ -325,11 +340,18 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
     if panel_size is None and ncols * pw > room:
         pw, ph = room / ncols, ph * room / (ncols * pw)
     yrange = shape[-2] if rank >= 2 else 1
-    labelled = [label_blocks(_blocks(geom, idx), names, (pw * 72, ph * 72), shape[-1], yrange,
+
+    def label_all(pw, ph):
+        return [label_blocks(_blocks(geom, idx), names, (pw * 72, ph * 72), shape[-1], yrange,
                              rotate=not mesh_coloured(geom))
                 for idx in indices]
+
+    labelled = label_all(pw, ph)
+    wide = room - (0.7 if geom.num_devices == geom.num_unique else 0.0)  # coords on the right
+    if panel_size is None and not faceted and pw < wide and _crowded(labelled):
+        pw = wide   # the column's width, for labels of one or two lines
+        labelled = label_all(pw, ph)
     title, subtitle = header_text(geom, layout, name, title, picks, collapsed)
-    note, omitted = note_text(geom, picks, labelled)
     copies = geom.num_devices // geom.num_unique
     key_title = ("devices on the mesh, coloured by the block they hold" if not mesh_coloured(geom)
                  else "devices on the mesh: each block's colour is its mesh coordinate") + (
@@ -345,12 +367,17 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
         coords = (xc, yc, xl)
     else:
         key = _mesh_key(layout, min(5.5, max(grid[0], 3.0)), key_title, geom)
-    figsize, x0, top = _frame(faceted, rank, grid, key, (title, subtitle, note), key_title, coords)
+    shown = [b.label for blocks in labelled for b in blocks] + (
+        [c.label for c in key.cells] if key is not None else [])
+    note, omitted = note_text(geom, picks, labelled, names if bare_ids(shown) else None)
+    xlabel_lines = 1 + (faceted or text_width_pt(dim_text(layout, rank - 1), LABEL_SIZE) > pw * 72)
+    figsize, x0, top = _frame(faceted, rank, grid, key, (title, subtitle, note), key_title, coords,
+                              xlabel_lines)
     panels = _panels(shape, layout, indices, labelled, ncols, (pw, ph), x0, top, gaps, picks)
     if key is None:
         panels = tuple(dataclasses.replace(p, xcoords=coords[0], ycoords=coords[1],
                                            xcoord_label=coords[2]) for p in panels)
     else:
         key_w, key_h = key.box[2], key.box[3]
-        key = dataclasses.replace(key, box=((figsize[0] - key_w) / 2, 0.55, key_w, key_h))
+        key = dataclasses.replace(key, box=((figsize[0] - key_w) / 2, KEY_BOTTOM, key_w, key_h))
     return LayoutPicture(geom, names, title, subtitle, note, figsize, panels, key, omitted)

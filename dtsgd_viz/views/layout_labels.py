@@ -20,10 +20,11 @@ import dataclasses
 import math
 
 from ..specs import UNSHARDED
-from .style import LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, TICK_SIZE, WIDTH
+from .style import LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE, WIDTH
 
 MIN_FONT = NOTE_SIZE   # 8.5 pt: 11.8 px as displayed (``style``'s smallest text)
 PAD = 2.0           # points kept free around a label inside its block
+MAX_LINES = 2       # lines of a block label that read at a glance (more only when nothing else fits)
 
 
 # ---- text measures (DejaVu Sans, matplotlib's default; slightly generous) ----------
@@ -141,10 +142,16 @@ def label_blocks(blocks, names, size_pt, xrange, yrange, rotate=True):
         candidates.sort(key=lambda c: c[0] != 1)
     forms = [label_forms(b.devices, names) for b in blocks]
     chosen = None
-    for form, rot, fs in candidates:
-        fits = [_fit(*f[form], fs, *box_pt(b), rot) for b, f in zip(blocks, forms)]
-        if all(fits):
-            chosen = [((text, rot), fs) for text in fits]
+    # labels of one or two lines read at a glance: a later form that fits in two lines
+    # beats an earlier one stacked three or four deep
+    for max_lines in (MAX_LINES, None):
+        for form, rot, fs in candidates:
+            fits = [_fit(*f[form], fs, *box_pt(b), rot) for b, f in zip(blocks, forms)]
+            if all(fits) and (max_lines is None
+                              or max(t.count("\n") + 1 for t in fits) <= max_lines):
+                chosen = [((text, rot), fs) for text in fits]
+                break
+        if chosen is not None:
             break
     if chosen is None:
         chosen = [next((((text, rot), fs) for form, rot, fs in candidates
@@ -254,23 +261,65 @@ def collapsed_text(shape, collapsed) -> str:
             "each laid out alike: one panel shows them all")
 
 
+def copied_over(layout) -> tuple[str, ...]:
+    """The mesh dims (of size > 1) the layout does not use: the devices along them hold
+    the same block, so they are where every copy comes from."""
+    return tuple(d for d in layout.mesh.dim_names
+                 if d not in layout.sharding_specs and layout.mesh.dim_size(d) > 1)
+
+
+def finding_text(geom, layout, prefix: str) -> str:
+    """The title's finding: how many devices hold how many distinct blocks and, with
+    replicas, on how many devices each block lives and over which mesh dims it is copied
+    (a second line when one line would be wider than ``style.WIDTH``).
+
+    >>> from dtsgd_viz.geometry import shard_geometry
+    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
+    >>> print(finding_text(shard_geometry((8, 8), spec), spec, "c (8, 8)"))
+    c (8, 8): 8 devices hold 4 distinct 8x2 blocks:
+    each on 2 devices (copied over batch)
+    """
+    n, unique = geom.num_devices, geom.num_unique
+    copies = n // unique
+    blocks = "x".join(map(str, geom.local_shape))
+    over = ", ".join(copied_over(layout))
+    if copies == 1:
+        if unique == 1:
+            return f"{prefix}: 1 device holds the whole tensor"
+        return f"{prefix}: {n} devices, {n} distinct {blocks} blocks"
+    if unique == 1:
+        head, tail = f"{prefix}:", f"all {n} devices hold the whole tensor (copied over {over})"
+    else:
+        head = f"{prefix}: {n} devices hold {unique} distinct {blocks} blocks:"
+        tail = f"each on {copies} devices (copied over {over})"
+    # bold type is about 10% wider than ``text_width_pt`` measures
+    one = f"{head} {tail}"
+    return one if 1.1 * text_width_pt(one, SUPTITLE_SIZE) <= (WIDTH - 0.4) * 72 else f"{head}\n{tail}"
+
+
+def short_finding(geom, prefix: str) -> str:
+    """The finding in a few words, for a title over one small axes (``plot_layout(ax=)``):
+    ``w (8, 8): 4 blocks x 2 copies``, ``w (8, 8): 8 distinct blocks``."""
+    copies = geom.num_devices // geom.num_unique
+    if copies == 1:
+        return f"{prefix}: {geom.num_unique} distinct block{'s' * (geom.num_unique > 1)}"
+    return f"{prefix}: {geom.num_unique} block{'s' * (geom.num_unique > 1)} x {copies} copies"
+
+
 def header_text(geom, layout, name, title, picks=None, collapsed=()):
-    """The title (``title`` when given) and the subtitle: the mesh, the unique blocks,
-    where their copies come from, what the panels index (``picks``: the faceted dims)
-    and which leading dims are drawn once (``collapsed``), wrapped to ``style.WIDTH``."""
+    """The title (``title`` when given, else the finding: ``finding_text``) and the
+    subtitle: the sharding and mesh, where the copies come from, what the panels index
+    (``picks``: the faceted dims) and which leading dims are drawn once (``collapsed``),
+    wrapped to ``style.WIDTH``."""
     shape, mesh = geom.global_shape, layout.mesh
     picks = picks or {}
     spec_text = "[" + ", ".join(layout.sharding_specs) + "]"
     copies = geom.num_devices // geom.num_unique
     prefix = f"{name + ' ' if name else ''}{shape}"
-    if copies == 1 and geom.num_unique > 1:   # the finding: every device its own block
-        blocks = "x".join(map(str, geom.local_shape))
-        title = title or f"{prefix}: {geom.num_devices} devices, {geom.num_unique} distinct {blocks} blocks"
-        subtitle = f"sharding {spec_text} on {mesh} · 1 copy of each block"
-    else:
-        title = title or f"{prefix}: sharding {spec_text}"
-        subtitle = (f"{mesh} · {geom.num_unique} unique block{'s' * (geom.num_unique > 1)} of "
-                    f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each")
+    title = title or finding_text(geom, layout, prefix)
+    # the title already counts the blocks and copies; the subtitle gives the settings
+    subtitle = f"sharding {spec_text} on {mesh}" + (" · 1 copy of each block" if copies == 1 else "")
     subtitle += f"\n{copies_text(layout)}"
     faceted = sorted(picks)
     if len(faceted) == 1:
@@ -283,13 +332,27 @@ def header_text(geom, layout, name, title, picks=None, collapsed=()):
     return title, _wrap_text(subtitle, SUBTITLE_SIZE)
 
 
-def note_text(geom, picks, labelled):
-    """What the panels leave out (indices of long leading dims, blocks, labels):
-    ``(note, number of blocks left unlabelled)``."""
+def bare_ids(texts) -> bool:
+    """Whether any of the label ``texts`` names devices by bare id (``0,16``), which only a
+    note can say are device ids."""
+    return any(t and all(ch.isdigit() or ch in ",\n" for ch in t) for t in texts)
+
+
+def ids_text(names) -> str:
+    """``numbers on the blocks and the mesh are device ids (0 = CPU:0, ..., 7 = CPU:7)``."""
+    return (f"the numbers on the blocks are device ids (0 = {names[0]}, ..., "
+            f"{len(names) - 1} = {names[-1]})")
+
+
+def note_text(geom, picks, labelled, names=None):
+    """What the panels leave out (indices of long leading dims, blocks, labels) and, when
+    ``names`` is given, that bare numbers are device ids: ``(note, number of blocks left
+    unlabelled)``."""
     shape = geom.global_shape
-    notes = [f"showing indices {', '.join(map(str, p))} of {shape[d]} along tensor dim {d}"
-             for d, p in sorted((picks or {}).items()) if len(p) < shape[d]]
-    if notes:
+    notes = [ids_text(names)] if names else []
+    notes += [f"showing indices {', '.join(map(str, p))} of {shape[d]} along tensor dim {d}"
+              for d, p in sorted((picks or {}).items()) if len(p) < shape[d]]
+    if len(notes) > bool(names):
         missing = geom.num_unique - len({b.group for blocks in labelled for b in blocks})
         notes.append("every block appears" if not missing
                      else f"{missing} block(s) not shown (see layout_table)")

@@ -30,6 +30,7 @@ from .traffic import dims_text, per_device, totals, traffic_items
 
 _PALETTE = list(VARIABLE_COLORS)
 _GREYS = ("#BBBBBB", "#888888", "#DDDDDD", "#666666")
+LABEL_LIFT = 4.0   # points between a level's label and the bar top or line it sits on
 _UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024 ** 2), ("GiB", 1024 ** 3), ("TiB", 1024 ** 4))
 
 
@@ -178,13 +179,17 @@ def _draw_memory(ax, plan, segments) -> list:
                gid=f"{s.kind}-{s.label}", label=s.label if s.kind == "param" else None)
     full = plan.unique_bytes / scale
     ax.axhline(full, color="#444444", linestyle="--", linewidth=1, gid="replicated-line")
-    ax.text(n - 0.5, full, f"nothing sharded: {format_bytes(plan.unique_bytes)} on every device",
-            ha="right", va="bottom", fontsize=NOTE_SIZE, color="#444444", gid="replicated-text")
+    ax.annotate(f"nothing sharded: {format_bytes(plan.unique_bytes)} on every device",
+                (n - 0.5, full), xytext=(0, LABEL_LIFT), textcoords="offset points",
+                ha="right", va="bottom", fontsize=NOTE_SIZE, color="#444444",
+                gid="replicated-text")
     per = plan.bytes_per_device
     if per.max() < 0.85 * plan.unique_bytes:  # else the bars reach the line: it says enough
-        ax.text(-0.5, per.max() / scale, f"as laid out: {format_bytes(per.max())}" + (
+        ax.annotate(f"as laid out: {format_bytes(per.max())}" + (
             "" if per.min() == per.max() else f" (min {format_bytes(per.min())})") +
-            " per device", ha="left", va="bottom", fontsize=NOTE_SIZE, gid="sharded-text")
+            " per device", (-0.5, per.max() / scale), xytext=(0, LABEL_LIFT),
+            textcoords="offset points", ha="left", va="bottom", fontsize=NOTE_SIZE,
+            gid="sharded-text")
     _device_axis(ax, plan)
     ax.set_ylim(0, full * 1.12)
     ax.set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)
@@ -230,13 +235,16 @@ def _draw_traffic(ax, plan, traffic, segments) -> list:
     if full:
         ax.axhline(full / scale, color="#444444", linestyle="--", linewidth=1,
                    gid="traffic-replicated-line")
-        ax.text(n - 0.5, full / scale, f"nothing sharded: {format_bytes(full)}", ha="right",
-                va="bottom", fontsize=NOTE_SIZE, color="#444444", gid="traffic-replicated-text")
+        ax.annotate(f"nothing sharded: {format_bytes(full)}", (n - 0.5, full / scale),
+                    xytext=(0, LABEL_LIFT), textcoords="offset points", ha="right",
+                    va="bottom", fontsize=NOTE_SIZE, color="#444444",
+                    gid="traffic-replicated-text")
     items = traffic_items(traffic)
     along = ", ".join(f"{format_bytes(b)} along {dims_text(d)}"
                       for d, b in totals(traffic.mesh, items).items()) or "nothing"
-    ax.text(-0.5, top / scale, f"as laid out: {along}", ha="left", va="bottom",
-            fontsize=NOTE_SIZE, gid="traffic-text")
+    ax.annotate(f"as laid out: {along}", (-0.5, top / scale), xytext=(0, LABEL_LIFT),
+                textcoords="offset points", ha="left", va="bottom", fontsize=NOTE_SIZE,
+                gid="traffic-text")
     _device_axis(ax, plan)
     ax.set_ylim(0, max(top, full, 1) / scale * 1.18)
     ax.set_ylabel(f"{unit} per device per update", fontsize=LABEL_SIZE)

@@ -25,6 +25,7 @@ from ..recording.communication import CommunicationPlan, communication_plan
 from ..recording.memory import MemoryEntry, MemoryPlan, format_bytes, plan_of
 from ..specs import UNSHARDED, LayoutSpec, MeshSpec
 from ..views.memory import plot_memory
+from ..views.style import DPI
 from ..views.traffic import ACTIVATION_NOTE, dims_text
 
 MAX_DEVICES = 256
@@ -277,9 +278,10 @@ class LayoutExplorer:
     is split over; below, ``plot_layout`` of the choice (or why it is impossible), its
     ``layout_table``, and the memory plan of every variable (table, and bars beside the
     gradient bytes each device all-reduces per update). ``.state`` is the current ``LayoutExplorerState``;
-    ``.layout_figure`` and ``.memory_figure`` the figures last drawn."""
+    ``.layout_figure`` and ``.memory_figure`` the figures last drawn, as PNGs at ``dpi``
+    (``style.DPI``: the notebook column's scale, as every other figure)."""
 
-    def __init__(self, obj, shape=None, *, mesh=None, dtype="float32", momentum=True, dpi=72):
+    def __init__(self, obj, shape=None, *, mesh=None, dtype="float32", momentum=True, dpi=DPI):
         import ipywidgets as widgets
         self._w = widgets
         self.dpi = dpi

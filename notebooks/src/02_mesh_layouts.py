@@ -73,8 +73,9 @@ show(dtsgd_viz.plot_layout(b))
 # so (`batch: unused -> 2 copies`). Each device's copy of its block is its **shard**, and
 # shards of one block held by several devices are **replicas** of it: here every block
 # has 2 replicas. The table groups the replicas on one row; the
-# figure gives every block one colour and labels it with every device holding it, and
-# the key under it colours each device by the block it holds: devices of one colour
+# figure's title counts them (8 devices hold 4 distinct blocks, each on 2 devices, copied
+# over `batch`), gives every block one colour and labels it with every device holding it,
+# and the key under it colours each device by the block it holds: devices of one colour
 # hold copies of one block.
 
 # %%
@@ -218,7 +219,9 @@ show(dtsgd_viz.plot_layout(plan, (1024, 512), name="W"))
 # Cut the weight both ways, `[data, model]`, and all 64 devices hold a different block.
 # Nine colours cannot tell 64 blocks apart, so past nine blocks each block is coloured by
 # where its device sits on the mesh: the hue follows `model`, the lightness `data`. Each
-# block names its device, and the key beside it is the mesh in the same colours.
+# block is labelled with the id of its device (the note under the title says so: `5` is
+# `CPU:5`), and the top and right edges name each block column's `model` coordinate and
+# each block row's `data` coordinate; with one copy per block no key is needed.
 
 # %%
 both = LayoutSpec(("data", "model"), plan.mesh)

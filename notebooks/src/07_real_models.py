@@ -66,8 +66,9 @@ print(dtsgd_viz.model_table(conv_net))
 # %% [markdown]
 # `plot_layout` draws where each block of a kernel lives. The 3x3 taps are not sharded,
 # so every tap is laid out alike and one panel shows them all (the subtitle says so): an
-# (input channel x filter) matrix cut into four column blocks. Each block is held by two
-# devices (the strips under it), one in each half of the `batch` dimension.
+# (input channel x filter) matrix cut into four column blocks. The title counts them: 8
+# devices hold 4 distinct blocks, each on 2 devices (its label names both, the key under
+# it shows them on the mesh), one in each half of the `batch` dimension.
 
 # %%
 show(dtsgd_viz.plot_layout(conv_net.get_layer("conv2").kernel, name="conv2/kernel"))

@@ -43,7 +43,9 @@ def devices_in(label, names):
     parts = [p.strip() for p in label.replace("\n", " ").split(",") if p.strip()]
     out = []
     for p in parts:
-        if m := re.fullmatch(r"d(\d+)-d(\d+)", p):
+        if re.fullmatch(r"\d+", p):   # bare ids: "0,16" (the figure's note says so)
+            out.append(int(p))
+        elif m := re.fullmatch(r"d(\d+)-d(\d+)", p):
             out += range(int(m[1]), int(m[2]) + 1)
         elif m := re.fullmatch(r"d(\d+)", p):
             out.append(int(m[1]))
@@ -223,7 +225,10 @@ def test_2x4_sharded_both_dims_and_replicated():
     assert ax.get_ylabel() == "tensor dim 0 — not sharded"
     labels = [t.get_text() for t in ax.texts if t.get_gid().startswith("label")]
     assert labels == ["CPU:0, CPU:4", "CPU:1, CPU:5", "CPU:2, CPU:6", "CPU:3, CPU:7"]
-    assert "4 unique blocks of (8, 4), 2 copies each" in fig.texts[1].get_text()
+    # the title counts the distinct blocks and where their copies live
+    assert " ".join(fig.texts[0].get_text().split()) == (
+        "(8, 16): 8 devices hold 4 distinct 8x4 blocks: each on 2 devices (copied over batch)")
+    assert fig.texts[1].get_text().startswith("sharding [unsharded, model] on Mesh(batch=2")
     assert_readable(fig)
 
 
@@ -589,4 +594,5 @@ def test_one_copy_layouts_name_mesh_coordinates_instead_of_a_key():
     assert len(key.patches) == 8
     (ax,) = panels_of(fig)
     assert not ax.child_axes
-    assert fig.texts[0].get_text() == "(8, 8): sharding [unsharded, model]"
+    assert " ".join(fig.texts[0].get_text().split()) == (
+        "(8, 8): 8 devices hold 4 distinct 8x2 blocks: each on 2 devices (copied over batch)")

@@ -88,7 +88,11 @@ def test_the_widget_redraws_through_its_traits():
     w.dim_pickers[1].value = "model"
     assert w.renders == renders + 1 and w.state.specs == ("unsharded", "model")
     fig = w.layout_figure
-    assert fig.texts[0].get_text() == "tensor (8, 16): sharding [unsharded, model]"
+    g = w.state.geometry
+    assert " ".join(fig.texts[0].get_text().split()) == (
+        f"tensor (8, 16): 8 devices hold {g.num_unique} distinct 8x4 blocks: each on "
+        f"{8 // g.num_unique} devices (copied over batch)")
+    assert g.num_unique == len({tuple((s.start, s.stop) for s in b) for b in g.blocks}) == 4
     assert "mesh dims: batch: unused -> 2 copies" in fig.texts[1].get_text()
     labels = [t.get_text() for t in fig.axes[0].texts if t.get_gid().startswith("label-")]
     names = w.state.mesh.short_device_names
@@ -157,3 +161,27 @@ def test_the_widget_shows_traffic_beside_memory():
     assert traffic_heights() == [] and "none (its layout uses every batch dim)" in w.message.value
     w.batch.value = "model"
     assert w.state.batch_dims == ("model",) and "batch over model" in w.message.value
+
+
+def test_the_static_picture_uses_the_notebook_width():
+    """The tutorial's explorer (1024x512 as [unsharded, model] on data=4, model=16): its
+    first picture (the one a built notebook shows) is drawn at style.DPI, about as wide
+    as the notebook column, its block labels on two lines naming each block's devices."""
+    import io
+
+    from PIL import Image
+
+    from dtsgd_viz.views.style import DPI, MAX_WIDTH_PX
+
+    w = LayoutExplorer((1024, 512), mesh={"data": 4, "model": 16})
+    w.dim_pickers[1].value = "model"
+    assert w.dpi == DPI
+    width, _ = Image.open(io.BytesIO(w.image.value)).size
+    assert 0.9 * MAX_WIDTH_PX <= width <= MAX_WIDTH_PX
+    labels = [t for t in w.layout_figure.axes[0].texts if t.get_gid().startswith("label-")]
+    groups = w.state.geometry.replica_groups
+    assert len(labels) == len(groups) == 16
+    for t in labels:
+        assert t.get_text().count("\n") == 1
+        g = int(t.get_gid().split("-")[1])
+        assert tuple(int(s) for s in t.get_text().replace("\n", "").split(",")) == groups[g]
