@@ -36,8 +36,9 @@ from . import style
 from .figure import headline, new_figure
 from .phase_geometry import (REGIONS, cap_rate, cell_edges, label_spots, log_ticks, phase_finding,
                              phase_ratio, ratio_limit)
-from .phase_regions import REGION_NAMES, draw_ratio_regions, legend_handles, name_region
+from .phase_regions import REGION_NAMES, draw_ratio_regions, legend_handles, name_region, region_patch
 from .phase_regions import outline as _outline
+from .phase_contours import draw_contours
 
 __all__ = ["plot_phase", "draw_phase", "PhaseView", "phase_ratio", "cell_edges", "cap_rate",
            "RATE_LEVELS"]
@@ -46,6 +47,7 @@ RULES = theory.RULES
 RATE_LEVELS = (0.6, 0.8, 0.9)
 TITLES = {"momentum": "Classical momentum (heavy ball)", "nesterov": "Nesterov (tf-keras form)"}
 RULE_NAMES = {"momentum": "momentum", "nesterov": "Nesterov"}
+PHASE_FIGSIZE = (style.WIDTH, 9.6)   # the rule maps, the full-width ratio map, two short legends
 TIE_WITHIN = 0.1   # the ratio map names "within 10%" where the counts are that close
 
 
@@ -68,6 +70,7 @@ class PhaseView:
     boundaries: dict = dataclasses.field(default_factory=dict)
     contours: dict = dataclasses.field(default_factory=dict)
     critical: dict = dataclasses.field(default_factory=dict)
+    rate_labels: dict = dataclasses.field(default_factory=dict)   # per rule, the contours' labels
     rate_levels: tuple = ()
     drawn_levels: set = dataclasses.field(default_factory=set)  # levels some map shows
     handles: list = dataclasses.field(default_factory=list)
@@ -160,9 +163,13 @@ def _draw_step_map(view, ax, key, nesterov, g: _MapGrid) -> None:
     ii, jj = np.nonzero(grid.diverged)
     ax.plot(g.lrs[jj], g.mus[ii], "x", color=style.DIVERGED_COLOR, ms=4.0, mew=0.9, ls="none",
             alpha=0.7, gid=f"diverged:{key}")
-    name_region(ax, (grid.steps < 0) & ~grid.diverged, f"more than {g.steps}\nupdates (the cap)",
-                g.lrs, g.mus, gid=f"region-label:cap:{key}")
-    name_region(ax, grid.diverged, "diverges", g.lrs, g.mus, gid=f"region-label:diverged:{key}")
+    capped = (grid.steps < 0) & ~grid.diverged
+    if not capped.any() or name_region(ax, capped, f"more than {g.steps}\nupdates (the cap)", g.lrs, g.mus,
+                                       gid=f"region-label:cap:{key}"):
+        view.named.add(f"cap:{key}")
+    if not grid.diverged.any() or name_region(ax, grid.diverged, "diverges", g.lrs, g.mus,
+                                              gid=f"region-label:diverged:{key}"):
+        view.named.add(f"diverged:{key}")
     title = TITLES[key]
     if g.h is not None:
         title += _draw_step_theory(view, ax, key, nesterov, g)
@@ -175,8 +182,10 @@ def _draw_step_theory(view, ax, key, nesterov, g: _MapGrid) -> str:
     h, mu_line = g.h, g.mu_line
     b_x = theory.convergence_boundary(mu_line, h[-1], nesterov)
     c_x = theory.critical_damping(mu_line, nesterov) / h[0]
-    view.contours[key] = _draw_contours(view, ax, key, nesterov, g, avoid=[
+    cs, view.rate_labels[key] = draw_contours(ax, key, nesterov, g, view.rate_levels, avoid=[
         np.column_stack([b_x, mu_line]), np.column_stack([c_x, mu_line])])
+    view.contours[key] = cs
+    view.drawn_levels.update(float(r) for r, path in zip(cs.levels, cs.get_paths()) if len(path.vertices))
     theory_look, critical = style.ROLE_LOOKS["theory"], style.ROLE_LOOKS["critical"]
     (view.boundaries[key],) = ax.plot(b_x, mu_line, **theory_look.line(), gid=f"boundary:{key}",
                                       path_effects=_outline("black", theory_look.lw + 1.6))
@@ -184,30 +193,6 @@ def _draw_step_theory(view, ax, key, nesterov, g: _MapGrid) -> str:
                                     path_effects=_outline("white", critical.lw + 2.0))
     rule = "lr·h < 2(1+μ)/(1+2μ)" if nesterov else "lr·h < 2(1+μ)"
     return f"\nstable iff {rule}, h = {h[-1]:g}"
-
-
-def _draw_contours(view, ax, key, nesterov, g: _MapGrid, avoid):
-    """The worst mode's iso-rate contours at ``view.rate_levels``, labelled where a label
-    keeps clear of the ``avoid`` polylines (``label_spots``); returns the ``ContourSet``."""
-    look = style.ROLE_LOOKS["rate_level"]
-    rho = theory.problem_rate(g.lr_f, g.mu_f, g.h, nesterov)
-    cs = ax.contour(g.lr_f, g.mu_f, rho, levels=list(view.rate_levels), colors=look.color,
-                    linewidths=look.lw, zorder=look.zorder)
-    cs.set_gid(f"rate:{key}")
-    view.drawn_levels.update(float(r) for r, path in zip(cs.levels, cs.get_paths())
-                             if len(path.vertices))
-    cs.set(path_effects=_outline("0.15", 2.0))
-    fmt = lambda r: f"ρ={r:g}" + (" (cap)" if r == g.cap else "")  # noqa: E731
-    # a label's half length in axes fractions, about (characters + 1) x 0.011
-    spots = label_spots([p.vertices for p in cs.get_paths()], avoid, (g.lr_e[0], g.lr_e[-1]),
-                        (g.mu_e[0], g.mu_e[-1]), [0.011 * (len(fmt(r)) + 1) for r in cs.levels])
-    shown = [(r, xy) for r, xy in zip(cs.levels, spots) if xy is not None]
-    labels = ax.clabel(cs, [r for r, _ in shown], fontsize=style.NOTE_SIZE, inline_spacing=2,
-                       manual=[xy for _, xy in shown], fmt=fmt) if shown else []
-    for t in labels:
-        t.set_path_effects(_outline("white", 2.0))
-        t.set_color("black")
-    return cs
 
 
 def _draw_ratio_map(view, ax, g: _MapGrid) -> None:
@@ -293,9 +278,10 @@ def add_colorbars(view, fig, step_axes, ratio_ax, ratio_location="right"):
     ratio map (``"bottom"``: horizontal, the map keeps its column's width)."""
     tol = view.grids["momentum"].tol
     # each bar in the (sub)figure of its maps; ``fig`` names the figure for the callers
-    cbar = step_axes[0].figure.colorbar(view.meshes["nesterov"], ax=step_axes, pad=0.015, fraction=0.05)
-    cbar.set_label(f"updates until the loss stays within {tol:g} of the minimum", fontsize=style.NOTE_SIZE)
-    cbar.ax.tick_params(labelsize=style.TICK_SIZE)
+    if step_axes:   # None: a ratio map alone (PhaseDiagram)
+        cbar = step_axes[0].figure.colorbar(view.meshes["nesterov"], ax=step_axes, pad=0.015, fraction=0.05)
+        cbar.set_label(f"updates until the loss stays within {tol:g} of the minimum", fontsize=style.NOTE_SIZE)
+        cbar.ax.tick_params(labelsize=style.TICK_SIZE)
     if ratio_ax is None:
         return
     across = ratio_location in ("bottom", "top")
@@ -315,7 +301,7 @@ def _speedup(t):
 
 
 def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, *, start=None,
-               rate_levels=RATE_LEVELS, figsize=style.PHASE_SIZE, dpi=style.DPI, progress=False):
+               rate_levels=RATE_LEVELS, figsize=PHASE_FIGSIZE, dpi=style.DPI, progress=False):
     """Updates to converge over a (learning rate x momentum) grid for classical
     momentum and Nesterov (top), their log2 ratio (below), and (on a quadratic) the
     stability boundaries, iso-rate contours and critical-damping curves. Regions are
@@ -341,18 +327,31 @@ def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, 
     body = headline(fig, phase_finding(grids["momentum"].steps, grids["nesterov"].steps, TIE_WITHIN),
                     f"{label} · numpy reference of the tf-keras rule · at most {steps} updates, "
                     f"tol {tol:g}")
-    top, bottom = body.subfigures(2, 1, hspace=0.02)
+    # the two rule maps side by side, the ratio map under them at full width (it is the
+    # comparison); the legend holds only what is not named on the maps, outside them
+    top, bottom = body.subfigures(2, 1, hspace=0.02, height_ratios=[1.0, 0.92])
     ax_m, ax_n = top.subplots(1, 2)
-    ax_r, ax_key = bottom.subplots(1, 2, width_ratios=[1.0, 0.72])
+    ax_r = bottom.subplots(1, 1)
     loss0 = float(grids["momentum"].losses[0].flat[0]) - float(surface.min_value)
     view = draw_phase(grids, surface, {"momentum": ax_m, "nesterov": ax_n, "ratio": ax_r},
                       loss0=loss0, rate_levels=rate_levels)
     add_colorbars(view, body, [ax_m, ax_n], ax_r)
-    ax_key.set_axis_off()
-    ax_key.set_label("legend")
-    ax_key.legend(handles=view.handles, loc="center left", fontsize=style.NOTE_SIZE, frameon=False,
-                  borderaxespad=0.0, handlelength=2.4)
+    step_keys, ratio_keys = split_handles(view.handles)
+    for sub, handles, gid in ((top, step_keys, "legend:maps"), (bottom, ratio_keys, "legend:ratio")):
+        if handles:
+            leg = sub.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 3),
+                             fontsize=style.NOTE_SIZE, frameon=False, handlelength=2.4,
+                             columnspacing=1.6, borderaxespad=0.2)
+            leg.set_gid(gid)
     return fig
+
+
+def split_handles(handles) -> tuple[list, list]:
+    """The legend entries of the step maps (the cap, divergence, the theory's lines) and
+    of the ratio map (its regions, ``phase_regions.region_patch``)."""
+    regions = {region_patch(r, 0).get_label().split(" (")[0][:12] for r in REGIONS[1:]}
+    ratio = [h for h in handles if h.get_label()[:12] in regions]
+    return [h for h in handles if h not in ratio], ratio
 
 
 def default_axes(surface, learning_rates=None, momenta=None):

@@ -103,12 +103,16 @@ def legend_handles(view, g, with_ratio: bool) -> list:
     and (with ``with_ratio``) the ratio map's regions not named in place."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
-    grids = [view.grids[k] for k in view.grids if view.axes.get(k) is not None]
+    keys = [k for k in view.grids if k != "ratio" and view.axes.get(k) is not None]
+    grids = [view.grids[k] for k in keys]
     handles = []
-    if any((grid.steps < 0).any() for grid in grids):
+    # the cap's grey needs an entry unless every step map names it in place; the x marks
+    # unless some map names them ("diverges": the marks are the same on both)
+    if any((grid.steps < 0).any() for grid in grids) and not all(f"cap:{k}" in view.named for k in keys):
         handles.append(Patch(fc=style.NOT_CONVERGED_COLOR, ec="0.6",
                              label=f"not within tol in {g.steps} updates"))
-    if any(grid.diverged.any() for grid in grids):
+    if any(grid.diverged.any() for grid in grids) and not any(
+            f"diverged:{k}" in view.named and view.grids[k].diverged.any() for k in keys):
         handles.append(Line2D([], [], ls="none", marker="x", color=style.DIVERGED_COLOR, label="diverged"))
     if g.h is not None:
         theory_look, rate, critical = (style.ROLE_LOOKS[k] for k in ("theory", "rate_level", "critical"))
@@ -118,7 +122,8 @@ def legend_handles(view, g, with_ratio: bool) -> list:
                 label="stability boundary")),
                 (view.contours if levels else {}, Line2D(
                     [], [], **rate.line(), path_effects=outline("0.15", 2.0),
-                    label="iso-rate ρ (spectral radius): " + ", ".join(f"{r:g}" for r in levels))),
+                    label="iso-rate ρ (spectral radius): " + ", ".join(
+                        f"{r:g}" + (" (cap)" if r == g.cap else "") for r in levels))),
                 (view.critical, Line2D(
                     [], [], **critical.line(), path_effects=outline("white", critical.lw + 2.0),
                     label=f"critical damping (h = {g.h[0]:g})"))):

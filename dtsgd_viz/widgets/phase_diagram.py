@@ -1,6 +1,7 @@
-"""``PhaseDiagram``: ``plot_phase``'s maps (updates to converge for classical momentum
-and Nesterov, their log2 ratio, the theory on quadratics) beside the real DTensor
-optimizer's paths at a picked cell. Click a cell to run it there.
+"""``PhaseDiagram``: ``plot_phase``'s ratio map (who needs fewer updates, Nesterov or
+classical momentum, each rule's stability boundary on quadratics) over the real DTensor
+optimizer's paths and losses at a picked cell. Click a cell to run it there (the two
+rules' own maps are ``plot_phase``'s; the widget does not repeat them).
 
     from dtsgd_viz import surfaces
     from dtsgd_viz.widgets import PhaseDiagram
@@ -31,6 +32,7 @@ from ..views import style
 from ..views.path_geometry import divergence_update
 from ..views.paths import draw_paths
 from ..views.phase import add_colorbars, cell_edges, draw_phase
+from ..views.phase_cell import draw_cell_losses
 from . import _pointer
 from ._canvas import FigureWidget
 
@@ -39,7 +41,7 @@ __all__ = ["PhaseDiagram", "PhasePick", "phase_pick", "cell_edges", "cell_at", "
 
 REFERENCE_NOTE = "grid: numpy reference of the tf-keras rule (tests tie it to the real optimizer)"
 PICK_COLOR = "#CC79A7"   # Okabe-Ito reddish purple, as the shard views' step marker
-MAPS = ("momentum", "nesterov", "ratio")
+MAPS = ("ratio",)   # the clickable map (plot_phase draws the two rule maps)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,9 +80,9 @@ def cell_at(lr_edges, mu_edges, lr: float, mu: float):
 
 
 class PhaseDiagram(FigureWidget):
-    """``plot_phase``'s maps (same colour scale; grey: not within ``tol`` in ``steps``;
-    x: diverged; the theory on quadratics) and the real optimizer's paths at a picked
-    cell: click a cell (or use the dropdowns and the button).
+    """``plot_phase``'s ratio map (same colours and regions; each rule's stability
+    boundary on quadratics) and the real optimizer's paths and losses at a picked cell:
+    click a cell (or use the dropdowns and the button).
 
     Args:
       surface: a ``dtsgd_viz.surfaces`` surface; the theory needs
@@ -234,34 +236,44 @@ class PhaseDiagram(FigureWidget):
         label = getattr(self.surface, "label", type(self.surface).__name__)
         body = headline(fig, phase_finding(self.grids["momentum"].steps, self.grids["nesterov"].steps),
                         f"{label} · at most {self.steps_max} updates · {REFERENCE_NOTE}")
-        # one figure, no subfigures: the pointer maps PNG pixels through the root figure
-        grid = body.add_gridspec(2, 2)
-        # the order of fig.axes: momentum, nesterov, paths, ratio
-        ax_m, ax_n = body.add_subplot(grid[0, 0]), body.add_subplot(grid[0, 1])
-        ax_p, ax_r = body.add_subplot(grid[1, 1]), body.add_subplot(grid[1, 0])
-        self.map_axes = {"momentum": ax_m, "nesterov": ax_n, "ratio": ax_r}
+        # one figure, no subfigures: the pointer maps PNG pixels through the root figure.
+        # The ratio map (the one to click; plot_phase has the two rule maps) over the
+        # picked cell's real paths and their losses. The order of fig.axes: ratio,
+        # loss, paths, the colour bar
+        grid = body.add_gridspec(2, 2, height_ratios=[1.0, 1.05], width_ratios=[1.0, 1.15])
+        ax_r = body.add_subplot(grid[0, :])
+        ax_l, ax_p = body.add_subplot(grid[1, 1]), body.add_subplot(grid[1, 0])
+        self.map_axes = {"ratio": ax_r}
         loss0 = float(self.grids["momentum"].losses[0].flat[0]) - float(self.surface.min_value)
         self.view = draw_phase(self.grids, self.surface, self.map_axes, loss0=loss0)
         self.meshes = self.view.meshes
         self.boundary_lines = self.view.boundaries
-        add_colorbars(self.view, fig, [ax_m, ax_n], ax_r, ratio_location="bottom")
+        add_colorbars(self.view, fig, None, ax_r)
         self.pick_rects = []
         for key, ax in self.map_axes.items():
             rect = Rectangle(self._cell_rect(self.pick)[:2], *self._cell_rect(self.pick)[2:], fill=False,
-                             ec=PICK_COLOR, lw=2.2, zorder=6, gid=f"pick:{key}")
+                             ec=PICK_COLOR, lw=2.4, zorder=9, gid=f"pick:{key}")
             ax.add_patch(rect)
             self.pick_rects.append(rect)
         handles = self.view.handles + [Patch(fill=False, ec=PICK_COLOR, lw=2, label="picked cell (click one)")]
-        body.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=style.NOTE_SIZE,
-                      frameon=False)
+        body.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 3),
+                    fontsize=style.NOTE_SIZE, frameon=False)
         self._draw_path_panel(ax_p)
+        self._draw_loss_panel(ax_l)
         self.refresh(relayout=True)
+
+    def _draw_loss_panel(self, ax):
+        self.loss_lines = {}
+        if self.recordings is None:
+            ax.set_axis_off()
+            return
+        self.loss_lines = draw_cell_losses(ax, self.recordings, self.surface, self.tol)
 
     def _draw_path_panel(self, ax):
         self.path_view = None
         if self.recordings is None:
             ax.set_axis_off()
-            ax.text(0.5, 0.5, "Click a cell of a map\n(or pick a learning rate and\na momentum, then press\n"
+            ax.text(0.5, 0.5, "Click a cell of the map\n(or pick a learning rate and\na momentum, then press\n"
                     "“run real optimizer here”)\nto see the real DTensor\nSGD's paths there.",
                     ha="center", va="center", fontsize=style.LABEL_SIZE, color="0.3", transform=ax.transAxes,
                     gid="path-hint")

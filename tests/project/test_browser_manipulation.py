@@ -37,7 +37,7 @@ def px(ax, x, y, image):
 lr, mu = np.sqrt(phase.lr_edges[2] * phase.lr_edges[3]), (phase.mu_edges[3] + phase.mu_edges[4]) / 2
 ax = compare.view.artists.ax_path
 print("TARGETS " + json.dumps({
-    "phase_png": _pointer.png_size(phase.image.value), "cell": px(phase.map_axes["momentum"], lr, mu, phase.image),
+    "phase_png": _pointer.png_size(phase.image.value), "cell": px(phase.map_axes["ratio"], lr, mu, phase.image),
     "compare_png": _pointer.png_size(compare.image.value),
     "start": px(ax, -3.0, 1.5, compare.image), "mid": px(ax, -1.0, 2.0, compare.image),
     "to": px(ax, 1.0, 2.5, compare.image)}))"""
@@ -95,7 +95,7 @@ def test_click_a_phase_cell_and_drag_the_start_in_jupyterlab(browser, tmp_path):
         if no_news.count():
             no_news.first.click()
 
-        # click a cell of the momentum map: the real optimizer runs there
+        # click a cell of the (ratio) map: the real optimizer runs there
         phase = _image_with_size(page, targets["phase_png"])
         phase.scroll_into_view_if_needed()
         before = phase.get_attribute("src")

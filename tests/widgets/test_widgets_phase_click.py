@@ -80,7 +80,10 @@ def cell_pixel(pd, key, j, i):
 
 def test_every_cell_of_every_map_is_found_at_its_pixel(phase):
     pd = phase
-    for key in ("momentum", "nesterov", "ratio"):
+    # the widget has one map, the ratio map (plot_phase draws the two rule maps)
+    assert set(pd.map_axes) == {"ratio"}
+    assert not any(ax.get_label() in ("phase:momentum", "phase:nesterov") for ax in pd.figure.axes)
+    for key in pd.map_axes:
         for j in range(len(LRS)):
             for i in range(len(MUS)):
                 assert pd.cell_at_pixel(*cell_pixel(pd, key, j, i)) == (j, i)
@@ -112,11 +115,28 @@ def test_clicking_a_cell_runs_the_real_optimizer_there(phase):
     assert pd.renders == renders and pd.ran_at.lr_index == 2
 
 
+def test_the_picked_cells_losses_are_the_real_runs(phase):
+    pd = phase
+    pd.select(2, 3)
+    ax = pd.figure.axes[1]
+    lines = {ln.get_gid()[len("cell-loss:"):]: ln for ln in ax.lines if (ln.get_gid() or "").startswith("cell-loss:")}
+    assert sorted(lines) == ["momentum", "nesterov"] and ax.get_yscale() == "log"
+    for key, rec in pd.recordings.items():
+        gap = SURFACE.value_np(rec.path("w").astype(np.float64)) - SURFACE.min_value
+        y = lines[key].get_ydata()
+        np.testing.assert_allclose(y, gap[:len(y)], rtol=1e-12)
+        k = int(pd.grids[key].steps[3, 2])
+        assert k >= 0 and len(y) > k     # drawn at least until it is within tol
+    names = [t.get_text() for t in ax.texts if (t.get_gid() or "").startswith("cell-label:")]
+    assert any(n.startswith("momentum: ") and "updates" in n for n in names), names
+    assert any(n.startswith("Nesterov: ") for n in names), names
+
+
 def test_a_diverging_cell_is_clipped_to_the_view_box_and_says_when(phase):
     pd = phase
     j, i = len(LRS) - 1, len(MUS) - 1      # lr 0.4, mu 0.9: beyond both boundaries (h = 10)
     assert pd.grids["nesterov"].diverged[i, j]
-    assert pd.click(*cell_pixel(pd, "nesterov", j, i))
+    assert pd.click(*cell_pixel(pd, "ratio", j, i))
     ax = pd.figure.axes[2]
     assert (ax.get_xlim(), ax.get_ylim()) == SURFACE.view_box
     box = np.array(SURFACE.view_box)
@@ -184,7 +204,7 @@ def test_the_phase_diagram_maps_are_readable_at_notebook_size():
     # learning rates over 1.3 decades: minor tick labels (2x10^-2, 3x10^-2, ...) overprinted
     from helpers.readable import check_readable
     pd = PhaseDiagram(SURFACE, learning_rates=np.geomspace(0.02, 0.4, 6))
-    check_readable(pd.figure, 3)
+    check_readable(pd.figure, 1)
 
 
 def test_a_diverging_cell_draws_each_path_only_until_it_leaves_the_view_box(phase):
@@ -211,15 +231,20 @@ def test_the_pixel_mapping_lands_where_the_png_shows_the_data(phase):
     # PNG's (a subfigure's own box would shift them off the picture)
     pd = phase
     size = _pointer.png_size(pd.image.value)
-    mesh = [m for m in pd.map_axes["momentum"].collections if m.get_gid() == "phase:momentum"][0]
+    mesh = [m for m in pd.map_axes["ratio"].collections if m.get_gid() == "phase:ratio"][0]
     values = mesh.get_array()
-    for j, i in [(1, 1), (3, 2), (4, 3)]:
-        if np.ma.getmaskarray(values)[i, j] or (pd.pick.lr_index, pd.pick.mu_index) == (j, i):
-            continue
-        x, y = cell_pixel(pd, "momentum", j, i)
-        assert 0 <= x < size[0] and 0 <= y < size[1]
-        want = np.round(np.asarray(mesh.cmap(mesh.norm(values[i, j]))[:3]) * 255)
-        assert np.abs(png_rgb(pd.image.value, x, y) - want).max() <= 3
+    checked = total = 0
+    for j in range(len(LRS)):
+        for i in range(len(MUS)):
+            if np.ma.getmaskarray(values)[i, j] or (pd.pick.lr_index, pd.pick.mu_index) == (j, i):
+                continue
+            x, y = cell_pixel(pd, "ratio", j, i)
+            assert 0 <= x < size[0] and 0 <= y < size[1]
+            want = np.round(np.asarray(mesh.cmap(mesh.norm(values[i, j]))[:3]) * 255)
+            got = png_rgb(pd.image.value, x, y)
+            checked += int(np.abs(got - want).max() <= 3)   # a cell under a name may differ
+            total += 1
+    assert total >= 5 and checked >= 0.7 * total, (checked, total)
     cw = CompareWidget(SURFACE, learning_rate=0.05, momentum=0.9, steps=5, background=False)
     x, y = _pointer.data_to_pixel(cw.view.artists.ax_path, *SURFACE.default_start,
                                   _pointer.png_size(cw.image.value))

@@ -1,0 +1,225 @@
+"""The iso-rate contours of the phase maps, drawn only where they say something: where
+the rule converges and the worst mode is not the steep direction overshooting.
+
+There the worst mode's rate is the steep direction's negative eigenvalue, which
+reaches 1 on the stability boundary, so every level's contour would crowd into a thin
+band along the boundary (running up along the edge beside the boundary's own line).
+The field is masked in a band along the boundary (``contour_mask``, ``EDGE_BAND``) and
+where the rule diverges; each contour then ends where it meets the band, and its label sits on a clean stretch of it, away from the boundary, the
+critical-damping curve, the other levels, the region names and the other labels
+(``phase_geometry.label_spots``).
+
+    >>> import numpy as np
+    >>> contour_mask([0.01, 0.085, 0.095, 0.2], [0.0], [1.0, 20.0], False).tolist()   # boundary 0.1
+    [[False, False, True, True]]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..theory import quadratic as theory
+from . import style
+from .direct_labels import text_size
+from .phase_regions import outline
+
+__all__ = ["contour_mask", "draw_contours", "label_text", "label_place", "MIN_PIECE"]
+
+EDGE_BAND = 0.12    # no contour this close (in learning rate) to the stability boundary
+MIN_PIECE = 60.0    # points: shorter pieces of a contour (cut by the band) are not drawn
+
+
+def contour_mask(learning_rates, momenta, hessian_eigenvalues, nesterov, band=EDGE_BAND) -> np.ndarray:
+    """``out[i, j]`` True where no iso-rate contour is drawn at ``(learning_rates[j],
+    momenta[i])``: the rule does not converge (rate >= 1), or the learning rate lies
+    within ``band`` (a fraction) of the stability boundary, where the rate climbs to 1
+    and every level's contour would crowd along the boundary's own line."""
+    lr = np.asarray(learning_rates, np.float64).reshape(-1)
+    mu = np.asarray(momenta, np.float64).reshape(-1)
+    h = np.unique(np.asarray(hessian_eigenvalues, np.float64))
+    edge = theory.convergence_boundary(np.clip(mu, 0.0, 0.9999), h[-1], nesterov)[:, None]
+    rates = theory.problem_rate(lr, mu, h, nesterov)
+    return (rates >= 1.0) | (lr[None, :] > (1.0 - band) * edge)
+
+
+def _points_transform(ax, x_range, y_range):
+    """Data (x on a log scale) -> points within ``ax`` (origin its bottom left)."""
+    bbox = ax.get_window_extent()
+    dpi = ax.figure.figure.dpi if hasattr(ax.figure, "figure") else ax.figure.dpi
+    size = bbox.width * 72 / dpi, bbox.height * 72 / dpi
+    lx = np.log(np.asarray(x_range, np.float64))
+
+    def to_points(xy):
+        xy = np.asarray(xy, np.float64).reshape(-1, 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = (np.log(xy[:, 0]) - lx[0]) / (lx[1] - lx[0]) * size[0]
+        v = (xy[:, 1] - y_range[0]) / (y_range[1] - y_range[0]) * size[1]
+        return np.column_stack([u, v])
+
+    to_points.size = size
+    return to_points
+
+
+def _frame_at(pts, k, length):
+    """The unit direction of the polyline ``pts`` at vertex ``k`` over ``length``."""
+    d = np.hypot(*(pts - pts[k]).T)
+    near = np.flatnonzero(d <= length / 2)
+    t = pts[near[-1]] - pts[near[0]]
+    norm = np.hypot(*t)
+    return np.array([1.0, 0.0]) if norm == 0 else t / norm
+
+
+def _box(pts, k, length, height, n=15):
+    """The outline (points) of a ``length`` x ``height`` label along ``pts`` at vertex ``k``."""
+    t = _frame_at(pts, k, length)
+    nrm = np.array([-t[1], t[0]])
+    s = np.linspace(-0.5, 0.5, n)
+    edges = [np.outer(s * length, t) + side * height / 2 * nrm for side in (-1, 0, 1)]
+    edges += [np.outer(s * height, nrm) + end * length / 2 * t for end in (-1, 1)]
+    return pts[k] + np.concatenate(edges)
+
+
+def label_place(pts, blocked, length, height, size, margin=3.0, upright=True):
+    """The vertex of the polyline ``pts`` (points) where a ``length`` x ``height`` label
+    laid along it fits: inside the axes (``size``, ``margin`` points in), on a stretch
+    straight enough that the line stays under the label, no point of the ``blocked``
+    polylines inside its box (``upright``: nor inside the upright box around it); of those, the one farthest from them (up to 2.5 label
+    sizes: then the one nearest the line's middle). None if none fits.
+
+    >>> line = np.c_[np.linspace(0, 100, 101), np.full(101, 50.0)]
+    >>> label_place(line, [np.array([[40.0, 52.0]])], 20, 10, (100, 100))
+    65
+    >>> label_place(line, [np.array([[x, 50.0]]) for x in range(0, 101, 10)], 20, 10, (100, 100)) is None
+    True
+    """
+    pts = np.asarray(pts, np.float64)
+    ok = np.all(np.isfinite(pts), axis=1)
+    piece = np.cumsum(~ok)          # NaN rows separate the line's pieces
+    others = [np.asarray(b, np.float64).reshape(-1, 2) for b in blocked]
+    others = np.concatenate([b[np.all(np.isfinite(b), axis=1)] for b in others]) if others else np.zeros((0, 2))
+    step = np.r_[0.0, np.hypot(*np.diff(np.where(ok[:, None], pts, 0), axis=0).T)]
+    step[~ok | np.r_[True, ~ok[:-1]]] = 0.0
+    arc = np.cumsum(step)
+    best, best_key = None, (1.0, -np.inf)
+    for k in np.flatnonzero(ok):
+        same = ok & (piece == piece[k])
+        t = _frame_at(pts[same], int(np.sum(same[:k])), length)
+        nrm = np.array([-t[1], t[0]])
+        corners = pts[k] + np.array([[a * length / 2 * t + b * height / 2 * nrm] for a in (-1, 1)
+                                     for b in (-1, 1)]).reshape(-1, 2)
+        if np.any(corners < margin) or np.any(corners > np.asarray(size) - margin):
+            continue
+        rel = pts[same] - pts[k]
+        along, across = rel @ t, rel @ nrm
+        near = np.abs(arc[same] - arc[k]) <= length / 2
+        if np.any(np.abs(across[near]) > height / 4) or np.sum(near) < 2:   # bends away under the label
+            continue
+        # everything else: other lines, this line's other pieces, and its stretches far
+        # along it (where it loops back)
+        rest = np.concatenate([others, pts[ok & ~same], pts[same][np.abs(arc[same] - arc[k]) > 1.5 * length]])
+        lo, hi = corners.min(axis=0), corners.max(axis=0)
+        if upright and len(others) and np.any(np.all((others > lo) & (others < hi), axis=1)):
+            continue   # a tilted label's upright box (what is drawn around it) on another line
+        if len(rest):
+            rel = rest - pts[k]
+            score = np.min(np.maximum(np.abs(rel @ t) / (length / 2), np.abs(rel @ nrm) / (height / 2)))
+        else:
+            score = np.inf
+        mid = (arc[same].min() + arc[same].max()) / 2
+        # clear enough (2.5 label sizes) counts as clear: then the middle of the piece
+        key = (min(score, 2.5), -abs(arc[k] - mid))
+        if score > 1.0 and key > best_key:
+            best, best_key = int(k), key
+    return best
+
+
+def _pieces(path) -> list:
+    """The pieces of a contour level's path (split at its MOVETOs)."""
+    from matplotlib.path import Path
+    v, codes = path.vertices, path.codes
+    if not len(v):
+        return []
+    starts = np.flatnonzero(codes == Path.MOVETO) if codes is not None else np.array([0])
+    return np.split(v, starts[1:])
+
+
+def _joined(path) -> np.ndarray:
+    """A level's pieces in one array, NaN rows between them."""
+    pieces = _pieces(path)
+    if not pieces:
+        return np.zeros((0, 2))
+    return np.concatenate([np.vstack([p, [[np.nan, np.nan]]]) for p in pieces])[:-1]
+
+
+def _drop_short_pieces(cs, ax, g) -> None:
+    """Keep only the pieces of each level's contour at least ``MIN_PIECE`` points long."""
+    from matplotlib.path import Path
+    to_points = _points_transform(ax, (g.lr_e[0], g.lr_e[-1]), (g.mu_e[0], g.mu_e[-1]))
+    kept = []
+    for path in cs.get_paths():
+        pieces = _pieces(path)
+        long = [v for v in pieces if len(v) > 1 and np.sum(np.hypot(*np.diff(to_points(v), axis=0).T)) >= MIN_PIECE]
+        if long:
+            codes = np.concatenate([[Path.MOVETO] + [Path.LINETO] * (len(v) - 1) for v in long])
+            kept.append(Path(np.concatenate(long), codes))
+        else:
+            kept.append(Path(np.zeros((0, 2))))
+    cs.set_paths(kept)
+
+
+def label_text(level, cap) -> str:
+    return f"ρ={level:g}" + (" (cap)" if level == cap else "")
+
+
+def _box_outline(ax, text_artist):
+    """A text's box (estimated from its size) as a closed polyline in data coordinates."""
+    w, h = text_size(text_artist.get_text(), text_artist.get_fontsize())
+    bbox = ax.get_window_extent()
+    dpi = ax.figure.figure.dpi if hasattr(ax.figure, "figure") else ax.figure.dpi
+    fw, fh = (w + 6) / (bbox.width * 72 / dpi), (h + 4) / (bbox.height * 72 / dpi)
+    x, y = ax.transLimits.transform(ax.transScale.transform(text_artist.get_position()))
+    u = np.linspace(x - fw / 2, x + fw / 2, 12)
+    v = np.linspace(y - fh / 2, y + fh / 2, 6)
+    pts = np.concatenate([np.c_[u, np.full_like(u, v[0])], np.c_[u, np.full_like(u, v[-1])],
+                          np.c_[np.full_like(v, u[0]), v], np.c_[np.full_like(v, u[-1]), v],
+                          np.c_[u, np.full_like(u, y)]])
+    data = ax.transScale.inverted().transform(ax.transLimits.inverted().transform(pts))
+    return data
+
+
+def draw_contours(ax, key, nesterov, g, levels, avoid):
+    """The worst mode's iso-rate contours of one rule at ``levels`` on the fine grid of
+    ``g`` (a ``phase._MapGrid``), masked by ``contour_mask``, each labelled once where
+    its label keeps clear of the ``avoid`` polylines, the region names already on
+    ``ax`` and the other levels; returns ``(ContourSet, labels)``."""
+    look = style.ROLE_LOOKS["rate_level"]
+    rho = theory.problem_rate(g.lr_f, g.mu_f, g.h, nesterov)
+    rho = np.ma.masked_where(contour_mask(g.lr_f, g.mu_f, g.h, nesterov), rho)
+    cs = ax.contour(g.lr_f, g.mu_f, rho, levels=list(levels), colors=look.color,
+                    linewidths=look.lw, zorder=look.zorder)
+    cs.set_gid(f"rate:{key}")
+    cs.set(path_effects=outline("0.15", 2.0))
+    _drop_short_pieces(cs, ax, g)
+    paths = [p.vertices for p in cs.get_paths()]
+    names = [_box_outline(ax, t) for t in ax.texts if (t.get_gid() or "").startswith("region-label:")]
+    to_points = _points_transform(ax, (g.lr_e[0], g.lr_e[-1]), (g.mu_e[0], g.mu_e[-1]))
+    height = text_size("ρ", style.NOTE_SIZE)[1] + 3.0
+    spots = []
+    blocked = [to_points(a) for a in [*avoid, *names]]
+    for i, verts in enumerate(paths):
+        others = [to_points(p) for k, p in enumerate(paths) if k != i and len(p)]
+        length = text_size(label_text(cs.levels[i], g.cap), style.NOTE_SIZE)[0] + 8.0
+        pts = _joined(cs.get_paths()[i])
+        spot = label_place(to_points(pts), [*blocked, *others], length, height, to_points.size)
+        spots.append(None if spot is None else tuple(pts[spot]))
+        if spot is not None:   # the label's own box, for the next labels to keep off
+            line = to_points(pts)
+            blocked.append(_box(line[np.all(np.isfinite(line), axis=1)], int(np.sum(np.all(np.isfinite(line[:spot]), axis=1))), length, height))
+    shown = [(r, xy) for r, xy in zip(cs.levels, spots) if xy is not None]
+    labels = ax.clabel(cs, [r for r, _ in shown], fontsize=style.NOTE_SIZE, inline_spacing=3,
+                       manual=[xy for _, xy in shown], fmt=lambda r: label_text(r, g.cap)) if shown else []
+    for t in labels:
+        t.set_path_effects(outline("white", 2.5))
+        t.set_color("black")
+        t.set_gid(f"rate-label:{key}")
+    return cs, list(labels)

@@ -1,0 +1,120 @@
+"""The phase maps' iso-rate contours and layout, checked through the artists: no contour
+vertex outside the stable region or in the band along its boundary, labels apart from
+each other and off the boundary and critical-damping lines, the ratio map at full
+width, the legends off the maps, no text under 8.5 pt."""
+
+import matplotlib
+import numpy as np
+import pytest
+
+import dtsgd_viz
+from dtsgd_viz.theory import quadratic as theory, surfaces
+from dtsgd_viz.views import style
+from dtsgd_viz.views.phase_contours import EDGE_BAND, MIN_PIECE
+from helpers.readable import overlapping
+
+matplotlib.use("Agg")
+
+CASES = {
+    "tutorial": (surfaces.RotatedQuadratic(condition=20.0, angle=30.0), np.geomspace(1e-3, 0.2, 24),
+                 np.linspace(0.0, 0.95, 20), 150, 1e-3),
+    "small": (surfaces.RotatedQuadratic(), np.geomspace(0.01, 0.35, 9), np.linspace(0.0, 0.95, 8), 40, 1e-2),
+}
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def drawn(request):
+    surface, lrs, mus, steps, tol = CASES[request.param]
+    fig = dtsgd_viz.plot_phase(surface, lrs, mus, steps, tol)
+    fig.draw_without_rendering()
+    return fig, surface
+
+
+def maps(fig):
+    return {ax.get_label(): ax for ax in fig.axes if ax.get_label().startswith("phase:")}
+
+
+def contour_pieces(ax, key):
+    (cs,) = [c for c in ax.collections if c.get_gid() == f"rate:{key}"]
+    for level, path in zip(cs.levels, cs.get_paths()):
+        if not len(path.vertices):
+            continue
+        starts = np.flatnonzero(path.codes == 1) if path.codes is not None else [0]
+        for piece in np.split(path.vertices, starts[1:]):
+            yield level, piece
+
+
+def test_no_contour_vertex_lies_outside_the_stable_region_or_along_its_edge(drawn):
+    fig, surface = drawn
+    h = np.asarray(surface.hessian_eigenvalues, np.float64)
+    for key, nesterov in (("momentum", False), ("nesterov", True)):
+        ax = maps(fig)[f"phase:{key}"]
+        pieces = list(contour_pieces(ax, key))
+        assert len(pieces) >= 2
+        for level, piece in pieces:
+            lr, mu = piece[:, 0], piece[:, 1]
+            rho = np.array([max(theory.rate(l * hh, m, nesterov) for hh in h) for l, m in zip(lr, mu)])
+            assert np.all(rho < 1.0), (key, level)
+            edge = theory.convergence_boundary(np.clip(mu, 0, 0.9999), h.max(), nesterov)
+            # off the band along the boundary (one fine-grid step of slack: 1.8% in lr)
+            assert np.all(lr <= (1 - EDGE_BAND) * edge * 1.02), (key, level, (lr / edge).max())
+            # short pieces are not drawn, unless a label's gap cut a longer one short
+            xy = ax.transData.transform(piece)
+            if np.sum(np.hypot(*np.diff(xy, axis=0).T)) * 72 / fig.dpi < MIN_PIECE * 0.99:
+                centres = [ax.transData.transform(t.get_position()) for t in ax.texts
+                           if t.get_gid() == f"rate-label:{key}"]
+                assert any(min(np.hypot(*(xy[[0, -1]] - c).T)) < 60 for c in centres), (key, level)
+
+
+def test_contour_labels_are_apart_and_off_the_lines(drawn):
+    fig, _ = drawn
+    renderer = fig.canvas.get_renderer()
+    shown = 0
+    for key in ("momentum", "nesterov"):
+        ax = maps(fig)[f"phase:{key}"]
+        labels = [t for t in ax.texts if t.get_gid() == f"rate-label:{key}"]
+        shown += len(labels)
+        assert all(t.get_text().startswith("ρ=") and t.get_fontsize() >= style.NOTE_SIZE for t in labels)
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        names = [t.get_window_extent(renderer) for t in ax.texts if (t.get_gid() or "").startswith("region-label:")]
+        assert not overlapping(boxes + names, pad=0.0)
+        lines = [a for a in ax.lines if (a.get_gid() or "").startswith(("boundary:", "critical:"))]
+        assert len(lines) == 2
+        for box in boxes:
+            box = box.shrunk(0.9, 0.8)   # the label's rotated box holds some air at its corners
+            for line in lines:
+                xy = ax.transData.transform(np.column_stack(line.get_data()))
+                dense = np.concatenate([np.linspace(a, b, 8) for a, b in zip(xy[:-1], xy[1:])])
+                inside = ((dense[:, 0] > box.x0) & (dense[:, 0] < box.x1)
+                          & (dense[:, 1] > box.y0) & (dense[:, 1] < box.y1))
+                assert not inside.any(), (key, line.get_gid())
+    assert shown >= 2
+
+
+def test_the_ratio_map_is_full_width_and_the_legends_cover_no_map(drawn):
+    fig, _ = drawn
+    renderer = fig.canvas.get_renderer()
+    m = maps(fig)
+    top = m["phase:momentum"].get_window_extent(renderer).union([m["phase:nesterov"].get_window_extent(renderer)])
+    ratio = m["phase:ratio"].get_window_extent(renderer)
+    assert ratio.width >= 0.9 * top.width     # not half width beside a legend
+    legends = [leg for sub in [fig, *fig.subfigs] for leg in sub.legends]
+    assert legends
+    for leg in legends:
+        assert len(leg.get_texts()) <= 4     # what the maps cannot name in place
+        assert not overlapping([leg.get_window_extent(renderer)] + [ax.get_window_extent(renderer)
+                                                                    for ax in m.values()], pad=0.0)[:len(m)]
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_text().strip() and t.get_visible()]
+    assert min(sizes) >= style.NOTE_SIZE
+
+
+def test_regions_named_in_place_leave_the_legend(drawn):
+    fig, _ = drawn
+    texts = [t.get_text() for sub in [fig, *fig.subfigs] for leg in sub.legends for t in leg.get_texts()]
+    named = {t.get_gid() for ax in fig.axes for t in ax.texts}
+    if {"region-label:cap:momentum", "region-label:cap:nesterov"} <= named:
+        assert not any(t.startswith("not within tol") for t in texts)
+    if any((g or "").startswith("region-label:diverged:") for g in named):
+        assert "diverged" not in texts
+    if "region-label:neither" in named:
+        assert not any(t.startswith("neither") for t in texts)
