@@ -11,7 +11,7 @@ radius of its 2x2 iteration matrix per update (``dtsgd_viz.theory``).
     ['mode:0', 'mode:1', 'rates']
 
 One panel per eigenvector ``u_i`` (eigenvalue ``h_i``, ascending): ``|(p_k - p*) . u_i|``
-for each recording over updates ``k`` (log scale), and dashed its envelope from theory
+for each recording over updates ``k`` (log scale), and dotted its envelope from theory
 (``mode_envelope``: a bound the recorded curve never leaves and touches, shrinking by
 ``rho_i`` per update, ``rho_i`` the spectral radius at ``a = lr h_i``; near critical damping
 the mode is ``(alpha + beta k) rho^k`` and so is the envelope). The last
@@ -29,8 +29,9 @@ from . import style
 from .empty import check_not_empty
 from .direct_labels import label_ends
 from .figure import headline, new_figure
+from .modes_rates import draw_rates, subscript
 
-__all__ = ["plot_modes", "mode_errors", "mode_envelope", "ModeData", "modes_data"]
+__all__ = ["dash_word", "plot_modes", "mode_errors", "mode_envelope", "ModeData", "modes_data"]
 
 
 # ---- pure -------------------------------------------------------------------------------
@@ -206,7 +207,7 @@ def plot_modes(recordings, surface, *, name="w", figsize=style.MODES_SIZE, dpi=s
     for i, ax in enumerate(axes):
         _draw_mode(ax, data, i, names[i], looks)
     axes[0].set_ylabel("|(p_k − p*) · u|  (log scale)", fontsize=style.LABEL_SIZE)
-    _draw_rates(body.add_subplot(grid[1, :]), data, looks)
+    draw_rates(body.add_subplot(grid[1, :]), data, looks)
     return fig
 
 
@@ -229,8 +230,26 @@ def _settings(data, surface) -> str:
     mus = {mu for _, mu, _ in data.settings.values() if mu}
     hp = ", ".join(([f"lr {min(lrs):g}"] if len(lrs) == 1 else [])
                    + ([f"μ {min(mus):.3g}"] if len(mus) == 1 else []))
+    envelope = dash_word(style.ROLE_LOOKS["envelope"].ls)
     return " · ".join(p for p in (f"real DTensor SGD on the {label}", hp,
-                                  "solid: the recorded run; dotted: the bound ∝ ρᵏ from theory") if p)
+                                  f"lines: the recorded runs; {envelope}, in each run's colour: "
+                                  "its bound ∝ ρᵏ from theory") if p)
+
+
+def dash_word(ls) -> str:
+    """``solid``, ``dotted`` (dashes no longer than 1.5 line widths) or ``dashed`` for a
+    matplotlib line style.
+
+    >>> [dash_word(ls) for ls in ("-", ":", "--", (0, (1.0, 1.3)), (0, (4.0, 1.6)))]
+    ['solid', 'dotted', 'dashed', 'dotted', 'dashed']
+    """
+    if ls in ("-", "solid"):
+        return "solid"
+    if ls in (":", "dotted"):
+        return "dotted"
+    if isinstance(ls, tuple) and ls[1] and max(ls[1][::2]) <= 1.5:
+        return "dotted"
+    return "dashed"
 
 
 def _draw_mode(ax, data, i, name, looks):
@@ -262,124 +281,24 @@ def _draw_mode(ax, data, i, name, looks):
     for key, k, shown, color in ends:
         j = np.flatnonzero(np.isfinite(shown) & (shown >= low))
         if j.size and k[j[-1]] >= 0.15 * (n - 1):
-            on_chart.append((key, k[j[-1]], shown[j[-1]], color))
+            on_chart.append((_display(key), k[j[-1]], shown[j[-1]], color))
         elif j.size:   # gone to round-off within the first updates: one note, not names at 0
             gone.append((key, int(k[j[-1]]) + 1))
     u = data.eigenvectors[:, i]
-    ax.set_title(f"{name} direction u{_sub(i + 1)} = ({u[0]:.2f}, {u[1]:.2f}), h = {h:g}".strip(),
+    ax.set_title(f"{name} direction u{subscript(i + 1)} = ({u[0]:.2f}, {u[1]:.2f}), h = {h:g}".strip(),
                  fontsize=style.TITLE_SIZE)
     ax.set_xlabel("update k", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
     ax.grid(True, which="major", color="0.9", lw=0.6)
     label_ends(ax, on_chart)
     if gone:
-        names = " and ".join(key.capitalize() if style.rule_of(key) == "nesterov" else key
-                             for key, _ in gone)
+        names = " and ".join(_display(key) for key, _ in gone)
         last = max(u for _, u in gone)
         ax.text(0.97, 0.04, f"{names}: below {low:.0e} within {last} update{'s' * (last > 1)}",
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=style.NOTE_SIZE,
                 color="0.25", gid=f"gone:{i}", bbox=dict(fc="white", ec="none", alpha=0.85, pad=1.5))
 
 
-def _draw_rates(ax, data, looks):
-    ax.set_label("rates")
-    a_marks = np.array([lr * h for lr, _, _ in data.settings.values() for h in data.eigenvalues])
-    lo = min(1e-3, a_marks.min() / 3) if np.all(a_marks > 0) else 1e-3
-    drawn = {}
-    for key, (lr, mu, nesterov) in data.settings.items():
-        a_max = float(theory.convergence_boundary(mu, 1.0, nesterov))
-        a = np.geomspace(lo, max(a_max * 1.15, a_marks.max() * 1.2), 400)
-        if (mu, nesterov) not in drawn:
-            rule = "Nesterov" if nesterov else "momentum" if mu else "plain SGD"
-            (drawn[(mu, nesterov)],) = ax.plot(a, theory.rate(a, mu, nesterov), **looks[key].line(),
-                                               gid=f"rate:{key}", label=f"{rule}, μ = {mu:.3g}")
-        for i, h in enumerate(data.eigenvalues):
-            ax.plot([lr * h], [data.rates[key][i]], "o", color=looks[key].color, ms=7, mec="black",
-                    mew=0.8, zorder=6, gid=f"mark:{i}:{key}")
-    texts = []
-    for a, labels in _marks(data).items():
-        ax.axvline(a, color="0.45", lw=0.9, ls=":", zorder=0)
-        texts.append(ax.text(a, 1.12, "\n".join(labels), ha="center", va="top", fontsize=style.NOTE_SIZE,
-                             color="0.2", gid=f"eig-label:{a:.6g}",
-                             bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.5)))
-    ax.axhline(1.0, **style.ROLE_LOOKS["stability"].line())
-    ax.set_xscale("log")
-    ax.set_ylim(0, 1.15)
-    rows = _stagger(ax, texts)
-    if rows > 1:  # room above the rate-1 line for every row
-        ax.set_ylim(0, 1.15 + 0.11 * (rows - 1))
-    ax.set_xlabel("a = learning rate × h (log scale)", fontsize=style.LABEL_SIZE)
-    ax.set_ylabel("rate ρ per update", fontsize=style.LABEL_SIZE)
-    ax.set_title("Each rule's rate against lr·h: the dots are the runs' directions; above 1 it diverges",
-                 fontsize=style.TITLE_SIZE)
-    ax.tick_params(labelsize=style.TICK_SIZE)
-    _label_curves(ax, list(drawn.values()))
-
-
-def _label_curves(ax, lines):
-    """Name each rate curve on it, where it is furthest from the other curves and from
-    the names already written."""
-    x0, x1 = np.log10(ax.get_xlim())
-    y0, y1 = ax.get_ylim()
-    curves = [(np.log10(ln.get_xdata()), np.asarray(ln.get_ydata(), np.float64)) for ln in lines]
-    grid = np.linspace(x0 + 0.08 * (x1 - x0), x1 - 0.12 * (x1 - x0), 60)
-    ys = [np.interp(grid, x, y, left=np.nan, right=np.nan) for x, y in curves]
-    placed = []
-    for k, line in enumerate(lines):
-        y = (ys[k] - y0) / (y1 - y0)
-        gap = np.full(len(grid), 1.0)
-        for m, other in enumerate(ys):
-            if m != k:
-                gap = np.fmin(gap, np.abs(y - (other - y0) / (y1 - y0)))
-        u = (grid - x0) / (x1 - x0)
-        for pu, pv in placed:
-            gap = np.fmin(gap, np.hypot((u - pu) / 3, y - pv))
-        ok = np.isfinite(y) & (y > 0.06) & (y < 0.9)
-        if not ok.any():
-            continue
-        j = int(np.flatnonzero(ok)[np.argmax(gap[ok])])
-        placed.append((u[j], y[j]))
-        above = y[j] < 0.7   # near the top: under the curve, clear of the eigenvalue names
-        ax.annotate(line.get_label().split(",")[0], (10 ** grid[j], ys[k][j]), xytext=(0, 7 if above else -7),
-                    textcoords="offset points", ha="center", va="bottom" if above else "top",
-                    fontsize=style.LABEL_SIZE,
-                    fontweight="bold", color=line.get_color(), gid=f"curve-label:{line.get_gid()}",
-                    bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.3), zorder=7)
-
-
-def _stagger(ax, texts, gap_px=4.0) -> int:
-    """Move labels that would overprint their left neighbours down a row (a row is
-    0.11 in rate); returns the number of rows. Measured with the figure's layout."""
-    if len(texts) < 2:
-        return 1
-    fig = ax.figure.figure   # the root figure (the axes may sit in a SubFigure)
-    fig.draw_without_rendering()
-    renderer = fig.canvas.get_renderer()
-    placed = []   # (row, x0, x1) in pixels
-    rows = 1
-    for t in sorted(texts, key=lambda t: t.get_position()[0]):
-        box = t.get_window_extent(renderer)
-        row = 0
-        while any(r == row and box.x0 < x1 + gap_px and x0 < box.x1 + gap_px for r, x0, x1 in placed):
-            row += 1
-        placed.append((row, box.x0, box.x1))
-        rows = max(rows, row + 1)
-    top = 1.15 + 0.11 * (rows - 1) - 0.03
-    for (row, _, _), t in zip(placed, sorted(texts, key=lambda t: t.get_position()[0])):
-        t.set_y(top - 0.11 * row)
-    return rows
-
-
-def _marks(data) -> dict:
-    """``{lr * h: ["lr·h₁", ...]}`` over the recordings' learning rates and eigenvalues."""
-    out = {}
-    lrs = sorted({lr for lr, _, _ in data.settings.values()})
-    for lr in lrs:
-        for i, h in enumerate(data.eigenvalues):
-            tag = f"h{_sub(i + 1)}={h:g}" + (f" (lr {lr:g})" if len(lrs) > 1 else "")
-            out.setdefault(float(lr * h), []).append(tag)
-    return out
-
-
-def _sub(i: int) -> str:
-    return str(i).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+def _display(key: str) -> str:
+    """A run's name as written on the figure (Nesterov is a name)."""
+    return key[:1].upper() + key[1:] if style.rule_of(key) == "nesterov" else key

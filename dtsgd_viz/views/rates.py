@@ -16,7 +16,7 @@ least squares to the recorded errors above the float noise floor (``100 * eps *
 max(||w_0 - target||, ||target||)`` on the block), and the decay is the largest root's
 modulus, the per-update factor the error shrinks by. (A log-slope fit was biased by the
 oscillation of under-damped blocks on short runs.) With fewer than 4 such errors it is
-NaN, drawn as no star, and the legend says why (a block whose error is exactly 0 from
+NaN, drawn as no star, and the key says why (a block whose error is exactly 0 from
 update 2 on has a rate of 0 and nothing past its start to fit).
 ``block_rates`` computes everything (no drawing); ``RatesView.set_learning_rate`` moves
 the blocks along the curves in place (the ``RateExplorer`` widget's slider).
@@ -32,7 +32,8 @@ from ..theory.quadratic import convergence_boundary
 from ..theory.quadratic import rate as _rate  # the closed-form spectral radius
 from . import style
 from .empty import check_not_empty
-from .figure import new_figure
+from .figure import headline, new_figure
+from .rates_labels import ROOM, RateLabels, rates_finding, rates_settings
 from .shard_geometry import block_patches, short_device_names
 
 __all__ = ["BlockRates", "block_rates", "decay_note", "measured_decay", "plot_block_rates", "RatesView",
@@ -43,6 +44,8 @@ RULE_LOOKS = {False: style.RULE_LOOKS["momentum"], True: style.RULE_LOOKS["neste
 RULE_COLORS = {n: look.color for n, look in RULE_LOOKS.items()}
 RULE_MARKERS = {False: "o", True: "s"}
 UNSTABLE_COLOR = "#CC3311"
+RATE_FLOOR = -0.04
+FIGSIZE = (style.WIDTH, 5.3)   # the rate panels and, above them, the finding and the settings
 
 
 def _boundary(momentum, nesterov) -> float:
@@ -215,17 +218,17 @@ class RatesView:
         ax = curve_ax
         a_rec = r.learning_rate * r.curvature
         lr_lo, lr_hi = lr_range or (r.learning_rate, r.learning_rate)  # a slider's span
-        hi = 1.5 * max(_boundary(r.momentum, False), lr_hi * r.curvature.max())
-        lo = min(a_rec.min(), lr_lo * r.curvature.min()) / 2
+        self.boundaries = {n: _boundary(r.momentum, n) for n in (False, True)}
+        hi = max(ROOM * self.boundaries[False], 1.5 * lr_hi * r.curvature.max())
+        lo = min(a_rec.min(), lr_lo * r.curvature.min()) / 1.6
         grid = np.geomspace(lo, hi, 600)
         for n in (False, True):
             ax.plot(grid, _rate(grid, r.momentum, n), **RULE_LOOKS[n].line(),
                     label=f"{RULE_NAMES[n]} rate (theory)", gid=f"curve-{RULE_NAMES[n]}")
-            ax.axvline(_boundary(r.momentum, n), color=RULE_COLORS[n], lw=1, ls=":",
+            ax.axvline(self.boundaries[n], color=RULE_COLORS[n], lw=1.2, ls=":",
                        gid=f"boundary-{RULE_NAMES[n]}")
         ax.axhline(1.0, **style.ROLE_LOOKS["stability"].line(), gid="stability-line")
-        ax.text(lo * 1.1, 1.0, " rate 1: past this the error grows", va="bottom",
-                fontsize=style.NOTE_SIZE, color="0.3")
+        self.labels = RateLabels(ax, r.momentum, self.boundaries, _rate, lo)
         self.markers, self.unstable_marks = {}, {}
         for n in (False, True):
             self.markers[n] = ax.scatter([], [], s=46, marker=RULE_MARKERS[n],
@@ -240,7 +243,7 @@ class RatesView:
             edgecolors="black", linewidths=0.7, zorder=7, gid="measured")
         ax.set_xscale("log")
         ax.set_xlim(lo, hi)
-        ax.set_ylim(0, 1.25)
+        ax.set_ylim(RATE_FLOOR, 1.25)   # under 0: a block at rate 0 shows whole
         ax.set_xlabel("lr · h  (learning rate × the block's curvature)", fontsize=style.LABEL_SIZE)
         ax.set_ylabel("rate: error factor per update", fontsize=style.LABEL_SIZE)
         ax.tick_params(labelsize=style.TICK_SIZE)
@@ -249,28 +252,16 @@ class RatesView:
             self._draw_errors(error_ax)
         self.set_learning_rate(self.learning_rate)
 
-    def _legend(self):
-        """The rate panel's legend: only the marks drawn (the red x while some block is
-        past a stability boundary, the no-star note while some block has no star)."""
-        from matplotlib.lines import Line2D
-        r = self.rates
-        handles = [Line2D([], [], **RULE_LOOKS[n].line(), marker=RULE_MARKERS[n],
-                          mfc="white", label=f"{RULE_NAMES[n]}: rate curve, blocks on it")
-                   for n in (False, True)]
-        handles += [Line2D([], [], ls="none", marker="*", ms=10, mfc="0.6", mec="black",
-                           label=f"measured decay ({RULE_NAMES[r.nesterov]} run, "
-                                 f"lr={r.learning_rate:g})")] if np.isfinite(r.measured).any() else []
-        if any(bad.any() for bad in getattr(self, "unstable", {}).values()):
-            handles.append(Line2D([], [], ls="none", marker="x", ms=9, mew=2, color=UNSTABLE_COLOR,
-                                  label="past the stability boundary (dotted)"))
+    def _key(self):
+        """The rate panel's key (no legend: the curves and limits are named on the
+        chart): the red x only while some block is past a stability limit, the no-star
+        note only while some block has no star."""
         self.no_star_note = self._no_star_note()
-        if self.no_star_note:
-            handles.append(Line2D([], [], ls="none", label=self.no_star_note))
-        self.curve_ax.legend(handles=handles, loc="lower left", fontsize=style.NOTE_SIZE,
-                             framealpha=0.9)
+        self.labels.set_key(self.no_star_note,
+                            any(bad.any() for bad in getattr(self, "unstable", {}).values()))
 
     def _no_star_note(self) -> str:
-        """The legend's line on the blocks without a star ("" when every block has one)."""
+        """The key's lines on the blocks without a star ("" when every block has one)."""
         r = self.rates
         missing = [g for g in range(len(r.labels)) if not np.isfinite(r.measured[g])]
         if not missing:
@@ -287,18 +278,18 @@ class RatesView:
         for g, label in enumerate(r.labels):
             e = np.where(r.errors[:, g] > 0, r.errors[:, g], np.nan)
             self.error_lines.append(ax.plot(r.updates, e, color=r.colors[g], ls=r.linestyles[g],
-                                            lw=1.5, label=label, gid=f"error-{g}")[0])
+                                            lw=1.5, label=f"{label} {r.curvature[g]:.2g}",
+                                            gid=f"error-{g}")[0])
         ax.set_yscale("log")
         ax.set_xlabel("optimizer update", fontsize=style.LABEL_SIZE)
         ax.set_ylabel("||w − target|| on the block", fontsize=style.LABEL_SIZE)
         ax.tick_params(labelsize=style.TICK_SIZE)
-        ax.set_title(f"Each block's error ({RULE_NAMES[r.nesterov]} run, lr={r.learning_rate:g}, "
-                     f"μ={r.momentum:g})", fontsize=style.TITLE_SIZE)
+        ax.set_title(f"Each block's error over the {RULE_NAMES[r.nesterov]} run", fontsize=style.TITLE_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
         if len(r.labels) <= 10:   # beside the axes, off the lines
             ax.legend(fontsize=style.NOTE_SIZE, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                       borderaxespad=0.0, frameon=False, handlelength=1.6,
-                      title="blocks\n(h: x on\nthe left)", title_fontsize=style.NOTE_SIZE)
+                      title="block, h", title_fontsize=style.NOTE_SIZE)
 
     def set_learning_rate(self, learning_rate: float) -> None:
         """Move every block along both curves to ``a = learning_rate * h``, in place,
@@ -313,11 +304,12 @@ class RatesView:
             bad = rho >= 1.0
             self.unstable[n] = bad
             self.unstable_marks[n].set_data(a[bad], np.minimum(rho[bad], 1.22))
-        counts = ", ".join(f"{RULE_NAMES[n]} {int(self.unstable[n].sum())}" for n in (False, True))
+        past = [f"{int(self.unstable[n].sum())} past {RULE_NAMES[n]}'s limit"
+                for n in (False, True) if self.unstable[n].any()]
         self.curve_ax.set_title(
-            f"{len(r.labels)} blocks at lr={self.learning_rate:.3g}, momentum={r.momentum:g}"
-            f"\nblocks past the stability boundary: {counts}", fontsize=style.TITLE_SIZE)
-        self._legend()
+            f"{len(r.labels)} blocks at lr={self.learning_rate:.3g}: "
+            + (", ".join(past) if past else "all converge under both rules"), fontsize=style.TITLE_SIZE)
+        self._key()
 
 
 def plot_block_rates(recording, surface, name: str = "w", *, learning_rate=None, ax=None):
@@ -338,7 +330,9 @@ def draw_block_rates(recording, surface, name="w", *, learning_rate=None, ax=Non
     """Like ``plot_block_rates`` but returns the ``RatesView``."""
     rates = block_rates(recording, surface, name)
     if ax is None:
-        curve_ax, error_ax = new_figure(style.RATES_SIZE).subplots(1, 2, width_ratios=[1.2, 1])
+        fig = headline(new_figure(FIGSIZE), rates_finding(rates, learning_rate),
+                       rates_settings(rates, surface))
+        curve_ax, error_ax = fig.subplots(1, 2, width_ratios=[1.9, 1])
     else:
         curve_ax, error_ax = ax
     return RatesView(rates, curve_ax, error_ax, learning_rate)

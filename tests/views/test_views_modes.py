@@ -201,3 +201,70 @@ def test_runs_gone_within_the_first_updates_are_named_once_in_a_note():
     assert note[0].endswith("within 2 updates")
     slow = next(ax for ax in fig.axes if ax.get_label() == "mode:0")
     assert not [t for t in slow.texts if t.get_gid() == "gone:0"]
+
+
+def test_the_subtitle_names_only_line_styles_the_lines_have(fig):
+    """The settings line says which lines are dotted (the envelopes): each of them is,
+    and it makes no claim about the recorded runs' styles (momentum's is dashed)."""
+    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.modes import dash_word
+    _, settings = headline_texts(fig)
+    settings = " ".join(settings.split())
+    modes = [ax for ax in fig.axes if ax.get_label().startswith("mode:")]
+    envelopes = [ln for ax in modes for ln in ax.lines if (ln.get_gid() or "").startswith("envelope:")]
+    recorded = [ln for ax in modes for ln in ax.lines if (ln.get_gid() or "").startswith("mode:")]
+    assert envelopes and recorded
+
+    def word(line):   # from the dash pattern drawn, in line widths
+        _, seq = line._unscaled_dash_pattern
+        return dash_word((0, tuple(v / line.get_linewidth() for v in seq)) if seq else "-")
+
+    assert {word(ln) for ln in envelopes} == {"dotted"} and "dotted, in each run's colour: its bound" in settings
+    for style_word in ("solid", "dashed", "dotted"):
+        if style_word in settings.replace("dotted, in each run's colour: its bound", ""):
+            assert {word(ln) for ln in recorded} == {style_word}, style_word
+    assert {word(ln) for ln in recorded} == {"solid", "dashed"}   # momentum dashed: no single word fits
+
+
+def test_rate_marks_at_rate_zero_show_whole_and_each_run_keeps_its_marker():
+    """lr * h = 1 puts plain SGD and Nesterov at rate 0: the axis starts below 0 so their
+    marks are not cut, and each run has its own marker (the first drawn largest), so
+    marks at one rate all show."""
+    from dtsgd_viz.views import style
+    s = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)   # tutorial 03: lr * h = 1 on h = 20
+    configs = {"plain": dict(learning_rate=0.05, momentum=0.0),
+               "momentum": dict(learning_rate=0.05, momentum=0.9),
+               "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)}
+    recs = dtsgd_viz.run(s, configs, steps=4)
+    fig = dtsgd_viz.plot_modes(recs, s)
+    ax = {ax.get_label(): ax for ax in fig.axes}["rates"]
+    fig.draw_without_rendering()
+    marks = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("mark:")}
+    sizes = {}
+    for gid, ln in marks.items():
+        key = gid.rsplit(":", 1)[-1]
+        assert ln.get_marker() == style.run_looks(list(configs))[key].marker
+        sizes[key] = ln.get_markersize()
+        if abs(ln.get_ydata()[0]) < 1e-6:   # at rate 0: its whole marker above the axis bottom
+            y = ax.transData.transform((ln.get_xdata()[0], 0.0))[1]
+            bottom = ax.get_window_extent().y0
+            assert y - bottom >= ln.get_markersize() / 2 * fig.dpi / 72
+    assert any(abs(ln.get_ydata()[0]) < 1e-6 for ln in marks.values())
+    order = list(configs)
+    assert [sizes[k] for k in order] == sorted(sizes.values(), reverse=True)
+
+
+def test_the_rate_curve_names_keep_off_the_marks_and_each_other(fig):
+    from helpers.readable import overlapping
+    ax = {ax.get_label(): ax for ax in fig.axes}["rates"]
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    names = [t for t in ax.texts if (t.get_gid() or "").startswith(("curve-label:", "eig-label:"))]
+    boxes = [t.get_window_extent(renderer) for t in names]
+    assert len(names) >= 3 and not overlapping(boxes)
+    for ln in ax.lines:
+        if (ln.get_gid() or "").startswith("mark:"):
+            x, y = ax.transData.transform((ln.get_xdata()[0], ln.get_ydata()[0]))
+            r = ln.get_markersize() / 2 * fig.dpi / 72
+            for t, b in zip(names, boxes):
+                assert not (b.x0 - r < x < b.x1 + r and b.y0 - r < y < b.y1 + r), (t.get_text(), ln.get_gid())

@@ -61,7 +61,7 @@ def test_blocks_sit_on_both_rate_curves_beside_their_measured_decay(recording):
     assert rates.measured[-1] > 1  # the unstable block grew
     stars = view.measured_marks.get_offsets()
     np.testing.assert_allclose(stars, np.column_stack([a, rates.measured]))
-    assert "Nesterov 1" in view.curve_ax.get_title()
+    assert "1 past Nesterov's limit" in view.curve_ax.get_title()
     lines = [l for l in view.error_ax.lines if l.get_gid().startswith("error-")]
     assert len(lines) == 8 and list(lines[0].get_xdata()) == list(range(41))
 
@@ -120,10 +120,14 @@ def test_a_block_that_reaches_zero_at_once_has_no_measured_decay():
     assert np.isnan(rates.measured[-1])
     assert rates.notes[-1] == "reached exactly 0 at update 2 (2 usable errors: too few to fit)"
     assert all(n == "" for n in rates.notes[:-1]) and np.isfinite(rates.measured[:-1]).all()
-    # no star for it, and the legend says why
+    # no star for it, and the key says why (wrapped to stay clear of the curves)
     assert len(view.measured_marks.get_offsets()) == 7
-    legend = [t.get_text() for t in view.curve_ax.get_legend().get_texts()]
-    assert legend[-1] == f"no star (no decay to measure):\n{rates.labels[-1]}: {rates.notes[-1]}"
+    assert view.no_star_note == f"no star (no decay to measure):\n{rates.labels[-1]}: {rates.notes[-1]}"
+    key = view.labels.texts["key"].get_text()
+    assert " ".join(key.split()).endswith(" ".join(view.no_star_note.split()))
+    # the block at rate 0 shows whole, above the bottom of the axes
+    (_, y), = [p for p in view.markers[True].get_offsets() if p[1] < 1e-6]
+    assert view.curve_ax.get_ylim()[0] < y - 0.02
     # the next-stiffest block reaches exactly 0 at update 30: fitted down to where the
     # values are rounding (not to 1000 eps of its start error), it measures what theory
     # says (a log-slope fit said 0.586 or 0.604 against 0.560)
@@ -133,21 +137,110 @@ def test_a_block_that_reaches_zero_at_once_has_no_measured_decay():
         [2.0, 1.8, 0.0, 0.0], [0, 1, 2, 3])  # NaN
 
 
-def test_the_legends_list_only_drawn_marks_and_keep_off_the_lines(recording):
-    """No block past a boundary: no red x in the legend; one past it: the x is listed.
-    The block legend sits beside the error panel, off its lines."""
+def test_the_key_lists_only_drawn_marks_and_the_block_legend_keeps_off_the_lines(recording):
+    """No block past a boundary: no red x in the key; one past it: the x is listed. The
+    rate panel has no legend (the names stand on the chart); the block legend sits
+    beside the error panel, off its lines."""
     view = rv.draw_block_rates(recording, SURFACE)
-    labels = lambda: [t.get_text() for t in view.curve_ax.get_legend().get_texts()]  # noqa: E731
+    key = lambda: view.labels.texts["key"].get_text()  # noqa: E731
+    assert view.curve_ax.get_legend() is None
     view.set_learning_rate(0.01)
     assert not any(u.any() for u in view.unstable.values())
     assert not any(len(m.get_xdata()) for m in view.unstable_marks.values())
-    assert not any("stability boundary" in t for t in labels())
+    assert "past its rule's limit" not in key()
+    assert "all converge under both rules" in view.curve_ax.get_title()
     view.set_learning_rate(LR * 10)
     assert any(u.any() for u in view.unstable.values())
-    assert "past the stability boundary (dotted)" in labels()
+    assert "✕ past its rule's limit (dotted)" in key().split("\n")
     legend = view.error_ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == [
+        f"{label} {h:.2g}" for label, h in zip(view.rates.labels, view.rates.curvature)]
     fig = view.figure
     fig.canvas.draw()
     box, axes_box = legend.get_window_extent(), view.error_ax.get_window_extent()
     assert box.x0 >= axes_box.x1                      # right of the axes: over no line
     assert fig.get_tightbbox().width * fig.dpi <= 950
+
+
+def _label_boxes(view):
+    fig = view.figure
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    return {gid: t.get_window_extent(renderer) for gid, t in view.labels.texts.items()}, renderer
+
+
+def _points_in(box, xy, pad=0.0):
+    return [p for p in xy if box.x0 - pad < p[0] < box.x1 + pad and box.y0 - pad < p[1] < box.y1 + pad]
+
+
+@pytest.mark.parametrize("config", [dict(learning_rate=0.5, momentum=0.9, steps=60),     # tutorial 01
+                                    dict(learning_rate=LR, momentum=MU, steps=40),
+                                    dict(learning_rate=1.0, momentum=0.9, steps=30)])   # a block at rate 0
+def test_the_rate_panel_names_its_curves_and_limits_on_the_chart_clear_of_the_data(config):
+    """Each rule named in its colour, each dotted stability limit named beside it with its
+    value, a key in a free corner: no two of them overprint, none covers a curve's point,
+    a block, a star or a dotted line, all inside the axes and at least NOTE_SIZE."""
+    from helpers.readable import overlapping
+    from dtsgd_viz.views import style
+    steps = config.pop("steps")
+    r = dtsgd_viz.run(SURFACE, {"n": dict(nesterov=True, **config)}, steps=steps)["n"]
+    view = rv.draw_block_rates(r, SURFACE)
+    view.figure.draw_without_rendering()   # the layout the PNG has
+    ax = view.curve_ax
+    texts = view.labels.texts
+    assert set(texts) == {"stability-note", "name-Nesterov", "name-momentum", "limit-momentum",
+                          "limit-Nesterov", "key"}
+    for n, name in rv.RULE_NAMES.items():
+        b = view.boundaries[n]
+        assert b == pytest.approx(2 * (1 + config["momentum"]) / ((1 + 2 * config["momentum"]) if n else 1))
+        assert " ".join(texts[f"limit-{name}"].get_text().split()) == f"{name} diverges past {b:.3g}"
+        # at its dotted line: the nearer edge within a few pixels of it
+        box = texts[f"limit-{name}"].get_window_extent(view.figure.canvas.get_renderer())
+        x = ax.transData.transform((b, 0.5))[0]
+        assert min(abs(box.x0 - x), abs(box.x1 - x)) < 12
+        assert texts[f"name-{name}"].get_text() == name
+        assert texts[f"name-{name}"].get_color() == texts[f"limit-{name}"].get_color() == rv.RULE_COLORS[n]
+    boxes, renderer = _label_boxes(view)
+    names = list(boxes)
+    assert not overlapping([boxes[g] for g in names]), [(names[i], names[j]) for i, j in overlapping(
+        [boxes[g] for g in names])]
+    axes_box = ax.get_window_extent(renderer)
+    data = {}
+    for line in ax.lines:
+        gid = line.get_gid() or ""
+        if gid.startswith("curve-"):
+            xy = line.get_xydata()
+            data[gid] = ax.transData.transform(xy[xy[:, 1] <= ax.get_ylim()[1]])
+        elif gid.startswith("boundary-"):   # dotted: a vertical line over the whole height
+            x = ax.transData.transform((line.get_xdata()[0], 1.0))[0]
+            data[gid] = np.column_stack([np.full(200, x), np.linspace(axes_box.y0, axes_box.y1, 200)])
+    for n, marks in view.markers.items():
+        data[f"blocks-{n}"] = ax.transData.transform(marks.get_offsets())
+    data["stars"] = ax.transData.transform(view.measured_marks.get_offsets())
+    for gid, box in boxes.items():
+        assert axes_box.x0 <= box.x0 and box.x1 <= axes_box.x1 and axes_box.y0 <= box.y0 <= box.y1 <= axes_box.y1
+        assert texts[gid].get_fontsize() >= style.NOTE_SIZE
+        for what, xy in data.items():
+            pad = 4.0 if what.startswith(("blocks", "stars")) else 0.0   # a marker's radius
+            assert not _points_in(box, xy, pad), (gid, what)
+    # no legend on the rate panel: the names above replace it
+    assert ax.get_legend() is None
+
+
+def test_the_headline_says_which_blocks_converge_fastest_and_the_settings():
+    from dtsgd_viz.views.figure import headline_texts
+    r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
+                      steps=20)["n"]
+    fig = dtsgd_viz.plot_block_rates(r, SURFACE)
+    finding, settings = headline_texts(fig)
+    h = np.sort(np.unique(SURFACE.curvature))
+    nesterov = [_radius(0.5 * x, 0.9, True) for x in h]
+    assert " ".join(finding.split()) == (
+        f"Under Nesterov the steep blocks converge fastest (rate {nesterov[-1]:.2f} per update at "
+        f"h = {h[-1]:.2g}, {nesterov[0]:.2f} at h = {h[0]:.2g}); momentum would hold every block at "
+        f"{_radius(0.5 * h[0], 0.9, False):.2f}")
+    view = rv.draw_block_rates(r, SURFACE)
+    off = np.max(np.abs(view.rates.measured - nesterov))
+    assert " ".join(settings.split()).startswith("real DTensor SGD, Nesterov, lr 0.5, μ 0.9, 20 updates on the "
+                                                 "sharded quadratic")
+    assert f"within {max(off, 1e-4):.1g} of theory" in settings.replace("\n", " ")

@@ -1,0 +1,131 @@
+"""The words of ``plot_block_rates``: the headline (what the blocks' rates show, then the
+run's settings) and the labels written on the rate panel instead of a legend (each rule's
+name on its curve, each stability limit at its dotted line, a short key to the marks).
+
+    >>> stability_text("Nesterov", 1.357142)
+    'Nesterov\\ndiverges\\npast 1.36'
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+
+from . import style
+
+__all__ = ["rates_finding", "rates_settings", "stability_text", "key_text", "RateLabels"]
+
+KEY_WIDTH = 34   # characters a line of the key holds: it stays clear of Nesterov's dip
+STEP = 1.07      # labels stand this factor (on the log x axis) off the line they name
+NAME_SPAN = 3.0  # about the factor a name spans on the log x axis
+ROOM = 5.5       # the x axis runs to ROOM x momentum's limit: room for its name past it
+
+
+def stability_text(rule: str, boundary: float, wide: bool = False) -> str:
+    """The words at a rule's dotted stability limit (``wide``: on two lines, not three)."""
+    return f"{rule}{' ' if wide else chr(10)}diverges\npast {boundary:.3g}"
+
+
+def _rule(nesterov: bool) -> str:
+    return "Nesterov" if nesterov else "momentum"
+
+
+def rates_finding(rates, learning_rate=None) -> str:
+    """What the figure shows at ``learning_rate`` (default: the recorded one): which blocks
+    the run's rule makes converge fastest and slowest, and what the other rule would do.
+
+    Rates are the spectral radii at ``a = lr * h`` (``BlockRates.positions``)."""
+    pos = rates.positions(learning_rate)
+    run, other = rates.nesterov, not rates.nesterov
+    rho, h = pos[run][1], rates.curvature
+    bad = rho >= 1.0
+    head = f"Under {_rule(run)}"
+    if bad.all():
+        return f"{head} every block diverges: the learning rate is past its stability limit"
+    ok = ~bad
+    fast = int(np.flatnonzero(ok)[np.argmin(rho[ok])])
+    slow = int(np.flatnonzero(ok)[np.argmax(rho[ok])])
+    which = "steep" if h[fast] > h[slow] else "flat"
+    text = (f"{head} the {which} blocks converge fastest (rate {rho[fast]:.2f} per update at "
+            f"h = {h[fast]:.2g}, {rho[slow]:.2f} at h = {h[slow]:.2g})")
+    if bad.any():
+        text += f" and {int(bad.sum())} diverge{'s' * (int(bad.sum()) == 1)}"
+    rho_o = pos[other][1]
+    if np.all(rho_o < 1.0) and np.ptp(rho_o) < 0.01:
+        text += f"; {_rule(other)} would hold every block at {float(np.mean(rho_o)):.2f}"
+    elif np.all(rho_o < 1.0):
+        text += f"; {_rule(other)} would range from {rho_o.min():.2f} to {rho_o.max():.2f}"
+    else:
+        text += f"; {int(np.sum(rho_o >= 1.0))} would diverge under {_rule(other)}"
+    return text
+
+
+def rates_settings(rates, surface) -> str:
+    """The run's settings and how close the measured decays came to theory."""
+    label = getattr(surface, "label", type(surface).__name__)
+    n = int(rates.updates[-1])
+    parts = [f"real DTensor SGD, {_rule(rates.nesterov)}, lr {rates.learning_rate:g}, "
+             f"μ {rates.momentum:g}, {n} updates on the {label}"]
+    theory = rates.positions()[rates.nesterov][1]
+    ok = np.isfinite(rates.measured)
+    if ok.any():
+        off = float(np.max(np.abs(rates.measured[ok] - theory[ok])))
+        parts.append(f"★ measured on the recording: within {max(off, 1e-4):.1g} of theory")
+    return " · ".join(parts)
+
+
+def key_text(no_star_note: str = "", unstable: bool = False) -> str:
+    """The short key in the rate panel's free corner: what a dot and a star are, the red
+    x while a block is past a limit, and why a block has no star."""
+    lines = ["● a block at lr·h (colours: right)", "★ its decay, measured on the run"]
+    if unstable:
+        lines.append("✕ past its rule's limit (dotted)")
+    for line in no_star_note.split("\n") if no_star_note else []:
+        lines += textwrap.wrap(line, KEY_WIDTH, subsequent_indent="  ") or [""]
+    return "\n".join(lines)
+
+
+class RateLabels:
+    """The rate panel's direct labels (``texts``: gid -> ``Text``): the rules' names
+    (``name-momentum``, ``name-Nesterov``), their limits (``limit-...``, at the dotted
+    lines), the rate-1 note (``stability-note``) and the ``key``."""
+
+    def __init__(self, ax, momentum: float, boundaries: dict, rate, lo: float):
+        self.ax = ax
+        b_m, b_n = boundaries[False], boundaries[True]
+        common = dict(fontsize=style.NOTE_SIZE, zorder=8)
+        halo = dict(fc="white", ec="none", alpha=0.85, pad=1.0)
+        self.texts = {}
+
+        def put(gid, x, y, text, **kw):
+            kw = {**common, "bbox": halo, **kw}
+            self.texts[gid] = ax.text(x, y, text, gid=gid, **kw)
+
+        grid = np.geomspace(lo, b_n, 400)
+        top = np.fmax(rate(grid, momentum, False), rate(grid, momentum, True))
+        # the rate-1 note where both curves have come down from 1 (small steps creep at ~1)
+        x_note = float(grid[np.argmax(top < 0.975)]) if (top < 0.975).any() else lo
+        put("stability-note", max(lo * STEP, x_note), 1.005, "rate 1: past this the error grows",
+            va="bottom", color="0.3", bbox=None)
+        # Nesterov's name at the left, under both curves over about its width
+        x_n = lo * STEP
+        near = grid[(grid >= x_n) & (grid <= x_n * NAME_SPAN)]
+        y_n = float(np.min(np.fmin(rate(near, momentum, False), rate(near, momentum, True)))) - 0.06
+        put("name-Nesterov", x_n, y_n, "Nesterov",
+            va="top", ha="left", color=style.RULE_LOOKS["nesterov"].color, fontsize=style.LABEL_SIZE,
+            fontweight="bold")
+        # momentum's curve is flat until its limit, then leaves the top: its name and its
+        # limit stand at the flat part's end, where no block can be below 1
+        put("name-momentum", b_m * STEP, float(rate(np.array([b_m / STEP]), momentum, False)[0]),
+            "momentum", va="center", ha="left", color=style.RULE_LOOKS["momentum"].color,
+            fontsize=style.LABEL_SIZE, fontweight="bold")
+        put("limit-momentum", b_m * STEP, 0.45, stability_text("momentum", b_m), va="center", ha="left",
+            color=style.RULE_LOOKS["momentum"].color)
+        # Nesterov's at its dotted line's top end: left of it, above 1, nothing is drawn
+        put("limit-Nesterov", b_n / STEP, 1.23, stability_text("Nesterov", b_n, wide=True), va="top",
+            ha="right", color=style.RULE_LOOKS["nesterov"].color)
+        put("key", lo * STEP, 0.03, key_text(), va="bottom", ha="left", color="0.2", linespacing=1.3)
+
+    def set_key(self, no_star_note: str, unstable: bool) -> None:
+        self.texts["key"].set_text(key_text(no_star_note, unstable))
