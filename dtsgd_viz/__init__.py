@@ -50,6 +50,7 @@ _LAZY = {
     "plot_update_shards": "views",
     "plot_block_rates": "views",
     "plot_paths": "views",
+    "plot_update": "views",
     "animate": "views",
     "plot_phase": "views",
     "plot_modes": "views",

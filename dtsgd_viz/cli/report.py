@@ -8,7 +8,7 @@ a folder with an ``index.html`` that shows them (what ``dtsgd-viz demo --out DIR
     report.paths()          # every file written, index last
 
 Each figure comes from a small function (``layout_figure``, ``shard_figure``,
-``path_figure``) that returns the ``Figure`` the file holds, so a test can rebuild
+``path_figure``, ``update_figure``) that returns the ``Figure`` the file holds, so a test can rebuild
 it and check its data. Nothing here prints: progress goes to an optional callback.
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 __all__ = ["Item", "Report", "arrow_step", "shard_steps", "layout_figure", "shard_figure",
-           "path_figure", "index_html", "write_report"]
+           "path_figure", "update_figure", "index_html", "write_report"]
 
 INDEX = "index.html"
 _DPIS = {"PNG_DPI": "DPI", "GIF_DPI": "GIF_DPI"}
@@ -137,6 +137,16 @@ def path_figure(recordings: Mapping, surface, step: int | None = None, name: str
         step = arrow_step(recordings, name)
     update = int(next(iter(recordings.values())).steps[step])
     return plot_paths(recordings, surface, step=update, name=name)
+
+
+def update_figure(recordings: Mapping, surface, step: int | None = None, name: str = "w"):
+    """``plot_update`` of ``recordings`` on ``surface``: the update at recorded step index
+    ``step`` (default: ``arrow_step``, the one ``path_figure`` takes apart) up close."""
+    from ..views.update_anatomy import plot_update
+    if step is None:
+        step = arrow_step(recordings, name)
+    update = int(next(iter(recordings.values())).steps[step])
+    return plot_update(recordings, surface, step=update, name=name)
 
 
 # ---- the page ------------------------------------------------------------------------------
@@ -293,7 +303,8 @@ def _write_shards(out: _Folder, shard_recordings, name, updates) -> None:
 
 
 def _write_paths(out: _Folder, path_recordings, surface, pname) -> None:
-    """``paths.png``: the runs' paths on ``surface``, arrows at ``arrow_step``."""
+    """``paths.png``: the runs' paths on ``surface``, arrows at ``arrow_step``; and
+    ``update.png``: that update up close, one panel per run."""
     step = arrow_step(path_recordings, pname)
     it = int(next(iter(path_recordings.values())).steps[step])
     label = getattr(surface, "label", type(surface).__name__)
@@ -304,9 +315,15 @@ def _write_paths(out: _Folder, path_recordings, surface, pname) -> None:
              f"Update paths: {' vs '.join(path_recordings)}",
              f"Each optimizer's path on the {label} from the same start ({settings}), with the "
              f"update {it} taken apart into arrows (where they stray furthest from the path): the "
-             "momentum or look-ahead term and the gradient term, tip to tail, on the paths and in a "
-             "zoomed panel per run (its zoom factor in its title, each arrow's length on it). "
+             "momentum or look-ahead term and the gradient term, tip to tail. "
              "Right: the loss at every update (log scale), each run named at its end.")
+    out.save(update_figure(path_recordings, surface, step, pname), "update.png",
+             f"Update {it} up close: {' vs '.join(path_recordings)}",
+             f"Update {it} of each run in a panel of its own: the momentum (or Nesterov "
+             "look-ahead) term and the gradient term as arrows tip to tail, each named with its "
+             "length, ending on the recorded next point; for Nesterov the look-ahead point where "
+             "the gradient was taken. Each panel's title says how many times closer it is than "
+             "the paths figure; the figure's title what differs between the runs' updates.")
 
 
 def _write_animation(out: _Folder, path_recordings, surface, pname, gif_frames) -> None:

@@ -11,10 +11,11 @@ from .paths import plot_paths
 from .phase import plot_phase
 from .rates import plot_block_rates
 from .shards import plot_shards
+from .update_anatomy import plot_update
 from .update_shards import plot_update_shards
 
 __all__ = [
     "animate", "layout_table", "model_table", "plot_block_rates", "plot_communication",
     "plot_layout", "plot_memory",
-    "plot_modes", "plot_paths", "plot_phase", "plot_shards", "plot_update_shards",
+    "plot_modes", "plot_paths", "plot_phase", "plot_shards", "plot_update", "plot_update_shards",
 ]

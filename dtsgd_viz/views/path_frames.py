@@ -54,7 +54,11 @@ ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −
                 "tip to tail (lengths in parameter units;\nzoom ×N: N times closer than the paths "
                 "panel; an arrow too short to see is drawn longer, dashed, and says so)")
 ARROW_CAPTION = "arrows: μ·v in the run's colour, then −lr·g in its light tint, tip to tail"
-REST_CAPTION = "Paths up to update {k}: each rule's line and markers; after update {k}: thin line"
+REST_CAPTION = ("Paths up to update {k}: each rule's line and markers; after update {k}: thin line, "
+                "lighter, in the rule's dash")
+
+
+SQUARE_PATHS_SIZE = (style.WIDTH, 5.3)   # paths and loss, the paths' equal-aspect panel as tall as wide
 
 
 def caption_text(update, tail="") -> str:
@@ -70,7 +74,8 @@ def _axes(scene, ax, art_caption, zoom_keys=(), arrows=False, update=None):
         tail = ZOOM_CAPTION if zoom_keys else ARROW_CAPTION if arrows else ""
         text = tail if update is None else caption_text(update, tail)
         art_caption["caption_tail"] = tail
-        fig = new_figure(style.PATHS_SIZE if zoom_keys else style.PATHS_SIZE_NO_ZOOM)
+        fig = new_figure(style.PATHS_SIZE if zoom_keys else
+                         SQUARE_PATHS_SIZE if scene.plane.is_identity else style.PATHS_SIZE_NO_ZOOM)
         body = headline(fig, finding(scene), settings_line(scene))
         top = body
         if zoom_keys:
@@ -154,8 +159,9 @@ def _why_no_arrows(scene, update):
 def _draw_path_lines(scene, art, looks, dots, picked):
     """Each run's path in its rule's look (``style.RULE_LOOKS``, opaque: the plain path
     on top reads as itself, not mixed into the others) and, with an update ``picked``,
-    its whole run under every path as a thin light line without markers
-    (``ROLE_LOOKS["remainder"]``), which shows past the update (``follow_update``)."""
+    its whole run under every path as a thin lighter line without markers in the rule's
+    dash (``ROLE_LOOKS["remainder"]``, ``REST_WIDTH``, ``REST_TINT``: the runs stay apart
+    past the update), which shows past the update (``follow_update``)."""
     ax_path = art.ax_path
     rest = style.ROLE_LOOKS["remainder"]
     for key, c in scene.coords.items():
@@ -163,8 +169,9 @@ def _draw_path_lines(scene, art, looks, dots, picked):
         # a diverged run ends at the edge: drawn on, it would criss-cross the panel
         c = c[:geo.drawn_length(len(c), scene.diverged.get(key))]
         if picked:   # in the rules' order, below every path and above the contours
-            line = rest.line(panel.tint(look.color, style.REMAINDER_TINT))
+            line = rest.line(panel.tint(look.color, REST_TINT))
             line["zorder"] += look.zorder - _MIDDLE_Z
+            line["ls"], line["lw"] = look.ls, min(REST_WIDTH, look.lw)
             (art.rests[key],) = ax_path.plot(c[:, 0], c[:, 1], **line, marker="", gid=f"path-rest:{key}")
         (art.paths[key],) = ax_path.plot(
             c[:, 0], c[:, 1], **look.line(), marker=look.marker if dots else "", ms=look.ms,
@@ -172,6 +179,8 @@ def _draw_path_lines(scene, art, looks, dots, picked):
 
 
 _MIDDLE_Z = style.RULE_LOOKS["momentum"].zorder   # the remainders keep the rules' order around rest.zorder
+REST_TINT = 0.4    # a path after the update shown: its colour this far towards white
+REST_WIDTH = 1.3   # and this wide (thinner than every rule's line), in the rule's dash
 
 
 def _run_handles(scene, looks, dots, picked=False) -> list:
@@ -180,7 +189,7 @@ def _run_handles(scene, looks, dots, picked=False) -> list:
                   label=k) for k in scene.coords]
     if picked:
         rest = style.ROLE_LOOKS["remainder"]
-        out.append(Line2D([], [], **rest.line(panel.tint("0.3", style.REMAINDER_TINT)),
+        out.append(Line2D([], [], **rest.line(panel.tint("0.3", REST_TINT)),
                           label="after the update shown"))
     return out
 

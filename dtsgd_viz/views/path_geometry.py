@@ -353,8 +353,9 @@ def select_variable(recordings: Mapping, name) -> str:
     return name
 
 
-def check_step(step, steps: Mapping[str, np.ndarray]) -> int | None:
-    """``step`` as the update number every recording holds (None stays None).
+def check_step(step, steps: Mapping[str, np.ndarray], none: str = "no update picked") -> int | None:
+    """``step`` as the update number every recording holds (None stays None; ``none``
+    says in an error what None means to the caller).
 
     ``step=k`` is optimizer update k as ``recording.steps`` counts it (the first update
     is 1); ``-1`` is the last update the recordings share, ``-2`` the one before, and
@@ -370,7 +371,7 @@ def check_step(step, steps: Mapping[str, np.ndarray]) -> int | None:
         s = np.asarray(s, np.int64)
         common = s if common is None else np.intersect1d(common, s)
     common = np.asarray(common, np.int64)
-    return resolve_update(step, common, none="no update picked",
+    return resolve_update(step, common, none=none,
                           held=f"the recordings share {len(common)} updates",
                           start="the start point is always drawn")
 

@@ -184,6 +184,6 @@ def settings_line(scene: PathScene) -> str:
                        for k, h in hps.items() if len(h.learning_rate))
     label = getattr(scene.surface, "label", type(scene.surface).__name__)
     what = ("2 parameters" if scene.plane.is_identity else
-            f"{scene.plane.dim} parameters on their top two principal directions")
+            f"{scene.plane.dim} parameters, top 2 principal directions")
     start = "same start" if len(scene.starts) == 1 else f"{len(scene.starts)} starts"
     return " · ".join(p for p in (label, hp, what, start) if p)

@@ -1,6 +1,8 @@
 """Update paths: each optimizer's trajectory on the loss contours, one update taken
-apart into its terms (on the paths and in a zoomed panel per run), and the loss per
-update beside it. ``step=k`` is optimizer update k as ``recording.steps`` counts them.
+apart into its terms as arrows on the paths, and the loss per update beside it: one
+idea, the paths. ``step=k`` is optimizer update k as ``recording.steps`` counts them.
+The anatomy of that update up close, one panel per run, is ``plot_update``
+(``views.update_anatomy``); ``zoom=True`` puts those panels under the paths instead.
 
     >>> import dtsgd_viz
     >>> from dtsgd_viz import surfaces
@@ -13,6 +15,10 @@ update beside it. ``step=k`` is optimizer update k as ``recording.steps`` counts
     'Update 3: its terms as arrows'
     >>> sorted(a.get_gid() for a in fig.axes[0].collections if "arrow" in (a.get_gid() or ""))
     ['arrow:momentum:gradient', 'arrow:momentum:momentum', 'arrow:nesterov:gradient', 'arrow:nesterov:lookahead']
+    >>> len(fig.axes)                                     # the paths and the loss, no zoom
+    2
+    >>> len(dtsgd_viz.plot_paths(recs, s, step=3, zoom=True).axes)   # and a panel per run
+    4
 
 Without ``step``, ``plot_paths`` takes apart the update where the runs differ most (the
 largest distance between their parameters after it) and its title says so::
@@ -43,7 +49,7 @@ from .path_scene import PathScene, build_scene, default_update
 __all__ = ["plot_paths", "animate", "draw_paths", "PathsView"]
 
 
-def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=True, zoom=True):
+def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=True, zoom=False):
     """Paths of every optimizer on the loss contours of ``surface``, and loss per update.
 
     Args:
@@ -56,9 +62,9 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Tru
         ``mu*v_prev`` then ``-lr*g``; Nesterov (tf-keras form) ``mu*v_new`` then
         ``-lr*g``; they add up to the recorded update. Each path is drawn in its
         rule's look up to it and as a thin light line without markers after it (the
-        caption says so) and, in a new figure, a zoomed panel per run shows it up close (for
-        Nesterov with the look-ahead point, where the gradient was taken). The loss
-        panel marks the same update. None (default): the update where the runs
+        caption says so). The loss panel marks the same update. ``plot_update`` draws
+        it up close (for Nesterov with the look-ahead point, where the gradient was
+        taken). None (default): the update where the runs
         differ most (``path_scene.default_update``: the largest distance between their
         parameters after it, among the updates that can be taken apart; one run: its
         longest update), which the path panel's title names as such.
@@ -69,12 +75,15 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Tru
         ``velocity`` and the update before ``step`` recorded; where the recording
         lacks them (``Recorder(every=3)``) the update is marked without arrows and a
         note on the path panel says why, as ``PathExplorer`` does.
-      zoom: False to leave out the zoomed panels.
+      zoom: True to add, in a new figure, a zoomed panel per run under the paths (what
+        ``plot_update`` draws on its own, at full width); default False: one idea per
+        figure, the paths.
 
     Returns the matplotlib ``Figure`` (never shown, nothing printed).
     """
     scene = build_scene(recordings, surface, name)
-    update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
+    update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()},
+                            none="the update where the runs differ most")
     auto = update is None
     if auto:
         update = default_update(scene)

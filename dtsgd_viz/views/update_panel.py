@@ -1,5 +1,6 @@
-"""Drawing one optimizer's update up close: the zoomed panel ``plot_paths`` puts under the
-paths for every run, and the styles that keep runs apart where their paths coincide.
+"""Drawing one optimizer's update up close: the panel per run of ``plot_update`` (and of
+``plot_paths(zoom=True)`` under its paths), and the styles that keep runs apart where
+their paths coincide.
 
 The geometry (arrow chain, look-ahead points, the zoom box, the fading trail) comes
 from ``path_geometry`` and ``update_geometry``; this module only draws it. A panel is redrawn from scratch
@@ -107,9 +108,14 @@ def _size_points(ax):
     return bbox.width * 72.0 / dpi, bbox.height * 72.0 / dpi
 
 
-def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect=True):
+def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect=True, *,
+                      label_size=None, avoid_path=False):
     """Clear ``ax`` and draw one run's update ``data`` there: thick arrows tip to tail,
-    each named on a leader line with its true length, the zoom factor in the title."""
+    each named on a leader line with its true length, the zoom factor in the title.
+    ``label_size``: the labels' type size in points (None: ``style.TICK_SIZE``, as the
+    zoomed panels under the paths have it; ``plot_update``'s bigger panels pass more).
+    ``avoid_path``: keep the labels off the path's last segments and Nesterov's dotted
+    iterate line too (``plot_update``; the widgets' panels, redrawn every frame, skip it)."""
     from matplotlib import patheffects
 
     _clear(ax)
@@ -123,7 +129,9 @@ def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect
     labels = _arrow_labels(data, arrows)
     if data.nesterov is not None:
         labels += _draw_lookahead(ax, data, color)
-    _place(ax, data, labels, arrows, color, outline, equal_aspect)
+    _place(ax, data, labels, arrows, color, outline, equal_aspect,
+           style.TICK_SIZE if label_size is None else float(label_size),
+           _path_points(data) if avoid_path else ())
     _frame_panel(ax, data, color, equal_aspect, upd.zoom_factor(scene.box, data.box))
 
 
@@ -206,9 +214,25 @@ def _draw_lookahead(ax, data: PanelData, color):
             ("iterate p − μ·v_prev", np.asarray(it), f"iterate-label:{data.key}", False)]
 
 
-def _place(ax, data: PanelData, labels, arrows, color, outline, equal_aspect=True):
-    """Write ``labels`` on leader lines, off the arrow shafts, the marks and each other
-    (``upd.place_labels``)."""
+PATH_SEGMENTS = 6   # the path's last segments a plot_update label keeps off
+
+
+def _path_points(data: PanelData) -> np.ndarray:
+    """Points (plot coordinates) along the last ``PATH_SEGMENTS`` segments of the path up
+    to the update and along Nesterov's iterate to look-ahead line, for ``_place``."""
+    lines = [np.asarray(data.trail[-PATH_SEGMENTS - 1:], np.float64).reshape(-1, 2)]
+    if data.nesterov is not None:
+        lines.append(np.asarray(data.nesterov, np.float64).reshape(-1, 2))
+    t = np.linspace(0.0, 1.0, 24)[:, None]
+    out = [a + t * (b - a) for line in lines for a, b in zip(line[:-1], line[1:])]
+    pts = np.concatenate(out) if out else np.zeros((0, 2))
+    return pts[np.all(np.isfinite(pts), axis=1)]
+
+
+def _place(ax, data: PanelData, labels, arrows, color, outline, equal_aspect=True,
+           fs=style.TICK_SIZE, avoid=()):
+    """Write ``labels`` on leader lines, off the arrow shafts, the marks, the points
+    ``avoid`` (plot coordinates) and each other (``upd.place_labels``)."""
     (x0, x1), (y0, y1) = data.box
     W, H = _size_points(ax)
     if equal_aspect:   # the square box is drawn as a square: the axes shrink to it
@@ -221,9 +245,9 @@ def _place(ax, data: PanelData, labels, arrows, color, outline, equal_aspect=Tru
     ring = 7.0 * np.column_stack([np.cos(np.linspace(0, 2 * np.pi, 8, endpoint=False)),
                                   np.sin(np.linspace(0, 2 * np.pi, 8, endpoint=False))])
     obstacles += [to_pt(p) + r for p in marks for r in [np.zeros(2), *ring]]   # the marks' discs
+    obstacles += [to_pt(p) for p in avoid]
     centre = np.mean([to_pt(a) for _, a, _, _ in labels], axis=0)
     away = [to_pt(a) - centre for _, a, _, _ in labels]
-    fs = style.TICK_SIZE
     spots = upd.place_labels([to_pt(a) for _, a, _, _ in labels],
                              [text_size(text, fs) for text, _, _, _ in labels],
                              np.reshape(obstacles, (-1, 2)), (W, H), away)

@@ -157,9 +157,11 @@ show(dtsgd_viz.plot_shards(r, "w", "velocity", step=10))
 # update, once the first few updates are past. That factor is the block's **rate** (0.95:
 # the error keeps 95% of itself per update), and it depends only on `lr * h` (h: the
 # block's curvature) and the momentum; `03_nesterov_vs_momentum` derives it.
-# `plot_block_rates` puts every block on that curve (left) beside the rate
-# measured on the recording (stars), and draws each block's error (right): the steep
-# blocks sit where Nesterov's curve dips, the flat ones where it is near 0.95.
+# `plot_block_rates` puts every block on both rules' curves (left) beside the rate
+# measured on the recording (stars, within 0.0001 of theory), and draws each block's error
+# (right): under Nesterov the steep blocks sit where its curve dips and converge fastest,
+# the flat ones where it is near 0.95; heavy-ball momentum would hold every block at 0.95.
+# The dotted lines are each rule's stability limit: past it a block's error grows.
 # `widgets.RateExplorer(r, surface)` adds a learning-rate slider that moves every block
 # along the curves.
 
@@ -182,19 +184,27 @@ for name, run in runs.items():
     print(f"{name:<9} loss after 40 updates: {valley.value_np(run.path('w')[-1]):.2e}")
 
 # %% [markdown]
-# `plot_paths` draws both paths on the loss contours and takes one update apart into
-# arrows, tip to tail: the momentum term in the run's colour (heavy ball's `mu*v`, the
-# velocity carried over from the update before; for Nesterov its look-ahead term
+# `plot_paths` draws both paths on the loss contours, with the loss per update beside
+# them. Each path is drawn in its rule's line and markers up to the update `step` names
+# (`step=4` is update 4) and thinner and lighter after it, and that update is taken apart
+# into arrows, tip to tail: the momentum term in the run's colour (heavy ball's `mu*v`,
+# the velocity carried over from the update before; for Nesterov its look-ahead term
 # `mu*v_new`, the new velocity scaled by the momentum) and the gradient term `-lr*g` in a
-# light tint of it. The
-# paths fade with age up to that update, and under them a zoomed panel per run shows it
-# up close. `step=4` is update 4. There heavy-ball momentum's term carries the point
-# further across the valley and the gradient can only pull part of it back, so it keeps
-# bouncing from wall to wall; Nesterov's look-ahead has already turned (its panel marks
-# the look-ahead point, where the gradient was taken), and its loss falls much faster.
+# light tint of it. Heavy-ball momentum keeps bouncing from wall to wall of the valley;
+# Nesterov's loss falls much faster.
 
 # %%
 show(dtsgd_viz.plot_paths(runs, valley, step=4))
+
+# %% [markdown]
+# `plot_update` draws the same update up close, one panel per run (each says how many
+# times closer it is than the paths panel, and each arrow's length). There heavy-ball
+# momentum's term carries the point further across the valley and the gradient can only
+# pull part of it back; Nesterov's look-ahead has already turned (its panel marks the
+# look-ahead point, where the gradient was taken), so the two updates point far apart.
+
+# %%
+show(dtsgd_viz.plot_update(runs, valley, step=4))
 
 # %% [markdown]
 # ## Where next

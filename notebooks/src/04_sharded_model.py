@@ -293,11 +293,22 @@ print(f"bowl bottom: loss {bowl.value_np(bowl.minimum[0]):.4f}; "
 # directions and evaluates the bowl on that plane, so the contours under the paths are
 # real. Both runs head down the bowl's long valley; heavy-ball momentum swings further
 # past its floor before turning back (the bump in its loss around update 15), while
-# Nesterov's look-ahead turns earlier. Neither reaches the bottom (the star): along the
-# flattest directions the curvature is 2e-4, and those take thousands of updates.
+# Nesterov's look-ahead turns earlier. `step=20` draws the paths in their rules' looks up
+# to update 20, where the runs are furthest apart, and thinner and lighter after it.
+# Neither reaches the bottom (the star): along the flattest directions the curvature is
+# 2e-4, and those take thousands of updates.
 
 # %%
-show(dtsgd_viz.plot_paths(probes, bowl, step=3))
+show(dtsgd_viz.plot_paths(probes, bowl, step=20))
+
+# %% [markdown]
+# `plot_update` takes update 20 apart, one panel per run, on the same plane: heavy-ball
+# momentum's step is the longer one (its title says by how much, and how far the two
+# steps' directions part). In both runs the momentum term is several times the gradient
+# term, so it is the velocity, not this update's gradient, that carries each run on.
+
+# %%
+show(dtsgd_viz.plot_update(probes, bowl, step=20))
 
 # %% [markdown]
 # ## A hazard the recording reveals: the stale velocity

@@ -12,6 +12,7 @@ from PIL import Image
 
 from dtsgd_viz.cli import demo, report
 from dtsgd_viz.views import update_geometry as upd
+from dtsgd_viz.views.figure import headline_texts
 from dtsgd_viz.views.layout import layout_table
 
 pytestmark = pytest.mark.slow  # runs the demo once (~15 s)
@@ -62,7 +63,7 @@ def test_files_exist_and_open(made):
     # shard figures: momentum and Nesterov (not plain) after updates 3, 10 and the last (12)
     assert [n for n in names if n.startswith("shards-")] == [
         f"shards-{c}-update{i:03d}.png" for i in (3, 10, 12) for c in ("momentum", "nesterov")]
-    assert names[-2:] == ["paths.png", "paths.gif"]
+    assert names[-3:] == ["paths.png", "update.png", "paths.gif"]
     assert sorted(os.listdir(result.directory)) == sorted(names + ["index.html"])
     for path in result.paths():
         assert os.path.getsize(path) > 100, path
@@ -133,7 +134,29 @@ def test_path_figure_holds_the_recorded_paths_and_arrows(made):
     assert arrows == {"arrow:momentum:gradient", "arrow:momentum:momentum",
                       "arrow:nesterov:gradient", "arrow:nesterov:lookahead"}
     assert ax.get_title().startswith(f"Update {int(paths['momentum'].steps[step])}:")
+    # one idea: the paths and the loss, no close-ups (update.png holds those)
+    assert len(fig.axes) == 2
+    assert not [a for a in ax.patches if (a.get_gid() or "").startswith("zoom-box:")]
     with Image.open(os.path.join(result.directory, "paths.png")) as im:
+        assert im.size == _png_size(fig)
+
+
+def test_update_figure_takes_the_same_update_apart_up_close(made):
+    result, _, paths = made
+    step = report.arrow_step(paths)
+    fig = report.update_figure(paths, demo.path_surface())
+    assert len(fig.axes) == len(paths)
+    for name, rec in paths.items():
+        path = rec.path("w").astype(np.float64)
+        (ax,) = [a for a in fig.axes if a.get_title().startswith(f"{name}: update {int(rec.steps[step])} ")]
+        arrows = [q for q in ax.collections if (q.get_gid() or "").startswith(f"zoom-arrow:{name}:")]
+        assert len(arrows) == 2          # the momentum (or look-ahead) term, then the gradient
+        tip = path[step]
+        for q in arrows:   # tip to tail, ending on the recorded next point
+            np.testing.assert_allclose(np.asarray(q.get_offsets())[0], tip, atol=1e-6)
+            tip = tip + np.array([float(q.U[0]), float(q.V[0])]) / getattr(q, "magnified", 1.0)
+        np.testing.assert_allclose(tip, path[step + 1], rtol=1e-5, atol=1e-6)
+    with Image.open(os.path.join(result.directory, "update.png")) as im:
         assert im.size == _png_size(fig)
 
 
@@ -168,7 +191,9 @@ def test_shard_figures_hold_the_recorded_velocity(made):
         fig = report.shard_figure(rec, "w", i)
         heat = fig.axes[0].images[0]
         np.testing.assert_array_equal(np.asarray(heat.get_array()), velocity[i])
-        assert f"after update {int(rec.steps[i])}" in fig.axes[0].get_title()
+        # said in the figure's title (its finding) or, drawn into axes, the panel's
+        said = " ".join(" ".join(t or "" for t in (*headline_texts(fig), fig.axes[0].get_title())).split())
+        assert f"after update {int(rec.steps[i])}" in said
         name = f"shards-momentum-update{int(rec.steps[i]):03d}.png"
         with Image.open(os.path.join(result.directory, name)) as im:
             assert im.size == _png_size(fig)

@@ -138,6 +138,7 @@ def assert_tint_of(face, run_color):
 def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, update):
     rec = rotated[name]
     fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=update)
+    close = dtsgd_viz.plot_update(rotated, ROTATED, step=update)   # the same update up close
     k = update if update > 0 else STEPS + 1 + update     # the update drawn
     i = list(rec.steps).index(k)                        # its row in the recording
     path = rec.path("w").astype(np.float64)
@@ -155,10 +156,10 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, update):
         expected = {"momentum": mu * v_prev, "gradient": -lr * g}
         order = ["momentum", "gradient"]
     color = style.optimizer_color(name)
-    # the path panel's arrows and the zoomed panel's thick ones show the same vectors; the
-    # panel draws its last arrow (-lr*g) at least MIN_ARROW of the panel long, saying so
-    for prefix in ("arrow:", "zoom-arrow:"):
-        arrows = {key.split(":", 1)[1]: q for key, q in gid_artists(fig, prefix).items()
+    # the path panel's arrows and plot_update's thick ones show the same vectors; the
+    # close-up draws its last arrow (-lr*g) at least MIN_ARROW of the panel long, saying so
+    for prefix, drawn in (("arrow:", fig), ("zoom-arrow:", close)):
+        arrows = {key.split(":", 1)[1]: q for key, q in gid_artists(drawn, prefix).items()
                   if key.startswith(name + ":")}
         assert set(arrows) == set(expected)
         tail = path[i]
@@ -190,7 +191,8 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, update):
     pos = gid_artists(fig, "position:")[name]
     np.testing.assert_array_equal(pos.get_xydata()[0], path[i])
     assert fig.axes[0].get_title().startswith(f"Update {k}:")
-    zoom_ax = gid_artists(fig, "zoom-position:")[name].axes
+    assert not gid_artists(fig, "zoom-")   # the paths figure holds one idea: no close-ups
+    zoom_ax = gid_artists(close, "zoom-position:")[name].axes
     # the panel says how much closer it is than the paths panel
     zoom = upd.zoom_factor((fig.axes[0].get_xlim(), fig.axes[0].get_ylim()),
                            (zoom_ax.get_xlim(), zoom_ax.get_ylim()))
@@ -201,12 +203,12 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, update):
     (x0, x1), (y0, y1) = zoom_ax.get_xlim(), zoom_ax.get_ylim()
     for point in (path[i], path[i + 1]):
         assert x0 < point[0] < x1 and y0 < point[1] < y1
-    marks = gid_artists(fig, "lookahead:")
+    marks = gid_artists(close, "lookahead:")
     if CONFIGS[name]["nesterov"]:
         # tf-keras' Nesterov parameter is the look-ahead point of Sutskever's iterate
         # p - mu*v_prev, and the gradient of this update was taken there
         np.testing.assert_array_equal(marks[name].get_xydata()[0], path[i])
-        np.testing.assert_allclose(gid_artists(fig, "iterate:")[name].get_xydata()[0],
+        np.testing.assert_allclose(gid_artists(close, "iterate:")[name].get_xydata()[0],
                                    path[i] - mu * v_prev, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(ROTATED.grad_np(path[i]), g, rtol=1e-5, atol=1e-6)
     else:
@@ -490,7 +492,7 @@ def test_animation_saves_mp4(rotated, tmp_path):
 
 def test_zoom_panels_and_loss_axis_are_readable(rotated):
     from helpers.readable import overlapping
-    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=4)
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=4, zoom=True)   # opt-in: under the paths
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     # the hollow square of the Nesterov panel is named on it
@@ -507,7 +509,7 @@ def test_zoom_panels_and_loss_axis_are_readable(rotated):
 
 def test_one_update_keeps_the_look_ahead_label_in_its_panel_and_integer_update_ticks():
     one = {"nesterov": synthetic(ROTATED, 1, 0.05, 0.9, nesterov=True)}
-    fig = dtsgd_viz.plot_paths(one, ROTATED, step=1)
+    fig = dtsgd_viz.plot_paths(one, ROTATED, step=1, zoom=True)
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     ax_loss = [ax for ax in fig.axes if ax.get_title().startswith("Loss per update")][0]
@@ -609,7 +611,12 @@ def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_
             np.testing.assert_allclose(gid_artists(fig, "position:")[name].get_xydata()[0],
                                        geo.project(rec.path("w").reshape(len(rec) + 1, -1)[i],
                                                    draw_paths(recs, surface).scene.plane), atol=1e-9)
-        assert gid_artists(fig, "zoom-arrow:")
+        assert gid_artists(fig, "arrow:") and not gid_artists(fig, "zoom-arrow:")
+        # plot_update picks the same update, and its subtitle says why
+        from dtsgd_viz.views.figure import headline_texts
+        finding, settings = headline_texts(dtsgd_viz.plot_update(recs, surface))
+        assert finding.startswith(f"Update {k}:")
+        assert " ".join(settings.split()).endswith("the update where the runs differ most")
     # one run: its longest update
     one = {"nesterov": rotated["nesterov"]}
     path = rotated["nesterov"].path("w").astype(np.float64)
@@ -669,6 +676,10 @@ def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(l
     from matplotlib.text import Text
     texts = [t.get_text() for t in fig.findobj(Text)]
     assert sum("after update 5: thin line" in t for t in texts) == 1
+    # past the update the runs stay apart: each rest keeps its rule's dash
+    for name, rest in rests.items():
+        assert rest.get_linestyle() == paths[name].get_linestyle()
+    assert rests["momentum"].get_linestyle() != rests["nesterov"].get_linestyle()
 
 
 def test_the_start_and_minimum_names_stay_off_the_current_markers(long_runs):

@@ -1,0 +1,174 @@
+"""plot_update (the anatomy of one update, one close-up panel per run), checked through
+the figure's data: the arrows against the recorded update and the reference rule, the
+zoom factor in each title against the axes' spans, the headline against the recorded
+steps, the type sizes and width against the one scale; bad input raises."""
+
+import numpy as np
+import pytest
+
+import dtsgd_viz
+from dtsgd_viz.theory import reference, surfaces
+from dtsgd_viz.views import style
+from dtsgd_viz.views import update_geometry as upd
+from dtsgd_viz.views.figure import headline_texts
+from dtsgd_viz.views.paths import draw_paths
+from helpers.synthetic_paths import synthetic
+
+ROTATED = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+PLANAR = surfaces.ShardedQuadratic((2, 4), {"x": 2}, ("x", "unsharded"), curvature=(0.2, 1.0))
+RULES = {"plain": (0.05, 0.0, False), "momentum": (0.05, 0.9, False), "nesterov": (0.05, 0.9, True)}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return {k: synthetic(ROTATED, 30, lr, mu, nest) for k, (lr, mu, nest) in RULES.items()}
+
+
+def by_gid(fig, prefix):
+    return {a.get_gid()[len(prefix):]: a for ax in fig.axes for a in [*ax.lines, *ax.collections]
+            if (a.get_gid() or "").startswith(prefix)}
+
+
+def panel_of(fig, key):
+    return by_gid(fig, "zoom-position:")[key].axes
+
+
+@pytest.mark.parametrize("update", [1, 5, -1])
+def test_the_arrows_add_up_to_the_recorded_update_tip_to_tail(runs, update):
+    fig = dtsgd_viz.plot_update(runs, ROTATED, step=update)
+    k = update if update > 0 else 30 + 1 + update
+    assert len(fig.axes) == len(runs)     # one panel per run, nothing else
+    for key, rec in runs.items():
+        i = list(rec.steps).index(k)
+        path = rec.path("w").astype(np.float64)
+        lr, mu, nest = RULES[key]
+        arrows = {gid.split(":", 1)[1]: q for gid, q in by_gid(fig, "zoom-arrow:").items()
+                  if gid.startswith(key + ":")}
+        order = ["gradient"] if mu == 0 else ["lookahead" if nest else "momentum", "gradient"]
+        assert sorted(arrows) == sorted(order)
+        tip = path[i]
+        for term in order:
+            q = arrows[term]
+            np.testing.assert_allclose(np.asarray(q.get_offsets())[0], tip, atol=1e-12)  # tip to tail
+            uv = np.array([float(q.U[0]), float(q.V[0])]) / getattr(q, "magnified", 1.0)
+            tip = tip + uv
+            assert q.axes is panel_of(fig, key)
+        # they end on the recorded next point, where the numpy reference rule goes
+        np.testing.assert_allclose(tip, path[i + 1], rtol=1e-5, atol=1e-6)
+        g = rec.global_values("w", "grad")[i].astype(np.float64)
+        v_prev = rec.global_values("w", "velocity")[i - 1].astype(np.float64) if i else np.zeros(2)
+        p_ref, _ = reference.sgd_step(path[i], g, v_prev, lr, mu, nest)
+        np.testing.assert_allclose(tip, p_ref, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(by_gid(fig, "zoom-position:")[key].get_xydata()[0], path[i])
+        if nest:   # the look-ahead point (where g was taken) and Sutskever's iterate
+            np.testing.assert_array_equal(by_gid(fig, "lookahead:")[key].get_xydata()[0], path[i])
+            np.testing.assert_allclose(by_gid(fig, "iterate:")[key].get_xydata()[0],
+                                       path[i] - mu * v_prev, atol=1e-12)
+
+
+def test_each_title_names_the_zoom_over_the_paths_panel(runs):
+    fig = dtsgd_viz.plot_update(runs, ROTATED, step=5)
+    paths = dtsgd_viz.plot_paths(runs, ROTATED, step=5).axes[0]
+    main = (paths.get_xlim(), paths.get_ylim())
+    for key in runs:
+        ax = panel_of(fig, key)
+        title = ax.get_title()
+        assert title.startswith(f"{key}: update 5 · zoom ×")
+        shown = float(title.rsplit("×", 1)[1])
+        ratio = max(np.ptp(main[0]), np.ptp(main[1])) / max(np.ptp(ax.get_xlim()), np.ptp(ax.get_ylim()))
+        assert shown == pytest.approx(ratio, rel=0.06, abs=0.06)
+        assert shown > 1.5      # a close-up, not the paths again
+
+
+def test_the_headline_says_which_step_is_longer_and_by_how_much(runs):
+    fig = dtsgd_viz.plot_update(runs, ROTATED, step=5)
+    finding, settings = headline_texts(fig)
+    steps = {k: float(np.linalg.norm(np.diff(r.path("w").astype(np.float64), axis=0)[4]))
+             for k, r in runs.items()}
+    ranked = sorted(steps, key=lambda k: -steps[k])
+    assert finding.startswith(f"Update 5: {ranked[0]}'s step is ")
+    for k in ranked[1:]:
+        ratio = steps[ranked[0]] / steps[k]
+        assert (f"{ratio:.0f}× {k}'s" if ratio >= 9.5 else f"{ratio:.1f}× {k}'s") in finding
+    assert "lr 0.05" in settings and "μ 0.9" in settings
+    # two runs: the angle between their steps
+    two = {k: runs[k] for k in ("momentum", "nesterov")}
+    d = {k: np.diff(r.path("w").astype(np.float64), axis=0)[4] for k, r in two.items()}
+    angle = np.degrees(np.arccos(d["momentum"] @ d["nesterov"]
+                                 / np.linalg.norm(d["momentum"]) / np.linalg.norm(d["nesterov"])))
+    finding, _ = headline_texts(dtsgd_viz.plot_update(two, ROTATED, step=5))
+    assert finding.endswith(f"{angle:.0f}° apart") if angle >= 10 else finding.endswith("same line")
+
+
+def test_without_a_step_it_takes_apart_the_update_plot_paths_picks(runs):
+    fig = dtsgd_viz.plot_update(runs, ROTATED)
+    k = int(dtsgd_viz.plot_paths(runs, ROTATED).axes[0].get_title().split(":")[0].split()[1])
+    assert all(panel_of(fig, key).get_title().startswith(f"{key}: update {k} ") for key in runs)
+    assert " ".join(headline_texts(fig)[1].split()).endswith("the update where the runs differ most")
+    # one run: one panel, a headline that says what carries its step
+    one = dtsgd_viz.plot_update(runs["momentum"], ROTATED, step=3)
+    assert len(one.axes) == 1
+    assert "μ·v_prev" in headline_texts(one)[0] and "−lr·g" in headline_texts(one)[0]
+
+
+def test_projected_runs_are_on_the_plane_plot_paths_draws():
+    recs = dtsgd_viz.run(PLANAR, {"momentum": dict(learning_rate=0.5, momentum=0.9),
+                                  "nesterov": dict(learning_rate=0.5, momentum=0.9, nesterov=True)}, 8)
+    fig = dtsgd_viz.plot_update(recs, PLANAR, step=3)
+    scene = draw_paths(recs, PLANAR).scene
+    for key, rec in recs.items():
+        np.testing.assert_allclose(by_gid(fig, "zoom-position:")[key].get_xydata()[0],
+                                   scene.coords[key][2], atol=1e-9)
+
+
+def test_readable_at_the_notebook_width(runs):
+    from matplotlib.text import Text
+    for recs in (runs, {k: runs[k] for k in ("momentum", "nesterov")}):
+        fig = dtsgd_viz.plot_update(recs, ROTATED, step=5)
+        assert fig.get_figwidth() <= style.WIDTH + 1e-9
+        fig.draw_without_rendering()
+        renderer = fig.canvas.get_renderer()
+        texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
+        assert min(t.get_fontsize() for t in texts) >= style.NOTE_SIZE
+        labels = [t for ax in fig.axes for t in ax.texts if (t.get_gid() or "").startswith("zoom-label:")]
+        assert labels and all(t.get_fontsize() > style.TICK_SIZE for t in labels)   # large type
+        # nothing sticks out of the figure: the notebook crops to what is drawn, + PAD a side
+        tight = fig.get_tightbbox(renderer)     # inches
+        assert (tight.width + 2 * style.PAD) * style.DPI <= style.MAX_WIDTH_PX
+        for ax in fig.axes:   # the labels stay in their panels
+            p = ax.get_window_extent(renderer)
+            for t in ax.texts:
+                b = t.get_window_extent(renderer)
+                assert p.x0 - 2 <= b.x0 and b.x1 <= p.x1 + 2 and p.y0 - 2 <= b.y0 and b.y1 <= p.y1 + 2
+
+
+def test_bad_input_is_a_clear_error(runs):
+    with pytest.raises(ValueError, match=r"step=31 is out of range\. Allowed: a recorded update "
+                                         r"\(updates 1\.\.30\).*None \(the update where the runs differ most\)"):
+        dtsgd_viz.plot_update(runs, ROTATED, step=31)
+    with pytest.raises(ValueError, match=r"step=0"):
+        dtsgd_viz.plot_update(runs, ROTATED, step=0)
+    with pytest.raises(ValueError, match=r"step must be an int.*Received: step=1\.5 \(float\)"):
+        dtsgd_viz.plot_update(runs, ROTATED, step=1.5)
+    with pytest.raises(ValueError, match="non-empty dict"):
+        dtsgd_viz.plot_update({}, ROTATED)
+    with pytest.raises(TypeError, match="surface must be a dtsgd_viz.surfaces surface"):
+        dtsgd_viz.plot_update(runs, object())
+    with pytest.raises(ValueError, match="Unknown variable 'v'"):
+        dtsgd_viz.plot_update(runs, ROTATED, name="v")
+    # what the recording cannot take apart: said, with what to do instead
+    every2 = synthetic(ROTATED, 6, 0.05, 0.9, every=2)
+    with pytest.raises(ValueError, match=r"cannot take update 4 of 'm' apart: update 3, just before "
+                                         r"update 4, is not recorded.*arrows=False"):
+        dtsgd_viz.plot_update({"m": every2}, ROTATED, step=4)
+    params_only = synthetic(ROTATED, 4, 0.05, 0.9, kinds=("param",))
+    with pytest.raises(ValueError, match="kinds grad, velocity not recorded"):
+        dtsgd_viz.plot_update({"m": params_only}, ROTATED)
+
+
+def test_the_finding_of_terms_that_are_not_finite():
+    t = lambda *v: upd.UpdateTerms(2, 1, np.zeros(2), (("gradient", np.array(v)),), np.array(v))  # noqa: E731
+    from dtsgd_viz.views.update_anatomy import update_finding
+    assert update_finding({"a": t(np.inf, 0.0)}, 2) == "Update 2: not finite; a: not finite"
+    assert update_finding({"a": t(1.0, 0.0), "b": t(2.0, 0.0)}, 2) == (
+        "Update 2: b's step is 2.0× a's, along the same line")
