@@ -28,9 +28,9 @@ test: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
-# docs/figures/: the demo's layout, shard, path and animation pictures, drawn by the current
+# docs/figures/: the demo's layout, shard, path, update close-up and animation pictures, drawn by the current
 # code (about a minute)
-FIGURES := layout.png shards-momentum-update010.png paths.png paths.gif
+FIGURES := layout.png shards-momentum-update010.png paths.png update.png paths.gif
 figures: $(STAMP)
 	rm -rf .figures-out
 	$(VENV)/bin/dtsgd-viz demo --out .figures-out > /dev/null

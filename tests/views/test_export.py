@@ -74,7 +74,8 @@ def story():
 FIGURES = {
     "paths": lambda s, r: dtsgd_viz.plot_paths(r, s, step=5),
     "paths-auto": lambda s, r: dtsgd_viz.plot_paths(r, s),
-    "paths-no-zoom": lambda s, r: dtsgd_viz.plot_paths(r, s, step=5, zoom=False),
+    "paths-zoom": lambda s, r: dtsgd_viz.plot_paths(r, s, step=5, zoom=True),
+    "update": lambda s, r: dtsgd_viz.plot_update(r, s, step=5),
     "modes": lambda s, r: dtsgd_viz.plot_modes(r, s),
     "phase": lambda s, r: dtsgd_viz.plot_phase(s, np.geomspace(1e-3, 0.2, 12), np.linspace(0, 0.95, 10),
                                                steps=60, tol=1e-3),
@@ -133,7 +134,7 @@ def test_one_rule_has_one_look_in_every_figure_and_nesterov_is_never_the_faintes
     from dtsgd_viz.views import style
     s, recs = story
     looks = {}
-    for view in ("paths", "paths-no-zoom", "modes", "phase"):
+    for view in ("paths", "paths-zoom", "update", "modes", "phase"):
         for rule, seen in run_lines(FIGURES[view](s, recs)).items():
             looks.setdefault(rule, set()).update(seen)
     assert set(looks) == {"plain", "momentum", "nesterov"}
