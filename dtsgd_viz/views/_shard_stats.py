@@ -16,7 +16,7 @@ from .shard_geometry import LOG_RANGE
 from ._tensor_panel import NONFINITE_COLOR
 
 STATS_ONLY_TEXT = ("values not recorded: Recorder(mode='stats') keeps each block's "
-                   "norm, mean and max |x|; record with mode='full' for the values")
+                   "norm, mean and max |x|; mode='full' the values")
 STATS = ("L2 norm", "mean", "max |x|")   # the columns of Recording.shard_stats
 
 
@@ -84,6 +84,46 @@ def band_of(data):
         return (10 ** np.nanmin(logs, 1), 10 ** np.nanmedian(logs, 1), 10 ** np.nanmax(logs, 1))
 
 
+def times_text(k: float) -> str:
+    """A factor ``k >= 1`` as the titles say it: ``6.3x``, ``400x``, ``5 decades``.
+
+    >>> times_text(6.31), times_text(412.0), times_text(2e5)
+    ('6.3x', '410x', '5 decades')
+    """
+    if k < 10:
+        return f"{k:.2g}x"
+    if k < 1e4:
+        return f"{float(f'{k:.2g}'):.0f}x"
+    return f"{np.log10(k):.0f} decades"
+
+
+def spread_text(norms, names) -> str:
+    """The finding of one update's blocks (``norms``: one L2 norm per block, in the
+    order of ``names``): how far apart they are, and (over 1.5x apart) which block is
+    largest and which smallest, in that order.
+
+    >>> spread_text([0.3, 0.05, 0.1], ["CPU:0", "CPU:1", "CPU:2"])
+    'block norms span 6x (CPU:0 to CPU:1)'
+    >>> spread_text([1.0, 1.2], ["a", "b"]), spread_text([2.0], ["CPU:0-7"])
+    ('block norms within 1.5x of each other', 'one block, held whole by every device')
+    """
+    norms = np.asarray(norms, np.float64).ravel()
+    if len(norms) == 1:
+        return "one block, held whole by every device"
+    ok = np.isfinite(norms) & (norms > 0)
+    if not ok.any():
+        return ("every block's norm is 0" if np.all(norms == 0)
+                else "no block's norm is finite")
+    if ok.sum() < 2:
+        return f"only {names[int(np.flatnonzero(ok)[0])]}'s norm is finite and above 0"
+    cols = np.flatnonzero(ok)
+    hi, lo = int(cols[np.argmax(norms[ok])]), int(cols[np.argmin(norms[ok])])
+    k = norms[hi] / norms[lo]
+    if k < 1.5:
+        return "block norms within 1.5x of each other"
+    return f"block norms span {times_text(k)} ({names[hi]} to {names[lo]})"
+
+
 def change_text(data, updates, names) -> str:
     """The norm panel's title, its finding: how the blocks' norms (``data``: updates x
     blocks) changed from the first update to the last (the median block's factor), and
@@ -102,9 +142,7 @@ def change_text(data, updates, names) -> str:
     if 1 / 1.5 <= f <= 1.5:
         head = f"block norms stay within 1.5x {span}"
     else:
-        k = f if f > 1 else 1 / f
-        times = (f"{k:.2g}x" if k < 10 else f"{float(f'{k:.2g}'):.0f}x" if k < 1e4
-                 else f"{np.log10(k):.0f} decades")
+        times = times_text(f if f > 1 else 1 / f)
         head = f"block norms {'grow' if f > 1 else 'fall'} {times} {span}"
     if len(factors) > 1 and factors.max() / factors.min() > 3:
         head += f"; {names[slow_fast(data)[0]]} slowest"

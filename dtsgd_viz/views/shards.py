@@ -56,9 +56,11 @@ def _axes(ax, figsize=SHARDS_SIZE, width_ratios=(1.25, 1), stats_only=False):
 
 
 def draw_shards(recording, name, kind="velocity", step=None, *, ax=None,
-                fixed_scale=False) -> ShardsView:
+                fixed_scale=False, headline=None) -> ShardsView:
     """Like ``plot_shards`` but returns the ``ShardsView`` (``.figure`` is the figure),
-    whose ``set_step``/``set_kind``/``set_fixed_scale`` update the artists in place."""
+    whose ``set_step``/``set_kind``/``set_fixed_scale`` update the artists in place.
+    ``headline``: title the figure with the finding and a settings line (default: when
+    the figure is new, ``ax=None``); False puts the settings in the panel titles."""
     check_not_empty(recording)
     update_index(recording, step)
     stats_only = getattr(recording, "mode", "full") == "stats"
@@ -70,7 +72,8 @@ def draw_shards(recording, name, kind="velocity", step=None, *, ax=None,
     size = (SHARDS_SIZE[0], FLAT_HEIGHT if flat < 0.7 else SHARDS_SIZE[1])
     heat_ax, norm_ax = _axes(ax, figsize=size, stats_only=stats_only)
     view = ShardsView(recording, name, kind, step, heat_ax=heat_ax, norm_ax=norm_ax,
-                      fixed_scale=fixed_scale)
+                      fixed_scale=fixed_scale, headline=ax is None if headline is None
+                      else headline)
     fig = view.figure
     if hasattr(fig.canvas, "get_renderer"):
         fig.draw_without_rendering()  # settle the layout before measuring labels
@@ -87,9 +90,13 @@ def plot_shards(recording, name, kind="velocity", step=None, *, ax=None, fixed_s
     updates (log y, one line per block in its colour; replicas are one block, marked
     with a diamond at updates where their copies disagreed; NaN/Inf updates marked with
     an X on top). The shown update is a vertical line with a dot on every block's line.
-    Returns the ``Figure``. The title says "after update k" for ``param`` and
+    Returns the ``Figure``. The figure's title is the finding of the shown update (how
+    far apart the blocks' norms are, which block is largest and which smallest), over a
+    settings line (optimizer, layout); it says "after update k" for ``param`` and
     ``velocity`` (what update k left) and "the gradient of update k" for ``grad`` (what
-    update k computed and applied).
+    update k computed and applied). The norm panel's title is its finding over the run
+    (how far the norms fell or grew, which block was slowest). Drawn into given axes,
+    the heatmap panel's title holds the settings instead.
 
     ``fixed_scale=True`` fixes the heatmap's colour scale over the whole run
     (``-max|x|..max|x|`` of every recorded update), so decay shows as fading; the

@@ -14,18 +14,41 @@ from . import style
 from .empty import check_not_empty
 from .figure import fit, headline
 from .shard_geometry import (as_image, axis_labels, block_patches, flagged_steps, run_limit,
-                             settings_text, short_device_names, update_index)
+                             settings_text, shard_norms, short_device_names, update_index)
 from ._shard_lines import NormLines, change_text, place_step_label
-from ._shard_stats import STATS_ONLY_TEXT, StatPanels
+from ._shard_stats import STATS_ONLY_TEXT, StatPanels, spread_text
 from ._tensor_panel import draw_tensor
 
-__all__ = ["ShardsView"]
+__all__ = ["ShardsView", "layout_text"]
+
+
+def layout_text(layout) -> str:
+    """The layout in the settings line: its sharding specs, the mesh, and how many
+    replicas each block has (the mesh dims the layout leaves unused).
+
+    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    >>> layout_text(LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4})))
+    'laid out [unsharded, model] on mesh (batch 2, model 4), 2 replicas per block'
+    """
+    mesh = layout.mesh
+    dims = "(" + ", ".join(f"{d} {mesh.dim_size(d)}" for d in mesh.dim_names) + ")"
+    copies = int(np.prod([mesh.dim_size(d) for d in mesh.dim_names
+                          if d not in layout.sharding_specs]))
+    text = f"laid out [{', '.join(layout.sharding_specs)}] on mesh {dims}"
+    return text + (f", {copies} replicas per block" if copies > 1 else "")
 
 
 class ShardsView(NormLines, StatPanels):
     """The shard values view drawn on ``heat_ax`` (and ``norm_ax`` unless None). A stats
-    recording may pass ``heat_ax=None``: its statistics alone, titled on the figure
-    (``headline``: the finding, and a subtitle saying the values were not recorded).
+    recording may pass ``heat_ax=None``: its statistics alone.
+
+    ``headline=True`` (``plot_shards``'s own figures; always with ``heat_ax=None``)
+    titles the figure (``figure.headline``): the finding of the shown update (how far
+    apart its blocks' norms are, ``spread_text``) and a settings line (optimizer,
+    layout; for a stats recording, that the values were not recorded);
+    the panels keep short titles, the norm panel its finding over the run
+    (``change_text``). ``headline=False`` (axes of a figure the caller owns, as
+    ``ShardExplorer``'s) puts the settings into the heatmap panel's title instead.
 
     Attributes tests and widgets use: ``tensor`` (the ``TensorPanel``: ``heatmap``,
     ``outlines``, ``labels``, ``patches``), ``heatmap`` (None for a stats recording,
@@ -36,7 +59,7 @@ class ShardsView(NormLines, StatPanels):
     """
 
     def __init__(self, recording, name, kind="velocity", step=None, *, heat_ax, norm_ax=None,
-                 fixed_scale=False):
+                 fixed_scale=False, headline=False):
         check_not_empty(recording)
         self.recording, self.name = recording, name
         self.index = update_index(recording, step)
@@ -49,6 +72,7 @@ class ShardsView(NormLines, StatPanels):
                              f"norm_ax={norm_ax!r}).")
         self.heat_ax, self.norm_ax = heat_ax, norm_ax
         self.figure = (heat_ax if heat_ax is not None else norm_ax).figure
+        self.headline = bool(headline) or heat_ax is None
         self.geometry = recording.geometry(name)
         self.styles = style.block_styles(self.geometry)
         self.devices = recording.shard_devices(name)
@@ -133,8 +157,15 @@ class ShardsView(NormLines, StatPanels):
         # are what update k left
         when = (f": the gradient of update {r.steps[i]}" if self.kind == "grad"
                 else f" after update {r.steps[i]}")
-        if self.heat_ax is None:
-            self._headline(when, bad)
+        if self.headline:
+            self._headline(bad)
+            if self.heat_ax is not None:
+                caption = ("device blocks" if self.stats_only else
+                           "values, device blocks outlined")
+                self.heat_ax.set_title(caption + (f"\n{scale}" if scale else ""),
+                                       fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
+            if self.heat_ax is not None or not self.stats_only:
+                self._set_norm_title()
             return
         width = 0.5 * self.figure.get_figwidth() * 72   # the heatmap panel, about
         head = fit(f"{what}{self.kind} of {self.name!r}{when}{bad}", width, style.TITLE_SIZE)
@@ -144,6 +175,9 @@ class ShardsView(NormLines, StatPanels):
         self.heat_ax.set_title(
             head + f"\n{settings_text(r, i)}" + (f"\n{scale}" if scale else ""),
             fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
+        self._set_norm_title()
+
+    def _set_norm_title(self):
         if self.norm_ax is not None and getattr(self, "_norm_title", None) is None:
             # the finding of the lines (of the whole run: it stays while stepping)
             title = change_text(self._data[self.line_ax], self.updates,
@@ -154,17 +188,41 @@ class ShardsView(NormLines, StatPanels):
             self._norm_title = title
             self.line_ax.set_title(self._norm_title, fontsize=style.TITLE_SIZE)
 
-    def _headline(self, when, bad):
-        """The figure's title when it holds the statistics alone: the finding (what the
-        panels show at the shown update) and the settings, with what was not recorded."""
+    def _block_norms(self):
+        """Each block's (replica group's) L2 norm at the shown update, zeros kept."""
+        groups = [d[0] for d in self.geometry.replica_groups]
+        if self.stats_only:
+            return np.asarray(self.stats[self.index][groups, 0], np.float64)
+        return np.asarray(shard_norms(self.recording, self.name, self.kind)[self.index][groups],
+                          np.float64)
+
+    def _headline(self, bad):
+        """The figure's title: the finding of the shown update (how far apart its
+        blocks' norms are) and the settings (optimizer, layout; what a stats
+        recording did not record)."""
         fig, r, i = self.figure, self.recording, self.index
         for old in [a for a in [*fig.texts, *fig.artists] if a.get_gid() == "subtitle"]:
             old.remove()
-        n = len(self.geometry.replica_groups)
-        finding = f"{self.kind} of {self.name!r}{when}{bad}, block by block ({n})"
-        settings = (f"{settings_text(r, i)}  ·  {len(r)} recorded updates\n{STATS_ONLY_TEXT}")
+        when = (f", the gradient of update {r.steps[i]}" if self.kind == "grad"
+                else f" after update {r.steps[i]}")
+        spread = spread_text(self._block_norms(), [p.label for p in self.patches])
+        width = fig.get_figwidth() * 72.0
+        finding = f"{self.kind} of {self.name!r}{when}{bad}: {spread}"
+        if "\n" in fit(finding, width, style.SUPTITLE_SIZE, bold=True):  # break at the colon
+            finding = f"{self.kind} of {self.name!r}{when}{bad}:\n{spread}"
+        parts = [settings_text(r, i), layout_text(self.geometry.layout)]
+        if self.stats_only:
+            parts.append(STATS_ONLY_TEXT)
+        settings = parts[0]
+        for part in parts[1:]:  # each part whole: on the line, or on a line of its own
+            joined = f"{settings}  ·  {part}"
+            last = joined.rsplit("\n", 1)[-1]
+            settings = (joined if "\n" not in fit(last, width, style.SUBTITLE_SIZE)
+                        else f"{settings}\n{part}")
         headline(fig, finding, settings)
-        self.stats_note = next(a for a in fig.artists if a.get_gid() == "subtitle")
+        sub = next(a for a in fig.artists if a.get_gid() == "subtitle")
+        if self.stats_only:
+            self.stats_note = sub
 
     def set_index(self, index: int) -> None:
         """Show the update at ``index`` into ``recording.steps`` (a slider position)."""

@@ -24,13 +24,14 @@ import numpy as np
 
 from . import style
 from .empty import check_not_empty
-from .figure import headline, new_figure
-from .shard_geometry import as_image, axis_labels, settings_text, short_device_names, update_index
+from .figure import fit, headline, new_figure
+from .shard_geometry import (as_image, axis_labels, flagged_steps, settings_text,
+                             short_device_names, update_index)
 from .layout_geometry import copies_text
 from ._shard_stats import STATS_ONLY_TEXT
 from ._tensor_panel import box_aspect, draw_tensor
 
-__all__ = ["plot_update_shards", "update_captions"]
+__all__ = ["plot_update_shards", "update_captions", "magnitude_text"]
 
 KIND_NAMES = {"param": "parameter", "velocity": "velocity (momentum slot)", "grad": "gradient"}
 
@@ -63,6 +64,43 @@ def update_captions(layout, update: int) -> dict[str, str]:
                     "it follows its parameter",
         "grad": f"gradient of update {update}, the same layout;\n{reduced}",
     }
+
+
+NOUNS = {"param": "parameter", "velocity": "velocity", "grad": "gradient"}
+
+
+def magnitude_text(largest: dict) -> str | None:
+    """The finding of one update's panels: how the largest magnitude of each kind
+    (``largest``: ``{kind: max |x|}``, in panel order) compares with the first one's,
+    as the colour bars show it; None when there is nothing to compare (one kind, or a
+    magnitude that is 0 or not finite).
+
+    >>> magnitude_text({"param": 0.5, "velocity": 0.005, "grad": 0.02})
+    'velocity 100x and gradient 25x smaller than the parameter'
+    >>> magnitude_text({"param": 0.5, "velocity": 0.4, "grad": 2.0})
+    'velocity within 1.5x of the parameter, gradient 4x larger'
+    """
+    kinds = list(largest)
+    ref = largest[kinds[0]] if kinds else 0.0
+    values = [largest[k] for k in kinds]
+    if len(kinds) < 2 or not all(np.isfinite(v) and v > 0 for v in values):
+        return None
+    from ._shard_stats import times_text
+    rel = [(NOUNS[k], ref / largest[k]) for k in kinds[1:]]
+    way = {("smaller" if f >= 1.5 else "larger" if f <= 1 / 1.5 else "within") for _, f in rel}
+    than = f"the {NOUNS[kinds[0]]}"
+    if len(way) == 1 and "within" not in way:
+        items = " and ".join(f"{n} {times_text(max(f, 1 / f))}" for n, f in rel)
+        return f"{items} {way.pop()} than {than}"
+    out = []
+    for j, (n, f) in enumerate(rel):
+        if 1 / 1.5 < f < 1.5:
+            out.append(f"{n} within 1.5x of {than}" if j == 0 else f"{n} within 1.5x")
+        else:
+            word = "smaller" if f > 1 else "larger"
+            out.append(f"{n} {times_text(max(f, 1 / f))} {word}" + (f" than {than}" if j == 0
+                                                                   else ""))
+    return ", ".join(out)
 
 
 def _shown_kinds(recording, kinds) -> list[str]:
@@ -108,13 +146,22 @@ def _side_size(shape, panels: int) -> tuple[float, float]:
     return (width, max(3.6, 2.9 + 2.5 * aspect))
 
 
-def _suptitle(recording, name, layout, index, kinds, shown, note, stats_only):
-    """The figure's title ``(finding, settings)``: what the panels share; the run's
-    settings, the layout note (once for every panel: under each, it ran across its
-    neighbours), what is missing."""
+def _suptitle(recording, name, layout, index, kinds, shown, note, stats_only, largest=None):
+    """The figure's title ``(finding, settings)``: how the panels' magnitudes compare
+    (``magnitude_text`` of ``largest``) in their shared block layout, else that they
+    share it; the run's settings, the layout note (once for every panel: under each, it
+    ran across its neighbours), what is missing."""
     missing = [k for k in kinds if k not in shown]
-    head = (f"{name!r} at update {int(recording.steps[index])}: "
-            f"{', '.join(KIND_NAMES[k] for k in shown)} share one block layout")
+    subject = f"{name!r} at update {int(recording.steps[index])}"
+    compared = magnitude_text(largest) if largest else None
+    if index in flagged_steps(recording, name)[1]:
+        subject += " (replicas disagree)"
+    if compared:
+        head = f"{subject}: {compared}, in the same blocks"
+        if "\n" in fit(head, style.WIDTH * 72, style.SUPTITLE_SIZE, bold=True):
+            head = f"{subject}:\n{compared}, in the same blocks"
+    else:
+        head = f"{subject}: {', '.join(KIND_NAMES[k] for k in shown)} share one block layout"
     roles = copies_text(layout).replace("copies", "replicas").replace("copy", "replica")
     lines = [head, f"{settings_text(recording, index)}  ·  {roles}"]
     if note:
@@ -148,7 +195,9 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
     """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (as
     ``recording.steps`` counts; -1..-n count back from the last; None: the last), side by side, each with its own
     symmetric colour scale and the same device blocks outlined and labelled in their
-    block colours. Kinds the recording lacks are left out (the title says which). A
+    block colours. The title compares the kinds' largest magnitudes (the colour bars'
+    limits: "velocity 100x and gradient 25x smaller than the parameter, in the same
+    blocks"). Kinds the recording lacks are left out (the title says which). A
     ``Recorder(mode="stats")`` recording has no values: its panels show the blocks.
     Returns the ``Figure``.
 
@@ -171,12 +220,15 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
     captions = update_captions(geometry.layout, int(recording.steps[index]))
     xlabel, ylabel, note = axis_labels(geometry.layout)
     fig._dtsgd_panels = panels = {}
+    largest = {}   # each kind's max |x|: the colour bars' limits, compared in the title
     for ax, kind in zip(axes, shown):
         image = None
         if not stats_only:
             values = recording.global_values(name, kind)[index]
             image = as_image(np.asarray(values, np.float32 if values.dtype.name == "bfloat16"
                                         else values.dtype))
+            data = np.asarray(values, np.float64)
+            largest[kind] = float(np.abs(data).max()) if np.isfinite(data).all() else np.nan
         panels[kind] = panel = draw_tensor(
             ax, geometry, names, image, colorbar_label=f"{kind} value",
             colorbar=True if stack else "below", aspect="fill" if stack else None)
@@ -191,6 +243,6 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
         ax.set_ylabel(ylabel if (stack or ax is axes[0]) else "", fontsize=style.TICK_SIZE)
         ax.tick_params(labelsize=style.TICK_SIZE)
     headline(fig, *_suptitle(recording, name, geometry.layout, index, kinds, shown, note,
-                             stats_only))
+                             stats_only, largest))
     _fit_labels(fig, panels, len(shown))
     return fig

@@ -146,7 +146,8 @@ show(dtsgd_viz.plot_layout(r, name="w"))
 # update 10: updates count from 1, as `recording.steps` does), each device's
 # block outlined. Right: every shard's velocity norm over the whole run (one column per
 # device). The steep blocks (bottom row, CPU:4-7) swing and die out fast; the flat ones
-# (CPU:0-1) keep a small velocity for much longer.
+# (CPU:0-1) keep a small velocity for much longer. The title says how far apart the
+# blocks' norms already are at update 10, and which block is largest and which smallest.
 
 # %%
 show(dtsgd_viz.plot_shards(r, "w", "velocity", step=10))

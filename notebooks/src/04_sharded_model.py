@@ -208,7 +208,8 @@ show(dtsgd_viz.plot_shards(r, "d1/kernel", "velocity", step=20))
 # with no communication. The gradient arrives in that layout too. Each `batch` device
 # computed it from its half of the examples; DTensor summed the two halves across
 # `batch`, so both copies of a block hold the same reduced gradient, the one the update
-# used.
+# used. The title compares their sizes (the colour bars' limits): the velocity and the
+# gradient are far smaller than the parameter they move.
 
 # %%
 show(dtsgd_viz.plot_update_shards(r, "d1/kernel", step=20))

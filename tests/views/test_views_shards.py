@@ -110,9 +110,11 @@ def test_heatmap_holds_the_recorded_tensor_at_each_update(sharded):
         np.testing.assert_array_equal(shown, r.global_values("w", "velocity")[step - 1])
         lo, hi = heat_ax.images[0].get_clim()
         assert lo == -hi and hi == pytest.approx(np.abs(shown).max())
-        title = heat_ax.get_title()
-        assert f"velocity of 'w' after update {step}" in title
-        assert "lr=0.05" in title and "momentum=0.9" in title and "Nesterov" in title
+        finding, settings = _titles(fig)
+        assert finding.startswith(f"velocity of 'w' after update {step}: ")
+        assert "lr=0.05" in settings and "momentum=0.9" in settings and "Nesterov" in settings
+        assert "laid out [x, y] on mesh (x 2, y 4)" in settings  # the layout, in the settings
+        assert heat_ax.get_title() == "values, device blocks outlined"  # short panel titles
     # the last update is what the live optimizer holds, read straight from TensorFlow
     np.testing.assert_array_equal(
         _figure_parts(plot_shards(r, "w", "param"))[0].images[0].get_array(), _live(problem.var))
@@ -134,6 +136,8 @@ def test_fixed_colour_scale_spans_the_whole_run(sharded):
     view.set_fixed_scale(True)
     assert view.heatmap.get_clim()[1] == pytest.approx(m)
     assert "fixed over the run" in view.heat_ax.get_title()
+    view.set_fixed_scale(False)
+    assert view.heat_ax.get_title() == "values, device blocks outlined"
     view.set_kind("grad")  # the limit follows the kind
     assert view.heatmap.get_clim()[1] == pytest.approx(np.abs(r.global_values("w", "grad")).max())
 
@@ -250,7 +254,8 @@ def test_nonfinite_updates_and_cells_are_marked(nan_recording):
     np.testing.assert_array_equal(np.ma.getmaskarray(shown), ~np.isfinite(truth))
     cells = _gid(heat_ax, "nonfinite-cells")
     assert list(zip(cells.get_xdata(), cells.get_ydata())) == [(5.5, 1.5)]
-    assert "holds NaN/Inf" in heat_ax.get_title()
+    assert "after update" not in _titles(fig)[0]
+    assert _titles(fig)[0].startswith("grad of 'w', the gradient of update 3 (holds NaN/Inf):")
     marks = _gid(norm_ax, "nonfinite-marks")
     assert list(marks.get_xdata()) == [3, 4, 5]
     assert not any(l.get_gid() == "mismatch-marks" for l in norm_ax.lines)
@@ -258,9 +263,9 @@ def test_nonfinite_updates_and_cells_are_marked(nan_recording):
     # device 2 holds [1, 5]: its line has a gap at update 3, the others do not
     lines = _norm_lines(norm_ax)
     assert np.isnan(lines[2][1][2]) and not np.isnan(lines[1][1]).any()
-    heat_ax, _ = _figure_parts(plot_shards(r, "w", "grad", 2))
-    assert len(_gid(heat_ax, "nonfinite-cells").get_xdata()) == 0
-    assert "NaN" not in heat_ax.get_title()
+    fig = plot_shards(r, "w", "grad", 2)
+    assert len(_gid(_figure_parts(fig)[0], "nonfinite-cells").get_xdata()) == 0
+    assert "NaN" not in _headline(fig)
 
 
 def test_replica_mismatch_updates_are_marked():
@@ -286,8 +291,10 @@ def test_replica_mismatch_updates_are_marked():
     marks = _gid(norm_ax, "mismatch-marks")
     x, y = _norm_lines(norm_ax)[0]
     assert list(marks.get_xdata()) == [3] and list(marks.get_ydata()) == [y[2]]
-    assert "replicas disagree" not in heat_ax.get_title()
-    assert "replicas disagree" in _figure_parts(plot_shards(r, "r", "grad", 3))[0].get_title()
+    assert "replicas disagree" not in _headline(heat_ax.figure)
+    assert "replicas disagree" in _titles(plot_shards(r, "r", "grad", 3))[0]
+    # replicated: one block, held whole by every device
+    assert _titles(heat_ax.figure)[0].endswith(": one block, held whole by every device")
     assert any(t.get_text() == "replicas disagree" for t in norm_ax.get_legend().get_texts())
     assert set(_labels(heat_ax)) == {"CPU:0-7"}
     assert _outlines(heat_ax) == [(0, 0, 4, 1)]
@@ -317,7 +324,7 @@ def test_bad_input_gets_clear_errors(sharded):
     every = dataclasses.replace(r, steps=r.steps * 10)  # as Recorder(every=10) numbers them
     with pytest.raises(ValueError, match=r"10, 20, \.\.\., 60 \(every 10\)"):
         plot_shards(every, "w", step=15)
-    assert "after update 20" in _figure_parts(plot_shards(every, "w", step=20))[0].get_title()
+    assert "after update 20" in _titles(plot_shards(every, "w", step=20))[0]
 
 
 def test_draws_into_given_axes_and_never_prints(sharded, capsys):
@@ -369,6 +376,83 @@ def _same_run(mode, steps=STEPS):
 @pytest.fixture(scope="module")
 def stats_and_full():
     return _same_run("stats"), _same_run("full")
+
+
+def _factor_said(finding, noun):
+    """``(factor, "smaller"/"larger")`` a title says of ``noun`` ("velocity 110x and
+    gradient 21x smaller"), or None where it says "within 1.5x"."""
+    import re
+    m = re.search(rf"{noun} ([0-9.]+)x(?: and \w+ [0-9.]+x)? (smaller|larger)", finding)
+    if m is None:
+        m = re.search(rf"\w+ [0-9.]+x and {noun} ([0-9.]+)x (smaller|larger)", finding)
+    return None if m is None else (float(m.group(1)), m.group(2))
+
+
+def _span_said(finding):
+    """``(factor, largest, smallest)`` of "block norms span 7.4x (CPU:1 to CPU:6)"."""
+    import re
+    m = re.search(r"block norms span ([0-9.]+)x \((\S+) to (\S+)\)$", finding)
+    return None if m is None else (float(m.group(1)), m.group(2), m.group(3))
+
+
+def test_the_figure_title_is_the_spread_of_the_shown_updates_blocks(sharded, replicated_rows):
+    """The headline states how far apart the blocks' norms are at the shown update and
+    which block is largest and which smallest, computed here from the shards' values;
+    the settings line says the optimizer and layout; the norm panel keeps its own
+    finding over the run, not repeated in the headline."""
+    for r, name in ((sharded[0], "w"), (replicated_rows, "w")):
+        geometry = r.geometry(name)
+        for kind in ("velocity", "param", "grad"):
+            view = draw_shards(r, name, kind, 1)
+            for step in (1, 3, STEPS):
+                view.set_step(step)
+                shards = r.shard_values(name, kind)[step - 1]
+                norms = np.array([np.sqrt(np.sum(np.square(shards[d[0]], dtype=np.float64)))
+                                  for d in geometry.replica_groups])
+                names = [p.label for p in view.patches]
+                finding, settings = _titles(view.figure)
+                ratio = norms.max() / norms.min()
+                said = _span_said(finding)
+                if ratio < 1.5:
+                    assert said is None and finding.endswith("block norms within 1.5x of each other")
+                else:
+                    assert said == (pytest.approx(ratio, rel=0.05), names[int(np.argmax(norms))],
+                                    names[int(np.argmin(norms))])
+                assert settings.startswith("SGD lr=0.05, momentum=0.9, Nesterov")
+                assert len([a for a in view.figure.artists if a.get_gid() == "subtitle"]) == 1
+            norm_title = view.norm_ax.get_title()
+            assert norm_title.startswith("block norms ") and norm_title not in finding
+            assert "replicas per block" in settings if r is replicated_rows else (
+                "replicas" not in settings)
+
+
+def test_shard_titles_fit_the_figure_and_overlap_nothing(sharded):
+    """Headline, settings line, panel titles and the chips under them: inside the
+    figure, apart from each other, at least NOTE_SIZE."""
+    from dtsgd_viz.views import style
+    fig = plot_shards(sharded[0], "w", "velocity", 3)
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    heat_ax, norm_ax = _figure_parts(fig)
+    sub = next(a for a in fig.artists if a.get_gid() == "subtitle")
+    texts = [fig._suptitle, sub, heat_ax.title, norm_ax.title,
+             *[t for t in heat_ax.texts if (t.get_gid() or "").startswith("label-")]]
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    for t, box in zip(texts, boxes):
+        assert t.get_fontsize() >= style.NOTE_SIZE
+        assert box.x0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height
+    # the suptitle holds blank lines the settings line hangs in: under its first line
+    assert boxes[1].y1 < boxes[0].y1 - fig._suptitle.get_fontsize() and boxes[1].y0 >= boxes[0].y0
+    for i, a in enumerate(boxes[:4]):
+        for b in boxes[max(i + 1, 2):]:
+            assert not a.overlaps(b)
+
+
+def _titles(fig):
+    """``(finding, settings)`` of a figure titled by ``views.figure.headline``, each
+    on one line (as it reads: its wrapping undone)."""
+    from dtsgd_viz.views.figure import headline_texts
+    return tuple(" ".join((t or "").split()) for t in headline_texts(fig))
 
 
 def _headline(fig):
@@ -469,6 +553,20 @@ def test_update_shards_share_the_blocks_the_devices_really_hold(replicated_rows_
             np.testing.assert_array_equal(ax.images[0].get_array(),
                                           r.global_values("w", kind)[step - 1])
         assert f"'w' at update {step}:" in fig.get_suptitle()
+        # the finding: each kind's largest |value| against the parameter's, from the data
+        finding = _titles(fig)[0]
+        top = {k: np.abs(r.global_values("w", k)[step - 1]).max() for k in ("param", "velocity",
+                                                                           "grad")}
+        for kind, noun in (("velocity", "velocity"), ("grad", "gradient")):
+            ratio = top["param"] / top[kind]
+            said = _factor_said(finding, noun)
+            if said is None:   # within 1.5x
+                assert f"{noun} within 1.5x" in finding and 1 / 1.5 < ratio < 1.5
+            else:
+                factor, word = said
+                assert word == ("smaller" if ratio > 1 else "larger")
+                assert factor == pytest.approx(max(ratio, 1 / ratio), rel=0.05)
+        assert finding.endswith("than the parameter, in the same blocks") or "than the" in finding
     # the last update: each block as drawn is what dtensor.unpack gets from the devices
     params = {"param": problem.var, "velocity": opt.velocity(problem.var)}
     for ax, kind in zip(axes, ("param", "velocity")):
@@ -509,7 +607,7 @@ def test_step_counts_back_from_the_last_and_refuses_non_ints_alike(sharded):
     n = len(every.steps)
     for back in range(1, n + 1):
         update = int(every.steps[-back])
-        title = _figure_parts(plot_shards(every, "w", step=-back))[0].get_title()
+        title = _titles(plot_shards(every, "w", step=-back))[0]
         assert f"after update {update}" in title
         assert f"update {update}" in plot_update_shards(every, "w", -back).get_suptitle()
         assert ExplorerState.of(every, step=-back).update == update
@@ -722,14 +820,21 @@ def test_a_gradient_is_titled_by_the_update_it_belongs_to(sharded):
     """The gradient shown at update k is the one update k computed and applied
     ("gradient of update k", as plot_update_shards says), not a state after it."""
     r = sharded[0]
-    heat_ax, _ = _figure_parts(plot_shards(r, "w", "grad", 3))
-    assert heat_ax.get_title().startswith("grad of 'w': the gradient of update 3\n")
-    assert "after update" not in heat_ax.get_title()
+    finding = _titles(plot_shards(r, "w", "grad", 3))[0]
+    assert finding.startswith("grad of 'w', the gradient of update 3: ")
+    assert "after update" not in finding
     view = draw_shards(r, "w", "grad", 2)
     view.set_kind("velocity")
-    assert view.heat_ax.get_title().startswith("velocity of 'w' after update 2")
+    assert _titles(view.figure)[0].startswith("velocity of 'w' after update 2: ")
     view.set_kind("param")
-    assert view.heat_ax.get_title().startswith("param of 'w' after update 2")
+    assert _titles(view.figure)[0].startswith("param of 'w' after update 2: ")
+    # drawn into the caller's axes: no figure title, the heatmap panel's title says it
+    fig = Figure(figsize=(9.3, 4.8))
+    view = draw_shards(r, "w", "grad", 3, ax=tuple(fig.subplots(1, 2)))
+    assert not fig.get_suptitle()
+    assert view.heat_ax.get_title().startswith("grad of 'w': the gradient of update 3\n")
+    view.set_kind("param")
+    assert view.heat_ax.get_title().startswith("param of 'w' after update 3")
 
 
 LONG = 100_000
