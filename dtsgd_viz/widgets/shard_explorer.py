@@ -168,7 +168,7 @@ class ShardExplorer(FigureWidget):
         axes = self.figure.subplots(1, 2, width_ratios=list(WIDTH_RATIOS))
         s = self.state
         self.view = draw_shards(self.recording, s.variable, s.kind, s.update, ax=tuple(axes),
-                                fixed_scale=self.fixed.value)
+                                fixed_scale=self.fixed.value, headline=True)
         self.refresh(relayout=True)
 
     def _on_fixed(self, change):
@@ -189,5 +189,5 @@ class ShardExplorer(FigureWidget):
             self.refresh(relayout=True)  # colour bar labels may change width
         elif what == "step":
             self.view.set_index(new.step)
-            self.refresh()
+            self.refresh(relayout=True)  # the finding in the title may change its length
         self.step_label.value = step_text(new)
