@@ -93,12 +93,17 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
 
 def _save(anim, filename, writer=None, *args, **kwargs):
     """``FuncAnimation.save``, but a GIF (``writer="pillow"``, or none for a ``.gif``)
-    keeps the figure's role and rule colours exact: Pillow's adaptive palette merges the
-    few pixels of the minimum's yellow star into the orange around it."""
+    keeps the figure's role and rule colours exact (Pillow's adaptive palette merges the
+    few pixels of the minimum's yellow star into the orange around it), is drawn at
+    ``style.DPI`` at least (a lower ``dpi`` is raised to it: its frames as wide as the
+    figures, its text at their sizes) and shares one palette over all its frames (the
+    still parts stay the same pixels, so each frame stores only what moved)."""
     from matplotlib.animation import FuncAnimation
     if writer == "pillow" or (writer is None and str(filename).lower().endswith(".gif")):
         fps = (args[0] if args else kwargs.pop("fps", None)) or 1000.0 / anim._interval
         writer = _palette_writer(fps)
+        if len(args) < 2:   # dpi is FuncAnimation.save's 4th argument
+            kwargs["dpi"] = max(float(kwargs.get("dpi") or style.DPI), float(style.DPI))
     return FuncAnimation.save(anim, filename, writer, *args, **kwargs)
 
 
@@ -111,24 +116,54 @@ def _palette_writer(fps):
 
     class PaletteWriter(PillowWriter):
         def finish(self):
-            self._frames = [with_palette(f) for f in self._frames]
+            rgb = [f for f in self._frames if f.mode == "RGB"]
+            shared = shared_palette(rgb) if rgb else None
+            self._frames = [with_palette(f, shared) for f in self._frames]
             super().finish()
 
     return PaletteWriter(fps=fps)
 
 
-def with_palette(frame):
-    """An RGB ``frame`` as a palette image: its adaptive palette, then ``KEPT_COLORS``."""
+GIF_COLORS = 128   # a palette's colours: the figures' flat colours and their antialiasing
+
+
+def _kept():
     from matplotlib.colors import to_rgb
+    return list(dict.fromkeys(tuple(round(255 * x) for x in to_rgb(c)) for c in KEPT_COLORS))
+
+
+def _palette_image(frame, colors=GIF_COLORS):
+    """A 1-pixel palette image: ``frame``'s adaptive palette, then ``KEPT_COLORS``."""
+    from PIL import Image
+    keep = _kept()
+    n = colors - len(keep)
+    palette = frame.quantize(n).getpalette()[:3 * n]
+    palette += [0] * (3 * n - len(palette)) + [x for rgb in keep for x in rgb]
+    image = Image.new("P", (1, 1))
+    image.putpalette(palette)
+    return image
+
+
+def shared_palette(frames, samples=4):
+    """One palette image for all ``frames`` (RGB): the adaptive palette of a few of them
+    (first, last and between) side by side, then ``KEPT_COLORS``."""
+    from PIL import Image
+    pick = [frames[i] for i in sorted(set(np.linspace(0, len(frames) - 1, samples).round().astype(int)))]
+    strip = Image.new("RGB", (sum(f.width for f in pick), max(f.height for f in pick)), "white")
+    x = 0
+    for f in pick:
+        strip.paste(f, (x, 0))
+        x += f.width
+    return _palette_image(strip)
+
+
+def with_palette(frame, palette=None):
+    """An RGB ``frame`` as a palette image: ``palette`` (a palette image,
+    ``shared_palette``) or its own adaptive palette, then ``KEPT_COLORS``."""
     from PIL import Image
     if frame.mode != "RGB":
         return frame
-    keep = list(dict.fromkeys(tuple(round(255 * x) for x in to_rgb(c)) for c in KEPT_COLORS))
-    palette = frame.quantize(256 - len(keep)).getpalette()[:3 * (256 - len(keep))]
-    palette += [0] * (3 * (256 - len(keep)) - len(palette)) + [x for rgb in keep for x in rgb]
-    image = Image.new("P", (1, 1))
-    image.putpalette(palette)
-    return frame.quantize(palette=image, dither=Image.Dither.NONE)
+    return frame.quantize(palette=palette or _palette_image(frame), dither=Image.Dither.NONE)
 
 
 def _arrows_drawable(scene, frame_list) -> bool:

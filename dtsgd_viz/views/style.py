@@ -40,7 +40,7 @@ MAX_WIDTH_PX = 950     # a notebook column: wider figures are shown shrunk
 MIN_TEXT_PX = 9        # the smallest text as displayed
 PAD = 0.1              # inches IPython's print_figure (bbox_inches="tight") adds each side
 WIDTH = (MAX_WIDTH_PX - 2 * PAD * DPI) / DPI   # 9.3 inches: shown as wide as the column
-GIF_DPI = 80           # animations: 760 px wide; NOTE_SIZE is still 9.4 px there
+GIF_DPI = DPI          # animations: frames as wide as the figures (930 px), the same type
 
 # type sizes in points (at DPI: x 1.39 in pixels)
 SUPTITLE_SIZE = 12.5   # a figure's finding

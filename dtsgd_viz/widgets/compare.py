@@ -29,11 +29,13 @@ from ..views.paths import draw_paths
 from . import _drag
 from ._canvas import FigureWidget
 from ._phase import diverged, path_losses, steps_to_tolerance
+from .explorer_figure import tidy_loss_axis
 from .compare_state import (CompareParams, RunQueue, _check_params, compare_configs, compare_params,
                             finished, request)
 
 __all__ = ["CompareWidget", "CompareParams", "compare_params", "compare_configs", "RunQueue",
-           "request", "finished", "TableRow", "table_rows", "table_html"]
+           "request", "finished", "TableRow", "table_rows", "table_html", "place_on_line", "free_spot",
+           "line_points"]
 
 
 # ---- pure: the table --------------------------------------------------------------------
@@ -254,12 +256,85 @@ class CompareWidget(FigureWidget):
         blank = fig.get_suptitle()[len(fig.get_suptitle().rstrip("\n")):]
         fig.suptitle(fit(finding(self.view.scene), fig.get_figwidth() * 72, style.SUPTITLE_SIZE, bold=True)
                      + blank, fontsize=style.SUPTITLE_SIZE, fontweight="bold", linespacing=1.25)
+        tidy_loss_axis(ax_loss)   # ticks on round updates, up to the last
         target = float(self.surface.min_value) + self.tol
         tol = style.ROLE_LOOKS["tolerance"]
         ax_loss.axhline(target, **tol.line(), gid="tolerance", label=f"minimum + tol ({target:g})")
-        ax_loss.annotate(f"minimum + tol ({target:g})", (0.01, target), xycoords=("axes fraction", "data"),
-                         xytext=(2, 3), textcoords="offset points", fontsize=style.NOTE_SIZE,
-                         color=tol.color, gid="tolerance-label", annotation_clip=True,
-                         bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.5))
+        label = ax_loss.annotate(f"minimum + tol ({target:g})", (0.01, target),
+                                 xycoords=("axes fraction", "data"), xytext=(2, 3),
+                                 textcoords="offset points", fontsize=style.NOTE_SIZE, color=tol.color,
+                                 gid="tolerance-label", annotation_clip=True, zorder=8,
+                                 bbox=dict(fc="white", ec="none", alpha=0.9, pad=0.5))
         ax_path.set_title("Paths on the loss contours", fontsize=style.TITLE_SIZE)
+        fig.draw_without_rendering()   # laid out: the label's spot is found in pixels
+        place_on_line(ax_loss, label, target)
         self.refresh(relayout=True)
+
+
+# ---- the tolerance's label: on its line, where no other line crosses it ----------------
+
+
+def line_points(ax, exclude=(), spacing=2.0) -> np.ndarray:
+    """``(n, 2)`` display points along every line of ``ax`` but ``exclude``, at most
+    ``spacing`` pixels apart (a box holding none of them is crossed by no line)."""
+    out = [np.zeros((0, 2))]
+    for line in ax.lines:
+        if line in exclude or not line.get_visible():
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            xy = ax.transData.transform(np.asarray(line.get_xydata(), np.float64))
+        ok = np.all(np.isfinite(xy), axis=1)
+        for a, b, good in zip(xy[:-1], xy[1:], ok[:-1] & ok[1:]):
+            if good and line.get_linestyle() not in ("None", "none", ""):
+                n = max(2, int(np.ceil(np.hypot(*(b - a)) / spacing)) + 1)
+                out.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
+        out.append(xy[ok])   # the markers (and a line of one point)
+    return np.concatenate(out)
+
+
+def free_spot(candidates, points, boxes=(), pad=1.5) -> int:
+    """The index of the first of ``candidates`` (``(n, 4)`` display boxes ``x0, y0, x1,
+    y1``) holding none of ``points`` and overlapping none of ``boxes``; none free: the
+    one with the fewest points in it."""
+    c = np.asarray(candidates, np.float64).reshape(-1, 4)
+    p = np.asarray(points, np.float64).reshape(-1, 2)
+    x0, y0, x1, y1 = (c[:, i:i + 1] for i in range(4))
+    inside = ((p[:, 0] >= x0 - pad) & (p[:, 0] <= x1 + pad)
+              & (p[:, 1] >= y0 - pad) & (p[:, 1] <= y1 + pad)).sum(axis=1)
+    for b in boxes:
+        inside += 1000 * ((c[:, 0] < b[2]) & (c[:, 2] > b[0]) & (c[:, 1] < b[3]) & (c[:, 3] > b[1]))
+    free = np.flatnonzero(inside == 0)
+    return int(free[0]) if len(free) else int(np.argmin(inside))
+
+
+def place_on_line(ax, label, y, gap=3.0, step=4.0) -> None:
+    """Move ``label`` (an annotation on the horizontal line at data ``y``) to the
+    leftmost spot just above or below the line where no other line of ``ax`` crosses
+    its box and no other text is (``free_spot``); its white box stays under it."""
+    renderer = ax.figure.canvas.get_renderer()
+    label.set_position((0.0, 0.0))
+    label.xyann = (0.0, gap)
+    label.set_verticalalignment("bottom")
+    box = label.get_window_extent(renderer)
+    w, h = box.width + 2.0, box.height + 2.0
+    frame = ax.get_window_extent(renderer)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ty = ax.transData.transform((ax.get_xlim()[0], y))[1]
+    g = gap * ax.figure.dpi / 72.0   # the offset's pixels
+    xs = np.arange(frame.x0 + 3.0, frame.x1 - w - 2.0, step)
+    if not len(xs) or not np.isfinite(ty):
+        return
+    sides = [(ty + g, ty + g + h), (ty - g - h, ty - g)]
+    cands = [(x, lo, x + w, hi) for x in xs for lo, hi in sides
+             if lo >= frame.y0 and hi <= frame.y1]
+    if not cands:
+        return
+    tol_line = [ln for ln in ax.lines if ln.get_gid() == "tolerance"]
+    texts = [t.get_window_extent(renderer) for t in ax.texts if t is not label and t.get_visible()]
+    k = free_spot(cands, line_points(ax, tol_line), [(b.x0, b.y0, b.x1, b.y1) for b in texts])
+    x0, lo, _, _ = cands[k]
+    above = lo > ty
+    frac = (x0 + 1.0 - frame.x0) / frame.width
+    label.xy = (frac, y)
+    label.xyann = (0.0, gap if above else -gap)
+    label.set_verticalalignment("bottom" if above else "top")

@@ -5,13 +5,11 @@
 
 The slider's value is the optimizer update shown, as ``recording.steps`` counts them
 (the first update is 1). Everything that follows the update (the position markers,
-the update arrows, the fading trails, the zoomed panels, the loss markers, the update
-line and the title) is computed up front by pure functions (``path_tracks``, then
-``path_frame`` per update). The static parts (contours, the thin whole runs, the loss
-curves, legends) are rendered once and kept as a pixel background; a slider move
-restores that background, draws only the moving artists and the zoomed panels onto
-it (Agg blitting) and encodes the PNG with light compression, so scrubbing a
-10,000-update recording costs the same as a 10-update one.
+the arrows, the trails, the close-ups, the loss markers, the update line and the title)
+is computed up front (``path_tracks``, then ``path_frame`` per update). The static
+parts (contours, the thin whole runs, the loss curves) are rendered once and kept as a
+pixel background; a slider move restores it and draws only the moving artists and the
+close-ups onto it (Agg blitting): scrubbing 10,000 updates costs as 10 do.
 """
 
 from __future__ import annotations
@@ -27,9 +25,9 @@ from ..views import path_geometry as geo
 from ..views import style
 from ..views import update_geometry as upd
 from ..views import update_panel as panel
-from ..views.path_frames import draw_zoom, follow_update, path_title, set_trail, stacked_over
-from ..views.paths import draw_paths
+from ..views.path_frames import follow_update, path_title, set_trail, stacked_over
 from ._canvas import FigureWidget
+from .explorer_figure import draw_close_up, explorer_view
 
 __all__ = ["PathExplorer", "PathExplorerState", "path_explorer_state", "PathTrack", "shared_text",
            "path_tracks", "PathFrame", "path_frame"]
@@ -236,10 +234,13 @@ class PathExplorer(FigureWidget):
         update is 1; ``-1`` the last); None: the first recorded update.
       arrows: draw the update arrows (when every update's grad and velocity were
         recorded; otherwise only the markers move).
-      zoom: add ``plot_paths``' zoomed panel per run under the paths (thick arrows,
-        Nesterov's look-ahead point). Off by default: the panels are redrawn whole for
-        every update, ~10x the cost of a slider move without them (~200 ms vs ~20 ms).
-      interval: Play's milliseconds per frame; Play advances ``play.step`` updates per
+      zoom: a close-up panel per run under the paths, following the update shown
+        (its terms as thick arrows with their lengths, Nesterov's look-ahead point;
+        ``explorer_figure``): at the paths' scale most updates are a few pixels. The
+        panels are redrawn for every update (0.2-0.5 s a move); False: paths and loss
+        only, ~20 ms a move.
+      interval: Play's milliseconds per frame (None: 300 with the close-ups, the pace
+        they redraw at, else 100); Play advances ``play.step`` updates per
         frame (about 200 frames for a whole run).
       figsize: the figure's size in inches (None: as ``plot_paths`` makes it).
       compress_level: zlib level of the PNG (1: fast, slightly larger).
@@ -247,8 +248,8 @@ class PathExplorer(FigureWidget):
     The slider's value is the update shown (``slider.value = 5`` shows update 5).
     """
 
-    def __init__(self, recordings, surface, *, name="w", step=None, arrows=True, zoom=False,
-                 interval=100, figsize=None, dpi=style.DPI, compress_level=1):
+    def __init__(self, recordings, surface, *, name="w", step=None, arrows=True, zoom=True,
+                 interval=None, figsize=None, dpi=style.DPI, compress_level=1):
         recs = recordings if isinstance(recordings, Mapping) else {"recording": recordings}
         ok = bool(arrows) and all(arrows_possible(r) for r in recs.values()
                                   if hasattr(r, "kinds") and hasattr(r, "steps"))
@@ -261,8 +262,8 @@ class PathExplorer(FigureWidget):
         if step is None and recs and all(hasattr(r, "steps") and len(r) for r in recs.values()):
             first = -min(len(r) for r in recs.values())  # the first update they share
         # draw_paths checks everything (recordings, surface, name, step) with clear errors
-        self.view = draw_paths(recordings, surface, first if step is None else step, name=name,
-                               arrows=ok, zoom=zoom, note=note)
+        self.view = explorer_view(recordings, surface, first if step is None else step,
+                                  name=name, arrows=ok, zoom=zoom, note=note)
         scene = self.view.scene
         n = min(len(r) for r in scene.recordings.values())
         updates = tuple(int(s) for s in next(iter(scene.recordings.values())).steps[:n])
@@ -289,8 +290,8 @@ class PathExplorer(FigureWidget):
                                         step=spacing, description="update", readout=False,
                                         continuous_update=True)
         self.play = widgets.Play(value=updates[index], min=updates[0], max=updates[-1],
-                                 step=spacing * max(1, n // 200), interval=interval,
-                                 description="play")
+                                 step=spacing * max(1, n // 200), description="play",
+                                 interval=interval or (300 if art.zoom_axes else 100))
         self._link = widgets.link((self.play, "value"), (self.slider, "value"))
         self.lengths = {k: len(r) for k, r in scene.recordings.items()}
         self.step_label = widgets.Label(step_text(self.state, self.lengths))
@@ -337,7 +338,7 @@ class PathExplorer(FigureWidget):
             q.set_UVC([uv[0]], [uv[1]])
         for key, data in frame.panels.items():
             if key in art.zoom_axes:
-                draw_zoom(scene, art, key, data)
+                draw_close_up(scene, art, key, data)
         for key, (s, loss) in frame.loss_markers.items():
             art.loss_markers[key].set_data([s], [loss])
         art.step_line.set_xdata([frame.step_line, frame.step_line])

@@ -66,14 +66,23 @@ for name, rec in recordings.items():
 # ## Paths, and update 5 taken apart
 #
 # `step=5` picks optimizer update 5 (the first update is 1, as `recording.steps`
-# counts). The top left panel shows each path up to that update, older updates fading;
-# the panels below zoom in on update 5 of each run: for classical momentum the old
-# velocity's momentum $\mu v_{prev}$ then the gradient step $-\eta g$; for Nesterov the
-# look-ahead $\mu v_{new}$ then $-\eta g$, with the look-ahead point where $g$ was taken.
-# Tip to tail, the arrows end on the next recorded point.
+# counts). The left panel shows each path in its rule's line and markers up to that
+# update, older updates fading, and thinner and lighter after it, with update 5's terms
+# as arrows tip to tail; the right panel the loss per update, update 5 marked.
 
 # %%
 show(dtsgd_viz.plot_paths(recordings, surface, step=5))
+
+# %% [markdown]
+# `plot_update` takes update 5 apart up close, one panel per run: for classical momentum
+# the old velocity's momentum $\mu v_{prev}$ then the gradient step $-\eta g$; for
+# Nesterov the look-ahead $\mu v_{new}$ then $-\eta g$, with the look-ahead point where
+# $g$ was taken. Tip to tail, the arrows end on the next recorded point. Momentum's
+# $\mu v_{prev}$ carries it far up the valley wall; Nesterov's $\mu v_{new}$ already
+# holds this update's gradient, so its step is several times shorter.
+
+# %%
+show(dtsgd_viz.plot_update(recordings, surface, step=5))
 
 # %% [markdown]
 # ## Who gets there first
@@ -102,11 +111,12 @@ for name, rec in recordings.items():
 # each part (a *mode*, with eigenvalue $h$) evolves on its own by a 2x2 matrix that
 # depends only on $\eta h$ and $\mu$. After $k$ updates it has shrunk like $\rho^k$,
 # $\rho$ the matrix's spectral radius (the largest size of its eigenvalues): the mode's
-# **rate**, the factor its error keeps per update (`dtsgd_viz.theory`). Below, the solid lines are
-# the real recorded parameters projected on each eigenvector, the dashed lines their
-# envelope from theory (a bound shrinking by $\rho$ per update, with a factor linear in
-# $k$ near critical damping, where the two eigenvalues meet); the right panel is $\rho$ against $\eta h$ for each
-# rule, with the runs' two eigenvalues marked.
+# **rate**, the factor its error keeps per update (`dtsgd_viz.theory`). Below, the named lines
+# are the real recorded parameters projected on each eigenvector (each rule in its usual
+# look: momentum dashed), the dotted lines in the same colour their envelope from theory
+# (a bound shrinking by $\rho$ per update, with a factor linear in $k$ near critical
+# damping, where the two eigenvalues meet); the bottom panel is $\rho$ against $\eta h$
+# for each rule, with the runs' two eigenvalues marked (one marker per run).
 
 # %%
 from dtsgd_viz import theory
@@ -129,7 +139,7 @@ show(dtsgd_viz.plot_modes(recordings, surface))
 # * **The flat direction** ($h = 1$): plain SGD and classical momentum shrink at almost
 #   the same rate (0.950 and 0.949), so momentum buys nothing there at $\mu = 0.9$;
 #   Nesterov's rate is 0.925, and over 60 updates that is a factor of about 5 more.
-# * Every recorded curve stays under its dashed envelope and touches it: the real
+# * Every recorded curve stays under its dotted envelope and touches it: the real
 #   DTensor optimizer follows the linear theory.
 #
 # ## Where Nesterov wins, and where it does not
@@ -178,8 +188,9 @@ print(f"cells where only momentum converges: {((mom.steps >= 0) & (nes.steps < 0
 #   down to the tolerance in 150 updates. More updates would move it left; the dashed
 #   stability boundaries on the right do not move.
 # * **At low momentum classical momentum is faster in most cells, by about 2%**: the
-#   near-white lower part of the right map (no cell there favours Nesterov).
-# * **High momentum with a large learning rate is where Nesterov wins** (red in the right
+#   near-white lower part of the ratio map below the two step maps (no cell there favours
+#   Nesterov).
+# * **High momentum with a large learning rate is where Nesterov wins** (red in the ratio
 #   map), by a median factor of about 1.7: there classical momentum's steep direction
 #   oscillates, as in the run above. At high momentum with small learning rates
 #   classical momentum is again a few percent faster.
@@ -189,7 +200,8 @@ print(f"cells where only momentum converges: {((mom.steps >= 0) & (nes.steps < 0
 #   Nesterov's (15 updates) a little to the right of its own, between the curve and
 #   its boundary. Tuned, the two rules are about equally fast.
 #
-# Click a cell of any map below to run the real optimizer there and see both paths
+# The widget below shows the ratio map only (the step maps are above): click one of its
+# cells to run the real optimizer there and see both paths and their loss per update
 # (the dropdowns and the button do the same from the keyboard). A run that diverges is
 # drawn clipped to the view box, with the update at which it left it. The widget opens
 # on the cell $\eta \approx 0.05$, $\mu = 0.8$, already run, where Nesterov needs about
@@ -221,8 +233,11 @@ CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # The path explorer steps through the three recorded runs from the top of this notebook.
 # It starts at update 15, not at the update 5 taken apart above: by then Nesterov's path
 # runs along the valley towards the minimum, while classical momentum still bounces from
-# wall to wall (the saw-tooth of its loss, right). Move the slider, or press Play, to
-# see every update's arrows.
+# wall to wall (the saw-tooth of its loss, right). At the scale of the paths most of
+# these updates are a few pixels long, so under the paths each run's update is drawn up
+# close (its box is dashed on the paths; the title says how many times closer): at
+# update 15 Nesterov's μ·v and −lr·g are about 0.02 and 0.03 long, on a view 8 wide.
+# Move the slider, or press Play, to see every update's terms.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

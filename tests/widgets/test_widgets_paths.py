@@ -140,7 +140,7 @@ def test_slider_updates_artists_in_place(recs, capsys):
             term = "lookahead" if CONFIGS[key]["nesterov"] else "momentum"
             np.testing.assert_allclose(chain[term][1], mu * (v[5] if term == "lookahead" else v[4]),
                                        rtol=1e-6)
-        assert art.zoom_axes[key].get_title().startswith(f"{key}: update 6 · zoom ×")
+        assert art.zoom_axes[key].get_title().startswith(f"{key} · zoom ×")   # update 6: in the caption
         alpha = art.trails[key].get_colors()[:, 3]
         assert len(alpha) == 5 and np.all(np.diff(alpha) > 0)
     assert list(art.step_line.get_xdata()) == [6, 6]
@@ -171,7 +171,8 @@ def test_play_is_linked_and_steps_through_long_runs(recs):
     w = PathExplorer(recs, ROTATED, arrows=False)
     assert not w.view.artists.arrows and (w.play.min, w.play.max) == (1, STEPS)
     assert not w.view.artists.zoom_axes
-    assert not PathExplorer(recs, ROTATED).view.artists.zoom_axes   # zoom=False by default
+    assert PathExplorer(recs, ROTATED).view.artists.zoom_axes.keys() == recs.keys()  # zoom by default
+    assert not PathExplorer(recs, ROTATED, zoom=False).view.artists.zoom_axes
     w.play.value = 4
     assert w.slider.value == 4 and w.state.update == 4
     np.testing.assert_array_equal(w.view.artists.positions["plain"].get_xydata(),
@@ -406,25 +407,25 @@ def phase():
 
 
 def test_phase_diagram_shows_the_grid_and_the_boundary(phase):
+    """The widget's map is the ratio map (plot_phase's two rule maps are not repeated):
+    log2 of Nesterov's updates over momentum's from two independent numpy grids,
+    coloured only where both converge, with each rule's stability boundary."""
     pd = phase
     fig = pd.figure
-    ax_m, ax_n = fig.axes[:2]
-    for ax, (key, nesterov) in zip((ax_m, ax_n), (("momentum", False), ("nesterov", True))):
-        grid = phase_grid(ROTATED, PD_LRS, PD_MUS, PD_STEPS, PD_TOL, nesterov)
-        mesh = by_gid(ax, "phase:")[key]
-        image = mesh.get_array()
-        np.testing.assert_array_equal(image.data, grid.steps)
-        np.testing.assert_array_equal(np.ma.getmaskarray(image), grid.steps < 0)
-        assert mesh.norm.vmin == 0 and mesh.norm.vmax == PD_STEPS  # one colour scale
-        line = by_gid(ax, "boundary:")[key]
-        lr_b, mu_b = line.get_data()
+    ax = pd.map_axes["ratio"]
+    assert list(pd.map_axes) == ["ratio"]
+    m, n = (phase_grid(ROTATED, PD_LRS, PD_MUS, PD_STEPS, PD_TOL, nesterov) for nesterov in (False, True))
+    both = (m.steps >= 0) & (n.steps >= 0)
+    image = by_gid(ax, "phase:")["ratio"].get_array()
+    np.testing.assert_array_equal(~np.ma.getmaskarray(image), both)
+    np.testing.assert_allclose(image.data[both],
+                               np.log2(np.maximum(n.steps, 1) / np.maximum(m.steps, 1))[both])
+    for key, nesterov in (("momentum", False), ("nesterov", True)):
+        lr_b, mu_b = by_gid(ax, "ratio-boundary:")[key].get_data()
         np.testing.assert_allclose(lr_b, 2 * (1 + mu_b) / 10.0 / ((1 + 2 * mu_b) if nesterov else 1),
                                    rtol=1e-14)
         assert mu_b.min() == PD_MUS[0] and mu_b.max() == PD_MUS[-1]
-        ii, jj = np.nonzero(grid.diverged)
-        xy = by_gid(ax, "diverged:")[key].get_xydata()
-        np.testing.assert_array_equal(xy, np.c_[PD_LRS[jj], PD_MUS[ii]])
-        assert ax.get_xscale() == "log" and ax.get_xlabel().startswith("learning rate")
+    assert ax.get_xscale() == "log" and ax.get_xlabel().startswith("learning rate")
     assert REFERENCE_NOTE in headline_text(fig).replace("\n", " ")
     np.testing.assert_allclose(cell_edges(PD_LRS, log=True)[1:-1], np.sqrt(PD_LRS[1:] * PD_LRS[:-1]))
 
@@ -533,6 +534,51 @@ def test_compare_widget_with_one_update_draws_loss_markers():
     lines = by_gid(cw.view.artists.ax_loss, "loss:")
     assert set(lines) == {"plain", "momentum", "nesterov"}
     assert all(len(ln.get_xydata()) == 1 and ln.get_marker() not in ("", "None") for ln in lines.values())
+
+
+# ---- the tolerance's label: no line strikes it ------------------------------------------
+
+
+def test_free_spot_takes_the_first_box_no_point_or_text_is_in():
+    from dtsgd_viz.widgets.compare import free_spot
+    boxes = [(0, 0, 10, 5), (20, 0, 30, 5), (40, 0, 50, 5)]
+    points = [(5, 2), (60, 60)]
+    assert free_spot(boxes, points, pad=0) == 1
+    assert free_spot(boxes, points, [(25, 1, 26, 2)], pad=0) == 2     # a text in the second
+    assert free_spot(boxes, points + [(45, 2), (25, 2), (26, 3)], pad=0) == 0   # none free: fewest
+
+
+def tolerance_label_clear(w):
+    """The label's box holds no point of any other line (densified every 2 px) and
+    overlaps no other text; it sits on the tolerance line, just above or below it."""
+    from dtsgd_viz.widgets.compare import line_points
+    ax = w.view.artists.ax_loss
+    w.figure.canvas.draw()
+    renderer = w.figure.canvas.get_renderer()
+    (label,) = [t for t in ax.texts if t.get_gid() == "tolerance-label"]
+    (line,) = [ln for ln in ax.lines if ln.get_gid() == "tolerance"]
+    box = label.get_bbox_patch().get_window_extent(renderer)
+    pts = line_points(ax, [line], spacing=1.0)
+    hits = pts[(pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1) & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)]
+    assert not len(hits), (box.bounds, hits[:5])
+    for t in ax.texts:
+        if t is not label:
+            assert not box.overlaps(t.get_window_extent(renderer)), (t.get_text(), box.bounds)
+    y = ax.transData.transform((0, line.get_ydata()[0]))[1]
+    assert 0 <= box.y0 - y <= 8 or 0 <= y - box.y1 <= 8, (box.bounds, y)
+    assert ax.get_window_extent(renderer).contains(box.x0, box.y0)
+
+
+def test_the_tolerance_label_is_struck_by_no_line():
+    """The tutorial's settings: at the left, above the line, the label was struck by the
+    plain, momentum and Nesterov lines."""
+    surface = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+    w = CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60, background=False)
+    assert w.error is None
+    tolerance_label_clear(w)
+    w.momentum.value = 0.5     # re-run and redrawn: the label found its spot again
+    assert w.error is None and w.shown.momentum == 0.5
+    tolerance_label_clear(w)
 
 
 # ---- one scale and one look per rule (issue 19) -----------------------------------------

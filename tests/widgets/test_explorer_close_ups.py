@@ -1,0 +1,120 @@
+"""PathExplorer's close-ups: at every update the slider shows, each run's update is
+drawn up close, its terms long enough to see, and the figure stays a notebook
+column wide with nothing cut off at its edges."""
+
+import matplotlib
+import numpy as np
+import pytest
+
+import dtsgd_viz
+from conftest import CONFIGS
+from dtsgd_viz.theory import surfaces
+from dtsgd_viz.views import style
+from dtsgd_viz.widgets import PathExplorer
+from dtsgd_viz.widgets.explorer_figure import CLOSE_UP_SIZE, close_up_title, tidy_loss_axis
+
+matplotlib.use("Agg")
+
+STEPS = 12
+ROTATED = surfaces.RotatedQuadratic()
+MIN_PX = 8.0   # an arrow shorter than this on screen is not seen
+
+
+@pytest.fixture(scope="module")
+def recs():
+    return dtsgd_viz.run(ROTATED, CONFIGS, STEPS)
+
+
+@pytest.fixture(scope="module")
+def explorer(recs):
+    return PathExplorer(recs, ROTATED, step=5)
+
+
+def screen_lengths(ax, prefix):
+    """``{gid: length in pixels}`` of the quivers of ``ax`` whose gid starts with ``prefix``."""
+    out = {}
+    for q in ax.collections:
+        gid = q.get_gid() or ""
+        if gid.startswith(prefix):
+            tail = np.asarray(q.get_offsets()[0], np.float64)
+            tip = tail + [float(q.U[0]), float(q.V[0])]
+            a, b = ax.transData.transform([tail, tip])
+            out[gid] = float(np.hypot(*(b - a)))
+    return out
+
+
+def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
+    art = explorer.view.artists
+    assert art.zoom_axes.keys() == recs.keys() and art.zoom_boxes.keys() == recs.keys()
+    small_on_paths = 0
+    for u in range(1, STEPS + 1):
+        explorer.slider.value = u
+        explorer.pixels()   # drawn as the PNG is
+        small_on_paths += sum(px < MIN_PX for px in screen_lengths(art.ax_path, "arrow:").values())
+        for key, ax in art.zoom_axes.items():
+            lengths = screen_lengths(ax, f"zoom-arrow:{key}:")
+            terms = {gid.split(":")[2] for gid in lengths}
+            want = {"gradient"} | ({"lookahead" if CONFIGS[key]["nesterov"] else "momentum"}
+                                   if CONFIGS[key]["momentum"] else set())
+            assert terms == want, (u, key, terms)
+            labels = {t.get_gid(): t.get_text() for t in ax.texts}
+            for gid, px in lengths.items():   # seen, or a zero term (update 1's μ·v_prev) said so
+                term = gid.split(":")[2]
+                assert px >= MIN_PX or (px == 0 and labels[f"zoom-label:{key}:{term}"].endswith("= 0")), \
+                    (u, key, lengths, labels)
+            # the dashed box on the paths is where the close-up looks
+            box = art.zoom_boxes[key]
+            assert np.allclose([box.get_x(), box.get_x() + box.get_width()], ax.get_xlim())
+            assert np.allclose([box.get_y(), box.get_y() + box.get_height()], ax.get_ylim())
+            assert ax.get_title().startswith(f"{key} · zoom ×")
+        assert f"update {u}" in art.caption.get_text()
+        assert art.title.get_text().startswith(f"Update {u}:")
+    assert small_on_paths > 0   # the paths panel alone would hide some of these updates
+
+
+def test_close_ups_stay_inside_a_notebook_column_at_every_update(explorer):
+    from dtsgd_viz.widgets._pointer import png_size
+    fig, art = explorer.figure, explorer.view.artists
+    renderer = fig.canvas.get_renderer()
+    for u in (1, 4, 8, STEPS):
+        explorer.slider.value = u
+        explorer.pixels()
+        assert png_size(explorer.image.value)[0] <= style.MAX_WIDTH_PX
+        boxes = [ax.get_tightbbox(renderer) for ax in art.zoom_axes.values()]
+        for key, b in zip(art.zoom_axes, boxes):   # ticks and titles change with the update
+            assert b.x0 >= 0 and b.x1 <= fig.bbox.x1 and b.y0 >= 0, (u, key, b.bounds)
+        titles = [ax.title.get_window_extent(renderer) for ax in art.zoom_axes.values()]
+        assert all(a.x1 <= b.x0 for a, b in zip(titles, titles[1:])), [t.bounds for t in titles]
+        # the caption sits between the paths row and the close-ups, touching neither
+        cap = art.caption.get_window_extent(renderer)
+        top = min(ax.get_tightbbox(renderer).y0 for ax in (art.ax_path, art.ax_loss))
+        low = max(b.y1 for b in boxes)
+        assert low <= cap.y0 and cap.y1 <= top, (cap.bounds, low, top)
+
+
+def test_without_zoom_the_explorer_keeps_paths_and_loss_only(recs):
+    w = PathExplorer(recs, ROTATED, step=5, zoom=False)
+    assert not w.view.artists.zoom_axes and not w.view.artists.zoom_boxes
+    art = w.view.artists
+    assert w.figure.axes == [art.ax_path, art.ax_loss]   # draw_paths' own figure, no close-up row
+    assert w.figure.get_size_inches()[1] < CLOSE_UP_SIZE[1]
+    w.slider.value = 9
+    assert w.view.artists.title.get_text().startswith("Update 9:")
+
+
+def test_loss_ticks_are_round_and_end_at_the_last_update(explorer):
+    ax = explorer.view.artists.ax_loss
+    ticks = np.asarray(ax.get_xticks())
+    last = max(np.max(ln.get_xdata()) for ln in ax.lines if (ln.get_gid() or "").startswith("loss:"))
+    assert ticks.max() <= last and last - ticks.max() < np.diff(ticks).min()
+    spacing = np.diff(ticks)
+    assert np.all(spacing == spacing[0]) and spacing[0] in (1, 2, 5, 10, 20, 25, 50, 100)
+    fig = matplotlib.figure.Figure()
+    empty = fig.add_subplot()
+    tidy_loss_axis(empty)   # no loss lines: the axis keeps its own ticks
+    assert type(empty.xaxis.get_major_locator()).__name__ == "AutoLocator"
+
+
+def test_close_up_titles_give_the_zoom_factor():
+    assert close_up_title("nesterov", 33.4) == "nesterov · zoom ×33"
+    assert close_up_title("plain", 4.86) == "plain · zoom ×4.9"
