@@ -144,9 +144,9 @@ show(dtsgd_viz.plot_modes(recordings, surface))
 #
 # ## Where Nesterov wins, and where it does not
 #
-# The same theory over a grid of learning rates and momenta. The two left maps count
+# The same theory over a grid of learning rates and momenta. The two maps on top count
 # updates to tolerance for each rule (computed with the numpy reference of the tf-keras
-# rule, which the tests tie to the real optimizer; at most 150 updates); the right map is
+# rule, which the tests tie to the real optimizer; at most 150 updates); the map below is
 # $\log_2$ of Nesterov's count over momentum's (red: Nesterov faster, blue: momentum
 # faster, white: tie). On the maps: each rule's stability boundary
 # ($\eta h < 2(1+\mu)$ for heavy ball, $\eta h < 2(1+\mu)/(1+2\mu)$ for Nesterov),
@@ -231,19 +231,20 @@ CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 
 # %% [markdown]
 # The path explorer steps through the three recorded runs from the top of this notebook.
-# It starts at update 15, not at the update 5 taken apart above: by then Nesterov's path
+# It starts at update 20, not at the update 5 taken apart above: by then Nesterov's path
 # runs along the valley towards the minimum, while classical momentum still bounces from
 # wall to wall (the saw-tooth of its loss, right). At the scale of the paths most of
 # these updates are a few pixels long, so under the paths each run's update is drawn up
 # close (its box is dashed on the paths; the title says how many times closer): at
-# update 15 Nesterov's μ·v and −lr·g are about 0.02 and 0.03 long, on a view 8 wide.
+# update 20 Nesterov's μ·v and −lr·g are about 0.08 and 0.01 long, on a view 8 wide
+# (momentum's 1.1 and 0.6).
 # Move the slider, or press Play, to see every update's terms.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 from dtsgd_viz.widgets import PathExplorer
 
-PathExplorer(recordings, surface, step=15)
+PathExplorer(recordings, surface, step=20)
 
 # %% [markdown]
 # ## Where next

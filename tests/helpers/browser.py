@@ -148,13 +148,14 @@ def _image_sources(page):
     return page.eval_on_selector_all("img", "els => els.map(e => e.src)")
 
 
-def _move_slider(page, slider_index):
-    """Move the n-th ipywidgets slider one notch right with the keyboard."""
+def _move_slider(page, slider_index, key="ArrowRight"):
+    """Move the n-th ipywidgets slider five notches right (``key="ArrowLeft"``: left) with
+    the keyboard."""
     handle = page.locator(".widget-slider .noUi-handle").nth(slider_index)
     handle.scroll_into_view_if_needed()
     handle.focus()
     for _ in range(5):
-        handle.press("ArrowRight")
+        handle.press(key)
     return handle
 
 

@@ -33,7 +33,8 @@ def test_notebook_03_in_jupyterlab(browser, shots, tmp_path):
     work.mkdir()
     shutil.copy(ROOT / "notebooks" / "03_nesterov_vs_momentum.ipynb", work)
     with _lab(tmp_path, work) as (base, token):
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        # tall enough for the whole PathExplorer cell (code, slider, paths and close-ups)
+        page = browser.new_page(viewport={"width": 1400, "height": 1400})
         page.goto(f"{base}/lab/tree/03_nesterov_vs_momentum.ipynb?token={token}", timeout=120_000)
         page.wait_for_selector(".jp-Notebook", timeout=120_000)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
@@ -55,15 +56,21 @@ def test_notebook_03_in_jupyterlab(browser, shots, tmp_path):
         assert n_sliders >= 3
         before = _image_sources(page)
         _move_slider(page, n_sliders - 1)
-        _wait_changed(page, before)
+        moved = _wait_changed(page, before)
+        # and back, so the README's picture shows the update the cell's code names
+        _move_slider(page, n_sliders - 1, key="ArrowLeft")
+        _wait_changed(page, moved)
         # the settings turn the "official Jupyter news?" toast off: none may cover the figure
         assert page.get_by_text("official Jupyter news").count() == 0
         # the README's picture: the PathExplorer's cell as JupyterLab shows it (its code,
-        # the slider moved, the picture), cropped to the cell
+        # the slider, the picture), cropped to the cell
         cell = page.locator(".jp-CodeCell").filter(has=page.locator(".widget-slider")).last
         cell.scroll_into_view_if_needed()
         shot = shots / "jupyterlab_03_nesterov_vs_momentum.png"
         cell.screenshot(path=str(shot))
+        # the whole cell is on screen: the picture is not cut by the status bar under it
+        box, bar = cell.bounding_box(), page.locator("#jp-main-statusbar").bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= bar["y"], (box, bar)
         page.close()
     _check_screenshot(shot, None, 500)
     _publish(shot, docs_before)
