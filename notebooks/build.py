@@ -5,7 +5,9 @@
 
 Each ``notebooks/src/NN_name.py`` is a script in the "percent" cell format
 (``# %%`` starts a code cell, ``# %% [markdown]`` a markdown cell whose lines are
-``#`` comments; in code, ``# %magic`` lines become IPython magics, as jupytext does). It becomes ``notebooks/NN_name.ipynb``, executed top to bottom in
+``#`` comments; in code, ``# %magic`` lines become IPython magics, as jupytext does, and a
+``# NBVAL_IGNORE_OUTPUT`` line becomes the cell tag ``nbval-ignore-output``, so readers see
+the code without the test's markers). It becomes ``notebooks/NN_name.ipynb``, executed top to bottom in
 a real IPython kernel (nbclient) with the notebooks folder as working directory,
 and saved with its outputs and widget state: that is what readers see and what
 nbval compares (``python -m pytest notebooks``).
@@ -95,12 +97,44 @@ def parse_cells(text: str) -> list[tuple[str, str]]:
     return cells
 
 
+NBVAL_MARKERS = ("NBVAL_IGNORE_OUTPUT", "NBVAL_CHECK_OUTPUT", "NBVAL_RAISES_EXCEPTION", "NBVAL_SKIP")
+
+
+def nbval_tags(body: str) -> tuple[str, list[str]]:
+    """A code cell's source without its nbval marker comments, and the cell tags that
+    say the same to nbval (``# NBVAL_IGNORE_OUTPUT`` -> ``nbval-ignore-output``), so a
+    reader of the notebook sees the code, not the test's instructions.
+
+    >>> nbval_tags("# NBVAL_IGNORE_OUTPUT\\nfrom x import y\\n\\ny()")
+    ('from x import y\\n\\ny()', ['nbval-ignore-output'])
+    >>> nbval_tags("x = 1  # NBVAL_SKIP stays: only a whole-line marker moves")
+    ('x = 1  # NBVAL_SKIP stays: only a whole-line marker moves', [])
+    """
+    keep, tags = [], []
+    for line in body.splitlines():
+        marker = line.strip().lstrip("#").strip()
+        if line.strip().startswith("#") and marker in NBVAL_MARKERS:
+            tags.append(marker.lower().replace("_", "-"))
+        else:
+            keep.append(line)
+    return "\n".join(keep).strip("\n"), tags
+
+
 def notebook(source: pathlib.Path):
-    """The (unexecuted) notebook of a percent-format script."""
+    """The (unexecuted) notebook of a percent-format script; nbval's marker comments
+    become cell tags (``nbval_tags``)."""
     import nbformat
     nb = nbformat.v4.new_notebook()
-    make = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell}
-    nb.cells = [make[kind](body) for kind, body in parse_cells(source.read_text())]
+    nb.cells = []
+    for kind, body in parse_cells(source.read_text()):
+        if kind == "markdown":
+            nb.cells.append(nbformat.v4.new_markdown_cell(body))
+            continue
+        body, tags = nbval_tags(body)
+        cell = nbformat.v4.new_code_cell(body)
+        if tags:
+            cell.metadata["tags"] = tags
+        nb.cells.append(cell)
     for i, cell in enumerate(nb.cells):
         cell.id = f"{source.stem[:2]}-{i:02d}"  # stable ids: rebuilding changes no line
     nb.metadata["kernelspec"] = dict(KERNEL)
