@@ -99,7 +99,7 @@ def resolve(obj, shape=None, name=None, max_rank=MAX_RANK):
 
 # ---- the figure -------------------------------------------------------------------------
 
-def plot_layout(obj, shape=None, *, name=None, ax=None, title=None) -> Figure:
+def plot_layout(obj, shape=None, *, name=None, ax=None, title=None, note=None) -> Figure:
     """The global tensor cut into the block each device holds, coloured by device.
 
     Each block is labelled with every device holding it (replicas grouped; a strip of
@@ -107,8 +107,9 @@ def plot_layout(obj, shape=None, *, name=None, ax=None, title=None) -> Figure:
     tensor dim. Under it, a key of the devices on the mesh shows where the copies of
     each block live; with one copy per block the key would repeat the panel, so the
     panel names each block row's and column's mesh coordinate instead (right, top). Ranks 3 and 4 get one small panel per index of the leading dims.
-    Returns a ``matplotlib.figure.Figure`` (``ax.figure`` when ``ax`` is given; ``ax``
-    works for ranks 1 and 2).
+    ``note`` is added to the italic note under the subtitle (``LayoutExplorer`` gives the
+    bytes per device). Returns a ``matplotlib.figure.Figure`` (``ax.figure`` when ``ax``
+    is given; ``ax`` works for ranks 1 and 2).
 
     >>> from dtsgd_viz import LayoutSpec, MeshSpec, plot_layout
     >>> mesh = MeshSpec.create({"batch": 2, "model": 4})
@@ -138,7 +139,7 @@ def plot_layout(obj, shape=None, *, name=None, ax=None, title=None) -> Figure:
                   frameon=False,
                   ncol=math.ceil(len(handles) / max(1, int(pos.height * h * 72 / 15) - 1)))
         return fig
-    pic = layout_picture(shape, layout, name=name, title=title)
+    pic = layout_picture(shape, layout, name=name, title=title, note=note)
     fig = Figure(figsize=pic.figsize, dpi=DPI)
     fw, fh = pic.figsize
     fig.text(0.5, 1 - 0.15 / fh, pic.title, ha="center", va="top", fontsize=SUPTITLE_SIZE,

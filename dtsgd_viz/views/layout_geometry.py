@@ -20,19 +20,22 @@ import itertools
 import math
 
 import numpy as np
-from matplotlib.colors import to_rgb
 
 from ..geometry import ShardGeometry, shard_geometry
 from ..specs import UNSHARDED, LayoutSpec
 from .layout_labels import (MAX_LINES, MIN_FONT, PAD, bare_ids, coord_ticks,  # noqa: F401
                             copies_text, dim_text, header_text, label_blocks, mesh_dim_role,
                             note_text, text_width_pt)
+from .layout_colors import mesh_colors, text_color_for  # noqa: F401
 from .style import (BLOCK_COLORS, LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, SUPTITLE_SIZE,
-                    TICK_SIZE, WIDTH, block_styles, mesh_block_colors)
+                    TICK_SIZE, WIDTH, block_styles)
 
 MAX_FACETS = {3: (12,), 4: (4, 4)}  # panels per leading dim, by tensor rank
 KEY_GAP = 0.22      # inches between the panels' x label and the mesh key's title
 KEY_BOTTOM = 0.55   # inches under the mesh key, for its tick labels and x label
+COLUMN_IN = 0.23    # inches a block column needs for a two-digit id at ``NOTE_SIZE``
+ROW_IN = 0.2        # inches a block row needs for one line of label
+MAX_PANEL = (6.4, 6.0)   # inches: the largest unfaceted panel
 
 
 # ---- the picture ------------------------------------------------------------------------
@@ -121,11 +124,12 @@ class LayoutPicture:
 def block_looks(geom: ShardGeometry) -> tuple[tuple[object, str], ...]:
     """``(colour, hatch)`` of every replica group: ``style.block_styles`` up to
     ``len(BLOCK_COLORS)`` blocks; past that each block's mesh coordinate
-    (``style.mesh_block_colors``: hue along one mesh dim, lightness along the other) and
-    no hatch, where repeated colours and hatches would mean nothing."""
+    (``layout_colors.mesh_colors``: hue along one mesh dim, red to purple without
+    wrapping, lightness along the other) and no hatch, where repeated colours and
+    hatches would mean nothing."""
     if geom.num_unique <= len(BLOCK_COLORS):
         return tuple((c, h) for c, h, _ in block_styles(geom))
-    return tuple((c, "") for c in mesh_block_colors(geom))
+    return tuple((c, "") for c in mesh_colors(geom))
 
 
 def mesh_coloured(geom: ShardGeometry) -> bool:
@@ -137,11 +141,6 @@ def _axis_label(layout, dim, length_pt, faceted):
     """On one line when it fits along the axis, else on two."""
     one = dim_text(layout, dim)
     return dim_text(layout, dim, two_lines=faceted or text_width_pt(one, LABEL_SIZE) > length_pt)
-
-
-def text_color_for(color) -> str:
-    r, g, b = to_rgb(color)
-    return "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
 
 
 def pick_indices(size: int, shards: int, limit: int) -> tuple[int, ...]:
@@ -171,15 +170,19 @@ def boundary_ticks(size: int, shards: int, max_ticks: int) -> tuple[int, ...]:
 
 
 def _panel_size(shape, layout, faceted) -> tuple[float, float]:
-    """Panel (width, height) in inches: the tensor's aspect, clamped, tall enough for
-    its rows of blocks and its axis label, and (many blocks) wide enough for a two-digit
-    device id at ``NOTE_SIZE`` in each block column."""
+    """Panel (width, height) in inches: the tensor's aspect, clamped (``_aspect_size``),
+    tall enough for its rows of blocks and its axis label. On a mesh with a dim of more
+    than 4 devices the panel grows, keeping that aspect, until a two-digit device id fits
+    each of that many block columns: every layout of one tensor on one mesh is drawn at
+    one size and shape, whichever tensor dim the long mesh dim cuts."""
     if len(shape) == 1:
         return 6.4, 0.9
     pw, ph = _aspect_size(shape, layout, faceted)
-    cols = layout.num_shards(len(shape) - 1)
-    if not faceted and cols > 4:
-        pw = min(max(pw, cols * 0.26), 6.4)
+    longest = max(layout.mesh.dim_sizes)
+    if not faceted and longest > 4:
+        scale = max(1.0, longest * COLUMN_IN / pw, longest * ROW_IN / ph)
+        scale = min(scale, MAX_PANEL[0] / pw, MAX_PANEL[1] / ph)
+        pw, ph = pw * scale, ph * scale
     return pw, ph
 
 
@@ -221,7 +224,8 @@ def _mesh_key(layout, width, title, geom=None, max_height=4.0):
     geom = geom or shard_geometry(tuple(layout.num_shards(i) for i in range(layout.rank)),
                                   layout)
     looks = block_looks(geom)
-    forms = (mesh.short_device_names, [f"d{d}" for d in range(n)], [str(d) for d in range(n)])
+    # the blocks' notations: full names, else bare ids (the note says they are device ids)
+    forms = (mesh.short_device_names, [str(d) for d in range(n)])
     texts, fs = next(((t, f) for t in forms for f in (TICK_SIZE, MIN_FONT)
                       if max(text_width_pt(s, f) for s in t) <= cell * 72 - 3 * PAD),
                      ([""] * n, MIN_FONT))
@@ -280,14 +284,14 @@ def _frame(faceted, rank, grid, key, header, key_title, coords=((), ()), xlabel_
     lines = title.count("\n") + 1 + subtitle.count("\n") + 1 + (note.count("\n") + 1 if note else 0)
     top_m = (0.3 + 0.21 * lines + (0.35 if faceted else 0.1) + (0.1 if note else 0)
              + (0.25 if coords[0] else 0) + (0.2 if coords[2:] and coords[2] else 0))
-    header_w = max(*(text_width_pt(t, SUPTITLE_SIZE) for t in title.split("\n")),
+    header_w = max(*(1.2 * text_width_pt(t, SUPTITLE_SIZE) for t in title.split("\n")),  # bold
                    *(text_width_pt(t, SUBTITLE_SIZE) for t in subtitle.split("\n")),
                    *(text_width_pt(t, NOTE_SIZE) for t in [*note.split("\n"), *key_title.split("\n")])
-                   ) / 72 + 0.4
+                   ) * 0.92 / 72 + 0.3   # text_width_pt is generous: ~8% wide
     fig_w = min(WIDTH, max(left_m + grid_w + right_m, key_w + 2 * (key_ytick_in + 0.4),
                            header_w, 4.0))
     if key is None:
-        fig_h = top_m + grid_h + bottom_m + 0.35
+        fig_h = top_m + grid_h + bottom_m + 0.05
     else:
         below = 0.3 + xlabel_lines * (TICK_SIZE if faceted else LABEL_SIZE) * 1.2 / 72
         key_title_h = (key_title.count("\n") + 1) * NOTE_SIZE * 1.25 / 72 + 0.1
@@ -322,15 +326,18 @@ def _panels(shape, layout, indices, labelled, ncols, size, x0, top, gaps, picks)
 
 
 def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
-                   panel_size=None) -> LayoutPicture:
+                   panel_size=None, note=None) -> LayoutPicture:
     """Everything the layout figure shows, computed. ``panel_size`` (inches) overrides
     the automatic size, e.g. to fit labels in an existing axes. Unsharded leading dims
     of a rank-3/4 tensor are drawn once (the subtitle names them); past
     ``len(BLOCK_COLORS)`` blocks, blocks take their mesh coordinate's colour
-    (``block_looks``) and upright labels only."""
+    (``block_looks``) and upright labels only, unless a block is held by several devices
+    (its list of devices may turn along a tall block). ``note`` is added to the note line
+    under the subtitle (e.g. the bytes per device)."""
     geom = shard_geometry(shape, layout)
     shape, rank = geom.global_shape, len(geom.global_shape)
     names = layout.mesh.short_device_names
+    copies = geom.num_devices // geom.num_unique
     picks, indices, ncols, collapsed = _facets(shape, layout)
     faceted = bool(picks)
     nrows = math.ceil(len(indices) / ncols)
@@ -343,7 +350,7 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
 
     def label_all(pw, ph):
         return [label_blocks(_blocks(geom, idx), names, (pw * 72, ph * 72), shape[-1], yrange,
-                             rotate=not mesh_coloured(geom))
+                             rotate=not mesh_coloured(geom) or copies > 1)
                 for idx in indices]
 
     labelled = label_all(pw, ph)
@@ -352,7 +359,6 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
         pw = wide   # the column's width, for labels of one or two lines
         labelled = label_all(pw, ph)
     title, subtitle = header_text(geom, layout, name, title, picks, collapsed)
-    copies = geom.num_devices // geom.num_unique
     key_title = ("devices on the mesh, coloured by the block they hold" if not mesh_coloured(geom)
                  else "devices on the mesh: each block's colour is its mesh coordinate") + (
         f"\n(one colour: the {copies} copies of a block)" if copies > 1 else "")
@@ -369,7 +375,7 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
         key = _mesh_key(layout, min(5.5, max(grid[0], 3.0)), key_title, geom)
     shown = [b.label for blocks in labelled for b in blocks] + (
         [c.label for c in key.cells] if key is not None else [])
-    note, omitted = note_text(geom, picks, labelled, names if bare_ids(shown) else None)
+    note, omitted = note_text(geom, picks, labelled, names if bare_ids(shown) else None, note)
     xlabel_lines = 1 + (faceted or text_width_pt(dim_text(layout, rank - 1), LABEL_SIZE) > pw * 72)
     figsize, x0, top = _frame(faceted, rank, grid, key, (title, subtitle, note), key_title, coords,
                               xlabel_lines)

@@ -339,15 +339,15 @@ def bare_ids(texts) -> bool:
 
 
 def ids_text(names) -> str:
-    """``numbers on the blocks and the mesh are device ids (0 = CPU:0, ..., 7 = CPU:7)``."""
-    return (f"the numbers on the blocks are device ids (0 = {names[0]}, ..., "
+    """``the numbers are device ids (0 = CPU:0, ..., 7 = CPU:7)``: on the blocks and the key."""
+    return (f"the numbers are device ids (0 = {names[0]}, ..., "
             f"{len(names) - 1} = {names[-1]})")
 
 
-def note_text(geom, picks, labelled, names=None):
-    """What the panels leave out (indices of long leading dims, blocks, labels) and, when
-    ``names`` is given, that bare numbers are device ids: ``(note, number of blocks left
-    unlabelled)``."""
+def note_text(geom, picks, labelled, names=None, extra=None):
+    """What the panels leave out (indices of long leading dims, blocks, labels), when
+    ``names`` is given, that bare numbers are device ids, and last the caller's ``extra``
+    (e.g. the bytes per device): ``(note, number of blocks left unlabelled)``."""
     shape = geom.global_shape
     notes = [ids_text(names)] if names else []
     notes += [f"showing indices {', '.join(map(str, p))} of {shape[d]} along tensor dim {d}"
@@ -359,4 +359,6 @@ def note_text(geom, picks, labelled, names=None):
     omitted = sum(1 for blocks in labelled for b in blocks if not b.label)
     if omitted:
         notes.append(f"{omitted} label(s) left out for lack of room (see layout_table)")
+    if extra:
+        notes.append(extra)
     return _wrap_text("; ".join(notes), NOTE_SIZE), omitted

@@ -252,84 +252,8 @@ def block_device_colors(geometry) -> tuple[str, ...]:
     return tuple(styles[g][0] for g in geometry.group_of)
 
 
-# ---- big meshes: blocks coloured by their mesh coordinate ---------------------------
+# ---- big meshes: blocks coloured by their mesh coordinate: views/layout_colors.py --------
 
 # memory bars: a colour per variable, none of them a rule's (OPTIMIZER_COLORS) colour
 VARIABLE_COLORS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#332288", "#999933",
                    "#882255", "#44AA99", "#F0E442", "#117733")
-
-
-def _lch_to_rgb(lightness: float, chroma: float, hue_deg: float) -> tuple[float, float, float]:
-    """CIE LCh(ab) to sRGB (D65), clipped into the gamut."""
-    import math
-    a, b = chroma * math.cos(math.radians(hue_deg)), chroma * math.sin(math.radians(hue_deg))
-    fy = (lightness + 16) / 116
-    fx, fz = fy + a / 500, fy - b / 200
-
-    def finv(t):
-        return t ** 3 if t > 6 / 29 else 3 * (6 / 29) ** 2 * (t - 4 / 29)
-
-    x, y, z = 0.95047 * finv(fx), finv(fy), 1.08883 * finv(fz)
-    rgb = (3.2406 * x - 1.5372 * y - 0.4986 * z, -0.9689 * x + 1.8758 * y + 0.0415 * z,
-           0.0557 * x - 0.2040 * y + 1.0570 * z)
-
-    def gamma(c):
-        c = min(1.0, max(0.0, c))
-        return 12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055
-
-    return tuple(round(gamma(c), 4) for c in rgb)
-
-
-def grid_color(i: int, n_i: int, j: int, n_j: int) -> tuple[float, float, float]:
-    """The colour of cell ``(i, j)`` of an ``n_i x n_j`` grid: hue along ``i`` (evenly
-    round the CIELCh circle at a moderate chroma), lightness along ``j`` (dark to light,
-    35 to 82), so a colour-blind reader still tells ``j`` apart by lightness and
-    neighbours along ``i`` by hue.
-
-    >>> len({grid_color(i, 16, j, 4) for i in range(16) for j in range(4)})
-    64
-    """
-    hue = 20.0 + 360.0 * i / max(1, n_i)
-    lightness = 58.0 if n_j <= 1 else 35.0 + 47.0 * j / (n_j - 1)
-    return _lch_to_rgb(lightness, 42.0, hue)
-
-
-def mesh_block_colors(geometry) -> tuple[tuple[float, float, float], ...]:
-    """Each replica group's colour by its block's mesh coordinate, for layouts of more
-    blocks than ``BLOCK_COLORS`` (where repeated colours would mean nothing): hue along
-    the larger sharding mesh dim, lightness along the other (``grid_color``). One
-    sharding mesh dim: hue along it, lightness alternating, so neighbours differ twice.
-
-    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
-    >>> from dtsgd_viz.geometry import shard_geometry
-    >>> mesh = MeshSpec.create({"data": 4, "model": 16})
-    >>> g = shard_geometry((1024, 512), LayoutSpec(("data", "model"), mesh))
-    >>> len(set(mesh_block_colors(g)))
-    64
-    """
-    layout = geometry.layout
-    mesh = layout.mesh
-    used = [d for d in mesh.dim_names if d in layout.sharding_specs and mesh.dim_size(d) > 1]
-    if len(used) > 2:  # more dims: the last two vary fastest, the rest fold into hue
-        used = used[-2:]
-    sizes = [mesh.dim_size(d) for d in used]
-    out = []
-    for devices in geometry.replica_groups:
-        coords = mesh.device_coords(devices[0])
-        c = [coords[mesh.dim_names.index(d)] for d in used]
-        if len(used) == 2:
-            (hi, n_hi), (lo, n_lo) = sorted(zip(c, sizes), key=lambda t: -t[1])
-            if sizes[0] == sizes[1]:
-                (hi, n_hi), (lo, n_lo) = (c[1], sizes[1]), (c[0], sizes[0])
-            out.append(grid_color(hi, n_hi, lo, n_lo))
-        elif len(used) == 1:
-            out.append(grid_color(c[0], sizes[0], c[0] % 2, 2))
-        else:
-            out.append(grid_color(0, 1, 0, 1))
-    # mesh dims past the last two can repeat colours: fall back on the group index
-    if len(set(out)) < len(out):
-        n = len(out)
-        levels = 4 if n > 16 else 2
-        hues = -(-n // levels)
-        out = [grid_color(g // levels, hues, g % levels, levels) for g in range(n)]
-    return tuple(out)

@@ -122,6 +122,16 @@ class LayoutExplorerState:
                     f"; all variables: {format_bytes(self.plan.bytes_per_device.max())} per device"
                     if len(self.variables) > 1 else ""))
 
+    def memory_note(self) -> str:
+        """The picture's memory line: ``32 KiB/device incl. velocity`` ("" on an error)."""
+        if self.error:
+            return ""
+        e = self.plan.entry(self.name)
+        slot = e.slot_bytes_per_device.max()
+        return (f"{self.name}: {format_bytes(e.bytes_per_device.max())}/device"
+                + (f" incl. velocity ({format_bytes(e.param_bytes_per_device.max())} parameter + "
+                   f"{format_bytes(slot)} velocity)" if slot else " (parameter only)"))
+
     def traffic_summary(self) -> str:
         """One line: what each device all-reduces per update for these layouts, and along
         which mesh dims ("" when the choice is impossible)."""
@@ -363,7 +373,8 @@ class LayoutExplorer:
                                       [*notes, html.escape(ACTIVATION_NOTE[0].upper() + ACTIVATION_NOTE[1:] + ".")]))
         rank = len(s.shape)
         if rank <= 4:
-            self.layout_figure = plot_layout(s.layout, s.shape, name=s.name)
+            self.layout_figure = plot_layout(s.layout, s.shape, name=s.name,
+                                             note=s.memory_note())
             self.image.value = _png(self.layout_figure, self.dpi)
         self.table.value = layout_table(s.layout, s.shape, name=s.name)._repr_html_()
         self.memory_figure = plot_memory(s.plan, communication=s.traffic)

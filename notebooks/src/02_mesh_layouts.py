@@ -210,18 +210,24 @@ print(dtsgd_viz.layout_table(plan, (1024, 512), name="W"))
 show(dtsgd_viz.plot_layout(plan, (1024, 512), name="W"))
 
 # %% [markdown]
-# Sixteen blocks, four copies each, on 64 devices, and the picture still reads: each
-# block has one colour from a colour-blind-safe palette (no two neighbours share one),
-# and its devices are listed in text, as JAX's `visualize_array_sharding` does
-# (`CPU 0,16,32,48`: the four `data` rows of one `model` column). The key is the mesh
-# itself, each device in the colour of the block it holds.
+# Sixteen blocks, four copies each, on 64 devices, and the picture still reads. Past
+# nine blocks a palette would repeat, so each block is coloured by its mesh coordinate:
+# the hue runs along `model` from red (`model=0`) through yellow, green and blue to
+# purple (`model=15`), never wrapping round, and the lightness steps dark, mid, light
+# from one block to the next, so neighbours differ in both. Its devices are listed in
+# text, as JAX's `visualize_array_sharding` does (`CPU 0,16,32,48`: the four `data` rows
+# of one `model` column). The key is the mesh itself, each device in the colour of the
+# block it holds: a column of one colour is one block's four copies.
 #
 # Cut the weight both ways, `[data, model]`, and all 64 devices hold a different block.
-# Nine colours cannot tell 64 blocks apart, so past nine blocks each block is coloured by
-# where its device sits on the mesh: the hue follows `model`, the lightness `data`. Each
-# block is labelled with the id of its device (the note under the title says so: `5` is
-# `CPU:5`), and the top and right edges name each block column's `model` coordinate and
-# each block row's `data` coordinate; with one copy per block no key is needed.
+# Each block is again coloured by where its device sits on the mesh: the hue follows
+# `model`, as above, the lightness `data` (dark `data=0` to light `data=3`; the text is
+# white on the two dark rows, black on the light ones). Each block is labelled with the
+# id of its device (the note under the title says so: `5` is `CPU:5`), and the top and
+# right edges name each block column's `model` coordinate and each block row's `data`
+# coordinate; with one copy per block no key is needed. The tensor keeps one shape in
+# every picture of this section: 1024 rows drawn 1.5 times as tall as 512 columns are
+# wide (true to 2:1 would not leave the 16 columns room for their labels).
 
 # %%
 both = LayoutSpec(("data", "model"), plan.mesh)
@@ -238,14 +244,16 @@ print(dtsgd_viz.memory_plan({"W": ((1024, 512), "float32", plan)}))
 #
 # `LayoutExplorer` does all of the above interactively: type a mesh (`data=4, model=16`),
 # pick for each tensor dim a mesh dim or `unsharded`, and it redraws the blocks, the
-# devices holding each, the copies and the bytes per device (parameter and velocity).
+# devices holding each, the copies and the bytes per device (the note under the title:
+# parameter and velocity).
 # An impossible choice (a size the mesh dim does not divide, one mesh dim for two tensor
 # dims) is explained on the widget. It takes a shape, a variable, a model (pick the
 # variable; the memory plan covers them all) or a recording, and needs no devices.
 #
 # The explorer below starts on the same 1024x512 weight and mesh with a layout not drawn
 # above, `[unsharded, model]`: its 512 columns cut into 16 blocks of 1024x32 over
-# `model`, each copied over `data` (4 replicas). Pick `model` for dim 0 and `unsharded`
+# `model`, each copied over `data` (4 replicas); each block's list of devices runs
+# up its tall, narrow column. Pick `model` for dim 0 and `unsharded`
 # for dim 1 to get the first picture of this section back, or `data` for dim 0 for the
 # second.
 

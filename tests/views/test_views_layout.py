@@ -28,7 +28,8 @@ from dtsgd_viz import shard_geometry  # noqa: E402
 from dtsgd_viz.views.layout_geometry import layout_picture, pick_indices
 from dtsgd_viz.views.layout_labels import compact_devices, shortest_devices
 from dtsgd_viz.views.layout_geometry import block_looks  # noqa: E402
-from dtsgd_viz.views.style import BLOCK_COLORS, block_styles, mesh_block_colors  # noqa: E402
+from dtsgd_viz.views.layout_colors import mesh_colors as mesh_block_colors  # noqa: E402
+from dtsgd_viz.views.style import BLOCK_COLORS, block_styles  # noqa: E402
 from helpers.builders import CASE_IDS, LAYOUT_CASES, layout, layoutmap_mlp  # noqa: E402
 
 
@@ -596,3 +597,30 @@ def test_one_copy_layouts_name_mesh_coordinates_instead_of_a_key():
     assert not ax.child_axes
     assert " ".join(fig.texts[0].get_text().split()) == (
         "(8, 8): 8 devices hold 4 distinct 8x2 blocks: each on 2 devices (copied over batch)")
+
+
+def test_mesh_colours_do_not_wrap_and_text_follows_lightness():
+    """[data, model] on data=4, model=16: model=0 and model=15 differ in hue (the hue
+    runs red to purple, no wrap), and every block of one data row has one text colour
+    (white on the dark rows, black on the light ones)."""
+    from matplotlib.colors import rgb_to_hsv
+
+    from dtsgd_viz.views.layout_colors import lightness_of
+    mesh = MeshSpec.create({"data": 4, "model": 16})
+    spec = LayoutSpec(("data", "model"), mesh)
+    geom = shard_geometry((1024, 512), spec)
+    fig = plot_layout(spec, (1024, 512))
+    (ax,) = panels_of(fig)
+    colors = {int(p.get_gid().split("-")[1]): p.get_facecolor()[:3] for p in ax.patches}
+    text = {int(t.get_gid().split("-")[1]): t.get_color() for t in ax.texts
+            if t.get_gid().startswith("label-")}
+    for row in range(4):
+        groups = [geom.group_of[mesh.device_id((row, m)) if hasattr(mesh, "device_id")
+                                else row * 16 + m] for m in range(16)]
+        assert len({text[g] for g in groups}) == 1, row
+        first, last = rgb_to_hsv(colors[groups[0]]), rgb_to_hsv(colors[groups[-1]])
+        gap = abs(first[0] - last[0])
+        assert min(gap, 1 - gap) > 0.1   # at least 36° of hue apart
+        for g in groups:   # the label's colour is the one the block's lightness asks for
+            assert text[g] == ("white" if lightness_of(colors[g]) < 58 else "black")
+    assert text[geom.group_of[0]] == "white" and text[geom.group_of[63]] == "black"

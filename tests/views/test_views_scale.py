@@ -167,6 +167,7 @@ def test_64_blocks_are_coloured_by_mesh_coordinate():
     fig = plot_layout(spec, (1024, 512), name="W")
     (ax,) = [a for a in fig.axes if a.get_gid() != "mesh-key"]
     from dtsgd_viz.geometry import shard_geometry
+    from dtsgd_viz.views.layout_colors import grid_color
     geom = shard_geometry((1024, 512), spec)
     blocks = {int(p.get_gid()[6:]): p for p in ax.patches if p.get_gid().startswith("block-")}
     assert len(blocks) == 64
@@ -179,7 +180,7 @@ def test_64_blocks_are_coloured_by_mesh_coordinate():
         row = [lum[g] for g, c in coords.items() if c[1] == col]
         assert row == sorted(row)  # lighter down the data dim
     for g, p in blocks.items():
-        assert colours[g] == pytest.approx(style.grid_color(coords[g][1], 16, coords[g][0], 4),
+        assert colours[g] == pytest.approx(grid_color(coords[g][1], 16, coords[g][0], 4),
                                            abs=1e-3)
     labels = [t for t in ax.texts if t.get_gid().startswith("label-")]
     assert labels and all(t.get_rotation() == 0 and t.get_fontsize() >= style.NOTE_SIZE

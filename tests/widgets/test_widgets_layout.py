@@ -163,25 +163,33 @@ def test_the_widget_shows_traffic_beside_memory():
     assert w.state.batch_dims == ("model",) and "batch over model" in w.message.value
 
 
-def test_the_static_picture_uses_the_notebook_width():
+def test_the_static_picture_names_the_devices_and_the_bytes():
     """The tutorial's explorer (1024x512 as [unsharded, model] on data=4, model=16): its
-    first picture (the one a built notebook shows) is drawn at style.DPI, about as wide
-    as the notebook column, its block labels on two lines naming each block's devices."""
+    first picture (the one a built notebook shows) is drawn at style.DPI, no wider than
+    the notebook column, each block label naming its devices on one line, and its note
+    says the bytes per device with the velocity slot (as ``memory_plan`` counts them)."""
     import io
 
     from PIL import Image
 
+    from dtsgd_viz.recording.memory import format_bytes
     from dtsgd_viz.views.style import DPI, MAX_WIDTH_PX
 
     w = LayoutExplorer((1024, 512), mesh={"data": 4, "model": 16})
     w.dim_pickers[1].value = "model"
     assert w.dpi == DPI
     width, _ = Image.open(io.BytesIO(w.image.value)).size
-    assert 0.9 * MAX_WIDTH_PX <= width <= MAX_WIDTH_PX
+    assert width <= MAX_WIDTH_PX
     labels = [t for t in w.layout_figure.axes[0].texts if t.get_gid().startswith("label-")]
     groups = w.state.geometry.replica_groups
     assert len(labels) == len(groups) == 16
     for t in labels:
-        assert t.get_text().count("\n") == 1
+        assert "\n" not in t.get_text()
         g = int(t.get_gid().split("-")[1])
-        assert tuple(int(s) for s in t.get_text().replace("\n", "").split(",")) == groups[g]
+        assert tuple(int(s) for s in t.get_text()[4:].split(",")) == groups[g]
+    (note,) = [t for t in w.layout_figure.texts if t.get_gid() == "note"]
+    entry = w.state.plan.entry(w.state.name)
+    assert f"{format_bytes(entry.bytes_per_device.max())}/device incl. velocity" in note.get_text()
+    w.momentum.value = False
+    (note,) = [t for t in w.layout_figure.texts if t.get_gid() == "note"]
+    assert "incl. velocity" not in note.get_text() and "(parameter only)" in note.get_text()

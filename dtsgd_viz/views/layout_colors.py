@@ -1,0 +1,118 @@
+"""Colours of the layout view's blocks and of the text on them (pure, no drawing).
+
+Up to ``len(BLOCK_COLORS)`` blocks take ``style.block_styles``' palette colour; past
+that each block is coloured by its mesh coordinate (``mesh_colors``): the hue runs
+along one mesh dim from red (20°) to purple (320°) without wrapping round, so the
+first and last coordinates never look alike, and the lightness follows the other mesh
+dim (dark to light). Text on a block is black or white by the block's lightness, by one
+rule for every block (``text_color_for``)::
+
+    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    >>> from dtsgd_viz.geometry import shard_geometry
+    >>> g = shard_geometry((1024, 512), LayoutSpec(("model", "unsharded"),
+    ...                    MeshSpec.create({"data": 4, "model": 16})))
+    >>> len(set(mesh_colors(g))), text_color_for("#FFFFFF"), text_color_for("#332288")
+    (16, 'black', 'white')
+"""
+
+from __future__ import annotations
+
+import math
+
+from matplotlib.colors import to_rgb
+
+HUE_START, HUE_SPAN = 20.0, 300.0   # degrees of CIELCh: red through yellow, green, blue to purple
+CHROMA = 46.0
+TEXT_LIGHTNESS = 58.0   # CIE L*: white text on darker blocks, black on lighter ones
+# lightness levels along the second mesh dim, kept clear of TEXT_LIGHTNESS so that every
+# block of one level gets the same text colour even after gamut clipping
+LEVELS = {1: (56.0,), 2: (40.0, 76.0), 3: (36.0, 66.0, 84.0), 4: (34.0, 48.0, 68.0, 84.0)}
+ONE_DIM_LEVELS = 3      # one sharding mesh dim: lightness cycles, so same-lightness blocks sit 3 hues apart
+
+
+def _lch_to_rgb(lightness: float, chroma: float, hue_deg: float) -> tuple[float, float, float]:
+    """CIE LCh(ab) to sRGB (D65), clipped into the gamut."""
+    a, b = chroma * math.cos(math.radians(hue_deg)), chroma * math.sin(math.radians(hue_deg))
+    fy = (lightness + 16) / 116
+    fx, fz = fy + a / 500, fy - b / 200
+
+    def finv(t):
+        return t ** 3 if t > 6 / 29 else 3 * (6 / 29) ** 2 * (t - 4 / 29)
+
+    x, y, z = 0.95047 * finv(fx), finv(fy), 1.08883 * finv(fz)
+    rgb = (3.2406 * x - 1.5372 * y - 0.4986 * z, -0.9689 * x + 1.8758 * y + 0.0415 * z,
+           0.0557 * x - 0.2040 * y + 1.0570 * z)
+
+    def gamma(c):
+        c = min(1.0, max(0.0, c))
+        return 12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055
+
+    return tuple(round(gamma(c), 4) for c in rgb)
+
+
+def lightness_of(color) -> float:
+    """CIE L* (0 black .. 100 white) of a matplotlib colour."""
+    def linear(c):
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (linear(c) for c in to_rgb(color))
+    y = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    return 116 * y ** (1 / 3) - 16 if y > (6 / 29) ** 3 else y * (29 / 3) ** 3
+
+
+def text_color_for(color) -> str:
+    """``white`` on a block darker than L* ``TEXT_LIGHTNESS``, else ``black``."""
+    return "white" if lightness_of(color) < TEXT_LIGHTNESS else "black"
+
+
+def levels(n: int) -> tuple[float, ...]:
+    """``n`` lightness levels, dark to light, none within 6 of ``TEXT_LIGHTNESS``."""
+    if n in LEVELS:
+        return LEVELS[n]
+    out = []
+    for k in range(n):
+        v = 34.0 + 50.0 * k / (n - 1)
+        if abs(v - TEXT_LIGHTNESS) < 6:
+            v = TEXT_LIGHTNESS + math.copysign(6, v - TEXT_LIGHTNESS)
+        out.append(v)
+    return tuple(out)
+
+
+def grid_color(i: int, n_i: int, j: int, n_j: int) -> tuple[float, float, float]:
+    """Cell ``(i, j)`` of an ``n_i x n_j`` grid: hue along ``i`` over ``HUE_SPAN`` (no
+    wrap), lightness ``levels(n_j)[j]``.
+
+    >>> len({grid_color(i, 16, j, 4) for i in range(16) for j in range(4)})
+    64
+    """
+    hue = HUE_START + HUE_SPAN * i / max(1, n_i - 1)
+    return _lch_to_rgb(levels(n_j)[j], CHROMA, hue)
+
+
+def mesh_colors(geometry) -> tuple[tuple[float, float, float], ...]:
+    """Each replica group's colour by its block's mesh coordinate: hue along the larger
+    sharding mesh dim, lightness along the other. One sharding mesh dim: hue along it,
+    lightness cycling over ``ONE_DIM_LEVELS`` levels, so neighbours differ in both and
+    blocks of one lightness are three hue steps apart."""
+    layout = geometry.layout
+    mesh = layout.mesh
+    used = [d for d in mesh.dim_names if d in layout.sharding_specs and mesh.dim_size(d) > 1]
+    used = used[-2:]   # more dims: the last two vary fastest
+    sizes = [mesh.dim_size(d) for d in used]
+    out = []
+    for devices in geometry.replica_groups:
+        coords = mesh.device_coords(devices[0])
+        c = [coords[mesh.dim_names.index(d)] for d in used]
+        if len(used) == 2:
+            (hi, n_hi), (lo, n_lo) = sorted(zip(c, sizes), key=lambda t: -t[1])
+            if sizes[0] == sizes[1]:
+                (hi, n_hi), (lo, n_lo) = (c[1], sizes[1]), (c[0], sizes[0])
+            out.append(grid_color(hi, n_hi, lo, n_lo))
+        elif len(used) == 1:
+            out.append(grid_color(c[0], sizes[0], c[0] % ONE_DIM_LEVELS, ONE_DIM_LEVELS))
+        else:
+            out.append(grid_color(0, 1, 0, 1))
+    if len(set(out)) < len(out):   # mesh dims past the last two repeat colours: by group
+        n = len(out)
+        k = 4 if n > 16 else ONE_DIM_LEVELS
+        out = [grid_color(g // k, -(-n // k), g % k, k) for g in range(n)]
+    return tuple(out)
