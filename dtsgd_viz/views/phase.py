@@ -36,7 +36,8 @@ from . import style
 from .figure import headline, new_figure
 from .phase_geometry import (REGIONS, cap_rate, cell_edges, label_spots, log_ticks, phase_finding,
                              phase_ratio, ratio_limit)
-from .phase_regions import REGION_NAMES, draw_ratio_regions, legend_handles, name_region, region_patch
+from .phase_regions import (DIVERGED_MARK, REGION_NAMES, draw_ratio_regions, legend_handles, name_region,
+                            point_at_cell, region_patch, text_cells)
 from .phase_regions import outline as _outline
 from .phase_contours import draw_contours
 
@@ -49,6 +50,7 @@ TITLES = {"momentum": "Classical momentum (heavy ball)", "nesterov": "Nesterov (
 RULE_NAMES = {"momentum": "momentum", "nesterov": "Nesterov"}
 PHASE_FIGSIZE = (style.WIDTH, 9.6)   # the rule maps, the full-width ratio map, two short legends
 TIE_WITHIN = 0.1   # the ratio map names "within 10%" where the counts are that close
+NEAR_EDGE = 0.85   # a cell at this fraction of a rule's stability boundary lies "just inside" it
 
 
 # ---- drawing ----------------------------------------------------------------------------
@@ -161,8 +163,7 @@ def _draw_step_map(view, ax, key, nesterov, g: _MapGrid) -> None:
     view.meshes[key] = ax.pcolormesh(g.lr_e, g.mu_e, np.ma.masked_less(grid.steps, 0), cmap=cmap,
                                      norm=Normalize(0, g.steps), gid=f"phase:{key}")
     ii, jj = np.nonzero(grid.diverged)
-    ax.plot(g.lrs[jj], g.mus[ii], "x", color=style.DIVERGED_COLOR, ms=4.0, mew=0.9, ls="none",
-            alpha=0.7, gid=f"diverged:{key}")
+    ax.plot(g.lrs[jj], g.mus[ii], **DIVERGED_MARK, gid=f"diverged:{key}")
     capped = (grid.steps < 0) & ~grid.diverged
     if not capped.any() or name_region(ax, capped, f"more than {g.steps}\nupdates (the cap)", g.lrs, g.mus,
                                        gid=f"region-label:cap:{key}"):
@@ -208,7 +209,6 @@ def _draw_ratio_map(view, ax, g: _MapGrid) -> None:
     vmax, view.ratio_extend = ratio_limit(ratio[both])
     view.meshes["ratio"] = ax.pcolormesh(g.lr_e, g.mu_e, np.ma.masked_where(~both, ratio),
                                          cmap=_ratio_cmap(), norm=Normalize(-vmax, vmax), gid="phase:ratio")
-    _name_ratio_regions(view, ax, g)
     if h is not None:
         looks = style.run_looks(RULES)
         for key, nesterov in RULES.items():
@@ -223,6 +223,7 @@ def _draw_ratio_map(view, ax, g: _MapGrid) -> None:
                         fontweight="bold", color=look.color, gid=f"boundary-label:{key}", zorder=9,
                         path_effects=_outline("white", 2.5))
     _frame(ax, g.lr_e, g.mu_e, "Who is faster: Nesterov's updates / momentum's")
+    _name_ratio_regions(view, ax, g)   # after the boundaries' names and the scale: a note keeps off them
     ax.tick_params(labelleft=True)
 
 
@@ -231,15 +232,36 @@ def _name_ratio_regions(view, ax, g: _MapGrid) -> None:
     both = view.regions == REGIONS.index("both")
     ratio = view.ratio
     near = np.log2(1 + TIE_WITHIN)
-    spans = {"Nesterov faster": both & (ratio < -near), f"within {TIE_WITHIN:.0%}": both & (np.abs(ratio) <= near),
-             "momentum faster": both & (ratio > near)}
-    for text, mask in spans.items():
-        name_region(ax, mask, text, g.lrs, g.mus, gid=f"region-label:{text}", fontsize=style.TICK_SIZE)
+    tie = f"within {TIE_WITHIN:.0%}"
+    free = both & (np.abs(ratio) <= near)   # where a note may sit: the near-white cells
+    for text, mask in {"Nesterov faster": both & (ratio < -near), "momentum faster": both & (ratio > near)}.items():
+        if mask.any() and not name_region(ax, mask, text, g.lrs, g.mus, gid=f"region-label:{text}",
+                                          fontsize=style.TICK_SIZE):
+            covered = _note_extreme(view, ax, g, mask, free, text)
+            free = free if covered is None else free & ~covered
+    name_region(ax, free, tie, g.lrs, g.mus, gid=f"region-label:{tie}", fontsize=style.TICK_SIZE)
     for region in REGIONS[1:]:
         mask = view.regions == REGIONS.index(region)
         if mask.any() and name_region(ax, mask, REGION_NAMES[region].format(steps=g.steps), g.lrs, g.mus,
                                       gid=f"region-label:{region}"):
             view.named.add(region)
+
+
+def _note_extreme(view, ax, g: _MapGrid, mask, free, span):
+    """Point at the cell of ``mask`` (a span too small for its name) farthest from a
+    tie, with both counts and, near the slower rule's stability boundary, that reason
+    (there its steep direction's rate is close to 1). Returns the cells the note covers."""
+    i, j = np.unravel_index(np.argmax(np.where(mask, np.abs(view.ratio), -np.inf)), mask.shape)
+    counts = {key: int(view.grids[key].steps[i, j]) for key in RULES}
+    slower, faster = max(counts, key=counts.get), min(counts, key=counts.get)
+    text = f"{span} here:\n{counts[faster]} updates vs {RULE_NAMES[slower]}'s {counts[slower]}"
+    if g.h is not None and g.lrs[j] >= NEAR_EDGE * theory.convergence_boundary(
+            np.array([g.mus[i]]), g.h[-1], RULES[slower])[0]:
+        text += f"\n(just inside {RULE_NAMES[slower]}'s\nstability boundary)"
+    # the note may sit on the near-white cells or on the grey of neither converging
+    free = (free | (view.regions == REGIONS.index("neither"))) & ~text_cells(
+        ax, [t for t in ax.texts if (t.get_gid() or "").startswith("boundary-label:")], g.lr_e, g.mu_e)
+    return point_at_cell(ax, (int(i), int(j)), free, text, g.lrs, g.mus, gid=f"region-note:{span}")
 
 
 def _number(x, _pos=None) -> str:

@@ -32,7 +32,8 @@ def draw_cell_losses(ax, recordings, surface, tol) -> dict:
     """Each recording's loss minus ``surface.min_value`` per update on ``ax`` (log y)
     in its rule's look, the ``tol`` line, and each line named at its end with its
     outcome (``cell_outcome``), over the updates until the slower run is within ``tol``
-    and as many again. Returns ``{key: Line2D}``."""
+    and as many again (the title says how many of the run's updates that is). Returns
+    ``{key: Line2D}``."""
     looks = style.run_looks(recordings)
     lines, ends = {}, []
     floor = np.inf
@@ -64,6 +65,9 @@ def draw_cell_losses(ax, recordings, surface, tol) -> dict:
     ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
     ax.set_ylabel("loss − minimum (log)", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
-    ax.set_title("Their loss per update", fontsize=style.TITLE_SIZE)
+    total = max(len(v) for v in all_losses.values()) - 1   # updates run (the losses start at update 0)
+    # the curves stop where the panel does: say so, or they look cut short
+    ax.set_title("Their loss per update" if n > total else f"Their loss, the first {n - 1} of {total} updates",
+                 fontsize=style.TITLE_SIZE, gid="cell-title")
     label_ends(ax, ends, fontsize=style.NOTE_SIZE, gid_prefix="cell-label:")
     return lines

@@ -23,10 +23,11 @@ from . import style
 from .direct_labels import text_size
 from .phase_regions import outline
 
-__all__ = ["contour_mask", "draw_contours", "label_text", "label_place", "MIN_PIECE"]
+__all__ = ["contour_mask", "draw_contours", "label_text", "label_place", "MIN_PIECE", "LABEL_SIZE"]
 
 EDGE_BAND = 0.12    # no contour this close (in learning rate) to the stability boundary
 MIN_PIECE = 60.0    # points: shorter pieces of a contour (cut by the band) are not drawn
+LABEL_SIZE = 9.5    # points: the contours' labels, a step above the smallest text (they are read on the lines)
 
 
 def contour_mask(learning_rates, momenta, hessian_eigenvalues, nesterov, band=EDGE_BAND) -> np.ndarray:
@@ -203,21 +204,29 @@ def draw_contours(ax, key, nesterov, g, levels, avoid):
     paths = [p.vertices for p in cs.get_paths()]
     names = [_box_outline(ax, t) for t in ax.texts if (t.get_gid() or "").startswith("region-label:")]
     to_points = _points_transform(ax, (g.lr_e[0], g.lr_e[-1]), (g.mu_e[0], g.mu_e[-1]))
-    height = text_size("ρ", style.NOTE_SIZE)[1] + 3.0
-    spots = []
+    spots, sizes = [], []
     blocked = [to_points(a) for a in [*avoid, *names]]
     for i, verts in enumerate(paths):
         others = [to_points(p) for k, p in enumerate(paths) if k != i and len(p)]
-        length = text_size(label_text(cs.levels[i], g.cap), style.NOTE_SIZE)[0] + 8.0
         pts = _joined(cs.get_paths()[i])
-        spot = label_place(to_points(pts), [*blocked, *others], length, height, to_points.size)
+        line = to_points(pts)
+        for size in (LABEL_SIZE, style.NOTE_SIZE):   # the smallest text only where the larger fits nowhere
+            length = text_size(label_text(cs.levels[i], g.cap), size)[0] + 8.0
+            height = text_size("ρ", size)[1] + 3.0
+            spot = label_place(line, [*blocked, *others], length, height, to_points.size)
+            if spot is not None:
+                break
         spots.append(None if spot is None else tuple(pts[spot]))
+        sizes.append(size)
         if spot is not None:   # the label's own box, for the next labels to keep off
-            line = to_points(pts)
-            blocked.append(_box(line[np.all(np.isfinite(line), axis=1)], int(np.sum(np.all(np.isfinite(line[:spot]), axis=1))), length, height))
-    shown = [(r, xy) for r, xy in zip(cs.levels, spots) if xy is not None]
-    labels = ax.clabel(cs, [r for r, _ in shown], fontsize=style.NOTE_SIZE, inline_spacing=3,
-                       manual=[xy for _, xy in shown], fmt=lambda r: label_text(r, g.cap)) if shown else []
+            finite = np.all(np.isfinite(line), axis=1)
+            blocked.append(_box(line[finite], int(np.sum(finite[:spot])), length, height))
+    labels = []
+    for size in sorted(set(sizes), reverse=True):
+        shown = [(r, xy) for r, xy, s in zip(cs.levels, spots, sizes) if xy is not None and s == size]
+        if shown:
+            labels += ax.clabel(cs, [r for r, _ in shown], fontsize=size, inline_spacing=3,
+                                manual=[xy for _, xy in shown], fmt=lambda r: label_text(r, g.cap))
     for t in labels:
         t.set_path_effects(outline("white", 2.5))
         t.set_color("black")

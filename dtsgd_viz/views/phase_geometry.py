@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["phase_ratio", "cell_edges", "cap_rate", "label_spots", "log_ticks", "ratio_regions",
-           "REGIONS", "region_spot", "phase_finding", "ratio_limit"]
+           "REGIONS", "region_spot", "spot_cells", "phase_finding", "ratio_limit"]
 
 # the ratio map's cells: both converge (the diverging colour map), or one of the neutrals
-REGIONS = ("both", "only_momentum", "only_nesterov", "cap", "neither")
+REGIONS = ("both", "only_momentum", "only_nesterov", "cap", "neither", "diverged")
 
 
 def phase_ratio(momentum_steps, nesterov_steps) -> np.ndarray:
@@ -61,10 +61,12 @@ def ratio_regions(momentum_steps, momentum_diverged, nesterov_steps, nesterov_di
     """Each cell's index into ``REGIONS``: ``both`` converge; ``only_momentum`` /
     ``only_nesterov`` converges and the other rule *diverged* (a stability verdict);
     ``cap``: one converges and the other neither converged nor diverged within the step
-    cap (a verdict of the cap, not of stability); ``neither`` converges.
+    cap (a verdict of the cap, not of stability); ``neither`` converges within the cap
+    (at least one of them not diverging either); ``diverged``: both rules diverge.
 
-    >>> ratio_regions([[5, 5, -1, 5, -1]], [[0, 0, 1, 0, 0]], [[3, -1, 4, -1, -1]], [[0, 1, 0, 0, 0]]).tolist()
-    [[0, 1, 2, 3, 4]]
+    >>> ratio_regions([[5, 5, -1, 5, -1, -1]], [[0, 0, 1, 0, 0, 1]], [[3, -1, 4, -1, -1, -1]],
+    ...               [[0, 1, 0, 0, 0, 1]]).tolist()
+    [[0, 1, 2, 3, 4, 5]]
     """
     m, n = np.asarray(momentum_steps) >= 0, np.asarray(nesterov_steps) >= 0
     md, nd = np.asarray(momentum_diverged, bool), np.asarray(nesterov_diverged, bool)
@@ -73,18 +75,20 @@ def ratio_regions(momentum_steps, momentum_diverged, nesterov_steps, nesterov_di
     out[m & ~n & nd] = REGIONS.index("only_momentum")
     out[n & ~m & md] = REGIONS.index("only_nesterov")
     out[(m & ~n & ~nd) | (n & ~m & ~md)] = REGIONS.index("cap")
+    out[~m & ~n & md & nd] = REGIONS.index("diverged")
     return out
 
 
-def region_spot(mask, width: float, height: float):
+def region_spot(mask, width: float, height: float, near=None):
     """Where a label ``width`` x ``height`` cells fits inside the region ``mask`` (rows:
     momenta, columns: learning rates): ``(row, column)`` of the cell centre (fractional)
     farthest from the region's edge (then nearest its middle) among those whose label covers only region cells;
-    None when the label fits nowhere.
+    None when the label fits nowhere. With ``near`` (a cell ``(row, column)``): the one
+    nearest that cell instead (a note pointing at it).
 
     >>> m = np.zeros((5, 7), bool); m[1:4, 1:6] = True
-    >>> region_spot(m, 3, 1), region_spot(m, 6, 1)
-    ((2.0, 3.0), None)
+    >>> region_spot(m, 3, 1), region_spot(m, 6, 1), region_spot(m, 3, 1, near=(4, 6))
+    ((2.0, 3.0), None, (3.0, 4.0))
     """
     mask = np.asarray(mask, bool)
     rows, cols = mask.shape
@@ -105,10 +109,24 @@ def region_spot(mask, width: float, height: float):
             continue
         far = (np.min(np.maximum(np.abs(oi - i), np.abs(oj - j))) if len(oi) else rows + cols)
         edge = min(i + 1, j + 1, rows - i, cols - j)
-        key = (min(far, edge), -float(np.hypot(i - ci, j - cj)))   # deep inside, then central
+        key = ((min(far, edge), -float(np.hypot(i - ci, j - cj))) if near is None   # deep inside, then central
+               else (-float(np.hypot(i - near[0], j - near[1])),))
         if best is None or key > best[0]:
             best = (key, (float(i), float(j)))
     return None if best is None else best[1]
+
+
+def spot_cells(shape, spot, width: float, height: float) -> np.ndarray:
+    """The cells a ``width`` x ``height`` label at ``spot`` (``region_spot``) covers.
+
+    >>> spot_cells((3, 4), (1.0, 1.0), 3, 1).astype(int).tolist()
+    [[0, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0, 0]]
+    """
+    out = np.zeros(shape, bool)
+    i, j = spot
+    out[max(int(np.floor(i + 0.5 - height / 2 + 1e-9)), 0):int(np.ceil(i + 0.5 + height / 2 - 1e-9)),
+        max(int(np.floor(j + 0.5 - width / 2 + 1e-9)), 0):int(np.ceil(j + 0.5 + width / 2 - 1e-9))] = True
+    return out
 
 
 def cell_edges(values, log: bool) -> np.ndarray:

@@ -10,26 +10,32 @@ import numpy as np
 
 from . import style
 from .direct_labels import text_size
-from .phase_geometry import REGIONS, ratio_regions, region_spot
+from .phase_geometry import REGIONS, ratio_regions, region_spot, spot_cells
 
 __all__ = ["draw_ratio_regions", "name_region", "REGION_NAMES", "region_patch", "legend_handles",
-           "outline"]
+           "outline", "DIVERGED_MARK", "point_at_cell", "text_cells"]
 
 REGION_NAMES = {
     "only_momentum": "only momentum converges\n(Nesterov diverges)",
     "only_nesterov": "only Nesterov converges\n(momentum diverges)",
     "cap": "the other rule needs more\nthan {steps} updates (the cap)",
-    "neither": "neither converges",
+    "neither": "neither within {steps} updates",
+    "diverged": "both diverge",
 }
+# both diverge: the step maps' look for divergence, their pale cap grey with x marks
 _FACES = {"only_momentum": style.REGION_FACE, "only_nesterov": style.REGION_FACE,
-          "cap": style.REGION_FACE, "neither": style.NEITHER_COLOR}
+          "cap": style.REGION_FACE, "neither": style.NEITHER_COLOR, "diverged": style.NOT_CONVERGED_COLOR}
+DIVERGED_MARK = dict(marker="x", color=style.DIVERGED_COLOR, ms=4.0, mew=0.9, ls="none", alpha=0.7)
 
 
 def region_patch(region: str, steps: int):
     """The legend entry of ``region`` (a ``REGIONS`` name other than ``both``)."""
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
-    return Patch(fc=_FACES[region], ec="0.55", hatch=style.HATCHES.get(region, ""),
-                 label=REGION_NAMES[region].format(steps=steps).replace("\n", " "))
+    label = REGION_NAMES[region].format(steps=steps).replace("\n", " ")
+    if region == "diverged":   # the x marks, as on the step maps
+        return Line2D([], [], **DIVERGED_MARK, markerfacecolor=_FACES[region], label=label)
+    return Patch(fc=_FACES[region], ec="0.55", hatch=style.HATCHES.get(region, ""), label=label)
 
 
 def _cells(lr_e, mu_e, mask):
@@ -40,8 +46,10 @@ def _cells(lr_e, mu_e, mask):
 
 def draw_ratio_regions(ax, grids, lr_e, mu_e) -> tuple[np.ndarray, dict]:
     """The neutral cells of the ratio map under its colour map: ``neither`` grey, the
-    others a pale neutral, hatched (``style.HATCHES``). Returns the cells' region
-    indices (``ratio_regions``) and ``{region: PatchCollection}`` of the hatched ones."""
+    cells both rules diverge in pale grey with the step maps' x marks (gid
+    ``diverged:ratio``), the others a pale neutral, hatched (``style.HATCHES``). Returns
+    the cells' region indices (``ratio_regions``) and ``{region: PatchCollection}`` of
+    the hatched ones."""
     from matplotlib.collections import PatchCollection
     from matplotlib.colors import ListedColormap
 
@@ -58,6 +66,8 @@ def draw_ratio_regions(ax, grids, lr_e, mu_e) -> tuple[np.ndarray, dict]:
             hatched[region] = ax.add_collection(PatchCollection(
                 _cells(lr_e, mu_e, mask), facecolor="none", edgecolor="none", hatch=hatch,
                 hatchcolor=style.HATCH_COLOR, linewidth=0, gid=f"region:{region}", zorder=0.6))
+    ii, jj = np.nonzero(regions == REGIONS.index("diverged"))
+    ax.plot(np.asarray(m.learning_rates)[jj], np.asarray(m.momenta)[ii], **DIVERGED_MARK, gid="diverged:ratio")
     return regions, hatched
 
 
@@ -68,12 +78,17 @@ def _cell_points(ax, n_rows, n_cols):
     return bbox.width * 72 / dpi / n_cols, bbox.height * 72 / dpi / n_rows
 
 
+def _label_cells(ax, text, fontsize, n_rows, n_cols):
+    """A label's size in map cells, with its box's air."""
+    cw, ch = _cell_points(ax, n_rows, n_cols)
+    w, h = text_size(text, fontsize)
+    return (w + 4) / cw, (h + 2) / ch
+
+
 def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=style.NOTE_SIZE, color="0.15") -> bool:
     """Write ``text`` inside the region ``mask`` of a map (rows: ``mus``, columns:
     ``lrs``, log spaced) where it fits; returns whether it did."""
-    cw, ch = _cell_points(ax, len(mus), len(lrs))
-    w, h = text_size(text, fontsize)
-    spot = region_spot(mask, (w + 4) / cw, (h + 2) / ch)
+    spot = region_spot(mask, *_label_cells(ax, text, fontsize, len(mus), len(lrs)))
     if spot is None:
         return False
     i, j = spot
@@ -81,6 +96,34 @@ def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=style.NOTE_SIZE, colo
             gid=gid, zorder=8, linespacing=1.1,
             bbox=dict(fc="white", ec="none", alpha=0.75, pad=1.2, boxstyle="round,pad=0.2"))
     return True
+
+
+def point_at_cell(ax, cell, free, text, lrs, mus, *, gid, fontsize=style.NOTE_SIZE):
+    """Write ``text`` in the cells ``free`` (a mask) nearest the map cell ``cell`` (row,
+    column) with an arrow to it: the note on a few cells too small to hold a name.
+    Returns the cells the note covers (None: it fits nowhere, nothing drawn)."""
+    width, height = _label_cells(ax, text, fontsize, len(mus), len(lrs))
+    spot = region_spot(free, width, height, near=cell)
+    if spot is None:
+        return None
+    i, j = spot
+    ax.annotate(text, (lrs[cell[1]], mus[cell[0]]), xytext=(lrs[int(j)], mus[int(i)]), ha="center",
+                va="center", fontsize=fontsize, color="0.15", gid=gid, zorder=8, linespacing=1.1,
+                bbox=dict(fc="white", ec="0.6", lw=0.6, alpha=0.9, boxstyle="round,pad=0.25"),
+                arrowprops=dict(arrowstyle="->", color="0.15", lw=0.9, shrinkA=0, shrinkB=4))
+    return spot_cells(free.shape, spot, width, height)
+
+
+def text_cells(ax, texts, lr_e, mu_e) -> np.ndarray:
+    """The map cells (a mask; cell edges ``lr_e``, ``mu_e``) under the boxes of ``texts``."""
+    out = np.zeros((len(mu_e) - 1, len(lr_e) - 1), bool)
+    renderer = ax.figure.figure.canvas.get_renderer()
+    for t in texts:
+        (x0, y0), (x1, y1) = ax.transData.inverted().transform(t.get_window_extent(renderer).get_points())
+        c0, c1 = np.searchsorted(lr_e, [x0, x1]) + [-1, 0]
+        r0, r1 = np.searchsorted(mu_e, [y0, y1]) + [-1, 0]
+        out[max(r0, 0):r1, max(c0, 0):c1] = True
+    return out
 
 
 def outline(color="black", width=3.0):

@@ -32,7 +32,7 @@ from ..views import style
 from ..views.path_geometry import divergence_update
 from ..views.paths import draw_paths
 from ..views.phase import add_colorbars, cell_edges, draw_phase
-from ..views.phase_cell import draw_cell_losses
+from ..views.phase_cell import RULE_NAMES, draw_cell_losses
 from . import _pointer
 from ._canvas import FigureWidget
 
@@ -290,6 +290,9 @@ class PhaseDiagram(FigureWidget):
         # panel says when (draw_paths); drawn on, it would criss-cross the panel
         self.path_view = draw_paths(self.recordings, self.surface, None, ax=ax, arrows=False,
                                     diverged=self.diverged_at if box is not None else None)
+        legend = ax.get_legend()
+        for text in legend.get_texts() if legend is not None else []:   # "Nesterov", as everywhere
+            text.set_text(RULE_NAMES.get(text.get_text(), text.get_text()))
         if self.diverged_at:  # clip to the view box: a diverging run would shrink the rest to a dot
             ax.set_xlim(*box[0])
             ax.set_ylim(*box[1])

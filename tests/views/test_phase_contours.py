@@ -118,3 +118,42 @@ def test_regions_named_in_place_leave_the_legend(drawn):
         assert "diverged" not in texts
     if "region-label:neither" in named:
         assert not any(t.startswith("neither") for t in texts)
+
+
+def test_contour_labels_are_larger_than_the_smallest_text_where_they_fit(drawn):
+    from dtsgd_viz.views.phase_contours import LABEL_SIZE
+    fig, _ = drawn
+    sizes = [t.get_fontsize() for ax in maps(fig).values() for t in ax.texts
+             if (t.get_gid() or "").startswith("rate-label:")]
+    assert sizes and set(sizes) <= {LABEL_SIZE, style.NOTE_SIZE}
+    assert LABEL_SIZE >= 9.5 and sizes.count(LABEL_SIZE) >= sizes.count(style.NOTE_SIZE)
+
+
+def test_the_few_cells_momentum_wins_by_far_are_pointed_at_with_their_counts():
+    # tutorial 03's grid: at lr 0.08, mu 0.3, just inside Nesterov's boundary, momentum
+    # needs 30 updates and Nesterov 125: too few cells for a name, so a note points there
+    from dtsgd_viz.theory.convergence import phase_grid
+    surface, lrs, mus, steps, tol = CASES["tutorial"]
+    fig = dtsgd_viz.plot_phase(surface, lrs, mus, steps, tol)
+    ax = maps(fig)["phase:ratio"]
+    m, n = (phase_grid(surface, lrs, mus, steps, tol, nest).steps for nest in (False, True))
+    both = (m >= 0) & (n >= 0)
+    wins = both & (n > 1.1 * m)
+    ratio = np.where(wins, n / np.maximum(m, 1), 0)
+    i, j = np.unravel_index(np.argmax(ratio), ratio.shape)
+    (note,) = [t for t in ax.texts if t.get_gid() == "region-note:momentum faster"]
+    assert note.xy == (lrs[j], mus[i])
+    assert f"{m[i, j]} updates vs Nesterov's {n[i, j]}" in note.get_text()
+    edge = theory.convergence_boundary(np.array([mus[i]]), 20.0, True)[0]
+    assert lrs[j] > 0.85 * edge and "just inside Nesterov's" in note.get_text()
+    # the note sits on the near-tie white or the grey, not on a coloured or hatched cell,
+    # and off the boundaries' names
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    box = note.get_bbox_patch().get_window_extent(renderer)
+    names = [t.get_window_extent(renderer) for t in ax.texts if (t.get_gid() or "").startswith("boundary-label:")]
+    assert not any(box.overlaps(b) for b in names)
+    (x0, y0), (x1, y1) = ax.transData.inverted().transform(box.get_points())
+    inside = (lrs[None, :] > x0) & (lrs[None, :] < x1) & (mus[:, None] > y0) & (mus[:, None] < y1)
+    assert inside.any()
+    assert not (inside & both & ~(np.abs(np.log2(np.maximum(n, 1) / np.maximum(m, 1))) <= np.log2(1.1))).any()

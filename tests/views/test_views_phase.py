@@ -94,8 +94,18 @@ def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_white(fig):
         corners = sorted((round(b.x0, 12), round(b.y0, 12)) for b in (p.get_extents() for p in hatched.get_paths()))
         ii, jj = np.nonzero(cells)
         assert corners == sorted((round(edges[0][j], 12), round(edges[1][i], 12)) for i, j in zip(ii, jj))
-    neither = (m < 0) & (n < 0)
+    # neither converges: both diverged (the step maps' x marks, on their pale grey), or
+    # at least one only ran into the cap (the darker grey, named for the cap)
+    both_div = (m < 0) & (n < 0) & div["momentum"] & div["nesterov"]
+    neither = (m < 0) & (n < 0) & ~both_div
+    assert both_div.any() and neither.any()
     np.testing.assert_array_equal(regions.data[neither], REGIONS.index("neither"))
+    np.testing.assert_array_equal(regions.data[both_div], REGIONS.index("diverged"))
+    ii, jj = np.nonzero(both_div)
+    np.testing.assert_array_equal(by_gid(ax, "diverged:ratio").get_xydata(), np.c_[LRS[jj], MUS[ii]])
+    faces = by_gid(ax, "phase:regions")
+    rgba = faces.cmap(faces.norm(regions))
+    assert np.all(rgba[both_div][:, 0] > rgba[neither][0, 0])   # paler than the cap's grey
     # no extension colours on the bar
     cbars = [a for a in fig.axes if a.get_label() == "<colorbar>"]
     assert all(getattr(c, "_colorbar", None) is None or c._colorbar.extend == "neither" for c in cbars)
@@ -339,6 +349,8 @@ def _drawn_marks(fig):
     ratio = axes["phase:ratio"]
     drawn |= {c.get_gid().split(":")[1] for c in ratio.collections if c.get_gid().startswith("region:")}
     drawn.add("neither")
+    if len(by_gid(ratio, "diverged:ratio").get_xdata()):
+        drawn.add("both diverge")
     return drawn
 
 
@@ -348,7 +360,8 @@ def test_the_legend_lists_only_marks_some_map_draws(lrs):
     drawn = _drawn_marks(fig)
     keys = {"not within tol": "not within tol", "diverged": "diverged", "stability": "stability boundary",
             "iso-rate": "iso-rate", "critical": "critical damping", "only momentum": "only_momentum",
-            "only Nesterov": "only_nesterov", "the other rule": "cap", "neither": "neither"}
+            "only Nesterov": "only_nesterov", "the other rule": "cap", "neither": "neither",
+            "both diverge": "both diverge"}
     for label in (t.get_text() for t in legend_texts(fig)):
         (mark,) = [v for k, v in keys.items() if label.startswith(k)]
         assert mark in drawn, (label, drawn)

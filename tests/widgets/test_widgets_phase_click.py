@@ -249,3 +249,24 @@ def test_the_pixel_mapping_lands_where_the_png_shows_the_data(phase):
     x, y = _pointer.data_to_pixel(cw.view.artists.ax_path, *SURFACE.default_start,
                                   _pointer.png_size(cw.image.value))
     assert tuple(png_rgb(cw.image.value, x, y)) == (255, 255, 255)   # the start's white face
+
+
+def test_the_loss_panel_says_how_much_of_the_run_it_shows_and_names_rules_alike(phase):
+    pd = phase
+    pd.select(2, 3)
+    ax_l, ax_p = pd.figure.axes[1], pd.figure.axes[2]
+    shown = max(len(ln.get_xdata()) for ln in ax_l.lines if (ln.get_gid() or "").startswith("cell-loss:"))
+    assert ("first" in ax_l.get_title()) == (shown < STEPS + 1)
+    # a tolerance both runs stay within from update 3: the panel stops well before the
+    # run's end, and its title says so
+    from matplotlib.figure import Figure
+    from dtsgd_viz.views.phase_cell import draw_cell_losses
+    gaps = [SURFACE.value_np(r.path("w").astype(np.float64)) - SURFACE.min_value for r in pd.recordings.values()]
+    ax = Figure().subplots()
+    lines = draw_cell_losses(ax, pd.recordings, SURFACE, float(max(g[3:].max() for g in gaps)) * 1.01)
+    shown = max(len(ln.get_xdata()) for ln in lines.values())
+    assert shown < STEPS + 1 and ax.get_title().endswith(f"the first {shown - 1} of {STEPS} updates")
+    legend = [t.get_text() for t in ax_p.get_legend().get_texts()]
+    names = [t.get_text().split(":")[0] for t in ax_l.texts if (t.get_gid() or "").startswith("cell-label:")]
+    assert "Nesterov" in legend and "nesterov" not in legend
+    assert set(names) <= set(legend)
