@@ -29,6 +29,7 @@ from . import style
 from .empty import check_not_empty
 from .direct_labels import label_ends
 from .figure import headline, new_figure
+from .modes_rates import display_name as _display
 from .modes_rates import draw_rates, subscript
 
 __all__ = ["dash_word", "plot_modes", "mode_errors", "mode_envelope", "ModeData", "modes_data"]
@@ -298,7 +299,3 @@ def _draw_mode(ax, data, i, name, looks):
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=style.NOTE_SIZE,
                 color="0.25", gid=f"gone:{i}", bbox=dict(fc="white", ec="none", alpha=0.85, pad=1.5))
 
-
-def _display(key: str) -> str:
-    """A run's name as written on the figure (Nesterov is a name)."""
-    return key[:1].upper() + key[1:] if style.rule_of(key) == "nesterov" else key

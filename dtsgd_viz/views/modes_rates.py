@@ -9,19 +9,20 @@ marked on the curves and named above them.
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.lines import Line2D
 
 from ..theory import quadratic as theory
 from . import style
 
-__all__ = ["draw_rates", "subscript", "RATE_FLOOR"]
+__all__ = ["draw_rates", "display_name", "subscript", "RATE_FLOOR"]
 
 RATE_FLOOR = -0.06   # the rate axis starts under 0: a mark at rate 0 shows whole
 
 
 def draw_rates(ax, data, looks):
     """Each recording's rule: its rate against ``a = lr * h`` (log x), every
-    eigenvalue marked on it in the run's marker, the eigenvalues named at the top and
-    each curve named on it."""
+    eigenvalue marked on it in the run's marker (nested: see ``_mark_look``), a key
+    naming the marks, the eigenvalues named at the top and each curve named beside it."""
     ax.set_label("rates")
     a_marks = np.array([lr * h for lr, _, _ in data.settings.values() for h in data.eigenvalues])
     lo = a_marks.min() / 10 if np.all(a_marks > 0) else 1e-3
@@ -33,12 +34,16 @@ def draw_rates(ax, data, looks):
             rule = "Nesterov" if nesterov else "momentum" if mu else "plain SGD"
             (drawn[(mu, nesterov)],) = ax.plot(a, theory.rate(a, mu, nesterov), **looks[key].line(),
                                                gid=f"rate:{key}", label=f"{rule}, μ = {mu:.3g}")
+    n_runs = len(data.settings)
+    handles = []
     for j, (key, (lr, _, _)) in enumerate(data.settings.items()):
-        # each run's marker, the first drawn largest: runs at one rate all show
+        # concentric: the first run's mark largest and open, the last one filled, so runs
+        # at one rate all show, each whole
+        mark = _mark_look(looks[key], j, n_runs)
         for i, h in enumerate(data.eigenvalues):
-            ax.plot([lr * h], [data.rates[key][i]], ls="none", marker=looks[key].marker or "o",
-                    color=looks[key].color, ms=max(5.0, 10.0 - 1.6 * j), mec="black", mew=0.8,
-                    zorder=6 + 0.01 * j, clip_on=False, gid=f"mark:{i}:{key}")
+            ax.plot([lr * h], [data.rates[key][i]], ls="none", **mark, zorder=6 + 0.01 * j, clip_on=False,
+                    gid=f"mark:{i}:{key}")
+        handles.append(Line2D([], [], ls="none", **mark, label=f"{display_name(key)}'s directions"))
     texts = []
     for a, labels in _marks(data).items():
         ax.axvline(a, color="0.45", lw=0.9, ls=":", zorder=0)
@@ -51,43 +56,127 @@ def draw_rates(ax, data, looks):
     rows = _stagger(ax, texts)
     if rows > 1:  # room above the rate-1 line for every row
         ax.set_ylim(RATE_FLOOR, 1.15 + 0.11 * (rows - 1))
-    ax.set_xlabel("a = learning rate × h (log scale)", fontsize=style.LABEL_SIZE)
+    ax.set_xlabel("lr·h  (learning rate × the direction's curvature h, log scale)",
+                  fontsize=style.LABEL_SIZE)
     ax.set_ylabel("rate ρ per update", fontsize=style.LABEL_SIZE)
     ax.set_title("Each rule's rate against lr·h: each mark is a run's direction; above 1 it diverges",
                  fontsize=style.TITLE_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
-    _label_curves(ax, list(drawn.values()))
+    key = ax.legend(handles=handles, loc="lower left", fontsize=style.NOTE_SIZE, frameon=True,
+                    framealpha=0.9, edgecolor="none", handletextpad=0.4, borderpad=0.4,
+                    labelspacing=0.35, title="marks: each run's h₁ and h₂", title_fontsize=style.NOTE_SIZE)
+    key.set_gid("mark-key")
+    key.set_zorder(8)
+    _label_curves(ax, list(drawn.values()), texts + [key])
 
 
-def _label_curves(ax, lines):
-    """Name each rate curve on it, where it is furthest from the other curves and from
-    the names already written."""
-    x0, x1 = np.log10(ax.get_xlim())
-    y0, y1 = ax.get_ylim()
-    curves = [(np.log10(ln.get_xdata()), np.asarray(ln.get_ydata(), np.float64)) for ln in lines]
-    grid = np.linspace(x0 + 0.08 * (x1 - x0), x1 - 0.12 * (x1 - x0), 60)
-    ys = [np.interp(grid, x, y, left=np.nan, right=np.nan) for x, y in curves]
-    placed = []
-    for k, line in enumerate(lines):
-        y = (ys[k] - y0) / (y1 - y0)
-        gap = np.full(len(grid), 1.0)
-        for m, other in enumerate(ys):
-            if m != k:
-                gap = np.fmin(gap, np.abs(y - (other - y0) / (y1 - y0)))
-        u = (grid - x0) / (x1 - x0)
-        for pu, pv in placed:
-            gap = np.fmin(gap, np.hypot((u - pu) / 3, y - pv))
-        ok = np.isfinite(y) & (y > 0.06) & (y < 0.9)
-        if not ok.any():
+def display_name(key: str) -> str:
+    """A run's name as written on the figure (Nesterov is a name)."""
+    return key[:1].upper() + key[1:] if style.rule_of(key) == "nesterov" else key
+
+
+
+def _mark_look(look, j: int, n: int) -> dict:
+    """Run ``j`` of ``n``'s mark on the rate curves: concentric sizes, the first largest;
+    open rings in the run's colour but the last (smallest, on top), filled."""
+    ms = MARK_SMALL + MARK_STEP * (n - 1 - j) if n > 1 else MARK_SMALL + MARK_STEP
+    filled = j == n - 1
+    return dict(marker=look.marker or "o", ms=ms, color=look.color,
+                mfc=look.color if filled else "none", mec="black" if filled else look.color,
+                mew=0.8 if filled else 2.0)
+
+
+MARK_SMALL = 6.8   # points: the last run's (filled) mark
+MARK_STEP = 3.4    # each earlier run's ring this much wider
+NAME_PAD = 6.0     # points between a curve and its name
+
+
+def _label_curves(ax, lines, obstacles=()):
+    """Name each rate curve beside it (above, below, left or right of a point on it), at
+    the place whose text box keeps furthest from every other curve, mark, line and name
+    (``obstacles``: artists whose boxes count too) and crosses no curve at all."""
+    fig = ax.figure.figure
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    pad = NAME_PAD * fig.dpi / 72
+    curves = [_dense(ax.transData.transform(np.column_stack([ln.get_xdata(), ln.get_ydata()])), frame)
+              for ln in lines]
+    others = [_dense(ax.transData.transform(np.column_stack([ln.get_xdata(), ln.get_ydata()])), frame)
+              for ln in ax.lines if ln not in lines and len(ln.get_xdata()) > 1]
+    for ln in ax.lines:   # the horizontal and vertical reference lines (axes coordinates in y or x)
+        if ln in lines or len(ln.get_xdata()) != 2:
             continue
-        j = int(np.flatnonzero(ok)[np.argmax(gap[ok])])
-        placed.append((u[j], y[j]))
-        above = y[j] < 0.7   # near the top: under the curve, clear of the eigenvalue names
-        ax.annotate(line.get_label().split(",")[0], (10 ** grid[j], ys[k][j]), xytext=(0, 7 if above else -7),
-                    textcoords="offset points", ha="center", va="bottom" if above else "top",
-                    fontsize=style.LABEL_SIZE,
-                    fontweight="bold", color=line.get_color(), gid=f"curve-label:{line.get_gid()}",
-                    bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.3), zorder=7)
+        others.append(_dense(ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()])),
+                             frame))
+    marks = [(ax.transData.transform((ln.get_xdata()[0], ln.get_ydata()[0])), ln.get_markersize() / 2 * fig.dpi / 72)
+             for ln in ax.lines if (ln.get_gid() or "").startswith("mark:")]
+    boxes = [a.get_window_extent(renderer) for a in obstacles]
+    for k, line in enumerate(lines):
+        name = line.get_label().split(",")[0]
+        start = ax.transData.inverted().transform(((frame.x0 + frame.x1) / 2, (frame.y0 + frame.y1) / 2))
+        text = ax.annotate(name, tuple(start), xytext=(0, 0), textcoords="offset points", ha="center",
+                           va="center", fontsize=style.LABEL_SIZE, fontweight="bold", color=line.get_color(),
+                           gid=f"curve-label:{line.get_gid()}", zorder=7,
+                           bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.3))
+        text.set_in_layout(False)   # inside the axes: the layout measured above holds
+        size = text.get_window_extent(renderer)
+        w, h = size.width, size.height
+        points = curves[k]
+        # candidates: every few pixels along the curve, the name on each of its four sides
+        best, where = -np.inf, None
+        for px, py in points[::4]:
+            for dx, dy in ((0, pad + h / 2), (0, -pad - h / 2), (pad + w / 2, 0), (-pad - w / 2, 0)):
+                cx, cy = px + dx, py + dy
+                box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+                if not (frame.x0 + 3 <= box[0] and box[2] <= frame.x1 - 3
+                        and frame.y0 + 3 <= box[1] and box[3] <= frame.y1 - 3):
+                    continue
+                if _gap(box, points) < 2.0:   # over its own curve
+                    continue
+                clear = min([_gap(box, c) for m, c in enumerate(curves) if m != k]
+                            + [_gap(box, c) for c in others]
+                            + [_gap(box, np.array([xy])) - r for xy, r in marks]
+                            + [_box_gap(box, b) for b in boxes] + [60.0])
+                if clear > best:
+                    best, where = clear, (cx, cy)
+        if where is None:
+            text.remove()
+            continue
+        xy = ax.transData.inverted().transform(where)
+        text.xy = (float(xy[0]), float(xy[1]))
+        boxes.append(text.get_window_extent(renderer))
+
+
+def _dense(xy, frame, step=3.0) -> np.ndarray:
+    """The polyline ``xy`` (pixels) resampled every ``step`` pixels, inside ``frame``."""
+    xy = np.asarray(xy, np.float64)
+    xy = xy[np.all(np.isfinite(xy), axis=1)]
+    if len(xy) < 2:
+        return xy.reshape(-1, 2)
+    out = [xy[:1]]
+    for p, q in zip(xy[:-1], xy[1:]):
+        n = max(1, int(np.ceil(np.hypot(*(q - p)) / step)))
+        out.append(p + (q - p) * (np.arange(1, n + 1)[:, None] / n))
+    pts = np.concatenate(out)
+    inside = ((pts[:, 0] >= frame.x0) & (pts[:, 0] <= frame.x1) & (pts[:, 1] >= frame.y0)
+              & (pts[:, 1] <= frame.y1))
+    return pts[inside]
+
+
+def _gap(box, points) -> float:
+    """Pixels from the box ``(x0, y0, x1, y1)`` to the nearest of ``points`` (0 inside)."""
+    if not len(points):
+        return np.inf
+    dx = np.maximum(np.maximum(box[0] - points[:, 0], points[:, 0] - box[2]), 0.0)
+    dy = np.maximum(np.maximum(box[1] - points[:, 1], points[:, 1] - box[3]), 0.0)
+    return float(np.min(np.hypot(dx, dy)))
+
+
+def _box_gap(box, b) -> float:
+    dx = max(b.x0 - box[2], box[0] - b.x1, 0.0)
+    dy = max(b.y0 - box[3], box[1] - b.y1, 0.0)
+    return float(np.hypot(dx, dy))
 
 
 def _stagger(ax, texts, gap_px=4.0) -> int:

@@ -33,7 +33,8 @@ from ..theory.quadratic import rate as _rate  # the closed-form spectral radius
 from . import style
 from .empty import check_not_empty
 from .figure import headline, new_figure
-from .rates_labels import ROOM, RateLabels, rates_finding, rates_settings
+from .rates_labels import (ROOM, RateLabels, at_floor, draw_floor, label_block_ends, rates_finding,
+                           rates_settings)
 from .shard_geometry import block_patches, short_device_names
 
 __all__ = ["BlockRates", "block_rates", "decay_note", "measured_decay", "plot_block_rates", "RatesView",
@@ -140,6 +141,7 @@ class BlockRates:
     momentum: float
     nesterov: bool
     notes: tuple[str, ...] = ()   # per block: why ``measured`` is NaN ("" when it is not)
+    floor: float = 0.0   # the errors' rounding floor: one ulp of the target per entry (0: none)
 
     def positions(self, learning_rate=None) -> dict[bool, tuple[np.ndarray, np.ndarray]]:
         """``{nesterov: (a, rate)}`` of every block at ``learning_rate`` (default: the
@@ -193,12 +195,13 @@ def block_rates(recording, surface, name: str = "w") -> BlockRates:
     notes = tuple(decay_note(errors[:, g], updates, dtype, scale[g])
                   for g in range(len(blocks)))
     styles = style.block_styles(geometry)
+    floor = float(np.finfo(dtype).eps) * max(scale)   # one ulp per entry of a block: rounding
     names = short_device_names(recording.shard_devices(name))
     return BlockRates(
         tuple(geometry.replica_groups), tuple(p.label for p in block_patches(geometry, names)),
         tuple(s[0] for s in styles), tuple(s[2] for s in styles),
         np.array([float(curvature[b].flat[0]) for b in blocks]), updates, errors, measured,
-        float(hp.learning_rate[0]), float(hp.momentum), bool(hp.nesterov), notes)
+        float(hp.learning_rate[0]), float(hp.momentum), bool(hp.nesterov), notes, floor)
 
 
 class RatesView:
@@ -273,23 +276,27 @@ class RatesView:
         return "no star (no decay to measure):\n" + "\n".join(lines)
 
     def _draw_errors(self, ax):
+        """Each block's error over the run, held at the rounding floor once it reaches it
+        (below it a log axis would drop the zeros and scatter the rest), the floor shaded
+        and named, each line named at its end."""
         r = self.rates
         self.error_lines = []
         for g, label in enumerate(r.labels):
-            e = np.where(r.errors[:, g] > 0, r.errors[:, g], np.nan)
+            e = at_floor(r.errors[:, g], r.floor)
             self.error_lines.append(ax.plot(r.updates, e, color=r.colors[g], ls=r.linestyles[g],
-                                            lw=1.5, label=f"{label} {r.curvature[g]:.2g}",
+                                            lw=1.6, label=f"{label} {r.curvature[g]:.2g}",
                                             gid=f"error-{g}")[0])
         ax.set_yscale("log")
+        self.floor_band = draw_floor(ax, r.floor, np.nanmax(r.errors[0]))
+        ax.set_xlim(r.updates[0] - 0.02 * (r.updates[-1] - r.updates[0]), r.updates[-1])
         ax.set_xlabel("optimizer update", fontsize=style.LABEL_SIZE)
         ax.set_ylabel("||w − target|| on the block", fontsize=style.LABEL_SIZE)
         ax.tick_params(labelsize=style.TICK_SIZE)
         ax.set_title(f"Each block's error over the {RULE_NAMES[r.nesterov]} run", fontsize=style.TITLE_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
-        if len(r.labels) <= 10:   # beside the axes, off the lines
-            ax.legend(fontsize=style.NOTE_SIZE, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                      borderaxespad=0.0, frameon=False, handlelength=1.6,
-                      title="block, h", title_fontsize=style.NOTE_SIZE)
+        self.end_labels, self.leader_lines = label_block_ends(
+            ax, [ln.get_ydata()[-1] for ln in self.error_lines],
+            [f"{label}  h={h:.2g}" for label, h in zip(r.labels, r.curvature)], r.colors)
 
     def set_learning_rate(self, learning_rate: float) -> None:
         """Move every block along both curves to ``a = learning_rate * h``, in place,

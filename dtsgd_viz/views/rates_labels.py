@@ -4,6 +4,10 @@ name on its curve, each stability limit at its dotted line, a short key to the m
 
     >>> stability_text("Nesterov", 1.357142)
     'Nesterov\\ndiverges\\npast 1.36'
+    >>> at_floor([1.0, 1e-3, 0.0, 2e-7, 5e-7], 3e-7).tolist()   # held there once it is reached
+    [1.0, 0.001, 3e-07, 3e-07, 3e-07]
+    >>> floor_text(3.37e-7)
+    'float32 round-off (below 3e-7)'
 """
 
 from __future__ import annotations
@@ -11,10 +15,14 @@ from __future__ import annotations
 import textwrap
 
 import numpy as np
+from matplotlib.colors import to_rgb
+from matplotlib.transforms import blended_transform_factory
 
 from . import style
+from .direct_labels import READABLE_GAP, axes_height_points, leaders, spread
 
-__all__ = ["rates_finding", "rates_settings", "stability_text", "key_text", "RateLabels"]
+__all__ = ["rates_finding", "rates_settings", "stability_text", "key_text", "RateLabels", "at_floor",
+           "draw_floor", "floor_text", "label_block_ends"]
 
 KEY_WIDTH = 34   # characters a line of the key holds: it stays clear of Nesterov's dip
 STEP = 1.07      # labels stand this factor (on the log x axis) off the line they name
@@ -129,3 +137,75 @@ class RateLabels:
 
     def set_key(self, no_star_note: str, unstable: bool) -> None:
         self.texts["key"].set_text(key_text(no_star_note, unstable))
+
+
+# ---- the error panel: the rounding floor and the blocks' names at their lines' ends -----
+
+FLOOR_FACE = "#EFEFEF"
+END_X = 1.07   # the names' left edge, in axes widths (the leaders run from the right spine)
+
+
+def at_floor(errors, floor: float) -> np.ndarray:
+    """``errors`` held at ``floor`` from the first that reaches it on (what follows is
+    rounding, and a log axis would drop its zeros); unchanged when ``floor`` is 0."""
+    e = np.asarray(errors, np.float64).copy()
+    if floor > 0:
+        hit = np.flatnonzero(np.isfinite(e) & (e <= floor))
+        if hit.size:
+            e[hit[0]:] = floor
+    return np.where(e > 0, e, np.nan)
+
+
+def floor_text(floor: float) -> str:
+    """The words on the shaded floor."""
+    mantissa, exponent = f"{floor:.0e}".split("e")
+    return f"float32 round-off (below {mantissa}e{int(exponent)})"
+
+
+def draw_floor(ax, floor: float, top: float):
+    """Shade the log axis under ``floor`` and name it; the axis runs from a little under
+    it to a little over ``top``. Returns the ``Text`` (None when there is no floor)."""
+    if not floor > 0:
+        return None
+    lo = floor / 4.0
+    ax.set_ylim(lo, 2.5 * top)
+    ax.axhspan(lo, floor, color=FLOOR_FACE, lw=0, zorder=0.5, gid="floor")
+    ax.axhline(floor, color="0.55", lw=0.8, zorder=0.6, gid="floor-line")
+    return ax.text(0.03, np.sqrt(lo * floor), floor_text(floor), transform=blended_transform_factory(
+        ax.transAxes, ax.transData), ha="left", va="center", fontsize=style.NOTE_SIZE, color="0.3",
+        gid="floor-label")
+
+
+def ink(color) -> tuple:
+    """``color`` darkened enough to read as text on white (pale ones mixed towards black)."""
+    rgb = np.array(to_rgb(color))
+    luminance = float(rgb @ [0.2126, 0.7152, 0.0722])
+    return tuple(rgb * min(1.0, 0.5 / luminance)) if luminance > 0.5 else tuple(rgb)
+
+
+def label_block_ends(ax, ends, names, colors):
+    """Name each error line right of the axes, at its end's height (``ends``: the last
+    values), the names pushed apart a readable gap and a leader from each line's end to
+    a name that moved. Measured after the figure's layout. Returns ``(texts, leaders)``."""
+    fig = ax.figure.figure
+    trans = blended_transform_factory(ax.transAxes, ax.transAxes)
+    texts = [ax.text(END_X, 0.5, name, transform=trans, ha="left", va="center", fontsize=style.NOTE_SIZE,
+                     fontweight="bold", color=ink(c), clip_on=False, gid=f"end-label-{g}")
+             for g, (name, c) in enumerate(zip(names, colors))]
+    fig.draw_without_rendering()   # the axes' real height sets the gap
+    lo, hi = np.log10(ax.get_ylim()) if ax.get_yscale() == "log" else ax.get_ylim()
+    fracs, shown = [], []
+    for g, y in enumerate(ends):
+        if np.isfinite(y) and (y > 0 or ax.get_yscale() != "log"):
+            v = np.log10(y) if ax.get_yscale() == "log" else y
+            fracs.append(float(np.clip((v - lo) / (hi - lo), 0.0, 1.0)))
+            shown.append(g)
+    gap = READABLE_GAP * style.NOTE_SIZE / axes_height_points(ax)
+    placed = spread(fracs, gap, 0.02, 0.98)
+    for g, t in enumerate(texts):
+        t.set_visible(g in shown)
+    for g, f in zip(shown, placed):
+        texts[g].set_y(f)
+    lines = leaders(ax, fracs, placed, [colors[g] for g in shown], x0=1.0, x1=END_X - 0.01,
+                    min_shift=0.25 * gap, gid="end-leader")
+    return texts, lines

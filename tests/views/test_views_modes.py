@@ -268,3 +268,76 @@ def test_the_rate_curve_names_keep_off_the_marks_and_each_other(fig):
             r = ln.get_markersize() / 2 * fig.dpi / 72
             for t, b in zip(names, boxes):
                 assert not (b.x0 - r < x < b.x1 + r and b.y0 - r < y < b.y1 + r), (t.get_text(), ln.get_gid())
+
+
+TUTORIAL_03 = {"plain": dict(learning_rate=0.05, momentum=0.0),
+               "momentum": dict(learning_rate=0.05, momentum=0.9),
+               "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)}
+
+
+@pytest.fixture(scope="module")
+def fig03():
+    """Tutorial 03's rate panel: plain and momentum nearly at one rate on h1, plain and
+    Nesterov both at rate 0 on h2 (lr * h = 1)."""
+    s = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+    fig = dtsgd_viz.plot_modes(dtsgd_viz.run(s, TUTORIAL_03, steps=4), s)
+    fig.draw_without_rendering()
+    return fig
+
+
+def test_the_rate_marks_nest_and_a_key_names_them(fig03):
+    """Runs at one rate all show: the marks are concentric, the first run's largest and
+    each earlier one an open ring in its colour, the last filled; a key names each
+    run's marker, drawn as on the curves."""
+    from dtsgd_viz.views import style
+    ax = {ax.get_label(): ax for ax in fig03.axes}["rates"]
+    looks = style.run_looks(list(TUTORIAL_03))
+    marks = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("mark:")}
+    keys = list(TUTORIAL_03)
+    for i in range(2):
+        sizes = [marks[f"mark:{i}:{k}"].get_markersize() for k in keys]
+        assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == len(sizes)
+        for k in keys[:-1]:
+            ln = marks[f"mark:{i}:{k}"]
+            assert ln.get_markerfacecolor() == "none" and ln.get_markeredgecolor() == looks[k].color
+        assert marks[f"mark:{i}:{keys[-1]}"].get_markerfacecolor() == looks[keys[-1]].color
+    key = ax.get_legend()
+    assert key is not None and key.get_gid() == "mark-key"
+    assert [t.get_text() for t in key.get_texts()] == ["plain's directions", "momentum's directions",
+                                                       "Nesterov's directions"]
+    for handle, k in zip(key.legend_handles, keys):
+        drawn = marks[f"mark:0:{k}"]
+        assert (handle.get_marker(), handle.get_markersize(), handle.get_markerfacecolor()) == (
+            drawn.get_marker(), drawn.get_markersize(), drawn.get_markerfacecolor())
+    assert "lr·h" in ax.get_xlabel() and "a =" not in ax.get_xlabel()
+
+
+def test_the_rate_curve_names_cross_no_curve_and_keep_off_the_key(fig03):
+    """Each rule's name stands beside its own curve (within a few points of it), over
+    no rate curve, the stability line or the key."""
+    from helpers.readable import overlapping
+    ax = {ax.get_label(): ax for ax in fig03.axes}["rates"]
+    renderer = fig03.canvas.get_renderer()
+    names = {t.get_gid(): t for t in ax.texts if (t.get_gid() or "").startswith("curve-label:")}
+    assert sorted(t.get_text() for t in names.values()) == ["Nesterov", "momentum", "plain SGD"]
+    curves = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("rate:")}
+    frame = ax.get_window_extent(renderer)
+    dense = {}
+    for gid, ln in curves.items():   # every curve's points, a pixel or so apart
+        x = np.geomspace(*ln.get_xdata()[[0, -1]], 6000)
+        y = np.interp(np.log(x), np.log(ln.get_xdata()), ln.get_ydata())
+        xy = ax.transData.transform(np.column_stack([x, y]))
+        dense[gid] = xy[(xy[:, 1] >= frame.y0) & (xy[:, 1] <= frame.y1)]
+    key_box = ax.get_legend().get_window_extent(renderer)
+    for gid, t in names.items():
+        box = t.get_window_extent(renderer)
+        assert not overlapping([box, key_box])
+        for xy in dense.values():
+            inside = ((xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1))
+            assert not inside.any(), (t.get_text(), gid)
+        own = dense[gid.split(":", 1)[1]]
+        dx = np.maximum(np.maximum(box.x0 - own[:, 0], own[:, 0] - box.x1), 0)
+        dy = np.maximum(np.maximum(box.y0 - own[:, 1], own[:, 1] - box.y1), 0)
+        assert np.hypot(dx, dy).min() < 12 * fig03.dpi / 72, t.get_text()
+        y1 = ax.transData.transform((1.0, 1.0))[1]   # the rate-1 line
+        assert not box.y0 < y1 < box.y1, t.get_text()

@@ -137,10 +137,9 @@ def test_a_block_that_reaches_zero_at_once_has_no_measured_decay():
         [2.0, 1.8, 0.0, 0.0], [0, 1, 2, 3])  # NaN
 
 
-def test_the_key_lists_only_drawn_marks_and_the_block_legend_keeps_off_the_lines(recording):
+def test_the_key_lists_only_drawn_marks(recording):
     """No block past a boundary: no red x in the key; one past it: the x is listed. The
-    rate panel has no legend (the names stand on the chart); the block legend sits
-    beside the error panel, off its lines."""
+    rate panel has no legend (the names stand on the chart)."""
     view = rv.draw_block_rates(recording, SURFACE)
     key = lambda: view.labels.texts["key"].get_text()  # noqa: E731
     assert view.curve_ax.get_legend() is None
@@ -152,14 +151,73 @@ def test_the_key_lists_only_drawn_marks_and_the_block_legend_keeps_off_the_lines
     view.set_learning_rate(LR * 10)
     assert any(u.any() for u in view.unstable.values())
     assert "✕ past its rule's limit (dotted)" in key().split("\n")
-    legend = view.error_ax.get_legend()
-    assert [t.get_text() for t in legend.get_texts()] == [
-        f"{label} {h:.2g}" for label, h in zip(view.rates.labels, view.rates.curvature)]
-    fig = view.figure
-    fig.canvas.draw()
-    box, axes_box = legend.get_window_extent(), view.error_ax.get_window_extent()
-    assert box.x0 >= axes_box.x1                      # right of the axes: over no line
+
+
+def test_each_error_line_is_named_at_its_end_right_of_the_panel():
+    """No legend on the error panel: each block's name and curvature stand right of the
+    axes, in its line's colour (pale ones darkened to read), at its line's last height
+    or joined to it by a leader, no two overprinting; the figure stays column-wide."""
+    from matplotlib.colors import to_rgb
+    from helpers.readable import overlapping
+    from dtsgd_viz.views import style
+    from dtsgd_viz.views.direct_labels import READABLE_GAP, axes_height_points
+    r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
+                      steps=60)["n"]   # tutorial 01
+    view = rv.draw_block_rates(r, SURFACE)
+    fig, ax = view.figure, view.error_ax
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    assert ax.get_legend() is None
+    rates = view.rates
+    assert [t.get_text() for t in view.end_labels] == [
+        f"{label}  h={h:.2g}" for label, h in zip(rates.labels, rates.curvature)]
+    frame = ax.get_window_extent(renderer)
+    boxes = [t.get_window_extent(renderer) for t in view.end_labels]
+    assert not overlapping(boxes)
+    leaders = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("end-leader")}
+    lo, hi = np.log10(ax.get_ylim())
+    for g, (t, box, line) in enumerate(zip(view.end_labels, boxes, view.error_lines)):
+        assert box.x0 > frame.x1 and t.get_fontsize() >= style.NOTE_SIZE
+        line_rgb, text_rgb = np.array(to_rgb(line.get_color())), np.array(to_rgb(t.get_color()))
+        assert np.allclose(text_rgb / max(text_rgb.max(), 1e-9), line_rgb / line_rgb.max(), atol=0.02)
+        assert float(text_rgb @ [0.2126, 0.7152, 0.0722]) <= 0.5 + 1e-9   # dark enough on white
+        end = (np.log10(line.get_ydata()[-1]) - lo) / (hi - lo)
+        y = t.get_position()[1]
+        joined = [ln for ln in leaders.values() if np.isclose(ln.get_ydata()[0], end)
+                  and np.isclose(ln.get_ydata()[-1], y) and ln.get_color() == line.get_color()]
+        assert joined or abs(y - end) <= 0.25 * READABLE_GAP * style.NOTE_SIZE / axes_height_points(ax), g
+        assert line.get_xdata()[-1] == ax.get_xlim()[1]   # the leader starts at the line's end
     assert fig.get_tightbbox().width * fig.dpi <= 950
+
+
+def test_errors_at_the_rounding_floor_are_held_there_and_the_floor_is_named():
+    """The steepest block of tutorial 01 falls to float32 round-off (exact zeros, single
+    ulps) after ~37 updates: its line is held at the floor from the first error there on
+    (no dropped points, no loose dashes), the floor is one float32 ulp of the target per
+    entry, shaded and named."""
+    r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
+                      steps=60)["n"]
+    view = rv.draw_block_rates(r, SURFACE)
+    rates, ax = view.rates, view.error_ax
+    n_entries = SURFACE.shape[0] * SURFACE.shape[1] // len(rates.labels)
+    assert rates.floor == pytest.approx(np.finfo(np.float32).eps * np.sqrt(n_entries) * 1.0)   # target 1
+    for g, line in enumerate(view.error_lines):
+        y, e = np.asarray(line.get_ydata()), rates.errors[:, g]
+        assert np.isfinite(y).all() and (y >= rates.floor * (1 - 1e-12)).all()
+        hit = np.flatnonzero(e <= rates.floor)
+        if hit.size:
+            np.testing.assert_array_equal(y[:hit[0]], e[:hit[0]])
+            assert (y[hit[0]:] == rates.floor).all()
+        else:
+            np.testing.assert_array_equal(y, e)
+    steep = view.error_lines[-1].get_ydata()
+    assert (rates.errors[:, -1] == 0).any() and (steep == rates.floor).sum() > 10
+    from dtsgd_viz.views.rates_labels import floor_text
+    label = [t for t in ax.texts if t.get_gid() == "floor-label"][0]
+    assert label.get_text() == floor_text(rates.floor) == "float32 round-off (below 3e-7)"
+    assert ax.get_ylim()[0] < label.get_position()[1] < rates.floor
+    (band,) = [p for p in ax.patches if p.get_gid() == "floor"]
+    assert band.get_extents().height > 0
 
 
 def _label_boxes(view):
