@@ -6,8 +6,10 @@ had to move (``direct_labels.leaders``).
 When five or more blocks' lines nearly coincide (``_shard_stats.band_of``), eight
 tangled lines say less than their summary: the panel draws one grey band (min..max over
 the blocks at each update) with its median line, and keeps as lines in their block
-colours only the two extremes, the slowest and the fastest block (the one the title
-names), each named with its role ("CPU:7 slowest"); the band is named "median of 8".
+colours only the highest and the lowest block at the shown update (the two the figure's
+title names) and the one whose norm falls least when the norm panel's title names it,
+each named with its role ("CPU:7 highest at 10", "CPU:1 falls least"); the band is
+named "median of 8".
 Lines that fan out (blocks that differ) stay drawn one by one.
 
 ``NormLabels`` holds methods of ``ShardsView`` (a mixin, as ``NormLines``); it reads
@@ -19,35 +21,42 @@ from __future__ import annotations
 import numpy as np
 
 from . import style
-from ._shard_stats import _end_values, _factors, band_of, slow_fast
+from ._shard_stats import _end_values, _factors, band_of, least_changed
 
-BAND_COLOR = "#BBBBBB"      # light grey: the blocks' range (no block colour is grey)
+BAND_COLOR = "#9A9A9A"      # mid grey: the blocks' range (no block colour is grey)
 MEDIAN_COLOR = "#555555"    # dark grey: their median
 LABEL_X = 1.05              # axes fraction: the names, right of the leader lines
 NAME_SIZE = style.NOTE_SIZE + 0.5
 
 
-def _roles(data) -> dict:
-    """The blocks drawn as lines over a band: the one highest and the one lowest over
-    the run (median log norm), and the slowest when the title names it (its factor
-    over 3x apart, ``change_text``); each with the words that say why.
+def _roles(data, index=-1, updates=None) -> dict:
+    """The blocks drawn as lines over a band: the highest and the lowest at the shown
+    update (row ``index`` of ``data``; the blocks the figure's title names), and the
+    one whose norm falls least when the title of the norm panel names it
+    (``least_changed``); each with the words that say why ("highest at 10": at update
+    10, the shown one, when it is not the last).
 
-    >>> t = np.linspace(0, 1, 5)[:, None]
+    >>> t = np.linspace(0, 1, 30)[:, None]
     >>> _roles(np.exp(-t * [2.0, 1.0, 8.0]) * [1.0, 2.0, 1.5])
-    {1: 'highest, slowest', 2: 'lowest'}
+    {1: 'highest, falls least', 2: 'lowest'}
+    >>> _roles(np.exp(-t * [2.0, 1.0, 8.0]) * [1.0, 2.0, 1.5], 0, np.arange(1, 31))
+    {0: 'lowest at 1', 1: 'highest at 1, falls least'}
     """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.where(np.isfinite(data) & (data > 0), np.log10(data), np.nan)
-    ok = np.isfinite(logs).any(0)
-    if ok.sum() < 2:
+    data = np.asarray(data, np.float64)
+    n = data.shape[0]
+    u = np.arange(1, n + 1) if updates is None else np.asarray(updates)
+    i = int(index) % n
+    row = data[i]
+    ok = np.flatnonzero(np.isfinite(row) & (row > 0))
+    if len(ok) < 2:
         return {}
-    level = np.array([np.nanmedian(c) if np.isfinite(c).any() else np.nan for c in logs.T])
-    roles = {int(np.nanargmax(level)): ["highest"], int(np.nanargmin(level)): ["lowest"]}
-    sf = slow_fast(data)
-    if sf is not None:
-        factors = _factors(data)[1]
-        if factors.max() / factors.min() > 3:
-            roles.setdefault(sf[0], []).append("slowest")
+    at = "" if i == n - 1 else f" at {int(u[i])}"
+    roles = {int(ok[np.argmax(row[ok])]): [f"highest{at}"]}
+    roles.setdefault(int(ok[np.argmin(row[ok])]), []).append(f"lowest{at}")
+    g = least_changed(data, u)
+    if g is not None:
+        grows = _factors(data, u)[2] > 1
+        roles.setdefault(g, []).append("grows least" if grows else "falls least")
     return {g: ", ".join(w) for g, w in sorted(roles.items())}
 
 
@@ -62,22 +71,46 @@ class NormLabels:
             artist.remove()
         self.band_artists, self.band_blocks = [], None
         band = None if self.stats_only else band_of(self._data[ax])
-        roles = _roles(self._data[ax]) if band is not None else None
+        roles = (_roles(self._data[ax], self.index, self.updates) if band is not None
+                 else None)
         if roles:
             lo, med, hi = band
             x = self.updates
             ok = np.isfinite(lo) & np.isfinite(hi)
             self.band_artists = [
-                ax.fill_between(x, lo, hi, where=ok, color=BAND_COLOR, alpha=0.55, lw=0,
+                ax.fill_between(x, lo, hi, where=ok, color=BAND_COLOR, alpha=0.5, lw=0,
                                 zorder=1.5, gid="norm-band"),
                 ax.plot(*self._thinned(ax, med), color=MEDIAN_COLOR, lw=1.8, zorder=2.5,
                         gid="norm-median")[0]]
             self.band_blocks = roles  # block -> what sets it apart
         for g, line in enumerate(self.lines):
             line.set_visible(self.band_blocks is None or g in self.band_blocks)
+        self._set_dots(ax)
         for t in getattr(self, "end_labels", None) or []:
             t.remove()
         self.end_labels = None
+
+    def dot_values(self, ax):
+        """The dots' y at the shown update on ``ax``: every block's norm there, but for
+        the blocks a band stands for (NaN: no dot without its line)."""
+        y = np.array(self._data[ax][self.index], np.float64)
+        band = getattr(self, "band_blocks", None)
+        if band is not None and ax is self.line_ax:
+            y[[g for g in range(len(y)) if g not in band]] = np.nan
+        return y
+
+    def _set_dots(self, ax):
+        for line in getattr(self, "step_lines", []):
+            if line.get_gid() == "step-dots" and line.axes is ax:
+                line.set_data(np.full(len(self._data[ax][self.index]),
+                                      self.updates[self.index]), self.dot_values(ax))
+
+    def refresh_band(self) -> None:
+        """After the shown update moved: the band's lines are the highest and lowest
+        blocks there, again (their names too)."""
+        if getattr(self, "band_blocks", None) is not None:
+            self._set_band()
+            self.place_end_labels()
 
     def _label_entries(self):
         """``(text, colour, y at the right end)`` of each name to write; block names in

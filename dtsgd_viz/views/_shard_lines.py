@@ -84,24 +84,60 @@ def step_label(ax, x, updates, text=None):
     return label
 
 
-def place_step_label(label, x, updates) -> None:
+def place_step_label(label, x, updates, data=None) -> None:
+    """Beside the shown update's line, on the side with room (left past 60% of the
+    run); with ``data`` (updates x lines, on ``label.axes``), at the top or the bottom
+    of the axes, whichever the lines leave freer over the label's width (``free_end``)."""
     lo, hi = float(updates[0]), float(updates[-1])
     right = hi > lo and (x - lo) / (hi - lo) > 0.6
     label.set_x(x)
     label.set_ha("right" if right else "left")
     label.set_text(f"update {int(x)} " if right else f" update {int(x)}")
+    if data is not None and label.axes is not None:
+        top = free_end(label.axes, np.asarray(updates), data, x, right) == "top"
+        label.set_y(0.97 if top else 0.03)
+        label.set_va("top" if top else "bottom")
 
 
-def log_tick_texts(values) -> list[str]:
+def free_end(ax, updates, data, x, left, width=0.22, depth=0.2) -> str:
+    """``"top"`` or ``"bottom"``: where a label beside update ``x`` (over ``width`` of
+    the x range, left of it when ``left``) stays off the lines of ``data`` (updates x
+    lines): the top while the lines leave ``depth`` (axes fraction) free there, else
+    the end they leave more room at."""
+    x0, x1 = ax.get_xlim()
+    reach = width * (x1 - x0)
+    near = (updates >= x - reach) & (updates <= x) if left else \
+        (updates >= x) & (updates <= x + reach)
+    y = np.asarray(data, np.float64)[near].ravel()
+    y = y[np.isfinite(y)]
+    lo, hi = ax.get_ylim()
+    if ax.get_yscale() == "log":
+        y = y[y > 0]
+        f = (np.log10(y) - np.log10(lo)) / (np.log10(hi) - np.log10(lo))
+    else:
+        f = (y - lo) / (hi - lo)
+    if not len(f):
+        return "top"
+    top, bottom = 1 - f.max(), f.min()   # the room the lines leave at each end
+    return "top" if top >= depth or top >= bottom else "bottom"
+
+
+def plain_ticks(values) -> bool:
+    """Whether log ticks at ``values`` read as plain numbers: all in 1e-4..1e5."""
+    return all(1e-4 * (1 - 1e-9) <= abs(float(x)) < 1e5 for x in values if x)
+
+
+def log_tick_texts(values, plain=None) -> list[str]:
     """One format for every tick of a log axis: plain numbers while all of them lie in
     1e-4..1e5, else every one as ``2e-5`` (full-size digits: mathtext's superscripts
-    are drawn smaller than ``NOTE_SIZE``).
+    are drawn smaller than ``NOTE_SIZE``); ``plain`` forces one or the other.
 
     >>> log_tick_texts([0.001, 0.01, 0.1]), log_tick_texts([1e-5, 1e-3, 0.1])
     (['0.001', '0.01', '0.1'], ['1e-5', '1e-3', '1e-1'])
     """
     v = [float(x) for x in values]
-    plain = all(1e-4 <= abs(x) < 1e5 for x in v if x)
+    if plain is None:
+        plain = plain_ticks(v)
     if plain:
         return [np.format_float_positional(x, precision=6, unique=True, trim="-")
                 .rstrip(".") for x in v]
@@ -117,7 +153,11 @@ def log_y(ax):
 
     class _Format(Formatter):
         def format_ticks(self, values):
-            return log_tick_texts(values)
+            # the format chosen by the ticks in view: one beyond it (never drawn) must not
+            # turn every label into 1e-2 while its neighbour panel reads 0.01
+            lo, hi = sorted(self.axis.get_view_interval()) if self.axis else (0, np.inf)
+            inside = [v for v in values if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9)]
+            return log_tick_texts(values, plain=plain_ticks(inside or values))
 
         def __call__(self, x, pos=None):
             return log_tick_texts([x])[0]
@@ -248,7 +288,7 @@ class NormLines(NormLabels):
                                           gid="step-line"))
         self._data[ax] = lines  # the data behind the dots at the shown update
         dots, = ax.plot(np.full(lines.shape[1], x[self.index]), lines[self.index], ls="none",
-                        marker="o", ms=5, mfc=STEP_COLOR, mec="white", mew=0.8, zorder=6,
+                        marker="o", ms=4.5, mfc=STEP_COLOR, mec="white", mew=0.8, zorder=6,
                         gid="step-dots", clip_on=False)
         self.step_lines.append(dots)
         return out
@@ -279,6 +319,14 @@ class NormLines(NormLabels):
             for g, line in enumerate(lines):
                 line.set_data(*self._thinned(ax, self._data[ax][:, g]))
         self.place_end_labels()
+        self.place_step_text()
+
+    def place_step_text(self) -> None:
+        """The shown update's name where the lines leave room (``place_step_label``)."""
+        for line in self.step_lines:
+            if line.get_gid() == "step-label" and line.axes in self._data:
+                place_step_label(line, self.updates[self.index], self.updates,
+                                 self._data[line.axes])
 
     def _mismatch_points(self):
         """(update, norm) of every replicated block at the updates its copies disagreed."""

@@ -28,30 +28,111 @@ BAND_SPREAD = 0.35
 of the panel's log range (8 tangled lines: ~0.2; lines fanning out over decades: ~0.5)."""
 
 
-def _factors(data):
-    """Each block's last/first finite norm (``ok``: where both are positive), and the
-    median block's factor ``f``."""
-    first, last = _end_values(data, 0), _end_values(data, -1)
-    ok = np.isfinite(first) & np.isfinite(last) & (first > 0) & (last > 0)
-    factors = last[ok] / first[ok]
-    f = float(np.exp(np.median(np.log(factors)))) if ok.any() else 1.0
-    return ok, factors, f
+ENVELOPE = 2
+"""A block's fall factor is read off its upper envelope: its largest norm within this
+many updates either side, so an oscillation's dips (heavy-ball's bounces) do not count."""
+APART = 1.5
+"""The blocks' fall factors differ by more than this much before one is named as the
+block that "falls least" (heavy-ball's blocks, sharing one rate, never are)."""
 
 
-def slow_fast(data) -> tuple[int, int] | None:
+def _logs(data):
+    data = np.asarray(data, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.isfinite(data) & (data > 0), np.log10(data), np.nan)
+
+
+def median_line(data):
+    """The median block's norm at each update (``data``: updates x blocks; the median
+    of the log norms, NaN where no block has a positive finite one)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # all-NaN updates: NaN
+        return 10 ** np.nanmedian(_logs(data), 1)
+
+
+def fall_factors(data, updates=None):
+    """Each block's fall factor over the run: a straight line fitted to the log of its
+    upper envelope (``ENVELOPE``; runs under ``10 * ENVELOPE`` updates: its norms) against
+    the update, read from the first update to the last (< 1: it fell); NaN for a block with fewer than two positive finite norms.
+
+    >>> u = np.arange(1, 11)
+    >>> np.round(fall_factors(np.exp(-0.5 * u[:, None] * [1.0, 2.0]), u), 4)
+    array([0.0111, 0.0001])
+    """
+    logs = _logs(data)
+    n = logs.shape[0]
+    u = np.arange(n, dtype=np.float64) if updates is None else np.asarray(updates, np.float64)
+    out = np.full(logs.shape[1], np.nan)
+    w = ENVELOPE if n >= 10 * ENVELOPE else 0
+    for g in range(logs.shape[1]):
+        col = logs[:, g]
+        env = np.array([np.nanmax(col[max(0, i - w):i + w + 1])
+                        if np.isfinite(col[max(0, i - w):i + w + 1]).any()
+                        else np.nan for i in range(n)])
+        ok = np.isfinite(env)
+        if ok.sum() >= 2 and np.ptp(u[ok]) > 0:
+            slope = np.polyfit(u[ok], env[ok], 1)[0]
+            out[g] = 10 ** (slope * (u[-1] - u[0]))
+    return out
+
+
+def _factors(data, updates=None):
+    """The blocks' fall factors (``fall_factors``; ``ok``: where finite) and the median
+    block's first-to-last factor ``f`` (``median_line``)."""
+    factors = fall_factors(data, updates)
+    ok = np.isfinite(factors)
+    med = median_line(data)
+    fin = med[np.isfinite(med)]
+    f = float(fin[-1] / fin[0]) if len(fin) >= 2 else 1.0
+    return ok, factors[ok], f
+
+
+HUMP = 3.0
+"""The median line "peaks" when it rises over this much before it falls over 1.5x (a
+first bounce, under 3x, is no story of its own)."""
+
+
+def _hump(med):
+    """``(peak index, peak/first, peak/last)`` when the median line rises over ``HUMP``
+    to an update inside the run and then falls over 1.5x, else None."""
+    ok = np.flatnonzero(np.isfinite(med))
+    if len(ok) < 3:
+        return None
+    p = int(ok[np.argmax(med[ok])])
+    up, down = med[p] / med[ok[0]], med[p] / med[ok[-1]]
+    if ok[0] < p < ok[-1] and up > HUMP and down > 1.5:
+        return p, float(up), float(down)
+    return None
+
+
+def slow_fast(data, updates=None) -> tuple[int, int] | None:
     """The columns of ``data`` (updates x blocks) of the block whose norm changed least
-    and most in the direction of the median block's change ("slowest", "fastest"), or
-    None when fewer than two blocks have a first and last norm.
+    and most in the direction of the median block's change ("falls least", "falls
+    most"; ``fall_factors``), or None when fewer than two blocks have a factor.
 
     >>> slow_fast(np.array([[1.0, 1.0, 1.0], [0.1, 0.5, 0.01]]))
     (1, 2)
     """
-    ok, factors, f = _factors(data)
-    if len(factors) < 2:
+    factors = fall_factors(data, updates)
+    cols = np.flatnonzero(np.isfinite(factors))
+    if len(cols) < 2:
         return None
-    cols = np.flatnonzero(ok)
-    lo, hi = int(cols[np.argmin(factors)]), int(cols[np.argmax(factors)])
+    f = _factors(data, updates)[2]
+    lo, hi = int(cols[np.argmin(factors[cols])]), int(cols[np.argmax(factors[cols])])
     return (hi, lo) if f < 1 else (lo, hi)
+
+
+def least_changed(data, updates=None) -> int | None:
+    """The block the norm panel names: the one whose norm falls least (grows least, when
+    the median grows), only while the blocks' fall factors differ by more than ``APART``
+    and the median line is no hump; else None."""
+    ok, factors, f = _factors(data, updates)
+    if len(factors) < 2 or factors.max() / factors.min() <= APART:
+        return None
+    if _hump(median_line(data)) is not None or 1 / 1.5 <= f <= 1.5:
+        return None
+    return slow_fast(data, updates)[0]
 
 
 def band_of(data):
@@ -125,27 +206,45 @@ def spread_text(norms, names) -> str:
 
 
 def change_text(data, updates, names) -> str:
-    """The norm panel's title, its finding: how the blocks' norms (``data``: updates x
-    blocks) changed from the first update to the last (the median block's factor), and
-    which block stands apart when their factors differ over 3x.
+    """The norm panel's title, its finding over the run, of the median block's norm
+    (``median_line``) from the first update to the last: "median block norm falls 32x
+    over 2000 updates", or, when it rises over ``HUMP`` and falls again over 1.5x, "median block norm
+    peaks at update 15 (81x), then falls 3.4x"; and the block whose norm falls least
+    (``least_changed``), when the blocks differ.
 
     >>> d = np.array([[1.0, 1.0], [0.01, 0.1]])
     >>> change_text(d, [1, 2000], ["CPU:0", "CPU:1"])
-    'block norms fall 32x over 2000 updates; CPU:1 slowest'
+    'median block norm falls 32x over 2000 updates; CPU:1 falls least'
+    >>> change_text(np.array([[1.0], [9.0], [3.0]]), [1, 2, 3], ["CPU:0"])
+    'block norm peaks at update 2 (9x), then falls 3x'
+
+    A block named after the ";" whose own factor does not reach 1.5x "does not fall".
     """
-    ok, factors, f = _factors(data)
+    med = median_line(data)
+    fin = med[np.isfinite(med)]
     u = np.asarray(updates)
-    if len(u) < 2 or not ok.any():
+    if len(u) < 2 or len(fin) < 2:
         return "each block's L2 norm over the updates"
+    one = np.asarray(data).shape[1] == 1
+    what = "block norm" if one else "median block norm"
+    hump = _hump(med)
+    if hump is not None:
+        p, up, down = hump
+        return (f"{what} peaks at update {int(u[p])} ({times_text(up)}), "
+                f"then falls {times_text(down)}")
+    f = float(fin[-1] / fin[0])
     span = (f"over {int(u[-1])} updates" if u[0] <= max(1, u[1] - u[0])
             else f"over updates {int(u[0])}–{int(u[-1])}")
     if 1 / 1.5 <= f <= 1.5:
-        head = f"block norms stay within 1.5x {span}"
+        head = f"{what} stays within 1.5x {span}"
     else:
-        times = times_text(f if f > 1 else 1 / f)
-        head = f"block norms {'grow' if f > 1 else 'fall'} {times} {span}"
-    if len(factors) > 1 and factors.max() / factors.min() > 3:
-        head += f"; {names[slow_fast(data)[0]]} slowest"
+        head = f"{what} {'grows' if f > 1 else 'falls'} {times_text(f if f > 1 else 1 / f)} {span}"
+    g = least_changed(data, updates)
+    if g is not None:
+        own = fall_factors(data, updates)[g]
+        head += (f"; {names[g]} {'falls' if f < 1 else 'grows'} least"
+                 if (own < 1 / 1.5 if f < 1 else own > 1.5)
+                 else f"; {names[g]} {'does not fall' if f < 1 else 'does not grow'}")
     return head
 
 

@@ -3,9 +3,10 @@ in their block colours (``style.block_styles``): the panel ``plot_shards`` and
 ``plot_update_shards`` share, so their blocks look the same everywhere.
 
 The labels sit off the data: a block on the top edge has its chip above the heatmap,
-a lower one on its top outline (half a chip into the cells either side of the line,
-no more); a tall strip cut into rows only (16x1) has them beside it, left, at each
-block's middle; a panel without values (the blocks alone, tinted) keeps them centred.
+one on the bottom edge below it (the x ticks under the chips), a middle one on its top
+outline (half a chip into the cells either side of the line, no more); a tall strip
+cut into rows only (16x1), or a rank-3 tensor whose blocks are whole d0 slices, has
+them beside it, left, at each block's middle; a panel without values (the blocks alone, tinted) keeps them centred.
 ``box_aspect`` is the geometry, computed before drawing: how tall the panel is for
 its width (flat tensors drawn taller than square cells would make them, so they fill
 their panel).
@@ -99,9 +100,12 @@ class TensorPanel:
         self.outlines, self.labels, self.label_rects, self.tints = [], [], [], []
         # a tall strip cut into rows only: chips beside it, at each block's middle, where
         # an outline chip would sit on the boundary between two blocks
-        self.side = (image is not None and isinstance(self.box_aspect, float)
-                     and self.box_aspect > 1 and all(r[0] == 0 and r[2] == cols
-                                                     for p in self.patches for r in p.rects))
+        # (a rank-3 tensor whose blocks are whole d0 slices too: a gutter, not the data)
+        self.side = (image is not None and len(self.patches) > 1
+                     and (isinstance(self.box_aspect, float) and self.box_aspect > 1
+                          or len(shape) > 2)
+                     and all(r[0] == 0 and r[2] == cols for p in self.patches for r in p.rects))
+        self.rows = rows
         for p in self.patches:
             color, hatch, _ = styles[p.group]
             for x, y, w, h in p.rects:
@@ -118,14 +122,16 @@ class TensorPanel:
             self.labels.append(self._label(x, y, w, h, p.label, color, hatch, image is None,
                                            f"label-{p.group}"))
             self.label_rects.append((x, y, w, h))
-        for y in slice_boundaries(shape):  # on top of the outlines, which may coincide
-            ax.axhline(y, color="white", lw=3, zorder=3.5)
+        for y in slice_boundaries(shape):  # under the outlines: a block edge on a slice
+            ax.axhline(y, color="white", lw=3, zorder=2.9, gid="slice-line")  # edge shows
         self.nonfinite_cells, = ax.plot([], [], ls="none", marker="x", color="white",
                                         markersize=6, mew=1.5, zorder=3, gid="nonfinite-cells")
         if image is not None:
             self._set_nonfinite_cells(image)
         self._ticks(rows, cols)
         ax.tick_params(labelsize=style.TICK_SIZE)
+        if any(self.label_below(t) for t in self.labels):  # the x ticks under those chips
+            ax.tick_params(axis="x", pad=LABEL_GAP + 2.1 * style.TICK_SIZE + 2.0)
 
     def _label(self, x, y, w, h, text, color, hatch, centred, gid):
         """A block's chip: centred on a tinted block; above the heatmap for a block on
@@ -144,7 +150,17 @@ class TensorPanel:
         if y == 0:  # above the top edge, a few points up: off the data
             up = ax.transData + ScaledTranslation(0, LABEL_GAP / 72, ax.figure.dpi_scale_trans)
             return ax.text(x + w / 2, 0, text, va="bottom", transform=up, clip_on=False, **kw)
+        if y + h == self.rows:  # on the bottom edge: below it, the x ticks under the chips
+            kw["gid"] += ":below"
+            down = ax.transData + ScaledTranslation(0, -LABEL_GAP / 72,
+                                                    ax.figure.dpi_scale_trans)
+            return ax.text(x + w / 2, self.rows, text, va="top", transform=down,
+                           clip_on=False, **kw)
         return ax.text(x + w / 2, y, text, va="center", clip_on=False, **kw)
+
+    def label_below(self, text) -> bool:
+        """Whether chip ``text`` (one of ``labels``) stands below the heatmap."""
+        return text.get_gid().endswith(":below")
 
     def label_above(self, text) -> bool:
         """Whether chip ``text`` (one of ``labels``) stands above the heatmap."""
@@ -225,7 +241,7 @@ class TensorPanel:
         for (x, y, w, h), text in zip(self.label_rects, self.labels):
             (x0, y0), (x1, y1) = to_px.transform([(x, y), (x + w, y + h)])
             bw, bh = abs(x1 - x0) * 0.92, abs(y1 - y0) * 0.92
-            if self.label_above(text):
+            if self.label_above(text) or self.label_below(text):
                 bh = np.inf
             elif self.side:  # beside the strip: as tall as half its block (tick labels
                 bw, bh = np.inf, abs(y1 - y0) * 0.5   # stand at the block boundaries)
@@ -247,8 +263,19 @@ class TensorPanel:
                            if not text.get_visible()]
         shown = [t for t in self.labels if t.get_visible()]
         if self.side and shown:  # the y label left of the chips, not under them
-            width = max(t.get_window_extent(renderer).width for t in shown) * 72 / self.ax.figure.dpi
-            self.ax.yaxis.labelpad = max(4.0, width + SIDE_GAP - 14.0)
+            from matplotlib.transforms import ScaledTranslation
+            dpi = self.ax.figure.dpi
+            width = max(t.get_window_extent(renderer).width for t in shown) * 72 / dpi
+            ticks = [t.get_window_extent(renderer).width * 72 / dpi
+                     for t in self.ax.get_yticklabels() if t.get_text()]
+            if ticks and len(self.geometry.global_shape) > 2:  # "d0=k" beside each block:
+                shift = SIDE_GAP + max(ticks) + 2.0             # the chips left of them
+                for t in self.labels:
+                    t.set_transform(self.ax.transData + ScaledTranslation(
+                        -shift / 72, 0, self.ax.figure.dpi_scale_trans))
+                self.ax.yaxis.labelpad = width + SIDE_GAP
+            else:
+                self.ax.yaxis.labelpad = max(4.0, width + SIDE_GAP - 14.0)
 
     def unlabelled_text(self) -> str:
         """A caption naming the blocks too small for their label ("" when none is),

@@ -226,10 +226,11 @@ def flagged_steps(recording, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def settings_text(recording, index: int) -> str:
-    """``lr=0.5, momentum=0.9, Nesterov`` at recorded step ``index``."""
+    """``lr=0.5, momentum=0.9, Nesterov`` at recorded step ``index`` (``heavy-ball``
+    for momentum without Nesterov: the rule named either way)."""
     hp = recording.hyperparameters
     text = f"SGD lr={float(hp.learning_rate[index]):g}, momentum={hp.momentum:g}"
-    return text + (", Nesterov" if hp.nesterov else "")
+    return text + (", Nesterov" if hp.nesterov else ", heavy-ball" if hp.momentum else "")
 
 
 def iteration_ticks(steps, nbins: int = 8) -> tuple[list[int], list[str]]:

@@ -39,7 +39,7 @@ __all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "draw_tens
 
 SHARDS_SIZE = (style.WIDTH, 4.8)   # the heatmap and the norm lines
 FLAT_HEIGHT = 4.2                  # ... of a flat tensor: its heatmap fills a shorter figure
-STATS_SIZE = (style.WIDTH, 4.8)    # a stats recording: its three statistics' panels
+STATS_SIZE = (style.WIDTH, 5.8)    # a stats recording: its three statistics' panels
 
 
 def _axes(ax, figsize=SHARDS_SIZE, width_ratios=(1.25, 1), stats_only=False):

@@ -183,8 +183,8 @@ class ShardsView(NormLines, StatPanels):
             title = change_text(self._data[self.line_ax], self.updates,
                                 [p.label for p in self.patches])
             room = self.line_ax.get_position().width * self.figure.get_figwidth() * 72.0
-            if "\n" in fit(title, room, style.TITLE_SIZE):   # the block that stands apart: below
-                title = title.replace("; ", "\n", 1)
+            if "\n" in fit(title, room, style.TITLE_SIZE):   # the block that stands apart,
+                title = title.replace("; ", "\n", 1).replace(", then", "\nthen", 1)  # the fall: below
             self._norm_title = title
             self.line_ax.set_title(self._norm_title, fontsize=style.TITLE_SIZE)
 
@@ -234,10 +234,12 @@ class ShardsView(NormLines, StatPanels):
             if line.get_gid() == "step-line":
                 line.set_xdata([x, x])
             elif line.get_gid() == "step-label":
-                place_step_label(line, x, self.updates)
+                place_step_label(line, x, self.updates, self._data.get(line.axes))
             else:
                 data = self._data[line.axes]
                 line.set_data(np.full(data.shape[1], x), data[self.index])
+        if self.norm_ax is not None and not self.stats_only:
+            self.refresh_band()  # the band's lines: the highest and lowest here
         self._update_titles()
 
     def set_step(self, step=None) -> None:

@@ -304,7 +304,7 @@ class LiveMonitor(FigureWidget):
                                fontsize=style.TITLE_SIZE)
         if state.blocks:
             finding = change_text(state.norms, state.steps, list(state.blocks))
-            finding = finding if finding.startswith("block norms") else "each block's norm"
+            finding = finding if "block norm " in finding else "each block's norm"
             self.ax_norms.set_title(finding.replace("; ", ", ", 1) + f"\n‖{state.kind}‖ of "
                                     f"each block of {state.variable!r}", fontsize=style.TITLE_SIZE)
 

@@ -196,8 +196,10 @@ print(dtsgd_viz.reference.check_recording(r))
 # task too (`t0/CPU:0` is `CPU:0` of `task:0`), each block in its own colour. The
 # right panel is the norm of the 8 blocks over the run: their curves nearly coincide,
 # so they are drawn as one grey band (the lowest to the highest block at each update)
-# with its median, and only the blocks that stand apart (highest, lowest, slowest) as
-# lines in their colours; the top row's curves are those the live monitor drew above.
+# with its median, and only the two blocks the title names (the highest and the lowest
+# after the shown update) as lines in their colours; a third line, the block whose norm
+# falls least, joins them only when the blocks' fall factors differ by more than 1.5x.
+# The panel title reads the median block's norm: it peaks early, then falls.
 
 # %%
 show(dtsgd_viz.plot_shards(r, "w", "velocity"))

@@ -49,9 +49,20 @@ def test_coinciding_blocks_are_one_band_and_their_extremes(runs):
     assert np.isclose(ys.min(), np.nanmin(data), rtol=1e-4)
     assert np.isclose(ys.max(), np.nanmax(data), rtol=1e-4)
     roles = view.band_blocks
-    assert set(roles) == set(_roles(data)) and 2 <= len(roles) <= 3
-    hi = int(np.argmax(np.nanmedian(np.log10(data), 0)))
-    assert "highest" in roles[hi]
+    assert roles == _roles(data, view.index, view.updates)
+    # the lines: the highest and the lowest block at the shown update (update 10), the
+    # two the figure's title names; heavy-ball's blocks share one rate: none "falls least"
+    i = list(view.updates).index(10)
+    hi, lo = int(np.nanargmax(data[i])), int(np.nanargmin(data[i]))
+    assert roles == {hi: "highest at 10", lo: "lowest at 10"}
+    title = view.figure.texts[0].get_text() if view.figure.texts else ""
+    heads = [t.get_text() for t in [*view.figure.texts, *view.figure.artists]
+             if hasattr(t, "get_text")]
+    assert any(f"({view.patches[hi].label} to {view.patches[lo].label})" in h for h in heads)
+    assert "least" not in view.norm_ax.get_title()
+    assert "heavy-ball" in " ".join(heads)
+    dots = _gid(ax, "step-dots")[0]   # a dot on each drawn line only
+    assert np.isfinite(dots.get_ydata()).sum() == 2
     for g, line in enumerate(view.lines):  # only the extremes stay drawn as lines
         assert line.get_visible() == (g in roles)
     shown = {t.get_text(): t for t in view.end_labels if t.get_visible()}
@@ -60,6 +71,12 @@ def test_coinciding_blocks_are_one_band_and_their_extremes(runs):
     assert len(shown) == len(roles) + 1   # the other blocks are named by the band
     label = shown[f"{view.patches[hi].label} {roles[hi]}"]
     assert to_rgb(label.get_color()) == to_rgb(view.lines[hi].get_color())
+    view.set_step(60)   # another update: the lines follow the highest and lowest there
+    hi, lo = int(np.nanargmax(data[-1])), int(np.nanargmin(data[-1]))
+    assert view.band_blocks == {hi: "highest", lo: "lowest"}
+    assert {t.get_text() for t in view.end_labels if t.get_visible()} == {
+        f"{view.patches[hi].label} highest", f"{view.patches[lo].label} lowest",
+        f"median of {len(view.lines)}"}
 
 
 def test_fanning_blocks_keep_their_lines_and_names_a_text_height_apart(runs):
