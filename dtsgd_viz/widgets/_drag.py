@@ -144,6 +144,9 @@ class StartDrag:
                 line.set_data([start[0]], [start[1]])
         for line in (getattr(view.artists, "loss_lines", None) or {}).values():
             line.set_alpha(0.25)
+        for text in ax.texts:   # the paths' names stay where the paths were
+            if (text.get_gid() or "").startswith("path-name:"):
+                text.set_visible(False)
         ax.set_title(PREVIEW_TITLE, fontsize=style.LABEL_SIZE, color="#A04000", gid="preview-title")
         self.previews += 1
         cw.refresh()

@@ -35,7 +35,7 @@ from .compare_state import (CompareParams, RunQueue, _check_params, compare_conf
 
 __all__ = ["CompareWidget", "CompareParams", "compare_params", "compare_configs", "RunQueue",
            "request", "finished", "TableRow", "table_rows", "table_html", "place_on_line", "free_spot",
-           "line_points"]
+           "line_points", "name_paths"]
 
 
 # ---- pure: the table --------------------------------------------------------------------
@@ -65,9 +65,10 @@ def table_rows(recordings, surface, tol: float, name: str = "w") -> tuple[TableR
     return tuple(rows)
 
 
-TABLE_COLUMNS = (("optimizer", "9em", "left"),
-                 ("updates until the loss stays within {tol:g} of the minimum", "16em", "right"),
-                 ("loss after the last update", "10em", "right"))
+# narrow enough to stand beside the figure on a 1300 px page (the app)
+TABLE_COLUMNS = (("optimizer", "8em", "left"),
+                 ("updates until the loss stays within {tol:g} of the minimum", "9em", "right"),
+                 ("loss after the last update", "8em", "right"))
 
 
 def table_html(rows, tol: float, colors=None) -> str:
@@ -241,7 +242,7 @@ class CompareWidget(FigureWidget):
         fig.clear()
         label = getattr(self.surface, "label", type(self.surface).__name__)
         body = headline(fig, " ", f"real DTensor SGD · {label} · lr {params.learning_rate:.3g}, "
-                                  f"momentum {params.momentum:.2f}, {params.steps} updates · drag the start")
+                                  f"μ {params.momentum:.2f}, {params.steps} updates · drag the start point")
         ax_path, ax_loss = body.subplots(1, 2, width_ratios=[1.05, 1.0])
         # the runs the table calls diverged end where they left the view box, as in
         # PhaseDiagram, with a note on both panels (draw_paths)
@@ -268,6 +269,7 @@ class CompareWidget(FigureWidget):
         ax_path.set_title("Paths on the loss contours", fontsize=style.TITLE_SIZE)
         fig.draw_without_rendering()   # laid out: the label's spot is found in pixels
         place_on_line(ax_loss, label, target)
+        name_paths(ax_path, self.view.artists.paths, self.view.scene.colors)
         self.refresh(relayout=True)
 
 
@@ -338,3 +340,46 @@ def place_on_line(ax, label, y, gap=3.0, step=4.0) -> None:
     label.xy = (frac, y)
     label.xyann = (0.0, gap if above else -gap)
     label.set_verticalalignment("bottom" if above else "top")
+
+
+def name_paths(ax, paths, colors, fontsize=style.LABEL_SIZE, gap=4.0) -> list:
+    """Write each run's name beside its path (``paths``: ``{config: Line2D}``), where
+    no line of ``ax`` and no other text crosses it (``free_spot``), preferring the point
+    of the path farthest from the other paths: the name reads as that path's. Returns
+    the names (gid ``path-name:<config>``)."""
+    from ..views.direct_labels import text_size
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    texts = [t.get_window_extent(renderer) for t in ax.texts if t.get_visible()]
+    taken = [(b.x0, b.y0, b.x1, b.y1) for b in texts]
+    every = line_points(ax)
+    out = []
+    for key, line in paths.items():
+        own = line_points(ax, [ln for ln in ax.lines if ln is not line], spacing=4.0)
+        others = line_points(ax, [line] + [ln for ln in ax.lines if ln not in paths.values()])
+        if not len(own):
+            continue
+        far = (np.min(np.hypot(*(own[:, None, :] - others[None, :, :]).transpose(2, 0, 1)), axis=1)
+               if len(others) else np.zeros(len(own)))
+        w, h = (v * ax.figure.dpi / 72.0 for v in text_size(key, fontsize))
+        g = gap * ax.figure.dpi / 72.0
+        cands, loose = [], []
+        near = lambda p, q: np.min(np.hypot(*(q - p).T)) if len(q) else np.inf  # noqa: E731
+        for i in np.argsort(-far)[:40]:
+            x, y = own[i]
+            for bx, by in ((x + g, y + g), (x - g - w, y + g), (x + g, y - g - h), (x - g - w, y - g - h)):
+                c = np.array([bx + w / 2, by + h / 2])   # read as this path's: nearer it than any other
+                if frame.x0 <= bx and bx + w <= frame.x1 and frame.y0 <= by and by + h <= frame.y1:
+                    # on a stretch the path shares with another (its first update), if need be
+                    (cands if near(c, own) < 0.8 * near(c, others) else loose).append(
+                        (bx, by, bx + w, by + h))
+        cands = cands or loose
+        if not cands:
+            continue
+        x0, y0, x1, y1 = cands[free_spot(cands, every, taken)]
+        xy = ax.transData.inverted().transform(((x0 + x1) / 2, (y0 + y1) / 2))
+        out.append(ax.text(*xy, key, fontsize=fontsize, fontweight="bold", color=colors[key], ha="center",
+                           va="center", gid=f"path-name:{key}", zorder=8,
+                           bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8)))
+        taken.append((x0, y0, x1, y1))
+    return out

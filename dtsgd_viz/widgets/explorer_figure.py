@@ -11,21 +11,74 @@ and the close-up row share the figure's width, the caption sits between them.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..views import style
-from ..views.figure import headline, new_figure
+from ..views.direct_labels import text_size
+from ..views.figure import fit, headline, new_figure
 from ..views import update_geometry as upd
-from ..views.path_frames import caption_text, draw_zoom
-from ..views.path_scene import finding, settings_line
+from ..views.path_frames import draw_zoom
+from ..views.path_scene import settings_line
 from ..views.paths import draw_paths
 
 __all__ = ["CLOSE_UP_SIZE", "CLOSE_UP_CAPTION", "explorer_view", "draw_close_up", "close_up_title",
-           "tidy_loss_axis"]
+           "tidy_loss_axis", "update_finding", "explorer_caption", "set_finding", "zoom_callouts",
+           "shown_box", "callout_spot", "follow_headline", "headline_parts"]
 
 CLOSE_UP_SIZE = (style.WIDTH, 8.3)   # headline, paths and loss, caption, a close-up per run
-CLOSE_UP_CAPTION = ("Below, each run's update up close (dashed box on the paths): μ·v in the "
-                    "run's colour, then −lr·g in its light tint, tip to tail,\nwith their lengths; "
-                    "zoom ×N: N times closer than the paths; an arrow too short to see is drawn "
-                    "longer, dashed, and says so")
+CLOSE_UP_CAPTION = ("Bold: the paths up to update {k}; thin: after it. Below: each run's update {k} "
+                    "up close, ×N closer than the paths (its dashed box there):\nμ·v in the run's "
+                    "colour, then −lr·g in its light tint, tip to tail, with their lengths")
+CAPTION_SIZE = style.TICK_SIZE   # the caption's type: over style.NOTE_SIZE, the smallest allowed
+MIN_BOX_PX = 22.0    # a close-up's box on the paths is drawn at least this many pixels wide
+TRAIL_KEEP = 2       # the path's segments a close-up keeps before the update (older ones crowd it)
+BOTTOM_MARGIN = 0.02  # of the figure's height, blank under the close-ups' tick labels
+
+
+def update_finding(scene, index: int) -> str:
+    """The headline at recording index ``index``: which run's loss (before the update, as
+    the loss panel's markers show it) is lowest and how many times lower than the others'.
+
+    A sentence naming the update: ``"Update 20: nesterov's loss is 10× below plain's and
+    150× below momentum's"``; non-finite runs are said to have diverged."""
+    loss, update = {}, None
+    for key, (steps, values, _) in scene.losses.items():
+        i = min(index, len(values) - 1)
+        update = int(steps[i]) if update is None else update
+        loss[key] = float(values[i])
+    ok = {k: v for k, v in loss.items() if np.isfinite(v) and v >= 0 and k not in scene.diverged}
+    gone = [k for k in loss if k not in ok]
+    tail = ("; " + " and ".join(gone) + (" has" if len(gone) == 1 else " have") + " diverged") if gone else ""
+    head = f"Update {update}: "
+    if not ok:
+        return head + "every run has diverged" if gone else head.rstrip(": ")
+    ranked = sorted(ok, key=ok.get)
+    best, low = ranked[0], ok[ranked[0]]
+    if len(ranked) == 1:
+        return head + f"{best}'s loss is {low:.2g}" + tail
+    if ok[ranked[1]] <= low * 1.05:
+        return head + f"the runs are level, loss {low:.2g}" + tail
+    times = lambda f: "∞×" if not np.isfinite(f) else f"{float(f'{f:.2g}'):.0f}×" if f >= 10 else f"{f:.1f}×"  # noqa: E731
+    below = " and ".join(f"{times(ok[k] / low if low > 0 else np.inf)} below {k}'s" for k in ranked[1:3])
+    return head + f"{best}'s loss is {below}" + tail
+
+
+def set_finding(fig, text: str) -> None:
+    """Put ``text`` in ``fig``'s headline (``views.figure.headline``), keeping its line
+    count: the settings line hangs under it. A finding longer than the first is not
+    wrapped (it would run into the settings line)."""
+    title = fig._suptitle
+    old = title.get_text()
+    body = old.rstrip("\n")
+    lines = fit(text, fig.get_figwidth() * 72.0, style.SUPTITLE_SIZE, bold=True)
+    if lines.count("\n") > body.count("\n"):
+        lines = text
+    title.set_text(lines + "\n" * (body.count("\n") - lines.count("\n")) + old[len(body):])
+
+
+def explorer_caption(update) -> str:
+    """The caption between the paths and the close-ups at ``update``."""
+    return CLOSE_UP_CAPTION.format(k=int(update))
 
 
 def explorer_view(recordings, surface, step, *, name, arrows, zoom, note):
@@ -39,8 +92,9 @@ def explorer_view(recordings, surface, step, *, name, arrows, zoom, note):
     fig = new_figure(CLOSE_UP_SIZE)
     keys = list(recordings) if hasattr(recordings, "keys") else ["recording"]
     n = max(1, len(keys))
-    fig.get_layout_engine().set(w_pad=0.06)   # room for tick labels that change with the update
-    grid = fig.add_gridspec(3, 2 * n, height_ratios=[1.3, 0.12, 0.86])
+    # room for tick labels that change with the update, and a margin under the close-ups
+    fig.get_layout_engine().set(w_pad=0.06, rect=(0.0, BOTTOM_MARGIN, 1.0, 1.0 - BOTTOM_MARGIN))
+    grid = fig.add_gridspec(3, 2 * n, height_ratios=[1.33, 0.09, 0.86])
     half = n  # the top row: paths on the left half, loss on the right
     ax_path = fig.add_subplot(grid[0, :half])
     ax_loss = fig.add_subplot(grid[0, half:])
@@ -53,34 +107,37 @@ def explorer_view(recordings, surface, step, *, name, arrows, zoom, note):
     view = draw_paths(recordings, surface, step, name=name, ax=(ax_path, ax_loss), arrows=arrows,
                       zoom=False, note=note)
     scene, art = view.scene, view.artists
-    headline(fig, finding(scene), settings_line(scene))
+    index = int(np.flatnonzero(np.asarray(next(iter(scene.recordings.values())).steps) == view.update)[0])
+    headline(fig, update_finding(scene, index), settings_line(scene))
     tidy_loss_axis(ax_loss)
     if not art.arrows:   # the recording can't give arrows: no close-ups to draw
         for ax in [gap, *close]:
             ax.remove()
         return view
     art.zoom_axes = dict(zip(scene.coords, close))
-    art.zoom_boxes = {key: _zoom_box(ax_path, key, scene.colors[key]) for key in scene.coords}
-    art.caption_tail = CLOSE_UP_CAPTION
-    art.caption = gap.text(0.5, 0.5, caption_text(view.update, CLOSE_UP_CAPTION),
-                           transform=gap.transAxes, fontsize=style.NOTE_SIZE,
-                           color=style.SUBTITLE_COLOR, ha="center", va="center", gid="caption")
+    # over the star: a box grown to MIN_BOX_PX frames it, under it the star would hide it
+    top = max([ln.get_zorder() for ln in ax_path.lines if ln.get_gid() == "minimum"], default=5.0)
+    art.zoom_boxes = {key: _zoom_box(ax_path, key, scene.colors[key], top + 0.1) for key in scene.coords}
+    for key in scene.coords:   # "×33" beside each box: which close-up looks there
+        ax_path.text(0, 0, "", fontsize=style.LABEL_SIZE, fontweight="bold", color=scene.colors[key],
+                     ha="center", va="center", gid=f"zoom-callout:{key}", zorder=7.5, clip_on=True,
+                     bbox=dict(boxstyle="round,pad=0.12", fc="white", ec="none", alpha=0.85))
+    art.caption = gap.text(0.5, 0.5, explorer_caption(view.update), transform=gap.transAxes,
+                           fontsize=CAPTION_SIZE, color=style.SUBTITLE_COLOR, ha="center",
+                           va="center", gid="caption", linespacing=1.3)
     ax_path.set_xlabel(ax_path.get_xlabel(), labelpad=1.0)
     return view
 
 
-def _zoom_box(ax, key, color):
+def _zoom_box(ax, key, color, zorder):
     from matplotlib.patches import Rectangle
-    return ax.add_patch(Rectangle(
-        # under the star: a tiny box on the minimum would make it look coloured
-        (0, 0), 0, 0, fill=False, ec=color, lw=1.2, ls="--",
-        zorder=style.ROLE_LOOKS["minimum"].zorder - 0.2, gid=f"zoom-box:{key}"))
+    return ax.add_patch(Rectangle((0, 0), 0, 0, fill=False, ec=color, lw=1.2, ls="--", zorder=zorder,
+                                  gid=f"zoom-box:{key}"))
 
 
 def tidy_loss_axis(ax) -> None:
     """Ticks on round updates up to the last one drawn (0, 10, ... 60: the axis reads up
     to the last update; the room right of it holds the lines' names, no tick there)."""
-    import numpy as np
     from matplotlib.ticker import FixedLocator, MaxNLocator
     if ax is None:
         return
@@ -99,11 +156,167 @@ def close_up_title(key, zoom: float) -> str:
     return f"{key} · zoom ×{zoom:.0f}" if zoom >= 9.5 else f"{key} · zoom ×{zoom:.1f}"
 
 
+def zoom_callouts(art) -> dict:
+    """``{config: Text}``: the zoom factor written beside each close-up's box on the paths."""
+    return {t.get_gid()[13:]: t for t in art.ax_path.texts
+            if (t.get_gid() or "").startswith("zoom-callout:")}
+
+
+def shown_box(box, ax, min_px=MIN_BOX_PX):
+    """``box`` (``((x0, x1), (y0, y1))``, data) grown about its centre to at least
+    ``min_px`` pixels a side on ``ax``: a ×50 close-up's box is a few pixels otherwise.
+
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure(figsize=(4, 4), dpi=100).add_axes((0, 0, 1, 1), xlim=(0, 4), ylim=(0, 4))
+    >>> shown_box(((1.0, 1.01), (2.0, 3.0)), ax)   # 400 px for 4 units: 22 px is 0.22
+    ((0.895, 1.115), (2.0, 3.0))
+    """
+    bbox = ax.get_window_extent()
+    (ax0, ax1), (ay0, ay1) = ax.get_xlim(), ax.get_ylim()
+    per_px = (abs(ax1 - ax0) / max(bbox.width, 1.0), abs(ay1 - ay0) / max(bbox.height, 1.0))
+    out = []
+    for (lo, hi), unit in zip(box, per_px):
+        half, mid = max(hi - lo, min_px * unit) / 2.0, (lo + hi) / 2.0
+        out.append((round(mid - half, 12), round(mid + half, 12)))
+    return tuple(out)
+
+
+def callout_spot(box_px, size_px, obstacles, taken, frame, gap=3.0):
+    """Where a callout of ``size_px`` (w, h) goes beside the display box ``box_px``
+    (x0, y0, x1, y1): the centre, right, left, above or below it (and the corners),
+    holding the fewest ``obstacles`` points, overlapping no box of ``taken`` and inside
+    ``frame``.
+
+    >>> callout_spot((10, 10, 20, 20), (8, 4), [(26, 15)], [], (-50, -50, 100, 100))   # not right
+    (3.0, 15.0)
+    >>> callout_spot((10, 10, 20, 20), (8, 4), [(26, 15)], [], (0, 0, 100, 100))   # nor off the frame
+    (15.0, 25.0)
+    """
+    x0, y0, x1, y1 = box_px
+    w, h = size_px
+    cx, cy = (x0 + x1) / 2.0, (y0 + y1) / 2.0
+    dx, dy = (x1 - x0) / 2.0 + gap + w / 2.0, (y1 - y0) / 2.0 + gap + h / 2.0
+    cands = [(cx + dx, cy), (cx - dx, cy), (cx, cy + dy), (cx, cy - dy),
+             (cx + dx, cy + dy), (cx - dx, cy + dy), (cx + dx, cy - dy), (cx - dx, cy - dy)]
+    pts = np.asarray(obstacles, np.float64).reshape(-1, 2)
+    best, cost = cands[0], np.inf
+    for x, y in cands:
+        b = (x - w / 2, y - h / 2, x + w / 2, y + h / 2)
+        c = float(np.sum((pts[:, 0] >= b[0]) & (pts[:, 0] <= b[2]) & (pts[:, 1] >= b[1]) & (pts[:, 1] <= b[3])))
+        c += 1000.0 * sum(b[0] < t[2] and b[2] > t[0] and b[1] < t[3] and b[3] > t[1] for t in taken)
+        c += 1e6 * (b[0] < frame[0] or b[1] < frame[1] or b[2] > frame[2] or b[3] > frame[3])
+        if c < cost:
+            best, cost = (float(x), float(y)), c
+    return best
+
+
+def _path_pixels(ax, lines, spacing=3.0):
+    """Display points along ``lines``, at most ``spacing`` pixels apart."""
+    out = [np.zeros((0, 2))]
+    for line in lines:
+        with np.errstate(invalid="ignore"):
+            xy = ax.transData.transform(np.asarray(line.get_xydata(), np.float64))
+        xy = xy[np.all(np.isfinite(xy), axis=1)]
+        for a, b in zip(xy[:-1], xy[1:]):
+            n = max(2, int(np.hypot(*(b - a)) / spacing) + 1)
+            out.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
+        out.append(xy)
+    return np.concatenate(out)
+
+
+def place_callouts(scene, art) -> None:
+    """Grow each close-up's box on the paths to ``MIN_BOX_PX`` and write its zoom
+    factor beside it, off the paths, the current markers and the other boxes."""
+    ax = art.ax_path
+    callouts = zoom_callouts(art)
+    boxes = {}
+    for key, rect in art.zoom_boxes.items():
+        x, y, w, h = rect.get_x(), rect.get_y(), rect.get_width(), rect.get_height()
+        if key not in art.zoom_axes or not (w > 0 and h > 0):
+            continue
+        (bx0, bx1), (by0, by1) = shown_box(((x, x + w), (y, y + h)), ax)
+        rect.set_bounds(bx0, by0, bx1 - bx0, by1 - by0)
+        boxes[key] = (*ax.transData.transform((bx0, by0)), *ax.transData.transform((bx1, by1)))
+    marks = [ln for ln in [*art.paths.values(), *art.positions.values(), *ax.lines] if ln.get_visible()]
+    pts = _path_pixels(ax, marks)
+    f = ax.get_window_extent()
+    _names_off_boxes(art, list(boxes.values()), pts)
+    names = [t.get_window_extent() for t in art.names.values() if t.get_visible()]
+    taken = [*boxes.values(), *[(n.x0, n.y0, n.x1, n.y1) for n in names]]
+    for key, b in boxes.items():
+        text = callouts.get(key)
+        if text is None:
+            continue
+        text.set_text(art.zoom_axes[key].get_title().rsplit(" ", 1)[-1])   # "×33"
+        w, h = (v * ax.figure.dpi / 72.0 for v in text_size(text.get_text(), style.LABEL_SIZE))
+        spot = callout_spot(b, (w, h), pts, [t for t in taken if t is not b], (f.x0, f.y0, f.x1, f.y1))
+        text.set_position(ax.transData.inverted().transform(spot))
+        taken.append((spot[0] - w / 2, spot[1] - h / 2, spot[0] + w / 2, spot[1] + h / 2))
+
+
+def _names_off_boxes(art, boxes, pts) -> None:
+    """Move a start / minimum name that covers a close-up's box to the side of its point
+    that covers none (and the fewest path points ``pts``)."""
+    over = lambda e, b: e.x0 < b[2] and e.x1 > b[0] and e.y0 < b[3] and e.y1 > b[1]  # noqa: E731
+    for ann in art.names.values():
+        if not any(over(ann.get_window_extent(), b) for b in boxes):
+            continue
+        dx, dy = (abs(v) for v in ann.xyann)
+        best = None
+        for sx, sy in ((1, 1), (-1, 1), (1, -1), (-1, -1)):
+            ann.xyann = (sx * dx, sy * dy)
+            ann.set_horizontalalignment("left" if sx > 0 else "right")
+            ann.set_verticalalignment("bottom" if sy > 0 else "top")
+            e = ann.get_window_extent()
+            inside = np.sum((pts[:, 0] >= e.x0) & (pts[:, 0] <= e.x1) & (pts[:, 1] >= e.y0) & (pts[:, 1] <= e.y1))
+            cost = 1000 * sum(over(e, b) for b in boxes) + inside
+            best = min(best or (cost, sx, sy), (cost, sx, sy))
+        _, sx, sy = best
+        ann.xyann = (sx * dx, sy * dy)
+        ann.set_horizontalalignment("left" if sx > 0 else "right")
+        ann.set_verticalalignment("bottom" if sy > 0 else "top")
+
+
+def _trim_close_up(ax, key) -> None:
+    """Keep only the path's last ``TRAIL_KEEP`` segments before the update in a close-up:
+    the whole path faintly and the older trail crowd a wide (×5) one."""
+    for artist in [*ax.lines, *ax.collections]:
+        gid = artist.get_gid() or ""
+        if gid == f"zoom-path:{key}":
+            artist.set_visible(False)
+        elif gid == f"zoom-trail:{key}":
+            segs, colors = artist.get_segments(), artist.get_colors()
+            artist.set_segments(segs[-TRAIL_KEEP:])
+            artist.set_color(colors[-TRAIL_KEEP:] if len(colors) == len(segs) else colors)
+        elif gid == f"zoom-trail-points:{key}":
+            offs, colors = artist.get_offsets(), artist.get_facecolors()
+            artist.set_offsets(offs[-TRAIL_KEEP:])
+            if len(colors) == len(offs):
+                artist.set_facecolor(colors[-TRAIL_KEEP:])
+
+
 def draw_close_up(scene, art, key, data) -> None:
     """Redraw ``key``'s close-up at ``data`` (``path_frames.draw_zoom``: the panel and its
-    box on the paths), titled by ``close_up_title``."""
+    box on the paths), titled by ``close_up_title``, with only the path's last segments."""
     draw_zoom(scene, art, key, data)
+    _trim_close_up(art.zoom_axes[key], key)
     if data.box is not None:
         art.zoom_axes[key].set_title(close_up_title(key, upd.zoom_factor(scene.box, data.box)),
                                      fontsize=style.TITLE_SIZE, color=scene.colors[key],
                                      fontweight="bold")
+
+
+def headline_parts(fig, art) -> list:
+    """The texts ``follow_headline`` changes: the headline and the boxes' callouts."""
+    return [*zoom_callouts(art).values(), *([fig._suptitle] if fig._suptitle is not None else [])]
+
+
+def follow_headline(fig, scene, art, update, text) -> None:
+    """After the close-ups were drawn at ``update``: their boxes' callouts, the caption
+    and the headline (``text``, ``update_finding``)."""
+    if art.zoom_axes:
+        place_callouts(scene, art)
+        if art.caption is not None:
+            art.caption.set_text(explorer_caption(update))
+    if fig._suptitle is not None and text:
+        set_finding(fig, text)

@@ -3,13 +3,11 @@
     recs = dtsgd_viz.run(surfaces.RotatedQuadratic(), configs, steps=200)
     dtsgd_viz.widgets.PathExplorer(recs, surfaces.RotatedQuadratic())   # last in a cell
 
-The slider's value is the optimizer update shown, as ``recording.steps`` counts them
-(the first update is 1). Everything that follows the update (the position markers,
-the arrows, the trails, the close-ups, the loss markers, the update line and the title)
-is computed up front (``path_tracks``, then ``path_frame`` per update). The static
-parts (contours, the thin whole runs, the loss curves) are rendered once and kept as a
-pixel background; a slider move restores it and draws only the moving artists and the
-close-ups onto it (Agg blitting): scrubbing 10,000 updates costs as 10 do.
+The slider's value is the update shown, as ``recording.steps`` counts them (the first
+is 1). What follows the update (markers, arrows, trails, close-ups, loss markers, the
+update line, the titles) is computed up front (``path_tracks``, then ``path_frame``).
+The static parts (contours, thin whole runs, loss curves) are kept as a pixel
+background; a slider move draws only the moving artists onto it (Agg blitting).
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ from ..views import update_geometry as upd
 from ..views import update_panel as panel
 from ..views.path_frames import follow_update, path_title, set_trail, stacked_over
 from ._canvas import FigureWidget
-from .explorer_figure import draw_close_up, explorer_view
+from .explorer_figure import draw_close_up, explorer_view, follow_headline, headline_parts, update_finding
 
 __all__ = ["PathExplorer", "PathExplorerState", "path_explorer_state", "PathTrack", "shared_text",
            "path_tracks", "PathFrame", "path_frame"]
@@ -134,8 +132,7 @@ class PathFrame:
     ``positions[config]``: the parameter before the update (plot coordinates);
     ``arrows[(config, term)]``: ``(tail, uv)``; ``panels[config]``: the zoomed
     panel's ``PanelData`` (when arrows are on); ``loss_markers[config]``:
-    ``(update, loss)``; ``step_line``: the loss panel's update; ``title``.
-    """
+    ``(update, loss)``; ``step_line``: the loss panel's update; ``title``, ``finding``."""
 
     index: int
     update: int
@@ -145,6 +142,7 @@ class PathFrame:
     step_line: float
     title: str
     panels: dict = dataclasses.field(default_factory=dict)
+    finding: str = ""
 
 
 def path_frame(scene, tracks: dict[str, PathTrack], index: int) -> PathFrame:
@@ -164,7 +162,7 @@ def path_frame(scene, tracks: dict[str, PathTrack], index: int) -> PathFrame:
         markers[key] = (float(t.loss_steps[index]), float(t.loss[index]))
     first = next(iter(tracks.values()))
     return PathFrame(index, update, positions, arrows, markers, float(first.loss_steps[index]),
-                     path_title(scene, update), panels)
+                     path_title(scene, update), panels, update_finding(scene, index))
 
 
 # ---- the widget ---------------------------------------------------------------------
@@ -172,8 +170,8 @@ def path_frame(scene, tracks: dict[str, PathTrack], index: int) -> PathFrame:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PathStatic:
-    """What must not change while scrubbing: the drawn paths and loss curves (as the
-    artists hold them), the axes limits, and how many backgrounds were rendered."""
+    """What must not change while scrubbing: the paths and loss curves drawn, the axes
+    limits, and how many backgrounds were rendered."""
 
     paths: dict
     loss_curves: dict
@@ -280,7 +278,8 @@ class PathExplorer(FigureWidget):
         # zoomed panels are redrawn whole for every update (their limits follow it)
         moving = [*art.positions.values(), *art.arrows.values(), *art.trails.values(),
                   *art.zoom_boxes.values(), *art.loss_markers.values(), art.step_line, art.title,
-                  *art.paths.values(), *art.names.values(), *([art.caption] if art.caption else [])]
+                  *art.paths.values(), *art.names.values(), *([art.caption] if art.caption else []),
+                  *headline_parts(self.figure, art)]
         self._moving = sorted(moving + stacked_over(moving), key=lambda a: a.get_zorder()) + list(
             art.zoom_axes.values())
         self.backgrounds = 0
@@ -339,6 +338,7 @@ class PathExplorer(FigureWidget):
         for key, data in frame.panels.items():
             if key in art.zoom_axes:
                 draw_close_up(scene, art, key, data)
+        follow_headline(self.figure, scene, art, frame.update, frame.finding)
         for key, (s, loss) in frame.loss_markers.items():
             art.loss_markers[key].set_data([s], [loss])
         art.step_line.set_xdata([frame.step_line, frame.step_line])

@@ -11,7 +11,9 @@ from conftest import CONFIGS
 from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views import style
 from dtsgd_viz.widgets import PathExplorer
-from dtsgd_viz.widgets.explorer_figure import CLOSE_UP_SIZE, close_up_title, tidy_loss_axis
+from dtsgd_viz.views.figure import headline_texts
+from dtsgd_viz.widgets.explorer_figure import (CLOSE_UP_SIZE, MIN_BOX_PX, TRAIL_KEEP, close_up_title,
+                                               tidy_loss_axis, update_finding, zoom_callouts)
 
 matplotlib.use("Agg")
 
@@ -62,13 +64,36 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
                 term = gid.split(":")[2]
                 assert px >= MIN_PX or (px == 0 and labels[f"zoom-label:{key}:{term}"].endswith("= 0")), \
                     (u, key, lengths, labels)
-            # the dashed box on the paths is where the close-up looks
+            # the dashed box on the paths is where the close-up looks: centred on its view,
+            # holding it, and at least MIN_BOX_PX on screen (a x50 box is a few pixels)
             box = art.zoom_boxes[key]
-            assert np.allclose([box.get_x(), box.get_x() + box.get_width()], ax.get_xlim())
-            assert np.allclose([box.get_y(), box.get_y() + box.get_height()], ax.get_ylim())
+            (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+            assert np.isclose(box.get_x() + box.get_width() / 2, (x0 + x1) / 2)
+            assert np.isclose(box.get_y() + box.get_height() / 2, (y0 + y1) / 2)
+            assert box.get_width() >= (x1 - x0) - 1e-9 and box.get_height() >= (y1 - y0) - 1e-9
+            corners = art.ax_path.transData.transform([(box.get_x(), box.get_y()),
+                                                       (box.get_x() + box.get_width(),
+                                                        box.get_y() + box.get_height())])
+            assert np.all(np.diff(corners, axis=0) >= MIN_BOX_PX - 0.01), (u, key, corners)
+            # its zoom factor written beside it, in the run's colour, off the other boxes
+            callout = zoom_callouts(art)[key]
+            assert callout.get_text() == ax.get_title().rsplit(" ", 1)[-1]
+            assert callout.get_color() == art.zoom_boxes[key].get_edgecolor() or \
+                np.allclose(matplotlib.colors.to_rgba(callout.get_color()), box.get_edgecolor())
+            # the close-up keeps only the path's last segments before the update
+            trail = [c for c in ax.collections if c.get_gid() == f"zoom-trail:{key}"]
+            assert all(len(c.get_segments()) <= TRAIL_KEEP for c in trail)
+            assert not any(ln.get_visible() for ln in ax.lines if ln.get_gid() == f"zoom-path:{key}")
             assert ax.get_title().startswith(f"{key} · zoom ×")
         assert f"update {u}" in art.caption.get_text()
         assert art.title.get_text().startswith(f"Update {u}:")
+        # the headline says what this update shows: the lowest loss at the loss markers
+        losses = {k: m.get_ydata()[0] for k, m in art.loss_markers.items()}
+        low, second = sorted(losses.values())[:2]
+        best = min(losses, key=losses.get) + "'s loss" if second > 1.05 * low else "the runs are level"
+        assert headline_texts(explorer.figure)[0].startswith(f"Update {u}: {best}"), u
+        callouts = [t.get_window_extent() for t in zoom_callouts(art).values()]
+        assert all(not a.overlaps(b) for i, a in enumerate(callouts) for b in callouts[i + 1:]), u
     assert small_on_paths > 0   # the paths panel alone would hide some of these updates
 
 
@@ -118,3 +143,33 @@ def test_loss_ticks_are_round_and_end_at_the_last_update(explorer):
 def test_close_up_titles_give_the_zoom_factor():
     assert close_up_title("nesterov", 33.4) == "nesterov · zoom ×33"
     assert close_up_title("plain", 4.86) == "plain · zoom ×4.9"
+
+
+def test_the_headline_follows_the_update_and_keeps_its_line_count(explorer):
+    """The finding at each update replaces the one before without growing: the settings
+    line hangs under it."""
+    from dtsgd_viz.views.figure import headline_texts
+    scene, fig = explorer.view.scene, explorer.figure
+    lines = fig.get_suptitle().count("\n")
+    for u in (2, 7, STEPS):
+        explorer.slider.value = u
+        finding, settings = headline_texts(fig)
+        assert finding.replace("\n", " ") == update_finding(scene, u - 1)
+        assert fig.get_suptitle().count("\n") == lines and "lr 0.05" in settings
+
+
+def test_update_finding_ranks_the_losses_at_the_update(explorer):
+    import dataclasses
+    scene = explorer.view.scene
+    i = 3
+    loss = {k: v[1][i] for k, v in scene.losses.items()}
+    ranked = sorted(loss, key=loss.get)
+    text = update_finding(scene, i)
+    assert text.startswith(f"Update {i + 1}: {ranked[0]}'s loss is ")
+    assert text.index(f"below {ranked[1]}'s") < text.index(f"below {ranked[2]}'s")
+    # a run gone non-finite is said to have diverged, and ranked with none
+    bad = dict(scene.losses)
+    steps, values, own = bad[ranked[0]]
+    bad[ranked[0]] = (steps, np.full_like(values, np.nan), own)
+    text = update_finding(dataclasses.replace(scene, losses=bad), i)
+    assert text.startswith(f"Update {i + 1}: {ranked[1]}'s loss") and f"{ranked[0]} has diverged" in text

@@ -286,7 +286,7 @@ def test_compare_widget_draws_the_real_runs(compare):
     for key, path in drawn_paths(w).items():
         np.testing.assert_array_equal(path, w.recordings[key].path("w").astype(np.float64))
     check_table(w)
-    assert "momentum 0.90" in headline_text(w.figure)
+    assert "μ 0.90" in headline_text(w.figure) and "drag the start point" in headline_text(w.figure)
     assert f"{STEPS} updates" in headline_text(w.figure) and w.steps.description == "updates"
     assert w.view.artists.ax_loss.get_lines()[-1].get_gid() == "tolerance"
     assert w.view.artists.ax_loss.get_xlabel() == "update"
@@ -317,7 +317,7 @@ def test_momentum_change_reruns_the_real_optimizer(compare):
         np.testing.assert_allclose(path, reference_path(0.05, config["momentum"], config["nesterov"]),
                                    rtol=1e-5, atol=1e-6)
     check_table(w)
-    assert "momentum 0.50" in headline_text(w.figure)
+    assert "μ 0.50" in headline_text(w.figure)
 
 
 def test_changes_during_a_run_are_coalesced(compare):
@@ -626,3 +626,25 @@ def test_compare_widget_headline_leaves_room_for_its_settings_line(compare):
     assert sub.get_window_extent(renderer).y1 < title_top
     assert not overlapping(boxes[1:], pad=0.0), [b.bounds for b in boxes]
     assert all(b.y1 <= fig.bbox.y1 + 1 for b in boxes)
+
+
+def test_compare_widget_names_each_path_beside_it(compare):
+    """Each run's name is on the paths panel in its colour, nearer its own path than any
+    other, over no other text."""
+    from matplotlib.colors import to_rgba
+    from dtsgd_viz.widgets.compare import line_points
+    art = compare.view.artists
+    ax, renderer = art.ax_path, compare.figure.canvas.get_renderer()
+    names = {t.get_gid()[10:]: t for t in ax.texts if (t.get_gid() or "").startswith("path-name:")}
+    assert names.keys() == art.paths.keys()
+    for key, text in names.items():
+        assert text.get_text() == key
+        assert to_rgba(text.get_color()) == to_rgba(compare.view.scene.colors[key])
+        at = ax.transData.transform(text.get_position())
+        dense = {k: line_points(ax, [o for o in ax.lines if o is not ln]) for k, ln in art.paths.items()}
+        dist = {k: np.min(np.hypot(*(pts - at).T)) for k, pts in dense.items()}
+        # nearest its own path, or beside a stretch it shares with another (nesterov runs
+        # on plain over the first updates)
+        assert dist[key] <= 1.25 * min(dist.values()) + 1.0, (key, dist)
+    boxes = [t.get_window_extent(renderer) for t in ax.texts if t.get_visible()]
+    assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
