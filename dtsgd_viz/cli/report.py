@@ -36,6 +36,7 @@ def __getattr__(name):
         return getattr(style, _DPIS[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 GIF_FRAMES = 20
+PNG_PAD = 0.1   # inches of margin a side around what a PNG draws (as a notebook crops)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,7 +223,9 @@ class _Folder:
 
     def save(self, fig, filename, title, caption) -> None:
         self.say(f"writing {filename}")
-        fig.savefig(self.path(filename), dpi=__getattr__("PNG_DPI"))
+        # cropped to what is drawn, as a notebook shows a figure (no empty margins)
+        fig.savefig(self.path(filename), dpi=__getattr__("PNG_DPI"), bbox_inches="tight",
+                    pad_inches=PNG_PAD)
         self.items.append(Item(filename, title, caption))
 
     def write_text(self, filename, title, caption, text) -> None:

@@ -15,7 +15,7 @@ only draws it::
     ...     "bias": ((64,), "float32", LayoutSpec(("model",), mesh))})
     >>> fig = plot_communication(plan)
     >>> fig.texts[0].get_text()
-    'each update all-reduces 1.56 KiB of gradient per device along batch'
+    'Each update all-reduces 1.56 KiB of gradient per device along batch'
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, Rectangle
 
+from .style import SUBTITLE_COLOR
 from .communication_geometry import (FONT, NODE_RADIUS, CommunicationPicture, DimPanel,
                                      communication_geometry)
 
@@ -43,11 +44,12 @@ def plot_communication(report_or_plan, *, fig=None, max_items: int = 3, title=No
         fig.clear()
         fig.set_size_inches(*pic.figsize)
     fw, fh = pic.figsize
-    fig.text(0.15 / fw, 1 - 0.15 / fh, pic.title, ha="left", va="top", fontsize=FONT["title"],
-             fontweight="bold", linespacing=1.3, gid="title")
+    # the house headline: the finding centred and bold, the settings centred under it
+    fig.suptitle(pic.title, x=0.5, y=1 - 0.15 / fh, ha="center", va="top",
+                 fontsize=FONT["title"], fontweight="bold", linespacing=1.3, gid="title")
     lines = pic.title.count("\n") + 1
-    fig.text(0.15 / fw, 1 - (0.2 + 0.24 * lines) / fh, pic.subtitle, ha="left", va="top",
-             fontsize=FONT["subtitle"], color="#333333", linespacing=1.35, gid="subtitle")
+    fig.text(0.5, 1 - (0.2 + 0.24 * lines) / fh, pic.subtitle, ha="center", va="top",
+             fontsize=FONT["subtitle"], color=SUBTITLE_COLOR, linespacing=1.35, gid="subtitle")
     for k, panel in enumerate(pic.panels):
         _draw_panel(fig, pic, panel, k)
     fig.text(0.15 / fw, 0.1 / fh, pic.note, ha="left", va="bottom", fontsize=FONT["note"],

@@ -11,7 +11,7 @@ side. One panel per set of mesh dims the traffic runs along (``traffic.dim_sets`
     >>> plan = communication_plan({"w": ((8, 16), "float32", LayoutSpec(("unsharded", "model"), mesh))})
     >>> pic = communication_geometry(plan)
     >>> pic.title, [g.devices for g in pic.panels[0].groups]
-    ('each update all-reduces 128 B of gradient per device along batch', [(0, 4), (1, 5), (2, 6), (3, 7)])
+    ('Each update all-reduces 128 B of gradient per device along batch', [(0, 4), (1, 5), (2, 6), (3, 7)])
     >>> pic.panels[0].groups[0].path
     ((0.5, 0.5), (0.5, 1.5))
 """
@@ -27,6 +27,7 @@ from ..recording.communication import CommunicationPlan
 from ..recording.memory import format_bytes
 from ..specs import MeshSpec
 from .layout_labels import text_width_pt
+from .style import SUBTITLE_SIZE, SUPTITLE_SIZE
 from .traffic import (ACTIVATION_NOTE, dim_color, dim_sets, dims_text, headline, serves_lines,
                       settings_text, traffic_items)
 
@@ -37,7 +38,7 @@ NODE_RADIUS = 0.33   # cells
 TEXT_WIDTH = 3.3     # inches of text saying what a panel's traffic serves
 GAP = 0.3            # inches between panels
 LINE = 0.17          # inches per line of that text
-FONT = {"title": 11.5, "subtitle": 9, "panel": 10, "lines": 9, "ticks": 8.5, "node": 9.5,
+FONT = {"title": SUPTITLE_SIZE, "subtitle": SUBTITLE_SIZE, "panel": 10, "lines": 9, "ticks": 8.5, "node": 9.5,
         "note": 8.5}  # points; at 100 dpi the smallest reads 11.8 px (style.NOTE_SIZE)
 
 
@@ -318,7 +319,8 @@ def _place(panels, extent, cell, left, header_h, note_h, fig_w):
     ncols = max(1, min(len(panels), int((MAX_WIDTH - 0.3 + GAP) // (col_w + GAP))))
     rows = [panels[i:i + ncols] for i in range(0, len(panels), ncols)]
     lines = [LINE * max(len(p.lines) for p in r) for r in rows]
-    row_h = [0.35 + (max(grid_h + 0.5, n) if beside else grid_h + 0.5 + n) + 0.15 for n in lines]
+    # under the grid: its tick labels and mesh dim name (~0.32 in), then the lines if below
+    row_h = [0.35 + (max(grid_h + 0.32, n) if beside else grid_h + 0.5 + n) + 0.08 for n in lines]
     fig_h = header_h + sum(row_h) + note_h
     placed, top = [], fig_h - header_h
     for r, h in zip(rows, row_h):
@@ -351,7 +353,8 @@ def communication_geometry(obj, *, max_items: int = 3, title=None) -> Communicat
     title = title or headline(obj)
     need = max(left + extent[0] * cell + 0.4 + TEXT_WIDTH if len(panels) == 1 else
                min(len(panels), 2) * (max(left + extent[0] * cell, TEXT_WIDTH) + GAP),
-               text_width_pt(title, FONT["title"]) / 72) + 0.4
+               text_width_pt(title, FONT["title"]) / 72,
+               text_width_pt(settings_text(obj), FONT["subtitle"]) / 72) + 0.4
     fig_w = round(min(MAX_WIDTH, max(need, 6.0)), 3)
     width = (fig_w - 0.3) * 72
     header = wrap(title, width, FONT["title"])

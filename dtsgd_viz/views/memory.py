@@ -3,10 +3,13 @@
 ``memory_bars`` computes the segments (pure, tested); ``plot_memory`` draws them::
 
     >>> from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan, plot_memory
+    >>> from dtsgd_viz.views.figure import headline_texts
     >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
     >>> fig = plot_memory(memory_plan({"w": ((8, 16), "float32", spec)}))
-    >>> " ".join(fig.axes[0].get_title().split())
-    "sharding cuts each device's memory 4x: 256 B instead of 1 KiB; parameters + velocity slots (hatched)"
+    >>> [" ".join(t.split()) for t in headline_texts(fig)]
+    ["Sharding cuts each device's memory 4x: 256 B instead of 1 KiB", 'parameters + velocity slots (hatched) on Mesh(batch=2, model=4; 8 devices), float32']
+    >>> [t.get_text() for t in fig.axes[0].texts if t.get_gid() == "segment-label-w"]
+    ['w 128 B + 128 B slot']
 
 Colours: ``style.VARIABLE_COLORS``, none of them a rule's colour (blue and vermilion
 mean momentum and Nesterov in every other view); sizes on ``style``'s scale, at most
@@ -25,12 +28,15 @@ from ..recording.communication import CommunicationPlan, communication_plan
 from ..recording.memory import MemoryPlan, format_bytes
 from .style import (DPI, LABEL_SIZE, NOTE_SIZE, TICK_SIZE, TITLE_SIZE, VARIABLE_COLORS,
                     WIDTH)
-from .figure import fit
+from .direct_labels import READABLE_GAP, axes_height_points, leaders, spread
+from .figure import fit, headline
 from .traffic import dims_text, per_device, totals, traffic_items
 
 _PALETTE = list(VARIABLE_COLORS)
 _GREYS = ("#BBBBBB", "#888888", "#DDDDDD", "#666666")
 LABEL_LIFT = 4.0   # points between a level's label and the bar top or line it sits on
+BAR_WIDTH = 0.8
+LEADER_END = 1.04  # axes fraction where a segment's leader line meets its label
 _UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024 ** 2), ("GiB", 1024 ** 3), ("TiB", 1024 ** 4))
 
 
@@ -118,35 +124,97 @@ def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8, communication=
                 batch_dims=("batch",)) -> Figure:
     """Bytes per device (mesh device order) stacked by variable, each variable's slots
     hatched above its parameter, with a dashed line at what every device would hold if
-    nothing were sharded. ``communication=True`` adds a panel beside it: the gradient
-    bytes each device all-reduces per update (``communication_plan(plan, batch_dims)``), in
-    the same colours; or pass a ``CommunicationPlan`` or measured ``CommunicationReport``.
-    Returns the ``Figure`` (``ax.figure`` when ``ax`` is given: one axes, or two with
-    ``communication``)."""
+    nothing were sharded. Each variable is named at the right of the last bar, with its
+    bytes there. ``communication=True`` adds a panel beside it: the gradient bytes each
+    device all-reduces per update (``communication_plan(plan, batch_dims)``), in the same
+    colours (then a legend names them); or pass a ``CommunicationPlan`` or measured
+    ``CommunicationReport``. The finding heads the figure (the axes' title when ``ax`` is
+    given). Returns the ``Figure`` (``ax.figure`` when ``ax`` is given: one axes, or two
+    with ``communication``)."""
     n = plan.mesh.num_devices
     traffic = _traffic_of(plan, communication, batch_dims) if communication is not False else None
-    if ax is None:
+    segments = memory_bars(plan, max_named)
+    labels = segment_labels(plan, segments) if traffic is None else []
+    own = ax is None
+    if own:
         from .figure import new_figure
         if traffic is None:
-            fig = new_figure((min(WIDTH, max(6.0, 2.5 + 0.45 * n)), 3.8), DPI)
+            room = max([len(t) for _, t, _, _ in labels] + [0]) * LABEL_SIZE * 0.6 / 72 + 0.6
+            fig = new_figure((min(WIDTH, max(6.0, 2.5 + 0.45 * n) + room), 3.9), DPI)
             axes = (fig.add_subplot(),)
         else:
-            fig = new_figure((WIDTH, 4.0), DPI)
+            fig = new_figure((WIDTH, 4.3), DPI)
             axes = tuple(fig.subplots(1, 2))
+        headline(fig, _memory_title(plan), _memory_settings(plan))
     else:
         axes = tuple(ax) if isinstance(ax, (tuple, list)) else (ax,)
         if len(axes) != (1 if traffic is None else 2):
             raise ValueError(f"ax= takes {'one axes' if traffic is None else 'two axes (memory, traffic)'}"
                              f" here. Received: {len(axes)}.")
         fig = axes[0].figure
-    segments = memory_bars(plan, max_named)
-    handles = _draw_memory(axes[0], plan, segments)
+        axes[0].set_title(fit(_memory_title(plan), _width_pt(axes[0]), TITLE_SIZE),
+                          fontsize=TITLE_SIZE)
+    handles = _draw_memory(axes[0], plan, segments, mesh_label=not own)
     if traffic is not None:
-        handles += _draw_traffic(axes[1], plan, traffic, segments)
-    axes[-1].legend(handles=handles, fontsize=NOTE_SIZE, loc="upper left",
-                    bbox_to_anchor=(1.01, 1.0), frameon=False, title="variables",
-                    title_fontsize=NOTE_SIZE)
+        handles += _draw_traffic(axes[1], plan, traffic, segments, mesh_label=not own)
+        if own:
+            axes[0].set_title("memory per device", fontsize=TITLE_SIZE)
+        axes[-1].legend(handles=handles, fontsize=NOTE_SIZE, loc="upper left",
+                        bbox_to_anchor=(1.01, 1.0), frameon=False, title="variables",
+                        title_fontsize=NOTE_SIZE)
+    elif labels:
+        texts = _draw_labels(axes[0], plan, labels)
+        if own:   # placed again at the axes' height once the layout has run
+            fig.draw_without_rendering()
+            _place_labels(axes[0], plan, texts, labels)
     return fig
+
+
+def segment_labels(plan: MemoryPlan, segments) -> list[tuple[str, str, float, str]]:
+    """One ``(name, text, middle, colour)`` per variable of ``segments`` (``memory_bars``),
+    bottom-up, for the last device's bar: ``d1/kernel 64 B + 64 B slot``, and the
+    bytes at the middle of its stack there."""
+    out, last = [], plan.mesh.num_devices - 1
+    by: dict[str, list[Segment]] = {}
+    for s in segments:
+        by.setdefault(s.label, []).append(s)
+    for label, parts in by.items():
+        param = sum(int(s.height[last]) for s in parts if s.kind == "param")
+        slot = sum(int(s.height[last]) for s in parts if s.kind == "slot")
+        if param + slot:
+            text = f"{label} {format_bytes(param)}" + (f" + {format_bytes(slot)} slot" if slot else "")
+            out.append((label, text, float(parts[0].bottom[last]) + (param + slot) / 2, parts[0].color))
+    return out
+
+
+def _memory_unit(plan) -> tuple[str, int]:
+    return unit_for(max(int(plan.bytes_per_device.max()), plan.unique_bytes))
+
+
+def _draw_labels(ax, plan, labels) -> list:
+    """The variables named at the right of the last bar (in axes fractions)."""
+    texts = [ax.text(LEADER_END + 0.01, 0.5, text, transform=ax.transAxes, ha="left",
+                     va="center", fontsize=LABEL_SIZE, color="#222222", clip_on=False,
+                     gid=f"segment-label-{name}")
+             for name, text, _, _ in labels]
+    _place_labels(ax, plan, texts, labels)
+    return texts
+
+
+def _place_labels(ax, plan, texts, labels) -> None:
+    """Stack middles pushed apart at the axes' height now, with leader lines to them
+    from the last bar's right edge."""
+    for line in [ln for ln in ax.lines if (ln.get_gid() or "").startswith("segment-leader")]:
+        line.remove()
+    (lo, hi), (x0, x1) = ax.get_ylim(), ax.get_xlim()
+    scale = _memory_unit(plan)[1]
+    ends = [(mid / scale - lo) / (hi - lo) for _, _, mid, _ in labels]
+    placed = spread(ends, READABLE_GAP * LABEL_SIZE / axes_height_points(ax), 0.02, 0.98)
+    for t, f in zip(texts, placed):
+        t.set_y(f)
+    edge = plan.mesh.num_devices - 1 + BAR_WIDTH / 2
+    leaders(ax, ends, placed, [c for _, _, _, c in labels], x0=(edge - x0) / (x1 - x0),
+            x1=LEADER_END, min_shift=-1.0, gid="segment-leader")
 
 
 def _width_pt(ax) -> float:
@@ -154,7 +222,7 @@ def _width_pt(ax) -> float:
     return max(150.0, ax.get_position().width * ax.figure.get_figwidth() * 72 * 1.1)
 
 
-def _device_axis(ax, plan, fontsize=TICK_SIZE):
+def _device_axis(ax, plan, fontsize=TICK_SIZE, mesh=True):
     n, names = plan.mesh.num_devices, plan.mesh.short_device_names
     # names that would touch side by side are turned
     crowded = n * max(map(len, names)) * fontsize * 0.62 > 0.8 * _width_pt(ax)
@@ -163,18 +231,17 @@ def _device_axis(ax, plan, fontsize=TICK_SIZE):
                   ha="right" if crowded and n <= 16 else "center",
                   rotation_mode="anchor" if crowded and n <= 16 else "default")
     ax.set_xlim(-0.6, n - 0.4)
-    ax.set_xlabel(fit(f"devices in mesh order: {plan.mesh}", _width_pt(ax), LABEL_SIZE),
-                  fontsize=LABEL_SIZE)
+    ax.set_xlabel(fit("devices in mesh order" + (f": {plan.mesh}" if mesh else ""),
+                      _width_pt(ax), LABEL_SIZE), fontsize=LABEL_SIZE)
     ax.tick_params(labelsize=fontsize)
 
 
-def _draw_memory(ax, plan, segments) -> list:
+def _draw_memory(ax, plan, segments, mesh_label=True) -> list:
     n = plan.mesh.num_devices
-    top = max(int(plan.bytes_per_device.max()), plan.unique_bytes)
-    unit, scale = unit_for(top)
+    unit, scale = _memory_unit(plan)
     x = np.arange(n)
     for s in segments:
-        ax.bar(x, s.height / scale, bottom=s.bottom / scale, color=s.color, width=0.8,
+        ax.bar(x, s.height / scale, bottom=s.bottom / scale, color=s.color, width=BAR_WIDTH,
                edgecolor="white", linewidth=0.6, hatch="///" if s.kind == "slot" else None,
                gid=f"{s.kind}-{s.label}", label=s.label if s.kind == "param" else None)
     full = plan.unique_bytes / scale
@@ -190,12 +257,18 @@ def _draw_memory(ax, plan, segments) -> list:
             " per device", (-0.5, per.max() / scale), xytext=(0, LABEL_LIFT),
             textcoords="offset points", ha="left", va="bottom", fontsize=NOTE_SIZE,
             gid="sharded-text")
-    _device_axis(ax, plan)
+        if n > 1:   # the empty space above the bars is the saving: say so there
+            at = n - 1 - (n > 2)   # over the bars, clear of the label at the left
+            ax.annotate("", (at, per.max() / scale), xytext=(at, full), gid="saving-arrow",
+                        arrowprops=dict(arrowstyle="<->", color="#444444", lw=1.0,
+                                        shrinkA=1, shrinkB=1))
+            ax.annotate(f"{format_bytes(plan.unique_bytes - per.max())} less per device",
+                        (at, (per.max() / scale + full) / 2), xytext=(-5, 0),
+                        textcoords="offset points", ha="right", va="center",
+                        fontsize=LABEL_SIZE, color="#444444", gid="saving-text")
+    _device_axis(ax, plan, mesh=mesh_label)
     ax.set_ylim(0, full * 1.12)
     ax.set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)
-    held = ("parameters" + (" + velocity slots (hatched)" if plan.slots else ""))
-    # identical bars said nothing bar by bar: the title says it once
-    ax.set_title(fit(_memory_title(plan, held), _width_pt(ax), TITLE_SIZE), fontsize=TITLE_SIZE)
     handles = [Patch(facecolor=s.color, label=s.label) for s in segments if s.kind == "param"]
     if plan.slots:
         handles.append(Patch(facecolor="white", edgecolor="#444444", hatch="///",
@@ -203,21 +276,29 @@ def _draw_memory(ax, plan, segments) -> list:
     return handles
 
 
-def _memory_title(plan, held: str) -> str:
-    """The finding: what the layout saves each device against holding everything."""
+def _memory_title(plan) -> str:
+    """The finding: what the layout saves each device against holding everything
+    (identical bars say nothing bar by bar: the title says it once)."""
     per, n = plan.bytes_per_device, plan.mesh.num_devices
     full = plan.unique_bytes
     same = per.min() == per.max() and n > 1
     if 0 < per.max() < full:
         saving = f"{full / per.max():.3g}x"
-        return (f"sharding cuts {'each' if same else 'the fullest'} device's memory {saving}: "
-                f"{format_bytes(per.max())} instead of {format_bytes(full)}; {held}")
+        return (f"Sharding cuts {'each' if same else 'the fullest'} device's memory {saving}: "
+                f"{format_bytes(per.max())} instead of {format_bytes(full)}")
     if same:
-        return f"every device holds the same {format_bytes(per.max())}: {held}"
-    return f"bytes per device: {held}"
+        return f"Every device holds the same {format_bytes(per.max())}"
+    return f"Bytes per device: up to {format_bytes(per.max())}"
 
 
-def _draw_traffic(ax, plan, traffic, segments) -> list:
+def _memory_settings(plan) -> str:
+    """The subtitle: what is counted, on which mesh, in which dtypes."""
+    held = "parameters" + (" + velocity slots (hatched)" if plan.slots else "")
+    dtypes = ", ".join(dict.fromkeys(e.dtype for e in plan.entries))
+    return f"{held} on {plan.mesh}" + (f", {dtypes}" if dtypes else "")
+
+
+def _draw_traffic(ax, plan, traffic, segments, mesh_label=True) -> list:
     """The traffic panel; returns legend handles for what the memory panel's lack."""
     bars = traffic_bars(plan, traffic, segments)
     n = plan.mesh.num_devices
@@ -245,7 +326,7 @@ def _draw_traffic(ax, plan, traffic, segments) -> list:
     ax.annotate(f"as laid out: {along}", (-0.5, top / scale), xytext=(0, LABEL_LIFT),
                 textcoords="offset points", ha="left", va="bottom", fontsize=NOTE_SIZE,
                 gid="traffic-text")
-    _device_axis(ax, plan)
+    _device_axis(ax, plan, mesh=mesh_label)
     ax.set_ylim(0, max(top, full, 1) / scale * 1.18)
     ax.set_ylabel(f"{unit} per device per update", fontsize=LABEL_SIZE)
     ax.set_title("gradient all-reduce per update (predicted)" if predicted else

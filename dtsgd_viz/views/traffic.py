@@ -14,7 +14,9 @@ moves along which mesh dims and what for::
     >>> [(i.mesh_dims, i.bytes_per_device, i.label) for i in traffic_items(plan)]
     [(('batch',), 128, 'w')]
     >>> headline(plan)
-    'each update all-reduces 128 B of gradient per device along batch'
+    'Each update all-reduces 128 B of gradient per device along batch'
+    >>> settings_text(CommunicationReport(mesh, (), function="step")).replace("\u00a0", " ")
+    'measured on the compiled step on Mesh(batch=2, model=4; 8 devices): no collectives'
 """
 
 from __future__ import annotations
@@ -128,7 +130,7 @@ def dims_text(dims) -> str:
 # ---- in words ---------------------------------------------------------------------------
 
 def headline(obj) -> str:
-    """The finding: ``each update all-reduces 3.6 KiB per device along batch, 2 KiB along
+    """The finding: ``Each update all-reduces 3.6 KiB per device along batch, 2 KiB along
     model`` (``of gradient`` for a plan, ``moves`` when not every collective is an
     all-reduce)."""
     items = traffic_items(obj)
@@ -136,30 +138,34 @@ def headline(obj) -> str:
     if not items:
         if plan:
             dims = [d for d in obj.batch_dims if obj.mesh.dim_size(d) > 1]
-            return ("each update all-reduces no gradient: " + (
+            return ("Each update all-reduces no gradient: " + (
                 "every variable is sharded over the batch dims" if dims and obj.entries else
                 "the batch is not split over devices"))
-        return "each update moves nothing between devices"
+        return "Each update moves nothing between devices"
     verb = "all-reduces" if all(i.kind == "all-reduce" for i in items) else "moves"
     parts = [f"{format_bytes(b)}" + (" of gradient" if plan and k == 0 else "") +
              (" per device" if k == 0 else "") + f" along {dims_text(d)}"
              for k, (d, b) in enumerate(totals(obj.mesh, items).items())]
-    return f"each update {verb} " + ", ".join(parts)
+    return f"Each update {verb} " + ", ".join(parts)
 
 
 def settings_text(obj) -> str:
-    """The subtitle: what was measured or predicted, on which mesh."""
+    """The subtitle: what was measured or predicted, on which mesh (never broken inside
+    the mesh: its spaces are no-break spaces), and how many collectives of each kind."""
     _check(obj)
+    mesh = _nb(str(obj.mesh))
     if isinstance(obj, CommunicationPlan):
         src = f" of {obj.source}" if obj.source else ""
         n = len(obj.entries)
-        return (f"predicted from the layouts{src}: {n} variable{'s' * (n != 1)} on {obj.mesh}, "
+        return (f"predicted from the layouts{src}: {n} variable{'s' * (n != 1)} on {mesh}, "
                 f"batch split over {', '.join(obj.batch_dims) or 'no mesh dim'}; per device: "
                 "its shard of each gradient (a ring all-reduce sends about twice that)")
-    ran = "; measuring ran the step (variables restored)" if obj.ran_step else ""
-    n = len(obj.collectives)
-    return (f"measured from the program DTensor compiled for {obj.function or 'one step'} on "
-            f"{obj.mesh}: {n} collective{'s' * (n != 1)}{ran}")
+    kinds = {}
+    for c in obj.collectives:
+        kinds[c.kind] = kinds.get(c.kind, 0) + 1
+    counted = ", ".join(_nb(f"{n} {k}{'s' * (n != 1)}") for k, n in kinds.items())
+    return (f"measured on the compiled {obj.function or 'step'} on {mesh}: "
+            f"{counted or 'no collectives'}")
 
 
 def _nb(text: str) -> str:

@@ -52,8 +52,30 @@ class _Refs(html.parser.HTMLParser):
 
 
 def _png_size(fig):
-    w, h = fig.get_size_inches() * report.PNG_DPI
+    """The pixel size of ``fig`` as the report saves it: what it draws (its tight box)
+    plus ``PNG_PAD`` inches a side."""
+    if not hasattr(fig.canvas, "get_renderer"):   # drawn for saving only: give it Agg's
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        FigureCanvasAgg(fig)
+    fig.draw_without_rendering()
+    box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(report.PNG_PAD)
+    w, h = box.width * report.PNG_DPI, box.height * report.PNG_DPI
+    assert w <= fig.get_figwidth() * report.PNG_DPI + 2 * report.PNG_PAD * report.PNG_DPI + 1
     return int(w), int(h)  # Agg truncates the size in pixels
+
+
+def _same_size(im, fig):
+    want = _png_size(fig)
+    assert all(abs(a - b) <= 1 for a, b in zip(im.size, want)), (im.size, want)
+
+
+def _margins(im):
+    """Pixels of plain background from each edge of the image to the first drawn one
+    (left, top, right, bottom)."""
+    a = np.asarray(im.convert("RGB")).astype(int)
+    drawn = np.abs(a - a[0, 0]).sum(axis=2) > 30
+    rows, cols = np.flatnonzero(drawn.any(axis=1)), np.flatnonzero(drawn.any(axis=0))
+    return cols[0], rows[0], a.shape[1] - 1 - cols[-1], a.shape[0] - 1 - rows[-1]
 
 
 def test_files_exist_and_open(made):
@@ -114,7 +136,9 @@ def test_layout_text_and_figure_are_the_recorded_layout(made):
     geom = rec.geometry("w")
     assert len(blocks) == geom.num_unique == 8
     with Image.open(os.path.join(result.directory, "layout.png")) as im:
-        assert im.size == _png_size(fig)
+        _same_size(im, fig)
+        # cropped to what it draws: no margin past the pad (and a pixel of antialiasing)
+        assert max(_margins(im)) <= report.PNG_PAD * report.PNG_DPI + 2, _margins(im)
 
 
 def test_path_figure_holds_the_recorded_paths_and_arrows(made):
@@ -138,7 +162,7 @@ def test_path_figure_holds_the_recorded_paths_and_arrows(made):
     assert len(fig.axes) == 2
     assert not [a for a in ax.patches if (a.get_gid() or "").startswith("zoom-box:")]
     with Image.open(os.path.join(result.directory, "paths.png")) as im:
-        assert im.size == _png_size(fig)
+        _same_size(im, fig)
 
 
 def test_update_figure_takes_the_same_update_apart_up_close(made):
@@ -157,7 +181,7 @@ def test_update_figure_takes_the_same_update_apart_up_close(made):
             tip = tip + np.array([float(q.U[0]), float(q.V[0])]) / getattr(q, "magnified", 1.0)
         np.testing.assert_allclose(tip, path[step + 1], rtol=1e-5, atol=1e-6)
     with Image.open(os.path.join(result.directory, "update.png")) as im:
-        assert im.size == _png_size(fig)
+        _same_size(im, fig)
 
 
 def _segment_distance(point, end):
@@ -196,7 +220,7 @@ def test_shard_figures_hold_the_recorded_velocity(made):
         assert f"after update {int(rec.steps[i])}" in said
         name = f"shards-momentum-update{int(rec.steps[i]):03d}.png"
         with Image.open(os.path.join(result.directory, name)) as im:
-            assert im.size == _png_size(fig)
+            _same_size(im, fig)
 
 
 def test_report_prints_nothing_and_rejects_empty_input(made, tmp_path, capsys):

@@ -168,3 +168,33 @@ def test_plot_memory_shows_gradient_traffic_beside_memory():
         plot_memory(plan, communication=True, ax=mem)
     with pytest.raises(TypeError, match="Expected a CommunicationPlan"):
         plot_memory(plan, communication="yes")
+
+
+def test_each_variable_is_named_at_the_right_of_the_last_bar():
+    plan = memory_plan({"w": ((8, 16), "float32", spec("unsharded", "model")),
+                        "b": ((16,), "float32", spec("model")),
+                        "c": ((1,), "float32", spec("unsharded"))})
+    fig = plot_memory(plan)
+    ax = fig.axes[0]
+    assert ax.get_legend() is None   # the labels name the segments
+    labels = {t.get_gid(): t for t in ax.texts if (t.get_gid() or "").startswith("segment-label-")}
+    want = {e.name: f"{e.name} {format_bytes(int(e.param_bytes_per_device[-1]))} + "
+            f"{format_bytes(int(e.slot_bytes_per_device[-1]))} slot" for e in plan.entries}
+    assert {k.split("segment-label-")[1]: t.get_text() for k, t in labels.items()} == want
+    fig.draw_without_rendering()
+    r = fig.canvas.get_renderer()
+    boxes = sorted((t.get_window_extent(r) for t in labels.values()), key=lambda b: b.y0)
+    assert all(a.y1 <= b.y0 + 1 for a, b in zip(boxes, boxes[1:]))   # none overprints another
+    last_bar = max(p.get_window_extent(r).x1 for p in ax.patches)
+    assert all(b.x0 > last_bar for b in boxes)
+    # a leader from each stack's middle (on the last bar's right edge) to its label
+    leaders = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("segment-leader")]
+    assert len(leaders) == len(plan.entries)
+    lo, hi = ax.get_ylim()
+    unit = {"B": 1, "KiB": 1024}[ax.get_ylabel().split()[0]]
+    segs = memory_bars(plan)
+    mids = sorted(float(p.bottom[-1] + (p.height[-1] + s.height[-1]) / 2) / unit
+                  for p, s in zip(segs[::2], segs[1::2]))
+    starts = sorted(lo + ln.get_ydata()[0] * (hi - lo) for ln in leaders)
+    np.testing.assert_allclose(starts, mids)
+    assert all(ln.get_xdata()[0] < 1 for ln in leaders)   # from the bar, inside the axes

@@ -83,7 +83,7 @@ def test_a_plan_predicts_shard_bytes_along_the_unused_batch_dim():
     want = {k: shard_bytes(shape, lay) for k, (shape, _, lay) in mlp(True).items()}
     assert {i.label: i.bytes_per_device for i in traffic_items(plan)} == want
     total = sum(want.values())  # 16 KiB + 256 B + 2.5 KiB + 40 B
-    assert headline(plan) == f"each update all-reduces {format_bytes(total)} of gradient per device along batch"
+    assert headline(plan) == f"Each update all-reduces {format_bytes(total)} of gradient per device along batch"
     pic = communication_geometry(plan)
     (panel,) = pic.panels
     assert panel.mesh_dims == ("batch",) and panel.bytes_per_device == total
@@ -131,7 +131,7 @@ def test_the_figure_draws_each_group_and_its_bytes():
     grads = sum(c.bytes_per_device for c in rep.collectives if c.serves == "gradient")
     model = 32 * 10 * 4 + 2048
     assert fig.texts[0].get_text().replace("\n", " ") == (
-        f"each update moves {format_bytes(grads)} per device along batch, "
+        f"Each update moves {format_bytes(grads)} per device along batch, "
         f"{format_bytes(model)} along model, 4 B along batch × model")
     panels = [ax for ax in fig.axes if ax.get_gid().startswith("panel-")]
     titles = {t.get_gid(): t.get_text() for t in fig.texts}
@@ -193,7 +193,7 @@ def test_nothing_moves_and_bad_input():
     plan = communication_plan({"w": ((8, 8), "float32", L("batch", "model"))})
     fig = plot_communication(plan)
     assert fig.texts[0].get_text() == (
-        "each update all-reduces no gradient: every variable is sharded over the batch dims")
+        "Each update all-reduces no gradient: every variable is sharded over the batch dims")
     assert "not all-reduced (sharded over every batch dim of size > 1): w" in fig.texts[-1].get_text()
     assert not fig.axes[0].lines
     with pytest.raises(TypeError, match="Expected a CommunicationPlan .* Received: MemoryPlan"):
@@ -206,3 +206,24 @@ def test_draws_into_a_given_figure():
     assert out is fig and fig.texts[0].get_text() == "data parallel"
     full = sum(math.prod(s) * 4 for s in SHAPES.values())
     assert f"along batch: {format_bytes(full)} per device" in [t.get_text() for t in fig.texts]
+
+
+def test_the_headline_is_the_house_one_and_the_figure_has_no_empty_band():
+    from dtsgd_viz.views.figure import headline_texts
+    rep = CommunicationReport(MESH, tuple(
+        Collective("all-reduce", ("batch",), b, "float32", (b // 4,), "gradient", v)
+        for v, b in [("w", 256), ("b", 64)]), function="step", ran_step=True)
+    fig = plot_communication(rep)
+    finding, settings = headline_texts(fig)
+    assert finding == "Each update all-reduces 320 B per device along batch"
+    title = next(t for t in fig.texts if t.get_gid() == "title")
+    assert title.get_ha() == "center" and title.get_position()[0] == 0.5
+    assert settings.replace("\u00a0", " ") == (
+        f"measured on the compiled step on {MESH}: 2 all-reduces")   # one line, no jargon
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    note = next(t for t in fig.texts if t.get_gid() == "note").get_window_extent(r)
+    above = [t.get_window_extent(r) for t in [*fig.texts, *(x for ax in fig.axes for x in
+             [ax.xaxis.label, *ax.get_xticklabels()])] if t.get_text() and t.get_gid() != "note"]
+    gap = min(b.y0 for b in above) - note.y1
+    assert 0 <= gap <= 0.3 * fig.dpi   # the note sits just under the panel, no empty band
