@@ -13,6 +13,7 @@ from . import style
 from .direct_labels import move_ends
 from . import update_geometry as upd
 from .path_frames import draw_scene, draw_zoom, follow_update, panel_at, path_title, set_trail
+from .path_names import place_names
 from .path_scene import build_scene
 
 __all__ = ["animate"]
@@ -71,7 +72,7 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
     steps = np.asarray(next(iter(scene.recordings.values())).steps[:n])
     frame_list = _frames(frames, steps)
     arrows = _arrows_drawable(scene, frame_list)
-    fig, art = draw_scene(scene, int(steps[frame_list[0]]), None, arrows, zoom=zoom)
+    fig, art = draw_scene(scene, int(steps[frame_list[0]]), None, arrows, zoom=zoom, run_names=True)
     ax_loss = art.ax_loss
     ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
 
@@ -195,14 +196,17 @@ def _move_to(scene, art, arrows, steps, i) -> list:
                 q.set_UVC([uv[0]], [uv[1]])
                 changed.append(q)
             if key in art.zoom_axes:
-                draw_zoom(scene, art, key, panel_at(scene, key, i, arrows))
+                # rendered once, offline: its labels can afford to keep off the path
+                draw_zoom(scene, art, key, panel_at(scene, key, i, arrows), avoid_path=True)
         s, loss, _ = scene.losses[key]
         art.loss_markers[key].set_data([s[i]], [loss[i]])
         art.loss_lines[key].set_data(s[:i + 1], loss[:i + 1])
         changed += [art.loss_markers[key], art.loss_lines[key]]
     art.step_line.set_xdata([steps[i], steps[i]])
     art.title.set_text(path_title(scene, int(steps[i])))
-    return changed + [art.step_line, art.title] + _move_names(scene, art, i)
+    # the start and minimum names again, off the zoom boxes where they are now
+    marks = [p for k in scene.coords for p in scene.coords[k][[i, min(i + 1, len(scene.coords[k]) - 1)]]]
+    return changed + [art.step_line, art.title] + _move_names(scene, art, i) + place_names(art, marks, scene)
 
 
 def _move_names(scene, art, i) -> list:

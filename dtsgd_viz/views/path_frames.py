@@ -19,10 +19,11 @@ from . import update_geometry as upd
 from . import update_panel as panel
 from .figure import headline, new_figure
 from .path_loss import draw_loss
+from .path_names import NAME_OFFSET, draw_start_and_minima, name_runs, place_names  # noqa: F401
 from .path_scene import PathScene, finding, settings_line
 
 __all__ = ["PathArtists", "draw_scene", "draw_zoom", "follow_update", "set_trail", "path_title",
-           "panel_at", "stacked_over", "caption_text"]
+           "panel_at", "stacked_over", "caption_text", "short_arrows", "short_note"]
 
 
 @dataclasses.dataclass
@@ -48,6 +49,7 @@ class PathArtists:
     names: dict = dataclasses.field(default_factory=dict)   # "start-label"/"minimum-label" -> Annotation
     caption: object = None   # the figure's caption (it names the update shown), if any
     caption_tail: str = ""   # the caption's lines after that
+    run_names: dict = dataclasses.field(default_factory=dict)   # config -> its name on its path
 
 
 ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −lr·g in its light tint, "
@@ -103,12 +105,13 @@ def _index(scene, key, update):
 
 
 def draw_scene(scene: PathScene, update, ax, arrows, zoom=True,
-               note=None, auto=False) -> tuple[object, PathArtists]:
+               note=None, auto=False, run_names=False) -> tuple[object, PathArtists]:
     """Draw ``scene`` at ``update`` (None: no update picked) on ``ax`` (None: a new
     figure, with a zoomed panel per run if ``zoom`` and there are arrows); with an
     update, each path is drawn in its rule's look up to it and as a thin line over the
     whole run under that (``follow_update`` moves the split); ``auto``:
-    the update was picked as where the runs differ most (the title says so). Returns
+    the update was picked as where the runs differ most (the title says so);
+    ``run_names``: write each run's name on its path (``path_names.name_runs``). Returns
     the figure and the ``PathArtists`` that follow the update."""
     if arrows and update is not None and note is None:
         # draw what the recording allows: without the update before, no arrows, and say why
@@ -128,7 +131,7 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True,
     dots = max(len(c) for c in scene.coords.values()) <= 61
     picked = update is not None
     _draw_path_lines(scene, art, looks, dots, picked)
-    art.names = _draw_start_and_minima(scene, ax_path)
+    art.names = draw_start_and_minima(scene, ax_path)
     _frame_path_axes(scene, ax_path)
     if picked:
         _draw_step(scene, update, art, arrows, looks)
@@ -144,6 +147,10 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True,
         fig.draw_without_rendering()
         for key in zoom_axes:
             draw_zoom(scene, art, key, panel_at(scene, key, _index(scene, key, update), arrows))
+    if run_names:
+        if not zoom_axes:
+            fig.draw_without_rendering()
+        art.run_names = name_runs(scene, art, looks)
     return fig, art
 
 
@@ -194,58 +201,6 @@ def _run_handles(scene, looks, dots, picked=False) -> list:
     return out
 
 
-def _draw_start_and_minima(scene, ax_path) -> dict:
-    """The start points and the minima (starred), each named beside it on a white box
-    over the markers (``place_names`` moves it off them); returns ``{gid: Annotation}``
-    of the names."""
-    start, star = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"]
-    ax_path.plot(scene.starts[:, 0], scene.starts[:, 1], start.marker, ms=start.ms, mfc="white",
-                 mec=start.color, mew=start.lw, ls="none", label="start", gid="start",
-                 zorder=start.zorder)
-    scale = max(1.0, float(np.abs(scene.plane.origin).max()))
-    on_plane = scene.plane.is_identity or scene.minima_off_plane < 1e-6 * scale
-    min_label = ("minima" if len(scene.minima) > 1 else "minimum") + (
-        "" if on_plane else " (projected)")
-    ax_path.plot(scene.minima[:, 0], scene.minima[:, 1], star.marker, ms=star.ms, mfc=style.MINIMUM_FACE,
-                 mec=star.color, mew=star.lw, ls="none", label=min_label, gid="minimum",
-                 zorder=star.zorder)
-    names = [("start", p, "start-label") for p in scene.starts[:1]]
-    names += [(min_label, scene.minima[0], "minimum-label")]
-    return {gid: ax_path.annotate(
-        text, xy, xytext=NAME_OFFSET, textcoords="offset points", ha="left", va="bottom",
-        fontsize=style.LABEL_SIZE, fontweight="bold", color="black", gid=gid, annotation_clip=True,
-        zorder=style.ROLE_LOOKS["current"].zorder + 0.5,   # over the current markers, under the arrows
-        bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85)) for text, xy, gid in names}
-
-
-NAME_OFFSET = (9.0, 7.0)   # points from the start / minimum to their names' corner
-
-
-def place_names(art, marks) -> list:
-    """Put the start and minimum names (``art.names``) on the side of their points away
-    from ``marks`` (plot coordinates: the current markers and the update's ends) and each
-    other's points (``path_geometry.label_side``); returns the names."""
-    from .direct_labels import text_size
-    ax = art.ax_path
-    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-    bbox = ax.get_window_extent()
-    W, H = (bbox.width * 72.0 / ax.figure.figure.dpi, bbox.height * 72.0 / ax.figure.figure.dpi)
-    if ax.get_aspect() == 1.0:   # an equal-aspect box is drawn square
-        W = H = min(W, H)
-    scale = np.array([W / ((x1 - x0) or 1.0), H / ((y1 - y0) or 1.0)])
-    anchors = [np.asarray(a.xy, np.float64) for a in art.names.values()]
-    for ann, anchor in zip(art.names.values(), anchors):
-        others = [m for m in [*marks, *anchors] if m is not anchor]
-        pts = (np.asarray(others, np.float64).reshape(-1, 2) - anchor) * scale
-        w, h = text_size(ann.get_text(), style.LABEL_SIZE)
-        lo, hi = (np.array([x0, y0]) - anchor) * scale, (np.array([x1, y1]) - anchor) * scale
-        sx, sy = geo.label_side(pts, (1.1 * w, h), NAME_OFFSET, room=tuple(zip(lo, hi)))
-        ann.xyann = (sx * NAME_OFFSET[0], sy * NAME_OFFSET[1])
-        ann.set_horizontalalignment("left" if sx > 0 else "right")
-        ann.set_verticalalignment("bottom" if sy > 0 else "top")
-    return list(art.names.values())
-
-
 def follow_update(scene, art, update) -> list:
     """Point the parts that split at the update shown at ``update``: each path in its
     rule's look up to its end (the thin whole run stays under it), the caption's update
@@ -262,7 +217,7 @@ def follow_update(scene, art, update) -> list:
     if art.caption is not None:
         art.caption.set_text(caption_text(update, art.caption_tail))
         changed.append(art.caption)
-    return changed + place_names(art, marks)
+    return changed + place_names(art, marks, scene)
 
 
 def _frame_path_axes(scene, ax_path):
@@ -311,14 +266,50 @@ def _draw_contours(scene, ax):
 CONTOUR_ALPHA = 0.3
 
 
-def path_title(scene, update, auto=False):
+def path_title(scene, update, auto=False, short=()):
     """The path panel's title at ``update`` (None: no update picked); ``auto``: picked
-    as where the runs differ most."""
+    as where the runs differ most; ``short``: the runs whose arrows are too short to see
+    (``short_arrows``): the title names only the runs whose arrows show, or none."""
     if update is None:
         return "Paths on the loss contours"
+    shown = [k for k in scene.coords if k not in short]
+    if short and not shown:
+        return f"Paths, update {int(update)} marked" + (" (where the runs differ most)" if auto else "")
     if auto:
         return f"Update {int(update)}: where the runs differ most"
+    if short:
+        return f"Update {int(update)}: " + _names(shown, "'s") + " terms as arrows"
     return f"Update {int(update)}: its terms as arrows"
+
+
+def _names(keys, suffix="") -> str:
+    names = [geo.rule_name(k) + suffix for k in keys]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+MIN_ARROW_PX = 15.0   # an update whose arrows are all shorter than this is too short to see
+
+
+def short_arrows(scene, art, update) -> list:
+    """The runs whose update ``update``'s arrows on the laid-out path panel are all
+    shorter than ``MIN_ARROW_PX`` pixels (a speck under the current marker)."""
+    ax = art.ax_path
+    lengths = {}
+    for (key, _), q in art.arrows.items():
+        tail = np.asarray(q.get_offsets()[0], np.float64)
+        tip = tail + [float(q.U[0]), float(q.V[0])]
+        px = float(np.hypot(*(ax.transData.transform(tip) - ax.transData.transform(tail))))
+        lengths[key] = max(lengths.get(key, 0.0), px)
+    return [k for k, px in lengths.items() if px < MIN_ARROW_PX]
+
+
+def short_note(scene, update, short) -> str:
+    """The caption's line naming the runs in ``short`` and where their update is drawn."""
+    if not short:
+        return ""
+    whose = "its" if len(short) == 1 else "their"
+    return (f"{_names(short)}: update {int(update)} too short to see here; plot_update draws "
+            f"{whose} arrows up close")
 
 
 def set_trail(trail, coords, index, color):
@@ -337,10 +328,12 @@ def panel_at(scene, key, index, arrows):
                             upd.nesterov_points(update, scene.plane), scene.box)
 
 
-def draw_zoom(scene, art, key, data):
-    """Redraw ``key``'s zoomed panel and move its box on the path panel."""
+def draw_zoom(scene, art, key, data, avoid_path=False):
+    """Redraw ``key``'s zoomed panel and move its box on the path panel; ``avoid_path``:
+    its labels keep off the path too (``update_panel.draw_update_panel``)."""
     panel.draw_update_panel(art.zoom_axes[key], scene, data, scene.colors[key],
-                            panel.run_styles(scene.coords)[key], scene.plane.is_identity)
+                            panel.run_styles(scene.coords)[key], scene.plane.is_identity,
+                            avoid_path=avoid_path)
     if data.box is not None and key in art.zoom_boxes:
         (x0, x1), (y0, y1) = data.box
         art.zoom_boxes[key].set_bounds(x0, y0, x1 - x0, y1 - y0)

@@ -25,8 +25,19 @@ __all__ = [
     "Plane", "identity_plane", "pca_plane", "project", "lift", "plot_box", "loss_grid",
     "log_levels", "select_variable", "check_step", "step_index", "describe_updates",
     "fade_alphas", "divergence_update", "diverged_runs", "diverged_note", "drawn_length",
-    "run_distances", "most_different_index", "label_side",
+    "run_distances", "most_different_index", "label_side", "rule_name", "RULE_NAMES",
 ]
+
+# how figures write the rules' names (as ``views.rates`` does); gids keep the config keys
+RULE_NAMES = {"nesterov": "Nesterov", "momentum": "momentum", "plain": "plain"}
+
+
+def rule_name(key: str) -> str:
+    """The name a figure writes for config ``key`` (``"nesterov"``: ``"Nesterov"``).
+    >>> rule_name("nesterov"), rule_name("momentum"), rule_name("lr 0.1")
+    ('Nesterov', 'momentum', 'lr 0.1')
+    """
+    return RULE_NAMES.get(str(key), str(key))
 
 
 # ---- the plane the picture is drawn on ---------------------------------------------

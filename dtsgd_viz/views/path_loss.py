@@ -35,7 +35,7 @@ def draw_loss(scene, update, art, looks) -> None:
             finite = np.isfinite(loss) & (loss > 0)
         last = np.flatnonzero(finite)
         if len(last):
-            ends.append((key, steps[last[-1]], loss[last[-1]], look.color))
+            ends.append((geo.rule_name(key), steps[last[-1]], loss[last[-1]], look.color))
         if key in scene.diverged or not finite.all():
             if len(last):   # where the log axis ends for this run: its last finite loss
                 ax.plot([steps[last[-1]]], [loss[last[-1]]], "x", ms=11, mew=2.5, color=look.color,
@@ -52,7 +52,23 @@ def draw_loss(scene, update, art, looks) -> None:
     if update is not None:
         line = style.ROLE_LOOKS["update_line"]
         art.step_line = ax.axvline(update, **line.line(), gid="step-line")
-    art.loss_labels = {t.get_gid()[len("label:"):]: t for t in label_ends(ax, ends)}
+    keys = {geo.rule_name(k): k for k in scene.losses}   # the names written back to their configs
+    art.loss_labels = {keys[t.get_gid()[len("label:"):]]: t for t in label_ends(ax, ends)}
+    for key, text in art.loss_labels.items():   # gids keep the config keys
+        text.set_gid(f"label:{key}")
+    _plain_log_ticks(ax)
+
+
+def _plain_log_ticks(ax) -> None:
+    """A log axis spanning under about a decade and a half gets plain tick labels
+    (0.2, 0.3, 0.4) on its minor ticks instead of ``4×10⁻¹``."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    lo, hi = ax.get_ylim()
+    if not (lo > 0 and hi > lo) or np.log10(hi / lo) > 1.5:
+        return
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _frame(scene, ax, from_surface) -> None:

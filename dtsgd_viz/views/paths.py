@@ -43,7 +43,7 @@ import dataclasses
 
 from . import path_geometry as geo
 from ._path_motion import animate
-from .path_frames import PathArtists, draw_scene
+from .path_frames import PathArtists, caption_text, draw_scene, path_title, short_arrows, short_note
 from .path_scene import PathScene, build_scene, default_update
 
 __all__ = ["plot_paths", "animate", "draw_paths", "PathsView"]
@@ -87,7 +87,15 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Tru
     auto = update is None
     if auto:
         update = default_update(scene)
-    fig, _ = draw_scene(scene, update, ax, arrows, zoom=zoom, auto=auto)
+    fig, art = draw_scene(scene, update, ax, arrows, zoom=zoom, auto=auto, run_names=ax is None)
+    if ax is None and not zoom and art.arrows:
+        # arrows too short to see at the paths' scale: the title names only those that show
+        short = short_arrows(scene, art, update)
+        if short:
+            art.title.set_text(path_title(scene, update, auto, short))
+            if art.caption is not None:
+                art.caption_tail = "\n".join(t for t in (art.caption_tail, short_note(scene, update, short)) if t)
+                art.caption.set_text(caption_text(update, art.caption_tail))
     return fig
 
 

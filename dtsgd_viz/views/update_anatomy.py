@@ -14,7 +14,7 @@ paths themselves. ``step=k`` is optimizer update k as ``recording.steps`` counts
     ...                                           nesterov=True)}, steps=6)
     >>> fig = dtsgd_viz.plot_update(recs, s, step=3)     # a matplotlib Figure
     >>> [ax.get_title().split(" · ")[0] for ax in fig.axes]
-    ['momentum: update 3', 'nesterov: update 3']
+    ['momentum: update 3', 'Nesterov: update 3']
     >>> sorted(a.get_gid() for ax in fig.axes for a in ax.collections
     ...        if (a.get_gid() or "").startswith("zoom-arrow:"))
     ['zoom-arrow:momentum:gradient', 'zoom-arrow:momentum:momentum', 'zoom-arrow:nesterov:gradient', 'zoom-arrow:nesterov:lookahead']
@@ -36,15 +36,18 @@ from .figure import headline, new_figure
 from .path_frames import panel_at
 from .path_scene import build_scene, default_update, settings_line
 
-__all__ = ["plot_update", "update_finding", "UPDATE_CAPTION"]
+__all__ = ["plot_update", "update_finding", "shared_zoom", "UPDATE_CAPTION"]
 
 UPDATE_CAPTION = ("μ·v in the run's colour, then −lr·g in its light tint, tip to tail, each named "
                   "with its length (parameter units)\nzoom ×N: N times closer than the paths panel "
                   "of plot_paths; an arrow too short to see is drawn longer, dashed, and says so")
+SAME_ZOOM = "\none zoom for every panel: the arrows' lengths compare across them"
+OWN_ZOOM = "\neach panel has its own zoom: compare lengths across panels by their numbers, not by eye"
+SHARED_ZOOM = 3.0   # panels whose boxes are within this factor of each other share one zoom
 LABEL_SIZE = style.LABEL_SIZE + 0.5   # the panels' labels: bigger than under the paths
 MAX_PANEL = 4.3    # inches: the largest panel side (one or two runs)
 PANEL_GAP = 0.55   # inches between panels (their tick labels)
-HEAD = 1.75        # inches over and under the panels: headline, panel titles, ticks, caption
+HEAD = 1.95        # inches over and under the panels: headline, panel titles, ticks, caption
 
 
 def plot_update(recordings, surface, step=None, *, name=None):
@@ -90,14 +93,43 @@ def plot_update(recordings, surface, step=None, *, name=None):
     picked = " · the update where the runs differ most" if auto and len(keys) > 1 else ""
     headline(fig, update_finding(terms, update), settings_line(scene) + picked)
     axes = fig.subplots(1, len(keys), squeeze=False)[0]
-    fig.supxlabel(UPDATE_CAPTION, fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
+    datas, same = shared_zoom([panel_at(scene, key, index[key], True) for key in keys])
+    fig.supxlabel(UPDATE_CAPTION + ("" if len(keys) < 2 else SAME_ZOOM if same else OWN_ZOOM),
+                  fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
     fig.draw_without_rendering()   # the panels' real sizes, for placing their labels
     styles = panel.run_styles(scene.coords)
-    for key, ax in zip(keys, axes):
-        panel.draw_update_panel(ax, scene, panel_at(scene, key, index[key], True), scene.colors[key],
+    for key, ax, data in zip(keys, axes, datas):
+        panel.draw_update_panel(ax, scene, data, scene.colors[key],
                                 styles[key], scene.plane.is_identity, label_size=LABEL_SIZE,
                                 avoid_path=True)
     return fig
+
+
+def shared_zoom(datas, within=SHARED_ZOOM):
+    """``(datas, same)``: the panels' ``PanelData`` with one box size for all (the
+    largest, each box kept on its own centre) when their boxes are within ``within``
+    times of each other, so one zoom lets the eye compare the arrows; else as given.
+
+    >>> from dtsgd_viz.views.update_panel import PanelData
+    >>> d = lambda s: PanelData("k", 1, np.zeros(2), (), None, np.zeros((1, 2)), ((0, s), (0, s)))
+    >>> [x.box for x in shared_zoom([d(1.0), d(2.0)])[0]]
+    [((-0.5, 1.5), (-0.5, 1.5)), ((0.0, 2.0), (0.0, 2.0))]
+    >>> shared_zoom([d(1.0), d(5.0)])[1]
+    False
+    """
+    import dataclasses
+    boxes = [d.box for d in datas]
+    if any(b is None for b in boxes) or len(datas) < 2:
+        return list(datas), False
+    spans = [max(float(np.ptp(b[0])), float(np.ptp(b[1]))) for b in boxes]
+    if max(spans) > within * min(spans):
+        return list(datas), False
+    half = max(spans) / 2
+    out = []
+    for d, b in zip(datas, boxes):
+        cx, cy = (b[0][0] + b[0][1]) / 2, (b[1][0] + b[1][1]) / 2
+        out.append(dataclasses.replace(d, box=((cx - half, cx + half), (cy - half, cy + half))))
+    return out, True
 
 
 def _length(x: float) -> str:
@@ -129,9 +161,10 @@ def update_finding(terms, update) -> str:
     ranked = sorted(ok, key=lambda k: -ok[k])
     top = ranked[0]
     if len(ranked) == 1:
-        return f"Update {int(update)}: {top} steps {_length(ok[top])}, {_carried(terms[top])}" + tail
-    others = [f"{'∞×' if not ok[k] > 0 else _times(ok[top] / ok[k])} {k}'s" for k in ranked[1:]]
-    text = f"Update {int(update)}: {top}'s step is " + " and ".join(others)
+        return f"Update {int(update)}: {geo.rule_name(top)} steps {_length(ok[top])}, {_carried(terms[top])}" + tail
+    name = geo.rule_name
+    others = [f"{'∞×' if not ok[k] > 0 else _times(ok[top] / ok[k])} {name(k)}'s" for k in ranked[1:]]
+    text = f"Update {int(update)}: {name(top)}'s step is " + " and ".join(others)
     angle = _largest_angle([terms[k].total for k in ranked])
     if angle is not None and angle >= 10:
         text += f", {angle:.0f}° apart" if len(ranked) == 2 else f", up to {angle:.0f}° apart"

@@ -229,7 +229,10 @@ def _rect(anchor, d, r, size):
     return (x0, y0, x0 + w, y0 + h), ha, va
 
 
-def place_labels(anchors, sizes, obstacles, panel, away=None, radii=(16.0, 28.0, 42.0, 60.0)):
+STRICT_PULL = 5.0
+
+
+def place_labels(anchors, sizes, obstacles, panel, away=None, radii=(16.0, 28.0, 42.0, 60.0), pull=None):
     """Where to put labels on leader lines, all in points of a panel ``panel = (W, H)``:
     label ``i`` (``sizes[i] = (w, h)``) names the point ``anchors[i]``; each goes to the
     spot (16 directions x ``radii``) that stays in the panel, overlaps neither the labels
@@ -252,20 +255,29 @@ def place_labels(anchors, sizes, obstacles, panel, away=None, radii=(16.0, 28.0,
         best = None
         for r in radii:
             for d in dirs:
+                weight = 0.3 if pull is None else float(pull[i])
                 (x0, y0, x1, y1), ha, va = _rect(anchor, d, r, size)
                 area = (x1 - x0) * (y1 - y0)
                 inside = max(0, min(x1, W) - max(x0, 0)) * max(0, min(y1, H) - max(y0, 0))
+                # outside the panel costs most; a label held to its side goes to the other only then
                 cost = 60.0 * (1 - inside / area)
+                if pref is not None and weight >= STRICT_PULL and float(d @ pref) < 0.3:
+                    cost += 8.0
                 for a0, b0, a1, b1 in placed:
                     cost += 40.0 * max(0, min(x1, a1) - max(x0, a0)) * max(0, min(y1, b1) - max(y0, b0)) / area
                 if len(obstacles):
                     hit = ((obstacles[:, 0] > x0 - 3) & (obstacles[:, 0] < x1 + 3)
                            & (obstacles[:, 1] > y0 - 3) & (obstacles[:, 1] < y1 + 3))
                     cost += 2.0 * float(hit.sum())
-                cost += 0.02 * r - (0.3 * float(d @ pref) if pref is not None else 0.0)
+                cost += 0.02 * r - (weight * float(d @ pref) if pref is not None else 0.0)
                 if best is None or cost < best[0]:
                     best = (cost, r * d, ha, va, (x0, y0, x1, y1))
-        _, off, ha, va, rect = best
+        _, off, ha, va, (x0, y0, x1, y1) = best
+        # still partly outside (no spot left inside): slid back in along the panel's edges
+        # (in whole points: a redraw of a panel a fraction of a point smaller draws the same)
+        shift = np.array([np.ceil(max(0.0, -x0)) - np.ceil(max(0.0, x1 - W)),
+                          np.ceil(max(0.0, -y0)) - np.ceil(max(0.0, y1 - H))])
+        off, rect = off + shift, (x0 + shift[0], y0 + shift[1], x1 + shift[0], y1 + shift[1])
         placed.append(rect)
         out.append((float(off[0]), float(off[1]), ha, va))
     return out

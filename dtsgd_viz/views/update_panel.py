@@ -120,14 +120,14 @@ def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect
 
     _clear(ax)
     if data.box is None:
-        ax.set_title(f"{data.key}: update {data.update} (non-finite)", fontsize=style.TITLE_SIZE,
+        ax.set_title(f"{geo.rule_name(data.key)}: update {data.update} (non-finite)", fontsize=style.TITLE_SIZE,
                      color=color)
         return
     _draw_surroundings(ax, scene, data, color, run_style)
     outline = [patheffects.withStroke(linewidth=2.5, foreground="white")]
     arrows = _draw_chain(ax, data, color)
     labels = _arrow_labels(data, arrows)
-    if data.nesterov is not None:
+    if data.nesterov is not None:   # placed first (``_place``): the arrows' names keep off them
         labels += _draw_lookahead(ax, data, color)
     _place(ax, data, labels, arrows, color, outline, equal_aspect,
            style.TICK_SIZE if label_size is None else float(label_size),
@@ -210,8 +210,19 @@ def _draw_lookahead(ax, data: PanelData, color):
             gid=f"iterate:{data.key}")
     ax.plot([la[0]], [la[1]], "D", ms=7, color=color, mec="white", mew=1.0, zorder=9,
             gid=f"lookahead:{data.key}")
-    return [("look-ahead point:\ng taken here", np.asarray(la), f"lookahead-label:{data.key}", False),
-            ("iterate p − μ·v_prev", np.asarray(it), f"iterate-label:{data.key}", False)]
+    span = float(np.ptp(data.box[0])) or 1.0
+    d = np.asarray(la, np.float64) - np.asarray(it, np.float64)
+    if float(np.hypot(*d)) < COINCIDE * span:   # v_prev = 0 (the first update): one point, one name
+        return [("iterate = look-ahead\n(v_prev = 0): g here", np.asarray(la),
+                 f"lookahead-label:{data.key}", False)]
+    # the two names on opposite sides of the iterate to look-ahead line, so neither leader
+    # crosses the other's name
+    side = np.array([d[1], -d[0]]) / float(np.hypot(*d))   # the look-ahead's name right of the line
+    return [("look-ahead point:\ng taken here", np.asarray(la), f"lookahead-label:{data.key}", False, side),
+            ("iterate p − μ·v_prev", np.asarray(it), f"iterate-label:{data.key}", False, -side)]
+
+
+COINCIDE = 0.02   # iterate and look-ahead closer than this (in panel spans) are one point
 
 
 PATH_SEGMENTS = 6   # the path's last segments a plot_update label keeps off
@@ -246,17 +257,27 @@ def _place(ax, data: PanelData, labels, arrows, color, outline, equal_aspect=Tru
                                   np.sin(np.linspace(0, 2 * np.pi, 8, endpoint=False))])
     obstacles += [to_pt(p) + r for p in marks for r in [np.zeros(2), *ring]]   # the marks' discs
     obstacles += [to_pt(p) for p in avoid]
-    centre = np.mean([to_pt(a) for _, a, _, _ in labels], axis=0)
-    away = [to_pt(a) - centre for _, a, _, _ in labels]
-    spots = upd.place_labels([to_pt(a) for _, a, _, _ in labels],
-                             [text_size(text, fs) for text, _, _, _ in labels],
-                             np.reshape(obstacles, (-1, 2)), (W, H), away)
-    for (text, anchor, gid, bold), (dx, dy, ha, va) in zip(labels, spots):
+    centre = np.mean([to_pt(lab[1]) for lab in labels], axis=0)
+    # a label's own side (in data units, e.g. Nesterov's two points), pulled to firmly
+    scale = np.array([W / ((x1 - x0) or 1), H / ((y1 - y0) or 1)])
+    away = [np.asarray(lab[4]) * scale if len(lab) > 4 else to_pt(lab[1]) - centre for lab in labels]
+    pull = [SIDE_PULL if len(lab) > 4 else 0.3 for lab in labels]
+    # the labels held to a side are placed first, the others around them; drawn in the given order
+    order = sorted(range(len(labels)), key=lambda i: len(labels[i]) <= 4)
+    placed = upd.place_labels([to_pt(labels[i][1]) for i in order],
+                              [text_size(labels[i][0], fs) for i in order],
+                              np.reshape(obstacles, (-1, 2)), (W, H), [away[i] for i in order],
+                              pull=[pull[i] for i in order])
+    spots = [placed[order.index(i)] for i in range(len(labels))]
+    for (text, anchor, gid, bold, *_), (dx, dy, ha, va) in zip(labels, spots):
         ax.annotate(text, anchor, xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
                     fontsize=fs, color=color, fontweight="bold" if bold else "normal", zorder=9,
                     path_effects=outline, gid=gid, annotation_clip=False,
                     arrowprops=dict(arrowstyle="-", color=color, lw=0.8, shrinkA=0, shrinkB=2,
                                     alpha=0.8))
+
+
+SIDE_PULL = 8.0   # how firmly a label with its own side keeps to it (place_labels' costs)
 
 
 def _frame_panel(ax, data: PanelData, color, equal_aspect, zoom):
@@ -271,7 +292,7 @@ def _frame_panel(ax, data: PanelData, color, equal_aspect, zoom):
     ax.yaxis.set_major_locator(MaxNLocator(4))
     ax.tick_params(labelsize=style.TICK_SIZE, labelleft=True, pad=1.5)
     factor = f"×{zoom:.0f}" if zoom >= 9.5 else f"×{zoom:.1f}"
-    ax.set_title(f"{data.key}: update {data.update} · zoom {factor}", fontsize=style.TITLE_SIZE,
+    ax.set_title(f"{geo.rule_name(data.key)}: update {data.update} · zoom {factor}", fontsize=style.TITLE_SIZE,
                  color=color, fontweight="bold")
     for spine in ax.spines.values():
         spine.set_edgecolor(color)

@@ -18,6 +18,7 @@ from dtsgd_viz.views import update_geometry as upd
 from dtsgd_viz.views import style
 from dtsgd_viz.views.update_geometry import decompose_update
 from dtsgd_viz.views.paths import draw_paths
+from dtsgd_viz.views.path_geometry import rule_name
 from helpers.synthetic_paths import note_text, synthetic
 
 STEPS = 8
@@ -196,7 +197,7 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, update):
     # the panel says how much closer it is than the paths panel
     zoom = upd.zoom_factor((fig.axes[0].get_xlim(), fig.axes[0].get_ylim()),
                            (zoom_ax.get_xlim(), zoom_ax.get_ylim()))
-    assert zoom_ax.get_title().startswith(f"{name}: update {k} · zoom ×")
+    assert zoom_ax.get_title().startswith(f"{rule_name(name)}: update {k} · zoom ×")
     shown = float(zoom_ax.get_title().rsplit("×", 1)[1])
     assert shown == pytest.approx(zoom, rel=0.06, abs=0.06)
     # the zoomed panel holds the position and where the update ends
@@ -623,7 +624,8 @@ def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_
     k = int(np.argmax(np.linalg.norm(np.diff(path, axis=0), axis=1))) + 1
     assert dtsgd_viz.plot_paths(one, ROTATED).axes[0].get_title().startswith(f"Update {k}:")
     # a named step is drawn as named, and the title does not claim it was picked
-    assert dtsgd_viz.plot_paths(rotated, ROTATED, step=2).axes[0].get_title() == "Update 2: its terms as arrows"
+    title = dtsgd_viz.plot_paths(rotated, ROTATED, step=2).axes[0].get_title()
+    assert title.startswith("Update 2: ") and "terms as arrows" in title and "differ most" not in title
 
 
 def test_run_distances_and_the_pick_skip_what_cannot_be_drawn():
@@ -726,3 +728,76 @@ def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs)
     assert finding.startswith("Nesterov ends lowest")
     one = draw_paths({"nesterov": long_runs["nesterov"]}, CONDITIONED).figure
     assert headline_texts(one)[0].startswith("Nesterov reaches loss")
+
+
+# ---- names on the paths, updates too short to see, the star over the paths ------------
+
+
+def test_each_run_is_named_on_its_own_path_off_the_others(long_runs):
+    from dtsgd_viz.views.path_names import path_samples
+    fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5)
+    ax = fig.axes[0]
+    names = {t.get_gid()[len("run-name:"):]: t for t in ax.texts if (t.get_gid() or "").startswith("run-name:")}
+    assert set(names) == set(long_runs)
+    fig.draw_without_rendering()
+    for key, t in names.items():
+        assert t.get_text() == rule_name(key) and t.get_color() == style.RULE_LOOKS[key].color
+        own = path_samples(long_runs[key].path("w").astype(np.float64))
+        # the leader starts on the run's own path, nearer it than any other run's
+        d_own = np.min(np.linalg.norm(own - t.xy, axis=1))
+        assert d_own < 1e-9
+        box = t.get_window_extent()
+        assert ax.get_window_extent().contains(*box.p0) and ax.get_window_extent().contains(*box.p1)
+    # the loss panel writes the same names; the gids keep the config keys
+    ends = {t.get_gid(): t.get_text() for t in fig.axes[1].texts if (t.get_gid() or "").startswith("label:")}
+    assert ends == {f"label:{k}": rule_name(k) for k in long_runs}
+
+
+def test_a_title_claims_arrows_only_for_the_runs_whose_arrows_show(long_runs):
+    from dtsgd_viz.views.path_frames import MIN_ARROW_PX
+    from matplotlib.text import Text
+    fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5)
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    longest = {}
+    for q in ax.collections:
+        gid = q.get_gid() or ""
+        if gid.startswith("arrow:"):
+            tail = np.asarray(q.get_offsets()[0])
+            tip = tail + [float(q.U[0]), float(q.V[0])]
+            px = float(np.hypot(*(ax.transData.transform(tip) - ax.transData.transform(tail))))
+            key = gid.split(":")[1]
+            longest[key] = max(longest.get(key, 0.0), px)
+    short = [k for k, px in longest.items() if px < MIN_ARROW_PX]
+    shown = [k for k in longest if k not in short]
+    title = ax.get_title()
+    assert short and shown   # this update: momentum's arrows show, the others' are specks
+    assert all(rule_name(k) in title for k in shown) and not any(rule_name(k) in title for k in short)
+    caption = [t.get_text() for t in fig.findobj(Text) if "too short to see" in t.get_text()]
+    assert len(caption) == 1 and all(rule_name(k) in caption[0] for k in short)
+    # with every run's arrows long enough the title stays general
+    assert dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=1).axes[0].get_title() == "Update 1: its terms as arrows"
+
+
+def test_the_star_is_drawn_over_every_path_on_a_white_halo(long_runs):
+    fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=20)
+    ax = fig.axes[0]
+    star = gid_artists(fig, "minimum")[""]
+    others = [a for a in [*ax.lines, *ax.collections] if a is not star and (a.get_gid() or "").split(":")[0]
+              in ("path", "path-rest", "trail", "arrow", "position")]
+    assert others and star.get_zorder() > max(a.get_zorder() for a in others)
+    assert star.get_path_effects()
+    label = [t for t in ax.texts if t.get_gid() == "minimum-label"][0]
+    assert label.get_zorder() > star.get_zorder()
+
+
+def test_a_loss_axis_under_a_decade_and_a_half_has_plain_tick_labels():
+    from dtsgd_viz.views.path_loss import _plain_log_ticks
+    from matplotlib.figure import Figure
+    ax = Figure().subplots()
+    ax.plot([1, 60], [0.18, 0.52])
+    ax.set_yscale("log")
+    _plain_log_ticks(ax)
+    lo, hi = ax.get_ylim()
+    labels = [ax.yaxis.get_major_formatter()(v) for v in ax.get_yticks() if lo <= v <= hi]
+    assert labels == ["0.2", "0.3", "0.4", "0.5"]

@@ -12,6 +12,7 @@ from dtsgd_viz.views import style
 from dtsgd_viz.views import update_geometry as upd
 from dtsgd_viz.views.figure import headline_texts
 from dtsgd_viz.views.paths import draw_paths
+from dtsgd_viz.views.path_geometry import rule_name
 from helpers.synthetic_paths import synthetic
 
 ROTATED = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
@@ -73,7 +74,7 @@ def test_each_title_names_the_zoom_over_the_paths_panel(runs):
     for key in runs:
         ax = panel_of(fig, key)
         title = ax.get_title()
-        assert title.startswith(f"{key}: update 5 · zoom ×")
+        assert title.startswith(f"{rule_name(key)}: update 5 · zoom ×")
         shown = float(title.rsplit("×", 1)[1])
         ratio = max(np.ptp(main[0]), np.ptp(main[1])) / max(np.ptp(ax.get_xlim()), np.ptp(ax.get_ylim()))
         assert shown == pytest.approx(ratio, rel=0.06, abs=0.06)
@@ -86,9 +87,10 @@ def test_the_headline_says_which_step_is_longer_and_by_how_much(runs):
     steps = {k: float(np.linalg.norm(np.diff(r.path("w").astype(np.float64), axis=0)[4]))
              for k, r in runs.items()}
     ranked = sorted(steps, key=lambda k: -steps[k])
-    assert finding.startswith(f"Update 5: {ranked[0]}'s step is ")
+    assert finding.startswith(f"Update 5: {rule_name(ranked[0])}'s step is ")
     for k in ranked[1:]:
         ratio = steps[ranked[0]] / steps[k]
+        k = rule_name(k)
         assert (f"{ratio:.0f}× {k}'s" if ratio >= 9.5 else f"{ratio:.1f}× {k}'s") in finding
     assert "lr 0.05" in settings and "μ 0.9" in settings
     # two runs: the angle between their steps
@@ -103,7 +105,7 @@ def test_the_headline_says_which_step_is_longer_and_by_how_much(runs):
 def test_without_a_step_it_takes_apart_the_update_plot_paths_picks(runs):
     fig = dtsgd_viz.plot_update(runs, ROTATED)
     k = int(dtsgd_viz.plot_paths(runs, ROTATED).axes[0].get_title().split(":")[0].split()[1])
-    assert all(panel_of(fig, key).get_title().startswith(f"{key}: update {k} ") for key in runs)
+    assert all(panel_of(fig, key).get_title().startswith(f"{rule_name(key)}: update {k} ") for key in runs)
     assert " ".join(headline_texts(fig)[1].split()).endswith("the update where the runs differ most")
     # one run: one panel, a headline that says what carries its step
     one = dtsgd_viz.plot_update(runs["momentum"], ROTATED, step=3)
@@ -172,3 +174,31 @@ def test_the_finding_of_terms_that_are_not_finite():
     assert update_finding({"a": t(np.inf, 0.0)}, 2) == "Update 2: not finite; a: not finite"
     assert update_finding({"a": t(1.0, 0.0), "b": t(2.0, 0.0)}, 2) == (
         "Update 2: b's step is 2.0× a's, along the same line")
+
+
+def test_nesterov_names_its_two_points_on_opposite_sides_or_once_where_they_coincide(runs):
+    fig = dtsgd_viz.plot_update(runs, ROTATED, step=5)
+    ax = panel_of(fig, "nesterov")
+    texts = {t.get_gid(): t for t in ax.texts}
+    it, la = texts["iterate-label:nesterov"], texts["lookahead-label:nesterov"]
+    d = np.asarray(la.xy, np.float64) - np.asarray(it.xy, np.float64)
+    normal = np.array([-d[1], d[0]])
+    # the offsets (points; the square panel: the same scale along x and y) point to opposite sides
+    assert np.sign(np.dot(it.xyann, normal)) == -np.sign(np.dot(la.xyann, normal)) != 0
+    # update 1 starts from v_prev = 0: the iterate is the look-ahead point, named once
+    first = panel_of(dtsgd_viz.plot_update(runs, ROTATED, step=1), "nesterov")
+    gids = [t.get_gid() for t in first.texts]
+    assert "lookahead-label:nesterov" in gids and "iterate-label:nesterov" not in gids
+    assert "v_prev = 0" in [t for t in first.texts if t.get_gid() == "lookahead-label:nesterov"][0].get_text()
+
+
+def test_panels_of_similar_size_share_one_zoom_and_the_caption_says_which(runs):
+    from dtsgd_viz.views.update_anatomy import OWN_ZOOM, SAME_ZOOM
+    for step in (1, 5, 12):
+        fig = dtsgd_viz.plot_update(runs, ROTATED, step=step)
+        spans = [float(np.ptp(panel_of(fig, k).get_xlim())) for k in runs]
+        caption = fig.get_supxlabel()
+        if SAME_ZOOM.strip() in caption:
+            assert max(spans) == pytest.approx(min(spans))
+        else:
+            assert OWN_ZOOM.strip() in caption and max(spans) > 3.0 * min(spans) * 0.99
