@@ -27,6 +27,7 @@ BAND_COLOR = "#9A9A9A"      # mid grey: the blocks' range (no block colour is gr
 MEDIAN_COLOR = "#555555"    # dark grey: their median
 LABEL_X = 1.05              # axes fraction: the names, right of the leader lines
 NAME_SIZE = style.NOTE_SIZE + 0.5
+STEP_COLOR = "#222222"      # near black: the shown update (no block colour is)
 
 
 def _roles(data, index=-1, updates=None) -> dict:
@@ -58,6 +59,71 @@ def _roles(data, index=-1, updates=None) -> dict:
         grows = _factors(data, u)[2] > 1
         roles.setdefault(g, []).append("grows least" if grows else "falls least")
     return {g: ", ".join(w) for g, w in sorted(roles.items())}
+
+
+def step_label(ax, x, updates, text=None):
+    """The shown update's name at the top of its line (``gid`` ``step-label``), inside
+    the axes, on the side with room; ``place_step_label`` moves it."""
+    from matplotlib.transforms import blended_transform_factory
+    label = ax.text(x, 0.97, "", transform=blended_transform_factory(ax.transData, ax.transAxes),
+                    va="top", fontsize=style.NOTE_SIZE, color=STEP_COLOR, zorder=7, gid="step-label",
+                    bbox=dict(fc="white", ec="none", alpha=0.85, pad=1.0))
+    place_step_label(label, x, updates)
+    return label
+
+
+def place_step_label(label, x, updates, data=None) -> None:
+    """Beside the shown update's line, on the side with room (left past 60% of the
+    run); with ``data`` (updates x lines, on ``label.axes``), at the top or the bottom
+    of the axes, whichever the lines leave freer over the label's width (``free_end``)."""
+    log = label.axes is not None and label.axes.get_xscale() == "log"
+    lo, hi, at = (np.log10([updates[0], updates[-1], x]) if log else
+                  (float(updates[0]), float(updates[-1]), float(x)))
+    right = hi > lo and (at - lo) / (hi - lo) > 0.6
+    label.set_x(x)
+    label.set_ha("right" if right else "left")
+    label.set_text(f"update {int(x)} " if right else f" update {int(x)}")
+    if data is not None and label.axes is not None:
+        top = free_end(label.axes, np.asarray(updates), data, x, right) == "top"
+        label.set_y(0.97 if top else 0.03)
+        label.set_va("top" if top else "bottom")
+
+
+def free_end(ax, updates, data, x, left, width=0.22, depth=0.2) -> str:
+    """``"top"`` or ``"bottom"``: where a label beside update ``x`` (over ``width`` of
+    the x range, left of it when ``left``) stays off the lines of ``data`` (updates x
+    lines): the top while the lines leave ``depth`` (axes fraction) free there, else
+    the end they leave more room at."""
+    log = ax.get_xscale() == "log"   # a log x axis: widths are of log10(update)
+    u, x = (np.log10(np.maximum(updates, 1e-300)), np.log10(x)) if log else (updates, x)
+    x0, x1 = np.log10(ax.get_xlim()) if log else ax.get_xlim()
+    reach = width * (x1 - x0)
+    near = (u >= x - reach) & (u <= x) if left else (u >= x) & (u <= x + reach)
+    y = np.asarray(data, np.float64)[near].ravel()
+    y = y[np.isfinite(y)]
+    lo, hi = ax.get_ylim()
+    if ax.get_yscale() == "log":
+        y = y[y > 0]
+        f = (np.log10(y) - np.log10(lo)) / (np.log10(hi) - np.log10(lo))
+    else:
+        f = (y - lo) / (hi - lo)
+    if not len(f):
+        return "top"
+    top, bottom = 1 - f.max(), f.min()   # the room the lines leave at each end
+    return "top" if top >= depth or top >= bottom else "bottom"
+
+
+def cycle_text(styles) -> str | None:
+    """The legend title explaining the style rounds, None while every block has its own
+    colour: past ``len(BLOCK_COLORS)`` blocks the colours repeat, each further round of
+    blocks drawn with the next line style here and the next hatch on its label chip."""
+    p = len(style.BLOCK_COLORS)
+    hatches = sorted({h for _, h, _ in styles if h})
+    if not hatches:
+        return None
+    shown = ", ".join(h.replace("\\\\", "\\") for h in hatches)
+    return (f"{p} colours, repeated: each further\nround of {p} blocks has its own line"
+            f"\nstyle here, hatching ({shown})\non its label chip")
 
 
 class NormLabels:
@@ -168,8 +234,9 @@ class NormLabels:
             text.set_visible(g in placed)
             if g in placed:
                 text.set_y(placed[g])
-        x0, x1 = ax.get_xlim()   # from the lines' last update, not the frame
-        start = float(np.clip((self.updates[-1] - x0) / (x1 - x0), 0.0, 1.0))
+        # from the lines' last update, not the frame (in axes fraction, on either scale)
+        at = ax.transData.transform((self.updates[-1], ax.get_ylim()[0]))
+        start = float(np.clip(ax.transAxes.inverted().transform(at)[0], 0.0, 1.0))
         self.leader_lines = leaders(ax, fracs, [placed[g] for g in shown],
                                     [entries[g][1] for g in shown], x0=start,
                                     x1=LABEL_X - 0.006,

@@ -19,11 +19,13 @@ import numpy as np
 
 from . import style
 from .shard_geometry import block_norm_lines, minmax_decimate, shard_norms
-from ._shard_labels import NormLabels
+from ._shard_labels import (STEP_COLOR, NormLabels, cycle_text, place_step_label,  # noqa: F401
+                            step_label)
 from ._shard_stats import change_text  # noqa: F401 - views read it here
 from ._tensor_panel import NONFINITE_COLOR
 
-STEP_COLOR = "#222222"        # near black: the shown update (no block colour is)
+STEP_LINE_COLOR = "#8C8C8C"   # mid grey, thin: the dots on it stand out from it
+STEP_LINE_WIDTH = 1.2
 MISMATCH_COLOR = "#D55E00"    # Okabe-Ito vermillion: replicas disagree
 X_MARGIN = 0.045             # of the update range, each side of the lines
 MAX_DIRECT_LABELS = 10
@@ -71,55 +73,6 @@ def _log_locator():
             return best
 
     return _Locator(subs=(1.0, 2.0, 5.0))
-
-
-def step_label(ax, x, updates, text=None):
-    """The shown update's name at the top of its line (``gid`` ``step-label``), inside
-    the axes, on the side with room; ``place_step_label`` moves it."""
-    from matplotlib.transforms import blended_transform_factory
-    label = ax.text(x, 0.97, "", transform=blended_transform_factory(ax.transData, ax.transAxes),
-                    va="top", fontsize=style.NOTE_SIZE, color=STEP_COLOR, zorder=7, gid="step-label",
-                    bbox=dict(fc="white", ec="none", alpha=0.85, pad=1.0))
-    place_step_label(label, x, updates)
-    return label
-
-
-def place_step_label(label, x, updates, data=None) -> None:
-    """Beside the shown update's line, on the side with room (left past 60% of the
-    run); with ``data`` (updates x lines, on ``label.axes``), at the top or the bottom
-    of the axes, whichever the lines leave freer over the label's width (``free_end``)."""
-    lo, hi = float(updates[0]), float(updates[-1])
-    right = hi > lo and (x - lo) / (hi - lo) > 0.6
-    label.set_x(x)
-    label.set_ha("right" if right else "left")
-    label.set_text(f"update {int(x)} " if right else f" update {int(x)}")
-    if data is not None and label.axes is not None:
-        top = free_end(label.axes, np.asarray(updates), data, x, right) == "top"
-        label.set_y(0.97 if top else 0.03)
-        label.set_va("top" if top else "bottom")
-
-
-def free_end(ax, updates, data, x, left, width=0.22, depth=0.2) -> str:
-    """``"top"`` or ``"bottom"``: where a label beside update ``x`` (over ``width`` of
-    the x range, left of it when ``left``) stays off the lines of ``data`` (updates x
-    lines): the top while the lines leave ``depth`` (axes fraction) free there, else
-    the end they leave more room at."""
-    x0, x1 = ax.get_xlim()
-    reach = width * (x1 - x0)
-    near = (updates >= x - reach) & (updates <= x) if left else \
-        (updates >= x) & (updates <= x + reach)
-    y = np.asarray(data, np.float64)[near].ravel()
-    y = y[np.isfinite(y)]
-    lo, hi = ax.get_ylim()
-    if ax.get_yscale() == "log":
-        y = y[y > 0]
-        f = (np.log10(y) - np.log10(lo)) / (np.log10(hi) - np.log10(lo))
-    else:
-        f = (y - lo) / (hi - lo)
-    if not len(f):
-        return "top"
-    top, bottom = 1 - f.max(), f.min()   # the room the lines leave at each end
-    return "top" if top >= depth or top >= bottom else "bottom"
 
 
 def plain_ticks(values) -> bool:
@@ -178,22 +131,39 @@ def update_ticks(ax, updates) -> None:
                                                           min_n_ticks=3))
 
 
+LOG_X_SPAN = 300
+"""A run whose last drawn update is this many times its first (a stats run of 2000
+updates from update 4) has its update axis on a log scale, labelled so."""
+
+
+def log_x(updates) -> bool:
+    """Whether the update axis of ``updates`` is on a log scale (``LOG_X_SPAN``).
+
+    >>> log_x(np.arange(4, 2001, 4)), log_x(np.arange(1, 151))
+    (True, False)
+    """
+    x = np.asarray(updates)
+    return len(x) > 40 and x[0] > 0 and x[-1] / x[0] >= LOG_X_SPAN
+
+
+def log_update_ticks(ax, updates) -> None:
+    """Round update ticks on a log axis, 1-2-5 or 1-3 per decade (at most 7), plain."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, StrMethodFormatter
+    lo, hi = float(updates[0]), float(updates[-1])
+    for subs in ((1, 2, 5), (1, 3), (1,)):
+        ticks = [m * 10.0 ** e for e in range(int(np.floor(np.log10(lo))),
+                                              int(np.ceil(np.log10(hi))) + 1) for m in subs]
+        ticks = [t for t in ticks if lo <= t <= hi]
+        if len(ticks) <= 7:
+            break
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(StrMethodFormatter("{x:.0f}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def pixel_columns(ax) -> int:
     """The width of ``ax`` in pixel columns at its figure's dpi."""
     return max(1, int(np.ceil(ax.bbox.width)))
-
-
-def cycle_text(styles) -> str | None:
-    """The legend title explaining the style rounds, None while every block has its own
-    colour: past ``len(BLOCK_COLORS)`` blocks the colours repeat, each further round of
-    blocks drawn with the next line style here and the next hatch on its label chip."""
-    p = len(style.BLOCK_COLORS)
-    hatches = sorted({h for _, h, _ in styles if h})
-    if not hatches:
-        return None
-    shown = ", ".join(h.replace("\\\\", "\\") for h in hatches)
-    return (f"{p} colours, repeated: each further\nround of {p} blocks has its own line"
-            f"\nstyle here, hatching ({shown})\non its label chip")
 
 
 class NormLines(NormLabels):
@@ -210,6 +180,9 @@ class NormLines(NormLabels):
             self.norm_ax.set_xlabel("optimizer update", fontsize=style.LABEL_SIZE)
             self.norm_ax.set_ylabel("L2 norm of the block", fontsize=style.LABEL_SIZE)
             self.norm_ax.tick_params(labelsize=style.TICK_SIZE)
+        for ax in [self.norm_ax, *self.stat_axes.values()] if log_x(self.updates) else ():
+            if ax.get_xlabel() == "optimizer update":
+                ax.set_xlabel("optimizer update (log scale)", fontsize=style.LABEL_SIZE)
         self._marks(self.line_ax)
         self._legend()
 
@@ -278,17 +251,23 @@ class NormLines(NormLabels):
         if log and np.isfinite(lines).any():
             log_y(ax)
         lo, hi = (x[0] - 0.5, x[-1] + 0.5) if n == 1 else (x[0], x[-1])
-        pad = X_MARGIN * (hi - lo)  # the shown update at the last: a marker, not a frame
-        ax.set_xlim(lo - pad, hi + pad)
-        update_ticks(ax, x)  # updates are whole numbers, a few round ones
+        if log_x(x):   # a long run: its first updates would be squashed against the edge
+            pad = (hi / lo) ** X_MARGIN
+            ax.set_xscale("log")
+            ax.set_xlim(lo / pad, hi * pad)
+            log_update_ticks(ax, x)
+        else:
+            pad = X_MARGIN * (hi - lo)  # the shown update at the last: a marker, not a frame
+            ax.set_xlim(lo - pad, hi + pad)
+            update_ticks(ax, x)  # updates are whole numbers, a few round ones
         ax.grid(True, which="major", color="#DDDDDD", lw=0.6)
         if not self.step_lines:   # the first panel names the line once
             self.step_lines.append(step_label(ax, x[self.index], x))
-        self.step_lines.append(ax.axvline(x[self.index], color=STEP_COLOR, lw=2.2, zorder=5,
-                                          gid="step-line"))
+        self.step_lines.append(ax.axvline(x[self.index], color=STEP_LINE_COLOR,
+                                          lw=STEP_LINE_WIDTH, zorder=5, gid="step-line"))
         self._data[ax] = lines  # the data behind the dots at the shown update
         dots, = ax.plot(np.full(lines.shape[1], x[self.index]), lines[self.index], ls="none",
-                        marker="o", ms=4.5, mfc=STEP_COLOR, mec="white", mew=0.8, zorder=6,
+                        marker="o", ms=5.5, mfc=STEP_COLOR, mec="white", mew=1.2, zorder=6,
                         gid="step-dots", clip_on=False)
         self.step_lines.append(dots)
         return out
@@ -362,8 +341,9 @@ class NormLines(NormLabels):
     def _legend(self):
         from matplotlib.lines import Line2D
         direct = self._direct()
-        handles = [] if direct else [Line2D([], [], color=STEP_COLOR, lw=2.2, marker="o",
-                                            mfc=STEP_COLOR, mec="white", label="shown update")]
+        handles = [] if direct else [Line2D([], [], color=STEP_LINE_COLOR, lw=STEP_LINE_WIDTH,
+                                            marker="o", mfc=STEP_COLOR, mec="white",
+                                            label="shown update")]
         if self.nonfinite_marks is not None:
             handles.append(Line2D([], [], ls="none", marker="X", color=NONFINITE_COLOR,
                                   label="NaN/Inf in this variable"))

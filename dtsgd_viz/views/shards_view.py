@@ -19,6 +19,11 @@ from ._shard_lines import NormLines, change_text, place_step_label
 from ._shard_stats import STATS_ONLY_TEXT, StatPanels, spread_text
 from ._tensor_panel import draw_tensor
 
+KIND_NOUNS = {"param": "parameter", "velocity": "velocity", "grad": "gradient"}
+FAINT = 0.25
+"""Values reaching under this fraction of a run-wide colour limit look nearly white:
+the heatmap's title says how far they reach."""
+
 __all__ = ["ShardsView", "layout_text"]
 
 
@@ -151,12 +156,8 @@ class ShardsView(NormLines, StatPanels):
         if i in self.mismatch_idx:
             bad += " (replicas disagree)"
         what = "device blocks of " if self.stats_only else ""
-        scale = ("colour scale fixed over the run" if self.fixed_scale and not self.stats_only
-                 else "")
-        # a gradient is computed in update k (before it applies); params and velocity
-        # are what update k left
-        when = (f": the gradient of update {r.steps[i]}" if self.kind == "grad"
-                else f" after update {r.steps[i]}")
+        scale = self._scale_text()
+        when = self._when()
         if self.headline:
             self._headline(bad)
             if self.heat_ax is not None:
@@ -168,14 +169,36 @@ class ShardsView(NormLines, StatPanels):
                 self._set_norm_title()
             return
         width = 0.5 * self.figure.get_figwidth() * 72   # the heatmap panel, about
-        head = fit(f"{what}{self.kind} of {self.name!r}{when}{bad}", width, style.TITLE_SIZE)
+        noun = KIND_NOUNS.get(self.kind, self.kind)
+        head = fit(f"{what}{noun} of {self.name!r}{when}{bad}", width, style.TITLE_SIZE)
         if "\n" in head and bad:  # the flags whole, on a line of their own
-            head = fit(f"{what}{self.kind} of {self.name!r}{when}", width,
+            head = fit(f"{what}{noun} of {self.name!r}{when}", width,
                        style.TITLE_SIZE) + "\n" + bad.strip()
         self.heat_ax.set_title(
             head + f"\n{settings_text(r, i)}" + (f"\n{scale}" if scale else ""),
             fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
         self._set_norm_title()
+
+    def _when(self) -> str:
+        """When the shown tensor is from: a gradient is computed in update k (before it
+        applies); a parameter and a velocity are what update k left."""
+        update = self.recording.steps[self.index]
+        return f" at update {update}" if self.kind == "grad" else f" after update {update}"
+
+    def _scale_text(self) -> str:
+        """The heatmap's colour scale when it is fixed over the run, and, when the shown
+        values use little of it (the tensor reaches under ``FAINT`` of the limit, so
+        the heatmap is nearly white), how far they reach."""
+        if not self.fixed_scale or self.stats_only:
+            return ""
+        limit = self._limit()
+        data = np.asarray(self.values[self.index], np.float64)
+        data = data[np.isfinite(data)]
+        top = float(np.abs(data).max()) if data.size else 0.0
+        if not limit or not np.isfinite(limit) or top >= FAINT * limit:
+            return "colour scale fixed over the run"
+        return (f"colour scale fixed over the run (±{limit:.2g}):\n"
+                f"these values reach only {top:.2g}, so they look pale")
 
     def _set_norm_title(self):
         if self.norm_ax is not None and getattr(self, "_norm_title", None) is None:
@@ -203,13 +226,12 @@ class ShardsView(NormLines, StatPanels):
         fig, r, i = self.figure, self.recording, self.index
         for old in [a for a in [*fig.texts, *fig.artists] if a.get_gid() == "subtitle"]:
             old.remove()
-        when = (f", the gradient of update {r.steps[i]}" if self.kind == "grad"
-                else f" after update {r.steps[i]}")
+        subject = f"{KIND_NOUNS.get(self.kind, self.kind)} of {self.name!r}{self._when()}{bad}"
         spread = spread_text(self._block_norms(), [p.label for p in self.patches])
         width = fig.get_figwidth() * 72.0
-        finding = f"{self.kind} of {self.name!r}{when}{bad}: {spread}"
+        finding = f"{subject}: {spread}"
         if "\n" in fit(finding, width, style.SUPTITLE_SIZE, bold=True):  # break at the colon
-            finding = f"{self.kind} of {self.name!r}{when}{bad}:\n{spread}"
+            finding = f"{subject}:\n{spread}"
         parts = [settings_text(r, i), layout_text(self.geometry.layout)]
         if self.stats_only:
             parts.append(STATS_ONLY_TEXT)

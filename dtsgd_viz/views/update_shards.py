@@ -117,7 +117,8 @@ def _shown_kinds(recording, kinds) -> list[str]:
 
 
 STACKED_HEIGHT = 1.4   # inches: a stacked panel's heatmap
-STACKED_EXTRA = 1.0    # inches a stacked panel takes beside its heatmap (caption, chips, ticks)
+STACKED_EXTRA = 1.15   # inches a stacked panel takes beside its heatmap (caption, chips, ticks)
+STACKED_TITLE_WIDTH = 0.85   # of the figure's width: a stacked panel's title (no colour bar)
 
 
 def stacked(shape) -> bool:
@@ -233,11 +234,12 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
             ax, geometry, names, image, colorbar_label=f"{kind} value",
             colorbar=True if stack else "below", aspect="fill" if stack else None)
         caption = captions[kind]
-        if stack:  # one line across the figure
+        if stack:  # the panel's title, at title size, over the heatmap's width
             head, _, rest = caption.partition("\n")
-            caption = head + (" " if head.endswith(";") else " · ") + rest.replace("\n", " ")
-        ax.set_title(caption, fontsize=style.NOTE_SIZE, loc="left" if stack else "center",
-                     pad=panel.title_pad())
+            caption = fit(head + (" " if head.endswith(";") else " · ") + rest.replace("\n", " "),
+                          STACKED_TITLE_WIDTH * size[0] * 72, style.TITLE_SIZE)
+        ax.set_title(caption, fontsize=style.TITLE_SIZE if stack else style.NOTE_SIZE,
+                     loc="center", pad=panel.title_pad())
         last = ax is axes[-1] or not stack  # stacked: one x label, under the last
         ax.set_xlabel(xlabel if last else "", fontsize=style.TICK_SIZE)
         ax.set_ylabel(ylabel if (stack or ax is axes[0]) else "", fontsize=style.TICK_SIZE)

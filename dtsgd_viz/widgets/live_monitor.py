@@ -28,6 +28,8 @@ from ..views import style
 from ..views.direct_labels import axes_height_points, leaders, spread
 from ..views.shard_geometry import block_patches, minmax_decimate
 from ._canvas import FigureWidget
+from .live_monitor_text import (LIVE_MONITOR_HEADLINED_SIZE, loss_text,  # noqa: F401
+                                monitor_finding, monitor_settings, set_update_axis)
 
 RATE_WINDOW = 10
 """Steps per second are measured over the last this many commits a poll saw."""
@@ -35,21 +37,6 @@ NAME_GAP = 1.85
 """Block names (chips ~1.6 font sizes tall) stand this many font sizes apart: air between."""
 NAME_X = 1.055
 """Axes fraction of the chips' left edge: room for leaders to the chips that moved."""
-
-
-def loss_text(steps, loss) -> str:
-    """The loss panel's title, its finding: by how much the loss changed over the run.
-    >>> loss_text([1, 2, 80], [1.0, 0.5, 0.03])
-    'loss falls 33x over 80 updates'
-    """
-    v = np.asarray(loss, np.float64)
-    ok = np.flatnonzero(np.isfinite(v))
-    if len(ok) < 2 or v[ok[0]] <= 0 or v[ok[-1]] <= 0:
-        return "loss"
-    f, n = v[ok[-1]] / v[ok[0]], int(steps[ok[-1]])
-    k = max(f, 1 / f)
-    return (f"loss stays within 1.5x over {n} updates" if k < 1.5 else
-            f"loss {'grows' if f > 1 else 'falls'} {float(f'{k:.2g}'):g}x over {n} updates")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -187,7 +174,7 @@ class LiveMonitor(FigureWidget):
     polls once; ``close()`` stops polling and closes the widget."""
 
     def __init__(self, path, variable=None, kind=None, *, client=0, interval=1.0,
-                 start=True, figsize=style.LIVE_MONITOR_SIZE, dpi=style.DPI):
+                 start=True, figsize=LIVE_MONITOR_HEADLINED_SIZE, dpi=style.DPI):
         import os
         if os.path.isfile(path):
             raise ValueError(
@@ -280,7 +267,7 @@ class LiveMonitor(FigureWidget):
             self.block_labels = self._name_blocks(state.blocks)
             relayout = True
         x = state.steps
-        self._set_titles(state)
+        relayout |= self._set_titles(state)
         # a long run has more steps than pixel columns: each column's min and max drawn
         self.loss_line.set_data(*minmax_decimate(x, state.loss, _columns(self.ax_loss)))
         for i, line in enumerate(self.norm_lines):
@@ -290,6 +277,7 @@ class LiveMonitor(FigureWidget):
         for ax in (self.ax_loss, self.ax_norms):
             ax.relim()
             ax.autoscale_view()
+            set_update_axis(ax, x)   # from update 0, to the last (by the names)
         ticks = tuple(_tick_texts(ax) for ax in (self.ax_loss, self.ax_norms))
         if relayout or ticks != self._ticks:  # new names, or the y tick labels changed width
             self._ticks = ticks
@@ -298,15 +286,27 @@ class LiveMonitor(FigureWidget):
         self._place_names(state)
         self.refresh()
 
-    def _set_titles(self, state) -> None:  # the finding so far, the content below it
-        from ..views.shards_view import change_text
-        self.ax_loss.set_title(loss_text(state.steps, state.loss) + "\nloss before each update",
-                               fontsize=style.TITLE_SIZE)
+    def _set_titles(self, state) -> bool:
+        """The headline (finding so far, settings), what each panel draws; True when
+        the headline's lines changed (the layout must make room)."""
+        from ..views.figure import headline, headline_texts
+        self.ax_loss.set_title("loss before each update", fontsize=style.TITLE_SIZE)
         if state.blocks:
-            finding = change_text(state.norms, state.steps, list(state.blocks))
-            finding = finding if "block norm " in finding else "each block's norm"
-            self.ax_norms.set_title(finding.replace("; ", ", ", 1) + f"\n‖{state.kind}‖ of "
-                                    f"each block of {state.variable!r}", fontsize=style.TITLE_SIZE)
+            self.ax_norms.set_title(f"‖{state.kind}‖ of each block of {state.variable!r}",
+                                    fontsize=style.TITLE_SIZE)
+        try:
+            lr = self.store.rows("learning_rate", state.n_steps - 1, state.n_steps)[-1]
+        except Exception:  # noqa: BLE001 - no rows yet, or an older store: lr left out
+            lr = None
+        texts = (monitor_finding(state.steps, state.loss, state.norms, state.kind, state.blocks),
+                 monitor_settings(self.store.header, lr))
+        if texts == getattr(self, "_headline", None):
+            return False
+        for a in [a for a in self.figure.artists if a.get_gid() == "subtitle"]:
+            a.remove()
+        self._headline, was = texts, [t.count("\n") for t in headline_texts(self.figure) if t]
+        headline(self.figure, *texts)
+        return was != [t.count("\n") for t in headline_texts(self.figure) if t]
 
     def _name_blocks(self, names):
         """A name per block right of the norm axes, on a chip of its colour (as the

@@ -260,7 +260,7 @@ def test_nonfinite_updates_and_cells_are_marked(nan_recording):
     cells = _gid(heat_ax, "nonfinite-cells")
     assert list(zip(cells.get_xdata(), cells.get_ydata())) == [(5.5, 1.5)]
     assert "after update" not in _titles(fig)[0]
-    assert _titles(fig)[0].startswith("grad of 'w', the gradient of update 3 (holds NaN/Inf):")
+    assert _titles(fig)[0].startswith("gradient of 'w' at update 3 (holds NaN/Inf):")
     marks = _gid(norm_ax, "nonfinite-marks")
     assert list(marks.get_xdata()) == [3, 4, 5]
     assert not any(l.get_gid() == "mismatch-marks" for l in norm_ax.lines)
@@ -505,8 +505,9 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
         assert sorted(r for p in view.patches for r in p.rects) == _outlines(full_ax)
         named = {t.get_text() for t in view.end_labels if t.get_visible()}
         assert set(_labels(full_ax)) == {f"CPU:{d}" for d in range(8)} == named
-        when = "the gradient of update 4" if kind == "grad" else "after update 4"
-        assert f"{kind} of 'w'" in _headline(fig) and when in _headline(fig)
+        when = "at update 4" if kind == "grad" else "after update 4"
+        noun = {"param": "parameter", "grad": "gradient"}.get(kind, kind)
+        assert f"{noun} of 'w' {when}" in _headline(fig)
     view = draw_shards(stats, "w", "velocity", 1)
     view.set_step(5)
     view.set_kind("grad")
@@ -823,23 +824,23 @@ def test_a_kind_change_rebuilds_the_legend():
 
 def test_a_gradient_is_titled_by_the_update_it_belongs_to(sharded):
     """The gradient shown at update k is the one update k computed and applied
-    ("gradient of update k", as plot_update_shards says), not a state after it."""
+    ("gradient of 'w' at update k"), not a state after it; each kind named by its noun."""
     r = sharded[0]
     finding = _titles(plot_shards(r, "w", "grad", 3))[0]
-    assert finding.startswith("grad of 'w', the gradient of update 3: ")
+    assert finding.startswith("gradient of 'w' at update 3: ")
     assert "after update" not in finding
     view = draw_shards(r, "w", "grad", 2)
     view.set_kind("velocity")
     assert _titles(view.figure)[0].startswith("velocity of 'w' after update 2: ")
     view.set_kind("param")
-    assert _titles(view.figure)[0].startswith("param of 'w' after update 2: ")
+    assert _titles(view.figure)[0].startswith("parameter of 'w' after update 2: ")
     # drawn into the caller's axes: no figure title, the heatmap panel's title says it
     fig = Figure(figsize=(9.3, 4.8))
     view = draw_shards(r, "w", "grad", 3, ax=tuple(fig.subplots(1, 2)))
     assert not fig.get_suptitle()
-    assert view.heat_ax.get_title().startswith("grad of 'w': the gradient of update 3\n")
+    assert view.heat_ax.get_title().startswith("gradient of 'w' at update 3\n")
     view.set_kind("param")
-    assert view.heat_ax.get_title().startswith("param of 'w' after update 3")
+    assert view.heat_ax.get_title().startswith("parameter of 'w' after update 3")
 
 
 LONG = 100_000

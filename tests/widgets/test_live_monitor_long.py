@@ -78,3 +78,30 @@ def test_a_short_store_is_drawn_point_for_point(tmp_path):
     assert np.array_equal(monitor.loss_line.get_xdata(), r.steps)
     assert np.array_equal(monitor.loss_line.get_ydata(), r.loss_values)
     monitor.close()
+
+
+def test_the_monitor_headline_and_update_axis_are_pure_functions_of_the_store():
+    """The settings come from the store's header (a client's part names its client and
+    devices); the update axis starts at 0 for a run from its start, at the first update
+    of a run resumed late, and ends at the last update (where the names stand)."""
+    from matplotlib.figure import Figure
+    from dtsgd_viz.widgets.live_monitor_text import monitor_finding, monitor_settings, \
+        set_update_axis
+    header = {"mesh": {"dim_names": ["x", "y"], "dim_sizes": [2, 4]}, "momentum": 0.5,
+              "nesterov": False, "part": {"client_id": 1, "num_clients": 2,
+                                          "devices": [4, 5, 6, 7]}}
+    text = monitor_settings(header, 0.25)
+    assert text.startswith("SGD lr=0.25, momentum=0.5, heavy-ball")
+    assert "mesh x=2, y=4 (8 devices)" in text and "client 1 of 2 (devices 4-7)" in text
+    assert "lr=" not in monitor_settings(dict(header, part=None), None)
+    steps = np.arange(1, 41)
+    norms = np.column_stack([np.exp(-steps / 10), 2 * np.exp(-steps / 10)])
+    finding = monitor_finding(steps, 1 / steps, norms, "grad", ["CPU:0", "CPU:1"])
+    assert finding.startswith("Loss falls 40x over 40 updates")
+    assert "the grad's median block norm falls" in finding
+    assert monitor_finding(steps[:1], [1.0], norms[:1], "grad", ["a", "b"]) == "Loss"
+    ax = Figure().add_subplot()
+    set_update_axis(ax, steps)
+    assert ax.get_xlim() == (0, 40) and list(ax.get_xticks())[0] == 0
+    set_update_axis(ax, np.arange(1000, 1081))
+    assert ax.get_xlim() == (1000, 1080)

@@ -24,7 +24,7 @@ from dtsgd_viz.recorder.hostlog import assemble, entry
 from dtsgd_viz.recording.store import StoreWriter
 from dtsgd_viz.specs import LayoutSpec, MeshSpec
 from dtsgd_viz.views import style
-from dtsgd_viz.views.figure import new_figure
+from dtsgd_viz.views.figure import headline_texts, new_figure
 from dtsgd_viz.views.shard_geometry import block_patches
 from dtsgd_viz.widgets import LiveMonitor, ShardExplorer
 from dtsgd_viz.widgets._pointer import axes_at, data_to_pixel, pixel_to_data, png_size
@@ -65,7 +65,8 @@ def test_live_monitor_reads_as_the_other_views(tmp_path):
     monitor = LiveMonitor(_store(tmp_path), start=False)
     try:
         w, h = _fits_the_column(monitor)
-        assert (w, h) == (930, 360)  # style.LIVE_MONITOR_SIZE at style.DPI (was 1035 x 360)
+        # style.LIVE_MONITOR_SIZE at style.DPI, and room for the headline (was 1035 x 360)
+        assert (w, h) == (930, round(100 * (style.LIVE_MONITOR_SIZE[1] + 0.8)))
         for ax in (monitor.ax_loss, monitor.ax_norms):
             assert ax.get_xlabel() == "update" and ax.get_ylabel()
             assert ax.get_legend() is None  # the names stand at the line ends instead
@@ -94,11 +95,24 @@ def test_live_monitor_reads_as_the_other_views(tmp_path):
         texts = _texts(monitor.figure)
         assert min(t.get_fontsize() for t in texts) >= style.NOTE_SIZE
         assert not any("$" in t.get_text() for t in texts)
-        # the title states the finding over the 30 stored updates, then what is drawn
-        finding, what = monitor.ax_loss.get_title().split("\n")
-        assert re.fullmatch(r"loss (falls|grows) [0-9.]+x over 30 updates|"
-                            r"loss stays within 1.5x over 30 updates", finding), finding
-        assert what == "loss before each update"
+        # the headline states the finding over the 30 stored updates (the loss, then the
+        # median block norm), the settings from the store's header; the panels what they draw
+        finding, settings = headline_texts(monitor.figure)
+        loss_part, norm_part = finding.replace("\n", " ").split("; ")
+        assert re.fullmatch(r"Loss (falls|grows) [0-9.]+x over 30 updates|"
+                            r"Loss stays within 1.5x over 30 updates", loss_part), loss_part
+        v = monitor.state.loss
+        assert ("falls" in loss_part) == (v[-1] < v[0] / 1.5)
+        assert norm_part.startswith("the velocity's median block norm ")
+        assert "lr=0.1, momentum=0.9, Nesterov" in settings
+        assert "mesh x=2, y=4 (8 devices)" in settings
+        assert monitor.ax_loss.get_title() == "loss before each update"
+        assert monitor.ax_norms.get_title() == "‖velocity‖ of each block of 'w'"
+        # the update axis starts at 0 (not at the first tick past the first update)
+        for ax in (monitor.ax_loss, monitor.ax_norms):
+            lo, hi = ax.get_xlim()
+            assert lo == 0 and hi == monitor.state.steps[-1]
+            assert [t for t in ax.get_xticks() if lo <= t <= hi][0] == 0
     finally:
         monitor.close()
 

@@ -139,7 +139,7 @@ def test_kind_change_updates_heatmap_and_norms(two_variables):
     shards = r.shard_values("w", "grad")
     truth = np.linalg.norm(shards.reshape(STEPS, 8, -1), axis=-1)
     np.testing.assert_allclose(np.array([l.get_ydata() for l in lines]).T, truth, rtol=1e-6)
-    assert w.figure.get_suptitle().startswith("grad of 'w', the gradient of update 3")
+    assert w.figure.get_suptitle().startswith("gradient of 'w' at update 3")
     w.slider.value = 5  # the new kind stays while stepping
     np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "grad")[4])
 
@@ -170,7 +170,7 @@ def test_variable_change_redraws_the_new_variable(two_variables):
     outlines = sorted(p.get_x() for p in heat_ax.patches if p.get_gid().startswith("block-"))
     assert outlines == [0, 2, 4, 6]  # [y] over y=4: four blocks of two, replicated over x
     assert len(w.view.lines) == 4  # [y]: four unique blocks, each on two devices
-    assert w.figure.get_suptitle().startswith("param of 'b' after update 3")
+    assert w.figure.get_suptitle().startswith("parameter of 'b' after update 3")
     w.slider.value = 1  # and stepping works on the new view
     np.testing.assert_array_equal(w.view.heatmap.get_array(),
                                   r.global_values("b", "param")[0][None])
@@ -227,7 +227,7 @@ def test_explorer_on_a_stats_recording():
     assert w.view.lines == lines
     np.testing.assert_allclose(np.array([l.get_ydata() for l in lines]).T,
                                r.shard_stats("w", "grad")[..., 0])
-    assert "grad of 'w'" in w.figure.get_suptitle() and list(step_line.get_xdata()) == [5, 5]
+    assert "gradient of 'w'" in w.figure.get_suptitle() and list(step_line.get_xdata()) == [5, 5]
 
 
 def test_slider_value_is_the_update_shown(two_variables):

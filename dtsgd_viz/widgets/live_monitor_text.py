@@ -1,0 +1,103 @@
+"""The words and the update axis of ``LiveMonitor``'s figure: its headline (the finding
+of the run so far, the settings read from the store's header) and its x axis, which
+starts at update 0 (or at the first update a resumed run recorded).
+
+Pure functions of the store's header and the polled arrays, tested without a store.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..views import style
+
+__all__ = ["loss_text", "monitor_finding", "monitor_settings", "set_update_axis",
+           "LIVE_MONITOR_HEADLINED_SIZE"]
+
+LIVE_MONITOR_HEADLINED_SIZE = (style.WIDTH, style.LIVE_MONITOR_SIZE[1] + 0.8)
+"""``style.LIVE_MONITOR_SIZE`` and room for the headline above the two panels."""
+
+
+def loss_text(steps, loss) -> str:
+    """By how much the loss changed over the run so far.
+
+    >>> loss_text([1, 2, 80], [1.0, 0.5, 0.03])
+    'loss falls 33x over 80 updates'
+    """
+    v = np.asarray(loss, np.float64)
+    ok = np.flatnonzero(np.isfinite(v))
+    if len(ok) < 2 or v[ok[0]] <= 0 or v[ok[-1]] <= 0:
+        return "loss"
+    f, n = v[ok[-1]] / v[ok[0]], int(steps[ok[-1]])
+    k = max(f, 1 / f)
+    return (f"loss stays within 1.5x over {n} updates" if k < 1.5 else
+            f"loss {'grows' if f > 1 else 'falls'} {float(f'{k:.2g}'):g}x over {n} updates")
+
+
+def monitor_finding(steps, loss, norms, kind, blocks) -> str:
+    """The headline's finding: the loss's change and that of the ``kind``'s block norms
+    (``change_text`` of the shard views), the block named there left out (the panel's
+    lines and names show it); on two lines, broken at the ";", when one is too long.
+
+    >>> print(monitor_finding([1, 2, 3], [1.0, 0.5, 0.1], np.array([[1.0], [9.0], [3.0]]),
+    ...                       "velocity", ["CPU:0"]))
+    Loss falls 10x over 3 updates;
+    the velocity's block norm peaks at update 2 (9x), then falls 3x
+    """
+    from ..views.shards_view import change_text
+    head = loss_text(steps, loss)
+    head = head[0].upper() + head[1:]
+    if not len(blocks) or np.asarray(norms).shape[0] < 2:
+        return head
+    norm = change_text(np.asarray(norms), np.asarray(steps), list(blocks)).split("; ")[0]
+    if "block norm " not in norm:
+        return head
+    from ..views.figure import fit
+    one = f"{head}; the {kind}'s {norm}"
+    if "\n" in fit(one, LIVE_MONITOR_HEADLINED_SIZE[0] * 72, style.SUPTITLE_SIZE, bold=True):
+        return f"{head};\nthe {kind}'s {norm}"   # too long for one line: break at the ";"
+    return one
+
+
+def monitor_settings(header, learning_rate=None) -> str:
+    """The settings line, from a store's ``header`` (and the last ``learning_rate``
+    recorded): the optimizer, the mesh and, for a part of a multi-client run, which
+    client the monitor follows.
+
+    >>> h = {"mesh": {"dim_names": ["x", "y"], "dim_sizes": [2, 4]}, "momentum": 0.9,
+    ...      "nesterov": True, "part": {"client_id": 0, "num_clients": 2,
+    ...                                 "devices": [0, 1, 2, 3]}}
+    >>> monitor_settings(h, 0.1)
+    'SGD lr=0.1, momentum=0.9, Nesterov  ·  mesh x=2, y=4 (8 devices)  ·  client 0 of 2 (devices 0-3)'
+    """
+    momentum = float(header.get("momentum", 0.0))
+    rule = ", Nesterov" if header.get("nesterov") else ", heavy-ball" if momentum else ""
+    lr = "" if learning_rate is None or not np.isfinite(learning_rate) else \
+        f" lr={float(learning_rate):g},"
+    parts = [f"SGD{lr} momentum={momentum:g}{rule}"]
+    mesh = header.get("mesh")
+    if mesh:
+        sizes = [int(s) for s in mesh["dim_sizes"]]
+        dims = ", ".join(f"{n}={s}" for n, s in zip(mesh["dim_names"], sizes))
+        parts.append(f"mesh {dims} ({int(np.prod(sizes))} devices)")
+    part = header.get("part")
+    if part:
+        devices = [int(d) for d in part["devices"]]
+        held = (f"{devices[0]}-{devices[-1]}" if devices == list(range(devices[0], devices[-1] + 1))
+                else ", ".join(map(str, devices)))
+        parts.append(f"client {part['client_id']} of {part['num_clients']} (devices {held})")
+    return "  ·  ".join(parts)
+
+
+def set_update_axis(ax, steps) -> None:
+    """The x axis of the updates ``steps``: from 0 (a run from its start: ticks at
+    round numbers from 0) or, for a run resumed late, from its first update, to the
+    last update (where the block names stand)."""
+    from matplotlib.ticker import MaxNLocator
+    x = np.asarray(steps)
+    if not len(x):
+        return
+    lo, hi = float(x[0]), float(x[-1])
+    left = 0.0 if lo <= 0.1 * max(hi, 1.0) else lo
+    ax.set_xlim(left, hi if hi > left else left + 1)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True, steps=[1, 2, 2.5, 5, 10]))
