@@ -24,7 +24,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..views import style
-from ..views.path_geometry import divergence_update
+from ..views.path_geometry import divergence_update, rule_name
 from ..views.paths import draw_paths
 from . import _drag
 from ._canvas import FigureWidget
@@ -361,7 +361,8 @@ def name_paths(ax, paths, colors, fontsize=style.LABEL_SIZE, gap=4.0) -> list:
             continue
         far = (np.min(np.hypot(*(own[:, None, :] - others[None, :, :]).transpose(2, 0, 1)), axis=1)
                if len(others) else np.zeros(len(own)))
-        w, h = (v * ax.figure.dpi / 72.0 for v in text_size(key, fontsize))
+        name = rule_name(key)
+        w, h = (v * ax.figure.dpi / 72.0 for v in text_size(name, fontsize))
         g = gap * ax.figure.dpi / 72.0
         cands, loose = [], []
         near = lambda p, q: np.min(np.hypot(*(q - p).T)) if len(q) else np.inf  # noqa: E731
@@ -378,7 +379,7 @@ def name_paths(ax, paths, colors, fontsize=style.LABEL_SIZE, gap=4.0) -> list:
             continue
         x0, y0, x1, y1 = cands[free_spot(cands, every, taken)]
         xy = ax.transData.inverted().transform(((x0 + x1) / 2, (y0 + y1) / 2))
-        out.append(ax.text(*xy, key, fontsize=fontsize, fontweight="bold", color=colors[key], ha="center",
+        out.append(ax.text(*xy, name, fontsize=fontsize, fontweight="bold", color=colors[key], ha="center",
                            va="center", gid=f"path-name:{key}", zorder=8,
                            bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8)))
         taken.append((x0, y0, x1, y1))

@@ -17,6 +17,7 @@ from ..views import style
 from ..views.direct_labels import text_size
 from ..views.figure import fit, headline, new_figure
 from ..views import update_geometry as upd
+from ..views.path_geometry import rule_name
 from ..views.path_frames import draw_zoom
 from ..views.path_scene import settings_line
 from ..views.paths import draw_paths
@@ -39,14 +40,16 @@ def update_finding(scene, index: int) -> str:
     """The headline at recording index ``index``: which run's loss (before the update, as
     the loss panel's markers show it) is lowest and how many times lower than the others'.
 
-    A sentence naming the update: ``"Update 20: nesterov's loss is 10× below plain's and
-    150× below momentum's"``; non-finite runs are said to have diverged."""
+    A sentence naming the update: ``"Update 20: Nesterov's loss is 10× below plain's and
+    150× below momentum's"`` (runs by their house names, ``path_geometry.rule_name``);
+    non-finite runs are said to have diverged."""
     loss, update = {}, None
     for key, (steps, values, _) in scene.losses.items():
         i = min(index, len(values) - 1)
         update = int(steps[i]) if update is None else update
-        loss[key] = float(values[i])
-    ok = {k: v for k, v in loss.items() if np.isfinite(v) and v >= 0 and k not in scene.diverged}
+        loss[rule_name(key)] = float(values[i])
+    diverged = {rule_name(k) for k in scene.diverged}
+    ok = {k: v for k, v in loss.items() if np.isfinite(v) and v >= 0 and k not in diverged}
     gone = [k for k in loss if k not in ok]
     tail = ("; " + " and ".join(gone) + (" has" if len(gone) == 1 else " have") + " diverged") if gone else ""
     head = f"Update {update}: "
@@ -153,7 +156,8 @@ def tidy_loss_axis(ax) -> None:
 def close_up_title(key, zoom: float) -> str:
     """A close-up's title: the run and how many times closer than the paths it is (the
     update shown is in the paths' title and the caption)."""
-    return f"{key} · zoom ×{zoom:.0f}" if zoom >= 9.5 else f"{key} · zoom ×{zoom:.1f}"
+    name = rule_name(key)
+    return f"{name} · zoom ×{zoom:.0f}" if zoom >= 9.5 else f"{name} · zoom ×{zoom:.1f}"
 
 
 def zoom_callouts(art) -> dict:

@@ -14,6 +14,7 @@ from dtsgd_viz.cli import demo, report
 from dtsgd_viz.views import update_geometry as upd
 from dtsgd_viz.views.figure import headline_texts
 from dtsgd_viz.views.layout import layout_table
+from dtsgd_viz.views.path_geometry import rule_name
 
 pytestmark = pytest.mark.slow  # runs the demo once (~15 s)
 
@@ -172,7 +173,8 @@ def test_update_figure_takes_the_same_update_apart_up_close(made):
     assert len(fig.axes) == len(paths)
     for name, rec in paths.items():
         path = rec.path("w").astype(np.float64)
-        (ax,) = [a for a in fig.axes if a.get_title().startswith(f"{name}: update {int(rec.steps[step])} ")]
+        (ax,) = [a for a in fig.axes if a.get_title().startswith(
+            f"{rule_name(name)}: update {int(rec.steps[step])} ")]   # "Nesterov: update 4 · zoom ×4.8"
         arrows = [q for q in ax.collections if (q.get_gid() or "").startswith(f"zoom-arrow:{name}:")]
         assert len(arrows) == 2          # the momentum (or look-ahead) term, then the gradient
         tip = path[step]

@@ -12,6 +12,7 @@ from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views import style
 from dtsgd_viz.widgets import PathExplorer
 from dtsgd_viz.views.figure import headline_texts
+from dtsgd_viz.views.path_geometry import rule_name
 from dtsgd_viz.widgets.explorer_figure import (CLOSE_UP_SIZE, MIN_BOX_PX, TRAIL_KEEP, close_up_title,
                                                tidy_loss_axis, update_finding, zoom_callouts)
 
@@ -84,13 +85,13 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
             trail = [c for c in ax.collections if c.get_gid() == f"zoom-trail:{key}"]
             assert all(len(c.get_segments()) <= TRAIL_KEEP for c in trail)
             assert not any(ln.get_visible() for ln in ax.lines if ln.get_gid() == f"zoom-path:{key}")
-            assert ax.get_title().startswith(f"{key} · zoom ×")
+            assert ax.get_title().startswith(f"{rule_name(key)} · zoom ×")
         assert f"update {u}" in art.caption.get_text()
         assert art.title.get_text().startswith(f"Update {u}:")
         # the headline says what this update shows: the lowest loss at the loss markers
         losses = {k: m.get_ydata()[0] for k, m in art.loss_markers.items()}
         low, second = sorted(losses.values())[:2]
-        best = min(losses, key=losses.get) + "'s loss" if second > 1.05 * low else "the runs are level"
+        best = rule_name(min(losses, key=losses.get)) + "'s loss" if second > 1.05 * low else "the runs are level"
         assert headline_texts(explorer.figure)[0].startswith(f"Update {u}: {best}"), u
         callouts = [t.get_window_extent() for t in zoom_callouts(art).values()]
         assert all(not a.overlaps(b) for i, a in enumerate(callouts) for b in callouts[i + 1:]), u
@@ -141,7 +142,7 @@ def test_loss_ticks_are_round_and_end_at_the_last_update(explorer):
 
 
 def test_close_up_titles_give_the_zoom_factor():
-    assert close_up_title("nesterov", 33.4) == "nesterov · zoom ×33"
+    assert close_up_title("nesterov", 33.4) == "Nesterov · zoom ×33"   # the house name
     assert close_up_title("plain", 4.86) == "plain · zoom ×4.9"
 
 
@@ -163,13 +164,14 @@ def test_update_finding_ranks_the_losses_at_the_update(explorer):
     scene = explorer.view.scene
     i = 3
     loss = {k: v[1][i] for k, v in scene.losses.items()}
-    ranked = sorted(loss, key=loss.get)
+    order = sorted(loss, key=loss.get)
+    ranked = [rule_name(k) for k in order]   # as figures name them: "Nesterov"
     text = update_finding(scene, i)
     assert text.startswith(f"Update {i + 1}: {ranked[0]}'s loss is ")
     assert text.index(f"below {ranked[1]}'s") < text.index(f"below {ranked[2]}'s")
     # a run gone non-finite is said to have diverged, and ranked with none
     bad = dict(scene.losses)
-    steps, values, own = bad[ranked[0]]
-    bad[ranked[0]] = (steps, np.full_like(values, np.nan), own)
+    steps, values, own = bad[order[0]]
+    bad[order[0]] = (steps, np.full_like(values, np.nan), own)
     text = update_finding(dataclasses.replace(scene, losses=bad), i)
     assert text.startswith(f"Update {i + 1}: {ranked[1]}'s loss") and f"{ranked[0]} has diverged" in text

@@ -13,6 +13,7 @@ import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz.theory import reference, surfaces
 from dtsgd_viz.views import update_geometry as upd
+from dtsgd_viz.views.path_geometry import rule_name
 from dtsgd_viz.views.paths import draw_paths
 from dtsgd_viz.widgets import (CompareParams, CompareWidget, PathExplorer, PathExplorerState,
                                PhaseDiagram, compare_configs, compare_params,
@@ -140,7 +141,7 @@ def test_slider_updates_artists_in_place(recs, capsys):
             term = "lookahead" if CONFIGS[key]["nesterov"] else "momentum"
             np.testing.assert_allclose(chain[term][1], mu * (v[5] if term == "lookahead" else v[4]),
                                        rtol=1e-6)
-        assert art.zoom_axes[key].get_title().startswith(f"{key} · zoom ×")   # update 6: in the caption
+        assert art.zoom_axes[key].get_title().startswith(f"{rule_name(key)} · zoom ×")   # update 6: in the caption
         alpha = art.trails[key].get_colors()[:, 3]
         assert len(alpha) == 5 and np.all(np.diff(alpha) > 0)
     assert list(art.step_line.get_xdata()) == [6, 6]
@@ -638,7 +639,7 @@ def test_compare_widget_names_each_path_beside_it(compare):
     names = {t.get_gid()[10:]: t for t in ax.texts if (t.get_gid() or "").startswith("path-name:")}
     assert names.keys() == art.paths.keys()
     for key, text in names.items():
-        assert text.get_text() == key
+        assert text.get_text() == rule_name(key)   # "Nesterov", as the figures name it
         assert to_rgba(text.get_color()) == to_rgba(compare.view.scene.colors[key])
         at = ax.transData.transform(text.get_position())
         dense = {k: line_points(ax, [o for o in ax.lines if o is not ln]) for k, ln in art.paths.items()}
