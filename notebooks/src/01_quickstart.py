@@ -135,8 +135,9 @@ dtsgd_viz.reference.check_recording(r)
 # %% [markdown]
 # ## First pictures
 #
-# **The layout.** Each block of `w`, coloured by the device that holds it; the key
-# below shows where each device sits on the mesh.
+# **The layout.** Each block of `w`, coloured by the device that holds it and labelled
+# with that device and the slice it covers; the top edge names each block column's
+# `model` coordinate on the mesh and the right edge each block row's `batch` coordinate.
 
 # %%
 show(dtsgd_viz.plot_layout(r, name="w"))
@@ -147,7 +148,9 @@ show(dtsgd_viz.plot_layout(r, name="w"))
 # block outlined. Right: every shard's velocity norm over the whole run (one column per
 # device). The steep blocks (bottom row, CPU:4-7) swing and die out fast; the flat ones
 # (CPU:0-1) keep a small velocity for much longer. The title says how far apart the
-# blocks' norms already are at update 10, and which block is largest and which smallest.
+# blocks' norms already are at update 10, and which block is largest and which smallest;
+# the right panel's title follows the median block's norm from the first update to the
+# last, and names the block whose norm falls least.
 
 # %%
 show(dtsgd_viz.plot_shards(r, "w", "velocity", step=10))
@@ -160,7 +163,9 @@ show(dtsgd_viz.plot_shards(r, "w", "velocity", step=10))
 # block's curvature) and the momentum; `03_nesterov_vs_momentum` derives it.
 # `plot_block_rates` puts every block on both rules' curves (left) beside the rate
 # measured on the recording (stars, within 0.0001 of theory), and draws each block's error
-# (right): under Nesterov the steep blocks sit where its curve dips and converge fastest,
+# (right, each line named at its end with its curvature; the grey band at the bottom is
+# float32 round-off, which the steepest block reaches at update 37 and stays in): under
+# Nesterov the steep blocks sit where its curve dips and converge fastest,
 # the flat ones where it is near 0.95; heavy-ball momentum would hold every block at 0.95.
 # The dotted lines are each rule's stability limit: past it a block's error grows.
 # `widgets.RateExplorer(r, surface)` adds a learning-rate slider that moves every block

@@ -180,8 +180,9 @@ print(dtsgd_viz.layout_table(opt.momentums[0], name="velocity of d1/kernel"))
 # Because every slot shares its parameter's layout, each device holds its block of every
 # parameter and, beside it, the same-sized block of its velocity. `memory_plan` adds that
 # up per device (in mesh device order), from the layouts alone: the table prices each
-# variable, `dtsgd_viz.plot_memory` stacks the bytes per device, slots hatched, under what every device
-# would hold if nothing were sharded.
+# variable, `dtsgd_viz.plot_memory` stacks the bytes per device, slots hatched, names each
+# variable with its bytes at the right of the last bar, and marks what every device would
+# hold if nothing were sharded (the dashed line) and what sharding saves (the arrow).
 
 # %%
 memory = dtsgd_viz.memory_plan(model)

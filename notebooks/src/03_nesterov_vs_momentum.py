@@ -67,8 +67,11 @@ for name, rec in recordings.items():
 #
 # `step=5` picks optimizer update 5 (the first update is 1, as `recording.steps`
 # counts). The left panel shows each path in its rule's line and markers up to that
-# update, older updates fading, and thinner and lighter after it, with update 5's terms
-# as arrows tip to tail; the right panel the loss per update, update 5 marked.
+# update, older updates fading, and thinner and lighter after it, each named on its path,
+# with update 5's terms as arrows tip to tail where they are long enough to see at this
+# scale (momentum's; plain's and Nesterov's are specks here, so the title names momentum
+# and `plot_update` below draws all three up close); the right panel the loss per
+# update, update 5 marked.
 
 # %%
 show(dtsgd_viz.plot_paths(recordings, surface, step=5))
@@ -116,7 +119,9 @@ for name, rec in recordings.items():
 # look: momentum dashed), the dotted lines in the same colour their envelope from theory
 # (a bound shrinking by $\rho$ per update, with a factor linear in $k$ near critical
 # damping, where the two eigenvalues meet); the bottom panel is $\rho$ against $\eta h$
-# for each rule, with the runs' two eigenvalues marked (one marker per run).
+# for each rule, with the runs' two eigenvalues marked (one marker per run, named in the
+# key; the marks nest, open rings around Nesterov's filled triangle, so runs at one rate
+# all show).
 
 # %%
 from dtsgd_viz import theory
@@ -195,7 +200,12 @@ print(f"cells where only momentum converges: {((mom.steps >= 0) & (nes.steps < 0
 #   oscillates, as in the run above. At high momentum with small learning rates
 #   classical momentum is again a few percent faster.
 # * **Nesterov's stability boundary is lower**, so at the largest learning rates there
-#   is a band (dark blue) where only classical momentum converges.
+#   is a hatched band where only classical momentum converges. Just left of it, at
+#   $\eta \approx 0.08$ and $\mu = 0.25$ to $0.3$, are the only two blue cells (the note
+#   points at them): Nesterov is just inside its boundary there, its steep direction
+#   shrinks only by a factor of 0.955 per update (momentum's slowest mode: 0.879), and
+#   it needs 125 updates to momentum's 30. Past both boundaries (the x marks) both rules diverge; the grey on
+#   the left is the cap again: neither rule gets within the tolerance in 150 updates.
 # * Classical momentum's fastest cells (16 updates) lie on its critical-damping curve;
 #   Nesterov's (15 updates) a little to the right of its own, between the curve and
 #   its boundary. Tuned, the two rules are about equally fast.
@@ -235,9 +245,10 @@ CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # runs along the valley towards the minimum, while classical momentum still bounces from
 # wall to wall (the saw-tooth of its loss, right). At the scale of the paths most of
 # these updates are a few pixels long, so under the paths each run's update is drawn up
-# close (its box is dashed on the paths; the title says how many times closer): at
+# close (its dashed box on the paths is marked ×N, how many times closer): at
 # update 20 Nesterov's μ·v and −lr·g are about 0.08 and 0.01 long, on a view 8 wide
 # (momentum's 1.1 and 0.6).
+# The headline follows the slider: whose loss is lowest at the update shown, and by how much.
 # Move the slider, or press Play, to see every update's terms.
 
 # %%

@@ -295,9 +295,12 @@ print(f"bowl bottom: loss {bowl.value_np(bowl.minimum[0]):.4f}; "
 # real. Both runs head down the bowl's long valley; heavy-ball momentum swings further
 # past its floor before turning back (the bump in its loss around update 15), while
 # Nesterov's look-ahead turns earlier. `step=20` draws the paths in their rules' looks up
-# to update 20, where the runs are furthest apart, and thinner and lighter after it.
-# Neither reaches the bottom (the star): along the flattest directions the curvature is
-# 2e-4, and those take thousands of updates.
+# to update 20, where the runs are furthest apart, and thinner and lighter after it; at
+# this scale update 20 itself is too short to draw as arrows (the title says "marked"),
+# so `plot_update` below takes it apart. Neither run reaches the bottom (the star): along
+# the flattest directions the curvature is 2e-4, and those take thousands of updates.
+# The star is the bowl's bottom projected onto the plane; the bottom lies off the plane,
+# so the lowest contour on the plane is somewhere else.
 
 # %%
 show(dtsgd_viz.plot_paths(probes, bowl, step=20))

@@ -136,8 +136,10 @@ print("same layouts:", all(loaded.layout(n) == recording.layout(n) for n in reco
 #
 # `ShardExplorer` shows `plot_shards` with a variable picker, a kind picker (parameter,
 # velocity, gradient), an update slider with Play, and a checkbox that holds the colour
-# scale fixed over the whole run (on by default, so playing shows the values decay).
-# Every change redraws the figure in place. It opens on the first recorded update; the
+# scale fixed over the whole run (on by default, so playing shows the values decay;
+# when the shown values use little of that scale, the panel's title says how far they
+# reach: untick the box to see them on their own scale). Every change redraws the
+# figure in place. It opens on the first recorded update; the
 # next cell moves it to the gradient of `d2/kernel` at update 10, a variable and a kind
 # the picture above does not show. (A widget needs a live kernel; on a static page, such
 # as the notebook viewed on GitHub, its place shows the widget's last picture: that

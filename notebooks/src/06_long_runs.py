@@ -123,7 +123,9 @@ print(f"2048x2048 kernel, per kind and update: full {big_full / 2**20:.0f} MiB, 
 # `plot_shards` works on a stats recording too: the three numbers stats mode keeps for
 # each block, the velocity's norm, mean and max |x|, over the whole run (the 500 kept
 # updates, 4 to 2000), one line per block in its colour (the two replicas of a block are
-# one line). The values themselves were never recorded, so there is no picture of them:
+# one line). The update axis is on a log scale, so the first few hundred updates, where
+# most of the change happens, are not squashed against its left edge. The values
+# themselves were never recorded, so there is no picture of them:
 # the subtitle says that values need `mode="full"`.
 
 # %%

@@ -218,7 +218,6 @@ print(check_recording(tr_stale))
 
 # %%
 from dtsgd_viz.views import style
-from dtsgd_viz.views.direct_labels import label_ends
 from dtsgd_viz.views.figure import headline
 
 # both runs are Nesterov: the exact update in its look, the default one thinner, dashed
@@ -229,14 +228,19 @@ fig = headline(Figure(figsize=(style.WIDTH, 3.9), layout="constrained", dpi=styl
 for ax, (title, exact, stale) in zip(fig.subplots(1, 2), [
         ("conv net (model.fit)", conv_rec, conv_stale),
         ("transformer block (custom loop)", tr_rec, tr_stale)]):
-    ends = []
-    for run, label, look in ((exact, "exact update", nesterov.line()),
-                             (stale, "default", dict(color=nesterov.color, ls=(0, (4, 2)), lw=1.6,
-                                                     alpha=0.75))):
-        x = np.arange(1, len(run) + 1)
-        ax.plot(x, run.loss, **look)
-        ends.append((label, x[-1], run.loss[-1], nesterov.color))
-    label_ends(ax, ends)   # at the lines' ends, pushed apart
+    for run, look in ((exact, nesterov.line()),
+                      (stale, dict(color=nesterov.color, ls=(0, (4, 2)), lw=1.6, alpha=0.75))):
+        ax.plot(np.arange(1, len(run) + 1), run.loss, **look)
+    # each line named where the two differ most (short of the end, so the name fits): the
+    # exact one below-left of its point (under a falling curve), the default above-right
+    n = len(exact)
+    k = int(np.nanargmax((stale.loss - exact.loss)[: int(0.85 * n)]))
+    for run, label, side in ((exact, "exact update", -1), (stale, "default", 1)):
+        ax.annotate(label, (k + 1, run.loss[k]), xytext=(7 * side, 5 * side), textcoords="offset points",
+                    ha="left" if side > 0 else "right", va="bottom" if side > 0 else "top",
+                    fontsize=style.LABEL_SIZE, fontweight="bold", color=nesterov.color,
+                    bbox=dict(fc="white", ec="none", alpha=0.85, pad=0.5))
+    ax.set_xlim(0, n + 2)
     ax.set_title(title, fontsize=style.TITLE_SIZE)
     ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
     ax.set_ylabel("loss", fontsize=style.LABEL_SIZE)

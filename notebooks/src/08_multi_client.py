@@ -123,7 +123,9 @@ proc = subprocess.Popen(
 # Until the clients have started TensorFlow and connected, it says that no store is
 # there yet. (Its picture depends on when you look. On a static page you see its last
 # one, drawn after the run had ended: the loss of the whole run and, for each of the 4
-# blocks of `w` on client 0, the norm of its velocity at each update.)
+# blocks of `w` on client 0, the norm of its velocity at each update. Its title says how
+# far the loss fell and where the median block's norm peaked; under it, the settings read
+# from the store.)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
