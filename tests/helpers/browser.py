@@ -159,6 +159,20 @@ def _move_slider(page, slider_index, key="ArrowRight"):
     return handle
 
 
+def _wait_stable(page, quiet=1.5, timeout=60):
+    """Wait until no figure's picture has changed for ``quiet`` seconds (a widget's last
+    redraw has arrived)."""
+    deadline, last, since = time.time() + timeout, _image_sources(page), time.time()
+    while time.time() < deadline:
+        time.sleep(0.25)
+        now = _image_sources(page)
+        if now != last:
+            last, since = now, time.time()
+        elif time.time() - since >= quiet:
+            return now
+    raise AssertionError(f"the figures kept changing for {timeout} s")
+
+
 def _wait_changed(page, before, timeout=60):
     deadline = time.time() + timeout
     while time.time() < deadline:

@@ -23,7 +23,7 @@ import pytest
 from helpers.browser import (ARGS, CHROMIUM, ROOT, SCREENSHOTS, SHOTS_ENV, _check_screenshot,  # noqa: F401
                              _docs_screenshots, _free_port, _image_sources, _lab, _move_slider,
                              _publish, _server, _shots_destination, _wait_changed, _wait_http,
-                             browser, browser_test, shots)
+                             _wait_stable, browser, browser_test, shots)
 
 
 @browser_test
@@ -58,8 +58,12 @@ def test_notebook_03_in_jupyterlab(browser, shots, tmp_path):
         _move_slider(page, n_sliders - 1)
         moved = _wait_changed(page, before)
         # and back, so the README's picture shows the update the cell's code names
+        # (step=20), once the last redraw has landed
         _move_slider(page, n_sliders - 1, key="ArrowLeft")
         _wait_changed(page, moved)
+        page.wait_for_function("() => document.body.innerText.includes('update 20 of 60')",
+                               timeout=60_000)
+        _wait_stable(page)
         # the settings turn the "official Jupyter news?" toast off: none may cover the figure
         assert page.get_by_text("official Jupyter news").count() == 0
         # the README's picture: the PathExplorer's cell as JupyterLab shows it (its code,
