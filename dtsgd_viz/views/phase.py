@@ -35,10 +35,11 @@ from ..theory import quadratic as theory
 from . import style
 from .figure import headline, new_figure
 from .phase_geometry import (REGIONS, cap_rate, cell_edges, label_spots, log_ticks, phase_finding,
-                             phase_ratio, ratio_limit)
-from .phase_regions import (DIVERGED_MARK, REGION_NAMES, draw_ratio_regions, legend_handles, name_region,
-                            point_at_cell, region_patch, text_cells)
+                             phase_ratio, ratio_limit, steps_finding)
+from .phase_regions import (DIVERGED_FACE, DIVERGED_MARK, REGION_NAMES, draw_ratio_regions, legend_handles,
+                            line_cells, name_region, point_at_cell, region_patch, text_cells)
 from .phase_regions import outline as _outline
+from .phase_axes import PHASE_NOTE_SIZE, add_colorbars, frame, set_log_ticks
 from .phase_contours import draw_contours
 
 __all__ = ["plot_phase", "draw_phase", "PhaseView", "phase_ratio", "cell_edges", "cap_rate",
@@ -156,35 +157,47 @@ def _draw_step_map(view, ax, key, nesterov, g: _MapGrid) -> None:
     """One rule's map of updates to converge, the cap and its divergent cells named in
     place and, on a quadratic, its theory; ``view`` keeps what was drawn."""
     from matplotlib import colormaps
-    from matplotlib.colors import Normalize
+    from matplotlib.colors import ListedColormap, Normalize
     grid = view.grids[key]
     cmap = colormaps[style.SEQUENTIAL_CMAP].with_extremes(bad=style.NOT_CONVERGED_COLOR)
     ax.set_label(f"phase:{key}")
     view.meshes[key] = ax.pcolormesh(g.lr_e, g.mu_e, np.ma.masked_less(grid.steps, 0), cmap=cmap,
                                      norm=Normalize(0, g.steps), gid=f"phase:{key}")
+    ax.pcolormesh(g.lr_e, g.mu_e, np.ma.masked_where(~grid.diverged, grid.diverged.astype(float)),
+                  cmap=ListedColormap([DIVERGED_FACE]), gid=f"diverged-cells:{key}")
     ii, jj = np.nonzero(grid.diverged)
     ax.plot(g.lrs[jj], g.mus[ii], **DIVERGED_MARK, gid=f"diverged:{key}")
     capped = (grid.steps < 0) & ~grid.diverged
-    if not capped.any() or name_region(ax, capped, f"more than {g.steps}\nupdates (the cap)", g.lrs, g.mus,
+    free = ~line_cells(_theory_lines(g, nesterov), g.lr_e, g.mu_e)   # no name on a line
+    if not capped.any() or name_region(ax, capped & free, f"more than {g.steps}\nupdates (the cap)", g.lrs, g.mus,
                                        gid=f"region-label:cap:{key}"):
         view.named.add(f"cap:{key}")
-    if not grid.diverged.any() or name_region(ax, grid.diverged, "diverges", g.lrs, g.mus,
+    if not grid.diverged.any() or name_region(ax, grid.diverged & free, "diverges", g.lrs, g.mus,
                                               gid=f"region-label:diverged:{key}"):
         view.named.add(f"diverged:{key}")
     title = TITLES[key]
     if g.h is not None:
         title += _draw_step_theory(view, ax, key, nesterov, g)
-    _frame(ax, g.lr_e, g.mu_e, title)
+    frame(ax, g.lr_e, g.mu_e, title)
+
+
+def _theory_lines(g: _MapGrid, nesterov) -> list:
+    """The stability boundary and critical-damping curve of one rule (``(n, 2)``
+    arrays of learning rate, momentum); none without a quadratic."""
+    if g.h is None:
+        return []
+    b_x = theory.convergence_boundary(g.mu_line, g.h[-1], nesterov)
+    c_x = theory.critical_damping(g.mu_line, nesterov) / g.h[0]
+    return [np.column_stack([b_x, g.mu_line]), np.column_stack([c_x, g.mu_line])]
 
 
 def _draw_step_theory(view, ax, key, nesterov, g: _MapGrid) -> str:
     """The iso-rate contours, stability boundary and critical-damping curve of one rule
     on its map; returns the title's line on stability."""
     h, mu_line = g.h, g.mu_line
-    b_x = theory.convergence_boundary(mu_line, h[-1], nesterov)
-    c_x = theory.critical_damping(mu_line, nesterov) / h[0]
-    cs, view.rate_labels[key] = draw_contours(ax, key, nesterov, g, view.rate_levels, avoid=[
-        np.column_stack([b_x, mu_line]), np.column_stack([c_x, mu_line])])
+    lines = _theory_lines(g, nesterov)
+    b_x, c_x = lines[0][:, 0], lines[1][:, 0]
+    cs, view.rate_labels[key] = draw_contours(ax, key, nesterov, g, view.rate_levels, avoid=lines)
     view.contours[key] = cs
     view.drawn_levels.update(float(r) for r, path in zip(cs.levels, cs.get_paths()) if len(path.vertices))
     theory_look, critical = style.ROLE_LOOKS["theory"], style.ROLE_LOOKS["critical"]
@@ -219,10 +232,10 @@ def _draw_ratio_map(view, ax, g: _MapGrid) -> None:
             k = int(0.1 * len(g.mu_line))   # near the bottom, where the two lines are apart
             ax.annotate(f"{RULE_NAMES[key]}'s\nboundary", (x[k], g.mu_line[k]),
                         xytext=(-6 if nesterov else 6, 0), textcoords="offset points",
-                        ha="right" if nesterov else "left", va="bottom", fontsize=style.NOTE_SIZE,
+                        ha="right" if nesterov else "left", va="bottom", fontsize=PHASE_NOTE_SIZE,
                         fontweight="bold", color=look.color, gid=f"boundary-label:{key}", zorder=9,
                         path_effects=_outline("white", 2.5))
-    _frame(ax, g.lr_e, g.mu_e, "Who is faster: Nesterov's updates / momentum's")
+    frame(ax, g.lr_e, g.mu_e, "Who is faster: Nesterov's updates / momentum's")
     _name_ratio_regions(view, ax, g)   # after the boundaries' names and the scale: a note keeps off them
     ax.tick_params(labelleft=True)
 
@@ -233,16 +246,20 @@ def _name_ratio_regions(view, ax, g: _MapGrid) -> None:
     ratio = view.ratio
     near = np.log2(1 + TIE_WITHIN)
     tie = f"within {TIE_WITHIN:.0%}"
-    free = both & (np.abs(ratio) <= near)   # where a note may sit: the near-white cells
-    for text, mask in {"Nesterov faster": both & (ratio < -near), "momentum faster": both & (ratio > near)}.items():
+    # no name on a stability boundary
+    off = ~line_cells([_theory_lines(g, n)[0] for n in RULES.values()] if g.h is not None else [],
+                      g.lr_e, g.mu_e)
+    free = both & (np.abs(ratio) <= near) & off   # where a note may sit: the near-white cells
+    for text, mask in {"Nesterov faster": both & (ratio < -near) & off,
+                       "momentum faster": both & (ratio > near)}.items():
         if mask.any() and not name_region(ax, mask, text, g.lrs, g.mus, gid=f"region-label:{text}",
-                                          fontsize=style.TICK_SIZE):
+                                          fontsize=style.LABEL_SIZE):
             covered = _note_extreme(view, ax, g, mask, free, text)
             free = free if covered is None else free & ~covered
-    name_region(ax, free, tie, g.lrs, g.mus, gid=f"region-label:{tie}", fontsize=style.TICK_SIZE)
+    name_region(ax, free, tie, g.lrs, g.mus, gid=f"region-label:{tie}", fontsize=style.LABEL_SIZE)
     for region in REGIONS[1:]:
         mask = view.regions == REGIONS.index(region)
-        if mask.any() and name_region(ax, mask, REGION_NAMES[region].format(steps=g.steps), g.lrs, g.mus,
+        if mask.any() and name_region(ax, mask & off, REGION_NAMES[region].format(steps=g.steps), g.lrs, g.mus,
                                       gid=f"region-label:{region}"):
             view.named.add(region)
 
@@ -264,71 +281,16 @@ def _note_extreme(view, ax, g: _MapGrid, mask, free, span):
     return point_at_cell(ax, (int(i), int(j)), free, text, g.lrs, g.mus, gid=f"region-note:{span}")
 
 
-def _number(x, _pos=None) -> str:
-    return f"{x:g}"  # 0.02, not 2x10^-2
-
-
-def set_log_ticks(axis, lo, hi):
-    """Put ``log_ticks`` on a matplotlib ``axis`` (``ax.xaxis``), labelled as plain
-    numbers (0.02, 0.05, 0.1), the other minor ticks unlabelled."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
-    major, minor = log_ticks(lo, hi)
-    axis.set_major_locator(FixedLocator(major))
-    axis.set_major_formatter(FuncFormatter(_number))
-    if minor:
-        axis.set_minor_locator(FixedLocator(minor))
-        axis.set_minor_formatter(FuncFormatter(_number))
-    else:
-        axis.set_minor_locator(LogLocator(subs=np.arange(2, 10)))
-        axis.set_minor_formatter(NullFormatter())
-
-
-def _frame(ax, lr_e, mu_e, title):
-    ax.set_xscale("log")
-    set_log_ticks(ax.xaxis, lr_e[0], lr_e[-1])
-    ax.set_xlim(lr_e[0], lr_e[-1])
-    ax.set_ylim(mu_e[0], mu_e[-1])
-    ax.set_xlabel("learning rate (log scale)", fontsize=style.LABEL_SIZE)
-    ax.set_ylabel("momentum μ", fontsize=style.LABEL_SIZE)
-    ax.set_title(title, fontsize=style.TITLE_SIZE)
-    ax.tick_params(labelsize=style.TICK_SIZE, which="both")
-
-
-def add_colorbars(view, fig, step_axes, ratio_ax, ratio_location="right"):
-    """The shared steps colour bar and the ratio colour bar (its ends say who wins; an
-    arrow at an end some cell lies past), ``ratio_location`` of the
-    ratio map (``"bottom"``: horizontal, the map keeps its column's width)."""
-    tol = view.grids["momentum"].tol
-    # each bar in the (sub)figure of its maps; ``fig`` names the figure for the callers
-    if step_axes:   # None: a ratio map alone (PhaseDiagram)
-        cbar = step_axes[0].figure.colorbar(view.meshes["nesterov"], ax=step_axes, pad=0.015, fraction=0.05)
-        cbar.set_label(f"updates until the loss stays within {tol:g} of the minimum", fontsize=style.NOTE_SIZE)
-        cbar.ax.tick_params(labelsize=style.TICK_SIZE)
-    if ratio_ax is None:
-        return
-    across = ratio_location in ("bottom", "top")
-    rbar = ratio_ax.figure.colorbar(view.meshes["ratio"], ax=ratio_ax, location=ratio_location,
-                                    pad=0.03 if across else 0.02, fraction=0.05 if across else 0.08,
-                                    shrink=0.9 if across else 1.0, extend=view.ratio_extend)
-    vmax = view.meshes["ratio"].norm.vmax
-    ticks = np.arange(-vmax, vmax + 0.25, 0.5 if vmax <= 1 else 1.0)
-    rbar.set_ticks(ticks, labels=[_speedup(t) for t in ticks])
-    rbar.ax.tick_params(labelsize=style.TICK_SIZE)
-    # the label reads as the scale runs (bottom to top, left to right)
-    rbar.set_label("Nesterov faster  ·  tie  ·  momentum faster", fontsize=style.NOTE_SIZE)
-
-
-def _speedup(t):
-    return "tie" if t == 0 else f"{2 ** abs(t):.3g}×"
+SHOWS = {"both": PHASE_FIGSIZE, "steps": (style.WIDTH, 5.0), "ratio": (style.WIDTH, 5.3)}
 
 
 def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, *, start=None,
-               rate_levels=RATE_LEVELS, figsize=PHASE_FIGSIZE, dpi=style.DPI, progress=False):
+               rate_levels=RATE_LEVELS, figsize=None, dpi=style.DPI, progress=False, show="both"):
     """Updates to converge over a (learning rate x momentum) grid for classical
-    momentum and Nesterov (top), their log2 ratio (below), and (on a quadratic) the
-    stability boundaries, iso-rate contours and critical-damping curves. Regions are
-    named in place; the short legend beside the ratio map holds the lines and the
-    regions no name fits in. Returns a ``Figure``.
+    momentum and Nesterov, their log2 ratio, and (on a quadratic) the stability
+    boundaries, iso-rate contours and critical-damping curves. Regions are named in
+    place; a short legend under the maps holds the lines and the regions no name fits
+    in. Returns a ``Figure``.
 
     Args:
       surface: a ``dtsgd_viz.surfaces`` surface; the theory needs
@@ -338,31 +300,43 @@ def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, 
       steps: the cap on updates per cell; tol: on ``loss - surface.min_value``.
       start: default ``surface.default_start``.
       rate_levels: the iso-rate contours (the cap's rate is added).
+      show: ``"steps"`` the two rule maps, ``"ratio"`` the ratio map, ``"both"``
+        the rule maps over the ratio map; each with its own finding as title.
     """
     from ..theory.convergence import check_steps_tol, phase_grid
+    if show not in SHOWS:
+        raise ValueError(f"show must be one of {sorted(SHOWS)}. Received: {show!r}.")
     steps, tol = check_steps_tol(steps, tol)
     lrs, mus = default_axes(surface, learning_rates, momenta)
     grids = {key: phase_grid(surface, lrs, mus, steps, tol, nesterov, start, progress=progress)
              for key, nesterov in RULES.items()}
-    fig = new_figure(figsize, dpi)
+    fig = new_figure(SHOWS[show] if figsize is None else figsize, dpi)
     label = getattr(surface, "label", type(surface).__name__)
-    body = headline(fig, phase_finding(grids["momentum"].steps, grids["nesterov"].steps, TIE_WITHIN),
-                    f"{label} · numpy reference of the tf-keras rule · at most {steps} updates, "
-                    f"tol {tol:g}")
+    m, n = grids["momentum"], grids["nesterov"]
+    finding = (steps_finding(m.steps, n.steps, m.diverged, n.diverged) if show == "steps"
+               else phase_finding(m.steps, n.steps, TIE_WITHIN))
+    body = headline(fig, finding, f"{label} · numpy reference of the tf-keras rule · at most {steps} updates, "
+                                  f"tol {tol:g}")
     # the two rule maps side by side, the ratio map under them at full width (it is the
     # comparison); the legend holds only what is not named on the maps, outside them
-    top, bottom = body.subfigures(2, 1, hspace=0.02, height_ratios=[1.0, 0.92])
-    ax_m, ax_n = top.subplots(1, 2)
-    ax_r = bottom.subplots(1, 1)
-    loss0 = float(grids["momentum"].losses[0].flat[0]) - float(surface.min_value)
-    view = draw_phase(grids, surface, {"momentum": ax_m, "nesterov": ax_n, "ratio": ax_r},
-                      loss0=loss0, rate_levels=rate_levels)
-    add_colorbars(view, body, [ax_m, ax_n], ax_r)
+    if show == "both":
+        top, bottom = body.subfigures(2, 1, hspace=0.02, height_ratios=[1.0, 0.92])
+    else:
+        top = bottom = body
+    axes = {}
+    if show != "ratio":
+        axes["momentum"], axes["nesterov"] = top.subplots(1, 2)
+    if show != "steps":
+        axes["ratio"] = bottom.subplots(1, 1)
+    loss0 = float(m.losses[0].flat[0]) - float(surface.min_value)
+    view = draw_phase(grids, surface, axes, loss0=loss0, rate_levels=rate_levels)
+    add_colorbars(view, body, [axes["momentum"], axes["nesterov"]] if "momentum" in axes else None,
+                  axes.get("ratio"))
     step_keys, ratio_keys = split_handles(view.handles)
     for sub, handles, gid in ((top, step_keys, "legend:maps"), (bottom, ratio_keys, "legend:ratio")):
-        if handles:
+        if handles and (show == "both" or (gid == "legend:maps") == (show == "steps")):
             leg = sub.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 3),
-                             fontsize=style.NOTE_SIZE, frameon=False, handlelength=2.4,
+                             fontsize=PHASE_NOTE_SIZE, frameon=False, handlelength=2.4,
                              columnspacing=1.6, borderaxespad=0.2)
             leg.set_gid(gid)
     return fig

@@ -230,3 +230,16 @@ def phase_finding(momentum_steps, nesterov_steps, within: float = 0.1) -> str:
     return (f"Nesterov is >{within:.0%} faster in {int((both & (mf > nf * (1 + within))).sum())} of "
             f"{int(both.sum())} cells where both converge, momentum in "
             f"{int((both & (nf > mf * (1 + within))).sum())}; best: momentum {best(m)}, Nesterov {best(n)} updates")
+
+
+def steps_finding(momentum_steps, nesterov_steps, momentum_diverged, nesterov_diverged) -> str:
+    """The step maps' headline: in how many cells each rule diverges, and each one's
+    fewest updates.
+
+    >>> steps_finding([[10, -1, -1]], [[5, 8, -1]], [[False, True, True]], [[False, False, True]])
+    'Momentum diverges in 2 of 3 cells, Nesterov in 1; fewest updates: momentum 10, Nesterov 5'
+    """
+    m, n = np.asarray(momentum_steps), np.asarray(nesterov_steps)
+    best = lambda a: int(a[a >= 0].min()) if (a >= 0).any() else "none"  # noqa: E731
+    return (f"Momentum diverges in {int(np.sum(momentum_diverged))} of {m.size} cells, Nesterov in "
+            f"{int(np.sum(nesterov_diverged))}; fewest updates: momentum {best(m)}, Nesterov {best(n)}")

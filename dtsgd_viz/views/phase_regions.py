@@ -10,10 +10,12 @@ import numpy as np
 
 from . import style
 from .direct_labels import text_size
+from .phase_axes import PHASE_NOTE_SIZE
 from .phase_geometry import REGIONS, ratio_regions, region_spot, spot_cells
 
 __all__ = ["draw_ratio_regions", "name_region", "REGION_NAMES", "region_patch", "legend_handles",
-           "outline", "DIVERGED_MARK", "point_at_cell", "text_cells"]
+           "outline", "DIVERGED_MARK", "point_at_cell", "text_cells",
+           "line_cells", "DIVERGED_FACE", "diverged_handle"]
 
 REGION_NAMES = {
     "only_momentum": "only momentum converges\n(Nesterov diverges)",
@@ -22,10 +24,12 @@ REGION_NAMES = {
     "neither": "neither within {steps} updates",
     "diverged": "both diverge",
 }
-# both diverge: the step maps' look for divergence, their pale cap grey with x marks
+# divergence, on every map: a dark grey (well apart from the cap's pale grey and the
+# ratio map's mid grey of "neither") with white x marks
+DIVERGED_FACE = "#6F6F6F"
 _FACES = {"only_momentum": style.REGION_FACE, "only_nesterov": style.REGION_FACE,
-          "cap": style.REGION_FACE, "neither": style.NEITHER_COLOR, "diverged": style.NOT_CONVERGED_COLOR}
-DIVERGED_MARK = dict(marker="x", color=style.DIVERGED_COLOR, ms=4.0, mew=0.9, ls="none", alpha=0.7)
+          "cap": style.REGION_FACE, "neither": style.NEITHER_COLOR, "diverged": DIVERGED_FACE}
+DIVERGED_MARK = dict(marker="x", color="white", ms=4.0, mew=1.0, ls="none")
 
 
 def region_patch(region: str, steps: int):
@@ -34,8 +38,14 @@ def region_patch(region: str, steps: int):
     from matplotlib.patches import Patch
     label = REGION_NAMES[region].format(steps=steps).replace("\n", " ")
     if region == "diverged":   # the x marks, as on the step maps
-        return Line2D([], [], **DIVERGED_MARK, markerfacecolor=_FACES[region], label=label)
+        return diverged_handle(label)
     return Patch(fc=_FACES[region], ec="0.55", hatch=style.HATCHES.get(region, ""), label=label)
+
+
+def diverged_handle(label):
+    """A legend entry for divergence: the dark grey cell with white x's."""
+    from matplotlib.patches import Patch
+    return Patch(fc=DIVERGED_FACE, ec="0.35", hatch="x", hatchcolor="white", label=label)
 
 
 def _cells(lr_e, mu_e, mask):
@@ -85,7 +95,7 @@ def _label_cells(ax, text, fontsize, n_rows, n_cols):
     return (w + 4) / cw, (h + 2) / ch
 
 
-def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=style.NOTE_SIZE, color="0.15") -> bool:
+def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SIZE, color="0.15") -> bool:
     """Write ``text`` inside the region ``mask`` of a map (rows: ``mus``, columns:
     ``lrs``, log spaced) where it fits; returns whether it did."""
     spot = region_spot(mask, *_label_cells(ax, text, fontsize, len(mus), len(lrs)))
@@ -98,7 +108,7 @@ def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=style.NOTE_SIZE, colo
     return True
 
 
-def point_at_cell(ax, cell, free, text, lrs, mus, *, gid, fontsize=style.NOTE_SIZE):
+def point_at_cell(ax, cell, free, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SIZE):
     """Write ``text`` in the cells ``free`` (a mask) nearest the map cell ``cell`` (row,
     column) with an arrow to it: the note on a few cells too small to hold a name.
     Returns the cells the note covers (None: it fits nowhere, nothing drawn)."""
@@ -123,6 +133,31 @@ def text_cells(ax, texts, lr_e, mu_e) -> np.ndarray:
         c0, c1 = np.searchsorted(lr_e, [x0, x1]) + [-1, 0]
         r0, r1 = np.searchsorted(mu_e, [y0, y1]) + [-1, 0]
         out[max(r0, 0):r1, max(c0, 0):c1] = True
+    return out
+
+
+def line_cells(lines, lr_e, mu_e) -> np.ndarray:
+    """The map cells (a mask; cell edges ``lr_e`` log spaced, ``mu_e``) some polyline of
+    ``lines`` (each an ``(n, 2)`` array of learning rate, momentum) passes through: a
+    region's name keeps off them.
+
+    >>> line_cells([np.array([[1.0, 0.5], [10.0, 0.5]])], np.array([1.0, 2.0, 100.0]), np.array([0.0, 1.0, 2.0])).tolist()
+    [[True, True], [False, False]]
+    """
+    out = np.zeros((len(mu_e) - 1, len(lr_e) - 1), bool)
+    for xy in lines:
+        xy = np.asarray(xy, np.float64).reshape(-1, 2)
+        xy = xy[np.all(np.isfinite(xy), axis=1) & (xy[:, 0] > 0)]
+        if len(xy) < 2:
+            continue
+        t = np.linspace(0.0, 1.0, 24)[:, None]
+        lx, y = np.log(xy[:, 0]), xy[:, 1]
+        fx = (lx[:-1] + t * np.diff(lx)).ravel()
+        fy = (y[:-1] + t * np.diff(y)).ravel()
+        c = np.searchsorted(np.log(lr_e), fx) - 1
+        r = np.searchsorted(mu_e, fy) - 1
+        ok = (c >= 0) & (c < out.shape[1]) & (r >= 0) & (r < out.shape[0])
+        out[r[ok], c[ok]] = True
     return out
 
 
@@ -153,10 +188,10 @@ def legend_handles(view, g, with_ratio: bool) -> list:
     # unless some map names them ("diverges": the marks are the same on both)
     if any((grid.steps < 0).any() for grid in grids) and not all(f"cap:{k}" in view.named for k in keys):
         handles.append(Patch(fc=style.NOT_CONVERGED_COLOR, ec="0.6",
-                             label=f"not within tol in {g.steps} updates"))
+                             label=f"more than {g.steps} updates (the cap)"))
     if any(grid.diverged.any() for grid in grids) and not any(
             f"diverged:{k}" in view.named and view.grids[k].diverged.any() for k in keys):
-        handles.append(Line2D([], [], ls="none", marker="x", color=style.DIVERGED_COLOR, label="diverged"))
+        handles.append(diverged_handle("diverges"))
     if g.h is not None:
         theory_look, rate, critical = (style.ROLE_LOOKS[k] for k in ("theory", "rate_level", "critical"))
         levels = [r for r in view.rate_levels if r in view.drawn_levels]

@@ -105,7 +105,7 @@ def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_white(fig):
     np.testing.assert_array_equal(by_gid(ax, "diverged:ratio").get_xydata(), np.c_[LRS[jj], MUS[ii]])
     faces = by_gid(ax, "phase:regions")
     rgba = faces.cmap(faces.norm(regions))
-    assert np.all(rgba[both_div][:, 0] > rgba[neither][0, 0])   # paler than the cap's grey
+    assert np.all(rgba[both_div][:, 0] < rgba[neither][0, 0] - 0.15)   # darker than neither's grey
     # no extension colours on the bar
     cbars = [a for a in fig.axes if a.get_label() == "<colorbar>"]
     assert all(getattr(c, "_colorbar", None) is None or c._colorbar.extend == "neither" for c in cbars)
@@ -187,7 +187,7 @@ def test_the_legend_says_the_grey_edge_is_the_cap_and_names_the_theory(fig):
     # the cap's grey: named in place on every step map, else in the legend
     named = {t.get_gid() for ax in fig.axes for t in ax.texts}
     assert ({"region-label:cap:momentum", "region-label:cap:nesterov"} <= named
-            or f"not within tol in {STEPS} updates" in labels)
+            or f"more than {STEPS} updates (the cap)" in labels)
     assert "stability boundary" in labels and any(t.startswith("iso-rate") for t in labels)
     assert any(t.startswith("critical damping") for t in labels)
     # the cap's contour is named: on a map where its label fits, and in the legend's entry
@@ -358,7 +358,7 @@ def _drawn_marks(fig):
 def test_the_legend_lists_only_marks_some_map_draws(lrs):
     fig = dtsgd_viz.plot_phase(SURFACE, lrs, MUS, STEPS, TOL)
     drawn = _drawn_marks(fig)
-    keys = {"not within tol": "not within tol", "diverged": "diverged", "stability": "stability boundary",
+    keys = {"more than": "not within tol", "diverges": "diverged", "stability": "stability boundary",
             "iso-rate": "iso-rate", "critical": "critical damping", "only momentum": "only_momentum",
             "only Nesterov": "only_nesterov", "the other rule": "cap", "neither": "neither",
             "both diverge": "both diverge"}
@@ -366,4 +366,88 @@ def test_the_legend_lists_only_marks_some_map_draws(lrs):
         (mark,) = [v for k, v in keys.items() if label.startswith(k)]
         assert mark in drawn, (label, drawn)
     if not any(phase_grid(SURFACE, lrs, MUS, STEPS, TOL, n).diverged.any() for n in (False, True)):
-        assert "diverged" not in [t.get_text() for t in legend_texts(fig)]
+        assert "diverges" not in [t.get_text() for t in legend_texts(fig)]
+
+
+SURFACE_20 = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+
+
+@pytest.fixture(scope="module")
+def split_figs():
+    s = SURFACE_20
+    lrs, mus = np.geomspace(1e-3, 0.2, 24), np.linspace(0.0, 0.95, 20)
+    return {show: dtsgd_viz.plot_phase(s, lrs, mus, steps=150, tol=1e-3, show=show) for show in ("steps", "ratio")}
+
+
+def test_show_splits_the_step_maps_and_the_ratio_map_each_with_its_finding(split_figs):
+    from dtsgd_viz.views.figure import headline_texts
+    steps, ratio = (split_figs[k] for k in ("steps", "ratio"))
+    maps = lambda f: {k for k in axes_by_label(f) if k.startswith("phase:")}  # noqa: E731
+    assert maps(steps) == {"phase:momentum", "phase:nesterov"} and maps(ratio) == {"phase:ratio"}
+    (s_title, _), (r_title, _) = headline_texts(steps), headline_texts(ratio)
+    assert s_title.startswith("Momentum diverges in") and r_title.startswith("Nesterov is >10% faster")
+    with pytest.raises(ValueError, match="show must be one of"):
+        dtsgd_viz.plot_phase(SURFACE, LRS, MUS, STEPS, TOL, show="maps")
+
+
+def _line_vertices(ax):
+    """Display coordinates of every boundary, critical-damping and contour vertex on ``ax``."""
+    pts = [ax.transData.transform(line.get_xydata()) for line in ax.lines
+           if (line.get_gid() or "").split(":")[0] in ("boundary", "critical", "ratio-boundary")]
+    pts += [ax.transData.transform(p.vertices) for c in ax.collections
+            if (c.get_gid() or "").startswith("rate:") for p in c.get_paths() if len(p.vertices)]
+    return np.concatenate(pts) if pts else np.zeros((0, 2))
+
+
+def test_region_names_sit_where_no_line_crosses_them(split_figs):
+    renderer = split_figs["steps"].canvas.get_renderer()
+    checked = 0
+    for fig in split_figs.values():
+        for ax in fig.axes:
+            verts = _line_vertices(ax)
+            for t in ax.texts:
+                if (t.get_gid() or "").startswith("region-label:"):
+                    box = t.get_bbox_patch().get_window_extent(renderer)
+                    inside = ((verts[:, 0] > box.x0) & (verts[:, 0] < box.x1)
+                              & (verts[:, 1] > box.y0) & (verts[:, 1] < box.y1))
+                    assert not inside.any(), t.get_text()
+                    checked += 1
+    assert checked >= 3
+
+
+def test_contour_labels_sit_on_their_own_level(split_figs):
+    # the worst mode's rate takes the label's level within a few pixels of its centre
+    fig = split_figs["steps"]
+    fig.canvas.draw()
+    h = SURFACE_20.hessian_eigenvalues
+    ring = 3.0 * np.c_[np.cos(np.linspace(0, 2 * np.pi, 24)), np.sin(np.linspace(0, 2 * np.pi, 24))]
+    checked = 0
+    for ax in fig.axes:
+        for t in [t for t in ax.texts if (t.get_gid() or "").startswith("rate-label:")]:
+            level = float(t.get_text().split("=")[1].split()[0])
+            nesterov = t.get_gid().endswith("nesterov")
+            pts = ax.transData.inverted().transform(ax.transData.transform(t.get_position()) + ring)
+            rho = [theory.problem_rate([x], [y], h, nesterov)[0, 0] for x, y in pts]
+            assert min(rho) <= level <= max(rho), (t.get_text(), min(rho), max(rho))
+            checked += 1
+    assert checked >= 4
+
+
+def test_divergence_is_dark_grey_apart_from_the_cap_and_named_so(split_figs):
+    from matplotlib.colors import to_rgb
+    from dtsgd_viz.views.phase_regions import DIVERGED_FACE
+    fig = split_figs["steps"]
+    assert sum(to_rgb(DIVERGED_FACE)) / 3 < sum(to_rgb(style.NOT_CONVERGED_COLOR)) / 3 - 0.3
+    for ax in fig.axes[:2]:
+        cells = by_gid(ax, f"diverged-cells:{ax.get_label().split(':')[1]}")
+        assert to_rgb(cells.cmap(0.0)) == to_rgb(DIVERGED_FACE)
+    labels = {t.get_text() for t in legend_texts(fig)} | {t.get_text() for ax in fig.axes for t in ax.texts}
+    assert "diverges" in labels and any(t.startswith("more than 150") for t in labels)
+
+
+def test_notes_and_legends_are_at_least_9_5_points(split_figs):
+    for fig in split_figs.values():
+        texts = [t for sub in [fig, *fig.subfigs] for leg in sub.legends for t in leg.get_texts()]
+        texts += [t for ax in fig.axes for t in ax.texts if (t.get_gid() or "").split(":")[0] in (
+            "region-label", "region-note", "boundary-label")]
+        assert texts and min(t.get_fontsize() for t in texts) >= 9.5
