@@ -65,16 +65,26 @@ def table_rows(recordings, surface, tol: float, name: str = "w") -> tuple[TableR
     return tuple(rows)
 
 
-# narrow enough to stand beside the figure on a 1300 px page (the app)
-TABLE_COLUMNS = (("optimizer", "8em", "left"),
-                 ("updates until the loss stays within {tol:g} of the minimum", "9em", "right"),
-                 ("loss after the last update", "8em", "right"))
+# narrow enough to stand beside the figure on a 1300 px page (the app); short headers
+# (two lines at most), the tolerance named as the loss panel names it
+TABLE_COLUMNS = (("optimizer", "8.5em", "left"),
+                 ("updates to tol ({tol:g})", "8em", "right"),
+                 ("final loss", "8em", "right"))
+
+
+def loss_text(x: float) -> str:
+    """A loss in the table: one format for every row, 3 significant digits.
+
+    >>> loss_text(0.003624), loss_text(0.07463), loss_text(9.84e-05)
+    ('3.62e-03', '7.46e-02', '9.84e-05')
+    """
+    return f"{x:.2e}"
 
 
 def table_html(rows, tol: float, colors=None) -> str:
     """The results as an HTML table of fixed column widths (``TABLE_COLUMNS``): long
     headers wrap inside their column instead of running into the next, and the table
-    keeps its width whatever the numbers."""
+    keeps its width whatever the numbers; names as the figure writes them (``rule_name``)."""
     colors = colors or style.optimizer_colors([r.name for r in rows])
     pad = "padding:3px 8px"
     cols = "".join(f"<col style='width:{w}'>" for _, w, _ in TABLE_COLUMNS)
@@ -88,9 +98,10 @@ def table_html(rows, tol: float, colors=None) -> str:
                  else str(r.steps_to_tol))
         swatch = (f'<span style="display:inline-block;width:0.8em;height:0.8em;'
                   f'background:{colors[r.name]};margin-right:0.4em"></span>')
-        cells.append(f"<tr><td style='{pad}'>{swatch}{html.escape(r.name)}</td>"
+        # the name never wraps: its swatch and name stay on one line, level with its values
+        cells.append(f"<tr><td style='{pad};white-space:nowrap'>{swatch}{html.escape(rule_name(r.name))}</td>"
                      f"<td style='text-align:right;{pad}'>{steps}</td>"
-                     f"<td style='text-align:right;{pad}'>{r.final_loss:.4g}</td></tr>")
+                     f"<td style='text-align:right;{pad}'>{loss_text(r.final_loss)}</td></tr>")
     width = "calc(" + " + ".join(w for _, w, _ in TABLE_COLUMNS) + ")"
     return (f"<table style='border-collapse:collapse;table-layout:fixed;width:{width};"
             "font-size:90%;font-variant-numeric:tabular-nums'>"
@@ -252,6 +263,8 @@ class CompareWidget(FigureWidget):
             for r in self.rows if r.diverged and r.name in recordings}
         self.view = draw_paths(recordings, self.surface, None, ax=(ax_path, ax_loss), arrows=False,
                                diverged=diverged)
+        for line in self.view.artists.paths.values():   # lines only: a marker per update
+            line.set_marker("")                          # tangles momentum round the minimum
         # the finding replaces headline's placeholder, keeping its blank lines: the room
         # the settings line under it needs
         blank = fig.get_suptitle()[len(fig.get_suptitle().rstrip("\n")):]

@@ -268,7 +268,7 @@ def check_table(widget):
         losses = [float(ROTATED.value_np(p)) for p in rec.path("w").astype(np.float64)]
         k = first_stay(losses, widget.tol)
         assert (row.name, row.steps_to_tol, row.final_loss) == (key, k, losses[-1])
-        assert f"{losses[-1]:.4g}" in widget.table.value
+        assert f">{losses[-1]:.2e}<" in widget.table.value   # one format, 3 significant digits
         assert row.diverged == (k is None and not losses[-1] <= losses[0])
         assert (f">{k}<" if k is not None else ">diverged<" if row.diverged
                 else ">not within tol<") in widget.table.value
@@ -300,9 +300,21 @@ def test_table_has_fixed_columns_and_wrapping_headers(compare):
     widths = re.findall(r"<col style='width:([\d.]+)em'>", table)
     assert len(widths) == 3 and all(float(x) >= 8 for x in widths)
     heads = re.findall(r"<th style='([^']*)'>([^<]*)</th>", table)
-    assert [h for _, h in heads] == ["optimizer", "updates until the loss stays within 0.05 of the "
-                                     "minimum", "loss after the last update"]
+    assert [h for _, h in heads] == ["optimizer", f"updates to tol ({compare.tol:g})", "final loss"]
     assert all("white-space:normal" in css and "padding" in css for css, _ in heads)
+    # each name cell keeps its swatch and name on one line, the name as the figure writes it
+    names = re.findall(r"<tr><td style='([^']*)'><span[^>]*></span>([^<]*)</td>", table)
+    assert [n for _, n in names] == [rule_name(k) for k in compare.recordings]
+    assert "Nesterov" in [n for _, n in names]
+    assert all("white-space:nowrap" in css for css, _ in names)
+
+
+def test_compare_paths_have_no_per_update_markers(compare):
+    paths = compare.view.artists.paths
+    assert set(paths) == set(compare.recordings)
+    assert all(line.get_marker() in ("", "None", None) for line in paths.values())
+    for key, line in paths.items():   # still every update's point, only undotted
+        np.testing.assert_array_equal(line.get_xydata(), compare.recordings[key].path("w").astype(np.float64))
 
 
 def test_momentum_change_reruns_the_real_optimizer(compare):
