@@ -8,7 +8,7 @@ tangled lines say less than their summary: the panel draws one grey band (min..m
 the blocks at each update) with its median line, and keeps as lines in their block
 colours only the highest and the lowest block at the shown update (the two the figure's
 title names) and the one whose norm falls least when the norm panel's title names it,
-each named with its role ("CPU:7 highest at 10", "CPU:1 falls least"); the band is
+each named with its role ("CPU:7 highest at update 10", "CPU:1 falls least"); the band is
 named "median of 8".
 Lines that fan out (blocks that differ) stay drawn one by one.
 
@@ -28,20 +28,21 @@ MEDIAN_COLOR = "#555555"    # dark grey: their median
 LABEL_X = 1.05              # axes fraction: the names, right of the leader lines
 NAME_SIZE = style.NOTE_SIZE + 0.5
 STEP_COLOR = "#222222"      # near black: the shown update (no block colour is)
+DOTS_NOTE = " (dots: block norms)"   # the step label names the dots on its line
 
 
 def _roles(data, index=-1, updates=None) -> dict:
     """The blocks drawn as lines over a band: the highest and the lowest at the shown
     update (row ``index`` of ``data``; the blocks the figure's title names), and the
     one whose norm falls least when the title of the norm panel names it
-    (``least_changed``); each with the words that say why ("highest at 10": at update
-    10, the shown one, when it is not the last).
+    (``least_changed``); each with the words that say why ("highest at update 10": at
+    update 10, the shown one, when it is not the last).
 
     >>> t = np.linspace(0, 1, 30)[:, None]
     >>> _roles(np.exp(-t * [2.0, 1.0, 8.0]) * [1.0, 2.0, 1.5])
     {1: 'highest, falls least', 2: 'lowest'}
     >>> _roles(np.exp(-t * [2.0, 1.0, 8.0]) * [1.0, 2.0, 1.5], 0, np.arange(1, 31))
-    {0: 'lowest at 1', 1: 'highest at 1, falls least'}
+    {0: 'lowest at update 1', 1: 'highest at update 1, falls least'}
     """
     data = np.asarray(data, np.float64)
     n = data.shape[0]
@@ -51,7 +52,7 @@ def _roles(data, index=-1, updates=None) -> dict:
     ok = np.flatnonzero(np.isfinite(row) & (row > 0))
     if len(ok) < 2:
         return {}
-    at = "" if i == n - 1 else f" at {int(u[i])}"
+    at = "" if i == n - 1 else f" at update {int(u[i])}"
     roles = {int(ok[np.argmax(row[ok])]): [f"highest{at}"]}
     roles.setdefault(int(ok[np.argmin(row[ok])]), []).append(f"lowest{at}")
     g = least_changed(data, u)
@@ -82,7 +83,8 @@ def place_step_label(label, x, updates, data=None) -> None:
     right = hi > lo and (at - lo) / (hi - lo) > 0.6
     label.set_x(x)
     label.set_ha("right" if right else "left")
-    label.set_text(f"update {int(x)} " if right else f" update {int(x)}")
+    text = f"update {int(x)}{DOTS_NOTE}"
+    label.set_text(f"{text} " if right else f" {text}")
     if data is not None and label.axes is not None:
         top = free_end(label.axes, np.asarray(updates), data, x, right) == "top"
         label.set_y(0.97 if top else 0.03)

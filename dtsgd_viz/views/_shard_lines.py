@@ -294,11 +294,19 @@ class NormLines(NormLabels):
             sets = [(self.stat_axes[k], self.stat_lines[k]) for k in self.stat_lines]
         else:
             sets = [(self.norm_ax, self.lines)] if self.norm_ax is not None else []
-        for ax, lines in sets:
-            for g, line in enumerate(lines):
-                line.set_data(*self._thinned(ax, self._data[ax][:, g]))
-        self.place_end_labels()
-        self.place_step_text()
+        fig = self.figure
+        for _ in range(2):  # the labels placed anew can move the layout: once more then
+            widths = [pixel_columns(ax) for ax, _ in sets]
+            for ax, lines in sets:
+                for g, line in enumerate(lines):
+                    line.set_data(*self._thinned(ax, self._data[ax][:, g]))
+            self.place_end_labels()
+            self.place_step_text()
+            if fig.get_layout_engine() is None or not hasattr(fig.canvas, "get_renderer"):
+                break
+            fig.draw_without_rendering()
+            if widths == [pixel_columns(ax) for ax, _ in sets]:
+                break
 
     def place_step_text(self) -> None:
         """The shown update's name where the lines leave room (``place_step_label``)."""

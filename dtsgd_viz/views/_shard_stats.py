@@ -209,14 +209,14 @@ def change_text(data, updates, names) -> str:
     """The norm panel's title, its finding over the run, of the median block's norm
     (``median_line``) from the first update to the last: "median block norm falls 32x
     over 2000 updates", or, when it rises over ``HUMP`` and falls again over 1.5x, "median block norm
-    peaks at update 15 (81x), then falls 3.4x"; and the block whose norm falls least
+    rises 81x to a peak at update 15, then falls 3.4x"; and the block whose norm falls least
     (``least_changed``), when the blocks differ.
 
     >>> d = np.array([[1.0, 1.0], [0.01, 0.1]])
     >>> change_text(d, [1, 2000], ["CPU:0", "CPU:1"])
     'median block norm falls 32x over 2000 updates; CPU:1 falls least'
     >>> change_text(np.array([[1.0], [9.0], [3.0]]), [1, 2, 3], ["CPU:0"])
-    'block norm peaks at update 2 (9x), then falls 3x'
+    'block norm rises 9x to a peak at update 2, then falls 3x'
 
     A block named after the ";" whose own factor does not reach 1.5x "does not fall".
     """
@@ -230,7 +230,7 @@ def change_text(data, updates, names) -> str:
     hump = _hump(med)
     if hump is not None:
         p, up, down = hump
-        return (f"{what} peaks at update {int(u[p])} ({times_text(up)}), "
+        return (f"{what} rises {times_text(up)} to a peak at update {int(u[p])}, "
                 f"then falls {times_text(down)}")
     f = float(fin[-1] / fin[0])
     span = (f"over {int(u[-1])} updates" if u[0] <= max(1, u[1] - u[0])

@@ -216,6 +216,8 @@ class TensorPanel:
             ax.set_yticks(ys if len(ys) <= 17 else ys[:: -(-len(ys) // 16)])
         elif len(shape) < 2:
             ax.set_yticks([])
+        elif self.side and blocks_are_slices(self.patches, shape):
+            ax.set_yticks([])  # each chip stands beside its own d0 slice: the chips say it
         else:  # one tick per dim-0 slice, at its middle
             per = rows // shape[0]
             ticks = list(range(shape[0]))[:: -(-shape[0] // 12)]
@@ -274,6 +276,8 @@ class TensorPanel:
                     t.set_transform(self.ax.transData + ScaledTranslation(
                         -shift / 72, 0, self.ax.figure.dpi_scale_trans))
                 self.ax.yaxis.labelpad = width + SIDE_GAP
+            elif len(self.geometry.global_shape) > 2:  # no ticks: the chips are the ticks
+                self.ax.yaxis.labelpad = width + SIDE_GAP
             else:
                 self.ax.yaxis.labelpad = max(4.0, width + SIDE_GAP - 14.0)
 
@@ -288,6 +292,25 @@ class TensorPanel:
                  else "top to bottom, left to right")
         return (f"blocks too small to label; {where}: "
                 + " · ".join(p.label for p in order))
+
+
+def blocks_are_slices(patches, shape) -> bool:
+    """True when ``shape`` is rank 3+ and every block of ``patches`` is one whole d0
+    slice, each slice a block (the d0 slice boundaries are then the block outlines).
+
+    >>> from types import SimpleNamespace as P
+    >>> blocks_are_slices([P(rects=[(0, 0, 4, 2)]), P(rects=[(0, 2, 4, 2)])], (2, 2, 4))
+    True
+    >>> blocks_are_slices([P(rects=[(0, 0, 4, 1), (0, 2, 4, 1)])], (2, 2, 4))
+    False
+    """
+    if len(shape) < 3:
+        return False
+    rows, cols = image_shape(shape)
+    per = rows // shape[0]
+    rects = sorted((r[1], r[3], r[0], r[2]) for p in patches for r in p.rects)
+    return (len(patches) == shape[0] and all(len(p.rects) == 1 for p in patches)
+            and rects == [(per * k, per, 0, cols) for k in range(shape[0])])
 
 
 def draw_tensor(ax, geometry, device_names, image=None, *, limit=None, colorbar_label=None,

@@ -17,7 +17,7 @@ from .shard_geometry import (as_image, axis_labels, block_patches, flagged_steps
                              settings_text, shard_norms, short_device_names, update_index)
 from ._shard_lines import NormLines, change_text, place_step_label
 from ._shard_stats import STATS_ONLY_TEXT, StatPanels, spread_text
-from ._tensor_panel import draw_tensor
+from ._tensor_panel import blocks_are_slices, draw_tensor
 
 KIND_NOUNS = {"param": "parameter", "velocity": "velocity", "grad": "gradient"}
 FAINT = 0.25
@@ -138,6 +138,10 @@ class ShardsView(NormLines, StatPanels):
             ax.set_yticks([])
             xlabel = "device blocks (colours: the lines on the right)"
             ylabel, note = "", textwrap.fill(STATS_ONLY_TEXT, 62, break_on_hyphens=False)
+        if note and blocks_are_slices(self.block_patches, self.geometry.global_shape):
+            # the slice lines lie under the block outlines: say what the chips stand for
+            note = (f"{note.split(';')[0]}; each block is one d0 slice, "
+                    f"d0=0 at the top")
         if note and not self.stats_only:  # one panel wide, not across its neighbour
             note = textwrap.fill(note, 52, break_on_hyphens=False)
         self._xlabel = xlabel + (f"\n{note}" if note else "")

@@ -42,7 +42,7 @@ def monitor_finding(steps, loss, norms, kind, blocks) -> str:
     >>> print(monitor_finding([1, 2, 3], [1.0, 0.5, 0.1], np.array([[1.0], [9.0], [3.0]]),
     ...                       "velocity", ["CPU:0"]))
     Loss falls 10x over 3 updates;
-    the velocity's block norm peaks at update 2 (9x), then falls 3x
+    the velocity's block norm rises 9x to a peak at update 2, then falls 3x
     """
     from ..views.shards_view import change_text
     head = loss_text(steps, loss)

@@ -54,7 +54,7 @@ def test_coinciding_blocks_are_one_band_and_their_extremes(runs):
     # two the figure's title names; heavy-ball's blocks share one rate: none "falls least"
     i = list(view.updates).index(10)
     hi, lo = int(np.nanargmax(data[i])), int(np.nanargmin(data[i]))
-    assert roles == {hi: "highest at 10", lo: "lowest at 10"}
+    assert roles == {hi: "highest at update 10", lo: "lowest at update 10"}
     title = view.figure.texts[0].get_text() if view.figure.texts else ""
     heads = [t.get_text() for t in [*view.figure.texts, *view.figure.artists]
              if hasattr(t, "get_text")]
