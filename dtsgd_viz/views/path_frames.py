@@ -23,7 +23,7 @@ from .path_names import NAME_OFFSET, draw_start_and_minima, name_runs, place_nam
 from .path_scene import PathScene, finding, settings_line
 
 __all__ = ["PathArtists", "draw_scene", "draw_zoom", "follow_update", "set_trail", "path_title",
-           "panel_at", "stacked_over", "caption_text", "short_arrows", "short_note"]
+           "panel_at", "stacked_over", "caption_text", "short_note"]
 
 
 @dataclasses.dataclass
@@ -50,6 +50,7 @@ class PathArtists:
     caption: object = None   # the figure's caption (it names the update shown), if any
     caption_tail: str = ""   # the caption's lines after that
     run_names: dict = dataclasses.field(default_factory=dict)   # config -> its name on its path
+    whole: bool = False      # each path drawn whole in its rule's look (``plot_paths``), not split
 
 
 ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −lr·g in its light tint, "
@@ -58,23 +59,28 @@ ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −
 ARROW_CAPTION = "arrows: μ·v in the run's colour, then −lr·g in its light tint, tip to tail"
 REST_CAPTION = ("Paths up to update {k}: each rule's line and markers; after update {k}: thin line, "
                 "lighter, in the rule's dash")
+WHOLE_CAPTION = ("Each path whole, in its rule's look; rings: the parameters before update {k} "
+                 "(the dashed line in the loss panel)")
+UPDATE_NOTE = "plot_update(..., step={k}) takes update {k} apart into its terms as arrows"
 
 
 SQUARE_PATHS_SIZE = (style.WIDTH, 5.3)   # paths and loss, the paths' equal-aspect panel as tall as wide
 
 
-def caption_text(update, tail="") -> str:
-    """The caption of a figure showing ``update``: what the paths' two looks mean, then ``tail``."""
-    return REST_CAPTION.format(k=int(update)) + ("\n" + tail if tail else "")
+def caption_text(update, tail="", whole=False) -> str:
+    """The caption of a figure showing ``update``: what the paths' looks mean (``whole``:
+    each path drawn whole, the update ringed), then ``tail``."""
+    head = WHOLE_CAPTION if whole else REST_CAPTION
+    return head.format(k=int(update)) + ("\n" + tail if tail else "")
 
 
-def _axes(scene, ax, art_caption, zoom_keys=(), arrows=False, update=None):
+def _axes(scene, ax, art_caption, zoom_keys=(), arrows=False, update=None, whole=False):
     """``(fig, path_ax, loss_ax, zoom_axes, own)``: a new figure has the headline
     (``finding``, ``settings_line``), a caption (``caption_text``, kept in the dict
     ``art_caption``) and, with ``zoom_keys``, a second row holding one zoomed panel per run."""
     if ax is None:
         tail = ZOOM_CAPTION if zoom_keys else ARROW_CAPTION if arrows else ""
-        text = tail if update is None else caption_text(update, tail)
+        text = tail if update is None else caption_text(update, tail, whole)
         art_caption["caption_tail"] = tail
         fig = new_figure(style.PATHS_SIZE if zoom_keys else
                          SQUARE_PATHS_SIZE if scene.plane.is_identity else style.PATHS_SIZE_NO_ZOOM)
@@ -105,12 +111,14 @@ def _index(scene, key, update):
 
 
 def draw_scene(scene: PathScene, update, ax, arrows, zoom=True,
-               note=None, auto=False, run_names=False) -> tuple[object, PathArtists]:
+               note=None, auto=False, run_names=False, whole=False) -> tuple[object, PathArtists]:
     """Draw ``scene`` at ``update`` (None: no update picked) on ``ax`` (None: a new
     figure, with a zoomed panel per run if ``zoom`` and there are arrows); with an
     update, each path is drawn in its rule's look up to it and as a thin line over the
     whole run under that (``follow_update`` moves the split); ``auto``:
-    the update was picked as where the runs differ most (the title says so);
+    the update was picked as where the runs differ most (the title says so); ``whole``:
+    each path drawn whole in its rule's look, the update only ringed (no thin rest, no
+    trail: ``plot_paths``; the widgets keep the split, they step through the run);
     ``run_names``: write each run's name on its path (``path_names.name_runs``). Returns
     the figure and the ``PathArtists`` that follow the update."""
     if arrows and update is not None and note is None:
@@ -122,15 +130,15 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True,
     zoom_keys = tuple(scene.coords) if (zoom and arrows and update is not None) else ()
     caption = {}
     fig, ax_path, ax_loss, zoom_axes, own = _axes(scene, ax, caption, zoom_keys,
-                                                  arrows and update is not None, update)
+                                                  arrows and update is not None, update, whole)
     _draw_contours(scene, ax_path)
     looks = style.run_looks(scene.coords)
 
-    art = PathArtists(ax_path, ax_loss, {}, zoom_axes=zoom_axes, **caption)
+    art = PathArtists(ax_path, ax_loss, {}, zoom_axes=zoom_axes, whole=whole, **caption)
     # a dot per step while the dots stay apart; long runs are clearer as a line
     dots = max(len(c) for c in scene.coords.values()) <= 61
     picked = update is not None
-    _draw_path_lines(scene, art, looks, dots, picked)
+    _draw_path_lines(scene, art, looks, dots, picked and not whole)
     art.names = draw_start_and_minima(scene, ax_path)
     _frame_path_axes(scene, ax_path)
     if picked:
@@ -141,7 +149,7 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True,
     if ax_loss is not None:
         draw_loss(scene, update, art, looks)
     elif not own:   # one panel of someone else's figure: a short legend of the runs
-        ax_path.legend(handles=_run_handles(scene, looks, dots, picked), fontsize=style.NOTE_SIZE,
+        ax_path.legend(handles=_run_handles(scene, looks, dots, picked and not whole), fontsize=style.NOTE_SIZE,
                        loc="best", framealpha=0.9)
     if zoom_axes:   # lay the figure out, then place the panels' labels on their real sizes
         fig.draw_without_rendering()
@@ -210,12 +218,14 @@ def follow_update(scene, art, update) -> list:
     for key, line in art.paths.items():
         c = scene.coords[key]
         i = _index(scene, key, update)
+        marks += [c[i], c[min(i + 1, len(c) - 1)]]
+        if art.whole:   # drawn whole once; only the ring moves
+            continue
         n = min(i + 2, geo.drawn_length(len(c), scene.diverged.get(key)))
         line.set_data(c[:n, 0], c[:n, 1])
-        marks += [c[i], c[min(i + 1, len(c) - 1)]]
         changed.append(line)
     if art.caption is not None:
-        art.caption.set_text(caption_text(update, art.caption_tail))
+        art.caption.set_text(caption_text(update, art.caption_tail, art.whole))
         changed.append(art.caption)
     return changed + place_names(art, marks, scene)
 
@@ -269,7 +279,7 @@ CONTOUR_ALPHA = 0.3
 def path_title(scene, update, auto=False, short=()):
     """The path panel's title at ``update`` (None: no update picked); ``auto``: picked
     as where the runs differ most; ``short``: the runs whose arrows are too short to see
-    (``short_arrows``): the title names only the runs whose arrows show, or none."""
+    (``paths.short_arrows``): the title names only the runs whose arrows show, or none."""
     if update is None:
         return "Paths on the loss contours"
     shown = [k for k in scene.coords if k not in short]
@@ -285,22 +295,6 @@ def path_title(scene, update, auto=False, short=()):
 def _names(keys, suffix="") -> str:
     names = [geo.rule_name(k) + suffix for k in keys]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-MIN_ARROW_PX = 15.0   # an update whose arrows are all shorter than this is too short to see
-
-
-def short_arrows(scene, art, update) -> list:
-    """The runs whose update ``update``'s arrows on the laid-out path panel are all
-    shorter than ``MIN_ARROW_PX`` pixels (a speck under the current marker)."""
-    ax = art.ax_path
-    lengths = {}
-    for (key, _), q in art.arrows.items():
-        tail = np.asarray(q.get_offsets()[0], np.float64)
-        tip = tail + [float(q.U[0]), float(q.V[0])]
-        px = float(np.hypot(*(ax.transData.transform(tip) - ax.transData.transform(tail))))
-        lengths[key] = max(lengths.get(key, 0.0), px)
-    return [k for k, px in lengths.items() if px < MIN_ARROW_PX]
 
 
 def short_note(scene, update, short) -> str:
@@ -351,11 +345,12 @@ def _draw_step(scene, update, art, arrows, looks):
         look = looks[key]
         c = scene.coords[key]
         i = _index(scene, key, update)
-        # on its own path, under the next run's (the rules' order): no trail mixes into another run
-        art.trails[key] = LineCollection([], linewidths=look.lw, linestyles=[look.ls],
-                                         gid=f"trail:{key}", zorder=look.zorder + 0.05)
-        ax.add_collection(art.trails[key])
-        set_trail(art.trails[key], c, i, look.color)
+        if not art.whole:
+            # on its own path, under the next run's (the rules' order): no trail mixes into another run
+            art.trails[key] = LineCollection([], linewidths=look.lw, linestyles=[look.ls],
+                                             gid=f"trail:{key}", zorder=look.zorder + 0.05)
+            ax.add_collection(art.trails[key])
+            set_trail(art.trails[key], c, i, look.color)
         (art.positions[key],) = ax.plot([c[i, 0]], [c[i, 1]], current.marker, ms=current.ms, mfc="white",
                                         mec=look.color, mew=current.lw, gid=f"position:{key}",
                                         zorder=current.zorder)

@@ -10,9 +10,9 @@ import numpy as np
 
 from . import path_geometry as geo
 from . import style
-from .direct_labels import label_ends
+from .direct_labels import READABLE_GAP, axes_height_points, label_ends, spread
 
-__all__ = ["draw_loss", "FEW_POINTS"]
+__all__ = ["draw_loss", "air_between_ends", "FEW_POINTS"]
 
 FEW_POINTS = 3   # loss lines of this many points or fewer get markers
 
@@ -59,6 +59,23 @@ def draw_loss(scene, update, art, looks) -> None:
     _plain_log_ticks(ax)
 
 
+def air_between_ends(art) -> None:
+    """Push the loss panel's end names apart to ``READABLE_GAP`` font sizes, centre to
+    centre (bold names ``label_ends`` stacks closer touch); call it on the laid-out
+    figure, whose axes height the gap is measured in."""
+    ax = art.ax_loss
+    if ax is None:
+        return
+    texts = list(art.loss_labels.values())
+    texts = [t for t in texts if t.get_visible()]
+    if len(texts) < 2:
+        return
+    gap = READABLE_GAP * texts[0].get_fontsize() / axes_height_points(ax)
+    fracs = spread([t.get_position()[1] for t in texts], gap, 0.02, 0.98)
+    for t, f in zip(texts, fracs):
+        t.set_position((t.get_position()[0], f))
+
+
 def _plain_log_ticks(ax) -> None:
     """A log axis spanning under about a decade and a half gets plain tick labels
     (0.2, 0.3, 0.4) on its minor ticks instead of ``4×10⁻¹``."""
@@ -80,7 +97,8 @@ def _frame(scene, ax, from_surface) -> None:
     ax.set_title("Loss per update (log scale)", fontsize=style.TITLE_SIZE)
     ax.grid(True, which="major", alpha=0.3)
     ax.tick_params(labelsize=style.TICK_SIZE)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # updates are whole numbers
+    # updates are whole numbers, ticked at round steps (1, 2, 5, 10, 20, ...)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10], min_n_ticks=1))
     first = min(int(st[0]) for st, _, _ in scene.losses.values())
     last = max(int(st[-1]) for st, _, _ in scene.losses.values())
     if last - first < 4:  # a short run: a margin of half an update, ticks on the updates

@@ -160,10 +160,33 @@ def _finding(scene: PathScene) -> str:
     if len(ranked) == 1:
         return f"{best} reaches loss {loss:.2g} by update {update}" + tail
     if last[ranked[1]][0] <= loss * 1.05:
-        return f"The runs end level: loss {loss:.2g} by update {update}" + tail
+        apart = _apart_at(scene, ranked[:2], default_update(scene))
+        if apart is None:
+            return f"The runs end level: loss {loss:.2g} by update {update}" + tail
+        low, high, at, pct = apart
+        return (f"The runs differ most at update {at}, {geo.rule_name(low)} {pct:.0f}% lower; "
+                f"they end level (loss {loss:.2g})" + tail)
     below = " and ".join(f"{_times(last[k][0] / loss if loss > 0 else np.inf)} below {k}"
                          for k in ranked[1:3])
     return f"{best} ends lowest by update {update}: {below}" + tail
+
+
+def _apart_at(scene: PathScene, keys, at):
+    """``(lower, higher, at, percent)``: which of the runs ``keys`` has the lower loss
+    at update ``at`` (``default_update``: where their parameters are furthest apart) and
+    by how much; None if under 3% apart there or not recorded by both."""
+    if at is None:
+        return None
+    vals = []
+    for k in keys:
+        steps, loss, _ = scene.losses[k]
+        hit = np.flatnonzero(np.asarray(steps) == at)
+        if not len(hit) or not np.isfinite(loss[hit[0]]) or loss[hit[0]] <= 0:
+            return None
+        vals.append(float(loss[hit[0]]))
+    lo, hi = sorted(range(2), key=lambda n: vals[n])
+    pct = 100.0 * (1.0 - vals[lo] / vals[hi])
+    return (keys[lo], keys[hi], int(at), pct) if pct >= 3.0 else None
 
 
 def _times(f: float) -> str:

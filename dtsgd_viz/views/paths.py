@@ -10,7 +10,7 @@ The anatomy of that update up close, one panel per run, is ``plot_update``
     >>> recs = dtsgd_viz.run(s, {"momentum": dict(learning_rate=0.05, momentum=0.9),
     ...                          "nesterov": dict(learning_rate=0.05, momentum=0.9,
     ...                                           nesterov=True)}, steps=6)
-    >>> fig = dtsgd_viz.plot_paths(recs, s, step=3)      # a matplotlib Figure
+    >>> fig = dtsgd_viz.plot_paths(recs, s, step=3, arrows=True)   # a matplotlib Figure
     >>> fig.axes[0].get_title()
     'Update 3: its terms as arrows'
     >>> sorted(a.get_gid() for a in fig.axes[0].collections if "arrow" in (a.get_gid() or ""))
@@ -23,8 +23,12 @@ The anatomy of that update up close, one panel per run, is ``plot_update``
 Without ``step``, ``plot_paths`` takes apart the update where the runs differ most (the
 largest distance between their parameters after it) and its title says so::
 
-    >>> dtsgd_viz.plot_paths(recs, s).axes[0].get_title()
+    >>> dtsgd_viz.plot_paths(recs, s, arrows=True).axes[0].get_title()
     'Update 4: where the runs differ most'
+
+By default the update is only ringed on each whole path, and drawn as arrows only
+where every arrow is long enough to see (``MIN_ARROW_PX``); else the caption
+names ``plot_update``, which takes it apart up close.
 
 ``animate(recs, s)`` returns a ``FuncAnimation`` of the same figure going through the
 run (``anim.save("paths.gif", writer="pillow")``).
@@ -43,13 +47,16 @@ import dataclasses
 
 from . import path_geometry as geo
 from ._path_motion import animate
-from .path_frames import PathArtists, caption_text, draw_scene, path_title, short_arrows, short_note
+import numpy as np
+
+from .path_frames import UPDATE_NOTE, PathArtists, caption_text, draw_scene, path_title, short_note
+from .path_loss import air_between_ends
 from .path_scene import PathScene, build_scene, default_update
 
 __all__ = ["plot_paths", "animate", "draw_paths", "PathsView"]
 
 
-def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=True, zoom=False):
+def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=None, zoom=False):
     """Paths of every optimizer on the loss contours of ``surface``, and loss per update.
 
     Args:
@@ -60,9 +67,9 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Tru
         (the first update is 1; ``-1`` is the last, ``-2`` the one before). Its terms
         are drawn as arrows from the parameter before it: classical momentum
         ``mu*v_prev`` then ``-lr*g``; Nesterov (tf-keras form) ``mu*v_new`` then
-        ``-lr*g``; they add up to the recorded update. Each path is drawn in its
-        rule's look up to it and as a thin light line without markers after it (the
-        caption says so). The loss panel marks the same update. ``plot_update`` draws
+        ``-lr*g``; they add up to the recorded update. Each path is drawn whole in
+        its rule's look, the parameters before the update ringed on it (the caption
+        says so). The loss panel marks the same update with a dashed line. ``plot_update`` draws
         it up close (for Nesterov with the look-ahead point, where the gradient was
         taken). None (default): the update where the runs
         differ most (``path_scene.default_update``: the largest distance between their
@@ -71,7 +78,10 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Tru
       name: the recorded variable (default: the only one).
       ax: None for a new figure, one Axes (path panel only), or a pair
         ``(path_ax, loss_ax)`` (no zoomed panels then).
-      arrows: False to mark the update without arrows. They need kinds ``grad`` and
+      arrows: True to draw the update's terms as arrows on the paths, False to only
+        ring it; None (default): arrows only where every arrow is at least
+        ``MIN_ARROW_PX`` long on the panel, else none, and the caption
+        names ``plot_update``. Arrows need kinds ``grad`` and
         ``velocity`` and the update before ``step`` recorded; where the recording
         lacks them (``Recorder(every=3)``) the update is marked without arrows and a
         note on the path panel says why, as ``PathExplorer`` does.
@@ -87,15 +97,32 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Tru
     auto = update is None
     if auto:
         update = default_update(scene)
-    fig, art = draw_scene(scene, update, ax, arrows, zoom=zoom, auto=auto, run_names=ax is None)
-    if ax is None and not zoom and art.arrows:
-        # arrows too short to see at the paths' scale: the title names only those that show
-        short = short_arrows(scene, art, update)
-        if short:
-            art.title.set_text(path_title(scene, update, auto, short))
-            if art.caption is not None:
-                art.caption_tail = "\n".join(t for t in (art.caption_tail, short_note(scene, update, short)) if t)
-                art.caption.set_text(caption_text(update, art.caption_tail))
+    fig, art = draw_scene(scene, update, ax, arrows is not False, zoom=zoom, auto=auto,
+                          run_names=ax is None, whole=True)
+    if ax is None:
+        air_between_ends(art)   # on the laid-out figure (draw_scene laid it out to name the runs)
+    if zoom or update is None:
+        return fig
+    tail = None
+    short = short_arrows(scene, art, update) if art.arrows else []
+    speck = art.arrows and min(arrow_lengths(art).values()) < MIN_ARROW_PX
+    if art.arrows and arrows is None and (short or speck):
+        # too short to see at the paths' scale: none at all, plot_update draws them up close
+        for q in art.arrows.values():
+            q.remove()
+        art.arrows.clear()
+        art.title.set_text(path_title(scene, update, auto, tuple(scene.coords)))
+        tail = UPDATE_NOTE.format(k=int(update))
+    elif art.arrows and short:
+        # asked for: the title names only the runs whose arrows show
+        art.title.set_text(path_title(scene, update, auto, short))
+        tail = "\n".join(t for t in (art.caption_tail, short_note(scene, update, short)) if t)
+    elif arrows is False and art.note is None:
+        art.title.set_text(path_title(scene, update, auto, tuple(scene.coords)))
+        tail = UPDATE_NOTE.format(k=int(update))
+    if tail is not None and art.caption is not None:
+        art.caption_tail = tail
+        art.caption.set_text(caption_text(update, tail, True))
     return fig
 
 
@@ -131,3 +158,27 @@ def draw_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Tru
     update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
     fig, art = draw_scene(scene, update, ax, arrows, zoom=zoom, note=note)
     return PathsView(fig, scene, art, bool(arrows) and art.note is None, update)
+
+
+# ---- arrows long enough to see on the laid-out path panel ------------------------------
+
+MIN_ARROW_PX = 15.0   # an update whose arrows are all shorter than this is too short to see
+
+
+def short_arrows(scene, art, update) -> list:
+    """The runs whose update ``update``'s arrows on the laid-out path panel are all
+    shorter than ``MIN_ARROW_PX`` pixels (a speck under the current marker)."""
+    lengths = {}
+    for (key, _), px in arrow_lengths(art).items():
+        lengths[key] = max(lengths.get(key, 0.0), px)
+    return [k for k, px in lengths.items() if px < MIN_ARROW_PX]
+
+
+def arrow_lengths(art) -> dict:
+    """``{(config, term): length in pixels}`` of each arrow on the laid-out path panel."""
+    ax, out = art.ax_path, {}
+    for k, q in art.arrows.items():
+        tail = np.asarray(q.get_offsets()[0], np.float64)
+        tip = tail + [float(q.U[0]), float(q.V[0])]
+        out[k] = float(np.hypot(*(ax.transData.transform(tip) - ax.transData.transform(tail))))
+    return out

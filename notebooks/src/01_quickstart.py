@@ -191,13 +191,14 @@ for name, run in runs.items():
 
 # %% [markdown]
 # `plot_paths` draws both paths on the loss contours, with the loss per update beside
-# them. Each path is drawn in its rule's line and markers up to the update `step` names
-# (`step=4` is update 4) and thinner and lighter after it, and that update is taken apart
-# into arrows, tip to tail: the momentum term in the run's colour (heavy ball's `mu*v`,
-# the velocity carried over from the update before; for Nesterov its look-ahead term
-# `mu*v_new`, the new velocity scaled by the momentum) and the gradient term `-lr*g` in a
-# light tint of it. Heavy-ball momentum keeps bouncing from wall to wall of the valley;
-# Nesterov's loss falls much faster.
+# them. Each whole path is drawn in its rule's line and markers, and a ring on each marks
+# the update `step` names (`step=4` is update 4; a dashed line in the loss panel). Its
+# terms are too short to see at this scale, so `plot_update(runs, valley, step=4)` takes
+# it apart up close: the momentum term (heavy ball's `mu*v`, the velocity carried over
+# from the update before; for Nesterov its look-ahead term `mu*v_new`, the new velocity
+# scaled by the momentum) and the gradient term `-lr*g`, tip to tail. Heavy-ball momentum
+# keeps bouncing from wall to wall of the valley; Nesterov heads into the minimum and its
+# loss falls much faster.
 
 # %%
 show(dtsgd_viz.plot_paths(runs, valley, step=4))

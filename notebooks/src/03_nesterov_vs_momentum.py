@@ -66,12 +66,12 @@ for name, rec in recordings.items():
 # ## Paths, and update 5 taken apart
 #
 # `step=5` picks optimizer update 5 (the first update is 1, as `recording.steps`
-# counts). The left panel shows each path in its rule's line and markers up to that
-# update, older updates fading, and thinner and lighter after it, each named on its path,
-# with update 5's terms as arrows tip to tail where they are long enough to see at this
-# scale (momentum's; plain's and Nesterov's are specks here, so the title names momentum
-# and `plot_update` below draws all three up close); the right panel the loss per
-# update, update 5 marked.
+# counts). The left panel shows each whole path in its rule's line and markers, each
+# named on its path, with a ring where each run is at update 5; after it the runs part:
+# momentum swings across the valley, Nesterov runs in to the minimum. The terms of update
+# 5 are too short to see at this scale (plain's and Nesterov's are specks), so
+# `plot_update` below takes it apart up close; the right panel is the loss per update,
+# update 5 marked with a dashed line.
 
 # %%
 show(dtsgd_viz.plot_paths(recordings, surface, step=5))
@@ -149,11 +149,10 @@ show(dtsgd_viz.plot_modes(recordings, surface))
 #
 # ## Where Nesterov wins, and where it does not
 #
-# The same theory over a grid of learning rates and momenta. The two maps on top count
-# updates to tolerance for each rule (computed with the numpy reference of the tf-keras
-# rule, which the tests tie to the real optimizer; at most 150 updates); the map below is
-# $\log_2$ of Nesterov's count over momentum's (red: Nesterov faster, blue: momentum
-# faster, white: tie). On the maps: each rule's stability boundary
+# The same theory over a grid of learning rates and momenta. The two maps count updates
+# to tolerance for each rule (computed with the numpy reference of the tf-keras rule,
+# which the tests tie to the real optimizer; at most 150 updates; pale grey: more than
+# that, dark grey with x marks: diverges). On them: each rule's stability boundary
 # ($\eta h < 2(1+\mu)$ for heavy ball, $\eta h < 2(1+\mu)/(1+2\mu)$ for Nesterov),
 # iso-rate contours of the worst mode's $\rho$, and the critical-damping curve of the
 # flat direction (left of it that mode creeps in, right of it it oscillates).
@@ -161,7 +160,14 @@ show(dtsgd_viz.plot_modes(recordings, surface))
 # %%
 lrs = np.geomspace(1e-3, 0.2, 24)
 mus = np.linspace(0.0, 0.95, 20)
-show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3))
+show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3, show="steps"))
+
+# %% [markdown]
+# Who is faster where both converge: $\log_2$ of Nesterov's count over momentum's (red:
+# Nesterov faster, blue: momentum faster, white: tie), with each rule's stability boundary.
+
+# %%
+show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3, show="ratio"))
 
 # %%
 from dtsgd_viz.widgets import phase_grid

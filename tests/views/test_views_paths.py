@@ -63,15 +63,14 @@ def quiver_arrow(q: Quiver):
 def test_path_vertices_are_the_recorded_params(rotated):
     fig = dtsgd_viz.plot_paths(rotated, ROTATED)
     paths, rests = gid_artists(fig, "path:"), gid_artists(fig, "path-rest:")
-    assert sorted(paths) == sorted(rests) == sorted(CONFIGS)
+    assert sorted(paths) == sorted(CONFIGS) and not rests   # whole, no faded part
+    assert not gid_artists(fig, "trail:")
     colors = style.optimizer_colors(rotated)
-    k = int(fig.axes[0].get_title().split(":")[0].split()[1])   # the update picked
     for name, rec in rotated.items():
         line = paths[name]
         path = rec.path("w").astype(np.float64)
-        # the rule's look up to the update shown, the whole run thin under it
-        np.testing.assert_array_equal(np.asarray(line.get_xydata()), path[:k + 1])
-        np.testing.assert_array_equal(np.asarray(rests[name].get_xydata()), path)
+        # the whole run in the rule's look
+        np.testing.assert_array_equal(np.asarray(line.get_xydata()), path)
         assert line.get_color() == colors[name]
     start = gid_artists(fig, "start")[""]
     np.testing.assert_array_equal(start.get_xydata(), [ROTATED.default_start])
@@ -89,8 +88,8 @@ def test_path_vertices_are_the_recorded_params(rotated):
         label = texts[f"label:{name}"]
         assert label.axes is ax_loss and label.get_color() == colors[name]
         assert label.get_position()[0] > rec.steps[-1]   # to the right of the line's end
-    # no step named: the update where the runs differ most is taken apart, and said so
-    assert gid_artists(fig, "arrow:") and "where the runs differ most" in ax_path.get_title()
+    # no step named: the update where the runs differ most is ringed, and said so
+    assert gid_artists(fig, "position:") and "where the runs differ most" in ax_path.get_title()
 
 
 def test_contours_are_the_surface_on_log_levels(rotated):
@@ -138,7 +137,7 @@ def assert_tint_of(face, run_color):
 @pytest.mark.parametrize("update", [1, 4, -1])
 def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, update):
     rec = rotated[name]
-    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=update)
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=update, arrows=True)
     close = dtsgd_viz.plot_update(rotated, ROTATED, step=update)   # the same update up close
     k = update if update > 0 else STEPS + 1 + update     # the update drawn
     i = list(rec.steps).index(k)                        # its row in the recording
@@ -217,7 +216,7 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, update):
 
 
 def test_older_updates_fade_and_runs_stay_apart(rotated):
-    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=6)
+    fig = draw_paths(rotated, ROTATED, step=6, zoom=False).figure   # the widgets' stepper look
     trails = gid_artists(fig, "trail:")
     for name, rec in rotated.items():
         segs = trails[name].get_segments()
@@ -301,7 +300,7 @@ def test_animation_frames_that_are_not_updates_are_a_clear_error(rotated, frames
 
 @pytest.mark.parametrize("update, index", [(3, 2), (-1, -1)])
 def test_loss_panel_is_the_recorded_loss(rotated, update, index):
-    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=update)
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=update, arrows=True)
     ax_loss = fig.axes[1]
     assert ax_loss.get_yscale() == "log" and ax_loss.get_xlabel() == "update"
     lines = gid_artists(fig, "loss:")
@@ -340,7 +339,7 @@ def test_projected_paths_on_real_contours(planar):
     fig = dtsgd_viz.plot_paths(planar, PLANAR, step=3)
     flat = {k: r.path("w").astype(np.float64).reshape(STEPS + 1, -1) for k, r in planar.items()}
     plane = geo.pca_plane(list(flat.values()))
-    drawn = gid_artists(fig, "path-rest:")   # the whole run (the rule's look stops at update 3)
+    drawn = gid_artists(fig, "path:")   # the whole run in the rule's look
     everything = np.concatenate(list(flat.values()))
     for name, rec in planar.items():
         xy = np.asarray(drawn[name].get_xydata())
@@ -410,12 +409,11 @@ def test_one_recording_and_one_axes(rotated):
     ax = fig.subplots()
     out = dtsgd_viz.plot_paths(rotated["nesterov"], ROTATED, step=1, ax=ax)
     assert out is fig
-    np.testing.assert_array_equal(gid_artists(fig, "path-rest:")["recording"].get_xydata(),
-                                  rotated["nesterov"].path("w"))
+    assert not gid_artists(fig, "path-rest:")
     np.testing.assert_array_equal(gid_artists(fig, "path:")["recording"].get_xydata(),
-                                  rotated["nesterov"].path("w")[:2])
-    # someone else's axes: no caption of our own, so the legend says what the thin line is
-    assert "after the update shown" in [t.get_text() for t in ax.get_legend().get_texts()]
+                                  rotated["nesterov"].path("w"))
+    # someone else's axes: a legend of the runs; no thin line after the update to explain
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["recording"]
     assert not gid_artists(fig, "loss:")
 
 
@@ -606,7 +604,7 @@ def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_
         story = [r for r in recs.values() if r.hyperparameters.momentum]
         i = furthest_apart([r.path("w").reshape(len(r) + 1, -1) for r in story])
         k = int(next(iter(recs.values())).steps[i])
-        fig = dtsgd_viz.plot_paths(recs, surface)
+        fig = dtsgd_viz.plot_paths(recs, surface, arrows=True)
         assert fig.axes[0].get_title() == f"Update {k}: where the runs differ most"
         for name, rec in recs.items():    # the position is the parameter before update k
             np.testing.assert_allclose(gid_artists(fig, "position:")[name].get_xydata()[0],
@@ -622,9 +620,9 @@ def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_
     one = {"nesterov": rotated["nesterov"]}
     path = rotated["nesterov"].path("w").astype(np.float64)
     k = int(np.argmax(np.linalg.norm(np.diff(path, axis=0), axis=1))) + 1
-    assert dtsgd_viz.plot_paths(one, ROTATED).axes[0].get_title().startswith(f"Update {k}:")
+    assert dtsgd_viz.plot_paths(one, ROTATED, arrows=True).axes[0].get_title().startswith(f"Update {k}:")
     # a named step is drawn as named, and the title does not claim it was picked
-    title = dtsgd_viz.plot_paths(rotated, ROTATED, step=2).axes[0].get_title()
+    title = dtsgd_viz.plot_paths(rotated, ROTATED, step=2, arrows=True).axes[0].get_title()
     assert title.startswith("Update 2: ") and "terms as arrows" in title and "differ most" not in title
 
 
@@ -655,7 +653,7 @@ def long_runs():
 
 def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(long_runs):
     from matplotlib.colors import to_rgb
-    fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5)
+    fig = draw_paths(long_runs, CONDITIONED, step=5, zoom=False).figure   # the widgets' stepper look
     paths, rests = gid_artists(fig, "path:"), gid_artists(fig, "path-rest:")
     lowest_path = min(line.get_zorder() for line in paths.values())
     for name, rec in long_runs.items():
@@ -754,9 +752,9 @@ def test_each_run_is_named_on_its_own_path_off_the_others(long_runs):
 
 
 def test_a_title_claims_arrows_only_for_the_runs_whose_arrows_show(long_runs):
-    from dtsgd_viz.views.path_frames import MIN_ARROW_PX
+    from dtsgd_viz.views.paths import MIN_ARROW_PX
     from matplotlib.text import Text
-    fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5)
+    fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5, arrows=True)
     fig.draw_without_rendering()
     ax = fig.axes[0]
     longest = {}
@@ -776,7 +774,8 @@ def test_a_title_claims_arrows_only_for_the_runs_whose_arrows_show(long_runs):
     caption = [t.get_text() for t in fig.findobj(Text) if "too short to see" in t.get_text()]
     assert len(caption) == 1 and all(rule_name(k) in caption[0] for k in short)
     # with every run's arrows long enough the title stays general
-    assert dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=1).axes[0].get_title() == "Update 1: its terms as arrows"
+    assert dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=1, arrows=True).axes[0].get_title() == \
+        "Update 1: its terms as arrows"
 
 
 def test_the_star_is_drawn_over_every_path_on_a_white_halo(long_runs):
@@ -801,3 +800,41 @@ def test_a_loss_axis_under_a_decade_and_a_half_has_plain_tick_labels():
     lo, hi = ax.get_ylim()
     labels = [ax.yaxis.get_major_formatter()(v) for v in ax.get_yticks() if lo <= v <= hi]
     assert labels == ["0.2", "0.3", "0.4", "0.5"]
+
+
+def test_by_default_a_speck_of_an_arrow_means_no_arrows_and_the_caption_names_plot_update(long_runs):
+    from dtsgd_viz.views.path_frames import draw_scene
+    from dtsgd_viz.views.paths import MIN_ARROW_PX, arrow_lengths
+    from dtsgd_viz.views.path_scene import build_scene
+    # with arrows asked for, some of update 5's arrows are under MIN_ARROW_PX on the panel
+    _, art = draw_scene(build_scene(long_runs, CONDITIONED, None), 5, None, True, zoom=False,
+                        run_names=True, whole=True)
+    assert min(arrow_lengths(art).values()) < MIN_ARROW_PX
+    fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5)   # the default: none at all
+    assert not [c for c in fig.axes[0].collections if (c.get_gid() or "").startswith("arrow:")]
+    assert fig.axes[0].get_title() == "Paths, update 5 marked"
+    from matplotlib.text import Text
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    assert any("plot_update(..., step=5)" in t for t in texts)
+    for key, ring in gid_artists(fig, "position:").items():   # each run's update ringed, paths whole
+        i = geo.step_index(long_runs[key].steps, 5)
+        np.testing.assert_array_equal(ring.get_xydata()[0], long_runs[key].path("w")[i])
+        assert len(gid_artists(fig, "path:")[key].get_xydata()) == len(long_runs[key].path("w"))
+
+
+def test_level_ends_are_titled_by_where_the_runs_differ_and_end_names_have_air(rotated):
+    from dtsgd_viz.views.path_scene import build_scene, default_update, finding
+    scene = build_scene(rotated, ROTATED, None)
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=2)
+    fig.draw_without_rendering()
+    ax = fig.axes[1]
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    steps = np.diff(ticks)
+    assert len(set(steps)) == 1 and steps[0] in (1, 2, 5, 10, 20)   # round tick steps
+    labels = sorted((t for t in ax.texts if (t.get_gid() or "").startswith("label:")),
+                    key=lambda t: t.get_position()[1])
+    boxes = [t.get_window_extent() for t in labels]
+    assert all(a.y1 < b.y0 for a, b in zip(boxes, boxes[1:]))   # no two end names touch
+    text = finding(scene)
+    if text.startswith("The runs differ most"):
+        assert f"update {default_update(scene)}" in text
