@@ -99,8 +99,9 @@ def plot_update(recordings, surface, step=None, *, name=None):
     fig.draw_without_rendering()   # the panels' real sizes, for placing their labels
     styles = panel.run_styles(scene.coords)
     for key, ax, data in zip(keys, axes, datas):
+        # equal aspect on every plane (its rows are orthonormal): the angles the title quotes show true
         panel.draw_update_panel(ax, scene, data, scene.colors[key],
-                                styles[key], scene.plane.is_identity, label_size=LABEL_SIZE,
+                                styles[key], True, label_size=LABEL_SIZE,
                                 avoid_path=True)
     return fig
 

@@ -230,6 +230,7 @@ def _rect(anchor, d, r, size):
 
 
 STRICT_PULL = 5.0
+MARGIN = 4.5   # points a label keeps clear of an obstacle (its estimated size errs by a point or two)
 
 
 def place_labels(anchors, sizes, obstacles, panel, away=None, radii=(16.0, 28.0, 42.0, 60.0), pull=None):
@@ -246,7 +247,7 @@ def place_labels(anchors, sizes, obstacles, panel, away=None, radii=(16.0, 28.0,
     """
     W, H = panel
     obstacles = np.asarray(obstacles, np.float64).reshape(-1, 2)
-    placed, out = [], []
+    placed, out, leaders = [], [], []
     dirs = [np.array([np.cos(t), np.sin(t)]) for t in np.linspace(0, 2 * np.pi, 16, endpoint=False)]
     for i, (anchor, size) in enumerate(zip(anchors, sizes)):
         pref = None if away is None or away[i] is None else np.asarray(away[i], np.float64)
@@ -263,21 +264,77 @@ def place_labels(anchors, sizes, obstacles, panel, away=None, radii=(16.0, 28.0,
                 cost = 60.0 * (1 - inside / area)
                 if pref is not None and weight >= STRICT_PULL and float(d @ pref) < 0.3:
                     cost += 8.0
-                for a0, b0, a1, b1 in placed:
-                    cost += 40.0 * max(0, min(x1, a1) - max(x0, a0)) * max(0, min(y1, b1) - max(y0, b0)) / area
+                # a spot partly outside is slid back in along the panel's edges (in whole points:
+                # a redraw of a panel a fraction of a point smaller draws the same): judged there
+                shift = np.array([np.ceil(max(0.0, -x0)) - np.ceil(max(0.0, x1 - W)),
+                                  np.ceil(max(0.0, -y0)) - np.ceil(max(0.0, y1 - H))])
+                x0, x1, y0, y1 = x0 + shift[0], x1 + shift[0], y0 + shift[1], y1 + shift[1]
+                for a0, b0, a1, b1 in placed:   # any touch of another label (2 points apart) costs
+                    common = max(0, min(x1 + 2, a1) - max(x0 - 2, a0)) * max(0, min(y1 + 2, b1) - max(y0 - 2, b0))
+                    cost += (30.0 + 40.0 * common / area) if common > 0 else 0.0
                 if len(obstacles):
-                    hit = ((obstacles[:, 0] > x0 - 3) & (obstacles[:, 0] < x1 + 3)
-                           & (obstacles[:, 1] > y0 - 3) & (obstacles[:, 1] < y1 + 3))
-                    cost += 2.0 * float(hit.sum())
+                    hit = ((obstacles[:, 0] > x0 - MARGIN) & (obstacles[:, 0] < x1 + MARGIN)
+                           & (obstacles[:, 1] > y0 - MARGIN) & (obstacles[:, 1] < y1 + MARGIN))
+                    cost += 6.0 * float(hit.sum())
+                leader = _leader(anchor, (x0, y0, x1, y1))
+                cost += _leader_cost(leader, anchor, obstacles, placed, leaders)
+                cost += 20.0 * sum(1 for other in leaders if other is not None
+                                   and _cuts(other, (x0 - 2, y0 - 2, x1 + 2, y1 + 2)))
                 cost += 0.02 * r - (weight * float(d @ pref) if pref is not None else 0.0)
                 if best is None or cost < best[0]:
-                    best = (cost, r * d, ha, va, (x0, y0, x1, y1))
-        _, off, ha, va, (x0, y0, x1, y1) = best
-        # still partly outside (no spot left inside): slid back in along the panel's edges
-        # (in whole points: a redraw of a panel a fraction of a point smaller draws the same)
-        shift = np.array([np.ceil(max(0.0, -x0)) - np.ceil(max(0.0, x1 - W)),
-                          np.ceil(max(0.0, -y0)) - np.ceil(max(0.0, y1 - H))])
-        off, rect = off + shift, (x0 + shift[0], y0 + shift[1], x1 + shift[0], y1 + shift[1])
+                    best = (cost, r * d + shift, ha, va, (x0, y0, x1, y1))
+        _, off, ha, va, rect = best
         placed.append(rect)
+        leaders.append(_leader(anchor, rect))
         out.append((float(off[0]), float(off[1]), ha, va))
     return out
+
+
+CLEAR = 9.0   # points round a leader's anchor where it may touch the mark it names
+
+
+def _leader(anchor, rect):
+    """The leader line ``(a, b)`` from ``anchor`` to where the line to the middle of
+    ``rect`` leaves it (as matplotlib's ``annotate`` draws it), or None inside it."""
+    a = np.asarray(anchor, np.float64)
+    x0, y0, x1, y1 = rect
+    c = np.array([(x0 + x1) / 2, (y0 + y1) / 2])
+    d = c - a
+    ts = [t for t, lo, hi, k in ((((x0 - a[0]) / d[0]) if d[0] else None, y0, y1, 1),
+                                  (((x1 - a[0]) / d[0]) if d[0] else None, y0, y1, 1),
+                                  (((y0 - a[1]) / d[1]) if d[1] else None, x0, x1, 0),
+                                  (((y1 - a[1]) / d[1]) if d[1] else None, x0, x1, 0))
+          if t is not None and 0 <= t <= 1 and lo - 1e-9 <= a[k] + t * d[k] <= hi + 1e-9]
+    return (a, a + min(ts) * d) if ts and min(ts) > 0 else None
+
+
+def _crosses(p, q, r, s) -> bool:
+    """Whether the segments ``p q`` and ``r s`` cross."""
+    cross = lambda o, a, b: (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])  # noqa: E731
+    return (cross(p, q, r) * cross(p, q, s) < 0) and (cross(r, s, p) * cross(r, s, q) < 0)
+
+
+def _cuts(leader, rect) -> bool:
+    """Whether the segment ``leader`` crosses an edge of ``rect``."""
+    x0, y0, x1, y1 = rect
+    c = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
+    return any(_crosses(*leader, c[k], c[(k + 1) % 4]) for k in range(4))
+
+
+def _leader_cost(leader, anchor, obstacles, placed, leaders) -> float:
+    """A leader over the ``obstacles`` (beyond ``CLEAR`` of its anchor) is hidden; one
+    through a placed label or across a placed leader reads as naming the wrong thing."""
+    if leader is None:
+        return 0.0
+    a, b = leader
+    cost = 0.0
+    if len(obstacles):
+        seg = b - a
+        n2 = float(seg @ seg) or 1.0
+        t = np.clip((obstacles - a) @ seg / n2, 0.0, 1.0)
+        near = np.hypot(*(a + t[:, None] * seg - obstacles).T) < 2.5
+        far = np.hypot(*(obstacles - np.asarray(anchor)).T) > CLEAR
+        cost += 1.0 * float((near & far).sum())
+    cost += 20.0 * sum(1 for rect in placed if _cuts(leader, rect))
+    cost += 20.0 * sum(1 for other in leaders if other is not None and _crosses(a, b, *other))
+    return cost

@@ -156,8 +156,15 @@ def _draw_surroundings(ax, scene, data: PanelData, color, run_style):
         ax.scatter(seg[:, 0, 0], seg[:, 0, 1], s=14, c=rgba, zorder=3,
                    gid=f"zoom-trail-points:{data.key}")
     current = style.ROLE_LOOKS["current"]
+    if data.nesterov is not None:   # the position is the look-ahead point: one mark, its diamond
+        ax.plot([data.position[0]], [data.position[1]], **LOOKAHEAD_MARK, color=color, zorder=5,
+                gid=f"zoom-position:{data.key}")
+        return
     ax.plot([data.position[0]], [data.position[1]], current.marker, ms=current.ms + 2, mfc="white",
             mec=color, mew=current.lw + 0.2, zorder=5, gid=f"zoom-position:{data.key}")
+
+
+LOOKAHEAD_MARK = dict(marker="D", ms=9, mec="white", mew=1.2, ls="none")
 
 
 def _draw_chain(ax, data: PanelData, color):
@@ -208,8 +215,7 @@ def _draw_lookahead(ax, data: PanelData, color):
     ax.plot([it[0], la[0]], [it[1], la[1]], ":", color=color, lw=1.4, zorder=4)
     ax.plot([it[0]], [it[1]], "s", ms=6, mfc="white", mec=color, mew=1.4, zorder=6,
             gid=f"iterate:{data.key}")
-    ax.plot([la[0]], [la[1]], "D", ms=7, color=color, mec="white", mew=1.0, zorder=9,
-            gid=f"lookahead:{data.key}")
+    ax.plot([la[0]], [la[1]], **LOOKAHEAD_MARK, color=color, zorder=10, gid=f"lookahead:{data.key}")
     span = float(np.ptp(data.box[0])) or 1.0
     d = np.asarray(la, np.float64) - np.asarray(it, np.float64)
     if float(np.hypot(*d)) < COINCIDE * span:   # v_prev = 0 (the first update): one point, one name
@@ -250,8 +256,8 @@ def _place(ax, data: PanelData, labels, arrows, color, outline, equal_aspect=Tru
         W = H = min(W, H)
     to_pt = lambda p: np.array([(p[0] - x0) / ((x1 - x0) or 1) * W,  # noqa: E731
                                 (p[1] - y0) / ((y1 - y0) or 1) * H])
-    t = np.linspace(0.0, 1.0, 24)[:, None]
-    obstacles = [to_pt(np.asarray(tail) + s * np.asarray(uv)) for _, tail, uv, _, _ in arrows for s in t]
+    obstacles = [arrow_outline(to_pt(tail), to_pt(np.asarray(tail) + np.asarray(uv)), W)
+                 for _, tail, uv, _, _ in arrows]
     marks = [data.position, *(data.nesterov or ())]
     ring = 7.0 * np.column_stack([np.cos(np.linspace(0, 2 * np.pi, 8, endpoint=False)),
                                   np.sin(np.linspace(0, 2 * np.pi, 8, endpoint=False))])
@@ -266,15 +272,39 @@ def _place(ax, data: PanelData, labels, arrows, color, outline, equal_aspect=Tru
     order = sorted(range(len(labels)), key=lambda i: len(labels[i]) <= 4)
     placed = upd.place_labels([to_pt(labels[i][1]) for i in order],
                               [text_size(labels[i][0], fs) for i in order],
-                              np.reshape(obstacles, (-1, 2)), (W, H), [away[i] for i in order],
+                              np.concatenate([np.reshape(o, (-1, 2)) for o in obstacles]), (W, H), [away[i] for i in order],
                               pull=[pull[i] for i in order])
     spots = [placed[order.index(i)] for i in range(len(labels))]
     for (text, anchor, gid, bold, *_), (dx, dy, ha, va) in zip(labels, spots):
         ax.annotate(text, anchor, xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
-                    fontsize=fs, color=color, fontweight="bold" if bold else "normal", zorder=9,
+                    fontsize=fs, color=color, fontweight="bold" if bold else "normal", zorder=LABEL_Z,
                     path_effects=outline, gid=gid, annotation_clip=False,
-                    arrowprops=dict(arrowstyle="-", color=color, lw=0.8, shrinkA=0, shrinkB=2,
-                                    alpha=0.8))
+                    arrowprops=dict(arrowstyle="-", color=color, lw=0.9, shrinkA=0, shrinkB=1,
+                                    path_effects=outline))   # the leader in a white halo, over the path
+
+
+LABEL_Z = 6.5   # the labels and leaders: over the path and its marks (<= 6), under the arrows (7)
+SHAFT, HEAD_WIDTH, HEAD_LENGTH = 0.024, 3.0, 3.4   # the arrows' quiver width (of the axes' width), head
+
+
+def arrow_outline(tail, tip, W, n=24):
+    """Points (in points) covering a ``_draw_chain`` arrow from ``tail`` to ``tip`` in a
+    panel ``W`` points wide: along its shaft's middle and both edges and over its head."""
+    tail, tip = np.asarray(tail, np.float64), np.asarray(tip, np.float64)
+    d = tip - tail
+    n_len = float(np.hypot(*d))
+    if not np.isfinite(n_len) or n_len == 0:
+        return tail[None, :]
+    u, perp = d / n_len, np.array([-d[1], d[0]]) / n_len
+    shaft = SHAFT * W
+    t = np.linspace(0.0, 1.0, n)[:, None]
+    pts = [tail + t * d + k * 0.5 * shaft * perp for k in (-1, 0, 1)]
+    head = min(HEAD_LENGTH * shaft, n_len)
+    for s in np.linspace(0.0, 1.0, 6):   # the head's triangle, its base ``head`` behind the tip
+        base = tip - head * (1 - s) * u
+        half = 0.5 * HEAD_WIDTH * shaft * (1 - s)
+        pts.append(base[None, :] + np.linspace(-half, half, 7)[:, None] * perp)
+    return np.concatenate(pts)
 
 
 SIDE_PULL = 8.0   # how firmly a label with its own side keeps to it (place_labels' costs)

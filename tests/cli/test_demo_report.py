@@ -148,17 +148,21 @@ def test_path_figure_holds_the_recorded_paths_and_arrows(made):
     fig = report.path_figure(paths, demo.path_surface())
     ax = fig.axes[0]
     lines = {l.get_gid(): l for l in ax.lines if l.get_gid()}
+    u = int(paths["momentum"].steps[step])
     for name, rec in paths.items():
-        # the whole run thin, the rule's look up to the arrowed update (update step + 1)
-        np.testing.assert_allclose(lines[f"path-rest:{name}"].get_xydata(), rec.path("w"), rtol=1e-6)
-        np.testing.assert_allclose(lines[f"path:{name}"].get_xydata(), rec.path("w")[:step + 2],
-                                   rtol=1e-6)
-        # the marked position is the parameter before the arrowed update
+        # each path whole, in its rule's look (no faded part), the update ringed on it
+        np.testing.assert_allclose(lines[f"path:{name}"].get_xydata(), rec.path("w"), rtol=1e-6)
+        assert f"path-rest:{name}" not in lines
+        # the marked position is the parameter before the update
         np.testing.assert_allclose(lines[f"position:{name}"].get_xydata()[0], rec.path("w")[step])
     arrows = {q.get_gid() for q in ax.collections if (q.get_gid() or "").startswith("arrow:")}
-    assert arrows == {"arrow:momentum:gradient", "arrow:momentum:momentum",
-                      "arrow:nesterov:gradient", "arrow:nesterov:lookahead"}
-    assert ax.get_title().startswith(f"Update {int(paths['momentum'].steps[step])}:")
+    if arrows:   # every arrow long enough to see: drawn, and the title says so
+        assert arrows == {"arrow:momentum:gradient", "arrow:momentum:momentum",
+                          "arrow:nesterov:gradient", "arrow:nesterov:lookahead"}
+        assert ax.get_title().startswith(f"Update {u}:")
+    else:        # a speck among them: none drawn; plot_update (update.png) takes it apart
+        assert ax.get_title() == f"Paths, update {u} marked"
+        assert f"plot_update(..., step={u})" in " ".join(t.get_text() for t in fig.texts)
     # one idea: the paths and the loss, no close-ups (update.png holds those)
     assert len(fig.axes) == 2
     assert not [a for a in ax.patches if (a.get_gid() or "").startswith("zoom-box:")]

@@ -104,7 +104,8 @@ def test_the_headline_says_which_step_is_longer_and_by_how_much(runs):
 
 def test_without_a_step_it_takes_apart_the_update_plot_paths_picks(runs):
     fig = dtsgd_viz.plot_update(runs, ROTATED)
-    k = int(dtsgd_viz.plot_paths(runs, ROTATED).axes[0].get_title().split(":")[0].split()[1])
+    import re   # the update plot_paths' path panel names in its title ("... update N ...")
+    k = int(re.search(r"[Uu]pdate (\d+)", dtsgd_viz.plot_paths(runs, ROTATED).axes[0].get_title()).group(1))
     assert all(panel_of(fig, key).get_title().startswith(f"{rule_name(key)}: update {k} ") for key in runs)
     assert " ".join(headline_texts(fig)[1].split()).endswith("the update where the runs differ most")
     # one run: one panel, a headline that says what carries its step
@@ -176,15 +177,18 @@ def test_the_finding_of_terms_that_are_not_finite():
         "Update 2: b's step is 2.0× a's, along the same line")
 
 
-def test_nesterov_names_its_two_points_on_opposite_sides_or_once_where_they_coincide(runs):
+def test_nesterov_names_its_two_points_with_uncrossed_leaders_or_once_where_they_coincide(runs):
     fig = dtsgd_viz.plot_update(runs, ROTATED, step=5)
     ax = panel_of(fig, "nesterov")
     texts = {t.get_gid(): t for t in ax.texts}
     it, la = texts["iterate-label:nesterov"], texts["lookahead-label:nesterov"]
-    d = np.asarray(la.xy, np.float64) - np.asarray(it.xy, np.float64)
-    normal = np.array([-d[1], d[0]])
-    # the offsets (points; the square panel: the same scale along x and y) point to opposite sides
-    assert np.sign(np.dot(it.xyann, normal)) == -np.sign(np.dot(la.xyann, normal)) != 0
+    # each named once, at its own point, and neither leader crosses the other (as drawn)
+    np.testing.assert_allclose(it.xy, by_gid(fig, "iterate:")["nesterov"].get_xydata()[0])
+    np.testing.assert_allclose(la.xy, by_gid(fig, "lookahead:")["nesterov"].get_xydata()[0])
+    fig.canvas.draw()
+    (p, q), (r, s) = [t.arrow_patch.get_path().vertices[[0, -1]] for t in (it, la)]
+    cross = lambda o, a, b: (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])  # noqa: E731
+    assert not (cross(p, q, r) * cross(p, q, s) < 0 and cross(r, s, p) * cross(r, s, q) < 0)
     # update 1 starts from v_prev = 0: the iterate is the look-ahead point, named once
     first = panel_of(dtsgd_viz.plot_update(runs, ROTATED, step=1), "nesterov")
     gids = [t.get_gid() for t in first.texts]

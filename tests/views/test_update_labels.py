@@ -1,0 +1,123 @@
+"""The close-ups' labels, measured through the renderer: no label's box overlaps another
+label's box, an arrow's outline or a marker (plot_update on tutorial 01's and 03's runs,
+PathExplorer at update 20 of tutorial 03's runs), and the look-ahead label's leader ends
+at the look-ahead point."""
+
+import numpy as np
+import pytest
+from matplotlib.text import Annotation, Text
+
+import dtsgd_viz
+from dtsgd_viz.theory import surfaces
+
+VALLEY = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)      # tutorial 01
+SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)     # tutorial 03
+
+
+@pytest.fixture(scope="module")
+def tutorial_01():
+    return dtsgd_viz.run(VALLEY, {"momentum": dict(learning_rate=0.05, momentum=0.9),
+                                  "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)},
+                         steps=40)
+
+
+@pytest.fixture(scope="module")
+def tutorial_03():
+    return dtsgd_viz.run(SURFACE, {"plain": dict(learning_rate=0.05, momentum=0.0),
+                                   "momentum": dict(learning_rate=0.05, momentum=0.9),
+                                   "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)},
+                         steps=60)
+
+
+def close_up_figures(tutorial_01, tutorial_03):
+    from dtsgd_viz.widgets import PathExplorer
+    yield "01 plot_update step 4", dtsgd_viz.plot_update(tutorial_01, VALLEY, step=4)
+    yield "03 plot_update step 5", dtsgd_viz.plot_update(tutorial_03, SURFACE, step=5)
+    explorer = PathExplorer(tutorial_03, SURFACE, step=20)
+    explorer.render()
+    yield "03 PathExplorer update 20", explorer.figure
+
+
+def zoom_axes(fig):
+    return [ax for ax in fig.axes if any((a.get_gid() or "").startswith("zoom-position:") for a in ax.lines)]
+
+
+def arrow_polygons(ax):
+    """Each zoom arrow's outline in display pixels (quiver's own polygon)."""
+    out = []
+    for q in ax.collections:
+        if not (q.get_gid() or "").startswith("zoom-arrow:"):
+            continue
+        offset = q.get_offset_transform().transform(np.asarray(q.get_offsets())[0])
+        for path in q.get_paths():
+            out.append((q.get_gid(), q.get_transform().transform(path.vertices) + offset))
+    return out
+
+
+def marker_boxes(ax, dpi):
+    """Each point marker's square extent in display pixels."""
+    from matplotlib.transforms import Bbox
+    out = []
+    for line in ax.lines:
+        if line.get_marker() in (None, "None", "", " ") or not line.get_visible():
+            continue
+        r = line.get_markersize() * dpi / 72.0 / 2
+        for x, y in ax.transData.transform(line.get_xydata()):
+            out.append((line.get_gid() or line.get_marker(), Bbox([[x - r, y - r], [x + r, y + r]])))
+    return out
+
+
+def overlap(a, b) -> float:
+    w = min(a.x1, b.x1) - max(a.x0, b.x0)
+    h = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return max(0.0, w) * max(0.0, h)
+
+
+def test_no_label_covers_another_label_an_arrow_or_a_marker(tutorial_01, tutorial_03):
+    from matplotlib.path import Path
+    checked = 0
+    for case, fig in close_up_figures(tutorial_01, tutorial_03):
+        renderer = fig.canvas.get_renderer()
+        fig.canvas.draw()
+        for ax in zoom_axes(fig):
+            # the text alone (an Annotation's own extent holds its leader too)
+            labels = [(t.get_gid(), Text.get_window_extent(t, renderer)) for t in ax.texts
+                      if isinstance(t, Annotation) and t.get_text()]
+            assert labels, case
+            polygons = arrow_polygons(ax)
+            assert polygons, case
+            markers = marker_boxes(ax, fig.dpi)
+            for i, (gid, box) in enumerate(labels):
+                for other, obox in labels[i + 1:]:
+                    assert overlap(box, obox) == 0, f"{case}: {gid} over {other}"
+                for arrow, verts in polygons:
+                    assert not Path(verts).intersects_bbox(box, filled=True), f"{case}: {gid} over {arrow}"
+                for mark, mbox in markers:
+                    assert overlap(box, mbox) == 0, f"{case}: {gid} over marker {mark}"
+                checked += 1
+    assert checked >= 10
+
+
+def test_the_look_ahead_leader_ends_at_the_look_ahead_point(tutorial_01, tutorial_03):
+    for case, fig in close_up_figures(tutorial_01, tutorial_03):
+        fig.canvas.draw()
+        found = 0
+        for ax in fig.axes:
+            for t in ax.texts:
+                if not (t.get_gid() or "").startswith("lookahead-label:"):
+                    continue
+                key = t.get_gid().split(":", 1)[1]
+                mark = next(a for a in ax.lines if a.get_gid() == f"lookahead:{key}")
+                point = ax.transData.transform(mark.get_xydata()[0])
+                np.testing.assert_allclose(ax.transData.transform(t.xy), point, atol=1e-6)
+                leader = t.arrow_patch.get_path().vertices   # display pixels, drawn over the path
+                end = min(leader, key=lambda v: np.hypot(*(v - point)))
+                # within the diamond it names (half its size), not short of it
+                assert np.hypot(*(end - point)) <= mark.get_markersize() * fig.dpi / 72.0 / 2, case
+                assert np.hypot(*(leader[0] - leader[-1])) > 5, case   # long enough to see
+                assert t.get_zorder() > max(   # the annotation draws its leader at its own zorder
+                    a.get_zorder() for a in [*ax.lines, *ax.collections]
+                    if (a.get_gid() or "").startswith(("zoom-trail", "zoom-path", "zoom-position")))
+                assert t.arrow_patch.get_path_effects(), case   # its white halo
+                found += 1
+        assert found == 1, case
