@@ -36,6 +36,7 @@ def __getattr__(name):
         return getattr(style, _DPIS[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 GIF_FRAMES = 20
+GIF_INTERVAL = 600   # ms a frame (animate defaults to 250): time to read each close-up
 PNG_PAD = 0.1   # inches of margin a side around what a PNG draws (as a notebook crops)
 
 
@@ -335,7 +336,7 @@ def _write_animation(out: _Folder, path_recordings, surface, pname, gif_frames) 
 
     frames = min(gif_frames, *(len(r) for r in path_recordings.values()))
     out.say(f"animating paths.gif ({frames} frames)")
-    anim = animate(path_recordings, surface, name=pname, frames=frames)
+    anim = animate(path_recordings, surface, name=pname, frames=frames, interval=GIF_INTERVAL)
     anim.save(out.path("paths.gif"), writer="pillow", dpi=__getattr__("GIF_DPI"))
     out.items.append(Item("paths.gif", f"Animation: {' vs '.join(path_recordings)}",
                           f"The same runs update by update ({frames} frames, the last one held): "

@@ -91,7 +91,10 @@ def plot_update(recordings, surface, step=None, *, name=None):
     side = min(MAX_PANEL, (style.WIDTH - PANEL_GAP * len(keys)) / len(keys))
     fig = new_figure((style.WIDTH, side + HEAD), wspace=0.04)
     picked = " · the update where the runs differ most" if auto and len(keys) > 1 else ""
-    headline(fig, update_finding(terms, update), settings_line(scene) + picked)
+    finding = update_finding(terms, update)
+    if scene.plane.dim > 2:   # measured on the recorded vectors, drawn projected
+        finding += f" (in all {scene.plane.dim} parameters; drawn on the plane of the paths)"
+    headline(fig, finding, settings_line(scene) + picked)
     axes = fig.subplots(1, len(keys), squeeze=False)[0]
     datas, same = shared_zoom([panel_at(scene, key, index[key], True) for key in keys])
     fig.supxlabel(UPDATE_CAPTION + ("" if len(keys) < 2 else SAME_ZOOM if same else OWN_ZOOM),

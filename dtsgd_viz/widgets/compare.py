@@ -66,10 +66,11 @@ def table_rows(recordings, surface, tol: float, name: str = "w") -> tuple[TableR
 
 
 # narrow enough to stand beside the figure on a 1300 px page (the app); short headers
-# (two lines at most), the tolerance named as the loss panel names it
+# (two lines at most), the tolerance named as the loss panel names it; the last column is
+# the loss after the last update (the headline's "by update N" is the loss before it)
 TABLE_COLUMNS = (("optimizer", "8.5em", "left"),
                  ("updates to tol ({tol:g})", "8em", "right"),
-                 ("final loss", "8em", "right"))
+                 ("loss after the last update", "8em", "right"))
 
 
 def loss_text(x: float) -> str:

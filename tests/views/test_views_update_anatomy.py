@@ -122,6 +122,12 @@ def test_projected_runs_are_on_the_plane_plot_paths_draws():
     for key, rec in recs.items():
         np.testing.assert_allclose(by_gid(fig, "zoom-position:")[key].get_xydata()[0],
                                    scene.coords[key][2], atol=1e-9)
+    # the finding's lengths and angle are measured on the recorded vectors, not the plane
+    dim = int(np.prod(recs["momentum"].path("w").shape[1:]))
+    title = fig.get_suptitle().replace("\n", " ")
+    assert dim == 8 and "(in all 8 parameters; drawn on the plane of the paths)" in title
+    plain = dtsgd_viz.run(ROTATED, {"plain": dict(learning_rate=0.05)}, 3)
+    assert "in all" not in dtsgd_viz.plot_update(plain, ROTATED, step=2).get_suptitle()  # 2 numbers
 
 
 def test_readable_at_the_notebook_width(runs):

@@ -300,7 +300,8 @@ def test_table_has_fixed_columns_and_wrapping_headers(compare):
     widths = re.findall(r"<col style='width:([\d.]+)em'>", table)
     assert len(widths) == 3 and all(float(x) >= 8 for x in widths)
     heads = re.findall(r"<th style='([^']*)'>([^<]*)</th>", table)
-    assert [h for _, h in heads] == ["optimizer", f"updates to tol ({compare.tol:g})", "final loss"]
+    assert [h for _, h in heads] == ["optimizer", f"updates to tol ({compare.tol:g})",
+                                     "loss after the last update"]
     assert all("white-space:normal" in css and "padding" in css for css, _ in heads)
     # each name cell keeps its swatch and name on one line, the name as the figure writes it
     names = re.findall(r"<tr><td style='([^']*)'><span[^>]*></span>([^<]*)</td>", table)
