@@ -13,41 +13,17 @@ from dtsgd_viz.views import style
 from dtsgd_viz.views._shard_lines import STEP_LINE_WIDTH, log_x
 from dtsgd_viz.views.shards import draw_shards, plot_shards
 from dtsgd_viz.views.update_shards import plot_update_shards
-from dtsgd_viz import KINDS, LayoutSpec, MeshSpec
-from dtsgd_viz.recording import Hyperparameters, Recording, VariableRecord
+from helpers import synthetic_recording
 
 matplotlib.use("Agg")
 
-MESH = MeshSpec.create({"batch": 2, "model": 4})
 MODEL = [("d1/kernel", (4, 16), ("unsharded", "model")),
          ("d2/kernel", (16, 1), ("model", "unsharded"))]
 
 
 def _model(steps=20, mode="full", updates=None, seed=0):
-    """The tutorials' MLP kernels on ``MESH``, as the recorder assembles them (blocks
-    per replica group, or stats per device), values decaying 0.9 per update."""
-    rng, records = np.random.default_rng(seed), []
-    decay = 0.9 ** np.arange(steps)
-    for name, shape, specs in MODEL:
-        layout = LayoutSpec(specs, MESH)
-        geom = VariableRecord(name, shape, "float32", layout, None, {}).geometry
-        blocks, stats = {}, {}
-        for k in KINDS:
-            if mode == "full":
-                b = rng.standard_normal((steps, geom.num_unique, *geom.local_shape))
-                blocks[k] = (b * decay.reshape(-1, *[1] * (b.ndim - 1))).astype(np.float32)
-            else:
-                per = np.abs(rng.standard_normal((steps, geom.num_unique, 3))) + 0.01
-                per[..., 1] -= 0.5
-                stats[k] = (per * decay[:, None, None])[:, list(geom.group_of)].astype(np.float32)
-        records.append(VariableRecord(name, shape, "float32", layout,
-                                      rng.standard_normal(shape).astype(np.float32), blocks, stats))
-    v = len(records)
-    return Recording(MESH, tuple(records), tuple(KINDS),
-                     np.arange(1, steps + 1) if updates is None else np.asarray(updates),
-                     Hyperparameters(np.full(steps, 0.05), 0.9, True, 0.9),
-                     np.linspace(1, 0.1, steps), np.zeros((steps, v), np.uint8),
-                     np.zeros((steps, v), np.uint8), mode=mode)
+    """The tutorials' MLP kernels on the helper's 2x4 mesh (``synthetic_recording``)."""
+    return synthetic_recording.recording(MODEL, steps, mode, updates=updates, seed=seed)
 
 
 def _gid(ax, gid):

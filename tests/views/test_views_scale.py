@@ -13,47 +13,18 @@ import pytest
 from matplotlib.colors import to_rgba, to_rgb
 from matplotlib.text import Text
 
-from dtsgd_viz import KINDS, LayoutSpec, MeshSpec, memory_plan
-from dtsgd_viz.recording import Hyperparameters, Recording, VariableRecord
+from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan
 from dtsgd_viz.views import style
 from dtsgd_viz.views.layout import plot_layout
 from dtsgd_viz.views.memory import plot_memory
 from dtsgd_viz.views.shards import draw_shards, plot_shards
 from dtsgd_viz.views.update_shards import plot_update_shards
+from helpers import synthetic_recording
 
 matplotlib.use("Agg")
 
-MESH = MeshSpec.create({"batch": 2, "model": 4})
-
-
-def _recording(variables, steps=20, mode="full", kinds=KINDS, updates=None, seed=0):
-    """A recording of ``variables`` ``[(name, shape, specs)]`` on ``MESH``, as the
-    recorder would assemble it (blocks per replica group, or stats per device)."""
-    rng = np.random.default_rng(seed)
-    records = []
-    for name, shape, specs in variables:
-        layout = LayoutSpec(specs, MESH)
-        geom = VariableRecord(name, shape, "float32", layout, None, {}).geometry
-        decay = 0.9 ** np.arange(steps)
-        blocks, stats = {}, {}
-        for k in kinds:
-            if mode == "full":
-                b = rng.standard_normal((steps, geom.num_unique, *geom.local_shape))
-                blocks[k] = (b * decay.reshape(-1, *[1] * (b.ndim - 1))).astype(np.float32)
-            else:
-                per = np.abs(rng.standard_normal((steps, geom.num_unique, 3))) + 0.01
-                per[..., 1] -= 0.5
-                per = per * decay[:, None, None]
-                stats[k] = per[:, list(geom.group_of)].astype(np.float32)
-        records.append(VariableRecord(name, shape, "float32", layout,
-                                      rng.standard_normal(shape).astype(np.float32), blocks,
-                                      stats))
-    v = len(records)
-    return Recording(MESH, tuple(records), tuple(kinds),
-                     np.arange(1, steps + 1) if updates is None else np.asarray(updates),
-                     Hyperparameters(np.full(steps, 0.05), 0.9, True, 0.9),
-                     np.linspace(1, 0.1, steps), np.zeros((steps, v), np.uint8),
-                     np.zeros((steps, v), np.uint8), mode=mode)
+MESH = synthetic_recording.MESH   # the 2x4 mesh of its recordings
+_recording = synthetic_recording.recording
 
 
 MODEL = [("d1/kernel", (4, 16), ("unsharded", "model")), ("d1/bias", (16,), ("model",)),
