@@ -66,6 +66,9 @@ def main(argv=None):
     ap.add_argument("--per-batch", type=int, default=3)
     ap.add_argument("--pause", type=float, default=0.3)
     ap.add_argument("--no-close", action="store_true")
+    ap.add_argument("--close-after", default=None,
+                    help="wait until this file exists before closing the store (so a test "
+                         "can act while the store is still open, however slow the machine)")
     args = ap.parse_args(argv)
     writer = StoreWriter(args.store, header(args.mode))
     k = args.per_batch
@@ -73,6 +76,11 @@ def main(argv=None):
         time.sleep(args.pause)
         writer.append(entries(range(b * k + 1, b * k + k + 1), args.mode))
     time.sleep(args.pause)
+    if args.close_after:
+        import os
+        deadline = time.monotonic() + 120
+        while not os.path.exists(args.close_after) and time.monotonic() < deadline:
+            time.sleep(0.02)
     if not args.no_close:
         writer.close()
 

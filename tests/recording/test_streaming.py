@@ -271,12 +271,14 @@ def test_live_monitor_stops_polling_when_the_store_closes_or_it_is_closed(tmp_pa
     from dtsgd_viz.widgets import LiveMonitor
 
     path = tmp_path / "run.zarr"
+    go = tmp_path / "close-now"  # the writer closes the store only once this exists
     proc = _writer(path, "--mode", "stats", "--batches", "3", "--per-batch", "4",
-                   "--pause", "0.2")
+                   "--pause", "0.2", "--close-after", str(go))
     try:
         _wait(lambda: (path / "client-0" / "commit.json").exists(), 60, "no store")
         monitor = LiveMonitor(path, variable="b", kind="grad", interval=0.05)
         assert monitor.polling
+        go.touch()
         _wait(lambda: not monitor.polling, 60, "polling did not stop at the close")
         proc.wait(timeout=30)
     finally:
