@@ -35,11 +35,12 @@ from ..theory import quadratic as theory
 from . import style
 from .figure import headline, new_figure
 from .phase_geometry import (REGIONS, cap_rate, cell_edges, label_spots, log_ticks, phase_finding,
-                             phase_ratio, ratio_limit, steps_finding)
-from .phase_regions import (DIVERGED_FACE, DIVERGED_MARK, REGION_NAMES, draw_ratio_regions, legend_handles,
-                            line_cells, name_region, point_at_cell, region_patch, text_cells)
+                             phase_ratio, ratio_limit, shown_columns, steps_finding)
+from .phase_regions import (DIVERGED_FACE, DIVERGED_MARK, REGION_NAMES, cropped_label, draw_ratio_regions,
+                            legend_handles, line_cells, name_region, point_at_cell, region_patch, shown_cells,
+                            text_cells)
 from .phase_regions import outline as _outline
-from .phase_axes import PHASE_NOTE_SIZE, add_colorbars, frame, set_log_ticks
+from .phase_axes import PHASE_LEGEND_SIZE, PHASE_NOTE_SIZE, add_colorbars, frame, set_log_ticks
 from .phase_contours import draw_contours
 
 __all__ = ["plot_phase", "draw_phase", "PhaseView", "phase_ratio", "cell_edges", "cap_rate",
@@ -80,6 +81,7 @@ class PhaseView:
     regions: np.ndarray | None = None
     named: set = dataclasses.field(default_factory=set)
     ratio_extend: str = "neither"   # the ratio colour bar's ends some cell lies past
+    ratio_columns: tuple = ()       # (first, stop): the ratio map's columns shown (``shown_columns``)
 
 
 def _ratio_cmap():
@@ -129,11 +131,14 @@ def _map_grid(grid, surface, loss0) -> _MapGrid:
     return _MapGrid(lrs, mus, steps, lr_e, mu_e, h, lr_f, mu_f, mu_line, cap)
 
 
-def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> PhaseView:
+def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS, ratio_title=None) -> PhaseView:
     """Draw the two step maps and the ratio map of ``grids`` (``{"momentum":
     PhaseGrid, "nesterov": PhaseGrid}``) on ``axes`` (``{"momentum": ax, "nesterov":
     ax, "ratio": ax}``; ``ratio`` may be left out) with the theory of a quadratic
-    ``surface``. Colour bars and a legend are the caller's (``view.handles``)."""
+    ``surface``. The ratio map shows only the learning rates where some cell is more
+    than the cap's grey (``shown_columns``; its x label names what it leaves out) and is
+    titled ``ratio_title`` (default: what its colours say). Colour bars and a legend
+    are the caller's (``view.handles``)."""
     ratio = phase_ratio(grids["momentum"].steps, grids["nesterov"].steps)
     fig = next(iter(axes.values())).figure
     view = PhaseView(fig, dict(axes), dict(grids), ratio)
@@ -148,7 +153,7 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS) -> 
         axes["nesterov"].tick_params(labelleft=False)
         axes["nesterov"].set_ylabel("")
     if axes.get("ratio") is not None:
-        _draw_ratio_map(view, axes["ratio"], g)
+        _draw_ratio_map(view, axes["ratio"], g, ratio_title)
     view.handles = legend_handles(view, g, "ratio" in axes)
     return view
 
@@ -209,7 +214,7 @@ def _draw_step_theory(view, ax, key, nesterov, g: _MapGrid) -> str:
     return f"\nstable iff {rule}, h = {h[-1]:g}"
 
 
-def _draw_ratio_map(view, ax, g: _MapGrid) -> None:
+def _draw_ratio_map(view, ax, g: _MapGrid, title=None) -> None:
     """The log2 ratio of the two step maps where both converge, the other cells as
     neutral regions (``phase_regions``), every region named in place where it fits and,
     on a quadratic, each rule's stability boundary in its look, named."""
@@ -235,31 +240,38 @@ def _draw_ratio_map(view, ax, g: _MapGrid) -> None:
                         ha="right" if nesterov else "left", va="bottom", fontsize=PHASE_NOTE_SIZE,
                         fontweight="bold", color=look.color, gid=f"boundary-label:{key}", zorder=9,
                         path_effects=_outline("white", 2.5))
-    frame(ax, g.lr_e, g.mu_e, "Who is faster: Nesterov's updates / momentum's")
+    # the columns of the cap's grey alone are left out: the map's width goes to its colours
+    view.ratio_columns = c0, c1 = shown_columns(view.regions)
+    frame(ax, g.lr_e[c0:c1 + 1], g.mu_e, title or "Who is faster: Nesterov's updates / momentum's")
+    ax.set_xlabel(cropped_label(view, g), fontsize=style.LABEL_SIZE)
     _name_ratio_regions(view, ax, g)   # after the boundaries' names and the scale: a note keeps off them
     ax.tick_params(labelleft=True)
 
 
 def _name_ratio_regions(view, ax, g: _MapGrid) -> None:
     """Name the ratio map's regions in place where the name fits (``view.named``)."""
-    both = view.regions == REGIONS.index("both")
+    shown = shown_cells(view)   # names and notes only on the columns shown
+    both = (view.regions == REGIONS.index("both")) & shown
     ratio = view.ratio
     near = np.log2(1 + TIE_WITHIN)
     tie = f"within {TIE_WITHIN:.0%}"
     # no name on a stability boundary
-    off = ~line_cells([_theory_lines(g, n)[0] for n in RULES.values()] if g.h is not None else [],
-                      g.lr_e, g.mu_e)
+    off = shown & ~line_cells([_theory_lines(g, n)[0] for n in RULES.values()] if g.h is not None else [],
+                              g.lr_e, g.mu_e)
     free = both & (np.abs(ratio) <= near) & off   # where a note may sit: the near-white cells
+    taken = np.zeros_like(free)   # the notes' cells (and a column of air each side): no name there
     for text, mask in {"Nesterov faster": both & (ratio < -near) & off,
                        "momentum faster": both & (ratio > near)}.items():
         if mask.any() and not name_region(ax, mask, text, g.lrs, g.mus, gid=f"region-label:{text}",
                                           fontsize=style.LABEL_SIZE):
             covered = _note_extreme(view, ax, g, mask, free, text)
-            free = free if covered is None else free & ~covered
+            if covered is not None:
+                free &= ~covered
+                taken |= covered | np.roll(covered, 1, axis=1) | np.roll(covered, -1, axis=1)
     name_region(ax, free, tie, g.lrs, g.mus, gid=f"region-label:{tie}", fontsize=style.LABEL_SIZE)
     for region in REGIONS[1:]:
         mask = view.regions == REGIONS.index(region)
-        if mask.any() and name_region(ax, mask & off, REGION_NAMES[region].format(steps=g.steps), g.lrs, g.mus,
+        if mask.any() and name_region(ax, mask & off & ~taken, REGION_NAMES[region].format(steps=g.steps), g.lrs, g.mus,
                                       gid=f"region-label:{region}"):
             view.named.add(region)
 
@@ -276,7 +288,7 @@ def _note_extreme(view, ax, g: _MapGrid, mask, free, span):
             np.array([g.mus[i]]), g.h[-1], RULES[slower])[0]:
         text += f"\n(just inside {RULE_NAMES[slower]}'s\nstability boundary)"
     # the note may sit on the near-white cells or on the grey of neither converging
-    free = (free | (view.regions == REGIONS.index("neither"))) & ~text_cells(
+    free = (free | (view.regions == REGIONS.index("neither"))) & shown_cells(view) & ~text_cells(
         ax, [t for t in ax.texts if (t.get_gid() or "").startswith("boundary-label:")], g.lr_e, g.mu_e)
     return point_at_cell(ax, (int(i), int(j)), free, text, g.lrs, g.mus, gid=f"region-note:{span}")
 
@@ -335,8 +347,10 @@ def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, 
     step_keys, ratio_keys = split_handles(view.handles)
     for sub, handles, gid in ((top, step_keys, "legend:maps"), (bottom, ratio_keys, "legend:ratio")):
         if handles and (show == "both" or (gid == "legend:maps") == (show == "steps")):
-            leg = sub.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 3),
-                             fontsize=PHASE_NOTE_SIZE, frameon=False, handlelength=2.4,
+            # two columns when an entry is long (the iso-rate levels): three would not fit the width
+            ncol = min(len(handles), 3 if max(len(h.get_label()) for h in handles) <= 45 else 2)
+            leg = sub.legend(handles=handles, loc="outside lower center", ncol=ncol,
+                             fontsize=PHASE_LEGEND_SIZE, frameon=False, handlelength=2.6, handleheight=1.1,
                              columnspacing=1.6, borderaxespad=0.2)
             leg.set_gid(gid)
     return fig

@@ -9,9 +9,10 @@ import numpy as np
 from . import style
 from .phase_geometry import log_ticks
 
-__all__ = ["set_log_ticks", "frame", "add_colorbars", "PHASE_NOTE_SIZE"]
+__all__ = ["set_log_ticks", "frame", "add_colorbars", "PHASE_NOTE_SIZE", "PHASE_LEGEND_SIZE"]
 
-PHASE_NOTE_SIZE = 9.5   # the phase figures' notes, legends and colour-bar labels
+PHASE_NOTE_SIZE = 9.5   # the phase figures' notes and colour-bar labels
+PHASE_LEGEND_SIZE = 10.5   # their legends under the maps: read at a glance, as the axis labels
 
 
 def _number(x, _pos=None) -> str:

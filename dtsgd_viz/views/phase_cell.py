@@ -11,9 +11,41 @@ from ..theory.convergence import diverged, path_losses, steps_to_tolerance
 from . import style
 from .direct_labels import label_ends
 
-__all__ = ["draw_cell_losses", "cell_outcome"]
+__all__ = ["draw_cell_losses", "cell_outcome", "pick_finding", "MIN_SHOWN"]
 
 RULE_NAMES = {"momentum": "momentum", "nesterov": "Nesterov"}
+MIN_SHOWN = 10   # updates: the loss panel shows at least these many
+
+
+def pick_finding(lr: float, mu: float, outcomes: dict, steps: int) -> str:
+    """What the runs at a picked cell show, one line of a title: ``outcomes[key] =
+    (updates to tol (-1: never), diverged)`` per rule (``momentum``, ``nesterov``), the
+    faster rule first.
+
+    >>> pick_finding(0.0502, 0.8, {"momentum": (49, False), "nesterov": (23, False)}, 150)
+    'At lr 0.0502, μ 0.8 Nesterov reaches tol in 23 updates, momentum in 49'
+    >>> pick_finding(0.08, 0.3, {"momentum": (30, False), "nesterov": (-1, True)}, 150)
+    'At lr 0.08, μ 0.3 momentum reaches tol in 30 updates; Nesterov diverges'
+    >>> pick_finding(0.001, 0.2, {"momentum": (-1, False), "nesterov": (-1, False)}, 150)
+    'At lr 0.001, μ 0.2 neither rule reaches tol in 150 updates'
+    """
+    at = f"At lr {lr:.3g}, μ {mu:.3g}"
+    name = lambda key: RULE_NAMES.get(key, key)  # noqa: E731
+    ok = {k: v[0] for k, v in outcomes.items() if v[0] >= 0}
+    failed = [(k, "diverges" if v[1] else f"is not within tol in {steps} updates")
+              for k, v in outcomes.items() if v[0] < 0]
+    if len(ok) == len(outcomes) and len(set(ok.values())) == 1:
+        return f"{at} both rules reach tol in {next(iter(ok.values()))} updates"
+    if ok:
+        order = sorted(ok, key=ok.get)
+        text = f"{at} {name(order[0])} reaches tol in {ok[order[0]]} updates"
+        text += "".join(f", {name(k)} in {ok[k]}" for k in order[1:])
+        return text + "".join(f"; {name(k)} {why}" for k, why in failed)
+    if all(why == "diverges" for _, why in failed):
+        return f"{at} both rules diverge"
+    if not any(why == "diverges" for _, why in failed):
+        return f"{at} neither rule reaches tol in {steps} updates"
+    return f"{at} " + ", ".join(f"{name(k)} {why}" for k, why in failed)
 
 
 def cell_outcome(losses, min_value, tol) -> str:
@@ -31,9 +63,9 @@ def cell_outcome(losses, min_value, tol) -> str:
 def draw_cell_losses(ax, recordings, surface, tol) -> dict:
     """Each recording's loss minus ``surface.min_value`` per update on ``ax`` (log y)
     in its rule's look, the ``tol`` line, and each line named at its end with its
-    outcome (``cell_outcome``), over the updates until the slower run is within ``tol``
-    and as many again (the title says how many of the run's updates that is). Returns
-    ``{key: Line2D}``."""
+    outcome (``cell_outcome``), over twice the updates the slower run needs to be
+    within ``tol`` (at least ``MIN_SHOWN``; the title says how many of the run's
+    updates that is, the x label why). Returns ``{key: Line2D}``."""
     looks = style.run_looks(recordings)
     lines, ends = {}, []
     floor = np.inf
@@ -41,8 +73,12 @@ def draw_cell_losses(ax, recordings, surface, tol) -> dict:
     # the updates that matter: until the slower run is within tol, and as long again
     reached = [int(steps_to_tolerance(v, surface.min_value, tol)) for v in all_losses.values()]
     n = max(len(v) for v in all_losses.values())
-    if reached and min(reached) >= 0:
-        n = min(n, 2 * max(reached) + 10)
+    why = ""
+    if reached and min(reached) >= 0 and max(2 * max(reached), MIN_SHOWN) + 1 < n:
+        slow = max(reached)
+        n = max(2 * slow, MIN_SHOWN) + 1   # points: updates 0..n-1
+        why = (f" (shown: twice the slower run's {slow})" if 2 * slow >= MIN_SHOWN
+               else f" (both within tol by update {slow})")
     for key, losses in all_losses.items():
         gap = losses[:n] - float(surface.min_value)
         with np.errstate(invalid="ignore"):
@@ -62,7 +98,7 @@ def draw_cell_losses(ax, recordings, surface, tol) -> dict:
                 gid="cell-tol-label")
     if np.isfinite(floor):
         ax.set_ylim(bottom=min(floor, tol) / 3)
-    ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
+    ax.set_xlabel("update" + why, fontsize=style.LABEL_SIZE)
     ax.set_ylabel("loss − minimum (log)", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
     total = max(len(v) for v in all_losses.values()) - 1   # updates run (the losses start at update 0)

@@ -168,8 +168,14 @@ def _drop_short_pieces(cs, ax, g) -> None:
     cs.set_paths(kept)
 
 
-def label_text(level, cap) -> str:
-    return f"ρ={level:g}" + (" (cap)" if level == cap else "")
+def label_text(level, cap=None, steps=None) -> str:
+    """A contour's label: its level alone (the legend's entry says what the cap's level
+    is: the rate that brings the loss to the tolerance in exactly the cap's updates).
+
+    >>> label_text(0.9), label_text(0.963, 0.963, 150)
+    ('ρ=0.9', 'ρ=0.963')
+    """
+    return f"ρ={level:g}"
 
 
 def _box_outline(ax, text_artist):
@@ -211,7 +217,7 @@ def draw_contours(ax, key, nesterov, g, levels, avoid):
         pts = _joined(cs.get_paths()[i])
         line = to_points(pts)
         for size in (LABEL_SIZE, style.NOTE_SIZE):   # the smallest text only where the larger fits nowhere
-            length = text_size(label_text(cs.levels[i], g.cap), size)[0] + 8.0
+            length = text_size(label_text(cs.levels[i], g.cap, g.steps), size)[0] + 8.0
             height = text_size("ρ", size)[1] + 3.0
             spot = label_place(line, [*blocked, *others], length, height, to_points.size)
             if spot is not None:
@@ -226,7 +232,7 @@ def draw_contours(ax, key, nesterov, g, levels, avoid):
         shown = [(r, xy) for r, xy, s in zip(cs.levels, spots, sizes) if xy is not None and s == size]
         if shown:
             labels += ax.clabel(cs, [r for r, _ in shown], fontsize=size, inline_spacing=3,
-                                manual=[xy for _, xy in shown], fmt=lambda r: label_text(r, g.cap))
+                                manual=[xy for _, xy in shown], fmt=lambda r: label_text(r, g.cap, g.steps))
     for t in labels:
         t.set_path_effects(outline("white", 2.5))
         t.set_color("black")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["phase_ratio", "cell_edges", "cap_rate", "label_spots", "log_ticks", "ratio_regions",
-           "REGIONS", "region_spot", "spot_cells", "phase_finding", "ratio_limit"]
+           "REGIONS", "region_spot", "spot_cells", "phase_finding", "ratio_limit", "shown_columns"]
 
 # the ratio map's cells: both converge (the diverging colour map), or one of the neutrals
 REGIONS = ("both", "only_momentum", "only_nesterov", "cap", "neither", "diverged")
@@ -215,31 +215,58 @@ def log_ticks(lo: float, hi: float) -> tuple[list, list]:
 
 
 def phase_finding(momentum_steps, nesterov_steps, within: float = 0.1) -> str:
-    """The phase figure's headline: in how many of the cells where both rules converge
-    each needs fewer updates by more than ``within`` (10%), and the best cell of each.
+    """The ratio map's finding: in how many of the cells where both rules converge each
+    needs fewer updates by more than ``within`` (10%). Short enough for one line of a
+    figure's title (the fewest updates are the step maps' finding).
 
     >>> phase_finding([[10, 8, 20, -1]], [[5, 8, 21, 3]])
-    'Nesterov is >10% faster in 1 of 3 cells where both converge, momentum in 0; best: momentum 8, Nesterov 3 updates'
+    'Nesterov is >10% faster in 1 of 3 cells where both converge, momentum in 0'
     """
     m, n = np.asarray(momentum_steps), np.asarray(nesterov_steps)
     both = (m >= 0) & (n >= 0)
     if not both.any():
         return "No cell where both rules converge"
     mf, nf = np.maximum(m, 1).astype(float), np.maximum(n, 1).astype(float)
-    best = lambda a: int(a[a >= 0].min()) if (a >= 0).any() else None  # noqa: E731
     return (f"Nesterov is >{within:.0%} faster in {int((both & (mf > nf * (1 + within))).sum())} of "
             f"{int(both.sum())} cells where both converge, momentum in "
-            f"{int((both & (nf > mf * (1 + within))).sum())}; best: momentum {best(m)}, Nesterov {best(n)} updates")
+            f"{int((both & (nf > mf * (1 + within))).sum())}")
 
 
 def steps_finding(momentum_steps, nesterov_steps, momentum_diverged, nesterov_diverged) -> str:
-    """The step maps' headline: in how many cells each rule diverges, and each one's
-    fewest updates.
+    """The step maps' finding, one line of a title: in how many cells each rule
+    diverges, and the fewest updates either needs (the range of the two rules' best).
 
     >>> steps_finding([[10, -1, -1]], [[5, 8, -1]], [[False, True, True]], [[False, False, True]])
-    'Momentum diverges in 2 of 3 cells, Nesterov in 1; fewest updates: momentum 10, Nesterov 5'
+    'Momentum diverges in 2 of 3 cells, Nesterov in 1; both at best 5–10 updates'
+    >>> steps_finding([[7, -1]], [[-1, -1]], [[False, True]], [[True, True]])
+    'Momentum diverges in 1 of 2 cells, Nesterov in 2; momentum at best 7 updates'
     """
     m, n = np.asarray(momentum_steps), np.asarray(nesterov_steps)
-    best = lambda a: int(a[a >= 0].min()) if (a >= 0).any() else "none"  # noqa: E731
-    return (f"Momentum diverges in {int(np.sum(momentum_diverged))} of {m.size} cells, Nesterov in "
-            f"{int(np.sum(nesterov_diverged))}; fewest updates: momentum {best(m)}, Nesterov {best(n)}")
+    head = (f"Momentum diverges in {int(np.sum(momentum_diverged))} of {m.size} cells, Nesterov in "
+            f"{int(np.sum(nesterov_diverged))}")
+    best = {name: int(a[a >= 0].min()) for name, a in (("momentum", m), ("Nesterov", n)) if (a >= 0).any()}
+    if not best:
+        return head + "; neither reaches tol in any"
+    if len(best) == 1:
+        ((name, k),) = best.items()
+        return head + f"; {name} at best {k} updates"
+    lo, hi = sorted(best.values())
+    return head + f"; both at best {lo}{'' if lo == hi else f'–{hi}'} updates"
+
+
+def shown_columns(regions, min_share: float = 0.2, margin: int = 1) -> tuple[int, int]:
+    """``(first, stop)``: the columns of a ratio map (``regions``, ``ratio_regions``) worth
+    its width: from the first to the last column in which at least ``min_share`` of the
+    cells are something other than ``neither`` (the cap's grey), ``margin`` columns more
+    each side. All columns when none qualifies.
+
+    >>> r = np.full((5, 8), REGIONS.index("neither")); r[:, 5:] = 0; r[4, 0] = 0; r[3:, 3] = 0
+    >>> shown_columns(r), shown_columns(r, min_share=0.4)
+    ((0, 8), (2, 8))
+    """
+    r = np.asarray(regions)
+    share = np.mean(r != REGIONS.index("neither"), axis=0)
+    keep = np.flatnonzero(share >= min_share - 1e-12)
+    if not keep.size:
+        return 0, r.shape[1]
+    return max(int(keep[0]) - margin, 0), min(int(keep[-1]) + 1 + margin, r.shape[1])

@@ -15,13 +15,13 @@ from .phase_geometry import REGIONS, ratio_regions, region_spot, spot_cells
 
 __all__ = ["draw_ratio_regions", "name_region", "REGION_NAMES", "region_patch", "legend_handles",
            "outline", "DIVERGED_MARK", "point_at_cell", "text_cells",
-           "line_cells", "DIVERGED_FACE", "diverged_handle"]
+           "line_cells", "DIVERGED_FACE", "diverged_handle", "shown_cells", "cropped_label"]
 
 REGION_NAMES = {
     "only_momentum": "only momentum converges\n(Nesterov diverges)",
     "only_nesterov": "only Nesterov converges\n(momentum diverges)",
     "cap": "the other rule needs more\nthan {steps} updates (the cap)",
-    "neither": "neither within {steps} updates",
+    "neither": "neither within\n{steps} updates",
     "diverged": "both diverge",
 }
 # divergence, on every map: a dark grey (well apart from the cap's pale grey and the
@@ -88,6 +88,13 @@ def _cell_points(ax, n_rows, n_cols):
     return bbox.width * 72 / dpi / n_cols, bbox.height * 72 / dpi / n_rows
 
 
+def _shown_cells(ax, lrs) -> int:
+    """How many of the grid's columns (cell centres ``lrs``) the axes' x limits show."""
+    x0, x1 = sorted(ax.get_xlim())
+    lrs = np.asarray(lrs, np.float64)
+    return max(int(np.sum((lrs >= x0) & (lrs <= x1))), 1)
+
+
 def _label_cells(ax, text, fontsize, n_rows, n_cols):
     """A label's size in map cells, with its box's air."""
     cw, ch = _cell_points(ax, n_rows, n_cols)
@@ -98,7 +105,7 @@ def _label_cells(ax, text, fontsize, n_rows, n_cols):
 def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SIZE, color="0.15") -> bool:
     """Write ``text`` inside the region ``mask`` of a map (rows: ``mus``, columns:
     ``lrs``, log spaced) where it fits; returns whether it did."""
-    spot = region_spot(mask, *_label_cells(ax, text, fontsize, len(mus), len(lrs)))
+    spot = region_spot(mask, *_label_cells(ax, text, fontsize, len(mus), _shown_cells(ax, lrs)))
     if spot is None:
         return False
     i, j = spot
@@ -112,7 +119,7 @@ def point_at_cell(ax, cell, free, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SI
     """Write ``text`` in the cells ``free`` (a mask) nearest the map cell ``cell`` (row,
     column) with an arrow to it: the note on a few cells too small to hold a name.
     Returns the cells the note covers (None: it fits nowhere, nothing drawn)."""
-    width, height = _label_cells(ax, text, fontsize, len(mus), len(lrs))
+    width, height = _label_cells(ax, text, fontsize, len(mus), _shown_cells(ax, lrs))
     spot = region_spot(free, width, height, near=cell)
     if spot is None:
         return None
@@ -200,8 +207,7 @@ def legend_handles(view, g, with_ratio: bool) -> list:
                 label="stability boundary")),
                 (view.contours if levels else {}, Line2D(
                     [], [], **rate.line(), path_effects=outline("0.15", 2.0),
-                    label="iso-rate ρ (spectral radius): " + ", ".join(
-                        f"{r:g}" + (" (cap)" if r == g.cap else "") for r in levels))),
+                    label=_iso_label(levels, g))),
                 (view.critical, Line2D(
                     [], [], **critical.line(), path_effects=outline("white", critical.lw + 2.0),
                     label=f"critical damping (h = {g.h[0]:g})"))):
@@ -211,3 +217,35 @@ def legend_handles(view, g, with_ratio: bool) -> list:
         handles += [region_patch(r, g.steps) for r in REGIONS[1:]
                     if r not in view.named and (view.regions == REGIONS.index(r)).any()]
     return handles
+
+
+def _iso_label(levels, g) -> str:
+    """The iso-rate contours' legend entry; the cap's level said for what it is."""
+    rest = [f"{r:g}" for r in levels if r != g.cap]
+    text = "iso-rate ρ (spectral radius): " + ", ".join(rest)
+    if g.cap in levels:
+        text += ("; " if rest else "") + f"{g.cap:g} reaches tol in exactly {g.steps} updates"
+    return text
+
+
+def shown_cells(view) -> np.ndarray:
+    """The ratio map's cells in the columns it shows (``view.ratio_columns``)."""
+    out = np.zeros(view.regions.shape, bool)
+    out[:, slice(*view.ratio_columns)] = True
+    return out
+
+
+def cropped_label(view, g) -> str:
+    """The ratio map's x label (a ``phase.PhaseView`` drawn on the grid ``g``), naming
+    what the columns left out (``view.ratio_columns``) hold besides the cap's grey."""
+    label = "learning rate (log scale)"
+    c0, c1 = view.ratio_columns
+    other = view.regions != REGIONS.index("neither")
+    sides = [(f"left of {g.lr_e[c0]:.2g}", other[:, :c0]), (f"right of {g.lr_e[c1]:.2g}", other[:, c1:])]
+    sides = [(name, cells) for name, cells in sides if cells.any()]
+    if not sides:
+        return label
+    rows = np.flatnonzero(np.any(np.concatenate([cells for _, cells in sides], axis=1), axis=1))
+    lo, hi = g.mus[rows[0]], g.mus[rows[-1]]
+    where = f"μ ≥ {lo:g}" if rows[-1] == len(g.mus) - 1 else f"{lo:g} ≤ μ ≤ {hi:g}"
+    return f"{label}; not shown: {' and '.join(n for n, _ in sides)}, where a rule converges only at {where}"

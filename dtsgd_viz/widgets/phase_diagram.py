@@ -32,14 +32,15 @@ from ..views import style
 from ..views.path_geometry import divergence_update
 from ..views.paths import draw_paths
 from ..views.phase import add_colorbars, cell_edges, draw_phase
-from ..views.phase_cell import RULE_NAMES, draw_cell_losses
+from ..views.phase_axes import PHASE_LEGEND_SIZE, PHASE_NOTE_SIZE
+from ..views.phase_cell import RULE_NAMES, draw_cell_losses, pick_finding
 from . import _pointer
 from ._canvas import FigureWidget
 
 __all__ = ["PhaseDiagram", "PhasePick", "phase_pick", "cell_edges", "cell_at", "divergence_update",
            "RULES"]
 
-REFERENCE_NOTE = "grid: numpy reference of the tf-keras rule (tests tie it to the real optimizer)"
+REFERENCE_NOTE = "map: numpy reference of the tf-keras rule"   # the tests tie it to the real optimizer
 PICK_COLOR = "#CC79A7"   # Okabe-Ito reddish purple, as the shard views' step marker
 MAPS = ("ratio",)   # the clickable map (plot_phase draws the two rule maps)
 
@@ -191,6 +192,19 @@ class PhaseDiagram(FigureWidget):
         self._draw()
         self.status.value = self._summary(time.perf_counter() - t0)
 
+    def pick_finding(self) -> str | None:
+        """What the real runs at the picked cell show (``phase_cell.pick_finding``), None
+        before a run."""
+        if self.recordings is None or self.ran_at is None:
+            return None
+        outcomes = {}
+        for key, rec in self.recordings.items():
+            losses = path_losses(rec, self.surface)
+            k = int(steps_to_tolerance(losses, self.surface.min_value, self.tol))
+            outcomes[key] = (k, bool(diverged(losses, self.surface.min_value, k)))
+        return pick_finding(float(self.learning_rates[self.ran_at.lr_index]),
+                            float(self.momenta[self.ran_at.mu_index]), outcomes, self.steps_max)
+
     # -- internals --
 
     def _on_event(self, event):
@@ -234,8 +248,10 @@ class PhaseDiagram(FigureWidget):
         self.unfreeze_layout()
         fig.clear()
         label = getattr(self.surface, "label", type(self.surface).__name__)
-        body = headline(fig, phase_finding(self.grids["momentum"].steps, self.grids["nesterov"].steps),
-                        f"{label} · at most {self.steps_max} updates · {REFERENCE_NOTE}")
+        # the picture is about the picked cell: its runs' finding leads, the map's titles the map
+        map_finding = phase_finding(self.grids["momentum"].steps, self.grids["nesterov"].steps)
+        body = headline(fig, self.pick_finding() or map_finding,
+                        f"{label} · tol {self.tol:g}, ≤ {self.steps_max} updates · {REFERENCE_NOTE}")
         # one figure, no subfigures: the pointer maps PNG pixels through the root figure.
         # The ratio map (the one to click; plot_phase has the two rule maps) over the
         # picked cell's real paths and their losses. The order of fig.axes: ratio,
@@ -245,7 +261,8 @@ class PhaseDiagram(FigureWidget):
         ax_l, ax_p = body.add_subplot(grid[1, 1]), body.add_subplot(grid[1, 0])
         self.map_axes = {"ratio": ax_r}
         loss0 = float(self.grids["momentum"].losses[0].flat[0]) - float(self.surface.min_value)
-        self.view = draw_phase(self.grids, self.surface, self.map_axes, loss0=loss0)
+        self.view = draw_phase(self.grids, self.surface, self.map_axes, loss0=loss0,
+                               ratio_title=map_finding if self.recordings is not None else None)
         self.meshes = self.view.meshes
         self.boundary_lines = self.view.boundaries
         add_colorbars(self.view, fig, None, ax_r)
@@ -256,8 +273,8 @@ class PhaseDiagram(FigureWidget):
             ax.add_patch(rect)
             self.pick_rects.append(rect)
         handles = self.view.handles + [Patch(fill=False, ec=PICK_COLOR, lw=2, label="picked cell (click one)")]
-        body.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 3),
-                    fontsize=style.NOTE_SIZE, frameon=False)
+        body.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 2),
+                    fontsize=PHASE_LEGEND_SIZE, frameon=False, handlelength=2.6, handleheight=1.1)
         self._draw_path_panel(ax_p)
         self._draw_loss_panel(ax_l)
         self.refresh(relayout=True)
@@ -291,8 +308,12 @@ class PhaseDiagram(FigureWidget):
         self.path_view = draw_paths(self.recordings, self.surface, None, ax=ax, arrows=False,
                                     diverged=self.diverged_at if box is not None else None)
         legend = ax.get_legend()
-        for text in legend.get_texts() if legend is not None else []:   # "Nesterov", as everywhere
-            text.set_text(RULE_NAMES.get(text.get_text(), text.get_text()))
+        if legend is not None:   # under the panel, off the paths and contours; "Nesterov", as everywhere
+            handles = legend.legend_handles
+            names = [RULE_NAMES.get(t.get_text(), t.get_text()) for t in legend.get_texts()]
+            legend.remove()
+            ax.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=len(names),
+                      fontsize=PHASE_NOTE_SIZE, frameon=False, handlelength=2.6, borderaxespad=0.0)
         if self.diverged_at:  # clip to the view box: a diverging run would shrink the rest to a dot
             ax.set_xlim(*box[0])
             ax.set_ylim(*box[1])

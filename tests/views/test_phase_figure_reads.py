@@ -1,0 +1,120 @@
+"""Tutorial 03's phase figures as the grader reads them, through the artists: each
+finding on one line of its title, the cap's contour said for what it is, legends at a
+readable size, and the ratio map's learning rates cropped to where something other
+than the cap's grey is (what the crop leaves out named in its x label)."""
+
+import matplotlib
+import numpy as np
+import pytest
+
+import dtsgd_viz
+from dtsgd_viz.theory import surfaces
+from dtsgd_viz.theory.convergence import phase_grid
+from dtsgd_viz.views import style
+from dtsgd_viz.views.figure import headline_texts
+from dtsgd_viz.views.phase_geometry import cap_rate, cell_edges
+
+matplotlib.use("Agg")
+
+SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+LRS, MUS, STEPS, TOL = np.geomspace(1e-3, 0.2, 24), np.linspace(0.0, 0.95, 20), 150, 1e-3
+
+
+@pytest.fixture(scope="module")
+def figs():
+    out = {show: dtsgd_viz.plot_phase(SURFACE, LRS, MUS, steps=STEPS, tol=TOL, show=show)
+           for show in ("steps", "ratio")}
+    for fig in out.values():
+        fig.canvas.draw()
+    return out
+
+
+@pytest.fixture(scope="module")
+def grids():
+    return {key: phase_grid(SURFACE, LRS, MUS, STEPS, TOL, nesterov)
+            for key, nesterov in (("momentum", False), ("nesterov", True))}
+
+
+def assert_finding_is_one_line(fig):
+    """The finding has no line break, its box fits the figure, and the settings line
+    hangs within about one line of the title's top (a wrapped finding pushed it down)."""
+    renderer = fig.canvas.get_renderer()
+    finding, settings = headline_texts(fig)
+    assert "\n" not in finding and settings and "\n" not in settings, (finding, settings)
+    title = fig._suptitle.get_window_extent(renderer)
+    sub = next(t for t in [*fig.texts, *fig.artists] if t.get_gid() == "subtitle").get_window_extent(renderer)
+    line = style.SUPTITLE_SIZE * fig.dpi / 72
+    assert 0 <= title.y1 - sub.y1 <= 1.6 * line, (title.y1 - sub.y1, line)
+    assert title.x0 >= 0 and title.x1 <= fig.bbox.width
+    assert sub.height <= 1.5 * style.SUBTITLE_SIZE * fig.dpi / 72   # the settings: one line too
+
+
+def test_each_finding_fits_one_line_and_counts_the_grids(figs, grids):
+    m, n = grids["momentum"], grids["nesterov"]
+    for fig in figs.values():
+        assert_finding_is_one_line(fig)
+    steps_finding, _ = headline_texts(figs["steps"])
+    best = sorted(int(g.steps[g.steps >= 0].min()) for g in (m, n))
+    assert steps_finding == (f"Momentum diverges in {int(m.diverged.sum())} of {m.steps.size} cells, Nesterov in "
+                             f"{int(n.diverged.sum())}; both at best {best[0]}–{best[1]} updates")
+    both = (m.steps >= 0) & (n.steps >= 0)
+    mf, nf = np.maximum(m.steps, 1), np.maximum(n.steps, 1)
+    ratio_finding, _ = headline_texts(figs["ratio"])
+    assert ratio_finding == (f"Nesterov is >10% faster in {int((both & (mf > 1.1 * nf)).sum())} of {int(both.sum())} "
+                             f"cells where both converge, momentum in {int((both & (nf > 1.1 * mf)).sum())}")
+
+
+def legend_texts(fig):
+    return [t for sub in [fig, *fig.subfigs] for leg in sub.legends for t in leg.get_texts()]
+
+
+def test_the_cap_contour_is_said_for_what_it_is_and_the_legend_reads(figs, grids):
+    fig = figs["steps"]
+    loss0 = float(grids["momentum"].losses[0].flat[0]) - SURFACE.min_value
+    cap = round(cap_rate(loss0, TOL, STEPS), 3)
+    assert cap == pytest.approx((TOL / loss0) ** (1 / (2 * STEPS)), abs=5e-4)
+    labels = [t.get_text() for t in legend_texts(fig)]
+    (iso,) = [t for t in labels if t.startswith("iso-rate")]
+    assert iso.endswith(f"; {cap:g} reaches tol in exactly {STEPS} updates"), iso
+    # no unexplained "(cap)" on the maps: the contour labels are the levels alone
+    rate_labels = [t.get_text() for ax in fig.axes for t in ax.texts if (t.get_gid() or "").startswith("rate-label:")]
+    assert rate_labels and all("(" not in t for t in rate_labels)
+    assert f"ρ={cap:g}" in rate_labels
+    # the legend at the size of the axis labels or larger, on no map
+    texts = legend_texts(fig)
+    assert min(t.get_fontsize() for t in texts) >= style.LABEL_SIZE
+    renderer = fig.canvas.get_renderer()
+    for leg in fig.legends:
+        box = leg.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.x1 <= fig.bbox.width
+        assert all(not box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes)
+
+
+def test_the_ratio_map_crops_the_learning_rates_to_what_is_more_than_grey(figs, grids):
+    m, n = grids["momentum"], grids["nesterov"]
+    # the cells the cap's grey "neither" does not hold: one rule converges, or both diverge
+    other = (m.steps >= 0) | (n.steps >= 0) | (m.diverged & n.diverged)
+    share = other.mean(axis=0)
+    first = int(np.flatnonzero(share >= 0.2)[0]) - 1      # a column of margin
+    assert first >= 3                                      # the tutorial's grid is cropped
+    edges = cell_edges(LRS, log=True)
+    (ax,) = [a for a in figs["ratio"].axes if a.get_label() == "phase:ratio"]
+    np.testing.assert_allclose(ax.get_xlim(), (edges[first], edges[-1]), rtol=1e-12)
+    # within the columns shown the grey no longer dominates: under a third of the map
+    assert (~other[:, first:]).mean() < 1 / 3 < (~other).mean()
+    # what the crop leaves out is named: the rows where a rule converges left of it
+    rows = np.flatnonzero(other[:, :first].any(axis=1))
+    assert rows.size and rows[-1] == len(MUS) - 1
+    assert ax.get_xlabel() == (f"learning rate (log scale); not shown: left of {edges[first]:.2g}, where a rule "
+                               f"converges only at μ ≥ {MUS[rows[0]]:g}")
+    # every name and note on the map sits inside the columns shown
+    renderer = figs["ratio"].canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    names = [t for t in ax.texts if (t.get_gid() or "").startswith(("region-label:", "region-note:"))]
+    assert len(names) >= 3
+    for t in names:
+        box = (t.get_bbox_patch() or t).get_window_extent(renderer)
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1, t.get_text()
+    # the names and the note keep off each other
+    boxes = [(t.get_bbox_patch() or t).get_window_extent(renderer) for t in names]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])

@@ -1,0 +1,97 @@
+"""PhaseDiagram's picture as tutorial 03 shows it, through the artists: the headline is
+what the picked cell's runs show (their counts computed here from the numpy reference
+of the tf-keras rule), the map keeps its own finding as its title, the loss panel says
+why it stops where it does, and the paths' legend sits under their panel, not on it."""
+
+import matplotlib
+import numpy as np
+import pytest
+
+from dtsgd_viz.theory import reference, surfaces
+from dtsgd_viz.views import style
+from dtsgd_viz.views.figure import headline_texts
+from dtsgd_viz.widgets import PhaseDiagram
+
+matplotlib.use("Agg")
+
+SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+LRS, MUS, STEPS, TOL = np.geomspace(1e-3, 0.2, 24), np.linspace(0.0, 0.95, 20), 150, 1e-3
+PICK = (17, 16)   # the tutorial's cell: lr 0.0502, mu 0.8
+
+
+def reference_steps(lr, mu, nesterov):
+    """Updates until the loss stays within TOL of the minimum, from the numpy reference
+    (a loop written out here; -1: never)."""
+    path = reference.run(SURFACE.grad_np, SURFACE.default_start.astype(np.float32), STEPS, lr, mu, nesterov)
+    gap = SURFACE.value_np(path.astype(np.float64)) - SURFACE.min_value
+    for k in range(len(gap)):
+        if np.all(np.isfinite(gap[k:])) and np.all(np.abs(gap[k:]) <= TOL):
+            return k
+    return -1
+
+
+@pytest.fixture(scope="module")
+def phase():
+    pd = PhaseDiagram(SURFACE, learning_rates=LRS, momenta=MUS, steps=STEPS, tol=TOL)
+    pd.select(*PICK)
+    assert pd.error is None
+    pd.figure.canvas.draw()
+    return pd
+
+
+def test_the_headline_is_what_the_picked_cell_shows(phase):
+    fig = phase.figure
+    lr, mu = LRS[PICK[0]], MUS[PICK[1]]
+    m, n = reference_steps(lr, mu, False), reference_steps(lr, mu, True)
+    assert 0 < n < m < STEPS    # Nesterov faster there: about half the updates
+    finding, settings = headline_texts(fig)
+    assert finding == f"At lr {lr:.3g}, μ {mu:.3g} Nesterov reaches tol in {n} updates, momentum in {m}"
+    assert f"tol {TOL:g}" in settings and f"{STEPS} updates" in settings
+    # one line each: the settings hang within a line of the finding's top
+    renderer = fig.canvas.get_renderer()
+    title = fig._suptitle.get_window_extent(renderer)
+    sub = next(t for t in [*fig.texts, *fig.artists] if t.get_gid() == "subtitle").get_window_extent(renderer)
+    assert "\n" not in finding and "\n" not in settings
+    assert 0 <= title.y1 - sub.y1 <= 1.6 * style.SUPTITLE_SIZE * fig.dpi / 72
+    assert title.x1 <= fig.bbox.width and sub.x1 <= fig.bbox.width
+    # the map keeps its own finding as its title
+    ax = phase.map_axes["ratio"]
+    g = phase.grids
+    both = (g["momentum"].steps >= 0) & (g["nesterov"].steps >= 0)
+    mf, nf = np.maximum(g["momentum"].steps, 1), np.maximum(g["nesterov"].steps, 1)
+    assert ax.get_title() == (f"Nesterov is >10% faster in {int((both & (mf > 1.1 * nf)).sum())} of "
+                              f"{int(both.sum())} cells where both converge, momentum in "
+                              f"{int((both & (nf > 1.1 * mf)).sum())}")
+    assert ax.title.get_window_extent(renderer).width <= ax.get_window_extent(renderer).width
+
+
+def test_the_loss_panel_shows_twice_the_slower_runs_updates_and_says_so(phase):
+    ax = phase.figure.axes[1]
+    lr, mu = LRS[PICK[0]], MUS[PICK[1]]
+    slow = max(reference_steps(lr, mu, False), reference_steps(lr, mu, True))
+    lines = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("cell-loss:")]
+    assert len(lines) == 2 and all(len(ln.get_xdata()) == 2 * slow + 1 for ln in lines)
+    assert ax.get_title() == f"Their loss, the first {2 * slow} of {STEPS} updates"
+    assert ax.get_xlabel() == f"update (shown: twice the slower run's {slow})"
+
+
+def test_the_paths_legend_sits_under_their_panel_on_nothing(phase):
+    fig = phase.figure
+    renderer = fig.canvas.get_renderer()
+    ax_p = fig.axes[2]
+    legend = ax_p.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["momentum", "Nesterov"]
+    box = legend.get_window_extent(renderer)
+    panel = ax_p.get_window_extent(renderer)
+    assert box.y1 <= panel.y0    # under the panel, not on the paths
+    others = [ax_p.xaxis.label.get_window_extent(renderer), *(leg.get_window_extent(renderer) for leg in fig.legends),
+              *(ax.get_window_extent(renderer) for ax in fig.axes)]
+    assert not any(box.overlaps(o) for o in others)
+    assert min(t.get_fontsize() for leg in [legend, *fig.legends] for t in leg.get_texts()) >= 9.5
+
+
+def test_before_a_run_the_headline_is_the_maps_finding():
+    pd = PhaseDiagram(SURFACE, learning_rates=LRS[10:], momenta=MUS[10:], steps=40, tol=1e-2)
+    finding, _ = headline_texts(pd.figure)
+    assert pd.recordings is None and finding.startswith("Nesterov is >10% faster in")
+    assert pd.map_axes["ratio"].get_title() == "Who is faster: Nesterov's updates / momentum's"
