@@ -28,9 +28,10 @@ from ..theory import quadratic as theory
 from . import style
 from .empty import check_not_empty
 from .direct_labels import label_ends
-from .figure import headline, new_figure
+from .figure import fit, headline, new_figure
 from .modes_rates import display_name as _display
 from .modes_rates import draw_rates, subscript
+from .modes_zoom import draw_zoom, zoom_mode
 
 __all__ = ["dash_word", "plot_modes", "mode_errors", "mode_envelope", "ModeData", "modes_data"]
 
@@ -208,21 +209,39 @@ def plot_modes(recordings, surface, *, name="w", figsize=style.MODES_SIZE, dpi=s
     for i, ax in enumerate(axes):
         _draw_mode(ax, data, i, names[i], looks)
     axes[0].set_ylabel("|(p_k − p*) · u|  (log scale)", fontsize=style.LABEL_SIZE)
-    draw_rates(body.add_subplot(grid[1, :]), data, looks)
+    i = zoom_mode(data)
+    if i is None:
+        draw_rates(body.add_subplot(grid[1, :]), data, looks)
+        return fig
+    # runs a few hundredths apart on one direction: that band drawn again, zoomed, beside
+    row = grid[1, :].subgridspec(1, 2, width_ratios=[1.7, 1.0], wspace=0.04)
+    rates_ax, zoom_ax = body.add_subplot(row[0, 0]), body.add_subplot(row[0, 1])
+    limits = draw_zoom(zoom_ax, data, looks, i)
+    draw_rates(rates_ax, data, looks, zoom=limits)
     return fig
 
 
-def _finding(data) -> str:
-    """Which run's slowest direction shrinks fastest, by its rate per update."""
+def _finding(data, width_points=style.WIDTH * 72.0) -> str:
+    """Which run's slowest direction shrinks fastest, by its rate per update: the fullest
+    wording that fits one headline line ``width_points`` wide."""
     worst = {k: float(np.max(r)) for k, r in data.rates.items()}
+    slowest = {int(np.argmax(r)) for r in data.rates.values()}
     ranked = sorted(worst, key=worst.get)
     best = ranked[0]
     best = best[:1].upper() + best[1:]   # the sentence's first word
+    rho = worst[ranked[0]]
     if len(ranked) == 1:
-        return f"{best}: the error shrinks by ρ = {worst[ranked[0]]:.3f} per update along its slowest direction"
+        return f"{best}: the error shrinks by ρ = {rho:.3f} per update along its slowest direction"
     others = ", ".join(f"{k} {worst[k]:.3f}" for k in ranked[1:])
-    return (f"{best} converges fastest: its slowest direction shrinks by ρ = {worst[ranked[0]]:.3f} "
-            f"per update ({others})")
+    where = f"h{subscript(slowest.pop() + 1)}" if len(slowest) == 1 else "its slowest direction"
+    candidates = [f"{best} converges fastest: its slowest direction shrinks by ρ = {rho:.3f} per update "
+                  f"({others})",
+                  f"{best} converges fastest: rate ρ = {rho:.3f} per update on {where} ({others})",
+                  f"{best} converges fastest: rate ρ = {rho:.3f} on {where} ({others})"]
+    for text in candidates:
+        if "\n" not in fit(text, width_points, style.SUPTITLE_SIZE, bold=True):
+            return text
+    return candidates[-1]
 
 
 def _settings(data, surface) -> str:

@@ -10,20 +10,26 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
 
 from ..theory import quadratic as theory
 from . import style
 
-__all__ = ["draw_rates", "display_name", "subscript", "RATE_FLOOR"]
+__all__ = ["draw_rates", "display_name", "mark_look", "subscript", "RATE_FLOOR"]
 
 RATE_FLOOR = -0.06   # the rate axis starts under 0: a mark at rate 0 shows whole
 
 
-def draw_rates(ax, data, looks):
+def draw_rates(ax, data, looks, zoom=None):
     """Each recording's rule: its rate against ``a = lr * h`` (log x), every
-    eigenvalue marked on it in the run's marker (nested: see ``_mark_look``), a key
-    naming the marks, the eigenvalues named at the top and each curve named beside it."""
+    eigenvalue marked on it in the run's marker (nested: see ``mark_look``), a key
+    naming the marks, the eigenvalues named at the top and each curve named beside it.
+    ``zoom``: ``((x0, x1), (y0, y1))`` of the zoom panel beside, outlined here."""
     ax.set_label("rates")
+    if zoom is not None:
+        (x0, x1), (y0, y1) = zoom
+        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, ec="0.35", lw=1.0, zorder=5.5,
+                               gid="zoom-box"))
     a_marks = np.array([lr * h for lr, _, _ in data.settings.values() for h in data.eigenvalues])
     lo = a_marks.min() / 10 if np.all(a_marks > 0) else 1e-3
     drawn = {}
@@ -39,7 +45,7 @@ def draw_rates(ax, data, looks):
     for j, (key, (lr, _, _)) in enumerate(data.settings.items()):
         # concentric: the first run's mark largest and open, the last one filled, so runs
         # at one rate all show, each whole
-        mark = _mark_look(looks[key], j, n_runs)
+        mark = mark_look(looks[key], j, n_runs)
         for i, h in enumerate(data.eigenvalues):
             ax.plot([lr * h], [data.rates[key][i]], ls="none", **mark, zorder=6 + 0.01 * j, clip_on=False,
                     gid=f"mark:{i}:{key}")
@@ -59,12 +65,12 @@ def draw_rates(ax, data, looks):
     ax.set_xlabel("lr·h  (learning rate × the direction's curvature h, log scale)",
                   fontsize=style.LABEL_SIZE)
     ax.set_ylabel("rate ρ per update", fontsize=style.LABEL_SIZE)
-    ax.set_title("Each rule's rate against lr·h: each mark is a run's direction; above 1 it diverges",
-                 fontsize=style.TITLE_SIZE)
+    ax.set_title("Each rule's rate against lr·h" + (" (box: zoomed right)" if zoom else "")
+                 + "; above 1 it diverges", fontsize=style.TITLE_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
-    key = ax.legend(handles=handles, loc="lower left", fontsize=style.NOTE_SIZE, frameon=True,
+    key = ax.legend(handles=handles, loc="lower left", fontsize=style.LABEL_SIZE, frameon=True,
                     framealpha=0.9, edgecolor="none", handletextpad=0.4, borderpad=0.4,
-                    labelspacing=0.35, title="marks: each run's h₁ and h₂", title_fontsize=style.NOTE_SIZE)
+                    labelspacing=0.35, title="marks: each run's h₁ and h₂", title_fontsize=style.LABEL_SIZE)
     key.set_gid("mark-key")
     key.set_zorder(8)
     _label_curves(ax, list(drawn.values()), texts + [key])
@@ -76,7 +82,7 @@ def display_name(key: str) -> str:
 
 
 
-def _mark_look(look, j: int, n: int) -> dict:
+def mark_look(look, j: int, n: int) -> dict:
     """Run ``j`` of ``n``'s mark on the rate curves: concentric sizes, the first largest;
     open rings in the run's colour but the last (smallest, on top), filled."""
     ms = MARK_SMALL + MARK_STEP * (n - 1 - j) if n > 1 else MARK_SMALL + MARK_STEP

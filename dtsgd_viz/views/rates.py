@@ -254,6 +254,11 @@ class RatesView:
         if error_ax is not None:
             self._draw_errors(error_ax)
         self.set_learning_rate(self.learning_rate)
+        # momentum's name clear of the blocks where they are drawn first
+        pos = r.positions(self.learning_rate)
+        self.labels.place_momentum_name(np.concatenate(
+            [np.column_stack([a, np.minimum(rho, 1.22)]) for a, rho in pos.values()]
+            + [self.measured_marks.get_offsets()]))
 
     def _key(self):
         """The rate panel's key (no legend: the curves and limits are named on the

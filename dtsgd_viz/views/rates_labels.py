@@ -12,6 +12,7 @@ name on its curve, each stability limit at its dotted line, a short key to the m
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import numpy as np
@@ -20,14 +21,15 @@ from matplotlib.transforms import blended_transform_factory
 
 from . import style
 from .direct_labels import READABLE_GAP, axes_height_points, leaders, spread
+from .figure import fit
 
-__all__ = ["rates_finding", "rates_settings", "stability_text", "key_text", "RateLabels", "at_floor",
+__all__ = ["rates_finding", "rates_settings", "pack", "stability_text", "key_text", "RateLabels", "at_floor",
            "draw_floor", "floor_text", "label_block_ends"]
 
 KEY_WIDTH = 34   # characters a line of the key holds: it stays clear of Nesterov's dip
 STEP = 1.07      # labels stand this factor (on the log x axis) off the line they name
 NAME_SPAN = 3.0  # about the factor a name spans on the log x axis
-ROOM = 5.5       # the x axis runs to ROOM x momentum's limit: room for its name past it
+ROOM = 1.15      # the x axis ends at ROOM x momentum's limit, just past its dotted line
 
 
 def stability_text(rule: str, boundary: float, wide: bool = False) -> str:
@@ -39,48 +41,78 @@ def _rule(nesterov: bool) -> str:
     return "Nesterov" if nesterov else "momentum"
 
 
-def rates_finding(rates, learning_rate=None) -> str:
+def rates_finding(rates, learning_rate=None, width_points=style.WIDTH * 72.0) -> str:
     """What the figure shows at ``learning_rate`` (default: the recorded one): which blocks
-    the run's rule makes converge fastest and slowest, and what the other rule would do.
+    the run's rule makes converge fastest and slowest, and what the other rule would do,
+    in the fullest wording that fits one line ``width_points`` wide (``figure.fit``).
 
     Rates are the spectral radii at ``a = lr * h`` (``BlockRates.positions``)."""
     pos = rates.positions(learning_rate)
     run, other = rates.nesterov, not rates.nesterov
     rho, h = pos[run][1], rates.curvature
     bad = rho >= 1.0
-    head = f"Under {_rule(run)}"
     if bad.all():
-        return f"{head} every block diverges: the learning rate is past its stability limit"
+        return f"Under {_rule(run)} every block diverges: the learning rate is past its stability limit"
     ok = ~bad
     fast = int(np.flatnonzero(ok)[np.argmin(rho[ok])])
     slow = int(np.flatnonzero(ok)[np.argmax(rho[ok])])
     which = "steep" if h[fast] > h[slow] else "flat"
-    text = (f"{head} the {which} blocks converge fastest (rate {rho[fast]:.2f} per update at "
-            f"h = {h[fast]:.2g}, {rho[slow]:.2f} at h = {h[slow]:.2g})")
-    if bad.any():
-        text += f" and {int(bad.sum())} diverge{'s' * (int(bad.sum()) == 1)}"
+    n_bad = int(bad.sum())
+    diverge = f" and {n_bad} diverge{'s' * (n_bad == 1)}" if n_bad else ""
     rho_o = pos[other][1]
     if np.all(rho_o < 1.0) and np.ptp(rho_o) < 0.01:
-        text += f"; {_rule(other)} would hold every block at {float(np.mean(rho_o)):.2f}"
+        tails = (f"; {_rule(other)} would hold every block at {float(np.mean(rho_o)):.2f}",
+                 f"; {_rule(other)}: {float(np.mean(rho_o)):.2f} on all")
     elif np.all(rho_o < 1.0):
-        text += f"; {_rule(other)} would range from {rho_o.min():.2f} to {rho_o.max():.2f}"
+        tails = (f"; {_rule(other)} would range from {rho_o.min():.2f} to {rho_o.max():.2f}",
+                 f"; {_rule(other)}: {rho_o.min():.2f} to {rho_o.max():.2f}")
     else:
-        text += f"; {int(np.sum(rho_o >= 1.0))} would diverge under {_rule(other)}"
-    return text
+        tails = (f"; {int(np.sum(rho_o >= 1.0))} would diverge under {_rule(other)}",
+                 f"; {int(np.sum(rho_o >= 1.0))} diverge under {_rule(other)}")
+    long = (f"Under {_rule(run)} the {which} blocks converge fastest (rate {rho[fast]:.2f} per update "
+            f"at h = {h[fast]:.2g}, {rho[slow]:.2f} at h = {h[slow]:.2g}){diverge}")
+    short = (f"{_rule(run)[:1].upper()}{_rule(run)[1:]}: {which} blocks converge fastest (rate {rho[fast]:.2f} vs "
+             f"{rho[slow]:.2f}){diverge}")
+    candidates = [long + tails[0], long + tails[1], short + tails[0], short + tails[1]]
+    for text in candidates:   # the first that stays one line in the headline
+        if "\n" not in fit(text, width_points, style.SUPTITLE_SIZE, bold=True):
+            return text
+    return candidates[-1]
 
 
-def rates_settings(rates, surface) -> str:
-    """The run's settings and how close the measured decays came to theory."""
+def _unbroken(text: str) -> str:
+    """``text`` with the spaces inside brackets made non-breaking: a line break never
+    splits ``(curvature 0.05..1)``."""
+    return re.sub(r"\([^()]*\)", lambda m: m.group(0).replace(" ", "\u00a0"), text)
+
+
+def pack(parts, width_points: float, fontsize: float = style.SUBTITLE_SIZE) -> str:
+    """``parts`` joined by `` · `` on as few lines as fit ``width_points`` (``figure.fit``),
+    a line break only between parts (a part longer than a line breaks between its words,
+    never inside brackets)."""
+    lines = []
+    for part in (_unbroken(p) for p in parts):
+        joined = f"{lines[-1]} · {part}" if lines else part
+        if lines and "\n" not in fit(joined, width_points, fontsize):
+            lines[-1] = joined
+        else:
+            lines.append(part)
+    return "\n".join(lines)
+
+
+def rates_settings(rates, surface, width_points=style.WIDTH * 72.0) -> str:
+    """The run's settings and how close the measured decays came to theory, broken
+    between its parts (never inside a bracket)."""
     label = getattr(surface, "label", type(surface).__name__)
     n = int(rates.updates[-1])
     parts = [f"real DTensor SGD, {_rule(rates.nesterov)}, lr {rates.learning_rate:g}, "
-             f"μ {rates.momentum:g}, {n} updates on the {label}"]
+             f"μ {rates.momentum:g}, {n} updates", label]
     theory = rates.positions()[rates.nesterov][1]
     ok = np.isfinite(rates.measured)
     if ok.any():
         off = float(np.max(np.abs(rates.measured[ok] - theory[ok])))
-        parts.append(f"★ measured on the recording: within {max(off, 1e-4):.1g} of theory")
-    return " · ".join(parts)
+        parts.append(f"★ measured on the run: within {max(off, 1e-4):.1g} of theory")
+    return pack(parts, width_points)
 
 
 def key_text(no_star_note: str = "", unstable: bool = False) -> str:
@@ -123,17 +155,71 @@ class RateLabels:
         put("name-Nesterov", x_n, y_n, "Nesterov",
             va="top", ha="left", color=style.RULE_LOOKS["nesterov"].color, fontsize=style.LABEL_SIZE,
             fontweight="bold")
-        # momentum's curve is flat until its limit, then leaves the top: its name and its
-        # limit stand at the flat part's end, where no block can be below 1
-        put("name-momentum", b_m * STEP, float(rate(np.array([b_m / STEP]), momentum, False)[0]),
-            "momentum", va="center", ha="left", color=style.RULE_LOOKS["momentum"].color,
+        # momentum's curve is flat until its limit, then leaves the top; between the two
+        # limits Nesterov's curve is above the top: momentum's name (under its flat part)
+        # and its limit stand there, left of its dotted line, and the axis can end just
+        # past that line
+        x_m = b_m / STEP
+        put("name-momentum", x_m, float(rate(np.array([x_m]), momentum, False)[0]) - 0.035,
+            "momentum", va="top", ha="right", color=style.RULE_LOOKS["momentum"].color,
             fontsize=style.LABEL_SIZE, fontweight="bold")
-        put("limit-momentum", b_m * STEP, 0.45, stability_text("momentum", b_m), va="center", ha="left",
+        put("limit-momentum", x_m, 0.45, stability_text("momentum", b_m), va="center", ha="right",
             color=style.RULE_LOOKS["momentum"].color)
         # Nesterov's at its dotted line's top end: left of it, above 1, nothing is drawn
         put("limit-Nesterov", b_n / STEP, 1.23, stability_text("Nesterov", b_n, wide=True), va="top",
             ha="right", color=style.RULE_LOOKS["nesterov"].color)
         put("key", lo * STEP, 0.03, key_text(), va="bottom", ha="left", color="0.2", linespacing=1.3)
+
+    def place_momentum_name(self, marks, radius_px: float = 5.0, air_px: float = 3.0) -> None:
+        """Move momentum's name (under its flat part, first left of its limit) to the
+        right-most place under its curve where it keeps ``air_px`` off every other curve,
+        dotted line, label and mark (``marks``: data points, ``radius_px`` each); it
+        stays put when none is clear. Measured with the figure's layout."""
+        ax, t = self.ax, self.texts["name-momentum"]
+        fig = ax.figure.figure
+        fig.draw_without_rendering()
+        renderer = fig.canvas.get_renderer()
+        frame = ax.get_window_extent(renderer)
+        box = t.get_window_extent(renderer)
+        w, h = box.width, box.height
+        to_px = ax.transData.transform
+        own = next(ln for ln in ax.lines if ln.get_gid() == "curve-momentum")
+        xs, ys = np.asarray(own.get_xdata(), float), np.asarray(own.get_ydata(), float)
+        points = [to_px(np.column_stack([xs, ys]))]
+        for ln in ax.lines:
+            gid = ln.get_gid() or ""
+            if gid.startswith("curve-") and ln is not own:
+                points.append(to_px(np.column_stack([ln.get_xdata(), ln.get_ydata()])))
+            elif gid.startswith("boundary-"):
+                x = to_px((ln.get_xdata()[0], 1.0))[0]
+                points.append(np.column_stack([np.full(100, x), np.linspace(frame.y0, frame.y1, 100)]))
+        pts = np.concatenate([q[np.all(np.isfinite(q), axis=1)] for q in points])
+        marks_px = to_px(np.asarray(marks, float).reshape(-1, 2)) if len(marks) else np.zeros((0, 2))
+        others = [u.get_window_extent(renderer) for g, u in self.texts.items() if g != "name-momentum"]
+        own_px = points[0]
+        best = None
+        candidates = [(x1, drop) for drop in (0.0, 0.5 * h, h)   # right edge, right first
+                      for x1 in np.linspace(frame.x1 - air_px, frame.x0 + w + air_px, 120)]
+        for x1, drop in candidates:
+            x0 = x1 - w
+            under = own_px[(own_px[:, 0] >= x0 - radius_px) & (own_px[:, 0] <= x1 + radius_px)]
+            if not len(under):
+                continue
+            y1 = float(under[:, 1].min()) - radius_px - air_px - 1.0 - drop   # under the curve's marks
+            y0 = y1 - h
+            if y0 < frame.y0 + air_px:
+                continue
+            near = pts[(pts[:, 0] > x0 - air_px) & (pts[:, 0] < x1 + air_px)
+                       & (pts[:, 1] > y0 - air_px) & (pts[:, 1] < y1 + air_px)]
+            hit = marks_px[(marks_px[:, 0] > x0 - radius_px - air_px) & (marks_px[:, 0] < x1 + radius_px + air_px)
+                           & (marks_px[:, 1] > y0 - radius_px - air_px) & (marks_px[:, 1] < y1 + radius_px + air_px)]
+            if len(near) or len(hit) or any(o.x0 < x1 + air_px and x0 - air_px < o.x1 and o.y0 < y1 + air_px
+                                            and y0 - air_px < o.y1 for o in others):
+                continue
+            best = (x1, y1)
+            break
+        if best is not None:
+            t.set_position(tuple(ax.transData.inverted().transform(best)))
 
     def set_key(self, no_star_note: str, unstable: bool) -> None:
         self.texts["key"].set_text(key_text(no_star_note, unstable))
@@ -143,6 +229,7 @@ class RateLabels:
 
 FLOOR_FACE = "#EFEFEF"
 END_X = 1.07   # the names' left edge, in axes widths (the leaders run from the right spine)
+END_AIR = 3.0  # points of air between two stacked names
 
 
 def at_floor(errors, floor: float) -> np.ndarray:
@@ -200,12 +287,17 @@ def label_block_ends(ax, ends, names, colors):
             v = np.log10(y) if ax.get_yscale() == "log" else y
             fracs.append(float(np.clip((v - lo) / (hi - lo), 0.0, 1.0)))
             shown.append(g)
-    gap = READABLE_GAP * style.NOTE_SIZE / axes_height_points(ax)
+    readable = READABLE_GAP * style.NOTE_SIZE / axes_height_points(ax)
+    # the names' real height and END_AIR points between neighbours (bold text is taller
+    # than READABLE_GAP allows for)
+    renderer = fig.canvas.get_renderer()
+    tall = max((t.get_window_extent(renderer).height * 72.0 / fig.dpi for t in texts), default=0.0)
+    gap = max(readable, (tall + END_AIR) / axes_height_points(ax))
     placed = spread(fracs, gap, 0.02, 0.98)
     for g, t in enumerate(texts):
         t.set_visible(g in shown)
     for g, f in zip(shown, placed):
         texts[g].set_y(f)
     lines = leaders(ax, fracs, placed, [colors[g] for g in shown], x0=1.0, x1=END_X - 0.01,
-                    min_shift=0.25 * gap, gid="end-leader")
+                    min_shift=0.25 * readable, gid="end-leader")
     return texts, lines

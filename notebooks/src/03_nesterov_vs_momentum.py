@@ -118,10 +118,11 @@ for name, rec in recordings.items():
 # are the real recorded parameters projected on each eigenvector (each rule in its usual
 # look: momentum dashed), the dotted lines in the same colour their envelope from theory
 # (a bound shrinking by $\rho$ per update, with a factor linear in $k$ near critical
-# damping, where the two eigenvalues meet); the bottom panel is $\rho$ against $\eta h$
+# damping, where the two eigenvalues meet); the bottom-left panel is $\rho$ against $\eta h$
 # for each rule, with the runs' two eigenvalues marked (one marker per run, named in the
 # key; the marks nest, open rings around Nesterov's filled triangle, so runs at one rate
-# all show).
+# all show); right of it, a zoom on the band of rates at $h_1$ (outlined on the left)
+# writes each run's rate beside its mark.
 
 # %%
 from dtsgd_viz import theory

@@ -341,3 +341,73 @@ def test_the_rate_curve_names_cross_no_curve_and_keep_off_the_key(fig03):
         assert np.hypot(dx, dy).min() < 12 * fig03.dpi / 72, t.get_text()
         y1 = ax.transData.transform((1.0, 1.0))[1]   # the rate-1 line
         assert not box.y0 < y1 < box.y1, t.get_text()
+
+
+def test_the_zoom_beside_the_rate_panel_resolves_the_runs_on_h1(fig03):
+    """On a 0-1 axis the three h1 marks (0.950, 0.949, 0.925) sat on one another: a zoom
+    beside draws that band; its y range holds the three rates, Nesterov's mark stands
+    clear of the other two (their half sizes apart, in pixels), and each run's name and
+    rate stand beside its mark, clear of every curve, mark and other name."""
+    from helpers.readable import overlapping
+    from dtsgd_viz.views import style
+    axes = {ax.get_label(): ax for ax in fig03.axes}
+    zoom, rates_ax = axes["rate-zoom"], axes["rates"]
+    renderer = fig03.canvas.get_renderer()
+    h = np.linalg.eigvalsh(surfaces.RotatedQuadratic(condition=20.0, angle=30.0).hessian)
+    expected = {k: radius(c["learning_rate"], c["momentum"], h[0], c.get("nesterov", False))
+                for k, c in TUTORIAL_03.items()}
+    lo, hi = zoom.get_ylim()
+    assert all(lo < r < hi for r in expected.values()) and hi - lo < 0.1   # a zoom, not 0-1
+    marks = {ln.get_gid().split(":", 1)[1]: ln for ln in zoom.lines if (ln.get_gid() or "").startswith("zoom-mark:")}
+    assert set(marks) == set(TUTORIAL_03)
+    px = {k: zoom.transData.transform(ln.get_xydata()[0]) for k, ln in marks.items()}
+    size = {k: ln.get_markersize() * fig03.dpi / 72 for k, ln in marks.items()}
+    for k in ("plain", "momentum"):
+        assert marks[k].get_ydata()[0] == pytest.approx(expected[k], abs=1e-6)
+        assert px[k][1] - px["nesterov"][1] >= (size[k] + size["nesterov"]) / 2
+    labels = {t.get_gid().split(":", 1)[1]: t for t in zoom.texts if (t.get_gid() or "").startswith("zoom-label:")}
+    assert {k: t.get_text() for k, t in labels.items()} == {
+        "plain": f"plain {expected['plain']:.3f}", "momentum": f"momentum {expected['momentum']:.3f}",
+        "nesterov": f"Nesterov {expected['nesterov']:.3f}"}
+    assert expected["plain"] > expected["momentum"]   # 0.950 vs 0.949: the names say it
+    boxes = {k: t.get_window_extent(renderer) for k, t in labels.items()}
+    assert not overlapping(list(boxes.values()))
+    frame = zoom.get_window_extent(renderer)
+    curves = [ln for ln in zoom.lines if (ln.get_gid() or "").startswith("zoom-rate:")]
+    for k, box in boxes.items():
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+        assert labels[k].get_fontsize() >= style.LABEL_SIZE
+        for m, (x, y) in px.items():   # off every mark
+            gap = np.hypot(max(box.x0 - x, x - box.x1, 0), max(box.y0 - y, y - box.y1, 0))
+            assert gap >= size[m] / 2, (k, m)
+        for ln in curves:   # over no curve: its points a pixel or so apart
+            x = np.linspace(*zoom.get_xlim(), 3000)
+            xy = zoom.transData.transform(np.column_stack([x, np.interp(x, *ln.get_data())]))
+            inside = (xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1)
+            assert not inside.any(), (k, ln.get_gid())
+    # the rows read in the rates' order: plain above momentum above Nesterov
+    assert boxes["plain"].y0 > boxes["momentum"].y0 > boxes["nesterov"].y0
+    # the rate panel outlines the band it zooms
+    (box,) = [p for p in rates_ax.patches if p.get_gid() == "zoom-box"]
+    assert box.get_y() == pytest.approx(lo) and box.get_y() + box.get_height() == pytest.approx(hi)
+    assert "zoomed right" in rates_ax.get_title()
+
+
+def test_the_modes_headline_is_one_line_and_the_mark_key_is_readable(fig03):
+    from dtsgd_viz.views import style
+    from dtsgd_viz.views.figure import headline_texts
+    finding, _ = headline_texts(fig03)
+    assert "\n" not in finding and finding.startswith("Nesterov converges fastest: ")
+    assert "0.925" in finding and "momentum 0.949" in finding and "plain 0.950" in finding
+    title = fig03._suptitle.get_window_extent(fig03.canvas.get_renderer())
+    assert title.width <= fig03.bbox.width
+    key = {ax.get_label(): ax for ax in fig03.axes}["rates"].get_legend()
+    assert all(t.get_fontsize() >= style.LABEL_SIZE for t in [*key.get_texts(), key.get_title()])
+
+
+def test_one_run_or_runs_far_apart_get_no_zoom(recs):
+    from dtsgd_viz.views.modes import modes_data
+    from dtsgd_viz.views.modes_zoom import zoom_mode
+    one = {"momentum": recs["momentum"]}
+    assert [ax.get_label() for ax in dtsgd_viz.plot_modes(one, SURFACE).axes] == ["mode:0", "mode:1", "rates"]
+    assert zoom_mode(modes_data(one, SURFACE)) is None

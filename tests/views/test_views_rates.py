@@ -286,6 +286,9 @@ def test_the_rate_panel_names_its_curves_and_limits_on_the_chart_clear_of_the_da
 
 
 def test_the_headline_says_which_blocks_converge_fastest_and_the_settings():
+    """The finding on one line (its shortest wording: the long one took two), the
+    settings broken only between their parts, never inside the surface's bracket."""
+    import re
     from dtsgd_viz.views.figure import headline_texts
     r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
                       steps=20)["n"]
@@ -293,12 +296,61 @@ def test_the_headline_says_which_blocks_converge_fastest_and_the_settings():
     finding, settings = headline_texts(fig)
     h = np.sort(np.unique(SURFACE.curvature))
     nesterov = [_radius(0.5 * x, 0.9, True) for x in h]
-    assert " ".join(finding.split()) == (
-        f"Under Nesterov the steep blocks converge fastest (rate {nesterov[-1]:.2f} per update at "
-        f"h = {h[-1]:.2g}, {nesterov[0]:.2f} at h = {h[0]:.2g}); momentum would hold every block at "
-        f"{_radius(0.5 * h[0], 0.9, False):.2f}")
+    assert "\n" not in finding
+    assert finding == (f"Nesterov: steep blocks converge fastest (rate {nesterov[-1]:.2f} vs {nesterov[0]:.2f}); "
+                       f"momentum: {_radius(0.5 * h[0], 0.9, False):.2f} on all")
     view = rv.draw_block_rates(r, SURFACE)
     off = np.max(np.abs(view.rates.measured - nesterov))
-    assert " ".join(settings.split()).startswith("real DTensor SGD, Nesterov, lr 0.5, μ 0.9, 20 updates on the "
-                                                 "sharded quadratic")
+    lines = settings.split("\n")
+    assert len(lines) == 2 and " ".join(settings.replace("\n", " · ").split()).startswith(
+        "real DTensor SGD, Nesterov, lr 0.5, μ 0.9, 20 updates · sharded quadratic 8x8 on a 2x4 mesh "
+        "(curvature 0.05..1) · ★ measured on the run")
+    assert all(not line.startswith("·") and not line.endswith("·") for line in lines)
+    for line in lines:   # every bracket closes on the line it opens
+        assert line.count("(") == line.count(")") and not re.search(r"\([^)]*$", line)
     assert f"within {max(off, 1e-4):.1g} of theory" in settings.replace("\n", " ")
+    # the finding's first line is drawn on one line as wide as the figure at most
+    fig.draw_without_rendering()
+    title = fig._suptitle.get_window_extent(fig.canvas.get_renderer())
+    assert title.width <= fig.bbox.width
+
+
+@pytest.fixture(scope="module")
+def tutorial01():
+    r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
+                      steps=60)["n"]
+    view = rv.draw_block_rates(r, SURFACE)
+    view.figure.draw_without_rendering()
+    return view
+
+
+def test_the_rate_axis_ends_just_past_the_last_data(tutorial01):
+    """Tutorial 01: nothing right of momentum's limit (3.8) but its curve leaving the top:
+    the axis ends within 20% of it (it ran on to 20, empty), and momentum's name stands
+    under its own flat part, left of its limit."""
+    view = tutorial01
+    ax = view.curve_ax
+    b = view.boundaries[False]
+    lo, hi = ax.get_xlim()
+    assert b < hi <= 1.2 * b
+    # the curve leaves the top before the axis ends: no empty range past it
+    x, y = next(ln for ln in ax.lines if ln.get_gid() == "curve-momentum").get_data()
+    x, y = np.asarray(x), np.asarray(y)
+    assert x[(y > ax.get_ylim()[1]) & (x > b)].min() < hi
+    name = view.labels.texts["name-momentum"]
+    renderer = view.figure.canvas.get_renderer()
+    box = name.get_window_extent(renderer)
+    assert ax.transData.transform((b, 0))[0] > box.x1   # left of its limit
+    flat = ax.transData.transform((b / 2, _radius(b / 2, 0.9, False)))[1]
+    assert flat - 4 * view.figure.dpi / 72 > box.y1 > flat - 40   # under the flat part, near it
+
+
+def test_the_end_labels_keep_air_between_them(tutorial01):
+    """CPU:7 and CPU:6 both end at the floor: their names touched. Every two names keep at
+    least 2 px between their boxes."""
+    view = tutorial01
+    renderer = view.figure.canvas.get_renderer()
+    boxes = sorted((t.get_window_extent(renderer) for t in view.end_labels), key=lambda b: b.y0)
+    assert len(boxes) == 8
+    for lower, upper in zip(boxes, boxes[1:]):
+        assert upper.y0 - lower.y1 >= 2.0, (lower, upper)
