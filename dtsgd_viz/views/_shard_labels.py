@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import style
+from ._shard_dots import LINE_WIDTH, ZIGZAG_WIDTH, spaced_dots, zigzags
 from ._shard_stats import _end_values, _factors, band_of, least_changed
 
 BAND_COLOR = "#9A9A9A"      # mid grey: the blocks' range (no block colour is grey)
@@ -62,6 +63,21 @@ def _roles(data, index=-1, updates=None) -> dict:
     return {g: ", ".join(w) for g, w in sorted(roles.items())}
 
 
+def dots_note(values, shown) -> str:
+    """What the dots on the shown update's line are: every block's norm, the highest and
+    the lowest alone, or how many of them are a dot apart (``_shard_dots.spaced``).
+
+    >>> dots_note([1.0, 2.0, 3.0], [1.0, np.nan, 3.0])
+    ' (dots: highest, lowest)'
+    """
+    v, s = np.asarray(values, np.float64), np.asarray(shown, np.float64)
+    drawable, kept = int(np.sum(np.isfinite(v) & (v > 0))), int(np.sum(np.isfinite(s)))
+    if kept >= drawable or kept < 2:
+        return DOTS_NOTE
+    return (" (dots: highest, lowest)" if kept == 2
+            else f" (dots: {kept} of {drawable} block norms)")
+
+
 def step_label(ax, x, updates, text=None):
     """The shown update's name at the top of its line (``gid`` ``step-label``), inside
     the axes, on the side with room; ``place_step_label`` moves it."""
@@ -83,10 +99,21 @@ def place_step_label(label, x, updates, data=None) -> None:
     right = hi > lo and (at - lo) / (hi - lo) > 0.6
     label.set_x(x)
     label.set_ha("right" if right else "left")
-    text = f"update {int(x)}{DOTS_NOTE}"
-    label.set_text(f"{text} " if right else f" {text}")
-    if data is not None and label.axes is not None:
-        top = free_end(label.axes, np.asarray(updates), data, x, right) == "top"
+    note = getattr(label, "dots_note", DOTS_NOTE)
+    text = f"update {int(x)}{note}"
+    ax = label.axes
+    room = (ax.get_position().width * ax.figure.get_figwidth() * 72 if ax is not None
+            else np.inf)   # the label's own width (about 0.55 em a character)
+    if len(text) * 0.55 * label.get_fontsize() > 0.3 * room:   # over lines: two short ones
+        text = f"update {int(x)} \n{note.strip()}"   # "update k ": as on one line
+    pad = " " if right else ""
+    label.set_text("\n".join(f"{t.rstrip()}{pad}" if right else f" {t}"
+                             for t in text.split("\n")))
+    label.set_multialignment("right" if right else "left")
+    if data is not None and ax is not None:
+        wide = max(len(t) for t in text.split("\n")) * 0.55 * label.get_fontsize() / room
+        top = free_end(ax, np.asarray(updates), data, x, right,
+                       width=max(0.22, wide)) == "top"
         label.set_y(0.97 if top else 0.03)
         label.set_va("top" if top else "bottom")
 
@@ -137,7 +164,7 @@ class NormLabels:
         ax = self.line_ax
         for artist in getattr(self, "band_artists", []):
             artist.remove()
-        self.band_artists, self.band_blocks = [], None
+        self.band_artists, self.band_blocks, bounce = [], None, False
         band = None if self.stats_only else band_of(self._data[ax])
         roles = (_roles(self._data[ax], self.index, self.updates) if band is not None
                  else None)
@@ -151,8 +178,17 @@ class NormLabels:
                 ax.plot(*self._thinned(ax, med), color=MEDIAN_COLOR, lw=1.8, zorder=2.5,
                         gid="norm-median")[0]]
             self.band_blocks = roles  # block -> what sets it apart
+            # the band's one-update dips (a hidden block through 0) set no decades of their own
+            self.band_artists[0]._set_in_autoscale(False)
+            bounce = any(zigzags(self._data[ax][:, g]) for g in roles)
+            self.band_artists[1].set_linewidth(1.3 if bounce else 1.8)
         for g, line in enumerate(self.lines):
             line.set_visible(self.band_blocks is None or g in self.band_blocks)
+            if self.band_blocks is not None and g in self.band_blocks:
+                line.set_linewidth(ZIGZAG_WIDTH if bounce else LINE_WIDTH)
+        # the y range of what is drawn: hidden lines' dips left empty decades below
+        ax.relim(visible_only=True)
+        ax.autoscale_view(scalex=False)
         self._set_dots(ax)
         for t in getattr(self, "end_labels", None) or []:
             t.remove()
@@ -163,15 +199,22 @@ class NormLabels:
         the blocks a band stands for (NaN: no dot without its line)."""
         y = np.array(self._data[ax][self.index], np.float64)
         band = getattr(self, "band_blocks", None)
-        if band is not None and ax is self.line_ax:
+        if band is not None and ax is getattr(self, "line_ax", None):
             y[[g for g in range(len(y)) if g not in band]] = np.nan
-        return y
+        # a dot apart from the next (the highest and lowest kept): never a pile
+        return spaced_dots(ax, self.updates[self.index], y, self.figure.dpi)
 
     def _set_dots(self, ax):
         for line in getattr(self, "step_lines", []):
             if line.get_gid() == "step-dots" and line.axes is ax:
-                line.set_data(np.full(len(self._data[ax][self.index]),
-                                      self.updates[self.index]), self.dot_values(ax))
+                y = self.dot_values(ax)
+                line.set_data(np.full(len(y), self.updates[self.index]), y)
+                note = dots_note(self._data[ax][self.index], y)
+                for label in self.step_lines:   # the label names what the dots are
+                    if label.get_gid() == "step-label" and label.axes is ax:
+                        label.dots_note = note
+                        place_step_label(label, self.updates[self.index], self.updates,
+                                         self._data[ax])
 
     def refresh_band(self) -> None:
         """After the shown update moved: the band's lines are the highest and lowest

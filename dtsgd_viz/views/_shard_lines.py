@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import style
+from ._shard_dots import DOT_SIZE, line_width, stacked
 from .shard_geometry import block_norm_lines, minmax_decimate, shard_norms
 from ._shard_labels import (STEP_COLOR, NormLabels, cycle_text, place_step_label,  # noqa: F401
                             step_label)
@@ -36,6 +37,7 @@ MAX_LEGEND_BLOCKS = 64
 """The norm panel's legend names every block up to this many (the 9 block colours times
 8 line styles tell 72 apart), in columns of ``LEGEND_ROWS``."""
 LEGEND_ROWS = 16
+ZERO_LABEL = "norm exactly 0\n(bottom edge, a\ncircle per block)"
 
 
 def _log_locator():
@@ -219,7 +221,7 @@ class NormLines(NormLabels):
     def _set_zero_marks(self, ax, zeros):
         i, g = np.nonzero(zeros)
         marks = self.zero_marks[ax]
-        marks.set_offsets(np.column_stack([self.updates[i], np.full(len(i), 0.03)])
+        marks.set_offsets(np.column_stack([self.updates[i], stacked(i)])
                           if len(i) else np.empty((0, 2)))
         marks.set_edgecolors([self.styles[k][0] for k in g] or "none")
         every = bool(zeros.all())
@@ -245,8 +247,9 @@ class NormLines(NormLabels):
         x, n = self.updates, len(self.updates)
         marker = "o" if n <= 40 else None
         out = []
-        for g, (color, _, ls) in enumerate(self.styles):
-            out.append(ax.plot(*self._thinned(ax, lines[:, g]), color=color, ls=ls, lw=1.6,
+        for g, (color, _, ls) in enumerate(self.styles):  # thinner when many or zig-zag
+            out.append(ax.plot(*self._thinned(ax, lines[:, g]), color=color, ls=ls,
+                               lw=line_width(lines, g),
                                marker=marker, ms=3, zorder=2, gid=f"norm-{g}")[0])
         if log and np.isfinite(lines).any():
             log_y(ax)
@@ -266,8 +269,8 @@ class NormLines(NormLabels):
         self.step_lines.append(ax.axvline(x[self.index], color=STEP_LINE_COLOR,
                                           lw=STEP_LINE_WIDTH, zorder=5, gid="step-line"))
         self._data[ax] = lines  # the data behind the dots at the shown update
-        dots, = ax.plot(np.full(lines.shape[1], x[self.index]), lines[self.index], ls="none",
-                        marker="o", ms=5.5, mfc=STEP_COLOR, mec="white", mew=1.2, zorder=6,
+        dots, = ax.plot(np.full(lines.shape[1], x[self.index]), self.dot_values(ax), ls="none",
+                        marker="o", ms=DOT_SIZE, mfc=STEP_COLOR, mec="white", mew=1.2, zorder=6,
                         gid="step-dots", clip_on=False)
         self.step_lines.append(dots)
         return out
@@ -300,6 +303,7 @@ class NormLines(NormLabels):
             for ax, lines in sets:
                 for g, line in enumerate(lines):
                     line.set_data(*self._thinned(ax, self._data[ax][:, g]))
+                self._set_dots(ax)   # apart at the final size (``spaced_dots``)
             self.place_end_labels()
             self.place_step_text()
             if fig.get_layout_engine() is None or not hasattr(fig.canvas, "get_renderer"):
@@ -357,7 +361,7 @@ class NormLines(NormLabels):
                                   label="NaN/Inf in this variable"))
         if any(len(m.get_offsets()) for m in getattr(self, "zero_marks", {}).values()):
             handles.append(Line2D([], [], ls="none", marker="o", mfc="none", mec="0.3",
-                                  mew=1.4, label="norm exactly 0\n(bottom edge)"))
+                                  mew=1.4, label=ZERO_LABEL))
         if self.stats_only and any(len(m.get_xdata()) for m in self.stat_marks.values()):
             handles.append(Line2D([], [], ls="none", marker="X", color=NONFINITE_COLOR,
                                   label="statistic not finite\n(NaN/Inf, or past float32)"))

@@ -268,8 +268,11 @@ class StatPanels:
         from matplotlib.transforms import blended_transform_factory
         ax = self.norm_ax
         ax.set_axis_off()
-        h, gap = 0.29, 0.065
-        axes = [ax.inset_axes([0, 1 - h - k * (h + gap), 1, h]) for k in range(3)]
+        # the norm panel the tallest: its log axis spans the most decades
+        heights, gap, top, axes = (0.4, 0.22, 0.25), 0.065, 1.0, []
+        for h in heights:
+            axes.append(ax.inset_axes([0, top - h, 1, h]))
+            top -= h + gap
         for a in axes[1:]:
             a.sharex(axes[0])
         for a in axes[:-1]:

@@ -130,8 +130,9 @@ class TensorPanel:
             self._set_nonfinite_cells(image)
         self._ticks(rows, cols)
         ax.tick_params(labelsize=style.TICK_SIZE)
-        if any(self.label_below(t) for t in self.labels):  # the x ticks under those chips
-            ax.tick_params(axis="x", pad=LABEL_GAP + 2.1 * style.TICK_SIZE + 2.0)
+        # chips below the heatmap stand between the x ticks (at the block edges), on
+        # their row, so the ticks stay by the axis; ``fit_labels`` moves the ticks under
+        # the chips only where one would touch a chip
 
     def _label(self, x, y, w, h, text, color, hatch, centred, gid):
         """A block's chip: centred on a tinted block; above the heatmap for a block on
@@ -263,6 +264,7 @@ class TensorPanel:
                 text.set_visible(False)  # named in unlabelled_text instead
         self.unlabelled = [p for p, text in zip(self.patches, self.labels)
                            if not text.get_visible()]
+        self._clear_ticks(renderer)
         shown = [t for t in self.labels if t.get_visible()]
         if self.side and shown:  # the y label left of the chips, not under them
             from matplotlib.transforms import ScaledTranslation
@@ -275,11 +277,25 @@ class TensorPanel:
                 for t in self.labels:
                     t.set_transform(self.ax.transData + ScaledTranslation(
                         -shift / 72, 0, self.ax.figure.dpi_scale_trans))
-                self.ax.yaxis.labelpad = width + SIDE_GAP
+                self.ax.yaxis.labelpad = width + SIDE_GAP + 4.0
             elif len(self.geometry.global_shape) > 2:  # no ticks: the chips are the ticks
-                self.ax.yaxis.labelpad = width + SIDE_GAP
+                self.ax.yaxis.labelpad = width + SIDE_GAP + 4.0   # clear of the chips
             else:
                 self.ax.yaxis.labelpad = max(4.0, width + SIDE_GAP - 14.0)
+
+    def _clear_ticks(self, renderer) -> None:
+        """The x tick labels under the chips below the heatmap when one of them would
+        touch a chip (2 px apart), else on the chips' row, by the axis."""
+        below = [t.get_window_extent(renderer).expanded(1.0, 1.0).padded(2.0)
+                 for t in self.labels if t.get_visible() and self.label_below(t)]
+        if not below:
+            return
+        self.ax.tick_params(axis="x", pad=3.5)
+        self.ax.figure.draw_without_rendering()
+        ticks = [t.get_window_extent(renderer) for t in self.ax.get_xticklabels()
+                 if t.get_visible() and t.get_text()]
+        if any(c.overlaps(t) for c in below for t in ticks):
+            self.ax.tick_params(axis="x", pad=LABEL_GAP + 2.1 * style.TICK_SIZE + 2.0)
 
     def unlabelled_text(self) -> str:
         """A caption naming the blocks too small for their label ("" when none is),

@@ -282,6 +282,11 @@ def _note(obj, max_items) -> str:
     names = obj.mesh.short_device_names
     parts.append(f"circles: devices in mesh order (0 = {names[0]}, ..., "
                  f"{len(names) - 1} = {names[-1]})")
+    items = traffic_items(obj)
+    if items:   # what a line means, in the figure (not only in the text beside it)
+        verb = ("all-reduce" if all(i.kind == "all-reduce" for i in items)
+                else "run one collective")
+        parts.append(f"lines: each joins one group of devices that {verb} together")
     return "\n".join(parts)
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from . import style
 from .empty import check_not_empty
 from .figure import new_figure
-from .shard_geometry import shard_norms, update_index
+from .shard_geometry import image_shape, shard_norms, update_index
 from .shards_view import ShardsView
 from ._shard_stats import STATS, STATS_ONLY_TEXT  # noqa: F401 - tests read them from here
 from ._tensor_panel import TensorPanel, box_aspect, draw_tensor
@@ -39,7 +39,7 @@ __all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "draw_tens
 
 SHARDS_SIZE = (style.WIDTH, 4.8)   # the heatmap and the norm lines
 FLAT_HEIGHT = 4.2                  # ... of a flat tensor: its heatmap fills a shorter figure
-STATS_SIZE = (style.WIDTH, 5.8)    # a stats recording: its three statistics' panels
+STATS_SIZE = (style.WIDTH, 6.4)    # a stats recording: its three statistics' panels
 
 
 def _axes(ax, figsize=SHARDS_SIZE, width_ratios=(1.25, 1), stats_only=False):
@@ -70,7 +70,11 @@ def draw_shards(recording, name, kind="velocity", step=None, *, ax=None,
         recording.global_values(name, kind)
     flat = box_aspect(recording.geometry(name).global_shape) or 1.0
     size = (SHARDS_SIZE[0], FLAT_HEIGHT if flat < 0.7 else SHARDS_SIZE[1])
-    heat_ax, norm_ax = _axes(ax, figsize=size, stats_only=stats_only)
+    rows, cols = image_shape(recording.geometry(name).global_shape)
+    wide = box_aspect(recording.geometry(name).global_shape) is None and cols >= 1.5 * rows
+    # a wide tensor drawn with square cells: a wider panel, or its heatmap is small
+    heat_ax, norm_ax = _axes(ax, figsize=size, width_ratios=(1.4, 1) if wide else (1.25, 1),
+                             stats_only=stats_only)
     view = ShardsView(recording, name, kind, step, heat_ax=heat_ax, norm_ax=norm_ax,
                       fixed_scale=fixed_scale, headline=ax is None if headline is None
                       else headline)

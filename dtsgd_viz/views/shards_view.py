@@ -262,8 +262,7 @@ class ShardsView(NormLines, StatPanels):
             elif line.get_gid() == "step-label":
                 place_step_label(line, x, self.updates, self._data.get(line.axes))
             else:
-                data = self._data[line.axes]
-                line.set_data(np.full(data.shape[1], x), data[self.index])
+                self._set_dots(line.axes)
         if self.norm_ax is not None and not self.stats_only:
             self.refresh_band()  # the band's lines: the highest and lowest here
         self._update_titles()

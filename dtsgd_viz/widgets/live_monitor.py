@@ -28,6 +28,7 @@ from ..views import style
 from ..views.direct_labels import axes_height_points, leaders, spread
 from ..views.shard_geometry import block_patches, minmax_decimate
 from ._canvas import FigureWidget
+from .live_monitor_axes import _frame, _scale_y, _tick_texts, snap_log_limits
 from .live_monitor_text import (LIVE_MONITOR_HEADLINED_SIZE, loss_text,  # noqa: F401
                                 monitor_finding, monitor_settings, set_update_axis)
 
@@ -180,7 +181,7 @@ class LiveMonitor(FigureWidget):
             raise ValueError(
                 f"LiveMonitor follows a store folder written by Recorder(path=...); {path!r} "
                 "is a file (a saved recording? open it with dtsgd_viz.load_recording).")
-        self.store = StoreReader(path, client)
+        self.store, self.client = StoreReader(path, client), client
         self.state = monitor_state(variable, kind)
         self.interval = float(interval)
         self.error = None  # the last poll's exception, shown in the readout
@@ -278,6 +279,7 @@ class LiveMonitor(FigureWidget):
             ax.relim()
             ax.autoscale_view()
             set_update_axis(ax, x)   # from update 0, to the last (by the names)
+        snap_log_limits(self.ax_loss)   # a labelled tick at each end of the loss axis
         ticks = tuple(_tick_texts(ax) for ax in (self.ax_loss, self.ax_norms))
         if relayout or ticks != self._ticks:  # new names, or the y tick labels changed width
             self._ticks = ticks
@@ -298,7 +300,10 @@ class LiveMonitor(FigureWidget):
             lr = self.store.rows("learning_rate", state.n_steps - 1, state.n_steps)[-1]
         except Exception:  # noqa: BLE001 - no rows yet, or an older store: lr left out
             lr = None
-        texts = (monitor_finding(state.steps, state.loss, state.norms, state.kind, state.blocks),
+        part = self.store.header.get("part")   # a client's blocks: the median is of those
+        who = None if part is None else f"client {self.client}'s {len(state.blocks)} blocks"
+        texts = (monitor_finding(state.steps, state.loss, state.norms, state.kind, state.blocks,
+                                 who=who),
                  monitor_settings(self.store.header, lr))
         if texts == getattr(self, "_headline", None):
             return False
@@ -354,47 +359,3 @@ class LiveMonitor(FigureWidget):
         colors = [t.get_bbox_patch().get_facecolor() for t in shown]
         self.leader_lines = leaders(ax, fracs, placed, colors, x1=NAME_X - 0.004,
                                     min_shift=0.2 * gap, gid="name-leader")
-
-
-def _frame(ax) -> None:
-    from matplotlib.ticker import MaxNLocator
-    ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
-    ax.tick_params(labelsize=style.TICK_SIZE)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # whole updates
-    ax.set_xmargin(0)  # the lines end at the right edge, by their names
-    ax.grid(True, which="major", color="#DDDDDD", lw=0.6)
-
-
-def _scale_y(ax, values, zeros=False) -> None:
-    """A log y axis while every finite value is positive (``zeros``: or 0, not drawn
-    there: norms) and some are, else linear (a loss below 0, nothing to draw yet). Log
-    ticks are plain text, 1-2-5 while the range is at most three decades (no mathtext:
-    its exponents are smaller than ``style.NOTE_SIZE``)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-    v = np.asarray(values, np.float64)
-    v = v[np.isfinite(v)]
-    log = len(v) and (v > 0).any() and ((v >= 0) if zeros else (v > 0)).all()
-    if (ax.get_yscale() == "log") == bool(log):
-        return
-    if not log:
-        ax.set_yscale("linear")
-        return
-
-    class _Locator(LogLocator):
-        def tick_values(self, vmin, vmax):
-            lo, hi = sorted((max(vmin, 1e-300), max(vmax, 1e-300)))
-            self._subs = np.array([1.0, 2.0, 5.0] if hi / lo <= 1e3 else [1.0])
-            return super().tick_values(vmin, vmax)
-
-    ax.set_yscale("log", nonpositive="mask")
-    ax.yaxis.set_major_locator(_Locator(subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.yaxis.set_major_formatter(FuncFormatter(
-        lambda y, _: f"{y:g}" if 1e-3 <= y < 1e4 else f"{y:.0e}".replace("e-0", "e-")))
-
-
-def _tick_texts(ax) -> tuple:
-    """The y axis' scale and the tick labels it would show now (no drawing)."""
-    lo, hi = sorted(ax.get_ylim())
-    locs = [t for t in ax.yaxis.get_major_locator()() if lo <= t <= hi]
-    return ax.get_yscale(), tuple(ax.yaxis.get_major_formatter().format_ticks(locs))

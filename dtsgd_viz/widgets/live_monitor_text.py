@@ -34,10 +34,12 @@ def loss_text(steps, loss) -> str:
             f"loss {'grows' if f > 1 else 'falls'} {float(f'{k:.2g}'):g}x over {n} updates")
 
 
-def monitor_finding(steps, loss, norms, kind, blocks) -> str:
+def monitor_finding(steps, loss, norms, kind, blocks, who=None) -> str:
     """The headline's finding: the loss's change and that of the ``kind``'s block norms
     (``change_text`` of the shard views), the block named there left out (the panel's
     lines and names show it); on two lines, broken at the ";", when one is too long.
+    ``who`` names the blocks the median is over ("client 0's 4 blocks": a client of a
+    multi-client run holds only some of them, so its median differs from the run's).
 
     >>> print(monitor_finding([1, 2, 3], [1.0, 0.5, 0.1], np.array([[1.0], [9.0], [3.0]]),
     ...                       "velocity", ["CPU:0"]))
@@ -53,9 +55,12 @@ def monitor_finding(steps, loss, norms, kind, blocks) -> str:
     if "block norm " not in norm:
         return head
     from ..views.figure import fit
-    one = f"{head}; the {kind}'s {norm}"
+    subject = f"the {kind}'s {norm}"
+    if who and norm.startswith("median block norm "):
+        subject = f"the median norm of {who} {norm[len('median block norm '):]}"
+    one = f"{head}; {subject}"
     if "\n" in fit(one, LIVE_MONITOR_HEADLINED_SIZE[0] * 72, style.SUPTITLE_SIZE, bold=True):
-        return f"{head};\nthe {kind}'s {norm}"   # too long for one line: break at the ";"
+        return f"{head};\n{subject}"   # too long for one line: break at the ";"
     return one
 
 

@@ -154,13 +154,15 @@ explorer
 
 # %% [markdown]
 # Widgets are driven by their traits, so code can move them too. Pick the output
-# layer's kernel, show its gradient, and go to update 10 (the slider's value is the
-# update shown, counted from 1 as `recording.steps` does); the widget above redraws:
+# layer's kernel, show its gradient, go to update 10 (the slider's value is the
+# update shown, counted from 1 as `recording.steps` does) and untick the fixed scale, so
+# this one update's small values show on their own scale; the widget above redraws:
 
 # %%
 explorer.variable.value = "d2/kernel"
 explorer.kind.value = "grad"
 explorer.slider.value = 10
+explorer.fixed.value = False   # this gradient on its own colour scale
 state = explorer.state
 print(f"showing {state.kind} of {state.variable!r}, {explorer.step_label.value}")
 

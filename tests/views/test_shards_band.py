@@ -133,3 +133,54 @@ def test_a_tall_strip_has_its_chips_beside_it_at_each_blocks_middle():
     fig.draw_without_rendering()
     label = ax.yaxis.label.get_window_extent(r)
     assert all(label.x1 <= t.get_window_extent(r).x0 for t in panel.labels)
+
+
+def test_dots_at_the_shown_update_stay_a_dot_apart_and_the_label_says_which():
+    """01's eight block norms at update 10 piled their dots on one another: the dots kept
+    are the highest and lowest block and others only a dot apart; the label names them."""
+    from dtsgd_viz.views._shard_dots import DOT_GAP, DOT_SIZE, spaced, stacked, zigzags
+    keep = spaced(np.array([0.0, 3.0, 6.0, 40.0]), np.array([1.0, 2.0, 3.0, 9.0]), 8.0)
+    assert keep.tolist() == [True, False, False, True]
+    assert stacked(np.array([2, 2, 5])).tolist() == pytest.approx([0.03, 0.075, 0.03])
+    assert zigzags(2.0 + np.cos(np.pi * np.arange(40))) and not zigzags(np.exp(-np.arange(40.0)))
+    assert DOT_GAP * DOT_SIZE > DOT_SIZE   # apart, not touching
+
+
+def test_hidden_lines_and_the_band_set_no_empty_decades(runs):
+    """Heavy-ball's band (the docs' momentum figure) reached 1e-5 through hidden blocks'
+    single-update dips: the y range is that of the lines drawn; zig-zag lines thin."""
+    view = draw_shards(runs["momentum"], "w", "velocity", 10)
+    ax = view.norm_ax
+    shown = [ln for ln in view.lines if ln.get_visible()]
+    ys = np.concatenate([np.asarray(ln.get_ydata(), float) for ln in
+                         [*shown, *_gid(ax, "norm-median")]])
+    ys = ys[np.isfinite(ys) & (ys > 0)]
+    lo, hi = ax.get_ylim()
+    assert lo <= ys.min() and np.log10(ys.min() / lo) < 0.3   # no empty decade below
+    assert hi >= ys.max() and np.log10(hi / ys.max()) < 0.3
+    assert all(ln.get_linewidth() < 1.6 for ln in shown)   # bouncing: thin, not a band
+    dots = _gid(ax, "step-dots")[0]
+    assert np.isfinite(dots.get_ydata()).sum() == 2     # the two lines drawn, no more
+
+
+def test_fanning_lines_are_thin_and_the_heatmap_ticks_stay_by_the_axis(runs):
+    """01's Nesterov picture: eight lines drawn one by one are thinner; the x ticks of
+    the heatmap sit on the row of the chips below it (between them), by the axis."""
+    view = draw_shards(runs["nesterov"], "w", "velocity", 10)
+    assert all(ln.get_linewidth() <= 1.1 for ln in view.lines)
+    fig = view.figure
+    r = fig.canvas.get_renderer()
+    ax = view.heat_ax
+    chips = [t.get_window_extent(r) for t in view.tensor.labels if view.tensor.label_below(t)]
+    ticks = [t.get_window_extent(r) for t in ax.get_xticklabels() if t.get_text()]
+    assert chips and ticks
+    frame = ax.get_window_extent(r)
+    assert all(frame.y0 - t.y1 < 12 for t in ticks)          # by the axis
+    assert not any(c.overlaps(t) for c in chips for t in ticks)
+    dots = [ln for ln in ax.figure.axes[1].lines if ln.get_gid() == "step-dots"] or \
+        [ln for ln in view.norm_ax.lines if ln.get_gid() == "step-dots"]
+    y = np.asarray(dots[0].get_ydata(), float)
+    pix = view.norm_ax.transData.transform(np.column_stack([np.full(len(y), 10.0),
+                                                            np.nan_to_num(y, nan=1.0)]))[:, 1]
+    kept = np.sort(pix[np.isfinite(y)])
+    assert len(kept) >= 2 and np.diff(kept).min() >= 1.7 * 5.5 * fig.dpi / 72

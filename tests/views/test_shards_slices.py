@@ -67,7 +67,12 @@ def test_the_step_label_names_the_dots_at_the_shown_update():
     label = next(a for a in view.step_lines if a.get_gid() == "step-label")
     dots = next(a for a in view.step_lines if a.get_gid() == "step-dots")
     x = view.updates[view.index]
-    assert label.get_text().strip() == f"update {x} (dots: block norms)"
+    from dtsgd_viz.views._shard_labels import dots_note
+    note = dots_note(view._data[view.norm_ax][view.index], dots.get_ydata())
+    assert " ".join(label.get_text().split()) == f"update {x}{note}"
+    kept, n = int(np.isfinite(dots.get_ydata()).sum()), len(view.patches)
+    assert note in (" (dots: block norms)", " (dots: highest, lowest)",
+                    f" (dots: {kept} of {n} block norms)")
     assert set(dots.get_xdata()) == {x} == {label.get_position()[0]}
 
 

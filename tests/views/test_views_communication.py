@@ -227,3 +227,16 @@ def test_the_headline_is_the_house_one_and_the_figure_has_no_empty_band():
              [ax.xaxis.label, *ax.get_xticklabels()])] if t.get_text() and t.get_gid() != "note"]
     gap = min(b.y0 for b in above) - note.y1
     assert 0 <= gap <= 0.3 * fig.dpi   # the note sits just under the panel, no empty band
+
+
+def test_the_figure_names_what_its_lines_mean():
+    """04's pictures said what their lines are only in the text beside them."""
+    from dtsgd_viz import LayoutSpec, MeshSpec, communication_plan
+    from dtsgd_viz.views import plot_communication
+    mesh = MeshSpec.create({"batch": 2, "model": 4})
+    plan = communication_plan({"w": ((8, 16), "float32", LayoutSpec(("unsharded", "model"), mesh))})
+    fig = plot_communication(plan)
+    note = next(t for t in fig.texts if t.get_gid() == "note").get_text()
+    assert "lines: each joins one group of devices that all-reduce together" in " ".join(
+        note.split())
+    assert any(ln.get_gid().startswith("group-") for ln in fig.axes[0].lines)

@@ -105,3 +105,26 @@ def test_the_monitor_headline_and_update_axis_are_pure_functions_of_the_store():
     assert ax.get_xlim() == (0, 40) and list(ax.get_xticks())[0] == 0
     set_update_axis(ax, np.arange(1000, 1081))
     assert ax.get_xlim() == (1000, 1080)
+
+
+def test_a_clients_median_says_whose_blocks_and_the_loss_axis_ends_on_ticks():
+    """08: the monitor's peak (update 13, client 0's 4 blocks) and plot_shards' (update
+    12, all 8) differed with nothing saying why; the loss axis ended between ticks."""
+    from matplotlib.figure import Figure
+    from dtsgd_viz.widgets.live_monitor_axes import _scale_y, snap_log_limits
+    from dtsgd_viz.widgets.live_monitor_text import monitor_finding
+    steps = np.arange(1, 31)
+    norms = np.exp(-((steps[:, None] - 12) / 6.0) ** 2) * [1.0, 1.1, 0.9, 1.2] + 0.01
+    text = monitor_finding(steps, np.linspace(1, 0.1, 30), norms, "velocity",
+                           ["CPU:0", "CPU:1", "CPU:2", "CPU:3"], who="client 0's 4 blocks")
+    assert "the median norm of client 0's 4 blocks rises" in text
+    ax = Figure().add_subplot()
+    loss = np.geomspace(0.97, 0.027, 80)
+    ax.plot(np.arange(80), loss)
+    _scale_y(ax, loss)
+    ax.relim()
+    ax.autoscale_view()
+    snap_log_limits(ax)
+    lo, hi = ax.get_ylim()
+    assert lo == pytest.approx(0.02) and hi == pytest.approx(1.0)
+    assert ax.get_autoscaley_on()   # the next poll scales to its own data again

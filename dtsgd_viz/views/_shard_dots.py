@@ -1,0 +1,101 @@
+"""How the norm panel of ``ShardsView`` draws many lines and the dots at the shown update
+so they stay apart: lines thinner when many of them share the panel or when a line
+zig-zags (heavy-ball's bounces, a few updates each, drawn thick, fill into a band), and
+the dots on the shown update's line thinned to those at least a dot apart in pixels (the
+highest and the lowest always kept: the blocks the figure's title names).
+
+Pure functions of the data and an axes' transform; ``_shard_lines`` and
+``_shard_labels`` call them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+LINE_WIDTH = 1.6         # a few lines, smooth
+THIN_WIDTH = 1.1         # more than MANY_LINES lines drawn one by one: they tangle less
+ZIGZAG_WIDTH = 0.9       # a line that turns at most updates: its zig-zag still reads
+MANY_LINES = 4
+ZIGZAG = 0.4
+"""A line zig-zags when its log norm turns (its slope changes sign) at more than this
+fraction of its updates."""
+DOT_SIZE = 5.5           # points: the dots on the shown update's line
+DOT_GAP = 1.8            # dot diameters between the centres of two dots kept
+
+
+def zigzags(y) -> bool:
+    """Whether a line of norms ``y`` turns at more than ``ZIGZAG`` of its updates.
+
+    >>> zigzags(np.exp(-np.arange(30.0))), zigzags(2.0 + np.cos(np.pi * np.arange(30)))
+    (False, True)
+    """
+    y = np.asarray(y, np.float64)
+    y = y[np.isfinite(y) & (y > 0)]
+    if len(y) < 8:
+        return False
+    d = np.diff(np.log10(y))
+    d = d[d != 0]
+    return len(d) > 2 and float(np.mean(np.sign(d[1:]) != np.sign(d[:-1]))) > ZIGZAG
+
+
+def line_width(data, g) -> float:
+    """The width of block ``g``'s line among the lines of ``data`` (updates x blocks)."""
+    data = np.asarray(data)
+    if zigzags(data[:, g]):
+        return ZIGZAG_WIDTH
+    return THIN_WIDTH if data.shape[1] > MANY_LINES else LINE_WIDTH
+
+
+def spaced(pixels, values, gap) -> np.ndarray:
+    """Which dots to keep (bool per dot): the highest and lowest ``values`` always, then
+    each other dot, from the highest down, while its pixel y (``pixels``) is at least
+    ``gap`` from every dot kept. NaN values are never kept.
+
+    >>> spaced(np.array([0.0, 2.0, 4.0, 30.0]), np.array([1.0, 2.0, 3.0, 9.0]), 5.0)
+    array([ True, False, False,  True])
+    """
+    v = np.asarray(values, np.float64)
+    p = np.asarray(pixels, np.float64)
+    ok = np.isfinite(v) & np.isfinite(p)
+    keep = np.zeros(len(v), bool)
+    cols = np.flatnonzero(ok)
+    if not len(cols):
+        return keep
+    order = cols[np.argsort(-v[cols], kind="stable")]
+    keep[[order[0], order[-1]]] = True
+    for g in order[1:-1]:
+        if np.all(np.abs(p[keep] - p[g]) >= gap):
+            keep[g] = True
+    return keep
+
+
+def spaced_dots(ax, x, y, dpi) -> np.ndarray:
+    """``y`` with NaN for the dots at update ``x`` on ``ax`` that would overlap a dot
+    kept (``spaced``, a dot diameter ``DOT_SIZE`` apart at ``dpi``)."""
+    y = np.array(y, np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        drawable = np.isfinite(y) & ((y > 0) if ax.get_yscale() == "log" else True)
+    y[~drawable] = np.nan
+    pts = np.column_stack([np.full(len(y), float(x)), np.where(drawable, y, 1.0)])
+    pix = ax.transData.transform(pts)[:, 1]
+    keep = spaced(np.where(drawable, pix, np.nan), y, DOT_GAP * DOT_SIZE * dpi / 72)
+    return np.where(keep, y, np.nan)
+
+
+ZERO_Y, ZERO_STEP = 0.03, 0.045   # axes fraction: the first zero mark, the next one up
+
+
+def stacked(rows) -> np.ndarray:
+    """The heights (axes fraction) of the zero marks at updates ``rows`` (one per mark):
+    the bottom edge, each further block at the same update one circle higher, so four
+    blocks at 0 show four circles, not one.
+
+    >>> stacked(np.array([0, 0, 0, 3])).round(3).tolist()
+    [0.03, 0.075, 0.12, 0.03]
+    """
+    rows = np.asarray(rows)
+    out = np.full(len(rows), ZERO_Y)
+    for r in np.unique(rows):
+        at = np.flatnonzero(rows == r)
+        out[at] = ZERO_Y + ZERO_STEP * np.arange(len(at))
+    return out
