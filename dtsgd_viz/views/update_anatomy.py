@@ -38,9 +38,12 @@ from .path_scene import build_scene, default_update, settings_line
 
 __all__ = ["plot_update", "update_finding", "shared_zoom", "UPDATE_CAPTION"]
 
-UPDATE_CAPTION = ("μ·v in the run's colour, then −lr·g in its light tint, tip to tail, each named "
-                  "with its length (parameter units)\nzoom ×N: N times closer than the paths panel "
-                  "of plot_paths; an arrow too short to see is drawn longer, dashed, and says so")
+UPDATE_CAPTION = ("○ the parameters before the update, ● after it; μ·v in the run's colour, then −lr·g "
+                  "in its tint, tip to tail, each with its length\n"
+                  "zoom ×N: N times closer than the paths panel of plot_paths; an arrow too short to see "
+                  "is drawn longer, dashed, and says so")
+NESTEROV_NOTE = ("\nNesterov: g is taken at the parameters themselves (◆, the look-ahead point); "
+                 "□ the iterate p − μ·v_prev, dotted: μ·v_prev from it")
 SAME_ZOOM = "\none zoom for every panel: the arrows' lengths compare across them"
 OWN_ZOOM = "\neach panel has its own zoom: compare lengths across panels by their numbers, not by eye"
 SHARED_ZOOM = 3.0   # panels whose boxes are within this factor of each other share one zoom
@@ -97,15 +100,24 @@ def plot_update(recordings, surface, step=None, *, name=None):
     headline(fig, finding, settings_line(scene) + picked)
     axes = fig.subplots(1, len(keys), squeeze=False)[0]
     datas, same = shared_zoom([panel_at(scene, key, index[key], True) for key in keys])
-    fig.supxlabel(UPDATE_CAPTION + ("" if len(keys) < 2 else SAME_ZOOM if same else OWN_ZOOM),
+    nesterov = any(d.nesterov is not None for d in datas)
+    fig.supxlabel(UPDATE_CAPTION + (NESTEROV_NOTE if nesterov else "")
+                  + ("" if len(keys) < 2 else SAME_ZOOM if same else OWN_ZOOM),
                   fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
-    fig.draw_without_rendering()   # the panels' real sizes, for placing their labels
     styles = panel.run_styles(scene.coords)
-    for key, ax, data in zip(keys, axes, datas):
-        # equal aspect on every plane (its rows are orthonormal): the angles the title quotes show true
-        panel.draw_update_panel(ax, scene, data, scene.colors[key],
-                                styles[key], True, label_size=LABEL_SIZE,
-                                avoid_path=True)
+    xlabel, ylabel = ((f"{scene.name}[0]", f"{scene.name}[1]") if scene.plane.is_identity
+                      else ("principal direction 1", "principal direction 2"))
+    for ax in axes:
+        ax.set_xlabel(xlabel, fontsize=style.LABEL_SIZE, labelpad=2)
+        ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE, labelpad=2)
+    # twice: the labels are placed in the panels' pixels, which the first layout moves
+    for _ in range(2):
+        fig.draw_without_rendering()
+        for key, ax, data in zip(keys, axes, datas):
+            # equal aspect on every plane (its rows are orthonormal): the angles the title quotes show true
+            panel.draw_update_panel(ax, scene, data, scene.colors[key],
+                                    styles[key], True, label_size=LABEL_SIZE,
+                                    smaller=(style.LABEL_SIZE, style.TICK_SIZE))
     return fig
 
 

@@ -121,3 +121,89 @@ def test_the_look_ahead_leader_ends_at_the_look_ahead_point(tutorial_01, tutoria
                 assert t.arrow_patch.get_path_effects(), case   # its white halo
                 found += 1
         assert found == 1, case
+
+
+def marker_discs(ax, dpi):
+    """Each point mark's disc in display pixels: (name, centre, radius)."""
+    out = []
+    for line in ax.lines:
+        if line.get_marker() in (None, "None", "", " ") or not line.get_visible():
+            continue
+        r = (line.get_markersize() + line.get_markeredgewidth()) * dpi / 72.0 / 2
+        out += [(line.get_gid() or line.get_marker(), c, r) for c in ax.transData.transform(line.get_xydata())]
+    return out
+
+
+def test_no_label_or_leader_crosses_a_label_leader_arrow_or_mark_nor_leaves_its_axes(tutorial_01, tutorial_03):
+    """Measured on the drawn figure: each label's text box and the part of its leader
+    beyond the mark it names, against the arrows' polygons as quiver drew them, every
+    mark's disc, the other labels and leaders, and the frame."""
+    from dtsgd_viz.views.update_label_check import conflicts
+    checked = 0
+    for case, fig in close_up_figures(tutorial_01, tutorial_03):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for ax in zoom_axes(fig):
+            found = conflicts(ax, renderer, arrow_polygons(ax), marker_discs(ax, fig.dpi))
+            assert not found, f"{case}: {found}"
+            checked += len(ax.texts)
+    assert checked >= 10
+
+
+@pytest.mark.parametrize("update", [1, 2, 3, 6, 9, 14, 20, 30])
+def test_labels_stay_clear_at_many_updates_of_tutorial_03(tutorial_03, update):
+    from dtsgd_viz.views.update_label_check import conflicts
+    fig = dtsgd_viz.plot_update(tutorial_03, SURFACE, step=update)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in zoom_axes(fig):
+        found = conflicts(ax, renderer, arrow_polygons(ax), marker_discs(ax, fig.dpi))
+        assert not found, f"update {update}: {found}"
+
+
+def test_the_placement_sees_the_arrows_quiver_draws(tutorial_03):
+    """``arrow_polygon`` (what the labels keep off) is the outline quiver draws."""
+    from matplotlib.path import Path
+    from dtsgd_viz.views import update_labels as lab
+    fig = dtsgd_viz.plot_update(tutorial_03, SURFACE, step=5)
+    fig.canvas.draw()
+    n = 0
+    for ax in zoom_axes(fig):
+        for q in ax.collections:
+            if not (q.get_gid() or "").startswith("zoom-arrow:"):
+                continue
+            (drawn,) = [v for g, v in arrow_polygons(ax) if g == q.get_gid()]
+            tail = ax.transData.transform(np.asarray(q.get_offsets())[0])
+            tip = ax.transData.transform(np.asarray(q.get_offsets())[0] + [float(q.U[0]), float(q.V[0])])
+            mine = lab.arrow_polygon(tail, tip, lab.SHAFT * ax.bbox.width)
+            # every drawn vertex on or inside my outline (within a pixel), and the tips agree
+            inside = Path(mine).contains_points(drawn, radius=2.0) | Path(mine[::-1]).contains_points(drawn, radius=2.0)
+            assert inside.all(), q.get_gid()
+            assert np.hypot(*(drawn - tip).T).min() < 1.0
+            n += 1
+    assert n == 5
+
+
+def test_every_close_up_rings_the_start_and_names_what_it_marks(tutorial_01, tutorial_03):
+    from dtsgd_viz.views import style
+    for case, fig in close_up_figures(tutorial_01, tutorial_03):
+        for ax in zoom_axes(fig):
+            (ring,) = [a for a in ax.lines if (a.get_gid() or "").startswith("zoom-position:")]
+            assert ring.get_marker() == "o" and ring.get_markerfacecolor() in ("white", (1, 1, 1, 1)), case
+            look = [a for a in ax.lines if (a.get_gid() or "").startswith("lookahead:")]
+            for diamond in look:   # Nesterov: the look-ahead diamond inside that ring
+                np.testing.assert_allclose(diamond.get_xydata(), ring.get_xydata())
+                assert diamond.get_markersize() < ring.get_markersize() and diamond.get_zorder() > ring.get_zorder()
+            # the type of labels on the data: >= 9 px at dpi 100, the style's label size
+            sizes = [t.get_fontsize() for t in ax.texts if t.get_text()]
+            assert sizes and min(sizes) >= style.TICK_SIZE, case
+            assert min(sizes) * 100 / 72 >= 9
+            # the point an update reaches is never drawn on an arrow drawn longer
+            magnified = [q for q in ax.collections if getattr(q, "magnified", 1.0) > 1]
+            nxt = [a for a in ax.lines if (a.get_gid() or "").startswith("zoom-next:")]
+            assert len(nxt) == (0 if magnified else 1), case
+        if case.startswith(("01", "03 plot")):   # plot_update: the plane's axes named, the marks in the caption
+            assert all(ax.get_xlabel() == "w[0]" and ax.get_ylabel() == "w[1]" for ax in fig.axes), case
+            caption = fig.get_supxlabel()
+            for mark in ("○ the parameters before the update", "● after it", "◆", "□ the iterate", "dotted"):
+                assert mark in caption, (case, mark)
