@@ -36,7 +36,9 @@ def __getattr__(name):
         return getattr(style, _DPIS[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 GIF_FRAMES = 20
-GIF_INTERVAL = 600   # ms a frame (animate defaults to 250): time to read each close-up
+# ms a frame (animate defaults to 250): each frame's two close-ups hold two to four
+# labels, about a second's reading
+GIF_INTERVAL = 900
 PNG_PAD = 0.1   # inches of margin a side around what a PNG draws (as a notebook crops)
 
 

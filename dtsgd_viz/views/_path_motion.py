@@ -6,11 +6,14 @@ drawn as far as the update shown. ``views.path_scene`` computes the scene and
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from . import path_geometry as geo
 from . import style
-from .direct_labels import move_ends
+from ._label_clashes import clashes
+from .direct_labels import READABLE_GAP, axes_height_points, move_ends, spread
 from . import update_geometry as upd
 from .path_frames import draw_scene, draw_zoom, follow_update, panel_at, path_title, set_trail
 from .path_names import place_names
@@ -52,7 +55,9 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
     """A ``matplotlib.animation.FuncAnimation`` of ``plot_paths`` going through the run
     update by update: each path grows in its rule's look over its whole run drawn thin, the arrows, the zoomed
     panels and the loss marker follow the update, and the loss curves are drawn as far
-    as the update shown.
+    as the update shown. Each zoomed panel is drawn on the first box where its labels
+    neither overlap nor are crossed by another's leader (``draw_clear_zoom``): an update
+    that hardly moves is shown closer than the explorer shows it.
 
     ``frames``: None (every recorded update), a number of evenly spaced frames, or a
     list of update numbers (as ``recording.steps`` counts them). ``interval``:
@@ -180,6 +185,47 @@ def _arrows_drawable(scene, frame_list) -> bool:
     return arrows
 
 
+# the boxes a GIF's close-up may take, ``(pad, min_frac)`` of ``update_geometry.zoom_box``,
+# in the order tried: first closer than the explorer's (0.3, 0.02) on an update that
+# hardly moves (up to x200, not x50: its arrows drawn at their true lengths and its
+# labels spread round them instead of piling round a speck), then more room round them
+ZOOM_BOXES = ((0.3, 0.005), (0.3, 0.02), (0.45, 0.005), (0.45, 0.01), (0.6, 0.02), (0.2, 0.005))
+
+
+def zoom_boxes(scene, key, data) -> list:
+    """``data`` (a close-up's ``PanelData``) on each box of ``ZOOM_BOXES``, round the
+    points its own box holds (``update_panel.panel_data``)."""
+    if data.box is None:
+        return [data]
+    i = len(data.trail) - 1
+    nxt = scene.coords[key][min(i + 1, len(scene.coords[key]) - 1)]
+    pts = [data.position, nxt] + [np.asarray(t) + np.asarray(uv) for _, t, uv in data.chain]
+    pts += list(data.nesterov or ())
+    return [dataclasses.replace(data, box=upd.zoom_box(pts, scene.box, pad=pad, min_frac=min_frac))
+            for pad, min_frac in ZOOM_BOXES]
+
+
+def draw_clear_zoom(scene, art, key, i, arrows) -> int:
+    """Draw ``key``'s close-up at recording index ``i`` so its labels clash nowhere
+    (``_label_clashes.clashes``), on the first box of ``zoom_boxes`` where they do not
+    (none: the one with the fewest clashes), its labels off the path too (a GIF is
+    rendered once, offline: it can afford it). Returns the clashes of the panel drawn."""
+    ax = art.zoom_axes[key]
+    renderer = ax.figure.canvas.get_renderer()
+    tries = zoom_boxes(scene, key, panel_at(scene, key, i, arrows))
+    best = None
+    for n, data in enumerate(tries):
+        draw_zoom(scene, art, key, data, avoid_path=True)
+        found = len(clashes(ax, renderer))
+        if found == 0:
+            return 0
+        if best is None or found < best[0]:
+            best = (found, n)
+    if best[1] != len(tries) - 1:
+        draw_zoom(scene, art, key, tries[best[1]], avoid_path=True)
+    return best[0]
+
+
 def _move_to(scene, art, arrows, steps, i) -> list:
     """Move the artists ``art`` to recording index ``i``; returns the artists changed."""
     changed = follow_update(scene, art, int(steps[i]))   # the paths grow, the thin rest stays
@@ -196,8 +242,7 @@ def _move_to(scene, art, arrows, steps, i) -> list:
                 q.set_UVC([uv[0]], [uv[1]])
                 changed.append(q)
             if key in art.zoom_axes:
-                # rendered once, offline: its labels can afford to keep off the path
-                draw_zoom(scene, art, key, panel_at(scene, key, i, arrows), avoid_path=True)
+                draw_clear_zoom(scene, art, key, i, arrows)
         s, loss, _ = scene.losses[key]
         art.loss_markers[key].set_data([s[i]], [loss[i]])
         art.loss_lines[key].set_data(s[:i + 1], loss[:i + 1])
@@ -210,7 +255,10 @@ def _move_to(scene, art, arrows, steps, i) -> list:
 
 
 def _move_names(scene, art, i) -> list:
-    """The runs' names follow the ends of their growing loss lines."""
+    """The runs' names follow the ends of their growing loss lines, ``READABLE_GAP``
+    apart (``direct_labels.move_ends`` packs them 1.15 font sizes apart: at update 1,
+    where every run starts at the same loss, its names stack touching) and a name's
+    height inside the frame."""
     if not art.loss_labels:
         return []
     keys = list(art.loss_labels)
@@ -222,4 +270,12 @@ def _move_names(scene, art, i) -> list:
         ends.append((float(s[ok[-1]]), float(loss[ok[-1]])) if len(ok) else (np.nan, np.nan))
     texts = [art.loss_labels[k] for k in keys]
     move_ends(art.ax_loss, texts, ends)
+    shown = [t for t in texts if t.get_visible()]
+    if shown:
+        ax = art.ax_loss
+        gap = READABLE_GAP * shown[0].get_fontsize() / axes_height_points(ax)
+        ys = [float(ax.transAxes.inverted().transform(ax.transData.transform(
+            (ends[texts.index(t)][0], ends[texts.index(t)][1])))[1]) for t in shown]
+        for t, y in zip(shown, spread(ys, gap, 0.6 * gap, 1.0 - 0.6 * gap)):
+            t.set_position((t.get_position()[0], y))
     return texts

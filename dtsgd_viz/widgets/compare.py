@@ -30,12 +30,13 @@ from . import _drag
 from ._canvas import FigureWidget
 from ._phase import diverged, path_losses, steps_to_tolerance
 from .explorer_figure import tidy_loss_axis
+from .compare_labels import free_spot, line_points, name_paths, place_on_line
 from .compare_state import (CompareParams, RunQueue, _check_params, compare_configs, compare_params,
                             finished, request)
 
 __all__ = ["CompareWidget", "CompareParams", "compare_params", "compare_configs", "RunQueue",
-           "request", "finished", "TableRow", "table_rows", "table_html", "place_on_line", "free_spot",
-           "line_points", "name_paths"]
+           "request", "finished", "TableRow", "table_rows", "table_html", "rows_finding", "place_on_line",
+           "free_spot", "line_points", "name_paths"]
 
 
 # ---- pure: the table --------------------------------------------------------------------
@@ -108,6 +109,39 @@ def table_html(rows, tol: float, colors=None) -> str:
             "font-size:90%;font-variant-numeric:tabular-nums'>"
             f"<colgroup>{cols}</colgroup><thead><tr>{heads}</tr></thead><tbody>"
             + "".join(cells) + "</tbody></table>")
+
+
+def rows_finding(rows, steps: int) -> str | None:
+    """The headline from the table's ``rows``: which run's loss after the last of
+    ``steps`` updates is lowest and how many times lower than the next two, in the
+    table's numbers (the loss panel ends on the loss *before* update ``steps``, one
+    update earlier); runs that diverged are named as such. None when the lowest two are
+    within 5% (``path_scene.finding`` then says where they differ most).
+
+    >>> rows_finding([TableRow("plain", None, 3.62e-3), TableRow("momentum", None, 7.46e-2),
+    ...               TableRow("nesterov", 46, 9.84e-5)], 60)
+    'Nesterov ends lowest after 60 updates: 37× below plain and 758× below momentum'
+    """
+    ok = [r for r in rows if not r.diverged and np.isfinite(r.final_loss) and r.final_loss >= 0]
+    gone = [rule_name(r.name) for r in rows if r not in ok]
+    tail = ("; " + ", ".join(gone) + " diverged") if gone else ""
+    if not ok:
+        return None
+    ranked = sorted(ok, key=lambda r: r.final_loss)
+    best = ranked[0]
+    if len(ranked) == 1:
+        text = f"{rule_name(best.name)} reaches loss {best.final_loss:.2g} after {steps} updates" + tail
+    elif ranked[1].final_loss <= best.final_loss * 1.05:
+        return None
+    else:
+        below = " and ".join(f"{_times(r.final_loss / best.final_loss if best.final_loss > 0 else np.inf)} "
+                             f"below {rule_name(r.name)}" for r in ranked[1:3])
+        text = f"{rule_name(best.name)} ends lowest after {steps} updates: {below}" + tail
+    return text[:1].upper() + text[1:]
+
+
+def _times(f: float) -> str:
+    return "∞×" if not np.isfinite(f) else f"{f:.0f}×" if f >= 10 else f"{f:.1f}×"
 
 
 # ---- the widget -------------------------------------------------------------------------
@@ -269,7 +303,9 @@ class CompareWidget(FigureWidget):
         # the finding replaces headline's placeholder, keeping its blank lines: the room
         # the settings line under it needs
         blank = fig.get_suptitle()[len(fig.get_suptitle().rstrip("\n")):]
-        fig.suptitle(fit(finding(self.view.scene), fig.get_figwidth() * 72, style.SUPTITLE_SIZE, bold=True)
+        # in the table's numbers (the loss after the last update), so the two agree
+        said = rows_finding(self.rows, params.steps) or finding(self.view.scene)
+        fig.suptitle(fit(said, fig.get_figwidth() * 72, style.SUPTITLE_SIZE, bold=True)
                      + blank, fontsize=style.SUPTITLE_SIZE, fontweight="bold", linespacing=1.25)
         tidy_loss_axis(ax_loss)   # ticks on round updates, up to the last
         target = float(self.surface.min_value) + self.tol
@@ -285,116 +321,3 @@ class CompareWidget(FigureWidget):
         place_on_line(ax_loss, label, target)
         name_paths(ax_path, self.view.artists.paths, self.view.scene.colors)
         self.refresh(relayout=True)
-
-
-# ---- the tolerance's label: on its line, where no other line crosses it ----------------
-
-
-def line_points(ax, exclude=(), spacing=2.0) -> np.ndarray:
-    """``(n, 2)`` display points along every line of ``ax`` but ``exclude``, at most
-    ``spacing`` pixels apart (a box holding none of them is crossed by no line)."""
-    out = [np.zeros((0, 2))]
-    for line in ax.lines:
-        if line in exclude or not line.get_visible():
-            continue
-        with np.errstate(invalid="ignore", divide="ignore"):
-            xy = ax.transData.transform(np.asarray(line.get_xydata(), np.float64))
-        ok = np.all(np.isfinite(xy), axis=1)
-        for a, b, good in zip(xy[:-1], xy[1:], ok[:-1] & ok[1:]):
-            if good and line.get_linestyle() not in ("None", "none", ""):
-                n = max(2, int(np.ceil(np.hypot(*(b - a)) / spacing)) + 1)
-                out.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
-        out.append(xy[ok])   # the markers (and a line of one point)
-    return np.concatenate(out)
-
-
-def free_spot(candidates, points, boxes=(), pad=1.5) -> int:
-    """The index of the first of ``candidates`` (``(n, 4)`` display boxes ``x0, y0, x1,
-    y1``) holding none of ``points`` and overlapping none of ``boxes``; none free: the
-    one with the fewest points in it."""
-    c = np.asarray(candidates, np.float64).reshape(-1, 4)
-    p = np.asarray(points, np.float64).reshape(-1, 2)
-    x0, y0, x1, y1 = (c[:, i:i + 1] for i in range(4))
-    inside = ((p[:, 0] >= x0 - pad) & (p[:, 0] <= x1 + pad)
-              & (p[:, 1] >= y0 - pad) & (p[:, 1] <= y1 + pad)).sum(axis=1)
-    for b in boxes:
-        inside += 1000 * ((c[:, 0] < b[2]) & (c[:, 2] > b[0]) & (c[:, 1] < b[3]) & (c[:, 3] > b[1]))
-    free = np.flatnonzero(inside == 0)
-    return int(free[0]) if len(free) else int(np.argmin(inside))
-
-
-def place_on_line(ax, label, y, gap=3.0, step=4.0) -> None:
-    """Move ``label`` (an annotation on the horizontal line at data ``y``) to the
-    leftmost spot just above or below the line where no other line of ``ax`` crosses
-    its box and no other text is (``free_spot``); its white box stays under it."""
-    renderer = ax.figure.canvas.get_renderer()
-    label.set_position((0.0, 0.0))
-    label.xyann = (0.0, gap)
-    label.set_verticalalignment("bottom")
-    box = label.get_window_extent(renderer)
-    w, h = box.width + 2.0, box.height + 2.0
-    frame = ax.get_window_extent(renderer)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ty = ax.transData.transform((ax.get_xlim()[0], y))[1]
-    g = gap * ax.figure.dpi / 72.0   # the offset's pixels
-    xs = np.arange(frame.x0 + 3.0, frame.x1 - w - 2.0, step)
-    if not len(xs) or not np.isfinite(ty):
-        return
-    sides = [(ty + g, ty + g + h), (ty - g - h, ty - g)]
-    cands = [(x, lo, x + w, hi) for x in xs for lo, hi in sides
-             if lo >= frame.y0 and hi <= frame.y1]
-    if not cands:
-        return
-    tol_line = [ln for ln in ax.lines if ln.get_gid() == "tolerance"]
-    texts = [t.get_window_extent(renderer) for t in ax.texts if t is not label and t.get_visible()]
-    k = free_spot(cands, line_points(ax, tol_line), [(b.x0, b.y0, b.x1, b.y1) for b in texts])
-    x0, lo, _, _ = cands[k]
-    above = lo > ty
-    frac = (x0 + 1.0 - frame.x0) / frame.width
-    label.xy = (frac, y)
-    label.xyann = (0.0, gap if above else -gap)
-    label.set_verticalalignment("bottom" if above else "top")
-
-
-def name_paths(ax, paths, colors, fontsize=style.LABEL_SIZE, gap=4.0) -> list:
-    """Write each run's name beside its path (``paths``: ``{config: Line2D}``), where
-    no line of ``ax`` and no other text crosses it (``free_spot``), preferring the point
-    of the path farthest from the other paths: the name reads as that path's. Returns
-    the names (gid ``path-name:<config>``)."""
-    from ..views.direct_labels import text_size
-    renderer = ax.figure.canvas.get_renderer()
-    frame = ax.get_window_extent(renderer)
-    texts = [t.get_window_extent(renderer) for t in ax.texts if t.get_visible()]
-    taken = [(b.x0, b.y0, b.x1, b.y1) for b in texts]
-    every = line_points(ax)
-    out = []
-    for key, line in paths.items():
-        own = line_points(ax, [ln for ln in ax.lines if ln is not line], spacing=4.0)
-        others = line_points(ax, [line] + [ln for ln in ax.lines if ln not in paths.values()])
-        if not len(own):
-            continue
-        far = (np.min(np.hypot(*(own[:, None, :] - others[None, :, :]).transpose(2, 0, 1)), axis=1)
-               if len(others) else np.zeros(len(own)))
-        name = rule_name(key)
-        w, h = (v * ax.figure.dpi / 72.0 for v in text_size(name, fontsize))
-        g = gap * ax.figure.dpi / 72.0
-        cands, loose = [], []
-        near = lambda p, q: np.min(np.hypot(*(q - p).T)) if len(q) else np.inf  # noqa: E731
-        for i in np.argsort(-far)[:40]:
-            x, y = own[i]
-            for bx, by in ((x + g, y + g), (x - g - w, y + g), (x + g, y - g - h), (x - g - w, y - g - h)):
-                c = np.array([bx + w / 2, by + h / 2])   # read as this path's: nearer it than any other
-                if frame.x0 <= bx and bx + w <= frame.x1 and frame.y0 <= by and by + h <= frame.y1:
-                    # on a stretch the path shares with another (its first update), if need be
-                    (cands if near(c, own) < 0.8 * near(c, others) else loose).append(
-                        (bx, by, bx + w, by + h))
-        cands = cands or loose
-        if not cands:
-            continue
-        x0, y0, x1, y1 = cands[free_spot(cands, every, taken)]
-        xy = ax.transData.inverted().transform(((x0 + x1) / 2, (y0 + y1) / 2))
-        out.append(ax.text(*xy, name, fontsize=fontsize, fontweight="bold", color=colors[key], ha="center",
-                           va="center", gid=f"path-name:{key}", zorder=8,
-                           bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8)))
-        taken.append((x0, y0, x1, y1))
-    return out

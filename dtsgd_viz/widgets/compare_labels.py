@@ -1,0 +1,194 @@
+"""Where ``CompareWidget`` writes its labels: the tolerance's name on its line where no
+other line crosses it (``place_on_line``), and each run's name beside its path
+(``name_paths``), both at the first spot (``free_spot``) no line (``line_points``) and
+no other text is in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..views import style
+from ..views.path_geometry import rule_name
+
+__all__ = ["line_points", "free_spot", "place_on_line", "name_paths"]
+
+
+# ---- the tolerance's label: on its line, where no other line crosses it ----------------
+
+
+def line_points(ax, exclude=(), spacing=2.0) -> np.ndarray:
+    """``(n, 2)`` display points along every line of ``ax`` but ``exclude``, at most
+    ``spacing`` pixels apart (a box holding none of them is crossed by no line)."""
+    out = [np.zeros((0, 2))]
+    for line in ax.lines:
+        if line in exclude or not line.get_visible():
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            xy = ax.transData.transform(np.asarray(line.get_xydata(), np.float64))
+        ok = np.all(np.isfinite(xy), axis=1)
+        for a, b, good in zip(xy[:-1], xy[1:], ok[:-1] & ok[1:]):
+            if good and line.get_linestyle() not in ("None", "none", ""):
+                n = max(2, int(np.ceil(np.hypot(*(b - a)) / spacing)) + 1)
+                out.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
+        out.append(xy[ok])   # the markers (and a line of one point)
+    return np.concatenate(out)
+
+
+def free_spot(candidates, points, boxes=(), pad=1.5) -> int:
+    """The index of the first of ``candidates`` (``(n, 4)`` display boxes ``x0, y0, x1,
+    y1``) holding none of ``points`` and overlapping none of ``boxes``; none free: the
+    one with the fewest points in it."""
+    c = np.asarray(candidates, np.float64).reshape(-1, 4)
+    p = np.asarray(points, np.float64).reshape(-1, 2)
+    x0, y0, x1, y1 = (c[:, i:i + 1] for i in range(4))
+    inside = ((p[:, 0] >= x0 - pad) & (p[:, 0] <= x1 + pad)
+              & (p[:, 1] >= y0 - pad) & (p[:, 1] <= y1 + pad)).sum(axis=1)
+    for b in boxes:
+        inside += 1000 * ((c[:, 0] < b[2]) & (c[:, 2] > b[0]) & (c[:, 1] < b[3]) & (c[:, 3] > b[1]))
+    free = np.flatnonzero(inside == 0)
+    return int(free[0]) if len(free) else int(np.argmin(inside))
+
+
+def place_on_line(ax, label, y, gap=3.0, step=4.0) -> None:
+    """Move ``label`` (an annotation on the horizontal line at data ``y``) to the
+    leftmost spot just above or below the line where no other line of ``ax`` crosses
+    its box and no other text is (``free_spot``); its white box stays under it."""
+    renderer = ax.figure.canvas.get_renderer()
+    label.set_position((0.0, 0.0))
+    label.xyann = (0.0, gap)
+    label.set_verticalalignment("bottom")
+    box = label.get_window_extent(renderer)
+    w, h = box.width + 2.0, box.height + 2.0
+    frame = ax.get_window_extent(renderer)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ty = ax.transData.transform((ax.get_xlim()[0], y))[1]
+    g = gap * ax.figure.dpi / 72.0   # the offset's pixels
+    xs = np.arange(frame.x0 + 3.0, frame.x1 - w - 2.0, step)
+    if not len(xs) or not np.isfinite(ty):
+        return
+    sides = [(ty + g, ty + g + h), (ty - g - h, ty - g)]
+    cands = [(x, lo, x + w, hi) for x in xs for lo, hi in sides
+             if lo >= frame.y0 and hi <= frame.y1]
+    if not cands:
+        return
+    tol_line = [ln for ln in ax.lines if ln.get_gid() == "tolerance"]
+    texts = [t.get_window_extent(renderer) for t in ax.texts if t is not label and t.get_visible()]
+    k = free_spot(cands, line_points(ax, tol_line), [(b.x0, b.y0, b.x1, b.y1) for b in texts])
+    x0, lo, _, _ = cands[k]
+    above = lo > ty
+    frac = (x0 + 1.0 - frame.x0) / frame.width
+    label.xy = (frac, y)
+    label.xyann = (0.0, gap if above else -gap)
+    label.set_verticalalignment("bottom" if above else "top")
+
+
+GAPS = (4.0, 9.0, 15.0)   # points between a path and its name: beside it, then farther on a leader
+CORNER = 14.0   # pixels: a name's foot on its path this near a corner is at the corner
+CANDIDATES = 150   # the path's points (farthest from the other paths first) a name may stand by
+
+
+def _at_vertex(centre, xy, turn=20.0) -> tuple[bool, np.ndarray]:
+    """Whether the point of the polyline ``xy`` (display) nearest ``centre`` is one of
+    its corners (a vertex where it turns by more than ``turn`` degrees, or an end): a
+    name there reads as naming that corner (the first update's overshoot) and hides it;
+    and that nearest point."""
+    xy = xy[np.all(np.isfinite(xy), axis=1)]
+    if len(xy) < 2:
+        return True, (xy[0] if len(xy) else np.asarray(centre, np.float64))
+    a, b = xy[:-1], xy[1:]
+    d = b - a
+    L2 = np.maximum((d ** 2).sum(axis=1), 1e-12)
+    t = np.clip(((centre - a) * d).sum(axis=1) / L2, 0.0, 1.0)
+    foot = a + t[:, None] * d
+    k = int(np.argmin(np.hypot(*(foot - centre).T)))
+    if 0.0 < t[k] < 1.0:   # on a stretch: a corner only if within CORNER px of one
+        u, w = d[:-1], d[1:]
+        cos = (u * w).sum(axis=1) / np.maximum(np.hypot(*u.T) * np.hypot(*w.T), 1e-12)
+        corners = np.concatenate([xy[:1], xy[1:-1][np.degrees(np.arccos(np.clip(cos, -1, 1))) > turn], xy[-1:]])
+        return bool(np.min(np.hypot(*(corners - foot[k]).T)) < CORNER), foot[k]
+    v = k + int(t[k] >= 1.0)   # the vertex nearest
+    if v == 0 or v == len(xy) - 1:
+        return True, xy[v]
+    u, w = xy[v] - xy[v - 1], xy[v + 1] - xy[v]
+    cos = float(u @ w) / max(float(np.hypot(*u) * np.hypot(*w)), 1e-12)
+    return bool(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))) > turn), xy[v]
+
+
+def name_paths(ax, paths, colors, fontsize=style.LABEL_SIZE, gaps=GAPS) -> list:
+    """Write each run's name beside its path (``paths``: ``{config: Line2D}``), where
+    no line of ``ax`` and no other text crosses it (``free_spot``), beside a stretch of
+    the path rather than at one of its corners (``_at_vertex``), preferring the point
+    of the path farthest from the other paths: the name reads as that path's. The
+    nearest of ``gaps`` (points) where such a spot is free; a name farther than the
+    first gets a short leader to its path. Returns the names (gid
+    ``path-name:<config>``; leaders ``path-leader:<config>``)."""
+    from ..views.direct_labels import text_size
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    texts = [t.get_window_extent(renderer) for t in ax.texts if t.get_visible()]
+    taken = [(b.x0, b.y0, b.x1, b.y1) for b in texts]
+    every = line_points(ax)
+    px = ax.figure.dpi / 72.0
+    near = lambda p, q: np.min(np.hypot(*(q - p).T)) if len(q) else np.inf  # noqa: E731
+    out = []
+    for key, line in paths.items():
+        own = line_points(ax, [ln for ln in ax.lines if ln is not line], spacing=4.0)
+        others = line_points(ax, [line] + [ln for ln in ax.lines if ln not in paths.values()])
+        if not len(own):
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            xy = ax.transData.transform(np.asarray(line.get_xydata(), np.float64))
+        far = (np.min(np.hypot(*(own[:, None, :] - others[None, :, :]).transpose(2, 0, 1)), axis=1)
+               if len(others) else np.zeros(len(own)))
+        name = rule_name(key)
+        w, h = (v * px for v in text_size(name, fontsize))
+        # tiers, each at the gaps in turn: beside a stretch of its own (nearer it than any
+        # other path), beside a stretch it shares (on a leader: the leader says whose), at a
+        # corner; the first tier with a free spot is taken
+        tiers = [[] for _ in range(3 * len(gaps))]
+        for n, gap in enumerate(gaps):
+            g = gap * px
+            for i in np.argsort(-far)[:CANDIDATES]:
+                x, y = own[i]
+                for bx, by in ((x + g, y + g), (x - g - w, y + g), (x + g, y - g - h),
+                               (x - g - w, y - g - h)):
+                    if not (frame.x0 <= bx and bx + w <= frame.x1 and frame.y0 <= by and by + h <= frame.y1):
+                        continue
+                    c = np.array([bx + w / 2, by + h / 2])
+                    corner, foot = _at_vertex(c, xy)
+                    tier = 2 if corner else 0 if near(c, own) < 0.8 * near(c, others) else 1
+                    tiers[tier * len(gaps) + n].append(((bx, by, bx + w, by + h), foot, n > 0 or tier == 1))
+        chosen = None
+        for tier in tiers:
+            if tier:
+                k = free_spot([b for b, _, _ in tier], every, taken)
+                if chosen is None:
+                    chosen = tier[k]
+                if _is_free(tier[k][0], every, taken):   # else the next tier may have one
+                    chosen = tier[k]
+                    break
+        if chosen is None:
+            continue
+        (x0, y0, x1, y1), anchor, lead = chosen
+        inv = ax.transData.inverted()
+        xy_c = inv.transform(((x0 + x1) / 2, (y0 + y1) / 2))
+        text = ax.text(*xy_c, name, fontsize=fontsize, fontweight="bold", color=colors[key], ha="center",
+                       va="center", gid=f"path-name:{key}", zorder=8,
+                       bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
+        real = text.get_window_extent(renderer)   # as drawn (text_size only estimates it)
+        edge = np.clip(anchor, (real.x0, real.y0), (real.x1, real.y1))   # its point nearest the path
+        if lead and np.hypot(*(edge - np.asarray(anchor))) > 2.0 * px:
+            ax.plot(*inv.transform([edge, anchor]).T, color=colors[key], lw=0.9, zorder=7.9,
+                    gid=f"path-leader:{key}")
+        out.append(text)
+        taken.append((real.x0, real.y0, real.x1, real.y1))
+    return out
+
+
+def _is_free(box, points, boxes, pad=1.5) -> bool:
+    """Whether ``box`` holds none of ``points`` (within ``pad``) and overlaps none of ``boxes``."""
+    x0, y0, x1, y1 = box
+    p = np.asarray(points, np.float64).reshape(-1, 2)
+    hit = np.any((p[:, 0] >= x0 - pad) & (p[:, 0] <= x1 + pad) & (p[:, 1] >= y0 - pad) & (p[:, 1] <= y1 + pad))
+    return not hit and not any(x0 < b[2] and x1 > b[0] and y0 < b[3] and y1 > b[1] for b in boxes)

@@ -1,0 +1,90 @@
+"""``CompareWidget``'s figure as the tutorial shows it (notebook 03, the app): each run's
+name beside a stretch of its path, never on a corner; the headline in the table's
+numbers."""
+
+import re
+
+import matplotlib
+import numpy as np
+import pytest
+
+from dtsgd_viz import surfaces
+from dtsgd_viz.views.path_geometry import rule_name
+from dtsgd_viz.widgets.compare import CompareWidget, TableRow, rows_finding
+
+matplotlib.use("Agg")
+
+SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)   # notebook 03's and the app's
+
+
+@pytest.fixture(scope="module")
+def widget():
+    return CompareWidget(SURFACE, learning_rate=0.05, momentum=0.9, steps=60, background=False)
+
+
+def _corners(xy, turn=20.0):
+    """The vertices (pixels) where the polyline ``xy`` turns by more than ``turn``
+    degrees, and its two ends."""
+    d = np.diff(xy, axis=0)
+    cos = (d[:-1] * d[1:]).sum(axis=1) / np.maximum(np.hypot(*d[:-1].T) * np.hypot(*d[1:].T), 1e-12)
+    bent = np.degrees(np.arccos(np.clip(cos, -1, 1))) > turn
+    return np.concatenate([xy[:1], xy[1:-1][bent], xy[-1:]])
+
+
+def _nearest_on(xy, p):
+    a, b = xy[:-1], xy[1:]
+    d = b - a
+    t = np.clip(((p - a) * d).sum(axis=1) / np.maximum((d ** 2).sum(axis=1), 1e-12), 0, 1)
+    foot = a + t[:, None] * d
+    return foot[np.argmin(np.hypot(*(foot - p).T))]
+
+
+def test_run_names_cover_no_path_vertex_and_stand_off_every_corner(widget):
+    ax = widget.view.artists.ax_path
+    fig = ax.figure
+    r = fig.canvas.get_renderer()
+    paths = {k: ax.transData.transform(line.get_xydata()) for k, line in widget.view.artists.paths.items()}
+    names = {t.get_gid()[len("path-name:"):]: t for t in ax.texts if (t.get_gid() or "").startswith("path-name:")}
+    assert set(names) == set(paths) and all(t.get_text() == rule_name(k) for k, t in names.items())
+    boxes = {k: t.get_window_extent(r) for k, t in names.items()}
+    for key, box in boxes.items():
+        for other, xy in paths.items():   # no vertex of any path (the plain run's corner) under a name
+            inside = (xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1)
+            assert not inside.any(), (key, "covers a vertex of", other)
+        for other in boxes:
+            assert other == key or not box.overlaps(boxes[other])
+        # where the name points at its path (its leader's end, or the path's point nearest it)
+        leader = [ln for ln in ax.lines if ln.get_gid() == f"path-leader:{key}"]
+        centre = np.array([(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2])
+        foot = (ax.transData.transform(leader[0].get_xydata())[-1] if leader
+                else _nearest_on(paths[key], centre))
+        assert np.hypot(*(_nearest_on(paths[key], foot) - foot)) < 2.0   # on its own path
+        # not at a corner: Nesterov's not at its first update's overshoot
+        gap = np.min(np.hypot(*(_corners(paths[key]) - foot).T))
+        assert gap >= 10.0, (key, gap)
+        if leader:   # a leader joins the name to its path: from the name's box edge, in its colour
+            start = ax.transData.transform(leader[0].get_xydata())[0]
+            assert box.x0 - 1 <= start[0] <= box.x1 + 1 and box.y0 - 1 <= start[1] <= box.y1 + 1
+            assert leader[0].get_color() == names[key].get_color()
+
+
+def test_headline_says_the_tables_numbers(widget):
+    from dtsgd_viz.views.figure import headline_texts
+    finding = " ".join(headline_texts(widget.figure)[0].split())
+    rows = {rule_name(r.name): r.final_loss for r in widget.rows}
+    best = min(rows, key=rows.get)
+    m = re.match(rf"{best} ends lowest after 60 updates: (\d+)× below (\w+) and (\d+)× below (\w+)$", finding)
+    assert m, finding
+    for times, name in ((m[1], m[2]), (m[3], m[4])):
+        assert int(times) == round(rows[name] / rows[best])   # the table's ratio, as the table prints it
+        assert f">{rows[name]:.2e}<" in widget.table.value
+    assert ">loss after the last update<" in widget.table.value
+
+
+def test_rows_finding_names_level_and_diverged_runs():
+    rows = [TableRow("plain", None, 2.0), TableRow("momentum", 5, 1.0), TableRow("nesterov", 4, 0.5)]
+    assert rows_finding(rows, 10) == "Nesterov ends lowest after 10 updates: 2.0× below momentum and 4.0× below plain"
+    assert rows_finding([TableRow("plain", 3, 1.0), TableRow("nesterov", 3, 1.02)], 10) is None   # level
+    gone = [TableRow("plain", 3, 0.1), TableRow("momentum", None, np.inf, diverged=True)]
+    assert rows_finding(gone, 10) == "Plain reaches loss 0.1 after 10 updates; momentum diverged"
+    assert rows_finding([TableRow("plain", None, np.nan, diverged=True)], 10) is None
