@@ -19,7 +19,8 @@ from . import update_geometry as upd
 from . import update_panel as panel
 from .figure import headline, new_figure
 from .path_loss import draw_loss
-from .path_names import NAME_OFFSET, draw_start_and_minima, name_runs, place_names  # noqa: F401
+from .path_casing import draw_casings
+from .path_names import NAME_OFFSET, _drawn, draw_start_and_minima, name_runs, place_names  # noqa: F401
 from .path_scene import PathScene, finding, settings_line
 
 __all__ = ["PathArtists", "draw_scene", "draw_zoom", "follow_update", "set_trail", "path_title",
@@ -51,6 +52,7 @@ class PathArtists:
     caption_tail: str = ""   # the caption's lines after that
     run_names: dict = dataclasses.field(default_factory=dict)   # config -> its name on its path
     whole: bool = False      # each path drawn whole in its rule's look (``plot_paths``), not split
+    casings: dict = dataclasses.field(default_factory=dict)   # config -> its casing where paths coincide
 
 
 ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −lr·g in its light tint, "
@@ -59,12 +61,13 @@ ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −
 ARROW_CAPTION = "arrows: μ·v in the run's colour, then −lr·g in its light tint, tip to tail"
 REST_CAPTION = ("Paths up to update {k}: each rule's line and markers; after update {k}: thin line, "
                 "lighter, in the rule's dash")
-WHOLE_CAPTION = ("Each path whole, in its rule's look; rings: the parameters before update {k} "
-                 "(the dashed line in the loss panel)")
+WHOLE_CAPTION = ("Each path whole in its rule's look; rings: the parameters before update {k} "
+                 "(dashed line in the loss panel)")
 UPDATE_NOTE = "plot_update(..., step={k}) takes update {k} apart into its terms as arrows"
 
 
 SQUARE_PATHS_SIZE = (style.WIDTH, 5.3)   # paths and loss, the paths' equal-aspect panel as tall as wide
+CAPTION_SIZE = style.LABEL_SIZE   # a caption under the panels reads as their labels do
 
 
 def caption_text(update, tail="", whole=False) -> str:
@@ -91,7 +94,7 @@ def _axes(scene, ax, art_caption, zoom_keys=(), arrows=False, update=None, whole
         ax_path, ax_loss = top.subplots(1, 2, gridspec_kw=dict(width_ratios=[1.05, 1.0]))
         if not zoom_keys:
             if text:
-                art_caption["caption"] = body.supxlabel(text, fontsize=style.NOTE_SIZE,
+                art_caption["caption"] = body.supxlabel(text, fontsize=CAPTION_SIZE,
                                                         color=style.SUBTITLE_COLOR)
             return fig, ax_path, ax_loss, {}, True
         zooms = bottom.subplots(1, len(zoom_keys), squeeze=False)[0]
@@ -110,8 +113,8 @@ def _index(scene, key, update):
     return geo.step_index(scene.recordings[key].steps, update)
 
 
-def draw_scene(scene: PathScene, update, ax, arrows, zoom=True,
-               note=None, auto=False, run_names=False, whole=False) -> tuple[object, PathArtists]:
+def draw_scene(scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=False,
+               run_names=False, whole=False, see_through=False) -> tuple[object, PathArtists]:
     """Draw ``scene`` at ``update`` (None: no update picked) on ``ax`` (None: a new
     figure, with a zoomed panel per run if ``zoom`` and there are arrows); with an
     update, each path is drawn in its rule's look up to it and as a thin line over the
@@ -119,7 +122,8 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True,
     the update was picked as where the runs differ most (the title says so); ``whole``:
     each path drawn whole in its rule's look, the update only ringed (no thin rest, no
     trail: ``plot_paths``; the widgets keep the split, they step through the run);
-    ``run_names``: write each run's name on its path (``path_names.name_runs``). Returns
+    ``run_names``: write each run's name on its path (``path_names.name_runs``);
+    ``see_through`` (or ``whole``): a see-through star under the rings. Returns
     the figure and the ``PathArtists`` that follow the update."""
     if arrows and update is not None and note is None:
         # draw what the recording allows: without the update before, no arrows, and say why
@@ -139,7 +143,10 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True,
     dots = max(len(c) for c in scene.coords.values()) <= 61
     picked = update is not None
     _draw_path_lines(scene, art, looks, dots, picked and not whole)
-    art.names = draw_start_and_minima(scene, ax_path)
+    if whole or not picked:   # drawn whole: where two paths coincide, both show
+        span = max(np.ptp(scene.box[0]), np.ptp(scene.box[1]))
+        art.casings = draw_casings(ax_path, {k: _drawn(scene, k) for k in scene.coords}, looks, span)
+    art.names = draw_start_and_minima(scene, ax_path, see_through=whole or see_through)
     _frame_path_axes(scene, ax_path)
     if picked:
         _draw_step(scene, update, art, arrows, looks)
@@ -158,8 +165,15 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True,
     if run_names:
         if not zoom_axes:
             fig.draw_without_rendering()
+        if picked:   # on the laid-out panel
+            place_names(art, _update_ends(scene, update), scene)
         art.run_names = name_runs(scene, art, looks)
     return fig, art
+
+
+def _update_ends(scene, update) -> list:
+    ends = [(c, _index(scene, k, update)) for k, c in scene.coords.items()]
+    return [p for c, i in ends for p in (c[i], c[min(i + 1, len(c) - 1)])]
 
 
 def _why_no_arrows(scene, update):
@@ -371,7 +385,6 @@ def _draw_step(scene, update, art, arrows, looks):
                 gid=f"zoom-box:{key}"))
             draw_zoom(scene, art, key, panel_at(scene, key, i, arrows))
     follow_update(scene, art, update)
-
 
 
 def stacked_over(moving) -> list:

@@ -90,11 +90,12 @@ def _plain_log_ticks(ax) -> None:
 
 def _frame(scene, ax, from_surface) -> None:
     from matplotlib.ticker import MaxNLocator
-    ax.set_yscale("log")
+    log = _needs_log(scene)
+    ax.set_yscale("log" if log else "linear")
     ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
     ax.set_ylabel("loss after the update (from the surface)" if from_surface
                   else "loss (before the update)", fontsize=style.LABEL_SIZE)
-    ax.set_title("Loss per update (log scale)", fontsize=style.TITLE_SIZE)
+    ax.set_title("Loss per update" + (" (log scale)" if log else ""), fontsize=style.TITLE_SIZE)
     ax.grid(True, which="major", alpha=0.3)
     ax.tick_params(labelsize=style.TICK_SIZE)
     # updates are whole numbers, ticked at round steps (1, 2, 5, 10, 20, ...)
@@ -104,6 +105,20 @@ def _frame(scene, ax, from_surface) -> None:
     if last - first < 4:  # a short run: a margin of half an update, ticks on the updates
         ax.set_xlim(first - 0.5, last + 0.5)
     ax.autoscale_view()
+
+
+LINEAR_SPAN = 10.0   # losses within this factor of each other read on a linear axis
+
+
+def _needs_log(scene) -> bool:
+    """A log axis where the finite positive losses span ``LINEAR_SPAN`` or more (or a run
+    diverged), else linear: under a decade a log axis only bends the lines."""
+    vals = [np.asarray(v, np.float64) for _, v, _ in scene.losses.values()]
+    v = np.concatenate(vals) if vals else np.zeros(0)
+    with np.errstate(invalid="ignore"):
+        bad = not np.all(np.isfinite(v)) or np.any(v <= 0)
+    v = v[np.isfinite(v) & (v > 0)]
+    return bool(scene.diverged or bad or not len(v) or v.max() >= LINEAR_SPAN * v.min())
 
 
 def _diverged_note(scene, ax, lost) -> None:

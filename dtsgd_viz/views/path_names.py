@@ -1,8 +1,9 @@
-"""The names on a path panel: the start and the minimum (starred, over every path, on a
-white halo) named beside their points, off the current markers, the paths and the zoom
-boxes (``place_names``), and each run's name written on its own path where it runs
-clear of the others (``name_runs``), so the runs are told apart by more than colour.
-``views.path_frames`` draws the rest of the figure.
+"""The names on a path panel: the start and the minimum (a star with a see-through
+face over the paths, so a path's end shows through it) named beside their points where no path runs
+(``place_names``), and each run's name written on its own path where it runs clear of
+the others (``name_runs``), so the runs are told apart by more than colour. Both place
+with ``views.path_labels`` (candidate spots scored in display pixels against every
+path, marker, box and label, and the frame). ``views.path_frames`` draws the rest.
 """
 
 from __future__ import annotations
@@ -11,15 +12,20 @@ import numpy as np
 
 from . import path_geometry as geo
 from . import style
-from .direct_labels import text_size
+from .path_labels import best_spot, panel_obstacles, place_text, renderer_of, text_box
+from .path_scene import minimum_on_plane
 
 __all__ = ["draw_start_and_minima", "place_names", "name_runs", "NAME_OFFSET", "STAR_Z",
            "path_samples"]
 
 NAME_OFFSET = (9.0, 7.0)   # points from the start / minimum to their names' corner
-# the star and its name: over every path, trail, arrow and zoom box (a tangle of paths
-# around the minimum never hides it)
-STAR_Z = 7.6
+# the star: see-through (stills), over the paths on a half-transparent face (a path that
+# runs into the minimum shows through it), under the rings and arrows; else (the GIF,
+# whose palette keeps its yellow exact) opaque on a white halo over everything
+STAR_Z = 5.0
+OPAQUE_STAR_Z = 7.6
+STAR_FACE_ALPHA = 0.5
+NAME_Z = 7.7
 HALO = 3.0   # points of white around the star and the names
 
 
@@ -28,41 +34,33 @@ def _halo(width=HALO):
     return [patheffects.withStroke(linewidth=width, foreground="white")]
 
 
-def draw_start_and_minima(scene, ax_path) -> dict:
+def draw_start_and_minima(scene, ax_path, see_through=False) -> dict:
     """The start points and the minima (starred, on a white halo over the paths), each
     named beside it on a white box (``place_names`` moves it off the marks); returns
     ``{gid: Annotation}`` of the names. A minimum projected from more than two numbers
-    says so, and that the plane's own lowest point is elsewhere."""
+    says so (the caption says it lies off the plane). ``see_through``: the star's face
+    half transparent, under the rings (a path that ends in the minimum shows through
+    it); else opaque over everything (the GIF keeps its yellow exact)."""
     start, star = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"]
     ax_path.plot(scene.starts[:, 0], scene.starts[:, 1], start.marker, ms=start.ms, mfc="white",
                  mec=start.color, mew=start.lw, ls="none", label="start", gid="start",
                  zorder=start.zorder)
-    scale = max(1.0, float(np.abs(scene.plane.origin).max()))
-    on_plane = scene.plane.is_identity or scene.minima_off_plane < 1e-6 * scale
-    min_label = ("minima" if len(scene.minima) > 1 else "minimum") + (
-        "" if on_plane else " (projected:\noff this plane, so not\nthe plane's lowest point)")
-    short = min_label.split(":")[0] + (")" if ":" in min_label else "")   # the legend's
-    ax_path.plot(scene.minima[:, 0], scene.minima[:, 1], star.marker, ms=star.ms, mfc=style.MINIMUM_FACE,
-                 mec=star.color, mew=star.lw, ls="none", label=short, gid="minimum", zorder=STAR_Z,
-                 path_effects=_halo())
+    on_plane = minimum_on_plane(scene)
+    # projected: the caption says it lies off the plane (``MINIMUM_NOTE``)
+    min_label = ("minima" if len(scene.minima) > 1 else "minimum") + ("" if on_plane else " (projected)")
+    short = min_label
+    from matplotlib.colors import to_rgba
+    ax_path.plot(scene.minima[:, 0], scene.minima[:, 1], star.marker, ms=star.ms,
+                 mfc=to_rgba(style.MINIMUM_FACE, STAR_FACE_ALPHA if see_through else 1.0),
+                 mec=star.color, mew=star.lw, ls="none", label=short, gid="minimum",
+                 zorder=STAR_Z if see_through else OPAQUE_STAR_Z, path_effects=[] if see_through else _halo())
     names = [("start", p, "start-label") for p in scene.starts[:1]]
     names += [(min_label, scene.minima[0], "minimum-label")]
     return {gid: ax_path.annotate(
         text, xy, xytext=NAME_OFFSET, textcoords="offset points", ha="left", va="bottom",
-        fontsize=style.LABEL_SIZE if "\n" not in text else style.NOTE_SIZE + 0.5,
-        fontweight="bold", color="black", gid=gid, annotation_clip=True, zorder=STAR_Z + 0.1,
+        fontsize=style.LABEL_SIZE, fontweight="bold", color="black", gid=gid, annotation_clip=True,
+        zorder=NAME_Z, arrowprops=dict(arrowstyle="-", color="0.25", lw=0.8, shrinkA=0, shrinkB=3),
         bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85)) for text, xy, gid in names}
-
-
-def _scale(ax):
-    """Points per data unit along x and y of the path panel, and its size in points."""
-    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-    bbox = ax.get_window_extent()
-    dpi = ax.figure.figure.dpi
-    W, H = bbox.width * 72.0 / dpi, bbox.height * 72.0 / dpi
-    if ax.get_aspect() == 1.0:   # an equal-aspect box is drawn square
-        W = H = min(W, H)
-    return np.array([W / ((x1 - x0) or 1.0), H / ((y1 - y0) or 1.0)]), (W, H)
 
 
 def path_samples(coords, per_segment=6) -> np.ndarray:
@@ -81,114 +79,121 @@ def _drawn(scene, key):
     return c[:geo.drawn_length(len(c), scene.diverged.get(key))]
 
 
-def _box_edges(art) -> list:
-    """Points along the edges of the zoom boxes on the path panel."""
-    out = []
-    t = np.linspace(0.0, 1.0, 12)
-    for box in art.zoom_boxes.values():
-        x, y, w, h = box.get_x(), box.get_y(), box.get_width(), box.get_height()
-        if w <= 0 or h <= 0:
-            continue
-        out += [np.column_stack([x + w * t, np.full_like(t, y)]), np.column_stack([x + w * t, np.full_like(t, y + h)]),
-                np.column_stack([np.full_like(t, x), y + h * t]), np.column_stack([np.full_like(t, x + w), y + h * t])]
+NAME_RADII = (2.0, 5.0, 10.0, 18.0, 28.0)   # pixels from a point's marker to its name's near side
+LEADER_PX = 7.0   # a name further than this off its point's marker hangs on a leader
+
+
+def _marker_radius(ax, gid) -> float:
+    """Pixels from the start's (``gid`` ``start-label``) or the star's centre to its edge."""
+    want = "start" if gid == "start-label" else "minimum"
+    ms = max([ln.get_markersize() for ln in ax.lines if ln.get_gid() == want], default=0.0)
+    return 0.5 * ms * ax.figure.dpi / 72.0 + 1.0
+
+
+def place_names(art, marks=(), scene=None) -> list:
+    """Put the start and minimum names (``art.names``) beside their points where no
+    path, marker, box or other label is (``path_labels.best_spot``); ``marks`` (plot
+    coordinates: the update's ends) are kept clear too. Returns the names."""
+    ax = art.ax_path
+    names = [a for a in art.names.values() if a.get_visible()]
+    if not names:
+        return []
+    renderer = renderer_of(ax.figure)
+    obs = panel_obstacles(art, skip=set(names))
+    for m in marks:
+        obs.add_marker(ax.transData.transform(np.asarray(m, np.float64)), 5.0)
+    for ann in names:
+        anchor = ax.transData.transform(np.asarray(ann.xy, np.float64))
+        x0, y0, x1, y1 = text_box(ann, renderer)
+        mark = _marker_radius(ax, ann.get_gid())
+        box = best_spot(obs, anchor, (x1 - x0, y1 - y0), radii=tuple(mark + r for r in NAME_RADII), near=0.35)
+        place_text(ann, box, anchor)
+        obs.add_box(box)
+        far = np.hypot(*(np.clip(anchor, box[:2], box[2:]) - anchor)) > mark + LEADER_PX
+        if ann.arrow_patch is not None:   # a leader only where the name sits off its point
+            ann.arrow_patch.set_visible(bool(far))
+    return names
+
+
+def _px_samples(ax, c, spacing=3.0) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        xy = ax.transData.transform(np.asarray(c, np.float64).reshape(-1, 2))
+    xy = xy[np.all(np.isfinite(xy), axis=1)]
+    out = [xy]
+    for a, b in zip(xy[:-1], xy[1:]):
+        n = min(500, max(2, int(np.hypot(*(b - a)) / spacing) + 1))
+        out.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
+    return np.concatenate(out) if len(xy) else np.zeros((0, 2))
+
+
+def _min_dist(a, b) -> np.ndarray:
+    if not len(b):
+        return np.full(len(a), np.inf)
+    out = np.empty(len(a))
+    for i in range(0, len(a), 512):
+        out[i:i + 512] = np.min(np.linalg.norm(a[i:i + 512, None, :] - b[None, :, :], axis=-1), axis=1)
     return out
 
 
-def place_names(art, marks, scene=None) -> list:
-    """Put the start and minimum names (``art.names``) on the side of their points away
-    from ``marks`` (plot coordinates: the current markers and the update's ends), each
-    other's points and, with ``scene``, the paths near them and the zoom boxes
-    (``path_geometry.label_side``); returns the names."""
-    ax = art.ax_path
-    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-    scale, _ = _scale(ax)
-    anchors = [np.asarray(a.xy, np.float64) for a in art.names.values()]
-    lines = []
-    if scene is not None:
-        lines = [path_samples(_drawn(scene, k)) for k in scene.coords] + _box_edges(art)
-    lines = np.concatenate(lines) if lines else np.zeros((0, 2))
-    for ann, anchor in zip(art.names.values(), anchors):
-        others = [m for m in [*marks, *anchors] if m is not anchor]
-        marks_pt = (np.asarray(others, np.float64).reshape(-1, 2) - anchor) * scale
-        w, h = text_size(ann.get_text(), ann.get_fontsize())
-        room = tuple(zip((np.array([x0, y0]) - anchor) * scale, (np.array([x1, y1]) - anchor) * scale))
-        size = (1.1 * w, h)
-        # off the marks first (they must show); off the paths and boxes too where a side allows
-        sx, sy = geo.label_side(np.concatenate([marks_pt, (lines - anchor) * scale]), size, NAME_OFFSET,
-                                clear=4.0, room=room)
-        if _gap(marks_pt, (sx, sy), size) < 4.0:
-            sx, sy = geo.label_side(marks_pt, size, NAME_OFFSET, room=room)
-        ann.xyann = (sx * NAME_OFFSET[0], sy * NAME_OFFSET[1])
-        ann.set_horizontalalignment("left" if sx > 0 else "right")
-        ann.set_verticalalignment("bottom" if sy > 0 else "top")
-    return list(art.names.values())
-
-
-def _bold_length(art, key) -> int:
-    """How many points of ``key``'s path are drawn in its rule's look (the rest is thin)."""
-    line = art.paths.get(key)
-    return len(line.get_xdata()) if line is not None else 0
-
-
-def _gap(pts, side, size, offset=NAME_OFFSET) -> float:
-    """How far (points) the label of ``size`` at ``side`` of its anchor is from ``pts``."""
-    if not len(pts):
-        return np.inf
-    (sx, sy), (w, h), (dx, dy) = side, size, offset
-    xs, ys = sorted((sx * dx, sx * (dx + w))), sorted((sy * dy, sy * (dy + h)))
-    gx = np.maximum(0.0, np.maximum(xs[0] - pts[:, 0], pts[:, 0] - xs[1]))
-    gy = np.maximum(0.0, np.maximum(ys[0] - pts[:, 1], pts[:, 1] - ys[1]))
-    return float(np.hypot(gx, gy).min())
+RUN_RADII = (10.0, 16.0, 24.0, 34.0)   # pixels from a run's point to its name
+LEADER_CROSSING = 12.0   # the cost of each of a leader's 12 samples on another run's path
 
 
 def name_runs(scene, art, looks) -> dict:
-    """Write each run's name (``path_geometry.rule_name``) on its own path, at the point
-    of its drawn path furthest from the other runs' paths, the start and the minima,
-    beside it off every path (``update_geometry.place_labels``), on a thin leader in the
-    run's colour. Call once the figure is laid out. Returns ``{config: Annotation}``."""
-    from .update_geometry import place_labels
+    """Write each run's name (``path_geometry.rule_name``) beside a point of its own path
+    that runs clear of the other runs, the start and the minima, on a thin leader in the
+    run's colour: of the clearest points, the one whose name spot (``path_labels``) costs
+    least, leader crossings of other paths included. Call once the figure is laid out.
+    Returns ``{config: Annotation}``."""
     ax = art.ax_path
     if len(scene.coords) < 2:
         return {}
-    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-    scale, (W, H) = _scale(ax)
-    to_pt = lambda p: (np.asarray(p, np.float64).reshape(-1, 2) - [x0, y0]) * scale  # noqa: E731
-    samples = {k: to_pt(path_samples(_drawn(scene, k))) for k in scene.coords}
-    fixed = to_pt(np.concatenate([scene.starts, scene.minima]))
-    every = np.concatenate([*samples.values(), fixed])
-    # the start and minimum names' boxes (laid out): no run's name on them
-    dpi, origin = ax.figure.figure.dpi, ax.get_window_extent()
-    for ann in art.names.values():
-        e = ann.get_window_extent()
-        gx, gy = np.meshgrid(np.linspace(e.x0, e.x1, 6), np.linspace(e.y0, e.y1, 3))
-        box = (np.column_stack([gx.ravel(), gy.ravel()]) - [origin.x0, origin.y0]) * 72.0 / dpi
-        fixed = np.concatenate([fixed, box])
-    every = np.concatenate([*samples.values(), fixed])
-    anchors, sizes, keys = [], [], []
-    for key in scene.coords:
-        c = _drawn(scene, key)
-        n = min(len(c), _bold_length(art, key))
-        own, bold = samples[key], np.arange(len(samples[key])) < (n - 1) * 6
-        inside = np.all((own > 30) & (own < np.array([W, H]) - 30), axis=1)
-        if not inside.any():
-            continue
-        others = np.concatenate([*(s for k, s in samples.items() if k != key), fixed, *anchors])
-        gap = np.min(np.linalg.norm(own[:, None, :] - others[None, :, :], axis=-1), axis=1)
-        gap[~inside] = -1.0
-        # on the part drawn bold when it runs clear of the others there, else the clearest point
-        pick = np.where(bold, gap, -1.0) if (bold & (gap >= 14.0)).any() else gap
-        clear = np.flatnonzero(pick >= min(28.0, pick.max()))
-        anchors.append(own[clear[0]][None])
-        sizes.append(text_size(geo.rule_name(key), style.LABEL_SIZE))
-        keys.append(key)
-    spots = place_labels([a[0] for a in anchors], sizes, every, (W, H), radii=(12.0, 20.0, 30.0))
+    renderer = renderer_of(ax.figure)
+    f = ax.get_window_extent()
+    samples = {k: _px_samples(ax, _drawn(scene, k)) for k in scene.coords}
+    fixed = ax.transData.transform(np.concatenate([scene.starts, scene.minima]))
     out = {}
-    for key, a, (dx, dy, ha, va) in zip(keys, anchors, spots):
-        xy = a[0] / scale + [x0, y0]
+    for key in scene.coords:
         color = looks[key].color
-        out[key] = ax.annotate(
-            geo.rule_name(key), xy, xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
-            fontsize=style.LABEL_SIZE, fontweight="bold", color=color, gid=f"run-name:{key}",
-            zorder=STAR_Z - 0.3, path_effects=_halo(), annotation_clip=False,
-            arrowprops=dict(arrowstyle="-", color=color, lw=0.9, shrinkA=0, shrinkB=1))
+        ann = ax.annotate(
+            geo.rule_name(key), _drawn(scene, key)[0], xytext=(0, 0), textcoords="offset points",
+            ha="center", va="center", fontsize=style.LABEL_SIZE, fontweight="bold", color=color,
+            gid=f"run-name:{key}", zorder=NAME_Z - 0.2, path_effects=_halo(), annotation_clip=False,
+            arrowprops=dict(arrowstyle="-", color=color, lw=0.9, shrinkA=1, shrinkB=1))
+        x0, y0, x1, y1 = text_box(ann, renderer)
+        size = (x1 - x0, y1 - y0)
+        obs = panel_obstacles(art, skip={ann})
+        others = np.concatenate([*(s for k, s in samples.items() if k != key), fixed])
+        own_xy = path_samples(_drawn(scene, key))   # the leader ends on the path
+        own = ax.transData.transform(own_xy)
+        inside = np.all((own > [f.x0 + 20, f.y0 + 20]) & (own < [f.x1 - 20, f.y1 - 20]), axis=1)
+        if not inside.any():
+            ann.remove()
+            continue
+        gap = _min_dist(own, others)
+        gap[~inside] = -1.0
+        order = np.argsort(-gap)[:40:2] if gap.max() > 0 else np.flatnonzero(inside)[:10]
+        best = None
+        for i in order:
+            anchor = own[i]
+
+            def leader(box, anchor=anchor):   # other paths its leader would cross
+                end = np.clip(anchor, box[:2], box[2:])
+                seg = anchor + np.linspace(0.0, 1.0, 12)[:, None] * (end - anchor)
+                return LEADER_CROSSING * float(np.count_nonzero(_min_dist(seg, others) < 2.5))
+            box = best_spot(obs, anchor, size, radii=RUN_RADII, extra=leader)
+            cost = _spot_total(obs, box, anchor, leader) - 0.2 * min(gap[i], 40.0)
+            if best is None or cost < best[0]:
+                best = (cost, i, box)
+        _, i, box = best
+        anchor = own[i]
+        ann.xy = tuple(own_xy[i])
+        place_text(ann, box, anchor)
+        out[key] = ann
     return out
+
+
+def _spot_total(obs, box, anchor, leader) -> float:
+    from .path_labels import spot_cost
+    r = float(np.hypot(*(np.clip(anchor, box[:2], box[2:]) - anchor)))
+    return spot_cost(obs, box) + 0.15 * r + leader(box)

@@ -15,7 +15,8 @@ from . import path_geometry as geo
 from . import style
 from .empty import check_not_empty
 
-__all__ = ["PathScene", "build_scene", "default_update", "finding", "settings_line"]
+__all__ = ["PathScene", "build_scene", "default_update", "finding", "settings_line", "scene_notes",
+           "minimum_on_plane"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -89,10 +90,10 @@ def build_scene(recordings, surface, name, diverged=None) -> PathScene:
     # a diverged run counts for the box only until it leaves the view
     kept = [c if k not in diverged else c[:geo.drawn_length(len(c), diverged[k]) - 1]
             for k, c in coords.items()]
-    box = geo.plot_box(view_box, np.concatenate(kept))
-    grid = geo.loss_grid(surface.value_np, plane, shape, box)
     minima_flat = np.asarray(surface.minimum, np.float64).reshape(-1, dim)
     minima = geo.project(minima_flat, plane)
+    box = geo.plot_box(view_box, np.concatenate(kept + _near(minima, np.concatenate(kept))))
+    grid = geo.loss_grid(surface.value_np, plane, shape, box)
     off = float(np.max(np.linalg.norm(geo.lift(minima, plane) - minima_flat, axis=-1)))
     starts = np.unique(np.round(np.stack([c[0] for c in coords.values()]), 12), axis=0)
     losses = {}
@@ -103,6 +104,18 @@ def build_scene(recordings, surface, name, diverged=None) -> PathScene:
             losses[k] = (np.asarray(r.steps), surface.value_np(r.global_values(name, "param")), True)
     return PathScene(surface, name, recordings, style.optimizer_colors(recordings), plane, coords,
                   box, grid, geo.log_levels(grid[2]), minima, off, starts, losses, diverged)
+
+
+def _near(points, coords, grow=0.5) -> list:
+    """``points`` within the finite ``coords``' box grown by ``grow`` of its size each side
+    (a projected minimum near the paths is framed with them, not on the frame's edge)."""
+    c = coords[np.all(np.isfinite(coords), axis=1)]
+    if not len(c):
+        return []
+    lo, hi = c.min(axis=0), c.max(axis=0)
+    pad = grow * (hi - lo)
+    ok = np.all((points >= lo - pad) & (points <= hi + pad), axis=1)
+    return [points[ok]] if ok.any() else []
 
 
 # ---- what the figure says: the update it takes apart, its finding, its settings -------
@@ -210,3 +223,40 @@ def settings_line(scene: PathScene) -> str:
             f"{scene.plane.dim} parameters, top 2 principal directions")
     start = "same start" if len(scene.starts) == 1 else f"{len(scene.starts)} starts"
     return " · ".join(p for p in (label, hp, what, start) if p)
+
+
+def minimum_on_plane(scene) -> bool:
+    """Whether the minimum lies on the drawn plane (always for a 2-D surface)."""
+    scale = max(1.0, float(np.abs(scene.plane.origin).max()))
+    return scene.plane.is_identity or scene.minima_off_plane < 1e-6 * scale
+
+
+MINIMUM_NOTE = "★ minimum (projected): the bottom lies off this plane, so the plane's lowest contour is elsewhere"
+
+
+FIRST_STEP_SEEN = 0.05   # of the panel's span: a first step this long is seen as long
+FIRST_STEP_NOTE = ("Nesterov's first step is (1+μ) = {f:g}× {whose}: tf-keras takes p ← p + μ·v − lr·g "
+                   "with v = −lr·g")
+
+
+def scene_notes(scene) -> str:
+    """The caption's lines on what would otherwise go unexplained: Nesterov's long first
+    step (tf-keras' form: ``(1 + mu)`` times the first step of a run of the same
+    learning rate), where it is at least ``FIRST_STEP_SEEN`` of the panel, and a
+    projected minimum."""
+    out = []
+    nest = [k for k, r in scene.recordings.items() if r.hyperparameters.nesterov and r.hyperparameters.momentum]
+    rest = [k for k in scene.recordings if k not in nest]
+    lr = {k: tuple(np.round(np.asarray(r.hyperparameters.learning_rate, np.float64).ravel()[:1], 12))
+          for k, r in scene.recordings.items()}
+    rest = [k for k in rest if lr[k] == lr[nest[0]]] if nest else rest
+    span = max(np.ptp(scene.box[0]), np.ptp(scene.box[1]))
+    first = {k: float(np.linalg.norm(scene.coords[k][1] - scene.coords[k][0])) if len(scene.coords[k]) > 1
+             else 0.0 for k in scene.coords}
+    if nest and rest and first[nest[0]] >= FIRST_STEP_SEEN * span:   # only where it shows
+        mu = float(scene.recordings[nest[0]].hyperparameters.momentum)
+        whose = geo.rule_name(rest[0]) + "'s" if len(rest) == 1 else "the others'"
+        out.append(FIRST_STEP_NOTE.format(f=round(1.0 + mu, 3), whose=whose))
+    if not minimum_on_plane(scene):
+        out.append(MINIMUM_NOTE)
+    return "\n".join(out)

@@ -51,7 +51,7 @@ import numpy as np
 
 from .path_frames import UPDATE_NOTE, PathArtists, caption_text, draw_scene, path_title, short_note
 from .path_loss import air_between_ends
-from .path_scene import PathScene, build_scene, default_update
+from .path_scene import PathScene, build_scene, default_update, scene_notes
 
 __all__ = ["plot_paths", "animate", "draw_paths", "PathsView"]
 
@@ -123,6 +123,9 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Non
     if tail is not None and art.caption is not None:
         art.caption_tail = tail
         art.caption.set_text(caption_text(update, tail, True))
+    notes = scene_notes(scene)
+    if notes and art.caption is not None:
+        art.caption.set_text(art.caption.get_text() + "\n" + notes)
     return fig
 
 
@@ -146,17 +149,18 @@ class PathsView:
 
 
 def draw_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=True,
-               zoom=True, note=None, diverged=None) -> PathsView:
+               zoom=True, note=None, diverged=None, see_through=False) -> PathsView:
     """Like ``plot_paths`` (same arguments and errors) but returns the ``PathsView``;
     ``step=None`` here picks no update (the widgets' paths without arrows).
     ``note``: a note for the path panel (why there are no arrows), drawn as
     ``plot_paths`` draws its own. ``diverged``: ``{config: update}`` of the runs that
     diverged and the update at which they left the view (None: found from the paths,
     ``path_geometry.diverged_runs``); those paths are drawn up to there and named in
-    a note on the path and loss panels."""
+    a note on the path and loss panels. ``see_through``: the star under the rings on a
+    see-through face, as ``plot_paths`` draws it (the GIF's is opaque, over them)."""
     scene = build_scene(recordings, surface, name, diverged)
     update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
-    fig, art = draw_scene(scene, update, ax, arrows, zoom=zoom, note=note)
+    fig, art = draw_scene(scene, update, ax, arrows, zoom=zoom, note=note, see_through=see_through)
     return PathsView(fig, scene, art, bool(arrows) and art.note is None, update)
 
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..views import style
-from ..views.direct_labels import text_size
 from ..views.figure import fit, headline, new_figure
 from ..views import update_geometry as upd
 from ..views.path_geometry import rule_name
 from ..views.path_frames import draw_zoom
+from ..views.path_labels import (HARD, boxes_overlap, panel_obstacles, place_text, renderer_of, spot_cost,
+                                 text_box)
+from ..views.path_names import place_names
 from ..views.path_scene import settings_line
 from ..views.paths import draw_paths
 
@@ -108,7 +110,7 @@ def explorer_view(recordings, surface, step, *, name, arrows, zoom, note):
         # tick labels and titles change width with the update after the layout ran
         ax.set_anchor("E" if i == 0 and n > 1 else "W" if i == n - 1 and n > 1 else "C")
     view = draw_paths(recordings, surface, step, name=name, ax=(ax_path, ax_loss), arrows=arrows,
-                      zoom=False, note=note)
+                      zoom=False, note=note, see_through=True)
     scene, art = view.scene, view.artists
     index = int(np.flatnonzero(np.asarray(next(iter(scene.recordings.values())).steps) == view.update)[0])
     headline(fig, update_finding(scene, index), settings_line(scene))
@@ -214,23 +216,10 @@ def callout_spot(box_px, size_px, obstacles, taken, frame, gap=3.0):
     return best
 
 
-def _path_pixels(ax, lines, spacing=3.0):
-    """Display points along ``lines``, at most ``spacing`` pixels apart."""
-    out = [np.zeros((0, 2))]
-    for line in lines:
-        with np.errstate(invalid="ignore"):
-            xy = ax.transData.transform(np.asarray(line.get_xydata(), np.float64))
-        xy = xy[np.all(np.isfinite(xy), axis=1)]
-        for a, b in zip(xy[:-1], xy[1:]):
-            n = max(2, int(np.hypot(*(b - a)) / spacing) + 1)
-            out.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
-        out.append(xy)
-    return np.concatenate(out)
-
-
 def place_callouts(scene, art) -> None:
-    """Grow each close-up's box on the paths to ``MIN_BOX_PX`` and write its zoom
-    factor beside it, off the paths, the current markers and the other boxes."""
+    """Grow each close-up's box on the paths to ``MIN_BOX_PX``, write its zoom factor
+    beside it and the start and minimum names beside their points, all placed by one
+    scoring (``views.path_labels``) off the paths, markers, boxes and each other."""
     ax = art.ax_path
     callouts = zoom_callouts(art)
     boxes = {}
@@ -241,44 +230,39 @@ def place_callouts(scene, art) -> None:
         (bx0, bx1), (by0, by1) = shown_box(((x, x + w), (y, y + h)), ax)
         rect.set_bounds(bx0, by0, bx1 - bx0, by1 - by0)
         boxes[key] = (*ax.transData.transform((bx0, by0)), *ax.transData.transform((bx1, by1)))
-    marks = [ln for ln in [*art.paths.values(), *art.positions.values(), *ax.lines] if ln.get_visible()]
-    pts = _path_pixels(ax, marks)
-    f = ax.get_window_extent()
-    _names_off_boxes(art, list(boxes.values()), pts)
-    names = [t.get_window_extent() for t in art.names.values() if t.get_visible()]
-    taken = [*boxes.values(), *[(n.x0, n.y0, n.x1, n.y1) for n in names]]
+    renderer = renderer_of(ax.figure)
+    for key, text in callouts.items():
+        text.set_text(art.zoom_axes[key].get_title().rsplit(" ", 1)[-1] if key in boxes else "")   # "×33"
+    obs = panel_obstacles(art, skip={*callouts.values(), *art.names.values()})
     for key, b in boxes.items():
         text = callouts.get(key)
         if text is None:
             continue
-        text.set_text(art.zoom_axes[key].get_title().rsplit(" ", 1)[-1])   # "×33"
-        w, h = (v * ax.figure.dpi / 72.0 for v in text_size(text.get_text(), style.LABEL_SIZE))
-        spot = callout_spot(b, (w, h), pts, [t for t in taken if t is not b], (f.x0, f.y0, f.x1, f.y1))
-        text.set_position(ax.transData.inverted().transform(spot))
-        taken.append((spot[0] - w / 2, spot[1] - h / 2, spot[0] + w / 2, spot[1] + h / 2))
+        x0, y0, x1, y1 = text_box(text, renderer)
+        w, h = x1 - x0, y1 - y0
+        others = [o for k, o in boxes.items() if k != key]
+        spot = min(_callout_candidates(b, (w, h)),
+                   key=lambda c: spot_cost(obs, c[:4]) + HARD * sum(boxes_overlap(c[:4], o) for o in others)
+                   + 2.0 * c[4])
+        place_text(text, spot[:4])
+        obs.add_box(spot[:4])
+    place_names(art, (), scene)   # now off the callouts too
 
 
-def _names_off_boxes(art, boxes, pts) -> None:
-    """Move a start / minimum name that covers a close-up's box to the side of its point
-    that covers none (and the fewest path points ``pts``)."""
-    over = lambda e, b: e.x0 < b[2] and e.x1 > b[0] and e.y0 < b[3] and e.y1 > b[1]  # noqa: E731
-    for ann in art.names.values():
-        if not any(over(ann.get_window_extent(), b) for b in boxes):
-            continue
-        dx, dy = (abs(v) for v in ann.xyann)
-        best = None
-        for sx, sy in ((1, 1), (-1, 1), (1, -1), (-1, -1)):
-            ann.xyann = (sx * dx, sy * dy)
-            ann.set_horizontalalignment("left" if sx > 0 else "right")
-            ann.set_verticalalignment("bottom" if sy > 0 else "top")
-            e = ann.get_window_extent()
-            inside = np.sum((pts[:, 0] >= e.x0) & (pts[:, 0] <= e.x1) & (pts[:, 1] >= e.y0) & (pts[:, 1] <= e.y1))
-            cost = 1000 * sum(over(e, b) for b in boxes) + inside
-            best = min(best or (cost, sx, sy), (cost, sx, sy))
-        _, sx, sy = best
-        ann.xyann = (sx * dx, sy * dy)
-        ann.set_horizontalalignment("left" if sx > 0 else "right")
-        ann.set_verticalalignment("bottom" if sy > 0 else "top")
+def _callout_candidates(box, size, gaps=(3.0, 6.0, 10.0)):
+    """Boxes of ``size`` beside the display ``box`` (x0, y0, x1, y1): right, left,
+    above, below and the corners, ``gap`` pixels off it (the gap last)."""
+    x0, y0, x1, y1 = box
+    w, h = size
+    cx, cy = (x0 + x1) / 2.0, (y0 + y1) / 2.0
+    out = []
+    for g in gaps:
+        dx, dy = (x1 - x0) / 2.0 + g + w / 2.0, (y1 - y0) / 2.0 + g + h / 2.0
+        for x, y in ((cx + dx, cy), (cx - dx, cy), (cx, cy + dy), (cx, cy - dy), (cx + dx, cy + dy),
+                     (cx - dx, cy + dy), (cx + dx, cy - dy), (cx - dx, cy - dy),
+                     (cx + dx, y1 - h / 2), (cx + dx, y0 + h / 2), (cx - dx, y1 - h / 2), (cx - dx, y0 + h / 2)):
+            out.append((x - w / 2, y - h / 2, x + w / 2, y + h / 2, g))
+    return out
 
 
 def _trim_close_up(ax, key) -> None:

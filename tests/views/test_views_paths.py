@@ -683,6 +683,7 @@ def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(l
 
 
 def test_the_start_and_minimum_names_stay_off_the_current_markers(long_runs):
+    from matplotlib.text import Text
     anim = dtsgd_viz.animate(long_runs, CONDITIONED, zoom=False, hold=0)
     fig = anim._fig
     names = {t.get_gid(): t for t in fig.axes[0].texts if t.get_gid() in ("start-label", "minimum-label")}
@@ -692,16 +693,17 @@ def test_the_start_and_minimum_names_stay_off_the_current_markers(long_runs):
     assert all(t.get_zorder() > current.zorder for t in names.values())   # over the markers
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
-    sides = set()
     for i in range(0, 60, 2):
         anim._func(i)
         for t in names.values():
-            box = t.get_window_extent(renderer)
-            sides.add((t.get_gid(), t.get_horizontalalignment(), t.get_verticalalignment()))
+            box = Text.get_window_extent(t, renderer)   # the name, not its leader
             for line in positions.values():
                 x, y = fig.axes[0].transData.transform(line.get_xydata()[0])
                 assert not box.contains(x, y), (i, t.get_gid())
-    assert len({s for s in sides if s[0] == "minimum-label"}) > 1   # it moved out of the way
+            anchor = fig.axes[0].transData.transform(t.xy)   # beside its point
+            assert np.hypot(*(np.clip(anchor, box.p0, box.p1) - anchor)) < 50, (i, t.get_gid())
+            assert fig.axes[0].get_window_extent().contains(*box.p0), (i, t.get_gid())
+            assert fig.axes[0].get_window_extent().contains(*box.p1), (i, t.get_gid())
 
 
 def test_the_gif_star_is_the_stills_yellow(long_runs, tmp_path):
@@ -710,8 +712,8 @@ def test_the_gif_star_is_the_stills_yellow(long_runs, tmp_path):
     anim = dtsgd_viz.animate(long_runs, CONDITIONED, frames=[58], zoom=False, hold=0)
     (star,) = [a for a in anim._fig.axes[0].lines if a.get_gid() == "minimum"]
     look = style.ROLE_LOOKS["minimum"]
-    assert (star.get_markerfacecolor(), star.get_marker()) == (style.MINIMUM_FACE, look.marker)
-    assert star.get_zorder() > style.ROLE_LOOKS["current"].zorder   # no marker covers it
+    assert (star.get_markerfacecolor(), star.get_marker()) == (to_rgb(style.MINIMUM_FACE) + (1.0,), look.marker)
+    assert star.get_zorder() > style.ROLE_LOOKS["current"].zorder   # opaque, no marker covers it
     out = tmp_path / "paths.gif"
     anim.save(out, writer="pillow", dpi=60)
     with Image.open(out) as im:     # Pillow's adaptive palette would merge it into the orange
@@ -778,14 +780,17 @@ def test_a_title_claims_arrows_only_for_the_runs_whose_arrows_show(long_runs):
         "Update 1: its terms as arrows"
 
 
-def test_the_star_is_drawn_over_every_path_on_a_white_halo(long_runs):
+def test_the_star_is_over_every_path_on_a_see_through_face_under_the_rings(long_runs):
+    from matplotlib.colors import to_rgba
     fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=20)
     ax = fig.axes[0]
     star = gid_artists(fig, "minimum")[""]
-    others = [a for a in [*ax.lines, *ax.collections] if a is not star and (a.get_gid() or "").split(":")[0]
-              in ("path", "path-rest", "trail", "arrow", "position")]
-    assert others and star.get_zorder() > max(a.get_zorder() for a in others)
-    assert star.get_path_effects()
+    kind = lambda a: (a.get_gid() or "").split(":")[0]  # noqa: E731
+    paths = [a for a in [*ax.lines, *ax.collections] if kind(a) in ("path", "path-rest", "path-casing", "trail")]
+    rings = [a for a in ax.lines if kind(a) == "position"]
+    assert paths and star.get_zorder() > max(a.get_zorder() for a in paths)
+    assert rings and star.get_zorder() < min(a.get_zorder() for a in rings)   # a ring on it shows
+    assert 0.0 < to_rgba(star.get_markerfacecolor())[3] < 1.0   # a path's end shows through it
     label = [t for t in ax.texts if t.get_gid() == "minimum-label"][0]
     assert label.get_zorder() > star.get_zorder()
 

@@ -175,3 +175,38 @@ def test_update_finding_ranks_the_losses_at_the_update(explorer):
     bad[order[0]] = (steps, np.full_like(values, np.nan), own)
     text = update_finding(dataclasses.replace(scene, losses=bad), i)
     assert text.startswith(f"Update {i + 1}: {ranked[1]}'s loss") and f"{ranked[0]} has diverged" in text
+
+
+def test_the_callouts_and_names_on_the_paths_overlap_nothing(explorer, recs):
+    """At every update: each ×N callout and the start / minimum names stay inside the
+    paths panel, off each other, the rings, the start, the star and the other boxes."""
+    from matplotlib.text import Text
+    from dtsgd_viz.views.path_labels import boxes_overlap
+    art = explorer.view.artists
+    ax = art.ax_path
+    for u in range(1, STEPS + 1):
+        explorer.slider.value = u
+        explorer.pixels()
+        r = explorer.figure.canvas.get_renderer()
+        labels = {t.get_gid(): Text.get_window_extent(t, r) for t in ax.texts
+                  if t.get_visible() and t.get_text() and (t.get_gid() or "").split(":")[0]
+                  in ("zoom-callout", "start-label", "minimum-label")}
+        assert {f"zoom-callout:{k}" for k in recs} <= set(labels)
+        boxes = {k: ax.transData.transform([(b.get_x(), b.get_y()), (b.get_x() + b.get_width(),
+                                                                       b.get_y() + b.get_height())]).ravel()
+                 for k, b in art.zoom_boxes.items()}
+        marks = [ax.transData.transform(ln.get_xydata()[0]) for ln in ax.lines
+                 if ln.get_gid() in ("start", "minimum") or (ln.get_gid() or "").startswith("position:")]
+        f = ax.get_window_extent()
+        items = [(g, (e.x0, e.y0, e.x1, e.y1)) for g, e in labels.items()]
+        for n, (gid, b) in enumerate(items):
+            assert f.x0 <= b[0] and b[2] <= f.x1 and f.y0 <= b[1] and b[3] <= f.y1, (u, gid)
+            assert not any(boxes_overlap(b, c) for _, c in items[n + 1:]), (u, gid)
+            assert not any(boxes_overlap(b, (x - 3, y - 3, x + 3, y + 3)) for x, y in marks), (u, gid)
+            own = gid.split(":")[1] if gid.startswith("zoom-callout:") else None
+            # a name may cross only a box around its own point (at update 1 they frame the start),
+            # a callout only a box over its own
+            point = None if own else ax.transData.transform(art.names[gid].xy)
+            around = lambda c: (c[0] <= point[0] <= c[2] and c[1] <= point[1] <= c[3] if point is not None  # noqa: E731
+                                else boxes_overlap(c, boxes[own]))   # boxes stacked on each other
+            assert not any(boxes_overlap(b, c) for k, c in boxes.items() if k != own and not around(c)), (u, gid)

@@ -1,0 +1,102 @@
+"""Where two runs' paths coincide (every rule's first update is along -g, so the runs
+share their first stretch), the lower path is drawn wider under the upper one as a
+casing: its colour shows as edges on both sides of the upper line, so both are seen.
+``coinciding`` is the pure part (plot coordinates in, stretches out); ``draw_casings``
+adds one ``LineCollection`` per cased run, just under its own path.
+
+    >>> import numpy as np
+    >>> a = np.array([[0.0, 0.0], [2.0, 0.0], [2.0, 2.0]])
+    >>> b = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, -3.0]])    # along a for its first unit
+    >>> [s[[0, -1]].round(2).tolist() for s in coinciding(a, b, tol=0.05)]
+    [[[0.0, 0.0], [1.0, 0.0]]]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["coinciding", "draw_casings", "CASING_EDGE", "CASING_TOL"]
+
+CASING_EDGE = 1.3    # points of the lower path's colour each side of the line over it
+CASING_TOL = 0.008   # of the panel's larger span: paths nearer than this coincide (~3 px)
+PER_SEGMENT = 24
+
+
+def _samples(c, per_segment=PER_SEGMENT) -> np.ndarray:
+    c = np.asarray(c, np.float64).reshape(-1, 2)
+    c = c[np.all(np.isfinite(c), axis=1)]
+    if len(c) < 2:
+        return c
+    t = np.linspace(0.0, 1.0, per_segment, endpoint=False)[:, None, None]
+    pts = (c[:-1] + t * (c[1:] - c[:-1])).transpose(1, 0, 2).reshape(-1, 2)
+    return np.concatenate([pts, c[-1:]])
+
+
+def _distance_to_polyline(p, c) -> np.ndarray:
+    """Each point of ``p`` (n, 2): its distance to the polyline ``c`` (m, 2)."""
+    c = np.asarray(c, np.float64).reshape(-1, 2)
+    c = c[np.all(np.isfinite(c), axis=1)]
+    if len(c) == 0:
+        return np.full(len(p), np.inf)
+    if len(c) == 1:
+        return np.linalg.norm(p - c[0], axis=1)
+    a, b = c[:-1], c[1:]
+    ab = b - a
+    L2 = np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-300)
+    t = np.clip(np.einsum("nij,ij->ni", p[:, None, :] - a[None], ab) / L2, 0.0, 1.0)
+    near = a[None] + t[..., None] * ab[None]
+    return np.min(np.linalg.norm(p[:, None, :] - near, axis=-1), axis=1)
+
+
+def coinciding(lower, upper, tol, min_length=None) -> list:
+    """The stretches of the path ``lower`` that run within ``tol`` of the path ``upper``
+    (plot coordinates), each an ``(k, 2)`` array of points along ``lower``, at least
+    ``min_length`` long (default ``3 * tol``)."""
+    p = _samples(lower)
+    if len(p) < 2:
+        return []
+    near = _distance_to_polyline(p, upper) <= tol
+    min_length = 3.0 * tol if min_length is None else min_length
+    out, i = [], 0
+    while i < len(p):
+        if not near[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(p) and near[j + 1]:
+            j += 1
+        s = p[i:j + 1]
+        if j > i and np.sum(np.linalg.norm(np.diff(s, axis=0), axis=1)) >= min_length:
+            out.append(s)
+        i = j + 1
+    return out
+
+
+def draw_casings(ax, coords: dict, looks: dict, span: float) -> dict:
+    """Under each run's path, where a run drawn over it (higher ``looks[k].zorder``)
+    coincides with it, a casing in its colour ``2 * CASING_EDGE`` points wider than
+    what is drawn over it there (the upper run's line, or its own casing). Returns
+    ``{config: LineCollection}`` (gid ``path-casing:<config>``)."""
+    from matplotlib.collections import LineCollection
+    order = sorted(coords, key=lambda k: looks[k].zorder, reverse=True)   # top first
+    width = {k: looks[k].lw for k in coords}   # the widest each run is drawn anywhere
+    out = {}
+    tol = CASING_TOL * span
+    for n, key in enumerate(order):
+        segs, widths = [], []
+        for upper in order[:n]:
+            w = width[upper] + 2.0 * CASING_EDGE
+            if w <= looks[key].lw:
+                continue
+            for s in coinciding(coords[key], coords[upper], tol):
+                segs += [s[i:i + 2] for i in range(len(s) - 1)]
+                widths += [w] * (len(s) - 1)
+        if not segs:
+            continue
+        width[key] = max(widths)
+        look = looks[key]
+        lc = LineCollection(segs, linewidths=widths, colors=look.color, capstyle="round",
+                            joinstyle="round", zorder=look.zorder - 0.01, gid=f"path-casing:{key}")
+        ax.add_collection(lc)
+        out[key] = lc
+    return out

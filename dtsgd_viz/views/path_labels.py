@@ -1,0 +1,199 @@
+"""One label placement for every path panel: the start and minimum names, each run's
+name on its path, the close-ups' zoom factors beside their boxes. Each label tries
+candidate spots around its anchor, scored in display pixels against everything already
+on the panel (``Obstacles``: every path's segments and markers, the rings, the start and
+the star, the zoom boxes, the notes, the labels placed before it) and the frame; the
+cheapest spot wins and joins the obstacles, so no two labels overprint.
+
+Pure scoring (``spot_cost``, ``candidates``) works on numpy arrays and is tested
+numerically; ``place_text`` moves an ``Annotation`` or ``Text``.
+
+    >>> obs = Obstacles((0, 0, 100, 100))
+    >>> obs.add_polyline([[0, 50], [100, 50]])       # a line across the middle
+    >>> box = best_spot(obs, (50, 50), (20, 8), radii=(6,))
+    >>> box[1] >= 50 or box[3] <= 50                 # above or below it, not on it
+    True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["renderer_of", "Obstacles", "candidates", "spot_cost", "best_spot", "place_text", "panel_obstacles",
+           "text_box", "boxes_overlap"]
+
+SAMPLE_PX = 2.0      # path samples this far apart
+PAD_PX = 2.0         # a label keeps this many pixels off a path
+HARD = 400.0         # the cost of covering a marker, a box or another label
+OUTSIDE = 1e5        # the cost of leaving the frame
+REST_WEIGHT = 0.3    # a sample of a thin whole run after the update shown, against a path's 1
+ANGLES = np.deg2rad(np.arange(0, 360, 22.5))
+
+
+def renderer_of(fig):
+    """A renderer to measure ``fig``'s texts with (a bare ``Figure``'s canvas has none)."""
+    fig = fig.figure   # the root of a SubFigure
+    get = getattr(fig.canvas, "get_renderer", None)
+    return get() if get is not None else fig._get_renderer()
+
+
+def boxes_overlap(a, b, pad=0.0) -> bool:
+    """Whether the boxes ``(x0, y0, x1, y1)`` ``a`` and ``b`` overlap (grown by ``pad``)."""
+    return a[0] - pad < b[2] and a[2] + pad > b[0] and a[1] - pad < b[3] and a[3] + pad > b[1]
+
+
+class Obstacles:
+    """What a label must keep off, in display pixels: ``points`` (path samples, soft:
+    each covered one costs 1) and ``boxes`` (markers, zoom boxes, labels: each overlap
+    costs ``HARD``), inside ``frame`` ``(x0, y0, x1, y1)``."""
+
+    def __init__(self, frame):
+        self.frame = tuple(float(v) for v in frame)
+        self._points = [np.zeros((0, 2))]
+        self._weights = [np.zeros(0)]
+        self.boxes: list[tuple] = []
+
+    @property
+    def points(self) -> np.ndarray:
+        return np.concatenate(self._points)
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.concatenate(self._weights)
+
+    def add_polyline(self, xy, spacing=SAMPLE_PX, weight=1.0) -> None:
+        xy = np.asarray(xy, np.float64).reshape(-1, 2)
+        xy = xy[np.all(np.isfinite(xy), axis=1)]
+        out = [xy]
+        for a, b in zip(xy[:-1], xy[1:]):
+            n = min(2000, max(2, int(np.hypot(*(b - a)) / spacing) + 1))
+            out.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
+        self._points.append(np.concatenate(out))
+        self._weights.append(np.full(len(self._points[-1]), float(weight)))
+
+    def add_box(self, box) -> None:
+        self.boxes.append(tuple(float(v) for v in box))
+
+    def add_marker(self, xy, radius) -> None:
+        x, y = xy
+        if np.isfinite(x) and np.isfinite(y):
+            self.add_box((x - radius, y - radius, x + radius, y + radius))
+
+
+def spot_cost(obs: Obstacles, box, pad=PAD_PX, points=None) -> float:
+    """The cost of a label at ``box`` ``(x0, y0, x1, y1)``: the weights of the path
+    samples under it (grown by ``pad``), ``HARD`` per marker / box / label it overlaps,
+    ``OUTSIDE`` off the frame. ``points``: ``(obs.points, obs.weights)``, computed once."""
+    pts, w = (obs.points, obs.weights) if points is None else points
+    x0, y0, x1, y1 = box
+    cost = float(w[(pts[:, 0] >= x0 - pad) & (pts[:, 0] <= x1 + pad)
+                   & (pts[:, 1] >= y0 - pad) & (pts[:, 1] <= y1 + pad)].sum())
+    cost += HARD * sum(boxes_overlap(box, b, 1.0) for b in obs.boxes)
+    f = obs.frame
+    if x0 < f[0] + 1 or y0 < f[1] + 1 or x1 > f[2] - 1 or y1 > f[3] - 1:
+        cost += OUTSIDE
+    return cost
+
+
+def candidates(anchor, size, radii=(5.0, 10.0, 18.0, 30.0)) -> list:
+    """Boxes of ``size`` (w, h) around ``anchor`` (pixels): for each radius and each of
+    16 directions, the box whose near side is ``radius`` from the anchor that way."""
+    (ax, ay), (w, h) = anchor, size
+    out = []
+    for r in radii:
+        for t in ANGLES:
+            c, s = np.cos(t), np.sin(t)
+            cx = ax + r * c + (np.sign(c) * w / 2 if abs(c) > 0.38 else 0.0)
+            cy = ay + r * s + (np.sign(s) * h / 2 if abs(s) > 0.38 else 0.0)
+            if abs(c) <= 0.38 and abs(s) <= 0.38:
+                continue
+            out.append((cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, float(r)))
+    return out
+
+
+def best_spot(obs: Obstacles, anchor, size, radii=(5.0, 10.0, 18.0, 30.0), near=0.15, extra=None):
+    """The cheapest box (``spot_cost`` plus ``near`` per pixel of radius, plus
+    ``extra(box)`` if given) of ``candidates`` around ``anchor``."""
+    pts = (obs.points, obs.weights)
+    best, cost = None, np.inf
+    for *box, r in candidates(anchor, size, radii):
+        c = spot_cost(obs, box, points=pts) + near * r + (extra(box) if extra else 0.0)
+        if c < cost:
+            best, cost = tuple(box), c
+    return best
+
+
+def text_box(text, renderer, pad=2.0):
+    """The display box of ``text`` (with its bbox patch's pad, if any; an annotation's
+    leader left out), grown by ``pad``."""
+    from matplotlib.text import Text
+    e = Text.get_window_extent(text, renderer)
+    patch = text.get_bbox_patch()
+    if patch is not None:
+        pad += getattr(patch.get_boxstyle(), "pad", 0.0) * text.get_fontsize() * text.figure.dpi / 72.0
+    return (e.x0 - pad, e.y0 - pad, e.x1 + pad, e.y1 + pad)
+
+
+def place_text(text, box, anchor=None) -> None:
+    """Centre ``text`` (an ``Annotation`` with offset-points coordinates from ``anchor``,
+    or a data-coordinate ``Text``) on the display ``box``."""
+    ax = text.axes
+    cx, cy = (box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0
+    text.set_horizontalalignment("center")
+    text.set_verticalalignment("center")
+    if hasattr(text, "xyann") and anchor is not None:
+        k = 72.0 / ax.figure.dpi
+        text.xyann = ((cx - anchor[0]) * k, (cy - anchor[1]) * k)
+    else:
+        text.set_position(ax.transData.inverted().transform((cx, cy)))
+
+
+def panel_obstacles(art, skip=()) -> Obstacles:
+    """The ``Obstacles`` of the path panel of ``art`` (a ``PathArtists``): every visible
+    line (paths, whole runs, casings: sampled; their markers and the start, star and
+    rings: boxes), the arrows, the zoom boxes (their edges) and the notes; ``skip``:
+    artists to leave out (the labels being placed)."""
+    ax = art.ax_path
+    f = ax.get_window_extent()
+    obs = Obstacles((f.x0, f.y0, f.x1, f.y1))
+    px = ax.figure.dpi / 72.0
+    for line in ax.lines:
+        if not line.get_visible() or line in skip:
+            continue
+        with np.errstate(invalid="ignore"):
+            xy = ax.transData.transform(np.asarray(line.get_xydata(), np.float64).reshape(-1, 2))
+        xy = xy[np.all(np.isfinite(xy), axis=1)]
+        if line.get_linestyle() not in ("None", "none", " ", ""):
+            # a thin light whole run under the paths hides less under a name than a path
+            obs.add_polyline(xy, weight=REST_WEIGHT if (line.get_gid() or "").startswith("path-rest:") else 1.0)
+        if line.get_marker() not in ("None", "none", "", " ", None):
+            r = 0.5 * line.get_markersize() * px + 1.0
+            gid = line.get_gid() or ""
+            if gid in ("start", "minimum") or gid.startswith("position:"):
+                for p in xy:
+                    obs.add_marker(p, r + 1.0)
+            else:   # a path's own markers: on its line, soft
+                obs.add_polyline(xy, spacing=r)
+    for q in art.arrows.values():
+        if not q.get_visible():
+            continue
+        tail = np.asarray(q.get_offsets()[0], np.float64)
+        tip = tail + [float(q.U[0]), float(q.V[0])]
+        obs.add_polyline(ax.transData.transform([tail, tip]))
+    for rect in art.zoom_boxes.values():
+        x, y, w, h = rect.get_x(), rect.get_y(), rect.get_width(), rect.get_height()
+        if w > 0 and h > 0:
+            pts = ax.transData.transform([(x, y), (x + w, y), (x + w, y + h), (x, y + h), (x, y)])
+            obs.add_polyline(pts)
+            for _ in range(6):   # its edges weigh more than one path
+                obs.add_polyline(pts)
+    renderer = renderer_of(ax.figure)
+    for t in ax.texts:   # the notes, callouts and names already placed, and their leaders
+        if t.get_visible() and t.get_text() and t not in skip:
+            box = text_box(t, renderer)
+            obs.add_box(box)
+            arrow = getattr(t, "arrow_patch", None)
+            if arrow is not None and arrow.get_visible():
+                end = ((box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0)
+                obs.add_polyline([ax.transData.transform(t.xy), end])
+    return obs

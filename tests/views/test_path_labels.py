@@ -1,0 +1,146 @@
+"""One label placement for the path panels (``views.path_labels``): the start and minimum
+names, the runs' names, none overlapping another label, a marker or the frame; where two
+paths coincide both are seen (``views.path_casing``); what the caption explains."""
+
+import numpy as np
+import pytest
+from matplotlib.colors import to_rgb
+from matplotlib.text import Text
+
+import dtsgd_viz
+from dtsgd_viz.theory import surfaces
+from dtsgd_viz.views import style
+from dtsgd_viz.views.path_casing import CASING_EDGE, coinciding
+from dtsgd_viz.views.path_labels import Obstacles, best_spot, boxes_overlap, spot_cost
+from helpers.synthetic_paths import synthetic
+
+VALLEY = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)
+NARROW = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+
+
+@pytest.fixture(scope="module")
+def two():
+    return {"momentum": synthetic(VALLEY, 40, 0.05, 0.9), "nesterov": synthetic(VALLEY, 40, 0.05, 0.9, True)}
+
+
+@pytest.fixture(scope="module")
+def three():
+    return {"plain": synthetic(NARROW, 60, 0.05), "momentum": synthetic(NARROW, 60, 0.05, 0.9),
+            "nesterov": synthetic(NARROW, 60, 0.05, 0.9, True)}
+
+
+def _boxes(fig):
+    """``{gid: display box}`` of the path panel's names (their text, not their leaders)."""
+    ax = fig.axes[0]
+    r = fig.canvas.get_renderer()
+    out = {}
+    for t in ax.texts:
+        if t.get_visible() and t.get_text() and (t.get_gid() or "").split(":")[0] in (
+                "start-label", "minimum-label", "run-name"):
+            e = Text.get_window_extent(t, r)
+            out[t.get_gid()] = (e.x0, e.y0, e.x1, e.y1)
+    return out
+
+
+def _markers(fig):
+    ax = fig.axes[0]
+    out = {}
+    for ln in ax.lines:
+        gid = ln.get_gid() or ""
+        if gid in ("start", "minimum") or gid.startswith("position:"):
+            out[gid] = ax.transData.transform(ln.get_xydata()[0])
+    return out
+
+
+def test_the_pure_scoring_keeps_a_label_off_lines_boxes_and_the_frame():
+    obs = Obstacles((0, 0, 200, 100))
+    obs.add_polyline([[0, 50], [200, 50]])
+    obs.add_box((110, 55, 140, 80))   # another label, above-right of the anchor
+    box = best_spot(obs, (100, 50), (30, 10), radii=(4.0, 8.0))
+    assert spot_cost(obs, box) < 1.0
+    assert not boxes_overlap(box, obs.boxes[0]) and not (box[1] < 50 < box[3])
+    assert 0 <= box[0] and box[2] <= 200 and 0 <= box[1] and box[3] <= 100
+
+
+@pytest.mark.parametrize("runs, surface, step", [("two", VALLEY, 4), ("three", NARROW, 5)])
+def test_no_name_overlaps_another_a_marker_or_leaves_the_panel(runs, surface, step, request):
+    recs = request.getfixturevalue(runs)
+    fig = dtsgd_viz.plot_paths(recs, surface, step=step)
+    fig.canvas.draw()
+    boxes = _boxes(fig)
+    assert {"start-label", "minimum-label", *(f"run-name:{k}" for k in recs)} <= set(boxes)
+    f = fig.axes[0].get_window_extent()
+    items = list(boxes.items())
+    for n, (gid, b) in enumerate(items):
+        assert f.x0 <= b[0] and b[2] <= f.x1 and f.y0 <= b[1] and b[3] <= f.y1, gid
+        for other, c in items[n + 1:]:
+            assert not boxes_overlap(b, c), (gid, other)
+        for mark, (x, y) in _markers(fig).items():
+            assert not boxes_overlap(b, (x - 4, y - 4, x + 4, y + 4)), (gid, mark)
+
+
+def test_the_minimum_is_named_where_no_path_runs(two):
+    fig = dtsgd_viz.plot_paths(two, VALLEY, step=4)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    b = _boxes(fig)["minimum-label"]
+    for ln in ax.lines:
+        if (ln.get_gid() or "").startswith("path:"):
+            xy = ax.transData.transform(ln.get_xydata())
+            t = np.linspace(0, 1, 40)[:, None, None]
+            pts = (xy[:-1] + t * (xy[1:] - xy[:-1])).reshape(-1, 2)
+            inside = (pts[:, 0] > b[0]) & (pts[:, 0] < b[2]) & (pts[:, 1] > b[1]) & (pts[:, 1] < b[3])
+            assert not inside.any(), ln.get_gid()
+
+
+def test_where_two_paths_coincide_the_lower_one_is_a_casing_under_the_upper(two):
+    c = {k: r.path("w").astype(np.float64) for k, r in two.items()}
+    shared = coinciding(c["nesterov"], c["momentum"], tol=0.02)
+    assert shared and np.allclose(shared[0][0], c["nesterov"][0])   # from the start on
+    fig = dtsgd_viz.plot_paths(two, VALLEY, step=4)
+    ax = fig.axes[0]
+    casing = [a for a in ax.collections if a.get_gid() == "path-casing:nesterov"]
+    lines = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("path:")}
+    assert len(casing) == 1 and not [a for a in ax.collections if a.get_gid() == "path-casing:momentum"]
+    widths = casing[0].get_linewidths()
+    momentum, nesterov = style.RULE_LOOKS["momentum"], style.RULE_LOOKS["nesterov"]
+    # both seen: orange edges CASING_EDGE wide each side of momentum's dashes, under them
+    assert min(widths) >= momentum.lw + 2 * CASING_EDGE - 1e-9 and min(widths) > nesterov.lw
+    assert lines["path:nesterov"].get_zorder() > casing[0].get_zorder()
+    assert casing[0].get_zorder() < lines["path:momentum"].get_zorder()
+    assert tuple(casing[0].get_colors()[0][:3]) == pytest.approx(to_rgb(nesterov.color))
+
+
+def test_three_coinciding_paths_nest_plain_in_momentum_in_nesterov(three):
+    fig = dtsgd_viz.plot_paths(three, NARROW, step=5)
+    ax = fig.axes[0]
+    casing = {a.get_gid(): max(a.get_linewidths()) for a in ax.collections
+              if (a.get_gid() or "").startswith("path-casing:")}
+    assert casing["path-casing:nesterov"] > casing["path-casing:momentum"] > style.RULE_LOOKS["plain"].lw
+
+
+def test_the_caption_says_why_nesterovs_first_step_is_long(three):
+    fig = dtsgd_viz.plot_paths(three, NARROW, step=5)
+    caption = [t.get_text() for t in fig.findobj(Text) if "first step" in t.get_text()]
+    assert len(caption) == 1 and "(1+μ) = 1.9×" in caption[0] and "p ← p + μ·v − lr·g" in caption[0]
+    one = dtsgd_viz.plot_paths({"nesterov": three["nesterov"]}, NARROW, step=5)
+    assert not [t for t in one.findobj(Text) if "first step" in t.get_text()]
+    size = min(t.get_fontsize() for t in fig.findobj(Text) if t.get_gid() is None and "rings" in t.get_text())
+    assert size * style.DPI / 72 >= 13   # the caption reads as the labels do
+
+
+def test_a_loss_within_a_decade_is_drawn_on_a_linear_axis(two):
+    from dtsgd_viz.views.path_loss import _needs_log
+    from dtsgd_viz.views.path_scene import build_scene
+    scene = build_scene(two, VALLEY, None)
+    assert _needs_log(scene)
+    short = {k: synthetic(surfaces.RotatedQuadratic(), 3, 0.01) for k in ("a", "b")}
+    fig = dtsgd_viz.plot_paths(short, surfaces.RotatedQuadratic(), step=2)
+    assert fig.axes[1].get_yscale() == "linear" and "log" not in fig.axes[1].get_title()
+
+
+def test_a_projected_minimum_near_the_paths_is_framed_with_them():
+    from dtsgd_viz.views.path_scene import _near
+    coords = np.array([[0.0, 0.0], [1.0, 1.0]])
+    kept = _near(np.array([[1.4, 0.5], [9.0, 9.0]]), coords)
+    assert len(kept) == 1 and kept[0].tolist() == [[1.4, 0.5]]
