@@ -64,6 +64,32 @@ def text_color_for(color) -> str:
     return "white" if lightness_of(color) < TEXT_LIGHTNESS else "black"
 
 
+INK_LIGHTNESS = 55.0    # CIE L*: text in a line's colour is darkened to at most this on white
+
+
+def label_ink(color, max_lightness: float = INK_LIGHTNESS) -> tuple[float, float, float]:
+    """``color`` for text on white: itself when dark enough, else the same hue darkened
+    (scaled towards black) to CIE L* ``max_lightness`` (about 4:1 contrast on white), so a
+    pale line colour (Tol's sand or cyan) still names its line legibly.
+
+    >>> label_ink("#332288") == to_rgb("#332288")
+    True
+    >>> round(lightness_of(label_ink("#DDCC77")))
+    55
+    """
+    rgb = to_rgb(color)
+    if lightness_of(rgb) <= max_lightness:
+        return rgb
+    lo, hi = 0.0, 1.0   # the scale factor: lightness grows with it
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        if lightness_of(tuple(c * mid for c in rgb)) > max_lightness:
+            hi = mid
+        else:
+            lo = mid
+    return tuple(round(c * lo, 4) for c in rgb)
+
+
 def levels(n: int) -> tuple[float, ...]:
     """``n`` lightness levels, dark to light, none within 6 of ``TEXT_LIGHTNESS``."""
     if n in LEVELS:
