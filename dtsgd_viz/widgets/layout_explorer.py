@@ -97,12 +97,12 @@ class LayoutExplorerState:
         return (UNSHARDED, *(self.mesh.dim_names if self.mesh else ()))
 
     @classmethod
-    def of(cls, obj, shape=None, *, mesh=None, dtype="float32", momentum=True):
+    def of(cls, obj, shape=None, *, mesh=None, dtype="float32", momentum=True, name=None):
         """The starting state: ``obj`` is a shape (then ``mesh=`` a dict, default
-        ``batch=2, model=4``), a ``LayoutSpec`` + ``shape``, a live ``DVariable``, a
+        ``batch=2, model=4``, and ``name=`` what to call it, default ``tensor``), a ``LayoutSpec`` + ``shape``, a live ``DVariable``, a
         ``Recording``, a tf-keras model or optimizer, a ``MemoryPlan`` or
         ``{name: (shape, dtype, LayoutSpec)}``; its own layouts are the first choices."""
-        entries = _entries(obj, shape, mesh, dtype)
+        entries = _entries(obj, shape, mesh, dtype, name)
         start = entries[0].layout.mesh if mesh is None else MeshSpec.create(mesh)
         state = cls(mesh_text(start),
                     tuple((e.name, e.shape, e.dtype) for e in entries),
@@ -160,14 +160,14 @@ def batch_dims_of(text: str, mesh: MeshSpec) -> tuple[tuple[str, ...], list[str]
             [n for n in names if n not in mesh.dim_names])
 
 
-def _entries(obj, shape, mesh, dtype) -> tuple[MemoryEntry, ...]:
+def _entries(obj, shape, mesh, dtype, name=None) -> tuple[MemoryEntry, ...]:
     from ..recording.memory import memory_plan
     if isinstance(obj, MemoryPlan):
         return obj.entries
     if isinstance(obj, (tuple, list)) and obj and all(isinstance(s, int) for s in obj):
         spec = MeshSpec.create(mesh or {"batch": 2, "model": 4})
         layout = LayoutSpec.replicated(spec, len(obj))
-        return (MemoryEntry("tensor", tuple(obj), str(dtype), layout),)
+        return (MemoryEntry(name or "tensor", tuple(obj), str(dtype), layout),)
     if isinstance(obj, dict):
         return memory_plan(obj, momentum=False).entries
     from ..recording.recording import Recording
@@ -291,11 +291,13 @@ class LayoutExplorer:
     ``.layout_figure`` and ``.memory_figure`` the figures last drawn, as PNGs at ``dpi``
     (``style.DPI``: the notebook column's scale, as every other figure)."""
 
-    def __init__(self, obj, shape=None, *, mesh=None, dtype="float32", momentum=True, dpi=DPI):
+    def __init__(self, obj, shape=None, *, mesh=None, dtype="float32", momentum=True, name=None,
+                 dpi=DPI):
         import ipywidgets as widgets
         self._w = widgets
         self.dpi = dpi
-        self.state = LayoutExplorerState.of(obj, shape, mesh=mesh, dtype=dtype, momentum=momentum)
+        self.state = LayoutExplorerState.of(obj, shape, mesh=mesh, dtype=dtype, momentum=momentum,
+                                            name=name)
         s = self.state
         self.mesh = widgets.Text(value=s.mesh_text, description="mesh", continuous_update=False,
                                  placeholder="batch=2, model=4")

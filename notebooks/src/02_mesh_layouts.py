@@ -261,7 +261,7 @@ print(dtsgd_viz.memory_plan({"W": ((1024, 512), "float32", plan)}))
 # %%
 from dtsgd_viz.widgets import LayoutExplorer
 
-explorer = LayoutExplorer((1024, 512), mesh={"data": 4, "model": 16})
+explorer = LayoutExplorer((1024, 512), mesh={"data": 4, "model": 16}, name="W")
 explorer.dim_pickers[1].value = "model"   # what picking `model` in the second dropdown does
 explorer
 

@@ -34,6 +34,12 @@ def test_choices_give_the_blocks_and_bytes_of_shard_geometry():
     assert s.geometry.local_shape == (2, 8) and s.mesh.dim_sizes == (4, 2)
 
 
+def test_a_shape_takes_the_name_the_caller_gives_it():
+    s = LayoutExplorerState.of((8, 16), mesh={"batch": 2, "model": 4}, name="W")
+    assert s.name == "W" and s.summary().startswith("W (8, 16) as [unsharded, unsharded]")
+    assert LayoutExplorerState.of((8, 16)).name == "tensor"
+
+
 @pytest.mark.parametrize("shape, mesh, specs, error", [
     ((8, 16), "batch=2, model=4", ("model", "model"),
      "mesh dim 'model' is picked by tensor dims 0, 1: a mesh dim can shard only one tensor dim"),
