@@ -19,7 +19,8 @@ is drawn on them (``style.ROLE_LOOKS``):
 * the **stability boundary** (the largest eigenvalue's spectral radius reaches 1): on
   the step maps dashed white; on the ratio map each rule's in its own look, named;
 * **iso-rate contours**: where the worst mode's spectral radius is 0.6, 0.8, 0.9 and the
-  rate the step cap needs (``(tol / loss0) ** (1 / (2 steps))``): the edge of the grey
+  rate the step cap needs (``(tol / loss0) ** (1 / (2 steps))``, ``loss0`` the flattest
+  direction's share of the starting loss: ``views.phase_cap``): the edge of the grey
   "not within tol" region follows that contour, not a boundary;
 * the **critical-damping curve** of the slowest mode, black on both step maps: left of
   it that mode creeps in, right of it it oscillates.
@@ -41,10 +42,12 @@ from .phase_regions import (DIVERGED_FACE, DIVERGED_MARK, REGION_NAMES, cropped_
                             text_cells)
 from .phase_regions import outline as _outline
 from .phase_axes import PHASE_LEGEND_SIZE, PHASE_NOTE_SIZE, add_colorbars, frame, set_log_ticks
+from .phase_boundary_names import bare_cells, name_ratio_boundaries
+from .phase_cap import cap_loss
 from .phase_contours import draw_contours
 
 __all__ = ["plot_phase", "draw_phase", "PhaseView", "phase_ratio", "cell_edges", "cap_rate",
-           "RATE_LEVELS"]
+           "cap_loss", "RATE_LEVELS"]
 
 RULES = theory.RULES
 RATE_LEVELS = (0.6, 0.8, 0.9)
@@ -101,8 +104,9 @@ def _ratio_cmap():
 class _MapGrid:
     """What every map of one ``draw_phase`` shares: the grid (``lrs``, ``mus``, the
     cells' edges ``lr_e``, ``mu_e``, the cap ``steps``), the quadratic's sorted
-    eigenvalues ``h`` (None: no theory), the fine grid the theory is drawn on, and the
-    cap's rate ``cap`` (NaN if unknown)."""
+    eigenvalues ``h`` (None: no theory), the fine grid the theory is drawn on, the
+    cap's rate ``cap`` (NaN if unknown) and the starting loss it comes from
+    ``cap_loss`` (the flattest direction's, ``phase_cap.flat_mode_loss``)."""
 
     lrs: np.ndarray
     mus: np.ndarray
@@ -114,6 +118,7 @@ class _MapGrid:
     mu_f: np.ndarray
     mu_line: np.ndarray
     cap: float
+    cap_loss: float = float("nan")
 
 
 def _map_grid(grid, surface, loss0) -> _MapGrid:
@@ -128,7 +133,8 @@ def _map_grid(grid, surface, loss0) -> _MapGrid:
     cap = cap_rate(loss0, tol, steps) if loss0 is not None else float("nan")
     if h is not None and np.isfinite(cap):
         cap = round(cap, 3)
-    return _MapGrid(lrs, mus, steps, lr_e, mu_e, h, lr_f, mu_f, mu_line, cap)
+    return _MapGrid(lrs, mus, steps, lr_e, mu_e, h, lr_f, mu_f, mu_line, cap,
+                    float("nan") if loss0 is None else float(loss0))
 
 
 def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS, ratio_title=None) -> PhaseView:
@@ -137,8 +143,9 @@ def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS, rat
     ax, "ratio": ax}``; ``ratio`` may be left out) with the theory of a quadratic
     ``surface``. The ratio map shows only the learning rates where some cell is more
     than the cap's grey (``shown_columns``; its x label names what it leaves out) and is
-    titled ``ratio_title`` (default: what its colours say). Colour bars and a legend
-    are the caller's (``view.handles``)."""
+    titled ``ratio_title`` (default: what its colours say). ``loss0``: the starting
+    loss the cap's rate is computed from (``cap_loss``). Colour bars and a legend are
+    the caller's (``view.handles``)."""
     ratio = phase_ratio(grids["momentum"].steps, grids["nesterov"].steps)
     fig = next(iter(axes.values())).figure
     view = PhaseView(fig, dict(axes), dict(grids), ratio)
@@ -227,29 +234,31 @@ def _draw_ratio_map(view, ax, g: _MapGrid, title=None) -> None:
     vmax, view.ratio_extend = ratio_limit(ratio[both])
     view.meshes["ratio"] = ax.pcolormesh(g.lr_e, g.mu_e, np.ma.masked_where(~both, ratio),
                                          cmap=_ratio_cmap(), norm=Normalize(-vmax, vmax), gid="phase:ratio")
+    lines = {}
     if h is not None:
         looks = style.run_looks(RULES)
         for key, nesterov in RULES.items():
             look = looks[key]
             x = theory.convergence_boundary(g.mu_line, h[-1], nesterov)
-            ax.plot(x, g.mu_line, **look.line(), gid=f"ratio-boundary:{key}",
-                    path_effects=_outline("white", look.lw + 2.4))
-            k = int(0.1 * len(g.mu_line))   # near the bottom, where the two lines are apart
-            ax.annotate(f"{RULE_NAMES[key]}'s\nboundary", (x[k], g.mu_line[k]),
-                        xytext=(-6 if nesterov else 6, 0), textcoords="offset points",
-                        ha="right" if nesterov else "left", va="bottom", fontsize=PHASE_NOTE_SIZE,
-                        fontweight="bold", color=look.color, gid=f"boundary-label:{key}", zorder=9,
-                        path_effects=_outline("white", 2.5))
+            (lines[key],) = ax.plot(x, g.mu_line, **look.line(), gid=f"ratio-boundary:{key}",
+                                    path_effects=_outline("white", look.lw + 2.4))
     # the columns of the cap's grey alone are left out: the map's width goes to its colours
     view.ratio_columns = c0, c1 = shown_columns(view.regions)
     frame(ax, g.lr_e[c0:c1 + 1], g.mu_e, title or "Who is faster: Nesterov's updates / momentum's")
     ax.set_xlabel(cropped_label(view, g), fontsize=style.LABEL_SIZE)
-    _name_ratio_regions(view, ax, g)   # after the boundaries' names and the scale: a note keeps off them
+    if lines:
+        name_ratio_boundaries(view, ax, g, lines, TIE_WITHIN)
+    noted = _name_ratio_regions(view, ax, g)   # after the boundaries' names and the scale: a note keeps off them
+    if lines and noted is not None:   # the note's cells over the boundary, the line thin across them
+        bare_cells(ax, view.meshes["ratio"], noted & line_cells([np.column_stack(ln.get_data()) for ln in
+                                                                   lines.values()], g.lr_e, g.mu_e),
+                   lines, g.lr_e, g.mu_e, gid="noted")
     ax.tick_params(labelleft=True)
 
 
 def _name_ratio_regions(view, ax, g: _MapGrid) -> None:
-    """Name the ratio map's regions in place where the name fits (``view.named``)."""
+    """Name the ratio map's regions in place where the name fits (``view.named``);
+    returns the cells of a span a note points at (None: no note)."""
     shown = shown_cells(view)   # names and notes only on the columns shown
     both = (view.regions == REGIONS.index("both")) & shown
     ratio = view.ratio
@@ -257,15 +266,18 @@ def _name_ratio_regions(view, ax, g: _MapGrid) -> None:
     tie = f"within {TIE_WITHIN:.0%}"
     # no name on a stability boundary
     off = shown & ~line_cells([_theory_lines(g, n)[0] for n in RULES.values()] if g.h is not None else [],
-                              g.lr_e, g.mu_e)
+                              g.lr_e, g.mu_e) & ~text_cells(
+        ax, [t for t in ax.texts if (t.get_gid() or "").startswith("boundary-label:")], g.lr_e, g.mu_e)
     free = both & (np.abs(ratio) <= near) & off   # where a note may sit: the near-white cells
     taken = np.zeros_like(free)   # the notes' cells (and a column of air each side): no name there
+    noted = None
     for text, mask in {"Nesterov faster": both & (ratio < -near) & off,
                        "momentum faster": both & (ratio > near)}.items():
         if mask.any() and not name_region(ax, mask, text, g.lrs, g.mus, gid=f"region-label:{text}",
                                           fontsize=style.LABEL_SIZE):
             covered = _note_extreme(view, ax, g, mask, free, text)
             if covered is not None:
+                noted = mask if noted is None else noted | mask
                 free &= ~covered
                 taken |= covered | np.roll(covered, 1, axis=1) | np.roll(covered, -1, axis=1)
     name_region(ax, free, tie, g.lrs, g.mus, gid=f"region-label:{tie}", fontsize=style.LABEL_SIZE)
@@ -274,6 +286,7 @@ def _name_ratio_regions(view, ax, g: _MapGrid) -> None:
         if mask.any() and name_region(ax, mask & off & ~taken, REGION_NAMES[region].format(steps=g.steps), g.lrs, g.mus,
                                       gid=f"region-label:{region}"):
             view.named.add(region)
+    return noted
 
 
 def _note_extreme(view, ax, g: _MapGrid, mask, free, span):
@@ -340,8 +353,7 @@ def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, 
         axes["momentum"], axes["nesterov"] = top.subplots(1, 2)
     if show != "steps":
         axes["ratio"] = bottom.subplots(1, 1)
-    loss0 = float(m.losses[0].flat[0]) - float(surface.min_value)
-    view = draw_phase(grids, surface, axes, loss0=loss0, rate_levels=rate_levels)
+    view = draw_phase(grids, surface, axes, loss0=cap_loss(surface, m, start), rate_levels=rate_levels)
     add_colorbars(view, body, [axes["momentum"], axes["nesterov"]] if "momentum" in axes else None,
                   axes.get("ratio"))
     step_keys, ratio_keys = split_handles(view.handles)

@@ -65,7 +65,8 @@ def draw_cell_losses(ax, recordings, surface, tol) -> dict:
     in its rule's look, the ``tol`` line, and each line named at its end with its
     outcome (``cell_outcome``), over twice the updates the slower run needs to be
     within ``tol`` (at least ``MIN_SHOWN``; the title says how many of the run's
-    updates that is, the x label why). Returns ``{key: Line2D}``."""
+    updates that is, the x label why), the x axis ending just past the data and the
+    names outside it. Returns ``{key: Line2D}``."""
     looks = style.run_looks(recordings)
     lines, ends = {}, []
     floor = np.inf
@@ -105,5 +106,11 @@ def draw_cell_losses(ax, recordings, surface, tol) -> dict:
     # the curves stop where the panel does: say so, or they look cut short
     ax.set_title("Their loss per update" if n > total else f"Their loss, the first {n - 1} of {total} updates",
                  fontsize=style.TITLE_SIZE, gid="cell-title")
-    label_ends(ax, ends, fontsize=style.NOTE_SIZE, gid_prefix="cell-label:")
+    # the x axis ends just past the data; the names stand outside it, on the right (the
+    # layout makes room for them), so no stretch of the axis is empty but for names
+    pad = 0.02 * max(n - 1, 1)
+    ax.set_xlim(-pad, n - 1 + pad)
+    x0, x1 = ax.get_xlim()
+    for t in label_ends(ax, ends, fontsize=style.NOTE_SIZE, room=0.0, gid_prefix="cell-label:"):
+        t.set_x(x1 + 0.015 * (x1 - x0))   # a few pixels past the right spine
     return lines

@@ -168,9 +168,36 @@ def _drop_short_pieces(cs, ax, g) -> None:
     cs.set_paths(kept)
 
 
+def _keep_overdamped(cs, level, g, nesterov) -> None:
+    """Keep the ``level`` contour (the cap's) only where the flattest direction is
+    overdamped (left of its critical-damping curve): the cap's rate comes from that
+    direction's loss, and there its rate falls as the learning rate grows. Past the
+    curve every direction oscillates, heavy ball's at sqrt(mu) whatever the learning
+    rate (a plateau whose level set is a line along a row of cells), and the steep
+    direction's larger loss decides, not the flat one's."""
+    from matplotlib.path import Path
+    levels = list(cs.levels)
+    if level not in levels:
+        return
+    k = levels.index(level)
+    paths = list(cs.get_paths())
+    kept = []
+    for v in _pieces(paths[k]):
+        edge = theory.critical_damping(np.clip(v[:, 1], 0.0, 0.9999), nesterov) / g.h[0]
+        ok = v[:, 0] < edge
+        runs = np.split(np.arange(len(v)), np.flatnonzero(np.diff(ok.astype(int)) != 0) + 1)
+        kept += [v[r] for r in runs if ok[r[0]] and len(r) > 1]
+    if kept:
+        codes = np.concatenate([[Path.MOVETO] + [Path.LINETO] * (len(v) - 1) for v in kept])
+        paths[k] = Path(np.concatenate(kept), codes)
+    else:
+        paths[k] = Path(np.zeros((0, 2)))
+    cs.set_paths(paths)
+
+
 def label_text(level, cap=None, steps=None) -> str:
     """A contour's label: its level alone (the legend's entry says what the cap's level
-    is: the rate that brings the loss to the tolerance in exactly the cap's updates).
+    is: the rate at which the flattest direction's loss falls to tol in the cap's updates).
 
     >>> label_text(0.9), label_text(0.963, 0.963, 150)
     ('ρ=0.9', 'ρ=0.963')
@@ -206,6 +233,8 @@ def draw_contours(ax, key, nesterov, g, levels, avoid):
                     linewidths=look.lw, zorder=look.zorder)
     cs.set_gid(f"rate:{key}")
     cs.set(path_effects=outline("0.15", 2.0))
+    if np.isfinite(g.cap):
+        _keep_overdamped(cs, g.cap, g, nesterov)
     _drop_short_pieces(cs, ax, g)
     paths = [p.vertices for p in cs.get_paths()]
     names = [_box_outline(ax, t) for t in ax.texts if (t.get_gid() or "").startswith("region-label:")]

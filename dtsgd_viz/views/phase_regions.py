@@ -220,11 +220,15 @@ def legend_handles(view, g, with_ratio: bool) -> list:
 
 
 def _iso_label(levels, g) -> str:
-    """The iso-rate contours' legend entry; the cap's level said for what it is."""
+    """The iso-rate contours' legend entry; the cap's level said for what it is: the
+    rate at which the flattest direction's starting loss (``g.cap_loss``) falls to the
+    tolerance in the cap's updates, so the edge of the cap's grey."""
     rest = [f"{r:g}" for r in levels if r != g.cap]
     text = "iso-rate ρ (spectral radius): " + ", ".join(rest)
     if g.cap in levels:
-        text += ("; " if rest else "") + f"{g.cap:g} reaches tol in exactly {g.steps} updates"
+        text += ("; " if rest else "") + f"{g.cap:g}, the cap's edge:"
+        loss = f" ({g.cap_loss:.2g} at the start)" if np.isfinite(g.cap_loss) else ""
+        text += f"\nat that rate the flat direction's loss{loss} falls to tol in {g.steps} updates"
     return text
 
 

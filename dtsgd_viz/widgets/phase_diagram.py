@@ -31,7 +31,7 @@ from ..theory.quadratic import RULES, convergence_boundary
 from ..views import style
 from ..views.path_geometry import divergence_update
 from ..views.paths import draw_paths
-from ..views.phase import add_colorbars, cell_edges, draw_phase
+from ..views.phase import add_colorbars, cap_loss, cell_edges, draw_phase
 from ..views.phase_axes import PHASE_LEGEND_SIZE, PHASE_NOTE_SIZE
 from ..views.phase_cell import RULE_NAMES, draw_cell_losses, pick_finding
 from . import _pointer
@@ -256,11 +256,16 @@ class PhaseDiagram(FigureWidget):
         # The ratio map (the one to click; plot_phase has the two rule maps) over the
         # picked cell's real paths and their losses. The order of fig.axes: ratio,
         # loss, paths, the colour bar
-        grid = body.add_gridspec(2, 2, height_ratios=[1.0, 1.05], width_ratios=[1.0, 1.15])
-        ax_r = body.add_subplot(grid[0, :])
-        ax_l, ax_p = body.add_subplot(grid[1, 1]), body.add_subplot(grid[1, 0])
+        # (a thin empty row under them: air between the paths' legend and the figure's)
+        grid = body.add_gridspec(3, 1, height_ratios=[1.0, 1.05, 0.015])
+        # the lower panels in a grid of their own: the loss panel's names, outside its
+        # axes on the right, widen that grid's margin, not the ratio map's (and a thin
+        # empty column keeps them off the figure's edge)
+        low = grid[1].subgridspec(1, 3, width_ratios=[1.0, 1.15, 0.02])
+        ax_r = body.add_subplot(grid[0])
+        ax_l, ax_p = body.add_subplot(low[0, 1]), body.add_subplot(low[0, 0])
         self.map_axes = {"ratio": ax_r}
-        loss0 = float(self.grids["momentum"].losses[0].flat[0]) - float(self.surface.min_value)
+        loss0 = cap_loss(self.surface, self.grids["momentum"], self.start.reshape(self.surface.shape))
         self.view = draw_phase(self.grids, self.surface, self.map_axes, loss0=loss0,
                                ratio_title=map_finding if self.recordings is not None else None)
         self.meshes = self.view.meshes

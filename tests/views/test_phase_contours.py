@@ -11,6 +11,7 @@ import dtsgd_viz
 from dtsgd_viz.theory import quadratic as theory, surfaces
 from dtsgd_viz.views import style
 from dtsgd_viz.views.phase_contours import EDGE_BAND, MIN_PIECE
+from helpers.phase_names import assert_boundary_names_clear
 from helpers.readable import overlapping
 
 matplotlib.use("Agg")
@@ -157,3 +158,12 @@ def test_the_few_cells_momentum_wins_by_far_are_pointed_at_with_their_counts():
     inside = (lrs[None, :] > x0) & (lrs[None, :] < x1) & (mus[:, None] > y0) & (mus[:, None] < y1)
     assert inside.any()
     assert not (inside & both & ~(np.abs(np.log2(np.maximum(n, 1) / np.maximum(m, 1))) <= np.log2(1.1))).any()
+
+
+def test_the_ratio_maps_boundaries_are_named_in_clear_space_with_leaders():
+    from dtsgd_viz.theory.convergence import phase_grid
+    surface, lrs, mus, steps, tol = CASES["tutorial"]
+    fig = dtsgd_viz.plot_phase(surface, lrs, mus, steps, tol, show="ratio")
+    grids = {key: phase_grid(surface, lrs, mus, steps, tol, nest) for key, nest in (("momentum", False),
+                                                                                   ("nesterov", True))}
+    assert_boundary_names_clear(fig, maps(fig)["phase:ratio"], grids)

@@ -10,6 +10,7 @@ from dtsgd_viz.theory import reference, surfaces, quadratic as theory
 from dtsgd_viz.theory.convergence import phase_grid
 from dtsgd_viz.views import style
 from dtsgd_viz.views.phase import cap_rate, cell_edges, phase_ratio
+from dtsgd_viz.views.phase_cap import flat_mode_loss
 from dtsgd_viz.views.phase_geometry import REGIONS
 from helpers.readable import check_readable, overlapping, x_tick_label_boxes  # noqa: F401
 from helpers.theory_reference import radius
@@ -134,7 +135,8 @@ def test_phase_ratio_cases():
 
 def test_iso_rate_contours_lie_where_the_spectral_radius_has_their_level(fig):
     axes = axes_by_label(fig)
-    loss0 = float(SURFACE.value_np(SURFACE.default_start))
+    # the cap's level comes from the flat direction's share of the starting loss
+    loss0 = flat_mode_loss(SURFACE)
     cap = round(cap_rate(loss0, TOL, STEPS), 3)
     for key, nesterov in (("momentum", False), ("nesterov", True)):
         cs = by_gid(axes[f"phase:{key}"], f"rate:{key}")
@@ -192,7 +194,9 @@ def test_the_legend_says_the_grey_edge_is_the_cap_and_names_the_theory(fig):
     assert any(t.startswith("critical damping") for t in labels)
     # the cap's contour is said for what it is in the legend's entry (its label on the
     # map is its level alone; "(cap)" there went unexplained)
-    assert any(t.endswith(f"reaches tol in exactly {STEPS} updates") for t in labels if t.startswith("iso-rate"))
+    # (the rate at which the flat direction's loss reaches tol in the cap's updates)
+    assert any(f"the cap's edge:\nat that rate the flat direction's loss" in t and t.endswith(f"in {STEPS} updates")
+               for t in labels if t.startswith("iso-rate"))
     assert len(labels) <= 8     # a short legend: the regions are named in place where they fit
     # critical damping is black on both step maps (it was momentum's blue on Nesterov's)
     axes = axes_by_label(fig)
@@ -301,7 +305,7 @@ def test_the_legend_lists_only_iso_rate_levels_a_map_draws():
     labels = [t.get_text() for t in legend_texts(fig)]
     iso = [t for t in labels if t.startswith("iso-rate")]
     assert len(iso) == 1, labels
-    listed = [float(x) for x in iso[0].split(":", 1)[1].split("reaches")[0].replace(";", ",").split(",")]
+    listed = [float(x) for x in iso[0].split(":", 1)[1].split(", the cap's edge")[0].replace(";", ",").split(",")]
     assert 0.6 not in listed and 0.8 in listed, iso
 
 

@@ -11,6 +11,7 @@ from dtsgd_viz.theory import reference, surfaces
 from dtsgd_viz.views import style
 from dtsgd_viz.views.figure import headline_texts
 from dtsgd_viz.widgets import PhaseDiagram
+from helpers.phase_names import assert_boundary_names_clear
 
 matplotlib.use("Agg")
 
@@ -95,3 +96,27 @@ def test_before_a_run_the_headline_is_the_maps_finding():
     finding, _ = headline_texts(pd.figure)
     assert pd.recordings is None and finding.startswith("Nesterov is >10% faster in")
     assert pd.map_axes["ratio"].get_title() == "Who is faster: Nesterov's updates / momentum's"
+
+
+def test_the_ratio_maps_boundaries_are_named_clear_of_lines_and_cells(phase):
+    assert_boundary_names_clear(phase.figure, phase.map_axes["ratio"], phase.grids)
+
+
+def test_the_loss_axis_ends_just_past_the_data_and_the_names_stand_outside_it(phase):
+    fig = phase.figure
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[1]
+    lines = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("cell-loss:")]
+    last = max(float(np.max(ln.get_xdata())) for ln in lines)
+    x0, x1 = ax.get_xlim()
+    assert last < x1 <= last + 0.03 * (x1 - x0) and x0 < 0 <= x0 + 0.03 * (x1 - x0)
+    box = ax.get_window_extent(renderer)
+    names = [t for t in ax.texts if (t.get_gid() or "").startswith("cell-label:")]
+    assert len(names) == 2
+    boxes = [t.get_window_extent(renderer) for t in names]
+    assert all(not t.get_clip_on() for t in names)
+    assert all(b.x0 >= box.x1 and b.x1 <= fig.bbox.width - 8 for b in boxes)   # outside the axes, off the edge
+    assert not boxes[0].overlaps(boxes[1])
+    # room made under the map only: the ratio map keeps the full width of the lower panels
+    ratio = phase.map_axes["ratio"].get_window_extent(renderer)
+    assert ratio.x1 >= box.x1 + 0.5 * (boxes[0].x1 - box.x1)
