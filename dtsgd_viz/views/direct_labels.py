@@ -86,36 +86,50 @@ def _axes_width_points(ax) -> float:
     return max(1.0, ax.get_window_extent().width * 72.0 / dpi)
 
 
-def label_ends(ax, entries, *, fontsize=style.LABEL_SIZE, room: float | None = None, gid_prefix="label:"):
+def label_ends(ax, entries, *, fontsize=style.LABEL_SIZE, room: float | None = None, gid_prefix="label:",
+               outside: bool = False):
     """Write each ``(text, x, y, color)`` of ``entries`` at ``(x, y)`` (a line's end),
     to its right, names pushed apart vertically so none overprints another. The x axis
     is widened by ``room`` of its span to hold them (None: as much as the longest name
-    takes). Entries whose ``y`` is not finite (or not positive on a log axis) are left
-    out. Returns the ``Text`` artists; ``move_ends`` moves them later."""
+    takes). ``outside``: the x axis is left as it is (ending just past the data) and
+    the names stand in a column just right of the right spine, at their lines' heights
+    (a constrained layout leaves room for them: they are in the layout). Entries whose
+    ``y`` is not finite (or not positive on a log axis) are left out. Returns the
+    ``Text`` artists; ``move_ends`` moves them later."""
     from matplotlib.transforms import blended_transform_factory
 
     keep = [(t, float(x), float(y), c) for t, x, y, c in entries
             if np.isfinite(y) and np.isfinite(x) and (y > 0 or ax.get_yscale() != "log")]
     if not keep:
         return []
-    if room is None:   # bold DejaVu Sans: ~0.66 em a character, and a little air
-        room = (0.66 * fontsize * max(len(t) for t, _, _, _ in keep) + 10.0) / _axes_width_points(ax)
-    x0, x1 = ax.get_xlim()
-    ticks = [t for t in ax.get_xticks() if x0 <= t <= x1]
-    ax.set_xlim(x0, x1 + room * (x1 - x0))
-    ax.set_xticks(ticks)   # no ticks under the names
+    if not outside:
+        if room is None:   # bold DejaVu Sans: ~0.66 em a character, and a little air
+            room = (0.66 * fontsize * max(len(t) for t, _, _, _ in keep) + 10.0) / _axes_width_points(ax)
+        x0, x1 = ax.get_xlim()
+        ticks = [t for t in ax.get_xticks() if x0 <= t <= x1]
+        ax.set_xlim(x0, x1 + room * (x1 - x0))
+        ax.set_xticks(ticks)   # no ticks under the names
+    else:
+        ax.set_xlim(*ax.get_xlim())   # fixed: the names stand just past its end
     ax.set_ylim(*ax.get_ylim())   # fixed: the labels are placed in axes fractions
     trans = blended_transform_factory(ax.transData, ax.transAxes)
     out = [ax.text(x, 0.5, text, transform=trans, ha="left", va="center", fontsize=fontsize, color=color,
                    fontweight="bold", clip_on=False, gid=f"{gid_prefix}{text}")
            for text, x, _, color in keep]
+    for t in out:
+        t.end_outside = outside   # move_ends keeps them in their column
     move_ends(ax, out, [(x, y) for _, x, y, _ in keep])
     return out
 
 
+OUTSIDE_PAD = 0.012
+"""How far right of the right spine names written ``outside`` start, in x spans."""
+
+
 def move_ends(ax, texts, ends) -> None:
     """Put the names ``texts`` (from ``label_ends``) at the line ends ``ends`` (``[(x,
-    y)]``, same order), pushed apart; a name whose end is not finite is hidden."""
+    y)]``, same order), pushed apart; a name whose end is not finite is hidden. Names
+    written ``outside`` keep their column right of the spine; only their heights move."""
     x0, x1 = ax.get_xlim()
     ok = [i for i, (x, y) in enumerate(ends) if np.isfinite(x) and np.isfinite(y)
           and (y > 0 or ax.get_yscale() != "log")]
@@ -125,7 +139,11 @@ def move_ends(ax, texts, ends) -> None:
     for t in texts:
         t.set_visible(False)
     for i, f in zip(ok, fracs):
-        texts[i].set_position((ends[i][0] + 0.012 * (x1 - x0), f))
+        if getattr(texts[i], "end_outside", False):   # in the column right of the spine
+            x = x1 + OUTSIDE_PAD * (x1 - x0)
+        else:
+            x = ends[i][0] + 0.012 * (x1 - x0)
+        texts[i].set_position((x, f))
         texts[i].set_visible(True)
 
 

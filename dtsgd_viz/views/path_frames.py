@@ -19,7 +19,8 @@ from . import update_geometry as upd
 from . import update_panel as panel
 from .figure import headline, new_figure
 from .path_loss import draw_loss
-from .path_casing import draw_casings
+from .path_blit import stacked_over  # noqa: F401  (re-exported: the widgets import it here)
+from .path_lanes import draw_lanes_and_casings, shift_step
 from .path_names import NAME_OFFSET, _drawn, draw_start_and_minima, name_runs, place_names  # noqa: F401
 from .path_scene import PathScene, finding, settings_line
 
@@ -53,6 +54,7 @@ class PathArtists:
     run_names: dict = dataclasses.field(default_factory=dict)   # config -> its name on its path
     whole: bool = False      # each path drawn whole in its rule's look (``plot_paths``), not split
     casings: dict = dataclasses.field(default_factory=dict)   # config -> its casing where paths coincide
+    lanes: dict = dataclasses.field(default_factory=dict)   # config -> its (dx, dy) points off its data
 
 
 ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −lr·g in its light tint, "
@@ -62,7 +64,7 @@ ARROW_CAPTION = "arrows: μ·v in the run's colour, then −lr·g in its light t
 REST_CAPTION = ("Paths up to update {k}: each rule's line and markers; after update {k}: thin line, "
                 "lighter, in the rule's dash")
 WHOLE_CAPTION = ("Each path whole in its rule's look; rings: the parameters before update {k} "
-                 "(dashed line in the loss panel)")
+                 "(in the loss panel: the dashed line, a dot per run)")
 UPDATE_NOTE = "plot_update(..., step={k}) takes update {k} apart into its terms as arrows"
 
 
@@ -143,13 +145,14 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=
     dots = max(len(c) for c in scene.coords.values()) <= 61
     picked = update is not None
     _draw_path_lines(scene, art, looks, dots, picked and not whole)
-    if whole or not picked:   # drawn whole: where two paths coincide, both show
-        span = max(np.ptp(scene.box[0]), np.ptp(scene.box[1]))
-        art.casings = draw_casings(ax_path, {k: _drawn(scene, k) for k in scene.coords}, looks, span)
+    if whole or not picked:   # drawn whole: shared first legs side by side, other coincidences cased
+        drawn = {k: _drawn(scene, k) for k in scene.coords}
+        art.lanes, art.casings = draw_lanes_and_casings(scene, art, looks, drawn)
     art.names = draw_start_and_minima(scene, ax_path, see_through=whole or see_through)
     _frame_path_axes(scene, ax_path)
     if picked:
         _draw_step(scene, update, art, arrows, looks)
+        shift_step(art)   # the rings and arrows in their runs' lanes
 
     art.title = ax_path.set_title(path_title(scene, update, auto), fontsize=style.TITLE_SIZE)
     _draw_notes(scene, art, note)
@@ -385,16 +388,3 @@ def _draw_step(scene, update, art, arrows, looks):
                 gid=f"zoom-box:{key}"))
             draw_zoom(scene, art, key, panel_at(scene, key, i, arrows))
     follow_update(scene, art, update)
-
-
-def stacked_over(moving) -> list:
-    """The still artists a full draw puts over some of the ``moving`` ones in the same
-    axes (the start over the trails): a widget that blits the moving artists over a
-    background redraws these with them, so its frames stack as a full draw does."""
-    out = []
-    for ax in {a.axes for a in moving if getattr(a, "axes", None) is not None}:
-        mine = [a for a in moving if a.axes is ax]
-        low = min(a.get_zorder() for a in mine)
-        out += [a for a in [*ax.lines, *ax.collections, *ax.patches, *ax.texts]
-                if a not in mine and a.get_zorder() > low and a.get_visible()]
-    return out

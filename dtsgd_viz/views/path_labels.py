@@ -161,7 +161,8 @@ def panel_obstacles(art, skip=()) -> Obstacles:
         if not line.get_visible() or line in skip:
             continue
         with np.errstate(invalid="ignore"):
-            xy = ax.transData.transform(np.asarray(line.get_xydata(), np.float64).reshape(-1, 2))
+            # where it is drawn: a path in a lane (``path_lanes``) is shifted off its data
+            xy = line.get_transform().transform(np.asarray(line.get_xydata(), np.float64).reshape(-1, 2))
         xy = xy[np.all(np.isfinite(xy), axis=1)]
         if line.get_linestyle() not in ("None", "none", " ", ""):
             # a thin light whole run under the paths hides less under a name than a path

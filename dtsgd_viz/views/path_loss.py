@@ -1,6 +1,7 @@
 """The loss panel of a path figure: each run's loss per update in its rule's look
-(``style.run_looks``), named at the end of its line (no legend), the update shown
-marked, and where a run diverged. ``views.path_frames`` calls it; the geometry is the
+(``style.run_looks``), named just right of the panel at its line's end (no legend;
+the x axis ends just past the data), the update shown marked by nested dots, and
+where a run diverged. ``views.path_frames`` calls it; the geometry is the
 ``PathScene``'s.
 """
 
@@ -12,9 +13,22 @@ from . import path_geometry as geo
 from . import style
 from .direct_labels import READABLE_GAP, axes_height_points, label_ends, spread
 
-__all__ = ["draw_loss", "air_between_ends", "FEW_POINTS"]
+__all__ = ["draw_loss", "air_between_ends", "dot_sizes", "FEW_POINTS", "END_MARGIN", "END_GAP"]
 
 FEW_POINTS = 3   # loss lines of this many points or fewer get markers
+END_MARGIN = 0.015   # the x axis ends this far (of its span) past the last update: no empty range
+END_GAP = 1.7   # the end names' centre-to-centre distance, in font sizes (READABLE_GAP and air)
+DOT_SIZES = (10.0, 6.4, 4.0)   # the update's dots, the first run's largest, the later ones nested on it
+
+
+def dot_sizes(n: int) -> list:
+    """Marker sizes of ``n`` runs' dots at the update shown, largest first, each drawn
+    over the one before: where runs share a loss, each shows as a ring round the next.
+
+    >>> dot_sizes(2), dot_sizes(4)
+    ([10.0, 6.4], [10.0, 6.4, 4.0, 4.0])
+    """
+    return [DOT_SIZES[min(k, len(DOT_SIZES) - 1)] for k in range(n)]
 
 
 def draw_loss(scene, update, art, looks) -> None:
@@ -24,7 +38,8 @@ def draw_loss(scene, update, art, looks) -> None:
     from_surface = False
     lost = {}   # runs whose loss stops being finite without having left the view
     ends = []
-    for key, (steps, loss, computed) in scene.losses.items():
+    sizes = dot_sizes(len(scene.losses))
+    for k, (key, (steps, loss, computed)) in enumerate(scene.losses.items()):
         from_surface |= computed
         look = looks[key]
         few = len(steps) <= FEW_POINTS   # one point per line draws nothing without a marker
@@ -44,8 +59,12 @@ def draw_loss(scene, update, art, looks) -> None:
                 lost[key] = int(steps[last[-1] + 1]) if len(last) and last[-1] + 1 < len(steps) else None
         if update is not None:
             i = geo.step_index(scene.recordings[key].steps, update)
-            (art.loss_markers[key],) = ax.plot([steps[i]], [loss[i]], "o", ms=7, color=look.color,
-                                               mec="white", gid=f"loss-marker:{key}", zorder=5)
+            # nested: each later run's dot smaller, over the earlier ones (two runs at
+            # one loss show as a dot in a ring, never one hidden under the other)
+            (art.loss_markers[key],) = ax.plot([steps[i]], [loss[i]], "o", ms=sizes[k], color=look.color,
+                                               mec="white", mew=1.0 if k == 0 else 0.5,
+                                               gid=f"loss-marker:{key}",
+                                               zorder=5 + 0.01 * k)
     _frame(scene, ax, from_surface)
     if scene.diverged or lost:
         _diverged_note(scene, ax, lost)
@@ -53,7 +72,7 @@ def draw_loss(scene, update, art, looks) -> None:
         line = style.ROLE_LOOKS["update_line"]
         art.step_line = ax.axvline(update, **line.line(), gid="step-line")
     keys = {geo.rule_name(k): k for k in scene.losses}   # the names written back to their configs
-    art.loss_labels = {keys[t.get_gid()[len("label:"):]]: t for t in label_ends(ax, ends)}
+    art.loss_labels = {keys[t.get_gid()[len("label:"):]]: t for t in label_ends(ax, ends, outside=True)}
     for key, text in art.loss_labels.items():   # gids keep the config keys
         text.set_gid(f"label:{key}")
     _plain_log_ticks(ax)
@@ -70,7 +89,7 @@ def air_between_ends(art) -> None:
     texts = [t for t in texts if t.get_visible()]
     if len(texts) < 2:
         return
-    gap = READABLE_GAP * texts[0].get_fontsize() / axes_height_points(ax)
+    gap = max(READABLE_GAP, END_GAP) * texts[0].get_fontsize() / axes_height_points(ax)
     fracs = spread([t.get_position()[1] for t in texts], gap, 0.02, 0.98)
     for t, f in zip(texts, fracs):
         t.set_position((t.get_position()[0], f))
@@ -102,9 +121,11 @@ def _frame(scene, ax, from_surface) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10], min_n_ticks=1))
     first = min(int(st[0]) for st, _, _ in scene.losses.values())
     last = max(int(st[-1]) for st, _, _ in scene.losses.values())
+    ax.autoscale_view()
     if last - first < 4:  # a short run: a margin of half an update, ticks on the updates
         ax.set_xlim(first - 0.5, last + 0.5)
-    ax.autoscale_view()
+    else:   # the names stand outside, right of the spine: the axis ends just past the data
+        ax.set_xlim(ax.get_xlim()[0], last + END_MARGIN * (last - ax.get_xlim()[0]))
 
 
 LINEAR_SPAN = 10.0   # losses within this factor of each other read on a linear axis

@@ -50,6 +50,7 @@ from ._path_motion import animate
 import numpy as np
 
 from .path_frames import UPDATE_NOTE, PathArtists, caption_text, draw_scene, path_title, short_note
+from .path_lanes import lane_note
 from .path_loss import air_between_ends
 from .path_scene import PathScene, build_scene, default_update, scene_notes
 
@@ -123,7 +124,7 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Non
     if tail is not None and art.caption is not None:
         art.caption_tail = tail
         art.caption.set_text(caption_text(update, tail, True))
-    notes = scene_notes(scene)
+    notes = "\n".join(t for t in (lane_note(art), scene_notes(scene)) if t)
     if notes and art.caption is not None:
         art.caption.set_text(art.caption.get_text() + "\n" + notes)
     return fig

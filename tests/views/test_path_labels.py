@@ -111,12 +111,25 @@ def test_where_two_paths_coincide_the_lower_one_is_a_casing_under_the_upper(two)
     assert tuple(casing[0].get_colors()[0][:3]) == pytest.approx(to_rgb(nesterov.color))
 
 
-def test_three_coinciding_paths_nest_plain_in_momentum_in_nesterov(three):
+def test_three_first_legs_run_side_by_side_each_in_its_own_look(three):
+    """Deliberately changed: the shared first legs were nested casings (Nesterov's edges
+    round momentum's round plain's core), read as hidden; now they run in lanes."""
     fig = dtsgd_viz.plot_paths(three, NARROW, step=5)
+    fig.draw_without_rendering()
     ax = fig.axes[0]
-    casing = {a.get_gid(): max(a.get_linewidths()) for a in ax.collections
-              if (a.get_gid() or "").startswith("path-casing:")}
-    assert casing["path-casing:nesterov"] > casing["path-casing:momentum"] > style.RULE_LOOKS["plain"].lw
+    lines = {ln.get_gid()[5:]: ln for ln in ax.lines if (ln.get_gid() or "").startswith("path:")}
+    px = fig.dpi / 72.0
+    drawn = {k: ln.get_transform().transform(ln.get_xydata()[:2]) for k, ln in lines.items()}
+    for a, b in (("plain", "momentum"), ("momentum", "nesterov")):
+        d = drawn[a][1] - drawn[a][0]
+        n = np.array([-d[1], d[0]]) / np.hypot(*d)
+        apart = abs(float(np.dot(drawn[b][0] - drawn[a][0], n)))   # across the shared leg
+        need = 0.5 * (style.RULE_LOOKS[a].lw + style.RULE_LOOKS[b].lw) * px
+        assert apart >= need + 1.0, (a, b, apart, need)   # clear of each other
+        assert apart <= 12.0   # still read as one leg
+    np.testing.assert_array_equal(lines["plain"].get_xydata(), three["plain"].path("w"))   # data as recorded
+    caption = [t.get_text() for t in fig.findobj(Text) if "side by side" in t.get_text()]
+    assert len(caption) == 1
 
 
 def test_the_caption_says_why_nesterovs_first_step_is_long(three):

@@ -843,3 +843,29 @@ def test_level_ends_are_titled_by_where_the_runs_differ_and_end_names_have_air(r
     text = finding(scene)
     if text.startswith("The runs differ most"):
         assert f"update {default_update(scene)}" in text
+
+
+def test_loss_axis_ends_at_the_data_and_the_names_stand_outside_it(rotated):
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=3)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    ax = fig.axes[1]
+    x0, x1 = ax.get_xlim()
+    last = max(rec.steps[-1] for rec in rotated.values())
+    assert last <= x1 <= last + 0.03 * (x1 - x0)   # no empty range past the data
+    frame, page = ax.get_window_extent(r), fig.bbox
+    names = [t for t in ax.texts if (t.get_gid() or "").startswith("label:")]
+    boxes = sorted((t.get_window_extent(r) for t in names), key=lambda b: b.y0)
+    assert len(boxes) == len(rotated)
+    for b in boxes:   # right of the spine, inside the figure
+        assert b.x0 > frame.x1 and b.x1 <= page.x1 and frame.y0 <= (b.y0 + b.y1) / 2 <= frame.y1
+    assert all(a.y1 < b.y0 for a, b in zip(boxes, boxes[1:]))   # none overlapping
+
+
+def test_every_runs_dot_at_the_update_shows_even_where_losses_meet(rotated):
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=1)   # update 1: every run at one loss
+    dots = sorted(gid_artists(fig, "loss-marker:").values(), key=lambda m: m.get_zorder())
+    assert len(dots) == len(rotated)
+    sizes = [m.get_markersize() for m in dots]
+    # each drawn over the one before, smaller: a ring of every run's colour shows
+    assert all(a - b >= 1.5 for a, b in zip(sizes, sizes[1:])), sizes
