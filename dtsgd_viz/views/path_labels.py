@@ -20,13 +20,14 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["renderer_of", "Obstacles", "candidates", "spot_cost", "best_spot", "place_text", "panel_obstacles",
-           "text_box", "boxes_overlap"]
+           "text_box", "boxes_overlap", "leader_cost", "TOUCH"]
 
 SAMPLE_PX = 2.0      # path samples this far apart
 PAD_PX = 2.0         # a label keeps this many pixels off a path
 HARD = 400.0         # the cost of covering a marker, a box or another label
 OUTSIDE = 1e5        # the cost of leaving the frame
 REST_WEIGHT = 0.3    # a sample of a thin whole run after the update shown, against a path's 1
+TOUCH = 150.0        # the cost of covering any path at all (a label kept clear of every run)
 ANGLES = np.deg2rad(np.arange(0, 360, 22.5))
 
 
@@ -80,14 +81,16 @@ class Obstacles:
             self.add_box((x - radius, y - radius, x + radius, y + radius))
 
 
-def spot_cost(obs: Obstacles, box, pad=PAD_PX, points=None) -> float:
+def spot_cost(obs: Obstacles, box, pad=PAD_PX, points=None, touch=0.0) -> float:
     """The cost of a label at ``box`` ``(x0, y0, x1, y1)``: the weights of the path
-    samples under it (grown by ``pad``), ``HARD`` per marker / box / label it overlaps,
-    ``OUTSIDE`` off the frame. ``points``: ``(obs.points, obs.weights)``, computed once."""
+    samples under it (grown by ``pad``), plus ``touch`` if there is any, ``HARD`` per
+    marker / box / label it overlaps, ``OUTSIDE`` off the frame. ``points``:
+    ``(obs.points, obs.weights)``, computed once."""
     pts, w = (obs.points, obs.weights) if points is None else points
     x0, y0, x1, y1 = box
-    cost = float(w[(pts[:, 0] >= x0 - pad) & (pts[:, 0] <= x1 + pad)
-                   & (pts[:, 1] >= y0 - pad) & (pts[:, 1] <= y1 + pad)].sum())
+    under = w[(pts[:, 0] >= x0 - pad) & (pts[:, 0] <= x1 + pad)
+              & (pts[:, 1] >= y0 - pad) & (pts[:, 1] <= y1 + pad)]
+    cost = float(under.sum()) + (touch if len(under) else 0.0)
     cost += HARD * sum(boxes_overlap(box, b, 1.0) for b in obs.boxes)
     f = obs.frame
     if x0 < f[0] + 1 or y0 < f[1] + 1 or x1 > f[2] - 1 or y1 > f[3] - 1:
@@ -111,16 +114,30 @@ def candidates(anchor, size, radii=(5.0, 10.0, 18.0, 30.0)) -> list:
     return out
 
 
-def best_spot(obs: Obstacles, anchor, size, radii=(5.0, 10.0, 18.0, 30.0), near=0.15, extra=None):
-    """The cheapest box (``spot_cost`` plus ``near`` per pixel of radius, plus
-    ``extra(box)`` if given) of ``candidates`` around ``anchor``."""
+def best_spot(obs: Obstacles, anchor, size, radii=(5.0, 10.0, 18.0, 30.0), near=0.15, extra=None, touch=0.0):
+    """The cheapest box (``spot_cost`` with ``touch`` plus ``near`` per pixel of radius,
+    plus ``extra(box)`` if given) of ``candidates`` around ``anchor``."""
     pts = (obs.points, obs.weights)
     best, cost = None, np.inf
     for *box, r in candidates(anchor, size, radii):
-        c = spot_cost(obs, box, points=pts) + near * r + (extra(box) if extra else 0.0)
+        c = spot_cost(obs, box, points=pts, touch=touch) + near * r + (extra(box) if extra else 0.0)
         if c < cost:
             best, cost = tuple(box), c
     return best
+
+
+def leader_cost(obs: Obstacles, start, end, near=2.0, points=None) -> float:
+    """The weight of the path samples within ``near`` pixels of the leader from ``start``
+    to ``end`` (display pixels): what a thin line there would cross."""
+    pts, w = (obs.points, obs.weights) if points is None else points
+    a, b = np.asarray(start, np.float64), np.asarray(end, np.float64)
+    d = b - a
+    n2 = float(d @ d)
+    if n2 < 1e-9 or not len(pts):
+        return 0.0
+    t = np.clip((pts - a) @ d / n2, 0.0, 1.0)
+    gap = np.hypot(*(pts - (a + t[:, None] * d)).T)
+    return float(w[gap < near].sum())
 
 
 def text_box(text, renderer, pad=2.0):

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import path_geometry as geo
 from . import style
-from .path_labels import best_spot, panel_obstacles, place_text, renderer_of, text_box
+from .path_labels import TOUCH, best_spot, leader_cost, panel_obstacles, place_text, renderer_of, text_box
 from .path_scene import minimum_on_plane
 
 __all__ = ["draw_start_and_minima", "place_names", "name_runs", "NAME_OFFSET", "STAR_Z",
@@ -79,7 +79,10 @@ def _drawn(scene, key):
     return c[:geo.drawn_length(len(c), scene.diverged.get(key))]
 
 
-NAME_RADII = (2.0, 5.0, 10.0, 18.0, 28.0)   # pixels from a point's marker to its name's near side
+# pixels from a point's marker to its name's near side: out to where no path runs (a
+# minimum inside a crowd of paths is named off it, on a leader)
+NAME_RADII = (2.0, 5.0, 10.0, 18.0, 28.0, 40.0, 54.0, 70.0, 90.0, 115.0)
+LEADER_WEIGHT = 3.0   # the cost of each path sample a name's leader crosses
 LEADER_PX = 7.0   # a name further than this off its point's marker hangs on a leader
 
 
@@ -106,7 +109,17 @@ def place_names(art, marks=(), scene=None) -> list:
         anchor = ax.transData.transform(np.asarray(ann.xy, np.float64))
         x0, y0, x1, y1 = text_box(ann, renderer)
         mark = _marker_radius(ax, ann.get_gid())
-        box = best_spot(obs, anchor, (x1 - x0, y1 - y0), radii=tuple(mark + r for r in NAME_RADII), near=0.35)
+        pts = (obs.points, obs.weights)
+
+        def leader(box, anchor=anchor, mark=mark, pts=pts):   # the paths a leader crosses
+            end = np.clip(anchor, box[:2], box[2:])
+            d = end - anchor
+            n = float(np.hypot(*d))
+            if n <= mark + LEADER_PX:
+                return 0.0
+            return LEADER_WEIGHT * leader_cost(obs, anchor + d * (mark / n), end, points=pts)
+        box = best_spot(obs, anchor, (x1 - x0, y1 - y0), radii=tuple(mark + r for r in NAME_RADII), near=0.35,
+                        extra=leader, touch=TOUCH)
         place_text(ann, box, anchor)
         obs.add_box(box)
         far = np.hypot(*(np.clip(anchor, box[:2], box[2:]) - anchor)) > mark + LEADER_PX

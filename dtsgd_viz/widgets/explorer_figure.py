@@ -18,8 +18,8 @@ from ..views.figure import fit, headline, new_figure
 from ..views import update_geometry as upd
 from ..views.path_geometry import rule_name
 from ..views.path_frames import draw_zoom
-from ..views.path_labels import (HARD, boxes_overlap, panel_obstacles, place_text, renderer_of, spot_cost,
-                                 text_box)
+from ..views.path_labels import (HARD, TOUCH, boxes_overlap, leader_cost, panel_obstacles, place_text,
+                                 renderer_of, spot_cost, text_box)
 from ..views.path_names import place_names
 from ..views.path_scene import settings_line
 from ..views.paths import draw_paths
@@ -34,6 +34,9 @@ CLOSE_UP_CAPTION = ("Bold: the paths up to update {k}; thin: after it. Below: ea
                     "colour, then −lr·g in its light tint, tip to tail, with their lengths")
 CAPTION_SIZE = style.TICK_SIZE   # the caption's type: over style.NOTE_SIZE, the smallest allowed
 MIN_BOX_PX = 22.0    # a close-up's box on the paths is drawn at least this many pixels wide
+STAR_OVER_Z = 6.3   # the star: over the zoom boxes (5.1) and the rings (6.0), under the arrows and labels
+CALLOUT_GAPS = (3.0, 6.0, 10.0, 16.0, 24.0, 34.0, 46.0, 60.0, 78.0, 100.0)   # px off its box
+CALLOUT_LEADER_PX = 7.0   # a callout further than this off its box hangs on a leader
 TRAIL_KEEP = 2       # the path's segments a close-up keeps before the update (older ones crowd it)
 BOTTOM_MARGIN = 0.02  # of the figure's height, blank under the close-ups' tick labels
 
@@ -123,10 +126,15 @@ def explorer_view(recordings, surface, step, *, name, arrows, zoom, note):
     # over the star: a box grown to MIN_BOX_PX frames it, under it the star would hide it
     top = max([ln.get_zorder() for ln in ax_path.lines if ln.get_gid() == "minimum"], default=5.0)
     art.zoom_boxes = {key: _zoom_box(ax_path, key, scene.colors[key], top + 0.1) for key in scene.coords}
-    for key in scene.coords:   # "×33" beside each box: which close-up looks there
-        ax_path.text(0, 0, "", fontsize=style.LABEL_SIZE, fontweight="bold", color=scene.colors[key],
-                     ha="center", va="center", gid=f"zoom-callout:{key}", zorder=7.5, clip_on=True,
-                     bbox=dict(boxstyle="round,pad=0.12", fc="white", ec="none", alpha=0.85))
+    for ln in ax_path.lines:   # the star over the boxes and the rings (its face see-through)
+        if ln.get_gid() == "minimum":
+            ln.set_zorder(STAR_OVER_Z)
+    for key in scene.coords:   # "×33" beside each box (on a leader when off it): which close-up looks there
+        ax_path.annotate("", (0, 0), xytext=(0, 0), textcoords="data", fontsize=style.LABEL_SIZE,
+                         fontweight="bold", color=scene.colors[key], ha="center", va="center",
+                         gid=f"zoom-callout:{key}", zorder=7.5, annotation_clip=False,
+                         bbox=dict(boxstyle="round,pad=0.12", fc="white", ec="none", alpha=0.85),
+                         arrowprops=dict(arrowstyle="-", color=scene.colors[key], lw=0.8, shrinkA=0, shrinkB=0))
     art.caption = gap.text(0.5, 0.5, explorer_caption(view.update), transform=gap.transAxes,
                            fontsize=CAPTION_SIZE, color=style.SUBTITLE_COLOR, ha="center",
                            va="center", gid="caption", linespacing=1.3)
@@ -233,6 +241,8 @@ def place_callouts(scene, art) -> None:
     renderer = renderer_of(ax.figure)
     for key, text in callouts.items():
         text.set_text(art.zoom_axes[key].get_title().rsplit(" ", 1)[-1] if key in boxes else "")   # "×33"
+        if key not in boxes and getattr(text, "arrow_patch", None) is not None:
+            text.arrow_patch.set_visible(False)
     obs = panel_obstacles(art, skip={*callouts.values(), *art.names.values()})
     for key, b in boxes.items():
         text = callouts.get(key)
@@ -241,15 +251,31 @@ def place_callouts(scene, art) -> None:
         x0, y0, x1, y1 = text_box(text, renderer)
         w, h = x1 - x0, y1 - y0
         others = [o for k, o in boxes.items() if k != key]
-        spot = min(_callout_candidates(b, (w, h)),
-                   key=lambda c: spot_cost(obs, c[:4]) + HARD * sum(boxes_overlap(c[:4], o) for o in others)
-                   + 2.0 * c[4])
+        pts = (obs.points, obs.weights)
+
+        def cost(c, b=b, others=others, pts=pts):   # paths under it, boxes, distance, leader crossings
+            end = np.clip(((c[0] + c[2]) / 2.0, (c[1] + c[3]) / 2.0), b[:2], b[2:])
+            lead = 3.0 * leader_cost(obs, _box_edge(c[:4], end), end, points=pts) if c[4] > CALLOUT_LEADER_PX else 0.0
+            return (spot_cost(obs, c[:4], points=pts, touch=TOUCH) + lead + 1.0 * c[4]
+                    + HARD * sum(boxes_overlap(c[:4], o) for o in others))
+        spot = min(_callout_candidates(b, (w, h)), key=cost)
         place_text(text, spot[:4])
+        end = np.clip(((spot[0] + spot[2]) / 2.0, (spot[1] + spot[3]) / 2.0), b[:2], b[2:])
+        text.xy = tuple(ax.transData.inverted().transform(end))
+        if text.arrow_patch is not None:   # a leader only where the callout sits off its box
+            text.arrow_patch.set_visible(spot[4] > CALLOUT_LEADER_PX)
         obs.add_box(spot[:4])
+        if spot[4] > CALLOUT_LEADER_PX:   # the names keep off its leader too
+            obs.add_polyline([_box_edge(spot[:4], end), end])
     place_names(art, (), scene)   # now off the callouts too
 
 
-def _callout_candidates(box, size, gaps=(3.0, 6.0, 10.0)):
+def _box_edge(box, towards):
+    """The point of ``box``'s edge (display) nearest ``towards`` (outside it)."""
+    return np.clip(np.asarray(towards, np.float64), box[:2], box[2:])
+
+
+def _callout_candidates(box, size, gaps=CALLOUT_GAPS):
     """Boxes of ``size`` beside the display ``box`` (x0, y0, x1, y1): right, left,
     above, below and the corners, ``gap`` pixels off it (the gap last)."""
     x0, y0, x1, y1 = box

@@ -157,3 +157,17 @@ def test_a_projected_minimum_near_the_paths_is_framed_with_them():
     coords = np.array([[0.0, 0.0], [1.0, 1.0]])
     kept = _near(np.array([[1.4, 0.5], [9.0, 9.0]]), coords)
     assert len(kept) == 1 and kept[0].tolist() == [[1.4, 0.5]]
+
+
+def test_touching_any_path_costs_extra_and_a_leader_counts_the_paths_it_crosses():
+    from dtsgd_viz.views.path_labels import leader_cost
+    obs = Obstacles((0, 0, 200, 200))
+    obs.add_polyline([[0, 100], [200, 100]])   # a line across the middle
+    grazing = (90, 101, 110, 111)              # its lower edge on the line
+    assert spot_cost(obs, grazing, touch=150.0) >= spot_cost(obs, grazing) + 150.0
+    assert spot_cost(obs, (90, 140, 110, 150), touch=150.0) == 0.0
+    # a far spot clear of the line wins over a near one that grazes it
+    box = best_spot(obs, (100, 100), (20, 8), radii=(0.0, 30.0), touch=150.0)
+    assert box[1] > 102 or box[3] < 98
+    assert leader_cost(obs, (100, 50), (100, 150)) > 0.0      # crosses it
+    assert leader_cost(obs, (20, 150), (180, 150)) == 0.0     # runs beside it

@@ -93,7 +93,8 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
         low, second = sorted(losses.values())[:2]
         best = rule_name(min(losses, key=losses.get)) + "'s loss" if second > 1.05 * low else "the runs are level"
         assert headline_texts(explorer.figure)[0].startswith(f"Update {u}: {best}"), u
-        callouts = [t.get_window_extent() for t in zoom_callouts(art).values()]
+        # the callouts' own boxes (Text's extent: an annotation's would add its leader)
+        callouts = [matplotlib.text.Text.get_window_extent(t) for t in zoom_callouts(art).values()]
         assert all(not a.overlaps(b) for i, a in enumerate(callouts) for b in callouts[i + 1:]), u
     assert small_on_paths > 0   # the paths panel alone would hide some of these updates
 
@@ -210,3 +211,60 @@ def test_the_callouts_and_names_on_the_paths_overlap_nothing(explorer, recs):
             around = lambda c: (c[0] <= point[0] <= c[2] and c[1] <= point[1] <= c[3] if point is not None  # noqa: E731
                                 else boxes_overlap(c, boxes[own]))   # boxes stacked on each other
             assert not any(boxes_overlap(b, c) for k, c in boxes.items() if k != own and not around(c)), (u, gid)
+
+
+def _drawn_points(line, spacing=0.5):
+    """Points every ``spacing`` display pixels along ``line``'s drawn segments."""
+    xy = line.get_transform().transform(np.asarray(line.get_xydata(), np.float64).reshape(-1, 2))
+    xy = xy[np.all(np.isfinite(xy), axis=1)]
+    out = [xy]
+    for a, b in zip(xy[:-1], xy[1:]):
+        n = max(2, int(np.hypot(*(b - a)) / spacing) + 1)
+        out.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
+    return np.concatenate(out)
+
+
+@pytest.fixture(scope="module")
+def tutorial_03():
+    """The explorer as tutorial 03 shows it: its surface and runs, at update 20."""
+    surface = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+    configs = {"plain": dict(learning_rate=0.05, momentum=0.0),
+               "momentum": dict(learning_rate=0.05, momentum=0.9),
+               "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)}
+    explorer = PathExplorer(dtsgd_viz.run(surface, configs, steps=60), surface, step=20)
+    explorer.pixels()
+    return explorer
+
+
+def test_at_tutorial_03s_update_20_no_label_covers_a_path(tutorial_03):
+    """The ×N callouts and the start / minimum names sit where no run's drawn path (bold
+    or thin) runs, inside the paths panel, on a leader when far off their box or point;
+    the star is drawn over the boxes and rings, under the labels."""
+    from dtsgd_viz.views.path_labels import text_box
+    art = tutorial_03.view.artists
+    ax = art.ax_path
+    r = tutorial_03.figure.canvas.get_renderer()
+    labels = [t for t in ax.texts if t.get_visible() and t.get_text()
+              and (t.get_gid() or "").split(":")[0] in ("zoom-callout", "start-label", "minimum-label")]
+    assert {t.get_gid() for t in labels} >= {"start-label", "minimum-label", "zoom-callout:nesterov"}
+    paths = [ln for ln in ax.lines if (ln.get_gid() or "").split(":")[0] in ("path", "path-rest")]
+    assert len(paths) == 6
+    points = np.concatenate([_drawn_points(ln) for ln in paths])
+    f = ax.get_window_extent()
+    for t in labels:
+        x0, y0, x1, y1 = text_box(t, r, pad=0.0)   # the white box behind the text
+        assert f.x0 <= x0 and x1 <= f.x1 and f.y0 <= y0 and y1 <= f.y1, t.get_gid()
+        under = (points[:, 0] >= x0) & (points[:, 0] <= x1) & (points[:, 1] >= y0) & (points[:, 1] <= y1)
+        assert not under.any(), (t.get_gid(), points[under][:3])
+        arrow = getattr(t, "arrow_patch", None)
+        if arrow is not None and arrow.get_visible():   # a leader from the label to its own target
+            target = ax.transData.transform(t.xy)
+            if t.get_gid().startswith("zoom-callout:"):
+                b = art.zoom_boxes[t.get_gid()[13:]]
+                lo = ax.transData.transform((b.get_x(), b.get_y()))
+                hi = ax.transData.transform((b.get_x() + b.get_width(), b.get_y() + b.get_height()))
+                assert np.all(target >= lo - 0.5) and np.all(target <= hi + 0.5), t.get_gid()
+    z = {ln.get_gid(): ln.get_zorder() for ln in ax.lines}
+    rings = [v for k, v in z.items() if k.startswith("position:")]
+    assert z["minimum"] > max(rings) and z["minimum"] > max(b.get_zorder() for b in art.zoom_boxes.values())
+    assert z["minimum"] < min(t.get_zorder() for t in labels)
