@@ -83,19 +83,24 @@ def spaced_dots(ax, x, y, dpi) -> np.ndarray:
 
 
 ZERO_Y, ZERO_STEP = 0.03, 0.045   # axes fraction: the first zero mark, the next one up
+ZERO_STEP_POINTS = 6.5            # points between zero marks hung under the bottom edge
 
 
-def stacked(rows) -> np.ndarray:
+def stacked(rows, start=ZERO_Y, step=ZERO_STEP) -> np.ndarray:
     """The heights (axes fraction) of the zero marks at updates ``rows`` (one per mark):
-    the bottom edge, each further block at the same update one circle higher, so four
-    blocks at 0 show four circles, not one.
+    ``start``, each further block at the same update ``step`` further (up from the bottom
+    edge on an axis holding no other data; ``start`` 0 and a negative ``step``: on the
+    edge and hung under it, off the data's range), so four blocks at 0 show four circles,
+    not one.
 
     >>> stacked(np.array([0, 0, 0, 3])).round(3).tolist()
     [0.03, 0.075, 0.12, 0.03]
+    >>> stacked(np.array([0, 0, 3]), 0.0, -0.02).round(3).tolist()
+    [0.0, -0.02, 0.0]
     """
     rows = np.asarray(rows)
-    out = np.full(len(rows), ZERO_Y)
+    out = np.full(len(rows), float(start))
     for r in np.unique(rows):
         at = np.flatnonzero(rows == r)
-        out[at] = ZERO_Y + ZERO_STEP * np.arange(len(at))
+        out[at] = start + step * np.arange(len(at))
     return out

@@ -21,15 +21,18 @@ from __future__ import annotations
 import numpy as np
 
 from . import style
+from .layout_colors import label_ink
 from ._shard_dots import LINE_WIDTH, ZIGZAG_WIDTH, spaced_dots, zigzags
 from ._shard_stats import _end_values, _factors, band_of, least_changed
 
 BAND_COLOR = "#9A9A9A"      # mid grey: the blocks' range (no block colour is grey)
 MEDIAN_COLOR = "#555555"    # dark grey: their median
-LABEL_X = 1.05              # axes fraction: the names, right of the leader lines
+LABEL_X = 1.05              # axes fraction: the names, right of the leader lines (default)
+LABEL_PAD = 4.0             # points between the axes' right spine and the names
 NAME_SIZE = style.NOTE_SIZE + 0.5
 STEP_COLOR = "#222222"      # near black: the shown update (no block colour is)
 DOTS_NOTE = " (dots: block norms)"   # the step label names the dots on its line
+STEP_LABEL_SHIFT = 5.0      # points from the shown update's line to its label's box: past a dot
 
 
 def _roles(data, index=-1, updates=None) -> dict:
@@ -65,17 +68,23 @@ def _roles(data, index=-1, updates=None) -> dict:
 
 def dots_note(values, shown) -> str:
     """What the dots on the shown update's line are: every block's norm, the highest and
-    the lowest alone, or how many of them are a dot apart (``_shard_dots.spaced``).
+    the lowest alone, or every block's norm with some of them drawn as one dot
+    (``_shard_dots.spaced`` keeps only dots a dot apart: two blocks whose norms are that
+    close share one).
 
     >>> dots_note([1.0, 2.0, 3.0], [1.0, np.nan, 3.0])
     ' (dots: highest, lowest)'
+    >>> dots_note([1.0, 2.0, 2.01, 3.0], [1.0, 2.0, np.nan, 3.0])
+    ' (dots: block norms, two coincide)'
     """
     v, s = np.asarray(values, np.float64), np.asarray(shown, np.float64)
     drawable, kept = int(np.sum(np.isfinite(v) & (v > 0))), int(np.sum(np.isfinite(s)))
     if kept >= drawable or kept < 2:
         return DOTS_NOTE
-    return (" (dots: highest, lowest)" if kept == 2
-            else f" (dots: {kept} of {drawable} block norms)")
+    if kept == 2:
+        return " (dots: highest, lowest)"
+    return (" (dots: block norms, two coincide)" if drawable - kept == 1
+            else " (dots: block norms, close ones share a dot)")
 
 
 def step_label(ax, x, updates, text=None):
@@ -99,6 +108,12 @@ def place_step_label(label, x, updates, data=None) -> None:
     right = hi > lo and (at - lo) / (hi - lo) > 0.6
     label.set_x(x)
     label.set_ha("right" if right else "left")
+    if label.axes is not None:   # the box clear of the dots on the line (never over one)
+        from matplotlib.transforms import ScaledTranslation, blended_transform_factory
+        ax0, fig = label.axes, label.axes.figure
+        shift = (-1 if right else 1) * STEP_LABEL_SHIFT / 72
+        label.set_transform(blended_transform_factory(ax0.transData, ax0.transAxes)
+                            + ScaledTranslation(shift, 0, fig.dpi_scale_trans))
     note = getattr(label, "dots_note", DOTS_NOTE)
     text = f"update {int(x)}{note}"
     ax = label.axes
@@ -209,7 +224,13 @@ class NormLabels:
             if line.get_gid() == "step-dots" and line.axes is ax:
                 y = self.dot_values(ax)
                 line.set_data(np.full(len(y), self.updates[self.index]), y)
-                note = dots_note(self._data[ax][self.index], y)
+                drawn = np.array(self._data[ax][self.index], np.float64)
+                band = getattr(self, "band_blocks", None)
+                if band is not None and ax is getattr(self, "line_ax", None):
+                    drawn[[g for g in range(len(drawn)) if g not in band]] = np.nan
+                note = dots_note(drawn, y)   # of the dots the drawn lines have
+                if band is not None and note == DOTS_NOTE and np.isfinite(y).sum() == 2:
+                    note = " (dots: highest, lowest)"   # the two lines over the band
                 for label in self.step_lines:   # the label names what the dots are
                     if label.get_gid() == "step-label" and label.axes is ax:
                         label.dots_note = note
@@ -225,7 +246,8 @@ class NormLabels:
 
     def _label_entries(self):
         """``(text, colour, y at the right end)`` of each name to write; block names in
-        ``end_labels`` order (hidden ones have y None), then the band's."""
+        ``end_labels`` order (hidden ones have y None), then the band's: its median line
+        and the grey band itself ("range of 8 blocks", on a grey swatch)."""
         data = self._data[self.line_ax]
         ends = _end_values(data, -1)
         band = getattr(self, "band_blocks", None)
@@ -240,27 +262,42 @@ class NormLabels:
         if band is not None:
             med = self.band_artists[1].get_ydata()
             finite = np.asarray(med)[np.isfinite(med)]
-            out.append((f"median of {len(self.patches)}", MEDIAN_COLOR,
-                        finite[-1] if len(finite) else None))
+            end = finite[-1] if len(finite) else None
+            n = len(self.patches)
+            out.append((f"median of {n}", MEDIAN_COLOR, end))
+            # just under the median's name (spread keeps the order of equal heights)
+            out.append((f"range of {n} blocks", BAND_COLOR,
+                        None if end is None else end * (1 - 1e-6)))
         return out
 
+    def _end_label(self, ax, g, text, color, trans):
+        """One name right of the norm panel: bold, in its line's colour made dark enough
+        to read on white (``label_ink``); the band's range on a swatch of the band."""
+        gid = (f"end-label-{g}" if g < len(self.patches) else
+               "end-label-median" if g == len(self.patches) else "end-label-range")
+        if gid == "end-label-range":
+            return ax.text(LABEL_X, 0.5, text, transform=trans, ha="left", va="center",
+                           fontsize=NAME_SIZE, color="#333333", clip_on=False, gid=gid,
+                           bbox=dict(fc=BAND_COLOR, alpha=0.5, ec="none", pad=1.5))
+        return ax.text(LABEL_X, 0.5, text, transform=trans, ha="left", va="center",
+                       fontsize=NAME_SIZE, color=label_ink(color), fontweight="bold",
+                       clip_on=False, gid=gid)
+
     def place_end_labels(self) -> None:
-        """Name each drawn line at its right end, outside the axes, the names pushed
-        apart (``direct_labels.spread``) at least a text height, a leader line to each
-        name that moved; again after the layout or the data changed."""
+        """Name each drawn line at its right end, outside the axes (``LABEL_PAD`` right
+        of the spine), the names pushed apart (``direct_labels.spread``) at least a text
+        height, a straight leader from the line's last point to each name that moved
+        (``end_leaders``); again after the layout or the data changed."""
         from matplotlib.transforms import blended_transform_factory
-        from .direct_labels import READABLE_GAP, axes_height_points, leaders, spread
+        from .direct_labels import READABLE_GAP, axes_height_points, spread
         ax = getattr(self, "line_ax", None)
         if ax is None or not self._direct():
             return
         entries = self._label_entries()
         if not getattr(self, "end_labels", None):
             trans = blended_transform_factory(ax.transAxes, ax.transAxes)
-            self.end_labels = [
-                ax.text(LABEL_X, 0.5, text, transform=trans, ha="left", va="center",
-                        fontsize=NAME_SIZE, color=color, fontweight="bold", clip_on=False,
-                        gid=f"end-label-{g}" if g < len(self.patches) else "end-label-median")
-                for g, (text, color, _) in enumerate(entries)]
+            self.end_labels = [self._end_label(ax, g, text, color, trans)
+                               for g, (text, color, _) in enumerate(entries)]
         for line in getattr(self, "leader_lines", []):
             line.remove()
         lo, hi = ax.get_ylim()
@@ -275,14 +312,42 @@ class NormLabels:
             shown.append(g)
         gap = READABLE_GAP * NAME_SIZE / axes_height_points(ax)
         placed = dict(zip(shown, spread(fracs, gap, 0.02, 0.98)))
+        width = max(1.0, ax.get_window_extent().width * 72.0 / ax.figure.dpi)
+        label_x = 1.0 + LABEL_PAD / width
         for g, text in enumerate(self.end_labels):
             text.set_visible(g in placed)
+            text.set_x(label_x)
             if g in placed:
                 text.set_y(placed[g])
         # from the lines' last update, not the frame (in axes fraction, on either scale)
         at = ax.transData.transform((self.updates[-1], ax.get_ylim()[0]))
         start = float(np.clip(ax.transAxes.inverted().transform(at)[0], 0.0, 1.0))
-        self.leader_lines = leaders(ax, fracs, [placed[g] for g in shown],
-                                    [entries[g][1] for g in shown], x0=start,
-                                    x1=LABEL_X - 0.006,
-                                    min_shift=0.25 * gap, gid="end-leader")
+        ranges = {g for g in shown if self.end_labels[g].get_gid() == "end-label-range"}
+        self.leader_lines = end_leaders(
+            ax, [f if g not in ranges else None for f, g in zip(fracs, shown)],
+            [placed[g] for g in shown], [entries[g][1] for g in shown], start,
+            label_x - 1.0 / width, 0.25 * gap)
+
+
+def end_leaders(ax, ends, placed, colors, x0, x1, min_shift, gid="end-leader"):
+    """Straight leaders from each line's last point (``ends``: axes-fraction heights at
+    ``x0``, the last update) to its name (``placed``: heights at ``x1``), in the line's
+    colour, where the name moved more than ``min_shift``: diagonal from the last point,
+    never a flat run past the last update that would read as more data. ``None`` ends
+    are skipped. Returns the ``Line2D``s.
+
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure().add_subplot()
+    >>> [l.get_xydata().tolist() for l in end_leaders(ax, [0.5, 0.5], [0.4, 0.5], "rb",
+    ...                                               0.98, 1.02, 0.01)]
+    [[[0.98, 0.5], [1.02, 0.4]]]
+    """
+    out = []
+    for k, (y0, y1, c) in enumerate(zip(ends, placed, colors)):
+        if y0 is None or y1 is None or abs(y1 - y0) <= min_shift:
+            continue
+        line, = ax.plot([x0, x1], [y0, y1], color=c, lw=0.9, transform=ax.transAxes,
+                        clip_on=False, zorder=6, gid=f"{gid}-{k}")
+        line.set_in_layout(False)
+        out.append(line)
+    return out

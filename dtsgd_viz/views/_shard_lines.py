@@ -18,17 +18,20 @@ from __future__ import annotations
 import numpy as np
 
 from . import style
-from ._shard_dots import DOT_SIZE, line_width, stacked
+from ._shard_dots import DOT_SIZE, ZERO_STEP_POINTS, line_width, stacked
 from .shard_geometry import block_norm_lines, minmax_decimate, shard_norms
 from ._shard_labels import (STEP_COLOR, NormLabels, cycle_text, place_step_label,  # noqa: F401
                             step_label)
 from ._shard_stats import change_text  # noqa: F401 - views read it here
+from ._shard_ticks import (LOG_X_SPAN, log_tick_texts, log_update_ticks, log_x,  # noqa: F401
+                           log_y, plain_ticks, update_ticks)
 from ._tensor_panel import NONFINITE_COLOR
 
 STEP_LINE_COLOR = "#8C8C8C"   # mid grey, thin: the dots on it stand out from it
 STEP_LINE_WIDTH = 1.2
 MISMATCH_COLOR = "#D55E00"    # Okabe-Ito vermillion: replicas disagree
-X_MARGIN = 0.045             # of the update range, each side of the lines
+X_MARGIN = 0.045             # of the update range, left of the lines
+X_MARGIN_RIGHT = 0.02        # right of them: the names there sit close to the lines' ends
 MAX_DIRECT_LABELS = 10
 """Up to this many blocks, each line is named at its right end (``end_labels``,
 ``_shard_labels``: nearly coinciding lines drawn as a band there), the legend holding
@@ -37,130 +40,7 @@ MAX_LEGEND_BLOCKS = 64
 """The norm panel's legend names every block up to this many (the 9 block colours times
 8 line styles tell 72 apart), in columns of ``LEGEND_ROWS``."""
 LEGEND_ROWS = 16
-ZERO_LABEL = "norm exactly 0\n(bottom edge, a\ncircle per block)"
-
-
-def _log_locator():
-    from matplotlib.ticker import LogLocator, MaxNLocator
-
-    class _Locator(LogLocator):  # 1-2-5 over up to 3 decades (and room), decades beyond
-        def tick_values(self, vmin, vmax):
-            lo, hi = sorted((max(vmin, 1e-300), max(vmax, 1e-300)))
-            axes = getattr(self.axis, "axes", None)
-            room = (axes.bbox.height / (1.7 * style.TICK_SIZE * axes.figure.dpi / 72)
-                    if axes is not None else 99.0)   # tick labels the axis has room for
-            few = 3 * np.log10(hi / lo) + 1 <= room
-            best, numticks = np.array([]), self.numticks
-            tries = [([1.0, 2.0, 5.0] if hi / lo <= 1e3 and few else [1.0], numticks),
-                     ([1.0], max(3, int(room))),   # every decade, as many as there is room
-                     ([1.0, 3.0], numticks), ([1.0, 2.0, 5.0], numticks),
-                     ([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0], numticks)]
-            for subs, self.numticks in tries:
-                self._subs = np.array(subs)
-                ticks = super().tick_values(vmin, vmax)
-                inside = np.sum((ticks >= lo) & (ticks <= hi))
-                if inside > room:   # labels that would overprint each other: not these
-                    continue
-                if inside > np.sum((best >= lo) & (best <= hi)):
-                    best = ticks
-                if inside >= 3:
-                    break
-            if not best.size:   # no room for even these: the decades
-                self._subs, self.numticks = np.array([1.0]), numticks
-                best = super().tick_values(vmin, vmax)
-            self.numticks = numticks
-            if np.sum((best >= lo) & (best <= hi)) < 3 and hi / lo < 10:
-                # under a decade: evenly spaced plain numbers, at least 3
-                return MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
-            return best
-
-    return _Locator(subs=(1.0, 2.0, 5.0))
-
-
-def plain_ticks(values) -> bool:
-    """Whether log ticks at ``values`` read as plain numbers: all in 1e-4..1e5."""
-    return all(1e-4 * (1 - 1e-9) <= abs(float(x)) < 1e5 for x in values if x)
-
-
-def log_tick_texts(values, plain=None) -> list[str]:
-    """One format for every tick of a log axis: plain numbers while all of them lie in
-    1e-4..1e5, else every one as ``2e-5`` (full-size digits: mathtext's superscripts
-    are drawn smaller than ``NOTE_SIZE``); ``plain`` forces one or the other.
-
-    >>> log_tick_texts([0.001, 0.01, 0.1]), log_tick_texts([1e-5, 1e-3, 0.1])
-    (['0.001', '0.01', '0.1'], ['1e-5', '1e-3', '1e-1'])
-    """
-    v = [float(x) for x in values]
-    if plain is None:
-        plain = plain_ticks(v)
-    if plain:
-        return [np.format_float_positional(x, precision=6, unique=True, trim="-")
-                .rstrip(".") for x in v]
-    return [f"{x:.0e}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e")
-            for x in v]
-
-
-def log_y(ax):
-    """A log y axis labelled 0.02, 0.05, 0.1, ... (1-2-5 steps while the range is at most
-    three decades, decades beyond; at least three labels, plain numbers under a
-    decade), in one format (``log_tick_texts``), without the crowded minor labels."""
-    from matplotlib.ticker import Formatter, NullFormatter
-
-    class _Format(Formatter):
-        def format_ticks(self, values):
-            # the format chosen by the ticks in view: one beyond it (never drawn) must not
-            # turn every label into 1e-2 while its neighbour panel reads 0.01
-            lo, hi = sorted(self.axis.get_view_interval()) if self.axis else (0, np.inf)
-            inside = [v for v in values if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9)]
-            return log_tick_texts(values, plain=plain_ticks(inside or values))
-
-        def __call__(self, x, pos=None):
-            return log_tick_texts([x])[0]
-
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(_log_locator())
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.yaxis.set_major_formatter(_Format())
-
-
-def update_ticks(ax, updates) -> None:
-    """Whole-number update ticks, few enough that 4-digit numbers never run together:
-    each update while at most 5 are recorded, else about 5 round numbers."""
-    from matplotlib.ticker import FixedLocator, MaxNLocator
-    x = np.asarray(updates)
-    ax.xaxis.set_major_locator(FixedLocator(x) if len(x) <= 5 else
-                               MaxNLocator(nbins=6, integer=True, steps=[1, 2, 2.5, 5, 10],
-                                                          min_n_ticks=3))
-
-
-LOG_X_SPAN = 300
-"""A run whose last drawn update is this many times its first (a stats run of 2000
-updates from update 4) has its update axis on a log scale, labelled so."""
-
-
-def log_x(updates) -> bool:
-    """Whether the update axis of ``updates`` is on a log scale (``LOG_X_SPAN``).
-
-    >>> log_x(np.arange(4, 2001, 4)), log_x(np.arange(1, 151))
-    (True, False)
-    """
-    x = np.asarray(updates)
-    return len(x) > 40 and x[0] > 0 and x[-1] / x[0] >= LOG_X_SPAN
-
-
-def log_update_ticks(ax, updates) -> None:
-    """Round update ticks on a log axis, 1-2-5 or 1-3 per decade (at most 7), plain."""
-    from matplotlib.ticker import FixedLocator, NullFormatter, StrMethodFormatter
-    lo, hi = float(updates[0]), float(updates[-1])
-    for subs in ((1, 2, 5), (1, 3), (1,)):
-        ticks = [m * 10.0 ** e for e in range(int(np.floor(np.log10(lo))),
-                                              int(np.ceil(np.log10(hi))) + 1) for m in subs]
-        ticks = [t for t in ticks if lo <= t <= hi]
-        if len(ticks) <= 7:
-            break
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_major_formatter(StrMethodFormatter("{x:.0f}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
+ZERO_LABEL = "norm exactly 0\n(at and under the\nbottom edge, a\ncircle per block)"
 
 
 def pixel_columns(ax) -> int:
@@ -187,6 +67,25 @@ class NormLines(NormLabels):
                 ax.set_xlabel("optimizer update (log scale)", fontsize=style.LABEL_SIZE)
         self._marks(self.line_ax)
         self._legend()
+        self.set_coast_note()
+
+    def set_coast_note(self) -> None:
+        """The note under the norm panel naming a block whose velocity only decays
+        (``_shard_coast``), for the current kind; none while its line is not drawn."""
+        from ._shard_coast import coast_note
+        old = getattr(self, "coast_note", None)
+        if old is not None:
+            old.remove()
+        self.coast_note = None
+        if self.stats_only or self.norm_ax is None:
+            return
+        data = np.array(self._data[self.norm_ax], np.float64)
+        band = getattr(self, "band_blocks", None)
+        if band is not None:   # a block under the band has no line to explain
+            data[:, [g for g in range(data.shape[1]) if g not in band]] = np.nan
+        self.coast_note = coast_note(
+            self.norm_ax, data, self.updates, float(self.recording.hyperparameters.momentum),
+            [p.label for p in self.patches], [c for c, _, _ in self.styles], self.kind)
 
     def _norm_lines(self):
         return block_norm_lines(self.recording, self.name, self.kind)[1]
@@ -219,12 +118,21 @@ class NormLines(NormLabels):
         self._set_zero_marks(ax, zeros)
 
     def _set_zero_marks(self, ax, zeros):
+        """Zero marks: on the bottom edge and hung under it, a circle per block (inside
+        the axes they would read as norms there); stacked up from the edge when every
+        norm is 0 (the axis has no data)."""
+        from .direct_labels import axes_height_points
+        self._zero_data = getattr(self, "_zero_data", {})
+        self._zero_data[ax] = zeros
         i, g = np.nonzero(zeros)
         marks = self.zero_marks[ax]
-        marks.set_offsets(np.column_stack([self.updates[i], stacked(i)])
+        every = bool(zeros.all())
+        heights = (stacked(i) if every else
+                   stacked(i, 0.0, -ZERO_STEP_POINTS / axes_height_points(ax)))
+        marks.set_offsets(np.column_stack([self.updates[i], heights])
                           if len(i) else np.empty((0, 2)))
         marks.set_edgecolors([self.styles[k][0] for k in g] or "none")
-        every = bool(zeros.all())
+        self._clear_zero_ticks(ax, self.updates[i], heights if not every else [])
         what = "statistic" if self.stats_only else "norm"
         when = (f"update {self.updates[0]}" if len(self.updates) == 1 else "every update")
         self.zero_notes[ax].set_text(
@@ -243,6 +151,25 @@ class NormLines(NormLabels):
             ax.relim()
             ax.autoscale_view(scalex=False)
 
+    def _clear_zero_ticks(self, ax, xs, heights) -> None:
+        """The x tick labels under the zero marks hung below the edge where one would
+        touch a tick label (about its width around each tick), else by the axis."""
+        from .direct_labels import axes_height_points
+        depth = -min([0.0, *heights]) * axes_height_points(ax)   # points, lowest centre
+        pad = 3.5
+        if depth > 0:
+            lo, hi = sorted(ax.get_xlim())
+            ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
+            texts = ax.xaxis.get_major_formatter().format_ticks(ticks) if ticks else []
+            to_px = ax.transData.transform
+            px = to_px(np.column_stack([xs, np.ones(len(xs))]))[:, 0]
+            tick_px = to_px(np.column_stack([ticks, np.ones(len(ticks))]))[:, 0] if ticks else []
+            pt = ax.figure.dpi / 72
+            if any(abs(p - q) < (0.32 * style.TICK_SIZE * len(t) + 7.0) * pt
+                   for p in px for q, t in zip(tick_px, texts)):
+                pad = 3.5 + depth   # the tick labels under the lowest circle
+        ax.tick_params(axis="x", pad=pad)
+
     def _lines_on(self, ax, lines, log):
         x, n = self.updates, len(self.updates)
         marker = "o" if n <= 40 else None
@@ -255,13 +182,12 @@ class NormLines(NormLabels):
             log_y(ax)
         lo, hi = (x[0] - 0.5, x[-1] + 0.5) if n == 1 else (x[0], x[-1])
         if log_x(x):   # a long run: its first updates would be squashed against the edge
-            pad = (hi / lo) ** X_MARGIN
             ax.set_xscale("log")
-            ax.set_xlim(lo / pad, hi * pad)
+            ax.set_xlim(lo / (hi / lo) ** X_MARGIN, hi * (hi / lo) ** X_MARGIN_RIGHT)
             log_update_ticks(ax, x)
         else:
-            pad = X_MARGIN * (hi - lo)  # the shown update at the last: a marker, not a frame
-            ax.set_xlim(lo - pad, hi + pad)
+            # the shown update at the last: a marker, not the frame
+            ax.set_xlim(lo - X_MARGIN * (hi - lo), hi + X_MARGIN_RIGHT * (hi - lo))
             update_ticks(ax, x)  # updates are whole numbers, a few round ones
         ax.grid(True, which="major", color="#DDDDDD", lw=0.6)
         if not self.step_lines:   # the first panel names the line once
@@ -304,6 +230,8 @@ class NormLines(NormLabels):
                 for g, line in enumerate(lines):
                     line.set_data(*self._thinned(ax, self._data[ax][:, g]))
                 self._set_dots(ax)   # apart at the final size (``spaced_dots``)
+                if ax in getattr(self, "_zero_data", {}):   # hung a fixed depth in points
+                    self._set_zero_marks(ax, self._zero_data[ax])
             self.place_end_labels()
             self.place_step_text()
             if fig.get_layout_engine() is None or not hasattr(fig.canvas, "get_renderer"):

@@ -210,11 +210,12 @@ def change_text(data, updates, names) -> str:
     (``median_line``) from the first update to the last: "median block norm falls 32x
     over 2000 updates", or, when it rises over ``HUMP`` and falls again over 1.5x, "median block norm
     rises 81x to a peak at update 15, then falls 3.4x"; and the block whose norm falls least
-    (``least_changed``), when the blocks differ.
+    (``least_changed``), when the blocks differ: by its fitted trend (``fall_factors``),
+    which the title says, as a first-to-last reading can differ.
 
     >>> d = np.array([[1.0, 1.0], [0.01, 0.1]])
     >>> change_text(d, [1, 2000], ["CPU:0", "CPU:1"])
-    'median block norm falls 32x over 2000 updates; CPU:1 falls least'
+    'median block norm falls 32x over 2000 updates; CPU:1 falls least (fitted trend)'
     >>> change_text(np.array([[1.0], [9.0], [3.0]]), [1, 2, 3], ["CPU:0"])
     'block norm rises 9x to a peak at update 2, then falls 3x'
 
@@ -242,7 +243,7 @@ def change_text(data, updates, names) -> str:
     g = least_changed(data, updates)
     if g is not None:
         own = fall_factors(data, updates)[g]
-        head += (f"; {names[g]} {'falls' if f < 1 else 'grows'} least"
+        head += (f"; {names[g]} {'falls' if f < 1 else 'grows'} least (fitted trend)"
                  if (own < 1 / 1.5 if f < 1 else own > 1.5)
                  else f"; {names[g]} {'does not fall' if f < 1 else 'does not grow'}")
     return head

@@ -3,7 +3,7 @@ in their block colours (``style.block_styles``): the panel ``plot_shards`` and
 ``plot_update_shards`` share, so their blocks look the same everywhere.
 
 The labels sit off the data: a block on the top edge has its chip above the heatmap,
-one on the bottom edge below it (the x ticks under the chips), a middle one on its top
+one on the bottom edge below it (under the x tick labels, off the frame), a middle one on its top
 outline (half a chip into the cells either side of the line, no more); a tall strip
 cut into rows only (16x1), or a rank-3 tensor whose blocks are whole d0 slices, has
 them beside it, left, at each block's middle; a panel without values (the blocks alone, tinted) keeps them centred.
@@ -24,7 +24,10 @@ __all__ = ["TensorPanel", "draw_tensor", "box_aspect"]
 LABEL_SIZES = (style.TICK_SIZE, style.NOTE_SIZE)   # block labels, tried in turn
 MAX_CELL_STRETCH = 2.5   # a flat tensor's cells drawn at most this much taller than wide
 LABEL_GAP = 3.0          # points between the heatmap's top edge and the chips above it
-SIDE_GAP = 5.0           # points between a tall strip's left edge and the chips beside it
+SIDE_GAP = 7.0           # points between a tall strip's left edge and the chips beside it
+BELOW_TICKS = 3.5 + 3.5 + 1.2 * style.TICK_SIZE + 3.0
+"""Points from the heatmap's bottom edge down to the chips below it, under the x tick
+labels (tick length, pad, a label's height, a gap); ``fit_labels`` measures it."""
 
 
 def box_aspect(shape, fill: float = 0.7) -> float | None:
@@ -130,9 +133,10 @@ class TensorPanel:
             self._set_nonfinite_cells(image)
         self._ticks(rows, cols)
         ax.tick_params(labelsize=style.TICK_SIZE)
-        # chips below the heatmap stand between the x ticks (at the block edges), on
-        # their row, so the ticks stay by the axis; ``fit_labels`` moves the ticks under
-        # the chips only where one would touch a chip
+        # chips below the heatmap stand under the x tick labels (the ticks by the axis,
+        # the chips off the frame); ``fit_labels`` measures the tick labels' depth
+        ticked = any(t.get_text() for t in ax.get_xticklabels()) or len(ax.get_xticks())
+        self._place_below(BELOW_TICKS if ticked else LABEL_GAP, style.TICK_SIZE)
 
     def _label(self, x, y, w, h, text, color, hatch, centred, gid):
         """A block's chip: centred on a tinted block; above the heatmap for a block on
@@ -283,19 +287,45 @@ class TensorPanel:
             else:
                 self.ax.yaxis.labelpad = max(4.0, width + SIDE_GAP - 14.0)
 
+    def _place_below(self, gap: float, size: float) -> None:
+        """The chips below the heatmap ``gap`` points under its bottom edge, and the x
+        label under them (``size``: the chips' font size)."""
+        from matplotlib.transforms import ScaledTranslation
+        below = [t for t in self.labels if self.label_below(t)]
+        if not below:
+            return
+        trans = self.ax.transData + ScaledTranslation(0, -gap / 72,
+                                                      self.ax.figure.dpi_scale_trans)
+        for t in below:
+            t.set_transform(trans)
+        ticks = any(t.get_text() for t in self.ax.get_xticklabels()) or len(self.ax.get_xticks())
+        depth = BELOW_TICKS - 3.0 if ticks else 0.0   # the tick labels' own depth
+        # the x label's pad counts from the tick labels: a chip's height (text and box
+        # padding) and a gap under the chips' row
+        self.ax.xaxis.labelpad = max(4.0, gap - depth + 1.6 * size + 5.0)
+
     def _clear_ticks(self, renderer) -> None:
-        """The x tick labels under the chips below the heatmap when one of them would
-        touch a chip (2 px apart), else on the chips' row, by the axis."""
-        below = [t.get_window_extent(renderer).expanded(1.0, 1.0).padded(2.0)
-                 for t in self.labels if t.get_visible() and self.label_below(t)]
+        """The chips below the heatmap under the x tick labels, measured: a ``LABEL_GAP``
+        under the tick labels' lowest point (or the frame, without tick labels)."""
+        below = [t for t in self.labels if t.get_visible() and self.label_below(t)]
         if not below:
             return
         self.ax.tick_params(axis="x", pad=3.5)
-        self.ax.figure.draw_without_rendering()
+        fig = self.ax.figure
+        fig.draw_without_rendering()
+        to_pt = 72.0 / fig.dpi
+        frame = self.ax.get_window_extent(renderer)
         ticks = [t.get_window_extent(renderer) for t in self.ax.get_xticklabels()
                  if t.get_visible() and t.get_text()]
-        if any(c.overlaps(t) for c in below for t in ticks):
-            self.ax.tick_params(axis="x", pad=LABEL_GAP + 2.1 * style.TICK_SIZE + 2.0)
+        size = max(t.get_fontsize() for t in below)
+        depth = (frame.y0 - min(t.y0 for t in ticks)) * to_pt if ticks else 0.0
+        gap = depth + LABEL_GAP + 0.2 * size   # the chip's box pads its text
+        from matplotlib.transforms import ScaledTranslation
+        trans = self.ax.transData + ScaledTranslation(0, -gap / 72, fig.dpi_scale_trans)
+        for t in below:
+            t.set_transform(trans)
+        height = max(t.get_window_extent(renderer).height for t in below) * to_pt
+        self.ax.xaxis.labelpad = max(4.0, gap - depth + height + 0.2 * size + 5.0)
 
     def unlabelled_text(self) -> str:
         """A caption naming the blocks too small for their label ("" when none is),

@@ -289,6 +289,7 @@ class ShardsView(NormLines, StatPanels):
                 self._set_zero_marks(self.norm_ax, self._zeros())
             self._move_marks()
             self._legend()  # the new kind's marks (zero norms, non-finite stats) need entries
+            self.set_coast_note()
         if self.tensor is not None and self.tensor.colorbar is not None:  # set_index puts it on
             self.tensor.colorbar_label = f"{kind} value"
         self.set_index(self.index)

@@ -37,6 +37,7 @@ RATE_WINDOW = 10
 NAME_GAP = 1.85
 """Block names (chips ~1.6 font sizes tall) stand this many font sizes apart: air between."""
 NAME_X = 1.055
+NAME_MARGIN = 7.0   # points of air around the panels: the chips' boxes off the figure's edge
 """Axes fraction of the chips' left edge: room for leaders to the chips that moved."""
 
 
@@ -186,6 +187,8 @@ class LiveMonitor(FigureWidget):
         self.interval = float(interval)
         self.error = None  # the last poll's exception, shown in the readout
         super().__init__(figsize=figsize, dpi=dpi)
+        if hasattr(self._layout_engine, "set"):   # the name chips' boxes pad past their
+            self._layout_engine.set(w_pad=NAME_MARGIN / 72)   # text, which the layout sees
         self.label = widgets.Label(readout(self.state))
         self.widget = widgets.VBox([self.label, self.image])
         self.ax_loss, self.ax_norms = self.figure.subplots(1, 2)

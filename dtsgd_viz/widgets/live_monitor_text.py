@@ -58,10 +58,38 @@ def monitor_finding(steps, loss, norms, kind, blocks, who=None) -> str:
     subject = f"the {kind}'s {norm}"
     if who and norm.startswith("median block norm "):
         subject = f"the median norm of {who} {norm[len('median block norm '):]}"
-    one = f"{head}; {subject}"
-    if "\n" in fit(one, LIVE_MONITOR_HEADLINED_SIZE[0] * 72, style.SUPTITLE_SIZE, bold=True):
-        return f"{head};\n{subject}"   # too long for one line: break at the ";"
-    return one
+    return balanced(f"{head}; {subject}", LIVE_MONITOR_HEADLINED_SIZE[0] * 72)
+
+
+def balanced(text: str, width: float, size: float = style.SUPTITLE_SIZE) -> str:
+    r"""``text`` on one line when it fits ``width`` points (bold, at ``size``), else on
+    two: broken at its "; " when both halves fit, else between the words where the
+    longer line is shortest, never next to a number (never a word or two left alone on
+    a third line).
+
+    >>> balanced("Loss falls 37x; the median rises 6x to a peak, then falls 11x", 300)
+    'Loss falls 37x; the median\nrises 6x to a peak, then falls 11x'
+    >>> balanced("Loss falls 37x; the median falls 11x over 80 updates", 300)
+    'Loss falls 37x;\nthe median falls 11x over 80 updates'
+    """
+    from ..views.figure import fit
+
+    def fits(line):
+        return "\n" not in fit(line, width, size, bold=True)
+
+    if fits(text):
+        return text
+    head, _, rest = text.partition("; ")
+    if rest and fits(head + ";") and fits(rest):
+        return f"{head};\n{rest}"
+    words = text.split(" ")
+    # never beside a number: "client 0's 4 blocks", "update 13" stay on one line
+    cuts = [(" ".join(words[:k]), " ".join(words[k:])) for k in range(1, len(words))
+            if not (words[k][:1].isdigit() or words[k - 1][:1].isdigit())]
+    good = [c for c in cuts if fits(c[0]) and fits(c[1])]
+    if not good:
+        return text   # the headline wraps it
+    return "\n".join(min(good, key=lambda c: max(len(c[0]), len(c[1]))))
 
 
 def monitor_settings(header, learning_rate=None) -> str:

@@ -150,7 +150,7 @@ show(dtsgd_viz.plot_layout(r, name="w"))
 # (CPU:0-1) keep a small velocity for much longer. The title says how far apart the
 # blocks' norms already are at update 10, and which block is largest and which smallest;
 # the right panel's title follows the median block's norm from the first update to the
-# last, and names the block whose norm falls least.
+# last, and names the block whose norm falls least (by its fitted trend).
 
 # %%
 show(dtsgd_viz.plot_shards(r, "w", "velocity", step=10))

@@ -165,7 +165,7 @@ print(check_recording(tr_rec))
 # device, copied over `batch`). Right: each head's velocity norm over the 30 updates, one line per
 # block in its colour (the two replicas of a head always agree, so they are one line):
 # the heads move at somewhat different paces. A norm of exactly 0, which a log axis
-# cannot draw, is a circle on the bottom edge: every head's, after update 1.
+# cannot draw, is a circle at or under the bottom edge (one per block): every head's, after update 1.
 
 # %%
 show(dtsgd_viz.plot_shards(tr_rec, "attention/attention_output/kernel", "velocity", step=10))

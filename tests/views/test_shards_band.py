@@ -10,6 +10,7 @@ import dtsgd_viz
 from dtsgd_viz.views._shard_labels import _roles
 from dtsgd_viz.views._shard_stats import band_of
 from dtsgd_viz.views.direct_labels import READABLE_GAP, leaders
+from dtsgd_viz.views.layout_colors import label_ink
 from dtsgd_viz.views.shards import draw_shards
 
 
@@ -68,15 +69,19 @@ def test_coinciding_blocks_are_one_band_and_their_extremes(runs):
     shown = {t.get_text(): t for t in view.end_labels if t.get_visible()}
     assert f"median of {len(view.lines)}" in shown
     assert f"{view.patches[hi].label} {roles[hi]}" in shown
-    assert len(shown) == len(roles) + 1   # the other blocks are named by the band
+    assert len(shown) == len(roles) + 2   # the other blocks are named by the band:
+    range_label = shown[f"range of {len(view.lines)} blocks"]   # its median and its range
+    assert range_label.get_bbox_patch() is not None   # on a swatch of the band's grey
+    assert to_rgb(range_label.get_bbox_patch().get_facecolor()) == to_rgb(
+        _gid(ax, "norm-band")[0].get_facecolor()[0])
     label = shown[f"{view.patches[hi].label} {roles[hi]}"]
-    assert to_rgb(label.get_color()) == to_rgb(view.lines[hi].get_color())
+    assert to_rgb(label.get_color()) == label_ink(view.lines[hi].get_color())
     view.set_step(60)   # another update: the lines follow the highest and lowest there
     hi, lo = int(np.nanargmax(data[-1])), int(np.nanargmin(data[-1]))
     assert view.band_blocks == {hi: "highest", lo: "lowest"}
     assert {t.get_text() for t in view.end_labels if t.get_visible()} == {
         f"{view.patches[hi].label} highest", f"{view.patches[lo].label} lowest",
-        f"median of {len(view.lines)}"}
+        f"median of {len(view.lines)}", f"range of {len(view.lines)} blocks"}
 
 
 def test_fanning_blocks_keep_their_lines_and_names_a_text_height_apart(runs):
@@ -95,7 +100,7 @@ def test_fanning_blocks_keep_their_lines_and_names_a_text_height_apart(runs):
     for line in view.leader_lines:   # from a line's end to the name that moved
         y = line.get_ydata()
         name = next(t for t in view.end_labels if np.isclose(t.get_position()[1], y[-1]))
-        assert to_rgb(line.get_color()) == to_rgb(name.get_color())
+        assert label_ink(line.get_color()) == to_rgb(name.get_color())
         assert line.get_xdata()[-1] < name.get_position()[0]
 
 

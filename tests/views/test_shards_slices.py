@@ -72,8 +72,29 @@ def test_the_step_label_names_the_dots_at_the_shown_update():
     assert " ".join(label.get_text().split()) == f"update {x}{note}"
     kept, n = int(np.isfinite(dots.get_ydata()).sum()), len(view.patches)
     assert note in (" (dots: block norms)", " (dots: highest, lowest)",
-                    f" (dots: {kept} of {n} block norms)")
+                    " (dots: block norms, two coincide)",
+                    " (dots: block norms, close ones share a dot)")
     assert set(dots.get_xdata()) == {x} == {label.get_position()[0]}
+    # the label's white box never covers a dot: it starts past the dots' right edge
+    fig = view.figure
+    fig.draw_without_rendering()
+    r = fig.canvas.get_renderer()
+    box = label.get_bbox_patch().get_window_extent(r)
+    y = np.asarray(dots.get_ydata(), float)
+    pix = view.norm_ax.transData.transform(np.column_stack([dots.get_xdata(), y]))[np.isfinite(y)]
+    radius = (dots.get_markersize() + dots.get_markeredgewidth()) / 2 * fig.dpi / 72
+    for px, py in pix:
+        assert (box.x0 >= px + radius - 0.5 or box.x1 <= px - radius + 0.5
+                or box.y1 <= py - radius or box.y0 >= py + radius)
+
+
+def test_the_dots_note_says_when_two_blocks_share_a_dot():
+    from dtsgd_viz.views._shard_labels import dots_note
+    assert dots_note([1.0, 2.0, 2.0, 4.0], [1.0, 2.0, np.nan, 4.0]) == (
+        " (dots: block norms, two coincide)")
+    assert dots_note([1.0, 2.0, 2.0, 2.0, 4.0], [1.0, 2.0, np.nan, np.nan, 4.0]) == (
+        " (dots: block norms, close ones share a dot)")
+    assert dots_note([1.0, 2.0, 4.0], [1.0, np.nan, 4.0]) == " (dots: highest, lowest)"
 
 
 def test_a_hump_says_how_far_it_rises_and_where_it_peaks():

@@ -17,6 +17,7 @@ import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.views import shard_geometry as sg
+from dtsgd_viz.views.layout_colors import INK_LIGHTNESS, label_ink, lightness_of
 from dtsgd_viz.views import shards as sv
 from dtsgd_viz.views.shards import draw_shards, plot_shards, shard_norms
 from dtsgd_viz.views.update_shards import plot_update_shards
@@ -705,7 +706,9 @@ def test_few_blocks_are_named_at_their_line_ends_without_a_legend(sharded):
     boxes = [t.get_window_extent(renderer) for t in view.end_labels]
     assert [t.get_text() for t in view.end_labels] == [p.label for p in view.patches]
     for t, line in zip(view.end_labels, view.lines):
-        assert t.get_visible() and to_rgb(t.get_color()) == to_rgb(line.get_color())
+        # the name in its line's colour, darkened to read on white (pale sand, cyan)
+        assert t.get_visible() and to_rgb(t.get_color()) == label_ink(line.get_color())
+        assert lightness_of(t.get_color()) <= INK_LIGHTNESS + 0.5
         assert t.get_fontsize() >= dtsgd_viz.views.style.NOTE_SIZE
     axes = view.norm_ax.get_window_extent(renderer)
     for i, a in enumerate(boxes):
@@ -805,7 +808,8 @@ def test_norms_that_are_zero_are_drawn_and_said():
     assert view.zero_notes[view.norm_ax].get_text() == (
         "every block's norm is 0 at update 1\n(circles at the bottom)")
     assert list(view.norm_ax.get_ylim()) == [0, 1] and list(view.norm_ax.get_xticks()) == [1]
-    assert "norm exactly 0\n(bottom edge, a\ncircle per block)" in [t.get_text() for t in view.legend.get_texts()]
+    assert "norm exactly 0\n(at and under the\nbottom edge, a\ncircle per block)" in [
+        t.get_text() for t in view.legend.get_texts()]
     view.set_kind("param")  # non-zero norms: no marks, no note
     assert len(marks.get_offsets()) == 0 and view.zero_notes[view.norm_ax].get_text() == ""
     assert view.norm_ax.get_yscale() == "log"
@@ -819,7 +823,7 @@ def test_a_kind_change_rebuilds_the_legend():
     def values(s, k):
         return np.zeros((8, 8)) if k == "grad" and s == 2 else np.full((8, 8), float(s))
     r = _synthetic({"x": 2, "y": 4}, (8, 8), ("x", "y"), 4, values=values)
-    zero = "norm exactly 0\n(bottom edge, a\ncircle per block)"
+    from dtsgd_viz.views._shard_lines import ZERO_LABEL as zero
     texts = lambda v: [t.get_text() for t in v.legend.get_texts()] if v.legend else []  # noqa: E731
     assert zero in texts(draw_shards(r, "w", "grad"))
     view = draw_shards(r, "w", "param")

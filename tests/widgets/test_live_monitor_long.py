@@ -117,7 +117,17 @@ def test_a_clients_median_says_whose_blocks_and_the_loss_axis_ends_on_ticks():
     norms = np.exp(-((steps[:, None] - 12) / 6.0) ** 2) * [1.0, 1.1, 0.9, 1.2] + 0.01
     text = monitor_finding(steps, np.linspace(1, 0.1, 30), norms, "velocity",
                            ["CPU:0", "CPU:1", "CPU:2", "CPU:3"], who="client 0's 4 blocks")
-    assert "the median norm of client 0's 4 blocks rises" in text
+    assert "the median norm of client 0's 4 blocks rises" in " ".join(text.split())
+    # 08: the headline wrapped onto a third line holding "11x" alone: two balanced lines
+    from dtsgd_viz.views import style
+    from dtsgd_viz.views.figure import fit, headline
+    from dtsgd_viz.widgets.live_monitor_text import LIVE_MONITOR_HEADLINED_SIZE
+    fig = Figure(figsize=LIVE_MONITOR_HEADLINED_SIZE)
+    headline(fig, text, "settings")
+    lines = fig.get_suptitle().rstrip("\n").split("\n")
+    assert len(lines) == 2 and min(len(line.split()) for line in lines) >= 4
+    width = LIVE_MONITOR_HEADLINED_SIZE[0] * 72
+    assert all("\n" not in fit(line, width, style.SUPTITLE_SIZE, bold=True) for line in lines)
     ax = Figure().add_subplot()
     loss = np.geomspace(0.97, 0.027, 80)
     ax.plot(np.arange(80), loss)

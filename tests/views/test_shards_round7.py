@@ -1,0 +1,162 @@
+"""Second grading round of the shard views (issue #19): chips under the heatmap's tick
+labels, names in a legible ink, leaders straight from the last point, the band named,
+the dots' label clear of the dots, zero marks off the data, the coasting block's note,
+a labelled tick near a log axis's bottom. Checked through the artists' data."""
+
+import numpy as np
+import pytest
+from matplotlib.colors import to_rgb
+from matplotlib.figure import Figure
+
+import dtsgd_viz
+from dtsgd_viz.views._shard_coast import coasting
+from dtsgd_viz.views._shard_ticks import BOTTOM_TICK, _bottom_gap, log_y
+from dtsgd_viz.views.layout_colors import label_ink
+from dtsgd_viz.views.shards import draw_shards
+
+
+@pytest.fixture(scope="module")
+def runs():
+    q = dtsgd_viz.surfaces.ShardedQuadratic()
+    return dtsgd_viz.run(q, {"momentum": dict(learning_rate=0.5, momentum=0.9),
+                             "nesterov": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
+                         steps=60)
+
+
+def test_bottom_chips_stand_under_the_tick_labels_and_over_the_x_label(runs):
+    view = draw_shards(runs["nesterov"], "w", "velocity", 10)
+    fig = view.figure
+    r = fig.canvas.get_renderer()
+    view.fit_labels(r)
+    fig.draw_without_rendering()
+    ax = view.heat_ax
+    chips = [t.get_bbox_patch().get_window_extent(r) for t in view.tensor.labels
+             if view.tensor.label_below(t)]
+    ticks = [t.get_window_extent(r) for t in ax.get_xticklabels() if t.get_text()]
+    frame = ax.get_window_extent(r)
+    assert len(chips) == 4 and ticks
+    assert all(frame.y0 - t.y1 < 12 for t in ticks)                 # ticks by the axis
+    assert all(c.y1 <= t.y0 - 1.5 for c in chips for t in ticks)     # chips under them
+    label = ax.xaxis.label.get_window_extent(r)
+    assert all(label.y1 <= c.y0 - 1.5 for c in chips)                # the x label under them
+
+
+def test_names_in_ink_leaders_straight_from_the_last_point(runs):
+    view = draw_shards(runs["nesterov"], "w", "velocity", 10)
+    fig = view.figure
+    fig.draw_without_rendering()
+    view.place_end_labels()
+    ax = view.norm_ax
+    for t, line in zip(view.end_labels, view.lines):
+        assert to_rgb(t.get_color()) == label_ink(line.get_color())
+    end = (ax.transData + ax.transAxes.inverted()).transform((60, 1.0))[0]
+    assert view.leader_lines
+    for leader in view.leader_lines:   # two points: the last update, then the name
+        x, y = leader.get_xdata(), leader.get_ydata()
+        assert len(x) == 2 and x[0] == pytest.approx(end) and y[0] != y[1]
+        assert x[1] < min(t.get_position()[0] for t in view.end_labels)
+    r = fig.canvas.get_renderer()
+    # the names close to the lines' ends: within 16 px of the last update
+    last = ax.transData.transform((60, 1.0))[0]
+    assert all(t.get_window_extent(r).x0 - last < 16 for t in view.end_labels)
+
+
+def test_the_band_is_named_and_the_step_label_leaves_the_dots_free(runs):
+    view = draw_shards(runs["momentum"], "w", "velocity", 10)
+    fig = view.figure
+    fig.draw_without_rendering()
+    view.fit_lines()
+    names = {t.get_text(): t for t in view.end_labels if t.get_visible()}
+    assert "range of 8 blocks" in names and "median of 8" in names
+    r = fig.canvas.get_renderer()
+    label = next(a for a in view.step_lines if a.get_gid() == "step-label")
+    dots = next(a for a in view.step_lines if a.get_gid() == "step-dots")
+    box = label.get_bbox_patch().get_window_extent(r)
+    y = np.asarray(dots.get_ydata(), float)
+    ok = np.isfinite(y)
+    assert ok.sum() == 2
+    pix = view.norm_ax.transData.transform(np.column_stack([dots.get_xdata(), y])[ok])
+    radius = (dots.get_markersize() + dots.get_markeredgewidth()) / 2 * fig.dpi / 72
+    for px, py in pix:   # the label's box clear of each dot
+        assert (box.x0 >= px + radius - 0.5 or box.x1 <= px - radius + 0.5
+                or box.y1 <= py - radius or box.y0 >= py + radius)
+
+
+def test_the_coasting_block_is_explained_under_the_norm_panel(runs):
+    view = draw_shards(runs["nesterov"], "w", "velocity", 10)
+    note = view.coast_note
+    assert note is not None and note.get_text().startswith("CPU:7 from update 47:")
+    assert "×0.9 per update" in note.get_text() and "round-off" in note.get_text()
+    assert to_rgb(note.get_color()) == label_ink(view.lines[7].get_color())
+    fig = view.figure
+    fig.draw_without_rendering()
+    r = fig.canvas.get_renderer()
+    assert note.get_window_extent(r).y1 <= view.norm_ax.xaxis.label.get_window_extent(r).y0 + 1
+    assert note.get_window_extent(r).y0 >= 0   # inside the figure
+    data = view._data[view.norm_ax]
+    assert np.allclose(data[47:, 7] / data[46:-1, 7], 0.9, rtol=1e-3)   # what it says
+    # the block named as falling least says by which measure
+    assert "falls least (fitted trend)" in view.norm_ax.get_title()
+    view.set_kind("param")   # a parameter does not coast: no note
+    assert view.coast_note is None
+    assert draw_shards(runs["momentum"], "w", "velocity", 10).coast_note is None
+    assert coasting(np.exp(-np.arange(30.0))[:, None], np.arange(1, 31), 0.9) is None
+
+
+def _zero_first(steps=6):
+    """A full recording of one (8, 8) variable on a 2x4 mesh whose velocity is 0 after
+    update 1 (as 07's attention kernel), built without TensorFlow."""
+    import types
+
+    from dtsgd_viz.geometry import shard_geometry
+    from dtsgd_viz.recorder.hostlog import assemble, entry
+    from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    mesh = MeshSpec.create({"x": 2, "y": 4})
+    geom = shard_geometry((8, 8), LayoutSpec(("x", "y"), mesh))
+    held = tuple((g, tuple(d)) for g, d in enumerate(geom.replica_groups))
+    w = types.SimpleNamespace(name="w", geometry=geom, dtype="float32", layout=geom.layout,
+                              held=held)
+    rng, kinds, entries = np.random.default_rng(0), dtsgd_viz.KINDS, []
+    for s in range(1, steps + 1):
+        data = {("w", k): [np.asarray(np.zeros((8, 8)) if (k == "velocity" and s == 1)
+                                      else rng.normal(size=(8, 8)), np.float32)[b]
+                           for b in geom.blocks] for k in kinds}
+        entries.append((s, entry((s, 0.1, 1.0 / s), data, [w], kinds, "full")))
+    return assemble(entries, [w], kinds, "full", [np.zeros((8, 8), np.float32)], mesh=mesh,
+                    momentum=0.9, nesterov=True, dropped=[], applied_momentum=0.9)
+
+
+def test_zero_norms_hang_on_and_under_the_bottom_edge():
+    """07: the update-1 zero circles were stacked up to 6e-5, inside the data's range."""
+    r = _zero_first()
+    view = draw_shards(r, "w", "velocity")
+    view.figure.draw_without_rendering()
+    view.fit_lines()
+    heights = view.zero_marks[view.norm_ax].get_offsets()[:, 1]
+    assert len(heights) == 8 and heights[0] == 0.0 and np.all(heights[1:] < 0)
+    assert np.all(np.diff(heights) < 0)   # a circle per block, one under another
+    fig, ax = view.figure, view.norm_ax
+    fig.draw_without_rendering()
+    r = fig.canvas.get_renderer()
+    marks = view.zero_marks[ax]
+    pix = marks.get_offset_transform().transform(marks.get_offsets())
+    radius = 4.5 * fig.dpi / 72   # s=30: a 5.5 pt circle and its 1.4 pt edge, with air
+    for t in ax.get_xticklabels():
+        box = t.get_window_extent(r)
+        if not t.get_text() or not t.get_visible():
+            continue
+        for px, py in pix:   # no tick label under a circle
+            assert box.x1 < px - radius or box.x0 > px + radius or box.y1 < py - radius
+
+
+def test_a_log_axis_labels_a_tick_near_its_bottom():
+    ax = Figure(figsize=(4, 3)).add_subplot()
+    ax.plot([1, 2, 3], [2.4e-4, 8e-4, 2.0e-3])
+    log_y(ax)
+    ax.figure.draw_without_rendering()
+    lo, hi = ax.get_ylim()
+    ticks = [t for t in ax.get_yticks() if lo <= t <= hi]
+    assert _bottom_gap(ticks, lo, hi) <= BOTTOM_TICK
+    assert 3e-4 in [pytest.approx(t) for t in ticks]
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert "0.0003" in labels
