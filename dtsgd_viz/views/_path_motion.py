@@ -12,6 +12,7 @@ import numpy as np
 
 from . import path_geometry as geo
 from . import style
+from ._gif_zoom import box_points, fitted_zoom, fixed_boxes, zoom_schedule
 from ._label_clashes import clashes
 from .direct_labels import READABLE_GAP, axes_height_points, move_ends, spread
 from . import update_geometry as upd
@@ -81,8 +82,10 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
     ax_loss = art.ax_loss
     ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
 
+    zooms = gif_zooms(scene, art, arrows, frame_list)
+
     def update(i):
-        return _move_to(scene, art, arrows, steps, i)
+        return _move_to(scene, art, arrows, steps, i, zooms)
 
     update(frame_list[0])
     # Lay the figure out once: re-running the layout on every frame costs time and
@@ -197,22 +200,38 @@ def zoom_boxes(scene, key, data) -> list:
     points its own box holds (``update_panel.panel_data``)."""
     if data.box is None:
         return [data]
-    i = len(data.trail) - 1
-    nxt = scene.coords[key][min(i + 1, len(scene.coords[key]) - 1)]
-    pts = [data.position, nxt] + [np.asarray(t) + np.asarray(uv) for _, t, uv in data.chain]
-    pts += list(data.nesterov or ())
+    pts = box_points(scene, key, data)
     return [dataclasses.replace(data, box=upd.zoom_box(pts, scene.box, pad=pad, min_frac=min_frac))
             for pad, min_frac in ZOOM_BOXES]
 
 
-def draw_clear_zoom(scene, art, key, i, arrows) -> int:
+def gif_zooms(scene, art, arrows, frame_list) -> dict:
+    """``{config: {recording index: (zoom, previous zoom or None)}}``: each close-up's
+    zoom per frame (``_gif_zoom.zoom_schedule``: one zoom per run while its updates fit
+    and read at it), the previous zoom on the frames where it changes."""
+    if not arrows:
+        return {}
+    out = {}
+    for key in art.zoom_axes:
+        fitted = [fitted_zoom(scene, key, panel_at(scene, key, i, arrows)) for i in frame_list]
+        plan = zoom_schedule(fitted)
+        out[key] = {i: (z, plan[n - 1] if n and plan[n - 1] != z else None)
+                    for n, (i, z) in enumerate(zip(frame_list, plan))}
+    return out
+
+
+def draw_clear_zoom(scene, art, key, i, arrows, zoom=None) -> int:
     """Draw ``key``'s close-up at recording index ``i`` so its labels clash nowhere
-    (``_label_clashes.clashes``), on the first box of ``zoom_boxes`` where they do not
-    (none: the one with the fewest clashes), its labels off the path too (a GIF is
-    rendered once, offline: it can afford it). Returns the clashes of the panel drawn."""
+    (``_label_clashes.clashes``), on the first box where they do not (none: the one with
+    the fewest clashes), its labels off the path too (a GIF is rendered once, offline: it
+    can afford it). The boxes: ``zoom_boxes`` (sized to the update), or with ``zoom``
+    one size, ``zoom`` times closer than the paths panel, placed round the update
+    (``_gif_zoom.fixed_boxes``). Returns the clashes of the panel drawn."""
     ax = art.zoom_axes[key]
     renderer = ax.figure.canvas.get_renderer()
-    tries = zoom_boxes(scene, key, panel_at(scene, key, i, arrows))
+    data = panel_at(scene, key, i, arrows)
+    tries = (zoom_boxes(scene, key, data) if zoom is None else
+             [dataclasses.replace(data, box=b) for b in fixed_boxes(scene, key, data, zoom)])
     best = None
     for n, data in enumerate(tries):
         draw_zoom(scene, art, key, data, avoid_path=True)
@@ -226,8 +245,19 @@ def draw_clear_zoom(scene, art, key, i, arrows) -> int:
     return best[0]
 
 
-def _move_to(scene, art, arrows, steps, i) -> list:
-    """Move the artists ``art`` to recording index ``i``; returns the artists changed."""
+def _zoom_text(z: float) -> str:
+    return f"×{z:.0f}" if z >= 9.5 else f"×{z:.1f}"
+
+
+def flag_zoom_change(ax, was) -> None:
+    """Say in the close-up's title that its zoom changed on this frame (from ``was``)."""
+    if was is not None:
+        ax.title.set_text(f"{ax.get_title()} (was {_zoom_text(was)})")
+
+
+def _move_to(scene, art, arrows, steps, i, zooms=None) -> list:
+    """Move the artists ``art`` to recording index ``i`` (``zooms``: ``gif_zooms``);
+    returns the artists changed."""
     changed = follow_update(scene, art, int(steps[i]))   # the paths grow, the thin rest stays
     for key, rec in scene.recordings.items():
         c, color = scene.coords[key], scene.colors[key]
@@ -242,16 +272,48 @@ def _move_to(scene, art, arrows, steps, i) -> list:
                 q.set_UVC([uv[0]], [uv[1]])
                 changed.append(q)
             if key in art.zoom_axes:
-                draw_clear_zoom(scene, art, key, i, arrows)
+                zoom, was = (zooms or {}).get(key, {}).get(i, (None, None))
+                draw_clear_zoom(scene, art, key, i, arrows, zoom)
+                flag_zoom_change(art.zoom_axes[key], was)
         s, loss, _ = scene.losses[key]
         art.loss_markers[key].set_data([s[i]], [loss[i]])
         art.loss_lines[key].set_data(s[:i + 1], loss[:i + 1])
         changed += [art.loss_markers[key], art.loss_lines[key]]
+    nest_loss_dots(art.loss_markers)
     art.step_line.set_xdata([steps[i], steps[i]])
     art.title.set_text(path_title(scene, int(steps[i])))
     # the start and minimum names again, off the zoom boxes where they are now
     marks = [p for k in scene.coords for p in scene.coords[k][[i, min(i + 1, len(scene.coords[k]) - 1)]]]
     return changed + [art.step_line, art.title] + _move_names(scene, art, i) + place_names(art, marks, scene)
+
+
+RING_MS = 13.0   # points: a loss dot drawn as a ring round another it would cover
+
+
+def nest_loss_dots(markers) -> None:
+    """Loss dots (``{config: Line2D}``, one point each) closer than a dot's width on the
+    figure (at update 1 every run starts at the same loss): the earlier ones drawn as open
+    rings in their colour, each wider than the next, round the last, filled; apart, each
+    is its filled dot again."""
+    lines = list(markers.values())
+    for m in lines:
+        if not hasattr(m, "dot_look"):
+            m.dot_look = dict(ms=m.get_markersize(), mfc=m.get_markerfacecolor(),
+                              mec=m.get_markeredgecolor(), mew=m.get_markeredgewidth(), zorder=m.get_zorder())
+    px = [m.axes.transData.transform((m.get_xdata()[0], m.get_ydata()[0])) if len(m.get_xdata()) else
+          np.array([np.nan, np.nan]) for m in lines]
+    dpi = lines[0].figure.dpi if lines else 72.0
+    for n, m in enumerate(lines):
+        width = m.dot_look["ms"] * dpi / 72
+        covered = [o for o in range(n + 1, len(lines)) if np.hypot(*(px[n] - px[o])) < width]
+        if covered:
+            ms = RING_MS + 3.0 * (len(lines) - 1 - n - 1)
+            m.set(markersize=ms, markerfacecolor="none", markeredgecolor=m.get_color(), markeredgewidth=2.0,
+                  zorder=m.dot_look["zorder"] + 0.5)
+        else:
+            look = m.dot_look
+            m.set(markersize=look["ms"], markerfacecolor=look["mfc"], markeredgecolor=look["mec"],
+                  markeredgewidth=look["mew"], zorder=look["zorder"])
 
 
 def _move_names(scene, art, i) -> list:

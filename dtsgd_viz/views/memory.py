@@ -139,7 +139,9 @@ def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8, communication=
     if own:
         from .figure import new_figure
         if traffic is None:
-            room = max([len(t) for _, t, _, _ in labels] + [0]) * LABEL_SIZE * 0.6 / 72 + 0.6
+            thin = _thin(plan, segments, labels, 3.9 * DPI * 0.7)   # about the axes' height
+            room = max([len(t) + len(THIN_NOTE) * (name in thin) + 1 for name, t, _, _ in labels]
+                       + [0]) * LABEL_SIZE * 0.6 / 72 + 0.6
             fig = new_figure((min(WIDTH, max(6.0, 2.5 + 0.45 * n) + room), 3.9), DPI)
             axes = (fig.add_subplot(),)
         else:
@@ -163,10 +165,10 @@ def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8, communication=
                         bbox_to_anchor=(1.01, 1.0), frameon=False, title="variables",
                         title_fontsize=NOTE_SIZE)
     elif labels:
-        texts = _draw_labels(axes[0], plan, labels)
+        texts = _draw_labels(axes[0], plan, labels, segments)
         if own:   # placed again at the axes' height once the layout has run
             fig.draw_without_rendering()
-            _place_labels(axes[0], plan, texts, labels)
+            _place_labels(axes[0], plan, texts, labels, segments)
     return fig
 
 
@@ -191,21 +193,47 @@ def _memory_unit(plan) -> tuple[str, int]:
     return unit_for(max(int(plan.bytes_per_device.max()), plan.unique_bytes))
 
 
-def _draw_labels(ax, plan, labels) -> list:
-    """The variables named at the right of the last bar (in axes fractions)."""
+THIN_PX = 4.0   # a variable's stack thinner than this on the last bar cannot be seen
+THIN_NOTE = "(too thin to see)"
+
+
+def _thin(plan, segments, labels, axes_px: float) -> set:
+    """The names of ``labels`` whose stack on the last bar is under ``THIN_PX`` pixels
+    tall on an axes ``axes_px`` pixels high (its y axis: 0 to ``_draw_memory``'s top)."""
+    last = plan.mesh.num_devices - 1
+    top = plan.unique_bytes * 1.12
+    size = {}
+    for seg in segments:
+        size[seg.label] = size.get(seg.label, 0) + int(seg.height[last])
+    return {name for name, _, _, _ in labels if top > 0 and size.get(name, 0) / top * axes_px < THIN_PX}
+
+
+def _draw_labels(ax, plan, labels, segments) -> list:
+    """The variables named at the right of the last bar (in axes fractions); a name whose
+    stack is too thin to see says so beside it (its own text, ``segment-thin-<name>``)."""
     texts = [ax.text(LEADER_END + 0.01, 0.5, text, transform=ax.transAxes, ha="left",
                      va="center", fontsize=LABEL_SIZE, color="#222222", clip_on=False,
                      gid=f"segment-label-{name}")
              for name, text, _, _ in labels]
-    _place_labels(ax, plan, texts, labels)
+    for (name, _, _, _), t in zip(labels, texts):
+        ax.annotate(THIN_NOTE, (1.0, 0.5), xycoords=t, xytext=(4, 0), textcoords="offset points",
+                    ha="left", va="center", fontsize=LABEL_SIZE, color="#555555", fontstyle="italic",
+                    annotation_clip=False, visible=False, gid=f"segment-thin-{name}")
+    _place_labels(ax, plan, texts, labels, segments)
     return texts
 
 
-def _place_labels(ax, plan, texts, labels) -> None:
+def _place_labels(ax, plan, texts, labels, segments) -> None:
     """Stack middles pushed apart at the axes' height now, with leader lines to them
-    from the last bar's right edge."""
+    from the last bar's right edge; "too thin to see" beside the names of stacks under
+    ``THIN_PX`` pixels at that height."""
     for line in [ln for ln in ax.lines if (ln.get_gid() or "").startswith("segment-leader")]:
         line.remove()
+    thin = _thin(plan, segments, labels, ax.get_window_extent().height)
+    for t in ax.texts:
+        gid = t.get_gid() or ""
+        if gid.startswith("segment-thin-"):
+            t.set_visible(gid[len("segment-thin-"):] in thin)
     (lo, hi), (x0, x1) = ax.get_ylim(), ax.get_xlim()
     scale = _memory_unit(plan)[1]
     ends = [(mid / scale - lo) / (hi - lo) for _, _, mid, _ in labels]
@@ -268,6 +296,8 @@ def _draw_memory(ax, plan, segments, mesh_label=True) -> list:
                         fontsize=LABEL_SIZE, color="#444444", gid="saving-text")
     _device_axis(ax, plan, mesh=mesh_label)
     ax.set_ylim(0, full * 1.12)
+    for side in ("top", "right"):   # the names' leaders run out of the axes: no spine to cross
+        ax.spines[side].set_visible(False)
     ax.set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)
     handles = [Patch(facecolor=s.color, label=s.label) for s in segments if s.kind == "param"]
     if plan.slots:

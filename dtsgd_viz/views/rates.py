@@ -46,6 +46,11 @@ RULE_COLORS = {n: look.color for n, look in RULE_LOOKS.items()}
 RULE_MARKERS = {False: "o", True: "s"}
 UNSTABLE_COLOR = "#CC3311"
 RATE_FLOOR = -0.04
+# momentum's blocks: rings wide enough to hold a star 0.02 of rate off their centre (at
+# small lr·h both rules' rates are near 0.95); s in points², the star's too
+RING = dict(s=260, facecolors="none", linewidths=1.8, zorder=8)
+STAR_SIZE = 70
+RING_RADIUS_PX = (RING["s"] ** 0.5 / 2 + RING["linewidths"] / 2) * 100 / 72   # at dpi 100
 FIGSIZE = (style.WIDTH, 5.3)   # the rate panels and, above them, the finding and the settings
 
 
@@ -234,15 +239,18 @@ class RatesView:
         self.labels = RateLabels(ax, r.momentum, self.boundaries, _rate, lo)
         self.markers, self.unstable_marks = {}, {}
         for n in (False, True):
-            self.markers[n] = ax.scatter([], [], s=46, marker=RULE_MARKERS[n],
-                                         edgecolors=RULE_COLORS[n], linewidths=1.2, zorder=5,
-                                         gid=f"blocks-{RULE_NAMES[n]}")
+            # momentum's blocks are open rings in the block's colour, wider than a star
+            # and drawn over it: where both rules' marks meet (small lr·h, where both
+            # rates are near 0.95) the star shows inside the ring instead of covering it
+            look = RING if not n else dict(s=46, edgecolors=RULE_COLORS[n], linewidths=1.2, zorder=5)
+            self.markers[n] = ax.scatter([], [], marker=RULE_MARKERS[n], gid=f"blocks-{RULE_NAMES[n]}",
+                                         **look)
             self.unstable_marks[n], = ax.plot([], [], ls="none", marker="x", ms=11, mew=2.2,
                                               color=UNSTABLE_COLOR, zorder=6,
                                               gid=f"unstable-{RULE_NAMES[n]}")
         ok = np.isfinite(r.measured)
         self.measured_marks = ax.scatter(
-            a_rec[ok], r.measured[ok], s=90, marker="*", c=np.array(r.colors)[ok],
+            a_rec[ok], r.measured[ok], s=STAR_SIZE, marker="*", c=np.array(r.colors)[ok],
             edgecolors="black", linewidths=0.7, zorder=7, gid="measured")
         ax.set_xscale("log")
         ax.set_xlim(lo, hi)
@@ -256,7 +264,7 @@ class RatesView:
         self.set_learning_rate(self.learning_rate)
         # momentum's name clear of the blocks where they are drawn first
         pos = r.positions(self.learning_rate)
-        self.labels.place_momentum_name(np.concatenate(
+        self.labels.place_momentum_name(radius_px=RING_RADIUS_PX * self.figure.dpi / 100, marks=np.concatenate(
             [np.column_stack([a, np.minimum(rho, 1.22)]) for a, rho in pos.values()]
             + [self.measured_marks.get_offsets()]))
 
@@ -312,7 +320,11 @@ class RatesView:
         self.unstable = {}
         for n, (a, rho) in pos.items():
             self.markers[n].set_offsets(np.column_stack([a, np.minimum(rho, 1.22)]))
-            self.markers[n].set_facecolors(r.colors)
+            if n:
+                self.markers[n].set_facecolors(r.colors)
+            else:   # open rings: the block's colour is the ring's
+                self.markers[n].set_facecolors("none")
+                self.markers[n].set_edgecolors(r.colors)
             bad = rho >= 1.0
             self.unstable[n] = bad
             self.unstable_marks[n].set_data(a[bad], np.minimum(rho[bad], 1.22))

@@ -22,6 +22,7 @@ from matplotlib.transforms import blended_transform_factory
 from . import style
 from .direct_labels import READABLE_GAP, axes_height_points, leaders, spread
 from .figure import fit
+from .layout_colors import label_ink
 
 __all__ = ["rates_finding", "rates_settings", "pack", "stability_text", "key_text", "RateLabels", "at_floor",
            "draw_floor", "floor_text", "label_block_ends"]
@@ -116,9 +117,10 @@ def rates_settings(rates, surface, width_points=style.WIDTH * 72.0) -> str:
 
 
 def key_text(no_star_note: str = "", unstable: bool = False) -> str:
-    """The short key in the rate panel's free corner: what a dot and a star are, the red
+    """The short key in the rate panel's free corner: what a ring, a square and a star are, the red
     x while a block is past a limit, and why a block has no star."""
-    lines = ["● a block at lr·h (colours: right)", "★ its decay, measured on the run"]
+    lines = ["○ a block at lr·h under momentum,", "■ under Nesterov (colours: right)",
+             "★ its decay, measured on the run"]
     if unstable:
         lines.append("✕ past its rule's limit (dotted)")
     for line in no_star_note.split("\n") if no_star_note else []:
@@ -263,13 +265,6 @@ def draw_floor(ax, floor: float, top: float):
         gid="floor-label")
 
 
-def ink(color) -> tuple:
-    """``color`` darkened enough to read as text on white (pale ones mixed towards black)."""
-    rgb = np.array(to_rgb(color))
-    luminance = float(rgb @ [0.2126, 0.7152, 0.0722])
-    return tuple(rgb * min(1.0, 0.5 / luminance)) if luminance > 0.5 else tuple(rgb)
-
-
 def label_block_ends(ax, ends, names, colors):
     """Name each error line right of the axes, at its end's height (``ends``: the last
     values), the names pushed apart a readable gap and a leader from each line's end to
@@ -277,7 +272,7 @@ def label_block_ends(ax, ends, names, colors):
     fig = ax.figure.figure
     trans = blended_transform_factory(ax.transAxes, ax.transAxes)
     texts = [ax.text(END_X, 0.5, name, transform=trans, ha="left", va="center", fontsize=style.NOTE_SIZE,
-                     fontweight="bold", color=ink(c), clip_on=False, gid=f"end-label-{g}")
+                     fontweight="bold", color=label_ink(c), clip_on=False, gid=f"end-label-{g}")
              for g, (name, c) in enumerate(zip(names, colors))]
     fig.draw_without_rendering()   # the axes' real height sets the gap
     lo, hi = np.log10(ax.get_ylim()) if ax.get_yscale() == "log" else ax.get_ylim()

@@ -25,7 +25,9 @@ import numpy as np
 
 from ..views import style
 from ..views.path_geometry import divergence_update, rule_name
-from ..views.paths import draw_paths
+from ..views.path_frames import draw_scene
+from ..views.path_scene import build_scene
+from ..views.paths import PathsView
 from . import _drag
 from ._canvas import FigureWidget
 from ._phase import diverged, path_losses, steps_to_tolerance
@@ -36,7 +38,7 @@ from .compare_state import (CompareParams, RunQueue, _check_params, compare_conf
 
 __all__ = ["CompareWidget", "CompareParams", "compare_params", "compare_configs", "RunQueue",
            "request", "finished", "TableRow", "table_rows", "table_html", "rows_finding", "place_on_line",
-           "free_spot", "line_points", "name_paths"]
+           "free_spot", "line_points", "name_paths", "after_updates", "draw_after_updates"]
 
 
 # ---- pure: the table --------------------------------------------------------------------
@@ -68,7 +70,7 @@ def table_rows(recordings, surface, tol: float, name: str = "w") -> tuple[TableR
 
 # narrow enough to stand beside the figure on a 1300 px page (the app); short headers
 # (two lines at most), the tolerance named as the loss panel names it; the last column is
-# the loss after the last update (the headline's "by update N" is the loss before it)
+# the loss after the last update (the loss panel's last points and the headline's numbers)
 TABLE_COLUMNS = (("optimizer", "8.5em", "left"),
                  ("updates to tol ({tol:g})", "8em", "right"),
                  ("loss after the last update", "8em", "right"))
@@ -114,8 +116,7 @@ def table_html(rows, tol: float, colors=None) -> str:
 def rows_finding(rows, steps: int) -> str | None:
     """The headline from the table's ``rows``: which run's loss after the last of
     ``steps`` updates is lowest and how many times lower than the next two, in the
-    table's numbers (the loss panel ends on the loss *before* update ``steps``, one
-    update earlier); runs that diverged are named as such. None when the lowest two are
+    table's numbers (the loss panel's last points: ``after_updates``); runs that diverged are named as such. None when the lowest two are
     within 5% (``path_scene.finding`` then says where they differ most).
 
     >>> rows_finding([TableRow("plain", None, 3.62e-3), TableRow("momentum", None, 7.46e-2),
@@ -142,6 +143,33 @@ def rows_finding(rows, steps: int) -> str | None:
 
 def _times(f: float) -> str:
     return "∞×" if not np.isfinite(f) else f"{f:.0f}×" if f >= 10 else f"{f:.1f}×"
+
+
+# ---- pure: the loss panel's points ---------------------------------------------------------
+
+LOSS_XLABEL = "updates taken"
+LOSS_YLABEL = "loss after them"
+
+
+def after_updates(recordings, surface, name: str = "w") -> dict:
+    """``{config: (updates, loss, True)}`` for the loss panel: the loss (from the surface,
+    float64) after 0, 1, ..., N updates, so each line ends on the number the table's
+    "loss after the last update" column and the headline give."""
+    out = {}
+    for key, rec in recordings.items():
+        loss = path_losses(rec, surface, name)
+        out[key] = (np.arange(len(loss)), loss, True)
+    return out
+
+
+def draw_after_updates(recordings, surface, ax, diverged=None) -> PathsView:
+    """``draw_paths(recordings, surface, None, ax=ax, arrows=False, diverged=diverged)``
+    with the loss panel drawn from ``after_updates`` (the loss after 0..N updates)
+    instead of the recorded loss before each update."""
+    scene = build_scene(recordings, surface, None, diverged)
+    scene = dataclasses.replace(scene, losses=after_updates(scene.recordings, surface, scene.name))
+    fig, art = draw_scene(scene, None, ax, False)
+    return PathsView(fig, scene, art, False, None)
 
 
 # ---- the widget -------------------------------------------------------------------------
@@ -296,14 +324,17 @@ class CompareWidget(FigureWidget):
         diverged = None if box is None else {
             r.name: divergence_update(recordings[r.name].path("w"), box)
             for r in self.rows if r.diverged and r.name in recordings}
-        self.view = draw_paths(recordings, self.surface, None, ax=(ax_path, ax_loss), arrows=False,
-                               diverged=diverged)
+        self.view = draw_after_updates(recordings, self.surface, (ax_path, ax_loss), diverged)
+        # the loss panel, the headline and the table say one thing: the loss after 0..N
+        # updates, ending on the loss after the last one (the table's last column)
+        ax_loss.set_xlabel(LOSS_XLABEL, fontsize=style.LABEL_SIZE)
+        ax_loss.set_ylabel(LOSS_YLABEL, fontsize=style.LABEL_SIZE)
         for line in self.view.artists.paths.values():   # lines only: a marker per update
             line.set_marker("")                          # tangles momentum round the minimum
         # the finding replaces headline's placeholder, keeping its blank lines: the room
         # the settings line under it needs
         blank = fig.get_suptitle()[len(fig.get_suptitle().rstrip("\n")):]
-        # in the table's numbers (the loss after the last update), so the two agree
+        # in the table's numbers (the loss after the last update, the lines' last points)
         said = rows_finding(self.rows, params.steps) or finding(self.view.scene)
         fig.suptitle(fit(said, fig.get_figwidth() * 72, style.SUPTITLE_SIZE, bold=True)
                      + blank, fontsize=style.SUPTITLE_SIZE, fontweight="bold", linespacing=1.25)

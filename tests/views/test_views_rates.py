@@ -153,6 +153,9 @@ def test_the_key_lists_only_drawn_marks(recording):
     assert "✕ past its rule's limit (dotted)" in key().split("\n")
 
 
+from dtsgd_viz.views.layout_colors import INK_LIGHTNESS, lightness_of  # noqa: E402
+
+
 def test_each_error_line_is_named_at_its_end_right_of_the_panel():
     """No legend on the error panel: each block's name and curvature stand right of the
     axes, in its line's colour (pale ones darkened to read), at its line's last height
@@ -180,7 +183,8 @@ def test_each_error_line_is_named_at_its_end_right_of_the_panel():
         assert box.x0 > frame.x1 and t.get_fontsize() >= style.NOTE_SIZE
         line_rgb, text_rgb = np.array(to_rgb(line.get_color())), np.array(to_rgb(t.get_color()))
         assert np.allclose(text_rgb / max(text_rgb.max(), 1e-9), line_rgb / line_rgb.max(), atol=0.02)
-        assert float(text_rgb @ [0.2126, 0.7152, 0.0722]) <= 0.5 + 1e-9   # dark enough on white
+        # dark enough on white: the package's one rule for text in a line's colour
+        assert lightness_of(tuple(text_rgb)) <= INK_LIGHTNESS + 0.5
         end = (np.log10(line.get_ydata()[-1]) - lo) / (hi - lo)
         y = t.get_position()[1]
         joined = [ln for ln in leaders.values() if np.isclose(ln.get_ydata()[0], end)
@@ -354,3 +358,29 @@ def test_the_end_labels_keep_air_between_them(tutorial01):
     assert len(boxes) == 8
     for lower, upper in zip(boxes, boxes[1:]):
         assert upper.y0 - lower.y1 >= 2.0, (lower, upper)
+
+
+def test_momentum_rings_nest_round_the_stars_and_end_names_read(tutorial01):
+    """At lr·h 0.025 and 0.038 Nesterov's star covered momentum's dot: momentum's blocks
+    are open rings in the block's colour, wider than a star and over it, so a star at the
+    same place shows inside its ring. The end names' text is dark enough to read
+    (``layout_colors.label_ink``), the line keeps its colour."""
+    from matplotlib.colors import to_rgba
+    from dtsgd_viz.views.layout_colors import label_ink, lightness_of, INK_LIGHTNESS
+    view = tutorial01
+    ax = view.curve_ax
+    rings, stars = view.markers[False], view.measured_marks
+    assert len(rings.get_facecolors()) == 0 or all(c[3] == 0 for c in rings.get_facecolors())
+    np.testing.assert_allclose(rings.get_edgecolors(), [to_rgba(c) for c in view.rates.colors])
+    assert rings.get_zorder() > stars.get_zorder()
+    ring_px = np.sqrt(rings.get_sizes()[0]) * view.figure.dpi / 72   # diameter
+    star_px = np.sqrt(stars.get_sizes()[0]) * view.figure.dpi / 72
+    assert ring_px >= star_px + 4
+    rp = ax.transData.transform(rings.get_offsets())
+    sp = ax.transData.transform(stars.get_offsets())
+    near = np.hypot(*(rp[:, None, :] - sp[None, :, :]).transpose(2, 0, 1)).min(axis=1)
+    assert (near + star_px / 2 <= ring_px / 2 + 0.5).sum() >= 2   # the two smallest lr·h: the star inside its ring
+    assert "○ a block at lr·h under momentum," in view.labels.texts["key"].get_text().split("\n")
+    for t, c in zip(view.end_labels, view.rates.colors):
+        assert to_rgba(t.get_color())[:3] == pytest.approx(label_ink(c))
+        assert lightness_of(to_rgba(t.get_color())[:3]) <= INK_LIGHTNESS + 0.5

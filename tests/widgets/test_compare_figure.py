@@ -88,3 +88,24 @@ def test_rows_finding_names_level_and_diverged_runs():
     gone = [TableRow("plain", 3, 0.1), TableRow("momentum", None, np.inf, diverged=True)]
     assert rows_finding(gone, 10) == "Plain reaches loss 0.1 after 10 updates; momentum diverged"
     assert rows_finding([TableRow("plain", None, np.nan, diverged=True)], 10) is None
+
+
+def test_loss_lines_end_on_the_tables_and_the_headlines_numbers(widget):
+    """One number each: the loss panel's last point is the table's "loss after the last
+    update", and the headline's ratios are the ratios of those last points."""
+    from dtsgd_viz.views.figure import headline_texts
+    ax = widget.view.artists.ax_loss
+    lines = widget.view.artists.loss_lines
+    rows = {r.name: r.final_loss for r in widget.rows}
+    assert set(lines) == set(rows)
+    for key, line in lines.items():
+        x, y = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
+        np.testing.assert_array_equal(x, np.arange(61))      # after 0, 1, ..., 60 updates
+        assert y[-1] == rows[key]                             # the table's last column
+        assert y[0] == pytest.approx(float(SURFACE.value_np(widget.recordings[key].path("w")[0])))
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("updates taken", "loss after them")
+    finding = " ".join(headline_texts(widget.figure)[0].split())
+    m = re.match(r"(\w+) ends lowest after 60 updates: (\d+)× below (\w+) and (\d+)× below (\w+)$", finding)
+    ends = {rule_name(k): float(line.get_ydata()[-1]) for k, line in lines.items()}
+    for times, name in ((m[2], m[3]), (m[4], m[5])):
+        assert int(times) == round(ends[name] / ends[m[1]])   # the plotted end points' ratio

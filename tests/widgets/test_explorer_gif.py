@@ -170,18 +170,94 @@ def test_gif_loss_names_at_update_1_stand_apart_inside_the_frame(demo_gif):
     assert frame.y0 < a.y0 and b.y1 < frame.y1
 
 
-def test_held_last_frame_draws_its_tiny_update_large_not_at_a_capped_zoom(demo_gif):
-    """The last update of the demo run hardly moves: its close-up zooms in until its
-    step fills a good part of the panel (at the explorer's cap, x50, it was a speck
-    with four labels piled round it)."""
-    fig = demo_gif._fig
-    demo_gif._func(list(demo_gif.new_frame_seq())[-1])
-    fig.canvas.draw()
-    assert demo_gif.frame_updates[-1] == 40
+def test_held_last_frame_draws_its_tiny_update_inside_a_close_up_near_its_fitted_zoom(demo_gif):
+    """The last update of the demo run hardly moves: its close-up is far closer than the
+    explorer's cap (x50, where it was a speck with four labels piled round it). Each run
+    now keeps one zoom over several frames (it jumped on every frame), so the last is
+    drawn at its run's last zoom: at most ``KEEP_RATIO`` farther than the zoom fitted to
+    it alone, never closer (its points stay inside the panel)."""
+    from dtsgd_viz.views._gif_zoom import KEEP_RATIO
+    *_, (update, fig) = each_frame(demo_gif)   # the writer's order: the first frame drawn first
+    assert update == demo_gif.frame_updates[-1] == 40
     zooms = [ax for ax in fig.axes if "zoom ×" in ax.get_title()]
-    assert len(zooms) == 2
+    assert len(zooms) == 2 and all("update 40" in ax.get_title() for ax in zooms)
+    fitted = {"momentum": 21.1, "Nesterov": 200.0}   # update_geometry.zoom_box round its points
     for ax in zooms:
-        gid = lambda g: [ln for ln in ax.lines if (ln.get_gid() or "").startswith(g)]  # noqa: E731
-        (here,), (there,) = gid("zoom-position"), gid("zoom-next")
-        step = np.hypot(*(np.asarray(there.get_xydata()[0]) - here.get_xydata()[0]))
-        assert step >= 0.2 * np.ptp(ax.get_xlim()), (ax.get_title(), step, ax.get_xlim())
+        zoom, _ = _zoom_of(ax.get_title())
+        key = ax.get_title().split(":")[0]
+        assert fitted[key] / KEEP_RATIO <= zoom <= fitted[key] * 1.01, (key, zoom)
+        (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+        for line in ax.lines:
+            if (line.get_gid() or "").startswith(("zoom-position", "zoom-next", "iterate:", "lookahead:")):
+                x, y = line.get_xydata()[0]
+                assert x0 <= x <= x1 and y0 <= y <= y1, (key, line.get_gid())
+
+
+# ---- one zoom per run: the close-ups' arrows keep their scale from frame to frame ------
+
+
+def test_zoom_schedule_keeps_one_zoom_while_the_updates_fit_and_read_at_it():
+    from dtsgd_viz.views._gif_zoom import KEEP_RATIO, ZOOMS, zoom_schedule
+    fitted = [4.3, 3.4, 4.8, 6.0, 9.6, 12.1, 17.9, 22.7, 31.5, 21.1]
+    plan = zoom_schedule(fitted)
+    assert all(z in ZOOMS for z in plan)
+    assert all(z <= f for z, f in zip(plan, fitted))   # every update fits its box
+    groups = [plan[0]] + [b for a, b in zip(plan, plan[1:]) if b != a]
+    assert len(groups) == 2   # changed once, not on every frame
+    for z in set(plan):   # none drawn more than KEEP_RATIO smaller than it could be
+        assert max(f for f, p in zip(fitted, plan) if p == z) / z <= KEEP_RATIO
+    assert zoom_schedule([5.0, np.nan, 5.0]) == [5.0] * 3
+
+
+def _zoom_of(title):
+    import re
+    m = re.search(r"zoom ×([\d.]+)(?: \(was ×([\d.]+)\))?$", title)
+    assert m, title
+    return float(m[1]), (float(m[2]) if m[2] else None)
+
+
+def test_each_close_up_keeps_its_zoom_and_says_when_it_changes(demo_gif):
+    """The zoom used to be fitted to every frame (momentum x4.3 to x21, Nesterov x2.3 to
+    x200): the arrows jumped. Now each run changes it at most 3 times over 20 frames, the
+    panel's span is the same on every frame at one zoom, and a frame that changes it
+    says "(was ×N)" in its title."""
+    seen = {}
+    for update, fig in each_frame(demo_gif):
+        for ax in fig.axes:
+            if "zoom ×" not in ax.get_title():
+                continue
+            key = ax.get_title().split(":")[0]
+            zoom, was = _zoom_of(ax.get_title())
+            seen.setdefault(key, []).append((zoom, was, float(np.ptp(ax.get_xlim())), update))
+    assert set(seen) == {"momentum", "Nesterov"}
+    for key, frames in seen.items():
+        changes = 0
+        for (z0, _, _, _), (z1, was, _, u) in zip(frames, frames[1:]):
+            if z1 != z0:
+                changes += 1
+                assert was is not None and was == pytest.approx(z0, rel=0.05), (key, u)
+            else:
+                assert was is None, (key, u)
+        assert changes <= 3, (key, [f[0] for f in frames])
+        for z in {f[0] for f in frames}:
+            spans = [s for f, _, s, _ in frames if f == z]
+            np.testing.assert_allclose(spans, spans[0], rtol=1e-6)   # one box size per zoom
+
+
+def test_the_loss_dots_at_update_1_nest_instead_of_covering_each_other(demo_gif):
+    """Every run starts at the same loss: the dots coincided. The first is drawn as an
+    open ring round the other; once apart both are filled dots again."""
+    frames = each_frame(demo_gif)
+    update, fig = next(frames)
+    ax = [a for a in fig.axes if a.get_title().startswith("Loss")][0]
+    dots = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("loss-marker:")]
+    assert len(dots) == 2 and update == 1
+    px = [ax.transData.transform(d.get_xydata()[0]) for d in dots]
+    assert np.hypot(*(px[0] - px[1])) < 2   # the same point
+    ring, dot = sorted(dots, key=lambda d: -d.get_markersize())
+    assert ring.get_markerfacecolor() == "none" and ring.get_markersize() >= dot.get_markersize() + 4
+    assert dot.get_markerfacecolor() != "none" and ring.get_zorder() > dot.get_zorder()
+    for update, fig in frames:
+        if update >= 10:
+            break
+    assert all(d.get_markerfacecolor() != "none" for d in dots)

@@ -290,7 +290,7 @@ def test_compare_widget_draws_the_real_runs(compare):
     assert "μ 0.90" in headline_text(w.figure) and "drag the start point" in headline_text(w.figure)
     assert f"{STEPS} updates" in headline_text(w.figure) and w.steps.description == "updates"
     assert w.view.artists.ax_loss.get_lines()[-1].get_gid() == "tolerance"
-    assert w.view.artists.ax_loss.get_xlabel() == "update"
+    assert w.view.artists.ax_loss.get_xlabel() == "updates taken"
 
 
 def test_table_has_fixed_columns_and_wrapping_headers(compare):
