@@ -11,7 +11,7 @@ numerically; ``place_text`` moves an ``Annotation`` or ``Text``.
     >>> obs = Obstacles((0, 0, 100, 100))
     >>> obs.add_polyline([[0, 50], [100, 50]])       # a line across the middle
     >>> box = best_spot(obs, (50, 50), (20, 8), radii=(6,))
-    >>> box[1] >= 50 or box[3] <= 50                 # above or below it, not on it
+    >>> bool(box[1] >= 50 or box[3] <= 50)                 # above or below it, not on it
     True
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["renderer_of", "Obstacles", "candidates", "spot_cost", "best_spot", "place_text", "panel_obstacles",
-           "text_box", "boxes_overlap", "leader_cost", "TOUCH"]
+           "text_box", "boxes_overlap", "leader_cost", "leader_through_boxes", "TOUCH", "HARD"]
 
 SAMPLE_PX = 2.0      # path samples this far apart
 PAD_PX = 2.0         # a label keeps this many pixels off a path
@@ -138,6 +138,26 @@ def leader_cost(obs: Obstacles, start, end, near=2.0, points=None) -> float:
     t = np.clip((pts - a) @ d / n2, 0.0, 1.0)
     gap = np.hypot(*(pts - (a + t[:, None] * d)).T)
     return float(w[gap < near].sum())
+
+
+def leader_through_boxes(boxes, start, end, anchor=None, inset=0.5) -> int:
+    """How many of ``boxes`` ``(x0, y0, x1, y1)`` the leader from ``start`` to ``end``
+    (display pixels) runs through (inside a box shrunk by ``inset``): a leader across
+    another label reads as striking it out. Boxes holding ``anchor`` (the marker the
+    leader leaves) do not count.
+
+    >>> leader_through_boxes([(0, 0, 10, 10), (20, 0, 30, 10)], (-5, 5), (15, 5))
+    1
+    """
+    a, b = np.asarray(start, np.float64), np.asarray(end, np.float64)
+    seg = a + np.linspace(0.0, 1.0, 40)[:, None] * (b - a)
+    hits = 0
+    for x0, y0, x1, y1 in boxes:
+        if anchor is not None and x0 <= anchor[0] <= x1 and y0 <= anchor[1] <= y1:
+            continue
+        hits += bool(np.any((seg[:, 0] > x0 + inset) & (seg[:, 0] < x1 - inset)
+                            & (seg[:, 1] > y0 + inset) & (seg[:, 1] < y1 - inset)))
+    return hits
 
 
 def text_box(text, renderer, pad=2.0):

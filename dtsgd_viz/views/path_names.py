@@ -12,7 +12,8 @@ import numpy as np
 
 from . import path_geometry as geo
 from . import style
-from .path_labels import TOUCH, best_spot, leader_cost, panel_obstacles, place_text, renderer_of, text_box
+from .path_labels import (HARD, TOUCH, best_spot, leader_cost, leader_through_boxes, panel_obstacles,
+                          place_text, renderer_of, text_box)
 from .path_scene import minimum_on_plane
 
 __all__ = ["draw_start_and_minima", "place_names", "name_runs", "NAME_OFFSET", "STAR_Z",
@@ -117,7 +118,9 @@ def place_names(art, marks=(), scene=None) -> list:
             n = float(np.hypot(*d))
             if n <= mark + LEADER_PX:
                 return 0.0
-            return LEADER_WEIGHT * leader_cost(obs, anchor + d * (mark / n), end, points=pts)
+            start = anchor + d * (mark / n)
+            return (LEADER_WEIGHT * leader_cost(obs, start, end, points=pts)
+                    + HARD * leader_through_boxes(obs.boxes, start, end, anchor))
         box = best_spot(obs, anchor, (x1 - x0, y1 - y0), radii=tuple(mark + r for r in NAME_RADII), near=0.35,
                         extra=leader, touch=TOUCH)
         place_text(ann, box, anchor)

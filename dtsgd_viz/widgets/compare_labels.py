@@ -123,7 +123,6 @@ def name_paths(ax, paths, colors, fontsize=style.LABEL_SIZE, gaps=GAPS) -> list:
     nearest of ``gaps`` (points) where such a spot is free; a name farther than the
     first gets a short leader to its path. Returns the names (gid
     ``path-name:<config>``; leaders ``path-leader:<config>``)."""
-    from ..views.direct_labels import text_size
     renderer = ax.figure.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     texts = [t.get_window_extent(renderer) for t in ax.texts if t.get_visible()]
@@ -142,7 +141,12 @@ def name_paths(ax, paths, colors, fontsize=style.LABEL_SIZE, gaps=GAPS) -> list:
         far = (np.min(np.hypot(*(own[:, None, :] - others[None, :, :]).transpose(2, 0, 1)), axis=1)
                if len(others) else np.zeros(len(own)))
         name = rule_name(key)
-        w, h = (v * px for v in text_size(name, fontsize))
+        text = ax.text(0.5, 0.5, name, fontsize=fontsize, fontweight="bold", color=colors[key], ha="center",
+                       va="center", gid=f"path-name:{key}", zorder=8, transform=ax.transAxes,
+                       bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
+        size = text.get_window_extent(renderer)   # as drawn, plus its white box's pad
+        pad = 0.1 * fontsize * px + 1.0
+        w, h = size.width + 2 * pad, size.height + 2 * pad
         # tiers, each at the gaps in turn: beside a stretch of its own (nearer it than any
         # other path), beside a stretch it shares (on a leader: the leader says whose), at a
         # corner; the first tier with a free spot is taken
@@ -169,14 +173,13 @@ def name_paths(ax, paths, colors, fontsize=style.LABEL_SIZE, gaps=GAPS) -> list:
                     chosen = tier[k]
                     break
         if chosen is None:
+            text.remove()
             continue
         (x0, y0, x1, y1), anchor, lead = chosen
         inv = ax.transData.inverted()
-        xy_c = inv.transform(((x0 + x1) / 2, (y0 + y1) / 2))
-        text = ax.text(*xy_c, name, fontsize=fontsize, fontweight="bold", color=colors[key], ha="center",
-                       va="center", gid=f"path-name:{key}", zorder=8,
-                       bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
-        real = text.get_window_extent(renderer)   # as drawn (text_size only estimates it)
+        text.set_transform(ax.transData)
+        text.set_position(inv.transform(((x0 + x1) / 2, (y0 + y1) / 2)))
+        real = text.get_window_extent(renderer)   # where it now stands
         edge = np.clip(anchor, (real.x0, real.y0), (real.x1, real.y1))   # its point nearest the path
         if lead and np.hypot(*(edge - np.asarray(anchor))) > 2.0 * px:
             ax.plot(*inv.transform([edge, anchor]).T, color=colors[key], lw=0.9, zorder=7.9,

@@ -171,3 +171,10 @@ def test_touching_any_path_costs_extra_and_a_leader_counts_the_paths_it_crosses(
     assert box[1] > 102 or box[3] < 98
     assert leader_cost(obs, (100, 50), (100, 150)) > 0.0      # crosses it
     assert leader_cost(obs, (20, 150), (180, 150)) == 0.0     # runs beside it
+
+
+def test_a_leader_through_another_label_counts_and_one_leaving_its_own_marker_does_not():
+    from dtsgd_viz.views.path_labels import leader_through_boxes
+    star, name = (-4, -4, 4, 4), (20, -5, 60, 5)   # the marker the leader leaves, a name across its way
+    assert leader_through_boxes([star, name], (3, 0), (80, 0), anchor=(0, 0)) == 1
+    assert leader_through_boxes([star, name], (3, 0), (80, 30), anchor=(0, 0)) == 0   # above the name
