@@ -31,22 +31,28 @@ import numpy as np
 from . import path_geometry as geo
 from . import style
 from . import update_geometry as upd
+from . import update_labels as lab
 from . import update_panel as panel
+from .update_arrows import fit_arrows
 from .figure import headline, new_figure
 from .path_frames import panel_at
 from .path_scene import build_scene, default_update, settings_line
 
-__all__ = ["plot_update", "update_finding", "shared_zoom", "UPDATE_CAPTION"]
+__all__ = ["plot_update", "update_finding", "shared_zoom", "fit_box", "UPDATE_CAPTION"]
 
-UPDATE_CAPTION = ("○ the parameters before the update, ● after it; μ·v in the run's colour, then −lr·g "
-                  "in its tint, tip to tail, each with its length\n"
-                  "zoom ×N: N times closer than the paths panel of plot_paths; an arrow too short to see "
-                  "is drawn longer, dashed, and says so")
-NESTEROV_NOTE = ("\nNesterov: g is taken at the parameters themselves (◆, the look-ahead point); "
-                 "□ the iterate p − μ·v_prev, dotted: μ·v_prev from it")
-SAME_ZOOM = "\none zoom for every panel: the arrows' lengths compare across them"
-OWN_ZOOM = "\neach panel has its own zoom: compare lengths across panels by their numbers, not by eye"
-SHARED_ZOOM = 3.0   # panels whose boxes are within this factor of each other share one zoom
+UPDATE_CAPTION = ("μ·v in the run's colour, then −lr·g in its tint, tip to tail, with their lengths; "
+                  "too short to read: drawn longer, dashed\n"
+                  "zoom ×N: N times closer than plot_paths' paths panel")
+SAME_ZOOM = ", one for every panel (lengths compare)"
+OWN_ZOOM = ", its own in each panel"
+NESTEROV_NOTE = " · Nesterov's dotted line: μ·v_prev from the iterate"
+SHARED_ZOOM = 1.1   # panels whose boxes are within this factor of each other share one zoom
+FIT_PAD = 0.15      # of the data's size, round it: the data fill 3/4 of a panel
+# (pad, crowded, smaller type sizes): what a panel tries, in turn, until its labels cross nothing:
+# more room round the data, then fewer names of marks (each at the largest type that fits)
+SMALLER = (style.LABEL_SIZE, style.TICK_SIZE)
+TRIES = ((FIT_PAD, False, SMALLER), (0.25, False, SMALLER), (0.35, False, SMALLER), (0.35, True, SMALLER))
+FIT_MIN = 0.005     # of the paths panel: the smallest box (zoom x200), for an update that hardly moves
 LABEL_SIZE = style.LABEL_SIZE + 0.5   # the panels' labels: bigger than under the paths
 MAX_PANEL = 4.3    # inches: the largest panel side (one or two runs)
 PANEL_GAP = 0.55   # inches between panels (their tick labels)
@@ -99,11 +105,13 @@ def plot_update(recordings, surface, step=None, *, name=None):
         finding += f" (in all {scene.plane.dim} parameters; drawn on the plane of the paths)"
     headline(fig, finding, settings_line(scene) + picked)
     axes = fig.subplots(1, len(keys), squeeze=False)[0]
-    datas, same = shared_zoom([panel_at(scene, key, index[key], True) for key in keys])
+    raw = [panel_at(scene, key, index[key], True) for key in keys]
+    pads = [0] * len(keys)   # each panel's try (TRIES): the tightest box its labels fit in
+    datas, same = shared_zoom([fit_box(d, scene.box, TRIES[0][0]) for d in raw])
     nesterov = any(d.nesterov is not None for d in datas)
-    fig.supxlabel(UPDATE_CAPTION + (NESTEROV_NOTE if nesterov else "")
-                  + ("" if len(keys) < 2 else SAME_ZOOM if same else OWN_ZOOM),
-                  fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
+    caption = lambda same: (UPDATE_CAPTION + ("" if len(keys) < 2 else SAME_ZOOM if same else OWN_ZOOM)  # noqa: E731
+                            + (NESTEROV_NOTE if nesterov else ""))
+    fig.supxlabel(caption(same), fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
     styles = panel.run_styles(scene.coords)
     xlabel, ylabel = ((f"{scene.name}[0]", f"{scene.name}[1]") if scene.plane.is_identity
                       else ("principal direction 1", "principal direction 2"))
@@ -113,12 +121,44 @@ def plot_update(recordings, surface, step=None, *, name=None):
     # twice: the labels are placed in the panels' pixels, which the first layout moves
     for _ in range(2):
         fig.draw_without_rendering()
-        for key, ax, data in zip(keys, axes, datas):
-            # equal aspect on every plane (its rows are orthonormal): the angles the title quotes show true
-            panel.draw_update_panel(ax, scene, data, scene.colors[key],
-                                    styles[key], True, label_size=LABEL_SIZE,
-                                    smaller=(style.LABEL_SIZE, style.TICK_SIZE))
+        for i, (key, ax) in enumerate(zip(keys, axes)):
+            while True:   # equal aspect on every plane (its rows are orthonormal): the angles show true
+                _, crowded, sizes = TRIES[pads[i]]
+                cost = panel.draw_update_panel(ax, scene, datas[i], scene.colors[key], styles[key], True,
+                                               label_size=LABEL_SIZE, smaller=sizes, name_marks=True,
+                                               whole_path=False, crowded=crowded)
+                if cost < lab.HARD / 2 or pads[i] == len(TRIES) - 1:
+                    break
+                pads[i] += 1   # the labels cross something: more room round the arrows, then fewer names
+                if same:       # no longer one zoom: every panel its own (redrawn on the next pass)
+                    same = False
+                    fig.supxlabel(caption(same), fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
+                    datas = [fit_box(d, scene.box, TRIES[p][0]) for d, p in zip(raw, pads)]
+                datas[i] = fit_box(raw[i], scene.box, TRIES[pads[i]][0])
+    least = min(ax.title.get_fontsize() for ax in axes)   # one title size: the smallest that fits every panel
+    for ax in axes:
+        ax.title.set_fontsize(least)
     return fig
+
+
+def fit_box(data, main_box, pad=FIT_PAD):
+    """``data`` (a ``PanelData``) with its zoom box fitted to what the panel draws: the
+    position, the arrows' tips as drawn (an arrow drawn longer reaches further,
+    ``update_arrows.fit_arrows``) and Nesterov's points, ``pad`` of their size round
+    them, so they fill about ``1 / (1 + 2 pad)`` of the panel along their longer side."""
+    import dataclasses
+    if data.box is None:
+        return data
+    pts = [np.asarray(data.position, np.float64)]
+    pts += [np.asarray(tail) + np.asarray(uv) for _, tail, uv in data.chain]
+    pts += list(data.nesterov or ())
+    box = upd.zoom_box(pts, main_box, pad=pad, min_frac=FIT_MIN)
+    for _ in range(3):   # a longer drawn arrow grows the box, which grows the arrow: settles fast
+        if box is None:
+            return data
+        drawn = [a.tail + a.uv for a in fit_arrows(data.chain, float(np.ptp(box[0])))]
+        box = upd.zoom_box(pts + drawn, main_box, pad=pad, min_frac=FIT_MIN)
+    return dataclasses.replace(data, box=box)
 
 
 def shared_zoom(datas, within=SHARED_ZOOM):
@@ -128,9 +168,9 @@ def shared_zoom(datas, within=SHARED_ZOOM):
 
     >>> from dtsgd_viz.views.update_panel import PanelData
     >>> d = lambda s: PanelData("k", 1, np.zeros(2), (), None, np.zeros((1, 2)), ((0, s), (0, s)))
-    >>> [x.box for x in shared_zoom([d(1.0), d(2.0)])[0]]
-    [((-0.5, 1.5), (-0.5, 1.5)), ((0.0, 2.0), (0.0, 2.0))]
-    >>> shared_zoom([d(1.0), d(5.0)])[1]
+    >>> [x.box for x in shared_zoom([d(1.0), d(1.05)])[0]]
+    [((-0.025, 1.025), (-0.025, 1.025)), ((0.0, 1.05), (0.0, 1.05))]
+    >>> shared_zoom([d(1.0), d(2.0)])[1]
     False
     """
     import dataclasses
@@ -166,6 +206,10 @@ def update_finding(terms, update) -> str:
     >>> t = lambda *v: UpdateTerms(2, 1, np.zeros(2), (("gradient", np.array(v)),), np.array(v))
     >>> update_finding({"a": t(3.0, 0.0), "b": t(0.0, 1.0)}, 2)
     "Update 2: a's step is 3.0× b's, 90° apart"
+    >>> update_finding({"a": t(3.0, 0.0), "b": t(0.0, 1.0), "c": t(0.0, 0.5)}, 2)
+    "Update 2: a's step is 3.0× b's and 6.0× c's, at 90° to both"
+    >>> update_finding({"a": t(3.0, 0.0), "b": t(0.0, 1.0), "c": t(0.5, 0.0)}, 2)
+    "Update 2: a's step is 3.0× b's and 6.0× c's, at 90° to b's"
     """
     with np.errstate(invalid="ignore", over="ignore"):
         size = {k: float(np.linalg.norm(t.total)) for k, t in terms.items()}
@@ -181,9 +225,17 @@ def update_finding(terms, update) -> str:
     name = geo.rule_name
     others = [f"{'∞×' if not ok[k] > 0 else _times(ok[top] / ok[k])} {name(k)}'s" for k in ranked[1:]]
     text = f"Update {int(update)}: {name(top)}'s step is " + " and ".join(others)
-    angle = _largest_angle([terms[k].total for k in ranked])
+    angle, pair = _largest_angle([terms[k].total for k in ranked])
     if angle is not None and angle >= 10:
-        text += f", {angle:.0f}° apart" if len(ranked) == 2 else f", up to {angle:.0f}° apart"
+        a, b = (ranked[i] for i in pair)
+        if len(ranked) == 2:
+            text += f", {angle:.0f}° apart"
+        elif a == top and all(abs(_angle(terms[top].total, terms[k].total) - angle) < 5 for k in ranked[1:]):
+            text += f", at {angle:.0f}° to " + ("both" if len(ranked) == 3 else "all the others")
+        elif a == top:   # the pair that parts most: named
+            text += f", at {angle:.0f}° to {name(b)}'s"
+        else:
+            text += f", {name(a)}'s and {name(b)}'s {angle:.0f}° apart"
     elif angle is not None:
         text += ", along the same line"
     return text + tail
@@ -199,15 +251,24 @@ def _carried(t) -> str:
     return f"its {upd.TERM_SHORT[k1]} {'∞×' if not np.isfinite(ratio) else _times(ratio)} its {upd.TERM_SHORT[k2]}"
 
 
-def _largest_angle(vectors) -> float | None:
-    """The largest angle in degrees between any two of ``vectors`` (None if one is 0)."""
+def _angle(u, v) -> float:
+    """The angle in degrees between ``u`` and ``v`` (0 if one is 0)."""
+    u, v = np.asarray(u, np.float64).reshape(-1), np.asarray(v, np.float64).reshape(-1)
+    n = float(np.linalg.norm(u) * np.linalg.norm(v))
+    return float(np.degrees(np.arccos(np.clip(float(u @ v) / n, -1.0, 1.0)))) if n > 0 else 0.0
+
+
+def _largest_angle(vectors):
+    """``(angle, (i, j))``: the largest angle in degrees between any two of ``vectors``
+    and which two (``(None, None)`` if one is 0)."""
     vs = [np.asarray(v, np.float64).reshape(-1) for v in vectors]
     norms = [np.linalg.norm(v) for v in vs]
     if min(norms) == 0:
-        return None
-    best = 0.0
+        return None, None
+    best, pair = -1.0, (0, 1)
     for i in range(len(vs)):
         for j in range(i + 1, len(vs)):
             c = float(np.clip(vs[i] @ vs[j] / (norms[i] * norms[j]), -1.0, 1.0))
-            best = max(best, float(np.degrees(np.arccos(c))))
-    return best
+            if float(np.degrees(np.arccos(c))) > best:
+                best, pair = float(np.degrees(np.arccos(c))), (i, j)
+    return best, pair

@@ -21,10 +21,11 @@ import dataclasses
 import numpy as np
 
 from .path_geometry import Plane, project
+from .update_arrows import MIN_ARROW  # noqa: F401  (the length a too-short arrow is drawn at)
 
 __all__ = [
     "UpdateTerms", "decompose_update", "why_no_arrows", "arrow_chain", "nesterov_points",
-    "zoom_box", "zoom_factor", "drawn_chain", "place_labels", "TERM_LABELS", "TERM_SHORT",
+    "zoom_box", "zoom_factor", "place_labels", "TERM_LABELS", "TERM_SHORT",
     "MIN_ARROW",
 ]
 
@@ -189,32 +190,6 @@ def zoom_factor(main_box, box) -> float:
     main = max(float(np.ptp(main_box[0])), float(np.ptp(main_box[1])))
     span = max(float(np.ptp(box[0])), float(np.ptp(box[1])))
     return main / span if span > 0 else float("inf")
-
-
-MIN_ARROW = 0.12   # the length a zoomed panel draws a speck of a last arrow at, in panel spans
-SPECK = 0.07       # shorter than this (in panel spans) an arrow is a speck
-
-
-def drawn_chain(chain, span: float, min_frac: float = MIN_ARROW, speck: float = SPECK):
-    """``[(term, tail, uv_drawn, factor)]``: the arrows ``chain`` (``arrow_chain``) as a
-    zoomed panel ``span`` wide draws them. The last arrow (the gradient term, which ends
-    on the next point) when shorter than ``speck * span`` is drawn ``min_frac * span``
-    long from its tail, in its direction, ``factor`` times its true length (1 for the
-    others): a speck would show nothing. Zero-length arrows stay zero.
-
-    >>> [(t, uv.tolist(), f) for t, _, uv, f in drawn_chain(
-    ...     [("momentum", np.zeros(2), np.array([1.0, 0])), ("gradient", np.ones(2), np.array([0, 0.01]))], 2.0)]
-    [('momentum', [1.0, 0.0], 1.0), ('gradient', [0.0, 0.24], 24.0)]
-    """
-    out = []
-    for k, (term, tail, uv) in enumerate(chain):
-        uv = np.asarray(uv, np.float64)
-        n = float(np.hypot(*uv))
-        factor = 1.0
-        if k == len(chain) - 1 and 0 < n < speck * span and np.isfinite(n):
-            factor = min_frac * span / n
-        out.append((term, np.asarray(tail, np.float64), uv * factor, factor))
-    return out
 
 
 def _rect(anchor, d, r, size):

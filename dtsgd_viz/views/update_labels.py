@@ -21,11 +21,11 @@ import dataclasses
 import numpy as np
 
 from .direct_labels import text_size
+from .update_arrows import HEAD_AXIS, HEAD_LENGTH, HEAD_WIDTH, SHAFT
 
 __all__ = ["Label", "arrow_polygon", "place", "RADII", "SHAFT", "HEAD_WIDTH",
            "HEAD_LENGTH", "HEAD_AXIS", "LABEL_Z"]
 
-SHAFT, HEAD_WIDTH, HEAD_LENGTH, HEAD_AXIS = 0.024, 3.0, 3.4, 3.0   # the quiver arrows' shape
 LABEL_Z = 6.5   # the labels and leaders: over the path and its marks (<= 6), under the arrows (7)
 RADII = (14.0, 22.0, 32.0, 44.0, 58.0, 76.0, 98.0)   # points from the anchor a label may sit
 GAP = 3.0       # pixels a label and a leader keep clear of everything else
@@ -296,7 +296,8 @@ def place(ax, labels, things, *, fontsize, color, outline, smaller=(), keep=80):
     """Annotate ``ax`` with ``labels`` (``Label``), each on a leader, at the spots that
     cross nothing in ``things`` = ``(polygons, discs, line points)`` (pixels) nor each
     other, at ``fontsize`` or, where nothing fits it, the largest of ``smaller`` that
-    does. Returns the annotations, in the order given."""
+    does. Returns the annotations, in the order given (a ``Placed`` list: its ``cost``
+    says whether anything still crosses)."""
     renderer = ax.figure.canvas.get_renderer() if hasattr(ax.figure.canvas, "get_renderer") else None
     px = ax.figure.dpi / 72.0
     frame = tuple(ax.bbox.extents)
@@ -344,14 +345,23 @@ def place(ax, labels, things, *, fontsize, color, outline, smaller=(), keep=80):
             best = (size, wrap, total, spots)
         if total < HARD / 2:   # nothing crossed: the largest size that fits
             break
-    size, wrap, _, spots = best
+    size, wrap, cost, spots = best
     for i, spot in zip(order, spots):
         anns[i].set_fontsize(size)
         anns[i].set_text(labels[i].wrapped if wrap and labels[i].wrapped else labels[i].text)
         anns[i].xyann = spot.offset
         anns[i].set_ha(spot.ha)
         anns[i].set_va(spot.va)
-    return anns
+    return Placed(anns, cost)
+
+
+class Placed(list):
+    """The annotations ``place`` made, in the order given; ``cost`` how much the best
+    placement crossed (``HARD`` a crossing: under ``HARD / 2``, nothing did)."""
+
+    def __init__(self, anns, cost):
+        super().__init__(anns)
+        self.cost = float(cost)
 
 
 def _measure(ann, label, renderer, px):

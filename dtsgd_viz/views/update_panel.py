@@ -17,7 +17,9 @@ import numpy as np
 from . import path_geometry as geo
 from . import style
 from . import update_geometry as upd
+from . import update_arrows as arr
 from . import update_labels as lab
+from . import update_marks as marks
 
 TINT = 0.55  # how far towards white the gradient term's colour is mixed
 
@@ -102,38 +104,48 @@ def _clear(ax):
 
 
 def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect=True, *,
-                      label_size=None, smaller=(style.TICK_SIZE,), avoid_path=True):
-    """Clear ``ax`` and draw one run's update ``data`` there: thick arrows tip to tail,
-    each named on a leader line with its true length, the zoom factor in the title.
+                      label_size=None, smaller=(style.TICK_SIZE,), avoid_path=True,
+                      name_marks=False, whole_path=True, crowded=False):
+    """Clear ``ax`` and draw one run's update ``data`` there: thick arrows tip to tail
+    (each shaft at least two heads long, ``update_arrows.fit_arrows``), each named on a
+    leader line with its true length, the zoom factor in the title.
     ``label_size``: the labels' type size in points (None: ``style.LABEL_SIZE``, the
     size of labels on the data; ``plot_update``'s bigger panels pass more), or the
-    largest of ``smaller`` where nothing fits at that size. The labels
+    largest of ``smaller`` where nothing fits at that size. ``name_marks``: the ring,
+    the dot and the fading path are named on the data too ("before", "after", "path so
+    far"; ``crowded``: only "before" and "after", and Nesterov's ring only by its
+    look-ahead name); ``whole_path``: the run's whole path drawn faintly underneath. The labels
     keep off every arrow, mark, leader and each other, inside the axes, and off the
     path's last segments and Nesterov's dotted line (``update_labels``), measured on the
     axes as they are now: draw again after the figure's layout changes.
-    ``avoid_path`` is kept for callers; the path is always avoided."""
+    ``avoid_path`` is kept for callers; the path is always avoided. Returns how much
+    the labels still cross (``update_labels.Placed.cost``; under ``HARD / 2``: nothing)."""
     from matplotlib import patheffects
 
     _clear(ax)
     if data.box is None:
         ax.set_title(f"{geo.rule_name(data.key)}: update {data.update} (non-finite)", fontsize=style.TITLE_SIZE,
                      color=color)
-        return
+        return 0.0
     _frame_panel(ax, data, color, equal_aspect, upd.zoom_factor(scene.box, data.box))
     ax.apply_aspect()   # the box as drawn: the labels are placed in its pixels
-    _draw_surroundings(ax, scene, data, color, run_style)
+    _draw_surroundings(ax, scene, data, color, run_style, whole_path)
     outline = [patheffects.withStroke(linewidth=2.5, foreground="white")]
     arrows = _draw_chain(ax, data, color)
     labels = _arrow_labels(ax, data, arrows)
     if data.nesterov is not None:   # held to their sides: the arrows' names fit round them
-        labels += _draw_lookahead(ax, data, color)
-    lab.place(ax, labels, _obstacles(ax, data, arrows), color=color, outline=outline,
-              fontsize=style.LABEL_SIZE if label_size is None else float(label_size), smaller=smaller)
+        labels += _draw_lookahead(ax, data, color, name_marks and not crowded)
+    if name_marks:
+        labels += marks.mark_labels(ax, data, arrows, _radius, trail=not crowded)
+    placed = lab.place(ax, labels, _obstacles(ax, data, arrows), color=color, outline=outline,
+                       fontsize=style.LABEL_SIZE if label_size is None else float(label_size), smaller=smaller)
+    return placed.cost
 
 
-def _draw_surroundings(ax, scene, data: PanelData, color, run_style):
-    """The loss contours in the zoom box, the whole path faintly, the fading trail up to
-    the update and the position before it (a ring, in every rule's panel)."""
+def _draw_surroundings(ax, scene, data: PanelData, color, run_style, whole_path=True):
+    """The loss contours in the zoom box, the whole path faintly (``whole_path``), the
+    fading trail up to the update and the position before it (a ring, in every rule's
+    panel)."""
     from matplotlib.collections import LineCollection
 
     X, Y, Z = geo.loss_grid(scene.surface.value_np, scene.plane, tuple(scene.surface.shape),
@@ -142,8 +154,9 @@ def _draw_surroundings(ax, scene, data: PanelData, color, run_style):
     with np.errstate(invalid="ignore", divide="ignore"):
         ax.contour(X, Y, Z, levels=levels, colors="0.7", linewidths=0.7, alpha=0.7)
     c = scene.coords[data.key]
-    ax.plot(c[:, 0], c[:, 1], ls=run_style["ls"], color=color, lw=1.0, alpha=0.25,
-            gid=f"zoom-path:{data.key}")
+    if whole_path:
+        ax.plot(c[:, 0], c[:, 1], ls=run_style["ls"], color=color, lw=1.0, alpha=0.25,
+                gid=f"zoom-path:{data.key}")
     seg = trail_segments(c, len(data.trail) - 1)
     if len(seg):
         rgba = fade_rgba(color, len(seg), half_life=3.0)
@@ -157,33 +170,32 @@ def _draw_surroundings(ax, scene, data: PanelData, color, run_style):
 
 
 RING_MS = style.ROLE_LOOKS["current"].ms + 2   # the position before the update
-# Nesterov's look-ahead point is that position: its diamond sits inside the ring
-LOOKAHEAD_MARK = dict(marker="D", ms=6.5, mec="white", mew=0.8, ls="none")
-SPECK = 10.0   # points: a last arrow shorter than this is drawn longer (``upd.drawn_chain``)
+# Nesterov's look-ahead point is that position: its diamond sits inside the ring, white
+# inside so it shows over the arrow leaving the ring in the same colour
+LOOKAHEAD_MARK = dict(marker="D", ms=7.5, mfc="white", mew=1.6, ls="none")
+NEXT_Z = 6.9   # the point an update reaches: under the arrows, the last head points at it
 
 
 def _draw_chain(ax, data: PanelData, color):
-    """The terms as thick arrows tip to tail (a last one shorter than ``SPECK`` points
-    drawn ``upd.MIN_ARROW`` of the panel long, dashed, ``upd.drawn_chain``) and the point
-    the update reaches (not on an arrow drawn longer: it would sit on its shaft).
-    Returns ``[(term, tail, uv_drawn, true_length, factor)]``."""
+    """The terms as thick arrows tip to tail, each shaft at least two heads long
+    (``update_arrows.fit_arrows``: thinner, or drawn longer and dashed) and the point
+    the update reaches (not at the end of a last arrow drawn longer: it would sit on
+    its shaft). Returns the ``DrawnArrow`` list."""
     span = float(np.ptp(data.box[0]))
-    width = ax.bbox.width or 1.0
-    speck = SPECK * ax.figure.dpi / 72.0 / width
-    out = []
-    for term, tail, uv, factor in upd.drawn_chain(data.chain, span, speck=min(speck, upd.SPECK)):
-        tc = term_color(term, color)
-        q = ax.quiver([tail[0]], [tail[1]], [uv[0]], [uv[1]], angles="xy", scale_units="xy", scale=1.0,
-                      color=tc, width=lab.SHAFT, headwidth=lab.HEAD_WIDTH, headlength=lab.HEAD_LENGTH,
-                      headaxislength=lab.HEAD_AXIS, edgecolor=color, linewidth=1.0, zorder=7,
-                      gid=f"zoom-arrow:{data.key}:{term}", linestyle="--" if factor > 1 else "-")
-        q.magnified = factor
-        out.append((term, tail, uv, float(np.hypot(*uv)) / factor, factor))
-    if out and out[-1][4] == 1:
-        tip = np.asarray(out[-1][1]) + np.asarray(out[-1][2])
-        ax.plot([tip[0]], [tip[1]], "o", ms=6, color=color, mec="white", mew=1.0, zorder=8,
+    arrows = arr.fit_arrows(data.chain, span)
+    for a in arrows:
+        tc = term_color(a.term, color)
+        q = ax.quiver([a.tail[0]], [a.tail[1]], [a.uv[0]], [a.uv[1]], angles="xy", scale_units="xy",
+                      scale=1.0, color=tc, width=a.width, headwidth=arr.HEAD_WIDTH,
+                      headlength=arr.HEAD_LENGTH, headaxislength=arr.HEAD_AXIS, edgecolor=color,
+                      linewidth=1.0, zorder=7, gid=f"zoom-arrow:{data.key}:{a.term}",
+                      linestyle=(0, (4.0, 2.0)) if a.dashed else "-")
+        q.magnified = a.factor
+    if arrows and not arrows[-1].dashed:
+        tip = arrows[-1].tail + arrows[-1].uv
+        ax.plot([tip[0]], [tip[1]], "o", ms=6, color=color, mec="white", mew=1.0, zorder=NEXT_Z,
                 gid=f"zoom-next:{data.key}")
-    return out
+    return arrows
 
 
 def _length(x: float) -> str:
@@ -192,24 +204,37 @@ def _length(x: float) -> str:
 
 def _arrow_labels(ax, data: PanelData, arrows):
     """Each arrow's name and true length (``update_labels.Label``), anchored at the
-    middle of its shaft."""
+    middle of its shaft (clear of its head, so the leader meets the shaft)."""
     out = []
-    shaft = 0.5 * lab.SHAFT * ax.bbox.width + lab.GAP + 4.0   # pixels: the leader leaves its own shaft
-    for term, tail, uv, length, factor in arrows:
-        text = f"{upd.TERM_SHORT[term]}  {_length(length)}"
-        if factor > 1:
-            text += f"\n(drawn ×{factor:.0f} longer)" if factor >= 9.5 else f"\n(drawn ×{factor:.1f} longer)"
+    span = float(np.ptp(data.box[0])) or 1.0
+    for a in arrows:
+        length = float(np.hypot(*a.true_uv))
+        text = f"{upd.TERM_SHORT[a.term]}  {_length(length)}"
+        if a.dashed:
+            text += f"\n(drawn ×{a.factor:.0f} longer)" if a.factor >= 9.5 else f"\n(drawn ×{a.factor:.1f} longer)"
         elif length == 0:
-            text = f"{upd.TERM_SHORT[term]} = 0"
-        out.append(lab.Label(text, np.asarray(tail) + 0.5 * np.asarray(uv), f"zoom-label:{data.key}:{term}",
-                             term != "gradient", own=shaft))
+            text = f"{upd.TERM_SHORT[a.term]} = 0"
+        drawn = float(np.hypot(*a.uv))   # the anchor: the middle of the shaft as seen
+        mid = ((a.covered + 0.5 * max(0.0, drawn - a.head(span) - a.covered)) / drawn if drawn > 0
+               else 0.5)
+        if a.dashed and a is not arrows[-1]:   # the next arrow starts at its true tip: name the part before
+            mid = 0.5 / a.factor
+        after = arrows[arrows.index(a) + 1] if a is not arrows[-1] else None
+        if after is not None and after.covered > 0 and drawn > 0:   # the next folds back over this one:
+            bare = drawn + float(after.uv @ a.uv) / drawn            # name the part it leaves bare
+            if bare > 2 * a.head(span):
+                mid = min(mid, 0.5 * bare / drawn)
+        own = 0.5 * a.width * ax.bbox.width + lab.GAP + 4.0   # pixels: the leader leaves its own shaft
+        out.append(lab.Label(text, a.tail + mid * a.uv, f"zoom-label:{data.key}:{a.term}",
+                             a.term != "gradient", own=own))
     return out
 
 
-def _draw_lookahead(ax, data: PanelData, color):
+def _draw_lookahead(ax, data: PanelData, color, before=False):
     """Nesterov's classical iterate, the dotted line of μ·v_prev from it to the
     look-ahead point where g was taken (the parameter, in its ring); returns their
-    labels, placed with the arrows' (``update_labels.place``)."""
+    labels, placed with the arrows' (``update_labels.place``); ``before``: the
+    look-ahead point's label names the ring too (it is the parameter before the update)."""
     it, la = data.nesterov
     ax.plot([it[0], la[0]], [it[1], la[1]], ":", color=color, lw=1.4, zorder=4, gid=f"iterate-line:{data.key}")
     ax.plot([it[0]], [it[1]], "s", ms=6, mfc="white", mec=color, mew=1.4, zorder=6,
@@ -219,13 +244,14 @@ def _draw_lookahead(ax, data: PanelData, color):
     span = float(np.ptp(data.box[0])) or 1.0
     d = np.asarray(la, np.float64) - np.asarray(it, np.float64)
     if float(np.hypot(*d)) < COINCIDE * span:   # v_prev = 0 (the first update): one point, one name
-        return [lab.Label("iterate = look-ahead\n(v_prev = 0): g here", np.asarray(la),
+        text = "iterate = look-ahead\n(v_prev = 0): g here"
+        return [lab.Label(("before = " if before else "") + text, np.asarray(la),
                           f"lookahead-label:{data.key}", own=ring)]
     # the two names on opposite sides of the iterate to look-ahead line, so neither leader
     # crosses the other's name
     side = np.array([d[1], -d[0]]) / float(np.hypot(*d))   # the look-ahead's name right of the line
-    return [lab.Label("look-ahead point:\ng taken here", np.asarray(la), f"lookahead-label:{data.key}",
-                      side=side, own=ring),
+    return [lab.Label(("before = " if before else "") + "look-ahead point:\ng taken here", np.asarray(la),
+                      f"lookahead-label:{data.key}", side=side, own=ring),
             lab.Label("iterate p − μ·v_prev", np.asarray(it), f"iterate-label:{data.key}", side=-side,
                       wrapped="iterate\np − μ·v_prev",
                       own=_radius(6, 1.4, ax) + 2.0)]
@@ -244,9 +270,8 @@ def _obstacles(ax, data: PanelData, arrows):
     """``(polygons, discs, line points)`` in pixels: the arrows as quiver draws them, the
     marks, and points along the path's last segments and Nesterov's dotted line."""
     to_px = ax.transData.transform
-    width = lab.SHAFT * ax.bbox.width
-    polys = [lab.arrow_polygon(to_px(tail), to_px(np.asarray(tail) + np.asarray(uv)), width)
-             for _, tail, uv, _, _ in arrows]
+    polys = [lab.arrow_polygon(to_px(a.tail), to_px(a.tail + a.uv), a.width * ax.bbox.width)
+             for a in arrows]
     discs = []
     for line in ax.lines:
         if line.get_marker() in (None, "None", "", " ") or not (line.get_gid() or "").startswith(
@@ -276,8 +301,14 @@ def _frame_panel(ax, data: PanelData, color, equal_aspect, zoom):
     ax.yaxis.set_major_locator(MaxNLocator(4))
     ax.tick_params(labelsize=style.TICK_SIZE, labelleft=True, pad=1.5)
     factor = f"×{zoom:.0f}" if zoom >= 9.5 else f"×{zoom:.1f}"
-    ax.set_title(f"{geo.rule_name(data.key)}: update {data.update} · zoom {factor}", fontsize=style.TITLE_SIZE,
-                 color=color, fontweight="bold")
+    title = ax.set_title(f"{geo.rule_name(data.key)}: update {data.update} · zoom {factor}",
+                         fontsize=style.TITLE_SIZE, color=color, fontweight="bold")
+    if hasattr(ax.figure.canvas, "get_renderer"):   # no wider than its panel: it would leave the figure
+        renderer = ax.figure.canvas.get_renderer()
+        for size in np.arange(style.TITLE_SIZE, style.TICK_SIZE - 0.01, -0.5):
+            title.set_fontsize(float(size))
+            if title.get_window_extent(renderer).width <= ax.bbox.width:
+                break
     for spine in ax.spines.values():
         spine.set_edgecolor(color)
         spine.set_linewidth(1.2)

@@ -175,7 +175,7 @@ def test_the_placement_sees_the_arrows_quiver_draws(tutorial_03):
             (drawn,) = [v for g, v in arrow_polygons(ax) if g == q.get_gid()]
             tail = ax.transData.transform(np.asarray(q.get_offsets())[0])
             tip = ax.transData.transform(np.asarray(q.get_offsets())[0] + [float(q.U[0]), float(q.V[0])])
-            mine = lab.arrow_polygon(tail, tip, lab.SHAFT * ax.bbox.width)
+            mine = lab.arrow_polygon(tail, tip, q.width * ax.bbox.width)   # each arrow its own width
             # every drawn vertex on or inside my outline (within a pixel), and the tips agree
             inside = Path(mine).contains_points(drawn, radius=2.0) | Path(mine[::-1]).contains_points(drawn, radius=2.0)
             assert inside.all(), q.get_gid()
@@ -189,6 +189,7 @@ def test_every_close_up_rings_the_start_and_names_what_it_marks(tutorial_01, tut
     for case, fig in close_up_figures(tutorial_01, tutorial_03):
         for ax in zoom_axes(fig):
             (ring,) = [a for a in ax.lines if (a.get_gid() or "").startswith("zoom-position:")]
+            ring_mark = ring
             assert ring.get_marker() == "o" and ring.get_markerfacecolor() in ("white", (1, 1, 1, 1)), case
             look = [a for a in ax.lines if (a.get_gid() or "").startswith("lookahead:")]
             for diamond in look:   # Nesterov: the look-ahead diamond inside that ring
@@ -198,12 +199,25 @@ def test_every_close_up_rings_the_start_and_names_what_it_marks(tutorial_01, tut
             sizes = [t.get_fontsize() for t in ax.texts if t.get_text()]
             assert sizes and min(sizes) >= style.TICK_SIZE, case
             assert min(sizes) * 100 / 72 >= 9
-            # the point an update reaches is never drawn on an arrow drawn longer
-            magnified = [q for q in ax.collections if getattr(q, "magnified", 1.0) > 1]
+            # the point an update reaches is never drawn at the end of a last arrow drawn longer
+            arrows = [q for q in ax.collections if (q.get_gid() or "").startswith("zoom-arrow:")]
             nxt = [a for a in ax.lines if (a.get_gid() or "").startswith("zoom-next:")]
-            assert len(nxt) == (0 if magnified else 1), case
-        if case.startswith(("01", "03 plot")):   # plot_update: the plane's axes named, the marks in the caption
+            assert len(nxt) == (0 if getattr(arrows[-1], "magnified", 1.0) > 1 else 1), case
+            if case.startswith(("01", "03 plot")):   # plot_update: the marks named on the data
+                gids = {t.get_gid().split(":")[0]: t for t in ax.texts}
+                ring = gids.get("position-label") or gids["lookahead-label"]
+                assert ring.get_text().startswith("before"), case
+                np.testing.assert_allclose(ring.xy, ring_mark.get_xydata()[0])
+                if nxt:
+                    assert gids["next-label"].get_text() == "after"
+                    np.testing.assert_allclose(gids["next-label"].xy, nxt[0].get_xydata()[0])
+                # the fading path is named where it shows, and drawn only up to the update
+                assert "trail-label" in gids and gids["trail-label"].get_text() == "path so far", case
+                assert not [a for a in ax.lines if (a.get_gid() or "").startswith("zoom-path:")], case
+        if case.startswith(("01", "03 plot")):   # plot_update: the plane's axes named, a two-line key
             assert all(ax.get_xlabel() == "w[0]" and ax.get_ylabel() == "w[1]" for ax in fig.axes), case
             caption = fig.get_supxlabel()
-            for mark in ("○ the parameters before the update", "● after it", "◆", "□ the iterate", "dotted"):
+            assert caption.count("\n") == 1, caption
+            for mark in ("μ·v in the run's colour", "−lr·g in its tint", "drawn longer, dashed", "zoom ×N",
+                         "dotted line: μ·v_prev from the iterate"):
                 assert mark in caption, (case, mark)

@@ -172,7 +172,7 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, update):
             if prefix == "zoom-arrow:":
                 ax = arrows[term].axes
                 span = np.ptp(ax.get_xlim())
-                assert factor == 1.0 or np.hypot(*uv) == pytest.approx(upd.MIN_ARROW * span, rel=1e-6)
+                assert factor == 1.0 or np.hypot(*uv) >= upd.MIN_ARROW * span * (1 - 1e-6)
                 label = [t for t in ax.texts if t.get_gid() == f"zoom-label:{name}:{term}"][0]
                 true = float(np.hypot(*expected[term]))   # its true length, on its label
                 assert f"{true:.2g}" in label.get_text() or f"{true:.1e}" in label.get_text()

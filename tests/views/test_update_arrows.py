@@ -1,0 +1,167 @@
+"""The close-ups' arrows as drawn (plot_update on tutorial 01's and 03's runs, PathExplorer
+at update 20): every arrow's direction reads (its shaft at least two of its head lengths,
+in pixels, or it is drawn longer, dashed and says so), an arrow folding back reaches out
+of the head before it, every leader meets its own shaft and crosses no arrow, and each
+panel's marks fill most of it."""
+
+import numpy as np
+import pytest
+from matplotlib.path import Path
+from matplotlib.text import Annotation
+
+import dtsgd_viz
+from dtsgd_viz.theory import surfaces
+from dtsgd_viz.views import update_arrows as arr
+
+VALLEY = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)      # tutorial 01
+SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)     # tutorial 03
+RULES = {"plain": dict(learning_rate=0.05, momentum=0.0), "momentum": dict(learning_rate=0.05, momentum=0.9),
+         "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)}
+
+
+@pytest.fixture(scope="module")
+def figures():
+    t01 = dtsgd_viz.run(VALLEY, {k: RULES[k] for k in ("momentum", "nesterov")}, steps=40)
+    t03 = dtsgd_viz.run(SURFACE, RULES, steps=60)
+    out = [("01 plot_update step 4", dtsgd_viz.plot_update(t01, VALLEY, step=4))]
+    out += [(f"03 plot_update step {k}", dtsgd_viz.plot_update(t03, SURFACE, step=k)) for k in (2, 5, 9, 20)]
+    from dtsgd_viz.widgets import PathExplorer
+    explorer = PathExplorer(t03, SURFACE, step=20)
+    explorer.render()
+    out.append(("03 PathExplorer update 20", explorer.figure))
+    for _, fig in out:
+        fig.canvas.draw()
+    return out
+
+
+def arrows_of(ax):
+    """``[(quiver, tail_px, polygon_px)]``: each close-up arrow as quiver drew it."""
+    out = []
+    for q in ax.collections:
+        if (q.get_gid() or "").startswith("zoom-arrow:"):
+            tail = q.get_offset_transform().transform(np.asarray(q.get_offsets())[0])
+            (path,) = q.get_paths()
+            out.append((q, tail, q.get_transform().transform(path.vertices) + tail))
+    return out
+
+
+def shaft_and_head(tail, poly):
+    """The drawn shaft's and head's lengths (pixels) along the arrow: the head from its
+    widest point to its tip."""
+    tip = poly[np.argmax(np.hypot(*(poly - tail).T))]
+    u = (tip - tail) / np.hypot(*(tip - tail))
+    along, across = (poly - tail) @ u, np.abs((poly - tail) @ np.array([-u[1], u[0]]))
+    base = along[np.argmax(across)]
+    return base, float(along.max() - base), u
+
+
+def test_every_arrow_shows_its_direction_or_is_drawn_longer_and_says_so(figures):
+    checked = lengthened = 0
+    for case, fig in figures:
+        for ax in fig.axes:
+            labels = {t.get_gid(): t.get_text() for t in ax.texts}
+            for q, tail, poly in arrows_of(ax):
+                if len(poly) < 3:
+                    continue   # a zero-length term: no arrow, its label says "= 0"
+                shaft, head, _ = shaft_and_head(tail, poly)
+                assert shaft >= 2 * head * 0.97, f"{case} {q.get_gid()}: shaft {shaft:.1f} px, head {head:.1f} px"
+                assert head >= 8.0, f"{case} {q.get_gid()}: a head of {head:.1f} px"   # big enough to point
+                label = labels[q.get_gid().replace("zoom-arrow:", "zoom-label:")]
+                if getattr(q, "magnified", 1.0) > 1:
+                    assert q.get_linestyle()[0][1] is not None, case          # dashed
+                    assert f"drawn ×" in label and "longer" in label, case     # and says so
+                    lengthened += 1
+                else:
+                    assert q.get_linestyle()[0][1] is None and "drawn" not in label, case
+                checked += 1
+    assert checked >= 15 and lengthened >= 2
+
+
+def test_an_arrow_folding_back_reaches_out_of_the_head_before_it(figures):
+    found = 0
+    for case, fig in figures:
+        for ax in fig.axes:
+            drawn = arrows_of(ax)
+            for (q1, t1, p1), (q2, t2, p2) in zip(drawn, drawn[1:]):
+                if len(p1) < 3 or len(p2) < 3:
+                    continue
+                _, head1, u1 = shaft_and_head(t1, p1)
+                _, _, u2 = shaft_and_head(t2, p2)
+                if np.degrees(np.arccos(np.clip(u1 @ u2, -1, 1))) <= arr.FOLD:
+                    continue
+                assert q2.width < q1.width, case   # thinner: the one under it shows round it
+                reach = max(np.hypot(*(v - t2)) for v in p2)
+                assert reach >= head1 + 2 * (reach - shaft_and_head(t2, p2)[0]) * 0.9, case
+                found += 1
+    assert found >= 1   # momentum's update 5 and 20 of tutorial 03 fold back
+
+
+def test_every_leader_meets_its_own_shaft_and_crosses_no_arrow(figures):
+    checked = 0
+    for case, fig in figures:
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            drawn = {q.get_gid(): (tail, poly) for q, tail, poly in arrows_of(ax)}
+            for t in ax.texts:
+                if not isinstance(t, Annotation) or t.arrow_patch is None:
+                    continue
+                t.update_positions(renderer)
+                anchor = ax.transData.transform(t.xy)
+                own = t.get_gid().replace("zoom-label:", "zoom-arrow:")
+                if own in drawn and len(drawn[own][1]) >= 3:   # an arrow's name: on its shaft, not its head
+                    tail, poly = drawn[own]
+                    shaft, _, u = shaft_and_head(tail, poly)
+                    assert 0 < (anchor - tail) @ u < shaft, f"{case}: {t.get_gid()} anchored on the head"
+                leader = t.arrow_patch.get_path().vertices
+                if len(leader) < 2:
+                    continue
+                far = max(leader, key=lambda v: np.hypot(*(v - anchor)))
+                # the leader may touch what lies within the mark it names (a ring over an arrow's tail)
+                ring = max([(line.get_markersize() + line.get_markeredgewidth()) * fig.dpi / 72 / 2 + 2
+                            for line in ax.lines if line.get_marker() not in (None, "None", "", " ")
+                            and np.hypot(*(ax.transData.transform(line.get_xydata()[0]) - anchor)) < 1.0],
+                           default=0.0)
+                n = np.hypot(*(far - anchor))
+                for gid, (_, poly) in drawn.items():
+                    if len(poly) < 3:
+                        continue
+                    # its own shaft, or an arrow folding back over it there: touched at the anchor only
+                    on = gid == own or Path(poly, closed=True).contains_point(anchor, radius=2.0)
+                    own_r = 0.5 * arr.SHAFT * ax.bbox.width + 4 if on else 0.0
+                    start = anchor + (far - anchor) * min(1.0, max(own_r, ring) / n)
+                    assert not Path([start, far]).intersects_path(Path(poly, closed=True), filled=True), \
+                        f"{case}: {t.get_gid()}'s leader crosses {gid}"
+                checked += 1
+    assert checked >= 25
+
+
+def test_each_plot_update_panel_is_filled_by_what_it_draws(figures):
+    """The tutorials' close-ups (01's update 4, 03's update 5) at the tightest box: the
+    marks fill >= 70% of each panel along their longer side; elsewhere a panel whose
+    labels need more room still >= 55% (``update_anatomy.TRIES``)."""
+    for case, fig in figures:
+        if "plot_update" not in case:
+            continue
+        least = 0.7 if case in ("01 plot_update step 4", "03 plot_update step 5") else 0.55
+        for ax in fig.axes:
+            pts = [poly for _, _, poly in arrows_of(ax)]
+            for line in ax.lines:
+                if line.get_marker() not in (None, "None", "", " "):
+                    r = (line.get_markersize() + line.get_markeredgewidth()) * fig.dpi / 72 / 2
+                    c = ax.transData.transform(line.get_xydata())
+                    pts += [c + r, c - r]
+            pts = np.concatenate(pts)
+            box = ax.bbox
+            inside = pts[(pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1) & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)]
+            fill = max(np.ptp(inside[:, 0]) / box.width, np.ptp(inside[:, 1]) / box.height)
+            assert fill >= least, f"{case} {ax.get_title()}: the marks fill {fill:.0%}"
+
+
+def test_fit_arrows_keeps_the_true_vectors_tip_to_tail():
+    chain = [("momentum", np.zeros(2), np.array([1.0, 0.2])), ("gradient", np.array([1.0, 0.2]), np.array([-0.02, 0.01]))]
+    drawn = arr.fit_arrows(chain, 1.5)
+    for a, (_, tail, uv) in zip(drawn, chain):
+        np.testing.assert_allclose(a.tail, tail)
+        np.testing.assert_allclose(a.true_uv, uv)
+    assert drawn[0].factor == 1.0 and drawn[1].dashed and drawn[1].covered > 0
+    assert arr.fit_arrows([("gradient", np.zeros(2), np.zeros(2))], 1.0)[0].factor == 1.0   # zero stays zero
