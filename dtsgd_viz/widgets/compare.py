@@ -32,13 +32,13 @@ from . import _drag
 from ._canvas import FigureWidget
 from ._phase import diverged, path_losses, steps_to_tolerance
 from .explorer_figure import tidy_loss_axis
-from .compare_labels import free_spot, line_points, name_paths, place_on_line
+from .compare_labels import free_spot, line_points, name_paths, place_on_line, place_point_names
 from .compare_state import (CompareParams, RunQueue, _check_params, compare_configs, compare_params,
                             finished, request)
 
 __all__ = ["CompareWidget", "CompareParams", "compare_params", "compare_configs", "RunQueue",
            "request", "finished", "TableRow", "table_rows", "table_html", "rows_finding", "place_on_line",
-           "free_spot", "line_points", "name_paths", "after_updates", "draw_after_updates"]
+           "free_spot", "line_points", "name_paths", "place_point_names", "after_updates", "draw_after_updates"]
 
 
 # ---- pure: the table --------------------------------------------------------------------
@@ -350,5 +350,6 @@ class CompareWidget(FigureWidget):
         ax_path.set_title("Paths on the loss contours", fontsize=style.TITLE_SIZE)
         fig.draw_without_rendering()   # laid out: the label's spot is found in pixels
         place_on_line(ax_loss, label, target)
+        place_point_names(ax_path, self.view.artists.names)   # off every path, then the runs' names
         name_paths(ax_path, self.view.artists.paths, self.view.scene.colors)
         self.refresh(relayout=True)

@@ -11,7 +11,7 @@ import numpy as np
 from ..views import style
 from ..views.path_geometry import rule_name
 
-__all__ = ["line_points", "free_spot", "place_on_line", "name_paths"]
+__all__ = ["line_points", "free_spot", "place_on_line", "place_point_names", "name_paths"]
 
 
 # ---- the tolerance's label: on its line, where no other line crosses it ----------------
@@ -50,37 +50,156 @@ def free_spot(candidates, points, boxes=(), pad=1.5) -> int:
     return int(free[0]) if len(free) else int(np.argmin(inside))
 
 
+def _wrapped(text: str) -> list:
+    """``text`` as written, then on two lines: broken before its bracket (a number in
+    brackets stays whole), then at the space that makes its longer line shortest; a
+    narrower label fits between lines a one-line one would touch."""
+    words = text.split(" ")
+    splits = [(" ".join(words[:i]), " ".join(words[i:])) for i in range(1, len(words))]
+    if not splits:
+        return [text]
+    brackets = [ab for ab in splits if ab[1].startswith("(")]
+    even = min(splits, key=lambda ab: max(len(ab[0]), len(ab[1])))
+    out = [text] + [a + "\n" + b for a, b in brackets[-1:] + [even]]
+    return list(dict.fromkeys(out))
+
+
+def _box_size(label, renderer) -> tuple[float, float, float, float]:
+    """Pixels of ``label`` as drawn: the width and height of its white box (its pad
+    included; the text's if it has none) plus 1 px each side, and the pad's x and y."""
+    text = label.get_window_extent(renderer)
+    patch = label.get_bbox_patch()
+    if patch is None:
+        return text.width + 2.0, text.height + 2.0, 0.0, 0.0
+    if hasattr(label, "update_positions"):
+        label.update_positions(renderer)
+    label.update_bbox_position_size(renderer)
+    box = patch.get_window_extent(renderer)
+    px, py = max(0.0, (box.width - text.width) / 2), max(0.0, (box.height - text.height) / 2)
+    return text.width + 2 * px + 2.0, text.height + 2 * py + 2.0, px, py
+
+
 def place_on_line(ax, label, y, gap=3.0, step=4.0) -> None:
     """Move ``label`` (an annotation on the horizontal line at data ``y``) to the
     leftmost spot just above or below the line where no other line of ``ax`` crosses
-    its box and no other text is (``free_spot``); its white box stays under it."""
+    its white box and no other text is (``free_spot``, against every other line's
+    points ``line_points``, 2 px apart); where no spot is free for its text on one line,
+    on two (``_wrapped``); none free: the spot fewest lines cross."""
     renderer = ax.figure.canvas.get_renderer()
-    label.set_position((0.0, 0.0))
-    label.xyann = (0.0, gap)
-    label.set_verticalalignment("bottom")
-    box = label.get_window_extent(renderer)
-    w, h = box.width + 2.0, box.height + 2.0
     frame = ax.get_window_extent(renderer)
     with np.errstate(invalid="ignore", divide="ignore"):
         ty = ax.transData.transform((ax.get_xlim()[0], y))[1]
+    if not np.isfinite(ty):
+        return
     g = gap * ax.figure.dpi / 72.0   # the offset's pixels
-    xs = np.arange(frame.x0 + 3.0, frame.x1 - w - 2.0, step)
-    if not len(xs) or not np.isfinite(ty):
-        return
-    sides = [(ty + g, ty + g + h), (ty - g - h, ty - g)]
-    cands = [(x, lo, x + w, hi) for x in xs for lo, hi in sides
-             if lo >= frame.y0 and hi <= frame.y1]
-    if not cands:
-        return
     tol_line = [ln for ln in ax.lines if ln.get_gid() == "tolerance"]
+    points = line_points(ax, tol_line)
     texts = [t.get_window_extent(renderer) for t in ax.texts if t is not label and t.get_visible()]
-    k = free_spot(cands, line_points(ax, tol_line), [(b.x0, b.y0, b.x1, b.y1) for b in texts])
-    x0, lo, _, _ = cands[k]
-    above = lo > ty
-    frac = (x0 + 1.0 - frame.x0) / frame.width
-    label.xy = (frac, y)
+    texts = [(b.x0, b.y0, b.x1, b.y1) for b in texts]
+    label.set_position((0.0, 0.0))
+    label.xyann = (0.0, gap)
+    label.set_verticalalignment("bottom")
+    best = None   # (points in the box, text, candidate)
+    for text in _wrapped(label.get_text()):
+        label.set_text(text)
+        w, h, pad_x, pad_y = _box_size(label, renderer)
+        xs = np.arange(frame.x0 + 3.0, frame.x1 - w - 2.0, step)
+        # the white box's edge 1 px out: the text's foot (above) or top (below) ``g`` off the line
+        sides = [(ty + g - pad_y - 1.0, ty + g - pad_y - 1.0 + h), (ty - g + pad_y + 1.0 - h, ty - g + pad_y + 1.0)]
+        cands = [(x, lo, x + w, hi) for x in xs for lo, hi in sides if lo >= frame.y0 and hi <= frame.y1]
+        if not cands:
+            continue
+        k = free_spot(cands, points, texts)
+        n = 0 if _is_free(cands[k], points, texts) else max(1, _count(cands[k], points))
+        if best is None or n < best[0]:
+            best = (n, text, cands[k], pad_x)
+        if n == 0:
+            break
+    if best is None:   # no room in the frame: as it was written
+        label.set_text(label.get_text().replace("\n", " "))
+        return
+    _, text, (x0, lo, _, hi), pad_x = best
+    label.set_text(text)
+    above = lo + hi > 2 * ty
+    label.xy = ((x0 + 1.0 + pad_x - frame.x0) / frame.width, y)   # the text's left edge
     label.xyann = (0.0, gap if above else -gap)
     label.set_verticalalignment("bottom" if above else "top")
+
+
+def _count(box, points, pad=1.5) -> int:
+    x0, y0, x1, y1 = box
+    p = np.asarray(points, np.float64).reshape(-1, 2)
+    return int(np.count_nonzero((p[:, 0] >= x0 - pad) & (p[:, 0] <= x1 + pad)
+                                & (p[:, 1] >= y0 - pad) & (p[:, 1] <= y1 + pad)))
+
+
+# ---- the start's and the minimum's names: beside their marks, off every path -------------
+
+RADII = (3.0, 6.0, 10.0, 15.0, 21.0, 28.0, 36.0, 45.0, 56.0)   # pixels from a mark's edge to its name
+DIRECTIONS = ((1, 1), (-1, 1), (1, -1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))   # up-right first
+
+
+def _mark_boxes(ax, exclude=()) -> list:
+    """Display boxes of the markers of every line of ``ax`` but ``exclude`` (the start's
+    circle, the minimum's star): a name over none of them hides no mark."""
+    out = []
+    for line in ax.lines:
+        if line in exclude or not line.get_visible() or line.get_marker() in (None, "None", "none", ""):
+            continue
+        r = 0.5 * line.get_markersize() * ax.figure.dpi / 72.0 + 1.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            xy = ax.transData.transform(np.asarray(line.get_xydata(), np.float64))
+        out += [(x - r, y - r, x + r, y + r) for x, y in xy[np.all(np.isfinite(xy), axis=1)]]
+    return out
+
+
+def place_point_names(ax, names) -> list:
+    """Move each of ``names`` (annotations of a point: the start's and the minimum's,
+    ``{gid: Annotation}``) to the spot nearest its mark, up and right of it first, where
+    its white box holds no point of any line (``line_points``), covers no marker and
+    overlaps no other text (``free_spot``); its leader shows only when it stands off the
+    mark. Call on the laid-out figure, before ``name_paths``. Returns the names moved."""
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    px = ax.figure.dpi / 72.0
+    points = line_points(ax)
+    marks = _mark_boxes(ax)
+    out = []
+    for ann in [a for a in names.values() if a.get_visible()]:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            at = ax.transData.transform(np.asarray(ann.xy, np.float64))
+        if not np.all(np.isfinite(at)):
+            continue
+        mark = max([0.5 * ln.get_markersize() * px for ln in ax.lines
+                    if ln.get_marker() not in (None, "None", "none", "")
+                    and len(ln.get_xydata()) and np.allclose(ln.get_xydata()[0], ann.xy)], default=3.0)
+        ann.set_horizontalalignment("center")
+        ann.set_verticalalignment("center")
+        ann.xyann = (0.0, 0.0)
+        w, h, _, _ = _box_size(ann, renderer)
+        others = [t.get_window_extent(renderer) for t in ax.texts if t is not ann and t.get_visible()]
+        own = [m for m in marks if np.hypot((m[0] + m[2]) / 2 - at[0], (m[1] + m[3]) / 2 - at[1]) < 1.0]
+        taken = [m for m in marks if m not in own] + [(b.x0, b.y0, b.x1, b.y1) for b in others]
+        cands = []
+        for r in RADII:
+            d = mark + r
+            for dx, dy in DIRECTIONS:
+                cx = at[0] + dx * (d + w / 2) if dx else at[0]
+                cy = at[1] + dy * (d + h / 2) if dy else at[1]
+                if dx and dy:   # a corner: the box's near corner on the circle of radius d
+                    cx, cy = at[0] + dx * (d / np.sqrt(2) + w / 2), at[1] + dy * (d / np.sqrt(2) + h / 2)
+                box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+                if frame.x0 <= box[0] and box[2] <= frame.x1 and frame.y0 <= box[1] and box[3] <= frame.y1:
+                    cands.append(box)
+        if not cands:
+            continue
+        x0, y0, x1, y1 = cands[free_spot(cands, points, taken)]
+        ann.xyann = (((x0 + x1) / 2 - at[0]) / px, ((y0 + y1) / 2 - at[1]) / px)
+        if ann.arrow_patch is not None:   # a leader only where the name stands off its mark
+            near = np.hypot(*(np.clip(at, (x0, y0), (x1, y1)) - at))
+            ann.arrow_patch.set_visible(bool(near > mark + 8.0))
+        out.append(ann)
+    return out
 
 
 GAPS = (4.0, 9.0, 15.0)   # points between a path and its name: beside it, then farther on a leader

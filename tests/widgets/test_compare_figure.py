@@ -109,3 +109,50 @@ def test_loss_lines_end_on_the_tables_and_the_headlines_numbers(widget):
     ends = {rule_name(k): float(line.get_ydata()[-1]) for k, line in lines.items()}
     for times, name in ((m[2], m[3]), (m[4], m[5])):
         assert int(times) == round(ends[name] / ends[m[1]])   # the plotted end points' ratio
+
+
+def _names_clear(widget):
+    """The start's and the minimum's white boxes hold no point of any path (densified
+    every 1 px) and cover no marker but their own, and overlap no other text."""
+    from dtsgd_viz.widgets.compare import line_points
+    ax = widget.view.artists.ax_path
+    widget.figure.canvas.draw()
+    r = widget.figure.canvas.get_renderer()
+    paths = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("path:")]
+    pts = line_points(ax, [ln for ln in ax.lines if ln not in paths], spacing=1.0)
+    names = {t.get_gid(): t for t in ax.texts if t.get_gid() in ("start-label", "minimum-label")}
+    assert set(names) == {"start-label", "minimum-label"}
+    for gid, ann in names.items():
+        box = ann.get_bbox_patch().get_window_extent(r)
+        hits = pts[(pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1) & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)]
+        assert not len(hits), (gid, box.bounds, hits[:3])
+        for mark in ("start", "minimum"):
+            (line,) = [ln for ln in ax.lines if ln.get_gid() == mark]
+            x, y = ax.transData.transform(line.get_xydata()[0])
+            rad = 0.5 * line.get_markersize() * widget.figure.dpi / 72.0
+            assert (x + rad < box.x0 or x - rad > box.x1 or y + rad < box.y0 or y - rad > box.y1), (gid, mark)
+        for t in ax.texts:
+            if t is not ann and t.get_visible():
+                assert not box.overlaps(t.get_window_extent(r)), (gid, t.get_text())
+        # beside its own mark: within a name's height or two of it, or on a visible leader
+        at = ax.transData.transform(ann.xy)
+        gap = np.hypot(*(np.clip(at, (box.x0, box.y0), (box.x1, box.y1)) - at))
+        assert gap < 80.0 and (ann.arrow_patch.get_visible() or gap < 25.0), (gid, gap)
+
+
+def test_start_and_minimum_names_cover_no_path(widget):
+    """The tutorial's figure: the "minimum" name's box stood on momentum's path."""
+    _names_clear(widget)
+
+
+def test_start_and_minimum_names_find_their_spot_again_after_a_rerun():
+    w = CompareWidget(SURFACE, learning_rate=0.05, momentum=0.5, steps=40, start=(2.5, -2.0), background=False)
+    assert w.error is None
+    _names_clear(w)
+
+
+def test_a_label_too_wide_for_any_gap_is_tried_on_two_lines_broken_before_its_bracket():
+    from dtsgd_viz.widgets.compare_labels import _wrapped
+    assert _wrapped("minimum + tol (0.001)") == ["minimum + tol (0.001)", "minimum + tol\n(0.001)",
+                                                 "minimum +\ntol (0.001)"]
+    assert _wrapped("tol") == ["tol"]
