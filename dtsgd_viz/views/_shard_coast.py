@@ -69,8 +69,13 @@ def coast_note(ax, data, updates, momentum, names, colors, kind):
     if found is None:
         return None
     g, first = found
-    note = ax.annotate(coast_text(names[g], first, momentum), (0.5, 0.0),
-                       xycoords=ax.xaxis.label, xytext=(0, -2), textcoords="offset points",
-                       ha="center", va="top", fontsize=style.NOTE_SIZE,
-                       color=label_ink(colors[g]), annotation_clip=False, gid="coast-note")
-    return note
+    return note_under(ax, coast_text(names[g], first, momentum), colors[g])
+
+
+def note_under(ax, text, color):
+    """A note under ``ax``'s x label (``gid`` ``coast-note``), centred, in ``color`` made
+    dark enough to read (``label_ink``)."""
+    return ax.annotate(text, (0.5, 0.0), xycoords=ax.xaxis.label, xytext=(0, -2),
+                       textcoords="offset points", ha="center", va="top",
+                       fontsize=style.NOTE_SIZE, color=label_ink(color),
+                       annotation_clip=False, gid="coast-note")

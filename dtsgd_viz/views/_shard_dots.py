@@ -19,7 +19,9 @@ MANY_LINES = 4
 ZIGZAG = 0.4
 """A line zig-zags when its log norm turns (its slope changes sign) at more than this
 fraction of its updates."""
-DOT_SIZE = 5.5           # points: the dots on the shown update's line
+DOT_SIZE = 6.5           # points: the dots on the shown update's line (a dark ring)
+DOT_CORE = 3.9           # points: the middle of each dot, in its block's colour
+DOTS_NOTE = " (dots: block norms)"   # the step label names the dots on its line
 DOT_GAP = 1.8            # dot diameters between the centres of two dots kept
 
 
@@ -104,3 +106,85 @@ def stacked(rows, start=ZERO_Y, step=ZERO_STEP) -> np.ndarray:
         at = np.flatnonzero(rows == r)
         out[at] = start + step * np.arange(len(at))
     return out
+
+
+def dots_note(values, shown, names=None) -> str:
+    """What the dots on the shown update's line are: every block's norm, the highest and
+    the lowest alone, or every block's norm with some of them drawn as one dot
+    (``_shard_dots.spaced`` keeps only dots a dot apart: two blocks whose norms are that
+    close share one). With ``names`` (one per block), the blocks sharing a dot are named
+    (each hidden dot with the kept one nearest it), on a line of their own.
+
+    >>> dots_note([1.0, 2.0, 3.0], [1.0, np.nan, 3.0])
+    ' (dots: highest, lowest)'
+    >>> dots_note([1.0, 2.0, 2.01, 3.0], [1.0, 2.0, np.nan, 3.0])
+    ' (dots: block norms, two coincide)'
+    >>> print(dots_note([1.0, 2.0, 2.01, 3.0], [1.0, 2.0, np.nan, 3.0], "ABCD"))
+     (dots: block norms;
+    B and C coincide)
+    """
+    v, s = np.asarray(values, np.float64), np.asarray(shown, np.float64)
+    drawable, kept = int(np.sum(np.isfinite(v) & (v > 0))), int(np.sum(np.isfinite(s)))
+    if kept >= drawable or kept < 2:
+        return DOTS_NOTE
+    if kept == 2:
+        return " (dots: highest, lowest)"
+    shared = _shared_dots(v, s) if names is not None else {}
+    if shared and len(shared) <= 2:
+        said = "; ".join(_and([names[g] for g in sorted([h, *hidden])]) + " coincide"
+                         for h, hidden in sorted(shared.items()))
+        return f" (dots: block norms;\n{said})"
+    return (" (dots: block norms, two coincide)" if drawable - kept == 1
+            else " (dots: block norms, close ones share a dot)")
+
+
+def _shared_dots(values, shown) -> dict:
+    """``{kept block: [hidden blocks]}``: each block with a norm but no dot of its own,
+    under the kept dot nearest it (in log norm)."""
+    ok = np.isfinite(values) & (values > 0)
+    kept = np.flatnonzero(np.isfinite(shown))
+    out: dict = {}
+    for g in np.flatnonzero(ok & ~np.isfinite(shown)):
+        near = (np.abs(np.log(values[kept]) - np.log(values[g])) if np.all(values[kept] > 0)
+                else np.abs(values[kept] - values[g]))
+        h = int(kept[np.argmin(near)])
+        out.setdefault(h, []).append(int(g))
+    return out
+
+
+def _and(names) -> str:
+    """``"A and B"``, ``"A, B and C"``."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+RIBBON_LINE_WIDTH = 0.6    # a band line alternating every update, over its ribbon
+
+
+def pair_envelope(y):
+    """``(lo, hi)``: at each update the min and max of a line's value there and at the
+    updates either side (NaN ignored): the ribbon a line alternating every update fills.
+
+    >>> [v.tolist() for v in pair_envelope(np.array([1.0, 3.0, 1.0, 3.0]))]
+    [[1.0, 1.0, 1.0, 1.0], [3.0, 3.0, 3.0, 3.0]]
+    """
+    y = np.asarray(y, np.float64)
+    pad = np.concatenate([[np.nan], y, [np.nan]])
+    window = np.stack([pad[:-2], pad[1:-1], pad[2:]])
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # all NaN: NaN
+        return np.nanmin(window, 0), np.nanmax(window, 0)
+
+
+def bounce_text(names) -> str:
+    """The note naming the band lines that alternate every update (``pair_envelope``).
+
+    >>> print(bounce_text(["CPU:7"]))
+    CPU:7 alternates up and down every update:
+    drawn thin over its range (shaded, its colour)
+    """
+    said = names[0] if len(names) == 1 else " and ".join(names)
+    verb, its = ("alternates", "its") if len(names) == 1 else ("alternate", "their")
+    return (f"{said} {verb} up and down every update:\n"
+            f"drawn thin over {its} range (shaded, {its} colour)")

@@ -22,7 +22,8 @@ import numpy as np
 
 from . import style
 from .layout_colors import label_ink
-from ._shard_dots import LINE_WIDTH, ZIGZAG_WIDTH, spaced_dots, zigzags
+from ._shard_dots import (DOTS_NOTE, LINE_WIDTH, RIBBON_LINE_WIDTH, ZIGZAG_WIDTH,  # noqa: F401
+                          bounce_text, dots_note, pair_envelope, spaced_dots, zigzags)
 from ._shard_stats import _end_values, _factors, band_of, least_changed
 
 BAND_COLOR = "#9A9A9A"      # mid grey: the blocks' range (no block colour is grey)
@@ -31,7 +32,6 @@ LABEL_X = 1.05              # axes fraction: the names, right of the leader line
 LABEL_PAD = 4.0             # points between the axes' right spine and the names
 NAME_SIZE = style.NOTE_SIZE + 0.5
 STEP_COLOR = "#222222"      # near black: the shown update (no block colour is)
-DOTS_NOTE = " (dots: block norms)"   # the step label names the dots on its line
 STEP_LABEL_SHIFT = 5.0      # points from the shown update's line to its label's box: past a dot
 
 
@@ -64,27 +64,6 @@ def _roles(data, index=-1, updates=None) -> dict:
         grows = _factors(data, u)[2] > 1
         roles.setdefault(g, []).append("grows least" if grows else "falls least")
     return {g: ", ".join(w) for g, w in sorted(roles.items())}
-
-
-def dots_note(values, shown) -> str:
-    """What the dots on the shown update's line are: every block's norm, the highest and
-    the lowest alone, or every block's norm with some of them drawn as one dot
-    (``_shard_dots.spaced`` keeps only dots a dot apart: two blocks whose norms are that
-    close share one).
-
-    >>> dots_note([1.0, 2.0, 3.0], [1.0, np.nan, 3.0])
-    ' (dots: highest, lowest)'
-    >>> dots_note([1.0, 2.0, 2.01, 3.0], [1.0, 2.0, np.nan, 3.0])
-    ' (dots: block norms, two coincide)'
-    """
-    v, s = np.asarray(values, np.float64), np.asarray(shown, np.float64)
-    drawable, kept = int(np.sum(np.isfinite(v) & (v > 0))), int(np.sum(np.isfinite(s)))
-    if kept >= drawable or kept < 2:
-        return DOTS_NOTE
-    if kept == 2:
-        return " (dots: highest, lowest)"
-    return (" (dots: block norms, two coincide)" if drawable - kept == 1
-            else " (dots: block norms, close ones share a dot)")
 
 
 def step_label(ax, x, updates, text=None):
@@ -197,10 +176,26 @@ class NormLabels:
             self.band_artists[0]._set_in_autoscale(False)
             bounce = any(zigzags(self._data[ax][:, g]) for g in roles)
             self.band_artists[1].set_linewidth(1.3 if bounce else 1.8)
+        self.bouncing = []   # band lines alternating every update: drawn as a ribbon
         for g, line in enumerate(self.lines):
             line.set_visible(self.band_blocks is None or g in self.band_blocks)
+            line.set_alpha(None)
+            if not hasattr(line, "halo"):
+                line.halo = line.get_path_effects()
+            # over the band, no white edge (it would cut the band); one by one: the halo
+            line.set_path_effects([] if self.band_blocks is not None else line.halo)
             if self.band_blocks is not None and g in self.band_blocks:
                 line.set_linewidth(ZIGZAG_WIDTH if bounce else LINE_WIDTH)
+                if zigzags(self._data[ax][:, g]):   # its range over 2 updates, the line faint
+                    lo2, hi2 = pair_envelope(self._data[ax][:, g])
+                    ok = np.isfinite(lo2) & np.isfinite(hi2)
+                    self.band_artists.append(ax.fill_between(
+                        self.updates, lo2, hi2, where=ok, color=line.get_color(), alpha=0.45,
+                        lw=0, zorder=1.8, gid=f"norm-ribbon-{g}"))
+                    self.band_artists[-1]._set_in_autoscale(False)
+                    line.set_linewidth(RIBBON_LINE_WIDTH)
+                    line.set_alpha(0.7)
+                    self.bouncing.append(g)
         # the y range of what is drawn: hidden lines' dips left empty decades below
         ax.relim(visible_only=True)
         ax.autoscale_view(scalex=False)
@@ -224,11 +219,12 @@ class NormLabels:
             if line.get_gid() == "step-dots" and line.axes is ax:
                 y = self.dot_values(ax)
                 line.set_data(np.full(len(y), self.updates[self.index]), y)
+                self._color_dots(ax, y)
                 drawn = np.array(self._data[ax][self.index], np.float64)
                 band = getattr(self, "band_blocks", None)
                 if band is not None and ax is getattr(self, "line_ax", None):
                     drawn[[g for g in range(len(drawn)) if g not in band]] = np.nan
-                note = dots_note(drawn, y)   # of the dots the drawn lines have
+                note = dots_note(drawn, y, [p.label for p in self.patches])
                 if band is not None and note == DOTS_NOTE and np.isfinite(y).sum() == 2:
                     note = " (dots: highest, lowest)"   # the two lines over the band
                 for label in self.step_lines:   # the label names what the dots are
@@ -243,6 +239,8 @@ class NormLabels:
         if getattr(self, "band_blocks", None) is not None:
             self._set_band()
             self.place_end_labels()
+            if hasattr(self, "set_coast_note"):   # the ribbon's note: of the lines now
+                self.set_coast_note()
 
     def _label_entries(self):
         """``(text, colour, y at the right end)`` of each name to write; block names in

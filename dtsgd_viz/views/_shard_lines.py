@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import style
-from ._shard_dots import DOT_SIZE, ZERO_STEP_POINTS, line_width, stacked
+from ._shard_dots import (DOT_CORE, DOT_SIZE, ZERO_STEP_POINTS, ZIGZAG_WIDTH, line_width,
+                          stacked)
 from .shard_geometry import block_norm_lines, minmax_decimate, shard_norms
 from ._shard_labels import (STEP_COLOR, NormLabels, cycle_text, place_step_label,  # noqa: F401
                             step_label)
@@ -32,6 +33,9 @@ STEP_LINE_WIDTH = 1.2
 MISMATCH_COLOR = "#D55E00"    # Okabe-Ito vermillion: replicas disagree
 X_MARGIN = 0.045             # of the update range, left of the lines
 X_MARGIN_RIGHT = 0.02        # right of them: the names there sit close to the lines' ends
+MARKER_UPDATES = 15
+"""Up to this many updates, a marker at each (a few points: where the data is); more:
+lines alone, the dots at the shown update the only markers."""
 MAX_DIRECT_LABELS = 10
 """Up to this many blocks, each line is named at its right end (``end_labels``,
 ``_shard_labels``: nearly coinciding lines drawn as a band there), the legend holding
@@ -41,6 +45,16 @@ MAX_LEGEND_BLOCKS = 64
 8 line styles tell 72 apart), in columns of ``LEGEND_ROWS``."""
 LEGEND_ROWS = 16
 ZERO_LABEL = "norm exactly 0\n(at and under the\nbottom edge, a\ncircle per block)"
+
+
+HALO = 1.5   # points of white, in all, around a line where lines cross
+
+
+def halo(lw):
+    """Path effects drawing a line over a white edge ``HALO`` points wider: where lines
+    cross, the one on top stays whole and the one under it breaks (which is which reads)."""
+    from matplotlib import patheffects
+    return [patheffects.Stroke(linewidth=lw + HALO, foreground="white"), patheffects.Normal()]
 
 
 def pixel_columns(ax) -> int:
@@ -72,7 +86,7 @@ class NormLines(NormLabels):
     def set_coast_note(self) -> None:
         """The note under the norm panel naming a block whose velocity only decays
         (``_shard_coast``), for the current kind; none while its line is not drawn."""
-        from ._shard_coast import coast_note
+        from ._shard_coast import coast_note, note_under
         old = getattr(self, "coast_note", None)
         if old is not None:
             old.remove()
@@ -83,9 +97,15 @@ class NormLines(NormLabels):
         band = getattr(self, "band_blocks", None)
         if band is not None:   # a block under the band has no line to explain
             data[:, [g for g in range(data.shape[1]) if g not in band]] = np.nan
+        names, colors = [p.label for p in self.patches], [c for c, _, _ in self.styles]
         self.coast_note = coast_note(
             self.norm_ax, data, self.updates, float(self.recording.hyperparameters.momentum),
-            [p.label for p in self.patches], [c for c, _, _ in self.styles], self.kind)
+            names, colors, self.kind)
+        bouncing = getattr(self, "bouncing", [])
+        if self.coast_note is None and bouncing:   # the ribbon said under the panel
+            from ._shard_labels import bounce_text
+            self.coast_note = note_under(self.norm_ax, bounce_text([names[g] for g in bouncing]),
+                                         colors[bouncing[0]])
 
     def _norm_lines(self):
         return block_norm_lines(self.recording, self.name, self.kind)[1]
@@ -115,6 +135,11 @@ class NormLines(NormLabels):
                                       va="center", fontsize=style.NOTE_SIZE, color="0.25",
                                       zorder=8, gid="zero-note",
                                       bbox=dict(facecolor="white", edgecolor="none", pad=2))
+        self.zero_labels = getattr(self, "zero_labels", {})
+        self.zero_labels[ax] = ax.text(0, 0, "", transform=bottom, va="center",
+                                       fontsize=style.NOTE_SIZE, color="0.25", zorder=8,
+                                       clip_on=False, gid="zero-label")
+        self.zero_labels[ax].set_in_layout(False)
         self._set_zero_marks(ax, zeros)
 
     def _set_zero_marks(self, ax, zeros):
@@ -133,6 +158,7 @@ class NormLines(NormLabels):
                           if len(i) else np.empty((0, 2)))
         marks.set_edgecolors([self.styles[k][0] for k in g] or "none")
         self._clear_zero_ticks(ax, self.updates[i], heights if not every else [])
+        self._label_zeros(ax, self.updates[i], heights, every)
         what = "statistic" if self.stats_only else "norm"
         when = (f"update {self.updates[0]}" if len(self.updates) == 1 else "every update")
         self.zero_notes[ax].set_text(
@@ -150,6 +176,30 @@ class NormLines(NormLabels):
             ax.set_autoscaley_on(True)  # set_ylim(0, 1) had turned it off
             ax.relim()
             ax.autoscale_view(scalex=False)
+
+    def _label_zeros(self, ax, xs, heights, every) -> None:
+        """"norm 0" beside the circles hung under the edge (they are data, not axis
+        decoration): right of the last column of circles, or left of the first when the
+        last is near the right edge; at the middle of that column's circles."""
+        from matplotlib.transforms import ScaledTranslation, blended_transform_factory
+        label = getattr(self, "zero_labels", {}).get(ax)
+        if label is None:
+            return
+        if every or not len(xs):
+            label.set_text("")
+            return
+        frac = ax.transAxes.inverted().transform(ax.transData.transform(
+            np.column_stack([xs, np.ones(len(xs))])))[:, 0]
+        right = float(frac.max()) <= 0.8
+        at = float(xs[np.argmax(frac)] if right else xs[np.argmin(frac)])
+        col = np.asarray(heights)[np.asarray(xs) == at]
+        shift = (1 if right else -1) * 6.0 / 72   # past the circle's edge
+        label.set_transform(blended_transform_factory(ax.transData, ax.transAxes)
+                            + ScaledTranslation(shift, 0, ax.figure.dpi_scale_trans))
+        label.set_position((at, float(np.mean(col))))
+        label.set_ha("left" if right else "right")
+        what = "statistic" if self.stats_only else "norm"
+        label.set_text(f"{what} 0")
 
     def _clear_zero_ticks(self, ax, xs, heights) -> None:
         """The x tick labels under the zero marks hung below the edge where one would
@@ -172,12 +222,14 @@ class NormLines(NormLabels):
 
     def _lines_on(self, ax, lines, log):
         x, n = self.updates, len(self.updates)
-        marker = "o" if n <= 40 else None
+        marker = "o" if n <= MARKER_UPDATES else None   # more: the lines tangle
         out = []
         for g, (color, _, ls) in enumerate(self.styles):  # thinner when many or zig-zag
-            out.append(ax.plot(*self._thinned(ax, lines[:, g]), color=color, ls=ls,
-                               lw=line_width(lines, g),
-                               marker=marker, ms=3, zorder=2, gid=f"norm-{g}")[0])
+            lw = line_width(lines, g)
+            out.append(ax.plot(*self._thinned(ax, lines[:, g]), color=color, ls=ls, lw=lw,
+                               marker=marker, ms=3, zorder=2, gid=f"norm-{g}",
+                               path_effects=(halo(lw) if len(self.styles) > 1
+                                             and lw != ZIGZAG_WIDTH else None))[0])
         if log and np.isfinite(lines).any():
             log_y(ax)
         lo, hi = (x[0] - 0.5, x[-1] + 0.5) if n == 1 else (x[0], x[-1])
@@ -199,7 +251,26 @@ class NormLines(NormLabels):
                         marker="o", ms=DOT_SIZE, mfc=STEP_COLOR, mec="white", mew=1.2, zorder=6,
                         gid="step-dots", clip_on=False)
         self.step_lines.append(dots)
+        # each dot's middle in its block's colour (the dark ring above: its edge)
+        self.dot_colors = getattr(self, "dot_colors", {})
+        self.dot_colors[ax] = ax.scatter([], [], s=DOT_CORE ** 2, linewidths=0, zorder=6.5,
+                                         gid="step-dot-colors", clip_on=False)
+        self.dot_colors[ax].set_in_layout(False)
+        self._color_dots(ax, dots.get_ydata())
         return out
+
+    def _color_dots(self, ax, y) -> None:
+        """The coloured middles of the dots kept at the shown update on ``ax`` (``y``:
+        NaN for a dot not drawn), each in its block's line colour."""
+        marks = getattr(self, "dot_colors", {}).get(ax)
+        if marks is None:
+            return
+        y = np.asarray(y, np.float64)
+        keep = np.flatnonzero(np.isfinite(y))
+        x = self.updates[self.index]
+        marks.set_offsets(np.column_stack([np.full(len(keep), x), y[keep]])
+                          if len(keep) else np.empty((0, 2)))
+        marks.set_facecolors([self.styles[g][0] for g in keep] or "none")
 
     def _thinned(self, ax, y):
         """``(x, y)`` of one line, at most ~2 points per pixel column of ``ax``."""

@@ -42,6 +42,14 @@ def test_the_shown_update_is_a_thin_grey_line_under_white_edged_dots():
     assert dots.get_markersize() > 2 * line.get_linewidth()   # a dot stands out of the line
     r, g, b = to_rgb(dots.get_markerfacecolor())
     assert max(r, g, b) < 0.3   # dark dots on the grey line
+    # each dot's middle in its block's line colour (which block a dot is reads)
+    core = view.dot_colors[view.norm_ax]
+    y = np.asarray(dots.get_ydata(), float)
+    kept = np.flatnonzero(np.isfinite(y))
+    np.testing.assert_allclose(core.get_offsets()[:, 1], y[kept])
+    assert [to_rgb(c) for c in core.get_facecolors()] == [
+        to_rgb(view.lines[g].get_color()) for g in kept]
+    assert core.get_zorder() > dots.get_zorder() and core.get_sizes()[0] < dots.get_markersize() ** 2
 
 
 def test_stacked_update_panels_are_titled_over_their_heatmaps():

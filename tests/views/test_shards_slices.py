@@ -68,12 +68,14 @@ def test_the_step_label_names_the_dots_at_the_shown_update():
     dots = next(a for a in view.step_lines if a.get_gid() == "step-dots")
     x = view.updates[view.index]
     from dtsgd_viz.views._shard_labels import dots_note
-    note = dots_note(view._data[view.norm_ax][view.index], dots.get_ydata())
-    assert " ".join(label.get_text().split()) == f"update {x}{note}"
+    note = dots_note(view._data[view.norm_ax][view.index], dots.get_ydata(),
+                     [p.label for p in view.patches])
+    assert " ".join(label.get_text().split()) == " ".join(f"update {x}{note}".split())
     kept, n = int(np.isfinite(dots.get_ydata()).sum()), len(view.patches)
     assert note in (" (dots: block norms)", " (dots: highest, lowest)",
                     " (dots: block norms, two coincide)",
-                    " (dots: block norms, close ones share a dot)")
+                    " (dots: block norms, close ones share a dot)") or (
+        note.startswith(" (dots: block norms;\n") and note.endswith(" coincide)"))
     assert set(dots.get_xdata()) == {x} == {label.get_position()[0]}
     # the label's white box never covers a dot: it starts past the dots' right edge
     fig = view.figure
@@ -95,6 +97,10 @@ def test_the_dots_note_says_when_two_blocks_share_a_dot():
     assert dots_note([1.0, 2.0, 2.0, 2.0, 4.0], [1.0, 2.0, np.nan, np.nan, 4.0]) == (
         " (dots: block norms, close ones share a dot)")
     assert dots_note([1.0, 2.0, 4.0], [1.0, np.nan, 4.0]) == " (dots: highest, lowest)"
+    # with the blocks' names: which share the dot (the hidden one with the kept nearest it)
+    assert dots_note([1.0, 2.0, 2.1, 4.0], [1.0, np.nan, 2.1, 4.0],
+                     ["CPU:0", "CPU:1", "CPU:2", "CPU:3"]) == (
+        " (dots: block norms;\nCPU:1 and CPU:2 coincide)")
 
 
 def test_a_hump_says_how_far_it_rises_and_where_it_peaks():
