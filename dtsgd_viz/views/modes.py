@@ -312,9 +312,53 @@ def _draw_mode(ax, data, i, name, looks):
     ax.grid(True, which="major", color="0.9", lw=0.6)
     label_ends(ax, on_chart)
     if gone:
-        names = " and ".join(_display(key) for key, _ in gone)
-        last = max(u for _, u in gone)
-        ax.text(0.97, 0.04, f"{names}: below {low:.0e} within {last} update{'s' * (last > 1)}",
-                transform=ax.transAxes, ha="right", va="bottom", fontsize=style.NOTE_SIZE,
-                color="0.25", gid=f"gone:{i}", bbox=dict(fc="white", ec="none", alpha=0.85, pad=1.5))
+        _note_gone(ax, i, gone, ends, looks, low)
+    _name_hidden_envelopes(ax, i, data, looks)
+
+
+def _note_gone(ax, i, gone, ends, looks, low):
+    """Runs gone below the axis within the first updates: each line drawn on down to the
+    axis' bottom where it leaves it (a plunge, not a sliver ending mid-air), and one note
+    beside the plunges, its arrow at them."""
+    series = {key: (k, shown) for key, k, shown, _ in ends}
+    for key, u in gone:
+        k, shown = series[key]
+        j = u - 1   # the last update still on the axis
+        ax.plot([k[j], k[min(u, len(k) - 1)]], [shown[j], low / 30.0], **looks[key].line(),
+                gid=f"plunge:{i}:{key}")
+    names = " and ".join(_display(key) for key, _ in gone)
+    last = max(u for _, u in gone)
+    n = max(len(k) for k, _ in series.values())
+    ax.annotate(f"{names}: below {low:.0e} within {last} update{'s' * (last > 1)}",
+                xy=(last + 0.6, low * 3.0), xytext=(last + 0.06 * (n - 1), low * 3.0),
+                ha="left", va="center", fontsize=style.NOTE_SIZE, color="0.25", gid=f"gone:{i}",
+                arrowprops=dict(arrowstyle="->", color="0.25", lw=0.9, shrinkA=2, shrinkB=0))
+
+
+def _name_hidden_envelopes(ax, i, data, looks, near=0.04):
+    """A run's dotted envelope lying on another run's line (within ``near`` decades, about 3 px
+    at a notebook's size, over nearly all of it: plain's and momentum's bounds along plain's line on the slow
+    direction) cannot be seen there: a note above the line says whose bound runs on it."""
+    for key, env in data.envelopes.items():
+        env = env[:, i]
+        for other, e in data.errors.items():
+            if other == key:
+                continue
+            line = np.abs(e[:, i])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                off = np.abs(np.log10(env[1:]) - np.log10(line[1:]))
+            if not np.isfinite(off).all() or np.mean(off < near) < 0.9:
+                continue
+            n = len(line) - 1
+            if n < 20:   # too short a run for a note over its line
+                break
+            k = int(0.62 * n)
+            own = "its own bound\nand " if np.max(np.abs(np.log10(data.envelopes[other][1:, i])
+                                                        - np.log10(line[1:]))) < near else ""
+            ax.annotate(f"on {_display(other)}'s line: {own}{_display(key)}'s (dotted),\n"
+                        f"which {_display(key)}'s peaks touch", xy=(k, line[k]),
+                        xytext=(0.32 * n, ax.get_ylim()[1] / 1.5), ha="left", va="top",   # under the top
+                        fontsize=style.NOTE_SIZE, color=looks[key].color, gid=f"hidden-envelope:{i}:{key}",
+                        arrowprops=dict(arrowstyle="-", color=looks[key].color, lw=0.9, shrinkA=1, shrinkB=1))
+            break
 

@@ -274,7 +274,7 @@ def _name_ratio_regions(view, ax, g: _MapGrid) -> None:
     for text, mask in {"Nesterov faster": both & (ratio < -near) & off,
                        "momentum faster": both & (ratio > near)}.items():
         if mask.any() and not name_region(ax, mask, text, g.lrs, g.mus, gid=f"region-label:{text}",
-                                          fontsize=style.LABEL_SIZE):
+                                          fontsize=style.LABEL_SIZE, halo=True):   # on its cells: no box
             covered = _note_extreme(view, ax, g, mask, free, text)
             if covered is not None:
                 noted = mask if noted is None else noted | mask

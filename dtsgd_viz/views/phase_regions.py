@@ -43,9 +43,27 @@ def region_patch(region: str, steps: int):
 
 
 def diverged_handle(label):
-    """A legend entry for divergence: the dark grey cell with white x's."""
-    from matplotlib.patches import Patch
-    return Patch(fc=DIVERGED_FACE, ec="0.35", hatch="x", hatchcolor="white", label=label)
+    """A legend entry for divergence, drawn as the maps draw it: the dark grey cell with
+    two white x marks (``DIVERGED_MARK``, one per cell's width), not a hatch."""
+    from matplotlib.legend import Legend
+    from matplotlib.legend_handler import HandlerPatch
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch, Rectangle
+
+    class DivergedPatch(Patch):
+        pass
+
+    class HandlerDiverged(HandlerPatch):
+        def create_artists(self, legend, orig_handle, xdescent, ydescent, width, height, fontsize, trans):
+            x0, y0 = -xdescent, -ydescent
+            cell = Rectangle((x0, y0), width, height, fc=DIVERGED_FACE, ec="none", transform=trans)
+            marks = Line2D(x0 + width * np.array([0.25, 0.75]), np.full(2, y0 + height / 2),
+                           **DIVERGED_MARK, transform=trans)
+            return [cell, marks]
+
+    handle = DivergedPatch(fc=DIVERGED_FACE, ec="none", label=label, gid="diverged-key")
+    Legend.update_default_handler_map({DivergedPatch: HandlerDiverged()})
+    return handle
 
 
 def _cells(lr_e, mu_e, mask):
@@ -102,16 +120,19 @@ def _label_cells(ax, text, fontsize, n_rows, n_cols):
     return (w + 4) / cw, (h + 2) / ch
 
 
-def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SIZE, color="0.15") -> bool:
+def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SIZE, color="0.15",
+                halo=False) -> bool:
     """Write ``text`` inside the region ``mask`` of a map (rows: ``mus``, columns:
-    ``lrs``, log spaced) where it fits; returns whether it did."""
+    ``lrs``, log spaced) where it fits; returns whether it did. ``halo``: on coloured
+    cells (data), no box that would hide them, only a thin white halo round the letters."""
     spot = region_spot(mask, *_label_cells(ax, text, fontsize, len(mus), _shown_cells(ax, lrs)))
     if spot is None:
         return False
     i, j = spot
+    look = (dict(path_effects=outline("white", 2.2)) if halo else
+            dict(bbox=dict(fc="white", ec="none", alpha=0.75, pad=1.2, boxstyle="round,pad=0.2")))
     ax.text(lrs[int(j)], mus[int(i)], text, ha="center", va="center", fontsize=fontsize, color=color,
-            gid=gid, zorder=8, linespacing=1.1,
-            bbox=dict(fc="white", ec="none", alpha=0.75, pad=1.2, boxstyle="round,pad=0.2"))
+            gid=gid, zorder=8, linespacing=1.1, **look)
     return True
 
 

@@ -46,10 +46,14 @@ RULE_COLORS = {n: look.color for n, look in RULE_LOOKS.items()}
 RULE_MARKERS = {False: "o", True: "s"}
 UNSTABLE_COLOR = "#CC3311"
 RATE_FLOOR = -0.04
-# momentum's blocks: rings wide enough to hold a star 0.02 of rate off their centre (at
-# small lr·h both rules' rates are near 0.95); s in points², the star's too
-RING = dict(s=260, facecolors="none", linewidths=1.8, zorder=8)
-STAR_SIZE = 70
+# the marks nest, widest outermost: momentum's block is an open ring wide enough to hold
+# Nesterov's square (and the star in it) 0.012 of rate off its centre (at the smallest
+# lr·h both rules' rates are near 0.95); Nesterov's block is an open square in the block's
+# colour, white inside, wider than the star the run measured there (the star sits on it);
+# s in points²
+RING = dict(s=380, facecolors="none", linewidths=1.6, zorder=8)
+SQUARE = dict(s=90, linewidths=1.5, zorder=5)
+STAR_SIZE = 46
 RING_RADIUS_PX = (RING["s"] ** 0.5 / 2 + RING["linewidths"] / 2) * 100 / 72   # at dpi 100
 FIGSIZE = (style.WIDTH, 5.3)   # the rate panels and, above them, the finding and the settings
 
@@ -239,10 +243,11 @@ class RatesView:
         self.labels = RateLabels(ax, r.momentum, self.boundaries, _rate, lo)
         self.markers, self.unstable_marks = {}, {}
         for n in (False, True):
-            # momentum's blocks are open rings in the block's colour, wider than a star
-            # and drawn over it: where both rules' marks meet (small lr·h, where both
-            # rates are near 0.95) the star shows inside the ring instead of covering it
-            look = RING if not n else dict(s=46, edgecolors=RULE_COLORS[n], linewidths=1.2, zorder=5)
+            # momentum's blocks are open rings in the block's colour, wider than
+            # Nesterov's square and drawn over it: where both rules' marks meet (small
+            # lr·h, where both rates are near 0.95) the square and its star show inside
+            # the ring; the star shows inside its square instead of covering it
+            look = RING if not n else dict(SQUARE, facecolors="white")
             self.markers[n] = ax.scatter([], [], marker=RULE_MARKERS[n], gid=f"blocks-{RULE_NAMES[n]}",
                                          **look)
             self.unstable_marks[n], = ax.plot([], [], ls="none", marker="x", ms=11, mew=2.2,
@@ -320,11 +325,10 @@ class RatesView:
         self.unstable = {}
         for n, (a, rho) in pos.items():
             self.markers[n].set_offsets(np.column_stack([a, np.minimum(rho, 1.22)]))
-            if n:
-                self.markers[n].set_facecolors(r.colors)
-            else:   # open rings: the block's colour is the ring's
-                self.markers[n].set_facecolors("none")
-                self.markers[n].set_edgecolors(r.colors)
+            # open marks: the block's colour is the ring's or the square's (a square is
+            # white inside: the star on it and the curve under it stay apart)
+            self.markers[n].set_facecolors("white" if n else "none")
+            self.markers[n].set_edgecolors(r.colors)
             bad = rho >= 1.0
             self.unstable[n] = bad
             self.unstable_marks[n].set_data(a[bad], np.minimum(rho[bad], 1.22))

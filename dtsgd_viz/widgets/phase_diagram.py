@@ -41,7 +41,16 @@ __all__ = ["PhaseDiagram", "PhasePick", "phase_pick", "cell_edges", "cell_at", "
            "RULES"]
 
 REFERENCE_NOTE = "map: numpy reference of the tf-keras rule"   # the tests tie it to the real optimizer
-PICK_COLOR = "#CC79A7"   # Okabe-Ito reddish purple, as the shard views' step marker
+PICK_COLOR = "white"   # the picked cell's outline: white on a black stroke, read on every cell's colour
+PICK_STROKE = dict(lw=1.6, outer="black", outer_lw=4.4)
+
+
+def pick_outline():
+    """The picked cell's outline (map and key alike): a white line on a wider black one."""
+    from matplotlib import patheffects
+    return dict(fill=False, ec=PICK_COLOR, lw=PICK_STROKE["lw"], path_effects=[
+        patheffects.Stroke(linewidth=PICK_STROKE["outer_lw"], foreground=PICK_STROKE["outer"]),
+        patheffects.Normal()])
 MAPS = ("ratio",)   # the clickable map (plot_phase draws the two rule maps)
 
 
@@ -273,11 +282,11 @@ class PhaseDiagram(FigureWidget):
         add_colorbars(self.view, fig, None, ax_r)
         self.pick_rects = []
         for key, ax in self.map_axes.items():
-            rect = Rectangle(self._cell_rect(self.pick)[:2], *self._cell_rect(self.pick)[2:], fill=False,
-                             ec=PICK_COLOR, lw=2.4, zorder=9, gid=f"pick:{key}")
+            rect = Rectangle(self._cell_rect(self.pick)[:2], *self._cell_rect(self.pick)[2:],
+                             **pick_outline(), zorder=9, gid=f"pick:{key}")
             ax.add_patch(rect)
             self.pick_rects.append(rect)
-        handles = self.view.handles + [Patch(fill=False, ec=PICK_COLOR, lw=2, label="picked cell (click one)")]
+        handles = self.view.handles + [Patch(**pick_outline(), label="picked cell (click one)")]
         body.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 2),
                     fontsize=PHASE_LEGEND_SIZE, frameon=False, handlelength=2.6, handleheight=1.1)
         self._draw_path_panel(ax_p)

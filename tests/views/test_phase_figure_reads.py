@@ -169,3 +169,15 @@ def test_the_cap_contour_follows_the_grey_edge_of_the_step_counts(figs, grids):
         high = pts[pts[:, 1] > MUS[-1] - 0.5 * (MUS[-1] - MUS[-2])]
         cell = np.log(LRS[1] / LRS[0])
         assert len(high) == 0 or np.ptp(np.log(high[:, 0])) < 2 * cell, (key, high[:, 0].min(), high[:, 0].max())
+
+
+def test_the_faster_rules_name_on_its_cells_hides_none_of_them(figs):
+    """"Nesterov faster" stands on its own red cells: it had a white box that covered
+    2-3 of them; it is drawn with a thin white halo round the letters only, no box."""
+    ax = next(a for a in figs["ratio"].axes if any(t.get_gid() == "region-label:Nesterov faster" for t in a.texts))
+    (label,) = [t for t in ax.texts if t.get_gid() == "region-label:Nesterov faster"]
+    assert label.get_bbox_patch() is None
+    assert label.get_path_effects() and label.get_fontsize() >= style.NOTE_SIZE
+    # the near-tie name keeps its box (it stands on near-white cells)
+    (tie,) = [t for t in ax.texts if (t.get_gid() or "").startswith("region-label:within")]
+    assert tie.get_bbox_patch() is not None

@@ -411,3 +411,46 @@ def test_one_run_or_runs_far_apart_get_no_zoom(recs):
     one = {"momentum": recs["momentum"]}
     assert [ax.get_label() for ax in dtsgd_viz.plot_modes(one, SURFACE).axes] == ["mode:0", "mode:1", "rates"]
     assert zoom_mode(modes_data(one, SURFACE)) is None
+
+
+def test_gone_runs_plunge_to_the_axis_beside_their_note_and_hidden_bounds_are_named():
+    """Tutorial 03: plain's and Nesterov's fast-direction curves were slivers ending at
+    k 0-2, and their note sat in the far corner; momentum's dotted bound on the slow
+    direction lay on plain's line, unseen. Each gone run's line is drawn on to the axis
+    bottom where it leaves it, the note stands beside those plunges with its arrow at
+    them, and a note above plain's line says whose bounds run on it."""
+    from helpers.synthetic_paths import synthetic
+    s = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+    recs = {"plain": synthetic(s, 60, 0.05), "momentum": synthetic(s, 60, 0.05, 0.9),
+            "nesterov": synthetic(s, 60, 0.05, 0.9, True)}
+    fig = dtsgd_viz.plot_modes(recs, s)
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    axes = {ax.get_label(): ax for ax in fig.axes}
+    fast, slow = axes["mode:1"], axes["mode:0"]
+    low = fast.get_ylim()[0]
+    drawn = lines(fast)
+    for key, last in (("plain", 1), ("nesterov", 2)):
+        x, y = (np.asarray(v, float) for v in drawn[f"plunge:1:{key}"].get_data())
+        assert x[-1] == last and y[-1] < low <= y[0]   # on down past the bottom, at its update
+    (note,) = [t for t in fast.texts if t.get_gid() == "gone:1"]
+    box = matplotlib.text.Text.get_window_extent(note, renderer)   # the text, not its arrow
+    frame = fast.get_window_extent(renderer)
+    head = fast.transData.transform(note.xy)
+    assert frame.x0 < box.x0 and box.x1 < frame.x1 and frame.y0 < box.y0 < frame.y0 + 0.15 * frame.height
+    assert box.x0 - head[0] < 0.12 * frame.width          # beside the plunges, not across the panel
+    assert head[0] < fast.transData.transform((3, 1))[0]  # the arrow ends at the first updates
+    (hidden,) = [t for t in slow.texts if (t.get_gid() or "").startswith("hidden-envelope:0:")]
+    assert hidden.get_gid() == "hidden-envelope:0:momentum"
+    assert "plain's line" in hidden.get_text() and "momentum's (dotted)" in hidden.get_text()
+    assert hidden.get_text().count("\n") == 2
+    hb = matplotlib.text.Text.get_window_extent(hidden, renderer)
+    sb = slow.get_window_extent(renderer)
+    assert sb.x0 <= hb.x0 and hb.x1 <= sb.x1 and sb.y0 <= hb.y0 and hb.y1 <= sb.y1
+    # it points at plain's line, and stands above the data
+    k, y = hidden.xy
+    assert y == pytest.approx(abs(recs["plain"].path("w")[int(k)].astype(np.float64)
+                                  @ np.linalg.eigh(s.hessian)[1][:, 0]), rel=1e-6)
+    top = max(np.nanmax(np.asarray(ln.get_ydata(), float)[20:]) for g, ln in lines(slow).items()
+              if g.startswith("mode:0:"))
+    assert hb.y0 > slow.transData.transform((30, top))[1]

@@ -120,3 +120,29 @@ def test_the_loss_axis_ends_just_past_the_data_and_the_names_stand_outside_it(ph
     # room made under the map only: the ratio map keeps the full width of the lower panels
     ratio = phase.map_axes["ratio"].get_window_extent(renderer)
     assert ratio.x1 >= box.x1 + 0.5 * (boxes[0].x1 - box.x1)
+
+
+def test_the_pick_outline_is_a_double_stroke_and_the_key_draws_the_maps_marks(phase):
+    """The pink pick outline was faint on red cells and the "both diverge" key showed a
+    hatch where the map draws x marks: the outline is a white line on a wider black
+    stroke (map and key alike), the key's divergence swatch the map's grey with the
+    map's white x markers, no hatch."""
+    from matplotlib.patheffects import Stroke
+    from dtsgd_viz.views.phase_regions import DIVERGED_FACE, DIVERGED_MARK
+    fig = phase.figure
+    (rect,) = [p for p in phase.map_axes["ratio"].patches if p.get_gid() == "pick:ratio"]
+    legend = fig.legends[0]
+    key = next(h for h, t in zip(legend.legend_handles, legend.get_texts()) if t.get_text().startswith("picked"))
+    for patch in (rect, key):
+        assert matplotlib.colors.to_hex(patch.get_edgecolor()) == "#ffffff"
+        (stroke, _) = patch.get_path_effects()
+        assert isinstance(stroke, Stroke) and stroke._gc["foreground"] == "black"
+        assert stroke._gc["linewidth"] >= patch.get_linewidth() + 2
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert "both diverge" in texts
+    drawn = [a for a in legend.findobj() if isinstance(a, matplotlib.lines.Line2D) and a.get_marker() == "x"]
+    assert len(drawn) == 1 and len(drawn[0].get_xdata()) == 2
+    assert drawn[0].get_markersize() == DIVERGED_MARK["ms"] and drawn[0].get_color() == "white"
+    faces = [a for a in legend.findobj(matplotlib.patches.Rectangle)
+             if matplotlib.colors.to_hex(a.get_facecolor()) == DIVERGED_FACE.lower()]
+    assert faces and all(not f.get_hatch() for f in faces)
