@@ -17,7 +17,8 @@ from ._label_clashes import clashes
 from .direct_labels import READABLE_GAP, axes_height_points, move_ends, spread
 from . import update_geometry as upd
 from .path_frames import draw_scene, draw_zoom, follow_update, panel_at, path_title, set_trail
-from .path_names import place_names
+from .path_loss import nest_loss_dots
+from .path_names import open_rings_on_star, place_names
 from .path_scene import build_scene
 
 __all__ = ["animate"]
@@ -280,40 +281,12 @@ def _move_to(scene, art, arrows, steps, i, zooms=None) -> list:
         art.loss_lines[key].set_data(s[:i + 1], loss[:i + 1])
         changed += [art.loss_markers[key], art.loss_lines[key]]
     nest_loss_dots(art.loss_markers)
+    open_rings_on_star(art)
     art.step_line.set_xdata([steps[i], steps[i]])
     art.title.set_text(path_title(scene, int(steps[i])))
     # the start and minimum names again, off the zoom boxes where they are now
     marks = [p for k in scene.coords for p in scene.coords[k][[i, min(i + 1, len(scene.coords[k]) - 1)]]]
     return changed + [art.step_line, art.title] + _move_names(scene, art, i) + place_names(art, marks, scene)
-
-
-RING_MS = 13.0   # points: a loss dot drawn as a ring round another it would cover
-
-
-def nest_loss_dots(markers) -> None:
-    """Loss dots (``{config: Line2D}``, one point each) closer than a dot's width on the
-    figure (at update 1 every run starts at the same loss): the earlier ones drawn as open
-    rings in their colour, each wider than the next, round the last, filled; apart, each
-    is its filled dot again."""
-    lines = list(markers.values())
-    for m in lines:
-        if not hasattr(m, "dot_look"):
-            m.dot_look = dict(ms=m.get_markersize(), mfc=m.get_markerfacecolor(),
-                              mec=m.get_markeredgecolor(), mew=m.get_markeredgewidth(), zorder=m.get_zorder())
-    px = [m.axes.transData.transform((m.get_xdata()[0], m.get_ydata()[0])) if len(m.get_xdata()) else
-          np.array([np.nan, np.nan]) for m in lines]
-    dpi = lines[0].figure.dpi if lines else 72.0
-    for n, m in enumerate(lines):
-        width = m.dot_look["ms"] * dpi / 72
-        covered = [o for o in range(n + 1, len(lines)) if np.hypot(*(px[n] - px[o])) < width]
-        if covered:
-            ms = RING_MS + 3.0 * (len(lines) - 1 - n - 1)
-            m.set(markersize=ms, markerfacecolor="none", markeredgecolor=m.get_color(), markeredgewidth=2.0,
-                  zorder=m.dot_look["zorder"] + 0.5)
-        else:
-            look = m.dot_look
-            m.set(markersize=look["ms"], markerfacecolor=look["mfc"], markeredgecolor=look["mec"],
-                  markeredgewidth=look["mew"], zorder=look["zorder"])
 
 
 def _move_names(scene, art, i) -> list:

@@ -20,8 +20,9 @@ from . import update_panel as panel
 from .figure import headline, new_figure
 from .path_loss import draw_loss
 from .path_blit import stacked_over  # noqa: F401  (re-exported: the widgets import it here)
-from .path_lanes import draw_lanes_and_casings, shift_step
-from .path_names import NAME_OFFSET, _drawn, draw_start_and_minima, name_runs, place_names  # noqa: F401
+from .path_lanes import draw_lanes, draw_lanes_and_casings, shift_step
+from .path_names import (NAME_OFFSET, _drawn, draw_start_and_minima, name_runs, open_rings_on_star,  # noqa: F401
+                         place_names)
 from .path_scene import PathScene, finding, settings_line
 
 __all__ = ["PathArtists", "draw_scene", "draw_zoom", "follow_update", "set_trail", "path_title",
@@ -116,7 +117,7 @@ def _index(scene, key, update):
 
 
 def draw_scene(scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=False,
-               run_names=False, whole=False, see_through=False) -> tuple[object, PathArtists]:
+               run_names=False, whole=False) -> tuple[object, PathArtists]:
     """Draw ``scene`` at ``update`` (None: no update picked) on ``ax`` (None: a new
     figure, with a zoomed panel per run if ``zoom`` and there are arrows); with an
     update, each path is drawn in its rule's look up to it and as a thin line over the
@@ -124,8 +125,7 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=
     the update was picked as where the runs differ most (the title says so); ``whole``:
     each path drawn whole in its rule's look, the update only ringed (no thin rest, no
     trail: ``plot_paths``; the widgets keep the split, they step through the run);
-    ``run_names``: write each run's name on its path (``path_names.name_runs``);
-    ``see_through`` (or ``whole``): a see-through star under the rings. Returns
+    ``run_names``: write each run's name on its path (``path_names.name_runs``). Returns
     the figure and the ``PathArtists`` that follow the update."""
     if arrows and update is not None and note is None:
         # draw what the recording allows: without the update before, no arrows, and say why
@@ -145,10 +145,12 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=
     dots = max(len(c) for c in scene.coords.values()) <= 61
     picked = update is not None
     _draw_path_lines(scene, art, looks, dots, picked and not whole)
+    drawn = {k: _drawn(scene, k) for k in scene.coords}
     if whole or not picked:   # drawn whole: shared first legs side by side, other coincidences cased
-        drawn = {k: _drawn(scene, k) for k in scene.coords}
         art.lanes, art.casings = draw_lanes_and_casings(scene, art, looks, drawn)
-    art.names = draw_start_and_minima(scene, ax_path, see_through=whole or see_through)
+    else:   # split at the update: the first legs side by side (the paths grow, so no casings)
+        art.lanes = draw_lanes(scene, art, looks, drawn)
+    art.names = draw_start_and_minima(scene, ax_path)
     _frame_path_axes(scene, ax_path)
     if picked:
         _draw_step(scene, update, art, arrows, looks)
@@ -206,18 +208,30 @@ def _draw_path_lines(scene, art, looks, dots, picked):
             line["ls"], line["lw"] = look.ls, min(REST_WIDTH, look.lw)
             (art.rests[key],) = ax_path.plot(c[:, 0], c[:, 1], **line, marker="", gid=f"path-rest:{key}")
         (art.paths[key],) = ax_path.plot(
-            c[:, 0], c[:, 1], **look.line(), marker=look.marker if dots else "", ms=look.ms,
+            c[:, 0], c[:, 1], **look.line(), marker=_step_marker(key, look, dots), ms=look.ms,
             label=key, gid=f"path:{key}", alpha=1.0)
 
 
-_MIDDLE_Z = style.RULE_LOOKS["momentum"].zorder   # the remainders keep the rules' order around rest.zorder
+# momentum's path loops round the minimum in many short steps: a mark at each would
+# cover the other runs there, and its dash already tells it apart
+NO_STEP_MARKERS = ("momentum",)
+
+
+def _step_marker(key, look, dots) -> str:
+    """The mark at each update on ``key``'s path: its rule's, while the dots stay apart
+    (``dots``), except for the rules in ``NO_STEP_MARKERS``."""
+    return look.marker if dots and style.rule_of(key) not in NO_STEP_MARKERS else ""
+
+
+ZOOM_BOX_Z = style.ROLE_LOOKS["current"].zorder - 0.1   # a zoom box: over the paths and star, under the rings
+_MIDDLE_Z = style.RULE_LOOKS["momentum"].zorder   # the lowest rule: the remainders keep the rules' order from rest.zorder up
 REST_TINT = 0.4    # a path after the update shown: its colour this far towards white
 REST_WIDTH = 1.3   # and this wide (thinner than every rule's line), in the rule's dash
 
 
 def _run_handles(scene, looks, dots, picked=False) -> list:
     from matplotlib.lines import Line2D
-    out = [Line2D([], [], **looks[k].line(), marker=looks[k].marker if dots else "", ms=looks[k].ms,
+    out = [Line2D([], [], **looks[k].line(), marker=_step_marker(k, looks[k], dots), ms=looks[k].ms,
                   label=k) for k in scene.coords]
     if picked:
         rest = style.ROLE_LOOKS["remainder"]
@@ -382,9 +396,10 @@ def _draw_step(scene, update, art, arrows, looks):
             art.arrows[(key, term)] = q
         if key in art.zoom_axes:
             art.zoom_boxes[key] = ax.add_patch(Rectangle(
-                # under the star: a tiny box on the minimum would make it look orange
+                # over the star (under Nesterov's path) and under the rings
                 (0, 0), 0, 0, fill=False, ec=look.color, lw=1.2, ls="--",
-                zorder=style.ROLE_LOOKS["minimum"].zorder - 0.2,
+                zorder=ZOOM_BOX_Z,
                 gid=f"zoom-box:{key}"))
             draw_zoom(scene, art, key, panel_at(scene, key, i, arrows))
     follow_update(scene, art, update)
+    open_rings_on_star(art)

@@ -28,6 +28,7 @@ HARD = 400.0         # the cost of covering a marker, a box or another label
 OUTSIDE = 1e5        # the cost of leaving the frame
 REST_WEIGHT = 0.3    # a sample of a thin whole run after the update shown, against a path's 1
 TOUCH = 150.0        # the cost of covering any path at all (a label kept clear of every run)
+WIDTH_UNIT = 2.1     # points: a path sample of a line this wide weighs 1 (momentum's; Nesterov's 1.4)
 ANGLES = np.deg2rad(np.arange(0, 360, 22.5))
 
 
@@ -203,7 +204,9 @@ def panel_obstacles(art, skip=()) -> Obstacles:
         xy = xy[np.all(np.isfinite(xy), axis=1)]
         if line.get_linestyle() not in ("None", "none", " ", ""):
             # a thin light whole run under the paths hides less under a name than a path
-            obs.add_polyline(xy, weight=REST_WEIGHT if (line.get_gid() or "").startswith("path-rest:") else 1.0)
+            # and a wide line (Nesterov's) more than a thin one
+            rest = (line.get_gid() or "").startswith("path-rest:")
+            obs.add_polyline(xy, weight=REST_WEIGHT if rest else max(0.5, line.get_linewidth() / WIDTH_UNIT))
         if line.get_marker() not in ("None", "none", "", " ", None):
             r = 0.5 * line.get_markersize() * px + 1.0
             gid = line.get_gid() or ""

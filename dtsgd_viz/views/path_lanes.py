@@ -20,7 +20,7 @@ import numpy as np
 
 from .path_casing import CASING_TOL, coinciding, draw_casings
 
-__all__ = ["lanes", "shift_lines", "draw_lanes_and_casings", "shift_step", "lane_note", "LANE_AIR",
+__all__ = ["lanes", "shift_lines", "draw_lanes", "draw_lanes_and_casings", "shift_step", "lane_note", "LANE_AIR",
            "LANE_CAPTION", "MIN_SHARED"]
 
 LANE_AIR = 1.5      # points of air between two runs' lines in their lanes
@@ -102,11 +102,21 @@ def draw_lanes_and_casings(scene, art, looks, drawn) -> tuple[dict, dict]:
     return shifts, casings
 
 
+def draw_lanes(scene, art, looks, drawn) -> dict:
+    """Shift each run's path and its thin whole run (``art.paths``, ``art.rests``) into
+    its ``lanes`` (two parameters only); returns the lanes."""
+    span = max(np.ptp(scene.box[0]), np.ptp(scene.box[1]))
+    shifts = lanes(drawn, {k: looks[k].lw for k in drawn}, span) if scene.plane.is_identity else {}
+    for key, shift in shifts.items():
+        shift_lines([art.paths.get(key), art.rests.get(key)], shift)
+    return shifts
+
+
 def shift_step(art) -> None:
-    """The update's rings and arrows drawn in their runs' lanes (``art.lanes``)."""
+    """The update's rings, trails and arrows drawn in their runs' lanes (``art.lanes``)."""
     from matplotlib.transforms import ScaledTranslation
     for key, shift in art.lanes.items():
-        shift_lines([art.positions.get(key)], shift)
+        shift_lines([art.positions.get(key), art.trails.get(key)], shift)
         for (k, _), q in art.arrows.items():
             if k == key:
                 fig = q.axes.figure.figure

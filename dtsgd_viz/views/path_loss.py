@@ -1,6 +1,7 @@
 """The loss panel of a path figure: each run's loss per update in its rule's look
 (``style.run_looks``), named just right of the panel at its line's end (no legend;
-the x axis ends just past the data), the update shown marked by nested dots, and
+the x axis ends just past the data), the update shown marked by a dot per run (rings
+round the last where they coincide), and
 where a run diverged. ``views.path_frames`` calls it; the geometry is the
 ``PathScene``'s.
 """
@@ -13,22 +14,43 @@ from . import path_geometry as geo
 from . import style
 from .direct_labels import READABLE_GAP, axes_height_points, label_ends, spread
 
-__all__ = ["draw_loss", "air_between_ends", "dot_sizes", "FEW_POINTS", "END_MARGIN", "END_GAP"]
+__all__ = ["draw_loss", "air_between_ends", "nest_loss_dots", "DOT_SIZE", "FEW_POINTS", "END_MARGIN", "END_GAP"]
 
 FEW_POINTS = 3   # loss lines of this many points or fewer get markers
 END_MARGIN = 0.015   # the x axis ends this far (of its span) past the last update: no empty range
 END_GAP = 1.7   # the end names' centre-to-centre distance, in font sizes (READABLE_GAP and air)
-DOT_SIZES = (10.0, 6.4, 4.0)   # the update's dots, the first run's largest, the later ones nested on it
+DOT_SIZE = 8.0   # points: every run's dot at the update shown (rings where dots coincide)
 
 
-def dot_sizes(n: int) -> list:
-    """Marker sizes of ``n`` runs' dots at the update shown, largest first, each drawn
-    over the one before: where runs share a loss, each shows as a ring round the next.
+RING_MS = 13.0   # points: a loss dot drawn as a ring round another it would cover
 
-    >>> dot_sizes(2), dot_sizes(4)
-    ([10.0, 6.4], [10.0, 6.4, 4.0, 4.0])
-    """
-    return [DOT_SIZES[min(k, len(DOT_SIZES) - 1)] for k in range(n)]
+
+def nest_loss_dots(markers) -> None:
+    """Loss dots (``{config: Line2D}``, one point each) closer than a dot's width on the
+    figure (at update 1 every run starts at the same loss): the earlier ones drawn as open
+    rings in their colour, each wider than the next, round the last, filled; apart, each
+    is its filled dot again."""
+    lines = list(markers.values())
+    for m in lines:
+        if not hasattr(m, "dot_look"):
+            m.dot_look = dict(ms=m.get_markersize(), mfc=m.get_markerfacecolor(),
+                              mec=m.get_markeredgecolor(), mew=m.get_markeredgewidth(), zorder=m.get_zorder())
+    px = [m.axes.transData.transform((m.get_xdata()[0], m.get_ydata()[0])) if len(m.get_xdata()) else
+          np.array([np.nan, np.nan]) for m in lines]
+    dpi = lines[0].figure.dpi if lines else 72.0
+    for n, m in enumerate(lines):
+        width = m.dot_look["ms"] * dpi / 72
+        covered = [o for o in range(n + 1, len(lines)) if np.hypot(*(px[n] - px[o])) < width]
+        if covered:
+            ms = RING_MS + 3.0 * (len(lines) - 1 - n - 1)
+            m.set(markersize=ms, markerfacecolor="none", markeredgecolor=m.get_color(), markeredgewidth=2.0,
+                  zorder=m.dot_look["zorder"] + 0.5)
+        else:
+            look = m.dot_look
+            m.set(markersize=look["ms"], markerfacecolor=look["mfc"], markeredgecolor=look["mec"],
+                  markeredgewidth=look["mew"], zorder=look["zorder"])
+
+
 
 
 def draw_loss(scene, update, art, looks) -> None:
@@ -38,8 +60,7 @@ def draw_loss(scene, update, art, looks) -> None:
     from_surface = False
     lost = {}   # runs whose loss stops being finite without having left the view
     ends = []
-    sizes = dot_sizes(len(scene.losses))
-    for k, (key, (steps, loss, computed)) in enumerate(scene.losses.items()):
+    for key, (steps, loss, computed) in scene.losses.items():
         from_surface |= computed
         look = looks[key]
         few = len(steps) <= FEW_POINTS   # one point per line draws nothing without a marker
@@ -59,13 +80,13 @@ def draw_loss(scene, update, art, looks) -> None:
                 lost[key] = int(steps[last[-1] + 1]) if len(last) and last[-1] + 1 < len(steps) else None
         if update is not None:
             i = geo.step_index(scene.recordings[key].steps, update)
-            # nested: each later run's dot smaller, over the earlier ones (two runs at
-            # one loss show as a dot in a ring, never one hidden under the other)
-            (art.loss_markers[key],) = ax.plot([steps[i]], [loss[i]], "o", ms=sizes[k], color=look.color,
-                                               mec="white", mew=1.0 if k == 0 else 0.5,
-                                               gid=f"loss-marker:{key}",
-                                               zorder=5 + 0.01 * k)
+            # one size, in the rules' order (Nesterov's on top); where dots coincide
+            # the earlier ones are rings round the last (``nest_loss_dots``)
+            (art.loss_markers[key],) = ax.plot([steps[i]], [loss[i]], "o", ms=DOT_SIZE, color=look.color,
+                                               mec="white", mew=1.0, gid=f"loss-marker:{key}",
+                                               zorder=5 + 0.01 * look.zorder)
     _frame(scene, ax, from_surface)
+    nest_loss_dots(art.loss_markers)
     if scene.diverged or lost:
         _diverged_note(scene, ax, lost)
     if update is not None:

@@ -1,5 +1,5 @@
-"""The names on a path panel: the start and the minimum (a star with a see-through
-face over the paths, so a path's end shows through it) named beside their points where no path runs
+"""The names on a path panel: the start and the minimum (a yellow star over the
+paths, under every ring, box and label) named beside their points where no path runs
 (``place_names``), and each run's name written on its own path where it runs clear of
 the others (``name_runs``), so the runs are told apart by more than colour. Both place
 with ``views.path_labels`` (candidate spots scored in display pixels against every
@@ -16,18 +16,13 @@ from .path_labels import (HARD, TOUCH, best_spot, leader_cost, leader_through_bo
                           place_text, renderer_of, text_box)
 from .path_scene import minimum_on_plane
 
-__all__ = ["draw_start_and_minima", "place_names", "name_runs", "NAME_OFFSET", "STAR_Z",
+__all__ = ["draw_start_and_minima", "place_names", "name_runs", "open_rings_on_star", "NAME_OFFSET",
            "path_samples"]
 
 NAME_OFFSET = (9.0, 7.0)   # points from the start / minimum to their names' corner
-# the star: see-through (stills), over the paths on a half-transparent face (a path that
-# runs into the minimum shows through it), under the rings and arrows; else (the GIF,
-# whose palette keeps its yellow exact) opaque on a white halo over everything
-STAR_Z = 5.0
-OPAQUE_STAR_Z = 7.6
-STAR_FACE_ALPHA = 0.5
 NAME_Z = 7.7
-HALO = 3.0   # points of white around the star and the names
+HALO = 3.0   # points of white around the names
+STAR_HALO = 1.2   # points of white round the star: its edge reads over the paths under it
 
 
 def _halo(width=HALO):
@@ -35,13 +30,12 @@ def _halo(width=HALO):
     return [patheffects.withStroke(linewidth=width, foreground="white")]
 
 
-def draw_start_and_minima(scene, ax_path, see_through=False) -> dict:
-    """The start points and the minima (starred, on a white halo over the paths), each
-    named beside it on a white box (``place_names`` moves it off the marks); returns
+def draw_start_and_minima(scene, ax_path) -> dict:
+    """The start points and the minima (an opaque yellow star, ``ROLE_LOOKS["minimum"]``:
+    over the paths, under the rings, boxes, arrows and labels), each named
+    beside it on a white box (``place_names`` moves it off the marks); returns
     ``{gid: Annotation}`` of the names. A minimum projected from more than two numbers
-    says so (the caption says it lies off the plane). ``see_through``: the star's face
-    half transparent, under the rings (a path that ends in the minimum shows through
-    it); else opaque over everything (the GIF keeps its yellow exact)."""
+    says so (the caption says it lies off the plane)."""
     start, star = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"]
     ax_path.plot(scene.starts[:, 0], scene.starts[:, 1], start.marker, ms=start.ms, mfc="white",
                  mec=start.color, mew=start.lw, ls="none", label="start", gid="start",
@@ -50,11 +44,9 @@ def draw_start_and_minima(scene, ax_path, see_through=False) -> dict:
     # projected: the caption says it lies off the plane (``MINIMUM_NOTE``)
     min_label = ("minima" if len(scene.minima) > 1 else "minimum") + ("" if on_plane else " (projected)")
     short = min_label
-    from matplotlib.colors import to_rgba
-    ax_path.plot(scene.minima[:, 0], scene.minima[:, 1], star.marker, ms=star.ms,
-                 mfc=to_rgba(style.MINIMUM_FACE, STAR_FACE_ALPHA if see_through else 1.0),
+    ax_path.plot(scene.minima[:, 0], scene.minima[:, 1], star.marker, ms=star.ms, mfc=style.MINIMUM_FACE,
                  mec=star.color, mew=star.lw, ls="none", label=short, gid="minimum",
-                 zorder=STAR_Z if see_through else OPAQUE_STAR_Z, path_effects=[] if see_through else _halo())
+                 zorder=star.zorder, path_effects=_halo(STAR_HALO))
     names = [("start", p, "start-label") for p in scene.starts[:1]]
     names += [(min_label, scene.minima[0], "minimum-label")]
     return {gid: ax_path.annotate(
@@ -62,6 +54,25 @@ def draw_start_and_minima(scene, ax_path, see_through=False) -> dict:
         fontsize=style.LABEL_SIZE, fontweight="bold", color="black", gid=gid, annotation_clip=True,
         zorder=NAME_Z, arrowprops=dict(arrowstyle="-", color="0.25", lw=0.8, shrinkA=0, shrinkB=3),
         bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85)) for text, xy, gid in names}
+
+
+def open_rings_on_star(art) -> list:
+    """A ring (``art.positions``) over the star shows it through: its face open where it
+    overlaps a minimum's star, white elsewhere. Call once the rings are where they are
+    drawn; returns them."""
+    ax = art.ax_path
+    stars = [ln for ln in ax.lines if ln.get_gid() == "minimum"]
+    if not stars or not art.positions:
+        return []
+    centres = ax.transData.transform(np.asarray(stars[0].get_xydata(), np.float64).reshape(-1, 2))
+    rings = list(art.positions.values())
+    for ring in rings:
+        reach = 0.5 * (stars[0].get_markersize() + ring.get_markersize()) * ax.figure.dpi / 72.0
+        with np.errstate(invalid="ignore"):
+            at = ring.get_transform().transform(np.asarray(ring.get_xydata(), np.float64).reshape(-1, 2))
+        near = len(at) and np.min(np.hypot(*(centres - at[0]).T)) < reach
+        ring.set_markerfacecolor("none" if near else "white")
+    return rings
 
 
 def path_samples(coords, per_segment=6) -> np.ndarray:
@@ -83,7 +94,7 @@ def _drawn(scene, key):
 # pixels from a point's marker to its name's near side: out to where no path runs (a
 # minimum inside a crowd of paths is named off it, on a leader)
 NAME_RADII = (2.0, 5.0, 10.0, 18.0, 28.0, 40.0, 54.0, 70.0, 90.0, 115.0)
-LEADER_WEIGHT = 3.0   # the cost of each path sample a name's leader crosses
+LEADER_WEIGHT = 5.0   # the cost of each path sample a name's leader crosses
 LEADER_PX = 7.0   # a name further than this off its point's marker hangs on a leader
 
 

@@ -150,18 +150,17 @@ class PathsView:
 
 
 def draw_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=True,
-               zoom=True, note=None, diverged=None, see_through=False) -> PathsView:
+               zoom=True, note=None, diverged=None) -> PathsView:
     """Like ``plot_paths`` (same arguments and errors) but returns the ``PathsView``;
     ``step=None`` here picks no update (the widgets' paths without arrows).
     ``note``: a note for the path panel (why there are no arrows), drawn as
     ``plot_paths`` draws its own. ``diverged``: ``{config: update}`` of the runs that
     diverged and the update at which they left the view (None: found from the paths,
     ``path_geometry.diverged_runs``); those paths are drawn up to there and named in
-    a note on the path and loss panels. ``see_through``: the star under the rings on a
-    see-through face, as ``plot_paths`` draws it (the GIF's is opaque, over them)."""
+    a note on the path and loss panels."""
     scene = build_scene(recordings, surface, name, diverged)
     update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
-    fig, art = draw_scene(scene, update, ax, arrows, zoom=zoom, note=note, see_through=see_through)
+    fig, art = draw_scene(scene, update, ax, arrows, zoom=zoom, note=note)
     return PathsView(fig, scene, art, bool(arrows) and art.note is None, update)
 
 

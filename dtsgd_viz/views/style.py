@@ -127,13 +127,14 @@ class Look:
                     zorder=self.zorder, **extra)
 
 
-# Each rule's one look, in every figure. Widths: Nesterov >= every other run; order: the
-# plain path on top, Nesterov lowest, so where the runs coincide (every rule's first
-# update is along -g) all three show: orange edges, blue dashes, a grey core.
+# Each rule's one look, in every figure. Widths: Nesterov >= every other run; order:
+# Nesterov, the run the story is about, on top, then plain, momentum lowest (its loops
+# round the minimum pass under the others). Where runs coincide the path views draw them
+# side by side or cased (``views.path_lanes``, ``views.path_casing``).
 RULE_LOOKS = {
-    "plain": Look(OPTIMIZER_COLORS["plain"], "-", 1.5, "o", 3.2, zorder=3.3),
-    "momentum": Look(OPTIMIZER_COLORS["momentum"], (0, (4.0, 1.6)), 2.1, "s", 3.6, zorder=3.2),
-    "nesterov": Look(OPTIMIZER_COLORS["nesterov"], "-", 3.0, "^", 4.2, zorder=3.1),
+    "plain": Look(OPTIMIZER_COLORS["plain"], "-", 1.5, "o", 3.2, zorder=3.2),
+    "momentum": Look(OPTIMIZER_COLORS["momentum"], (0, (4.0, 1.6)), 2.1, "s", 3.6, zorder=3.1),
+    "nesterov": Look(OPTIMIZER_COLORS["nesterov"], "-", 3.0, "^", 4.2, zorder=3.3),
 }
 # runs of other names: the next of these, in the next _EXTRA colour
 EXTRA_LOOKS = (
@@ -144,7 +145,9 @@ EXTRA_LOOKS = (
 # The roles. color None: the run's colour.
 ROLE_LOOKS = {
     "start": Look("black", "none", 1.5, "o", 9.0, zorder=5.0),         # white face
-    "minimum": Look("black", "none", 1.0, "*", 15.0, zorder=6.2),      # yellow face, over the current markers
+    # opaque yellow face, over the paths (a path ending in it reads as reaching it) and
+    # under the rings, zoom boxes, arrows and labels
+    "minimum": Look("black", "none", 1.0, "*", 13.0, zorder=3.6),
     "current": Look(None, "none", 2.0, "o", 9.0, zorder=6.0),          # the update shown: white face
     # a path after the update shown: thin, no markers, the run's colour mixed towards white
     # (REMAINDER_TINT, opaque: no alpha mixing with the runs under it), under every path

@@ -17,24 +17,24 @@ from ..views import style
 from ..views.figure import fit, headline, new_figure
 from ..views import update_geometry as upd
 from ..views.path_geometry import rule_name
-from ..views.path_frames import draw_zoom
+from ..views.path_frames import ZOOM_BOX_Z, draw_zoom
 from ..views.path_labels import (HARD, TOUCH, boxes_overlap, leader_cost, panel_obstacles, place_text,
                                  renderer_of, spot_cost, text_box)
-from ..views.path_names import place_names
+from ..views.path_loss import nest_loss_dots
+from ..views.path_names import open_rings_on_star, place_names
 from ..views.path_scene import settings_line
 from ..views.paths import draw_paths
 
 __all__ = ["CLOSE_UP_SIZE", "CLOSE_UP_CAPTION", "explorer_view", "draw_close_up", "close_up_title",
            "tidy_loss_axis", "update_finding", "explorer_caption", "set_finding", "zoom_callouts",
-           "shown_box", "callout_spot", "follow_headline", "headline_parts"]
+           "shown_box", "callout_spot", "follow_headline", "headline_parts", "move_loss_dots"]
 
 CLOSE_UP_SIZE = (style.WIDTH, 8.3)   # headline, paths and loss, caption, a close-up per run
-CLOSE_UP_CAPTION = ("Bold: the paths up to update {k}; thin: after it. Below: each run's update {k} "
-                    "up close, ×N closer than the paths (its dashed box there):\nμ·v in the run's "
-                    "colour, then −lr·g in its light tint, tip to tail, with their lengths")
+CLOSE_UP_CAPTION = ("Bold: the paths up to update {k}, side by side where they share a leg; thin: after it. "
+                    "Below: each run's update {k} up close,\n×N closer than the paths (its dashed box "
+                    "there): μ·v in the run's colour, then −lr·g in its light tint, tip to tail, with their lengths")
 CAPTION_SIZE = style.TICK_SIZE   # the caption's type: over style.NOTE_SIZE, the smallest allowed
 MIN_BOX_PX = 22.0    # a close-up's box on the paths is drawn at least this many pixels wide
-STAR_OVER_Z = 6.3   # the star: over the zoom boxes (5.1) and the rings (6.0), under the arrows and labels
 CALLOUT_GAPS = (3.0, 6.0, 10.0, 16.0, 24.0, 34.0, 46.0, 60.0, 78.0, 100.0)   # px off its box
 CALLOUT_LEADER_PX = 7.0   # a callout further than this off its box hangs on a leader
 TRAIL_KEEP = 2       # the path's segments a close-up keeps before the update (older ones crowd it)
@@ -113,7 +113,7 @@ def explorer_view(recordings, surface, step, *, name, arrows, zoom, note):
         # tick labels and titles change width with the update after the layout ran
         ax.set_anchor("E" if i == 0 and n > 1 else "W" if i == n - 1 and n > 1 else "C")
     view = draw_paths(recordings, surface, step, name=name, ax=(ax_path, ax_loss), arrows=arrows,
-                      zoom=False, note=note, see_through=True)
+                      zoom=False, note=note)
     scene, art = view.scene, view.artists
     index = int(np.flatnonzero(np.asarray(next(iter(scene.recordings.values())).steps) == view.update)[0])
     headline(fig, update_finding(scene, index), settings_line(scene))
@@ -123,12 +123,8 @@ def explorer_view(recordings, surface, step, *, name, arrows, zoom, note):
             ax.remove()
         return view
     art.zoom_axes = dict(zip(scene.coords, close))
-    # over the star: a box grown to MIN_BOX_PX frames it, under it the star would hide it
-    top = max([ln.get_zorder() for ln in ax_path.lines if ln.get_gid() == "minimum"], default=5.0)
-    art.zoom_boxes = {key: _zoom_box(ax_path, key, scene.colors[key], top + 0.1) for key in scene.coords}
-    for ln in ax_path.lines:   # the star over the boxes and the rings (its face see-through)
-        if ln.get_gid() == "minimum":
-            ln.set_zorder(STAR_OVER_Z)
+    # over the star and the paths, under the rings: a box grown to MIN_BOX_PX frames its run's ring
+    art.zoom_boxes = {key: _zoom_box(ax_path, key, scene.colors[key], ZOOM_BOX_Z) for key in scene.coords}
     for key in scene.coords:   # "×33" beside each box (on a leader when off it): which close-up looks there
         ax_path.annotate("", (0, 0), xytext=(0, 0), textcoords="data", fontsize=style.LABEL_SIZE,
                          fontweight="bold", color=scene.colors[key], ha="center", va="center",
@@ -140,6 +136,14 @@ def explorer_view(recordings, surface, step, *, name, arrows, zoom, note):
                            va="center", gid="caption", linespacing=1.3)
     ax_path.set_xlabel(ax_path.get_xlabel(), labelpad=1.0)
     return view
+
+
+def move_loss_dots(art, dots) -> None:
+    """Put each run's loss dot at ``dots[config] = (update, loss)``, rings round the
+    last where they coincide (``path_loss.nest_loss_dots``)."""
+    for key, (s, loss) in dots.items():
+        art.loss_markers[key].set_data([s], [loss])
+    nest_loss_dots(art.loss_markers)
 
 
 def _zoom_box(ax, key, color, zorder):
@@ -327,7 +331,8 @@ def headline_parts(fig, art) -> list:
 
 def follow_headline(fig, scene, art, update, text) -> None:
     """After the close-ups were drawn at ``update``: their boxes' callouts, the caption
-    and the headline (``text``, ``update_finding``)."""
+    and the headline (``text``, ``update_finding``); a ring on the star shows it through."""
+    open_rings_on_star(art)
     if art.zoom_axes:
         place_callouts(scene, art)
         if art.caption is not None:

@@ -25,7 +25,8 @@ from ..views import update_geometry as upd
 from ..views import update_panel as panel
 from ..views.path_frames import follow_update, path_title, set_trail, stacked_over
 from ._canvas import FigureWidget
-from .explorer_figure import draw_close_up, explorer_view, follow_headline, headline_parts, update_finding
+from .explorer_figure import (draw_close_up, explorer_view, follow_headline, headline_parts, move_loss_dots,
+                              update_finding)
 
 __all__ = ["PathExplorer", "PathExplorerState", "path_explorer_state", "PathTrack", "shared_text",
            "path_tracks", "PathFrame", "path_frame"]
@@ -339,8 +340,7 @@ class PathExplorer(FigureWidget):
             if key in art.zoom_axes:
                 draw_close_up(scene, art, key, data)
         follow_headline(self.figure, scene, art, frame.update, frame.finding)
-        for key, (s, loss) in frame.loss_markers.items():
-            art.loss_markers[key].set_data([s], [loss])
+        move_loss_dots(art, frame.loss_markers)
         art.step_line.set_xdata([frame.step_line, frame.step_line])
         art.title.set_text(frame.title)
 

@@ -168,3 +168,18 @@ def train(model, opt, mesh, mode, steps, rec=None):
     for _ in loop:
         step()
     return None
+
+
+# Tutorial 03's three rules (notebooks/src/03_*.py): the momentum story's runs.
+TUTORIAL_03_CONFIGS = {"plain": dict(learning_rate=0.05, momentum=0.0),
+                       "momentum": dict(learning_rate=0.05, momentum=0.9),
+                       "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)}
+
+
+def tutorial_03_runs(steps):
+    """Tutorial 03's surface (rotated quadratic, condition 20, angle 30°) and its three
+    rules run ``steps`` updates each, every update recorded: ``(surface, recordings)``."""
+    from dtsgd_viz.theory import surfaces
+    surface = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+    configs = {name: dict(config) for name, config in TUTORIAL_03_CONFIGS.items()}
+    return surface, dtsgd_viz.run(surface, configs, steps=steps)

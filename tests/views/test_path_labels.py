@@ -99,16 +99,16 @@ def test_where_two_paths_coincide_the_lower_one_is_a_casing_under_the_upper(two)
     assert shared and np.allclose(shared[0][0], c["nesterov"][0])   # from the start on
     fig = dtsgd_viz.plot_paths(two, VALLEY, step=4)
     ax = fig.axes[0]
-    casing = [a for a in ax.collections if a.get_gid() == "path-casing:nesterov"]
+    casing = [a for a in ax.collections if a.get_gid() == "path-casing:momentum"]
     lines = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("path:")}
-    assert len(casing) == 1 and not [a for a in ax.collections if a.get_gid() == "path-casing:momentum"]
+    assert len(casing) == 1 and not [a for a in ax.collections if a.get_gid() == "path-casing:nesterov"]
     widths = casing[0].get_linewidths()
     momentum, nesterov = style.RULE_LOOKS["momentum"], style.RULE_LOOKS["nesterov"]
-    # both seen: orange edges CASING_EDGE wide each side of momentum's dashes, under them
-    assert min(widths) >= momentum.lw + 2 * CASING_EDGE - 1e-9 and min(widths) > nesterov.lw
+    # both seen: blue edges CASING_EDGE wide each side of Nesterov's line (on top), under it
+    assert min(widths) >= nesterov.lw + 2 * CASING_EDGE - 1e-9
     assert lines["path:nesterov"].get_zorder() > casing[0].get_zorder()
     assert casing[0].get_zorder() < lines["path:momentum"].get_zorder()
-    assert tuple(casing[0].get_colors()[0][:3]) == pytest.approx(to_rgb(nesterov.color))
+    assert tuple(casing[0].get_colors()[0][:3]) == pytest.approx(to_rgb(momentum.color))
 
 
 def test_three_first_legs_run_side_by_side_each_in_its_own_look(three):

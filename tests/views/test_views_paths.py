@@ -229,8 +229,8 @@ def test_older_updates_fade_and_runs_stay_apart(rotated):
         np.testing.assert_allclose(trails[name].get_colors()[:, :3], np.tile(rgb(
             style.optimizer_color(name)), (5, 1)))
     # every rule's first update is along -g: the paths overlap there, so each rule has
-    # its own look (style.RULE_LOOKS), the same in every figure: Nesterov widest, the
-    # plain path drawn on top, never hidden under the others
+    # its own look (style.RULE_LOOKS), the same in every figure: Nesterov, the run the
+    # story is about, widest and drawn on top, momentum lowest (its loops pass under)
     paths = gid_artists(fig, "path:")
     looks = {k: (line.get_color(), str(line._unscaled_dash_pattern), line.get_linewidth(), line.get_marker())
              for k, line in paths.items()}
@@ -239,8 +239,9 @@ def test_older_updates_fade_and_runs_stay_apart(rotated):
         rule = style.RULE_LOOKS[k]
         assert (line.get_color(), line.get_linewidth(), line.get_zorder()) == (rule.color, rule.lw, rule.zorder)
     assert paths["nesterov"].get_linewidth() == max(ln.get_linewidth() for ln in paths.values())
-    assert paths["plain"].get_zorder() == max(ln.get_zorder() for ln in paths.values())
-    assert trails["plain"].get_zorder() == max(t.get_zorder() for t in trails.values())
+    assert paths["nesterov"].get_zorder() == max(ln.get_zorder() for ln in paths.values())
+    assert paths["momentum"].get_zorder() == min(ln.get_zorder() for ln in paths.values())
+    assert trails["nesterov"].get_zorder() == max(t.get_zorder() for t in trails.values())
     # pale contours, so the paths stand out
     filled = [c for c in fig.axes[0].collections if getattr(c, "filled", False)]
     assert filled and all(c.get_alpha() <= 0.4 for c in filled)
@@ -661,17 +662,19 @@ def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(l
         whole = rec.path("w").astype(np.float64)
         np.testing.assert_array_equal(path.get_xydata(), whole[:5 + 1])   # the start, updates 1..5
         np.testing.assert_array_equal(rest.get_xydata(), whole)
-        assert path.get_marker() == rule.marker and path.get_linewidth() == rule.lw
+        # a mark at each update, but none on momentum's many short loops round the minimum
+        assert path.get_marker() in (("", "None") if name == "momentum" else (rule.marker,))
+        assert path.get_linewidth() == rule.lw
         assert rest.get_marker() in ("", "None") and rest.get_linewidth() < path.get_linewidth()
         assert rest.get_zorder() < lowest_path            # under every run's path
         # lighter, opaque: the run's colour mixed towards white, no alpha to mix colours
         assert rest.get_alpha() in (None, 1.0) and path.get_alpha() == 1.0
         assert sum(to_rgb(rest.get_color())) > sum(to_rgb(path.get_color()))
-    # the plain path on top reads as itself: opaque, and no other run's trail drawn over it
+    # Nesterov's path on top reads as itself: opaque, and no other run's trail drawn over it
     trails = gid_artists(fig, "trail:")
-    assert paths["plain"].get_alpha() == 1.0
-    assert max(trails[k].get_zorder() for k in ("momentum", "nesterov")) < paths["plain"].get_zorder()
-    assert trails["nesterov"].get_zorder() < paths["momentum"].get_zorder()
+    assert paths["nesterov"].get_alpha() == 1.0
+    assert max(trails[k].get_zorder() for k in ("momentum", "plain")) < paths["nesterov"].get_zorder()
+    assert trails["momentum"].get_zorder() < paths["plain"].get_zorder()
     # said once, in the caption
     from matplotlib.text import Text
     texts = [t.get_text() for t in fig.findobj(Text)]
@@ -709,11 +712,12 @@ def test_the_start_and_minimum_names_stay_off_the_current_markers(long_runs):
 def test_the_gif_star_is_the_stills_yellow(long_runs, tmp_path):
     from matplotlib.colors import to_rgb
     from PIL import Image
-    anim = dtsgd_viz.animate(long_runs, CONDITIONED, frames=[58], zoom=False, hold=0)
+    # update 10: no ring on the star yet (late on the rings there are open, over it)
+    anim = dtsgd_viz.animate(long_runs, CONDITIONED, frames=[10], zoom=False, hold=0)
     (star,) = [a for a in anim._fig.axes[0].lines if a.get_gid() == "minimum"]
     look = style.ROLE_LOOKS["minimum"]
-    assert (star.get_markerfacecolor(), star.get_marker()) == (to_rgb(style.MINIMUM_FACE) + (1.0,), look.marker)
-    assert star.get_zorder() > style.ROLE_LOOKS["current"].zorder   # opaque, no marker covers it
+    assert (to_rgb(star.get_markerfacecolor()), star.get_marker()) == (to_rgb(style.MINIMUM_FACE), look.marker)
+    assert star.get_zorder() < style.ROLE_LOOKS["current"].zorder   # opaque, under the rings
     out = tmp_path / "paths.gif"
     anim.save(out, writer="pillow", dpi=60)
     with Image.open(out) as im:     # Pillow's adaptive palette would merge it into the orange
@@ -780,7 +784,7 @@ def test_a_title_claims_arrows_only_for_the_runs_whose_arrows_show(long_runs):
         "Update 1: its terms as arrows"
 
 
-def test_the_star_is_over_every_path_on_a_see_through_face_under_the_rings(long_runs):
+def test_the_star_is_over_every_path_and_under_the_rings_and_boxes(long_runs):
     from matplotlib.colors import to_rgba
     fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=20)
     ax = fig.axes[0]
@@ -790,9 +794,30 @@ def test_the_star_is_over_every_path_on_a_see_through_face_under_the_rings(long_
     rings = [a for a in ax.lines if kind(a) == "position"]
     assert paths and star.get_zorder() > max(a.get_zorder() for a in paths)
     assert rings and star.get_zorder() < min(a.get_zorder() for a in rings)   # a ring on it shows
-    assert 0.0 < to_rgba(star.get_markerfacecolor())[3] < 1.0   # a path's end shows through it
+    assert to_rgba(star.get_markerfacecolor()) == to_rgba(style.MINIMUM_FACE)   # opaque: the GIF's yellow too
+    fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=20, zoom=True, arrows=True)
+    star = gid_artists(fig, "minimum")[""]
+    boxes = [p for p in fig.axes[0].patches if (p.get_gid() or "").startswith("zoom-box:")]
+    assert boxes and star.get_zorder() < min(b.get_zorder() for b in boxes)   # a box on it shows
     label = [t for t in ax.texts if t.get_gid() == "minimum-label"][0]
     assert label.get_zorder() > star.get_zorder()
+
+
+def test_a_ring_over_the_star_is_open_so_the_star_shows(long_runs):
+    fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=58)
+    ax = fig.axes[0]
+    star = gid_artists(fig, "minimum")[""]
+    centre = ax.transData.transform(star.get_xydata()[0])
+    faces = {}
+    for key, ring in gid_artists(fig, "position:").items():
+        at = ring.get_transform().transform(ring.get_xydata()[0])
+        reach = 0.5 * (star.get_markersize() + ring.get_markersize()) * fig.dpi / 72.0
+        faces[key] = (np.hypot(*(at - centre)) < reach, ring.get_markerfacecolor())
+    assert {f for near, f in faces.values() if near} == {"none"}   # Nesterov ends on the star
+    assert faces["nesterov"][0]
+    assert {f for near, f in faces.values() if not near} <= {"white"}
+    far = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=2)
+    assert {r.get_markerfacecolor() for r in gid_artists(far, "position:").values()} == {"white"}
 
 
 def test_a_loss_axis_under_a_decade_and_a_half_has_plain_tick_labels():
@@ -863,9 +888,20 @@ def test_loss_axis_ends_at_the_data_and_the_names_stand_outside_it(rotated):
 
 
 def test_every_runs_dot_at_the_update_shows_even_where_losses_meet(rotated):
+    from dtsgd_viz.views.path_loss import DOT_SIZE
     fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=1)   # update 1: every run at one loss
-    dots = sorted(gid_artists(fig, "loss-marker:").values(), key=lambda m: m.get_zorder())
+    dots = sorted(gid_artists(fig, "loss-marker:").values(), key=lambda m: -m.get_markersize())
     assert len(dots) == len(rotated)
     sizes = [m.get_markersize() for m in dots]
-    # each drawn over the one before, smaller: a ring of every run's colour shows
+    # the earlier runs' dots are open rings in their colours, each wider than the next,
+    # round the last run's dot: every run's colour shows
     assert all(a - b >= 1.5 for a, b in zip(sizes, sizes[1:])), sizes
+    assert all(m.get_markerfacecolor() == "none" for m in dots[:-1])
+    assert dots[-1].get_markerfacecolor() != "none" and sizes[-1] == DOT_SIZE
+    # apart, every run's dot is one size, filled, Nesterov's drawn on top
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=-1)
+    dots = gid_artists(fig, "loss-marker:")
+    assert {m.get_markersize() for m in dots.values()} == {DOT_SIZE}
+    assert all(m.get_markerfacecolor() != "none" for m in dots.values())
+    assert dots["nesterov"].get_zorder() == max(m.get_zorder() for m in dots.values())
+
