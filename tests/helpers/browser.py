@@ -181,3 +181,37 @@ def _wait_changed(page, before, timeout=60):
             return now
         time.sleep(0.5)
     raise AssertionError("no figure changed after moving the slider")
+
+
+def _section_crop(heading_tops, page_bottom, sections):
+    """Where a page's screenshot ends so that it shows its first ``sections`` sections
+    whole: the top of the next section's heading (``heading_tops``: each section's
+    heading, page pixels), or the page's bottom when it has no more sections."""
+    import math
+    tops = sorted(heading_tops)
+    end = tops[sections] if len(tops) > sections else page_bottom
+    return math.ceil(end) if len(tops) <= sections else math.floor(end)
+
+
+def _heading_tops(page, selector="h2"):
+    """The tops of the page's section headings, in page pixels."""
+    return page.eval_on_selector_all(
+        selector, "els => els.map(e => e.getBoundingClientRect().top + window.scrollY)")
+
+
+def _page_bottom(page):
+    """The bottom of the page's lowest widget, in page pixels."""
+    return page.evaluate("() => Math.max(...[...document.querySelectorAll('.widget-box, img, pre')]"
+                         ".map(e => e.getBoundingClientRect().bottom + window.scrollY))")
+
+
+def _boxes(page, selector):
+    """(top, bottom) of every element ``selector`` matches, in page pixels."""
+    return page.eval_on_selector_all(
+        selector, "els => els.map(e => { const r = e.getBoundingClientRect(); "
+        "return [r.top + window.scrollY, r.bottom + window.scrollY]; })")
+
+
+def _cut_by(boxes, end):
+    """The boxes (top, bottom) that a crop at ``end`` cuts through."""
+    return [(top, bottom) for top, bottom in boxes if top < end < bottom]

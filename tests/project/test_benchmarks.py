@@ -84,13 +84,17 @@ def test_keep_every_step_quick_prints_its_floors():
 
 @pytest.mark.slow
 def test_compile_time_quick_prints_its_table():
-    out = _run("compile_time.py", "--quick")
+    """``--quick``'s one repeat and one block, at 2 layers instead of its 10: the trace
+    (most of each child's time) grows with the layers, and the table is the same."""
+    out = _run("compile_time.py", "--layers", "2", "--repeats", "1", "--blocks", "1")
     assert "| layers | variant | first call / plain's first call" in out
-    assert sum(line.startswith("| 10 |") for line in out.splitlines()) == 4
+    assert sum(line.startswith("| 2 |") for line in out.splitlines()) == 4   # one row per variant
 
 
 @pytest.mark.slow
 def test_long_run_quick_prints_its_tables():
-    out = _run("long_run.py", "--quick")
+    # ``--quick`` (200 updates, blocks of 20, windows of 2, 1 rep) at 2 layers, not 6
+    out = _run("long_run.py", "--updates", "200", "--layers", "2", "--block", "20", "--window", "2",
+               "--reps", "1")
     assert "| time per update, recorded / plain (median over windows) |" in out
     assert "| load_recording |" in out

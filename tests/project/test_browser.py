@@ -24,6 +24,7 @@ from helpers.browser import (ARGS, CHROMIUM, ROOT, SCREENSHOTS, SHOTS_ENV, _chec
                              _docs_screenshots, _free_port, _image_sources, _lab, _move_slider,
                              _publish, _server, _shots_destination, _wait_changed, _wait_http,
                              _wait_stable, browser, browser_test, shots)
+from helpers.browser import _boxes, _cut_by, _heading_tops, _page_bottom, _section_crop
 
 
 @browser_test
@@ -94,8 +95,19 @@ def test_app_in_voila(browser, shots, tmp_path):
         assert "Compare: plain, momentum, Nesterov" in page.inner_text("body")
         assert page.locator(".widget-slider").count() >= 5
         assert "real DTensor SGD" in page.inner_text("body")
+        # the README's picture: the first two sections whole (CompareWidget, PathExplorer),
+        # ending where the third's heading starts, so no panel is cut through
         shot = shots / "app_dashboard.png"
-        page.screenshot(path=str(shot), full_page=True)
+        tops = _heading_tops(page)
+        assert len(tops) == 3, tops   # compare, step through one run, the mesh layout
+        end = _section_crop(tops, _page_bottom(page), sections=2)
+        page.set_viewport_size({"width": 1300, "height": max(end, 1000)})
+        _wait_stable(page)
+        end = _section_crop(_heading_tops(page), _page_bottom(page), sections=2)
+        cut = _cut_by(_boxes(page, "img, .widget-slider, table, pre, h2"), end)
+        assert not cut, (end, cut)   # every figure, slider and text wholly in or out
+        assert end <= page.viewport_size["height"]
+        page.screenshot(path=str(shot), clip={"x": 0, "y": 0, "width": 1300, "height": end})
         # every figure keeps its size and aspect ratio (none is stretched to the page width)
         images = page.eval_on_selector_all(
             "img", "els => els.filter(e => e.naturalWidth > 0).map(e => "
@@ -182,3 +194,14 @@ def test_screenshots_reach_the_docs_only_through_make_screenshots(monkeypatch):
     assert shown == set(SCREENSHOTS)
     assert all((ROOT / "docs" / "screenshots" / name).is_file() for name in shown)
     assert all(f"def {test}(" in pathlib.Path(__file__).read_text() for test in SCREENSHOTS.values())
+
+
+def test_the_dashboard_picture_ends_on_a_section_boundary():
+    """The app's screenshot ends where its third section's heading starts (the first two
+    whole), or at the page's end when there are only two; nothing it keeps is cut."""
+    tops = [170.4, 805.6, 1521.9]   # the dashboard's three headings (unsorted input is fine)
+    assert _section_crop(tops[::-1], 2600.0, sections=2) == 1521
+    assert _section_crop(tops[:2], 1400.2, sections=2) == 1401
+    assert _section_crop(tops, 2600.0, sections=1) == 805
+    panels = [(250.0, 700.0), (880.0, 1480.0), (1560.0, 2500.0)]
+    assert _cut_by(panels, 1521) == [] and _cut_by(panels, 1000) == [(880.0, 1480.0)]

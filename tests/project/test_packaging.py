@@ -52,9 +52,12 @@ def test_readme_commands_are_the_makefile_targets_ci_runs():
 
 @pytest.mark.slow
 def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
+    """The README's demo command end to end, at 12 updates per optimizer: still past the
+    report's shard updates 3 and 10, the last (12) standing in for 30 (``shard_steps``),
+    so the report holds the same 13 files."""
     report = tmp_path / "report"
     out = subprocess.run(
-        [sys.executable, "-m", "dtsgd_viz.cli", "demo", "--steps", "30", "--save", str(tmp_path),
+        [sys.executable, "-m", "dtsgd_viz.cli", "demo", "--steps", "12", "--save", str(tmp_path),
          "--out", str(report)],
         capture_output=True, text=True, check=True, cwd=tmp_path,
     )
@@ -63,11 +66,11 @@ def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
              if line.split() and line.split()[0] in ("plain", "momentum", "nesterov")}
     assert set(table) == {"plain", "momentum", "nesterov"}
     assert all(row[-1] == "ok" for row in table.values())  # updates follow the rule
-    assert "[3/3] nesterov  step 30/30" in out.stderr  # progress goes to stderr
+    assert "[3/3] nesterov  step 12/12" in out.stderr  # progress goes to stderr
     assert "I0000" not in out.stderr and "E0000" not in out.stderr  # TensorFlow kept quiet
     import dtsgd_viz
     rec = dtsgd_viz.load_recording(tmp_path / "nesterov.npz")
-    assert len(rec) == 30 and rec.hyperparameters.nesterov
+    assert len(rec) == 12 and rec.hyperparameters.nesterov
     # the printed final loss is the recorded one
     assert float(table["nesterov"][3]) == float(f"{rec.loss[-1]:.3e}")
     # the closing note says where the report is and lists every file in it
@@ -75,7 +78,7 @@ def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
     assert note[0] == f"Report: 13 files in {report}{os.sep}" and len(os.listdir(report)) == 13
     assert note[-1] == f"Open {report / 'index.html'} in a browser."
     listed = [line.split()[0] for line in note[1:-1]]
-    assert "paths.gif" in listed and "update.png" in listed and "shards-nesterov-update030.png" in listed
+    assert "paths.gif" in listed and "update.png" in listed and "shards-nesterov-update012.png" in listed
     assert sorted(listed + ["index.html"]) == sorted(os.listdir(report))
     assert "[paths] nesterov  step 40/40" in out.stderr
     assert not (tmp_path / "demo-out").exists()  # --out replaces the default folder

@@ -134,63 +134,102 @@ def _leader(text):
     return np.concatenate([a + t * (b - a) for a, b in zip(verts[:-1], verts[1:])])
 
 
-def test_no_label_of_any_gif_frame_overlaps_another_or_is_crossed_by_a_leader(demo_gif):
+def _reading(fig):
+    """What the tests read of a frame, taken right after it is drawn: per axes its title,
+    limits and frame, its visible texts (characters' box, whole extent with the leader,
+    the leader's points, size, gid) and its lines (gid, first point in data and in
+    pixels, marker face, size, zorder)."""
+    from types import SimpleNamespace as NS
+    r = fig.canvas.get_renderer()
+    axes = []
+    for ax in fig.axes:
+        texts = [NS(text=t.get_text(), gid=t.get_gid() or "", fontsize=t.get_fontsize(),
+                    chars=_char_box(t, r).frozen(), extent=t.get_window_extent(r).frozen(),
+                    leader=_leader(t))
+                 for t in ax.texts if t.get_visible()]
+        lines = []
+        for ln in ax.lines:
+            xy = np.asarray(ln.get_xydata(), np.float64).reshape(-1, 2)
+            first = xy[0].copy() if len(xy) else None
+            lines.append(NS(gid=ln.get_gid() or "", xy=first,
+                            px=None if first is None else ax.transData.transform(first),
+                            face=ln.get_markerfacecolor(), size=ln.get_markersize(),
+                            zorder=ln.get_zorder()))
+        axes.append(NS(title=ax.get_title(), xlim=ax.get_xlim(), ylim=ax.get_ylim(),
+                       frame=ax.get_window_extent(r).frozen(), texts=texts, lines=lines))
+    return NS(dpi=fig.dpi, axes=axes)
+
+
+@pytest.fixture(scope="module")
+def demo_frames(demo_gif):
+    """Every frame of the demo's GIF (its 20 and the held last), drawn once in the
+    writer's order from the first, each read right after it is drawn: the tests below
+    check these readings instead of drawing all the frames again each."""
+    frames = [(update, _reading(fig)) for update, fig in each_frame(demo_gif)]
+    assert [u for u, _ in frames] == demo_gif.frame_updates   # every frame drawn
+    return frames
+
+
+def test_no_label_of_any_gif_frame_overlaps_another_or_is_crossed_by_a_leader(demo_frames):
     seen = 0
-    for update, fig in each_frame(demo_gif):
-        r = fig.canvas.get_renderer()
-        for ax in fig.axes:
-            texts = [t for t in ax.texts if t.get_visible() and t.get_text().strip()]
-            boxes = [_char_box(t, r) for t in texts]
-            for i, (a, A) in enumerate(zip(texts, boxes)):
-                for b, B in zip(texts[i + 1:], boxes[i + 1:]):
-                    assert not A.overlaps(B), (update, a.get_text(), b.get_text())
-                lead = _leader(a)
-                for b, B in zip(texts, boxes):
+    for update, frame in demo_frames:
+        for ax in frame.axes:
+            texts = [t for t in ax.texts if t.text.strip()]
+            for i, a in enumerate(texts):
+                for b in texts[i + 1:]:
+                    assert not a.chars.overlaps(b.chars), (update, a.text, b.text)
+                lead = a.leader
+                for b in texts:
                     if b is a or not len(lead):
                         continue
+                    B = b.chars
                     inside = ((lead[:, 0] > B.x0 + 0.5) & (lead[:, 0] < B.x1 - 0.5)
                               & (lead[:, 1] > B.y0 + 0.5) & (lead[:, 1] < B.y1 - 0.5))
-                    assert not inside.any(), (update, f"{a.get_text()!r}'s leader through {b.get_text()!r}")
+                    assert not inside.any(), (update, f"{a.text!r}'s leader through {b.text!r}")
             seen += len(texts)
     assert seen > 20 * 8   # the close-ups' labels were there to check
 
 
-def test_gif_loss_names_at_update_1_stand_apart_inside_the_frame(demo_gif):
+def _loss_axes(frame):
+    return [ax for ax in frame.axes if ax.title.startswith("Loss")][0]
+
+
+def test_gif_loss_names_at_update_1_stand_apart_inside_the_frame(demo_frames):
     from dtsgd_viz.views.direct_labels import READABLE_GAP
-    update, fig = next(each_frame(demo_gif))
+    update, frame = demo_frames[0]
     assert update == 1
-    r = fig.canvas.get_renderer()
-    ax_loss = [ax for ax in fig.axes if ax.get_title().startswith("Loss")][0]
-    names = [t for t in ax_loss.texts if t.get_visible() and (t.get_gid() or "").startswith("label:")]
+    ax_loss = _loss_axes(frame)
+    names = [t for t in ax_loss.texts if t.gid.startswith("label:")]
     assert len(names) == 2   # momentum and Nesterov, both at the one loss every run starts at
-    a, b = sorted((t.get_window_extent(r) for t in names), key=lambda b: b.y0)
-    px = fig.dpi / 72.0 * names[0].get_fontsize()
+    a, b = sorted((t.extent for t in names), key=lambda b: b.y0)
+    px = frame.dpi / 72.0 * names[0].fontsize
     assert (b.y0 + b.y1) / 2 - (a.y0 + a.y1) / 2 >= READABLE_GAP * px - 0.5   # air between them
-    frame = ax_loss.get_window_extent(r)
-    assert frame.y0 < a.y0 and b.y1 < frame.y1
+    assert ax_loss.frame.y0 < a.y0 and b.y1 < ax_loss.frame.y1
 
 
-def test_held_last_frame_draws_its_tiny_update_inside_a_close_up_near_its_fitted_zoom(demo_gif):
+def test_held_last_frame_draws_its_tiny_update_inside_a_close_up_near_its_fitted_zoom(demo_frames,
+                                                                                       demo_gif):
     """The last update of the demo run hardly moves: its close-up is far closer than the
     explorer's cap (x50, where it was a speck with four labels piled round it). Each run
     now keeps one zoom over several frames (it jumped on every frame), so the last is
     drawn at its run's last zoom: at most ``KEEP_RATIO`` farther than the zoom fitted to
     it alone, never closer (its points stay inside the panel)."""
     from dtsgd_viz.views._gif_zoom import KEEP_RATIO
-    *_, (update, fig) = each_frame(demo_gif)   # the writer's order: the first frame drawn first
+    update, frame = demo_frames[-1]   # the writer's order: the first frame drawn first
     assert update == demo_gif.frame_updates[-1] == 40
-    zooms = [ax for ax in fig.axes if "zoom ×" in ax.get_title()]
-    assert len(zooms) == 2 and all("update 40" in ax.get_title() for ax in zooms)
+    zooms = [ax for ax in frame.axes if "zoom ×" in ax.title]
+    assert len(zooms) == 2 and all("update 40" in ax.title for ax in zooms)
     fitted = {"momentum": 21.1, "Nesterov": 200.0}   # update_geometry.zoom_box round its points
     for ax in zooms:
-        zoom, _ = _zoom_of(ax.get_title())
-        key = ax.get_title().split(":")[0]
+        zoom, _ = _zoom_of(ax.title)
+        key = ax.title.split(":")[0]
         assert fitted[key] / KEEP_RATIO <= zoom <= fitted[key] * 1.01, (key, zoom)
-        (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+        (x0, x1), (y0, y1) = ax.xlim, ax.ylim
         for line in ax.lines:
-            if (line.get_gid() or "").startswith(("zoom-position", "zoom-next", "iterate:", "lookahead:")):
-                x, y = line.get_xydata()[0]
-                assert x0 <= x <= x1 and y0 <= y <= y1, (key, line.get_gid())
+            if line.gid.startswith(("zoom-position", "zoom-next", "iterate:", "lookahead:")):
+                assert line.xy is not None, (key, line.gid)
+                x, y = line.xy
+                assert x0 <= x <= x1 and y0 <= y <= y1, (key, line.gid)
 
 
 # ---- one zoom per run: the close-ups' arrows keep their scale from frame to frame ------
@@ -216,19 +255,19 @@ def _zoom_of(title):
     return float(m[1]), (float(m[2]) if m[2] else None)
 
 
-def test_each_close_up_keeps_its_zoom_and_says_when_it_changes(demo_gif):
+def test_each_close_up_keeps_its_zoom_and_says_when_it_changes(demo_frames):
     """The zoom used to be fitted to every frame (momentum x4.3 to x21, Nesterov x2.3 to
     x200): the arrows jumped. Now each run changes it at most 3 times over 20 frames, the
     panel's span is the same on every frame at one zoom, and a frame that changes it
     says "(was ×N)" in its title."""
     seen = {}
-    for update, fig in each_frame(demo_gif):
-        for ax in fig.axes:
-            if "zoom ×" not in ax.get_title():
+    for update, frame in demo_frames:
+        for ax in frame.axes:
+            if "zoom ×" not in ax.title:
                 continue
-            key = ax.get_title().split(":")[0]
-            zoom, was = _zoom_of(ax.get_title())
-            seen.setdefault(key, []).append((zoom, was, float(np.ptp(ax.get_xlim())), update))
+            key = ax.title.split(":")[0]
+            zoom, was = _zoom_of(ax.title)
+            seen.setdefault(key, []).append((zoom, was, float(np.ptp(ax.xlim)), update))
     assert set(seen) == {"momentum", "Nesterov"}
     for key, frames in seen.items():
         changes = 0
@@ -244,20 +283,20 @@ def test_each_close_up_keeps_its_zoom_and_says_when_it_changes(demo_gif):
             np.testing.assert_allclose(spans, spans[0], rtol=1e-6)   # one box size per zoom
 
 
-def test_the_loss_dots_at_update_1_nest_instead_of_covering_each_other(demo_gif):
+def _loss_dots(frame):
+    return [ln for ln in _loss_axes(frame).lines if ln.gid.startswith("loss-marker:")]
+
+
+def test_the_loss_dots_at_update_1_nest_instead_of_covering_each_other(demo_frames):
     """Every run starts at the same loss: the dots coincided. The first is drawn as an
     open ring round the other; once apart both are filled dots again."""
-    frames = each_frame(demo_gif)
-    update, fig = next(frames)
-    ax = [a for a in fig.axes if a.get_title().startswith("Loss")][0]
-    dots = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("loss-marker:")]
+    update, frame = demo_frames[0]
+    dots = _loss_dots(frame)
     assert len(dots) == 2 and update == 1
-    px = [ax.transData.transform(d.get_xydata()[0]) for d in dots]
-    assert np.hypot(*(px[0] - px[1])) < 2   # the same point
-    ring, dot = sorted(dots, key=lambda d: -d.get_markersize())
-    assert ring.get_markerfacecolor() == "none" and ring.get_markersize() >= dot.get_markersize() + 4
-    assert dot.get_markerfacecolor() != "none" and ring.get_zorder() > dot.get_zorder()
-    for update, fig in frames:
-        if update >= 10:
-            break
-    assert all(d.get_markerfacecolor() != "none" for d in dots)
+    assert np.hypot(*(dots[0].px - dots[1].px)) < 2   # the same point
+    ring, dot = sorted(dots, key=lambda d: -d.size)
+    assert ring.face == "none" and ring.size >= dot.size + 4
+    assert dot.face != "none" and ring.zorder > dot.zorder
+    update, frame = next((u, f) for u, f in demo_frames if u >= 10)
+    dots = _loss_dots(frame)
+    assert len(dots) == 2 and all(d.face != "none" for d in dots)
