@@ -21,8 +21,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/dtsgd-viz demo
 
+# both cores, each test file in one worker (a notebook's cells run in order in one kernel)
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n 2 --dist loadfile
 
 # the documentation site, into site/ (warnings are errors; about 15 s)
 docs: $(STAMP)
