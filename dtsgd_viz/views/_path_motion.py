@@ -16,10 +16,12 @@ from ._gif_zoom import box_points, fitted_zoom, fixed_boxes, zoom_schedule
 from ._label_clashes import clashes
 from .direct_labels import READABLE_GAP, axes_height_points, move_ends, spread
 from . import update_geometry as upd
-from .path_frames import draw_scene, draw_zoom, follow_update, panel_at, path_title, set_trail
+from .path_frames import draw_scene, draw_zoom, follow_update, panel_at, set_trail
 from .path_loss import nest_loss_dots
+from .path_labels import boxes_overlap, renderer_of, text_box
 from .path_names import open_rings_on_star, place_names
 from .path_scene import build_scene
+from .path_titles import path_title, short_arrows
 
 __all__ = ["animate"]
 
@@ -283,10 +285,39 @@ def _move_to(scene, art, arrows, steps, i, zooms=None) -> list:
     nest_loss_dots(art.loss_markers)
     open_rings_on_star(art)
     art.step_line.set_xdata([steps[i], steps[i]])
-    art.title.set_text(path_title(scene, int(steps[i])))
-    # the start and minimum names again, off the zoom boxes where they are now
+    # the title names only the runs whose arrows show on the paths panel (the close-ups show all)
+    short = short_arrows(scene, art, int(steps[i])) if arrows else ()
+    art.title.set_text(path_title(scene, int(steps[i]), short=short))
+    # the start and minimum names stay where they are until a ring, arrow or zoom box
+    # reaches them (a name jumping every frame reads as motion); then placed again
     marks = [p for k in scene.coords for p in scene.coords[k][[i, min(i + 1, len(scene.coords[k]) - 1)]]]
-    return changed + [art.step_line, art.title] + _move_names(scene, art, i) + place_names(art, marks, scene)
+    names = [] if _names_clear(art, marks) else place_names(art, marks, scene)
+    return changed + [art.step_line, art.title] + _move_names(scene, art, i) + names
+
+
+NAME_CLEARANCE = 4.0   # pixels a ring or zoom box keeps off a placed name before it moves
+
+
+def _names_clear(art, marks) -> bool:
+    """Whether the start and minimum names (``art.names``), once placed, are still clear
+    of ``marks`` (plot coordinates: the rings and arrow ends) and the zoom boxes."""
+    if not getattr(art, "names_placed", False):
+        art.names_placed = True
+        return False
+    ax = art.ax_path
+    renderer = renderer_of(ax.figure)
+    ring = 0.5 * style.ROLE_LOOKS["current"].ms * ax.figure.dpi / 72.0 + NAME_CLEARANCE
+    spots = [ax.transData.transform(np.asarray(m, np.float64)) for m in marks]
+    boxes = [r.get_window_extent(renderer).extents for r in art.zoom_boxes.values() if r.get_width() > 0]
+    for ann in art.names.values():
+        if not ann.get_visible():
+            continue
+        box = text_box(ann, renderer)
+        if any(boxes_overlap(box, (x - ring, y - ring, x + ring, y + ring)) for x, y in spots):
+            return False
+        if any(boxes_overlap(box, b, NAME_CLEARANCE) for b in boxes):
+            return False
+    return True
 
 
 def _move_names(scene, art, i) -> list:

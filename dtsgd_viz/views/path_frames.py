@@ -24,6 +24,7 @@ from .path_lanes import draw_lanes, draw_lanes_and_casings, shift_step
 from .path_names import (NAME_OFFSET, _drawn, draw_start_and_minima, name_runs, open_rings_on_star,  # noqa: F401
                          place_names)
 from .path_scene import PathScene, finding, settings_line
+from .path_titles import path_title, short_note
 
 __all__ = ["PathArtists", "draw_scene", "draw_zoom", "follow_update", "set_trail", "path_title",
            "panel_at", "stacked_over", "caption_text", "short_note"]
@@ -305,36 +306,6 @@ def _draw_contours(scene, ax):
 
 
 CONTOUR_ALPHA = 0.3
-
-
-def path_title(scene, update, auto=False, short=()):
-    """The path panel's title at ``update`` (None: no update picked); ``auto``: picked
-    as where the runs differ most; ``short``: the runs whose arrows are too short to see
-    (``paths.short_arrows``): the title names only the runs whose arrows show, or none."""
-    if update is None:
-        return "Paths on the loss contours"
-    shown = [k for k in scene.coords if k not in short]
-    if short and not shown:
-        return f"Paths, update {int(update)} marked" + (" (where the runs differ most)" if auto else "")
-    if auto:
-        return f"Update {int(update)}: where the runs differ most"
-    if short:
-        return f"Update {int(update)}: " + _names(shown, "'s") + " terms as arrows"
-    return f"Update {int(update)}: its terms as arrows"
-
-
-def _names(keys, suffix="") -> str:
-    names = [geo.rule_name(k) + suffix for k in keys]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def short_note(scene, update, short) -> str:
-    """The caption's line naming the runs in ``short`` and where their update is drawn."""
-    if not short:
-        return ""
-    whose = "its" if len(short) == 1 else "their"
-    return (f"{_names(short)}: update {int(update)} too short to see here; plot_update draws "
-            f"{whose} arrows up close")
 
 
 def set_trail(trail, coords, index, color):

@@ -49,7 +49,8 @@ from . import path_geometry as geo
 from ._path_motion import animate
 import numpy as np
 
-from .path_frames import UPDATE_NOTE, PathArtists, caption_text, draw_scene, path_title, short_note
+from .path_frames import UPDATE_NOTE, PathArtists, caption_text, draw_scene
+from .path_titles import MIN_ARROW_PX, arrow_lengths, path_title, short_arrows, short_note  # noqa: F401
 from .path_lanes import lane_note
 from .path_loss import air_between_ends
 from .path_scene import PathScene, build_scene, default_update, scene_notes
@@ -162,27 +163,3 @@ def draw_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Tru
     update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
     fig, art = draw_scene(scene, update, ax, arrows, zoom=zoom, note=note)
     return PathsView(fig, scene, art, bool(arrows) and art.note is None, update)
-
-
-# ---- arrows long enough to see on the laid-out path panel ------------------------------
-
-MIN_ARROW_PX = 15.0   # an update whose arrows are all shorter than this is too short to see
-
-
-def short_arrows(scene, art, update) -> list:
-    """The runs whose update ``update``'s arrows on the laid-out path panel are all
-    shorter than ``MIN_ARROW_PX`` pixels (a speck under the current marker)."""
-    lengths = {}
-    for (key, _), px in arrow_lengths(art).items():
-        lengths[key] = max(lengths.get(key, 0.0), px)
-    return [k for k, px in lengths.items() if px < MIN_ARROW_PX]
-
-
-def arrow_lengths(art) -> dict:
-    """``{(config, term): length in pixels}`` of each arrow on the laid-out path panel."""
-    ax, out = art.ax_path, {}
-    for k, q in art.arrows.items():
-        tail = np.asarray(q.get_offsets()[0], np.float64)
-        tip = tail + [float(q.U[0]), float(q.V[0])]
-        out[k] = float(np.hypot(*(ax.transData.transform(tip) - ax.transData.transform(tail))))
-    return out
