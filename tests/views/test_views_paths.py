@@ -133,12 +133,25 @@ def assert_tint_of(face, run_color):
     assert 0.2 < a < 0.8
 
 
+@pytest.fixture(scope="module")
+def update_figures(rotated):
+    """``(plot_paths, plot_update)`` of ``rotated`` at an update, drawn once per update
+    (each run's arrows are read from the same two figures)."""
+    drawn = {}
+
+    def at(update):
+        if update not in drawn:
+            drawn[update] = (dtsgd_viz.plot_paths(rotated, ROTATED, step=update, arrows=True),
+                             dtsgd_viz.plot_update(rotated, ROTATED, step=update))   # the same update up close
+        return drawn[update]
+    return at
+
+
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 @pytest.mark.parametrize("update", [1, 4, -1])
-def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, name, update):
+def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, update_figures, name, update):
     rec = rotated[name]
-    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=update, arrows=True)
-    close = dtsgd_viz.plot_update(rotated, ROTATED, step=update)   # the same update up close
+    fig, close = update_figures(update)
     k = update if update > 0 else STEPS + 1 + update     # the update drawn
     i = list(rec.steps).index(k)                        # its row in the recording
     path = rec.path("w").astype(np.float64)
