@@ -5,9 +5,12 @@ There the worst mode's rate is the steep direction's negative eigenvalue, which
 reaches 1 on the stability boundary, so every level's contour would crowd into a thin
 band along the boundary (running up along the edge beside the boundary's own line).
 The field is masked in a band along the boundary (``contour_mask``, ``EDGE_BAND``) and
-where the rule diverges; each contour then ends where it meets the band, and its label sits on a clean stretch of it, away from the boundary, the
-critical-damping curve, the other levels, the region names and the other labels
-(``phase_geometry.label_spots``).
+where the rule diverges; each contour then ends where it meets the band. Its label sits
+inline on a clean stretch of it, away from the boundary, the critical-damping curve, the
+other levels, the region names and the other labels: on its curved stretch (left of the
+flattest direction's critical damping) where it fits there. Past that curve heavy ball's
+rate is sqrt(mu) whatever the learning rate, so the contour runs flat along mu = rho^2:
+that stretch gets its own label saying so (``ρ=0.9=√μ``) where it fits (``on_plateau``).
 
     >>> import numpy as np
     >>> contour_mask([0.01, 0.085, 0.095, 0.2], [0.0], [1.0, 20.0], False).tolist()   # boundary 0.1
@@ -23,10 +26,12 @@ from . import style
 from .direct_labels import text_size
 from .phase_regions import outline
 
-__all__ = ["contour_mask", "draw_contours", "label_text", "label_place", "MIN_PIECE", "LABEL_SIZE"]
+__all__ = ["contour_mask", "draw_contours", "label_text", "on_plateau", "label_place", "MIN_PIECE", "MIN_STUB",
+           "LABEL_SIZE"]
 
 EDGE_BAND = 0.12    # no contour this close (in learning rate) to the stability boundary
 MIN_PIECE = 60.0    # points: shorter pieces of a contour (cut by the band) are not drawn
+MIN_STUB = 20.0     # points: shorter ends a label's gap leaves of a line are dropped (too short to read)
 LABEL_SIZE = 9.5    # points: the contours' labels, a step above the smallest text (they are read on the lines)
 
 
@@ -152,14 +157,14 @@ def _joined(path) -> np.ndarray:
     return np.concatenate([np.vstack([p, [[np.nan, np.nan]]]) for p in pieces])[:-1]
 
 
-def _drop_short_pieces(cs, ax, g) -> None:
-    """Keep only the pieces of each level's contour at least ``MIN_PIECE`` points long."""
+def _drop_short_pieces(cs, ax, g, shortest=MIN_PIECE) -> None:
+    """Keep only the pieces of each level's contour at least ``shortest`` points long."""
     from matplotlib.path import Path
     to_points = _points_transform(ax, (g.lr_e[0], g.lr_e[-1]), (g.mu_e[0], g.mu_e[-1]))
     kept = []
     for path in cs.get_paths():
         pieces = _pieces(path)
-        long = [v for v in pieces if len(v) > 1 and np.sum(np.hypot(*np.diff(to_points(v), axis=0).T)) >= MIN_PIECE]
+        long = [v for v in pieces if len(v) > 1 and np.sum(np.hypot(*np.diff(to_points(v), axis=0).T)) >= shortest]
         if long:
             codes = np.concatenate([[Path.MOVETO] + [Path.LINETO] * (len(v) - 1) for v in long])
             kept.append(Path(np.concatenate(long), codes))
@@ -195,14 +200,66 @@ def _keep_overdamped(cs, level, g, nesterov) -> None:
     cs.set_paths(paths)
 
 
-def label_text(level, cap=None, steps=None) -> str:
-    """A contour's label: its level alone (the legend's entry says what the cap's level
-    is: the rate at which the flattest direction's loss falls to tol in the cap's updates).
+def on_plateau(lr, mu, h, nesterov) -> np.ndarray:
+    """True where heavy ball's rate is ``sqrt(mu)`` whatever the learning rate: past the
+    flattest direction's critical damping (every direction oscillates) and short of the
+    steep direction's overshoot. Its iso-rate contours run flat there, along ``mu = rho^2``;
+    never for Nesterov, whose oscillating rate ``sqrt(mu (1 - lr h))`` falls with lr.
 
-    >>> label_text(0.9), label_text(0.963, 0.963, 150)
-    ('ρ=0.9', 'ρ=0.963')
+    >>> on_plateau(np.array([0.005, 0.05]), np.array([0.81, 0.81]), [1.0, 20.0], False).tolist()
+    [False, True]
     """
-    return f"ρ={level:g}"
+    lr, mu = np.broadcast_arrays(np.asarray(lr, np.float64), np.asarray(mu, np.float64))
+    h = np.unique(np.asarray(h, np.float64))
+    if nesterov:
+        return np.zeros(lr.shape, bool)
+    m = np.clip(mu, 0.0, 0.9999)
+    return (lr * h[0] > theory.critical_damping(m, False)) & (lr * h[-1] < (1.0 + np.sqrt(m)) ** 2)
+
+
+def _place_labels(line, pts, level, blocked, size_pts, g, nesterov) -> list:
+    """Where the ``level`` contour (``pts`` in data, ``line`` in points) takes its labels:
+    on its curved stretch, where the flattest direction is overdamped (the rate changes
+    with the learning rate, so the line reads as a contour); and on heavy ball's plateau
+    (``on_plateau``), where the line runs flat along ``mu = rho^2``, a second one saying
+    why (``ρ=0.9=√μ``); on the rest of the line only if neither fits. Each in the
+    larger size where it fits. Returns ``[(vertex, size, text, box)]``, ``box`` the
+    label's outline in points."""
+    finite = np.all(np.isfinite(pts), axis=1)
+    lr, mu = np.where(finite, pts[:, 0], 1.0), np.where(finite, np.clip(pts[:, 1], 0.0, 0.9999), 0.0)
+    over = finite & (lr * g.h[0] < theory.critical_damping(mu, nesterov))
+    flat = finite & on_plateau(lr, mu, g.h, nesterov)
+    curved, rest = np.where(over[:, None], line, np.nan), np.where(over[:, None], np.nan, line)
+    placed = []
+
+    def place(part, avoid, plateau):
+        for size in (LABEL_SIZE, style.NOTE_SIZE):   # the smallest text only where the larger fits nowhere
+            height = text_size("ρ", size)[1] + 3.0
+            text = label_text(level, plateau=plateau)
+            length = text_size(text, size)[0] + 8.0
+            spot = label_place(part, [*blocked, avoid, *(p[3] for p in placed)], length, height, size_pts)
+            if spot is not None:
+                box = _box(line[finite], int(np.sum(finite[:spot])), length, height)
+                placed.append((spot, size, text, box))
+                return
+
+    place(curved, line[finite & ~over], False)
+    if flat.any():
+        place(np.where(flat[:, None], line, np.nan), line[finite & ~flat], True)
+    if not placed:
+        place(rest, line[over], False)
+    return placed
+
+
+def label_text(level, cap=None, steps=None, plateau=False) -> str:
+    """A contour's label: its level alone (the legend's entry says what the cap's level
+    is: the rate at which the flattest direction's loss falls to tol in the cap's updates);
+    on heavy ball's plateau (``on_plateau``) also why the line runs flat there.
+
+    >>> label_text(0.9), label_text(0.963, 0.963, 150), label_text(0.9, plateau=True)
+    ('ρ=0.9', 'ρ=0.963', 'ρ=0.9=√μ')
+    """
+    return f"ρ={level:g}=√μ" if plateau else f"ρ={level:g}"
 
 
 def _box_outline(ax, text_artist):
@@ -239,29 +296,19 @@ def draw_contours(ax, key, nesterov, g, levels, avoid):
     paths = [p.vertices for p in cs.get_paths()]
     names = [_box_outline(ax, t) for t in ax.texts if (t.get_gid() or "").startswith("region-label:")]
     to_points = _points_transform(ax, (g.lr_e[0], g.lr_e[-1]), (g.mu_e[0], g.mu_e[-1]))
-    spots, sizes = [], []
+    placed = []
     blocked = [to_points(a) for a in [*avoid, *names]]
-    for i, verts in enumerate(paths):
+    for i in range(len(paths)):
         others = [to_points(p) for k, p in enumerate(paths) if k != i and len(p)]
         pts = _joined(cs.get_paths()[i])
-        line = to_points(pts)
-        for size in (LABEL_SIZE, style.NOTE_SIZE):   # the smallest text only where the larger fits nowhere
-            length = text_size(label_text(cs.levels[i], g.cap, g.steps), size)[0] + 8.0
-            height = text_size("ρ", size)[1] + 3.0
-            spot = label_place(line, [*blocked, *others], length, height, to_points.size)
-            if spot is not None:
-                break
-        spots.append(None if spot is None else tuple(pts[spot]))
-        sizes.append(size)
-        if spot is not None:   # the label's own box, for the next labels to keep off
-            finite = np.all(np.isfinite(line), axis=1)
-            blocked.append(_box(line[finite], int(np.sum(finite[:spot])), length, height))
+        spots = _place_labels(to_points(pts), pts, cs.levels[i], [*blocked, *others], to_points.size, g,
+                              nesterov)
+        placed += [(cs.levels[i], tuple(pts[k]), size, text) for k, size, text, _ in spots]
+        blocked += [box for *_, box in spots]   # the labels' own boxes, for the next labels to keep off
     labels = []
-    for size in sorted(set(sizes), reverse=True):
-        shown = [(r, xy) for r, xy, s in zip(cs.levels, spots, sizes) if xy is not None and s == size]
-        if shown:
-            labels += ax.clabel(cs, [r for r, _ in shown], fontsize=size, inline_spacing=3,
-                                manual=[xy for _, xy in shown], fmt=lambda r: label_text(r, g.cap, g.steps))
+    for level, xy, size, text in placed:
+        labels += ax.clabel(cs, [level], fontsize=size, inline_spacing=3, manual=[xy], fmt={level: text})
+    _drop_short_pieces(cs, ax, g, MIN_STUB)
     for t in labels:
         t.set_path_effects(outline("white", 2.5))
         t.set_color("black")

@@ -167,3 +167,70 @@ def test_the_ratio_maps_boundaries_are_named_in_clear_space_with_leaders():
     grids = {key: phase_grid(surface, lrs, mus, steps, tol, nest) for key, nest in (("momentum", False),
                                                                                    ("nesterov", True))}
     assert_boundary_names_clear(fig, maps(fig)["phase:ratio"], grids)
+
+
+def test_each_rate_label_sits_on_cells_whose_rate_is_its_level(drawn):
+    # through the Text positions and an independent numpy radius: the map cell under a
+    # label "ρ=0.9" spans 0.9 in its worst mode's rate (over a 9 x 9 grid across the
+    # cell); a "ρ=0.9=√μ" label sits where the rate is sqrt(mu) = 0.9 across the label's
+    # whole width (the plateau, whatever the learning rate); the module's own rate grid agrees
+    from helpers.theory_reference import radius
+    fig, surface = drawn
+    renderer = fig.canvas.get_renderer()
+    h = np.unique(np.asarray(surface.hessian_eigenvalues, np.float64))
+    checked = plateau = 0
+    for key, nesterov in (("momentum", False), ("nesterov", True)):
+        ax = maps(fig)[f"phase:{key}"]
+        (mesh,) = [c for c in ax.collections if c.get_gid() == f"phase:{key}"]
+        corners = mesh.get_coordinates()
+        lr_e, mu_e = corners[0, :, 0], corners[:, 0, 1]
+        for t in [t for t in ax.texts if t.get_gid() == f"rate-label:{key}"]:
+            level = float(t.get_text().split("=")[1])
+            x, y = t.get_position()
+            j, i = np.searchsorted(lr_e, x) - 1, np.searchsorted(mu_e, y) - 1
+            lr = np.geomspace(lr_e[j], lr_e[j + 1], 9)
+            mu = np.linspace(max(mu_e[i], 0.0), min(mu_e[i + 1], 0.999), 9)
+            rho = np.array([[max(radius(a, m, hh, nesterov) for hh in h) for a in lr] for m in mu])
+            assert np.allclose(rho, theory.problem_rate(lr, mu, h, nesterov), atol=1e-9)
+            assert rho.min() <= level <= rho.max(), (key, t.get_text(), rho.min(), rho.max())
+            checked += 1
+            if t.get_text().endswith("=√μ"):
+                assert not nesterov and np.sqrt(y) == pytest.approx(level, abs=2e-3)
+                (x0, _), (x1, _) = ax.transData.inverted().transform(t.get_window_extent(renderer).get_points())
+                across = [max(radius(a, y, hh, False) for hh in h) for a in np.geomspace(x0, x1, 15)]
+                assert np.allclose(across, level, atol=2e-3), (t.get_text(), across)
+                plateau += 1
+    assert checked >= 4
+    if CASES["tutorial"][0] is surface:   # heavy ball's 0.9 contour runs flat past critical damping
+        assert plateau >= 1
+
+
+def test_labels_take_the_curved_stretch_and_leave_no_stubs(drawn):
+    # a contour's label sits where its line curves (the flattest direction overdamped)
+    # where it fits there; no piece of a line shorter than MIN_STUB (the ends a label's
+    # gap would leave beside it); the flat stretch's label says why it is flat
+    from dtsgd_viz.views.phase_contours import MIN_STUB
+    fig, surface = drawn
+    h = np.unique(np.asarray(surface.hessian_eigenvalues, np.float64))
+    for key, nesterov in (("momentum", False), ("nesterov", True)):
+        ax = maps(fig)[f"phase:{key}"]
+        for level, piece in contour_pieces(ax, key):
+            xy = ax.transData.transform(piece)
+            length = np.sum(np.hypot(*np.diff(xy, axis=0).T)) * 72 / fig.dpi
+            # the layout shrinks the axes a little (up to ~12%) after the contours are drawn
+            assert length >= MIN_STUB * 0.8, (key, level, length)
+        for t in [t for t in ax.texts if t.get_gid() == f"rate-label:{key}"]:
+            x, y = t.get_position()
+            past = x * h[0] >= theory.critical_damping(np.array([y]), nesterov)[0] * 0.999
+            if t.get_text().endswith("=√μ"):   # only on heavy ball's plateau
+                assert past and not nesterov, (key, t.get_text())
+    if CASES["tutorial"][0] is surface:
+        texts = {key: sorted(t.get_text() for t in maps(fig)[f"phase:{key}"].texts
+                             if t.get_gid() == f"rate-label:{key}") for key in ("momentum", "nesterov")}
+        want = {"momentum": ["ρ=0.8", "ρ=0.9", "ρ=0.9=√μ", "ρ=0.975"], "nesterov": ["ρ=0.9", "ρ=0.975"]}
+        assert texts == {key: sorted(v) for key, v in want.items()}
+        for key, nesterov in (("momentum", False), ("nesterov", True)):
+            # on the curve (Nesterov's: not the short piece past critical damping)
+            (t,) = [t for t in maps(fig)[f"phase:{key}"].texts if t.get_text() == "ρ=0.9"]
+            x, y = t.get_position()
+            assert x * h[0] < theory.critical_damping(np.array([y]), nesterov)[0], key
