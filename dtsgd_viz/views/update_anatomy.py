@@ -101,8 +101,8 @@ def plot_update(recordings, surface, step=None, *, name=None):
     fig = new_figure((style.WIDTH, side + HEAD), wspace=0.04)
     picked = " · the update where the runs differ most" if auto and len(keys) > 1 else ""
     finding = update_finding(terms, update)
-    if scene.plane.dim > 2:   # measured on the recorded vectors, drawn projected
-        finding += f" (in all {scene.plane.dim} parameters; drawn on the plane of the paths)"
+    if scene.plane.dim > 2:   # measured on the recorded vectors, drawn projected (the subtitle says on what)
+        finding = _phrase_line(finding, f"in all {scene.plane.dim} parameters", style.SUPTITLE_SIZE)
     headline(fig, finding, settings_line(scene) + picked)
     axes = fig.subplots(1, len(keys), squeeze=False)[0]
     raw = [panel_at(scene, key, index[key], True) for key in keys]
@@ -139,6 +139,18 @@ def plot_update(recordings, surface, step=None, *, name=None):
     for ax in axes:
         ax.title.set_fontsize(least)
     return fig
+
+
+def _phrase_line(finding: str, phrase: str, size: float) -> str:
+    """``finding`` and ``phrase`` on one line where they fit the figure's width, else the
+    phrase on a line of its own: a headline breaks between phrases, never inside one.
+
+    >>> _phrase_line("Update 2: a's step is 3.0× b's", "in all 8 parameters", 12)
+    "Update 2: a's step is 3.0× b's in all 8 parameters"
+    """
+    from .figure import fit
+    one = f"{finding} {phrase}"
+    return one if "\n" not in fit(one, style.WIDTH * 72.0, size, bold=True) else f"{finding},\n{phrase}"
 
 
 def fit_box(data, main_box, pad=FIT_PAD):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .update_labels import GAP, SHAFT, _disc_rect, _poly_rect, _rects_meet, _seg_dist, _seg_poly, _seg_rect, _seg_seg, _trim
+from .update_labels import GAP, SHAFT, leaves, _disc_rect, _poly_rect, _rects_meet, _seg_dist, _seg_poly, _seg_rect, _seg_seg, _trim
 
 __all__ = ["conflicts"]
 
@@ -21,12 +21,13 @@ def conflicts(ax, renderer, polygons, discs, gap=1.0):
     """What the drawn labels of ``ax`` cross, as ``[str]`` (empty: nothing): ``polygons``
     ``[(name, pixels)]`` (the arrows as drawn), ``discs`` ``[(name, centre, radius)]``
     (the marks); a label's leader may touch only the mark at its own anchor (within
-    ``discs``' radius of it, or an arrow's half shaft)."""
+    ``discs``' radius of it, or an arrow's half shaft) and an arrow its anchor lies in,
+    up to where it leaves that arrow (``update_hits.leaves``)."""
     from matplotlib.path import Path
     from matplotlib.text import Annotation, Text
     frame = ax.bbox.extents
     anns = [t for t in ax.texts if isinstance(t, Annotation) and t.get_text()]
-    boxes, leaders, out = [], [], []
+    boxes, leaders, out, far_ends = [], [], [], []
     for t in anns:
         t.update_positions(renderer)   # an animated axes' labels are not drawn by canvas.draw()
         b = Text.get_window_extent(t, renderer)
@@ -37,10 +38,12 @@ def conflicts(ax, renderer, polygons, discs, gap=1.0):
             leaders.append(None)
             continue
         far = max(verts, key=lambda v: np.hypot(*(v - anchor)))
+        far_ends.append(np.asarray(far, np.float64))
         shaft = 0.5 * SHAFT * ax.bbox.width + GAP + 4.0   # as ``update_panel`` lets a leader leave a shaft
         own = max([rad + 2.0 for _, c, rad in discs if np.hypot(*(np.asarray(c) - anchor)) < 1.0] + [shaft])
         leaders.append((_trim(anchor, np.asarray(far, np.float64), own + 1.0),
                         _trim(anchor, np.asarray(far, np.float64), shaft)))
+    ends = [None if lead is None else far_ends.pop(0) for lead in leaders]
     leaders = [(None, None) if lead is None else lead for lead in leaders]
     for i, (t, r, (lead, off_shaft)) in enumerate(zip(anns, boxes, leaders)):
         gid = t.get_gid()
@@ -52,8 +55,11 @@ def conflicts(ax, renderer, polygons, discs, gap=1.0):
                 out.append(f"{gid} over arrow {name}")
             poly = np.asarray(poly)
             mine = len(poly) >= 3 and Path(poly).contains_point(anchor, radius=2.0)
-            # its own arrow: touched only where the leader leaves the shaft it names
-            part, g = (off_shaft, 0.0) if mine else (lead, gap)
+            # the arrow at its anchor (the shaft it names, a head the update ends in): touched
+            # only where the leader leaves it
+            part, g = (lead, gap)
+            if mine and ends[i] is not None:
+                part, g = leaves(anchor, ends[i], poly) if Path(poly).contains_point(anchor) else off_shaft, 0.0
             if part is not None and _seg_poly(*part, poly, g):
                 out.append(f"{gid}'s leader over arrow {name}")
         for name, c, rad in discs:

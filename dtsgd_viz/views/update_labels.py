@@ -21,6 +21,8 @@ import dataclasses
 import numpy as np
 
 from .direct_labels import text_size
+from .update_hits import (GAP, _disc_rect, _grow, _poly_rect, _rects_meet, _seg_dist,  # noqa: F401
+                          _seg_poly, _seg_rect, _seg_seg, _trim, leaves)
 from .update_arrows import HEAD_AXIS, HEAD_LENGTH, HEAD_WIDTH, SHAFT
 
 __all__ = ["Label", "arrow_polygon", "place", "RADII", "SHAFT", "HEAD_WIDTH",
@@ -28,9 +30,10 @@ __all__ = ["Label", "arrow_polygon", "place", "RADII", "SHAFT", "HEAD_WIDTH",
 
 LABEL_Z = 6.5   # the labels and leaders: over the path and its marks (<= 6), under the arrows (7)
 RADII = (14.0, 22.0, 32.0, 44.0, 58.0, 76.0, 98.0)   # points from the anchor a label may sit
-GAP = 3.0       # pixels a label and a leader keep clear of everything else
 PAD = 2.0       # points matplotlib leaves between a text and its leader's end (half of 4)
 HARD = 100.0    # the cost of one crossing: more than any preference
+ON_PATH = 0.5 * HARD + 1.0   # a label over the path: not clean (the panel tries more room), but
+                              # cheaper than a crossing where nothing else fits
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -70,83 +73,6 @@ def arrow_polygon(tail, tip, width, headwidth=HEAD_WIDTH, headlength=HEAD_LENGTH
     ys = np.concatenate([-y, y[2::-1]]) * width
     u, perp = d / n, np.array([-d[1], d[0]]) / n
     return tail + xs[:, None] * u + ys[:, None] * perp
-
-
-# ---- exact tests on pixels -------------------------------------------------------------
-
-
-def _seg_rect(a, b, r) -> bool:
-    """Whether segment ``a b`` meets the rectangle ``r = (x0, y0, x1, y1)`` (Liang-Barsky)."""
-    (x0, y0, x1, y1), d = r, b - a
-    t0, t1 = 0.0, 1.0
-    for p, q in ((-d[0], a[0] - x0), (d[0], x1 - a[0]), (-d[1], a[1] - y0), (d[1], y1 - a[1])):
-        if p == 0:
-            if q < 0:
-                return False
-            continue
-        t = q / p
-        if p < 0:
-            t0 = max(t0, t)
-        else:
-            t1 = min(t1, t)
-        if t0 > t1:
-            return False
-    return True
-
-
-def _seg_seg(p, q, r, s) -> bool:
-    cross = lambda o, a, b: (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])  # noqa: E731
-    return cross(p, q, r) * cross(p, q, s) < 0 and cross(r, s, p) * cross(r, s, q) < 0
-
-
-def _seg_dist(a, b, pts):
-    """Each of ``pts``' distance to segment ``a b``."""
-    d = b - a
-    t = np.clip((pts - a) @ d / (float(d @ d) or 1.0), 0.0, 1.0)
-    return np.hypot(*(a + t[:, None] * d - pts).T)
-
-
-def _poly_rect(poly, r, gap=GAP) -> bool:
-    from matplotlib.path import Path
-    from matplotlib.transforms import Bbox
-    if len(poly) < 3:
-        x, y = poly[0]
-        return r[0] - gap < x < r[2] + gap and r[1] - gap < y < r[3] + gap
-    return Path(poly, closed=True).intersects_bbox(Bbox([[r[0] - gap, r[1] - gap], [r[2] + gap, r[3] + gap]]))
-
-
-def _seg_poly(a, b, poly, gap=GAP) -> bool:
-    """Whether segment ``a b`` passes within ``gap`` of the polygon ``poly`` (or inside it)."""
-    from matplotlib.path import Path
-    if len(poly) >= 3 and Path(poly).contains_point(a):
-        return True
-    edges = np.concatenate([poly, poly[:1]]) if len(poly) > 1 else np.asarray(poly)
-    if float(_seg_dist(a, b, edges).min()) < gap:
-        return True
-    for p, q in zip(edges[:-1], edges[1:]):
-        if _seg_seg(a, b, p, q) or float(_seg_dist(p, q, np.array([a, b])).min()) < gap:
-            return True
-    return False
-
-
-def _disc_rect(c, rad, r, gap=GAP) -> bool:
-    nx, ny = min(max(c[0], r[0]), r[2]), min(max(c[1], r[1]), r[3])
-    return float(np.hypot(c[0] - nx, c[1] - ny)) < rad + gap
-
-
-def _grow(r, g):
-    return (r[0] - g, r[1] - g, r[2] + g, r[3] + g)
-
-
-def _rects_meet(r, s, gap=GAP) -> bool:
-    return r[0] - gap < s[2] and s[0] - gap < r[2] and r[1] - gap < s[3] and s[1] - gap < r[3]
-
-
-def _trim(anchor, end, own):
-    """The leader's part beyond ``own`` pixels of its anchor (None when none is left)."""
-    d = end - anchor
-    n = float(np.hypot(*d))
-    return None if n <= own else (anchor + d * own / n, end)
 
 
 # ---- placing ----------------------------------------------------------------------------
@@ -198,9 +124,15 @@ def _spots(anchor, size, frame, px):
     return out
 
 
+def _contains(poly, *pts) -> bool:
+    from matplotlib.path import Path
+    return bool(Path(poly, closed=True).contains_points(np.asarray(pts)).any())
+
+
 def _static(spot, label_px, things, frame, pref, pull):
     """A spot's cost against the still things: the frame, the arrows, the marks (hard),
-    the path's points (soft), its preferred side (a reward)."""
+    the path's points under the label (``ON_PATH``), a leader along the path (soft), its
+    preferred side (a reward)."""
     polys, discs, lines = things
     r, hard = spot.rect, 0
     inside = _grow(frame, -1.0)
@@ -213,15 +145,20 @@ def _static(spot, label_px, things, frame, pref, pull):
     else:
         part = _trim(*spot.leader, label_px.own)
         if part is not None:
-            hard += sum(_seg_poly(*part, p) for p in polys)
+            for p in polys:   # an arrow the anchor lies on (a head an update ends in): from where it leaves
+                if len(p) >= 3 and _contains(p, spot.leader[0]):
+                    out = leaves(spot.leader[0], spot.leader[1], p)
+                    hard += out is not None and _seg_poly(*out, p)
+                else:
+                    hard += _seg_poly(*part, p)
             hard += sum(float(_seg_dist(*part, np.array([c]))[0]) < rad + GAP - 1 for c, rad in discs)
             if len(lines):
                 soft += 2.0 * float((_seg_dist(*part, lines) < 3.0).sum())
         soft += 0.01 * float(np.hypot(*(spot.leader[1] - spot.leader[0])))
-    if len(lines):
+    if len(lines):   # a label over the path or the dotted line reads as struck through: near a crossing
         g = _grow(r, 2.0)
-        soft += 0.8 * float(((lines[:, 0] > g[0]) & (lines[:, 0] < g[2])
-                             & (lines[:, 1] > g[1]) & (lines[:, 1] < g[3])).sum())
+        soft += ON_PATH * bool(((lines[:, 0] > g[0]) & (lines[:, 0] < g[2])
+                                & (lines[:, 1] > g[1]) & (lines[:, 1] < g[3])).any())
     if pref is not None:
         c = np.array([(r[0] + r[2]) / 2, (r[1] + r[3]) / 2]) - spot.leader[0] if spot.leader else pref
         n = float(np.hypot(*c)) or 1.0

@@ -1,7 +1,7 @@
 """The names of a close-up's marks, on the data (``plot_update``'s panels): the ring
-"before" the update, the dot "after" it, and the fading line "path so far", so the
-figure's footer need not carry a key. Each is an ``update_labels.Label``, placed with
-the arrows' names by ``update_labels.place``.
+"before" the update, the dot "after" it (where the update really ends), and the
+fading line "path so far", so the figure's footer need not carry a key. Each is an
+``update_labels.Label``, placed with the arrows' names by ``update_labels.place``.
 
 ``trail_anchor`` picks where "path so far" points: a point on the path's newest
 segments inside the panel, clear of the ring::
@@ -56,17 +56,19 @@ def trail_anchor(trail, box, segments=40):
 
 def mark_labels(ax, data, arrows, radius, trail=True):
     """The labels naming ``data``'s ring ("before"; Nesterov's look-ahead label names it
-    instead), the dot the update reaches ("after", when drawn: not at the end of an
-    arrow drawn longer) and the fading path ("path so far", with ``trail``);
+    instead), the dot the update reaches ("after": the true end, on the shaft of a
+    last arrow drawn longer) and the fading path ("path so far", with ``trail``);
     ``radius(ms, mew, ax)`` a mark's radius in pixels."""
     out = []
     if data.nesterov is None:
         out.append(lab.Label("before", np.asarray(data.position, np.float64),
                              f"position-label:{data.key}", own=radius(RING_MS, RING_MEW, ax) + 2.0))
-    if arrows and not arrows[-1].dashed:
-        tip = arrows[-1].tail + arrows[-1].uv
-        out.append(lab.Label("after", tip, f"next-label:{data.key}",
-                             own=radius(NEXT_MS, NEXT_MEW, ax) + 2.0))
+    if arrows:   # the true end: on the shaft of a last arrow drawn longer, its leader leaving that shaft
+        last = arrows[-1]
+        own = radius(NEXT_MS, NEXT_MEW, ax) + 2.0
+        if last.dashed:
+            own = max(own, 0.5 * last.width * ax.bbox.width + lab.GAP + 4.0)
+        out.append(lab.Label("after", last.tail + last.true_uv, f"next-label:{data.key}", own=own))
     anchor = trail_anchor(data.trail, data.box) if trail else None
     if anchor is not None:
         out.append(lab.Label("path so far", anchor, f"trail-label:{data.key}", own=4.0))

@@ -178,24 +178,31 @@ NEXT_Z = 6.9   # the point an update reaches: under the arrows, the last head po
 
 def _draw_chain(ax, data: PanelData, color):
     """The terms as thick arrows tip to tail, each shaft at least two heads long
-    (``update_arrows.fit_arrows``: thinner, or drawn longer and dashed) and the point
-    the update reaches (not at the end of a last arrow drawn longer: it would sit on
-    its shaft). Returns the ``DrawnArrow`` list."""
+    (``update_arrows.fit_arrows``: thinner, or drawn longer and dashed), each drawn over
+    the one after it (an arrow folding back starts under the head before it, which shows
+    whole), and the point the update reaches: under the last head when the arrow ends
+    there, over the shaft when the last arrow is drawn longer (its drawn tip is not the
+    update's end). Returns the ``DrawnArrow`` list."""
     span = float(np.ptp(data.box[0]))
     arrows = arr.fit_arrows(data.chain, span)
-    for a in arrows:
+    for i, a in enumerate(arrows):
         tc = term_color(a.term, color)
         q = ax.quiver([a.tail[0]], [a.tail[1]], [a.uv[0]], [a.uv[1]], angles="xy", scale_units="xy",
                       scale=1.0, color=tc, width=a.width, headwidth=arr.HEAD_WIDTH,
                       headlength=arr.HEAD_LENGTH, headaxislength=arr.HEAD_AXIS, edgecolor=color,
-                      linewidth=1.0, zorder=7, gid=f"zoom-arrow:{data.key}:{a.term}",
+                      linewidth=1.0, zorder=ARROW_Z + 0.1 * (len(arrows) - i),
+                      gid=f"zoom-arrow:{data.key}:{a.term}",
                       linestyle=(0, (4.0, 2.0)) if a.dashed else "-")
         q.magnified = a.factor
-    if arrows and not arrows[-1].dashed:
-        tip = arrows[-1].tail + arrows[-1].uv
-        ax.plot([tip[0]], [tip[1]], "o", ms=6, color=color, mec="white", mew=1.0, zorder=NEXT_Z,
+    if arrows:
+        tip = arrows[-1].tail + arrows[-1].true_uv
+        z = NEXT_Z if not arrows[-1].dashed else ARROW_Z + 0.1 * (len(arrows) + 1)
+        ax.plot([tip[0]], [tip[1]], "o", ms=6, color=color, mec="white", mew=1.0, zorder=z,
                 gid=f"zoom-next:{data.key}")
     return arrows
+
+
+ARROW_Z = 7.0   # the arrows: over the labels (6.5) and the marks, under the look-ahead diamond (10)
 
 
 def _length(x: float) -> str:
@@ -236,7 +243,11 @@ def _draw_lookahead(ax, data: PanelData, color, before=False):
     labels, placed with the arrows' (``update_labels.place``); ``before``: the
     look-ahead point's label names the ring too (it is the parameter before the update)."""
     it, la = data.nesterov
-    ax.plot([it[0], la[0]], [it[1], la[1]], ":", color=color, lw=1.4, zorder=4, gid=f"iterate-line:{data.key}")
+    from matplotlib import patheffects
+    # round dots in a white halo: they read as μ·v_prev's line where it lies along the path
+    ax.plot([it[0], la[0]], [it[1], la[1]], color=color, lw=1.8, ls=(0, (0.1, 2.2)),
+            dash_capstyle="round", zorder=4, gid=f"iterate-line:{data.key}",
+            path_effects=[patheffects.Stroke(linewidth=4.2, foreground="white"), patheffects.Normal()])
     ax.plot([it[0]], [it[1]], "s", ms=6, mfc="white", mec=color, mew=1.4, zorder=6,
             gid=f"iterate:{data.key}")
     ax.plot([la[0]], [la[1]], **LOOKAHEAD_MARK, color=color, zorder=10, gid=f"lookahead:{data.key}")
@@ -258,7 +269,7 @@ def _draw_lookahead(ax, data: PanelData, color, before=False):
 
 
 COINCIDE = 0.02   # iterate and look-ahead closer than this (in panel spans) are one point
-PATH_SEGMENTS = 6   # the path's last segments the labels keep off
+PATH_SEGMENTS = TRAIL   # the path's last segments the labels keep off: all the trail draws
 
 
 def _radius(ms, mew, ax) -> float:
@@ -282,11 +293,23 @@ def _obstacles(ax, data: PanelData, arrows):
     lines = [np.asarray(data.trail[-PATH_SEGMENTS - 1:], np.float64).reshape(-1, 2)]
     if data.nesterov is not None:
         lines.append(np.asarray(data.nesterov, np.float64).reshape(-1, 2))
-    t = np.linspace(0.0, 1.0, 24)[:, None]
-    pts = [a + t * (b - a) for line in lines for a, b in zip(line[:-1], line[1:])]
-    pts = np.concatenate(pts) if pts else np.zeros((0, 2))
-    pts = pts[np.all(np.isfinite(pts), axis=1)]
-    return polys, discs, (to_px(pts) if len(pts) else np.zeros((0, 2)))
+    return polys, discs, line_points([to_px(line) for line in lines], ax.bbox.extents)
+
+
+def line_points(lines, frame, spacing=2.0):
+    """Points every ``spacing`` pixels along the polylines ``lines`` (pixels), those
+    inside ``frame = (x0, y0, x1, y1)``: what a label must not sit on."""
+    pts = [np.zeros((0, 2))]
+    for line in lines:
+        line = np.asarray(line, np.float64).reshape(-1, 2)
+        for a, b in zip(line[:-1], line[1:]):
+            if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+                continue
+            n = int(min(2000, max(2, np.hypot(*(b - a)) / spacing + 1)))
+            pts.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
+    pts = np.concatenate(pts)
+    x0, y0, x1, y1 = frame
+    return pts[(pts[:, 0] >= x0) & (pts[:, 0] <= x1) & (pts[:, 1] >= y0) & (pts[:, 1] <= y1)]
 
 
 def _frame_panel(ax, data: PanelData, color, equal_aspect, zoom):

@@ -232,15 +232,17 @@ for ax, (title, exact, stale) in zip(fig.subplots(1, 2), [
     for run, look in ((exact, nesterov.line()),
                       (stale, dict(color=nesterov.color, ls=(0, (4, 2)), lw=1.6, alpha=0.75))):
         ax.plot(np.arange(1, len(run) + 1), run.loss, **look)
-    # each line named where the two differ most (short of the end, so the name fits): the
-    # exact one below-left of its point (under a falling curve), the default above-right
+    # each line named on a short leader where the two differ most (short of the end, so
+    # the name fits), saying which line style it is: the exact one below-left of its point
+    # (under a falling curve), the default above-right (over it)
     n = len(exact)
     k = int(np.nanargmax((stale.loss - exact.loss)[: int(0.85 * n)]))
-    for run, label, side in ((exact, "exact update", -1), (stale, "default", 1)):
-        ax.annotate(label, (k + 1, run.loss[k]), xytext=(7 * side, 5 * side), textcoords="offset points",
+    for run, label, side in ((exact, "exact update (solid)", -1), (stale, "default\n(dashed)", 1)):
+        ax.annotate(label, (k + 1, run.loss[k]), xytext=(8 * side, 16 * side), textcoords="offset points",
                     ha="left" if side > 0 else "right", va="bottom" if side > 0 else "top",
                     fontsize=style.LABEL_SIZE, fontweight="bold", color=nesterov.color,
-                    bbox=dict(fc="white", ec="none", alpha=0.85, pad=0.5))
+                    bbox=dict(fc="white", ec="none", alpha=0.85, pad=0.5),
+                    arrowprops=dict(arrowstyle="-", color=nesterov.color, lw=0.9, shrinkA=1, shrinkB=2))
     ax.set_xlim(0, n + 2)
     ax.set_title(title, fontsize=style.TITLE_SIZE)
     ax.set_xlabel("update", fontsize=style.LABEL_SIZE)

@@ -7,35 +7,20 @@ import numpy as np
 import pytest
 from matplotlib.text import Annotation, Text
 
-import dtsgd_viz
-from dtsgd_viz.theory import surfaces
-
-VALLEY = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)      # tutorial 01
-SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)     # tutorial 03
+from close_up_cases import T03_UPDATES, close_ups, plot_update_03
 
 
 @pytest.fixture(scope="module")
-def tutorial_01():
-    return dtsgd_viz.run(VALLEY, {"momentum": dict(learning_rate=0.05, momentum=0.9),
-                                  "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)},
-                         steps=40)
+def cases():
+    """``{case: figure}``, drawn once for this module and ``test_update_arrows``."""
+    return dict(close_ups())
 
 
-@pytest.fixture(scope="module")
-def tutorial_03():
-    return dtsgd_viz.run(SURFACE, {"plain": dict(learning_rate=0.05, momentum=0.0),
-                                   "momentum": dict(learning_rate=0.05, momentum=0.9),
-                                   "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)},
-                         steps=60)
-
-
-def close_up_figures(tutorial_01, tutorial_03):
-    from dtsgd_viz.widgets import PathExplorer
-    yield "01 plot_update step 4", dtsgd_viz.plot_update(tutorial_01, VALLEY, step=4)
-    yield "03 plot_update step 5", dtsgd_viz.plot_update(tutorial_03, SURFACE, step=5)
-    explorer = PathExplorer(tutorial_03, SURFACE, step=20)
-    explorer.render()
-    yield "03 PathExplorer update 20", explorer.figure
+def close_up_figures(cases):
+    """The close-ups these checks were written for: tutorial 01's update 4 and 03's update
+    5 (the tutorials' plot_update) and PathExplorer at 03's update 20."""
+    for case in ("01 plot_update step 4", "03 plot_update step 5", "03 PathExplorer update 20"):
+        yield case, cases[case]
 
 
 def zoom_axes(fig):
@@ -73,10 +58,10 @@ def overlap(a, b) -> float:
     return max(0.0, w) * max(0.0, h)
 
 
-def test_no_label_covers_another_label_an_arrow_or_a_marker(tutorial_01, tutorial_03):
+def test_no_label_covers_another_label_an_arrow_or_a_marker(cases):
     from matplotlib.path import Path
     checked = 0
-    for case, fig in close_up_figures(tutorial_01, tutorial_03):
+    for case, fig in close_up_figures(cases):
         renderer = fig.canvas.get_renderer()
         fig.canvas.draw()
         for ax in zoom_axes(fig):
@@ -98,8 +83,8 @@ def test_no_label_covers_another_label_an_arrow_or_a_marker(tutorial_01, tutoria
     assert checked >= 10
 
 
-def test_the_look_ahead_leader_ends_at_the_look_ahead_point(tutorial_01, tutorial_03):
-    for case, fig in close_up_figures(tutorial_01, tutorial_03):
+def test_the_look_ahead_leader_ends_at_the_look_ahead_point(cases):
+    for case, fig in close_up_figures(cases):
         fig.canvas.draw()
         found = 0
         for ax in fig.axes:
@@ -134,13 +119,13 @@ def marker_discs(ax, dpi):
     return out
 
 
-def test_no_label_or_leader_crosses_a_label_leader_arrow_or_mark_nor_leaves_its_axes(tutorial_01, tutorial_03):
+def test_no_label_or_leader_crosses_a_label_leader_arrow_or_mark_nor_leaves_its_axes(cases):
     """Measured on the drawn figure: each label's text box and the part of its leader
     beyond the mark it names, against the arrows' polygons as quiver drew them, every
     mark's disc, the other labels and leaders, and the frame."""
     from dtsgd_viz.views.update_label_check import conflicts
     checked = 0
-    for case, fig in close_up_figures(tutorial_01, tutorial_03):
+    for case, fig in close_up_figures(cases):
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
         for ax in zoom_axes(fig):
@@ -150,23 +135,78 @@ def test_no_label_or_leader_crosses_a_label_leader_arrow_or_mark_nor_leaves_its_
     assert checked >= 10
 
 
-@pytest.mark.parametrize("update", [1, 2, 3, 6, 9, 14, 20, 30])
-def test_labels_stay_clear_at_many_updates_of_tutorial_03(tutorial_03, update):
+@pytest.mark.parametrize("update", T03_UPDATES)
+def test_labels_stay_clear_at_many_updates_of_tutorial_03(update):
+    """Updates 1 (v_prev = 0), 2 and 9 (short terms drawn longer), 5 and 20 (folding
+    back), 30 (small steps): one of each case the panels lay out differently (updates 3,
+    6 and 14, checked before, repeat 2's, 5's and 20's cases)."""
     from dtsgd_viz.views.update_label_check import conflicts
-    fig = dtsgd_viz.plot_update(tutorial_03, SURFACE, step=update)
-    fig.canvas.draw()
+    fig = plot_update_03(update)
     renderer = fig.canvas.get_renderer()
     for ax in zoom_axes(fig):
         found = conflicts(ax, renderer, arrow_polygons(ax), marker_discs(ax, fig.dpi))
         assert not found, f"update {update}: {found}"
 
 
-def test_the_placement_sees_the_arrows_quiver_draws(tutorial_03):
+def drawn_path_points(ax, spacing=1.0):
+    """Points every ``spacing`` pixels along the fading path and Nesterov's dotted line as
+    drawn (display pixels), inside the axes."""
+    lines = [np.asarray(seg) for c in ax.collections if (c.get_gid() or "").startswith("zoom-trail:")
+             for seg in c.get_segments()]
+    lines += [ln.get_xydata() for ln in ax.lines if (ln.get_gid() or "").startswith("iterate-line:")]
+    pts = [np.zeros((0, 2))]
+    for line in lines:
+        xy = ax.transData.transform(np.asarray(line, np.float64))
+        for a, b in zip(xy[:-1], xy[1:]):
+            n = max(2, int(np.hypot(*(b - a)) / spacing) + 1)
+            pts.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
+    pts = np.concatenate(pts)
+    f = ax.bbox
+    return pts[(pts[:, 0] >= f.x0) & (pts[:, 0] <= f.x1) & (pts[:, 1] >= f.y0) & (pts[:, 1] <= f.y1)]
+
+
+def test_no_label_sits_on_the_path_or_the_dotted_line(cases):
+    """In the tutorials' close-ups (01's update 4, 03's update 5, the explorer's), no
+    label's text box lies over the fading path or Nesterov's dotted μ·v_prev line (a label
+    crossed by a line reads as struck through). Elsewhere a crowded panel may still put
+    one there, never over a label, arrow or mark (``update_labels.ON_PATH``)."""
+    checked = 0
+    for case, fig in close_up_figures(cases):
+        renderer = fig.canvas.get_renderer()
+        for ax in zoom_axes(fig):
+            pts = drawn_path_points(ax)
+            for t in ax.texts:
+                if not (isinstance(t, Annotation) and t.get_text()):
+                    continue
+                b = Text.get_window_extent(t, renderer)
+                under = (pts[:, 0] > b.x0) & (pts[:, 0] < b.x1) & (pts[:, 1] > b.y0) & (pts[:, 1] < b.y1)
+                assert not under.any(), f"{case}: {t.get_gid()} over the path at {pts[under][:2]}"
+                checked += 1
+    assert checked >= 15
+
+
+def test_the_dotted_line_reads_over_the_path_it_lies_along(cases):
+    """Nesterov's μ·v_prev from the iterate is drawn over the fading path in round dots
+    with a white halo, so where it lies along the path (tutorial 03's update 5) the dots
+    still show."""
+    found = 0
+    for case, fig in cases.items():
+        for ax in zoom_axes(fig):
+            for ln in ax.lines:
+                if not (ln.get_gid() or "").startswith("iterate-line:"):
+                    continue
+                trail = [c for c in ax.collections if (c.get_gid() or "").startswith("zoom-trail:")]
+                assert all(ln.get_zorder() > c.get_zorder() for c in trail), case
+                assert ln.get_path_effects() and ln.get_dash_capstyle() == "round", case
+                found += 1
+    assert found >= 6
+
+
+def test_the_placement_sees_the_arrows_quiver_draws():
     """``arrow_polygon`` (what the labels keep off) is the outline quiver draws."""
     from matplotlib.path import Path
     from dtsgd_viz.views import update_labels as lab
-    fig = dtsgd_viz.plot_update(tutorial_03, SURFACE, step=5)
-    fig.canvas.draw()
+    fig = plot_update_03(5)
     n = 0
     for ax in zoom_axes(fig):
         for q in ax.collections:
@@ -184,9 +224,9 @@ def test_the_placement_sees_the_arrows_quiver_draws(tutorial_03):
     assert n == 5
 
 
-def test_every_close_up_rings_the_start_and_names_what_it_marks(tutorial_01, tutorial_03):
+def test_every_close_up_rings_the_start_and_names_what_it_marks(cases):
     from dtsgd_viz.views import style
-    for case, fig in close_up_figures(tutorial_01, tutorial_03):
+    for case, fig in close_up_figures(cases):
         for ax in zoom_axes(fig):
             (ring,) = [a for a in ax.lines if (a.get_gid() or "").startswith("zoom-position:")]
             ring_mark = ring
@@ -199,10 +239,10 @@ def test_every_close_up_rings_the_start_and_names_what_it_marks(tutorial_01, tut
             sizes = [t.get_fontsize() for t in ax.texts if t.get_text()]
             assert sizes and min(sizes) >= style.TICK_SIZE, case
             assert min(sizes) * 100 / 72 >= 9
-            # the point an update reaches is never drawn at the end of a last arrow drawn longer
-            arrows = [q for q in ax.collections if (q.get_gid() or "").startswith("zoom-arrow:")]
+            # the point an update reaches is always marked: at its true end, not at the end of a
+            # last arrow drawn longer (test_update_arrows checks where)
             nxt = [a for a in ax.lines if (a.get_gid() or "").startswith("zoom-next:")]
-            assert len(nxt) == (0 if getattr(arrows[-1], "magnified", 1.0) > 1 else 1), case
+            assert len(nxt) == 1, case
             if case.startswith(("01", "03 plot")):   # plot_update: the marks named on the data
                 gids = {t.get_gid().split(":")[0]: t for t in ax.texts}
                 ring = gids.get("position-label") or gids["lookahead-label"]
