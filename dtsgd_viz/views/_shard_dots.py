@@ -131,7 +131,7 @@ def dots_note(values, shown, names=None) -> str:
         return " (dots: highest, lowest)"
     shared = _shared_dots(v, s) if names is not None else {}
     if shared and len(shared) <= 2:
-        said = "; ".join(_and([names[g] for g in sorted([h, *hidden])]) + " coincide"
+        said = "; ".join(_group([names[g] for g in sorted([h, *hidden])]) + " coincide"
                          for h, hidden in sorted(shared.items()))
         return f" (dots: block norms;\n{said})"
     return (" (dots: block norms, two coincide)" if drawable - kept == 1
@@ -150,6 +150,20 @@ def _shared_dots(values, shown) -> dict:
         h = int(kept[np.argmin(near)])
         out.setdefault(h, []).append(int(g))
     return out
+
+
+def _group(names) -> str:
+    """Blocks sharing one dot, short: ``"CPU:0,1,3"`` for names with one ``prefix:``
+    and more than two of them, else ``_and`` (``"CPU:1 and CPU:2"``): the note stays
+    narrower than the panel.
+
+    >>> _group(["CPU:0", "CPU:1", "CPU:3"]), _group(["CPU:1", "CPU:2"]), _group(["B", "C"])
+    ('CPU:0,1,3', 'CPU:1 and CPU:2', 'B and C')
+    """
+    heads = {n.rpartition(":")[0] for n in names}
+    if len(names) > 2 and len(heads) == 1 and next(iter(heads)):
+        return next(iter(heads)) + ":" + ",".join(n.rpartition(":")[2] for n in names)
+    return _and(names)
 
 
 def _and(names) -> str:

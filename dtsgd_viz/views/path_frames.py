@@ -65,8 +65,8 @@ ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −
 ARROW_CAPTION = "arrows: μ·v in the run's colour, then −lr·g in its light tint, tip to tail"
 REST_CAPTION = ("Paths up to update {k}: each rule's line and markers; after update {k}: thin line, "
                 "lighter, in the rule's dash")
-WHOLE_CAPTION = ("Each path whole in its rule's look; rings: the parameters before update {k} "
-                 "(in the loss panel: the dashed line, a dot per run)")
+WHOLE_CAPTION = ("Each path whole in its rule's look; rings: the parameters before update {k}\n"
+                 "(in the loss panel: the dashed line, a dot per run, ringed where dots meet)")
 UPDATE_NOTE = "plot_update(..., step={k}) takes update {k} apart into its terms as arrows"
 
 

@@ -222,7 +222,8 @@ def _place_labels(line, pts, level, blocked, size_pts, g, nesterov) -> list:
     on its curved stretch, where the flattest direction is overdamped (the rate changes
     with the learning rate, so the line reads as a contour); and on heavy ball's plateau
     (``on_plateau``), where the line runs flat along ``mu = rho^2``, a second one saying
-    why (``ρ=0.9=√μ``); on the rest of the line only if neither fits. Each in the
+    why (``ρ=0.9=√μ``); on the rest of the line if neither fits, or where the rest
+    is an underdamped piece of its own that is not flat (Nesterov's). Each in the
     larger size where it fits. Returns ``[(vertex, size, text, box)]``, ``box`` the
     label's outline in points."""
     finite = np.all(np.isfinite(pts), axis=1)
@@ -248,6 +249,8 @@ def _place_labels(line, pts, level, blocked, size_pts, g, nesterov) -> list:
         place(np.where(flat[:, None], line, np.nan), line[finite & ~flat], True)
     if not placed:
         place(rest, line[over], False)
+    elif (finite & ~over & ~flat).any():   # an underdamped piece of its own (Nesterov's): its level too
+        place(np.where((finite & ~over & ~flat)[:, None], line, np.nan), line[finite & (over | flat)], False)
     return placed
 
 

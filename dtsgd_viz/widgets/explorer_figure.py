@@ -21,7 +21,7 @@ from ..views.path_frames import ZOOM_BOX_Z, draw_zoom
 from ..views.path_labels import (HARD, TOUCH, boxes_overlap, leader_cost, panel_obstacles, place_text,
                                  renderer_of, spot_cost, text_box)
 from ..views.path_loss import nest_loss_dots
-from ..views.path_names import open_rings_on_star, place_names
+from ..views.path_names import name_runs, open_rings_on_star, place_names
 from ..views.path_scene import settings_line
 from ..views.paths import draw_paths
 
@@ -96,7 +96,7 @@ def explorer_view(recordings, surface, step, *, name, arrows, zoom, note):
     if not (zoom and arrows) or step is None:
         view = draw_paths(recordings, surface, step, name=name, arrows=arrows, zoom=False, note=note)
         tidy_loss_axis(view.artists.ax_loss)
-        return view
+        return _named(view)
     fig = new_figure(CLOSE_UP_SIZE)
     keys = list(recordings) if hasattr(recordings, "keys") else ["recording"]
     n = max(1, len(keys))
@@ -135,6 +135,15 @@ def explorer_view(recordings, surface, step, *, name, arrows, zoom, note):
                            fontsize=CAPTION_SIZE, color=style.SUBTITLE_COLOR, ha="center",
                            va="center", gid="caption", linespacing=1.3)
     ax_path.set_xlabel(ax_path.get_xlabel(), labelpad=1.0)
+    return _named(view)
+
+
+def _named(view):
+    """``view`` with each run's name written on its path (``path_names.name_runs``, on
+    the laid-out figure): the runs are told apart by more than colour."""
+    view.figure.draw_without_rendering()
+    art = view.artists
+    art.run_names = name_runs(view.scene, art, style.run_looks(view.scene.coords))
     return view
 
 

@@ -227,7 +227,7 @@ def test_labels_take_the_curved_stretch_and_leave_no_stubs(drawn):
     if CASES["tutorial"][0] is surface:
         texts = {key: sorted(t.get_text() for t in maps(fig)[f"phase:{key}"].texts
                              if t.get_gid() == f"rate-label:{key}") for key in ("momentum", "nesterov")}
-        want = {"momentum": ["ρ=0.8", "ρ=0.9", "ρ=0.9=√μ", "ρ=0.975"], "nesterov": ["ρ=0.9", "ρ=0.975"]}
+        want = {"momentum": ["ρ=0.8", "ρ=0.9", "ρ=0.9=√μ", "ρ=0.975"], "nesterov": ["ρ=0.9", "ρ=0.9", "ρ=0.975"]}
         assert texts == {key: sorted(v) for key, v in want.items()}
         for key, nesterov in (("momentum", False), ("nesterov", True)):
             # on the curve (Nesterov's: not the short piece past critical damping)

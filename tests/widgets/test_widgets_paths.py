@@ -670,3 +670,26 @@ def test_compare_widget_names_each_path_beside_it(compare):
         assert dist[key] <= 1.25 * min(dist.values()) + 1.0, (key, dist)
     boxes = [t.get_window_extent(renderer) for t in ax.texts if t.get_visible()]
     assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+@pytest.mark.parametrize("zoom", [True, False])
+def test_path_explorer_names_each_run_on_its_own_path(recs, zoom):
+    """Told apart by more than colour: each run's name on a leader to a point on its
+    own recorded path, in its colour, inside the paths panel."""
+    from matplotlib.colors import to_rgb
+    from dtsgd_viz.views import style
+    pe = PathExplorer(recs, ROTATED, step=4, zoom=zoom)
+    ax = pe.view.artists.ax_path
+    names = {t.get_gid()[len("run-name:"):]: t for t in ax.texts if (t.get_gid() or "").startswith("run-name:")}
+    assert set(names) == set(recs)
+    renderer = pe.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    for key, t in names.items():
+        path = recs[key].path("w").astype(np.float64)
+        a, b, p = path[:-1], path[1:], np.asarray(t.xy)   # on one of its recorded legs
+        u = np.clip(np.sum((p - a) * (b - a), axis=1) / np.maximum(np.sum((b - a) ** 2, axis=1), 1e-30), 0, 1)
+        assert np.min(np.hypot(*(a + u[:, None] * (b - a) - p).T)) < 1e-6, key
+        assert t.get_text() == rule_name(key)
+        assert to_rgb(t.get_color()) == to_rgb(style.optimizer_color(key))
+        box = t.get_window_extent(renderer)
+        assert frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1), key
