@@ -23,11 +23,12 @@ from ..views.path_labels import (HARD, TOUCH, boxes_overlap, leader_cost, panel_
 from ..views.path_loss import nest_loss_dots
 from ..views.path_names import name_runs, open_rings_on_star, place_names
 from ..views.path_scene import settings_line
+from ..views.path_titles import path_title, short_arrows
 from ..views.paths import draw_paths
 
 __all__ = ["CLOSE_UP_SIZE", "CLOSE_UP_CAPTION", "explorer_view", "draw_close_up", "close_up_title",
            "tidy_loss_axis", "update_finding", "explorer_caption", "set_finding", "zoom_callouts",
-           "shown_box", "callout_spot", "follow_headline", "headline_parts", "move_loss_dots"]
+           "shown_box", "callout_spot", "follow_headline", "headline_parts", "move_loss_dots", "show_arrows"]
 
 CLOSE_UP_SIZE = (style.WIDTH, 8.3)   # headline, paths and loss, caption, a close-up per run
 CLOSE_UP_CAPTION = ("Bold: the paths up to update {k}, side by side where they share a leg; thin: after it. "
@@ -153,6 +154,19 @@ def move_loss_dots(art, dots) -> None:
     for key, (s, loss) in dots.items():
         art.loss_markers[key].set_data([s], [loss])
     nest_loss_dots(art.loss_markers)
+
+
+def show_arrows(scene, art, update, title) -> None:
+    """With close-ups, a run's arrows on the paths panel only where they show (a speck
+    under its ring, ``path_titles.short_arrows``, is hidden: its close-up draws it),
+    and the paths panel's ``title`` naming the runs whose arrows it draws."""
+    short = short_arrows(scene, art, update) if art.zoom_axes and art.arrows else []
+    for (key, _), q in art.arrows.items():
+        q.set_visible(key not in short)
+    if short:
+        shown = len(short) < len(scene.coords)
+        title = path_title(scene, update, short=short) if shown else f"Update {int(update)}: its terms up close below"
+    art.title.set_text(title)
 
 
 def _zoom_box(ax, key, color, zorder):

@@ -26,7 +26,7 @@ from ..views import update_panel as panel
 from ..views.path_frames import follow_update, path_title, set_trail, stacked_over
 from ._canvas import FigureWidget
 from .explorer_figure import (draw_close_up, explorer_view, follow_headline, headline_parts, move_loss_dots,
-                              update_finding)
+                              show_arrows, update_finding)
 
 __all__ = ["PathExplorer", "PathExplorerState", "path_explorer_state", "PathTrack", "shared_text",
            "path_tracks", "PathFrame", "path_frame"]
@@ -342,7 +342,7 @@ class PathExplorer(FigureWidget):
         follow_headline(self.figure, scene, art, frame.update, frame.finding)
         move_loss_dots(art, frame.loss_markers)
         art.step_line.set_xdata([frame.step_line, frame.step_line])
-        art.title.set_text(frame.title)
+        show_arrows(scene, art, frame.update, frame.title)
 
     def _render_background(self) -> None:
         """Lay the figure out once with everything drawn, then keep the pixels of

@@ -350,7 +350,7 @@ def test_pca_reconstructs_planar_paths_exactly():
 
 
 def test_projected_paths_on_real_contours(planar):
-    fig = dtsgd_viz.plot_paths(planar, PLANAR, step=3)
+    fig = dtsgd_viz.plot_paths(planar, PLANAR, step=3, arrows=True)   # the arrows even where short
     flat = {k: r.path("w").astype(np.float64).reshape(STEPS + 1, -1) for k, r in planar.items()}
     plane = geo.pca_plane(list(flat.values()))
     drawn = gid_artists(fig, "path:")   # the whole run in the rule's look
@@ -817,6 +817,7 @@ def test_the_star_is_over_every_path_and_under_the_rings_and_boxes(long_runs):
 
 
 def test_a_ring_over_the_star_is_open_so_the_star_shows(long_runs):
+    from dtsgd_viz.views.path_names import ON_STAR
     fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=58)
     ax = fig.axes[0]
     star = gid_artists(fig, "minimum")[""]
@@ -824,7 +825,7 @@ def test_a_ring_over_the_star_is_open_so_the_star_shows(long_runs):
     faces = {}
     for key, ring in gid_artists(fig, "position:").items():
         at = ring.get_transform().transform(ring.get_xydata()[0])
-        reach = 0.5 * (star.get_markersize() + ring.get_markersize()) * fig.dpi / 72.0
+        reach = ON_STAR * 0.5 * star.get_markersize() * fig.dpi / 72.0
         faces[key] = (np.hypot(*(at - centre)) < reach, ring.get_markerfacecolor())
     assert {f for near, f in faces.values() if near} == {"none"}   # Nesterov ends on the star
     assert faces["nesterov"][0]

@@ -693,3 +693,29 @@ def test_path_explorer_names_each_run_on_its_own_path(recs, zoom):
         assert to_rgb(t.get_color()) == to_rgb(style.optimizer_color(key))
         box = t.get_window_extent(renderer)
         assert frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1), key
+
+
+def test_path_explorer_hides_speck_arrows_its_close_ups_draw(recs):
+    """With close-ups, a run whose arrows on the paths panel are all under MIN_ARROW_PX
+    (a speck over its ring) has them hidden there, and the title names only the runs
+    whose arrows it draws; without close-ups every arrow stays."""
+    from dtsgd_viz.views.path_titles import MIN_ARROW_PX, arrow_lengths
+    hidden = 0
+    for update in (2, 6, 12):
+        pe = PathExplorer(recs, ROTATED, step=update)
+        art = pe.view.artists
+        longest = {}
+        for (key, _), px in arrow_lengths(art).items():
+            longest[key] = max(longest.get(key, 0.0), px)
+        for (key, _), q in art.arrows.items():
+            assert q.get_visible() == (longest[key] >= MIN_ARROW_PX), (update, key)
+            hidden += not q.get_visible()
+        shown = [k for k in recs if longest[k] >= MIN_ARROW_PX]
+        title = art.title.get_text()
+        assert title.startswith(f"Update {update}:")
+        if len(shown) < len(recs):
+            assert all(rule_name(k) in title for k in shown)
+            assert not any(rule_name(k) in title for k in recs if k not in shown)
+    assert hidden   # these updates have specks
+    bare = PathExplorer(recs, ROTATED, step=2, zoom=False)
+    assert all(q.get_visible() for q in bare.view.artists.arrows.values())
