@@ -1,6 +1,9 @@
 """Where two runs' paths coincide (every rule's first update is along -g, so the runs
 share their first stretch), the lower path is drawn wider under the upper one as a
 casing: its colour shows as edges on both sides of the upper line, so both are seen.
+The casing runs along the upper line (centred on it, so its edges are even, not a
+sliver on one side where the lower path converges onto it) and in the lower run's
+dash, as long as its own dashes: a dashed run's edges still read as that run.
 ``coinciding`` is the pure part (plot coordinates in, stretches out); ``draw_casings``
 adds one ``LineCollection`` per cased run, just under its own path.
 
@@ -32,20 +35,40 @@ def _samples(c, per_segment=PER_SEGMENT) -> np.ndarray:
     return np.concatenate([pts, c[-1:]])
 
 
-def _distance_to_polyline(p, c) -> np.ndarray:
-    """Each point of ``p`` (n, 2): its distance to the polyline ``c`` (m, 2)."""
+def _nearest_on_polyline(p, c) -> tuple[np.ndarray, np.ndarray]:
+    """Each point of ``p`` (n, 2): the nearest point on the polyline ``c`` (m, 2) and
+    its distance."""
+    p = np.asarray(p, np.float64).reshape(-1, 2)
     c = np.asarray(c, np.float64).reshape(-1, 2)
     c = c[np.all(np.isfinite(c), axis=1)]
     if len(c) == 0:
-        return np.full(len(p), np.inf)
+        return np.full_like(p, np.nan), np.full(len(p), np.inf)
     if len(c) == 1:
-        return np.linalg.norm(p - c[0], axis=1)
+        return np.broadcast_to(c[0], p.shape).copy(), np.linalg.norm(p - c[0], axis=1)
     a, b = c[:-1], c[1:]
     ab = b - a
     L2 = np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-300)
     t = np.clip(np.einsum("nij,ij->ni", p[:, None, :] - a[None], ab) / L2, 0.0, 1.0)
     near = a[None] + t[..., None] * ab[None]
-    return np.min(np.linalg.norm(p[:, None, :] - near, axis=-1), axis=1)
+    d = np.linalg.norm(p[:, None, :] - near, axis=-1)
+    i = np.argmin(d, axis=1)
+    rows = np.arange(len(p))
+    return near[rows, i], d[rows, i]
+
+
+def _distance_to_polyline(p, c) -> np.ndarray:
+    """Each point of ``p`` (n, 2): its distance to the polyline ``c`` (m, 2)."""
+    return _nearest_on_polyline(p, c)[1]
+
+
+def _dash(look, width):
+    """``look``'s line style for a line ``width`` points wide with dashes as long as
+    ``look``'s own (matplotlib scales a dash pattern with the line width)."""
+    ls = look.ls
+    if isinstance(ls, tuple) and len(ls) == 2 and ls[1]:
+        scale = look.lw / width
+        return (ls[0], tuple(v * scale for v in ls[1]))
+    return "solid"
 
 
 def coinciding(lower, upper, tol, min_length=None) -> list:
@@ -74,9 +97,10 @@ def coinciding(lower, upper, tol, min_length=None) -> list:
 
 def draw_casings(ax, coords: dict, looks: dict, span: float) -> dict:
     """Under each run's path, where a run drawn over it (higher ``looks[k].zorder``)
-    coincides with it, a casing in its colour ``2 * CASING_EDGE`` points wider than
-    what is drawn over it there (the upper run's line, or its own casing). Returns
-    ``{config: LineCollection}`` (gid ``path-casing:<config>``)."""
+    coincides with it, a casing in its colour and dash ``2 * CASING_EDGE`` points wider
+    than what is drawn over it there (the upper run's line, or its own casing), along
+    the upper line. Returns ``{config: LineCollection}`` (gid ``path-casing:<config>``),
+    one polyline per stretch."""
     from matplotlib.collections import LineCollection
     order = sorted(coords, key=lambda k: looks[k].zorder, reverse=True)   # top first
     width = {k: looks[k].lw for k in coords}   # the widest each run is drawn anywhere
@@ -89,14 +113,17 @@ def draw_casings(ax, coords: dict, looks: dict, span: float) -> dict:
             if w <= looks[key].lw:
                 continue
             for s in coinciding(coords[key], coords[upper], tol):
-                segs += [s[i:i + 2] for i in range(len(s) - 1)]
-                widths += [w] * (len(s) - 1)
+                segs.append(_nearest_on_polyline(s, coords[upper])[0])
+                widths.append(w)
         if not segs:
             continue
         width[key] = max(widths)
         look = looks[key]
-        lc = LineCollection(segs, linewidths=widths, colors=look.color, capstyle="round",
-                            joinstyle="round", zorder=look.zorder - 0.01, gid=f"path-casing:{key}")
+        dashed = _dash(look, max(widths)) != "solid"
+        lc = LineCollection(segs, linewidths=widths, colors=look.color,
+                            linestyles=[_dash(look, w) for w in widths],
+                            capstyle="butt" if dashed else "round", joinstyle="round",
+                            zorder=look.zorder - 0.01, gid=f"path-casing:{key}")
         ax.add_collection(lc)
         out[key] = lc
     return out

@@ -65,8 +65,9 @@ ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −
 ARROW_CAPTION = "arrows: μ·v in the run's colour, then −lr·g in its light tint, tip to tail"
 REST_CAPTION = ("Paths up to update {k}: each rule's line and markers; after update {k}: thin line, "
                 "lighter, in the rule's dash")
+DOTS_MEET = ", ringed where dots meet"   # dropped from a still figure whose dots are apart
 WHOLE_CAPTION = ("Each path whole in its rule's look; rings: the parameters before update {k}\n"
-                 "(in the loss panel: the dashed line, a dot per run, ringed where dots meet)")
+                 "(in the loss panel: the dashed line, a dot per run" + DOTS_MEET + ")")
 UPDATE_NOTE = "plot_update(..., step={k}) takes update {k} apart into its terms as arrows"
 
 
@@ -225,6 +226,8 @@ def _step_marker(key, look, dots) -> str:
 
 
 ZOOM_BOX_Z = style.ROLE_LOOKS["current"].zorder - 0.1   # a zoom box: over the paths and star, under the rings
+# a close-up's box on the paths: dotted, so its edges never read as a dashed run's path
+ZOOM_BOX_LOOK = dict(fill=False, lw=1.3, ls=(0, (1.0, 1.8)), capstyle="round")
 _MIDDLE_Z = style.RULE_LOOKS["momentum"].zorder   # the lowest rule: the remainders keep the rules' order from rest.zorder up
 REST_TINT = 0.4    # a path after the update shown: its colour this far towards white
 REST_WIDTH = 1.3   # and this wide (thinner than every rule's line), in the rule's dash
@@ -368,8 +371,7 @@ def _draw_step(scene, update, art, arrows, looks):
         if key in art.zoom_axes:
             art.zoom_boxes[key] = ax.add_patch(Rectangle(
                 # over the star (under Nesterov's path) and under the rings
-                (0, 0), 0, 0, fill=False, ec=look.color, lw=1.2, ls="--",
-                zorder=ZOOM_BOX_Z,
+                (0, 0), 0, 0, ec=look.color, zorder=ZOOM_BOX_Z, **ZOOM_BOX_LOOK,
                 gid=f"zoom-box:{key}"))
             draw_zoom(scene, art, key, panel_at(scene, key, i, arrows))
     follow_update(scene, art, update)

@@ -25,11 +25,11 @@ DOT_SIZE = 8.0   # points: every run's dot at the update shown (rings where dots
 RING_MS = 13.0   # points: a loss dot drawn as a ring round another it would cover
 
 
-def nest_loss_dots(markers) -> None:
+def nest_loss_dots(markers) -> bool:
     """Loss dots (``{config: Line2D}``, one point each) closer than a dot's width on the
     figure (at update 1 every run starts at the same loss): the earlier ones drawn as open
     rings in their colour, each wider than the next, round the last, filled; apart, each
-    is its filled dot again."""
+    is its filled dot again. Returns whether any dots met (and were ringed)."""
     lines = list(markers.values())
     for m in lines:
         if not hasattr(m, "dot_look"):
@@ -38,10 +38,12 @@ def nest_loss_dots(markers) -> None:
     px = [m.axes.transData.transform((m.get_xdata()[0], m.get_ydata()[0])) if len(m.get_xdata()) else
           np.array([np.nan, np.nan]) for m in lines]
     dpi = lines[0].figure.dpi if lines else 72.0
+    met = False
     for n, m in enumerate(lines):
         width = m.dot_look["ms"] * dpi / 72
         covered = [o for o in range(n + 1, len(lines)) if np.hypot(*(px[n] - px[o])) < width]
         if covered:
+            met = True
             ms = RING_MS + 3.0 * (len(lines) - 1 - n - 1)
             m.set(markersize=ms, markerfacecolor="none", markeredgecolor=m.get_color(), markeredgewidth=2.0,
                   zorder=m.dot_look["zorder"] + 0.5)
@@ -49,6 +51,7 @@ def nest_loss_dots(markers) -> None:
             look = m.dot_look
             m.set(markersize=look["ms"], markerfacecolor=look["mfc"], markeredgecolor=look["mec"],
                   markeredgewidth=look["mew"], zorder=look["zorder"])
+    return met
 
 
 

@@ -23,6 +23,7 @@ NAME_OFFSET = (9.0, 7.0)   # points from the start / minimum to their names' cor
 NAME_Z = 7.7
 HALO = 3.0   # points of white around the names
 STAR_HALO = 1.2   # points of white round the star: its edge reads over the paths under it
+LEADER_HALO = 2.6   # points of white along the start's and minimum's leaders: they read across paths
 
 
 def _halo(width=HALO):
@@ -52,7 +53,8 @@ def draw_start_and_minima(scene, ax_path) -> dict:
     return {gid: ax_path.annotate(
         text, xy, xytext=NAME_OFFSET, textcoords="offset points", ha="left", va="bottom",
         fontsize=style.LABEL_SIZE, fontweight="bold", color="black", gid=gid, annotation_clip=True,
-        zorder=NAME_Z, arrowprops=dict(arrowstyle="-", color="0.25", lw=0.8, shrinkA=0, shrinkB=3),
+        zorder=NAME_Z, arrowprops=dict(arrowstyle="-", color="0.25", lw=0.8, shrinkA=0, shrinkB=3,
+                                              path_effects=_halo(LEADER_HALO)),
         bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85)) for text, xy, gid in names}
 
 

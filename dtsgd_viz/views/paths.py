@@ -49,11 +49,11 @@ from . import path_geometry as geo
 from ._path_motion import animate
 import numpy as np
 
-from .path_frames import UPDATE_NOTE, PathArtists, caption_text, draw_scene
+from .path_frames import DOTS_MEET, UPDATE_NOTE, PathArtists, caption_text, draw_scene
 from .path_titles import MIN_ARROW_PX, arrow_lengths, path_title, short_arrows, short_note  # noqa: F401
 from .path_lanes import lane_note
 from .path_names import open_rings_on_star
-from .path_loss import air_between_ends
+from .path_loss import air_between_ends, nest_loss_dots
 from .path_scene import PathScene, build_scene, default_update, scene_notes
 
 __all__ = ["plot_paths", "animate", "draw_paths", "PathsView"]
@@ -129,9 +129,11 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Non
     notes = "\n".join(t for t in (lane_note(art), scene_notes(scene)) if t)
     if notes and art.caption is not None:
         art.caption.set_text(art.caption.get_text() + "\n" + notes)
-    if ax is None:   # the rings on the star, measured on the final layout
+    if ax is None:   # the rings on the star and the loss dots, measured on the final layout
         fig.draw_without_rendering()
         open_rings_on_star(art)
+        if not nest_loss_dots(art.loss_markers) and art.caption is not None:
+            art.caption.set_text(art.caption.get_text().replace(DOTS_MEET, ""))
     return fig
 
 

@@ -4,7 +4,7 @@ At the paths panel's scale most updates are a few pixels long (Nesterov's, once 
 runs along the valley, are 1/30 of the view), so the explorer shows every run's
 update up close under the paths, redrawn for each update the slider shows: each
 term a thick arrow tip to tail with its true length, Nesterov's look-ahead point,
-and the zoom factor over the paths panel (``views.update_panel``); the dashed box
+and the zoom factor over the paths panel (``views.update_panel``); the dotted box
 on the paths says where each close-up is. One grid, no subfigures: the paths row
 and the close-up row share the figure's width, the caption sits between them.
 """
@@ -17,7 +17,7 @@ from ..views import style
 from ..views.figure import fit, headline, new_figure
 from ..views import update_geometry as upd
 from ..views.path_geometry import rule_name
-from ..views.path_frames import ZOOM_BOX_Z, draw_zoom
+from ..views.path_frames import ZOOM_BOX_LOOK, ZOOM_BOX_Z, draw_zoom
 from ..views.path_labels import (HARD, TOUCH, boxes_overlap, leader_cost, panel_obstacles, place_text,
                                  renderer_of, spot_cost, text_box)
 from ..views.path_loss import nest_loss_dots
@@ -32,7 +32,7 @@ __all__ = ["CLOSE_UP_SIZE", "CLOSE_UP_CAPTION", "explorer_view", "draw_close_up"
 
 CLOSE_UP_SIZE = (style.WIDTH, 8.3)   # headline, paths and loss, caption, a close-up per run
 CLOSE_UP_CAPTION = ("Bold: the paths up to update {k}, side by side where they share a leg; thin: after it. "
-                    "Below: each run's update {k} up close,\n×N closer than the paths (its dashed box "
+                    "Below: each run's update {k} up close,\n×N closer than the paths (its dotted box "
                     "there): μ·v in the run's colour, then −lr·g in its light tint, tip to tail, with their lengths")
 CAPTION_SIZE = style.TICK_SIZE   # the caption's type: over style.NOTE_SIZE, the smallest allowed
 MIN_BOX_PX = 22.0    # a close-up's box on the paths is drawn at least this many pixels wide
@@ -171,8 +171,7 @@ def show_arrows(scene, art, update, title) -> None:
 
 def _zoom_box(ax, key, color, zorder):
     from matplotlib.patches import Rectangle
-    return ax.add_patch(Rectangle((0, 0), 0, 0, fill=False, ec=color, lw=1.2, ls="--", zorder=zorder,
-                                  gid=f"zoom-box:{key}"))
+    return ax.add_patch(Rectangle((0, 0), 0, 0, ec=color, zorder=zorder, gid=f"zoom-box:{key}", **ZOOM_BOX_LOOK))
 
 
 def tidy_loss_axis(ax) -> None:
@@ -222,6 +221,25 @@ def shown_box(box, ax, min_px=MIN_BOX_PX):
     return tuple(out)
 
 
+NEST_PX = 4.0   # a box drawn where another already is grows this many pixels each side
+
+
+def nested_box(box, drawn, near=NEST_PX):
+    """``box`` (pixels ``(x0, y0, x1, y1)``) grown by ``near`` each side, again, while
+    each edge lies within ``near`` of one already ``drawn`` (two runs at one point have
+    boxes of one size there: nested, both are seen).
+
+    >>> nested_box((0, 0, 20, 20), [(1, -1, 21, 19)])
+    (-4.0, -4.0, 24.0, 24.0)
+    """
+    box = tuple(float(v) for v in box)
+    for _ in range(len(drawn) + 1):
+        if not any(max(abs(a - b) for a, b in zip(box, d)) < near for d in drawn):
+            break
+        box = (box[0] - near, box[1] - near, box[2] + near, box[3] + near)
+    return box
+
+
 def callout_spot(box_px, size_px, obstacles, taken, frame, gap=3.0):
     """Where a callout of ``size_px`` (w, h) goes beside the display box ``box_px``
     (x0, y0, x1, y1): the centre, right, left, above or below it (and the corners),
@@ -263,8 +281,11 @@ def place_callouts(scene, art) -> None:
         if key not in art.zoom_axes or not (w > 0 and h > 0):
             continue
         (bx0, bx1), (by0, by1) = shown_box(((x, x + w), (y, y + h)), ax)
+        px = (*ax.transData.transform((bx0, by0)), *ax.transData.transform((bx1, by1)))
+        px = nested_box(px, list(boxes.values()))
+        (bx0, by0), (bx1, by1) = ax.transData.inverted().transform([px[:2], px[2:]])
         rect.set_bounds(bx0, by0, bx1 - bx0, by1 - by0)
-        boxes[key] = (*ax.transData.transform((bx0, by0)), *ax.transData.transform((bx1, by1)))
+        boxes[key] = px
     renderer = renderer_of(ax.figure)
     for key, text in callouts.items():
         text.set_text(art.zoom_axes[key].get_title().rsplit(" ", 1)[-1] if key in boxes else "")   # "×33"

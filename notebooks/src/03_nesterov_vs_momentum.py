@@ -254,7 +254,7 @@ CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # runs along the valley towards the minimum, while classical momentum still bounces from
 # wall to wall (the saw-tooth of its loss, right). At the scale of the paths most of
 # these updates are a few pixels long, so under the paths each run's update is drawn up
-# close (its dashed box on the paths is marked ×N, how many times closer): at
+# close (its dotted box on the paths is marked ×N, how many times closer): at
 # update 20 Nesterov's μ·v and −lr·g are about 0.08 and 0.01 long, on a view 8 wide
 # (momentum's 1.1 and 0.6).
 # The headline follows the slider: whose loss is lowest at the update shown, and by how much.

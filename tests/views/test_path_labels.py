@@ -10,7 +10,7 @@ from matplotlib.text import Text
 import dtsgd_viz
 from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views import style
-from dtsgd_viz.views.path_casing import CASING_EDGE, coinciding
+from dtsgd_viz.views.path_casing import CASING_EDGE, _distance_to_polyline, coinciding
 from dtsgd_viz.views.path_labels import Obstacles, best_spot, boxes_overlap, spot_cost
 from helpers.synthetic_paths import synthetic
 
@@ -109,6 +109,46 @@ def test_where_two_paths_coincide_the_lower_one_is_a_casing_under_the_upper(two)
     assert lines["path:nesterov"].get_zorder() > casing[0].get_zorder()
     assert casing[0].get_zorder() < lines["path:momentum"].get_zorder()
     assert tuple(casing[0].get_colors()[0][:3]) == pytest.approx(to_rgb(momentum.color))
+    # along Nesterov's line as drawn, so its edges are even on both sides (not a sliver
+    # where momentum's path converges onto it): each casing point lies on Nesterov's
+    # line on screen (both may be shifted into lanes)
+    fig.draw_without_rendering()
+    upper = lines["path:nesterov"]
+    drawn = upper.get_transform().transform(upper.get_xydata().astype(np.float64))
+    for seg in casing[0].get_segments():
+        assert len(seg) > 2   # one polyline per stretch: its dashes run on
+        on_screen = casing[0].get_transform().transform(np.asarray(seg, np.float64))
+        # pixels: the lanes' shifts are turned into data units before the layout, so
+        # within 1.5 px of the casing's 3.9 px half-width, against momentum's own offset there
+        assert _distance_to_polyline(on_screen, drawn).max() < 1.5
+    # in momentum's dash, its dashes as long as momentum's own (matplotlib scales a dash with the width)
+    (offset, dashes), w = casing[0].get_linestyles()[0], widths[0]
+    assert dashes is not None
+    np.testing.assert_allclose(np.asarray(dashes), np.asarray(momentum.ls[1]) * momentum.lw, rtol=1e-6)
+
+
+def test_start_and_minimum_leaders_are_haloed_so_they_read_across_paths(three):
+    fig = dtsgd_viz.plot_paths(three, NARROW, step=5)
+    for gid in ("start-label", "minimum-label"):
+        (ann,) = [t for t in fig.axes[0].texts if t.get_gid() == gid]
+        effects = ann.arrow_patch.get_path_effects()
+        assert len(effects) == 1 and to_rgb(effects[0]._gc["foreground"]) == (1.0, 1.0, 1.0)
+        assert effects[0]._gc["linewidth"] > 2 * ann.arrow_patch.get_linewidth()
+
+
+@pytest.mark.parametrize("step", [1, 4])
+def test_the_caption_speaks_of_ringed_loss_dots_only_where_dots_meet(two, step):
+    """At update 1 every run starts at one loss: its dots meet and are ringed; at update 4
+    they are apart (01's figure) and the caption says nothing of rings."""
+    fig = dtsgd_viz.plot_paths(two, VALLEY, step=step)
+    ax = fig.axes[1]
+    dots = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("loss-marker:")]
+    assert len(dots) == 2
+    px = [ax.transData.transform(ln.get_xydata()[0]) for ln in dots]
+    meet = np.hypot(*(px[0] - px[1])) < max(ln.get_markersize() for ln in dots) * fig.dpi / 72
+    ringed = any(ln.get_markerfacecolor() == "none" for ln in dots)
+    caption = " ".join(t.get_text() for t in fig.findobj(Text) if "loss panel" in t.get_text())
+    assert meet == ringed == ("ringed where dots meet" in caption) == (step == 1), (meet, ringed, caption)
 
 
 def test_three_first_legs_run_side_by_side_each_in_its_own_look(three):

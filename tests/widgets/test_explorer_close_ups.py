@@ -13,7 +13,7 @@ from dtsgd_viz.views import style
 from dtsgd_viz.widgets import PathExplorer
 from dtsgd_viz.views.figure import headline_texts
 from dtsgd_viz.views.path_geometry import rule_name
-from dtsgd_viz.widgets.explorer_figure import (CLOSE_UP_SIZE, MIN_BOX_PX, TRAIL_KEEP, close_up_title,
+from dtsgd_viz.widgets.explorer_figure import (CLOSE_UP_SIZE, MIN_BOX_PX, NEST_PX, TRAIL_KEEP, close_up_title,
                                                tidy_loss_axis, update_finding, zoom_callouts)
 
 matplotlib.use("Agg")
@@ -65,7 +65,7 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
                 term = gid.split(":")[2]
                 assert px >= MIN_PX or (px == 0 and labels[f"zoom-label:{key}:{term}"].endswith("= 0")), \
                     (u, key, lengths, labels)
-            # the dashed box on the paths is where the close-up looks: centred on its view,
+            # the dotted box on the paths is where the close-up looks: centred on its view,
             # holding it, and at least MIN_BOX_PX on screen (a x50 box is a few pixels)
             box = art.zoom_boxes[key]
             (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
@@ -96,6 +96,11 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
         # the callouts' own boxes (Text's extent: an annotation's would add its leader)
         callouts = [matplotlib.text.Text.get_window_extent(t) for t in zoom_callouts(art).values()]
         assert all(not a.overlaps(b) for i, a in enumerate(callouts) for b in callouts[i + 1:]), u
+        # two runs at one point (update 1: all start together) have nested boxes, not one over the other
+        rects = [art.ax_path.transData.transform([(b.get_x(), b.get_y()), (b.get_x() + b.get_width(),
+                                                  b.get_y() + b.get_height())]).ravel() for b in art.zoom_boxes.values()]
+        apart = [np.max(np.abs(a - b)) for i, a in enumerate(rects) for b in rects[i + 1:]]
+        assert min(apart) >= NEST_PX - 0.01, (u, apart)
     assert small_on_paths > 0   # the paths panel alone would hide some of these updates
 
 
