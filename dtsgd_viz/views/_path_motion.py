@@ -14,7 +14,6 @@ from . import path_geometry as geo
 from . import style
 from ._gif_zoom import box_points, fitted_zoom, fixed_boxes, zoom_schedule
 from ._label_clashes import clashes
-from .direct_labels import READABLE_GAP, axes_height_points, move_ends, spread
 from . import update_geometry as upd
 from .path_frames import draw_scene, draw_zoom, follow_update, panel_at, set_trail
 from .path_loss import nest_loss_dots
@@ -58,8 +57,9 @@ def _frames(frames, steps) -> list[int]:
 def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8, zoom=True):
     """A ``matplotlib.animation.FuncAnimation`` of ``plot_paths`` going through the run
     update by update: each path grows in its rule's look over its whole run drawn thin, the arrows, the zoomed
-    panels and the loss marker follow the update, and the loss curves are drawn as far
-    as the update shown. Each zoomed panel is drawn on the first box where its labels
+    panels and the loss marker follow the update, and the loss curves grow up to the
+    update shown over their whole runs drawn thin (each named at its run's end, where
+    the name stays). Each zoomed panel is drawn on the first box where its labels
     neither overlap nor are crossed by another's leader (``draw_clear_zoom``): an update
     that hardly moves is shown closer than the explorer shows it.
 
@@ -90,6 +90,7 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
     def update(i):
         return _move_to(scene, art, arrows, steps, i, zooms)
 
+    draw_loss_rests(scene, art)
     update(frame_list[0])
     # Lay the figure out once: re-running the layout on every frame costs time and
     # makes the panels jitter as the title text changes.
@@ -292,7 +293,7 @@ def _move_to(scene, art, arrows, steps, i, zooms=None) -> list:
     # reaches them (a name jumping every frame reads as motion); then placed again
     marks = [p for k in scene.coords for p in scene.coords[k][[i, min(i + 1, len(scene.coords[k]) - 1)]]]
     names = [] if _names_clear(art, marks) else place_names(art, marks, scene)
-    return changed + [art.step_line, art.title] + _move_names(scene, art, i) + names
+    return changed + [art.step_line, art.title] + names
 
 
 NAME_CLEARANCE = 4.0   # pixels a ring or zoom box keeps off a placed name before it moves
@@ -320,28 +321,18 @@ def _names_clear(art, marks) -> bool:
     return True
 
 
-def _move_names(scene, art, i) -> list:
-    """The runs' names follow the ends of their growing loss lines, ``READABLE_GAP``
-    apart (``direct_labels.move_ends`` packs them 1.15 font sizes apart: at update 1,
-    where every run starts at the same loss, its names stack touching) and a name's
-    height inside the frame."""
-    if not art.loss_labels:
-        return []
-    keys = list(art.loss_labels)
-    ends = []
-    for key in keys:
-        s, loss, _ = scene.losses[key]
-        with np.errstate(invalid="ignore"):
-            ok = np.flatnonzero(np.isfinite(loss[:i + 1]) & (loss[:i + 1] > 0))
-        ends.append((float(s[ok[-1]]), float(loss[ok[-1]])) if len(ok) else (np.nan, np.nan))
-    texts = [art.loss_labels[k] for k in keys]
-    move_ends(art.ax_loss, texts, ends)
-    shown = [t for t in texts if t.get_visible()]
-    if shown:
-        ax = art.ax_loss
-        gap = READABLE_GAP * shown[0].get_fontsize() / axes_height_points(ax)
-        ys = [float(ax.transAxes.inverted().transform(ax.transData.transform(
-            (ends[texts.index(t)][0], ends[texts.index(t)][1])))[1]) for t in shown]
-        for t, y in zip(shown, spread(ys, gap, 0.6 * gap, 1.0 - 0.6 * gap)):
-            t.set_position((t.get_position()[0], y))
-    return texts
+def draw_loss_rests(scene, art) -> dict:
+    """Under each growing loss curve, its whole run as a thin lighter line in its rule's
+    dash (as the paths' remainders: ``path_frames.REST_WIDTH``, ``REST_TINT``), so the
+    names right of the spine stand at the ends of lines from the first frame on."""
+    from .path_frames import REST_TINT, REST_WIDTH
+    from .update_panel import tint
+    rest = style.ROLE_LOOKS["remainder"]
+    out = {}
+    for key, line in art.loss_lines.items():
+        look = dict(rest.line(tint(line.get_color(), REST_TINT)))
+        look.update(ls=line.get_linestyle(), lw=min(REST_WIDTH, line.get_linewidth()),
+                    zorder=line.get_zorder() - 0.5)
+        (out[key],) = art.ax_loss.plot(*line.get_data(), **look, marker="", gid=f"loss-rest:{key}")
+    art.loss_rests = out
+    return out

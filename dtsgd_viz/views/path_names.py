@@ -58,14 +58,15 @@ def draw_start_and_minima(scene, ax_path) -> dict:
         bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85)) for text, xy, gid in names}
 
 
-ON_STAR = 0.5   # of the star's radius: a ring centred this close to a minimum opens its face
+ON_STAR = 0.5   # of the star's radius: a ring whose face would cover this much of it opens its face
 
 
 def open_rings_on_star(art) -> list:
-    """A ring (``art.positions``) on the star shows it through: its face open where its
-    centre lies on a minimum's star (within ``ON_STAR`` of its radius), white elsewhere
-    (a ring beside the star keeps its white face, which reads over the paths). Call once
-    the rings are where they are drawn; returns them."""
+    """A ring (``art.positions``) over the star shows it through: its face open where it
+    would cover the star's inner part (its centre within its own radius plus ``ON_STAR``
+    of the star's, ``star_reach``), white elsewhere (a ring beside the star keeps its
+    white face, which reads over the paths). Call once the rings are where they are
+    drawn; returns them."""
     ax = art.ax_path
     stars = [ln for ln in ax.lines if ln.get_gid() == "minimum"]
     if not stars or not art.positions:
@@ -73,12 +74,18 @@ def open_rings_on_star(art) -> list:
     centres = ax.transData.transform(np.asarray(stars[0].get_xydata(), np.float64).reshape(-1, 2))
     rings = list(art.positions.values())
     for ring in rings:
-        reach = ON_STAR * 0.5 * stars[0].get_markersize() * ax.figure.dpi / 72.0
+        reach = star_reach(stars[0].get_markersize(), ring.get_markersize(), ax.figure.dpi)
         with np.errstate(invalid="ignore"):
             at = ring.get_transform().transform(np.asarray(ring.get_xydata(), np.float64).reshape(-1, 2))
         near = len(at) and np.min(np.hypot(*(centres - at[0]).T)) < reach
         ring.set_markerfacecolor("none" if near else "white")
     return rings
+
+
+def star_reach(star_ms, ring_ms, dpi) -> float:
+    """Pixels from the star's centre within which a ring's centre makes its face cover
+    the star's inner ``ON_STAR`` (marker sizes in points)."""
+    return (0.5 * ring_ms + ON_STAR * 0.5 * star_ms) * dpi / 72.0
 
 
 def path_samples(coords, per_segment=6) -> np.ndarray:

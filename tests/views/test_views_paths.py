@@ -825,7 +825,9 @@ def test_a_ring_over_the_star_is_open_so_the_star_shows(long_runs):
     faces = {}
     for key, ring in gid_artists(fig, "position:").items():
         at = ring.get_transform().transform(ring.get_xydata()[0])
-        reach = ON_STAR * 0.5 * star.get_markersize() * fig.dpi / 72.0
+        # a ring's white face would cover the star's inner half: its centre within its own
+        # radius plus half the star's
+        reach = (0.5 * ring.get_markersize() + ON_STAR * 0.5 * star.get_markersize()) * fig.dpi / 72.0
         faces[key] = (np.hypot(*(at - centre)) < reach, ring.get_markerfacecolor())
     assert {f for near, f in faces.values() if near} == {"none"}   # Nesterov ends on the star
     assert faces["nesterov"][0]

@@ -194,13 +194,43 @@ def _loss_axes(frame):
     return [ax for ax in frame.axes if ax.title.startswith("Loss")][0]
 
 
+def test_gif_loss_curves_grow_over_their_whole_runs_and_the_names_stay_at_the_ends(saved):
+    """The loss panel draws each whole run thin under its growing curve, so from the
+    first frame each name right of the spine stands at the end of a line; the names
+    do not move between frames."""
+    anim, _ = saved
+    recs = dtsgd_viz.run(ROTATED, CONFIGS, 8)
+    fig = anim._fig
+    ax = [a for a in fig.axes if a.get_title().startswith("Loss")][0]
+    where = []
+    for frame, update in zip(anim.new_frame_seq(), anim.frame_updates):
+        anim._func(frame)
+        fig.canvas.draw()
+        rests = {ln.get_gid()[10:]: ln for ln in ax.lines if (ln.get_gid() or "").startswith("loss-rest:")}
+        grown = {ln.get_gid()[5:]: ln for ln in ax.lines if (ln.get_gid() or "").startswith("loss:")}
+        assert rests.keys() == grown.keys() == recs.keys()
+        for key, ln in rests.items():
+            np.testing.assert_allclose(ln.get_ydata(), recs[key].loss, rtol=1e-6)   # the whole run
+            assert ln.get_linewidth() < grown[key].get_linewidth() and ln.get_zorder() < grown[key].get_zorder()
+            assert len(grown[key].get_xdata()) == update   # up to the update shown
+        where.append({t.get_gid(): t.get_window_extent().extents.round(1).tolist()
+                      for t in ax.texts if (t.get_gid() or "").startswith("label:") and t.get_visible()})
+    assert len(where[0]) == len(recs) and all(w == where[0] for w in where)
+    # each name at the height of its whole run's last loss
+    for key in recs:
+        (name,) = [t for t in ax.texts if t.get_gid() == f"label:{key}"]
+        end_y = ax.transData.transform((recs[key].steps[-1], recs[key].loss[-1]))[1]
+        box = name.get_window_extent()
+        assert box.y0 - 12 <= end_y <= box.y1 + 12, key
+
+
 def test_gif_loss_names_at_update_1_stand_apart_inside_the_frame(demo_frames):
     from dtsgd_viz.views.direct_labels import READABLE_GAP
     update, frame = demo_frames[0]
     assert update == 1
     ax_loss = _loss_axes(frame)
     names = [t for t in ax_loss.texts if t.gid.startswith("label:")]
-    assert len(names) == 2   # momentum and Nesterov, both at the one loss every run starts at
+    assert len(names) == 2   # momentum and Nesterov, at their whole runs' ends
     a, b = sorted((t.extent for t in names), key=lambda b: b.y0)
     px = frame.dpi / 72.0 * names[0].fontsize
     assert (b.y0 + b.y1) / 2 - (a.y0 + a.y1) / 2 >= READABLE_GAP * px - 0.5   # air between them
