@@ -9,7 +9,9 @@ the blocks at each update) with its median line, and keeps as lines in their blo
 colours only the highest and the lowest block at the shown update (the two the figure's
 title names) and the one whose norm falls least when the norm panel's title names it,
 each named with its role ("CPU:7 highest at update 10", "CPU:1 falls least"); the band is
-named "median of 8".
+named "median of 8". A line of them alternating every update is drawn thin over a
+light ribbon of its range (``pair_envelope``), the ribbon named on a swatch of its
+colour under the line's name ("CPU:7 swings every update").
 Lines that fan out (blocks that differ) stay drawn one by one.
 
 ``NormLabels`` holds methods of ``ShardsView`` (a mixin, as ``NormLines``); it reads
@@ -27,6 +29,7 @@ from ._shard_dots import (DOTS_NOTE, LINE_WIDTH, RIBBON_LINE_WIDTH, ZIGZAG_WIDTH
 from ._shard_stats import _end_values, _factors, band_of, least_changed
 
 BAND_COLOR = "#9A9A9A"      # mid grey: the blocks' range (no block colour is grey)
+BAND_ALPHA = 0.3            # the band and a ribbon light: the lines over them read
 MEDIAN_COLOR = "#555555"    # dark grey: their median
 LABEL_X = 1.05              # axes fraction: the names, right of the leader lines (default)
 LABEL_PAD = 4.0             # points between the axes' right spine and the names
@@ -167,7 +170,7 @@ class NormLabels:
             x = self.updates
             ok = np.isfinite(lo) & np.isfinite(hi)
             self.band_artists = [
-                ax.fill_between(x, lo, hi, where=ok, color=BAND_COLOR, alpha=0.5, lw=0,
+                ax.fill_between(x, lo, hi, where=ok, color=BAND_COLOR, alpha=BAND_ALPHA, lw=0,
                                 zorder=1.5, gid="norm-band"),
                 ax.plot(*self._thinned(ax, med), color=MEDIAN_COLOR, lw=1.8, zorder=2.5,
                         gid="norm-median")[0]]
@@ -184,13 +187,14 @@ class NormLabels:
                 line.halo = line.get_path_effects()
             # over the band, no white edge (it would cut the band); one by one: the halo
             line.set_path_effects([] if self.band_blocks is not None else line.halo)
+            line.set_zorder(2 if self.band_blocks is None else 2.6)   # over the median
             if self.band_blocks is not None and g in self.band_blocks:
                 line.set_linewidth(ZIGZAG_WIDTH if bounce else LINE_WIDTH)
                 if zigzags(self._data[ax][:, g]):   # its range over 2 updates, the line faint
                     lo2, hi2 = pair_envelope(self._data[ax][:, g])
                     ok = np.isfinite(lo2) & np.isfinite(hi2)
                     self.band_artists.append(ax.fill_between(
-                        self.updates, lo2, hi2, where=ok, color=line.get_color(), alpha=0.45,
+                        self.updates, lo2, hi2, where=ok, color=line.get_color(), alpha=BAND_ALPHA,
                         lw=0, zorder=1.8, gid=f"norm-ribbon-{g}"))
                     self.band_artists[-1]._set_in_autoscale(False)
                     line.set_linewidth(RIBBON_LINE_WIDTH)
@@ -241,6 +245,8 @@ class NormLabels:
             self.place_end_labels()
             if hasattr(self, "set_coast_note"):   # the ribbon's note: of the lines now
                 self.set_coast_note()
+            if hasattr(self, "mark_coincident"):   # the lines over the band changed
+                self.mark_coincident()
 
     def _label_entries(self):
         """``(text, colour, y at the right end)`` of each name to write; block names in
@@ -266,17 +272,23 @@ class NormLabels:
             # just under the median's name (spread keeps the order of equal heights)
             out.append((f"range of {n} blocks", BAND_COLOR,
                         None if end is None else end * (1 - 1e-6)))
+            for g in getattr(self, "bouncing", []):   # its ribbon, named under its name
+                name = self.patches[g].label
+                out.append((f"{name} swings every update", self.styles[g][0],
+                            None if not np.isfinite(ends[g]) else ends[g] * (1 - 1e-6)))
         return out
 
     def _end_label(self, ax, g, text, color, trans):
         """One name right of the norm panel: bold, in its line's colour made dark enough
         to read on white (``label_ink``); the band's range on a swatch of the band."""
-        gid = (f"end-label-{g}" if g < len(self.patches) else
-               "end-label-median" if g == len(self.patches) else "end-label-range")
-        if gid == "end-label-range":
+        n = len(self.patches)
+        gid = (f"end-label-{g}" if g < n else "end-label-median" if g == n else
+               "end-label-range" if g == n + 1 else f"end-label-swing-{g - n - 2}")
+        if gid == "end-label-range" or gid.startswith("end-label-swing"):   # on a swatch
             return ax.text(LABEL_X, 0.5, text, transform=trans, ha="left", va="center",
                            fontsize=NAME_SIZE, color="#333333", clip_on=False, gid=gid,
-                           bbox=dict(fc=BAND_COLOR, alpha=0.5, ec="none", pad=1.5))
+                           bbox=dict(fc=color, alpha=BAND_ALPHA,   # as the band shows
+                                     ec="none", pad=1.5))
         return ax.text(LABEL_X, 0.5, text, transform=trans, ha="left", va="center",
                        fontsize=NAME_SIZE, color=label_ink(color), fontweight="bold",
                        clip_on=False, gid=gid)
@@ -320,7 +332,8 @@ class NormLabels:
         # from the lines' last update, not the frame (in axes fraction, on either scale)
         at = ax.transData.transform((self.updates[-1], ax.get_ylim()[0]))
         start = float(np.clip(ax.transAxes.inverted().transform(at)[0], 0.0, 1.0))
-        ranges = {g for g in shown if self.end_labels[g].get_gid() == "end-label-range"}
+        ranges = {g for g in shown if self.end_labels[g].get_gid().startswith(
+            ("end-label-range", "end-label-swing"))}   # swatches: no leader
         self.leader_lines = end_leaders(
             ax, [f if g not in ranges else None for f, g in zip(fracs, shown)],
             [placed[g] for g in shown], [entries[g][1] for g in shown], start,

@@ -27,6 +27,7 @@ from ._shard_stats import change_text  # noqa: F401 - views read it here
 from ._shard_ticks import (LOG_X_SPAN, log_tick_texts, log_update_ticks, log_x,  # noqa: F401
                            log_y, plain_ticks, update_ticks)
 from ._tensor_panel import NONFINITE_COLOR
+from ._shard_coincide import CoincideMarks
 
 STEP_LINE_COLOR = "#8C8C8C"   # mid grey, thin: the dots on it stand out from it
 STEP_LINE_WIDTH = 1.2
@@ -62,7 +63,7 @@ def pixel_columns(ax) -> int:
     return max(1, int(np.ceil(ax.bbox.width)))
 
 
-class NormLines(NormLabels):
+class NormLines(NormLabels, CoincideMarks):
     """``ShardsView``'s norm panel (a mixin: see the module docstring)."""
 
     def _draw_lines(self):
@@ -82,11 +83,12 @@ class NormLines(NormLabels):
         self._marks(self.line_ax)
         self._legend()
         self.set_coast_note()
+        self.mark_coincident()   # a line hidden under another: dashed over it, named
 
     def set_coast_note(self) -> None:
         """The note under the norm panel naming a block whose velocity only decays
         (``_shard_coast``), for the current kind; none while its line is not drawn."""
-        from ._shard_coast import coast_note, note_under
+        from ._shard_coast import coast_note
         old = getattr(self, "coast_note", None)
         if old is not None:
             old.remove()
@@ -101,11 +103,7 @@ class NormLines(NormLabels):
         self.coast_note = coast_note(
             self.norm_ax, data, self.updates, float(self.recording.hyperparameters.momentum),
             names, colors, self.kind)
-        bouncing = getattr(self, "bouncing", [])
-        if self.coast_note is None and bouncing:   # the ribbon said under the panel
-            from ._shard_labels import bounce_text
-            self.coast_note = note_under(self.norm_ax, bounce_text([names[g] for g in bouncing]),
-                                         colors[bouncing[0]])
+        # a ribbon (a band line alternating every update) is named by its swatch label
 
     def _norm_lines(self):
         return block_norm_lines(self.recording, self.name, self.kind)[1]
@@ -305,6 +303,7 @@ class NormLines(NormLabels):
                     self._set_zero_marks(ax, self._zero_data[ax])
             self.place_end_labels()
             self.place_step_text()
+            self.mark_coincident()
             if fig.get_layout_engine() is None or not hasattr(fig.canvas, "get_renderer"):
                 break
             fig.draw_without_rendering()

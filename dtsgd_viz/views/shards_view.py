@@ -290,6 +290,7 @@ class ShardsView(NormLines, StatPanels):
             self._move_marks()
             self._legend()  # the new kind's marks (zero norms, non-finite stats) need entries
             self.set_coast_note()
+            self.mark_coincident()
         if self.tensor is not None and self.tensor.colorbar is not None:  # set_index puts it on
             self.tensor.colorbar_label = f"{kind} value"
         self.set_index(self.index)

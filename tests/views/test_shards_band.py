@@ -69,8 +69,9 @@ def test_coinciding_blocks_are_one_band_and_their_extremes(runs):
     shown = {t.get_text(): t for t in view.end_labels if t.get_visible()}
     assert f"median of {len(view.lines)}" in shown
     assert f"{view.patches[hi].label} {roles[hi]}" in shown
-    assert len(shown) == len(roles) + 2   # the other blocks are named by the band:
-    range_label = shown[f"range of {len(view.lines)} blocks"]   # its median and its range
+    # the other blocks are named by the band (its median and range), a swing by its swatch
+    assert len(shown) == len(roles) + 2 + len(view.bouncing)
+    range_label = shown[f"range of {len(view.lines)} blocks"]
     assert range_label.get_bbox_patch() is not None   # on a swatch of the band's grey
     assert to_rgb(range_label.get_bbox_patch().get_facecolor()) == to_rgb(
         _gid(ax, "norm-band")[0].get_facecolor()[0])
@@ -189,3 +190,43 @@ def test_fanning_lines_are_thin_and_the_heatmap_ticks_stay_by_the_axis(runs):
                                                             np.nan_to_num(y, nan=1.0)]))[:, 1]
     kept = np.sort(pix[np.isfinite(y)])
     assert len(kept) >= 2 and np.diff(kept).min() >= 1.7 * 5.5 * fig.dpi / 72
+
+
+def test_the_demo_band_panel_reads(runs):
+    """docs_shards-momentum-update010: the range band, CPU:7's shaded swing, the median
+    and CPU:3 crowded one panel, the swing explained only in a footnote."""
+    from dtsgd_viz.views._shard_labels import BAND_ALPHA
+    view = draw_shards(runs["momentum"], "w", "velocity", 10)
+    fig, ax = view.figure, view.norm_ax
+    assert view.band_blocks is not None and view.bouncing
+    band, = _gid(ax, "norm-band")
+    ribbons = [c for c in ax.collections if str(c.get_gid()).startswith("norm-ribbon")]
+    assert band.get_alpha() <= 0.3 and all(c.get_alpha() <= 0.3 for c in ribbons)
+    median, = _gid(ax, "norm-median")
+    for g in view.band_blocks:   # the named blocks over the median, not under it
+        assert view.lines[g].get_zorder() > median.get_zorder()
+    # the swing named beside its line, on a swatch of its colour; no footnote for it
+    assert view.coast_note is None
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    shown = [t for t in view.end_labels if t.get_visible()]
+    texts = {t.get_gid(): t for t in shown}
+    for g in view.bouncing:
+        swing = texts[f"end-label-swing-{view.bouncing.index(g)}"]
+        assert swing.get_text() == f"{view.patches[g].label} swings every update"
+        assert to_rgb(swing.get_bbox_patch().get_facecolor()) == to_rgb(view.lines[g].get_color())
+    # the names apart from each other and right of the panel, clear of the band's edges
+    boxes = [t.get_window_extent(renderer) for t in shown]
+    for i, a in enumerate(boxes):
+        assert a.x0 >= ax.bbox.x1
+        for b in boxes[i + 1:]:
+            assert not a.overlaps(b)
+    # the dots' label inside the panel, off the band's edges and the lines
+    step, = [t for t in ax.texts if t.get_gid() == "step-label"]
+    box = step.get_window_extent(renderer)
+    from matplotlib.path import Path
+    for line in [median, *[view.lines[g] for g in view.band_blocks]]:
+        assert not Path(line.get_transform().transform(line.get_xydata())).intersects_bbox(
+            box, filled=False)
+    edge = band.get_paths()[0].transformed(band.get_transform())
+    assert not edge.intersects_bbox(box, filled=True)

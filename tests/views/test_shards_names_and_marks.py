@@ -166,3 +166,83 @@ def test_a_log_axis_labels_a_tick_near_its_bottom():
     assert 3e-4 in [pytest.approx(t) for t in ticks]
     labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
     assert "0.0003" in labels
+
+
+def _twins(steps=20, same=8):
+    """A full recording of one (4, 8) variable laid out [unsharded, y] on a 2x4 mesh (4
+    blocks, 2 replicas each) whose blocks 2 and 3 hold the same values for the first
+    ``same`` updates and part after (05's CPU:2,6 under CPU:3,7), built without
+    TensorFlow."""
+    import types
+
+    from dtsgd_viz.geometry import shard_geometry
+    from dtsgd_viz.recorder.hostlog import assemble, entry
+    from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    mesh = MeshSpec.create({"x": 2, "y": 4})
+    geom = shard_geometry((4, 8), LayoutSpec(("unsharded", "y"), mesh))
+    held = tuple((g, tuple(d)) for g, d in enumerate(geom.replica_groups))
+    w = types.SimpleNamespace(name="w", geometry=geom, dtype="float32", layout=geom.layout,
+                              held=held)
+    rng, kinds, entries = np.random.default_rng(1), dtsgd_viz.KINDS, []
+    base = rng.normal(size=(4, 2))
+    for s in range(1, steps + 1):
+        full = np.zeros((4, 8))
+        for g, scale in enumerate([0.01, 0.003, 1.0, 1.0 if s <= same else 3.0]):
+            full[:, 2 * g:2 * g + 2] = base * scale * np.exp(-0.1 * s) * (1 + 0.3 * np.sin(s + g))
+        if s <= same:
+            full[:, 6:8] = full[:, 4:6]
+        data = {("w", k): [np.asarray(full, np.float32)[b] for b in geom.blocks] for k in kinds}
+        entries.append((s, entry((s, 0.1, 1.0 / s), data, [w], kinds, "full")))
+    return assemble(entries, [w], kinds, "full", [np.zeros((4, 8), np.float32)], mesh=mesh,
+                    momentum=0.9, nesterov=True, dropped=[], applied_momentum=0.9)
+
+
+def test_a_line_hidden_under_another_is_dashed_over_it_and_named():
+    """05/06: CPU:2,6 lay exactly under CPU:3,7 for updates 1-8, unseen and unsaid."""
+    from dtsgd_viz.views._shard_coincide import coincident
+    r = _twins()
+    view = draw_shards(r, "w", "velocity")
+    fig, ax = view.figure, view.norm_ax
+    fig.draw_without_rendering()
+    # the blocks' norms from the recording's arrays, in pixels, independently of the view
+    geom = r.geometry("w")
+    values = np.asarray(r.global_values("w", "velocity"), np.float64)
+    groups = [d[0] for d in geom.replica_groups]
+    norms = np.stack([[np.linalg.norm(v[geom.blocks[d]]) for d in groups] for v in values])
+    px = np.stack([ax.transData.transform(np.column_stack([r.steps, norms[:, g]]))[:, 1]
+                   for g in range(len(groups))], 1)
+    lw = max(line.get_linewidth() for line in view.lines) * fig.dpi / 72
+    close = {(a, b): np.abs(px[:, a] - px[:, b]) <= lw
+             for a in range(4) for b in range(a + 1, 4)}
+    hidden = {k: np.flatnonzero(v) for k, v in close.items() if v.sum() >= 2}
+    assert set(hidden) == {(2, 3)} and hidden[(2, 3)].tolist() == list(range(8))
+    names = [p.label for p in view.patches]
+    note, = [t for t in ax.texts if t.get_gid() == "coincide-note"]
+    assert note.get_text().replace("\n", " ") == (
+        f"{names[2]} under {names[3]} at updates 1-8 (dashed there)")
+    assert view.coincide_runs[ax] == [(2, 3, 0, 7)]
+    # the hidden line's stretch drawn dashed over the other, its data unmoved
+    dash, = [line for line in ax.lines if line.get_gid() == "coincide-dash-2-3"]
+    assert dash.get_zorder() > view.lines[3].get_zorder() and dash.get_linestyle() == "--"
+    np.testing.assert_allclose(dash.get_xdata(), r.steps[:8])
+    np.testing.assert_allclose(dash.get_ydata(), norms[:8, 2], rtol=1e-6)
+    assert dash.get_color() == view.lines[2].get_color()
+    # the note clear of every line and of the shown update's label, inside the panel
+    renderer = fig.canvas.get_renderer()
+    box = note.get_window_extent(renderer)
+    assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1
+    assert ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1
+    from matplotlib.path import Path
+    for line in ax.lines:
+        if not line.get_visible() or not len(line.get_xydata()):
+            continue
+        path = Path(line.get_transform().transform(line.get_xydata()))
+        assert not path.intersects_bbox(box, filled=False), line.get_gid()
+    for t in ax.texts:
+        if t is not note and t.get_text() and t.get_visible():
+            assert not t.get_window_extent(renderer).overlaps(box)
+    # lines that part at once: no note
+    assert coincident(np.arange(5.0) * 20, np.column_stack([np.zeros(5), [0, 9, 0, 9, 0]]),
+                      2.0) == []
+    apart = draw_shards(_twins(same=1), "w", "velocity")
+    assert not [t for t in apart.norm_ax.texts if t.get_gid() == "coincide-note"]
