@@ -177,8 +177,8 @@ def _finding(scene: PathScene) -> str:
         if apart is None:
             return f"The runs end level: loss {loss:.2g} by update {update}" + tail
         low, high, at, pct = apart
-        return (f"The paths are furthest apart at update {at}, {geo.rule_name(low)}'s loss {pct:.0f}% lower; "
-                f"they end level (loss {loss:.2g})" + tail)
+        return (f"Paths furthest apart at update {at}, {geo.rule_name(low)}'s loss {pct:.0f}% lower; "
+                f"both end at {loss:.2g}" + tail)
     below = " and ".join(f"{_times(last[k][0] / loss if loss > 0 else np.inf)} below {k}"
                          for k in ranked[1:3])
     return f"{best} ends lowest by update {update}: {below}" + tail

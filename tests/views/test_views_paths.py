@@ -882,7 +882,7 @@ def test_level_ends_are_titled_by_where_the_runs_differ_and_end_names_have_air(r
     boxes = [t.get_window_extent() for t in labels]
     assert all(a.y1 < b.y0 for a, b in zip(boxes, boxes[1:]))   # no two end names touch
     text = finding(scene)
-    if text.startswith("The paths are furthest apart"):
+    if text.startswith("Paths furthest apart"):
         assert f"update {default_update(scene)}" in text
 
 
