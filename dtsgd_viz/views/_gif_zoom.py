@@ -7,6 +7,8 @@ factor for as long as its updates fit it and still read at it, and changes it ra
     [4.0, 4.0, 4.0, 4.0, 4.0]
     >>> zoom_schedule([2.3, 5.0, 30.0, 100.0, 200.0])   # changed twice, never back
     [2.0, 2.0, 30.0, 30.0, 200.0]
+    >>> zoom_schedule([30.0, 50.0, 120.0, 200.0])       # the held last frame, all but stopped: closest
+    [30.0, 30.0, 30.0, 200.0]
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ __all__ = ["ZOOMS", "KEEP_RATIO", "zoom_schedule", "box_points", "fitted_zoom", 
 # the zoom factors a close-up may take: round numbers read as such in its title
 ZOOMS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 70.0, 100.0, 150.0, 200.0)
 KEEP_RATIO = 5.0   # a zoom is kept while the update would fit a box this many times closer
+LAST_RATIO = 1.5   # ... but the last frame, held longest, its update all but stopped (it fits the
+                   # closest zoom, ``ZOOMS[-1]``), takes that zoom when it is this much closer
 FIT_PAD, FIT_MIN = 0.3, 0.005   # ``update_geometry.zoom_box``'s pad and floor for the fitted box
 
 
@@ -29,12 +33,15 @@ def _ladder(z: float) -> float:
     return below[-1] if below else ZOOMS[0]
 
 
-def zoom_schedule(fitted, keep_ratio: float = KEEP_RATIO) -> list:
+def zoom_schedule(fitted, keep_ratio: float = KEEP_RATIO, last_ratio: float = LAST_RATIO) -> list:
     """The zoom of each frame from ``fitted`` (each frame's closest zoom at which its
     update still fits the box): frames grouped into the longest runs whose fitted zooms
     stay within ``keep_ratio`` of each other, each run at the largest of ``ZOOMS`` that
     every frame of it fits (so no update leaves its box, and none is drawn more than about
-    ``keep_ratio`` times smaller than it could be). Non-finite entries keep the zoom."""
+    ``keep_ratio`` times smaller than it could be). The last frame, which a GIF holds
+    longest, takes the closest zoom when its update fits it (the run has all but stopped:
+    at its group's zoom its arrows would be the size of the marks) and that is at least
+    ``last_ratio`` times closer. Non-finite entries keep the zoom."""
     out, lo, hi, start = [], None, None, 0
     z = [float(v) if np.isfinite(v) and v > 0 else np.nan for v in fitted]
 
@@ -52,6 +59,8 @@ def zoom_schedule(fitted, keep_ratio: float = KEEP_RATIO) -> list:
         else:
             lo, hi = new_lo, new_hi
     close(len(z))
+    if out and np.isfinite(z[-1]) and _ladder(z[-1]) == ZOOMS[-1] >= last_ratio * out[-1]:
+        out[-1] = ZOOMS[-1]
     return out
 
 

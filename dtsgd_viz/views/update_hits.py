@@ -99,6 +99,27 @@ def leaves(a, b, poly):
     return None if not len(clear) else (rest[int(clear[0])], b)
 
 
+def leader_flaws(anchor, end, rect, hidden, least, corner) -> list:
+    """How a leader from ``anchor`` to ``end`` (its end at the label's box ``rect``,
+    pixels) fails to read as a leader: ``"short"`` when less than ``least`` pixels of it
+    show beyond the ``hidden`` pixels under what it names (a tick at the text's end reads
+    as a sign), ``"sign"`` when it meets the box's left or right side more than ``corner``
+    pixels from its top and bottom (in line with the text: "−μ·v_prev"). Empty: it reads.
+
+    >>> leader_flaws(np.array([0.0, 5.0]), np.array([20.0, 5.0]), (22, 0, 60, 10), 4.0, 8.0, 3.0)
+    ['sign']
+    >>> leader_flaws(np.array([0.0, -20.0]), np.array([21.0, -2.0]), (22, 0, 60, 10), 4.0, 8.0, 3.0)
+    []
+    """
+    out = []
+    if float(np.hypot(*(np.asarray(end) - np.asarray(anchor)))) - hidden < least:
+        out.append("short")
+    x, y = float(end[0]), float(end[1])
+    if (x < rect[0] or x > rect[2]) and rect[1] + corner < y < rect[3] - corner:
+        out.append("sign")
+    return out
+
+
 def _disc_rect(c, rad, r, gap=GAP) -> bool:
     nx, ny = min(max(c[0], r[0]), r[2]), min(max(c[1], r[1]), r[3])
     return float(np.hypot(c[0] - nx, c[1] - ny)) < rad + gap

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .update_labels import GAP, SHAFT, leaves, _disc_rect, _poly_rect, _rects_meet, _seg_dist, _seg_poly, _seg_rect, _seg_seg, _trim
+from .update_labels import CORNER, GAP, MIN_LEADER, SHAFT, leader_flaws, leaves, _disc_rect, _poly_rect, _rects_meet, _seg_dist, _seg_poly, _seg_rect, _seg_seg, _trim
 
 __all__ = ["conflicts"]
 
@@ -22,7 +22,10 @@ def conflicts(ax, renderer, polygons, discs, gap=1.0):
     ``[(name, pixels)]`` (the arrows as drawn), ``discs`` ``[(name, centre, radius)]``
     (the marks); a label's leader may touch only the mark at its own anchor (within
     ``discs``' radius of it, or an arrow's half shaft) and an arrow its anchor lies in,
-    up to where it leaves that arrow (``update_hits.leaves``)."""
+    up to where it leaves that arrow (``update_hits.leaves``). A leader must also read
+    as one (``update_hits.leader_flaws``): at least ``MIN_LEADER`` pixels of it seen beyond
+    the mark or shaft it names, and not meeting its text's side in line with the text
+    (a sign)."""
     from matplotlib.path import Path
     from matplotlib.text import Annotation, Text
     frame = ax.bbox.extents
@@ -62,6 +65,10 @@ def conflicts(ax, renderer, polygons, discs, gap=1.0):
                 part, g = leaves(anchor, ends[i], poly) if Path(poly).contains_point(anchor) else off_shaft, 0.0
             if part is not None and _seg_poly(*part, poly, g):
                 out.append(f"{gid}'s leader over arrow {name}")
+        if ends[i] is not None:
+            hidden = _hidden(anchor, ends[i], polygons, discs)
+            for flaw in leader_flaws(anchor, ends[i], r, hidden, MIN_LEADER - 0.5, CORNER):
+                out.append(f"{gid}'s leader reads as a {'tick' if flaw == 'short' else 'sign'}")
         for name, c, rad in discs:
             if _disc_rect(np.asarray(c), rad, r, gap):
                 out.append(f"{gid} over mark {name}")
@@ -77,3 +84,21 @@ def conflicts(ax, renderer, polygons, discs, gap=1.0):
             if j > i and lead is not None and other is not None and _seg_seg(*lead, *other):
                 out.append(f"{gid}'s leader across {u.get_gid()}'s")
     return out
+
+
+def _hidden(anchor, end, polygons, discs) -> float:
+    """Pixels of the leader ``anchor``-``end`` under the marks at its anchor and the arrows
+    its anchor lies on (from the anchor to where it leaves the last of them)."""
+    from matplotlib.path import Path
+    n = int(min(2000, max(2, 4 * np.hypot(*(end - anchor)) + 1)))
+    pts = anchor + np.linspace(0.0, 1.0, n)[:, None] * (end - anchor)
+    under = np.zeros(n, bool)
+    for _, c, rad in discs:
+        if np.hypot(*(np.asarray(c) - anchor)) < 1.0:
+            under |= np.hypot(*(pts - np.asarray(c)).T) <= rad
+    for _, poly in polygons:
+        poly = np.asarray(poly)
+        if len(poly) >= 3 and Path(poly).contains_point(anchor, radius=2.0):
+            under |= Path(poly).contains_points(pts, radius=1.0) | Path(poly[::-1]).contains_points(pts, radius=1.0)
+    last = np.flatnonzero(under)
+    return 0.0 if not len(last) else float(np.hypot(*(pts[last[-1]] - anchor)))

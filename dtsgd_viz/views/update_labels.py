@@ -22,7 +22,7 @@ import numpy as np
 
 from .direct_labels import text_size
 from .update_hits import (GAP, _disc_rect, _grow, _poly_rect, _rects_meet, _seg_dist,  # noqa: F401
-                          _seg_poly, _seg_rect, _seg_seg, _trim, leaves)
+                          _seg_poly, _seg_rect, _seg_seg, _trim, leader_flaws, leaves)
 from .update_arrows import HEAD_AXIS, HEAD_LENGTH, HEAD_WIDTH, SHAFT
 
 __all__ = ["Label", "arrow_polygon", "place", "RADII", "SHAFT", "HEAD_WIDTH",
@@ -34,6 +34,10 @@ PAD = 2.0       # points matplotlib leaves between a text and its leader's end (
 HARD = 100.0    # the cost of one crossing: more than any preference
 ON_PATH = 0.5 * HARD + 1.0   # a label over the path: not clean (the panel tries more room), but
                               # cheaper than a crossing where nothing else fits
+LINE_COST = 6.0   # a leader over a point of the path or the dotted line (a crossing: about 3)
+MIN_LEADER = 8.0   # pixels of a leader seen beyond what it names: shorter, it reads as a tick or sign
+CORNER = 3.0       # pixels: a leader meeting a label's left or right side further than this from its
+                   # top and bottom meets the text's line like a sign ("−μ·v_prev")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -50,6 +54,7 @@ class Label:
     side: np.ndarray | None = None
     own: float = 6.0
     wrapped: str | None = None
+    under: float | None = None   # pixels of the leader hidden under what it names (None: ``own``)
 
 
 def arrow_polygon(tail, tip, width, headwidth=HEAD_WIDTH, headlength=HEAD_LENGTH,
@@ -144,17 +149,23 @@ def _static(spot, label_px, things, frame, pref, pull):
         hard += 1
     else:
         part = _trim(*spot.leader, label_px.own)
+        hidden = label_px.under if label_px.under is not None else label_px.own
+        length = float(np.hypot(*(spot.leader[1] - spot.leader[0])))
         if part is not None:
             for p in polys:   # an arrow the anchor lies on (a head an update ends in): from where it leaves
                 if len(p) >= 3 and _contains(p, spot.leader[0]):
                     out = leaves(spot.leader[0], spot.leader[1], p)
                     hard += out is not None and _seg_poly(*out, p)
+                    # under that arrow up to where it leaves it: only the rest shows
+                    hidden = max(hidden, length if out is None else
+                                 float(np.hypot(*(out[0] - spot.leader[0]))) - GAP)
                 else:
                     hard += _seg_poly(*part, p)
             hard += sum(float(_seg_dist(*part, np.array([c]))[0]) < rad + GAP - 1 for c, rad in discs)
             if len(lines):
-                soft += 2.0 * float((_seg_dist(*part, lines) < 3.0).sum())
-        soft += 0.01 * float(np.hypot(*(spot.leader[1] - spot.leader[0])))
+                soft += LINE_COST * float((_seg_dist(*part, lines) < 3.0).sum())
+        soft += 0.01 * length
+        hard += len(leader_flaws(*spot.leader, r, hidden, MIN_LEADER, CORNER))
     if len(lines):   # a label over the path or the dotted line reads as struck through: near a crossing
         g = _grow(r, 2.0)
         soft += ON_PATH * bool(((lines[:, 0] > g[0]) & (lines[:, 0] < g[2])

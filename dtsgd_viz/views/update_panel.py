@@ -71,9 +71,47 @@ def panel_data(key, update, coords, index, chain, nesterov, main_box) -> PanelDa
         pts.append(tip)
     if nesterov is not None:
         pts += list(nesterov)
-    box = upd.zoom_box(pts, main_box)
+    box = centre_content(upd.zoom_box(pts, main_box, min_frac=PANEL_MIN), pts, coords[:index + 1])
     return PanelData(key, int(update), position, tuple(chain), nesterov,
                      np.asarray(coords[:index + 1]), box)
+
+
+PANEL_MIN = 0.005   # of the paths panel: the smallest box (zoom ×200), so a tiny update fills its panel
+KEEP_IN = 0.15      # of a box: how far inside it the update's points stay when it is moved
+
+
+def centre_content(box, must, trail, segments=2, keep=KEEP_IN):
+    """``box`` moved (same size) so what the panel draws, the points ``must`` and the
+    part of the path ``trail`` (its last ``segments`` legs) inside it, sits in its middle
+    along both axes (the explorer keeps two legs of the path), while ``must`` stays ``keep``
+    of the box inside it: an update whose
+    path arrives from one side leaves no empty band on the other.
+
+    >>> b = centre_content(((0.0, 4.0), (0.0, 4.0)), [(1.0, 2.0), (3.0, 2.0)], [(2.0, -9.0), (1.0, 2.0)])
+    >>> [tuple(round(v, 2) for v in r) for r in b]
+    [(0.0, 4.0), (-0.92, 3.08)]
+    """
+    if box is None:
+        return box
+    must = np.asarray(must, np.float64).reshape(-1, 2)
+    must = must[np.all(np.isfinite(must), axis=1)]
+    path = np.asarray(trail, np.float64).reshape(-1, 2)[-segments - 1:]
+    if not len(must):
+        return box
+    lo_b, hi_b = np.array([box[0][0], box[1][0]]), np.array([box[0][1], box[1][1]])
+    span = hi_b - lo_b
+    t = np.linspace(0.0, 1.0, 25)[:, None]
+    samples = np.concatenate([a + t * (b - a) for a, b in zip(path[:-1], path[1:])]) if len(path) > 1 else must
+    samples = samples[np.all(np.isfinite(samples), axis=1)]
+    for _ in range(1):   # once: the path it brings in would pull it on and on
+        inside = samples[np.all((samples >= lo_b) & (samples <= hi_b), axis=1)]
+        content = np.concatenate([must, inside])
+        shift = (content.min(axis=0) + content.max(axis=0)) / 2 - (lo_b + hi_b) / 2
+        low = must.max(axis=0) + keep * span - hi_b    # the least shift keeping ``must`` inside
+        high = must.min(axis=0) - keep * span - lo_b   # the most
+        shift = np.where(low <= high, np.clip(shift, low, high), 0.0)
+        lo_b, hi_b = lo_b + shift, hi_b + shift
+    return ((float(lo_b[0]), float(hi_b[0])), (float(lo_b[1]), float(hi_b[1])))
 
 
 def fade_rgba(color, n, half_life=4.0):
@@ -158,17 +196,21 @@ def _draw_surroundings(ax, scene, data: PanelData, color, run_style, whole_path=
         ax.plot(c[:, 0], c[:, 1], ls=run_style["ls"], color=color, lw=1.0, alpha=0.25,
                 gid=f"zoom-path:{data.key}")
     seg = trail_segments(c, len(data.trail) - 1)
-    if len(seg):
-        rgba = fade_rgba(color, len(seg), half_life=3.0)
-        ax.add_collection(LineCollection(seg, colors=rgba, linewidths=2.0,
+    if len(seg):   # light and thin, the leg into the ring too: never read as one of the arrows
+        rgba = fade_rgba(tint(color, TRAIL_TINT), len(seg), half_life=3.0)
+        rgba[:, 3] *= TRAIL_ALPHA
+        ax.add_collection(LineCollection(seg, colors=rgba, linewidths=TRAIL_LW,
                                          gid=f"zoom-trail:{data.key}", zorder=3))
-        ax.scatter(seg[:, 0, 0], seg[:, 0, 1], s=14, c=rgba, zorder=3,
+        ax.scatter(seg[:, 0, 0], seg[:, 0, 1], s=12, c=rgba, zorder=3,
                    gid=f"zoom-trail-points:{data.key}")
     current = style.ROLE_LOOKS["current"]
     ax.plot([data.position[0]], [data.position[1]], current.marker, ms=RING_MS, mfc="white",
             mec=color, mew=current.lw + 0.2, zorder=5, gid=f"zoom-position:{data.key}")
 
 
+# the path so far: its colour's tint, thin, at most this opaque (the arrows are opaque and
+# three times as thick, so the leg into the ring never reads as an arrow)
+TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5
 RING_MS = style.ROLE_LOOKS["current"].ms + 2   # the position before the update
 # Nesterov's look-ahead point is that position: its diamond sits inside the ring, white
 # inside so it shows over the arrow leaving the ring in the same colour
@@ -231,9 +273,12 @@ def _arrow_labels(ax, data: PanelData, arrows):
             bare = drawn + float(after.uv @ a.uv) / drawn            # name the part it leaves bare
             if bare > 2 * a.head(span):
                 mid = min(mid, 0.5 * bare / drawn)
-        own = 0.5 * a.width * ax.bbox.width + lab.GAP + 4.0   # pixels: the leader leaves its own shaft
+        half = 0.5 * a.width * ax.bbox.width   # pixels: the leader leaves its own shaft
+        own = half + lab.GAP + 4.0
+        if length == 0:   # a zero arrow's name points at the ring it sits in
+            half = own = max(own, _radius(RING_MS, style.ROLE_LOOKS["current"].lw + 0.2, ax) + 2.0)
         out.append(lab.Label(text, a.tail + mid * a.uv, f"zoom-label:{data.key}:{a.term}",
-                             a.term != "gradient", own=own))
+                             a.term != "gradient", own=own, under=half))
     return out
 
 
@@ -257,7 +302,8 @@ def _draw_lookahead(ax, data: PanelData, color, before=False):
     if float(np.hypot(*d)) < COINCIDE * span:   # v_prev = 0 (the first update): one point, one name
         text = "iterate = look-ahead\n(v_prev = 0): g here"
         return [lab.Label(("before = " if before else "") + text, np.asarray(la),
-                          f"lookahead-label:{data.key}", own=ring)]
+                          f"lookahead-label:{data.key}", own=ring,
+                          wrapped=("before = " if before else "") + "iterate =\nlook-ahead\n(v_prev = 0):\ng here")]
     # the two names on opposite sides of the iterate to look-ahead line, so neither leader
     # crosses the other's name
     side = np.array([d[1], -d[0]]) / float(np.hypot(*d))   # the look-ahead's name right of the line

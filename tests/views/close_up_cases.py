@@ -1,7 +1,8 @@
 """The close-ups the tests of ``plot_update`` and of the explorer's zoom row measure,
 built once per test session and shared (``test_update_arrows``, ``test_update_labels``):
 tutorial 01's update 4, tutorial 03's runs at the updates that show each case, and
-PathExplorer at tutorial 03's update 20.
+PathExplorer at tutorial 03's updates 20 and 1 (the dashboard's step-through starts there),
+and the last frame of the docs' GIF (``gif_last_frame``).
 
 Tutorial 03's updates: 1 (v_prev = 0: Nesterov's iterate and look-ahead point coincide,
 μ·v_prev is zero), 2 and 9 (short gradient terms drawn longer, dashed), 5 (the
@@ -51,8 +52,24 @@ def close_ups():
     fig.canvas.draw()
     out = [("01 plot_update step 4", fig)]
     out += [(f"03 plot_update step {k}", plot_update_03(k)) for k in T03_UPDATES]
-    explorer = PathExplorer(tutorial_03(), SURFACE, step=20)
-    explorer.render()
-    explorer.figure.canvas.draw()
-    out.append(("03 PathExplorer update 20", explorer.figure))
+    for step in (20, 1):
+        explorer = PathExplorer(tutorial_03(), SURFACE, step=step)
+        explorer.render()
+        explorer.figure.canvas.draw()
+        out.append((f"03 PathExplorer update {step}", explorer.figure))
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=None)
+def gif_last_frame():
+    """The docs' ``paths.gif`` (``dtsgd-viz demo``: its 40-update runs, 20 frames) at its
+    last frame, the one it holds: ``(animation, figure)``, drawn."""
+    from dtsgd_viz.cli.demo import PATH_STEPS, path_surface, run_paths
+    from dtsgd_viz.cli.report import GIF_FRAMES, GIF_INTERVAL
+    from dtsgd_viz.views.paths import animate
+    anim = animate(run_paths(PATH_STEPS), path_surface(), frames=GIF_FRAMES, interval=GIF_INTERVAL)
+    anim._fig.canvas.mpl_disconnect(anim._first_draw_id)   # a draw would start it at frame 0
+    frames = list(anim.new_frame_seq())
+    anim._func(frames[-1])
+    anim._fig.canvas.draw()
+    return anim, anim._fig

@@ -197,3 +197,65 @@ def test_the_update_ends_at_a_marked_point_even_where_the_last_arrow_is_drawn_lo
                 assert name.get_text() == "after"
                 np.testing.assert_allclose(name.xy, end, rtol=1e-9, atol=1e-12)
     assert longer >= 2   # tutorial 03's update 5: momentum's and Nesterov's −lr·g
+
+
+def test_the_explorers_close_ups_centre_what_they_draw(figures):
+    """PathExplorer at tutorial 03's update 20: each close-up's arrows, marks and the path's
+    part inside it sit in its middle (where equal aspect leaves range spare, it is shared
+    out, not left as one band: the plain panel's box at ×50 left its top 35% empty), and
+    plain's update fills its panel."""
+    (fig,) = [f for case, f in figures if case == "03 PathExplorer update 20"]
+    for ax in fig.axes:
+        drawn = arrows_of(ax)
+        if not drawn:
+            continue
+        pts = [poly for _, _, poly in drawn]
+        for line in ax.lines:
+            if line.get_marker() not in (None, "None", "", " ") and line.get_visible():
+                pts.append(ax.transData.transform(line.get_xydata()))
+        for c in ax.collections:
+            if (c.get_gid() or "").startswith("zoom-trail:"):
+                for s in c.get_segments():
+                    a, b = ax.transData.transform(np.asarray(s, np.float64))
+                    pts.append(a + np.linspace(0, 1, 50)[:, None] * (b - a))
+        pts = np.concatenate(pts)
+        box = ax.bbox
+        pts = pts[(pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1) & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)]
+        bands = [(pts[:, 0].min() - box.x0) / box.width, (box.x1 - pts[:, 0].max()) / box.width,
+                 (pts[:, 1].min() - box.y0) / box.height, (box.y1 - pts[:, 1].max()) / box.height]
+        # centred where equal aspect leaves range spare, and never a band as wide as plain's was
+        assert max(bands) <= 0.33, f"{ax.get_title()}: empty bands {np.round(bands, 2)}"
+        assert abs(bands[0] - bands[1]) <= 0.12 or min(bands[:2]) <= 0.05, f"{ax.get_title()}: {np.round(bands, 2)}"
+        assert abs(bands[2] - bands[3]) <= 0.12 or min(bands[2:]) <= 0.05, f"{ax.get_title()}: {np.round(bands, 2)}"
+        if ax.get_title().startswith("plain"):
+            _, tail, poly = drawn[-1]
+            assert np.hypot(*(poly - tail).T).max() >= 0.4 * box.width, ax.get_title()
+
+
+def test_the_gifs_held_frame_draws_nesterovs_arrows_well_beyond_its_ring():
+    """The docs' GIF holds its last frame (update 40): there Nesterov's update has all but
+    stopped, so its close-up takes the closest zoom (``_gif_zoom.zoom_schedule``, and says
+    it changed). Its μ·v_new arrow is then >= 4 ring radii long, and each arrow's name hangs
+    off its own shaft, away from the ring the arrows share (>= 2 ring radii from it)."""
+    from close_up_cases import gif_last_frame
+    from dtsgd_viz.views._gif_zoom import ZOOMS
+    _, fig = gif_last_frame()
+    (ax,) = [a for a in fig.axes if a.get_title().startswith("Nesterov")]
+    assert f"×{ZOOMS[-1]:.0f}" in ax.get_title() and "(was ×" in ax.get_title(), ax.get_title()
+    (ring,) = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("zoom-position:")]
+    r = (ring.get_markersize() + ring.get_markeredgewidth()) * fig.dpi / 72 / 2
+    centre = ax.transData.transform(ring.get_xydata()[0])
+    drawn = {q.get_gid(): (tail, poly) for q, tail, poly in arrows_of(ax)}
+    tail, poly = drawn["zoom-arrow:nesterov:lookahead"]
+    assert np.hypot(*(poly - tail).T).max() >= 4 * r
+    for gid in drawn:
+        (t,) = [t for t in ax.texts if t.get_gid() == gid.replace("zoom-arrow:", "zoom-label:")]
+        anchor = ax.transData.transform(t.xy)
+        assert np.hypot(*(anchor - centre)) >= 2 * r, f"{gid}'s name at the ring"
+
+
+def test_zoom_schedule_gives_the_held_last_frame_the_closest_zoom_once_the_run_has_stopped():
+    from dtsgd_viz.views._gif_zoom import ZOOMS, zoom_schedule
+    assert zoom_schedule([30.0, 50.0, 120.0, 200.0]) == [30.0, 30.0, 30.0, ZOOMS[-1]]
+    assert zoom_schedule([30.0, 50.0, 120.0, 100.0]) == [30.0] * 4   # not stopped: one zoom
+    assert zoom_schedule([150.0, 200.0, 200.0]) == [150.0] * 3       # closest already, near enough

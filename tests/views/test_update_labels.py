@@ -261,3 +261,153 @@ def test_every_close_up_rings_the_start_and_names_what_it_marks(cases):
             for mark in ("μ·v in the run's colour", "−lr·g in its tint", "drawn longer, dashed", "zoom ×N",
                          "dotted line: μ·v_prev from the iterate"):
                 assert mark in caption, (case, mark)
+
+
+def leaders_of(ax, renderer):
+    """``[(annotation, anchor_px, far_end_px, text_box)]``: each drawn label's leader."""
+    out = []
+    for t in ax.texts:
+        if not (isinstance(t, Annotation) and t.get_text()) or t.arrow_patch is None:
+            continue
+        t.update_positions(renderer)
+        anchor = ax.transData.transform(t.xy)
+        verts = t.arrow_patch.get_path().vertices
+        if len(verts) < 2:
+            continue
+        far = np.asarray(max(verts, key=lambda v: np.hypot(*(v - anchor))), np.float64)
+        b = Text.get_window_extent(t, renderer)
+        out.append((t, anchor, far, (b.x0, b.y0, b.x1, b.y1)))
+    return out
+
+
+def test_no_leader_reads_as_a_sign_or_a_tick_at_its_text(cases):
+    """A leader never meets its label's text in line with it, at the middle of its left or
+    right side, where it reads as a sign ("−μ·v_prev 1.1", tutorial 03's explorer at update
+    20), and at least 8 px of it show beyond the mark or shaft it names (a shorter one is a
+    tick at the text's end): in every close-up, the dashboard's explorer at update 1 too."""
+    from dtsgd_viz.views.update_label_check import _hidden
+    checked = 0
+    for case, fig in cases.items():
+        renderer = fig.canvas.get_renderer()
+        for ax in zoom_axes(fig):
+            polygons, discs = arrow_polygons(ax), marker_discs(ax, fig.dpi)
+            for t, anchor, far, (x0, y0, x1, y1) in leaders_of(ax, renderer):
+                seen = np.hypot(*(far - anchor)) - _hidden(anchor, far, polygons, discs)
+                assert seen >= 7.5, f"{case}: {t.get_gid()}'s leader shows {seen:.1f} px"
+                at_side = far[0] < x0 or far[0] > x1
+                assert not (at_side and y0 + 3 < far[1] < y1 - 3), \
+                    f"{case}: {t.get_gid()}'s leader meets the middle of its text's side at {far.round(1)}"
+                checked += 1
+    assert checked >= 40
+
+
+def test_the_check_sees_a_leader_that_reads_as_a_sign():
+    """``conflicts`` reports the flaw the placement avoids: the label "μ·v_prev 1.1" moved
+    just right of its shaft, its leader a short dash at the text's start."""
+    import dtsgd_viz
+    from dtsgd_viz.views.update_label_check import conflicts
+    from close_up_cases import SURFACE, tutorial_03
+    fig = dtsgd_viz.plot_update(tutorial_03(), SURFACE, step=20)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    (ax,) = [a for a in zoom_axes(fig) if a.get_title().startswith("momentum")]
+    (t,) = [t for t in ax.texts if t.get_gid() == "zoom-label:momentum:momentum"]
+    t.set_ha("left")
+    t.set_va("center")
+    t.xyann = (7.0, 0.0)
+    found = conflicts(ax, renderer, arrow_polygons(ax), marker_discs(ax, fig.dpi))
+    assert any("zoom-label:momentum:momentum's leader reads as a" in f for f in found), found
+
+
+def test_the_dashboards_step_through_keeps_its_labels_off_the_arrows(cases):
+    """PathExplorer at update 1 (the dashboard's step-through): Nesterov's "iterate =
+    look-ahead (v_prev = 0): g here" crosses no arrow's shaft (quiver's drawn outline), no
+    two leaders cross, and nothing else clashes (``conflicts``)."""
+    from matplotlib.path import Path
+    from matplotlib.transforms import Bbox
+    from dtsgd_viz.views.update_hits import _seg_seg
+    from dtsgd_viz.views.update_label_check import conflicts
+    fig = cases["03 PathExplorer update 1"]
+    renderer = fig.canvas.get_renderer()
+    axes = zoom_axes(fig)
+    assert len(axes) == 3
+    for ax in axes:
+        polygons = arrow_polygons(ax)
+        leaders = leaders_of(ax, renderer)
+        for t, _, _, box in leaders:
+            for gid, poly in polygons:
+                assert not Path(poly).intersects_bbox(Bbox([box[:2], box[2:]]), filled=True), \
+                    f"{t.get_gid()} over {gid}"
+        for i, (t, a, b, _) in enumerate(leaders):
+            for u, c, d, _ in leaders[i + 1:]:
+                assert not _seg_seg(a, b, c, d), f"{t.get_gid()}'s leader across {u.get_gid()}'s"
+        assert not conflicts(ax, renderer, polygons, marker_discs(ax, fig.dpi)), ax.get_title()
+    (nes,) = [ax for ax in axes if ax.get_title().startswith("Nesterov")]
+    (look,) = [t for t in nes.texts if (t.get_gid() or "").startswith("lookahead-label:")]
+    assert "iterate" in look.get_text() and "look-ahead" in look.get_text() and "v_prev = 0" in look.get_text()
+
+
+def trail_polyline(ax):
+    """The drawn fading path's segments, display pixels: ``[(a, b)]``."""
+    return [tuple(ax.transData.transform(np.asarray(s, np.float64))) for c in ax.collections
+            if (c.get_gid() or "").startswith("zoom-trail:") for s in c.get_segments()]
+
+
+def _seg_point(a, b, p) -> float:
+    d = b - a
+    t = np.clip((p - a) @ d / (float(d @ d) or 1.0), 0.0, 1.0)
+    return float(np.hypot(*(a + t * d - p)))
+
+
+@pytest.mark.parametrize("case", ["01 plot_update step 4", "03 plot_update step 5", "03 plot_update step 9",
+                                  "03 plot_update step 20"])
+def test_path_so_far_names_the_path_itself_clear_of_the_other_marks(cases, case):
+    """"path so far" ends on the drawn path (within a pixel), not on Nesterov's dotted
+    μ·v_prev line lying along it nor on an arrow: >= 8 px from both, and from the marks."""
+    fig = cases[case]
+    found = 0
+    for ax in zoom_axes(fig):
+        labels = [t for t in ax.texts if (t.get_gid() or "").startswith("trail-label:")]
+        if not labels:
+            continue
+        (t,) = labels
+        p = ax.transData.transform(t.xy)
+        assert min(_seg_point(a, b, p) for a, b in trail_polyline(ax)) < 1.0, f"{case}: off the path"
+        for line in ax.lines:
+            gid = line.get_gid() or ""
+            if gid.startswith("iterate-line:"):
+                a, b = ax.transData.transform(line.get_xydata())
+                assert _seg_point(a, b, p) >= 8.0, f"{case}: on the dotted line"
+            elif gid.startswith(("iterate:", "zoom-position:", "zoom-next:")):
+                r = (line.get_markersize() + line.get_markeredgewidth()) * fig.dpi / 72 / 2
+                assert np.hypot(*(ax.transData.transform(line.get_xydata()[0]) - p)) >= r + 4.0, (case, gid)
+        for gid, poly in arrow_polygons(ax):
+            from matplotlib.path import Path
+            assert not Path(poly).contains_point(p, radius=16.0), f"{case}: on {gid}"
+        found += 1
+    assert found >= 2
+
+
+def test_the_path_so_far_is_drawn_light_and_thin_unlike_the_arrows(cases):
+    """The path up to the update, the leg into the ring too, in the run's tint, at most
+    ``TRAIL_ALPHA`` opaque and thinner than any arrow's shaft: momentum's leg into "before"
+    (tutorial 03, update 5) does not read as the start of μ·v_prev."""
+    from matplotlib.colors import to_rgb
+    from dtsgd_viz.views import update_panel as panel
+    checked = 0
+    for case, fig in cases.items():
+        for ax in zoom_axes(fig):
+            for c in ax.collections:
+                gid = c.get_gid() or ""
+                if not gid.startswith("zoom-trail:") or not len(c.get_segments()):
+                    continue
+                (ring,) = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("zoom-position:")]
+                run = np.asarray(to_rgb(ring.get_markeredgecolor()))
+                rgba = np.asarray(c.get_colors())
+                assert rgba[:, 3].max() <= panel.TRAIL_ALPHA + 1e-9, case
+                assert np.all(rgba[:, :3] >= run - 1e-9) and np.all(rgba[-1, :3] > run + 0.1 * (1 - run) - 1e-9), case
+                lw_px = max(c.get_linewidths()) * fig.dpi / 72
+                shafts = [q.width * ax.bbox.width for q in ax.collections if (q.get_gid() or "").startswith("zoom-arrow:")]
+                assert lw_px < min(shafts), case
+                checked += 1
+    assert checked >= 10

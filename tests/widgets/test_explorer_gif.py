@@ -287,9 +287,10 @@ def _zoom_of(title):
 
 def test_each_close_up_keeps_its_zoom_and_says_when_it_changes(demo_frames):
     """The zoom used to be fitted to every frame (momentum x4.3 to x21, Nesterov x2.3 to
-    x200): the arrows jumped. Now each run changes it at most 3 times over 20 frames, the
-    panel's span is the same on every frame at one zoom, and a frame that changes it
-    says "(was ×N)" in its title."""
+    x200): the arrows jumped. Now each run changes it at most 4 times over 20 frames (the
+    held last frame may take the closest zoom, ``_gif_zoom.LAST_RATIO``), the panel's span
+    is the same on every frame at one zoom, and a frame that changes it says "(was ×N)"
+    in its title (the held copies of the last frame are that frame again)."""
     seen = {}
     for update, frame in demo_frames:
         for ax in frame.axes:
@@ -301,13 +302,15 @@ def test_each_close_up_keeps_its_zoom_and_says_when_it_changes(demo_frames):
     assert set(seen) == {"momentum", "Nesterov"}
     for key, frames in seen.items():
         changes = 0
-        for (z0, _, _, _), (z1, was, _, u) in zip(frames, frames[1:]):
+        for (z0, _, _, u0), (z1, was, _, u) in zip(frames, frames[1:]):
+            if u == u0:   # the last frame held
+                continue
             if z1 != z0:
                 changes += 1
                 assert was is not None and was == pytest.approx(z0, rel=0.05), (key, u)
             else:
                 assert was is None, (key, u)
-        assert changes <= 3, (key, [f[0] for f in frames])
+        assert changes <= 4, (key, [f[0] for f in frames])
         for z in {f[0] for f in frames}:
             spans = [s for f, _, s, _ in frames if f == z]
             np.testing.assert_allclose(spans, spans[0], rtol=1e-6)   # one box size per zoom
