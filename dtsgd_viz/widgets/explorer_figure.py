@@ -31,7 +31,7 @@ __all__ = ["CLOSE_UP_SIZE", "CLOSE_UP_CAPTION", "explorer_view", "draw_close_up"
            "shown_box", "callout_spot", "follow_headline", "headline_parts", "move_loss_dots", "show_arrows"]
 
 CLOSE_UP_SIZE = (style.WIDTH, 8.3)   # headline, paths and loss, caption, a close-up per run
-CLOSE_UP_CAPTION = ("Bold: the paths up to update {k}, side by side where they share a leg; thin: after it. "
+CLOSE_UP_CAPTION = ("Bold: each path up to its ring at update {k}, side by side where they share a leg; thin: after it. "
                     "Below: each run's update {k} up close,\n×N closer than the paths (its dotted box "
                     "there): μ·v in the run's colour, then −lr·g in its light tint, tip to tail, with their lengths")
 CAPTION_SIZE = style.TICK_SIZE   # the caption's type: over style.NOTE_SIZE, the smallest allowed
