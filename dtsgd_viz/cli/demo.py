@@ -165,10 +165,11 @@ def summary(runs, tol=1e-3) -> str:
 
 
 def main(steps=100, save=None, out_dir=DEFAULT_OUT, out=sys.stdout, err=sys.stderr,
-         path_steps=PATH_STEPS) -> int:
+         path_steps=PATH_STEPS, gif_frames=None) -> int:
     """Run the demo, print its summary to ``out`` (progress bars and messages to
     ``err``; ``DTSGD_VIZ_PROGRESS=0`` turns the bars off), save the recordings in
-    ``save`` if given, and write the report to ``out_dir`` (None: none)."""
+    ``save`` if given, and write the report to ``out_dir`` (None: none), its GIF in
+    ``gif_frames`` frames (None: ``report.GIF_FRAMES``)."""
     import os
 
     def progress(msg):
@@ -189,8 +190,10 @@ def main(steps=100, save=None, out_dir=DEFAULT_OUT, out=sys.stdout, err=sys.stde
         return 0
     from . import report
     paths = run_paths(path_steps, progress=True, file=err)
+    frames = report.GIF_FRAMES if gif_frames is None else gif_frames
     result = report.write_report(out_dir, {r.name: r.recording for r in runs}, paths,
-                                 path_surface(), summary=text, progress=progress)
+                                 path_surface(), summary=text, gif_frames=frames,
+                                 progress=progress)
     files = result.paths()
     print(f"\nReport: {len(files)} files in {result.directory}{os.sep}", file=out)
     for item in result.items:

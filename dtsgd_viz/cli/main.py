@@ -6,6 +6,9 @@ import argparse
 import sys
 
 
+GIF_FRAMES = 20   # the report's default (report.GIF_FRAMES; not imported: --help stays light)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="dtsgd-viz",
@@ -18,6 +21,9 @@ def main(argv=None) -> int:
     demo.add_argument("--save", metavar="DIR", help="also save the three recordings (.npz) in DIR")
     demo.add_argument("--out", metavar="DIR", default="demo-out",
                       help="write the report (figures, GIF, index.html) in DIR (default demo-out)")
+    demo.add_argument("--gif-frames", metavar="N", default=None,
+                      help="frames of the report's animation paths.gif, an integer >= 2 "
+                           f"(default {GIF_FRAMES}; fewer draw faster)")
     app = sub.add_parser("app", help="serve the comparison dashboard with Voila on 127.0.0.1")
     app.add_argument("--port", type=int, default=8866, help="port to listen on (default 8866)")
     app.add_argument("--open", action="store_true", help="open it in a web browser")
@@ -52,9 +58,24 @@ def main(argv=None) -> int:
     if args.command == "demo":
         if args.steps < 1:
             parser.error(f"--steps must be >= 1 (received {args.steps})")
+        gif_frames = _gif_frames(parser, args.gif_frames)
         from .demo import main as demo_main
-        return demo_main(steps=args.steps, save=args.save, out_dir=args.out)
+        return demo_main(steps=args.steps, save=args.save, out_dir=args.out, gif_frames=gif_frames)
     return 2
+
+
+def _gif_frames(parser, text):
+    """``--gif-frames``: an integer >= 2 (a GIF needs two frames to move), else a usage
+    error naming what was received; ``GIF_FRAMES`` when not given."""
+    if text is None:
+        return GIF_FRAMES
+    try:
+        frames = int(text)
+    except ValueError:
+        frames = None
+    if frames is None or frames < 2:
+        parser.error(f"--gif-frames must be an integer >= 2 (received {text})")
+    return frames
 
 
 def _export(parser, args) -> int:

@@ -251,11 +251,14 @@ def write_report(directory, shard_recordings: Mapping, path_recordings: Mapping,
       path_recordings: ``{config: Recording}`` made by ``dtsgd_viz.run`` on the 2-D
         ``surface``: drawn as paths (arrows at ``arrow_step``) and animated as a GIF.
       summary: text to include as ``summary.txt`` (the demo's printed summary).
-      gif_frames: frames of the GIF, evenly spaced over the path run.
+      gif_frames: frames of the GIF (an integer >= 2), evenly spaced over the path run.
       progress: called with a short message before each file is drawn.
 
     Returns the ``Report`` (``report.paths()`` lists every file written).
     """
+    whole = isinstance(gif_frames, (int, np.integer)) and not isinstance(gif_frames, bool)
+    if not whole or gif_frames < 2:
+        raise ValueError(f"gif_frames must be an integer >= 2 (received {gif_frames!r})")
     shard_recordings = _check_recordings("shard_recordings", shard_recordings)
     path_recordings = _check_recordings("path_recordings", path_recordings)
     directory = os.fspath(directory)

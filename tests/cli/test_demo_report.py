@@ -2,8 +2,10 @@
 index shows them all, and the figures hold the recorded data (rebuilt with the same
 functions the report uses and compared with the recordings)."""
 
+import contextlib
 import html
 import html.parser
+import io
 import os
 
 import numpy as np
@@ -21,6 +23,7 @@ pytestmark = pytest.mark.slow  # runs the demo once (~15 s)
 STEPS = 12        # the sharded demo's updates per optimizer
 PATH_STEPS = 10   # the path run's
 GIF_FRAMES = 5
+WRITING = {}      # what writing the report printed and told its progress callback
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +33,12 @@ def made(tmp_path_factory):
     shard_recs = {r.name: r.recording for r in runs}
     paths = demo.run_paths(PATH_STEPS)
     out = tmp_path_factory.mktemp("report")
-    result = report.write_report(out, shard_recs, paths, demo.path_surface(),
-                                 summary=demo.summary(runs), gif_frames=GIF_FRAMES)
+    printed, messages = io.StringIO(), []
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        result = report.write_report(out, shard_recs, paths, demo.path_surface(),
+                                     summary=demo.summary(runs), gif_frames=GIF_FRAMES,
+                                     progress=messages.append)
+    WRITING.update(printed=printed.getvalue(), messages=messages)   # what writing it said
     return result, shard_recs, paths
 
 
@@ -229,15 +236,17 @@ def test_shard_figures_hold_the_recorded_velocity(made):
             _same_size(im, fig)
 
 
-def test_report_prints_nothing_and_rejects_empty_input(made, tmp_path, capsys):
+def test_report_prints_nothing_and_rejects_empty_input(made, tmp_path):
     result, shard_recs, paths = made
-    capsys.readouterr()
-    messages = []
-    report.write_report(tmp_path, {"nesterov": shard_recs["nesterov"]}, paths,
-                        demo.path_surface(), updates=(2,), gif_frames=2,
-                        progress=messages.append)
-    assert capsys.readouterr() == ("", "")
+    # writing the report (the fixture's) printed nothing; its progress went to the callback
+    assert WRITING["printed"] == ""
+    messages = WRITING["messages"]
     assert messages[0] == "writing layout.png" and messages[-1].startswith("animating")
     with pytest.raises(ValueError, match="path_recordings must be a non-empty dict"):
         report.write_report(tmp_path, shard_recs, {}, demo.path_surface())
+    for frames in (1, 2.5, True):   # a GIF needs two frames to move
+        with pytest.raises(ValueError, match=rf"gif_frames must be an integer >= 2 \(received {frames}\)"):
+            report.write_report(tmp_path / "no", shard_recs, paths, demo.path_surface(),
+                                gif_frames=frames)
+    assert not (tmp_path / "no").exists()   # refused before writing anything
 

@@ -2,6 +2,7 @@
 servers, screenshots taken into a temporary folder."""
 
 import contextlib
+import dataclasses
 import json
 import os
 import pathlib
@@ -10,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -69,29 +71,164 @@ def _server(cmd, url, env, log):
                 os.killpg(proc.pid, 9)
 
 
-@contextlib.contextmanager
-def _lab(tmp_path, work):
-    """JupyterLab serving ``work``, windowing off (JupyterLab 4.6 leaves
-    off-screen cells out of the DOM otherwise); yields its base URL and token."""
-    settings = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
+def _lab_settings(folder):
+    """JupyterLab's settings in ``folder``: windowing off (JupyterLab 4.6 leaves
+    off-screen cells out of the DOM otherwise), and no "get notified about official
+    Jupyter news?" toast over the figures."""
+    settings = folder / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True, exist_ok=True)
     (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    # no "get notified about official Jupyter news?" toast over the figures
-    notes = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
-    notes.mkdir(parents=True)
+    notes = folder / "settings" / "@jupyterlab" / "apputils-extension"
+    notes.mkdir(parents=True, exist_ok=True)
     (notes / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    port, token = _free_port(), "dtsgdtest"
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
+
+
+def _lab_command(folder, work, port, token):
+    """The JupyterLab command serving ``work`` and its environment (settings, runtime
+    files and workspaces in ``folder``)."""
+    _lab_settings(folder)
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(folder / "settings"),
+               JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
+               JUPYTERLAB_WORKSPACES_DIR=str(folder / "workspaces"))
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
            "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
            f"--ServerApp.root_dir={work}", "--LabApp.news_url=",
            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    return cmd, env
+
+
+@contextlib.contextmanager
+def _lab(tmp_path, work):
+    """A JupyterLab of its own serving ``work``; yields its base URL and token (the
+    browser tests share one instead: the ``lab`` fixture)."""
+    port, token = _free_port(), "dtsgdtest"
+    cmd, env = _lab_command(tmp_path, work, port, token)
     base = f"http://127.0.0.1:{port}"
     with _server(cmd, f"{base}/api?token={token}", env, tmp_path / "lab.log"):
         yield base, token
+
+
+@dataclasses.dataclass(frozen=True)
+class Lab:
+    """The browser tests' shared JupyterLab: its base URL, token and root folder."""
+
+    base: str
+    token: str
+    root: pathlib.Path
+
+    def _api(self, method, path):
+        url = f"{self.base}/api/{path}?token={self.token}"
+        request = urllib.request.Request(url, method=method)
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            body = answer.read()
+        return json.loads(body) if body else None
+
+    @contextlib.contextmanager
+    def folder(self, name):
+        """A new folder of the server's root for one test; the kernels of the notebooks
+        opened from it are shut down when the test ends (it runs as alone as with a
+        server of its own: own folder, own workspace, own kernel)."""
+        work = pathlib.Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.root))
+        try:
+            yield work
+        finally:
+            self.shut_down(work)
+
+    def sessions(self, work):
+        """The server's sessions (a notebook and its kernel) of notebooks in ``work``."""
+        rel = work.relative_to(self.root).as_posix() + "/"
+        return [s for s in self._api("GET", "sessions") if s["path"].startswith(rel)]
+
+    def shut_down(self, work):
+        for session in self.sessions(work):
+            with contextlib.suppress(urllib.error.HTTPError):   # already gone
+                self._api("DELETE", f"sessions/{session['id']}")
+
+    def url(self, notebook):
+        """Where JupyterLab opens ``notebook`` (a file in a ``folder``) in a workspace of
+        its own, so no other test's open tabs come back with it."""
+        rel = notebook.relative_to(self.root).as_posix()
+        workspace = re.sub(r"[^A-Za-z0-9_-]", "-", rel)
+        return f"{self.base}/lab/workspaces/{workspace}/tree/{rel}?token={self.token}"
+
+
+def _lab_state_folder(tmp_path_factory):
+    """Where the shared server's files live: the run's temporary folder, which every
+    pytest-xdist worker of the run shares (``popen-gwN`` are its subfolders)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def _alive(pid):
+    """Whether process ``pid`` runs (a zombie, stopped but not yet reaped, does not)."""
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+@contextlib.contextmanager
+def _locked(path):
+    import fcntl
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _stop(pid):
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, 15)
+    deadline = time.time() + 20
+    while time.time() < deadline and _alive(pid):
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)   # reap it when this process started it
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, 9)
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    """One JupyterLab for every browser test of the run, whichever xdist worker runs
+    them: the first to need it starts it, a state file (pid, port, users) under a file
+    lock tells the others where it is, and the last user stops it."""
+    folder = _lab_state_folder(tmp_path_factory) / "shared-lab"
+    folder.mkdir(exist_ok=True)
+    state_file, token = folder / "state.json", "dtsgdtest"
+    with _locked(folder / "lock"):
+        state = json.loads(state_file.read_text()) if state_file.exists() else None
+        if state is None or not _alive(state["pid"]):
+            root = folder / "root"
+            root.mkdir(exist_ok=True)
+            port = _free_port()
+            cmd, env = _lab_command(folder, root, port, token)
+            with open(folder / "lab.log", "a") as out:
+                proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+            state = {"pid": proc.pid, "port": port, "root": str(root), "users": 0}
+            try:
+                _wait_http(f"http://127.0.0.1:{port}/api?token={token}")
+            except BaseException:
+                _stop(proc.pid)
+                raise
+        state["users"] += 1
+        state_file.write_text(json.dumps(state))
+    try:
+        yield Lab(f"http://127.0.0.1:{state['port']}", token, pathlib.Path(state["root"]))
+    finally:
+        with _locked(folder / "lock"):
+            state = json.loads(state_file.read_text())
+            state["users"] -= 1
+            if state["users"] > 0:
+                state_file.write_text(json.dumps(state))
+            else:
+                state_file.unlink()
+                _stop(state["pid"])
 
 
 @pytest.fixture(scope="module")
@@ -215,3 +352,41 @@ def _boxes(page, selector):
 def _cut_by(boxes, end):
     """The boxes (top, bottom) that a crop at ``end`` cuts through."""
     return [(top, bottom) for top, bottom in boxes if top < end < bottom]
+
+
+def _prompts(page):
+    return page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
+
+
+def _run_all(page, started=30, tries=3):
+    """Run > Run All Cells (JupyterLab's command through its menu: shortcuts differ
+    between versions) until a cell shows that it runs or ran. On a loaded machine the
+    command has been seen to run nothing (no prompt changed in 240 s, while alone it
+    runs at once): it is issued again only when no cell's prompt changed in ``started``
+    seconds, so a notebook never runs twice."""
+    before = _prompts(page)
+    for _ in range(tries):
+        page.locator(".jp-Notebook").first.click()
+        page.keyboard.press("Escape")
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        deadline = time.time() + started
+        while time.time() < deadline:
+            now = _prompts(page)
+            if now != before or any("*" in p for p in now):
+                return
+            time.sleep(0.25)
+    raise AssertionError(f"Run All Cells ran no cell ({tries} tries, {started} s each)")
+
+
+def _open_notebook(page, url, timeout=120_000):
+    """Open a notebook in JupyterLab and wait until its kernel is connected and idle, as
+    the status bar says ("Python 3 (ipykernel) | Idle"): the toolbar's execution
+    indicator reads idle before any kernel is there, and a cell run then would ask which
+    kernel to start."""
+    page.goto(url, timeout=timeout)
+    page.wait_for_selector(".jp-Notebook", timeout=timeout)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=timeout)
+    page.wait_for_function("() => /\\|\\s*Idle\\b/.test("
+                           "document.querySelector('#jp-main-statusbar')?.innerText || '')",
+                           timeout=timeout)

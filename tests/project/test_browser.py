@@ -1,49 +1,38 @@
 """Real browser tests: JupyterLab runs the headline notebook, Voila serves the app, and
 headless Chromium (Debian's, driven by Playwright) checks that the widgets render and
-respond, and that the app's kernels end with their pages. `.ci/run` installs Chromium;
+respond (test_browser_app_kernels.py: the app's kernels end with their pages; the
+JupyterLab tests share one server, helpers.browser's ``lab``). `.ci/run` installs Chromium;
 without /usr/bin/chromium these tests are skipped with that reason.
 
 The screenshots are taken into a temporary folder and checked there: the test command
 leaves the repository as it was. `make screenshots` runs the two screenshot tests with
 DTSGD_VIZ_SCREENSHOTS=docs/screenshots, which copies them into the docs once they pass."""
 
-import contextlib
-import json
-import re
 import os
 import pathlib
+import re
 import shutil
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
 from helpers.browser import (ARGS, CHROMIUM, ROOT, SCREENSHOTS, SHOTS_ENV, _check_screenshot,  # noqa: F401
-                             _docs_screenshots, _free_port, _image_sources, _lab, _move_slider,
-                             _publish, _server, _shots_destination, _wait_changed, _wait_http,
-                             _wait_stable, browser, browser_test, shots)
+                             _docs_screenshots, _free_port, _image_sources, _move_slider,
+                             _open_notebook, _publish, _run_all, _server, _shots_destination,
+                             _wait_changed, _wait_http, _wait_stable, browser, browser_test, lab,
+                             shots)
 from helpers.browser import _boxes, _cut_by, _heading_tops, _page_bottom, _section_crop
 
 
 @browser_test
-def test_notebook_03_in_jupyterlab(browser, shots, tmp_path):
+def test_notebook_03_in_jupyterlab(browser, lab, shots):
     docs_before = _docs_screenshots()
-    work = tmp_path / "nb"
-    work.mkdir()
-    shutil.copy(ROOT / "notebooks" / "03_nesterov_vs_momentum.ipynb", work)
-    with _lab(tmp_path, work) as (base, token):
+    with lab.folder("nb03") as work:
+        notebook = work / "03_nesterov_vs_momentum.ipynb"
+        shutil.copy(ROOT / "notebooks" / notebook.name, notebook)
         # tall enough for the whole PathExplorer cell (code, slider, paths and close-ups)
         page = browser.new_page(viewport={"width": 1400, "height": 1400})
-        page.goto(f"{base}/lab/tree/03_nesterov_vs_momentum.ipynb?token={token}", timeout=120_000)
-        page.wait_for_selector(".jp-Notebook", timeout=120_000)
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
-        page.locator(".jp-Notebook").first.click()
-        page.keyboard.press("Escape")
-        # Run > Run All Cells, through JupyterLab's command (menus differ between versions)
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        _open_notebook(page, lab.url(notebook))
+        _run_all(page)
         page.wait_for_function(
             "() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];"
             " return p.length > 0 && p.every(e => !e.innerText.includes('*') && /\\[\\d+\\]/.test(e.innerText)); }",
@@ -115,65 +104,29 @@ def test_app_in_voila(browser, shots, tmp_path):
         assert len(images) >= 3
         for nw, nh, w, h in images:
             assert w <= nw + 1 and w / h == pytest.approx(nw / nh, rel=0.02), (nw, nh, w, h)
-        # the results table's headers sit side by side without overlapping
-        heads = page.eval_on_selector_all("th", "els => els.map(e => { const r = "
-                                          "e.getBoundingClientRect(); return [r.left, r.right]; })")
-        assert len(heads) >= 3
-        for (_, right), (left, _) in zip(heads, heads[1:]):
-            assert right <= left + 1
+        # each table's headers sit side by side without overlapping (the results table,
+        # then the step-through's table of the update's terms)
+        tables = page.eval_on_selector_all("table", "els => els.map(t => Array.from(t.querySelectorAll('th'))"
+                                           ".map(e => { const r = e.getBoundingClientRect(); return [r.left, r.right]; }))")
+        assert len(tables) == 2 and len(tables[0]) >= 3 and len(tables[1]) == 5, tables
+        for heads in tables:
+            for (_, right), (left, _) in zip(heads, heads[1:]):
+                assert right <= left + 1, heads
+        # the terms table stands beside the step-through figure (not wrapped under it) and
+        # follows the slider
+        step_img = page.eval_on_selector_all("img", "els => els.map(e => { const r = e.getBoundingClientRect(); "
+                                             "return [r.left, r.right, r.top, r.bottom]; })")[1]
+        table_box = page.eval_on_selector_all("table", "els => { const r = els[1].getBoundingClientRect(); "
+                                              "return [r.left, r.right, r.top, r.bottom]; }")
+        assert table_box[0] >= step_img[1] and table_box[1] <= 1300 and table_box[2] < step_img[3], (step_img, table_box)
+        assert "Update 1, each run's terms" in page.inner_text("body")
         before = _image_sources(page)
         _move_slider(page, page.locator(".widget-slider").count() - 1)  # the PathExplorer step
         _wait_changed(page, before)
+        page.wait_for_function("() => document.body.innerText.includes('Update 6, each run')", timeout=30_000)
         page.close()
     _check_screenshot(shot, 1300, 1000)
     _publish(shot, docs_before)
-
-
-def _kernels(server):
-    """{pid: RSS in bytes} of the kernels a server started (its ipykernel processes)."""
-    import psutil
-    found = {}
-    for child in psutil.Process(server.pid).children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            if any("ipykernel" in arg for arg in child.cmdline()):
-                found[child.pid] = child.memory_info().rss
-    return found
-
-
-def _wait_until(condition, timeout, message):
-    deadline = time.time() + timeout
-    while not condition():
-        if time.time() > deadline:
-            raise AssertionError(f"{message} within {timeout} s")
-        time.sleep(0.25)
-
-
-@browser_test
-def test_app_kernels_end_with_their_pages(browser, tmp_path):
-    """Each page of the app runs its own kernel (TensorFlow: about 800 MB); however the
-    page goes, its kernel stops within seconds, so three pages opened and closed leave none."""
-    from dtsgd_viz.cli.app import voila_command
-    port = _free_port()
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
-    ways_to_leave = {
-        "closed": lambda page: page.close(),  # no beforeunload, as when a browser is killed
-        "closed by the user": lambda page: page.close(run_before_unload=True),
-        "navigated away from": lambda page: (page.goto("about:blank"), page.close()),
-    }
-    with _server(voila_command(port), f"http://127.0.0.1:{port}/voila/static/", env,
-                 tmp_path / "voila.log") as server:
-        assert _kernels(server) == {}
-        for how, leave in ways_to_leave.items():
-            page = browser.new_page(viewport={"width": 1300, "height": 1000})
-            page.goto(f"http://127.0.0.1:{port}/", timeout=180_000)
-            page.wait_for_selector(".widget-slider", timeout=180_000)
-            kernels = _kernels(server)
-            assert len(kernels) == 1, kernels  # this page's: the pages before it left none
-            assert min(kernels.values()) > 200 * 2**20  # a real one, TensorFlow loaded
-            leave(page)
-            _wait_until(lambda: not _kernels(server), 30, f"the kernel of a page {how} did not stop")
-    log = (tmp_path / "voila.log").read_text()
-    assert log.count("its page closed; shutting it down") == 3, log  # not culled: shut down
 
 
 def test_screenshots_reach_the_docs_only_through_make_screenshots(monkeypatch):

@@ -2,14 +2,14 @@
 it): picking a mesh dim for a tensor dim in the widget's dropdown redraws the blocks.
 
 The notebook is written here (one cell, no TensorFlow: a hypothetical layout), so the
-test costs a JupyterLab start and one small kernel."""
+test costs one small kernel in the browser tests' shared JupyterLab."""
 
 import re
 import time
 
 import nbformat
 
-from helpers.browser import _image_sources, _lab, browser, browser_test  # noqa: F401
+from helpers.browser import _image_sources, _open_notebook, browser, browser_test, lab  # noqa: F401
 
 CELL = ('from dtsgd_viz.widgets import LayoutExplorer\n'
         'explorer = LayoutExplorer((8, 8), mesh={"batch": 2, "model": 4})\n'
@@ -53,17 +53,15 @@ def _wait_for(condition, timeout, what):
 
 
 @browser_test
-def test_layout_explorer_dropdown_changes_the_blocks(browser, tmp_path):  # noqa: F811
-    work = tmp_path / "nb"
-    work.mkdir()
+def test_layout_explorer_dropdown_changes_the_blocks(browser, lab, tmp_path):  # noqa: F811
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CELL)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
-    nbformat.write(nb, work / "layout.ipynb")
-    with _lab(tmp_path, work) as (base, token):
+    with lab.folder("layout") as work:
+        nbformat.write(nb, work / "layout.ipynb")
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            _drive(page, base, token)
+            _drive(page, lab.url(work / "layout.ipynb"))
         except Exception:
             page.screenshot(path=str(tmp_path / "failed.png"))  # what the page showed
             raise
@@ -71,11 +69,8 @@ def test_layout_explorer_dropdown_changes_the_blocks(browser, tmp_path):  # noqa
             page.close()
 
 
-def _drive(page, base, token):
-    page.goto(f"{base}/lab/tree/layout.ipynb?token={token}", timeout=120_000)
-    page.wait_for_selector(".jp-Notebook", timeout=120_000)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                           timeout=120_000)
+def _drive(page, url):
+    _open_notebook(page, url)
     _run_the_cell(page)
     page.wait_for_selector(".jp-OutputArea .widget-html table", timeout=120_000)
     page.wait_for_function("() => !document.body.innerText.includes('Loading widget')",

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from helpers.browser import (_image_sources, _lab, _wait_changed,  # noqa: F401
-                          browser, browser_test)
+from helpers.browser import (_image_sources, _open_notebook, _run_all,  # noqa: F401
+                             _wait_changed, browser, browser_test, lab)
 
 SETUP = """\
 import json
@@ -69,50 +69,22 @@ def _image_with_size(page, size, timeout=60):
     raise AssertionError(f"no widget image of {size} px on the page")
 
 
-def _run_all_until(page, text, timeout=150):
-    """Run > Run All Cells until ``text`` shows. In a loaded full run the command has
-    been seen to run nothing (no cell got a prompt number in 240 s, while the test alone
-    passes in 20 s): it is issued once more only if no cell ran or is running."""
-    def shown(seconds):
-        deadline = time.time() + seconds
-        while time.time() < deadline:
-            if text in page.inner_text("body"):
-                return True
-            time.sleep(0.5)
-        return False
-
-    for attempt in range(2):
-        page.locator(".jp-Notebook").first.click()
-        page.keyboard.press("Escape")
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-        if shown(timeout):
-            return
-        prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
-        if any(re.search(r"\[(\d+|\*)\]", p) for p in prompts):   # ran: wait, never rerun
-            if shown(timeout):
-                return
-            break
-    raise AssertionError(f"{text!r} did not show after Run All Cells")
-
-
 def _readout(page, label):
     text = page.locator(".widget-slider", has_text=label).locator(".widget-readout").inner_text()
     return float(text.replace("\u2212", "-"))   # d3-format writes a minus sign
 
 
 @browser_test
-def test_click_a_phase_cell_and_drag_the_start_in_jupyterlab(browser, tmp_path):  # noqa: F811
-    work = tmp_path / "nb"
-    work.mkdir()
-    _notebook(work / "manipulate.ipynb")
-    with _lab(tmp_path, work) as (base, token):
+def test_click_a_phase_cell_and_drag_the_start_in_jupyterlab(browser, lab):  # noqa: F811
+    with lab.folder("manipulate") as work:
+        _notebook(work / "manipulate.ipynb")
         page = browser.new_page(viewport={"width": 1300, "height": 1000})
-        page.goto(f"{base}/lab/tree/manipulate.ipynb?token={token}", timeout=120_000)
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+        _open_notebook(page, lab.url(work / "manipulate.ipynb"))
         page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-CodeCell').length == 4",
                                timeout=60_000)   # every cell rendered before Run All
-        _run_all_until(page, "TARGETS {")
+        _run_all(page)
+        page.wait_for_function("() => document.body.innerText.includes('TARGETS {')",
+                               timeout=300_000)
         page.wait_for_function("() => !document.body.innerText.includes('Loading widget')", timeout=60_000)
         text = page.locator(".jp-OutputArea-output", has_text="TARGETS").first.inner_text()
         targets = json.loads(re.search(r"TARGETS (\{.*\})", text).group(1))

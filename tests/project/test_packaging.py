@@ -54,11 +54,12 @@ def test_readme_commands_are_the_makefile_targets_ci_runs():
 def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
     """The README's demo command end to end, at 12 updates per optimizer: still past the
     report's shard updates 3 and 10, the last (12) standing in for 30 (``shard_steps``),
-    so the report holds the same 13 files."""
+    so the report holds the same 13 files; its GIF in 3 frames (``--gif-frames``: the
+    default 20 take most of the run; test_cli_demo_gif_frames_default checks those)."""
     report = tmp_path / "report"
     out = subprocess.run(
         [sys.executable, "-m", "dtsgd_viz.cli", "demo", "--steps", "12", "--save", str(tmp_path),
-         "--out", str(report)],
+         "--out", str(report), "--gif-frames", "3"],
         capture_output=True, text=True, check=True, cwd=tmp_path,
     )
     lines = out.stdout.splitlines()
@@ -82,6 +83,41 @@ def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
     assert sorted(listed + ["index.html"]) == sorted(os.listdir(report))
     assert "[paths] nesterov  step 40/40" in out.stderr
     assert not (tmp_path / "demo-out").exists()  # --out replaces the default folder
+    from PIL import Image
+    with Image.open(report / "paths.gif") as gif:   # --gif-frames reaches the report
+        assert gif.format == "GIF" and gif.n_frames == 3
+    assert "animating paths.gif (3 frames)" in out.stderr
+
+
+def test_cli_demo_gif_frames_default(monkeypatch):
+    """Without --gif-frames the demo's GIF has the report's default 20 frames (the CLI
+    hands them to the demo, which hands them to write_report; tests/cli/test_demo_report.py
+    checks that the GIF holds exactly the frames asked for), and --gif-frames N hands N."""
+    import importlib
+    import inspect
+    from dtsgd_viz.cli import demo, report
+    main = importlib.import_module("dtsgd_viz.cli.main")   # the package's `main` is its function
+    handed = []
+    monkeypatch.setattr(demo, "main", lambda **kwargs: handed.append(kwargs) or 0)
+    assert main.main(["demo", "--out", "x"]) == 0 and main.main(["demo", "--gif-frames", "7"]) == 0
+    assert [h["gif_frames"] for h in handed] == [20, 7]
+    assert main.GIF_FRAMES == report.GIF_FRAMES == 20
+    assert inspect.signature(report.write_report).parameters["gif_frames"].default == 20
+    assert f"(default {report.GIF_FRAMES};" in " ".join(
+        subprocess.run([sys.executable, "-m", "dtsgd_viz.cli", "demo", "--help"],
+                       capture_output=True, text=True, check=True).stdout.split())
+
+
+@pytest.mark.parametrize("given", ["1", "0", "-4", "2.5", "many"])
+def test_cli_rejects_bad_gif_frames(given, capsys):
+    """A GIF needs two frames to move: --gif-frames takes an integer >= 2, and says what
+    it received otherwise (before any run starts)."""
+    from dtsgd_viz.cli.main import main
+    with pytest.raises(SystemExit) as exit_:
+        main(["demo", "--gif-frames", given])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--gif-frames must be an integer >= 2 (received {given})" in err, err
 
 
 def test_cli_rejects_bad_steps():
