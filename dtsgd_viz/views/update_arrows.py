@@ -50,6 +50,7 @@ class DrawnArrow:
     factor: float
     width: float
     covered: float = 0.0   # data units of its shaft from the tail under the head before it
+    shift: np.ndarray | None = None   # display pixels it is drawn aside (``update_fold``), or None
 
     @property
     def dashed(self) -> bool:

@@ -18,6 +18,7 @@ from . import path_geometry as geo
 from . import style
 from . import update_geometry as upd
 from . import update_arrows as arr
+from . import update_fold as fold
 from . import update_labels as lab
 from . import update_marks as marks
 
@@ -143,7 +144,7 @@ def _clear(ax):
 
 def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect=True, *,
                       label_size=None, smaller=(style.TICK_SIZE,), avoid_path=True,
-                      name_marks=False, whole_path=True, crowded=False):
+                      name_marks=False, whole_path=True, crowded=False, _flip=1.0):
     """Clear ``ax`` and draw one run's update ``data`` there: thick arrows tip to tail
     (each shaft at least two heads long, ``update_arrows.fit_arrows``), each named on a
     leader line with its true length, the zoom factor in the title.
@@ -169,7 +170,7 @@ def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect
     ax.apply_aspect()   # the box as drawn: the labels are placed in its pixels
     _draw_surroundings(ax, scene, data, color, run_style, whole_path)
     outline = [patheffects.withStroke(linewidth=2.5, foreground="white")]
-    arrows = _draw_chain(ax, data, color)
+    arrows = _draw_chain(ax, data, color, _flip)
     labels = _arrow_labels(ax, data, arrows)
     if data.nesterov is not None:   # held to their sides: the arrows' names fit round them
         labels += _draw_lookahead(ax, data, color, name_marks and not crowded)
@@ -177,6 +178,10 @@ def draw_update_panel(ax, scene, data: PanelData, color, run_style, equal_aspect
         labels += marks.mark_labels(ax, data, arrows, _radius, trail=not crowded)
     placed = lab.place(ax, labels, _obstacles(ax, data, arrows), color=color, outline=outline,
                        fontsize=style.LABEL_SIZE if label_size is None else float(label_size), smaller=smaller)
+    if placed.cost >= lab.HARD / 2 and _flip > 0 and any(a.shift is not None for a in arrows):
+        return draw_update_panel(ax, scene, data, color, run_style, equal_aspect, label_size=label_size,
+                                 smaller=smaller, name_marks=name_marks, whole_path=whole_path,
+                                 crowded=crowded, _flip=-1.0)   # an arrow drawn aside: the other side
     return placed.cost
 
 
@@ -218,27 +223,32 @@ LOOKAHEAD_MARK = dict(marker="D", ms=7.5, mfc="white", mew=1.6, ls="none")
 NEXT_Z = 6.9   # the point an update reaches: under the arrows, the last head points at it
 
 
-def _draw_chain(ax, data: PanelData, color):
+def _draw_chain(ax, data: PanelData, color, flip=1.0):
     """The terms as thick arrows tip to tail, each shaft at least two heads long
     (``update_arrows.fit_arrows``: thinner, or drawn longer and dashed), each drawn over
     the one after it (an arrow folding back starts under the head before it, which shows
-    whole), and the point the update reaches: under the last head when the arrow ends
-    there, over the shaft when the last arrow is drawn longer (its drawn tip is not the
-    update's end). Returns the ``DrawnArrow`` list."""
+    whole; one folding straight back is drawn a few pixels aside, ``update_fold``), and the
+    point the update reaches: under the last head when the arrow ends there, over the
+    shaft when the last arrow is drawn longer or aside (its drawn tip is not the update's
+    end). Returns the ``DrawnArrow`` list."""
     span = float(np.ptp(data.box[0]))
-    arrows = arr.fit_arrows(data.chain, span)
+    arrows = arr.fit_arrows(data.chain, span)   # one folding straight back is drawn aside
+    arrows = [dataclasses.replace(a, shift=s) for a, s in zip(arrows, fold.shifts(ax, arrows, flip))]
     for i, a in enumerate(arrows):
-        tc = term_color(a.term, color)
+        tc, z = term_color(a.term, color), ARROW_Z + 0.1 * (len(arrows) - i)
+        moved = {} if a.shift is None else dict(transform=fold.transform(ax, a.shift))
+        if a.shift is not None:   # joined to the true tip before it
+            fold.draw(ax, a, a.shift, tc, z - 0.01, f"zoom-connector:{data.key}:{a.term}")
         q = ax.quiver([a.tail[0]], [a.tail[1]], [a.uv[0]], [a.uv[1]], angles="xy", scale_units="xy",
                       scale=1.0, color=tc, width=a.width, headwidth=arr.HEAD_WIDTH,
                       headlength=arr.HEAD_LENGTH, headaxislength=arr.HEAD_AXIS, edgecolor=color,
-                      linewidth=1.0, zorder=ARROW_Z + 0.1 * (len(arrows) - i),
-                      gid=f"zoom-arrow:{data.key}:{a.term}",
-                      linestyle=(0, (4.0, 2.0)) if a.dashed else "-")
+                      linewidth=1.0, zorder=z, gid=f"zoom-arrow:{data.key}:{a.term}",
+                      linestyle=(0, (4.0, 2.0)) if a.dashed else "-", **moved)
         q.magnified = a.factor
     if arrows:
         tip = arrows[-1].tail + arrows[-1].true_uv
-        z = NEXT_Z if not arrows[-1].dashed else ARROW_Z + 0.1 * (len(arrows) + 1)
+        hidden = arrows[-1].dashed or arrows[-1].shift is not None   # else under the last head
+        z = NEXT_Z if not hidden else ARROW_Z + 0.1 * (len(arrows) + 1)
         ax.plot([tip[0]], [tip[1]], "o", ms=6, color=color, mec="white", mew=1.0, zorder=z,
                 gid=f"zoom-next:{data.key}")
     return arrows
@@ -277,7 +287,8 @@ def _arrow_labels(ax, data: PanelData, arrows):
         own = half + lab.GAP + 4.0
         if length == 0:   # a zero arrow's name points at the ring it sits in
             half = own = max(own, _radius(RING_MS, style.ROLE_LOOKS["current"].lw + 0.2, ax) + 2.0)
-        out.append(lab.Label(text, a.tail + mid * a.uv, f"zoom-label:{data.key}:{a.term}",
+        at = a.tail + mid * a.uv + fold.data_shift(ax, a.tail, a.shift)   # on the shaft as drawn
+        out.append(lab.Label(text, at, f"zoom-label:{data.key}:{a.term}",
                              a.term != "gradient", own=own, under=half))
     return out
 
@@ -327,8 +338,9 @@ def _obstacles(ax, data: PanelData, arrows):
     """``(polygons, discs, line points)`` in pixels: the arrows as quiver draws them, the
     marks, and points along the path's last segments and Nesterov's dotted line."""
     to_px = ax.transData.transform
-    polys = [lab.arrow_polygon(to_px(a.tail), to_px(a.tail + a.uv), a.width * ax.bbox.width)
-             for a in arrows]
+    polys = [lab.arrow_polygon(to_px(a.tail) + (0 if a.shift is None else a.shift),
+                               to_px(a.tail + a.uv) + (0 if a.shift is None else a.shift),
+                               a.width * ax.bbox.width) for a in arrows]
     discs = []
     for line in ax.lines:
         if line.get_marker() in (None, "None", "", " ") or not (line.get_gid() or "").startswith(

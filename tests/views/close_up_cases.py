@@ -73,3 +73,27 @@ def gif_last_frame():
     anim._func(frames[-1])
     anim._fig.canvas.draw()
     return anim, anim._fig
+
+
+@functools.lru_cache(maxsize=None)
+def folded_panel(lean=0.002):
+    """A synthetic fold: Nesterov's panel of tutorial 03's update 20 redrawn with its
+    chain replaced by μ·v_new and a −lr·g turning straight back over 60% of it
+    (``lean`` of its length sideways): ``(figure, axes, chain)``, drawn."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from dtsgd_viz.views import style, update_panel
+    from dtsgd_viz.views.path_frames import panel_at
+    from dtsgd_viz.views.path_scene import build_scene
+    scene = build_scene(tutorial_03(), SURFACE, None)
+    data = panel_at(scene, "nesterov", 20, True)
+    (_, tail, first), _ = data.chain
+    back = -0.6 * first + lean * np.array([-first[1], first[0]])
+    chain = (("lookahead", tail, first), ("gradient", tail + first, back))
+    data = update_panel.panel_data("nesterov", data.update, scene.coords["nesterov"], 20, chain,
+                                   None, scene.box)
+    fig, ax = plt.subplots(figsize=(4.0, 4.0), dpi=style.DPI)
+    update_panel.draw_update_panel(ax, scene, data, scene.colors["nesterov"],
+                                   update_panel.run_styles(scene.coords)["nesterov"], name_marks=True)
+    fig.canvas.draw()
+    return fig, ax, chain

@@ -187,7 +187,8 @@ def test_the_update_ends_at_a_marked_point_even_where_the_last_arrow_is_drawn_lo
             tail = np.asarray(q.get_offsets()[0], np.float64)
             end = tail + np.array([float(q.U[0]), float(q.V[0])]) / getattr(q, "magnified", 1.0)
             np.testing.assert_allclose(dot.get_xydata()[0], end, rtol=1e-9, atol=1e-12)
-            if getattr(q, "magnified", 1.0) > 1:
+            aside = any((ln.get_gid() or "").startswith("zoom-connector:") for ln in ax.lines)
+            if getattr(q, "magnified", 1.0) > 1 or aside:   # drawn aside: its head is not over the end
                 assert dot.get_zorder() > max(a.get_zorder() for a, _, _ in drawn), case
                 longer += 1
             else:
@@ -259,3 +260,93 @@ def test_zoom_schedule_gives_the_held_last_frame_the_closest_zoom_once_the_run_h
     assert zoom_schedule([30.0, 50.0, 120.0, 200.0]) == [30.0, 30.0, 30.0, ZOOMS[-1]]
     assert zoom_schedule([30.0, 50.0, 120.0, 100.0]) == [30.0] * 4   # not stopped: one zoom
     assert zoom_schedule([150.0, 200.0, 200.0]) == [150.0] * 3       # closest already, near enough
+
+
+def _chain_px(ax):
+    """``[(quiver, drawn tail, unit, shaft length, half width)]`` in display pixels, and
+    ``{gid: connector display points}``."""
+    out = []
+    for q, tail, poly in arrows_of(ax):
+        shaft, _, u = shaft_and_head(tail, poly)
+        out.append((q, tail, u, shaft, 0.5 * q.width * ax.bbox.width))
+    joins = {ln.get_gid(): ln.get_transform().transform(ln.get_xydata()) for ln in ax.lines
+             if (ln.get_gid() or "").startswith("zoom-connector:")}
+    return out, joins
+
+
+def _assert_folded_arrow_drawn_aside(ax, case):
+    """The second arrow folds back (> 150°) and is drawn beside the first: its shaft's
+    centre line >= the two half widths + 1 px from the first's over their overlap, its
+    connector starts at the first arrow's true tip and ends at its drawn tail, its drawn
+    tip is level with its true one along the arrow, and the "after" dot stays true."""
+    (q1, t1, u1, s1, h1), (q2, t2, u2, s2, h2) = _chain_px(ax)[0]
+    joins = _chain_px(ax)[1]
+    assert np.degrees(np.arccos(np.clip(u1 @ u2, -1, 1))) > 150, case
+    along = t2 + np.linspace(0, s2, 200)[:, None] * u2           # the second shaft's centre line
+    x = (along - t1) @ u1
+    over = (x > 0) & (x < s1)                                      # beside the first shaft
+    assert over.sum() >= 20, case
+    gap = np.abs((along[over] - t1) @ np.array([-u1[1], u1[0]]))
+    assert gap.min() >= h1 + h2 + 1.0, f"{case}: shafts {gap.min():.1f} px apart, need {h1 + h2 + 1:.1f}"
+    tip1 = ax.transData.transform(np.asarray(q2.get_offsets()[0]))   # the first's true tip = the second's true tail
+    (join,) = joins.values()
+    assert np.hypot(*(join[0] - tip1)) < 0.5 and np.hypot(*(join[-1] - t2)) < 0.5, case
+    true_tip = ax.transData.transform(np.asarray(q2.get_offsets()[0]) + [float(q2.U[0]), float(q2.V[0])])
+    drawn_tip = t2 + (true_tip - tip1)
+    assert abs((drawn_tip - true_tip) @ u2) < 0.5, case
+    key = q2.get_gid().split(":")[1]
+    (dot,) = [ln for ln in ax.lines if ln.get_gid() == f"zoom-next:{key}"]
+    end = np.asarray(q2.get_offsets()[0]) + np.array([float(q2.U[0]), float(q2.V[0])]) / getattr(q2, "magnified", 1.0)
+    np.testing.assert_allclose(dot.get_xydata()[0], end, rtol=1e-9, atol=1e-12)
+
+
+def test_the_gifs_held_frame_draws_nesterovs_folding_gradient_beside_its_look_ahead_term():
+    """Update 40 of the docs' GIF: Nesterov's −lr·g turns straight back over μ·v_new; it
+    is drawn a shaft width + 3 px aside, joined to μ·v_new's tip. Momentum's −lr·g (not
+    folding back) is drawn where it is."""
+    from close_up_cases import gif_last_frame
+    _, fig = gif_last_frame()
+    (ax,) = [a for a in fig.axes if a.get_title().startswith("Nesterov")]
+    _assert_folded_arrow_drawn_aside(ax, "gif Nesterov")
+    (mom,) = [a for a in fig.axes if a.get_title().startswith("momentum")]
+    drawn, joins = _chain_px(mom)
+    assert len(drawn) == 2 and not joins
+    for q, tail, *_ in drawn:   # drawn at its true tail
+        assert np.hypot(*(tail - mom.transData.transform(np.asarray(q.get_offsets()[0])))) < 1e-6
+
+
+def test_a_synthetic_fold_is_drawn_aside_and_one_leaning_away_is_not():
+    from close_up_cases import folded_panel
+    for lean in (0.0, 0.002, -0.02):
+        fig, ax, _ = folded_panel(lean)
+        _assert_folded_arrow_drawn_aside(ax, f"lean {lean}")
+    _, ax, _ = folded_panel(0.9)   # −lr·g at ~124° to μ·v_new: apart by itself
+    drawn, joins = _chain_px(ax)
+    assert not joins
+    for q, tail, *_ in drawn:
+        assert np.hypot(*(tail - ax.transData.transform(np.asarray(q.get_offsets()[0])))) < 1e-6
+
+
+def test_no_close_up_that_does_not_fold_straight_back_is_drawn_aside(figures):
+    for case, fig in figures:
+        for ax in fig.axes:
+            drawn, joins = _chain_px(ax)
+            for (_, _, u1, _, _), (q2, t2, u2, _, _) in zip(drawn, drawn[1:]):
+                moved = np.hypot(*(t2 - ax.transData.transform(np.asarray(q2.get_offsets()[0])))) > 1e-6
+                if moved:
+                    assert np.degrees(np.arccos(np.clip(u1 @ u2, -1, 1))) > 150, case
+                    assert len(joins) == 1, case
+            if not any(np.hypot(*(t - ax.transData.transform(np.asarray(q.get_offsets()[0])))) > 1e-6
+                       for q, t, *_ in drawn):
+                assert not joins, case
+
+
+def test_fold_shift_to_either_side_keeps_the_shafts_apart():
+    from dtsgd_viz.views.update_fold import fold_shift
+    tail1, tip1, w1, w2 = np.zeros(2), np.array([200.0, 0.0]), 10.0, 5.0
+    uv2 = np.array([-150.0, 3.0])   # leaning 3 px up over its length
+    for flip in (1.0, -1.0):
+        s = fold_shift(tail1, tip1, w1, tip1, uv2, w2, flip)
+        pts = tip1 + s + np.linspace(0, 1, 50)[:, None] * uv2
+        assert np.abs(pts[:, 1]).min() >= w1 / 2 + w2 / 2 + 1, flip
+        assert np.sign(s[1]) == flip   # to the side it leans to, or (flip -1) the other
