@@ -63,7 +63,8 @@ def update_table_html(rows, update: int, colors=None) -> str:
     colors = colors or style.optimizer_colors([r.name for r in rows])
     pad = "padding:3px 6px"
     cols = "".join(f"<col style='width:{w}'>" for _, w, _ in COLUMNS)
-    heads = "".join(f"<th style='text-align:{a};{pad};border-bottom:1px solid #888'>{html.escape(t)}</th>"
+    heads = "".join(f"<th style='text-align:{a};{pad};vertical-align:bottom;line-height:1.3;"
+                    f"border-bottom:1px solid #888'>{html.escape(t)}</th>"
                     for t, _, a in COLUMNS)
     body = []
     for r in rows:
@@ -75,7 +76,7 @@ def update_table_html(rows, update: int, colors=None) -> str:
     width = "calc(" + " + ".join(w for _, w, _ in COLUMNS) + ")"
     note = ("|μ·v|: μ·v_prev for momentum, μ·v_new for Nesterov (tf-keras' form); "
             "|step| = |μ·v − lr·g|, the recorded change of the parameters; — : no such term")
-    return (f"<div style='font-size:85%'><b>Update {int(update)}, each run's terms</b>"
+    return (f"<div style='font-size:85%;line-height:1.4'><b>Update {int(update)}, each run's terms</b>"
             f"<table style='border-collapse:collapse;table-layout:fixed;width:{width};"
             "font-variant-numeric:tabular-nums;margin-top:4px'>"
             f"<colgroup>{cols}</colgroup><thead><tr>{heads}</tr></thead><tbody>" + "".join(body)
