@@ -1,5 +1,5 @@
 """The close-ups the tests of ``plot_update`` and of the explorer's zoom row measure,
-built once per test session and shared (``test_update_arrows``, ``test_update_labels``):
+built once per test session and shared (``test_update_close_ups``, one module: one worker builds them):
 tutorial 01's update 4, tutorial 03's runs at the updates that show each case, and
 PathExplorer at tutorial 03's updates 20 and 1 (the dashboard's step-through starts there),
 and the last frame of the docs' GIF (``gif_last_frame``).
