@@ -29,6 +29,29 @@ def three():
             "nesterov": synthetic(NARROW, 60, 0.05, 0.9, True)}
 
 
+@pytest.fixture(scope="module")
+def two_at(two):
+    """``plot_paths(two, VALLEY, step=step)``, drawn once per step: the tests using it only read it."""
+    drawn = {}
+
+    def at(step):
+        if step not in drawn:
+            drawn[step] = dtsgd_viz.plot_paths(two, VALLEY, step=step)
+        return drawn[step]
+    return at
+
+
+@pytest.fixture(scope="module")
+def two_at_4(two_at):
+    return two_at(4)
+
+
+@pytest.fixture(scope="module")
+def three_at_5(three):
+    """``plot_paths(three, NARROW, step=5)``, drawn once: the tests using it only read it."""
+    return dtsgd_viz.plot_paths(three, NARROW, step=5)
+
+
 def _boxes(fig):
     """``{gid: display box}`` of the path panel's names (their text, not their leaders)."""
     ax = fig.axes[0]
@@ -62,10 +85,10 @@ def test_the_pure_scoring_keeps_a_label_off_lines_boxes_and_the_frame():
     assert 0 <= box[0] and box[2] <= 200 and 0 <= box[1] and box[3] <= 100
 
 
-@pytest.mark.parametrize("runs, surface, step", [("two", VALLEY, 4), ("three", NARROW, 5)])
-def test_no_name_overlaps_another_a_marker_or_leaves_the_panel(runs, surface, step, request):
+@pytest.mark.parametrize("runs, figure", [("two", "two_at_4"), ("three", "three_at_5")])
+def test_no_name_overlaps_another_a_marker_or_leaves_the_panel(runs, figure, request):
     recs = request.getfixturevalue(runs)
-    fig = dtsgd_viz.plot_paths(recs, surface, step=step)
+    fig = request.getfixturevalue(figure)   # plot_paths(two, VALLEY, step=4), plot_paths(three, NARROW, step=5)
     fig.canvas.draw()
     boxes = _boxes(fig)
     assert {"start-label", "minimum-label", *(f"run-name:{k}" for k in recs)} <= set(boxes)
@@ -79,8 +102,8 @@ def test_no_name_overlaps_another_a_marker_or_leaves_the_panel(runs, surface, st
             assert not boxes_overlap(b, (x - 4, y - 4, x + 4, y + 4)), (gid, mark)
 
 
-def test_the_minimum_is_named_where_no_path_runs(two):
-    fig = dtsgd_viz.plot_paths(two, VALLEY, step=4)
+def test_the_minimum_is_named_where_no_path_runs(two_at_4):
+    fig = two_at_4   # plot_paths(two, VALLEY, step=4)
     fig.canvas.draw()
     ax = fig.axes[0]
     b = _boxes(fig)["minimum-label"]
@@ -93,11 +116,11 @@ def test_the_minimum_is_named_where_no_path_runs(two):
             assert not inside.any(), ln.get_gid()
 
 
-def test_where_two_paths_coincide_the_lower_one_is_a_casing_under_the_upper(two):
+def test_where_two_paths_coincide_the_lower_one_is_a_casing_under_the_upper(two, two_at_4):
     c = {k: r.path("w").astype(np.float64) for k, r in two.items()}
     shared = coinciding(c["nesterov"], c["momentum"], tol=0.02)
     assert shared and np.allclose(shared[0][0], c["nesterov"][0])   # from the start on
-    fig = dtsgd_viz.plot_paths(two, VALLEY, step=4)
+    fig = two_at_4   # plot_paths(two, VALLEY, step=4)
     ax = fig.axes[0]
     casing = [a for a in ax.collections if a.get_gid() == "path-casing:momentum"]
     lines = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("path:")}
@@ -127,8 +150,8 @@ def test_where_two_paths_coincide_the_lower_one_is_a_casing_under_the_upper(two)
     np.testing.assert_allclose(np.asarray(dashes), np.asarray(momentum.ls[1]) * momentum.lw, rtol=1e-6)
 
 
-def test_start_and_minimum_leaders_are_haloed_so_they_read_across_paths(three):
-    fig = dtsgd_viz.plot_paths(three, NARROW, step=5)
+def test_start_and_minimum_leaders_are_haloed_so_they_read_across_paths(three_at_5):
+    fig = three_at_5   # plot_paths(three, NARROW, step=5)
     for gid in ("start-label", "minimum-label"):
         (ann,) = [t for t in fig.axes[0].texts if t.get_gid() == gid]
         effects = ann.arrow_patch.get_path_effects()
@@ -137,10 +160,10 @@ def test_start_and_minimum_leaders_are_haloed_so_they_read_across_paths(three):
 
 
 @pytest.mark.parametrize("step", [1, 4])
-def test_the_caption_speaks_of_ringed_loss_dots_only_where_dots_meet(two, step):
+def test_the_caption_speaks_of_ringed_loss_dots_only_where_dots_meet(two_at, step):
     """At update 1 every run starts at one loss: its dots meet and are ringed; at update 4
     they are apart (01's figure) and the caption says nothing of rings."""
-    fig = dtsgd_viz.plot_paths(two, VALLEY, step=step)
+    fig = two_at(step)   # plot_paths(two, VALLEY, step=step)
     ax = fig.axes[1]
     dots = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("loss-marker:")]
     assert len(dots) == 2
@@ -151,10 +174,10 @@ def test_the_caption_speaks_of_ringed_loss_dots_only_where_dots_meet(two, step):
     assert meet == ringed == ("ringed where dots meet" in caption) == (step == 1), (meet, ringed, caption)
 
 
-def test_three_first_legs_run_side_by_side_each_in_its_own_look(three):
+def test_three_first_legs_run_side_by_side_each_in_its_own_look(three, three_at_5):
     """Deliberately changed: the shared first legs were nested casings (Nesterov's edges
     round momentum's round plain's core), read as hidden; now they run in lanes."""
-    fig = dtsgd_viz.plot_paths(three, NARROW, step=5)
+    fig = three_at_5   # plot_paths(three, NARROW, step=5)
     fig.draw_without_rendering()
     ax = fig.axes[0]
     lines = {ln.get_gid()[5:]: ln for ln in ax.lines if (ln.get_gid() or "").startswith("path:")}
@@ -172,8 +195,8 @@ def test_three_first_legs_run_side_by_side_each_in_its_own_look(three):
     assert len(caption) == 1
 
 
-def test_the_caption_says_why_nesterovs_first_step_is_long(three):
-    fig = dtsgd_viz.plot_paths(three, NARROW, step=5)
+def test_the_caption_says_why_nesterovs_first_step_is_long(three, three_at_5):
+    fig = three_at_5   # plot_paths(three, NARROW, step=5)
     caption = [t.get_text() for t in fig.findobj(Text) if "first step" in t.get_text()]
     assert len(caption) == 1 and "(1+μ) = 1.9×" in caption[0] and "p ← p + μ·v − lr·g" in caption[0]
     one = dtsgd_viz.plot_paths({"nesterov": three["nesterov"]}, NARROW, step=5)

@@ -38,6 +38,12 @@ def planar():
     return dtsgd_viz.run(PLANAR, configs, STEPS)
 
 
+@pytest.fixture(scope="module")
+def rotated_figure(rotated):
+    """``plot_paths(rotated, ROTATED)``, drawn once: the tests using it only read it."""
+    return dtsgd_viz.plot_paths(rotated, ROTATED)
+
+
 def gid_artists(fig, prefix):
     out = {}
     for ax in fig.axes:
@@ -60,8 +66,8 @@ def quiver_arrow(q: Quiver):
 # ---- paths, start, minimum ------------------------------------------------------------
 
 
-def test_path_vertices_are_the_recorded_params(rotated):
-    fig = dtsgd_viz.plot_paths(rotated, ROTATED)
+def test_path_vertices_are_the_recorded_params(rotated, rotated_figure):
+    fig = rotated_figure
     paths, rests = gid_artists(fig, "path:"), gid_artists(fig, "path-rest:")
     assert sorted(paths) == sorted(CONFIGS) and not rests   # whole, no faded part
     assert not gid_artists(fig, "trail:")
@@ -92,8 +98,8 @@ def test_path_vertices_are_the_recorded_params(rotated):
     assert gid_artists(fig, "position:") and "where the runs differ most" in ax_path.get_title()
 
 
-def test_contours_are_the_surface_on_log_levels(rotated):
-    fig = dtsgd_viz.plot_paths(rotated, ROTATED)
+def test_contours_are_the_surface_on_log_levels(rotated_figure):
+    fig = rotated_figure
     contour = [c for c in fig.axes[0].collections if hasattr(c, "allsegs") and not c.filled][0]
     levels = np.asarray(contour.levels)
     ratios = levels[1:] / levels[:-1]
@@ -134,14 +140,27 @@ def assert_tint_of(face, run_color):
 
 
 @pytest.fixture(scope="module")
-def update_figures(rotated):
+def arrow_figures(rotated):
+    """``plot_paths(rotated, ROTATED, step=update, arrows=True)``, drawn once per update:
+    the tests using it only read it."""
+    drawn = {}
+
+    def at(update):
+        if update not in drawn:
+            drawn[update] = dtsgd_viz.plot_paths(rotated, ROTATED, step=update, arrows=True)
+        return drawn[update]
+    return at
+
+
+@pytest.fixture(scope="module")
+def update_figures(rotated, arrow_figures):
     """``(plot_paths, plot_update)`` of ``rotated`` at an update, drawn once per update
     (each run's arrows are read from the same two figures)."""
     drawn = {}
 
     def at(update):
         if update not in drawn:
-            drawn[update] = (dtsgd_viz.plot_paths(rotated, ROTATED, step=update, arrows=True),
+            drawn[update] = (arrow_figures(update),
                              dtsgd_viz.plot_update(rotated, ROTATED, step=update))   # the same update up close
         return drawn[update]
     return at
@@ -313,8 +332,8 @@ def test_animation_frames_that_are_not_updates_are_a_clear_error(rotated, frames
 
 
 @pytest.mark.parametrize("update, index", [(3, 2), (-1, -1)])
-def test_loss_panel_is_the_recorded_loss(rotated, update, index):
-    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=update, arrows=True)
+def test_loss_panel_is_the_recorded_loss(rotated, arrow_figures, update, index):
+    fig = arrow_figures(update)
     ax_loss = fig.axes[1]
     assert ax_loss.get_yscale() == "log" and ax_loss.get_xlabel() == "update"
     lines = gid_artists(fig, "loss:")
@@ -497,7 +516,8 @@ def test_animation_pace_and_frames_by_update(rotated):
 
 @pytest.mark.skipif(not animation.writers.is_available("ffmpeg"), reason="ffmpeg not installed")
 def test_animation_saves_mp4(rotated, tmp_path):
-    anim = dtsgd_viz.animate(rotated, ROTATED, frames=2)
+    # two frames without close-ups: the writer is checked here (the gif test saves the close-ups)
+    anim = dtsgd_viz.animate(rotated, ROTATED, frames=[1, 2], hold=0, zoom=False)
     out = tmp_path / "paths.mp4"
     anim.save(out, writer="ffmpeg", fps=2, dpi=40)
     assert out.stat().st_size > 0
@@ -612,7 +632,8 @@ def furthest_apart(paths):
     return int(np.argmax(d.max(axis=(0, 1))))
 
 
-def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_most(rotated, planar):
+def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_most(rotated, planar,
+                                                                                      arrow_figures):
     for recs, surface in ((rotated, ROTATED), (planar, PLANAR)):
         # the story compares the rules with momentum: plain SGD counts when fewer have it
         story = [r for r in recs.values() if r.hyperparameters.momentum]
@@ -620,10 +641,11 @@ def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_
         k = int(next(iter(recs.values())).steps[i])
         fig = dtsgd_viz.plot_paths(recs, surface, arrows=True)
         assert fig.axes[0].get_title() == f"Update {k}: where the runs differ most"
+        plane = draw_paths(recs, surface).scene.plane
         for name, rec in recs.items():    # the position is the parameter before update k
             np.testing.assert_allclose(gid_artists(fig, "position:")[name].get_xydata()[0],
-                                       geo.project(rec.path("w").reshape(len(rec) + 1, -1)[i],
-                                                   draw_paths(recs, surface).scene.plane), atol=1e-9)
+                                       geo.project(rec.path("w").reshape(len(rec) + 1, -1)[i], plane),
+                                       atol=1e-9)
         assert gid_artists(fig, "arrow:") and not gid_artists(fig, "zoom-arrow:")
         # plot_update picks the same update, and its subtitle says why
         from dtsgd_viz.views.figure import headline_texts
@@ -636,7 +658,7 @@ def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_
     k = int(np.argmax(np.linalg.norm(np.diff(path, axis=0), axis=1))) + 1
     assert dtsgd_viz.plot_paths(one, ROTATED, arrows=True).axes[0].get_title().startswith(f"Update {k}:")
     # a named step is drawn as named, and the title does not claim it was picked
-    title = dtsgd_viz.plot_paths(rotated, ROTATED, step=2, arrows=True).axes[0].get_title()
+    title = arrow_figures(2).axes[0].get_title()
     assert title.startswith("Update 2: ") and "terms as arrows" in title and "differ most" not in title
 
 
@@ -663,6 +685,12 @@ CONDITIONED = surfaces.RotatedQuadratic(condition=20)
 def long_runs():
     return {"plain": synthetic(CONDITIONED, 60, 0.05), "momentum": synthetic(CONDITIONED, 60, 0.05, 0.9),
             "nesterov": synthetic(CONDITIONED, 60, 0.05, 0.9, True)}
+
+
+@pytest.fixture(scope="module")
+def long_update_5(long_runs):
+    """``plot_paths(long_runs, CONDITIONED, step=5)``, drawn once: the tests using it only read it."""
+    return dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5)
 
 
 def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(long_runs):
@@ -739,9 +767,9 @@ def test_the_gif_star_is_the_stills_yellow(long_runs, tmp_path):
     assert (np.abs(pixels - yellow).sum(axis=1) < 6).sum() >= 10
 
 
-def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs):
+def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs, long_update_5):
     from dtsgd_viz.views.figure import headline_texts
-    finding, _ = headline_texts(dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5))
+    finding, _ = headline_texts(long_update_5)
     assert finding.startswith("Nesterov ends lowest")
     one = draw_paths({"nesterov": long_runs["nesterov"]}, CONDITIONED).figure
     assert headline_texts(one)[0].startswith("Nesterov reaches loss")
@@ -750,9 +778,9 @@ def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs)
 # ---- names on the paths, updates too short to see, the star over the paths ------------
 
 
-def test_each_run_is_named_on_its_own_path_off_the_others(long_runs):
+def test_each_run_is_named_on_its_own_path_off_the_others(long_runs, long_update_5):
     from dtsgd_viz.views.path_names import path_samples
-    fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5)
+    fig = long_update_5
     ax = fig.axes[0]
     names = {t.get_gid()[len("run-name:"):]: t for t in ax.texts if (t.get_gid() or "").startswith("run-name:")}
     assert set(names) == set(long_runs)
@@ -848,7 +876,8 @@ def test_a_loss_axis_under_a_decade_and_a_half_has_plain_tick_labels():
     assert labels == ["0.2", "0.3", "0.4", "0.5"]
 
 
-def test_by_default_a_speck_of_an_arrow_means_no_arrows_and_the_caption_names_plot_update(long_runs):
+def test_by_default_a_speck_of_an_arrow_means_no_arrows_and_the_caption_names_plot_update(long_runs,
+                                                                                           long_update_5):
     from dtsgd_viz.views.path_frames import draw_scene
     from dtsgd_viz.views.paths import MIN_ARROW_PX, arrow_lengths
     from dtsgd_viz.views.path_scene import build_scene
@@ -856,7 +885,7 @@ def test_by_default_a_speck_of_an_arrow_means_no_arrows_and_the_caption_names_pl
     _, art = draw_scene(build_scene(long_runs, CONDITIONED, None), 5, None, True, zoom=False,
                         run_names=True, whole=True)
     assert min(arrow_lengths(art).values()) < MIN_ARROW_PX
-    fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5)   # the default: none at all
+    fig = long_update_5   # plot_paths(long_runs, CONDITIONED, step=5), the default: none at all
     assert not [c for c in fig.axes[0].collections if (c.get_gid() or "").startswith("arrow:")]
     assert fig.axes[0].get_title() == "Paths, update 5 marked"
     from matplotlib.text import Text

@@ -36,6 +36,28 @@ def recs():
     return dtsgd_viz.run(ROTATED, CONFIGS, STEPS)
 
 
+@pytest.fixture(scope="module")
+def _shared_explorer(recs):
+    w = PathExplorer(recs, ROTATED)
+    return w, w.slider.value
+
+
+@pytest.fixture
+def explorer(_shared_explorer):
+    """``PathExplorer(recs, ROTATED)`` (zoomed, at the first update), built once for the
+    module: each test gets it back at the update it was built at."""
+    w, first = _shared_explorer
+    w.slider.value = first
+    assert w.state.update == first
+    return w
+
+
+@pytest.fixture(scope="module")
+def bare(recs):
+    """``PathExplorer(recs, ROTATED, step=2, zoom=False)``, built once: only read."""
+    return PathExplorer(recs, ROTATED, step=2, zoom=False)
+
+
 def by_gid(ax, prefix):
     return {a.get_gid()[len(prefix):]: a for a in [*ax.lines, *ax.collections, *ax.patches]
             if (a.get_gid() or "").startswith(prefix)}
@@ -109,8 +131,8 @@ def zoom_chain(w, key):
             for q in ax.collections if (q.get_gid() or "").startswith("zoom-arrow:")}
 
 
-def test_slider_updates_artists_in_place(recs, capsys):
-    w = PathExplorer(recs, ROTATED, zoom=True)
+def test_slider_updates_artists_in_place(recs, explorer, capsys):
+    w = explorer   # PathExplorer(recs, ROTATED, zoom=True): zoomed by default
     art = w.view.artists
     assert w.state.update == 1 and w.slider.value == 1 and w.slider.description == "update"
     static, renders, png = w.static_state(), w.renders, w.image.value
@@ -168,12 +190,12 @@ def test_blitted_frames_match_a_full_draw(recs):
     np.testing.assert_array_equal(w.pixels(), first)  # no stale pixels left behind
 
 
-def test_play_is_linked_and_steps_through_long_runs(recs):
+def test_play_is_linked_and_steps_through_long_runs(recs, explorer, bare):
     w = PathExplorer(recs, ROTATED, arrows=False)
     assert not w.view.artists.arrows and (w.play.min, w.play.max) == (1, STEPS)
     assert not w.view.artists.zoom_axes
-    assert PathExplorer(recs, ROTATED).view.artists.zoom_axes.keys() == recs.keys()  # zoom by default
-    assert not PathExplorer(recs, ROTATED, zoom=False).view.artists.zoom_axes
+    assert explorer.view.artists.zoom_axes.keys() == recs.keys()  # PathExplorer(recs, ROTATED): zoom by default
+    assert not bare.view.artists.zoom_axes   # PathExplorer(recs, ROTATED, step=2, zoom=False)
     w.play.value = 4
     assert w.slider.value == 4 and w.state.update == 4
     np.testing.assert_array_equal(w.view.artists.positions["plain"].get_xydata(),
@@ -507,7 +529,7 @@ def test_path_explorer_refuses_steps_that_are_not_ints(recs, step):
         PathExplorer(recs, ROTATED, step=step)
 
 
-def test_path_explorer_says_when_it_shows_only_the_updates_all_runs_share(recs):
+def test_path_explorer_says_when_it_shows_only_the_updates_all_runs_share(recs, explorer):
     mixed = dict(recs)
     mixed["short"] = dtsgd_viz.run(ROTATED, {"s": dict(learning_rate=0.05)}, steps=5)["s"]
     pe = PathExplorer(mixed, ROTATED)
@@ -518,7 +540,7 @@ def test_path_explorer_says_when_it_shows_only_the_updates_all_runs_share(recs):
     assert want in pe.step_label.value and pe.step_label.value.startswith("update 1 of 5")
     pe.slider.value = 3
     assert pe.step_label.value.startswith("update 3 of 5") and want in pe.step_label.value
-    assert "share" not in PathExplorer(recs, ROTATED).step_label.value   # same lengths: no note
+    assert "share" not in explorer.step_label.value   # PathExplorer(recs, ROTATED), same lengths: no note
 
 
 def test_compare_widget_draws_diverged_runs_to_the_edge_and_marks_the_loss():
@@ -606,7 +628,7 @@ def test_the_tolerance_label_is_struck_by_no_line():
 # ---- one scale and one look per rule (issue 19) -----------------------------------------
 
 
-def test_widgets_fit_a_notebook_column_and_draw_each_rule_in_its_one_look(recs, compare, phase):
+def test_widgets_fit_a_notebook_column_and_draw_each_rule_in_its_one_look(recs, compare, phase, explorer):
     from views.test_export import run_lines, smallest_text_px   # tests/ is on the path
     from dtsgd_viz.views import style
     from dtsgd_viz.widgets import RateExplorer
@@ -615,7 +637,7 @@ def test_widgets_fit_a_notebook_column_and_draw_each_rule_in_its_one_look(recs, 
     sharded = dtsgd_viz.surfaces.ShardedQuadratic()
     rate_rec = dtsgd_viz.run(sharded, {"nesterov": dict(learning_rate=1.5, momentum=0.6, nesterov=True)},
                              steps=10)["nesterov"]
-    widgets_ = {"compare": compare, "phase": phase, "paths": PathExplorer(recs, ROTATED, zoom=True),
+    widgets_ = {"compare": compare, "phase": phase, "paths": explorer,   # PathExplorer(recs, ROTATED, zoom=True)
                 "rates": RateExplorer(rate_rec, sharded)}
     reference = run_lines(dtsgd_viz.plot_paths(recs, ROTATED, step=3))
     for name, w in widgets_.items():
@@ -695,15 +717,17 @@ def test_path_explorer_names_each_run_on_its_own_path(recs, zoom):
         assert frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1), key
 
 
-def test_path_explorer_hides_speck_arrows_its_close_ups_draw(recs):
+def test_path_explorer_hides_speck_arrows_its_close_ups_draw(recs, explorer, bare):
     """With close-ups, a run whose arrows on the paths panel are all under MIN_ARROW_PX
     (a speck over its ring) has them hidden there, and the title names only the runs
     whose arrows it draws; without close-ups every arrow stays."""
     from dtsgd_viz.views.path_titles import MIN_ARROW_PX, arrow_lengths
     hidden = 0
+    pe = explorer   # PathExplorer(recs, ROTATED): close-ups; the slider takes it to each update
+    art = pe.view.artists
     for update in (2, 6, 12):
-        pe = PathExplorer(recs, ROTATED, step=update)
-        art = pe.view.artists
+        pe.slider.value = update
+        assert pe.state.update == update
         longest = {}
         for (key, _), px in arrow_lengths(art).items():
             longest[key] = max(longest.get(key, 0.0), px)
@@ -717,5 +741,5 @@ def test_path_explorer_hides_speck_arrows_its_close_ups_draw(recs):
             assert all(rule_name(k) in title for k in shown)
             assert not any(rule_name(k) in title for k in recs if k not in shown)
     assert hidden   # these updates have specks
-    bare = PathExplorer(recs, ROTATED, step=2, zoom=False)
-    assert all(q.get_visible() for q in bare.view.artists.arrows.values())
+    # PathExplorer(recs, ROTATED, step=2, zoom=False)
+    assert bare.state.update == 2 and all(q.get_visible() for q in bare.view.artists.arrows.values())
