@@ -86,6 +86,7 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
     ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
 
     zooms = gif_zooms(scene, art, arrows, frame_list)
+    art.frame_marks = [scene.coords[k][min(i, len(scene.coords[k]) - 1)] for k in scene.coords for i in frame_list]
 
     def update(i):
         return _move_to(scene, art, arrows, steps, i, zooms)
@@ -262,7 +263,7 @@ def flag_zoom_change(ax, was) -> None:
 def _move_to(scene, art, arrows, steps, i, zooms=None) -> list:
     """Move the artists ``art`` to recording index ``i`` (``zooms``: ``gif_zooms``);
     returns the artists changed."""
-    changed = follow_update(scene, art, int(steps[i]))   # the paths grow, the thin rest stays
+    changed = follow_update(scene, art, int(steps[i]), names=False)   # the paths grow, the thin rest stays
     for key, rec in scene.recordings.items():
         c, color = scene.coords[key], scene.colors[key]
         art.positions[key].set_data([c[i, 0]], [c[i, 1]])
@@ -292,6 +293,8 @@ def _move_to(scene, art, arrows, steps, i, zooms=None) -> list:
     # the start and minimum names stay where they are until a ring, arrow or zoom box
     # reaches them (a name jumping every frame reads as motion); then placed again
     marks = [p for k in scene.coords for p in scene.coords[k][[i, min(i + 1, len(scene.coords[k]) - 1)]]]
+    if not getattr(art, "names_placed", False):   # first placed off every frame's rings
+        marks += list(getattr(art, "frame_marks", []))
     names = [] if _names_clear(art, marks) else place_names(art, marks, scene)
     return changed + [art.step_line, art.title] + names
 

@@ -191,6 +191,37 @@ def pair_envelope(y):
         return np.nanmin(window, 0), np.nanmax(window, 0)
 
 
+def swing_period(y) -> float:
+    """Updates per up-and-down cycle of a line of norms ``y``: two over the share of its
+    updates where it turns (2 for a line alternating every update).
+
+    >>> swing_period(2.0 + np.cos(np.pi * np.arange(30)))
+    2.0
+    >>> round(swing_period(2.0 + np.cos(np.pi * np.arange(40) / 2)), 1)    # up 2, down 2
+    4.0
+    """
+    y = np.asarray(y, np.float64)
+    y = y[np.isfinite(y) & (y > 0)]
+    d = np.diff(np.log10(y)) if len(y) > 1 else np.zeros(0)
+    d = d[d != 0]
+    turns = float(np.mean(np.sign(d[1:]) != np.sign(d[:-1]))) if len(d) > 2 else 0.0
+    return 2.0 / turns if turns > 0 else float("inf")
+
+
+def swing_text(name, y) -> str:
+    """The name of a swinging band line's ribbon, true to its period (``swing_period``).
+
+    >>> swing_text("CPU:7", 2.0 + np.cos(np.pi * np.arange(30)))
+    'CPU:7 alternates every update'
+    >>> swing_text("CPU:7", 2.0 + np.cos(np.pi * np.arange(40) / 2))
+    'CPU:7 swings, up and down every ~4 updates'
+    """
+    period = swing_period(y)
+    if period < 2.5:
+        return f"{name} alternates every update"
+    return f"{name} swings, up and down every ~{period:.0f} updates"
+
+
 def bounce_text(names) -> str:
     """The note naming the band lines that alternate every update (``pair_envelope``).
 

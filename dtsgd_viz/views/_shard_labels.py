@@ -11,7 +11,7 @@ title names) and the one whose norm falls least when the norm panel's title name
 each named with its role ("CPU:7 highest at update 10", "CPU:1 falls least"); the band is
 named "median of 8". A line of them alternating every update is drawn thin over a
 light ribbon of its range (``pair_envelope``), the ribbon named on a swatch of its
-colour under the line's name ("CPU:7 swings every update").
+colour under the line's name ("CPU:7 swings, up and down every ~4 updates").
 Lines that fan out (blocks that differ) stay drawn one by one.
 
 ``NormLabels`` holds methods of ``ShardsView`` (a mixin, as ``NormLines``); it reads
@@ -25,7 +25,7 @@ import numpy as np
 from . import style
 from .layout_colors import label_ink
 from ._shard_dots import (DOTS_NOTE, LINE_WIDTH, RIBBON_LINE_WIDTH, ZIGZAG_WIDTH,  # noqa: F401
-                          bounce_text, dots_note, pair_envelope, spaced_dots, zigzags)
+                          bounce_text, dots_note, pair_envelope, spaced_dots, swing_text, zigzags)
 from ._shard_stats import _end_values, _factors, band_of, least_changed
 
 BAND_COLOR = "#9A9A9A"      # mid grey: the blocks' range (no block colour is grey)
@@ -274,7 +274,7 @@ class NormLabels:
                         None if end is None else end * (1 - 1e-6)))
             for g in getattr(self, "bouncing", []):   # its ribbon, named under its name
                 name = self.patches[g].label
-                out.append((f"{name} swings every update", self.styles[g][0],
+                out.append((swing_text(name, self.lines[g].get_ydata()), self.styles[g][0],
                             None if not np.isfinite(ends[g]) else ends[g] * (1 - 1e-6)))
         return out
 

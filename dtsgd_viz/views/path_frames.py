@@ -61,7 +61,7 @@ class PathArtists:
 
 ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −lr·g in its light tint, "
                 "tip to tail (lengths in parameter units;\nzoom ×N: N times closer than the paths "
-                "panel; an arrow too short to see is drawn longer, dashed, and says so)")
+                "panel, its dotted box there; an arrow too short to see is drawn longer, dashed, and says so)")
 ARROW_CAPTION = "arrows: μ·v in the run's colour, then −lr·g in its light tint, tip to tail"
 REST_CAPTION = ("Paths up to update {k}: each rule's line and markers; after update {k}: thin line, "
                 "lighter, in the rule's dash")
@@ -244,11 +244,12 @@ def _run_handles(scene, looks, dots, picked=False) -> list:
     return out
 
 
-def follow_update(scene, art, update) -> list:
+def follow_update(scene, art, update, names=True) -> list:
     """Point the parts that split at the update shown at ``update``: each path in its
     rule's look up to its end (the thin whole run stays under it), the caption's update
-    number, and the start and minimum names off the current markers. Returns the
-    artists changed (the animation and ``PathExplorer`` call it every frame)."""
+    number, and (``names``) the start and minimum names off the current markers. Returns
+    the artists changed (the animation and ``PathExplorer`` call it every frame; the
+    animation moves the names itself, only when something reaches them)."""
     changed, marks = [], []
     for key, line in art.paths.items():
         c = scene.coords[key]
@@ -262,7 +263,7 @@ def follow_update(scene, art, update) -> list:
     if art.caption is not None:
         art.caption.set_text(caption_text(update, art.caption_tail, art.whole))
         changed.append(art.caption)
-    return changed + place_names(art, marks, scene)
+    return changed + (place_names(art, marks, scene) if names else [])
 
 
 def _frame_path_axes(scene, ax_path):

@@ -213,7 +213,14 @@ def test_the_demo_band_panel_reads(runs):
     texts = {t.get_gid(): t for t in shown}
     for g in view.bouncing:
         swing = texts[f"end-label-swing-{view.bouncing.index(g)}"]
-        assert swing.get_text() == f"{view.patches[g].label} swings every update"
+        # its period as the line's own turns give it (two over the share of updates where it turns)
+        y = np.asarray(view.lines[g].get_ydata(), np.float64)
+        y = y[np.isfinite(y) & (y > 0)]
+        d = np.sign(np.diff(y))
+        d = d[d != 0]
+        period = 2.0 / np.mean(d[1:] != d[:-1])
+        assert swing.get_text() == f"{view.patches[g].label} swings, up and down every ~{period:.0f} updates"
+        assert 3.5 <= period <= 5.0   # the demo's heavy-ball run: up two, down two
         assert to_rgb(swing.get_bbox_patch().get_facecolor()) == to_rgb(view.lines[g].get_color())
     # the names apart from each other and right of the panel, clear of the band's edges
     boxes = [t.get_window_extent(renderer) for t in shown]
