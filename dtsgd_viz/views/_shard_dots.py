@@ -214,12 +214,12 @@ def swing_text(name, y) -> str:
     >>> swing_text("CPU:7", 2.0 + np.cos(np.pi * np.arange(30)))
     'CPU:7 alternates every update'
     >>> swing_text("CPU:7", 2.0 + np.cos(np.pi * np.arange(40) / 2))
-    'CPU:7 swings, up and down every ~4 updates'
+    'CPU:7 swings every ~4 updates'
     """
     period = swing_period(y)
     if period < 2.5:
         return f"{name} alternates every update"
-    return f"{name} swings, up and down every ~{period:.0f} updates"
+    return f"{name} swings every ~{period:.0f} updates"   # up and down once per ~period
 
 
 def bounce_text(names) -> str:

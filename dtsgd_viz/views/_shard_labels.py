@@ -11,7 +11,7 @@ title names) and the one whose norm falls least when the norm panel's title name
 each named with its role ("CPU:7 highest at update 10", "CPU:1 falls least"); the band is
 named "median of 8". A line of them alternating every update is drawn thin over a
 light ribbon of its range (``pair_envelope``), the ribbon named on a swatch of its
-colour under the line's name ("CPU:7 swings, up and down every ~4 updates").
+colour under the line's name ("CPU:7 swings every ~4 updates": up and down once in about 4).
 Lines that fan out (blocks that differ) stay drawn one by one.
 
 ``NormLabels`` holds methods of ``ShardsView`` (a mixin, as ``NormLines``); it reads
