@@ -65,11 +65,13 @@ def fall_factors(data, updates=None):
     u = np.arange(n, dtype=np.float64) if updates is None else np.asarray(updates, np.float64)
     out = np.full(logs.shape[1], np.nan)
     w = ENVELOPE if n >= 10 * ENVELOPE else 0
+    import warnings
+    from numpy.lib.stride_tricks import sliding_window_view
     for g in range(logs.shape[1]):
-        col = logs[:, g]
-        env = np.array([np.nanmax(col[max(0, i - w):i + w + 1])
-                        if np.isfinite(col[max(0, i - w):i + w + 1]).any()
-                        else np.nan for i in range(n)])
+        col = logs[:, g]   # finite or NaN (``_logs``)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)   # an all-NaN window: NaN
+            env = np.nanmax(sliding_window_view(np.pad(col, w, constant_values=np.nan), 2 * w + 1), axis=1)
         ok = np.isfinite(env)
         if ok.sum() >= 2 and np.ptp(u[ok]) > 0:
             slope = np.polyfit(u[ok], env[ok], 1)[0]
