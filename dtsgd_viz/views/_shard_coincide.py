@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import style
+from ._stretches import true_stretches
 from .layout_colors import label_ink
 
 DASH = (0, (4.0, 3.0))    # the hidden line's stretch, over the line on it
@@ -42,17 +43,9 @@ def coincident(x_px, y_px, tol_px, min_px=MIN_RUN_PX) -> list:
         for b in range(a + 1, y.shape[1]):
             with np.errstate(invalid="ignore"):
                 close = np.abs(y[:, a] - y[:, b]) <= tol_px   # NaN: False
-            i = 0
-            while i < len(close):
-                if not close[i]:
-                    i += 1
-                    continue
-                j = i
-                while j + 1 < len(close) and close[j + 1]:
-                    j += 1
+            for i, j in true_stretches(close):
                 if j > i and abs(x[j] - x[i]) >= min_px:
                     out.append((a, b, i, j))
-                i = j + 1
     return out
 
 

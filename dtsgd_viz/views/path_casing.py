@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._stretches import true_stretches
+
 __all__ = ["coinciding", "draw_casings", "CASING_EDGE", "CASING_TOL"]
 
 CASING_EDGE = 1.3    # points of the lower path's colour each side of the line over it
@@ -80,18 +82,11 @@ def coinciding(lower, upper, tol, min_length=None) -> list:
         return []
     near = _distance_to_polyline(p, upper) <= tol
     min_length = 3.0 * tol if min_length is None else min_length
-    out, i = [], 0
-    while i < len(p):
-        if not near[i]:
-            i += 1
-            continue
-        j = i
-        while j + 1 < len(p) and near[j + 1]:
-            j += 1
+    out = []
+    for i, j in true_stretches(near):
         s = p[i:j + 1]
         if j > i and np.sum(np.linalg.norm(np.diff(s, axis=0), axis=1)) >= min_length:
             out.append(s)
-        i = j + 1
     return out
 
 
