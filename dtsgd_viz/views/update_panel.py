@@ -104,14 +104,14 @@ def centre_content(box, must, trail, segments=2, keep=KEEP_IN):
     t = np.linspace(0.0, 1.0, 25)[:, None]
     samples = np.concatenate([a + t * (b - a) for a, b in zip(path[:-1], path[1:])]) if len(path) > 1 else must
     samples = samples[np.all(np.isfinite(samples), axis=1)]
-    for _ in range(1):   # once: the path it brings in would pull it on and on
-        inside = samples[np.all((samples >= lo_b) & (samples <= hi_b), axis=1)]
-        content = np.concatenate([must, inside])
-        shift = (content.min(axis=0) + content.max(axis=0)) / 2 - (lo_b + hi_b) / 2
-        low = must.max(axis=0) + keep * span - hi_b    # the least shift keeping ``must`` inside
-        high = must.min(axis=0) - keep * span - lo_b   # the most
-        shift = np.where(low <= high, np.clip(shift, low, high), 0.0)
-        lo_b, hi_b = lo_b + shift, hi_b + shift
+    # moved once: the path a move brings in would pull it on and on
+    inside = samples[np.all((samples >= lo_b) & (samples <= hi_b), axis=1)]
+    content = np.concatenate([must, inside])
+    shift = (content.min(axis=0) + content.max(axis=0)) / 2 - (lo_b + hi_b) / 2
+    low = must.max(axis=0) + keep * span - hi_b    # the least shift keeping ``must`` inside
+    high = must.min(axis=0) - keep * span - lo_b   # the most
+    shift = np.where(low <= high, np.clip(shift, low, high), 0.0)
+    lo_b, hi_b = lo_b + shift, hi_b + shift
     return ((float(lo_b[0]), float(hi_b[0])), (float(lo_b[1]), float(hi_b[1])))
 
 
