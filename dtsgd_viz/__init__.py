@@ -38,6 +38,7 @@ _LAZY = {
     "to_numpy": "dtensor",
     "device_values": "dtensor",
     "communication": "dtensor.communication",
+    "to_tensorboard": "recording.tensorboard",
     "UpdateEvent": "hooks",
     "Hook": "hooks",
     # views and runs (matplotlib / ipywidgets are imported on first use)

@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 JOB_NAME = "worker"
@@ -135,11 +136,15 @@ class _Progress:
 
 
 def launch(script, args=(), *, clients: int, devices_per_client: int, timeout=None,
-           log_dir="dtsgd-viz-logs", python=None, out=None, poll=0.2) -> int:
+           log_dir=None, python=None, out=None, poll=0.2) -> int:
     """Run ``python script args...`` as ``clients`` DTensor clients on 127.0.0.1, with
     ``devices_per_client`` virtual CPU devices each; returns 0 when all succeed, else the
     first failing client's exit status (``128 + signal`` if a signal ended it; 124 when
-    ``timeout`` seconds passed first). Every client is stopped before it returns."""
+    ``timeout`` seconds passed first). Every client is stopped before it returns.
+
+    Each client's output goes to ``log_dir/client-<i>.log``; without ``log_dir``, to a new
+    temporary folder (``dtsgd-viz-logs-*`` under the system's temporary folder), so a
+    launch leaves nothing in the current folder. The folder is printed first."""
     for name, value in (("clients", clients), ("devices_per_client", devices_per_client)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1. Received: {value!r}.")
@@ -148,7 +153,10 @@ def launch(script, args=(), *, clients: int, devices_per_client: int, timeout=No
     if not os.path.isfile(script):
         raise ValueError(f"No such script: {script!r}.")
     out = sys.stderr if out is None else out
+    if log_dir is None:
+        log_dir = tempfile.mkdtemp(prefix="dtsgd-viz-logs-")
     os.makedirs(log_dir, exist_ok=True)
+    out.write(f"logs: {log_dir}\n")
     jobs = [f"127.0.0.1:{p}" for p in free_ports(clients)]
     command = [python or sys.executable, script, *args]
     running: list[Client] = []

@@ -35,6 +35,11 @@ def main(argv=None) -> int:
     export.add_argument("recording", help="a .npz file, a store folder (run.zarr) or a parts folder")
     export.add_argument("--tensorboard", metavar="LOGDIR", required=True,
                         help="the TensorBoard log folder to write the events in")
+    export.add_argument("--run", metavar="NAME", default=None,
+                        help="write into LOGDIR/NAME, a run of that name in TensorBoard")
+    export.add_argument("--overwrite", action="store_true",
+                        help="replace an earlier dtsgd_viz export in that folder (without it, "
+                             "an earlier export is refused, never appended to)")
     export.add_argument("--max-histograms", type=int, default=200, metavar="N",
                         help="histograms of at most N updates per variable (default 200)")
     args = parser.parse_args(argv)
@@ -82,8 +87,9 @@ def _export(parser, args) -> int:
     from ..recording import RecordingFileError, load_recording
     try:
         recording = load_recording(args.recording)
-        path = recording.to_tensorboard(args.tensorboard, max_histograms=args.max_histograms)
-    except (RecordingFileError, ValueError, ImportError, FileNotFoundError) as e:
+        path = recording.to_tensorboard(args.tensorboard, run=args.run, overwrite=args.overwrite,
+                                        max_histograms=args.max_histograms)
+    except (RecordingFileError, ValueError, ImportError, FileNotFoundError, FileExistsError) as e:
         parser.error(str(e))
     print(f"wrote {len(recording)} updates of {len(recording.variables)} variable(s) to {path}; "
           f"view them with: tensorboard --logdir {args.tensorboard}")
@@ -102,8 +108,9 @@ def _add_launch(sub):
                         help="virtual CPU devices per client (default 4)")
     launch.add_argument("--timeout", type=float, metavar="SECONDS",
                         help="stop every client after this long (exit status 124)")
-    launch.add_argument("--logs", metavar="DIR", default="dtsgd-viz-logs",
-                        help="write client-<i>.log files in DIR (default dtsgd-viz-logs)")
+    launch.add_argument("--logs", metavar="DIR", default=None,
+                        help="write client-<i>.log files in DIR (default: a new temporary "
+                             "folder, printed at the start)")
     launch.add_argument("script", help="the Python script every client runs")
     launch.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
 

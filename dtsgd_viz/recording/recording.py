@@ -341,12 +341,16 @@ class Recording:
                              f"{self.mesh}.")
         return dataclasses.replace(self, communication=report)
 
-    def to_tensorboard(self, logdir, *, histograms: bool = True, max_histograms: int = 200) -> str:
-        """Write this recording as TensorBoard events in ``logdir``: per-block norms, means
-        and max |x| as scalars and each variable's values as histograms, by update
-        (``dtsgd_viz.recording.tensorboard``). Returns the event file's path."""
+    def to_tensorboard(self, logdir, *, run: str | None = None, overwrite: bool = False,
+                       histograms: bool = True, max_histograms: int = 200) -> str:
+        """Write this recording as TensorBoard events in ``logdir`` (or ``logdir/run``, a
+        run of that name): per-block norms, means and max |x| as scalars and each
+        variable's values as histograms, by update (``dtsgd_viz.recording.tensorboard``).
+        Returns the event file's path. An earlier export in that folder raises
+        ``FileExistsError``, or is replaced with ``overwrite=True``."""
         from .tensorboard import write_tensorboard
-        return write_tensorboard(self, logdir, histograms=histograms, max_histograms=max_histograms)
+        return write_tensorboard(self, logdir, run=run, overwrite=overwrite,
+                                 histograms=histograms, max_histograms=max_histograms)
 
     def save(self, path) -> str:
         """Write a portable ``.npz`` (zip of ``.npy`` + a JSON header; no pickle).

@@ -16,6 +16,14 @@ Scalars (step = the update, as ``recording.steps`` counts it):
 
 Histograms (full-mode recordings only; stats mode keeps no values): ``<variable>/<kind>``
 at most ``max_histograms`` updates, evenly spaced, the last included.
+
+Runs: ``run="nesterov"`` writes into ``logdir/nesterov``, which TensorBoard shows as a run
+of that name; ``dtsgd_viz.to_tensorboard({"momentum": a, "nesterov": b}, "logs")`` writes
+one run per recording, so their curves overlay. An export never appends to an earlier
+one (TensorBoard would show both, two points per update): a folder that already holds
+this package's events is refused (``FileExistsError`` naming the file), or, with
+``overwrite=True``, its earlier export is replaced. Other tools' event files in the
+folder are left as they are.
 """
 
 from __future__ import annotations
@@ -25,10 +33,12 @@ import os
 import numpy as np
 
 STATS = ("norm", "mean", "max_abs")
+SUFFIX = ".dtsgd_viz"
 HISTOGRAM_BUCKETS = 30
 
 
 def _tensorboard():
+    _quiet_tensorflow()
     try:
         from tensorboard.compat.proto import event_pb2, summary_pb2
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
@@ -36,6 +46,31 @@ def _tensorboard():
         raise ImportError("Writing TensorBoard events needs the tensorboard package: "
                           "pip install 'dtsgd_viz[tensorboard]' (or pip install tensorboard).") from e
     return event_pb2, summary_pb2, EventFileWriter
+
+
+def _quiet_tensorflow() -> None:
+    """tensorboard imports TensorFlow when it is installed: import it first without its C++
+    start-up lines (as ``dtsgd_viz.SGD`` does), so an export prints none of them."""
+    import importlib.util
+    import sys
+    if "tensorflow" not in sys.modules and importlib.util.find_spec("tensorflow") is not None:
+        from ..dtensor.devices import quiet_tensorflow_import
+        quiet_tensorflow_import()
+
+
+def to_tensorboard(recordings, logdir, *, overwrite: bool = False, histograms: bool = True,
+                   max_histograms: int = 200):
+    """``dtsgd_viz.to_tensorboard``: one ``Recording`` into ``logdir`` (returns its event
+    file), or ``{run name: Recording}`` as one run each under ``logdir`` (returns ``{run
+    name: event file}``), so TensorBoard overlays, say, momentum and Nesterov."""
+    if isinstance(recordings, dict):
+        return write_tensorboard_runs(recordings, logdir, overwrite=overwrite,
+                                      histograms=histograms, max_histograms=max_histograms)
+    if not (hasattr(recordings, "steps") and hasattr(recordings, "shard_stats")):
+        raise TypeError("to_tensorboard takes a Recording or a dict {run name: Recording}. "
+                        f"Received: {type(recordings).__name__}.")
+    return write_tensorboard(recordings, logdir, overwrite=overwrite, histograms=histograms,
+                             max_histograms=max_histograms)
 
 
 def histogram(values: np.ndarray, summary_pb2, buckets: int = HISTOGRAM_BUCKETS):
@@ -60,15 +95,27 @@ def _histogram_rows(n: int, most: int) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, most).round().astype(int))
 
 
-def write_tensorboard(recording, logdir, *, histograms: bool = True, max_histograms: int = 200) -> str:
-    """Write ``recording`` as TensorBoard events into ``logdir`` (made if missing); returns
-    the event file's path. See the module docstring for the tags."""
+def write_tensorboard(recording, logdir, *, run: str | None = None, overwrite: bool = False,
+                      histograms: bool = True, max_histograms: int = 200) -> str:
+    """Write ``recording`` as TensorBoard events into ``logdir`` (or ``logdir/run``; made
+    if missing); returns the event file's path. See the module docstring for the tags.
+
+    A folder that already holds an export of this package raises ``FileExistsError``
+    unless ``overwrite=True``, which deletes that export's event files first."""
     if not isinstance(max_histograms, int) or max_histograms < 1:
         raise ValueError(f"max_histograms must be an int >= 1. Received: {max_histograms!r}.")
+    logdir = _run_folder(logdir, run)
+    earlier = _exports(logdir)
+    if earlier and not overwrite:
+        raise FileExistsError(
+            f"{logdir} already holds a dtsgd_viz export ({earlier[0]}); writing again would "
+            "add a second event file and TensorBoard would show every update twice. Pass "
+            "overwrite=True to replace it, or another folder or run name.")
     event_pb2, summary_pb2, EventFileWriter = _tensorboard()
-    logdir = os.fspath(logdir)
+    for path in earlier:
+        os.remove(path)
     os.makedirs(logdir, exist_ok=True)
-    writer = EventFileWriter(logdir, filename_suffix=".dtsgd_viz")
+    writer = EventFileWriter(logdir, filename_suffix=SUFFIX)
     steps = [int(s) for s in recording.steps]
     per_step: list[list] = [[] for _ in steps]
 
@@ -106,6 +153,51 @@ def write_tensorboard(recording, logdir, *, histograms: bool = True, max_histogr
     return _event_file(path)
 
 
+def write_tensorboard_runs(recordings, logdir, *, overwrite: bool = False,
+                           histograms: bool = True, max_histograms: int = 200) -> dict[str, str]:
+    """Write each recording of ``recordings`` (``{run name: Recording}``) as the run of
+    that name under ``logdir``, so TensorBoard overlays them; returns ``{run name: event
+    file}``. Every run folder is checked before any is written: an earlier export in one
+    of them refuses the whole call unless ``overwrite=True``."""
+    if not isinstance(recordings, dict) or not recordings:
+        raise TypeError("write_tensorboard_runs takes a non-empty dict {run name: Recording}. "
+                        f"Received: {type(recordings).__name__}"
+                        + (" (empty)" if isinstance(recordings, dict) else "") + ".")
+    for name, r in recordings.items():
+        _run_folder(logdir, name)
+        if not (hasattr(r, "steps") and hasattr(r, "shard_stats")):
+            raise TypeError(f"Run {name!r} is a {type(r).__name__}, not a dtsgd_viz Recording.")
+    if not overwrite:
+        for name in recordings:
+            earlier = _exports(_run_folder(logdir, name))
+            if earlier:
+                raise FileExistsError(
+                    f"Run {name!r} already has a dtsgd_viz export in {logdir} ({earlier[0]}). "
+                    "Pass overwrite=True to replace it, or use other run names.")
+    return {name: write_tensorboard(r, logdir, run=name, overwrite=overwrite,
+                                    histograms=histograms, max_histograms=max_histograms)
+            for name, r in recordings.items()}
+
+
+def _run_folder(logdir, run) -> str:
+    logdir = os.fspath(logdir)
+    if run is None:
+        return logdir
+    if (not isinstance(run, str) or not run or run in (".", "..") or "/" in run
+            or os.sep in run):
+        raise ValueError("A run name is a non-empty folder name without '/', such as "
+                         f"'nesterov'. Received: {run!r}.")
+    return os.path.join(logdir, run)
+
+
+def _exports(logdir) -> list[str]:
+    """The event files an earlier export of this package wrote in ``logdir``."""
+    if not os.path.isdir(logdir):
+        return []
+    return sorted(os.path.join(logdir, f) for f in os.listdir(logdir)
+                  if f.endswith(SUFFIX) and ".tfevents." in f)
+
+
 def _tensor_norm(block_norms: np.ndarray) -> float:
     """The whole tensor's L2 norm from its unique blocks' norms (each block counted once:
     the unique blocks tile the tensor)."""
@@ -113,6 +205,6 @@ def _tensor_norm(block_norms: np.ndarray) -> float:
 
 
 def _event_file(logdir) -> str:
-    files = sorted((f for f in os.listdir(logdir) if f.endswith(".dtsgd_viz")),
+    files = sorted((f for f in os.listdir(logdir) if f.endswith(SUFFIX)),
                    key=lambda f: os.path.getmtime(os.path.join(logdir, f)))
     return os.path.join(logdir, files[-1])

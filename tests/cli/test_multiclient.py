@@ -6,6 +6,7 @@ every client when one fails; merging refuses missing and mismatched parts."""
 import dataclasses
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -214,3 +215,25 @@ def test_launch_refuses_what_it_cannot_run(tmp_path, capsys):
         with pytest.raises(SystemExit) as e:
             main(["launch", "--logs", str(tmp_path), *argv])
         assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_launch_without_logs_writes_nothing_in_the_current_folder(tmp_path, monkeypatch):
+    """The client logs go to a new temporary folder, named first in the output."""
+    import io
+
+    from dtsgd_viz.cli.launch import launch
+    script = tmp_path / "hello.py"
+    script.write_text("import os\nprint('hello from client', os.environ.get('DTENSOR_CLIENT_ID'))\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    out = io.StringIO()
+    assert launch(str(script), clients=1, devices_per_client=1, timeout=60, out=out) == 0
+    assert list(work.iterdir()) == []
+    folder = re.match(r"logs: (\S+)\n", out.getvalue()).group(1)
+    try:
+        assert os.path.basename(folder).startswith("dtsgd-viz-logs-")
+        assert "hello from client" in open(os.path.join(folder, "client-0.log")).read()
+        assert f"log {os.path.join(folder, 'client-0.log')}" in out.getvalue()
+    finally:
+        shutil.rmtree(folder)

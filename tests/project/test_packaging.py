@@ -4,6 +4,7 @@ import pytest
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -151,13 +152,30 @@ def test_readme_uses_no_private_module():
         assert not re.search(r"\b_[a-z]+\.|import _|from dtsgd_viz import _", block), block
 
 
+def _tree_state(root):
+    """The checkout's top-level entries and the egg-info's files with their times."""
+    state = {p.name: None for p in root.iterdir()}
+    for info in root.glob("*.egg-info"):
+        state.update({str(f): f.stat().st_mtime_ns for f in info.iterdir()})
+    return state
+
+
 @pytest.mark.slow
 def test_a_wheel_installs_and_runs_the_quick_start(tmp_path):
     """A wheel (not the editable install) holds every module and data file the quick
     start needs: installed into a folder of its own, put first on the path."""
-    wheels, target = tmp_path / "wheels", tmp_path / "site"
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q",
+    wheels, target, source = tmp_path / "wheels", tmp_path / "site", tmp_path / "source"
+    # built from a copy: pip wheel writes build/ and the egg-info beside the sources, and the
+    # test suite leaves the checkout as it was
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "dtsgd_viz", source / "dtsgd_viz",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    before = _tree_state(ROOT)
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q",
                             "-w", str(wheels)], capture_output=True, text=True, timeout=600)
+    assert _tree_state(ROOT) == before
     assert build.returncode == 0, build.stderr
     assert "warning" not in build.stderr.lower(), build.stderr  # no packaging warnings of ours
     wheel = next(wheels.glob("dtsgd_viz-*.whl"))

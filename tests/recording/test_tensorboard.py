@@ -75,3 +75,53 @@ def test_export_command_writes_a_saved_recording(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "tensorboard --logdir" in out.stdout
     assert [e.step for e in _read(tmp_path / "tb").Scalars("w/param/norm")] == [1, 2, 3]
+
+
+def test_a_second_export_is_refused_or_replaces_never_appends(tmp_path):
+    """Exporting twice to one folder used to add a second event file: TensorBoard then
+    read two points per update. Now it is refused, or replaces the first with overwrite."""
+    first, second = whole_recording(2, 16, 4, "sharded"), _with_loss(whole_recording(2, 16, 6, "sharded"))
+    first.to_tensorboard(tmp_path / "tb")
+    other = tmp_path / "tb" / "events.out.tfevents.1.host.keras"  # another tool's file stays
+    other.write_bytes(b"")
+    with pytest.raises(FileExistsError, match=r"already holds a dtsgd_viz export .*overwrite=True"):
+        second.to_tensorboard(tmp_path / "tb")
+    assert [e.step for e in _read(tmp_path / "tb").Scalars("w/param/norm")] == [1, 2, 3, 4]
+    second.to_tensorboard(tmp_path / "tb", overwrite=True)
+    acc = _read(tmp_path / "tb")
+    assert [e.step for e in acc.Scalars("w/param/norm")] == [1, 2, 3, 4, 5, 6]
+    np.testing.assert_allclose([e.value for e in acc.Scalars("loss")], second.loss_values, rtol=1e-6)
+    assert len([f for f in (tmp_path / "tb").iterdir() if f.name.endswith(".dtsgd_viz")]) == 1
+    assert other.exists()
+
+
+def test_runs_by_name_overlay_in_one_logdir(tmp_path):
+    import dtsgd_viz
+    a, b = _with_loss(whole_recording(2, 16, 3, "sharded")), whole_recording(2, 16, 5, "sharded")
+    b = dataclasses.replace(b, loss_values=np.linspace(9.0, 3.0, 5))
+    paths = dtsgd_viz.to_tensorboard({"momentum": a, "nesterov": b}, tmp_path / "logs")
+    assert set(paths) == {"momentum", "nesterov"}
+    for name, r in (("momentum", a), ("nesterov", b)):
+        acc = _read(tmp_path / "logs" / name)
+        np.testing.assert_allclose([e.value for e in acc.Scalars("loss")], r.loss_values, rtol=1e-6)
+    with pytest.raises(FileExistsError, match="Run 'nesterov' already has a dtsgd_viz export"):
+        dtsgd_viz.to_tensorboard({"nesterov": a}, tmp_path / "logs")
+    with pytest.raises(ValueError, match=r"A run name is a non-empty folder name .*Received: '../x'"):
+        a.to_tensorboard(tmp_path / "logs", run="../x")
+    with pytest.raises(TypeError, match="Received: list"):
+        dtsgd_viz.to_tensorboard([a], tmp_path / "logs")
+
+
+def test_export_command_refuses_a_second_export_and_takes_a_run_name(tmp_path):
+    r = whole_recording(2, 16, 3, "sharded")
+    r.save(tmp_path / "run.npz")
+    cmd = [sys.executable, "-m", "dtsgd_viz.cli", "export", str(tmp_path / "run.npz"),
+           "--tensorboard", str(tmp_path / "tb"), "--run", "a"]
+    assert subprocess.run(cmd, capture_output=True, text=True).returncode == 0
+    again = subprocess.run(cmd, capture_output=True, text=True)
+    assert again.returncode == 2 and "already holds a dtsgd_viz export" in again.stderr
+    replaced = subprocess.run(cmd + ["--overwrite"], capture_output=True, text=True)
+    assert replaced.returncode == 0, replaced.stderr
+    assert [e.step for e in _read(tmp_path / "tb" / "a").Scalars("w/param/norm")] == [1, 2, 3]
+    # tensorboard imports TensorFlow: its C++ start-up lines are not printed
+    assert "oneDNN" not in replaced.stderr + replaced.stdout and "cpu_feature_guard" not in replaced.stderr
