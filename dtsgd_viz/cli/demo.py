@@ -152,12 +152,13 @@ def summary(runs, tol=1e-3) -> str:
             f"{run.name:<10}{hp.learning_rate[0]:>5g}{hp.momentum:>6g}  {r.loss[-1]:>11.3e}  "
             f"{(str(reach) if reach else 'not reached'):>18}  {'ok' if not bad else f'{bad} off':>10}"
         )
-    lines += ["", "Velocity |v| per device after 10 steps (mesh rows: batch, columns: model):"]
+    shown = min(10, len(first))  # the velocity early on, while the devices still differ
+    lines += ["", f"Velocity |v| per device after {shown} steps (mesh rows: batch, columns: model):"]
     for run in runs:
         if run.recording.hyperparameters.momentum == 0:
             continue
         norms = np.linalg.norm(
-            run.recording.shard_values("w", "velocity")[min(9, len(run.recording) - 1)]
+            run.recording.shard_values("w", "velocity")[shown - 1]
             .reshape(mesh.num_devices, -1), axis=1).reshape(mesh.dim_sizes)
         lines.append(f"  {run.name}:")
         lines += ["    " + "  ".join(f"{x:8.4f}" for x in row) for row in norms]
@@ -194,8 +195,8 @@ def main(steps=100, save=None, out_dir=DEFAULT_OUT, out=sys.stdout, err=sys.stde
     result = report.write_report(out_dir, {r.name: r.recording for r in runs}, paths,
                                  path_surface(), summary=text, gif_frames=frames,
                                  progress=progress)
-    files = result.paths()
-    print(f"\nReport: {len(files)} files in {result.directory}{os.sep}", file=out)
+    print(f"\nReport: {len(result.items)} files and {os.path.basename(result.index)} in "
+          f"{result.directory}{os.sep}", file=out)
     for item in result.items:
         print(f"  {item.filename:<28} {item.title}", file=out)
     print(f"Open {os.path.abspath(result.index)} in a browser.", file=out)

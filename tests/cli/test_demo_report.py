@@ -250,3 +250,14 @@ def test_report_prints_nothing_and_rejects_empty_input(made, tmp_path):
                                 gif_frames=frames)
     assert not (tmp_path / "no").exists()   # refused before writing anything
 
+
+
+def test_a_short_demo_names_the_update_its_velocity_table_shows():
+    """With fewer than 10 updates the table is of the last one, and says so."""
+    runs = demo.run_demo(3)
+    text = demo.summary(runs)
+    assert "Velocity |v| per device after 3 steps" in text
+    nesterov = runs[-1].recording
+    norms = np.linalg.norm(nesterov.shard_values("w", "velocity")[2].reshape(8, -1), axis=1)
+    table = text[text.index("  nesterov:"):].splitlines()[1:3]
+    assert np.allclose([float(x) for row in table for x in row.split()], norms, atol=5e-5)

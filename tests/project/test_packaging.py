@@ -77,11 +77,12 @@ def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
     assert float(table["nesterov"][3]) == float(f"{rec.loss[-1]:.3e}")
     # the closing note says where the report is and lists every file in it
     note = out.stdout[out.stdout.index("\nReport: "):].strip().splitlines()
-    assert note[0] == f"Report: 13 files in {report}{os.sep}" and len(os.listdir(report)) == 13
+    files = len(os.listdir(report)) - 1  # the index is named apart: "10 files and index.html"
+    assert note[0] == f"Report: {files} files and index.html in {report}{os.sep}"
     assert note[-1] == f"Open {report / 'index.html'} in a browser."
     listed = [line.split()[0] for line in note[1:-1]]
     assert "paths.gif" in listed and "update.png" in listed and "shards-nesterov-update012.png" in listed
-    assert sorted(listed + ["index.html"]) == sorted(os.listdir(report))
+    assert len(listed) == files and sorted(listed + ["index.html"]) == sorted(os.listdir(report))
     assert "[paths] nesterov  step 40/40" in out.stderr
     assert not (tmp_path / "demo-out").exists()  # --out replaces the default folder
     from PIL import Image
