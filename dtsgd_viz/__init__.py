@@ -38,6 +38,8 @@ _LAZY = {
     "to_numpy": "dtensor",
     "device_values": "dtensor",
     "communication": "dtensor.communication",
+    "preflight": "dtensor.preflight",
+    "DTensorTrapError": "dtensor.preflight",
     "to_tensorboard": "recording.tensorboard",
     "UpdateEvent": "hooks",
     "Hook": "hooks",

@@ -3,6 +3,11 @@ after ``model.fit``::
 
     model.fit(x, y, epochs=3, callbacks=[rec.keras_callback()])
 
+Before the first update it runs ``dtsgd_viz.preflight`` on the model: a known DTensor
+trap (LayerNormalization's epsilon, a row-sharded Embedding, ...) raises
+``DTensorTrapError`` naming the layer and the fix, instead of DTensor's MLIR error when the
+step is traced.
+
 tf-keras is imported when the callback is made.
 """
 
@@ -31,6 +36,8 @@ def flush_callback(rec):
             self._supports_tf_logs = True
 
         def on_train_begin(self, logs=None):
+            from ..dtensor.preflight import check_model
+            check_model(self.model)
             spe = getattr(self.model, "_steps_per_execution", None)
             self.per_call = 1 if spe is None else int(spe.numpy())
             rec._hold_executions(self.per_call,

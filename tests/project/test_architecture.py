@@ -14,7 +14,7 @@ import sys
 import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "dtsgd_viz"
-MAX_LINES, SOFT_LINES, MAX_OVER_SOFT = 500, 400, 2
+MAX_LINES = 800  # one idea per module, kept whole: a hard limit, no soft budget
 MAX_TOP_LEVEL = 10
 DTENSOR_PACKAGES = {"dtsgd_viz.dtensor", "dtsgd_viz.models"}
 # what the plain-data parts may import at module level (never TensorFlow or widgets)
@@ -123,8 +123,6 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_modules_are_small():
     sizes = {m.name: m.lines for m in MODULES.values()}
     assert {n: s for n, s in sizes.items() if s > MAX_LINES} == {}
-    over = {n: s for n, s in sizes.items() if s > SOFT_LINES}
-    assert len(over) <= MAX_OVER_SOFT, over
 
 
 def test_few_modules_at_the_top_level():
@@ -260,13 +258,6 @@ def tree_text() -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    print(tree_text())
-    g = graph()
-    print("cycles:", cycles(g))
-    print("over 400:", {m.name: m.lines for m in MODULES.values() if m.lines > SOFT_LINES})
-
-
 def test_no_test_module_imports_another():
     """Shared test code lives in tests/helpers: a test importing another test module
     resolves only when pytest has put that module's folder on sys.path, so running one
@@ -280,3 +271,9 @@ def test_no_test_module_imports_another():
                      else [])
             found += [f"{path.relative_to(tests)}: {n}" for n in names if n.split(".")[0].startswith("test_")]
     assert found == []
+
+
+if __name__ == "__main__":
+    print(tree_text())
+    print("cycles:", cycles(graph()))
+    print(f"over {MAX_LINES} lines:", {m.name: m.lines for m in MODULES.values() if m.lines > MAX_LINES})
