@@ -49,6 +49,8 @@ _LAZY = {
     "model_table": "views",
     "plot_memory": "views",
     "plot_communication": "views",
+    "plot_compare": "views",
+    "compare_findings": "views",
     "plot_shards": "views",
     "plot_update_shards": "views",
     "plot_block_rates": "views",

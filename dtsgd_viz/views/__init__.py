@@ -4,6 +4,7 @@ functions first (``*_geometry`` modules); drawing is a thin layer on top."""
 
 from ._path_motion import animate
 from .communication import plot_communication
+from .compare import compare_findings, plot_compare
 from .layout import layout_table, model_table, plot_layout
 from .memory import plot_memory
 from .modes import plot_modes
@@ -15,7 +16,7 @@ from .update_anatomy import plot_update
 from .update_shards import plot_update_shards
 
 __all__ = [
-    "animate", "layout_table", "model_table", "plot_block_rates", "plot_communication",
-    "plot_layout", "plot_memory",
+    "animate", "compare_findings", "layout_table", "model_table", "plot_block_rates", "plot_communication",
+    "plot_compare", "plot_layout", "plot_memory",
     "plot_modes", "plot_paths", "plot_phase", "plot_shards", "plot_update", "plot_update_shards",
 ]

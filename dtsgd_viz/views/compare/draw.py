@@ -1,0 +1,195 @@
+"""``plot_compare``'s drawing: the loss and gap panels over small multiples laid out like
+the mesh, every number from ``geometry`` (nothing is measured on the drawing)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import style
+from ..figure import headline, new_figure
+from .geometry import CompareData, Findings, mesh_grid
+
+MAX_COLUMNS = 8          # a mesh wider than this wraps its devices in rows of 8
+CELL_HEIGHT = 0.62       # inches per row of small multiples
+TOP_HEIGHT = 2.5         # inches of the loss and gap panels
+
+
+def looks(names, under=()) -> dict[str, style.Look]:
+    """Each run's look (``style.run_looks``); a second run of one rule (a default and an
+    exact Nesterov run) gets the rule's colour tinted and a thinner solid line, so no two
+    runs look alike and a dash still means momentum. The runs in ``under`` (those that
+    follow the first run's path) are drawn under every other, so the first run's line
+    shows over theirs."""
+    out, seen = {}, {}
+    for name, look in style.run_looks(names).items():
+        k = seen.get(look, 0)
+        seen[look] = k + 1
+        if k:
+            look = dataclasses.replace(look, color=_tint(look.color, 0.45 + 0.15 * (k - 1)),
+                                       ls="-", lw=max(1.0, look.lw * 0.55),
+                                       zorder=look.zorder + 0.01 * k)
+        if name in under:
+            look = dataclasses.replace(look, zorder=1.9)
+        out[name] = look
+    return out
+
+
+def _tint(color, amount: float):
+    from matplotlib.colors import to_rgb
+    r, g, b = to_rgb(color)
+    return (r + (1 - r) * amount, g + (1 - g) * amount, b + (1 - b) * amount)
+
+
+def _label(data: CompareData, findings: Findings, name: str) -> str:
+    at = data.diverged_at.get(name)
+    if at is not None:
+        return f"{name} (NaN/Inf from update {at})"
+    if name in findings.same_path:
+        return f"{name} (under {data.names[0]}: the same path)"
+    return name
+
+
+def number(v: float) -> str:
+    """A tick label: ``0.05``, ``300``, ``1e38``, ``1e-5`` (no ``+``, no leading zeros)."""
+    text = f"{v:g}"
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}e{int(exponent)}"
+    return text
+
+
+def log_axis(ax, axis="y", minor=True) -> None:
+    """A log scale labelled in plain numbers (0.1, 2, 300); with ``minor``, the 2s and 5s
+    labelled too when the data spans under two decades (and the 3s under one)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    getattr(ax, f"set_{axis}scale")("log")
+    which = getattr(ax, f"{axis}axis")
+    plain = FuncFormatter(lambda v, _: number(v))
+    which.set_major_formatter(plain)
+    lo, hi = getattr(ax, f"get_{axis}lim")()
+    span = hi / max(lo, 1e-300)
+    if minor and span < 100:  # under two decades: the 2s and 5s (and 3s under one) labelled too
+        which.set_minor_locator(LogLocator(subs=(2, 3, 5) if span < 10 else (2, 5)))
+        which.set_minor_formatter(plain)
+    else:
+        which.set_minor_formatter(NullFormatter())
+
+
+def _finite_positive(values) -> np.ndarray:
+    v = np.asarray(values, np.float64)
+    return np.where(np.isfinite(v) & (v > 0), v, np.nan)
+
+
+def draw(data: CompareData, findings: Findings):
+    """The Figure of one comparison."""
+    rows, cols = mesh_grid(data.mesh_shape)
+    devices = len(data.device_names)
+    if cols > MAX_COLUMNS:
+        cols, rows = MAX_COLUMNS, -(-devices // MAX_COLUMNS)
+    has_velocity = any(v is not None for v in data.velocity.values())
+    height = 1.0 + TOP_HEIGHT + (0.55 + rows * CELL_HEIGHT if has_velocity else 0.0) + 0.4
+    fig = new_figure((style.WIDTH, height))
+    what = ("the whole model" if len(data.variables) > 1 else repr(data.variables[0]))
+    headline(fig, findings.headline(),
+             f"{len(data.updates)} updates · loss after k updates, ends compared over the last "
+             f"{findings.tail} · gap and velocity of {what}")
+    look = looks(data.names, findings.same_path)
+    parts = fig.subfigures(2 if has_velocity else 1, 1, squeeze=False,
+                           height_ratios=[TOP_HEIGHT, 0.55 + rows * CELL_HEIGHT]
+                           if has_velocity else None)[:, 0]
+    top = parts[0].subplots(1, 2 if data.gaps is not None else 1, squeeze=False, sharex=True)[0]
+    ax_loss = top[0]
+    _loss_panel(ax_loss, data, look)
+    if data.gaps is not None:
+        _gap_panel(top[1], data, look)
+    if has_velocity:
+        _velocity_grid(parts[1], data, look, rows, cols)
+    handles = [ax_loss.plot([], [], marker="", label=_label(data, findings, n), **look[n].line())[0]
+               for n in data.names]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)),
+               fontsize=style.NOTE_SIZE, frameon=False)
+    return fig
+
+
+def _style_axis(ax, xlabel=None, ylabel=None):
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.tick_params(labelsize=style.TICK_SIZE)
+    ax.grid(alpha=0.3)
+    if xlabel:
+        ax.set_xlabel(xlabel, fontsize=style.LABEL_SIZE)
+    if ylabel:
+        ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE)
+
+
+def _loss_panel(ax, data: CompareData, look):
+    x = data.updates - 1  # the loss update k saw: after k - 1 updates
+    drawn = False
+    for name in data.names:
+        loss = data.losses[name]
+        if loss is None:
+            continue
+        positive = _finite_positive(loss)
+        if np.isfinite(positive).any():
+            ax.plot(x, positive, **look[name].line())
+            drawn = True
+    ax.set_title("loss", fontsize=style.TITLE_SIZE)
+    if drawn:
+        log_axis(ax)
+    else:
+        ax.text(0.5, 0.5, "no loss recorded\n(apply_gradients(..., loss=loss))",
+                transform=ax.transAxes, ha="center", va="center", fontsize=style.NOTE_SIZE,
+                color=style.SUBTITLE_COLOR)
+    _style_axis(ax, "updates made (k)", "loss after k updates")
+
+
+def _gap_panel(ax, data: CompareData, look):
+    drawn = False
+    for name, gap in data.gaps.items():
+        positive = _finite_positive(gap)
+        if np.isfinite(positive).any():
+            ax.plot(data.updates, positive, **look[name].line())
+            drawn = True
+    ax.set_title(f"parameters' distance from {data.names[0]}'s", fontsize=style.TITLE_SIZE)
+    if drawn:
+        log_axis(ax)
+    else:
+        ax.text(0.5, 0.5, f"identical to {data.names[0]}'s at every update",
+                transform=ax.transAxes, ha="center", va="center", fontsize=style.NOTE_SIZE,
+                color=style.SUBTITLE_COLOR)
+        ax.set_yticks([])
+    _style_axis(ax, "updates made (k)", "distance / norm")
+
+
+def _velocity_grid(sub, data: CompareData, look, rows, cols):
+    """One small panel per device, placed as the device sits in the mesh, on one log
+    scale shared by every panel and run, under a one-line heading."""
+    where = " × ".join(f"{n} {s}" for n, s in zip(data.mesh_dims, data.mesh_shape))
+    wrapped = mesh_grid(data.mesh_shape)[1] > cols
+    heading = (f"each device's velocity norm |v|, in mesh order ({where}), {cols} a row"
+               if wrapped else f"each device's velocity norm |v|, laid out like the mesh ({where})")
+    sub.suptitle(heading, fontsize=style.TITLE_SIZE, x=0.01, ha="left")
+    values = [v for v in data.velocity.values() if v is not None]
+    positive = np.concatenate([_finite_positive(v).ravel() for v in values])
+    positive = positive[np.isfinite(positive)]
+    lo, hi = (positive.min(), positive.max()) if positive.size else (1e-3, 1.0)
+    n = len(data.device_names)
+    axes = sub.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
+    for d in range(rows * cols):
+        r, c = divmod(d, cols)
+        ax = axes[r, c]
+        if d >= n:
+            ax.set_visible(False)
+            continue
+        for name in data.names:
+            v = data.velocity[name]
+            if v is not None:
+                ax.plot(data.updates, _finite_positive(v[:, d]), **look[name].line())
+        label = data.device_names[d].split("/")[-1].replace("device:", "")
+        ax.set_title(label, loc="left", fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR, pad=2)
+        ax.tick_params(labelsize=style.NOTE_SIZE, length=2)
+        ax.grid(alpha=0.25)
+    axes[0, 0].set_ylim(lo / 1.5, hi * 1.5)
+    log_axis(axes[0, 0], minor=False)

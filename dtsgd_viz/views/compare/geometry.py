@@ -1,0 +1,264 @@
+"""What ``plot_compare`` draws, as plain numpy: the runs' losses after each update, each
+variable's parameter gap to the first run, and each device's velocity norm, plus the
+findings its title states (``compare_findings``, which notebooks print too).
+
+Conventions, shared with every comparison:
+
+- the update axis counts updates made: the recorded loss of update k is the loss of the
+  parameters after k - 1 updates (its forward pass saw them), so losses are drawn at
+  k - 1 = 0..N - 1 and parameters, recorded after update k, at k = 1..N;
+- the parameter gap is ``||p_run - p_first|| / ||p_first||``, L2 over every compared
+  variable at once (the whole model, or ``variable``), relative; ``variable_gaps`` keeps
+  each variable's own, for printing;
+- a device's velocity norm is the L2 norm of what it holds of the variable's slot (or of
+  every recorded variable's, for ``variable=None``): ``shard_stats`` column 0;
+- the losses are compared over the last ``tail`` updates (their mean), never at one point
+  of a curve that may oscillate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+GAP_FLOOR = 1e-6  # a relative gap below this everywhere: the runs follow one path
+
+
+@dataclasses.dataclass(frozen=True)
+class CompareData:
+    """The arrays of one comparison (``compare_data``)."""
+
+    names: tuple[str, ...]
+    variables: tuple[str, ...]
+    updates: np.ndarray                  # (n,) the recorded updates (recording.steps)
+    losses: dict[str, np.ndarray | None]  # run -> (n,) loss after updates - 1, or None
+    gaps: dict[str, np.ndarray] | None  # run (not the first) -> (n,) relative gap, all variables
+    variable_gaps: dict[str, dict[str, np.ndarray]] | None  # run -> variable -> (n,)
+    velocity: dict[str, np.ndarray | None]  # run -> (n, devices) norms, None: no slot
+    diverged_at: dict[str, int | None]      # run -> its first update with NaN/Inf
+    mesh_shape: tuple[int, ...]
+    mesh_dims: tuple[str, ...]
+    device_names: tuple[str, ...]
+    mode: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Findings:
+    """The numbers a comparison states (``compare_findings``); ``str()`` reads them."""
+
+    names: tuple[str, ...]
+    tail: int                      # the losses' mean is over the last ``tail`` updates
+    final_loss: dict[str, float | None]   # run -> mean loss over the tail
+    lowest: str | None             # the run with the lowest tail loss
+    highest: str | None            # the run with the highest
+    ratio: float | None            # the highest tail loss over the lowest
+    gap: dict[str, tuple[float, int]] | None  # run -> (largest relative gap, at update)
+    variable_gap: dict[str, dict[str, tuple[float, int]]] | None  # run -> variable -> the same
+    same_path: tuple[str, ...]     # runs whose parameters stay within GAP_FLOOR of the first's
+    diverged_at: dict[str, int | None]
+
+    def headline(self) -> str:
+        """The figure's title: which run ends lowest, by how much, and the largest gap."""
+        parts = []
+        if self.lowest is not None and self.ratio is not None:
+            if self.ratio < 1.0005:
+                parts.append(f"the runs end at the same loss ({self.final_loss[self.lowest]:.3g})")
+            else:
+                parts.append(f"{self.lowest} ends {_below(self.ratio)} {self.highest}")
+        diverged = [n for n in self.names if self.diverged_at.get(n) is not None]
+        for name in diverged:
+            parts.append(f"{name} diverges at update {self.diverged_at[name]}")
+        if self.same_path:
+            parts.append(f"{' and '.join(self.same_path)} follow{'s' if len(self.same_path) == 1 else ''} "
+                         f"{self.names[0]}'s path")
+        elif self.gap and not diverged:
+            run, (gap, at) = max(self.gap.items(), key=lambda kv: kv[1][0])
+            parts.append(f"parameters up to {_percent(gap)} apart (update {at})")
+        text = "; ".join(parts) if parts else "the runs compared"
+        return text[0].upper() + text[1:]
+
+    def __str__(self) -> str:
+        lines = [f"mean loss over the last {self.tail} update(s):"]
+        for name in self.names:
+            value = self.final_loss[name]
+            lines.append(f"  {name}: {'not recorded' if value is None else f'{value:.4g}'}")
+        if self.ratio is not None and self.ratio < 1.0005:
+            lines.append("the runs end at the same loss")
+        elif self.ratio is not None:
+            lines.append(f"lowest: {self.lowest}, {_below(self.ratio)} {self.highest}")
+        for run, (gap, at) in (self.gap or {}).items():
+            if gap == 0:
+                lines.append(f"{run} vs {self.names[0]}: identical parameters at every update")
+                continue
+            lines.append(f"{run} vs {self.names[0]}: parameters up to {_percent(gap)} apart "
+                         f"(after update {at})")
+            for var, (g, a) in (self.variable_gap or {}).get(run, {}).items():
+                lines.append(f"  {var}: {_percent(g)} (after update {a})")
+        for name in self.names:
+            if self.diverged_at.get(name) is not None:
+                lines.append(f"{name}: NaN/Inf from update {self.diverged_at[name]}")
+        return "\n".join(lines)
+
+
+def _percent(gap: float) -> str:
+    """A relative gap as the figure and the printout write it."""
+    if gap == 0:
+        return "0%"
+    if gap < 1e-4:
+        return f"{gap:.1e} of the norm"
+    return f"{gap:.2%}" if gap < 0.1 else f"{gap:.0%}"
+
+
+def _below(ratio: float) -> str:
+    """How far the lowest loss is below the highest: ``"12% below"``, ``"3.1x below"``."""
+    if ratio < 2:
+        return f"{(1 - 1 / ratio):.0%} below" if ratio >= 1.005 else f"{(1 - 1 / ratio):.1%} below"
+    return f"{ratio:.1f}x below" if ratio < 10 else f"{ratio:.0f}x below"
+
+
+def check_runs(runs) -> tuple[tuple[str, ...], list]:
+    """``(names, recordings)`` of a dict of at least two comparable recordings, else a
+    ``ValueError``/``TypeError`` naming what differs."""
+    if not isinstance(runs, dict):
+        raise TypeError("plot_compare takes a dict {run name: Recording}, e.g. "
+                        "{'momentum': rec_a, 'nesterov': rec_b}. Received: "
+                        f"{type(runs).__name__}.")
+    if len(runs) < 2:
+        raise ValueError(f"plot_compare compares at least two runs. Received {len(runs)}: "
+                         f"{list(runs)}.")
+    names, recs = tuple(str(k) for k in runs), list(runs.values())
+    for name, r in zip(names, recs):
+        if not (hasattr(r, "steps") and hasattr(r, "shard_stats")):
+            raise TypeError(f"Run {name!r} is a {type(r).__name__}, not a dtsgd_viz Recording.")
+        if len(r) == 0:
+            from ..empty import check_not_empty
+            check_not_empty(r, label=name)
+    first, r0 = names[0], recs[0]
+    for name, r in zip(names[1:], recs[1:]):
+        if r.mesh != r0.mesh:
+            raise ValueError(f"Runs {first!r} and {name!r} are on different meshes ({r0.mesh} "
+                             f"vs {r.mesh}): compare runs of one model on one mesh.")
+        if tuple(r.variables) != tuple(r0.variables):
+            raise ValueError(f"Runs {first!r} and {name!r} record different variables "
+                             f"({list(r0.variables)} vs {list(r.variables)}).")
+        for v in r0.variables:
+            if r.layout(v) != r0.layout(v) or r.shape(v) != r0.shape(v):
+                raise ValueError(f"Variable {v!r} is laid out differently in {first!r} and "
+                                 f"{name!r}: compare runs of one model on one mesh.")
+        if not np.array_equal(r.steps, r0.steps):
+            raise ValueError(
+                f"Runs {first!r} and {name!r} record different updates ({_span(r0.steps)} vs "
+                f"{_span(r.steps)}): record both with the same Recorder settings and number "
+                "of updates.")
+    return names, recs
+
+
+def _span(steps) -> str:
+    return f"{len(steps)} updates, {steps[0]}..{steps[-1]}" if len(steps) else "none"
+
+
+def compare_data(runs, variable=None) -> CompareData:
+    """The arrays ``plot_compare`` draws, from a dict ``{run name: Recording}``."""
+    names, recs = check_runs(runs)
+    r0 = recs[0]
+    if variable is not None and variable not in r0.variables:
+        raise ValueError(f"Unknown variable {variable!r}. The runs record: {list(r0.variables)}.")
+    variables = tuple(r0.variables) if variable is None else (variable,)
+    losses = {n: (None if r.loss is None else np.asarray(r.loss, np.float64))
+              for n, r in zip(names, recs)}
+    gaps = variable_gaps = None
+    if all(r.mode == "full" and "param" in r.kinds for r in recs):
+        gaps, variable_gaps = {}, {}
+        ref = {v: r0.global_values(v, "param").astype(np.float64).reshape(len(r0), -1)
+               for v in variables}
+        ref_sq = sum(np.sum(ref[v] ** 2, axis=1) for v in variables)
+        for n, r in zip(names[1:], recs[1:]):
+            diff_sq, variable_gaps[n] = 0.0, {}
+            for v in variables:
+                d = np.sum((r.global_values(v, "param").astype(np.float64).reshape(len(r), -1)
+                            - ref[v]) ** 2, axis=1)
+                variable_gaps[n][v] = _relative(d, np.sum(ref[v] ** 2, axis=1))
+                diff_sq = diff_sq + d
+            gaps[n] = _relative(diff_sq, ref_sq)
+    velocity = {}
+    for n, r in zip(names, recs):
+        if "velocity" not in r.kinds or not r.hyperparameters.momentum:
+            velocity[n] = None
+            continue
+        squares = sum(np.asarray(r.shard_stats(v, "velocity")[..., 0], np.float64) ** 2
+                      for v in variables)
+        velocity[n] = np.sqrt(squares)
+    diverged = {}
+    for n, r in zip(names, recs):
+        bad = r.nonfinite_steps
+        diverged[n] = int(bad[0]) if len(bad) else None
+    mesh = r0.mesh
+    return CompareData(names, variables, np.asarray(r0.steps), losses, gaps, variable_gaps,
+                       velocity, diverged, tuple(mesh.dim_sizes), tuple(mesh.dim_names),
+                       tuple(mesh.device_names), r0.mode)
+
+
+def _relative(diff_sq, ref_sq) -> np.ndarray:
+    """``sqrt(diff_sq / ref_sq)`` (the absolute gap where the reference is 0)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.sqrt(np.where(ref_sq > 0, diff_sq / np.where(ref_sq > 0, ref_sq, 1.0), diff_sq))
+
+
+def tail_length(n: int) -> int:
+    """The updates the final losses are averaged over: a fifth of the run, 1 to 10."""
+    return max(1, min(10, n // 5))
+
+
+def findings_of(data: CompareData) -> Findings:
+    n = len(data.updates)
+    tail = tail_length(n)
+    final = {}
+    for name in data.names:
+        loss = data.losses[name]
+        if loss is None:
+            final[name] = None
+            continue
+        last = loss[-tail:]
+        last = last[np.isfinite(last)]
+        final[name] = float(last.mean()) if last.size else float("nan")
+    known = {k: v for k, v in final.items() if v is not None and np.isfinite(v)}
+    lowest = min(known, key=known.get) if len(known) >= 2 else None
+    highest = max(known, key=known.get) if len(known) >= 2 else None
+    ratio = None
+    if lowest is not None and known[lowest] > 0:
+        ratio = max(known.values()) / known[lowest]
+    gap = variable_gap = None
+    same = []
+    if data.gaps is not None:
+        gap = {run: _largest(values, data.updates) for run, values in data.gaps.items()}
+        variable_gap = {run: {v: _largest(g, data.updates) for v, g in by_var.items()}
+                        for run, by_var in data.variable_gaps.items()}
+        same = [run for run, (g, _) in gap.items() if 0 <= g < GAP_FLOOR]
+    return Findings(data.names, tail, final, lowest, highest, ratio, gap, variable_gap, tuple(same),
+                    dict(data.diverged_at))
+
+
+def _largest(values, updates) -> tuple[float, int]:
+    """The largest finite value and its update (``(nan, 0)`` when none is finite)."""
+    finite = np.isfinite(values)
+    if not finite.any():
+        return float("nan"), 0
+    i = int(np.argmax(np.where(finite, values, -np.inf)))
+    return float(values[i]), int(updates[i])
+
+
+def compare_findings(runs, variable=None) -> Findings:
+    """The numbers ``plot_compare(runs, variable)`` states, to print beside it: each run's
+    mean loss over its last updates, which is lowest and by how much, and each run's
+    largest parameter gap to the first run (``Findings``)."""
+    return findings_of(compare_data(runs, variable))
+
+
+def mesh_grid(mesh_shape) -> tuple[int, int]:
+    """``(rows, columns)`` of the small multiples: the mesh's first dim down, the others
+    across (a 1-D mesh is one row)."""
+    shape = tuple(mesh_shape)
+    if len(shape) == 1:
+        return 1, shape[0]
+    return shape[0], int(np.prod(shape[1:]))

@@ -1,0 +1,155 @@
+"""``plot_compare`` and ``compare_findings``: real runs of the DTensor SGD on a sharded
+quadratic (no surface handed to the view), checked through the figure's artists against
+numpy on the recorded values, and the title's numbers read back against the findings
+and against numpy."""
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import dtsgd_viz
+from dtsgd_viz import MeshSpec
+from dtsgd_viz.views.compare import compare_data, looks
+from dtsgd_viz.views.figure import headline_texts
+from helpers import synthetic_recording
+
+STEPS = 30
+CONFIGS = {"plain": dict(learning_rate=0.5),
+           "momentum": dict(learning_rate=0.5, momentum=0.9, exact_update=True),
+           "nesterov": dict(learning_rate=0.5, momentum=0.9, nesterov=True, exact_update=True)}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    surface = dtsgd_viz.surfaces.ShardedQuadratic()
+    return dtsgd_viz.run(surface, CONFIGS, STEPS)
+
+
+@pytest.fixture(scope="module")
+def figure(runs):
+    return dtsgd_viz.plot_compare(runs)
+
+
+def _lines(ax):
+    return [ln for ln in ax.get_lines() if len(ln.get_xdata())]
+
+
+def _panels(fig):
+    loss, gap = fig.subfigs[0].axes
+    return loss, gap, fig.subfigs[1].axes
+
+
+def test_the_drawn_lines_are_the_recorded_values(runs, figure):
+    loss_ax, gap_ax, cells = _panels(figure)
+    ref = runs["plain"].global_values("w", "param").astype(np.float64).reshape(STEPS, -1)
+    # the loss of update k, after k - 1 updates, one line per run in its look
+    drawn = _lines(loss_ax)
+    assert len(drawn) == 3
+    for line, (name, r) in zip(drawn, runs.items()):
+        np.testing.assert_array_equal(line.get_xdata(), r.steps - 1)
+        np.testing.assert_allclose(line.get_ydata(), r.loss, rtol=1e-12)
+        assert line.get_color() == looks(runs)[name].color
+    # each run's distance from the first run's parameters, relative to their norm
+    for line, name in zip(_lines(gap_ax), ["momentum", "nesterov"]):
+        p = runs[name].global_values("w", "param").astype(np.float64).reshape(STEPS, -1)
+        expected = np.linalg.norm(p - ref, axis=1) / np.linalg.norm(ref, axis=1)
+        expected[expected == 0] = np.nan  # a log axis has no 0 (momentum's first step is plain's)
+        np.testing.assert_allclose(line.get_ydata(), expected, rtol=1e-9)
+        np.testing.assert_array_equal(line.get_xdata(), runs[name].steps)
+    # one cell per device, in mesh order; plain SGD has no velocity slot
+    assert [ax.get_title(loc="left") for ax in cells] == [f"CPU:{d}" for d in range(8)]
+    for d, ax in enumerate(cells):
+        lines = _lines(ax)
+        assert len(lines) == 2
+        for line, name in zip(lines, ["momentum", "nesterov"]):
+            v = runs[name].shard_values("w", "velocity")[:, d].astype(np.float64)
+            np.testing.assert_allclose(line.get_ydata(), np.linalg.norm(v.reshape(STEPS, -1), axis=1),
+                                       rtol=1e-5)
+    # the cells share one scale, laid out like the 2 x 4 mesh
+    assert len({ax.get_ylim() for ax in cells}) == 1
+    boxes = [ax.get_position() for ax in cells]
+    assert all(abs(boxes[d].y0 - boxes[d % 4].y0) < 1e-9 for d in range(4))
+    assert all(boxes[d + 4].y0 < boxes[d].y0 for d in range(4))
+
+
+def test_the_title_states_the_findings_and_they_match_numpy(runs, figure):
+    found = dtsgd_viz.compare_findings(runs)
+    title, settings = headline_texts(figure)
+    tail = found.tail
+    assert tail == 6 and f"compared over the last {tail}" in settings
+    means = {n: float(np.mean(r.loss[-tail:])) for n, r in runs.items()}
+    assert found.final_loss == pytest.approx(means, rel=1e-12)
+    low, high = min(means, key=means.get), max(means, key=means.get)
+    m = re.match(r"(\w+) ends ([\d.]+)(%|x) below (\w+)", title.replace("\n", " "))
+    assert m, title
+    assert (m.group(1).lower(), m.group(4)) == (low, high) == (found.lowest, found.highest)
+    ratio = means[high] / means[low]
+    stated = float(m.group(2))
+    if m.group(3) == "x":
+        assert stated == pytest.approx(ratio, rel=0.05)
+    else:
+        assert stated == pytest.approx(100 * (1 - 1 / ratio), abs=0.5)
+    printed = str(found)
+    assert f"  {low}: {means[low]:.4g}" in printed and "nesterov vs plain: parameters up to" in printed
+
+
+def test_runs_of_one_rule_get_different_looks_and_a_dash_means_momentum():
+    names = ["momentum", "nesterov", "nesterov default", "my run"]
+    got = looks(names)
+    keys = {(str(lk.color), str(lk.ls), lk.lw) for lk in got.values()}
+    assert len(keys) == 4
+    dashed = [n for n, lk in got.items() if lk.ls not in ("-", "solid")]
+    assert dashed == ["momentum", "my run"] and got["my run"].ls != got["momentum"].ls
+    assert looks(["momentum", "nesterov"], under=["nesterov"])["nesterov"].zorder < got["momentum"].zorder
+
+
+def test_a_diverging_run_is_named_and_no_warning_leaks():
+    surface = dtsgd_viz.surfaces.ShardedQuadratic()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the recorder's own warning about the NaN run
+        runs = dtsgd_viz.run(surface, {"momentum": dict(learning_rate=0.5, momentum=0.9),
+                                       "nesterov": dict(learning_rate=60.0, momentum=0.9, nesterov=True)}, 60)
+    first_bad = int(runs["nesterov"].nonfinite_steps[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = dtsgd_viz.plot_compare(runs)
+        fig.savefig(__import__("io").BytesIO(), format="png")
+    title, _ = headline_texts(fig)
+    assert title.replace("\n", " ") == f"Nesterov diverges at update {first_bad}"
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["momentum", f"nesterov (NaN/Inf from update {first_bad})"]
+    assert f"nesterov: NaN/Inf from update {first_bad}" in str(dtsgd_viz.compare_findings(runs))
+
+
+def test_stats_mode_and_a_wide_mesh():
+    mesh = MeshSpec.create({"batch": 2, "model": 32})   # 64 devices: 8 cells a row
+    specs = [("w", (4, 64), ("batch", "model"))]
+    a = synthetic_recording.recording(specs, steps=12, mode="stats", mesh=mesh, seed=1)
+    b = synthetic_recording.recording(specs, steps=12, mode="stats", mesh=mesh, seed=2)
+    fig = dtsgd_viz.plot_compare({"momentum": a, "nesterov": b})
+    data = compare_data({"momentum": a, "nesterov": b})
+    assert data.gaps is None and len(fig.subfigs[0].axes) == 1  # stats keep no parameters
+    cells = fig.subfigs[1].axes
+    assert len(cells) == 64 and fig.get_figwidth() * fig.dpi <= 950
+    rows = sorted({round(ax.get_position().y0, 6) for ax in cells})
+    assert len(rows) == 8
+    np.testing.assert_allclose(_lines(cells[37])[1].get_ydata(),
+                               b.shard_stats("w", "velocity")[:, 37, 0], rtol=1e-6)
+    assert "in mesh order (batch 2 × model 32), 8 a row" in fig.subfigs[1]._suptitle.get_text()
+
+
+def test_bad_input_is_named():
+    r = synthetic_recording.recording([("w", (8, 8), ("batch", "model"))], steps=5)
+    other = synthetic_recording.recording([("w", (8, 8), ("batch", "model"))], steps=6)
+    for runs, error, message in [
+        ([r, r], TypeError, "takes a dict {run name: Recording}.* Received: list"),
+        ({"a": r}, ValueError, "at least two runs. Received 1: \\['a'\\]"),
+        ({"a": r, "b": "x"}, TypeError, "Run 'b' is a str, not a dtsgd_viz Recording"),
+        ({"a": r, "b": other}, ValueError, "record different updates \\(5 updates, 1..5 vs 6"),
+    ]:
+        with pytest.raises(error, match=message):
+            dtsgd_viz.plot_compare(runs)
+    with pytest.raises(ValueError, match="Unknown variable 'v'. The runs record: \\['w'\\]"):
+        dtsgd_viz.plot_compare({"a": r, "b": r}, variable="v")
