@@ -2,6 +2,7 @@
 
     rec = dtsgd_viz.load_recording("nesterov.npz")
     dtsgd_viz.widgets.ShardExplorer(rec, step=5)   # starts at update 5; Play runs on
+    dtsgd_viz.widgets.ShardExplorer({"momentum": rec_a, "nesterov": rec_b})  # side by side
 
 The slider's value is the optimizer update shown, as ``recording.steps`` counts them
 (the first update is 1), as ``PathExplorer``'s is: ``explorer.slider.value = 10`` shows
@@ -28,6 +29,7 @@ from ..views.shard_geometry import update_index
 from ..views.steps import describe_updates
 from ..views.shards import draw_shards
 from ._canvas import FigureWidget
+from .shard_runs import RunsShardsView
 
 WIDTH_RATIOS = (1.5, 1)
 """The tensor panel's and the norm panel's widths: the tensor panel's title fits on
@@ -67,7 +69,6 @@ class ExplorerState:
     def update(self) -> int:
         return self.steps[self.step]
 
-    iteration = update  # older name
 
 
 def explorer_state(state: ExplorerState, change) -> ExplorerState:
@@ -123,12 +124,24 @@ class ShardExplorer(FigureWidget):
     value is the position among them, kept in step with the slider), so it never sticks
     between unevenly spaced ones.
 
+    A dict ``{run name: Recording}`` (two or more runs of one model on one mesh, as
+    ``plot_compare`` takes) shows the runs side by side instead: the tensor of each at the
+    shown update on one colour scale, over each run's norm of it (``RunsShardsView``).
+
     The figure is ``style.SHARD_EXPLORER_SIZE`` at ``style.DPI``: its PNG (930 px wide)
     shows at 100% in a notebook column."""
 
     def __init__(self, recording, variable=None, kind=None, step=None, *, interval=400,
                  fixed_scale=True, figsize=style.SHARD_EXPLORER_SIZE, dpi=style.DPI):
         self.recording = recording
+        self.runs = None
+        if isinstance(recording, dict):
+            from ..views.compare.geometry import check_runs
+            check_runs(recording)
+            self.runs, recording = recording, next(iter(recording.values()))
+        elif not (hasattr(recording, "steps") and hasattr(recording, "kinds")):
+            raise TypeError("ShardExplorer takes a Recording or a dict {run name: Recording}. "
+                            f"Received: {type(recording).__name__}.")
         self.state = ExplorerState.of(recording, variable, kind, step)
         super().__init__(figsize=figsize, dpi=dpi)
         s = self.state
@@ -165,8 +178,13 @@ class ShardExplorer(FigureWidget):
     def _draw(self):
         self.unfreeze_layout()
         self.figure.clear()
-        axes = self.figure.subplots(1, 2, width_ratios=list(WIDTH_RATIOS))
         s = self.state
+        if self.runs is not None:
+            self.view = RunsShardsView(self.runs, s.variable, s.kind, s.step,
+                                       figure=self.figure, fixed_scale=self.fixed.value)
+            self.refresh(relayout=True)
+            return
+        axes = self.figure.subplots(1, 2, width_ratios=list(WIDTH_RATIOS))
         self.view = draw_shards(self.recording, s.variable, s.kind, s.update, ax=tuple(axes),
                                 fixed_scale=self.fixed.value, headline=True)
         self.refresh(relayout=True)

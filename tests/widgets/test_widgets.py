@@ -55,9 +55,9 @@ def test_explorer_state_transitions(two_variables):
     s = ExplorerState.of(r)
     assert (s.variables, s.kinds) == (("w", "b"), tuple(dtsgd_viz.KINDS))
     assert s.steps == (1, 2, 3, 4, 5, 6)
-    assert (s.variable, s.kind, s.step, s.iteration) == ("w", "velocity", 0, 1)
+    assert (s.variable, s.kind, s.step, s.update) == ("w", "velocity", 0, 1)
     s2 = explorer_state(s, {"name": "step", "new": 4})
-    assert (s2.step, s2.iteration, s2.kind, s2.variable) == (4, 5, "velocity", "w")
+    assert (s2.step, s2.update, s2.kind, s2.variable) == (4, 5, "velocity", "w")
     assert redraw_for(s, s2) == "step" and redraw_for(s2, s2) is None
     s3 = explorer_state(s2, {"name": "kind", "new": "grad"})
     assert (s3.kind, s3.step) == ("grad", 4) and redraw_for(s2, s3) == "kind"

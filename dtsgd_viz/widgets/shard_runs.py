@@ -1,0 +1,145 @@
+"""``ShardExplorer({name: recording, ...})``: the same tensor of several runs at one update,
+side by side on one colour scale, over each run's norm of it across the updates (one log
+scale, the shown update marked). The runs are checked as ``plot_compare`` checks them
+(one model, one mesh, the same recorded updates)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..views import style
+from ..views.compare import looks
+from ..views.figure import headline
+from ..views.shard_geometry import as_image, run_limit, symmetric_limit
+from ..views.shards import draw_tensor
+
+__all__ = ["RunsShardsView", "tensor_norms"]
+
+
+def tensor_norms(recording, name: str, kind: str) -> np.ndarray:
+    """``(n,)``: the whole tensor's L2 norm per recorded update, from its unique blocks
+    (each replica group once), in full and in stats mode."""
+    geometry = recording.geometry(name)
+    firsts = [group[0] for group in geometry.replica_groups]
+    block = np.asarray(recording.shard_stats(name, kind)[:, firsts, 0], np.float64)
+    return np.sqrt(np.sum(block ** 2, axis=1))
+
+
+class RunsShardsView:
+    """The runs' panels on ``figure``: ``heatmaps`` (one per run, full mode), ``lines``
+    (one norm line per run), ``markers`` (the shown update on each line), ``limit`` (the
+    shared colour limit, None in stats mode). ``set_index``/``set_kind``/
+    ``set_fixed_scale`` update them in place, as ``ShardsView``'s do."""
+
+    def __init__(self, runs: dict, name: str, kind: str, index: int, *, figure,
+                 fixed_scale=True):
+        self.runs, self.name, self.kind, self.index = runs, name, kind, index
+        self.fixed_scale, self.figure = bool(fixed_scale), figure
+        self.names = list(runs)
+        self.look = looks(self.names)
+        first = runs[self.names[0]]
+        self.updates = np.asarray(first.steps)
+        self.stats_only = first.mode == "stats"
+        grid = figure.add_gridspec(2, len(self.names), height_ratios=[1.35, 1])
+        self.heat_axes = ([] if self.stats_only
+                          else [figure.add_subplot(grid[0, i]) for i in range(len(self.names))])
+        self.norm_ax = figure.add_subplot(grid[1, :] if not self.stats_only else grid[:, :])
+        self.heatmaps, self.panels, self.lines, self.markers = [], [], [], []
+        self._load()
+        for i, run in enumerate(self.names):
+            if self.stats_only:
+                break
+            panel = draw_tensor(self.heat_axes[i], first.geometry(name),
+                                _short(first.shard_devices(name)),
+                                as_image(self.values[run][index]), limit=self._limit(),
+                                colorbar=i == len(self.names) - 1,
+                                colorbar_label=f"{kind} value")
+            self.panels.append(panel)
+            self.heatmaps.append(panel.heatmap)
+            self.heat_axes[i].set_title(run, fontsize=style.TITLE_SIZE, pad=panel.title_pad(),
+                                        color=self.look[run].color, fontweight="bold")
+        for run in self.names:
+            line, = self.norm_ax.plot(self.updates, self._positive(self.norms[run]),
+                                      label=run, **self.look[run].line())
+            marker, = self.norm_ax.plot([], [], ls="none", marker="o", ms=7, mfc="white",
+                                        mec=self.look[run].color, mew=1.8, zorder=6)
+            self.lines.append(line)
+            self.markers.append(marker)
+        self.norm_ax.set_yscale("log")
+        self.norm_ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
+        self.norm_ax.set_ylabel(f"‖{kind}‖ of {name}", fontsize=style.LABEL_SIZE)
+        self.norm_ax.tick_params(labelsize=style.TICK_SIZE)
+        self.norm_ax.grid(alpha=0.3)
+        self.norm_ax.legend(fontsize=style.NOTE_SIZE, frameon=False, loc="best")
+        self._set_markers()
+        self._title()
+
+    def _load(self):
+        self.norms = {run: tensor_norms(r, self.name, self.kind) for run, r in self.runs.items()}
+        self.values = {}
+        if not self.stats_only:
+            for run, r in self.runs.items():
+                v = r.global_values(self.name, self.kind)
+                self.values[run] = v.astype(np.float32) if v.dtype.name == "bfloat16" else v
+        self._run_limit = None
+
+    def _limit(self) -> float | None:
+        """One colour limit for every run: over the whole of every run when the scale is
+        fixed, else over every run at the shown update."""
+        if self.stats_only:
+            return None
+        if self.fixed_scale:
+            if self._run_limit is None:
+                self._run_limit = max(run_limit(v) for v in self.values.values())
+            return self._run_limit
+        return max(symmetric_limit(v[self.index]) for v in self.values.values())
+
+    @property
+    def limit(self) -> float | None:
+        return self._limit()
+
+    @staticmethod
+    def _positive(values):
+        v = np.asarray(values, np.float64)
+        return np.where(np.isfinite(v) & (v > 0), v, np.nan)
+
+    def _set_markers(self):
+        for run, marker in zip(self.names, self.markers):
+            y = self._positive(self.norms[run][self.index : self.index + 1])
+            marker.set_data([self.updates[self.index]], y)
+
+    def _title(self):
+        scale = "fixed over the run" if self.fixed_scale else "of this update"
+        headline(self.figure, f"{self.name}'s {self.kind} after update {self.updates[self.index]}, "
+                              "every run on one colour scale",
+                 f"colour scale {scale} · below: each run's norm of it over the updates")
+
+    def set_index(self, index: int) -> None:
+        self.index = int(index)
+        limit = self._limit()
+        for run, heatmap in zip(self.names, self.heatmaps):
+            heatmap.set_data(as_image(self.values[run][self.index]))
+            heatmap.set_clim(-limit, limit)
+        self._set_markers()
+        self._title()
+
+    def set_kind(self, kind: str) -> None:
+        self.kind = kind
+        self._load()
+        for run, line in zip(self.names, self.lines):
+            line.set_ydata(self._positive(self.norms[run]))
+        self.norm_ax.relim()
+        self.norm_ax.autoscale_view()
+        self.norm_ax.set_ylabel(f"‖{kind}‖ of {self.name}", fontsize=style.LABEL_SIZE)
+        for panel in self.panels:
+            if panel.colorbar is not None:
+                panel.colorbar.set_label(f"{kind} value")
+        self.set_index(self.index)
+
+    def set_fixed_scale(self, fixed: bool) -> None:
+        self.fixed_scale = bool(fixed)
+        self.set_index(self.index)
+
+
+def _short(devices):
+    return [d.split("/")[-1].replace("device:", "") for d in devices]

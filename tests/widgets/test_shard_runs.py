@@ -1,0 +1,61 @@
+"""``ShardExplorer({name: Recording})``: real runs side by side, the heatmaps holding each
+run's recorded tensor at the slider's update on one colour scale, the norm lines equal to
+numpy's norm of the recorded values."""
+
+import numpy as np
+import pytest
+
+import dtsgd_viz
+from dtsgd_viz.widgets import ShardExplorer
+from helpers import synthetic_recording
+
+CONFIGS = {"momentum": dict(learning_rate=0.5, momentum=0.9, exact_update=True),
+           "nesterov": dict(learning_rate=0.5, momentum=0.9, nesterov=True, exact_update=True)}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return dtsgd_viz.run(dtsgd_viz.surfaces.ShardedQuadratic(), CONFIGS, 12)
+
+
+def test_each_run_at_the_slider_update_on_one_scale(runs):
+    ex = ShardExplorer(runs, step=3)
+    view = ex.view
+    for update in (3, 9):
+        ex.slider.value = update
+        limits = {h.get_clim() for h in view.heatmaps}
+        assert len(limits) == 1  # one colour scale for both runs
+        lo, hi = limits.pop()
+        every = np.concatenate([r.global_values("w", "velocity").ravel() for r in runs.values()])
+        assert -lo == hi == pytest.approx(np.abs(every).max())  # fixed over the whole of every run
+        for heatmap, r in zip(view.heatmaps, runs.values()):
+            np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "velocity")[update - 1])
+        for marker, r in zip(view.markers, runs.values()):
+            v = r.global_values("w", "velocity")[update - 1].astype(np.float64)
+            assert marker.get_xdata()[0] == update
+            assert marker.get_ydata()[0] == pytest.approx(np.linalg.norm(v), rel=1e-5)
+    ex.fixed.value = False  # the scale of this update, still shared
+    now = max(np.abs(r.global_values("w", "velocity")[8]).max() for r in runs.values())
+    assert {h.get_clim() for h in view.heatmaps} == {(-now, now)}
+    ex.kind.value = "grad"
+    for line, r in zip(view.lines, runs.values()):
+        g = r.global_values("w", "grad").astype(np.float64).reshape(len(r), -1)
+        np.testing.assert_allclose(line.get_ydata(), np.linalg.norm(g, axis=1), rtol=1e-5)
+    assert view.panels[-1].colorbar.ax.get_ylabel() == "grad value"
+    assert len(ex.render()) > 1000
+
+
+def test_stats_runs_and_bad_input():
+    specs = [("w", (8, 8), ("batch", "model"))]
+    a = synthetic_recording.recording(specs, steps=6, mode="stats", seed=1)
+    b = synthetic_recording.recording(specs, steps=6, mode="stats", seed=2)
+    ex = ShardExplorer({"a": a, "b": b})
+    assert ex.view.heatmaps == [] and len(ex.view.lines) == 2
+    firsts = [g[0] for g in a.geometry("w").replica_groups]
+    expected = np.sqrt((a.shard_stats("w", "velocity")[:, firsts, 0].astype(np.float64) ** 2).sum(1))
+    np.testing.assert_allclose(ex.view.lines[0].get_ydata(), expected, rtol=1e-6)
+    with pytest.raises(TypeError, match="ShardExplorer takes a Recording or a dict .* Received: list"):
+        ShardExplorer([a, b])
+    short = synthetic_recording.recording(specs, steps=4, mode="stats")
+    with pytest.raises(ValueError, match="record different updates"):
+        ShardExplorer({"a": a, "short": short})
