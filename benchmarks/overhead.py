@@ -292,8 +292,9 @@ def _import_times(reps=5):
 
 
 def _view_latency(full_recording, moves=30):
-    """PathExplorer slider moves over 3 x 10,000 steps, and plot_shards of the 2048x2048
-    parameter, each next to a reference drawing measured in the same run."""
+    """PathExplorer slider moves over 3 x 10,000 steps, plot_paths of 3 x 10,000 updates
+    and plot_shards of the 2048x2048 parameter, each next to a reference drawing measured
+    in the same run (plot_paths: the same runs' first 60 updates)."""
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
@@ -319,6 +320,13 @@ def _view_latency(full_recording, moves=30):
         fig = dtsgd_viz.plot_paths(recs, surface, step=5000)
         fig.canvas.draw()
         full_draw.append(time.perf_counter() - start)
+    short = {name: wl.reference_recording(surface, 60, **cfg) for name, cfg in wl.CONFIGS.items()}
+    short_draw = []
+    for _ in range(3):
+        start = time.perf_counter()
+        fig = dtsgd_viz.plot_paths(short, surface, step=5)
+        fig.canvas.draw()
+        short_draw.append(time.perf_counter() - start)
     shard_times, bare_times = [], []
     values = full_recording.global_values("w", "velocity")[-1]
     for _ in range(3):
@@ -333,7 +341,8 @@ def _view_latency(full_recording, moves=30):
         bare.add_subplot().imshow(values, cmap="RdBu_r")
         bare.canvas.draw()
         bare_times.append(time.perf_counter() - start)
-    return slider, statistics.median(full_draw), statistics.median(shard_times), statistics.median(bare_times)
+    return (slider, statistics.median(full_draw), statistics.median(shard_times), statistics.median(bare_times),
+            statistics.median(short_draw))
 
 
 def main(argv=None):
@@ -406,10 +415,12 @@ def main(argv=None):
     print(workloads.table(["workload", "measure", "recorder settings", "ratio"], per_byte)
           if per_byte else "")
     if views:
-        slider, full_draw, shards, bare = views
+        slider, full_draw, shards, bare, short_draw = views
         t_import, t_numpy, t_pass, light = imports
         print(f"| views | PathExplorer slider move, 3 x 10,000 steps / one full plot_paths draw | - | "
               f"{slider / full_draw:.3f}x ({slider * 1e3:.1f} ms median) |")
+        print(f"| views | plot_paths (built and drawn) of 3 x 10,000 updates / of 3 x 60 | - | "
+              f"{full_draw / short_draw:.2f}x ({full_draw * 1e3:.0f} ms median) |")
         print(f"| views | plot_shards of the 2048x2048 velocity / a bare imshow of it | - | "
               f"{shards / bare:.2f}x ({shards * 1e3:.0f} ms median) |")
         print(f"| import | `import dtsgd_viz` / `import numpy` (process start included) | - | "

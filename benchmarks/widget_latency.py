@@ -3,11 +3,12 @@ for a 10,000-step, 3-optimizer recording on the Agg backend), PNG included.
 
     python benchmarks/widget_latency.py            # recordings built by the numpy reference
     python benchmarks/widget_latency.py --real     # recorded from the real DTensor SGD (minutes)
+    python benchmarks/widget_latency.py --steps 60 2000 10000   # one table row per length
 
-Prints the median slider move (state transition, in-place artist update, blit and
-PNG encode: everything between ``slider.value = k`` and the new ``image.value``) and
-its ratio to one full ``plot_paths`` draw + PNG of the same recordings, measured in
-the same run.
+Prints, for each run length (default 60 and 10,000 updates), a table row with the
+median slider move (state transition, in-place artist update, blit and PNG encode:
+everything between ``slider.value = k`` and the new ``image.value``) and its ratio to
+one full ``plot_paths`` draw + PNG of the same recordings, measured in the same run.
 
 By default the recordings are assembled from ``dtsgd_viz.reference`` (the same
 update rule, float32) into ``Recording`` objects with every kind, since recording
@@ -60,7 +61,8 @@ def reference_recording(surface, steps, learning_rate, momentum, nesterov):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--steps", type=int, nargs="+", default=[60, 10_000],
+                        help="run lengths to measure, one table row each")
     parser.add_argument("--moves", type=int, default=60, help="slider moves to time")
     parser.add_argument("--full", type=int, default=3, help="full plot_paths draws to time")
     parser.add_argument("--real", action="store_true", help="record with the real DTensor SGD")
@@ -72,14 +74,26 @@ def main(argv=None) -> int:
     from dtsgd_viz.theory import surfaces
 
     surface = surfaces.RotatedQuadratic()
-    t0 = time.perf_counter()
     if args.real:
         dtsgd_viz.setup_devices(2)
-        recs = dtsgd_viz.run(surface, CONFIGS, args.steps)
-        source = "real DTensor SGD (dtsgd_viz.run)"
+    source = "real DTensor SGD (dtsgd_viz.run)" if args.real else "numpy reference rule"
+    print(f"PathExplorer slider move (state transition, in-place update, blit, PNG), "
+          f"{len(CONFIGS)} optimizers ({source}), Agg; target <= 30 ms\n")
+    print("| updates | made | widget built | slider move: median (p10-p90) | PNG | full plot_paths + PNG "
+          "| move / full draw | target |\n|---|---|---|---|---|---|---|---|")
+    for steps in args.steps:
+        print(_row(dtsgd_viz, surface, steps, args), flush=True)
+    return 0
+
+
+def _row(dtsgd_viz, surface, steps, args) -> str:
+    """One table row: the explorer built and moved ``args.moves`` times, and
+    ``args.full`` full ``plot_paths`` draws, on runs of ``steps`` updates."""
+    t0 = time.perf_counter()
+    if args.real:
+        recs = dtsgd_viz.run(surface, CONFIGS, steps)
     else:
-        recs = {k: reference_recording(surface, args.steps, **c) for k, c in CONFIGS.items()}
-        source = "numpy reference rule"
+        recs = {k: reference_recording(surface, steps, **c) for k, c in CONFIGS.items()}
     made = time.perf_counter() - t0
 
     from dtsgd_viz.widgets import PathExplorer
@@ -89,7 +103,7 @@ def main(argv=None) -> int:
     built = time.perf_counter() - t0
 
     rng = np.random.default_rng(0)
-    targets = rng.integers(1, args.steps + 1, size=args.moves + 5)  # update numbers
+    targets = rng.integers(1, steps + 1, size=args.moves + 5)  # update numbers
     times = []
     for i, k in enumerate(targets):
         t0 = time.perf_counter()
@@ -100,7 +114,7 @@ def main(argv=None) -> int:
 
     full = []
     for _ in range(args.full):
-        k = int(rng.integers(0, args.steps))
+        k = int(rng.integers(1, steps + 1))
         t0 = time.perf_counter()
         fig = dtsgd_viz.plot_paths(recs, surface, step=k)
         buf = io.BytesIO()
@@ -109,16 +123,10 @@ def main(argv=None) -> int:
 
     med, full_med = statistics.median(times), statistics.median(full)
     h, wd = w.pixels().shape[:2]
-    print(f"PathExplorer slider move, {len(recs)} optimizers x {args.steps} steps "
-          f"({source}; made in {made:.1f} s), {wd}x{h} px PNG, Agg")
-    print(f"  widget built in {built * 1e3:.0f} ms (one full draw + background)")
-    print(f"  slider move: median {med * 1e3:.1f} ms over {len(times)} moves "
-          f"(p10 {np.percentile(times, 10) * 1e3:.1f}, p90 {np.percentile(times, 90) * 1e3:.1f}); "
-          f"PNG {len(w.image.value) / 1024:.0f} KiB")
-    print(f"  full plot_paths draw + PNG: median {full_med * 1e3:.0f} ms over {len(full)}")
-    print(f"  ratio slider move / full draw: {med / full_med:.3f} "
-          f"({full_med / med:.0f}x faster); target <= 30 ms: {'met' if med <= 0.030 else 'NOT met'}")
-    return 0
+    return (f"| {steps:,} | {made:.1f} s | {built * 1e3:.0f} ms | {med * 1e3:.1f} ms "
+            f"({np.percentile(times, 10) * 1e3:.1f}-{np.percentile(times, 90) * 1e3:.1f}) | "
+            f"{wd}x{h} px, {len(w.image.value) / 1024:.0f} KiB | {full_med * 1e3:.0f} ms | "
+            f"{med / full_med:.3f}x | {'met' if med <= 0.030 else 'not met'} |")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from .path_loss import nest_loss_dots
 from .path_labels import boxes_overlap, renderer_of, text_box
 from .path_names import open_rings_on_star, place_names
 from .path_scene import build_scene
+from .path_thin import up_to
 from .path_titles import path_title, short_arrows
 
 __all__ = ["animate"]
@@ -282,7 +283,8 @@ def _move_to(scene, art, arrows, steps, i, zooms=None) -> list:
                 flag_zoom_change(art.zoom_axes[key], was)
         s, loss, _ = scene.losses[key]
         art.loss_markers[key].set_data([s[i]], [loss[i]])
-        art.loss_lines[key].set_data(s[:i + 1], loss[:i + 1])
+        grown = up_to(art.loss_thin.get(key), i + 1, i)   # thinned as the whole line is
+        art.loss_lines[key].set_data(s[grown], loss[grown])
         changed += [art.loss_markers[key], art.loss_lines[key]]
     nest_loss_dots(art.loss_markers)
     open_rings_on_star(art)

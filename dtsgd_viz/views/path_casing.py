@@ -25,6 +25,7 @@ __all__ = ["coinciding", "draw_casings", "CASING_EDGE", "CASING_TOL"]
 CASING_EDGE = 1.3    # points of the lower path's colour each side of the line over it
 CASING_TOL = 0.008   # of the panel's larger span: paths nearer than this coincide (~3 px)
 PER_SEGMENT = 24
+CHUNK = 256   # points measured against a polyline at a time
 
 
 def _samples(c, per_segment=PER_SEGMENT) -> np.ndarray:
@@ -37,30 +38,55 @@ def _samples(c, per_segment=PER_SEGMENT) -> np.ndarray:
     return np.concatenate([pts, c[-1:]])
 
 
-def _nearest_on_polyline(p, c) -> tuple[np.ndarray, np.ndarray]:
+def _nearest_on_polyline(p, c, within=None) -> tuple[np.ndarray, np.ndarray]:
     """Each point of ``p`` (n, 2): the nearest point on the polyline ``c`` (m, 2) and
-    its distance."""
+    its distance. With ``within``, only the points at most ``within`` from ``c`` are
+    measured (the others: NaN and ``inf``), against the segments near them: the cost
+    follows the points that lie near the line, not ``n * m``."""
     p = np.asarray(p, np.float64).reshape(-1, 2)
     c = np.asarray(c, np.float64).reshape(-1, 2)
     c = c[np.all(np.isfinite(c), axis=1)]
     if len(c) == 0:
         return np.full_like(p, np.nan), np.full(len(p), np.inf)
     if len(c) == 1:
-        return np.broadcast_to(c[0], p.shape).copy(), np.linalg.norm(p - c[0], axis=1)
+        d = np.linalg.norm(p - c[0], axis=1)
+        near = np.broadcast_to(c[0], p.shape).copy()
+        if within is not None:
+            near[~(d <= within)], d[~(d <= within)] = np.nan, np.inf
+        return near, d
     a, b = c[:-1], c[1:]
     ab = b - a
     L2 = np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-300)
-    t = np.clip(np.einsum("nij,ij->ni", p[:, None, :] - a[None], ab) / L2, 0.0, 1.0)
-    near = a[None] + t[..., None] * ab[None]
-    d = np.linalg.norm(p[:, None, :] - near, axis=-1)
-    i = np.argmin(d, axis=1)
-    rows = np.arange(len(p))
-    return near[rows, i], d[rows, i]
+    lo_s, hi_s = np.minimum(a, b), np.maximum(a, b)
+    near_out, d_out = np.full_like(p, np.nan), np.full(len(p), np.inf)
+    for s in range(0, len(p), CHUNK):   # a chunk of points at a time: memory CHUNK * m
+        q = p[s:s + CHUNK]
+        seg = slice(None)
+        if within is not None:   # the segments whose box comes within ``within`` of the chunk's
+            ok = np.all(np.isfinite(q), axis=1)
+            if not ok.any():
+                continue
+            lo, hi = q[ok].min(axis=0) - within, q[ok].max(axis=0) + within
+            seg = np.flatnonzero(np.all((hi_s >= lo) & (lo_s <= hi), axis=1))
+            if not len(seg):
+                continue
+        sa, sab = a[seg], ab[seg]
+        t = np.clip(np.einsum("nij,ij->ni", q[:, None, :] - sa[None], sab) / L2[seg], 0.0, 1.0)
+        near = sa[None] + t[..., None] * sab[None]
+        d = np.linalg.norm(q[:, None, :] - near, axis=-1)
+        i = np.argmin(d, axis=1)
+        rows = np.arange(len(q))
+        near_out[s:s + len(q)], d_out[s:s + len(q)] = near[rows, i], d[rows, i]
+    if within is not None:
+        far = ~(d_out <= within)
+        near_out[far], d_out[far] = np.nan, np.inf
+    return near_out, d_out
 
 
-def _distance_to_polyline(p, c) -> np.ndarray:
-    """Each point of ``p`` (n, 2): its distance to the polyline ``c`` (m, 2)."""
-    return _nearest_on_polyline(p, c)[1]
+def _distance_to_polyline(p, c, within=None) -> np.ndarray:
+    """Each point of ``p`` (n, 2): its distance to the polyline ``c`` (m, 2) (``inf``
+    beyond ``within``, if given)."""
+    return _nearest_on_polyline(p, c, within)[1]
 
 
 def _dash(look, width):
@@ -80,7 +106,7 @@ def coinciding(lower, upper, tol, min_length=None) -> list:
     p = _samples(lower)
     if len(p) < 2:
         return []
-    near = _distance_to_polyline(p, upper) <= tol
+    near = _distance_to_polyline(p, upper, within=tol) <= tol
     min_length = 3.0 * tol if min_length is None else min_length
     out = []
     for i, j in true_stretches(near):
@@ -108,7 +134,7 @@ def draw_casings(ax, coords: dict, looks: dict, span: float) -> dict:
             if w <= looks[key].lw:
                 continue
             for s in coinciding(coords[key], coords[upper], tol):
-                segs.append(_nearest_on_polyline(s, coords[upper])[0])
+                segs.append(_nearest_on_polyline(s, coords[upper], within=tol)[0])
                 widths.append(w)
         if not segs:
             continue

@@ -14,6 +14,7 @@ import dataclasses
 import numpy as np
 
 from . import path_geometry as geo
+from . import path_thin as thin
 from . import style
 from . import update_geometry as upd
 from . import update_panel as panel
@@ -27,7 +28,7 @@ from .path_scene import PathScene, finding, settings_line
 from .path_titles import path_title, short_note
 
 __all__ = ["PathArtists", "draw_scene", "draw_zoom", "follow_update", "set_trail", "path_title",
-           "panel_at", "stacked_over", "caption_text", "short_note"]
+           "panel_at", "stacked_over", "caption_text", "short_note", "thin_paths"]
 
 
 @dataclasses.dataclass
@@ -57,6 +58,8 @@ class PathArtists:
     whole: bool = False      # each path drawn whole in its rule's look (``plot_paths``), not split
     casings: dict = dataclasses.field(default_factory=dict)   # config -> its casing where paths coincide
     lanes: dict = dataclasses.field(default_factory=dict)   # config -> its (dx, dy) points off its data
+    thin: dict = dataclasses.field(default_factory=dict)    # config -> the path's points drawn (``thin_paths``)
+    loss_thin: dict = dataclasses.field(default_factory=dict)   # config -> the loss line's points drawn
 
 
 ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −lr·g in its light tint, "
@@ -143,11 +146,12 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=
     looks = style.run_looks(scene.coords)
 
     art = PathArtists(ax_path, ax_loss, {}, zoom_axes=zoom_axes, whole=whole, **caption)
-    # a dot per step while the dots stay apart; long runs are clearer as a line
-    dots = max(len(c) for c in scene.coords.values()) <= 61
+    # a dot per step while the dots stay apart; long runs are clearer as a line (thinned)
+    dots = max(len(c) for c in scene.coords.values()) <= thin.EXACT_POINTS
     picked = update is not None
+    thin_paths(scene, art, update)
     _draw_path_lines(scene, art, looks, dots, picked and not whole)
-    drawn = {k: _drawn(scene, k) for k in scene.coords}
+    drawn = {k: _drawn(scene, k, art) for k in scene.coords}
     if whole or not picked:   # drawn whole: shared first legs side by side, other coincidences cased
         art.lanes, art.casings = draw_lanes_and_casings(scene, art, looks, drawn)
     else:   # split at the update: the first legs side by side (the paths grow, so no casings)
@@ -178,6 +182,37 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=
     return fig, art
 
 
+def thin_paths(scene, art, update=None) -> dict:
+    """``art.thin``: for each run, the indices of the points of its drawn part (up to
+    where it left the view) that its lines pass through on ``art``'s figure
+    (``path_thin.thin_indices`` at ``pixel_scale``, at most ``vertex_limit``): the
+    start, the end, the update shown and its next point, the lowest loss, and what the
+    line needs to look as the whole path does. Lines already drawn whole (the thin
+    whole runs, a path drawn whole) are set to them. Call again after the figure grows."""
+    fig = art.ax_path.figure
+    scale, limit = thin.pixel_scale(scene.box, fig), thin.vertex_limit(fig)
+    out = {}
+    for key, c in scene.coords.items():
+        n = geo.drawn_length(len(c), scene.diverged.get(key))
+        keep = []
+        if update is not None:
+            i = _index(scene, key, update)
+            keep += [i, i + 1]
+        loss = scene.losses.get(key, (None, np.zeros(0), None))[1]
+        with np.errstate(invalid="ignore"):
+            ok = np.flatnonzero(np.isfinite(loss[:n]))
+        if len(ok):   # loss[k] is the loss at path point k
+            keep.append(int(ok[np.argmin(loss[ok])]))
+        out[key] = thin.thin_indices(c[:n], scale, keep, limit=limit)
+    art.thin = out
+    for key, line in art.rests.items():
+        line.set_data(scene.coords[key][out[key]].T)
+    if art.whole:
+        for key, line in art.paths.items():
+            line.set_data(scene.coords[key][out[key]].T)
+    return out
+
+
 def _update_ends(scene, update) -> list:
     ends = [(c, _index(scene, k, update)) for k, c in scene.coords.items()]
     return [p for c, i in ends for p in (c[i], c[min(i + 1, len(c) - 1)])]
@@ -202,8 +237,9 @@ def _draw_path_lines(scene, art, looks, dots, picked):
     rest = style.ROLE_LOOKS["remainder"]
     for key, c in scene.coords.items():
         look = looks[key]
-        # a diverged run ends at the edge: drawn on, it would criss-cross the panel
-        c = c[:geo.drawn_length(len(c), scene.diverged.get(key))]
+        # a diverged run ends at the edge: drawn on, it would criss-cross the panel;
+        # a long run is drawn through the points the panel's pixels can show (``thin_paths``)
+        c = c[art.thin[key]] if key in art.thin else c[:geo.drawn_length(len(c), scene.diverged.get(key))]
         if picked:   # in the rules' order, below every path and above the contours
             line = rest.line(panel.tint(look.color, REST_TINT))
             line["zorder"] += look.zorder - _MIDDLE_Z
@@ -258,7 +294,8 @@ def follow_update(scene, art, update, names=True) -> list:
         if art.whole:   # drawn whole once; only the ring moves
             continue
         n = min(i + 2, geo.drawn_length(len(c), scene.diverged.get(key)))
-        line.set_data(c[:n, 0], c[:n, 1])
+        shown = thin.up_to(art.thin.get(key), n, i)   # thinned, the update's point exact
+        line.set_data(c[shown, 0], c[shown, 1])
         changed.append(line)
     if art.caption is not None:
         art.caption.set_text(caption_text(update, art.caption_tail, art.whole))

@@ -13,8 +13,10 @@ import numpy as np
 from . import path_geometry as geo
 from . import style
 from .direct_labels import READABLE_GAP, axes_height_points, label_ends, spread
+from .shard_geometry import minmax_indices
 
-__all__ = ["draw_loss", "air_between_ends", "nest_loss_dots", "DOT_SIZE", "FEW_POINTS", "END_MARGIN", "END_GAP"]
+__all__ = ["draw_loss", "air_between_ends", "nest_loss_dots", "thin_loss", "loss_columns", "DOT_SIZE",
+           "FEW_POINTS", "END_MARGIN", "END_GAP"]
 
 FEW_POINTS = 3   # loss lines of this many points or fewer get markers
 END_MARGIN = 0.015   # the x axis ends this far (of its span) past the last update: no empty range
@@ -63,11 +65,14 @@ def draw_loss(scene, update, art, looks) -> None:
     from_surface = False
     lost = {}   # runs whose loss stops being finite without having left the view
     ends = []
+    columns = loss_columns(ax)
     for key, (steps, loss, computed) in scene.losses.items():
         from_surface |= computed
         look = looks[key]
         few = len(steps) <= FEW_POINTS   # one point per line draws nothing without a marker
-        (art.loss_lines[key],) = ax.plot(steps, loss, **look.line(), label=key,
+        at = [] if update is None else [geo.step_index(scene.recordings[key].steps, update)]
+        art.loss_thin[key] = keep = thin_loss(steps, loss, columns, at)
+        (art.loss_lines[key],) = ax.plot(steps[keep], loss[keep], **look.line(), label=key,
                                          marker=(look.marker or "o") if few else "", ms=6,
                                          gid=f"loss:{key}")
         with np.errstate(invalid="ignore"):
@@ -100,6 +105,25 @@ def draw_loss(scene, update, art, looks) -> None:
     for key, text in art.loss_labels.items():   # gids keep the config keys
         text.set_gid(f"label:{key}")
     _plain_log_ticks(ax)
+
+
+def loss_columns(ax) -> int:
+    """The most pixel columns a loss panel of ``ax``'s figure can have: its root
+    figure's width in pixels (the panel is laid out later, never wider)."""
+    root = ax.figure.figure
+    return max(1, int(np.ceil(root.get_size_inches()[0] * root.dpi)))
+
+
+def thin_loss(steps, loss, columns, keep=()) -> np.ndarray:
+    """The indices of a loss line's points drawn on ``columns`` pixel columns: each
+    column's smallest and largest loss, its first non-finite one, the first and the last
+    (``shard_geometry.minmax_indices``, as ``plot_shards`` thins its lines), and ``keep``
+    (the update shown); every point while there are no more than ``columns``."""
+    idx = minmax_indices(np.asarray(steps), np.asarray(loss, np.float64), columns)
+    if len(idx) == len(steps):
+        return idx
+    k = np.asarray(list(keep), np.int64)
+    return np.unique(np.concatenate([idx, k[(k >= 0) & (k < len(steps))]]))
 
 
 def air_between_ends(art) -> None:

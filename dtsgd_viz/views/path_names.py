@@ -99,8 +99,13 @@ def path_samples(coords, per_segment=6) -> np.ndarray:
     return pts[np.isfinite(pts).all(axis=1)]
 
 
-def _drawn(scene, key):
+def _drawn(scene, key, art=None):
+    """``key``'s path as its line is drawn: up to where it left the view, through the
+    points ``art.thin`` keeps (``path_frames.thin_paths``; all of them without ``art``)."""
     c = scene.coords[key]
+    thinned = getattr(art, "thin", None) or {}
+    if key in thinned:
+        return c[thinned[key]]
     return c[:geo.drawn_length(len(c), scene.diverged.get(key))]
 
 
@@ -190,13 +195,13 @@ def name_runs(scene, art, looks) -> dict:
         return {}
     renderer = renderer_of(ax.figure)
     f = ax.get_window_extent()
-    samples = {k: _px_samples(ax, _drawn(scene, k)) for k in scene.coords}
+    samples = {k: _px_samples(ax, _drawn(scene, k, art)) for k in scene.coords}
     fixed = ax.transData.transform(np.concatenate([scene.starts, scene.minima]))
     out = {}
     for key in scene.coords:
         color = looks[key].color
         ann = ax.annotate(
-            geo.rule_name(key), _drawn(scene, key)[0], xytext=(0, 0), textcoords="offset points",
+            geo.rule_name(key), _drawn(scene, key, art)[0], xytext=(0, 0), textcoords="offset points",
             ha="center", va="center", fontsize=style.LABEL_SIZE, fontweight="bold", color=color,
             gid=f"run-name:{key}", zorder=NAME_Z - 0.2, path_effects=_halo(), annotation_clip=False,
             arrowprops=dict(arrowstyle="-", color=color, lw=0.9, shrinkA=1, shrinkB=1))
@@ -204,7 +209,7 @@ def name_runs(scene, art, looks) -> dict:
         size = (x1 - x0, y1 - y0)
         obs = panel_obstacles(art, skip={ann})
         others = np.concatenate([*(s for k, s in samples.items() if k != key), fixed])
-        own_xy = path_samples(_drawn(scene, key))   # the leader ends on the path
+        own_xy = _own_samples(ax, scene, art, key)   # the leader ends on the path
         own = ax.transData.transform(own_xy)
         inside = np.all((own > [f.x0 + 20, f.y0 + 20]) & (own < [f.x1 - 20, f.y1 - 20]), axis=1)
         if not inside.any():
@@ -231,6 +236,21 @@ def name_runs(scene, art, looks) -> dict:
         place_text(ann, box, anchor)
         out[key] = ann
     return out
+
+
+OWN_SPACING_PX = 4.0   # a thinned path's points a name may hang on: this far apart along it
+
+
+def _own_samples(ax, scene, art, key) -> np.ndarray:
+    """The points of ``key``'s drawn path its name may hang on (plot coordinates):
+    ``path_samples`` of the path as recorded; a thinned path (``art.thin``), whose few
+    vertices stand for many updates, every ``OWN_SPACING_PX`` pixels along its line."""
+    drawn = _drawn(scene, key, art)
+    c = scene.coords[key]
+    if len(drawn) >= geo.drawn_length(len(c), scene.diverged.get(key)):
+        return path_samples(drawn)
+    px = _px_samples(ax, drawn, spacing=OWN_SPACING_PX)
+    return ax.transData.inverted().transform(px) if len(px) else path_samples(drawn)
 
 
 def _spot_total(obs, box, anchor, leader) -> float:

@@ -271,13 +271,21 @@ def minmax_decimate(x, y, columns: int):
         [0.0, 5.0, -3.0, 2.0]
     """
     x, y = np.asarray(x), np.asarray(y)
+    if len(x) <= max(1, int(columns)):
+        return x, y
+    keep = minmax_indices(x, y, columns)
+    return x[keep], y[keep]
+
+
+def minmax_indices(x, y, columns: int) -> np.ndarray:
+    """The indices (ascending) of the points ``minmax_decimate`` keeps: every index when
+    there are no more points than ``columns``."""
     columns = max(1, int(columns))
     n = len(x)
     if n <= columns:
-        return x, y
-    keep = np.sort(np.concatenate([_span_keep(x, y, columns), [0, n - 1]]))
-    keep = keep[np.concatenate([[True], np.diff(keep) > 0])]
-    return x[keep], y[keep]
+        return np.arange(n)
+    keep = np.sort(np.concatenate([_span_keep(np.asarray(x), np.asarray(y), columns), [0, n - 1]]))
+    return keep[np.concatenate([[True], np.diff(keep) > 0])]
 
 
 def _span_keep(x, y, columns):

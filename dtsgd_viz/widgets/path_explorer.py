@@ -23,7 +23,7 @@ from ..views import path_geometry as geo
 from ..views import style
 from ..views import update_geometry as upd
 from ..views import update_panel as panel
-from ..views.path_frames import follow_update, path_title, set_trail, stacked_over
+from ..views.path_frames import follow_update, path_title, set_trail, stacked_over, thin_paths
 from ._canvas import FigureWidget
 from .explorer_figure import (draw_close_up, explorer_view, follow_headline, headline_parts, move_loss_dots,
                               show_arrows, update_finding)
@@ -268,9 +268,12 @@ class PathExplorer(FigureWidget):
         updates = tuple(int(s) for s in next(iter(scene.recordings.values())).steps[:n])
         index = geo.step_index(updates, self.view.update)
         self.state = PathExplorerState(updates, index)
+        pixels = self.view.figure.get_size_inches() * self.view.figure.dpi
         if figsize is not None:
             self.view.figure.set_size_inches(*figsize)
         self.view.figure.set_dpi(dpi)
+        if np.any(self.view.figure.get_size_inches() * self.view.figure.dpi > pixels):
+            thin_paths(scene, self.view.artists)   # a long run's lines as fine as the bigger figure's pixels
         super().__init__(self.view.figure)
         self.compress_level = int(compress_level)
         self.tracks = path_tracks(self.view.scene, ok)

@@ -1,0 +1,148 @@
+"""Paths thinned to the pixels they are drawn on: a run of 10,000 updates spends most of
+them in loops round the minimum far smaller than a pixel, and a line through every one
+of them costs the drawing and every label placed against it (``path_names``,
+``path_lanes``, ``path_casing``) in proportion, for nothing seen. A path of more than
+``EXACT_POINTS`` points is drawn through the fewest of its recorded points that keep
+the line within about half a pixel of every recorded point (``thin_indices``), and
+always through its start, its end, the points the caller keeps (the update shown, the
+lowest loss) and around every non-finite point. Pure numpy: the indices come back, the
+data stay as recorded (the numbers on a figure come from the full recording).
+
+    >>> import numpy as np
+    >>> t = np.linspace(0.0, 1.0, 1001)
+    >>> line = np.stack([t, 2 * t], axis=1)            # straight: its ends are enough
+    >>> thin_indices(line, scale=(100.0, 100.0)).tolist()
+    [0, 1000]
+    >>> thin_indices(line, scale=(100.0, 100.0), keep=[500]).tolist()
+    [0, 500, 1000]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["EXACT_POINTS", "TOLERANCE_PX", "CELL_PX", "pixel_scale", "vertex_limit", "thin_indices",
+           "up_to"]
+
+EXACT_POINTS = 61
+"""A path of at most this many points is drawn as recorded (the paths then carry a mark
+at each update, ``path_frames``): only longer ones are thinned."""
+TOLERANCE_PX = 0.25   # a recorded point this far off the thinned line (in pixels) is kept
+CELL_PX = 0.15        # points following one another within one cell this wide are one point
+
+
+def pixel_scale(box, figure) -> np.ndarray:
+    """``(sx, sy)``: the most pixels one data unit can take along x and y on an axes of
+    ``figure`` (its root figure, at its size and dpi) showing ``box`` ``((x0, x1), (y0,
+    y1))``: the axes is no wider nor taller than the figure, so a line thinned at this
+    scale is at least as fine on the panel it is drawn on, whatever the layout does."""
+    root = getattr(figure, "figure", figure) or figure
+    w, h = np.asarray(root.get_size_inches(), np.float64) * float(root.dpi)
+    span = np.array([abs(float(box[0][1]) - float(box[0][0])), abs(float(box[1][1]) - float(box[1][0]))])
+    span = np.where(span > 0, span, 1.0)
+    return np.array([w, h]) / span
+
+
+def vertex_limit(figure) -> int:
+    """The most vertices a thinned path keeps on ``figure``: as many as its width and
+    height in pixels together (a line through more would turn within a pixel again and
+    again). Reached only by a path that never settles; it is then thinned coarser."""
+    root = getattr(figure, "figure", figure) or figure
+    w, h = np.asarray(root.get_size_inches(), np.float64) * float(root.dpi)
+    return int(max(2 * EXACT_POINTS, np.ceil(w + h)))
+
+
+def _segment_distance(p, a, b) -> np.ndarray:
+    """Each point of ``p`` (n, 2): its distance to the segment ``a``-``b``."""
+    ab = b - a
+    l2 = float(ab @ ab)
+    if l2 <= 0.0:
+        return np.hypot(*(p - a).T)
+    t = np.clip((p - a) @ ab / l2, 0.0, 1.0)
+    return np.hypot(*(p - (a + t[:, None] * ab)).T)
+
+
+def _simplify(xy, anchor, tol) -> np.ndarray:
+    """Douglas-Peucker on ``xy`` (m, 2, pixels) between the ``anchor`` points (a mask,
+    first and last included): the points kept so that every other lies within ``tol``
+    of the segment between the kept ones around it. A stretch next to a non-finite
+    anchor keeps no inner point (the line breaks there)."""
+    keep = anchor.copy()
+    finite = np.all(np.isfinite(xy), axis=1)
+    ends = np.flatnonzero(keep)
+    stack = [(int(a), int(b)) for a, b in zip(ends[:-1], ends[1:]) if b - a > 1 and finite[a] and finite[b]]
+    while stack:
+        a, b = stack.pop()
+        d = _segment_distance(xy[a + 1:b], xy[a], xy[b])
+        j = int(np.argmax(d))
+        if d[j] > tol:
+            j += a + 1
+            keep[j] = True
+            if j - a > 1:
+                stack.append((a, j))
+            if b - j > 1:
+                stack.append((j, b))
+    return keep
+
+
+def thin_indices(coords, scale, keep=(), tol=TOLERANCE_PX, limit=None) -> np.ndarray:
+    """The indices (ascending) of the points of ``coords`` (n, 2) a line needs to look
+    as the whole path does at ``scale`` pixels per data unit (``pixel_scale``): every
+    recorded point within about ``tol + CELL_PX`` pixels of the line through them. The
+    first and last point, those in ``keep`` and every non-finite point with its
+    neighbours (the line breaks there) are always among them; a path of at most
+    ``EXACT_POINTS`` points keeps every point. With ``limit``, the tolerance doubles
+    until at most ``limit`` points are kept (besides those always kept).
+
+        >>> import numpy as np
+        >>> c = np.stack([np.arange(200.0), np.zeros(200)], axis=1)
+        >>> c[100] = np.nan                         # the line breaks there
+        >>> thin_indices(c, (1.0, 1.0)).tolist()
+        [0, 99, 100, 101, 199]
+    """
+    c = np.asarray(coords, np.float64).reshape(-1, 2)
+    n = len(c)
+    if n <= EXACT_POINTS:
+        return np.arange(n)
+    xy = c * np.asarray(scale, np.float64).reshape(1, 2)
+    finite = np.all(np.isfinite(xy), axis=1)
+    forced = np.zeros(n, bool)
+    forced[[0, n - 1]] = True
+    k = np.asarray(list(keep), np.int64).reshape(-1)
+    forced[k[(k >= 0) & (k < n)]] = True
+    bad = ~finite
+    if bad.any():   # the first non-finite point of each gap breaks the line; its neighbours end it
+        forced |= bad & ~np.concatenate([[False], bad[:-1]])
+        forced[:-1] |= bad[1:] & finite[:-1]
+        forced[1:] |= bad[:-1] & finite[1:]
+    # a point in the same cell as the one before it adds nothing the line can show
+    with np.errstate(invalid="ignore"):
+        cells = np.floor(np.where(finite[:, None], xy, 0.0) / CELL_PX)
+    same = np.zeros(n, bool)
+    same[1:] = np.all(cells[1:] == cells[:-1], axis=1) & finite[1:] & finite[:-1]
+    same |= bad & ~forced   # a gap needs one non-finite point
+    sub = np.flatnonzero(~same | forced)
+    anchor = forced[sub]
+    t = float(tol)
+    for _ in range(40):
+        kept = _simplify(xy[sub], anchor, t)
+        if limit is None or np.count_nonzero(kept & ~anchor) <= max(0, int(limit) - np.count_nonzero(anchor)):
+            break
+        t *= 2.0
+    return sub[kept]
+
+
+def up_to(indices, end, at=None) -> np.ndarray:
+    """The part of a thinned path (``indices`` from ``thin_indices``; None: every point)
+    up to point ``end - 1``, with point ``at`` (the update shown) and that last point
+    exactly on it: what a path drawn up to an update passes through.
+
+        >>> up_to(np.array([0, 4, 9]), 7, at=5).tolist()
+        [0, 4, 5, 6]
+    """
+    end = int(end)
+    if indices is None:
+        return np.arange(max(0, end))
+    idx = np.asarray(indices, np.int64)
+    extra = [v for v in (at, end - 1) if v is not None and 0 <= v < end]
+    return np.unique(np.concatenate([idx[idx < end], np.asarray(extra, np.int64)]))
