@@ -23,11 +23,14 @@ over the plain one in the block after it (also for the first and last tenth: doe
 recorder slow down as the store grows?).
 
 Then, on the finished store, each figure once per rep (``--reps``), the two variants of
-a decimated view back to back, in alternating order: ``load_recording`` (floor: reading
-every file's bytes), ``LiveMonitor``'s pure ``poll``/``readout`` and the real widget's
-refresh on a poll finding 100 new steps (floor: a PNG of the figure, its lines empty),
-``plot_shards`` + PNG (floor: the first 100 updates) and a ``ShardsView`` moved to another
-update in place (``ShardExplorer``'s slider). "every point (before)": the decimation
+a paired figure back to back, in alternating order: ``load_recording`` (floor: reading
+every file's bytes; "before": the statistics then converted to float64, as the load did
+before it kept them as stored), ``load_recording`` of the store's recording saved as a
+``.npz`` ("before": saved with float64 statistics, as recordings were), ``LiveMonitor``'s
+pure ``poll``/``readout`` and the real widget's refresh on a poll finding 100 new steps
+(floor: a PNG of the figure, its lines empty), ``plot_shards`` + PNG (floor: the first
+100 updates) and a ``ShardsView`` moved to another update in place (``ShardExplorer``'s
+slider). "every point (before)": the decimation
 patched to a pass-through. "noisy lines": the statistics times seeded log-normal noise
 (this full-batch run's lines are smooth, which Agg's path simplification thins itself; a
 minibatch run's are not). ``--extend-to N``: the same on a store of N updates, the
@@ -153,9 +156,17 @@ def _earlier(state, k):
                                norms=state.norms[:-k], status=status)
 
 
-def _setups(path):
+def _as_float64(r):
+    """``r``'s statistics converted to float64, each array once: what the load did before
+    it kept them in the float32 they are stored in."""
+    return [np.asarray(s, np.float64) for v in r.records for s in v.stats.values()]
+
+
+def _setups(path, scratch):
     """``(fixed, paired, points, name, n)``: callables timing one figure each; ``paired``
-    maps a figure to ``(with decimation, without)``; ``points``: what each variant draws."""
+    maps a figure to ``(after, before)``: with decimation and without, or the load as it
+    is and as it was; ``points``: what each variant draws. ``scratch``: a folder for the
+    ``.npz`` files the load is also timed on."""
     from dtsgd_viz.recording.store import StoreReader
     from dtsgd_viz.views.shards import draw_shards
     from dtsgd_viz.widgets import LiveMonitor, live_monitor as lm
@@ -169,8 +180,12 @@ def _setups(path):
     empty = LiveMonitor(path, start=False)
     for line in empty.norm_lines + [empty.loss_line]:
         line.set_data([], [])
+    npz = os.path.join(scratch, "run.npz"), os.path.join(scratch, "run-float64.npz")
+    rec.save(npz[0])
+    dataclasses.replace(rec, records=tuple(
+        dataclasses.replace(v, stats={k: s.astype(np.float64) for k, s in v.stats.items()})
+        for v in rec.records)).save(npz[1])
     fixed = {
-        "load_recording": lambda: dtsgd_viz.load_recording(path),
         "floor: read every file's bytes": lambda: read_bytes(path),
         "poll, first (reads every step)": lambda: lm.poll(lm.monitor_state(), StoreReader(path)),
         "poll, 100 new steps": lambda: lm.poll(earlier, store),
@@ -185,7 +200,11 @@ def _setups(path):
     noisy = dataclasses.replace(rec, records=tuple(dataclasses.replace(v, stats={
         k: s * rng.lognormal(0, 0.7, s.shape[:2] + (1,)) for k, s in v.stats.items()})
         for v in rec.records))
-    paired, points = {}, {}
+    paired = {"load_recording": [lambda: dtsgd_viz.load_recording(path),
+                                 lambda: _as_float64(dtsgd_viz.load_recording(path))],
+              "load_recording of the .npz": [lambda: dtsgd_viz.load_recording(npz[0]),
+                                             lambda: dtsgd_viz.load_recording(npz[1])]}
+    points = {}
     for on in (True, False):
         def ctx(on=on):  # a fresh context each time: the patch is on while it is open
             return contextlib.nullcontext() if on else no_decimation()
@@ -226,7 +245,12 @@ def time_views(path, reps):
     import matplotlib
     matplotlib.use("Agg")
     warnings.simplefilter("ignore")  # e.g. a store of an older version: timed all the same
-    fixed, paired, points, name, n = _setups(path)
+    with tempfile.TemporaryDirectory(prefix="dtsgd-long-run-npz-") as scratch:
+        return _time_views(path, reps, scratch)
+
+
+def _time_views(path, reps, scratch):
+    fixed, paired, points, name, n = _setups(path, scratch)
 
     def clock(fn):
         t0 = time.perf_counter()
@@ -308,7 +332,8 @@ def print_views(path, result, title):
     print(f"\n{title}: {n} updates, {size / 1e6:.0f} MB in {files} files; medians of "
           f"{len(next(iter(times.values())))} reps; plot_shards of {name!r} velocity (its "
           "blocks' norm, mean and max |x| lines), Agg; LiveMonitor as built (90 dpi)\n")
-    print("| figure | decimated | every point (before) | before / after | floor |")
+    print("| figure | after (decimated; statistics as stored) | before (every point; "
+          "float64) | before / after | floor |")
     print("|---|---|---|---|---|")
     for k, v in med.items():
         if not k.startswith("floor"):

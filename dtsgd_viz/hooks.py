@@ -63,7 +63,11 @@ class UpdateEvent:
 
 @runtime_checkable
 class Hook(Protocol):
-    """Anything with these three methods can be passed to ``SGD(hooks=...)``."""
+    """Anything with these three methods can be passed to ``SGD(hooks=...)``.
+
+    Under a dynamic loss scale (``MeshLossScaleOptimizer``) a hook also needs
+    ``skipped_update(optimizer, iteration, loss_scale)``: called, eagerly or traced, for
+    each update the scale skips, with the iteration it makes and the scale it used."""
 
     def on_build(self, optimizer, variables) -> None:
         """Called once, eagerly, when the optimizer creates its slots for ``variables``."""

@@ -325,7 +325,8 @@ def _write_paths(out: _Folder, path_recordings, surface, pname) -> None:
              f"Each optimizer's path on the {label} from the same start ({settings}), with the "
              f"update {it} taken apart into arrows (where they stray furthest from the path): the "
              "momentum or look-ahead term and the gradient term, tip to tail. "
-             "Right: the loss at every update (log scale), each run named at its end.")
+             "Right: the loss after k updates, k = 0..N (log scale), each run named at its end; the "
+             "title compares the runs' mean loss over the shaded last updates (dtsgd_viz.findings).")
     out.save(update_figure(path_recordings, surface, step, pname), "update.png",
              f"Update {it} up close: {' vs '.join(path_recordings)}",
              f"Update {it} of each run in a panel of its own: the momentum (or Nesterov "
@@ -346,7 +347,8 @@ def _write_animation(out: _Folder, path_recordings, surface, pname, gif_frames) 
     out.items.append(Item("paths.gif", f"Animation: {' vs '.join(path_recordings)}",
                           f"The same runs update by update ({frames} frames, the last one held): "
                           "the paths grow, the arrows and zoomed panels show each update's terms, "
-                          "the loss curves are drawn up to the update shown."))
+                          "the loss curves (the loss after k updates) are drawn up to the update shown; "
+                          "the title is the whole run's finding."))
 
 
 def _write_index(out: _Folder, first) -> None:

@@ -25,10 +25,17 @@ Pass it to ``model.compile`` yourself: under ``mixed_float16``, ``compile`` wrap
 optimizer in the plain tf-keras class, and keeps one that is already a loss scale
 optimizer. Without a mesh (an inner optimizer with no ``mesh=``) it is the plain class.
 
-Not possible: recording the skipped updates. The inner optimizer's
-``apply_gradients`` runs in the branch of a ``tf.cond`` that a skipped update does not
-take (eagerly it is not called at all), so hooks of ``dtsgd_viz.SGD`` never fire for it and the
-iteration they see jumps over it; ``dtsgd_viz.SGD`` refuses hooks under a dynamic scale.
+Recording under it: the inner optimizer's ``apply_gradients`` runs in the branch of a
+``tf.cond`` that a skipped update does not take (eagerly it is not called at all), so the
+hooks of ``dtsgd_viz.SGD`` never see a skipped update there. ``MeshLossScaleOptimizer``
+tells them instead: before tf-keras counts the update, a branch of its own, taken only by
+a skipped update, calls each hook's ``skipped_update(optimizer, iteration, loss_scale)``.
+A ``Recorder`` then records every applied update under its iteration and lists the
+skipped ones in ``recording.skipped_steps``, with the loss scale each used in
+``recording.skipped_loss_scale``. The scale and its counter are checkpointed with the
+optimizer (tf-keras' keys), so a run restored from a checkpoint skips the same updates.
+Any other dynamic loss scale skips updates unseen, so ``dtsgd_viz.SGD`` refuses hooks
+under it, whichever of the two is built first.
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ import tensorflow as tf
 import tf_keras
 from tf_keras.src.mixed_precision import loss_scale_optimizer as _lso
 
-from ..dtensor.values import replicated_variables
+from ..dtensor.values import replicated_variables, unpack
+from ..recorder.capture import cond
 
 
 def _mesh_of(optimizer):
@@ -58,7 +66,8 @@ class MeshLossScaleOptimizer(_lso.LossScaleOptimizerV3):
 
     ``skipped_steps`` (a replicated int64 variable, not checkpointed) counts the skipped
     updates since construction, so ``iterations - skipped_steps`` are the applied ones
-    when both started at 0.
+    when both started at 0. The hooks of an inner ``dtsgd_viz.SGD`` are told of each
+    skipped update (see the module docstring).
     """
 
     @tf.__internal__.tracking.no_automatic_dependency_tracking
@@ -83,4 +92,26 @@ class MeshLossScaleOptimizer(_lso.LossScaleOptimizerV3):
             # the very test tf-keras' dynamic scale makes (None gradients are ignored)
             finite = _lso._is_all_finite([g for g, _ in grads_and_vars])
             self._skipped_steps.assign_add(tf.cast(tf.logical_not(finite), tf.int64))
+            self._report_skip(grads_and_vars, finite)
         return super().apply_gradients(grads_and_vars, *args, **kwargs)
+
+    def _report_skip(self, grads_and_vars, finite):
+        """Tell the inner ``dtsgd_viz.SGD``'s hooks when this update is skipped, before
+        tf-keras counts it and halves the scale: eagerly, or in a ``tf.cond`` branch of
+        its own that only a skipped update takes (a step without hooks traces nothing)."""
+        inner = self._optimizer
+        if not getattr(inner, "hooks", ()) or not callable(getattr(inner, "_skipped_update", None)):
+            return
+        with tf.init_scope():  # as tf-keras does next: the hooks learn the variables first
+            self.build([v for _, v in grads_and_vars])
+        scale = self.loss_scale  # the scale this update used
+
+        def skipped():
+            inner._skipped_update(scale)
+            return tf.constant(True)
+
+        if tf.executing_eagerly():
+            if not bool(unpack(finite)[0]):
+                skipped()
+            return
+        cond(finite, lambda: tf.constant(False), skipped)

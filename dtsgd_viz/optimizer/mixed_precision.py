@@ -40,18 +40,22 @@ float32 gradients (the cast's gradient is cast back to the variable's dtype, and
 scale is divided out before the optimizer sees it), so every kind is in the dtype
 ``VariableRecord.dtype`` names and ``reference.check_recording`` applies as in float32.
 
-Not supported: recording under a *dynamic* loss scale (``mixed_float16``'s default).
-It skips updates whose gradients overflow while the iteration count moves on; the
-inner optimizer's ``apply_gradients``, where hooks live, never runs for a skipped update,
-so a Recorder would miss it and file parameters under the wrong step. ``dtsgd_viz.SGD``
-refuses hooks there when it is built, saying what works: train with
-``MeshLossScaleOptimizer`` and no recorder, or record under ``mixed_bfloat16`` (no loss
-scale) or a fixed scale,
+Under a *dynamic* loss scale (``mixed_float16``'s default) updates whose gradients
+overflow are skipped while the iteration count moves on, and the inner optimizer's
+``apply_gradients``, where hooks live, never runs for them. ``MeshLossScaleOptimizer``
+tells the hooks of each (``loss_scale``): a ``Recorder`` records every applied update
+and lists the skipped ones, with their loss scale, in ``recording.skipped_steps`` and
+``recording.skipped_loss_scale``. Any other dynamic scale (tf-keras' own, which
+``model.compile`` adds to a bare optimizer) would leave a skipped update unseen, so
+``dtsgd_viz.SGD`` refuses hooks under it, when it is wrapped or when a hook is added,
+whichever is built first, saying what works: ``MeshLossScaleOptimizer`` passed to
+``model.compile``, ``mixed_bfloat16`` (no loss scale) or a fixed scale,
 ``tf_keras.mixed_precision.LossScaleOptimizer(opt, dynamic=False, initial_scale=2**k)``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import tf_keras
@@ -131,36 +135,70 @@ def check_variables(var_list) -> None:
             "under the LayoutMap (before its first call), or train with the 'float32' policy.")
 
 
-def wrapping_loss_scale(optimizer):
-    """The tf-keras ``LossScaleOptimizer`` building ``optimizer`` right now, or None.
+@dataclasses.dataclass(frozen=True)
+class LossScaleWrapping:
+    """The loss scale optimizer wrapping a ``dtsgd_viz.SGD``, as the SGD saw it being
+    made: its class name, whether its scale is ``dynamic`` (it skips updates) and
+    whether it ``reports_skips`` to the SGD's hooks (``MeshLossScaleOptimizer``)."""
 
-    It calls ``build`` on the optimizer it wraps from its own ``build`` and holds no
-    other trace of itself there, so the caller's frames are asked.
+    name: str
+    dynamic: bool
+    reports_skips: bool
+
+
+def wrapping(optimizer) -> LossScaleWrapping:
+    """The loss scale optimizer whose constructor is wrapping ``optimizer`` right now.
+
+    tf-keras' ``LossScaleOptimizer`` marks the optimizer it wraps
+    (``_is_wrapped_by_loss_scale_optimizer = True``) in its constructor, before it makes
+    its loss scale, and holds no other trace of itself there, whichever of the two was
+    built first; so ``SGD`` asks the constructor's frame, which holds the wrapper and its
+    ``dynamic`` argument. Not found (a wrapper marking it some other way): taken for a
+    dynamic scale that does not report its skips.
     """
+    from .loss_scale import MeshLossScaleOptimizer
     frame = sys._getframe(1)
-    for _ in range(4):
+    for _ in range(8):
         if frame is None:
-            return None
+            break
         caller = frame.f_locals.get("self")
         if (isinstance(caller, loss_scale_optimizer.BaseLossScaleOptimizer)
-                and getattr(caller, "inner_optimizer", None) is optimizer):
-            return caller
+                and vars(caller).get("_optimizer") is optimizer):
+            return LossScaleWrapping(type(caller).__name__,
+                                     bool(frame.f_locals.get("dynamic", True)),
+                                     isinstance(caller, MeshLossScaleOptimizer))
         frame = frame.f_back
-    return None
+    return LossScaleWrapping("a loss scale optimizer", True, False)
 
 
-def dynamic_loss_scale_error(hooks) -> ValueError:
-    policy = tf_keras.mixed_precision.global_policy().name
-    hooks = ", ".join(type(h).__name__ for h in hooks)
+def loss_scale_hooks_error(wrapper: LossScaleWrapping | None, hooks) -> ValueError | None:
+    """Why ``hooks`` cannot observe an SGD that ``wrapper`` wraps, or None when they can:
+    a fixed scale skips nothing; ``MeshLossScaleOptimizer`` tells the hooks of every
+    update it skips (``skipped_update``); any other dynamic scale skips updates unseen."""
+    if wrapper is None or not wrapper.dynamic or not hooks:
+        return None
+    names = ", ".join(type(h).__name__ for h in hooks)
+    if wrapper.reports_skips:
+        deaf = [type(h).__name__ for h in hooks if not callable(getattr(h, "skipped_update", None))]
+        if not deaf:
+            return None
+        return ValueError(
+            f"dtsgd_viz.SGD is wrapped in a {wrapper.name} with a dynamic loss scale, which "
+            "skips the updates whose gradients overflow and tells the SGD's hooks of each "
+            "through their skipped_update(optimizer, iteration, loss_scale) method; hook(s) "
+            f"{', '.join(deaf)} have none, so they would take a skipped update for a lost "
+            "one. Give them a skipped_update method, or use a dtsgd_viz.Recorder (which "
+            "lists them in recording.skipped_steps).")
     return ValueError(
-        f"dtsgd_viz.SGD with hooks ({hooks}) is wrapped in a dynamic loss scale (a "
-        "LossScaleOptimizer with dynamic=True; model.compile adds tf-keras' own under the "
-        f"{policy!r} policy). What fails: a dynamic loss scale skips every update whose "
-        "gradients overflow while the iteration count moves on, and for a skipped update "
-        "the inner optimizer's apply_gradients, where the hooks run, never runs, so a "
-        "Recorder would miss it and file later steps under the wrong iteration. What works "
-        "instead: train with the dynamic scale and no hooks, wrapped in "
-        "dtsgd_viz.MeshLossScaleOptimizer(opt) passed to model.compile (tf-keras' own "
-        "keeps a wrong scale on a mesh); or record with the 'mixed_bfloat16' policy (no "
-        "loss scale) or a fixed loss scale: model.compile(optimizer=tf_keras."
-        "mixed_precision.LossScaleOptimizer(opt, dynamic=False, initial_scale=2**k)).")
+        f"dtsgd_viz.SGD with hooks ({names}) is wrapped in {wrapper.name}, a dynamic loss "
+        "scale that is not dtsgd_viz's (model.compile adds tf-keras' own LossScaleOptimizer "
+        "under the 'mixed_float16' policy). What fails: it skips every update whose gradients "
+        "overflow while the iteration count moves on, and for a skipped update the inner "
+        "optimizer's apply_gradients, where the hooks run, never runs and nothing tells the "
+        "hooks, so a Recorder could not tell a skipped update from a lost one (and tf-keras' "
+        "own keeps a wrong scale on a mesh). What works instead: wrap the SGD in "
+        "dtsgd_viz.MeshLossScaleOptimizer(opt) and pass that to model.compile: it skips the "
+        "same updates with a scale that is right on a mesh and tells the hooks of each "
+        "(recording.skipped_steps); or record with the 'mixed_bfloat16' policy (no loss "
+        "scale) or a fixed loss scale: model.compile(optimizer=tf_keras.mixed_precision."
+        "LossScaleOptimizer(opt, dynamic=False, initial_scale=2**k)).")

@@ -82,7 +82,10 @@ class SGD(_BaseSGD):
     holds the mesh as a ``MeshSpec`` dict, and ``from_config`` rebuilds it.
 
     ``hooks`` observe every update (see ``dtsgd_viz.Recorder``); they are not part
-    of ``get_config``. ``minimize`` and ``apply_gradients`` return the iteration
+    of ``get_config``. Under a dynamic loss scale ``MeshLossScaleOptimizer`` tells them of
+    each update it skips (their ``skipped_update`` method); any other dynamic loss scale
+    is refused with hooks, when it wraps this optimizer or when a hook is added.
+    ``minimize`` and ``apply_gradients`` return the iteration
     count after the update, and accept ``loss=`` so hooks can record it
     (``minimize`` reports its loss itself).
     """
@@ -118,6 +121,7 @@ class SGD(_BaseSGD):
         )
         self.exact_update = _options._exact_update(exact_update, data_dependent_update)
         self._densified = set()
+        self._loss_scale_wrapper = None  # a _mixed.LossScaleWrapping once one wraps it
         self._hooks = []
         self._pending_loss = None
         for hook in hooks:
@@ -161,8 +165,9 @@ class SGD(_BaseSGD):
                     f"A hook needs methods on_build, before_update and after_update; "
                     f"{type(hook).__name__} has no {method}."
                 )
-        if getattr(self, "_dynamic_loss_scale", False):
-            raise _mixed.dynamic_loss_scale_error([*self._hooks, hook])
+        error = _mixed.loss_scale_hooks_error(self._loss_scale_wrapper, [*self._hooks, hook])
+        if error is not None:
+            raise error
         self._hooks.append(hook)
         if getattr(self, "_built", False):
             hook.on_build(self, self._built_variables)
@@ -172,19 +177,44 @@ class SGD(_BaseSGD):
         var_list = list(var_list)
         _keras3.check_all(var_list, "A variable handed to dtsgd_viz.SGD")
         already = getattr(self, "_built", False)
-        if not already:
-            scale = _mixed.wrapping_loss_scale(self)
-            self._dynamic_loss_scale = bool(scale is not None and scale.dynamic)
-            if self._dynamic_loss_scale and self._hooks:
-                raise _mixed.dynamic_loss_scale_error(self._hooks)
-            if self._mesh is not None:
-                _mixed.check_variables(var_list)
+        if not already and self._mesh is not None:
+            _mixed.check_variables(var_list)
         super().build(var_list)
         if not already:
             # hooks see the float32 master weights, not their mixed precision wrappers
             self._built_variables = _mixed.unwrap(var_list)
             for hook in self._hooks:
                 hook.on_build(self, self._built_variables)
+
+    # ---- a loss scale optimizer wrapping it ----------------------------------------------
+
+    @property
+    def _is_wrapped_by_loss_scale_optimizer(self) -> bool:
+        """tf-keras' mark of an optimizer a ``LossScaleOptimizer`` wraps."""
+        return getattr(self, "_loss_scale_wrapper", None) is not None
+
+    @_is_wrapped_by_loss_scale_optimizer.setter
+    def _is_wrapped_by_loss_scale_optimizer(self, value):
+        # tf-keras sets it in the wrapper's constructor, whether this optimizer was built
+        # before (a checkpoint restored before model.compile) or after: the one moment
+        # every wrapping shows itself here, so hooks are checked against it now
+        wrapper = _mixed.wrapping(self) if value else None
+        error = _mixed.loss_scale_hooks_error(wrapper, getattr(self, "_hooks", ()))
+        if error is not None:
+            raise error  # before the mark: the optimizer can still be wrapped otherwise
+        self._loss_scale_wrapper = wrapper
+
+    def _skipped_update(self, loss_scale):
+        """Tell the hooks of an update a dynamic loss scale skips (``MeshLossScaleOptimizer``
+        calls it eagerly, or traced into the branch of the step that skips the update,
+        before ``iterations`` counts it): each hook's ``skipped_update(optimizer,
+        iteration, loss_scale)`` gets the iteration the skipped update makes and the loss
+        scale it used."""
+        if not self._hooks:
+            return
+        iteration = self.iterations.read_value() + 1
+        for hook in self._hooks:
+            hook.skipped_update(self, iteration, loss_scale)
 
     def update_step(self, gradient, variable):
         """tf-keras' update, or with ``exact_update=True`` the same arithmetic
@@ -277,7 +307,9 @@ class SGD(_BaseSGD):
                 grads_and_vars = [(_pin_layout(g, v), v) for g, v in grads_and_vars]
         self._pending_loss = loss
         try:
-            result = super().apply_gradients(grads_and_vars, name=name, **kwargs)
+            # not super(): autograph's zero-argument super() snapshots every frame's locals,
+            # keeping the caller's optimizer, recorder and step alive after it deletes them
+            result = super(SGD, self).apply_gradients(grads_and_vars, name=name, **kwargs)
         finally:
             self._pending_loss = None
         return result

@@ -38,7 +38,8 @@ def cond(predicate, true_fn, false_fn):
 
 
 STATS = ("norm", "mean", "max_abs")
-"""The per-shard statistics of stats mode, in storage order."""
+"""The per-shard statistics of stats mode, in storage order (all 0 for the empty blocks
+of a zero-size variable)."""
 
 RAW_STATS = 4
 """What the devices compute per block: the sum of squares, the sum, the max and the min
@@ -56,7 +57,9 @@ stack makes would cost more than the ops it saves."""
 
 
 def block_grid(geometry) -> tuple[int, ...]:
-    return tuple(n // b for n, b in zip(geometry.global_shape, geometry.local_shape))
+    """Blocks along each tensor dim: the size of the mesh dim that shards it (a zero-size
+    dim has as many empty blocks)."""
+    return tuple(geometry.layout.num_shards(d) for d in range(len(geometry.global_shape)))
 
 
 def _grid(geometry) -> tuple[tuple[int, str], ...]:
@@ -79,9 +82,9 @@ def _raw_stats(xs, geometry):
     xs = [tf.cast(x, tf.float32) for x in xs]
     x = xs[0] if len(xs) == 1 else tf.stack(xs)
     split, axes = [1, len(xs)], []  # the leading 1: the row a scatter writes
-    for n, b in zip(geometry.global_shape, geometry.local_shape):
-        if n // b > 1:
-            split.append(n // b)
+    for g, b in zip(block_grid(geometry), geometry.local_shape):
+        if g > 1:
+            split.append(g)
         axes.append(len(split))
         split.append(b)
     blocks = tf.reshape(x, split)
@@ -103,6 +106,25 @@ def _finish(raw: np.ndarray, block_elements: int) -> np.ndarray:
     max_abs = np.maximum(np.abs(raw[..., 2]), np.abs(raw[..., 3]))
     max_abs[np.isnan(raw[..., 2]) | np.isnan(raw[..., 3])] = np.nan
     return np.stack([np.sqrt(raw[..., 0]), raw[..., 1] / block_elements, max_abs], axis=-1)
+
+
+def is_empty(watched) -> bool:
+    """Whether a watched variable has no elements (a ``(0, 4)`` weight)."""
+    return watched.var.shape.num_elements() == 0
+
+
+def empty_value(watched, mode):
+    """The host form of a zero-size variable's parameter, velocity or gradient, made on
+    the host: there is nothing to read, and DTensor does not keep an empty tensor's layout
+    (a reshape of it, or the optimizer's velocity slot, comes out replicated, in shards of
+    the global shape). Full mode: an empty block per local device, as ``unpack`` gives
+    shards; stats mode: ``(n_held, 3)`` zeros, the norm, mean and max|x| of an empty block
+    (nothing to sum, average or bound, and no NaN or Inf in it)."""
+    if mode == "full":
+        n = sum(len(at) for _, at in watched.held)
+        dtype = watched.var.dtype.as_numpy_dtype
+        return [np.zeros(watched.geometry.local_shape, dtype) for _ in range(n)]
+    return np.zeros((len(watched.held), 3))
 
 
 def _grid_spec(watched, extra_leading):
@@ -168,10 +190,13 @@ class StatsStaging:
     def __init__(self, slots, watched, kinds, mesh):
         self.slots = slots
         self._watched = {w.name: w for w in watched}
+        self._empty = [(w, kind) for w in watched if is_empty(w) for kind in kinds]
         self._groups = []
         for phase in (("param", "velocity"), ("grad",)):
             by_grid = {}
             for w in watched:
+                if is_empty(w):  # its stats are known: empty_value
+                    continue
                 for kind in kinds:
                     if kind in phase:
                         key = _grid(w.geometry)
@@ -198,6 +223,9 @@ class StatsStaging:
                 raw = np.stack([shards[at[0]].reshape(self.slots + 1, -1)[: self.slots, cols]
                                 for _, at in w.held], axis=1)
                 out[key] = _finish(raw, math.prod(w.geometry.local_shape))
+        for w, kind in self._empty:
+            out[(w.name, kind)] = np.broadcast_to(empty_value(w, "stats"),
+                                                  (self.slots, len(w.held), 3))
         return out
 
 
@@ -250,9 +278,13 @@ class ValueRing:
         self.slots = slots
         small_bytes = SMALL_RING_BYTES if small_bytes is None else small_bytes
         self.stacked, self.values = {}, [{} for _ in range(slots)]  # (name, kind) -> (var, j)
+        self.empty = {}  # (name, kind) -> the empty shards of a zero-size variable
         groups = {}  # (phase, shape, dtype, layout) -> [(name, kind)], first member's Watched
         with tf.init_scope():
             for w in watched:
+                if is_empty(w):  # nothing to stage (and no scatter into an empty buffer)
+                    self.empty.update({(w.name, k): empty_value(w, "full") for k in kinds})
+                    continue
                 small = (slots + 1) * w.var.shape.num_elements() * w.var.dtype.size <= small_bytes
                 for k in kinds:
                     if small:
@@ -316,6 +348,8 @@ class ValueRing:
         while a view is held). ``read``: a ``Reader`` result holding these variables."""
         get = ((lambda var: read[var.ref()]) if read is not None
                else (lambda var: _dtensor.unpack(var, copy=False)))
+        if key in self.empty:
+            return self.empty[key]
         if key in self.stacked:
             var, j = self.stacked[key]
             return [shard[slot, j] for shard in get(var)]

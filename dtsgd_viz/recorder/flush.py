@@ -6,7 +6,8 @@ flush makes of a split step function's count of updates (``split_step.py``).
 the recorder's state, set up by ``Recorder``: ``_staging`` (the device buffers,
 ``staging.py``), ``_pending`` (reads queued on the devices), ``_last_step`` (the last
 update the host has), ``_log`` (``hostlog.py``), ``_dropped``, ``_rules`` and
-``_next_update``/``_split_ok`` (the split step's count); each flush hands what arrived to
+``_next_update``/``_split_ok`` (the split step's count), ``_skipped`` (updates a dynamic
+loss scale skipped); each flush hands what arrived to
 ``_stream`` (``streaming.py``: the store, with ``path=``)::
 
     for _ in rec.loop(100):   # Flushing.loop: a flush every ring
@@ -85,7 +86,8 @@ class Flushing:
             return 0
         arrived, dropped = self._staging.read_steps(
             read, current, ring.recorded_steps(self._last_step, upto, self.every),
-            after=self._last_step, wants=self._log.wants, append=self._append, live=self._live)
+            after=self._last_step, wants=self._log.wants, append=self._append, live=self._live,
+            skip=self._skipped_arrived)
         self._last_step = upto
         if dropped:
             self._dropped.extend(dropped)
@@ -114,6 +116,13 @@ class Flushing:
         if self._rules is not None:
             self._rules.observe(step, e)
         self._log.append(step, e)
+        self._cache = None
+
+    def _skipped_arrived(self, step, loss_scale):
+        """One recorded update a dynamic loss scale skipped, with the scale it used."""
+        self._skipped.append((step, loss_scale))
+        if self._rules is not None:
+            self._rules.skip(step)
         self._cache = None
 
     def _expected_iteration(self):

@@ -183,10 +183,11 @@ def stats_range_warning(name, kind, stats, steps) -> None:
 
 
 def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov,
-             dropped, applied_momentum=None, part=None, **hyper) -> Recording:
+             dropped, applied_momentum=None, part=None, skipped=(), **hyper) -> Recording:
     """The ``Recording`` of ``entries`` (``(step, entry)`` pairs): full-mode blocks are
     copied once from the staged views into the recording's own arrays. ``part``: the
-    ``Part`` a client of a multi-client run holds (its blocks only)."""
+    ``Part`` a client of a multi-client run holds (its blocks only); ``skipped``: the
+    ``(step, loss scale)`` of each update a dynamic loss scale skipped."""
     n, v = len(entries), len(watched)
     records = []
     nonfinite = np.zeros((n, v), np.uint8)
@@ -207,8 +208,10 @@ def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov
                        | ~np.isfinite(flat.min(axis=1, initial=0)))
             else:
                 vals = [e["stats"][(w.name, k)] for _, e in entries]
+                # float32, as the host log and the store keep them (computed in float64
+                # from the devices' float32 sums, then rounded: float64 would add no digit)
                 stats[k] = (np.stack(vals) if vals else
-                            np.zeros((0, held, 3))).astype(np.float64)
+                            np.zeros((0, held, 3))).astype(np.float32, copy=False)
                 # NaN reaches the mean and max|x|, Inf max|x| (exact); a mean or norm that
                 # overflowed float32 while every value is finite is not a NaN/Inf
                 bad = (np.isnan(stats[k][..., 1]) | ~np.isfinite(stats[k][..., 2])).any(axis=1)
@@ -231,4 +234,6 @@ def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov
         dropped_steps=np.asarray(dropped, np.int64),
         mode=mode,
         part=part,
+        skipped_steps=np.array([s for s, _ in skipped], np.int64),
+        skipped_loss_scale=np.array([scale for _, scale in skipped], np.float64),
     )

@@ -9,7 +9,9 @@ from ``Recorder.keras_callback`` during ``model.fit`` (``keras_callback.py``). T
 keeps read-only views of the device buffers (TensorFlow never writes into a buffer that
 is still held) and copies them once, into the recording's own arrays, when the recording
 is read. Steps overwritten before a flush
-are listed in ``recording.dropped_steps`` (and warned about), never silently lost::
+are listed in ``recording.dropped_steps`` (and warned about), never silently lost; updates
+a dynamic loss scale (``MeshLossScaleOptimizer``) skipped are listed in
+``recording.skipped_steps``, with their loss scale (``skipped_update``)::
 
     rec = dtsgd_viz.Recorder(every=1, kinds=("param", "velocity"))
     opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh, hooks=[rec])
@@ -132,6 +134,7 @@ class Recorder(Flushing, Streaming):
         self._watched: list[Watched] = []
         self._initial = None
         self._dropped: list[int] = []
+        self._skipped: list[tuple[int, float]] = []  # (update, loss scale) a loss scale skipped
         self._cache = None
         self._staged = False
         self._staging = None  # the device buffers, built at the first trace
@@ -273,6 +276,28 @@ class Recorder(Flushing, Streaming):
             self._make_staging()
         self._staging.stage_update(event)
 
+    def skipped_update(self, optimizer, iteration, loss_scale):
+        """An update that a dynamic loss scale skips (``MeshLossScaleOptimizer`` tells the
+        optimizer's hooks, eagerly or traced into the branch that skips it, before the
+        optimizer's ``iterations`` counts it): ``iteration`` is the iteration the skipped
+        update makes, ``loss_scale`` the scale it used. It is listed in
+        ``recording.skipped_steps`` when ``iteration`` is a multiple of ``every``."""
+        if self._writer is None and self.path is not None and self._optimizer is not None:
+            self._open_store()  # resume=True: from the iteration this update starts at
+        if self._optimizer is None or self._suppressed:
+            return
+        if tf.executing_eagerly():
+            self.flush()  # keep order if traced steps ran before this eager one
+            step = int(_dtensor.unpack(iteration)[0])
+            self._last_step = max(self._last_step, step)
+            if step % self.every == 0:
+                self._skipped_arrived(step, float(_dtensor.unpack(loss_scale)[0]))
+            self._stream()
+            return
+        if not self._staged:
+            self._make_staging()
+        self._staging.stage_skip(optimizer, iteration, loss_scale)
+
     def _record_eager(self, event, grads):
         self.flush()  # keep order if traced steps ran before this eager one
         step = int(_dtensor.unpack(event.iteration)[0])
@@ -379,7 +404,7 @@ class Recorder(Flushing, Streaming):
                         mesh=self._mesh_spec, momentum=float(opt.momentum),
                         nesterov=bool(opt.nesterov), dropped=sorted(self._dropped),
                         applied_momentum=self._applied_momentum, part=self._part(),
-                        **self._hyper)
+                        skipped=sorted(self._skipped), **self._hyper)
 
     def _part(self) -> Part | None:
         """What this client records in a multi-client run: its devices' blocks."""

@@ -79,6 +79,13 @@ class RuleWatch:
         if self.checked >= CHECK_UPDATES:
             self.active = False
 
+    def skip(self, step: int) -> None:
+        """Update ``step`` was skipped (a dynamic loss scale's overflow): it changed no
+        variable, so the next update is checked against the state before it."""
+        prev_step, prev = self.prev
+        if prev_step == step - 1:
+            self.prev = (step, prev)
+
     def warn(self, stacklevel=3) -> None:
         """Warn once if any checked update was off the rule."""
         if self.warned or not self.flagged:

@@ -11,6 +11,7 @@ first trace of a step function::
                       iterations=optimizer.iterations)
     staging.stage_update(event)      # traced: the update's metadata and gradients
     staging.stage_pv(optimizer)      # traced: the previous update's parameters, velocities
+    staging.stage_skip(optimizer, iteration, loss_scale)   # traced: an update skipped
     staging.read_steps(staging.reader(), ...)   # at a flush, eagerly
 """
 
@@ -18,9 +19,9 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from . import capture as _capture
+from . import capture as _capture, host_memory
 from .ring import slot_of, span, still_staged
-from .values import grad_values, meta_row, pv_values
+from .values import grad_values, meta_row, pv_values, skip_row
 
 
 class Staging:
@@ -33,8 +34,10 @@ class Staging:
         self.watched, self.kinds, self.mode = watched, kinds, mode
         self.every, self.slots, self.iterations = every, slots, iterations
         self.has_pv = any(k in kinds for k in ("param", "velocity"))
+        # a zero-size variable has nothing to stage: its host form is known (capture.empty_value)
+        self.on_devices = [w for w in watched if not _capture.is_empty(w)]
         with tf.init_scope():
-            self.meta = _capture.RowBuffer(row_slots, 3, mesh)
+            self.meta = _capture.RowBuffer(row_slots, 4, mesh)  # values.meta_row
             if mode == "full":
                 # slots=0: parameters and velocities are read from the variables at each
                 # flush; only gradients (which no variable holds) are staged
@@ -48,6 +51,7 @@ class Staging:
         variables += self.ring.variables if self.ring is not None else []
         variables += self.stats.variables if self.stats is not None else []
         self.reader = _capture.Reader(variables)
+        host_memory.give_back_when_collected(self)  # the buffers, freed with it
 
     # ---- written by the step function ------------------------------------------------------
 
@@ -63,12 +67,14 @@ class Staging:
             if self.has_pv and self.slots:
                 # read inside the branch: nothing is read on steps not recorded, and the
                 # update's in-place assignments never wait on (or copy around) our reads
-                self.ring.write(due, slot, lambda: pv_values(self.watched, self.kinds, optimizer))
+                self.ring.write(due, slot,
+                                lambda: pv_values(self.on_devices, self.kinds, optimizer))
         elif self.has_pv:
             # always in a branch: the branch reads the variables, so the update waits for
             # the whole branch instead of copying a parameter a pending read still holds
             self.write_stats(due, slot,
-                             lambda: pv_values(self.watched, self.kinds, optimizer, copy=False),
+                             lambda: pv_values(self.on_devices, self.kinds, optimizer,
+                                               copy=False),
                              branch=True)
 
     def stage_update(self, event):
@@ -86,12 +92,31 @@ class Staging:
             _capture.cond(record, meta, lambda: tf.constant(False))
         if "grad" not in self.kinds:
             return
-        grads = grad_values(self.watched, event)
+        grads = grad_values(self.on_devices, event)
         slot = slot_of(it, self.every, self.slots)
         if self.ring is not None:
             self.ring.write(record, slot, grads)
         else:
             self.write_stats(record, slot, lambda: grads)
+
+    def stage_skip(self, optimizer, iteration, loss_scale):
+        """Stage an update that a dynamic loss scale skips (traced into the branch that
+        skips it, before the optimizer's iteration counts it): the previous update's
+        parameters and velocities, which the skipped update's own start would have
+        staged, and, if ``iteration`` (the skipped update's) is recorded, its row with
+        the ``loss_scale`` it used (``values.skip_row``). Nothing else: a skipped update
+        changes no variable."""
+        self.stage_pv(optimizer)
+        it = tf.cast(iteration, tf.int64)
+
+        def meta():
+            self.meta.write(skip_row(it, loss_scale), slot_of(it, self.every, self.meta.slots))
+            return tf.constant(True)
+
+        if self.every == 1:
+            meta()
+        else:
+            _capture.cond(tf.equal(it % self.every, 0), meta, lambda: tf.constant(False))
 
     def write_stats(self, predicate, slot, values, branch=False):
         """Block stats of ``values()`` into ``slot`` when ``predicate``: with ``every=1``
@@ -124,11 +149,12 @@ class Staging:
             return self.stats.read(read)
         return None
 
-    def read_steps(self, read, current, steps, *, after, wants, append, live):
+    def read_steps(self, read, current, steps, *, after, wants, append, live, skip):
         """Hand each of the recorded ``steps`` still whole in ``read`` (a ``reader``
         result, at iteration ``current``) to ``append(meta_row, data)``, skipping those
-        the host log does not ``wants``; ``after``: the last step the host has. The
-        latest update's parameters and velocities are the variables' own: ``live()``
+        the host log does not ``wants``, and each a dynamic loss scale skipped to
+        ``skip(step, loss_scale)``, in step order; ``after``: the last step the host has.
+        The latest update's parameters and velocities are the variables' own: ``live()``
         reads them (once). Returns how many arrived and the steps overwritten."""
         metas = self.metas(read, after)
         stats = self.stats_for(read, steps, current)
@@ -136,6 +162,9 @@ class Staging:
         arrived, dropped, pv = 0, [], None
         for step in steps:
             meta = metas.get(step)
+            if meta is not None and meta[3] > 0:  # skipped: its row is all there is
+                skip(step, float(meta[3]))
+                continue
             if meta is None or not still_staged(step, current, self.slots, self.every,
                                                 grad=grad, pv=self.has_pv):
                 dropped.append(step)

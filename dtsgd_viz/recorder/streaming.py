@@ -2,9 +2,9 @@
 batch to it, and continuing the store of an earlier run (``resume=True``).
 
 ``Streaming`` is a base class of ``Recorder``; its methods use the recorder's state
-(``path``, ``_resume``, ``_writer``, ``_log``, ``_dropped``, ``_optimizer``, ``_last_step``,
-``_initial``, ``_rules``). Without ``resume`` the store is opened when the recorder is
-attached (``on_build``). With ``resume=True`` it is opened at the first update the
+(``path``, ``_resume``, ``_writer``, ``_log``, ``_dropped``, ``_skipped``, ``_optimizer``,
+``_last_step``, ``_initial``, ``_rules``). Without ``resume`` the store is opened when the
+recorder is attached (``on_build``). With ``resume=True`` it is opened at the first update the
 recorder sees (its ``before_update``, eagerly or while the step is traced), or at the
 first read of ``rec.recording`` if that comes first, so that a checkpoint restored after
 the optimizer was built (``opt.build(...)`` then ``Checkpoint.restore``/``read``) is
@@ -38,6 +38,7 @@ class Streaming:
         # killed leaves it open, and readers say so
         weakref.finalize(self, self._writer.close_at_exit)
         self._dropped_streamed = 0  # of self._dropped: the steps written to the store
+        self._skipped_streamed = 0  # and of self._skipped
         if self._writer.resumed is not None:
             self._warn_gap(*self._writer.resumed)
 
@@ -75,8 +76,10 @@ class Streaming:
         if w is None:
             return
         dropped = self._dropped[self._dropped_streamed:]
-        if not (len(self._log) or dropped):
+        skipped = self._skipped[self._skipped_streamed:]
+        if not (len(self._log) or dropped or skipped):
             return
-        w.append(self._log.entries, dropped, self._initial)
+        w.append(self._log.entries, dropped, self._initial, skipped=skipped)
         self._dropped_streamed = len(self._dropped)
+        self._skipped_streamed = len(self._skipped)
         self._log = type(self._log)(None, False, self.every)

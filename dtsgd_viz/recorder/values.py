@@ -129,11 +129,21 @@ def eager_pv(watched, kinds, event, optimizer) -> dict:
 
 
 def meta_row(event):
-    """The step's (iteration, learning rate, mean loss) as one float64 row."""
+    """The step's (iteration, learning rate, mean loss, 0) as one float64 row (the last
+    column holds a skipped update's loss scale: ``skip_row``)."""
     loss = (tf.constant(float("nan"), tf.float64) if event.loss is None
             else tf.reduce_mean(tf.cast(event.loss, tf.float64)))
     return tf.stack([tf.cast(event.iteration, tf.float64),
-                     tf.cast(event.learning_rate, tf.float64), loss])
+                     tf.cast(event.learning_rate, tf.float64), loss,
+                     tf.constant(0.0, tf.float64)])
+
+
+def skip_row(iteration, loss_scale):
+    """The row of an update a dynamic loss scale skipped: (iteration, NaN, NaN, the loss
+    scale it used), told from an applied update's row by its loss scale (always >= 1)."""
+    nan = tf.constant(float("nan"), tf.float64)
+    return tf.stack([tf.cast(iteration, tf.float64), nan, nan,
+                     tf.cast(loss_scale, tf.float64)])
 
 
 def host_values(values, by_name, kinds, mode) -> dict:
@@ -143,7 +153,9 @@ def host_values(values, by_name, kinds, mode) -> dict:
         if kind not in kinds:
             continue
         w = by_name[name]
-        if mode == "full":  # views, not copies: the one host copy is made at assembly
+        if _capture.is_empty(w):  # nothing to read (and DTensor loses its layout)
+            out[(name, kind)] = _capture.empty_value(w, mode)
+        elif mode == "full":  # views, not copies: the one host copy is made at assembly
             out[(name, kind)] = _dtensor.unpack(t, copy=False)
         else:
             out[(name, kind)] = _capture.read_block_stats(_capture.block_stats(t, w.geometry), w)

@@ -39,7 +39,11 @@ def load_recording(path, on_damage="raise") -> Recording:
     ``DTYPES``. bfloat16 values come back as ``ml_dtypes.bfloat16`` arrays.
 
     A list of paths, or a folder of ``.npz`` files, is the parts the clients of a
-    multi-client run saved: they are merged into one recording (``merge_recordings``).
+    multi-client run saved: they are merged into one recording (``merge_recordings``;
+    parts recording different steps are refused). A store folder's parts are cut to the
+    updates every client committed first: a run killed, or still writing, between two
+    clients' commits loads those and warns (``store.PartialCommitWarning``) naming the
+    updates only some clients committed.
 
     Checksums (``damage.py``): every member of a ``.npz`` file and every chunk of a store
     is checked; a damaged one raises ``RecordingFileError`` naming the member, or the

@@ -14,7 +14,7 @@ lowest client id holding it); steps where the copies disagree are flagged in
 from __future__ import annotations
 
 import dataclasses
-
+import math
 import os
 
 import numpy as np
@@ -141,7 +141,7 @@ def _differs(a, b) -> np.ndarray:
     diff = a != b
     if diff.any():
         diff &= ~(np.isnan(a) & np.isnan(b))
-    return diff.reshape(len(diff), -1).any(axis=1)
+    return diff.reshape(len(diff), math.prod(diff.shape[1:])).any(axis=1)  # not -1: n may be 0
 
 
 def _merge(parts) -> Recording:
@@ -197,4 +197,14 @@ def _merge(parts) -> Recording:
         superseded_steps=np.unique(np.concatenate(
             [p.superseded_steps for p in parts])).astype(np.int64),
         communication=first.communication,
+        # the loss scale is replicated: every client skipped the same updates
+        **_skipped(parts),
     )
+
+
+def _skipped(parts) -> dict:
+    """The skipped updates of all ``parts``, each once, with its loss scale."""
+    steps, at = np.unique(np.concatenate([p.skipped_steps for p in parts]).astype(np.int64),
+                          return_index=True)
+    scales = np.concatenate([p.skipped_loss_scale for p in parts]).astype(np.float64)
+    return {"skipped_steps": steps, "skipped_loss_scale": scales[at]}

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..geometry import shard_geometry
 from ..specs import LayoutSpec, MeshSpec
-from .damage import verify_members
+from .damage import verify_header, verify_members
 from .recording import (DTYPES, FORMAT, READS, Hyperparameters, Part, Recording,
                         RecordingFileError, VariableRecord, dtype_list)
 
@@ -21,13 +21,18 @@ from .recording import (DTYPES, FORMAT, READS, Hyperparameters, Part, Recording,
 def read_npz(path, on_damage="raise") -> Recording:
     """The recording in the ``.npz`` file ``path``, checked (``RecordingFileError`` for a
     truncated, corrupted or foreign file, or a member whose crc32 is not the one its
-    header records: ``damage.verify_members``)."""
+    header records, or a header whose own crc32 is not: ``damage.verify_header`` and
+    ``verify_members``)."""
     path = os.fspath(path)
     arrays = _read_arrays(path)
     try:
-        meta = json.loads(arrays.pop("meta").tobytes().decode())
+        raw = arrays.pop("meta").tobytes()
+        meta = json.loads(raw.decode())
     except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise RecordingFileError(f"{path}: missing or unreadable header ({e}).") from e
+        raise RecordingFileError(f"{path}: missing or unreadable header, member 'meta.npy' "
+                                 f"({type(e).__name__}: {e}); expected the recording's JSON "
+                                 "header.") from e
+    verify_header(path, raw, meta)
     if isinstance(meta, dict) and meta.get("format") == FORMAT:
         verify_members(path, meta, arrays, on_damage)
     return from_arrays(path, meta, arrays)
@@ -59,9 +64,15 @@ def _read_arrays(path) -> dict[str, np.ndarray]:
             for member in zf.namelist():
                 if not member.endswith(".npy"):
                     raise RecordingFileError(f"{path}: unexpected member {member!r}.")
-                out[member[:-4]] = np.lib.format.read_array(
-                    io.BytesIO(zf.read(member)), allow_pickle=False
-                )
+                try:
+                    out[member[:-4]] = np.lib.format.read_array(
+                        io.BytesIO(zf.read(member)), allow_pickle=False
+                    )
+                except Exception as e:  # noqa: BLE001 - a damaged .npy header: numpy's
+                    # parser raises ValueError, SyntaxError, tokenize.TokenError, ...
+                    raise RecordingFileError(
+                        f"{path} is not a readable dtsgd_viz recording: member {member!r} is "
+                        f"not a readable .npy array ({type(e).__name__}: {e}).") from e
             return out
     except RecordingFileError:
         raise
@@ -124,7 +135,9 @@ def from_arrays(path, meta, arrays) -> Recording:
         rec = Recording(mesh, tuple(records), kinds, steps, hp, arrays["loss"],
                         arrays["nonfinite"], arrays["mismatch"], arrays["dropped_steps"], mode,
                         part, arrays.get("superseded_steps", np.zeros(0, np.int64)),
-                        _communication(meta))
+                        _communication(meta),
+                        arrays.get("skipped_steps", np.zeros(0, np.int64)),
+                        arrays.get("skipped_loss_scale", np.zeros(0, np.float64)))
     except RecordingFileError:
         raise
     except (KeyError, IndexError, TypeError, ValueError) as e:
@@ -132,6 +145,11 @@ def from_arrays(path, meta, arrays) -> Recording:
     per_step = (steps, hp.learning_rate, rec.loss_values, rec.nonfinite, rec.mismatch)
     if any(len(a) != n for a in per_step):
         raise RecordingFileError(f"{path}: per-step arrays do not all have {n} steps.")
+    if rec.skipped_steps.shape != rec.skipped_loss_scale.shape or rec.skipped_steps.ndim != 1:
+        raise RecordingFileError(
+            f"{path}: skipped_steps {rec.skipped_steps.shape} and skipped_loss_scale "
+            f"{rec.skipped_loss_scale.shape} must be 1-D and of one length (a loss scale "
+            "per skipped update).")
     return rec
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..geometry import ShardGeometry, shard_geometry
 from ..specs import LayoutSpec, MeshSpec
-from .checksums import member_checksums
+from .checksums import checksummed_header
 
 KINDS = ("param", "velocity", "grad")
 """What can be recorded: the parameter after the update, the momentum slot after
@@ -171,6 +171,16 @@ class Recording:
     """The ``CommunicationReport`` of the step (``with_communication``), or None."""
     """Steps an earlier run recorded after the checkpoint a resumed run restored
     (``Recorder(path=..., resume=True)``): replaced by the resumed run's, never read twice."""
+    skipped_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    """Updates a dynamic loss scale (``MeshLossScaleOptimizer``, ``mixed_float16``) skipped
+    because a gradient overflowed, by the optimizer's iteration (tf-keras counts a skipped
+    update: the next applied one is the iteration after it, as ``steps`` numbers it). A
+    skipped update changes no parameter and no velocity; it is in neither ``steps`` nor
+    ``dropped_steps``."""
+    skipped_loss_scale: np.ndarray = dataclasses.field(
+        default_factory=lambda: np.zeros(0, np.float64))
+    """The loss scale each of ``skipped_steps`` multiplied the loss by (the scale it then
+    halved)."""
 
     # ---- lookup -------------------------------------------------------------------
 
@@ -365,14 +375,15 @@ class Recording:
             "steps": self.steps, "learning_rate": self.hyperparameters.learning_rate,
             "loss": self.loss_values, "nonfinite": self.nonfinite, "mismatch": self.mismatch,
             "dropped_steps": self.dropped_steps, "superseded_steps": self.superseded_steps,
+            "skipped_steps": self.skipped_steps, "skipped_loss_scale": self.skipped_loss_scale,
         }
         for i, r in enumerate(self.records):
             for key, array in values[i].items():
                 arrays[f"v{i}.{key}"] = array
             for kind, stats in r.stats.items():
                 arrays[f"v{i}.{kind}.stats"] = stats
-        meta["crc32"] = member_checksums(arrays)  # load_recording checks them
-        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+        # the crc32 of every member and of the header itself: load_recording checks them
+        arrays["meta"] = np.frombuffer(checksummed_header(meta, arrays), dtype=np.uint8)
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             os.makedirs(folder, exist_ok=True)  # "parts/part-0.npz" into a new folder

@@ -17,10 +17,11 @@ single process writes ``client-0``)::
     run.zarr/client-0/zarr.json  group; attributes: the recording's header
                                  (``Recording.header``: mesh, variables, kinds, mode, ...)
     run.zarr/client-0/commit.json  {"n_steps", "n_dropped", "last_step", "closed",
-                                    "n_superseded", "resumes", ...}
+                                    "n_superseded", "resumes", "n_skipped", ...,
+                                    "metadata", "resizable", "crc32"}: see Checksums
     run.zarr/client-0/writing.json the batch being written (first/last update, its rows)
     run.zarr/client-0/steps, learning_rate, loss, nonfinite, mismatch, dropped_steps,
-                      superseded_steps
+                      superseded_steps, skipped_steps, skipped_loss_scale
     run.zarr/client-0/v0.initial, v0.param, v0.velocity, v0.grad   (full mode)
                       v0.param.stats, ...                           (stats mode)
 
@@ -37,14 +38,31 @@ which updates it left out. Rows of committed steps are never changed by later ba
 except where a small chunk is shared, and zarr (>= 3.1.3) replaces each chunk file
 atomically, so they survive a kill at any point (a kill, not a power cut: nothing is
 fsync'ed). ``close()`` trims the arrays to the committed length and commits with
-``closed: true``.
+``closed: true``. The clients of a multi-client run commit each on its own, so a run
+killed (or read while it writes) between one client's commit and another's has parts
+holding different updates: ``load_recording`` loads the updates every part committed and
+warns (``PartialCommitWarning``) naming the ones only some parts committed.
 
 Checksums: every chunk ends with its crc32c (zarr's ``crc32c`` codec on every array), so
 a damaged, truncated or missing chunk is found when it is read (``damage.py``):
 ``load_recording`` raises a ``RecordingFileError`` naming the array and the chunk's file,
 or with ``on_damage="truncate"`` keeps the steps before that chunk and warns
-(``RecordingDamagedWarning``). Stores written before checksums load with a
-``NoChecksumsWarning``.
+(``RecordingDamagedWarning``). Every byte of metadata is checked too. ``commit.json`` and
+``writing.json`` hold their own crc32 (``"crc32"``, of their JSON with keys sorted and no
+spaces, which their bytes must be exactly). Each commit keeps the crc32 of the bytes of
+the root's, the part's (the recording's header) and every array's ``zarr.json`` as they
+are at that commit (``"metadata"``, by path in the store) and, for each array that grows,
+the crc32 of its metadata but for its length (``"resizable"``). A reader checks every one
+against the commit it reads before zarr opens anything: a flipped bit, a truncated or
+emptied file or an unknown data type is a ``RecordingFileError`` naming the file and what
+it should hold, whatever ``on_damage``. The writer grows an array (zarr rewrites its
+``zarr.json``) before the commit that names the new rows, so while a part is open an
+array's metadata may differ from its committed bytes in its length only, and must then
+still hold the committed rows (``damage.read_rows``). A closed part's files are held to
+their committed bytes: a resumed run first commits the part again as not closed, before
+it grows anything, and a reader that finds a closed part's array changed reads
+``commit.json`` again to tell a resume from damage. Stores written before checksums load
+with a ``NoChecksumsWarning`` (of their chunks, or of their metadata).
 
 Resuming (``Recorder(path=..., resume=True)``, ``StoreWriter(resume_from=iteration)``):
 a run restored from a checkpoint at ``iteration`` continues its part. The steps committed
@@ -58,32 +76,41 @@ drops its rows past ``kept`` of each resume it had not seen.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import typing
 import warnings
 
 import numpy as np
 
-from .damage import (ChunkDamageError, NoChecksumsWarning, RecordingDamagedWarning,
-                     check_on_damage, has_checksums, read_rows)
+from .damage import (ChunkDamageError, MetadataChecksums, NoChecksumsWarning,
+                     RecordingDamagedWarning, check_on_damage, has_checksums, metadata_what,
+                     parse_json, read_rows, verify_metadata, verify_part)
 from .merge import merge_recordings
 from .npz import from_arrays
 from .recording import Recording, RecordingFileError, block_stats
 from .store_format import (CHUNK_BYTES, COLUMNS, FORMAT, MAX_CHUNK_STEPS, PART_FOLDER, VERSION,
-                           check_store, read_json)
+                           COMMIT, WRITING, check_store, read_record)
 from .store_writer import StoreWriter
 
 __all__ = [
     "CHUNK_BYTES", "FORMAT", "MAX_CHUNK_STEPS", "VERSION", "ChunkDamageError",
     "NoChecksumsWarning", "PartStatus", "RecordingDamagedWarning", "Resume",
-    "StoreNotClosedWarning", "StoreReader", "StoreWriter", "load_store", "part_paths",
-    "part_status", "store_status",
+    "PartialCommitWarning", "StoreNotClosedWarning", "StoreReader", "StoreWriter",
+    "load_store", "part_paths", "part_status", "store_status",
 ]
 
 
 class StoreNotClosedWarning(UserWarning):
     """``load_recording`` of a store whose run did not close it (still running, or
     stopped without ``Recorder.close()``): it says after which update it stopped."""
+
+
+class PartialCommitWarning(UserWarning):
+    """``load_recording`` of a multi-client store whose clients committed different
+    updates (the run was killed, or is still writing, between one client's commit and
+    another's): it loads the updates every client committed and names the ones only
+    some clients committed, which it left out."""
 
 
 class Resume(typing.NamedTuple):
@@ -104,7 +131,10 @@ class PartStatus:
     ``pending``: ``(steps, first update, last update)`` of a batch written after the
     last commit and never committed (being written now, or cut off by a kill), or None.
     ``resumes``: each ``Resume`` of the part, oldest first; ``n_superseded``: how many
-    steps they superseded in all.
+    steps they superseded in all. ``n_skipped``: the updates a dynamic loss scale skipped
+    (``skipped_steps``, with ``skipped_loss_scale``). ``checksums``: the crc32 of each
+    metadata file the commit keeps (``damage.MetadataChecksums``; None for a part written
+    before dtsgd_viz kept them).
     """
 
     path: str
@@ -118,6 +148,8 @@ class PartStatus:
     pending: tuple[int, int, int] | None = None
     n_superseded: int = 0
     resumes: tuple[Resume, ...] = ()
+    n_skipped: int = 0
+    checksums: MetadataChecksums | None = dataclasses.field(default=None, repr=False)
 
     def __str__(self) -> str:
         where = (f"stopped after update {self.last_step}" if self.last_step is not None
@@ -151,24 +183,41 @@ def part_paths(path) -> list[str]:
 
 
 def part_status(part) -> PartStatus:
-    """The committed state of one part folder (``client-<id>``)."""
+    """The committed state of one part folder (``client-<id>``). A damaged or truncated
+    ``commit.json`` or ``writing.json`` (``store_format.read_record``) raises a
+    ``RecordingFileError`` naming it."""
+    commit = os.path.join(part, "commit.json")
     try:
-        c = read_json(os.path.join(part, "commit.json"))
-    except (OSError, ValueError) as e:
-        raise RecordingFileError(f"{part}: unreadable commit.json ({e}).") from e
+        c, _ = read_record(commit, COMMIT)
+    except OSError as e:
+        raise RecordingFileError(f"{commit} cannot be read ({e}).") from e
     pending = None
     try:
-        w = read_json(os.path.join(part, "writing.json"))
-        if w["from"] >= c["n_steps"] and w["steps"]:
+        w, _ = read_record(os.path.join(part, "writing.json"), WRITING)
+    except FileNotFoundError:
+        w = None
+    try:
+        if w is not None and w["from"] >= c["n_steps"] and w["steps"]:
             pending = (int(w["steps"]), int(w["first"]), int(w["last"]))
-    except (OSError, ValueError, KeyError):
+    except (KeyError, TypeError):  # a writing.json from before its checksum, incomplete
         pass
+    try:
+        return _status(part, c, pending)
+    except (KeyError, TypeError, ValueError) as e:
+        raise RecordingFileError(f"{commit} does not hold {COMMIT[0]} "
+                                 f"({type(e).__name__}: {e}).") from e
+
+
+def _status(part, c, pending) -> PartStatus:
+    """The ``PartStatus`` of the commit record ``c`` of ``part``."""
     client = int(PART_FOLDER.match(os.path.basename(os.path.normpath(part))).group(1))
     resumes = tuple(Resume(int(r["from"]), int(r["kept"]), int(r["superseded"]),
                            float(r["time"])) for r in c.get("resumes", ()))
     return PartStatus(part, client, int(c["n_steps"]), int(c["n_dropped"]), c["last_step"],
                       bool(c["closed"]), float(c["started"]), float(c["time"]), pending,
-                      int(c.get("n_superseded", 0)), resumes)
+                      int(c.get("n_superseded", 0)), resumes, int(c.get("n_skipped", 0)),
+                      checksums=MetadataChecksums.from_record(
+                          os.path.join(part, "commit.json"), c))
 
 
 def store_status(path) -> tuple[PartStatus, ...]:
@@ -189,30 +238,70 @@ class StoreReader:
         self._group = None
         self._arrays = {}
         self._checksums = None
+        self._status = None  # the last status read: the metadata is checked against it
         self.damage = None  # the damage the last read(on_damage="truncate") left out
 
     def status(self) -> PartStatus | None:
         if not os.path.exists(os.path.join(self.part, "commit.json")):
             return None
-        return part_status(self.part)
+        self._status = part_status(self.part)
+        return self._status
 
     @property
     def header(self) -> dict:
         """The recording's header (``Recording.header`` without ``n_steps``)."""
-        return self._open().attrs["recording"]
+        try:
+            return self._open().attrs["recording"]
+        except KeyError as e:
+            what = metadata_what(f"client-{self.client}/zarr.json")
+            raise RecordingFileError(f"{os.path.join(self.part, 'zarr.json')} holds no "
+                                     f"{e}: expected {what}.") from e
 
     def _open(self):
+        """The part's zarr group, once the store's metadata files are checked against the
+        last status's checksums (``damage.verify_part``)."""
         if self._group is None:
             check_store(self.path)
+            status = self._status or self.status()
+            if status is not None and status.checksums is not None:
+                verify_part(self.path, status.checksums, self._grown(status))
             import zarr
-            self._group = zarr.open_group(self.part, mode="r", zarr_format=3)
+            self._group = self._zarr(None, lambda: zarr.open_group(self.part, mode="r",
+                                                                   zarr_format=3))
         return self._group
 
     def _array(self, name, stop=0):
         array = self._arrays.get(name)
         if array is None or array.shape[0] < stop:  # the writer grew it since
-            array = self._arrays[name] = self._open()[name]
+            group, status = self._open(), self._status
+            if status is not None and status.checksums is not None:
+                verify_metadata(self.path, status.checksums,
+                                f"client-{self.client}/{name}/zarr.json", self._grown(status))
+            array = self._arrays[name] = self._zarr(name, lambda: group[name])
         return array
+
+    def _grown(self, status):
+        """Whether the part's arrays may have grown since ``status``: the part is open,
+        or it was closed and a resumed run reopened it since (asked only when an
+        array's metadata is not the one ``status`` has the crc32 of)."""
+        return lambda: not status.closed or part_status(self.part) != status
+
+    def _zarr(self, name, opener):
+        """``opener()``, zarr's errors for metadata it cannot read (in a part without
+        checksums) as a ``RecordingFileError`` naming the file (of array ``name``, or of
+        the part's group)."""
+        key = f"client-{self.client}/{'' if name is None else name + '/'}zarr.json"
+        try:
+            return opener()
+        except Exception as e:  # noqa: BLE001 - zarr raises several kinds for bad metadata
+            file = os.path.join(self.path, *key.split("/"))
+            if not os.path.exists(file):
+                raise RecordingFileError(f"{file} is missing: expected "
+                                         f"{metadata_what(key)}.") from e
+            with open(file, "rb") as f:
+                parse_json(file, f.read(), metadata_what(key))  # raises for what is not JSON
+            raise RecordingFileError(f"{file} cannot be read by zarr ({type(e).__name__}: "
+                                     f"{e}): expected {metadata_what(key)}.") from e
 
     def rows(self, name, start, stop) -> np.ndarray:
         """Rows ``start:stop`` of a per-step array (the caller keeps within the
@@ -268,13 +357,17 @@ class StoreReader:
         status = status or self.status()
         if status is None:
             raise RecordingFileError(f"{self.part} does not exist (yet).")
+        self._status = status
         n = status.n_steps
         stop = n if stop is None else max(0, min(stop, n))
         start = max(0, min(start, stop))
-        if not self.checksums:
-            warnings.warn(f"{self.part} was written before dtsgd_viz kept checksums: it "
-                          "loads, but damage to its chunks cannot be detected.",
-                          NoChecksumsWarning, stacklevel=3)
+        unchecked = [what for what, kept in (
+            ("its chunks", self.checksums),
+            ("its metadata (commit.json, zarr.json)", status.checksums is not None)) if not kept]
+        if unchecked:
+            warnings.warn(f"{self.part} was written before dtsgd_viz kept checksums of "
+                          f"{' and '.join(unchecked)}: it loads, but damage to them cannot "
+                          "be detected.", NoChecksumsWarning, stacklevel=3)
         arrays, self.damage, cut = self._read_steps(start, stop, on_damage)
         if self.damage is not None:
             self._warn_damage(start, cut, stop)
@@ -283,14 +376,14 @@ class StoreReader:
         arrays["superseded_steps"] = np.unique(
             self.rows("superseded_steps", 0, status.n_superseded) if status.n_superseded
             else np.zeros(0, np.int64))
+        if status.n_skipped:  # stores from before skipped updates were recorded have none
+            arrays["skipped_steps"] = self.rows("skipped_steps", 0, status.n_skipped)
+            arrays["skipped_loss_scale"] = self.rows("skipped_loss_scale", 0, status.n_skipped)
         for i, _ in enumerate(meta["variables"]):
             initial = self._array(f"v{i}.initial")
             arrays[f"v{i}.initial"] = (read_rows(self.part, f"v{i}.initial", initial, 0,
                                                  initial.shape[0])
                                        if initial.ndim else initial[...])
-            if meta["mode"] == "stats":
-                for kind in meta["kinds"]:
-                    arrays[f"v{i}.{kind}.stats"] = arrays[f"v{i}.{kind}.stats"].astype(np.float64)
         return from_arrays(self.part, meta, arrays)
 
     def _read_steps(self, start, stop, on_damage):
@@ -321,10 +414,12 @@ class StoreReader:
 
 def load_store(path, on_damage="raise") -> Recording:
     """``load_recording`` of a store folder: every committed step of each part, in
-    order; the parts of a multi-client run merged with ``merge_recordings``. Warns
-    (``StoreNotClosedWarning``) when the run did not close the store, saying where each
-    part stopped. ``on_damage``: see ``StoreReader.read`` (a part cut short by damage
-    cuts the other parts to the same steps)."""
+    order; the parts of a multi-client run merged with ``merge_recordings``, each cut to
+    the updates every part committed (a run killed, or still writing, between two
+    clients' commits warns with ``PartialCommitWarning`` naming the updates only some
+    clients committed). Warns (``StoreNotClosedWarning``) when the run did not close the
+    store, saying where each part stopped. ``on_damage``: see ``StoreReader.read`` (a part
+    cut short by damage cuts the other parts to the same steps)."""
     check_on_damage(on_damage)
     path = os.fspath(path)
     parts = part_paths(path)
@@ -341,9 +436,101 @@ def load_store(path, on_damage="raise") -> Recording:
         read.append((reader, status, reader.read(status=status, on_damage=on_damage)))
     if len(read) == 1:
         return read[0][2]
-    if any(reader.damage is not None for reader, _, _ in read):
-        shortest = min(len(r) for _, _, r in read)
-        read = [(reader, status, r if len(r) == shortest else
-                 reader.read(stop=shortest, status=status, on_damage=on_damage))
-                for reader, status, r in read]
-    return merge_recordings([r for _, _, r in read])
+    return merge_recordings(_common_updates(path, read))
+
+
+def _common_updates(path, read) -> list[Recording]:
+    """Each part's recording cut to the updates every part holds. ``read``: ``(reader,
+    status, recording)`` per part, the recording read as of ``status``.
+
+    A part holds the updates it committed (with ``on_damage="truncate"``, those before
+    its first damaged chunk), but none after the iteration of a resume that another part
+    made and it has not made yet: those are from the run the resume superseded. The
+    updates kept are the intersection of what the parts hold (compared by update number,
+    not by count: after a resume the steps need not start at 1). Warns
+    (``PartialCommitWarning``) naming the committed updates some parts hold and others
+    not; updates left out only because a part's chunk is damaged are the
+    ``RecordingDamagedWarning``'s to name. The dropped and skipped updates kept are
+    those every part committed."""
+    caps = _resume_caps([status for _, status, _ in read])
+    held = [_up_to(r.steps, cap) for (_, _, r), cap in zip(read, caps)]
+    common = functools.reduce(np.intersect1d, held)
+    committed = [h if reader.damage is None else _committed(reader, status, cap)
+                 for (reader, status, _), h, cap in zip(read, held, caps)]
+    known = [c for c in committed if c is not None]
+    partial = np.setdiff1d(functools.reduce(np.union1d, known),
+                           functools.reduce(np.intersect1d, known))
+    if len(partial):
+        warnings.warn(_partial_text(path, read, committed, common, partial),
+                      PartialCommitWarning, stacklevel=4)
+    dropped, skipped = (functools.reduce(np.intersect1d, [getattr(r, name) for _, _, r in read])
+                        for name in ("dropped_steps", "skipped_steps"))
+    return [_take(r, common, dropped, skipped) for _, _, r in read]
+
+
+def _resume_caps(statuses) -> list[int | None]:
+    """Per part: the lowest iteration of a resume another part made and this one has
+    not (the parts' resumes compared in order), or None."""
+    made = [{(i, r.iteration) for i, r in enumerate(s.resumes)} for s in statuses]
+    every = set().union(*made)
+    return [min((it for _, it in every - own), default=None) for own in made]
+
+
+def _up_to(steps, cap) -> np.ndarray:
+    return steps if cap is None else steps[steps <= cap]
+
+
+def _committed(reader, status, cap) -> np.ndarray | None:
+    """The updates a part cut short by damage committed, or None when its ``steps``
+    array itself is damaged there."""
+    try:
+        return _up_to(reader.rows("steps", 0, status.n_steps), cap)
+    except ChunkDamageError:
+        return None
+
+
+def _take(r: Recording, common, dropped, skipped) -> Recording:
+    """``r`` with only its steps in ``common`` (views when they are its first rows), its
+    dropped steps in ``dropped`` and its skipped updates in ``skipped`` (those every
+    part committed)."""
+    rows = np.flatnonzero(np.isin(r.steps, common))
+    drop, skip = np.isin(r.dropped_steps, dropped), np.isin(r.skipped_steps, skipped)
+    if len(rows) == len(r) and drop.all() and skip.all():
+        return r
+    index = slice(0, len(rows)) if not len(rows) or rows[-1] == len(rows) - 1 else rows
+    records = tuple(dataclasses.replace(
+        v, blocks={k: b[index] for k, b in v.blocks.items()},
+        stats={k: s[index] for k, s in v.stats.items()}) for v in r.records)
+    hp = r.hyperparameters
+    return dataclasses.replace(
+        r, records=records, steps=r.steps[index],
+        hyperparameters=dataclasses.replace(hp, learning_rate=hp.learning_rate[index]),
+        loss_values=r.loss_values[index], nonfinite=r.nonfinite[index],
+        mismatch=r.mismatch[index], dropped_steps=r.dropped_steps[drop],
+        skipped_steps=r.skipped_steps[skip], skipped_loss_scale=r.skipped_loss_scale[skip])
+
+
+def _partial_text(path, read, committed, common, partial) -> str:
+    clients = [status.client for _, status, _ in read]
+    counts = "; ".join(
+        f"client {c} committed {len(steps)}" + (f", up to update {steps[-1]}" if len(steps)
+                                               else "")
+        for c, steps in zip(clients, committed) if steps is not None)
+    has = "; ".join(f"client {c}: {_steps_text(np.intersect1d(steps, partial))}"
+                    for c, steps in zip(clients, committed)
+                    if steps is not None and np.isin(partial, steps).any())
+    return (f"{path}: its clients did not all commit the same updates ({counts}): the run "
+            "was killed, or is still writing, between their commits. Loaded the "
+            f"{len(common)} update(s) every client committed and left out update(s) "
+            f"{_steps_text(partial)}, which only some clients committed ({has}).")
+
+
+def _steps_text(steps, runs=6) -> str:
+    """Update numbers as runs: ``14..15, 20``; past ``runs`` runs, how many in all."""
+    steps = np.asarray(steps, np.int64)
+    if not len(steps):
+        return "none"
+    cuts = np.flatnonzero(np.diff(steps) != 1) + 1
+    spans = [(int(a[0]), int(a[-1])) for a in np.split(steps, cuts)]
+    text = ", ".join(f"{a}" if a == b else f"{a}..{b}" for a, b in spans[:runs])
+    return text + (f", ... ({len(steps)} in all)" if len(spans) > runs else "")

@@ -13,11 +13,11 @@ import time
 
 import numpy as np
 
-from .damage import read_rows
+from .damage import MetadataChecksums, read_rows, verify_part
 from .recording import DTYPES, Recording, RecordingFileError
-from .store_format import (CHUNK_BYTES, FORMAT, MAX_CHUNK_STEPS, PART_FOLDER, VERSION,
-                           ZARR_TEMPORARY, check_store, header_differences, plain, read_json,
-                           root_attributes, stored_dtype, write_json)
+from .store_format import (CHUNK_BYTES, COMMIT, FORMAT, MAX_CHUNK_STEPS, PART_FOLDER, VERSION,
+                           ZARR_TEMPORARY, MetadataSums, check_store, header_differences, plain,
+                           read_record, root_attributes, stored_dtype, write_json)
 
 
 def _check_streamable(header: Recording) -> None:
@@ -52,10 +52,12 @@ class StoreWriter:
         self._initial = {}
         self.capacity = self.dropped_capacity = self.superseded_capacity = 0
         self.n_steps = self.n_dropped = self.n_superseded = 0
+        self.skipped_capacity = self.n_skipped = 0
         self.last_step = None
         self.closed = self.at_exit = False
         self.started = time.time()
         self.resumes, self.resumed = [], None
+        self._sums = MetadataSums(self.path, self.client)  # each commit keeps them
         if resume_from is not None and os.path.exists(os.path.join(self.part, "commit.json")):
             self._resume(int(resume_from))
             return
@@ -131,14 +133,16 @@ class StoreWriter:
             self._make(group, name, row, dtype, per_block)
         self.dropped = self._make_list(group, "dropped_steps")
         self.superseded = self._make_list(group, "superseded_steps")
+        self.skipped = self._make_list(group, "skipped_steps")
+        self.skipped_scale = self._make_list(group, "skipped_loss_scale", "float64")
         for i, r in enumerate(header.records):
             self._initial[i] = group.create_array(
                 f"v{i}.initial", shape=r.shape, dtype=stored_dtype(r.dtype),
                 chunks=tuple(max(1, d) for d in r.shape), **plain())
 
     @staticmethod
-    def _make_list(group, name):
-        return group.create_array(name, shape=(0,), dtype="int64", chunks=(MAX_CHUNK_STEPS,),
+    def _make_list(group, name, dtype="int64"):
+        return group.create_array(name, shape=(0,), dtype=dtype, chunks=(MAX_CHUNK_STEPS,),
                                   **plain())
 
     def _make(self, group, name, row, dtype, per_block=False):
@@ -167,7 +171,8 @@ class StoreWriter:
         write_json(os.path.join(self.part, "commit.json"), {
             "n_steps": self.n_steps, "n_dropped": self.n_dropped, "last_step": self.last_step,
             "closed": self.closed, "started": self.started, "time": time.time(),
-            "n_superseded": self.n_superseded, "resumes": self.resumes})
+            "n_superseded": self.n_superseded, "resumes": self.resumes,
+            "n_skipped": self.n_skipped, **self._sums.record()})
 
     @staticmethod
     def _extend(array, count, capacity, values) -> int:
@@ -185,9 +190,16 @@ class StoreWriter:
     def _resume(self, iteration) -> None:
         """Continue this client's part from ``iteration`` (see the class docstring): the
         superseded steps are written, then one commit says what is kept (a kill before it
-        leaves the part as it was)."""
+        leaves the part as it was). The part's metadata is checked first; a part its run
+        closed is reopened (committed again, not closed) before anything in it changes,
+        as readers of a closed part hold its metadata to the bytes it committed."""
         import zarr
         check_store(self.path)
+        commit = os.path.join(self.part, "commit.json")
+        c, _ = read_record(commit, COMMIT)
+        sums = MetadataChecksums.from_record(commit, c)
+        if sums is not None:  # an open part's arrays may have grown after its last commit
+            verify_part(self.path, sums, grown=lambda: not c["closed"])
         group = zarr.open_group(self.part, mode="r+", zarr_format=3)
         meta = self.header.header()
         meta.pop("n_steps")
@@ -197,7 +209,8 @@ class StoreWriter:
                 f"Recorder(path={self.path!r}, resume=True): {self.part} records another run; "
                 f"{'; '.join(differ)} differ. Resume with the same model, mesh, layouts, "
                 "Recorder kinds/mode and optimizer settings, or give a new folder.")
-        c = read_json(os.path.join(self.part, "commit.json"))
+        if c["closed"]:
+            write_json(commit, {**c, "closed": False, "time": time.time(), **self._sums.record()})
         self._open_arrays(group)
         n = int(c["n_steps"])
         steps = read_rows(self.part, "steps", self._arrays["steps"][0], 0, n)
@@ -205,6 +218,9 @@ class StoreWriter:
         dropped = read_rows(self.part, "dropped_steps", self.dropped, 0, int(c["n_dropped"]))
         # steps dropped after it are run again: forgotten
         self.n_dropped = int(np.searchsorted(dropped, iteration, side="right"))
+        skipped = read_rows(self.part, "skipped_steps", self.skipped, 0,
+                            int(c.get("n_skipped", 0)))
+        self.n_skipped = int(np.searchsorted(skipped, iteration, side="right"))  # the same
         self.n_superseded = int(c.get("n_superseded", 0))
         superseded = steps[kept:]
         self.superseded_capacity = self._extend(self.superseded, self.n_superseded,
@@ -232,6 +248,11 @@ class StoreWriter:
             self.dropped = opened("dropped_steps")
             self.superseded = (opened("superseded_steps") if "superseded_steps" in group
                                else self._make_list(group, "superseded_steps"))  # older stores
+            self.skipped, self.skipped_scale = (
+                (opened("skipped_steps"), opened("skipped_loss_scale"))
+                if "skipped_steps" in group else (self._make_list(group, "skipped_steps"),
+                                                  self._make_list(group, "skipped_loss_scale",
+                                                                  "float64")))
             for i, _ in enumerate(self.header.records):
                 self._initial[i] = opened(f"v{i}.initial")
         except KeyError as e:
@@ -239,10 +260,12 @@ class StoreWriter:
         self.capacity = min(a.shape[0] for a, _ in self._arrays.values())
         self.dropped_capacity = self.dropped.shape[0]
         self.superseded_capacity = self.superseded.shape[0]
+        self.skipped_capacity = min(self.skipped.shape[0], self.skipped_scale.shape[0])
 
-    def append(self, entries, dropped=(), initial=None, *, commit=True) -> None:
-        """Write ``entries`` (``(step, entry)`` pairs, in step order) and ``dropped``
-        (steps overwritten on the devices before a flush) and commit them.
+    def append(self, entries, dropped=(), initial=None, *, commit=True, skipped=()) -> None:
+        """Write ``entries`` (``(step, entry)`` pairs, in step order), ``dropped``
+        (steps overwritten on the devices before a flush) and ``skipped`` (``(step, loss
+        scale)`` pairs of updates a dynamic loss scale skipped) and commit them.
         ``initial``: the variables' starting values (``Recording.initial`` order),
         rewritten while nothing is committed (a recorder attached to a traced step
         starts later than it was built). ``commit=False`` leaves the batch written but
@@ -253,8 +276,9 @@ class StoreWriter:
             raise ValueError(f"The store part {self.part} is closed; nothing more can be "
                              "written to it.")
         dropped = np.asarray(dropped, np.int64).reshape(-1)
+        skipped = np.asarray(skipped, np.float64).reshape(-1, 2)
         k, n0 = len(entries), self.n_steps
-        if not k and not len(dropped):
+        if not k and not len(dropped) and not len(skipped):
             return
         if initial is not None and n0 == 0:
             for i, r in enumerate(self.header.records):
@@ -269,9 +293,15 @@ class StoreWriter:
         if len(dropped):
             self.dropped_capacity = self._extend(self.dropped, self.n_dropped,
                                                  self.dropped_capacity, dropped)
+        if len(skipped):
+            self._extend(self.skipped, self.n_skipped, self.skipped_capacity,
+                         skipped[:, 0].astype(np.int64))
+            self.skipped_capacity = self._extend(self.skipped_scale, self.n_skipped,
+                                                 self.skipped_capacity, skipped[:, 1])
         if commit:
             self.n_steps += k
             self.n_dropped += len(dropped)
+            self.n_skipped += len(skipped)
             if k:
                 self.last_step = int(entries[-1][0])
             self._commit()
@@ -334,6 +364,8 @@ class StoreWriter:
                 array.resize((self.n_steps, *array.shape[1:]))
             self.dropped.resize((self.n_dropped,))
             self.superseded.resize((self.n_superseded,))
+            self.skipped.resize((self.n_skipped,))
+            self.skipped_scale.resize((self.n_skipped,))
         try:
             os.remove(os.path.join(self.part, "writing.json"))
         except FileNotFoundError:
@@ -347,5 +379,5 @@ class StoreWriter:
         self.at_exit = True
         try:
             self.close(trim=False)
-        except OSError:
+        except (OSError, RecordingFileError):  # RecordingFileError: a damaged zarr.json
             pass

@@ -204,27 +204,52 @@ def step_deviation(p_prev, v_prev, momentum, nesterov, p, v, decay=0.0):
     return excess / scale if scale > 0 else float("inf")
 
 
+NONFINITE, UNKNOWN_START, EMA_OVERWRITE = (
+    "non-finite", "unknown starting velocity", "weights overwritten by their moving average")
+"""Why ``check_recording`` leaves an update unchecked: a NaN or Inf in its previous
+parameter or velocity, its gradient or its result (no size to measure a deviation
+against); a recording that began mid-run (the first update's starting velocity is not
+recorded); an EMA overwrite (``ema_overwrite_frequency``), which no SGD rule makes."""
+
+
 class RuleCheck(dict):
     """``{variable: array of steps}`` off the rule, as ``check_recording`` returns it;
     ``.deviation[variable]`` holds, per recorded step, how far the update was from the
-    rule as a fraction of its size (NaN where it could not be checked), and ``str()``
-    lists the flagged updates."""
+    rule as a fraction of its size (NaN where it was not checked), ``.unchecked[variable]``
+    the steps it did not check, by reason (``NONFINITE``, ``UNKNOWN_START``,
+    ``EMA_OVERWRITE``; ``.nonfinite[variable]`` the first), and ``str()`` lists the
+    flagged updates and the unchecked ones: it says every update follows the rule only
+    when every update was checked."""
 
-    def __init__(self, flagged, deviation, steps, rtol):
+    def __init__(self, flagged, deviation, steps, rtol, unchecked=None):
         super().__init__(flagged)
         self.deviation, self.steps, self.rtol = deviation, steps, rtol
+        self.unchecked = {name: dict(unchecked.get(name, {})) if unchecked else {}
+                          for name in flagged}
+
+    @property
+    def nonfinite(self) -> dict:
+        """``{variable: array of steps}`` not checked because a value is NaN or Inf."""
+        return {name: why.get(NONFINITE, np.zeros(0, np.int64))
+                for name, why in self.unchecked.items()}
 
     def __str__(self) -> str:
-        lines = []
+        lines, skipped = [], []
         for name, bad in self.items():
             if len(bad):
                 dev = self.deviation[name][np.isin(self.steps, bad)]
                 worst = np.nanmax(dev)
                 lines.append(f"{name}: {len(bad)} update(s) off the rule (updates "
                              f"{_ranges(bad)}), up to {_pct(worst)} of the update's size")
+            for why, steps in self.unchecked[name].items():
+                if len(steps):
+                    skipped.append(f"{name}: {len(steps)} update(s) not checked, {why} "
+                                   f"(updates {_ranges(steps)})")
         if not lines:
-            return f"every update follows the rule (within {_pct(self.rtol)} of its size)"
-        return "\n".join(lines)
+            within = f"within {_pct(self.rtol)} of its size"
+            lines.append(f"every update follows the rule ({within})" if not skipped else
+                         f"every update checked follows the rule ({within}); not all were:")
+        return "\n".join(lines + skipped)
 
 
 def _pct(x) -> str:
@@ -252,7 +277,9 @@ def check_recording(recording, rtol=RTOL):
     (see ``update_deviation``): float32 rounding never trips it, a 1% deviation always
     does. Returns a ``RuleCheck``: ``{name: array of steps}`` (empty arrays when
     everything agrees), with ``.deviation`` per step and a readable ``str()``. Needs all
-    three kinds, every step recorded (``every=1``) and no dropped steps.
+    three kinds, every step recorded (``every=1``) and no dropped steps. An update a
+    dynamic loss scale skipped (``recording.skipped_steps``) changed nothing, so the
+    update after it starts from the state before it.
 
     This is how one sees, for instance, an update that used the *previous*
     velocity: a read-after-write hazard inside a DTensor ``tf.function``.
@@ -263,7 +290,9 @@ def check_recording(recording, rtol=RTOL):
     if missing:
         raise ValueError(f"check_recording needs kinds param, velocity and grad; missing {missing}.")
     steps = np.asarray(recording.steps)
-    if len(steps) and (np.any(np.diff(steps) != 1) or len(recording.dropped_steps)):
+    # every update that ran, applied or skipped
+    ran = np.union1d(steps, getattr(recording, "skipped_steps", np.zeros(0, np.int64)))
+    if len(steps) and (np.any(np.diff(ran) != 1) or len(recording.dropped_steps)):
         raise ValueError(
             "check_recording needs consecutive steps (Recorder(every=1), nothing dropped). "
             f"Received steps {steps[:5].tolist()}... with {len(recording.dropped_steps)} dropped."
@@ -271,26 +300,43 @@ def check_recording(recording, rtol=RTOL):
     hp = recording.hyperparameters
     momentum = applied_momentum(hp)
     overwrite = getattr(hp, "ema_overwrite_frequency", None)
-    flagged, deviation = {}, {}
+    flagged, deviation, unchecked = {}, {}, {}
     for name in recording.variables:
         p = recording.global_values(name, "param")
         v = recording.global_values(name, "velocity")
         g = recording.global_values(name, "grad")
         p_prev = np.concatenate([recording.initial(name)[None], p[:-1]])
-        v0 = np.zeros_like(p[:1]) if steps[:1].tolist() == [1] else v[:1] * np.nan
+        v0 = np.zeros_like(p[:1]) if ran[:1].tolist() == [1] else v[:1] * np.nan
         v_prev = np.concatenate([v0, v[:-1]])
         dev = np.full(len(steps), np.nan)
         wd = hp.weight_decay if name in getattr(hp, "decayed", ()) else None
+        why = {}
+        pf, vf, gf = (_finite_steps(x) for x in (p, v, g))
+        finite = pf & vf & gf & np.concatenate([_finite_steps(p_prev[:1]), pf[:-1]]) & (
+            np.concatenate([[True], vf[:-1]]))
         for i in range(len(steps)):
-            if not np.all(np.isfinite(np.asarray(v_prev[i], np.float64))):
-                continue  # unknown starting velocity (recording began mid-run)
-            if overwrite and steps[i] % overwrite == 0:
-                continue  # the weights were overwritten with their moving averages
+            reason = None
+            if i == 0 and v0.size and np.isnan(v0).all():
+                reason = UNKNOWN_START  # the recording began mid-run
+            elif not finite[i]:
+                reason = NONFINITE
+            elif overwrite and steps[i] % overwrite == 0:
+                reason = EMA_OVERWRITE
+            if reason is not None:
+                why.setdefault(reason, []).append(int(steps[i]))
+                continue
             dev[i] = update_deviation(p_prev[i], v_prev[i], g[i], hp.learning_rate[i],
                                       momentum, hp.nesterov, p[i], v[i], wd)
         flagged[name] = steps[dev > rtol].astype(np.int64)
         deviation[name] = dev
-    return RuleCheck(flagged, deviation, steps, rtol)
+        unchecked[name] = {k: np.asarray(v, np.int64) for k, v in why.items()}
+    return RuleCheck(flagged, deviation, steps, rtol, unchecked)
+
+
+def _finite_steps(values) -> np.ndarray:
+    """Per step (the leading axis), whether every value is finite."""
+    return np.array([bool(np.all(np.isfinite(np.asarray(x, np.float64)))) for x in values],
+                    dtype=bool).reshape(len(values))
 
 
 def applied_momentum(hyperparameters) -> float:

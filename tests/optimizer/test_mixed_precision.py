@@ -119,10 +119,7 @@ def test_dynamic_loss_scale_trains_but_refuses_a_recorder(mesh):
                                              r".*MeshLossScaleOptimizer.*'mixed_bfloat16'.*"
                                              r"dynamic=False"):
             _fit(model, opt, mesh, rec)
-        # the same under the loss scale that is right on a mesh
-        hooked = dtsgd_viz.SGD(0.02, mesh=mesh, hooks=[dtsgd_viz.Recorder()])
-        with pytest.raises(ValueError, match="dynamic loss scale"):
-            dtsgd_viz.MeshLossScaleOptimizer(hooked).build(model.trainable_variables)
+        # (MeshLossScaleOptimizer reports its skips: tests/optimizer/test_loss_scale_recording.py)
         # without hooks, model.compile's LossScaleOptimizer trains on the mesh
         model = dtsgd_viz.layout_autocast_variables(layoutmap_mlp(mesh))
         opt = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh)

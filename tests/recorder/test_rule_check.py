@@ -121,6 +121,33 @@ def test_exact_runs_of_every_rule_raise_no_warning():
             _record("float16", nesterov, steps=20)
 
 
+def test_a_diverging_run_names_the_updates_it_could_not_check():
+    """lr 3 on curvatures up to 3 (momentum 0.9, the real optimizer): the run diverges,
+    its values overflow to Inf, then NaN. No deviation can be measured on those updates:
+    the check names them and never says that every update follows the rule."""
+    r = _record("float32", False, steps=120, lr=3.0, scale=2.0)
+    steps = np.asarray(r.steps)
+    # the truth, from the recorded arrays: an update is non-finite when its gradient, its
+    # result or the state it started from holds a NaN or an Inf
+    p, v, g = (r.global_values("w", k).reshape(len(steps), -1) for k in ("param", "velocity", "grad"))
+    p_prev = np.concatenate([r.initial("w").reshape(1, -1), p[:-1]])
+    v_prev = np.concatenate([np.zeros_like(v[:1]), v[:-1]])
+    finite = np.all([np.isfinite(x).all(axis=1) for x in (p, v, g, p_prev, v_prev)], axis=0)
+    bad = steps[~finite]
+    assert 10 < bad[0] < 100 and list(bad) == list(range(bad[0], 121))  # diverged for good
+    assert np.isnan(p[-1]).any() and np.isinf(p[~finite]).any()
+    check = reference.check_recording(r)
+    np.testing.assert_array_equal(check.nonfinite["w"], bad)
+    np.testing.assert_array_equal(check.unchecked["w"][reference.NONFINITE], bad)
+    assert list(check["w"]) == []                               # the finite updates follow it
+    assert np.isnan(check.deviation["w"][~finite]).all()
+    assert not np.isnan(check.deviation["w"][finite]).any()     # and every one was checked
+    text = str(check)
+    assert "every update follows" not in text
+    assert (f"w: {len(bad)} update(s) not checked, non-finite (updates {bad[0]}-120)"
+            in text.splitlines())
+
+
 def test_check_recording_rejects_bad_rtol():
     r = _record("float32", False, steps=2)
     with pytest.raises(ValueError, match="rtol must be a number >= 0. Received: rtol=-1"):
@@ -187,6 +214,8 @@ def test_ema_overwrites_are_not_called_off_the_rule(tmp_path):
     check = reference.check_recording(r)
     assert list(check["w"]) == []
     assert np.isnan(check.deviation["w"][[2, 5]]).all()  # updates 3 and 6: overwrites
+    assert "w: 2 update(s) not checked, weights overwritten by their moving average " \
+           "(updates 3, 6)" in str(check) and "every update follows" not in str(check)
     back = dtsgd_viz.load_recording(r.save(tmp_path / "ema.npz"))
     assert back.hyperparameters.ema_overwrite_frequency == 3
     assert list(reference.check_recording(back)["w"]) == []

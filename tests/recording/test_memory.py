@@ -131,15 +131,19 @@ def test_communication_of_a_memory_plan_is_its_gradient_all_reduces():
     from dtsgd_viz import communication_plan
     variables = {"w": ((8, 16), "float32", spec("unsharded", "model")),   # 8x4 block
                  "b": ((16,), "float32", spec("model")),                  # 4
-                 "s": ((6,), "float16", spec("batch"))}                   # uses batch: none
+                 "s": ((6,), "float16", spec("batch"))}                   # uses batch
     plan = memory_plan(variables)
     comm = communication_plan(plan)
     assert comm == communication_plan(variables)
-    assert [(e.variable, e.mesh_dims, e.bytes_per_device) for e in comm.entries] == [
-        ("w", ("batch",), 8 * 4 * 4), ("b", ("batch",), 4 * 4), ("s", (), 0)]
-    # the batch over both dims: w and b use model (summed along batch), s uses batch
+    # s is gathered over batch (its 3-element shard), then summed whole over batch
+    assert [(e.variable, e.mesh_dims, e.bytes_per_device, e.gathered_over, e.gathered_bytes)
+            for e in comm.entries] == [("w", ("batch",), 8 * 4 * 4, (), 0),
+                                       ("b", ("batch",), 4 * 4, (), 0),
+                                       ("s", ("batch",), 6 * 2, ("batch",), 3 * 2)]
+    # the batch over both dims: w and b are gathered over model, s over batch; each
+    # gradient is summed whole over both
     assert communication_plan(plan, batch_dims=("batch", "model")).totals() == {
-        ("batch",): 8 * 4 * 4 + 4 * 4, ("model",): 3 * 2}
+        ("batch", "model"): (8 * 16 + 16) * 4 + 6 * 2}
     assert memory_plan(plan) is plan
     np.testing.assert_array_equal(memory_plan(plan, momentum=False).bytes_per_device,
                                   plan.param_bytes_per_device)
