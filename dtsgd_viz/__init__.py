@@ -51,6 +51,7 @@ _LAZY = {
     "plot_communication": "views",
     "plot_compare": "views",
     "compare_findings": "views",
+    "findings": "views",
     "plot_shards": "views",
     "plot_update_shards": "views",
     "plot_block_rates": "views",

@@ -8,6 +8,7 @@ from .compare import compare_findings, plot_compare
 from .layout import layout_table, model_table, plot_layout
 from .memory import plot_memory
 from .modes import plot_modes
+from .path_findings import findings
 from .paths import plot_paths
 from .phase import plot_phase
 from .rates import plot_block_rates
@@ -16,7 +17,7 @@ from .update_anatomy import plot_update
 from .update_shards import plot_update_shards
 
 __all__ = [
-    "animate", "compare_findings", "layout_table", "model_table", "plot_block_rates", "plot_communication",
+    "animate", "compare_findings", "findings", "layout_table", "model_table", "plot_block_rates", "plot_communication",
     "plot_compare", "plot_layout", "plot_memory",
     "plot_modes", "plot_paths", "plot_phase", "plot_shards", "plot_update", "plot_update_shards",
 ]

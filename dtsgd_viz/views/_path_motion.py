@@ -16,7 +16,8 @@ from ._gif_zoom import box_points, fitted_zoom, fixed_boxes, zoom_schedule
 from ._label_clashes import clashes
 from . import update_geometry as upd
 from .path_frames import draw_scene, draw_zoom, follow_update, panel_at, set_trail
-from .path_loss import nest_loss_dots
+from .path_findings import findings_of
+from .path_loss import mark_window, nest_loss_dots
 from .path_labels import boxes_overlap, renderer_of, text_box
 from .path_names import open_rings_on_star, place_names
 from .path_scene import build_scene
@@ -93,6 +94,7 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
         return _move_to(scene, art, arrows, steps, i, zooms)
 
     draw_loss_rests(scene, art)
+    mark_window(art, findings_of(scene))   # the updates whose mean loss the headline compares
     update(frame_list[0])
     # Lay the figure out once: re-running the layout on every frame costs time and
     # makes the panels jitter as the title text changes.
@@ -288,7 +290,8 @@ def _move_to(scene, art, arrows, steps, i, zooms=None) -> list:
         changed += [art.loss_markers[key], art.loss_lines[key]]
     nest_loss_dots(art.loss_markers)
     open_rings_on_star(art)
-    art.step_line.set_xdata([steps[i], steps[i]])
+    at = next(iter(scene.losses.values()))[0][i]   # at the dots: the loss after the updates before it
+    art.step_line.set_xdata([at, at])
     # the title names only the runs whose arrows show on the paths panel (the close-ups show all)
     short = short_arrows(scene, art, int(steps[i])) if arrows else ()
     art.title.set_text(path_title(scene, int(steps[i]), short=short))

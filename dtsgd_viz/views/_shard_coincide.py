@@ -84,47 +84,87 @@ def coincide_text(runs, names, updates, panels=None) -> str:
 
 
 def _line_points(ax, artists, step=2.0):
-    """Pixel points along every visible line of ``artists`` (``step`` px apart)."""
+    """Pixel points along every visible line of ``artists`` (``step`` px apart), every
+    segment of a line sampled at once."""
     pts = []
     for line in artists:
         if not line.get_visible() or not len(line.get_xydata()):
             continue
         xy = line.get_transform().transform(np.asarray(line.get_xydata(), np.float64))
         xy = xy[np.isfinite(xy).all(1)]
-        for p, q in zip(xy[:-1], xy[1:]):
-            n = max(1, int(np.hypot(*(q - p)) / step))
-            t = np.linspace(0, 1, n + 1)[:, None]
-            pts.append(p + t * (q - p))
         if len(xy) == 1:
             pts.append(xy)
+        if len(xy) < 2:
+            continue
+        d = np.diff(xy, axis=0)
+        n = np.maximum(1, (np.hypot(d[:, 0], d[:, 1]) / step).astype(np.int64))
+        seg = np.repeat(np.arange(len(d)), n + 1)        # n + 1 points per segment
+        first = np.repeat(np.cumsum(n + 1) - (n + 1), n + 1)
+        t = (np.arange(len(seg)) - first) / n[seg]
+        pts.append(xy[:-1][seg] + t[:, None] * d[seg])
     return np.concatenate(pts) if pts else np.empty((0, 2))
+
+
+def occupancy(ax_box, points, boxes, polys, cell=1.0):
+    """``(taken, x0, y0)``: which ``cell``-pixel cells of ``ax_box`` (rows: y up) hold a
+    point of ``points``, lie in a box of ``boxes`` or in a filled path of ``polys``
+    (pixels), as a summed-area table ``taken`` (``rect_taken`` reads it) and the
+    pixel of its cell (0, 0)."""
+    x0, y0 = np.floor(ax_box.x0) - 1, np.floor(ax_box.y0) - 1
+    w = int(np.ceil((ax_box.x1 + 1 - x0) / cell)) + 1
+    h = int(np.ceil((ax_box.y1 + 1 - y0) / cell)) + 1
+    grid = np.zeros((h, w), bool)
+    if len(points):
+        ix = np.floor((points[:, 0] - x0) / cell).astype(np.int64)
+        iy = np.floor((points[:, 1] - y0) / cell).astype(np.int64)
+        ok = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
+        grid[iy[ok], ix[ok]] = True
+    for b in boxes:
+        c0, c1 = (max(0, int(np.floor((v - x0) / cell))) for v in (b.x0, b.x1))
+        r0, r1 = (max(0, int(np.floor((v - y0) / cell))) for v in (b.y0, b.y1))
+        grid[r0:r1 + 1, c0:c1 + 1] = True
+    if polys:
+        cx = x0 + (np.arange(w) + 0.5) * cell
+        cy = y0 + (np.arange(h) + 0.5) * cell
+        centres = np.stack(np.meshgrid(cx, cy), -1).reshape(-1, 2)
+        for p in polys:
+            grid |= p.contains_points(centres).reshape(h, w)
+    table = np.zeros((h + 1, w + 1), np.int64)
+    table[1:, 1:] = grid.cumsum(0).cumsum(1)
+    return table, x0, y0
+
+
+def rect_taken(occ, lo, hi, cell=1.0) -> np.ndarray:
+    """Whether each rectangle ``lo..hi`` (``(n, 2)`` pixel corners) holds a taken cell of
+    ``occ`` (``occupancy``)."""
+    table, x0, y0 = occ
+    h, w = table.shape[0] - 1, table.shape[1] - 1
+    c0 = np.clip(np.floor((lo[:, 0] - x0) / cell).astype(np.int64), 0, w)
+    c1 = np.clip(np.floor((hi[:, 0] - x0) / cell).astype(np.int64) + 1, 0, w)
+    r0 = np.clip(np.floor((lo[:, 1] - y0) / cell).astype(np.int64), 0, h)
+    r1 = np.clip(np.floor((hi[:, 1] - y0) / cell).astype(np.int64) + 1, 0, h)
+    return (table[r1, c1] - table[r0, c1] - table[r1, c0] + table[r0, c0]) > 0
 
 
 def free_spot(ax_box, size, points, boxes, polys, near, pad=NOTE_PAD_PX):
     """The lower-left corner (pixels) of a ``size`` box inside ``ax_box`` clear of every
     point of ``points``, of ``boxes`` (``Bbox``) and of the filled ``polys`` (paths in
-    pixels), the one nearest ``near``; None when there is none."""
+    pixels), ``pad`` pixels around it, the one nearest ``near`` of a 40 x 24 lattice of
+    corners; None when there is none. One pass over the pixels (``occupancy``), then
+    each corner in constant time, however many points the lines have."""
     w, h = size
     x0, y0, x1, y1 = ax_box.x0 + 7, ax_box.y0 + 5, ax_box.x1 - 7 - w, ax_box.y1 - 5 - h
     if x1 < x0 or y1 < y0:
         return None
-    best, best_d = None, np.inf
-    for cx in np.linspace(x0, x1, 40):
-        for cy in np.linspace(y0, y1, 24):
-            lo, hi = np.array([cx - pad, cy - pad]), np.array([cx + w + pad, cy + h + pad])
-            if len(points) and np.any(np.all((points >= lo) & (points <= hi), 1)):
-                continue
-            if any(b.x0 < hi[0] and b.x1 > lo[0] and b.y0 < hi[1] and b.y1 > lo[1]
-                   for b in boxes):
-                continue
-            grid = np.stack(np.meshgrid(np.linspace(lo[0], hi[0], 6),
-                                        np.linspace(lo[1], hi[1], 4)), -1).reshape(-1, 2)
-            if any(p.contains_points(grid).any() for p in polys):
-                continue
-            d = np.hypot(cx + w / 2 - near[0], cy + h / 2 - near[1])
-            if d < best_d:
-                best, best_d = (float(cx), float(cy)), d
-    return best
+    occ = occupancy(ax_box, np.asarray(points, np.float64).reshape(-1, 2), boxes, polys)
+    corners = np.stack(np.meshgrid(np.linspace(x0, x1, 40), np.linspace(y0, y1, 24),
+                                   indexing="ij"), -1).reshape(-1, 2)
+    free = ~rect_taken(occ, corners - pad, corners + [w + pad, h + pad])
+    if not free.any():
+        return None
+    d = np.hypot(corners[:, 0] + w / 2 - near[0], corners[:, 1] + h / 2 - near[1])
+    best = int(np.flatnonzero(free)[np.argmin(d[free])])
+    return float(corners[best, 0]), float(corners[best, 1])
 
 
 class CoincideMarks:
@@ -174,7 +214,7 @@ class CoincideMarks:
             self.coincide_runs[ax] = runs
             for a, b, i, j in runs:
                 line = lines[a]
-                dash, = ax.plot(self.updates[i:j + 1], self._data[ax][i:j + 1, a],
+                dash, = ax.plot(*self._thinned(ax, self._data[ax][:, a], i, j + 1),
                                 color=line.get_color(), lw=line.get_linewidth(), ls=DASH,
                                 zorder=2.2, gid=f"coincide-dash-{a}-{b}")
                 self.coincide_artists.append(dash)
@@ -201,7 +241,9 @@ class CoincideMarks:
             a, b, i, j = runs[0]
             mid = ax.transData.transform((self.updates[(i + j) // 2],
                                           np.nanmean(self._data[ax][i:j + 1, a])))
-            obstacles = [line for line in ax.lines if line.get_gid() != "coincide-dash"]
+            # the dashes lie on the lines they mark: the lines alone are the obstacles
+            obstacles = [line for line in ax.lines
+                         if not str(line.get_gid()).startswith("coincide-dash")]
             boxes = [t.get_window_extent(renderer) for t in ax.texts
                      if t is not note and t.get_visible() and t.get_text()]
             if ax.get_legend() is not None:

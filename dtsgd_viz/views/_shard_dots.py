@@ -1,8 +1,10 @@
 """How the norm panel of ``ShardsView`` draws many lines and the dots at the shown update
 so they stay apart: lines thinner when many of them share the panel or when a line
 zig-zags (heavy-ball's bounces, a few updates each, drawn thick, fill into a band), and
-the dots on the shown update's line thinned to those at least a dot apart in pixels (the
-highest and the lowest always kept: the blocks the figure's title names).
+a dot on the shown update's line for every line drawn there but those whose line lies
+within a line width (in pixels) of a kept one's, which the label then names as
+coinciding (the highest and the lowest always kept: the blocks the figure's title
+names); crowded dots are drawn smaller (``dot_size``), never dropped.
 
 Pure functions of the data and an axes' transform; ``_shard_lines`` and
 ``_shard_labels`` call them.
@@ -22,7 +24,6 @@ fraction of its updates."""
 DOT_SIZE = 6.5           # points: the dots on the shown update's line (a dark ring)
 DOT_CORE = 3.9           # points: the middle of each dot, in its block's colour
 DOTS_NOTE = " (dots: block norms)"   # the step label names the dots on its line
-DOT_GAP = 1.8            # dot diameters between the centres of two dots kept
 
 
 def zigzags(y) -> bool:
@@ -71,17 +72,46 @@ def spaced(pixels, values, gap) -> np.ndarray:
     return keep
 
 
-def spaced_dots(ax, x, y, dpi) -> np.ndarray:
-    """``y`` with NaN for the dots at update ``x`` on ``ax`` that would overlap a dot
-    kept (``spaced``, a dot diameter ``DOT_SIZE`` apart at ``dpi``)."""
+def spaced_dots(ax, x, y, dpi, widths=None) -> np.ndarray:
+    """``y`` with NaN for the dots at update ``x`` on ``ax`` whose lines coincide there
+    with the line of a dot kept: their pixel heights within the wider line's drawn width
+    (``widths``: each line's width in points, default ``LINE_WIDTH``; ``spaced``). Every
+    other dot is drawn, however close: a dot is dropped only where its line cannot be
+    told from another's."""
     y = np.array(y, np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         drawable = np.isfinite(y) & ((y > 0) if ax.get_yscale() == "log" else True)
     y[~drawable] = np.nan
     pts = np.column_stack([np.full(len(y), float(x)), np.where(drawable, y, 1.0)])
     pix = ax.transData.transform(pts)[:, 1]
-    keep = spaced(np.where(drawable, pix, np.nan), y, DOT_GAP * DOT_SIZE * dpi / 72)
+    w = np.full(len(y), LINE_WIDTH) if widths is None else np.asarray(widths, np.float64)
+    keep = spaced(np.where(drawable, pix, np.nan), y, float(np.max(w)) * dpi / 72)
     return np.where(keep, y, np.nan)
+
+
+DOT_MIN = 3.6            # points: the smallest dot drawn where dots crowd
+DOT_EDGE = 1.2           # points: the white edge around each dot
+
+
+def dot_size(ax, x, y, dpi) -> float:
+    """The dots' size (points) at update ``x`` on ``ax`` for the drawn ``y`` (NaN: no dot):
+    ``DOT_SIZE``, or smaller (to ``DOT_MIN``) so that the two closest dots, edges
+    included, do not overlap.
+
+    >>> from matplotlib.figure import Figure
+    >>> ax = Figure(figsize=(4, 4), dpi=72).add_axes([0, 0, 1, 1])
+    >>> _ = ax.set_ylim(0, 288)   # a pixel a unit
+    >>> dot_size(ax, 0.5, [10.0, 100.0], 72), dot_size(ax, 0.5, [10.0, 15.0, np.nan], 72)
+    (6.5, 3.8)
+    """
+    y = np.asarray(y, np.float64)
+    ok = np.isfinite(y)
+    if ok.sum() < 2:
+        return DOT_SIZE
+    pix = np.sort(ax.transData.transform(np.column_stack([np.full(ok.sum(), float(x)),
+                                                           y[ok]]))[:, 1])
+    gap = float(np.diff(pix).min()) * 72 / dpi
+    return float(np.clip(gap - DOT_EDGE, DOT_MIN, DOT_SIZE))
 
 
 ZERO_Y, ZERO_STEP = 0.03, 0.045   # axes fraction: the first zero mark, the next one up
@@ -101,18 +131,51 @@ def stacked(rows, start=ZERO_Y, step=ZERO_STEP) -> np.ndarray:
     [0.0, -0.02, 0.0]
     """
     rows = np.asarray(rows)
-    out = np.full(len(rows), float(start))
-    for r in np.unique(rows):
-        at = np.flatnonzero(rows == r)
-        out[at] = start + step * np.arange(len(at))
+    if not len(rows):
+        return np.zeros(0)
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    first = np.flatnonzero(np.concatenate([[True], np.diff(sorted_rows) != 0]))
+    place = np.arange(len(rows)) - np.repeat(first, np.diff(np.append(first, len(rows))))
+    out = np.empty(len(rows))
+    out[order] = start + step * place   # the k-th mark at an update: k steps from start
     return out
+
+
+MARK_PX = 8.0
+"""Pixels between two marks of one block along the update axis (a circle or an X is
+about that wide): a long run's marks are thinned to one per that many pixels."""
+
+
+def mark_rows(px, marked, width=MARK_PX):
+    """``(rows, blocks)`` of the marks to draw for ``marked`` (updates x blocks, bool;
+    ``px``: each update's pixel x, ascending): one row per ``width`` pixels, the first
+    row of those pixels that has a mark, marking every block marked anywhere in them, so
+    the marks of a stretch of updates stay one per mark width however long the run.
+
+    >>> marked = np.zeros((6, 2), bool); marked[[0, 1, 4], [0, 1, 0]] = True
+    >>> [v.tolist() for v in mark_rows(np.arange(6.0), marked, 3.0)]   # rows 0-2, 3-5
+    [[0, 0, 4], [0, 1, 0]]
+    """
+    marked = np.asarray(marked, bool)
+    if marked.ndim == 1:
+        marked = marked[:, None]
+    hit = np.flatnonzero(marked.any(1))
+    if not len(hit):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    px = np.asarray(px, np.float64)
+    bins = np.floor((px[hit] - px[hit[0]]) / width).astype(np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], np.diff(bins) != 0]))
+    held = np.logical_or.reduceat(marked[hit], starts, axis=0)
+    r, g = np.nonzero(held)
+    return hit[starts][r], g
 
 
 def dots_note(values, shown, names=None) -> str:
     """What the dots on the shown update's line are: every block's norm, the highest and
     the lowest alone, or every block's norm with some of them drawn as one dot
-    (``_shard_dots.spaced`` keeps only dots a dot apart: two blocks whose norms are that
-    close share one). With ``names`` (one per block), the blocks sharing a dot are named
+    (``spaced_dots`` drops a dot only where its line lies within a line width of a kept
+    dot's: those blocks' lines coincide there and share one). With ``names`` (one per block), the blocks sharing a dot are named
     (each hidden dot with the kept one nearest it), on a line of their own.
 
     >>> dots_note([1.0, 2.0, 3.0], [1.0, np.nan, 3.0])
@@ -127,13 +190,13 @@ def dots_note(values, shown, names=None) -> str:
     drawable, kept = int(np.sum(np.isfinite(v) & (v > 0))), int(np.sum(np.isfinite(s)))
     if kept >= drawable or kept < 2:
         return DOTS_NOTE
-    if kept == 2:
-        return " (dots: highest, lowest)"
     shared = _shared_dots(v, s) if names is not None else {}
-    if shared and len(shared) <= 2:
+    if shared and len(shared) <= 2:   # which lines coincide, named
         said = "; ".join(_group([names[g] for g in sorted([h, *hidden])]) + " coincide"
                          for h, hidden in sorted(shared.items()))
         return f" (dots: block norms;\n{said})"
+    if kept == 2:
+        return " (dots: highest, lowest)"
     return (" (dots: block norms, two coincide)" if drawable - kept == 1
             else " (dots: block norms, close ones share a dot)")
 
@@ -173,6 +236,33 @@ def _and(names) -> str:
 
 
 RIBBON_LINE_WIDTH = 0.6    # a band line alternating every update, over its ribbon
+
+
+def column_envelope(x, lo, hi, columns):
+    """``(indices, lo, hi)``: a band ``lo..hi`` over ascending ``x`` thinned to ``columns``
+    equal spans of x: each span's first and last point, both at the span's lowest ``lo``
+    and highest ``hi`` (NaN only where the span has none), so the thinned band covers
+    every point of the band's.
+
+    >>> i, lo, hi = column_envelope(np.arange(6.0), np.array([1, 0, 2, 3, 3, 1.0]),
+    ...                             np.array([2, 5, 4, 4, 6, 2.0]), 2)
+    >>> i.tolist(), lo.tolist(), hi.tolist()
+    ([0, 2, 3, 5], [0.0, 0.0, 1.0, 1.0], [5.0, 5.0, 6.0, 6.0])
+    """
+    x = np.asarray(x, np.float64)
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    n = len(x)
+    if n <= 2 * max(1, int(columns)):
+        return np.arange(n), lo, hi
+    span = x[-1] - x[0]
+    bucket = np.clip(((x - x[0]) * (columns / span)).astype(np.int64), 0, columns - 1)
+    starts = np.flatnonzero(np.concatenate([[True], np.diff(bucket) != 0]))
+    ends = np.append(starts[1:], n) - 1
+    low = np.fmin.reduceat(lo, starts)    # fmin/fmax: NaN only where all are
+    high = np.fmax.reduceat(hi, starts)
+    idx = np.stack([starts, ends], 1).ravel()
+    keep = np.concatenate([[True], np.diff(idx) > 0])   # a span of one point: once
+    return idx[keep], np.repeat(low, 2)[keep], np.repeat(high, 2)[keep]
 
 
 def pair_envelope(y):
@@ -233,3 +323,8 @@ def bounce_text(names) -> str:
     verb, its = ("alternates", "its") if len(names) == 1 else ("alternate", "their")
     return (f"{said} {verb} up and down every update:\n"
             f"drawn thin over {its} range (shaded, {its} colour)")
+
+
+def pixel_columns(ax) -> int:
+    """The width of ``ax`` in pixel columns at its figure's dpi."""
+    return max(1, int(np.ceil(ax.bbox.width)))

@@ -25,8 +25,9 @@ import numpy as np
 from . import style
 from .layout_colors import label_ink
 from ._shard_dots import (DOTS_NOTE, LINE_WIDTH, RIBBON_LINE_WIDTH, ZIGZAG_WIDTH,  # noqa: F401
-                          bounce_text, dots_note, pair_envelope, spaced_dots, swing_text, zigzags)
-from ._shard_stats import _end_values, _factors, band_of, least_changed
+                          bounce_text, column_envelope, dot_size, dots_note, pair_envelope,
+                          spaced_dots, swing_text, zigzags)
+from ._shard_stats import MANY_BLOCKS, _end_values, _factors, band_of, least_changed
 
 BAND_COLOR = "#9A9A9A"      # mid grey: the blocks' range (no block colour is grey)
 BAND_ALPHA = 0.3            # the band and a ribbon light: the lines over them read
@@ -67,6 +68,15 @@ def _roles(data, index=-1, updates=None) -> dict:
         grows = _factors(data, u)[2] > 1
         roles.setdefault(g, []).append("grows least" if grows else "falls least")
     return {g: ", ".join(w) for g, w in sorted(roles.items())}
+
+
+def _spread_of(data):
+    """``(lo, median, hi)`` over the blocks at each update (NaN where none is finite)."""
+    import warnings
+    data = np.asarray(data, np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # all-NaN updates: NaN
+        return np.nanmin(data, 1), np.nanmedian(data, 1), np.nanmax(data, 1)
 
 
 def step_label(ax, x, updates, text=None):
@@ -111,8 +121,28 @@ def place_step_label(label, x, updates, data=None) -> None:
         wide = max(len(t) for t in text.split("\n")) * 0.55 * label.get_fontsize() / room
         top = free_end(ax, np.asarray(updates), data, x, right,
                        width=max(0.22, wide)) == "top"
+        if top and _marks_near_top(ax, updates, x, right, max(0.22, wide)):
+            top = False   # the NaN/Inf marks along the top: the label at the bottom
         label.set_y(0.97 if top else 0.03)
         label.set_va("top" if top else "bottom")
+
+
+def _marks_near_top(ax, updates, x, left, width) -> bool:
+    """Whether NaN/Inf marks (along the top of ``ax``) stand where a label beside update
+    ``x`` at the top would (``width`` of the x range, left of it when ``left``)."""
+    marks = [ln for ln in ax.lines if str(ln.get_gid()).startswith(("nonfinite-marks",
+                                                                    "nonfinite-stat"))]
+    xs = np.concatenate([np.asarray(ln.get_xdata(), np.float64) for ln in marks]
+                        + [np.zeros(0)])
+    if not len(xs):
+        return False
+    log = ax.get_xscale() == "log"
+    f = (lambda v: np.log10(np.maximum(v, 1e-300))) if log else (lambda v: np.asarray(v, float))
+    x0, x1 = f(np.asarray(ax.get_xlim(), np.float64))
+    reach = width * (x1 - x0)
+    at = float(f(np.array([x], np.float64))[0])
+    u = f(xs)
+    return bool(np.any((u >= at - reach) & (u <= at)) if left else np.any((u >= at) & (u <= at + reach)))
 
 
 def free_end(ax, updates, data, x, left, width=0.22, depth=0.2) -> str:
@@ -157,27 +187,21 @@ class NormLabels:
 
     def _set_band(self) -> None:
         """Band or lines for the norm panel's current data, in place (again after
-        ``set_kind``): the artists of the last band are removed first."""
+        ``set_kind``): the artists of the last band are removed first. A stats recording
+        of more than ``MANY_BLOCKS`` blocks has a band on each of its panels, the same
+        blocks drawn as lines over each."""
         ax = self.line_ax
         for artist in getattr(self, "band_artists", []):
             artist.remove()
         self.band_artists, self.band_blocks, bounce = [], None, False
-        band = None if self.stats_only else band_of(self._data[ax])
-        roles = (_roles(self._data[ax], self.index, self.updates) if band is not None
-                 else None)
+        data = self._data[ax]
+        band = (band_of(data) if not self.stats_only or data.shape[1] > MANY_BLOCKS
+                else None)
+        roles = (_roles(data, self.index, self.updates) if band is not None else None)
         if roles:
-            lo, med, hi = band
-            x = self.updates
-            ok = np.isfinite(lo) & np.isfinite(hi)
-            self.band_artists = [
-                ax.fill_between(x, lo, hi, where=ok, color=BAND_COLOR, alpha=BAND_ALPHA, lw=0,
-                                zorder=1.5, gid="norm-band"),
-                ax.plot(*self._thinned(ax, med), color=MEDIAN_COLOR, lw=1.8, zorder=2.5,
-                        gid="norm-median")[0]]
+            self.band_artists = self._band_on(ax, band, "norm")
             self.band_blocks = roles  # block -> what sets it apart
-            # the band's one-update dips (a hidden block through 0) set no decades of their own
-            self.band_artists[0]._set_in_autoscale(False)
-            bounce = any(zigzags(self._data[ax][:, g]) for g in roles)
+            bounce = any(zigzags(data[:, g]) for g in roles)
             self.band_artists[1].set_linewidth(1.3 if bounce else 1.8)
         self.bouncing = []   # band lines alternating every update: drawn as a ribbon
         for g, line in enumerate(self.lines):
@@ -190,44 +214,87 @@ class NormLabels:
             line.set_zorder(2 if self.band_blocks is None else 2.6)   # over the median
             if self.band_blocks is not None and g in self.band_blocks:
                 line.set_linewidth(ZIGZAG_WIDTH if bounce else LINE_WIDTH)
-                if zigzags(self._data[ax][:, g]):   # its range over 2 updates, the line faint
-                    lo2, hi2 = pair_envelope(self._data[ax][:, g])
+                if zigzags(data[:, g]):   # its range over 2 updates, the line faint
+                    x, lo2, hi2 = self._envelope(ax, *pair_envelope(data[:, g]))
                     ok = np.isfinite(lo2) & np.isfinite(hi2)
                     self.band_artists.append(ax.fill_between(
-                        self.updates, lo2, hi2, where=ok, color=line.get_color(), alpha=BAND_ALPHA,
+                        x, lo2, hi2, where=ok, color=line.get_color(), alpha=BAND_ALPHA,
                         lw=0, zorder=1.8, gid=f"norm-ribbon-{g}"))
                     self.band_artists[-1]._set_in_autoscale(False)
                     line.set_linewidth(RIBBON_LINE_WIDTH)
                     line.set_alpha(0.7)
                     self.bouncing.append(g)
-        # the y range of what is drawn: hidden lines' dips left empty decades below
-        ax.relim(visible_only=True)
-        ax.autoscale_view(scalex=False)
-        self._set_dots(ax)
+        panels = [ax]
+        for label, other in (getattr(self, "stat_axes", {}) or {}).items():
+            if other is ax:
+                continue
+            panels.append(other)   # the other statistics: the same blocks over a band
+            if self.band_blocks is not None:
+                self.band_artists += self._band_on(other, _spread_of(self._data[other]),
+                                                   label.replace(" ", "-"))
+            for g, line in enumerate(self.stat_lines[label]):
+                line.set_visible(self.band_blocks is None or g in self.band_blocks)
+        for panel in panels:
+            # the y range of what is drawn: hidden lines' dips left empty decades below
+            panel.relim(visible_only=True)
+            panel.autoscale_view(scalex=False)
+            self._set_dots(panel)
         for t in getattr(self, "end_labels", None) or []:
             t.remove()
         self.end_labels = None
 
+    def _envelope(self, ax, lo, hi):
+        """``(x, lo, hi)`` of a band thinned to ``ax``'s pixel columns: each column's lowest
+        ``lo`` and highest ``hi`` at its first and last update (``column_envelope``)."""
+        from ._shard_ticks import log_x
+        from ._shard_dots import pixel_columns
+        x = np.asarray(self.updates, np.float64)
+        split = np.log10(x) if log_x(self.updates) else x
+        idx, lo, hi = column_envelope(split, lo, hi, pixel_columns(ax))
+        return self.updates[idx], lo, hi
+
+    def _band_on(self, ax, band, name):
+        """The grey band (``lo..hi``, thinned to pixel columns) and its median line on
+        ``ax``; the band sets no limits of its own (a hidden block's one-update dips)."""
+        lo, med, hi = band
+        x, lo, hi = self._envelope(ax, lo, hi)
+        ok = np.isfinite(lo) & np.isfinite(hi)
+        gid = "norm-band" if name == "norm" else f"band-{name}"
+        fill = ax.fill_between(x, lo, hi, where=ok, color=BAND_COLOR, alpha=BAND_ALPHA, lw=0,
+                               zorder=1.5, gid=gid)
+        fill._set_in_autoscale(False)
+        median, = ax.plot(*self._thinned(ax, med), color=MEDIAN_COLOR, lw=1.8, zorder=2.5,
+                          gid="norm-median" if name == "norm" else f"median-{name}")
+        return [fill, median]
+
     def dot_values(self, ax):
         """The dots' y at the shown update on ``ax``: every block's norm there, but for
-        the blocks a band stands for (NaN: no dot without its line)."""
+        the blocks whose line is not drawn (a band stands for them: no dot without its
+        line)."""
         y = np.array(self._data[ax][self.index], np.float64)
-        band = getattr(self, "band_blocks", None)
-        if band is not None and ax is getattr(self, "line_ax", None):
-            y[[g for g in range(len(y)) if g not in band]] = np.nan
-        # a dot apart from the next (the highest and lowest kept): never a pile
-        return spaced_dots(ax, self.updates[self.index], y, self.figure.dpi)
+        drawn = {line.get_gid(): line.get_visible() for line in ax.lines}
+        y[[g for g in range(len(y)) if not drawn.get(f"norm-{g}", True)]] = np.nan
+        # a dot for every line but those lying on a kept one's (within a line width)
+        return spaced_dots(ax, self.updates[self.index], y, self.figure.dpi,
+                           self._line_widths(ax, len(y)))
+
+    def _line_widths(self, ax, n):
+        """The drawn width (points) of each block's norm line on ``ax``."""
+        widths = {line.get_gid(): line.get_linewidth() for line in ax.lines}
+        return [widths.get(f"norm-{g}", LINE_WIDTH) for g in range(n)]
 
     def _set_dots(self, ax):
         for line in getattr(self, "step_lines", []):
             if line.get_gid() == "step-dots" and line.axes is ax:
                 y = self.dot_values(ax)
                 line.set_data(np.full(len(y), self.updates[self.index]), y)
+                # crowded dots smaller, each whole: none dropped for being near another
+                line.set_markersize(dot_size(ax, self.updates[self.index], y, self.figure.dpi))
                 self._color_dots(ax, y)
                 drawn = np.array(self._data[ax][self.index], np.float64)
                 band = getattr(self, "band_blocks", None)
-                if band is not None and ax is getattr(self, "line_ax", None):
-                    drawn[[g for g in range(len(drawn)) if g not in band]] = np.nan
+                shown = {ln.get_gid(): ln.get_visible() for ln in ax.lines}
+                drawn[[g for g in range(len(drawn)) if not shown.get(f"norm-{g}", True)]] = np.nan
                 note = dots_note(drawn, y, [p.label for p in self.patches])
                 if band is not None and note == DOTS_NOTE and np.isfinite(y).sum() == 2:
                     note = " (dots: highest, lowest)"   # the two lines over the band

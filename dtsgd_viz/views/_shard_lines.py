@@ -18,12 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import style
-from ._shard_dots import (DOT_CORE, DOT_SIZE, ZERO_STEP_POINTS, ZIGZAG_WIDTH, line_width,
-                          stacked)
+from ._shard_dots import (pixel_columns, DOT_CORE, DOT_SIZE, ZERO_STEP_POINTS, ZIGZAG_WIDTH, line_width,
+                          mark_rows, stacked)
 from .shard_geometry import block_norm_lines, minmax_decimate, shard_norms
 from ._shard_labels import (STEP_COLOR, NormLabels, cycle_text, place_step_label,  # noqa: F401
                             step_label)
-from ._shard_stats import change_text  # noqa: F401 - views read it here
+from ._shard_stats import STATS, change_text  # noqa: F401 - views read change_text here
 from ._shard_ticks import (LOG_X_SPAN, log_tick_texts, log_update_ticks, log_x,  # noqa: F401
                            log_y, plain_ticks, update_ticks)
 from ._tensor_panel import NONFINITE_COLOR
@@ -58,17 +58,13 @@ def halo(lw):
     return [patheffects.Stroke(linewidth=lw + HALO, foreground="white"), patheffects.Normal()]
 
 
-def pixel_columns(ax) -> int:
-    """The width of ``ax`` in pixel columns at its figure's dpi."""
-    return max(1, int(np.ceil(ax.bbox.width)))
-
-
 class NormLines(NormLabels, CoincideMarks):
     """``ShardsView``'s norm panel (a mixin: see the module docstring)."""
 
     def _draw_lines(self):
         if self.stats_only:
             self._draw_stat_panels()
+            self._set_band()  # past MANY_BLOCKS blocks: a band on each panel
         else:
             self.line_ax = self.norm_ax
             self.lines = self._lines_on(self.norm_ax, self._norm_lines(), True)
@@ -147,7 +143,7 @@ class NormLines(NormLabels, CoincideMarks):
         from .direct_labels import axes_height_points
         self._zero_data = getattr(self, "_zero_data", {})
         self._zero_data[ax] = zeros
-        i, g = np.nonzero(zeros)
+        i, g = mark_rows(self._update_px(ax), zeros)   # one circle per block per mark width
         marks = self.zero_marks[ax]
         every = bool(zeros.all())
         heights = (stacked(i) if every else
@@ -189,6 +185,9 @@ class NormLines(NormLabels, CoincideMarks):
         frac = ax.transAxes.inverted().transform(ax.transData.transform(
             np.column_stack([xs, np.ones(len(xs))])))[:, 0]
         right = float(frac.max()) <= 0.8
+        if not right and float(frac.min()) < 0.2:   # circles across the axis: no side free
+            label.set_text("")   # the legend's entry names them (beside the y tick labels
+            return               # a label would run into them)
         at = float(xs[np.argmax(frac)] if right else xs[np.argmin(frac)])
         col = np.asarray(heights)[np.asarray(xs) == at]
         shift = (1 if right else -1) * 6.0 / 72   # past the circle's edge
@@ -269,10 +268,26 @@ class NormLines(NormLabels, CoincideMarks):
         marks.set_offsets(np.column_stack([np.full(len(keep), x), y[keep]])
                           if len(keep) else np.empty((0, 2)))
         marks.set_facecolors([self.styles[g][0] for g in keep] or "none")
+        ring = [d for d in getattr(self, "step_lines", [])
+                if d.get_gid() == "step-dots" and d.axes is ax]
+        size = ring[0].get_markersize() if ring else DOT_SIZE   # the middle scales with it
+        marks.set_sizes([(DOT_CORE * size / DOT_SIZE) ** 2])
 
-    def _thinned(self, ax, y):
-        """``(x, y)`` of one line, at most ~2 points per pixel column of ``ax``."""
-        return minmax_decimate(self.updates, y, pixel_columns(ax))
+    def _thinned(self, ax, y, start=0, stop=None):
+        """``(x, y)`` of one line (of its updates ``start:stop``), at most ~2 points per
+        pixel column of ``ax`` (``minmax_decimate``): columns of equal width on the axis as
+        drawn, so of log10(update) on a log update axis (``log_x``)."""
+        x, y = self.updates[start:stop], np.asarray(y)[start:stop]
+        split = np.log10(x.astype(np.float64)) if log_x(self.updates) else x
+        full = (np.log10(self.updates[[0, -1]].astype(np.float64)) if log_x(self.updates)
+                else self.updates[[0, -1]].astype(np.float64))
+        share = (float(split[-1] - split[0]) / float(full[1] - full[0])
+                 if len(x) and full[1] > full[0] else 1.0)
+        columns = max(1, int(np.ceil(pixel_columns(ax) * share)))
+        if len(x) <= columns:
+            return x, y
+        kept, y = minmax_decimate(split, y, columns)
+        return x[np.searchsorted(split, kept)], y   # the updates kept, exactly
 
     def _set_lines(self, ax, lines, data):
         for g, line in enumerate(lines):
@@ -301,6 +316,7 @@ class NormLines(NormLabels, CoincideMarks):
                 self._set_dots(ax)   # apart at the final size (``spaced_dots``)
                 if ax in getattr(self, "_zero_data", {}):   # hung a fixed depth in points
                     self._set_zero_marks(ax, self._zero_data[ax])
+            self._move_marks()   # one mark per mark width at the final widths
             self.place_end_labels()
             self.place_step_text()
             self.mark_coincident()
@@ -317,12 +333,27 @@ class NormLines(NormLabels, CoincideMarks):
                 place_step_label(line, self.updates[self.index], self.updates,
                                  self._data[line.axes])
 
+    def _update_px(self, ax):
+        """Each update's pixel x on ``ax`` as it stands."""
+        x = np.asarray(self.updates, np.float64)
+        return ax.transData.transform(np.column_stack([x, np.ones(len(x))]))[:, 0]
+
     def _mismatch_points(self):
-        """(update, norm) of every replicated block at the updates its copies disagreed."""
+        """(update, norm) of every replicated block at the updates its copies disagreed,
+        one mark per block per ``MARK_PX`` (``mark_rows``)."""
         lines = self._data[self.line_ax]
-        replicated = [g for g, d in enumerate(self.geometry.replica_groups) if len(d) > 1]
-        return [(self.updates[i], lines[i, g]) for i in self.mismatch_idx for g in replicated
-                if np.isfinite(lines[i, g])]
+        replicated = np.array([len(d) > 1 for d in self.geometry.replica_groups])
+        marked = np.zeros(lines.shape, bool)
+        marked[self.mismatch_idx] = True
+        marked &= replicated[None, :] & np.isfinite(lines)
+        rows, groups = mark_rows(self._update_px(self.line_ax), marked)
+        return [(self.updates[i], lines[i, g]) for i, g in zip(rows, groups)]
+
+    def _nonfinite_updates(self, ax):
+        """The updates holding NaN/Inf, one per ``MARK_PX`` of ``ax`` (``mark_rows``)."""
+        marked = np.zeros(len(self.updates), bool)
+        marked[self.nonfinite_idx] = True
+        return self.updates[mark_rows(self._update_px(ax), marked)[0]]
 
     def _marks(self, ax):
         from matplotlib.transforms import blended_transform_factory
@@ -335,18 +366,27 @@ class NormLines(NormLabels, CoincideMarks):
                                            gid="mismatch-marks")
         if len(self.nonfinite_idx):
             top = blended_transform_factory(ax.transData, ax.transAxes)
+            bad = self._nonfinite_updates(ax)
             self.nonfinite_marks, = ax.plot(
-                x[self.nonfinite_idx], np.full(len(self.nonfinite_idx), 0.96), transform=top,
+                bad, np.full(len(bad), 0.96), transform=top,
                 ls="none", marker="X", color=NONFINITE_COLOR, ms=7, zorder=7,
                 gid="nonfinite-marks")
 
     def _move_marks(self):
+        """The marks thinned again for the axes as they stand (and the kind shown)."""
         if self.mismatch_marks is not None:
             pts = self._mismatch_points()
             self.mismatch_marks.set_data(*(zip(*pts) if pts else ((), ())))
+        if self.nonfinite_marks is not None:
+            bad = self._nonfinite_updates(self.nonfinite_marks.axes)
+            self.nonfinite_marks.set_data(bad, np.full(len(bad), 0.96))
+        for k, label in enumerate(STATS if self.stats_only else ()):
+            self._set_stat_marks(k)
 
     def _direct(self) -> bool:
-        return len(self.styles) <= MAX_DIRECT_LABELS
+        """Whether the drawn lines are few enough to be named at their ends (a band
+        draws a few of many)."""
+        return sum(line.get_visible() for line in self.lines) <= MAX_DIRECT_LABELS
 
     def _legend(self):
         from matplotlib.lines import Line2D

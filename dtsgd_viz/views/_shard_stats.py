@@ -23,6 +23,9 @@ STATS = ("L2 norm", "mean", "max |x|")   # the columns of Recording.shard_stats
 BAND_MIN_BLOCKS = 5
 """From this many blocks, lines that nearly coincide are drawn as one band (``band_of``);
 up to 4 lines stay readable one by one."""
+MANY_BLOCKS = 16
+"""Past this many blocks the lines are drawn as one band whatever their spread: 64 lines,
+however apart, tangle into a mesh no legend can untangle."""
 BAND_SPREAD = 0.35
 """Blocks are banded when, at the median update, their norms span at most this fraction
 of the panel's log range (8 tangled lines: ~0.2; lines fanning out over decades: ~0.5)."""
@@ -45,10 +48,11 @@ def _logs(data):
 def median_line(data):
     """The median block's norm at each update (``data``: updates x blocks; the median
     of the log norms, NaN where no block has a positive finite one)."""
-    import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)   # all-NaN updates: NaN
-        return 10 ** np.nanmedian(_logs(data), 1)
+    logs = _logs(data)
+    out = np.full(logs.shape[0], np.nan)   # all-NaN updates: NaN
+    some = np.isfinite(logs).any(1)
+    out[some] = 10 ** np.nanmedian(logs[some], 1)
+    return out
 
 
 def fall_factors(data, updates=None):
@@ -75,7 +79,8 @@ def fall_factors(data, updates=None):
         ok = np.isfinite(env)
         if ok.sum() >= 2 and np.ptp(u[ok]) > 0:
             slope = np.polyfit(u[ok], env[ok], 1)[0]
-            out[g] = 10 ** (slope * (u[-1] - u[0]))
+            with np.errstate(over="ignore", under="ignore"):   # a diverged block: inf
+                out[g] = 10 ** (slope * (u[-1] - u[0]))
     return out
 
 
@@ -130,7 +135,11 @@ def least_changed(data, updates=None) -> int | None:
     the median grows), only while the blocks' fall factors differ by more than ``APART``
     and the median line is no hump; else None."""
     ok, factors, f = _factors(data, updates)
-    if len(factors) < 2 or factors.max() / factors.min() <= APART:
+    if len(factors) < 2:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):   # factors underflowed to 0
+        apart = factors.max() / factors.min()
+    if not apart > APART:
         return None
     if _hump(median_line(data)) is not None or 1 / 1.5 <= f <= 1.5:
         return None
@@ -140,7 +149,8 @@ def least_changed(data, updates=None) -> int | None:
 def band_of(data):
     """``(lo, median, hi)`` over the blocks at each update when the blocks' norm lines
     (``data``: updates x blocks, positive, NaN where not drawable) nearly coincide on a
-    log axis (``BAND_MIN_BLOCKS``, ``BAND_SPREAD``), else None (draw every line).
+    log axis (``BAND_MIN_BLOCKS``, ``BAND_SPREAD``) or are more than ``MANY_BLOCKS``,
+    else None (draw every line).
 
     >>> t = np.linspace(0, 2, 50)[:, None]
     >>> band_of(np.exp(-t) * (1 + 0.05 * np.arange(8))) is not None   # 8 lines, one shape
@@ -159,7 +169,7 @@ def band_of(data):
     kept = logs[rows]
     span = np.nanmax(kept, 1) - np.nanmin(kept, 1)
     full = float(np.nanmax(kept) - np.nanmin(kept))
-    if full <= 0 or np.median(span) > BAND_SPREAD * full:
+    if data.shape[1] <= MANY_BLOCKS and (full <= 0 or np.median(span) > BAND_SPREAD * full):
         return None
     import warnings
     with warnings.catch_warnings():
@@ -189,6 +199,10 @@ def spread_text(norms, names) -> str:
     'block norms span 6x (CPU:0 to CPU:1)'
     >>> spread_text([1.0, 1.2], ["a", "b"]), spread_text([2.0], ["CPU:0-7"])
     ('block norms within 1.5x of each other', 'one block, held whole by every device')
+    >>> spread_text([1.0, 1.2, np.inf, np.nan], ["a", "b", "c", "d"])
+    'c, d NaN/Inf; the other 2 block norms within 1.5x of each other'
+
+    Blocks whose norm is NaN/Inf or 0 are named after the spread of the others.
     """
     norms = np.asarray(norms, np.float64).ravel()
     if len(norms) == 1:
@@ -202,9 +216,23 @@ def spread_text(norms, names) -> str:
     cols = np.flatnonzero(ok)
     hi, lo = int(cols[np.argmax(norms[ok])]), int(cols[np.argmin(norms[ok])])
     k = norms[hi] / norms[lo]
-    if k < 1.5:
-        return "block norms within 1.5x of each other"
-    return f"block norms span {times_text(k)} ({names[hi]} to {names[lo]})"
+    head = ("block norms within 1.5x of each other" if k < 1.5
+            else f"block norms span {times_text(k)} ({names[hi]} to {names[lo]})")
+    left = [(what, np.flatnonzero(where)) for what, where in
+            (("NaN/Inf", ~np.isfinite(norms)), ("0", norms == 0)) if where.any()]
+    if not left:
+        return head
+    # the blocks the spread leaves out, named: "within 1.5x" of the finite ones alone
+    # said nothing of the others
+    return ("; ".join(f"{_few(names, g)} {what}" for what, g in left)
+            + f"; the other {int(ok.sum())} {head}")
+
+
+def _few(names, cols, most: int = 3) -> str:
+    """``"CPU:0, CPU:1"`` or ``"5 blocks"`` past ``most`` of them."""
+    cols = list(cols)
+    return (", ".join(names[g] for g in cols) if len(cols) <= most
+            else f"{len(cols)} blocks")
 
 
 def change_text(data, updates, names) -> str:
@@ -323,10 +351,14 @@ class StatPanels:
         """An X at the top of statistic ``k``'s panel at each update where a block's
         value of it is not finite: NaN/Inf in the block, or a float32 sum of squares
         past 3.4e38 (|x| beyond ~1.8e19). The lines end there; the marks say why."""
+        from ._shard_dots import mark_rows
         raw = np.stack([self.stats[:, d[0], k] for d in self.geometry.replica_groups], 1)
         bad = np.nonzero(~np.isfinite(np.asarray(raw, np.float64)).all(axis=1))[0]
         if k == 0:  # the variable's own NaN/Inf marks are there already
             bad = np.setdiff1d(bad, self.nonfinite_idx)
+        marked = np.zeros(len(self.updates), bool)
+        marked[bad] = True   # one X per mark width however many updates
+        bad = mark_rows(self._update_px(self.stat_axes[STATS[k]]), marked)[0]
         self.stat_marks[STATS[k]].set_data(self.updates[bad], np.full(len(bad), 0.93))
 
     def _scale_mean(self):

@@ -25,6 +25,8 @@ LABEL_SIZES = (style.TICK_SIZE, style.NOTE_SIZE)   # block labels, tried in turn
 MAX_CELL_STRETCH = 2.5   # a flat tensor's cells drawn at most this much taller than wide
 LABEL_GAP = 3.0          # points between the heatmap's top edge and the chips above it
 SIDE_GAP = 7.0           # points between a tall strip's left edge and the chips beside it
+MAX_LISTED = 12         # blocks named one by one in the caption of those too small to label
+TICK_GAP = 4.0          # pixels between two tick labels kept (``thin_ticks``)
 BELOW_TICKS = 3.5 + 3.5 + 1.2 * style.TICK_SIZE + 3.0
 """Points from the heatmap's bottom edge down to the chips below it, under the x tick
 labels (tick length, pad, a label's height, a gap); ``fit_labels`` measures it."""
@@ -174,8 +176,8 @@ class TensorPanel:
     def title_pad(self) -> float:
         """Points between the panel's top and its title: room for the chips above it."""
         above = [t for t in self.labels if t.get_visible() and self.label_above(t)]
-        if not above:
-            return 6.0
+        if not above:   # clear of the top y tick label, half of it above the frame
+            return 6.0 + 0.6 * style.TICK_SIZE
         size = max(t.get_fontsize() for t in above)
         return LABEL_GAP + 1.25 * size + 0.4 * size * 2 + 4.0
 
@@ -193,7 +195,9 @@ class TensorPanel:
             cax = ax.inset_axes([1 + 0.1 / width, 0, 0.16 / width, 1])
             self.colorbar = fig.colorbar(self.heatmap, cax=cax, label=label)
         self.colorbar_label = label or ""
-        self.colorbar.locator = MaxNLocator(nbins=5, steps=[1, 2, 5, 10])
+        # a bar under the panel is about as wide as "-0.05" five times: -m, 0, m there
+        self.colorbar.locator = (symmetric_locator() if strip
+                                 else MaxNLocator(nbins=5, steps=[1, 2, 5, 10]))
         self.colorbar.ax.tick_params(labelsize=style.TICK_SIZE)
         self._scale_colorbar()
 
@@ -268,6 +272,7 @@ class TensorPanel:
                 text.set_visible(False)  # named in unlabelled_text instead
         self.unlabelled = [p for p, text in zip(self.patches, self.labels)
                            if not text.get_visible()]
+        thin_ticks(self.ax, renderer)   # block boundaries closer than their labels: fewer
         self._clear_ticks(renderer)
         shown = [t for t in self.labels if t.get_visible()]
         if self.side and shown:  # the y label left of the chips, not under them
@@ -336,8 +341,81 @@ class TensorPanel:
         order = sorted(hidden, key=lambda p: (p.rects[0][1], p.rects[0][0]))
         where = ("top to bottom in each d0 slice" if len(self.geometry.global_shape) > 2
                  else "top to bottom, left to right")
+        if len(order) > MAX_LISTED:   # a list of every device would outgrow the figure
+            return (f"{len(order)} blocks too small to label; {where}: {order[0].label}, "
+                    f"{order[1].label}, … {order[-1].label} (plot_layout names each)")
         return (f"blocks too small to label; {where}: "
                 + " · ".join(p.label for p in order))
+
+
+def symmetric_ticks(vmin, vmax) -> list[float]:
+    """``[-r, 0, r]``: ``r`` the largest 1, 2 or 5 times a power of ten within the
+    colour scale ``vmin..vmax`` (symmetric about 0, as a heatmap's is).
+
+    >>> symmetric_ticks(-0.045, 0.045), symmetric_ticks(-3.2, 3.2)
+    ([-0.02, 0.0, 0.02], [-2.0, 0.0, 2.0])
+    """
+    m = max(abs(vmin), abs(vmax))
+    if not np.isfinite(m) or m <= 0:
+        return [0.0]
+    e = np.floor(np.log10(m))
+    r = max(k * 10.0 ** e for k in (1, 2, 5) if k * 10.0 ** e <= m * (1 + 1e-9))
+    return [-float(r), 0.0, float(r)]
+
+
+def symmetric_locator():
+    """A matplotlib locator of ``symmetric_ticks`` (it follows the colour scale when an
+    update changes it)."""
+    from matplotlib.ticker import Locator
+
+    class _Symmetric(Locator):
+        def __call__(self):
+            return self.tick_values(*self.axis.get_view_interval())
+
+        def tick_values(self, vmin, vmax):
+            return symmetric_ticks(vmin, vmax)
+
+    return _Symmetric()
+
+
+def kept_ticks(centres, sizes, gap=TICK_GAP) -> list[int]:
+    """The indices of the tick labels to keep, every k-th (the smallest k) from the first,
+    so that no two kept labels, centred at ``centres`` (pixels along the axis, ascending)
+    with extents ``sizes`` along it, come closer than ``gap`` pixels; the last tick too when
+    it has room beside the last kept one.
+
+    >>> kept_ticks([0, 10, 20, 30, 40], [14] * 5), kept_ticks([0, 30, 60], [14] * 3)
+    ([0, 2, 4], [0, 1, 2])
+    """
+    c, w = np.asarray(centres, np.float64), np.asarray(sizes, np.float64)
+    n = len(c)
+    for k in range(1, max(n, 1) + 1):
+        keep = list(range(0, n, k))
+        if all(c[b] - c[a] >= (w[a] + w[b]) / 2 + gap for a, b in zip(keep, keep[1:])):
+            last = n - 1
+            if keep and keep[-1] != last and c[last] - c[keep[-1]] >= (w[last] + w[keep[-1]]) / 2 + gap:
+                keep.append(last)
+            return keep
+    return [0] if n else []
+
+
+def thin_ticks(ax, renderer) -> None:
+    """Drop tick labels of ``ax`` that would run into their neighbours (``kept_ticks``), on
+    both axes, as the panel is drawn: the block boundaries of a 64-device mesh are closer
+    than "56" is wide."""
+    for axis, along in ((ax.xaxis, 0), (ax.yaxis, 1)):
+        locs = list(axis.get_majorticklocs())
+        labels = [t.get_text() for t in axis.get_majorticklabels()]
+        if len(locs) < 3 or len(labels) != len(locs) or not any(labels):
+            continue
+        boxes = [t.get_window_extent(renderer) for t in axis.get_majorticklabels()]
+        pts = ax.transData.transform(np.column_stack([locs, locs]))[:, along]
+        order = np.argsort(pts)
+        sizes = [(b.width if along == 0 else b.height) for b in boxes]
+        keep = kept_ticks(pts[order], np.asarray(sizes)[order])
+        if len(keep) < len(locs):
+            chosen = sorted(order[keep])
+            axis.set_ticks([locs[i] for i in chosen], [labels[i] for i in chosen])
 
 
 def blocks_are_slices(patches, shape) -> bool:

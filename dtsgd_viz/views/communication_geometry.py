@@ -273,11 +273,6 @@ def _panels(obj, centres, max_items) -> list[DimPanel]:
 def _note(obj, max_items) -> str:
     parts = []
     if isinstance(obj, CommunicationPlan):
-        local = [e.variable for e in obj.entries if not e.mesh_dims]
-        if local and obj.batch_dims:
-            more = f" +{len(local) - max_items} more" if len(local) > max_items else ""
-            parts.append("not all-reduced (sharded over every batch dim of size > 1): "
-                         + ", ".join(local[:max_items]) + more)
         parts.append(ACTIVATION_NOTE)
     names = obj.mesh.short_device_names
     parts.append(f"circles: devices in mesh order (0 = {names[0]}, ..., "

@@ -169,7 +169,35 @@ def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8, communication=
         if own:   # placed again at the axes' height once the layout has run
             fig.draw_without_rendering()
             _place_labels(axes[0], plan, texts, labels, segments)
+    _fit_notes(axes)
     return fig
+
+
+def _fit_notes(axes) -> None:
+    """The "as laid out" notes inside their panel, as drawn: one wider than the panel
+    (several mesh dims' traffic, past a legend beside it) takes a line per part, and the
+    panel's top rises until the note stands under it."""
+    fig = axes[0].figure
+    if not hasattr(fig.canvas, "get_renderer"):
+        return
+    notes = [(ax, t) for ax in axes for t in ax.texts
+             if t.get_gid() in ("sharded-text", "traffic-text")]
+    if not notes:
+        return
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    for ax, note in notes:
+        for _ in range(6):
+            box, frame = note.get_window_extent(renderer), ax.get_window_extent(renderer)
+            if box.x1 > frame.x1 - 2 and ", " in note.get_text():
+                head, _, rest = note.get_text().partition(": ")
+                note.set_text(f"{head}:\n" + rest.replace(", ", ",\n"))
+            elif box.y1 > frame.y1 - 2:
+                lo, hi = ax.get_ylim()
+                ax.set_ylim(lo, lo + (hi - lo) * 1.15)
+            else:
+                break
+            fig.draw_without_rendering()
 
 
 def segment_labels(plan: MemoryPlan, segments) -> list[tuple[str, str, float, str]]:
@@ -250,27 +278,65 @@ def _width_pt(ax) -> float:
     return max(150.0, ax.get_position().width * ax.figure.get_figwidth() * 72 * 1.1)
 
 
+MANY_DEVICES = 16
+"""Past this many devices the bars are named by device number alone ("CPU:" said once in
+the axis label), every ``device_step``-th of them."""
+
+
+def device_step(n: int, width_pt: float, fontsize: float = TICK_SIZE) -> int:
+    """Every how many devices a bar is named on an axis ``width_pt`` points wide: the
+    smallest power of two at which the device numbers (at most ``len(str(n - 1))`` digits,
+    about 0.62 em each) stand a space apart.
+
+    >>> device_step(8, 300), device_step(64, 300), device_step(256, 300)
+    (1, 4, 32)
+    """
+    need = (len(str(n - 1)) * 0.62 + 0.8) * fontsize
+    step = 1
+    while step < n and step * width_pt / max(n, 1) < need:
+        step *= 2
+    return step
+
+
 def _device_axis(ax, plan, fontsize=TICK_SIZE, mesh=True):
     n, names = plan.mesh.num_devices, plan.mesh.short_device_names
-    # names that would touch side by side are turned
-    crowded = n * max(map(len, names)) * fontsize * 0.62 > 0.8 * _width_pt(ax)
-    ax.set_xticks(np.arange(n), names, fontsize=fontsize,
-                  rotation=90 if n > 16 else 35 if crowded else 0,
-                  ha="right" if crowded and n <= 16 else "center",
-                  rotation_mode="anchor" if crowded and n <= 16 else "default")
+    from .shard_geometry import device_ticks
+    numbers, prefix = device_ticks(names)
+    what = "devices in mesh order"
+    if n > MANY_DEVICES:   # numbers only, as many as stand apart (the axes' width, about)
+        width = 0.85 * ax.get_position().width * ax.figure.get_figwidth() * 72
+        step = device_step(n, width, fontsize)
+        at = np.arange(0, n, step)
+        ax.set_xticks(at, [numbers[i] for i in at], fontsize=fontsize, rotation=0)
+        said = [f"{prefix}k"] if prefix else []
+        said += [f"one in {step} named"] if step > 1 else []
+        what += f" ({'; '.join(said)})" if said else ""
+    else:
+        # names that would touch side by side are turned
+        crowded = n * max(map(len, names)) * fontsize * 0.62 > 0.8 * _width_pt(ax)
+        ax.set_xticks(np.arange(n), names, fontsize=fontsize, rotation=35 if crowded else 0,
+                      ha="right" if crowded else "center",
+                      rotation_mode="anchor" if crowded else "default")
     ax.set_xlim(-0.6, n - 0.4)
-    ax.set_xlabel(fit("devices in mesh order" + (f": {plan.mesh}" if mesh else ""),
+    ax.set_xlabel(fit(what + (f": {plan.mesh}" if mesh else ""),
                       _width_pt(ax), LABEL_SIZE), fontsize=LABEL_SIZE)
     ax.tick_params(labelsize=fontsize)
+
+
+def _edge_width(n: int) -> float:
+    """The white edge between stacked pieces: none past ``4 * MANY_DEVICES`` bars, whose
+    few pixels each it would wash out."""
+    return 0.6 if n <= 4 * MANY_DEVICES else 0.0
 
 
 def _draw_memory(ax, plan, segments, mesh_label=True) -> list:
     n = plan.mesh.num_devices
     unit, scale = _memory_unit(plan)
     x = np.arange(n)
+    edge = _edge_width(n)
     for s in segments:
         ax.bar(x, s.height / scale, bottom=s.bottom / scale, color=s.color, width=BAR_WIDTH,
-               edgecolor="white", linewidth=0.6, hatch="///" if s.kind == "slot" else None,
+               edgecolor="white", linewidth=edge, hatch="///" if s.kind == "slot" else None,
                gid=f"{s.kind}-{s.label}", label=s.label if s.kind == "param" else None)
     full = plan.unique_bytes / scale
     ax.axhline(full, color="#444444", linestyle="--", linewidth=1, gid="replicated-line")
@@ -341,7 +407,8 @@ def _draw_traffic(ax, plan, traffic, segments, mesh_label=True) -> list:
     x = np.arange(n)
     for s in bars:
         ax.bar(x, s.height / scale, bottom=s.bottom / scale, color=s.color, width=0.8,
-               edgecolor="white", linewidth=0.6, hatch=".." if s.kind == "serves" else None,
+               edgecolor="white", linewidth=_edge_width(n),
+               hatch=".." if s.kind == "serves" else None,
                gid=f"traffic-{s.label}")
     if full:
         ax.axhline(full / scale, color="#444444", linestyle="--", linewidth=1,

@@ -32,6 +32,7 @@ from .figure import fit, headline, new_figure
 from .modes_rates import display_name as _display
 from .modes_rates import draw_rates, subscript
 from .modes_zoom import draw_zoom, zoom_mode
+from ._diverging import diverging_update
 
 __all__ = ["dash_word", "plot_modes", "mode_errors", "mode_envelope", "ModeData", "modes_data"]
 
@@ -42,8 +43,9 @@ __all__ = ["dash_word", "plot_modes", "mode_errors", "mode_envelope", "ModeData"
 def mode_errors(path, minimum, eigenvectors) -> np.ndarray:
     """``(n_steps + 1, n_modes)``: the error ``p_k - minimum`` projected on each
     eigenvector (columns of ``eigenvectors``), float64."""
-    return (np.asarray(path, np.float64) - np.asarray(minimum, np.float64)) @ np.asarray(eigenvectors,
-                                                                                       np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):   # a diverged path: Inf/NaN, kept
+        return (np.asarray(path, np.float64) - np.asarray(minimum, np.float64)) @ np.asarray(
+            eigenvectors, np.float64)
 
 
 def mode_envelope(e0: float, learning_rate: float, momentum: float, h: float, nesterov: bool,
@@ -170,8 +172,9 @@ def _check_same_surface(rec, key, surface, name):
     ok = np.isfinite(got) & np.isfinite(expected)
     if not ok.any():
         return
-    scale = float(np.max(np.abs(expected[ok])))
-    off = np.abs(got - expected) > 1e-3 * np.abs(expected) + 1e-5 * scale
+    with np.errstate(invalid="ignore", over="ignore"):   # a diverging run's huge losses
+        scale = float(np.max(np.abs(expected[ok])))
+        off = np.abs(got - expected) > 1e-3 * np.abs(expected) + 1e-5 * scale
     off &= ok
     if off.any():
         j = int(np.argmax(off))
@@ -201,7 +204,8 @@ def plot_modes(recordings, surface, *, name="w", figsize=style.MODES_SIZE, dpi=s
     data = modes_data(recordings, surface, name)
     looks = style.run_looks(list(data.errors))
     fig = new_figure(figsize, dpi)
-    body = headline(fig, _finding(data), _settings(data, surface))
+    diverging = {key: diverging_update(rec) for key, rec in _as_dict(recordings).items()}
+    body = headline(fig, _finding(data, diverging=diverging), _settings(data, surface))
     n_modes = len(data.eigenvalues)
     grid = body.add_gridspec(2, n_modes, height_ratios=[1.0, 0.9])
     axes = [body.add_subplot(grid[0, i]) for i in range(n_modes)]
@@ -221,10 +225,40 @@ def plot_modes(recordings, surface, *, name="w", figsize=style.MODES_SIZE, dpi=s
     return fig
 
 
-def _finding(data, width_points=style.WIDTH * 72.0) -> str:
+def _diverging_finding(worst, diverging) -> str:
+    """The headline of runs some of which diverge (rate >= 1 on some direction): each
+    diverging run with the update it diverges from (``diverging_update``; its rate when
+    the run is too short to show it) and the fastest of the others."""
+    gone = [k for k in sorted(worst, key=worst.get) if worst[k] >= 1.0]
+    left = [k for k in sorted(worst, key=worst.get) if worst[k] < 1.0]
+    every = len(gone) > 1 and not left
+    parts = []
+    for k in gone:
+        at = diverging.get(k)
+        when = f" from update {at}" if at is not None else ""
+        verb = "" if every else " diverges"
+        parts.append(f"{_display(k)}{verb}{when} (ρ = {worst[k]:.3g})")
+    if every:   # one verb for them all
+        who = "Both runs diverge" if len(gone) == 2 else "Every run diverges"
+        ats = {diverging.get(k) for k in gone}
+        if len(ats) == 1 and None not in ats:   # from one update: said once
+            return f"{who} from update {ats.pop()}: " + ", ".join(
+                f"{_display(k)} ρ = {worst[k]:.3g}" for k in gone)
+        return f"{who}: " + ", ".join(parts)
+    if left:
+        verb = "converges fastest" if len(left) > 1 else "converges"
+        parts.append(f"{_display(left[0])} {verb} (ρ = {worst[left[0]]:.3f})")
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:]
+
+
+def _finding(data, width_points=style.WIDTH * 72.0, diverging=None) -> str:
     """Which run's slowest direction shrinks fastest, by its rate per update: the fullest
-    wording that fits one headline line ``width_points`` wide."""
+    wording that fits one headline line ``width_points`` wide; runs whose rate is 1 or
+    more are named as diverging (``diverging``: run -> the update it diverges from)."""
     worst = {k: float(np.max(r)) for k, r in data.rates.items()}
+    if any(v >= 1.0 for v in worst.values()):
+        return _diverging_finding(worst, diverging or {})
     slowest = {int(np.argmax(r)) for r in data.rates.values()}
     ranked = sorted(worst, key=worst.get)
     best = ranked[0]
@@ -294,7 +328,14 @@ def _draw_mode(ax, data, i, name, looks):
     ax.set_yscale("log")
     if np.isfinite(floor):  # float32 round-off at the bottom is not the story
         top = max(float(np.nanmax(np.abs(e[0, i]))) for e in data.errors.values())
-        ax.set_ylim(max(floor / 2, 1e-6 * top), 3 * top)
+        if any(float(np.max(r)) >= 1.0 for r in data.rates.values()):
+            # a diverging run grows off the start's scale: the axis reaches its largest error
+            errs = np.concatenate([np.abs(e[:, i]) for e in data.errors.values()])
+            grown = errs[np.isfinite(errs)]
+            ax.set_ylim(max(floor / 2, 1e-6 * top),   # the converging runs still on it
+                        3 * max(top, float(grown.max()) if grown.size else top))
+        else:
+            ax.set_ylim(max(floor / 2, 1e-6 * top), 3 * top)
     low = ax.get_ylim()[0]
     on_chart, gone = [], []   # each name where its line last shows
     n = max((len(k) for _, k, _, _ in ends), default=1)

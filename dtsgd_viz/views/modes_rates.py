@@ -18,6 +18,7 @@ from . import style
 __all__ = ["draw_rates", "display_name", "mark_look", "subscript", "RATE_FLOOR"]
 
 RATE_FLOOR = -0.06   # the rate axis starts under 0: a mark at rate 0 shows whole
+OFF_SCALE = 1.04     # a rate past this is drawn as an arrow just over rate 1, its value written
 
 
 def draw_rates(ax, data, looks, zoom=None):
@@ -32,6 +33,9 @@ def draw_rates(ax, data, looks, zoom=None):
                                gid="zoom-box"))
     a_marks = np.array([lr * h for lr, _, _ in data.settings.values() for h in data.eigenvalues])
     lo = a_marks.min() / 10 if np.all(a_marks > 0) else 1e-3
+    # the curves' stable part in view, however far past the limits every run is
+    lo = min(lo, 0.3 * min(float(theory.convergence_boundary(mu, 1.0, n))
+                           for _, mu, n in data.settings.values()))
     drawn = {}
     for key, (lr, mu, nesterov) in data.settings.items():
         a_max = float(theory.convergence_boundary(mu, 1.0, nesterov))
@@ -42,24 +46,50 @@ def draw_rates(ax, data, looks, zoom=None):
                                                gid=f"rate:{key}", label=f"{rule}, μ = {mu:.3g}")
     n_runs = len(data.settings)
     handles = []
+    off_scale = []   # (a, rate, key): a diverging direction's rate, past the axis' top
     for j, (key, (lr, _, _)) in enumerate(data.settings.items()):
         # concentric: the first run's mark largest and open, the last one filled, so runs
         # at one rate all show, each whole
         mark = mark_look(looks[key], j, n_runs)
         for i, h in enumerate(data.eigenvalues):
-            ax.plot([lr * h], [data.rates[key][i]], ls="none", **mark, zorder=6 + 0.01 * j, clip_on=False,
+            rho = float(data.rates[key][i])
+            if rho > OFF_SCALE:   # over rate 1, an arrow up: drawn where it is it would
+                off_scale.append((lr * h, rho, key, i))   # stretch the axis to nothing
+                from matplotlib.transforms import ScaledTranslation
+                beside = ScaledTranslation((j - (n_runs - 1) / 2) * 7 / 72, 0,   # side by side
+                                           ax.figure.dpi_scale_trans)
+                ax.plot([lr * h], [OFF_SCALE], ls="none", marker="$\u2191$", ms=12,
+                        color=looks[key].color, zorder=6 + 0.01 * j, clip_on=False,
+                        transform=ax.transData + beside, gid=f"mark:{i}:{key}")
+                continue
+            ax.plot([lr * h], [rho], ls="none", **mark, zorder=6 + 0.01 * j, clip_on=False,
                     gid=f"mark:{i}:{key}")
         handles.append(Line2D([], [], ls="none", **mark, label=f"{display_name(key)}'s directions"))
     texts = []
+    if off_scale:   # what the arrows stand for: one note, a line per direction, by the last
+        lines = {}
+        for a, rho, key, i in off_scale:
+            lines.setdefault(i, []).append(f"{display_name(key)} ρ = {rho:.3g}")
+        keys = {k for _, _, k, _ in off_scale}
+        color = looks[next(iter(keys))].color if len(keys) == 1 else "0.2"
+        text = "\n".join(f"h{subscript(i + 1)}: {', '.join(v)}" for i, v in sorted(lines.items()))
+        texts.append(ax.annotate(text + "\n(↑: off the scale)", (max(a for a, *_ in off_scale), 1.0),
+                                 xytext=(-8, -5), textcoords="offset points", ha="right", va="top",
+                                 fontsize=style.NOTE_SIZE, color=color, gid="off-scale",
+                                 bbox=dict(fc="white", ec="none", alpha=0.85, pad=0.5)))
+    eig = []
     for a, labels in _marks(data).items():
         ax.axvline(a, color="0.45", lw=0.9, ls=":", zorder=0)
-        texts.append(ax.text(a, 1.12, "\n".join(labels), ha="center", va="top", fontsize=style.NOTE_SIZE,
-                             color="0.2", gid=f"eig-label:{a:.6g}",
-                             bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.5)))
+        eig.append(ax.text(a, 1.12, "\n".join(labels), ha="center", va="top", fontsize=style.NOTE_SIZE,
+                           color="0.2", gid=f"eig-label:{a:.6g}",
+                           bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.5)))
     ax.axhline(1.0, **style.ROLE_LOOKS["stability"].line())
     ax.set_xscale("log")
     ax.set_ylim(RATE_FLOOR, 1.15)
-    rows = _stagger(ax, texts)
+    rows = _stagger(ax, eig) + bool(off_scale)   # a row over rate 1 for the off-scale notes
+    if off_scale:
+        _stagger(ax, eig, top=1.15 + 0.11 * (rows - 1))
+    texts += eig
     if rows > 1:  # room above the rate-1 line for every row
         ax.set_ylim(RATE_FLOOR, 1.15 + 0.11 * (rows - 1))
     ax.set_xlabel("lr·h  (learning rate × the direction's curvature h, log scale)",
@@ -185,9 +215,10 @@ def _box_gap(box, b) -> float:
     return float(np.hypot(dx, dy))
 
 
-def _stagger(ax, texts, gap_px=4.0) -> int:
+def _stagger(ax, texts, gap_px=4.0, top=None) -> int:
     """Move labels that would overprint their left neighbours down a row (a row is
-    0.11 in rate); returns the number of rows. Measured with the figure's layout."""
+    0.11 in rate), the first row at ``top`` (default: over as many rows as they take);
+    returns the number of rows. Measured with the figure's layout."""
     if len(texts) < 2:
         return 1
     fig = ax.figure.figure   # the root figure (the axes may sit in a SubFigure)
@@ -202,7 +233,7 @@ def _stagger(ax, texts, gap_px=4.0) -> int:
             row += 1
         placed.append((row, box.x0, box.x1))
         rows = max(rows, row + 1)
-    top = 1.15 + 0.11 * (rows - 1) - 0.03
+    top = (1.15 + 0.11 * (rows - 1) if top is None else top) - 0.03
     for (row, _, _), t in zip(placed, sorted(texts, key=lambda t: t.get_position()[0])):
         t.set_y(top - 0.11 * row)
     return rows

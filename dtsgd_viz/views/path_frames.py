@@ -24,10 +24,11 @@ from .path_blit import stacked_over  # noqa: F401  (re-exported: the widgets imp
 from .path_lanes import draw_lanes, draw_lanes_and_casings, shift_step
 from .path_names import (NAME_OFFSET, _drawn, draw_start_and_minima, name_runs, open_rings_on_star,  # noqa: F401
                          place_names)
-from .path_scene import PathScene, finding, settings_line
+from .path_findings import finding
+from .path_scene import PathScene, settings_line
 from .path_titles import path_title, short_note
 
-__all__ = ["PathArtists", "draw_scene", "draw_zoom", "follow_update", "set_trail", "path_title",
+__all__ = ["PathArtists", "ring_k", "draw_scene", "draw_zoom", "follow_update", "set_trail", "path_title",
            "panel_at", "stacked_over", "caption_text", "short_note", "thin_paths"]
 
 
@@ -70,7 +71,7 @@ REST_CAPTION = ("Paths up to update {k}: each rule's line and markers; after upd
                 "lighter, in the rule's dash")
 DOTS_MEET = ", ringed where dots meet"   # dropped from a still figure whose dots are apart
 WHOLE_CAPTION = ("Each path whole in its rule's look; rings: the parameters before update {k}\n"
-                 "(in the loss panel: the dashed line, a dot per run" + DOTS_MEET + ")")
+                 "(in the loss panel: the dashed line at k = {j}, a dot per run" + DOTS_MEET + ")")
 UPDATE_NOTE = "plot_update(..., step={k}) takes update {k} apart into its terms as arrows"
 
 
@@ -78,11 +79,20 @@ SQUARE_PATHS_SIZE = (style.WIDTH, 5.3)   # paths and loss, the paths' equal-aspe
 CAPTION_SIZE = style.LABEL_SIZE   # a caption under the panels reads as their labels do
 
 
-def caption_text(update, tail="", whole=False) -> str:
+def caption_text(update, tail="", whole=False, before=None) -> str:
     """The caption of a figure showing ``update``: what the paths' looks mean (``whole``:
-    each path drawn whole, the update ringed), then ``tail``."""
+    each path drawn whole, the update ringed at ``before`` updates made: ``ring_k``;
+    None: ``update - 1``), then ``tail``."""
     head = WHOLE_CAPTION if whole else REST_CAPTION
-    return head.format(k=int(update)) + ("\n" + tail if tail else "")
+    j = int(update) - 1 if before is None else int(before)
+    return head.format(k=int(update), j=j) + ("\n" + tail if tail else "")
+
+
+def ring_k(scene, update) -> int:
+    """The k of the ring at ``update``: the updates made before it (its recorded point
+    before, as the loss panel's dot and dashed line are drawn at)."""
+    first = next(iter(scene.recordings))
+    return int(scene.losses[first][0][_index(scene, first, update)])
 
 
 def _axes(scene, ax, art_caption, zoom_keys=(), arrows=False, update=None, whole=False):
@@ -91,7 +101,7 @@ def _axes(scene, ax, art_caption, zoom_keys=(), arrows=False, update=None, whole
     ``art_caption``) and, with ``zoom_keys``, a second row holding one zoomed panel per run."""
     if ax is None:
         tail = ZOOM_CAPTION if zoom_keys else ARROW_CAPTION if arrows else ""
-        text = tail if update is None else caption_text(update, tail, whole)
+        text = tail if update is None else caption_text(update, tail, whole, ring_k(scene, update))
         art_caption["caption_tail"] = tail
         fig = new_figure(style.PATHS_SIZE if zoom_keys else
                          SQUARE_PATHS_SIZE if scene.plane.is_identity else style.PATHS_SIZE_NO_ZOOM)
@@ -298,7 +308,7 @@ def follow_update(scene, art, update, names=True) -> list:
         line.set_data(c[shown, 0], c[shown, 1])
         changed.append(line)
     if art.caption is not None:
-        art.caption.set_text(caption_text(update, art.caption_tail, art.whole))
+        art.caption.set_text(caption_text(update, art.caption_tail, art.whole, ring_k(scene, update)))
         changed.append(art.caption)
     return changed + (place_names(art, marks, scene) if names else [])
 

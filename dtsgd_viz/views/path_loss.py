@@ -1,8 +1,8 @@
-"""The loss panel of a path figure: each run's loss per update in its rule's look
-(``style.run_looks``), named just right of the panel at its line's end (no legend;
-the x axis ends just past the data), the update shown marked by a dot per run (rings
-round the last where they coincide), and
-where a run diverged. ``views.path_frames`` calls it; the geometry is the
+"""The loss panel of a path figure: each run's loss after k updates, k = 0..N, in its
+rule's look (``style.run_looks``), named just right of the panel at its line's end (no
+legend; the x axis ends just past the data), the update shown marked by a dot per run
+at the loss before it (rings round the last where they coincide), the updates whose
+mean loss the headline compares (``mark_window``), and where a run diverged. ``views.path_frames`` calls it; the geometry is the
 ``PathScene``'s.
 """
 
@@ -15,9 +15,14 @@ from . import style
 from .direct_labels import READABLE_GAP, axes_height_points, label_ends, spread
 from .shard_geometry import minmax_indices
 
-__all__ = ["draw_loss", "air_between_ends", "nest_loss_dots", "thin_loss", "loss_columns", "DOT_SIZE",
+__all__ = ["draw_loss", "mark_window", "air_between_ends", "LOSS_XLABEL", "LOSS_YLABEL", "LOSS_TITLE",
+           "nest_loss_dots", "thin_loss", "loss_columns", "DOT_SIZE",
            "FEW_POINTS", "END_MARGIN", "END_GAP"]
 
+# the loss panel's axes: the loss after k updates, k = 0..N (``path_findings``' convention)
+LOSS_XLABEL = "updates made (k)"
+LOSS_YLABEL = "loss after k updates"
+LOSS_TITLE = "Loss after k updates"
 FEW_POINTS = 3   # loss lines of this many points or fewer get markers
 END_MARGIN = 0.015   # the x axis ends this far (of its span) past the last update: no empty range
 END_GAP = 1.7   # the end names' centre-to-centre distance, in font sizes (READABLE_GAP and air)
@@ -97,14 +102,42 @@ def draw_loss(scene, update, art, looks) -> None:
     nest_loss_dots(art.loss_markers)
     if scene.diverged or lost:
         _diverged_note(scene, ax, lost)
-    if update is not None:
+    if update is not None:   # at the dots: the loss before the update, after the ones before it
         line = style.ROLE_LOOKS["update_line"]
-        art.step_line = ax.axvline(update, **line.line(), gid="step-line")
+        first = next(iter(scene.losses))
+        at = scene.losses[first][0][geo.step_index(scene.recordings[first].steps, update)]
+        art.step_line = ax.axvline(at, **line.line(), gid="step-line")
     keys = {geo.rule_name(k): k for k in scene.losses}   # the names written back to their configs
     art.loss_labels = {keys[t.get_gid()[len("label:"):]]: t for t in label_ends(ax, ends, outside=True)}
     for key, text in art.loss_labels.items():   # gids keep the config keys
         text.set_gid(f"label:{key}")
     _plain_log_ticks(ax)
+
+
+WINDOW_COLOR = "0.55"   # the band of the updates the headline's means are over
+
+
+def mark_window(art, found, looks=None) -> list:
+    """On ``art.ax_loss``: a pale band over the updates ``found.window`` (a
+    ``PathFindings``) whose mean loss the headline compares, headed ``mean`` under the
+    top spine, and each ranked run's mean there as a short line in its colour across
+    the band (gids ``loss-window``, ``loss-window-label``, ``loss-mean:<config>``); the
+    artists drawn (none without a loss panel)."""
+    ax = art.ax_loss
+    if ax is None or not found.ranking:
+        return []
+    a, b = found.window
+    half = 0.5 if a == b else 0.0
+    out = [ax.axvspan(a - half, b + half, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")]
+    out.append(ax.text(b + half, 0.985, "mean" if a == b else "mean here", transform=ax.get_xaxis_transform(),
+                       ha="right", va="top", fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR,
+                       gid="loss-window-label", zorder=4.6))
+    for key in found.ranking:
+        color = art.loss_lines[key].get_color() if key in art.loss_lines else "0.3"
+        (line,) = ax.plot([a - half, b + half], [found.tail_loss[key]] * 2, color=color, lw=2.4,
+                          solid_capstyle="butt", alpha=0.9, zorder=4.5, gid=f"loss-mean:{key}")
+        out.append(line)
+    return out
 
 
 def loss_columns(ax) -> int:
@@ -159,10 +192,9 @@ def _frame(scene, ax, from_surface) -> None:
     from matplotlib.ticker import MaxNLocator
     log = _needs_log(scene)
     ax.set_yscale("log" if log else "linear")
-    ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
-    ax.set_ylabel("loss after the update (from the surface)" if from_surface
-                  else "loss (before the update)", fontsize=style.LABEL_SIZE)
-    ax.set_title("Loss per update" + (" (log scale)" if log else ""), fontsize=style.TITLE_SIZE)
+    ax.set_xlabel(LOSS_XLABEL, fontsize=style.LABEL_SIZE)
+    ax.set_ylabel(LOSS_YLABEL, fontsize=style.LABEL_SIZE)
+    ax.set_title(LOSS_TITLE + (" (log scale)" if log else ""), fontsize=style.TITLE_SIZE)
     ax.grid(True, which="major", alpha=0.3)
     ax.tick_params(labelsize=style.TICK_SIZE)
     # updates are whole numbers, ticked at round steps (1, 2, 5, 10, 20, ...)

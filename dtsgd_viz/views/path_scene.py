@@ -35,7 +35,7 @@ class PathScene:
     minima: np.ndarray    # (k, 2) plot coordinates
     minima_off_plane: float
     starts: np.ndarray    # (m, 2) distinct starts
-    losses: dict          # config -> (steps, loss, from_surface)
+    losses: dict          # config -> (k, loss after k updates, from_surface): k = 0 and each recorded update
     diverged: dict = dataclasses.field(default_factory=dict)  # config -> update it left the view
 
 
@@ -96,12 +96,14 @@ def build_scene(recordings, surface, name, diverged=None) -> PathScene:
     grid = geo.loss_grid(surface.value_np, plane, shape, box)
     off = float(np.max(np.linalg.norm(geo.lift(minima, plane) - minima_flat, axis=-1)))
     starts = np.unique(np.round(np.stack([c[0] for c in coords.values()]), 12), axis=0)
+    # the loss after k updates, k = 0 (the start) and each recorded update: the surface at
+    # path point k (float64), so the last is the loss after the last update (the recorded
+    # loss is the one before each update, and misses that)
     losses = {}
     for k, r in recordings.items():
-        if r.loss is not None:
-            losses[k] = (np.asarray(r.steps), np.asarray(r.loss, np.float64), False)
-        else:  # no loss reported: the loss after each recorded update, from the surface
-            losses[k] = (np.asarray(r.steps), surface.value_np(r.global_values(name, "param")), True)
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = np.asarray(surface.value_np(paths[k].reshape(-1, *shape)), np.float64)
+        losses[k] = (np.concatenate([[0], np.asarray(r.steps, np.int64)]), values, True)
     return PathScene(surface, name, recordings, style.optimizer_colors(recordings), plane, coords,
                   box, grid, geo.log_levels(grid[2]), minima, off, starts, losses, diverged)
 
@@ -121,22 +123,27 @@ def _near(points, coords, grow=0.5) -> list:
 # ---- what the figure says: the update it takes apart, its finding, its settings -------
 
 
-def default_update(scene: PathScene) -> int | None:
+def default_update(scene: PathScene, upto: int | None = None) -> int | None:
     """The update ``plot_paths`` takes apart when the caller names none: where the runs'
     parameters are furthest apart (``path_geometry.most_different_index``: between the
     runs with momentum when two or more have it, else between all; one run: its longest
-    update), among the updates every run shares, that can be taken apart into arrows
-    where any can, and before any run left the view."""
-    from .update_geometry import why_no_arrows
+    update), among the updates every run shares (up to update ``upto``; None: all), that
+    can be taken apart into arrows where any can, and before any run left the view."""
     recs = list(scene.recordings.values())
     n = min(len(r) for r in recs)
     if n == 0:
         return None
     allowed = np.ones(n, bool)
+    if upto is not None:
+        allowed &= np.asarray(recs[0].steps[:n]) <= int(upto)
     for key, at in scene.diverged.items():
         if at is not None:
             allowed[max(0, int(at) - 1):] = False   # update ``at`` is where it left
-    arrows = np.array([all(why_no_arrows(r, i) is None for r in recs) for i in range(n)])
+    arrows = np.ones(n, bool)   # update_geometry.why_no_arrows for every update at once
+    for r in recs:
+        steps = np.asarray(r.steps[:n], np.int64)
+        arrows &= {"param", "grad", "velocity"} <= set(r.kinds)
+        arrows &= steps == np.concatenate([[0], steps[:-1]]) + 1
     if (allowed & arrows).any():
         allowed &= arrows
     # the comparison the story is about: between the runs with momentum, when two have it
@@ -147,63 +154,6 @@ def default_update(scene: PathScene) -> int | None:
     if i is None:
         i = int(np.flatnonzero(allowed)[0]) if allowed.any() else 0
     return int(recs[0].steps[i])
-
-
-def finding(scene: PathScene) -> str:
-    """The figure's headline, from the loss of each run at its last recorded update:
-    which run ends lowest and by how much, and which diverged; a sentence, so its first
-    letter is a capital even where it starts with a config's name (``nesterov``)."""
-    text = _finding(scene)
-    return text[:1].upper() + text[1:]
-
-
-def _finding(scene: PathScene) -> str:
-    last = {}
-    for key, (steps, loss, _) in scene.losses.items():
-        with np.errstate(invalid="ignore"):
-            ok = np.isfinite(loss) & (loss >= 0)
-        if key not in scene.diverged and ok.any() and ok[-1]:
-            last[key] = (float(loss[-1]), int(steps[-1]))
-    gone = [k for k in scene.losses if k not in last]
-    tail = ("; " + ", ".join(gone) + " diverged") if gone else ""
-    if not last:
-        return (", ".join(gone) + " diverged") if gone else "The runs' paths"
-    ranked = sorted(last, key=lambda k: last[k][0])
-    best, (loss, update) = ranked[0], last[ranked[0]]
-    if len(ranked) == 1:
-        return f"{best} reaches loss {loss:.2g} by update {update}" + tail
-    if last[ranked[1]][0] <= loss * 1.05:
-        apart = _apart_at(scene, ranked[:2], default_update(scene))
-        if apart is None:
-            return f"The runs end level: loss {loss:.2g} by update {update}" + tail
-        low, high, at, pct = apart
-        return (f"Paths furthest apart at update {at}, {geo.rule_name(low)}'s loss {pct:.0f}% lower; "
-                f"both end at {loss:.2g}" + tail)
-    below = " and ".join(f"{_times(last[k][0] / loss if loss > 0 else np.inf)} below {k}"
-                         for k in ranked[1:3])
-    return f"{best} ends lowest by update {update}: {below}" + tail
-
-
-def _apart_at(scene: PathScene, keys, at):
-    """``(lower, higher, at, percent)``: which of the runs ``keys`` has the lower loss
-    at update ``at`` (``default_update``: where their parameters are furthest apart) and
-    by how much; None if under 3% apart there or not recorded by both."""
-    if at is None:
-        return None
-    vals = []
-    for k in keys:
-        steps, loss, _ = scene.losses[k]
-        hit = np.flatnonzero(np.asarray(steps) == at)
-        if not len(hit) or not np.isfinite(loss[hit[0]]) or loss[hit[0]] <= 0:
-            return None
-        vals.append(float(loss[hit[0]]))
-    lo, hi = sorted(range(2), key=lambda n: vals[n])
-    pct = 100.0 * (1.0 - vals[lo] / vals[hi])
-    return (keys[lo], keys[hi], int(at), pct) if pct >= 3.0 else None
-
-
-def _times(f: float) -> str:
-    return "∞×" if not np.isfinite(f) else f"{f:.0f}×" if f >= 10 else f"{f:.1f}×"
 
 
 def settings_line(scene: PathScene) -> str:

@@ -49,11 +49,12 @@ from . import path_geometry as geo
 from ._path_motion import animate
 import numpy as np
 
-from .path_frames import DOTS_MEET, UPDATE_NOTE, PathArtists, caption_text, draw_scene
+from .path_frames import DOTS_MEET, UPDATE_NOTE, PathArtists, caption_text, draw_scene, ring_k
+from .path_findings import findings_of
 from .path_titles import MIN_ARROW_PX, arrow_lengths, path_title, short_arrows, short_note  # noqa: F401
 from .path_lanes import lane_note
 from .path_names import open_rings_on_star
-from .path_loss import air_between_ends, nest_loss_dots
+from .path_loss import air_between_ends, mark_window, nest_loss_dots
 from .path_scene import PathScene, build_scene, default_update, scene_notes
 
 __all__ = ["plot_paths", "animate", "draw_paths", "PathsView"]
@@ -104,6 +105,7 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Non
                           run_names=ax is None, whole=True)
     if ax is None:
         air_between_ends(art)   # on the laid-out figure (draw_scene laid it out to name the runs)
+        mark_window(art, findings_of(scene))   # the updates whose mean loss the headline compares
     if zoom or update is None:
         return fig
     tail = None
@@ -125,7 +127,7 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Non
         tail = UPDATE_NOTE.format(k=int(update))
     if tail is not None and art.caption is not None:
         art.caption_tail = tail
-        art.caption.set_text(caption_text(update, tail, True))
+        art.caption.set_text(caption_text(update, tail, True, ring_k(scene, update)))
     notes = "\n".join(t for t in (lane_note(art), scene_notes(scene)) if t)
     if notes and art.caption is not None:
         art.caption.set_text(art.caption.get_text() + "\n" + notes)

@@ -32,10 +32,11 @@ from ..theory.quadratic import convergence_boundary
 from ..theory.quadratic import rate as _rate  # the closed-form spectral radius
 from . import style
 from .empty import check_not_empty
-from .figure import headline, new_figure
+from .figure import fit, headline, new_figure
 from .rates_labels import (ROOM, RateLabels, at_floor, draw_floor, label_block_ends, rates_finding,
                            rates_settings)
 from .shard_geometry import block_patches, short_device_names
+from ._diverging import diverging_update
 
 __all__ = ["BlockRates", "block_rates", "decay_note", "measured_decay", "plot_block_rates", "RatesView",
            "rule_positions"]
@@ -151,6 +152,7 @@ class BlockRates:
     nesterov: bool
     notes: tuple[str, ...] = ()   # per block: why ``measured`` is NaN ("" when it is not)
     floor: float = 0.0   # the errors' rounding floor: one ulp of the target per entry (0: none)
+    diverging_from: int | None = None   # the update the run diverges from (``_diverging``)
 
     def positions(self, learning_rate=None) -> dict[bool, tuple[np.ndarray, np.ndarray]]:
         """``{nesterov: (a, rate)}`` of every block at ``learning_rate`` (default: the
@@ -210,7 +212,8 @@ def block_rates(recording, surface, name: str = "w") -> BlockRates:
         tuple(geometry.replica_groups), tuple(p.label for p in block_patches(geometry, names)),
         tuple(s[0] for s in styles), tuple(s[2] for s in styles),
         np.array([float(curvature[b].flat[0]) for b in blocks]), updates, errors, measured,
-        float(hp.learning_rate[0]), float(hp.momentum), bool(hp.nesterov), notes, floor)
+        float(hp.learning_rate[0]), float(hp.momentum), bool(hp.nesterov), notes, floor,
+        diverging_update(recording))
 
 
 class RatesView:
@@ -259,6 +262,11 @@ class RatesView:
             edgecolors="black", linewidths=0.7, zorder=7, gid="measured")
         ax.set_xscale("log")
         ax.set_xlim(lo, hi)
+        if hi / lo < 100:   # under two decades matplotlib labels the minor ticks, crowded:
+            from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+            ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))   # 1-2-5, plain
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_ylim(RATE_FLOOR, 1.25)   # under 0: a block at rate 0 shows whole
         ax.set_xlabel("lr · h  (learning rate × the block's curvature)", fontsize=style.LABEL_SIZE)
         ax.set_ylabel("rate: error factor per update", fontsize=style.LABEL_SIZE)
@@ -305,7 +313,10 @@ class RatesView:
                                             lw=1.6, label=f"{label} {r.curvature[g]:.2g}",
                                             gid=f"error-{g}")[0])
         ax.set_yscale("log")
-        self.floor_band = draw_floor(ax, r.floor, np.nanmax(r.errors[0]))
+        finite = r.errors[np.isfinite(r.errors)]
+        # a diverging block's error grows off its start's scale: the axis reaches it
+        self.floor_band = draw_floor(ax, r.floor, max(np.nanmax(r.errors[0]),
+                                                      float(finite.max()) if finite.size else 0.0))
         ax.set_xlim(r.updates[0] - 0.02 * (r.updates[-1] - r.updates[0]), r.updates[-1])
         ax.set_xlabel("optimizer update", fontsize=style.LABEL_SIZE)
         ax.set_ylabel("||w − target|| on the block", fontsize=style.LABEL_SIZE)
@@ -334,9 +345,11 @@ class RatesView:
             self.unstable_marks[n].set_data(a[bad], np.minimum(rho[bad], 1.22))
         past = [f"{int(self.unstable[n].sum())} past {RULE_NAMES[n]}'s limit"
                 for n in (False, True) if self.unstable[n].any()]
-        self.curve_ax.set_title(
+        width = self.curve_ax.get_position().width * self.figure.get_figwidth() * 72   # about
+        self.curve_ax.set_title(fit(
             f"{len(r.labels)} blocks at lr={self.learning_rate:.3g}: "
-            + (", ".join(past) if past else "all converge under both rules"), fontsize=style.TITLE_SIZE)
+            + (", ".join(past) if past else "all converge under both rules"), width, style.TITLE_SIZE),
+            fontsize=style.TITLE_SIZE)
         self._key()
 
 

@@ -52,9 +52,15 @@ def rates_finding(rates, learning_rate=None, width_points=style.WIDTH * 72.0) ->
     run, other = rates.nesterov, not rates.nesterov
     rho, h = pos[run][1], rates.curvature
     bad = rho >= 1.0
+    recorded = learning_rate is None or float(learning_rate) == rates.learning_rate
+    at = getattr(rates, "diverging_from", None) if recorded else None
+    when = f" from update {at}" if at is not None and bad.any() else ""   # the run itself
     if bad.all():
-        return f"Under {_rule(run)} every block diverges: the learning rate is past its stability limit"
+        return (f"Under {_rule(run)} every block diverges{when}: the learning rate is past its "
+                "stability limit")
     ok = ~bad
+    if bad.any():
+        return _some_diverge(rates, rho, bad, pos[other][1], run, when, width_points)
     fast = int(np.flatnonzero(ok)[np.argmin(rho[ok])])
     slow = int(np.flatnonzero(ok)[np.argmax(rho[ok])])
     which = "steep" if h[fast] > h[slow] else "flat"
@@ -76,6 +82,31 @@ def rates_finding(rates, learning_rate=None, width_points=style.WIDTH * 72.0) ->
              f"{rho[slow]:.2f}){diverge}")
     candidates = [long + tails[0], long + tails[1], short + tails[0], short + tails[1]]
     for text in candidates:   # the first that stays one line in the headline
+        if "\n" not in fit(text, width_points, style.SUPTITLE_SIZE, bold=True):
+            return text
+    return candidates[-1]
+
+
+def _some_diverge(rates, rho, bad, rho_o, run, when, width_points) -> str:
+    """The headline when some blocks diverge under the run's rule and some converge: how
+    many diverge (and from which update the run does), which converge, and the other rule."""
+    n, n_bad, h = len(rho), int(bad.sum()), rates.curvature
+    ok = np.flatnonzero(~bad)
+    fast = int(ok[np.argmin(rho[ok])])
+    if len(ok) == 1:
+        rest = (f"only {rates.labels[fast]} (h = {h[fast]:.2g}) converges, at rate {rho[fast]:.2f}",
+                f"only {rates.labels[fast]} converges ({rho[fast]:.2f})")
+    else:
+        rest = (f"the other {len(ok)} converge, fastest at h = {h[fast]:.2g} (rate {rho[fast]:.2f})",
+                f"{len(ok)} converge (fastest {rho[fast]:.2f})")
+    o_bad = int(np.sum(rho_o >= 1.0))
+    tails = ((f"; {o_bad} would diverge under {_rule(not run)}", f"; {o_bad} under {_rule(not run)}")
+             if o_bad else (f"; {_rule(not run)} would hold every block", ""))
+    if o_bad == n:
+        tails = (f"; all {n} would diverge under {_rule(not run)}", f"; all {n} under {_rule(not run)}")
+    head = f"Under {_rule(run)} {n_bad} of {n} blocks diverge{when}"
+    candidates = [f"{head}; {r}{t}" for r in rest for t in tails] + [f"{head}; {rest[-1]}"]
+    for text in candidates:
         if "\n" not in fit(text, width_points, style.SUPTITLE_SIZE, bold=True):
             return text
     return candidates[-1]
@@ -144,7 +175,8 @@ class RateLabels:
             kw = {**common, "bbox": halo, **kw}
             self.texts[gid] = ax.text(x, y, text, gid=gid, **kw)
 
-        grid = np.geomspace(lo, b_n, 400)
+        # every block past Nesterov's limit (lo over it): the names' ground reaches past lo
+        grid = np.geomspace(lo, max(b_n, lo * STEP * NAME_SPAN), 400)
         top = np.fmax(rate(grid, momentum, False), rate(grid, momentum, True))
         # the rate-1 note where both curves have come down from 1 (small steps creep at ~1)
         x_note = float(grid[np.argmax(top < 0.975)]) if (top < 0.975).any() else lo
@@ -153,10 +185,14 @@ class RateLabels:
         # Nesterov's name at the left, under both curves over about its width
         x_n = lo * STEP
         near = grid[(grid >= x_n) & (grid <= x_n * NAME_SPAN)]
+        near = near if len(near) else np.array([x_n])
         y_n = float(np.min(np.fmin(rate(near, momentum, False), rate(near, momentum, True)))) - 0.06
+        y_n = min(max(y_n, 0.12), 1.1)   # on the axis (0..1.25), however far past the limits
         put("name-Nesterov", x_n, y_n, "Nesterov",
             va="top", ha="left", color=style.RULE_LOOKS["nesterov"].color, fontsize=style.LABEL_SIZE,
             fontweight="bold")
+        if np.min(rate(near, momentum, True)) > 1.2:   # its curve above the axis here: no name
+            self.texts["name-Nesterov"].set_visible(False)
         # momentum's curve is flat until its limit, then leaves the top; between the two
         # limits Nesterov's curve is above the top: momentum's name (under its flat part)
         # and its limit stand there, left of its dotted line, and the axis can end just
@@ -170,6 +206,9 @@ class RateLabels:
         # Nesterov's at its dotted line's top end: left of it, above 1, nothing is drawn
         put("limit-Nesterov", b_n / STEP, 1.23, stability_text("Nesterov", b_n, wide=True), va="top",
             ha="right", color=style.RULE_LOOKS["nesterov"].color)
+        for rule, b in (("momentum", b_m), ("Nesterov", b_n)):   # a limit left of the axis:
+            if b / STEP < lo * STEP:   # its dotted line is not drawn, its words say nothing
+                self.texts[f"limit-{rule}"].set_visible(False)
         put("key", lo * STEP, 0.03, key_text(), va="bottom", ha="left", color="0.2", linespacing=1.3)
 
     def place_momentum_name(self, marks, radius_px: float = 5.0, air_px: float = 3.0) -> None:
@@ -209,7 +248,7 @@ class RateLabels:
                 continue
             y1 = float(under[:, 1].min()) - radius_px - air_px - 1.0 - drop   # under the curve's marks
             y0 = y1 - h
-            if y0 < frame.y0 + air_px:
+            if y0 < frame.y0 + air_px or y1 > frame.y1 - air_px:   # inside the axes only
                 continue
             near = pts[(pts[:, 0] > x0 - air_px) & (pts[:, 0] < x1 + air_px)
                        & (pts[:, 1] > y0 - air_px) & (pts[:, 1] < y1 + air_px)]
@@ -222,6 +261,25 @@ class RateLabels:
             break
         if best is not None:
             t.set_position(tuple(ax.transData.inverted().transform(best)))
+        self._clear_key(renderer)
+
+    def _clear_key(self, renderer) -> None:
+        """A limit's words over the key (a short axis: every block past the limits, the
+        dotted line near the left edge) go above it, or are left out when there is no room
+        there either: the key names the limits' dotted lines."""
+        key = self.texts["key"].get_window_extent(renderer)
+        frame = self.ax.get_window_extent(renderer)
+        for gid in ("limit-momentum", "limit-Nesterov"):
+            t = self.texts[gid]
+            if not t.get_visible() or not t.get_window_extent(renderer).overlaps(key):
+                continue
+            t.set_va("bottom")
+            t.set_y(float(self.ax.transData.inverted().transform((0, key.y1 + 4))[1]))
+            box = t.get_window_extent(renderer)
+            if box.y1 > frame.y1 - 2 or any(box.overlaps(o.get_window_extent(renderer))
+                                            for g, o in self.texts.items()
+                                            if g != gid and o.get_visible()):
+                t.set_visible(False)
 
     def set_key(self, no_star_note: str, unstable: bool) -> None:
         self.texts["key"].set_text(key_text(no_star_note, unstable))

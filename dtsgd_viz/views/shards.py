@@ -83,6 +83,7 @@ def draw_shards(recording, name, kind="velocity", step=None, *, ax=None,
         fig.draw_without_rendering()  # settle the layout before measuring labels
         view.fit_labels(fig.canvas.get_renderer())
         view.fit_lines()  # thinned for the norm panels' final widths
+        view.fit_titles()  # each title inside the figure, as drawn
     return view
 
 

@@ -17,6 +17,7 @@ from .shard_geometry import (as_image, axis_labels, block_patches, flagged_steps
                              settings_text, shard_norms, short_device_names, update_index)
 from ._shard_lines import NormLines, change_text, place_step_label
 from ._shard_stats import STATS_ONLY_TEXT, StatPanels, spread_text
+from ._diverging import diverging_text
 from ._tensor_panel import blocks_are_slices, draw_tensor
 
 KIND_NOUNS = {"param": "parameter", "velocity": "velocity", "grad": "gradient"}
@@ -84,6 +85,7 @@ class ShardsView(NormLines, StatPanels):
         self.short_names = short_device_names(self.devices)
         self.nonfinite_idx, self.mismatch_idx = flagged_steps(recording, name)
         self.updates = np.asarray(recording.steps)
+        self.diverging = diverging_text(recording)   # "the run diverges from update k"
         self.stats_note = None
         self.block_patches = block_patches(self.geometry, self.short_names)
         self.tensor = self.heatmap = None
@@ -178,6 +180,8 @@ class ShardsView(NormLines, StatPanels):
         if "\n" in head and bad:  # the flags whole, on a line of their own
             head = fit(f"{what}{noun} of {self.name!r}{when}", width,
                        style.TITLE_SIZE) + "\n" + bad.strip()
+        if self.diverging:   # said on every picture of the run, on a line of its own
+            head += "\n" + fit(self.diverging, width, style.TITLE_SIZE)
         self.heat_ax.set_title(
             head + f"\n{settings_text(r, i)}" + (f"\n{scale}" if scale else ""),
             fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
@@ -236,6 +240,8 @@ class ShardsView(NormLines, StatPanels):
         finding = f"{subject}: {spread}"
         if "\n" in fit(finding, width, style.SUPTITLE_SIZE, bold=True):  # break at the colon
             finding = f"{subject}:\n{spread}"
+        if self.diverging:   # every picture of a diverging run says so, on a line of its own
+            finding += "\n" + self.diverging[:1].upper() + self.diverging[1:]
         parts = [settings_text(r, i), layout_text(self.geometry.layout)]
         if self.stats_only:
             parts.append(STATS_ONLY_TEXT)
@@ -263,7 +269,7 @@ class ShardsView(NormLines, StatPanels):
                 place_step_label(line, x, self.updates, self._data.get(line.axes))
             else:
                 self._set_dots(line.axes)
-        if self.norm_ax is not None and not self.stats_only:
+        if self.norm_ax is not None:
             self.refresh_band()  # the band's lines: the highest and lowest here
         self._update_titles()
 
@@ -284,6 +290,7 @@ class ShardsView(NormLines, StatPanels):
         if self.norm_ax is not None:
             if self.stats_only:
                 self._set_stat_kind()
+                self._set_band()   # a band of many blocks: of this kind's statistics
             else:
                 self._set_lines(self.norm_ax, self.lines, self._norm_lines())
                 self._set_zero_marks(self.norm_ax, self._zeros())
@@ -294,6 +301,15 @@ class ShardsView(NormLines, StatPanels):
         if self.tensor is not None and self.tensor.colorbar is not None:  # set_index puts it on
             self.tensor.colorbar_label = f"{kind} value"
         self.set_index(self.index)
+        self.fit_titles()   # the new kind's finding over the norm panel
+
+    def fit_titles(self) -> None:
+        """The panels' titles broken between words where they would leave the figure
+        (``_text_fit.keep_inside``: a centred title wider than its panel's room)."""
+        from ._text_fit import keep_inside
+        keep_inside(self.figure, [ax.title for ax in (self.heat_ax, self.norm_ax,
+                                                      getattr(self, "line_ax", None))
+                                  if ax is not None])
 
     def fit_labels(self, renderer=None) -> None:
         """Shrink, turn or hide block labels that would not fit inside their block."""

@@ -137,10 +137,7 @@ def headline(obj) -> str:
     plan = isinstance(obj, CommunicationPlan)
     if not items:
         if plan:
-            dims = [d for d in obj.batch_dims if obj.mesh.dim_size(d) > 1]
-            return ("Each update all-reduces no gradient: " + (
-                "every variable is sharded over the batch dims" if dims and obj.entries else
-                "the batch is not split over devices"))
+            return "Each update all-reduces no gradient: the batch is not split over devices"
         return "Each update moves nothing between devices"
     verb = "all-reduces" if all(i.kind == "all-reduce" for i in items) else "moves"
     parts = [f"{format_bytes(b)}" + (" of gradient" if plan and k == 0 else "") +

@@ -30,6 +30,8 @@ from .shard_geometry import (as_image, axis_labels, flagged_steps, settings_text
 from .layout_geometry import copies_text
 from ._shard_stats import STATS_ONLY_TEXT
 from ._tensor_panel import box_aspect, draw_tensor
+from ._diverging import diverging_text
+from ._text_fit import grow_to_fit, keep_inside
 
 __all__ = ["plot_update_shards", "update_captions", "magnitude_text"]
 
@@ -163,6 +165,9 @@ def _suptitle(recording, name, layout, index, kinds, shown, note, stats_only, la
             head = f"{subject}:\n{compared}, in the same blocks"
     else:
         head = f"{subject}: {', '.join(KIND_NAMES[k] for k in shown)} share one block layout"
+    diverging = diverging_text(recording)
+    if diverging:   # said on every picture of the run, on a line of its own
+        head += "\n" + diverging[:1].upper() + diverging[1:]
     roles = copies_text(layout).replace("copies", "replicas").replace("copy", "replica")
     lines = [head, f"{settings_text(recording, index)}  ·  {roles}"]
     if note:
@@ -247,4 +252,6 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
     headline(fig, *_suptitle(recording, name, geometry.layout, index, kinds, shown, note,
                              stats_only, largest))
     _fit_labels(fig, panels, len(shown))
+    keep_inside(fig, [ax.title for ax in axes])   # a caption wider than its panel's room
+    grow_to_fit(fig)   # the room the broken captions take
     return fig

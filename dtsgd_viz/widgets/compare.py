@@ -26,18 +26,20 @@ import numpy as np
 from ..views import style
 from ..views.path_geometry import divergence_update, rule_name
 from ..views.path_frames import draw_scene
+from ..views import path_loss
+from ..views.path_findings import findings
 from ..views.path_scene import build_scene
 from ..views.paths import PathsView
 from . import _drag
 from ._canvas import FigureWidget
-from ._phase import diverged, path_losses, steps_to_tolerance
+from ._phase import diverged, path_losses
 from .explorer_figure import tidy_loss_axis
 from .compare_labels import free_spot, line_points, name_paths, place_on_line, place_point_names
 from .compare_state import (CompareParams, RunQueue, _check_params, compare_configs, compare_params,
                             finished, request)
 
 __all__ = ["CompareWidget", "CompareParams", "compare_params", "compare_configs", "RunQueue",
-           "request", "finished", "TableRow", "table_rows", "table_html", "rows_finding", "place_on_line",
+           "request", "finished", "TableRow", "table_rows", "table_html", "place_on_line",
            "free_spot", "line_points", "name_paths", "place_point_names", "after_updates", "draw_after_updates"]
 
 
@@ -46,34 +48,42 @@ __all__ = ["CompareWidget", "CompareParams", "compare_params", "compare_configs"
 
 @dataclasses.dataclass(frozen=True)
 class TableRow:
-    """One optimizer's result: ``steps_to_tol`` (None if never), ``final_loss``, and
-    whether it ``diverged`` (ended non-finite or farther from the minimum than it began)."""
+    """One optimizer's result: ``steps_to_tol`` (None if never), ``final_loss`` (after
+    the last update), whether it ``diverged`` (ended non-finite or farther from the
+    minimum than it began) and ``mean_loss``, its mean loss over the last updates
+    (``findings``' ``tail_loss``: what the headline's ratios compare)."""
 
     name: str
     steps_to_tol: int | None
     final_loss: float
     diverged: bool = False
+    mean_loss: float | None = None
 
 
 def table_rows(recordings, surface, tol: float, name: str = "w") -> tuple[TableRow, ...]:
-    """One row per recording: the first update after which the loss (from the surface,
-    at the recorded parameters) stays within ``tol`` of ``surface.min_value``, and
-    the loss after the last update."""
+    """One row per recording, in ``dtsgd_viz.findings(recordings, surface, tol=tol)``'s
+    numbers: the first k after which the loss after k updates (from the surface, at the
+    recorded parameters) stays within ``tol`` of ``surface.min_value``, the loss after
+    the last update and the mean over the last updates."""
+    from ..views.path_findings import findings
+    found = findings(recordings, surface, name=name, tol=tol)
     rows = []
     for key, rec in recordings.items():
         losses = path_losses(rec, surface, name)
-        k = int(steps_to_tolerance(losses, surface.min_value, tol))
-        rows.append(TableRow(key, k if k >= 0 else None, float(losses[-1]),
-                             bool(diverged(losses, surface.min_value, k))))
+        k = found.to_tolerance[key]
+        rows.append(TableRow(key, k, found.final_loss[key],
+                             bool(diverged(losses, surface.min_value, -1 if k is None else k)),
+                             found.tail_loss[key]))
     return tuple(rows)
 
 
 # narrow enough to stand beside the figure on a 1300 px page (the app); short headers
-# (two lines at most), the tolerance named as the loss panel names it; the last column is
-# the loss after the last update (the loss panel's last points and the headline's numbers)
-TABLE_COLUMNS = (("optimizer", "8.5em", "left"),
-                 ("updates to tol ({tol:g})", "8em", "right"),
-                 ("loss after the last update", "8em", "right"))
+# (a few lines at most), the tolerance named as the loss panel names it; then the loss
+# after the last update (the loss panel's last points) and the mean the headline compares
+TABLE_COLUMNS = (("optimizer", "7.5em", "left"),
+                 ("updates to tol ({tol:g})", "6.5em", "right"),
+                 ("loss after {n} updates", "6.5em", "right"),
+                 ("{window}", "7em", "right"))
 
 
 def loss_text(x: float) -> str:
@@ -85,16 +95,20 @@ def loss_text(x: float) -> str:
     return f"{x:.2e}"
 
 
-def table_html(rows, tol: float, colors=None) -> str:
+def table_html(rows, tol: float, colors=None, found=None) -> str:
     """The results as an HTML table of fixed column widths (``TABLE_COLUMNS``): long
     headers wrap inside their column instead of running into the next, and the table
-    keeps its width whatever the numbers; names as the figure writes them (``rule_name``)."""
+    keeps its width whatever the numbers; names as the figure writes them (``rule_name``).
+    ``found`` (the ``findings`` the rows come from) names the updates in the headers."""
+    from ..views.path_findings import window_text
+    n, window = ("the last", "mean over the last updates") if found is None else (
+        found.last_k, window_text(found.window))
     colors = colors or style.optimizer_colors([r.name for r in rows])
     pad = "padding:3px 8px"
     cols = "".join(f"<col style='width:{w}'>" for _, w, _ in TABLE_COLUMNS)
     heads = "".join(f"<th style='text-align:{a};{pad};vertical-align:bottom;white-space:normal;"
                     "line-height:1.3;"
-                    f"border-bottom:1px solid #888'>{html.escape(t.format(tol=tol))}</th>"
+                    f"border-bottom:1px solid #888'>{html.escape(t.format(tol=tol, n=n, window=window))}</th>"
                     for t, _, a in TABLE_COLUMNS)
     cells = []
     for r in rows:
@@ -105,7 +119,10 @@ def table_html(rows, tol: float, colors=None) -> str:
         # the name never wraps: its swatch and name stay on one line, level with its values
         cells.append(f"<tr><td style='{pad};white-space:nowrap'>{swatch}{html.escape(rule_name(r.name))}</td>"
                      f"<td style='text-align:right;{pad}'>{steps}</td>"
-                     f"<td style='text-align:right;{pad}'>{loss_text(r.final_loss)}</td></tr>")
+                     f"<td style='text-align:right;{pad}'>{loss_text(r.final_loss)}</td>"
+                     f"<td style='text-align:right;{pad}'>"
+                     f"{'—' if r.mean_loss is None or not np.isfinite(r.mean_loss) else loss_text(r.mean_loss)}"
+                     "</td></tr>")
     width = "calc(" + " + ".join(w for _, w, _ in TABLE_COLUMNS) + ")"
     return (f"<table style='border-collapse:collapse;table-layout:fixed;width:{width};"
             "font-size:90%;font-variant-numeric:tabular-nums'>"
@@ -113,48 +130,15 @@ def table_html(rows, tol: float, colors=None) -> str:
             + "".join(cells) + "</tbody></table>")
 
 
-def rows_finding(rows, steps: int) -> str | None:
-    """The headline from the table's ``rows``: which run's loss after the last of
-    ``steps`` updates is lowest and how many times lower than the next two, in the
-    table's numbers (the loss panel's last points: ``after_updates``); runs that diverged are named as such. None when the lowest two are
-    within 5% (``path_scene.finding`` then says where they differ most).
-
-    >>> rows_finding([TableRow("plain", None, 3.62e-3), TableRow("momentum", None, 7.46e-2),
-    ...               TableRow("nesterov", 46, 9.84e-5)], 60)
-    'Nesterov ends lowest after 60 updates: 37× below plain and 758× below momentum'
-    """
-    ok = [r for r in rows if not r.diverged and np.isfinite(r.final_loss) and r.final_loss >= 0]
-    gone = [rule_name(r.name) for r in rows if r not in ok]
-    tail = ("; " + ", ".join(gone) + " diverged") if gone else ""
-    if not ok:
-        return None
-    ranked = sorted(ok, key=lambda r: r.final_loss)
-    best = ranked[0]
-    if len(ranked) == 1:
-        text = f"{rule_name(best.name)} reaches loss {best.final_loss:.2g} after {steps} updates" + tail
-    elif ranked[1].final_loss <= best.final_loss * 1.05:
-        return None
-    else:
-        below = " and ".join(f"{_times(r.final_loss / best.final_loss if best.final_loss > 0 else np.inf)} "
-                             f"below {rule_name(r.name)}" for r in ranked[1:3])
-        text = f"{rule_name(best.name)} ends lowest after {steps} updates: {below}" + tail
-    return text[:1].upper() + text[1:]
-
-
-def _times(f: float) -> str:
-    return "∞×" if not np.isfinite(f) else f"{f:.0f}×" if f >= 10 else f"{f:.1f}×"
-
-
 # ---- pure: the loss panel's points ---------------------------------------------------------
 
-LOSS_XLABEL = "updates taken"
-LOSS_YLABEL = "loss after them"
+LOSS_XLABEL, LOSS_YLABEL = path_loss.LOSS_XLABEL, path_loss.LOSS_YLABEL   # as every path figure's
 
 
 def after_updates(recordings, surface, name: str = "w") -> dict:
-    """``{config: (updates, loss, True)}`` for the loss panel: the loss (from the surface,
-    float64) after 0, 1, ..., N updates, so each line ends on the number the table's
-    "loss after the last update" column and the headline give."""
+    """``{config: (updates, loss, True)}``: the loss (from the surface, float64) after 0,
+    1, ..., N updates, as every path scene's loss panel draws it (``path_scene.build_scene``),
+    ending on the table's "loss after N updates"."""
     out = {}
     for key, rec in recordings.items():
         loss = path_losses(rec, surface, name)
@@ -162,12 +146,11 @@ def after_updates(recordings, surface, name: str = "w") -> dict:
     return out
 
 
-def draw_after_updates(recordings, surface, ax, diverged=None) -> PathsView:
-    """``draw_paths(recordings, surface, None, ax=ax, arrows=False, diverged=diverged)``
-    with the loss panel drawn from ``after_updates`` (the loss after 0..N updates)
-    instead of the recorded loss before each update."""
-    scene = build_scene(recordings, surface, None, diverged)
-    scene = dataclasses.replace(scene, losses=after_updates(scene.recordings, surface, scene.name))
+def draw_after_updates(recordings, surface, ax, diverged=None, scene=None) -> PathsView:
+    """``draw_paths(recordings, surface, None, ax=ax, arrows=False, diverged=diverged)``:
+    the paths, and the loss after 0..N updates (``after_updates``); ``scene``: the
+    ``build_scene`` of those arguments, when the caller has it already."""
+    scene = scene if scene is not None else build_scene(recordings, surface, None, diverged)
     fig, art = draw_scene(scene, None, ax, False)
     return PathsView(fig, scene, art, False, None)
 
@@ -299,8 +282,9 @@ class CompareWidget(FigureWidget):
                                   start=start, progress=progress)
             self.recordings, self.shown, self.error = recordings, params, None
             self.rows = table_rows(recordings, self.surface, self.tol)
+            self.found = findings(recordings, self.surface, tol=self.tol)   # the table's and headline's numbers
             self._draw(recordings, params)
-            self.table.value = table_html(self.rows, self.tol)
+            self.table.value = table_html(self.rows, self.tol, found=self.found)
             self.status.value = (f"real DTensor SGD: 3 runs of {params.steps} updates in "
                                  f"{time.perf_counter() - t0:.1f} s")
         except Exception as e:  # shown in the widget: a callback has nowhere to raise to
@@ -309,35 +293,30 @@ class CompareWidget(FigureWidget):
                                  f"{html.escape(type(e).__name__)}: {html.escape(str(e))}</span>")
 
     def _draw(self, recordings, params):
-        from ..views.figure import fit, headline
-        from ..views.path_scene import finding
+        from ..views.figure import headline
+        from ..views.path_findings import findings_of
         fig = self.figure
         self.unfreeze_layout()
         fig.clear()
         label = getattr(self.surface, "label", type(self.surface).__name__)
-        body = headline(fig, " ", f"real DTensor SGD · {label} · lr {params.learning_rate:.3g}, "
-                                  f"μ {params.momentum:.2f}, {params.steps} updates · drag the start point")
-        ax_path, ax_loss = body.subplots(1, 2, width_ratios=[1.05, 1.0])
         # the runs the table calls diverged end where they left the view box, as in
         # PhaseDiagram, with a note on both panels (draw_paths)
         box = getattr(self.surface, "view_box", None) if tuple(self.surface.shape) == (2,) else None
         diverged = None if box is None else {
             r.name: divergence_update(recordings[r.name].path("w"), box)
             for r in self.rows if r.diverged and r.name in recordings}
-        self.view = draw_after_updates(recordings, self.surface, (ax_path, ax_loss), diverged)
+        scene = build_scene(recordings, self.surface, None, diverged)
         # the loss panel, the headline and the table say one thing: the loss after 0..N
-        # updates, ending on the loss after the last one (the table's last column)
-        ax_loss.set_xlabel(LOSS_XLABEL, fontsize=style.LABEL_SIZE)
-        ax_loss.set_ylabel(LOSS_YLABEL, fontsize=style.LABEL_SIZE)
+        # updates; the headline's ratios compare the means of the table's last column
+        found = findings_of(scene)
+        body = headline(fig, found.headline(),
+                        f"real DTensor SGD · {label} · lr {params.learning_rate:.3g}, "
+                        f"μ {params.momentum:.2f}, {params.steps} updates · drag the start point")
+        ax_path, ax_loss = body.subplots(1, 2, width_ratios=[1.05, 1.0])
+        self.view = draw_after_updates(recordings, self.surface, (ax_path, ax_loss), diverged, scene)
+        path_loss.mark_window(self.view.artists, found)   # the updates the headline's means are over
         for line in self.view.artists.paths.values():   # lines only: a marker per update
             line.set_marker("")                          # tangles momentum round the minimum
-        # the finding replaces headline's placeholder, keeping its blank lines: the room
-        # the settings line under it needs
-        blank = fig.get_suptitle()[len(fig.get_suptitle().rstrip("\n")):]
-        # in the table's numbers (the loss after the last update, the lines' last points)
-        said = rows_finding(self.rows, params.steps) or finding(self.view.scene)
-        fig.suptitle(fit(said, fig.get_figwidth() * 72, style.SUPTITLE_SIZE, bold=True)
-                     + blank, fontsize=style.SUPTITLE_SIZE, fontweight="bold", linespacing=1.25)
         tidy_loss_axis(ax_loss)   # ticks on round updates, up to the last
         target = float(self.surface.min_value) + self.tol
         tol = style.ROLE_LOOKS["tolerance"]

@@ -43,45 +43,34 @@ BOTTOM_MARGIN = 0.02  # of the figure's height, blank under the close-ups' tick 
 
 
 def update_finding(scene, index: int) -> str:
-    """The headline at recording index ``index``: which run's loss (before the update, as
-    the loss panel's markers show it) is lowest and how many times lower than the others'.
-
-    A sentence naming the update: ``"Update 20: Nesterov's loss is 10× below plain's and
-    150× below momentum's"`` (runs by their house names, ``path_geometry.rule_name``);
-    non-finite runs are said to have diverged."""
-    loss, update = {}, None
-    for key, (steps, values, _) in scene.losses.items():
-        i = min(index, len(values) - 1)
-        update = int(steps[i]) if update is None else update
-        loss[rule_name(key)] = float(values[i])
-    diverged = {rule_name(k) for k in scene.diverged}
-    ok = {k: v for k, v in loss.items() if np.isfinite(v) and v >= 0 and k not in diverged}
-    gone = [k for k in loss if k not in ok]
-    tail = ("; " + " and ".join(gone) + (" has" if len(gone) == 1 else " have") + " diverged") if gone else ""
-    head = f"Update {update}: "
-    if not ok:
-        return head + "every run has diverged" if gone else head.rstrip(": ")
-    ranked = sorted(ok, key=ok.get)
-    best, low = ranked[0], ok[ranked[0]]
-    if len(ranked) == 1:
-        return head + f"{best}'s loss is {low:.2g}" + tail
-    if ok[ranked[1]] <= low * 1.05:
-        return head + f"the runs are level, loss {low:.2g}" + tail
-    times = lambda f: "∞×" if not np.isfinite(f) else f"{float(f'{f:.2g}'):.0f}×" if f >= 10 else f"{f:.1f}×"  # noqa: E731
-    below = " and ".join(f"{times(ok[k] / low if low > 0 else np.inf)} below {k}'s" for k in ranked[1:3])
-    return head + f"{best}'s loss is {below}" + tail
+    """The headline at recording index ``index`` (update ``u``):
+    ``path_findings.findings_of(scene, upto=u).headline()``, which run's mean loss over
+    the last updates up to ``u`` is lowest and how many times lower than the others',
+    as ``print(dtsgd_viz.findings(runs, surface, upto=u))`` says it: ``"After update 20,
+    Nesterov is lowest: 6.2× below plain, 223× below momentum (mean loss, k = 17–20)"``
+    (runs by their house names, ``path_geometry.rule_name``); runs that
+    diverged by then are named."""
+    from ..views.path_findings import findings_of
+    update = int(next(iter(scene.recordings.values())).steps[index])
+    return findings_of(scene, upto=update, paths=False).headline()
 
 
 def set_finding(fig, text: str) -> None:
     """Put ``text`` in ``fig``'s headline (``views.figure.headline``), keeping its line
-    count: the settings line hangs under it. A finding longer than the first is not
-    wrapped (it would run into the settings line)."""
+    count: the settings line hangs under it. A finding longer than the first is set a
+    little smaller (down to ``style.TITLE_SIZE``) to fit those lines, else not wrapped
+    (it would run into the settings line)."""
     title = fig._suptitle
     old = title.get_text()
     body = old.rstrip("\n")
-    lines = fit(text, fig.get_figwidth() * 72.0, style.SUPTITLE_SIZE, bold=True)
+    size = style.SUPTITLE_SIZE
+    lines = fit(text, fig.get_figwidth() * 72.0, size, bold=True)
+    while lines.count("\n") > body.count("\n") and size > style.TITLE_SIZE:   # a little smaller, to fit
+        size -= 0.5
+        lines = fit(text, fig.get_figwidth() * 72.0, size, bold=True)
     if lines.count("\n") > body.count("\n"):
         lines = text
+    title.set_fontsize(size)
     title.set_text(lines + "\n" * (body.count("\n") - lines.count("\n")) + old[len(body):])
 
 

@@ -146,7 +146,9 @@ class LayoutExplorerState:
         return (f"gradient all-reduce per update (batch over {', '.join(self.batch_dims)}): "
                 f"{self.name}: " + (f"{format_bytes(mine.bytes_per_device)} per device along "
                                     f"{dims_text(mine.mesh_dims)}" if mine.mesh_dims else
-                                    "none (its layout uses every batch dim)")
+                                    "none (the batch dims have size 1)")
+                + (f", after gathering it over {dims_text(mine.gathered_over)} (its layout "
+                   "uses a batch dim)" if mine.gathered_over else "")
                 + (f"; all variables: {along}" if len(self.variables) > 1 else ""))
 
 

@@ -332,20 +332,24 @@ def test_animation_frames_that_are_not_updates_are_a_clear_error(rotated, frames
 
 
 @pytest.mark.parametrize("update, index", [(3, 2), (-1, -1)])
-def test_loss_panel_is_the_recorded_loss(rotated, arrow_figures, update, index):
+def test_loss_panel_is_the_loss_after_k_updates(rotated, arrow_figures, update, index):
     fig = arrow_figures(update)
     ax_loss = fig.axes[1]
-    assert ax_loss.get_yscale() == "log" and ax_loss.get_xlabel() == "update"
+    assert ax_loss.get_yscale() == "log"
+    assert (ax_loss.get_xlabel(), ax_loss.get_ylabel()) == ("updates made (k)", "loss after k updates")
     lines = gid_artists(fig, "loss:")
     markers = gid_artists(fig, "loss-marker:")
     for name, rec in rotated.items():
-        np.testing.assert_array_equal(lines[name].get_xdata(), rec.steps)
-        np.testing.assert_array_equal(lines[name].get_ydata(), rec.loss)
-        np.testing.assert_array_equal(markers[name].get_xydata()[0],
-                                      [rec.steps[index], rec.loss[index]])
+        after = ROTATED.value_np(rec.path("w").astype(np.float64))   # after k = 0..N updates
+        np.testing.assert_array_equal(lines[name].get_xdata(), np.arange(len(rec) + 1))
+        np.testing.assert_allclose(lines[name].get_ydata(), after, rtol=1e-12)
+        # the recorded loss of update k is what its forward pass saw: after k - 1 updates
+        np.testing.assert_allclose(lines[name].get_ydata()[:-1], rec.loss, rtol=1e-5)
+        k = int(rec.steps[index]) - 1   # the ring: the parameters before the update, after k updates
+        np.testing.assert_allclose(markers[name].get_xydata()[0], [k, after[k]], rtol=1e-12)
         assert lines[name].get_color() == gid_artists(fig, "path:")[name].get_color()
     step_line = gid_artists(fig, "step-line")[""]
-    assert step_line.get_xdata()[0] == rotated["plain"].steps[index]
+    assert step_line.get_xdata()[0] == rotated["plain"].steps[index] - 1
 
 
 # ---- projection of many parameters -------------------------------------------------------
@@ -479,10 +483,11 @@ def test_animation_updates_artists_in_place_and_saves_a_gif(rotated, tmp_path):
                 np.testing.assert_allclose(xy, tip, atol=1e-12)
                 tip = tip + uv
             np.testing.assert_allclose(tip, path[i + 1], rtol=1e-5, atol=1e-6)
-            np.testing.assert_array_equal(markers[name].get_xydata()[0], [rec.steps[i], rec.loss[i]])
-            # the loss curve is drawn up to the update shown
-            np.testing.assert_array_equal(losses[name].get_xdata(), rec.steps[:i + 1])
-            np.testing.assert_array_equal(losses[name].get_ydata(), rec.loss[:i + 1])
+            after = ROTATED.value_np(path.astype(np.float64))   # the loss after k = 0..N updates
+            np.testing.assert_allclose(markers[name].get_xydata()[0], [i, after[i]], rtol=1e-12)
+            # the loss curve is drawn up to the update shown: to the loss before it
+            np.testing.assert_array_equal(losses[name].get_xdata(), np.arange(i + 1))
+            np.testing.assert_allclose(losses[name].get_ydata(), after[:i + 1], rtol=1e-12)
         assert fig.axes[0].get_title().startswith(f"Update {u}:")
         # the loss axes keep the whole run's limits while the curves grow
         lim = (ax_loss.get_xlim(), ax_loss.get_ylim())
@@ -545,10 +550,10 @@ def test_one_update_keeps_the_look_ahead_label_in_its_panel_and_integer_update_t
     fig = dtsgd_viz.plot_paths(one, ROTATED, step=1, zoom=True)
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
-    ax_loss = [ax for ax in fig.axes if ax.get_title().startswith("Loss per update")][0]
+    ax_loss = [ax for ax in fig.axes if ax.get_title().startswith("Loss after k updates")][0]
     lo, hi = ax_loss.get_xlim()
     ticks = [t for t in ax_loss.get_xticks() if lo <= t <= hi]
-    assert ticks == [1.0]
+    assert ticks == [0.0, 1.0]   # the loss after 0 and 1 updates
     (label,) = [t for ax in fig.axes for t in ax.texts if (t.get_gid() or "").startswith("lookahead-label:")]
     box, panel = label.get_window_extent(renderer), label.axes.get_window_extent(renderer)
     assert panel.x0 <= box.x0 and box.x1 <= panel.x1 and panel.y0 <= box.y0 and box.y1 <= panel.y1
@@ -586,7 +591,7 @@ def test_a_diverged_path_ends_where_it_left_the_view_and_both_panels_say_when():
     bad = synthetic(ROTATED, 40, 0.5, 0.9)      # lr * h = 5: leaves the view and overflows
     fig = draw_paths({"ok": ok, "bad": bad}, ROTATED).figure
     ax_path = fig.axes[0]
-    ax_loss = [a for a in fig.axes if a.get_title().startswith("Loss per update")][0]
+    ax_loss = [a for a in fig.axes if a.get_title().startswith("Loss after k updates")][0]
     box = np.array(ROTATED.view_box)
     path = bad.path("w").astype(np.float64)
     with np.errstate(invalid="ignore"):
@@ -601,12 +606,12 @@ def test_a_diverged_path_ends_where_it_left_the_view_and_both_panels_say_when():
     note = [t.get_text() for t in ax_path.texts if t.get_gid() == "diverged-note"]
     assert len(note) == 1 and f"bad: diverged at update {k}" in note[0] and "ok:" not in note[0]
     # the loss panel: an x at the last finite loss, and the same note
-    loss = np.asarray(bad.loss, np.float64)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
+        loss = ROTATED.value_np(path)   # the loss after k = 0..N updates
         last = np.flatnonzero(np.isfinite(loss) & (loss > 0))[-1]
     x = gid_artists(fig, "loss-diverged:")
     assert set(x) == {"bad"} and x["bad"].get_marker() == "x"
-    np.testing.assert_array_equal(x["bad"].get_xydata(), [[bad.steps[last], loss[last]]])
+    np.testing.assert_array_equal(x["bad"].get_xydata(), [[last, loss[last]]])
     lnote = [t.get_text() for t in ax_loss.texts if t.get_gid() == "loss-diverged-note"]
     assert len(lnote) == 1 and f"bad: diverged at update {k}" in lnote[0]
     assert geo.divergence_update(path, ROTATED.view_box) == k
@@ -615,7 +620,7 @@ def test_a_diverged_path_ends_where_it_left_the_view_and_both_panels_say_when():
 def test_loss_lines_of_one_update_have_markers(rotated):
     one = {k: synthetic(ROTATED, 1, 0.05, 0.9) for k in ("a", "b")}
     lines = gid_artists(draw_paths(one, ROTATED).figure, "loss:")
-    assert all(len(ln.get_xydata()) == 1 and ln.get_marker() not in ("", "None", None)
+    assert all(len(ln.get_xydata()) == 2 and ln.get_marker() not in ("", "None", None)   # k = 0, 1
                for ln in lines.values())
     long = gid_artists(draw_paths(rotated, ROTATED).figure, "loss:")
     assert all(ln.get_marker() in ("", "None") for ln in long.values())
@@ -898,7 +903,8 @@ def test_by_default_a_speck_of_an_arrow_means_no_arrows_and_the_caption_names_pl
 
 
 def test_level_ends_are_titled_by_where_the_runs_differ_and_end_names_have_air(rotated):
-    from dtsgd_viz.views.path_scene import build_scene, default_update, finding
+    from dtsgd_viz.views.path_findings import finding
+    from dtsgd_viz.views.path_scene import build_scene, default_update
     scene = build_scene(rotated, ROTATED, None)
     fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=2)
     fig.draw_without_rendering()

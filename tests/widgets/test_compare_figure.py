@@ -10,7 +10,7 @@ import pytest
 
 from dtsgd_viz import surfaces
 from dtsgd_viz.views.path_geometry import rule_name
-from dtsgd_viz.widgets.compare import CompareWidget, TableRow, rows_finding
+from dtsgd_viz.widgets.compare import CompareWidget
 
 matplotlib.use("Agg")
 
@@ -68,47 +68,51 @@ def test_run_names_cover_no_path_vertex_and_stand_off_every_corner(widget):
             assert leader[0].get_color() == names[key].get_color()
 
 
+HEADLINE = r"(\w+) ends lowest: (\d+)× below (\w+), (\d+)× below (\w+) \(mean loss, k = (\d+)–(\d+)\)$"
+
+
 def test_headline_says_the_tables_numbers(widget):
+    """The headline's ratios are those of the table's means over the last updates (the
+    loss after k = 51..60 updates), never of one point of momentum's saw-tooth."""
     from dtsgd_viz.views.figure import headline_texts
     finding = " ".join(headline_texts(widget.figure)[0].split())
-    rows = {rule_name(r.name): r.final_loss for r in widget.rows}
-    best = min(rows, key=rows.get)
-    m = re.match(rf"{best} ends lowest after 60 updates: (\d+)× below (\w+) and (\d+)× below (\w+)$", finding)
+    rows = {rule_name(r.name): r for r in widget.rows}
+    m = re.match(HEADLINE, finding)
     assert m, finding
-    for times, name in ((m[1], m[2]), (m[3], m[4])):
-        assert int(times) == round(rows[name] / rows[best])   # the table's ratio, as the table prints it
-        assert f">{rows[name]:.2e}<" in widget.table.value
-    assert ">loss after the last update<" in widget.table.value
-
-
-def test_rows_finding_names_level_and_diverged_runs():
-    rows = [TableRow("plain", None, 2.0), TableRow("momentum", 5, 1.0), TableRow("nesterov", 4, 0.5)]
-    assert rows_finding(rows, 10) == "Nesterov ends lowest after 10 updates: 2.0× below momentum and 4.0× below plain"
-    assert rows_finding([TableRow("plain", 3, 1.0), TableRow("nesterov", 3, 1.02)], 10) is None   # level
-    gone = [TableRow("plain", 3, 0.1), TableRow("momentum", None, np.inf, diverged=True)]
-    assert rows_finding(gone, 10) == "Plain reaches loss 0.1 after 10 updates; momentum diverged"
-    assert rows_finding([TableRow("plain", None, np.nan, diverged=True)], 10) is None
+    assert (int(m[6]), int(m[7])) == (51, 60)
+    assert ">mean loss after 51–60 updates<" in widget.table.value and ">loss after 60 updates<" in widget.table.value
+    for key, rec in widget.recordings.items():   # numpy on the recorded parameters
+        after = SURFACE.value_np(rec.path("w").astype(np.float64))
+        assert widget.rows[list(widget.recordings).index(key)].mean_loss == pytest.approx(after[51:].mean(), rel=1e-12)
+    best = rows[m[1]]
+    for times, name in ((m[2], m[3]), (m[4], m[5])):
+        assert int(times) == round(rows[name].mean_loss / best.mean_loss)   # the table's means' ratio
+        assert f">{rows[name].mean_loss:.2e}<" in widget.table.value
+        assert f">{rows[name].final_loss:.2e}<" in widget.table.value
 
 
 def test_loss_lines_end_on_the_tables_and_the_headlines_numbers(widget):
-    """One number each: the loss panel's last point is the table's "loss after the last
-    update", and the headline's ratios are the ratios of those last points."""
+    """One number each: the loss panel's last point is the table's "loss after 60
+    updates", and the headline's ratios are the ratios of the lines' means over the
+    shaded window (each run's bar across it)."""
     from dtsgd_viz.views.figure import headline_texts
     ax = widget.view.artists.ax_loss
     lines = widget.view.artists.loss_lines
     rows = {r.name: r.final_loss for r in widget.rows}
     assert set(lines) == set(rows)
+    bars = {ln.get_gid()[len("loss-mean:"):]: ln for ln in ax.lines if (ln.get_gid() or "").startswith("loss-mean:")}
     for key, line in lines.items():
         x, y = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
         np.testing.assert_array_equal(x, np.arange(61))      # after 0, 1, ..., 60 updates
-        assert y[-1] == rows[key]                             # the table's last column
+        assert y[-1] == rows[key]                             # the table's loss after 60 updates
         assert y[0] == pytest.approx(float(SURFACE.value_np(widget.recordings[key].path("w")[0])))
-    assert (ax.get_xlabel(), ax.get_ylabel()) == ("updates taken", "loss after them")
+        assert bars[key].get_ydata()[0] == pytest.approx(y[51:].mean(), rel=1e-12)
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("updates made (k)", "loss after k updates")
     finding = " ".join(headline_texts(widget.figure)[0].split())
-    m = re.match(r"(\w+) ends lowest after 60 updates: (\d+)× below (\w+) and (\d+)× below (\w+)$", finding)
-    ends = {rule_name(k): float(line.get_ydata()[-1]) for k, line in lines.items()}
+    m = re.match(HEADLINE, finding)
+    means = {rule_name(k): float(np.mean(line.get_ydata()[51:])) for k, line in lines.items()}
     for times, name in ((m[2], m[3]), (m[4], m[5])):
-        assert int(times) == round(ends[name] / ends[m[1]])   # the plotted end points' ratio
+        assert int(times) == round(means[name] / means[m[1]])   # the plotted lines' means' ratio
 
 
 def _names_clear(widget):

@@ -210,7 +210,8 @@ def test_gif_loss_curves_grow_over_their_whole_runs_and_the_names_stay_at_the_en
         grown = {ln.get_gid()[5:]: ln for ln in ax.lines if (ln.get_gid() or "").startswith("loss:")}
         assert rests.keys() == grown.keys() == recs.keys()
         for key, ln in rests.items():
-            np.testing.assert_allclose(ln.get_ydata(), recs[key].loss, rtol=1e-6)   # the whole run
+            after = ROTATED.value_np(recs[key].path("w").astype(np.float64))   # after k = 0..N updates
+            np.testing.assert_allclose(ln.get_ydata(), after, rtol=1e-6)   # the whole run
             assert ln.get_linewidth() < grown[key].get_linewidth() and ln.get_zorder() < grown[key].get_zorder()
             assert len(grown[key].get_xdata()) == update   # up to the update shown
         where.append({t.get_gid(): t.get_window_extent().extents.round(1).tolist()
@@ -219,7 +220,8 @@ def test_gif_loss_curves_grow_over_their_whole_runs_and_the_names_stay_at_the_en
     # each name at the height of its whole run's last loss
     for key in recs:
         (name,) = [t for t in ax.texts if t.get_gid() == f"label:{key}"]
-        end_y = ax.transData.transform((recs[key].steps[-1], recs[key].loss[-1]))[1]
+        last = ROTATED.value_np(recs[key].path("w").astype(np.float64)[-1])   # after the last update
+        end_y = ax.transData.transform((recs[key].steps[-1], last))[1]
         box = name.get_window_extent()
         assert box.y0 - 12 <= end_y <= box.y1 + 12, key
 

@@ -37,7 +37,8 @@ def test_a_10000_update_explorer_moves_with_pixel_bounded_lines(long_runs):
     for key, curve in static.loss_curves.items():
         rec = long_runs[key]
         assert len(curve) <= 3 * columns + 2
-        assert curve[-1, 0] == rec.steps[-1] and np.nanmin(curve[:, 1]) == np.nanmin(rec.loss)
+        after = SURFACE.value_np(rec.path("w").astype(np.float64))   # the loss after k = 0..N updates
+        assert curve[0, 0] == 0 and curve[-1, 0] == rec.steps[-1] and np.nanmin(curve[:, 1]) == np.nanmin(after)
     for update in (7_321, 9_999, 40):
         w.slider.value = update
         for key, line in art.paths.items():
@@ -50,6 +51,8 @@ def test_a_10000_update_explorer_moves_with_pixel_bounded_lines(long_runs):
             np.testing.assert_array_equal(xy[-1], path[i + 1])     # up to the update's end
             assert tuple(path[i]) in {tuple(p) for p in xy}         # through its start, exactly
             np.testing.assert_array_equal(art.positions[key].get_xydata()[0], path[i])
-            np.testing.assert_array_equal(art.loss_markers[key].get_xydata()[0], [update, rec.loss[i]])
+            # the dot: the loss before the update, after update - 1 of them
+            np.testing.assert_allclose(art.loss_markers[key].get_xydata()[0],
+                                       [update - 1, SURFACE.value_np(path[i])], rtol=1e-12)
         assert w.frame().title.startswith(f"Update {update}")
     assert w.static_state().same_as(static)

@@ -126,7 +126,8 @@ def test_the_widget_redraws_through_its_traits():
 
 def test_the_traffic_of_the_layout_picked():
     """Gradient bytes per device per update: the shard of the gradient, summed along the
-    batch dims the layout leaves unused; none along a batch dim the layout uses."""
+    batch dims the layout leaves unused; a layout using a batch dim is gathered over it
+    first and its gradient summed over every batch dim, laid out without it."""
     s = LayoutExplorerState.of((8, 16), mesh={"batch": 2, "model": 4})
     assert s.batch_dims == ("batch",) and s.traffic.totals() == {("batch",): 8 * 16 * 4}
     s = change(s, "dim", "model", dim=1)
@@ -135,7 +136,9 @@ def test_the_traffic_of_the_layout_picked():
                                    "tensor: 128 B per device along batch")
     np.testing.assert_array_equal(s.plan.bytes_per_device, [2 * 8 * 4 * 4] * 8)  # memory too
     s = change(s, "dim", "batch", dim=0)
-    assert s.traffic.totals() == {} and "none (its layout uses every batch dim)" in s.traffic_summary()
+    assert s.traffic.totals() == {("batch",): 8 * 4 * 4}    # [unsharded, model]'s block
+    assert s.traffic_summary().endswith("tensor: 128 B per device along batch, after "
+                                        "gathering it over batch (its layout uses a batch dim)")
     # a mesh without batch/data: nothing predicted until the batch dims are named
     s = change(s, "mesh", "x=2, y=4")
     assert s.batch_dims == () and s.traffic.totals() == {}
@@ -164,7 +167,8 @@ def test_the_widget_shows_traffic_beside_memory():
               if p.get_gid() == "param-tensor"]
     assert memory == [64 * 64 * 4 / 1024] * 8
     w.dim_pickers[0].value = "batch"
-    assert traffic_heights() == [] and "none (its layout uses every batch dim)" in w.message.value
+    assert traffic_heights() == [64 * 64 * 4] * 8   # gathered over batch, then summed
+    assert "after gathering it over batch" in w.message.value
     w.batch.value = "model"
     assert w.state.batch_dims == ("model",) and "batch over model" in w.message.value
 

@@ -102,7 +102,10 @@ def test_tracks_are_the_update_decomposition(recs):
     for key, rec in recs.items():
         t = tracks[key]
         np.testing.assert_array_equal(t.coords, rec.path("w").astype(np.float64))
-        np.testing.assert_array_equal(t.loss, rec.loss)
+        # the loss after k = 0..N updates (the recorded loss of update k: after k - 1)
+        np.testing.assert_array_equal(t.loss_steps, np.arange(len(rec) + 1))
+        np.testing.assert_allclose(t.loss, ROTATED.value_np(rec.path("w").astype(np.float64)), rtol=1e-12)
+        np.testing.assert_allclose(t.loss[:-1], rec.loss, rtol=1e-5)
         for i in range(STEPS):
             chain = upd.arrow_chain(upd.decompose_update(rec, "w", i), view.scene.plane)
             assert [term for term, *_ in chain] == [term for term, *_ in t.arrows]
@@ -152,7 +155,8 @@ def test_slider_updates_artists_in_place(recs, explorer, capsys):
         first = next(q for (k, _), q in art.arrows.items() if k == key)
         np.testing.assert_array_equal(first.get_offsets()[0], path[5])
         np.testing.assert_allclose(total, path[6] - path[5], rtol=1e-5, atol=1e-6)
-        assert art.loss_markers[key].get_xydata().tolist() == [[rec.steps[5], rec.loss[5]]]
+        # the loss before update 6: after 5 updates
+        np.testing.assert_allclose(art.loss_markers[key].get_xydata(), [[5, ROTATED.value_np(path[5])]], rtol=1e-12)
         # the zoomed panel follows: update 6's terms from the recorded values and the rule
         g = rec.global_values("w", "grad")[5].astype(np.float64)
         v = rec.global_values("w", "velocity").astype(np.float64)
@@ -166,7 +170,7 @@ def test_slider_updates_artists_in_place(recs, explorer, capsys):
         assert art.zoom_axes[key].get_title().startswith(f"{rule_name(key)} · zoom ×")   # update 6: in the caption
         alpha = art.trails[key].get_colors()[:, 3]
         assert len(alpha) == 5 and np.all(np.diff(alpha) > 0)
-    assert list(art.step_line.get_xdata()) == [6, 6]
+    assert list(art.step_line.get_xdata()) == [5, 5]   # at the dots: k = 5 updates made before update 6
     assert art.title.get_text().startswith("Update 6:")
     assert w.step_label.value == "update 6 of 12"
     assert w.frame().positions["nesterov"] == tuple(recs["nesterov"].path("w")[5].astype(float))
@@ -312,7 +316,8 @@ def test_compare_widget_draws_the_real_runs(compare):
     assert "μ 0.90" in headline_text(w.figure) and "drag the start point" in headline_text(w.figure)
     assert f"{STEPS} updates" in headline_text(w.figure) and w.steps.description == "updates"
     assert w.view.artists.ax_loss.get_lines()[-1].get_gid() == "tolerance"
-    assert w.view.artists.ax_loss.get_xlabel() == "updates taken"
+    assert (w.view.artists.ax_loss.get_xlabel(), w.view.artists.ax_loss.get_ylabel()) == (
+        "updates made (k)", "loss after k updates")
 
 
 def test_table_has_fixed_columns_and_wrapping_headers(compare):
@@ -320,10 +325,12 @@ def test_table_has_fixed_columns_and_wrapping_headers(compare):
     table = compare.table.value
     assert "table-layout:fixed" in table
     widths = re.findall(r"<col style='width:([\d.]+)em'>", table)
-    assert len(widths) == 3 and all(float(x) >= 8 for x in widths)
+    assert len(widths) == 4 and all(float(x) >= 6.5 for x in widths)
     heads = re.findall(r"<th style='([^']*)'>([^<]*)</th>", table)
+    n = compare.params.steps
+    a = n - max(1, min(10, n // 5)) + 1   # the mean the headline compares: over the last fifth, 1 to 10
     assert [h for _, h in heads] == ["optimizer", f"updates to tol ({compare.tol:g})",
-                                     "loss after the last update"]
+                                     f"loss after {n} updates", f"mean loss after {a}–{n} updates"]
     assert all("white-space:normal" in css and "padding" in css for css, _ in heads)
     # each name cell keeps its swatch and name on one line, the name as the figure writes it
     names = re.findall(r"<tr><td style='([^']*)'><span[^>]*></span>([^<]*)</td>", table)

@@ -1,0 +1,80 @@
+"""Whether a recorded run diverges, and from which update: the one reading every shard and
+mode picture names in its title ("the run diverges from update 3").
+
+A run diverges when the quantity that says how it is doing grows without coming back:
+its loss (``recording.loss``, the loss before each update; without one, the L2 norm of
+its recorded parameters after each update) ends NaN/Inf, or ends more than ``GROW``
+times its first value. It diverges *from* the first update after which that quantity
+never again comes back to its first value. A variable that holds NaN/Inf
+(``recording.nonfinite_steps``) diverged too, from then at the latest.
+
+    >>> diverging_from([1.0, 0.5, 2.0, 40.0, np.inf], [1, 2, 3, 4, 5])
+    3
+    >>> diverging_from([1.0, 3.0, 0.8, 0.1], [1, 2, 3, 4]) is None   # a bump, then it falls
+    True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+GROW = 10.0
+"""A series ending more than this many times its first value has diverged."""
+
+__all__ = ["diverging_from", "diverging_update", "diverging_text", "GROW"]
+
+
+def diverging_from(values, updates, grow: float = GROW) -> int | None:
+    """The update (of ``updates``) from which ``values`` (one per update) diverge, or None
+    when they do not: they end non-finite, or their last finite value is more than
+    ``grow`` times their first in size; the update is the first after which they stay
+    above their first value (a NaN/Inf counts as above)."""
+    v = np.abs(np.asarray(values, np.float64))
+    u = np.asarray(updates)
+    if not len(v):
+        return None
+    finite = np.isfinite(v)
+    if not finite.any():
+        return int(u[0])
+    first, last = v[finite][0], v[finite][-1]
+    if finite[-1] and not last > grow * first:
+        return None
+    with np.errstate(invalid="ignore"):
+        back = np.flatnonzero(finite & (v <= first))
+    k = int(back[-1]) + 1 if len(back) else 0
+    return int(u[min(k, len(u) - 1)])
+
+
+def diverging_update(recording) -> int | None:
+    """The update from which ``recording``'s run diverges (see the module docstring), or
+    None. The loss before update k is the loss update k - 1 left: an update that pushes
+    the loss past its first value for good is the one the run diverges from."""
+    steps = np.asarray(recording.steps)
+    if not len(steps):
+        return None
+    found = None
+    loss = recording.loss
+    if loss is not None:
+        at = diverging_from(loss, steps)
+        if at is not None:   # the loss before `at` is what update at - 1 left
+            i = int(np.searchsorted(steps, at))
+            found = int(steps[max(i - 1, 0)])
+    elif "param" in recording.kinds:
+        squares = 0.0
+        for name in recording.variables:
+            geometry = recording.geometry(name)
+            firsts = [group[0] for group in geometry.replica_groups]
+            norms = np.asarray(recording.shard_stats(name, "param")[:, firsts, 0], np.float64)
+            with np.errstate(over="ignore", invalid="ignore"):
+                squares = squares + np.sum(norms ** 2, axis=1)
+        found = diverging_from(np.sqrt(squares), steps)
+    bad = recording.nonfinite_steps
+    if len(bad):
+        found = int(bad[0]) if found is None else min(found, int(bad[0]))
+    return found
+
+
+def diverging_text(recording, who: str = "the run") -> str:
+    """``"the run diverges from update 3"`` ("" when it does not diverge)."""
+    at = diverging_update(recording)
+    return "" if at is None else f"{who} diverges from update {at}"
