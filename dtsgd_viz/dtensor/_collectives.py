@@ -12,10 +12,17 @@ In ``_func_<key>`` (see ``_program``):
   nodes: one entry per piece, each knowing the others;
 - a gradient is traced from the collective's output through elementwise and relayout ops
   (and slot write -> read) to the ``Assign*VariableOp``/``ResourceApply*`` that updates a
-  variable: that variable's gradient.
+  variable: that variable's gradient. The trace goes on through any collective whose
+  operand it reaches (from the operand to that collective's result, never across a fused
+  buffer to the other pieces): a gradient DTensor computed sharded like the activations
+  (a replicated layer-norm ``gamma`` after a layer sharded over ``model``) is summed over
+  ``batch`` in that layout, then all-gathered over ``model`` to the variable's layout, and
+  both collectives are that variable's.
 
 Each collective comes back as a dict of ``Collective`` fields, with the live variables it
-updates (``"updates"``), whether it is in the backward pass and ``"executed_*"``: the
+updates (``"updates"``), whether it is in the backward pass (``"backward"``: depends on a
+gradient-tape op; ``"tape"``: communicates one), those it updates with no other
+collective between (``"direct"``) and ``"executed_*"``: the
 lowered node that runs it (a CPU all-gather runs as an all-reduce of a zero-padded full
 buffer; fused pieces run as one padded buffer).
 """
@@ -59,6 +66,7 @@ _PASS_OPS = {
     "Reciprocal", "Inv", "Reshape", "Transpose", "Slice", "StridedSlice", "Squeeze",
     "ExpandDims", "ReadVariableOp", "CollectiveAllToAllV2", "CollectiveAllToAllV3",
 }
+_TAPE = "gradient_tape/"  # the scope tf.GradientTape names the backward pass's ops in
 _WRITE_OPS = re.compile(
     r"^(Assign(Add|Sub)?VariableOp|Resource(Sparse)?Apply\w+|ResourceScatter\w+)$")
 
@@ -73,16 +81,43 @@ def decode(wdef, flat, variables, mesh_from_string):
     for call, prog, mesh_str in programs(wdef):
         mesh = mesh_from_string(mesh_str) if mesh_str else mesh
         arg_var = argument_variables(call, prog, flat, variables)
+        _index_collectives(prog)
         for nd in prog.fdef.node_def:
             if nd.op in _OP_KIND:
                 out.extend(_describe(prog, nd, mesh, arg_var))
         # collectives inside control flow decode the same way, but their resource args
         # are not mapped back to variables
         for sub in nested_programs(prog):
+            _index_collectives(sub)
             for nd in sub.fdef.node_def:
                 if nd.op in _OP_KIND:
                     out.extend(_describe(sub, nd, mesh, {}, nested=True))
     return out, mesh
+
+
+def _index_collectives(prog):
+    """``prog.through``: ``{operand node: result node}`` of every DTensor-level collective
+    in ``prog`` (each piece of a fused one on its own), for walking a value on through a
+    collective. Only operands a value can flow *through* are kept: a node of the
+    collective's own lowering (a CPU all-gather's zero-padded buffer) or a relayout/
+    elementwise op; an operand that computes something new (a ``Sum``, a ``MatMul``) is
+    where another collective's value starts, not one that passes through."""
+    through = {}
+    for nd in prog.fdef.node_def:
+        if nd.op not in _OP_KIND:
+            continue
+        pieces = _fused_pieces(prog, nd)
+        if pieces:
+            links = [(piece, value, result) for piece, _, _, value, result in pieces]
+        else:
+            m = _DTENSOR_NAME.match(nd.name)
+            links = [(m.group("loc") if m else nd.name, node_of(nd.input[0]), nd.name)]
+        for loc, value, result in links:
+            src = prog.nodes.get(value)
+            if result and src is not None and (
+                    src.op in _PASS_OPS or value.startswith(f"{loc}/DTensor")):
+                through[value] = result
+    prog.through = through
 
 
 def _groups(table, group_size, mesh) -> list[list[int]]:
@@ -121,27 +156,43 @@ def _reduce_op(nd):
     return "Mean" if (merge, final) == ("Add", "Div") else merge
 
 
-def _variables_fed(prog, starts, resource_args) -> list[str]:
-    """The resource args updated from ``starts`` through elementwise/relayout ops only."""
+def _variables_fed(prog, starts, resource_args) -> tuple[list[str], set[str]]:
+    """``(written, direct)``: the resource args updated from ``starts`` through
+    elementwise/relayout ops and other collectives (``prog.through``) only, and those of
+    them reached without crossing another collective (the value is in the layout the
+    update is computed in: only local ops lie between)."""
     reads = collections.defaultdict(list)
     for nd in prog.fdef.node_def:
         if nd.op == "ReadVariableOp" and nd.input:
             reads[node_of(nd.input[0])].append(nd.name)
-    seen, written, frontier = set(), [], list(starts)
+    through = prog.through
+    seen, written, direct = set(), [], set()
+    frontier = [(s, False) for s in starts]
     while frontier:
-        for nd in prog.consumers.get(frontier.pop(), ()):
-            if nd.name in seen:
+        name, crossed = frontier.pop()
+        for nd in prog.consumers.get(name, ()):
+            if (nd.name, crossed) in seen:
                 continue
-            seen.add(nd.name)
+            seen.add((nd.name, crossed))
             if _WRITE_OPS.match(nd.op):
                 for ref in nd.input:
                     arg = node_of(ref)
-                    if not ref.startswith("^") and arg in resource_args and arg not in written:
+                    if ref.startswith("^") or arg not in resource_args:
+                        continue
+                    if arg not in written:
                         written.append(arg)
-                        frontier.extend(reads.get(arg, ()))  # a slot, read for the variable
-            elif nd.op in _PASS_OPS:
-                frontier.append(nd.name)
-    return written
+                    if (arg, crossed) not in seen:
+                        seen.add((arg, crossed))
+                        if not crossed:
+                            direct.add(arg)
+                        # a slot, read for the variable
+                        frontier.extend((r, crossed) for r in reads.get(arg, ()))
+                continue
+            if nd.name in through:  # the operand of another collective: on from its result
+                frontier.append((through[nd.name], True))
+            if nd.op in _PASS_OPS:
+                frontier.append((nd.name, crossed or nd.op in _OP_KIND))
+    return written, direct
 
 
 def _common(prog, nd, mesh, nested):
@@ -166,14 +217,21 @@ def _common(prog, nd, mesh, nested):
     }
 
 
+def _tape_op(loc: str) -> bool:
+    """Whether the op a collective communicates was made by the gradient tape (the
+    backward pass proper, not the optimizer's update maths)."""
+    return loc.startswith(_TAPE)
+
+
 def _entry(prog, base, name, shape, starts, arg_var, source):
     """One entry: ``base`` with its operand ``shape``, its name, and the variables its
     output (``starts``) updates."""
-    written = _variables_fed(prog, starts, set(arg_var))
+    written, direct = _variables_fed(prog, starts, set(arg_var))
     e = {k: v for k, v in base.items() if not k.startswith("_")}
-    e.update(name=name, shape=tuple(shape) if shape is not None else (),
+    e.update(name=name, shape=tuple(shape) if shape is not None else (), tape=_tape_op(name),
              bytes_per_device=math.prod(shape) * base["itemsize"] if shape is not None else 0,
              updates=[arg_var[a] for a in written], backward=prog.backward(source),
+             direct=[arg_var[a] for a in written if a in direct],
              fused_with=())
     source_node = prog.nodes.get(source)
     read = source_node is not None and source_node.op == "ReadVariableOp"
@@ -189,7 +247,7 @@ def _describe(prog, nd, mesh, arg_var, nested=False):
         out = []
         for piece, kind, shape, value, result in pieces:
             source = piece if piece in prog.nodes else value
-            e = _entry(prog, base, piece, _operand_shape(prog, piece, shape),
+            e = _entry(prog, base, piece, _operand_shape(prog, piece, shape, value),
                        [result] if result else [], arg_var, source)
             e.update(kind=_DTENSOR_KIND[kind],
                      fused_with=tuple(p for p, *_ in pieces if p != piece),
@@ -198,17 +256,25 @@ def _describe(prog, nd, mesh, arg_var, nested=False):
         return out
     loc = base["_loc"]
     source = loc if loc in prog.nodes else nd.name
-    return [_entry(prog, base, loc, _operand_shape(prog, loc, base["_shape"]), [nd.name],
+    return [_entry(prog, base, loc, _operand_shape(prog, loc, base["_shape"],
+                                                   node_of(nd.input[0])), [nd.name],
                    arg_var, source)]
 
 
-def _operand_shape(prog, loc, lowered):
+def _operand_shape(prog, loc, lowered, value=None):
     """The DTensor operand: the output of the op the location names (for a CPU all-gather,
-    run as an all-reduce of a zero-padded full buffer, that is the local shard); else the
-    lowered operand."""
+    run as an all-reduce of a zero-padded full buffer, that is the local shard); when that
+    op is gone (DTensor folded it, e.g. a ``Reshape`` whose all-gather took its place), the
+    local shard written into the gather's zero-padded buffer (the ``value`` of its
+    ``TensorStridedSliceUpdate``); else the lowered operand ``value`` (shape ``lowered``)."""
     named = prog.nodes.get(loc)
     if named is not None and named.op not in _OP_KIND and prog.shape(loc) is not None:
         return prog.shape(loc)
+    pad = prog.nodes.get(value) if value else None
+    if (pad is not None and pad.op == "TensorStridedSliceUpdate" and len(pad.input) > 4
+            and pad.name.startswith(f"{loc}/DTensorAllGatherOp")
+            and prog.shape(pad.input[4]) is not None):
+        return prog.shape(pad.input[4])
     return lowered
 
 
@@ -240,13 +306,18 @@ def serves(entry, trainable: set[int]) -> tuple[str, object]:
     """``(serves, live variable or None)`` of a decoded collective.
 
     - ``"gradient"``: an all-reduce (or reduce-scatter) whose result updates a trainable
-      variable (through the optimizer's elementwise maths);
+      variable (through the optimizer's elementwise maths, relayouts and other
+      collectives); and a collective that moves the tape's summed gradient itself (a
+      ``gradient_tape/`` op's output) to the layout its update is computed in, no other
+      collective between it and the update: the all-gather over ``model`` that takes a
+      gradient DTensor summed in the activations' layout to a replicated variable's;
     - ``"loss"``: a scalar reduced in the forward pass;
     - ``"activation gradient"`` / ``"activation"``: any other collective of the
       backward / forward pass;
     - ``"other"``: what moves a variable itself (a weight gathered for the forward
-      pass, an update relaid out by the optimizer: its ``variable`` says which), and what
-      runs inside control flow.
+      pass, an update or a gradient relaid out for the optimizer's maths, e.g. an
+      all-to-all of ``-lr * g`` or of ``g`` to the layout an optimizer op asks for: its
+      ``variable`` says which), and what runs inside control flow.
 
     ``trainable``: the ``id``s of the trainable variables."""
     fed = [v for v in entry["updates"] if id(v) in trainable]
@@ -255,6 +326,11 @@ def serves(entry, trainable: set[int]) -> tuple[str, object]:
     if fed:
         if entry["kind"] in ("all-reduce", "reduce-scatter"):
             return "gradient", fed[0]
+        # the tape's (summed) gradient itself, delivered to the layout its update is
+        # computed in: the gather after a sum made in the activations' layout
+        delivered = [v for v in entry["direct"] if id(v) in trainable]
+        if entry["tape"] and delivered:
+            return "gradient", delivered[0]
         return "other", fed[0]
     if entry["reads"] is not None:
         return "other", entry["reads"]

@@ -64,6 +64,7 @@ class Program:
                 if not ref.startswith("^"):
                     self.consumers[node_of(ref)].append(nd)
         self._backward = None
+        self.through = {}  # {collective operand: its result}, filled by _collectives
 
     def producer(self, ref):
         return self.nodes.get(node_of(ref))

@@ -50,7 +50,8 @@ def communication(fn, *args, run=None, timings=False, **kwargs) -> Communication
     Each ``Collective`` is one DTensor-level collective in program order: ``kind``,
     ``mesh_dims`` and ``groups`` (mesh device ids), the operand each device contributes
     (``shape``, ``dtype``, ``bytes_per_device``), ``reduce_op`` and ``serves``:
-    ``"gradient"`` (``variable``: its name as the ``Recorder`` gives it), ``"loss"``, an
+    ``"gradient"`` (``variable``: its name as the ``Recorder`` gives it; the sum, and any
+    collective that moves the summed gradient on to the variable's layout), ``"loss"``, an
     ``"activation gradient"`` or ``"activation"`` of the backward or forward pass, or
     ``"other"``; ``executed_as``/``executed_bytes`` tell what runs it::
 

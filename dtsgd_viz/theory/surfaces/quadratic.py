@@ -98,6 +98,10 @@ class ShardedQuadratic(Surface):
                  curvature=(0.05, 1.0), target=1.0):
         if isinstance(shape, int):
             shape = (shape,)
+        if not isinstance(shape, Sequence):
+            raise TypeError(f"shape must be a tuple of integers >= 1 (the parameter's shape; the mesh is "
+                            f"the second argument, as dims like {{'batch': 2, 'model': 4}}). "
+                            f"Received: shape={type(shape).__name__} {shape!r:.80}.")
         shape = tuple(shape)
         if not shape or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1
                             for s in shape):
