@@ -29,7 +29,7 @@ from . import progress as _progress
 VARIABLE = "w"
 """The name of the optimized variable in every recording ``run`` returns."""
 
-CONFIG_KEYS = ("learning_rate", "momentum", "nesterov", "exact_update", "data_dependent_update")
+CONFIG_KEYS = ("learning_rate", "momentum", "nesterov", "exact_update")
 
 __all__ = ["run", "VARIABLE", "CONFIG_KEYS"]
 

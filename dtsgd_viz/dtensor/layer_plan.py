@@ -14,8 +14,8 @@ __all__ = ["layer_caveats"]
 def layer_caveats(obj, batch_dims: tuple[str, ...]) -> dict[str, str]:
     """``{variable name: why}`` for the sharded variables of ``obj``'s layers whose
     gradient DTensor computes whole, then slices: ``ShardedConv2D`` weights (relaid out to
-    replicated before the convolution) and embedding tables (a sparse gradient, made
-    dense). Names as ``memory_plan`` gives them; ``{}`` for an object without layers.
+    replicated before the convolution) and embedding tables cut by rows (a sparse
+    gradient, made dense; a table cut by columns only is summed as its layout says). Names as ``memory_plan`` gives them; ``{}`` for an object without layers.
 
     ``batch_dims``: the mesh dims (of size > 1) the batch is split over."""
     layers = getattr(obj, "submodules", None)
@@ -42,8 +42,11 @@ def layer_caveats(obj, batch_dims: tuple[str, ...]) -> dict[str, str]:
             continue
         for w in weights:
             w = getattr(w, "_variable", w)  # an AutoCastVariable wraps the DVariable
-            if id(w) not in names or layout_of(w).is_fully_replicated:
+            layout = layout_of(w)
+            if id(w) not in names or layout.is_fully_replicated:
                 continue
+            if how.startswith("an embedding") and layout.sharding_specs[0] == "unsharded":
+                continue   # cut by column only: each device's dense gradient is its own columns'
             whole = math.prod(w.shape) * w.dtype.size
             out[names[id(w)]] = how + (f", sums all {whole} B over {along}" if along else "") + (
                 " and slices it to the variable's layout")

@@ -106,17 +106,8 @@ def _check_mesh(mesh):
         )
 
 
-def _exact_update(exact_update, data_dependent_update) -> bool:
-    """``exact_update``, given itself or by its old name ``data_dependent_update``."""
-    for arg, value in (("exact_update", exact_update),
-                       ("data_dependent_update", data_dependent_update)):
-        if value is not None and not isinstance(value, bool):
-            raise TypeError(f"{arg} must be True or False. Received: {value!r}.")
-    if data_dependent_update is not None:
-        if exact_update and not data_dependent_update:
-            raise ValueError(
-                "exact_update=True and data_dependent_update=False contradict each other: "
-                "data_dependent_update is the old name of exact_update; give only "
-                "exact_update.")
-        exact_update = exact_update or data_dependent_update
-    return bool(exact_update)
+def _exact_update(exact_update) -> bool:
+    """``exact_update``, checked: True or False."""
+    if not isinstance(exact_update, bool):
+        raise TypeError(f"exact_update must be True or False. Received: {exact_update!r}.")
+    return exact_update

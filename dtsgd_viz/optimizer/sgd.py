@@ -69,7 +69,7 @@ class SGD(_BaseSGD):
     ``tf.function``s, where tf-keras' update can move a parameter with the previous
     step's velocity (see ``update_step``); use it for training. The default stays
     bit-identical to tf-keras, and a ``Recorder`` warns when it sees the stale
-    velocity. ``data_dependent_update`` is the old name of the same switch.
+    velocity.
 
     On a mesh, sparse gradients (``tf.IndexedSlices``, from an ``Embedding``) are
     made dense before the update: DTensor cannot lay out the sparse update
@@ -103,7 +103,6 @@ class SGD(_BaseSGD):
         mesh=None,
         hooks=(),
         exact_update=False,
-        data_dependent_update=None,
         **kwargs,
     ):
         _keras3.check(learning_rate, "learning_rate")
@@ -119,7 +118,7 @@ class SGD(_BaseSGD):
             mesh=mesh,
             **kwargs,
         )
-        self.exact_update = _options._exact_update(exact_update, data_dependent_update)
+        self.exact_update = _options._exact_update(exact_update)
         self._densified = set()
         self._loss_scale_wrapper = None  # a _mixed.LossScaleWrapping once one wraps it
         self._hooks = []
@@ -147,11 +146,6 @@ class SGD(_BaseSGD):
         return (f"<dtsgd_viz.SGD, a tf-keras (Keras 2) optimizer: learning_rate={lr}, "
                 f"momentum={self.momentum}, nesterov={self.nesterov}, mesh={mesh}, "
                 f"exact_update={self.exact_update}>")
-
-    @property
-    def data_dependent_update(self) -> bool:
-        """The old name of ``exact_update``."""
-        return self.exact_update
 
     def add_hook(self, hook):
         """Attach an observer (a ``Recorder``, or anything implementing ``dtsgd_viz.Hook``).
@@ -397,9 +391,12 @@ class SGD(_BaseSGD):
     @classmethod
     def from_config(cls, config, custom_objects=None):
         """As tf-keras, and the mesh comes back (``ValueError`` when this process lacks
-        its devices). ``data_dependent_update``, the old name of ``exact_update``, is
-        accepted too."""
+        its devices). A config saved before ``exact_update`` had its name holds
+        ``data_dependent_update``: it is read as ``exact_update``."""
         config = dict(config)
+        if "data_dependent_update" in config:
+            old = config.pop("data_dependent_update")
+            config["exact_update"] = bool(config.get("exact_update") or old)
         config.pop("is_legacy_optimizer", None)
         if "mesh" in config:
             config["mesh"] = _config.mesh_from_config(config["mesh"])

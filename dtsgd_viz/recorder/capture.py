@@ -48,7 +48,7 @@ value (an earlier formulation, sqrt(max(x*x)), read once less but gave inf above
 1.8e19 and 0 below ~1e-19: wrong numbers on diverging and on converged runs). The sum of
 squares is float32 (float64 for float64 variables would need float64 staging): a block
 norm above ~1.8e19 shows inf, one whose squares underflow shows 0; the host log warns
-when that happens (``_hostlog.stats_range_warning``), and ``max_abs`` stays exact."""
+when that happens (``hostlog.stats_range_warning``), and ``max_abs`` stays exact."""
 
 STACK_ELEMENTS = 2**16
 """Tensors of the same shape and layout up to this many elements are stacked and reduced

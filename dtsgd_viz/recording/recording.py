@@ -167,10 +167,10 @@ class Recording:
     mode: str = "full"
     part: Part | None = None
     superseded_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
-    communication: object = None
-    """The ``CommunicationReport`` of the step (``with_communication``), or None."""
     """Steps an earlier run recorded after the checkpoint a resumed run restored
     (``Recorder(path=..., resume=True)``): replaced by the resumed run's, never read twice."""
+    communication: object = None
+    """The ``CommunicationReport`` of the step (``with_communication``), or None."""
     skipped_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
     """Updates a dynamic loss scale (``MeshLossScaleOptimizer``, ``mixed_float16``) skipped
     because a gradient overflowed, by the optimizer's iteration (tf-keras counts a skipped

@@ -30,7 +30,7 @@ def _check_streamable(header: Recording) -> None:
 
 
 class StoreWriter:
-    """Appends batches of host entries (``_hostlog.entry``) of one recorder to its part
+    """Appends batches of host entries (``recorder.hostlog.entry``) of one recorder to its part
     of a store, committing each (see the module docstring). ``header`` is the recording
     of no steps that names everything (``Recorder`` builds it when it is attached).
 

@@ -121,8 +121,8 @@ r
 # %%
 print("global velocity:", r.global_values("w", "velocity").shape)   # (steps, 8, 8)
 print("per shard:      ", r.shard_values("w", "velocity").shape)    # (steps, devices, 4, 2)
-for step in (1, 10, 30, 60):
-    print(f"loss before update {step:2d}: {r.loss[step - 1]:.3e}")
+for k in (0, 9, 29, 59):   # r.loss[i] is what update i + 1's forward pass saw: the loss after i updates
+    print(f"loss after {k:2d} updates: {r.loss[k]:.3e}")
 
 # %% [markdown]
 # `dtsgd_viz.reference` holds the update rules in numpy, exactly as tf-keras computes
@@ -186,13 +186,20 @@ runs = dtsgd_viz.run(valley, {
     "momentum": dict(learning_rate=0.05, momentum=0.9),
     "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True),
 }, steps=40)
-for name, run in runs.items():
-    print(f"{name:<9} loss after 40 updates: {valley.value_np(run.path('w')[-1]):.2e}")
+print(dtsgd_viz.findings(runs, valley, step=4))
 
 # %% [markdown]
-# `plot_paths` draws both paths on the loss contours, with the loss per update beside
-# them. Each whole path is drawn in its rule's line and markers, and a ring on each marks
-# the update `step` names (`step=4` is update 4; a dashed line in the loss panel). Its
+# `findings` prints the numbers the figures below state: each run's loss after k
+# updates (the surface at the recorded parameters: after 40 updates, and the mean over
+# the last 8), the ratio the headline gives (of those means: heavy-ball momentum's loss
+# saw-tooths by many times from one update to the next, so one point of it, even the last,
+# would say little), where the paths are furthest apart, and update 4 taken apart.
+#
+# `plot_paths` draws both paths on the loss contours, with the loss after k updates
+# beside them (the shaded updates are the ones the headline's means are over). Each
+# whole path is drawn in its rule's line and markers, and a ring on each marks the update
+# `step` names (`step=4` is update 4; in the loss panel a dashed line at k = 3, the
+# updates made before it). Its
 # terms are too short to see at this scale, so `plot_update(runs, valley, step=4)` takes
 # it apart up close: the momentum term (heavy ball's `mu*v`, the velocity carried over
 # from the update before; for Nesterov its look-ahead term `mu*v_new`, the new velocity

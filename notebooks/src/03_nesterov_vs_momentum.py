@@ -70,8 +70,11 @@ for name, rec in recordings.items():
 # named on its path, with a ring where each run is at update 5; after it the runs part:
 # momentum swings across the valley, Nesterov runs in to the minimum. The terms of update
 # 5 are too short to see at this scale (plain's and Nesterov's are specks), so
-# `plot_update` below takes it apart up close; the right panel is the loss per update,
-# update 5 marked with a dashed line.
+# `plot_update` below takes it apart up close; the right panel is the loss after k
+# updates, update 5 marked with a dashed line at k = 4 (the updates made before it). The
+# headline compares each run's mean loss over the last 10 updates (shaded): classical
+# momentum's loss saw-tooths, so one point of it would say little. `findings` (below)
+# prints the same numbers.
 
 # %%
 show(dtsgd_viz.plot_paths(recordings, surface, step=5))
@@ -91,18 +94,17 @@ show(dtsgd_viz.plot_update(recordings, surface, step=5))
 # %% [markdown]
 # ## Who gets there first
 #
-# "Updates to tolerance": the first update after which the loss stays within $10^{-3}$
-# of the minimum. The loss is the one each update's forward pass saw, as recorded.
+# `findings` gives every number the figures above state: each run's loss after k updates
+# (the surface at the recorded parameters) after the last one and its mean over the last
+# 10, the headline's ratios, where the paths are furthest apart, update 5 taken apart
+# (`plot_update`'s headline), and "within 0.001": the first k after which the loss stays
+# within $10^{-3}$ of the minimum. The rule check replays every recorded update.
 
 # %%
-from dtsgd_viz.widgets import steps_to_tolerance
-
-print(f"{'optimizer':<10}{'final loss':>12}{'updates to 1e-3':>17}{'rule check':>12}")
+print(dtsgd_viz.findings(recordings, surface, step=5, tol=1e-3))
 for name, rec in recordings.items():
-    reached = int(steps_to_tolerance(rec.loss, surface.min_value, 1e-3))
     bad = sum(len(s) for s in dtsgd_viz.reference.check_recording(rec).values())
-    print(f"{name:<10}{rec.loss[-1]:>12.2e}{(reached if reached >= 0 else 'no'):>17}"
-          f"{('ok' if not bad else bad):>12}")
+    print(f"{name:<9} rule check: {'ok' if not bad else f'{bad} updates off the rule'}")
 
 # %% [markdown]
 # Within 60 updates only Nesterov reaches the tolerance; classical momentum's loss
@@ -240,7 +242,9 @@ phase
 # The comparison widget re-runs the real optimizer for all three rules whenever a
 # slider is released. Drag the start point (the white circle) on the contours: while
 # you drag, the paths are a preview from the numpy reference of the rule (the panel
-# says so); on release the real DTensor SGD runs from there.
+# says so); on release the real DTensor SGD runs from there. It opens on the settings of
+# the runs above, so its headline states the same numbers as `plot_paths`' (`findings`);
+# its table adds each run's loss after the last update and the mean the headline compares.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -257,13 +261,15 @@ CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # close (its dotted box on the paths is marked ×N, how many times closer): at
 # update 20 Nesterov's μ·v and −lr·g are about 0.08 and 0.01 long, on a view 8 wide
 # (momentum's 1.1 and 0.6).
-# The headline follows the slider: whose loss is lowest at the update shown, and by how much.
+# The headline follows the slider: whose mean loss over the last updates up to the one
+# shown is lowest, and by how much (`findings(..., upto=20)` prints it at update 20).
 # Move the slider, or press Play, to see every update's terms.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 from dtsgd_viz.widgets import PathExplorer
 
+print(dtsgd_viz.findings(recordings, surface, upto=20).headline())
 PathExplorer(recordings, surface, step=20)
 
 # %% [markdown]

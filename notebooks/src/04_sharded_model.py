@@ -99,8 +99,8 @@ def train(steps, **sgd):
 
 
 model, r = train(150, learning_rate=0.05, momentum=0.9, nesterov=True, exact_update=True)
-for step in (1, 10, 50, 150):
-    print(f"mean squared error before update {step:3d}: {r.loss[step - 1]:.4f}")
+for k in (0, 9, 49, 149):   # r.loss[i] is what update i + 1's forward pass saw: the error after i updates
+    print(f"mean squared error after {k:3d} updates: {r.loss[k]:.4f}")
 
 # %% [markdown]
 # Every update follows the documented Nesterov rule, for all four variables:
@@ -255,8 +255,7 @@ probes = {
     "momentum": fit_last_layer(60, learning_rate=0.3, momentum=0.9),
     "nesterov": fit_last_layer(60, learning_rate=0.3, momentum=0.9, nesterov=True),
 }
-for name, probe in probes.items():
-    print(f"{name:<9} loss before update 1: {probe.loss[0]:.4f}, before update 60: {probe.loss[-1]:.4f}")
+print(dtsgd_viz.findings(probes))   # the recorded loss: after k = 0..59 updates
 
 # %% [markdown]
 # To draw the bowl, `plot_paths` needs the loss in numpy and its minimum: anything with
@@ -288,6 +287,7 @@ bowl = LastLayerLoss()
 curvature = np.linalg.eigvalsh(2 * features.T @ features / len(x))
 print(f"bowl bottom: loss {bowl.value_np(bowl.minimum[0]):.4f}; "
       f"curvature from {curvature[0]:.2g} to {curvature[-1]:.2g}")
+print(dtsgd_viz.findings(probes, bowl, step=20))   # what plot_paths and plot_update state below
 
 # %% [markdown]
 # `plot_paths` projects the 16-number paths on the plane of their top two principal
@@ -300,7 +300,8 @@ print(f"bowl bottom: loss {bowl.value_np(bowl.minimum[0]):.4f}; "
 # (the title says "marked"), so `plot_update` below takes it apart. Neither run reaches the bottom (the star): along
 # the flattest directions the curvature is 2e-4, and those take thousands of updates.
 # The star is the bowl's bottom projected onto the plane; the bottom lies off the plane,
-# so the lowest contour on the plane is somewhere else.
+# so the lowest contour on the plane is somewhere else. The numbers the headlines of
+# `plot_paths` and `plot_update` state are the ones `findings` printed above.
 
 # %%
 show(dtsgd_viz.plot_paths(probes, bowl, step=20))

@@ -103,10 +103,10 @@ print("shard_stats shape:", stats.shape)
 print("velocity norm per device, last kept update:", [f"{v:.2g}" for v in stats[-1, :, 0]])
 
 # %% [markdown]
-# What does that cost in memory? Stats mode stores 3 float64 numbers per block (each
+# What does that cost in memory? Stats mode stores 3 float32 numbers per block (each
 # block once, however many replicas it has), whatever the block's size. Full mode would store every
 # value: here, the 97 float32 numbers of the model, for each of the 3 kinds. On this
-# tiny model the two are about the same size; the difference is how they grow. Full
+# tiny model the two are of the same order; the difference is how they grow. Full
 # mode grows with the tensors, stats mode with the number of blocks. The last line
 # works it out for one 2048x2048 kernel laid out like `d1/kernel` (4 blocks).
 
@@ -116,7 +116,7 @@ full_bytes = n_values * len(r.kinds) * len(r) * 4           # float32 values, sa
 print(f"stats recording:             {r.nbytes / 1024:7.1f} KiB  ({len(r)} updates)")
 print(f"full mode, same updates:     {full_bytes / 1024:7.1f} KiB  ({n_values} values x {len(r.kinds)} kinds)")
 print(f"full mode, all 2000 updates: {n_values * len(r.kinds) * 2000 * 4 / 1024:7.1f} KiB")
-big_full, big_stats = 2048 * 2048 * 4, 4 * 3 * 8              # per kind and update
+big_full, big_stats = 2048 * 2048 * 4, 4 * 3 * 4              # per kind and update
 print(f"2048x2048 kernel, per kind and update: full {big_full / 2**20:.0f} MiB, stats {big_stats} bytes")
 
 # %% [markdown]

@@ -16,6 +16,9 @@
 # (Block, shard, replica, slot and update mean what the [glossary](../docs/glossary.md) says.)
 
 # %%
+import textwrap
+import warnings
+
 import dtsgd_viz
 
 mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})   # first: creates 8 CPU devices
@@ -122,10 +125,14 @@ for name, config in CONFIGS.items():
     rec = dtsgd_viz.Recorder()
     opt = dtsgd_viz.SGD(0.1, mesh=mesh, hooks=[rec], **config)
     model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
-    history = model.fit(models.dataset(mesh, x, y, batch_size=32), epochs=6, steps_per_epoch=8,
-                        callbacks=[rec.keras_callback()], verbose=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = model.fit(models.dataset(mesh, x, y, batch_size=32), epochs=6,
+                            steps_per_epoch=8, callbacks=[rec.keras_callback()], verbose=0)
     runs[name], trained[name] = rec.recording, model
     print(f"{name:20s} {rec.recording}; loss per epoch: {np.round(history.history['loss'], 3)}")
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        print(textwrap.fill(message, 100, initial_indent="  warning: ", subsequent_indent="    "))
 
 # %% [markdown]
 # `check_recording` replays every recorded update with a numpy reference of the rule
@@ -143,6 +150,12 @@ for name in ("momentum", "nesterov"):
 # call it makes to compile is undone (weights, slots, `iterations` restored). Each
 # gradient of a weight sharded over `model` is summed over `batch` (each device row saw
 # half of the batch); `compare` checks that against the plan the layouts predict.
+#
+# The layer norm's `gamma` and `beta` are replicated, but their gradients are computed
+# where the hidden layer's output lives, split over `model` by unit: DTensor sums each
+# quarter over `batch` (32 B, not the 128 B the plan predicts) and then all-gathers the
+# quarters over `model`. `compare` says so: the layouts alone cannot tell where a
+# replicated weight's gradient is computed.
 
 # %%
 model = trained["nesterov"]

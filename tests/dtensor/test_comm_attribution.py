@@ -141,3 +141,17 @@ def test_compare_says_exactly_how_the_layer_norm_differs_from_the_plan(fitted):
     assert report.compare(plan) == [
         f"{name}: predicted 128 B over ('batch',), measured 32 B over ('batch',) and an "
         "all-gather of 32 B over ('model',)" for name in NORM]
+
+
+def test_an_embedding_cut_by_columns_is_predicted_and_measured_alike(fitted):
+    """The plan named the column-cut table as "computed whole" (true only of a table cut
+    by rows) while the measured sum was its shard's bytes, as the layouts say."""
+    mesh, model, report, plan = fitted
+    table = "embed/embeddings"
+    layout = dtensor.fetch_layout(_variable(model, table))
+    assert layout.sharding_specs[0] == dtensor.UNSHARDED and layout.sharding_specs[1] == "model"
+    assert table not in plan.unpredictable
+    (sum_,) = report.gradient_path(table)   # one sum, nothing moved after it
+    shape = _variable(model, table).shape
+    assert sum_.bytes_per_device == _bytes(shape) // mesh.dim_size("model")
+    assert plan.entry(table).bytes_per_device == sum_.bytes_per_device

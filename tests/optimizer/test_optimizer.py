@@ -207,12 +207,12 @@ def _data(n=64):
     return x, (x @ np.array([1.0, -2.0, 0.5, 3.0], np.float32))[:, None]
 
 
-def _train_mlp(mode, data_dependent_update=False, steps=8):
+def _train_mlp(mode, exact_update=False, steps=8):
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = _mlp(mesh)
     rec = dtsgd_viz.Recorder()
     opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
-                        exact_update=data_dependent_update)
+                        exact_update=exact_update)
     x, y = _data()
     data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
     xb, yb = _dtensor.put(x, data_layout), _dtensor.put(y, data_layout)

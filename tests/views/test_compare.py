@@ -153,3 +153,15 @@ def test_bad_input_is_named():
             dtsgd_viz.plot_compare(runs)
     with pytest.raises(ValueError, match="Unknown variable 'v'. The runs record: \\['w'\\]"):
         dtsgd_viz.plot_compare({"a": r, "b": r}, variable="v")
+
+
+def test_a_run_on_the_first_runs_path_is_said_where_the_log_axis_cannot_draw_it(runs):
+    """A run whose parameters equal the first run's at every update has a distance of 0,
+    which a log axis cannot draw: the gap panel says so in the run's colour."""
+    same = {"momentum": runs["momentum"], "copy": runs["momentum"], "nesterov": runs["nesterov"]}
+    fig = dtsgd_viz.plot_compare(same)
+    _, gap, _ = _panels(fig)
+    data = compare_data(same)
+    assert np.all(np.asarray(data.gaps["copy"]) == 0) and np.any(np.asarray(data.gaps["nesterov"]) > 0)
+    notes = {t.get_gid(): t.get_text() for t in gap.texts if t.get_gid()}
+    assert notes == {"gap-zero:copy": "copy: 0 at every update (not drawn)"}

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import style
 from ..figure import headline, new_figure
+from ..layout_colors import label_ink
 from .geometry import CompareData, Findings, mesh_grid
 
 MAX_COLUMNS = 8          # a mesh wider than this wraps its devices in rows of 8
@@ -146,15 +147,21 @@ def _loss_panel(ax, data: CompareData, look):
 
 
 def _gap_panel(ax, data: CompareData, look):
-    drawn = False
+    drawn, zero = False, []
     for name, gap in data.gaps.items():
         positive = _finite_positive(gap)
         if np.isfinite(positive).any():
             ax.plot(data.updates, positive, **look[name].line())
             drawn = True
+        elif np.all(np.asarray(gap) == 0):
+            zero.append(name)   # no point on a log axis: said in the panel instead
     ax.set_title(f"parameters' distance from {data.names[0]}'s", fontsize=style.TITLE_SIZE)
     if drawn:
         log_axis(ax)
+        for i, name in enumerate(zero):
+            ax.text(0.02, 0.04 + 0.09 * i, f"{name}: 0 at every update (not drawn)",
+                    transform=ax.transAxes, ha="left", va="bottom", fontsize=style.NOTE_SIZE,
+                    color=label_ink(look[name].color or "0.3"), gid=f"gap-zero:{name}")
     else:
         ax.text(0.5, 0.5, f"identical to {data.names[0]}'s at every update",
                 transform=ax.transAxes, ha="center", va="center", fontsize=style.NOTE_SIZE,
