@@ -60,6 +60,7 @@ bench: $(BENCH_STAMP)
 	$(VENV)/bin/python benchmarks/keep_every_step.py
 	$(VENV)/bin/python benchmarks/stats_kernels.py
 	$(VENV)/bin/python benchmarks/compile_time.py --layers 10 40 --repeats 2 1
+	$(VENV)/bin/python benchmarks/shard_views.py
 	test ! -f benchmarks/floors.py || $(VENV)/bin/python benchmarks/floors.py
 
 clean:
