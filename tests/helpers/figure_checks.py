@@ -29,8 +29,9 @@ def _drawn(text) -> bool:
 
 
 def _inked(text, renderer) -> Bbox:
-    """``text``'s window extent without its leading and trailing blank lines."""
-    box = text.get_window_extent(renderer)
+    """``text``'s window extent without its leading and trailing blank lines (of an
+    annotation, its text's alone: ``Annotation.get_window_extent`` adds its leader)."""
+    box = Text.get_window_extent(text, renderer)
     lines = text.get_text().split("\n")
     n = len(lines)
     top = next(i for i, t in enumerate(lines) if t.strip())
