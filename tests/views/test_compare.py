@@ -33,7 +33,8 @@ def figure(runs):
 
 
 def _lines(ax):
-    return [ln for ln in ax.get_lines() if len(ln.get_xdata())]
+    return [ln for ln in ax.get_lines() if len(ln.get_xdata())
+            and not str(ln.get_gid()).startswith("loss-mean:")]
 
 
 def _panels(fig):
@@ -165,3 +166,21 @@ def test_a_run_on_the_first_runs_path_is_said_where_the_log_axis_cannot_draw_it(
     assert np.all(np.asarray(data.gaps["copy"]) == 0) and np.any(np.asarray(data.gaps["nesterov"]) > 0)
     notes = {t.get_gid(): t.get_text() for t in gap.texts if t.get_gid()}
     assert notes == {"gap-zero:copy": "copy: 0 at every update (not drawn)"}
+
+
+def test_the_loss_panel_marks_the_updates_the_ends_are_compared_over(runs, figure):
+    """The band covers the last ``tail`` losses and each run's mean there is drawn across
+    it at the value the title and ``compare_findings`` state (numpy on the recording)."""
+    loss_ax, _, _ = _panels(figure)
+    found = dtsgd_viz.compare_findings(runs)
+    band = [p for p in loss_ax.patches if p.get_gid() == "loss-window"]
+    assert len(band) == 1
+    x = band[0].get_path().vertices[:, 0]
+    xs = band[0].get_transform().transform(band[0].get_path().vertices)[:, 0]
+    lo, hi = loss_ax.transData.inverted().transform([[xs.min(), 0], [xs.max(), 0]])[:, 0]
+    last = (runs["plain"].steps - 1)[-found.tail:]
+    assert lo == pytest.approx(last[0] - 0.5) and hi == pytest.approx(last[-1] + 0.5) and len(x)
+    for name, r in runs.items():
+        (mean,) = [ln for ln in loss_ax.get_lines() if ln.get_gid() == f"loss-mean:{name}"]
+        assert np.asarray(mean.get_ydata()) == pytest.approx(np.mean(r.loss[-found.tail:]), rel=1e-9)
+        assert found.final_loss[name] == pytest.approx(np.mean(r.loss[-found.tail:]), rel=1e-9)

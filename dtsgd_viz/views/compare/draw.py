@@ -103,6 +103,7 @@ def draw(data: CompareData, findings: Findings):
     top = parts[0].subplots(1, 2 if data.gaps is not None else 1, squeeze=False, sharex=True)[0]
     ax_loss = top[0]
     _loss_panel(ax_loss, data, look)
+    _mark_tail(ax_loss, data, findings, look)
     if data.gaps is not None:
         _gap_panel(top[1], data, look)
     if has_velocity:
@@ -146,6 +147,27 @@ def _loss_panel(ax, data: CompareData, look):
     _style_axis(ax, "updates made (k)", "loss after k updates")
 
 
+def _mark_tail(ax, data: CompareData, findings: Findings, look) -> None:
+    """On the loss panel: a pale band over the losses the ends are compared by (the last
+    ``findings.tail``), headed "mean here", and each run's mean there (``final_loss``) as a
+    short line in its colour across the band (gids ``loss-window``, ``loss-mean:<run>``),
+    as the path figures mark theirs."""
+    from ..path_loss import WINDOW_COLOR
+    x = (data.updates - 1)[-findings.tail:]
+    if not len(x) or not any(v is not None and np.isfinite(v) and v > 0 for v in findings.final_loss.values()):
+        return
+    a, b = float(x[0]) - 0.5, float(x[-1]) + 0.5
+    ax.axvspan(a, b, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")
+    ax.text(b, 0.985, "mean here", transform=ax.get_xaxis_transform(), ha="right", va="top",
+            fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR, gid="loss-window-label")
+    for name in data.names:
+        value = findings.final_loss.get(name)
+        if value is None or not np.isfinite(value) or value <= 0:
+            continue
+        ax.plot([a, b], [value, value], color=look[name].color, lw=2.4, solid_capstyle="butt",
+                alpha=0.9, zorder=4.5, gid=f"loss-mean:{name}")
+
+
 def _gap_panel(ax, data: CompareData, look):
     drawn, zero = False, []
     for name, gap in data.gaps.items():
@@ -167,7 +189,7 @@ def _gap_panel(ax, data: CompareData, look):
                 transform=ax.transAxes, ha="center", va="center", fontsize=style.NOTE_SIZE,
                 color=style.SUBTITLE_COLOR)
         ax.set_yticks([])
-    _style_axis(ax, "updates made (k)", "distance / norm")
+    _style_axis(ax, "updates made (k)", "distance / norm (1 = 100%)")
 
 
 def _velocity_grid(sub, data: CompareData, look, rows, cols):
