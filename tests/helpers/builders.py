@@ -183,3 +183,32 @@ def tutorial_03_runs(steps):
     surface = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
     configs = {name: dict(config) for name, config in TUTORIAL_03_CONFIGS.items()}
     return surface, dtsgd_viz.run(surface, configs, steps=steps)
+
+
+def overflow_model(mesh):
+    """4 -> 16 (tanh, float16) -> 1 (float32) under mixed_float16. Targets near 300 make the
+    scaled float16 gradients of d1 overflow until the scale is down to about 2**7, so the
+    first updates from 2**15 are skipped, and later growth overflows once more.
+    ``overflow_data`` is its dataset."""
+    tf_keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        lm = tf_keras.dtensor.experimental.LayoutMap(mesh)
+        lm["d1.kernel"] = dtensor.Layout(["unsharded", "model"], mesh)
+        lm["d1.bias"] = dtensor.Layout(["model"], mesh)
+        lm["d2.kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
+        lm["d2.bias"] = dtensor.Layout.replicated(mesh, 1)
+        with lm.scope():
+            tf_keras.utils.set_random_seed(0)
+            model = tf_keras.Sequential([
+                tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
+                tf_keras.layers.Dense(1, name="d2", dtype="float32"),
+            ])
+        return dtsgd_viz.layout_autocast_variables(model)
+    finally:
+        tf_keras.mixed_precision.set_global_policy("float32")
+
+
+def overflow_data(mesh):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 4)).astype(np.float32)
+    return fit_dataset(mesh, x, 300.0 + (x @ np.array([1.0, -2.0, 0.5, 3.0], np.float32))[:, None])

@@ -21,7 +21,7 @@ from dtsgd_viz.recording import RecordingFileError
 from dtsgd_viz.recording.store import StoreWriter, store_status
 from dtsgd_viz.theory import reference
 from helpers import parts as _parts, synthetic_store
-from helpers.builders import fit_dataset
+from helpers.builders import overflow_data, overflow_model
 
 GROWTH_STEPS, UPDATES, INITIAL_SCALE = 6, 20, 2.0**15
 
@@ -29,34 +29,6 @@ GROWTH_STEPS, UPDATES, INITIAL_SCALE = 6, 20, 2.0**15
 @pytest.fixture
 def mesh():
     return dtsgd_viz.make_mesh({"batch": 2, "model": 4})
-
-
-def _overflow_model(mesh):
-    """4 -> 16 (tanh, float16) -> 1 (float32) under mixed_float16. Targets near 300 make the
-    scaled float16 gradients of d1 overflow until the scale is down to about 2**7, so the
-    first updates from 2**15 are skipped, and the first growth overflows once more."""
-    tf_keras.mixed_precision.set_global_policy("mixed_float16")
-    try:
-        lm = tf_keras.dtensor.experimental.LayoutMap(mesh)
-        lm["d1.kernel"] = dtensor.Layout(["unsharded", "model"], mesh)
-        lm["d1.bias"] = dtensor.Layout(["model"], mesh)
-        lm["d2.kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
-        lm["d2.bias"] = dtensor.Layout.replicated(mesh, 1)
-        with lm.scope():
-            tf_keras.utils.set_random_seed(0)
-            model = tf_keras.Sequential([
-                tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
-                tf_keras.layers.Dense(1, name="d2", dtype="float32"),
-            ])
-        return dtsgd_viz.layout_autocast_variables(model)
-    finally:
-        tf_keras.mixed_precision.set_global_policy("float32")
-
-
-def _data(mesh):
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(256, 4)).astype(np.float32)
-    return fit_dataset(mesh, x, 300.0 + (x @ np.array([1.0, -2.0, 0.5, 3.0], np.float32))[:, None])
 
 
 def _master(w):
@@ -125,7 +97,7 @@ def _train(mesh, rec, how, order):
     [rec])), in a traced loop, an eager one or ``model.fit``; ``order="built_first"``
     builds the SGD before wrapping it (as when a checkpoint is restored before
     ``model.compile``). Returns the model, the SGD, its wrapper and the log's rows."""
-    model = _overflow_model(mesh)
+    model = overflow_model(mesh)
     sgd = dtsgd_viz.SGD(0.001, momentum=0.9, mesh=mesh, hooks=[rec], exact_update=True)
     if order == "built_first":
         sgd.build(model.trainable_variables)
@@ -136,12 +108,12 @@ def _train(mesh, rec, how, order):
         assert model.optimizer is opt
         watch = tf_keras.callbacks.LambdaCallback(on_train_batch_begin=log.before,
                                                   on_train_batch_end=log.after)
-        model.fit(_data(mesh), epochs=1, steps_per_epoch=UPDATES, verbose=0,
+        model.fit(overflow_data(mesh), epochs=1, steps_per_epoch=UPDATES, verbose=0,
                   callbacks=[rec.keras_callback(), watch])
         return model, sgd, opt, log.rows
     step = _step_function(model, opt)
     step = step if how == "eager" else tf.function(step)
-    batches = iter(_data(mesh))
+    batches = iter(overflow_data(mesh))
     for _ in rec.loop(UPDATES):
         log.before()
         step(*next(batches))
@@ -202,10 +174,10 @@ def test_a_recorder_under_the_mesh_loss_scale_records_every_applied_update(mesh,
 @pytest.mark.parametrize("mode, every", [("full", 2), ("stats", 1)])
 def test_thinned_and_stats_recordings_list_the_skips_among_their_steps(mesh, mode, every):
     rec = dtsgd_viz.Recorder(mode=mode, every=every)
-    model = _overflow_model(mesh)
+    model = overflow_model(mesh)
     sgd = dtsgd_viz.SGD(0.001, momentum=0.9, mesh=mesh, hooks=[rec], exact_update=True)
     opt = dtsgd_viz.MeshLossScaleOptimizer(sgd, dynamic_growth_steps=GROWTH_STEPS)
-    log, step, batches = _UpdateLog(model, opt), _step_function(model, opt), iter(_data(mesh))
+    log, step, batches = _UpdateLog(model, opt), _step_function(model, opt), iter(overflow_data(mesh))
     # every=2: the split step runs the updates it does not record traced without hooks
     step = rec.step_function(tf.function(step)) if every > 1 else tf.function(step)
     with warnings.catch_warnings():
@@ -233,13 +205,13 @@ def test_a_resumed_run_lists_the_same_skips(mesh, tmp_path):
     resumes the store to update 20: the store lists the skips of the first run once, and
     holds its updates bit for bit."""
     store, ckpt = tmp_path / "run.zarr", str(tmp_path / "ckpt")
-    model = _overflow_model(mesh)
+    model = overflow_model(mesh)
     rec = dtsgd_viz.Recorder(path=store)
     sgd = dtsgd_viz.SGD(0.001, momentum=0.9, mesh=mesh, hooks=[rec], exact_update=True)
     opt = dtsgd_viz.MeshLossScaleOptimizer(sgd, dynamic_growth_steps=GROWTH_STEPS)
     log, step = _UpdateLog(model, opt), tf.function(_step_function(model, opt))
     checkpoint = tf.train.Checkpoint(model=model, optimizer=opt)
-    batches = iter(_data(mesh))
+    batches = iter(overflow_data(mesh))
     for i in rec.loop(UPDATES):
         log.before()
         step(*next(batches))
@@ -257,7 +229,7 @@ def test_a_resumed_run_lists_the_same_skips(mesh, tmp_path):
     assert late, skipped  # the resumed run has a skip of its own to make
     assert store_status(store)[0].n_skipped == len(skipped)
 
-    model2 = _overflow_model(mesh)
+    model2 = overflow_model(mesh)
     rec2 = dtsgd_viz.Recorder(path=store, resume=True)
     sgd2 = dtsgd_viz.SGD(0.001, momentum=0.9, mesh=mesh, hooks=[rec2], exact_update=True)
     sgd2.build(model2.trainable_variables)
@@ -267,7 +239,7 @@ def test_a_resumed_run_lists_the_same_skips(mesh, tmp_path):
     assert float(opt2.loss_scale.numpy()) == log.rows[11].scale_after != INITIAL_SCALE
     assert int(opt2.dynamic_counter.numpy()) == log.rows[11].counter_after
     log2, step2 = _UpdateLog(model2, opt2), tf.function(_step_function(model2, opt2))
-    batches = iter(_data(mesh))
+    batches = iter(overflow_data(mesh))
     for _ in range(12):
         next(batches)
     for _ in rec2.loop(UPDATES - 12):
@@ -311,7 +283,7 @@ FOREIGN = (r"wrapped in LossScaleOptimizerV3, a dynamic loss scale that is not "
 
 
 def test_a_foreign_dynamic_loss_scale_is_refused_whichever_is_built_first(mesh):
-    model = _overflow_model(mesh)
+    model = overflow_model(mesh)
     variables = model.trainable_variables
     # built first, wrapped afterwards (as when a checkpoint is restored before compile)
     built = dtsgd_viz.SGD(0.001, mesh=mesh, hooks=[dtsgd_viz.Recorder()])

@@ -12,7 +12,7 @@ from tensorflow.experimental import dtensor
 import dtsgd_viz
 from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.theory import reference
-from helpers.builders import fit_dataset, layoutmap_mlp
+from helpers.builders import fit_dataset, layoutmap_mlp, overflow_data, overflow_model
 
 COMPUTE = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 
@@ -145,34 +145,6 @@ def test_layout_autocast_variables_needs_a_layoutmap_model():
 GROWTH_STEPS, UPDATES = 6, 20
 
 
-def _overflow_model(mesh):
-    """4 -> 16 (tanh, float16) -> 1 (float32) under mixed_float16. Targets near 300 make the
-    scaled float16 gradients of d1 overflow until the scale is down to about 2**7, so the
-    first updates from 2**15 are skipped, and later growth overflows once more."""
-    tf_keras.mixed_precision.set_global_policy("mixed_float16")
-    try:
-        lm = tf_keras.dtensor.experimental.LayoutMap(mesh)
-        lm["d1.kernel"] = dtensor.Layout(["unsharded", "model"], mesh)
-        lm["d1.bias"] = dtensor.Layout(["model"], mesh)
-        lm["d2.kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
-        lm["d2.bias"] = dtensor.Layout.replicated(mesh, 1)
-        with lm.scope():
-            tf_keras.utils.set_random_seed(0)
-            model = tf_keras.Sequential([
-                tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
-                tf_keras.layers.Dense(1, name="d2", dtype="float32"),
-            ])
-        return dtsgd_viz.layout_autocast_variables(model)
-    finally:
-        tf_keras.mixed_precision.set_global_policy("float32")
-
-
-def _overflow_data(mesh):
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(256, 4)).astype(np.float32)
-    return fit_dataset(mesh, x, 300.0 + (x @ np.array([1.0, -2.0, 0.5, 3.0], np.float32))[:, None])
-
-
 class _ScaleLog:
     """Per update: (scale before, scale after, skipped by skipped_steps, weights moved)."""
 
@@ -201,7 +173,7 @@ def _train(how, model, opt, mesh):
         assert model.optimizer is opt  # compile keeps a loss scale optimizer as it is
         callback = tf_keras.callbacks.LambdaCallback(on_train_batch_begin=lambda *_: log.before(),
                                                      on_train_batch_end=lambda *_: log.after())
-        model.fit(_overflow_data(mesh), epochs=1, steps_per_epoch=UPDATES, verbose=0,
+        model.fit(overflow_data(mesh), epochs=1, steps_per_epoch=UPDATES, verbose=0,
                   callbacks=[callback])
         return log.rows
     variables = model.trainable_variables
@@ -213,7 +185,7 @@ def _train(how, model, opt, mesh):
         opt.apply_gradients(zip(opt.get_unscaled_gradients(tape.gradient(scaled, variables)),
                                 variables))
 
-    batches = iter(_overflow_data(mesh))
+    batches = iter(overflow_data(mesh))
     for _ in range(UPDATES):
         log.before()
         step(*next(batches))
@@ -238,7 +210,7 @@ def _documented_scales(skipped, initial=2.0**15, growth_steps=GROWTH_STEPS):
 
 @pytest.mark.parametrize("how", ["fit", "loop"])
 def test_mesh_loss_scale_halves_once_per_overflow(mesh, how):
-    model = _overflow_model(mesh)
+    model = overflow_model(mesh)
     opt = dtsgd_viz.MeshLossScaleOptimizer(dtsgd_viz.SGD(0.001, momentum=0.9, mesh=mesh),
                                            dynamic_growth_steps=GROWTH_STEPS)
     assert dtsgd_viz.layout_of(opt.dynamic_counter).mesh == dtsgd_viz.mesh_spec(mesh)
@@ -260,7 +232,7 @@ def test_plain_tf_keras_loss_scale_races_on_a_mesh(mesh):
     """Upstream bug, pinned: tf-keras' LossScaleOptimizer keeps its scale and counter as
     CPU:0 variables that every device updates in turn; one overflow on 2x4 divides the
     scale by 2**8, not 2. When this fails, tf-keras has fixed it."""
-    model = _overflow_model(mesh)
+    model = overflow_model(mesh)
     opt = tf_keras.mixed_precision.LossScaleOptimizer(
         dtsgd_viz.SGD(0.001, momentum=0.9, mesh=mesh), dynamic_growth_steps=GROWTH_STEPS)
     assert not _dtensor.is_dvariable(opt.dynamic_counter)
