@@ -137,7 +137,7 @@ def png(fig):
 def no_decimation():
     """The views with their min/max decimation patched to a pass-through: every point
     drawn, as before the decimation (the rest of the code the same)."""
-    from dtsgd_viz.views import _shard_lines
+    from dtsgd_viz.views.shards import lines as _shard_lines
     from dtsgd_viz.widgets import live_monitor
 
     saved = _shard_lines.minmax_decimate
@@ -168,7 +168,7 @@ def _setups(path, scratch):
     is and as it was; ``points``: what each variant draws. ``scratch``: a folder for the
     ``.npz`` files the load is also timed on."""
     from dtsgd_viz.recording.store import StoreReader
-    from dtsgd_viz.views.shards import draw_shards
+    from dtsgd_viz.views.shards.plot import draw_shards
     from dtsgd_viz.widgets import LiveMonitor, live_monitor as lm
 
     rec = dtsgd_viz.load_recording(path)

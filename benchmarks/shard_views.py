@@ -104,7 +104,7 @@ def main(argv=None) -> int:
             path = os.path.join(scratch, "run.npz")
             record(args.updates, path)
         r = dtsgd_viz.load_recording(path)
-        from dtsgd_viz.views.update_shards import plot_update_shards
+        from dtsgd_viz.views.shards.update import plot_update_shards
         from dtsgd_viz.widgets import ShardExplorer
         n, mid = len(r), int(r.steps[len(r) // 2])
         big, plan = big_mesh()

@@ -134,7 +134,7 @@ def demo_surface():
 def summary(runs, tol=1e-3) -> str:
     """A short, readable text summary of the demo runs, in ``dtsgd_viz.findings``'
     numbers (the loss after k updates, at the recorded parameters)."""
-    from ..views.path_findings import findings
+    from ..views.paths.findings import findings
     first = runs[0].recording
     geom = first.geometry("w")
     mesh = first.mesh

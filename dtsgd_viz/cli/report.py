@@ -29,10 +29,10 @@ _DPIS = {"PNG_DPI": "DPI", "GIF_DPI": "GIF_DPI"}
 
 
 def __getattr__(name):
-    """``PNG_DPI`` and ``GIF_DPI``: the one scale's (``views.style.DPI``, figures at most
+    """``PNG_DPI`` and ``GIF_DPI``: the one scale's (``views.core.style.DPI``, figures at most
     ~950 px wide, and ``GIF_DPI``), read when asked so importing this module stays light."""
     if name in _DPIS:
-        from ..views import style
+        from ..views.core import style
         return getattr(style, _DPIS[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 GIF_FRAMES = 20
@@ -93,7 +93,7 @@ def arrow_step(recordings: Mapping, name: str = "w") -> int:
     arrows stray furthest from their path segments, summed over the configs. Steps whose
     update cannot be decomposed (missing kinds) are skipped; 0 if none can.
     """
-    from ..views.update_geometry import decompose_update
+    from ..views.update.geometry import decompose_update
 
     n = min(len(r) for r in recordings.values())
     best, best_score = 0, 0.0
@@ -122,21 +122,21 @@ def shard_steps(n_steps: int, updates: Sequence[int] = (3, 10, 30)) -> list[int]
 
 def layout_figure(recording, name: str = "w"):
     """``plot_layout`` of ``name`` as recorded."""
-    from ..views.layout import plot_layout
+    from ..views.mesh.layout import plot_layout
     return plot_layout(recording, name=name)
 
 
 def shard_figure(recording, name: str = "w", step: int = -1, kind: str = "velocity"):
     """``plot_shards`` of ``name``'s ``kind`` at recorded step index ``step`` (an index
     into ``recording.steps``; ``plot_shards`` itself takes the update number)."""
-    from ..views.shards import plot_shards
+    from ..views.shards.plot import plot_shards
     return plot_shards(recording, name, kind, int(recording.steps[step]))
 
 
 def path_figure(recordings: Mapping, surface, step: int | None = None, name: str = "w"):
     """``plot_paths`` of ``recordings`` on ``surface`` with arrows at recorded step index
     ``step`` (default: ``arrow_step``; ``plot_paths`` itself takes the update number)."""
-    from ..views.paths import plot_paths
+    from ..views.paths.plot import plot_paths
     if step is None:
         step = arrow_step(recordings, name)
     update = int(next(iter(recordings.values())).steps[step])
@@ -146,7 +146,7 @@ def path_figure(recordings: Mapping, surface, step: int | None = None, name: str
 def update_figure(recordings: Mapping, surface, step: int | None = None, name: str = "w"):
     """``plot_update`` of ``recordings`` on ``surface``: the update at recorded step index
     ``step`` (default: ``arrow_step``, the one ``path_figure`` takes apart) up close."""
-    from ..views.update_anatomy import plot_update
+    from ..views.update.plot import plot_update
     if step is None:
         step = arrow_step(recordings, name)
     update = int(next(iter(recordings.values())).steps[step])
@@ -279,7 +279,7 @@ def write_report(directory, shard_recordings: Mapping, path_recordings: Mapping,
 def _write_layout(out: _Folder, first, name) -> None:
     """``layout.png`` and ``layout.txt``: how ``name`` of the recording ``first`` is laid
     out on its mesh."""
-    from ..views.layout import layout_table
+    from ..views.mesh.layout import layout_table
 
     geom, layout = first.geometry(name), first.layout(name)
     block = "x".join(map(str, geom.local_shape))
@@ -338,7 +338,7 @@ def _write_paths(out: _Folder, path_recordings, surface, pname) -> None:
 
 def _write_animation(out: _Folder, path_recordings, surface, pname, gif_frames) -> None:
     """``paths.gif``: the same runs update by update, ``gif_frames`` frames at most."""
-    from ..views.paths import animate
+    from ..views.paths.plot import animate
 
     frames = min(gif_frames, *(len(r) for r in path_recordings.values()))
     out.say(f"animating paths.gif ({frames} frames)")

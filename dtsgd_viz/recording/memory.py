@@ -20,7 +20,7 @@ Plain data (no TensorFlow, no matplotlib): a plan is computed from shapes, dtype
 ``memory_plan`` also takes a tf-keras model (its optimizer's real slot layouts when built),
 an optimizer (its slots; parameters share their layouts) or a ``Recording``; live objects
 are read through ``dtsgd_viz.layout_of``. ``dtsgd_viz.plot_memory(plan)`` draws the bars
-(``dtsgd_viz.views.memory``).
+(``dtsgd_viz.views.mesh.memory``).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import io
 
 import ipywidgets as widgets
 
-from ..views import style
-from ..views.figure import new_figure
+from ..views.core import style
+from ..views.core.figure import new_figure
 
 
 class FigureWidget:

@@ -17,7 +17,7 @@ import dataclasses
 
 import numpy as np
 
-from ..views import style
+from ..views.core import style
 from . import _pointer
 from .compare_state import compare_configs
 

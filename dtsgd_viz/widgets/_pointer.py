@@ -16,7 +16,7 @@ widgets freeze their layout after each render (``FigureWidget.refresh``), so the
 transforms are those of the picture on screen. Without ``ipyevents`` nothing is attached and the sliders and
 dropdowns still do everything.
 
-    >>> from dtsgd_viz.views.figure import new_figure
+    >>> from dtsgd_viz.views.core.figure import new_figure
     >>> fig = new_figure((4, 3), dpi=100)
     >>> ax = fig.add_axes((0.1, 0.1, 0.8, 0.8))
     >>> _ = ax.set_xlim(0, 8), ax.set_ylim(0, 8)

@@ -23,13 +23,13 @@ import time
 import ipywidgets as widgets
 import numpy as np
 
-from ..views import style
-from ..views.path_geometry import divergence_update, rule_name
-from ..views.path_frames import draw_scene
-from ..views import path_loss
-from ..views.path_findings import findings
-from ..views.path_scene import build_scene
-from ..views.paths import PathsView
+from ..views.core import style
+from ..views.paths.geometry import divergence_update, rule_name
+from ..views.paths.frames import draw_scene
+from ..views.paths import loss as path_loss
+from ..views.paths.findings import findings
+from ..views.paths.scene import build_scene
+from ..views.paths.plot import PathsView
 from . import _drag
 from ._canvas import FigureWidget
 from ._phase import diverged, path_losses
@@ -65,7 +65,7 @@ def table_rows(recordings, surface, tol: float, name: str = "w") -> tuple[TableR
     numbers: the first k after which the loss after k updates (from the surface, at the
     recorded parameters) stays within ``tol`` of ``surface.min_value``, the loss after
     the last update and the mean over the last updates."""
-    from ..views.path_findings import findings
+    from ..views.paths.findings import findings
     found = findings(recordings, surface, name=name, tol=tol)
     rows = []
     for key, rec in recordings.items():
@@ -100,7 +100,7 @@ def table_html(rows, tol: float, colors=None, found=None) -> str:
     headers wrap inside their column instead of running into the next, and the table
     keeps its width whatever the numbers; names as the figure writes them (``rule_name``).
     ``found`` (the ``findings`` the rows come from) names the updates in the headers."""
-    from ..views.path_findings import window_text
+    from ..views.paths.findings import window_text
     n, window = ("the last", "mean over the last updates") if found is None else (
         found.last_k, window_text(found.window))
     colors = colors or style.optimizer_colors([r.name for r in rows])
@@ -293,8 +293,8 @@ class CompareWidget(FigureWidget):
                                  f"{html.escape(type(e).__name__)}: {html.escape(str(e))}</span>")
 
     def _draw(self, recordings, params):
-        from ..views.figure import headline
-        from ..views.path_findings import findings_of
+        from ..views.core.figure import headline
+        from ..views.paths.findings import findings_of
         fig = self.figure
         self.unfreeze_layout()
         fig.clear()

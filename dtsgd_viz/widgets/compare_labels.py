@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..views import style
-from ..views.path_geometry import rule_name
+from ..views.core import style
+from ..views.paths.geometry import rule_name
 
 __all__ = ["line_points", "free_spot", "place_on_line", "place_point_names", "name_paths"]
 

@@ -4,7 +4,7 @@ At the paths panel's scale most updates are a few pixels long (Nesterov's, once 
 runs along the valley, are 1/30 of the view), so the explorer shows every run's
 update up close under the paths, redrawn for each update the slider shows: each
 term a thick arrow tip to tail with its true length, Nesterov's look-ahead point,
-and the zoom factor over the paths panel (``views.update_panel``); the dotted box
+and the zoom factor over the paths panel (``views.update.panel``); the dotted box
 on the paths says where each close-up is. One grid, no subfigures: the paths row
 and the close-up row share the figure's width, the caption sits between them.
 """
@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..views import style
-from ..views.figure import fit, headline, new_figure
-from ..views import update_geometry as upd
-from ..views.path_geometry import rule_name
-from ..views.path_frames import ZOOM_BOX_LOOK, ZOOM_BOX_Z, draw_zoom
-from ..views.path_labels import (HARD, TOUCH, boxes_overlap, leader_cost, panel_obstacles, place_text,
+from ..views.core import style
+from ..views.core.figure import fit, headline, new_figure
+from ..views.update import geometry as upd
+from ..views.paths.geometry import rule_name
+from ..views.paths.frames import ZOOM_BOX_LOOK, ZOOM_BOX_Z, draw_zoom
+from ..views.paths.labels import (HARD, TOUCH, boxes_overlap, leader_cost, panel_obstacles, place_text,
                                  renderer_of, spot_cost, text_box)
-from ..views.path_loss import nest_loss_dots
-from ..views.path_names import name_runs, open_rings_on_star, place_names
-from ..views.path_scene import settings_line
-from ..views.path_titles import path_title, short_arrows
-from ..views.paths import draw_paths
+from ..views.paths.loss import nest_loss_dots
+from ..views.paths.names import name_runs, open_rings_on_star, place_names
+from ..views.paths.scene import settings_line
+from ..views.paths.titles import path_title, short_arrows
+from ..views.paths.plot import draw_paths
 
 __all__ = ["CLOSE_UP_SIZE", "CLOSE_UP_CAPTION", "explorer_view", "draw_close_up", "close_up_title",
            "tidy_loss_axis", "update_finding", "explorer_caption", "set_finding", "zoom_callouts",
@@ -50,13 +50,13 @@ def update_finding(scene, index: int) -> str:
     Nesterov is lowest: 6.2× below plain, 223× below momentum (mean loss, k = 17–20)"``
     (runs by their house names, ``path_geometry.rule_name``); runs that
     diverged by then are named."""
-    from ..views.path_findings import findings_of
+    from ..views.paths.findings import findings_of
     update = int(next(iter(scene.recordings.values())).steps[index])
     return findings_of(scene, upto=update, paths=False).headline()
 
 
 def set_finding(fig, text: str) -> None:
-    """Put ``text`` in ``fig``'s headline (``views.figure.headline``), keeping its line
+    """Put ``text`` in ``fig``'s headline (``views.core.figure.headline``), keeping its line
     count: the settings line hangs under it. A finding longer than the first is set a
     little smaller (down to ``style.TITLE_SIZE``) to fit those lines, else not wrapped
     (it would run into the settings line)."""
@@ -261,7 +261,7 @@ def callout_spot(box_px, size_px, obstacles, taken, frame, gap=3.0):
 def place_callouts(scene, art) -> None:
     """Grow each close-up's box on the paths to ``MIN_BOX_PX``, write its zoom factor
     beside it and the start and minimum names beside their points, all placed by one
-    scoring (``views.path_labels``) off the paths, markers, boxes and each other."""
+    scoring (``views.paths.labels``) off the paths, markers, boxes and each other."""
     ax = art.ax_path
     callouts = zoom_callouts(art)
     boxes = {}

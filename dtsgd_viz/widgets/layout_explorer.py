@@ -24,9 +24,9 @@ from ..geometry import ShardGeometry, shard_geometry
 from ..recording.communication import CommunicationPlan, communication_plan
 from ..recording.memory import MemoryEntry, MemoryPlan, format_bytes, plan_of
 from ..specs import UNSHARDED, LayoutSpec, MeshSpec
-from ..views.memory import plot_memory
-from ..views.style import DPI
-from ..views.traffic import ACTIVATION_NOTE, dims_text
+from ..views.mesh.memory import plot_memory
+from ..views.core.style import DPI
+from ..views.mesh.traffic import ACTIVATION_NOTE, dims_text
 
 MAX_DEVICES = 256
 _DIM = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*[=:]\s*(\d+)\s*$")
@@ -176,7 +176,7 @@ def _entries(obj, shape, mesh, dtype, name=None) -> tuple[MemoryEntry, ...]:
     if isinstance(obj, Recording) or hasattr(obj, "trainable_variables") or hasattr(
             obj, "apply_gradients"):
         return memory_plan(obj, momentum=False).entries
-    from ..views.layout import resolve
+    from ..views.mesh.layout import resolve
     shape, layout, name = resolve(obj, shape, None, max_rank=None)
     return (MemoryEntry(name or "tensor", shape, getattr(getattr(obj, "dtype", None), "name",
                                                          str(dtype)), layout),)
@@ -361,7 +361,7 @@ class LayoutExplorer:
         self._draw()
 
     def _draw(self):
-        from ..views.layout import layout_table, plot_layout
+        from ..views.mesh.layout import layout_table, plot_layout
         s = self.state
         notes = [html.escape(n) for n in (s.note, s.batch_note) if n]
         shown = "none" if s.error else ""

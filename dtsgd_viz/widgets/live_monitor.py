@@ -24,9 +24,9 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..recording.store import PartStatus, StoreReader
-from ..views import style
-from ..views.direct_labels import axes_height_points, leaders, spread
-from ..views.shard_geometry import block_patches, minmax_decimate
+from ..views.core import style
+from ..views.text.direct import axes_height_points, leaders, spread
+from ..views.shards.geometry import block_patches, minmax_decimate
 from ._canvas import FigureWidget
 from .live_monitor_axes import _frame, _scale_y, _tick_texts, snap_log_limits
 from .live_monitor_text import (LIVE_MONITOR_HEADLINED_SIZE, loss_text,  # noqa: F401
@@ -294,7 +294,7 @@ class LiveMonitor(FigureWidget):
     def _set_titles(self, state) -> bool:
         """The headline (finding so far, settings), what each panel draws; True when
         the headline's lines changed (the layout must make room)."""
-        from ..views.figure import headline, headline_texts
+        from ..views.core.figure import headline, headline_texts
         self.ax_loss.set_title("loss before each update", fontsize=style.TITLE_SIZE)
         if state.blocks:
             self.ax_norms.set_title(f"‖{state.kind}‖ of each block of {state.variable!r}",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..views import style
+from ..views.core import style
 
 
 def _frame(ax) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..views import style
+from ..views.core import style
 
 __all__ = ["loss_text", "monitor_finding", "monitor_settings", "set_update_axis",
            "LIVE_MONITOR_HEADLINED_SIZE"]
@@ -46,7 +46,7 @@ def monitor_finding(steps, loss, norms, kind, blocks, who=None) -> str:
     Loss falls 10x over 3 updates;
     the velocity's block norm rises 9x to a peak at update 2, then falls 3x
     """
-    from ..views.shards_view import change_text
+    from ..views.shards.view import change_text
     head = loss_text(steps, loss)
     head = head[0].upper() + head[1:]
     if not len(blocks) or np.asarray(norms).shape[0] < 2:
@@ -54,7 +54,7 @@ def monitor_finding(steps, loss, norms, kind, blocks, who=None) -> str:
     norm = change_text(np.asarray(norms), np.asarray(steps), list(blocks)).split("; ")[0]
     if "block norm " not in norm:
         return head
-    from ..views.figure import fit
+    from ..views.core.figure import fit
     subject = f"the {kind}'s {norm}"
     if who and norm.startswith("median block norm "):
         subject = f"the median norm of {who} {norm[len('median block norm '):]}"
@@ -72,7 +72,7 @@ def balanced(text: str, width: float, size: float = style.SUPTITLE_SIZE) -> str:
     >>> balanced("Loss falls 37x; the median falls 11x over 80 updates", 300)
     'Loss falls 37x;\nthe median falls 11x over 80 updates'
     """
-    from ..views.figure import fit
+    from ..views.core.figure import fit
 
     def fits(line):
         return "\n" not in fit(line, width, size, bold=True)

@@ -28,12 +28,12 @@ import numpy as np
 
 from ..theory.convergence import check_grid_axis, check_steps_tol, diverged, path_losses, phase_grid, steps_to_tolerance
 from ..theory.quadratic import RULES, convergence_boundary
-from ..views import style
-from ..views.path_geometry import divergence_update
-from ..views.paths import draw_paths
-from ..views.phase import add_colorbars, cap_loss, cell_edges, draw_phase
-from ..views.phase_axes import PHASE_LEGEND_SIZE, PHASE_NOTE_SIZE
-from ..views.phase_cell import RULE_NAMES, draw_cell_losses, pick_finding
+from ..views.core import style
+from ..views.paths.geometry import divergence_update
+from ..views.paths.plot import draw_paths
+from ..views.phase.plot import add_colorbars, cap_loss, cell_edges, draw_phase
+from ..views.phase.axes import PHASE_LEGEND_SIZE, PHASE_NOTE_SIZE
+from ..views.phase.cell import RULE_NAMES, draw_cell_losses, pick_finding
 from . import _pointer
 from ._canvas import FigureWidget
 
@@ -110,7 +110,7 @@ class PhaseDiagram(FigureWidget):
     def __init__(self, surface, *, learning_rates=None, momenta=None, steps=150, tol=1e-3,
                  start=None, mesh=None, figsize=style.PHASE_DIAGRAM_SIZE, dpi=style.DPI):
         from ..runs import check_start
-        from ..views.phase import default_axes
+        from ..views.phase.plot import default_axes
         if not all(hasattr(surface, a) for a in ("shape", "value_np", "grad_np", "minimum")):
             raise TypeError(f"surface must be a dtsgd_viz.surfaces surface. Received: {surface!r}.")
         self.surface, self.mesh = surface, mesh
@@ -250,8 +250,8 @@ class PhaseDiagram(FigureWidget):
     def _draw(self):
         from matplotlib.patches import Patch, Rectangle
 
-        from ..views.figure import headline
-        from ..views.phase_geometry import phase_finding
+        from ..views.core.figure import headline
+        from ..views.phase.geometry import phase_finding
 
         fig = self.figure
         self.unfreeze_layout()

@@ -8,7 +8,7 @@
 
 The slider goes through ``rate_state`` (pure: the rates and a learning rate -> where
 each block sits and which blocks are past each rule's stability boundary), which the
-tests call directly; the figure (``views.rates``) is updated in place.
+tests call directly; the figure (``views.rates.block_rates``) is updated in place.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import math
 import ipywidgets as widgets
 import numpy as np
 
-from ..views import style
-from ..views.rates import RULE_NAMES, RatesView, block_rates
+from ..views.core import style
+from ..views.rates.block_rates import RULE_NAMES, RatesView, block_rates
 from ._canvas import FigureWidget
 
 

@@ -23,11 +23,11 @@ import dataclasses
 import ipywidgets as widgets
 import numpy as np
 
-from ..views import style
-from ..views.empty import check_not_empty
-from ..views.shard_geometry import update_index
-from ..views.steps import describe_updates
-from ..views.shards import draw_shards
+from ..views.core import style
+from ..views.core.empty import check_not_empty
+from ..views.shards.geometry import update_index
+from ..views.core.steps import describe_updates
+from ..views.shards.plot import draw_shards
 from ._canvas import FigureWidget
 from .shard_runs import RunsShardsView
 

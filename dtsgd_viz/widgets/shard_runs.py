@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..views import style
+from ..views.core import style
 from ..views.compare import looks
-from ..views.figure import headline
-from ..views.shard_geometry import as_image, run_limit, symmetric_limit
-from ..views.shards import draw_tensor
+from ..views.core.figure import headline
+from ..views.shards.geometry import as_image, run_limit, symmetric_limit
+from ..views.shards.plot import draw_tensor
 
 __all__ = ["RunsShardsView", "tensor_norms"]
 

@@ -14,9 +14,9 @@ import html
 
 import numpy as np
 
-from ..views import style
-from ..views import update_geometry as upd
-from ..views.path_geometry import rule_name, step_index
+from ..views.core import style
+from ..views.update import geometry as upd
+from ..views.paths.geometry import rule_name, step_index
 
 __all__ = ["UpdateRow", "update_rows", "update_table_html"]
 

@@ -217,8 +217,8 @@ print(check_recording(tr_stale))
 # lags behind on both models.
 
 # %%
-from dtsgd_viz.views import style
-from dtsgd_viz.views.figure import headline
+from dtsgd_viz.views.core import style
+from dtsgd_viz.views.core.figure import headline
 
 # both runs are Nesterov: the exact update in its look, the default one thinner, dashed
 nesterov = style.RULE_LOOKS["nesterov"]

@@ -13,10 +13,10 @@ import pytest
 from PIL import Image
 
 from dtsgd_viz.cli import demo, report
-from dtsgd_viz.views import update_geometry as upd
-from dtsgd_viz.views.figure import headline_texts
-from dtsgd_viz.views.layout import layout_table
-from dtsgd_viz.views.path_geometry import rule_name
+from dtsgd_viz.views.update import geometry as upd
+from dtsgd_viz.views.core.figure import headline_texts
+from dtsgd_viz.views.mesh.layout import layout_table
+from dtsgd_viz.views.paths.geometry import rule_name
 
 pytestmark = pytest.mark.slow  # runs the demo once (~15 s)
 

@@ -1,4 +1,4 @@
-"""Checks of a line thinned for its width (``views.shard_geometry.minmax_decimate``):
+"""Checks of a line thinned for its width (``views.shards.geometry.minmax_decimate``):
 the drawn points against every original point, column by column."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from dtsgd_viz.views import style
+from dtsgd_viz.views.core import style
 
 NOTEBOOKS = sorted((pathlib.Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 

@@ -11,7 +11,7 @@ import pytest
 
 from dtsgd_viz import LayoutSpec, MemoryPlan, MeshSpec, communication_plan, memory_plan, shard_geometry
 from dtsgd_viz.recording.memory import format_bytes, itemsize
-from dtsgd_viz.views.memory import memory_bars, plot_memory
+from dtsgd_viz.views.mesh.memory import memory_bars, plot_memory
 
 matplotlib.use("Agg")
 

@@ -18,7 +18,7 @@ from conftest import CONFIGS
 from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.theory import reference, surfaces
 from dtsgd_viz.recording.recording import RecordingFileError
-from dtsgd_viz.views.shards import draw_shards
+from dtsgd_viz.views.shards.plot import draw_shards
 from helpers.builders import Problem, layout, make_sgd
 
 matplotlib.use("Agg")

@@ -12,7 +12,7 @@ import pytest
 import dtsgd_viz
 from dtsgd_viz.recorder.hostlog import StatsLog, assemble
 from dtsgd_viz.recording.store import StoreWriter
-from dtsgd_viz.views.shard_geometry import block_norm_lines, shard_norms
+from dtsgd_viz.views.shards.geometry import block_norm_lines, shard_norms
 
 from helpers.synthetic_store import KINDS, MESH, entries, header, watched
 
@@ -85,7 +85,7 @@ def test_the_views_draw_the_same_from_float32_and_float64_statistics(tmp_path):
         (ua, la), (ub, lb) = block_norm_lines(r32, "w", kind), block_norm_lines(r64, "w", kind)
         assert np.array_equal(ua, ub) and all(np.array_equal(x, y, equal_nan=True)
                                               for x, y in zip(la, lb))
-    views = [dtsgd_viz.views.shards.draw_shards(r, "w", "velocity") for r in (r32, r64)]
+    views = [dtsgd_viz.views.shards.plot.draw_shards(r, "w", "velocity") for r in (r32, r64)]
     for label, lines in views[0].stat_lines.items():
         assert len(lines) == len(views[1].stat_lines[label]) > 0
         for x, y in zip(lines, views[1].stat_lines[label]):

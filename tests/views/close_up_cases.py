@@ -66,7 +66,7 @@ def gif_last_frame():
     last frame, the one it holds: ``(animation, figure)``, drawn."""
     from dtsgd_viz.cli.demo import PATH_STEPS, path_surface, run_paths
     from dtsgd_viz.cli.report import GIF_FRAMES, GIF_INTERVAL
-    from dtsgd_viz.views.paths import animate
+    from dtsgd_viz.views.paths.plot import animate
     anim = animate(run_paths(PATH_STEPS), path_surface(), frames=GIF_FRAMES, interval=GIF_INTERVAL)
     anim._fig.canvas.mpl_disconnect(anim._first_draw_id)   # a draw would start it at frame 0
     frames = list(anim.new_frame_seq())
@@ -82,9 +82,10 @@ def folded_panel(lean=0.002):
     (``lean`` of its length sideways): ``(figure, axes, chain)``, drawn."""
     import matplotlib.pyplot as plt
     import numpy as np
-    from dtsgd_viz.views import style, update_panel
-    from dtsgd_viz.views.path_frames import panel_at
-    from dtsgd_viz.views.path_scene import build_scene
+    from dtsgd_viz.views.core import style
+    from dtsgd_viz.views.update import panel as update_panel
+    from dtsgd_viz.views.paths.frames import panel_at
+    from dtsgd_viz.views.paths.scene import build_scene
     scene = build_scene(tutorial_03(), SURFACE, None)
     data = panel_at(scene, "nesterov", 20, True)
     (_, tail, first), _ = data.chain

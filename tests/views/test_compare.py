@@ -12,7 +12,7 @@ import pytest
 import dtsgd_viz
 from dtsgd_viz import MeshSpec
 from dtsgd_viz.views.compare import compare_data, looks
-from dtsgd_viz.views.figure import headline_texts
+from dtsgd_viz.views.core.figure import headline_texts
 from helpers import synthetic_recording
 
 STEPS = 30

@@ -14,7 +14,7 @@ import pytest
 
 import dtsgd_viz
 from dtsgd_viz import surfaces
-from dtsgd_viz.views._diverging import diverging_from
+from dtsgd_viz.views.core.diverging import diverging_from
 
 ROTATED = surfaces.RotatedQuadratic()
 SHARDED = surfaces.ShardedQuadratic()

@@ -88,7 +88,7 @@ def _animation_figure(recs, surface):
 
 @pytest.mark.parametrize("view", sorted(FIGURES))
 def test_every_figure_fits_a_notebook_column_and_its_smallest_text_reads(story, view):
-    from dtsgd_viz.views import style
+    from dtsgd_viz.views.core import style
     s, recs = story
     fig = FIGURES[view](s, recs)
     assert fig.dpi == style.DPI
@@ -101,7 +101,7 @@ def test_every_figure_fits_a_notebook_column_and_its_smallest_text_reads(story, 
 
 
 def test_block_rates_fit_a_notebook_column():
-    from dtsgd_viz.views import style
+    from dtsgd_viz.views.core import style
     s = surfaces.ShardedQuadratic()
     rec = dtsgd_viz.run(s, {"nesterov": dict(learning_rate=1.5, momentum=0.6, nesterov=True)},
                         steps=20)["nesterov"]
@@ -128,7 +128,7 @@ def run_lines(fig) -> dict:
 
 
 def test_one_rule_has_one_look_in_every_figure_and_nesterov_is_never_the_faintest(story):
-    from dtsgd_viz.views import style
+    from dtsgd_viz.views.core import style
     s, recs = story
     looks = {}
     for view in ("paths", "paths-zoom", "update", "modes", "phase"):

@@ -12,7 +12,7 @@ import pytest
 
 import dtsgd_viz
 from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan
-from dtsgd_viz.views.update_shards import plot_update_shards
+from dtsgd_viz.views.shards.update import plot_update_shards
 from helpers.figure_checks import clashes, clipped, tick_label_clashes
 from helpers.synthetic_recording import recording
 

@@ -13,8 +13,8 @@ import pytest
 
 import dtsgd_viz
 from dtsgd_viz import surfaces
-from dtsgd_viz.views.figure import headline_texts
-from dtsgd_viz.views.path_geometry import rule_name
+from dtsgd_viz.views.core.figure import headline_texts
+from dtsgd_viz.views.paths.geometry import rule_name
 
 matplotlib.use("Agg")
 

@@ -19,7 +19,7 @@ from matplotlib.transforms import Bbox  # noqa: E402
 import dtsgd_viz  # noqa: E402
 from dtsgd_viz import LayoutSpec, MeshSpec, communication_plan, plot_layout, shard_geometry  # noqa: E402
 from dtsgd_viz.views import plot_communication  # noqa: E402
-from dtsgd_viz.views.style import DPI, MAX_WIDTH_PX, NOTE_SIZE  # noqa: E402
+from dtsgd_viz.views.core.style import DPI, MAX_WIDTH_PX, NOTE_SIZE  # noqa: E402
 
 CASES = [  # (mesh, shape, specs), the tutorial's layouts among them
     ({"batch": 2, "model": 4}, (8, 8), ("batch", "model")),

@@ -113,7 +113,7 @@ def test_a_10000_update_animation_grows_thinned_lines_through_each_frames_update
 
 
 def test_thinning_keeps_short_paths_whole_and_long_ones_within_the_tolerance():
-    from dtsgd_viz.views.path_thin import EXACT_POINTS, TOLERANCE_PX, CELL_PX, thin_indices
+    from dtsgd_viz.views.paths.thin import EXACT_POINTS, TOLERANCE_PX, CELL_PX, thin_indices
     rng = np.random.default_rng(3)
     short = rng.normal(size=(EXACT_POINTS, 2))
     np.testing.assert_array_equal(thin_indices(short, (100.0, 100.0)), np.arange(EXACT_POINTS))
@@ -130,7 +130,7 @@ def test_thinning_keeps_short_paths_whole_and_long_ones_within_the_tolerance():
 
 
 def test_thinning_breaks_the_line_at_non_finite_points_and_holds_a_vertex_limit():
-    from dtsgd_viz.views.path_thin import thin_indices
+    from dtsgd_viz.views.paths.thin import thin_indices
     line = np.stack([np.arange(1000.0), np.zeros(1000)], axis=1)
     line[400:410] = np.nan
     idx = thin_indices(line, (1.0, 1.0)).tolist()
@@ -143,14 +143,14 @@ def test_thinning_breaks_the_line_at_non_finite_points_and_holds_a_vertex_limit(
 
 
 def test_up_to_ends_a_thinned_path_exactly_on_the_update_shown():
-    from dtsgd_viz.views.path_thin import up_to
+    from dtsgd_viz.views.paths.thin import up_to
     assert up_to(np.array([0, 10, 20, 30]), 16, at=14).tolist() == [0, 10, 14, 15]
     assert up_to(None, 4, at=2).tolist() == [0, 1, 2, 3]
     assert up_to(np.array([0, 10, 20]), 11, at=9).tolist() == [0, 9, 10]
 
 
 def test_the_casings_nearest_points_within_a_distance_match_brute_force():
-    from dtsgd_viz.views.path_casing import _nearest_on_polyline
+    from dtsgd_viz.views.paths.casing import _nearest_on_polyline
     rng = np.random.default_rng(1)
     c = np.cumsum(rng.normal(size=(700, 2)), axis=0)
     p = c[rng.integers(0, 700, 3000)] + rng.normal(scale=0.6, size=(3000, 2))

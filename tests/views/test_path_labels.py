@@ -1,6 +1,6 @@
-"""One label placement for the path panels (``views.path_labels``): the start and minimum
+"""One label placement for the path panels (``views.paths.labels``): the start and minimum
 names, the runs' names, none overlapping another label, a marker or the frame; where two
-paths coincide both are seen (``views.path_casing``); what the caption explains."""
+paths coincide both are seen (``views.paths.casing``); what the caption explains."""
 
 import numpy as np
 import pytest
@@ -9,9 +9,9 @@ from matplotlib.text import Text
 
 import dtsgd_viz
 from dtsgd_viz.theory import surfaces
-from dtsgd_viz.views import style
-from dtsgd_viz.views.path_casing import CASING_EDGE, _distance_to_polyline, coinciding
-from dtsgd_viz.views.path_labels import Obstacles, best_spot, boxes_overlap, spot_cost
+from dtsgd_viz.views.core import style
+from dtsgd_viz.views.paths.casing import CASING_EDGE, _distance_to_polyline, coinciding
+from dtsgd_viz.views.paths.labels import Obstacles, best_spot, boxes_overlap, spot_cost
 from helpers.synthetic_paths import synthetic
 
 VALLEY = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)
@@ -206,8 +206,8 @@ def test_the_caption_says_why_nesterovs_first_step_is_long(three, three_at_5):
 
 
 def test_a_loss_within_a_decade_is_drawn_on_a_linear_axis(two):
-    from dtsgd_viz.views.path_loss import _needs_log
-    from dtsgd_viz.views.path_scene import build_scene
+    from dtsgd_viz.views.paths.loss import _needs_log
+    from dtsgd_viz.views.paths.scene import build_scene
     scene = build_scene(two, VALLEY, None)
     assert _needs_log(scene)
     short = {k: synthetic(surfaces.RotatedQuadratic(), 3, 0.01) for k in ("a", "b")}
@@ -216,14 +216,14 @@ def test_a_loss_within_a_decade_is_drawn_on_a_linear_axis(two):
 
 
 def test_a_projected_minimum_near_the_paths_is_framed_with_them():
-    from dtsgd_viz.views.path_scene import _near
+    from dtsgd_viz.views.paths.scene import _near
     coords = np.array([[0.0, 0.0], [1.0, 1.0]])
     kept = _near(np.array([[1.4, 0.5], [9.0, 9.0]]), coords)
     assert len(kept) == 1 and kept[0].tolist() == [[1.4, 0.5]]
 
 
 def test_touching_any_path_costs_extra_and_a_leader_counts_the_paths_it_crosses():
-    from dtsgd_viz.views.path_labels import leader_cost
+    from dtsgd_viz.views.paths.labels import leader_cost
     obs = Obstacles((0, 0, 200, 200))
     obs.add_polyline([[0, 100], [200, 100]])   # a line across the middle
     grazing = (90, 101, 110, 111)              # its lower edge on the line
@@ -237,7 +237,7 @@ def test_touching_any_path_costs_extra_and_a_leader_counts_the_paths_it_crosses(
 
 
 def test_a_leader_through_another_label_counts_and_one_leaving_its_own_marker_does_not():
-    from dtsgd_viz.views.path_labels import leader_through_boxes
+    from dtsgd_viz.views.paths.labels import leader_through_boxes
     star, name = (-4, -4, 4, 4), (20, -5, 60, 5)   # the marker the leader leaves, a name across its way
     assert leader_through_boxes([star, name], (3, 0), (80, 0), anchor=(0, 0)) == 1
     assert leader_through_boxes([star, name], (3, 0), (80, 30), anchor=(0, 0)) == 0   # above the name

@@ -9,8 +9,8 @@ import pytest
 
 import dtsgd_viz
 from dtsgd_viz.theory import quadratic as theory, surfaces
-from dtsgd_viz.views import style
-from dtsgd_viz.views.phase_contours import EDGE_BAND, MIN_PIECE
+from dtsgd_viz.views.core import style
+from dtsgd_viz.views.phase.contours import EDGE_BAND, MIN_PIECE
 from helpers.phase_names import assert_boundary_names_clear
 from helpers.readable import overlapping
 
@@ -122,7 +122,7 @@ def test_regions_named_in_place_leave_the_legend(drawn):
 
 
 def test_contour_labels_are_larger_than_the_smallest_text_where_they_fit(drawn):
-    from dtsgd_viz.views.phase_contours import LABEL_SIZE
+    from dtsgd_viz.views.phase.contours import LABEL_SIZE
     fig, _ = drawn
     sizes = [t.get_fontsize() for ax in maps(fig).values() for t in ax.texts
              if (t.get_gid() or "").startswith("rate-label:")]
@@ -209,7 +209,7 @@ def test_labels_take_the_curved_stretch_and_leave_no_stubs(drawn):
     # a contour's label sits where its line curves (the flattest direction overdamped)
     # where it fits there; no piece of a line shorter than MIN_STUB (the ends a label's
     # gap would leave beside it); the flat stretch's label says why it is flat
-    from dtsgd_viz.views.phase_contours import MIN_STUB
+    from dtsgd_viz.views.phase.contours import MIN_STUB
     fig, surface = drawn
     h = np.unique(np.asarray(surface.hessian_eigenvalues, np.float64))
     for key, nesterov in (("momentum", False), ("nesterov", True)):

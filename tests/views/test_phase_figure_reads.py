@@ -10,9 +10,9 @@ import pytest
 import dtsgd_viz
 from dtsgd_viz.theory import surfaces
 from dtsgd_viz.theory.convergence import phase_grid
-from dtsgd_viz.views import style
-from dtsgd_viz.views.figure import headline_texts
-from dtsgd_viz.views.phase_geometry import cap_rate, cell_edges
+from dtsgd_viz.views.core import style
+from dtsgd_viz.views.core.figure import headline_texts
+from dtsgd_viz.views.phase.geometry import cap_rate, cell_edges
 
 matplotlib.use("Agg")
 

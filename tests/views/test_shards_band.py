@@ -7,11 +7,11 @@ import pytest
 from matplotlib.colors import to_rgb
 
 import dtsgd_viz
-from dtsgd_viz.views._shard_labels import _roles
-from dtsgd_viz.views._shard_stats import band_of
-from dtsgd_viz.views.direct_labels import READABLE_GAP, leaders
-from dtsgd_viz.views.layout_colors import label_ink
-from dtsgd_viz.views.shards import draw_shards
+from dtsgd_viz.views.shards.labels import _roles
+from dtsgd_viz.views.shards.stats import band_of
+from dtsgd_viz.views.text.direct import READABLE_GAP, leaders
+from dtsgd_viz.views.mesh.layout_colors import label_ink
+from dtsgd_viz.views.shards.plot import draw_shards
 
 
 @pytest.fixture(scope="module")
@@ -116,11 +116,11 @@ def test_a_tall_strip_has_its_chips_beside_it_at_each_blocks_middle():
     from matplotlib.figure import Figure
     from dtsgd_viz.geometry import shard_geometry
     from dtsgd_viz.specs import LayoutSpec, MeshSpec
-    from dtsgd_viz.views import style
-    from dtsgd_viz.views._tensor_panel import draw_tensor
+    from dtsgd_viz.views.core import style
+    from dtsgd_viz.views.shards.tensor_panel import draw_tensor
     mesh = MeshSpec.create({"batch": 2, "model": 4})
     geom = shard_geometry((16, 1), LayoutSpec(("model", "unsharded"), mesh))
-    from dtsgd_viz.views.figure import new_figure
+    from dtsgd_viz.views.core.figure import new_figure
     fig = new_figure((style.WIDTH, 5.4))
     ax = fig.add_subplot(1, 2, 1)
     panel = draw_tensor(ax, geom, mesh.short_device_names, np.arange(16.0)[:, None])
@@ -144,7 +144,7 @@ def test_a_tall_strip_has_its_chips_beside_it_at_each_blocks_middle():
 def test_dots_at_the_shown_update_stay_a_dot_apart_and_the_label_says_which():
     """01's eight block norms at update 10 piled their dots on one another: the dots kept
     are the highest and lowest block and others only a dot apart; the label names them."""
-    from dtsgd_viz.views._shard_dots import DOT_MIN, DOT_SIZE, spaced, stacked, zigzags
+    from dtsgd_viz.views.shards.dots import DOT_MIN, DOT_SIZE, spaced, stacked, zigzags
     keep = spaced(np.array([0.0, 3.0, 6.0, 40.0]), np.array([1.0, 2.0, 3.0, 9.0]), 8.0)
     assert keep.tolist() == [True, False, False, True]
     assert stacked(np.array([2, 2, 5])).tolist() == pytest.approx([0.03, 0.075, 0.03])
@@ -197,7 +197,7 @@ def test_fanning_lines_are_thin_and_the_heatmap_ticks_stay_by_the_axis(runs):
 def test_the_demo_band_panel_reads(runs):
     """docs_shards-momentum-update010: the range band, CPU:7's shaded swing, the median
     and CPU:3 crowded one panel, the swing explained only in a footnote."""
-    from dtsgd_viz.views._shard_labels import BAND_ALPHA
+    from dtsgd_viz.views.shards.labels import BAND_ALPHA
     view = draw_shards(runs["momentum"], "w", "velocity", 10)
     fig, ax = view.figure, view.norm_ax
     assert view.band_blocks is not None and view.bouncing

@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pytest
 
-from dtsgd_viz.views.shards import draw_shards
+from dtsgd_viz.views.shards.plot import draw_shards
 from helpers import synthetic_recording
 
 

@@ -9,10 +9,10 @@ from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
 import dtsgd_viz
-from dtsgd_viz.views._shard_coast import coasting
-from dtsgd_viz.views._shard_ticks import BOTTOM_TICK, _bottom_gap, log_y
-from dtsgd_viz.views.layout_colors import label_ink
-from dtsgd_viz.views.shards import draw_shards
+from dtsgd_viz.views.shards.coast import coasting
+from dtsgd_viz.views.shards.ticks import BOTTOM_TICK, _bottom_gap, log_y
+from dtsgd_viz.views.mesh.layout_colors import label_ink
+from dtsgd_viz.views.shards.plot import draw_shards
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +199,7 @@ def _twins(steps=20, same=8):
 
 def test_a_line_hidden_under_another_is_dashed_over_it_and_named():
     """05/06: CPU:2,6 lay exactly under CPU:3,7 for updates 1-8, unseen and unsaid."""
-    from dtsgd_viz.views._shard_coincide import coincident
+    from dtsgd_viz.views.shards.coincide import coincident
     r = _twins()
     view = draw_shards(r, "w", "velocity")
     fig, ax = view.figure, view.norm_ax

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_rgb
 
-from dtsgd_viz.views import style
-from dtsgd_viz.views._shard_lines import STEP_LINE_WIDTH, log_x
-from dtsgd_viz.views.shards import draw_shards, plot_shards
-from dtsgd_viz.views.update_shards import plot_update_shards
+from dtsgd_viz.views.core import style
+from dtsgd_viz.views.shards.lines import STEP_LINE_WIDTH, log_x
+from dtsgd_viz.views.shards.plot import draw_shards, plot_shards
+from dtsgd_viz.views.shards.update import plot_update_shards
 from helpers import synthetic_recording
 
 matplotlib.use("Agg")

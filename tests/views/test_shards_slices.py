@@ -5,9 +5,9 @@ a peak at update k"."""
 
 import numpy as np
 
-from dtsgd_viz.views._shard_stats import change_text
-from dtsgd_viz.views._tensor_panel import blocks_are_slices
-from dtsgd_viz.views.shards import draw_shards
+from dtsgd_viz.views.shards.stats import change_text
+from dtsgd_viz.views.shards.tensor_panel import blocks_are_slices
+from dtsgd_viz.views.shards.plot import draw_shards
 import dtsgd_viz
 
 
@@ -67,7 +67,7 @@ def test_the_step_label_names_the_dots_at_the_shown_update():
     label = next(a for a in view.step_lines if a.get_gid() == "step-label")
     dots = next(a for a in view.step_lines if a.get_gid() == "step-dots")
     x = view.updates[view.index]
-    from dtsgd_viz.views._shard_labels import dots_note
+    from dtsgd_viz.views.shards.labels import dots_note
     note = dots_note(view._data[view.norm_ax][view.index], dots.get_ydata(),
                      [p.label for p in view.patches])
     assert " ".join(label.get_text().split()) == " ".join(f"update {x}{note}".split())
@@ -91,7 +91,7 @@ def test_the_step_label_names_the_dots_at_the_shown_update():
 
 
 def test_the_dots_note_says_when_two_blocks_share_a_dot():
-    from dtsgd_viz.views._shard_labels import dots_note
+    from dtsgd_viz.views.shards.labels import dots_note
     assert dots_note([1.0, 2.0, 2.0, 4.0], [1.0, 2.0, np.nan, 4.0]) == (
         " (dots: block norms, two coincide)")
     assert dots_note([1.0, 2.0, 2.0, 2.0, 4.0], [1.0, 2.0, np.nan, np.nan, 4.0]) == (

@@ -135,7 +135,7 @@ def test_no_label_or_leader_crosses_a_label_leader_arrow_or_mark_nor_leaves_its_
     """Measured on the drawn figure: each label's text box and the part of its leader
     beyond the mark it names, against the arrows' polygons as quiver drew them, every
     mark's disc, the other labels and leaders, and the frame."""
-    from dtsgd_viz.views.update_label_check import conflicts
+    from dtsgd_viz.views.update.label_check import conflicts
     checked = 0
     for case, fig in close_up_figures(cases):
         fig.canvas.draw()
@@ -152,7 +152,7 @@ def test_labels_stay_clear_at_many_updates_of_tutorial_03(update):
     """Updates 1 (v_prev = 0), 2 and 9 (short terms drawn longer), 5 and 20 (folding
     back), 30 (small steps): one of each case the panels lay out differently (updates 3,
     6 and 14, checked before, repeat 2's, 5's and 20's cases)."""
-    from dtsgd_viz.views.update_label_check import conflicts
+    from dtsgd_viz.views.update.label_check import conflicts
     fig = plot_update_03(update)
     renderer = fig.canvas.get_renderer()
     for ax in zoom_axes(fig):
@@ -217,7 +217,7 @@ def test_the_dotted_line_reads_over_the_path_it_lies_along(cases):
 def test_the_placement_sees_the_arrows_quiver_draws():
     """``arrow_polygon`` (what the labels keep off) is the outline quiver draws."""
     from matplotlib.path import Path
-    from dtsgd_viz.views import update_labels as lab
+    from dtsgd_viz.views.update import labels as lab
     fig = plot_update_03(5)
     n = 0
     for ax in zoom_axes(fig):
@@ -237,7 +237,7 @@ def test_the_placement_sees_the_arrows_quiver_draws():
 
 
 def test_every_close_up_rings_the_start_and_names_what_it_marks(cases):
-    from dtsgd_viz.views import style
+    from dtsgd_viz.views.core import style
     for case, fig in close_up_figures(cases):
         for ax in zoom_axes(fig):
             (ring,) = [a for a in ax.lines if (a.get_gid() or "").startswith("zoom-position:")]
@@ -297,7 +297,7 @@ def test_no_leader_reads_as_a_sign_or_a_tick_at_its_text(cases):
     right side, where it reads as a sign ("−μ·v_prev 1.1", tutorial 03's explorer at update
     20), and at least 8 px of it show beyond the mark or shaft it names (a shorter one is a
     tick at the text's end): in every close-up, the dashboard's explorer at update 1 too."""
-    from dtsgd_viz.views.update_label_check import _hidden
+    from dtsgd_viz.views.update.label_check import _hidden
     checked = 0
     for case, fig in cases.items():
         renderer = fig.canvas.get_renderer()
@@ -317,7 +317,7 @@ def test_the_check_sees_a_leader_that_reads_as_a_sign():
     """``conflicts`` reports the flaw the placement avoids: the label "μ·v_prev 1.1" moved
     just right of its shaft, its leader a short dash at the text's start."""
     import dtsgd_viz
-    from dtsgd_viz.views.update_label_check import conflicts
+    from dtsgd_viz.views.update.label_check import conflicts
     from close_up_cases import SURFACE, tutorial_03
     fig = dtsgd_viz.plot_update(tutorial_03(), SURFACE, step=20)
     fig.canvas.draw()
@@ -337,8 +337,8 @@ def test_the_dashboards_step_through_keeps_its_labels_off_the_arrows(cases):
     two leaders cross, and nothing else clashes (``conflicts``)."""
     from matplotlib.path import Path
     from matplotlib.transforms import Bbox
-    from dtsgd_viz.views.update_hits import _seg_seg
-    from dtsgd_viz.views.update_label_check import conflicts
+    from dtsgd_viz.views.update.hits import _seg_seg
+    from dtsgd_viz.views.update.label_check import conflicts
     fig = cases["03 PathExplorer update 1"]
     renderer = fig.canvas.get_renderer()
     axes = zoom_axes(fig)
@@ -405,7 +405,7 @@ def test_the_path_so_far_is_drawn_light_and_thin_unlike_the_arrows(cases):
     ``TRAIL_ALPHA`` opaque and thinner than any arrow's shaft: momentum's leg into "before"
     (tutorial 03, update 5) does not read as the start of μ·v_prev."""
     from matplotlib.colors import to_rgb
-    from dtsgd_viz.views import update_panel as panel
+    from dtsgd_viz.views.update import panel
     checked = 0
     for case, fig in cases.items():
         for ax in zoom_axes(fig):
@@ -427,7 +427,7 @@ def test_the_path_so_far_is_drawn_light_and_thin_unlike_the_arrows(cases):
 
 # ---- the arrows ----------------------------------------------------------------------
 
-from dtsgd_viz.views import update_arrows as arr  # noqa: E402
+from dtsgd_viz.views.update import arrows as arr  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -655,7 +655,7 @@ def test_the_gifs_held_frame_draws_nesterovs_arrows_well_beyond_its_ring():
     it changed). Its μ·v_new arrow is then >= 4 ring radii long, and each arrow's name hangs
     off its own shaft, away from the ring the arrows share (>= 2 ring radii from it)."""
     from close_up_cases import gif_last_frame
-    from dtsgd_viz.views._gif_zoom import ZOOMS
+    from dtsgd_viz.views.paths.gif_zoom import ZOOMS
     _, fig = gif_last_frame()
     (ax,) = [a for a in fig.axes if a.get_title().startswith("Nesterov")]
     assert f"×{ZOOMS[-1]:.0f}" in ax.get_title() and "(was ×" in ax.get_title(), ax.get_title()
@@ -672,7 +672,7 @@ def test_the_gifs_held_frame_draws_nesterovs_arrows_well_beyond_its_ring():
 
 
 def test_zoom_schedule_gives_the_held_last_frame_the_closest_zoom_once_the_run_has_stopped():
-    from dtsgd_viz.views._gif_zoom import ZOOMS, zoom_schedule
+    from dtsgd_viz.views.paths.gif_zoom import ZOOMS, zoom_schedule
     assert zoom_schedule([30.0, 50.0, 120.0, 200.0]) == [30.0, 30.0, 30.0, ZOOMS[-1]]
     assert zoom_schedule([30.0, 50.0, 120.0, 100.0]) == [30.0] * 4   # not stopped: one zoom
     assert zoom_schedule([150.0, 200.0, 200.0]) == [150.0] * 3       # closest already, near enough
@@ -758,7 +758,7 @@ def test_no_close_up_that_does_not_fold_straight_back_is_drawn_aside(figures):
 
 
 def test_fold_shift_to_either_side_keeps_the_shafts_apart():
-    from dtsgd_viz.views.update_fold import fold_shift
+    from dtsgd_viz.views.update.fold import fold_shift
     tail1, tip1, w1, w2 = np.zeros(2), np.array([200.0, 0.0]), 10.0, 5.0
     uv2 = np.array([-150.0, 3.0])   # leaning 3 px up over its length
     for flip in (1.0, -1.0):

@@ -18,9 +18,9 @@ from dtsgd_viz import (CommunicationReport, LayoutSpec, MeshSpec, communication_
 from dtsgd_viz.recording.communication import Collective  # noqa: E402
 from dtsgd_viz.recording.memory import format_bytes  # noqa: E402
 from dtsgd_viz.views import plot_communication  # noqa: E402
-from dtsgd_viz.views.communication_geometry import (communication_geometry,  # noqa: E402
+from dtsgd_viz.views.mesh.communication_geometry import (communication_geometry,  # noqa: E402
                                                     device_positions)
-from dtsgd_viz.views.traffic import headline, mesh_groups, serves_lines, traffic_items  # noqa: E402
+from dtsgd_viz.views.mesh.traffic import headline, mesh_groups, serves_lines, traffic_items  # noqa: E402
 
 MESH = MeshSpec.create({"batch": 2, "model": 4})
 SHAPES = {"d1/kernel": (64, 256), "d1/bias": (256,), "d2/kernel": (256, 10), "d2/bias": (10,)}
@@ -209,7 +209,7 @@ def test_draws_into_a_given_figure():
 
 
 def test_the_headline_is_the_house_one_and_the_figure_has_no_empty_band():
-    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.core.figure import headline_texts
     rep = CommunicationReport(MESH, tuple(
         Collective("all-reduce", ("batch",), b, "float32", (b // 4,), "gradient", v)
         for v, b in [("w", 256), ("b", 64)]), function="step", ran_step=True)

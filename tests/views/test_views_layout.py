@@ -25,11 +25,11 @@ import dtsgd_viz  # noqa: E402
 from dtsgd_viz import LayoutSpec, MeshSpec, layout_table, model_table, plot_layout  # noqa: E402
 from dtsgd_viz import dtensor as _dtensor  # noqa: E402
 from dtsgd_viz import shard_geometry  # noqa: E402
-from dtsgd_viz.views.layout_geometry import layout_picture, pick_indices
-from dtsgd_viz.views.layout_labels import compact_devices, shortest_devices
-from dtsgd_viz.views.layout_geometry import block_looks  # noqa: E402
-from dtsgd_viz.views.layout_colors import mesh_colors as mesh_block_colors  # noqa: E402
-from dtsgd_viz.views.style import BLOCK_COLORS, block_styles  # noqa: E402
+from dtsgd_viz.views.mesh.layout_geometry import layout_picture, pick_indices
+from dtsgd_viz.views.mesh.layout_labels import compact_devices, shortest_devices
+from dtsgd_viz.views.mesh.layout_geometry import block_looks  # noqa: E402
+from dtsgd_viz.views.mesh.layout_colors import mesh_colors as mesh_block_colors  # noqa: E402
+from dtsgd_viz.views.core.style import BLOCK_COLORS, block_styles  # noqa: E402
 from helpers.builders import CASE_IDS, LAYOUT_CASES, layout, layoutmap_mlp  # noqa: E402
 
 
@@ -605,7 +605,7 @@ def test_mesh_colours_do_not_wrap_and_text_follows_lightness():
     (white on the dark rows, black on the light ones)."""
     from matplotlib.colors import rgb_to_hsv
 
-    from dtsgd_viz.views.layout_colors import lightness_of
+    from dtsgd_viz.views.mesh.layout_colors import lightness_of
     mesh = MeshSpec.create({"data": 4, "model": 16})
     spec = LayoutSpec(("data", "model"), mesh)
     geom = shard_geometry((1024, 512), spec)

@@ -10,7 +10,7 @@ import pytest
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz.theory import surfaces
-from dtsgd_viz.views.modes import mode_envelope
+from dtsgd_viz.views.rates.modes import mode_envelope
 from helpers.theory_reference import radius
 
 matplotlib.use("Agg")
@@ -206,8 +206,8 @@ def test_runs_gone_within_the_first_updates_are_named_once_in_a_note():
 def test_the_subtitle_names_only_line_styles_the_lines_have(fig):
     """The settings line says which lines are dotted (the envelopes): each of them is,
     and it makes no claim about the recorded runs' styles (momentum's is dashed)."""
-    from dtsgd_viz.views.figure import headline_texts
-    from dtsgd_viz.views.modes import dash_word
+    from dtsgd_viz.views.core.figure import headline_texts
+    from dtsgd_viz.views.rates.modes import dash_word
     _, settings = headline_texts(fig)
     settings = " ".join(settings.split())
     modes = [ax for ax in fig.axes if ax.get_label().startswith("mode:")]
@@ -230,7 +230,7 @@ def test_rate_marks_at_rate_zero_show_whole_and_each_run_keeps_its_marker():
     """lr * h = 1 puts plain SGD and Nesterov at rate 0: the axis starts below 0 so their
     marks are not cut, and each run has its own marker (the first drawn largest), so
     marks at one rate all show."""
-    from dtsgd_viz.views import style
+    from dtsgd_viz.views.core import style
     s = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)   # tutorial 03: lr * h = 1 on h = 20
     configs = {"plain": dict(learning_rate=0.05, momentum=0.0),
                "momentum": dict(learning_rate=0.05, momentum=0.9),
@@ -289,7 +289,7 @@ def test_the_rate_marks_nest_and_a_key_names_them(fig03):
     """Runs at one rate all show: the marks are concentric, the first run's largest and
     each earlier one an open ring in its colour, the last filled; a key names each
     run's marker, drawn as on the curves."""
-    from dtsgd_viz.views import style
+    from dtsgd_viz.views.core import style
     ax = {ax.get_label(): ax for ax in fig03.axes}["rates"]
     looks = style.run_looks(list(TUTORIAL_03))
     marks = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("mark:")}
@@ -349,7 +349,7 @@ def test_the_zoom_beside_the_rate_panel_resolves_the_runs_on_h1(fig03):
     clear of the other two (their half sizes apart, in pixels), and each run's name and
     rate stand beside its mark, clear of every curve, mark and other name."""
     from helpers.readable import overlapping
-    from dtsgd_viz.views import style
+    from dtsgd_viz.views.core import style
     axes = {ax.get_label(): ax for ax in fig03.axes}
     zoom, rates_ax = axes["rate-zoom"], axes["rates"]
     renderer = fig03.canvas.get_renderer()
@@ -394,8 +394,8 @@ def test_the_zoom_beside_the_rate_panel_resolves_the_runs_on_h1(fig03):
 
 
 def test_the_modes_headline_is_one_line_and_the_mark_key_is_readable(fig03):
-    from dtsgd_viz.views import style
-    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.core import style
+    from dtsgd_viz.views.core.figure import headline_texts
     finding, _ = headline_texts(fig03)
     assert "\n" not in finding and finding.startswith("Nesterov converges fastest: ")
     assert "0.925" in finding and "momentum 0.949" in finding and "plain 0.950" in finding
@@ -406,8 +406,8 @@ def test_the_modes_headline_is_one_line_and_the_mark_key_is_readable(fig03):
 
 
 def test_one_run_or_runs_far_apart_get_no_zoom(recs):
-    from dtsgd_viz.views.modes import modes_data
-    from dtsgd_viz.views.modes_zoom import zoom_mode
+    from dtsgd_viz.views.rates.modes import modes_data
+    from dtsgd_viz.views.rates.modes_zoom import zoom_mode
     one = {"momentum": recs["momentum"]}
     assert [ax.get_label() for ax in dtsgd_viz.plot_modes(one, SURFACE).axes] == ["mode:0", "mode:1", "rates"]
     assert zoom_mode(modes_data(one, SURFACE)) is None

@@ -13,12 +13,12 @@ from dtsgd_viz.theory import reference, surfaces
 from dtsgd_viz.geometry import shard_geometry
 from dtsgd_viz.recording.recording import Hyperparameters, Recording, VariableRecord
 from dtsgd_viz.specs import LayoutSpec, MeshSpec
-from dtsgd_viz.views import path_geometry as geo
-from dtsgd_viz.views import update_geometry as upd
-from dtsgd_viz.views import style
-from dtsgd_viz.views.update_geometry import decompose_update
-from dtsgd_viz.views.paths import draw_paths
-from dtsgd_viz.views.path_geometry import rule_name
+from dtsgd_viz.views.paths import geometry as geo
+from dtsgd_viz.views.update import geometry as upd
+from dtsgd_viz.views.core import style
+from dtsgd_viz.views.update.geometry import decompose_update
+from dtsgd_viz.views.paths.plot import draw_paths
+from dtsgd_viz.views.paths.geometry import rule_name
 from helpers.synthetic_paths import note_text, synthetic
 
 STEPS = 8
@@ -561,7 +561,7 @@ def test_one_update_keeps_the_look_ahead_label_in_its_panel_and_integer_update_t
 
 @pytest.mark.parametrize("away", [(-1, 0.2), (1, -1), (0, 1), (-1, -1)])
 def test_labels_are_placed_inside_the_panel_off_the_shafts_and_each_other(away):
-    from dtsgd_viz.views.update_geometry import _rect, place_labels
+    from dtsgd_viz.views.update.geometry import _rect, place_labels
     size, panel = (62.0, 24.0), (200.0, 200.0)
     for point in [(4.0, 100.0), (196.0, 196.0), (100.0, 4.0), (100.0, 100.0)]:
         ((dx, dy, ha, va),) = place_labels([point], [size], [], panel, away=[away])
@@ -653,7 +653,7 @@ def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_
                                        atol=1e-9)
         assert gid_artists(fig, "arrow:") and not gid_artists(fig, "zoom-arrow:")
         # plot_update picks the same update, and its subtitle says why
-        from dtsgd_viz.views.figure import headline_texts
+        from dtsgd_viz.views.core.figure import headline_texts
         finding, settings = headline_texts(dtsgd_viz.plot_update(recs, surface))
         assert finding.startswith(f"Update {k}:")
         assert " ".join(settings.split()).endswith("the update where the runs differ most")
@@ -773,7 +773,7 @@ def test_the_gif_star_is_the_stills_yellow(long_runs, tmp_path):
 
 
 def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs, long_update_5):
-    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.core.figure import headline_texts
     finding, _ = headline_texts(long_update_5)
     assert finding.startswith("Nesterov ends lowest")
     one = draw_paths({"nesterov": long_runs["nesterov"]}, CONDITIONED).figure
@@ -784,7 +784,7 @@ def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs,
 
 
 def test_each_run_is_named_on_its_own_path_off_the_others(long_runs, long_update_5):
-    from dtsgd_viz.views.path_names import path_samples
+    from dtsgd_viz.views.paths.names import path_samples
     fig = long_update_5
     ax = fig.axes[0]
     names = {t.get_gid()[len("run-name:"):]: t for t in ax.texts if (t.get_gid() or "").startswith("run-name:")}
@@ -804,7 +804,7 @@ def test_each_run_is_named_on_its_own_path_off_the_others(long_runs, long_update
 
 
 def test_a_title_claims_arrows_only_for_the_runs_whose_arrows_show(long_runs):
-    from dtsgd_viz.views.paths import MIN_ARROW_PX
+    from dtsgd_viz.views.paths.plot import MIN_ARROW_PX
     from matplotlib.text import Text
     fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5, arrows=True)
     fig.draw_without_rendering()
@@ -850,7 +850,7 @@ def test_the_star_is_over_every_path_and_under_the_rings_and_boxes(long_runs):
 
 
 def test_a_ring_over_the_star_is_open_so_the_star_shows(long_runs):
-    from dtsgd_viz.views.path_names import ON_STAR
+    from dtsgd_viz.views.paths.names import ON_STAR
     fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=58)
     ax = fig.axes[0]
     star = gid_artists(fig, "minimum")[""]
@@ -870,7 +870,7 @@ def test_a_ring_over_the_star_is_open_so_the_star_shows(long_runs):
 
 
 def test_a_loss_axis_under_a_decade_and_a_half_has_plain_tick_labels():
-    from dtsgd_viz.views.path_loss import _plain_log_ticks
+    from dtsgd_viz.views.paths.loss import _plain_log_ticks
     from matplotlib.figure import Figure
     ax = Figure().subplots()
     ax.plot([1, 60], [0.18, 0.52])
@@ -883,9 +883,9 @@ def test_a_loss_axis_under_a_decade_and_a_half_has_plain_tick_labels():
 
 def test_by_default_a_speck_of_an_arrow_means_no_arrows_and_the_caption_names_plot_update(long_runs,
                                                                                            long_update_5):
-    from dtsgd_viz.views.path_frames import draw_scene
-    from dtsgd_viz.views.paths import MIN_ARROW_PX, arrow_lengths
-    from dtsgd_viz.views.path_scene import build_scene
+    from dtsgd_viz.views.paths.frames import draw_scene
+    from dtsgd_viz.views.paths.plot import MIN_ARROW_PX, arrow_lengths
+    from dtsgd_viz.views.paths.scene import build_scene
     # with arrows asked for, some of update 5's arrows are under MIN_ARROW_PX on the panel
     _, art = draw_scene(build_scene(long_runs, CONDITIONED, None), 5, None, True, zoom=False,
                         run_names=True, whole=True)
@@ -903,8 +903,8 @@ def test_by_default_a_speck_of_an_arrow_means_no_arrows_and_the_caption_names_pl
 
 
 def test_level_ends_are_titled_by_where_the_runs_differ_and_end_names_have_air(rotated):
-    from dtsgd_viz.views.path_findings import finding
-    from dtsgd_viz.views.path_scene import build_scene, default_update
+    from dtsgd_viz.views.paths.findings import finding
+    from dtsgd_viz.views.paths.scene import build_scene, default_update
     scene = build_scene(rotated, ROTATED, None)
     fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=2)
     fig.draw_without_rendering()
@@ -939,7 +939,7 @@ def test_loss_axis_ends_at_the_data_and_the_names_stand_outside_it(rotated):
 
 
 def test_every_runs_dot_at_the_update_shows_even_where_losses_meet(rotated):
-    from dtsgd_viz.views.path_loss import DOT_SIZE
+    from dtsgd_viz.views.paths.loss import DOT_SIZE
     fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=1)   # update 1: every run at one loss
     dots = sorted(gid_artists(fig, "loss-marker:").values(), key=lambda m: -m.get_markersize())
     assert len(dots) == len(rotated)

@@ -8,10 +8,10 @@ import pytest
 import dtsgd_viz
 from dtsgd_viz.theory import reference, surfaces, quadratic as theory
 from dtsgd_viz.theory.convergence import phase_grid
-from dtsgd_viz.views import style
-from dtsgd_viz.views.phase import cap_rate, cell_edges, phase_ratio
-from dtsgd_viz.views.phase_cap import flat_mode_loss
-from dtsgd_viz.views.phase_geometry import REGIONS
+from dtsgd_viz.views.core import style
+from dtsgd_viz.views.phase.plot import cap_rate, cell_edges, phase_ratio
+from dtsgd_viz.views.phase.cap import flat_mode_loss
+from dtsgd_viz.views.phase.geometry import REGIONS
 from helpers.readable import check_readable, overlapping, x_tick_label_boxes  # noqa: F401
 from helpers.theory_reference import radius
 
@@ -239,7 +239,7 @@ def test_bad_grids_are_refused():
 def test_the_theory_and_the_figures_need_neither_tensorflow_nor_ipywidgets():
     import subprocess
     import sys
-    code = ("import sys, dtsgd_viz.views.phase, dtsgd_viz.views.modes, dtsgd_viz.theory; "
+    code = ("import sys, dtsgd_viz.views.phase.plot, dtsgd_viz.views.rates.modes, dtsgd_viz.theory; "
             "print(sorted(m for m in ('ipywidgets', 'IPython', 'tensorflow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -283,7 +283,7 @@ def test_theory_refuses_momenta_outside_0_1_and_non_finite_inputs(call, match):
 
 
 def test_tick_labels_never_overlap_and_iso_rate_labels_keep_off_the_boundaries():
-    from dtsgd_viz.views.phase import log_ticks
+    from dtsgd_viz.views.phase.plot import log_ticks
     assert log_ticks(0.015, 0.5) == ([0.1], [0.02, 0.05, 0.2, 0.5])
     assert log_ticks(0.0009, 0.23) == ([0.001, 0.01, 0.1], [])   # tutorial 03's grid: decades only
     assert log_ticks(1e-4, 1e-1) == ([1e-4, 1e-3, 1e-2, 1e-1], [])
@@ -312,7 +312,7 @@ def test_the_legend_lists_only_iso_rate_levels_a_map_draws():
 def test_the_ratio_scale_fits_the_data_and_extends_only_past_it():
     """The colour limit is the smallest of 2x, 4x, 8x (log2 1, 2, 3) holding the 98th
     percentile of |log2 ratio| where both converge; arrows only where cells lie past."""
-    from dtsgd_viz.views.phase_geometry import ratio_limit
+    from dtsgd_viz.views.phase.geometry import ratio_limit
     assert ratio_limit([0.3, -0.8]) == (1, "neither")
     assert ratio_limit([0.1] * 99 + [1.5]) == (1, "max")      # one outlier: the 98th stays in 2x
     assert ratio_limit([-1.5] * 10 + [0.1] * 90) == (2, "neither")
@@ -385,7 +385,7 @@ def split_figs():
 
 
 def test_show_splits_the_step_maps_and_the_ratio_map_each_with_its_finding(split_figs):
-    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.core.figure import headline_texts
     steps, ratio = (split_figs[k] for k in ("steps", "ratio"))
     maps = lambda f: {k for k in axes_by_label(f) if k.startswith("phase:")}  # noqa: E731
     assert maps(steps) == {"phase:momentum", "phase:nesterov"} and maps(ratio) == {"phase:ratio"}
@@ -442,7 +442,7 @@ def test_contour_labels_sit_on_their_own_level(split_figs):
 
 def test_divergence_is_dark_grey_apart_from_the_cap_and_named_so(split_figs):
     from matplotlib.colors import to_rgb
-    from dtsgd_viz.views.phase_regions import DIVERGED_FACE
+    from dtsgd_viz.views.phase.regions import DIVERGED_FACE
     fig = split_figs["steps"]
     assert sum(to_rgb(DIVERGED_FACE)) / 3 < sum(to_rgb(style.NOT_CONVERGED_COLOR)) / 3 - 0.3
     for ax in fig.axes[:2]:

@@ -8,7 +8,7 @@ import pytest
 
 import dtsgd_viz
 from dtsgd_viz.theory import surfaces
-from dtsgd_viz.views import rates as rv
+from dtsgd_viz.views.rates import block_rates as rv
 from helpers.theory_reference import radius
 
 matplotlib.use("Agg")
@@ -153,7 +153,7 @@ def test_the_key_lists_only_drawn_marks(recording):
     assert "✕ past its rule's limit (dotted)" in key().split("\n")
 
 
-from dtsgd_viz.views.layout_colors import INK_LIGHTNESS, lightness_of  # noqa: E402
+from dtsgd_viz.views.mesh.layout_colors import INK_LIGHTNESS, lightness_of  # noqa: E402
 
 
 def test_each_error_line_is_named_at_its_end_right_of_the_panel():
@@ -162,8 +162,8 @@ def test_each_error_line_is_named_at_its_end_right_of_the_panel():
     or joined to it by a leader, no two overprinting; the figure stays column-wide."""
     from matplotlib.colors import to_rgb
     from helpers.readable import overlapping
-    from dtsgd_viz.views import style
-    from dtsgd_viz.views.direct_labels import READABLE_GAP, axes_height_points
+    from dtsgd_viz.views.core import style
+    from dtsgd_viz.views.text.direct import READABLE_GAP, axes_height_points
     r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
                       steps=60)["n"]   # tutorial 01
     view = rv.draw_block_rates(r, SURFACE)
@@ -216,7 +216,7 @@ def test_errors_at_the_rounding_floor_are_held_there_and_the_floor_is_named():
             np.testing.assert_array_equal(y, e)
     steep = view.error_lines[-1].get_ydata()
     assert (rates.errors[:, -1] == 0).any() and (steep == rates.floor).sum() > 10
-    from dtsgd_viz.views.rates_labels import floor_text
+    from dtsgd_viz.views.rates.block_labels import floor_text
     label = [t for t in ax.texts if t.get_gid() == "floor-label"][0]
     assert label.get_text() == floor_text(rates.floor) == "float32 round-off (below 3e-7)"
     assert ax.get_ylim()[0] < label.get_position()[1] < rates.floor
@@ -243,7 +243,7 @@ def test_the_rate_panel_names_its_curves_and_limits_on_the_chart_clear_of_the_da
     value, a key in a free corner: no two of them overprint, none covers a curve's point,
     a block, a star or a dotted line, all inside the axes and at least NOTE_SIZE."""
     from helpers.readable import overlapping
-    from dtsgd_viz.views import style
+    from dtsgd_viz.views.core import style
     steps = config.pop("steps")
     r = dtsgd_viz.run(SURFACE, {"n": dict(nesterov=True, **config)}, steps=steps)["n"]
     view = rv.draw_block_rates(r, SURFACE)
@@ -293,7 +293,7 @@ def test_the_headline_says_which_blocks_converge_fastest_and_the_settings():
     """The finding on one line (its shortest wording: the long one took two), the
     settings broken only between their parts, never inside the surface's bracket."""
     import re
-    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.core.figure import headline_texts
     r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
                       steps=20)["n"]
     fig = dtsgd_viz.plot_block_rates(r, SURFACE)
@@ -366,7 +366,7 @@ def test_momentum_rings_nest_round_the_stars_and_end_names_read(tutorial01):
     same place shows inside its ring. The end names' text is dark enough to read
     (``layout_colors.label_ink``), the line keeps its colour."""
     from matplotlib.colors import to_rgba
-    from dtsgd_viz.views.layout_colors import label_ink, lightness_of, INK_LIGHTNESS
+    from dtsgd_viz.views.mesh.layout_colors import label_ink, lightness_of, INK_LIGHTNESS
     view = tutorial01
     ax = view.curve_ax
     rings, stars = view.markers[False], view.measured_marks

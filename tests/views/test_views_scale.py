@@ -1,5 +1,5 @@
 """Issue #19: the shard, update-shard, layout and memory views on the one scale
-(``views.style``): each figure shown at 100% in a notebook column (its tight-cropped
+(``views.core.style``): each figure shown at 100% in a notebook column (its tight-cropped
 PNG at most 950 px wide at the figure's dpi, as IPython crops it), no text below
 ``NOTE_SIZE``; no placeholder panels; unsharded leading dims drawn once; the blocks of
 a big mesh coloured by mesh coordinate; the memory of identical devices said once.
@@ -14,12 +14,12 @@ from matplotlib.colors import to_rgba, to_rgb
 from matplotlib.text import Text
 
 from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan
-from dtsgd_viz.views import style
-from dtsgd_viz.views.layout_colors import label_ink
-from dtsgd_viz.views.layout import plot_layout
-from dtsgd_viz.views.memory import plot_memory
-from dtsgd_viz.views.shards import draw_shards, plot_shards
-from dtsgd_viz.views.update_shards import plot_update_shards
+from dtsgd_viz.views.core import style
+from dtsgd_viz.views.mesh.layout_colors import label_ink
+from dtsgd_viz.views.mesh.layout import plot_layout
+from dtsgd_viz.views.mesh.memory import plot_memory
+from dtsgd_viz.views.shards.plot import draw_shards, plot_shards
+from dtsgd_viz.views.shards.update import plot_update_shards
 from helpers import synthetic_recording
 
 matplotlib.use("Agg")
@@ -104,7 +104,7 @@ def test_a_stats_recording_draws_no_placeholder_panel():
     assert fig.axes == [view.norm_ax] and not view.norm_ax.axison
     assert not any(ax.images or ax.patches for ax in fig.axes)
     assert len(view.stat_axes) == 3
-    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.core.figure import headline_texts
     finding, settings = headline_texts(fig)
     assert "velocity of 'd1/kernel' after update 30" in finding
     assert "values not recorded" in settings and "mode='full'" in settings
@@ -139,7 +139,7 @@ def test_64_blocks_are_coloured_by_mesh_coordinate():
     fig = plot_layout(spec, (1024, 512), name="W")
     (ax,) = [a for a in fig.axes if a.get_gid() != "mesh-key"]
     from dtsgd_viz.geometry import shard_geometry
-    from dtsgd_viz.views.layout_colors import grid_color
+    from dtsgd_viz.views.mesh.layout_colors import grid_color
     geom = shard_geometry((1024, 512), spec)
     blocks = {int(p.get_gid()[6:]): p for p in ax.patches if p.get_gid().startswith("block-")}
     assert len(blocks) == 64
@@ -176,7 +176,7 @@ def test_memory_of_identical_devices_is_said_once_in_non_rule_colours():
     from dtsgd_viz.recording.memory import format_bytes
     saving = plan.unique_bytes / per.max()
     assert saving > 1
-    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.core.figure import headline_texts
     finding, settings = headline_texts(fig)
     assert " ".join(finding.split()) == (
         f"Sharding cuts each device's memory {saving:.3g}x: {format_bytes(per.max())} instead of "
@@ -267,7 +267,7 @@ def test_update_shards_of_a_flat_kernel_stack_big_with_no_gap():
             assert t.get_visible() and t.get_window_extent(renderer).y0 >= heat.y1
         (cax,) = p.ax.child_axes
         assert cax.get_window_extent(renderer).height == pytest.approx(heat.height, rel=0.02)
-    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.core.figure import headline_texts
     text = " ".join(headline_texts(fig)[1:]) + " ".join(p.ax.get_title() for p in panels.values())
     assert "replicas" in text and "copies" not in text
 
@@ -284,7 +284,7 @@ def test_a_short_log_axis_labels_only_what_it_has_room_for(height, decades):
     """Tutorial 06's stats panel (95 px tall, 0.0002..0.08) labelled every 1..8 x 10^k
     tick, fifteen labels overprinting each other."""
     from matplotlib.figure import Figure
-    from dtsgd_viz.views._shard_lines import log_y
+    from dtsgd_viz.views.shards.lines import log_y
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     fig = Figure(figsize=(4, height + 0.4), dpi=style.DPI)
     FigureCanvasAgg(fig)

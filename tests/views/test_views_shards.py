@@ -16,11 +16,11 @@ from tensorflow.experimental import dtensor
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz import dtensor as _dtensor
-from dtsgd_viz.views import shard_geometry as sg
-from dtsgd_viz.views.layout_colors import INK_LIGHTNESS, label_ink, lightness_of
-from dtsgd_viz.views import shards as sv
-from dtsgd_viz.views.shards import draw_shards, plot_shards, shard_norms
-from dtsgd_viz.views.update_shards import plot_update_shards
+from dtsgd_viz.views.shards import geometry as sg
+from dtsgd_viz.views.mesh.layout_colors import INK_LIGHTNESS, label_ink, lightness_of
+from dtsgd_viz.views.shards import plot as sv
+from dtsgd_viz.views.shards.plot import draw_shards, plot_shards, shard_norms
+from dtsgd_viz.views.shards.update import plot_update_shards
 from helpers.builders import Problem, layout, make_sgd, run
 
 matplotlib.use("Agg")
@@ -153,7 +153,7 @@ def test_outlines_and_labels_are_the_device_blocks(sharded):
                                                     for d in range(8))
     labels = _labels(heat_ax)
     assert set(labels) == {f"CPU:{d}" for d in range(8)}
-    styles = dtsgd_viz.views.style.block_styles(geometry)
+    styles = dtsgd_viz.views.core.style.block_styles(geometry)
     heat_ax.figure.canvas.draw()
     frame = heat_ax.get_window_extent()
     for d in range(8):
@@ -220,7 +220,7 @@ def test_norm_lines_are_each_blocks_l2_norm(sharded):
     truth = np.array([[np.linalg.norm(shards[i, d]) for d in range(8)] for i in range(STEPS)])
     lines = _norm_lines(norm_ax)
     geometry = r.geometry("w")
-    styles = dtsgd_viz.views.style.block_styles(geometry)
+    styles = dtsgd_viz.views.core.style.block_styles(geometry)
     for g, devices in enumerate(geometry.replica_groups):
         x, y = lines[g]
         np.testing.assert_array_equal(x, r.steps)
@@ -448,7 +448,7 @@ def test_the_figure_title_is_the_spread_of_the_shown_updates_blocks(sharded, rep
 def test_shard_titles_fit_the_figure_and_overlap_nothing(sharded):
     """Headline, settings line, panel titles and the chips under them: inside the
     figure, apart from each other, at least NOTE_SIZE."""
-    from dtsgd_viz.views import style
+    from dtsgd_viz.views.core import style
     fig = plot_shards(sharded[0], "w", "velocity", 3)
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
@@ -468,15 +468,15 @@ def test_shard_titles_fit_the_figure_and_overlap_nothing(sharded):
 
 
 def _titles(fig):
-    """``(finding, settings)`` of a figure titled by ``views.figure.headline``, each
+    """``(finding, settings)`` of a figure titled by ``views.core.figure.headline``, each
     on one line (as it reads: its wrapping undone)."""
-    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.core.figure import headline_texts
     return tuple(" ".join((t or "").split()) for t in headline_texts(fig))
 
 
 def _headline(fig):
-    """The figure's finding and settings (``views.figure.headline``), one string."""
-    from dtsgd_viz.views.figure import headline_texts
+    """The figure's finding and settings (``views.core.figure.headline``), one string."""
+    from dtsgd_viz.views.core.figure import headline_texts
     return "\n".join(t for t in headline_texts(fig) if t)
 
 
@@ -560,7 +560,7 @@ def test_stats_recording_marks_nonfinite_updates():
 
 def test_update_shards_share_the_blocks_the_devices_really_hold(replicated_rows_run):
     r, problem, opt = replicated_rows_run
-    from dtsgd_viz.views.update_shards import plot_update_shards
+    from dtsgd_viz.views.shards.update import plot_update_shards
     geometry = r.geometry("w")
     expected = sorted((b[1].start, b[0].start, b[1].stop - b[1].start, b[0].stop - b[0].start)
                       for b in (geometry.blocks[d[0]] for d in geometry.replica_groups))
@@ -603,7 +603,7 @@ def test_update_shards_share_the_blocks_the_devices_really_hold(replicated_rows_
 
 
 def test_update_shards_of_partial_and_stats_recordings(sharded, stats_and_full):
-    from dtsgd_viz.views.update_shards import plot_update_shards, update_captions
+    from dtsgd_viz.views.shards.update import plot_update_shards, update_captions
     only_param = _record((4, 8), ("x", "y"), steps=2, kinds=("param", "grad"))[0]
     fig = plot_update_shards(only_param, "w")
     assert len([ax for ax in fig.axes if ax.images]) == 2
@@ -737,7 +737,7 @@ def test_few_blocks_are_named_at_their_line_ends_without_a_legend(sharded):
         # the name in its line's colour, darkened to read on white (pale sand, cyan)
         assert t.get_visible() and to_rgb(t.get_color()) == label_ink(line.get_color())
         assert lightness_of(t.get_color()) <= INK_LIGHTNESS + 0.5
-        assert t.get_fontsize() >= dtsgd_viz.views.style.NOTE_SIZE
+        assert t.get_fontsize() >= dtsgd_viz.views.core.style.NOTE_SIZE
     axes = view.norm_ax.get_window_extent(renderer)
     for i, a in enumerate(boxes):
         assert a.x0 >= axes.x1  # right of the line ends
@@ -851,7 +851,7 @@ def test_a_kind_change_rebuilds_the_legend():
     def values(s, k):
         return np.zeros((8, 8)) if k == "grad" and s == 2 else np.full((8, 8), float(s))
     r = _synthetic({"x": 2, "y": 4}, (8, 8), ("x", "y"), 4, values=values)
-    from dtsgd_viz.views._shard_lines import ZERO_LABEL as zero
+    from dtsgd_viz.views.shards.lines import ZERO_LABEL as zero
     texts = lambda v: [t.get_text() for t in v.legend.get_texts()] if v.legend else []  # noqa: E731
     assert zero in texts(draw_shards(r, "w", "grad"))
     view = draw_shards(r, "w", "param")
@@ -940,7 +940,7 @@ def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
     each line now holds at most ~2 points per column of its axes, every column's min
     and max, the spike and the dip, and the gap of NaN norms."""
     from helpers.envelope import check_envelope
-    from dtsgd_viz.views._shard_lines import pixel_columns
+    from dtsgd_viz.views.shards.lines import pixel_columns
     r = _long(mode)
     view = draw_shards(r, "w", "velocity", step=54321)
     axes = ([view.stat_axes[k] for k in sv.STATS] if mode == "stats" else [view.norm_ax])

@@ -8,11 +8,11 @@ import pytest
 
 import dtsgd_viz
 from dtsgd_viz.theory import reference, surfaces
-from dtsgd_viz.views import style
-from dtsgd_viz.views import update_geometry as upd
-from dtsgd_viz.views.figure import headline_texts
-from dtsgd_viz.views.paths import draw_paths
-from dtsgd_viz.views.path_geometry import rule_name
+from dtsgd_viz.views.core import style
+from dtsgd_viz.views.update import geometry as upd
+from dtsgd_viz.views.core.figure import headline_texts
+from dtsgd_viz.views.paths.plot import draw_paths
+from dtsgd_viz.views.paths.geometry import rule_name
 from helpers.synthetic_paths import synthetic
 
 ROTATED = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
@@ -182,7 +182,7 @@ def test_bad_input_is_a_clear_error(runs):
 
 def test_the_finding_of_terms_that_are_not_finite():
     t = lambda *v: upd.UpdateTerms(2, 1, np.zeros(2), (("gradient", np.array(v)),), np.array(v))  # noqa: E731
-    from dtsgd_viz.views.update_anatomy import update_finding
+    from dtsgd_viz.views.update.plot import update_finding
     assert update_finding({"a": t(np.inf, 0.0)}, 2) == "Update 2: not finite; a: not finite"
     assert update_finding({"a": t(1.0, 0.0), "b": t(2.0, 0.0)}, 2) == (
         "Update 2: b's step is 2.0× a's, along the same line")
@@ -208,7 +208,7 @@ def test_nesterov_names_its_two_points_with_uncrossed_leaders_or_once_where_they
 
 
 def test_panels_of_similar_size_share_one_zoom_and_the_caption_says_which(runs):
-    from dtsgd_viz.views.update_anatomy import OWN_ZOOM, SAME_ZOOM, SHARED_ZOOM
+    from dtsgd_viz.views.update.plot import OWN_ZOOM, SAME_ZOOM, SHARED_ZOOM
     for step in (1, 5, 12):
         fig = dtsgd_viz.plot_update(runs, ROTATED, step=step)
         spans = [float(np.ptp(panel_of(fig, k).get_xlim())) for k in runs]

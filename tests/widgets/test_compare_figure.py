@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dtsgd_viz import surfaces
-from dtsgd_viz.views.path_geometry import rule_name
+from dtsgd_viz.views.paths.geometry import rule_name
 from dtsgd_viz.widgets.compare import CompareWidget
 
 matplotlib.use("Agg")
@@ -74,7 +74,7 @@ HEADLINE = r"(\w+) ends lowest: (\d+)× below (\w+), (\d+)× below (\w+) \(mean 
 def test_headline_says_the_tables_numbers(widget):
     """The headline's ratios are those of the table's means over the last updates (the
     loss after k = 51..60 updates), never of one point of momentum's saw-tooth."""
-    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.core.figure import headline_texts
     finding = " ".join(headline_texts(widget.figure)[0].split())
     rows = {rule_name(r.name): r for r in widget.rows}
     m = re.match(HEADLINE, finding)
@@ -95,7 +95,7 @@ def test_loss_lines_end_on_the_tables_and_the_headlines_numbers(widget):
     """One number each: the loss panel's last point is the table's "loss after 60
     updates", and the headline's ratios are the ratios of the lines' means over the
     shaded window (each run's bar across it)."""
-    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.core.figure import headline_texts
     ax = widget.view.artists.ax_loss
     lines = widget.view.artists.loss_lines
     rows = {r.name: r.final_loss for r in widget.rows}

@@ -9,10 +9,10 @@ import pytest
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz.theory import surfaces
-from dtsgd_viz.views import style
+from dtsgd_viz.views.core import style
 from dtsgd_viz.widgets import PathExplorer
-from dtsgd_viz.views.figure import headline_texts
-from dtsgd_viz.views.path_geometry import rule_name
+from dtsgd_viz.views.core.figure import headline_texts
+from dtsgd_viz.views.paths.geometry import rule_name
 from dtsgd_viz.widgets.explorer_figure import (CLOSE_UP_SIZE, MIN_BOX_PX, NEST_PX, TRAIL_KEEP, close_up_title,
                                                tidy_loss_axis, update_finding, zoom_callouts)
 
@@ -160,7 +160,7 @@ def test_close_up_titles_give_the_zoom_factor():
 def test_the_headline_follows_the_update_and_keeps_its_line_count(explorer):
     """The finding at each update replaces the one before without growing: the settings
     line hangs under it."""
-    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.core.figure import headline_texts
     scene, fig = explorer.view.scene, explorer.figure
     lines = fig.get_suptitle().count("\n")
     for u in (2, 7, STEPS):
@@ -197,7 +197,7 @@ def test_the_callouts_and_names_on_the_paths_overlap_nothing(explorer, recs):
     the rings, the start, the star and the other boxes. (The other updates repeat these
     cases; test_every_update_... still draws every one.)"""
     from matplotlib.text import Text
-    from dtsgd_viz.views.path_labels import boxes_overlap
+    from dtsgd_viz.views.paths.labels import boxes_overlap
     art = explorer.view.artists
     ax = art.ax_path
     for u in CALLOUT_UPDATES:
@@ -254,7 +254,7 @@ def test_at_tutorial_03s_update_20_no_label_covers_a_path(tutorial_03):
     """The ×N callouts and the start / minimum names sit where no run's drawn path (bold
     or thin) runs, inside the paths panel, on a leader when far off their box or point;
     the star is drawn over the boxes and rings, under the labels."""
-    from dtsgd_viz.views.path_labels import text_box
+    from dtsgd_viz.views.paths.labels import text_box
     art = tutorial_03.view.artists
     ax = art.ax_path
     r = tutorial_03.figure.canvas.get_renderer()

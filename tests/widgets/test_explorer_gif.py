@@ -12,8 +12,8 @@ from matplotlib.animation import AbstractMovieWriter
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz.theory import surfaces
-from dtsgd_viz.views import style
-from dtsgd_viz.views._path_motion import shared_palette, with_palette
+from dtsgd_viz.views.core import style
+from dtsgd_viz.views.paths.animation import shared_palette, with_palette
 
 matplotlib.use("Agg")
 
@@ -244,7 +244,7 @@ def test_the_start_and_minimum_names_move_only_when_something_reaches_them(demo_
 
 
 def test_gif_loss_names_at_update_1_stand_apart_inside_the_frame(demo_frames):
-    from dtsgd_viz.views.direct_labels import READABLE_GAP
+    from dtsgd_viz.views.text.direct import READABLE_GAP
     update, frame = demo_frames[0]
     assert update == 1
     ax_loss = _loss_axes(frame)
@@ -263,7 +263,7 @@ def test_held_last_frame_draws_its_tiny_update_inside_a_close_up_near_its_fitted
     now keeps one zoom over several frames (it jumped on every frame), so the last is
     drawn at its run's last zoom: at most ``KEEP_RATIO`` farther than the zoom fitted to
     it alone, never closer (its points stay inside the panel)."""
-    from dtsgd_viz.views._gif_zoom import KEEP_RATIO
+    from dtsgd_viz.views.paths.gif_zoom import KEEP_RATIO
     update, frame = demo_frames[-1]   # the writer's order: the first frame drawn first
     assert update == demo_gif.frame_updates[-1] == 40
     zooms = [ax for ax in frame.axes if "zoom ×" in ax.title]
@@ -285,7 +285,7 @@ def test_held_last_frame_draws_its_tiny_update_inside_a_close_up_near_its_fitted
 
 
 def test_zoom_schedule_keeps_one_zoom_while_the_updates_fit_and_read_at_it():
-    from dtsgd_viz.views._gif_zoom import KEEP_RATIO, ZOOMS, zoom_schedule
+    from dtsgd_viz.views.paths.gif_zoom import KEEP_RATIO, ZOOMS, zoom_schedule
     fitted = [4.3, 3.4, 4.8, 6.0, 9.6, 12.1, 17.9, 22.7, 31.5, 21.1]
     plan = zoom_schedule(fitted)
     assert all(z in ZOOMS for z in plan)

@@ -119,8 +119,8 @@ def test_a_clients_median_says_whose_blocks_and_the_loss_axis_ends_on_ticks():
                            ["CPU:0", "CPU:1", "CPU:2", "CPU:3"], who="client 0's 4 blocks")
     assert "the median norm of client 0's 4 blocks rises" in " ".join(text.split())
     # 08: the headline wrapped onto a third line holding "11x" alone: two balanced lines
-    from dtsgd_viz.views import style
-    from dtsgd_viz.views.figure import fit, headline
+    from dtsgd_viz.views.core import style
+    from dtsgd_viz.views.core.figure import fit, headline
     from dtsgd_viz.widgets.live_monitor_text import LIVE_MONITOR_HEADLINED_SIZE
     fig = Figure(figsize=LIVE_MONITOR_HEADLINED_SIZE)
     headline(fig, text, "settings")

@@ -23,9 +23,9 @@ from dtsgd_viz.geometry import shard_geometry
 from dtsgd_viz.recorder.hostlog import assemble, entry
 from dtsgd_viz.recording.store import StoreWriter
 from dtsgd_viz.specs import LayoutSpec, MeshSpec
-from dtsgd_viz.views import style
-from dtsgd_viz.views.figure import headline_texts, new_figure
-from dtsgd_viz.views.shard_geometry import block_patches
+from dtsgd_viz.views.core import style
+from dtsgd_viz.views.core.figure import headline_texts, new_figure
+from dtsgd_viz.views.shards.geometry import block_patches
 from dtsgd_viz.widgets import LiveMonitor, ShardExplorer
 from dtsgd_viz.widgets._pointer import axes_at, data_to_pixel, pixel_to_data, png_size
 from helpers import synthetic_store as synth

@@ -193,7 +193,7 @@ def test_widget_layout_and_display(param_and_grad_only):
 
 
 def test_ipywidgets_stay_out_of_the_views():
-    code = ("import sys, dtsgd_viz.views.shards; "
+    code = ("import sys, dtsgd_viz.views.shards.plot; "
             "print(sorted(m for m in ('ipywidgets', 'IPython', 'tensorflow', 'matplotlib.pyplot') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

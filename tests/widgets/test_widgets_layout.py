@@ -183,7 +183,7 @@ def test_the_static_picture_names_the_devices_and_the_bytes():
     from PIL import Image
 
     from dtsgd_viz.recording.memory import format_bytes
-    from dtsgd_viz.views.style import DPI, MAX_WIDTH_PX
+    from dtsgd_viz.views.core.style import DPI, MAX_WIDTH_PX
 
     w = LayoutExplorer((1024, 512), mesh={"data": 4, "model": 16})
     w.dim_pickers[1].value = "model"

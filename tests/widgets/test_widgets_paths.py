@@ -12,9 +12,9 @@ import pytest
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz.theory import reference, surfaces
-from dtsgd_viz.views import update_geometry as upd
-from dtsgd_viz.views.path_geometry import rule_name
-from dtsgd_viz.views.paths import draw_paths
+from dtsgd_viz.views.update import geometry as upd
+from dtsgd_viz.views.paths.geometry import rule_name
+from dtsgd_viz.views.paths.plot import draw_paths
 from dtsgd_viz.widgets import (CompareParams, CompareWidget, PathExplorer, PathExplorerState,
                                PhaseDiagram, compare_configs, compare_params,
                                convergence_boundary, path_explorer_state, phase_grid,
@@ -302,7 +302,7 @@ def check_table(widget):
 
 def headline_text(fig):
     """The figure's headline (its finding) and the settings line under it."""
-    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.core.figure import headline_texts
     return "\n".join(t for t in headline_texts(fig) if t)
 
 
@@ -508,7 +508,7 @@ def test_selecting_a_cell_runs_the_real_optimizer_there(phase):
 
 
 def test_views_stay_free_of_ipywidgets():
-    code = ("import sys, dtsgd_viz.views.paths; "
+    code = ("import sys, dtsgd_viz.views.paths.plot; "
             "print(sorted(m for m in ('ipywidgets', 'IPython', 'tensorflow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -637,7 +637,7 @@ def test_the_tolerance_label_is_struck_by_no_line():
 
 def test_widgets_fit_a_notebook_column_and_draw_each_rule_in_its_one_look(recs, compare, phase, explorer):
     from views.test_export import run_lines, smallest_text_px   # tests/ is on the path
-    from dtsgd_viz.views import style
+    from dtsgd_viz.views.core import style
     from dtsgd_viz.widgets import RateExplorer
     from dtsgd_viz.widgets._pointer import png_size
     phase.select(4, 3)
@@ -662,7 +662,7 @@ def test_widgets_fit_a_notebook_column_and_draw_each_rule_in_its_one_look(recs, 
 def test_compare_widget_headline_leaves_room_for_its_settings_line(compare):
     """The finding, then the settings line under it, then the panels' titles: none
     overlaps another (the finding drawn after the paths once lost the settings' room)."""
-    from dtsgd_viz.views.figure import headline_texts
+    from dtsgd_viz.views.core.figure import headline_texts
     from helpers.readable import overlapping
     fig = compare.figure
     fig.canvas.draw()
@@ -706,7 +706,7 @@ def test_path_explorer_names_each_run_on_its_own_path(recs, zoom):
     """Told apart by more than colour: each run's name on a leader to a point on its
     own recorded path, in its colour, inside the paths panel."""
     from matplotlib.colors import to_rgb
-    from dtsgd_viz.views import style
+    from dtsgd_viz.views.core import style
     pe = PathExplorer(recs, ROTATED, step=4, zoom=zoom)
     ax = pe.view.artists.ax_path
     names = {t.get_gid()[len("run-name:"):]: t for t in ax.texts if (t.get_gid() or "").startswith("run-name:")}
@@ -728,7 +728,7 @@ def test_path_explorer_hides_speck_arrows_its_close_ups_draw(recs, explorer, bar
     """With close-ups, a run whose arrows on the paths panel are all under MIN_ARROW_PX
     (a speck over its ring) has them hidden there, and the title names only the runs
     whose arrows it draws; without close-ups every arrow stays."""
-    from dtsgd_viz.views.path_titles import MIN_ARROW_PX, arrow_lengths
+    from dtsgd_viz.views.paths.titles import MIN_ARROW_PX, arrow_lengths
     hidden = 0
     pe = explorer   # PathExplorer(recs, ROTATED): close-ups; the slider takes it to each update
     art = pe.view.artists

@@ -7,9 +7,9 @@ import dataclasses
 
 import numpy as np
 
-from .. import style
-from ..figure import headline, new_figure
-from ..layout_colors import label_ink
+from ..core import style
+from ..core.figure import headline, new_figure
+from ..mesh.layout_colors import label_ink
 from .geometry import CompareData, Findings, mesh_grid
 
 MAX_COLUMNS = 8          # a mesh wider than this wraps its devices in rows of 8
@@ -152,7 +152,7 @@ def _mark_tail(ax, data: CompareData, findings: Findings, look) -> None:
     ``findings.tail``), headed "mean here", and each run's mean there (``final_loss``) as a
     short line in its colour across the band (gids ``loss-window``, ``loss-mean:<run>``),
     as the path figures mark theirs."""
-    from ..path_loss import WINDOW_COLOR
+    from ..paths.loss import WINDOW_COLOR
     x = (data.updates - 1)[-findings.tail:]
     if not len(x) or not any(v is not None and np.isfinite(v) and v > 0 for v in findings.final_loss.values()):
         return

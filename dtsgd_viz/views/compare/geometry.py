@@ -132,7 +132,7 @@ def check_runs(runs) -> tuple[tuple[str, ...], list]:
         if not (hasattr(r, "steps") and hasattr(r, "shard_stats")):
             raise TypeError(f"Run {name!r} is a {type(r).__name__}, not a dtsgd_viz Recording.")
         if len(r) == 0:
-            from ..empty import check_not_empty
+            from ..core.empty import check_not_empty
             check_not_empty(r, label=name)
     first, r0 = names[0], recs[0]
     for name, r in zip(names[1:], recs[1:]):

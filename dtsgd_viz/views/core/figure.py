@@ -1,0 +1,73 @@
+"""Figures without pyplot: no global state, no backend switching, nothing at import.
+Sizes, dpi and type come from ``views.core.style`` (the one scale)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import style
+
+
+def new_figure(figsize=(style.WIDTH, 5.0), dpi=style.DPI, wspace=0.05):
+    """A ``Figure`` with its own Agg canvas and constrained layout (never registered
+    with pyplot, so it is never shown twice in a notebook and never leaks). The
+    ``wspace`` gap between panels leaves room for colour bar labels that change
+    width when a widget updates the figure without re-running the layout."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=figsize, dpi=dpi, layout="constrained")
+    fig.get_layout_engine().set(wspace=wspace)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def headline(fig, finding: str, settings: str | None = None):
+    """Title ``fig`` with its ``finding`` (what the picture shows, bold) and, under it,
+    the ``settings`` line (smaller, grey). Returns ``fig``, to draw the panels in.
+
+    The settings line hangs under the finding's last line (an annotation anchored to
+    the ``suptitle``, gid ``subtitle``); the ``suptitle`` carries blank lines for it, so
+    the layout leaves room for both. No subfigure: a widget's pointer maps PNG pixels
+    through its axes' figure, which must be the root one.
+
+    >>> fig = new_figure((4, 3))
+    >>> fig = headline(fig, "Nesterov ends lowest", "lr 0.05, μ 0.9")
+    >>> headline_texts(fig)
+    ('Nesterov ends lowest', 'lr 0.05, μ 0.9')
+    """
+    width = fig.get_figwidth() * 72.0   # points
+    finding = fit(finding, width, style.SUPTITLE_SIZE, bold=True)
+    if not settings:
+        fig.suptitle(finding, fontsize=style.SUPTITLE_SIZE, fontweight="bold")
+        return fig
+    settings = fit(settings, width, style.SUBTITLE_SIZE)
+    n, m = finding.count("\n") + 1, settings.count("\n") + 1
+    # blank lines at the finding's size: room for the settings' lines at theirs
+    blank = int(np.ceil(m * style.SUBTITLE_SIZE / style.SUPTITLE_SIZE))
+    title = fig.suptitle(finding + "\n" * blank, fontsize=style.SUPTITLE_SIZE, fontweight="bold",
+                         linespacing=1.25)
+    from matplotlib.text import Annotation
+    fig.add_artist(Annotation(
+        settings, (0.5, 1.0), xycoords=title, xytext=(0, -(n * 1.25 * style.SUPTITLE_SIZE + 1.0)),
+        textcoords="offset points", fontsize=style.SUBTITLE_SIZE, color=style.SUBTITLE_COLOR,
+        ha="center", va="top", gid="subtitle", linespacing=1.2, in_layout=False))
+    return fig
+
+
+def headline_texts(fig) -> tuple[str, str | None]:
+    """``(finding, settings)`` of a figure titled by ``headline``."""
+    sub = [t for t in [*fig.texts, *fig.artists] if t.get_gid() == "subtitle"]
+    return fig.get_suptitle().rstrip("\n"), (sub[0].get_text() if sub else None)
+
+
+def fit(text: str, width_points: float, fontsize: float, bold: bool = False) -> str:
+    """``text`` broken into lines about ``width_points`` wide at ``fontsize`` (DejaVu
+    Sans: ~0.58 em a character, ~0.64 bold), between words.
+
+    >>> fit("one two three four", 60, 10)
+    'one two\\nthree four'
+    """
+    import textwrap
+    per_line = max(8, int(width_points / (fontsize * (0.64 if bold else 0.58))))
+    return "\n".join(textwrap.fill(part, per_line, break_long_words=False)
+                     for part in text.split("\n"))

@@ -1,0 +1,262 @@
+"""One scale and one palette for every view: the size figures are drawn at, the type
+sizes, a consistent, colour-blind-safe colour *and* line look per optimizer rule and per
+role (start, current update, theory, envelope), per device, and the maps used for signed
+values.
+
+Figures are built with ``matplotlib.figure.Figure`` (no pyplot state, no global
+rcParams): nothing here runs at import time beyond defining constants.
+
+**The scale.** A notebook shows a figure's PNG at its pixel size, made at the figure's
+dpi (IPython's ``print_figure`` uses ``fig.dpi``, the inline backend sets none of its
+own) and cropped to its artists plus ``PAD`` inches a side, shrunk to fit when wider
+than the column (~950 px). So every figure is ``WIDTH`` wide at most, shown at most
+``MAX_WIDTH_PX`` wide at ``DPI``, and its smallest text is ``NOTE_SIZE`` points, which is
+``NOTE_SIZE * DPI / 72`` (11.8) pixels as displayed, at least ``MIN_TEXT_PX``:
+
+    >>> (WIDTH + 2 * PAD) * DPI <= MAX_WIDTH_PX and NOTE_SIZE * DPI / 72 >= MIN_TEXT_PX
+    True
+    >>> NOTE_SIZE * GIF_DPI / 72 >= MIN_TEXT_PX        # the GIF, drawn at its own dpi
+    True
+
+**The looks.** ``RULE_LOOKS`` holds the colour, line style, width, marker and draw order
+of each rule: Nesterov, the run the story is about, is the widest line; the plain path is
+drawn on top (thinnest, so it never hides the others and is never hidden under them);
+momentum is dashed between them. ``ROLE_LOOKS`` holds the roles' looks. Every view and
+widget draws runs with ``run_looks`` and roles with ``ROLE_LOOKS``.
+
+    >>> run_looks(["plain", "momentum", "nesterov"])["nesterov"].lw == max(
+    ...     look.lw for look in RULE_LOOKS.values())
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+# ---- the scale ----------------------------------------------------------------------
+
+DPI = 100              # every figure and widget PNG is drawn at this dpi
+MAX_WIDTH_PX = 950     # a notebook column: wider figures are shown shrunk
+MIN_TEXT_PX = 9        # the smallest text as displayed
+PAD = 0.1              # inches IPython's print_figure (bbox_inches="tight") adds each side
+WIDTH = (MAX_WIDTH_PX - 2 * PAD * DPI) / DPI   # 9.3 inches: shown as wide as the column
+GIF_DPI = DPI          # animations: frames as wide as the figures (930 px), the same type
+
+# type sizes in points (at DPI: x 1.39 in pixels)
+SUPTITLE_SIZE = 12.5   # a figure's finding
+SUBTITLE_SIZE = 10.0   # the settings under it
+TITLE_SIZE = 11.0      # a panel's title
+LABEL_SIZE = 10.0      # axis labels and direct labels on the data
+TICK_SIZE = 9.0        # tick labels
+NOTE_SIZE = 8.5        # notes, legends, the smallest text anywhere
+SUBTITLE_COLOR = "0.3"
+
+# figure sizes in inches, all at most WIDTH wide
+PATHS_SIZE = (WIDTH, 8.6)           # paths and loss, one zoomed panel per run under them
+PATHS_SIZE_NO_ZOOM = (WIDTH, 4.7)   # paths and loss
+MODES_SIZE = (WIDTH, 7.6)           # one panel per mode, the rates under them
+PHASE_SIZE = (WIDTH, 8.9)           # two step maps, the ratio map and the legend under them
+PHASE_DIAGRAM_SIZE = (WIDTH, 9.2)   # the same maps and the real paths at a picked cell
+COMPARE_SIZE = (WIDTH, 4.9)         # CompareWidget: paths and loss
+RATES_SIZE = (WIDTH, 4.6)           # block rates: the rate curves and each block's error
+SHARD_EXPLORER_SIZE = (WIDTH, 5.0)  # ShardExplorer: the tensor panel and the norm lines
+LIVE_MONITOR_SIZE = (WIDTH, 3.6)    # LiveMonitor: the loss and the block norms
+
+# Okabe & Ito (2008), colour-blind safe. Known optimizer configs get fixed colours.
+OPTIMIZER_COLORS = {
+    "plain": "#555555",
+    "sgd": "#555555",
+    "momentum": "#0072B2",
+    "nesterov": "#D55E00",
+}
+_EXTRA = ["#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+
+# Paul Tol's "muted" qualitative scheme (colour-blind safe), then a pale grey.
+DEVICE_COLORS = ["#332288", "#88CCEE", "#44AA99", "#117733", "#999933",
+                 "#DDCC77", "#CC6677", "#882255", "#AA4499", "#DDDDDD"]
+
+# One colour per unique block (replica group), shared by every view of a layout: Tol's
+# muted scheme without its pale grey. Nine is odd on purpose: blocks are coloured by
+# their row-major place in the block grid modulo 9, so neighbours along any grid dim
+# of a power-of-two mesh never share a colour. Past nine blocks the colours repeat,
+# each further round with a hatch (layouts) or line style (norm lines).
+BLOCK_COLORS = DEVICE_COLORS[:9]
+BLOCK_HATCHES = ("", "//", "\\\\", "..", "x", "--", "||", "o")
+BLOCK_LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2)),
+                    (0, (3, 1, 3, 1, 1, 1)))
+
+DIVERGING_CMAP = "RdBu_r"   # signed values (velocity, gradient), centred on 0
+SEQUENTIAL_CMAP = "viridis"  # magnitudes (norms), loss surfaces
+
+
+def optimizer_color(name: str, index: int = 0) -> str:
+    """Colour of an optimizer config by name (``plain``/``momentum``/``nesterov`` are
+    fixed); other names take the next unused Okabe-Ito colour by position."""
+    key = name.lower()
+    for known, color in OPTIMIZER_COLORS.items():
+        if key == known or key.startswith(known):
+            return color
+    return _EXTRA[index % len(_EXTRA)]
+
+
+def optimizer_colors(names) -> dict[str, str]:
+    names = list(names)
+    extra = iter(range(len(names)))
+    out = {}
+    for name in names:
+        color = optimizer_color(name, -1)
+        out[name] = color if color not in _EXTRA else _EXTRA[next(extra) % len(_EXTRA)]
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Look:
+    """How one thing is drawn: ``color`` (None: the run's colour), line style ``ls``,
+    width ``lw``, ``marker`` and its size ``ms``, and ``zorder`` (higher: on top)."""
+
+    color: str | None
+    ls: object
+    lw: float
+    marker: str = ""
+    ms: float = 0.0
+    zorder: float = 2.0
+
+    def line(self, color=None, **extra) -> dict:
+        """Keyword arguments of ``ax.plot`` for this look (``color`` fills a None one)."""
+        return dict(color=self.color if color is None else color, ls=self.ls, lw=self.lw,
+                    zorder=self.zorder, **extra)
+
+
+# Each rule's one look, in every figure. Widths: Nesterov >= every other run; order:
+# Nesterov, the run the story is about, on top, then plain, momentum lowest (its loops
+# round the minimum pass under the others). Where runs coincide the path views draw them
+# side by side or cased (``views.paths.lanes``, ``views.paths.casing``).
+RULE_LOOKS = {
+    "plain": Look(OPTIMIZER_COLORS["plain"], "-", 1.5, "o", 3.2, zorder=3.2),
+    "momentum": Look(OPTIMIZER_COLORS["momentum"], (0, (4.0, 1.6)), 2.1, "s", 3.6, zorder=3.1),
+    "nesterov": Look(OPTIMIZER_COLORS["nesterov"], "-", 3.0, "^", 4.2, zorder=3.3),
+}
+# runs of other names: the next of these, in the next _EXTRA colour
+EXTRA_LOOKS = (
+    Look(None, (0, (1.0, 1.2)), 2.2, "D", 3.4, zorder=3.05),
+    Look(None, (0, (6.0, 1.5, 1.5, 1.5)), 1.8, "v", 3.6, zorder=3.04),
+)
+
+# The roles. color None: the run's colour.
+ROLE_LOOKS = {
+    "start": Look("black", "none", 1.5, "o", 9.0, zorder=5.0),         # white face
+    # opaque yellow face, over the paths (a path ending in it reads as reaching it) and
+    # under the rings, zoom boxes, arrows and labels
+    "minimum": Look("black", "none", 1.0, "*", 13.0, zorder=3.6),
+    "current": Look(None, "none", 2.0, "o", 9.0, zorder=6.0),          # the update shown: white face
+    # a path after the update shown: thin, no markers, the run's colour mixed towards white
+    # (REMAINDER_TINT, opaque: no alpha mixing with the runs under it), under every path
+    "remainder": Look(None, "-", 0.9, zorder=2.2),
+    "update_line": Look("0.35", "--", 1.0, zorder=4.5),   # the loss panel's update: over the lines (it moves)
+    "theory": Look("white", (0, (5.0, 2.0)), 2.0, zorder=4.0),         # stability boundary, outlined
+    "rate_level": Look("white", "-", 0.9, zorder=3.5),                 # iso-rate contours, outlined
+    "critical": Look("black", (0, (6.0, 1.5, 1.5, 1.5)), 1.6, zorder=4.0),  # critical damping
+    "envelope": Look(None, (0, (1.0, 1.3)), 1.4, zorder=2.5),          # the bound from theory
+    "tolerance": Look("0.3", ":", 1.2, zorder=1.5),                    # minimum + tol
+    "stability": Look("0.3", "--", 0.9, zorder=1.0),                  # rate = 1
+}
+MINIMUM_FACE = "#F0E442"
+REMAINDER_TINT = 0.5     # how far towards white a path after the update shown is mixed
+
+# phase maps: neutrals outside the colour maps, the hatches of the regions only one rule
+# survives, and the cap
+NOT_CONVERGED_COLOR = "#E2E2E2"   # the cap: not within tol in the updates allowed
+NEITHER_COLOR = "#BDBDBD"
+REGION_FACE = "#F4F4F4"
+HATCH_COLOR = "#6E6E6E"
+HATCHES = {"only_momentum": "///", "only_nesterov": "\\\\\\", "cap": "..."}
+DIVERGED_COLOR = "#000000"
+
+
+def rule_of(name: str) -> str | None:
+    """``plain``, ``momentum`` or ``nesterov`` for a config name (as ``optimizer_color``
+    reads it), None for another name."""
+    key = name.lower()
+    for rule in ("nesterov", "momentum", "plain", "sgd"):
+        if key == rule or key.startswith(rule):
+            return "plain" if rule == "sgd" else rule
+    return None
+
+
+def run_looks(names) -> dict[str, Look]:
+    """``{name: Look}``: a rule's look for the rule's names, the next ``EXTRA_LOOKS`` (in
+    the next extra colour) for other names, so runs drawn together never share a look."""
+    names = list(names)
+    colors = optimizer_colors(names)
+    out, extra = {}, 0
+    for name in names:
+        rule = rule_of(name)
+        if rule is not None:
+            out[name] = RULE_LOOKS[rule]
+            continue
+        look = EXTRA_LOOKS[extra % len(EXTRA_LOOKS)]
+        out[name] = dataclasses.replace(look, color=colors[name],
+                                        zorder=look.zorder - 0.001 * extra)
+        extra += 1
+    return out
+
+
+def device_color(device: int, num_devices: int) -> str | tuple:
+    """Colour of device number ``device``: Tol muted for up to 10 devices, a sampled
+    sequential map beyond (no two of up to 64 devices share a colour)."""
+    if num_devices <= len(DEVICE_COLORS):
+        return DEVICE_COLORS[device]
+    from matplotlib import colormaps
+    return colormaps["turbo"](0.05 + 0.9 * device / max(1, num_devices - 1))
+
+
+def block_places(geometry) -> tuple[int, ...]:
+    """Each replica group's palette place: its row-major index in the block grid (the
+    pieces along each tensor dim), bumped by its row where a grid row is a multiple of
+    ``len(BLOCK_COLORS)`` long, so blocks sharing an edge never share a colour."""
+    import math
+    n, p = geometry.global_shape, len(BLOCK_COLORS)
+    grid = [s // max(1, l) for s, l in zip(n, geometry.local_shape)]
+    strides = [math.prod(grid[i + 1:]) for i in range(len(grid))]
+    places = []
+    for devices in geometry.replica_groups:
+        c = geometry.block_index(devices[0])
+        flat = sum(ci * si for ci, si in zip(c, strides))
+        bump = sum(ci for ci, si in zip(c, strides) if si % p == 0 and si > 1)
+        places.append(flat + bump)
+    return tuple(places)
+
+
+def block_style(place: int) -> tuple[str, str, object]:
+    """``(colour, hatch, linestyle)`` of palette place ``place`` (see ``block_places``):
+    the colour repeats every ``len(BLOCK_COLORS)`` places, the hatch and line style
+    tell the rounds apart."""
+    p = len(BLOCK_COLORS)
+    k = place // p
+    return (BLOCK_COLORS[place % p], BLOCK_HATCHES[k % len(BLOCK_HATCHES)],
+            BLOCK_LINESTYLES[k % len(BLOCK_LINESTYLES)])
+
+
+def block_styles(geometry) -> tuple[tuple[str, str, object], ...]:
+    """``(colour, hatch, linestyle)`` of every replica group of ``geometry``.
+
+    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    >>> from dtsgd_viz.geometry import shard_geometry
+    >>> g = shard_geometry((4, 4), LayoutSpec(("x", "y"), MeshSpec.create({"x": 2, "y": 2})))
+    >>> [c for c, _, _ in block_styles(g)] == BLOCK_COLORS[:4]
+    True
+    """
+    return tuple(block_style(p) for p in block_places(geometry))
+
+
+def block_device_colors(geometry) -> tuple[str, ...]:
+    """Each device's colour: the colour of the block it holds (replicas share it)."""
+    styles = block_styles(geometry)
+    return tuple(styles[g][0] for g in geometry.group_of)
+
+
+# ---- big meshes: blocks coloured by their mesh coordinate: views/mesh/layout_colors.py --------
+
+# memory bars: a colour per variable, none of them a rule's (OPTIMIZER_COLORS) colour
+VARIABLE_COLORS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#332288", "#999933",
+                   "#882255", "#44AA99", "#F0E442", "#117733")

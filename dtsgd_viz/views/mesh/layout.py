@@ -1,0 +1,361 @@
+"""Mesh layout views: which block of a tensor each device holds, as a figure or as text.
+
+Each view takes a live DTensor ``Layout`` + shape, a ``DVariable``, a plain
+``LayoutSpec`` + shape (a hypothetical layout: no devices, no TensorFlow), or a
+``Recording`` + ``name=``::
+
+    >>> from dtsgd_viz import LayoutSpec, MeshSpec, layout_table, plot_layout
+    >>> layout = LayoutSpec(("unsharded", "y"), MeshSpec.create({"x": 2, "y": 2}))
+    >>> print(layout_table(layout, (4, 6)))
+    shape (4, 6), sharding [unsharded, y], Mesh(x=2, y=2; 4 devices): 2 unique blocks of (4, 3), 2 copies each
+    block  slices      local shape  devices
+    0      [0:4, 0:3]  (4, 3)       CPU:0, CPU:2
+    1      [0:4, 3:6]  (4, 3)       CPU:1, CPU:3
+    >>> fig = plot_layout(layout, (4, 6))   # a matplotlib Figure; save or display it
+
+TensorFlow is imported only when a live DTensor object is passed in.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import sys
+
+from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch, Rectangle
+
+from ...geometry import ShardGeometry, shard_geometry
+from ...recording.recording import Recording, VariableRecord
+from ...specs import LayoutSpec
+from ...dtensor.model import (is_tensorflow_object, optimizer_parts, slot_of, unique_names,
+                             variable_name)
+from .layout_geometry import LayoutPicture, Panel, block_looks, layout_picture
+from .layout_labels import jax_devices, short_finding, slice_text
+from ..core.style import DPI, SUBTITLE_COLOR, LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE, TITLE_SIZE
+
+MAX_RANK = 4
+_ACCEPTS = ("a DTensor Layout + shape, a DVariable or DTensor, a dtsgd_viz.LayoutSpec + shape, "
+            "or a Recording + name=")
+
+
+# ---- what was passed in -------------------------------------------------------------
+
+def _check_shape(shape, layout: LayoutSpec, max_rank=MAX_RANK) -> tuple[int, ...]:
+    try:
+        dims = None if isinstance(shape, (str, bytes)) else tuple(shape)
+    except TypeError:
+        dims = None
+    if dims is None or not all(hasattr(s, "__index__") and not isinstance(s, bool) for s in dims):
+        raise TypeError(f"shape must be a tuple of ints, e.g. (4, 8). Received: {shape!r}.")
+    shape = tuple(int(s) for s in dims)
+    if not 1 <= len(shape) <= (max_rank or len(shape)):
+        allowed = f"1 to {max_rank}" if max_rank else "1 or more"
+        raise ValueError(f"Tensors of rank {allowed} can be shown. Received: shape {shape} "
+                         f"of rank {len(shape)}.")
+    if any(s < 1 for s in shape):
+        raise ValueError(f"Every dim of shape must be >= 1. Received: shape {shape}.")
+    return layout.check_shape(shape)
+
+
+def resolve(obj, shape=None, name=None, max_rank=MAX_RANK):
+    """``(shape, LayoutSpec, name)`` of anything the layout views accept."""
+    from ...dtensor.keras3 import check
+    check(obj, "The object to draw")
+    given_shape = shape
+    if isinstance(obj, Recording):
+        if name is None:
+            raise ValueError(f"Pass name= to pick a variable of the recording. Allowed: "
+                             f"{list(obj.variables)}.")
+        obj = obj.record(name)
+    if isinstance(obj, VariableRecord):
+        shape, layout, name = obj.shape, obj.layout, name or obj.name
+    elif isinstance(obj, ShardGeometry):
+        shape, layout = obj.global_shape, obj.layout
+    elif isinstance(obj, LayoutSpec):
+        layout = obj
+    elif is_tensorflow_object(obj):
+        from ... import dtensor as _dtensor
+        if hasattr(obj, "sharding_specs") and hasattr(obj, "mesh"):
+            layout = _dtensor.layout_spec(obj)
+        elif hasattr(obj, "shape") and hasattr(obj, "dtype"):
+            shape, layout = tuple(obj.shape), _dtensor.layout_of(obj)
+            name = name or (variable_name(obj) if hasattr(obj, "name") else None)
+        else:
+            raise TypeError(f"Cannot show the layout of a {type(obj).__name__}. Pass {_ACCEPTS}.")
+    else:
+        raise TypeError(f"Expected {_ACCEPTS}. Received: {type(obj).__name__}.")
+    if isinstance(obj, LayoutSpec) or (shape is None):
+        if given_shape is None:
+            raise ValueError(f"A layout alone has no size: pass shape=, e.g. (8, 16) for a rank-"
+                             f"{layout.rank} tensor with layout {list(layout.sharding_specs)}.")
+        shape = given_shape
+    elif given_shape is not None and tuple(given_shape) != tuple(shape):
+        raise ValueError(f"shape={tuple(given_shape)} differs from the {type(obj).__name__}'s own "
+                         f"shape {tuple(shape)}; leave shape out.")
+    return _check_shape(shape, layout, max_rank), layout, name
+
+
+# ---- the figure -------------------------------------------------------------------------
+
+def plot_layout(obj, shape=None, *, name=None, ax=None, title=None, note=None) -> Figure:
+    """The global tensor cut into the block each device holds, coloured by device.
+
+    Each block is labelled with every device holding it (replicas grouped; a strip of
+    device colours under a replicated block); axes name the mesh dim sharding each
+    tensor dim. Under it, a key of the devices on the mesh shows where the copies of
+    each block live; with one copy per block the key would repeat the panel, so the
+    panel names each block row's and column's mesh coordinate instead (right, top). Ranks 3 and 4 get one small panel per index of the leading dims.
+    ``note`` is added to the italic note under the subtitle (``LayoutExplorer`` gives the
+    bytes per device). Returns a ``matplotlib.figure.Figure`` (``ax.figure`` when ``ax``
+    is given; ``ax`` works for ranks 1 and 2).
+
+    >>> from dtsgd_viz import LayoutSpec, MeshSpec, plot_layout
+    >>> mesh = MeshSpec.create({"batch": 2, "model": 4})
+    >>> fig = plot_layout(LayoutSpec(("batch", "model"), mesh), (4, 8), name="w")
+    >>> fig.texts[0].get_text(), fig.axes[0].texts[0].get_text()
+    ('w (4, 8): 8 devices, 8 distinct 2x2 blocks', 'CPU:0')
+    """
+    shape, layout, name = resolve(obj, shape, name)
+    if ax is not None:
+        if len(shape) > 2:
+            raise ValueError(f"ax= draws one panel, for rank 1 or 2 tensors. Received: shape "
+                             f"{shape} of rank {len(shape)}; leave ax out to get a faceted figure.")
+        fig = ax.figure
+        pos = ax.get_position()
+        w, h = fig.get_size_inches()
+        pic = layout_picture(shape, layout, name=name, title=title,
+                             panel_size=(pos.width * w, pos.height * h))
+        _draw_panel(ax, pic, pic.panels[0])
+        prefix = f"{name + ' ' if name else ''}{shape}"
+        ax.set_title(title or short_finding(pic.geometry, prefix), fontsize=TITLE_SIZE)
+        looks, geom = block_looks(pic.geometry), pic.geometry
+        handles = [Patch(facecolor=c, hatch=hatch or None,
+                         label="".join(jax_devices(geom.replica_groups[g], pic.names)))
+                   for g, (c, hatch) in enumerate(looks)]
+        ax.legend(handles=handles, title="blocks: devices holding them", fontsize=NOTE_SIZE,
+                  title_fontsize=NOTE_SIZE, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  frameon=False,
+                  ncol=math.ceil(len(handles) / max(1, int(pos.height * h * 72 / 15) - 1)))
+        return fig
+    pic = layout_picture(shape, layout, name=name, title=title, note=note)
+    fig = Figure(figsize=pic.figsize, dpi=DPI)
+    fw, fh = pic.figsize
+    fig.text(0.5, 1 - 0.15 / fh, pic.title, ha="center", va="top", fontsize=SUPTITLE_SIZE,
+             fontweight="bold", linespacing=1.2)
+    top = 0.15 + (pic.title.count("\n") + 1) * 1.25 * SUPTITLE_SIZE / 72 + 0.08
+    fig.text(0.5, 1 - top / fh, pic.subtitle, ha="center", va="top", fontsize=SUBTITLE_SIZE,
+             linespacing=1.3, color=SUBTITLE_COLOR, gid="subtitle")
+    if pic.note:
+        top += (pic.subtitle.count("\n") + 1) * 1.3 * 1.2 * SUBTITLE_SIZE / 72 + 0.06
+        fig.text(0.5, 1 - top / fh, pic.note, ha="center", va="top",
+                 fontsize=NOTE_SIZE, style="italic", color="#444444", gid="note")
+    for panel in pic.panels:
+        left, bottom, w, h = panel.box
+        _draw_panel(fig.add_axes((left / fw, bottom / fh, w / fw, h / fh)), pic, panel)
+    if pic.key is not None:
+        _draw_key(fig, pic)
+    return fig
+
+
+def _draw_panel(ax, pic: LayoutPicture, panel: Panel):
+    faceted = bool(panel.index)
+    for b in panel.blocks:
+        ax.add_patch(Rectangle(b.rect[:2], *b.rect[2:], facecolor=b.color, edgecolor="white",
+                               linewidth=1.5, hatch=b.hatch or None, gid=f"block-{b.group}"))
+        if not b.label:
+            continue
+        x, y = b.label_xy
+        # on a hatched block the text sits on a chip of the block's plain colour
+        chip = (dict(boxstyle="square,pad=0.15", facecolor=b.color, edgecolor="none")
+                if b.hatch else None)
+        ax.text(x, y, b.label, ha="center", va="bottom" if b.detail else "center",
+                rotation=b.rotation, fontsize=b.fontsize, color=b.text_color,
+                linespacing=1.1, bbox=chip, gid=f"label-{b.group}")
+        if b.detail:
+            ax.text(x, y, b.detail, ha="center", va="top", fontsize=max(NOTE_SIZE, b.fontsize - 1),
+                    color=b.text_color, alpha=0.85, bbox=chip, gid=f"slices-{b.group}")
+    ax.set_xlim(*panel.xlim)
+    ax.set_ylim(*panel.ylim)
+    ax.set_xticks(panel.xticks)
+    ax.set_yticks(panel.yticks)
+    ax.tick_params(labelsize=NOTE_SIZE if faceted else TICK_SIZE, length=3)
+    ax.set_xlabel(panel.xlabel, fontsize=TICK_SIZE if faceted else LABEL_SIZE)
+    ax.set_ylabel(panel.ylabel, fontsize=TICK_SIZE if faceted else LABEL_SIZE)
+    if panel.title:
+        ax.set_title(panel.title, fontsize=TICK_SIZE, family="monospace")
+    _draw_coords(ax, panel)
+
+
+def _draw_coords(ax, panel: Panel):
+    """Each block column's / row's mesh coordinate on the top / right (one-copy layouts,
+    where these replace the mesh key)."""
+    for which, coords in (("top", panel.xcoords), ("right", panel.ycoords)):
+        if not coords:
+            continue
+        sec = (ax.secondary_xaxis if which == "top" else ax.secondary_yaxis)(which)
+        sec.set_gid(f"mesh-coords-{which}")
+        sec.set_ticks([t for t, _ in coords], [s for _, s in coords], fontsize=NOTE_SIZE)
+        sec.tick_params(length=0, pad=2)
+        if which == "top" and panel.xcoord_label:
+            sec.set_xlabel(panel.xcoord_label, fontsize=NOTE_SIZE)
+
+
+def _draw_key(fig, pic: LayoutPicture):
+    key, (fw, fh) = pic.key, pic.figsize
+    left, bottom, w, h = key.box
+    ax = fig.add_axes((left / fw, bottom / fh, w / fw, h / fh), gid="mesh-key")
+    for c in key.cells:
+        ax.add_patch(Rectangle(c.rect[:2], *c.rect[2:], facecolor=c.color, edgecolor="white",
+                               linewidth=1.0, hatch=c.hatch or None, gid=f"key-{c.device}"))
+        if c.label:
+            chip = (dict(boxstyle="square,pad=0.1", facecolor=c.color, edgecolor="none")
+                    if c.hatch else None)
+            ax.text(c.rect[0] + 0.5, c.rect[1] + 0.5, c.label, ha="center", va="center",
+                    fontsize=c.fontsize, color=c.text_color, bbox=chip,
+                    gid=f"key-label-{c.device}")
+    ax.set_xlim(*key.xlim)
+    ax.set_ylim(*key.ylim)
+    ax.set_xticks([t for t, _ in key.xticks], [s for _, s in key.xticks], fontsize=NOTE_SIZE)
+    ax.set_yticks([t for t, _ in key.yticks], [s for _, s in key.yticks], fontsize=NOTE_SIZE)
+    ax.tick_params(length=0)
+    ax.set_xlabel(key.xlabel, fontsize=NOTE_SIZE)
+    ax.set_title(key.title, fontsize=NOTE_SIZE)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+
+
+# ---- text ---------------------------------------------------------------------------------
+
+class TextTable(str):
+    """A plain-text table (it *is* the ``str``) that Jupyter shows as an HTML table."""
+
+    def __new__(cls, header, columns, rows, footer=(), html_cells=None):
+        widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) for i, c in enumerate(columns)]
+        lines = [*header, "  ".join(str(c).ljust(w) for c, w in zip(columns, widths)).rstrip()]
+        lines += ["  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+        self = super().__new__(cls, "\n".join([*lines, *footer]))
+        self._parts = (tuple(header), tuple(columns), [tuple(map(str, r)) for r in rows],
+                       tuple(footer), html_cells or {})
+        return self
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+    def _repr_html_(self) -> str:
+        header, columns, rows, footer, cells = self._parts
+        esc = html.escape
+        out = [f"<div><p style='font-family:monospace'>{'<br>'.join(map(esc, header))}</p>",
+               "<table><tr>" + "".join(f"<th style='text-align:left'>{esc(c)}</th>"
+                                        for c in columns) + "</tr>"]
+        for i, row in enumerate(rows):
+            tds = [cells.get((i, j), esc(v)) for j, v in enumerate(row)]
+            out.append("<tr>" + "".join(f"<td style='text-align:left;font-family:monospace'>{t}"
+                                        "</td>" for t in tds) + "</tr>")
+        out.append("</table>" + "".join(f"<p>{esc(f)}</p>" for f in footer) + "</div>")
+        return "\n".join(out)
+
+
+def _specs(layout: LayoutSpec) -> str:
+    return "[" + ", ".join(layout.sharding_specs) + "]"
+
+
+def layout_table(obj, shape=None, *, name=None) -> str:
+    """The layout as deterministic text: a header line, then one row per unique block
+    (its index, the slices it covers, its local shape, every device holding it).
+    Takes what ``plot_layout`` takes; returns a ``str`` (shown as HTML in Jupyter)."""
+    shape, layout, name = resolve(obj, shape, name, max_rank=None)
+    geom = shard_geometry(shape, layout)
+    names, n = layout.mesh.short_device_names, layout.mesh.num_devices
+    copies = n // geom.num_unique
+    header = (f"{name + ': ' if name else ''}shape {shape}, sharding {_specs(layout)}, "
+              f"{layout.mesh}: {geom.num_unique} unique block{'s' * (geom.num_unique > 1)} of "
+              f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each")
+    rows, cells = [], {}
+    looks = block_looks(geom)
+    for g, devices in enumerate(geom.replica_groups):
+        rows.append((g, slice_text(geom.blocks[devices[0]]), geom.local_shape,
+                     ", ".join(names[d] for d in devices)))
+        cells[(g, 3)] = (
+            f"<span style='background:{to_hex(looks[g][0])};display:inline-block;"
+            f"width:0.8em;height:0.8em'></span>&nbsp;"
+            + html.escape(", ".join(names[d] for d in devices)))
+    return TextTable([header], ("block", "slices", "local shape", "devices"), rows, html_cells=cells)
+
+
+
+
+def _memory_line(entries, with_slots) -> str:
+    """Bytes per device of the variables (and their slots), from ``memory.MemoryPlan``."""
+    from ...recording.memory import MemoryEntry, MemoryPlan, format_bytes
+    try:
+        plan = MemoryPlan(entries[0][3].mesh, tuple(
+            MemoryEntry(name, shape, dtype, layout, () if slot is None else (slot,))
+            for name, shape, dtype, layout, slot in entries))
+    except ValueError:
+        return "memory per device: the variables are on different devices"
+    per = plan.bytes_per_device
+    return (f"memory per device: {format_bytes(per.max())}"
+            + (f" (parameters {format_bytes(plan.param_bytes_per_device.max())} + velocity slots "
+               f"{format_bytes(plan.slot_bytes_per_device.max())})" if with_slots else
+               " (parameters; dtsgd_viz.memory_plan adds the velocity slots)")
+            + ("" if per.min() == per.max() else f", least {format_bytes(per.min())}"))
+
+
+def model_table(obj, *, memory: bool = False) -> str:
+    """Every variable of a tf-keras model, optimizer or Recording with its shape and
+    layout; with an optimizer (given, or compiled into the model) each momentum slot's
+    layout too, flagged ``DIFFERS`` where it is not its parameter's layout. ``memory=True``
+    adds a last line: the bytes each device holds (``dtsgd_viz.memory_plan`` has the table)."""
+    from ...dtensor.keras3 import check
+    check(obj, "The object model_table was given")
+    if isinstance(obj, Recording):
+        entries = [(r.name, r.shape, r.dtype, r.layout, None) for r in obj.records]
+        what, opt, footer = f"recording ({len(obj)} steps, kinds {list(obj.kinds)})", None, []
+    else:
+        if not is_tensorflow_object(obj) and not isinstance(obj, (list, tuple)):
+            raise TypeError(f"model_table takes a tf-keras model, an optimizer, a list of "
+                            f"variables or a Recording. Received: {type(obj).__name__}.")
+        from ... import dtensor as _dtensor
+        variables, opt, what, footer = optimizer_parts(obj)
+        entries = []
+        for vname, var in zip(unique_names(variables), variables):
+            slot = slot_of(opt, var)
+            entries.append((vname, tuple(var.shape), var.dtype.name, _dtensor.layout_of(var),
+                            None if slot is None else _dtensor.layout_of(slot)))
+    if not entries:
+        raise ValueError(f"The {what} has no variables to list.")
+    mesh = entries[0][3].mesh
+    params = sum(math.prod(e[1]) for e in entries)
+
+    def on(layout):
+        return _specs(layout) + ("" if layout.mesh == mesh else f" on {layout.mesh}")
+
+    with_slots = opt is not None
+    columns = ["variable", "shape", "dtype", "layout", "block shape"]
+    if with_slots:
+        columns += ["velocity slot", "flag"]
+    rows, differs, missing = [], 0, 0
+    for vname, shape, dtype, layout, slot in entries:
+        row = [vname, shape, dtype, on(layout), layout.shard_shape(shape)]
+        if with_slots:
+            differs += slot is not None and slot != layout
+            missing += slot is None
+            row += ["(none)" if slot is None else on(slot),
+                    "DIFFERS" if slot is not None and slot != layout else ""]
+        rows.append(row)
+    header = [f"{what}: {len(entries)} variable{'s' * (len(entries) > 1)}, {params} values, "
+              f"on {mesh}"]
+    if with_slots:
+        have = len(entries) - missing
+        footer.append(
+            f"velocity slots: {differs} of {have} laid out differently from their parameter "
+            "(flag DIFFERS)" if differs else f"velocity slots: all {have} share their parameter's layout")
+        if missing:
+            footer.append(f"{missing} variable(s) have no velocity slot (optimizer not built for them)")
+    if memory:
+        footer.append(_memory_line(entries, with_slots))
+    cells = {(i, len(columns) - 1): "<b style='color:#CC3311'>DIFFERS</b>"
+             for i, r in enumerate(rows) if with_slots and r[-1]}
+    return TextTable(header, columns, rows, footer, html_cells=cells)

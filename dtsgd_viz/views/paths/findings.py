@@ -1,0 +1,318 @@
+"""The numbers the path figures state, from the recordings: ``findings(runs, surface)``.
+
+``plot_paths``' and ``animate``'s headline, ``PathExplorer``'s headline at each update
+and ``plot_update``'s headline are ``PathFindings`` methods; ``print(findings(...))``
+prints the same numbers beside them (the tutorials and the demo do)::
+
+    >>> import dtsgd_viz
+    >>> from dtsgd_viz import surfaces
+    >>> s = surfaces.RotatedQuadratic()
+    >>> runs = dtsgd_viz.run(s, {"momentum": dict(learning_rate=0.05, momentum=0.9),
+    ...                          "nesterov": dict(learning_rate=0.05, momentum=0.9,
+    ...                                           nesterov=True)}, steps=20)
+    >>> f = dtsgd_viz.findings(runs, s)
+    >>> f.window, f.ranking                 # the mean loss after 17..20 updates ranks them
+    ((17, 20), ('nesterov', 'momentum'))
+    >>> f.headline() == dtsgd_viz.plot_paths(runs, s).get_suptitle().rstrip("\\n").replace("\\n", " ")
+    True
+
+Conventions, shared with ``compare_findings`` (``views.compare``, for runs without a
+surface):
+
+- the loss after k updates, k = 0..N. With a surface it is ``surface.value_np`` at the
+  recorded parameters (float64): path point k, the start for k = 0 and the parameter
+  after update N last. Without one it is ``recording.loss``: ``loss[i]`` is what the
+  forward pass of update ``steps[i]`` saw, the loss after ``steps[i] - 1`` updates, so
+  k = 0..N - 1 (the loss after the last update is not recorded);
+- runs are compared by their mean loss over the last ``tail`` of those losses
+  (``compare.geometry.tail_length``: a fifth of the run, 1 to 10), never at one point
+  of a curve that may oscillate (heavy-ball momentum's loss saw-tooths by 10× and more
+  from one update to the next). Without a surface that mean is exactly
+  ``compare_findings``' ``final_loss``;
+- "furthest apart" is the largest distance between the runs' parameters after an
+  update (``path_scene.default_update``: the update ``plot_paths`` and ``plot_update``
+  take apart when no ``step`` is given).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+
+import numpy as np
+
+from . import geometry as geo
+from ..compare.geometry import tail_length
+
+__all__ = ["PathFindings", "finding", "findings", "findings_of", "times_text", "window_text", "LEVEL"]
+
+LEVEL = 1.05   # the lowest two runs' mean losses within this factor: the runs end level
+
+
+def times_text(f: float) -> str:
+    """A ratio as the figures and the printout write it: ``"433×"``, ``"2.5×"``, ``"∞×"``."""
+    return "∞×" if not np.isfinite(f) else f"{f:.0f}×" if f >= 10 else f"{f:.1f}×"
+
+
+def window_text(window, short=False) -> str:
+    """``"mean loss after 33–40 updates"`` (``"loss after 40 updates"`` for one);
+    ``short``: ``"mean loss, k = 33–40"``, as the headlines write it (the loss axis is
+    the loss after k updates)."""
+    a, b = window
+    if a == b:
+        return f"loss after {b} update{'s' if b != 1 else ''}"
+    return f"mean loss, k = {a}–{b}" if short else f"mean loss after {a}–{b} updates"
+
+
+def _loss_text(x) -> str:
+    return "—" if x is None or not np.isfinite(x) else f"{x:.2e}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PathFindings:
+    """What the path figures state about ``runs`` (``findings``); ``str()`` prints it.
+
+    ``names``: the runs, as given. ``last_k``: the last k of "the loss after k updates"
+    (N with a surface, N - 1 without; ``upto`` when given). ``final_loss[run]``: its loss
+    after ``last_k`` updates. ``window = (a, b)``: the k of the ``tail`` losses the
+    runs are compared by; ``tail_loss[run]``: their mean; ``swing[run]``: their
+    largest over their smallest. ``ranking``: the runs with a finite mean, lowest
+    first; ``times[run]``: its mean over the lowest's; ``level``: the lowest two within
+    ``LEVEL``. ``diverged[run]``: the update at which it left the view or stopped being
+    finite (None: it did, but when is not known). ``apart = (update, distance)``: where
+    the runs' parameters are furthest apart after it (one run: its longest update).
+    ``step``: the update taken apart (``plot_update``'s; default ``apart``'s), ``terms``
+    ``{run: UpdateTerms}`` of it (None where the recording cannot give them).
+    ``to_tolerance[run]``: with ``tol``, the first k after which the loss stays within
+    ``tol`` of the minimum (None: never)."""
+
+    names: tuple[str, ...]
+    from_surface: bool
+    upto: int | None
+    last_k: int
+    final_loss: dict
+    tail: int
+    window: tuple[int, int]
+    tail_loss: dict
+    swing: dict
+    ranking: tuple[str, ...]
+    times: dict
+    level: bool
+    diverged: dict
+    apart: tuple[int, float] | None
+    step: int | None
+    terms: dict | None
+    tol: float | None = None
+    to_tolerance: dict | None = None
+
+    @property
+    def lowest(self) -> str | None:
+        """The run with the lowest mean loss over ``window`` (None: no finite one)."""
+        return self.ranking[0] if self.ranking else None
+
+    def headline(self) -> str:
+        """The sentence ``plot_paths`` and ``animate`` title their figure with (with
+        ``upto``: ``PathExplorer``'s at update ``upto``): which run's mean loss over
+        ``window`` is lowest and how many times lower than the next two, or that the
+        runs end level and where their paths are furthest apart; the runs that
+        diverged and when."""
+        name = geo.rule_name
+        gone = [n for n in self.names if n in self.diverged]
+        tail = ("; " + ", ".join(name(n) + (f" diverged at update {self.diverged[n]}" if self.diverged[n]
+                                             else " diverged") for n in gone)) if gone else ""
+        head = "" if self.upto is None else f"After update {self.upto}, "
+        if not self.ranking:
+            text = (", ".join(name(n) for n in gone) + " diverged") if gone else "The runs' paths"
+            return _capital(head + text)
+        best = self.ranking[0]
+        low = self.tail_loss[best]
+        said = window_text(self.window, short=True).replace(" ", "\u00a0")   # one phrase: never broken
+        if len(self.ranking) == 1:
+            text = f"{name(best)} reaches loss {low:.2g} ({said})"
+        elif self.level:
+            text = f"{'The runs end' if self.upto is None else 'the runs are'} level: loss {low:.2g} ({said})"
+            if self.apart is not None and len(self.names) > 1 and self.upto is None:
+                text += f"; paths furthest apart after update {self.apart[0]}"
+        else:
+            below = ", ".join(f"{times_text(self.times[n])} below {name(n)}" for n in self.ranking[1:3])
+            text = f"{name(best)} {'ends lowest' if self.upto is None else 'is lowest'}: {below} ({said})"
+        return _capital(head + text + tail)
+
+    def update_headline(self) -> str | None:
+        """``plot_update``'s headline at ``step``: which run's update is longest and by
+        how much against the others', and how far their directions part
+        (``update_words.update_finding``); None without ``terms``."""
+        if not self.terms:
+            return None
+        from ..update.words import update_finding
+        return update_finding(self.terms, self.step)
+
+    def __str__(self) -> str:
+        name = geo.rule_name
+        width = max(8, *(len(name(n)) for n in self.names)) + 2
+        source = ("from the surface at the recorded parameters" if self.from_surface
+                  else "as recorded (recording.loss[i]: after steps[i] - 1 updates)")
+        a, b = self.window
+        cols = [f"k = {self.last_k}", f"mean k = {a}" if a == b else f"mean k = {a}–{b}", "max/min there"]
+        if self.tol is not None:
+            cols.append(f"within {self.tol:g}")
+        lines = [f"loss after k updates, {source}:",
+                 "  " + "run".ljust(width) + "".join(c.rjust(16) for c in cols)]
+        for n in self.names:
+            row = [_loss_text(self.final_loss.get(n)), _loss_text(self.tail_loss.get(n)),
+                   "—" if not np.isfinite(self.swing.get(n, np.nan)) else times_text(self.swing[n])]
+            if self.tol is not None:
+                k = self.to_tolerance.get(n)
+                row.append("never" if k is None else f"from k = {k}")
+            lines.append("  " + name(n).ljust(width) + "".join(c.rjust(16) for c in row))
+        lines.append(self.headline())
+        if self.apart is not None:
+            u, d = self.apart
+            lines.append(f"paths furthest apart after update {u}: {d:.3g} apart" if len(self.names) > 1
+                         else f"longest update: update {u}, {d:.3g} long")
+        said = self.update_headline()
+        if said:
+            lines.append(said)
+            for n, t in self.terms.items():
+                parts = [f"{_term_short(k)} {float(np.linalg.norm(v)):.3g}" for k, v in t.terms]
+                lines.append("  " + name(n).ljust(width) + "  ".join(parts)
+                             + f"  step {float(np.linalg.norm(t.total)):.3g}")
+        return "\n".join(lines)
+
+
+def _term_short(term) -> str:
+    from ..update.geometry import TERM_SHORT
+    return TERM_SHORT.get(term, term)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+# ---- computing them ---------------------------------------------------------------------
+
+
+def findings(runs, surface=None, *, name=None, step=None, upto=None, tol=None) -> PathFindings:
+    """The numbers ``plot_paths(runs, surface)``, ``animate``, ``PathExplorer`` and
+    ``plot_update`` state, to print beside them (``PathFindings``; ``print`` it).
+
+    Args:
+      runs: ``{run name: Recording}`` (what ``dtsgd_viz.run`` returns) or one.
+      surface: the surface they were recorded on: the loss after k updates is its value
+        at the recorded parameters, k = 0..N. None: the recorded loss (k = 0..N - 1),
+        as ``compare_findings`` reads it.
+      name: the recorded variable (default: the only one).
+      step: the update to take apart (``plot_update``'s ``step``); None: where the
+        runs' parameters are furthest apart.
+      upto: only the first ``upto`` updates (``PathExplorer``'s headline at that update).
+      tol: also the first k after which each run's loss stays within ``tol`` of the
+        surface's minimum (of 0 without a surface).
+
+    Raises ``ValueError`` / ``TypeError`` naming what was received for bad input.
+    """
+    from .scene import _as_dict, build_scene
+    if surface is not None:
+        return findings_of(build_scene(runs, surface, name), step=step, upto=upto, tol=tol)
+    recordings = _as_dict(runs)
+    if name is None:
+        shared = set.intersection(*(set(r.variables) for r in recordings.values()))
+        name = next(iter(shared)) if len(shared) == 1 else None
+    else:
+        name = geo.select_variable(recordings, name)
+    losses, diverged = {}, {}
+    for key, r in recordings.items():
+        loss = r.loss
+        losses[key] = (np.asarray(r.steps, np.int64) - 1,
+                       np.full(len(r), np.nan) if loss is None else np.asarray(loss, np.float64), False)
+        bad = r.nonfinite_steps
+        if len(bad):
+            diverged[key] = int(bad[0])
+    full = name is not None and all(r.mode == "full" and "param" in r.kinds for r in recordings.values())
+    scene = types.SimpleNamespace(recordings=recordings, name=name, losses=losses, diverged=diverged,
+                                  surface=None)
+    return findings_of(scene, step=step, upto=upto, tol=tol, paths=full)
+
+
+def findings_of(scene, *, step=None, upto=None, tol=None, paths=True) -> PathFindings:
+    """``findings`` of a ``PathScene`` (the figures' own): its losses (the loss after k
+    updates), the runs that left its view, its recordings; ``paths``: whether the
+    recorded parameters give where the runs are furthest apart and the update's terms."""
+    from .scene import default_update
+    from ..core.steps import resolve_update
+    from ..update import geometry as upd
+    names = tuple(scene.recordings)
+    common = _common_steps(scene.recordings)
+    if upto is not None:
+        upto = resolve_update(upto, common, none="all", held=f"the runs share {len(common)} updates")
+    from_surface = any(s for _, _, s in scene.losses.values())
+    last_k, final, tail_loss, swing, windows = None, {}, {}, {}, []
+    gone = {k: u for k, u in scene.diverged.items() if upto is None or u is None or u <= upto}
+    for key in names:
+        ks, loss, surface_run = scene.losses[key]
+        ks, loss = np.asarray(ks, np.int64), np.asarray(loss, np.float64)
+        keep = ks <= (upto if upto is not None else (common[-1] if surface_run else common[-1] - 1))
+        ks, loss = ks[keep], loss[keep]
+        tail = tail_length(len(ks) - 1 if surface_run else len(ks))   # the recorded updates
+        last_k = int(ks[-1]) if last_k is None and len(ks) else last_k
+        final[key] = float(loss[-1]) if len(loss) else float("nan")
+        window = loss[-tail:]
+        windows.append((int(ks[-tail]), int(ks[-1]), tail) if len(ks) else (0, 0, tail))
+        with np.errstate(invalid="ignore", over="ignore"):
+            ok = window[np.isfinite(window)]
+            tail_loss[key] = float(ok.mean()) if len(ok) == len(window) and len(ok) else float("nan")
+            swing[key] = (float(ok.max() / ok.min()) if len(ok) == len(window) and len(ok) and ok.min() > 0
+                          else float("nan"))
+        unrecorded = not surface_run and scene.recordings[key].loss is None
+        if not np.isfinite(tail_loss[key]) and key not in gone and not unrecorded:
+            bad = np.flatnonzero(~np.isfinite(loss))
+            gone[key] = int(ks[bad[0]]) if len(bad) else None
+    a, b, tail = windows[0]
+    ranking = tuple(sorted((k for k in names if k not in gone and np.isfinite(tail_loss[k])
+                            and tail_loss[k] >= 0), key=lambda k: tail_loss[k]))
+    low = tail_loss[ranking[0]] if ranking else np.nan
+    times = {k: (tail_loss[k] / low if low > 0 else np.inf) for k in ranking}
+    level = len(ranking) >= 2 and times[ranking[1]] <= LEVEL
+    apart = at = terms = None
+    if paths and scene.name is not None:
+        u = default_update(scene, upto)
+        if u is not None:
+            i = int(np.searchsorted(common, u))
+            flat = [r.path(scene.name).astype(np.float64).reshape(len(r) + 1, -1)
+                    for r in scene.recordings.values()]
+            with_mu = [p for p, r in zip(flat, scene.recordings.values()) if r.hyperparameters.momentum]
+            d = geo.run_distances(with_mu if len(with_mu) >= 2 else flat)
+            apart = (int(u), float(d[i]) if i < len(d) else float("nan"))
+        at = apart[0] if step is None and apart is not None else step
+        if at is not None:
+            at = geo.check_step(at, {k: r.steps for k, r in scene.recordings.items()})
+            index = {k: geo.step_index(r.steps, at) for k, r in scene.recordings.items()}
+            if all(upd.why_no_arrows(r, index[k]) is None for k, r in scene.recordings.items()):
+                terms = {k: upd.decompose_update(r, scene.name, index[k]) for k, r in scene.recordings.items()}
+    to_tol = None
+    if tol is not None:
+        from ...theory.convergence import steps_to_tolerance
+        floor = float(getattr(scene.surface, "min_value", 0.0)) if scene.surface is not None else 0.0
+        to_tol = {}
+        for key in names:
+            ks, loss, _ = scene.losses[key]
+            keep = np.asarray(ks) <= last_k
+            k = int(steps_to_tolerance(np.asarray(loss, np.float64)[keep], floor, float(tol)))
+            to_tol[key] = None if k < 0 else int(np.asarray(ks)[keep][k])
+    return PathFindings(names, from_surface, upto, last_k, final, tail, (a, b), tail_loss, swing, ranking,
+                        times, level, gone, apart, at, terms, None if tol is None else float(tol), to_tol)
+
+
+def _common_steps(recordings) -> np.ndarray:
+    common = None
+    for r in recordings.values():
+        s = np.asarray(r.steps, np.int64)
+        common = s if common is None else np.intersect1d(common, s)
+    return common
+
+
+def finding(scene) -> str:
+    """The path figures' headline for a ``path_scene.PathScene``:
+    ``findings_of(scene).headline()`` (which run's mean loss over the last updates is
+    lowest and by how many times, or that the runs end level; which diverged), the
+    sentence ``print(dtsgd_viz.findings(...))`` prints."""
+    return findings_of(scene).headline()

@@ -1,0 +1,398 @@
+"""Pure geometry behind ``views.paths.plot``: the plotting plane, projections, the loss grid
+on that plane, where a run left the view, fading trails and the checks of the variable
+and update asked for. One update split into its terms is ``views.update.geometry``'s.
+
+No matplotlib here; every function takes and returns numpy arrays or frozen
+dataclasses, so tests check them numerically::
+
+    >>> import numpy as np
+    >>> paths = [np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [2.0, 1.0, 0.0]])]
+    >>> plane = pca_plane(paths)
+    >>> np.allclose(lift(project(paths[0], plane), plane), paths[0])   # on the plane
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ..core.steps import describe_updates, resolve_update
+
+__all__ = [
+    "Plane", "identity_plane", "pca_plane", "project", "lift", "plot_box", "loss_grid",
+    "log_levels", "select_variable", "check_step", "step_index", "describe_updates",
+    "fade_alphas", "divergence_update", "diverged_runs", "diverged_note", "drawn_length",
+    "run_distances", "most_different_index", "label_side", "rule_name", "RULE_NAMES",
+]
+
+# how figures write the rules' names (as ``views.rates.block_rates`` does); gids keep the config keys
+RULE_NAMES = {"nesterov": "Nesterov", "momentum": "momentum", "plain": "plain"}
+
+
+def rule_name(key: str) -> str:
+    """The name a figure writes for config ``key`` (``"nesterov"``: ``"Nesterov"``).
+    >>> rule_name("nesterov"), rule_name("momentum"), rule_name("lr 0.1")
+    ('Nesterov', 'momentum', 'lr 0.1')
+    """
+    return RULE_NAMES.get(str(key), str(key))
+
+
+# ---- the plane the picture is drawn on ---------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Plane:
+    """Plot coordinates ``c = (x - origin) @ basis.T``; points ``x = origin + c @ basis``.
+
+    ``basis`` has two orthonormal rows of length ``D``. ``explained`` is the fraction
+    of the paths' variance along each row (None for the identity plane of 2-D
+    surfaces, which loses nothing).
+    """
+
+    origin: np.ndarray
+    basis: np.ndarray
+    explained: tuple[float, float] | None = None
+
+    @property
+    def dim(self) -> int:
+        return self.basis.shape[1]
+
+    @property
+    def is_identity(self) -> bool:
+        return self.dim == 2 and self.explained is None
+
+
+def identity_plane() -> Plane:
+    """The plane of a 2-D surface: plot coordinates are the parameters themselves."""
+    return Plane(np.zeros(2), np.eye(2), None)
+
+
+def _flat_points(paths) -> np.ndarray:
+    arrays = [np.asarray(p, np.float64) for p in paths]
+    arrays = [a.reshape(len(a), -1) for a in arrays]
+    return np.concatenate(arrays) if arrays else np.zeros((0, 0))
+
+
+def pca_plane(paths: Sequence[np.ndarray]) -> Plane:
+    """The plane through the mean of all finite path points spanned by their top two
+    principal directions (each oriented so its largest component is positive).
+
+    ``paths`` are arrays ``(n_i, ...)`` flattened per point. With fewer than two
+    directions of variance the basis is completed deterministically.
+    """
+    pts = _flat_points(paths)
+    if pts.ndim != 2 or pts.shape[1] < 2:
+        raise ValueError(
+            "A projection plane needs parameters of at least 2 numbers. Received: points "
+            f"of {pts.shape[1] if pts.ndim == 2 else 0} number(s)."
+        )
+    finite = pts[np.all(np.isfinite(pts), axis=1)]
+    if not len(finite):
+        raise ValueError("Every path point is non-finite (NaN/Inf): nothing to project.")
+    origin = finite.mean(axis=0)
+    centred = finite - origin
+    _, s, vt = np.linalg.svd(centred, full_matrices=False)
+    basis = _complete_basis(vt[:2], pts.shape[1])
+    for k in range(2):
+        if basis[k, np.argmax(np.abs(basis[k]))] < 0:
+            basis[k] = -basis[k]
+    var = s ** 2
+    total = float(var.sum())
+    explained = tuple(float(var[k] / total) if total > 0 and k < len(var) else 0.0
+                      for k in range(2))
+    return Plane(origin, basis, explained)
+
+
+def _complete_basis(rows: np.ndarray, dim: int) -> np.ndarray:
+    """Two orthonormal rows: ``rows`` (0 to 2 of them) completed by unit vectors."""
+    out = [r / np.linalg.norm(r) for r in rows if np.linalg.norm(r) > 0]
+    for e in np.eye(dim):
+        if len(out) == 2:
+            break
+        v = e - sum(np.dot(e, u) * u for u in out)
+        if np.linalg.norm(v) > 1e-8:
+            out.append(v / np.linalg.norm(v))
+    return np.array(out[:2])
+
+
+def project(points, plane: Plane) -> np.ndarray:
+    """Plot coordinates ``(..., 2)`` of points ``(..., D)``."""
+    points = np.asarray(points, np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # a diverged run projects to NaN/Inf
+        return (points - plane.origin) @ plane.basis.T
+
+
+def lift(coords, plane: Plane) -> np.ndarray:
+    """Points ``(..., D)`` of plot coordinates ``(..., 2)``."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return plane.origin + np.asarray(coords, np.float64) @ plane.basis
+
+
+# ---- the loss on the plane --------------------------------------------------------
+
+
+def plot_box(view_box, coords, pad=0.08, max_grow=1.0):
+    """``((xmin, xmax), (ymin, ymax))`` holding the finite ``coords``.
+
+    With a ``view_box`` (2-D surfaces) the box is the view box grown to hold the
+    paths, but never by more than ``max_grow`` times its size on each side, so a
+    diverging run cannot shrink the picture to a dot.
+    """
+    coords = np.asarray(coords, np.float64).reshape(-1, 2)
+    coords = coords[np.all(np.isfinite(coords), axis=1)]
+    out = []
+    for k in range(2):
+        lo, hi = (coords[:, k].min(), coords[:, k].max()) if len(coords) else (0.0, 0.0)
+        if view_box is None:
+            span = hi - lo if hi > lo else max(1.0, abs(hi))
+            out.append((float(lo - pad * 2 * span), float(hi + pad * 2 * span)))
+            continue
+        vlo, vhi = map(float, view_box[k])
+        span = vhi - vlo
+        lo, hi = min(vlo, lo - pad * span), max(vhi, hi + pad * span)
+        out.append((max(lo, vlo - max_grow * span), min(hi, vhi + max_grow * span)))
+    return tuple(out)
+
+
+def divergence_update(path, box) -> int | None:
+    """The first update (1-based, ``path[k]`` after update ``k``) whose point is
+    non-finite or outside ``box`` (``((xmin, xmax), (ymin, ymax))``), or None.
+
+    >>> divergence_update(np.array([[0.0, 0], [1, 1], [9, 0], [np.inf, 0]]), ((-4, 4), (-4, 4)))
+    2
+    """
+    p = np.asarray(path, np.float64).reshape(len(path), -1)
+    lo = np.array([b[0] for b in box])
+    hi = np.array([b[1] for b in box])
+    with np.errstate(invalid="ignore"):
+        out = ~np.all(np.isfinite(p) & (p >= lo) & (p <= hi), axis=1)
+    out[0] = False
+    return int(np.argmax(out)) if out.any() else None
+
+
+def diverged_runs(coords: Mapping, view_box=None, max_grow=1.0) -> dict:
+    """``{config: update}`` of the runs that diverged, and the update at which each
+    left the view: a run diverged when its last point is non-finite or, with a
+    ``view_box``, beyond the farthest the plot box may grow (``max_grow`` times the
+    view box's size on each side, as ``plot_box``); it left the view at the first
+    point outside ``view_box`` (non-finite without one)."""
+    out = {}
+    for key, c in coords.items():
+        c = np.asarray(c, np.float64).reshape(-1, 2)
+        if view_box is None:
+            if not np.all(np.isfinite(c[-1])):
+                out[key] = divergence_update(c, ((-np.inf, np.inf), (-np.inf, np.inf)))
+            continue
+        limit = tuple((a - max_grow * (b - a), b + max_grow * (b - a))
+                      for a, b in (map(float, r) for r in view_box))
+        last = c[-1]
+        with np.errstate(invalid="ignore"):
+            inside = np.isfinite(last).all() and all(a <= x <= b for x, (a, b) in zip(last, limit))
+        if not inside:
+            out[key] = divergence_update(c, view_box)
+    return out
+
+
+def drawn_length(n_points: int, at) -> int:
+    """How many path points to draw for a run that left the view at update ``at``
+    (None: it did not): up to and including the first point outside, which the axes
+    clip, so the path ends at the edge instead of criss-crossing the panel."""
+    return n_points if at is None else min(n_points, int(at) + 1)
+
+
+def diverged_note(diverged: Mapping) -> str:
+    """``"momentum: diverged at update 12"``, one line per diverged run."""
+    return "\n".join(f"{k}: diverged at update {u}" if u else f"{k}: diverged"
+                     for k, u in diverged.items())
+
+
+def loss_grid(value_np, plane: Plane, shape, box, n=121, budget=4_000_000):
+    """``(X, Y, Z)``: an ``n x n`` grid over ``box`` in plot coordinates and the loss
+    ``value_np`` at the points of the plane there (evaluated in row chunks of at most
+    ``budget`` numbers, so large parameters stay within memory)."""
+    xs = np.linspace(*box[0], n)
+    ys = np.linspace(*box[1], n)
+    X, Y = np.meshgrid(xs, ys)
+    coords = np.stack([X, Y], axis=-1)
+    Z = np.empty_like(X)
+    rows = max(1, budget // max(1, n * plane.dim))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for r in range(0, n, rows):
+            pts = lift(coords[r:r + rows], plane).reshape(*coords[r:r + rows].shape[:2], *shape)
+            Z[r:r + rows] = value_np(pts)
+    return X, Y, Z
+
+
+def log_levels(Z, n=14, floor=1e-6, inner=0.005):
+    """``n`` log-spaced contour levels from the ``inner`` quantile of the positive finite
+    values of ``Z`` (but at least ``floor`` times the largest) to the largest.
+
+    Starting at a quantile rather than the minimum keeps the innermost contour around
+    enough grid points to be drawn where it really is (a level set smaller than a
+    grid cell would be an interpolation artefact)."""
+    z = np.asarray(Z, np.float64)
+    z = z[np.isfinite(z) & (z > 0)]
+    if not len(z):
+        return np.array([1e-3, 1e-2, 1e-1, 1.0])
+    hi = float(z.max())
+    lo = max(float(np.quantile(z, inner)), hi * floor)
+    if not hi > lo * (1 + 1e-9):
+        return np.array([lo / 10.0, lo, lo * 10.0])
+    return np.geomspace(lo, hi, n)
+
+
+# ---- the update where the runs differ most -----------------------------------------
+
+
+def run_distances(paths) -> np.ndarray:
+    """``(n,)``: for each recorded update (row ``k + 1`` of every path, ``k = 0..n-1``,
+    row 0 the start) the largest distance between two runs' parameters after it; with
+    one run, how far that update moved it. NaN where a parameter is not finite.
+
+    >>> a = np.array([[0.0, 0], [1, 0], [2, 0]]); b = np.array([[0.0, 0], [1, 1], [2, 3]])
+    >>> run_distances([a, b]).tolist()
+    [1.0, 3.0]
+    """
+    arrays = [np.asarray(p, np.float64) for p in paths]
+    arrays = [a.reshape(len(a), -1) for a in arrays]
+    n = min(len(a) for a in arrays) - 1
+    with np.errstate(invalid="ignore", over="ignore"):
+        if len(arrays) == 1:
+            d = np.linalg.norm(np.diff(arrays[0][:n + 1], axis=0), axis=1)
+        else:
+            d = np.zeros(n)
+            for i in range(len(arrays)):
+                for j in range(i + 1, len(arrays)):
+                    d = np.fmax(d, np.linalg.norm(arrays[i][1:n + 1] - arrays[j][1:n + 1], axis=1))
+            bad = ~np.all([np.all(np.isfinite(a[1:n + 1]), axis=1) for a in arrays], axis=0)
+            d[bad] = np.nan
+    d[~np.isfinite(d)] = np.nan
+    return d
+
+
+def most_different_index(paths, allowed=None) -> int | None:
+    """The recording index of the update where the runs ``paths`` differ most
+    (``run_distances``; the first of equals), among the ``allowed`` indices (a boolean
+    mask; None: all); None when no allowed update has a finite distance.
+
+    >>> a = np.array([[0.0, 0], [1, 0], [2, 0]]); b = np.array([[0.0, 0], [1, 1], [2, 3]])
+    >>> most_different_index([a, b]), most_different_index([a, b], allowed=[True, False])
+    (1, 0)
+    """
+    d = run_distances(paths)
+    ok = np.isfinite(d)
+    if allowed is not None:
+        ok &= np.asarray(allowed, bool)[:len(d)]
+    if not ok.any():
+        return None
+    return int(np.flatnonzero(ok)[np.argmax(d[ok])])
+
+
+# ---- fading trails -----------------------------------------------------------------
+
+
+LABEL_SIDES = ((1, 1), (-1, 1), (1, -1), (-1, -1))   # upper right first, then the others
+
+
+def label_side(obstacles, size, offset=(9.0, 7.0), clear=8.0, room=None) -> tuple[int, int]:
+    """``(sx, sy)``: the corner of its anchor a label of ``size`` (width, height; points)
+    goes to, ``offset`` points away, so it stays ``clear`` points off the ``obstacles``
+    (points from the anchor, e.g. the current markers) and inside ``room`` (``((x0, x1),
+    (y0, y1))`` points from the anchor: the axes; None: anywhere): the first of
+    ``LABEL_SIDES`` that does, else the one inside furthest from them.
+
+    >>> label_side([], (40, 12)), label_side([[20.0, 10.0]], (40, 12))
+    ((1, 1), (-1, 1))
+    >>> label_side([[20.0, 10.0]], (40, 12), room=((-20, 200), (-50, 50)))   # not off the left edge
+    (1, -1)
+    """
+    pts = np.asarray(obstacles, np.float64).reshape(-1, 2)
+    pts = pts[np.isfinite(pts).all(axis=1)]
+    (w, h), (dx, dy) = size, offset
+    (rx0, rx1), (ry0, ry1) = room if room is not None else ((-np.inf, np.inf), (-np.inf, np.inf))
+    best, best_score = LABEL_SIDES[0], (False, -np.inf)
+    for sx, sy in LABEL_SIDES:
+        xs = sorted((sx * dx, sx * (dx + w)))
+        ys = sorted((sy * dy, sy * (dy + h)))
+        inside = rx0 <= xs[0] and xs[1] <= rx1 and ry0 <= ys[0] and ys[1] <= ry1
+        gx = np.maximum(0.0, np.maximum(xs[0] - pts[:, 0], pts[:, 0] - xs[1]))
+        gy = np.maximum(0.0, np.maximum(ys[0] - pts[:, 1], pts[:, 1] - ys[1]))
+        gap = float(np.hypot(gx, gy).min()) if len(pts) else np.inf
+        if inside and gap >= clear:
+            return sx, sy
+        if (inside, gap) > best_score:
+            best, best_score = (sx, sy), (inside, gap)
+    return best
+
+
+def fade_alphas(n: int, half_life: float = 4.0, floor: float = 0.15) -> np.ndarray:
+    """Opacities of the ``n`` path segments before the current update, oldest first:
+    ``floor + (1 - floor) * 0.5 ** (age / half_life)`` where the newest segment has
+    age 0 (fully opaque) and each older one is one update older.
+
+    >>> fade_alphas(3, half_life=1.0, floor=0.0).tolist()
+    [0.25, 0.5, 1.0]
+    """
+    age = np.arange(n)[::-1].astype(np.float64)
+    return floor + (1.0 - floor) * 0.5 ** (age / half_life)
+
+
+# ---- input checks -------------------------------------------------------------------
+
+
+def select_variable(recordings: Mapping, name) -> str:
+    """The variable to draw: ``name``, or the one variable every recording shares."""
+    shared = None
+    for rec in recordings.values():
+        names = set(rec.variables)
+        shared = names if shared is None else shared & names
+    if name is None:
+        if len(shared) == 1:
+            return next(iter(shared))
+        allowed = sorted(shared)
+        raise ValueError(
+            "name=None is ambiguous: pass name= one of the variables every recording has. "
+            f"Allowed: {allowed}."
+        )
+    if name not in shared:
+        raise ValueError(
+            f"Unknown variable {name!r}. Every recording has: {sorted(shared)}."
+        )
+    return name
+
+
+def check_step(step, steps: Mapping[str, np.ndarray], none: str = "no update picked") -> int | None:
+    """``step`` as the update number every recording holds (None stays None; ``none``
+    says in an error what None means to the caller).
+
+    ``step=k`` is optimizer update k as ``recording.steps`` counts it (the first update
+    is 1); ``-1`` is the last update the recordings share, ``-2`` the one before, and
+    so on. ``steps`` maps each recording's name to its ``recording.steps``.
+
+    >>> check_step(3, {"a": np.arange(1, 9)}), check_step(-1, {"a": np.arange(1, 9)})
+    (3, 8)
+    """
+    if step is None:
+        return None
+    common = None
+    for s in steps.values():
+        s = np.asarray(s, np.int64)
+        common = s if common is None else np.intersect1d(common, s)
+    common = np.asarray(common, np.int64)
+    return resolve_update(step, common, none=none,
+                          held=f"the recordings share {len(common)} updates",
+                          start="the start point is always drawn")
+
+
+def step_index(recording_steps, update: int) -> int:
+    """The index into ``recording.steps`` (and the recording's arrays) of ``update``,
+    which ``check_step`` has checked."""
+    s = np.asarray(recording_steps, np.int64)
+    i = int(np.searchsorted(s, update))
+    if not (i < len(s) and s[i] == update):
+        raise ValueError(f"update {update} is not recorded: the recording holds "
+                         f"{describe_updates(s)}.")
+    return i

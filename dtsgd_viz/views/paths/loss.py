@@ -1,0 +1,231 @@
+"""The loss panel of a path figure: each run's loss after k updates, k = 0..N, in its
+rule's look (``style.run_looks``), named just right of the panel at its line's end (no
+legend; the x axis ends just past the data), the update shown marked by a dot per run
+at the loss before it (rings round the last where they coincide), the updates whose
+mean loss the headline compares (``mark_window``), and where a run diverged. ``views.paths.frames`` calls it; the geometry is the
+``PathScene``'s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import geometry as geo
+from ..core import style
+from ..text.direct import READABLE_GAP, axes_height_points, label_ends, spread
+from ..shards.geometry import minmax_indices
+
+__all__ = ["draw_loss", "mark_window", "air_between_ends", "LOSS_XLABEL", "LOSS_YLABEL", "LOSS_TITLE",
+           "nest_loss_dots", "thin_loss", "loss_columns", "DOT_SIZE",
+           "FEW_POINTS", "END_MARGIN", "END_GAP"]
+
+# the loss panel's axes: the loss after k updates, k = 0..N (``path_findings``' convention)
+LOSS_XLABEL = "updates made (k)"
+LOSS_YLABEL = "loss after k updates"
+LOSS_TITLE = "Loss after k updates"
+FEW_POINTS = 3   # loss lines of this many points or fewer get markers
+END_MARGIN = 0.015   # the x axis ends this far (of its span) past the last update: no empty range
+END_GAP = 1.7   # the end names' centre-to-centre distance, in font sizes (READABLE_GAP and air)
+DOT_SIZE = 8.0   # points: every run's dot at the update shown (rings where dots coincide)
+
+
+RING_MS = 13.0   # points: a loss dot drawn as a ring round another it would cover
+
+
+def nest_loss_dots(markers) -> bool:
+    """Loss dots (``{config: Line2D}``, one point each) closer than a dot's width on the
+    figure (at update 1 every run starts at the same loss): the earlier ones drawn as open
+    rings in their colour, each wider than the next, round the last, filled; apart, each
+    is its filled dot again. Returns whether any dots met (and were ringed)."""
+    lines = list(markers.values())
+    for m in lines:
+        if not hasattr(m, "dot_look"):
+            m.dot_look = dict(ms=m.get_markersize(), mfc=m.get_markerfacecolor(),
+                              mec=m.get_markeredgecolor(), mew=m.get_markeredgewidth(), zorder=m.get_zorder())
+    px = [m.axes.transData.transform((m.get_xdata()[0], m.get_ydata()[0])) if len(m.get_xdata()) else
+          np.array([np.nan, np.nan]) for m in lines]
+    dpi = lines[0].figure.dpi if lines else 72.0
+    met = False
+    for n, m in enumerate(lines):
+        width = m.dot_look["ms"] * dpi / 72
+        covered = [o for o in range(n + 1, len(lines)) if np.hypot(*(px[n] - px[o])) < width]
+        if covered:
+            met = True
+            ms = RING_MS + 3.0 * (len(lines) - 1 - n - 1)
+            m.set(markersize=ms, markerfacecolor="none", markeredgecolor=m.get_color(), markeredgewidth=2.0,
+                  zorder=m.dot_look["zorder"] + 0.5)
+        else:
+            look = m.dot_look
+            m.set(markersize=look["ms"], markerfacecolor=look["mfc"], markeredgecolor=look["mec"],
+                  markeredgewidth=look["mew"], zorder=look["zorder"])
+    return met
+
+
+
+
+def draw_loss(scene, update, art, looks) -> None:
+    """Draw ``scene``'s losses on ``art.ax_loss``, marking ``update`` (None: none);
+    ``art`` keeps the lines, markers and the update line."""
+    ax = art.ax_loss
+    from_surface = False
+    lost = {}   # runs whose loss stops being finite without having left the view
+    ends = []
+    columns = loss_columns(ax)
+    for key, (steps, loss, computed) in scene.losses.items():
+        from_surface |= computed
+        look = looks[key]
+        few = len(steps) <= FEW_POINTS   # one point per line draws nothing without a marker
+        at = [] if update is None else [geo.step_index(scene.recordings[key].steps, update)]
+        art.loss_thin[key] = keep = thin_loss(steps, loss, columns, at)
+        (art.loss_lines[key],) = ax.plot(steps[keep], loss[keep], **look.line(), label=key,
+                                         marker=(look.marker or "o") if few else "", ms=6,
+                                         gid=f"loss:{key}")
+        with np.errstate(invalid="ignore"):
+            finite = np.isfinite(loss) & (loss > 0)
+        last = np.flatnonzero(finite)
+        if len(last):
+            ends.append((geo.rule_name(key), steps[last[-1]], loss[last[-1]], look.color))
+        if key in scene.diverged or not finite.all():
+            if len(last):   # where the log axis ends for this run: its last finite loss
+                ax.plot([steps[last[-1]]], [loss[last[-1]]], "x", ms=11, mew=2.5, color=look.color,
+                        gid=f"loss-diverged:{key}", zorder=6)
+            if key not in scene.diverged:
+                lost[key] = int(steps[last[-1] + 1]) if len(last) and last[-1] + 1 < len(steps) else None
+        if update is not None:
+            i = geo.step_index(scene.recordings[key].steps, update)
+            # one size, in the rules' order (Nesterov's on top); where dots coincide
+            # the earlier ones are rings round the last (``nest_loss_dots``)
+            (art.loss_markers[key],) = ax.plot([steps[i]], [loss[i]], "o", ms=DOT_SIZE, color=look.color,
+                                               mec="white", mew=1.0, gid=f"loss-marker:{key}",
+                                               zorder=5 + 0.01 * look.zorder)
+    _frame(scene, ax, from_surface)
+    nest_loss_dots(art.loss_markers)
+    if scene.diverged or lost:
+        _diverged_note(scene, ax, lost)
+    if update is not None:   # at the dots: the loss before the update, after the ones before it
+        line = style.ROLE_LOOKS["update_line"]
+        first = next(iter(scene.losses))
+        at = scene.losses[first][0][geo.step_index(scene.recordings[first].steps, update)]
+        art.step_line = ax.axvline(at, **line.line(), gid="step-line")
+    keys = {geo.rule_name(k): k for k in scene.losses}   # the names written back to their configs
+    art.loss_labels = {keys[t.get_gid()[len("label:"):]]: t for t in label_ends(ax, ends, outside=True)}
+    for key, text in art.loss_labels.items():   # gids keep the config keys
+        text.set_gid(f"label:{key}")
+    _plain_log_ticks(ax)
+
+
+WINDOW_COLOR = "0.55"   # the band of the updates the headline's means are over
+
+
+def mark_window(art, found, looks=None) -> list:
+    """On ``art.ax_loss``: a pale band over the updates ``found.window`` (a
+    ``PathFindings``) whose mean loss the headline compares, headed ``mean`` under the
+    top spine, and each ranked run's mean there as a short line in its colour across
+    the band (gids ``loss-window``, ``loss-window-label``, ``loss-mean:<config>``); the
+    artists drawn (none without a loss panel)."""
+    ax = art.ax_loss
+    if ax is None or not found.ranking:
+        return []
+    a, b = found.window
+    half = 0.5 if a == b else 0.0
+    out = [ax.axvspan(a - half, b + half, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")]
+    out.append(ax.text(b + half, 0.985, "mean" if a == b else "mean here", transform=ax.get_xaxis_transform(),
+                       ha="right", va="top", fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR,
+                       gid="loss-window-label", zorder=4.6))
+    for key in found.ranking:
+        color = art.loss_lines[key].get_color() if key in art.loss_lines else "0.3"
+        (line,) = ax.plot([a - half, b + half], [found.tail_loss[key]] * 2, color=color, lw=2.4,
+                          solid_capstyle="butt", alpha=0.9, zorder=4.5, gid=f"loss-mean:{key}")
+        out.append(line)
+    return out
+
+
+def loss_columns(ax) -> int:
+    """The most pixel columns a loss panel of ``ax``'s figure can have: its root
+    figure's width in pixels (the panel is laid out later, never wider)."""
+    root = ax.figure.figure
+    return max(1, int(np.ceil(root.get_size_inches()[0] * root.dpi)))
+
+
+def thin_loss(steps, loss, columns, keep=()) -> np.ndarray:
+    """The indices of a loss line's points drawn on ``columns`` pixel columns: each
+    column's smallest and largest loss, its first non-finite one, the first and the last
+    (``shard_geometry.minmax_indices``, as ``plot_shards`` thins its lines), and ``keep``
+    (the update shown); every point while there are no more than ``columns``."""
+    idx = minmax_indices(np.asarray(steps), np.asarray(loss, np.float64), columns)
+    if len(idx) == len(steps):
+        return idx
+    k = np.asarray(list(keep), np.int64)
+    return np.unique(np.concatenate([idx, k[(k >= 0) & (k < len(steps))]]))
+
+
+def air_between_ends(art) -> None:
+    """Push the loss panel's end names apart to ``READABLE_GAP`` font sizes, centre to
+    centre (bold names ``label_ends`` stacks closer touch); call it on the laid-out
+    figure, whose axes height the gap is measured in."""
+    ax = art.ax_loss
+    if ax is None:
+        return
+    texts = list(art.loss_labels.values())
+    texts = [t for t in texts if t.get_visible()]
+    if len(texts) < 2:
+        return
+    gap = max(READABLE_GAP, END_GAP) * texts[0].get_fontsize() / axes_height_points(ax)
+    fracs = spread([t.get_position()[1] for t in texts], gap, 0.02, 0.98)
+    for t, f in zip(texts, fracs):
+        t.set_position((t.get_position()[0], f))
+
+
+def _plain_log_ticks(ax) -> None:
+    """A log axis spanning under about a decade and a half gets plain tick labels
+    (0.2, 0.3, 0.4) on its minor ticks instead of ``4×10⁻¹``."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    lo, hi = ax.get_ylim()
+    if not (lo > 0 and hi > lo) or np.log10(hi / lo) > 1.5:
+        return
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _frame(scene, ax, from_surface) -> None:
+    from matplotlib.ticker import MaxNLocator
+    log = _needs_log(scene)
+    ax.set_yscale("log" if log else "linear")
+    ax.set_xlabel(LOSS_XLABEL, fontsize=style.LABEL_SIZE)
+    ax.set_ylabel(LOSS_YLABEL, fontsize=style.LABEL_SIZE)
+    ax.set_title(LOSS_TITLE + (" (log scale)" if log else ""), fontsize=style.TITLE_SIZE)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.tick_params(labelsize=style.TICK_SIZE)
+    # updates are whole numbers, ticked at round steps (1, 2, 5, 10, 20, ...)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10], min_n_ticks=1))
+    first = min(int(st[0]) for st, _, _ in scene.losses.values())
+    last = max(int(st[-1]) for st, _, _ in scene.losses.values())
+    ax.autoscale_view()
+    if last - first < 4:  # a short run: a margin of half an update, ticks on the updates
+        ax.set_xlim(first - 0.5, last + 0.5)
+    else:   # the names stand outside, right of the spine: the axis ends just past the data
+        ax.set_xlim(ax.get_xlim()[0], last + END_MARGIN * (last - ax.get_xlim()[0]))
+
+
+LINEAR_SPAN = 10.0   # losses within this factor of each other read on a linear axis
+
+
+def _needs_log(scene) -> bool:
+    """A log axis where the finite positive losses span ``LINEAR_SPAN`` or more (or a run
+    diverged), else linear: under a decade a log axis only bends the lines."""
+    vals = [np.asarray(v, np.float64) for _, v, _ in scene.losses.values()]
+    v = np.concatenate(vals) if vals else np.zeros(0)
+    with np.errstate(invalid="ignore"):
+        bad = not np.all(np.isfinite(v)) or np.any(v <= 0)
+    v = v[np.isfinite(v) & (v > 0)]
+    return bool(scene.diverged or bad or not len(v) or v.max() >= LINEAR_SPAN * v.min())
+
+
+def _diverged_note(scene, ax, lost) -> None:
+    lines = [geo.diverged_note(scene.diverged)] if scene.diverged else []
+    lines += [f"{k}: loss not finite from update {u}" if u else f"{k}: loss not finite"
+              for k, u in lost.items()]
+    ax.text(0.01, 0.01, "\n".join(lines) + "\n(x: the last finite loss)", transform=ax.transAxes,
+            ha="left", va="bottom", fontsize=style.NOTE_SIZE, color="#A04000", gid="loss-diverged-note",
+            zorder=8, bbox=dict(fc="white", ec="#D55E00", alpha=0.92, pad=2.0))

@@ -1,0 +1,212 @@
+"""The scene of a path figure: every number ``views.paths.plot`` draws, computed before any
+drawing (the paths in plot coordinates, the plane, the box, the loss grid and levels,
+the minima, the loss per update, the runs that diverged). No matplotlib here: the
+geometry is ``views.paths.geometry``'s; this module checks the input and puts it together.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
+
+from . import geometry as geo
+from ..core import style
+from ..core.empty import check_not_empty
+
+__all__ = ["PathScene", "build_scene", "default_update", "finding", "settings_line", "scene_notes",
+           "minimum_on_plane"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PathScene:
+    """Everything a path figure shows, computed before any drawing."""
+
+    surface: object
+    name: str
+    recordings: dict
+    colors: dict
+    plane: geo.Plane
+    coords: dict          # config -> (n_steps + 1, 2) plot coordinates of the path
+    box: tuple
+    grid: tuple           # X, Y, Z
+    levels: np.ndarray
+    minima: np.ndarray    # (k, 2) plot coordinates
+    minima_off_plane: float
+    starts: np.ndarray    # (m, 2) distinct starts
+    losses: dict          # config -> (k, loss after k updates, from_surface): k = 0 and each recorded update
+    diverged: dict = dataclasses.field(default_factory=dict)  # config -> update it left the view
+
+
+def _as_dict(recordings) -> dict:
+    if hasattr(recordings, "path") and hasattr(recordings, "steps"):
+        recordings = {"recording": recordings}
+    if not isinstance(recordings, Mapping) or not recordings:
+        raise ValueError(
+            "recordings must be a non-empty dict {config name: Recording} (as dtsgd_viz.run "
+            f"returns) or one Recording. Received: {recordings!r}."
+        )
+    for key, rec in recordings.items():
+        if not (hasattr(rec, "path") and hasattr(rec, "steps")):
+            raise TypeError(f"recordings[{key!r}] must be a Recording. Received: {type(rec).__name__}.")
+        check_not_empty(rec, key)
+    return dict(recordings)
+
+
+def build_scene(recordings, surface, name, diverged=None) -> PathScene:
+    """The ``PathScene`` of ``recordings`` on ``surface`` (variable ``name``; None: the
+    only one), checking them with errors that say what was received. ``diverged``:
+    ``{config: update}`` of the runs that left the view (None: found from the paths)."""
+    recordings = _as_dict(recordings)
+    if not all(hasattr(surface, a) for a in ("shape", "value_np", "minimum")):
+        raise TypeError(
+            "surface must be a dtsgd_viz.surfaces surface (with shape, value_np and "
+            f"minimum). Received: {type(surface).__name__}."
+        )
+    name = geo.select_variable(recordings, name)
+    shape = tuple(surface.shape)
+    dim = int(np.prod(shape))
+    for key, rec in recordings.items():
+        got = tuple(rec.shape(name))
+        if got != shape:
+            raise ValueError(
+                f"Cannot draw {key!r} on {type(surface).__name__}: the surface takes parameters "
+                f"of shape {shape} ({dim} numbers), but recorded variable {name!r} has shape "
+                f"{got}. Pass the surface the recordings were made on."
+            )
+    if dim < 2:
+        raise ValueError(
+            f"plot_paths draws parameters of 2 or more numbers on a plane. Received: a "
+            f"surface of shape {shape}."
+        )
+    paths = {k: r.path(name).astype(np.float64).reshape(-1, dim) for k, r in recordings.items()}
+    plane = geo.identity_plane() if dim == 2 else geo.pca_plane(list(paths.values()))
+    coords = {k: geo.project(p, plane) for k, p in paths.items()}
+    view_box = getattr(surface, "view_box", None) if plane.is_identity else None
+    if diverged is None:
+        diverged = geo.diverged_runs(coords, view_box)
+    diverged = {k: (None if u is None else int(u)) for k, u in diverged.items() if k in coords}
+    # a diverged run counts for the box only until it leaves the view
+    kept = [c if k not in diverged else c[:geo.drawn_length(len(c), diverged[k]) - 1]
+            for k, c in coords.items()]
+    minima_flat = np.asarray(surface.minimum, np.float64).reshape(-1, dim)
+    minima = geo.project(minima_flat, plane)
+    box = geo.plot_box(view_box, np.concatenate(kept + _near(minima, np.concatenate(kept))))
+    grid = geo.loss_grid(surface.value_np, plane, shape, box)
+    off = float(np.max(np.linalg.norm(geo.lift(minima, plane) - minima_flat, axis=-1)))
+    starts = np.unique(np.round(np.stack([c[0] for c in coords.values()]), 12), axis=0)
+    # the loss after k updates, k = 0 (the start) and each recorded update: the surface at
+    # path point k (float64), so the last is the loss after the last update (the recorded
+    # loss is the one before each update, and misses that)
+    losses = {}
+    for k, r in recordings.items():
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = np.asarray(surface.value_np(paths[k].reshape(-1, *shape)), np.float64)
+        losses[k] = (np.concatenate([[0], np.asarray(r.steps, np.int64)]), values, True)
+    return PathScene(surface, name, recordings, style.optimizer_colors(recordings), plane, coords,
+                  box, grid, geo.log_levels(grid[2]), minima, off, starts, losses, diverged)
+
+
+def _near(points, coords, grow=0.5) -> list:
+    """``points`` within the finite ``coords``' box grown by ``grow`` of its size each side
+    (a projected minimum near the paths is framed with them, not on the frame's edge)."""
+    c = coords[np.all(np.isfinite(coords), axis=1)]
+    if not len(c):
+        return []
+    lo, hi = c.min(axis=0), c.max(axis=0)
+    pad = grow * (hi - lo)
+    ok = np.all((points >= lo - pad) & (points <= hi + pad), axis=1)
+    return [points[ok]] if ok.any() else []
+
+
+# ---- what the figure says: the update it takes apart, its finding, its settings -------
+
+
+def default_update(scene: PathScene, upto: int | None = None) -> int | None:
+    """The update ``plot_paths`` takes apart when the caller names none: where the runs'
+    parameters are furthest apart (``path_geometry.most_different_index``: between the
+    runs with momentum when two or more have it, else between all; one run: its longest
+    update), among the updates every run shares (up to update ``upto``; None: all), that
+    can be taken apart into arrows where any can, and before any run left the view."""
+    recs = list(scene.recordings.values())
+    n = min(len(r) for r in recs)
+    if n == 0:
+        return None
+    allowed = np.ones(n, bool)
+    if upto is not None:
+        allowed &= np.asarray(recs[0].steps[:n]) <= int(upto)
+    for key, at in scene.diverged.items():
+        if at is not None:
+            allowed[max(0, int(at) - 1):] = False   # update ``at`` is where it left
+    arrows = np.ones(n, bool)   # update_geometry.why_no_arrows for every update at once
+    for r in recs:
+        steps = np.asarray(r.steps[:n], np.int64)
+        arrows &= {"param", "grad", "velocity"} <= set(r.kinds)
+        arrows &= steps == np.concatenate([[0], steps[:-1]]) + 1
+    if (allowed & arrows).any():
+        allowed &= arrows
+    # the comparison the story is about: between the runs with momentum, when two have it
+    with_mu = [r for r in recs if r.hyperparameters.momentum]
+    paths = [r.path(scene.name).astype(np.float64).reshape(len(r) + 1, -1)
+             for r in (with_mu if len(with_mu) >= 2 else recs)]
+    i = geo.most_different_index(paths, allowed)
+    if i is None:
+        i = int(np.flatnonzero(allowed)[0]) if allowed.any() else 0
+    return int(recs[0].steps[i])
+
+
+def settings_line(scene: PathScene) -> str:
+    """The settings under the headline: the surface, the learning rate and momentum of
+    the runs (one value when they share it), the parameters and the plane."""
+    hps = {k: r.hyperparameters for k, r in scene.recordings.items()}
+    lrs = {float(np.asarray(h.learning_rate).flat[0]) for h in hps.values() if len(h.learning_rate)}
+    mus = {float(h.momentum) for h in hps.values() if h.momentum}
+    if len(lrs) <= 1 and len(mus) <= 1:
+        parts = [f"lr {lr:g}" for lr in lrs] + [f"μ {mu:g}" for mu in mus]
+        hp = ", ".join(parts)
+    else:
+        hp = "; ".join(f"{k}: lr {float(np.asarray(h.learning_rate).flat[0]):g}, μ {float(h.momentum):g}"
+                       for k, h in hps.items() if len(h.learning_rate))
+    label = getattr(scene.surface, "label", type(scene.surface).__name__)
+    what = ("2 parameters" if scene.plane.is_identity else
+            f"{scene.plane.dim} parameters, top 2 principal directions")
+    start = "same start" if len(scene.starts) == 1 else f"{len(scene.starts)} starts"
+    return " · ".join(p for p in (label, hp, what, start) if p)
+
+
+def minimum_on_plane(scene) -> bool:
+    """Whether the minimum lies on the drawn plane (always for a 2-D surface)."""
+    scale = max(1.0, float(np.abs(scene.plane.origin).max()))
+    return scene.plane.is_identity or scene.minima_off_plane < 1e-6 * scale
+
+
+MINIMUM_NOTE = "★ minimum (projected): the bottom lies off this plane, so the plane's lowest contour is elsewhere"
+
+
+FIRST_STEP_SEEN = 0.05   # of the panel's span: a first step this long is seen as long
+FIRST_STEP_NOTE = ("Nesterov's first step is (1+μ) = {f:g}× {whose}: tf-keras takes p ← p + μ·v − lr·g "
+                   "with v = −lr·g")
+
+
+def scene_notes(scene) -> str:
+    """The caption's lines on what would otherwise go unexplained: Nesterov's long first
+    step (tf-keras' form: ``(1 + mu)`` times the first step of a run of the same
+    learning rate), where it is at least ``FIRST_STEP_SEEN`` of the panel, and a
+    projected minimum."""
+    out = []
+    nest = [k for k, r in scene.recordings.items() if r.hyperparameters.nesterov and r.hyperparameters.momentum]
+    rest = [k for k in scene.recordings if k not in nest]
+    lr = {k: tuple(np.round(np.asarray(r.hyperparameters.learning_rate, np.float64).ravel()[:1], 12))
+          for k, r in scene.recordings.items()}
+    rest = [k for k in rest if lr[k] == lr[nest[0]]] if nest else rest
+    span = max(np.ptp(scene.box[0]), np.ptp(scene.box[1]))
+    first = {k: float(np.linalg.norm(scene.coords[k][1] - scene.coords[k][0])) if len(scene.coords[k]) > 1
+             else 0.0 for k in scene.coords}
+    if nest and rest and first[nest[0]] >= FIRST_STEP_SEEN * span:   # only where it shows
+        mu = float(scene.recordings[nest[0]].hyperparameters.momentum)
+        whose = geo.rule_name(rest[0]) + "'s" if len(rest) == 1 else "the others'"
+        out.append(FIRST_STEP_NOTE.format(f=round(1.0 + mu, 3), whose=whose))
+    if not minimum_on_plane(scene):
+        out.append(MINIMUM_NOTE)
+    return "\n".join(out)

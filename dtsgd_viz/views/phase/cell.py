@@ -1,0 +1,116 @@
+"""The picked cell of a phase diagram in time: each rule's loss above the minimum per
+update of the real runs there, on a log scale, with the tolerance the maps count to,
+each line named at its end with the updates it needed (``PhaseDiagram``'s third panel).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...theory.convergence import diverged, path_losses, steps_to_tolerance
+from ..core import style
+from ..text.direct import label_ends
+
+__all__ = ["draw_cell_losses", "cell_outcome", "pick_finding", "MIN_SHOWN"]
+
+RULE_NAMES = {"momentum": "momentum", "nesterov": "Nesterov"}
+MIN_SHOWN = 10   # updates: the loss panel shows at least these many
+
+
+def pick_finding(lr: float, mu: float, outcomes: dict, steps: int) -> str:
+    """What the runs at a picked cell show, one line of a title: ``outcomes[key] =
+    (updates to tol (-1: never), diverged)`` per rule (``momentum``, ``nesterov``), the
+    faster rule first.
+
+    >>> pick_finding(0.0502, 0.8, {"momentum": (49, False), "nesterov": (23, False)}, 150)
+    'At lr 0.0502, μ 0.8 Nesterov reaches tol in 23 updates, momentum in 49'
+    >>> pick_finding(0.08, 0.3, {"momentum": (30, False), "nesterov": (-1, True)}, 150)
+    'At lr 0.08, μ 0.3 momentum reaches tol in 30 updates; Nesterov diverges'
+    >>> pick_finding(0.001, 0.2, {"momentum": (-1, False), "nesterov": (-1, False)}, 150)
+    'At lr 0.001, μ 0.2 neither rule reaches tol in 150 updates'
+    """
+    at = f"At lr {lr:.3g}, μ {mu:.3g}"
+    name = lambda key: RULE_NAMES.get(key, key)  # noqa: E731
+    ok = {k: v[0] for k, v in outcomes.items() if v[0] >= 0}
+    failed = [(k, "diverges" if v[1] else f"is not within tol in {steps} updates")
+              for k, v in outcomes.items() if v[0] < 0]
+    if len(ok) == len(outcomes) and len(set(ok.values())) == 1:
+        return f"{at} both rules reach tol in {next(iter(ok.values()))} updates"
+    if ok:
+        order = sorted(ok, key=ok.get)
+        text = f"{at} {name(order[0])} reaches tol in {ok[order[0]]} updates"
+        text += "".join(f", {name(k)} in {ok[k]}" for k in order[1:])
+        return text + "".join(f"; {name(k)} {why}" for k, why in failed)
+    if all(why == "diverges" for _, why in failed):
+        return f"{at} both rules diverge"
+    if not any(why == "diverges" for _, why in failed):
+        return f"{at} neither rule reaches tol in {steps} updates"
+    return f"{at} " + ", ".join(f"{name(k)} {why}" for k, why in failed)
+
+
+def cell_outcome(losses, min_value, tol) -> str:
+    """What a run's losses say: ``"N updates"``, ``"not within tol"`` or ``"diverged"``.
+
+    >>> cell_outcome([1.0, 0.1, 0.001, 0.0001], 0.0, 0.01)
+    '2 updates'
+    """
+    k = int(steps_to_tolerance(np.asarray(losses, np.float64), min_value, tol))
+    if diverged(np.asarray(losses, np.float64), min_value, k):
+        return "diverged"
+    return "not within tol" if k < 0 else f"{k} updates"
+
+
+def draw_cell_losses(ax, recordings, surface, tol) -> dict:
+    """Each recording's loss minus ``surface.min_value`` per update on ``ax`` (log y)
+    in its rule's look, the ``tol`` line, and each line named at its end with its
+    outcome (``cell_outcome``), over twice the updates the slower run needs to be
+    within ``tol`` (at least ``MIN_SHOWN``; the title says how many of the run's
+    updates that is, the x label why), the x axis ending just past the data and the
+    names outside it. Returns ``{key: Line2D}``."""
+    looks = style.run_looks(recordings)
+    lines, ends = {}, []
+    floor = np.inf
+    all_losses = {key: path_losses(rec, surface) for key, rec in recordings.items()}
+    # the updates that matter: until the slower run is within tol, and as long again
+    reached = [int(steps_to_tolerance(v, surface.min_value, tol)) for v in all_losses.values()]
+    n = max(len(v) for v in all_losses.values())
+    why = ""
+    if reached and min(reached) >= 0 and max(2 * max(reached), MIN_SHOWN) + 1 < n:
+        slow = max(reached)
+        n = max(2 * slow, MIN_SHOWN) + 1   # points: updates 0..n-1
+        why = (f" (shown: twice the slower run's {slow})" if 2 * slow >= MIN_SHOWN
+               else f" (both within tol by update {slow})")
+    for key, losses in all_losses.items():
+        gap = losses[:n] - float(surface.min_value)
+        with np.errstate(invalid="ignore"):
+            shown = np.where(np.isfinite(gap) & (gap > 0), gap, np.nan)
+        look = looks[key]
+        (lines[key],) = ax.plot(np.arange(len(shown)), shown, **look.line(), gid=f"cell-loss:{key}")
+        finite = np.flatnonzero(np.isfinite(shown))
+        if len(finite):
+            floor = min(floor, float(np.nanmin(shown)))
+            ends.append((f"{RULE_NAMES.get(key, key)}: {cell_outcome(losses, surface.min_value, tol)}",
+                         finite[-1], shown[finite[-1]], look.color))
+    ax.set_yscale("log")
+    tol_look = style.ROLE_LOOKS["tolerance"]
+    ax.axhline(tol, **tol_look.line(), gid="cell-tol")
+    ax.annotate(f"tol {tol:g}", (0.98, tol), xycoords=("axes fraction", "data"), xytext=(0, 2),
+                textcoords="offset points", va="bottom", ha="right", fontsize=style.NOTE_SIZE, color=tol_look.color,
+                gid="cell-tol-label")
+    if np.isfinite(floor):
+        ax.set_ylim(bottom=min(floor, tol) / 3)
+    ax.set_xlabel("update" + why, fontsize=style.LABEL_SIZE)
+    ax.set_ylabel("loss − minimum (log)", fontsize=style.LABEL_SIZE)
+    ax.tick_params(labelsize=style.TICK_SIZE)
+    total = max(len(v) for v in all_losses.values()) - 1   # updates run (the losses start at update 0)
+    # the curves stop where the panel does: say so, or they look cut short
+    ax.set_title("Their loss per update" if n > total else f"Their loss, the first {n - 1} of {total} updates",
+                 fontsize=style.TITLE_SIZE, gid="cell-title")
+    # the x axis ends just past the data; the names stand outside it, on the right (the
+    # layout makes room for them), so no stretch of the axis is empty but for names
+    pad = 0.02 * max(n - 1, 1)
+    ax.set_xlim(-pad, n - 1 + pad)
+    x0, x1 = ax.get_xlim()
+    for t in label_ends(ax, ends, fontsize=style.NOTE_SIZE, room=0.0, gid_prefix="cell-label:"):
+        t.set_x(x1 + 0.015 * (x1 - x0))   # a few pixels past the right spine
+    return lines

@@ -1,0 +1,175 @@
+"""Labels on the data instead of legends: a name at the end of each line, pushed apart
+so no two overprint (``spread`` is the pure part, tested numerically; ``label_ends``
+draws). Used by the loss panel of ``plot_paths``, ``plot_modes`` and the widgets.
+
+    >>> [round(v, 3) for v in spread([0.5, 0.52, 0.9], gap=0.1)]
+    [0.46, 0.56, 0.9]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import style
+
+__all__ = ["spread", "label_ends", "move_ends", "axes_height_points", "text_size"]
+
+
+def spread(positions, gap: float, lo: float = 0.0, hi: float = 1.0) -> list[float]:
+    """``positions`` (any order) moved as little as possible so that neighbours are at
+    least ``gap`` apart and all lie in ``[lo, hi]`` (when they fit there); returned in
+    the order given. Clusters are pushed apart around their mean."""
+    p = np.asarray(positions, np.float64)
+    if not len(p):
+        return []
+    order = np.argsort(p, kind="stable")
+    groups = [[float(v)] for v in p[order]]   # runs of labels that touch, centred together
+    merged = True
+    while merged:
+        merged = False
+        out = []
+        for g in groups:
+            if out and _top(out[-1], gap) + gap > _bottom(g, gap) + 1e-12:
+                out[-1] = out[-1] + g
+                merged = True
+            else:
+                out.append(g)
+        groups = out
+    placed = []
+    for g in groups:
+        start = _bottom(g, gap)
+        placed += [start + k * gap for k in range(len(g))]
+    placed = np.asarray(placed)
+    span = gap * (len(placed) - 1)
+    if span <= hi - lo:   # keep them inside, shifting the ones past an end
+        for k in range(len(placed)):
+            placed[k] = min(max(placed[k], lo + k * gap), hi - (len(placed) - 1 - k) * gap)
+    out = np.empty_like(placed)
+    out[order] = placed
+    return [float(v) for v in out]
+
+
+def _bottom(group, gap):
+    return float(np.mean(group)) - gap * (len(group) - 1) / 2
+
+
+def _top(group, gap):
+    return _bottom(group, gap) + gap * (len(group) - 1)
+
+
+def text_size(text, fontsize=style.TICK_SIZE):
+    """About how many points ``text`` takes: ``(width, height)`` (DejaVu Sans, ~0.6 em a
+    character).
+
+    >>> text_size("ab\\nc", 10)
+    (16.0, 28.0)
+    """
+    lines = text.split("\n")
+    return 0.6 * fontsize * max(len(t) for t in lines) + 4.0, 1.25 * fontsize * len(lines) + 3.0
+
+
+def axes_height_points(ax) -> float:
+    """The axes' height in points where it stands now (before the layout runs, about)."""
+    dpi = ax.figure.figure.dpi  # the root figure's (a SubFigure has none of its own)
+    return max(1.0, ax.get_window_extent().height * 72.0 / dpi)
+
+
+def _fraction(ax, y) -> float:
+    lo, hi = ax.get_ylim()
+    if ax.get_yscale() == "log":
+        return float((np.log10(y) - np.log10(lo)) / (np.log10(hi) - np.log10(lo)))
+    return float((y - lo) / (hi - lo))
+
+
+def _axes_width_points(ax) -> float:
+    dpi = ax.figure.figure.dpi
+    return max(1.0, ax.get_window_extent().width * 72.0 / dpi)
+
+
+def label_ends(ax, entries, *, fontsize=style.LABEL_SIZE, room: float | None = None, gid_prefix="label:",
+               outside: bool = False):
+    """Write each ``(text, x, y, color)`` of ``entries`` at ``(x, y)`` (a line's end),
+    to its right, names pushed apart vertically so none overprints another. The x axis
+    is widened by ``room`` of its span to hold them (None: as much as the longest name
+    takes). ``outside``: the x axis is left as it is (ending just past the data) and
+    the names stand in a column just right of the right spine, at their lines' heights
+    (a constrained layout leaves room for them: they are in the layout). Entries whose
+    ``y`` is not finite (or not positive on a log axis) are left out. Returns the
+    ``Text`` artists; ``move_ends`` moves them later."""
+    from matplotlib.transforms import blended_transform_factory
+
+    keep = [(t, float(x), float(y), c) for t, x, y, c in entries
+            if np.isfinite(y) and np.isfinite(x) and (y > 0 or ax.get_yscale() != "log")]
+    if not keep:
+        return []
+    if not outside:
+        if room is None:   # bold DejaVu Sans: ~0.66 em a character, and a little air
+            room = (0.66 * fontsize * max(len(t) for t, _, _, _ in keep) + 10.0) / _axes_width_points(ax)
+        x0, x1 = ax.get_xlim()
+        ticks = [t for t in ax.get_xticks() if x0 <= t <= x1]
+        ax.set_xlim(x0, x1 + room * (x1 - x0))
+        ax.set_xticks(ticks)   # no ticks under the names
+    else:
+        ax.set_xlim(*ax.get_xlim())   # fixed: the names stand just past its end
+    ax.set_ylim(*ax.get_ylim())   # fixed: the labels are placed in axes fractions
+    trans = blended_transform_factory(ax.transData, ax.transAxes)
+    out = [ax.text(x, 0.5, text, transform=trans, ha="left", va="center", fontsize=fontsize, color=color,
+                   fontweight="bold", clip_on=False, gid=f"{gid_prefix}{text}")
+           for text, x, _, color in keep]
+    for t in out:
+        t.end_outside = outside   # move_ends keeps them in their column
+    move_ends(ax, out, [(x, y) for _, x, y, _ in keep])
+    return out
+
+
+OUTSIDE_PAD = 0.012
+"""How far right of the right spine names written ``outside`` start, in x spans."""
+
+
+def move_ends(ax, texts, ends) -> None:
+    """Put the names ``texts`` (from ``label_ends``) at the line ends ``ends`` (``[(x,
+    y)]``, same order), pushed apart; a name whose end is not finite is hidden. Names
+    written ``outside`` keep their column right of the spine; only their heights move."""
+    x0, x1 = ax.get_xlim()
+    ok = [i for i, (x, y) in enumerate(ends) if np.isfinite(x) and np.isfinite(y)
+          and (y > 0 or ax.get_yscale() != "log")]
+    fontsize = texts[0].get_fontsize() if texts else style.LABEL_SIZE
+    gap = 1.15 * fontsize / axes_height_points(ax)
+    fracs = spread([_fraction(ax, ends[i][1]) for i in ok], gap, 0.02, 0.98)
+    for t in texts:
+        t.set_visible(False)
+    for i, f in zip(ok, fracs):
+        if getattr(texts[i], "end_outside", False):   # in the column right of the spine
+            x = x1 + OUTSIDE_PAD * (x1 - x0)
+        else:
+            x = ends[i][0] + 0.012 * (x1 - x0)
+        texts[i].set_position((x, f))
+        texts[i].set_visible(True)
+
+
+READABLE_GAP = 1.45
+"""Centre-to-centre distance of stacked one-line names, in font sizes: a text height
+(~1.2 em with descenders) and a quarter em of air between neighbours."""
+
+
+def leaders(ax, ends, placed, colors, *, x0=1.0, x1=1.045, min_shift=0.004, gid="leader"):
+    """Short lines from each line's end (``ends``: axes-fraction heights at ``x0``) to
+    its name moved by ``spread`` (``placed``: heights at ``x1``, same order), in the
+    line's colour, only where the name moved more than ``min_shift``; ``None`` entries
+    are skipped. Drawn in axes coordinates, outside the axes. Returns the ``Line2D``s.
+
+    >>> import matplotlib; from matplotlib.figure import Figure
+    >>> ax = Figure().add_subplot()
+    >>> lines = leaders(ax, [0.5, 0.5], [0.45, 0.5], ["r", "b"])   # the second did not move
+    >>> len(lines), [round(v, 2) for v in lines[0].get_ydata()]
+    (1, [0.5, 0.5, 0.45])
+    """
+    out = []
+    for k, (y0, y1, c) in enumerate(zip(ends, placed, colors)):
+        if y0 is None or y1 is None or abs(y1 - y0) <= min_shift:
+            continue
+        line, = ax.plot([x0, x0 + 0.35 * (x1 - x0), x1], [y0, y0, y1], color=c, lw=0.9,
+                        transform=ax.transAxes, clip_on=False, zorder=6, gid=f"{gid}-{k}")
+        line.set_in_layout(False)
+        out.append(line)
+    return out

@@ -1,0 +1,97 @@
+"""The words of ``plot_update``'s headline: which run's update is longest, by how much, and
+how far the runs' directions part (``update_finding``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..paths import geometry as geo
+from . import geometry as upd
+
+__all__ = ["update_finding"]
+
+
+def _length(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def _times(f: float) -> str:
+    return f"{f:.0f}×" if f >= 9.5 else f"{f:.1f}×"
+
+
+def update_finding(terms, update) -> str:
+    """The headline of ``plot_update``: ``terms`` is ``{config: UpdateTerms}`` at
+    ``update``. Which run's update is longest and by how much (its length, in parameter
+    units) against the others', and how far their directions part; one run: its
+    length and what carries it.
+
+    >>> from dtsgd_viz.views.update.geometry import UpdateTerms
+    >>> t = lambda *v: UpdateTerms(2, 1, np.zeros(2), (("gradient", np.array(v)),), np.array(v))
+    >>> update_finding({"a": t(3.0, 0.0), "b": t(0.0, 1.0)}, 2)
+    "Update 2: a's step is 3.0× b's, 90° apart"
+    >>> update_finding({"a": t(3.0, 0.0), "b": t(0.0, 1.0), "c": t(0.0, 0.5)}, 2)
+    "Update 2: a's step is 3.0× b's and 6.0× c's, at 90° to both"
+    >>> update_finding({"a": t(3.0, 0.0), "b": t(0.0, 1.0), "c": t(0.5, 0.0)}, 2)
+    "Update 2: a's step is 3.0× b's and 6.0× c's, at 90° to b's"
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        size = {k: float(np.linalg.norm(t.total)) for k, t in terms.items()}
+    ok = {k: v for k, v in size.items() if np.isfinite(v)}
+    bad = [k for k in size if k not in ok]
+    tail = ("; " + ", ".join(bad) + ": not finite") if bad else ""
+    if not ok:
+        return f"Update {int(update)}: not finite" + tail
+    ranked = sorted(ok, key=lambda k: -ok[k])
+    top = ranked[0]
+    if len(ranked) == 1:
+        return f"Update {int(update)}: {geo.rule_name(top)} steps {_length(ok[top])}, {_carried(terms[top])}" + tail
+    name = geo.rule_name
+    others = [f"{'∞×' if not ok[k] > 0 else _times(ok[top] / ok[k])} {name(k)}'s" for k in ranked[1:]]
+    text = f"Update {int(update)}: {name(top)}'s step is " + " and ".join(others)
+    angle, pair = _largest_angle([terms[k].total for k in ranked])
+    if angle is not None and angle >= 10:
+        a, b = (ranked[i] for i in pair)
+        if len(ranked) == 2:
+            text += f", {angle:.0f}° apart"
+        elif a == top and all(abs(_angle(terms[top].total, terms[k].total) - angle) < 5 for k in ranked[1:]):
+            text += f", at {angle:.0f}° to " + ("both" if len(ranked) == 3 else "all the others")
+        elif a == top:   # the pair that parts most: named
+            text += f", at {angle:.0f}° to {name(b)}'s"
+        else:
+            text += f", {name(a)}'s and {name(b)}'s {angle:.0f}° apart"
+    elif angle is not None:
+        text += ", along the same line"
+    return text + tail
+
+
+def _carried(t) -> str:
+    """What carries one run's update: its larger term, and by how much."""
+    sizes = [(k, float(np.linalg.norm(v))) for k, v in t.terms]
+    if len(sizes) == 1:
+        return "all of it the gradient term −lr·g"
+    (k1, a), (k2, b) = sorted(sizes, key=lambda kv: -kv[1])[:2]
+    ratio = a / b if b > 0 else np.inf
+    return f"its {upd.TERM_SHORT[k1]} {'∞×' if not np.isfinite(ratio) else _times(ratio)} its {upd.TERM_SHORT[k2]}"
+
+
+def _angle(u, v) -> float:
+    """The angle in degrees between ``u`` and ``v`` (0 if one is 0)."""
+    u, v = np.asarray(u, np.float64).reshape(-1), np.asarray(v, np.float64).reshape(-1)
+    n = float(np.linalg.norm(u) * np.linalg.norm(v))
+    return float(np.degrees(np.arccos(np.clip(float(u @ v) / n, -1.0, 1.0)))) if n > 0 else 0.0
+
+
+def _largest_angle(vectors):
+    """``(angle, (i, j))``: the largest angle in degrees between any two of ``vectors``
+    and which two (``(None, None)`` if one is 0)."""
+    vs = [np.asarray(v, np.float64).reshape(-1) for v in vectors]
+    norms = [np.linalg.norm(v) for v in vs]
+    if min(norms) == 0:
+        return None, None
+    best, pair = -1.0, (0, 1)
+    for i in range(len(vs)):
+        for j in range(i + 1, len(vs)):
+            c = float(np.clip(vs[i] @ vs[j] / (norms[i] * norms[j]), -1.0, 1.0))
+            if float(np.degrees(np.arccos(c))) > best:
+                best, pair = float(np.degrees(np.arccos(c))), (i, j)
+    return best, pair
