@@ -7,17 +7,19 @@ tf-keras' DTensor optimizers leave the mesh out of ``get_config``, so ``from_con
 
 from __future__ import annotations
 
+from typing import Any
+
 import tensorflow as tf
 
 from .. import dtensor as _dtensor
 from ..specs import MeshSpec
 
 
-def mesh_to_config(mesh):
+def mesh_to_config(mesh: Any) -> dict | None:
     return None if mesh is None else _dtensor.mesh_spec(mesh).to_dict()
 
 
-def mesh_from_config(value):
+def mesh_from_config(value: Any) -> Any:
     """A DTensor ``Mesh`` from ``get_config()["mesh"]`` (``None``, a dict, a
     ``MeshSpec`` or a live ``Mesh``); a ``ValueError`` names the mesh and the devices
     found when this process lacks some of its devices."""

@@ -16,6 +16,8 @@ hooks look, as on the strategy path.
 
 from __future__ import annotations
 
+from typing import Any
+
 import tensorflow as tf
 
 from .. import dtensor as _dtensor
@@ -29,7 +31,7 @@ def _layout(variable):
         return _dtensor.live_layout(variable)
 
 
-def update_with_average(opt, update, gradient, variable):
+def update_with_average(opt: Any, update: Any, gradient: Any, variable: Any) -> Any:
     """``update(gradient, variable)`` (tf-keras' ``_update_step``), then the average.
 
     The gradient is first relaid out like the variable. Without that, inside a

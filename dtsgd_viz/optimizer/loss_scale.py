@@ -40,6 +40,8 @@ under it, whichever of the two is built first.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import tensorflow as tf
 import tf_keras
 from tf_keras.src.mixed_precision import loss_scale_optimizer as _lso
@@ -71,22 +73,23 @@ class MeshLossScaleOptimizer(_lso.LossScaleOptimizerV3):
     """
 
     @tf.__internal__.tracking.no_automatic_dependency_tracking
-    def __init__(self, inner_optimizer, dynamic=True, initial_scale=None,
-                 dynamic_growth_steps=None):
+    def __init__(self, inner_optimizer: Any, dynamic: bool = True,
+                 initial_scale: float | None = None, dynamic_growth_steps: int | None = None):
         # the only variables tf-keras creates here are the loss scale's two
         with replicated_variables(_mesh_of(inner_optimizer)):
             super().__init__(inner_optimizer, dynamic=dynamic, initial_scale=initial_scale,
                              dynamic_growth_steps=dynamic_growth_steps)
             # untracked (see the decorator): checkpoints keep exactly tf-keras' format
-            self._skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False,
+            # (tf.Variable takes a Python number; its stubs say Tensor only)
+            self._skipped_steps = tf.Variable(cast(Any, 0), dtype=tf.int64, trainable=False,
                                               name="skipped_steps")
 
     @property
-    def skipped_steps(self):
+    def skipped_steps(self) -> Any:
         """Updates skipped because a gradient was inf or NaN (always 0 for a fixed scale)."""
         return self._skipped_steps
 
-    def apply_gradients(self, grads_and_vars, *args, **kwargs):
+    def apply_gradients(self, grads_and_vars: Any, *args: Any, **kwargs: Any) -> Any:
         grads_and_vars = list(grads_and_vars)
         if self.dynamic:
             # the very test tf-keras' dynamic scale makes (None gradients are ignored)
@@ -100,14 +103,15 @@ class MeshLossScaleOptimizer(_lso.LossScaleOptimizerV3):
         tf-keras counts it and halves the scale: eagerly, or in a ``tf.cond`` branch of
         its own that only a skipped update takes (a step without hooks traces nothing)."""
         inner = self._optimizer
-        if not getattr(inner, "hooks", ()) or not callable(getattr(inner, "_skipped_update", None)):
+        if not getattr(inner, "hooks", ()) or not callable(
+                getattr(inner, "report_skipped_update", None)):
             return
         with tf.init_scope():  # as tf-keras does next: the hooks learn the variables first
             self.build([v for _, v in grads_and_vars])
         scale = self.loss_scale  # the scale this update used
 
         def skipped():
-            inner._skipped_update(scale)
+            inner.report_skipped_update(scale)
             return tf.constant(True)
 
         if tf.executing_eagerly():

@@ -57,9 +57,11 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from typing import Any
 
 import tf_keras
-from tf_keras.src.dtensor import layout_map as _layout_map, lazy_variable
+from tf_keras.src.dtensor import layout_map as _layout_map
+from tf_keras.src.dtensor import lazy_variable
 from tf_keras.src.mixed_precision import autocast_variable, loss_scale_optimizer
 
 from .. import dtensor as _dtensor
@@ -70,7 +72,7 @@ def _waiting(obj) -> bool:
             and isinstance(obj._variable, lazy_variable.LazyInitVariable))
 
 
-def layout_autocast_variables(model):
+def layout_autocast_variables(model: Any) -> Any:
     """Lay out the variables a mixed precision policy wrapped, which tf-keras' LayoutMap
     skips; returns ``model``.
 
@@ -110,14 +112,14 @@ def layout_autocast_variables(model):
     return model
 
 
-def unwrap(variables) -> tuple:
+def unwrap(variables: Any) -> tuple:
     """The float32 variables under any ``AutoCastVariable``s: what hooks see, so a
     recording holds the master weights in their own dtype whatever context reads them."""
     return tuple(v._variable if isinstance(v, autocast_variable.AutoCastVariable) else v
                  for v in variables)
 
 
-def check_variables(var_list) -> None:
+def check_variables(var_list: Any) -> None:
     """Refuse, naming the fix, variables a mixed policy wrapped that have no layout
     (tf-keras would fail creating their slots: "Neither layout nor DTensor initial value
     are provided")."""
@@ -146,7 +148,7 @@ class LossScaleWrapping:
     reports_skips: bool
 
 
-def wrapping(optimizer) -> LossScaleWrapping:
+def wrapping(optimizer: Any) -> LossScaleWrapping:
     """The loss scale optimizer whose constructor is wrapping ``optimizer`` right now.
 
     tf-keras' ``LossScaleOptimizer`` marks the optimizer it wraps
@@ -171,7 +173,7 @@ def wrapping(optimizer) -> LossScaleWrapping:
     return LossScaleWrapping("a loss scale optimizer", True, False)
 
 
-def loss_scale_hooks_error(wrapper: LossScaleWrapping | None, hooks) -> ValueError | None:
+def loss_scale_hooks_error(wrapper: LossScaleWrapping | None, hooks: Any) -> ValueError | None:
     """Why ``hooks`` cannot observe an SGD that ``wrapper`` wraps, or None when they can:
     a fixed scale skips nothing; ``MeshLossScaleOptimizer`` tells the hooks of every
     update it skips (``skipped_update``); any other dynamic scale skips updates unseen."""

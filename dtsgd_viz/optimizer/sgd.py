@@ -33,6 +33,7 @@ Usage, as in the reference documentation (``dtsgd_viz.SGD`` in place of
 from __future__ import annotations
 
 import warnings
+from typing import Any, cast
 
 import tensorflow as tf
 import tf_keras
@@ -40,7 +41,10 @@ import tf_keras
 from .. import dtensor as _dtensor
 from ..dtensor import keras3 as _keras3
 from ..hooks import LazyValues, UpdateEvent
-from . import config as _config, ema as _ema, mixed_precision as _mixed, options as _options
+from . import config as _config
+from . import ema as _ema
+from . import mixed_precision as _mixed
+from . import options as _options
 
 _BaseSGD = tf_keras.dtensor.experimental.optimizers.SGD
 
@@ -92,18 +96,18 @@ class SGD(_BaseSGD):
 
     def __init__(
         self,
-        learning_rate=0.01,
-        momentum=0.0,
-        nesterov=False,
-        amsgrad=False,
-        gradients_clip_option=None,
-        ema_option=None,
-        jit_compile=False,
-        name="SGD",
-        mesh=None,
-        hooks=(),
-        exact_update=False,
-        **kwargs,
+        learning_rate: Any = 0.01,
+        momentum: Any = 0.0,
+        nesterov: Any = False,
+        amsgrad: Any = False,
+        gradients_clip_option: Any = None,
+        ema_option: Any = None,
+        jit_compile: Any = False,
+        name: Any = "SGD",
+        mesh: Any = None,
+        hooks: Any = (),
+        exact_update: Any = False,
+        **kwargs: Any,
     ):
         _keras3.check(learning_rate, "learning_rate")
         _options._check_hyperparameters(learning_rate, momentum, nesterov, amsgrad)
@@ -133,7 +137,7 @@ class SGD(_BaseSGD):
         return tuple(self._hooks)
 
     @property
-    def mesh(self):
+    def mesh(self) -> Any:
         return self._mesh
 
     def __repr__(self) -> str:
@@ -147,7 +151,7 @@ class SGD(_BaseSGD):
                 f"momentum={self.momentum}, nesterov={self.nesterov}, mesh={mesh}, "
                 f"exact_update={self.exact_update}>")
 
-    def add_hook(self, hook):
+    def add_hook(self, hook: Any) -> Any:
         """Attach an observer (a ``Recorder``, or anything implementing ``dtsgd_viz.Hook``).
 
         Attach before the first update: a ``tf.function`` traced without the hook
@@ -167,7 +171,7 @@ class SGD(_BaseSGD):
             hook.on_build(self, self._built_variables)
         return hook
 
-    def build(self, var_list):
+    def build(self, var_list: Any) -> None:
         var_list = list(var_list)
         _keras3.check_all(var_list, "A variable handed to dtsgd_viz.SGD")
         already = getattr(self, "_built", False)
@@ -198,7 +202,7 @@ class SGD(_BaseSGD):
             raise error  # before the mark: the optimizer can still be wrapped otherwise
         self._loss_scale_wrapper = wrapper
 
-    def _skipped_update(self, loss_scale):
+    def report_skipped_update(self, loss_scale: Any) -> None:
         """Tell the hooks of an update a dynamic loss scale skips (``MeshLossScaleOptimizer``
         calls it eagerly, or traced into the branch of the step that skips the update,
         before ``iterations`` counts it): each hook's ``skipped_update(optimizer,
@@ -210,7 +214,7 @@ class SGD(_BaseSGD):
         for hook in self._hooks:
             hook.skipped_update(self, iteration, loss_scale)
 
-    def update_step(self, gradient, variable):
+    def update_step(self, gradient: Any, variable: Any) -> Any:
         """tf-keras' update, or with ``exact_update=True`` the same arithmetic
         with the new velocity passed as a value instead of re-read from its slot.
 
@@ -232,7 +236,7 @@ class SGD(_BaseSGD):
         else:
             variable.assign_add(m_new)
 
-    def velocity(self, variable):
+    def velocity(self, variable: Any) -> Any:
         """The momentum slot of ``variable``."""
         return self.momentums[self._index_dict[self._var_key(variable)]]
 
@@ -275,8 +279,9 @@ class SGD(_BaseSGD):
                 optimizer=self,
                 variables=variables,
                 grads=grads,
-                params=after(lambda v: v.read_value()),
-                velocities=after(lambda v: self.velocity(v).read_value()),
+                # LazyValues: a Sequence read on first use (hooks.UpdateEvent says tuple)
+                params=cast(tuple, after(lambda v: v.read_value())),
+                velocities=cast(tuple, after(lambda v: self.velocity(v).read_value())),
                 iteration=tf.identity(self.iterations.read_value()),
                 learning_rate=tf.identity(self.learning_rate),
                 loss=self._pending_loss,
@@ -287,7 +292,8 @@ class SGD(_BaseSGD):
 
     # ---- documented behaviour ----------------------------------------------------
 
-    def apply_gradients(self, grads_and_vars, name=None, loss=None, **kwargs):
+    def apply_gradients(self, grads_and_vars: Any, name: str | None = None, loss: Any = None,
+                        **kwargs: Any) -> Any:
         """Apply gradients; returns the iteration count after the update.
 
         ``loss`` (optional) is passed to hooks so recordings can show it.
@@ -303,7 +309,7 @@ class SGD(_BaseSGD):
         try:
             # not super(): autograph's zero-argument super() snapshots every frame's locals,
             # keeping the caller's optimizer, recorder and step alive after it deletes them
-            result = super(SGD, self).apply_gradients(grads_and_vars, name=name, **kwargs)
+            result = super(SGD, self).apply_gradients(grads_and_vars, name=name, **kwargs)  # noqa: UP008
         finally:
             self._pending_loss = None
         return result
@@ -327,7 +333,8 @@ class SGD(_BaseSGD):
             )
         return _dtensor.match_layout(tf.convert_to_tensor(grad), var)
 
-    def compute_gradients(self, loss, var_list, tape=None):
+    def compute_gradients(self, loss: Any, var_list: Any,
+                          tape: tf.GradientTape | None = None) -> list:
         """As tf-keras, and also eagerly on a mesh.
 
         Eager DTensor backprop seeds the tape with a plain ``1.0``, which turns the
@@ -355,7 +362,7 @@ class SGD(_BaseSGD):
         grads = tape.gradient(loss, var_list, output_gradients=seed)
         return list(zip(grads, var_list))
 
-    def minimize(self, loss, var_list, tape=None):
+    def minimize(self, loss: Any, var_list: Any, tape: tf.GradientTape | None = None) -> Any:
         """Minimize ``loss`` over ``var_list``; returns the iteration count (as documented)
         and reports the loss to the hooks."""
         grads_and_vars = self.compute_gradients(loss, var_list, tape)
@@ -368,7 +375,7 @@ class SGD(_BaseSGD):
             return _ema.update_with_average(self, super()._update_step, gradient, variable)
         return super()._update_step(gradient, variable)
 
-    def finalize_variable_values(self, var_list):
+    def finalize_variable_values(self, var_list: Any) -> None:
         """As tf-keras (``model.fit`` calls it at its end): with ``use_ema`` the weights
         become their moving averages. Hooks that ``flush`` (a ``Recorder``) do so first,
         so the last step is recorded with the weights it produced."""
@@ -378,7 +385,7 @@ class SGD(_BaseSGD):
                     hook.flush()
         super().finalize_variable_values(var_list)
 
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
         if self.exact_update:
             config["exact_update"] = True
@@ -389,7 +396,7 @@ class SGD(_BaseSGD):
         return config
 
     @classmethod
-    def from_config(cls, config, custom_objects=None):
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Any:
         """As tf-keras, and the mesh comes back (``ValueError`` when this process lacks
         its devices). A config saved before ``exact_update`` had its name holds
         ``data_dependent_update``: it is read as ``exact_update``."""

@@ -9,10 +9,16 @@ modules (``ring``) import without TensorFlow.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported on first use (``__getattr__``)
+    from ..dtensor.model import variable_name
+    from .recorder import Recorder
+
 __all__ = ["Recorder", "variable_name"]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name == "Recorder":
         from ..dtensor import quiet_tensorflow_import
         quiet_tensorflow_import()  # before recorder.py imports TensorFlow: its start-up lines
@@ -24,5 +30,5 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import numpy as np
 import tensorflow as tf
@@ -28,7 +30,7 @@ from .. import dtensor as _dtensor
 _COND_IDS = itertools.count()
 
 
-def cond(predicate, true_fn, false_fn):
+def cond(predicate: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
     """``tf.cond`` in a name scope of its own. The branch functions are named after the
     scope and a per-graph counter, so two traced steps (two optimizers both called "SGD")
     could both make "SGD_cond_true_1220", and the second is refused ("a different function
@@ -56,7 +58,7 @@ together (one set of ops for all of them); bigger ones are reduced alone, as the
 stack makes would cost more than the ops it saves."""
 
 
-def block_grid(geometry) -> tuple[int, ...]:
+def block_grid(geometry: Any) -> tuple[int, ...]:
     """Blocks along each tensor dim: the size of the mesh dim that shards it (a zero-size
     dim has as many empty blocks)."""
     return tuple(geometry.layout.num_shards(d) for d in range(len(geometry.global_shape)))
@@ -93,7 +95,7 @@ def _raw_stats(xs, geometry):
             tf.reduce_max(blocks, axes), tf.reduce_min(blocks, axes)]
 
 
-def block_stats(x, geometry):
+def block_stats(x: Any, geometry: Any) -> Any:
     """The raw block statistics of one tensor (``(1, RAW_STATS, *grid)``; ``read_block_stats`` takes
     them to the host)."""
     return tf.concat(_raw_stats([x], geometry), 1)
@@ -108,12 +110,12 @@ def _finish(raw: np.ndarray, block_elements: int) -> np.ndarray:
     return np.stack([np.sqrt(raw[..., 0]), raw[..., 1] / block_elements, max_abs], axis=-1)
 
 
-def is_empty(watched) -> bool:
+def is_empty(watched: Any) -> bool:
     """Whether a watched variable has no elements (a ``(0, 4)`` weight)."""
     return watched.var.shape.num_elements() == 0
 
 
-def empty_value(watched, mode):
+def empty_value(watched: Any, mode: str) -> Any:
     """The host form of a zero-size variable's parameter, velocity or gradient, made on
     the host: there is nothing to read, and DTensor does not keep an empty tensor's layout
     (a reshape of it, or the optimizer's velocity slot, comes out replicated, in shards of
@@ -134,7 +136,7 @@ def _grid_spec(watched, extra_leading):
                       watched.layout.mesh)
 
 
-def read_block_stats(stats, watched) -> np.ndarray:
+def read_block_stats(stats: Any, watched: Any) -> np.ndarray:
     """``(n_held, 3)`` float64 from an eager ``block_stats`` tensor (each device's shard
     is its own block's numbers)."""
     shards = _dtensor.unpack(stats)
@@ -187,7 +189,7 @@ class StatsStaging:
     (variable, kind), as before, cost a scatter and a concat each, and DTensor runs every
     op on every device (``benchmarks/stats_profile.py``)."""
 
-    def __init__(self, slots, watched, kinds, mesh):
+    def __init__(self, slots: int, watched: list, kinds: Sequence[str], mesh: Any):
         self.slots = slots
         self._watched = {w.name: w for w in watched}
         self._empty = [(w, kind) for w in watched if is_empty(w) for kind in kinds]
@@ -204,14 +206,14 @@ class StatsStaging:
             self._groups += [_StatsGroup(slots, members, mesh) for members in by_grid.values()]
         self.variables = [g.var for g in self._groups]
 
-    def write(self, values, index):
+    def write(self, values: Any, index: Any) -> None:
         """``values``: {(name, kind): tensor} of one phase; ``index``: an int64 scalar."""
         index = tf.reshape(index, (1, 1))  # once for every group
         for g in self._groups:
             if next(iter(g.columns)) in values:
                 g.write(values, index)
 
-    def read(self, read) -> dict:
+    def read(self, read: Any) -> dict:
         """{(name, kind): ``(slots, n_held, 3)`` float64} from a ``Reader`` result, blocks
         in replica-group order (``n_held``: the blocks this process holds, all of them
         unless it is one client of several)."""
@@ -232,21 +234,22 @@ class StatsStaging:
 class RowBuffer:
     """``slots`` rows of ``width`` float64 on the mesh (replicated), plus a scratch row."""
 
-    def __init__(self, slots, width, mesh):
+    def __init__(self, slots: int, width: int, mesh: Any):
         self.slots, self.width = slots, width
         init = np.full((slots + 1, width), -1.0)
         with tf.init_scope():
             if mesh is None:
-                self.var = tf.Variable(init, trainable=False)
+                # tf.Variable takes any array-like (its stubs say Tensor only)
+                self.var = tf.Variable(cast(Any, init), trainable=False)
             else:
                 self.var = _dtensor.variable(init, _dtensor.replicated_layout(mesh, 2))
 
-    def write(self, row, index):
+    def write(self, row: Any, index: Any) -> None:
         """Write ``row`` at ``index`` (an int64 scalar tensor on the mesh)."""
         self.var.assign(tf.tensor_scatter_nd_update(
             self.var.read_value(), tf.reshape(index, (1, 1)), tf.expand_dims(row, 0)))
 
-    def read(self, shards=None) -> np.ndarray:
+    def read(self, shards: Any = None) -> np.ndarray:
         shards = _dtensor.unpack(self.var, copy=False) if shards is None else shards
         return shards[0][: self.slots]
 
@@ -274,7 +277,8 @@ class ValueRing:
     recorded step's bytes are copied.
     """
 
-    def __init__(self, slots, watched, kinds, small_bytes=None):
+    def __init__(self, slots: int, watched: list, kinds: Sequence[str],
+                 small_bytes: int | None = None):
         self.slots = slots
         small_bytes = SMALL_RING_BYTES if small_bytes is None else small_bytes
         self.stacked, self.values = {}, [{} for _ in range(slots)]  # (name, kind) -> (var, j)
@@ -302,10 +306,10 @@ class ValueRing:
                 for j, key in enumerate(keys):
                     self.stacked[key] = (var, j)
 
-    def write(self, predicate, slot, tensors):
+    def write(self, predicate: Any, slot: Any, tensors: dict | Callable[[], dict]) -> None:
         """Write ``tensors`` ({(name, kind): value}, or a function returning them; large
         ones are read inside the branch) into slot ``slot`` when ``predicate``."""
-        get = tensors if callable(tensors) else (lambda: tensors)
+        get: Callable[[], dict] = tensors if callable(tensors) else (lambda: tensors)
         if self.stacked:
             def small():
                 index = tf.reshape(slot, (1, 1))
@@ -343,7 +347,7 @@ class ValueRing:
         return [*(var for var, _ in self.groups),
                 *(v for per_slot in self.values for v in per_slot.values())]
 
-    def read(self, slot, key, read=None):
+    def read(self, slot: int, key: tuple[str, str], read: Any = None) -> Any:
         """Read-only views of the slot's shards (the next write lands in a fresh buffer
         while a view is held). ``read``: a ``Reader`` result holding these variables."""
         get = ((lambda var: read[var.ref()]) if read is not None
@@ -362,7 +366,7 @@ class Reader:
     read-only views of its value. ``reader.start()`` queues the read and returns at once;
     calling what it returns waits for it. ``nbytes``: the global size of the variables."""
 
-    def __init__(self, variables):
+    def __init__(self, variables: list):
         self.variables = list(variables)
         variables = self.variables
         self.nbytes = sum(v.shape.num_elements() * v.dtype.size for v in variables)
@@ -375,7 +379,7 @@ class Reader:
     def __call__(self) -> dict:
         return self.start()()
 
-    def start(self):
+    def start(self) -> Any:
         # The devices run queued work in order: the read sees the updates queued before
         # it, and the ones queued after it never write into the buffers it holds.
         tensors = self._read()
@@ -390,7 +394,7 @@ def _stacked_variable(slots, watched, members):
     var = watched.var
     init = np.zeros((slots + 1, members, *var.shape), var.dtype.as_numpy_dtype)
     if watched.live_layout is None:  # a plain variable (no mesh)
-        return tf.Variable(init, trainable=False)
+        return tf.Variable(cast(Any, init), trainable=False)  # array-likes, as above
     spec = LayoutSpec((UNSHARDED, UNSHARDED, *watched.layout.sharding_specs),
                       watched.layout.mesh)
     return _dtensor.variable(init, spec)

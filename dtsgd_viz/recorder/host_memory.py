@@ -26,6 +26,7 @@ import ctypes.util
 import functools
 import gc
 import weakref
+from typing import Any
 
 __all__ = ["SYSTEM_ALLOCATOR_ENV", "give_back_when_collected", "trim"]
 
@@ -65,7 +66,7 @@ def _collected():
     trim()
 
 
-def give_back_when_collected(owner) -> None:
+def give_back_when_collected(owner: Any) -> None:
     """Trim glibc's free memory once ``owner`` (an object holding device buffers) is
     collected, and once more after the garbage collection that collected it."""
     if not _state["hooked"]:

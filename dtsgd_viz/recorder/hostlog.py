@@ -5,10 +5,19 @@ whenever it fills), and turned into a ``Recording`` when it is read (``assemble`
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from ..recording.recording import KINDS, NONFINITE_GRAD, NONFINITE_PARAM, Hyperparameters, Recording, VariableRecord
+from ..recording.recording import (
+    KINDS,
+    NONFINITE_GRAD,
+    NONFINITE_PARAM,
+    Hyperparameters,
+    Recording,
+    VariableRecord,
+)
 
 
 class HostLog:
@@ -19,7 +28,7 @@ class HostLog:
     the stride doubles, so the kept steps stay evenly spaced over the whole run.
     """
 
-    def __init__(self, max_steps=None, decimate=False, every=1):
+    def __init__(self, max_steps: int | None = None, decimate: bool = False, every: int = 1):
         self.max_steps, self.decimate, self.every = max_steps, decimate, every
         self.stride = 1
         self.entries: list[tuple[int, dict]] = []
@@ -55,10 +64,10 @@ class StatsLog(HostLog):
     arrays per step cost ~2.7 KB: ``benchmarks/keep_every_step.py``). ``entries`` builds
     the usual ``(step, entry)`` pairs when the recording is read."""
 
-    def __init__(self, max_steps=None, decimate=False, every=1):
+    def __init__(self, max_steps: int | None = None, decimate: bool = False, every: int = 1):
         super().__init__(max_steps, decimate, every)
         self._n = 0
-        self._keys = None  # (name, kind) -> (first row, rows)
+        self._keys: dict[tuple[str, str], tuple[int, int]] | None = None  # (name, kind) -> rows
         self._steps = np.zeros(0, np.int64)
         self._meta = np.zeros((0, 2))
         self._stats = np.zeros((0, 0, 3), np.float32)
@@ -102,7 +111,7 @@ class StatsLog(HostLog):
             self._stats[i, row:row + rows] = stats[key]
         self._n += 1
         self.version += 1
-        if self.decimate and self._n > self.max_steps:
+        if self.decimate and self.max_steps is not None and self._n > self.max_steps:
             while self._n > self.max_steps:
                 self.stride *= 2
                 self._keep((self._steps[: self._n] // self.every) % self.stride == 0)
@@ -116,16 +125,17 @@ class StatsLog(HostLog):
         return self._n - self._first
 
     @property
-    def entries(self):
+    def entries(self) -> list[tuple[int, dict]]:
         out = []
         for i in range(self._first, self._n):
-            stats = {key: self._stats[i, row:row + rows] for key, (row, rows) in self._keys.items()}
+            stats = {key: self._stats[i, row:row + rows]
+                     for key, (row, rows) in (self._keys or {}).items()}
             out.append((int(self._steps[i]), {"lr": self._meta[i, 0], "loss": self._meta[i, 1],
                                               "mismatch": None, "stats": stats}))
         return out
 
     @entries.setter
-    def entries(self, value):
+    def entries(self, value: list) -> None:
         if value:
             raise ValueError("StatsLog keeps its steps in columns; append to it")
 
@@ -134,7 +144,7 @@ class StatsLog(HostLog):
         return self._steps.nbytes + self._meta.nbytes + self._stats.nbytes
 
 
-def entry(meta, data, watched, kinds, mode) -> dict:
+def entry(meta: Any, data: dict, watched: list, kinds: Sequence[str], mode: str) -> dict:
     """One recorded step. ``meta``: (iteration, learning rate, loss); ``data[(name,
     kind)]``: the shards of this process's devices, as ``unpack`` gives them (full mode:
     replicas compared, then kept once, as the read-only views they arrived as; ``w.held``
@@ -158,7 +168,7 @@ def entry(meta, data, watched, kinds, mode) -> dict:
     return out
 
 
-def stats_range_warning(name, kind, stats, steps) -> None:
+def stats_range_warning(name: str, kind: str, stats: Any, steps: Any) -> None:
     """Warn (once per variable, kind and kind of trouble) where stats mode's float32 sum
     of squares or sum left float32's range although every value was finite (max|x|, exact,
     says so): a block norm above ~1.8e19 or a sum above ~3.4e38 shows inf, a block whose
@@ -182,8 +192,10 @@ def stats_range_warning(name, kind, stats, steps) -> None:
                 RuntimeWarning, stacklevel=3)
 
 
-def assemble(entries, watched, kinds, mode, initial, *, mesh, momentum, nesterov,
-             dropped, applied_momentum=None, part=None, skipped=(), **hyper) -> Recording:
+def assemble(entries: list, watched: list, kinds: tuple[str, ...], mode: str, initial: Any, *,
+             mesh: Any, momentum: float, nesterov: bool, dropped: Sequence[int],
+             applied_momentum: Any = None, part: Any = None, skipped: Sequence = (),
+             **hyper: Any) -> Recording:
     """The ``Recording`` of ``entries`` (``(step, entry)`` pairs): full-mode blocks are
     copied once from the staged views into the recording's own arrays. ``part``: the
     ``Part`` a client of a multi-client run holds (its blocks only); ``skipped``: the

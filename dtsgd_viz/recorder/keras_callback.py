@@ -13,13 +13,20 @@ tf-keras is imported when the callback is made.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
 
-def flush_callback(rec):
-    """A tf-keras callback flushing ``rec`` (a ``Recorder``) during and after ``model.fit``.
+
+def flush_callback(*, hold: Callable[[int, bool], None], interval: Callable[[], int],
+                   flush: Callable[..., int]) -> Any:
+    """A tf-keras callback flushing a ``Recorder`` during and after ``model.fit``:
+    ``hold(steps, tuned)`` sizes its ring to hold ``steps`` updates between two flushes,
+    ``interval()`` is how many updates may pass between two flushes, ``flush(final,
+    wait=True)`` flushes (``wait=False``: without waiting for the devices).
 
     With ``steps_per_execution=k`` tf-keras runs k updates inside one call and calls the
     callback once per call: before training it has the ring sized to hold them
-    (``rec._hold_executions``). Its flushes during an epoch wait for nothing (tf-keras
+    (``hold``). Its flushes during an epoch wait for nothing (tf-keras
     times ``on_train_batch_end`` against the batch, whose updates the devices are still
     running, and warns when it is slower); the host copies are made at the end of each
     epoch, of training, or when the recording is read."""
@@ -40,9 +47,8 @@ def flush_callback(rec):
             check_model(self.model)
             spe = getattr(self.model, "_steps_per_execution", None)
             self.per_call = 1 if spe is None else int(spe.numpy())
-            rec._hold_executions(self.per_call,
-                                 bool(getattr(self.model, "autotune_steps_per_execution", 0)))
-            rec.flush()  # updates made outside this callback's fits
+            hold(self.per_call, bool(getattr(self.model, "autotune_steps_per_execution", 0)))
+            flush(True)  # updates made outside this callback's fits
             self.since = 0
 
         def on_epoch_begin(self, epoch, logs=None):
@@ -53,16 +59,16 @@ def flush_callback(rec):
             ran, self.last = batch - self.last, batch
             self.since += ran
             # flush now if the next execution could overwrite what is not yet read
-            if self.since + max(self.per_call, ran) > rec._flush_interval():
-                rec._flush(final=False, wait=False)
+            if self.since + max(self.per_call, ran) > interval():
+                flush(False, wait=False)
                 self.since = 0
 
         def on_epoch_end(self, epoch, logs=None):
-            rec._flush(final=False)  # tf-keras has just waited for the devices
+            flush(False)  # tf-keras has just waited for the devices
             self.since = 0
 
         def on_train_end(self, logs=None):
-            rec.flush()
+            flush(True)
             self.since = 0
 
     return _Flush()

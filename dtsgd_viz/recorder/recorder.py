@@ -5,7 +5,9 @@ training step) nothing can call back into Python under DTensor, so the recorder 
 each recorded update into device-side buffers (``staging.py``, sized by ``ring.py``;
 steps not recorded run none of it) and moves them to the host in one batch (``flush.py``)
 whenever the recording is read, on ``flush()``, once per ring of ``Recorder.loop`` and
-from ``Recorder.keras_callback`` during ``model.fit`` (``keras_callback.py``). The host
+from ``Recorder.keras_callback`` during ``model.fit`` (``keras_callback.py``). The
+recorder owns a ``Flusher`` (``flush.py``: the host side of those buffers) and a
+``Streamer`` (``streaming.py``: the store, with ``path=``). The host
 keeps read-only views of the device buffers (TensorFlow never writes into a buffer that
 is still held) and copies them once, into the recording's own arrays, when the recording
 is read. Steps overwritten before a flush
@@ -26,25 +28,39 @@ a read placed right after tf-keras' assignments was seen to return pre-update va
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Self
 
 import tensorflow as tf
 
+from .. import dtensor as _dtensor
+from .. import progress as _progress
+from ..dtensor.model import variable_name
+from ..recording.recording import KINDS, Part, Recording, check_kinds
 from . import capture as _capture
 from . import ring
-from .. import dtensor as _dtensor
-from ..dtensor.model import variable_name
-from .flush import Flushing
-from .hostlog import HostLog, StatsLog, assemble
+from .flush import Flusher
+from .hostlog import HostLog, StatsLog, assemble, entry
 from .keras_callback import flush_callback
 from .rulewatch import RuleWatch
-from .split_step import SplitStep
+from .split_step import SplitStep, UpdateCount
 from .staging import Staging
-from .streaming import Streaming
-from .values import (Watched, applied_momentum, choose, eager_pv, global_value, grad_values,
-                     host_values, hyper, meta_row)
-from ..recording.recording import KINDS, Part, Recording, check_kinds
+from .streaming import Streamer
+from .values import (
+    Watched,
+    applied_momentum,
+    choose,
+    eager_pv,
+    global_value,
+    grad_values,
+    host_values,
+    hyper,
+    meta_row,
+    pv_values,
+)
 
 __all__ = ["Recorder", "variable_name"]
 
@@ -52,7 +68,7 @@ DEFAULT_DECIMATE_STEPS = 1000
 MODES = ("full", "stats")
 
 
-def _check_int(name, value, minimum=1, allow_none=False):
+def _check_int(name: str, value: Any, minimum: int = 1, allow_none: bool = False) -> None:
     if allow_none and value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -60,7 +76,7 @@ def _check_int(name, value, minimum=1, allow_none=False):
         raise ValueError(f"{name} must be {allowed}. Received: {name}={value!r}.")
 
 
-class Recorder(Flushing, Streaming):
+class Recorder:
     """Records every ``every``-th update of one optimizer, per shard.
 
     Args:
@@ -99,8 +115,12 @@ class Recorder(Flushing, Streaming):
         ``ValueError`` naming what differs; without a store yet, one is started.
     """
 
-    def __init__(self, every=1, kinds=KINDS, variables=None, buffer_steps=None, mode="full",
-                 max_steps=None, decimate=False, path=None, resume=False):
+    def __init__(self, every: int = 1, kinds: Sequence[str] = KINDS,
+                 variables: Sequence | None = None,
+                 buffer_steps: int | None = None, mode: str = "full",
+                 max_steps: int | None = None, decimate: bool = False,
+                 path: str | os.PathLike | None = None,
+                 resume: bool = False):
         _check_int("every", every)
         _check_int("buffer_steps", buffer_steps, minimum=0, allow_none=True)
         _check_int("max_steps", max_steps, allow_none=True)
@@ -120,8 +140,8 @@ class Recorder(Flushing, Streaming):
                 f"memory: max_steps and decimate do not apply. Received: max_steps={max_steps!r}"
                 f", decimate={decimate!r}. Thin the recording with every= instead.")
         self.path = None if path is None else os.fspath(path)
-        self._writer = None  # the store's writer, made when the optimizer is known
-        self._resume = resume  # then made at the first update (streaming.py)
+        # the store: opened when the optimizer is known (resume=True: at the first update)
+        self._streamer = Streamer(self.path, resume, every)
         self.every, self.mode = every, mode
         self.kinds = check_kinds(kinds)
         self._wanted = None if variables is None else list(variables)
@@ -130,26 +150,36 @@ class Recorder(Flushing, Streaming):
             max_steps = DEFAULT_DECIMATE_STEPS
         self.max_steps, self.decimate = max_steps, decimate
         self._log = (StatsLog if mode == "stats" else HostLog)(max_steps, decimate, every)
-        self._optimizer = None
+        self._optimizer: Any = None
         self._watched: list[Watched] = []
-        self._initial = None
-        self._dropped: list[int] = []
+        self._by_name: dict[str, Watched] = {}
+        self._mesh: Any = None
+        self._mesh_spec: Any = None
+        self._per_step = 0
+        self._applied_momentum = 0.0
+        self._hyper: dict[str, Any] = {}
+        self._initial: list | None = None
+        self._rules: RuleWatch | None = None
+        self._warned_untraced = False
         self._skipped: list[tuple[int, float]] = []  # (update, loss scale) a loss scale skipped
-        self._cache = None
-        self._staged = False
-        self._staging = None  # the device buffers, built at the first trace
-        self._pending = []  # reads queued on the devices, not yet taken to the host
+        self._cache: Recording | None = None
+        self._staging: Staging | None = None  # the device buffers, built at the first trace
+        self._copier: Any = None  # the split step's staging of p and v (``_pv_copier``)
+        self.buffer_steps: int | None = None  # device slots, chosen when the optimizer is known
+        self._row_slots = 1
         # the off-step function (step_function / loop(step=...)): while it is traced the
-        # hooks add nothing; the iteration its next update makes, as the host counts it
-        # (None: not known yet); False once a flush saw the count go wrong
+        # hooks add nothing; the host's count of its updates, checked at each flush
         self._suppressed = False
-        self._next_update = None
-        self._split_ok = True
+        self._count = UpdateCount()
         self._execution_steps = 1  # updates model.fit runs between two callback calls
+        # the host side of the device buffers: the reads, the last update the host has
+        self._flusher = Flusher(every, bool(self._pv_kinds()), self._count,
+                                wants=lambda step: self._log.wants(step), append=self._append,
+                                skip=self._skipped_arrived, live=self._live)
 
     # ---- set-up -------------------------------------------------------------------------
 
-    def on_build(self, optimizer, variables):
+    def on_build(self, optimizer: Any, variables: Any) -> None:
         if self._optimizer is not None:
             if self._optimizer is optimizer:
                 return
@@ -168,21 +198,22 @@ class Recorder(Flushing, Streaming):
         self._per_step = sum(w.nbytes_unique for w in self._watched) * len(self.kinds)
         self._choose_slots()
         self._by_name = {w.name: w for w in self._watched}
-        self._last_step = int(_dtensor.unpack(optimizer.iterations)[0])
+        self._flusher.last_step = int(_dtensor.unpack(optimizer.iterations)[0])
         self._applied_momentum = applied_momentum(optimizer)
         self._hyper = hyper(optimizer, self._watched)
         # on_build runs eagerly (tf-keras builds in init_scope) right before the first update
         # it will see, or when the hook is attached to a built optimizer.
         self._initial = [global_value(w, w.var) for w in self._watched]
-        self._rules = self._rule_watch(start=self._last_step)
+        self._rules = self._rule_watch(start=self._flusher.last_step)
         self._warned_untraced = False
-        if self.path is not None and not self._resume:
+        if self._streamer.wanted and not self._streamer.resume:
             self._open_store()
 
-    def _rule_watch(self, start):
+    def _rule_watch(self, start: int) -> RuleWatch | None:
         """The host-side rule check (full mode with parameters and velocities, from the
         parameters at iteration ``start``; velocities are known only from a fresh start)."""
-        if self.mode != "full" or len(self._pv_kinds()) != 2 or start != 0:
+        if (self.mode != "full" or len(self._pv_kinds()) != 2 or start != 0
+                or self._initial is None):   # (the initial values: read in on_build)
             return None
         return RuleWatch(self._watched, self._initial, self._optimizer, self._applied_momentum,
                          self.every, **self._hyper)
@@ -196,9 +227,9 @@ class Recorder(Flushing, Streaming):
         as overwritten, and the recording starts from the parameters they left."""
         with tf.init_scope():  # eagerly, also when called while a step is traced
             current = int(_dtensor.unpack(self._optimizer.iterations)[0])
-            if current <= self._last_step:
+            if current <= self._flusher.last_step:
                 return
-            first, self._last_step = self._last_step + 1, current
+            first, self._flusher.last_step = self._flusher.last_step + 1, current
             if not len(self._log):
                 self._initial = [global_value(w, w.var) for w in self._watched]
                 self._rules = self._rule_watch(start=current)
@@ -219,7 +250,7 @@ class Recorder(Flushing, Streaming):
 
     # ---- the ring (its arithmetic: ring.py) ------------------------------------------------
 
-    def _choose_slots(self):
+    def _choose_slots(self) -> None:
         """``buffer_steps``: as asked, or the default, holding the updates ``model.fit``
         runs between two calls of the Keras callback (``ring.choose_slots``)."""
         largest = max((w.var.shape.num_elements() * w.var.dtype.size for w in self._watched),
@@ -233,75 +264,77 @@ class Recorder(Flushing, Streaming):
         self.buffer_steps = slots
         self._row_slots = max(1, slots)
 
-    def _hold_executions(self, steps, tuned=False):
+    def _hold_executions(self, steps: int, tuned: bool = False) -> None:
         """Make the ring hold ``steps`` updates between two flushes (the Keras callback
         calls this before training: the ring is built when the step is first traced)."""
         self._execution_steps = max(self._execution_steps, steps)
-        if self._optimizer is not None and not self._staged:
+        if self._optimizer is not None and self._staging is None:
             self._choose_slots()
-        warning = ring.hold_warning(steps, tuned, self._flush_interval() if self._staged else None,
-                                    self.every)
+        warning = ring.hold_warning(steps, tuned, None if self._staging is None
+                                    else self._flush_interval(), self.every)
         if warning is not None:
             warnings.warn(warning, RuntimeWarning, stacklevel=3)
 
-    def _pv_kinds(self):
+    def _pv_kinds(self) -> list[str]:
         return [k for k in ("param", "velocity") if k in self.kinds]
 
-    def _make_staging(self):
+    def _make_staging(self) -> Staging:
+        assert self.buffer_steps is not None, "the ring is sized when the optimizer is known"
         self._skip_untraced()
         self._staging = Staging(self._watched, self.kinds, self.mode, self.every,
                                 self.buffer_steps, self._row_slots, self._mesh,
                                 self._optimizer.iterations)
-        self._staged = True
+        return self._staging
 
     # ---- hook protocol ------------------------------------------------------------------------
 
-    def before_update(self, optimizer, variables, params):
-        if self._writer is None and self.path is not None and self._optimizer is not None:
+    def _store_pending(self) -> bool:
+        """Whether the store is still to be opened (``resume=True``: at the first update
+        or read, from the iteration the optimizer is at then)."""
+        return (self._streamer.wanted and not self._streamer.is_open
+                and self._optimizer is not None)
+
+    def before_update(self, optimizer: Any, variables: Any, params: Any) -> None:
+        if self._store_pending():
             self._open_store()  # resume=True: from the iteration this update starts at
         if self._optimizer is None or tf.executing_eagerly() or self._suppressed:
             return
-        if not self._staged:
-            self._make_staging()
+        staging = self._staging or self._make_staging()
         # the previous update's parameters and velocities, before this update changes them
-        self._staging.stage_pv(optimizer)
+        staging.stage_pv(optimizer)
 
-    def after_update(self, event):
+    def after_update(self, event: Any) -> None:
         if self._optimizer is None or self._suppressed:
             return
         if tf.executing_eagerly():
             self._record_eager(event, grad_values(self._watched, event))
             return
-        if not self._staged:
-            self._make_staging()
-        self._staging.stage_update(event)
+        (self._staging or self._make_staging()).stage_update(event)
 
-    def skipped_update(self, optimizer, iteration, loss_scale):
+    def skipped_update(self, optimizer: Any, iteration: Any, loss_scale: Any) -> None:
         """An update that a dynamic loss scale skips (``MeshLossScaleOptimizer`` tells the
         optimizer's hooks, eagerly or traced into the branch that skips it, before the
         optimizer's ``iterations`` counts it): ``iteration`` is the iteration the skipped
         update makes, ``loss_scale`` the scale it used. It is listed in
         ``recording.skipped_steps`` when ``iteration`` is a multiple of ``every``."""
-        if self._writer is None and self.path is not None and self._optimizer is not None:
+        if self._store_pending():
             self._open_store()  # resume=True: from the iteration this update starts at
         if self._optimizer is None or self._suppressed:
             return
         if tf.executing_eagerly():
             self.flush()  # keep order if traced steps ran before this eager one
             step = int(_dtensor.unpack(iteration)[0])
-            self._last_step = max(self._last_step, step)
+            self._flusher.last_step = max(self._flusher.last_step, step)
             if step % self.every == 0:
                 self._skipped_arrived(step, float(_dtensor.unpack(loss_scale)[0]))
             self._stream()
             return
-        if not self._staged:
-            self._make_staging()
-        self._staging.stage_skip(optimizer, iteration, loss_scale)
+        (self._staging or self._make_staging()).stage_skip(optimizer, iteration, loss_scale)
 
-    def _record_eager(self, event, grads):
+    def _record_eager(self, event, grads) -> None:
         self.flush()  # keep order if traced steps ran before this eager one
         step = int(_dtensor.unpack(event.iteration)[0])
-        self._last_step = max(self._last_step, step)
+        self._flusher.last_step = max(self._flusher.last_step, step)
         if step % self.every or not self._log.wants(step):
             return
         pv = eager_pv(self._watched, self.kinds, event, self._optimizer)
@@ -313,7 +346,7 @@ class Recorder(Flushing, Streaming):
 
     # ---- steps not recorded: a step function traced without the recorder -------------------
 
-    def step_function(self, fn):
+    def step_function(self, fn: Callable[..., Any]) -> SplitStep:
         """``fn`` (a ``tf.function`` or a Python function making one optimizer update per
         call) as two traced step functions, called in turn: updates whose results this
         recorder keeps run ``fn`` traced with the recorder (followed by a small function
@@ -328,7 +361,7 @@ class Recorder(Flushing, Streaming):
         in ``recording.dropped_steps``, never lost silently)."""
         return SplitStep(self, fn)
 
-    def _needs_hooks(self, iteration) -> bool:
+    def _needs_hooks(self, iteration: int) -> bool:
         """Whether the update that makes ``iteration`` does recording work: it records
         the step (after the update). (The next update's read of the recorded step's
         parameters and velocities is made by ``_pv_copier`` right after it instead.)"""
@@ -340,16 +373,49 @@ class Recorder(Flushing, Streaming):
         next update can run the trace without the recorder. It reads the variables after
         the step function returned (a call of its own), where they hold that update's
         results, as the next update's ``before_update`` would."""
-        if getattr(self, "_copier", None) is None:
-            opt = self._optimizer
+        if self._copier is None:
+            opt, staging = self._optimizer, self._staging
+            assert staging is not None, "a split step stages p and v once the step is traced"
 
             def copy():
-                self._staging.stage_pv(opt)
+                staging.stage_pv(opt)
                 return opt.iterations.read_value()
             self._copier = tf.function(copy, autograph=False)
         return self._copier
 
-    def keras_callback(self):
+    # the split step's side (``split_step.SplitStep`` calls these) ------------------------------
+
+    def split_call(self) -> bool | None:
+        """For the next call of a split step function (``step_function``): True when it
+        runs the step traced without the recorder, False when with it; None while the
+        calls are not split (``every=1``, before the recorder was traced, or once the
+        count of updates went wrong)."""
+        if self._staging is None or not self._count.ok or self.every <= 1:
+            return None
+        if self._count.next_update is None:  # once: where the optimizer is now
+            self._count.next_update = int(_dtensor.unpack(self._optimizer.iterations)[0]) + 1
+        return not self._needs_hooks(self._count.next_update)
+
+    @contextlib.contextmanager
+    def hooks_off(self) -> Iterator[None]:
+        """The recorder's hooks do nothing within (the off function is traced there)."""
+        self._suppressed = True
+        try:
+            yield
+        finally:
+            self._suppressed = False
+
+    def stage_split_pv(self) -> None:
+        """Right after a split step's recorded update: stage its parameters and
+        velocities, so the next update can run the trace without the recorder."""
+        if self._pv_kinds():
+            self._pv_copier()()
+
+    def count_call(self) -> None:
+        """A split step function made one more call (one update)."""
+        self._count.advance()
+
+    def keras_callback(self) -> Any:
         """A tf-keras ``Callback`` that flushes during and after ``model.fit``.
 
         With ``steps_per_execution=k`` tf-keras runs k updates inside one call and calls
@@ -358,7 +424,124 @@ class Recorder(Flushing, Streaming):
         times ``on_train_batch_end`` against the batch, whose updates the devices are
         still running, and warns when it is slower); the host copies are made at the end
         of each epoch, of training, or when the recording is read."""
-        return flush_callback(self)
+        return flush_callback(hold=self._hold_executions, interval=self._flush_interval,
+                              flush=lambda final, wait=True: self._flush(final, wait))
+
+    # ---- flushes: the staged steps to the host log (the reads: flush.py) ----------------------
+
+    def flush(self) -> int:
+        """Copy staged steps from the devices to the host; returns how many arrived."""
+        return self._flush(final=True)
+
+    def _flush(self, final: bool, wait: bool = True) -> int:
+        """``wait=False`` (a periodic flush during training): queue one read of everything
+        staged and return without waiting for the devices (``Flusher.read``)."""
+        if self._staging is None or self.buffer_steps is None:
+            return 0
+        # eagerly, even when called while a tf.function is being traced (a ``rec.loop``
+        # generator abandoned mid-way is finalised whenever Python collects it)
+        with tf.init_scope():
+            arrived = self._flusher.read(self._staging, self.buffer_steps, final, wait)
+        self._stream()
+        if arrived and self._rules is not None:
+            self._rules.warn(stacklevel=4)
+        return arrived
+
+    def _live(self) -> dict:
+        """The latest update's parameters and velocities, read from the variables, in
+        their host form."""
+        return host_values(pv_values(self._watched, self.kinds, self._optimizer),
+                           self._by_name, self.kinds, self.mode)
+
+    def _append(self, meta, data) -> None:
+        """One recorded step: ``data[(name, kind)]`` is the per-device shard list (full
+        mode; replicas compared, kept once) or the ``(n_unique, 3)`` stats."""
+        step = int(meta[0])
+        e = entry(meta, data, self._watched, self.kinds, self.mode)
+        if self._rules is not None:
+            self._rules.observe(step, e)
+        self._log.append(step, e)
+        self._cache = None
+
+    def _skipped_arrived(self, step: int, loss_scale: float) -> None:
+        """One recorded update a dynamic loss scale skipped, with the scale it used."""
+        self._skipped.append((step, loss_scale))
+        if self._rules is not None:
+            self._rules.skip(step)
+        self._cache = None
+
+    def _flush_interval(self) -> int:
+        """Updates between periodic flushes so that no staged step is overwritten
+        (``ring.flush_interval``)."""
+        return ring.flush_interval(self.buffer_steps, self.every, bool(self._pv_kinds()))
+
+    def loop(self, steps: int | Iterable[Any], flush_every: int | None = None,
+             progress: bool = False,
+             step: Callable[[], Any] | None = None) -> Iterator[Any]:
+        """Iterate ``range(steps)`` (or any iterable), flushing the device buffers often
+        enough that nothing is overwritten, and once more at the end. ``progress=True``
+        shows a progress bar (``tqdm.auto``; ``DTSGD_VIZ_PROGRESS=0`` turns it off).
+
+        ``step``: the step function (one optimizer update per call, no arguments): the
+        loop calls it and yields what it returns, running the steps this recorder does
+        not record (``every=k``) traced without the recorder (``step_function``)."""
+        items = range(steps) if isinstance(steps, int) else steps
+        shown = _progress.iterate(items, _progress.check(progress), "recording")
+        since, warned = 0, False
+        split = None if step is None else (
+            step if isinstance(step, SplitStep) and step.recorder is self
+            else self.step_function(step))
+        try:
+            for item in shown:
+                yield item if split is None else split()
+                since += 1
+                # asked each time: the slot count is known once the first update built it
+                interval = self._flush_interval()
+                built = self.buffer_steps is not None
+                if flush_every is not None and (flush_every <= interval or not built):
+                    interval = flush_every
+                elif flush_every is not None and not warned:
+                    warned = True  # a longer wait would overwrite staged steps: never lose them
+                    warnings.warn(
+                        f"Recorder.loop(flush_every={flush_every}): the device buffer holds "
+                        f"{interval} recorded update(s) between flushes, so it flushes every "
+                        f"{interval} (raise buffer_steps to flush less often).",
+                        RuntimeWarning, stacklevel=2)
+                if since >= interval:
+                    self._flush(final=False)
+                    since = 0
+        finally:
+            close = getattr(shown, "close", None)   # the progress bar's, when one is shown
+            if shown is not items and close is not None:
+                close()
+            self.flush()
+
+    # ---- the store, with path= (its writer: streaming.py) -------------------------------------
+
+    def _open_store(self) -> None:
+        """Open this client's part of the store at ``path`` (continuing it from the
+        restored iteration with ``resume=True``)."""
+        resume_from = self._resume_point() if self._streamer.resume else None
+        self._streamer.open(self._build(), resume_from)  # no steps yet: what batches hold
+
+    def _resume_point(self) -> int:
+        """The optimizer's iteration now, from which the run continues: the recording
+        starts from the parameters it holds (a restore is not a step the recorder
+        missed, so it is not warned about as one)."""
+        with tf.init_scope():
+            current = int(_dtensor.unpack(self._optimizer.iterations)[0])
+            if current != self._flusher.last_step and not len(self._log):
+                self._initial = [global_value(w, w.var) for w in self._watched]
+                self._rules = self._rule_watch(start=current)
+                self._cache = None
+        self._flusher.last_step = current
+        return current
+
+    def _stream(self) -> None:
+        """With ``path=``: write the steps that reached the host since the last call to
+        the store, commit them, and keep nothing of them here."""
+        if self._streamer.write(self._log, self._flusher.dropped, self._skipped, self._initial):
+            self._log = type(self._log)(None, False, self.every)
 
     # ---- the recording ------------------------------------------------------------------------
 
@@ -372,37 +555,32 @@ class Recorder(Flushing, Streaming):
                 "with SGD(..., hooks=[rec]) or opt.add_hook(rec), then run at least one "
                 "update (e.g. `for _ in rec.loop(n): train_step()`)."
             )
-        if self._writer is None and self.path is not None:
+        if self._store_pending():
             self._open_store()  # resume=True, read before any update
-        if not self._staged:  # no step function traced with this recorder yet
+        if self._staging is None:  # no step function traced with this recorder yet
             self._skip_untraced()
         self.flush()
         if self._cache is None:
-            if self._writer is None:
-                self._cache = self._build()
-            else:
-                from ..recording.store import StoreReader
-                self._cache = StoreReader(self._writer.path, self._writer.client).read()
+            self._cache = self._streamer.read() if self._streamer.is_open else self._build()
         return self._cache
 
-    def close(self):
+    def close(self) -> None:
         """Flush, and with ``path=`` mark the store closed (``load_recording`` then
         stops warning that the run did not close it; ``LiveMonitor`` stops polling)."""
         self.flush()
-        if self._writer is not None:
-            self._writer.close()
+        self._streamer.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _build(self) -> Recording:
         opt = self._optimizer
         return assemble(self._log.entries, self._watched, self.kinds, self.mode, self._initial,
                         mesh=self._mesh_spec, momentum=float(opt.momentum),
-                        nesterov=bool(opt.nesterov), dropped=sorted(self._dropped),
+                        nesterov=bool(opt.nesterov), dropped=sorted(self._flusher.dropped),
                         applied_momentum=self._applied_momentum, part=self._part(),
                         skipped=sorted(self._skipped), **self._hyper)
 

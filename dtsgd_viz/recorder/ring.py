@@ -18,6 +18,8 @@ step) and warns with the messages these functions return.
 
 from __future__ import annotations
 
+from typing import Any
+
 STAGING_BUDGET_BYTES = 256 * 2**20
 """Device memory the full-mode ring may take by default (and what queued reads may hold)."""
 MAX_BUFFER_STEPS = 8
@@ -123,7 +125,7 @@ def last_readable(current: int, final: bool, periodic_is_final: bool) -> int:
     return current if final or periodic_is_final else current - 1
 
 
-def slot_of(step, every: int, slots: int):
+def slot_of(step: Any, every: int, slots: int) -> Any:
     """The ring slot of the recorded ``step`` (a number, or an integer tensor: the same
     arithmetic is traced into the step function)."""
     return (step // every) % max(1, slots)

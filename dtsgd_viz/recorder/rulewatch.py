@@ -14,6 +14,8 @@ on, every element at once (``reference.check_recording`` checks everything).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -36,8 +38,9 @@ class RuleWatch:
     """Checks recorded full steps against the rule until ``CHECK_UPDATES`` updates per
     variable are checked or a deviation is found; warns once."""
 
-    def __init__(self, watched, initial, optimizer, momentum, every, *, weight_decay=None,
-                 decayed=(), ema_overwrite_frequency=None):
+    def __init__(self, watched: list, initial: list, optimizer: Any, momentum: float, every: int, *,
+                 weight_decay: float | None = None, decayed: Iterable[str] = (),
+                 ema_overwrite_frequency: int | None = None):
         self.watched = watched
         self.optimizer = optimizer
         self.momentum, self.nesterov = momentum, bool(optimizer.nesterov)
@@ -71,7 +74,8 @@ class RuleWatch:
             return
         for w in self.watched:
             (p_prev, v_prev), (p, v) = prev[w.name], now[w.name]
-            decay = (self.weight_decay * float(entry["lr"]) if w.name in self.decayed else 0.0)
+            decay = ((self.weight_decay or 0.0) * float(entry["lr"]) if w.name in self.decayed
+                     else 0.0)   # a decayed variable: weight_decay is set
             dev = step_deviation(p_prev, v_prev, self.momentum, self.nesterov, p, v, decay)
             if dev > RTOL:
                 self.flagged.setdefault(w.name, []).append((step, dev))
@@ -86,7 +90,7 @@ class RuleWatch:
         if prev_step == step - 1:
             self.prev = (step, prev)
 
-    def warn(self, stacklevel=3) -> None:
+    def warn(self, stacklevel: int = 3) -> None:
         """Warn once if any checked update was off the rule."""
         if self.warned or not self.flagged:
             return

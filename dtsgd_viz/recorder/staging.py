@@ -17,9 +17,13 @@ first trace of a step function::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import tensorflow as tf
 
-from . import capture as _capture, host_memory
+from . import capture as _capture
+from . import host_memory
 from .ring import slot_of, span, still_staged
 from .values import grad_values, meta_row, pv_values, skip_row
 
@@ -30,7 +34,8 @@ class Staging:
     each flush) and ``row_slots`` metadata rows, for the ``watched`` variables' ``kinds``.
     ``iterations``: the optimizer's iteration variable, read with the buffers."""
 
-    def __init__(self, watched, kinds, mode, every, slots, row_slots, mesh, iterations):
+    def __init__(self, watched: list, kinds: Sequence[str], mode: str, every: int, slots: int,
+                 row_slots: int, mesh: Any, iterations: Any):
         self.watched, self.kinds, self.mode = watched, kinds, mode
         self.every, self.slots, self.iterations = every, slots, iterations
         self.has_pv = any(k in kinds for k in ("param", "velocity"))
@@ -55,7 +60,7 @@ class Staging:
 
     # ---- written by the step function ------------------------------------------------------
 
-    def stage_pv(self, optimizer):
+    def stage_pv(self, optimizer: Any) -> None:
         """Stage the parameters and velocities of the update the optimizer's iteration
         counts, if it is recorded (at the start of the next update, or in the split step's
         copy function between two calls)."""
@@ -77,7 +82,7 @@ class Staging:
                                                copy=False),
                              branch=True)
 
-    def stage_update(self, event):
+    def stage_update(self, event: Any) -> None:
         """Stage a traced update's metadata row and, if recorded, its gradients."""
         it = tf.cast(event.iteration, tf.int64)
         record = tf.equal(it % self.every, 0)
@@ -99,7 +104,7 @@ class Staging:
         else:
             self.write_stats(record, slot, lambda: grads)
 
-    def stage_skip(self, optimizer, iteration, loss_scale):
+    def stage_skip(self, optimizer: Any, iteration: Any, loss_scale: Any) -> None:
         """Stage an update that a dynamic loss scale skips (traced into the branch that
         skips it, before the optimizer's iteration counts it): the previous update's
         parameters and velocities, which the skipped update's own start would have
@@ -118,12 +123,16 @@ class Staging:
         else:
             _capture.cond(tf.equal(it % self.every, 0), meta, lambda: tf.constant(False))
 
-    def write_stats(self, predicate, slot, values, branch=False):
+    def write_stats(self, predicate: Any, slot: Any, values: Callable[[], dict],
+                    branch: bool = False) -> None:
         """Block stats of ``values()`` into ``slot`` when ``predicate``: with ``every=1``
         (and not ``branch``) every step is recorded, so they are written unconditionally;
         otherwise the work sits behind a ``tf.cond`` so steps not recorded compute nothing."""
+        stats = self.stats
+        assert stats is not None, "block stats are staged in mode='stats' only"
+
         def write(index):
-            self.stats.write(values(), index)
+            stats.write(values(), index)
             return tf.constant(True)
 
         if self.every == 1 and not branch:
@@ -133,15 +142,15 @@ class Staging:
 
     # ---- read back at a flush ----------------------------------------------------------------
 
-    def iteration(self, read) -> int:
+    def iteration(self, read: Any) -> int:
         """The optimizer's iteration in ``read`` (a ``reader`` result)."""
         return int(read[self.iterations.ref()][0])
 
-    def metas(self, read, after) -> dict:
+    def metas(self, read: Any, after: int) -> dict:
         """The staged metadata rows of the steps after ``after``, by step."""
         return {int(r[0]): r for r in self.meta.read(read[self.meta.var.ref()]) if r[0] > after}
 
-    def stats_for(self, read, steps, current):
+    def stats_for(self, read: Any, steps: list[int], current: int) -> dict | None:
         """Stats mode: the staged block stats, when one of ``steps`` may still be in the
         ring at iteration ``current`` (None otherwise, and in full mode)."""
         ring = span(self.slots, self.every)
@@ -149,7 +158,10 @@ class Staging:
             return self.stats.read(read)
         return None
 
-    def read_steps(self, read, current, steps, *, after, wants, append, live, skip):
+    def read_steps(self, read: Any, current: int, steps: list[int], *, after: int,
+                   wants: Callable[[int], bool], append: Callable[..., None],
+                   live: Callable[[], dict], skip: Callable[[int, float], None]
+                   ) -> tuple[int, list[int]]:
         """Hand each of the recorded ``steps`` still whole in ``read`` (a ``reader``
         result, at iteration ``current``) to ``append(meta_row, data)``, skipping those
         the host log does not ``wants``, and each a dynamic loss scale skipped to
@@ -182,6 +194,7 @@ class Staging:
                     elif self.ring is not None:
                         data[key] = self.ring.read(slot, key, read)
                     else:
+                        assert stats is not None, "stats mode reads the staged stats"
                         data[key] = stats[key][slot]
             append(meta, data)
             arrived += 1

@@ -13,20 +13,22 @@ watched variables and the update (``hooks.UpdateEvent``) or the optimizer and re
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from . import capture as _capture
 from .. import dtensor as _dtensor
 from ..dtensor.model import unique_names, variable_name
 from ..geometry import shard_geometry
+from . import capture as _capture
 
 
 class Watched:
     """Host-side bookkeeping for one recorded variable."""
 
-    def __init__(self, name, var):
+    def __init__(self, name: str, var: Any):
         self.name, self.var = name, var
         self.layout = _dtensor.layout_of(var)
         self.live_layout = _dtensor.live_layout(var)
@@ -40,7 +42,7 @@ class Watched:
         )
 
 
-def choose(variables, wanted=None) -> list[tuple[str, object]]:
+def choose(variables: Any, wanted: Sequence | None = None) -> list[tuple[str, object]]:
     """``(name, variable)`` of the ``wanted`` variables (names or variables; None: all)
     among the optimizer's ``variables``, in the order asked."""
     names = unique_names(variables)
@@ -59,12 +61,12 @@ def choose(variables, wanted=None) -> list[tuple[str, object]]:
     return [(names[i], variables[i]) for i in chosen]
 
 
-def applied_momentum(optimizer) -> float:
+def applied_momentum(optimizer: Any) -> float:
     """What tf-keras multiplies by (its tf.cast of the Python float goes through float32)."""
     return float(tf.cast(optimizer.momentum, tf.float64).numpy())
 
 
-def hyper(optimizer, watched) -> dict:
+def hyper(optimizer: Any, watched: list) -> dict:
     """The optimizer's settings a recording keeps beside the update rule: weight decay
     (and which variables it decays) and the EMA overwrite frequency."""
     wd = getattr(optimizer, "weight_decay", None)
@@ -77,7 +79,7 @@ def hyper(optimizer, watched) -> dict:
     }
 
 
-def grad_values(watched, event) -> dict:
+def grad_values(watched: list, event: Any) -> dict:
     """The gradients the update applied, laid out like their variables (zeros where
     tf-keras filtered a variable's gradient out: nothing was applied)."""
     opt = event.optimizer
@@ -99,7 +101,7 @@ def grad_values(watched, event) -> dict:
     return out
 
 
-def pv_values(watched, kinds, optimizer, copy=True) -> dict:
+def pv_values(watched: list, kinds: Sequence[str], optimizer: Any, copy: bool = True) -> dict:
     """The recorded parameters and velocities, read from the variables (``copy=False``:
     with ``value()``, without ``read_value()``'s identity op, where only reductions
     read them)."""
@@ -114,7 +116,7 @@ def pv_values(watched, kinds, optimizer, copy=True) -> dict:
     return out
 
 
-def eager_pv(watched, kinds, event, optimizer) -> dict:
+def eager_pv(watched: list, kinds: Sequence[str], event: Any, optimizer: Any) -> dict:
     """An eager update's parameters (and velocities) as it reports them, read from the
     variables for those it did not update."""
     in_event = {event.optimizer._var_key(v): i for i, v in enumerate(event.variables)}
@@ -128,7 +130,7 @@ def eager_pv(watched, kinds, event, optimizer) -> dict:
     return pv
 
 
-def meta_row(event):
+def meta_row(event: Any) -> Any:
     """The step's (iteration, learning rate, mean loss, 0) as one float64 row (the last
     column holds a skipped update's loss scale: ``skip_row``)."""
     loss = (tf.constant(float("nan"), tf.float64) if event.loss is None
@@ -138,7 +140,7 @@ def meta_row(event):
                      tf.constant(0.0, tf.float64)])
 
 
-def skip_row(iteration, loss_scale):
+def skip_row(iteration: Any, loss_scale: Any) -> Any:
     """The row of an update a dynamic loss scale skipped: (iteration, NaN, NaN, the loss
     scale it used), told from an applied update's row by its loss scale (always >= 1)."""
     nan = tf.constant(float("nan"), tf.float64)
@@ -146,7 +148,7 @@ def skip_row(iteration, loss_scale):
                      tf.cast(loss_scale, tf.float64)])
 
 
-def host_values(values, by_name, kinds, mode) -> dict:
+def host_values(values: dict, by_name: dict, kinds: Sequence[str], mode: str) -> dict:
     """Eager values to host entries: shards (full) or block stats (stats mode)."""
     out = {}
     for (name, kind), t in values.items():
@@ -162,7 +164,7 @@ def host_values(values, by_name, kinds, mode) -> dict:
     return out
 
 
-def global_value(w, value) -> np.ndarray:
+def global_value(w: Any, value: Any) -> np.ndarray:
     """The global value (NaN where other clients hold the blocks)."""
     shards = _dtensor.unpack(value)
     return w.geometry.assemble(np.stack([shards[at[0]] for _, at in w.held]),

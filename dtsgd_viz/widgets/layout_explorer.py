@@ -24,8 +24,8 @@ from ..geometry import ShardGeometry, shard_geometry
 from ..recording.communication import CommunicationPlan, communication_plan
 from ..recording.memory import MemoryEntry, MemoryPlan, format_bytes, plan_of
 from ..specs import UNSHARDED, LayoutSpec, MeshSpec
-from ..views.mesh.memory import plot_memory
 from ..views.core.style import DPI
+from ..views.mesh.memory import plot_memory
 from ..views.mesh.traffic import ACTIVATION_NOTE, dims_text
 
 MAX_DEVICES = 256
@@ -99,7 +99,8 @@ class LayoutExplorerState:
     @classmethod
     def of(cls, obj, shape=None, *, mesh=None, dtype="float32", momentum=True, name=None):
         """The starting state: ``obj`` is a shape (then ``mesh=`` a dict, default
-        ``batch=2, model=4``, and ``name=`` what to call it, default ``tensor``), a ``LayoutSpec`` + ``shape``, a live ``DVariable``, a
+        ``batch=2, model=4``, and ``name=`` what to call it, default ``tensor``), a ``LayoutSpec`` + ``shape``, a
+        live ``DVariable``, a
         ``Recording``, a tf-keras model or optimizer, a ``MemoryPlan`` or
         ``{name: (shape, dtype, LayoutSpec)}``; its own layouts are the first choices."""
         entries = _entries(obj, shape, mesh, dtype, name)

@@ -25,12 +25,17 @@ import numpy as np
 
 from ..recording.store import PartStatus, StoreReader
 from ..views.core import style
-from ..views.text.direct import axes_height_points, leaders, spread
 from ..views.shards.geometry import block_patches, minmax_decimate
+from ..views.text.direct import axes_height_points, leaders, spread
 from ._canvas import FigureWidget
 from .live_monitor_axes import _frame, _scale_y, _tick_texts, snap_log_limits
-from .live_monitor_text import (LIVE_MONITOR_HEADLINED_SIZE, loss_text,  # noqa: F401
-                                monitor_finding, monitor_settings, set_update_axis)
+from .live_monitor_text import (  # noqa: F401
+    LIVE_MONITOR_HEADLINED_SIZE,
+    loss_text,
+    monitor_finding,
+    monitor_settings,
+    set_update_axis,
+)
 
 RATE_WINDOW = 10
 """Steps per second are measured over the last this many commits a poll saw."""

@@ -54,7 +54,6 @@ def monitor_finding(steps, loss, norms, kind, blocks, who=None) -> str:
     norm = change_text(np.asarray(norms), np.asarray(steps), list(blocks)).split("; ")[0]
     if "block norm " not in norm:
         return head
-    from ..views.core.figure import fit
     subject = f"the {kind}'s {norm}"
     if who and norm.startswith("median block norm "):
         subject = f"the median norm of {who} {norm[len('median block norm '):]}"

@@ -25,8 +25,8 @@ import numpy as np
 
 from ..views.core import style
 from ..views.core.empty import check_not_empty
-from ..views.shards.geometry import update_index
 from ..views.core.steps import describe_updates
+from ..views.shards.geometry import update_index
 from ..views.shards.plot import draw_shards
 from ._canvas import FigureWidget
 from .shard_runs import RunsShardsView

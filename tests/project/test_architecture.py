@@ -1,7 +1,8 @@
 """The package's shape, read from its source with ``ast`` (imports inside functions
 included): no import cycle, small modules, DTensor reached from two subpackages only, no
-private name crossing a package, plain-data packages free of TensorFlow, and no module
-that changes the process when it is imported.
+private name crossing a package, no module reaching into another module's objects'
+private attributes, plain-data packages free of TensorFlow, and no module that changes
+the process when it is imported.
 
 ``python tests/project/test_architecture.py`` prints the tree with module sizes."""
 
@@ -247,6 +248,78 @@ def test_the_private_name_check(source, expected, monkeypatch):
         extra[name] = stub
     monkeypatch.setattr(sys.modules[__name__], "MODULES", extra)
     assert _private_crossings() == expected
+
+
+def _is_private(name: str) -> bool:
+    """``_x``, not ``__x__`` and not an IPython display hook (``_repr_html_``)."""
+    return name.startswith("_") and not name.endswith("_")
+
+
+def class_privates(tree) -> set[str]:
+    """The private attributes the classes of a module define: their methods and class
+    attributes named ``_x`` and every ``self._x``/``cls._x`` they assign."""
+    out = set()
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for node in cls.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_private(node.name):
+                out.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                out.update(t.id for t in targets if isinstance(t, ast.Name) and _is_private(t.id))
+        for n in ast.walk(cls):
+            if (isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+                    and _is_private(n.attr) and isinstance(n.value, ast.Name)
+                    and n.value.id in ("self", "cls")):
+                out.add(n.attr)
+    return out
+
+
+def _foreign_private_access():
+    """Reads and writes ``x._name`` (``x`` not ``self``/``cls``/``super()``) of a private
+    attribute that a class of another dtsgd_viz module defines and the accessing module
+    does not: one module's code reaching into another's objects. A private name no
+    dtsgd_viz class defines (tf-keras', TensorFlow's, matplotlib's) is theirs, not ours."""
+    defined = {name: class_privates(m.tree) for name, m in MODULES.items()}
+    bad = []
+    for m in MODULES.values():
+        for n in ast.walk(m.tree):
+            if not isinstance(n, ast.Attribute) or not _is_private(n.attr):
+                continue
+            if isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"):
+                continue
+            if isinstance(n.value, ast.Call) and ast.unparse(n.value.func) == "super":
+                continue
+            if n.attr in defined[m.name]:
+                continue
+            owners = sorted(o for o, names in defined.items() if o != m.name and n.attr in names)
+            if owners:
+                bad.append(f"{m.name}:{n.lineno} {ast.unparse(n)} (defined in {', '.join(owners)})")
+    return sorted(set(bad))
+
+
+def test_no_module_reaches_into_another_modules_private_attributes():
+    assert _foreign_private_access() == []
+
+
+def test_the_private_attribute_check(monkeypatch):
+    def fake(name, source):
+        m = Module.__new__(Module)
+        m.name, m.package, m.is_package = name, name.rpartition(".")[0], False
+        m.tree, m.lines = ast.parse(source), len(source.splitlines())
+        return m
+
+    owner = fake("dtsgd_viz.a", "class A:\n    def __init__(self):\n        self._count = 0\n"
+                               "    def _step(self):\n        self._count += 1\n")
+    user = fake("dtsgd_viz.b", "def f(a, opt):\n    a._count = 2\n    a._step()\n"
+                              "    opt._variables\n    super()._step()\n    a._repr_html_()\n")
+    own = fake("dtsgd_viz.c", "class C:\n    def _step(self):\n        pass\n"
+                             "def g(c):\n    c._step()\n")
+    monkeypatch.setattr(sys.modules[__name__], "MODULES",
+                        {m.name: m for m in (owner, user, own)})
+    assert _foreign_private_access() == [
+        "dtsgd_viz.b:2 a._count (defined in dtsgd_viz.a)",
+        "dtsgd_viz.b:3 a._step (defined in dtsgd_viz.a, dtsgd_viz.c)",
+    ]
 
 
 def tree_text() -> str:

@@ -4,13 +4,12 @@ import warnings
 
 import numpy as np
 import pytest
-
-import dtsgd_viz
+from helpers.builders import Problem, fit_dataset, layout, make_sgd
 from tensorflow.experimental import dtensor
 
-from dtsgd_viz.recorder import capture as _capture
+import dtsgd_viz
 from dtsgd_viz import dtensor as _dtensor
-from helpers.builders import Problem, fit_dataset, layout, make_sgd
+from dtsgd_viz.recorder import capture as _capture
 
 MOMENTUM = dict(learning_rate=0.05, momentum=0.9, nesterov=True)
 
@@ -170,8 +169,8 @@ def test_tensors_alike_share_one_stacked_variable_and_record_what_eager_capture_
 @pytest.mark.parametrize("steps_per_execution", [1, 3])
 def test_keras_callback_counts_batches_not_calls(steps_per_execution):
     import tensorflow as tf
-
-    from helpers.builders import layoutmap_mlp as _mlp, regression_data as _data
+    from helpers.builders import layoutmap_mlp as _mlp
+    from helpers.builders import regression_data as _data
 
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = _mlp(mesh)
@@ -359,6 +358,6 @@ def test_a_step_function_making_two_updates_per_call_is_caught():
     for m in later:
         assert "makes more than one update per call (warned above)" in m, m
         assert "iterate with rec.loop(n)" not in m, m
-    assert not rec._split_ok
+    assert not rec._count.ok
     # every step the recorder expected either arrived or is listed as dropped
     assert sorted([*r.steps, *r.dropped_steps]) == list(range(5, 25, 5))

@@ -83,7 +83,7 @@ def test_a_recorder_deleted_in_the_function_that_made_it_is_collected():
     def step():
         with tf.GradientTape() as tape:
             loss = tf.reduce_sum((w - 1.0) ** 2)
-        opt.apply_gradients(zip(tape.gradient(loss, [w]), [w]), loss=loss)
+        opt.apply_gradients(zip(tape.gradient(loss, [w]), [w]), loss=loss)  # noqa: F821 (a closure over opt, deleted below)
 
     for _ in rec.loop(3):
         step()

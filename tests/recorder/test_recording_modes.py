@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 import tf_keras
+from helpers.builders import Problem, layout, make_sgd, run
 
 import dtsgd_viz
 from dtsgd_viz import dtensor as _dtensor
-from helpers.builders import Problem, layout, make_sgd, run
 
 NESTEROV = dict(learning_rate=0.05, momentum=0.9, nesterov=True)
 CASES = [({"x": 2, "y": 4}, (4, 8), ("unsharded", "y")),

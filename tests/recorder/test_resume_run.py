@@ -5,18 +5,16 @@ store to update 50. The store then holds updates 1..50 once each, bit for bit th
 uninterrupted run, and says 21..30 were superseded. Plain-data resume tests:
 ``tests/recording/test_resume.py``."""
 
-import os
 import signal
 import subprocess
 import sys
 import textwrap
 import warnings
 
-import numpy as np
 import pytest
 
 import dtsgd_viz
-from dtsgd_viz.recording.store import StoreNotClosedWarning, store_status
+from dtsgd_viz.recording.store import store_status
 
 SCRIPT = textwrap.dedent("""
     import os, signal, sys

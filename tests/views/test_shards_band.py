@@ -7,11 +7,11 @@ import pytest
 from matplotlib.colors import to_rgb
 
 import dtsgd_viz
+from dtsgd_viz.views.mesh.layout_colors import label_ink
 from dtsgd_viz.views.shards.labels import _roles
+from dtsgd_viz.views.shards.plot import draw_shards
 from dtsgd_viz.views.shards.stats import band_of
 from dtsgd_viz.views.text.direct import READABLE_GAP, leaders
-from dtsgd_viz.views.mesh.layout_colors import label_ink
-from dtsgd_viz.views.shards.plot import draw_shards
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_band_of_follows_the_blocks_spread():
 
 def test_coinciding_blocks_are_one_band_and_their_extremes(runs):
     view = draw_shards(runs["momentum"], "w", "velocity", 10)
-    ax, data = view.norm_ax, view._data[view.norm_ax]
+    ax, data = view.norm_ax, view.norm.data[view.norm_ax]
     band, = _gid(ax, "norm-band")
     median, = _gid(ax, "norm-median")
     # the median on the log axis: of the log norms (8 blocks: the middle two's geometric mean)
@@ -56,7 +56,6 @@ def test_coinciding_blocks_are_one_band_and_their_extremes(runs):
     i = list(view.updates).index(10)
     hi, lo = int(np.nanargmax(data[i])), int(np.nanargmin(data[i]))
     assert roles == {hi: "highest at update 10", lo: "lowest at update 10"}
-    title = view.figure.texts[0].get_text() if view.figure.texts else ""
     heads = [t.get_text() for t in [*view.figure.texts, *view.figure.artists]
              if hasattr(t, "get_text")]
     assert any(f"({view.patches[hi].label} to {view.patches[lo].label})" in h for h in heads)
@@ -113,7 +112,6 @@ def test_leaders_only_for_names_that_moved():
 
 
 def test_a_tall_strip_has_its_chips_beside_it_at_each_blocks_middle():
-    from matplotlib.figure import Figure
     from dtsgd_viz.geometry import shard_geometry
     from dtsgd_viz.specs import LayoutSpec, MeshSpec
     from dtsgd_viz.views.core import style
@@ -129,7 +127,7 @@ def test_a_tall_strip_has_its_chips_beside_it_at_each_blocks_middle():
     panel.fit_labels(r)
     assert panel.side
     frame = ax.get_window_extent(r)
-    for text, (x, y, w, h) in zip(panel.labels, panel.label_rects):
+    for text, (_x, y, _w, h) in zip(panel.labels, panel.label_rects):
         box = text.get_window_extent(r)
         assert text.get_visible() and box.x1 < frame.x0   # beside the strip, left
         mid = ax.transData.transform((0, y + h / 2))[1]
@@ -197,7 +195,6 @@ def test_fanning_lines_are_thin_and_the_heatmap_ticks_stay_by_the_axis(runs):
 def test_the_demo_band_panel_reads(runs):
     """docs_shards-momentum-update010: the range band, CPU:7's shaded swing, the median
     and CPU:3 crowded one panel, the swing explained only in a footnote."""
-    from dtsgd_viz.views.shards.labels import BAND_ALPHA
     view = draw_shards(runs["momentum"], "w", "velocity", 10)
     fig, ax = view.figure, view.norm_ax
     assert view.band_blocks is not None and view.bouncing

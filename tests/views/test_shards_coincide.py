@@ -12,9 +12,9 @@ import re
 
 import numpy as np
 import pytest
+from helpers import synthetic_recording
 
 from dtsgd_viz.views.shards.plot import draw_shards
-from helpers import synthetic_recording
 
 
 def _with_norms(norms, shape=(32, 8), specs=("model", "unsharded"), kind="velocity"):
@@ -66,7 +66,7 @@ def _check_dots_and_claims(view):
     fig, ax = view.figure, view.norm_ax
     fig.draw_without_rendering()
     x = view.updates[view.index]
-    norms = np.asarray(view._data[ax][view.index], np.float64)
+    norms = np.asarray(view.norm.data[ax][view.index], np.float64)
     y = np.asarray(_dots(view, ax).get_ydata(), np.float64)
     pix = _pixel_y(ax, x, np.where(np.isfinite(norms), norms, 1.0))
     widths = {line.get_gid(): line.get_linewidth() for line in ax.lines}

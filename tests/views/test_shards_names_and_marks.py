@@ -9,10 +9,10 @@ from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
 import dtsgd_viz
-from dtsgd_viz.views.shards.coast import coasting
-from dtsgd_viz.views.shards.ticks import BOTTOM_TICK, _bottom_gap, log_y
 from dtsgd_viz.views.mesh.layout_colors import label_ink
+from dtsgd_viz.views.shards.coast import coasting
 from dtsgd_viz.views.shards.plot import draw_shards
+from dtsgd_viz.views.shards.ticks import BOTTOM_TICK, _bottom_gap, log_y
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_the_coasting_block_is_explained_under_the_norm_panel(runs):
     r = fig.canvas.get_renderer()
     assert note.get_window_extent(r).y1 <= view.norm_ax.xaxis.label.get_window_extent(r).y0 + 1
     assert note.get_window_extent(r).y0 >= 0   # inside the figure
-    data = view._data[view.norm_ax]
+    data = view.norm.data[view.norm_ax]
     assert np.allclose(data[47:, 7] / data[46:-1, 7], 0.9, rtol=1e-3)   # what it says
     # the block named as falling least says by which measure
     assert "falls least (fitted trend)" in view.norm_ax.get_title()

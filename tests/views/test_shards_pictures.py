@@ -7,13 +7,13 @@ kind named by its noun. Plain-data recordings (no TensorFlow)."""
 import matplotlib
 import numpy as np
 import pytest
+from helpers import synthetic_recording
 from matplotlib.colors import to_rgb
 
 from dtsgd_viz.views.core import style
 from dtsgd_viz.views.shards.lines import STEP_LINE_WIDTH, log_x
 from dtsgd_viz.views.shards.plot import draw_shards, plot_shards
 from dtsgd_viz.views.shards.update import plot_update_shards
-from helpers import synthetic_recording
 
 matplotlib.use("Agg")
 
@@ -89,7 +89,7 @@ def test_a_long_run_has_a_log_update_axis_a_short_one_a_linear_one():
     # the names' leaders start at the lines' ends, on the log axis too
     view.figure.draw_without_rendering()
     end = (ax.transData + ax.transAxes.inverted()).transform((2000, 1e-3))[0]
-    leaders = [l for l in ax.lines if (l.get_gid() or "").startswith("end-leader")]
+    leaders = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("end-leader")]
     assert leaders
     for leader in leaders:   # in axes fractions
         assert leader.get_xdata()[0] == pytest.approx(end, abs=0.01)

@@ -5,10 +5,10 @@ a peak at update k"."""
 
 import numpy as np
 
+import dtsgd_viz
+from dtsgd_viz.views.shards.plot import draw_shards
 from dtsgd_viz.views.shards.stats import change_text
 from dtsgd_viz.views.shards.tensor_panel import blocks_are_slices
-from dtsgd_viz.views.shards.plot import draw_shards
-import dtsgd_viz
 
 
 def _synthetic(dims, shape, specs, steps=6, seed=0):
@@ -68,10 +68,9 @@ def test_the_step_label_names_the_dots_at_the_shown_update():
     dots = next(a for a in view.step_lines if a.get_gid() == "step-dots")
     x = view.updates[view.index]
     from dtsgd_viz.views.shards.labels import dots_note
-    note = dots_note(view._data[view.norm_ax][view.index], dots.get_ydata(),
+    note = dots_note(view.norm.data[view.norm_ax][view.index], dots.get_ydata(),
                      [p.label for p in view.patches])
     assert " ".join(label.get_text().split()) == " ".join(f"update {x}{note}".split())
-    kept, n = int(np.isfinite(dots.get_ydata()).sum()), len(view.patches)
     assert note in (" (dots: block norms)", " (dots: highest, lowest)",
                     " (dots: block norms, two coincide)",
                     " (dots: block norms, close ones share a dot)") or (

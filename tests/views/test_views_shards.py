@@ -9,6 +9,7 @@ import matplotlib
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers.builders import Problem, layout, make_sgd, run
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from tensorflow.experimental import dtensor
@@ -16,12 +17,11 @@ from tensorflow.experimental import dtensor
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz import dtensor as _dtensor
-from dtsgd_viz.views.shards import geometry as sg
 from dtsgd_viz.views.mesh.layout_colors import INK_LIGHTNESS, label_ink, lightness_of
+from dtsgd_viz.views.shards import geometry as sg
 from dtsgd_viz.views.shards import plot as sv
 from dtsgd_viz.views.shards.plot import draw_shards, plot_shards, shard_norms
 from dtsgd_viz.views.shards.update import plot_update_shards
-from helpers.builders import Problem, layout, make_sgd, run
 
 matplotlib.use("Agg")
 
@@ -92,12 +92,12 @@ def _labels(ax):
 
 def _norm_lines(ax):
     """{group: (x, y)} of the per-block norm lines."""
-    return {int(l.get_gid()[5:]): (np.asarray(l.get_xdata()), np.asarray(l.get_ydata()))
-            for l in ax.lines if (l.get_gid() or "").startswith("norm-")}
+    return {int(ln.get_gid()[5:]): (np.asarray(ln.get_xdata()), np.asarray(ln.get_ydata()))
+            for ln in ax.lines if (ln.get_gid() or "").startswith("norm-")}
 
 
 def _gid(ax, gid):
-    return next(l for l in ax.lines if l.get_gid() == gid)
+    return next(ln for ln in ax.lines if ln.get_gid() == gid)
 
 
 def test_heatmap_holds_the_recorded_tensor_at_each_update(sharded):
@@ -225,7 +225,7 @@ def test_norm_lines_are_each_blocks_l2_norm(sharded):
         x, y = lines[g]
         np.testing.assert_array_equal(x, r.steps)
         np.testing.assert_allclose(y, truth[:, devices[0]], rtol=1e-6)  # f64 vs f32
-        line = next(l for l in norm_ax.lines if l.get_gid() == f"norm-{g}")
+        line = next(ln for ln in norm_ax.lines if ln.get_gid() == f"norm-{g}")
         assert to_rgb(line.get_color()) == pytest.approx(to_rgb(styles[g][0]))
     np.testing.assert_allclose(shard_norms(r, "w", "velocity"), truth, rtol=1e-6)
     live = _dtensor.unpack(opt.velocity(problem.var))  # the devices' own shards
@@ -235,8 +235,8 @@ def test_norm_lines_are_each_blocks_l2_norm(sharded):
     step_line = _gid(norm_ax, "step-line")
     assert list(step_line.get_xdata()) == [3, 3]
     lo, hi = norm_ax.get_xlim()
-    assert lo < 3 < hi and step_line.get_zorder() > max(l.get_zorder() for l in
-                                                         norm_ax.lines if l.get_gid().startswith("norm-"))
+    assert lo < 3 < hi and step_line.get_zorder() > max(ln.get_zorder() for ln in
+                                                         norm_ax.lines if ln.get_gid().startswith("norm-"))
     dots = _gid(norm_ax, "step-dots")
     want = np.array([truth[2, d[0]] for d in geometry.replica_groups], np.float64)
     got = np.asarray(dots.get_ydata(), np.float64)
@@ -258,7 +258,7 @@ def test_norm_lines_are_each_blocks_l2_norm(sharded):
         ax = _figure_parts(plot_shards(r, "w", "velocity", step))[1]
         lo, hi = ax.get_xlim()
         assert lo < step < hi
-    assert not any(l.get_gid() == "nonfinite-marks" for l in norm_ax.lines)
+    assert not any(ln.get_gid() == "nonfinite-marks" for ln in norm_ax.lines)
 
 
 def test_nonfinite_updates_and_cells_are_marked(nan_recording):
@@ -277,7 +277,7 @@ def test_nonfinite_updates_and_cells_are_marked(nan_recording):
     assert _titles(fig)[0].startswith("gradient of 'w' at update 3 (holds NaN/Inf):")
     marks = _gid(norm_ax, "nonfinite-marks")
     assert list(marks.get_xdata()) == [3, 4, 5]
-    assert not any(l.get_gid() == "mismatch-marks" for l in norm_ax.lines)
+    assert not any(ln.get_gid() == "mismatch-marks" for ln in norm_ax.lines)
     assert any("NaN/Inf" in t.get_text() for t in norm_ax.get_legend().get_texts())
     # device 2 holds [1, 5]: its line has a gap at update 3, the others do not
     lines = _norm_lines(norm_ax)
@@ -639,9 +639,9 @@ def test_step_counts_back_from_the_last_and_refuses_non_ints_alike(sharded):
              (3, "step=3 was not recorded"), (2.0, r"Received: step=2\.0 \(float\)"),
              ("3", r"Received: step='3' \(str\)"), (True, r"Received: step=True \(bool\)")]
     for bad, why in cases:
-        for draw in (lambda: plot_shards(every, "w", step=bad),
-                     lambda: plot_update_shards(every, "w", bad),
-                     lambda: ExplorerState.of(every, step=bad)):
+        for draw in (lambda: plot_shards(every, "w", step=bad),  # noqa: B023 (each called in this loop)
+                     lambda: plot_update_shards(every, "w", bad),  # noqa: B023 (each called in this loop)
+                     lambda: ExplorerState.of(every, step=bad)):  # noqa: B023 (each called in this loop)
             with pytest.raises(ValueError, match=why + ".*" + allowed):
                 draw()
 
@@ -651,8 +651,8 @@ def _synthetic(dims, shape, specs, steps=6, mode="full", values=None, seed=0):
     hands its host entries over): 16 or 64 devices need no logical devices."""
     import types
 
-    from dtsgd_viz.recorder.hostlog import assemble, entry
     from dtsgd_viz.geometry import shard_geometry
+    from dtsgd_viz.recorder.hostlog import assemble, entry
     from dtsgd_viz.specs import LayoutSpec, MeshSpec
     mesh = MeshSpec.create(dims)
     geom = shard_geometry(shape, LayoutSpec(specs, mesh))
@@ -693,7 +693,7 @@ def test_64_blocks_draw_a_band_and_name_the_lines_drawn_over_it():
     shown = [(p, ln) for p, ln in zip(view.tensor.patches, view.lines) if ln.get_visible()]
     assert 2 <= len(shown) <= 4
     names = " ".join(t.get_text() for t in view.end_labels if t.get_visible())
-    for p, ln in shown:
+    for p, _ln in shown:
         assert p.label in names
     last = norms[-1]
     assert f"{view.tensor.patches[int(np.argmax(last))].label} highest" in names
@@ -760,7 +760,7 @@ def test_rank3_update_panels_keep_captions_scales_and_labels_readable():
     note = "rank 3: dims 0..1 flattened into rows; white lines separate d0 slices"
     assert note in lines
     panels = fig._dtsgd_panels
-    for kind, panel in panels.items():
+    for panel in panels.values():
         assert "rank 3" not in panel.ax.get_xlabel()
         # one label per block (4), not one per d0 slice of each (64)
         assert len(panel.labels) == 4 == len(r.geometry("w").replica_groups)
@@ -940,6 +940,7 @@ def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
     each line now holds at most ~2 points per column of its axes, every column's min
     and max, the spike and the dip, and the gap of NaN norms."""
     from helpers.envelope import check_envelope
+
     from dtsgd_viz.views.shards.lines import pixel_columns
     r = _long(mode)
     view = draw_shards(r, "w", "velocity", step=54321)
@@ -951,7 +952,7 @@ def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
     for ax, group in zip(axes, lines):
         columns = pixel_columns(ax)
         assert 200 < columns < 1000
-        data = view._data[ax]
+        data = view.norm.data[ax]
         # the columns of the axis as drawn: of log10(update) on a log update axis
         space = np.log10 if ax.get_xscale() == "log" else np.asarray
         for g, line in enumerate(group):
@@ -966,13 +967,13 @@ def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
     # the limits are those of every point, the dots at the shown update exact
     ax = axes[0]
     lo, hi = ax.get_ylim()
-    assert lo <= np.nanmin(view._data[ax]) and hi >= np.nanmax(view._data[ax])
-    dots = next(l for l in ax.lines if l.get_gid() == "step-dots")
+    assert lo <= np.nanmin(view.norm.data[ax]) and hi >= np.nanmax(view.norm.data[ax])
+    dots = next(ln for ln in ax.lines if ln.get_gid() == "step-dots")
     drawn = [line.get_visible() for line in view.lines]   # a band hides the rest: no dot
     got = np.asarray(dots.get_ydata(), np.float64)   # kept: exact; the others a pile
     kept = np.isfinite(got)
     assert kept.sum() >= 2 and not (kept & ~np.array(drawn)).any()
-    np.testing.assert_array_equal(got[kept], view._data[ax][54320][kept])
+    np.testing.assert_array_equal(got[kept], view.norm.data[ax][54320][kept])
     # another kind in place: thinned the same way
     view.set_kind("grad")
     for line in (view.stat_lines[sv.STATS[0]] if mode == "stats" else view.lines):

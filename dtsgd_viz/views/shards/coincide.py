@@ -1,7 +1,7 @@
 """Lines of the norm panels that lie on each other: where one block's line runs within a
 drawn line width (in pixels) of a line drawn over it for a stretch of updates, the one
 under is hidden. ``coincident`` finds those stretches (pure numpy on pixel heights);
-``CoincideMarks`` (a mixin of ``ShardsView``) draws the hidden line's stretch dashed over
+``CoincideMarks`` (an object of the norm panel) draws the hidden line's stretch dashed over
 the other one, so both colours show there, and names it in a note inside the panel
 where the lines leave room ("CPU:2,6 under CPU:3,7 at updates 1-6"), or under the
 panel when they leave none. The data is never moved.
@@ -168,27 +168,35 @@ def free_spot(ax_box, size, points, boxes, polys, near, pad=NOTE_PAD_PX):
 
 
 class CoincideMarks:
-    """``ShardsView``'s hidden-line marks (a mixin: see the module docstring). Reads
-    ``_data``, ``lines``/``stat_lines``, ``styles``, ``patches``, ``updates``."""
+    """The norm panels' hidden-line marks (see the module docstring): an object of the
+    ``NormPanel`` (``norm``), whose lines and data it reads; ``view``: the ``ShardsView``.
+    ``runs``: ``{axes: [(under, over, i0, i1)]}`` of the stretches marked; ``artists``:
+    the dashes and notes drawn for them."""
+
+    def __init__(self, view, norm):
+        self.view, self.norm = view, norm
+        self.artists: list = []
+        self.runs: dict = {}
 
     def _coincide_sets(self):
         """``(name, axes, lines)`` of the log panels: on the linear mean panel, lines
         meeting at 0 are the finding (every mean near 0), not one line hiding another."""
-        if self.stats_only:
-            return [(k, self.stat_axes[k], self.stat_lines[k]) for k in self.stat_lines
-                    if self.stat_axes[k].get_yscale() == "log"]
-        return [("norm", self.norm_ax, self.lines)] if self.norm_ax is not None else []
+        if self.view.stats_only:
+            panels = self.norm.stat_panels
+            return [(k, panels.axes[k], panels.lines[k]) for k in panels.lines
+                    if panels.axes[k].get_yscale() == "log"]
+        return [("norm", self.norm.ax, self.norm.lines)] if self.norm.ax is not None else []
 
     def _hidden_runs(self, ax, lines):
         """``coincident``'s runs on ``ax`` among its visible lines, in block columns."""
-        data = np.array(self._data[ax], np.float64)
+        data = np.array(self.norm.data[ax], np.float64)
         shown = [g for g, line in enumerate(lines) if line.get_visible()]
         if len(shown) < 2:
             return []
         log = ax.get_yscale() == "log"
         with np.errstate(invalid="ignore", divide="ignore"):
             ok = np.isfinite(data) & ((data > 0) if log else True)
-        pts = np.column_stack([np.repeat(self.updates, data.shape[1]).astype(np.float64),
+        pts = np.column_stack([np.repeat(self.view.updates, data.shape[1]).astype(np.float64),
                                np.where(ok, data, 1.0).ravel()])
         pix = ax.transData.transform(pts).reshape(data.shape[0], data.shape[1], 2)
         y = np.where(ok, pix[:, :, 1], np.nan)[:, shown]
@@ -201,46 +209,46 @@ class CoincideMarks:
         """Dash every hidden stretch over the line on it and name them, each once, in
         the first panel it is on (again after the data, the band or the layout
         changed). ``coincide_runs``: ``{axes: [(under, over, i0, i1)]}``."""
-        for artist in getattr(self, "coincide_artists", []):
+        for artist in self.artists:
             artist.remove()
-        self.coincide_artists, self.coincide_runs = [], {}
-        names = [p.label for p in self.patches]
+        self.artists, self.runs = [], {}
+        names = [p.label for p in self.view.patches]
         said = {}   # (under, over, i0, i1) -> [panel names], the first panel holds the note
         notes = {}
         for label, ax, lines in self._coincide_sets():
             runs = self._hidden_runs(ax, lines)
             if not runs:
                 continue
-            self.coincide_runs[ax] = runs
+            self.runs[ax] = runs
             for a, b, i, j in runs:
                 line = lines[a]
-                dash, = ax.plot(*self._thinned(ax, self._data[ax][:, a], i, j + 1),
+                dash, = ax.plot(*self.norm.thinned(ax, self.norm.data[ax][:, a], i, j + 1),
                                 color=line.get_color(), lw=line.get_linewidth(), ls=DASH,
                                 zorder=2.2, gid=f"coincide-dash-{a}-{b}")
-                self.coincide_artists.append(dash)
+                self.artists.append(dash)
                 if (a, b, i, j) not in said:
                     notes.setdefault(ax, []).append((a, b, i, j))
                 said.setdefault((a, b, i, j), []).append(label)
         for ax, runs in notes.items():
-            panels = [said[r] if self.stats_only else () for r in runs]
-            self._coincide_note(ax, runs, names, coincide_text(runs, names, self.updates,
+            panels = [said[r] if self.view.stats_only else () for r in runs]
+            self._coincide_note(ax, runs, names, coincide_text(runs, names, self.view.updates,
                                                                panels))
 
     def _coincide_note(self, ax, runs, names, text):
-        color = label_ink(self.styles[runs[0][0]][0]) if len(runs) == 1 else "0.25"
+        color = label_ink(self.view.styles[runs[0][0]][0]) if len(runs) == 1 else "0.25"
         note = ax.text(0, 0, text, transform=None, fontsize=style.NOTE_SIZE, color=color,
                        ha="left", va="bottom", zorder=8, gid="coincide-note",
                        bbox=dict(fc="white", ec="none", alpha=0.85, pad=1.0))
         note.set_in_layout(False)
-        self.coincide_artists.append(note)
+        self.artists.append(note)
         fig = ax.figure
         renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else None
         spot = None
         if renderer is not None:
             box = note.get_window_extent(renderer)
             a, b, i, j = runs[0]
-            mid = ax.transData.transform((self.updates[(i + j) // 2],
-                                          np.nanmean(self._data[ax][i:j + 1, a])))
+            mid = ax.transData.transform((self.view.updates[(i + j) // 2],
+                                          np.nanmean(self.norm.data[ax][i:j + 1, a])))
             # the dashes lie on the lines they mark: the lines alone are the obstacles
             obstacles = [line for line in ax.lines
                          if not str(line.get_gid()).startswith("coincide-dash")]
@@ -260,12 +268,13 @@ class CoincideMarks:
             return
         # no room among the lines: under the panel's x label (or the note already there)
         note.remove()
-        self.coincide_artists.remove(note)
-        under = getattr(self, "coast_note", None)
-        bottom = (self.stat_axes[list(self.stat_axes)[-1]] if self.stats_only else ax)
+        self.artists.remove(note)
+        under = self.norm.coast_note
+        stat_axes = self.norm.stat_panels.axes
+        bottom = stat_axes[list(stat_axes)[-1]] if self.view.stats_only else ax
         note = bottom.annotate(text, (0.5, 0.0),
                                xycoords=under if under is not None else bottom.xaxis.label,
                                xytext=(0, -2), textcoords="offset points", ha="center",
                                va="top", fontsize=style.NOTE_SIZE, color=color,
                                annotation_clip=False, gid="coincide-note")
-        self.coincide_artists.append(note)
+        self.artists.append(note)

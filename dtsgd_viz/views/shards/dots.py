@@ -175,7 +175,8 @@ def dots_note(values, shown, names=None) -> str:
     """What the dots on the shown update's line are: every block's norm, the highest and
     the lowest alone, or every block's norm with some of them drawn as one dot
     (``spaced_dots`` drops a dot only where its line lies within a line width of a kept
-    dot's: those blocks' lines coincide there and share one). With ``names`` (one per block), the blocks sharing a dot are named
+    dot's: those blocks' lines coincide there and share one). With ``names`` (one per block), the blocks sharing a
+    dot are named
     (each hidden dot with the kept one nearest it), on a line of their own.
 
     >>> dots_note([1.0, 2.0, 3.0], [1.0, np.nan, 3.0])

@@ -14,8 +14,8 @@ light ribbon of its range (``pair_envelope``), the ribbon named on a swatch of i
 colour under the line's name ("CPU:7 swings every ~4 updates": up and down once in about 4).
 Lines that fan out (blocks that differ) stay drawn one by one.
 
-``NormLabels`` holds methods of ``ShardsView`` (a mixin, as ``NormLines``); it reads
-``line_ax``, ``_data``, ``styles``, ``patches`` and ``updates``.
+``NormLabels`` is an object of the norm panel (``lines.NormPanel``); it reads the panel's
+``line_ax``, ``data`` and ``lines`` and the view's ``styles``, ``patches`` and ``updates``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,20 @@ import numpy as np
 
 from ..core import style
 from ..mesh.layout_colors import label_ink
-from .dots import (DOTS_NOTE, LINE_WIDTH, RIBBON_LINE_WIDTH, ZIGZAG_WIDTH,  # noqa: F401
-                          bounce_text, column_envelope, dot_size, dots_note, pair_envelope,
-                          spaced_dots, swing_text, zigzags)
+from .dots import (  # noqa: F401
+    DOTS_NOTE,
+    LINE_WIDTH,
+    RIBBON_LINE_WIDTH,
+    ZIGZAG_WIDTH,
+    bounce_text,
+    column_envelope,
+    dot_size,
+    dots_note,
+    pair_envelope,
+    spaced_dots,
+    swing_text,
+    zigzags,
+)
 from .stats import MANY_BLOCKS, _end_values, _factors, band_of, least_changed
 
 BAND_COLOR = "#9A9A9A"      # mid grey: the blocks' range (no block colour is grey)
@@ -183,28 +194,40 @@ def cycle_text(styles) -> str | None:
 
 
 class NormLabels:
-    """``ShardsView``'s end labels and band (a mixin: see the module docstring)."""
+    """The norm panel's end labels and band (see the module docstring): an object of
+    the ``NormPanel`` (``norm``), whose lines and data it reads; ``view``: the
+    ``ShardsView``, for its public state. ``band_blocks``: ``{block: role}`` of the
+    blocks drawn as lines over the band (None: every line drawn); ``bouncing``: those
+    drawn over a ribbon; ``end_labels``/``leader_lines``: the names at the lines' ends."""
 
-    def _set_band(self) -> None:
+    def __init__(self, view, norm):
+        self.view, self.norm = view, norm
+        self.band_artists: list = []
+        self.band_blocks: dict | None = None
+        self.bouncing: list = []
+        self.end_labels: list | None = None
+        self.leader_lines: list = []
+
+    def set_band(self) -> None:
         """Band or lines for the norm panel's current data, in place (again after
         ``set_kind``): the artists of the last band are removed first. A stats recording
         of more than ``MANY_BLOCKS`` blocks has a band on each of its panels, the same
         blocks drawn as lines over each."""
-        ax = self.line_ax
-        for artist in getattr(self, "band_artists", []):
+        ax = self.norm.line_ax
+        for artist in self.band_artists:
             artist.remove()
         self.band_artists, self.band_blocks, bounce = [], None, False
-        data = self._data[ax]
-        band = (band_of(data) if not self.stats_only or data.shape[1] > MANY_BLOCKS
+        data = self.norm.data[ax]
+        band = (band_of(data) if not self.view.stats_only or data.shape[1] > MANY_BLOCKS
                 else None)
-        roles = (_roles(data, self.index, self.updates) if band is not None else None)
+        roles = (_roles(data, self.view.index, self.view.updates) if band is not None else None)
         if roles:
             self.band_artists = self._band_on(ax, band, "norm")
             self.band_blocks = roles  # block -> what sets it apart
             bounce = any(zigzags(data[:, g]) for g in roles)
             self.band_artists[1].set_linewidth(1.3 if bounce else 1.8)
         self.bouncing = []   # band lines alternating every update: drawn as a ribbon
-        for g, line in enumerate(self.lines):
+        for g, line in enumerate(self.norm.lines):
             line.set_visible(self.band_blocks is None or g in self.band_blocks)
             line.set_alpha(None)
             if not hasattr(line, "halo"):
@@ -225,33 +248,33 @@ class NormLabels:
                     line.set_alpha(0.7)
                     self.bouncing.append(g)
         panels = [ax]
-        for label, other in (getattr(self, "stat_axes", {}) or {}).items():
+        for label, other in self.norm.stat_panels.axes.items():
             if other is ax:
                 continue
             panels.append(other)   # the other statistics: the same blocks over a band
             if self.band_blocks is not None:
-                self.band_artists += self._band_on(other, _spread_of(self._data[other]),
+                self.band_artists += self._band_on(other, _spread_of(self.norm.data[other]),
                                                    label.replace(" ", "-"))
-            for g, line in enumerate(self.stat_lines[label]):
+            for g, line in enumerate(self.norm.stat_panels.lines[label]):
                 line.set_visible(self.band_blocks is None or g in self.band_blocks)
         for panel in panels:
             # the y range of what is drawn: hidden lines' dips left empty decades below
             panel.relim(visible_only=True)
             panel.autoscale_view(scalex=False)
-            self._set_dots(panel)
-        for t in getattr(self, "end_labels", None) or []:
+            self.set_dots(panel)
+        for t in self.end_labels or []:
             t.remove()
         self.end_labels = None
 
     def _envelope(self, ax, lo, hi):
         """``(x, lo, hi)`` of a band thinned to ``ax``'s pixel columns: each column's lowest
         ``lo`` and highest ``hi`` at its first and last update (``column_envelope``)."""
-        from .ticks import log_x
         from .dots import pixel_columns
-        x = np.asarray(self.updates, np.float64)
-        split = np.log10(x) if log_x(self.updates) else x
+        from .ticks import log_x
+        x = np.asarray(self.view.updates, np.float64)
+        split = np.log10(x) if log_x(self.view.updates) else x
         idx, lo, hi = column_envelope(split, lo, hi, pixel_columns(ax))
-        return self.updates[idx], lo, hi
+        return self.view.updates[idx], lo, hi
 
     def _band_on(self, ax, band, name):
         """The grey band (``lo..hi``, thinned to pixel columns) and its median line on
@@ -263,7 +286,7 @@ class NormLabels:
         fill = ax.fill_between(x, lo, hi, where=ok, color=BAND_COLOR, alpha=BAND_ALPHA, lw=0,
                                zorder=1.5, gid=gid)
         fill._set_in_autoscale(False)
-        median, = ax.plot(*self._thinned(ax, med), color=MEDIAN_COLOR, lw=1.8, zorder=2.5,
+        median, = ax.plot(*self.norm.thinned(ax, med), color=MEDIAN_COLOR, lw=1.8, zorder=2.5,
                           gid="norm-median" if name == "norm" else f"median-{name}")
         return [fill, median]
 
@@ -271,11 +294,11 @@ class NormLabels:
         """The dots' y at the shown update on ``ax``: every block's norm there, but for
         the blocks whose line is not drawn (a band stands for them: no dot without its
         line)."""
-        y = np.array(self._data[ax][self.index], np.float64)
+        y = np.array(self.norm.data[ax][self.view.index], np.float64)
         drawn = {line.get_gid(): line.get_visible() for line in ax.lines}
         y[[g for g in range(len(y)) if not drawn.get(f"norm-{g}", True)]] = np.nan
         # a dot for every line but those lying on a kept one's (within a line width)
-        return spaced_dots(ax, self.updates[self.index], y, self.figure.dpi,
+        return spaced_dots(ax, self.view.updates[self.view.index], y, self.view.figure.dpi,
                            self._line_widths(ax, len(y)))
 
     def _line_widths(self, ax, n):
@@ -283,47 +306,46 @@ class NormLabels:
         widths = {line.get_gid(): line.get_linewidth() for line in ax.lines}
         return [widths.get(f"norm-{g}", LINE_WIDTH) for g in range(n)]
 
-    def _set_dots(self, ax):
-        for line in getattr(self, "step_lines", []):
+    def set_dots(self, ax):
+        for line in self.norm.step_lines:
             if line.get_gid() == "step-dots" and line.axes is ax:
                 y = self.dot_values(ax)
-                line.set_data(np.full(len(y), self.updates[self.index]), y)
+                line.set_data(np.full(len(y), self.view.updates[self.view.index]), y)
                 # crowded dots smaller, each whole: none dropped for being near another
-                line.set_markersize(dot_size(ax, self.updates[self.index], y, self.figure.dpi))
-                self._color_dots(ax, y)
-                drawn = np.array(self._data[ax][self.index], np.float64)
-                band = getattr(self, "band_blocks", None)
+                line.set_markersize(dot_size(ax, self.view.updates[self.view.index], y,
+                                             self.view.figure.dpi))
+                self.norm.color_dots(ax, y)
+                drawn = np.array(self.norm.data[ax][self.view.index], np.float64)
+                band = self.band_blocks
                 shown = {ln.get_gid(): ln.get_visible() for ln in ax.lines}
                 drawn[[g for g in range(len(drawn)) if not shown.get(f"norm-{g}", True)]] = np.nan
-                note = dots_note(drawn, y, [p.label for p in self.patches])
+                note = dots_note(drawn, y, [p.label for p in self.view.patches])
                 if band is not None and note == DOTS_NOTE and np.isfinite(y).sum() == 2:
                     note = " (dots: highest, lowest)"   # the two lines over the band
-                for label in self.step_lines:   # the label names what the dots are
+                for label in self.norm.step_lines:   # the label names what the dots are
                     if label.get_gid() == "step-label" and label.axes is ax:
                         label.dots_note = note
-                        place_step_label(label, self.updates[self.index], self.updates,
-                                         self._data[ax])
+                        place_step_label(label, self.view.updates[self.view.index],
+                                         self.view.updates, self.norm.data[ax])
 
     def refresh_band(self) -> None:
         """After the shown update moved: the band's lines are the highest and lowest
         blocks there, again (their names too)."""
-        if getattr(self, "band_blocks", None) is not None:
-            self._set_band()
+        if self.band_blocks is not None:
+            self.set_band()
             self.place_end_labels()
-            if hasattr(self, "set_coast_note"):   # the ribbon's note: of the lines now
-                self.set_coast_note()
-            if hasattr(self, "mark_coincident"):   # the lines over the band changed
-                self.mark_coincident()
+            self.norm.set_coast_note()   # the ribbon's note: of the lines now
+            self.norm.coincide.mark_coincident()   # the lines over the band changed
 
     def _label_entries(self):
         """``(text, colour, y at the right end)`` of each name to write; block names in
         ``end_labels`` order (hidden ones have y None), then the band's: its median line
         and the grey band itself ("range of 8 blocks", on a grey swatch)."""
-        data = self._data[self.line_ax]
+        data = self.norm.data[self.norm.line_ax]
         ends = _end_values(data, -1)
-        band = getattr(self, "band_blocks", None)
+        band = self.band_blocks
         out = []
-        for g, (p, (color, _, _)) in enumerate(zip(self.patches, self.styles)):
+        for g, (p, (color, _, _)) in enumerate(zip(self.view.patches, self.view.styles)):
             if band is None:
                 out.append((p.label, color, ends[g]))
             else:
@@ -334,21 +356,22 @@ class NormLabels:
             med = self.band_artists[1].get_ydata()
             finite = np.asarray(med)[np.isfinite(med)]
             end = finite[-1] if len(finite) else None
-            n = len(self.patches)
+            n = len(self.view.patches)
             out.append((f"median of {n}", MEDIAN_COLOR, end))
             # just under the median's name (spread keeps the order of equal heights)
             out.append((f"range of {n} blocks", BAND_COLOR,
                         None if end is None else end * (1 - 1e-6)))
-            for g in getattr(self, "bouncing", []):   # its ribbon, named under its name
-                name = self.patches[g].label
-                out.append((swing_text(name, self.lines[g].get_ydata()), self.styles[g][0],
+            for g in self.bouncing:   # its ribbon, named under its name
+                name = self.view.patches[g].label
+                out.append((swing_text(name, self.norm.lines[g].get_ydata()),
+                            self.view.styles[g][0],
                             None if not np.isfinite(ends[g]) else ends[g] * (1 - 1e-6)))
         return out
 
     def _end_label(self, ax, g, text, color, trans):
         """One name right of the norm panel: bold, in its line's colour made dark enough
         to read on white (``label_ink``); the band's range on a swatch of the band."""
-        n = len(self.patches)
+        n = len(self.view.patches)
         gid = (f"end-label-{g}" if g < n else "end-label-median" if g == n else
                "end-label-range" if g == n + 1 else f"end-label-swing-{g - n - 2}")
         if gid == "end-label-range" or gid.startswith("end-label-swing"):   # on a swatch
@@ -366,16 +389,17 @@ class NormLabels:
         height, a straight leader from the line's last point to each name that moved
         (``end_leaders``); again after the layout or the data changed."""
         from matplotlib.transforms import blended_transform_factory
+
         from ..text.direct import READABLE_GAP, axes_height_points, spread
-        ax = getattr(self, "line_ax", None)
-        if ax is None or not self._direct():
+        ax = self.norm.line_ax
+        if ax is None or not self.norm.direct():
             return
         entries = self._label_entries()
-        if not getattr(self, "end_labels", None):
+        if not self.end_labels:
             trans = blended_transform_factory(ax.transAxes, ax.transAxes)
             self.end_labels = [self._end_label(ax, g, text, color, trans)
                                for g, (text, color, _) in enumerate(entries)]
-        for line in getattr(self, "leader_lines", []):
+        for line in self.leader_lines:
             line.remove()
         lo, hi = ax.get_ylim()
         log = ax.get_yscale() == "log"
@@ -397,7 +421,7 @@ class NormLabels:
             if g in placed:
                 text.set_y(placed[g])
         # from the lines' last update, not the frame (in axes fraction, on either scale)
-        at = ax.transData.transform((self.updates[-1], ax.get_ylim()[0]))
+        at = ax.transData.transform((self.view.updates[-1], ax.get_ylim()[0]))
         start = float(np.clip(ax.transAxes.inverted().transform(at)[0], 0.0, 1.0))
         ranges = {g for g in shown if self.end_labels[g].get_gid().startswith(
             ("end-label-range", "end-label-swing"))}   # swatches: no leader

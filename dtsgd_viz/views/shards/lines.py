@@ -3,13 +3,13 @@ log-y line in its block colour (``style.block_styles``), the shown update as a v
 line with a dot on every line, and marks where a norm is 0 (a log axis cannot draw it),
 where the variable holds NaN/Inf and where replicas disagreed, with a legend naming them.
 
-``NormLines`` holds methods of ``ShardsView`` kept apart from its heatmap and titles; they
-read the view's state (``updates``, ``styles``, ``geometry``, ``index``, the flagged
-updates) and fill ``lines``, ``step_lines``, the marks and ``legend``. The stats-mode
-panels (``_shard_stats``) draw their lines with the same ``_lines_on``.
+``NormPanel`` is an object of ``ShardsView`` (its ``norm``): it reads the view's public
+state (``updates``, ``styles``, ``geometry``, ``index``, the flagged updates) and holds
+``lines``, ``step_lines``, the marks and ``legend``. The stats-mode panels
+(``stats.StatPanels``, its ``stat_panels``) draw their lines with the same ``lines_on``.
 
 A line of more updates than its axes has pixel columns is drawn thinned by
-``minmax_decimate`` (each column's min and max kept, so spikes show); ``_data`` keeps
+``minmax_decimate`` (each column's min and max kept, so spikes show); ``data`` keeps
 every update, for the dots at the shown one and the marks.
 """
 
@@ -18,16 +18,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import style
-from .dots import (pixel_columns, DOT_CORE, DOT_SIZE, ZERO_STEP_POINTS, ZIGZAG_WIDTH, line_width,
-                          mark_rows, stacked)
-from .geometry import block_norm_lines, minmax_decimate, shard_norms
-from .labels import (STEP_COLOR, NormLabels, cycle_text, place_step_label,  # noqa: F401
-                            step_label)
-from .stats import STATS, change_text  # noqa: F401 - views read change_text here
-from .ticks import (LOG_X_SPAN, log_tick_texts, log_update_ticks, log_x,  # noqa: F401
-                           log_y, plain_ticks, update_ticks)
-from .tensor_panel import NONFINITE_COLOR
 from .coincide import CoincideMarks
+from .dots import DOT_CORE, DOT_SIZE, ZERO_STEP_POINTS, ZIGZAG_WIDTH, line_width, mark_rows, pixel_columns, stacked
+from .geometry import block_norm_lines, minmax_decimate, shard_norms
+from .labels import STEP_COLOR, NormLabels, cycle_text, place_step_label, step_label  # noqa: F401
+from .stats import STATS, StatPanels, change_text
+from .tensor_panel import NONFINITE_COLOR
+from .ticks import LOG_X_SPAN, log_tick_texts, log_update_ticks, log_x, log_y, plain_ticks, update_ticks  # noqa: F401
 
 STEP_LINE_COLOR = "#8C8C8C"   # mid grey, thin: the dots on it stand out from it
 STEP_LINE_WIDTH = 1.2
@@ -58,68 +55,129 @@ def halo(lw):
     return [patheffects.Stroke(linewidth=lw + HALO, foreground="white"), patheffects.Normal()]
 
 
-class NormLines(NormLabels, CoincideMarks):
-    """``ShardsView``'s norm panel (a mixin: see the module docstring)."""
+class NormPanel:
+    """``ShardsView``'s norm panel on ``view.norm_ax`` (see the module docstring): its
+    lines, the shown update's markers, the marks and the legend. It owns its end labels
+    and band (``labels``, a ``NormLabels``), its hidden-line marks (``coincide``, a
+    ``CoincideMarks``) and, for a stats recording, the statistics panels drawn inside
+    its axes (``stat_panels``, a ``StatPanels``); it reads the view's public state
+    (``updates``, ``styles``, ``patches``, ``geometry``, ``index``, the flagged updates).
 
-    def _draw_lines(self):
-        if self.stats_only:
-            self._draw_stat_panels()
-            self._set_band()  # past MANY_BLOCKS blocks: a band on each panel
+    ``data``: ``{axes: (n_updates, n_blocks)}``, every update of each panel's lines
+    (the lines are drawn thinned); ``line_ax``: the axes the norm lines are on (the
+    norm axes, or a stats recording's norm statistic panel)."""
+
+    def __init__(self, view):
+        self.view = view
+        self.ax = view.norm_ax
+        self.line_ax = None
+        self.lines: list = []
+        self.step_lines: list = []
+        self.data: dict = {}
+        self.mismatch_marks = self.nonfinite_marks = self.legend = self.coast_note = None
+        self.dot_colors: dict = {}
+        self.zero_marks: dict = {}
+        self.zero_notes: dict = {}
+        self.zero_labels: dict = {}
+        self.zero_data: dict = {}
+        self.zero_axes: set = set()   # axes an all-zero kind set to a plain 0..1 range
+        self.labels = NormLabels(view, self)
+        self.coincide = CoincideMarks(view, self)
+        self.stat_panels = StatPanels(view, self)
+
+    def draw(self):
+        if self.view.stats_only:
+            self.lines, self.line_ax = self.stat_panels.draw()
+            self.labels.set_band()  # past MANY_BLOCKS blocks: a band on each panel
         else:
-            self.line_ax = self.norm_ax
-            self.lines = self._lines_on(self.norm_ax, self._norm_lines(), True)
-            self._set_band()  # nearly coinciding blocks: one band, the extremes as lines
-            self._zero_marks_on(self.norm_ax, self._zeros())
-            self.norm_ax.set_xlabel("optimizer update", fontsize=style.LABEL_SIZE)
-            self.norm_ax.set_ylabel("L2 norm of the block", fontsize=style.LABEL_SIZE)
-            self.norm_ax.tick_params(labelsize=style.TICK_SIZE)
-        for ax in [self.norm_ax, *self.stat_axes.values()] if log_x(self.updates) else ():
+            self.line_ax = self.ax
+            self.lines = self.lines_on(self.ax, self._norm_lines(), True)
+            self.labels.set_band()  # nearly coinciding blocks: one band, the extremes as lines
+            self.add_zero_marks(self.ax, self.zeros())
+            self.ax.set_xlabel("optimizer update", fontsize=style.LABEL_SIZE)
+            self.ax.set_ylabel("L2 norm of the block", fontsize=style.LABEL_SIZE)
+            self.ax.tick_params(labelsize=style.TICK_SIZE)
+        for ax in [self.ax, *self.stat_panels.axes.values()] if log_x(self.view.updates) else ():
             if ax.get_xlabel() == "optimizer update":
                 ax.set_xlabel("optimizer update (log scale)", fontsize=style.LABEL_SIZE)
         self._marks(self.line_ax)
-        self._legend()
+        self.draw_legend()
         self.set_coast_note()
-        self.mark_coincident()   # a line hidden under another: dashed over it, named
+        self.coincide.mark_coincident()   # a line hidden under another: dashed over it, named
+
+    def set_kind(self) -> None:
+        """The lines, marks, legend and notes of the kind the view just loaded, in place."""
+        if self.ax is None:
+            return
+        if self.view.stats_only:
+            self.stat_panels.set_kind()
+            self.labels.set_band()   # a band of many blocks: of this kind's statistics
+        else:
+            self.set_lines(self.ax, self.lines, self._norm_lines())
+            self.set_zero_marks(self.ax, self.zeros())
+        self._move_marks()
+        self.draw_legend()  # the new kind's marks (zero norms, non-finite stats) need entries
+        self.set_coast_note()
+        self.coincide.mark_coincident()
+
+    def show_index(self) -> None:
+        """The shown-update markers (line, label, dots) at the view's ``index``, and the
+        band's lines: the highest and lowest blocks there."""
+        updates = self.view.updates
+        x = updates[self.view.index]
+        for line in self.step_lines:
+            if line.get_gid() == "step-line":
+                line.set_xdata([x, x])
+            elif line.get_gid() == "step-label":
+                place_step_label(line, x, updates, self.data.get(line.axes))
+            else:
+                self.labels.set_dots(line.axes)
+        if self.ax is not None:
+            self.labels.refresh_band()
+
+    def finding_title(self) -> str:
+        """The norm panel's title: the finding of its lines over the whole run
+        (``change_text``)."""
+        return change_text(self.data[self.line_ax], self.view.updates,
+                           [p.label for p in self.view.patches])
 
     def set_coast_note(self) -> None:
         """The note under the norm panel naming a block whose velocity only decays
         (``_shard_coast``), for the current kind; none while its line is not drawn."""
         from .coast import coast_note
-        old = getattr(self, "coast_note", None)
-        if old is not None:
-            old.remove()
+        if self.coast_note is not None:
+            self.coast_note.remove()
         self.coast_note = None
-        if self.stats_only or self.norm_ax is None:
+        if self.view.stats_only or self.ax is None:
             return
-        data = np.array(self._data[self.norm_ax], np.float64)
-        band = getattr(self, "band_blocks", None)
+        data = np.array(self.data[self.ax], np.float64)
+        band = self.labels.band_blocks
         if band is not None:   # a block under the band has no line to explain
             data[:, [g for g in range(data.shape[1]) if g not in band]] = np.nan
-        names, colors = [p.label for p in self.patches], [c for c, _, _ in self.styles]
+        names, colors = [p.label for p in self.view.patches], [c for c, _, _ in self.view.styles]
         self.coast_note = coast_note(
-            self.norm_ax, data, self.updates, float(self.recording.hyperparameters.momentum),
-            names, colors, self.kind)
+            self.ax, data, self.view.updates, float(self.view.recording.hyperparameters.momentum),
+            names, colors, self.view.kind)
         # a ribbon (a band line alternating every update) is named by its swatch label
 
     def _norm_lines(self):
-        return block_norm_lines(self.recording, self.name, self.kind)[1]
+        return block_norm_lines(self.view.recording, self.view.name, self.view.kind)[1]
 
-    def _zeros(self, k=0):
+    def zeros(self, k=0):
         """``(n_updates, n_groups)``: where the block's norm (statistic ``k``) is exactly
         0, which a log axis cannot draw (its lines hold NaN there)."""
-        if self.stats_only:
-            cols = np.stack([self.stats[:, d[0], k] for d in self.geometry.replica_groups], 1)
+        if self.view.stats_only:
+            cols = np.stack([self.view.stats[:, d[0], k]
+                             for d in self.view.geometry.replica_groups], 1)
         else:
-            norms = shard_norms(self.recording, self.name, self.kind)
-            cols = np.stack([norms[:, d[0]] for d in self.geometry.replica_groups], 1)
+            norms = shard_norms(self.view.recording, self.view.name, self.view.kind)
+            cols = np.stack([norms[:, d[0]] for d in self.view.geometry.replica_groups], 1)
         return np.asarray(cols) == 0
 
-    def _zero_marks_on(self, ax, zeros):
+    def add_zero_marks(self, ax, zeros):
         """Open circles on the bottom edge, in the block colours, where a norm is 0,
         and a note in the middle when every drawn norm is 0 (an empty axis said nothing)."""
         from matplotlib.transforms import blended_transform_factory
-        self.zero_marks = getattr(self, "zero_marks", {})
-        self.zero_notes = getattr(self, "zero_notes", {})
         bottom = blended_transform_factory(ax.transData, ax.transAxes)
         self.zero_marks[ax] = ax.scatter([], [], s=30, marker="o", facecolors="none",
                                          linewidths=1.4, transform=bottom, clip_on=False,
@@ -129,42 +187,39 @@ class NormLines(NormLabels, CoincideMarks):
                                       va="center", fontsize=style.NOTE_SIZE, color="0.25",
                                       zorder=8, gid="zero-note",
                                       bbox=dict(facecolor="white", edgecolor="none", pad=2))
-        self.zero_labels = getattr(self, "zero_labels", {})
         self.zero_labels[ax] = ax.text(0, 0, "", transform=bottom, va="center",
                                        fontsize=style.NOTE_SIZE, color="0.25", zorder=8,
                                        clip_on=False, gid="zero-label")
         self.zero_labels[ax].set_in_layout(False)
-        self._set_zero_marks(ax, zeros)
+        self.set_zero_marks(ax, zeros)
 
-    def _set_zero_marks(self, ax, zeros):
+    def set_zero_marks(self, ax, zeros):
         """Zero marks: on the bottom edge and hung under it, a circle per block (inside
         the axes they would read as norms there); stacked up from the edge when every
         norm is 0 (the axis has no data)."""
         from ..text.direct import axes_height_points
-        self._zero_data = getattr(self, "_zero_data", {})
-        self._zero_data[ax] = zeros
-        i, g = mark_rows(self._update_px(ax), zeros)   # one circle per block per mark width
+        self.zero_data[ax] = zeros
+        i, g = mark_rows(self.update_px(ax), zeros)   # one circle per block per mark width
         marks = self.zero_marks[ax]
         every = bool(zeros.all())
         heights = (stacked(i) if every else
                    stacked(i, 0.0, -ZERO_STEP_POINTS / axes_height_points(ax)))
-        marks.set_offsets(np.column_stack([self.updates[i], heights])
+        marks.set_offsets(np.column_stack([self.view.updates[i], heights])
                           if len(i) else np.empty((0, 2)))
-        marks.set_edgecolors([self.styles[k][0] for k in g] or "none")
-        self._clear_zero_ticks(ax, self.updates[i], heights if not every else [])
-        self._label_zeros(ax, self.updates[i], heights, every)
-        what = "statistic" if self.stats_only else "norm"
-        when = (f"update {self.updates[0]}" if len(self.updates) == 1 else "every update")
+        marks.set_edgecolors([self.view.styles[k][0] for k in g] or "none")
+        self._clear_zero_ticks(ax, self.view.updates[i], heights if not every else [])
+        self._label_zeros(ax, self.view.updates[i], heights, every)
+        what = "statistic" if self.view.stats_only else "norm"
+        when = (f"update {self.view.updates[0]}" if len(self.view.updates) == 1 else "every update")
         self.zero_notes[ax].set_text(
             f"every block's {what} is 0 at {when}\n(circles at the bottom)" if every else "")
-        forced = getattr(self, "_zero_axes", set())
-        self._zero_axes = forced
+        forced = self.zero_axes
         if every:  # nothing for the log axis to scale to: a plain, unlabelled range
             ax.set_yscale("linear")
             ax.set_ylim(0, 1)
             ax.set_yticks([0], ["0"])
             forced.add(ax)
-        elif ax in forced and np.isfinite(self._data.get(ax, np.nan)).any():
+        elif ax in forced and np.isfinite(self.data.get(ax, np.nan)).any():
             forced.discard(ax)  # another kind with norms to draw: the log axis again
             log_y(ax)
             ax.set_autoscaley_on(True)  # set_ylim(0, 1) had turned it off
@@ -176,7 +231,7 @@ class NormLines(NormLabels, CoincideMarks):
         decoration): right of the last column of circles, or left of the first when the
         last is near the right edge; at the middle of that column's circles."""
         from matplotlib.transforms import ScaledTranslation, blended_transform_factory
-        label = getattr(self, "zero_labels", {}).get(ax)
+        label = self.zero_labels.get(ax)
         if label is None:
             return
         if every or not len(xs):
@@ -195,7 +250,7 @@ class NormLines(NormLabels, CoincideMarks):
                             + ScaledTranslation(shift, 0, ax.figure.dpi_scale_trans))
         label.set_position((at, float(np.mean(col))))
         label.set_ha("left" if right else "right")
-        what = "statistic" if self.stats_only else "norm"
+        what = "statistic" if self.view.stats_only else "norm"
         label.set_text(f"{what} 0")
 
     def _clear_zero_ticks(self, ax, xs, heights) -> None:
@@ -217,15 +272,15 @@ class NormLines(NormLabels, CoincideMarks):
                 pad = 3.5 + depth   # the tick labels under the lowest circle
         ax.tick_params(axis="x", pad=pad)
 
-    def _lines_on(self, ax, lines, log):
-        x, n = self.updates, len(self.updates)
+    def lines_on(self, ax, lines, log):
+        x, n = self.view.updates, len(self.view.updates)
         marker = "o" if n <= MARKER_UPDATES else None   # more: the lines tangle
         out = []
-        for g, (color, _, ls) in enumerate(self.styles):  # thinner when many or zig-zag
+        for g, (color, _, ls) in enumerate(self.view.styles):  # thinner when many or zig-zag
             lw = line_width(lines, g)
-            out.append(ax.plot(*self._thinned(ax, lines[:, g]), color=color, ls=ls, lw=lw,
+            out.append(ax.plot(*self.thinned(ax, lines[:, g]), color=color, ls=ls, lw=lw,
                                marker=marker, ms=3, zorder=2, gid=f"norm-{g}",
-                               path_effects=(halo(lw) if len(self.styles) > 1
+                               path_effects=(halo(lw) if len(self.view.styles) > 1
                                              and lw != ZIGZAG_WIDTH else None))[0])
         if log and np.isfinite(lines).any():
             log_y(ax)
@@ -240,47 +295,46 @@ class NormLines(NormLabels, CoincideMarks):
             update_ticks(ax, x)  # updates are whole numbers, a few round ones
         ax.grid(True, which="major", color="#DDDDDD", lw=0.6)
         if not self.step_lines:   # the first panel names the line once
-            self.step_lines.append(step_label(ax, x[self.index], x))
-        self.step_lines.append(ax.axvline(x[self.index], color=STEP_LINE_COLOR,
+            self.step_lines.append(step_label(ax, x[self.view.index], x))
+        self.step_lines.append(ax.axvline(x[self.view.index], color=STEP_LINE_COLOR,
                                           lw=STEP_LINE_WIDTH, zorder=5, gid="step-line"))
-        self._data[ax] = lines  # the data behind the dots at the shown update
-        dots, = ax.plot(np.full(lines.shape[1], x[self.index]), self.dot_values(ax), ls="none",
-                        marker="o", ms=DOT_SIZE, mfc=STEP_COLOR, mec="white", mew=1.2, zorder=6,
-                        gid="step-dots", clip_on=False)
+        self.data[ax] = lines  # the data behind the dots at the shown update
+        dots, = ax.plot(np.full(lines.shape[1], x[self.view.index]), self.labels.dot_values(ax),
+                        ls="none", marker="o", ms=DOT_SIZE, mfc=STEP_COLOR, mec="white",
+                        mew=1.2, zorder=6, gid="step-dots", clip_on=False)
         self.step_lines.append(dots)
         # each dot's middle in its block's colour (the dark ring above: its edge)
-        self.dot_colors = getattr(self, "dot_colors", {})
         self.dot_colors[ax] = ax.scatter([], [], s=DOT_CORE ** 2, linewidths=0, zorder=6.5,
                                          gid="step-dot-colors", clip_on=False)
         self.dot_colors[ax].set_in_layout(False)
-        self._color_dots(ax, dots.get_ydata())
+        self.color_dots(ax, dots.get_ydata())
         return out
 
-    def _color_dots(self, ax, y) -> None:
+    def color_dots(self, ax, y) -> None:
         """The coloured middles of the dots kept at the shown update on ``ax`` (``y``:
         NaN for a dot not drawn), each in its block's line colour."""
-        marks = getattr(self, "dot_colors", {}).get(ax)
+        marks = self.dot_colors.get(ax)
         if marks is None:
             return
         y = np.asarray(y, np.float64)
         keep = np.flatnonzero(np.isfinite(y))
-        x = self.updates[self.index]
+        x = self.view.updates[self.view.index]
         marks.set_offsets(np.column_stack([np.full(len(keep), x), y[keep]])
                           if len(keep) else np.empty((0, 2)))
-        marks.set_facecolors([self.styles[g][0] for g in keep] or "none")
-        ring = [d for d in getattr(self, "step_lines", [])
+        marks.set_facecolors([self.view.styles[g][0] for g in keep] or "none")
+        ring = [d for d in self.step_lines
                 if d.get_gid() == "step-dots" and d.axes is ax]
         size = ring[0].get_markersize() if ring else DOT_SIZE   # the middle scales with it
         marks.set_sizes([(DOT_CORE * size / DOT_SIZE) ** 2])
 
-    def _thinned(self, ax, y, start=0, stop=None):
+    def thinned(self, ax, y, start=0, stop=None):
         """``(x, y)`` of one line (of its updates ``start:stop``), at most ~2 points per
         pixel column of ``ax`` (``minmax_decimate``): columns of equal width on the axis as
         drawn, so of log10(update) on a log update axis (``log_x``)."""
-        x, y = self.updates[start:stop], np.asarray(y)[start:stop]
-        split = np.log10(x.astype(np.float64)) if log_x(self.updates) else x
-        full = (np.log10(self.updates[[0, -1]].astype(np.float64)) if log_x(self.updates)
-                else self.updates[[0, -1]].astype(np.float64))
+        x, y = self.view.updates[start:stop], np.asarray(y)[start:stop]
+        split = np.log10(x.astype(np.float64)) if log_x(self.view.updates) else x
+        full = (np.log10(self.view.updates[[0, -1]].astype(np.float64)) if log_x(self.view.updates)
+                else self.view.updates[[0, -1]].astype(np.float64))
         share = (float(split[-1] - split[0]) / float(full[1] - full[0])
                  if len(x) and full[1] > full[0] else 1.0)
         columns = max(1, int(np.ceil(pixel_columns(ax) * share)))
@@ -289,37 +343,38 @@ class NormLines(NormLabels, CoincideMarks):
         kept, y = minmax_decimate(split, y, columns)
         return x[np.searchsorted(split, kept)], y   # the updates kept, exactly
 
-    def _set_lines(self, ax, lines, data):
+    def set_lines(self, ax, lines, data):
         for g, line in enumerate(lines):
-            line.set_data(*self._thinned(ax, data[:, g]))
-        self._data[ax] = data
-        if ax is getattr(self, "line_ax", None) and not self.stats_only:
-            self._set_band()
+            line.set_data(*self.thinned(ax, data[:, g]))
+        self.data[ax] = data
+        if ax is self.line_ax and not self.view.stats_only:
+            self.labels.set_band()
         ax.relim()
         ax.autoscale_view(scalex=False)
-        if ax is getattr(self, "line_ax", None):
-            self.place_end_labels()
+        if ax is self.line_ax:
+            self.labels.place_end_labels()
 
     def fit_lines(self) -> None:
         """Thin the lines again for the width their axes have now (after the layout
         moved them): the extremes stay, so the limits do not change."""
-        if self.stats_only:
-            sets = [(self.stat_axes[k], self.stat_lines[k]) for k in self.stat_lines]
+        if self.view.stats_only:
+            panels = self.stat_panels
+            sets = [(panels.axes[k], panels.lines[k]) for k in panels.lines]
         else:
-            sets = [(self.norm_ax, self.lines)] if self.norm_ax is not None else []
-        fig = self.figure
+            sets = [(self.ax, self.lines)] if self.ax is not None else []
+        fig = self.view.figure
         for _ in range(2):  # the labels placed anew can move the layout: once more then
             widths = [pixel_columns(ax) for ax, _ in sets]
             for ax, lines in sets:
                 for g, line in enumerate(lines):
-                    line.set_data(*self._thinned(ax, self._data[ax][:, g]))
-                self._set_dots(ax)   # apart at the final size (``spaced_dots``)
-                if ax in getattr(self, "_zero_data", {}):   # hung a fixed depth in points
-                    self._set_zero_marks(ax, self._zero_data[ax])
+                    line.set_data(*self.thinned(ax, self.data[ax][:, g]))
+                self.labels.set_dots(ax)   # apart at the final size (``spaced_dots``)
+                if ax in self.zero_data:   # hung a fixed depth in points
+                    self.set_zero_marks(ax, self.zero_data[ax])
             self._move_marks()   # one mark per mark width at the final widths
-            self.place_end_labels()
+            self.labels.place_end_labels()
             self.place_step_text()
-            self.mark_coincident()
+            self.coincide.mark_coincident()
             if fig.get_layout_engine() is None or not hasattr(fig.canvas, "get_renderer"):
                 break
             fig.draw_without_rendering()
@@ -329,42 +384,41 @@ class NormLines(NormLabels, CoincideMarks):
     def place_step_text(self) -> None:
         """The shown update's name where the lines leave room (``place_step_label``)."""
         for line in self.step_lines:
-            if line.get_gid() == "step-label" and line.axes in self._data:
-                place_step_label(line, self.updates[self.index], self.updates,
-                                 self._data[line.axes])
+            if line.get_gid() == "step-label" and line.axes in self.data:
+                place_step_label(line, self.view.updates[self.view.index], self.view.updates,
+                                 self.data[line.axes])
 
-    def _update_px(self, ax):
+    def update_px(self, ax):
         """Each update's pixel x on ``ax`` as it stands."""
-        x = np.asarray(self.updates, np.float64)
+        x = np.asarray(self.view.updates, np.float64)
         return ax.transData.transform(np.column_stack([x, np.ones(len(x))]))[:, 0]
 
     def _mismatch_points(self):
         """(update, norm) of every replicated block at the updates its copies disagreed,
         one mark per block per ``MARK_PX`` (``mark_rows``)."""
-        lines = self._data[self.line_ax]
-        replicated = np.array([len(d) > 1 for d in self.geometry.replica_groups])
+        lines = self.data[self.line_ax]
+        replicated = np.array([len(d) > 1 for d in self.view.geometry.replica_groups])
         marked = np.zeros(lines.shape, bool)
-        marked[self.mismatch_idx] = True
+        marked[self.view.mismatch_idx] = True
         marked &= replicated[None, :] & np.isfinite(lines)
-        rows, groups = mark_rows(self._update_px(self.line_ax), marked)
-        return [(self.updates[i], lines[i, g]) for i, g in zip(rows, groups)]
+        rows, groups = mark_rows(self.update_px(self.line_ax), marked)
+        return [(self.view.updates[i], lines[i, g]) for i, g in zip(rows, groups)]
 
     def _nonfinite_updates(self, ax):
         """The updates holding NaN/Inf, one per ``MARK_PX`` of ``ax`` (``mark_rows``)."""
-        marked = np.zeros(len(self.updates), bool)
-        marked[self.nonfinite_idx] = True
-        return self.updates[mark_rows(self._update_px(ax), marked)[0]]
+        marked = np.zeros(len(self.view.updates), bool)
+        marked[self.view.nonfinite_idx] = True
+        return self.view.updates[mark_rows(self.update_px(ax), marked)[0]]
 
     def _marks(self, ax):
         from matplotlib.transforms import blended_transform_factory
-        x = self.updates
-        if len(self.mismatch_idx):
+        if len(self.view.mismatch_idx):
             pts = self._mismatch_points()
             px, py = zip(*pts) if pts else ((), ())
             self.mismatch_marks, = ax.plot(px, py, ls="none", marker="D", ms=7, mfc="none",
                                            mec=MISMATCH_COLOR, mew=1.6, zorder=7,
                                            gid="mismatch-marks")
-        if len(self.nonfinite_idx):
+        if len(self.view.nonfinite_idx):
             top = blended_transform_factory(ax.transData, ax.transAxes)
             bad = self._nonfinite_updates(ax)
             self.nonfinite_marks, = ax.plot(
@@ -380,27 +434,28 @@ class NormLines(NormLabels, CoincideMarks):
         if self.nonfinite_marks is not None:
             bad = self._nonfinite_updates(self.nonfinite_marks.axes)
             self.nonfinite_marks.set_data(bad, np.full(len(bad), 0.96))
-        for k, label in enumerate(STATS if self.stats_only else ()):
-            self._set_stat_marks(k)
+        for k, _ in enumerate(STATS if self.view.stats_only else ()):
+            self.stat_panels.set_marks(k)
 
-    def _direct(self) -> bool:
+    def direct(self) -> bool:
         """Whether the drawn lines are few enough to be named at their ends (a band
         draws a few of many)."""
         return sum(line.get_visible() for line in self.lines) <= MAX_DIRECT_LABELS
 
-    def _legend(self):
+    def draw_legend(self):
         from matplotlib.lines import Line2D
-        direct = self._direct()
+        direct = self.direct()
         handles = [] if direct else [Line2D([], [], color=STEP_LINE_COLOR, lw=STEP_LINE_WIDTH,
                                             marker="o", mfc=STEP_COLOR, mec="white",
                                             label="shown update")]
         if self.nonfinite_marks is not None:
             handles.append(Line2D([], [], ls="none", marker="X", color=NONFINITE_COLOR,
                                   label="NaN/Inf in this variable"))
-        if any(len(m.get_offsets()) for m in getattr(self, "zero_marks", {}).values()):
+        if any(len(m.get_offsets()) for m in self.zero_marks.values()):
             handles.append(Line2D([], [], ls="none", marker="o", mfc="none", mec="0.3",
                                   mew=1.4, label=ZERO_LABEL))
-        if self.stats_only and any(len(m.get_xdata()) for m in self.stat_marks.values()):
+        if self.view.stats_only and any(len(m.get_xdata())
+                                        for m in self.stat_panels.marks.values()):
             handles.append(Line2D([], [], ls="none", marker="X", color=NONFINITE_COLOR,
                                   label="statistic not finite\n(NaN/Inf, or past float32)"))
         if self.mismatch_marks is not None:
@@ -414,16 +469,16 @@ class NormLines(NormLabels, CoincideMarks):
                 self.legend = self.line_ax.legend(
                     handles=handles, loc="best", fontsize=style.NOTE_SIZE, framealpha=0.85,
                     borderaxespad=0.3, handlelength=1.4)
-            self.place_end_labels()
+            self.labels.place_end_labels()
             return
-        n = len(self.styles)
+        n = len(self.view.styles)
         title = None
         if n <= MAX_LEGEND_BLOCKS:
-            for p, line, (_, _, ls) in zip(self.patches, self.lines, self.styles):
+            for p, line, (_, _, ls) in zip(self.view.patches, self.lines, self.view.styles):
                 # the style itself: get_linestyle() says '--' for every custom dash pattern
                 handles.append(Line2D([], [], color=line.get_color(), ls=ls, lw=1.6,
                                       label=p.label))
-            title = cycle_text(self.styles)
+            title = cycle_text(self.view.styles)
         else:
             title = f"{n} blocks: too many to name\n(colours: the block chips)"
         rows = len(handles) if len(handles) <= LEGEND_ROWS + 3 else LEGEND_ROWS

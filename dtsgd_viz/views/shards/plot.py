@@ -6,7 +6,8 @@ outlined, beside each unique block's L2 norm over the updates, as log-y lines::
     fig.savefig("shards.png")
 
 ``step=k`` is optimizer update k as ``recording.steps`` counts (the first update is 1;
--1, -2, ... count back from the last; None: the last; ``views.core.steps``). Every block has one colour (``style.block_styles``), shared by
+-1, -2, ... count back from the last; None: the last; ``views.core.steps``). Every block has one colour
+(``style.block_styles``), shared by
 its label chip on the left and its norm line on the right; replicas are one block, so
 one line, marked with a diamond at updates where its copies disagreed.
 
@@ -29,9 +30,9 @@ from ..core import style
 from ..core.empty import check_not_empty
 from ..core.figure import new_figure
 from .geometry import image_shape, shard_norms, update_index
-from .view import ShardsView
 from .stats import STATS, STATS_ONLY_TEXT  # noqa: F401 - tests read them from here
 from .tensor_panel import TensorPanel, box_aspect, draw_tensor
+from .view import ShardsView
 
 __all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "draw_tensor",
            "TensorPanel"]

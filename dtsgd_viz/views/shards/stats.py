@@ -2,9 +2,10 @@
 each block's L2 norm, mean and max |x| but not its values, so the norm axes become three
 stacked panels, one line per block in each, over the updates.
 
-``StatPanels`` holds methods of ``ShardsView`` kept apart from its full-mode norm lines
-(``_shard_lines``); they read the view's state (``stats``, ``geometry``, ``updates``,
-``nonfinite_idx``, ``norm_ax``) and fill ``stat_axes``, ``stat_lines`` and ``stat_marks``.
+``StatPanels`` is an object of the norm panel (``lines.NormPanel``) for a stats
+recording; it reads the view's state (``stats``, ``geometry``, ``updates``,
+``nonfinite_idx``) and holds ``axes``, ``lines`` and ``marks`` (the view's
+``stat_axes``, ``stat_lines`` and ``stat_marks``).
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def median_line(data):
 def fall_factors(data, updates=None):
     """Each block's fall factor over the run: a straight line fitted to the log of its
     upper envelope (``ENVELOPE``; runs under ``10 * ENVELOPE`` updates: its norms) against
-    the update, read from the first update to the last (< 1: it fell); NaN for a block with fewer than two positive finite norms.
+    the update, read from the first update to the last (< 1: it fell); NaN for a block with fewer than two positive
+    finite norms.
 
     >>> u = np.arange(1, 11)
     >>> np.round(fall_factors(np.exp(-0.5 * u[:, None] * [1.0, 2.0]), u), 4)
@@ -70,6 +72,7 @@ def fall_factors(data, updates=None):
     out = np.full(logs.shape[1], np.nan)
     w = ENVELOPE if n >= 10 * ENVELOPE else 0
     import warnings
+
     from numpy.lib.stride_tricks import sliding_window_view
     for g in range(logs.shape[1]):
         col = logs[:, g]   # finite or NaN (``_logs``)
@@ -291,13 +294,24 @@ def _end_values(data, end):
 
 
 class StatPanels:
-    """``ShardsView``'s stats-mode panels (a mixin: see the module docstring)."""
+    """A stats recording's panels (see the module docstring): an object of the norm
+    panel (``norm``, a ``lines.NormPanel``), drawn inside its axes with its line
+    machinery; ``view``: the ``ShardsView``, for its public state. ``axes``, ``lines``
+    and ``marks`` are keyed by statistic (``STATS``); empty for a full recording."""
 
-    def _draw_stat_panels(self):
+    def __init__(self, view, norm):
+        self.view, self.norm = view, norm
+        self.axes: dict = {}
+        self.lines: dict = {}
+        self.marks: dict = {}
+        self.mean_linthresh: float | None = None
+
+    def draw(self):
         """The norm axes, hidden, holding one inset panel per statistic (log y but for
-        the mean), sharing the update axis; sets ``lines``/``line_ax`` to the norm panel's."""
+        the mean), sharing the update axis. Returns ``(lines, axes)`` of the norm
+        statistic's panel: the norm panel's ``lines`` and ``line_ax``."""
         from matplotlib.transforms import blended_transform_factory
-        ax = self.norm_ax
+        ax = self.norm.ax
         ax.set_axis_off()
         # the norm panel the tallest: its log axis spans the most decades
         heights, gap, top, axes = (0.4, 0.22, 0.25), 0.065, 1.0, []
@@ -308,58 +322,56 @@ class StatPanels:
             a.sharex(axes[0])
         for a in axes[:-1]:
             a.tick_params(labelbottom=False)
-        self.stat_marks = {}
         for k, (label, a) in enumerate(zip(STATS, axes)):
-            self.stat_axes[label] = a
-            self.stat_lines[label] = self._lines_on(a, self._stat_lines(k), k != 1)
+            self.axes[label] = a
+            self.lines[label] = self.norm.lines_on(a, self._columns(k), k != 1)
             if k != 1:  # a log panel cannot show 0
-                self._zero_marks_on(a, self._zeros(k))
-            self.stat_marks[label], = a.plot(
+                self.norm.add_zero_marks(a, self.norm.zeros(k))
+            self.marks[label], = a.plot(
                 [], [], transform=blended_transform_factory(a.transData, a.transAxes),
                 ls="none", marker="X", color=NONFINITE_COLOR, ms=7, zorder=7, clip_on=False,
                 gid=f"nonfinite-stat-{k}")
             # outside the layout: empty, an unclipped line sits at pixel (0, 0) and
             # constrained layout collapsed every panel to fit it
-            self.stat_marks[label].set_in_layout(False)
-            self._set_stat_marks(k)
+            self.marks[label].set_in_layout(False)
+            self.set_marks(k)
             a.set_ylabel(label, fontsize=style.TICK_SIZE)
             a.tick_params(labelsize=style.TICK_SIZE)
         self._scale_mean()
-        self.lines = self.stat_lines[STATS[0]]
-        self.line_ax = axes[0]
         axes[-1].set_xlabel("optimizer update", fontsize=style.LABEL_SIZE)
+        return self.lines[STATS[0]], axes[0]
 
-    def _set_stat_kind(self):
+    def set_kind(self):
         """The panels' lines and marks for the kind just loaded, in place."""
         for k, label in enumerate(STATS):
-            self._set_lines(self.stat_axes[label], self.stat_lines[label], self._stat_lines(k))
+            self.norm.set_lines(self.axes[label], self.lines[label], self._columns(k))
             if k != 1:
-                self._set_zero_marks(self.stat_axes[label], self._zeros(k))
-            self._set_stat_marks(k)
+                self.norm.set_zero_marks(self.axes[label], self.norm.zeros(k))
+            self.set_marks(k)
         self._scale_mean()
 
-    def _stat_lines(self, k):
+    def _columns(self, k):
         """Column ``k`` of the stored stats, one column per replica group (NaN where not
         finite; on log panels also where <= 0)."""
-        cols = np.stack([self.stats[:, d[0], k] for d in self.geometry.replica_groups], 1)
+        cols = np.stack([self.view.stats[:, d[0], k] for d in self.view.geometry.replica_groups], 1)
         cols = np.asarray(cols, np.float64)
         with np.errstate(invalid="ignore"):
             keep = np.isfinite(cols) & ((cols > 0) if k != 1 else True)
         return np.where(keep, cols, np.nan)
 
-    def _set_stat_marks(self, k):
+    def set_marks(self, k):
         """An X at the top of statistic ``k``'s panel at each update where a block's
         value of it is not finite: NaN/Inf in the block, or a float32 sum of squares
         past 3.4e38 (|x| beyond ~1.8e19). The lines end there; the marks say why."""
         from .dots import mark_rows
-        raw = np.stack([self.stats[:, d[0], k] for d in self.geometry.replica_groups], 1)
+        raw = np.stack([self.view.stats[:, d[0], k] for d in self.view.geometry.replica_groups], 1)
         bad = np.nonzero(~np.isfinite(np.asarray(raw, np.float64)).all(axis=1))[0]
         if k == 0:  # the variable's own NaN/Inf marks are there already
-            bad = np.setdiff1d(bad, self.nonfinite_idx)
-        marked = np.zeros(len(self.updates), bool)
+            bad = np.setdiff1d(bad, self.view.nonfinite_idx)
+        marked = np.zeros(len(self.view.updates), bool)
         marked[bad] = True   # one X per mark width however many updates
-        bad = mark_rows(self._update_px(self.stat_axes[STATS[k]]), marked)[0]
-        self.stat_marks[STATS[k]].set_data(self.updates[bad], np.full(len(bad), 0.93))
+        bad = mark_rows(self.norm.update_px(self.axes[STATS[k]]), marked)[0]
+        self.marks[STATS[k]].set_data(self.view.updates[bad], np.full(len(bad), 0.93))
 
     def _scale_mean(self):
         """The mean panel on a symlog axis (sign kept, |mean| on a log scale past the
@@ -368,7 +380,7 @@ class StatPanels:
         diverging run's mean grows by 30 decades and on a linear axis showed only the
         spike of the last updates. Otherwise linear, where a mean near 0 reads best."""
         from matplotlib.ticker import AutoLocator, FuncFormatter, NullLocator, ScalarFormatter
-        ax, data = self.stat_axes[STATS[1]], np.abs(self._data[self.stat_axes[STATS[1]]])
+        ax, data = self.axes[STATS[1]], np.abs(self.norm.data[self.axes[STATS[1]]])
         mags = data[np.isfinite(data) & (data > 0)]
         # grown, not merely near 0 at times: the largest beyond 10^4 times the median
         if len(mags) and mags.max() / np.median(mags) > LOG_RANGE ** 2:

@@ -182,7 +182,7 @@ class TensorPanel:
         return LABEL_GAP + 1.25 * size + 0.4 * size * 2 + 4.0
 
     def _colorbar(self, strip, label):
-        from matplotlib.ticker import MaxNLocator, ScalarFormatter
+        from matplotlib.ticker import MaxNLocator
         fig, ax = self.ax.figure, self.ax
         if strip:  # a horizontal bar under the panel, not at the bottom of its cell
             from matplotlib.transforms import ScaledTranslation

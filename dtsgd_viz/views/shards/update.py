@@ -23,15 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import style
+from ..core.diverging import diverging_text
 from ..core.empty import check_not_empty
 from ..core.figure import fit, headline, new_figure
-from .geometry import (as_image, axis_labels, flagged_steps, settings_text,
-                             short_device_names, update_index)
 from ..mesh.layout_geometry import copies_text
+from ..text.fit import grow_to_fit, keep_inside
+from .geometry import as_image, axis_labels, flagged_steps, settings_text, short_device_names, update_index
 from .stats import STATS_ONLY_TEXT
 from .tensor_panel import box_aspect, draw_tensor
-from ..core.diverging import diverging_text
-from ..text.fit import grow_to_fit, keep_inside
 
 __all__ = ["plot_update_shards", "update_captions", "magnitude_text"]
 

@@ -2,8 +2,10 @@
 widget can move to another update or kind by updating them in place (``set_index``,
 ``set_step``, ``set_kind``, ``set_fixed_scale``) instead of rebuilding the figure.
 
-The heatmap and its block outlines are a ``TensorPanel``; the norm lines on the right
-come from ``_shard_lines`` (full recordings) and ``_shard_stats`` (``mode="stats"``).
+The heatmap and its block outlines are a ``TensorPanel`` (``tensor``); the norm lines on
+the right are a ``NormPanel`` (``norm``, ``lines.py``), which owns its end labels and band
+(``labels.py``), its hidden-line marks (``coincide.py``) and, for ``mode="stats"``, the
+statistics panels (``stats.py``).
 """
 
 from __future__ import annotations
@@ -11,13 +13,22 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import style
+from ..core.diverging import diverging_text
 from ..core.empty import check_not_empty
 from ..core.figure import fit, headline
-from .geometry import (as_image, axis_labels, block_patches, flagged_steps, run_limit,
-                             settings_text, shard_norms, short_device_names, update_index)
-from .lines import NormLines, change_text, place_step_label
-from .stats import STATS_ONLY_TEXT, StatPanels, spread_text
-from ..core.diverging import diverging_text
+from .geometry import (
+    as_image,
+    axis_labels,
+    block_patches,
+    flagged_steps,
+    run_limit,
+    settings_text,
+    shard_norms,
+    short_device_names,
+    update_index,
+)
+from .lines import NormPanel, change_text  # noqa: F401 - widgets read change_text here
+from .stats import STATS_ONLY_TEXT, spread_text
 from .tensor_panel import blocks_are_slices, draw_tensor
 
 KIND_NOUNS = {"param": "parameter", "velocity": "velocity", "grad": "gradient"}
@@ -44,7 +55,7 @@ def layout_text(layout) -> str:
     return text + (f", {copies} replicas per block" if copies > 1 else "")
 
 
-class ShardsView(NormLines, StatPanels):
+class ShardsView:
     """The shard values view drawn on ``heat_ax`` (and ``norm_ax`` unless None). A stats
     recording may pass ``heat_ax=None``: its statistics alone.
 
@@ -61,7 +72,9 @@ class ShardsView(NormLines, StatPanels):
     whose ``stats_note`` says why), ``lines`` (one norm ``Line2D`` per replica group,
     x = update), ``stat_axes``/``stat_lines`` (stats recordings: the norm, mean and
     max |x| panels and their lines), ``step_lines`` (the shown-update markers),
-    ``mismatch_marks``/``nonfinite_marks`` (``Line2D`` or None), ``fixed_scale``.
+    ``mismatch_marks``/``nonfinite_marks`` (``Line2D`` or None), ``fixed_scale``; the
+    norm panel's own state is on ``norm`` (``NormPanel``: ``data``, ``labels``,
+    ``coincide``, ``stat_panels``), the names most read also here.
     """
 
     def __init__(self, recording, name, kind="velocity", step=None, *, heat_ax, norm_ax=None,
@@ -87,6 +100,8 @@ class ShardsView(NormLines, StatPanels):
         self.updates = np.asarray(recording.steps)
         self.diverging = diverging_text(recording)   # "the run diverges from update k"
         self.stats_note = None
+        self._xlabel = ""
+        self._norm_title = None
         self.block_patches = block_patches(self.geometry, self.short_names)
         self.tensor = self.heatmap = None
         if heat_ax is not None:
@@ -96,11 +111,9 @@ class ShardsView(NormLines, StatPanels):
                 limit=self._limit(), colorbar_label=f"{kind} value")
             self.heatmap = self.tensor.heatmap
             self._label_axes()
-        self.lines, self.stat_axes, self.stat_lines, self.step_lines = [], {}, {}, []
-        self._data = {}  # axes -> (n_updates, n_blocks) data of its lines
-        self.mismatch_marks = self.nonfinite_marks = self.legend = None
+        self.norm = NormPanel(self)
         if norm_ax is not None:
-            self._draw_lines()
+            self.norm.draw()
         self._update_titles()
 
     # ---- data -------------------------------------------------------------------------
@@ -114,7 +127,7 @@ class ShardsView(NormLines, StatPanels):
             if values.dtype.name == "bfloat16":  # matplotlib and numpy.ma cannot reduce it
                 values = values.astype(np.float32)  # exact: bfloat16 is a float32 prefix
             self.values, self.stats = values, None
-        self._run_limit = None
+        self._run_limit = None   # the colour limit over the run, once asked
 
     def _limit(self):
         """The colour limit: over the whole run when ``fixed_scale``, else None (this
@@ -209,10 +222,9 @@ class ShardsView(NormLines, StatPanels):
                 f"these values reach only {top:.2g}, so they look pale")
 
     def _set_norm_title(self):
-        if self.norm_ax is not None and getattr(self, "_norm_title", None) is None:
+        if self.norm_ax is not None and self._norm_title is None:
             # the finding of the lines (of the whole run: it stays while stepping)
-            title = change_text(self._data[self.line_ax], self.updates,
-                                [p.label for p in self.patches])
+            title = self.norm.finding_title()
             room = self.line_ax.get_position().width * self.figure.get_figwidth() * 72.0
             if "\n" in fit(title, room, style.TITLE_SIZE):   # the block that stands apart,
                 title = title.replace("; ", "\n", 1).replace(", then", "\nthen", 1)  # the fall: below
@@ -261,16 +273,7 @@ class ShardsView(NormLines, StatPanels):
         self.index = int(index) % len(self.recording)
         if self.heatmap is not None:
             self.tensor.set_image(as_image(self.values[self.index]), self._limit())
-        x = self.updates[self.index]
-        for line in self.step_lines:
-            if line.get_gid() == "step-line":
-                line.set_xdata([x, x])
-            elif line.get_gid() == "step-label":
-                place_step_label(line, x, self.updates, self._data.get(line.axes))
-            else:
-                self._set_dots(line.axes)
-        if self.norm_ax is not None:
-            self.refresh_band()  # the band's lines: the highest and lowest here
+        self.norm.show_index()   # the markers, and the band's highest and lowest lines here
         self._update_titles()
 
     def set_step(self, step=None) -> None:
@@ -287,17 +290,7 @@ class ShardsView(NormLines, StatPanels):
         self._load(kind)
         self.kind = kind
         self._norm_title = None  # the new kind's finding
-        if self.norm_ax is not None:
-            if self.stats_only:
-                self._set_stat_kind()
-                self._set_band()   # a band of many blocks: of this kind's statistics
-            else:
-                self._set_lines(self.norm_ax, self.lines, self._norm_lines())
-                self._set_zero_marks(self.norm_ax, self._zeros())
-            self._move_marks()
-            self._legend()  # the new kind's marks (zero norms, non-finite stats) need entries
-            self.set_coast_note()
-            self.mark_coincident()
+        self.norm.set_kind()
         if self.tensor is not None and self.tensor.colorbar is not None:  # set_index puts it on
             self.tensor.colorbar_label = f"{kind} value"
         self.set_index(self.index)
@@ -308,7 +301,7 @@ class ShardsView(NormLines, StatPanels):
         (``_text_fit.keep_inside``: a centred title wider than its panel's room)."""
         from ..text.fit import keep_inside
         keep_inside(self.figure, [ax.title for ax in (self.heat_ax, self.norm_ax,
-                                                      getattr(self, "line_ax", None))
+                                                      self.line_ax)
                                   if ax is not None])
 
     def fit_labels(self, renderer=None) -> None:
@@ -335,3 +328,90 @@ class ShardsView(NormLines, StatPanels):
     def patches(self):
         """The ``BlockPatch`` of every block (with or without a heatmap panel)."""
         return self.block_patches
+
+    # ---- the norm panel's artists (``norm``), as tests and widgets read them ----------------
+
+    def fit_lines(self) -> None:
+        """Thin the norm panels' lines again for the width their axes have now."""
+        self.norm.fit_lines()
+
+    def place_end_labels(self) -> None:
+        """Name each drawn norm line at its right end again (after the layout moved)."""
+        self.norm.labels.place_end_labels()
+
+    @property
+    def line_ax(self):
+        """The axes of the norm lines (a stats recording: its norm statistic's panel)."""
+        return self.norm.line_ax
+
+    @property
+    def lines(self) -> list:
+        return self.norm.lines
+
+    @property
+    def step_lines(self) -> list:
+        return self.norm.step_lines
+
+    @property
+    def legend(self):
+        return self.norm.legend
+
+    @property
+    def mismatch_marks(self):
+        return self.norm.mismatch_marks
+
+    @property
+    def nonfinite_marks(self):
+        return self.norm.nonfinite_marks
+
+    @property
+    def coast_note(self):
+        return self.norm.coast_note
+
+    @property
+    def dot_colors(self) -> dict:
+        return self.norm.dot_colors
+
+    @property
+    def zero_marks(self) -> dict:
+        return self.norm.zero_marks
+
+    @property
+    def zero_notes(self) -> dict:
+        return self.norm.zero_notes
+
+    @property
+    def zero_labels(self) -> dict:
+        return self.norm.zero_labels
+
+    @property
+    def stat_axes(self) -> dict:
+        return self.norm.stat_panels.axes
+
+    @property
+    def stat_lines(self) -> dict:
+        return self.norm.stat_panels.lines
+
+    @property
+    def stat_marks(self) -> dict:
+        return self.norm.stat_panels.marks
+
+    @property
+    def end_labels(self):
+        return self.norm.labels.end_labels
+
+    @property
+    def leader_lines(self) -> list:
+        return self.norm.labels.leader_lines
+
+    @property
+    def band_blocks(self):
+        return self.norm.labels.band_blocks
+
+    @property
+    def bouncing(self) -> list:
+        return self.norm.labels.bouncing
+
+    @property
+    def coincide_runs(self) -> dict:
+        return self.norm.coincide.runs
