@@ -9,7 +9,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test docs figures screenshots bench clean
+.PHONY: demo test lint docs figures screenshots bench clean
 
 $(STAMP): pyproject.toml
 	@echo "installing TensorFlow and the notebook stack into $(VENV) (a few minutes the first time)"
@@ -22,8 +22,15 @@ demo: $(STAMP)
 	$(VENV)/bin/dtsgd-viz demo
 
 # both cores, each test file in one worker (a notebook's cells run in order in one kernel)
-test: $(STAMP)
+test: $(STAMP) lint
 	$(VENV)/bin/python -m pytest -n 2 --dist loadfile
+
+# ruff (lint and format, pyproject's [tool.ruff]) and basedpyright in basic mode
+# ([tool.basedpyright]): make test fails on any of them (about 40 s)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check --no-cache .
+	$(VENV)/bin/ruff format --check --no-cache .
+	$(VENV)/bin/basedpyright
 
 # the documentation site, into site/ (warnings are errors; about 15 s)
 docs: $(STAMP)
@@ -62,6 +69,7 @@ bench: $(BENCH_STAMP)
 	$(VENV)/bin/python benchmarks/compile_time.py --layers 10 40 --repeats 2 1
 	$(VENV)/bin/python benchmarks/shard_views.py
 	test ! -f benchmarks/floors.py || $(VENV)/bin/python benchmarks/floors.py
+	$(VENV)/bin/python benchmarks/long_paths.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache site

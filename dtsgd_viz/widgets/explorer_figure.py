@@ -15,23 +15,33 @@ import numpy as np
 
 from ..views.core import style
 from ..views.core.figure import fit, headline, new_figure
-from ..views.update import geometry as upd
-from ..views.paths.geometry import rule_name
 from ..views.paths.frames import ZOOM_BOX_LOOK, ZOOM_BOX_Z, draw_zoom
-from ..views.paths.labels import (HARD, TOUCH, boxes_overlap, leader_cost, panel_obstacles, place_text,
-                                 renderer_of, spot_cost, text_box)
+from ..views.paths.geometry import rule_name
+from ..views.paths.labels import (
+    HARD,
+    TOUCH,
+    boxes_overlap,
+    leader_cost,
+    panel_obstacles,
+    place_text,
+    renderer_of,
+    spot_costs,
+    text_box,
+)
 from ..views.paths.loss import nest_loss_dots
 from ..views.paths.names import name_runs, open_rings_on_star, place_names
+from ..views.paths.plot import draw_paths
 from ..views.paths.scene import settings_line
 from ..views.paths.titles import path_title, short_arrows
-from ..views.paths.plot import draw_paths
+from ..views.update import geometry as upd
 
 __all__ = ["CLOSE_UP_SIZE", "CLOSE_UP_CAPTION", "explorer_view", "draw_close_up", "close_up_title",
            "tidy_loss_axis", "update_finding", "explorer_caption", "set_finding", "zoom_callouts",
            "shown_box", "callout_spot", "follow_headline", "headline_parts", "move_loss_dots", "show_arrows"]
 
 CLOSE_UP_SIZE = (style.WIDTH, 8.3)   # headline, paths and loss, caption, a close-up per run
-CLOSE_UP_CAPTION = ("Bold: each path up to its ring at update {k}, side by side where they share a leg; thin: after it. "
+CLOSE_UP_CAPTION = ("Bold: each path up to its ring at update {k}, side by side where they share a leg; "
+                    "thin: after it. "
                     "Below: each run's update {k} up close,\n×N closer than the paths (its dotted box "
                     "there): μ·v in the run's colour, then −lr·g in its light tint, tip to tail, with their lengths")
 CAPTION_SIZE = style.TICK_SIZE   # the caption's type: over style.NOTE_SIZE, the smallest allowed
@@ -290,12 +300,22 @@ def place_callouts(scene, art) -> None:
         others = [o for k, o in boxes.items() if k != key]
         pts = (obs.points, obs.weights)
 
-        def cost(c, b=b, others=others, pts=pts):   # paths under it, boxes, distance, leader crossings
+        def lead(c, b=b, pts=pts):   # the paths its leader crosses (>= 0)
             end = np.clip(((c[0] + c[2]) / 2.0, (c[1] + c[3]) / 2.0), b[:2], b[2:])
-            lead = 3.0 * leader_cost(obs, _box_edge(c[:4], end), end, points=pts) if c[4] > CALLOUT_LEADER_PX else 0.0
-            return (spot_cost(obs, c[:4], points=pts, touch=TOUCH) + lead + 1.0 * c[4]
-                    + HARD * sum(boxes_overlap(c[:4], o) for o in others))
-        spot = min(_callout_candidates(b, (w, h)), key=cost)
+            return 3.0 * leader_cost(obs, _box_edge(c[:4], end), end, points=pts) if c[4] > CALLOUT_LEADER_PX else 0.0
+        # paths under it, boxes, distance, then leader crossings: the first cheapest candidate,
+        # the leader measured only for those that could still win
+        cands = _callout_candidates(b, (w, h))
+        base = (spot_costs(obs, [c[:4] for c in cands], points=pts, touch=TOUCH) + [c[4] for c in cands]
+                + [HARD * sum(boxes_overlap(c[:4], o) for o in others) for c in cands])
+        best, cost = None, np.inf
+        for i in np.argsort(base, kind="stable"):
+            if base[i] > cost:
+                break
+            total = base[i] + lead(cands[i])
+            if total < cost or (total == cost and i < best):
+                best, cost = int(i), total
+        spot = cands[best]
         place_text(text, spot[:4])
         end = np.clip(((spot[0] + spot[2]) / 2.0, (spot[1] + spot[3]) / 2.0), b[:2], b[2:])
         text.xy = tuple(ax.transData.inverted().transform(end))

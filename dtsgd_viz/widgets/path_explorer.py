@@ -19,14 +19,21 @@ from collections.abc import Mapping
 import ipywidgets as widgets
 import numpy as np
 
-from ..views.paths import geometry as geo
 from ..views.core import style
+from ..views.paths import geometry as geo
+from ..views.paths.frames import follow_update, path_title, set_trail, stacked_over, thin_paths
 from ..views.update import geometry as upd
 from ..views.update import panel
-from ..views.paths.frames import follow_update, path_title, set_trail, stacked_over, thin_paths
 from ._canvas import FigureWidget
-from .explorer_figure import (draw_close_up, explorer_view, follow_headline, headline_parts, move_loss_dots,
-                              show_arrows, update_finding)
+from .explorer_figure import (
+    draw_close_up,
+    explorer_view,
+    follow_headline,
+    headline_parts,
+    move_loss_dots,
+    show_arrows,
+    update_finding,
+)
 
 __all__ = ["PathExplorer", "PathExplorerState", "path_explorer_state", "PathTrack", "shared_text",
            "path_tracks", "PathFrame", "path_frame"]

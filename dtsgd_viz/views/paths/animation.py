@@ -10,15 +10,15 @@ import dataclasses
 
 import numpy as np
 
-from . import geometry as geo
 from ..core import style
-from .gif_zoom import box_points, fitted_zoom, fixed_boxes, zoom_schedule
 from ..text.clashes import clashes
 from ..update import geometry as upd
-from .frames import draw_scene, draw_zoom, follow_update, panel_at, set_trail
+from . import geometry as geo
 from .findings import findings_of
-from .loss import mark_window, nest_loss_dots
+from .frames import draw_scene, draw_zoom, follow_update, panel_at, set_trail
+from .gif_zoom import box_points, fitted_zoom, fixed_boxes, zoom_schedule
 from .labels import boxes_overlap, renderer_of, text_box
+from .loss import mark_window, nest_loss_dots
 from .names import open_rings_on_star, place_names
 from .scene import build_scene
 from .thin import up_to
@@ -333,8 +333,8 @@ def draw_loss_rests(scene, art) -> dict:
     """Under each growing loss curve, its whole run as a thin lighter line in its rule's
     dash (as the paths' remainders: ``path_frames.REST_WIDTH``, ``REST_TINT``), so the
     names right of the spine stand at the ends of lines from the first frame on."""
-    from .frames import REST_TINT, REST_WIDTH
     from ..update.panel import tint
+    from .frames import REST_TINT, REST_WIDTH
     rest = style.ROLE_LOOKS["remainder"]
     out = {}
     for key, line in art.loss_lines.items():

@@ -41,8 +41,8 @@ import types
 
 import numpy as np
 
-from . import geometry as geo
 from ..compare.geometry import tail_length
+from . import geometry as geo
 
 __all__ = ["PathFindings", "finding", "findings", "findings_of", "times_text", "window_text", "LEVEL"]
 
@@ -237,9 +237,9 @@ def findings_of(scene, *, step=None, upto=None, tol=None, paths=True) -> PathFin
     """``findings`` of a ``PathScene`` (the figures' own): its losses (the loss after k
     updates), the runs that left its view, its recordings; ``paths``: whether the
     recorded parameters give where the runs are furthest apart and the update's terms."""
-    from .scene import default_update
     from ..core.steps import resolve_update
     from ..update import geometry as upd
+    from .scene import default_update
     names = tuple(scene.recordings)
     common = _common_steps(scene.recordings)
     if upto is not None:

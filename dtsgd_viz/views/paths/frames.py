@@ -13,19 +13,18 @@ import dataclasses
 
 import numpy as np
 
-from . import geometry as geo
-from . import thin
 from ..core import style
+from ..core.figure import headline, new_figure
 from ..update import geometry as upd
 from ..update import panel
-from ..core.figure import headline, new_figure
-from .loss import draw_loss
+from . import geometry as geo
+from . import thin
 from .blit import stacked_over  # noqa: F401  (re-exported: the widgets import it here)
-from .lanes import draw_lanes, draw_lanes_and_casings, shift_step
-from .names import (NAME_OFFSET, _drawn, draw_start_and_minima, name_runs, open_rings_on_star,  # noqa: F401
-                         place_names)
 from .findings import finding
-from .scene import PathScene, settings_line
+from .lanes import draw_lanes, draw_lanes_and_casings, lane_note, shift_step
+from .loss import draw_loss
+from .names import NAME_OFFSET, _drawn, draw_start_and_minima, name_runs, open_rings_on_star, place_names  # noqa: F401
+from .scene import PathScene, scene_notes, settings_line
 from .titles import path_title, short_note
 
 __all__ = ["PathArtists", "ring_k", "draw_scene", "draw_zoom", "follow_update", "set_trail", "path_title",
@@ -61,6 +60,7 @@ class PathArtists:
     lanes: dict = dataclasses.field(default_factory=dict)   # config -> its (dx, dy) points off its data
     thin: dict = dataclasses.field(default_factory=dict)    # config -> the path's points drawn (``thin_paths``)
     loss_thin: dict = dataclasses.field(default_factory=dict)   # config -> the loss line's points drawn
+    caption_notes: str = ""   # the caption's last lines (lanes, scene), if ``draw_scene(notes=True)``
 
 
 ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −lr·g in its light tint, "
@@ -79,11 +79,12 @@ SQUARE_PATHS_SIZE = (style.WIDTH, 5.3)   # paths and loss, the paths' equal-aspe
 CAPTION_SIZE = style.LABEL_SIZE   # a caption under the panels reads as their labels do
 
 
-def caption_text(update, tail="", whole=False, before=None) -> str:
+def caption_text(update, tail="", whole=False, before=None, dots_meet=True) -> str:
     """The caption of a figure showing ``update``: what the paths' looks mean (``whole``:
     each path drawn whole, the update ringed at ``before`` updates made: ``ring_k``;
-    None: ``update - 1``), then ``tail``."""
-    head = WHOLE_CAPTION if whole else REST_CAPTION
+    None: ``update - 1``; ``dots_meet``: the loss dots are ringed where they meet,
+    ``nest_loss_dots``), then ``tail``."""
+    head = (WHOLE_CAPTION if dots_meet else WHOLE_CAPTION.replace(DOTS_MEET, "")) if whole else REST_CAPTION
     j = int(update) - 1 if before is None else int(before)
     return head.format(k=int(update), j=j) + ("\n" + tail if tail else "")
 
@@ -132,7 +133,7 @@ def _index(scene, key, update):
 
 
 def draw_scene(scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=False,
-               run_names=False, whole=False) -> tuple[object, PathArtists]:
+               run_names=False, whole=False, notes=False) -> tuple[object, PathArtists]:
     """Draw ``scene`` at ``update`` (None: no update picked) on ``ax`` (None: a new
     figure, with a zoomed panel per run if ``zoom`` and there are arrows); with an
     update, each path is drawn in its rule's look up to it and as a thin line over the
@@ -140,8 +141,11 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=
     the update was picked as where the runs differ most (the title says so); ``whole``:
     each path drawn whole in its rule's look, the update only ringed (no thin rest, no
     trail: ``plot_paths``; the widgets keep the split, they step through the run);
-    ``run_names``: write each run's name on its path (``path_names.name_runs``). Returns
-    the figure and the ``PathArtists`` that follow the update."""
+    ``run_names``: write each run's name on its path (``path_names.name_runs``);
+    ``notes``: the caption ends with the lanes' and the scene's notes (``lane_note``,
+    ``scene_notes``: ``art.caption_notes``), there before the figure is laid out, so the
+    layout the names are placed on keeps its height. Returns the figure and the
+    ``PathArtists`` that follow the update."""
     if arrows and update is not None and note is None:
         # draw what the recording allows: without the update before, no arrows, and say why
         note = _why_no_arrows(scene, update)
@@ -174,6 +178,10 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=
 
     art.title = ax_path.set_title(path_title(scene, update, auto), fontsize=style.TITLE_SIZE)
     _draw_notes(scene, art, note)
+    if notes and art.caption is not None:
+        art.caption_notes = "\n".join(t for t in (lane_note(art), scene_notes(scene)) if t)
+        if art.caption_notes:
+            art.caption.set_text(art.caption.get_text() + "\n" + art.caption_notes)
     if ax_loss is not None:
         draw_loss(scene, update, art, looks)
     elif not own:   # one panel of someone else's figure: a short legend of the runs
@@ -196,8 +204,9 @@ def thin_paths(scene, art, update=None) -> dict:
     """``art.thin``: for each run, the indices of the points of its drawn part (up to
     where it left the view) that its lines pass through on ``art``'s figure
     (``path_thin.thin_indices`` at ``pixel_scale``, at most ``vertex_limit``): the
-    start, the end, the update shown and its next point, the lowest loss, and what the
-    line needs to look as the whole path does. Lines already drawn whole (the thin
+    start, the end, the update shown and its next point, the lowest loss, the points
+    furthest left, right, down and up (``extreme_points``), and what the line needs to
+    look as the whole path does. Lines already drawn whole (the thin
     whole runs, a path drawn whole) are set to them. Call again after the figure grows."""
     fig = art.ax_path.figure
     scale, limit = thin.pixel_scale(scene.box, fig), thin.vertex_limit(fig)
@@ -213,6 +222,7 @@ def thin_paths(scene, art, update=None) -> dict:
             ok = np.flatnonzero(np.isfinite(loss[:n]))
         if len(ok):   # loss[k] is the loss at path point k
             keep.append(int(ok[np.argmin(loss[ok])]))
+        keep += extreme_points(c[:n])
         out[key] = thin.thin_indices(c[:n], scale, keep, limit=limit)
     art.thin = out
     for key, line in art.rests.items():
@@ -221,6 +231,17 @@ def thin_paths(scene, art, update=None) -> dict:
         for key, line in art.paths.items():
             line.set_data(scene.coords[key][out[key]].T)
     return out
+
+
+def extreme_points(c) -> list:
+    """The indices of the finite points of ``c`` (n, 2) furthest left, right, down and
+    up (the first of equals): a thinned line keeps them, so it spans what the path does."""
+    c = np.asarray(c, np.float64).reshape(-1, 2)
+    ok = np.flatnonzero(np.all(np.isfinite(c), axis=1))
+    if not len(ok):
+        return []
+    f = c[ok]
+    return [int(ok[j]) for j in (*np.argmin(f, axis=0), *np.argmax(f, axis=0))]
 
 
 def _update_ends(scene, update) -> list:
@@ -274,7 +295,8 @@ def _step_marker(key, look, dots) -> str:
 ZOOM_BOX_Z = style.ROLE_LOOKS["current"].zorder - 0.1   # a zoom box: over the paths and star, under the rings
 # a close-up's box on the paths: dotted, so its edges never read as a dashed run's path
 ZOOM_BOX_LOOK = dict(fill=False, lw=1.3, ls=(0, (1.0, 1.8)), capstyle="round")
-_MIDDLE_Z = style.RULE_LOOKS["momentum"].zorder   # the lowest rule: the remainders keep the rules' order from rest.zorder up
+# the lowest rule: the remainders keep the rules' order from rest.zorder up
+_MIDDLE_Z = style.RULE_LOOKS["momentum"].zorder
 REST_TINT = 0.4    # a path after the update shown: its colour this far towards white
 REST_WIDTH = 1.3   # and this wide (thinner than every rule's line), in the rule's dash
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["renderer_of", "Obstacles", "candidates", "spot_cost", "best_spot", "place_text", "panel_obstacles",
-           "text_box", "boxes_overlap", "leader_cost", "leader_through_boxes", "TOUCH", "HARD"]
+__all__ = ["renderer_of", "Obstacles", "candidates", "spot_cost", "spot_costs", "best_spot", "place_text",
+           "panel_obstacles", "text_box", "boxes_overlap", "leader_cost", "leader_through_boxes", "TOUCH", "HARD"]
 
 SAMPLE_PX = 2.0      # path samples this far apart
 PAD_PX = 2.0         # a label keeps this many pixels off a path
@@ -66,11 +66,7 @@ class Obstacles:
     def add_polyline(self, xy, spacing=SAMPLE_PX, weight=1.0) -> None:
         xy = np.asarray(xy, np.float64).reshape(-1, 2)
         xy = xy[np.all(np.isfinite(xy), axis=1)]
-        out = [xy]
-        for a, b in zip(xy[:-1], xy[1:]):
-            n = min(2000, max(2, int(np.hypot(*(b - a)) / spacing) + 1))
-            out.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
-        self._points.append(np.concatenate(out))
+        self._points.append(np.concatenate([xy, along_segments(xy, spacing, 2000)]))
         self._weights.append(np.full(len(self._points[-1]), float(weight)))
 
     def add_box(self, box) -> None:
@@ -80,6 +76,21 @@ class Obstacles:
         x, y = xy
         if np.isfinite(x) and np.isfinite(y):
             self.add_box((x - radius, y - radius, x + radius, y + radius))
+
+
+def along_segments(xy, spacing, most) -> np.ndarray:
+    """Points along each segment of the polyline ``xy`` (m, 2): for each, its ends and
+    evenly spaced points between, about ``spacing`` apart (2 to ``most`` a segment), as
+    ``np.linspace`` spaces them; one pass for the whole line."""
+    xy = np.asarray(xy, np.float64).reshape(-1, 2)
+    if len(xy) < 2:
+        return np.zeros((0, 2))
+    a, d = xy[:-1], np.diff(xy, axis=0)
+    n = np.minimum(most, np.maximum(2, (np.hypot(d[:, 0], d[:, 1]) / spacing).astype(np.int64) + 1))
+    seg = np.repeat(np.arange(len(a)), n)
+    j = np.arange(len(seg)) - np.repeat(np.cumsum(n) - n, n)
+    t = j / np.repeat(n - 1, n).astype(np.float64)
+    return a[seg] + t[:, None] * d[seg]
 
 
 def spot_cost(obs: Obstacles, box, pad=PAD_PX, points=None, touch=0.0) -> float:
@@ -115,16 +126,47 @@ def candidates(anchor, size, radii=(5.0, 10.0, 18.0, 30.0)) -> list:
     return out
 
 
+def spot_costs(obs: Obstacles, boxes, pad=PAD_PX, points=None, touch=0.0) -> np.ndarray:
+    """``spot_cost`` of each of ``boxes`` (k, 4) at once (the same numbers, one pass
+    over the path samples per box instead of one Python call)."""
+    b = np.asarray(boxes, np.float64).reshape(-1, 4)
+    pts, w = (obs.points, obs.weights) if points is None else points
+    out = np.zeros(len(b))
+    if len(pts):
+        x, y = pts[:, 0], pts[:, 1]
+        for s in range(0, len(b), 32):   # (32, points) booleans at a time
+            q = b[s:s + 32]
+            under = ((x >= q[:, :1] - pad) & (x <= q[:, 2:3] + pad)
+                     & (y >= q[:, 1:2] - pad) & (y <= q[:, 3:4] + pad))
+            out[s:s + 32] = under.astype(np.float64) @ w + np.where(under.any(axis=1), touch, 0.0)
+    if obs.boxes:
+        o = np.asarray(obs.boxes, np.float64)
+        hit = ((b[:, None, 0] - 1.0 < o[None, :, 2]) & (b[:, None, 2] + 1.0 > o[None, :, 0])
+               & (b[:, None, 1] - 1.0 < o[None, :, 3]) & (b[:, None, 3] + 1.0 > o[None, :, 1]))
+        out += HARD * np.count_nonzero(hit, axis=1)
+    f = obs.frame
+    off = (b[:, 0] < f[0] + 1) | (b[:, 1] < f[1] + 1) | (b[:, 2] > f[2] - 1) | (b[:, 3] > f[3] - 1)
+    return out + np.where(off, OUTSIDE, 0.0)
+
+
 def best_spot(obs: Obstacles, anchor, size, radii=(5.0, 10.0, 18.0, 30.0), near=0.15, extra=None, touch=0.0):
     """The cheapest box (``spot_cost`` with ``touch`` plus ``near`` per pixel of radius,
-    plus ``extra(box)`` if given) of ``candidates`` around ``anchor``."""
-    pts = (obs.points, obs.weights)
+    plus ``extra(box)`` if given, which must be >= 0) of ``candidates`` around
+    ``anchor``; of equal costs, the first candidate. ``extra`` is asked only of the
+    boxes that could still win (their cost without it below the best so far)."""
+    cands = candidates(anchor, size, radii)
+    boxes = np.asarray([c[:4] for c in cands], np.float64).reshape(-1, 4)
+    base = spot_costs(obs, boxes, touch=touch) + near * np.asarray([c[4] for c in cands], np.float64)
+    if extra is None:
+        return tuple(float(v) for v in boxes[int(np.argmin(base))]) if len(boxes) else None
     best, cost = None, np.inf
-    for *box, r in candidates(anchor, size, radii):
-        c = spot_cost(obs, box, points=pts, touch=touch) + near * r + (extra(box) if extra else 0.0)
-        if c < cost:
-            best, cost = tuple(box), c
-    return best
+    for i in np.argsort(base, kind="stable"):   # cheapest first: the rest can only lose
+        if base[i] > cost:
+            break
+        c = base[i] + extra(tuple(float(v) for v in boxes[i]))
+        if c < cost or (c == cost and i < best):
+            best, cost = int(i), c
+    return None if best is None else tuple(float(v) for v in boxes[best])
 
 
 def leader_cost(obs: Obstacles, start, end, near=2.0, points=None) -> float:

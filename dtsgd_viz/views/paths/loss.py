@@ -2,18 +2,18 @@
 rule's look (``style.run_looks``), named just right of the panel at its line's end (no
 legend; the x axis ends just past the data), the update shown marked by a dot per run
 at the loss before it (rings round the last where they coincide), the updates whose
-mean loss the headline compares (``mark_window``), and where a run diverged. ``views.paths.frames`` calls it; the geometry is the
-``PathScene``'s.
+mean loss the headline compares (``mark_window``), and where a run diverged.
+``views.paths.frames`` calls it; the geometry is the ``PathScene``'s.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import geometry as geo
 from ..core import style
-from ..text.direct import READABLE_GAP, axes_height_points, label_ends, spread
 from ..shards.geometry import minmax_indices
+from ..text.direct import READABLE_GAP, axes_height_points, label_ends, spread
+from . import geometry as geo
 
 __all__ = ["draw_loss", "mark_window", "air_between_ends", "LOSS_XLABEL", "LOSS_YLABEL", "LOSS_TITLE",
            "nest_loss_dots", "thin_loss", "loss_columns", "DOT_SIZE",

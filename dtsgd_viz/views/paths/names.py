@@ -10,10 +10,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import geometry as geo
 from ..core import style
-from .labels import (HARD, TOUCH, best_spot, leader_cost, leader_through_boxes, panel_obstacles,
-                          place_text, renderer_of, text_box)
+from . import geometry as geo
+from .labels import (
+    HARD,
+    TOUCH,
+    along_segments,
+    best_spot,
+    leader_cost,
+    leader_through_boxes,
+    panel_obstacles,
+    place_text,
+    renderer_of,
+    text_box,
+)
 from .scene import minimum_on_plane
 
 __all__ = ["draw_start_and_minima", "place_names", "name_runs", "open_rings_on_star", "NAME_OFFSET",
@@ -164,19 +174,25 @@ def _px_samples(ax, c, spacing=3.0) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         xy = ax.transData.transform(np.asarray(c, np.float64).reshape(-1, 2))
     xy = xy[np.all(np.isfinite(xy), axis=1)]
-    out = [xy]
-    for a, b in zip(xy[:-1], xy[1:]):
-        n = min(500, max(2, int(np.hypot(*(b - a)) / spacing) + 1))
-        out.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
-    return np.concatenate(out) if len(xy) else np.zeros((0, 2))
+    return np.concatenate([xy, along_segments(xy, spacing, 500)]) if len(xy) else np.zeros((0, 2))
 
 
-def _min_dist(a, b) -> np.ndarray:
+def _min_dist(a, b, within=None) -> np.ndarray:
+    """Each point of ``a`` (n, 2): its distance to the nearest point of ``b`` (m, 2).
+    With ``within``, only the points of ``b`` in the box of ``a`` grown by ``within``
+    are measured (a distance beyond ``within`` may come back larger, or ``inf``):
+    memory 512 * m at most."""
+    a = np.asarray(a, np.float64).reshape(-1, 2)
+    b = np.asarray(b, np.float64).reshape(-1, 2)
+    if within is not None and len(a) and len(b):
+        lo, hi = a.min(axis=0) - within, a.max(axis=0) + within
+        b = b[(b[:, 0] >= lo[0]) & (b[:, 0] <= hi[0]) & (b[:, 1] >= lo[1]) & (b[:, 1] <= hi[1])]
     if not len(b):
         return np.full(len(a), np.inf)
     out = np.empty(len(a))
     for i in range(0, len(a), 512):
-        out[i:i + 512] = np.min(np.linalg.norm(a[i:i + 512, None, :] - b[None, :, :], axis=-1), axis=1)
+        d = a[i:i + 512, None, :] - b[None, :, :]
+        out[i:i + 512] = np.sqrt(np.min(np.einsum("ijk,ijk->ij", d, d), axis=1))
     return out
 
 
@@ -225,7 +241,8 @@ def name_runs(scene, art, looks) -> dict:
             def leader(box, anchor=anchor):   # other paths its leader would cross
                 end = np.clip(anchor, box[:2], box[2:])
                 seg = anchor + np.linspace(0.0, 1.0, 12)[:, None] * (end - anchor)
-                return LEADER_CROSSING * float(np.count_nonzero(_min_dist(seg, others) < 2.5))
+                near = _min_dist(seg, others, within=2.5)  # noqa: B023
+                return LEADER_CROSSING * float(np.count_nonzero(near < 2.5))
             box = best_spot(obs, anchor, size, radii=RUN_RADII, extra=leader)
             cost = _spot_total(obs, box, anchor, leader) - 0.2 * min(gap[i], 40.0)
             if best is None or cost < best[0]:

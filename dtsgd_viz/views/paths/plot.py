@@ -47,15 +47,12 @@ import dataclasses
 
 from . import geometry as geo
 from .animation import animate
-import numpy as np
-
-from .frames import DOTS_MEET, UPDATE_NOTE, PathArtists, caption_text, draw_scene, ring_k
 from .findings import findings_of
-from .titles import MIN_ARROW_PX, arrow_lengths, path_title, short_arrows, short_note  # noqa: F401
-from .lanes import lane_note
-from .names import open_rings_on_star
+from .frames import UPDATE_NOTE, PathArtists, caption_text, draw_scene, ring_k
 from .loss import air_between_ends, mark_window, nest_loss_dots
-from .scene import PathScene, build_scene, default_update, scene_notes
+from .names import open_rings_on_star
+from .scene import PathScene, build_scene, default_update
+from .titles import MIN_ARROW_PX, arrow_lengths, path_title, short_arrows, short_note  # noqa: F401
 
 __all__ = ["plot_paths", "animate", "draw_paths", "PathsView"]
 
@@ -101,14 +98,19 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Non
     auto = update is None
     if auto:
         update = default_update(scene)
+    # laid out once (to name the runs) with the caption's notes in place; the caption's
+    # last changes below keep its height, else the figure is laid out again before the
+    # rings and loss dots are measured on it
     fig, art = draw_scene(scene, update, ax, arrows is not False, zoom=zoom, auto=auto,
-                          run_names=ax is None, whole=True)
+                          run_names=ax is None, whole=True,
+                          notes=not zoom and update is not None)
+    laid_out = art.caption.get_text().count("\n") if art.caption is not None else None
     if ax is None:
         air_between_ends(art)   # on the laid-out figure (draw_scene laid it out to name the runs)
         mark_window(art, findings_of(scene))   # the updates whose mean loss the headline compares
     if zoom or update is None:
         return fig
-    tail = None
+    tail = art.caption_tail
     short = short_arrows(scene, art, update) if art.arrows else []
     speck = art.arrows and min(arrow_lengths(art).values()) < MIN_ARROW_PX
     if art.arrows and arrows is None and (short or speck):
@@ -125,17 +127,19 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Non
     elif arrows is False and art.note is None:
         art.title.set_text(path_title(scene, update, auto, tuple(scene.coords)))
         tail = UPDATE_NOTE.format(k=int(update))
-    if tail is not None and art.caption is not None:
-        art.caption_tail = tail
-        art.caption.set_text(caption_text(update, tail, True, ring_k(scene, update)))
-    notes = "\n".join(t for t in (lane_note(art), scene_notes(scene)) if t)
-    if notes and art.caption is not None:
-        art.caption.set_text(art.caption.get_text() + "\n" + notes)
+    art.caption_tail = tail
+
+    def caption(dots_meet=True):
+        head = caption_text(update, tail, True, ring_k(scene, update), dots_meet)
+        return head + ("\n" + art.caption_notes if art.caption_notes else "")
     if ax is None:   # the rings on the star and the loss dots, measured on the final layout
-        fig.draw_without_rendering()
+        if art.caption is not None and caption().count("\n") != laid_out:
+            art.caption.set_text(caption())
+            fig.draw_without_rendering()
         open_rings_on_star(art)
-        if not nest_loss_dots(art.loss_markers) and art.caption is not None:
-            art.caption.set_text(art.caption.get_text().replace(DOTS_MEET, ""))
+        met = nest_loss_dots(art.loss_markers)
+        if art.caption is not None:
+            art.caption.set_text(caption(met))
     return fig
 
 

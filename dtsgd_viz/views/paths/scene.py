@@ -11,11 +11,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import geometry as geo
 from ..core import style
 from ..core.empty import check_not_empty
+from . import geometry as geo
 
-__all__ = ["PathScene", "build_scene", "default_update", "finding", "settings_line", "scene_notes",
+__all__ = ["PathScene", "build_scene", "default_update", "settings_line", "scene_notes",
            "minimum_on_plane"]
 
 
@@ -136,7 +136,7 @@ def default_update(scene: PathScene, upto: int | None = None) -> int | None:
     allowed = np.ones(n, bool)
     if upto is not None:
         allowed &= np.asarray(recs[0].steps[:n]) <= int(upto)
-    for key, at in scene.diverged.items():
+    for _key, at in scene.diverged.items():
         if at is not None:
             allowed[max(0, int(at) - 1):] = False   # update ``at`` is where it left
     arrows = np.ones(n, bool)   # update_geometry.why_no_arrows for every update at once
