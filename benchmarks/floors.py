@@ -44,12 +44,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import overhead as ob  # noqa: E402  (sets up the 8 devices; its measuring helpers are ours)
-
-import dtsgd_viz  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 from tensorflow.experimental import dtensor  # noqa: E402
 
+import dtsgd_viz  # noqa: E402
 from dtsgd_viz import dtensor as _dtensor  # noqa: E402
 
 NESTEROV = ob.NESTEROV
@@ -216,7 +215,7 @@ def main(argv=None):
     fresh = next(v for v, g, f in rows if v.name == "floor: fresh fill (numpy)")
     fill = (statistics.median(fresh.times) - statistics.median(variants[0].times))
     workload = f"{args.n}x{args.n} on 2x4"
-    print(f"\n| workload | recorder settings | ratio to plain | floor (what it is) | floor ratio "
+    print("\n| workload | recorder settings | ratio to plain | floor (what it is) | floor ratio "
           "to plain | extra / floor's extra | target | met |\n|---|---|---|---|---|---|---|---|")
     print(f"| {workload} | plain step: {variants[0].settings} | 1.00x | | | | | |")
     for v, group, floor in rows:

@@ -29,12 +29,11 @@ bytes a stats recording keeps per step, measured with tracemalloc.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
 import tracemalloc
-
-import os
 
 import numpy as np
 

@@ -169,7 +169,8 @@ def _setups(path, scratch):
     ``.npz`` files the load is also timed on."""
     from dtsgd_viz.recording.store import StoreReader
     from dtsgd_viz.views.shards.plot import draw_shards
-    from dtsgd_viz.widgets import LiveMonitor, live_monitor as lm
+    from dtsgd_viz.widgets import LiveMonitor
+    from dtsgd_viz.widgets import live_monitor as lm
 
     rec = dtsgd_viz.load_recording(path)
     name = max(rec.variables, key=lambda v: rec.geometry(v).num_unique)  # the most lines

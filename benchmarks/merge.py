@@ -22,11 +22,10 @@ bytes). Ratios are merge / floor.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-
 import pathlib
+import statistics
 import sys
+import time
 
 import numpy as np
 
@@ -69,9 +68,9 @@ def main(argv=None) -> None:
                       for v in range(len(whole.records)) for k in KINDS]
             outputs = [b for r in merged.records for b in r.blocks.values()]
             t_merge, t_cat, t_copy = _median_times(
-                [lambda: merge_recordings(parts),
-                 lambda: [np.concatenate(x, axis=1) for x in inputs],
-                 lambda: [np.copy(b) for b in outputs]], args.reps)
+                [lambda: merge_recordings(parts),  # noqa: B023, F821
+                 lambda: [np.concatenate(x, axis=1) for x in inputs],  # noqa: B023, F821
+                 lambda: [np.copy(b) for b in outputs]], args.reps)  # noqa: B023, F821
             mib = sum(b.nbytes for b in outputs) / 2**20
             print(f"{clients:>7}  {which:<10} {mib:>10.0f} {1e3 * t_merge:>9.1f} "
                   f"{1e3 * t_cat:>9.1f} {1e3 * t_copy:>8.1f} {t_merge / t_cat:>11.2f}x "

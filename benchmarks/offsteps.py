@@ -19,7 +19,6 @@ import dtsgd_viz
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import overhead as ob  # noqa: E402  (sets up the devices)
-
 import tf_keras  # noqa: E402
 
 

@@ -41,10 +41,9 @@ import dtsgd_viz
 dtsgd_viz.setup_devices(8)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import workloads  # noqa: E402
-
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
+import workloads  # noqa: E402
 from tensorflow.experimental import dtensor  # noqa: E402
 
 from dtsgd_viz import dtensor as _dtensor  # noqa: E402

@@ -67,8 +67,8 @@ def big_mesh():
     """``(recording, plan, update recording)`` of a (64, 64) parameter on 64 devices, plain
     data (the test helper's synthetic recordings)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    from tests.helpers.synthetic_recording import recording
     from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan
+    from tests.helpers.synthetic_recording import recording
     mesh = MeshSpec.create({"batch": 8, "model": 8})
     r = recording([("w", (64, 64), ("batch", "model"))], steps=20, mesh=mesh)
     plan = memory_plan({"w": ((64, 64), "float32", LayoutSpec(("batch", "model"), mesh))})

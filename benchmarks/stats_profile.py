@@ -24,25 +24,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import sys
 import time
 
 import numpy as np
 
-import os
-
 import dtsgd_viz
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import overhead as ob  # noqa: E402  (sets up the devices; its workloads are ours)
-
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 
-from dtsgd_viz.recorder import capture as _capture  # noqa: E402
 from dtsgd_viz import dtensor as _dtensor  # noqa: E402
 from dtsgd_viz.models import examples as models  # noqa: E402
+from dtsgd_viz.recorder import capture as _capture  # noqa: E402
 from dtsgd_viz.recorder import recorder as recorder_mod  # noqa: E402
 
 NESTEROV = ob.NESTEROV

@@ -89,7 +89,7 @@ def run(n, folder):
     loops = {k: (rec.loop(10**9) if rec is not None else None) for k, (_, rec) in variants.items()}
     times = {k: [] for k in variants}
     for block in range(BLOCKS + 1):
-        for name, (step, rec) in variants.items():
+        for name, (step, _rec) in variants.items():
             start = time.perf_counter()
             for _ in range(BLOCK):
                 if loops[name] is not None:

@@ -35,10 +35,10 @@ CONFIGS = {
 
 def reference_recording(surface, steps, learning_rate, momentum, nesterov):
     """A full-mode ``Recording`` of ``steps`` updates made by the numpy reference."""
-    from dtsgd_viz.theory import reference
     from dtsgd_viz.geometry import shard_geometry
     from dtsgd_viz.recording.recording import Hyperparameters, Recording, VariableRecord
     from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    from dtsgd_viz.theory import reference
 
     start = surface.default_start.astype(np.float32)
     p, v = start, np.zeros_like(start)

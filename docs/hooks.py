@@ -12,6 +12,11 @@
 - A widget cannot run on a static page. ``notebooks/build.py`` stores each widget's last
   picture (a PNG) beside its view in the notebook; here the view is replaced by that
   picture, and the widget manager (a script from a CDN) is left out.
+- The site loads nothing from the network, so that it works opened from files: the
+  tutorials' math is typeset by the MathJax 2.7 that ``jupyter-server-mathjax`` ships
+  (the ``docs`` extra), copied to ``assets/mathjax/``; the theme uses the system fonts
+  (``mkdocs.yml``: ``font: false``); nbconvert's Mermaid loader (it imports Mermaid
+  from a CDN) is left out of pages that have no diagram.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import sys
 
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
+from mkdocs.utils import get_relative_url
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -58,6 +64,13 @@ def on_files(files, config):
                           use_directory_urls=config.use_directory_urls))
     for uri, text in reference_pages().items():
         files.append(File.generated(config, uri, content=text))
+    for path in mathjax_files():
+        rel = path.relative_to(mathjax_root()).as_posix()
+        if rel in MATHJAX_PATCHES:
+            files.append(File.generated(config, f"{MATHJAX_DIR}/{rel}", content=patched(path, rel)))
+        else:
+            files.append(File.generated(config, f"{MATHJAX_DIR}/{rel}", abs_src_path=str(path)))
+    files.append(File.generated(config, f"{MATHJAX_DIR}/{MATHJAX_CONFIG}", content=MATHJAX_FONTS))
     return files
 
 
@@ -139,6 +152,84 @@ def module_members(mod):
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")]
 
 
+# ---------------------------------------------------------------------------- offline
+
+MATHJAX_DIR = "assets/mathjax"  # where the site keeps MathJax (mkdocs.yml: custom_mathjax_url)
+
+
+def mathjax_root() -> pathlib.Path:
+    """The MathJax 2.7 files that ``jupyter-server-mathjax`` ships (``MathJax.js``,
+    ``config/``, ``jax/``, ``fonts/``, ...)."""
+    try:
+        import jupyter_server_mathjax
+    except ImportError as e:
+        raise RuntimeError("The tutorials' math needs MathJax from jupyter-server-mathjax: "
+                           "pip install -e '.[docs]'") from e
+    return pathlib.Path(jupyter_server_mathjax.__file__).resolve().parent / "static"
+
+
+# jupyter-server-mathjax ships the STIX-Web fonts only (MathJax's default, TeX, is left
+# out): the site's configuration, which custom_mathjax_url names after the others
+# ("config=...,local/dtsgd_viz"), makes the HTML-CSS output use them, as Jupyter does
+MATHJAX_CONFIG = "config/local/dtsgd_viz.js"
+MATHJAX_FONTS = """MathJax.Hub.Config({
+  "HTML-CSS": {availableFonts: [], preferredFont: null, webFont: "STIX-Web", imageFont: null}
+});
+MathJax.Ajax.loadComplete("[MathJax]/config/local/dtsgd_viz.js");
+"""
+
+
+# The speech rule engine of MathJax's accessibility explorer (loaded only when a reader
+# turns the explorer on in MathJax's menu) fetches its rules and an XPath polyfill from a
+# CDN: here it takes the copies beside it (extensions/a11y/mathmaps/, wgxpath.install.js).
+MATHJAX_PATCHES = {
+    "extensions/a11y/mathjax-sre.js": [
+        ('sre.Variables.url="https://cdn.jsdelivr.net/npm/speech-rule-engine@"'
+         '+sre.Variables.VERSION+"/lib/mathmaps"',
+         'sre.Variables.url=MathJax.Ajax.fileURL("[a11y]/mathmaps")'),
+        ('sre.Variables.WGXpath="https://cdn.jsdelivr.net/npm/wicked-good-xpath@1.3.0/dist/'
+         'wgxpath.install.js"',
+         'sre.Variables.WGXpath=MathJax.Ajax.fileURL("[a11y]/wgxpath.install.js")'),
+    ],
+}
+
+
+def patched(path: pathlib.Path, rel: str) -> str:
+    text = path.read_text(encoding="utf-8")
+    for old, new in MATHJAX_PATCHES[rel]:
+        if old not in text:  # another MathJax: look again at what it fetches
+            raise RuntimeError(f"MathJax's {rel} no longer holds {old!r}")
+        text = text.replace(old, new)
+    return text
+
+
+def mathjax_files():
+    root = mathjax_root()
+    return sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+_MATHJAX_SRC = re.compile(r'(<script\b[^>]*\bsrc=")(' + re.escape(MATHJAX_DIR) + r'/[^"]*)"')
+# nbconvert's loader of Mermaid (it imports Mermaid from a CDN when a page has a diagram)
+_MERMAID = re.compile(r'<script type="module">\s*document\.addEventListener\("DOMContentLoaded",'
+                      r'[^<]*?\.jp-Mermaid > pre\.mermaid.*?</script>', re.S)
+_MERMAID_DIAGRAM = re.compile(r'class="[^"]*\bjp-Mermaid\b')
+
+
+def offline(html: str, page_url: str) -> str:
+    """A tutorial page that loads nothing from the network: MathJax from the site (the
+    configured ``custom_mathjax_url`` is relative to the site's root, made relative to
+    the page here), and no Mermaid loader when the page has no diagram.
+
+    >>> offline('<script src="assets/mathjax/MathJax.js?config=X"> </script>', "notebooks/01_a/")
+    '<script src="../../assets/mathjax/MathJax.js?config=X"> </script>'
+    """
+    html = _MATHJAX_SRC.sub(
+        lambda m: f'{m.group(1)}{get_relative_url(m.group(2), page_url or ".")}"', html)
+    if not _MERMAID_DIAGRAM.search(html):
+        html = _MERMAID.sub("", html)
+    return html
+
+
 # ---------------------------------------------------------------------------- widgets
 
 _VIEW = re.compile(
@@ -178,7 +269,7 @@ def on_page_content(html, page, config, files):
     html = _VIEW.sub(picture, html)
     if not _VIEW.search(html):  # no live view left: no widget manager, no widget state
         html = _MANAGER.sub("", _STATE.sub("", html))
-    return site_links(html)
+    return offline(site_links(html), page.url)
 
 
 _NOTEBOOK_LINK = re.compile(r'href="(\d\d_[A-Za-z0-9_]+)\.ipynb(#[^"]*)?"')

@@ -7,11 +7,23 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from .geometry import ShardGeometry, shard_geometry
-from .recording import (KINDS, CommunicationPlan, CommunicationReport, MemoryPlan, MergeError,
-                        Part, Recording, RecordingFileError, communication_plan, load_recording,
-                        memory_plan, merge_recordings)
+from .recording import (
+    KINDS,
+    CommunicationPlan,
+    CommunicationReport,
+    MemoryPlan,
+    MergeError,
+    Part,
+    Recording,
+    RecordingFileError,
+    communication_plan,
+    load_recording,
+    memory_plan,
+    merge_recordings,
+)
 from .specs import UNSHARDED, LayoutSpec, MeshSpec
 
 __version__ = "0.1.0"
@@ -77,7 +89,8 @@ _MODULES = {
     "models": "models",
 }
 
-__all__ = [
+# the lazy names are listed from _LAZY and _MODULES, which pyright cannot follow
+__all__ = [  # pyright: ignore[reportUnsupportedDunderAll]
     "KINDS", "UNSHARDED", "CommunicationPlan", "CommunicationReport", "communication_plan",
     "LayoutSpec", "MemoryPlan", "MeshSpec", "MergeError", "Part",
     "Recording", "RecordingFileError", "ShardGeometry", "load_recording", "memory_plan",
@@ -90,7 +103,7 @@ __all__ = [
 _IMPORT_TENSORFLOW = ("optimizer", "recorder", "models")
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name in _LAZY or name in _MODULES:
         if (_MODULES.get(name) or _LAZY[name]).partition(".")[0] in _IMPORT_TENSORFLOW:
             from .dtensor import quiet_tensorflow_import
@@ -104,5 +117,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'dtsgd_viz' has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))

@@ -69,10 +69,10 @@ class Hook(Protocol):
     ``skipped_update(optimizer, iteration, loss_scale)``: called, eagerly or traced, for
     each update the scale skips, with the iteration it makes and the scale it used."""
 
-    def on_build(self, optimizer, variables) -> None:
+    def on_build(self, optimizer: Any, variables: Sequence[Any]) -> None:
         """Called once, eagerly, when the optimizer creates its slots for ``variables``."""
 
-    def before_update(self, optimizer, variables, params) -> None:
+    def before_update(self, optimizer: Any, variables: Sequence[Any], params: Sequence[Any]) -> None:
         """Called before each update with the parameter values about to change."""
 
     def after_update(self, event: UpdateEvent) -> None:

@@ -21,10 +21,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import progress as _progress
+
+if TYPE_CHECKING:
+    from .recording.recording import Recording
+    from .theory.surfaces.base import Surface
 
 VARIABLE = "w"
 """The name of the optimized variable in every recording ``run`` returns."""
@@ -63,7 +69,7 @@ def _check_int(name, value, low=1):
     return int(value)
 
 
-def check_start(surface, start) -> np.ndarray:
+def check_start(surface: Surface, start: ArrayLike | None) -> np.ndarray:
     shape = tuple(surface.shape)
     raw = surface.default_start if start is None else start
     try:
@@ -121,8 +127,9 @@ def _mesh_and_layout(surface, mesh):
     return mesh, _dtensor.replicated_layout(mesh, len(surface.shape))
 
 
-def run(surface, configs, steps, mesh=None, start=None, every=1,
-        progress: bool | Callable[[str, int, int], None] | None = None):
+def run(surface: Surface, configs: Mapping[str, Mapping[str, Any]], steps: int, mesh: Any = None,
+        start: ArrayLike | None = None, every: int = 1,
+        progress: bool | Callable[[str, int, int], None] | None = None) -> dict[str, Recording]:
     """Optimize ``surface`` with the real DTensor ``SGD`` once per config.
 
     Args:

@@ -19,11 +19,14 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
+Dims = Mapping[str, int] | Sequence[tuple[str, int]]
+"""Mesh dims as the functions here take them: ``{name: size}`` or ``[(name, size), ...]``."""
+
 UNSHARDED = "unsharded"
 """Sharding spec of a tensor dimension that every device holds whole (DTensor's name)."""
 
 
-def parse_dims(dims) -> tuple[tuple[str, ...], tuple[int, ...]]:
+def parse_dims(dims: Dims) -> tuple[tuple[str, ...], tuple[int, ...]]:
     if isinstance(dims, Mapping):
         pairs = list(dims.items())
     elif isinstance(dims, Sequence) and not isinstance(dims, (str, bytes)):
@@ -81,7 +84,7 @@ class MeshSpec:
             )
 
     @classmethod
-    def create(cls, dims, device_names: Sequence[str] | None = None, device_type: str = "CPU"):
+    def create(cls, dims: Dims, device_names: Sequence[str] | None = None, device_type: str = "CPU") -> MeshSpec:
         """A mesh spec from ``{name: size}`` or ``[(name, size), ...]``; devices named
         ``device_type:i`` unless given."""
         names, sizes = parse_dims(dims)

@@ -18,7 +18,7 @@ import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
 from tensorflow.experimental import dtensor  # noqa: E402
 
-from dtsgd_viz import dtensor as _dtensor
+from dtsgd_viz import dtensor as _dtensor  # noqa: E402
 
 NESTEROV = dict(learning_rate=0.01, momentum=0.9, nesterov=True)
 LAYERS, WIDTH = int(os.environ.get("LAYERS", "40")), 64

@@ -15,10 +15,10 @@ the counts of all-to-alls in the compiled per-device program come from
 from collections import Counter
 
 import common
-from common import Variant, first_calls, measure, report, make_step
+import tf_keras
+from common import Variant, first_calls, make_step, measure, report
 
 import dtsgd_viz
-import tf_keras
 
 
 def _sgd(exact=None):

@@ -12,13 +12,13 @@ setup_devices / make_mesh and to unpack shards.)
 """
 import sys
 
-import numpy as np
-
 import common
-from common import Variant, first_calls, measure, report, make_step, build_model, op_counts
+import numpy as np
 import tf_keras
+from common import Variant, build_model, first_calls, make_step, measure, op_counts, report
+from variants import control_pin_apply, plain_apply, relayout_apply, side_relayout_apply
+
 from dtsgd_viz import dtensor as _dtensor
-from variants import plain_apply, relayout_apply, side_relayout_apply, control_pin_apply
 
 STEPS = 30
 WRAPS = {"p": ("plain tf-keras DTensor SGD", plain_apply),

@@ -2,7 +2,6 @@
 besides dtsgd_viz's own optimizer where named)."""
 import tensorflow as tf
 from tensorflow.experimental import dtensor
-import common
 
 
 def plain_apply(opt, grads, variables):

@@ -87,9 +87,9 @@ def run_demo(steps=100, progress=False, file=None):
         @tf.function
         def step():
             with tf.GradientTape() as tape:
-                loss = tf.reduce_sum(C * (w - target) ** 2 / 2.0)
-            grads = tape.gradient(loss, [w])
-            opt.apply_gradients(zip(grads, [w]), loss=loss)
+                loss = tf.reduce_sum(C * (w - target) ** 2 / 2.0)  # noqa: B023
+            grads = tape.gradient(loss, [w])  # noqa: B023
+            opt.apply_gradients(zip(grads, [w]), loss=loss)  # noqa: B023
 
         start = time.perf_counter()
         with _bar(steps, f"[{i}/{len(CONFIGS)}] {name:<9}", progress, file) as bar:
@@ -150,6 +150,7 @@ def summary(runs, tol=1e-3) -> str:
         f"{f'mean k={a}-{b}':>14}  {'<=' + format(tol, 'g') + ' from k':>13}  {'rule check':>10}",
     ]
     from ..theory.reference import check_recording
+    assert found.to_tolerance is not None   # findings fills it whenever tol is given
     for run in runs:
         r = run.recording
         hp = r.hyperparameters

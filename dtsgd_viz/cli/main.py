@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-
 GIF_FRAMES = 20   # the report's default (report.GIF_FRAMES; not imported: --help stays light)
 
 

@@ -10,12 +10,33 @@ Importing it imports no TensorFlow: each function that needs it imports it throu
 ``quiet_tensorflow_import`` (TensorFlow's C++ start-up lines silenced).
 """
 
-from .convert import (layout_spec, local_device_ids, make_layout, mesh_spec, replicated_layout,
-                      shard_geometry_of, to_layout, to_mesh)
+from .convert import (
+                      layout_spec,
+                      local_device_ids,
+                      make_layout,
+                      mesh_spec,
+                      replicated_layout,
+                      shard_geometry_of,
+                      to_layout,
+                      to_mesh,
+)
 from .devices import ClientInfo, client_info, make_mesh, quiet_tensorflow_import, setup_devices
-from .values import (device_values, is_dtensor, is_dvariable, layout_of, live_layout,
-                     match_layout, put, relayout, replicated_scalar_variable, shard, to_numpy,
-                     unpack, variable, zeros_like_variable)
+from .values import (
+                      device_values,
+                      is_dtensor,
+                      is_dvariable,
+                      layout_of,
+                      live_layout,
+                      match_layout,
+                      put,
+                      relayout,
+                      replicated_scalar_variable,
+                      shard,
+                      to_numpy,
+                      unpack,
+                      variable,
+                      zeros_like_variable,
+)
 
 __all__ = [
     "ClientInfo", "client_info", "device_values", "is_dtensor", "is_dvariable", "layout_of",

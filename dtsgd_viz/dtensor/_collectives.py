@@ -32,11 +32,13 @@ from __future__ import annotations
 import collections
 import math
 import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from .devices import quiet_tensorflow_import
 from ._program import argument_variables, nested_programs, node_of, programs
+from .devices import quiet_tensorflow_import
 
 # lowered collective op -> kind, when the node name does not say (DTensor's names do)
 _OP_KIND = {
@@ -71,7 +73,8 @@ _WRITE_OPS = re.compile(
     r"^(Assign(Add|Sub)?VariableOp|Resource(Sparse)?Apply\w+|ResourceScatter\w+)$")
 
 
-def decode(wdef, flat, variables, mesh_from_string):
+def decode(wdef: Any, flat: Sequence[Any], variables: Sequence[Any],
+           mesh_from_string: Callable[[str], Any]) -> tuple[list[dict[str, Any]], Any]:
     """Every collective of the programs the wrapper ``wdef`` calls, in program order (a
     list of dicts, see the module docstring), and the live mesh they run on.
 
@@ -235,7 +238,7 @@ def _entry(prog, base, name, shape, starts, arg_var, source):
              fused_with=())
     source_node = prog.nodes.get(source)
     read = source_node is not None and source_node.op == "ReadVariableOp"
-    e["reads"] = arg_var.get(node_of(source_node.input[0])) if read else None
+    e["reads"] = arg_var.get(node_of(source_node.input[0])) if read and source_node is not None else None
     return e
 
 
@@ -284,8 +287,7 @@ def _fused_pieces(prog, nd):
     collective)."""
     pieces = []
     src = prog.producer(nd.input[0])
-    while src is not None and _COMBINED_IN.match(src.name):
-        m = _COMBINED_IN.match(src.name)
+    while src is not None and (m := _COMBINED_IN.match(src.name)):
         value = src.input[4]
         vsrc = prog.producer(value)
         if vsrc is not None and vsrc.name.endswith(_COMBINED_FLATTEN):
@@ -302,7 +304,7 @@ def _fused_pieces(prog, nd):
             for p, kind, shape, value in reversed(pieces)]
 
 
-def serves(entry, trainable: set[int]) -> tuple[str, object]:
+def serves(entry: Mapping[str, Any], trainable: set[int]) -> tuple[str, object]:
     """``(serves, live variable or None)`` of a decoded collective.
 
     - ``"gradient"``: an all-reduce (or reduce-scatter) whose result updates a trainable

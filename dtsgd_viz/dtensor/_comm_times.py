@@ -15,6 +15,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ._restore import quiet_stderr, run_restoring
 
@@ -23,7 +25,8 @@ _COLLECTIVE_OPS = {"CollectiveReduceV2", "CollectiveReduceV3", "CollectiveGather
                    "CollectiveBcastSendV2", "CollectiveBcastRecvV2"}
 
 
-def collective_times(fn, args, kwargs, variables) -> dict[str, float]:
+def collective_times(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any],
+                     variables: Sequence[Any]) -> dict[str, float]:
     """``{lowered node: mean microseconds per run on one device}`` from one profiled run of
     ``fn(*args, **kwargs)`` (``variables`` restored after it), over this client's devices."""
     from tensorflow.python.profiler.internal import _pywrap_profiler_plugin

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import collections
 import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,12 +37,20 @@ def node_of(ref: str) -> str:
     return ref.lstrip("^").split(":")[0]
 
 
+def _eager_context() -> Any:
+    """TensorFlow's eager context (``context()`` creates it on first use)."""
+    from tensorflow.python.eager import context
+    ctx = context.context()
+    assert ctx is not None  # context() creates the context when there is none
+    return ctx
+
+
 def _out_index(ref: str) -> int:
     parts = ref.split(":")
     return int(parts[2]) if len(parts) == 3 else 0
 
 
-def attr_string(attrs, key):
+def attr_string(attrs: Any, key: str) -> str | None:
     """A string attr (or the first of a list of them), else None."""
     if key not in attrs:
         return None
@@ -66,10 +76,10 @@ class Program:
         self._backward = None
         self.through = {}  # {collective operand: its result}, filled by _collectives
 
-    def producer(self, ref):
+    def producer(self, ref: str) -> Any:
         return self.nodes.get(node_of(ref))
 
-    def shape(self, ref):
+    def shape(self, ref: str) -> tuple[int, ...] | None:
         """The static shape of a tensor reference (its ``_output_shapes``), or None."""
         name = node_of(ref)
         if name in self.args:
@@ -89,7 +99,7 @@ class Program:
             nd = self.producer(nd.input[0])
         return nd
 
-    def const(self, ref):
+    def const(self, ref: str) -> np.ndarray | None:
         """The value of a constant (through Identity/Reshape/Squeeze), else None."""
         from tensorflow.python.framework import tensor_util
         nd = self._source(ref)
@@ -97,7 +107,7 @@ class Program:
             return tensor_util.MakeNdarray(nd.attr["value"].tensor)
         return None
 
-    def per_device_table(self, ref):
+    def per_device_table(self, ref: str) -> np.ndarray | None:
         """A value chosen per device, ``Slice(Const table, device-dependent begin)``: the
         table (one entry per device id); a plain constant (the same on every device)."""
         nd = self._source(ref)
@@ -126,7 +136,7 @@ class Program:
         return name in self._backward
 
 
-def flat_inputs(cf, args, kwargs) -> list:
+def flat_inputs(cf: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
     """The eager op's inputs in order: the flat call tensors, then the captured inputs."""
     tf = quiet_tensorflow_import()
     try:  # private: how the function itself flattens its call
@@ -139,7 +149,7 @@ def flat_inputs(cf, args, kwargs) -> list:
     return flat + list(cf.captured_inputs)
 
 
-def layout_string(value):
+def layout_string(value: Any) -> str | None:
     """The DTensor layout string of a value, or None for anything that is not a DTensor."""
     from tensorflow.experimental import dtensor
     try:
@@ -162,11 +172,10 @@ def _wrapper_matches(wdef, want) -> bool:
     return True
 
 
-def compiled_wrapper(cf, layouts):
+def compiled_wrapper(cf: Any, layouts: Sequence[str | None]) -> Any:
     """The wrapper DTensor compiled for ``cf`` with these input layouts (the last one
     compiled), or None when it has not compiled ``cf`` for them."""
-    from tensorflow.python.eager import context
-    ctx = context.context()
+    ctx = _eager_context()
     name = cf.name.decode() if isinstance(cf.name, bytes) else cf.name
     prefix = name + "__func_"
     found = None
@@ -178,22 +187,20 @@ def compiled_wrapper(cf, layouts):
     return found
 
 
-def programs(wdef):
+def programs(wdef: Any) -> Iterator[tuple[Any, Program, str | None]]:
     """``(call node, Program, mesh string or None)`` of each per-device program the
     wrapper calls."""
-    from tensorflow.python.eager import context
-    ctx = context.context()
+    ctx = _eager_context()
     for call in wdef.node_def:
         if call.op in ("StatefulPartitionedCall", "PartitionedCall") and "f" in call.attr:
             prog = Program(ctx.get_function_def(call.attr["f"].func.name))
             yield call, prog, attr_string(call.attr, "config") or attr_string(call.attr, "_mesh")
 
 
-def nested_programs(prog):
+def nested_programs(prog: Program) -> Iterator[Program]:
     """The functions a program calls, directly or not (While bodies, If branches, nested
     calls), as ``Program``s."""
-    from tensorflow.python.eager import context
-    ctx = context.context()
+    ctx = _eager_context()
     seen, todo = {prog.name}, _called(prog.fdef)
     while todo:
         fname = todo.pop()
@@ -218,7 +225,7 @@ def _called(fdef) -> list[str]:
     return names
 
 
-def argument_variables(call, prog, flat, variables) -> dict:
+def argument_variables(call: Any, prog: Program, flat: Sequence[Any], variables: Iterable[Any]) -> dict[str, Any]:
     """``{program resource arg: variable}``: the program's arg ``j`` is fed by the
     wrapper's input ``call.input[j] = 'op_input_k'``, i.e. by ``flat[k]``."""
     tf = quiet_tensorflow_import()

@@ -15,12 +15,14 @@ import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from .devices import quiet_tensorflow_import
 
 
 @contextlib.contextmanager
-def quiet_stderr():
+def quiet_stderr() -> Iterator[None]:
     """Hold fd 2 (TensorFlow's C++ lines about compiling and profiling) in a temporary
     file while the step runs, and replay it if the step raises. ``DTSGD_VIZ_TF_LOGS=1``
     keeps the lines."""
@@ -43,14 +45,14 @@ def quiet_stderr():
             os.close(saved)
 
 
-def snapshot(variables) -> list:
+def snapshot(variables: Iterable[Any]) -> list[Any]:
     """A copy of each variable's value, on its own layout."""
     tf = quiet_tensorflow_import()
     with tf.init_scope():
         return [tf.identity(v.read_value()) for v in variables]
 
 
-def restore(variables, saved) -> None:
+def restore(variables: Iterable[Any], saved: Iterable[Any]) -> None:
     tf = quiet_tensorflow_import()
     with tf.init_scope():
         for v, value in zip(variables, saved):
@@ -69,7 +71,8 @@ def _wait(out) -> None:
                 t.numpy()
 
 
-def run_restoring(fn, args, kwargs, variables, profile_dir=None) -> None:
+def run_restoring(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any],
+                  variables: Iterable[Any], profile_dir: str | None = None) -> None:
     """Call ``fn(*args, **kwargs)`` once (under the profiler, writing to ``profile_dir``,
     if given) and put every variable of ``variables`` back as it was."""
     tf = quiet_tensorflow_import()

@@ -19,6 +19,7 @@ needs set-up before the first DTensor op.
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 from ..recording.communication import Collective, CommunicationReport
 from ._collectives import decode, serves
@@ -31,12 +32,16 @@ from .model import unique_names
 __all__ = ["communication"]
 
 
-def communication(fn, *args, run=None, timings=False, **kwargs) -> CommunicationReport:
+def communication(fn: Any, *args: Any, run: bool | None = None, timings: bool = False,
+                  **kwargs: Any) -> CommunicationReport:
     """The collectives in the program DTensor compiled for ``fn(*args, **kwargs)``.
 
-    ``fn``: a ``tf.function`` (or a ``ConcreteFunction``) that runs on a DTensor mesh,
-    e.g. a training step (``tape.gradient`` and ``optimizer.apply_gradients``) or a
-    tf-keras ``model.train_function``. ``run``: ``None`` reads the program DTensor already
+    ``fn`` is a function, not an update number: a ``tf.function`` (or a
+    ``ConcreteFunction``) that runs on a DTensor mesh, e.g. your training step
+    (``tape.gradient`` and ``optimizer.apply_gradients``) or a tf-keras
+    ``model.train_function`` (with ``args`` an iterator of its dataset:
+    ``communication(model.train_function, iter(dataset))``); ``args``/``kwargs`` are
+    what one call of it takes. ``run``: ``None`` reads the program DTensor already
     compiled for these argument layouts and runs ``fn`` once only when there is none;
     ``True`` runs it first anyway, ``False`` never (raises if there is none). A run
     restores every variable ``fn`` captures (weights, optimizer slots and ``iterations``,
@@ -55,8 +60,8 @@ def communication(fn, *args, run=None, timings=False, **kwargs) -> Communication
     ``"activation gradient"`` or ``"activation"`` of the backward or forward pass, or
     ``"other"``; ``executed_as``/``executed_bytes`` tell what runs it::
 
-        step = models.train_step(model, opt, x, y)
-        report = dtsgd_viz.communication(step)        # the first time, runs it once
+        train_step = models.train_step(model, opt, x, y)     # a tf.function
+        report = dtsgd_viz.communication(train_step)  # the first time, runs it once
         report.compare(dtsgd_viz.communication_plan(model))   # [] : as the layouts say
         print(report)
     """
@@ -82,7 +87,9 @@ def communication(fn, *args, run=None, timings=False, **kwargs) -> Communication
     if wdef is None:
         raise ValueError(f"DTensor compiled no program for {_what(fn)}: does it run on a "
                          "DTensor mesh?")
-    entries, mesh = decode(wdef, flat, list(cf.variables), dtensor.Mesh.from_string)
+    # the TensorFlow stub's Mesh lacks from_string
+    from_string = dtensor.Mesh.from_string  # pyright: ignore[reportAttributeAccessIssue]
+    entries, mesh = decode(wdef, flat, list(cf.variables), from_string)
     times = {}
     if timings:
         from ._comm_times import collective_times

@@ -8,14 +8,19 @@ TensorFlow (see ``devices.quiet_tensorflow_import``).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..specs import LayoutSpec, MeshSpec
 from .devices import _tensorflow
 
+if TYPE_CHECKING:
+    from ..geometry import ShardGeometry
 
-def mesh_spec(mesh) -> MeshSpec:
+
+def mesh_spec(mesh: Any) -> MeshSpec:
     """The plain ``MeshSpec`` of a DTensor ``Mesh``: every device of the mesh, also those
     of other clients in a multi-client run."""
     local = tuple(mesh.local_devices())
@@ -33,7 +38,7 @@ def mesh_spec(mesh) -> MeshSpec:
     return MeshSpec(tuple(mesh.dim_names), tuple(mesh.shape()), tuple(names))
 
 
-def local_device_ids(mesh) -> tuple[int, ...]:
+def local_device_ids(mesh: Any) -> tuple[int, ...]:
     """The mesh devices whose shards ``unpack`` gives this process, in that order (all of
     them in a single-process run; ``(0,)`` without a mesh)."""
     if mesh is None:
@@ -41,12 +46,12 @@ def local_device_ids(mesh) -> tuple[int, ...]:
     return tuple(int(i) for i in mesh.local_device_ids())
 
 
-def layout_spec(layout) -> LayoutSpec:
+def layout_spec(layout: Any) -> LayoutSpec:
     """The plain ``LayoutSpec`` of a DTensor ``Layout``."""
     return LayoutSpec(tuple(layout.sharding_specs), mesh_spec(layout.mesh))
 
 
-def to_mesh(spec: MeshSpec):
+def to_mesh(spec: MeshSpec) -> Any:
     """A DTensor ``Mesh`` for a spec whose devices exist in this process (in a multi-client
     run: a mesh over every client, of which this client holds the devices of its task)."""
     tf, dtensor = _tensorflow()
@@ -60,26 +65,26 @@ def to_mesh(spec: MeshSpec):
     return dtensor.Mesh(list(spec.dim_names), ids, local, [spec.device_names[i] for i in local])
 
 
-def to_layout(spec: LayoutSpec):
+def to_layout(spec: LayoutSpec) -> Any:
     """A DTensor ``Layout`` for a spec (its mesh made by ``to_mesh``)."""
     _, dtensor = _tensorflow()
     return dtensor.Layout(list(spec.sharding_specs), to_mesh(spec.mesh))
 
 
-def make_layout(sharding_specs, mesh):
+def make_layout(sharding_specs: Sequence[str], mesh: Any) -> Any:
     """A DTensor ``Layout`` on a live ``mesh``, one sharding spec per dim, e.g.
     ``make_layout(["batch", "unsharded"], mesh)`` (``dtensor.Layout(specs, mesh)``)."""
     _, dtensor = _tensorflow()
     return dtensor.Layout(list(sharding_specs), mesh)
 
 
-def replicated_layout(mesh, rank: int):
+def replicated_layout(mesh: Any, rank: int) -> Any:
     """The DTensor ``Layout`` of rank ``rank`` replicated over every device of ``mesh``."""
     _, dtensor = _tensorflow()
     return dtensor.Layout.replicated(mesh, rank)
 
 
-def shard_geometry_of(shape, layout):
+def shard_geometry_of(shape: Sequence[int], layout: Any) -> ShardGeometry:
     """``shard_geometry`` for a live DTensor ``Layout``."""
     from ..geometry import shard_geometry
     return shard_geometry(shape, layout_spec(layout))

@@ -14,8 +14,10 @@ import functools
 import math
 import os
 import sys
+from types import ModuleType
+from typing import Any
 
-from ..specs import parse_dims
+from ..specs import Dims, parse_dims
 
 DEFAULT_CPU_DEVICES = 8
 MAX_CPU_DEVICES = 64
@@ -51,7 +53,7 @@ def _tensorflow():
     return tf, dtensor
 
 
-def quiet_tensorflow_import():
+def quiet_tensorflow_import() -> ModuleType:
     """Import TensorFlow (and its DTensor API) without its C++ start-up lines; returns the
     ``tensorflow`` module. The first call sets ``TF_CPP_MIN_LOG_LEVEL=3`` unless it is set
     already, and silences fd 2 while TensorFlow loads; ``DTSGD_VIZ_TF_LOGS=1`` keeps the
@@ -120,7 +122,7 @@ def setup_devices(num_devices: int = DEFAULT_CPU_DEVICES) -> int:
         ) from None
 
 
-def make_mesh(dims, device_type: str | None = None):
+def make_mesh(dims: Dims, device_type: str | None = None) -> Any:
     """A DTensor ``Mesh`` with named dims, e.g. ``make_mesh({"batch": 2, "model": 4})``.
 
     On CPU (the default) it creates the virtual devices it needs; with

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import Any
 
 from .model import optimizer_parts, unique_names
 
 __all__ = ["layer_caveats"]
 
 
-def layer_caveats(obj, batch_dims: tuple[str, ...]) -> dict[str, str]:
+def layer_caveats(obj: Any, batch_dims: tuple[str, ...]) -> dict[str, str]:
     """``{variable name: why}`` for the sharded variables of ``obj``'s layers whose
     gradient DTensor computes whole, then slices: ``ShardedConv2D`` weights (relaid out to
     replicated before the convolution) and embedding tables cut by rows (a sparse
-    gradient, made dense; a table cut by columns only is summed as its layout says). Names as ``memory_plan`` gives them; ``{}`` for an object without layers.
+    gradient, made dense; a table cut by columns only is summed as its layout says).
+    Names as ``memory_plan`` gives them; ``{}`` for an object without layers.
 
     ``batch_dims``: the mesh dims (of size > 1) the batch is split over."""
     layers = getattr(obj, "submodules", None)

@@ -4,11 +4,13 @@ optimizer's momentum slots. Duck-typed: importing this module imports no TensorF
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = ["is_tensorflow_object", "optimizer_parts", "slot_of", "unique_names", "variable_name"]
 
 
-def is_tensorflow_object(obj) -> bool:
+def is_tensorflow_object(obj: object) -> bool:
     """A live TensorFlow/tf-keras object (checked without importing TensorFlow)."""
     if "tensorflow" not in sys.modules:
         return False
@@ -16,12 +18,12 @@ def is_tensorflow_object(obj) -> bool:
                for c in type(obj).__mro__)
 
 
-def variable_name(var) -> str:
+def variable_name(var: Any) -> str:
     name = getattr(var, "name", None) or "variable"
     return name[:-2] if name.endswith(":0") else name
 
 
-def unique_names(variables) -> list[str]:
+def unique_names(variables: Iterable[Any]) -> list[str]:
     names, seen = [], {}
     for v in variables:
         base = variable_name(v)
@@ -30,7 +32,7 @@ def unique_names(variables) -> list[str]:
     return names
 
 
-def optimizer_parts(obj):
+def optimizer_parts(obj: Any) -> tuple[list[Any], Any, str, list[str]]:
     """(variables, optimizer or None, header, footer) of a model, optimizer or variables.
 
     A tf-keras optimizer keeps no reference to the parameters it updates, only their
@@ -61,7 +63,7 @@ def _hyper(opt) -> str:
     return f" (momentum={float(opt.momentum):g}, nesterov={bool(getattr(opt, 'nesterov', False))})"
 
 
-def slot_of(opt, var):
+def slot_of(opt: Any, var: Any) -> Any:
     """The momentum slot of ``var`` (None if the optimizer has none for it)."""
     if opt is None:
         return None

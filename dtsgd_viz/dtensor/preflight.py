@@ -26,6 +26,7 @@ error when the step is traced; ``explain_error(e)`` says what such an error mean
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from .values import is_dtensor, layout_of
 
@@ -144,7 +145,7 @@ def _conv_trap(layer) -> Trap | None:
                 "relays them out for the convolution)")
 
 
-def preflight(model) -> Preflight:
+def preflight(model: Any) -> Preflight:
     """The known DTensor traps in ``model`` (a built tf-keras model), before it trains."""
     if not hasattr(model, "layers") or not hasattr(model, "weights"):
         raise TypeError("preflight takes a built tf-keras model. Received: "
@@ -168,7 +169,7 @@ def preflight(model) -> Preflight:
     return Preflight(model.name, tuple(traps))
 
 
-def check_model(model) -> None:
+def check_model(model: Any) -> None:
     """Raise ``DTensorTrapError`` naming every known trap of ``model`` (none: returns)."""
     found = preflight(model)
     if found:
@@ -192,7 +193,7 @@ _KNOWN_ERRORS = (
 )
 
 
-def explain_error(error) -> str | None:
+def explain_error(error: BaseException | str) -> str | None:
     """What a DTensor error from tracing a step means and its fix, for the errors the
     recipes cover; None for an error it does not know."""
     text = str(error)

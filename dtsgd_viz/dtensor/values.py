@@ -8,8 +8,11 @@ imports no TensorFlow (see ``devices.quiet_tensorflow_import``).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from ..specs import LayoutSpec, MeshSpec
 from .convert import layout_spec, local_device_ids, to_layout
@@ -20,7 +23,7 @@ def _single_device_mesh(device: str) -> MeshSpec:
     return MeshSpec(("device",), (1,), (device or "/job:localhost/replica:0/task:0/device:CPU:0",))
 
 
-def is_dtensor(x) -> bool:
+def is_dtensor(x: Any) -> bool:
     """True for a DTensor or a ``DVariable`` (eagerly; symbolic values are never one)."""
     tf, dtensor = _tensorflow()
     value = x.read_value() if isinstance(x, tf.Variable) else x
@@ -38,13 +41,13 @@ def is_dtensor(x) -> bool:
         return False
 
 
-def is_dvariable(x) -> bool:
+def is_dvariable(x: Any) -> bool:
     """True for a ``DVariable`` (a variable laid out on a mesh)."""
     _, dtensor = _tensorflow()
     return isinstance(x, dtensor.DVariable)
 
 
-def layout_of(x) -> LayoutSpec:
+def layout_of(x: Any) -> LayoutSpec:
     """The layout spec of a DVariable or DTensor; a plain tensor or ``tf.Variable``
     is one shard on its own device."""
     tf, dtensor = _tensorflow()
@@ -55,7 +58,7 @@ def layout_of(x) -> LayoutSpec:
     return LayoutSpec.replicated(_single_device_mesh(getattr(x, "device", "")), rank)
 
 
-def live_layout(x):
+def live_layout(x: Any) -> Any:
     """The DTensor ``Layout`` of a DTensor value (``None`` for plain tensors)."""
     tf, dtensor = _tensorflow()
     if not is_dtensor(x):
@@ -64,7 +67,7 @@ def live_layout(x):
     return dtensor.fetch_layout(value)
 
 
-def unpack(x, copy=True) -> list[np.ndarray]:
+def unpack(x: Any, copy: bool = True) -> list[np.ndarray]:
     """Per-device numpy shards of a DTensor (mesh device order), or ``[x]`` for a plain
     value. Eager only; variables are read first. In a multi-client run only this
     client's shards, those of ``local_device_ids(mesh)``.
@@ -101,7 +104,7 @@ def _live_layout_arg(layout, what="layout"):
     return layout
 
 
-def put(array, layout):
+def put(array: ArrayLike, layout: Any) -> Any:
     """A DTensor with ``layout`` holding host ``array`` (built on host, copied to the
     mesh replicated, then relaid: random/host ops inside the mesh are avoided)."""
     tf, dtensor = _tensorflow()
@@ -118,7 +121,7 @@ def put(array, layout):
     return dtensor.relayout(replicated, layout)
 
 
-def shard(array, layout):
+def shard(array: ArrayLike, layout: Any) -> Any:
     """``array`` (numpy or anything ``np.asarray`` takes) as a DTensor laid out by
     ``layout`` (a DTensor ``Layout`` or a ``LayoutSpec``): each device gets its block.
 
@@ -134,14 +137,14 @@ def shard(array, layout):
     return put(array, layout)
 
 
-def relayout(value, layout):
+def relayout(value: Any, layout: Any) -> Any:
     """The DTensor ``value`` laid out by ``layout`` (a DTensor ``Layout`` or a
     ``LayoutSpec``): ``dtensor.relayout``, also inside a ``tf.function``."""
     _, dtensor = _tensorflow()
     return dtensor.relayout(value, _live_layout_arg(layout))
 
 
-def to_numpy(x) -> np.ndarray:
+def to_numpy(x: Any) -> np.ndarray:
     """The whole (global) value of a DTensor or DVariable as one numpy array, put back
     together from the blocks the devices hold (a plain tensor or variable: its value).
     In a multi-client run, of a value whose blocks this client's devices all hold (a
@@ -167,7 +170,7 @@ def to_numpy(x) -> np.ndarray:
     return geometry.assemble(np.stack([shards[at[0]] for _, at in held]))
 
 
-def device_values(x) -> list[np.ndarray]:
+def device_values(x: Any) -> list[np.ndarray]:
     """What each device holds of a DTensor or DVariable, in mesh device order (numpy
     copies; replicated blocks appear once per device holding them). In a multi-client
     run: this client's devices, ``mesh.local_device_ids()``."""
@@ -182,7 +185,7 @@ def _check_tensor(x, what):
                         f"Received: {type(x).__name__}.")
 
 
-def variable(array, layout=None, name=None, dtype=None):
+def variable(array: ArrayLike, layout: Any = None, name: str | None = None, dtype: DTypeLike | None = None) -> Any:
     """A ``DVariable`` holding ``array`` laid out by ``layout`` (a DTensor ``Layout`` or a
     ``LayoutSpec``; a plain ``tf.Variable`` when ``layout`` is None), e.g.
     ``dtsgd_viz.variable(np.zeros((8, 8), np.float32), dtensor.Layout(["batch", "model"],
@@ -194,7 +197,7 @@ def variable(array, layout=None, name=None, dtype=None):
     return dtensor.DVariable(put(array, _live_layout_arg(layout)), name=name)
 
 
-def replicated_scalar_variable(value, mesh, dtype):
+def replicated_scalar_variable(value: float, mesh: Any, dtype: Any) -> Any:
     """A scalar bookkeeping variable living on ``mesh`` (plain when ``mesh`` is None)."""
     tf, dtensor = _tensorflow()
     if mesh is None:
@@ -206,7 +209,7 @@ def replicated_scalar_variable(value, mesh, dtype):
 
 
 @contextlib.contextmanager
-def replicated_variables(mesh):
+def replicated_variables(mesh: Any) -> Iterator[None]:
     """Inside, every ``tf.Variable`` created becomes a ``DVariable`` replicated on ``mesh``
     (one copy per device, all updated together); does nothing when ``mesh`` is None. For
     bookkeeping variables a library creates on its own, e.g. a loss scale."""
@@ -230,7 +233,7 @@ def replicated_variables(mesh):
         yield
 
 
-def zeros_like_variable(var, dtype=None):
+def zeros_like_variable(var: Any, dtype: Any = None) -> Any:
     """A non-trainable variable shaped and laid out like ``var`` (same device(s))."""
     tf, dtensor = _tensorflow()
     layout = live_layout(var)
@@ -243,7 +246,7 @@ def zeros_like_variable(var, dtype=None):
         return dtensor.DVariable(zeros, trainable=False)
 
 
-def match_layout(value, var):
+def match_layout(value: Any, var: Any) -> Any:
     """``value`` relaid to ``var``'s layout when both are DTensors and differ."""
     _, dtensor = _tensorflow()
     layout = live_layout(var)

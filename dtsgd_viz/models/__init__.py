@@ -1,8 +1,18 @@
 """Example tf-keras models sharded with a ``LayoutMap`` (a conv net, a transformer block),
 their data, and the layers that keep weights sharded under DTensor."""
 
-from .examples import (LOSS, bars, conv_net, conv_net_layout_map, dataset, on_mesh,
-                       token_counts, train_step, transformer_block, transformer_layout_map)
+from .examples import (
+                       LOSS,
+                       bars,
+                       conv_net,
+                       conv_net_layout_map,
+                       dataset,
+                       on_mesh,
+                       token_counts,
+                       train_step,
+                       transformer_block,
+                       transformer_layout_map,
+)
 from .layers import ShardedConv2D, TableEmbedding
 
 __all__ = [

@@ -30,9 +30,13 @@ their names, so ``layout_map[name]`` looks up a recorded variable's layout::
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import tensorflow as tf
 import tf_keras
+from numpy.typing import ArrayLike
 from tensorflow.experimental import dtensor
 
 from .layers import ShardedConv2D, TableEmbedding
@@ -61,10 +65,10 @@ def _check_mesh(mesh, builder, sizes):
 
 
 def _layout(mesh, *specs):
-    return dtensor.Layout(list(specs), mesh)
+    return dtensor.Layout(list(specs), mesh)  # pyright: ignore[reportCallIssue]  # stub: Layout = Incomplete
 
 
-def conv_net_layout_map(mesh):
+def conv_net_layout_map(mesh: Any) -> Any:
     """``conv_net``'s layouts: conv kernels and biases by filter, the hidden dense layer by
     unit (all over ``model``), the output layer replicated."""
     u, m = "unsharded", "model"
@@ -79,7 +83,7 @@ def conv_net_layout_map(mesh):
     return lm
 
 
-def conv_net(mesh, *, seed=0, layout_map=None):
+def conv_net(mesh: Any, *, seed: int = 0, layout_map: Any = None) -> tf_keras.Model:
     """8x8x1 images -> conv 3x3 (8 filters, relu) -> 2x2 max pool -> conv 3x3 (8, relu)
     -> global average pool -> dense 16 (relu) -> 2 logits; seeded, sharded by
     ``conv_net_layout_map(mesh)`` unless ``layout_map`` is given."""
@@ -97,7 +101,7 @@ def conv_net(mesh, *, seed=0, layout_map=None):
         return tf_keras.Model(images, logits, name="conv_net")
 
 
-def transformer_layout_map(mesh):
+def transformer_layout_map(mesh: Any) -> Any:
     """``transformer_block``'s layouts: the embedding table by rows; attention by head
     (query, key, value kernels ``(width, heads, key_dim)`` on dim 1, the output kernel
     ``(heads, key_dim, width)`` on dim 0); the MLP by hidden unit; layer norms and head
@@ -117,7 +121,7 @@ def transformer_layout_map(mesh):
     return lm
 
 
-def transformer_block(mesh, *, seed=0, layout_map=None):
+def transformer_block(mesh: Any, *, seed: int = 0, layout_map: Any = None) -> tf_keras.Model:
     """Token ids ``(batch, 7)`` from a vocabulary of 16 -> embedding (width 16) ->
     ``x + attention(norm(x))`` (4 heads of 4, no biases) -> ``x + mlp(norm(x))`` (32 relu
     units) -> mean over tokens -> 2 logits (head initialised to zero); seeded, sharded by
@@ -150,7 +154,7 @@ def transformer_block(mesh, *, seed=0, layout_map=None):
         return tf_keras.Model(ids, logits, name="transformer_block")
 
 
-def bars(n=64, *, seed=0):
+def bars(n: int = 64, *, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``n`` 8x8x1 noisy images, each with one bright row (label 0) or column (label 1):
     ``(x float32 (n, 8, 8, 1), y int32 (n,))``."""
     rng = np.random.default_rng(seed)
@@ -165,7 +169,7 @@ def bars(n=64, *, seed=0):
     return x, y
 
 
-def token_counts(n=64, *, seed=0):
+def token_counts(n: int = 64, *, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``n`` sequences of 7 token ids from 0..15; label 1 when most of them come from the
     lower half of the vocabulary (0..7): ``(x int32 (n, 7), y int32 (n,))``."""
     rng = np.random.default_rng(seed)
@@ -178,13 +182,13 @@ def _batch_layout(mesh, rank):
     return _layout(mesh, "batch", *["unsharded"] * (rank - 1))
 
 
-def on_mesh(mesh, *arrays):
+def on_mesh(mesh: Any, *arrays: ArrayLike) -> tuple[Any, ...]:
     """Each array as a DTensor split over ``batch`` along its first dim (a tuple)."""
     from .. import dtensor as _dtensor
     return tuple(_dtensor.put(a, _batch_layout(mesh, np.ndim(a))) for a in arrays)
 
 
-def dataset(mesh, x, y, batch_size):
+def dataset(mesh: Any, x: np.ndarray, y: np.ndarray, batch_size: int) -> Any:
     """A repeating ``dtensor.DTensorDataset`` of ``(x, y)`` batches of ``batch_size`` split
     over ``batch``: what ``model.fit`` needs for a ``LayoutMap`` model (pass
     ``steps_per_epoch``)."""
@@ -194,7 +198,7 @@ def dataset(mesh, x, y, batch_size):
         layouts=(_batch_layout(mesh, np.ndim(x)), _batch_layout(mesh, np.ndim(y))))
 
 
-def train_step(model, optimizer, x, y):
+def train_step(model: tf_keras.Model, optimizer: Any, x: Any, y: Any) -> Callable[[], Any]:
     """A ``tf.function`` that does one update of ``model`` on ``(x, y)`` (DTensors, e.g.
     from ``on_mesh``) and returns the loss; the loss goes to ``apply_gradients`` too, so
     recordings show it."""

@@ -16,6 +16,8 @@ Two more recipes need no layer of their own (``dtsgd_viz.models`` follows both):
 
 from __future__ import annotations
 
+from typing import Any
+
 import tensorflow as tf
 import tf_keras
 from tensorflow.experimental import dtensor
@@ -30,7 +32,9 @@ def _replicated(value, variable):
     value = tf.convert_to_tensor(value)
     if layout is None:
         return value
-    return dtensor.relayout(value, dtensor.Layout.replicated(layout.mesh, layout.rank))
+    # the stub declares Layout as Incomplete, without its classmethods
+    replicated = dtensor.Layout.replicated(layout.mesh, layout.rank)  # pyright: ignore[reportAttributeAccessIssue]
+    return dtensor.relayout(value, replicated)
 
 
 class ShardedConv2D(tf_keras.layers.Conv2D):
@@ -67,15 +71,16 @@ class ShardedConv2D(tf_keras.layers.Conv2D):
             raise ValueError(f"ShardedConv2D supports groups=1 only (grouped convolutions "
                              f"go through XLA, outside DTensor). Received: groups={self.groups}.")
 
-    def convolution_op(self, inputs, kernel):
+    def convolution_op(self, inputs: Any, kernel: Any) -> Any:
         return super().convolution_op(inputs, _replicated(kernel, self.kernel))
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         if not self.use_bias:
             return super().call(inputs)
         outputs = self.convolution_op(inputs, self.kernel)
         outputs = tf.nn.bias_add(outputs, _replicated(self.bias, self.bias),
-                                 data_format=self._tf_data_format)
+                                 # tf_keras sets it to "NHWC" or "NCHW"; the stub wants a Literal
+                                 data_format=self._tf_data_format)  # pyright: ignore[reportArgumentType]
         if not tf.executing_eagerly() and inputs.shape.rank:
             outputs.set_shape(self.compute_output_shape(inputs.shape))
         return outputs if self.activation is None else self.activation(outputs)
@@ -102,5 +107,5 @@ class TableEmbedding(tf_keras.layers.Embedding):
     (2, 2, 3)
     """
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return tf.gather(tf.convert_to_tensor(self.embeddings), tf.cast(inputs, tf.int32))

@@ -7,30 +7,33 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def crc32(array) -> int:
+def crc32(array: ArrayLike) -> int:
     """The crc32 of ``array``'s values as bytes in C order (how the member is stored does
     not matter: a Fortran-ordered ``.npy`` gives the same)."""
     flat = np.ascontiguousarray(array).reshape(-1)
-    return zlib.crc32(flat.view(np.uint8)) if flat.size else 0
+    return zlib.crc32(flat.view(np.uint8).data) if flat.size else 0
 
 
-def member_checksums(arrays) -> dict[str, int]:
+def member_checksums(arrays: Mapping[str, ArrayLike]) -> dict[str, int]:
     """``{member: crc32}`` for the header of the file holding ``arrays``."""
     return {name: crc32(a) for name, a in arrays.items() if name != "meta"}
 
 
-def canonical_json(value) -> bytes:
+def canonical_json(value: Any) -> bytes:
     """``value`` as the bytes a checksummed JSON file holds (a store's ``commit.json`` and
     ``writing.json``, a ``.npz`` file's header): keys sorted, no spaces, so the bytes
     follow from the values and a reader can ask for exactly them."""
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
-def json_crc32(value) -> int:
+def json_crc32(value: Any) -> int:
     """The crc32 of ``canonical_json(value)``."""
     return zlib.crc32(canonical_json(value))
 
@@ -40,7 +43,7 @@ def with_crc32(value: dict, key: str = "crc32") -> bytes:
     return canonical_json({**value, key: json_crc32(value)})
 
 
-def checksummed_header(meta: dict, arrays) -> bytes:
+def checksummed_header(meta: dict, arrays: Mapping[str, ArrayLike]) -> bytes:
     """The bytes of a ``.npz`` file's JSON header: ``meta`` with ``"crc32"``, the crc32
     of each member of ``arrays``, and ``"header_crc32"``, that of the header itself (its
     ``canonical_json`` without that entry)."""

@@ -29,7 +29,8 @@ import dataclasses
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..specs import UNSHARDED, LayoutSpec, MeshSpec
 from .memory import format_bytes, itemsize, memory_plan
@@ -144,7 +145,7 @@ class CommunicationReport:
     def __post_init__(self):
         object.__setattr__(self, "collectives", tuple(self.collectives))
 
-    def select(self, serves=None, kind=None) -> tuple[Collective, ...]:
+    def select(self, serves: str | None = None, kind: str | None = None) -> tuple[Collective, ...]:
         return tuple(c for c in self.collectives
                      if (serves is None or c.serves == serves) and (kind is None or c.kind == kind))
 
@@ -167,7 +168,7 @@ class CommunicationReport:
         relayouts, the loss."""
         return tuple(c for c in self.collectives if c.serves != "gradient")
 
-    def totals(self, serves=None) -> dict[tuple[str, ...], int]:
+    def totals(self, serves: str | None = None) -> dict[tuple[str, ...], int]:
         """Bytes per device per update, by the mesh dims the collectives run along."""
         return _totals(self.select(serves))
 
@@ -227,14 +228,14 @@ class CommunicationReport:
         return cls(MeshSpec.from_dict(d["mesh"]), tuple(map(Collective.from_dict, d["collectives"])),
                    d.get("function", ""), bool(d.get("ran_step", False)), d.get("note", ""))
 
-    def save(self, path) -> str:
+    def save(self, path: str | os.PathLike[str]) -> str:
         path = os.fspath(path)
         with open(path, "w") as f:
             json.dump(self.to_dict(), f, indent=1)
         return path
 
     @classmethod
-    def load(cls, path) -> CommunicationReport:
+    def load(cls, path: str | os.PathLike[str]) -> CommunicationReport:
         with open(path) as f:
             return cls.from_dict(json.load(f))
 
@@ -335,7 +336,7 @@ def _totals_text(totals) -> str:
     return ", ".join(f"{format_bytes(b)} along {'x'.join(d)}" for d, b in totals.items())
 
 
-def communication_plan(obj, batch_dims=("batch",)) -> CommunicationPlan:
+def communication_plan(obj: Any, batch_dims: Sequence[str] = ("batch",)) -> CommunicationPlan:
     """The gradient all-reduces of one update, predicted from layouts with no devices.
 
     ``obj``: what ``memory_plan`` takes (``{name: (shape, dtype, LayoutSpec)}``, a

@@ -22,11 +22,16 @@ import json
 import math
 import os
 import zlib
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from .checksums import canonical_json, crc32, json_crc32, resizable_crc32
 from .recording import READS, RecordingFileError
+
+StrPath = str | os.PathLike[str]
+"""A file or folder path, as the functions here take it."""
 
 ON_DAMAGE = ("raise", "truncate")
 
@@ -51,7 +56,7 @@ class ChunkDamageError(RecordingFileError):
         self.array, self.chunk, self.row = array, chunk, row
 
 
-def check_on_damage(on_damage) -> str:
+def check_on_damage(on_damage: str) -> str:
     if on_damage not in ON_DAMAGE:
         raise ValueError(f"on_damage must be one of {list(ON_DAMAGE)}. "
                          f"Received: on_damage={on_damage!r}.")
@@ -61,7 +66,7 @@ def check_on_damage(on_damage) -> str:
 # ---- .npz members ------------------------------------------------------------------------
 
 
-def verify_header(path, raw: bytes, meta) -> None:
+def verify_header(path: StrPath, raw: bytes, meta: Any) -> None:
     """Check a ``.npz`` file's JSON header (member ``meta.npy``; ``raw``: its bytes,
     ``meta``: their parsed value) against the crc32 it records of itself
     (``"header_crc32"``, ``checksums.checksummed_header``): its bytes must be exactly the
@@ -92,7 +97,7 @@ def verify_header(path, raw: bytes, meta) -> None:
                              f"damaged: {problem}.")
 
 
-def verify_members(path, meta, arrays, on_damage="raise") -> None:
+def verify_members(path: StrPath, meta: Any, arrays: Mapping[str, np.ndarray], on_damage: str = "raise") -> None:
     """Check every member against the crc32 the header records (``RecordingFileError``
     naming the first that does not match); a header without checksums (a file written
     before them) is a ``NoChecksumsWarning``, as is one without its own (written before
@@ -131,7 +136,7 @@ def verify_members(path, meta, arrays, on_damage="raise") -> None:
 # ---- store chunks ------------------------------------------------------------------------
 
 
-def has_checksums(array) -> bool:
+def has_checksums(array: Any) -> bool:
     """Whether a zarr array's chunks carry a crc32c (a store written before them not)."""
     return any(getattr(c, "to_dict", lambda: {})().get("name") == "crc32c"
                for c in array.metadata.codecs)
@@ -154,7 +159,7 @@ def _damage(part, name, array, coords, start, what) -> ChunkDamageError:
         f"{(coords[0] + 1) * array.chunks[0] - 1}) is {what}.", name, chunk, row)
 
 
-def missing_chunk(part, name, array, start, stop) -> ChunkDamageError | None:
+def missing_chunk(part: StrPath, name: str, array: Any, start: int, stop: int) -> ChunkDamageError | None:
     """The first chunk of rows ``start:stop`` whose file is gone (zarr would read the fill
     value for it: every chunk a store writes is written, even all zeros)."""
     for coords in _chunk_coords(array, start, stop):
@@ -164,7 +169,7 @@ def missing_chunk(part, name, array, start, stop) -> ChunkDamageError | None:
     return None
 
 
-def read_rows(part, name, array, start, stop) -> np.ndarray:
+def read_rows(part: StrPath, name: str, array: Any, start: int, stop: int) -> np.ndarray:
     """``array[start:stop]``, or ``ChunkDamageError`` for the first damaged chunk; an
     array shorter than ``stop`` (the steps committed) is a ``RecordingFileError`` naming
     its metadata file."""
@@ -192,7 +197,7 @@ def read_rows(part, name, array, start, stop) -> np.ndarray:
 # ---- store metadata ----------------------------------------------------------------------
 
 
-def parse_json(path, raw: bytes, what: str):
+def parse_json(path: StrPath, raw: bytes, what: str) -> Any:
     """The value of the JSON ``raw`` (the bytes of ``path``), or a ``RecordingFileError``
     naming the file and ``what`` it should hold."""
     if not raw:
@@ -231,7 +236,7 @@ class MetadataChecksums:
     resizable: tuple[tuple[str, int], ...] = ()
 
     @classmethod
-    def from_record(cls, commit, record: dict) -> MetadataChecksums | None:
+    def from_record(cls, commit: str, record: dict) -> MetadataChecksums | None:
         """The checksums of the commit record ``record`` (read from the file ``commit``),
         or None when it keeps none (a part written before dtsgd_viz kept them)."""
         if "metadata" not in record:
@@ -246,7 +251,8 @@ class MetadataChecksums:
                                      f"({type(e).__name__}: {e}).") from e
 
 
-def verify_metadata(store, sums: MetadataChecksums, key: str, grown=lambda: True) -> None:
+def verify_metadata(store: StrPath, sums: MetadataChecksums, key: str,
+                    grown: Callable[[], bool] = lambda: True) -> None:
     """Check the metadata file ``key`` of the store at ``store`` against ``sums``: its
     bytes must be the ones the commit recorded, or, for an array that grows, hold the
     same metadata but for its length when ``grown()`` says it may have grown since that
@@ -278,7 +284,7 @@ def verify_metadata(store, sums: MetadataChecksums, key: str, grown=lambda: True
                              f"recorded {want:#010x} (it holds {what}).")
 
 
-def verify_part(store, sums: MetadataChecksums, grown=lambda: True) -> None:
+def verify_part(store: StrPath, sums: MetadataChecksums, grown: Callable[[], bool] = lambda: True) -> None:
     """``verify_metadata`` of every metadata file ``sums`` names (``grown`` asked at most
     once)."""
     answer = []

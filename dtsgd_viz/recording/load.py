@@ -5,33 +5,35 @@ from __future__ import annotations
 
 import os
 
-from .damage import check_on_damage
+from .damage import StrPath, check_on_damage
 from .merge import MergeError, merge_recordings
 from .npz import read_npz
 from .recording import Recording
 
 
-def is_parts_folder(path) -> bool:
+def is_parts_folder(path: StrPath) -> bool:
     """Whether ``path`` is a folder holding ``.npz`` recordings (the parts of one run)."""
     return os.path.isdir(path) and any(f.endswith(".npz") for f in os.listdir(path))
 
 
-def part_paths(folder) -> list[str]:
+def part_paths(folder: StrPath) -> list[str]:
     """The ``.npz`` files of ``folder``, sorted."""
     folder = os.fspath(folder)
     return [os.path.join(folder, f) for f in sorted(os.listdir(folder)) if f.endswith(".npz")]
 
 
-def load_parts(paths) -> Recording:
+def load_parts(paths: StrPath | list[StrPath] | tuple[StrPath, ...]) -> Recording:
     """``merge_recordings`` of the files ``paths`` (a list, or a folder of ``.npz``)."""
     if not isinstance(paths, (list, tuple)):
-        folder, paths = os.fspath(paths), part_paths(paths)
-        if not paths:
+        folder, found = os.fspath(paths), part_paths(paths)
+        if not found:
             raise MergeError(f"{folder} holds no .npz recording parts.")
+        return merge_recordings(found)
     return merge_recordings(paths)
 
 
-def load_recording(path, on_damage="raise") -> Recording:
+def load_recording(path: StrPath | list[StrPath] | tuple[StrPath, ...],
+                   on_damage: str = "raise") -> Recording:
     """Read a file written by ``Recording.save``. Does not import TensorFlow.
 
     Raises ``RecordingFileError`` (a ``ValueError``) for truncated, corrupted or

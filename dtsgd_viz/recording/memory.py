@@ -21,7 +21,7 @@ Plain data (no TensorFlow, no matplotlib): a plan is computed from shapes, dtype
 an optimizer (its slots; parameters share their layouts) or a ``Recording``; live objects
 are read through ``dtsgd_viz.layout_of``. ``dtsgd_viz.plot_memory(plan)`` draws the bars
 (``dtsgd_viz.views.mesh.memory``).
-"""
+"""  # noqa: E501  (a doctest's expected output line)
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ import html
 import math
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ _ACCEPTS = ("a tf-keras model, an optimizer, a Recording, a MemoryPlan, or "
             "{name: (shape, dtype, LayoutSpec)}")
 
 
-def itemsize(dtype) -> int:
+def itemsize(dtype: Any) -> int:
     """Bytes per element of a numpy/TensorFlow dtype or its name (``bfloat16``: 2)."""
     name = getattr(dtype, "name", dtype)
     if name == "bfloat16":
@@ -56,7 +57,7 @@ def itemsize(dtype) -> int:
                         "'float32'.") from err
 
 
-def dtype_name(dtype) -> str:
+def dtype_name(dtype: Any) -> str:
     """``'float32'`` for ``np.float32``, ``np.dtype('float32')``, ``tf.float32`` or the name."""
     name = getattr(dtype, "name", None)
     if isinstance(name, str):
@@ -64,7 +65,7 @@ def dtype_name(dtype) -> str:
     return "bfloat16" if dtype == "bfloat16" else np.dtype(dtype).name
 
 
-def format_bytes(n) -> str:
+def format_bytes(n: float) -> str:
     """``512 B``, ``1.5 KiB``, ``3 MiB`` (binary units, 3 significant digits)."""
     n = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
@@ -303,14 +304,15 @@ def _live_entries(obj, momentum: bool):
     return entries, what
 
 
-def memory_plan(obj, momentum: bool = True) -> MemoryPlan:
+def memory_plan(obj: Any, momentum: bool = True) -> MemoryPlan:
     """Bytes per device of ``obj``'s parameters and optimizer slots, in mesh device order.
 
     ``obj``: ``{name: (shape, dtype, LayoutSpec)}`` (no devices needed), a ``Recording``,
-    a ``MemoryPlan`` (itself; its slots dropped with ``momentum=False``), a tf-keras model (with its compiled optimizer's slot layouts once built), or an
-    optimizer (its slots: a tf-keras optimizer keeps no reference to its parameters,
-    which have the slots' shapes and layouts). ``momentum=True`` counts one velocity slot
-    per parameter (momentum SGD); ``False``, parameters only (plain SGD has no slots).
+    a ``MemoryPlan`` (itself; its slots dropped with ``momentum=False``), a tf-keras model
+    (with its compiled optimizer's slot layouts once built), or an optimizer (its slots:
+    a tf-keras optimizer keeps no reference to its parameters, which have the slots'
+    shapes and layouts). ``momentum=True`` counts one velocity slot per parameter
+    (momentum SGD); ``False``, parameters only (plain SGD has no slots).
 
     >>> from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan
     >>> spec = LayoutSpec(("batch", "model"), MeshSpec.create({"batch": 2, "model": 4}))

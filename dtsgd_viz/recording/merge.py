@@ -16,18 +16,20 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections.abc import Sequence
 
 import numpy as np
 
+from .damage import StrPath
 from .npz import read_npz
-from .recording import KINDS, Hyperparameters, Recording, VariableRecord
+from .recording import KINDS, Recording, VariableRecord
 
 
 class MergeError(ValueError):
     """Parts that do not make one recording: missing, repeated or mismatched."""
 
 
-def merge_recordings(parts) -> Recording:
+def merge_recordings(parts: Sequence[Recording | StrPath]) -> Recording:
     """One ``Recording`` of the whole mesh from the parts the clients of a multi-client run
     recorded (``Recording`` objects or paths of saved parts, in any order).
 

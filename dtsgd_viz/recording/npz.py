@@ -8,17 +8,27 @@ import io
 import json
 import os
 import zipfile
+from collections.abc import Mapping
 
 import numpy as np
 
 from ..geometry import shard_geometry
 from ..specs import LayoutSpec, MeshSpec
-from .damage import verify_header, verify_members
-from .recording import (DTYPES, FORMAT, READS, Hyperparameters, Part, Recording,
-                        RecordingFileError, VariableRecord, dtype_list)
+from .damage import StrPath, verify_header, verify_members
+from .recording import (
+    DTYPES,
+    FORMAT,
+    READS,
+    Hyperparameters,
+    Part,
+    Recording,
+    RecordingFileError,
+    VariableRecord,
+    dtype_list,
+)
 
 
-def read_npz(path, on_damage="raise") -> Recording:
+def read_npz(path: StrPath, on_damage: str = "raise") -> Recording:
     """The recording in the ``.npz`` file ``path``, checked (``RecordingFileError`` for a
     truncated, corrupted or foreign file, or a member whose crc32 is not the one its
     header records, or a header whose own crc32 is not: ``damage.verify_header`` and
@@ -84,7 +94,7 @@ def _read_arrays(path) -> dict[str, np.ndarray]:
         ) from e
 
 
-def from_arrays(path, meta, arrays) -> Recording:
+def from_arrays(path: StrPath, meta: dict, arrays: Mapping[str, np.ndarray]) -> Recording:
     """The recording a header (``Recording.header``) and its arrays (the ``.npz``
     member names) describe, checked as ``load_recording`` checks a file."""
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:

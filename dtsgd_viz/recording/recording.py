@@ -15,7 +15,8 @@ import functools
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ NONFINITE_GRAD, NONFINITE_PARAM = 1, 2
 
 
 
-def block_stats(blocks, chunk_elements=2**22):
+def block_stats(blocks: np.ndarray, chunk_elements: int = 2**22) -> np.ndarray:
     """``(n_steps, n_blocks, 3)`` float64 L2 norm, mean and max |x| of each block, a few
     steps at a time (float64 temporaries stay small however long the recording)."""
     n, nb = blocks.shape[:2]
@@ -63,7 +64,7 @@ class RecordingFileError(ValueError):
     """A recording file that cannot be read: truncated, corrupted, or not a recording."""
 
 
-def check_kinds(kinds) -> tuple[str, ...]:
+def check_kinds(kinds: str | Iterable[str]) -> tuple[str, ...]:
     if isinstance(kinds, str):
         kinds = (kinds,)
     kinds = tuple(kinds)
@@ -156,21 +157,42 @@ class Recording:
     """
 
     mesh: MeshSpec
+    """The device mesh the run's variables were laid out on (dim names, sizes, devices)."""
     records: tuple[VariableRecord, ...]
+    """One ``VariableRecord`` per recorded variable, in the recorder's order (``variables``
+    names them; ``record(name)`` finds one)."""
     kinds: tuple[str, ...]
+    """What was recorded of each variable: some of ``KINDS`` (``"param"``, ``"velocity"``,
+    ``"grad"``), in that order."""
     steps: np.ndarray
+    """``(n_steps,)`` int64: the update each recorded step is, by the optimizer's
+    ``iterations`` once it is applied (1 for the first update; ``every=k`` keeps k, 2k, ...)."""
     hyperparameters: Hyperparameters
+    """The optimizer's settings: learning rate per recorded step, momentum, Nesterov."""
     loss_values: np.ndarray
+    """``(n_steps,)`` float64: the loss reported at each recorded step, NaN where none was
+    (``loss`` is None when none ever was)."""
     nonfinite: np.ndarray
+    """``(n_steps, n_variables)`` bits: 1 if the gradient, 2 if the parameter of variable
+    ``v`` held NaN/Inf at step ``i`` (``nonfinite_steps`` lists those steps)."""
     mismatch: np.ndarray
+    """``(n_steps, n_variables)`` bits, one per kind in ``KINDS`` order, set where the
+    replicated copies of a block of that kind disagreed (``replica_mismatch``)."""
     dropped_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    """Updates the recorder should have kept but lost: overwritten in the device buffers
+    before a flush read them (the recorder warns); they are not in ``steps``."""
     mode: str = "full"
+    """``"full"``: every block's values (``blocks``); ``"stats"``: only each block's L2
+    norm, mean and max |x| (``stats``), as ``Recorder(mode=...)`` was given."""
     part: Part | None = None
+    """None for a whole recording; in a multi-client run, the ``Part`` one client recorded
+    (``merge_recordings`` puts the parts together)."""
     superseded_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
     """Steps an earlier run recorded after the checkpoint a resumed run restored
     (``Recorder(path=..., resume=True)``): replaced by the resumed run's, never read twice."""
-    communication: object = None
-    """The ``CommunicationReport`` of the step (``with_communication``), or None."""
+    communication: Any = None  # a CommunicationReport (not imported: it imports this module)
+    """The ``CommunicationReport`` of the run's training-step function: the collectives of
+    one update (``with_communication`` attaches it), or None."""
     skipped_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
     """Updates a dynamic loss scale (``MeshLossScaleOptimizer``, ``mixed_float16``) skipped
     because a gradient overflowed, by the optimizer's iteration (tf-keras counts a skipped
@@ -339,7 +361,7 @@ class Recording:
             ],
         }
 
-    def with_communication(self, report) -> Recording:
+    def with_communication(self, report: Any) -> Recording:
         """This recording with ``report`` (``dtsgd_viz.communication(step)``: what each
         update moved between devices) attached: saved and loaded with it, read without
         TensorFlow (``recording.communication``)."""
@@ -351,7 +373,7 @@ class Recording:
                              f"{self.mesh}.")
         return dataclasses.replace(self, communication=report)
 
-    def to_tensorboard(self, logdir, *, run: str | None = None, overwrite: bool = False,
+    def to_tensorboard(self, logdir: str | os.PathLike[str], *, run: str | None = None, overwrite: bool = False,
                        histograms: bool = True, max_histograms: int = 200) -> str:
         """Write this recording as TensorBoard events in ``logdir`` (or ``logdir/run``, a
         run of that name): per-block norms, means and max |x| as scalars and each
@@ -362,7 +384,7 @@ class Recording:
         return write_tensorboard(self, logdir, run=run, overwrite=overwrite,
                                  histograms=histograms, max_histograms=max_histograms)
 
-    def save(self, path) -> str:
+    def save(self, path: str | os.PathLike[str]) -> str:
         """Write a portable ``.npz`` (zip of ``.npy`` + a JSON header; no pickle).
 
         Values keep their dtype (``DTYPES``: float16, bfloat16, float32, float64);

@@ -83,15 +83,39 @@ import warnings
 
 import numpy as np
 
-from .damage import (ChunkDamageError, MetadataChecksums, NoChecksumsWarning,
-                     RecordingDamagedWarning, check_on_damage, has_checksums, metadata_what,
-                     parse_json, read_rows, verify_metadata, verify_part)
+from .damage import (
+    ChunkDamageError,
+    MetadataChecksums,
+    NoChecksumsWarning,
+    RecordingDamagedWarning,
+    StrPath,
+    check_on_damage,
+    has_checksums,
+    metadata_what,
+    parse_json,
+    read_rows,
+    verify_metadata,
+    verify_part,
+)
 from .merge import merge_recordings
 from .npz import from_arrays
 from .recording import Recording, RecordingFileError, block_stats
-from .store_format import (CHUNK_BYTES, COLUMNS, FORMAT, MAX_CHUNK_STEPS, PART_FOLDER, VERSION,
-                           COMMIT, WRITING, check_store, read_record)
+from .store_format import (
+    CHUNK_BYTES,
+    COLUMNS,
+    COMMIT,
+    FORMAT,
+    MAX_CHUNK_STEPS,
+    PART_FOLDER,
+    VERSION,
+    WRITING,
+    check_store,
+    read_record,
+)
 from .store_writer import StoreWriter
+
+if typing.TYPE_CHECKING:
+    import zarr
 
 __all__ = [
     "CHUNK_BYTES", "FORMAT", "MAX_CHUNK_STEPS", "VERSION", "ChunkDamageError",
@@ -170,7 +194,7 @@ class PartStatus:
         return text + "."
 
 
-def part_paths(path) -> list[str]:
+def part_paths(path: StrPath) -> list[str]:
     """The parts of the store at ``path`` that committed at least once, by client id."""
     path = os.fspath(path)
     check_store(path)
@@ -182,7 +206,7 @@ def part_paths(path) -> list[str]:
     return [p for _, p in sorted(found)]
 
 
-def part_status(part) -> PartStatus:
+def part_status(part: StrPath) -> PartStatus:
     """The committed state of one part folder (``client-<id>``). A damaged or truncated
     ``commit.json`` or ``writing.json`` (``store_format.read_record``) raises a
     ``RecordingFileError`` naming it."""
@@ -210,7 +234,10 @@ def part_status(part) -> PartStatus:
 
 def _status(part, c, pending) -> PartStatus:
     """The ``PartStatus`` of the commit record ``c`` of ``part``."""
-    client = int(PART_FOLDER.match(os.path.basename(os.path.normpath(part))).group(1))
+    folder = PART_FOLDER.match(os.path.basename(os.path.normpath(part)))
+    if folder is None:
+        raise ValueError(f"{part} is not a store part folder (client-<id>).")
+    client = int(folder.group(1))
     resumes = tuple(Resume(int(r["from"]), int(r["kept"]), int(r["superseded"]),
                            float(r["time"])) for r in c.get("resumes", ()))
     return PartStatus(part, client, int(c["n_steps"]), int(c["n_dropped"]), c["last_step"],
@@ -220,7 +247,7 @@ def _status(part, c, pending) -> PartStatus:
                           os.path.join(part, "commit.json"), c))
 
 
-def store_status(path) -> tuple[PartStatus, ...]:
+def store_status(path: StrPath) -> tuple[PartStatus, ...]:
     """Each part's ``PartStatus``, by client id."""
     return tuple(part_status(p) for p in part_paths(path))
 
@@ -248,14 +275,19 @@ class StoreReader:
         return self._status
 
     @property
-    def header(self) -> dict:
+    def header(self) -> dict[str, typing.Any]:
         """The recording's header (``Recording.header`` without ``n_steps``)."""
         try:
-            return self._open().attrs["recording"]
+            header = self._open().attrs["recording"]
         except KeyError as e:
             what = metadata_what(f"client-{self.client}/zarr.json")
             raise RecordingFileError(f"{os.path.join(self.part, 'zarr.json')} holds no "
                                      f"{e}: expected {what}.") from e
+        if not isinstance(header, dict):
+            raise RecordingFileError(f"{os.path.join(self.part, 'zarr.json')} holds a JSON "
+                                     f"{type(header).__name__} as its recording header; "
+                                     "expected a JSON object.")
+        return header
 
     def _open(self):
         """The part's zarr group, once the store's metadata files are checked against the
@@ -270,14 +302,19 @@ class StoreReader:
                                                                    zarr_format=3))
         return self._group
 
-    def _array(self, name, stop=0):
+    def _array(self, name: str, stop: int = 0) -> zarr.Array:
         array = self._arrays.get(name)
         if array is None or array.shape[0] < stop:  # the writer grew it since
             group, status = self._open(), self._status
             if status is not None and status.checksums is not None:
                 verify_metadata(self.path, status.checksums,
                                 f"client-{self.client}/{name}/zarr.json", self._grown(status))
-            array = self._arrays[name] = self._zarr(name, lambda: group[name])
+            import zarr
+            opened = self._zarr(name, lambda: group[name])
+            if not isinstance(opened, zarr.Array):
+                raise RecordingFileError(f"{os.path.join(self.part, name)} is a zarr group; "
+                                         "expected an array.")
+            array = self._arrays[name] = opened
         return array
 
     def _grown(self, status):
@@ -303,7 +340,7 @@ class StoreReader:
             raise RecordingFileError(f"{file} cannot be read by zarr ({type(e).__name__}: "
                                      f"{e}): expected {metadata_what(key)}.") from e
 
-    def rows(self, name, start, stop) -> np.ndarray:
+    def rows(self, name: str, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of a per-step array (the caller keeps within the
         committed count)."""
         return read_rows(self.part, name, self._array(name, stop), start, stop)
@@ -324,13 +361,13 @@ class StoreReader:
             self._checksums = all(has_checksums(self._array(n)) for n in self.per_step_arrays())
         return self._checksums
 
-    def variable_index(self, variable) -> int:
+    def variable_index(self, variable: str) -> int:
         names = [v["name"] for v in self.header["variables"]]
         if variable not in names:
             raise ValueError(f"Unknown variable {variable!r}. This store has: {names}.")
         return names.index(variable)
 
-    def block_norms(self, variable, kind, start, stop) -> np.ndarray:
+    def block_norms(self, variable: str, kind: str, start: int, stop: int) -> np.ndarray:
         """``(stop - start, n_blocks)``: the L2 norm of each stored block (replicas
         stored once) of ``variable``'s ``kind`` per step, in float64."""
         i = self.variable_index(variable)
@@ -346,7 +383,8 @@ class StoreReader:
             blocks = blocks.view(ml_dtypes.bfloat16)
         return block_stats(blocks)[..., 0]
 
-    def read(self, start=0, stop=None, status=None, on_damage="raise") -> Recording:
+    def read(self, start: int = 0, stop: int | None = None, status: PartStatus | None = None,
+             on_damage: str = "raise") -> Recording:
         """The committed steps ``start:stop`` (all of them by default) as a
         ``Recording``; ``status``: read as of that ``PartStatus``. A damaged chunk of a
         per-step array raises ``ChunkDamageError``, or with ``on_damage="truncate"`` the
@@ -412,7 +450,7 @@ class StoreReader:
             RecordingDamagedWarning, stacklevel=5)
 
 
-def load_store(path, on_damage="raise") -> Recording:
+def load_store(path: StrPath, on_damage: str = "raise") -> Recording:
     """``load_recording`` of a store folder: every committed step of each part, in
     order; the parts of a multi-client run merged with ``merge_recordings``, each cut to
     the updates every part committed (a run killed, or still writing, between two

@@ -11,7 +11,7 @@ import re
 import zlib
 
 from .checksums import json_crc32, resizable_crc32, with_crc32
-from .damage import MetadataChecksums, metadata_what, parse_json, verify_metadata
+from .damage import MetadataChecksums, StrPath, metadata_what, parse_json, verify_metadata
 from .recording import RecordingFileError
 
 FORMAT = "dtsgd_viz.store"
@@ -21,7 +21,7 @@ CHUNK_BYTES = 1 << 20
 this large (written straight from the host's views of the device buffers), otherwise
 as many steps as fit (at most ``MAX_CHUNK_STEPS``)."""
 MAX_CHUNK_STEPS = 4096
-COLUMNS = ("steps", "learning_rate", "loss", "nonfinite", "mismatch")
+COLUMNS: tuple[str, ...] = ("steps", "learning_rate", "loss", "nonfinite", "mismatch")
 PART_FOLDER = re.compile(r"^client-(\d+)$")
 ZARR_TEMPORARY = re.compile(r"^zarr\.[0-9a-f]+\.partial$")
 
@@ -48,7 +48,7 @@ FIXED_SHAPE = re.compile(r"^v\d+\.initial$")
 """The arrays of a part that never grow (every other one is resized as steps come)."""
 
 
-def write_json(path, value: dict) -> None:
+def write_json(path: StrPath, value: dict) -> None:
     """Write ``value`` to ``path`` as ``checksums.with_crc32`` of it (its canonical JSON
     holding its own crc32), atomically."""
     tmp = f"{path}.{os.getpid()}.tmp"
@@ -57,7 +57,7 @@ def write_json(path, value: dict) -> None:
     os.replace(tmp, path)  # readers see the old file or the new one, never a torn one
 
 
-def read_record(path, kind) -> tuple[dict, bool]:
+def read_record(path: StrPath, kind: tuple[str, set[str]]) -> tuple[dict, bool]:
     """The record ``write_json`` wrote to ``path`` (without its ``"crc32"``), and whether
     it was checked: its bytes must be exactly what ``write_json`` writes for its values,
     and its crc32 theirs; a record without one (written before dtsgd_viz kept them) is
@@ -89,7 +89,7 @@ def read_record(path, kind) -> tuple[dict, bool]:
     raise RecordingFileError(f"{path} is damaged: {detail} (expected {what}).")
 
 
-def part_checksums(part) -> MetadataChecksums | None:
+def part_checksums(part: StrPath) -> MetadataChecksums | None:
     """The checksums the commit record of the part folder ``part`` keeps of the store's
     metadata files (None: the part was written before dtsgd_viz kept them)."""
     commit = os.path.join(part, "commit.json")
@@ -131,7 +131,7 @@ class MetadataSums:
         return {"metadata": files, "resizable": resizable}
 
 
-def root_attributes(path) -> dict | None:
+def root_attributes(path: StrPath) -> dict | None:
     """The root group's attributes, or None when ``path`` holds no zarr group."""
     file = os.path.join(path, "zarr.json")
     try:
@@ -144,7 +144,7 @@ def root_attributes(path) -> dict | None:
     return meta.get("attributes", {}) if isinstance(meta, dict) else {}
 
 
-def check_store(path) -> None:
+def check_store(path: StrPath) -> None:
     """``path`` must be a dtsgd_viz store of a version this dtsgd_viz reads, its root
     ``zarr.json`` the one each part's commit record keeps the crc32 of (else a
     ``RecordingFileError`` naming it)."""
@@ -188,7 +188,7 @@ def header_differences(stored: dict, new: dict) -> list[str]:
         if a == b or key in ("n_steps", "version"):  # the version follows the dtypes
             continue
         if key == "variables" and [v["name"] for v in a or ()] == [v["name"] for v in b or ()]:
-            for va, vb in zip(a, b):
+            for va, vb in zip(a or (), b or ()):
                 for field in ("shape", "dtype", "layout"):
                     if va.get(field) != vb.get(field):
                         out.append(f"the {field} of variable {va['name']!r} (the store has "

@@ -5,19 +5,34 @@ and zarr."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import re
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .damage import MetadataChecksums, read_rows, verify_part
 from .recording import DTYPES, Recording, RecordingFileError
-from .store_format import (CHUNK_BYTES, COMMIT, FORMAT, MAX_CHUNK_STEPS, PART_FOLDER, VERSION,
-                           ZARR_TEMPORARY, MetadataSums, check_store, header_differences, plain,
-                           read_record, root_attributes, stored_dtype, write_json)
+from .store_format import (
+    CHUNK_BYTES,
+    COMMIT,
+    FORMAT,
+    MAX_CHUNK_STEPS,
+    PART_FOLDER,
+    VERSION,
+    ZARR_TEMPORARY,
+    MetadataSums,
+    check_store,
+    header_differences,
+    plain,
+    read_record,
+    root_attributes,
+    stored_dtype,
+    write_json,
+)
 
 
 def _check_streamable(header: Recording) -> None:
@@ -95,6 +110,7 @@ class StoreWriter:
         """Create the store's root group (unless there is one) and this client's part
         group, holding the recording's header; returns the part's group."""
         import zarr
+        import zarr.errors
 
         try:
             zarr.open_group(self.path, mode="a", zarr_format=3,
@@ -203,7 +219,12 @@ class StoreWriter:
         group = zarr.open_group(self.part, mode="r+", zarr_format=3)
         meta = self.header.header()
         meta.pop("n_steps")
-        differ = header_differences(group.attrs["recording"], meta)
+        stored = group.attrs["recording"]
+        if not isinstance(stored, dict):
+            raise RecordingFileError(f"{os.path.join(self.part, 'zarr.json')} holds a JSON "
+                                     f"{type(stored).__name__} as its recording header; "
+                                     "expected a JSON object.")
+        differ = header_differences(stored, meta)
         if differ:
             raise ValueError(
                 f"Recorder(path={self.path!r}, resume=True): {self.part} records another run; "
@@ -262,7 +283,8 @@ class StoreWriter:
         self.superseded_capacity = self.superseded.shape[0]
         self.skipped_capacity = min(self.skipped.shape[0], self.skipped_scale.shape[0])
 
-    def append(self, entries, dropped=(), initial=None, *, commit=True, skipped=()) -> None:
+    def append(self, entries: Sequence[tuple[int, Any]], dropped: ArrayLike = (),
+               initial: Sequence[ArrayLike] | None = None, *, commit: bool = True, skipped: ArrayLike = ()) -> None:
         """Write ``entries`` (``(step, entry)`` pairs, in step order), ``dropped``
         (steps overwritten on the devices before a flush) and ``skipped`` (``(step, loss
         scale)`` pairs of updates a dynamic loss scale skipped) and commit them.
@@ -353,7 +375,7 @@ class StoreWriter:
                              f"{values.dtype.name}.")
         return values.view(np.uint16) if r.dtype == "bfloat16" else values
 
-    def close(self, trim=True) -> None:
+    def close(self, trim: bool = True) -> None:
         """Trim the arrays to what was committed and commit with ``closed: true``
         (``trim=False``, at the end of the process: only commit; readers trust the
         committed counts, and zarr may already have shut its I/O down)."""

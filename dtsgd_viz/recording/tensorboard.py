@@ -29,6 +29,9 @@ folder are left as they are.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -58,8 +61,8 @@ def _quiet_tensorflow() -> None:
         quiet_tensorflow_import()
 
 
-def to_tensorboard(recordings, logdir, *, overwrite: bool = False, histograms: bool = True,
-                   max_histograms: int = 200):
+def to_tensorboard(recordings: Any, logdir: str | os.PathLike[str], *, overwrite: bool = False,
+                   histograms: bool = True, max_histograms: int = 200) -> str | dict[str, str]:
     """``dtsgd_viz.to_tensorboard``: one ``Recording`` into ``logdir`` (returns its event
     file), or ``{run name: Recording}`` as one run each under ``logdir`` (returns ``{run
     name: event file}``), so TensorBoard overlays, say, momentum and Nesterov."""
@@ -73,7 +76,7 @@ def to_tensorboard(recordings, logdir, *, overwrite: bool = False, histograms: b
                              max_histograms=max_histograms)
 
 
-def histogram(values: np.ndarray, summary_pb2, buckets: int = HISTOGRAM_BUCKETS):
+def histogram(values: np.ndarray, summary_pb2: ModuleType, buckets: int = HISTOGRAM_BUCKETS) -> Any:
     """A ``HistogramProto`` of ``values`` (``buckets`` equal bins between min and max)."""
     x = np.asarray(values, np.float64).ravel()
     x = x[np.isfinite(x)]
@@ -95,8 +98,8 @@ def _histogram_rows(n: int, most: int) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, most).round().astype(int))
 
 
-def write_tensorboard(recording, logdir, *, run: str | None = None, overwrite: bool = False,
-                      histograms: bool = True, max_histograms: int = 200) -> str:
+def write_tensorboard(recording: Any, logdir: str | os.PathLike[str], *, run: str | None = None,
+                      overwrite: bool = False, histograms: bool = True, max_histograms: int = 200) -> str:
     """Write ``recording`` as TensorBoard events into ``logdir`` (or ``logdir/run``; made
     if missing); returns the event file's path. See the module docstring for the tags.
 
@@ -153,8 +156,9 @@ def write_tensorboard(recording, logdir, *, run: str | None = None, overwrite: b
     return _event_file(path)
 
 
-def write_tensorboard_runs(recordings, logdir, *, overwrite: bool = False,
-                           histograms: bool = True, max_histograms: int = 200) -> dict[str, str]:
+def write_tensorboard_runs(recordings: Mapping[str, Any], logdir: str | os.PathLike[str], *,
+                           overwrite: bool = False, histograms: bool = True,
+                           max_histograms: int = 200) -> dict[str, str]:
     """Write each recording of ``recordings`` (``{run name: Recording}``) as the run of
     that name under ``logdir``, so TensorBoard overlays them; returns ``{run name: event
     file}``. Every run folder is checked before any is written: an earlier export in one

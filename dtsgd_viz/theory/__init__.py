@@ -6,8 +6,15 @@ stability boundary, critical damping), runs of the rules to a tolerance
 ``dtsgd_viz.theory.rate(...)`` and the other closed forms are re-exported here.
 """
 
-from .quadratic import (iteration_matrix, spectral_radius, rate, problem_rate,
-                        convergence_boundary, critical_damping, RULES)
+from .quadratic import (
+                        RULES,
+                        convergence_boundary,
+                        critical_damping,
+                        iteration_matrix,
+                        problem_rate,
+                        rate,
+                        spectral_radius,
+)
 
 __all__ = [
     "iteration_matrix", "spectral_radius", "rate", "problem_rate", "convergence_boundary",

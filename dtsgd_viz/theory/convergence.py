@@ -11,17 +11,23 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .. import progress as _progress
 from . import reference
+
+if TYPE_CHECKING:
+    from ..recording.recording import Recording
+    from .surfaces.base import Surface
 
 __all__ = ["steps_to_tolerance", "path_losses", "PhaseGrid", "phase_grid", "diverged",
            "check_grid_axis", "check_steps_tol"]
 
 
-def steps_to_tolerance(losses, min_value: float, tol: float) -> np.ndarray:
+def steps_to_tolerance(losses: ArrayLike, min_value: float, tol: float) -> np.ndarray:
     """The first step ``k`` (along axis 0 of ``losses``, the loss after ``k`` updates)
     after which the loss stays within ``tol`` of ``min_value`` to the end of the
     run; -1 where it never does (or ends non-finite). Shape: ``losses.shape[1:]``."""
@@ -35,7 +41,7 @@ def steps_to_tolerance(losses, min_value: float, tol: float) -> np.ndarray:
     return np.where(last_bad < n, last_bad, -1).astype(np.int64)
 
 
-def path_losses(recording, surface, name="w") -> np.ndarray:
+def path_losses(recording: Recording, surface: Surface, name: str = "w") -> np.ndarray:
     """The loss (float64, from ``surface.value_np``) at the start and after every
     recorded update: ``(n_steps + 1,)``. Unlike ``recording.loss`` (the loss *before*
     each update) it includes the final parameter."""
@@ -44,7 +50,8 @@ def path_losses(recording, surface, name="w") -> np.ndarray:
         return np.asarray(surface.value_np(path), np.float64)
 
 
-def check_grid_axis(label: str, values, low: float, high: float, high_inclusive=False):
+def check_grid_axis(label: str, values: ArrayLike, low: float, high: float,
+                    high_inclusive: bool = False) -> np.ndarray:
     """A 1-D, strictly increasing float array within ``[low, high)`` (or ``]``)."""
     try:
         a = np.asarray(values, np.float64)
@@ -62,7 +69,7 @@ def check_grid_axis(label: str, values, low: float, high: float, high_inclusive=
     return a
 
 
-def check_steps_tol(steps, tol) -> tuple[int, float]:
+def check_steps_tol(steps: int, tol: float) -> tuple[int, float]:
     """``steps`` an integer >= 1 (not a bool) and ``tol`` a finite number > 0, as given
     to ``phase_grid``; returns them as ``(int, float)``."""
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
@@ -101,8 +108,8 @@ class PhaseGrid:
         return self.steps >= 0
 
 
-def phase_grid(surface, learning_rates, momenta, steps: int, tol: float, nesterov: bool,
-               start=None, progress: bool = False) -> PhaseGrid:
+def phase_grid(surface: Surface, learning_rates: ArrayLike, momenta: ArrayLike, steps: int, tol: float,
+               nesterov: bool, start: ArrayLike | None = None, progress: bool = False) -> PhaseGrid:
     """Run tf-keras' SGD rule (``dtsgd_viz.reference.sgd_step``, float32, the same
     order of operations as the real optimizer) from ``start`` (default
     ``surface.default_start``) at every (momentum, learning rate) of the grid at once,
@@ -141,7 +148,7 @@ def phase_grid(surface, learning_rates, momenta, steps: int, tol: float, nestero
                      diverged(losses, m, conv), losses)
 
 
-def diverged(losses, min_value: float, steps_to_tol) -> np.ndarray:
+def diverged(losses: ArrayLike, min_value: float, steps_to_tol: ArrayLike) -> np.ndarray:
     """Runs (along axis 0 of ``losses``) that did not converge and ended non-finite or
     farther from ``min_value`` than they started."""
     z = np.asarray(losses, np.float64)

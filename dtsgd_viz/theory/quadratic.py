@@ -37,6 +37,7 @@ eigenvector shrinks like ``rate^k`` after ``k`` updates, ``rate`` the spectral r
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["iteration_matrix", "spectral_radius", "rate", "problem_rate", "convergence_boundary",
            "critical_damping", "RULES"]
@@ -45,7 +46,8 @@ RULES = {"momentum": False, "nesterov": True}
 """The two momentum rules by config name -> ``nesterov``."""
 
 
-def _numbers(label, values, *, low=None, low_inclusive=True, high=None):
+def _numbers(label: str, values: ArrayLike, *, low: float | None = None, low_inclusive: bool = True,
+             high: float | None = None) -> NDArray[np.float64]:
     """``values`` as float64, all finite and within the range, or a ValueError saying what
     was received and what is allowed."""
     try:
@@ -53,9 +55,9 @@ def _numbers(label, values, *, low=None, low_inclusive=True, high=None):
     except (TypeError, ValueError):
         a = None
     ok = a is not None and not isinstance(values, bool) and bool(np.all(np.isfinite(a)))
-    if ok and low is not None:
+    if ok and a is not None and low is not None:
         ok = bool(np.all(a >= low)) if low_inclusive else bool(np.all(a > low))
-    if ok and high is not None:
+    if ok and a is not None and high is not None:
         ok = bool(np.all(a < high))
     if not ok:
         lo = "" if low is None else ("[" if low_inclusive else "(") + f"{low:g}, "
@@ -65,10 +67,11 @@ def _numbers(label, values, *, low=None, low_inclusive=True, high=None):
                    else "finite (a number or an array of numbers)")
         shown = values.tolist() if isinstance(values, np.ndarray) else values
         raise ValueError(f"{label} must be {allowed}. Received: {label}={shown!r}.")
+    assert a is not None  # ok is False whenever a is None
     return a
 
 
-def _momenta(values):
+def _momenta(values: ArrayLike) -> NDArray[np.float64]:
     return _numbers("momentum", values, low=0.0, high=1.0)
 
 
@@ -78,7 +81,7 @@ def _rule(nesterov) -> bool:
     return bool(nesterov)
 
 
-def iteration_matrix(learning_rate, momentum, h, nesterov) -> np.ndarray:
+def iteration_matrix(learning_rate: float, momentum: float, h: float, nesterov: bool) -> np.ndarray:
     """The 2x2 matrix taking ``(p, v)`` to ``(p', v')`` along an eigenvector of
     Hessian eigenvalue ``h`` (float64). Every function here takes momenta in
     ``[0, 1)`` and finite numbers, and raises a ``ValueError`` naming the argument
@@ -90,7 +93,7 @@ def iteration_matrix(learning_rate, momentum, h, nesterov) -> np.ndarray:
     return np.array([[1.0 - a, mu], [-a, mu]])
 
 
-def spectral_radius(learning_rate, momentum, h, nesterov) -> float:
+def spectral_radius(learning_rate: float, momentum: float, h: float, nesterov: bool) -> float:
     """The largest ``|eigenvalue|`` of ``iteration_matrix``: ``rate`` at ``a = lr * h``."""
     a = float(_numbers("learning_rate", learning_rate)) * float(_numbers("h", h))
     return float(rate(a, momentum, nesterov))
@@ -102,7 +105,7 @@ def _trace_det(a, mu, nesterov):
     return 1.0 + mu - a, mu + 0.0 * a
 
 
-def rate(a, momentum, nesterov) -> np.ndarray:
+def rate(a: ArrayLike, momentum: ArrayLike, nesterov: bool) -> np.ndarray:
     """The spectral radius of the iteration matrix for ``a = lr * h`` (closed form,
     broadcast over ``a`` and ``momentum``): how much a mode's error shrinks per update."""
     a, mu = np.broadcast_arrays(_numbers("a", a), _momenta(momentum))
@@ -113,7 +116,8 @@ def rate(a, momentum, nesterov) -> np.ndarray:
     return np.where(disc >= 0, real, np.sqrt(np.abs(D)))
 
 
-def problem_rate(learning_rates, momenta, hessian_eigenvalues, nesterov) -> np.ndarray:
+def problem_rate(learning_rates: ArrayLike, momenta: ArrayLike, hessian_eigenvalues: ArrayLike,
+                 nesterov: bool) -> np.ndarray:
     """The worst mode's rate on a grid: ``out[i, j] = max_h rate(lr_j h, mu_i)``."""
     lr = _numbers("learning_rates", learning_rates).reshape(-1)[None, :, None]
     mu = _momenta(momenta).reshape(-1)[:, None, None]
@@ -122,7 +126,7 @@ def problem_rate(learning_rates, momenta, hessian_eigenvalues, nesterov) -> np.n
     return rate(lr * h, mu, nesterov).max(axis=-1)
 
 
-def convergence_boundary(momenta, h_max: float, nesterov: bool) -> np.ndarray:
+def convergence_boundary(momenta: ArrayLike, h_max: float, nesterov: bool) -> np.ndarray:
     """The largest learning rate at which the rule still converges on a quadratic
     whose largest Hessian eigenvalue is ``h_max``, for each momentum (see the module
     docstring): ``2 (1 + mu) / h_max``, Nesterov ``2 (1 + mu) / ((1 + 2 mu) h_max)``."""
@@ -131,7 +135,7 @@ def convergence_boundary(momenta, h_max: float, nesterov: bool) -> np.ndarray:
     return bound / (1.0 + 2.0 * mu) if _rule(nesterov) else bound
 
 
-def critical_damping(momenta, nesterov: bool) -> np.ndarray:
+def critical_damping(momenta: ArrayLike, nesterov: bool) -> np.ndarray:
     """``a = lr * h`` at which a mode turns from over-damped (real eigenvalues) to
     oscillating (complex): ``(1 - sqrt(mu))^2``, Nesterov ``((1 - mu) / (1 + mu))^2``.
     Divide by ``h`` for the learning rate."""

@@ -25,11 +25,19 @@ because ``NaN * 0`` is NaN).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from ..recording.recording import Recording
 
 
-def sgd_step(param, grad, velocity, learning_rate, momentum=0.0, nesterov=False,
-             weight_decay=None):
+def sgd_step(param: ArrayLike, grad: ArrayLike, velocity: ArrayLike, learning_rate: ArrayLike,
+             momentum: ArrayLike = 0.0, nesterov: bool = False,
+             weight_decay: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """One update: returns ``(new_param, new_velocity)``, computed in the dtype of
     ``param`` with tf-keras' order of operations. With ``weight_decay`` (decoupled, as
     tf-keras' ``SGD(weight_decay=...)``) the parameter first loses
@@ -51,7 +59,9 @@ def sgd_step(param, grad, velocity, learning_rate, momentum=0.0, nesterov=False,
     return p_new.astype(dt), v_new.astype(dt)
 
 
-def replay(initial, grads, learning_rates, momentum=0.0, nesterov=False, weight_decay=None):
+def replay(initial: ArrayLike, grads: Sequence[ArrayLike] | np.ndarray, learning_rates: ArrayLike,
+           momentum: float = 0.0, nesterov: bool = False,
+           weight_decay: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Apply recorded gradients ``grads[t]`` from ``initial``; returns the
     parameters and velocities after each step, shapes ``(n_steps, *shape)``."""
     p = np.asarray(initial)
@@ -68,8 +78,9 @@ def replay(initial, grads, learning_rates, momentum=0.0, nesterov=False, weight_
             np.stack(vs) if vs else np.zeros(shape, p.dtype))
 
 
-def replay_ema(initial, grads, learning_rates, momentum=0.0, nesterov=False,
-               ema_momentum=0.99, overwrite_frequency=None):
+def replay_ema(initial: ArrayLike, grads: Sequence[ArrayLike] | np.ndarray, learning_rates: ArrayLike,
+               momentum: float = 0.0, nesterov: bool = False, ema_momentum: float = 0.99,
+               overwrite_frequency: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``replay`` with tf-keras' moving average of the weights (``use_ema=True``).
 
     After each step's update, in float32::
@@ -98,7 +109,8 @@ def replay_ema(initial, grads, learning_rates, momentum=0.0, nesterov=False,
     return np.stack(ps), np.stack(vs), np.stack(avgs)
 
 
-def run(grad_fn, initial, steps, learning_rate, momentum=0.0, nesterov=False):
+def run(grad_fn: Callable[[np.ndarray], ArrayLike], initial: ArrayLike, steps: int,
+        learning_rate: float, momentum: float = 0.0, nesterov: bool = False) -> np.ndarray:
     """Optimize from ``initial`` with gradients from ``grad_fn(param)``; returns the
     parameters ``(steps + 1, *shape)`` including the start (used for parameter sweeps)."""
     p = np.asarray(initial)
@@ -142,8 +154,9 @@ def _ulp_floor(x, ulps=ULPS) -> float:
     return ulps * _norm(np.maximum(spacing, tiny))
 
 
-def update_deviation(p_prev, v_prev, grad, learning_rate, momentum, nesterov, p, v,
-                     weight_decay=None):
+def update_deviation(p_prev: ArrayLike, v_prev: ArrayLike, grad: ArrayLike, learning_rate: float,
+                     momentum: float, nesterov: bool, p: ArrayLike, v: ArrayLike,
+                     weight_decay: float | None = None) -> float:
     """How far one recorded update ``(p_prev, v_prev) -> (p, v)`` is from the rule, as a
     fraction of the update's own size (0 for an exact update, 0.01 for 1%, inf when it
     has no size but moved).
@@ -178,7 +191,8 @@ def update_deviation(p_prev, v_prev, grad, learning_rate, momentum, nesterov, p,
     return worst
 
 
-def step_deviation(p_prev, v_prev, momentum, nesterov, p, v, decay=0.0):
+def step_deviation(p_prev: ArrayLike, v_prev: ArrayLike, momentum: float, nesterov: bool,
+                   p: ArrayLike, v: ArrayLike, decay: float = 0.0) -> float:
     """How far the parameter's move ``p - p_prev`` is from what the recorded velocities
     say it must be, as a fraction of its size, without the gradient: every rule moves
     ``p`` by ``v`` (plain and momentum) or by ``v + momentum * (v - v_prev)`` (Nesterov:
@@ -267,7 +281,7 @@ def _ranges(steps) -> str:
     return ", ".join(out)
 
 
-def check_recording(recording, rtol=RTOL):
+def check_recording(recording: Recording, rtol: float = RTOL) -> RuleCheck:
     """Updates that do not follow the documented rule.
 
     For each variable, recomputes every update from the recorded previous parameter
@@ -339,7 +353,7 @@ def _finite_steps(values) -> np.ndarray:
                     dtype=bool).reshape(len(values))
 
 
-def applied_momentum(hyperparameters) -> float:
+def applied_momentum(hyperparameters: Any) -> float:
     """The momentum as tf-keras applies it: ``tf.cast(momentum, variable.dtype)`` turns the
     Python float into a float32 tensor first, so a float64 variable moves with
     ``float64(float32(0.9))``, not 0.9. Recordings store it as recorded

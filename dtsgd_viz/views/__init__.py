@@ -2,19 +2,19 @@
 ``Figure`` (they never print and never call pyplot's show). Geometry is computed by pure
 functions first (``*_geometry`` modules); drawing is a thin layer on top."""
 
-from .paths.animation import animate
-from .mesh.communication import plot_communication
 from .compare import compare_findings, plot_compare
+from .mesh.communication import plot_communication
 from .mesh.layout import layout_table, model_table, plot_layout
 from .mesh.memory import plot_memory
-from .rates.modes import plot_modes
+from .paths.animation import animate
 from .paths.findings import findings
 from .paths.plot import plot_paths
 from .phase.plot import plot_phase
 from .rates.block_rates import plot_block_rates
+from .rates.modes import plot_modes
 from .shards.plot import plot_shards
-from .update.plot import plot_update
 from .shards.update import plot_update_shards
+from .update.plot import plot_update
 
 __all__ = [
     "animate", "compare_findings", "findings", "layout_table", "model_table", "plot_block_rates", "plot_communication",

@@ -14,14 +14,24 @@ pointer event and says what to do (``preview`` or ``run`` a start, or nothing).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..views.core import style
 from . import _pointer
 from .compare_state import compare_configs
 
+if TYPE_CHECKING:
+    from ..theory.surfaces.base import Surface
+
 __all__ = ["DragState", "drag_state", "StartDrag", "preview_paths", "PREVIEW_TITLE"]
+
+Point = tuple[float, float]
+Box = tuple[tuple[float, float], tuple[float, float]]
+Action = tuple[str, Point | None]
 
 PREVIEW_TITLE = "PREVIEW: the numpy reference of the rule\nrelease to run the real DTensor SGD"
 
@@ -34,11 +44,13 @@ class DragState:
     start: tuple[float, float] | None = None
 
 
-def _clamp(xy, box):
-    return tuple(float(np.clip(v, lo, hi)) for v, (lo, hi) in zip(xy, box))
+def _clamp(xy: Sequence[float], box: Box) -> Point:
+    (xlo, xhi), (ylo, yhi) = box
+    return float(np.clip(xy[0], xlo, xhi)), float(np.clip(xy[1], ylo, yhi))
 
 
-def drag_state(state: DragState, kind: str, xy, box):
+def drag_state(state: DragState, kind: str | None, xy: Sequence[float] | None,
+               box: Box) -> tuple[DragState, Action | None]:
     """The drag after a pointer event ``kind`` (``mousedown``, ``mousemove``,
     ``mouseup``, ``mouseleave``) at data point ``xy`` (None: off the path panel),
     clamped to ``box``. Returns ``(new_state, action)``, ``action`` None,
@@ -67,7 +79,8 @@ def drag_state(state: DragState, kind: str, xy, box):
     return state, None
 
 
-def preview_paths(surface, configs, start, steps) -> dict[str, np.ndarray]:
+def preview_paths(surface: Surface, configs: Mapping[str, Mapping[str, Any]], start: ArrayLike,
+                  steps: int) -> dict[str, np.ndarray]:
     """``{name: (steps + 1, 2)}`` paths of the numpy reference of tf-keras' rule
     (float32, as the real optimizer) from ``start``."""
     from ..theory import reference
@@ -97,7 +110,7 @@ class StartDrag:
         view = self.cw.view
         return None if view is None else view.artists.ax_path
 
-    def to_data(self, x, y):
+    def to_data(self, x: float, y: float) -> Point | None:
         """Data point of the path panel at PNG pixel ``(x, y)``, or None off it."""
         ax = self._ax()
         if ax is None or not self.cw.image.value:
@@ -105,9 +118,10 @@ class StartDrag:
         size = _pointer.png_size(self.cw.image.value)
         if _pointer.axes_at([ax], x, y, size) is None:
             return None
-        return tuple(float(v) for v in _pointer.pixel_to_data(ax, x, y, size))
+        dx, dy = _pointer.pixel_to_data(ax, x, y, size)
+        return float(dx), float(dy)
 
-    def handle(self, event):
+    def handle(self, event: Mapping[str, Any]) -> None:
         """An ipyevents event dict."""
         kind = event.get("type")
         xy = None
@@ -116,7 +130,7 @@ class StartDrag:
             xy = None if pix is None else self.to_data(*pix)
         self.pointer(kind, xy)
 
-    def pointer(self, kind, xy):
+    def pointer(self, kind: str | None, xy: Sequence[float] | None) -> None:
         """One pointer event at data point ``xy`` (None: off the path panel)."""
         if self.cw.view is None:
             return
@@ -124,12 +138,13 @@ class StartDrag:
         if action is None:
             return
         what, start = action
+        assert start is not None  # a drag begins with mousedown, which sets the start
         if what == "preview":
             self.preview(start)
         else:
             self.release(start)
 
-    def preview(self, start):
+    def preview(self, start: Point) -> None:
         cw = self.cw
         if cw.queue.running:  # a real run is drawing: the next release starts another
             return
@@ -151,7 +166,7 @@ class StartDrag:
         self.previews += 1
         cw.refresh()
 
-    def release(self, start):
+    def release(self, start: Point) -> None:
         cw = self.cw
         params = dataclasses.replace(cw.params, start=tuple(float(v) for v in start))
         cw.request_run(params)

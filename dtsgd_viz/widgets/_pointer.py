@@ -29,8 +29,14 @@ dropdowns still do everything.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["png_size", "root_figure", "pixel_to_data", "data_to_pixel", "axes_at", "event_pixel",
            "attach"]
@@ -43,7 +49,7 @@ def png_size(png: bytes) -> tuple[int, int]:
     return struct.unpack(">II", png[16:24])
 
 
-def root_figure(artist):
+def root_figure(artist: Any) -> Figure:
     """The ``Figure`` an artist (an axes) is drawn in, through any ``SubFigure``: the one
     whose canvas makes the PNG (``get_figure(root=True)``; older matplotlib: ``.figure``,
     which a subfigure sets to its root)."""
@@ -64,21 +70,21 @@ def _scale(ax, size):
     return W, H, W / size[0], H / size[1]
 
 
-def pixel_to_data(ax, x, y, size=None) -> np.ndarray:
+def pixel_to_data(ax: Axes, x: float, y: float, size: tuple[float, float] | None = None) -> np.ndarray:
     """Data coordinates of ``ax`` at pixel ``(x, y)`` of the figure's PNG (origin top
     left; ``size`` the PNG's ``(width, height)``, default the figure's own pixels)."""
     W, H, sx, sy = _scale(ax, size)
     return ax.transData.inverted().transform(((x + 0.5) * sx, H - (y + 0.5) * sy))
 
 
-def data_to_pixel(ax, x, y, size=None) -> tuple[float, float]:
+def data_to_pixel(ax: Axes, x: float, y: float, size: tuple[float, float] | None = None) -> tuple[float, float]:
     """The PNG pixel (origin top left) of data point ``(x, y)`` of ``ax``."""
     W, H, sx, sy = _scale(ax, size)
     dx, dy = ax.transData.transform((x, y))
     return float(dx / sx - 0.5), float((H - dy) / sy - 0.5)
 
 
-def axes_at(axes, x, y, size=None):
+def axes_at(axes: Iterable[Axes], x: float, y: float, size: tuple[float, float] | None = None) -> Axes | None:
     """The first of ``axes`` whose plotting area holds PNG pixel ``(x, y)``, or None."""
     for ax in axes:
         W, H, sx, sy = _scale(ax, size)
@@ -87,7 +93,7 @@ def axes_at(axes, x, y, size=None):
     return None
 
 
-def event_pixel(event, size) -> tuple[float, float] | None:
+def event_pixel(event: Mapping[str, Any], size: tuple[float, float]) -> tuple[float, float] | None:
     """The PNG pixel of an ipyevents mouse event: ``dataX``/``dataY`` (image pixels,
     scaling undone), else ``relativeX``/``relativeY`` scaled by the element's size."""
     if "dataX" in event and "dataY" in event:
@@ -98,7 +104,7 @@ def event_pixel(event, size) -> tuple[float, float] | None:
     return None
 
 
-def attach(image, events, handler, wait=0):
+def attach(image: Any, events: Iterable[str], handler: Callable[[dict], Any], wait: int = 0) -> Any:
     """An ``ipyevents.Event`` on ``image`` calling ``handler(event_dict)`` for
     ``events`` (``mousemove`` throttled to one per ``wait`` ms), or None if ipyevents
     is not installed (the widget's sliders still work)."""

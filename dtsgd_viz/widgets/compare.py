@@ -19,24 +19,33 @@ import html
 import math
 import threading
 import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 import numpy as np
 
 from ..views.core import style
-from ..views.paths.geometry import divergence_update, rule_name
-from ..views.paths.frames import draw_scene
 from ..views.paths import loss as path_loss
 from ..views.paths.findings import findings
-from ..views.paths.scene import build_scene
+from ..views.paths.frames import draw_scene
+from ..views.paths.geometry import divergence_update, rule_name
 from ..views.paths.plot import PathsView
+from ..views.paths.scene import build_scene
 from . import _drag
 from ._canvas import FigureWidget
 from ._phase import diverged, path_losses
-from .explorer_figure import tidy_loss_axis
 from .compare_labels import free_spot, line_points, name_paths, place_on_line, place_point_names
-from .compare_state import (CompareParams, RunQueue, _check_params, compare_configs, compare_params,
-                            finished, request)
+from .compare_state import CompareParams, RunQueue, _check_params, compare_configs, compare_params, finished, request
+from .explorer_figure import tidy_loss_axis
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from ..recording.recording import Recording
+    from ..theory.surfaces.base import Surface
+    from ..views.paths.findings import PathFindings
+    from ..views.paths.scene import PathScene
 
 __all__ = ["CompareWidget", "CompareParams", "compare_params", "compare_configs", "RunQueue",
            "request", "finished", "TableRow", "table_rows", "table_html", "place_on_line",
@@ -60,13 +69,15 @@ class TableRow:
     mean_loss: float | None = None
 
 
-def table_rows(recordings, surface, tol: float, name: str = "w") -> tuple[TableRow, ...]:
+def table_rows(recordings: Mapping[str, Recording], surface: Surface, tol: float,
+               name: str = "w") -> tuple[TableRow, ...]:
     """One row per recording, in ``dtsgd_viz.findings(recordings, surface, tol=tol)``'s
     numbers: the first k after which the loss after k updates (from the surface, at the
     recorded parameters) stays within ``tol`` of ``surface.min_value``, the loss after
     the last update and the mean over the last updates."""
     from ..views.paths.findings import findings
     found = findings(recordings, surface, name=name, tol=tol)
+    assert found.to_tolerance is not None  # findings fills it when given a tol
     rows = []
     for key, rec in recordings.items():
         losses = path_losses(rec, surface, name)
@@ -95,7 +106,8 @@ def loss_text(x: float) -> str:
     return f"{x:.2e}"
 
 
-def table_html(rows, tol: float, colors=None, found=None) -> str:
+def table_html(rows: Sequence[TableRow], tol: float, colors: Mapping[str, str] | None = None,
+               found: PathFindings | None = None) -> str:
     """The results as an HTML table of fixed column widths (``TABLE_COLUMNS``): long
     headers wrap inside their column instead of running into the next, and the table
     keeps its width whatever the numbers; names as the figure writes them (``rule_name``).
@@ -135,7 +147,8 @@ def table_html(rows, tol: float, colors=None, found=None) -> str:
 LOSS_XLABEL, LOSS_YLABEL = path_loss.LOSS_XLABEL, path_loss.LOSS_YLABEL   # as every path figure's
 
 
-def after_updates(recordings, surface, name: str = "w") -> dict:
+def after_updates(recordings: Mapping[str, Recording], surface: Surface,
+                  name: str = "w") -> dict[str, tuple[np.ndarray, np.ndarray, bool]]:
     """``{config: (updates, loss, True)}``: the loss (from the surface, float64) after 0,
     1, ..., N updates, as every path scene's loss panel draws it (``path_scene.build_scene``),
     ending on the table's "loss after N updates"."""
@@ -146,7 +159,10 @@ def after_updates(recordings, surface, name: str = "w") -> dict:
     return out
 
 
-def draw_after_updates(recordings, surface, ax, diverged=None, scene=None) -> PathsView:
+def draw_after_updates(recordings: Mapping[str, Recording], surface: Surface,
+                       ax: Axes | tuple[Axes, Axes],
+                       diverged: Mapping[str, Any] | None = None,
+                       scene: PathScene | None = None) -> PathsView:
     """``draw_paths(recordings, surface, None, ax=ax, arrows=False, diverged=diverged)``:
     the paths, and the loss after 0..N updates (``after_updates``); ``scene``: the
     ``build_scene`` of those arguments, when the caller has it already."""
@@ -251,7 +267,7 @@ class CompareWidget(FigureWidget):
         else:
             self._work(now)
 
-    def wait(self, timeout=None) -> None:
+    def wait(self, timeout: float | None = None) -> None:
         """Block until no run is in progress or queued."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
@@ -262,7 +278,7 @@ class CompareWidget(FigureWidget):
             if deadline is not None and time.monotonic() >= deadline:
                 return
 
-    def _work(self, params):
+    def _work(self, params: CompareParams | None):
         while params is not None:
             self._run(params)
             with self._lock:

@@ -6,10 +6,19 @@ no other text is in.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..views.core import style
 from ..views.paths.geometry import rule_name
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.lines import Line2D
+    from matplotlib.text import Annotation
 
 __all__ = ["line_points", "free_spot", "place_on_line", "place_point_names", "name_paths"]
 
@@ -17,7 +26,13 @@ __all__ = ["line_points", "free_spot", "place_on_line", "place_point_names", "na
 # ---- the tolerance's label: on its line, where no other line crosses it ----------------
 
 
-def line_points(ax, exclude=(), spacing=2.0) -> np.ndarray:
+def _renderer(ax: Axes) -> Any:
+    """The renderer of the (Agg) canvas ``ax`` is drawn on."""
+    # the Agg canvas has get_renderer; matplotlib's stub types the canvas as the base class
+    return ax.figure.canvas.get_renderer()  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def line_points(ax: Axes, exclude: Collection[Any] = (), spacing: float = 2.0) -> np.ndarray:
     """``(n, 2)`` display points along every line of ``ax`` but ``exclude``, at most
     ``spacing`` pixels apart (a box holding none of them is crossed by no line)."""
     out = [np.zeros((0, 2))]
@@ -35,7 +50,7 @@ def line_points(ax, exclude=(), spacing=2.0) -> np.ndarray:
     return np.concatenate(out)
 
 
-def free_spot(candidates, points, boxes=(), pad=1.5) -> int:
+def free_spot(candidates: ArrayLike, points: ArrayLike, boxes: Sequence[Sequence[float]] = (), pad: float = 1.5) -> int:
     """The index of the first of ``candidates`` (``(n, 4)`` display boxes ``x0, y0, x1,
     y1``) holding none of ``points`` and overlapping none of ``boxes``; none free: the
     one with the fewest points in it."""
@@ -79,13 +94,13 @@ def _box_size(label, renderer) -> tuple[float, float, float, float]:
     return text.width + 2 * px + 2.0, text.height + 2 * py + 2.0, px, py
 
 
-def place_on_line(ax, label, y, gap=3.0, step=4.0) -> None:
+def place_on_line(ax: Axes, label: Annotation, y: float, gap: float = 3.0, step: float = 4.0) -> None:
     """Move ``label`` (an annotation on the horizontal line at data ``y``) to the
     leftmost spot just above or below the line where no other line of ``ax`` crosses
     its white box and no other text is (``free_spot``, against every other line's
     points ``line_points``, 2 px apart); where no spot is free for its text on one line,
     on two (``_wrapped``); none free: the spot fewest lines cross."""
-    renderer = ax.figure.canvas.get_renderer()
+    renderer = _renderer(ax)
     frame = ax.get_window_extent(renderer)
     with np.errstate(invalid="ignore", divide="ignore"):
         ty = ax.transData.transform((ax.get_xlim()[0], y))[1]
@@ -153,13 +168,13 @@ def _mark_boxes(ax, exclude=()) -> list:
     return out
 
 
-def place_point_names(ax, names) -> list:
+def place_point_names(ax: Axes, names: Mapping[str, Annotation]) -> list:
     """Move each of ``names`` (annotations of a point: the start's and the minimum's,
     ``{gid: Annotation}``) to the spot nearest its mark, up and right of it first, where
     its white box holds no point of any line (``line_points``), covers no marker and
     overlaps no other text (``free_spot``); its leader shows only when it stands off the
     mark. Call on the laid-out figure, before ``name_paths``. Returns the names moved."""
-    renderer = ax.figure.canvas.get_renderer()
+    renderer = _renderer(ax)
     frame = ax.get_window_extent(renderer)
     px = ax.figure.dpi / 72.0
     points = line_points(ax)
@@ -172,7 +187,8 @@ def place_point_names(ax, names) -> list:
             continue
         mark = max([0.5 * ln.get_markersize() * px for ln in ax.lines
                     if ln.get_marker() not in (None, "None", "none", "")
-                    and len(ln.get_xydata()) and np.allclose(ln.get_xydata()[0], ann.xy)], default=3.0)
+                    and len(line_xy := np.asarray(ln.get_xydata())) and np.allclose(line_xy[0], ann.xy)],
+                   default=3.0)
         ann.set_horizontalalignment("center")
         ann.set_verticalalignment("center")
         ann.xyann = (0.0, 0.0)
@@ -234,7 +250,8 @@ def _at_vertex(centre, xy, turn=20.0) -> tuple[bool, np.ndarray]:
     return bool(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))) > turn), xy[v]
 
 
-def name_paths(ax, paths, colors, fontsize=style.LABEL_SIZE, gaps=GAPS) -> list:
+def name_paths(ax: Axes, paths: Mapping[str, Line2D], colors: Mapping[str, str], fontsize: float = style.LABEL_SIZE,
+               gaps: Sequence[float] = GAPS) -> list:
     """Write each run's name beside its path (``paths``: ``{config: Line2D}``), where
     no line of ``ax`` and no other text crosses it (``free_spot``), beside a stretch of
     the path rather than at one of its corners (``_at_vertex``), preferring the point
@@ -242,7 +259,7 @@ def name_paths(ax, paths, colors, fontsize=style.LABEL_SIZE, gaps=GAPS) -> list:
     nearest of ``gaps`` (points) where such a spot is free; a name farther than the
     first gets a short leader to its path. Returns the names (gid
     ``path-name:<config>``; leaders ``path-leader:<config>``)."""
-    renderer = ax.figure.canvas.get_renderer()
+    renderer = _renderer(ax)
     frame = ax.get_window_extent(renderer)
     texts = [t.get_window_extent(renderer) for t in ax.texts if t.get_visible()]
     taken = [(b.x0, b.y0, b.x1, b.y1) for b in texts]
@@ -297,7 +314,8 @@ def name_paths(ax, paths, colors, fontsize=style.LABEL_SIZE, gaps=GAPS) -> list:
         (x0, y0, x1, y1), anchor, lead = chosen
         inv = ax.transData.inverted()
         text.set_transform(ax.transData)
-        text.set_position(inv.transform(((x0 + x1) / 2, (y0 + y1) / 2)))
+        tx, ty = inv.transform(((x0 + x1) / 2, (y0 + y1) / 2))
+        text.set_position((tx, ty))
         real = text.get_window_extent(renderer)   # where it now stands
         edge = np.clip(anchor, (real.x0, real.y0), (real.x1, real.y1))   # its point nearest the path
         if lead and np.hypot(*(edge - np.asarray(anchor))) > 2.0 * px:

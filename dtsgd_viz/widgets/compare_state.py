@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +52,7 @@ def _check_params(p: CompareParams) -> CompareParams:
     return p
 
 
-def compare_params(params: CompareParams, change) -> CompareParams:
+def compare_params(params: CompareParams, change: Mapping[str, Any]) -> CompareParams:
     """The parameters after one change ``{"name": ..., "new": value}``; names are
     ``learning_rate``, ``momentum``, ``steps`` and ``start_<i>`` (one coordinate of a
     2-D start)."""
@@ -87,10 +89,10 @@ class RunQueue:
     """Whether a run is in progress, and the latest parameters that arrived during it."""
 
     running: bool = False
-    pending: object = None
+    pending: CompareParams | None = None
 
 
-def request(queue: RunQueue, params) -> tuple[RunQueue, object]:
+def request(queue: RunQueue, params: CompareParams) -> tuple[RunQueue, CompareParams | None]:
     """New parameters arrived. Returns the new queue and the parameters to start a run
     with now, or None when a run is in progress (then only these latest ones are kept)."""
     if queue.running:
@@ -98,7 +100,7 @@ def request(queue: RunQueue, params) -> tuple[RunQueue, object]:
     return RunQueue(True, None), params
 
 
-def finished(queue: RunQueue) -> tuple[RunQueue, object]:
+def finished(queue: RunQueue) -> tuple[RunQueue, CompareParams | None]:
     """A run ended. Returns the new queue and the parameters to run next (the latest
     that arrived meanwhile) or None (then the queue is idle)."""
     if queue.pending is not None:

@@ -22,18 +22,21 @@ from __future__ import annotations
 import dataclasses
 import html
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ..theory.convergence import check_grid_axis, check_steps_tol, diverged, path_losses, phase_grid, steps_to_tolerance
+from ..theory.convergence import check_steps_tol, diverged, path_losses, phase_grid, steps_to_tolerance
 from ..theory.quadratic import RULES, convergence_boundary
 from ..views.core import style
 from ..views.paths.geometry import divergence_update
 from ..views.paths.plot import draw_paths
-from ..views.phase.plot import add_colorbars, cap_loss, cell_edges, draw_phase
 from ..views.phase.axes import PHASE_LEGEND_SIZE, PHASE_NOTE_SIZE
 from ..views.phase.cell import RULE_NAMES, draw_cell_losses, pick_finding
+from ..views.phase.plot import add_colorbars, cap_loss, cell_edges, draw_phase
 from . import _pointer
 from ._canvas import FigureWidget
 
@@ -45,7 +48,7 @@ PICK_COLOR = "white"   # the picked cell's outline: white on a black stroke, rea
 PICK_STROKE = dict(lw=1.6, outer="black", outer_lw=4.4)
 
 
-def pick_outline():
+def pick_outline() -> dict[str, Any]:
     """The picked cell's outline (map and key alike): a white line on a wider black one."""
     from matplotlib import patheffects
     return dict(fill=False, ec=PICK_COLOR, lw=PICK_STROKE["lw"], path_effects=[
@@ -64,7 +67,7 @@ class PhasePick:
     n_mu: int
 
 
-def phase_pick(pick: PhasePick, change) -> PhasePick:
+def phase_pick(pick: PhasePick, change: Mapping[str, Any]) -> PhasePick:
     """The pick after ``{"name": "lr_index"|"mu_index", "new": index}``."""
     name, new = change["name"], change["new"]
     sizes = {"lr_index": pick.n_lr, "mu_index": pick.n_mu}
@@ -76,7 +79,7 @@ def phase_pick(pick: PhasePick, change) -> PhasePick:
     return dataclasses.replace(pick, **{name: int(new)})
 
 
-def cell_at(lr_edges, mu_edges, lr: float, mu: float):
+def cell_at(lr_edges: np.ndarray, mu_edges: np.ndarray, lr: float, mu: float) -> tuple[int, int] | None:
     """``(lr_index, mu_index)`` of the cell holding ``(lr, mu)``, or None outside the grid.
 
     >>> cell_at(np.array([1.0, 2.0, 4.0]), np.array([0.0, 0.5, 1.0]), 3.0, 0.2)
@@ -146,7 +149,7 @@ class PhaseDiagram(FigureWidget):
 
     # -- public --
 
-    def boundary(self, nesterov: bool, momenta=None):
+    def boundary(self, nesterov: bool, momenta: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray] | None:
         """``(learning_rates, momenta)`` of the analytic boundary (None if the surface
         has no Hessian eigenvalues)."""
         if self.h_max is None:
@@ -162,7 +165,7 @@ class PhaseDiagram(FigureWidget):
         self.lr_pick.value, self.mu_pick.value = pick.lr_index, pick.mu_index
         self.run_here()
 
-    def cell_at_pixel(self, x: float, y: float):
+    def cell_at_pixel(self, x: float, y: float) -> tuple[int, int] | None:
         """``(lr_index, mu_index)`` of the map cell at PNG pixel ``(x, y)`` (origin top
         left), or None off the maps."""
         size = _pointer.png_size(self.image.value) if self.image.value else None
@@ -224,6 +227,7 @@ class PhaseDiagram(FigureWidget):
             self.click(*xy)
 
     def _summary(self, seconds) -> str:
+        assert self.ran_at is not None and self.recordings is not None  # after a run
         i, j = self.ran_at.mu_index, self.ran_at.lr_index
         parts = []
         for key, rec in self.recordings.items():
@@ -242,7 +246,7 @@ class PhaseDiagram(FigureWidget):
             rect.set_bounds(x, y, w, h)
         self.refresh()
 
-    def _cell_rect(self, pick):
+    def _cell_rect(self, pick: PhasePick) -> tuple[float, float, float, float]:
         xe, ye = self.lr_edges, self.mu_edges
         j, i = pick.lr_index, pick.mu_index
         return xe[j], ye[i], xe[j + 1] - xe[j], ye[i + 1] - ye[i]
@@ -329,8 +333,10 @@ class PhaseDiagram(FigureWidget):
             ax.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=len(names),
                       fontsize=PHASE_NOTE_SIZE, frameon=False, handlelength=2.6, borderaxespad=0.0)
         if self.diverged_at:  # clip to the view box: a diverging run would shrink the rest to a dot
+            assert box is not None  # runs are marked diverged only inside a view box
             ax.set_xlim(*box[0])
             ax.set_ylim(*box[1])
+        assert self.ran_at is not None  # set with self.recordings
         lr = self.learning_rates[self.ran_at.lr_index]
         mu = self.momenta[self.ran_at.mu_index]
         ax.set_title(f"Real DTensor SGD at lr = {lr:.3g}, μ = {mu:.3g}", fontsize=style.TITLE_SIZE)

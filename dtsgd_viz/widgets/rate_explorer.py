@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 import numpy as np
@@ -22,6 +23,9 @@ import numpy as np
 from ..views.core import style
 from ..views.rates.block_rates import RULE_NAMES, RatesView, block_rates
 from ._canvas import FigureWidget
+
+if TYPE_CHECKING:
+    from ..views.rates.block_rates import BlockRates
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +45,7 @@ class RateState:
         return f"lr={self.learning_rate:.3g}  ·  " + "  ·  ".join(parts)
 
 
-def rate_state(rates, learning_rate) -> RateState:
+def rate_state(rates: BlockRates, learning_rate: float) -> RateState:
     """Where the blocks of ``rates`` (a ``BlockRates``) sit at ``learning_rate`` (> 0)."""
     lr = float(learning_rate)
     if not math.isfinite(lr) or lr <= 0:

@@ -5,18 +5,23 @@ scale, the shown update marked). The runs are checked as ``plot_compare`` checks
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ..views.core import style
 from ..views.compare import looks
+from ..views.core import style
 from ..views.core.figure import headline
 from ..views.shards.geometry import as_image, run_limit, symmetric_limit
 from ..views.shards.plot import draw_tensor
 
+if TYPE_CHECKING:
+    from ..recording.recording import Recording
+
 __all__ = ["RunsShardsView", "tensor_norms"]
 
 
-def tensor_norms(recording, name: str, kind: str) -> np.ndarray:
+def tensor_norms(recording: Recording, name: str, kind: str) -> np.ndarray:
     """``(n,)``: the whole tensor's L2 norm per recorded update, from its unique blocks
     (each replica group once), in full and in stats mode."""
     geometry = recording.geometry(name)
@@ -118,6 +123,7 @@ class RunsShardsView:
         self.index = int(index)
         limit = self._limit()
         for run, heatmap in zip(self.names, self.heatmaps):
+            assert limit is not None  # heatmaps are drawn in full mode only, which has a limit
             heatmap.set_data(as_image(self.values[run][self.index]))
             heatmap.set_clim(-limit, limit)
         self._set_markers()

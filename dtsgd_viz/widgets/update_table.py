@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import html
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..views.core import style
-from ..views.update import geometry as upd
 from ..views.paths.geometry import rule_name, step_index
+from ..views.update import geometry as upd
+
+if TYPE_CHECKING:
+    from ..recording.recording import Recording
 
 __all__ = ["UpdateRow", "update_rows", "update_table_html"]
 
@@ -34,7 +39,7 @@ class UpdateRow:
     step: float
 
 
-def update_rows(recordings, update: int, name: str = "w") -> tuple[UpdateRow, ...]:
+def update_rows(recordings: Mapping[str, Recording], update: int, name: str = "w") -> tuple[UpdateRow, ...]:
     """One row per recording at ``update`` (as ``recording.steps`` counts)."""
     rows = []
     for key, rec in recordings.items():
@@ -57,7 +62,7 @@ def _num(x) -> str:
     return "—" if x is None or not np.isfinite(x) else f"{x:.3g}"
 
 
-def update_table_html(rows, update: int, colors=None) -> str:
+def update_table_html(rows: Sequence[UpdateRow], update: int, colors: Mapping[str, str] | None = None) -> str:
     """``rows`` (``update_rows``) as an HTML table under a one-line heading naming
     ``update``, with a footnote saying which velocity each rule's ``μ·v`` is."""
     colors = colors or style.optimizer_colors([r.name for r in rows])

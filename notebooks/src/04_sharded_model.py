@@ -22,7 +22,6 @@ from IPython.display import display
 from tensorflow.experimental import dtensor
 
 
-
 def show(fig):
     display(fig, include=["image/png"])  # the picture only: '<Figure ...>' says nothing
 
@@ -373,10 +372,17 @@ print("parameter used the previous v:", np.allclose(p, p_prev - lr * g + mu * v_
 # The other tutorials, in order (the terms they use are defined in the
 # [glossary](../docs/glossary.md)):
 #
-# - [01_quickstart](01_quickstart.ipynb): a mesh, a layout, the instrumented optimizer and a recording; the first pictures (layout, velocity block by block, update paths).
-# - [02_mesh_layouts](02_mesh_layouts.ipynb): how layouts cut tensors into blocks on 1-, 2- and 3-D meshes, replicas, the velocity slot's layout, memory per device, `LayoutExplorer`.
-# - [03_nesterov_vs_momentum](03_nesterov_vs_momentum.ipynb): the heavy-ball and Nesterov rules written out, their paths, each mode's rate from theory, where each rule wins, `PhaseDiagram`, `CompareWidget`, `PathExplorer`.
-# - [05_recordings](05_recordings.ipynb): save a recording, load it without TensorFlow, explore it with `ShardExplorer`. **Next:** keep this kind of recording: save it, reload it anywhere, explore it with a widget.
-# - [06_long_runs](06_long_runs.ipynb): record long runs cheaply: stats mode, decimation, a ring of full values, `model.fit`.
-# - [07_real_models](07_real_models.ipynb): a conv net and a transformer block on a mesh: the DTensor recipes, each head's velocity, the stale velocity again.
-# - [08_multi_client](08_multi_client.ipynb): a run over two clients, watched live with `LiveMonitor`, its store merged into one recording.
+# - [01_quickstart](01_quickstart.ipynb): a mesh, a layout, the instrumented optimizer and a recording; the first
+#   pictures (layout, velocity block by block, update paths).
+# - [02_mesh_layouts](02_mesh_layouts.ipynb): how layouts cut tensors into blocks on 1-, 2- and 3-D meshes, replicas,
+#   the velocity slot's layout, memory per device, `LayoutExplorer`.
+# - [03_nesterov_vs_momentum](03_nesterov_vs_momentum.ipynb): the heavy-ball and Nesterov rules written out, their
+#   paths, each mode's rate from theory, where each rule wins, `PhaseDiagram`, `CompareWidget`, `PathExplorer`.
+# - [05_recordings](05_recordings.ipynb): save a recording, load it without TensorFlow, explore it with `ShardExplorer`.
+#   **Next:** keep this kind of recording: save it, reload it anywhere, explore it with a widget.
+# - [06_long_runs](06_long_runs.ipynb): record long runs cheaply: stats mode, decimation, a ring of full values,
+#   `model.fit`.
+# - [07_real_models](07_real_models.ipynb): a conv net and a transformer block on a mesh: the DTensor recipes, each
+#   head's velocity, the stale velocity again.
+# - [08_multi_client](08_multi_client.ipynb): a run over two clients, watched live with `LiveMonitor`, its store merged
+#   into one recording.

@@ -26,7 +26,6 @@ from IPython.display import Image, display
 from tensorflow.experimental import dtensor
 
 
-
 def show(fig):
     display(fig, include=["image/png"])  # the picture only: '<Figure ...>' says nothing
 
@@ -184,10 +183,17 @@ except ValueError as error:
 # The other tutorials, in order (the terms they use are defined in the
 # [glossary](../docs/glossary.md)):
 #
-# - [01_quickstart](01_quickstart.ipynb): a mesh, a layout, the instrumented optimizer and a recording; the first pictures (layout, velocity block by block, update paths).
-# - [02_mesh_layouts](02_mesh_layouts.ipynb): how layouts cut tensors into blocks on 1-, 2- and 3-D meshes, replicas, the velocity slot's layout, memory per device, `LayoutExplorer`.
-# - [03_nesterov_vs_momentum](03_nesterov_vs_momentum.ipynb): the heavy-ball and Nesterov rules written out, their paths, each mode's rate from theory, where each rule wins, `PhaseDiagram`, `CompareWidget`, `PathExplorer`.
-# - [04_sharded_model](04_sharded_model.ipynb): a tf-keras MLP sharded by a `LayoutMap`, recorded while it trains: the all-reduce, each block's velocity, a probe's path, the stale-velocity hazard.
-# - [06_long_runs](06_long_runs.ipynb): record long runs cheaply: stats mode, decimation, a ring of full values, `model.fit`. **Next:** when a run is too long to record in full.
-# - [07_real_models](07_real_models.ipynb): a conv net and a transformer block on a mesh: the DTensor recipes, each head's velocity, the stale velocity again.
-# - [08_multi_client](08_multi_client.ipynb): a run over two clients, watched live with `LiveMonitor`, its store merged into one recording.
+# - [01_quickstart](01_quickstart.ipynb): a mesh, a layout, the instrumented optimizer and a recording; the first
+#   pictures (layout, velocity block by block, update paths).
+# - [02_mesh_layouts](02_mesh_layouts.ipynb): how layouts cut tensors into blocks on 1-, 2- and 3-D meshes, replicas,
+#   the velocity slot's layout, memory per device, `LayoutExplorer`.
+# - [03_nesterov_vs_momentum](03_nesterov_vs_momentum.ipynb): the heavy-ball and Nesterov rules written out, their
+#   paths, each mode's rate from theory, where each rule wins, `PhaseDiagram`, `CompareWidget`, `PathExplorer`.
+# - [04_sharded_model](04_sharded_model.ipynb): a tf-keras MLP sharded by a `LayoutMap`, recorded while it trains: the
+#   all-reduce, each block's velocity, a probe's path, the stale-velocity hazard.
+# - [06_long_runs](06_long_runs.ipynb): record long runs cheaply: stats mode, decimation, a ring of full values,
+#   `model.fit`. **Next:** when a run is too long to record in full.
+# - [07_real_models](07_real_models.ipynb): a conv net and a transformer block on a mesh: the DTensor recipes, each
+#   head's velocity, the stale velocity again.
+# - [08_multi_client](08_multi_client.ipynb): a run over two clients, watched live with `LiveMonitor`, its store merged
+#   into one recording.

@@ -277,10 +277,16 @@ for model_name, exact, stale in (("conv net", conv_rec, conv_stale),
 # The other tutorials, in order (the terms they use are defined in the
 # [glossary](../docs/glossary.md)):
 #
-# - [01_quickstart](01_quickstart.ipynb): a mesh, a layout, the instrumented optimizer and a recording; the first pictures (layout, velocity block by block, update paths).
-# - [02_mesh_layouts](02_mesh_layouts.ipynb): how layouts cut tensors into blocks on 1-, 2- and 3-D meshes, replicas, the velocity slot's layout, memory per device, `LayoutExplorer`.
-# - [03_nesterov_vs_momentum](03_nesterov_vs_momentum.ipynb): the heavy-ball and Nesterov rules written out, their paths, each mode's rate from theory, where each rule wins, `PhaseDiagram`, `CompareWidget`, `PathExplorer`.
-# - [04_sharded_model](04_sharded_model.ipynb): a tf-keras MLP sharded by a `LayoutMap`, recorded while it trains: the all-reduce, each block's velocity, a probe's path, the stale-velocity hazard.
+# - [01_quickstart](01_quickstart.ipynb): a mesh, a layout, the instrumented optimizer and a recording; the first
+#   pictures (layout, velocity block by block, update paths).
+# - [02_mesh_layouts](02_mesh_layouts.ipynb): how layouts cut tensors into blocks on 1-, 2- and 3-D meshes, replicas,
+#   the velocity slot's layout, memory per device, `LayoutExplorer`.
+# - [03_nesterov_vs_momentum](03_nesterov_vs_momentum.ipynb): the heavy-ball and Nesterov rules written out, their
+#   paths, each mode's rate from theory, where each rule wins, `PhaseDiagram`, `CompareWidget`, `PathExplorer`.
+# - [04_sharded_model](04_sharded_model.ipynb): a tf-keras MLP sharded by a `LayoutMap`, recorded while it trains: the
+#   all-reduce, each block's velocity, a probe's path, the stale-velocity hazard.
 # - [05_recordings](05_recordings.ipynb): save a recording, load it without TensorFlow, explore it with `ShardExplorer`.
-# - [06_long_runs](06_long_runs.ipynb): record long runs cheaply: stats mode, decimation, a ring of full values, `model.fit`.
-# - [08_multi_client](08_multi_client.ipynb): a run over two clients, watched live with `LiveMonitor`, its store merged into one recording. **Next:** a run whose mesh spans two processes, watched while it trains.
+# - [06_long_runs](06_long_runs.ipynb): record long runs cheaply: stats mode, decimation, a ring of full values,
+#   `model.fit`.
+# - [08_multi_client](08_multi_client.ipynb): a run over two clients, watched live with `LiveMonitor`, its store merged
+#   into one recording. **Next:** a run whose mesh spans two processes, watched while it trains.

@@ -13,10 +13,10 @@ import pytest
 from PIL import Image
 
 from dtsgd_viz.cli import demo, report
-from dtsgd_viz.views.update import geometry as upd
 from dtsgd_viz.views.core.figure import headline_texts
 from dtsgd_viz.views.mesh.layout import layout_table
 from dtsgd_viz.views.paths.geometry import rule_name
+from dtsgd_viz.views.update import geometry as upd
 
 pytestmark = pytest.mark.slow  # runs the demo once (~15 s)
 
@@ -154,7 +154,7 @@ def test_path_figure_holds_the_recorded_paths_and_arrows(made):
     step = report.arrow_step(paths)
     fig = report.path_figure(paths, demo.path_surface())
     ax = fig.axes[0]
-    lines = {l.get_gid(): l for l in ax.lines if l.get_gid()}
+    lines = {ln.get_gid(): ln for ln in ax.lines if ln.get_gid()}
     u = int(paths["momentum"].steps[step])
     for name, rec in paths.items():
         # each path whole, in its rule's look (no faded part), the update ringed on it

@@ -23,8 +23,7 @@ import tf_keras
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
-from dtsgd_viz import (CommunicationReport, LayoutSpec, MeshSpec, communication,
-                       communication_plan)
+from dtsgd_viz import CommunicationReport, LayoutSpec, MeshSpec, communication, communication_plan
 from dtsgd_viz.dtensor import communication as communication_module
 from dtsgd_viz.models import examples as models
 from dtsgd_viz.recording.communication import Collective

@@ -2,11 +2,12 @@
 
 import numpy as np
 import pytest
+from helpers.builders import CASE_IDS, LAYOUT_CASES
 
 import dtsgd_viz
 from dtsgd_viz import LayoutSpec, MeshSpec, shard_geometry
 from dtsgd_viz import dtensor as _dtensor
-from helpers.builders import CASE_IDS, LAYOUT_CASES
+
 
 def test_device_order_is_row_major():
     mesh = MeshSpec.create({"x": 2, "y": 3})

@@ -3,10 +3,10 @@ to_numpy, device_values, checked against the shard geometry and dtensor.unpack."
 
 import numpy as np
 import pytest
+from helpers.builders import CASE_IDS, LAYOUT_CASES
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
-from helpers.builders import CASE_IDS, LAYOUT_CASES
 
 
 @pytest.mark.parametrize("mesh_dims, shape, specs", LAYOUT_CASES, ids=CASE_IDS)

@@ -19,7 +19,7 @@ from matplotlib.transforms import Bbox
 def _drawn(text) -> bool:
     if not text.get_visible() or not text.get_text().strip():
         return False
-    if not text.get_alpha() is None and text.get_alpha() == 0:
+    if text.get_alpha() is not None and text.get_alpha() == 0:
         return False
     if isinstance(text, Annotation) and hasattr(text, "_check_xy"):
         renderer = text.figure.canvas.get_renderer()

@@ -13,11 +13,11 @@ import types
 
 import numpy as np
 
-from dtsgd_viz.recorder.hostlog import assemble, entry
 from dtsgd_viz.geometry import shard_geometry
-from dtsgd_viz.specs import LayoutSpec, MeshSpec
+from dtsgd_viz.recorder.hostlog import assemble, entry
 from dtsgd_viz.recording import Part
 from dtsgd_viz.recording.store import StoreWriter
+from dtsgd_viz.specs import LayoutSpec, MeshSpec
 
 MESH = MeshSpec.create({"x": 2, "y": 4})
 KINDS = ("param", "velocity", "grad")

@@ -15,8 +15,8 @@ import tf_keras
 import dtsgd_viz
 from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.models import examples as models
-from dtsgd_viz.theory import reference
 from dtsgd_viz.models.layers import ShardedConv2D
+from dtsgd_viz.theory import reference
 
 MODELS = {
     "conv_net": (models.conv_net, models.conv_net_layout_map, models.bars, 0.1),

@@ -5,14 +5,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
+from helpers.builders import global_value as _global
+from helpers.builders import layoutmap_mlp
+from helpers.builders import regression_data as _data
+from helpers.builders import train as _train
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
+from conftest import CONFIGS
 from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.theory import reference
-from conftest import CONFIGS
-from helpers.builders import fit_dataset, layoutmap_mlp
-from helpers.builders import global_value as _global, regression_data as _data, train as _train
 
 EMA_MOMENTUM = 0.8
 STEPS = 7
@@ -174,8 +176,9 @@ def test_checkpoint_restored_in_a_fresh_process_continues_exactly(tmp_path, meth
     expected = _state(model, opt)
 
     out = tmp_path / "restored.npz"
-    script = RESTORE_SCRIPT.format(tests=os.path.dirname(os.path.dirname(__file__)), config=str(tmp_path / "config.json"),
-                                   method=method, path=path, steps=m, out=str(out))
+    script = RESTORE_SCRIPT.format(tests=os.path.dirname(os.path.dirname(__file__)),
+                                   config=str(tmp_path / "config.json"), method=method, path=path, steps=m,
+                                   out=str(out))
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=180, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -13,10 +13,11 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers.builders import fit_dataset
+from helpers.builders import layoutmap_mlp as _mlp
+from helpers.builders import regression_data as _data
 
 import dtsgd_viz
-from helpers.builders import fit_dataset
-from helpers.builders import layoutmap_mlp as _mlp, regression_data as _data
 
 FITS = [(1, 10), (2, 25)]  # (epochs, steps_per_epoch) of each model.fit: 60 updates
 STEPS = sum(e * n for e, n in FITS)

@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
-from tensorflow.experimental import dtensor
+from helpers import parts as _parts
+from helpers import synthetic_store
+from helpers.builders import overflow_data, overflow_model
 
 import dtsgd_viz
 from dtsgd_viz.recording import RecordingFileError
 from dtsgd_viz.recording.store import StoreWriter, store_status
 from dtsgd_viz.theory import reference
-from helpers import parts as _parts, synthetic_store
-from helpers.builders import overflow_data, overflow_model
 
 GROWTH_STEPS, UPDATES, INITIAL_SCALE = 6, 20, 2.0**15
 

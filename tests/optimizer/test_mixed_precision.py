@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
+from helpers.builders import fit_dataset, layoutmap_mlp, overflow_data, overflow_model
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
 from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.theory import reference
-from helpers.builders import fit_dataset, layoutmap_mlp, overflow_data, overflow_model
 
 COMPUTE = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 

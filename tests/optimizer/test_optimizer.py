@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
+from helpers.builders import Problem, global_value, layout, layoutmap_mlp, make_sgd, run
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
 from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.theory import reference
-from helpers.builders import Problem, global_value, layout, layoutmap_mlp, make_sgd, run
 
 
 def test_is_the_dtensor_sgd():
@@ -299,7 +299,7 @@ def test_layoutmap_model_in_tf_function_shows_the_stale_velocity_hazard():
         size = np.sqrt(((exact - p_prev) ** 2).sum(axis=axes))
 
         def off(ref):
-            return np.sqrt(((p - ref) ** 2).sum(axis=axes)) / size
+            return np.sqrt(((p - ref) ** 2).sum(axis=axes)) / size  # noqa: B023
 
         fits_stale = (off(stale) < 1e-4) & (off(exact) > 1e-2)
         fits_exact = off(exact) < 1e-4

@@ -11,8 +11,8 @@ from tensorflow.experimental import dtensor
 
 import dtsgd_viz
 from dtsgd_viz import dtensor as _dtensor
-from dtsgd_viz.theory import reference
 from dtsgd_viz.models.layers import TableEmbedding  # a table sharded by rows needs it
+from dtsgd_viz.theory import reference
 
 
 def _embedding_model(mesh, table_specs):

@@ -14,17 +14,39 @@ import re
 import shutil
 
 import pytest
-
-from helpers.browser import (ARGS, CHROMIUM, ROOT, SCREENSHOTS, SHOTS_ENV, _check_screenshot,  # noqa: F401
-                             _docs_screenshots, _free_port, _image_sources, _move_slider,
-                             _open_notebook, _publish, _run_all, _server, _shots_destination,
-                             _wait_changed, _wait_http, _wait_stable, browser, browser_test, lab,
-                             shots)
-from helpers.browser import _boxes, _cut_by, _heading_tops, _page_bottom, _section_crop
+from helpers.browser import (  # noqa: F401
+    ARGS,
+    CHROMIUM,
+    ROOT,
+    SCREENSHOTS,
+    SHOTS_ENV,
+    _boxes,
+    _check_screenshot,
+    _cut_by,
+    _docs_screenshots,
+    _free_port,
+    _heading_tops,
+    _image_sources,
+    _move_slider,
+    _open_notebook,
+    _page_bottom,
+    _publish,
+    _run_all,
+    _section_crop,
+    _server,
+    _shots_destination,
+    _wait_changed,
+    _wait_http,
+    _wait_stable,
+    browser,
+    browser_test,
+    lab,
+    shots,
+)
 
 
 @browser_test
-def test_notebook_03_in_jupyterlab(browser, lab, shots):
+def test_notebook_03_in_jupyterlab(browser, lab, shots):  # noqa: F811
     docs_before = _docs_screenshots()
     with lab.folder("nb03") as work:
         notebook = work / "03_nesterov_vs_momentum.ipynb"
@@ -40,7 +62,8 @@ def test_notebook_03_in_jupyterlab(browser, lab, shots):
         page.wait_for_selector(".widget-slider", timeout=60_000)
         page.wait_for_function("() => !document.body.innerText.includes('Loading widget')", timeout=60_000)
         errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-        assert page.locator(".jp-RenderedText .ansi-red-fg, .jp-OutputArea-output .jp-RenderedText[data-mime-type='application/vnd.jupyter.error']").count() == 0
+        assert page.locator(".jp-RenderedText .ansi-red-fg, .jp-OutputArea-output "
+                            ".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']").count() == 0
         assert errors.count() == 0, errors.first.inner_text()
         n_sliders = page.locator(".widget-slider").count()
         assert n_sliders >= 3
@@ -71,7 +94,7 @@ def test_notebook_03_in_jupyterlab(browser, lab, shots):
 
 
 @browser_test
-def test_app_in_voila(browser, shots, tmp_path):
+def test_app_in_voila(browser, shots, tmp_path):  # noqa: F811
     from dtsgd_viz.cli.app import voila_command
     docs_before = _docs_screenshots()
     port = _free_port()
@@ -107,7 +130,8 @@ def test_app_in_voila(browser, shots, tmp_path):
         # each table's headers sit side by side without overlapping (the results table,
         # then the step-through's table of the update's terms)
         tables = page.eval_on_selector_all("table", "els => els.map(t => Array.from(t.querySelectorAll('th'))"
-                                           ".map(e => { const r = e.getBoundingClientRect(); return [r.left, r.right]; }))")
+                                           ".map(e => { const r = e.getBoundingClientRect(); "
+                                           "return [r.left, r.right]; }))")
         assert len(tables) == 2 and len(tables[0]) >= 3 and len(tables[1]) == 5, tables
         for heads in tables:
             for (_, right), (left, _) in zip(heads, heads[1:]):
@@ -118,7 +142,8 @@ def test_app_in_voila(browser, shots, tmp_path):
                                              "return [r.left, r.right, r.top, r.bottom]; })")[1]
         table_box = page.eval_on_selector_all("table", "els => { const r = els[1].getBoundingClientRect(); "
                                               "return [r.left, r.right, r.top, r.bottom]; }")
-        assert table_box[0] >= step_img[1] and table_box[1] <= 1300 and table_box[2] < step_img[3], (step_img, table_box)
+        assert (table_box[0] >= step_img[1] and table_box[1] <= 1300
+                and table_box[2] < step_img[3]), (step_img, table_box)
         assert "Update 1, each run's terms" in page.inner_text("body")
         before = _image_sources(page)
         _move_slider(page, page.locator(".widget-slider").count() - 1)  # the PathExplorer step

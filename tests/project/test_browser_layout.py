@@ -8,7 +8,6 @@ import re
 import time
 
 import nbformat
-
 from helpers.browser import _image_sources, _open_notebook, browser, browser_test, lab  # noqa: F401
 
 CELL = ('from dtsgd_viz.widgets import LayoutExplorer\n'

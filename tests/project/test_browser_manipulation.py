@@ -12,9 +12,7 @@ import re
 import time
 
 import pytest
-
-from helpers.browser import (_image_sources, _open_notebook, _run_all,  # noqa: F401
-                             _wait_changed, browser, browser_test, lab)
+from helpers.browser import _image_sources, _open_notebook, _run_all, _wait_changed, browser, browser_test, lab  # noqa: F401
 
 SETUP = """\
 import json

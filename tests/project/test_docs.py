@@ -2,7 +2,6 @@
 (``mkdocs build --strict``, as ``make docs``), every tutorial page holds the figures its
 notebook stores, widgets included, and every public name has a reference entry."""
 
-import importlib
 import inspect
 import json
 import os

@@ -1,6 +1,5 @@
 """The project itself: dependency lists in sync, a light import, the demo command."""
 
-import pytest
 import os
 import pathlib
 import re
@@ -9,6 +8,7 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -32,7 +32,8 @@ def test_environment_yml_matches_pyproject():
 
 
 def test_import_is_light():
-    code = "import sys, dtsgd_viz; print(sorted(m for m in ('tensorflow', 'matplotlib', 'ipywidgets', 'IPython') if m in sys.modules))"
+    code = ("import sys, dtsgd_viz; "
+            "print(sorted(m for m in ('tensorflow', 'matplotlib', 'ipywidgets', 'IPython') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -98,6 +99,7 @@ def test_cli_demo_gif_frames_default(monkeypatch):
     checks that the GIF holds exactly the frames asked for), and --gif-frames N hands N."""
     import importlib
     import inspect
+
     from dtsgd_viz.cli import demo, report
     main = importlib.import_module("dtsgd_viz.cli.main")   # the package's `main` is its function
     handed = []

@@ -11,14 +11,12 @@ import zipfile
 
 import numpy as np
 import pytest
-
-import dtsgd_viz
-from dtsgd_viz.recording import NoChecksumsWarning, RecordingDamagedWarning, RecordingFileError
-from dtsgd_viz.recording import store_writer
-from dtsgd_viz.recording.store import StoreWriter
-
 from helpers.parts import whole_recording
 from helpers.synthetic_store import entries, header
+
+import dtsgd_viz
+from dtsgd_viz.recording import NoChecksumsWarning, RecordingDamagedWarning, RecordingFileError, store_writer
+from dtsgd_viz.recording.store import StoreWriter
 
 CHUNK_STEPS = 8  # small chunks: a 40-step store has five per array
 

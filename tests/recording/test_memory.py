@@ -64,7 +64,7 @@ def test_text_and_html():
         w         (8, 8)  float32  [batch, model]  (4, 2)  1       32 B         x2         64 B
         b         (8,)    float32  [unsharded]     (8,)    8       32 B         x2         64 B
         per device: 128 B (parameters 64 B + slots 64 B) on each of the 8 devices
-        the whole mesh holds 1 KiB for 576 B of distinct values (1.78x: copies); fully replicated, each device would hold 576 B""")
+        the whole mesh holds 1 KiB for 576 B of distinct values (1.78x: copies); fully replicated, each device would hold 576 B""")  # noqa: E501
     assert "<table>" in plan._repr_html_() and "[batch, model]" in plan._repr_html_()
     assert [format_bytes(n) for n in (0, 1023, 1024, 1536, 3 * 2 ** 20)] == [
         "0 B", "1023 B", "1 KiB", "1.5 KiB", "3 MiB"]
@@ -128,7 +128,6 @@ def test_memory_plan_needs_no_tensorflow():
 
 
 def test_communication_of_a_memory_plan_is_its_gradient_all_reduces():
-    from dtsgd_viz import communication_plan
     variables = {"w": ((8, 16), "float32", spec("unsharded", "model")),   # 8x4 block
                  "b": ((16,), "float32", spec("model")),                  # 4
                  "s": ((6,), "float16", spec("batch"))}                   # uses batch

@@ -9,9 +9,9 @@ import sys
 
 import numpy as np
 import pytest
+from helpers.parts import split, whole_recording
 
 from dtsgd_viz import KINDS, MergeError, load_recording, merge_recordings
-from helpers.parts import split, whole_recording
 
 
 def _assert_same(a, b):

@@ -23,16 +23,14 @@ import zipfile
 import numpy as np
 import pytest
 import tensorflow as tf
-
-import dtsgd_viz
-from dtsgd_viz.recording import NoChecksumsWarning, RecordingFileError
-from dtsgd_viz.recording.store import (StoreNotClosedWarning, StoreReader, StoreWriter,
-                                       part_status, store_status)
-from dtsgd_viz.theory import reference
-
-from conftest import CONFIGS
 from helpers.builders import Problem, layout
 from helpers.synthetic_store import entries, header
+
+import dtsgd_viz
+from conftest import CONFIGS
+from dtsgd_viz.recording import NoChecksumsWarning, RecordingFileError
+from dtsgd_viz.recording.store import StoreNotClosedWarning, StoreReader, StoreWriter, part_status, store_status
+from dtsgd_viz.theory import reference
 
 STEPS = 6
 PREVIOUS_COMMIT_KEYS = ("n_steps", "n_dropped", "last_step", "closed", "started", "time",

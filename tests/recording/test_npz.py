@@ -6,9 +6,9 @@ import os
 
 import numpy as np
 import pytest
+from helpers.parts import whole_recording
 
 from dtsgd_viz import load_recording
-from helpers.parts import whole_recording
 
 
 def test_save_creates_missing_folders(tmp_path):

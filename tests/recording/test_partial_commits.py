@@ -12,14 +12,12 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers.synthetic_store import KINDS, client_entries, client_header
 
 import dtsgd_viz
 from dtsgd_viz import MergeError
 from dtsgd_viz.recording import RecordingDamagedWarning, store_writer
-from dtsgd_viz.recording.store import (PartialCommitWarning, StoreNotClosedWarning,
-                                       StoreReader, StoreWriter)
-
-from helpers.synthetic_store import KINDS, client_entries, client_header
+from dtsgd_viz.recording.store import PartialCommitWarning, StoreNotClosedWarning, StoreReader, StoreWriter
 
 SHAPES = {"w": (8, 8), "b": (8,)}  # as helpers.synthetic_store draws them, in this order
 

@@ -7,12 +7,12 @@ import warnings
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers.builders import Problem, layout, make_sgd, run
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
 from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.recording.recording import RecordingFileError
-from helpers.builders import Problem, layout, make_sgd, run
 
 MOMENTUM = dict(learning_rate=0.05, momentum=0.9, nesterov=False)
 
@@ -61,7 +61,8 @@ def test_kinds_and_variables_selection():
     [
         (dict(every=0), r"every must be an integer >= 1. Received: every=0"),
         (dict(every=1.5), r"Received: every=1.5"),
-        (dict(kinds=("param", "momentum")), r"Unknown kind\(s\) \['momentum'\]. Allowed: \['param', 'velocity', 'grad'\]"),
+        (dict(kinds=("param", "momentum")),
+         r"Unknown kind\(s\) \['momentum'\]. Allowed: \['param', 'velocity', 'grad'\]"),
         (dict(kinds=()), "Unknown kind"),
         (dict(buffer_steps=-1), r"buffer_steps must be None or an integer >= 0. Received: buffer_steps=-1"),
         (dict(buffer_steps=0, mode="stats"), "buffer_steps=0 .* is for mode='full' only"),
@@ -74,8 +75,8 @@ def test_recorder_bad_inputs(kwargs, match):
 
 def test_unknown_variable_filter_and_unattached_recorder():
     rec = dtsgd_viz.Recorder(variables=["nope"])
-    with pytest.raises(ValueError, match="has seen no update yet.*SGD\(\.\.\., hooks=\[rec\]\)"):
-        rec.recording
+    with pytest.raises(ValueError, match=r"has seen no update yet.*SGD\(\.\.\., hooks=\[rec\]\)"):
+        _ = rec.recording
     var = tf.Variable([1.0, 2.0], name="w")
     opt = dtsgd_viz.SGD(0.1, hooks=[rec])
     with pytest.raises(ValueError, match=r"names 'nope', which the optimizer does not update. Allowed: \['w'\]"):
@@ -169,7 +170,8 @@ def test_dropped_steps_are_reported_not_silent():
 
 
 def test_save_load_round_trip(tmp_path):
-    rec, _, _ = _recorded(4, mode="graph", dims={"a": 2, "b": 2, "c": 2}, specs=("c", "unsharded", "a"), shape=(4, 3, 2))
+    rec, _, _ = _recorded(4, mode="graph", dims={"a": 2, "b": 2, "c": 2}, specs=("c", "unsharded", "a"),
+                          shape=(4, 3, 2))
     r = rec.recording
     path = r.save(tmp_path / "run.npz")
     back = dtsgd_viz.load_recording(path)

@@ -12,14 +12,14 @@ import matplotlib
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers.builders import Problem, layout, make_sgd
 
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz import dtensor as _dtensor
-from dtsgd_viz.theory import reference, surfaces
 from dtsgd_viz.recording.recording import RecordingFileError
+from dtsgd_viz.theory import reference, surfaces
 from dtsgd_viz.views.shards.plot import draw_shards
-from helpers.builders import Problem, layout, make_sgd
 
 matplotlib.use("Agg")
 
@@ -122,7 +122,7 @@ def test_loaded_half_precision_recordings_draw(trained):
     heat = np.asarray(view.heatmap.get_array(), np.float64)
     np.testing.assert_array_equal(heat, back.global_values("w", "velocity")[2].astype(np.float64))
     norms = back.shard_stats("w", "velocity")[..., 0]
-    np.testing.assert_allclose(np.array([l.get_ydata() for l in view.lines]).T,
+    np.testing.assert_allclose(np.array([ln.get_ydata() for ln in view.lines]).T,
                                norms[:, [d[0] for d in back.geometry("w").replica_groups]])
 
 
@@ -343,7 +343,7 @@ def test_recorder_attached_after_tracing_warns_to_retrace():
     assert len(r) == 0 and len(r.dropped_steps) == 0
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # warned once, not on every read
-        rec.recording
+        _ = rec.recording
 
     # a new tf.function is traced with the recorder: it records from there on, and the
     # updates the old function made are not reported as overwritten

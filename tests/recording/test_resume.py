@@ -5,19 +5,15 @@ resumes each client's part of a multi-client store, and ``LiveMonitor`` follows 
 real optimizer, checkpoint and processes: ``tests/recorder/test_resume_run.py``."""
 
 import dataclasses
-import types
 
 import numpy as np
 import pytest
+from helpers.synthetic_store import KINDS, MESH, client_entries, client_header, entries, header
 
 import dtsgd_viz
-from dtsgd_viz.geometry import shard_geometry
-from dtsgd_viz.recorder.hostlog import assemble, entry
 from dtsgd_viz.recording import Part
 from dtsgd_viz.recording.store import StoreNotClosedWarning, StoreReader, StoreWriter, store_status
 from dtsgd_viz.specs import LayoutSpec
-
-from helpers.synthetic_store import KINDS, MESH, client_entries, client_header, entries, header
 
 
 def _same(a, b):

@@ -8,13 +8,12 @@ import dataclasses
 
 import numpy as np
 import pytest
+from helpers.synthetic_store import KINDS, MESH, entries, header, watched
 
 import dtsgd_viz
 from dtsgd_viz.recorder.hostlog import StatsLog, assemble
 from dtsgd_viz.recording.store import StoreWriter
 from dtsgd_viz.views.shards.geometry import block_norm_lines, shard_norms
-
-from helpers.synthetic_store import KINDS, MESH, entries, header, watched
 
 STEPS = 40
 

@@ -15,16 +15,15 @@ import warnings
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers.synthetic_store import entries as synthetic_entries
+from helpers.synthetic_store import header as synthetic_header
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
-from dtsgd_viz import dtensor as _dtensor
-from dtsgd_viz.theory import reference
-from dtsgd_viz.recording.store import StoreNotClosedWarning, StoreReader, StoreWriter, store_status
-
-from helpers.synthetic_store import entries as synthetic_entries
-from helpers.synthetic_store import header as synthetic_header
 from conftest import CONFIGS
+from dtsgd_viz import dtensor as _dtensor
+from dtsgd_viz.recording.store import StoreNotClosedWarning, StoreReader, StoreWriter, store_status
+from dtsgd_viz.theory import reference
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -311,6 +310,7 @@ def test_live_monitor_refuses_a_file(tmp_path):
 
 def _create_part(path, client, barrier, errors):
     from helpers.synthetic_store import header
+
     from dtsgd_viz.recording.store import StoreWriter
     barrier.wait()
     try:
@@ -348,6 +348,7 @@ def test_a_peer_writing_the_root_right_now_is_not_a_foreign_folder(tmp_path):
     """zarr writes zarr.json as "zarr.<hex>.partial" and renames it; a client that looks
     at that moment sees only the temporary file (CI once failed on it, 1 run in ~30)."""
     from helpers.synthetic_store import header
+
     from dtsgd_viz.recording.store import StoreWriter
     path = tmp_path / "run.zarr"
     path.mkdir()

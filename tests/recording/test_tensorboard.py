@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("tensorboard")
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
-
 from helpers.parts import whole_recording  # noqa: E402
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 
 
 def _read(logdir):

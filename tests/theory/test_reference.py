@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from helpers.builders import CASE_IDS, LAYOUT_CASES, Problem, layout, make_sgd, run
 
 import dtsgd_viz
 from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.theory import reference
-from helpers.builders import CASE_IDS, LAYOUT_CASES, Problem, layout, make_sgd, run
 
 STEPS = 6
 RTOL = 1e-6

@@ -101,7 +101,7 @@ def test_himmelblau_has_four_distinct_minima():
 @pytest.mark.parametrize("key", ["rotated", "rotated-steep"])
 def test_rotated_quadratic_eigenvalues_and_angle(key):
     s = SURFACES[key]
-    hess = np.stack([finite_difference_grad(lambda x: s.grad_np(x)[i], np.zeros(2)) for i in range(2)])
+    hess = np.stack([finite_difference_grad(lambda x: s.grad_np(x)[i], np.zeros(2)) for i in range(2)])  # noqa: B023
     eigvals, eigvecs = np.linalg.eigh(hess)
     np.testing.assert_allclose(eigvals, s.hessian_eigenvalues, rtol=1e-6)
     assert s.hessian_eigenvalues[1] / s.hessian_eigenvalues[0] == pytest.approx(s.condition)

@@ -25,17 +25,17 @@ RULES = {"plain": dict(learning_rate=0.05, momentum=0.0), "momentum": dict(learn
 T03_UPDATES = (1, 2, 5, 9, 20, 30)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tutorial_01():
     return dtsgd_viz.run(VALLEY, {k: RULES[k] for k in ("momentum", "nesterov")}, steps=40)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tutorial_03():
     return dtsgd_viz.run(SURFACE, RULES, steps=60)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def plot_update_03(step):
     """Tutorial 03's ``plot_update`` at ``step``, drawn."""
     fig = dtsgd_viz.plot_update(tutorial_03(), SURFACE, step=step)
@@ -43,7 +43,7 @@ def plot_update_03(step):
     return fig
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def close_ups():
     """``[(case, figure)]``, every figure drawn: tutorial 01's update 4, tutorial 03's
     ``T03_UPDATES`` and PathExplorer at tutorial 03's update 20."""
@@ -60,7 +60,7 @@ def close_ups():
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def gif_last_frame():
     """The docs' ``paths.gif`` (``dtsgd-viz demo``: its 40-update runs, 20 frames) at its
     last frame, the one it holds: ``(animation, figure)``, drawn."""
@@ -75,17 +75,18 @@ def gif_last_frame():
     return anim, anim._fig
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def folded_panel(lean=0.002):
     """A synthetic fold: Nesterov's panel of tutorial 03's update 20 redrawn with its
     chain replaced by μ·v_new and a −lr·g turning straight back over 60% of it
     (``lean`` of its length sideways): ``(figure, axes, chain)``, drawn."""
     import matplotlib.pyplot as plt
     import numpy as np
+
     from dtsgd_viz.views.core import style
-    from dtsgd_viz.views.update import panel as update_panel
     from dtsgd_viz.views.paths.frames import panel_at
     from dtsgd_viz.views.paths.scene import build_scene
+    from dtsgd_viz.views.update import panel as update_panel
     scene = build_scene(tutorial_03(), SURFACE, None)
     data = panel_at(scene, "nesterov", 20, True)
     (_, tail, first), _ = data.chain

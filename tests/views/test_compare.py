@@ -8,12 +8,12 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import synthetic_recording
 
 import dtsgd_viz
 from dtsgd_viz import MeshSpec
 from dtsgd_viz.views.compare import compare_data, looks
 from dtsgd_viz.views.core.figure import headline_texts
-from helpers import synthetic_recording
 
 STEPS = 30
 CONFIGS = {"plain": dict(learning_rate=0.5),

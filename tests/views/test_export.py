@@ -47,6 +47,7 @@ def notebook_png_width(fig) -> int:
     """The width of the PNG a notebook shows for ``fig`` (IPython's ``print_figure``:
     ``fig.dpi``, cropped to the artists with 0.1 in of padding)."""
     import io
+
     from IPython.core.pylabtools import print_figure
     with Image.open(io.BytesIO(print_figure(fig, "png"))) as im:
         return im.width

@@ -9,12 +9,12 @@ out: ... along model" label ran into its legend; ``plot_update_shards``' ticks r
 together; ``savefig`` without ``bbox_inches="tight"`` cut titles at the right edge."""
 
 import pytest
+from helpers.figure_checks import clashes, clipped, tick_label_clashes
+from helpers.synthetic_recording import recording
 
 import dtsgd_viz
 from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan
 from dtsgd_viz.views.shards.update import plot_update_shards
-from helpers.figure_checks import clashes, clipped, tick_label_clashes
-from helpers.synthetic_recording import recording
 
 MESHES = {32: {"batch": 4, "model": 8}, 64: {"batch": 8, "model": 8}}
 

@@ -220,7 +220,8 @@ def test_plot_update_states_the_findings(t03):
         total[k] = p[step] - p[step - 1]
         terms[k] = {"gradient": lr * np.linalg.norm(g[i])}
         if mu:
-            terms[k]["lookahead" if hp.nesterov else "momentum"] = mu * np.linalg.norm(v[i] if hp.nesterov else v[i - 1])
+            terms[k]["lookahead" if hp.nesterov else "momentum"] = mu * np.linalg.norm(
+                v[i] if hp.nesterov else v[i - 1])
         for term, vec in f.terms[k].terms:
             assert np.linalg.norm(vec) == pytest.approx(terms[k][term], rel=1e-6)
     m = re.match(rf"Update {step}: (\w+)'s step is {TIMES} (\w+)'s and {TIMES} (\w+)'s, at (\d+)° to both$", finding)
@@ -321,5 +322,6 @@ def test_the_demo_summary_prints_the_findings():
         after = np.sum(c * (w - 1.0) ** 2 / 2.0, axis=(1, 2))   # the demo's loss, sum(c*(w-1)^2/2)
         np.testing.assert_allclose(after[:-1], rec.loss, rtol=1e-5)   # what each update's forward pass saw
         row = next(line.split() for line in out.splitlines() if line.startswith(name + " "))
-        assert float(row[3]) == float(f"{after[-1]:.3e}") and float(row[4]) == float(f"{after[-tail_of(12):].mean():.3e}")
+        assert float(row[3]) == float(f"{after[-1]:.3e}")
+        assert float(row[4]) == float(f"{after[-tail_of(12):].mean():.3e}")
     assert "mean k=11-12" in out and "after 12" in out

@@ -6,10 +6,10 @@ thinning and the casing's nearest-point search checked against brute force."""
 
 import numpy as np
 import pytest
+from helpers.synthetic_paths import synthetic
 
 import dtsgd_viz
 from dtsgd_viz.theory import surfaces
-from helpers.synthetic_paths import synthetic
 
 SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)   # tutorial 03's valley
 UPDATES = 10_000
@@ -104,7 +104,7 @@ def test_a_10000_update_animation_grows_thinned_lines_through_each_frames_update
         assert tuple(path[i]) in {tuple(p) for p in xy}
         np.testing.assert_array_equal(_lines(ax_path, "position:")[key].get_xydata()[0], path[i])
     columns = int(np.ceil(anim._fig.get_size_inches()[0] * anim._fig.dpi))
-    for key, line in _lines(ax_loss, "loss:").items():
+    for _key, line in _lines(ax_loss, "loss:").items():
         x = np.asarray(line.get_xdata(), np.float64)
         assert len(x) <= 3 * columns + 2 and x[0] == 0 and x[-1] == 5999   # k = 0..5999: before update 6000
 
@@ -113,7 +113,7 @@ def test_a_10000_update_animation_grows_thinned_lines_through_each_frames_update
 
 
 def test_thinning_keeps_short_paths_whole_and_long_ones_within_the_tolerance():
-    from dtsgd_viz.views.paths.thin import EXACT_POINTS, TOLERANCE_PX, CELL_PX, thin_indices
+    from dtsgd_viz.views.paths.thin import CELL_PX, EXACT_POINTS, TOLERANCE_PX, thin_indices
     rng = np.random.default_rng(3)
     short = rng.normal(size=(EXACT_POINTS, 2))
     np.testing.assert_array_equal(thin_indices(short, (100.0, 100.0)), np.arange(EXACT_POINTS))

@@ -4,6 +4,7 @@ paths coincide both are seen (``views.paths.casing``); what the caption explains
 
 import numpy as np
 import pytest
+from helpers.synthetic_paths import synthetic
 from matplotlib.colors import to_rgb
 from matplotlib.text import Text
 
@@ -12,7 +13,6 @@ from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views.core import style
 from dtsgd_viz.views.paths.casing import CASING_EDGE, _distance_to_polyline, coinciding
 from dtsgd_viz.views.paths.labels import Obstacles, best_spot, boxes_overlap, spot_cost
-from helpers.synthetic_paths import synthetic
 
 VALLEY = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)
 NARROW = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
@@ -145,7 +145,7 @@ def test_where_two_paths_coincide_the_lower_one_is_a_casing_under_the_upper(two,
         # within 1.5 px of the casing's 3.9 px half-width, against momentum's own offset there
         assert _distance_to_polyline(on_screen, drawn).max() < 1.5
     # in momentum's dash, its dashes as long as momentum's own (matplotlib scales a dash with the width)
-    (offset, dashes), w = casing[0].get_linestyles()[0], widths[0]
+    (_offset, dashes), _w = casing[0].get_linestyles()[0], widths[0]
     assert dashes is not None
     np.testing.assert_allclose(np.asarray(dashes), np.asarray(momentum.ls[1]) * momentum.lw, rtol=1e-6)
 

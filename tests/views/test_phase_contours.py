@@ -6,13 +6,14 @@ width, the legends off the maps, no text under 8.5 pt."""
 import matplotlib
 import numpy as np
 import pytest
-
-import dtsgd_viz
-from dtsgd_viz.theory import quadratic as theory, surfaces
-from dtsgd_viz.views.core import style
-from dtsgd_viz.views.phase.contours import EDGE_BAND, MIN_PIECE
 from helpers.phase_names import assert_boundary_names_clear
 from helpers.readable import overlapping
+
+import dtsgd_viz
+from dtsgd_viz.theory import quadratic as theory
+from dtsgd_viz.theory import surfaces
+from dtsgd_viz.views.core import style
+from dtsgd_viz.views.phase.contours import EDGE_BAND, MIN_PIECE
 
 matplotlib.use("Agg")
 
@@ -54,7 +55,7 @@ def test_no_contour_vertex_lies_outside_the_stable_region_or_along_its_edge(draw
         assert len(pieces) >= 2
         for level, piece in pieces:
             lr, mu = piece[:, 0], piece[:, 1]
-            rho = np.array([max(theory.rate(l * hh, m, nesterov) for hh in h) for l, m in zip(lr, mu)])
+            rho = np.array([max(theory.rate(a * hh, m, nesterov) for hh in h) for a, m in zip(lr, mu)])
             assert np.all(rho < 1.0), (key, level)
             edge = theory.convergence_boundary(np.clip(mu, 0, 0.9999), h.max(), nesterov)
             # off the band along the boundary (one fine-grid step of slack: 1.8% in lr)

@@ -5,10 +5,10 @@ update[s]")."""
 
 import numpy as np
 import pytest
+from helpers.figure_checks import clipped
 
 import dtsgd_viz
 from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan, surfaces
-from helpers.figure_checks import clipped
 
 ROTATED = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
 SHARDED = surfaces.ShardedQuadratic()

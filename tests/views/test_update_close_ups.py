@@ -16,10 +16,9 @@ each panel's marks fill most of it.
 
 import numpy as np
 import pytest
+from close_up_cases import T03_UPDATES, close_ups, plot_update_03
 from matplotlib.path import Path
 from matplotlib.text import Annotation, Text
-
-from close_up_cases import T03_UPDATES, close_ups, plot_update_03
 
 
 @pytest.fixture(scope="module")
@@ -217,6 +216,7 @@ def test_the_dotted_line_reads_over_the_path_it_lies_along(cases):
 def test_the_placement_sees_the_arrows_quiver_draws():
     """``arrow_polygon`` (what the labels keep off) is the outline quiver draws."""
     from matplotlib.path import Path
+
     from dtsgd_viz.views.update import labels as lab
     fig = plot_update_03(5)
     n = 0
@@ -316,9 +316,10 @@ def test_no_leader_reads_as_a_sign_or_a_tick_at_its_text(cases):
 def test_the_check_sees_a_leader_that_reads_as_a_sign():
     """``conflicts`` reports the flaw the placement avoids: the label "μ·v_prev 1.1" moved
     just right of its shaft, its leader a short dash at the text's start."""
+    from close_up_cases import SURFACE, tutorial_03
+
     import dtsgd_viz
     from dtsgd_viz.views.update.label_check import conflicts
-    from close_up_cases import SURFACE, tutorial_03
     fig = dtsgd_viz.plot_update(tutorial_03(), SURFACE, step=20)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -337,6 +338,7 @@ def test_the_dashboards_step_through_keeps_its_labels_off_the_arrows(cases):
     two leaders cross, and nothing else clashes (``conflicts``)."""
     from matplotlib.path import Path
     from matplotlib.transforms import Bbox
+
     from dtsgd_viz.views.update.hits import _seg_seg
     from dtsgd_viz.views.update.label_check import conflicts
     fig = cases["03 PathExplorer update 1"]
@@ -405,6 +407,7 @@ def test_the_path_so_far_is_drawn_light_and_thin_unlike_the_arrows(cases):
     ``TRAIL_ALPHA`` opaque and thinner than any arrow's shaft: momentum's leg into "before"
     (tutorial 03, update 5) does not read as the start of μ·v_prev."""
     from matplotlib.colors import to_rgb
+
     from dtsgd_viz.views.update import panel
     checked = 0
     for case, fig in cases.items():
@@ -419,7 +422,8 @@ def test_the_path_so_far_is_drawn_light_and_thin_unlike_the_arrows(cases):
                 assert rgba[:, 3].max() <= panel.TRAIL_ALPHA + 1e-9, case
                 assert np.all(rgba[:, :3] >= run - 1e-9) and np.all(rgba[-1, :3] > run + 0.1 * (1 - run) - 1e-9), case
                 lw_px = max(c.get_linewidths()) * fig.dpi / 72
-                shafts = [q.width * ax.bbox.width for q in ax.collections if (q.get_gid() or "").startswith("zoom-arrow:")]
+                shafts = [q.width * ax.bbox.width for q in ax.collections
+                          if (q.get_gid() or "").startswith("zoom-arrow:")]
                 assert lw_px < min(shafts), case
                 checked += 1
     assert checked >= 10
@@ -477,7 +481,7 @@ def test_every_arrow_shows_its_direction_or_is_drawn_longer_and_says_so(figures)
                 assert head >= 8.0, f"{case} {q.get_gid()}: a head of {head:.1f} px"   # big enough to point
                 if getattr(q, "magnified", 1.0) > 1:
                     assert q.get_linestyle()[0][1] is not None, case          # dashed
-                    assert f"drawn ×" in label and "longer" in label, case     # and says so
+                    assert "drawn ×" in label and "longer" in label, case     # and says so
                     lengthened += 1
                 else:
                     assert q.get_linestyle()[0][1] is None and "drawn" not in label, case
@@ -522,7 +526,8 @@ def test_every_leader_meets_its_own_shaft_and_crosses_no_arrow(figures):
                 t.update_positions(renderer)
                 anchor = ax.transData.transform(t.xy)
                 own = t.get_gid().replace("zoom-label:", "zoom-arrow:")
-                if own in drawn and len(drawn[own][1]) >= 3 and not zero(quivers[own]):   # an arrow's name: on its shaft, not its head
+                # an arrow's name: on its shaft, not its head
+                if own in drawn and len(drawn[own][1]) >= 3 and not zero(quivers[own]):
                     tail, poly = drawn[own]
                     shaft, _, u = shaft_and_head(tail, poly)
                     assert 0 < (anchor - tail) @ u < shaft, f"{case}: {t.get_gid()} anchored on the head"
@@ -578,7 +583,8 @@ def test_each_plot_update_panel_is_filled_by_what_it_draws(figures):
 
 
 def test_fit_arrows_keeps_the_true_vectors_tip_to_tail():
-    chain = [("momentum", np.zeros(2), np.array([1.0, 0.2])), ("gradient", np.array([1.0, 0.2]), np.array([-0.02, 0.01]))]
+    chain = [("momentum", np.zeros(2), np.array([1.0, 0.2])),
+             ("gradient", np.array([1.0, 0.2]), np.array([-0.02, 0.01]))]
     drawn = arr.fit_arrows(chain, 1.5)
     for a, (_, tail, uv) in zip(drawn, chain):
         np.testing.assert_allclose(a.tail, tail)
@@ -655,6 +661,7 @@ def test_the_gifs_held_frame_draws_nesterovs_arrows_well_beyond_its_ring():
     it changed). Its μ·v_new arrow is then >= 4 ring radii long, and each arrow's name hangs
     off its own shaft, away from the ring the arrows share (>= 2 ring radii from it)."""
     from close_up_cases import gif_last_frame
+
     from dtsgd_viz.views.paths.gif_zoom import ZOOMS
     _, fig = gif_last_frame()
     (ax,) = [a for a in fig.axes if a.get_title().startswith("Nesterov")]

@@ -13,13 +13,11 @@ from matplotlib.patches import Circle
 
 matplotlib.use("Agg")
 
-from dtsgd_viz import (CommunicationReport, LayoutSpec, MeshSpec, communication_plan,  # noqa: E402
-                       memory_plan)
+from dtsgd_viz import CommunicationReport, LayoutSpec, MeshSpec, communication_plan, memory_plan  # noqa: E402
 from dtsgd_viz.recording.communication import Collective  # noqa: E402
 from dtsgd_viz.recording.memory import format_bytes  # noqa: E402
 from dtsgd_viz.views import plot_communication  # noqa: E402
-from dtsgd_viz.views.mesh.communication_geometry import (communication_geometry,  # noqa: E402
-                                                    device_positions)
+from dtsgd_viz.views.mesh.communication_geometry import communication_geometry, device_positions  # noqa: E402
 from dtsgd_viz.views.mesh.traffic import headline, mesh_groups, serves_lines, traffic_items  # noqa: E402
 
 MESH = MeshSpec.create({"batch": 2, "model": 4})

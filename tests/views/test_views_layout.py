@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
+from helpers.builders import CASE_IDS, LAYOUT_CASES, layout, layoutmap_mlp  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
@@ -22,16 +23,23 @@ from matplotlib.transforms import Bbox  # noqa: E402
 from tensorflow.experimental import dtensor  # noqa: E402
 
 import dtsgd_viz  # noqa: E402
-from dtsgd_viz import LayoutSpec, MeshSpec, layout_table, model_table, plot_layout  # noqa: E402
+from dtsgd_viz import (  # noqa: E402
+    LayoutSpec,
+    MeshSpec,
+    layout_table,
+    model_table,
+    plot_layout,
+    shard_geometry,  # noqa: E402
+)
 from dtsgd_viz import dtensor as _dtensor  # noqa: E402
-from dtsgd_viz import shard_geometry  # noqa: E402
-from dtsgd_viz.views.mesh.layout_geometry import layout_picture, pick_indices
-from dtsgd_viz.views.mesh.layout_labels import compact_devices, shortest_devices
-from dtsgd_viz.views.mesh.layout_geometry import block_looks  # noqa: E402
-from dtsgd_viz.views.mesh.layout_colors import mesh_colors as mesh_block_colors  # noqa: E402
 from dtsgd_viz.views.core.style import BLOCK_COLORS, block_styles  # noqa: E402
-from helpers.builders import CASE_IDS, LAYOUT_CASES, layout, layoutmap_mlp  # noqa: E402
-
+from dtsgd_viz.views.mesh.layout_colors import mesh_colors as mesh_block_colors  # noqa: E402
+from dtsgd_viz.views.mesh.layout_geometry import (
+    block_looks,  # noqa: E402
+    layout_picture,
+    pick_indices,
+)
+from dtsgd_viz.views.mesh.layout_labels import compact_devices, shortest_devices
 
 # ---- reading a figure back -----------------------------------------------------------
 
@@ -314,7 +322,7 @@ def test_many_devices_stay_readable(dims, shape, specs):
     assert {g: d for g, (_, _, d) in blocks.items()} == dict(enumerate(geom.replica_groups))
     patches = {p.get_gid(): p for p in ax.patches}
     look = {}
-    for g, (rect, color, devices) in blocks.items():
+    for g, (_rect, color, _devices) in blocks.items():
         if geom.num_unique <= len(BLOCK_COLORS):
             assert to_rgba(color)[:3] in {to_rgba(c)[:3] for c in BLOCK_COLORS}
         else:  # the block's mesh coordinate, unhatched
@@ -438,7 +446,7 @@ def test_model_table_of_a_layoutmap_model_after_one_step():
         d1/bias    (16,)    float32  [model]             (4,)         [model]
         d2/kernel  (16, 1)  float32  [model, unsharded]  (4, 1)       [model, unsharded]
         d2/bias    (1,)     float32  [unsharded]         (1,)         [unsharded]
-        velocity slots: all 4 share their parameter's layout""")
+        velocity slots: all 4 share their parameter's layout""")  # noqa: E501
     assert model_table(model, memory=True).splitlines()[-1] == (
         "memory per device: 200 B (parameters 100 B + velocity slots 100 B)")
     # by hand: blocks of 4x4 + 4 + 4x1 + 1 float32 values, each twice (its velocity)

@@ -6,12 +6,12 @@ import dataclasses
 import matplotlib
 import numpy as np
 import pytest
+from helpers.theory_reference import radius
 
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views.rates.modes import mode_envelope
-from helpers.theory_reference import radius
 
 matplotlib.use("Agg")
 
@@ -349,6 +349,7 @@ def test_the_zoom_beside_the_rate_panel_resolves_the_runs_on_h1(fig03):
     clear of the other two (their half sizes apart, in pixels), and each run's name and
     rate stand beside its mark, clear of every curve, mark and other name."""
     from helpers.readable import overlapping
+
     from dtsgd_viz.views.core import style
     axes = {ax.get_label(): ax for ax in fig03.axes}
     zoom, rates_ax = axes["rate-zoom"], axes["rates"]

@@ -4,22 +4,19 @@ recorded loss, projections against exact geometry; bad input raises."""
 
 import numpy as np
 import pytest
+from helpers.synthetic_paths import note_text, synthetic
 from matplotlib import animation
 from matplotlib.quiver import Quiver
 
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz.theory import reference, surfaces
-from dtsgd_viz.geometry import shard_geometry
-from dtsgd_viz.recording.recording import Hyperparameters, Recording, VariableRecord
-from dtsgd_viz.specs import LayoutSpec, MeshSpec
-from dtsgd_viz.views.paths import geometry as geo
-from dtsgd_viz.views.update import geometry as upd
 from dtsgd_viz.views.core import style
-from dtsgd_viz.views.update.geometry import decompose_update
-from dtsgd_viz.views.paths.plot import draw_paths
+from dtsgd_viz.views.paths import geometry as geo
 from dtsgd_viz.views.paths.geometry import rule_name
-from helpers.synthetic_paths import note_text, synthetic
+from dtsgd_viz.views.paths.plot import draw_paths
+from dtsgd_viz.views.update import geometry as upd
+from dtsgd_viz.views.update.geometry import decompose_update
 
 STEPS = 8
 ROTATED = surfaces.RotatedQuadratic()
@@ -208,7 +205,7 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, update_figures,
                 label = [t for t in ax.texts if t.get_gid() == f"zoom-label:{name}:{term}"][0]
                 true = float(np.hypot(*expected[term]))   # its true length, on its label
                 assert f"{true:.2g}" in label.get_text() or f"{true:.1e}" in label.get_text()
-                assert (f"drawn ×" in label.get_text()) == (factor > 1)
+                assert ("drawn ×" in label.get_text()) == (factor > 1)
                 uv = expected[term]
             face = arrows[term].get_facecolor()[0]
             if term == "gradient":
@@ -286,7 +283,8 @@ def test_without_the_update_before_or_the_kinds_the_update_is_marked_without_arr
     every2 = synthetic(s, 6, 0.05, 0.9, every=2)
     with pytest.raises(ValueError, match=r"at update 4 .*jumps from update 2 \(recorded every 2 updates\).*every=1"):
         decompose_update(every2, "w", 1)
-    with pytest.raises(ValueError, match=r"step=3 was not recorded\. Allowed: a recorded update \(updates 2, 4, 6\), -1\.\.-3"):
+    with pytest.raises(ValueError,
+                       match=r"step=3 was not recorded\. Allowed: a recorded update \(updates 2, 4, 6\), -1\.\.-3"):
         dtsgd_viz.plot_paths({"m": every2}, s, step=3)
     for arrows in (True, False):
         fig = dtsgd_viz.plot_paths({"m": every2}, s, step=4, arrows=arrows)
@@ -419,7 +417,8 @@ def test_bad_input_is_a_clear_error(rotated, planar):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=STEPS + 1)
     with pytest.raises(ValueError, match=r"step=-9 is out of range: the recordings share 8 updates"):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=-STEPS - 1)
-    with pytest.raises(ValueError, match=r"step=0 is the start, before any update: the start point is always drawn \(updates are numbered from 1"):
+    with pytest.raises(ValueError, match=r"step=0 is the start, before any update: the start point is always drawn "
+                                         r"\(updates are numbered from 1"):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=0)
     with pytest.raises(ValueError, match=r"step must be an int: an update number .*Received: step=1\.5"):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=1.5)
@@ -577,7 +576,7 @@ def test_labels_are_placed_inside_the_panel_off_the_shafts_and_each_other(away):
     spots = place_labels([(100.0, 100.0), (100.0, 100.0)], [size, size], shaft, panel)
     rects = [_rect((100.0, 100.0), np.array([dx, dy]) / np.hypot(dx, dy), np.hypot(dx, dy), size)[0]
              for dx, dy, _, _ in spots]
-    for x0, y0, x1, y1 in rects:
+    for x0, _y0, x1, _y1 in rects:
         assert not (x0 < 100 < x1)   # off the shaft
     (a0, b0, a1, b1), (c0, d0, c1, d1) = rects
     assert min(a1, c1) <= max(a0, c0) or min(b1, d1) <= max(b0, d0)   # apart
@@ -750,7 +749,8 @@ def test_the_start_and_minimum_names_stay_off_the_current_markers(long_runs):
                 x, y = fig.axes[0].transData.transform(line.get_xydata()[0])
                 assert not box.contains(x, y), (i, t.get_gid())
             anchor = fig.axes[0].transData.transform(t.xy)   # beside its point
-            assert np.hypot(*(np.clip(anchor, box.p0, box.p1) - anchor)) < 150, (i, t.get_gid())  # up to path_names.NAME_RADII[-1] out, on a leader
+            # up to path_names.NAME_RADII[-1] out, on a leader
+            assert np.hypot(*(np.clip(anchor, box.p0, box.p1) - anchor)) < 150, (i, t.get_gid())
             assert fig.axes[0].get_window_extent().contains(*box.p0), (i, t.get_gid())
             assert fig.axes[0].get_window_extent().contains(*box.p1), (i, t.get_gid())
 
@@ -804,8 +804,9 @@ def test_each_run_is_named_on_its_own_path_off_the_others(long_runs, long_update
 
 
 def test_a_title_claims_arrows_only_for_the_runs_whose_arrows_show(long_runs):
-    from dtsgd_viz.views.paths.plot import MIN_ARROW_PX
     from matplotlib.text import Text
+
+    from dtsgd_viz.views.paths.plot import MIN_ARROW_PX
     fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5, arrows=True)
     fig.draw_without_rendering()
     ax = fig.axes[0]
@@ -870,8 +871,9 @@ def test_a_ring_over_the_star_is_open_so_the_star_shows(long_runs):
 
 
 def test_a_loss_axis_under_a_decade_and_a_half_has_plain_tick_labels():
-    from dtsgd_viz.views.paths.loss import _plain_log_ticks
     from matplotlib.figure import Figure
+
+    from dtsgd_viz.views.paths.loss import _plain_log_ticks
     ax = Figure().subplots()
     ax.plot([1, 60], [0.18, 0.52])
     ax.set_yscale("log")

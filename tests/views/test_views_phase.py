@@ -4,16 +4,17 @@ through the figure's data against grids and spectral radii computed here."""
 import matplotlib
 import numpy as np
 import pytest
-
-import dtsgd_viz
-from dtsgd_viz.theory import reference, surfaces, quadratic as theory
-from dtsgd_viz.theory.convergence import phase_grid
-from dtsgd_viz.views.core import style
-from dtsgd_viz.views.phase.plot import cap_rate, cell_edges, phase_ratio
-from dtsgd_viz.views.phase.cap import flat_mode_loss
-from dtsgd_viz.views.phase.geometry import REGIONS
 from helpers.readable import check_readable, overlapping, x_tick_label_boxes  # noqa: F401
 from helpers.theory_reference import radius
+
+import dtsgd_viz
+from dtsgd_viz.theory import quadratic as theory
+from dtsgd_viz.theory import reference, surfaces
+from dtsgd_viz.theory.convergence import phase_grid
+from dtsgd_viz.views.core import style
+from dtsgd_viz.views.phase.cap import flat_mode_loss
+from dtsgd_viz.views.phase.geometry import REGIONS
+from dtsgd_viz.views.phase.plot import cap_rate, cell_edges, phase_ratio
 
 matplotlib.use("Agg")
 
@@ -195,7 +196,7 @@ def test_the_legend_says_the_grey_edge_is_the_cap_and_names_the_theory(fig):
     # the cap's contour is said for what it is in the legend's entry (its label on the
     # map is its level alone; "(cap)" there went unexplained)
     # (the rate at which the flat direction's loss reaches tol in the cap's updates)
-    assert any(f"the cap's edge:\nat that rate the flat direction's loss" in t and t.endswith(f"in {STEPS} updates")
+    assert any("the cap's edge:\nat that rate the flat direction's loss" in t and t.endswith(f"in {STEPS} updates")
                for t in labels if t.startswith("iso-rate"))
     assert len(labels) <= 8     # a short legend: the regions are named in place where they fit
     # critical damping is black on both step maps (it was momentum's blue on Nesterov's)
@@ -283,7 +284,7 @@ def test_theory_refuses_momenta_outside_0_1_and_non_finite_inputs(call, match):
 
 
 def test_tick_labels_never_overlap_and_iso_rate_labels_keep_off_the_boundaries():
-    from dtsgd_viz.views.phase.plot import log_ticks
+    from dtsgd_viz.views.phase.geometry import log_ticks
     assert log_ticks(0.015, 0.5) == ([0.1], [0.02, 0.05, 0.2, 0.5])
     assert log_ticks(0.0009, 0.23) == ([0.001, 0.01, 0.1], [])   # tutorial 03's grid: decades only
     assert log_ticks(1e-4, 1e-1) == ([1e-4, 1e-3, 1e-2, 1e-1], [])
@@ -442,6 +443,7 @@ def test_contour_labels_sit_on_their_own_level(split_figs):
 
 def test_divergence_is_dark_grey_apart_from_the_cap_and_named_so(split_figs):
     from matplotlib.colors import to_rgb
+
     from dtsgd_viz.views.phase.regions import DIVERGED_FACE
     fig = split_figs["steps"]
     assert sum(to_rgb(DIVERGED_FACE)) / 3 < sum(to_rgb(style.NOT_CONVERGED_COLOR)) / 3 - 0.3

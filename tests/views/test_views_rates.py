@@ -5,11 +5,11 @@ its measured decay against the recorded parameters, and the slider's state."""
 import matplotlib
 import numpy as np
 import pytest
+from helpers.theory_reference import radius
 
 import dtsgd_viz
 from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views.rates import block_rates as rv
-from helpers.theory_reference import radius
 
 matplotlib.use("Agg")
 
@@ -62,7 +62,7 @@ def test_blocks_sit_on_both_rate_curves_beside_their_measured_decay(recording):
     stars = view.measured_marks.get_offsets()
     np.testing.assert_allclose(stars, np.column_stack([a, rates.measured]))
     assert "1 past Nesterov's limit" in view.curve_ax.get_title()
-    lines = [l for l in view.error_ax.lines if l.get_gid().startswith("error-")]
+    lines = [ln for ln in view.error_ax.lines if ln.get_gid().startswith("error-")]
     assert len(lines) == 8 and list(lines[0].get_xdata()) == list(range(41))
 
 
@@ -160,8 +160,9 @@ def test_each_error_line_is_named_at_its_end_right_of_the_panel():
     """No legend on the error panel: each block's name and curvature stand right of the
     axes, in its line's colour (pale ones darkened to read), at its line's last height
     or joined to it by a leader, no two overprinting; the figure stays column-wide."""
-    from matplotlib.colors import to_rgb
     from helpers.readable import overlapping
+    from matplotlib.colors import to_rgb
+
     from dtsgd_viz.views.core import style
     from dtsgd_viz.views.text.direct import READABLE_GAP, axes_height_points
     r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
@@ -243,6 +244,7 @@ def test_the_rate_panel_names_its_curves_and_limits_on_the_chart_clear_of_the_da
     value, a key in a free corner: no two of them overprint, none covers a curve's point,
     a block, a star or a dotted line, all inside the axes and at least NOTE_SIZE."""
     from helpers.readable import overlapping
+
     from dtsgd_viz.views.core import style
     steps = config.pop("steps")
     r = dtsgd_viz.run(SURFACE, {"n": dict(nesterov=True, **config)}, steps=steps)["n"]
@@ -293,6 +295,7 @@ def test_the_headline_says_which_blocks_converge_fastest_and_the_settings():
     """The finding on one line (its shortest wording: the long one took two), the
     settings broken only between their parts, never inside the surface's bracket."""
     import re
+
     from dtsgd_viz.views.core.figure import headline_texts
     r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
                       steps=20)["n"]
@@ -366,7 +369,8 @@ def test_momentum_rings_nest_round_the_stars_and_end_names_read(tutorial01):
     same place shows inside its ring. The end names' text is dark enough to read
     (``layout_colors.label_ink``), the line keeps its colour."""
     from matplotlib.colors import to_rgba
-    from dtsgd_viz.views.mesh.layout_colors import label_ink, lightness_of, INK_LIGHTNESS
+
+    from dtsgd_viz.views.mesh.layout_colors import INK_LIGHTNESS, label_ink, lightness_of
     view = tutorial01
     ax = view.curve_ax
     rings, stars = view.markers[False], view.measured_marks

@@ -10,17 +10,17 @@ import io
 import matplotlib
 import numpy as np
 import pytest
-from matplotlib.colors import to_rgba, to_rgb
+from helpers import synthetic_recording
+from matplotlib.colors import to_rgb, to_rgba
 from matplotlib.text import Text
 
 from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan
 from dtsgd_viz.views.core import style
-from dtsgd_viz.views.mesh.layout_colors import label_ink
 from dtsgd_viz.views.mesh.layout import plot_layout
+from dtsgd_viz.views.mesh.layout_colors import label_ink
 from dtsgd_viz.views.mesh.memory import plot_memory
 from dtsgd_viz.views.shards.plot import draw_shards, plot_shards
 from dtsgd_viz.views.shards.update import plot_update_shards
-from helpers import synthetic_recording
 
 matplotlib.use("Agg")
 
@@ -151,7 +151,7 @@ def test_64_blocks_are_coloured_by_mesh_coordinate():
     for col in range(16):
         row = [lum[g] for g, c in coords.items() if c[1] == col]
         assert row == sorted(row)  # lighter down the data dim
-    for g, p in blocks.items():
+    for g, _p in blocks.items():
         assert colours[g] == pytest.approx(grid_color(coords[g][1], 16, coords[g][0], 4),
                                            abs=1e-3)
     labels = [t for t in ax.texts if t.get_gid().startswith("label-")]
@@ -229,7 +229,7 @@ def test_norm_panel_margin_ticks_and_finding(key):
     last = view.updates[-1]
     lo, hi = ax.get_xlim()
     assert hi - last >= 0.015 * (last - view.updates[0])  # the shown update is no frame
-    dots = next(l for l in ax.lines if l.get_gid() == "step-dots")
+    dots = next(ln for ln in ax.lines if ln.get_gid() == "step-dots")
     assert not dots.get_clip_on()
     xax = view.stat_axes["max |x|"] if view.stats_only else ax  # the one with x labels
     ticks = [t for t in xax.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi]
@@ -283,9 +283,10 @@ def _assert_y_labels_apart(ax, renderer):
 def test_a_short_log_axis_labels_only_what_it_has_room_for(height, decades):
     """Tutorial 06's stats panel (95 px tall, 0.0002..0.08) labelled every 1..8 x 10^k
     tick, fifteen labels overprinting each other."""
-    from matplotlib.figure import Figure
-    from dtsgd_viz.views.shards.lines import log_y
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from dtsgd_viz.views.shards.lines import log_y
     fig = Figure(figsize=(4, height + 0.4), dpi=style.DPI)
     FigureCanvasAgg(fig)
     ax = fig.add_axes([0.2, 0.2 / (height + 0.4), 0.7, height / (height + 0.4)])

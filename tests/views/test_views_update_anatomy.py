@@ -5,15 +5,15 @@ steps, the type sizes and width against the one scale; bad input raises."""
 
 import numpy as np
 import pytest
+from helpers.synthetic_paths import synthetic
 
 import dtsgd_viz
 from dtsgd_viz.theory import reference, surfaces
 from dtsgd_viz.views.core import style
-from dtsgd_viz.views.update import geometry as upd
 from dtsgd_viz.views.core.figure import headline_texts
-from dtsgd_viz.views.paths.plot import draw_paths
 from dtsgd_viz.views.paths.geometry import rule_name
-from helpers.synthetic_paths import synthetic
+from dtsgd_viz.views.paths.plot import draw_paths
+from dtsgd_viz.views.update import geometry as upd
 
 ROTATED = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
 PLANAR = surfaces.ShardedQuadratic((2, 4), {"x": 2}, ("x", "unsharded"), curvature=(0.2, 1.0))
@@ -104,7 +104,7 @@ def test_the_headline_says_which_step_is_longer_and_by_how_much(runs):
 
 def test_without_a_step_it_takes_apart_the_update_plot_paths_picks(runs):
     fig = dtsgd_viz.plot_update(runs, ROTATED)
-    import re   # the update plot_paths' path panel names in its title ("... update N ...")
+    import re  # the update plot_paths' path panel names in its title ("... update N ...")
     k = int(re.search(r"[Uu]pdate (\d+)", dtsgd_viz.plot_paths(runs, ROTATED).axes[0].get_title()).group(1))
     assert all(panel_of(fig, key).get_title().startswith(f"{rule_name(key)}: update {k} ") for key in runs)
     assert " ".join(headline_texts(fig)[1].split()).endswith("the update where the runs differ most")
@@ -119,7 +119,7 @@ def test_projected_runs_are_on_the_plane_plot_paths_draws():
                                   "nesterov": dict(learning_rate=0.5, momentum=0.9, nesterov=True)}, 8)
     fig = dtsgd_viz.plot_update(recs, PLANAR, step=3)
     scene = draw_paths(recs, PLANAR).scene
-    for key, rec in recs.items():
+    for key, _rec in recs.items():
         np.testing.assert_allclose(by_gid(fig, "zoom-position:")[key].get_xydata()[0],
                                    scene.coords[key][2], atol=1e-9)
     # the finding's lengths and angle are measured on the recorded vectors, not the plane

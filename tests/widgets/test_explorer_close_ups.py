@@ -10,11 +10,19 @@ import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views.core import style
-from dtsgd_viz.widgets import PathExplorer
 from dtsgd_viz.views.core.figure import headline_texts
 from dtsgd_viz.views.paths.geometry import rule_name
-from dtsgd_viz.widgets.explorer_figure import (CLOSE_UP_SIZE, MIN_BOX_PX, NEST_PX, TRAIL_KEEP, close_up_title,
-                                               tidy_loss_axis, update_finding, zoom_callouts)
+from dtsgd_viz.widgets import PathExplorer
+from dtsgd_viz.widgets.explorer_figure import (
+    CLOSE_UP_SIZE,
+    MIN_BOX_PX,
+    NEST_PX,
+    TRAIL_KEEP,
+    close_up_title,
+    tidy_loss_axis,
+    update_finding,
+    zoom_callouts,
+)
 
 matplotlib.use("Agg")
 
@@ -103,7 +111,8 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
         assert all(not a.overlaps(b) for i, a in enumerate(callouts) for b in callouts[i + 1:]), u
         # two runs at one point (update 1: all start together) have nested boxes, not one over the other
         rects = [art.ax_path.transData.transform([(b.get_x(), b.get_y()), (b.get_x() + b.get_width(),
-                                                  b.get_y() + b.get_height())]).ravel() for b in art.zoom_boxes.values()]
+                                                  b.get_y() + b.get_height())]).ravel()
+                 for b in art.zoom_boxes.values()]
         apart = [np.max(np.abs(a - b)) for i, a in enumerate(rects) for b in rects[i + 1:]]
         assert min(apart) >= NEST_PX - 0.01, (u, apart)
     assert small_on_paths > 0   # the paths panel alone would hide some of these updates
@@ -197,6 +206,7 @@ def test_the_callouts_and_names_on_the_paths_overlap_nothing(explorer, recs):
     the rings, the start, the star and the other boxes. (The other updates repeat these
     cases; test_every_update_... still draws every one.)"""
     from matplotlib.text import Text
+
     from dtsgd_viz.views.paths.labels import boxes_overlap
     art = explorer.view.artists
     ax = art.ax_path
@@ -223,8 +233,8 @@ def test_the_callouts_and_names_on_the_paths_overlap_nothing(explorer, recs):
             # a name may cross only a box around its own point (at update 1 they frame the start),
             # a callout only a box over its own
             point = None if own else ax.transData.transform(art.names[gid].xy)
-            around = lambda c: (c[0] <= point[0] <= c[2] and c[1] <= point[1] <= c[3] if point is not None  # noqa: E731
-                                else boxes_overlap(c, boxes[own]))   # boxes stacked on each other
+            around = lambda c: (c[0] <= point[0] <= c[2] and c[1] <= point[1] <= c[3] if point is not None  # noqa: E731, B023
+                                else boxes_overlap(c, boxes[own]))   # boxes stacked on each other  # noqa: B023
             assert not any(boxes_overlap(b, c) for k, c in boxes.items() if k != own and not around(c)), (u, gid)
 
 
@@ -282,5 +292,6 @@ def test_at_tutorial_03s_update_20_no_label_covers_a_path(tutorial_03):
     rings = [v for k, v in z.items() if k.startswith("position:")]
     # the star over every path, under the rings and zoom boxes (a ring over it opens its face)
     paths = [v for k, v in z.items() if k.startswith("path:")]
-    assert max(paths) < z["minimum"] < min(rings) and z["minimum"] < min(b.get_zorder() for b in art.zoom_boxes.values())
+    assert max(paths) < z["minimum"] < min(rings)
+    assert z["minimum"] < min(b.get_zorder() for b in art.zoom_boxes.values())
     assert z["minimum"] < min(t.get_zorder() for t in labels)

@@ -6,9 +6,9 @@ the loss curves) unchanged by a move, and every number from the whole run."""
 import matplotlib
 import numpy as np
 import pytest
+from helpers.synthetic_paths import synthetic
 
 from dtsgd_viz.theory import surfaces
-from helpers.synthetic_paths import synthetic
 
 matplotlib.use("Agg")
 

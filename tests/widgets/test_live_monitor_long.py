@@ -6,11 +6,11 @@ import dataclasses
 
 import numpy as np
 import pytest
+from helpers import synthetic_store as synth
+from helpers.envelope import check_envelope
 
 from dtsgd_viz.recorder.hostlog import entry
 from dtsgd_viz.recording.store import StoreReader, StoreWriter
-from helpers import synthetic_store as synth
-from helpers.envelope import check_envelope
 
 STEPS = 100_000
 
@@ -85,8 +85,8 @@ def test_the_monitor_headline_and_update_axis_are_pure_functions_of_the_store():
     devices); the update axis starts at 0 for a run from its start, at the first update
     of a run resumed late, and ends at the last update (where the names stand)."""
     from matplotlib.figure import Figure
-    from dtsgd_viz.widgets.live_monitor_text import monitor_finding, monitor_settings, \
-        set_update_axis
+
+    from dtsgd_viz.widgets.live_monitor_text import monitor_finding, monitor_settings, set_update_axis
     header = {"mesh": {"dim_names": ["x", "y"], "dim_sizes": [2, 4]}, "momentum": 0.5,
               "nesterov": False, "part": {"client_id": 1, "num_clients": 2,
                                           "devices": [4, 5, 6, 7]}}
@@ -111,6 +111,7 @@ def test_a_clients_median_says_whose_blocks_and_the_loss_axis_ends_on_ticks():
     """08: the monitor's peak (update 13, client 0's 4 blocks) and plot_shards' (update
     12, all 8) differed with nothing saying why; the loss axis ended between ticks."""
     from matplotlib.figure import Figure
+
     from dtsgd_viz.widgets.live_monitor_axes import _scale_y, snap_log_limits
     from dtsgd_viz.widgets.live_monitor_text import monitor_finding
     steps = np.arange(1, 31)

@@ -6,12 +6,12 @@ why it stops where it does, and the paths' legend sits under their panel, not on
 import matplotlib
 import numpy as np
 import pytest
+from helpers.phase_names import assert_boundary_names_clear
 
 from dtsgd_viz.theory import reference, surfaces
 from dtsgd_viz.views.core import style
 from dtsgd_viz.views.core.figure import headline_texts
 from dtsgd_viz.widgets import PhaseDiagram
-from helpers.phase_names import assert_boundary_names_clear
 
 matplotlib.use("Agg")
 
@@ -128,6 +128,7 @@ def test_the_pick_outline_is_a_double_stroke_and_the_key_draws_the_maps_marks(ph
     stroke (map and key alike), the key's divergence swatch the map's grey with the
     map's white x markers, no hatch."""
     from matplotlib.patheffects import Stroke
+
     from dtsgd_viz.views.phase.regions import DIVERGED_FACE, DIVERGED_MARK
     fig = phase.figure
     (rect,) = [p for p in phase.map_axes["ratio"].patches if p.get_gid() == "pick:ratio"]

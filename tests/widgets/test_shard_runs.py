@@ -4,10 +4,10 @@ numpy's norm of the recorded values."""
 
 import numpy as np
 import pytest
+from helpers import synthetic_recording
 
 import dtsgd_viz
 from dtsgd_viz.widgets import ShardExplorer
-from helpers import synthetic_recording
 
 CONFIGS = {"momentum": dict(learning_rate=0.5, momentum=0.9, exact_update=True),
            "nesterov": dict(learning_rate=0.5, momentum=0.9, nesterov=True, exact_update=True)}

@@ -15,6 +15,8 @@ import types
 import matplotlib
 import numpy as np
 import pytest
+from helpers import synthetic_store as synth
+from helpers.builders import Problem, layout, make_sgd, run
 from PIL import Image
 
 import dtsgd_viz
@@ -28,8 +30,6 @@ from dtsgd_viz.views.core.figure import headline_texts, new_figure
 from dtsgd_viz.views.shards.geometry import block_patches
 from dtsgd_viz.widgets import LiveMonitor, ShardExplorer
 from dtsgd_viz.widgets._pointer import axes_at, data_to_pixel, pixel_to_data, png_size
-from helpers import synthetic_store as synth
-from helpers.builders import Problem, layout, make_sgd, run
 
 matplotlib.use("Agg")
 
@@ -77,9 +77,9 @@ def test_live_monitor_reads_as_the_other_views(tmp_path):
         names = [p.label for p in block_patches(geom, synth.MESH.short_device_names)]
         assert names == [f"CPU:{d}" for d in range(8)]
         assert [t.get_text() for t in monitor.block_labels] == names
-        assert [l.get_label() for l in monitor.norm_lines] == names
+        assert [ln.get_label() for ln in monitor.norm_lines] == names
         colours = [c for c, _, _ in style.block_styles(geom)]
-        assert [l.get_color() for l in monitor.norm_lines] == colours
+        assert [ln.get_color() for ln in monitor.norm_lines] == colours
         assert [t.get_bbox_patch().get_facecolor()[:3] for t in monitor.block_labels] == [
             matplotlib.colors.to_rgb(c) for c in colours]
         # right of the data, none over another, each as near its line's end as spacing allows

@@ -8,13 +8,13 @@ import sys
 import matplotlib
 import numpy as np
 import pytest
+from helpers.builders import Problem, layout, make_sgd, run
 from PIL import Image
 
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.widgets import ExplorerState, ShardExplorer, explorer_state, redraw_for
-from helpers.builders import Problem, layout, make_sgd, run
 
 matplotlib.use("Agg")
 
@@ -104,7 +104,7 @@ def test_step_change_redraws_in_place(two_variables, capsys):
     assert w.variable.options == ("w", "b") and w.kind.options == tuple(dtsgd_viz.KINDS)
     heat_ax, norm_ax = w.figure.axes[:2]
     heatmap, norm_lines = heat_ax.images[0], list(norm_ax.lines)
-    step_line = next(l for l in norm_ax.lines if l.get_gid() == "step-line")
+    step_line = next(ln for ln in norm_ax.lines if ln.get_gid() == "step-line")
     outlines = [p for p in heat_ax.patches]
     assert w.fixed.value and w.view.fixed_scale  # Play shows decay: one scale for the run
     m = np.abs(r.global_values("w", "velocity")).max()
@@ -138,7 +138,7 @@ def test_kind_change_updates_heatmap_and_norms(two_variables):
     np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "grad")[2])
     shards = r.shard_values("w", "grad")
     truth = np.linalg.norm(shards.reshape(STEPS, 8, -1), axis=-1)
-    np.testing.assert_allclose(np.array([l.get_ydata() for l in lines]).T, truth, rtol=1e-6)
+    np.testing.assert_allclose(np.array([ln.get_ydata() for ln in lines]).T, truth, rtol=1e-6)
     assert w.figure.get_suptitle().startswith("gradient of 'w' at update 3")
     w.slider.value = 5  # the new kind stays while stepping
     np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "grad")[4])
@@ -214,9 +214,9 @@ def test_explorer_on_a_stats_recording():
     note = " ".join(w.view.stats_note.get_text().split())
     assert "values not recorded" in note and "mode='full'" in note
     lines = w.view.lines
-    step_line = next(l for l in w.view.step_lines if l.get_gid() == "step-line")
-    step_label = next(l for l in w.view.step_lines if l.get_gid() == "step-label")
-    np.testing.assert_allclose(np.array([l.get_ydata() for l in lines]).T,
+    step_line = next(ln for ln in w.view.step_lines if ln.get_gid() == "step-line")
+    step_label = next(ln for ln in w.view.step_lines if ln.get_gid() == "step-label")
+    np.testing.assert_allclose(np.array([ln.get_ydata() for ln in lines]).T,
                                r.shard_stats("w", "velocity")[..., 0])
     png, renders = w.image.value, w.renders
     w.slider.value = 5
@@ -226,7 +226,7 @@ def test_explorer_on_a_stats_recording():
     assert f"after update {r.steps[4]}" in w.figure.get_suptitle() and w.image.value != png
     w.kind.value = "grad"
     assert w.view.lines == lines
-    np.testing.assert_allclose(np.array([l.get_ydata() for l in lines]).T,
+    np.testing.assert_allclose(np.array([ln.get_ydata() for ln in lines]).T,
                                r.shard_stats("w", "grad")[..., 0])
     assert "gradient of 'w'" in w.figure.get_suptitle() and list(step_line.get_xdata()) == [5, 5]
 

@@ -12,13 +12,22 @@ import pytest
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz.theory import reference, surfaces
-from dtsgd_viz.views.update import geometry as upd
 from dtsgd_viz.views.paths.geometry import rule_name
 from dtsgd_viz.views.paths.plot import draw_paths
-from dtsgd_viz.widgets import (CompareParams, CompareWidget, PathExplorer, PathExplorerState,
-                               PhaseDiagram, compare_configs, compare_params,
-                               convergence_boundary, path_explorer_state, phase_grid,
-                               steps_to_tolerance)
+from dtsgd_viz.views.update import geometry as upd
+from dtsgd_viz.widgets import (
+    CompareParams,
+    CompareWidget,
+    PathExplorer,
+    PathExplorerState,
+    PhaseDiagram,
+    compare_configs,
+    compare_params,
+    convergence_boundary,
+    path_explorer_state,
+    phase_grid,
+    steps_to_tolerance,
+)
 from dtsgd_viz.widgets._phase import diverged, iteration_matrix, spectral_radius
 from dtsgd_viz.widgets.compare import RunQueue, finished, request, table_rows
 from dtsgd_viz.widgets.path_explorer import path_tracks, step_text
@@ -149,7 +158,7 @@ def test_slider_updates_artists_in_place(recs, explorer, capsys):
         path = rec.path("w").astype(np.float64)
         np.testing.assert_array_equal(art.positions[key].get_xydata(), path[5:6])
         total = np.zeros(2)
-        for (k, term), q in art.arrows.items():
+        for (k, _term), q in art.arrows.items():
             if k == key:
                 total += [float(q.U[0]), float(q.V[0])]
         first = next(q for (k, _), q in art.arrows.items() if k == key)
@@ -636,7 +645,8 @@ def test_the_tolerance_label_is_struck_by_no_line():
 
 
 def test_widgets_fit_a_notebook_column_and_draw_each_rule_in_its_one_look(recs, compare, phase, explorer):
-    from views.test_export import run_lines, smallest_text_px   # tests/ is on the path
+    from views.test_export import run_lines, smallest_text_px  # tests/ is on the path
+
     from dtsgd_viz.views.core import style
     from dtsgd_viz.widgets import RateExplorer
     from dtsgd_viz.widgets._pointer import png_size
@@ -662,8 +672,9 @@ def test_widgets_fit_a_notebook_column_and_draw_each_rule_in_its_one_look(recs, 
 def test_compare_widget_headline_leaves_room_for_its_settings_line(compare):
     """The finding, then the settings line under it, then the panels' titles: none
     overlaps another (the finding drawn after the paths once lost the settings' room)."""
-    from dtsgd_viz.views.core.figure import headline_texts
     from helpers.readable import overlapping
+
+    from dtsgd_viz.views.core.figure import headline_texts
     fig = compare.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -683,6 +694,7 @@ def test_compare_widget_names_each_path_beside_it(compare):
     """Each run's name is on the paths panel in its colour, nearer its own path than any
     other, over no other text."""
     from matplotlib.colors import to_rgba
+
     from dtsgd_viz.widgets.compare import line_points
     art = compare.view.artists
     ax, renderer = art.ax_path, compare.figure.canvas.get_renderer()
@@ -706,6 +718,7 @@ def test_path_explorer_names_each_run_on_its_own_path(recs, zoom):
     """Told apart by more than colour: each run's name on a leader to a point on its
     own recorded path, in its colour, inside the paths panel."""
     from matplotlib.colors import to_rgb
+
     from dtsgd_viz.views.core import style
     pe = PathExplorer(recs, ROTATED, step=4, zoom=zoom)
     ax = pe.view.artists.ax_path

@@ -11,8 +11,7 @@ from PIL import Image
 
 from dtsgd_viz.theory import reference, surfaces
 from dtsgd_viz.views.core.figure import new_figure
-from dtsgd_viz.widgets import CompareWidget, PhaseDiagram
-from dtsgd_viz.widgets import _pointer
+from dtsgd_viz.widgets import CompareWidget, PhaseDiagram, _pointer
 from dtsgd_viz.widgets._drag import PREVIEW_TITLE, DragState, drag_state
 from dtsgd_viz.widgets.phase_diagram import divergence_update
 
@@ -260,6 +259,7 @@ def test_the_loss_panel_says_how_much_of_the_run_it_shows_and_names_rules_alike(
     # a tolerance both runs stay within from update 3: the panel stops well before the
     # run's end, and its title says so
     from matplotlib.figure import Figure
+
     from dtsgd_viz.views.phase.cell import draw_cell_losses
     gaps = [SURFACE.value_np(r.path("w").astype(np.float64)) - SURFACE.min_value for r in pd.recordings.values()]
     ax = Figure().subplots()

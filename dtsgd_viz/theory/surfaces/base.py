@@ -7,10 +7,15 @@ Importing this module does not import TensorFlow; ``value_tf`` does, quietly.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ... import dtensor as _dtensor
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 
 def _tf():
@@ -57,16 +62,25 @@ class Surface:
             )
         return x
 
-    def value_np(self, x) -> np.ndarray:
+    def _value(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _grad(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _value_tf(self, w: Any, mesh: Any) -> tf.Tensor:
+        raise NotImplementedError
+
+    def value_np(self, x: ArrayLike) -> np.ndarray:
         """The loss at points ``x`` of shape ``(..., *shape)``; returns shape ``(...)``
         (float64)."""
         return self._value(self._points(x))
 
-    def grad_np(self, x) -> np.ndarray:
+    def grad_np(self, x: ArrayLike) -> np.ndarray:
         """The analytic gradient at points ``x`` of shape ``(..., *shape)`` (float64)."""
         return self._grad(self._points(x))
 
-    def value_tf(self, w, mesh=None):
+    def value_tf(self, w: Any, mesh: Any = None) -> tf.Tensor:
         """The loss of tensor/variable ``w`` (shape ``shape``) as a TensorFlow scalar.
 
         Differentiable, so ``tf.GradientTape`` gives the gradient the real optimizer
@@ -84,7 +98,7 @@ class Surface:
             )
         return self._value_tf(w, mesh)
 
-    def grad_tf(self, w, mesh=None):
+    def grad_tf(self, w: Any, mesh: Any = None) -> tf.Tensor:
         """The TensorFlow gradient of ``value_tf`` at variable ``w`` (by ``GradientTape``)."""
         tf = _tf()
         if not isinstance(w, tf.Variable):

@@ -23,11 +23,11 @@ class Rosenbrock(Surface):
         _check_number("b", self.b, 0.0)
 
     @property
-    def label(self):
+    def label(self) -> str:
         return f"Rosenbrock function (a={self.a:g}, b={self.b:g})"
 
     @property
-    def view_box(self):
+    def view_box(self) -> tuple[tuple[float, float], tuple[float, float]]:
         a = float(self.a)
         return ((min(-2.0, a - 1.0), max(2.0, a + 1.0)), (min(-1.0, a * a - 2.0), max(3.0, a * a + 1.0)))
 
@@ -45,11 +45,11 @@ class Rosenbrock(Surface):
         return (float(self.a) - x) ** 2 + float(self.b) * (y - x * x) ** 2
 
     @property
-    def minimum(self):
+    def minimum(self) -> np.ndarray:
         return np.array([[float(self.a), float(self.a) ** 2]])
 
     @property
-    def default_start(self):
+    def default_start(self) -> np.ndarray:
         return np.array([-1.2, 1.0])
 
 
@@ -61,7 +61,7 @@ class Beale(Surface):
     _C = (1.5, 2.25, 2.625)
 
     @property
-    def label(self):
+    def label(self) -> str:
         return "Beale function"
 
     def _value(self, p):
@@ -80,11 +80,11 @@ class Beale(Surface):
         return sum((c - x + x * y ** k) ** 2 for k, c in enumerate(self._C, 1))
 
     @property
-    def minimum(self):
+    def minimum(self) -> np.ndarray:
         return np.array([[3.0, 0.5]])
 
     @property
-    def default_start(self):
+    def default_start(self) -> np.ndarray:
         return np.array([1.0, 1.5])
 
 
@@ -96,7 +96,7 @@ class Himmelblau(Surface):
     view_box = ((-5.0, 5.0), (-5.0, 5.0))
 
     @property
-    def label(self):
+    def label(self) -> str:
         return "Himmelblau function"
 
     def _value(self, p):
@@ -113,11 +113,11 @@ class Himmelblau(Surface):
         return (x * x + y - 11.0) ** 2 + (x + y * y - 7.0) ** 2
 
     @property
-    def minimum(self):
+    def minimum(self) -> np.ndarray:
         return np.array(_HIMMELBLAU_MINIMA)
 
     @property
-    def default_start(self):
+    def default_start(self) -> np.ndarray:
         return np.array([0.0, 0.0])
 
 

@@ -38,7 +38,7 @@ class RotatedQuadratic(Surface):
         _check_number("scale", self.scale, 0.0)
 
     @property
-    def label(self):
+    def label(self) -> str:
         return f"rotated quadratic (condition {self.condition:g}, angle {self.angle:g}°)"
 
     @property
@@ -64,11 +64,11 @@ class RotatedQuadratic(Surface):
         return 0.5 * (a * x * x + 2.0 * b * x * y + d * y * y)
 
     @property
-    def minimum(self):
+    def minimum(self) -> np.ndarray:
         return np.zeros((1, 2))
 
     @property
-    def default_start(self):
+    def default_start(self) -> np.ndarray:
         return np.array([-3.0, 1.5])
 
 
@@ -123,7 +123,7 @@ class ShardedQuadratic(Surface):
         shard_geometry(self.shape, self.layout_spec)  # validates specs against shape
 
     @property
-    def label(self):
+    def label(self) -> str:
         dims = "x".join(str(s) for _, s in self.mesh)
         return (f"sharded quadratic {'x'.join(map(str, self.shape))} on a {dims} mesh "
                 f"(curvature {self.curvature_range[0]:g}..{self.curvature_range[1]:g})")
@@ -172,11 +172,11 @@ class ShardedQuadratic(Surface):
         return tf.reduce_sum(C * (w - self.target) ** 2) / 2.0
 
     @property
-    def minimum(self):
+    def minimum(self) -> np.ndarray:
         return np.full((1, *self.shape), self.target)
 
     @property
-    def default_start(self):
+    def default_start(self) -> np.ndarray:
         return np.zeros(self.shape)
 
 
@@ -184,7 +184,8 @@ class ShardedQuadratic(Surface):
 def _curvature(shape, layout, curvature_range):
     geometry = shard_geometry(shape, layout)
     c = np.empty(geometry.global_shape, np.float32)
-    levels = np.geomspace(*curvature_range, geometry.num_unique).astype(np.float32)
+    low, high = curvature_range
+    levels = np.geomspace(low, high, geometry.num_unique).astype(np.float32)
     for g, devices in enumerate(geometry.replica_groups):
         c[geometry.blocks[devices[0]]] = levels[g]
     c.setflags(write=False)

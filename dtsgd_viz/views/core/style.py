@@ -216,7 +216,7 @@ def block_places(geometry) -> tuple[int, ...]:
     ``len(BLOCK_COLORS)`` long, so blocks sharing an edge never share a colour."""
     import math
     n, p = geometry.global_shape, len(BLOCK_COLORS)
-    grid = [s // max(1, l) for s, l in zip(n, geometry.local_shape)]
+    grid = [s // max(1, m) for s, m in zip(n, geometry.local_shape)]
     strides = [math.prod(grid[i + 1:]) for i in range(len(grid))]
     places = []
     for devices in geometry.replica_groups:

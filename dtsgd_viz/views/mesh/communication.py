@@ -24,8 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Circle, Rectangle
 
 from ..core.style import SUBTITLE_COLOR
-from .communication_geometry import (FONT, NODE_RADIUS, CommunicationPicture, DimPanel,
-                                     communication_geometry)
+from .communication_geometry import FONT, NODE_RADIUS, CommunicationPicture, DimPanel, communication_geometry
 
 
 def plot_communication(report_or_plan, *, fig=None, max_items: int = 3, title=None) -> Figure:

@@ -26,10 +26,18 @@ import numpy as np
 from ...recording.communication import CommunicationPlan
 from ...recording.memory import format_bytes
 from ...specs import MeshSpec
-from .layout_labels import text_width_pt
 from ..core.style import SUBTITLE_SIZE, SUPTITLE_SIZE
-from .traffic import (ACTIVATION_NOTE, dim_color, dim_sets, dims_text, headline, serves_lines,
-                      settings_text, traffic_items)
+from .layout_labels import text_width_pt
+from .traffic import (
+    ACTIVATION_NOTE,
+    dim_color,
+    dim_sets,
+    dims_text,
+    headline,
+    serves_lines,
+    settings_text,
+    traffic_items,
+)
 
 FACET_GAP = 0.8      # cells between facets
 FACET_TOP = 0.9      # cells above the facets for their titles

@@ -20,20 +20,18 @@ from __future__ import annotations
 
 import html
 import math
-import sys
 
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
+from ...dtensor.model import is_tensorflow_object, optimizer_parts, slot_of, unique_names, variable_name
 from ...geometry import ShardGeometry, shard_geometry
 from ...recording.recording import Recording, VariableRecord
 from ...specs import LayoutSpec
-from ...dtensor.model import (is_tensorflow_object, optimizer_parts, slot_of, unique_names,
-                             variable_name)
+from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, SUBTITLE_COLOR, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE, TITLE_SIZE
 from .layout_geometry import LayoutPicture, Panel, block_looks, layout_picture
 from .layout_labels import jax_devices, short_finding, slice_text
-from ..core.style import DPI, SUBTITLE_COLOR, LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE, TITLE_SIZE
 
 MAX_RANK = 4
 _ACCEPTS = ("a DTensor Layout + shape, a DVariable or DTensor, a dtsgd_viz.LayoutSpec + shape, "
@@ -106,7 +104,8 @@ def plot_layout(obj, shape=None, *, name=None, ax=None, title=None, note=None) -
     device colours under a replicated block); axes name the mesh dim sharding each
     tensor dim. Under it, a key of the devices on the mesh shows where the copies of
     each block live; with one copy per block the key would repeat the panel, so the
-    panel names each block row's and column's mesh coordinate instead (right, top). Ranks 3 and 4 get one small panel per index of the leading dims.
+    panel names each block row's and column's mesh coordinate instead (right, top).
+    Ranks 3 and 4 get one small panel per index of the leading dims.
     ``note`` is added to the italic note under the subtitle (``LayoutExplorer`` gives the
     bytes per device). Returns a ``matplotlib.figure.Figure`` (``ax.figure`` when ``ax``
     is given; ``ax`` works for ranks 1 and 2).

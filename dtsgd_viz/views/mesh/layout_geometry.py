@@ -23,12 +23,31 @@ import numpy as np
 
 from ...geometry import ShardGeometry, shard_geometry
 from ...specs import UNSHARDED, LayoutSpec
-from .layout_labels import (MAX_LINES, MIN_FONT, PAD, bare_ids, coord_ticks,  # noqa: F401
-                            copies_text, dim_text, header_text, label_blocks, mesh_dim_role,
-                            note_text, text_width_pt)
+from ..core.style import (
+    BLOCK_COLORS,
+    LABEL_SIZE,
+    NOTE_SIZE,
+    SUBTITLE_SIZE,
+    SUPTITLE_SIZE,
+    TICK_SIZE,
+    WIDTH,
+    block_styles,
+)
 from .layout_colors import mesh_colors, text_color_for  # noqa: F401
-from ..core.style import (BLOCK_COLORS, LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, SUPTITLE_SIZE,
-                    TICK_SIZE, WIDTH, block_styles)
+from .layout_labels import (  # noqa: F401
+    MAX_LINES,
+    MIN_FONT,
+    PAD,
+    bare_ids,
+    coord_ticks,
+    copies_text,
+    dim_text,
+    header_text,
+    label_blocks,
+    mesh_dim_role,
+    note_text,
+    text_width_pt,
+)
 
 MAX_FACETS = {3: (12,), 4: (4, 4)}  # panels per leading dim, by tensor rank
 KEY_GAP = 0.22      # inches between the panels' x label and the mesh key's title

@@ -14,7 +14,7 @@
 Colours: ``style.VARIABLE_COLORS``, none of them a rule's colour (blue and vermilion
 mean momentum and Nesterov in every other view); sizes on ``style``'s scale, at most
 ``style.WIDTH`` wide.
-"""
+"""  # noqa: E501  (a doctest's expected output line)
 
 from __future__ import annotations
 
@@ -26,10 +26,9 @@ from matplotlib.patches import Patch
 
 from ...recording.communication import CommunicationPlan, communication_plan
 from ...recording.memory import MemoryPlan, format_bytes
-from ..core.style import (DPI, LABEL_SIZE, NOTE_SIZE, TICK_SIZE, TITLE_SIZE, VARIABLE_COLORS,
-                    WIDTH)
-from ..text.direct import READABLE_GAP, axes_height_points, leaders, spread
 from ..core.figure import fit, headline
+from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, TICK_SIZE, TITLE_SIZE, VARIABLE_COLORS, WIDTH
+from ..text.direct import READABLE_GAP, axes_height_points, leaders, spread
 from .traffic import dims_text, per_device, totals, traffic_items
 
 _PALETTE = list(VARIABLE_COLORS)

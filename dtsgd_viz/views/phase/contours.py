@@ -89,8 +89,9 @@ def label_place(pts, blocked, length, height, size, margin=3.0, upright=True):
     """The vertex of the polyline ``pts`` (points) where a ``length`` x ``height`` label
     laid along it fits: inside the axes (``size``, ``margin`` points in), on a stretch
     straight enough that the line stays under the label, no point of the ``blocked``
-    polylines inside its box (``upright``: nor inside the upright box around it); of those, the one farthest from them (up to 2.5 label
-    sizes: then the one nearest the line's middle). None if none fits.
+    polylines inside its box (``upright``: nor inside the upright box around it); of
+    those, the one farthest from them (up to 2.5 label sizes: then the one nearest the
+    line's middle). None if none fits.
 
     >>> line = np.c_[np.linspace(0, 100, 101), np.full(101, 50.0)]
     >>> label_place(line, [np.array([[40.0, 52.0]])], 20, 10, (100, 100))
@@ -116,7 +117,7 @@ def label_place(pts, blocked, length, height, size, margin=3.0, upright=True):
         if np.any(corners < margin) or np.any(corners > np.asarray(size) - margin):
             continue
         rel = pts[same] - pts[k]
-        along, across = rel @ t, rel @ nrm
+        across = rel @ nrm
         near = np.abs(arc[same] - arc[k]) <= length / 2
         if np.any(np.abs(across[near]) > height / 4) or np.sum(near) < 2:   # bends away under the label
             continue

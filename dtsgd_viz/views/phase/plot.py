@@ -35,16 +35,35 @@ import numpy as np
 from ...theory import quadratic as theory
 from ..core import style
 from ..core.figure import headline, new_figure
-from .geometry import (REGIONS, cap_rate, cell_edges, label_spots, log_ticks, phase_finding,
-                             phase_ratio, ratio_limit, shown_columns, steps_finding)
-from .regions import (DIVERGED_FACE, DIVERGED_MARK, REGION_NAMES, cropped_label, draw_ratio_regions,
-                            legend_handles, line_cells, name_region, point_at_cell, region_patch, shown_cells,
-                            text_cells)
-from .regions import outline as _outline
-from .axes import PHASE_LEGEND_SIZE, PHASE_NOTE_SIZE, add_colorbars, frame, set_log_ticks
+from .axes import PHASE_LEGEND_SIZE, add_colorbars, frame
 from .boundary_names import bare_cells, name_ratio_boundaries
 from .cap import cap_loss
 from .contours import draw_contours
+from .geometry import (
+    REGIONS,
+    cap_rate,
+    cell_edges,
+    phase_finding,
+    phase_ratio,
+    ratio_limit,
+    shown_columns,
+    steps_finding,
+)
+from .regions import (
+    DIVERGED_FACE,
+    DIVERGED_MARK,
+    REGION_NAMES,
+    cropped_label,
+    draw_ratio_regions,
+    legend_handles,
+    line_cells,
+    name_region,
+    point_at_cell,
+    region_patch,
+    shown_cells,
+    text_cells,
+)
+from .regions import outline as _outline
 
 __all__ = ["plot_phase", "draw_phase", "PhaseView", "phase_ratio", "cell_edges", "cap_rate",
            "cap_loss", "RATE_LEVELS"]

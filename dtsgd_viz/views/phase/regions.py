@@ -34,7 +34,6 @@ DIVERGED_MARK = dict(marker="x", color="white", ms=4.0, mew=1.0, ls="none")
 
 def region_patch(region: str, steps: int):
     """The legend entry of ``region`` (a ``REGIONS`` name other than ``both``)."""
-    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     label = REGION_NAMES[region].format(steps=steps).replace("\n", " ")
     if region == "diverged":   # the x marks, as on the step maps
@@ -169,7 +168,8 @@ def line_cells(lines, lr_e, mu_e) -> np.ndarray:
     ``lines`` (each an ``(n, 2)`` array of learning rate, momentum) passes through: a
     region's name keeps off them.
 
-    >>> line_cells([np.array([[1.0, 0.5], [10.0, 0.5]])], np.array([1.0, 2.0, 100.0]), np.array([0.0, 1.0, 2.0])).tolist()
+    >>> line_cells([np.array([[1.0, 0.5], [10.0, 0.5]])], np.array([1.0, 2.0, 100.0]),
+    ...            np.array([0.0, 1.0, 2.0])).tolist()
     [[True, True], [False, False]]
     """
     out = np.zeros((len(mu_e) - 1, len(lr_e) - 1), bool)

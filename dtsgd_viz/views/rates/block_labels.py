@@ -16,13 +16,12 @@ import re
 import textwrap
 
 import numpy as np
-from matplotlib.colors import to_rgb
 from matplotlib.transforms import blended_transform_factory
 
 from ..core import style
-from ..text.direct import READABLE_GAP, axes_height_points, leaders, spread
 from ..core.figure import fit
 from ..mesh.layout_colors import label_ink
+from ..text.direct import READABLE_GAP, axes_height_points, leaders, spread
 
 __all__ = ["rates_finding", "rates_settings", "pack", "stability_text", "key_text", "RateLabels", "at_floor",
            "draw_floor", "floor_text", "label_block_ends"]

@@ -31,12 +31,11 @@ import numpy as np
 from ...theory.quadratic import convergence_boundary
 from ...theory.quadratic import rate as _rate  # the closed-form spectral radius
 from ..core import style
+from ..core.diverging import diverging_update
 from ..core.empty import check_not_empty
 from ..core.figure import fit, headline, new_figure
-from .block_labels import (ROOM, RateLabels, at_floor, draw_floor, label_block_ends, rates_finding,
-                           rates_settings)
 from ..shards.geometry import block_patches, short_device_names
-from ..core.diverging import diverging_update
+from .block_labels import ROOM, RateLabels, at_floor, draw_floor, label_block_ends, rates_finding, rates_settings
 
 __all__ = ["BlockRates", "block_rates", "decay_note", "measured_decay", "plot_block_rates", "RatesView",
            "rule_positions"]
@@ -137,7 +136,8 @@ class BlockRates:
     """Per replica group (unique block) of a ``ShardedQuadratic`` recording: its
     ``curvature``, ``errors`` (``(n_updates + 1, n_blocks)``: ``||w - target||`` of the
     block at the start and after each recorded update), the ``measured`` decay (NaN
-    where too few errors are usable; ``notes`` says why), and the run's ``learning_rate``, ``momentum`` and rule (``nesterov``)."""
+    where too few errors are usable; ``notes`` says why), and the run's ``learning_rate``,
+    ``momentum`` and rule (``nesterov``)."""
 
     groups: tuple[tuple[int, ...], ...]
     labels: tuple[str, ...]

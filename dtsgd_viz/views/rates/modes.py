@@ -26,13 +26,13 @@ import numpy as np
 
 from ...theory import quadratic as theory
 from ..core import style
+from ..core.diverging import diverging_update
 from ..core.empty import check_not_empty
-from ..text.direct import label_ends
 from ..core.figure import fit, headline, new_figure
+from ..text.direct import label_ends
 from .modes_rates import display_name as _display
 from .modes_rates import draw_rates, subscript
 from .modes_zoom import draw_zoom, zoom_mode
-from ..core.diverging import diverging_update
 
 __all__ = ["dash_word", "plot_modes", "mode_errors", "mode_envelope", "ModeData", "modes_data"]
 

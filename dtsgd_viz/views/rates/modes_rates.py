@@ -37,7 +37,7 @@ def draw_rates(ax, data, looks, zoom=None):
     lo = min(lo, 0.3 * min(float(theory.convergence_boundary(mu, 1.0, n))
                            for _, mu, n in data.settings.values()))
     drawn = {}
-    for key, (lr, mu, nesterov) in data.settings.items():
+    for key, (_lr, mu, nesterov) in data.settings.items():
         a_max = float(theory.convergence_boundary(mu, 1.0, nesterov))
         a = np.geomspace(lo, max(a_max * 1.15, a_marks.max() * 1.2), 400)
         if (mu, nesterov) not in drawn:
@@ -68,7 +68,7 @@ def draw_rates(ax, data, looks, zoom=None):
     texts = []
     if off_scale:   # what the arrows stand for: one note, a line per direction, by the last
         lines = {}
-        for a, rho, key, i in off_scale:
+        for _a, rho, key, i in off_scale:
             lines.setdefault(i, []).append(f"{display_name(key)} ρ = {rho:.3g}")
         keys = {k for _, _, k, _ in off_scale}
         color = looks[next(iter(keys))].color if len(keys) == 1 else "0.2"

@@ -81,8 +81,8 @@ def fit_arrows(chain, span: float) -> list[DrawnArrow]:
     ``FOLD_THIN`` of its width (not under ``FOLD_FLOOR``), and reaching ``MIN_ARROW``
     beyond that one's head, which covers its first part (``covered``). An arrow before
     the last goes down to ``THIN / 2`` before it is drawn longer: the next one starts at
-    its true tip, which would then lie on its shaft. The tails stay the true ones, so the true vectors still add up tip to
-    tail; zero-length and non-finite arrows are kept as they are."""
+    its true tip, which would then lie on its shaft. The tails stay the true ones, so the
+    true vectors still add up tip to tail; zero-length and non-finite arrows are kept as they are."""
     out: list[DrawnArrow] = []
     span = float(span) if span and np.isfinite(span) else 1.0
     chain = list(chain)

@@ -70,7 +70,8 @@ def _seg_poly(a, b, poly, gap=GAP) -> bool:
     p, q = edges[:-1], edges[1:]
     if not len(p):   # a point (a zero-length arrow): its distance said it all
         return False
-    cross = lambda o, u, v: (u[..., 0] - o[..., 0]) * (v[..., 1] - o[..., 1]) - (u[..., 1] - o[..., 1]) * (v[..., 0] - o[..., 0])  # noqa: E731
+    cross = lambda o, u, v: ((u[..., 0] - o[..., 0]) * (v[..., 1] - o[..., 1])  # noqa: E731
+                             - (u[..., 1] - o[..., 1]) * (v[..., 0] - o[..., 0]))
     if np.any((cross(a, b, p) * cross(a, b, q) < 0) & (cross(p, q, a) * cross(p, q, b) < 0)):
         return True
     d = q - p   # a's and b's distance to every edge

@@ -11,7 +11,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from .labels import CORNER, GAP, MIN_LEADER, SHAFT, leader_flaws, leaves, _disc_rect, _poly_rect, _rects_meet, _seg_dist, _seg_poly, _seg_rect, _seg_seg, _trim
+from .labels import (
+    CORNER,
+    GAP,
+    MIN_LEADER,
+    SHAFT,
+    _disc_rect,
+    _poly_rect,
+    _rects_meet,
+    _seg_dist,
+    _seg_poly,
+    _seg_rect,
+    _seg_seg,
+    _trim,
+    leader_flaws,
+    leaves,
+)
 
 __all__ = ["conflicts"]
 

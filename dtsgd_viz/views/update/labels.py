@@ -21,9 +21,21 @@ import dataclasses
 import numpy as np
 
 from ..text.direct import text_size
-from .hits import (GAP, _disc_rect, _grow, _poly_rect, _rects_meet, _seg_dist,  # noqa: F401
-                          _seg_poly, _seg_rect, _seg_seg, _trim, leader_flaws, leaves)
 from .arrows import HEAD_AXIS, HEAD_LENGTH, HEAD_WIDTH, SHAFT
+from .hits import (  # noqa: F401
+    GAP,
+    _disc_rect,
+    _grow,
+    _poly_rect,
+    _rects_meet,
+    _seg_dist,
+    _seg_poly,
+    _seg_rect,
+    _seg_seg,
+    _trim,
+    leader_flaws,
+    leaves,
+)
 
 __all__ = ["Label", "arrow_polygon", "place", "RADII", "SHAFT", "HEAD_WIDTH",
            "HEAD_LENGTH", "HEAD_AXIS", "LABEL_Z"]
@@ -216,7 +228,8 @@ def _segs_cross(s, u):
     """``(n, m)``: whether segment ``i`` of ``s`` crosses segment ``j`` of ``u``."""
     p, q = s[:, None, :2], s[:, None, 2:]
     r, w = u[None, :, :2], u[None, :, 2:]
-    cross = lambda o, a, b: (a[..., 0] - o[..., 0]) * (b[..., 1] - o[..., 1]) - (a[..., 1] - o[..., 1]) * (b[..., 0] - o[..., 0])  # noqa: E731
+    cross = lambda o, a, b: ((a[..., 0] - o[..., 0]) * (b[..., 1] - o[..., 1])  # noqa: E731
+                             - (a[..., 1] - o[..., 1]) * (b[..., 0] - o[..., 0]))
     with np.errstate(invalid="ignore"):
         hit = (cross(p, q, r) * cross(p, q, w) < 0) & (cross(r, w, p) * cross(r, w, q) < 0)
     return hit.astype(float)

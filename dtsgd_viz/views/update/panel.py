@@ -14,13 +14,12 @@ import dataclasses
 
 import numpy as np
 
-from ..paths import geometry as geo
 from ..core import style
-from . import geometry as upd
+from ..paths import geometry as geo
 from . import arrows as arr
-from . import fold
+from . import fold, marks
+from . import geometry as upd
 from . import labels as lab
-from . import marks
 
 TINT = 0.55  # how far towards white the gradient term's colour is mixed
 
@@ -310,11 +309,12 @@ def _draw_lookahead(ax, data: PanelData, color, before=False):
     ring = _radius(RING_MS, style.ROLE_LOOKS["current"].lw + 0.2, ax) + 2.0
     span = float(np.ptp(data.box[0])) or 1.0
     d = np.asarray(la, np.float64) - np.asarray(it, np.float64)
-    if float(np.hypot(*d)) < COINCIDE * span:   # v_prev = 0 (the first update): one point, one name
-        text = "iterate = look-ahead\n(v_prev = 0): g here"
+    if float(np.hypot(*d)) < COINCIDE * span:   # one point at this zoom, one name
+        why = "(v_prev = 0)" if not np.any(d) else "(μ·v_prev too short to see)"
+        text = f"iterate = look-ahead\n{why}: g here"
         return [lab.Label(("before = " if before else "") + text, np.asarray(la),
                           f"lookahead-label:{data.key}", own=ring,
-                          wrapped=("before = " if before else "") + "iterate =\nlook-ahead\n(v_prev = 0):\ng here")]
+                          wrapped=("before = " if before else "") + f"iterate =\nlook-ahead\n{why}:\ng here")]
     # the two names on opposite sides of the iterate to look-ahead line, so neither leader
     # crosses the other's name
     side = np.array([d[1], -d[0]]) / float(np.hypot(*d))   # the look-ahead's name right of the line

@@ -22,22 +22,22 @@ paths themselves. ``step=k`` is optimizer update k as ``recording.steps`` counts
 Without ``step`` it takes apart the update ``plot_paths`` picks: where the runs differ
 most (``path_scene.default_update``). The geometry is ``views.update.geometry``'s; the
 panels are drawn by ``views.update.panel``.
-"""
+"""  # noqa: E501  (a doctest's expected output line)
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..paths import geometry as geo
 from ..core import style
+from ..core.figure import headline, new_figure
+from ..paths import geometry as geo
+from ..paths.findings import findings_of
+from ..paths.frames import panel_at
+from ..paths.scene import build_scene, default_update, settings_line
 from . import geometry as upd
 from . import labels as lab
 from . import panel
 from .arrows import fit_arrows
-from ..core.figure import headline, new_figure
-from ..paths.frames import panel_at
-from ..paths.findings import findings_of
-from ..paths.scene import build_scene, default_update, settings_line
 from .words import update_finding
 
 __all__ = ["plot_update", "update_finding", "shared_zoom", "fit_box", "UPDATE_CAPTION"]
@@ -97,7 +97,6 @@ def plot_update(recordings, surface, step=None, *, name=None):
             raise ValueError(f"plot_update cannot take update {update} of {key!r} apart: "
                              f"{why[len('no update arrows: '):] if why.startswith('no update arrows: ') else why}. "
                              "plot_paths(..., arrows=False) draws the paths without it.")
-    terms = {k: upd.decompose_update(r, scene.name, index[k]) for k, r in scene.recordings.items()}
     keys = tuple(scene.recordings)
     side = min(MAX_PANEL, (style.WIDTH - PANEL_GAP * len(keys)) / len(keys))
     fig = new_figure((style.WIDTH, side + HEAD), wspace=0.04)

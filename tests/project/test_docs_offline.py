@@ -1,0 +1,240 @@
+"""The documentation site loads nothing from the network, so that it works opened from
+files (``file://``) on a machine without internet: no page, style sheet or script of the
+site names an ``http(s)://`` resource to load (hyperlinks ``<a href>`` may lead anywhere),
+the tutorials' math is typeset by a MathJax the site carries (docs/hooks.py copies it from
+``jupyter-server-mathjax``), and the theme uses the system fonts (``font: false``). With
+Chromium, a tutorial with math is opened from its file: its math is typeset and nothing
+outside ``file://`` is requested."""
+
+import html.parser
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import urllib.parse
+
+import pytest
+import yaml
+from helpers.browser import ARGS, CHROMIUM, browser_test
+
+pytestmark = pytest.mark.slow  # builds the documentation site
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MATH_PAGE = "notebooks/03_nesterov_vs_momentum/index.html"  # the update rules, in TeX
+REMOTE = re.compile(r"^\s*(?:https?:)?//", re.I)
+URL_IN_TEXT = re.compile(r"""(?:https?:)?//[^\s"'`)<>\\]+""", re.I)
+# names that look like addresses but are never fetched: XML namespaces (an inline SVG's
+# xmlns, MathJax's MathML)
+NAMESPACES = ("http://www.w3.org/",)
+CSS_LOAD = re.compile(r"""@import\s+(?:url\()?\s*["']?([^"')\s;]+)|url\(\s*["']?([^"')\s]+)""", re.I)
+# <link rel=...> that are no load (nothing of the kind is on the site today)
+LINK_NOT_LOADED = {"canonical", "alternate", "author", "license", "next", "prev", "help", "search"}
+# the theme's bundle names addresses it fetches only for what this site does not use:
+# Mermaid diagrams (unpkg.com) and a repository's stars (the GitHub/GitLab API, with
+# repo_url); the tests below check that those are off, and the browser test that the
+# bundle fetches nothing
+THEME_JS = pathlib.PurePosixPath("assets/javascripts")
+# the addresses MathJax's code names that it does not fetch: links in its dialogs (About,
+# Help, the font warning), licence text and XML namespaces; any other host (a CDN's) fails
+NOT_FETCHED_HOSTS = {"www.mathjax.org", "www.stixfonts.org", "github.com", "www.apache.org",
+                     "www.w3.org", "exslt.org"}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site, built into a temporary folder (as tests/project/test_docs.py builds it)."""
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
+         str(ROOT / "mkdocs.yml"), "--site-dir", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, (
+        "mkdocs build --strict failed (pip install -e '.[docs]' installs the tools):\n"
+        + build.stderr[-5000:])
+    return out
+
+
+def _remote(url):
+    return bool(REMOTE.match(url)) and not url.strip().startswith(NAMESPACES)
+
+
+def _css_loads(css):
+    return [a or b for a, b in CSS_LOAD.findall(css)]
+
+
+class _Loads(html.parser.HTMLParser):
+    """What a page loads: attributes that fetch (``src``, ``<link href>``, ``srcset``,
+    ``poster``, ``<object data>``), style sheets inline and in ``style=``, and the
+    addresses written in inline scripts (MathJax's configuration, module imports)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.loads, self.scripts, self.styles, self._in = [], [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for name in ("src", "poster", "data-src"):
+            if attrs.get(name):
+                self.loads.append((tag, name, attrs[name]))
+        if tag == "link" and attrs.get("href"):
+            rels = set((attrs.get("rel") or "").lower().split())
+            if not rels or not rels <= LINK_NOT_LOADED:
+                self.loads.append((tag, "href", attrs["href"]))
+        if tag == "object" and attrs.get("data"):
+            self.loads.append((tag, "data", attrs["data"]))
+        for name in ("srcset", "imagesrcset"):
+            for part in (attrs.get(name) or "").split(","):
+                if part.strip():
+                    self.loads.append((tag, name, part.split()[0]))
+        if attrs.get("style"):
+            self.styles.append(attrs["style"])
+        if tag in ("script", "style"):
+            self._in = tag
+
+    def handle_endtag(self, tag):
+        if tag == self._in:
+            self._in = None
+
+    def handle_data(self, data):
+        if self._in == "script":
+            self.scripts.append(data)
+        elif self._in == "style":
+            self.styles.append(data)
+
+
+def _page_loads(page):
+    parser = _Loads()
+    parser.feed(page.read_text(encoding="utf-8"))
+    loads = [(t, n, u) for t, n, u in parser.loads if _remote(u)]
+    loads += [("style", "url", u) for css in parser.styles for u in _css_loads(css) if _remote(u)]
+    loads += [("script", "inline", u) for js in parser.scripts
+              for u in URL_IN_TEXT.findall(js) if _remote(u)]
+    return loads
+
+
+def _pages(site):
+    return sorted(site.rglob("*.html"))
+
+
+def test_no_page_loads_anything_from_the_network(site):
+    pages = _pages(site)
+    assert len(pages) > 10 and (site / MATH_PAGE) in pages
+    remote = {str(p.relative_to(site)): loads for p in pages if (loads := _page_loads(p))}
+    assert remote == {}
+
+
+def test_no_style_sheet_loads_anything_from_the_network(site):
+    sheets = sorted(site.rglob("*.css"))
+    assert sheets
+    remote = {str(s.relative_to(site)): loads for s in sheets
+              if (loads := [u for u in _css_loads(s.read_text(encoding="utf-8", errors="replace"))
+                            if _remote(u)])}
+    assert remote == {}
+
+
+def test_no_script_of_the_site_names_a_remote_address(site):
+    """Every script but the theme's bundle (MathJax's included) names no address outside
+    its comments but links and namespaces (``NOT_FETCHED_HOSTS``): MathJax's own CDN
+    fallbacks (its accessibility explorer's speech rules) are pointed at the site's copies
+    by docs/hooks.py. The theme's fetching features are off."""
+    scripts = [s for s in sorted(site.rglob("*.js"))
+               if not pathlib.PurePosixPath(s.relative_to(site).as_posix()).is_relative_to(THEME_JS)]
+    assert any("mathjax" in s.as_posix() for s in scripts)
+    remote = {}
+    for script in scripts:
+        code = re.sub(r"/\*.*?\*/", "", script.read_text(encoding="utf-8", errors="replace"),
+                      flags=re.S)
+        code = re.sub(r"^\s*//.*$", "", code, flags=re.M)
+        urls = [u for u in re.findall(r"https?://[^\s\"'`)]+", code)
+                if urllib.parse.urlsplit(u).hostname not in NOT_FETCHED_HOSTS]
+        if urls:
+            remote[str(script.relative_to(site))] = urls
+    assert remote == {}
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    assert "repo_url" not in config  # the theme would ask GitHub's API for the stars
+    assert config["theme"].get("font") is False  # the system fonts, no Google Fonts
+    assert not [p for p in _pages(site) if 'class="mermaid"' in p.read_text(encoding="utf-8")]
+
+
+def _mathjax_script(page):
+    found = re.findall(r'<script\b[^>]*\bsrc="([^"]*MathJax\.js[^"]*)"', page.read_text(encoding="utf-8"))
+    assert len(found) == 1, (page, found)
+    return found[0]
+
+
+def test_math_is_typeset_by_a_mathjax_the_site_carries(site):
+    page = site / MATH_PAGE
+    text = page.read_text(encoding="utf-8")
+    assert r"\eta" in text and "text/x-mathjax-config" in text  # the page has math
+    src = urllib.parse.urlsplit(_mathjax_script(page))
+    assert not src.scheme and not src.netloc
+    mathjax = (page.parent / src.path).resolve()
+    assert mathjax.is_file() and mathjax.is_relative_to(site.resolve())
+    root = mathjax.parent
+    # the configurations it names are there (MathJax loads them from root/config/)
+    configs = urllib.parse.parse_qs(src.query)["config"][0].split(",")
+    assert configs and all((root / "config" / f"{c}.js").is_file() for c in configs)
+    # ... the fonts the site's configuration picks, and the output's code for them
+    local = (root / "config" / "local" / "dtsgd_viz.js").read_text()
+    assert 'webFont: "STIX-Web"' in local and "local/dtsgd_viz" in configs
+    assert list((root / "fonts" / "HTML-CSS" / "STIX-Web" / "woff").glob("*.woff"))
+    assert (root / "jax" / "output" / "HTML-CSS" / "fonts" / "STIX-Web" / "fontdata.js").is_file()
+    # every tutorial page finds the same MathJax
+    for tutorial in sorted((site / "notebooks").glob("*/index.html")):
+        assert (tutorial.parent / urllib.parse.urlsplit(_mathjax_script(tutorial)).path).resolve() == mathjax
+
+
+@browser_test
+def test_a_math_page_opened_from_its_file_renders_offline(site):
+    """Chromium opens the tutorial with math, the home page and the API reference from
+    their files; every request outside ``file://`` (and the blank font MathJax probes
+    with) is recorded and refused. The math is typeset, with the site's fonts."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    outside = []
+
+    def refuse(route):
+        outside.append(route.request.url)
+        route.abort()
+
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            for rel in (MATH_PAGE, "index.html", "reference/index.html"):
+                page = browser.new_page()
+                page.route(re.compile(r"^(?!file:|data:|about:blank).*"), refuse)
+                page.on("request", lambda r: None if r.url.startswith(("file:", "data:", "about:blank"))
+                        else outside.append(r.url))
+                page.goto((site / rel).as_uri(), wait_until="load")
+                if rel == MATH_PAGE:
+                    page.wait_for_function(
+                        "window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0"
+                        " && document.querySelectorAll('.MathJax').length > 0", timeout=60_000)
+                    typeset = page.evaluate(
+                        "[document.querySelectorAll('.MathJax').length,"
+                        " document.querySelectorAll('.MathJax_Error, .MathJax_Processing').length,"
+                        " document.querySelectorAll('script[type^=\"math/tex\"]').length,"
+                        " [...document.fonts].filter(f => f.family.startsWith('STIXMathJax')"
+                        "   && f.status === 'loaded').length]")
+                    shown, errors, sources, fonts = typeset
+                    assert shown == sources > 0 and errors == 0
+                    assert fonts > 0  # the STIX-Web fonts, from the site's files
+                page.wait_for_timeout(1000)
+                page.close()
+        finally:
+            browser.close()
+    assert outside == []
+
+
+def test_each_recording_field_has_its_entry_in_the_api_reference(site):
+    """(This file's site build, reused: tests/project/test_docs_api.py checks the texts.)
+    mkdocstrings leaves an attribute without a docstring out of the page."""
+    import ast
+    source = ROOT / "dtsgd_viz" / "recording" / "recording.py"
+    cls = next(n for n in ast.parse(source.read_text()).body
+               if isinstance(n, ast.ClassDef) and n.name == "Recording")
+    fields = [n.target.id for n in cls.body if isinstance(n, ast.AnnAssign)]
+    index = (site / "reference" / "index.html").read_text(encoding="utf-8")
+    assert len(fields) > 10
+    assert [f for f in fields if f'id="dtsgd_viz.Recording.{f}"' not in index] == []
