@@ -18,6 +18,7 @@ def _doctest_numpy_repr(request):
     finally:
         np.set_printoptions(**old)
 
+
 # notebooks/src/*.py are the tutorials' sources (python notebooks/build.py): importing one
 # (--doctest-modules) would run the whole tutorial at collection time.
 collect_ignore_glob = ["notebooks/src/*.py"]

@@ -44,8 +44,12 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workloads  # noqa: E402
 
-VARIANTS = {"plain": "tf-keras DTensor SGD, no hooks", "sgd": "dtsgd_viz.SGD, no hooks",
-            "stats": 'Recorder(mode="stats")', "full": "Recorder(kinds=p,v, max_steps=8)"}
+VARIANTS = {
+    "plain": "tf-keras DTensor SGD, no hooks",
+    "sgd": "dtsgd_viz.SGD, no hooks",
+    "stats": 'Recorder(mode="stats")',
+    "full": "Recorder(kinds=p,v, max_steps=8)",
+}
 RECORDED = ("stats", "full")
 TARGET = 1.10  # recording adds <= 10% to the first call
 BLOCK = 8  # steady steps per timed block: a full recorder flushes within one
@@ -94,13 +98,25 @@ def child(layers, variant, blocks):
 
 
 def run_child(layers, variant, blocks):
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", variant,
-                          "--layers", str(layers), "--blocks", str(blocks)],
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--child",
+            variant,
+            "--layers",
+            str(layers),
+            "--blocks",
+            str(blocks),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     line = [s for s in out.stdout.splitlines() if s.startswith(MARKER)]
     if out.returncode or not line:
         raise RuntimeError(f"{layers} layers, {variant}: exit {out.returncode}\n{out.stderr[-3000:]}")
-    return json.loads(line[-1][len(MARKER):])
+    return json.loads(line[-1][len(MARKER) :])
 
 
 def ratios(results, key, base):
@@ -117,21 +133,23 @@ def rows(layers, results):
         target = met = "-"
         if v in RECORDED:
             target = f"<= {TARGET:.2f}x plain's first call"
-            met = (f"{'yes' if first[v] <= TARGET else 'no'} (vs sgd: "
-                   f"{'yes' if first_b[v] <= TARGET else 'no'})")
+            met = f"{'yes' if first[v] <= TARGET else 'no'} (vs sgd: {'yes' if first_b[v] <= TARGET else 'no'})"
         vs_b = "" if v in ("plain", "sgd") else f" ({first_b[v]:.2f}x sgd's)"
         vs_bs = "" if v in ("plain", "sgd") else f" ({steady_b[v]:.2f}x sgd's)"
-        out.append((layers, f"{v}: {VARIANTS[v]}", f"{first[v]:.2f}x{vs_b}",
-                    f"{steady[v]:.2f}x{vs_bs}", target, met))
+        out.append((layers, f"{v}: {VARIANTS[v]}", f"{first[v]:.2f}x{vs_b}", f"{steady[v]:.2f}x{vs_bs}", target, met))
     return out
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--layers", type=int, nargs="+", default=[10, 40])
-    ap.add_argument("--repeats", type=int, nargs="+", default=None,
-                    help="repeats per size (one number, or one per --layers; default 3 for 10 "
-                         "layers, 2 for 40, 1 above)")
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        nargs="+",
+        default=None,
+        help="repeats per size (one number, or one per --layers; default 3 for 10 layers, 2 for 40, 1 above)",
+    )
     ap.add_argument("--blocks", type=int, default=3, help=f"timed steady blocks of {BLOCK} steps")
     ap.add_argument("--quick", action="store_true", help="10 layers, 1 repeat, 1 block")
     ap.add_argument("--child", choices=sorted(VARIANTS), help=argparse.SUPPRESS)
@@ -154,24 +172,44 @@ def main(argv=None):
             got = {}
             for v in order:
                 got[v] = run_child(layers, v, args.blocks)
-                print(f"{layers} layers, repeat {r + 1}/{n}, {v}: first call {got[v]['first']:.1f} s, "
-                      f"step {got[v]['steady'] * 1e3:.0f} ms", file=sys.stderr, flush=True)
+                print(
+                    f"{layers} layers, repeat {r + 1}/{n}, {v}: first call {got[v]['first']:.1f} s, "
+                    f"step {got[v]['steady'] * 1e3:.0f} ms",
+                    file=sys.stderr,
+                    flush=True,
+                )
             results.append(got)
         table += rows(layers, results)
-        absolute.append(f"{layers} layers {statistics.median(r['plain']['first'] for r in results):.1f} s"
-                        f" / {statistics.median(r['plain']['steady'] for r in results) * 1e3:.0f} ms")
-    print(f"\nTrace and compile time: the first call of one training step (`tf.function`: loss, "
-          f"`GradientTape`, `apply_gradients`, Nesterov SGD) of a LayoutMap MLP of N x "
-          f"`Dense(64)` (kernels [unsharded, model], biases [model]) on 2x4, each variant in a "
-          f"fresh process; medians over {'/'.join(map(str, reps))} repeats (orders rotated) of "
-          f"the ratio to the plain variant in the same repeat; steady step: {args.blocks} "
-          f"blocks of {BLOCK} updates after a warm-up block, flushes included.\n")
-    print(workloads.table(["layers", "variant", "first call / plain's first call (/ sgd's)",
-                           "steady step / plain's (/ sgd's)", "target (recording adds <= 10% "
-                           "to the first call)", "met"], table))
-    print(f"\nfor context, the plain variant's first call / steady step: {'; '.join(absolute)}; "
-          f"load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, "
-          f"{os.cpu_count()} CPUs; {time.perf_counter() - start:.0f} s in all")
+        absolute.append(
+            f"{layers} layers {statistics.median(r['plain']['first'] for r in results):.1f} s"
+            f" / {statistics.median(r['plain']['steady'] for r in results) * 1e3:.0f} ms"
+        )
+    print(
+        f"\nTrace and compile time: the first call of one training step (`tf.function`: loss, "
+        f"`GradientTape`, `apply_gradients`, Nesterov SGD) of a LayoutMap MLP of N x "
+        f"`Dense(64)` (kernels [unsharded, model], biases [model]) on 2x4, each variant in a "
+        f"fresh process; medians over {'/'.join(map(str, reps))} repeats (orders rotated) of "
+        f"the ratio to the plain variant in the same repeat; steady step: {args.blocks} "
+        f"blocks of {BLOCK} updates after a warm-up block, flushes included.\n"
+    )
+    print(
+        workloads.table(
+            [
+                "layers",
+                "variant",
+                "first call / plain's first call (/ sgd's)",
+                "steady step / plain's (/ sgd's)",
+                "target (recording adds <= 10% to the first call)",
+                "met",
+            ],
+            table,
+        )
+    )
+    print(
+        f"\nfor context, the plain variant's first call / steady step: {'; '.join(absolute)}; "
+        f"load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, "
+        f"{os.cpu_count()} CPUs; {time.perf_counter() - start:.0f} s in all"
+    )
     return 0
 
 

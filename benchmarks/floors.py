@@ -144,10 +144,12 @@ def _variants(mesh, make, block):
     # the bytes of the floor: p and v only (the default above also reads g)
     recorded("stats of p, v every update", dict(mode="stats", kinds=PV), "stats")
     opt = plain()
-    step, _ = make(opt, lambda w, opt: [_block_sums(w.value()),
-                                        _block_sums(_velocity(opt, w).value())])
-    add(ob.Variant("floor: one reduce_sum of p and of v in the step", step, block=block),
-        "stats", "one device read of p and v (one reduce_sum of each per block, in the step)")
+    step, _ = make(opt, lambda w, opt: [_block_sums(w.value()), _block_sums(_velocity(opt, w).value())])
+    add(
+        ob.Variant("floor: one reduce_sum of p and of v in the step", step, block=block),
+        "stats",
+        "one device read of p and v (one reduce_sum of each per block, in the step)",
+    )
 
     # a ring of 8, and a warm host copy
     recorded("full p,v, ring of 8", dict(kinds=PV, max_steps=8), "ring")
@@ -162,16 +164,20 @@ def _variants(mesh, make, block):
             for d, s in zip(dst, shards):
                 np.copyto(d, s)
 
-    add(ob.Variant("floor: warm host copy", step, after=copy_warm, block=block), "ring",
-        "a warm host copy of p, v (np.copyto into arrays allocated once, after the step)")
+    add(
+        ob.Variant("floor: warm host copy", step, after=copy_warm, block=block),
+        "ring",
+        "a warm host copy of p, v (np.copyto into arrays allocated once, after the step)",
+    )
 
     # every update kept, and fresh memory
     keep = recorded("full p,v, every update kept", dict(kinds=PV, max_steps=None), "keep")
     kept = {"numpy": [], "huge": []}
     huge = HugePages()
     for how, alloc, what in (
-            ("numpy", np.empty, "a fresh-memory fill of the same bytes (np.empty + copy, kept)"),
-            ("huge", huge.empty, "a fresh fill into MADV_HUGEPAGE mmap chunks (kept)")):
+        ("numpy", np.empty, "a fresh-memory fill of the same bytes (np.empty + copy, kept)"),
+        ("huge", huge.empty, "a fresh fill into MADV_HUGEPAGE mmap chunks (kept)"),
+    ):
         opt = plain()
         step, w = make(opt)
 
@@ -183,8 +189,7 @@ def _variants(mesh, make, block):
                     np.copyto(dst[i], s)
                 kept[how].append(dst)
 
-        add(ob.Variant(f"floor: fresh fill ({how})", step, after=copy_fresh, block=block),
-            "keep", what)
+        add(ob.Variant(f"floor: fresh fill ({how})", step, after=copy_fresh, block=block), "keep", what)
     return rows, keep, kept
 
 
@@ -213,10 +218,12 @@ def main(argv=None):
     n_kept = len(keep.recording)  # reading the kept updates (not in the table)
     read = time.perf_counter() - start
     fresh = next(v for v, g, f in rows if v.name == "floor: fresh fill (numpy)")
-    fill = (statistics.median(fresh.times) - statistics.median(variants[0].times))
+    fill = statistics.median(fresh.times) - statistics.median(variants[0].times)
     workload = f"{args.n}x{args.n} on 2x4"
-    print("\n| workload | recorder settings | ratio to plain | floor (what it is) | floor ratio "
-          "to plain | extra / floor's extra | target | met |\n|---|---|---|---|---|---|---|---|")
+    print(
+        "\n| workload | recorder settings | ratio to plain | floor (what it is) | floor ratio "
+        "to plain | extra / floor's extra | target | met |\n|---|---|---|---|---|---|---|---|"
+    )
     print(f"| {workload} | plain step: {variants[0].settings} | 1.00x | | | | | |")
     for v, group, floor in rows:
         if group is None or floor is not None:
@@ -231,21 +238,26 @@ def main(argv=None):
                 extra = (ratio[v.name] - 1) / (ratio[f.name] - 1)
                 met = "" if target is None else ("yes" if extra <= target else "no")
                 extra = f"{extra:.2f}x"
-            print(f"| {workload} | {v.name}: {v.settings} | {ratio[v.name]:.2f}x | {what} | "
-                  f"{ratio[f.name]:.2f}x | {extra} | "
-                  f"{'' if target is None else f'<= {target:.2f}x'} | {met} |")
+            print(
+                f"| {workload} | {v.name}: {v.settings} | {ratio[v.name]:.2f}x | {what} | "
+                f"{ratio[f.name]:.2f}x | {extra} | "
+                f"{'' if target is None else f'<= {target:.2f}x'} | {met} |"
+            )
     print("\n| row | median block time / step | minor page faults / step |\n|---|---|---|")
     for v in variants:
-        print(f"| {v.name} | {statistics.median(v.times) * 1e3:.1f} ms | "
-              f"{v.faults / (len(v.times) * v.block):.0f} |")
+        print(f"| {v.name} | {statistics.median(v.times) * 1e3:.1f} ms | {v.faults / (len(v.times) * v.block):.0f} |")
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    print(f"\nplain step {plain_ms:.1f} ms; median over {args.rounds} rounds of {args.block}-step "
-          f"blocks, paired by round, rows interleaved round robin; {os.cpu_count()} CPUs; load "
-          f"average at the start {load[0]:.2f}, at the end: {uptime}")
-    print(f"reading the kept recording afterwards ({n_kept} updates, "
-          f"{n_kept * 8 * args.n ** 2 / 2**30:.2f} GiB): {read * 1e3 / max(1, n_kept):.1f} ms an "
-          f"update, {read / max(1, n_kept) / max(fill, 1e-9):.2f}x the np.empty fill of its bytes; "
-          f"huge pages advised: {hasattr(mmap, 'MADV_HUGEPAGE')}")
+    print(
+        f"\nplain step {plain_ms:.1f} ms; median over {args.rounds} rounds of {args.block}-step "
+        f"blocks, paired by round, rows interleaved round robin; {os.cpu_count()} CPUs; load "
+        f"average at the start {load[0]:.2f}, at the end: {uptime}"
+    )
+    print(
+        f"reading the kept recording afterwards ({n_kept} updates, "
+        f"{n_kept * 8 * args.n**2 / 2**30:.2f} GiB): {read * 1e3 / max(1, n_kept):.1f} ms an "
+        f"update, {read / max(1, n_kept) / max(fill, 1e-9):.2f}x the np.empty fill of its bytes; "
+        f"huge pages advised: {hasattr(mmap, 'MADV_HUGEPAGE')}"
+    )
 
 
 if __name__ == "__main__":

@@ -93,15 +93,15 @@ def main(argv=None):
     mesh, make, _ = workloads.matrix(n)
     pv = dict(kinds=workloads.PV)
     rows = [  # (name, Recorder arguments, settings, floor)
-        ("full p,v every step, ring of 8", dict(pv, max_steps=8),
-         "mode=full, kinds=p,v, every=1, max_steps=8", "warm"),
-        ("full p,v every step, every step kept", pv,
-         "mode=full, kinds=p,v, every=1, max_steps=None", "fresh"),
-        ("stats p,v,g every step", dict(mode="stats"), "mode=stats, every=1, max_steps=None",
-         "read")]
-    floors = {"warm": "warm host copy of p,v (np.copyto into arrays allocated once) after the plain step",
-              "fresh": "fresh-memory fill of p,v (np.empty + copy, kept) after the plain step",
-              "read": "one device read of p,v,g (block reduce_sum in the plain step)"}
+        ("full p,v every step, ring of 8", dict(pv, max_steps=8), "mode=full, kinds=p,v, every=1, max_steps=8", "warm"),
+        ("full p,v every step, every step kept", pv, "mode=full, kinds=p,v, every=1, max_steps=None", "fresh"),
+        ("stats p,v,g every step", dict(mode="stats"), "mode=stats, every=1, max_steps=None", "read"),
+    ]
+    floors = {
+        "warm": "warm host copy of p,v (np.copyto into arrays allocated once) after the plain step",
+        "fresh": "fresh-memory fill of p,v (np.empty + copy, kept) after the plain step",
+        "read": "one device read of p,v,g (block reduce_sum in the plain step)",
+    }
     plain = workloads.plain_optimizer
     variants = [ob.Variant("plain", make(plain(mesh))[0], block=BLOCK)]
     for key, name in floors.items():
@@ -109,8 +109,7 @@ def main(argv=None):
             step = make(plain(mesh), after=workloads.read_floor)[0]
             variants.append(ob.Variant(name, step, block=BLOCK))
         else:
-            variants.append(ob.Variant(name, make(plain(mesh))[0], block=BLOCK,
-                                       after=_Fill(n, fresh=key == "fresh")))
+            variants.append(ob.Variant(name, make(plain(mesh))[0], block=BLOCK, after=_Fill(n, fresh=key == "fresh")))
     recs = {}
     for name, kw, setting, _ in rows:
         recs[name] = dtsgd_viz.Recorder(**kw)
@@ -142,26 +141,53 @@ def main(argv=None):
     table = []
     for name, _, setting, floor in rows:
         label = name if "kept" not in name else f"{name} ({kept} steps, {kept * per_step / 2**30:.1f} GiB)"
-        table.append((label, setting, f"{ratio[name]:.2f}x",
-                      *workloads.floor_cells(ratio[name], floors[floor], ratio[floors[floor]])))
+        table.append(
+            (
+                label,
+                setting,
+                f"{ratio[name]:.2f}x",
+                *workloads.floor_cells(ratio[name], floors[floor], ratio[floors[floor]]),
+            )
+        )
     keep_name, fill = "full p,v every step, every step kept", ratio[floors["fresh"]]
     all_in = workloads.extra_over_floor(ratio[keep_name] + read / kept / base, fill)
-    print(f"\n{n}x{n} float32 on a 2x4 mesh, Nesterov, `rec.loop(n)` + `step()`; median over "
-          f"{BLOCKS} rounds of blocks of {BLOCK} steps (ratio to the plain block of the same "
-          f"round); plain step {base * 1e3:.1f} ms\n")
-    print(workloads.table(["measure", "recorder settings", "ratio to plain", "floor",
-                           "floor / plain", "extra / floor's extra"], table))
+    print(
+        f"\n{n}x{n} float32 on a 2x4 mesh, Nesterov, `rec.loop(n)` + `step()`; median over "
+        f"{BLOCKS} rounds of blocks of {BLOCK} steps (ratio to the plain block of the same "
+        f"round); plain step {base * 1e3:.1f} ms\n"
+    )
+    print(
+        workloads.table(
+            ["measure", "recorder settings", "ratio to plain", "floor", "floor / plain", "extra / floor's extra"], table
+        )
+    )
     print()
-    print(workloads.table(["measure", "ratio"], [
-        ("keep all: reading the recording (one copy of the kept steps) per byte / filling "
-         "fresh host memory per byte (timed alone)", f"{read / kept / fresh:.2f}x"),
-        ("**keep all, per step, recording and reading included: extra time / the fresh-memory "
-         "fill floor's extra (same bytes)**", "-" if all_in is None else f"**{all_in:.2f}x**"),
-        ("filling fresh host memory / np.copyto into warm memory (same bytes, timed alone)",
-         f"{fresh / warm:.1f}x"),
-        (f"stats mode: host bytes kept per step, measured with tracemalloc (3 kinds x {shards} "
-         f"blocks, plus iteration, learning rate and loss; columns grow by doubling)",
-         f"{stats_per_step:.0f} B")]))
+    print(
+        workloads.table(
+            ["measure", "ratio"],
+            [
+                (
+                    "keep all: reading the recording (one copy of the kept steps) per byte / filling "
+                    "fresh host memory per byte (timed alone)",
+                    f"{read / kept / fresh:.2f}x",
+                ),
+                (
+                    "**keep all, per step, recording and reading included: extra time / the fresh-memory "
+                    "fill floor's extra (same bytes)**",
+                    "-" if all_in is None else f"**{all_in:.2f}x**",
+                ),
+                (
+                    "filling fresh host memory / np.copyto into warm memory (same bytes, timed alone)",
+                    f"{fresh / warm:.1f}x",
+                ),
+                (
+                    f"stats mode: host bytes kept per step, measured with tracemalloc (3 kinds x {shards} "
+                    f"blocks, plus iteration, learning rate and loss; columns grow by doubling)",
+                    f"{stats_per_step:.0f} B",
+                ),
+            ],
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -40,13 +40,18 @@ CONFIGS = {
 
 def _recordings(steps, reference):
     from dtsgd_viz.theory import surfaces
+
     surface = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
     if reference:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from widget_latency import reference_recording
-        return surface, {k: reference_recording(surface, steps, c["learning_rate"], c["momentum"],
-                                                c.get("nesterov", False)) for k, c in CONFIGS.items()}
+
+        return surface, {
+            k: reference_recording(surface, steps, c["learning_rate"], c["momentum"], c.get("nesterov", False))
+            for k, c in CONFIGS.items()
+        }
     import dtsgd_viz
+
     dtsgd_viz.setup_devices(2)
     return surface, dtsgd_viz.run(surface, CONFIGS, steps)
 
@@ -54,6 +59,7 @@ def _recordings(steps, reference):
 def measure(steps, reference, repeats, moves, frames) -> dict:
     """One row's figures, in this process."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
@@ -94,6 +100,7 @@ def measure(steps, reference, repeats, moves, frames) -> dict:
             anim._func(i)
             anim._fig.canvas.draw()
         plt.close(anim._fig)
+
     out["animate"], _ = timed(gif)
     out["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     return out
@@ -101,33 +108,51 @@ def measure(steps, reference, repeats, moves, frames) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, nargs="+", default=[60, 500, 2_000, 10_000],
-                        help="updates per run, one table row each")
+    parser.add_argument(
+        "--steps", type=int, nargs="+", default=[60, 500, 2_000, 10_000], help="updates per run, one table row each"
+    )
     parser.add_argument("--reference", action="store_true", help="runs made by the numpy reference rule")
     parser.add_argument("--repeats", type=int, default=3, help="warm plot_paths draws (median)")
     parser.add_argument("--moves", type=int, default=10, help="slider moves to time (median)")
     parser.add_argument("--frames", type=int, default=4, help="animation frames drawn")
-    parser.add_argument("--row", type=int, help=argparse.SUPPRESS)   # one row, in this process
+    parser.add_argument("--row", type=int, help=argparse.SUPPRESS)  # one row, in this process
     args = parser.parse_args(argv)
     if args.row is not None:
         print(json.dumps(measure(args.row, args.reference, args.repeats, args.moves, args.frames)))
         return 0
     source = "numpy reference rule" if args.reference else "real DTensor SGD (dtsgd_viz.run, 2 CPUs)"
-    print(f"Path views on tutorial 03's three runs ({source}), Agg; each row a fresh process; "
-          f"plot_paths(step=5) median of {args.repeats} warm, slider median of {args.moves} moves, "
-          f"animate of {args.frames} frames rendered\n")
-    print("| updates drawn | recorded in | plot_paths cold | plot_paths warm | PathExplorer open "
-          "| slider move | animate | peak RSS |\n|---|---|---|---|---|---|---|---|")
+    print(
+        f"Path views on tutorial 03's three runs ({source}), Agg; each row a fresh process; "
+        f"plot_paths(step=5) median of {args.repeats} warm, slider median of {args.moves} moves, "
+        f"animate of {args.frames} frames rendered\n"
+    )
+    print(
+        "| updates drawn | recorded in | plot_paths cold | plot_paths warm | PathExplorer open "
+        "| slider move | animate | peak RSS |\n|---|---|---|---|---|---|---|---|"
+    )
     for steps in args.steps:
-        cmd = [sys.executable, os.path.abspath(__file__), "--row", str(steps), "--repeats", str(args.repeats),
-               "--moves", str(args.moves), "--frames", str(args.frames)] + (["--reference"] if args.reference else [])
+        cmd = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--row",
+            str(steps),
+            "--repeats",
+            str(args.repeats),
+            "--moves",
+            str(args.moves),
+            "--frames",
+            str(args.frames),
+        ] + (["--reference"] if args.reference else [])
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode:
             print(f"| {steps:,} | failed: {done.stderr.strip().splitlines()[-1:]} |||||||", flush=True)
             continue
         r = json.loads(done.stdout.strip().splitlines()[-1])
-        print(f"| {steps:,} | {r['made']:.1f} s | {r['cold']:.2f} s | {r['warm']:.2f} s | {r['open']:.2f} s "
-              f"| {r['move'] * 1e3:.0f} ms | {r['animate']:.2f} s | {r['rss']:.0f} MB |", flush=True)
+        print(
+            f"| {steps:,} | {r['made']:.1f} s | {r['cold']:.2f} s | {r['warm']:.2f} s | {r['open']:.2f} s "
+            f"| {r['move'] * 1e3:.0f} ms | {r['animate']:.2f} s | {r['rss']:.0f} MB |",
+            flush=True,
+        )
     return 0
 
 

@@ -65,11 +65,11 @@ warnings.filterwarnings("ignore", message="Recorder: .* did not follow the", cat
 
 # ---- the workload ------------------------------------------------------------------------
 
+
 def build(layers, width):
     """``(mesh, make)``: ``make(opt)`` builds the seeded MLP and returns ``(step,
     variables)`` (``workloads.deep_mlp``, Megatron-style, 64 examples)."""
-    mesh, make, _ = workloads.deep_mlp(layers, width, layout="megatron", examples=64,
-                                       activation="tanh")
+    mesh, make, _ = workloads.deep_mlp(layers, width, layout="megatron", examples=64, activation="tanh")
     return mesh, make
 
 
@@ -105,20 +105,27 @@ def record(args, path):
                 last = plain()
             _dtensor.unpack(last)
             plain_times.append((time.perf_counter() - t0) / args.block)
-            windows.append(statistics.mean(rec_times[-args.window:]) / plain_times[-1])
+            windows.append(statistics.mean(rec_times[-args.window :]) / plain_times[-1])
             if len(windows) % 20 == 0:
-                print(f"update {i + 1}/{args.updates}: recorded/plain {windows[-1]:.2f}x",
-                      file=sys.stderr, flush=True)
+                print(f"update {i + 1}/{args.updates}: recorded/plain {windows[-1]:.2f}x", file=sys.stderr, flush=True)
         t_block = time.perf_counter()
     t0 = time.perf_counter()
     rec.close()
     closed = time.perf_counter() - t0
-    return dict(n_vars=n_vars, load=(load0, os.getloadavg()[0]), rec_times=rec_times,
-                plain_times=plain_times, windows=windows, first=t_first, close=closed,
-                total=time.perf_counter() - start)
+    return dict(
+        n_vars=n_vars,
+        load=(load0, os.getloadavg()[0]),
+        rec_times=rec_times,
+        plain_times=plain_times,
+        windows=windows,
+        first=t_first,
+        close=closed,
+        total=time.perf_counter() - start,
+    )
 
 
 # ---- reading and drawing a store -----------------------------------------------------------
+
 
 def store_size(path):
     sizes = [os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files]
@@ -141,8 +148,7 @@ def no_decimation():
     from dtsgd_viz.widgets import live_monitor
 
     saved = _shard_lines.minmax_decimate
-    _shard_lines.minmax_decimate = live_monitor.minmax_decimate = (
-        lambda x, y, columns: (np.asarray(x), np.asarray(y)))
+    _shard_lines.minmax_decimate = live_monitor.minmax_decimate = lambda x, y, columns: (np.asarray(x), np.asarray(y))
     try:
         yield
     finally:
@@ -152,8 +158,9 @@ def no_decimation():
 def _earlier(state, k):
     """The monitor's state as a poll ``k`` steps before the end left it."""
     status = dataclasses.replace(state.status, n_steps=state.n_steps - k, closed=False)
-    return dataclasses.replace(state, steps=state.steps[:-k], loss=state.loss[:-k],
-                               norms=state.norms[:-k], status=status)
+    return dataclasses.replace(
+        state, steps=state.steps[:-k], loss=state.loss[:-k], norms=state.norms[:-k], status=status
+    )
 
 
 def _as_float64(r):
@@ -183,30 +190,42 @@ def _setups(path, scratch):
         line.set_data([], [])
     npz = os.path.join(scratch, "run.npz"), os.path.join(scratch, "run-float64.npz")
     rec.save(npz[0])
-    dataclasses.replace(rec, records=tuple(
-        dataclasses.replace(v, stats={k: s.astype(np.float64) for k, s in v.stats.items()})
-        for v in rec.records)).save(npz[1])
+    dataclasses.replace(
+        rec,
+        records=tuple(
+            dataclasses.replace(v, stats={k: s.astype(np.float64) for k, s in v.stats.items()}) for v in rec.records
+        ),
+    ).save(npz[1])
     fixed = {
         "floor: read every file's bytes": lambda: read_bytes(path),
         "poll, first (reads every step)": lambda: lm.poll(lm.monitor_state(), StoreReader(path)),
         "poll, 100 new steps": lambda: lm.poll(earlier, store),
         "poll, nothing new": lambda: lm.poll(full, store),
         "readout": lambda: lm.readout(full),
-        "floor: plot_shards + PNG of the first 100 updates":
-            lambda: png(dtsgd_viz.plot_shards(short, name, "velocity")),
+        "floor: plot_shards + PNG of the first 100 updates": lambda: png(
+            dtsgd_viz.plot_shards(short, name, "velocity")
+        ),
         "floor: LiveMonitor PNG, lines empty": empty.refresh,
     }
     rng = np.random.default_rng(0)
     # a noisy run (minibatch gradients): the stats times seeded noise, 4x up or down
-    noisy = dataclasses.replace(rec, records=tuple(dataclasses.replace(v, stats={
-        k: s * rng.lognormal(0, 0.7, s.shape[:2] + (1,)) for k, s in v.stats.items()})
-        for v in rec.records))
-    paired = {"load_recording": [lambda: dtsgd_viz.load_recording(path),
-                                 lambda: _as_float64(dtsgd_viz.load_recording(path))],
-              "load_recording of the .npz": [lambda: dtsgd_viz.load_recording(npz[0]),
-                                             lambda: dtsgd_viz.load_recording(npz[1])]}
+    noisy = dataclasses.replace(
+        rec,
+        records=tuple(
+            dataclasses.replace(v, stats={k: s * rng.lognormal(0, 0.7, s.shape[:2] + (1,)) for k, s in v.stats.items()})
+            for v in rec.records
+        ),
+    )
+    paired = {
+        "load_recording": [lambda: dtsgd_viz.load_recording(path), lambda: _as_float64(dtsgd_viz.load_recording(path))],
+        "load_recording of the .npz": [
+            lambda: dtsgd_viz.load_recording(npz[0]),
+            lambda: dtsgd_viz.load_recording(npz[1]),
+        ],
+    }
     points = {}
     for on in (True, False):
+
         def ctx(on=on):  # a fresh context each time: the patch is on while it is open
             return contextlib.nullcontext() if on else no_decimation()
 
@@ -229,14 +248,19 @@ def _setups(path, scratch):
             with ctx():
                 png(dtsgd_viz.plot_shards(r, name, "velocity"))
 
-        for key, fn in (("plot_shards + PNG", draw), ("ShardsView in-place move + PNG", move),
-                        ("LiveMonitor refresh", refresh),
-                        ("plot_shards + PNG, noisy lines", lambda d=draw: d(r=noisy))):
+        for key, fn in (
+            ("plot_shards + PNG", draw),
+            ("ShardsView in-place move + PNG", move),
+            ("LiveMonitor refresh", refresh),
+            ("plot_shards + PNG, noisy lines", lambda d=draw: d(r=noisy)),
+        ):
             paired.setdefault(key, []).append(fn)
         points.setdefault("points drawn: plot_shards lines", []).append(
-            sum(len(line.get_xdata()) for lines in view.stat_lines.values() for line in lines))
+            sum(len(line.get_xdata()) for lines in view.stat_lines.values() for line in lines)
+        )
         points.setdefault("points drawn: LiveMonitor lines", []).append(
-            sum(len(line.get_xdata()) for line in monitor.norm_lines + [monitor.loss_line]))
+            sum(len(line.get_xdata()) for line in monitor.norm_lines + [monitor.loss_line])
+        )
     return fixed, paired, points, name, len(rec)
 
 
@@ -244,6 +268,7 @@ def time_views(path, reps):
     """``{figure: [seconds per rep]}`` and ``{figure: ([with], [without])}``: each rep
     runs every figure once, the two variants of a paired one back to back."""
     import matplotlib
+
     matplotlib.use("Agg")
     warnings.simplefilter("ignore")  # e.g. a store of an older version: timed all the same
     with tempfile.TemporaryDirectory(prefix="dtsgd-long-run-npz-") as scratch:
@@ -286,55 +311,85 @@ def extend(path, out, n, batch=1000):
         for s in range(start, min(n, start + batch)):
             i = s % m
             stats = {(v.name, k): v.stats[k][i] for v in r.records for k in r.kinds}
-            entries.append((s + 1, {"lr": float(lr[i]), "loss": float(r.loss_values[i]),
-                                    "mismatch": r.mismatch[i], "stats": stats}))
+            entries.append(
+                (
+                    s + 1,
+                    {"lr": float(lr[i]), "loss": float(r.loss_values[i]), "mismatch": r.mismatch[i], "stats": stats},
+                )
+            )
         writer.append(entries)
     writer.close()
 
 
 # ---- the report ----------------------------------------------------------------------------
 
+
 def print_run(args, run, path, n):
     size, files = store_size(path)
     w, rec = run["windows"], run["rec_times"]
     tenth, plain = max(1, len(w) // 10), statistics.median(run["plain_times"])
-    print(f"\n{n} updates, {run['n_vars']} variables (`--layers {args.layers} --width "
-          f"{args.width}`), 2x4 mesh, `Recorder(mode=\"stats\", path=...)`, `for _ in "
-          f"rec.loop(n): step()`; {len(w)} windows of {args.window} blocks of {args.block} "
-          f"recorded updates, each followed by a block of {args.block} plain ones\n")
+    print(
+        f"\n{n} updates, {run['n_vars']} variables (`--layers {args.layers} --width "
+        f'{args.width}`), 2x4 mesh, `Recorder(mode="stats", path=...)`, `for _ in '
+        f"rec.loop(n): step()`; {len(w)} windows of {args.window} blocks of {args.block} "
+        f"recorded updates, each followed by a block of {args.block} plain ones\n"
+    )
     rows = [
-        ("time per update, recorded / plain (median over windows)",
-         f"{statistics.median(w):.2f}x", "the same model, tf-keras DTensor SGD, no hooks"),
-        ("... first tenth of the windows; last tenth", f"{statistics.median(w[:tenth]):.2f}x; "
-         f"{statistics.median(w[-tenth:]):.2f}x", "the store grows meanwhile"),
-        ("mean recorded time per update / median plain", f"{statistics.mean(rec) / plain:.2f}x",
-         "every flush included"),
-        ("per update: recorded; plain (absolute)", f"{statistics.mean(rec) * 1e3:.1f} ms; "
-         f"{plain * 1e3:.1f} ms", f"load average {run['load'][0]:.1f} at the start, "
-         f"{run['load'][1]:.1f} at the end, {os.cpu_count()} CPUs"),
-        ("recorded loop, wall time", f"{run['total']:.0f} s", f"plain blocks, tracing (first "
-         f"block {run['first']:.1f} s) and `rec.close()` ({run['close']:.2f} s) in"),
-        ("store size", f"{size / 1e6:.0f} MB in {files} files",
-         f"{size / n / run['n_vars']:.0f} bytes per update per variable")]
+        (
+            "time per update, recorded / plain (median over windows)",
+            f"{statistics.median(w):.2f}x",
+            "the same model, tf-keras DTensor SGD, no hooks",
+        ),
+        (
+            "... first tenth of the windows; last tenth",
+            f"{statistics.median(w[:tenth]):.2f}x; {statistics.median(w[-tenth:]):.2f}x",
+            "the store grows meanwhile",
+        ),
+        (
+            "mean recorded time per update / median plain",
+            f"{statistics.mean(rec) / plain:.2f}x",
+            "every flush included",
+        ),
+        (
+            "per update: recorded; plain (absolute)",
+            f"{statistics.mean(rec) * 1e3:.1f} ms; {plain * 1e3:.1f} ms",
+            f"load average {run['load'][0]:.1f} at the start, {run['load'][1]:.1f} at the end, {os.cpu_count()} CPUs",
+        ),
+        (
+            "recorded loop, wall time",
+            f"{run['total']:.0f} s",
+            f"plain blocks, tracing (first block {run['first']:.1f} s) and `rec.close()` ({run['close']:.2f} s) in",
+        ),
+        (
+            "store size",
+            f"{size / 1e6:.0f} MB in {files} files",
+            f"{size / n / run['n_vars']:.0f} bytes per update per variable",
+        ),
+    ]
     print("| figure | value | assumes |\n|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
 
 
-FLOORS = {"load_recording": "floor: read every file's bytes",
-          "plot_shards + PNG": "floor: plot_shards + PNG of the first 100 updates",
-          "LiveMonitor refresh": "floor: LiveMonitor PNG, lines empty"}
+FLOORS = {
+    "load_recording": "floor: read every file's bytes",
+    "plot_shards + PNG": "floor: plot_shards + PNG of the first 100 updates",
+    "LiveMonitor refresh": "floor: LiveMonitor PNG, lines empty",
+}
 
 
 def print_views(path, result, title):
     times, pairs, points, name, n = result
     size, files = store_size(path)
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"\n{title}: {n} updates, {size / 1e6:.0f} MB in {files} files; medians of "
-          f"{len(next(iter(times.values())))} reps; plot_shards of {name!r} velocity (its "
-          "blocks' norm, mean and max |x| lines), Agg; LiveMonitor as built (90 dpi)\n")
-    print("| figure | after (decimated; statistics as stored) | before (every point; "
-          "float64) | before / after | floor |")
+    print(
+        f"\n{title}: {n} updates, {size / 1e6:.0f} MB in {files} files; medians of "
+        f"{len(next(iter(times.values())))} reps; plot_shards of {name!r} velocity (its "
+        "blocks' norm, mean and max |x| lines), Agg; LiveMonitor as built (90 dpi)\n"
+    )
+    print(
+        "| figure | after (decimated; statistics as stored) | before (every point; float64) | before / after | floor |"
+    )
     print("|---|---|---|---|---|")
     for k, v in med.items():
         if not k.startswith("floor"):
@@ -342,8 +397,9 @@ def print_views(path, result, title):
     for k, (on, off) in pairs.items():
         ratio = statistics.median(b / a for a, b in zip(on, off))
         a = statistics.median(on)
-        print(f"| {k} | {a * 1e3:.0f} ms | {statistics.median(off) * 1e3:.0f} ms | "
-              f"{ratio:.2f}x | {_floor(k, a, med)} |")
+        print(
+            f"| {k} | {a * 1e3:.0f} ms | {statistics.median(off) * 1e3:.0f} ms | {ratio:.2f}x | {_floor(k, a, med)} |"
+        )
     for k, (on, off) in points.items():
         print(f"| {k} | {on} | {off} | | |")
 
@@ -367,8 +423,9 @@ def main(argv=None):
     ap.add_argument("--keep", action="store_true", help="keep the stores (their paths printed)")
     ap.add_argument("--views", default=None, help="no training: time reading/drawing this store")
     ap.add_argument("--extend-to", type=int, help="views also on a store this long")
-    ap.add_argument("--quick", action="store_true",
-                    help="200 updates, 6 layers, blocks of 20, windows of 2, 1 rep (smoke test)")
+    ap.add_argument(
+        "--quick", action="store_true", help="200 updates, 6 layers, blocks of 20, windows of 2, 1 rep (smoke test)"
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.updates, args.layers, args.block, args.window, args.reps = 200, 6, 20, 2, 1

@@ -64,9 +64,11 @@ def child(n: int, layout: list[str], steps: int, slots: int, repeats: int) -> di
     import numpy as np
 
     import dtsgd_viz
+
     dtsgd_viz.setup_devices(8)
     import tensorflow as tf
     from tensorflow.experimental import dtensor
+
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     lay = dtensor.Layout(layout, mesh)
     w = dtsgd_viz.variable(np.zeros((n, n), np.float32), lay, name="w")
@@ -80,6 +82,7 @@ def child(n: int, layout: list[str], steps: int, slots: int, repeats: int) -> di
             with tf.GradientTape() as tape:
                 loss = tf.reduce_sum(C * (w - 1.0) ** 2 / 2)
             opt.apply_gradients(zip(tape.gradient(loss, [w]), [w]), loss=loss)
+
         return opt, step
 
     opt, step = run([])
@@ -110,21 +113,39 @@ def child(n: int, layout: list[str], steps: int, slots: int, repeats: int) -> di
         alive = weakref.ref(rec)
         del r, rec, opt, step
         gc.collect()
-        out["runs"].append({"data": data, "staging": staging, "peak": peak,
-                            "after": _status()[0], "collected": alive() is None})
+        out["runs"].append(
+            {"data": data, "staging": staging, "peak": peak, "after": _status()[0], "collected": alive() is None}
+        )
     return out
 
 
-def measure(n=4096, layout=("batch", "model"), steps=4, slots=4, repeats=3, env=None,
-            timeout=900) -> dict:
+def measure(n=4096, layout=("batch", "model"), steps=4, slots=4, repeats=3, env=None, timeout=900) -> dict:
     """``child``'s numbers, from a fresh process with ``env`` added to the environment
     (a value None: that variable removed)."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", "--n", str(n), "--layout",
-           ",".join(layout), "--steps", str(steps), "--slots", str(slots),
-           "--repeats", str(repeats)]
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        "--n",
+        str(n),
+        "--layout",
+        ",".join(layout),
+        "--steps",
+        str(steps),
+        "--slots",
+        str(slots),
+        "--repeats",
+        str(repeats),
+    ]
     env = {**os.environ, **(env or {})}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          env={k: v for k, v in env.items() if v is not None}, check=False)
+    proc = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={k: v for k, v in env.items() if v is not None},
+        check=False,
+    )
     if proc.returncode:
         raise RuntimeError(f"the measured process failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -147,20 +168,51 @@ def main(argv=None) -> None:
     if a.child:
         print(json.dumps(child(a.n, layout, a.steps, a.slots, a.repeats)))
         return
-    print(f"{a.n}x{a.n} float32 laid out {layout} on batch=2, model=4; ring of {a.slots}, "
-          f"{a.steps} updates recorded; GiB")
-    header = ("allocator", "run", "baseline", "data", "staging", "peak - baseline",
-              "data + staging", "after - baseline", "collected")
+    print(
+        f"{a.n}x{a.n} float32 laid out {layout} on batch=2, model=4; ring of {a.slots}, {a.steps} updates recorded; GiB"
+    )
+    header = (
+        "allocator",
+        "run",
+        "baseline",
+        "data",
+        "staging",
+        "peak - baseline",
+        "data + staging",
+        "after - baseline",
+        "collected",
+    )
     rows = []
     for name, env in ROWS.items():
         got = measure(a.n, layout, a.steps, a.slots, a.repeats, env)
         base = got["baseline"]
-        rows.append((name, "no recorder", _gib(base), "-", "-", _gib(got["plain"]["peak"] - base),
-                     "-", _gib(got["plain"]["after"] - base), "-"))
+        rows.append(
+            (
+                name,
+                "no recorder",
+                _gib(base),
+                "-",
+                "-",
+                _gib(got["plain"]["peak"] - base),
+                "-",
+                _gib(got["plain"]["after"] - base),
+                "-",
+            )
+        )
         for i, r in enumerate(got["runs"], start=1):
-            rows.append((name, str(i), _gib(base), _gib(r["data"]), _gib(r["staging"]),
-                         _gib(r["peak"] - base), _gib(r["data"] + r["staging"]),
-                         _gib(r["after"] - base), "yes" if r["collected"] else "NO"))
+            rows.append(
+                (
+                    name,
+                    str(i),
+                    _gib(base),
+                    _gib(r["data"]),
+                    _gib(r["staging"]),
+                    _gib(r["peak"] - base),
+                    _gib(r["data"] + r["staging"]),
+                    _gib(r["after"] - base),
+                    "yes" if r["collected"] else "NO",
+                )
+            )
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     for r in (header, *rows):
         print("  ".join(v.rjust(w) for v, w in zip(r, widths)))

@@ -54,8 +54,10 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--reps", type=int, default=7)
     args = parser.parse_args(argv)
-    print(f"{'clients':>7}  {'variables':<10} {'merged MiB':>10} {'merge ms':>9} "
-          f"{'concat ms':>9} {'copy ms':>8} {'merge/concat':>12} {'merge/copy':>10}")
+    print(
+        f"{'clients':>7}  {'variables':<10} {'merged MiB':>10} {'merge ms':>9} "
+        f"{'concat ms':>9} {'copy ms':>8} {'merge/concat':>12} {'merge/copy':>10}"
+    )
     for clients in (2, 4):
         for which in ("sharded", "replicated", "both"):
             whole = whole_recording(clients, args.n, args.steps, which)
@@ -64,17 +66,22 @@ def main(argv=None) -> None:
             for r, m in zip(whole.records, merged.records):  # the merge is exact
                 assert all(np.array_equal(r.blocks[k], m.blocks[k]) for k in KINDS)
                 assert np.array_equal(r.initial, m.initial)
-            inputs = [[p.records[v].blocks[k] for p in parts]
-                      for v in range(len(whole.records)) for k in KINDS]
+            inputs = [[p.records[v].blocks[k] for p in parts] for v in range(len(whole.records)) for k in KINDS]
             outputs = [b for r in merged.records for b in r.blocks.values()]
             t_merge, t_cat, t_copy = _median_times(
-                [lambda: merge_recordings(parts),  # noqa: B023, F821
-                 lambda: [np.concatenate(x, axis=1) for x in inputs],  # noqa: B023, F821
-                 lambda: [np.copy(b) for b in outputs]], args.reps)  # noqa: B023, F821
+                [
+                    lambda: merge_recordings(parts),  # noqa: B023, F821
+                    lambda: [np.concatenate(x, axis=1) for x in inputs],  # noqa: B023, F821
+                    lambda: [np.copy(b) for b in outputs],  # noqa: B023, F821
+                ],
+                args.reps,
+            )  # noqa: B023, F821
             mib = sum(b.nbytes for b in outputs) / 2**20
-            print(f"{clients:>7}  {which:<10} {mib:>10.0f} {1e3 * t_merge:>9.1f} "
-                  f"{1e3 * t_cat:>9.1f} {1e3 * t_copy:>8.1f} {t_merge / t_cat:>11.2f}x "
-                  f"{t_merge / t_copy:>9.2f}x")
+            print(
+                f"{clients:>7}  {which:<10} {mib:>10.0f} {1e3 * t_merge:>9.1f} "
+                f"{1e3 * t_cat:>9.1f} {1e3 * t_copy:>8.1f} {t_merge / t_cat:>11.2f}x "
+                f"{t_merge / t_copy:>9.2f}x"
+            )
             del whole, parts, merged, inputs, outputs
 
 

@@ -36,11 +36,11 @@ class _Nothing:
 
 
 def _variants(mesh, make):
-    plain = tf_keras.dtensor.experimental.optimizers.SGD(**ob.NESTEROV, mesh=mesh,
-                                                           jit_compile=False)
+    plain = tf_keras.dtensor.experimental.optimizers.SGD(**ob.NESTEROV, mesh=mesh, jit_compile=False)
     out = [ob.Variant("plain step (no recording)", make(plain)[0])]
-    out.append(ob.Variant("hook that does nothing",
-                          make(dtsgd_viz.SGD(**ob.NESTEROV, mesh=mesh, hooks=[_Nothing()]))[0]))
+    out.append(
+        ob.Variant("hook that does nothing", make(dtsgd_viz.SGD(**ob.NESTEROV, mesh=mesh, hooks=[_Nothing()]))[0])
+    )
     for slots in (0, 1, 4, 8):
         rec = dtsgd_viz.Recorder(kinds=("param", "velocity"), every=10**9, buffer_steps=slots)
         opt = dtsgd_viz.SGD(**ob.NESTEROV, mesh=mesh, hooks=[rec])
@@ -53,8 +53,10 @@ def main(argv=None):
     ap.add_argument("--blocks", type=int, default=16)
     args = ap.parse_args(argv)
     print("| workload | variant | ratio | extra per step |\n|---|---|---|---|")
-    for label, build in [("2048x2048 on 2x4", lambda: ob._matrix_workload(2048)),
-                         ("sharded MLP (LayoutMap)", ob._mlp_workload)]:
+    for label, build in [
+        ("2048x2048 on 2x4", lambda: ob._matrix_workload(2048)),
+        ("sharded MLP (LayoutMap)", ob._mlp_workload),
+    ]:
         mesh, make, _ = build()
         variants = _variants(mesh, make)
         med = ob._measure(variants, args.blocks)
@@ -62,8 +64,10 @@ def main(argv=None):
             v.close()
         base = med[variants[0].name]
         for v in variants[1:]:
-            print(f"| {label} | {v.name} | {med[v.name] / base:.2f}x | "
-                  f"{(med[v.name] - base) / base * 100:+.0f}% of the plain step |")
+            print(
+                f"| {label} | {v.name} | {med[v.name] / base:.2f}x | "
+                f"{(med[v.name] - base) / base * 100:+.0f}% of the plain step |"
+            )
     print(f"\nmedian over {args.blocks} blocks of {ob.BLOCK} steps per variant, interleaved")
 
 

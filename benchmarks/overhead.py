@@ -97,20 +97,21 @@ PV = workloads.PV
 RECORDED = [  # (row, Recorder arguments, off-steps run the step traced without the recorder)
     ("stats p,v,g every step", dict(mode="stats"), False),
     ("full p,v every step", dict(kinds=PV, max_steps=8), False),
-    ("full p,v every step, read at flush (buffer_steps=0)",
-     dict(kinds=PV, max_steps=8, buffer_steps=0), False),
+    ("full p,v every step, read at flush (buffer_steps=0)", dict(kinds=PV, max_steps=8, buffer_steps=0), False),
     ("full p,v every 10 steps, one traced step", dict(kinds=PV, every=10, max_steps=8), False),
-    ("full p,v every 10 steps, off-steps traced without the recorder",
-     dict(kinds=PV, every=10, max_steps=8), True),
+    ("full p,v every 10 steps, off-steps traced without the recorder", dict(kinds=PV, every=10, max_steps=8), True),
 ]
 # each recorded row's floor (a plain-step variant measured in the same rounds)
 READ = "floor: one device read of p,v,g (block reduce_sum in the plain step)"
 COPY = "floor: warm host copy of p,v (np.copyto into arrays allocated once) after the plain step"
 COPY10 = "floor: warm host copy of p,v every 10th plain step"
-FLOOR_OF = {"stats p,v,g every step": READ, "full p,v every step": COPY,
-            "full p,v every step, read at flush (buffer_steps=0)": COPY,
-            "full p,v every 10 steps, one traced step": COPY10,
-            "full p,v every 10 steps, off-steps traced without the recorder": COPY10}
+FLOOR_OF = {
+    "stats p,v,g every step": READ,
+    "full p,v every step": COPY,
+    "full p,v every step, read at flush (buffer_steps=0)": COPY,
+    "full p,v every 10 steps, one traced step": COPY10,
+    "full p,v every 10 steps, off-steps traced without the recorder": COPY10,
+}
 
 
 class _WarmCopy:
@@ -118,8 +119,7 @@ class _WarmCopy:
     bytes into host arrays allocated (and touched) once."""
 
     def __init__(self, variables, every=1):
-        self.pairs = [(np.ones(v.shape, np.float32), np.zeros(v.shape, np.float32))
-                      for v in variables for _ in PV]
+        self.pairs = [(np.ones(v.shape, np.float32), np.zeros(v.shape, np.float32)) for v in variables for _ in PV]
         self.every, self.calls = every, 0
 
     def __call__(self):
@@ -137,16 +137,16 @@ def _floor_variants(mesh, make, needed):
     for name, every in ((COPY, 1), (COPY10, 10)):
         if name in needed:
             step, variables = make(workloads.plain_optimizer(mesh))
-            out.append(Variant(name, step, after=_WarmCopy(variables, every),
-                               settings="tf-keras DTensor SGD + np.copyto"))
+            out.append(
+                Variant(name, step, after=_WarmCopy(variables, every), settings="tf-keras DTensor SGD + np.copyto")
+            )
     return out
 
 
 def settings(kw, split=False):
     """A row's recorder settings, defaults spelled out."""
     kinds = ",".join(k[0] if k != "velocity" else "v" for k in kw.get("kinds", dtsgd_viz.KINDS))
-    out = (f"mode={kw.get('mode', 'full')}, kinds={kinds}, every={kw.get('every', 1)}, "
-           f"max_steps={kw.get('max_steps')}")
+    out = f"mode={kw.get('mode', 'full')}, kinds={kinds}, every={kw.get('every', 1)}, max_steps={kw.get('max_steps')}"
     if "buffer_steps" in kw:
         out += f", buffer_steps={kw['buffer_steps']}"
     return out + (", `rec.loop(n, step=step)`" if split else ", `rec.loop(n)` + `step()`")
@@ -161,8 +161,9 @@ def _variants(mesh, make, rows=None, floors=True):
     step, _ = make(plain_opt())
     out.append(Variant("plain step (no recording)", step, settings="tf-keras DTensor SGD, no hooks"))
     if floors:
-        out += _floor_variants(mesh, make, {FLOOR_OF[label] for label, _, _ in RECORDED
-                                            if rows is None or label in rows})
+        out += _floor_variants(
+            mesh, make, {FLOOR_OF[label] for label, _, _ in RECORDED if rows is None or label in rows}
+        )
     for label, kw, split in RECORDED:
         if rows is not None and label not in rows:
             continue
@@ -185,11 +186,18 @@ def _variants(mesh, make, rows=None, floors=True):
             for t in dtensor.unpack(opt.momentums[opt._index_dict[opt._var_key(v)]].read_value()):
                 t.numpy()
 
-    out.append(Variant("peer: naive unpack p,v every step", step, after=unpack_all,
-                       settings="plain step + dtensor.unpack(...).numpy() of every p, v"))
+    out.append(
+        Variant(
+            "peer: naive unpack p,v every step",
+            step,
+            after=unpack_all,
+            settings="plain step + dtensor.unpack(...).numpy() of every p, v",
+        )
+    )
     if importlib.util.find_spec("tensorboard") is None:  # the "bench" extra
-        print("TensorBoard is not installed (pip install -e '.[bench]'): its peer is skipped",
-              file=sys.stderr, flush=True)
+        print(
+            "TensorBoard is not installed (pip install -e '.[bench]'): its peer is skipped", file=sys.stderr, flush=True
+        )
         return out
     opt = plain_opt()
     inner, variables = make(opt)
@@ -201,13 +209,18 @@ def _variants(mesh, make, rows=None, floors=True):
         with writer.as_default():
             for i, v in enumerate(variables):
                 tf.summary.histogram(f"param{i}", v.read_value(), step=opt.iterations)
-                tf.summary.histogram(f"velocity{i}", opt.momentums[i].read_value(),
-                                     step=opt.iterations)
+                tf.summary.histogram(f"velocity{i}", opt.momentums[i].read_value(), step=opt.iterations)
         return loss
 
     # ~100x slower than the step: timed one step per round (20 steps, not 200)
-    out.append(Variant("peer: tf.summary.histogram p,v every step", tb_step, block=1,
-                       settings="plain step + tf.summary.histogram of every p, v in it"))
+    out.append(
+        Variant(
+            "peer: tf.summary.histogram p,v every step",
+            tb_step,
+            block=1,
+            settings="plain step + tf.summary.histogram of every p, v in it",
+        )
+    )
     return out
 
 
@@ -230,8 +243,7 @@ def _measure(variants, blocks, warmup=2, rotate=False, progress=False):
         if rotate:
             order = order[1:] + order[:1]
         if progress:
-            print(f"round {r + 1 - warmup}/{blocks}" if r >= warmup else "warm-up round",
-                  file=sys.stderr, flush=True)
+            print(f"round {r + 1 - warmup}/{blocks}" if r >= warmup else "warm-up round", file=sys.stderr, flush=True)
     return {v.name: statistics.median(v.times) for v in variants}
 
 
@@ -247,8 +259,7 @@ def _graph_nodes(variant):
     """Nodes of the traced step (before DTensor expands each op onto every device)."""
     fn = variant._step
     fn = getattr(fn, "on", fn)  # a split step: the function traced with the recorder
-    return len(fn.get_concrete_function().graph.get_operations()) if hasattr(
-        fn, "get_concrete_function") else None
+    return len(fn.get_concrete_function().graph.get_operations()) if hasattr(fn, "get_concrete_function") else None
 
 
 def _copy_time(nbytes, reps=20):
@@ -284,9 +295,15 @@ def _import_times(reps=5):
             times.append(time.perf_counter() - start)
         return statistics.median(times)
 
-    light = subprocess.run(
-        [sys.executable, "-c", "import sys, dtsgd_viz; print('tensorflow' in sys.modules)"],
-        capture_output=True, text=True, check=True).stdout.strip() == "False"
+    light = (
+        subprocess.run(
+            [sys.executable, "-c", "import sys, dtsgd_viz; print('tensorflow' in sys.modules)"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        == "False"
+    )
     return t("import dtsgd_viz"), t("import numpy"), t("pass"), light
 
 
@@ -295,6 +312,7 @@ def _view_latency(full_recording, moves=30):
     and plot_shards of the 2048x2048 parameter, each next to a reference drawing measured
     in the same run (plot_paths: the same runs' first 60 updates)."""
     import matplotlib
+
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
@@ -336,29 +354,41 @@ def _view_latency(full_recording, moves=30):
         start = time.perf_counter()
         bare = Figure()
         from matplotlib.backends.backend_agg import FigureCanvasAgg
+
         FigureCanvasAgg(bare)
         bare.add_subplot().imshow(values, cmap="RdBu_r")
         bare.canvas.draw()
         bare_times.append(time.perf_counter() - start)
-    return (slider, statistics.median(full_draw), statistics.median(shard_times), statistics.median(bare_times),
-            statistics.median(short_draw))
+    return (
+        slider,
+        statistics.median(full_draw),
+        statistics.median(shard_times),
+        statistics.median(bare_times),
+        statistics.median(short_draw),
+    )
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="3 blocks instead of 20 (smoke test)")
-    ap.add_argument("--only", choices=["2048", "256", "mlp", "bigmlp", "transformer"],
-                    action="append", help="measure these workloads only (repeatable)")
+    ap.add_argument(
+        "--only",
+        choices=["2048", "256", "mlp", "bigmlp", "transformer"],
+        action="append",
+        help="measure these workloads only (repeatable)",
+    )
     ap.add_argument("--no-views", action="store_true", help="skip the view and import timings")
     ap.add_argument("--no-floors", action="store_true", help="skip the floor variants")
     args = ap.parse_args(argv)
     blocks = 3 if args.quick else 20
     rows, per_byte = [], []
-    builds = [("2048", "2048x2048 on 2x4", lambda: workloads.matrix(2048)),
-              ("256", "256x256 on 2x4", lambda: workloads.matrix(256)),
-              ("mlp", "sharded MLP (LayoutMap)", workloads.sharded_mlp),
-              ("bigmlp", "LayoutMap MLP 256-1024-1024-1024-10", workloads.big_mlp),
-              ("transformer", "transformer block (dtsgd_viz.models)", workloads.transformer)]
+    builds = [
+        ("2048", "2048x2048 on 2x4", lambda: workloads.matrix(2048)),
+        ("256", "256x256 on 2x4", lambda: workloads.matrix(256)),
+        ("mlp", "sharded MLP (LayoutMap)", workloads.sharded_mlp),
+        ("bigmlp", "LayoutMap MLP 256-1024-1024-1024-10", workloads.big_mlp),
+        ("transformer", "transformer block (dtsgd_viz.models)", workloads.transformer),
+    ]
     full_rec = None
     plain_ms, profile = {}, []
     for key, label, build in builds:
@@ -377,9 +407,15 @@ def main(argv=None):
             if v.name.startswith("floor: "):
                 continue  # printed in the floor columns of the rows they are the floor of
             floor = FLOOR_OF.get(v.name) if not args.no_floors else None
-            rows.append((label, v.name, v.settings, f"{ratio[v.name]:.2f}x",
-                         *workloads.floor_cells(ratio[v.name], floor and floor[7:],
-                                                floor and ratio[floor])))
+            rows.append(
+                (
+                    label,
+                    v.name,
+                    v.settings,
+                    f"{ratio[v.name]:.2f}x",
+                    *workloads.floor_cells(ratio[v.name], floor and floor[7:], floor and ratio[floor]),
+                )
+            )
             steps = blocks * v.block
             profile.append((label, v.name, _graph_nodes(v), v.faults / steps))
         if label.startswith("2048"):
@@ -389,54 +425,89 @@ def main(argv=None):
             start = time.perf_counter()
             r = full_rec = full.rec.recording  # assembles the kept steps: one host copy
             build = time.perf_counter() - start
-            per_byte.append((label, "reading the recording (assembling the kept steps) per byte / "
-                             "np.copyto per byte", full.settings, f"{build / len(r) / copy:.2f}x"))
-            per_byte.append((label, "filling fresh memory / np.copyto into warm memory (same bytes)",
-                             "-", f"{_fresh_fill_time(per_step_bytes) / copy:.2f}x"))
+            per_byte.append(
+                (
+                    label,
+                    "reading the recording (assembling the kept steps) per byte / np.copyto per byte",
+                    full.settings,
+                    f"{build / len(r) / copy:.2f}x",
+                )
+            )
+            per_byte.append(
+                (
+                    label,
+                    "filling fresh memory / np.copyto into warm memory (same bytes)",
+                    "-",
+                    f"{_fresh_fill_time(per_step_bytes) / copy:.2f}x",
+                )
+            )
             raw = len(r) * per_step_bytes + r.initial("w").nbytes
-            per_byte.append((label, "recorded bytes / raw unique shard bytes", full.settings,
-                             f"{r.nbytes / raw:.2f}x"))
+            per_byte.append((label, "recorded bytes / raw unique shard bytes", full.settings, f"{r.nbytes / raw:.2f}x"))
     views = None
     if not args.no_views and full_rec is not None:
         print("measuring view latency ...", file=sys.stderr, flush=True)
         views = _view_latency(full_rec)
         imports = _import_times()
     print()
-    print("Every workload's step function is a `tf.function` computing the loss, its "
-          "gradients (`tf.GradientTape`) and one `apply_gradients` of Nesterov SGD "
-          f"({NESTEROV}); recorded rows use `dtsgd_viz.SGD(hooks=[rec])`, the plain row "
-          "tf-keras' DTensor SGD. max_steps=None keeps every recorded step on the host. A row's "
-          "floor is a plain-step variant measured in the same rounds; extra / floor's extra = "
-          "(ratio - 1) / (floor / plain - 1) ('-': no floor, or it adds < 0.5%).\n")
-    print(workloads.table(["workload", "measure", "recorder settings", "ratio to plain", "floor",
-                           "floor / plain", "extra / floor's extra"], rows))
+    print(
+        "Every workload's step function is a `tf.function` computing the loss, its "
+        "gradients (`tf.GradientTape`) and one `apply_gradients` of Nesterov SGD "
+        f"({NESTEROV}); recorded rows use `dtsgd_viz.SGD(hooks=[rec])`, the plain row "
+        "tf-keras' DTensor SGD. max_steps=None keeps every recorded step on the host. A row's "
+        "floor is a plain-step variant measured in the same rounds; extra / floor's extra = "
+        "(ratio - 1) / (floor / plain - 1) ('-': no floor, or it adds < 0.5%).\n"
+    )
+    print(
+        workloads.table(
+            [
+                "workload",
+                "measure",
+                "recorder settings",
+                "ratio to plain",
+                "floor",
+                "floor / plain",
+                "extra / floor's extra",
+            ],
+            rows,
+        )
+    )
     print()
-    print(workloads.table(["workload", "measure", "recorder settings", "ratio"], per_byte)
-          if per_byte else "")
+    print(workloads.table(["workload", "measure", "recorder settings", "ratio"], per_byte) if per_byte else "")
     if views:
         slider, full_draw, shards, bare, short_draw = views
         t_import, t_numpy, t_pass, light = imports
-        print(f"| views | PathExplorer slider move, 3 x 10,000 steps / one full plot_paths draw | - | "
-              f"{slider / full_draw:.3f}x ({slider * 1e3:.1f} ms median) |")
-        print(f"| views | plot_paths (built and drawn) of 3 x 10,000 updates / of 3 x 60 | - | "
-              f"{full_draw / short_draw:.2f}x ({full_draw * 1e3:.0f} ms median) |")
-        print(f"| views | plot_shards of the 2048x2048 velocity / a bare imshow of it | - | "
-              f"{shards / bare:.2f}x ({shards * 1e3:.0f} ms median) |")
-        print(f"| import | `import dtsgd_viz` / `import numpy` (process start included) | - | "
-              f"{t_import / t_numpy:.2f}x ({t_import - t_pass:.2f} s over an empty interpreter; "
-              f"TensorFlow imported: {not light}) |")
-    print("\nProfile: nodes of the traced step function, and minor page faults per step (each a "
-          "page of fresh memory touched; holding device buffers makes TensorFlow allocate "
-          "new ones)\n")
+        print(
+            f"| views | PathExplorer slider move, 3 x 10,000 steps / one full plot_paths draw | - | "
+            f"{slider / full_draw:.3f}x ({slider * 1e3:.1f} ms median) |"
+        )
+        print(
+            f"| views | plot_paths (built and drawn) of 3 x 10,000 updates / of 3 x 60 | - | "
+            f"{full_draw / short_draw:.2f}x ({full_draw * 1e3:.0f} ms median) |"
+        )
+        print(
+            f"| views | plot_shards of the 2048x2048 velocity / a bare imshow of it | - | "
+            f"{shards / bare:.2f}x ({shards * 1e3:.0f} ms median) |"
+        )
+        print(
+            f"| import | `import dtsgd_viz` / `import numpy` (process start included) | - | "
+            f"{t_import / t_numpy:.2f}x ({t_import - t_pass:.2f} s over an empty interpreter; "
+            f"TensorFlow imported: {not light}) |"
+        )
+    print(
+        "\nProfile: nodes of the traced step function, and minor page faults per step (each a "
+        "page of fresh memory touched; holding device buffers makes TensorFlow allocate "
+        "new ones)\n"
+    )
     print("| workload | variant | traced graph nodes | page faults / step |\n|---|---|---|---|")
     for label, name, nodes, faults in profile:
         print(f"| {label} | {name} | {nodes if nodes is not None else '-'} | {faults:.0f} |")
-    print(f"\nratios: median over {blocks} rounds of (a block of {BLOCK} steps of the variant / "
-          f"the plain step's block in the same round) (TensorBoard: single steps), variants "
-          f"interleaved round robin; {os.cpu_count()} CPUs; python {sys.version.split()[0]}, "
-          f"tensorflow {tf.__version__}")
-    print("for context, the plain step took: " + ", ".join(
-        f"{label} {ms:.1f} ms" for label, ms in plain_ms.items()))
+    print(
+        f"\nratios: median over {blocks} rounds of (a block of {BLOCK} steps of the variant / "
+        f"the plain step's block in the same round) (TensorBoard: single steps), variants "
+        f"interleaved round robin; {os.cpu_count()} CPUs; python {sys.version.split()[0]}, "
+        f"tensorflow {tf.__version__}"
+    )
+    print("for context, the plain step took: " + ", ".join(f"{label} {ms:.1f} ms" for label, ms in plain_ms.items()))
 
 
 if __name__ == "__main__":

@@ -38,12 +38,13 @@ TARGET_S = 2.0
 def record(updates, path):
     """Record the workload (see the module docstring) and save it to ``path``."""
     import dtsgd_viz
+
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     import tensorflow as tf
     from tensorflow.experimental import dtensor
 
     layout = dtensor.Layout(["batch", "model"], mesh)
-    cols = np.repeat(np.geomspace(0.05, 1.0, 4), 2)           # one curvature per model block
+    cols = np.repeat(np.geomspace(0.05, 1.0, 4), 2)  # one curvature per model block
     c = np.tile(cols, (8, 1)).astype(np.float32)
     w = dtsgd_viz.variable(np.zeros((8, 8), np.float32), layout, name="w")
     C = dtsgd_viz.shard(c, layout)
@@ -69,6 +70,7 @@ def big_mesh():
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan
     from tests.helpers.synthetic_recording import recording
+
     mesh = MeshSpec.create({"batch": 8, "model": 8})
     r = recording([("w", (64, 64), ("batch", "model"))], steps=20, mesh=mesh)
     plan = memory_plan({"w": ((64, 64), "float32", LayoutSpec(("batch", "model"), mesh))})
@@ -95,9 +97,11 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args(argv)
     import matplotlib
+
     matplotlib.use("Agg")
     warnings.simplefilter("ignore")
     import dtsgd_viz
+
     with tempfile.TemporaryDirectory(prefix="dtsgd-shard-views-") as scratch:
         path = args.store
         if path is None:
@@ -106,19 +110,19 @@ def main(argv=None) -> int:
         r = dtsgd_viz.load_recording(path)
         from dtsgd_viz.views.shards.update import plot_update_shards
         from dtsgd_viz.widgets import ShardExplorer
+
         n, mid = len(r), int(r.steps[len(r) // 2])
         big, plan = big_mesh()
         rows = {
-            f"plot_shards + PNG, last of {n} updates":
-                lambda: png(dtsgd_viz.plot_shards(r, "w", "velocity")),
-            f"plot_shards + PNG, update {mid} of {n}":
-                lambda: png(dtsgd_viz.plot_shards(r, "w", "velocity", step=mid)),
+            f"plot_shards + PNG, last of {n} updates": lambda: png(dtsgd_viz.plot_shards(r, "w", "velocity")),
+            f"plot_shards + PNG, update {mid} of {n}": lambda: png(dtsgd_viz.plot_shards(r, "w", "velocity", step=mid)),
             f"ShardExplorer opens ({n} updates)": lambda: ShardExplorer(r),
         }
         explorer = ShardExplorer(r)
         spots = iter(np.linspace(1, n, 60).astype(int).tolist() * 10)
-        rows[f"ShardExplorer slider move ({n} updates)"] = (
-            lambda: setattr(explorer.slider, "value", int(r.steps[next(spots) - 1])))
+        rows[f"ShardExplorer slider move ({n} updates)"] = lambda: setattr(
+            explorer.slider, "value", int(r.steps[next(spots) - 1])
+        )
         rows["plot_shards + PNG, 64 devices"] = lambda: png(dtsgd_viz.plot_shards(big, "w"))
         rows["plot_memory + PNG, 64 devices"] = lambda: png(dtsgd_viz.plot_memory(plan))
         rows["plot_update_shards + PNG, 64 devices"] = lambda: png(plot_update_shards(big, "w"))

@@ -56,27 +56,34 @@ def main(argv=None):
 
     def abs_max(x):  # before issue #15 item 4: a mean and abs+max (an |x| temporary)
         b = blocks(x)
-        return cat((tf.sqrt(tf.reduce_sum(tf.square(b), axes)), tf.reduce_mean(b, axes),
-                    tf.reduce_max(tf.abs(b), axes)))
+        return cat(
+            (tf.sqrt(tf.reduce_sum(tf.square(b), axes)), tf.reduce_mean(b, axes), tf.reduce_max(tf.abs(b), axes))
+        )
 
     def max_min(x):  # what dtsgd_viz._capture.block_stats computes: sum of squares, sum,
         # max and min (max|x| exact for every value)
         b = blocks(x)
-        return [tf.reduce_sum(tf.square(b), axes), tf.reduce_sum(b, axes),
-                tf.reduce_max(b, axes), tf.reduce_min(b, axes)]
+        return [
+            tf.reduce_sum(tf.square(b), axes),
+            tf.reduce_sum(b, axes),
+            tf.reduce_max(b, axes),
+            tf.reduce_min(b, axes),
+        ]
 
     def batched_dot(x):  # sum of squares as 8192 row dot products (BatchMatMul, no
         # temporary, no transpose), then sum, max and min
         b = blocks(x)
-        rows = tf.linalg.matmul(tf.reshape(x, (2, n // 2, 4, 1, n // 4)),
-                                tf.reshape(x, (2, n // 2, 4, n // 4, 1)))
-        return [tf.reduce_sum(tf.reshape(rows, (2, n // 2, 4)), 1), tf.reduce_sum(b, axes),
-                tf.reduce_max(b, axes), tf.reduce_min(b, axes)]
+        rows = tf.linalg.matmul(tf.reshape(x, (2, n // 2, 4, 1, n // 4)), tf.reshape(x, (2, n // 2, 4, n // 4, 1)))
+        return [
+            tf.reduce_sum(tf.reshape(rows, (2, n // 2, 4)), 1),
+            tf.reduce_sum(b, axes),
+            tf.reduce_max(b, axes),
+            tf.reduce_min(b, axes),
+        ]
 
     def einsum(x):  # sum of squares as a contraction: no x**2 temporary
         b = blocks(x)
-        return cat((tf.sqrt(tf.einsum("aibj,aibj->ab", b, b)), tf.reduce_mean(b, axes),
-                    tf.reduce_max(tf.abs(b), axes)))
+        return cat((tf.sqrt(tf.einsum("aibj,aibj->ab", b, b)), tf.reduce_mean(b, axes), tf.reduce_max(tf.abs(b), axes)))
 
     def one_pass(x):  # the floor: a single read of each tensor
         return tf.reduce_sum(blocks(x), axes)
@@ -87,21 +94,28 @@ def main(argv=None):
 
     def euclidean(x):  # one kernel for the norm (DTensor: no layout propagation)
         b = blocks(x)
-        return [tf.math.reduce_euclidean_norm(b, axes), tf.reduce_sum(b, axes),
-                tf.reduce_max(b, axes), tf.reduce_min(b, axes)]
+        return [
+            tf.math.reduce_euclidean_norm(b, axes),
+            tf.reduce_sum(b, axes),
+            tf.reduce_max(b, axes),
+            tf.reduce_min(b, axes),
+        ]
 
-    kinds = {"block_stats as used (sum x*x, sum, max, min)": max_min,
-             "sum x*x, sum x, max x*x (inexact max|x| outside 1e-19..1.8e19)": sq_max,
-             "sum x*x, mean, max |x| (before issue #15)": abs_max,
-             "einsum sum of squares": einsum, "batched dot sum of squares": batched_dot,
-             "reduce_euclidean_norm": euclidean,
-             "one reduce_sum pass (floor)": one_pass, "two reductions, no temporary": two_reads}
+    kinds = {
+        "block_stats as used (sum x*x, sum, max, min)": max_min,
+        "sum x*x, sum x, max x*x (inexact max|x| outside 1e-19..1.8e19)": sq_max,
+        "sum x*x, mean, max |x| (before issue #15)": abs_max,
+        "einsum sum of squares": einsum,
+        "batched dot sum of squares": batched_dot,
+        "reduce_euclidean_norm": euclidean,
+        "one reduce_sum pass (floor)": one_pass,
+        "two reductions, no temporary": two_reads,
+    }
     fns = {}
     for name, fn in kinds.items():
         for jit in (False, True):
             label = name + (" , jit_compile=True" if jit else "")
-            fns[label] = tf.function(lambda a, b, c, fn=fn: tf.nest.flatten([fn(a), fn(b), fn(c)]),
-                                       jit_compile=jit)
+            fns[label] = tf.function(lambda a, b, c, fn=fn: tf.nest.flatten([fn(a), fn(b), fn(c)]), jit_compile=jit)
     times = {}
     for label, f in fns.items():
         try:

@@ -49,6 +49,7 @@ BLOCK = 10
 
 # ---- the implementation before issue #15 item 4, for side-by-side timing -----------------
 
+
 def _old_block_stats(x, geometry):
     x = tf.cast(x, tf.float32)
     shape = geometry.global_shape or (1,)
@@ -58,9 +59,11 @@ def _old_block_stats(x, geometry):
         split += [n // b, b]
     blocks = tf.reshape(x, split)
     axes = tuple(range(1, len(split), 2))
-    stats = (tf.reduce_sum(tf.square(blocks), axis=axes, keepdims=True),
-             tf.reduce_mean(blocks, axis=axes, keepdims=True),
-             tf.reduce_max(tf.abs(blocks), axis=axes, keepdims=True))
+    stats = (
+        tf.reduce_sum(tf.square(blocks), axis=axes, keepdims=True),
+        tf.reduce_mean(blocks, axis=axes, keepdims=True),
+        tf.reduce_max(tf.abs(blocks), axis=axes, keepdims=True),
+    )
     return tf.reshape(tf.concat(stats, axis=-1), (1, *(_capture.block_grid(geometry) or (1,)), 3))
 
 
@@ -73,21 +76,20 @@ class _OldBuffer:
         self.slots = slots
         grid = _capture.block_grid(watched.geometry) or (1,)
         from dtsgd_viz.specs import UNSHARDED, LayoutSpec
-        spec = LayoutSpec((UNSHARDED, *(watched.layout.sharding_specs or (UNSHARDED,)),
-                           UNSHARDED), watched.layout.mesh)
+
+        spec = LayoutSpec((UNSHARDED, *(watched.layout.sharding_specs or (UNSHARDED,)), UNSHARDED), watched.layout.mesh)
         with tf.init_scope():
-            self.var = _dtensor.variable(np.zeros((slots + 1, *grid, 3), np.float32),
-                                         None if mesh is None else spec)
+            self.var = _dtensor.variable(np.zeros((slots + 1, *grid, 3), np.float32), None if mesh is None else spec)
         self.grid = grid
 
     def write(self, x, watched, index):
-        stats = (tf.zeros((1, *self.grid, 3)) if self.zeros
-                 else _old_block_stats(x, watched.geometry))
+        stats = tf.zeros((1, *self.grid, 3)) if self.zeros else _old_block_stats(x, watched.geometry)
         self.var.assign(tf.tensor_scatter_nd_update(self.var.read_value(), index, stats))
 
     def read(self, shards, watched):
-        out = np.stack([shards[at[0]].reshape(self.slots + 1, 3)[: self.slots]
-                        for _, at in watched.held], axis=1).astype(np.float64)
+        out = np.stack(
+            [shards[at[0]].reshape(self.slots + 1, 3)[: self.slots] for _, at in watched.held], axis=1
+        ).astype(np.float64)
         out[..., 0] = np.sqrt(out[..., 0])
         return out
 
@@ -109,8 +111,7 @@ class _OldStats:
             self._bufs[(name, kind)].write(value, self._watched[name], index)
 
     def read(self, read):
-        return {key: b.read(read[b.var.ref()], self._watched[key[0]])
-                for key, b in self._bufs.items()}
+        return {key: b.read(read[b.var.ref()], self._watched[key[0]]) for key, b in self._bufs.items()}
 
 
 @contextlib.contextmanager
@@ -153,8 +154,9 @@ class Variant:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--blocks", type=int, default=12)
-    ap.add_argument("--only-new", action="store_true",
-                    help="plain, old and new stats mode only (for a quick before/after)")
+    ap.add_argument(
+        "--only-new", action="store_true", help="plain, old and new stats mode only (for a quick before/after)"
+    )
     args = ap.parse_args(argv)
     mesh, make, _ = ob._transformer_workload()  # the workload overhead.py measures
 
@@ -173,11 +175,9 @@ def main(argv=None):
         recorded("stats grad only (now)", kinds=("grad",))
         recorded("stats p,v only (now)", kinds=("param", "velocity"))
         # the first 7 variables' names (the embedding, the attention, a layer norm)
-        names = [recorder_mod.variable_name(v)
-                 for v in models.transformer_block(mesh).trainable_variables[:7]]
+        names = [recorder_mod.variable_name(v) for v in models.transformer_block(mesh).trainable_variables[:7]]
         recorded("stats p,v,g of 7 of 15 variables (now)", variables=names)
-        recorded("old, statistics replaced by zeros (the writes alone)",
-                 lambda: _old_stats(zeros=True))
+        recorded("old, statistics replaced by zeros (the writes alone)", lambda: _old_stats(zeros=True))
         recorded("recorder, nothing recorded (the meta row alone)", variables=[])
 
     for _ in range(2):  # warm-up
@@ -197,8 +197,10 @@ def main(argv=None):
     print("|---|---|---|")
     for v in variants:
         print(f"| {v.name} | {statistics.median(v.times) / base:.2f}x | {v.nodes} |")
-    print(f"\nmedian over {args.blocks} blocks of {BLOCK} steps, interleaved; the plain step "
-          f"took {base * 1e3:.1f} ms", file=sys.stdout)
+    print(
+        f"\nmedian over {args.blocks} blocks of {BLOCK} steps, interleaved; the plain step took {base * 1e3:.1f} ms",
+        file=sys.stdout,
+    )
     for v in variants:
         if v.loop is not None:
             v.loop.close()

@@ -71,10 +71,12 @@ def run(n, folder):
 
     pv = dict(kinds=("param", "velocity"))
     variants = {"plain": (make(tf_keras.dtensor.experimental.optimizers.SGD(**NESTEROV, mesh=mesh)), None)}
-    for name, kw in [("ring", dict(pv, max_steps=8)),
-                     ("stream", dict(pv, path=os.path.join(folder, "full.zarr"))),
-                     ("stats ring", dict(mode="stats", max_steps=8)),
-                     ("stats stream", dict(mode="stats", path=os.path.join(folder, "stats.zarr")))]:
+    for name, kw in [
+        ("ring", dict(pv, max_steps=8)),
+        ("stream", dict(pv, path=os.path.join(folder, "full.zarr"))),
+        ("stats ring", dict(mode="stats", max_steps=8)),
+        ("stats stream", dict(mode="stats", path=os.path.join(folder, "stats.zarr"))),
+    ]:
         rec = dtsgd_viz.Recorder(**kw)
         variants[name] = (make(dtsgd_viz.SGD(**NESTEROV, mesh=mesh, hooks=[rec])), rec)
     per_step = 2 * n * n * 4  # p and v, float32: the bytes "stream" writes per step
@@ -108,26 +110,38 @@ def run(n, folder):
     med = {k: statistics.median(v) for k, v in times.items()}
     save = med["np.save"]
     stored = dtsgd_viz.store.store_status(os.path.join(folder, "full.zarr"))[0].n_steps
-    on_disk = sum(os.path.getsize(os.path.join(d, f))
-                  for d, _, files in os.walk(os.path.join(folder, "full.zarr")) for f in files)
+    on_disk = sum(
+        os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(os.path.join(folder, "full.zarr")) for f in files
+    )
     base = med["plain"]
-    print(f"\n{n}x{n} float32 on a 2x4 mesh, Nesterov; median of {BLOCKS} blocks of {BLOCK} "
-          f"steps; plain step {base * 1e3:.1f} ms; stores in {folder}\n")
+    print(
+        f"\n{n}x{n} float32 on a 2x4 mesh, Nesterov; median of {BLOCKS} blocks of {BLOCK} "
+        f"steps; plain step {base * 1e3:.1f} ms; stores in {folder}\n"
+    )
     print("| measure | ratio |\n|---|---|")
-    print(f"| full p,v every step, ring of 8 in memory (`max_steps=8`) / plain | "
-          f"{med['ring'] / base:.2f}x |")
+    print(f"| full p,v every step, ring of 8 in memory (`max_steps=8`) / plain | {med['ring'] / base:.2f}x |")
     print(f"| full p,v every step streamed to disk (`path=`) / plain | {med['stream'] / base:.2f}x |")
     print(f"| streamed / ring of 8 in memory | {med['stream'] / med['ring']:.2f}x |")
-    print(f"| stats p,v,g: streamed / plain; ring of 8 / plain | {med['stats stream'] / base:.2f}x; "
-          f"{med['stats ring'] / base:.2f}x |")
-    print(f"| streamed: extra time per recorded byte over plain / `np.save` per byte | "
-          f"{(med['stream'] - base) / save:.2f}x |")
-    print(f"| streamed: extra time per recorded byte over the ring / `np.save` per byte | "
-          f"{(med['stream'] - med['ring']) / save:.2f}x |")
-    print(f"| bytes on disk / recorded bytes ({stored} steps, {stored * per_step / 2**30:.2f} GiB) | "
-          f"{on_disk / max(1, stored * per_step):.3f}x |")
-    print(f"\n(np.save of {per_step / 2**20:.0f} MiB into the same folder: {save * 1e3:.1f} ms, "
-          f"{per_step / save / 2**30:.2f} GiB/s; plain step {base * 1e3:.1f} ms)")
+    print(
+        f"| stats p,v,g: streamed / plain; ring of 8 / plain | {med['stats stream'] / base:.2f}x; "
+        f"{med['stats ring'] / base:.2f}x |"
+    )
+    print(
+        f"| streamed: extra time per recorded byte over plain / `np.save` per byte | "
+        f"{(med['stream'] - base) / save:.2f}x |"
+    )
+    print(
+        f"| streamed: extra time per recorded byte over the ring / `np.save` per byte | "
+        f"{(med['stream'] - med['ring']) / save:.2f}x |"
+    )
+    print(
+        f"| bytes on disk / recorded bytes ({stored} steps, {stored * per_step / 2**30:.2f} GiB) | "
+        f"{on_disk / max(1, stored * per_step):.3f}x |"
+    )
+    print(
+        f"\n(np.save of {per_step / 2**20:.0f} MiB into the same folder: {save * 1e3:.1f} ms, "
+        f"{per_step / save / 2**30:.2f} GiB/s; plain step {base * 1e3:.1f} ms)"
+    )
 
 
 if __name__ == "__main__":

@@ -53,22 +53,29 @@ def reference_recording(surface, steps, learning_rate, momentum, nesterov):
     geom = shard_geometry(surface.shape, layout)
     blocks = {k: geom.split(np.stack(a)) for k, a in (("param", ps), ("velocity", vs), ("grad", gs))}
     return Recording(
-        mesh, (VariableRecord("w", surface.shape, "float32", layout, start, blocks),),
-        ("param", "velocity", "grad"), np.arange(1, steps + 1),
+        mesh,
+        (VariableRecord("w", surface.shape, "float32", layout, start, blocks),),
+        ("param", "velocity", "grad"),
+        np.arange(1, steps + 1),
         Hyperparameters(np.full(steps, learning_rate), momentum, nesterov),
-        np.asarray(loss, np.float64), np.zeros((steps, 1), np.uint8), np.zeros((steps, 1), np.uint8))
+        np.asarray(loss, np.float64),
+        np.zeros((steps, 1), np.uint8),
+        np.zeros((steps, 1), np.uint8),
+    )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, nargs="+", default=[60, 10_000],
-                        help="run lengths to measure, one table row each")
+    parser.add_argument(
+        "--steps", type=int, nargs="+", default=[60, 10_000], help="run lengths to measure, one table row each"
+    )
     parser.add_argument("--moves", type=int, default=60, help="slider moves to time")
     parser.add_argument("--full", type=int, default=3, help="full plot_paths draws to time")
     parser.add_argument("--real", action="store_true", help="record with the real DTensor SGD")
     args = parser.parse_args(argv)
 
     import matplotlib
+
     matplotlib.use("Agg")
     import dtsgd_viz
     from dtsgd_viz.theory import surfaces
@@ -77,10 +84,14 @@ def main(argv=None) -> int:
     if args.real:
         dtsgd_viz.setup_devices(2)
     source = "real DTensor SGD (dtsgd_viz.run)" if args.real else "numpy reference rule"
-    print(f"PathExplorer slider move (state transition, in-place update, blit, PNG), "
-          f"{len(CONFIGS)} optimizers ({source}), Agg; target <= 30 ms\n")
-    print("| updates | made | widget built | slider move: median (p10-p90) | PNG | full plot_paths + PNG "
-          "| move / full draw | target |\n|---|---|---|---|---|---|---|---|")
+    print(
+        f"PathExplorer slider move (state transition, in-place update, blit, PNG), "
+        f"{len(CONFIGS)} optimizers ({source}), Agg; target <= 30 ms\n"
+    )
+    print(
+        "| updates | made | widget built | slider move: median (p10-p90) | PNG | full plot_paths + PNG "
+        "| move / full draw | target |\n|---|---|---|---|---|---|---|---|"
+    )
     for steps in args.steps:
         print(_row(dtsgd_viz, surface, steps, args), flush=True)
     return 0
@@ -123,10 +134,12 @@ def _row(dtsgd_viz, surface, steps, args) -> str:
 
     med, full_med = statistics.median(times), statistics.median(full)
     h, wd = w.pixels().shape[:2]
-    return (f"| {steps:,} | {made:.1f} s | {built * 1e3:.0f} ms | {med * 1e3:.1f} ms "
-            f"({np.percentile(times, 10) * 1e3:.1f}-{np.percentile(times, 90) * 1e3:.1f}) | "
-            f"{wd}x{h} px, {len(w.image.value) / 1024:.0f} KiB | {full_med * 1e3:.0f} ms | "
-            f"{med / full_med:.3f}x | {'met' if med <= 0.030 else 'not met'} |")
+    return (
+        f"| {steps:,} | {made:.1f} s | {built * 1e3:.0f} ms | {med * 1e3:.1f} ms "
+        f"({np.percentile(times, 10) * 1e3:.1f}-{np.percentile(times, 90) * 1e3:.1f}) | "
+        f"{wd}x{h} px, {len(w.image.value) / 1024:.0f} KiB | {full_med * 1e3:.0f} ms | "
+        f"{med / full_med:.3f}x | {'met' if med <= 0.030 else 'not met'} |"
+    )
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ def _start():
     from tensorflow.experimental import dtensor
 
     from dtsgd_viz import dtensor as _dtensor
+
     return tf, tf_keras, dtensor, _dtensor.put
 
 
@@ -104,6 +105,7 @@ def read_floor(opt, grads, variables):
 
 # ---- the workloads -------------------------------------------------------------------------
 
+
 def matrix(n):
     """One n x n float32 parameter laid out ``[x, y]`` on a 2x4 mesh, loss sum(c w^2)/2
     (no ``loss=`` passed to the update)."""
@@ -118,8 +120,7 @@ def matrix(n):
 
     def make(opt, after=None):
         w = _dtensor.variable(w0, lay, name="w")
-        return train_step(opt, [w], lambda: tf.reduce_sum(c * w * w) / 2.0,
-                          pass_loss=False, after=after), [w]
+        return train_step(opt, [w], lambda: tf.reduce_sum(c * w * w) / 2.0, pass_loss=False, after=after), [w]
 
     return mesh, make, w0.nbytes
 
@@ -153,12 +154,16 @@ def sharded_mlp(hidden=512, inputs=64, examples=256):
         lm["d1.*bias"] = dtensor.Layout(["model"], mesh)
         lm["d2.*kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
         lm["d2.*bias"] = dtensor.Layout.replicated(mesh, 1)
-        model = _sequential(mesh, lm, lambda: [
-            tf_keras.layers.Dense(hidden, activation="relu", name="d1", input_shape=(inputs,)),
-            tf_keras.layers.Dense(1, name="d2")])
+        model = _sequential(
+            mesh,
+            lm,
+            lambda: [
+                tf_keras.layers.Dense(hidden, activation="relu", name="d1", input_shape=(inputs,)),
+                tf_keras.layers.Dense(1, name="d2"),
+            ],
+        )
         variables = model.trainable_variables
-        return train_step(opt, variables, lambda: tf.reduce_mean((model(xb) - yb) ** 2),
-                          after=after), variables
+        return train_step(opt, variables, lambda: tf.reduce_mean((model(xb) - yb) ** 2), after=after), variables
 
     return mesh, make, None
 
@@ -170,22 +175,31 @@ def big_mlp():
     tf, tf_keras, dtensor, _ = _start()
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     rng = np.random.default_rng(0)
-    xb, yb = _batch_data(mesh, rng.normal(size=(256, 256)).astype(np.float32),
-                         rng.integers(0, 10, size=(256,)).astype(np.int32))
+    xb, yb = _batch_data(
+        mesh, rng.normal(size=(256, 256)).astype(np.float32), rng.integers(0, 10, size=(256,)).astype(np.int32)
+    )
     loss_fn = tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
     def make(opt, after=None):
         lm = tf_keras.dtensor.experimental.LayoutMap(mesh=mesh)
-        for name, spec in [("h1", ["unsharded", "model"]), ("h2", ["model", "unsharded"]),
-                           ("h3", ["unsharded", "model"]), ("out", ["model", "unsharded"])]:
+        for name, spec in [
+            ("h1", ["unsharded", "model"]),
+            ("h2", ["model", "unsharded"]),
+            ("h3", ["unsharded", "model"]),
+            ("out", ["model", "unsharded"]),
+        ]:
             lm[f"{name}.*kernel"] = dtensor.Layout(spec, mesh)
-            lm[f"{name}.*bias"] = dtensor.Layout(
-                [spec[1]] if spec[1] == "model" else ["unsharded"], mesh)
-        model = _sequential(mesh, lm, lambda: [
-            tf_keras.layers.Dense(1024, activation="relu", name="h1", input_shape=(256,)),
-            tf_keras.layers.Dense(1024, activation="relu", name="h2"),
-            tf_keras.layers.Dense(1024, activation="relu", name="h3"),
-            tf_keras.layers.Dense(10, name="out")])
+            lm[f"{name}.*bias"] = dtensor.Layout([spec[1]] if spec[1] == "model" else ["unsharded"], mesh)
+        model = _sequential(
+            mesh,
+            lm,
+            lambda: [
+                tf_keras.layers.Dense(1024, activation="relu", name="h1", input_shape=(256,)),
+                tf_keras.layers.Dense(1024, activation="relu", name="h2"),
+                tf_keras.layers.Dense(1024, activation="relu", name="h3"),
+                tf_keras.layers.Dense(10, name="out"),
+            ],
+        )
         variables = model.trainable_variables
         return train_step(opt, variables, lambda: loss_fn(yb, model(xb)), after=after), variables
 
@@ -207,8 +221,9 @@ def transformer():
     def make(opt, after=None):
         model = models.transformer_block(mesh)
         variables = model.trainable_variables
-        return train_step(opt, variables, lambda: models.LOSS(yb, model(xb, training=True)),
-                          dense=True, after=after), variables
+        return train_step(
+            opt, variables, lambda: models.LOSS(yb, model(xb, training=True)), dense=True, after=after
+        ), variables
 
     return mesh, make, None
 
@@ -246,19 +261,27 @@ def deep_mlp(layers, width, *, layout="col", examples=256, outputs=None, activat
                 spec = [m, u] if i % 2 or last else [u, m]
             lm[f"l{i:03d}.*kernel"] = dtensor.Layout(spec, mesh)
             lm[f"l{i:03d}.*bias"] = dtensor.Layout([spec[1]], mesh)
-        model = _sequential(mesh, lm, lambda: [
-            tf_keras.layers.Dense(outputs if i == layers - 1 else width, name=f"l{i:03d}",
-                                  activation=None if i == layers - 1 else activation,
-                                  **({"input_shape": (width,)} if i == 0 else {}))
-            for i in range(layers)])
+        model = _sequential(
+            mesh,
+            lm,
+            lambda: [
+                tf_keras.layers.Dense(
+                    outputs if i == layers - 1 else width,
+                    name=f"l{i:03d}",
+                    activation=None if i == layers - 1 else activation,
+                    **({"input_shape": (width,)} if i == 0 else {}),
+                )
+                for i in range(layers)
+            ],
+        )
         variables = model.trainable_variables
-        return train_step(opt, variables, lambda: tf.reduce_mean((model(xb) - yb) ** 2),
-                          after=after), variables
+        return train_step(opt, variables, lambda: tf.reduce_mean((model(xb) - yb) ** 2), after=after), variables
 
     return mesh, make, None
 
 
 # ---- report helpers (pure) -----------------------------------------------------------------
+
 
 def paired_ratios(times, base):
     """``{name: median over rounds of times[name][i] / times[base][i]}``: a burst of load
@@ -281,8 +304,7 @@ def floor_cells(ratio, floor_name, floor_ratio):
     if floor_name is None:
         return "-", "-", "-"
     extra = extra_over_floor(ratio, floor_ratio)
-    return (floor_name, f"{floor_ratio:.2f}x",
-            "-" if extra is None else f"{extra:.2f}x")
+    return (floor_name, f"{floor_ratio:.2f}x", "-" if extra is None else f"{extra:.2f}x")
 
 
 def rotations(names, repeats):
@@ -290,7 +312,7 @@ def rotations(names, repeats):
     runs first, second, ... in turn (what runs just before a first call can warm the
     machine's caches for it)."""
     names = list(names)
-    return [names[r % len(names):] + names[:r % len(names)] for r in range(repeats)]
+    return [names[r % len(names) :] + names[: r % len(names)] for r in range(repeats)]
 
 
 def table(header, rows):

@@ -39,6 +39,7 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 # ---------------------------------------------------------------------------- pages
 
+
 def tutorials():
     return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
@@ -49,8 +50,12 @@ def on_config(config):
     nav = list(config.nav or [])
     at = next((i + 1 for i, item in enumerate(nav) if item == {"Home": "index.md"}), 0)
     nav.insert(at, {"Tutorials": [f"notebooks/{nb.name}" for nb in tutorials()]})
-    nav.append({"API reference": [{"dtsgd_viz": "reference/index.md"}]
-                + [{f"dtsgd_viz.{m}": f"reference/{m}.md"} for m in modules()]})
+    nav.append(
+        {
+            "API reference": [{"dtsgd_viz": "reference/index.md"}]
+            + [{f"dtsgd_viz.{m}": f"reference/{m}.md"} for m in modules()]
+        }
+    )
     config.nav = nav
     return config
 
@@ -60,8 +65,14 @@ def on_files(files, config):
     for nb in tutorials():
         # a file of the repository, not of docs/ (mkdocs-jupyter reads it from its
         # src_dir: File.generated would hide the path from it)
-        files.append(File(f"notebooks/{nb.name}", src_dir=str(ROOT), dest_dir=config.site_dir,
-                          use_directory_urls=config.use_directory_urls))
+        files.append(
+            File(
+                f"notebooks/{nb.name}",
+                src_dir=str(ROOT),
+                dest_dir=config.site_dir,
+                use_directory_urls=config.use_directory_urls,
+            )
+        )
     for uri, text in reference_pages().items():
         files.append(File.generated(config, uri, content=text))
     for path in mathjax_files():
@@ -80,9 +91,12 @@ def public_names():
     if str(ROOT) not in sys.path:  # the package documented is the one beside mkdocs.yml
         sys.path.insert(0, str(ROOT))
     import dtsgd_viz
+
     if pathlib.Path(dtsgd_viz.__file__).resolve().parent != PACKAGE:
-        raise RuntimeError(f"The API reference of {PACKAGE} needs that package; "
-                           f"dtsgd_viz was already imported from {dtsgd_viz.__file__}.")
+        raise RuntimeError(
+            f"The API reference of {PACKAGE} needs that package; "
+            f"dtsgd_viz was already imported from {dtsgd_viz.__file__}."
+        )
     return list(dtsgd_viz.__all__)
 
 
@@ -91,8 +105,8 @@ def module_paths() -> dict[str, str]:
     (``dtsgd_viz._MODULES``: ``reference`` is ``dtsgd_viz.theory.reference``, ...)."""
     public_names()
     import dtsgd_viz
-    return {name: f"dtsgd_viz.{path}" for name, path in dtsgd_viz._MODULES.items()
-            if name in dtsgd_viz.__all__}
+
+    return {name: f"dtsgd_viz.{path}" for name, path in dtsgd_viz._MODULES.items() if name in dtsgd_viz.__all__}
 
 
 def modules():
@@ -110,8 +124,7 @@ def reference_pages():
         "`import dtsgd_viz` is light: the names that need TensorFlow, matplotlib or "
         "ipywidgets import them on first use.",
         "",
-        "Modules, each on a page of its own: "
-        + ", ".join(f"[`dtsgd_viz.{m}`]({m}.md)" for m in mods) + ".",
+        "Modules, each on a page of its own: " + ", ".join(f"[`dtsgd_viz.{m}`]({m}.md)" for m in mods) + ".",
         "",
         "::: dtsgd_viz",
         "    options:",
@@ -124,15 +137,17 @@ def reference_pages():
     ]
     pages = {"reference/index.md": "\n".join(index)}
     for mod in mods:
-        pages[f"reference/{mod}.md"] = "\n".join([
-            f"::: {module_paths()[mod]}",
-            "    options:",
-            "      show_root_heading: true",
-            "      show_root_full_path: true",
-            "      heading_level: 1",
-            f"      members: {json.dumps(module_members(mod))}",
-            "",
-        ])
+        pages[f"reference/{mod}.md"] = "\n".join(
+            [
+                f"::: {module_paths()[mod]}",
+                "    options:",
+                "      show_root_heading: true",
+                "      show_root_full_path: true",
+                "      heading_level: 1",
+                f"      members: {json.dumps(module_members(mod))}",
+                "",
+            ]
+        )
     return pages
 
 
@@ -145,11 +160,13 @@ def module_members(mod):
         path = PACKAGE.joinpath(*rel[:-1], f"{rel[-1]}.py")
     tree = ast.parse(path.read_text())
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__"
-                                                 for t in node.targets)):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
             return list(ast.literal_eval(node.value))
-    return [node.name for node in tree.body
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")]
+    return [
+        node.name
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")
+    ]
 
 
 # ---------------------------------------------------------------------------- offline
@@ -163,8 +180,9 @@ def mathjax_root() -> pathlib.Path:
     try:
         import jupyter_server_mathjax
     except ImportError as e:
-        raise RuntimeError("The tutorials' math needs MathJax from jupyter-server-mathjax: "
-                           "pip install -e '.[docs]'") from e
+        raise RuntimeError(
+            "The tutorials' math needs MathJax from jupyter-server-mathjax: pip install -e '.[docs]'"
+        ) from e
     return pathlib.Path(jupyter_server_mathjax.__file__).resolve().parent / "static"
 
 
@@ -184,12 +202,15 @@ MathJax.Ajax.loadComplete("[MathJax]/config/local/dtsgd_viz.js");
 # CDN: here it takes the copies beside it (extensions/a11y/mathmaps/, wgxpath.install.js).
 MATHJAX_PATCHES = {
     "extensions/a11y/mathjax-sre.js": [
-        ('sre.Variables.url="https://cdn.jsdelivr.net/npm/speech-rule-engine@"'
-         '+sre.Variables.VERSION+"/lib/mathmaps"',
-         'sre.Variables.url=MathJax.Ajax.fileURL("[a11y]/mathmaps")'),
-        ('sre.Variables.WGXpath="https://cdn.jsdelivr.net/npm/wicked-good-xpath@1.3.0/dist/'
-         'wgxpath.install.js"',
-         'sre.Variables.WGXpath=MathJax.Ajax.fileURL("[a11y]/wgxpath.install.js")'),
+        (
+            'sre.Variables.url="https://cdn.jsdelivr.net/npm/speech-rule-engine@"'
+            '+sre.Variables.VERSION+"/lib/mathmaps"',
+            'sre.Variables.url=MathJax.Ajax.fileURL("[a11y]/mathmaps")',
+        ),
+        (
+            'sre.Variables.WGXpath="https://cdn.jsdelivr.net/npm/wicked-good-xpath@1.3.0/dist/wgxpath.install.js"',
+            'sre.Variables.WGXpath=MathJax.Ajax.fileURL("[a11y]/wgxpath.install.js")',
+        ),
     ],
 }
 
@@ -210,8 +231,11 @@ def mathjax_files():
 
 _MATHJAX_SRC = re.compile(r'(<script\b[^>]*\bsrc=")(' + re.escape(MATHJAX_DIR) + r'/[^"]*)"')
 # nbconvert's loader of Mermaid (it imports Mermaid from a CDN when a page has a diagram)
-_MERMAID = re.compile(r'<script type="module">\s*document\.addEventListener\("DOMContentLoaded",'
-                      r'[^<]*?\.jp-Mermaid > pre\.mermaid.*?</script>', re.S)
+_MERMAID = re.compile(
+    r'<script type="module">\s*document\.addEventListener\("DOMContentLoaded",'
+    r"[^<]*?\.jp-Mermaid > pre\.mermaid.*?</script>",
+    re.S,
+)
 _MERMAID_DIAGRAM = re.compile(r'class="[^"]*\bjp-Mermaid\b')
 
 
@@ -223,8 +247,7 @@ def offline(html: str, page_url: str) -> str:
     >>> offline('<script src="assets/mathjax/MathJax.js?config=X"> </script>', "notebooks/01_a/")
     '<script src="../../assets/mathjax/MathJax.js?config=X"> </script>'
     """
-    html = _MATHJAX_SRC.sub(
-        lambda m: f'{m.group(1)}{get_relative_url(m.group(2), page_url or ".")}"', html)
+    html = _MATHJAX_SRC.sub(lambda m: f'{m.group(1)}{get_relative_url(m.group(2), page_url or ".")}"', html)
     if not _MERMAID_DIAGRAM.search(html):
         html = _MERMAID.sub("", html)
     return html
@@ -232,12 +255,10 @@ def offline(html: str, page_url: str) -> str:
 
 # ---------------------------------------------------------------------------- widgets
 
-_VIEW = re.compile(
-    r'<script type="application/vnd\.jupyter\.widget-view\+json">\s*(\{.*?\})\s*</script>', re.S)
-_STATE = re.compile(
-    r'<script type="application/vnd\.jupyter\.widget-state\+json">.*?</script>', re.S)
+_VIEW = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+json">\s*(\{.*?\})\s*</script>', re.S)
+_STATE = re.compile(r'<script type="application/vnd\.jupyter\.widget-state\+json">.*?</script>', re.S)
 # nbconvert's loader of the widget manager (it fetches it from a CDN when the page loads)
-_MANAGER = re.compile(r'<script>\s*\(function\(\)\s*\{\s*function addWidgetsRenderer.*?</script>', re.S)
+_MANAGER = re.compile(r"<script>\s*\(function\(\)\s*\{\s*function addWidgetsRenderer.*?</script>", re.S)
 
 
 def widget_pictures(notebook_path):
@@ -263,8 +284,10 @@ def on_page_content(html, page, config, files):
         model_id = json.loads(match.group(1)).get("model_id")
         if model_id not in pictures:
             return match.group(0)
-        return (f'<img class="widget-snapshot" src="data:image/png;base64,{pictures[model_id]}" '
-                'alt="The widget as the notebook left it (it needs a live kernel to move)">')
+        return (
+            f'<img class="widget-snapshot" src="data:image/png;base64,{pictures[model_id]}" '
+            'alt="The widget as the notebook left it (it needs a live kernel to move)">'
+        )
 
     html = _VIEW.sub(picture, html)
     if not _VIEW.search(html):  # no live view left: no widget manager, no widget state

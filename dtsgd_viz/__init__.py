@@ -91,10 +91,25 @@ _MODULES = {
 
 # the lazy names are listed from _LAZY and _MODULES, which pyright cannot follow
 __all__ = [  # pyright: ignore[reportUnsupportedDunderAll]
-    "KINDS", "UNSHARDED", "CommunicationPlan", "CommunicationReport", "communication_plan",
-    "LayoutSpec", "MemoryPlan", "MeshSpec", "MergeError", "Part",
-    "Recording", "RecordingFileError", "ShardGeometry", "load_recording", "memory_plan",
-    "merge_recordings", "shard_geometry", *_LAZY, *_MODULES,
+    "KINDS",
+    "UNSHARDED",
+    "CommunicationPlan",
+    "CommunicationReport",
+    "communication_plan",
+    "LayoutSpec",
+    "MemoryPlan",
+    "MeshSpec",
+    "MergeError",
+    "Part",
+    "Recording",
+    "RecordingFileError",
+    "ShardGeometry",
+    "load_recording",
+    "memory_plan",
+    "merge_recordings",
+    "shard_geometry",
+    *_LAZY,
+    *_MODULES,
 ]
 
 
@@ -107,6 +122,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY or name in _MODULES:
         if (_MODULES.get(name) or _LAZY[name]).partition(".")[0] in _IMPORT_TENSORFLOW:
             from .dtensor import quiet_tensorflow_import
+
             quiet_tensorflow_import()
         if name in _MODULES:
             value = importlib.import_module(f".{_MODULES[name]}", __name__)

@@ -1,12 +1,12 @@
 """Which block of a global tensor each device holds: pure functions, no TensorFlow.
 
-    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
-    >>> mesh = MeshSpec.create({"x": 2, "y": 2})
-    >>> g = shard_geometry((4, 6), LayoutSpec(("x", "unsharded"), mesh))
-    >>> g.blocks[2]
-    (slice(2, 4, None), slice(0, 6, None))
-    >>> g.replica_groups
-    ((0, 1), (2, 3))
+>>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+>>> mesh = MeshSpec.create({"x": 2, "y": 2})
+>>> g = shard_geometry((4, 6), LayoutSpec(("x", "unsharded"), mesh))
+>>> g.blocks[2]
+(slice(2, 4, None), slice(0, 6, None))
+>>> g.replica_groups
+((0, 1), (2, 3))
 """
 
 from __future__ import annotations
@@ -47,8 +47,7 @@ class ShardGeometry:
     def block_index(self, device: int) -> tuple[int, ...]:
         """Block coordinates (which piece along each tensor dim) of ``device``."""
         return tuple(
-            s.start // self.local_shape[i] if self.local_shape[i] else 0
-            for i, s in enumerate(self.blocks[device])
+            s.start // self.local_shape[i] if self.local_shape[i] else 0 for i, s in enumerate(self.blocks[device])
         )
 
     def held_groups(self, devices: Sequence[int]) -> tuple[tuple[int, tuple[int, ...]], ...]:
@@ -66,8 +65,7 @@ class ShardGeometry:
             at.setdefault(self.group_of[d], []).append(pos)
         return tuple((g, tuple(at[g])) for g in sorted(at))
 
-    def assemble(self, unique_blocks: np.ndarray,
-                 groups: Sequence[int] | None = None) -> np.ndarray:
+    def assemble(self, unique_blocks: np.ndarray, groups: Sequence[int] | None = None) -> np.ndarray:
         """Global array(s) from blocks ``(..., num_unique, *local_shape)``; ``groups``:
         which replica groups the blocks are when not all (the rest is NaN)."""
         unique_blocks = np.asarray(unique_blocks)

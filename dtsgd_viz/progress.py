@@ -63,6 +63,7 @@ def _bar_class() -> type[tqdm]:
     showed a run's final line twice."""
     from tqdm.auto import tqdm
     from tqdm.std import tqdm as text
+
     if tqdm.display is not text.display:  # a notebook widget: its close() does more
         return tqdm
     return _once_class(tqdm)
@@ -70,12 +71,14 @@ def _bar_class() -> type[tqdm]:
 
 def _once_class(base):
     if base not in _ONCE:
+
         class Once(base):
             def display(self, msg=None, pos=None):
                 # close() sets disable before it redraws: skip a redraw of what is shown
                 if self.disable and msg is None and self.n == self.last_print_n:
                     return True
                 return super().display(msg, pos)
+
         Once.__name__ = Once.__qualname__ = base.__name__
         _ONCE[base] = Once
     return _ONCE[base]

@@ -51,14 +51,10 @@ def _check_configs(configs) -> dict[str, dict]:
         if not isinstance(name, str) or not name:
             raise ValueError(f"Config names must be non-empty strings. Received: {name!r}.")
         if not isinstance(config, Mapping):
-            raise TypeError(
-                f"Config {name!r} must be a dict of SGD arguments. Received: {config!r}."
-            )
+            raise TypeError(f"Config {name!r} must be a dict of SGD arguments. Received: {config!r}.")
         unknown = sorted(set(config) - set(CONFIG_KEYS), key=str)
         if unknown:
-            raise ValueError(
-                f"Unknown key(s) {unknown} in config {name!r}. Allowed: {list(CONFIG_KEYS)}."
-            )
+            raise ValueError(f"Unknown key(s) {unknown} in config {name!r}. Allowed: {list(CONFIG_KEYS)}.")
         out[name] = dict(config)
     return out
 
@@ -75,20 +71,13 @@ def check_start(surface: Surface, start: ArrayLike | None) -> np.ndarray:
     try:
         x = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(
-            f"start must be an array of shape {shape}. Received: {start!r}."
-        ) from None
+        raise ValueError(f"start must be an array of shape {shape}. Received: {start!r}.") from None
     if x.shape != shape:
-        raise ValueError(
-            f"start must have shape {shape} for {type(surface).__name__}. "
-            f"Received: shape {x.shape}."
-        )
+        raise ValueError(f"start must have shape {shape} for {type(surface).__name__}. Received: shape {x.shape}.")
     with np.errstate(over="ignore"):
         x32 = x.astype(np.float32)
     if not np.all(np.isfinite(x32)):
-        raise ValueError(
-            f"start must be finite (in float32). Received: {x.tolist()}."
-        )
+        raise ValueError(f"start must be finite (in float32). Received: {x.tolist()}.")
     return x32
 
 
@@ -127,9 +116,15 @@ def _mesh_and_layout(surface, mesh):
     return mesh, _dtensor.replicated_layout(mesh, len(surface.shape))
 
 
-def run(surface: Surface, configs: Mapping[str, Mapping[str, Any]], steps: int, mesh: Any = None,
-        start: ArrayLike | None = None, every: int = 1,
-        progress: bool | Callable[[str, int, int], None] | None = None) -> dict[str, Recording]:
+def run(
+    surface: Surface,
+    configs: Mapping[str, Mapping[str, Any]],
+    steps: int,
+    mesh: Any = None,
+    start: ArrayLike | None = None,
+    every: int = 1,
+    progress: bool | Callable[[str, int, int], None] | None = None,
+) -> dict[str, Recording]:
     """Optimize ``surface`` with the real DTensor ``SGD`` once per config.
 
     Args:
@@ -165,8 +160,9 @@ def run(surface: Surface, configs: Mapping[str, Mapping[str, Any]], steps: int, 
 
     mesh, layout = _mesh_and_layout(surface, mesh)
     prepared = _optimizers(configs, mesh, every)
-    return {name: _run_config(surface, name, rec, opt, start, layout, mesh, steps, progress)
-            for name, rec, opt in prepared}
+    return {
+        name: _run_config(surface, name, rec, opt, start, layout, mesh, steps, progress) for name, rec, opt in prepared
+    }
 
 
 def _optimizers(configs, mesh, every) -> list:
@@ -186,6 +182,7 @@ def _run_config(surface, name, rec, opt, start, layout, mesh, steps, progress):
     """Run ``opt`` for ``steps`` updates from ``start`` (a fresh variable with ``layout``),
     reporting ``progress`` as ``run`` says; returns what ``rec`` recorded."""
     from . import dtensor as _dtensor
+
     tf = _dtensor.quiet_tensorflow_import()
 
     w = _dtensor.variable(start, layout, name=VARIABLE)

@@ -44,14 +44,9 @@ def parse_dims(dims: Dims) -> tuple[tuple[str, ...], tuple[int, ...]]:
             raise TypeError(f"Each mesh dim must be a (name, size) pair. Received: {pair!r}.")
         name, size = pair
         if not isinstance(name, str) or not name or name == UNSHARDED:
-            raise ValueError(
-                f"Mesh dim names must be non-empty strings other than {UNSHARDED!r}. "
-                f"Received: {name!r}."
-            )
+            raise ValueError(f"Mesh dim names must be non-empty strings other than {UNSHARDED!r}. Received: {name!r}.")
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(
-                f"Mesh dim sizes must be integers >= 1. Received: {name}={size!r}."
-            )
+            raise ValueError(f"Mesh dim sizes must be integers >= 1. Received: {name}={size!r}.")
         names.append(name)
         sizes.append(int(size))
     if len(set(names)) != len(names):
@@ -73,10 +68,7 @@ class MeshSpec:
         object.__setattr__(self, "device_names", tuple(self.device_names))
         parse_dims(list(zip(self.dim_names, self.dim_sizes)))
         if len(self.dim_names) != len(self.dim_sizes):
-            raise ValueError(
-                f"dim_names and dim_sizes differ in length. Received: {self.dim_names}, "
-                f"{self.dim_sizes}."
-            )
+            raise ValueError(f"dim_names and dim_sizes differ in length. Received: {self.dim_names}, {self.dim_sizes}.")
         if len(self.device_names) != self.num_devices:
             raise ValueError(
                 f"A mesh of shape {self.dim_sizes} has {self.num_devices} devices. "
@@ -115,9 +107,7 @@ class MeshSpec:
     def device_coords(self, device: int) -> tuple[int, ...]:
         """Coordinates of device number ``device`` on the mesh (row-major: last dim fastest)."""
         if not 0 <= device < self.num_devices:
-            raise ValueError(
-                f"Device index {device} is outside the mesh's {self.num_devices} devices."
-            )
+            raise ValueError(f"Device index {device} is outside the mesh's {self.num_devices} devices.")
         coords = []
         for size in reversed(self.dim_sizes):
             coords.append(device % size)
@@ -129,8 +119,11 @@ class MeshSpec:
         return f"Mesh({dims}; {self.num_devices} devices)"
 
     def to_dict(self) -> dict:
-        return {"dim_names": list(self.dim_names), "dim_sizes": list(self.dim_sizes),
-                "device_names": list(self.device_names)}
+        return {
+            "dim_names": list(self.dim_names),
+            "dim_sizes": list(self.dim_sizes),
+            "device_names": list(self.device_names),
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping) -> MeshSpec:
@@ -157,13 +150,10 @@ class LayoutSpec:
         for s in used:
             if s not in self.mesh.dim_names:
                 raise ValueError(
-                    f"Sharding spec {s!r} is not a mesh dim. Allowed: "
-                    f"{[UNSHARDED, *self.mesh.dim_names]}."
+                    f"Sharding spec {s!r} is not a mesh dim. Allowed: {[UNSHARDED, *self.mesh.dim_names]}."
                 )
         if len(set(used)) != len(used):
-            raise ValueError(
-                f"A mesh dim can shard only one tensor dim. Received: sharding_specs={list(specs)}."
-            )
+            raise ValueError(f"A mesh dim can shard only one tensor dim. Received: sharding_specs={list(specs)}.")
 
     @classmethod
     def replicated(cls, mesh: MeshSpec, rank: int) -> LayoutSpec:

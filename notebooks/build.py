@@ -44,13 +44,12 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 CAPTION = "Static picture of the widget{controls} (run the notebook to use the controls)"
 READOUT_CAPTION = "Static picture of the widget{readouts} (run the notebook to see it live)"
-CAPTION_PX = 12        # the caption's font size in pixels: style.NOTE_SIZE at style.DPI
-CAPTION_PAD = 6        # pixels above and below the caption's lines
-CAPTION_INK = (77, 77, 77)          # style.SUBTITLE_COLOR
-CAPTION_RULE = (221, 221, 221)      # a 1 px line between the picture and its caption
+CAPTION_PX = 12  # the caption's font size in pixels: style.NOTE_SIZE at style.DPI
+CAPTION_PAD = 6  # pixels above and below the caption's lines
+CAPTION_INK = (77, 77, 77)  # style.SUBTITLE_COLOR
+CAPTION_RULE = (221, 221, 221)  # a 1 px line between the picture and its caption
 # controls whose value is one of their options' labels, and the on/off ones
-CHOICES = ("DropdownModel", "SelectModel", "ToggleButtonsModel", "SelectionSliderModel",
-           "RadioButtonsModel")
+CHOICES = ("DropdownModel", "SelectModel", "ToggleButtonsModel", "SelectionSliderModel", "RadioButtonsModel")
 NUMBERS = ("IntSliderModel", "FloatSliderModel", "FloatLogSliderModel")
 SWITCHES = ("CheckboxModel", "ToggleButtonModel")
 
@@ -124,6 +123,7 @@ def notebook(source: pathlib.Path):
     """The (unexecuted) notebook of a percent-format script; nbval's marker comments
     become cell tags (``nbval_tags``)."""
     import nbformat
+
     nb = nbformat.v4.new_notebook()
     nb.cells = []
     for kind, body in parse_cells(source.read_text()):
@@ -231,8 +231,7 @@ def captioned_png(png_b64: str, caption: str) -> str:
     from PIL import Image, ImageDraw, ImageFont
 
     picture = Image.open(io.BytesIO(base64.b64decode(png_b64)))
-    picture = picture.convert("RGBA" if "A" in picture.getbands() or picture.mode == "P"
-                              else "RGB")
+    picture = picture.convert("RGBA" if "A" in picture.getbands() or picture.mode == "P" else "RGB")
     font = ImageFont.truetype(font_manager.findfont("DejaVu Sans"), CAPTION_PX)
     w, h = picture.size
     lines = _wrap(caption, font, w - 2 * CAPTION_PAD)
@@ -242,8 +241,7 @@ def captioned_png(png_b64: str, caption: str) -> str:
     draw = ImageDraw.Draw(out)
     draw.line([(0, h), (w - 1, h)], fill=CAPTION_RULE)
     for k, line in enumerate(lines):
-        draw.text((CAPTION_PAD, h + 1 + CAPTION_PAD + k * step), line, font=font,
-                  fill=CAPTION_INK)
+        draw.text((CAPTION_PAD, h + 1 + CAPTION_PAD + k * step), line, font=font, fill=CAPTION_INK)
     buf = io.BytesIO()
     out.save(buf, format="png", optimize=True)
     return base64.b64encode(buf.getvalue()).decode("ascii")
@@ -316,8 +314,12 @@ def build(source: pathlib.Path, log_dir: pathlib.Path) -> tuple[pathlib.Path, fl
     nb = notebook(source)
     log = log_dir / f"{source.stem}.kernel.log"
     client = NotebookClient(
-        nb, timeout=600, kernel_name=KERNEL["name"], record_timing=False,
-        store_widget_state=True, resources={"metadata": {"path": str(HERE)}},
+        nb,
+        timeout=600,
+        kernel_name=KERNEL["name"],
+        record_timing=False,
+        store_widget_state=True,
+        resources={"metadata": {"path": str(HERE)}},
         extra_arguments=["--IPKernelApp.capture_fd_output=False"],
     )
     start = time.perf_counter()
@@ -328,8 +330,9 @@ def build(source: pathlib.Path, log_dir: pathlib.Path) -> tuple[pathlib.Path, fl
             print(f"{source.name} failed; the kernel's own output is in {log}", file=sys.stderr)
             raise
     seconds = time.perf_counter() - start
-    nb.metadata["language_info"] = {k: nb.metadata["language_info"][k]
-                                    for k in ("name", "version") if k in nb.metadata["language_info"]}
+    nb.metadata["language_info"] = {
+        k: nb.metadata["language_info"][k] for k in ("name", "version") if k in nb.metadata["language_info"]
+    }
     widget_snapshots(nb)
     target = HERE / f"{source.stem}.ipynb"
     nbformat.write(nb, str(target))

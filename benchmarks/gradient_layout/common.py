@@ -39,16 +39,22 @@ def build_model(seed=0):
     lm = tf_keras.dtensor.experimental.LayoutMap(mesh=MESH)
     u, m = "unsharded", "model"
     for i in range(LAYERS):
-        spec = {"megatron": [u, m] if i % 2 == 0 else [m, u], "col": [u, m], "row": [m, u],
-                "rep": [u, u]}[LAYOUT]
+        spec = {"megatron": [u, m] if i % 2 == 0 else [m, u], "col": [u, m], "row": [m, u], "rep": [u, u]}[LAYOUT]
         lm[f"l{i}.*kernel"] = dtensor.Layout(spec, MESH)
         lm[f"l{i}.*bias"] = dtensor.Layout([spec[1]], MESH)
     with lm.scope():
         tf_keras.utils.set_random_seed(seed)
         model = tf_keras.Sequential(
-            [tf_keras.layers.Dense(WIDTH, activation="relu" if i < LAYERS - 1 else None,
-                                   name=f"l{i}", **({"input_shape": (WIDTH,)} if i == 0 else {}))
-             for i in range(LAYERS)])
+            [
+                tf_keras.layers.Dense(
+                    WIDTH,
+                    activation="relu" if i < LAYERS - 1 else None,
+                    name=f"l{i}",
+                    **({"input_shape": (WIDTH,)} if i == 0 else {}),
+                )
+                for i in range(LAYERS)
+            ]
+        )
     assert len(model.trainable_variables) == 2 * LAYERS
     return model
 
@@ -128,14 +134,18 @@ def measure(variants, rounds=15, block=10, warmup=2):
 
 def report(variants, title=""):
     base = variants[0]
-    print(f"\n{title}\n| variant | step / {base.name} (median of paired rounds) | "
-          f"first call / {base.name}'s | traced nodes |\n|---|---|---|---|")
+    print(
+        f"\n{title}\n| variant | step / {base.name} (median of paired rounds) | "
+        f"first call / {base.name}'s | traced nodes |\n|---|---|---|---|"
+    )
     for v in variants:
         r = statistics.median(t / b for t, b in zip(v.times, base.times))
         f = (v.first / base.first) if v.first and base.first else float("nan")
         print(f"| {v.name} | {r:.2f}x | {f:.2f}x | {nodes(v.step_fn)} |")
-    print(f"(base median step {statistics.median(base.times) * 1e3:.1f} ms; "
-          f"{os.cpu_count()} CPUs, tf {tf.__version__})", flush=True)
+    print(
+        f"(base median step {statistics.median(base.times) * 1e3:.1f} ms; {os.cpu_count()} CPUs, tf {tf.__version__})",
+        flush=True,
+    )
 
 
 def nodes(fn, with_functions=True):
@@ -148,6 +158,7 @@ def nodes(fn, with_functions=True):
 
 def op_counts(fn):
     from collections import Counter
+
     g = fn.get_concrete_function().graph.as_graph_def()
     c = Counter(n.op for n in g.node)
     for f in g.library.function:

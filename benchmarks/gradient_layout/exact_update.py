@@ -12,6 +12,7 @@ DTensor SGD; dtsgd_viz.SGD (default, bit-identical to tf-keras); dtsgd_viz.SGD w
 the counts of all-to-alls in the compiled per-device program come from
 ``dtsgd_viz.communication``.
 """
+
 from collections import Counter
 
 import common
@@ -27,9 +28,11 @@ def _sgd(exact=None):
     return dtsgd_viz.SGD(**common.NESTEROV, mesh=common.MESH, exact_update=exact)
 
 
-made = [Variant("plain tf-keras DTensor SGD", make_step(_sgd(), pass_loss=False)),
-        Variant("dtsgd_viz.SGD (default)", make_step(_sgd(False), pass_loss=False)),
-        Variant("dtsgd_viz.SGD(exact_update=True)", make_step(_sgd(True), pass_loss=False))]
+made = [
+    Variant("plain tf-keras DTensor SGD", make_step(_sgd(), pass_loss=False)),
+    Variant("dtsgd_viz.SGD (default)", make_step(_sgd(False), pass_loss=False)),
+    Variant("dtsgd_viz.SGD(exact_update=True)", make_step(_sgd(True), pass_loss=False)),
+]
 first_calls(made)
 measure(made, rounds=12)
 report(made, f"{common.LAYERS} x Dense({common.WIDTH}), kernels {common.LAYOUT!r}, 2x4 mesh")

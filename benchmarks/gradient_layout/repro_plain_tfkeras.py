@@ -10,6 +10,7 @@ pattern). Also checks bit for bit, after 30 steps, against the unchanged step.
 (common.py builds model and data with tf / tf_keras only; dtsgd_viz is used for
 setup_devices / make_mesh and to unpack shards.)
 """
+
 import sys
 
 import common
@@ -21,15 +22,16 @@ from variants import control_pin_apply, plain_apply, relayout_apply, side_relayo
 from dtsgd_viz import dtensor as _dtensor
 
 STEPS = 30
-WRAPS = {"p": ("plain tf-keras DTensor SGD", plain_apply),
-         "r": ("+ relayout(g, v.layout) fed to the update", relayout_apply),
-         "s": ("+ relayout(g, v.layout) on a side branch only", side_relayout_apply),
-         "c": ("+ relayout(g, v.layout) as a control dependency only", control_pin_apply)}
+WRAPS = {
+    "p": ("plain tf-keras DTensor SGD", plain_apply),
+    "r": ("+ relayout(g, v.layout) fed to the update", relayout_apply),
+    "s": ("+ relayout(g, v.layout) on a side branch only", side_relayout_apply),
+    "c": ("+ relayout(g, v.layout) as a control dependency only", control_pin_apply),
+}
 
 
 def opt():
-    return tf_keras.dtensor.experimental.optimizers.SGD(**common.NESTEROV, mesh=common.MESH,
-                                                         jit_compile=False)
+    return tf_keras.dtensor.experimental.optimizers.SGD(**common.NESTEROV, mesh=common.MESH, jit_compile=False)
 
 
 def bits(wrap):

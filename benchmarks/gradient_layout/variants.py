@@ -1,5 +1,6 @@
 """The apply variants compared in safety.py / repro_plain_tfkeras.py (plain tf-keras only,
 besides dtsgd_viz's own optimizer where named)."""
+
 import tensorflow as tf
 from tensorflow.experimental import dtensor
 
@@ -24,9 +25,12 @@ def side_relayout_apply(opt, grads, variables):
     key = id(opt)
     if key not in _sinks:
         with tf.init_scope():
-            _sinks[key] = [dtensor.DVariable(dtensor.call_with_layout(
-                tf.zeros, v.layout, shape=v.shape, dtype=v.dtype), trainable=False)
-                for v in variables]
+            _sinks[key] = [
+                dtensor.DVariable(
+                    dtensor.call_with_layout(tf.zeros, v.layout, shape=v.shape, dtype=v.dtype), trainable=False
+                )
+                for v in variables
+            ]
     pinned = [dtensor.relayout(g, v.layout) for g, v in zip(grads, variables)]
     opt.apply_gradients(zip(grads, variables))
     for s, p in zip(_sinks[key], pinned):

@@ -52,10 +52,12 @@ def model_and_optimizer():
     layout_map["d2.*bias"] = dtensor.Layout.replicated(mesh, 1)
     with layout_map.scope():
         tf_keras.utils.set_random_seed(0)
-        model = tf_keras.Sequential([
-            tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
-            tf_keras.layers.Dense(1, name="d2"),
-        ])
+        model = tf_keras.Sequential(
+            [
+                tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
+                tf_keras.layers.Dense(1, name="d2"),
+            ]
+        )
     opt = tf_keras.dtensor.experimental.optimizers.SGD(LR, momentum=MU, nesterov=True, mesh=mesh)
     return model, opt
 
@@ -67,8 +69,7 @@ data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
 
 
 def on_mesh(a):
-    return dtensor.relayout(dtensor.copy_to_mesh(tf.constant(a), dtensor.Layout.replicated(mesh, 2)),
-                            data_layout)
+    return dtensor.relayout(dtensor.copy_to_mesh(tf.constant(a), dtensor.Layout.replicated(mesh, 2)), data_layout)
 
 
 xb, yb = on_mesh(x), on_mesh(y)
@@ -89,19 +90,19 @@ def train(graph):
     fn = tf.function(step) if graph else step
     for _ in range(STEPS):
         fn()
-    return {v.name: [np.asarray(s) for s in dtensor.unpack(v.read_value())]
-            for v in model.trainable_variables}
+    return {v.name: [np.asarray(s) for s in dtensor.unpack(v.read_value())] for v in model.trainable_variables}
 
 
 eager = train(graph=False)
 graph = train(graph=True)
-print(f"tf {tf.__version__}, tf-keras {tf_keras.__version__}: {STEPS} Nesterov updates "
-      f"(lr={LR}, momentum={MU}) of a LayoutMap MLP on a 2x4 CPU mesh, eager vs tf.function"
-      + (", gradients relaid out to their variables' layouts" if RELAYOUT else ""))
+print(
+    f"tf {tf.__version__}, tf-keras {tf_keras.__version__}: {STEPS} Nesterov updates "
+    f"(lr={LR}, momentum={MU}) of a LayoutMap MLP on a 2x4 CPU mesh, eager vs tf.function"
+    + (", gradients relaid out to their variables' layouts" if RELAYOUT else "")
+)
 worst = 0.0
 for name in eager:
     diff = max(float(np.max(np.abs(a - b))) for a, b in zip(eager[name], graph[name]))
     worst = max(worst, diff)
     print(f"  {name:<12} max |eager - graph| = {diff:.3g}")
-print("RESULT:", "the runs differ (stale velocity in tf.function)" if worst > 1e-5 else
-      "the runs agree (fixed)")
+print("RESULT:", "the runs differ (stale velocity in tf.function)" if worst > 1e-5 else "the runs agree (fixed)")

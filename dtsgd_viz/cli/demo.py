@@ -68,6 +68,7 @@ def run_demo(steps=100, progress=False, file=None):
     ``progress=True`` shows a bar per optimizer (``tqdm.auto``, on ``file``: default
     stderr)."""
     from .. import dtensor as _dtensor
+
     tf = _dtensor.quiet_tensorflow_import()  # before the imports below load it
     from ..optimizer.sgd import SGD
     from ..recorder.recorder import Recorder
@@ -102,6 +103,7 @@ def run_demo(steps=100, progress=False, file=None):
 
 def path_surface():
     from ..theory.surfaces import RotatedQuadratic
+
     return RotatedQuadratic(condition=10.0, angle=30.0)
 
 
@@ -120,14 +122,14 @@ def run_paths(steps=PATH_STEPS, progress=False, file=None):
         if done == total:
             bars[name].close()
 
-    return run(path_surface(), PATH_CONFIGS, steps,
-               progress=report if _progress.shown(progress) else None)
+    return run(path_surface(), PATH_CONFIGS, steps, progress=report if _progress.shown(progress) else None)
 
 
 def demo_surface():
     """The demo's loss as a surface: ``sum(c * (w - 1)**2 / 2)`` on the 2x4 mesh, ``c``
     log-spaced 0.05..1 over the blocks (``ShardedQuadratic``'s defaults, ``curvature``)."""
     from ..theory.surfaces import ShardedQuadratic
+
     return ShardedQuadratic(SHAPE, tuple(MESH.items()), SPECS, curvature=(0.05, 1.0), target=1.0)
 
 
@@ -135,6 +137,7 @@ def summary(runs, tol=1e-3) -> str:
     """A short, readable text summary of the demo runs, in ``dtsgd_viz.findings``'
     numbers (the loss after k updates, at the recorded parameters)."""
     from ..views.paths.findings import findings
+
     first = runs[0].recording
     geom = first.geometry("w")
     mesh = first.mesh
@@ -150,7 +153,8 @@ def summary(runs, tol=1e-3) -> str:
         f"{f'mean k={a}-{b}':>14}  {'<=' + format(tol, 'g') + ' from k':>13}  {'rule check':>10}",
     ]
     from ..theory.reference import check_recording
-    assert found.to_tolerance is not None   # findings fills it whenever tol is given
+
+    assert found.to_tolerance is not None  # findings fills it whenever tol is given
     for run in runs:
         r = run.recording
         hp = r.hyperparameters
@@ -168,15 +172,16 @@ def summary(runs, tol=1e-3) -> str:
         if run.recording.hyperparameters.momentum == 0:
             continue
         norms = np.linalg.norm(
-            run.recording.shard_values("w", "velocity")[shown - 1]
-            .reshape(mesh.num_devices, -1), axis=1).reshape(mesh.dim_sizes)
+            run.recording.shard_values("w", "velocity")[shown - 1].reshape(mesh.num_devices, -1), axis=1
+        ).reshape(mesh.dim_sizes)
         lines.append(f"  {run.name}:")
         lines += ["    " + "  ".join(f"{x:8.4f}" for x in row) for row in norms]
     return "\n".join(lines)
 
 
-def main(steps=100, save=None, out_dir=DEFAULT_OUT, out=sys.stdout, err=sys.stderr,
-         path_steps=PATH_STEPS, gif_frames=None) -> int:
+def main(
+    steps=100, save=None, out_dir=DEFAULT_OUT, out=sys.stdout, err=sys.stderr, path_steps=PATH_STEPS, gif_frames=None
+) -> int:
     """Run the demo, print its summary to ``out`` (progress bars and messages to
     ``err``; ``DTSGD_VIZ_PROGRESS=0`` turns the bars off), save the recordings in
     ``save`` if given, and write the report to ``out_dir`` (None: none), its GIF in
@@ -186,9 +191,12 @@ def main(steps=100, save=None, out_dir=DEFAULT_OUT, out=sys.stdout, err=sys.stde
     def progress(msg):
         print(msg, file=err, flush=True)
 
-    print(f"dtsgd_viz demo: plain / momentum / Nesterov SGD, {steps} steps each, on a "
-          f"{'x'.join(map(str, MESH.values()))} virtual CPU mesh (real DTensor optimizer).",
-          file=out, flush=True)
+    print(
+        f"dtsgd_viz demo: plain / momentum / Nesterov SGD, {steps} steps each, on a "
+        f"{'x'.join(map(str, MESH.values()))} virtual CPU mesh (real DTensor optimizer).",
+        file=out,
+        flush=True,
+    )
     runs = run_demo(steps, progress=True, file=err)
     text = summary(runs)
     print(text, file=out, flush=True)
@@ -200,13 +208,22 @@ def main(steps=100, save=None, out_dir=DEFAULT_OUT, out=sys.stdout, err=sys.stde
     if out_dir is None:
         return 0
     from . import report
+
     paths = run_paths(path_steps, progress=True, file=err)
     frames = report.GIF_FRAMES if gif_frames is None else gif_frames
-    result = report.write_report(out_dir, {r.name: r.recording for r in runs}, paths,
-                                 path_surface(), summary=text, gif_frames=frames,
-                                 progress=progress)
-    print(f"\nReport: {len(result.items)} files and {os.path.basename(result.index)} in "
-          f"{result.directory}{os.sep}", file=out)
+    result = report.write_report(
+        out_dir,
+        {r.name: r.recording for r in runs},
+        paths,
+        path_surface(),
+        summary=text,
+        gif_frames=frames,
+        progress=progress,
+    )
+    print(
+        f"\nReport: {len(result.items)} files and {os.path.basename(result.index)} in {result.directory}{os.sep}",
+        file=out,
+    )
     for item in result.items:
         print(f"  {item.filename:<28} {item.title}", file=out)
     print(f"Open {os.path.abspath(result.index)} in a browser.", file=out)

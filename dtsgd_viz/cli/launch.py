@@ -45,13 +45,16 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
 def client_env(client_id: int, jobs: list[str], devices_per_client: int, base=None) -> dict:
     """The environment of client ``client_id`` of ``len(jobs)`` (``host:port`` each);
     one job is a single-process run (no DTensor variables)."""
-    env = {k: v for k, v in (os.environ if base is None else base).items()
-           if k not in DTENSOR_VARS}
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in DTENSOR_VARS}
     env["DTSGD_VIZ_CPU_DEVICES"] = str(devices_per_client)
     env["PYTHONUNBUFFERED"] = "1"  # each log's last line is the client's progress
     if len(jobs) > 1:
-        env.update(DTENSOR_CLIENT_ID=str(client_id), DTENSOR_NUM_CLIENTS=str(len(jobs)),
-                   DTENSOR_JOB_NAME=JOB_NAME, DTENSOR_JOBS=",".join(jobs))
+        env.update(
+            DTENSOR_CLIENT_ID=str(client_id),
+            DTENSOR_NUM_CLIENTS=str(len(jobs)),
+            DTENSOR_JOB_NAME=JOB_NAME,
+            DTENSOR_JOBS=",".join(jobs),
+        )
     return env
 
 
@@ -59,6 +62,7 @@ def _die_with_parent():  # pragma: no cover - runs in the child before exec
     """Linux: the client gets SIGKILL if the launcher itself dies (even by SIGKILL)."""
     try:
         import ctypes
+
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
@@ -113,8 +117,7 @@ class _Progress:
         self.last = 0.0
 
     def _line(self, c) -> str:
-        state = ("running" if c.status is None else "killed" if c.killed
-                 else f"exit {c.status}")
+        state = "running" if c.status is None else "killed" if c.killed else f"exit {c.status}"
         width = shutil.get_terminal_size().columns if self.tty else 160
         return f"[client {c.id} {state}] {c.last_line()}"[: width - 1]
 
@@ -135,8 +138,18 @@ class _Progress:
         self.out.flush()
 
 
-def launch(script, args=(), *, clients: int, devices_per_client: int, timeout=None,
-           log_dir=None, python=None, out=None, poll=0.2) -> int:
+def launch(
+    script,
+    args=(),
+    *,
+    clients: int,
+    devices_per_client: int,
+    timeout=None,
+    log_dir=None,
+    python=None,
+    out=None,
+    poll=0.2,
+) -> int:
     """Run ``python script args...`` as ``clients`` DTensor clients on 127.0.0.1, with
     ``devices_per_client`` virtual CPU devices each; returns 0 when all succeed, else the
     first failing client's exit status (``128 + signal`` if a signal ended it; 124 when
@@ -166,13 +179,20 @@ def launch(script, args=(), *, clients: int, devices_per_client: int, timeout=No
             log = os.path.join(log_dir, f"client-{i}.log")
             with open(log, "wb") as f:
                 proc = subprocess.Popen(
-                    command, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
-                    env=client_env(i, jobs, devices_per_client), start_new_session=True,
-                    preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=f,
+                    stderr=subprocess.STDOUT,
+                    env=client_env(i, jobs, devices_per_client),
+                    start_new_session=True,
+                    preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                )
             running.append(Client(i, proc, log))
             out.write(f"client {i}: pid {proc.pid}, log {log}\n")
-        out.write(f"{clients} client(s) x {devices_per_client} device(s): "
-                  f"DTENSOR_JOBS={','.join(jobs) if clients > 1 else '(single process)'}\n")
+        out.write(
+            f"{clients} client(s) x {devices_per_client} device(s): "
+            f"DTENSOR_JOBS={','.join(jobs) if clients > 1 else '(single process)'}\n"
+        )
         return _watch(running, timeout, _Progress(running, out), out, poll)
     finally:
         for c in running:
@@ -193,8 +213,9 @@ def _watch(clients, timeout, progress, out, poll) -> int:
             for c in clients:
                 c.kill()
             progress.update(force=True)
-            out.write(f"client {failed.id} failed (exit status {failed.status}): stopped the "
-                      f"others. Its log: {failed.log}\n")
+            out.write(
+                f"client {failed.id} failed (exit status {failed.status}): stopped the others. Its log: {failed.log}\n"
+            )
             return failed.status
         if all(c.status is not None for c in clients):
             progress.update(force=True)
@@ -213,6 +234,7 @@ def _stop_on_signals():
     """SIGTERM/SIGHUP end the launcher like Ctrl-C does (its ``finally`` kills the
     clients); returns what puts the old handlers back."""
     import threading
+
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 

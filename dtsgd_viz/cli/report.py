@@ -21,8 +21,18 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Item", "Report", "arrow_step", "shard_steps", "layout_figure", "shard_figure",
-           "path_figure", "update_figure", "index_html", "write_report"]
+__all__ = [
+    "Item",
+    "Report",
+    "arrow_step",
+    "shard_steps",
+    "layout_figure",
+    "shard_figure",
+    "path_figure",
+    "update_figure",
+    "index_html",
+    "write_report",
+]
 
 INDEX = "index.html"
 _DPIS = {"PNG_DPI": "DPI", "GIF_DPI": "GIF_DPI"}
@@ -33,13 +43,16 @@ def __getattr__(name):
     ~950 px wide, and ``GIF_DPI``), read when asked so importing this module stays light."""
     if name in _DPIS:
         from ..views.core import style
+
         return getattr(style, _DPIS[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 GIF_FRAMES = 20
 # ms a frame (animate defaults to 250): each frame's two close-ups hold two to four
 # labels, about a second's reading
 GIF_INTERVAL = 900
-PNG_PAD = 0.1   # inches of margin a side around what a PNG draws (as a notebook crops)
+PNG_PAD = 0.1  # inches of margin a side around what a PNG draws (as a notebook crops)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +136,7 @@ def shard_steps(n_steps: int, updates: Sequence[int] = (3, 10, 30)) -> list[int]
 def layout_figure(recording, name: str = "w"):
     """``plot_layout`` of ``name`` as recorded."""
     from ..views.mesh.layout import plot_layout
+
     return plot_layout(recording, name=name)
 
 
@@ -130,6 +144,7 @@ def shard_figure(recording, name: str = "w", step: int = -1, kind: str = "veloci
     """``plot_shards`` of ``name``'s ``kind`` at recorded step index ``step`` (an index
     into ``recording.steps``; ``plot_shards`` itself takes the update number)."""
     from ..views.shards.plot import plot_shards
+
     return plot_shards(recording, name, kind, int(recording.steps[step]))
 
 
@@ -137,6 +152,7 @@ def path_figure(recordings: Mapping, surface, step: int | None = None, name: str
     """``plot_paths`` of ``recordings`` on ``surface`` with arrows at recorded step index
     ``step`` (default: ``arrow_step``; ``plot_paths`` itself takes the update number)."""
     from ..views.paths.plot import plot_paths
+
     if step is None:
         step = arrow_step(recordings, name)
     update = int(next(iter(recordings.values())).steps[step])
@@ -147,6 +163,7 @@ def update_figure(recordings: Mapping, surface, step: int | None = None, name: s
     """``plot_update`` of ``recordings`` on ``surface``: the update at recorded step index
     ``step`` (default: ``arrow_step``, the one ``path_figure`` takes apart) up close."""
     from ..views.update.plot import plot_update
+
     if step is None:
         step = arrow_step(recordings, name)
     update = int(next(iter(recordings.values())).steps[step])
@@ -167,29 +184,33 @@ h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
 """
 
 
-def index_html(items: Sequence[Item], title: str, intro: str = "",
-               texts: Mapping[str, str] | None = None) -> str:
+def index_html(items: Sequence[Item], title: str, intro: str = "", texts: Mapping[str, str] | None = None) -> str:
     """A self-contained HTML page: a list of contents, then ``items`` in order, images
     with their captions, text items as preformatted blocks (content from
     ``texts[filename]``) with a link to the file. Every item's file is referenced by its
     relative name."""
     esc = html.escape
     texts = texts or {}
-    out = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
-           f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
-           f"<h1>{esc(title)}</h1>"]
+    out = [
+        "<!DOCTYPE html>",
+        "<html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
+    ]
     if intro:
         out.append(f"<p>{esc(intro)}</p>")
     anchor = {i.filename: esc(i.filename.replace(".", "-"), quote=True) for i in items}
-    out.append("<ul>" + "".join(f"<li><a href='#{anchor[i.filename]}'>{esc(i.title)}</a></li>"
-                                for i in items) + "</ul>")
+    out.append(
+        "<ul>" + "".join(f"<li><a href='#{anchor[i.filename]}'>{esc(i.title)}</a></li>" for i in items) + "</ul>"
+    )
     for item in items:
         src = esc(item.filename, quote=True)
-        out.append(f"<h2 id='{anchor[item.filename]}'>"
-                   f"{esc(item.title)}</h2>")
+        out.append(f"<h2 id='{anchor[item.filename]}'>{esc(item.title)}</h2>")
         if item.kind == "image":
-            out.append(f"<figure><img src='{src}' alt='{esc(item.title, quote=True)}'>"
-                       f"<figcaption>{esc(item.caption)}</figcaption></figure>")
+            out.append(
+                f"<figure><img src='{src}' alt='{esc(item.title, quote=True)}'>"
+                f"<figcaption>{esc(item.caption)}</figcaption></figure>"
+            )
         else:
             out.append(f"<p>{esc(item.caption)} (<a href='{src}'>{esc(item.filename)}</a>)</p>")
             if item.filename in texts:
@@ -203,8 +224,7 @@ def index_html(items: Sequence[Item], title: str, intro: str = "",
 
 def _check_recordings(what, recordings) -> dict:
     if not isinstance(recordings, Mapping) or not recordings:
-        raise ValueError(f"{what} must be a non-empty dict {{config name: Recording}}. "
-                         f"Received: {recordings!r}.")
+        raise ValueError(f"{what} must be a non-empty dict {{config name: Recording}}. Received: {recordings!r}.")
     empty = [k for k, r in recordings.items() if len(r) == 0]
     if empty:
         raise ValueError(f"{what}: recording(s) {empty} have no steps; record at least one.")
@@ -227,8 +247,7 @@ class _Folder:
     def save(self, fig, filename, title, caption) -> None:
         self.say(f"writing {filename}")
         # cropped to what is drawn, as a notebook shows a figure (no empty margins)
-        fig.savefig(self.path(filename), dpi=__getattr__("PNG_DPI"), bbox_inches="tight",
-                    pad_inches=PNG_PAD)
+        fig.savefig(self.path(filename), dpi=__getattr__("PNG_DPI"), bbox_inches="tight", pad_inches=PNG_PAD)
         self.items.append(Item(filename, title, caption))
 
     def write_text(self, filename, title, caption, text) -> None:
@@ -238,10 +257,18 @@ class _Folder:
         self.items.append(Item(filename, title, caption, kind="text"))
 
 
-def write_report(directory, shard_recordings: Mapping, path_recordings: Mapping, surface, *,
-                 name: str = "w", summary: str | None = None,
-                 updates: Sequence[int] = (3, 10, 30), gif_frames: int = GIF_FRAMES,
-                 progress: Callable[[str], None] | None = None) -> Report:
+def write_report(
+    directory,
+    shard_recordings: Mapping,
+    path_recordings: Mapping,
+    surface,
+    *,
+    name: str = "w",
+    summary: str | None = None,
+    updates: Sequence[int] = (3, 10, 30),
+    gif_frames: int = GIF_FRAMES,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
     """Draw the demo into ``directory`` (created if needed) and write ``index.html``.
 
     Args:
@@ -283,13 +310,18 @@ def _write_layout(out: _Folder, first, name) -> None:
 
     geom, layout = first.geometry(name), first.layout(name)
     block = "x".join(map(str, geom.local_shape))
-    out.save(layout_figure(first, name), "layout.png", f"How {name!r} is laid out on the mesh",
-             f"The {'x'.join(map(str, geom.global_shape))} parameter {name!r} cut into the "
-             f"{block} block each of the {layout.mesh.num_devices} devices holds "
-             f"(sharding [{', '.join(layout.sharding_specs)}] on {layout.mesh}). The optimizer's "
-             "velocity slot is laid out the same way.")
-    out.write_text("layout.txt", "The same layout as text", "layout_table: one row per block.",
-                   str(layout_table(first, name=name)))
+    out.save(
+        layout_figure(first, name),
+        "layout.png",
+        f"How {name!r} is laid out on the mesh",
+        f"The {'x'.join(map(str, geom.global_shape))} parameter {name!r} cut into the "
+        f"{block} block each of the {layout.mesh.num_devices} devices holds "
+        f"(sharding [{', '.join(layout.sharding_specs)}] on {layout.mesh}). The optimizer's "
+        "velocity slot is laid out the same way.",
+    )
+    out.write_text(
+        "layout.txt", "The same layout as text", "layout_table: one row per block.", str(layout_table(first, name=name))
+    )
 
 
 def _write_shards(out: _Folder, shard_recordings, name, updates) -> None:
@@ -303,12 +335,15 @@ def _write_shards(out: _Folder, shard_recordings, name, updates) -> None:
             if i not in steps_of[config]:
                 continue
             it = int(rec.steps[i])
-            out.save(shard_figure(rec, name, i), f"shards-{config}-update{it:03d}.png",
-                     f"{config}: velocity per shard after update {it}",
-                     f"Left: the {config} velocity of {name!r} after update {it}, each "
-                     "device's block outlined. Right: each shard's velocity norm over the whole "
-                     "run; the line marks the update shown. Blocks differ in curvature, so "
-                     "their velocities grow, oscillate and die out at different speeds.")
+            out.save(
+                shard_figure(rec, name, i),
+                f"shards-{config}-update{it:03d}.png",
+                f"{config}: velocity per shard after update {it}",
+                f"Left: the {config} velocity of {name!r} after update {it}, each "
+                "device's block outlined. Right: each shard's velocity norm over the whole "
+                "run; the line marks the update shown. Blocks differ in curvature, so "
+                "their velocities grow, oscillate and die out at different speeds.",
+            )
 
 
 def _write_paths(out: _Folder, path_recordings, surface, pname) -> None:
@@ -318,22 +353,27 @@ def _write_paths(out: _Folder, path_recordings, surface, pname) -> None:
     it = int(next(iter(path_recordings.values())).steps[step])
     label = getattr(surface, "label", type(surface).__name__)
     hp = {k: r.hyperparameters for k, r in path_recordings.items()}
-    settings = "; ".join(f"{k}: lr={h.learning_rate[0]:g}, momentum={h.momentum:g}"
-                         for k, h in hp.items())
-    out.save(path_figure(path_recordings, surface, step, pname), "paths.png",
-             f"Update paths: {' vs '.join(path_recordings)}",
-             f"Each optimizer's path on the {label} from the same start ({settings}), with the "
-             f"update {it} taken apart into arrows (where they stray furthest from the path): the "
-             "momentum or look-ahead term and the gradient term, tip to tail. "
-             "Right: the loss after k updates, k = 0..N (log scale), each run named at its end; the "
-             "title compares the runs' mean loss over the shaded last updates (dtsgd_viz.findings).")
-    out.save(update_figure(path_recordings, surface, step, pname), "update.png",
-             f"Update {it} up close: {' vs '.join(path_recordings)}",
-             f"Update {it} of each run in a panel of its own: the momentum (or Nesterov "
-             "look-ahead) term and the gradient term as arrows tip to tail, each named with its "
-             "length, ending on the recorded next point; for Nesterov the look-ahead point where "
-             "the gradient was taken. Each panel's title says how many times closer it is than "
-             "the paths figure; the figure's title what differs between the runs' updates.")
+    settings = "; ".join(f"{k}: lr={h.learning_rate[0]:g}, momentum={h.momentum:g}" for k, h in hp.items())
+    out.save(
+        path_figure(path_recordings, surface, step, pname),
+        "paths.png",
+        f"Update paths: {' vs '.join(path_recordings)}",
+        f"Each optimizer's path on the {label} from the same start ({settings}), with the "
+        f"update {it} taken apart into arrows (where they stray furthest from the path): the "
+        "momentum or look-ahead term and the gradient term, tip to tail. "
+        "Right: the loss after k updates, k = 0..N (log scale), each run named at its end; the "
+        "title compares the runs' mean loss over the shaded last updates (dtsgd_viz.findings).",
+    )
+    out.save(
+        update_figure(path_recordings, surface, step, pname),
+        "update.png",
+        f"Update {it} up close: {' vs '.join(path_recordings)}",
+        f"Update {it} of each run in a panel of its own: the momentum (or Nesterov "
+        "look-ahead) term and the gradient term as arrows tip to tail, each named with its "
+        "length, ending on the recorded next point; for Nesterov the look-ahead point where "
+        "the gradient was taken. Each panel's title says how many times closer it is than "
+        "the paths figure; the figure's title what differs between the runs' updates.",
+    )
 
 
 def _write_animation(out: _Folder, path_recordings, surface, pname, gif_frames) -> None:
@@ -344,18 +384,25 @@ def _write_animation(out: _Folder, path_recordings, surface, pname, gif_frames) 
     out.say(f"animating paths.gif ({frames} frames)")
     anim = animate(path_recordings, surface, name=pname, frames=frames, interval=GIF_INTERVAL)
     anim.save(out.path("paths.gif"), writer="pillow", dpi=__getattr__("GIF_DPI"))
-    out.items.append(Item("paths.gif", f"Animation: {' vs '.join(path_recordings)}",
-                          f"The same runs update by update ({frames} frames, the last one held): "
-                          "the paths grow, the arrows and zoomed panels show each update's terms, "
-                          "the loss curves (the loss after k updates) are drawn up to the update shown; "
-                          "the title is the whole run's finding."))
+    out.items.append(
+        Item(
+            "paths.gif",
+            f"Animation: {' vs '.join(path_recordings)}",
+            f"The same runs update by update ({frames} frames, the last one held): "
+            "the paths grow, the arrows and zoomed panels show each update's terms, "
+            "the loss curves (the loss after k updates) are drawn up to the update shown; "
+            "the title is the whole run's finding.",
+        )
+    )
 
 
 def _write_index(out: _Folder, first) -> None:
     """``index.html``: every item written so far, in order (``index_html``)."""
     title = "dtsgd_viz demo report"
-    intro = ("Figures drawn from recordings of the real TensorFlow DTensor SGD optimizer on "
-             f"a virtual CPU mesh ({first.mesh}): the layout of the demo parameter, its "
-             "velocity shard by shard, and momentum vs Nesterov update paths.")
+    intro = (
+        "Figures drawn from recordings of the real TensorFlow DTensor SGD optimizer on "
+        f"a virtual CPU mesh ({first.mesh}): the layout of the demo parameter, its "
+        "velocity shard by shard, and momentum vs Nesterov update paths."
+    )
     with open(out.path(INDEX), "w", encoding="utf-8") as f:
         f.write(index_html(out.items, title, intro, out.texts))

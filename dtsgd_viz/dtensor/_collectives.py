@@ -42,39 +42,82 @@ from .devices import quiet_tensorflow_import
 
 # lowered collective op -> kind, when the node name does not say (DTensor's names do)
 _OP_KIND = {
-    "CollectiveReduceV2": "all-reduce", "CollectiveReduceV3": "all-reduce",
-    "CollectiveGatherV2": "all-gather", "CollectiveAllToAllV2": "all-to-all",
-    "CollectiveAllToAllV3": "all-to-all", "CollectiveReduceScatterV2": "reduce-scatter",
-    "CollectiveBcastSendV2": "broadcast", "CollectiveBcastRecvV2": "broadcast",
+    "CollectiveReduceV2": "all-reduce",
+    "CollectiveReduceV3": "all-reduce",
+    "CollectiveGatherV2": "all-gather",
+    "CollectiveAllToAllV2": "all-to-all",
+    "CollectiveAllToAllV3": "all-to-all",
+    "CollectiveReduceScatterV2": "reduce-scatter",
+    "CollectiveBcastSendV2": "broadcast",
+    "CollectiveBcastRecvV2": "broadcast",
 }
 _DTENSOR_KIND = {
-    "AllReduce": "all-reduce", "AllGather": "all-gather", "AllToAll": "all-to-all",
-    "ReduceScatter": "reduce-scatter", "AllScatter": "all-scatter",
-    "CollectivePermute": "collective-permute", "Broadcast": "broadcast",
+    "AllReduce": "all-reduce",
+    "AllGather": "all-gather",
+    "AllToAll": "all-to-all",
+    "ReduceScatter": "reduce-scatter",
+    "AllScatter": "all-scatter",
+    "CollectivePermute": "collective-permute",
+    "Broadcast": "broadcast",
 }
 _DTENSOR_NAME = re.compile(r"^(?P<loc>.*?)/DTensor(?P<kind>[A-Za-z]+?)Op(?:_\d+)*$")
 # a piece of a fused all-reduce (or of fused all-gathers, which a CPU runs as all-reduces)
-_COMBINED_IN = re.compile(r"^(?P<piece>.*)/DTensor(?P<kind>AllReduce|AllGather)Op/"
-                          r"CombinedReduceUpdateSlice$")
+_COMBINED_IN = re.compile(
+    r"^(?P<piece>.*)/DTensor(?P<kind>AllReduce|AllGather)Op/"
+    r"CombinedReduceUpdateSlice$"
+)
 _COMBINED_OUT = "PostCombinedReduceSlice"
 _COMBINED_RESHAPE = "PostCombinedReduceReshape"
 _COMBINED_FLATTEN = "/CombinedReduceFlatten"
 # ops a gradient passes through on its way to a variable update without ceasing to be that
 # variable's gradient: the optimizer's elementwise maths and relayouts
 _PASS_OPS = {
-    "Identity", "Snapshot", "StopGradient", "Neg", "Mul", "MulNoNan", "AddV2", "Add", "AddN",
-    "Sub", "RealDiv", "Div", "DivNoNan", "Sqrt", "Rsqrt", "Square", "Pow", "Sign", "Abs",
-    "Maximum", "Minimum", "ClipByValue", "Select", "SelectV2", "Cast", "Exp", "Log",
-    "Reciprocal", "Inv", "Reshape", "Transpose", "Slice", "StridedSlice", "Squeeze",
-    "ExpandDims", "ReadVariableOp", "CollectiveAllToAllV2", "CollectiveAllToAllV3",
+    "Identity",
+    "Snapshot",
+    "StopGradient",
+    "Neg",
+    "Mul",
+    "MulNoNan",
+    "AddV2",
+    "Add",
+    "AddN",
+    "Sub",
+    "RealDiv",
+    "Div",
+    "DivNoNan",
+    "Sqrt",
+    "Rsqrt",
+    "Square",
+    "Pow",
+    "Sign",
+    "Abs",
+    "Maximum",
+    "Minimum",
+    "ClipByValue",
+    "Select",
+    "SelectV2",
+    "Cast",
+    "Exp",
+    "Log",
+    "Reciprocal",
+    "Inv",
+    "Reshape",
+    "Transpose",
+    "Slice",
+    "StridedSlice",
+    "Squeeze",
+    "ExpandDims",
+    "ReadVariableOp",
+    "CollectiveAllToAllV2",
+    "CollectiveAllToAllV3",
 }
 _TAPE = "gradient_tape/"  # the scope tf.GradientTape names the backward pass's ops in
-_WRITE_OPS = re.compile(
-    r"^(Assign(Add|Sub)?VariableOp|Resource(Sparse)?Apply\w+|ResourceScatter\w+)$")
+_WRITE_OPS = re.compile(r"^(Assign(Add|Sub)?VariableOp|Resource(Sparse)?Apply\w+|ResourceScatter\w+)$")
 
 
-def decode(wdef: Any, flat: Sequence[Any], variables: Sequence[Any],
-           mesh_from_string: Callable[[str], Any]) -> tuple[list[dict[str, Any]], Any]:
+def decode(
+    wdef: Any, flat: Sequence[Any], variables: Sequence[Any], mesh_from_string: Callable[[str], Any]
+) -> tuple[list[dict[str, Any]], Any]:
     """Every collective of the programs the wrapper ``wdef`` calls, in program order (a
     list of dicts, see the module docstring), and the live mesh they run on.
 
@@ -117,8 +160,7 @@ def _index_collectives(prog):
             links = [(m.group("loc") if m else nd.name, node_of(nd.input[0]), nd.name)]
         for loc, value, result in links:
             src = prog.nodes.get(value)
-            if result and src is not None and (
-                    src.op in _PASS_OPS or value.startswith(f"{loc}/DTensor")):
+            if result and src is not None and (src.op in _PASS_OPS or value.startswith(f"{loc}/DTensor")):
                 through[value] = result
     prog.through = through
 
@@ -136,9 +178,11 @@ def _groups(table, group_size, mesh) -> list[list[int]]:
         by_key.setdefault(key, []).append(dev)
     groups = sorted(sorted(g) for g in by_key.values())
     if group_size is not None and any(len(g) != group_size for g in groups):
-        raise ValueError(f"The group key table {table.tolist()} does not split the mesh into "
-                         f"groups of {group_size}: this DTensor program is not one "
-                         "dtsgd_viz.communication can read.")
+        raise ValueError(
+            f"The group key table {table.tolist()} does not split the mesh into "
+            f"groups of {group_size}: this DTensor program is not one "
+            "dtsgd_viz.communication can read."
+        )
     return groups
 
 
@@ -204,19 +248,23 @@ def _common(prog, nd, mesh, nested):
     dtype = tf.dtypes.as_dtype(nd.attr["T"].type)
     size = prog.const(nd.input[1]) if len(nd.input) > 1 else None
     table = prog.per_device_table(nd.input[2]) if len(nd.input) > 2 else None
-    groups = _groups(table, int(size) if size is not None else None, mesh) \
-        if table is not None else []
+    groups = _groups(table, int(size) if size is not None else None, mesh) if table is not None else []
     m = _DTENSOR_NAME.match(nd.name)
     kind = _DTENSOR_KIND.get(m.group("kind")) if m else None
     shape = prog.shape(nd.input[0])
     return {
-        "kind": kind or _OP_KIND[nd.op], "dtype": dtype.name, "itemsize": dtype.size,
-        "groups": groups, "mesh_dims": _mesh_dims(groups, mesh) if groups else (),
-        "reduce_op": _reduce_op(nd) if (kind or _OP_KIND[nd.op]) in (
-            "all-reduce", "reduce-scatter") else None,
-        "executed_as": nd.op, "executed_node": nd.name,
+        "kind": kind or _OP_KIND[nd.op],
+        "dtype": dtype.name,
+        "itemsize": dtype.size,
+        "groups": groups,
+        "mesh_dims": _mesh_dims(groups, mesh) if groups else (),
+        "reduce_op": _reduce_op(nd) if (kind or _OP_KIND[nd.op]) in ("all-reduce", "reduce-scatter") else None,
+        "executed_as": nd.op,
+        "executed_node": nd.name,
         "executed_bytes": math.prod(shape) * dtype.size if shape is not None else None,
-        "nested": nested, "_loc": m.group("loc") if m else nd.name, "_shape": shape,
+        "nested": nested,
+        "_loc": m.group("loc") if m else nd.name,
+        "_shape": shape,
     }
 
 
@@ -231,11 +279,16 @@ def _entry(prog, base, name, shape, starts, arg_var, source):
     output (``starts``) updates."""
     written, direct = _variables_fed(prog, starts, set(arg_var))
     e = {k: v for k, v in base.items() if not k.startswith("_")}
-    e.update(name=name, shape=tuple(shape) if shape is not None else (), tape=_tape_op(name),
-             bytes_per_device=math.prod(shape) * base["itemsize"] if shape is not None else 0,
-             updates=[arg_var[a] for a in written], backward=prog.backward(source),
-             direct=[arg_var[a] for a in written if a in direct],
-             fused_with=())
+    e.update(
+        name=name,
+        shape=tuple(shape) if shape is not None else (),
+        tape=_tape_op(name),
+        bytes_per_device=math.prod(shape) * base["itemsize"] if shape is not None else 0,
+        updates=[arg_var[a] for a in written],
+        backward=prog.backward(source),
+        direct=[arg_var[a] for a in written if a in direct],
+        fused_with=(),
+    )
     source_node = prog.nodes.get(source)
     read = source_node is not None and source_node.op == "ReadVariableOp"
     e["reads"] = arg_var.get(node_of(source_node.input[0])) if read and source_node is not None else None
@@ -250,18 +303,29 @@ def _describe(prog, nd, mesh, arg_var, nested=False):
         out = []
         for piece, kind, shape, value, result in pieces:
             source = piece if piece in prog.nodes else value
-            e = _entry(prog, base, piece, _operand_shape(prog, piece, shape, value),
-                       [result] if result else [], arg_var, source)
-            e.update(kind=_DTENSOR_KIND[kind],
-                     fused_with=tuple(p for p, *_ in pieces if p != piece),
-                     reduce_op=_reduce_op(nd) if kind == "AllReduce" else None)
+            e = _entry(
+                prog,
+                base,
+                piece,
+                _operand_shape(prog, piece, shape, value),
+                [result] if result else [],
+                arg_var,
+                source,
+            )
+            e.update(
+                kind=_DTENSOR_KIND[kind],
+                fused_with=tuple(p for p, *_ in pieces if p != piece),
+                reduce_op=_reduce_op(nd) if kind == "AllReduce" else None,
+            )
             out.append(e)
         return out
     loc = base["_loc"]
     source = loc if loc in prog.nodes else nd.name
-    return [_entry(prog, base, loc, _operand_shape(prog, loc, base["_shape"],
-                                                   node_of(nd.input[0])), [nd.name],
-                   arg_var, source)]
+    return [
+        _entry(
+            prog, base, loc, _operand_shape(prog, loc, base["_shape"], node_of(nd.input[0])), [nd.name], arg_var, source
+        )
+    ]
 
 
 def _operand_shape(prog, loc, lowered, value=None):
@@ -274,9 +338,13 @@ def _operand_shape(prog, loc, lowered, value=None):
     if named is not None and named.op not in _OP_KIND and prog.shape(loc) is not None:
         return prog.shape(loc)
     pad = prog.nodes.get(value) if value else None
-    if (pad is not None and pad.op == "TensorStridedSliceUpdate" and len(pad.input) > 4
-            and pad.name.startswith(f"{loc}/DTensorAllGatherOp")
-            and prog.shape(pad.input[4]) is not None):
+    if (
+        pad is not None
+        and pad.op == "TensorStridedSliceUpdate"
+        and len(pad.input) > 4
+        and pad.name.startswith(f"{loc}/DTensorAllGatherOp")
+        and prog.shape(pad.input[4]) is not None
+    ):
         return prog.shape(pad.input[4])
     return lowered
 
@@ -300,8 +368,7 @@ def _fused_pieces(prog, nd):
         if tail == _COMBINED_OUT:
             reshape = prog.nodes.get(f"{head}/{_COMBINED_RESHAPE}")
             results[head.rpartition("/")[0]] = reshape.name if reshape is not None else c.name
-    return [(p, kind, shape, value, results.get(p))
-            for p, kind, shape, value in reversed(pieces)]
+    return [(p, kind, shape, value, results.get(p)) for p, kind, shape, value in reversed(pieces)]
 
 
 def serves(entry: Mapping[str, Any], trainable: set[int]) -> tuple[str, object]:

@@ -20,22 +20,30 @@ from typing import Any
 
 from ._restore import quiet_stderr, run_restoring
 
-_COLLECTIVE_OPS = {"CollectiveReduceV2", "CollectiveReduceV3", "CollectiveGatherV2",
-                   "CollectiveAllToAllV2", "CollectiveAllToAllV3", "CollectiveReduceScatterV2",
-                   "CollectiveBcastSendV2", "CollectiveBcastRecvV2"}
+_COLLECTIVE_OPS = {
+    "CollectiveReduceV2",
+    "CollectiveReduceV3",
+    "CollectiveGatherV2",
+    "CollectiveAllToAllV2",
+    "CollectiveAllToAllV3",
+    "CollectiveReduceScatterV2",
+    "CollectiveBcastSendV2",
+    "CollectiveBcastRecvV2",
+}
 
 
-def collective_times(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any],
-                     variables: Sequence[Any]) -> dict[str, float]:
+def collective_times(
+    fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any], variables: Sequence[Any]
+) -> dict[str, float]:
     """``{lowered node: mean microseconds per run on one device}`` from one profiled run of
     ``fn(*args, **kwargs)`` (``variables`` restored after it), over this client's devices."""
     from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
+
     logdir = tempfile.mkdtemp(prefix="dtsgd_viz_comm_")
     try:
         with quiet_stderr():
             run_restoring(fn, args, kwargs, variables, profile_dir=logdir)
-            paths = [os.path.join(d, f) for d, _, files in os.walk(logdir) for f in files
-                     if f.endswith(".xplane.pb")]
+            paths = [os.path.join(d, f) for d, _, files in os.walk(logdir) for f in files if f.endswith(".xplane.pb")]
             data, ok = _pywrap_profiler_plugin.xspace_to_tools_data(paths, "trace_viewer@", {})
         if not ok:
             return {}
@@ -51,8 +59,11 @@ def _times(trace) -> dict[str, float]:
     for ev in trace.get("traceEvents", []):
         if ev.get("ph") != "X" or ev.get("name") not in _COLLECTIVE_OPS:
             continue
-        long_name = (frames.get(str(ev.get("sf")), {}).get("name")
-                     or ev.get("args", {}).get("long_name") or ev.get("args", {}).get("name", ""))
+        long_name = (
+            frames.get(str(ev.get("sf")), {}).get("name")
+            or ev.get("args", {}).get("long_name")
+            or ev.get("args", {}).get("name", "")
+        )
         if "/" not in long_name:
             continue
         node = long_name.split(":")[0].split("/", 1)[-1]

@@ -40,6 +40,7 @@ def node_of(ref: str) -> str:
 def _eager_context() -> Any:
     """TensorFlow's eager context (``context()`` creates it on first use)."""
     from tensorflow.python.eager import context
+
     ctx = context.context()
     assert ctx is not None  # context() creates the context when there is none
     return ctx
@@ -102,6 +103,7 @@ class Program:
     def const(self, ref: str) -> np.ndarray | None:
         """The value of a constant (through Identity/Reshape/Squeeze), else None."""
         from tensorflow.python.framework import tensor_util
+
         nd = self._source(ref)
         if nd is not None and nd.op == "Const":
             return tensor_util.MakeNdarray(nd.attr["value"].tensor)
@@ -141,17 +143,22 @@ def flat_inputs(cf: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list
     tf = quiet_tensorflow_import()
     try:  # private: how the function itself flattens its call
         from tensorflow.python.eager.polymorphic_function import function_type_utils
+
         bound = function_type_utils.canonicalize_function_inputs(args, kwargs, cf.function_type)
         flat = list(cf.function_type.unpack_inputs(bound))
     except Exception:  # noqa: BLE001 - moved in another TF version: nest order
-        flat = [t for t in tf.nest.flatten((args, kwargs), expand_composites=True)
-                if isinstance(t, (tf.Tensor, tf.Variable))]
+        flat = [
+            t
+            for t in tf.nest.flatten((args, kwargs), expand_composites=True)
+            if isinstance(t, (tf.Tensor, tf.Variable))
+        ]
     return flat + list(cf.captured_inputs)
 
 
 def layout_string(value: Any) -> str | None:
     """The DTensor layout string of a value, or None for anything that is not a DTensor."""
     from tensorflow.experimental import dtensor
+
     try:
         if not is_dtensor(value):
             return None

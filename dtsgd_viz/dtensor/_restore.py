@@ -63,6 +63,7 @@ def _wait(out) -> None:
     """Block until the step's outputs exist (DTensor returns before the devices finish)."""
     tf = quiet_tensorflow_import()
     from tensorflow.experimental import dtensor
+
     for t in tf.nest.flatten(out):
         if isinstance(t, tf.Tensor):
             try:
@@ -71,8 +72,13 @@ def _wait(out) -> None:
                 t.numpy()
 
 
-def run_restoring(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any],
-                  variables: Iterable[Any], profile_dir: str | None = None) -> None:
+def run_restoring(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    variables: Iterable[Any],
+    profile_dir: str | None = None,
+) -> None:
     """Call ``fn(*args, **kwargs)`` once (under the profiler, writing to ``profile_dir``,
     if given) and put every variable of ``variables`` back as it was."""
     tf = quiet_tensorflow_import()

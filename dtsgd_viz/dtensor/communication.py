@@ -32,8 +32,9 @@ from .model import unique_names
 __all__ = ["communication"]
 
 
-def communication(fn: Any, *args: Any, run: bool | None = None, timings: bool = False,
-                  **kwargs: Any) -> CommunicationReport:
+def communication(
+    fn: Any, *args: Any, run: bool | None = None, timings: bool = False, **kwargs: Any
+) -> CommunicationReport:
     """The collectives in the program DTensor compiled for ``fn(*args, **kwargs)``.
 
     ``fn`` is a function, not an update number: a ``tf.function`` (or a
@@ -67,6 +68,7 @@ def communication(fn: Any, *args: Any, run: bool | None = None, timings: bool = 
     """
     tf = quiet_tensorflow_import()
     from tensorflow.experimental import dtensor
+
     cf, call = _concrete(tf, fn, args, kwargs)
     flat = flat_inputs(cf, args, kwargs)
     layouts = [layout_string(t) for t in flat]
@@ -74,29 +76,33 @@ def communication(fn: Any, *args: Any, run: bool | None = None, timings: bool = 
         raise ValueError(
             f"communication needs a function that runs on a DTensor mesh. Received: "
             f"{_what(fn)}, none of whose {len(flat)} inputs (arguments and captured "
-            "variables) is a DTensor; lay its variables or data out on a mesh.")
+            "variables) is a DTensor; lay its variables or data out on a mesh."
+        )
     wdef = None if run else compiled_wrapper(cf, layouts)
     ran = wdef is None
     if ran:
         if run is False:
-            raise ValueError(f"DTensor has not compiled {_what(fn)} for these argument "
-                             "layouts yet: call it once first, or pass run=None or run=True.")
+            raise ValueError(
+                f"DTensor has not compiled {_what(fn)} for these argument "
+                "layouts yet: call it once first, or pass run=None or run=True."
+            )
         with quiet_stderr():
             run_restoring(call, args, kwargs, cf.variables)
         wdef = compiled_wrapper(cf, layouts)
     if wdef is None:
-        raise ValueError(f"DTensor compiled no program for {_what(fn)}: does it run on a "
-                         "DTensor mesh?")
+        raise ValueError(f"DTensor compiled no program for {_what(fn)}: does it run on a DTensor mesh?")
     # the TensorFlow stub's Mesh lacks from_string
     from_string = dtensor.Mesh.from_string  # pyright: ignore[reportAttributeAccessIssue]
     entries, mesh = decode(wdef, flat, list(cf.variables), from_string)
     times = {}
     if timings:
         from ._comm_times import collective_times
+
         times = collective_times(call, args, kwargs, cf.variables)
     collectives = _collectives(entries, cf, times if timings else None)
-    return CommunicationReport(mesh_spec(mesh), tuple(collectives), _name(fn, cf),
-                               ran or timings, _note(ran, timings, len(cf.variables)))
+    return CommunicationReport(
+        mesh_spec(mesh), tuple(collectives), _name(fn, cf), ran or timings, _note(ran, timings, len(cf.variables))
+    )
 
 
 def _concrete(tf, fn, args, kwargs):
@@ -107,14 +113,12 @@ def _concrete(tf, fn, args, kwargs):
         return fn.get_concrete_function(*args, **kwargs), fn
     plain = inspect.isfunction(fn) or inspect.ismethod(fn)
     hint = " (a plain Python function: wrap it in tf.function)" if plain else ""
-    raise TypeError(f"communication takes a tf.function or a ConcreteFunction. Received: "
-                    f"{_what(fn)}{hint}.")
+    raise TypeError(f"communication takes a tf.function or a ConcreteFunction. Received: {_what(fn)}{hint}.")
 
 
 def _what(fn) -> str:
     tf = quiet_tensorflow_import()
-    kind = ("tf.function" if isinstance(fn, tf.types.experimental.PolymorphicFunction)
-            else type(fn).__name__)
+    kind = "tf.function" if isinstance(fn, tf.types.experimental.PolymorphicFunction) else type(fn).__name__
     name = getattr(fn, "__name__", None) or getattr(fn, "name", None)
     name = name.decode() if isinstance(name, bytes) else name
     return f"{kind} {name!r}" if name else kind
@@ -133,25 +137,39 @@ def _collectives(entries, cf, times) -> list[Collective]:
     out = []
     for e in entries:
         what, var = serves(e, {id(v) for v in trainable})
-        out.append(Collective(
-            kind=e["kind"], mesh_dims=e["mesh_dims"], bytes_per_device=e["bytes_per_device"],
-            dtype=e["dtype"], shape=e["shape"], serves=what,
-            variable=names.get(id(var)) if var is not None else None,
-            reduce_op=e["reduce_op"], groups=e["groups"],
-            time_us=times.get(e["executed_node"]) if times is not None else None,
-            name=e["name"], executed_as=e["executed_as"], executed_node=e["executed_node"],
-            executed_bytes=e["executed_bytes"], fused_with=e["fused_with"]))
+        out.append(
+            Collective(
+                kind=e["kind"],
+                mesh_dims=e["mesh_dims"],
+                bytes_per_device=e["bytes_per_device"],
+                dtype=e["dtype"],
+                shape=e["shape"],
+                serves=what,
+                variable=names.get(id(var)) if var is not None else None,
+                reduce_op=e["reduce_op"],
+                groups=e["groups"],
+                time_us=times.get(e["executed_node"]) if times is not None else None,
+                name=e["name"],
+                executed_as=e["executed_as"],
+                executed_node=e["executed_node"],
+                executed_bytes=e["executed_bytes"],
+                fused_with=e["fused_with"],
+            )
+        )
     return out
 
 
 def _note(ran: bool, timings: bool, n_variables: int) -> str:
-    how = ("ran the step once (DTensor compiles a function on its first call) and read "
-           "the program it compiled" if ran else
-           "read the program DTensor had compiled for these argument layouts; did not run "
-           "the step")
+    how = (
+        "ran the step once (DTensor compiles a function on its first call) and read the program it compiled"
+        if ran
+        else "read the program DTensor had compiled for these argument layouts; did not run the step"
+    )
     if timings:
         how += "; ran it once more under the profiler for the times (host time on CPU)"
     if ran or timings:
-        how += (f"; the {n_variables} variables it captures (weights, optimizer slots, "
-                "iterations) were restored to their values before")
+        how += (
+            f"; the {n_variables} variables it captures (weights, optimizer slots, "
+            "iterations) were restored to their values before"
+        )
     return how

@@ -87,4 +87,5 @@ def replicated_layout(mesh: Any, rank: int) -> Any:
 def shard_geometry_of(shape: Sequence[int], layout: Any) -> ShardGeometry:
     """``shard_geometry`` for a live DTensor ``Layout``."""
     from ..geometry import shard_geometry
+
     return shard_geometry(shape, layout_spec(layout))

@@ -71,8 +71,7 @@ def _asked_cpu_devices() -> int | None:
     if not value:
         return None
     if not value.isdigit() or not 1 <= int(value) <= MAX_CPU_DEVICES:
-        raise ValueError(f"{CPU_DEVICES_ENV} must be an integer from 1 to {MAX_CPU_DEVICES}. "
-                         f"Received: {value!r}.")
+        raise ValueError(f"{CPU_DEVICES_ENV} must be an integer from 1 to {MAX_CPU_DEVICES}. Received: {value!r}.")
     return int(value)
 
 
@@ -88,8 +87,7 @@ def setup_devices(num_devices: int = DEFAULT_CPU_DEVICES) -> int:
         raise ValueError(f"num_devices must be an integer >= 1. Received: {num_devices!r}.")
     if num_devices > MAX_CPU_DEVICES:
         raise ValueError(
-            f"A virtual CPU mesh can have at most {MAX_CPU_DEVICES} devices. "
-            f"Received a request for {num_devices}."
+            f"A virtual CPU mesh can have at most {MAX_CPU_DEVICES} devices. Received a request for {num_devices}."
         )
     tf = quiet_tensorflow_import()
     with _quiet_native_stderr():  # device discovery logs a CUDA probe failure
@@ -106,9 +104,7 @@ def setup_devices(num_devices: int = DEFAULT_CPU_DEVICES) -> int:
         )
     want = max(num_devices, asked or DEFAULT_CPU_DEVICES)
     try:
-        tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * want
-        )
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * want)
         return want
     except RuntimeError:
         have = len(tf.config.list_logical_devices("CPU"))
@@ -139,9 +135,7 @@ def make_mesh(dims: Dims, device_type: str | None = None) -> Any:
     n = math.prod(sizes)
     device_type = (device_type or "CPU").upper()
     if device_type not in ("CPU", "GPU", "TPU"):
-        raise ValueError(
-            f"device_type must be 'CPU', 'GPU' or 'TPU'. Received: {device_type!r}."
-        )
+        raise ValueError(f"device_type must be 'CPU', 'GPU' or 'TPU'. Received: {device_type!r}.")
     tf, dtensor = _tensorflow()
     clients = dtensor.num_clients()
     if n % clients:
@@ -168,10 +162,11 @@ def make_mesh(dims: Dims, device_type: str | None = None) -> Any:
     if clients > 1:
         _initialize_clients(device_type)
         return dtensor.create_distributed_mesh(  # TPU meshes take every core: no list
-            list(zip(names, sizes)), local_devices=None if device_type == "TPU" else local_names,
-            device_type=device_type)
-    return dtensor.create_mesh(
-        list(zip(names, sizes)), devices=local_names, device_type=device_type)
+            list(zip(names, sizes)),
+            local_devices=None if device_type == "TPU" else local_names,
+            device_type=device_type,
+        )
+    return dtensor.create_mesh(list(zip(names, sizes)), devices=local_names, device_type=device_type)
 
 
 def _initialize_clients(device_type: str) -> None:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-FIX = ("dtsgd_viz.SGD is a tf-keras (Keras 2) optimizer: build the model, its variables "
-       "and schedules with tf-keras. One-line fix: `import tf_keras as keras` in place of "
-       "`import keras` (or `from tensorflow import keras` with TF_USE_LEGACY_KERAS=1 set "
-       "before TensorFlow is imported).")
+FIX = (
+    "dtsgd_viz.SGD is a tf-keras (Keras 2) optimizer: build the model, its variables "
+    "and schedules with tf-keras. One-line fix: `import tf_keras as keras` in place of "
+    "`import keras` (or `from tensorflow import keras` with TF_USE_LEGACY_KERAS=1 set "
+    "before TensorFlow is imported)."
+)
 
 
 def is_keras3(obj: object) -> bool:
@@ -29,9 +31,7 @@ def check(obj: object, what: str) -> None:
     """Raise ``TypeError`` naming ``what`` when ``obj`` is a Keras 3 object."""
     if is_keras3(obj):
         cls = type(obj)
-        raise TypeError(
-            f"{what} is a Keras 3 object ({cls.__module__}.{cls.__qualname__}). {FIX}"
-        )
+        raise TypeError(f"{what} is a Keras 3 object ({cls.__module__}.{cls.__qualname__}). {FIX}")
 
 
 def check_all(objs: Iterable[object], what: str) -> None:

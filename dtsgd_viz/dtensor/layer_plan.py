@@ -27,6 +27,7 @@ def layer_caveats(obj: Any, batch_dims: tuple[str, ...]) -> dict[str, str]:
 
     from ..models.layers import ShardedConv2D
     from .values import layout_of
+
     variables = optimizer_parts(obj)[0]
     names = {id(v): n for v, n in zip(variables, unique_names(variables))}
     along = "x".join(batch_dims)
@@ -34,12 +35,16 @@ def layer_caveats(obj: Any, batch_dims: tuple[str, ...]) -> dict[str, str]:
     for layer in layers:
         if isinstance(layer, ShardedConv2D):
             weights = [w for w in (layer.kernel, getattr(layer, "bias", None)) if w is not None]
-            how = ("a ShardedConv2D weight: the layer relays it out to replicated before "
-                   "the convolution, so DTensor gathers it, computes its gradient whole")
+            how = (
+                "a ShardedConv2D weight: the layer relays it out to replicated before "
+                "the convolution, so DTensor gathers it, computes its gradient whole"
+            )
         elif isinstance(layer, tf_keras.layers.Embedding):
             weights = [layer.embeddings]
-            how = ("an embedding table: its gradient is sparse, dtsgd_viz.SGD makes it "
-                   "dense on a mesh, and DTensor computes it whole")
+            how = (
+                "an embedding table: its gradient is sparse, dtsgd_viz.SGD makes it "
+                "dense on a mesh, and DTensor computes it whole"
+            )
         else:
             continue
         for w in weights:
@@ -48,8 +53,11 @@ def layer_caveats(obj: Any, batch_dims: tuple[str, ...]) -> dict[str, str]:
             if id(w) not in names or layout.is_fully_replicated:
                 continue
             if how.startswith("an embedding") and layout.sharding_specs[0] == "unsharded":
-                continue   # cut by column only: each device's dense gradient is its own columns'
+                continue  # cut by column only: each device's dense gradient is its own columns'
             whole = math.prod(w.shape) * w.dtype.size
-            out[names[id(w)]] = how + (f", sums all {whole} B over {along}" if along else "") + (
-                " and slices it to the variable's layout")
+            out[names[id(w)]] = (
+                how
+                + (f", sums all {whole} B over {along}" if along else "")
+                + (" and slices it to the variable's layout")
+            )
     return out

@@ -14,8 +14,9 @@ def is_tensorflow_object(obj: object) -> bool:
     """A live TensorFlow/tf-keras object (checked without importing TensorFlow)."""
     if "tensorflow" not in sys.modules:
         return False
-    return any((getattr(c, "__module__", "") or "").startswith(("tensorflow", "tf_keras", "keras"))
-               for c in type(obj).__mro__)
+    return any(
+        (getattr(c, "__module__", "") or "").startswith(("tensorflow", "tf_keras", "keras")) for c in type(obj).__mro__
+    )
 
 
 def variable_name(var: Any) -> str:
@@ -41,20 +42,34 @@ def optimizer_parts(obj: Any) -> tuple[list[Any], Any, str, list[str]]:
     if hasattr(obj, "apply_gradients") and hasattr(obj, "learning_rate"):
         slots = list(getattr(obj, "momentums", None) or [])
         if not slots:
-            raise ValueError(f"The optimizer {type(obj).__name__} has no momentum slots yet: build "
-                             "it (optimizer.build(variables)) or run one step first.")
-        return slots, None, f"optimizer {type(obj).__name__}{_hyper(obj)} slots", [
-            "slots only: a tf-keras optimizer keeps no reference to its parameters; pass the "
-            "model compiled with it to compare slot and parameter layouts"]
+            raise ValueError(
+                f"The optimizer {type(obj).__name__} has no momentum slots yet: build "
+                "it (optimizer.build(variables)) or run one step first."
+            )
+        return (
+            slots,
+            None,
+            f"optimizer {type(obj).__name__}{_hyper(obj)} slots",
+            [
+                "slots only: a tf-keras optimizer keeps no reference to its parameters; pass the "
+                "model compiled with it to compare slot and parameter layouts"
+            ],
+        )
     if hasattr(obj, "trainable_variables"):
         opt = getattr(obj, "optimizer", None)
         opt = getattr(opt, "inner_optimizer", opt)  # a LossScaleOptimizer wraps the real one
-        return list(obj.trainable_variables), opt, f"model {obj.name!r}" + (
-            f", optimizer {type(opt).__name__}{_hyper(opt)}" if opt is not None else ""), []
+        return (
+            list(obj.trainable_variables),
+            opt,
+            f"model {obj.name!r}" + (f", optimizer {type(opt).__name__}{_hyper(opt)}" if opt is not None else ""),
+            [],
+        )
     if isinstance(obj, (list, tuple)) and obj and all(is_tensorflow_object(v) for v in obj):
         return list(obj), None, "variables", []
-    raise TypeError(f"model_table takes a tf-keras model, an optimizer, a list of variables or a "
-                    f"Recording. Received: {type(obj).__name__}.")
+    raise TypeError(
+        f"model_table takes a tf-keras model, an optimizer, a list of variables or a "
+        f"Recording. Received: {type(obj).__name__}."
+    )
 
 
 def _hyper(opt) -> str:

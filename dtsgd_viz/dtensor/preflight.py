@@ -30,8 +30,7 @@ from typing import Any
 
 from .values import is_dtensor, layout_of
 
-__all__ = ["DTensorTrapError", "Preflight", "Trap", "check_model", "explain_error",
-           "preflight"]
+__all__ = ["DTensorTrapError", "Preflight", "Trap", "check_model", "explain_error", "preflight"]
 
 FUSED_EPSILON = 1.001e-5  # tf-keras' LayerNormalization fuses from this epsilon up
 
@@ -98,6 +97,7 @@ def _is_autocast(var) -> bool:
 
 def _layer_norm_trap(layer) -> Trap | None:
     import tf_keras
+
     if not isinstance(layer, tf_keras.layers.LayerNormalization):
         return None
     fused = getattr(layer, "_fused", None)  # set when the layer is built
@@ -105,15 +105,20 @@ def _layer_norm_trap(layer) -> Trap | None:
         fused = layer.epsilon >= FUSED_EPSILON
     if not fused:
         return None
-    return Trap(layer.name, f"LayerNormalization with epsilon={layer.epsilon:g} runs as "
-                "FusedBatchNormV3, which DTensor cannot lay out ('op does not implement layout "
-                "propagation')", "LayerNormalization(epsilon=1e-6) (below 1.001e-5 it is not fused)")
+    return Trap(
+        layer.name,
+        f"LayerNormalization with epsilon={layer.epsilon:g} runs as "
+        "FusedBatchNormV3, which DTensor cannot lay out ('op does not implement layout "
+        "propagation')",
+        "LayerNormalization(epsilon=1e-6) (below 1.001e-5 it is not fused)",
+    )
 
 
 def _embedding_trap(layer) -> Trap | None:
     import tf_keras
 
     from ..models.layers import TableEmbedding
+
     if not isinstance(layer, tf_keras.layers.Embedding) or isinstance(layer, TableEmbedding):
         return None
     table = getattr(layer, "embeddings", None)
@@ -122,34 +127,41 @@ def _embedding_trap(layer) -> Trap | None:
     rows = layout_of(_inner(table)).sharding_specs[0]
     if rows == "unsharded":
         return None
-    return Trap(layer.name, f"its table is sharded by rows (over {rows!r}), and DTensor's "
-                "ResourceGather refuses a sharded dim 0", "dtsgd_viz.layers.TableEmbedding (the "
-                "same layer, gathering from the table read as a tensor), or shard the table by "
-                "columns")
+    return Trap(
+        layer.name,
+        f"its table is sharded by rows (over {rows!r}), and DTensor's ResourceGather refuses a sharded dim 0",
+        "dtsgd_viz.layers.TableEmbedding (the "
+        "same layer, gathering from the table read as a tensor), or shard the table by "
+        "columns",
+    )
 
 
 def _conv_trap(layer) -> Trap | None:
     import tf_keras
 
     from ..models.layers import ShardedConv2D
+
     conv = (tf_keras.layers.Conv1D, tf_keras.layers.Conv2D, tf_keras.layers.Conv3D)
     if not isinstance(layer, conv) or isinstance(layer, ShardedConv2D):
         return None
-    sharded = [w for w in ("kernel", "bias")
-               if getattr(layer, w, None) is not None and _sharded(_inner(getattr(layer, w)))]
+    sharded = [
+        w for w in ("kernel", "bias") if getattr(layer, w, None) is not None and _sharded(_inner(getattr(layer, w)))
+    ]
     if not sharded:
         return None
-    return Trap(layer.name, f"a convolution with its {' and '.join(sharded)} sharded: DTensor "
-                "wants a replicated filter ('Filter for convolution must have fully replicated "
-                "layout')", "dtsgd_viz.layers.ShardedConv2D (keeps the variables sharded and "
-                "relays them out for the convolution)")
+    return Trap(
+        layer.name,
+        f"a convolution with its {' and '.join(sharded)} sharded: DTensor "
+        "wants a replicated filter ('Filter for convolution must have fully replicated "
+        "layout')",
+        "dtsgd_viz.layers.ShardedConv2D (keeps the variables sharded and relays them out for the convolution)",
+    )
 
 
 def preflight(model: Any) -> Preflight:
     """The known DTensor traps in ``model`` (a built tf-keras model), before it trains."""
     if not hasattr(model, "layers") or not hasattr(model, "weights"):
-        raise TypeError("preflight takes a built tf-keras model. Received: "
-                        f"{type(model).__name__}.")
+        raise TypeError(f"preflight takes a built tf-keras model. Received: {type(model).__name__}.")
     weights = list(model.weights)
     if not any(is_dtensor(_inner(w)) for w in weights):
         return Preflight(model.name, ())
@@ -162,10 +174,15 @@ def preflight(model: Any) -> Preflight:
     off_mesh = [w.name for w in weights if _is_autocast(w) and not is_dtensor(_inner(w))]
     if off_mesh:
         more = f" and {len(off_mesh) - 3} more" if len(off_mesh) > 3 else ""
-        traps.append(Trap(model.name, f"{len(off_mesh)} variable(s) a mixed precision policy "
-                          f"wrapped are not on the mesh ({', '.join(off_mesh[:3])}{more}): "
-                          "tf-keras' LayoutMap skips AutoCastVariable",
-                          "dtsgd_viz.layout_autocast_variables(model) right after building it"))
+        traps.append(
+            Trap(
+                model.name,
+                f"{len(off_mesh)} variable(s) a mixed precision policy "
+                f"wrapped are not on the mesh ({', '.join(off_mesh[:3])}{more}): "
+                "tf-keras' LayoutMap skips AutoCastVariable",
+                "dtsgd_viz.layout_autocast_variables(model) right after building it",
+            )
+        )
     return Preflight(model.name, tuple(traps))
 
 
@@ -173,23 +190,31 @@ def check_model(model: Any) -> None:
     """Raise ``DTensorTrapError`` naming every known trap of ``model`` (none: returns)."""
     found = preflight(model)
     if found:
-        raise DTensorTrapError(f"{found}\n(dtsgd_viz.preflight(model) lists them; the DTensor "
-                               "recipes are in dtsgd_viz's docs/design.md.)")
+        raise DTensorTrapError(
+            f"{found}\n(dtsgd_viz.preflight(model) lists them; the DTensor recipes are in dtsgd_viz's docs/design.md.)"
+        )
 
 
 _KNOWN_ERRORS = (
-    ("does not implement layout propagation",
-     "a layer runs an op DTensor cannot lay out. LayerNormalization with its default epsilon "
-     "is the common case (fix: epsilon=1e-6); for another op, keep that layer's inputs and "
-     "weights replicated (dtensor.relayout to a replicated layout before the op)"),
-    ("ResourceGatherOp",
-     "an Embedding table sharded by rows: use dtsgd_viz.layers.TableEmbedding, or shard the "
-     "table by columns"),
-    ("Filter for convolution must have fully replicated layout",
-     "a convolution with a sharded kernel: use dtsgd_viz.layers.ShardedConv2D"),
-    ("Keras is expected to use tf.random.Generator",
-     "a layer with random state (Dropout, MultiHeadAttention's dropout) under a LayoutMap: "
-     "call tf_keras.backend.experimental.enable_tf_random_generator() before building"),
+    (
+        "does not implement layout propagation",
+        "a layer runs an op DTensor cannot lay out. LayerNormalization with its default epsilon "
+        "is the common case (fix: epsilon=1e-6); for another op, keep that layer's inputs and "
+        "weights replicated (dtensor.relayout to a replicated layout before the op)",
+    ),
+    (
+        "ResourceGatherOp",
+        "an Embedding table sharded by rows: use dtsgd_viz.layers.TableEmbedding, or shard the table by columns",
+    ),
+    (
+        "Filter for convolution must have fully replicated layout",
+        "a convolution with a sharded kernel: use dtsgd_viz.layers.ShardedConv2D",
+    ),
+    (
+        "Keras is expected to use tf.random.Generator",
+        "a layer with random state (Dropout, MultiHeadAttention's dropout) under a LayoutMap: "
+        "call tf_keras.backend.experimental.enable_tf_random_generator() before building",
+    ),
 )
 
 

@@ -100,7 +100,8 @@ def _live_layout_arg(layout, what="layout"):
     if type(layout).__name__ != "Layout":
         raise TypeError(
             f"{what} must be a tf.experimental.dtensor.Layout or a dtsgd_viz.LayoutSpec. "
-            f"Received: {type(layout).__name__}.")
+            f"Received: {type(layout).__name__}."
+        )
     return layout
 
 
@@ -111,13 +112,12 @@ def put(array: ArrayLike, layout: Any) -> Any:
     array = np.asarray(array)
     layout = _live_layout_arg(layout)
     if array.ndim != layout.rank:
-        raise ValueError(f"The layout has rank {layout.rank} ({list(layout.sharding_specs)}); "
-                         f"the array has shape {array.shape}.")
+        raise ValueError(
+            f"The layout has rank {layout.rank} ({list(layout.sharding_specs)}); the array has shape {array.shape}."
+        )
     layout_spec(layout).check_shape(array.shape)  # a mesh dim that does not divide: say so
     mesh = layout.mesh
-    replicated = dtensor.copy_to_mesh(
-        tf.constant(array), dtensor.Layout.replicated(mesh, array.ndim)
-    )
+    replicated = dtensor.copy_to_mesh(tf.constant(array), dtensor.Layout.replicated(mesh, array.ndim))
     return dtensor.relayout(replicated, layout)
 
 
@@ -155,6 +155,7 @@ def to_numpy(x: Any) -> np.ndarray:
     if not is_dtensor(value):
         return np.asarray(value)
     from ..geometry import shard_geometry
+
     layout = dtensor.fetch_layout(value)
     geometry = shard_geometry(tuple(value.shape), layout_spec(layout))
     held = geometry.held_groups(local_device_ids(layout.mesh))
@@ -181,8 +182,9 @@ def device_values(x: Any) -> list[np.ndarray]:
 def _check_tensor(x, what):
     tf, _ = _tensorflow()
     if not isinstance(x, (tf.Tensor, tf.Variable)):
-        raise TypeError(f"{what} takes a DTensor, a DVariable or a tf.Tensor/tf.Variable. "
-                        f"Received: {type(x).__name__}.")
+        raise TypeError(
+            f"{what} takes a DTensor, a DVariable or a tf.Tensor/tf.Variable. Received: {type(x).__name__}."
+        )
 
 
 def variable(array: ArrayLike, layout: Any = None, name: str | None = None, dtype: DTypeLike | None = None) -> Any:
@@ -226,8 +228,7 @@ def replicated_variables(mesh: Any) -> Iterator[None]:
         if not is_dtensor(init):
             init = dtensor.copy_to_mesh(init, dtensor.Layout.replicated(mesh, init.shape.rank))
         keep = ("name", "trainable", "synchronization", "aggregation")
-        return dtensor.DVariable(init, dtype=dtype,
-                                 **{k: kwargs[k] for k in keep if kwargs.get(k) is not None})
+        return dtensor.DVariable(init, dtype=dtype, **{k: kwargs[k] for k in keep if kwargs.get(k) is not None})
 
     with tf.init_scope(), tf.variable_creator_scope(creator):
         yield

@@ -2,21 +2,30 @@
 their data, and the layers that keep weights sharded under DTensor."""
 
 from .examples import (
-                       LOSS,
-                       bars,
-                       conv_net,
-                       conv_net_layout_map,
-                       dataset,
-                       on_mesh,
-                       token_counts,
-                       train_step,
-                       transformer_block,
-                       transformer_layout_map,
+    LOSS,
+    bars,
+    conv_net,
+    conv_net_layout_map,
+    dataset,
+    on_mesh,
+    token_counts,
+    train_step,
+    transformer_block,
+    transformer_layout_map,
 )
 from .layers import ShardedConv2D, TableEmbedding
 
 __all__ = [
-    "LOSS", "bars", "conv_net", "conv_net_layout_map", "dataset", "on_mesh", "token_counts",
-    "train_step", "transformer_block", "transformer_layout_map", "ShardedConv2D",
+    "LOSS",
+    "bars",
+    "conv_net",
+    "conv_net_layout_map",
+    "dataset",
+    "on_mesh",
+    "token_counts",
+    "train_step",
+    "transformer_block",
+    "transformer_layout_map",
+    "ShardedConv2D",
     "TableEmbedding",
 ]

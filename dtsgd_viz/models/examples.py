@@ -41,27 +41,38 @@ from tensorflow.experimental import dtensor
 
 from .layers import ShardedConv2D, TableEmbedding
 
-__all__ = ["LOSS", "bars", "conv_net", "conv_net_layout_map", "dataset", "on_mesh",
-           "token_counts", "train_step", "transformer_block", "transformer_layout_map"]
+__all__ = [
+    "LOSS",
+    "bars",
+    "conv_net",
+    "conv_net_layout_map",
+    "dataset",
+    "on_mesh",
+    "token_counts",
+    "train_step",
+    "transformer_block",
+    "transformer_layout_map",
+]
 
 LOSS = tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 """Both models' loss: the mean ``SparseCategoricalCrossentropy`` of their two logits."""
 
-IMAGE = 8                          # bars: IMAGE x IMAGE x 1 images
-FILTERS, HIDDEN = 8, 16            # conv_net
-LENGTH, VOCAB = 7, 16              # token_counts
-WIDTH, HEADS, MLP = 16, 4, 32      # transformer_block: model width, heads (key_dim 4), MLP units
+IMAGE = 8  # bars: IMAGE x IMAGE x 1 images
+FILTERS, HIDDEN = 8, 16  # conv_net
+LENGTH, VOCAB = 7, 16  # token_counts
+WIDTH, HEADS, MLP = 16, 4, 32  # transformer_block: model width, heads (key_dim 4), MLP units
 
 
 def _check_mesh(mesh, builder, sizes):
     dims = dict(zip(mesh.dim_names, mesh.shape()))
     if "batch" not in dims or "model" not in dims:
-        raise ValueError(f"{builder} needs a mesh with dims 'batch' and 'model'. "
-                         f"Received: a mesh with dims {dims}.")
+        raise ValueError(f"{builder} needs a mesh with dims 'batch' and 'model'. Received: a mesh with dims {dims}.")
     for what, size in sizes.items():
         if size % dims["model"]:
-            raise ValueError(f"{builder} shards its {size} {what} over 'model', so the 'model' "
-                             f"dim must divide {size}. Received: model={dims['model']}.")
+            raise ValueError(
+                f"{builder} shards its {size} {what} over 'model', so the 'model' "
+                f"dim must divide {size}. Received: model={dims['model']}."
+            )
 
 
 def _layout(mesh, *specs):
@@ -131,8 +142,7 @@ def transformer_block(mesh: Any, *, seed: int = 0, layout_map: Any = None) -> tf
     tf-keras setting): ``MultiHeadAttention``'s dropout layer keeps random state, which
     only a ``tf.random.Generator`` lets the ``LayoutMap`` place on the mesh.
     """
-    _check_mesh(mesh, "transformer_block", {"heads": HEADS, "vocabulary rows": VOCAB,
-                                            "MLP units": MLP})
+    _check_mesh(mesh, "transformer_block", {"heads": HEADS, "vocabulary rows": VOCAB, "MLP units": MLP})
     tf_keras.backend.experimental.enable_tf_random_generator()
     lm = transformer_layout_map(mesh) if layout_map is None else layout_map
 
@@ -144,8 +154,7 @@ def transformer_block(mesh: Any, *, seed: int = 0, layout_map: Any = None) -> tf
         ids = tf_keras.Input((LENGTH,), dtype="int32", name="ids")
         x = TableEmbedding(VOCAB, WIDTH, name="tokens")(ids)
         h = norm("norm1")(x)
-        x = x + tf_keras.layers.MultiHeadAttention(HEADS, WIDTH // HEADS, use_bias=False,
-                                                   name="attention")(h, h)
+        x = x + tf_keras.layers.MultiHeadAttention(HEADS, WIDTH // HEADS, use_bias=False, name="attention")(h, h)
         h = norm("norm2")(x)
         h = tf_keras.layers.Dense(MLP, activation="relu", name="mlp_in")(h)
         x = x + tf_keras.layers.Dense(WIDTH, name="mlp_out")(h)
@@ -185,6 +194,7 @@ def _batch_layout(mesh, rank):
 def on_mesh(mesh: Any, *arrays: ArrayLike) -> tuple[Any, ...]:
     """Each array as a DTensor split over ``batch`` along its first dim (a tuple)."""
     from .. import dtensor as _dtensor
+
     return tuple(_dtensor.put(a, _batch_layout(mesh, np.ndim(a))) for a in arrays)
 
 
@@ -194,8 +204,12 @@ def dataset(mesh: Any, x: np.ndarray, y: np.ndarray, batch_size: int) -> Any:
     ``steps_per_epoch``)."""
     ds = tf.data.Dataset.from_tensor_slices((x, y)).repeat()
     return dtensor.DTensorDataset(
-        ds, mesh=mesh, global_batch_size=batch_size, batch_dim="batch",
-        layouts=(_batch_layout(mesh, np.ndim(x)), _batch_layout(mesh, np.ndim(y))))
+        ds,
+        mesh=mesh,
+        global_batch_size=batch_size,
+        batch_dim="batch",
+        layouts=(_batch_layout(mesh, np.ndim(x)), _batch_layout(mesh, np.ndim(y))),
+    )
 
 
 def train_step(model: tf_keras.Model, optimizer: Any, x: Any, y: Any) -> Callable[[], Any]:

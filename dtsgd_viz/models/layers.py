@@ -68,8 +68,10 @@ class ShardedConv2D(tf_keras.layers.Conv2D):
     def __init__(self, filters, kernel_size, *args, **kwargs):
         super().__init__(filters, kernel_size, *args, **kwargs)
         if self.groups != 1:
-            raise ValueError(f"ShardedConv2D supports groups=1 only (grouped convolutions "
-                             f"go through XLA, outside DTensor). Received: groups={self.groups}.")
+            raise ValueError(
+                f"ShardedConv2D supports groups=1 only (grouped convolutions "
+                f"go through XLA, outside DTensor). Received: groups={self.groups}."
+            )
 
     def convolution_op(self, inputs: Any, kernel: Any) -> Any:
         return super().convolution_op(inputs, _replicated(kernel, self.kernel))
@@ -78,9 +80,12 @@ class ShardedConv2D(tf_keras.layers.Conv2D):
         if not self.use_bias:
             return super().call(inputs)
         outputs = self.convolution_op(inputs, self.kernel)
-        outputs = tf.nn.bias_add(outputs, _replicated(self.bias, self.bias),
-                                 # tf_keras sets it to "NHWC" or "NCHW"; the stub wants a Literal
-                                 data_format=self._tf_data_format)  # pyright: ignore[reportArgumentType]
+        outputs = tf.nn.bias_add(
+            outputs,
+            _replicated(self.bias, self.bias),
+            # tf_keras sets it to "NHWC" or "NCHW"; the stub wants a Literal
+            data_format=self._tf_data_format,  # pyright: ignore[reportArgumentType]
+        )
         if not tf.executing_eagerly() and inputs.shape.rank:
             outputs.set_shape(self.compute_output_shape(inputs.shape))
         return outputs if self.activation is None else self.activation(outputs)

@@ -7,5 +7,4 @@ from .mixed_precision import layout_autocast_variables
 from .options import EMAOption, GradientsClipOption
 from .sgd import SGD
 
-__all__ = ["SGD", "EMAOption", "GradientsClipOption", "MeshLossScaleOptimizer",
-           "layout_autocast_variables"]
+__all__ = ["SGD", "EMAOption", "GradientsClipOption", "MeshLossScaleOptimizer", "layout_autocast_variables"]

@@ -73,16 +73,21 @@ class MeshLossScaleOptimizer(_lso.LossScaleOptimizerV3):
     """
 
     @tf.__internal__.tracking.no_automatic_dependency_tracking
-    def __init__(self, inner_optimizer: Any, dynamic: bool = True,
-                 initial_scale: float | None = None, dynamic_growth_steps: int | None = None):
+    def __init__(
+        self,
+        inner_optimizer: Any,
+        dynamic: bool = True,
+        initial_scale: float | None = None,
+        dynamic_growth_steps: int | None = None,
+    ):
         # the only variables tf-keras creates here are the loss scale's two
         with replicated_variables(_mesh_of(inner_optimizer)):
-            super().__init__(inner_optimizer, dynamic=dynamic, initial_scale=initial_scale,
-                             dynamic_growth_steps=dynamic_growth_steps)
+            super().__init__(
+                inner_optimizer, dynamic=dynamic, initial_scale=initial_scale, dynamic_growth_steps=dynamic_growth_steps
+            )
             # untracked (see the decorator): checkpoints keep exactly tf-keras' format
             # (tf.Variable takes a Python number; its stubs say Tensor only)
-            self._skipped_steps = tf.Variable(cast(Any, 0), dtype=tf.int64, trainable=False,
-                                              name="skipped_steps")
+            self._skipped_steps = tf.Variable(cast(Any, 0), dtype=tf.int64, trainable=False, name="skipped_steps")
 
     @property
     def skipped_steps(self) -> Any:
@@ -103,8 +108,7 @@ class MeshLossScaleOptimizer(_lso.LossScaleOptimizerV3):
         tf-keras counts it and halves the scale: eagerly, or in a ``tf.cond`` branch of
         its own that only a skipped update takes (a step without hooks traces nothing)."""
         inner = self._optimizer
-        if not getattr(inner, "hooks", ()) or not callable(
-                getattr(inner, "report_skipped_update", None)):
+        if not getattr(inner, "hooks", ()) or not callable(getattr(inner, "report_skipped_update", None)):
             return
         with tf.init_scope():  # as tf-keras does next: the hooks learn the variables first
             self.build([v for _, v in grads_and_vars])

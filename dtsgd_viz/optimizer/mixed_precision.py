@@ -68,8 +68,9 @@ from .. import dtensor as _dtensor
 
 
 def _waiting(obj) -> bool:
-    return (isinstance(obj, autocast_variable.AutoCastVariable)
-            and isinstance(obj._variable, lazy_variable.LazyInitVariable))
+    return isinstance(obj, autocast_variable.AutoCastVariable) and isinstance(
+        obj._variable, lazy_variable.LazyInitVariable
+    )
 
 
 def layout_autocast_variables(model: Any) -> Any:
@@ -83,12 +84,14 @@ def layout_autocast_variables(model: Any) -> Any:
     float32 variables. Calling it again, or on a float32 model, changes nothing.
     """
     from ..dtensor.keras3 import check
+
     check(model, "The model")
     layout_map = getattr(model, "_layout_map", None)
     if layout_map is None:
         raise ValueError(
             f"Model {model.name!r} was not built under a LayoutMap (tf_keras.dtensor."
-            "experimental.LayoutMap(mesh).scope()); there is nothing to lay out.")
+            "experimental.LayoutMap(mesh).scope()); there is nothing to lay out."
+        )
     if model._is_graph_network:
         # tf-keras names functional variables "<layer name>.<attribute path>"
         roots = [(layer, layer.name + ".") for layer in model.layers]
@@ -99,7 +102,8 @@ def layout_autocast_variables(model: Any) -> Any:
             f"Model {model.name!r} is a subclassed model that has not been built: its "
             "variables do not exist yet, and its first call creates and uses them at once. "
             "Build it as a functional or Sequential model to train it under a mixed "
-            "precision policy on a mesh.")
+            "precision policy on a mesh."
+        )
     done = set()
     for root, prefix in roots:
         for path, var in root._flatten(predicate=_waiting, with_path=True):
@@ -115,17 +119,18 @@ def layout_autocast_variables(model: Any) -> Any:
 def unwrap(variables: Any) -> tuple:
     """The float32 variables under any ``AutoCastVariable``s: what hooks see, so a
     recording holds the master weights in their own dtype whatever context reads them."""
-    return tuple(v._variable if isinstance(v, autocast_variable.AutoCastVariable) else v
-                 for v in variables)
+    return tuple(v._variable if isinstance(v, autocast_variable.AutoCastVariable) else v for v in variables)
 
 
 def check_variables(var_list: Any) -> None:
     """Refuse, naming the fix, variables a mixed policy wrapped that have no layout
     (tf-keras would fail creating their slots: "Neither layout nor DTensor initial value
     are provided")."""
-    missing = [v.name for v in var_list
-               if isinstance(v, autocast_variable.AutoCastVariable)
-               and not _dtensor.is_dvariable(v._variable)]
+    missing = [
+        v.name
+        for v in var_list
+        if isinstance(v, autocast_variable.AutoCastVariable) and not _dtensor.is_dvariable(v._variable)
+    ]
     if missing:
         policy = tf_keras.mixed_precision.global_policy().name
         raise ValueError(
@@ -134,7 +139,8 @@ def check_variables(var_list: Any) -> None:
             f"{missing[:4]}{' ...' if len(missing) > 4 else ''}. tf-keras' LayoutMap does not "
             "lay out the variables a mixed policy wraps in AutoCastVariables. Call "
             "dtsgd_viz.layout_autocast_variables(model) right after building the model "
-            "under the LayoutMap (before its first call), or train with the 'float32' policy.")
+            "under the LayoutMap (before its first call), or train with the 'float32' policy."
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,16 +165,21 @@ def wrapping(optimizer: Any) -> LossScaleWrapping:
     dynamic scale that does not report its skips.
     """
     from .loss_scale import MeshLossScaleOptimizer
+
     frame = sys._getframe(1)
     for _ in range(8):
         if frame is None:
             break
         caller = frame.f_locals.get("self")
-        if (isinstance(caller, loss_scale_optimizer.BaseLossScaleOptimizer)
-                and vars(caller).get("_optimizer") is optimizer):
-            return LossScaleWrapping(type(caller).__name__,
-                                     bool(frame.f_locals.get("dynamic", True)),
-                                     isinstance(caller, MeshLossScaleOptimizer))
+        if (
+            isinstance(caller, loss_scale_optimizer.BaseLossScaleOptimizer)
+            and vars(caller).get("_optimizer") is optimizer
+        ):
+            return LossScaleWrapping(
+                type(caller).__name__,
+                bool(frame.f_locals.get("dynamic", True)),
+                isinstance(caller, MeshLossScaleOptimizer),
+            )
         frame = frame.f_back
     return LossScaleWrapping("a loss scale optimizer", True, False)
 
@@ -190,7 +201,8 @@ def loss_scale_hooks_error(wrapper: LossScaleWrapping | None, hooks: Any) -> Val
             "through their skipped_update(optimizer, iteration, loss_scale) method; hook(s) "
             f"{', '.join(deaf)} have none, so they would take a skipped update for a lost "
             "one. Give them a skipped_update method, or use a dtsgd_viz.Recorder (which "
-            "lists them in recording.skipped_steps).")
+            "lists them in recording.skipped_steps)."
+        )
     return ValueError(
         f"dtsgd_viz.SGD with hooks ({names}) is wrapped in {wrapper.name}, a dynamic loss "
         "scale that is not dtsgd_viz's (model.compile adds tf-keras' own LossScaleOptimizer "
@@ -203,4 +215,5 @@ def loss_scale_hooks_error(wrapper: LossScaleWrapping | None, hooks: Any) -> Val
         "same updates with a scale that is right on a mesh and tells the hooks of each "
         "(recording.skipped_steps); or record with the 'mixed_bfloat16' policy (no loss "
         "scale) or a fixed loss scale: model.compile(optimizer=tf_keras.mixed_precision."
-        "LossScaleOptimizer(opt, dynamic=False, initial_scale=2**k)).")
+        "LossScaleOptimizer(opt, dynamic=False, initial_scale=2**k))."
+    )

@@ -65,8 +65,7 @@ def _check_learning_rate(lr):
             return
         if not (math.isfinite(value) and value > 0):
             raise ValueError(
-                "learning_rate must be finite and > 0 (or a LearningRateSchedule / callable). "
-                f"Received: {lr!r}."
+                f"learning_rate must be finite and > 0 (or a LearningRateSchedule / callable). Received: {lr!r}."
             )
 
 

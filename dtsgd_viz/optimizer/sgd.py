@@ -147,9 +147,11 @@ class SGD(_BaseSGD):
         except (TypeError, ValueError):
             lr = type(self._learning_rate).__name__
         mesh = None if self._mesh is None else dict(zip(self._mesh.dim_names, self._mesh.shape()))
-        return (f"<dtsgd_viz.SGD, a tf-keras (Keras 2) optimizer: learning_rate={lr}, "
-                f"momentum={self.momentum}, nesterov={self.nesterov}, mesh={mesh}, "
-                f"exact_update={self.exact_update}>")
+        return (
+            f"<dtsgd_viz.SGD, a tf-keras (Keras 2) optimizer: learning_rate={lr}, "
+            f"momentum={self.momentum}, nesterov={self.nesterov}, mesh={mesh}, "
+            f"exact_update={self.exact_update}>"
+        )
 
     def add_hook(self, hook: Any) -> Any:
         """Attach an observer (a ``Recorder``, or anything implementing ``dtsgd_viz.Hook``).
@@ -272,6 +274,7 @@ class SGD(_BaseSGD):
             def values():
                 with tf.control_dependencies([iteration]):
                     return tuple(tf.identity(read(v)) for v in variables)
+
             return LazyValues(values, len(variables))
 
         with tf.control_dependencies([iteration]):
@@ -292,8 +295,7 @@ class SGD(_BaseSGD):
 
     # ---- documented behaviour ----------------------------------------------------
 
-    def apply_gradients(self, grads_and_vars: Any, name: str | None = None, loss: Any = None,
-                        **kwargs: Any) -> Any:
+    def apply_gradients(self, grads_and_vars: Any, name: str | None = None, loss: Any = None, **kwargs: Any) -> Any:
         """Apply gradients; returns the iteration count after the update.
 
         ``loss`` (optional) is passed to hooks so recordings can show it.
@@ -329,12 +331,12 @@ class SGD(_BaseSGD):
                 f"it is made dense: one dense {tuple(var.shape)} {var.dtype.name} gradient "
                 f"({nbytes:,} bytes, laid out like the variable) per step, and the recorded "
                 "gradient is that dense one.",
-                RuntimeWarning, stacklevel=3,
+                RuntimeWarning,
+                stacklevel=3,
             )
         return _dtensor.match_layout(tf.convert_to_tensor(grad), var)
 
-    def compute_gradients(self, loss: Any, var_list: Any,
-                          tape: tf.GradientTape | None = None) -> list:
+    def compute_gradients(self, loss: Any, var_list: Any, tape: tf.GradientTape | None = None) -> list:
         """As tf-keras, and also eagerly on a mesh.
 
         Eager DTensor backprop seeds the tape with a plain ``1.0``, which turns the
@@ -342,10 +344,7 @@ class SGD(_BaseSGD):
         it with ``ones_like(loss)`` keeps it on the mesh. Graph mode is unaffected.
         """
         if not callable(loss) and tape is None:
-            raise ValueError(
-                "`tape` is required when a `Tensor` loss is passed. "
-                f"Received: loss={loss}, tape={tape}."
-            )
+            raise ValueError(f"`tape` is required when a `Tensor` loss is passed. Received: loss={loss}, tape={tape}.")
         if tape is None:
             tape = tf.GradientTape()
         if callable(loss):
@@ -390,8 +389,7 @@ class SGD(_BaseSGD):
         if self.exact_update:
             config["exact_update"] = True
         # plain JSON: tf-keras gives the learning rate as a numpy scalar
-        config = {k: v.item() if hasattr(v, "item") and not isinstance(v, dict) else v
-                  for k, v in config.items()}
+        config = {k: v.item() if hasattr(v, "item") and not isinstance(v, dict) else v for k, v in config.items()}
         config["mesh"] = _config.mesh_to_config(self._mesh)  # a MeshSpec dict, or None
         return config
 
@@ -418,7 +416,7 @@ def _pin_layout(gradient, variable):
     gradient is made, the layout propagates back into the gradient's own computation and
     those all-to-alls go (docs/upstream.md; ``benchmarks/gradient_layout/``). Traced, the
     gradient's layout is not known yet, so it is always relaid (a no-op where it matches)."""
-    layout = getattr(variable, "layout", None)   # a DVariable's own (no read in the trace)
+    layout = getattr(variable, "layout", None)  # a DVariable's own (no read in the trace)
     if layout is None or gradient is None:
         return gradient
     if tf.executing_eagerly():

@@ -21,11 +21,14 @@ __all__ = ["Recorder", "variable_name"]
 def __getattr__(name: str) -> Any:
     if name == "Recorder":
         from ..dtensor import quiet_tensorflow_import
+
         quiet_tensorflow_import()  # before recorder.py imports TensorFlow: its start-up lines
         from .recorder import Recorder
+
         return Recorder
     if name == "variable_name":
         from ..dtensor.model import variable_name
+
         return variable_name
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -91,8 +91,12 @@ def _raw_stats(xs, geometry):
         split.append(b)
     blocks = tf.reshape(x, split)
     axes = tf.constant(axes, tf.int32)  # one constant for the four reductions
-    return [tf.reduce_sum(tf.square(blocks), axes), tf.reduce_sum(blocks, axes),
-            tf.reduce_max(blocks, axes), tf.reduce_min(blocks, axes)]
+    return [
+        tf.reduce_sum(tf.square(blocks), axes),
+        tf.reduce_sum(blocks, axes),
+        tf.reduce_max(blocks, axes),
+        tf.reduce_min(blocks, axes),
+    ]
 
 
 def block_stats(x: Any, geometry: Any) -> Any:
@@ -131,17 +135,18 @@ def empty_value(watched: Any, mode: str) -> Any:
 
 def _grid_spec(watched, extra_leading):
     from ..specs import UNSHARDED, LayoutSpec
+
     lead = (UNSHARDED,) * extra_leading
-    return LayoutSpec((*lead, *(spec for _, spec in _grid(watched.geometry))),
-                      watched.layout.mesh)
+    return LayoutSpec((*lead, *(spec for _, spec in _grid(watched.geometry))), watched.layout.mesh)
 
 
 def read_block_stats(stats: Any, watched: Any) -> np.ndarray:
     """``(n_held, 3)`` float64 from an eager ``block_stats`` tensor (each device's shard
     is its own block's numbers)."""
     shards = _dtensor.unpack(stats)
-    return _finish(np.stack([shards[at[0]].reshape(RAW_STATS) for _, at in watched.held]),
-                   math.prod(watched.geometry.local_shape))
+    return _finish(
+        np.stack([shards[at[0]].reshape(RAW_STATS) for _, at in watched.held]), math.prod(watched.geometry.local_shape)
+    )
 
 
 class _StatsGroup:
@@ -155,8 +160,7 @@ class _StatsGroup:
         self.parts = {}  # (shape, dtype, layout) or a key of its own -> [(name, kind, w)]
         for name, kind, w in members:
             small = w.var.shape.num_elements() <= STACK_ELEMENTS
-            part = ((tuple(w.var.shape), w.dtype, w.layout.sharding_specs) if small
-                    else (name, kind))
+            part = (tuple(w.var.shape), w.dtype, w.layout.sharding_specs) if small else (name, kind)
             self.parts.setdefault(part, []).append((name, kind, w))
         self.columns = {}  # (name, kind) -> its RAW_STATS columns
         at = 0
@@ -172,8 +176,11 @@ class _StatsGroup:
 
     def write(self, values, index):
         """``index``: ``(1, 1)`` int64, the row."""
-        pieces = [p for part in self.parts.values() for p in _raw_stats(
-            [values[(name, kind)] for name, kind, _ in part], part[0][2].geometry)]
+        pieces = [
+            p
+            for part in self.parts.values()
+            for p in _raw_stats([values[(name, kind)] for name, kind, _ in part], part[0][2].geometry)
+        ]
         update = tf.concat(pieces, 1)  # one concat for the whole group
         # value(): a read without read_value()'s extra identity op
         self.var.assign(tf.tensor_scatter_nd_update(self.var.value(), index, update))
@@ -222,12 +229,12 @@ class StatsStaging:
             shards = read[g.var.ref()]
             for key, cols in g.columns.items():
                 w = self._watched[key[0]]
-                raw = np.stack([shards[at[0]].reshape(self.slots + 1, -1)[: self.slots, cols]
-                                for _, at in w.held], axis=1)
+                raw = np.stack(
+                    [shards[at[0]].reshape(self.slots + 1, -1)[: self.slots, cols] for _, at in w.held], axis=1
+                )
                 out[key] = _finish(raw, math.prod(w.geometry.local_shape))
         for w, kind in self._empty:
-            out[(w.name, kind)] = np.broadcast_to(empty_value(w, "stats"),
-                                                  (self.slots, len(w.held), 3))
+            out[(w.name, kind)] = np.broadcast_to(empty_value(w, "stats"), (self.slots, len(w.held), 3))
         return out
 
 
@@ -246,8 +253,9 @@ class RowBuffer:
 
     def write(self, row: Any, index: Any) -> None:
         """Write ``row`` at ``index`` (an int64 scalar tensor on the mesh)."""
-        self.var.assign(tf.tensor_scatter_nd_update(
-            self.var.read_value(), tf.reshape(index, (1, 1)), tf.expand_dims(row, 0)))
+        self.var.assign(
+            tf.tensor_scatter_nd_update(self.var.read_value(), tf.reshape(index, (1, 1)), tf.expand_dims(row, 0))
+        )
 
     def read(self, shards: Any = None) -> np.ndarray:
         shards = _dtensor.unpack(self.var, copy=False) if shards is None else shards
@@ -277,8 +285,7 @@ class ValueRing:
     recorded step's bytes are copied.
     """
 
-    def __init__(self, slots: int, watched: list, kinds: Sequence[str],
-                 small_bytes: int | None = None):
+    def __init__(self, slots: int, watched: list, kinds: Sequence[str], small_bytes: int | None = None):
         self.slots = slots
         small_bytes = SMALL_RING_BYTES if small_bytes is None else small_bytes
         self.stacked, self.values = {}, [{} for _ in range(slots)]  # (name, kind) -> (var, j)
@@ -292,9 +299,13 @@ class ValueRing:
                 small = (slots + 1) * w.var.shape.num_elements() * w.var.dtype.size <= small_bytes
                 for k in kinds:
                     if small:
-                        group = (k == "grad", tuple(w.var.shape), w.dtype,
-                                 tuple(w.layout.sharding_specs),
-                                 w.var.device if w.live_layout is None else w.live_layout.mesh)
+                        group = (
+                            k == "grad",
+                            tuple(w.var.shape),
+                            w.dtype,
+                            tuple(w.layout.sharding_specs),
+                            w.var.device if w.live_layout is None else w.live_layout.mesh,
+                        )
                         groups.setdefault(group, (w, []))[1].append((w.name, k))
                     else:
                         for per_slot in self.values:
@@ -311,6 +322,7 @@ class ValueRing:
         ones are read inside the branch) into slot ``slot`` when ``predicate``."""
         get: Callable[[], dict] = tensors if callable(tensors) else (lambda: tensors)
         if self.stacked:
+
             def small():
                 index = tf.reshape(slot, (1, 1))
                 values = get()
@@ -323,6 +335,7 @@ class ValueRing:
                     row = tf.expand_dims(tf.stack([values[key] for key in keys]), 0)
                     var.assign(tf.tensor_scatter_nd_update(var.read_value(), index, row))
                 return tf.constant(True)
+
             # behind a tf.cond: steps not recorded read and copy nothing
             cond(predicate, small, lambda: tf.constant(False))
         if not self.values[0]:
@@ -344,14 +357,12 @@ class ValueRing:
 
     @property
     def variables(self) -> list:
-        return [*(var for var, _ in self.groups),
-                *(v for per_slot in self.values for v in per_slot.values())]
+        return [*(var for var, _ in self.groups), *(v for per_slot in self.values for v in per_slot.values())]
 
     def read(self, slot: int, key: tuple[str, str], read: Any = None) -> Any:
         """Read-only views of the slot's shards (the next write lands in a fresh buffer
         while a view is held). ``read``: a ``Reader`` result holding these variables."""
-        get = ((lambda var: read[var.ref()]) if read is not None
-               else (lambda var: _dtensor.unpack(var, copy=False)))
+        get = (lambda var: read[var.ref()]) if read is not None else (lambda var: _dtensor.unpack(var, copy=False))
         if key in self.empty:
             return self.empty[key]
         if key in self.stacked:
@@ -383,18 +394,17 @@ class Reader:
         # The devices run queued work in order: the read sees the updates queued before
         # it, and the ones queued after it never write into the buffers it holds.
         tensors = self._read()
-        return lambda: {v.ref(): _dtensor.unpack(t, copy=False)
-                        for v, t in zip(self.variables, tensors)}
+        return lambda: {v.ref(): _dtensor.unpack(t, copy=False) for v, t in zip(self.variables, tensors)}
 
 
 def _stacked_variable(slots, watched, members):
     """A ``(slots + 1, members, *shape)`` zero variable laid out like ``watched``'s
     variable behind two unsharded dims (a plain one without a mesh)."""
     from ..specs import UNSHARDED, LayoutSpec
+
     var = watched.var
     init = np.zeros((slots + 1, members, *var.shape), var.dtype.as_numpy_dtype)
     if watched.live_layout is None:  # a plain variable (no mesh)
         return tf.Variable(cast(Any, init), trainable=False)  # array-likes, as above
-    spec = LayoutSpec((UNSHARDED, UNSHARDED, *watched.layout.sharding_specs),
-                      watched.layout.mesh)
+    spec = LayoutSpec((UNSHARDED, UNSHARDED, *watched.layout.sharding_specs), watched.layout.mesh)
     return _dtensor.variable(init, spec)

@@ -33,9 +33,17 @@ class Flusher:
     skipped; ``live()``: the latest update's parameters and velocities, read from the
     variables."""
 
-    def __init__(self, every: int, has_pv: bool, count: UpdateCount, *,
-                 wants: Callable[[int], bool], append: Callable[..., None],
-                 skip: Callable[[int, float], None], live: Callable[[], dict]):
+    def __init__(
+        self,
+        every: int,
+        has_pv: bool,
+        count: UpdateCount,
+        *,
+        wants: Callable[[int], bool],
+        append: Callable[..., None],
+        skip: Callable[[int, float], None],
+        live: Callable[[], dict],
+    ):
         self.every, self.has_pv, self.count = every, has_pv, count
         self._wants, self._append, self._skip, self._live = wants, append, skip, live
         self.pending: list[tuple[Callable[[], Any], int | None]] = []  # queued reads
@@ -52,8 +60,7 @@ class Flusher:
         # a queued read cannot hold the latest parameters, which a ring of <= 1 slot
         # reads from the variables
         if wait or (self.has_pv and buffer_steps <= 1):
-            return (self._read_pending(0, staging, buffer_steps)
-                    + self._read(staging, buffer_steps, final))
+            return self._read_pending(0, staging, buffer_steps) + self._read(staging, buffer_steps, final)
         reader = staging.reader
         self.pending.append((reader.start(), self.count.expected()))
         return self._read_pending(ring.queued_reads(reader.nbytes), staging, buffer_steps)
@@ -65,8 +72,9 @@ class Flusher:
             arrived += self._read(staging, buffer_steps, False, start(), expected)
         return arrived
 
-    def _read(self, staging: Staging, buffer_steps: int, final: bool, read: Any = None,
-              expected: int | None = None) -> int:
+    def _read(
+        self, staging: Staging, buffer_steps: int, final: bool, read: Any = None, expected: int | None = None
+    ) -> int:
         # everything staged, in one call (or a read queued earlier, in device order)
         if read is None:
             read, expected = staging.reader(), self.count.expected()
@@ -76,14 +84,19 @@ class Flusher:
         # The latest update's parameters and velocities are staged only when the next
         # update starts; a periodic flush leaves that step for the next flush instead of
         # reading every variable now (the flush interval leaves room for it).
-        upto = ring.last_readable(current, final,
-                                  ring.periodic_flush_is_final(self.has_pv, buffer_steps))
+        upto = ring.last_readable(current, final, ring.periodic_flush_is_final(self.has_pv, buffer_steps))
         if upto <= self.last_step:
             return 0
         arrived, dropped = staging.read_steps(
-            read, current, ring.recorded_steps(self.last_step, upto, self.every),
-            after=self.last_step, wants=self._wants, append=self._append, live=self._live,
-            skip=self._skip)
+            read,
+            current,
+            ring.recorded_steps(self.last_step, upto, self.every),
+            after=self.last_step,
+            wants=self._wants,
+            append=self._append,
+            live=self._live,
+            skip=self._skip,
+        )
         self.last_step = upto
         if dropped:
             self.dropped.extend(dropped)
@@ -95,13 +108,15 @@ class Flusher:
             "The step function given to rec.loop(n, step=...) makes more than one update "
             "per call (warned above), so the recorder's count of updates runs behind: "
             "make one update per call, or raise buffer_steps."
-            if not self.count.ok else
-            f"Read or flush the recorder at least every {ring.span(buffer_steps, self.every)}"
-            " steps (rec.flush(), or iterate with rec.loop(n)), or raise buffer_steps.")
+            if not self.count.ok
+            else f"Read or flush the recorder at least every {ring.span(buffer_steps, self.every)}"
+            " steps (rec.flush(), or iterate with rec.loop(n)), or raise buffer_steps."
+        )
         warnings.warn(
             f"Recorder: {len(dropped)} recorded step(s) ({dropped[0]}..{dropped[-1]}) were "
             f"overwritten on the devices before being read. {advice}",
-            RuntimeWarning, stacklevel=4,
+            RuntimeWarning,
+            stacklevel=4,
         )
 
     def _split_failed(self, current: int, expected: int) -> None:

@@ -47,8 +47,7 @@ class HostLog:
         if self.decimate:
             while len(self.entries) > self.max_steps:
                 self.stride *= 2
-                self.entries = [e for e in self.entries
-                                if (e[0] // self.every) % self.stride == 0]
+                self.entries = [e for e in self.entries if (e[0] // self.every) % self.stride == 0]
         else:
             del self.entries[: len(self.entries) - self.max_steps]
 
@@ -108,7 +107,7 @@ class StatsLog(HostLog):
         self._steps[i] = step
         self._meta[i] = (entry["lr"], entry["loss"])
         for key, (row, rows) in self._keys.items():
-            self._stats[i, row:row + rows] = stats[key]
+            self._stats[i, row : row + rows] = stats[key]
         self._n += 1
         self.version += 1
         if self.decimate and self.max_steps is not None and self._n > self.max_steps:
@@ -128,10 +127,13 @@ class StatsLog(HostLog):
     def entries(self) -> list[tuple[int, dict]]:
         out = []
         for i in range(self._first, self._n):
-            stats = {key: self._stats[i, row:row + rows]
-                     for key, (row, rows) in (self._keys or {}).items()}
-            out.append((int(self._steps[i]), {"lr": self._meta[i, 0], "loss": self._meta[i, 1],
-                                              "mismatch": None, "stats": stats}))
+            stats = {key: self._stats[i, row : row + rows] for key, (row, rows) in (self._keys or {}).items()}
+            out.append(
+                (
+                    int(self._steps[i]),
+                    {"lr": self._meta[i, 0], "loss": self._meta[i, 1], "mismatch": None, "stats": stats},
+                )
+            )
         return out
 
     @entries.setter
@@ -160,8 +162,7 @@ def entry(meta: Any, data: dict, watched: list, kinds: Sequence[str], mode: str)
             if kind not in kinds:
                 continue
             parts = data[(w.name, kind)]
-            if any(not np.array_equal(parts[p], parts[at[0]], equal_nan=True)
-                   for _, at in w.held for p in at[1:]):
+            if any(not np.array_equal(parts[p], parts[at[0]], equal_nan=True) for _, at in w.held for p in at[1:]):
                 out["mismatch"][wi] |= 1 << ki
             blocks[(w.name, kind)] = [parts[at[0]] for _, at in w.held]
     out["values"] = blocks
@@ -178,24 +179,41 @@ def stats_range_warning(name: str, kind: str, stats: Any, steps: Any) -> None:
     norm, mean, max_abs = stats[..., 0], stats[..., 1], stats[..., 2]
     finite = np.isfinite(max_abs)
     for what, hit in (
-            ("overflowed float32 (block norm above ~1.8e19 or sum above ~3.4e38): the norm "
-             "or mean shows inf", finite & (np.isinf(norm) | np.isinf(mean))),
-            ("underflowed float32 (every |x| below ~1e-19): the norm shows 0",
-             finite & (norm == 0) & (max_abs > 0))):
+        (
+            "overflowed float32 (block norm above ~1.8e19 or sum above ~3.4e38): the norm or mean shows inf",
+            finite & (np.isinf(norm) | np.isinf(mean)),
+        ),
+        ("underflowed float32 (every |x| below ~1e-19): the norm shows 0", finite & (norm == 0) & (max_abs > 0)),
+    ):
         rows = np.flatnonzero(hit.any(axis=1))
         if len(rows):
             import warnings
+
             warnings.warn(
                 f"Recorder(mode='stats'): the statistics of {name!r} ({kind}) {what} at "
                 f"update {int(steps[rows[0]])} ({len(rows)} update(s)), although every value "
                 "was finite; max_abs is exact. Record with mode='full' for exact values.",
-                RuntimeWarning, stacklevel=3)
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
 
-def assemble(entries: list, watched: list, kinds: tuple[str, ...], mode: str, initial: Any, *,
-             mesh: Any, momentum: float, nesterov: bool, dropped: Sequence[int],
-             applied_momentum: Any = None, part: Any = None, skipped: Sequence = (),
-             **hyper: Any) -> Recording:
+def assemble(
+    entries: list,
+    watched: list,
+    kinds: tuple[str, ...],
+    mode: str,
+    initial: Any,
+    *,
+    mesh: Any,
+    momentum: float,
+    nesterov: bool,
+    dropped: Sequence[int],
+    applied_momentum: Any = None,
+    part: Any = None,
+    skipped: Sequence = (),
+    **hyper: Any,
+) -> Recording:
     """The ``Recording`` of ``entries`` (``(step, entry)`` pairs): full-mode blocks are
     copied once from the staged views into the recording's own arrays. ``part``: the
     ``Part`` a client of a multi-client run holds (its blocks only); ``skipped``: the
@@ -211,27 +229,25 @@ def assemble(entries: list, watched: list, kinds: tuple[str, ...], mode: str, in
             if mode == "full":
                 out = np.empty((n, held, *local), w.dtype)
                 if n:
-                    np.stack([b for _, e in entries for b in e["values"][(w.name, k)]],
-                             out=out.reshape(n * held, *local))
+                    np.stack(
+                        [b for _, e in entries for b in e["values"][(w.name, k)]], out=out.reshape(n * held, *local)
+                    )
                 blocks[k] = out
                 # NaN and Inf reach the max or the min (sizes spelled out: n may be 0)
                 flat = out.reshape(n, held * math.prod(local))
-                bad = (~np.isfinite(flat.max(axis=1, initial=0))
-                       | ~np.isfinite(flat.min(axis=1, initial=0)))
+                bad = ~np.isfinite(flat.max(axis=1, initial=0)) | ~np.isfinite(flat.min(axis=1, initial=0))
             else:
                 vals = [e["stats"][(w.name, k)] for _, e in entries]
                 # float32, as the host log and the store keep them (computed in float64
                 # from the devices' float32 sums, then rounded: float64 would add no digit)
-                stats[k] = (np.stack(vals) if vals else
-                            np.zeros((0, held, 3))).astype(np.float32, copy=False)
+                stats[k] = (np.stack(vals) if vals else np.zeros((0, held, 3))).astype(np.float32, copy=False)
                 # NaN reaches the mean and max|x|, Inf max|x| (exact); a mean or norm that
                 # overflowed float32 while every value is finite is not a NaN/Inf
                 bad = (np.isnan(stats[k][..., 1]) | ~np.isfinite(stats[k][..., 2])).any(axis=1)
                 stats_range_warning(w.name, k, stats[k], [s for s, _ in entries])
             bit = {"grad": NONFINITE_GRAD, "param": NONFINITE_PARAM}.get(k, 0)
             nonfinite[:, i] |= bad.astype(np.uint8) * np.uint8(bit)
-        records.append(VariableRecord(w.name, w.geometry.global_shape, w.dtype, w.layout,
-                                      initial[i], blocks, stats))
+        records.append(VariableRecord(w.name, w.geometry.global_shape, w.dtype, w.layout, initial[i], blocks, stats))
     lr = np.array([e["lr"] for _, e in entries], np.float64).reshape(n)
     return Recording(
         mesh=mesh,
@@ -241,8 +257,9 @@ def assemble(entries: list, watched: list, kinds: tuple[str, ...], mode: str, in
         hyperparameters=Hyperparameters(lr, momentum, nesterov, applied_momentum, **hyper),
         loss_values=np.array([e["loss"] for _, e in entries], np.float64).reshape(n),
         nonfinite=nonfinite,
-        mismatch=np.array([np.zeros(v, np.uint8) if e["mismatch"] is None else e["mismatch"]
-                           for _, e in entries], np.uint8).reshape(n, v),
+        mismatch=np.array(
+            [np.zeros(v, np.uint8) if e["mismatch"] is None else e["mismatch"] for _, e in entries], np.uint8
+        ).reshape(n, v),
         dropped_steps=np.asarray(dropped, np.int64),
         mode=mode,
         part=part,

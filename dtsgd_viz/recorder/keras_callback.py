@@ -17,8 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 
-def flush_callback(*, hold: Callable[[int, bool], None], interval: Callable[[], int],
-                   flush: Callable[..., int]) -> Any:
+def flush_callback(*, hold: Callable[[int, bool], None], interval: Callable[[], int], flush: Callable[..., int]) -> Any:
     """A tf-keras callback flushing a ``Recorder`` during and after ``model.fit``:
     ``hold(steps, tuned)`` sizes its ring to hold ``steps`` updates between two flushes,
     ``interval()`` is how many updates may pass between two flushes, ``flush(final,
@@ -44,6 +43,7 @@ def flush_callback(*, hold: Callable[[int, bool], None], interval: Callable[[], 
 
         def on_train_begin(self, logs=None):
             from ..dtensor.preflight import check_model
+
             check_model(self.model)
             spe = getattr(self.model, "_steps_per_execution", None)
             self.per_call = 1 if spe is None else int(spe.numpy())

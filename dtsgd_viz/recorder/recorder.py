@@ -115,30 +115,38 @@ class Recorder:
         ``ValueError`` naming what differs; without a store yet, one is started.
     """
 
-    def __init__(self, every: int = 1, kinds: Sequence[str] = KINDS,
-                 variables: Sequence | None = None,
-                 buffer_steps: int | None = None, mode: str = "full",
-                 max_steps: int | None = None, decimate: bool = False,
-                 path: str | os.PathLike | None = None,
-                 resume: bool = False):
+    def __init__(
+        self,
+        every: int = 1,
+        kinds: Sequence[str] = KINDS,
+        variables: Sequence | None = None,
+        buffer_steps: int | None = None,
+        mode: str = "full",
+        max_steps: int | None = None,
+        decimate: bool = False,
+        path: str | os.PathLike | None = None,
+        resume: bool = False,
+    ):
         _check_int("every", every)
         _check_int("buffer_steps", buffer_steps, minimum=0, allow_none=True)
         _check_int("max_steps", max_steps, allow_none=True)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {list(MODES)}. Received: mode={mode!r}.")
         if buffer_steps == 0 and mode != "full":
-            raise ValueError("buffer_steps=0 (read at every flush) is for mode='full' only. "
-                             f"Received: mode={mode!r}.")
+            raise ValueError(f"buffer_steps=0 (read at every flush) is for mode='full' only. Received: mode={mode!r}.")
         if not isinstance(decimate, bool):
             raise TypeError(f"decimate must be True or False. Received: {decimate!r}.")
         if not isinstance(resume, bool) or (resume and path is None):
-            raise ValueError("resume=True continues the store at path=...; resume must be "
-                             f"True or False. Received: resume={resume!r}, path={path!r}.")
+            raise ValueError(
+                "resume=True continues the store at path=...; resume must be "
+                f"True or False. Received: resume={resume!r}, path={path!r}."
+            )
         if path is not None and (max_steps is not None or decimate):
             raise ValueError(
                 "Recorder(path=...) streams every recorded step to disk and keeps none in "
                 f"memory: max_steps and decimate do not apply. Received: max_steps={max_steps!r}"
-                f", decimate={decimate!r}. Thin the recording with every= instead.")
+                f", decimate={decimate!r}. Thin the recording with every= instead."
+            )
         self.path = None if path is None else os.fspath(path)
         # the store: opened when the optimizer is known (resume=True: at the first update)
         self._streamer = Streamer(self.path, resume, every)
@@ -173,9 +181,15 @@ class Recorder:
         self._count = UpdateCount()
         self._execution_steps = 1  # updates model.fit runs between two callback calls
         # the host side of the device buffers: the reads, the last update the host has
-        self._flusher = Flusher(every, bool(self._pv_kinds()), self._count,
-                                wants=lambda step: self._log.wants(step), append=self._append,
-                                skip=self._skipped_arrived, live=self._live)
+        self._flusher = Flusher(
+            every,
+            bool(self._pv_kinds()),
+            self._count,
+            wants=lambda step: self._log.wants(step),
+            append=self._append,
+            skip=self._skipped_arrived,
+            live=self._live,
+        )
 
     # ---- set-up -------------------------------------------------------------------------
 
@@ -183,16 +197,14 @@ class Recorder:
         if self._optimizer is not None:
             if self._optimizer is optimizer:
                 return
-            raise ValueError(
-                "This Recorder is already attached to another optimizer; make one Recorder "
-                "per optimizer."
-            )
+            raise ValueError("This Recorder is already attached to another optimizer; make one Recorder per optimizer.")
         chosen = choose(variables, self._wanted)
         self._optimizer = optimizer
         self._watched = [Watched(name, var) for name, var in chosen]
         self._mesh = optimizer.mesh
         self._mesh_spec = (
-            _dtensor.mesh_spec(self._mesh) if self._mesh is not None
+            _dtensor.mesh_spec(self._mesh)
+            if self._mesh is not None
             else (self._watched[0].layout.mesh if self._watched else None)
         )
         self._per_step = sum(w.nbytes_unique for w in self._watched) * len(self.kinds)
@@ -212,11 +224,13 @@ class Recorder:
     def _rule_watch(self, start: int) -> RuleWatch | None:
         """The host-side rule check (full mode with parameters and velocities, from the
         parameters at iteration ``start``; velocities are known only from a fresh start)."""
-        if (self.mode != "full" or len(self._pv_kinds()) != 2 or start != 0
-                or self._initial is None):   # (the initial values: read in on_build)
+        if (
+            self.mode != "full" or len(self._pv_kinds()) != 2 or start != 0 or self._initial is None
+        ):  # (the initial values: read in on_build)
             return None
-        return RuleWatch(self._watched, self._initial, self._optimizer, self._applied_momentum,
-                         self.every, **self._hyper)
+        return RuleWatch(
+            self._watched, self._initial, self._optimizer, self._applied_momentum, self.every, **self._hyper
+        )
 
     def _skip_untraced(self) -> None:
         """Skip the updates the optimizer made since the recorder last saw one while
@@ -245,7 +259,8 @@ class Recorder:
             "the step in a new tf.function (model.fit: model.make_train_function(force=True))"
             ", or attach the recorder (SGD(..., hooks=[rec]) or opt.add_hook(rec)) before "
             "the step function's first call.",
-            RuntimeWarning, stacklevel=3,
+            RuntimeWarning,
+            stacklevel=3,
         )
 
     # ---- the ring (its arithmetic: ring.py) ------------------------------------------------
@@ -253,12 +268,17 @@ class Recorder:
     def _choose_slots(self) -> None:
         """``buffer_steps``: as asked, or the default, holding the updates ``model.fit``
         runs between two calls of the Keras callback (``ring.choose_slots``)."""
-        largest = max((w.var.shape.num_elements() * w.var.dtype.size for w in self._watched),
-                      default=0)
+        largest = max((w.var.shape.num_elements() * w.var.dtype.size for w in self._watched), default=0)
         slots, warning = ring.choose_slots(
-            self._buffer_steps, self.mode, per_step=self._per_step, largest_bytes=largest,
-            small_ring_bytes=_capture.SMALL_RING_BYTES, execution_steps=self._execution_steps,
-            every=self.every, has_pv=bool(self._pv_kinds()))
+            self._buffer_steps,
+            self.mode,
+            per_step=self._per_step,
+            largest_bytes=largest,
+            small_ring_bytes=_capture.SMALL_RING_BYTES,
+            execution_steps=self._execution_steps,
+            every=self.every,
+            has_pv=bool(self._pv_kinds()),
+        )
         if warning is not None:
             warnings.warn(warning, RuntimeWarning, stacklevel=4)
         self.buffer_steps = slots
@@ -270,8 +290,7 @@ class Recorder:
         self._execution_steps = max(self._execution_steps, steps)
         if self._optimizer is not None and self._staging is None:
             self._choose_slots()
-        warning = ring.hold_warning(steps, tuned, None if self._staging is None
-                                    else self._flush_interval(), self.every)
+        warning = ring.hold_warning(steps, tuned, None if self._staging is None else self._flush_interval(), self.every)
         if warning is not None:
             warnings.warn(warning, RuntimeWarning, stacklevel=3)
 
@@ -281,9 +300,16 @@ class Recorder:
     def _make_staging(self) -> Staging:
         assert self.buffer_steps is not None, "the ring is sized when the optimizer is known"
         self._skip_untraced()
-        self._staging = Staging(self._watched, self.kinds, self.mode, self.every,
-                                self.buffer_steps, self._row_slots, self._mesh,
-                                self._optimizer.iterations)
+        self._staging = Staging(
+            self._watched,
+            self.kinds,
+            self.mode,
+            self.every,
+            self.buffer_steps,
+            self._row_slots,
+            self._mesh,
+            self._optimizer.iterations,
+        )
         return self._staging
 
     # ---- hook protocol ------------------------------------------------------------------------
@@ -291,8 +317,7 @@ class Recorder:
     def _store_pending(self) -> bool:
         """Whether the store is still to be opened (``resume=True``: at the first update
         or read, from the iteration the optimizer is at then)."""
-        return (self._streamer.wanted and not self._streamer.is_open
-                and self._optimizer is not None)
+        return self._streamer.wanted and not self._streamer.is_open and self._optimizer is not None
 
     def before_update(self, optimizer: Any, variables: Any, params: Any) -> None:
         if self._store_pending():
@@ -380,6 +405,7 @@ class Recorder:
             def copy():
                 staging.stage_pv(opt)
                 return opt.iterations.read_value()
+
             self._copier = tf.function(copy, autograph=False)
         return self._copier
 
@@ -424,8 +450,11 @@ class Recorder:
         times ``on_train_batch_end`` against the batch, whose updates the devices are
         still running, and warns when it is slower); the host copies are made at the end
         of each epoch, of training, or when the recording is read."""
-        return flush_callback(hold=self._hold_executions, interval=self._flush_interval,
-                              flush=lambda final, wait=True: self._flush(final, wait))
+        return flush_callback(
+            hold=self._hold_executions,
+            interval=self._flush_interval,
+            flush=lambda final, wait=True: self._flush(final, wait),
+        )
 
     # ---- flushes: the staged steps to the host log (the reads: flush.py) ----------------------
 
@@ -450,8 +479,7 @@ class Recorder:
     def _live(self) -> dict:
         """The latest update's parameters and velocities, read from the variables, in
         their host form."""
-        return host_values(pv_values(self._watched, self.kinds, self._optimizer),
-                           self._by_name, self.kinds, self.mode)
+        return host_values(pv_values(self._watched, self.kinds, self._optimizer), self._by_name, self.kinds, self.mode)
 
     def _append(self, meta, data) -> None:
         """One recorded step: ``data[(name, kind)]`` is the per-device shard list (full
@@ -475,9 +503,13 @@ class Recorder:
         (``ring.flush_interval``)."""
         return ring.flush_interval(self.buffer_steps, self.every, bool(self._pv_kinds()))
 
-    def loop(self, steps: int | Iterable[Any], flush_every: int | None = None,
-             progress: bool = False,
-             step: Callable[[], Any] | None = None) -> Iterator[Any]:
+    def loop(
+        self,
+        steps: int | Iterable[Any],
+        flush_every: int | None = None,
+        progress: bool = False,
+        step: Callable[[], Any] | None = None,
+    ) -> Iterator[Any]:
         """Iterate ``range(steps)`` (or any iterable), flushing the device buffers often
         enough that nothing is overwritten, and once more at the end. ``progress=True``
         shows a progress bar (``tqdm.auto``; ``DTSGD_VIZ_PROGRESS=0`` turns it off).
@@ -488,9 +520,11 @@ class Recorder:
         items = range(steps) if isinstance(steps, int) else steps
         shown = _progress.iterate(items, _progress.check(progress), "recording")
         since, warned = 0, False
-        split = None if step is None else (
-            step if isinstance(step, SplitStep) and step.recorder is self
-            else self.step_function(step))
+        split = (
+            None
+            if step is None
+            else (step if isinstance(step, SplitStep) and step.recorder is self else self.step_function(step))
+        )
         try:
             for item in shown:
                 yield item if split is None else split()
@@ -506,12 +540,14 @@ class Recorder:
                         f"Recorder.loop(flush_every={flush_every}): the device buffer holds "
                         f"{interval} recorded update(s) between flushes, so it flushes every "
                         f"{interval} (raise buffer_steps to flush less often).",
-                        RuntimeWarning, stacklevel=2)
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
                 if since >= interval:
                     self._flush(final=False)
                     since = 0
         finally:
-            close = getattr(shown, "close", None)   # the progress bar's, when one is shown
+            close = getattr(shown, "close", None)  # the progress bar's, when one is shown
             if shown is not items and close is not None:
                 close()
             self.flush()
@@ -578,11 +614,21 @@ class Recorder:
 
     def _build(self) -> Recording:
         opt = self._optimizer
-        return assemble(self._log.entries, self._watched, self.kinds, self.mode, self._initial,
-                        mesh=self._mesh_spec, momentum=float(opt.momentum),
-                        nesterov=bool(opt.nesterov), dropped=sorted(self._flusher.dropped),
-                        applied_momentum=self._applied_momentum, part=self._part(),
-                        skipped=sorted(self._skipped), **self._hyper)
+        return assemble(
+            self._log.entries,
+            self._watched,
+            self.kinds,
+            self.mode,
+            self._initial,
+            mesh=self._mesh_spec,
+            momentum=float(opt.momentum),
+            nesterov=bool(opt.nesterov),
+            dropped=sorted(self._flusher.dropped),
+            applied_momentum=self._applied_momentum,
+            part=self._part(),
+            skipped=sorted(self._skipped),
+            **self._hyper,
+        )
 
     def _part(self) -> Part | None:
         """What this client records in a multi-client run: its devices' blocks."""
@@ -590,4 +636,3 @@ class Recorder:
         if not info.multi_client or self._mesh is None:
             return None
         return Part(info.client_id, info.num_clients, _dtensor.local_device_ids(self._mesh))
-

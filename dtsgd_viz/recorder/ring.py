@@ -41,9 +41,17 @@ def default_slots(largest_bytes: int, per_step: int, small_ring_bytes: int) -> i
     return int(min(slots, max(2, STAGING_BUDGET_BYTES // max(per_step, 1))))
 
 
-def choose_slots(asked: int | None, mode: str, *, per_step: int, largest_bytes: int,
-                 small_ring_bytes: int, execution_steps: int = 1, every: int = 1,
-                 has_pv: bool = True) -> tuple[int, str | None]:
+def choose_slots(
+    asked: int | None,
+    mode: str,
+    *,
+    per_step: int,
+    largest_bytes: int,
+    small_ring_bytes: int,
+    execution_steps: int = 1,
+    every: int = 1,
+    has_pv: bool = True,
+) -> tuple[int, str | None]:
     """``buffer_steps`` and a warning (or None): as ``asked``, or the default. Under
     ``model.fit`` with ``steps_per_execution=k`` (``execution_steps``) the Keras callback
     runs once per k updates, so the ring must hold k recorded updates plus the one a
@@ -70,14 +78,16 @@ def choose_slots(asked: int | None, mode: str, *, per_step: int, largest_bytes: 
                 warning = (
                     f"Recorder(buffer_steps={asked}) cannot hold the {k} updates model.fit "
                     f"runs between two calls of the Keras callback (steps_per_execution={k})"
-                    f": it stages {need} steps instead ({nbytes:.1f} MiB on the devices).")
+                    f": it stages {need} steps instead ({nbytes:.1f} MiB on the devices)."
+                )
             elif mode == "full" and need * per_step > STAGING_BUDGET_BYTES:
                 warning = (
                     f"Recorder: keeping every update of model.fit with steps_per_execution"
                     f"={k} stages {need} steps on the devices ({nbytes:.1f} MiB, over the "
                     f"{STAGING_BUDGET_BYTES // 2**20} MiB staging budget). Record less "
                     "(every=, variables=, kinds=, mode='stats') or lower "
-                    "steps_per_execution to use less device memory.")
+                    "steps_per_execution to use less device memory."
+                )
             slots = need
     return slots, warning
 
@@ -88,17 +98,21 @@ def hold_warning(steps: int, tuned: bool, interval: int | None, every: int) -> s
     that count while it trains; a ring already built (``interval``: its updates between
     flushes; None while not built) cannot grow."""
     if tuned:
-        return ("Recorder: steps_per_execution='auto' changes how many updates model.fit runs "
-                "between two calls of the Keras callback while it trains, so the ring "
-                "cannot be sized for it: updates beyond it are lost (listed in "
-                "recording.dropped_steps). Give model.compile a fixed steps_per_execution.")
+        return (
+            "Recorder: steps_per_execution='auto' changes how many updates model.fit runs "
+            "between two calls of the Keras callback while it trains, so the ring "
+            "cannot be sized for it: updates beyond it are lost (listed in "
+            "recording.dropped_steps). Give model.compile a fixed steps_per_execution."
+        )
     if interval is not None and interval < steps:
-        return (f"Recorder: its ring was built (at the first trace of the step function) for "
-                f"{interval} updates between flushes, fewer than the {steps} "
-                "model.fit now runs between two calls of the Keras callback "
-                f"(steps_per_execution={steps}): updates will be lost (listed in "
-                "recording.dropped_steps). Pass the callback to the first model.fit, or give "
-                f"Recorder(buffer_steps={-(-steps // every) + 1}).")
+        return (
+            f"Recorder: its ring was built (at the first trace of the step function) for "
+            f"{interval} updates between flushes, fewer than the {steps} "
+            "model.fit now runs between two calls of the Keras callback "
+            f"(steps_per_execution={steps}): updates will be lost (listed in "
+            "recording.dropped_steps). Pass the callback to the first model.fit, or give "
+            f"Recorder(buffer_steps={-(-steps // every) + 1})."
+        )
     return None
 
 
@@ -142,8 +156,7 @@ def recorded_steps(after: int, upto: int, every: int) -> list[int]:
     return [s * every for s in range(first, upto // every + 1)]
 
 
-def still_staged(step: int, current: int, slots: int, every: int, *, grad: bool,
-                 pv: bool) -> bool:
+def still_staged(step: int, current: int, slots: int, every: int, *, grad: bool, pv: bool) -> bool:
     """Whether recorded ``step`` is still whole on the devices at iteration ``current``:
     its gradients (``grad``: staged) were not overwritten, and its parameters and
     velocities (``pv``) are either the variables' own (the latest step) or staged

@@ -38,9 +38,18 @@ class RuleWatch:
     """Checks recorded full steps against the rule until ``CHECK_UPDATES`` updates per
     variable are checked or a deviation is found; warns once."""
 
-    def __init__(self, watched: list, initial: list, optimizer: Any, momentum: float, every: int, *,
-                 weight_decay: float | None = None, decayed: Iterable[str] = (),
-                 ema_overwrite_frequency: int | None = None):
+    def __init__(
+        self,
+        watched: list,
+        initial: list,
+        optimizer: Any,
+        momentum: float,
+        every: int,
+        *,
+        weight_decay: float | None = None,
+        decayed: Iterable[str] = (),
+        ema_overwrite_frequency: int | None = None,
+    ):
         self.watched = watched
         self.optimizer = optimizer
         self.momentum, self.nesterov = momentum, bool(optimizer.nesterov)
@@ -64,8 +73,9 @@ class RuleWatch:
         if not self.active:
             return
         values = entry["values"]
-        now = {w.name: (_sample(values[(w.name, "param")]), _sample(values[(w.name, "velocity")]))
-               for w in self.watched}
+        now = {
+            w.name: (_sample(values[(w.name, "param")]), _sample(values[(w.name, "velocity")])) for w in self.watched
+        }
         prev_step, prev = self.prev
         self.prev = (step, now)
         if prev_step != step - 1:
@@ -74,8 +84,9 @@ class RuleWatch:
             return
         for w in self.watched:
             (p_prev, v_prev), (p, v) = prev[w.name], now[w.name]
-            decay = ((self.weight_decay or 0.0) * float(entry["lr"]) if w.name in self.decayed
-                     else 0.0)   # a decayed variable: weight_decay is set
+            decay = (
+                (self.weight_decay or 0.0) * float(entry["lr"]) if w.name in self.decayed else 0.0
+            )  # a decayed variable: weight_decay is set
             dev = step_deviation(p_prev, v_prev, self.momentum, self.nesterov, p, v, decay)
             if dev > RTOL:
                 self.flagged.setdefault(w.name, []).append((step, dev))
@@ -97,23 +108,28 @@ class RuleWatch:
         self.warned = True
         self.active = False
         names = sorted(self.flagged)
-        shown = ", ".join(f"{n!r} (from update {self.flagged[n][0][0]}, by up to "
-                          f"{100 * max(d for _, d in self.flagged[n]):.3g}% of the update)"
-                          for n in names[:5])
+        shown = ", ".join(
+            f"{n!r} (from update {self.flagged[n][0][0]}, by up to "
+            f"{100 * max(d for _, d in self.flagged[n]):.3g}% of the update)"
+            for n in names[:5]
+        )
         more = f" and {len(names) - 5} more" if len(names) > 5 else ""
         if getattr(self.optimizer, "exact_update", False):
-            advice = ("exact_update=True is set, so something else changed the parameters "
-                      "between updates (another optimizer, an assign of your own, a restore); "
-                      "reference.check_recording(recording) lists every such update.")
+            advice = (
+                "exact_update=True is set, so something else changed the parameters "
+                "between updates (another optimizer, an assign of your own, a restore); "
+                "reference.check_recording(recording) lists every such update."
+            )
         else:
-            moved = ("the previous step's gradient step" if not self.momentum
-                     else "the previous step's velocity")
-            advice = ("This is tf-keras' stale-velocity read inside a DTensor tf.function: "
-                      f"the parameter moved with {moved}. The recording "
-                      "shows what the devices hold. To train with the documented rule, use "
-                      "dtsgd_viz.SGD(..., exact_update=True).")
+            moved = "the previous step's gradient step" if not self.momentum else "the previous step's velocity"
+            advice = (
+                "This is tf-keras' stale-velocity read inside a DTensor tf.function: "
+                f"the parameter moved with {moved}. The recording "
+                "shows what the devices hold. To train with the documented rule, use "
+                "dtsgd_viz.SGD(..., exact_update=True)."
+            )
         warnings.warn(
-            f"Recorder: {len(names)} variable(s) did not follow the {self.rule} update rule: "
-            f"{shown}{more}. {advice}",
-            RuntimeWarning, stacklevel=stacklevel,
+            f"Recorder: {len(names)} variable(s) did not follow the {self.rule} update rule: {shown}{more}. {advice}",
+            RuntimeWarning,
+            stacklevel=stacklevel,
         )

@@ -60,7 +60,7 @@ class SplitStep:
             self.on = fn
         options = {}
         for name in ("jit_compile", "reduce_retracing", "autograph"):
-            value = getattr(fn, f"_{name}", None)   # tf.function's own settings
+            value = getattr(fn, f"_{name}", None)  # tf.function's own settings
             if value is not None:
                 options[name] = value
         self.off = tf.function(python, **options)
@@ -68,9 +68,9 @@ class SplitStep:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         rec = self.recorder
-        off = rec.split_call()   # None: the calls are not split
+        off = rec.split_call()  # None: the calls are not split
         if off:
-            with rec.hooks_off():   # read while the off function is traced
+            with rec.hooks_off():  # read while the off function is traced
                 out = self.off(*args, **kwargs)
         else:
             out = self.on(*args, **kwargs)
@@ -90,4 +90,5 @@ def count_warning(current: int, expected: int) -> str:
         f"update per call of the step function puts it at {expected}: the step "
         "function does not make exactly one update per call, so from now on every call "
         "runs the step traced with the recorder (recorded steps that ran without it are "
-        "listed in recording.dropped_steps).")
+        "listed in recording.dropped_steps)."
+    )

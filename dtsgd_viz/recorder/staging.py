@@ -34,8 +34,17 @@ class Staging:
     each flush) and ``row_slots`` metadata rows, for the ``watched`` variables' ``kinds``.
     ``iterations``: the optimizer's iteration variable, read with the buffers."""
 
-    def __init__(self, watched: list, kinds: Sequence[str], mode: str, every: int, slots: int,
-                 row_slots: int, mesh: Any, iterations: Any):
+    def __init__(
+        self,
+        watched: list,
+        kinds: Sequence[str],
+        mode: str,
+        every: int,
+        slots: int,
+        row_slots: int,
+        mesh: Any,
+        iterations: Any,
+    ):
         self.watched, self.kinds, self.mode = watched, kinds, mode
         self.every, self.slots, self.iterations = every, slots, iterations
         self.has_pv = any(k in kinds for k in ("param", "velocity"))
@@ -72,15 +81,13 @@ class Staging:
             if self.has_pv and self.slots:
                 # read inside the branch: nothing is read on steps not recorded, and the
                 # update's in-place assignments never wait on (or copy around) our reads
-                self.ring.write(due, slot,
-                                lambda: pv_values(self.on_devices, self.kinds, optimizer))
+                self.ring.write(due, slot, lambda: pv_values(self.on_devices, self.kinds, optimizer))
         elif self.has_pv:
             # always in a branch: the branch reads the variables, so the update waits for
             # the whole branch instead of copying a parameter a pending read still holds
-            self.write_stats(due, slot,
-                             lambda: pv_values(self.on_devices, self.kinds, optimizer,
-                                               copy=False),
-                             branch=True)
+            self.write_stats(
+                due, slot, lambda: pv_values(self.on_devices, self.kinds, optimizer, copy=False), branch=True
+            )
 
     def stage_update(self, event: Any) -> None:
         """Stage a traced update's metadata row and, if recorded, its gradients."""
@@ -123,8 +130,7 @@ class Staging:
         else:
             _capture.cond(tf.equal(it % self.every, 0), meta, lambda: tf.constant(False))
 
-    def write_stats(self, predicate: Any, slot: Any, values: Callable[[], dict],
-                    branch: bool = False) -> None:
+    def write_stats(self, predicate: Any, slot: Any, values: Callable[[], dict], branch: bool = False) -> None:
         """Block stats of ``values()`` into ``slot`` when ``predicate``: with ``every=1``
         (and not ``branch``) every step is recorded, so they are written unconditionally;
         otherwise the work sits behind a ``tf.cond`` so steps not recorded compute nothing."""
@@ -158,10 +164,18 @@ class Staging:
             return self.stats.read(read)
         return None
 
-    def read_steps(self, read: Any, current: int, steps: list[int], *, after: int,
-                   wants: Callable[[int], bool], append: Callable[..., None],
-                   live: Callable[[], dict], skip: Callable[[int, float], None]
-                   ) -> tuple[int, list[int]]:
+    def read_steps(
+        self,
+        read: Any,
+        current: int,
+        steps: list[int],
+        *,
+        after: int,
+        wants: Callable[[int], bool],
+        append: Callable[..., None],
+        live: Callable[[], dict],
+        skip: Callable[[int, float], None],
+    ) -> tuple[int, list[int]]:
         """Hand each of the recorded ``steps`` still whole in ``read`` (a ``reader``
         result, at iteration ``current``) to ``append(meta_row, data)``, skipping those
         the host log does not ``wants``, and each a dynamic loss scale skipped to
@@ -177,8 +191,7 @@ class Staging:
             if meta is not None and meta[3] > 0:  # skipped: its row is all there is
                 skip(step, float(meta[3]))
                 continue
-            if meta is None or not still_staged(step, current, self.slots, self.every,
-                                                grad=grad, pv=self.has_pv):
+            if meta is None or not still_staged(step, current, self.slots, self.every, grad=grad, pv=self.has_pv):
                 dropped.append(step)
                 continue
             if not wants(step):

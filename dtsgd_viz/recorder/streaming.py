@@ -46,10 +46,10 @@ class Streamer:
         no steps yet) names what every batch will hold; ``resume_from``: the iteration
         the run continues from (``resume=True``), else None."""
         from ..recording.store import StoreWriter
+
         assert self.path is not None, "Streamer.open needs a path"
         part = getattr(header, "part", None)
-        self.writer = StoreWriter(self.path, header, 0 if part is None else part.client_id,
-                                  resume_from=resume_from)
+        self.writer = StoreWriter(self.path, header, 0 if part is None else part.client_id, resume_from=resume_from)
         # the end of the process (or of this recorder) closes the store: a run that was
         # killed leaves it open, and readers say so
         weakref.finalize(self, self.writer.close_at_exit)
@@ -69,18 +69,20 @@ class Streamer:
                 f"{last_step} but the optimizer resumes from iteration {iteration}: the "
                 f"recorded update(s) {missing[0]}..{missing[-1]} in between were never "
                 "committed and are not in the store (restore a checkpoint no later than the "
-                "store's last update to keep every step).", RuntimeWarning, stacklevel=6)
+                "store's last update to keep every step).",
+                RuntimeWarning,
+                stacklevel=6,
+            )
 
-    def write(self, log: Any, dropped: Sequence[int], skipped: Sequence[tuple[int, float]],
-              initial: Any) -> bool:
+    def write(self, log: Any, dropped: Sequence[int], skipped: Sequence[tuple[int, float]], initial: Any) -> bool:
         """Write the steps of ``log`` (a host log) and the dropped and skipped updates
         not written yet to the store, and commit them; True when a batch was written
         (the caller then keeps nothing of ``log``)."""
         w = self.writer
         if w is None:
             return False
-        new_dropped = list(dropped[self._dropped_streamed:])
-        new_skipped = list(skipped[self._skipped_streamed:])
+        new_dropped = list(dropped[self._dropped_streamed :])
+        new_skipped = list(skipped[self._skipped_streamed :])
         if not (len(log) or new_dropped or new_skipped):
             return False
         w.append(log.entries, new_dropped, initial, skipped=new_skipped)
@@ -91,6 +93,7 @@ class Streamer:
     def read(self) -> Recording:
         """Everything the store holds of this client's part."""
         from ..recording.store import StoreReader
+
         assert self.writer is not None, "Streamer.read needs an open store"
         return StoreReader(self.writer.path, self.writer.client).read()
 

@@ -34,12 +34,11 @@ class Watched:
         self.live_layout = _dtensor.live_layout(var)
         self.geometry = shard_geometry(tuple(var.shape), self.layout)
         # the blocks this process's shards hold (a client of a multi-client run: some)
-        self.held = self.geometry.held_groups(_dtensor.local_device_ids(
-            None if self.live_layout is None else self.live_layout.mesh))
-        self.dtype = var.dtype.name
-        self.nbytes_unique = (
-            self.geometry.num_unique * math.prod(self.geometry.local_shape) * var.dtype.size
+        self.held = self.geometry.held_groups(
+            _dtensor.local_device_ids(None if self.live_layout is None else self.live_layout.mesh)
         )
+        self.dtype = var.dtype.name
+        self.nbytes_unique = self.geometry.num_unique * math.prod(self.geometry.local_shape) * var.dtype.size
 
 
 def choose(variables: Any, wanted: Sequence | None = None) -> list[tuple[str, object]]:
@@ -54,8 +53,7 @@ def choose(variables: Any, wanted: Sequence | None = None) -> list[tuple[str, ob
             key = key[:-2] if key.endswith(":0") else key
             if key not in names:
                 raise ValueError(
-                    f"Recorder(variables=...) names {key!r}, which the optimizer does not "
-                    f"update. Allowed: {names}."
+                    f"Recorder(variables=...) names {key!r}, which the optimizer does not update. Allowed: {names}."
                 )
             chosen.append(names.index(key))
     return [(names[i], variables[i]) for i in chosen]
@@ -72,10 +70,10 @@ def hyper(optimizer: Any, watched: list) -> dict:
     wd = getattr(optimizer, "weight_decay", None)
     return {
         "weight_decay": None if wd is None else float(tf.cast(wd, tf.float64).numpy()),
-        "decayed": tuple(w.name for w in watched
-                         if wd is not None and optimizer._use_weight_decay(w.var)),
-        "ema_overwrite_frequency": (getattr(optimizer, "ema_overwrite_frequency", None)
-                                    if getattr(optimizer, "use_ema", False) else None),
+        "decayed": tuple(w.name for w in watched if wd is not None and optimizer._use_weight_decay(w.var)),
+        "ema_overwrite_frequency": (
+            getattr(optimizer, "ema_overwrite_frequency", None) if getattr(optimizer, "use_ema", False) else None
+        ),
     }
 
 
@@ -105,8 +103,10 @@ def pv_values(watched: list, kinds: Sequence[str], optimizer: Any, copy: bool = 
     """The recorded parameters and velocities, read from the variables (``copy=False``:
     with ``value()``, without ``read_value()``'s identity op, where only reductions
     read them)."""
+
     def read(var):
         return var.read_value() if copy else var.value()
+
     out = {}
     for w in watched:
         if "param" in kinds:
@@ -125,27 +125,31 @@ def eager_pv(watched: list, kinds: Sequence[str], event: Any, optimizer: Any) ->
         i = in_event.get(event.optimizer._var_key(w.var))
         pv[(w.name, "param")] = event.params[i] if i is not None else w.var.read_value()
         if "velocity" in kinds:
-            pv[(w.name, "velocity")] = (event.velocities[i] if i is not None
-                                        else optimizer.velocity(w.var).read_value())
+            pv[(w.name, "velocity")] = event.velocities[i] if i is not None else optimizer.velocity(w.var).read_value()
     return pv
 
 
 def meta_row(event: Any) -> Any:
     """The step's (iteration, learning rate, mean loss, 0) as one float64 row (the last
     column holds a skipped update's loss scale: ``skip_row``)."""
-    loss = (tf.constant(float("nan"), tf.float64) if event.loss is None
-            else tf.reduce_mean(tf.cast(event.loss, tf.float64)))
-    return tf.stack([tf.cast(event.iteration, tf.float64),
-                     tf.cast(event.learning_rate, tf.float64), loss,
-                     tf.constant(0.0, tf.float64)])
+    loss = (
+        tf.constant(float("nan"), tf.float64) if event.loss is None else tf.reduce_mean(tf.cast(event.loss, tf.float64))
+    )
+    return tf.stack(
+        [
+            tf.cast(event.iteration, tf.float64),
+            tf.cast(event.learning_rate, tf.float64),
+            loss,
+            tf.constant(0.0, tf.float64),
+        ]
+    )
 
 
 def skip_row(iteration: Any, loss_scale: Any) -> Any:
     """The row of an update a dynamic loss scale skipped: (iteration, NaN, NaN, the loss
     scale it used), told from an applied update's row by its loss scale (always >= 1)."""
     nan = tf.constant(float("nan"), tf.float64)
-    return tf.stack([tf.cast(iteration, tf.float64), nan, nan,
-                     tf.cast(loss_scale, tf.float64)])
+    return tf.stack([tf.cast(iteration, tf.float64), nan, nan, tf.cast(loss_scale, tf.float64)])
 
 
 def host_values(values: dict, by_name: dict, kinds: Sequence[str], mode: str) -> dict:
@@ -167,5 +171,4 @@ def host_values(values: dict, by_name: dict, kinds: Sequence[str], mode: str) ->
 def global_value(w: Any, value: Any) -> np.ndarray:
     """The global value (NaN where other clients hold the blocks)."""
     shards = _dtensor.unpack(value)
-    return w.geometry.assemble(np.stack([shards[at[0]] for _, at in w.held]),
-                               [g for g, _ in w.held])
+    return w.geometry.assemble(np.stack([shards[at[0]] for _, at in w.held]), [g for g, _ in w.held])

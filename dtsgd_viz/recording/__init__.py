@@ -10,8 +10,23 @@ from .merge import MergeError, merge_recordings
 from .recording import KINDS, Hyperparameters, Part, Recording, RecordingFileError, VariableRecord, check_kinds
 
 __all__ = [
-    "Collective", "CommunicationPlan", "CommunicationReport", "PlanEntry", "communication_plan",
-    "KINDS", "Hyperparameters", "MemoryPlan", "MergeError", "NoChecksumsWarning", "Part",
-    "Recording", "RecordingDamagedWarning", "RecordingFileError", "VariableRecord", "check_kinds", "load_recording",
-    "memory_plan", "merge_recordings",
+    "Collective",
+    "CommunicationPlan",
+    "CommunicationReport",
+    "PlanEntry",
+    "communication_plan",
+    "KINDS",
+    "Hyperparameters",
+    "MemoryPlan",
+    "MergeError",
+    "NoChecksumsWarning",
+    "Part",
+    "Recording",
+    "RecordingDamagedWarning",
+    "RecordingFileError",
+    "VariableRecord",
+    "check_kinds",
+    "load_recording",
+    "memory_plan",
+    "merge_recordings",
 ]

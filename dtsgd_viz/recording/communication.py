@@ -35,8 +35,7 @@ from typing import Any
 from ..specs import UNSHARDED, LayoutSpec, MeshSpec
 from .memory import format_bytes, itemsize, memory_plan
 
-KINDS = ("all-reduce", "all-gather", "all-scatter", "all-to-all", "reduce-scatter",
-         "collective-permute", "broadcast")
+KINDS = ("all-reduce", "all-gather", "all-scatter", "all-to-all", "reduce-scatter", "collective-permute", "broadcast")
 """The collectives DTensor's SPMD expansion emits, by the names a report uses."""
 
 SERVES = ("gradient", "activation gradient", "activation", "loss", "other")
@@ -146,16 +145,16 @@ class CommunicationReport:
         object.__setattr__(self, "collectives", tuple(self.collectives))
 
     def select(self, serves: str | None = None, kind: str | None = None) -> tuple[Collective, ...]:
-        return tuple(c for c in self.collectives
-                     if (serves is None or c.serves == serves) and (kind is None or c.kind == kind))
+        return tuple(
+            c for c in self.collectives if (serves is None or c.serves == serves) and (kind is None or c.kind == kind)
+        )
 
     @property
     def gradients(self) -> dict[str, Collective]:
         """``{variable: its gradient's all-reduce}`` (or reduce-scatter: the sum; a gradient
         summed in another layout and then gathered to the variable's also has that
         all-gather among ``select("gradient")``, see ``gradient_path``)."""
-        return {c.variable: c for c in self.select("gradient")
-                if c.variable and c.kind in _REDUCTIONS}
+        return {c.variable: c for c in self.select("gradient") if c.variable and c.kind in _REDUCTIONS}
 
     def gradient_path(self, variable: str) -> tuple[Collective, ...]:
         """Every collective that carries ``variable``'s gradient, in program order: its sum
@@ -187,20 +186,25 @@ class CommunicationReport:
         measured = self.gradients
         for e in plan.entries:
             c = measured.get(e.variable)
-            moved = "".join(f" and {_article(m.kind)} {m.kind} of {m.bytes_per_device} B over "
-                            f"{m.mesh_dims}" for m in self.gradient_path(e.variable)
-                            if m.kind not in _REDUCTIONS and m.mesh_dims)
+            moved = "".join(
+                f" and {_article(m.kind)} {m.kind} of {m.bytes_per_device} B over {m.mesh_dims}"
+                for m in self.gradient_path(e.variable)
+                if m.kind not in _REDUCTIONS and m.mesh_dims
+            )
             if not e.mesh_dims:
                 if c is not None:
-                    out.append(f"{e.variable}: measured an all-reduce over {c.mesh_dims}"
-                               f"{moved}, predicted none")
+                    out.append(f"{e.variable}: measured an all-reduce over {c.mesh_dims}{moved}, predicted none")
                 continue
             if c is None:
-                out.append(f"{e.variable}: predicted {format_bytes(e.bytes_per_device)} over "
-                           f"{e.mesh_dims}, measured none" + (f" (no sum{moved})" if moved else ""))
+                out.append(
+                    f"{e.variable}: predicted {format_bytes(e.bytes_per_device)} over "
+                    f"{e.mesh_dims}, measured none" + (f" (no sum{moved})" if moved else "")
+                )
             elif (c.mesh_dims, c.bytes_per_device) != (e.mesh_dims, e.bytes_per_device) or moved:
-                out.append(f"{e.variable}: predicted {e.bytes_per_device} B over {e.mesh_dims}, "
-                           f"measured {c.bytes_per_device} B over {c.mesh_dims}{moved}")
+                out.append(
+                    f"{e.variable}: predicted {e.bytes_per_device} B over {e.mesh_dims}, "
+                    f"measured {c.bytes_per_device} B over {c.mesh_dims}{moved}"
+                )
             if e.gathered_over:
                 out.extend(self._compare_gather(e))
         for name in sorted(set(measured) - {e.variable for e in plan.entries}):
@@ -208,25 +212,43 @@ class CommunicationReport:
         return out
 
     def _compare_gather(self, e: PlanEntry) -> list[str]:
-        gathers = [c for c in self.select("other", "all-gather")  # the weight, not its gradient
-                   if c.variable == e.variable and c.mesh_dims == e.gathered_over]
+        gathers = [
+            c
+            for c in self.select("other", "all-gather")  # the weight, not its gradient
+            if c.variable == e.variable and c.mesh_dims == e.gathered_over
+        ]
         if any(c.bytes_per_device == e.gathered_bytes for c in gathers):
             return []
-        return [f"{e.variable}: predicted an all-gather of {e.gathered_bytes} B over {e.gathered_over}"
-                f", measured {f'{gathers[0].bytes_per_device} B' if gathers else 'none'}"]
+        return [
+            f"{e.variable}: predicted an all-gather of {e.gathered_bytes} B over {e.gathered_over}"
+            f", measured {f'{gathers[0].bytes_per_device} B' if gathers else 'none'}"
+        ]
 
     def to_dict(self) -> dict:
-        return {"format": "dtsgd_viz.communication", "version": 1, "mesh": self.mesh.to_dict(),
-                "function": self.function, "ran_step": self.ran_step, "note": self.note,
-                "collectives": [c.to_dict() for c in self.collectives]}
+        return {
+            "format": "dtsgd_viz.communication",
+            "version": 1,
+            "mesh": self.mesh.to_dict(),
+            "function": self.function,
+            "ran_step": self.ran_step,
+            "note": self.note,
+            "collectives": [c.to_dict() for c in self.collectives],
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping) -> CommunicationReport:
         if not isinstance(d, Mapping) or d.get("format") != "dtsgd_viz.communication":
-            raise ValueError("Not a dtsgd_viz communication report (format "
-                             f"{d.get('format') if isinstance(d, Mapping) else type(d).__name__!r}).")
-        return cls(MeshSpec.from_dict(d["mesh"]), tuple(map(Collective.from_dict, d["collectives"])),
-                   d.get("function", ""), bool(d.get("ran_step", False)), d.get("note", ""))
+            raise ValueError(
+                "Not a dtsgd_viz communication report (format "
+                f"{d.get('format') if isinstance(d, Mapping) else type(d).__name__!r})."
+            )
+        return cls(
+            MeshSpec.from_dict(d["mesh"]),
+            tuple(map(Collective.from_dict, d["collectives"])),
+            d.get("function", ""),
+            bool(d.get("ran_step", False)),
+            d.get("note", ""),
+        )
 
     def save(self, path: str | os.PathLike[str]) -> str:
         path = os.fspath(path)
@@ -240,11 +262,22 @@ class CommunicationReport:
             return cls.from_dict(json.load(f))
 
     def __str__(self) -> str:
-        lines = [f"communication of {self.function or 'one step'} on {self.mesh}: "
-                 f"{len(self.collectives)} collective{'s' * (len(self.collectives) != 1)}"]
-        rows = [(c.kind, "x".join(c.mesh_dims) or "-", c.what, str(c.shape), c.dtype,
-                 format_bytes(c.bytes_per_device),
-                 "" if c.time_us is None else f"{c.time_us:.0f} us") for c in self.collectives]
+        lines = [
+            f"communication of {self.function or 'one step'} on {self.mesh}: "
+            f"{len(self.collectives)} collective{'s' * (len(self.collectives) != 1)}"
+        ]
+        rows = [
+            (
+                c.kind,
+                "x".join(c.mesh_dims) or "-",
+                c.what,
+                str(c.shape),
+                c.dtype,
+                format_bytes(c.bytes_per_device),
+                "" if c.time_us is None else f"{c.time_us:.0f} us",
+            )
+            for c in self.collectives
+        ]
         lines += _rows(("kind", "along", "serves", "shape", "dtype", "per device", "time"), rows)
         lines.append("per update, per device: " + _totals_text(self.totals()))
         return "\n".join(lines)
@@ -304,21 +337,32 @@ class CommunicationPlan:
         for e in self.entries:
             if e.variable == variable:
                 return e
-        raise ValueError(f"Unknown variable {variable!r}. This plan has: "
-                         f"{[e.variable for e in self.entries]}.")
+        raise ValueError(f"Unknown variable {variable!r}. This plan has: {[e.variable for e in self.entries]}.")
 
     def __str__(self) -> str:
-        lines = [f"gradient all-reduces predicted from the layouts{' of ' + self.source if self.source else ''}"
-                 f" on {self.mesh}, batch sharded over {list(self.batch_dims)}"]
-        rows = [(e.variable, str(e.shape), str(e.block_shape), "x".join(e.mesh_dims) or "none",
-                 format_bytes(e.bytes_per_device)) for e in self.entries]
+        lines = [
+            f"gradient all-reduces predicted from the layouts{' of ' + self.source if self.source else ''}"
+            f" on {self.mesh}, batch sharded over {list(self.batch_dims)}"
+        ]
+        rows = [
+            (
+                e.variable,
+                str(e.shape),
+                str(e.block_shape),
+                "x".join(e.mesh_dims) or "none",
+                format_bytes(e.bytes_per_device),
+            )
+            for e in self.entries
+        ]
         lines += _rows(("variable", "shape", "shard", "summed along", "per device"), rows)
         lines.append("per update, per device: " + _totals_text(self.totals()))
-        lines += [f"gathered over {'x'.join(e.gathered_over)} first: {e.variable} "
-                  f"({format_bytes(e.gathered_bytes)} per device)"
-                  for e in self.entries if e.gathered_over]
-        lines += [f"not settled by the layouts: {name}: {why}"
-                  for name, why in self.unpredictable.items()]
+        lines += [
+            f"gathered over {'x'.join(e.gathered_over)} first: {e.variable} "
+            f"({format_bytes(e.gathered_bytes)} per device)"
+            for e in self.entries
+            if e.gathered_over
+        ]
+        lines += [f"not settled by the layouts: {name}: {why}" for name, why in self.unpredictable.items()]
         return "\n".join(lines)
 
     def _repr_pretty_(self, p, cycle):
@@ -392,8 +436,10 @@ def communication_plan(obj: Any, batch_dims: Sequence[str] = ("batch",)) -> Comm
     split = tuple(d for d in dims if mem.mesh.dim_size(d) > 1)
     layered = {}
     from ..dtensor.model import is_tensorflow_object
+
     if is_tensorflow_object(obj):
         from ..dtensor.layer_plan import layer_caveats
+
         layered = layer_caveats(obj, split)
     entries = [_plan_entry(e, split, layered.get(e.name, "")) for e in mem.entries]
     return CommunicationPlan(mem.mesh, tuple(entries), dims, mem.source)
@@ -404,19 +450,32 @@ def _plan_entry(e, split: tuple[str, ...], caveat: str) -> PlanEntry:
     size, specs, block = itemsize(e.dtype), e.layout.sharding_specs, e.block_shape
     gathered = tuple(d for d in split if d in specs)
     if not gathered:
-        return PlanEntry(e.name, split, math.prod(block) * size if split else 0, e.shape,
-                         e.dtype, block, caveat=caveat)
+        return PlanEntry(e.name, split, math.prod(block) * size if split else 0, e.shape, e.dtype, block, caveat=caveat)
     rest = LayoutSpec(tuple(UNSHARDED if s in gathered else s for s in specs), e.layout.mesh)
     whole = math.prod(rest.shard_shape(e.shape)) * size
     unused = tuple(d for d in split if d not in gathered)
     alternative = (unused, math.prod(block) * size if unused else 0)
-    why = (f"sharded along batch dim{'s' * (len(gathered) > 1)} {' and '.join(gathered)}: "
-           f"predicted gathered over {'x'.join(gathered)}, its gradient summed over "
-           f"{'x'.join(split)} ({format_bytes(whole)} per device); if another tensor it meets "
-           f"is sharded along {' or '.join(gathered)} in the same axis, DTensor may move the "
-           "activations instead and " + (
-               f"sum it over {'x'.join(unused)} only ({format_bytes(alternative[1])} per "
-               "device)" if unused else "not sum it at all"))
-    return PlanEntry(e.name, split, whole, e.shape, e.dtype, block, gathered,
-                     math.prod(block) * size, "; ".join(filter(None, (why, caveat))),
-                     alternative)
+    why = (
+        f"sharded along batch dim{'s' * (len(gathered) > 1)} {' and '.join(gathered)}: "
+        f"predicted gathered over {'x'.join(gathered)}, its gradient summed over "
+        f"{'x'.join(split)} ({format_bytes(whole)} per device); if another tensor it meets "
+        f"is sharded along {' or '.join(gathered)} in the same axis, DTensor may move the "
+        "activations instead and "
+        + (
+            f"sum it over {'x'.join(unused)} only ({format_bytes(alternative[1])} per device)"
+            if unused
+            else "not sum it at all"
+        )
+    )
+    return PlanEntry(
+        e.name,
+        split,
+        whole,
+        e.shape,
+        e.dtype,
+        block,
+        gathered,
+        math.prod(block) * size,
+        "; ".join(filter(None, (why, caveat))),
+        alternative,
+    )

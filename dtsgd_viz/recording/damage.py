@@ -58,8 +58,7 @@ class ChunkDamageError(RecordingFileError):
 
 def check_on_damage(on_damage: str) -> str:
     if on_damage not in ON_DAMAGE:
-        raise ValueError(f"on_damage must be one of {list(ON_DAMAGE)}. "
-                         f"Received: on_damage={on_damage!r}.")
+        raise ValueError(f"on_damage must be one of {list(ON_DAMAGE)}. Received: on_damage={on_damage!r}.")
     return on_damage
 
 
@@ -79,22 +78,22 @@ def verify_header(path: StrPath, raw: bytes, meta: Any) -> None:
     if want is None:
         return
     if raw != canonical_json(meta):
-        problem = ("its bytes are not the JSON dtsgd_viz wrote for its values (keys sorted, "
-                   "no spaces): a byte of it changed")
+        problem = (
+            "its bytes are not the JSON dtsgd_viz wrote for its values (keys sorted, no spaces): a byte of it changed"
+        )
     else:
         got = json_crc32({k: v for k, v in meta.items() if k != "header_crc32"})
         if got == want:
             return
-        problem = (f"its crc32 is {got:#010x}, it records "
-                   f"{f'{want:#010x}' if isinstance(want, int) else repr(want)}")
+        problem = f"its crc32 is {got:#010x}, it records {f'{want:#010x}' if isinstance(want, int) else repr(want)}"
     version = meta.get("version")
     if version not in READS:
         raise RecordingFileError(
             f"{path} has recording format version {version!r}; this dtsgd_viz reads version "
             f"{' or '.join(map(str, READS))}. Upgrade dtsgd_viz to read it, unless its header "
-            f"(member 'meta.npy') is damaged: {problem}.")
-    raise RecordingFileError(f"{path}: member 'meta.npy' (the recording's JSON header) is "
-                             f"damaged: {problem}.")
+            f"(member 'meta.npy') is damaged: {problem}."
+        )
+    raise RecordingFileError(f"{path}: member 'meta.npy' (the recording's JSON header) is damaged: {problem}.")
 
 
 def verify_members(path: StrPath, meta: Any, arrays: Mapping[str, np.ndarray], on_damage: str = "raise") -> None:
@@ -104,33 +103,44 @@ def verify_members(path: StrPath, meta: Any, arrays: Mapping[str, np.ndarray], o
     ``verify_header`` had one to check). A ``.npz`` member holds every step, so
     ``on_damage="truncate"`` cannot keep part of it: damage is always an error."""
     import warnings
+
     sums = meta.get("crc32") if isinstance(meta, dict) else None
     if sums is None:
         warnings.warn(
             f"{path} was written before dtsgd_viz kept checksums: it loads, but damage to "
             "its values cannot be detected. Save it again (Recording.save) to add them.",
-            NoChecksumsWarning, stacklevel=4)
+            NoChecksumsWarning,
+            stacklevel=4,
+        )
         return
     if "header_crc32" not in meta:
         warnings.warn(
             f"{path} was written before dtsgd_viz kept a checksum of a recording's header: "
             "its values are checked, but damage to its header (member 'meta.npy': the "
             "hyperparameters, the mesh, the variables) cannot be detected. Save it again "
-            "(Recording.save) to add it.", NoChecksumsWarning, stacklevel=4)
+            "(Recording.save) to add it.",
+            NoChecksumsWarning,
+            stacklevel=4,
+        )
     if not isinstance(sums, dict):
-        raise RecordingFileError(f"{path}: member 'meta.npy' (the recording's JSON header) is "
-                                 f"damaged: its \"crc32\" is {sums!r}, not a table of checksums.")
-    tail = (" (on_damage='truncate' cannot help: each member of a .npz file holds every "
-            "step)" if on_damage == "truncate" else "")
+        raise RecordingFileError(
+            f"{path}: member 'meta.npy' (the recording's JSON header) is "
+            f'damaged: its "crc32" is {sums!r}, not a table of checksums.'
+        )
+    tail = (
+        " (on_damage='truncate' cannot help: each member of a .npz file holds every step)"
+        if on_damage == "truncate"
+        else ""
+    )
     for name, want in sums.items():
         if name not in arrays:
-            raise RecordingFileError(f"{path}: member {name + '.npy'!r}, which its header "
-                                     f"lists, is missing.{tail}")
+            raise RecordingFileError(f"{path}: member {name + '.npy'!r}, which its header lists, is missing.{tail}")
         got = crc32(arrays[name])
         if got != want:
             raise RecordingFileError(
                 f"{path}: member {name + '.npy'!r} is damaged: its crc32 is {got:#010x}, "
-                f"its header recorded {int(want):#010x}.{tail}")
+                f"its header recorded {int(want):#010x}.{tail}"
+            )
 
 
 # ---- store chunks ------------------------------------------------------------------------
@@ -138,8 +148,7 @@ def verify_members(path: StrPath, meta: Any, arrays: Mapping[str, np.ndarray], o
 
 def has_checksums(array: Any) -> bool:
     """Whether a zarr array's chunks carry a crc32c (a store written before them not)."""
-    return any(getattr(c, "to_dict", lambda: {})().get("name") == "crc32c"
-               for c in array.metadata.codecs)
+    return any(getattr(c, "to_dict", lambda: {})().get("name") == "crc32c" for c in array.metadata.codecs)
 
 
 def _chunk_coords(array, start, stop):
@@ -156,7 +165,11 @@ def _damage(part, name, array, coords, start, what) -> ChunkDamageError:
     row = max(start, coords[0] * array.chunks[0])
     return ChunkDamageError(
         f"{part}: chunk {chunk} of array {name!r} (step rows {row}.."
-        f"{(coords[0] + 1) * array.chunks[0] - 1}) is {what}.", name, chunk, row)
+        f"{(coords[0] + 1) * array.chunks[0] - 1}) is {what}.",
+        name,
+        chunk,
+        row,
+    )
 
 
 def missing_chunk(part: StrPath, name: str, array: Any, start: int, stop: int) -> ChunkDamageError | None:
@@ -178,7 +191,8 @@ def read_rows(part: StrPath, name: str, array: Any, start: int, stop: int) -> np
     if array.shape[0] < stop:
         raise RecordingFileError(
             f"{os.path.join(part, name, 'zarr.json')}: array {name!r} holds "
-            f"{array.shape[0]} row(s), but {stop} are committed: its metadata is damaged.")
+            f"{array.shape[0]} row(s), but {stop} are committed: its metadata is damaged."
+        )
     gone = missing_chunk(part, name, array, start, stop)
     if gone is not None:
         raise gone
@@ -189,8 +203,7 @@ def read_rows(part: StrPath, name: str, array: Any, start: int, stop: int) -> np
             try:
                 array.blocks[tuple(coords)]
             except Exception as e:  # noqa: BLE001
-                raise _damage(part, name, array, coords, start,
-                              f"damaged ({type(e).__name__}: {e})") from e
+                raise _damage(part, name, array, coords, start, f"damaged ({type(e).__name__}: {e})") from e
         raise RecordingFileError(f"{part}: array {name!r} cannot be read ({error}).") from error
 
 
@@ -208,8 +221,9 @@ def parse_json(path: StrPath, raw: bytes, what: str) -> Any:
         reason = f"byte {e.start} is not UTF-8"
     except json.JSONDecodeError as e:
         reason = f"{e.msg} at byte {e.pos}"
-    raise RecordingFileError(f"{path} is not valid JSON ({reason}, in {len(raw)} bytes: "
-                             f"truncated or damaged); expected {what}.")
+    raise RecordingFileError(
+        f"{path} is not valid JSON ({reason}, in {len(raw)} bytes: truncated or damaged); expected {what}."
+    )
 
 
 def metadata_what(key: str) -> str:
@@ -219,8 +233,7 @@ def metadata_what(key: str) -> str:
         return "the store's root zarr group, with attributes format 'dtsgd_viz.store'"
     if len(parts) == 2:
         return f"the zarr group of part {parts[0]}, holding the recording's header"
-    return (f"the zarr metadata of array {parts[1]!r} of part {parts[0]} (its shape, data "
-            "type, chunk grid and codecs)")
+    return f"the zarr metadata of array {parts[1]!r} of part {parts[0]} (its shape, data type, chunk grid and codecs)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,17 +255,20 @@ class MetadataChecksums:
         if "metadata" not in record:
             return None
         try:
-            return cls(commit, tuple(sorted((str(k), int(v))
-                                            for k, v in record["metadata"].items())),
-                       tuple(sorted((str(k), int(v))
-                                    for k, v in record.get("resizable", {}).items())))
+            return cls(
+                commit,
+                tuple(sorted((str(k), int(v)) for k, v in record["metadata"].items())),
+                tuple(sorted((str(k), int(v)) for k, v in record.get("resizable", {}).items())),
+            )
         except (AttributeError, TypeError, ValueError) as e:
-            raise RecordingFileError(f"{commit}: its metadata checksums are unreadable "
-                                     f"({type(e).__name__}: {e}).") from e
+            raise RecordingFileError(
+                f"{commit}: its metadata checksums are unreadable ({type(e).__name__}: {e})."
+            ) from e
 
 
-def verify_metadata(store: StrPath, sums: MetadataChecksums, key: str,
-                    grown: Callable[[], bool] = lambda: True) -> None:
+def verify_metadata(
+    store: StrPath, sums: MetadataChecksums, key: str, grown: Callable[[], bool] = lambda: True
+) -> None:
     """Check the metadata file ``key`` of the store at ``store`` against ``sums``: its
     bytes must be the ones the commit recorded, or, for an array that grows, hold the
     same metadata but for its length when ``grown()`` says it may have grown since that
@@ -263,9 +279,11 @@ def verify_metadata(store: StrPath, sums: MetadataChecksums, key: str,
     what = metadata_what(key)
     want = dict(sums.files).get(key)
     if want is None:
-        raise RecordingFileError(f"{path}: {sums.commit} keeps no checksum of it, yet it "
-                                 f"should hold {what}: the part's files do not match its "
-                                 "commit record.")
+        raise RecordingFileError(
+            f"{path}: {sums.commit} keeps no checksum of it, yet it "
+            f"should hold {what}: the part's files do not match its "
+            "commit record."
+        )
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -280,8 +298,9 @@ def verify_metadata(store: StrPath, sums: MetadataChecksums, key: str,
     fixed = dict(sums.resizable).get(key)
     if fixed is not None and isinstance(meta, dict) and resizable_crc32(meta) == fixed and grown():
         return
-    raise RecordingFileError(f"{path} is damaged: its crc32 is {got:#010x}, {sums.commit} "
-                             f"recorded {want:#010x} (it holds {what}).")
+    raise RecordingFileError(
+        f"{path} is damaged: its crc32 is {got:#010x}, {sums.commit} recorded {want:#010x} (it holds {what})."
+    )
 
 
 def verify_part(store: StrPath, sums: MetadataChecksums, grown: Callable[[], bool] = lambda: True) -> None:

@@ -32,8 +32,7 @@ def load_parts(paths: StrPath | list[StrPath] | tuple[StrPath, ...]) -> Recordin
     return merge_recordings(paths)
 
 
-def load_recording(path: StrPath | list[StrPath] | tuple[StrPath, ...],
-                   on_damage: str = "raise") -> Recording:
+def load_recording(path: StrPath | list[StrPath] | tuple[StrPath, ...], on_damage: str = "raise") -> Recording:
     """Read a file written by ``Recording.save``. Does not import TensorFlow.
 
     Raises ``RecordingFileError`` (a ``ValueError``) for truncated, corrupted or
@@ -60,5 +59,6 @@ def load_recording(path: StrPath | list[StrPath] | tuple[StrPath, ...],
     path = os.fspath(path)
     if os.path.isdir(path):  # a store that Recorder(path=...) streamed (store.py)
         from .store import load_store
+
         return load_store(path, on_damage)
     return read_npz(path, on_damage)

@@ -37,8 +37,7 @@ import numpy as np
 from ..geometry import shard_geometry
 from ..specs import LayoutSpec, MeshSpec
 
-_ACCEPTS = ("a tf-keras model, an optimizer, a Recording, a MemoryPlan, or "
-            "{name: (shape, dtype, LayoutSpec)}")
+_ACCEPTS = "a tf-keras model, an optimizer, a Recording, a MemoryPlan, or {name: (shape, dtype, LayoutSpec)}"
 
 
 def itemsize(dtype: Any) -> int:
@@ -47,14 +46,15 @@ def itemsize(dtype: Any) -> int:
     if name == "bfloat16":
         return 2
     if name in ("float", "int", "uint", "complex", float, int, complex):
-        raise TypeError(f"dtype {name!r} is ambiguous (numpy reads 'float' as float64, "
-                        "TensorFlow as float32): pass a sized name such as 'float32', "
-                        "'float64', 'bfloat16' or 'int32'.")
+        raise TypeError(
+            f"dtype {name!r} is ambiguous (numpy reads 'float' as float64, "
+            "TensorFlow as float32): pass a sized name such as 'float32', "
+            "'float64', 'bfloat16' or 'int32'."
+        )
     try:
         return int(np.dtype(name).itemsize)
     except TypeError as err:
-        raise TypeError(f"Unknown dtype {dtype!r}: pass a numpy dtype or its name, e.g. "
-                        "'float32'.") from err
+        raise TypeError(f"Unknown dtype {dtype!r}: pass a numpy dtype or its name, e.g. 'float32'.") from err
 
 
 def dtype_name(dtype: Any) -> str:
@@ -78,8 +78,7 @@ def format_bytes(n: float) -> str:
 def _device_bytes(shape, layout: LayoutSpec, size: int) -> np.ndarray:
     """Bytes of the block each device holds, in mesh device order."""
     geom = shard_geometry(shape, layout)
-    return np.array([math.prod(s.stop - s.start for s in block) * size for block in geom.blocks],
-                    dtype=np.int64)
+    return np.array([math.prod(s.stop - s.start for s in block) * size for block in geom.blocks], dtype=np.int64)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,7 +159,8 @@ class MemoryPlan:
                 if lay.mesh.device_names != self.mesh.device_names:
                     raise ValueError(
                         f"Every variable of a memory plan must be on the same devices. Received: "
-                        f"{e.name!r} on {lay.mesh}, others on {self.mesh}.")
+                        f"{e.name!r} on {lay.mesh}, others on {self.mesh}."
+                    )
 
     def _sum(self, attr) -> np.ndarray:
         out = np.zeros(self.mesh.num_devices, np.int64)
@@ -194,6 +194,7 @@ class MemoryPlan:
     @property
     def slots(self) -> bool:
         return any(e.slot_layouts for e in self.entries)
+
     def entry(self, name: str) -> MemoryEntry:
         for e in self.entries:
             if e.name == name:
@@ -204,35 +205,51 @@ class MemoryPlan:
 
     def _parts(self):
         n = self.mesh.num_devices
-        slot_note = (", each with a velocity slot laid out like it" if self.slots and all(
-            e.slot_layouts == (e.layout,) for e in self.entries) else
-            ", with optimizer slots" if self.slots else ", no optimizer slots")
-        header = [f"memory plan{' of ' + self.source if self.source else ''}: "
-                  f"{len(self.entries)} variable{'s' * (len(self.entries) != 1)} on "
-                  f"{self.mesh}{slot_note}"]
-        columns = ["variable", "shape", "dtype", "layout", "block", "copies", "block bytes",
-                   "with slot", "per device"]
+        slot_note = (
+            ", each with a velocity slot laid out like it"
+            if self.slots and all(e.slot_layouts == (e.layout,) for e in self.entries)
+            else ", with optimizer slots"
+            if self.slots
+            else ", no optimizer slots"
+        )
+        header = [
+            f"memory plan{' of ' + self.source if self.source else ''}: "
+            f"{len(self.entries)} variable{'s' * (len(self.entries) != 1)} on "
+            f"{self.mesh}{slot_note}"
+        ]
+        columns = ["variable", "shape", "dtype", "layout", "block", "copies", "block bytes", "with slot", "per device"]
         rows = []
         for e in self.entries:
             per = e.bytes_per_device
-            rows.append([e.name, str(e.shape), str(e.dtype),
-                         "[" + ", ".join(e.layout.sharding_specs) + "]", str(e.block_shape),
-                         str(e.copies), format_bytes(e.block_bytes),
-                         f"x{1 + len(e.slot_layouts)}" + ("" if all(
-                             s == e.layout for s in e.slot_layouts) else " (slot differs)"),
-                         format_bytes(per.max()) + ("" if per.min() == per.max() else
-                                                    f" (min {format_bytes(per.min())})")])
+            rows.append(
+                [
+                    e.name,
+                    str(e.shape),
+                    str(e.dtype),
+                    "[" + ", ".join(e.layout.sharding_specs) + "]",
+                    str(e.block_shape),
+                    str(e.copies),
+                    format_bytes(e.block_bytes),
+                    f"x{1 + len(e.slot_layouts)}"
+                    + ("" if all(s == e.layout for s in e.slot_layouts) else " (slot differs)"),
+                    format_bytes(per.max()) + ("" if per.min() == per.max() else f" (min {format_bytes(per.min())})"),
+                ]
+            )
         per = self.bytes_per_device
-        spread = (f"on each of the {n} devices" if per.min() == per.max() else
-                  f"from {format_bytes(per.min())} to {format_bytes(per.max())} "
-                  f"(device {int(per.argmax())} holds most)")
+        spread = (
+            f"on each of the {n} devices"
+            if per.min() == per.max()
+            else f"from {format_bytes(per.min())} to {format_bytes(per.max())} (device {int(per.argmax())} holds most)"
+        )
         ratio = self.total_bytes / self.unique_bytes if self.unique_bytes else 1.0
-        footer = [f"per device: {format_bytes(per.max())} (parameters "
-                  f"{format_bytes(self.param_bytes_per_device.max())} + slots "
-                  f"{format_bytes(self.slot_bytes_per_device.max())}) {spread}",
-                  f"the whole mesh holds {format_bytes(self.total_bytes)} for "
-                  f"{format_bytes(self.unique_bytes)} of distinct values ({ratio:.3g}x: copies); "
-                  f"fully replicated, each device would hold {format_bytes(self.unique_bytes)}"]
+        footer = [
+            f"per device: {format_bytes(per.max())} (parameters "
+            f"{format_bytes(self.param_bytes_per_device.max())} + slots "
+            f"{format_bytes(self.slot_bytes_per_device.max())}) {spread}",
+            f"the whole mesh holds {format_bytes(self.total_bytes)} for "
+            f"{format_bytes(self.unique_bytes)} of distinct values ({ratio:.3g}x: copies); "
+            f"fully replicated, each device would hold {format_bytes(self.unique_bytes)}",
+        ]
         return header, columns, rows, footer
 
     def __str__(self) -> str:
@@ -245,11 +262,14 @@ class MemoryPlan:
         header, columns, rows, footer = self._parts()
         esc = html.escape
         td = "<td style='text-align:left;font-family:monospace'>"
-        return "\n".join([
-            f"<div><p style='font-family:monospace'>{'<br>'.join(map(esc, header))}</p><table>",
-            "<tr>" + "".join(f"<th style='text-align:left'>{esc(c)}</th>" for c in columns) + "</tr>",
-            *("<tr>" + "".join(f"{td}{esc(v)}</td>" for v in r) + "</tr>" for r in rows),
-            "</table>" + "".join(f"<p>{esc(f)}</p>" for f in footer) + "</div>"])
+        return "\n".join(
+            [
+                f"<div><p style='font-family:monospace'>{'<br>'.join(map(esc, header))}</p><table>",
+                "<tr>" + "".join(f"<th style='text-align:left'>{esc(c)}</th>" for c in columns) + "</tr>",
+                *("<tr>" + "".join(f"{td}{esc(v)}</td>" for v in r) + "</tr>" for r in rows),
+                "</table>" + "".join(f"<p>{esc(f)}</p>" for f in footer) + "</div>",
+            ]
+        )
 
 
 def plan_of(variables: Mapping, momentum: bool = True, source: str = "") -> MemoryPlan:
@@ -257,32 +277,33 @@ def plan_of(variables: Mapping, momentum: bool = True, source: str = "") -> Memo
     parameter has one velocity slot laid out like it (tf-keras' DTensor SGD)."""
     entries = []
     for name, value in variables.items():
-        if (isinstance(value, (tuple, list)) and len(value) == 3
-                and type(value[2]).__name__ == "Layout"):  # a live dtensor.Layout
+        if (
+            isinstance(value, (tuple, list)) and len(value) == 3 and type(value[2]).__name__ == "Layout"
+        ):  # a live dtensor.Layout
             from ..dtensor import layout_spec
+
             value = (value[0], value[1], layout_spec(value[2]))
-        if not (isinstance(value, (tuple, list)) and len(value) == 3
-                and isinstance(value[2], LayoutSpec)):
-            got = (f"a {type(value).__name__} of {len(value)}: ("
-                   + ", ".join(type(v).__name__ for v in value) + ")"
-                   if isinstance(value, (tuple, list)) else f"a {type(value).__name__}")
-            raise TypeError(f"Each variable must be (shape, dtype, LayoutSpec). Received "
-                            f"for {name!r}: {got}.")
+        if not (isinstance(value, (tuple, list)) and len(value) == 3 and isinstance(value[2], LayoutSpec)):
+            got = (
+                f"a {type(value).__name__} of {len(value)}: (" + ", ".join(type(v).__name__ for v in value) + ")"
+                if isinstance(value, (tuple, list))
+                else f"a {type(value).__name__}"
+            )
+            raise TypeError(f"Each variable must be (shape, dtype, LayoutSpec). Received for {name!r}: {got}.")
         shape, dtype, layout = value
         try:
             shape = tuple(int(d) for d in shape)
         except (TypeError, ValueError):
             shape = None
         if shape is None or any(d < 1 for d in shape):
-            raise ValueError(f"The shape of {name!r} must be a tuple of ints >= 1. "
-                             f"Received: {value[0]!r}.")
+            raise ValueError(f"The shape of {name!r} must be a tuple of ints >= 1. Received: {value[0]!r}.")
         if len(shape) != len(layout.sharding_specs):
             raise ValueError(
                 f"{name!r} has shape {shape} ({len(shape)} dims) but its layout names "
-                f"{len(layout.sharding_specs)} dims: {list(layout.sharding_specs)}.")
+                f"{len(layout.sharding_specs)} dims: {list(layout.sharding_specs)}."
+            )
         itemsize(dtype)
-        entries.append(MemoryEntry(str(name), tuple(shape), dtype_name(dtype),
-                                   layout, (layout,) if momentum else ()))
+        entries.append(MemoryEntry(str(name), tuple(shape), dtype_name(dtype), layout, (layout,) if momentum else ()))
     if not entries:
         raise ValueError("A memory plan needs at least one variable. Received: none.")
     return MemoryPlan(entries[0].layout.mesh, tuple(entries), source)
@@ -292,6 +313,7 @@ def _live_entries(obj, momentum: bool):
     """(entries, source) of a tf-keras model or optimizer, read through ``layout_of``."""
     from .. import dtensor as _dtensor
     from ..dtensor.model import optimizer_parts, slot_of, unique_names
+
     variables, opt, what, _ = optimizer_parts(obj)
     slots_only = opt is None and hasattr(obj, "apply_gradients")
     entries = []
@@ -299,8 +321,7 @@ def _live_entries(obj, momentum: bool):
         layout = _dtensor.layout_of(var)
         slot = None if slots_only else slot_of(opt, var)
         slot_layout = layout if slots_only or slot is None else _dtensor.layout_of(slot)
-        entries.append(MemoryEntry(name, tuple(var.shape), var.dtype.name, layout,
-                                   (slot_layout,) if momentum else ()))
+        entries.append(MemoryEntry(name, tuple(var.shape), var.dtype.name, layout, (slot_layout,) if momentum else ()))
     return entries, what
 
 
@@ -320,17 +341,22 @@ def memory_plan(obj: Any, momentum: bool = True) -> MemoryPlan:
     128
     """
     from .recording import Recording
+
     if isinstance(obj, MemoryPlan):
-        return obj if momentum or not obj.slots else dataclasses.replace(obj, entries=tuple(
-            dataclasses.replace(e, slot_layouts=()) for e in obj.entries))
+        return (
+            obj
+            if momentum or not obj.slots
+            else dataclasses.replace(obj, entries=tuple(dataclasses.replace(e, slot_layouts=()) for e in obj.entries))
+        )
     if isinstance(obj, Mapping):
         return plan_of(obj, momentum)
     if isinstance(obj, Recording):
-        return plan_of({r.name: (r.shape, r.dtype, r.layout) for r in obj.records}, momentum,
-                       f"a recording ({len(obj)} steps)")
+        return plan_of(
+            {r.name: (r.shape, r.dtype, r.layout) for r in obj.records}, momentum, f"a recording ({len(obj)} steps)"
+        )
     if "tensorflow" in sys.modules and any(
-            (getattr(c, "__module__", "") or "").startswith(("tensorflow", "tf_keras", "keras"))
-            for c in type(obj).__mro__):
+        (getattr(c, "__module__", "") or "").startswith(("tensorflow", "tf_keras", "keras")) for c in type(obj).__mro__
+    ):
         entries, what = _live_entries(obj, momentum)
         if not entries:
             raise ValueError(f"The {what} has no variables.")

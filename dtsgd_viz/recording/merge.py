@@ -41,8 +41,7 @@ def merge_recordings(parts: Sequence[Recording | StrPath]) -> Recording:
     named = []
     for i, p in enumerate(parts):
         if isinstance(p, Recording):
-            named.append((f"part {i}" if p.part is None else f"the part of client "
-                          f"{p.part.client_id}", p))
+            named.append((f"part {i}" if p.part is None else f"the part of client {p.part.client_id}", p))
         else:
             named.append((os.fspath(p), read_npz(p)))
     if not named:
@@ -54,7 +53,8 @@ def merge_recordings(parts: Sequence[Recording | StrPath]) -> Recording:
         raise MergeError(
             f"{whole[0]} is a whole recording, not a client's part (Recording.part is None), "
             f"but it came with {len(named) - 1} other part(s). Merge the parts of one "
-            "multi-client run only.")
+            "multi-client run only."
+        )
     _check_clients(named)
     named.sort(key=lambda nr: nr[1].part.client_id)
     for name, r in named[1:]:
@@ -68,17 +68,22 @@ def _check_clients(named) -> None:
     n = r0.part.num_clients
     for name, r in named:
         if r.part.num_clients != n:
-            raise MergeError(f"{name} is a part of a {r.part.num_clients}-client run, but "
-                             f"{first} is a part of a {n}-client run.")
+            raise MergeError(
+                f"{name} is a part of a {r.part.num_clients}-client run, but {first} is a part of a {n}-client run."
+            )
         if r.part.client_id in clients:
-            raise MergeError(f"{name} and {clients[r.part.client_id]} are both the part of "
-                             f"client {r.part.client_id}: give each client's part once.")
+            raise MergeError(
+                f"{name} and {clients[r.part.client_id]} are both the part of "
+                f"client {r.part.client_id}: give each client's part once."
+            )
         clients[r.part.client_id] = name
     missing = sorted(set(range(n)) - set(clients))
     if missing:
         got = ", ".join(f"client {c} ({clients[c]})" for c in sorted(clients))
-        raise MergeError(f"The part(s) of client(s) {missing} of {n} are missing; received "
-                         f"{got}. Every client of the run saves its own part.")
+        raise MergeError(
+            f"The part(s) of client(s) {missing} of {n} are missing; received "
+            f"{got}. Every client of the run saves its own part."
+        )
 
 
 def _check_same_run(ref, other) -> None:
@@ -100,13 +105,20 @@ def _check_same_run(ref, other) -> None:
             differ(f"the layouts of {ra.name!r}", ra.layout, rb.layout)
     if len(a) != len(b) or not np.array_equal(a.steps, b.steps):
         only = sorted(set(a.steps.tolist()) ^ set(b.steps.tolist()))
-        differ("the recorded steps", f"{len(a)} steps", f"{len(b)} steps"
-               + (f"; not in both: {only[:5]}{'...' if len(only) > 5 else ''}" if only else ""))
+        differ(
+            "the recorded steps",
+            f"{len(a)} steps",
+            f"{len(b)} steps" + (f"; not in both: {only[:5]}{'...' if len(only) > 5 else ''}" if only else ""),
+        )
     ha, hb = a.hyperparameters, b.hyperparameters
-    if (ha.momentum, ha.nesterov, ha.applied_momentum, ha.weight_decay, ha.decayed,
-            ha.ema_overwrite_frequency) != (hb.momentum, hb.nesterov, hb.applied_momentum,
-                                            hb.weight_decay, hb.decayed,
-                                            hb.ema_overwrite_frequency):
+    if (ha.momentum, ha.nesterov, ha.applied_momentum, ha.weight_decay, ha.decayed, ha.ema_overwrite_frequency) != (
+        hb.momentum,
+        hb.nesterov,
+        hb.applied_momentum,
+        hb.weight_decay,
+        hb.decayed,
+        hb.ema_overwrite_frequency,
+    ):
         differ("momentum/nesterov", (ha.momentum, ha.nesterov), (hb.momentum, hb.nesterov))
     if not np.array_equal(ha.learning_rate, hb.learning_rate):
         differ("the learning rates", ha.learning_rate, hb.learning_rate)
@@ -123,8 +135,9 @@ def _check_devices(named) -> None:
             seen[d] = name
     missing = sorted(set(range(mesh.num_devices)) - set(seen))
     if missing:
-        raise MergeError(f"No part holds mesh device(s) {missing} of {mesh}: a part is "
-                         "missing or was recorded on a different mesh.")
+        raise MergeError(
+            f"No part holds mesh device(s) {missing} of {mesh}: a part is missing or was recorded on a different mesh."
+        )
 
 
 def _runs(pairs):
@@ -171,7 +184,7 @@ def _merge(parts) -> Recording:
                     mine = [(g, i) for i, (g, _) in enumerate(held[pi]) if owner[g] == (pi, i)]
                     src = getattr(p.records[v], attr)[kind]
                     for o, i, k in _runs(mine):
-                        merged[:, o:o + k] = src[:, i:i + k]
+                        merged[:, o : o + k] = src[:, i : i + k]
                 if attr == "blocks":  # copies on other clients: compared, as replicas are
                     bit = np.uint8(1 << KINDS.index(kind))
                     for pi, p in enumerate(parts):
@@ -181,8 +194,9 @@ def _merge(parts) -> Recording:
                                 mismatch[_differs(merged[:, g], src[:, i]), v] |= bit
                 out[kind] = merged
             values[attr] = out
-        records.append(VariableRecord(rec.name, rec.shape, rec.dtype, rec.layout, initial,
-                                      values["blocks"], values["stats"]))
+        records.append(
+            VariableRecord(rec.name, rec.shape, rec.dtype, rec.layout, initial, values["blocks"], values["stats"])
+        )
     hp = first.hyperparameters
     return Recording(
         mesh=first.mesh,
@@ -196,8 +210,7 @@ def _merge(parts) -> Recording:
         mismatch=mismatch,
         dropped_steps=np.unique(np.concatenate([p.dropped_steps for p in parts])).astype(np.int64),
         mode=first.mode,
-        superseded_steps=np.unique(np.concatenate(
-            [p.superseded_steps for p in parts])).astype(np.int64),
+        superseded_steps=np.unique(np.concatenate([p.superseded_steps for p in parts])).astype(np.int64),
         communication=first.communication,
         # the loss scale is replicated: every client skipped the same updates
         **_skipped(parts),
@@ -206,7 +219,6 @@ def _merge(parts) -> Recording:
 
 def _skipped(parts) -> dict:
     """The skipped updates of all ``parts``, each once, with its loss scale."""
-    steps, at = np.unique(np.concatenate([p.skipped_steps for p in parts]).astype(np.int64),
-                          return_index=True)
+    steps, at = np.unique(np.concatenate([p.skipped_steps for p in parts]).astype(np.int64), return_index=True)
     scales = np.concatenate([p.skipped_loss_scale for p in parts]).astype(np.float64)
     return {"skipped_steps": steps, "skipped_loss_scale": scales[at]}

@@ -43,7 +43,6 @@ DTYPES = ("float16", "bfloat16", "float32", "float64")
 NONFINITE_GRAD, NONFINITE_PARAM = 1, 2
 
 
-
 def block_stats(blocks: np.ndarray, chunk_elements: int = 2**22) -> np.ndarray:
     """``(n_steps, n_blocks, 3)`` float64 L2 norm, mean and max |x| of each block, a few
     steps at a time (float64 temporaries stay small however long the recording)."""
@@ -54,11 +53,12 @@ def block_stats(blocks: np.ndarray, chunk_elements: int = 2**22) -> np.ndarray:
         return out
     per = max(1, chunk_elements // max(1, nb * flat.shape[-1]))
     for start in range(0, n, per):
-        x = flat[start:start + per].astype(np.float64)
-        out[start:start + per, :, 0] = np.sqrt(np.einsum("ijk,ijk->ij", x, x))
-        out[start:start + per, :, 1] = x.mean(axis=-1)
-        out[start:start + per, :, 2] = np.maximum(x.max(axis=-1), -x.min(axis=-1))
+        x = flat[start : start + per].astype(np.float64)
+        out[start : start + per, :, 0] = np.sqrt(np.einsum("ijk,ijk->ij", x, x))
+        out[start : start + per, :, 1] = x.mean(axis=-1)
+        out[start : start + per, :, 2] = np.maximum(x.max(axis=-1), -x.min(axis=-1))
     return out
+
 
 class RecordingFileError(ValueError):
     """A recording file that cannot be read: truncated, corrupted, or not a recording."""
@@ -116,8 +116,7 @@ class Part:
         return f"client {self.client_id} of {self.num_clients} (devices {list(self.devices)})"
 
     def to_dict(self) -> dict:
-        return {"client_id": self.client_id, "num_clients": self.num_clients,
-                "devices": list(self.devices)}
+        return {"client_id": self.client_id, "num_clients": self.num_clients, "devices": list(self.devices)}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> Part:
@@ -199,8 +198,7 @@ class Recording:
     update: the next applied one is the iteration after it, as ``steps`` numbers it). A
     skipped update changes no parameter and no velocity; it is in neither ``steps`` nor
     ``dropped_steps``."""
-    skipped_loss_scale: np.ndarray = dataclasses.field(
-        default_factory=lambda: np.zeros(0, np.float64))
+    skipped_loss_scale: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.float64))
     """The loss scale each of ``skipped_steps`` multiplied the loss by (the scale it then
     halved)."""
 
@@ -217,9 +215,7 @@ class Recording:
         for r in self.records:
             if r.name == name:
                 return r
-        raise ValueError(
-            f"Unknown variable {name!r}. This recording has: {list(self.variables)}."
-        )
+        raise ValueError(f"Unknown variable {name!r}. This recording has: {list(self.variables)}.")
 
     def _whole(self) -> None:
         if self.part is not None:
@@ -279,8 +275,7 @@ class Recording:
             if kind not in KINDS:
                 raise ValueError(f"Unknown kind {kind!r}. Allowed: {list(KINDS)}.")
             if kind not in rec.stats:
-                raise ValueError(
-                    f"Kind {kind!r} was not recorded (Recorder kinds={list(self.kinds)}).")
+                raise ValueError(f"Kind {kind!r} was not recorded (Recorder kinds={list(self.kinds)}).")
             stats = rec.stats[kind]
         else:
             stats = block_stats(self._blocks(name, kind)[1])
@@ -315,8 +310,10 @@ class Recording:
 
     @property
     def nbytes(self) -> int:
-        total = sum(a.nbytes for a in (self.steps, self.loss_values, self.nonfinite,
-                                        self.mismatch, self.hyperparameters.learning_rate))
+        total = sum(
+            a.nbytes
+            for a in (self.steps, self.loss_values, self.nonfinite, self.mismatch, self.hyperparameters.learning_rate)
+        )
         for r in self.records:
             total += r.initial.nbytes + sum(b.nbytes for b in r.blocks.values())
             total += sum(b.nbytes for b in r.stats.values())
@@ -342,21 +339,28 @@ class Recording:
             "kinds": list(self.kinds),
             "mode": self.mode,
             "momentum": float(self.hyperparameters.momentum),
-            "applied_momentum": (None if self.hyperparameters.applied_momentum is None
-                                 else float(self.hyperparameters.applied_momentum)),
+            "applied_momentum": (
+                None if self.hyperparameters.applied_momentum is None else float(self.hyperparameters.applied_momentum)
+            ),
             "nesterov": bool(self.hyperparameters.nesterov),
-            **({} if self.hyperparameters.weight_decay is None else {
-                "weight_decay": float(self.hyperparameters.weight_decay),
-                "decayed": list(self.hyperparameters.decayed)}),
-            **({} if self.hyperparameters.ema_overwrite_frequency is None else {
-                "ema_overwrite_frequency": int(self.hyperparameters.ema_overwrite_frequency)}),
+            **(
+                {}
+                if self.hyperparameters.weight_decay is None
+                else {
+                    "weight_decay": float(self.hyperparameters.weight_decay),
+                    "decayed": list(self.hyperparameters.decayed),
+                }
+            ),
+            **(
+                {}
+                if self.hyperparameters.ema_overwrite_frequency is None
+                else {"ema_overwrite_frequency": int(self.hyperparameters.ema_overwrite_frequency)}
+            ),
             "n_steps": len(self),
-            **({} if self.communication is None else {
-                "communication": self.communication.to_dict()}),
+            **({} if self.communication is None else {"communication": self.communication.to_dict()}),
             **({} if self.part is None else {"part": self.part.to_dict()}),
             "variables": [
-                {"name": r.name, "shape": list(r.shape), "dtype": r.dtype,
-                 "layout": r.layout.to_dict()}
+                {"name": r.name, "shape": list(r.shape), "dtype": r.dtype, "layout": r.layout.to_dict()}
                 for r in self.records
             ],
         }
@@ -366,23 +370,33 @@ class Recording:
         update moved between devices) attached: saved and loaded with it, read without
         TensorFlow (``recording.communication``)."""
         if not (hasattr(report, "to_dict") and hasattr(report, "collectives")):
-            raise TypeError("with_communication takes a CommunicationReport (dtsgd_viz."
-                            f"communication(step)). Received: {type(report).__name__}.")
+            raise TypeError(
+                "with_communication takes a CommunicationReport (dtsgd_viz."
+                f"communication(step)). Received: {type(report).__name__}."
+            )
         if report.mesh != self.mesh:
-            raise ValueError(f"The report is of a step on {report.mesh}; this recording is on "
-                             f"{self.mesh}.")
+            raise ValueError(f"The report is of a step on {report.mesh}; this recording is on {self.mesh}.")
         return dataclasses.replace(self, communication=report)
 
-    def to_tensorboard(self, logdir: str | os.PathLike[str], *, run: str | None = None, overwrite: bool = False,
-                       histograms: bool = True, max_histograms: int = 200) -> str:
+    def to_tensorboard(
+        self,
+        logdir: str | os.PathLike[str],
+        *,
+        run: str | None = None,
+        overwrite: bool = False,
+        histograms: bool = True,
+        max_histograms: int = 200,
+    ) -> str:
         """Write this recording as TensorBoard events in ``logdir`` (or ``logdir/run``, a
         run of that name): per-block norms, means and max |x| as scalars and each
         variable's values as histograms, by update (``dtsgd_viz.recording.tensorboard``).
         Returns the event file's path. An earlier export in that folder raises
         ``FileExistsError``, or is replaced with ``overwrite=True``."""
         from .tensorboard import write_tensorboard
-        return write_tensorboard(self, logdir, run=run, overwrite=overwrite,
-                                 histograms=histograms, max_histograms=max_histograms)
+
+        return write_tensorboard(
+            self, logdir, run=run, overwrite=overwrite, histograms=histograms, max_histograms=max_histograms
+        )
 
     def save(self, path: str | os.PathLike[str]) -> str:
         """Write a portable ``.npz`` (zip of ``.npy`` + a JSON header; no pickle).
@@ -394,10 +408,15 @@ class Recording:
         meta = self.header()
         arrays = {
             "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
-            "steps": self.steps, "learning_rate": self.hyperparameters.learning_rate,
-            "loss": self.loss_values, "nonfinite": self.nonfinite, "mismatch": self.mismatch,
-            "dropped_steps": self.dropped_steps, "superseded_steps": self.superseded_steps,
-            "skipped_steps": self.skipped_steps, "skipped_loss_scale": self.skipped_loss_scale,
+            "steps": self.steps,
+            "learning_rate": self.hyperparameters.learning_rate,
+            "loss": self.loss_values,
+            "nonfinite": self.nonfinite,
+            "mismatch": self.mismatch,
+            "dropped_steps": self.dropped_steps,
+            "superseded_steps": self.superseded_steps,
+            "skipped_steps": self.skipped_steps,
+            "skipped_loss_scale": self.skipped_loss_scale,
         }
         for i, r in enumerate(self.records):
             for key, array in values[i].items():

@@ -118,10 +118,23 @@ if typing.TYPE_CHECKING:
     import zarr
 
 __all__ = [
-    "CHUNK_BYTES", "FORMAT", "MAX_CHUNK_STEPS", "VERSION", "ChunkDamageError",
-    "NoChecksumsWarning", "PartStatus", "RecordingDamagedWarning", "Resume",
-    "PartialCommitWarning", "StoreNotClosedWarning", "StoreReader", "StoreWriter",
-    "load_store", "part_paths", "part_status", "store_status",
+    "CHUNK_BYTES",
+    "FORMAT",
+    "MAX_CHUNK_STEPS",
+    "VERSION",
+    "ChunkDamageError",
+    "NoChecksumsWarning",
+    "PartStatus",
+    "RecordingDamagedWarning",
+    "Resume",
+    "PartialCommitWarning",
+    "StoreNotClosedWarning",
+    "StoreReader",
+    "StoreWriter",
+    "load_store",
+    "part_paths",
+    "part_status",
+    "store_status",
 ]
 
 
@@ -176,21 +189,24 @@ class PartStatus:
     checksums: MetadataChecksums | None = dataclasses.field(default=None, repr=False)
 
     def __str__(self) -> str:
-        where = (f"stopped after update {self.last_step}" if self.last_step is not None
-                 else "stopped before its first update")
+        where = (
+            f"stopped after update {self.last_step}"
+            if self.last_step is not None
+            else "stopped before its first update"
+        )
         text = f"{self.path}: {self.n_steps} step(s) committed, {where}"
         if self.resumes:
             r = self.resumes[-1]
-            text += (f" (resumed from update {r.iteration}, superseding {r.superseded} "
-                     "step(s) recorded after it)")
+            text += f" (resumed from update {r.iteration}, superseding {r.superseded} step(s) recorded after it)"
         if self.closed:
             return text + "; the run closed the store."
-        text += ("; the run did not close the store (it is still running, or it was "
-                 "stopped without Recorder.close())")
+        text += "; the run did not close the store (it is still running, or it was stopped without Recorder.close())"
         if self.pending is not None:
             k, first, last = self.pending
-            text += (f"; a batch of {k} step(s) (updates {first}..{last}) written after it "
-                     "was never committed and is left out")
+            text += (
+                f"; a batch of {k} step(s) (updates {first}..{last}) written after it "
+                "was never committed and is left out"
+            )
         return text + "."
 
 
@@ -228,8 +244,7 @@ def part_status(part: StrPath) -> PartStatus:
     try:
         return _status(part, c, pending)
     except (KeyError, TypeError, ValueError) as e:
-        raise RecordingFileError(f"{commit} does not hold {COMMIT[0]} "
-                                 f"({type(e).__name__}: {e}).") from e
+        raise RecordingFileError(f"{commit} does not hold {COMMIT[0]} ({type(e).__name__}: {e}).") from e
 
 
 def _status(part, c, pending) -> PartStatus:
@@ -238,19 +253,29 @@ def _status(part, c, pending) -> PartStatus:
     if folder is None:
         raise ValueError(f"{part} is not a store part folder (client-<id>).")
     client = int(folder.group(1))
-    resumes = tuple(Resume(int(r["from"]), int(r["kept"]), int(r["superseded"]),
-                           float(r["time"])) for r in c.get("resumes", ()))
-    return PartStatus(part, client, int(c["n_steps"]), int(c["n_dropped"]), c["last_step"],
-                      bool(c["closed"]), float(c["started"]), float(c["time"]), pending,
-                      int(c.get("n_superseded", 0)), resumes, int(c.get("n_skipped", 0)),
-                      checksums=MetadataChecksums.from_record(
-                          os.path.join(part, "commit.json"), c))
+    resumes = tuple(
+        Resume(int(r["from"]), int(r["kept"]), int(r["superseded"]), float(r["time"])) for r in c.get("resumes", ())
+    )
+    return PartStatus(
+        part,
+        client,
+        int(c["n_steps"]),
+        int(c["n_dropped"]),
+        c["last_step"],
+        bool(c["closed"]),
+        float(c["started"]),
+        float(c["time"]),
+        pending,
+        int(c.get("n_superseded", 0)),
+        resumes,
+        int(c.get("n_skipped", 0)),
+        checksums=MetadataChecksums.from_record(os.path.join(part, "commit.json"), c),
+    )
 
 
 def store_status(path: StrPath) -> tuple[PartStatus, ...]:
     """Each part's ``PartStatus``, by client id."""
     return tuple(part_status(p) for p in part_paths(path))
-
 
 
 class StoreReader:
@@ -281,12 +306,13 @@ class StoreReader:
             header = self._open().attrs["recording"]
         except KeyError as e:
             what = metadata_what(f"client-{self.client}/zarr.json")
-            raise RecordingFileError(f"{os.path.join(self.part, 'zarr.json')} holds no "
-                                     f"{e}: expected {what}.") from e
+            raise RecordingFileError(f"{os.path.join(self.part, 'zarr.json')} holds no {e}: expected {what}.") from e
         if not isinstance(header, dict):
-            raise RecordingFileError(f"{os.path.join(self.part, 'zarr.json')} holds a JSON "
-                                     f"{type(header).__name__} as its recording header; "
-                                     "expected a JSON object.")
+            raise RecordingFileError(
+                f"{os.path.join(self.part, 'zarr.json')} holds a JSON "
+                f"{type(header).__name__} as its recording header; "
+                "expected a JSON object."
+            )
         return header
 
     def _open(self):
@@ -298,8 +324,8 @@ class StoreReader:
             if status is not None and status.checksums is not None:
                 verify_part(self.path, status.checksums, self._grown(status))
             import zarr
-            self._group = self._zarr(None, lambda: zarr.open_group(self.part, mode="r",
-                                                                   zarr_format=3))
+
+            self._group = self._zarr(None, lambda: zarr.open_group(self.part, mode="r", zarr_format=3))
         return self._group
 
     def _array(self, name: str, stop: int = 0) -> zarr.Array:
@@ -307,13 +333,14 @@ class StoreReader:
         if array is None or array.shape[0] < stop:  # the writer grew it since
             group, status = self._open(), self._status
             if status is not None and status.checksums is not None:
-                verify_metadata(self.path, status.checksums,
-                                f"client-{self.client}/{name}/zarr.json", self._grown(status))
+                verify_metadata(
+                    self.path, status.checksums, f"client-{self.client}/{name}/zarr.json", self._grown(status)
+                )
             import zarr
+
             opened = self._zarr(name, lambda: group[name])
             if not isinstance(opened, zarr.Array):
-                raise RecordingFileError(f"{os.path.join(self.part, name)} is a zarr group; "
-                                         "expected an array.")
+                raise RecordingFileError(f"{os.path.join(self.part, name)} is a zarr group; expected an array.")
             array = self._arrays[name] = opened
         return array
 
@@ -333,12 +360,12 @@ class StoreReader:
         except Exception as e:  # noqa: BLE001 - zarr raises several kinds for bad metadata
             file = os.path.join(self.path, *key.split("/"))
             if not os.path.exists(file):
-                raise RecordingFileError(f"{file} is missing: expected "
-                                         f"{metadata_what(key)}.") from e
+                raise RecordingFileError(f"{file} is missing: expected {metadata_what(key)}.") from e
             with open(file, "rb") as f:
                 parse_json(file, f.read(), metadata_what(key))  # raises for what is not JSON
-            raise RecordingFileError(f"{file} cannot be read by zarr ({type(e).__name__}: "
-                                     f"{e}): expected {metadata_what(key)}.") from e
+            raise RecordingFileError(
+                f"{file} cannot be read by zarr ({type(e).__name__}: {e}): expected {metadata_what(key)}."
+            ) from e
 
     def rows(self, name: str, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of a per-step array (the caller keeps within the
@@ -349,8 +376,7 @@ class StoreReader:
         """The names of the arrays with one row per committed step."""
         meta, names = self.header, list(COLUMNS)
         for i, _ in enumerate(meta["variables"]):
-            names += [f"v{i}.{kind}" if meta["mode"] == "full" else f"v{i}.{kind}.stats"
-                      for kind in meta["kinds"]]
+            names += [f"v{i}.{kind}" if meta["mode"] == "full" else f"v{i}.{kind}.stats" for kind in meta["kinds"]]
         return names
 
     @property
@@ -372,19 +398,20 @@ class StoreReader:
         stored once) of ``variable``'s ``kind`` per step, in float64."""
         i = self.variable_index(variable)
         if kind not in self.header["kinds"]:
-            raise ValueError(f"Kind {kind!r} was not recorded. Recorded kinds: "
-                             f"{self.header['kinds']}.")
+            raise ValueError(f"Kind {kind!r} was not recorded. Recorded kinds: {self.header['kinds']}.")
         if self.header["mode"] == "stats":
             return self.rows(f"v{i}.{kind}.stats", start, stop)[..., 0].astype(np.float64)
         blocks = self.rows(f"v{i}.{kind}", start, stop)
         dtype = self.header["variables"][i]["dtype"]
         if dtype == "bfloat16":
             import ml_dtypes
+
             blocks = blocks.view(ml_dtypes.bfloat16)
         return block_stats(blocks)[..., 0]
 
-    def read(self, start: int = 0, stop: int | None = None, status: PartStatus | None = None,
-             on_damage: str = "raise") -> Recording:
+    def read(
+        self, start: int = 0, stop: int | None = None, status: PartStatus | None = None, on_damage: str = "raise"
+    ) -> Recording:
         """The committed steps ``start:stop`` (all of them by default) as a
         ``Recording``; ``status``: read as of that ``PartStatus``. A damaged chunk of a
         per-step array raises ``ChunkDamageError``, or with ``on_damage="truncate"`` the
@@ -399,29 +426,38 @@ class StoreReader:
         n = status.n_steps
         stop = n if stop is None else max(0, min(stop, n))
         start = max(0, min(start, stop))
-        unchecked = [what for what, kept in (
-            ("its chunks", self.checksums),
-            ("its metadata (commit.json, zarr.json)", status.checksums is not None)) if not kept]
+        unchecked = [
+            what
+            for what, kept in (
+                ("its chunks", self.checksums),
+                ("its metadata (commit.json, zarr.json)", status.checksums is not None),
+            )
+            if not kept
+        ]
         if unchecked:
-            warnings.warn(f"{self.part} was written before dtsgd_viz kept checksums of "
-                          f"{' and '.join(unchecked)}: it loads, but damage to them cannot "
-                          "be detected.", NoChecksumsWarning, stacklevel=3)
+            warnings.warn(
+                f"{self.part} was written before dtsgd_viz kept checksums of "
+                f"{' and '.join(unchecked)}: it loads, but damage to them cannot "
+                "be detected.",
+                NoChecksumsWarning,
+                stacklevel=3,
+            )
         arrays, self.damage, cut = self._read_steps(start, stop, on_damage)
         if self.damage is not None:
             self._warn_damage(start, cut, stop)
         meta = dict(self.header, n_steps=cut - start)
         arrays["dropped_steps"] = self.rows("dropped_steps", 0, status.n_dropped)
         arrays["superseded_steps"] = np.unique(
-            self.rows("superseded_steps", 0, status.n_superseded) if status.n_superseded
-            else np.zeros(0, np.int64))
+            self.rows("superseded_steps", 0, status.n_superseded) if status.n_superseded else np.zeros(0, np.int64)
+        )
         if status.n_skipped:  # stores from before skipped updates were recorded have none
             arrays["skipped_steps"] = self.rows("skipped_steps", 0, status.n_skipped)
             arrays["skipped_loss_scale"] = self.rows("skipped_loss_scale", 0, status.n_skipped)
         for i, _ in enumerate(meta["variables"]):
             initial = self._array(f"v{i}.initial")
-            arrays[f"v{i}.initial"] = (read_rows(self.part, f"v{i}.initial", initial, 0,
-                                                 initial.shape[0])
-                                       if initial.ndim else initial[...])
+            arrays[f"v{i}.initial"] = (
+                read_rows(self.part, f"v{i}.initial", initial, 0, initial.shape[0]) if initial.ndim else initial[...]
+            )
         return from_arrays(self.part, meta, arrays)
 
     def _read_steps(self, start, stop, on_damage):
@@ -436,7 +472,7 @@ class StoreReader:
                     raise
                 damage, stop = d, max(start, d.row)  # the chunks before it are whole
                 arrays[name] = self.rows(name, start, stop)
-        return {k: v[:stop - start] for k, v in arrays.items()}, damage, stop
+        return {k: v[: stop - start] for k, v in arrays.items()}, damage, stop
 
     def _warn_damage(self, start, cut, stop) -> None:
         try:
@@ -447,7 +483,9 @@ class StoreReader:
         warnings.warn(
             f"{self.damage} on_damage='truncate': loaded the {cut - start} step(s) before "
             f"it and left out the {stop - cut} committed step(s) from it on ({span}).",
-            RecordingDamagedWarning, stacklevel=5)
+            RecordingDamagedWarning,
+            stacklevel=5,
+        )
 
 
 def load_store(path: StrPath, on_damage: str = "raise") -> Recording:
@@ -464,7 +502,8 @@ def load_store(path: StrPath, on_damage: str = "raise") -> Recording:
     if not parts:
         raise RecordingFileError(
             f"{path} is a dtsgd_viz store with no part yet (no client-<id>/commit.json): "
-            "the run has not written its header.")
+            "the run has not written its header."
+        )
     read = []
     for part in parts:
         status = part_status(part)
@@ -493,16 +532,18 @@ def _common_updates(path, read) -> list[Recording]:
     caps = _resume_caps([status for _, status, _ in read])
     held = [_up_to(r.steps, cap) for (_, _, r), cap in zip(read, caps)]
     common = functools.reduce(np.intersect1d, held)
-    committed = [h if reader.damage is None else _committed(reader, status, cap)
-                 for (reader, status, _), h, cap in zip(read, held, caps)]
+    committed = [
+        h if reader.damage is None else _committed(reader, status, cap)
+        for (reader, status, _), h, cap in zip(read, held, caps)
+    ]
     known = [c for c in committed if c is not None]
-    partial = np.setdiff1d(functools.reduce(np.union1d, known),
-                           functools.reduce(np.intersect1d, known))
+    partial = np.setdiff1d(functools.reduce(np.union1d, known), functools.reduce(np.intersect1d, known))
     if len(partial):
-        warnings.warn(_partial_text(path, read, committed, common, partial),
-                      PartialCommitWarning, stacklevel=4)
-    dropped, skipped = (functools.reduce(np.intersect1d, [getattr(r, name) for _, _, r in read])
-                        for name in ("dropped_steps", "skipped_steps"))
+        warnings.warn(_partial_text(path, read, committed, common, partial), PartialCommitWarning, stacklevel=4)
+    dropped, skipped = (
+        functools.reduce(np.intersect1d, [getattr(r, name) for _, _, r in read])
+        for name in ("dropped_steps", "skipped_steps")
+    )
     return [_take(r, common, dropped, skipped) for _, _, r in read]
 
 
@@ -536,31 +577,45 @@ def _take(r: Recording, common, dropped, skipped) -> Recording:
     if len(rows) == len(r) and drop.all() and skip.all():
         return r
     index = slice(0, len(rows)) if not len(rows) or rows[-1] == len(rows) - 1 else rows
-    records = tuple(dataclasses.replace(
-        v, blocks={k: b[index] for k, b in v.blocks.items()},
-        stats={k: s[index] for k, s in v.stats.items()}) for v in r.records)
+    records = tuple(
+        dataclasses.replace(
+            v, blocks={k: b[index] for k, b in v.blocks.items()}, stats={k: s[index] for k, s in v.stats.items()}
+        )
+        for v in r.records
+    )
     hp = r.hyperparameters
     return dataclasses.replace(
-        r, records=records, steps=r.steps[index],
+        r,
+        records=records,
+        steps=r.steps[index],
         hyperparameters=dataclasses.replace(hp, learning_rate=hp.learning_rate[index]),
-        loss_values=r.loss_values[index], nonfinite=r.nonfinite[index],
-        mismatch=r.mismatch[index], dropped_steps=r.dropped_steps[drop],
-        skipped_steps=r.skipped_steps[skip], skipped_loss_scale=r.skipped_loss_scale[skip])
+        loss_values=r.loss_values[index],
+        nonfinite=r.nonfinite[index],
+        mismatch=r.mismatch[index],
+        dropped_steps=r.dropped_steps[drop],
+        skipped_steps=r.skipped_steps[skip],
+        skipped_loss_scale=r.skipped_loss_scale[skip],
+    )
 
 
 def _partial_text(path, read, committed, common, partial) -> str:
     clients = [status.client for _, status, _ in read]
     counts = "; ".join(
-        f"client {c} committed {len(steps)}" + (f", up to update {steps[-1]}" if len(steps)
-                                               else "")
-        for c, steps in zip(clients, committed) if steps is not None)
-    has = "; ".join(f"client {c}: {_steps_text(np.intersect1d(steps, partial))}"
-                    for c, steps in zip(clients, committed)
-                    if steps is not None and np.isin(partial, steps).any())
-    return (f"{path}: its clients did not all commit the same updates ({counts}): the run "
-            "was killed, or is still writing, between their commits. Loaded the "
-            f"{len(common)} update(s) every client committed and left out update(s) "
-            f"{_steps_text(partial)}, which only some clients committed ({has}).")
+        f"client {c} committed {len(steps)}" + (f", up to update {steps[-1]}" if len(steps) else "")
+        for c, steps in zip(clients, committed)
+        if steps is not None
+    )
+    has = "; ".join(
+        f"client {c}: {_steps_text(np.intersect1d(steps, partial))}"
+        for c, steps in zip(clients, committed)
+        if steps is not None and np.isin(partial, steps).any()
+    )
+    return (
+        f"{path}: its clients did not all commit the same updates ({counts}): the run "
+        "was killed, or is still writing, between their commits. Loaded the "
+        f"{len(common)} update(s) every client committed and left out update(s) "
+        f"{_steps_text(partial)}, which only some clients committed ({has})."
+    )
 
 
 def _steps_text(steps, runs=6) -> str:

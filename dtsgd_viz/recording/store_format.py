@@ -33,14 +33,18 @@ def plain() -> dict:
     would otherwise scan each chunk for "all zeros" to skip it (and a missing chunk would
     read as zeros)."""
     from zarr.codecs import Crc32cCodec
+
     return dict(compressors=[Crc32cCodec()], fill_value=0, config={"write_empty_chunks": True})
 
 
-COMMIT = ("the commit record of a store part (n_steps, n_dropped, closed, ...)",
-          {"n_steps", "n_dropped", "last_step", "closed", "started", "time", "n_superseded",
-           "resumes", "n_skipped"})
-WRITING = ("the record of the batch a store part is writing (from, steps, first, last)",
-           {"from", "steps", "first", "last"})
+COMMIT = (
+    "the commit record of a store part (n_steps, n_dropped, closed, ...)",
+    {"n_steps", "n_dropped", "last_step", "closed", "started", "time", "n_superseded", "resumes", "n_skipped"},
+)
+WRITING = (
+    "the record of the batch a store part is writing (from, steps, first, last)",
+    {"from", "steps", "first", "last"},
+)
 """What ``commit.json`` and ``writing.json`` hold, and the keys they held before dtsgd_viz
 checksummed them: a record without its ``"crc32"`` is read unchecked only if it holds no
 other key (one flipped bit can rename that key, but not remove the others)."""
@@ -69,23 +73,25 @@ def read_record(path: StrPath, kind: tuple[str, set[str]]) -> tuple[dict, bool]:
         raw = f.read()
     value = parse_json(path, raw, what)
     if not isinstance(value, dict):
-        raise RecordingFileError(f"{path} holds a JSON {type(value).__name__}; expected {what}, "
-                                 "a JSON object.")
+        raise RecordingFileError(f"{path} holds a JSON {type(value).__name__}; expected {what}, a JSON object.")
     if "crc32" not in value:
         unknown = sorted(set(value) - unchecked_keys)
         if unknown:
-            raise RecordingFileError(f"{path} is damaged: it carries no crc32, yet it holds "
-                                     f"{unknown}, which only a checksummed record holds "
-                                     f"(expected {what}).")
+            raise RecordingFileError(
+                f"{path} is damaged: it carries no crc32, yet it holds "
+                f"{unknown}, which only a checksummed record holds "
+                f"(expected {what})."
+            )
         return value, False
     want = value.pop("crc32")
     if with_crc32(value) == raw:
         return value, True
     got = json_crc32(value)
-    detail = (f"the crc32 of its values is {got:#010x}, it records "
-              f"{f'{want:#010x}' if isinstance(want, int) else repr(want)}" if got != want else
-              "its bytes are not the JSON dtsgd_viz writes for its values (keys sorted, no "
-              "spaces): a byte of it changed")
+    detail = (
+        f"the crc32 of its values is {got:#010x}, it records {f'{want:#010x}' if isinstance(want, int) else repr(want)}"
+        if got != want
+        else "its bytes are not the JSON dtsgd_viz writes for its values (keys sorted, no spaces): a byte of it changed"
+    )
     raise RecordingFileError(f"{path} is damaged: {detail} (expected {what}).")
 
 
@@ -113,8 +119,11 @@ class MetadataSums:
         the store."""
         part = os.path.join(self.store, self.folder)
         keys = ["zarr.json", f"{self.folder}/zarr.json"]
-        keys += [f"{self.folder}/{name}/zarr.json" for name in sorted(os.listdir(part))
-                 if os.path.isfile(os.path.join(part, name, "zarr.json"))]
+        keys += [
+            f"{self.folder}/{name}/zarr.json"
+            for name in sorted(os.listdir(part))
+            if os.path.isfile(os.path.join(part, name, "zarr.json"))
+        ]
         files, resizable = {}, {}
         for key in keys:
             path = os.path.join(self.store, *key.split("/"))
@@ -169,13 +178,11 @@ def check_store(path: StrPath) -> None:
         )
 
 
-
 def stored_dtype(dtype: str) -> str:
     return "uint16" if dtype == "bfloat16" else dtype
 
 
-HYPERPARAMETERS = ("momentum", "applied_momentum", "nesterov", "weight_decay", "decayed",
-                   "ema_overwrite_frequency")
+HYPERPARAMETERS = ("momentum", "applied_momentum", "nesterov", "weight_decay", "decayed", "ema_overwrite_frequency")
 
 
 def header_differences(stored: dict, new: dict) -> list[str]:
@@ -191,12 +198,18 @@ def header_differences(stored: dict, new: dict) -> list[str]:
             for va, vb in zip(a or (), b or ()):
                 for field in ("shape", "dtype", "layout"):
                     if va.get(field) != vb.get(field):
-                        out.append(f"the {field} of variable {va['name']!r} (the store has "
-                                   f"{va.get(field)}, this run {vb.get(field)})")
+                        out.append(
+                            f"the {field} of variable {va['name']!r} (the store has "
+                            f"{va.get(field)}, this run {vb.get(field)})"
+                        )
             continue
-        what = {"variables": "the variables", "part": "the client's part",
-                "mesh": "the mesh", "kinds": "the recorded kinds", "mode": "the mode"}.get(
-                    key, f"the hyperparameter {key!r}" if key in HYPERPARAMETERS else repr(key))
+        what = {
+            "variables": "the variables",
+            "part": "the client's part",
+            "mesh": "the mesh",
+            "kinds": "the recorded kinds",
+            "mode": "the mode",
+        }.get(key, f"the hyperparameter {key!r}" if key in HYPERPARAMETERS else repr(key))
         if key == "variables":
             a, b = [v["name"] for v in a or ()], [v["name"] for v in b or ()]
         out.append(f"{what} (the store has {a}, this run {b})")

@@ -41,7 +41,8 @@ def _check_streamable(header: Recording) -> None:
         if r.dtype not in DTYPES:
             raise ValueError(
                 f"Cannot stream variable {r.name!r}: its values are {r.dtype}. A store "
-                f"holds {', '.join(DTYPES)} (the dtypes tf-keras trains in).")
+                f"holds {', '.join(DTYPES)} (the dtypes tf-keras trains in)."
+            )
 
 
 class StoreWriter:
@@ -92,19 +93,24 @@ class StoreWriter:
             attrs = root_attributes(self.path)
             # another client of the run may be creating the store right now: its parts,
             # its zarr.json, or zarr's temporary "zarr.<hex>.partial" before the rename
-            others = [f for f in os.listdir(self.path)
-                      if not (PART_FOLDER.match(f) or f == "zarr.json" or ZARR_TEMPORARY.match(f))]
+            others = [
+                f
+                for f in os.listdir(self.path)
+                if not (PART_FOLDER.match(f) or f == "zarr.json" or ZARR_TEMPORARY.match(f))
+            ]
             if attrs is None and others:
                 raise ValueError(
                     f"Recorder(path={self.path!r}): the folder is not empty and is not a "
-                    "dtsgd_viz store. Give a new folder.")
+                    "dtsgd_viz store. Give a new folder."
+                )
             if attrs is not None:
                 check_store(self.path)
         if os.path.exists(self.part) and not resume:
             raise ValueError(
                 f"Recorder(path={self.path!r}): {self.part} already holds a recording. Give "
                 "each run a new folder (or remove the old one), or continue it from a "
-                "restored checkpoint with Recorder(path=..., resume=True).")
+                "restored checkpoint with Recorder(path=..., resume=True)."
+            )
 
     def _open_part(self, header):
         """Create the store's root group (unless there is one) and this client's part
@@ -113,31 +119,34 @@ class StoreWriter:
         import zarr.errors
 
         try:
-            zarr.open_group(self.path, mode="a", zarr_format=3,
-                            attributes={"format": FORMAT, "version": VERSION})
+            zarr.open_group(self.path, mode="a", zarr_format=3, attributes={"format": FORMAT, "version": VERSION})
         except zarr.errors.ContainsGroupError:
             # another client created the root between our look and our write: use theirs
             check_store(self.path)
         meta = header.header()
         meta.pop("n_steps")
         # mode "w": a part that never committed (only a resume gets here with one)
-        return zarr.open_group(self.part, mode="w", zarr_format=3,
-                               attributes={"recording": meta, "client": self.client})
+        return zarr.open_group(
+            self.part, mode="w", zarr_format=3, attributes={"recording": meta, "client": self.client}
+        )
 
     def _specs(self, header):
         """``(name, row shape, dtype, chunked per block)`` of each per-step array: the
         columns, and per variable its blocks (``full``) or statistics per kind."""
         n_vars = len(header.records)
-        out = [("steps", (), "int64", False), ("learning_rate", (), "float64", False),
-               ("loss", (), "float64", False), ("nonfinite", (n_vars,), "uint8", False),
-               ("mismatch", (n_vars,), "uint8", False)]
+        out = [
+            ("steps", (), "int64", False),
+            ("learning_rate", (), "float64", False),
+            ("loss", (), "float64", False),
+            ("nonfinite", (n_vars,), "uint8", False),
+            ("mismatch", (n_vars,), "uint8", False),
+        ]
         for i, r in enumerate(header.records):
             dtype = stored_dtype(r.dtype)
             for k in header.kinds:
                 if self.full:
                     row = r.blocks[k].shape[1:]
-                    out.append((f"v{i}.{k}", row, dtype,
-                                math.prod(row[1:]) * np.dtype(dtype).itemsize >= CHUNK_BYTES))
+                    out.append((f"v{i}.{k}", row, dtype, math.prod(row[1:]) * np.dtype(dtype).itemsize >= CHUNK_BYTES))
                 else:
                     out.append((f"v{i}.{k}.stats", r.stats[k].shape[1:], "float32", False))
         return out
@@ -153,13 +162,16 @@ class StoreWriter:
         self.skipped_scale = self._make_list(group, "skipped_loss_scale", "float64")
         for i, r in enumerate(header.records):
             self._initial[i] = group.create_array(
-                f"v{i}.initial", shape=r.shape, dtype=stored_dtype(r.dtype),
-                chunks=tuple(max(1, d) for d in r.shape), **plain())
+                f"v{i}.initial",
+                shape=r.shape,
+                dtype=stored_dtype(r.dtype),
+                chunks=tuple(max(1, d) for d in r.shape),
+                **plain(),
+            )
 
     @staticmethod
     def _make_list(group, name, dtype="int64"):
-        return group.create_array(name, shape=(0,), dtype=dtype, chunks=(MAX_CHUNK_STEPS,),
-                                  **plain())
+        return group.create_array(name, shape=(0,), dtype=dtype, chunks=(MAX_CHUNK_STEPS,), **plain())
 
     def _make(self, group, name, row, dtype, per_block=False):
         if per_block:
@@ -168,8 +180,10 @@ class StoreWriter:
             row_bytes = max(1, math.prod(row) * np.dtype(dtype).itemsize)
             steps = int(min(MAX_CHUNK_STEPS, max(1, CHUNK_BYTES // row_bytes)))
             chunks = (steps, *(max(1, d) for d in row))
-        self._arrays[name] = (group.create_array(name, shape=(0, *row), dtype=dtype,
-                                                 chunks=chunks, **plain()), per_block)
+        self._arrays[name] = (
+            group.create_array(name, shape=(0, *row), dtype=dtype, chunks=chunks, **plain()),
+            per_block,
+        )
 
     def _write_initial(self, rec) -> None:
         for i, r in enumerate(rec.records):
@@ -184,11 +198,21 @@ class StoreWriter:
             array.resize((self.capacity, *array.shape[1:]))
 
     def _commit(self) -> None:
-        write_json(os.path.join(self.part, "commit.json"), {
-            "n_steps": self.n_steps, "n_dropped": self.n_dropped, "last_step": self.last_step,
-            "closed": self.closed, "started": self.started, "time": time.time(),
-            "n_superseded": self.n_superseded, "resumes": self.resumes,
-            "n_skipped": self.n_skipped, **self._sums.record()})
+        write_json(
+            os.path.join(self.part, "commit.json"),
+            {
+                "n_steps": self.n_steps,
+                "n_dropped": self.n_dropped,
+                "last_step": self.last_step,
+                "closed": self.closed,
+                "started": self.started,
+                "time": time.time(),
+                "n_superseded": self.n_superseded,
+                "resumes": self.resumes,
+                "n_skipped": self.n_skipped,
+                **self._sums.record(),
+            },
+        )
 
     @staticmethod
     def _extend(array, count, capacity, values) -> int:
@@ -210,6 +234,7 @@ class StoreWriter:
         closed is reopened (committed again, not closed) before anything in it changes,
         as readers of a closed part hold its metadata to the bytes it committed."""
         import zarr
+
         check_store(self.path)
         commit = os.path.join(self.part, "commit.json")
         c, _ = read_record(commit, COMMIT)
@@ -221,15 +246,18 @@ class StoreWriter:
         meta.pop("n_steps")
         stored = group.attrs["recording"]
         if not isinstance(stored, dict):
-            raise RecordingFileError(f"{os.path.join(self.part, 'zarr.json')} holds a JSON "
-                                     f"{type(stored).__name__} as its recording header; "
-                                     "expected a JSON object.")
+            raise RecordingFileError(
+                f"{os.path.join(self.part, 'zarr.json')} holds a JSON "
+                f"{type(stored).__name__} as its recording header; "
+                "expected a JSON object."
+            )
         differ = header_differences(stored, meta)
         if differ:
             raise ValueError(
                 f"Recorder(path={self.path!r}, resume=True): {self.part} records another run; "
                 f"{'; '.join(differ)} differ. Resume with the same model, mesh, layouts, "
-                "Recorder kinds/mode and optimizer settings, or give a new folder.")
+                "Recorder kinds/mode and optimizer settings, or give a new folder."
+            )
         if c["closed"]:
             write_json(commit, {**c, "closed": False, "time": time.time(), **self._sums.record()})
         self._open_arrays(group)
@@ -239,13 +267,13 @@ class StoreWriter:
         dropped = read_rows(self.part, "dropped_steps", self.dropped, 0, int(c["n_dropped"]))
         # steps dropped after it are run again: forgotten
         self.n_dropped = int(np.searchsorted(dropped, iteration, side="right"))
-        skipped = read_rows(self.part, "skipped_steps", self.skipped, 0,
-                            int(c.get("n_skipped", 0)))
+        skipped = read_rows(self.part, "skipped_steps", self.skipped, 0, int(c.get("n_skipped", 0)))
         self.n_skipped = int(np.searchsorted(skipped, iteration, side="right"))  # the same
         self.n_superseded = int(c.get("n_superseded", 0))
         superseded = steps[kept:]
-        self.superseded_capacity = self._extend(self.superseded, self.n_superseded,
-                                                self.superseded_capacity, superseded)
+        self.superseded_capacity = self._extend(
+            self.superseded, self.n_superseded, self.superseded_capacity, superseded
+        )
         self.n_superseded += len(superseded)
         try:  # the batch a killed run was writing: never committed, written over
             os.remove(os.path.join(self.part, "writing.json"))
@@ -253,13 +281,16 @@ class StoreWriter:
             pass
         self.n_steps, self.last_step = kept, (int(steps[kept - 1]) if kept else None)
         self.started = float(c["started"])
-        self.resumes = [*c.get("resumes", ()), {"from": iteration, "kept": kept,
-                                                "superseded": len(superseded), "time": time.time()}]
+        self.resumes = [
+            *c.get("resumes", ()),
+            {"from": iteration, "kept": kept, "superseded": len(superseded), "time": time.time()},
+        ]
         self.resumed = (iteration, kept, superseded, c["last_step"])
         self._commit()
 
     def _open_arrays(self, group) -> None:
         """The arrays of an existing part (``_make_arrays`` made them), at their sizes."""
+
         def opened(name):  # zarr keeps write_empty_chunks per handle, not in the store
             return group[name].with_config({"write_empty_chunks": True})
 
@@ -267,13 +298,16 @@ class StoreWriter:
             for name, _, _, per_block in self._specs(self.header):
                 self._arrays[name] = (opened(name), per_block)
             self.dropped = opened("dropped_steps")
-            self.superseded = (opened("superseded_steps") if "superseded_steps" in group
-                               else self._make_list(group, "superseded_steps"))  # older stores
+            self.superseded = (
+                opened("superseded_steps")
+                if "superseded_steps" in group
+                else self._make_list(group, "superseded_steps")
+            )  # older stores
             self.skipped, self.skipped_scale = (
                 (opened("skipped_steps"), opened("skipped_loss_scale"))
-                if "skipped_steps" in group else (self._make_list(group, "skipped_steps"),
-                                                  self._make_list(group, "skipped_loss_scale",
-                                                                  "float64")))
+                if "skipped_steps" in group
+                else (self._make_list(group, "skipped_steps"), self._make_list(group, "skipped_loss_scale", "float64"))
+            )
             for i, _ in enumerate(self.header.records):
                 self._initial[i] = opened(f"v{i}.initial")
         except KeyError as e:
@@ -283,8 +317,15 @@ class StoreWriter:
         self.superseded_capacity = self.superseded.shape[0]
         self.skipped_capacity = min(self.skipped.shape[0], self.skipped_scale.shape[0])
 
-    def append(self, entries: Sequence[tuple[int, Any]], dropped: ArrayLike = (),
-               initial: Sequence[ArrayLike] | None = None, *, commit: bool = True, skipped: ArrayLike = ()) -> None:
+    def append(
+        self,
+        entries: Sequence[tuple[int, Any]],
+        dropped: ArrayLike = (),
+        initial: Sequence[ArrayLike] | None = None,
+        *,
+        commit: bool = True,
+        skipped: ArrayLike = (),
+    ) -> None:
         """Write ``entries`` (``(step, entry)`` pairs, in step order), ``dropped``
         (steps overwritten on the devices before a flush) and ``skipped`` (``(step, loss
         scale)`` pairs of updates a dynamic loss scale skipped) and commit them.
@@ -295,8 +336,7 @@ class StoreWriter:
         if self.closed:
             if self.at_exit:  # the process is ending: a last flush finds it closed
                 return
-            raise ValueError(f"The store part {self.part} is closed; nothing more can be "
-                             "written to it.")
+            raise ValueError(f"The store part {self.part} is closed; nothing more can be written to it.")
         dropped = np.asarray(dropped, np.int64).reshape(-1)
         skipped = np.asarray(skipped, np.float64).reshape(-1, 2)
         k, n0 = len(entries), self.n_steps
@@ -307,19 +347,19 @@ class StoreWriter:
                 value = np.asarray(initial[i])
                 self._initial[i][...] = value.view(np.uint16) if r.dtype == "bfloat16" else value
         if k:
-            write_json(os.path.join(self.part, "writing.json"),
-                        {"from": n0, "steps": k, "first": int(entries[0][0]),
-                         "last": int(entries[-1][0])})
+            write_json(
+                os.path.join(self.part, "writing.json"),
+                {"from": n0, "steps": k, "first": int(entries[0][0]), "last": int(entries[-1][0])},
+            )
             self._grow(n0 + k)
             self._write_rows(entries, n0)
         if len(dropped):
-            self.dropped_capacity = self._extend(self.dropped, self.n_dropped,
-                                                 self.dropped_capacity, dropped)
+            self.dropped_capacity = self._extend(self.dropped, self.n_dropped, self.dropped_capacity, dropped)
         if len(skipped):
-            self._extend(self.skipped, self.n_skipped, self.skipped_capacity,
-                         skipped[:, 0].astype(np.int64))
-            self.skipped_capacity = self._extend(self.skipped_scale, self.n_skipped,
-                                                 self.skipped_capacity, skipped[:, 1])
+            self._extend(self.skipped, self.n_skipped, self.skipped_capacity, skipped[:, 0].astype(np.int64))
+            self.skipped_capacity = self._extend(
+                self.skipped_scale, self.n_skipped, self.skipped_capacity, skipped[:, 1]
+            )
         if commit:
             self.n_steps += k
             self.n_dropped += len(dropped)
@@ -340,8 +380,9 @@ class StoreWriter:
                     parts = [e["values"][(r.name, kind)] for _, e in entries]
                     if bit:  # NaN and Inf reach the max or the min
                         for j, blocks in enumerate(parts):
-                            if any(not (np.isfinite(b.max(initial=0)) and np.isfinite(b.min(initial=0)))
-                                   for b in blocks):
+                            if any(
+                                not (np.isfinite(b.max(initial=0)) and np.isfinite(b.min(initial=0))) for b in blocks
+                            ):
                                 nonfinite[j, i] |= bit
                     if per_block:  # straight from the host's views: no copy in memory
                         for j, blocks in enumerate(parts):
@@ -361,8 +402,9 @@ class StoreWriter:
             "learning_rate": np.array([e["lr"] for _, e in entries], np.float64),
             "loss": np.array([e["loss"] for _, e in entries], np.float64),
             "nonfinite": nonfinite,
-            "mismatch": np.array([np.zeros(v, np.uint8) if e["mismatch"] is None
-                                  else e["mismatch"] for _, e in entries], np.uint8).reshape(k, v),
+            "mismatch": np.array(
+                [np.zeros(v, np.uint8) if e["mismatch"] is None else e["mismatch"] for _, e in entries], np.uint8
+            ).reshape(k, v),
         }
         for name, values in columns.items():
             self._arrays[name][0][rows] = values
@@ -371,8 +413,7 @@ class StoreWriter:
     def _stored(r, values):
         values = np.asarray(values)
         if values.dtype.name != r.dtype:
-            raise ValueError(f"Variable {r.name!r} is {r.dtype} but a recorded block is "
-                             f"{values.dtype.name}.")
+            raise ValueError(f"Variable {r.name!r} is {r.dtype} but a recorded block is {values.dtype.name}.")
         return values.view(np.uint16) if r.dtype == "bfloat16" else values
 
     def close(self, trim: bool = True) -> None:

@@ -46,8 +46,10 @@ def _tensorboard():
         from tensorboard.compat.proto import event_pb2, summary_pb2
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
     except ImportError as e:
-        raise ImportError("Writing TensorBoard events needs the tensorboard package: "
-                          "pip install 'dtsgd_viz[tensorboard]' (or pip install tensorboard).") from e
+        raise ImportError(
+            "Writing TensorBoard events needs the tensorboard package: "
+            "pip install 'dtsgd_viz[tensorboard]' (or pip install tensorboard)."
+        ) from e
     return event_pb2, summary_pb2, EventFileWriter
 
 
@@ -56,24 +58,36 @@ def _quiet_tensorflow() -> None:
     start-up lines (as ``dtsgd_viz.SGD`` does), so an export prints none of them."""
     import importlib.util
     import sys
+
     if "tensorflow" not in sys.modules and importlib.util.find_spec("tensorflow") is not None:
         from ..dtensor.devices import quiet_tensorflow_import
+
         quiet_tensorflow_import()
 
 
-def to_tensorboard(recordings: Any, logdir: str | os.PathLike[str], *, overwrite: bool = False,
-                   histograms: bool = True, max_histograms: int = 200) -> str | dict[str, str]:
+def to_tensorboard(
+    recordings: Any,
+    logdir: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    histograms: bool = True,
+    max_histograms: int = 200,
+) -> str | dict[str, str]:
     """``dtsgd_viz.to_tensorboard``: one ``Recording`` into ``logdir`` (returns its event
     file), or ``{run name: Recording}`` as one run each under ``logdir`` (returns ``{run
     name: event file}``), so TensorBoard overlays, say, momentum and Nesterov."""
     if isinstance(recordings, dict):
-        return write_tensorboard_runs(recordings, logdir, overwrite=overwrite,
-                                      histograms=histograms, max_histograms=max_histograms)
+        return write_tensorboard_runs(
+            recordings, logdir, overwrite=overwrite, histograms=histograms, max_histograms=max_histograms
+        )
     if not (hasattr(recordings, "steps") and hasattr(recordings, "shard_stats")):
-        raise TypeError("to_tensorboard takes a Recording or a dict {run name: Recording}. "
-                        f"Received: {type(recordings).__name__}.")
-    return write_tensorboard(recordings, logdir, overwrite=overwrite, histograms=histograms,
-                             max_histograms=max_histograms)
+        raise TypeError(
+            "to_tensorboard takes a Recording or a dict {run name: Recording}. "
+            f"Received: {type(recordings).__name__}."
+        )
+    return write_tensorboard(
+        recordings, logdir, overwrite=overwrite, histograms=histograms, max_histograms=max_histograms
+    )
 
 
 def histogram(values: np.ndarray, summary_pb2: ModuleType, buckets: int = HISTOGRAM_BUCKETS) -> Any:
@@ -98,8 +112,15 @@ def _histogram_rows(n: int, most: int) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, most).round().astype(int))
 
 
-def write_tensorboard(recording: Any, logdir: str | os.PathLike[str], *, run: str | None = None,
-                      overwrite: bool = False, histograms: bool = True, max_histograms: int = 200) -> str:
+def write_tensorboard(
+    recording: Any,
+    logdir: str | os.PathLike[str],
+    *,
+    run: str | None = None,
+    overwrite: bool = False,
+    histograms: bool = True,
+    max_histograms: int = 200,
+) -> str:
     """Write ``recording`` as TensorBoard events into ``logdir`` (or ``logdir/run``; made
     if missing); returns the event file's path. See the module docstring for the tags.
 
@@ -113,7 +134,8 @@ def write_tensorboard(recording: Any, logdir: str | os.PathLike[str], *, run: st
         raise FileExistsError(
             f"{logdir} already holds a dtsgd_viz export ({earlier[0]}); writing again would "
             "add a second event file and TensorBoard would show every update twice. Pass "
-            "overwrite=True to replace it, or another folder or run name.")
+            "overwrite=True to replace it, or another folder or run name."
+        )
     event_pb2, summary_pb2, EventFileWriter = _tensorboard()
     for path in earlier:
         os.remove(path)
@@ -146,9 +168,13 @@ def write_tensorboard(recording: Any, logdir: str | os.PathLike[str], *, run: st
             writer.add_event(event_pb2.Event(step=step, summary=summary_pb2.Summary(value=per_step[i])))
     if histograms and recording.mode == "full":
         for i in _histogram_rows(len(steps), max_histograms):
-            values = [summary_pb2.Summary.Value(
-                tag=f"{name}/{kind}", histo=histogram(recording.global_values(name, kind)[i], summary_pb2))
-                for name in recording.variables for kind in recording.kinds]
+            values = [
+                summary_pb2.Summary.Value(
+                    tag=f"{name}/{kind}", histo=histogram(recording.global_values(name, kind)[i], summary_pb2)
+                )
+                for name in recording.variables
+                for kind in recording.kinds
+            ]
             writer.add_event(event_pb2.Event(step=steps[i], summary=summary_pb2.Summary(value=values)))
     writer.flush()
     path = writer.get_logdir()
@@ -156,17 +182,23 @@ def write_tensorboard(recording: Any, logdir: str | os.PathLike[str], *, run: st
     return _event_file(path)
 
 
-def write_tensorboard_runs(recordings: Mapping[str, Any], logdir: str | os.PathLike[str], *,
-                           overwrite: bool = False, histograms: bool = True,
-                           max_histograms: int = 200) -> dict[str, str]:
+def write_tensorboard_runs(
+    recordings: Mapping[str, Any],
+    logdir: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    histograms: bool = True,
+    max_histograms: int = 200,
+) -> dict[str, str]:
     """Write each recording of ``recordings`` (``{run name: Recording}``) as the run of
     that name under ``logdir``, so TensorBoard overlays them; returns ``{run name: event
     file}``. Every run folder is checked before any is written: an earlier export in one
     of them refuses the whole call unless ``overwrite=True``."""
     if not isinstance(recordings, dict) or not recordings:
-        raise TypeError("write_tensorboard_runs takes a non-empty dict {run name: Recording}. "
-                        f"Received: {type(recordings).__name__}"
-                        + (" (empty)" if isinstance(recordings, dict) else "") + ".")
+        raise TypeError(
+            "write_tensorboard_runs takes a non-empty dict {run name: Recording}. "
+            f"Received: {type(recordings).__name__}" + (" (empty)" if isinstance(recordings, dict) else "") + "."
+        )
     for name, r in recordings.items():
         _run_folder(logdir, name)
         if not (hasattr(r, "steps") and hasattr(r, "shard_stats")):
@@ -177,20 +209,22 @@ def write_tensorboard_runs(recordings: Mapping[str, Any], logdir: str | os.PathL
             if earlier:
                 raise FileExistsError(
                     f"Run {name!r} already has a dtsgd_viz export in {logdir} ({earlier[0]}). "
-                    "Pass overwrite=True to replace it, or use other run names.")
-    return {name: write_tensorboard(r, logdir, run=name, overwrite=overwrite,
-                                    histograms=histograms, max_histograms=max_histograms)
-            for name, r in recordings.items()}
+                    "Pass overwrite=True to replace it, or use other run names."
+                )
+    return {
+        name: write_tensorboard(
+            r, logdir, run=name, overwrite=overwrite, histograms=histograms, max_histograms=max_histograms
+        )
+        for name, r in recordings.items()
+    }
 
 
 def _run_folder(logdir, run) -> str:
     logdir = os.fspath(logdir)
     if run is None:
         return logdir
-    if (not isinstance(run, str) or not run or run in (".", "..") or "/" in run
-            or os.sep in run):
-        raise ValueError("A run name is a non-empty folder name without '/', such as "
-                         f"'nesterov'. Received: {run!r}.")
+    if not isinstance(run, str) or not run or run in (".", "..") or "/" in run or os.sep in run:
+        raise ValueError(f"A run name is a non-empty folder name without '/', such as 'nesterov'. Received: {run!r}.")
     return os.path.join(logdir, run)
 
 
@@ -198,8 +232,7 @@ def _exports(logdir) -> list[str]:
     """The event files an earlier export of this package wrote in ``logdir``."""
     if not os.path.isdir(logdir):
         return []
-    return sorted(os.path.join(logdir, f) for f in os.listdir(logdir)
-                  if f.endswith(SUFFIX) and ".tfevents." in f)
+    return sorted(os.path.join(logdir, f) for f in os.listdir(logdir) if f.endswith(SUFFIX) and ".tfevents." in f)
 
 
 def _tensor_norm(block_norms: np.ndarray) -> float:
@@ -209,6 +242,7 @@ def _tensor_norm(block_norms: np.ndarray) -> float:
 
 
 def _event_file(logdir) -> str:
-    files = sorted((f for f in os.listdir(logdir) if f.endswith(SUFFIX)),
-                   key=lambda f: os.path.getmtime(os.path.join(logdir, f)))
+    files = sorted(
+        (f for f in os.listdir(logdir) if f.endswith(SUFFIX)), key=lambda f: os.path.getmtime(os.path.join(logdir, f))
+    )
     return os.path.join(logdir, files[-1])

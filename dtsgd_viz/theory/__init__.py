@@ -7,16 +7,21 @@ stability boundary, critical damping), runs of the rules to a tolerance
 """
 
 from .quadratic import (
-                        RULES,
-                        convergence_boundary,
-                        critical_damping,
-                        iteration_matrix,
-                        problem_rate,
-                        rate,
-                        spectral_radius,
+    RULES,
+    convergence_boundary,
+    critical_damping,
+    iteration_matrix,
+    problem_rate,
+    rate,
+    spectral_radius,
 )
 
 __all__ = [
-    "iteration_matrix", "spectral_radius", "rate", "problem_rate", "convergence_boundary",
-    "critical_damping", "RULES",
+    "iteration_matrix",
+    "spectral_radius",
+    "rate",
+    "problem_rate",
+    "convergence_boundary",
+    "critical_damping",
+    "RULES",
 ]

@@ -23,8 +23,15 @@ if TYPE_CHECKING:
     from ..recording.recording import Recording
     from .surfaces.base import Surface
 
-__all__ = ["steps_to_tolerance", "path_losses", "PhaseGrid", "phase_grid", "diverged",
-           "check_grid_axis", "check_steps_tol"]
+__all__ = [
+    "steps_to_tolerance",
+    "path_losses",
+    "PhaseGrid",
+    "phase_grid",
+    "diverged",
+    "check_grid_axis",
+    "check_steps_tol",
+]
 
 
 def steps_to_tolerance(losses: ArrayLike, min_value: float, tol: float) -> np.ndarray:
@@ -50,8 +57,7 @@ def path_losses(recording: Recording, surface: Surface, name: str = "w") -> np.n
         return np.asarray(surface.value_np(path), np.float64)
 
 
-def check_grid_axis(label: str, values: ArrayLike, low: float, high: float,
-                    high_inclusive: bool = False) -> np.ndarray:
+def check_grid_axis(label: str, values: ArrayLike, low: float, high: float, high_inclusive: bool = False) -> np.ndarray:
     """A 1-D, strictly increasing float array within ``[low, high)`` (or ``]``)."""
     try:
         a = np.asarray(values, np.float64)
@@ -108,8 +114,16 @@ class PhaseGrid:
         return self.steps >= 0
 
 
-def phase_grid(surface: Surface, learning_rates: ArrayLike, momenta: ArrayLike, steps: int, tol: float,
-               nesterov: bool, start: ArrayLike | None = None, progress: bool = False) -> PhaseGrid:
+def phase_grid(
+    surface: Surface,
+    learning_rates: ArrayLike,
+    momenta: ArrayLike,
+    steps: int,
+    tol: float,
+    nesterov: bool,
+    start: ArrayLike | None = None,
+    progress: bool = False,
+) -> PhaseGrid:
     """Run tf-keras' SGD rule (``dtsgd_viz.reference.sgd_step``, float32, the same
     order of operations as the real optimizer) from ``start`` (default
     ``surface.default_start``) at every (momentum, learning rate) of the grid at once,
@@ -144,8 +158,7 @@ def phase_grid(surface: Surface, learning_rates: ArrayLike, momenta: ArrayLike, 
             losses[t + 1] = surface.value_np(p)
     m = float(surface.min_value)
     conv = steps_to_tolerance(losses, m, tol)
-    return PhaseGrid(lrs, mus, bool(nesterov), int(steps), float(tol), conv,
-                     diverged(losses, m, conv), losses)
+    return PhaseGrid(lrs, mus, bool(nesterov), int(steps), float(tol), conv, diverged(losses, m, conv), losses)
 
 
 def diverged(losses: ArrayLike, min_value: float, steps_to_tol: ArrayLike) -> np.ndarray:

@@ -39,15 +39,23 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["iteration_matrix", "spectral_radius", "rate", "problem_rate", "convergence_boundary",
-           "critical_damping", "RULES"]
+__all__ = [
+    "iteration_matrix",
+    "spectral_radius",
+    "rate",
+    "problem_rate",
+    "convergence_boundary",
+    "critical_damping",
+    "RULES",
+]
 
 RULES = {"momentum": False, "nesterov": True}
 """The two momentum rules by config name -> ``nesterov``."""
 
 
-def _numbers(label: str, values: ArrayLike, *, low: float | None = None, low_inclusive: bool = True,
-             high: float | None = None) -> NDArray[np.float64]:
+def _numbers(
+    label: str, values: ArrayLike, *, low: float | None = None, low_inclusive: bool = True, high: float | None = None
+) -> NDArray[np.float64]:
     """``values`` as float64, all finite and within the range, or a ValueError saying what
     was received and what is allowed."""
     try:
@@ -62,9 +70,13 @@ def _numbers(label: str, values: ArrayLike, *, low: float | None = None, low_inc
     if not ok:
         lo = "" if low is None else ("[" if low_inclusive else "(") + f"{low:g}, "
         hi = "" if high is None else f"{high:g})"
-        allowed = (f"finite, in {lo}{hi}" if low is not None and high is not None
-                   else f"finite and {'>=' if low_inclusive else '>'} {low:g}" if low is not None
-                   else "finite (a number or an array of numbers)")
+        allowed = (
+            f"finite, in {lo}{hi}"
+            if low is not None and high is not None
+            else f"finite and {'>=' if low_inclusive else '>'} {low:g}"
+            if low is not None
+            else "finite (a number or an array of numbers)"
+        )
         shown = values.tolist() if isinstance(values, np.ndarray) else values
         raise ValueError(f"{label} must be {allowed}. Received: {label}={shown!r}.")
     assert a is not None  # ok is False whenever a is None
@@ -116,8 +128,9 @@ def rate(a: ArrayLike, momentum: ArrayLike, nesterov: bool) -> np.ndarray:
     return np.where(disc >= 0, real, np.sqrt(np.abs(D)))
 
 
-def problem_rate(learning_rates: ArrayLike, momenta: ArrayLike, hessian_eigenvalues: ArrayLike,
-                 nesterov: bool) -> np.ndarray:
+def problem_rate(
+    learning_rates: ArrayLike, momenta: ArrayLike, hessian_eigenvalues: ArrayLike, nesterov: bool
+) -> np.ndarray:
     """The worst mode's rate on a grid: ``out[i, j] = max_h rate(lr_j h, mu_i)``."""
     lr = _numbers("learning_rates", learning_rates).reshape(-1)[None, :, None]
     mu = _momenta(momenta).reshape(-1)[:, None, None]

@@ -35,9 +35,15 @@ if TYPE_CHECKING:
     from ..recording.recording import Recording
 
 
-def sgd_step(param: ArrayLike, grad: ArrayLike, velocity: ArrayLike, learning_rate: ArrayLike,
-             momentum: ArrayLike = 0.0, nesterov: bool = False,
-             weight_decay: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def sgd_step(
+    param: ArrayLike,
+    grad: ArrayLike,
+    velocity: ArrayLike,
+    learning_rate: ArrayLike,
+    momentum: ArrayLike = 0.0,
+    nesterov: bool = False,
+    weight_decay: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """One update: returns ``(new_param, new_velocity)``, computed in the dtype of
     ``param`` with tf-keras' order of operations. With ``weight_decay`` (decoupled, as
     tf-keras' ``SGD(weight_decay=...)``) the parameter first loses
@@ -59,9 +65,14 @@ def sgd_step(param: ArrayLike, grad: ArrayLike, velocity: ArrayLike, learning_ra
     return p_new.astype(dt), v_new.astype(dt)
 
 
-def replay(initial: ArrayLike, grads: Sequence[ArrayLike] | np.ndarray, learning_rates: ArrayLike,
-           momentum: float = 0.0, nesterov: bool = False,
-           weight_decay: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def replay(
+    initial: ArrayLike,
+    grads: Sequence[ArrayLike] | np.ndarray,
+    learning_rates: ArrayLike,
+    momentum: float = 0.0,
+    nesterov: bool = False,
+    weight_decay: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Apply recorded gradients ``grads[t]`` from ``initial``; returns the
     parameters and velocities after each step, shapes ``(n_steps, *shape)``."""
     p = np.asarray(initial)
@@ -74,13 +85,18 @@ def replay(initial: ArrayLike, grads: Sequence[ArrayLike] | np.ndarray, learning
         ps.append(p)
         vs.append(v)
     shape = (0, *p.shape)
-    return (np.stack(ps) if ps else np.zeros(shape, p.dtype),
-            np.stack(vs) if vs else np.zeros(shape, p.dtype))
+    return (np.stack(ps) if ps else np.zeros(shape, p.dtype), np.stack(vs) if vs else np.zeros(shape, p.dtype))
 
 
-def replay_ema(initial: ArrayLike, grads: Sequence[ArrayLike] | np.ndarray, learning_rates: ArrayLike,
-               momentum: float = 0.0, nesterov: bool = False, ema_momentum: float = 0.99,
-               overwrite_frequency: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def replay_ema(
+    initial: ArrayLike,
+    grads: Sequence[ArrayLike] | np.ndarray,
+    learning_rates: ArrayLike,
+    momentum: float = 0.0,
+    nesterov: bool = False,
+    ema_momentum: float = 0.99,
+    overwrite_frequency: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``replay`` with tf-keras' moving average of the weights (``use_ema=True``).
 
     After each step's update, in float32::
@@ -109,8 +125,14 @@ def replay_ema(initial: ArrayLike, grads: Sequence[ArrayLike] | np.ndarray, lear
     return np.stack(ps), np.stack(vs), np.stack(avgs)
 
 
-def run(grad_fn: Callable[[np.ndarray], ArrayLike], initial: ArrayLike, steps: int,
-        learning_rate: float, momentum: float = 0.0, nesterov: bool = False) -> np.ndarray:
+def run(
+    grad_fn: Callable[[np.ndarray], ArrayLike],
+    initial: ArrayLike,
+    steps: int,
+    learning_rate: float,
+    momentum: float = 0.0,
+    nesterov: bool = False,
+) -> np.ndarray:
     """Optimize from ``initial`` with gradients from ``grad_fn(param)``; returns the
     parameters ``(steps + 1, *shape)`` including the start (used for parameter sweeps)."""
     p = np.asarray(initial)
@@ -142,6 +164,7 @@ def _norm(x) -> float:
 def _finfo(dtype):
     if dtype.name == "bfloat16":  # numpy's finfo does not know ml_dtypes' types
         import ml_dtypes
+
         return ml_dtypes.finfo(dtype)
     return np.finfo(dtype)
 
@@ -154,9 +177,17 @@ def _ulp_floor(x, ulps=ULPS) -> float:
     return ulps * _norm(np.maximum(spacing, tiny))
 
 
-def update_deviation(p_prev: ArrayLike, v_prev: ArrayLike, grad: ArrayLike, learning_rate: float,
-                     momentum: float, nesterov: bool, p: ArrayLike, v: ArrayLike,
-                     weight_decay: float | None = None) -> float:
+def update_deviation(
+    p_prev: ArrayLike,
+    v_prev: ArrayLike,
+    grad: ArrayLike,
+    learning_rate: float,
+    momentum: float,
+    nesterov: bool,
+    p: ArrayLike,
+    v: ArrayLike,
+    weight_decay: float | None = None,
+) -> float:
     """How far one recorded update ``(p_prev, v_prev) -> (p, v)`` is from the rule, as a
     fraction of the update's own size (0 for an exact update, 0.01 for 1%, inf when it
     has no size but moved).
@@ -173,12 +204,13 @@ def update_deviation(p_prev: ArrayLike, v_prev: ArrayLike, grad: ArrayLike, lear
     own magnitude, so a LayerNorm ``gamma`` near 1.0 moving by 1e-4 is judged on the
     1e-4.
     """
-    p_ref, v_ref = sgd_step(p_prev, grad, v_prev, learning_rate, momentum, nesterov,
-                            weight_decay)
+    p_ref, v_ref = sgd_step(p_prev, grad, v_prev, learning_rate, momentum, nesterov, weight_decay)
     grad_term = _norm(np.float64(learning_rate) * np.asarray(grad, np.float64))
     worst = 0.0
-    for got, ref, size in ((p, p_ref, _norm(np.asarray(p_ref, np.float64) - np.asarray(p_prev, np.float64))),
-                           (v, v_ref, _norm(v_ref))):
+    for got, ref, size in (
+        (p, p_ref, _norm(np.asarray(p_ref, np.float64) - np.asarray(p_prev, np.float64))),
+        (v, v_ref, _norm(v_ref)),
+    ):
         got64, ref64 = np.asarray(got, np.float64), np.asarray(ref, np.float64)
         if np.array_equal(got64, ref64, equal_nan=True):
             continue
@@ -191,8 +223,15 @@ def update_deviation(p_prev: ArrayLike, v_prev: ArrayLike, grad: ArrayLike, lear
     return worst
 
 
-def step_deviation(p_prev: ArrayLike, v_prev: ArrayLike, momentum: float, nesterov: bool,
-                   p: ArrayLike, v: ArrayLike, decay: float = 0.0) -> float:
+def step_deviation(
+    p_prev: ArrayLike,
+    v_prev: ArrayLike,
+    momentum: float,
+    nesterov: bool,
+    p: ArrayLike,
+    v: ArrayLike,
+    decay: float = 0.0,
+) -> float:
     """How far the parameter's move ``p - p_prev`` is from what the recorded velocities
     say it must be, as a fraction of its size, without the gradient: every rule moves
     ``p`` by ``v`` (plain and momentum) or by ``v + momentum * (v - v_prev)`` (Nesterov:
@@ -219,7 +258,10 @@ def step_deviation(p_prev: ArrayLike, v_prev: ArrayLike, momentum: float, nester
 
 
 NONFINITE, UNKNOWN_START, EMA_OVERWRITE = (
-    "non-finite", "unknown starting velocity", "weights overwritten by their moving average")
+    "non-finite",
+    "unknown starting velocity",
+    "weights overwritten by their moving average",
+)
 """Why ``check_recording`` leaves an update unchecked: a NaN or Inf in its previous
 parameter or velocity, its gradient or its result (no size to measure a deviation
 against); a recording that began mid-run (the first update's starting velocity is not
@@ -238,14 +280,12 @@ class RuleCheck(dict):
     def __init__(self, flagged, deviation, steps, rtol, unchecked=None):
         super().__init__(flagged)
         self.deviation, self.steps, self.rtol = deviation, steps, rtol
-        self.unchecked = {name: dict(unchecked.get(name, {})) if unchecked else {}
-                          for name in flagged}
+        self.unchecked = {name: dict(unchecked.get(name, {})) if unchecked else {} for name in flagged}
 
     @property
     def nonfinite(self) -> dict:
         """``{variable: array of steps}`` not checked because a value is NaN or Inf."""
-        return {name: why.get(NONFINITE, np.zeros(0, np.int64))
-                for name, why in self.unchecked.items()}
+        return {name: why.get(NONFINITE, np.zeros(0, np.int64)) for name, why in self.unchecked.items()}
 
     def __str__(self) -> str:
         lines, skipped = [], []
@@ -253,16 +293,20 @@ class RuleCheck(dict):
             if len(bad):
                 dev = self.deviation[name][np.isin(self.steps, bad)]
                 worst = np.nanmax(dev)
-                lines.append(f"{name}: {len(bad)} update(s) off the rule (updates "
-                             f"{_ranges(bad)}), up to {_pct(worst)} of the update's size")
+                lines.append(
+                    f"{name}: {len(bad)} update(s) off the rule (updates "
+                    f"{_ranges(bad)}), up to {_pct(worst)} of the update's size"
+                )
             for why, steps in self.unchecked[name].items():
                 if len(steps):
-                    skipped.append(f"{name}: {len(steps)} update(s) not checked, {why} "
-                                   f"(updates {_ranges(steps)})")
+                    skipped.append(f"{name}: {len(steps)} update(s) not checked, {why} (updates {_ranges(steps)})")
         if not lines:
             within = f"within {_pct(self.rtol)} of its size"
-            lines.append(f"every update follows the rule ({within})" if not skipped else
-                         f"every update checked follows the rule ({within}); not all were:")
+            lines.append(
+                f"every update follows the rule ({within})"
+                if not skipped
+                else f"every update checked follows the rule ({within}); not all were:"
+            )
         return "\n".join(lines + skipped)
 
 
@@ -326,8 +370,9 @@ def check_recording(recording: Recording, rtol: float = RTOL) -> RuleCheck:
         wd = hp.weight_decay if name in getattr(hp, "decayed", ()) else None
         why = {}
         pf, vf, gf = (_finite_steps(x) for x in (p, v, g))
-        finite = pf & vf & gf & np.concatenate([_finite_steps(p_prev[:1]), pf[:-1]]) & (
-            np.concatenate([[True], vf[:-1]]))
+        finite = (
+            pf & vf & gf & np.concatenate([_finite_steps(p_prev[:1]), pf[:-1]]) & (np.concatenate([[True], vf[:-1]]))
+        )
         for i in range(len(steps)):
             reason = None
             if i == 0 and v0.size and np.isnan(v0).all():
@@ -339,8 +384,9 @@ def check_recording(recording: Recording, rtol: float = RTOL) -> RuleCheck:
             if reason is not None:
                 why.setdefault(reason, []).append(int(steps[i]))
                 continue
-            dev[i] = update_deviation(p_prev[i], v_prev[i], g[i], hp.learning_rate[i],
-                                      momentum, hp.nesterov, p[i], v[i], wd)
+            dev[i] = update_deviation(
+                p_prev[i], v_prev[i], g[i], hp.learning_rate[i], momentum, hp.nesterov, p[i], v[i], wd
+            )
         flagged[name] = steps[dev > rtol].astype(np.int64)
         deviation[name] = dev
         unchecked[name] = {k: np.asarray(v, np.int64) for k, v in why.items()}
@@ -349,8 +395,9 @@ def check_recording(recording: Recording, rtol: float = RTOL) -> RuleCheck:
 
 def _finite_steps(values) -> np.ndarray:
     """Per step (the leading axis), whether every value is finite."""
-    return np.array([bool(np.all(np.isfinite(np.asarray(x, np.float64)))) for x in values],
-                    dtype=bool).reshape(len(values))
+    return np.array([bool(np.all(np.isfinite(np.asarray(x, np.float64)))) for x in values], dtype=bool).reshape(
+        len(values)
+    )
 
 
 def applied_momentum(hyperparameters: Any) -> float:

@@ -17,7 +17,20 @@ from .shards.update import plot_update_shards
 from .update.plot import plot_update
 
 __all__ = [
-    "animate", "compare_findings", "findings", "layout_table", "model_table", "plot_block_rates", "plot_communication",
-    "plot_compare", "plot_layout", "plot_memory",
-    "plot_modes", "plot_paths", "plot_phase", "plot_shards", "plot_update", "plot_update_shards",
+    "animate",
+    "compare_findings",
+    "findings",
+    "layout_table",
+    "model_table",
+    "plot_block_rates",
+    "plot_communication",
+    "plot_compare",
+    "plot_layout",
+    "plot_memory",
+    "plot_modes",
+    "plot_paths",
+    "plot_phase",
+    "plot_shards",
+    "plot_update",
+    "plot_update_shards",
 ]

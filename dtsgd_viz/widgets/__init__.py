@@ -1,13 +1,13 @@
 """Live views for Jupyter, built on ipywidgets (imported here, never by ``import dtsgd_viz``).
 
-    from dtsgd_viz.widgets import ShardExplorer, PathExplorer, CompareWidget, PhaseDiagram
-    ShardExplorer(recording)          # last expression of a cell
-    PathExplorer(recordings, surface)
-    CompareWidget(surface, learning_rate=0.05, momentum=0.9)
-    PhaseDiagram(surface, steps=150)
-    LiveMonitor("run.zarr")           # a store another process is writing
-    LayoutExplorer((1024, 512), mesh={"data": 4, "model": 16})   # try layouts, no devices
-    RateExplorer(recording, sharded_quadratic)   # each block on the rate curves, an lr slider
+from dtsgd_viz.widgets import ShardExplorer, PathExplorer, CompareWidget, PhaseDiagram
+ShardExplorer(recording)          # last expression of a cell
+PathExplorer(recordings, surface)
+CompareWidget(surface, learning_rate=0.05, momentum=0.9)
+PhaseDiagram(surface, steps=150)
+LiveMonitor("run.zarr")           # a store another process is writing
+LayoutExplorer((1024, 512), mesh={"data": 4, "model": 16})   # try layouts, no devices
+RateExplorer(recording, sharded_quadratic)   # each block on the rate curves, an lr slider
 """
 
 from ._canvas import FigureWidget
@@ -22,12 +22,36 @@ from .shard_explorer import ExplorerState, ShardExplorer, explorer_state, redraw
 
 __all__ = [
     "FigureWidget",
-    "ShardExplorer", "ExplorerState", "explorer_state", "redraw_for",
-    "PathExplorer", "PathExplorerState", "path_explorer_state", "PathFrame", "path_frame",
-    "CompareWidget", "CompareParams", "compare_params", "compare_configs", "RunQueue",
-    "PhaseDiagram", "PhasePick", "phase_pick", "PhaseGrid", "phase_grid", "convergence_boundary",
+    "ShardExplorer",
+    "ExplorerState",
+    "explorer_state",
+    "redraw_for",
+    "PathExplorer",
+    "PathExplorerState",
+    "path_explorer_state",
+    "PathFrame",
+    "path_frame",
+    "CompareWidget",
+    "CompareParams",
+    "compare_params",
+    "compare_configs",
+    "RunQueue",
+    "PhaseDiagram",
+    "PhasePick",
+    "phase_pick",
+    "PhaseGrid",
+    "phase_grid",
+    "convergence_boundary",
     "steps_to_tolerance",
-    "LiveMonitor", "MonitorState", "monitor_state", "poll", "readout",
-    "LayoutExplorer", "LayoutExplorerState", "layout_explorer_state",
-    "RateExplorer", "RateState", "rate_state",
+    "LiveMonitor",
+    "MonitorState",
+    "monitor_state",
+    "poll",
+    "readout",
+    "LayoutExplorer",
+    "LayoutExplorerState",
+    "layout_explorer_state",
+    "RateExplorer",
+    "RateState",
+    "rate_state",
 ]

@@ -35,6 +35,7 @@ class FigureWidget:
             figure = new_figure(figsize, dpi)
         elif not hasattr(figure.canvas, "get_renderer"):
             from matplotlib.backends.backend_agg import FigureCanvasAgg
+
             FigureCanvasAgg(figure)
         self.figure = figure
         # Layout runs on a full redraw only; in-place updates keep every axes still
@@ -70,4 +71,5 @@ class FigureWidget:
 
     def _ipython_display_(self):
         from IPython.display import display
+
         display(self.widget)

@@ -49,8 +49,9 @@ def _clamp(xy: Sequence[float], box: Box) -> Point:
     return float(np.clip(xy[0], xlo, xhi)), float(np.clip(xy[1], ylo, yhi))
 
 
-def drag_state(state: DragState, kind: str | None, xy: Sequence[float] | None,
-               box: Box) -> tuple[DragState, Action | None]:
+def drag_state(
+    state: DragState, kind: str | None, xy: Sequence[float] | None, box: Box
+) -> tuple[DragState, Action | None]:
     """The drag after a pointer event ``kind`` (``mousedown``, ``mousemove``,
     ``mouseup``, ``mouseleave``) at data point ``xy`` (None: off the path panel),
     clamped to ``box``. Returns ``(new_state, action)``, ``action`` None,
@@ -79,17 +80,20 @@ def drag_state(state: DragState, kind: str | None, xy: Sequence[float] | None,
     return state, None
 
 
-def preview_paths(surface: Surface, configs: Mapping[str, Mapping[str, Any]], start: ArrayLike,
-                  steps: int) -> dict[str, np.ndarray]:
+def preview_paths(
+    surface: Surface, configs: Mapping[str, Mapping[str, Any]], start: ArrayLike, steps: int
+) -> dict[str, np.ndarray]:
     """``{name: (steps + 1, 2)}`` paths of the numpy reference of tf-keras' rule
     (float32, as the real optimizer) from ``start``."""
     from ..theory import reference
+
     p0 = np.asarray(start, np.float32).reshape(surface.shape)
     out = {}
     with np.errstate(over="ignore", invalid="ignore"):
         for name, c in configs.items():
-            out[name] = reference.run(surface.grad_np, p0, steps, c["learning_rate"], c.get("momentum", 0.0),
-                                      c.get("nesterov", False)).astype(np.float64)
+            out[name] = reference.run(
+                surface.grad_np, p0, steps, c["learning_rate"], c.get("momentum", 0.0), c.get("nesterov", False)
+            ).astype(np.float64)
     return out
 
 
@@ -103,8 +107,9 @@ class StartDrag:
         self.previews = 0
         self.events = None
         if tuple(cw.surface.shape) == (2,):
-            self.events = _pointer.attach(cw.image, ["mousedown", "mousemove", "mouseup", "mouseleave"],
-                                          self.handle, wait=40)
+            self.events = _pointer.attach(
+                cw.image, ["mousedown", "mousemove", "mouseup", "mouseleave"], self.handle, wait=40
+            )
 
     def _ax(self):
         view = self.cw.view
@@ -159,7 +164,7 @@ class StartDrag:
                 line.set_data([start[0]], [start[1]])
         for line in (getattr(view.artists, "loss_lines", None) or {}).values():
             line.set_alpha(0.25)
-        for text in ax.texts:   # the paths' names stay where the paths were
+        for text in ax.texts:  # the paths' names stay where the paths were
             if (text.get_gid() or "").startswith("path-name:"):
                 text.set_visible(False)
         ax.set_title(PREVIEW_TITLE, fontsize=style.LABEL_SIZE, color="#A04000", gid="preview-title")

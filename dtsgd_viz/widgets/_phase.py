@@ -5,6 +5,14 @@ spectral radius and the convergence boundary from ``dtsgd_viz.theory.quadratic``
 from ..theory.convergence import PhaseGrid, check_grid_axis, diverged, path_losses, phase_grid, steps_to_tolerance
 from ..theory.quadratic import convergence_boundary, iteration_matrix, spectral_radius
 
-__all__ = ["steps_to_tolerance", "path_losses", "PhaseGrid", "phase_grid",
-           "diverged", "convergence_boundary", "iteration_matrix", "spectral_radius",
-           "check_grid_axis"]
+__all__ = [
+    "steps_to_tolerance",
+    "path_losses",
+    "PhaseGrid",
+    "phase_grid",
+    "diverged",
+    "convergence_boundary",
+    "iteration_matrix",
+    "spectral_radius",
+    "check_grid_axis",
+]

@@ -38,8 +38,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["png_size", "root_figure", "pixel_to_data", "data_to_pixel", "axes_at", "event_pixel",
-           "attach"]
+__all__ = ["png_size", "root_figure", "pixel_to_data", "data_to_pixel", "axes_at", "event_pixel", "attach"]
 
 
 def png_size(png: bytes) -> tuple[int, int]:
@@ -99,8 +98,10 @@ def event_pixel(event: Mapping[str, Any], size: tuple[float, float]) -> tuple[fl
     if "dataX" in event and "dataY" in event:
         return float(event["dataX"]), float(event["dataY"])
     if "relativeX" in event and event.get("boundingRectWidth"):
-        return (float(event["relativeX"]) * size[0] / float(event["boundingRectWidth"]),
-                float(event["relativeY"]) * size[1] / float(event["boundingRectHeight"]))
+        return (
+            float(event["relativeX"]) * size[0] / float(event["boundingRectWidth"]),
+            float(event["relativeY"]) * size[1] / float(event["boundingRectHeight"]),
+        )
     return None
 
 

@@ -47,9 +47,25 @@ if TYPE_CHECKING:
     from ..views.paths.findings import PathFindings
     from ..views.paths.scene import PathScene
 
-__all__ = ["CompareWidget", "CompareParams", "compare_params", "compare_configs", "RunQueue",
-           "request", "finished", "TableRow", "table_rows", "table_html", "place_on_line",
-           "free_spot", "line_points", "name_paths", "place_point_names", "after_updates", "draw_after_updates"]
+__all__ = [
+    "CompareWidget",
+    "CompareParams",
+    "compare_params",
+    "compare_configs",
+    "RunQueue",
+    "request",
+    "finished",
+    "TableRow",
+    "table_rows",
+    "table_html",
+    "place_on_line",
+    "free_spot",
+    "line_points",
+    "name_paths",
+    "place_point_names",
+    "after_updates",
+    "draw_after_updates",
+]
 
 
 # ---- pure: the table --------------------------------------------------------------------
@@ -69,32 +85,42 @@ class TableRow:
     mean_loss: float | None = None
 
 
-def table_rows(recordings: Mapping[str, Recording], surface: Surface, tol: float,
-               name: str = "w") -> tuple[TableRow, ...]:
+def table_rows(
+    recordings: Mapping[str, Recording], surface: Surface, tol: float, name: str = "w"
+) -> tuple[TableRow, ...]:
     """One row per recording, in ``dtsgd_viz.findings(recordings, surface, tol=tol)``'s
     numbers: the first k after which the loss after k updates (from the surface, at the
     recorded parameters) stays within ``tol`` of ``surface.min_value``, the loss after
     the last update and the mean over the last updates."""
     from ..views.paths.findings import findings
+
     found = findings(recordings, surface, name=name, tol=tol)
     assert found.to_tolerance is not None  # findings fills it when given a tol
     rows = []
     for key, rec in recordings.items():
         losses = path_losses(rec, surface, name)
         k = found.to_tolerance[key]
-        rows.append(TableRow(key, k, found.final_loss[key],
-                             bool(diverged(losses, surface.min_value, -1 if k is None else k)),
-                             found.tail_loss[key]))
+        rows.append(
+            TableRow(
+                key,
+                k,
+                found.final_loss[key],
+                bool(diverged(losses, surface.min_value, -1 if k is None else k)),
+                found.tail_loss[key],
+            )
+        )
     return tuple(rows)
 
 
 # narrow enough to stand beside the figure on a 1300 px page (the app); short headers
 # (a few lines at most), the tolerance named as the loss panel names it; then the loss
 # after the last update (the loss panel's last points) and the mean the headline compares
-TABLE_COLUMNS = (("optimizer", "7.5em", "left"),
-                 ("updates to tol ({tol:g})", "6.5em", "right"),
-                 ("loss after {n} updates", "6.5em", "right"),
-                 ("{window}", "7em", "right"))
+TABLE_COLUMNS = (
+    ("optimizer", "7.5em", "left"),
+    ("updates to tol ({tol:g})", "6.5em", "right"),
+    ("loss after {n} updates", "6.5em", "right"),
+    ("{window}", "7em", "right"),
+)
 
 
 def loss_text(x: float) -> str:
@@ -106,49 +132,59 @@ def loss_text(x: float) -> str:
     return f"{x:.2e}"
 
 
-def table_html(rows: Sequence[TableRow], tol: float, colors: Mapping[str, str] | None = None,
-               found: PathFindings | None = None) -> str:
+def table_html(
+    rows: Sequence[TableRow], tol: float, colors: Mapping[str, str] | None = None, found: PathFindings | None = None
+) -> str:
     """The results as an HTML table of fixed column widths (``TABLE_COLUMNS``): long
     headers wrap inside their column instead of running into the next, and the table
     keeps its width whatever the numbers; names as the figure writes them (``rule_name``).
     ``found`` (the ``findings`` the rows come from) names the updates in the headers."""
     from ..views.paths.findings import window_text
-    n, window = ("the last", "mean over the last updates") if found is None else (
-        found.last_k, window_text(found.window))
+
+    n, window = (
+        ("the last", "mean over the last updates") if found is None else (found.last_k, window_text(found.window))
+    )
     colors = colors or style.optimizer_colors([r.name for r in rows])
     pad = "padding:3px 8px"
     cols = "".join(f"<col style='width:{w}'>" for _, w, _ in TABLE_COLUMNS)
-    heads = "".join(f"<th style='text-align:{a};{pad};vertical-align:bottom;white-space:normal;"
-                    "line-height:1.3;"
-                    f"border-bottom:1px solid #888'>{html.escape(t.format(tol=tol, n=n, window=window))}</th>"
-                    for t, _, a in TABLE_COLUMNS)
+    heads = "".join(
+        f"<th style='text-align:{a};{pad};vertical-align:bottom;white-space:normal;"
+        "line-height:1.3;"
+        f"border-bottom:1px solid #888'>{html.escape(t.format(tol=tol, n=n, window=window))}</th>"
+        for t, _, a in TABLE_COLUMNS
+    )
     cells = []
     for r in rows:
-        steps = ("diverged" if r.diverged else "not within tol" if r.steps_to_tol is None
-                 else str(r.steps_to_tol))
-        swatch = (f'<span style="display:inline-block;width:0.8em;height:0.8em;'
-                  f'background:{colors[r.name]};margin-right:0.4em"></span>')
+        steps = "diverged" if r.diverged else "not within tol" if r.steps_to_tol is None else str(r.steps_to_tol)
+        swatch = (
+            f'<span style="display:inline-block;width:0.8em;height:0.8em;'
+            f'background:{colors[r.name]};margin-right:0.4em"></span>'
+        )
         # the name never wraps: its swatch and name stay on one line, level with its values
-        cells.append(f"<tr><td style='{pad};white-space:nowrap'>{swatch}{html.escape(rule_name(r.name))}</td>"
-                     f"<td style='text-align:right;{pad}'>{steps}</td>"
-                     f"<td style='text-align:right;{pad}'>{loss_text(r.final_loss)}</td>"
-                     f"<td style='text-align:right;{pad}'>"
-                     f"{'—' if r.mean_loss is None or not np.isfinite(r.mean_loss) else loss_text(r.mean_loss)}"
-                     "</td></tr>")
+        cells.append(
+            f"<tr><td style='{pad};white-space:nowrap'>{swatch}{html.escape(rule_name(r.name))}</td>"
+            f"<td style='text-align:right;{pad}'>{steps}</td>"
+            f"<td style='text-align:right;{pad}'>{loss_text(r.final_loss)}</td>"
+            f"<td style='text-align:right;{pad}'>"
+            f"{'—' if r.mean_loss is None or not np.isfinite(r.mean_loss) else loss_text(r.mean_loss)}"
+            "</td></tr>"
+        )
     width = "calc(" + " + ".join(w for _, w, _ in TABLE_COLUMNS) + ")"
-    return (f"<table style='border-collapse:collapse;table-layout:fixed;width:{width};"
-            "font-size:90%;font-variant-numeric:tabular-nums'>"
-            f"<colgroup>{cols}</colgroup><thead><tr>{heads}</tr></thead><tbody>"
-            + "".join(cells) + "</tbody></table>")
+    return (
+        f"<table style='border-collapse:collapse;table-layout:fixed;width:{width};"
+        "font-size:90%;font-variant-numeric:tabular-nums'>"
+        f"<colgroup>{cols}</colgroup><thead><tr>{heads}</tr></thead><tbody>" + "".join(cells) + "</tbody></table>"
+    )
 
 
 # ---- pure: the loss panel's points ---------------------------------------------------------
 
-LOSS_XLABEL, LOSS_YLABEL = path_loss.LOSS_XLABEL, path_loss.LOSS_YLABEL   # as every path figure's
+LOSS_XLABEL, LOSS_YLABEL = path_loss.LOSS_XLABEL, path_loss.LOSS_YLABEL  # as every path figure's
 
 
-def after_updates(recordings: Mapping[str, Recording], surface: Surface,
-                  name: str = "w") -> dict[str, tuple[np.ndarray, np.ndarray, bool]]:
+def after_updates(
+    recordings: Mapping[str, Recording], surface: Surface, name: str = "w"
+) -> dict[str, tuple[np.ndarray, np.ndarray, bool]]:
     """``{config: (updates, loss, True)}``: the loss (from the surface, float64) after 0,
     1, ..., N updates, as every path scene's loss panel draws it (``path_scene.build_scene``),
     ending on the table's "loss after N updates"."""
@@ -159,10 +195,13 @@ def after_updates(recordings: Mapping[str, Recording], surface: Surface,
     return out
 
 
-def draw_after_updates(recordings: Mapping[str, Recording], surface: Surface,
-                       ax: Axes | tuple[Axes, Axes],
-                       diverged: Mapping[str, Any] | None = None,
-                       scene: PathScene | None = None) -> PathsView:
+def draw_after_updates(
+    recordings: Mapping[str, Recording],
+    surface: Surface,
+    ax: Axes | tuple[Axes, Axes],
+    diverged: Mapping[str, Any] | None = None,
+    scene: PathScene | None = None,
+) -> PathsView:
     """``draw_paths(recordings, surface, None, ax=ax, arrows=False, diverged=diverged)``:
     the paths, and the loss after 0..N updates (``after_updates``); ``scene``: the
     ``build_scene`` of those arguments, when the caller has it already."""
@@ -192,15 +231,29 @@ class CompareWidget(FigureWidget):
     parameters of every run made, in order.
     """
 
-    def __init__(self, surface, *, learning_rate=0.05, momentum=0.9, start=None, steps=60,
-                 mesh=None, tol=1e-3, background=True, figsize=style.COMPARE_SIZE, dpi=style.DPI):
+    def __init__(
+        self,
+        surface,
+        *,
+        learning_rate=0.05,
+        momentum=0.9,
+        start=None,
+        steps=60,
+        mesh=None,
+        tol=1e-3,
+        background=True,
+        figsize=style.COMPARE_SIZE,
+        dpi=style.DPI,
+    ):
         from ..runs import check_start
+
         if not all(hasattr(surface, a) for a in ("shape", "value_np", "minimum", "default_start")):
             raise TypeError(f"surface must be a dtsgd_viz.surfaces surface. Received: {surface!r}.")
         start = check_start(surface, start)
         self.surface, self.mesh, self.tol, self.background = surface, mesh, float(tol), background
-        self.params = _check_params(CompareParams(
-            float(learning_rate), float(momentum), tuple(map(float, start.ravel())), steps))
+        self.params = _check_params(
+            CompareParams(float(learning_rate), float(momentum), tuple(map(float, start.ravel())), steps)
+        )
         super().__init__(figsize=figsize, dpi=dpi)
         self.queue, self.runs, self.error = RunQueue(), [], None
         self.recordings = self.shown = self.view = None
@@ -211,40 +264,62 @@ class CompareWidget(FigureWidget):
         lo = min(-4, math.floor(math.log10(p.learning_rate)) - 1)
         hi = max(0, math.ceil(math.log10(p.learning_rate)))
         slider = dict(continuous_update=False, style={"description_width": "initial"})
-        self.learning_rate = widgets.FloatLogSlider(value=p.learning_rate, base=10, min=lo, max=hi,
-                                                    step=0.05, description="learning rate",
-                                                    readout_format=".3g", **slider)
-        self.momentum = widgets.FloatSlider(value=p.momentum, min=0.0, max=0.99, step=0.01,
-                                            description="momentum", readout_format=".2f", **slider)
-        self.steps = widgets.IntSlider(value=p.steps, min=1, max=max(500, p.steps), description="updates",
-                                       **slider)
+        self.learning_rate = widgets.FloatLogSlider(
+            value=p.learning_rate,
+            base=10,
+            min=lo,
+            max=hi,
+            step=0.05,
+            description="learning rate",
+            readout_format=".3g",
+            **slider,
+        )
+        self.momentum = widgets.FloatSlider(
+            value=p.momentum, min=0.0, max=0.99, step=0.01, description="momentum", readout_format=".2f", **slider
+        )
+        self.steps = widgets.IntSlider(value=p.steps, min=1, max=max(500, p.steps), description="updates", **slider)
         self.start = []
         if tuple(surface.shape) == (2,):
             box = getattr(surface, "view_box", None) or ((-5.0, 5.0), (-5.0, 5.0))
             for i, (a, b) in enumerate(box):
                 a, b = min(a, p.start[i]), max(b, p.start[i])
-                self.start.append(widgets.FloatSlider(value=p.start[i], min=a, max=b, step=(b - a) / 200,
-                                                      description=f"start w[{i}]", readout_format=".2f",
-                                                      **slider))
+                self.start.append(
+                    widgets.FloatSlider(
+                        value=p.start[i],
+                        min=a,
+                        max=b,
+                        step=(b - a) / 200,
+                        description=f"start w[{i}]",
+                        readout_format=".2f",
+                        **slider,
+                    )
+                )
         self.table = widgets.HTML()
         self.status = widgets.HTML()
-        controls = [(self.learning_rate, "learning_rate"), (self.momentum, "momentum"),
-                    (self.steps, "steps")] + [(s, f"start_{i}") for i, s in enumerate(self.start)]
+        controls = [(self.learning_rate, "learning_rate"), (self.momentum, "momentum"), (self.steps, "steps")] + [
+            (s, f"start_{i}") for i, s in enumerate(self.start)
+        ]
         for control, name in controls:
             control.observe(lambda change, name=name: self._on_change(name, change["new"]), names="value")
-        start_box = self.start or [widgets.Label(f"start: {type(surface).__name__}.default_start "
-                                                 f"({surface.dim} parameters)" if start is None else
-                                                 f"start: as given ({surface.dim} parameters)")]
-        self.widget = widgets.VBox([
-            widgets.HBox([self.learning_rate, self.momentum, self.steps]),
-            widgets.HBox([*start_box, self.status]),
-            self.image,
-            self.table,
-        ])
+        start_box = self.start or [
+            widgets.Label(
+                f"start: {type(surface).__name__}.default_start ({surface.dim} parameters)"
+                if start is None
+                else f"start: as given ({surface.dim} parameters)"
+            )
+        ]
+        self.widget = widgets.VBox(
+            [
+                widgets.HBox([self.learning_rate, self.momentum, self.steps]),
+                widgets.HBox([*start_box, self.status]),
+                self.image,
+                self.table,
+            ]
+        )
         # the first run happens now, so the widget is complete when constructed
         self.queue, now = request(self.queue, self.params)
         self._work(now)
-        self.drag = _drag.StartDrag(self)   # drag the start point on the contours
+        self.drag = _drag.StartDrag(self)  # drag the start point on the contours
 
     # -- callbacks --
 
@@ -286,6 +361,7 @@ class CompareWidget(FigureWidget):
 
     def _run(self, params: CompareParams):
         from .. import runs
+
         self.runs.append(params)
         start = np.asarray(params.start, np.float64).reshape(self.surface.shape)
         t0 = time.perf_counter()
@@ -294,23 +370,27 @@ class CompareWidget(FigureWidget):
             self.status.value = f"<i>running the real DTensor SGD: {name} {done}/{total}</i>"
 
         try:
-            recordings = runs.run(self.surface, compare_configs(params), params.steps, mesh=self.mesh,
-                                  start=start, progress=progress)
+            recordings = runs.run(
+                self.surface, compare_configs(params), params.steps, mesh=self.mesh, start=start, progress=progress
+            )
             self.recordings, self.shown, self.error = recordings, params, None
             self.rows = table_rows(recordings, self.surface, self.tol)
-            self.found = findings(recordings, self.surface, tol=self.tol)   # the table's and headline's numbers
+            self.found = findings(recordings, self.surface, tol=self.tol)  # the table's and headline's numbers
             self._draw(recordings, params)
             self.table.value = table_html(self.rows, self.tol, found=self.found)
-            self.status.value = (f"real DTensor SGD: 3 runs of {params.steps} updates in "
-                                 f"{time.perf_counter() - t0:.1f} s")
+            self.status.value = (
+                f"real DTensor SGD: 3 runs of {params.steps} updates in {time.perf_counter() - t0:.1f} s"
+            )
         except Exception as e:  # shown in the widget: a callback has nowhere to raise to
             self.error = e
-            self.status.value = (f"<span style='color:#D55E00'>run failed: "
-                                 f"{html.escape(type(e).__name__)}: {html.escape(str(e))}</span>")
+            self.status.value = (
+                f"<span style='color:#D55E00'>run failed: {html.escape(type(e).__name__)}: {html.escape(str(e))}</span>"
+            )
 
     def _draw(self, recordings, params):
         from ..views.core.figure import headline
         from ..views.paths.findings import findings_of
+
         fig = self.figure
         self.unfreeze_layout()
         fig.clear()
@@ -318,33 +398,50 @@ class CompareWidget(FigureWidget):
         # the runs the table calls diverged end where they left the view box, as in
         # PhaseDiagram, with a note on both panels (draw_paths)
         box = getattr(self.surface, "view_box", None) if tuple(self.surface.shape) == (2,) else None
-        diverged = None if box is None else {
-            r.name: divergence_update(recordings[r.name].path("w"), box)
-            for r in self.rows if r.diverged and r.name in recordings}
+        diverged = (
+            None
+            if box is None
+            else {
+                r.name: divergence_update(recordings[r.name].path("w"), box)
+                for r in self.rows
+                if r.diverged and r.name in recordings
+            }
+        )
         scene = build_scene(recordings, self.surface, None, diverged)
         # the loss panel, the headline and the table say one thing: the loss after 0..N
         # updates; the headline's ratios compare the means of the table's last column
         found = findings_of(scene)
-        body = headline(fig, found.headline(),
-                        f"real DTensor SGD · {label} · lr {params.learning_rate:.3g}, "
-                        f"μ {params.momentum:.2f}, {params.steps} updates · drag the start point")
+        body = headline(
+            fig,
+            found.headline(),
+            f"real DTensor SGD · {label} · lr {params.learning_rate:.3g}, "
+            f"μ {params.momentum:.2f}, {params.steps} updates · drag the start point",
+        )
         ax_path, ax_loss = body.subplots(1, 2, width_ratios=[1.05, 1.0])
         self.view = draw_after_updates(recordings, self.surface, (ax_path, ax_loss), diverged, scene)
-        path_loss.mark_window(self.view.artists, found)   # the updates the headline's means are over
-        for line in self.view.artists.paths.values():   # lines only: a marker per update
-            line.set_marker("")                          # tangles momentum round the minimum
-        tidy_loss_axis(ax_loss)   # ticks on round updates, up to the last
+        path_loss.mark_window(self.view.artists, found)  # the updates the headline's means are over
+        for line in self.view.artists.paths.values():  # lines only: a marker per update
+            line.set_marker("")  # tangles momentum round the minimum
+        tidy_loss_axis(ax_loss)  # ticks on round updates, up to the last
         target = float(self.surface.min_value) + self.tol
         tol = style.ROLE_LOOKS["tolerance"]
         ax_loss.axhline(target, **tol.line(), gid="tolerance", label=f"minimum + tol ({target:g})")
-        label = ax_loss.annotate(f"minimum + tol ({target:g})", (0.01, target),
-                                 xycoords=("axes fraction", "data"), xytext=(2, 3),
-                                 textcoords="offset points", fontsize=style.NOTE_SIZE, color=tol.color,
-                                 gid="tolerance-label", annotation_clip=True, zorder=8,
-                                 bbox=dict(fc="white", ec="none", alpha=0.9, pad=0.5))
+        label = ax_loss.annotate(
+            f"minimum + tol ({target:g})",
+            (0.01, target),
+            xycoords=("axes fraction", "data"),
+            xytext=(2, 3),
+            textcoords="offset points",
+            fontsize=style.NOTE_SIZE,
+            color=tol.color,
+            gid="tolerance-label",
+            annotation_clip=True,
+            zorder=8,
+            bbox=dict(fc="white", ec="none", alpha=0.9, pad=0.5),
+        )
         ax_path.set_title("Paths on the loss contours", fontsize=style.TITLE_SIZE)
-        fig.draw_without_rendering()   # laid out: the label's spot is found in pixels
+        fig.draw_without_rendering()  # laid out: the label's spot is found in pixels
         place_on_line(ax_loss, label, target)
-        place_point_names(ax_path, self.view.artists.names)   # off every path, then the runs' names
+        place_point_names(ax_path, self.view.artists.names)  # off every path, then the runs' names
         name_paths(ax_path, self.view.artists.paths, self.view.scene.colors)
         self.refresh(relayout=True)

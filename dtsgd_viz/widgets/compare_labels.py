@@ -46,7 +46,7 @@ def line_points(ax: Axes, exclude: Collection[Any] = (), spacing: float = 2.0) -
             if good and line.get_linestyle() not in ("None", "none", ""):
                 n = max(2, int(np.ceil(np.hypot(*(b - a)) / spacing)) + 1)
                 out.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
-        out.append(xy[ok])   # the markers (and a line of one point)
+        out.append(xy[ok])  # the markers (and a line of one point)
     return np.concatenate(out)
 
 
@@ -56,9 +56,8 @@ def free_spot(candidates: ArrayLike, points: ArrayLike, boxes: Sequence[Sequence
     one with the fewest points in it."""
     c = np.asarray(candidates, np.float64).reshape(-1, 4)
     p = np.asarray(points, np.float64).reshape(-1, 2)
-    x0, y0, x1, y1 = (c[:, i:i + 1] for i in range(4))
-    inside = ((p[:, 0] >= x0 - pad) & (p[:, 0] <= x1 + pad)
-              & (p[:, 1] >= y0 - pad) & (p[:, 1] <= y1 + pad)).sum(axis=1)
+    x0, y0, x1, y1 = (c[:, i : i + 1] for i in range(4))
+    inside = ((p[:, 0] >= x0 - pad) & (p[:, 0] <= x1 + pad) & (p[:, 1] >= y0 - pad) & (p[:, 1] <= y1 + pad)).sum(axis=1)
     for b in boxes:
         inside += 1000 * ((c[:, 0] < b[2]) & (c[:, 2] > b[0]) & (c[:, 1] < b[3]) & (c[:, 3] > b[1]))
     free = np.flatnonzero(inside == 0)
@@ -106,7 +105,7 @@ def place_on_line(ax: Axes, label: Annotation, y: float, gap: float = 3.0, step:
         ty = ax.transData.transform((ax.get_xlim()[0], y))[1]
     if not np.isfinite(ty):
         return
-    g = gap * ax.figure.dpi / 72.0   # the offset's pixels
+    g = gap * ax.figure.dpi / 72.0  # the offset's pixels
     tol_line = [ln for ln in ax.lines if ln.get_gid() == "tolerance"]
     points = line_points(ax, tol_line)
     texts = [t.get_window_extent(renderer) for t in ax.texts if t is not label and t.get_visible()]
@@ -114,7 +113,7 @@ def place_on_line(ax: Axes, label: Annotation, y: float, gap: float = 3.0, step:
     label.set_position((0.0, 0.0))
     label.xyann = (0.0, gap)
     label.set_verticalalignment("bottom")
-    best = None   # (points in the box, text, candidate)
+    best = None  # (points in the box, text, candidate)
     for text in _wrapped(label.get_text()):
         label.set_text(text)
         w, h, pad_x, pad_y = _box_size(label, renderer)
@@ -130,13 +129,13 @@ def place_on_line(ax: Axes, label: Annotation, y: float, gap: float = 3.0, step:
             best = (n, text, cands[k], pad_x)
         if n == 0:
             break
-    if best is None:   # no room in the frame: as it was written
+    if best is None:  # no room in the frame: as it was written
         label.set_text(label.get_text().replace("\n", " "))
         return
     _, text, (x0, lo, _, hi), pad_x = best
     label.set_text(text)
     above = lo + hi > 2 * ty
-    label.xy = ((x0 + 1.0 + pad_x - frame.x0) / frame.width, y)   # the text's left edge
+    label.xy = ((x0 + 1.0 + pad_x - frame.x0) / frame.width, y)  # the text's left edge
     label.xyann = (0.0, gap if above else -gap)
     label.set_verticalalignment("bottom" if above else "top")
 
@@ -144,14 +143,15 @@ def place_on_line(ax: Axes, label: Annotation, y: float, gap: float = 3.0, step:
 def _count(box, points, pad=1.5) -> int:
     x0, y0, x1, y1 = box
     p = np.asarray(points, np.float64).reshape(-1, 2)
-    return int(np.count_nonzero((p[:, 0] >= x0 - pad) & (p[:, 0] <= x1 + pad)
-                                & (p[:, 1] >= y0 - pad) & (p[:, 1] <= y1 + pad)))
+    return int(
+        np.count_nonzero((p[:, 0] >= x0 - pad) & (p[:, 0] <= x1 + pad) & (p[:, 1] >= y0 - pad) & (p[:, 1] <= y1 + pad))
+    )
 
 
 # ---- the start's and the minimum's names: beside their marks, off every path -------------
 
-RADII = (3.0, 6.0, 10.0, 15.0, 21.0, 28.0, 36.0, 45.0, 56.0)   # pixels from a mark's edge to its name
-DIRECTIONS = ((1, 1), (-1, 1), (1, -1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))   # up-right first
+RADII = (3.0, 6.0, 10.0, 15.0, 21.0, 28.0, 36.0, 45.0, 56.0)  # pixels from a mark's edge to its name
+DIRECTIONS = ((1, 1), (-1, 1), (1, -1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))  # up-right first
 
 
 def _mark_boxes(ax, exclude=()) -> list:
@@ -185,10 +185,16 @@ def place_point_names(ax: Axes, names: Mapping[str, Annotation]) -> list:
             at = ax.transData.transform(np.asarray(ann.xy, np.float64))
         if not np.all(np.isfinite(at)):
             continue
-        mark = max([0.5 * ln.get_markersize() * px for ln in ax.lines
-                    if ln.get_marker() not in (None, "None", "none", "")
-                    and len(line_xy := np.asarray(ln.get_xydata())) and np.allclose(line_xy[0], ann.xy)],
-                   default=3.0)
+        mark = max(
+            [
+                0.5 * ln.get_markersize() * px
+                for ln in ax.lines
+                if ln.get_marker() not in (None, "None", "none", "")
+                and len(line_xy := np.asarray(ln.get_xydata()))
+                and np.allclose(line_xy[0], ann.xy)
+            ],
+            default=3.0,
+        )
         ann.set_horizontalalignment("center")
         ann.set_verticalalignment("center")
         ann.xyann = (0.0, 0.0)
@@ -202,7 +208,7 @@ def place_point_names(ax: Axes, names: Mapping[str, Annotation]) -> list:
             for dx, dy in DIRECTIONS:
                 cx = at[0] + dx * (d + w / 2) if dx else at[0]
                 cy = at[1] + dy * (d + h / 2) if dy else at[1]
-                if dx and dy:   # a corner: the box's near corner on the circle of radius d
+                if dx and dy:  # a corner: the box's near corner on the circle of radius d
                     cx, cy = at[0] + dx * (d / np.sqrt(2) + w / 2), at[1] + dy * (d / np.sqrt(2) + h / 2)
                 box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
                 if frame.x0 <= box[0] and box[2] <= frame.x1 and frame.y0 <= box[1] and box[3] <= frame.y1:
@@ -211,16 +217,16 @@ def place_point_names(ax: Axes, names: Mapping[str, Annotation]) -> list:
             continue
         x0, y0, x1, y1 = cands[free_spot(cands, points, taken)]
         ann.xyann = (((x0 + x1) / 2 - at[0]) / px, ((y0 + y1) / 2 - at[1]) / px)
-        if ann.arrow_patch is not None:   # a leader only where the name stands off its mark
+        if ann.arrow_patch is not None:  # a leader only where the name stands off its mark
             near = np.hypot(*(np.clip(at, (x0, y0), (x1, y1)) - at))
             ann.arrow_patch.set_visible(bool(near > mark + 8.0))
         out.append(ann)
     return out
 
 
-GAPS = (4.0, 9.0, 15.0)   # points between a path and its name: beside it, then farther on a leader
-CORNER = 14.0   # pixels: a name's foot on its path this near a corner is at the corner
-CANDIDATES = 150   # the path's points (farthest from the other paths first) a name may stand by
+GAPS = (4.0, 9.0, 15.0)  # points between a path and its name: beside it, then farther on a leader
+CORNER = 14.0  # pixels: a name's foot on its path this near a corner is at the corner
+CANDIDATES = 150  # the path's points (farthest from the other paths first) a name may stand by
 
 
 def _at_vertex(centre, xy, turn=20.0) -> tuple[bool, np.ndarray]:
@@ -233,16 +239,16 @@ def _at_vertex(centre, xy, turn=20.0) -> tuple[bool, np.ndarray]:
         return True, (xy[0] if len(xy) else np.asarray(centre, np.float64))
     a, b = xy[:-1], xy[1:]
     d = b - a
-    L2 = np.maximum((d ** 2).sum(axis=1), 1e-12)
+    L2 = np.maximum((d**2).sum(axis=1), 1e-12)
     t = np.clip(((centre - a) * d).sum(axis=1) / L2, 0.0, 1.0)
     foot = a + t[:, None] * d
     k = int(np.argmin(np.hypot(*(foot - centre).T)))
-    if 0.0 < t[k] < 1.0:   # on a stretch: a corner only if within CORNER px of one
+    if 0.0 < t[k] < 1.0:  # on a stretch: a corner only if within CORNER px of one
         u, w = d[:-1], d[1:]
         cos = (u * w).sum(axis=1) / np.maximum(np.hypot(*u.T) * np.hypot(*w.T), 1e-12)
         corners = np.concatenate([xy[:1], xy[1:-1][np.degrees(np.arccos(np.clip(cos, -1, 1))) > turn], xy[-1:]])
         return bool(np.min(np.hypot(*(corners - foot[k]).T)) < CORNER), foot[k]
-    v = k + int(t[k] >= 1.0)   # the vertex nearest
+    v = k + int(t[k] >= 1.0)  # the vertex nearest
     if v == 0 or v == len(xy) - 1:
         return True, xy[v]
     u, w = xy[v] - xy[v - 1], xy[v + 1] - xy[v]
@@ -250,8 +256,13 @@ def _at_vertex(centre, xy, turn=20.0) -> tuple[bool, np.ndarray]:
     return bool(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))) > turn), xy[v]
 
 
-def name_paths(ax: Axes, paths: Mapping[str, Line2D], colors: Mapping[str, str], fontsize: float = style.LABEL_SIZE,
-               gaps: Sequence[float] = GAPS) -> list:
+def name_paths(
+    ax: Axes,
+    paths: Mapping[str, Line2D],
+    colors: Mapping[str, str],
+    fontsize: float = style.LABEL_SIZE,
+    gaps: Sequence[float] = GAPS,
+) -> list:
     """Write each run's name beside its path (``paths``: ``{config: Line2D}``), where
     no line of ``ax`` and no other text crosses it (``free_spot``), beside a stretch of
     the path rather than at one of its corners (``_at_vertex``), preferring the point
@@ -274,13 +285,27 @@ def name_paths(ax: Axes, paths: Mapping[str, Line2D], colors: Mapping[str, str],
             continue
         with np.errstate(invalid="ignore", divide="ignore"):
             xy = ax.transData.transform(np.asarray(line.get_xydata(), np.float64))
-        far = (np.min(np.hypot(*(own[:, None, :] - others[None, :, :]).transpose(2, 0, 1)), axis=1)
-               if len(others) else np.zeros(len(own)))
+        far = (
+            np.min(np.hypot(*(own[:, None, :] - others[None, :, :]).transpose(2, 0, 1)), axis=1)
+            if len(others)
+            else np.zeros(len(own))
+        )
         name = rule_name(key)
-        text = ax.text(0.5, 0.5, name, fontsize=fontsize, fontweight="bold", color=colors[key], ha="center",
-                       va="center", gid=f"path-name:{key}", zorder=8, transform=ax.transAxes,
-                       bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
-        size = text.get_window_extent(renderer)   # as drawn, plus its white box's pad
+        text = ax.text(
+            0.5,
+            0.5,
+            name,
+            fontsize=fontsize,
+            fontweight="bold",
+            color=colors[key],
+            ha="center",
+            va="center",
+            gid=f"path-name:{key}",
+            zorder=8,
+            transform=ax.transAxes,
+            bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8),
+        )
+        size = text.get_window_extent(renderer)  # as drawn, plus its white box's pad
         pad = 0.1 * fontsize * px + 1.0
         w, h = size.width + 2 * pad, size.height + 2 * pad
         # tiers, each at the gaps in turn: beside a stretch of its own (nearer it than any
@@ -291,8 +316,7 @@ def name_paths(ax: Axes, paths: Mapping[str, Line2D], colors: Mapping[str, str],
             g = gap * px
             for i in np.argsort(-far)[:CANDIDATES]:
                 x, y = own[i]
-                for bx, by in ((x + g, y + g), (x - g - w, y + g), (x + g, y - g - h),
-                               (x - g - w, y - g - h)):
+                for bx, by in ((x + g, y + g), (x - g - w, y + g), (x + g, y - g - h), (x - g - w, y - g - h)):
                     if not (frame.x0 <= bx and bx + w <= frame.x1 and frame.y0 <= by and by + h <= frame.y1):
                         continue
                     c = np.array([bx + w / 2, by + h / 2])
@@ -305,7 +329,7 @@ def name_paths(ax: Axes, paths: Mapping[str, Line2D], colors: Mapping[str, str],
                 k = free_spot([b for b, _, _ in tier], every, taken)
                 if chosen is None:
                     chosen = tier[k]
-                if _is_free(tier[k][0], every, taken):   # else the next tier may have one
+                if _is_free(tier[k][0], every, taken):  # else the next tier may have one
                     chosen = tier[k]
                     break
         if chosen is None:
@@ -316,11 +340,10 @@ def name_paths(ax: Axes, paths: Mapping[str, Line2D], colors: Mapping[str, str],
         text.set_transform(ax.transData)
         tx, ty = inv.transform(((x0 + x1) / 2, (y0 + y1) / 2))
         text.set_position((tx, ty))
-        real = text.get_window_extent(renderer)   # where it now stands
-        edge = np.clip(anchor, (real.x0, real.y0), (real.x1, real.y1))   # its point nearest the path
+        real = text.get_window_extent(renderer)  # where it now stands
+        edge = np.clip(anchor, (real.x0, real.y0), (real.x1, real.y1))  # its point nearest the path
         if lead and np.hypot(*(edge - np.asarray(anchor))) > 2.0 * px:
-            ax.plot(*inv.transform([edge, anchor]).T, color=colors[key], lw=0.9, zorder=7.9,
-                    gid=f"path-leader:{key}")
+            ax.plot(*inv.transform([edge, anchor]).T, color=colors[key], lw=0.9, zorder=7.9, gid=f"path-leader:{key}")
         out.append(text)
         taken.append((real.x0, real.y0, real.x1, real.y1))
     return out

@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CompareParams", "compare_params", "compare_configs", "RunQueue", "request", "finished",
-           "OPTIMIZERS"]
+__all__ = ["CompareParams", "compare_params", "compare_configs", "RunQueue", "request", "finished", "OPTIMIZERS"]
 
 OPTIMIZERS = ("plain", "momentum", "nesterov")
 
@@ -76,9 +75,11 @@ def compare_params(params: CompareParams, change: Mapping[str, Any]) -> CompareP
 def compare_configs(params: CompareParams) -> dict[str, dict]:
     """The ``dtsgd_viz.run`` configs: plain SGD, classical momentum, Nesterov."""
     lr, mu = params.learning_rate, params.momentum
-    return {"plain": dict(learning_rate=lr, momentum=0.0, nesterov=False),
-            "momentum": dict(learning_rate=lr, momentum=mu, nesterov=False),
-            "nesterov": dict(learning_rate=lr, momentum=mu, nesterov=True)}
+    return {
+        "plain": dict(learning_rate=lr, momentum=0.0, nesterov=False),
+        "momentum": dict(learning_rate=lr, momentum=mu, nesterov=False),
+        "nesterov": dict(learning_rate=lr, momentum=mu, nesterov=True),
+    }
 
 
 # ---- pure: coalescing runs ----------------------------------------------------------------

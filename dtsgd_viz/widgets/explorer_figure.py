@@ -35,20 +35,37 @@ from ..views.paths.scene import settings_line
 from ..views.paths.titles import path_title, short_arrows
 from ..views.update import geometry as upd
 
-__all__ = ["CLOSE_UP_SIZE", "CLOSE_UP_CAPTION", "explorer_view", "draw_close_up", "close_up_title",
-           "tidy_loss_axis", "update_finding", "explorer_caption", "set_finding", "zoom_callouts",
-           "shown_box", "callout_spot", "follow_headline", "headline_parts", "move_loss_dots", "show_arrows"]
+__all__ = [
+    "CLOSE_UP_SIZE",
+    "CLOSE_UP_CAPTION",
+    "explorer_view",
+    "draw_close_up",
+    "close_up_title",
+    "tidy_loss_axis",
+    "update_finding",
+    "explorer_caption",
+    "set_finding",
+    "zoom_callouts",
+    "shown_box",
+    "callout_spot",
+    "follow_headline",
+    "headline_parts",
+    "move_loss_dots",
+    "show_arrows",
+]
 
-CLOSE_UP_SIZE = (style.WIDTH, 8.3)   # headline, paths and loss, caption, a close-up per run
-CLOSE_UP_CAPTION = ("Bold: each path up to its ring at update {k}, side by side where they share a leg; "
-                    "thin: after it. "
-                    "Below: each run's update {k} up close,\n×N closer than the paths (its dotted box "
-                    "there): μ·v in the run's colour, then −lr·g in its light tint, tip to tail, with their lengths")
-CAPTION_SIZE = style.TICK_SIZE   # the caption's type: over style.NOTE_SIZE, the smallest allowed
-MIN_BOX_PX = 22.0    # a close-up's box on the paths is drawn at least this many pixels wide
-CALLOUT_GAPS = (3.0, 6.0, 10.0, 16.0, 24.0, 34.0, 46.0, 60.0, 78.0, 100.0)   # px off its box
-CALLOUT_LEADER_PX = 7.0   # a callout further than this off its box hangs on a leader
-TRAIL_KEEP = 2       # the path's segments a close-up keeps before the update (older ones crowd it)
+CLOSE_UP_SIZE = (style.WIDTH, 8.3)  # headline, paths and loss, caption, a close-up per run
+CLOSE_UP_CAPTION = (
+    "Bold: each path up to its ring at update {k}, side by side where they share a leg; "
+    "thin: after it. "
+    "Below: each run's update {k} up close,\n×N closer than the paths (its dotted box "
+    "there): μ·v in the run's colour, then −lr·g in its light tint, tip to tail, with their lengths"
+)
+CAPTION_SIZE = style.TICK_SIZE  # the caption's type: over style.NOTE_SIZE, the smallest allowed
+MIN_BOX_PX = 22.0  # a close-up's box on the paths is drawn at least this many pixels wide
+CALLOUT_GAPS = (3.0, 6.0, 10.0, 16.0, 24.0, 34.0, 46.0, 60.0, 78.0, 100.0)  # px off its box
+CALLOUT_LEADER_PX = 7.0  # a callout further than this off its box hangs on a leader
+TRAIL_KEEP = 2  # the path's segments a close-up keeps before the update (older ones crowd it)
 BOTTOM_MARGIN = 0.02  # of the figure's height, blank under the close-ups' tick labels
 
 
@@ -61,6 +78,7 @@ def update_finding(scene, index: int) -> str:
     (runs by their house names, ``path_geometry.rule_name``); runs that
     diverged by then are named."""
     from ..views.paths.findings import findings_of
+
     update = int(next(iter(scene.recordings.values())).steps[index])
     return findings_of(scene, upto=update, paths=False).headline()
 
@@ -75,13 +93,13 @@ def set_finding(fig, text: str) -> None:
     body = old.rstrip("\n")
     size = style.SUPTITLE_SIZE
     lines = fit(text, fig.get_figwidth() * 72.0, size, bold=True)
-    while lines.count("\n") > body.count("\n") and size > style.TITLE_SIZE:   # a little smaller, to fit
+    while lines.count("\n") > body.count("\n") and size > style.TITLE_SIZE:  # a little smaller, to fit
         size -= 0.5
         lines = fit(text, fig.get_figwidth() * 72.0, size, bold=True)
     if lines.count("\n") > body.count("\n"):
         lines = text
     title.set_fontsize(size)
-    title.set_text(lines + "\n" * (body.count("\n") - lines.count("\n")) + old[len(body):])
+    title.set_text(lines + "\n" * (body.count("\n") - lines.count("\n")) + old[len(body) :])
 
 
 def explorer_caption(update) -> str:
@@ -106,34 +124,53 @@ def explorer_view(recordings, surface, step, *, name, arrows, zoom, note):
     half = n  # the top row: paths on the left half, loss on the right
     ax_path = fig.add_subplot(grid[0, :half])
     ax_loss = fig.add_subplot(grid[0, half:])
-    gap = fig.add_subplot(grid[1, :])   # the caption's row, between the paths and the close-ups
+    gap = fig.add_subplot(grid[1, :])  # the caption's row, between the paths and the close-ups
     gap.axis("off")
-    close = [fig.add_subplot(grid[2, 2 * i:2 * i + 2]) for i in range(n)]
-    for i, ax in enumerate(close):   # the squares' slack towards the figure's edges: their
+    close = [fig.add_subplot(grid[2, 2 * i : 2 * i + 2]) for i in range(n)]
+    for i, ax in enumerate(close):  # the squares' slack towards the figure's edges: their
         # tick labels and titles change width with the update after the layout ran
         ax.set_anchor("E" if i == 0 and n > 1 else "W" if i == n - 1 and n > 1 else "C")
-    view = draw_paths(recordings, surface, step, name=name, ax=(ax_path, ax_loss), arrows=arrows,
-                      zoom=False, note=note)
+    view = draw_paths(recordings, surface, step, name=name, ax=(ax_path, ax_loss), arrows=arrows, zoom=False, note=note)
     scene, art = view.scene, view.artists
     index = int(np.flatnonzero(np.asarray(next(iter(scene.recordings.values())).steps) == view.update)[0])
     headline(fig, update_finding(scene, index), settings_line(scene))
     tidy_loss_axis(ax_loss)
-    if not art.arrows:   # the recording can't give arrows: no close-ups to draw
+    if not art.arrows:  # the recording can't give arrows: no close-ups to draw
         for ax in [gap, *close]:
             ax.remove()
         return view
     art.zoom_axes = dict(zip(scene.coords, close))
     # over the star and the paths, under the rings: a box grown to MIN_BOX_PX frames its run's ring
     art.zoom_boxes = {key: _zoom_box(ax_path, key, scene.colors[key], ZOOM_BOX_Z) for key in scene.coords}
-    for key in scene.coords:   # "×33" beside each box (on a leader when off it): which close-up looks there
-        ax_path.annotate("", (0, 0), xytext=(0, 0), textcoords="data", fontsize=style.LABEL_SIZE,
-                         fontweight="bold", color=scene.colors[key], ha="center", va="center",
-                         gid=f"zoom-callout:{key}", zorder=7.5, annotation_clip=False,
-                         bbox=dict(boxstyle="round,pad=0.12", fc="white", ec="none", alpha=0.85),
-                         arrowprops=dict(arrowstyle="-", color=scene.colors[key], lw=0.8, shrinkA=0, shrinkB=0))
-    art.caption = gap.text(0.5, 0.5, explorer_caption(view.update), transform=gap.transAxes,
-                           fontsize=CAPTION_SIZE, color=style.SUBTITLE_COLOR, ha="center",
-                           va="center", gid="caption", linespacing=1.3)
+    for key in scene.coords:  # "×33" beside each box (on a leader when off it): which close-up looks there
+        ax_path.annotate(
+            "",
+            (0, 0),
+            xytext=(0, 0),
+            textcoords="data",
+            fontsize=style.LABEL_SIZE,
+            fontweight="bold",
+            color=scene.colors[key],
+            ha="center",
+            va="center",
+            gid=f"zoom-callout:{key}",
+            zorder=7.5,
+            annotation_clip=False,
+            bbox=dict(boxstyle="round,pad=0.12", fc="white", ec="none", alpha=0.85),
+            arrowprops=dict(arrowstyle="-", color=scene.colors[key], lw=0.8, shrinkA=0, shrinkB=0),
+        )
+    art.caption = gap.text(
+        0.5,
+        0.5,
+        explorer_caption(view.update),
+        transform=gap.transAxes,
+        fontsize=CAPTION_SIZE,
+        color=style.SUBTITLE_COLOR,
+        ha="center",
+        va="center",
+        gid="caption",
+        linespacing=1.3,
+    )
     ax_path.set_xlabel(ax_path.get_xlabel(), labelpad=1.0)
     return _named(view)
 
@@ -170,6 +207,7 @@ def show_arrows(scene, art, update, title) -> None:
 
 def _zoom_box(ax, key, color, zorder):
     from matplotlib.patches import Rectangle
+
     return ax.add_patch(Rectangle((0, 0), 0, 0, ec=color, zorder=zorder, gid=f"zoom-box:{key}", **ZOOM_BOX_LOOK))
 
 
@@ -177,10 +215,14 @@ def tidy_loss_axis(ax) -> None:
     """Ticks on round updates up to the last one drawn (0, 10, ... 60: the axis reads up
     to the last update; the room right of it holds the lines' names, no tick there)."""
     from matplotlib.ticker import FixedLocator, MaxNLocator
+
     if ax is None:
         return
-    ends = [np.nanmax(np.asarray(ln.get_xdata(), np.float64)) for ln in ax.lines
-            if (ln.get_gid() or "").startswith("loss:") and len(ln.get_xdata())]
+    ends = [
+        np.nanmax(np.asarray(ln.get_xdata(), np.float64))
+        for ln in ax.lines
+        if (ln.get_gid() or "").startswith("loss:") and len(ln.get_xdata())
+    ]
     if not ends:
         return
     lo, last = ax.get_xlim()[0], max(ends)
@@ -197,8 +239,7 @@ def close_up_title(key, zoom: float) -> str:
 
 def zoom_callouts(art) -> dict:
     """``{config: Text}``: the zoom factor written beside each close-up's box on the paths."""
-    return {t.get_gid()[13:]: t for t in art.ax_path.texts
-            if (t.get_gid() or "").startswith("zoom-callout:")}
+    return {t.get_gid()[13:]: t for t in art.ax_path.texts if (t.get_gid() or "").startswith("zoom-callout:")}
 
 
 def shown_box(box, ax, min_px=MIN_BOX_PX):
@@ -220,7 +261,7 @@ def shown_box(box, ax, min_px=MIN_BOX_PX):
     return tuple(out)
 
 
-NEST_PX = 4.0   # a box drawn where another already is grows this many pixels each side
+NEST_PX = 4.0  # a box drawn where another already is grows this many pixels each side
 
 
 def nested_box(box, drawn, near=NEST_PX):
@@ -254,8 +295,16 @@ def callout_spot(box_px, size_px, obstacles, taken, frame, gap=3.0):
     w, h = size_px
     cx, cy = (x0 + x1) / 2.0, (y0 + y1) / 2.0
     dx, dy = (x1 - x0) / 2.0 + gap + w / 2.0, (y1 - y0) / 2.0 + gap + h / 2.0
-    cands = [(cx + dx, cy), (cx - dx, cy), (cx, cy + dy), (cx, cy - dy),
-             (cx + dx, cy + dy), (cx - dx, cy + dy), (cx + dx, cy - dy), (cx - dx, cy - dy)]
+    cands = [
+        (cx + dx, cy),
+        (cx - dx, cy),
+        (cx, cy + dy),
+        (cx, cy - dy),
+        (cx + dx, cy + dy),
+        (cx - dx, cy + dy),
+        (cx + dx, cy - dy),
+        (cx - dx, cy - dy),
+    ]
     pts = np.asarray(obstacles, np.float64).reshape(-1, 2)
     best, cost = cands[0], np.inf
     for x, y in cands:
@@ -287,7 +336,7 @@ def place_callouts(scene, art) -> None:
         boxes[key] = px
     renderer = renderer_of(ax.figure)
     for key, text in callouts.items():
-        text.set_text(art.zoom_axes[key].get_title().rsplit(" ", 1)[-1] if key in boxes else "")   # "×33"
+        text.set_text(art.zoom_axes[key].get_title().rsplit(" ", 1)[-1] if key in boxes else "")  # "×33"
         if key not in boxes and getattr(text, "arrow_patch", None) is not None:
             text.arrow_patch.set_visible(False)
     obs = panel_obstacles(art, skip={*callouts.values(), *art.names.values()})
@@ -300,14 +349,18 @@ def place_callouts(scene, art) -> None:
         others = [o for k, o in boxes.items() if k != key]
         pts = (obs.points, obs.weights)
 
-        def lead(c, b=b, pts=pts):   # the paths its leader crosses (>= 0)
+        def lead(c, b=b, pts=pts):  # the paths its leader crosses (>= 0)
             end = np.clip(((c[0] + c[2]) / 2.0, (c[1] + c[3]) / 2.0), b[:2], b[2:])
             return 3.0 * leader_cost(obs, _box_edge(c[:4], end), end, points=pts) if c[4] > CALLOUT_LEADER_PX else 0.0
+
         # paths under it, boxes, distance, then leader crossings: the first cheapest candidate,
         # the leader measured only for those that could still win
         cands = _callout_candidates(b, (w, h))
-        base = (spot_costs(obs, [c[:4] for c in cands], points=pts, touch=TOUCH) + [c[4] for c in cands]
-                + [HARD * sum(boxes_overlap(c[:4], o) for o in others) for c in cands])
+        base = (
+            spot_costs(obs, [c[:4] for c in cands], points=pts, touch=TOUCH)
+            + [c[4] for c in cands]
+            + [HARD * sum(boxes_overlap(c[:4], o) for o in others) for c in cands]
+        )
         best, cost = None, np.inf
         for i in np.argsort(base, kind="stable"):
             if base[i] > cost:
@@ -319,12 +372,12 @@ def place_callouts(scene, art) -> None:
         place_text(text, spot[:4])
         end = np.clip(((spot[0] + spot[2]) / 2.0, (spot[1] + spot[3]) / 2.0), b[:2], b[2:])
         text.xy = tuple(ax.transData.inverted().transform(end))
-        if text.arrow_patch is not None:   # a leader only where the callout sits off its box
+        if text.arrow_patch is not None:  # a leader only where the callout sits off its box
             text.arrow_patch.set_visible(spot[4] > CALLOUT_LEADER_PX)
         obs.add_box(spot[:4])
-        if spot[4] > CALLOUT_LEADER_PX:   # the names keep off its leader too
+        if spot[4] > CALLOUT_LEADER_PX:  # the names keep off its leader too
             obs.add_polyline([_box_edge(spot[:4], end), end])
-    place_names(art, (), scene)   # now off the callouts too
+    place_names(art, (), scene)  # now off the callouts too
 
 
 def _box_edge(box, towards):
@@ -341,9 +394,20 @@ def _callout_candidates(box, size, gaps=CALLOUT_GAPS):
     out = []
     for g in gaps:
         dx, dy = (x1 - x0) / 2.0 + g + w / 2.0, (y1 - y0) / 2.0 + g + h / 2.0
-        for x, y in ((cx + dx, cy), (cx - dx, cy), (cx, cy + dy), (cx, cy - dy), (cx + dx, cy + dy),
-                     (cx - dx, cy + dy), (cx + dx, cy - dy), (cx - dx, cy - dy),
-                     (cx + dx, y1 - h / 2), (cx + dx, y0 + h / 2), (cx - dx, y1 - h / 2), (cx - dx, y0 + h / 2)):
+        for x, y in (
+            (cx + dx, cy),
+            (cx - dx, cy),
+            (cx, cy + dy),
+            (cx, cy - dy),
+            (cx + dx, cy + dy),
+            (cx - dx, cy + dy),
+            (cx + dx, cy - dy),
+            (cx - dx, cy - dy),
+            (cx + dx, y1 - h / 2),
+            (cx + dx, y0 + h / 2),
+            (cx - dx, y1 - h / 2),
+            (cx - dx, y0 + h / 2),
+        ):
             out.append((x - w / 2, y - h / 2, x + w / 2, y + h / 2, g))
     return out
 
@@ -372,9 +436,12 @@ def draw_close_up(scene, art, key, data) -> None:
     draw_zoom(scene, art, key, data)
     _trim_close_up(art.zoom_axes[key], key)
     if data.box is not None:
-        art.zoom_axes[key].set_title(close_up_title(key, upd.zoom_factor(scene.box, data.box)),
-                                     fontsize=style.TITLE_SIZE, color=scene.colors[key],
-                                     fontweight="bold")
+        art.zoom_axes[key].set_title(
+            close_up_title(key, upd.zoom_factor(scene.box, data.box)),
+            fontsize=style.TITLE_SIZE,
+            color=scene.colors[key],
+            fontweight="bold",
+        )
 
 
 def headline_parts(fig, art) -> list:

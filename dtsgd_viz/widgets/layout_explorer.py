@@ -43,13 +43,16 @@ def parse_mesh(text: str) -> MeshSpec:
     for p in parts:
         m = _DIM.match(p)
         if not m:
-            raise ValueError(f"Write the mesh as name=size pairs separated by commas, e.g. "
-                             f"'batch=2, model=4'. Received: {p.strip()!r} in {text!r}.")
+            raise ValueError(
+                f"Write the mesh as name=size pairs separated by commas, e.g. "
+                f"'batch=2, model=4'. Received: {p.strip()!r} in {text!r}."
+            )
         pairs.append((m[1], int(m[2])))
     mesh = MeshSpec.create(pairs)  # empty, repeated names, size 0: its own errors
     if mesh.num_devices > MAX_DEVICES:
-        raise ValueError(f"A mesh of {mesh.num_devices} devices is too many to draw; at most "
-                         f"{MAX_DEVICES}. Received: {text!r}.")
+        raise ValueError(
+            f"A mesh of {mesh.num_devices} devices is too many to draw; at most {MAX_DEVICES}. Received: {text!r}."
+        )
     return mesh
 
 
@@ -105,9 +108,13 @@ class LayoutExplorerState:
         ``{name: (shape, dtype, LayoutSpec)}``; its own layouts are the first choices."""
         entries = _entries(obj, shape, mesh, dtype, name)
         start = entries[0].layout.mesh if mesh is None else MeshSpec.create(mesh)
-        state = cls(mesh_text(start),
-                    tuple((e.name, e.shape, e.dtype) for e in entries),
-                    tuple(e.layout.sharding_specs for e in entries), 0, bool(momentum))
+        state = cls(
+            mesh_text(start),
+            tuple((e.name, e.shape, e.dtype) for e in entries),
+            tuple(e.layout.sharding_specs for e in entries),
+            0,
+            bool(momentum),
+        )
         return _derive(state)
 
     def summary(self) -> str:
@@ -116,12 +123,17 @@ class LayoutExplorerState:
             return f"impossible: {self.error}"
         g, e = self.geometry, self.plan.entry(self.name)
         copies = g.num_devices // g.num_unique
-        return (f"{self.name} {self.shape} as [{', '.join(self.specs)}]: {g.num_unique} "
-                f"block{'s' * (g.num_unique > 1)} of {g.local_shape}, {copies} "
-                f"cop{'ies' if copies > 1 else 'y'} each; {format_bytes(e.bytes_per_device.max())}"
-                f" per device{' with its velocity slot' if self.momentum else ''}" + (
-                    f"; all variables: {format_bytes(self.plan.bytes_per_device.max())} per device"
-                    if len(self.variables) > 1 else ""))
+        return (
+            f"{self.name} {self.shape} as [{', '.join(self.specs)}]: {g.num_unique} "
+            f"block{'s' * (g.num_unique > 1)} of {g.local_shape}, {copies} "
+            f"cop{'ies' if copies > 1 else 'y'} each; {format_bytes(e.bytes_per_device.max())}"
+            f" per device{' with its velocity slot' if self.momentum else ''}"
+            + (
+                f"; all variables: {format_bytes(self.plan.bytes_per_device.max())} per device"
+                if len(self.variables) > 1
+                else ""
+            )
+        )
 
     def memory_note(self) -> str:
         """The picture's memory line: ``32 KiB/device incl. velocity`` ("" on an error)."""
@@ -129,9 +141,12 @@ class LayoutExplorerState:
             return ""
         e = self.plan.entry(self.name)
         slot = e.slot_bytes_per_device.max()
-        return (f"{self.name}: {format_bytes(e.bytes_per_device.max())}/device"
-                + (f" incl. velocity ({format_bytes(e.param_bytes_per_device.max())} parameter + "
-                   f"{format_bytes(slot)} velocity)" if slot else " (parameter only)"))
+        return f"{self.name}: {format_bytes(e.bytes_per_device.max())}/device" + (
+            f" incl. velocity ({format_bytes(e.param_bytes_per_device.max())} parameter + "
+            f"{format_bytes(slot)} velocity)"
+            if slot
+            else " (parameter only)"
+        )
 
     def traffic_summary(self) -> str:
         """One line: what each device all-reduces per update for these layouts, and along
@@ -139,18 +154,30 @@ class LayoutExplorerState:
         if self.error:
             return ""
         if not self.batch_dims:
-            return ("gradient all-reduce: none predicted, the batch is split over no mesh dim "
-                    "(type the mesh dims it is split over in 'batch over')")
+            return (
+                "gradient all-reduce: none predicted, the batch is split over no mesh dim "
+                "(type the mesh dims it is split over in 'batch over')"
+            )
         mine = self.traffic.entry(self.name)
-        along = "; ".join(f"{format_bytes(b)} per device along {dims_text(d)}"
-                          for d, b in self.traffic.totals().items()) or "nothing"
-        return (f"gradient all-reduce per update (batch over {', '.join(self.batch_dims)}): "
-                f"{self.name}: " + (f"{format_bytes(mine.bytes_per_device)} per device along "
-                                    f"{dims_text(mine.mesh_dims)}" if mine.mesh_dims else
-                                    "none (the batch dims have size 1)")
-                + (f", after gathering it over {dims_text(mine.gathered_over)} (its layout "
-                   "uses a batch dim)" if mine.gathered_over else "")
-                + (f"; all variables: {along}" if len(self.variables) > 1 else ""))
+        along = (
+            "; ".join(f"{format_bytes(b)} per device along {dims_text(d)}" for d, b in self.traffic.totals().items())
+            or "nothing"
+        )
+        return (
+            f"gradient all-reduce per update (batch over {', '.join(self.batch_dims)}): "
+            f"{self.name}: "
+            + (
+                f"{format_bytes(mine.bytes_per_device)} per device along {dims_text(mine.mesh_dims)}"
+                if mine.mesh_dims
+                else "none (the batch dims have size 1)"
+            )
+            + (
+                f", after gathering it over {dims_text(mine.gathered_over)} (its layout uses a batch dim)"
+                if mine.gathered_over
+                else ""
+            )
+            + (f"; all variables: {along}" if len(self.variables) > 1 else "")
+        )
 
 
 def batch_dims_of(text: str, mesh: MeshSpec) -> tuple[tuple[str, ...], list[str]]:
@@ -159,12 +186,12 @@ def batch_dims_of(text: str, mesh: MeshSpec) -> tuple[tuple[str, ...], list[str]
     names = [n.strip() for n in str(text).split(",") if n.strip()]
     if not names:
         return tuple(d for d in mesh.dim_names if d in ("batch", "data")), []
-    return (tuple(d for d in mesh.dim_names if d in names),
-            [n for n in names if n not in mesh.dim_names])
+    return (tuple(d for d in mesh.dim_names if d in names), [n for n in names if n not in mesh.dim_names])
 
 
 def _entries(obj, shape, mesh, dtype, name=None) -> tuple[MemoryEntry, ...]:
     from ..recording.memory import memory_plan
+
     if isinstance(obj, MemoryPlan):
         return obj.entries
     if isinstance(obj, (tuple, list)) and obj and all(isinstance(s, int) for s in obj):
@@ -174,31 +201,37 @@ def _entries(obj, shape, mesh, dtype, name=None) -> tuple[MemoryEntry, ...]:
     if isinstance(obj, dict):
         return memory_plan(obj, momentum=False).entries
     from ..recording.recording import Recording
-    if isinstance(obj, Recording) or hasattr(obj, "trainable_variables") or hasattr(
-            obj, "apply_gradients"):
+
+    if isinstance(obj, Recording) or hasattr(obj, "trainable_variables") or hasattr(obj, "apply_gradients"):
         return memory_plan(obj, momentum=False).entries
     from ..views.mesh.layout import resolve
+
     shape, layout, name = resolve(obj, shape, None, max_rank=None)
-    return (MemoryEntry(name or "tensor", shape, getattr(getattr(obj, "dtype", None), "name",
-                                                         str(dtype)), layout),)
+    return (MemoryEntry(name or "tensor", shape, getattr(getattr(obj, "dtype", None), "name", str(dtype)), layout),)
 
 
 def _check(specs, shape, mesh: MeshSpec) -> str:
     """Why ``specs`` cannot lay out ``shape`` on ``mesh`` ("" when they can)."""
     for dim, spec in enumerate(specs):
         if spec != UNSHARDED and spec not in mesh.dim_names:
-            return (f"tensor dim {dim} is on {spec!r}, which is not a dim of the mesh "
-                    f"({mesh_text(mesh)}). Allowed: {[UNSHARDED, *mesh.dim_names]}.")
+            return (
+                f"tensor dim {dim} is on {spec!r}, which is not a dim of the mesh "
+                f"({mesh_text(mesh)}). Allowed: {[UNSHARDED, *mesh.dim_names]}."
+            )
     for spec in dict.fromkeys(s for s in specs if s != UNSHARDED):
         dims = [d for d, s in enumerate(specs) if s == spec]
         if len(dims) > 1:
-            return (f"mesh dim {spec!r} is picked by tensor dims {', '.join(map(str, dims))}: a "
-                    "mesh dim can shard only one tensor dim (its devices hold one block each).")
+            return (
+                f"mesh dim {spec!r} is picked by tensor dims {', '.join(map(str, dims))}: a "
+                "mesh dim can shard only one tensor dim (its devices hold one block each)."
+            )
     for dim, (size, spec) in enumerate(zip(shape, specs)):
         if spec != UNSHARDED and size % mesh.dim_size(spec):
             k = mesh.dim_size(spec)
-            return (f"tensor dim {dim} has size {size}, which {spec!r} ({k} devices) does not "
-                    f"divide: DTensor needs equal blocks ({size} = {size // k} x {k} + {size % k}).")
+            return (
+                f"tensor dim {dim} has size {size}, which {spec!r} ({k} devices) does not "
+                f"divide: DTensor needs equal blocks ({size} = {size // k} x {k} + {size % k})."
+            )
     return ""
 
 
@@ -216,19 +249,31 @@ def _derive(state: LayoutExplorerState) -> LayoutExplorerState:
     for i, ((name, shape, _), specs) in enumerate(zip(state.variables, state.choices)):
         other = _check(specs, shape, mesh) if i != state.variable else ""
         if other:
-            return dataclasses.replace(state, **{**blank, "mesh": mesh,
-                                                 "error": f"(another variable) {name}: {other}"})
+            return dataclasses.replace(state, **{**blank, "mesh": mesh, "error": f"(another variable) {name}: {other}"})
     layout = LayoutSpec(state.specs, mesh)
-    plan = plan_of({name: (shape, dtype, LayoutSpec(specs, mesh))
-                    for (name, shape, dtype), specs in zip(state.variables, state.choices)},
-                   state.momentum, "the explorer's choices")
+    plan = plan_of(
+        {
+            name: (shape, dtype, LayoutSpec(specs, mesh))
+            for (name, shape, dtype), specs in zip(state.variables, state.choices)
+        },
+        state.momentum,
+        "the explorer's choices",
+    )
     batch, unknown = batch_dims_of(state.batch_text, mesh)
-    batch_note = (f"batch over: {', '.join(unknown)} not a dim of the mesh ({mesh_text(mesh)}), "
-                  "left out" if unknown else "")
-    return dataclasses.replace(state, mesh=mesh, layout=layout,
-                               geometry=shard_geometry(state.shape, layout), plan=plan,
-                               batch_dims=batch, traffic=communication_plan(plan, batch),
-                               batch_note=batch_note, error="")
+    batch_note = (
+        f"batch over: {', '.join(unknown)} not a dim of the mesh ({mesh_text(mesh)}), left out" if unknown else ""
+    )
+    return dataclasses.replace(
+        state,
+        mesh=mesh,
+        layout=layout,
+        geometry=shard_geometry(state.shape, layout),
+        plan=plan,
+        batch_dims=batch,
+        traffic=communication_plan(plan, batch),
+        batch_note=batch_note,
+        error="",
+    )
 
 
 FIELDS = ("mesh", "variable", "momentum", "dim", "batch")
@@ -248,12 +293,16 @@ def layout_explorer_state(state: LayoutExplorerState, change) -> LayoutExplorerS
             dims = parse_mesh(new).dim_names
         except ValueError:
             return _derive(state)
-        moved = [f"{v[0]} dim {d} ('{s}')" for v, specs in zip(state.variables, state.choices)
-                 for d, s in enumerate(specs) if s != UNSHARDED and s not in dims]
-        choices = tuple(tuple(s if s == UNSHARDED or s in dims else UNSHARDED for s in specs)
-                        for specs in state.choices)
-        note = ("now unsharded (the mesh no longer has their mesh dim): " + ", ".join(moved)
-                if moved else "")
+        moved = [
+            f"{v[0]} dim {d} ('{s}')"
+            for v, specs in zip(state.variables, state.choices)
+            for d, s in enumerate(specs)
+            if s != UNSHARDED and s not in dims
+        ]
+        choices = tuple(
+            tuple(s if s == UNSHARDED or s in dims else UNSHARDED for s in specs) for specs in state.choices
+        )
+        note = "now unsharded (the mesh no longer has their mesh dim): " + ", ".join(moved) if moved else ""
         return _derive(dataclasses.replace(state, choices=choices, note=note))
     if name == "variable":
         names = [v[0] for v in state.variables]
@@ -267,8 +316,7 @@ def layout_explorer_state(state: LayoutExplorerState, change) -> LayoutExplorerS
     if name == "dim":
         dim, rank = change.get("dim"), len(state.shape)
         if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < rank:
-            raise ValueError(f"dim must be an int in 0..{rank - 1} for {state.name} "
-                             f"{state.shape}. Received: {dim!r}.")
+            raise ValueError(f"dim must be an int in 0..{rank - 1} for {state.name} {state.shape}. Received: {dim!r}.")
         specs = list(state.specs)
         specs[dim] = str(new)
         choices = list(state.choices)
@@ -278,6 +326,7 @@ def layout_explorer_state(state: LayoutExplorerState, change) -> LayoutExplorerS
 
 
 # ---- the widget ---------------------------------------------------------------------------
+
 
 def _png(fig, dpi) -> bytes:
     buf = io.BytesIO()
@@ -294,40 +343,51 @@ class LayoutExplorer:
     ``.layout_figure`` and ``.memory_figure`` the figures last drawn, as PNGs at ``dpi``
     (``style.DPI``: the notebook column's scale, as every other figure)."""
 
-    def __init__(self, obj, shape=None, *, mesh=None, dtype="float32", momentum=True, name=None,
-                 dpi=DPI):
+    def __init__(self, obj, shape=None, *, mesh=None, dtype="float32", momentum=True, name=None, dpi=DPI):
         import ipywidgets as widgets
+
         self._w = widgets
         self.dpi = dpi
-        self.state = LayoutExplorerState.of(obj, shape, mesh=mesh, dtype=dtype, momentum=momentum,
-                                            name=name)
+        self.state = LayoutExplorerState.of(obj, shape, mesh=mesh, dtype=dtype, momentum=momentum, name=name)
         s = self.state
-        self.mesh = widgets.Text(value=s.mesh_text, description="mesh", continuous_update=False,
-                                 placeholder="batch=2, model=4")
+        self.mesh = widgets.Text(
+            value=s.mesh_text, description="mesh", continuous_update=False, placeholder="batch=2, model=4"
+        )
         names = [v[0] for v in s.variables]
-        self.variable = widgets.Dropdown(options=names, value=s.name, description="variable",
-                                         layout=widgets.Layout(display="" if len(names) > 1
-                                                               else "none"))
-        self.momentum = widgets.Checkbox(value=s.momentum, description="velocity slot",
-                                         indent=False)
-        self.batch = widgets.Text(value=s.batch_text, description="batch over",
-                                  continuous_update=False, placeholder=", ".join(s.batch_dims)
-                                  or "batch", layout=widgets.Layout(width="220px"))
+        self.variable = widgets.Dropdown(
+            options=names,
+            value=s.name,
+            description="variable",
+            layout=widgets.Layout(display="" if len(names) > 1 else "none"),
+        )
+        self.momentum = widgets.Checkbox(value=s.momentum, description="velocity slot", indent=False)
+        self.batch = widgets.Text(
+            value=s.batch_text,
+            description="batch over",
+            continuous_update=False,
+            placeholder=", ".join(s.batch_dims) or "batch",
+            layout=widgets.Layout(width="220px"),
+        )
         self.dims = widgets.HBox([])
         self.message = widgets.HTML()
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
         self.memory_image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
         self.table = widgets.HTML()
         self.memory_table = widgets.HTML()
-        self.widget = widgets.VBox([
-            widgets.HBox([self.mesh, self.variable, self.momentum, self.batch]), self.dims,
-            self.message,
-            self.image, self.table, self.memory_image, self.memory_table])
+        self.widget = widgets.VBox(
+            [
+                widgets.HBox([self.mesh, self.variable, self.momentum, self.batch]),
+                self.dims,
+                self.message,
+                self.image,
+                self.table,
+                self.memory_image,
+                self.memory_table,
+            ]
+        )
         self.mesh.observe(lambda c: self._on_change({"name": "mesh", "new": c["new"]}), "value")
-        self.variable.observe(lambda c: self._on_change({"name": "variable", "new": c["new"]}),
-                              "value")
-        self.momentum.observe(lambda c: self._on_change({"name": "momentum", "new": c["new"]}),
-                              "value")
+        self.variable.observe(lambda c: self._on_change({"name": "variable", "new": c["new"]}), "value")
+        self.momentum.observe(lambda c: self._on_change({"name": "momentum", "new": c["new"]}), "value")
         self.batch.observe(lambda c: self._on_change({"name": "batch", "new": c["new"]}), "value")
         self.layout_figure = self.memory_figure = None
         self.renders = 0
@@ -341,11 +401,14 @@ class LayoutExplorer:
         options = list(dict.fromkeys([*s.options, *s.specs]))
         self.dim_pickers = []
         for d, (size, spec) in enumerate(zip(s.shape, s.specs)):
-            picker = widgets.Dropdown(options=options, value=spec, description=f"dim {d} ({size})",
-                                      layout=widgets.Layout(width="220px"),
-                                      style={"description_width": "80px"})
-            picker.observe(lambda c, d=d: self._on_change({"name": "dim", "dim": d,
-                                                           "new": c["new"]}), "value")
+            picker = widgets.Dropdown(
+                options=options,
+                value=spec,
+                description=f"dim {d} ({size})",
+                layout=widgets.Layout(width="220px"),
+                style={"description_width": "80px"},
+            )
+            picker.observe(lambda c, d=d: self._on_change({"name": "dim", "dim": d, "new": c["new"]}), "value")
             self.dim_pickers.append(picker)
         self.dims.children = tuple(self.dim_pickers)
         self._syncing = False
@@ -354,32 +417,39 @@ class LayoutExplorer:
         if getattr(self, "_syncing", False):
             return
         old, self.state = self.state, layout_explorer_state(self.state, change)
-        if (change["name"] in ("mesh", "variable")
-                and (old.options, old.variable, old.choices) != (self.state.options,
-                                                                self.state.variable,
-                                                                self.state.choices)):
+        if change["name"] in ("mesh", "variable") and (old.options, old.variable, old.choices) != (
+            self.state.options,
+            self.state.variable,
+            self.state.choices,
+        ):
             self._build_dims()
         self._draw()
 
     def _draw(self):
         from ..views.mesh.layout import layout_table, plot_layout
+
         s = self.state
         notes = [html.escape(n) for n in (s.note, s.batch_note) if n]
         shown = "none" if s.error else ""
         for part in (self.image, self.table, self.memory_image, self.memory_table):
             part.layout.display = shown  # no stale picture beside the reason
         if s.error:
-            self.message.value = ("<div style='color:#CC3311;font-weight:bold'>impossible: "
-                                  f"{html.escape(s.error)}</div>" + "<br>".join(notes))
+            self.message.value = (
+                "<div style='color:#CC3311;font-weight:bold'>impossible: "
+                f"{html.escape(s.error)}</div>" + "<br>".join(notes)
+            )
             return
-        self.message.value = (f"<div>{html.escape(s.summary())}</div>"
-                              f"<div>{html.escape(s.traffic_summary())}</div>" +
-                              "".join(f"<div style='color:#555'>{n}</div>" for n in
-                                      [*notes, html.escape(ACTIVATION_NOTE[0].upper() + ACTIVATION_NOTE[1:] + ".")]))
+        self.message.value = (
+            f"<div>{html.escape(s.summary())}</div>"
+            f"<div>{html.escape(s.traffic_summary())}</div>"
+            + "".join(
+                f"<div style='color:#555'>{n}</div>"
+                for n in [*notes, html.escape(ACTIVATION_NOTE[0].upper() + ACTIVATION_NOTE[1:] + ".")]
+            )
+        )
         rank = len(s.shape)
         if rank <= 4:
-            self.layout_figure = plot_layout(s.layout, s.shape, name=s.name,
-                                             note=s.memory_note())
+            self.layout_figure = plot_layout(s.layout, s.shape, name=s.name, note=s.memory_note())
             self.image.value = _png(self.layout_figure, self.dpi)
         self.table.value = layout_table(s.layout, s.shape, name=s.name)._repr_html_()
         self.memory_figure = plot_memory(s.plan, communication=s.traffic)
@@ -392,4 +462,5 @@ class LayoutExplorer:
 
     def _ipython_display_(self):
         from IPython.display import display
+
         display(self.widget)

@@ -42,7 +42,7 @@ RATE_WINDOW = 10
 NAME_GAP = 1.85
 """Block names (chips ~1.6 font sizes tall) stand this many font sizes apart: air between."""
 NAME_X = 1.055
-NAME_MARGIN = 7.0   # points of air around the panels: the chips' boxes off the figure's edge
+NAME_MARGIN = 7.0  # points of air around the panels: the chips' boxes off the figure's edge
 """Axes fraction of the chips' left edge: room for leaders to the chips that moved."""
 
 
@@ -94,6 +94,7 @@ def block_names(header, index) -> tuple[tuple[str, ...], tuple[tuple[str, object
     of the store's columns (a client of a multi-client run: its devices' blocks only)."""
     from ..geometry import shard_geometry
     from ..specs import LayoutSpec
+
     v = header["variables"][index]
     layout = LayoutSpec.from_dict(v["layout"])
     geom = shard_geometry(tuple(v["shape"]), layout)
@@ -101,8 +102,7 @@ def block_names(header, index) -> tuple[tuple[str, ...], tuple[tuple[str, object
     groups = range(len(geom.replica_groups))
     if "part" in header:  # a client of a multi-client run stores its devices' blocks
         groups = [g for g, _ in geom.held_groups(header["part"]["devices"])]
-    return (tuple(patches[g].label for g in groups),
-            tuple((styles[g][0], styles[g][2]) for g in groups))
+    return (tuple(patches[g].label for g in groups), tuple((styles[g][0], styles[g][2]) for g in groups))
 
 
 def poll(state: MonitorState, store: StoreReader) -> MonitorState:
@@ -121,38 +121,43 @@ def poll(state: MonitorState, store: StoreReader) -> MonitorState:
         if kind not in kinds:
             raise ValueError(f"Kind {kind!r} was not recorded. Recorded kinds: {kinds}.")
         names, looks = block_names(header, index)
-        state = dataclasses.replace(state, variable=variable, kind=kind, blocks=names,
-                                    looks=looks, norms=np.zeros((0, len(names))),
-                                    seen=((status.started, 0),))
+        state = dataclasses.replace(
+            state,
+            variable=variable,
+            kind=kind,
+            blocks=names,
+            looks=looks,
+            norms=np.zeros((0, len(names))),
+            seen=((status.started, 0),),
+        )
     state = _drop_superseded(state, status)
     start, stop = state.n_steps, status.n_steps
     if stop > start:
         steps = np.concatenate([state.steps, store.rows("steps", start, stop)])
         loss = np.concatenate([state.loss, store.rows("loss", start, stop)])
-        norms = np.concatenate([state.norms, store.block_norms(state.variable, state.kind,
-                                                               start, stop)])
+        norms = np.concatenate([state.norms, store.block_norms(state.variable, state.kind, start, stop)])
     else:
         steps, loss, norms = state.steps, state.loss, state.norms
     seen = state.seen
     if stop != seen[-1][1]:
         seen = (seen + ((status.time, stop),))[-RATE_WINDOW:]
-    return dataclasses.replace(state, steps=steps, loss=loss, norms=norms, status=status,
-                               seen=seen)
+    return dataclasses.replace(state, steps=steps, loss=loss, norms=norms, status=status, seen=seen)
 
 
 def _drop_superseded(state: MonitorState, status: PartStatus) -> MonitorState:
     """``state`` without the rows a resume since its last poll superseded (those past
     the steps it kept), and its rate measured from that resume."""
     keep = state.n_steps
-    new = status.resumes[len(state.status.resumes) if state.status is not None else 0:]
+    new = status.resumes[len(state.status.resumes) if state.status is not None else 0 :]
     for r in new:
         keep = min(keep, r.kept)
     keep = min(keep, status.n_steps)
     if keep == state.n_steps and not new:
         return state
     seen = ((new[-1].time, new[-1].kept),) if new else ((status.time, keep),)
-    return dataclasses.replace(state, steps=state.steps[:keep], loss=state.loss[:keep],
-                               norms=state.norms[:keep], seen=seen)
+    return dataclasses.replace(
+        state, steps=state.steps[:keep], loss=state.loss[:keep], norms=state.norms[:keep], seen=seen
+    )
 
 
 def readout(state: MonitorState) -> str:
@@ -180,20 +185,32 @@ class LiveMonitor(FigureWidget):
     which part of a multi-client store. ``.widget`` is the root ``VBox``; ``poll_now()``
     polls once; ``close()`` stops polling and closes the widget."""
 
-    def __init__(self, path, variable=None, kind=None, *, client=0, interval=1.0,
-                 start=True, figsize=LIVE_MONITOR_HEADLINED_SIZE, dpi=style.DPI):
+    def __init__(
+        self,
+        path,
+        variable=None,
+        kind=None,
+        *,
+        client=0,
+        interval=1.0,
+        start=True,
+        figsize=LIVE_MONITOR_HEADLINED_SIZE,
+        dpi=style.DPI,
+    ):
         import os
+
         if os.path.isfile(path):
             raise ValueError(
                 f"LiveMonitor follows a store folder written by Recorder(path=...); {path!r} "
-                "is a file (a saved recording? open it with dtsgd_viz.load_recording).")
+                "is a file (a saved recording? open it with dtsgd_viz.load_recording)."
+            )
         self.store, self.client = StoreReader(path, client), client
         self.state = monitor_state(variable, kind)
         self.interval = float(interval)
         self.error = None  # the last poll's exception, shown in the readout
         super().__init__(figsize=figsize, dpi=dpi)
-        if hasattr(self._layout_engine, "set"):   # the name chips' boxes pad past their
-            self._layout_engine.set(w_pad=NAME_MARGIN / 72)   # text, which the layout sees
+        if hasattr(self._layout_engine, "set"):  # the name chips' boxes pad past their
+            self._layout_engine.set(w_pad=NAME_MARGIN / 72)  # text, which the layout sees
         self.label = widgets.Label(readout(self.state))
         self.widget = widgets.VBox([self.label, self.image])
         self.ax_loss, self.ax_norms = self.figure.subplots(1, 2)
@@ -270,9 +287,10 @@ class LiveMonitor(FigureWidget):
     def _draw(self, state: MonitorState) -> None:
         relayout = False
         if not self.norm_lines and state.blocks:
-            self.norm_lines = [self.ax_norms.plot([], [], color=c, ls=ls, lw=1.4,
-                                                  label=name, gid=f"norm-{i}")[0]
-                               for i, (name, (c, ls)) in enumerate(zip(state.blocks, state.looks))]
+            self.norm_lines = [
+                self.ax_norms.plot([], [], color=c, ls=ls, lw=1.4, label=name, gid=f"norm-{i}")[0]
+                for i, (name, (c, ls)) in enumerate(zip(state.blocks, state.looks))
+            ]
             self.block_labels = self._name_blocks(state.blocks)
             relayout = True
         x = state.steps
@@ -286,8 +304,8 @@ class LiveMonitor(FigureWidget):
         for ax in (self.ax_loss, self.ax_norms):
             ax.relim()
             ax.autoscale_view()
-            set_update_axis(ax, x)   # from update 0, to the last (by the names)
-        snap_log_limits(self.ax_loss)   # a labelled tick at each end of the loss axis
+            set_update_axis(ax, x)  # from update 0, to the last (by the names)
+        snap_log_limits(self.ax_loss)  # a labelled tick at each end of the loss axis
         ticks = tuple(_tick_texts(ax) for ax in (self.ax_loss, self.ax_norms))
         if relayout or ticks != self._ticks:  # new names, or the y tick labels changed width
             self._ticks = ticks
@@ -300,19 +318,20 @@ class LiveMonitor(FigureWidget):
         """The headline (finding so far, settings), what each panel draws; True when
         the headline's lines changed (the layout must make room)."""
         from ..views.core.figure import headline, headline_texts
+
         self.ax_loss.set_title("loss before each update", fontsize=style.TITLE_SIZE)
         if state.blocks:
-            self.ax_norms.set_title(f"‖{state.kind}‖ of each block of {state.variable!r}",
-                                    fontsize=style.TITLE_SIZE)
+            self.ax_norms.set_title(f"‖{state.kind}‖ of each block of {state.variable!r}", fontsize=style.TITLE_SIZE)
         try:
             lr = self.store.rows("learning_rate", state.n_steps - 1, state.n_steps)[-1]
         except Exception:  # noqa: BLE001 - no rows yet, or an older store: lr left out
             lr = None
-        part = self.store.header.get("part")   # a client's blocks: the median is of those
+        part = self.store.header.get("part")  # a client's blocks: the median is of those
         who = None if part is None else f"client {self.client}'s {len(state.blocks)} blocks"
-        texts = (monitor_finding(state.steps, state.loss, state.norms, state.kind, state.blocks,
-                                 who=who),
-                 monitor_settings(self.store.header, lr))
+        texts = (
+            monitor_finding(state.steps, state.loss, state.norms, state.kind, state.blocks, who=who),
+            monitor_settings(self.store.header, lr),
+        )
         if texts == getattr(self, "_headline", None):
             return False
         for a in [a for a in self.figure.artists if a.get_gid() == "subtitle"]:
@@ -326,20 +345,41 @@ class LiveMonitor(FigureWidget):
         shard views' block labels), or a note when more blocks than fit its height one
         above the other."""
         from matplotlib.colors import to_rgb
+
         ax = self.ax_norms
         if len(names) * NAME_GAP * style.LABEL_SIZE > 0.96 * axes_height_points(ax):
-            return [ax.text(1.02, 0.5, f"{len(names)} blocks:\ncoloured as\nin plot_shards",
-                            transform=ax.transAxes, ha="left", va="center",
-                            fontsize=style.NOTE_SIZE, color="0.3", gid="blocks-note")]
+            return [
+                ax.text(
+                    1.02,
+                    0.5,
+                    f"{len(names)} blocks:\ncoloured as\nin plot_shards",
+                    transform=ax.transAxes,
+                    ha="left",
+                    va="center",
+                    fontsize=style.NOTE_SIZE,
+                    color="0.3",
+                    gid="blocks-note",
+                )
+            ]
         out = []
         for name, line in zip(names, self.norm_lines):
             r, g, b = to_rgb(line.get_color())
             ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
-            out.append(ax.text(NAME_X, 0.5, name, transform=ax.transAxes, ha="left",
-                               va="center", fontsize=style.LABEL_SIZE, color=ink,
-                               clip_on=False, gid=f"block-label:{name}",
-                               bbox=dict(boxstyle="round,pad=0.2", facecolor=line.get_color(),
-                                         edgecolor="none")))
+            out.append(
+                ax.text(
+                    NAME_X,
+                    0.5,
+                    name,
+                    transform=ax.transAxes,
+                    ha="left",
+                    va="center",
+                    fontsize=style.LABEL_SIZE,
+                    color=ink,
+                    clip_on=False,
+                    gid=f"block-label:{name}",
+                    bbox=dict(boxstyle="round,pad=0.2", facecolor=line.get_color(), edgecolor="none"),
+                )
+            )
         return out
 
     def _place_names(self, state):
@@ -365,5 +405,6 @@ class LiveMonitor(FigureWidget):
         for line in getattr(self, "leader_lines", []):
             line.remove()
         colors = [t.get_bbox_patch().get_facecolor() for t in shown]
-        self.leader_lines = leaders(ax, fracs, placed, colors, x1=NAME_X - 0.004,
-                                    min_shift=0.2 * gap, gid="name-leader")
+        self.leader_lines = leaders(
+            ax, fracs, placed, colors, x1=NAME_X - 0.004, min_shift=0.2 * gap, gid="name-leader"
+        )

@@ -13,6 +13,7 @@ from ..views.core import style
 
 def _frame(ax) -> None:
     from matplotlib.ticker import MaxNLocator
+
     ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # whole updates
@@ -26,6 +27,7 @@ def _scale_y(ax, values, zeros=False) -> None:
     ticks are plain text, 1-2-5 while the range is at most three decades (no mathtext:
     its exponents are smaller than ``style.NOTE_SIZE``)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     v = np.asarray(values, np.float64)
     v = v[np.isfinite(v)]
     log = len(v) and (v > 0).any() and ((v >= 0) if zeros else (v > 0)).all()
@@ -44,8 +46,9 @@ def _scale_y(ax, values, zeros=False) -> None:
     ax.set_yscale("log", nonpositive="mask")
     ax.yaxis.set_major_locator(_Locator(subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.yaxis.set_major_formatter(FuncFormatter(
-        lambda y, _: f"{y:g}" if 1e-3 <= y < 1e4 else f"{y:.0e}".replace("e-0", "e-")))
+    ax.yaxis.set_major_formatter(
+        FuncFormatter(lambda y, _: f"{y:g}" if 1e-3 <= y < 1e4 else f"{y:.0e}".replace("e-0", "e-"))
+    )
 
 
 def snap_log_limits(ax, reach=0.2) -> None:
@@ -57,18 +60,22 @@ def snap_log_limits(ax, reach=0.2) -> None:
     lo, hi = sorted(ax.get_ylim())
     if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo < hi):
         return
-    ticks = np.array([m * 10.0 ** e for e in range(int(np.floor(np.log10(lo))) - 1,
-                                                   int(np.ceil(np.log10(hi))) + 2)
-                      for m in (1.0, 2.0, 5.0)])
+    ticks = np.array(
+        [
+            m * 10.0**e
+            for e in range(int(np.floor(np.log10(lo))) - 1, int(np.ceil(np.log10(hi))) + 2)
+            for m in (1.0, 2.0, 5.0)
+        ]
+    )
     d_lo, d_hi = sorted(ax.dataLim.intervaly)
     if not (np.isfinite(d_lo) and 0 < d_lo <= d_hi):
         d_lo, d_hi = lo, hi
     # the tick nearest the data in the margin, else one just beyond the limit
-    below = ticks[(ticks <= d_lo * (1 + 1e-9)) & (ticks >= lo * 10 ** -reach)]
-    above = ticks[(ticks >= d_hi * (1 - 1e-9)) & (ticks <= hi * 10 ** reach)]
+    below = ticks[(ticks <= d_lo * (1 + 1e-9)) & (ticks >= lo * 10**-reach)]
+    above = ticks[(ticks >= d_hi * (1 - 1e-9)) & (ticks <= hi * 10**reach)]
     new_lo = below.max() if len(below) else lo
     new_hi = above.min() if len(above) else hi
-    ax.set_ylim(new_lo, new_hi, auto=True)   # the next poll's autoscale again
+    ax.set_ylim(new_lo, new_hi, auto=True)  # the next poll's autoscale again
 
 
 def _tick_texts(ax) -> tuple:

@@ -11,8 +11,7 @@ import numpy as np
 
 from ..views.core import style
 
-__all__ = ["loss_text", "monitor_finding", "monitor_settings", "set_update_axis",
-           "LIVE_MONITOR_HEADLINED_SIZE"]
+__all__ = ["loss_text", "monitor_finding", "monitor_settings", "set_update_axis", "LIVE_MONITOR_HEADLINED_SIZE"]
 
 LIVE_MONITOR_HEADLINED_SIZE = (style.WIDTH, style.LIVE_MONITOR_SIZE[1] + 0.8)
 """``style.LIVE_MONITOR_SIZE`` and room for the headline above the two panels."""
@@ -30,8 +29,11 @@ def loss_text(steps, loss) -> str:
         return "loss"
     f, n = v[ok[-1]] / v[ok[0]], int(steps[ok[-1]])
     k = max(f, 1 / f)
-    return (f"loss stays within 1.5x over {n} updates" if k < 1.5 else
-            f"loss {'grows' if f > 1 else 'falls'} {float(f'{k:.2g}'):g}x over {n} updates")
+    return (
+        f"loss stays within 1.5x over {n} updates"
+        if k < 1.5
+        else f"loss {'grows' if f > 1 else 'falls'} {float(f'{k:.2g}'):g}x over {n} updates"
+    )
 
 
 def monitor_finding(steps, loss, norms, kind, blocks, who=None) -> str:
@@ -47,6 +49,7 @@ def monitor_finding(steps, loss, norms, kind, blocks, who=None) -> str:
     the velocity's block norm rises 9x to a peak at update 2, then falls 3x
     """
     from ..views.shards.view import change_text
+
     head = loss_text(steps, loss)
     head = head[0].upper() + head[1:]
     if not len(blocks) or np.asarray(norms).shape[0] < 2:
@@ -56,7 +59,7 @@ def monitor_finding(steps, loss, norms, kind, blocks, who=None) -> str:
         return head
     subject = f"the {kind}'s {norm}"
     if who and norm.startswith("median block norm "):
-        subject = f"the median norm of {who} {norm[len('median block norm '):]}"
+        subject = f"the median norm of {who} {norm[len('median block norm ') :]}"
     return balanced(f"{head}; {subject}", LIVE_MONITOR_HEADLINED_SIZE[0] * 72)
 
 
@@ -83,11 +86,14 @@ def balanced(text: str, width: float, size: float = style.SUPTITLE_SIZE) -> str:
         return f"{head};\n{rest}"
     words = text.split(" ")
     # never beside a number: "client 0's 4 blocks", "update 13" stay on one line
-    cuts = [(" ".join(words[:k]), " ".join(words[k:])) for k in range(1, len(words))
-            if not (words[k][:1].isdigit() or words[k - 1][:1].isdigit())]
+    cuts = [
+        (" ".join(words[:k]), " ".join(words[k:]))
+        for k in range(1, len(words))
+        if not (words[k][:1].isdigit() or words[k - 1][:1].isdigit())
+    ]
     good = [c for c in cuts if fits(c[0]) and fits(c[1])]
     if not good:
-        return text   # the headline wraps it
+        return text  # the headline wraps it
     return "\n".join(min(good, key=lambda c: max(len(c[0]), len(c[1]))))
 
 
@@ -104,8 +110,7 @@ def monitor_settings(header, learning_rate=None) -> str:
     """
     momentum = float(header.get("momentum", 0.0))
     rule = ", Nesterov" if header.get("nesterov") else ", heavy-ball" if momentum else ""
-    lr = "" if learning_rate is None or not np.isfinite(learning_rate) else \
-        f" lr={float(learning_rate):g},"
+    lr = "" if learning_rate is None or not np.isfinite(learning_rate) else f" lr={float(learning_rate):g},"
     parts = [f"SGD{lr} momentum={momentum:g}{rule}"]
     mesh = header.get("mesh")
     if mesh:
@@ -115,8 +120,11 @@ def monitor_settings(header, learning_rate=None) -> str:
     part = header.get("part")
     if part:
         devices = [int(d) for d in part["devices"]]
-        held = (f"{devices[0]}-{devices[-1]}" if devices == list(range(devices[0], devices[-1] + 1))
-                else ", ".join(map(str, devices)))
+        held = (
+            f"{devices[0]}-{devices[-1]}"
+            if devices == list(range(devices[0], devices[-1] + 1))
+            else ", ".join(map(str, devices))
+        )
         parts.append(f"client {part['client_id']} of {part['num_clients']} (devices {held})")
     return "  ·  ".join(parts)
 
@@ -126,6 +134,7 @@ def set_update_axis(ax, steps) -> None:
     round numbers from 0) or, for a run resumed late, from its first update, to the
     last update (where the block names stand)."""
     from matplotlib.ticker import MaxNLocator
+
     x = np.asarray(steps)
     if not len(x):
         return

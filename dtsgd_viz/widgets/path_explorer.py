@@ -35,8 +35,16 @@ from .explorer_figure import (
     update_finding,
 )
 
-__all__ = ["PathExplorer", "PathExplorerState", "path_explorer_state", "PathTrack", "shared_text",
-           "path_tracks", "PathFrame", "path_frame"]
+__all__ = [
+    "PathExplorer",
+    "PathExplorerState",
+    "path_explorer_state",
+    "PathTrack",
+    "shared_text",
+    "path_tracks",
+    "PathFrame",
+    "path_frame",
+]
 
 
 # ---- pure: state, tracks, frames ----------------------------------------------------
@@ -62,10 +70,10 @@ def path_explorer_state(state: PathExplorerState, change) -> PathExplorerState:
     if name != "update":
         raise ValueError(f"Unknown change {name!r}. Allowed: ['update'].")
     u = np.asarray(state.updates)
-    if (isinstance(new, bool) or not isinstance(new, (int, np.integer))
-            or not u[0] <= new <= u[-1]):
-        raise ValueError(f"update must be an int in {int(u[0])}..{int(u[-1])} "
-                         f"({geo.describe_updates(u)}). Received: {new!r}.")
+    if isinstance(new, bool) or not isinstance(new, (int, np.integer)) or not u[0] <= new <= u[-1]:
+        raise ValueError(
+            f"update must be an int in {int(u[0])}..{int(u[-1])} ({geo.describe_updates(u)}). Received: {new!r}."
+        )
     return dataclasses.replace(state, index=int(np.argmin(np.abs(u - int(new)))))
 
 
@@ -91,8 +99,7 @@ def arrows_possible(recording) -> bool:
     """Whether every update can be split into arrows (kinds param, grad and velocity,
     every update from update 1 recorded)."""
     steps = np.asarray(recording.steps)
-    return ({"param", "grad", "velocity"} <= set(recording.kinds)
-            and np.array_equal(steps, np.arange(1, len(steps) + 1)))
+    return {"param", "grad", "velocity"} <= set(recording.kinds) and np.array_equal(steps, np.arange(1, len(steps) + 1))
 
 
 def _arrow_terms(recording, name, plane, coords):
@@ -128,8 +135,7 @@ def path_tracks(scene, arrows: bool) -> dict[str, PathTrack]:
         coords = scene.coords[key]
         steps, loss, _ = scene.losses[key]
         terms, iterates = _arrow_terms(rec, scene.name, scene.plane, coords) if arrows else ((), None)
-        out[key] = PathTrack(coords, np.asarray(steps), np.asarray(loss, np.float64), terms,
-                             iterates)
+        out[key] = PathTrack(coords, np.asarray(steps), np.asarray(loss, np.float64), terms, iterates)
     return out
 
 
@@ -164,13 +170,21 @@ def path_frame(scene, tracks: dict[str, PathTrack], index: int) -> PathFrame:
             arrows[(key, term)] = (tuple(map(float, tails[index])), tuple(map(float, uvs[index])))
             chain.append((term, tails[index], uvs[index]))
         if chain:
-            nesterov = (None if t.iterates is None
-                        else (t.iterates[index], t.coords[index]))
+            nesterov = None if t.iterates is None else (t.iterates[index], t.coords[index])
             panels[key] = panel.panel_data(key, update, t.coords, index, chain, nesterov, scene.box)
         markers[key] = (float(t.loss_steps[index]), float(t.loss[index]))
     first = next(iter(tracks.values()))
-    return PathFrame(index, update, positions, arrows, markers, float(first.loss_steps[index]),
-                     path_title(scene, update), panels, update_finding(scene, index))
+    return PathFrame(
+        index,
+        update,
+        positions,
+        arrows,
+        markers,
+        float(first.loss_steps[index]),
+        path_title(scene, update),
+        panels,
+        update_finding(scene, index),
+    )
 
 
 # ---- the widget ---------------------------------------------------------------------
@@ -188,10 +202,14 @@ class PathStatic:
 
     def same_as(self, other: PathStatic) -> bool:
         eq = lambda a, b: all(np.array_equal(a[k], b[k], equal_nan=True) for k in a)  # noqa: E731
-        return (self.paths.keys() == other.paths.keys() and eq(self.paths, other.paths)
-                and self.loss_curves.keys() == other.loss_curves.keys()
-                and eq(self.loss_curves, other.loss_curves)
-                and self.limits == other.limits and self.backgrounds == other.backgrounds)
+        return (
+            self.paths.keys() == other.paths.keys()
+            and eq(self.paths, other.paths)
+            and self.loss_curves.keys() == other.loss_curves.keys()
+            and eq(self.loss_curves, other.loss_curves)
+            and self.limits == other.limits
+            and self.backgrounds == other.backgrounds
+        )
 
 
 def step_text(state: PathExplorerState, lengths=None) -> str:
@@ -254,22 +272,42 @@ class PathExplorer(FigureWidget):
     The slider's value is the update shown (``slider.value = 5`` shows update 5).
     """
 
-    def __init__(self, recordings, surface, *, name="w", step=None, arrows=True, zoom=True,
-                 interval=None, figsize=None, dpi=style.DPI, compress_level=1):
+    def __init__(
+        self,
+        recordings,
+        surface,
+        *,
+        name="w",
+        step=None,
+        arrows=True,
+        zoom=True,
+        interval=None,
+        figsize=None,
+        dpi=style.DPI,
+        compress_level=1,
+    ):
         recs = recordings if isinstance(recordings, Mapping) else {"recording": recordings}
-        ok = bool(arrows) and all(arrows_possible(r) for r in recs.values()
-                                  if hasattr(r, "kinds") and hasattr(r, "steps"))
+        ok = bool(arrows) and all(
+            arrows_possible(r) for r in recs.values() if hasattr(r, "kinds") and hasattr(r, "steps")
+        )
         # as plot_paths: without arrows where the recording can't give them, and a note why
         note = None
         if arrows and not ok:
-            note = next((upd.why_no_arrows(r) for r in recs.values()
-                         if hasattr(r, "kinds") and hasattr(r, "steps") and upd.why_no_arrows(r)), None)
+            note = next(
+                (
+                    upd.why_no_arrows(r)
+                    for r in recs.values()
+                    if hasattr(r, "kinds") and hasattr(r, "steps") and upd.why_no_arrows(r)
+                ),
+                None,
+            )
         first = None
         if step is None and recs and all(hasattr(r, "steps") and len(r) for r in recs.values()):
             first = -min(len(r) for r in recs.values())  # the first update they share
         # draw_paths checks everything (recordings, surface, name, step) with clear errors
-        self.view = explorer_view(recordings, surface, first if step is None else step,
-                                  name=name, arrows=ok, zoom=zoom, note=note)
+        self.view = explorer_view(
+            recordings, surface, first if step is None else step, name=name, arrows=ok, zoom=zoom, note=note
+        )
         scene = self.view.scene
         n = min(len(r) for r in scene.recordings.values())
         updates = tuple(int(s) for s in next(iter(scene.recordings.values())).steps[:n])
@@ -280,37 +318,57 @@ class PathExplorer(FigureWidget):
             self.view.figure.set_size_inches(*figsize)
         self.view.figure.set_dpi(dpi)
         if np.any(self.view.figure.get_size_inches() * self.view.figure.dpi > pixels):
-            thin_paths(scene, self.view.artists)   # a long run's lines as fine as the bigger figure's pixels
+            thin_paths(scene, self.view.artists)  # a long run's lines as fine as the bigger figure's pixels
         super().__init__(self.view.figure)
         self.compress_level = int(compress_level)
         self.tracks = path_tracks(self.view.scene, ok)
         art = self.view.artists
         # drawn over the background in z-order, as a full draw would stack them; the
         # zoomed panels are redrawn whole for every update (their limits follow it)
-        moving = [*art.positions.values(), *art.arrows.values(), *art.trails.values(),
-                  *art.zoom_boxes.values(), *art.loss_markers.values(), art.step_line, art.title,
-                  *art.paths.values(), *art.names.values(), *([art.caption] if art.caption else []),
-                  *headline_parts(self.figure, art)]
+        moving = [
+            *art.positions.values(),
+            *art.arrows.values(),
+            *art.trails.values(),
+            *art.zoom_boxes.values(),
+            *art.loss_markers.values(),
+            art.step_line,
+            art.title,
+            *art.paths.values(),
+            *art.names.values(),
+            *([art.caption] if art.caption else []),
+            *headline_parts(self.figure, art),
+        ]
         self._moving = sorted(moving + stacked_over(moving), key=lambda a: a.get_zorder()) + list(
-            art.zoom_axes.values())
+            art.zoom_axes.values()
+        )
         self.backgrounds = 0
 
         spacing = _spacing(updates)
-        self.slider = widgets.IntSlider(value=updates[index], min=updates[0], max=updates[-1],
-                                        step=spacing, description="update", readout=False,
-                                        continuous_update=True)
-        self.play = widgets.Play(value=updates[index], min=updates[0], max=updates[-1],
-                                 step=spacing * max(1, n // 200), description="play",
-                                 interval=interval or (300 if art.zoom_axes else 100))
+        self.slider = widgets.IntSlider(
+            value=updates[index],
+            min=updates[0],
+            max=updates[-1],
+            step=spacing,
+            description="update",
+            readout=False,
+            continuous_update=True,
+        )
+        self.play = widgets.Play(
+            value=updates[index],
+            min=updates[0],
+            max=updates[-1],
+            step=spacing * max(1, n // 200),
+            description="play",
+            interval=interval or (300 if art.zoom_axes else 100),
+        )
         self._link = widgets.link((self.play, "value"), (self.slider, "value"))
         self.lengths = {k: len(r) for k, r in scene.recordings.items()}
         self.step_label = widgets.Label(step_text(self.state, self.lengths))
-        self.widget = widgets.VBox([widgets.HBox([self.play, self.slider, self.step_label]),
-                                    self.image])
+        self.widget = widgets.VBox([widgets.HBox([self.play, self.slider, self.step_label]), self.image])
         self.slider.observe(lambda change: self._on_step(change["new"]), names="value")
         self._apply(path_frame(self.view.scene, self.tracks, index))
         self._render_background()
-        if art.zoom_axes:   # the panels' labels placed again, on the laid-out panels
+        if art.zoom_axes:  # the panels' labels placed again, on the laid-out panels
             self._apply(path_frame(self.view.scene, self.tracks, index))
         self.refresh()
 
@@ -394,6 +452,7 @@ class PathExplorer(FigureWidget):
     def render(self) -> bytes:
         """The current frame as PNG bytes (blitted; the figure is not re-drawn)."""
         from PIL import Image
+
         rgb = Image.fromarray(self._blit()[..., :3])
         buf = io.BytesIO()
         rgb.save(buf, format="PNG", compress_level=self.compress_level)
@@ -407,4 +466,3 @@ class PathExplorer(FigureWidget):
         self._apply(self.frame())
         self.refresh()
         self.step_label.value = step_text(self.state, self.lengths)
-

@@ -40,21 +40,29 @@ from ..views.phase.plot import add_colorbars, cap_loss, cell_edges, draw_phase
 from . import _pointer
 from ._canvas import FigureWidget
 
-__all__ = ["PhaseDiagram", "PhasePick", "phase_pick", "cell_edges", "cell_at", "divergence_update",
-           "RULES"]
+__all__ = ["PhaseDiagram", "PhasePick", "phase_pick", "cell_edges", "cell_at", "divergence_update", "RULES"]
 
-REFERENCE_NOTE = "map: numpy reference of the tf-keras rule"   # the tests tie it to the real optimizer
-PICK_COLOR = "white"   # the picked cell's outline: white on a black stroke, read on every cell's colour
+REFERENCE_NOTE = "map: numpy reference of the tf-keras rule"  # the tests tie it to the real optimizer
+PICK_COLOR = "white"  # the picked cell's outline: white on a black stroke, read on every cell's colour
 PICK_STROKE = dict(lw=1.6, outer="black", outer_lw=4.4)
 
 
 def pick_outline() -> dict[str, Any]:
     """The picked cell's outline (map and key alike): a white line on a wider black one."""
     from matplotlib import patheffects
-    return dict(fill=False, ec=PICK_COLOR, lw=PICK_STROKE["lw"], path_effects=[
-        patheffects.Stroke(linewidth=PICK_STROKE["outer_lw"], foreground=PICK_STROKE["outer"]),
-        patheffects.Normal()])
-MAPS = ("ratio",)   # the clickable map (plot_phase draws the two rule maps)
+
+    return dict(
+        fill=False,
+        ec=PICK_COLOR,
+        lw=PICK_STROKE["lw"],
+        path_effects=[
+            patheffects.Stroke(linewidth=PICK_STROKE["outer_lw"], foreground=PICK_STROKE["outer"]),
+            patheffects.Normal(),
+        ],
+    )
+
+
+MAPS = ("ratio",)  # the clickable map (plot_phase draws the two rule maps)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,18 +118,32 @@ class PhaseDiagram(FigureWidget):
     ``click(x, y)`` is what a click on PNG pixel ``(x, y)`` does.
     """
 
-    def __init__(self, surface, *, learning_rates=None, momenta=None, steps=150, tol=1e-3,
-                 start=None, mesh=None, figsize=style.PHASE_DIAGRAM_SIZE, dpi=style.DPI):
+    def __init__(
+        self,
+        surface,
+        *,
+        learning_rates=None,
+        momenta=None,
+        steps=150,
+        tol=1e-3,
+        start=None,
+        mesh=None,
+        figsize=style.PHASE_DIAGRAM_SIZE,
+        dpi=style.DPI,
+    ):
         from ..runs import check_start
         from ..views.phase.plot import default_axes
+
         if not all(hasattr(surface, a) for a in ("shape", "value_np", "grad_np", "minimum")):
             raise TypeError(f"surface must be a dtsgd_viz.surfaces surface. Received: {surface!r}.")
         self.surface, self.mesh = surface, mesh
         self.steps_max, self.tol = check_steps_tol(steps, tol)
         self.start = check_start(surface, start)
         lrs, mus = default_axes(surface, learning_rates, momenta)
-        self.grids = {k: phase_grid(surface, lrs, mus, self.steps_max, self.tol, nesterov, self.start)
-                      for k, nesterov in RULES.items()}
+        self.grids = {
+            k: phase_grid(surface, lrs, mus, self.steps_max, self.tol, nesterov, self.start)
+            for k, nesterov in RULES.items()
+        }
         h = getattr(surface, "hessian_eigenvalues", None)
         self.h_max = None if h is None else float(np.max(h))
         self.learning_rates, self.momenta = lrs, mus
@@ -131,20 +153,24 @@ class PhaseDiagram(FigureWidget):
         self.diverged_at = {}
         super().__init__(figsize=figsize, dpi=dpi)
 
-        self.lr_pick = widgets.Dropdown(options=[(f"{v:.3g}", i) for i, v in enumerate(lrs)],
-                                        value=self.pick.lr_index, description="pick lr")
-        self.mu_pick = widgets.Dropdown(options=[(f"{v:.3g}", i) for i, v in enumerate(mus)],
-                                        value=self.pick.mu_index, description="pick momentum",
-                                        style={"description_width": "initial"})
-        self.button = widgets.Button(description="run real optimizer here", icon="play",
-                                     layout=widgets.Layout(width="auto"))
+        self.lr_pick = widgets.Dropdown(
+            options=[(f"{v:.3g}", i) for i, v in enumerate(lrs)], value=self.pick.lr_index, description="pick lr"
+        )
+        self.mu_pick = widgets.Dropdown(
+            options=[(f"{v:.3g}", i) for i, v in enumerate(mus)],
+            value=self.pick.mu_index,
+            description="pick momentum",
+            style={"description_width": "initial"},
+        )
+        self.button = widgets.Button(
+            description="run real optimizer here", icon="play", layout=widgets.Layout(width="auto")
+        )
         self.status = widgets.HTML()
         for control, name in ((self.lr_pick, "lr_index"), (self.mu_pick, "mu_index")):
             control.observe(lambda change, name=name: self._on_pick(name, change["new"]), names="value")
         self.button.on_click(lambda _: self.run_here())
         self.events = _pointer.attach(self.image, ["click"], self._on_event)
-        self.widget = widgets.VBox([widgets.HBox([self.lr_pick, self.mu_pick, self.button]),
-                                    self.status, self.image])
+        self.widget = widgets.VBox([widgets.HBox([self.lr_pick, self.mu_pick, self.button]), self.status, self.image])
         self._draw()
 
     # -- public --
@@ -160,8 +186,9 @@ class PhaseDiagram(FigureWidget):
     def select(self, lr_index: int, mu_index: int) -> None:
         """Pick cell (``learning_rates[lr_index]``, ``momenta[mu_index]``) and run the
         real optimizer there (classical momentum and Nesterov)."""
-        pick = phase_pick(phase_pick(self.pick, {"name": "lr_index", "new": lr_index}),
-                          {"name": "mu_index", "new": mu_index})
+        pick = phase_pick(
+            phase_pick(self.pick, {"name": "lr_index", "new": lr_index}), {"name": "mu_index", "new": mu_index}
+        )
         self.lr_pick.value, self.mu_pick.value = pick.lr_index, pick.mu_index
         self.run_here()
 
@@ -188,18 +215,21 @@ class PhaseDiagram(FigureWidget):
     def run_here(self) -> None:
         """Run the real DTensor SGD at the picked cell and show its paths."""
         from .. import runs
+
         lr = float(self.learning_rates[self.pick.lr_index])
         mu = float(self.momenta[self.pick.mu_index])
         configs = {k: dict(learning_rate=lr, momentum=mu, nesterov=n) for k, n in RULES.items()}
         t0 = time.perf_counter()
         try:
-            self.recordings = runs.run(self.surface, configs, self.steps_max, mesh=self.mesh,
-                                       start=self.start.reshape(self.surface.shape))
+            self.recordings = runs.run(
+                self.surface, configs, self.steps_max, mesh=self.mesh, start=self.start.reshape(self.surface.shape)
+            )
             self.ran_at, self.error = self.pick, None
         except Exception as e:  # shown in the widget: a button callback cannot raise anywhere
             self.error = e
-            self.status.value = (f"<span style='color:#D55E00'>run failed: {html.escape(type(e).__name__)}"
-                                 f": {html.escape(str(e))}</span>")
+            self.status.value = (
+                f"<span style='color:#D55E00'>run failed: {html.escape(type(e).__name__)}: {html.escape(str(e))}</span>"
+            )
             return
         self._draw()
         self.status.value = self._summary(time.perf_counter() - t0)
@@ -214,8 +244,12 @@ class PhaseDiagram(FigureWidget):
             losses = path_losses(rec, self.surface)
             k = int(steps_to_tolerance(losses, self.surface.min_value, self.tol))
             outcomes[key] = (k, bool(diverged(losses, self.surface.min_value, k)))
-        return pick_finding(float(self.learning_rates[self.ran_at.lr_index]),
-                            float(self.momenta[self.ran_at.mu_index]), outcomes, self.steps_max)
+        return pick_finding(
+            float(self.learning_rates[self.ran_at.lr_index]),
+            float(self.momenta[self.ran_at.mu_index]),
+            outcomes,
+            self.steps_max,
+        )
 
     # -- internals --
 
@@ -263,8 +297,11 @@ class PhaseDiagram(FigureWidget):
         label = getattr(self.surface, "label", type(self.surface).__name__)
         # the picture is about the picked cell: its runs' finding leads, the map's titles the map
         map_finding = phase_finding(self.grids["momentum"].steps, self.grids["nesterov"].steps)
-        body = headline(fig, self.pick_finding() or map_finding,
-                        f"{label} · tol {self.tol:g}, ≤ {self.steps_max} updates · {REFERENCE_NOTE}")
+        body = headline(
+            fig,
+            self.pick_finding() or map_finding,
+            f"{label} · tol {self.tol:g}, ≤ {self.steps_max} updates · {REFERENCE_NOTE}",
+        )
         # one figure, no subfigures: the pointer maps PNG pixels through the root figure.
         # The ratio map (the one to click; plot_phase has the two rule maps) over the
         # picked cell's real paths and their losses. The order of fig.axes: ratio,
@@ -279,20 +316,37 @@ class PhaseDiagram(FigureWidget):
         ax_l, ax_p = body.add_subplot(low[0, 1]), body.add_subplot(low[0, 0])
         self.map_axes = {"ratio": ax_r}
         loss0 = cap_loss(self.surface, self.grids["momentum"], self.start.reshape(self.surface.shape))
-        self.view = draw_phase(self.grids, self.surface, self.map_axes, loss0=loss0,
-                               ratio_title=map_finding if self.recordings is not None else None)
+        self.view = draw_phase(
+            self.grids,
+            self.surface,
+            self.map_axes,
+            loss0=loss0,
+            ratio_title=map_finding if self.recordings is not None else None,
+        )
         self.meshes = self.view.meshes
         self.boundary_lines = self.view.boundaries
         add_colorbars(self.view, fig, None, ax_r)
         self.pick_rects = []
         for key, ax in self.map_axes.items():
-            rect = Rectangle(self._cell_rect(self.pick)[:2], *self._cell_rect(self.pick)[2:],
-                             **pick_outline(), zorder=9, gid=f"pick:{key}")
+            rect = Rectangle(
+                self._cell_rect(self.pick)[:2],
+                *self._cell_rect(self.pick)[2:],
+                **pick_outline(),
+                zorder=9,
+                gid=f"pick:{key}",
+            )
             ax.add_patch(rect)
             self.pick_rects.append(rect)
         handles = self.view.handles + [Patch(**pick_outline(), label="picked cell (click one)")]
-        body.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 2),
-                    fontsize=PHASE_LEGEND_SIZE, frameon=False, handlelength=2.6, handleheight=1.1)
+        body.legend(
+            handles=handles,
+            loc="outside lower center",
+            ncol=min(len(handles), 2),
+            fontsize=PHASE_LEGEND_SIZE,
+            frameon=False,
+            handlelength=2.6,
+            handleheight=1.1,
+        )
         self._draw_path_panel(ax_p)
         self._draw_loss_panel(ax_l)
         self.refresh(relayout=True)
@@ -308,10 +362,18 @@ class PhaseDiagram(FigureWidget):
         self.path_view = None
         if self.recordings is None:
             ax.set_axis_off()
-            ax.text(0.5, 0.5, "Click a cell of the map\n(or pick a learning rate and\na momentum, then press\n"
-                    "“run real optimizer here”)\nto see the real DTensor\nSGD's paths there.",
-                    ha="center", va="center", fontsize=style.LABEL_SIZE, color="0.3", transform=ax.transAxes,
-                    gid="path-hint")
+            ax.text(
+                0.5,
+                0.5,
+                "Click a cell of the map\n(or pick a learning rate and\na momentum, then press\n"
+                "“run real optimizer here”)\nto see the real DTensor\nSGD's paths there.",
+                ha="center",
+                va="center",
+                fontsize=style.LABEL_SIZE,
+                color="0.3",
+                transform=ax.transAxes,
+                gid="path-hint",
+            )
             return
         box = getattr(self.surface, "view_box", None)
         self.diverged_at = {}
@@ -323,15 +385,30 @@ class PhaseDiagram(FigureWidget):
                     self.diverged_at[key] = divergence_update(rec.path("w"), box)
         # a diverged run is drawn up to where it left the view box, and a note on the
         # panel says when (draw_paths); drawn on, it would criss-cross the panel
-        self.path_view = draw_paths(self.recordings, self.surface, None, ax=ax, arrows=False,
-                                    diverged=self.diverged_at if box is not None else None)
+        self.path_view = draw_paths(
+            self.recordings,
+            self.surface,
+            None,
+            ax=ax,
+            arrows=False,
+            diverged=self.diverged_at if box is not None else None,
+        )
         legend = ax.get_legend()
-        if legend is not None:   # under the panel, off the paths and contours; "Nesterov", as everywhere
+        if legend is not None:  # under the panel, off the paths and contours; "Nesterov", as everywhere
             handles = legend.legend_handles
             names = [RULE_NAMES.get(t.get_text(), t.get_text()) for t in legend.get_texts()]
             legend.remove()
-            ax.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=len(names),
-                      fontsize=PHASE_NOTE_SIZE, frameon=False, handlelength=2.6, borderaxespad=0.0)
+            ax.legend(
+                handles,
+                names,
+                loc="upper center",
+                bbox_to_anchor=(0.5, -0.16),
+                ncol=len(names),
+                fontsize=PHASE_NOTE_SIZE,
+                frameon=False,
+                handlelength=2.6,
+                borderaxespad=0.0,
+            )
         if self.diverged_at:  # clip to the view box: a diverging run would shrink the rest to a dot
             assert box is not None  # runs are marked diverged only inside a view box
             ax.set_xlim(*box[0])

@@ -40,8 +40,7 @@ class RateState:
 
     def text(self) -> str:
         n = len(self.a)
-        parts = [f"{RULE_NAMES[k]}: {int(self.unstable[k].sum())} of {n} blocks unstable"
-                 for k in (False, True)]
+        parts = [f"{RULE_NAMES[k]}: {int(self.unstable[k].sum())} of {n} blocks unstable" for k in (False, True)]
         return f"lr={self.learning_rate:.3g}  ·  " + "  ·  ".join(parts)
 
 
@@ -66,9 +65,17 @@ class RateExplorer(FigureWidget):
         lr = self.rates.learning_rate
         self.state = rate_state(self.rates, lr)
         self.slider = widgets.FloatLogSlider(
-            value=lr, base=10, min=math.log10(lr) - 2, max=math.log10(lr) + 1, step=0.02,
-            description="learning rate", readout_format=".3g", continuous_update=True,
-            style={"description_width": "90px"}, layout=widgets.Layout(width="420px"))
+            value=lr,
+            base=10,
+            min=math.log10(lr) - 2,
+            max=math.log10(lr) + 1,
+            step=0.02,
+            description="learning rate",
+            readout_format=".3g",
+            continuous_update=True,
+            style={"description_width": "90px"},
+            layout=widgets.Layout(width="420px"),
+        )
         self.label = widgets.Label(self.state.text())
         curve_ax, error_ax = self.figure.subplots(1, 2, width_ratios=[1.2, 1])
         self.view = RatesView(self.rates, curve_ax, error_ax, lr_range=(lr / 100, lr * 10))

@@ -57,9 +57,14 @@ class ExplorerState:
         optimizer update ``step`` (default: the first recorded; -1, -2, ...: counting back from the last)."""
         check_not_empty(recording)
         kinds = tuple(recording.kinds)
-        state = cls(tuple(recording.variables), kinds, tuple(int(s) for s in recording.steps),
-                    recording.variables[0], "velocity" if "velocity" in kinds else kinds[0],
-                    0 if step is None else update_index(recording, step))
+        state = cls(
+            tuple(recording.variables),
+            kinds,
+            tuple(int(s) for s in recording.steps),
+            recording.variables[0],
+            "velocity" if "velocity" in kinds else kinds[0],
+            0 if step is None else update_index(recording, step),
+        )
         for name, value in (("variable", variable), ("kind", kind)):
             if value is not None:
                 state = explorer_state(state, {"name": name, "new": value})
@@ -68,7 +73,6 @@ class ExplorerState:
     @property
     def update(self) -> int:
         return self.steps[self.step]
-
 
 
 def explorer_state(state: ExplorerState, change) -> ExplorerState:
@@ -85,14 +89,16 @@ def explorer_state(state: ExplorerState, change) -> ExplorerState:
     if name == "step":
         n = len(state.steps)
         if isinstance(new, bool) or not isinstance(new, int) or not 0 <= new < n:
-            raise ValueError(f"step (Play's position) must be an int in 0..{n - 1}, an "
-                             f"index into the recorded updates. Received: {new!r}.")
+            raise ValueError(
+                f"step (Play's position) must be an int in 0..{n - 1}, an "
+                f"index into the recorded updates. Received: {new!r}."
+            )
     if name == "update":
         u = np.asarray(state.steps)
-        if (isinstance(new, (bool, np.bool_)) or not isinstance(new, (int, np.integer))
-                or not u[0] <= new <= u[-1]):
-            raise ValueError(f"update must be an int in {int(u[0])}..{int(u[-1])} "
-                             f"({describe_updates(u)}). Received: {new!r}.")
+        if isinstance(new, (bool, np.bool_)) or not isinstance(new, (int, np.integer)) or not u[0] <= new <= u[-1]:
+            raise ValueError(
+                f"update must be an int in {int(u[0])}..{int(u[-1])} ({describe_updates(u)}). Received: {new!r}."
+            )
         name, new = "step", int(np.argmin(np.abs(u - int(new))))
     if name not in FIELDS:
         raise ValueError(f"Unknown change {name!r}. Allowed: {list(CHANGES)}.")
@@ -131,48 +137,63 @@ class ShardExplorer(FigureWidget):
     The figure is ``style.SHARD_EXPLORER_SIZE`` at ``style.DPI``: its PNG (930 px wide)
     shows at 100% in a notebook column."""
 
-    def __init__(self, recording, variable=None, kind=None, step=None, *, interval=400,
-                 fixed_scale=True, figsize=style.SHARD_EXPLORER_SIZE, dpi=style.DPI):
+    def __init__(
+        self,
+        recording,
+        variable=None,
+        kind=None,
+        step=None,
+        *,
+        interval=400,
+        fixed_scale=True,
+        figsize=style.SHARD_EXPLORER_SIZE,
+        dpi=style.DPI,
+    ):
         self.recording = recording
         self.runs = None
         if isinstance(recording, dict):
             from ..views.compare.geometry import check_runs
+
             check_runs(recording)
             self.runs, recording = recording, next(iter(recording.values()))
         elif not (hasattr(recording, "steps") and hasattr(recording, "kinds")):
-            raise TypeError("ShardExplorer takes a Recording or a dict {run name: Recording}. "
-                            f"Received: {type(recording).__name__}.")
+            raise TypeError(
+                "ShardExplorer takes a Recording or a dict {run name: Recording}. "
+                f"Received: {type(recording).__name__}."
+            )
         self.state = ExplorerState.of(recording, variable, kind, step)
         super().__init__(figsize=figsize, dpi=dpi)
         s = self.state
-        self.variable = widgets.Dropdown(options=list(s.variables), value=s.variable,
-                                         description="variable")
-        self.kind = widgets.ToggleButtons(options=list(s.kinds), value=s.kind,
-                                          description="kind")
+        self.variable = widgets.Dropdown(options=list(s.variables), value=s.variable, description="variable")
+        self.kind = widgets.ToggleButtons(options=list(s.kinds), value=s.kind, description="kind")
         d = np.diff(np.asarray(s.steps))
         spacing = int(d[0]) if len(d) and np.all(d == d[0]) else 1  # else the state snaps
-        self.slider = widgets.IntSlider(value=s.update, min=s.steps[0], max=s.steps[-1],
-                                        step=spacing, description="update", readout=False,
-                                        continuous_update=True)
-        self.play = widgets.Play(value=s.step, min=0, max=len(s.steps) - 1,
-                                 interval=interval, description="play")
+        self.slider = widgets.IntSlider(
+            value=s.update,
+            min=s.steps[0],
+            max=s.steps[-1],
+            step=spacing,
+            description="update",
+            readout=False,
+            continuous_update=True,
+        )
+        self.play = widgets.Play(value=s.step, min=0, max=len(s.steps) - 1, interval=interval, description="play")
         # kernel-side (not jslink) so Python code setting either one moves both
-        self.play.observe(lambda change: setattr(self.slider, "value",
-                                                 self.state.steps[change["new"]]),
-                          names="value")
+        self.play.observe(lambda change: setattr(self.slider, "value", self.state.steps[change["new"]]), names="value")
         self.step_label = widgets.Label(step_text(s))
-        self.fixed = widgets.Checkbox(value=bool(fixed_scale), indent=False,
-                                      description="colour scale fixed over the run")
+        self.fixed = widgets.Checkbox(
+            value=bool(fixed_scale), indent=False, description="colour scale fixed over the run"
+        )
         self.fixed.observe(self._on_fixed, names="value")
-        self.widget = widgets.VBox([
-            widgets.HBox([self.variable, self.kind, self.fixed]),
-            widgets.HBox([self.play, self.slider, self.step_label]),
-            self.image,
-        ])
-        for picker, name in ((self.variable, "variable"), (self.kind, "kind"),
-                             (self.slider, "update")):
-            picker.observe(lambda change, name=name: self._on_change(name, change["new"]),
-                           names="value")
+        self.widget = widgets.VBox(
+            [
+                widgets.HBox([self.variable, self.kind, self.fixed]),
+                widgets.HBox([self.play, self.slider, self.step_label]),
+                self.image,
+            ]
+        )
+        for picker, name in ((self.variable, "variable"), (self.kind, "kind"), (self.slider, "update")):
+            picker.observe(lambda change, name=name: self._on_change(name, change["new"]), names="value")
         self._draw()
 
     def _draw(self):
@@ -180,13 +201,15 @@ class ShardExplorer(FigureWidget):
         self.figure.clear()
         s = self.state
         if self.runs is not None:
-            self.view = RunsShardsView(self.runs, s.variable, s.kind, s.step,
-                                       figure=self.figure, fixed_scale=self.fixed.value)
+            self.view = RunsShardsView(
+                self.runs, s.variable, s.kind, s.step, figure=self.figure, fixed_scale=self.fixed.value
+            )
             self.refresh(relayout=True)
             return
         axes = self.figure.subplots(1, 2, width_ratios=list(WIDTH_RATIOS))
-        self.view = draw_shards(self.recording, s.variable, s.kind, s.update, ax=tuple(axes),
-                                fixed_scale=self.fixed.value, headline=True)
+        self.view = draw_shards(
+            self.recording, s.variable, s.kind, s.update, ax=tuple(axes), fixed_scale=self.fixed.value, headline=True
+        )
         self.refresh(relayout=True)
 
     def _on_fixed(self, change):

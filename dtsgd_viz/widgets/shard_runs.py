@@ -27,7 +27,7 @@ def tensor_norms(recording: Recording, name: str, kind: str) -> np.ndarray:
     geometry = recording.geometry(name)
     firsts = [group[0] for group in geometry.replica_groups]
     block = np.asarray(recording.shard_stats(name, kind)[:, firsts, 0], np.float64)
-    return np.sqrt(np.sum(block ** 2, axis=1))
+    return np.sqrt(np.sum(block**2, axis=1))
 
 
 class RunsShardsView:
@@ -36,8 +36,7 @@ class RunsShardsView:
     shared colour limit, None in stats mode). ``set_index``/``set_kind``/
     ``set_fixed_scale`` update them in place, as ``ShardsView``'s do."""
 
-    def __init__(self, runs: dict, name: str, kind: str, index: int, *, figure,
-                 fixed_scale=True):
+    def __init__(self, runs: dict, name: str, kind: str, index: int, *, figure, fixed_scale=True):
         self.runs, self.name, self.kind, self.index = runs, name, kind, index
         self.fixed_scale, self.figure = bool(fixed_scale), figure
         self.names = list(runs)
@@ -46,28 +45,34 @@ class RunsShardsView:
         self.updates = np.asarray(first.steps)
         self.stats_only = first.mode == "stats"
         grid = figure.add_gridspec(2, len(self.names), height_ratios=[1.35, 1])
-        self.heat_axes = ([] if self.stats_only
-                          else [figure.add_subplot(grid[0, i]) for i in range(len(self.names))])
+        self.heat_axes = [] if self.stats_only else [figure.add_subplot(grid[0, i]) for i in range(len(self.names))]
         self.norm_ax = figure.add_subplot(grid[1, :] if not self.stats_only else grid[:, :])
         self.heatmaps, self.panels, self.lines, self.markers = [], [], [], []
         self._load()
         for i, run in enumerate(self.names):
             if self.stats_only:
                 break
-            panel = draw_tensor(self.heat_axes[i], first.geometry(name),
-                                _short(first.shard_devices(name)),
-                                as_image(self.values[run][index]), limit=self._limit(),
-                                colorbar=i == len(self.names) - 1,
-                                colorbar_label=f"{kind} value")
+            panel = draw_tensor(
+                self.heat_axes[i],
+                first.geometry(name),
+                _short(first.shard_devices(name)),
+                as_image(self.values[run][index]),
+                limit=self._limit(),
+                colorbar=i == len(self.names) - 1,
+                colorbar_label=f"{kind} value",
+            )
             self.panels.append(panel)
             self.heatmaps.append(panel.heatmap)
-            self.heat_axes[i].set_title(run, fontsize=style.TITLE_SIZE, pad=panel.title_pad(),
-                                        color=self.look[run].color, fontweight="bold")
+            self.heat_axes[i].set_title(
+                run, fontsize=style.TITLE_SIZE, pad=panel.title_pad(), color=self.look[run].color, fontweight="bold"
+            )
         for run in self.names:
-            line, = self.norm_ax.plot(self.updates, self._positive(self.norms[run]),
-                                      label=run, **self.look[run].line())
-            marker, = self.norm_ax.plot([], [], ls="none", marker="o", ms=7, mfc="white",
-                                        mec=self.look[run].color, mew=1.8, zorder=6)
+            (line,) = self.norm_ax.plot(
+                self.updates, self._positive(self.norms[run]), label=run, **self.look[run].line()
+            )
+            (marker,) = self.norm_ax.plot(
+                [], [], ls="none", marker="o", ms=7, mfc="white", mec=self.look[run].color, mew=1.8, zorder=6
+            )
             self.lines.append(line)
             self.markers.append(marker)
         self.norm_ax.set_yscale("log")
@@ -115,9 +120,11 @@ class RunsShardsView:
 
     def _title(self):
         scale = "fixed over the run" if self.fixed_scale else "of this update"
-        headline(self.figure, f"{self.name}'s {self.kind} after update {self.updates[self.index]}, "
-                              "every run on one colour scale",
-                 f"colour scale {scale} · below: each run's norm of it over the updates")
+        headline(
+            self.figure,
+            f"{self.name}'s {self.kind} after update {self.updates[self.index]}, every run on one colour scale",
+            f"colour scale {scale} · below: each run's norm of it over the updates",
+        )
 
     def set_index(self, index: int) -> None:
         self.index = int(index)

@@ -40,6 +40,7 @@ from IPython.display import display
 def show(fig):
     display(fig, include=["image/png"])
 
+
 # %% [markdown]
 # ## A parameter laid out over the mesh
 #
@@ -68,8 +69,8 @@ print(dtsgd_viz.layout_table(w))
 # crawl, steep ones will overshoot, so the blocks have different stories to tell.
 
 # %%
-c = surfaces.ShardedQuadratic().curvature        # (8, 8), one level per device block
-C = dtsgd_viz.shard(c, layout)                    # laid out like w
+c = surfaces.ShardedQuadratic().curvature  # (8, 8), one level per device block
+C = dtsgd_viz.shard(c, layout)  # laid out like w
 print("curvature per block (mesh rows: batch, columns: model):")
 print(np.array2string(c[::4, ::2], precision=3))
 
@@ -91,7 +92,7 @@ print(np.array2string(c[::4, ::2], precision=3))
 # Nesterov momentum for 60 updates, one per call of `train_step`.
 
 # %%
-rec = dtsgd_viz.Recorder()                        # records param, velocity and grad
+rec = dtsgd_viz.Recorder()  # records param, velocity and grad
 opt = dtsgd_viz.SGD(0.5, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec])
 
 
@@ -119,9 +120,9 @@ r
 # with `shard_values` (one row per device, in mesh order).
 
 # %%
-print("global velocity:", r.global_values("w", "velocity").shape)   # (steps, 8, 8)
-print("per shard:      ", r.shard_values("w", "velocity").shape)    # (steps, devices, 4, 2)
-for k in (0, 9, 29, 59):   # r.loss[i] is what update i + 1's forward pass saw: the loss after i updates
+print("global velocity:", r.global_values("w", "velocity").shape)  # (steps, 8, 8)
+print("per shard:      ", r.shard_values("w", "velocity").shape)  # (steps, devices, 4, 2)
+for k in (0, 9, 29, 59):  # r.loss[i] is what update i + 1's forward pass saw: the loss after i updates
     print(f"loss after {k:2d} updates: {r.loss[k]:.3e}")
 
 # %% [markdown]
@@ -182,10 +183,14 @@ show(dtsgd_viz.plot_block_rates(r, surfaces.ShardedQuadratic()))
 
 # %%
 valley = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)
-runs = dtsgd_viz.run(valley, {
-    "momentum": dict(learning_rate=0.05, momentum=0.9),
-    "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True),
-}, steps=40)
+runs = dtsgd_viz.run(
+    valley,
+    {
+        "momentum": dict(learning_rate=0.05, momentum=0.9),
+        "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True),
+    },
+    steps=40,
+)
 print(dtsgd_viz.findings(runs, valley, step=4))
 
 # %% [markdown]

@@ -17,7 +17,7 @@
 # %%
 import dtsgd_viz
 
-mesh_1d = dtsgd_viz.make_mesh({"x": 8})   # first: creates the 8 virtual CPU devices
+mesh_1d = dtsgd_viz.make_mesh({"x": 8})  # first: creates the 8 virtual CPU devices
 print(dtsgd_viz.mesh_spec(mesh_1d))
 
 # %%
@@ -35,6 +35,7 @@ def variable(shape, specs, mesh, name):
     """A DTensor variable of the given shape, laid out by `specs` on `mesh`."""
     values = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
     return dtsgd_viz.variable(values, dtensor.Layout(list(specs), mesh), name=name)
+
 
 # %% [markdown]
 # ## 1-D mesh: eight devices in a row
@@ -149,10 +150,12 @@ layout_map["d2.*kernel"] = dtensor.Layout(["model", "unsharded"], mesh_2d)
 layout_map["d2.*bias"] = dtensor.Layout.replicated(mesh_2d, 1)
 with layout_map.scope():
     tf_keras.utils.set_random_seed(0)
-    model = tf_keras.Sequential([
-        tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
-        tf_keras.layers.Dense(1, name="d2"),
-    ])
+    model = tf_keras.Sequential(
+        [
+            tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
+            tf_keras.layers.Dense(1, name="d2"),
+        ]
+    )
 
 opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh_2d)
 model.compile(optimizer=opt, loss="mse")
@@ -261,7 +264,7 @@ print(dtsgd_viz.memory_plan({"W": ((1024, 512), "float32", plan)}))
 from dtsgd_viz.widgets import LayoutExplorer
 
 explorer = LayoutExplorer((1024, 512), mesh={"data": 4, "model": 16}, name="W")
-explorer.dim_pickers[1].value = "model"   # what picking `model` in the second dropdown does
+explorer.dim_pickers[1].value = "model"  # what picking `model` in the second dropdown does
 explorer
 
 # %% [markdown]

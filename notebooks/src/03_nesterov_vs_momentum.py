@@ -36,6 +36,7 @@ from dtsgd_viz import surfaces
 def show(fig):
     display(fig, include=["image/png"])
 
+
 # %% [markdown]
 # ## The surface: a long, narrow, tilted valley
 #
@@ -132,10 +133,11 @@ from dtsgd_viz import theory
 
 for name, rec in recordings.items():
     hp = rec.hyperparameters
-    rates = [theory.spectral_radius(hp.learning_rate[0], hp.applied_momentum, h, hp.nesterov)
-             for h in surface.hessian_eigenvalues]
-    print(f"{name:<9} rate per update: flat direction (h=1) {rates[0]:.3f}, "
-          f"steep direction (h=20) {rates[1]:.3f}")
+    rates = [
+        theory.spectral_radius(hp.learning_rate[0], hp.applied_momentum, h, hp.nesterov)
+        for h in surface.hessian_eigenvalues
+    ]
+    print(f"{name:<9} rate per update: flat direction (h=1) {rates[0]:.3f}, steep direction (h=20) {rates[1]:.3f}")
 show(dtsgd_viz.plot_modes(recordings, surface))
 
 # %% [markdown]
@@ -176,24 +178,29 @@ show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3, show="ratio"))
 # %%
 from dtsgd_viz.widgets import phase_grid
 
-grids = {nest: phase_grid(surface, lrs, mus, steps=150, tol=1e-3, nesterov=nest)
-         for nest in (False, True)}
+grids = {nest: phase_grid(surface, lrs, mus, steps=150, tol=1e-3, nesterov=nest) for nest in (False, True)}
 mom, nes = grids[False], grids[True]
 both = (mom.steps >= 0) & (nes.steps >= 0)
-ratio = nes.steps / np.maximum(mom.steps, 1)       # < 1: Nesterov needs fewer updates
+ratio = nes.steps / np.maximum(mom.steps, 1)  # < 1: Nesterov needs fewer updates
 for band, rows in (("momentum < 0.6 ", mus < 0.6), ("momentum >= 0.6", mus >= 0.6)):
     b, r = both[rows], ratio[rows]
     n_faster, m_faster = b & (r < 1), b & (r > 1)
-    print(f"{band}: both converge in {b.sum():3d} cells; "
-          f"Nesterov faster in {n_faster.sum():3d}"
-          + (f" (median {np.median(1 / r[n_faster]):.2f}x fewer updates)" if n_faster.any() else "")
-          + f", momentum faster in {m_faster.sum():3d}"
-          + (f" (median {np.median(r[m_faster]):.2f}x fewer)" if m_faster.any() else "")
-          + f", tied in {(b & (r == 1)).sum():3d}")
-print(f"best cell of the map: momentum {mom.steps[mom.steps >= 0].min()} updates, "
-      f"Nesterov {nes.steps[nes.steps >= 0].min()} updates")
-print(f"cells where only momentum converges: {((mom.steps >= 0) & (nes.steps < 0)).sum()}, "
-      f"only Nesterov: {((nes.steps >= 0) & (mom.steps < 0)).sum()}")
+    print(
+        f"{band}: both converge in {b.sum():3d} cells; "
+        f"Nesterov faster in {n_faster.sum():3d}"
+        + (f" (median {np.median(1 / r[n_faster]):.2f}x fewer updates)" if n_faster.any() else "")
+        + f", momentum faster in {m_faster.sum():3d}"
+        + (f" (median {np.median(r[m_faster]):.2f}x fewer)" if m_faster.any() else "")
+        + f", tied in {(b & (r == 1)).sum():3d}"
+    )
+print(
+    f"best cell of the map: momentum {mom.steps[mom.steps >= 0].min()} updates, "
+    f"Nesterov {nes.steps[nes.steps >= 0].min()} updates"
+)
+print(
+    f"cells where only momentum converges: {((mom.steps >= 0) & (nes.steps < 0)).sum()}, "
+    f"only Nesterov: {((nes.steps >= 0) & (mom.steps < 0)).sum()}"
+)
 
 # %% [markdown]
 # What the maps show:

@@ -11,7 +11,7 @@
 # %%
 import dtsgd_viz
 
-mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})   # first: creates 8 CPU devices
+mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})  # first: creates 8 CPU devices
 
 # %%
 # %matplotlib inline
@@ -24,6 +24,7 @@ from tensorflow.experimental import dtensor
 
 def show(fig):
     display(fig, include=["image/png"])  # the picture only: '<Figure ...>' says nothing
+
 
 # %% [markdown]
 # ## Data, split over `batch`
@@ -49,6 +50,7 @@ print(dtsgd_viz.layout_table(xb, name="x"))
 # cut over `model` (4 per device), as is the output layer's kernel; the output bias is
 # replicated. `model_table` lists the result.
 
+
 # %%
 def make_model(sharded=True):
     layout_map = tf_keras.dtensor.experimental.LayoutMap(mesh=mesh)
@@ -62,11 +64,13 @@ def make_model(sharded=True):
         layout_map["d2.*kernel"] = dtensor.Layout.replicated(mesh, 2)
     layout_map["d2.*bias"] = dtensor.Layout.replicated(mesh, 1)
     with layout_map.scope():
-        tf_keras.utils.set_random_seed(0)   # the same initial weights every time
-        return tf_keras.Sequential([
-            tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
-            tf_keras.layers.Dense(1, name="d2"),
-        ])
+        tf_keras.utils.set_random_seed(0)  # the same initial weights every time
+        return tf_keras.Sequential(
+            [
+                tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
+                tf_keras.layers.Dense(1, name="d2"),
+            ]
+        )
 
 
 print(dtsgd_viz.model_table(make_model()))
@@ -78,6 +82,7 @@ print(dtsgd_viz.model_table(make_model()))
 # optimizer. **For training, pass `exact_update=True`**: it makes the update follow the
 # documented rule inside a DTensor `tf.function`. The default computes exactly what
 # tf-keras computes, and the end of this notebook shows what that does to this model.
+
 
 # %%
 def train(steps, **sgd):
@@ -98,7 +103,7 @@ def train(steps, **sgd):
 
 
 model, r = train(150, learning_rate=0.05, momentum=0.9, nesterov=True, exact_update=True)
-for k in (0, 9, 49, 149):   # r.loss[i] is what update i + 1's forward pass saw: the error after i updates
+for k in (0, 9, 49, 149):  # r.loss[i] is what update i + 1's forward pass saw: the error after i updates
     print(f"mean squared error after {k:3d} updates: {r.loss[k]:.4f}")
 
 # %% [markdown]
@@ -124,6 +129,7 @@ for k in (0, 9, 49, 149):   # r.loss[i] is what update i + 1's forward pass saw:
 # layouts alone, with no devices. Here are both, for the model above and for its
 # data-parallel twin (every weight replicated).
 
+
 # %%
 def step_of(model):
     opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, exact_update=True)
@@ -134,6 +140,7 @@ def step_of(model):
             loss = tf.reduce_mean((model(xb) - yb) ** 2)
         grads = tape.gradient(loss, model.trainable_variables)
         opt.apply_gradients(zip(grads, model.trainable_variables), loss=loss)
+
     return step
 
 
@@ -143,8 +150,7 @@ for label, sharded in (("data parallel", False), ("kernels sharded over model", 
     report = dtsgd_viz.communication(step_of(twin))
     plan = dtsgd_viz.communication_plan(twin)
     traffic[label] = (twin, report, plan)
-    print(f"{label}: measured gradient all-reduces differ from the plan in",
-          len(report.compare(plan)), "variables")
+    print(f"{label}: measured gradient all-reduces differ from the plan in", len(report.compare(plan)), "variables")
 
 # %% [markdown]
 # Measured and predicted agree exactly. The mesh, with each all-reduce's groups drawn
@@ -161,6 +167,7 @@ show(dtsgd_viz.plot_communication(traffic["kernels sharded over model"][1]))
 
 # %% [markdown]
 # Side by side, per device and per update (bytes each device contributes):
+
 
 # %%
 def kib(n):
@@ -218,7 +225,7 @@ show(dtsgd_viz.plot_update_shards(r, "d1/kernel", step=20))
 # per device, in mesh order).
 
 # %%
-norms = r.shard_stats("d1/kernel", "velocity")[..., 0]        # (steps, devices): L2 norms
+norms = r.shard_stats("d1/kernel", "velocity")[..., 0]  # (steps, devices): L2 norms
 print("update  " + "  ".join(f"{d.split('device:')[-1]:>6}" for d in r.shard_devices("d1/kernel")))
 for step in (1, 5, 20, 50, 150):
     print(f"{step:6d}  " + "  ".join(f"{v:6.4f}" for v in norms[step - 1]))
@@ -231,6 +238,7 @@ for step in (1, 5, 20, 50, 150):
 # `d2/kernel`. So we take the trained model, reset its output kernel to zero and fit it
 # alone (a *linear probe* on the learnt features), once with heavy-ball momentum and
 # once with Nesterov, from the same start. The kernel stays sharded over `model`.
+
 
 # %%
 def fit_last_layer(steps, **sgd):
@@ -254,7 +262,7 @@ probes = {
     "momentum": fit_last_layer(60, learning_rate=0.3, momentum=0.9),
     "nesterov": fit_last_layer(60, learning_rate=0.3, momentum=0.9, nesterov=True),
 }
-print(dtsgd_viz.findings(probes))   # the recorded loss: after k = 0..59 updates
+print(dtsgd_viz.findings(probes))  # the recorded loss: after k = 0..59 updates
 
 # %% [markdown]
 # To draw the bowl, `plot_paths` needs the loss in numpy and its minimum: anything with
@@ -263,7 +271,7 @@ print(dtsgd_viz.findings(probes))   # the recorded loss: after k = 0..59 updates
 
 # %%
 trained = {name: r.global_values(name, "param")[-1].astype(np.float64) for name in r.variables}
-features = np.tanh(x @ trained["d1/kernel"] + trained["d1/bias"])       # (256, 16)
+features = np.tanh(x @ trained["d1/kernel"] + trained["d1/bias"])  # (256, 16)
 
 
 class LastLayerLoss:
@@ -272,21 +280,22 @@ class LastLayerLoss:
     shape = (16, 1)
     label = "last layer's loss (hidden layer fixed)"
 
-    def value_np(self, w):                       # w: (..., 16, 1) -> (...)
+    def value_np(self, w):  # w: (..., 16, 1) -> (...)
         pred = np.einsum("nf,...fo->...no", features, w) + trained["d2/bias"]
         return np.mean((pred - y) ** 2, axis=(-2, -1))
 
     @property
-    def minimum(self):                           # least squares: the bowl's bottom
+    def minimum(self):  # least squares: the bowl's bottom
         w, *_ = np.linalg.lstsq(features, y - trained["d2/bias"], rcond=None)
         return w[None]
 
 
 bowl = LastLayerLoss()
 curvature = np.linalg.eigvalsh(2 * features.T @ features / len(x))
-print(f"bowl bottom: loss {bowl.value_np(bowl.minimum[0]):.4f}; "
-      f"curvature from {curvature[0]:.2g} to {curvature[-1]:.2g}")
-print(dtsgd_viz.findings(probes, bowl, step=20))   # what plot_paths and plot_update state below
+print(
+    f"bowl bottom: loss {bowl.value_np(bowl.minimum[0]):.4f}; curvature from {curvature[0]:.2g} to {curvature[-1]:.2g}"
+)
+print(dtsgd_viz.findings(probes, bowl, step=20))  # what plot_paths and plot_update state below
 
 # %% [markdown]
 # `plot_paths` projects the 16-number paths on the plane of their top two principal

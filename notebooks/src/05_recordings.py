@@ -10,7 +10,7 @@
 # %%
 import dtsgd_viz
 
-mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})   # first: creates 8 CPU devices
+mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})  # first: creates 8 CPU devices
 
 # %%
 # %matplotlib inline
@@ -29,6 +29,7 @@ from tensorflow.experimental import dtensor
 def show(fig):
     display(fig, include=["image/png"])  # the picture only: '<Figure ...>' says nothing
 
+
 # %% [markdown]
 # ## Something to record
 #
@@ -43,10 +44,12 @@ layout_map["d2.*kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
 layout_map["d2.*bias"] = dtensor.Layout.replicated(mesh, 1)
 with layout_map.scope():
     tf_keras.utils.set_random_seed(0)
-    model = tf_keras.Sequential([
-        tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
-        tf_keras.layers.Dense(1, name="d2"),
-    ])
+    model = tf_keras.Sequential(
+        [
+            tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
+            tf_keras.layers.Dense(1, name="d2"),
+        ]
+    )
 
 rng = np.random.default_rng(0)
 x = rng.normal(size=(256, 4)).astype(np.float32)
@@ -55,8 +58,7 @@ data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
 xb, yb = dtsgd_viz.shard(x, data_layout), dtsgd_viz.shard(y, data_layout)
 
 rec = dtsgd_viz.Recorder()
-opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
-                    exact_update=True)
+opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec], exact_update=True)
 
 
 @tf.function
@@ -83,8 +85,7 @@ recording
 # %%
 folder = tempfile.mkdtemp()
 path = recording.save(os.path.join(folder, "mlp_nesterov.npz"))
-print(f"{len(recording)} updates, {len(recording.variables)} variables, "
-      f"{recording.nbytes / 1024:.1f} KiB of arrays")
+print(f"{len(recording)} updates, {len(recording.variables)} variables, {recording.nbytes / 1024:.1f} KiB of arrays")
 print("blocks stored for d2/bias per update:", recording.record("d2/bias").blocks["param"].shape[1])
 
 # %% [markdown]
@@ -125,7 +126,8 @@ display(Image(filename=png), include=["image/png"])
 loaded = dtsgd_viz.load_recording(path)
 same = all(
     np.array_equal(loaded.global_values(name, kind), recording.global_values(name, kind))
-    for name in recording.variables for kind in recording.kinds
+    for name in recording.variables
+    for kind in recording.kinds
 )
 print("same values:", same, "| same loss:", np.array_equal(loaded.loss, recording.loss))
 print("same layouts:", all(loaded.layout(n) == recording.layout(n) for n in recording.variables))
@@ -161,7 +163,7 @@ explorer
 explorer.variable.value = "d2/kernel"
 explorer.kind.value = "grad"
 explorer.slider.value = 10
-explorer.fixed.value = False   # this gradient on its own colour scale
+explorer.fixed.value = False  # this gradient on its own colour scale
 state = explorer.state
 print(f"showing {state.kind} of {state.variable!r}, {explorer.step_label.value}")
 

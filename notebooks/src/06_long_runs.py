@@ -11,7 +11,7 @@
 # %%
 import dtsgd_viz
 
-mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})   # first: creates 8 CPU devices
+mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})  # first: creates 8 CPU devices
 
 # %%
 # %matplotlib inline
@@ -24,6 +24,7 @@ from tensorflow.experimental import dtensor
 
 def show(fig):
     display(fig, include=["image/png"])  # the picture only: '<Figure ...>' says nothing
+
 
 # %% [markdown]
 # ## The model and the training loop
@@ -50,17 +51,20 @@ def make_model():
     layout_map["d2.*kernel"] = dtensor.Layout(["model", "unsharded"], mesh)
     layout_map["d2.*bias"] = dtensor.Layout.replicated(mesh, 1)
     with layout_map.scope():
-        tf_keras.utils.set_random_seed(0)   # the same initial weights every time
-        return tf_keras.Sequential([
-            tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
-            tf_keras.layers.Dense(1, name="d2"),
-        ])
+        tf_keras.utils.set_random_seed(0)  # the same initial weights every time
+        return tf_keras.Sequential(
+            [
+                tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
+                tf_keras.layers.Dense(1, name="d2"),
+            ]
+        )
 
 
 def train(steps, rec):
     model = make_model()
-    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
-                        exact_update=True)   # exact rule: see 04_sharded_model
+    opt = dtsgd_viz.SGD(
+        0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec], exact_update=True
+    )  # exact rule: see 04_sharded_model
 
     @tf.function
     def train_step():
@@ -72,6 +76,7 @@ def train(steps, rec):
     for _ in rec.loop(steps):
         train_step()
     return rec.recording
+
 
 # %% [markdown]
 # ## The whole run, in stats mode
@@ -111,11 +116,11 @@ print("velocity norm per device, last kept update:", [f"{v:.2g}" for v in stats[
 
 # %%
 n_values = sum(int(np.prod(r.shape(name))) for name in r.variables)
-full_bytes = n_values * len(r.kinds) * len(r) * 4           # float32 values, same updates
+full_bytes = n_values * len(r.kinds) * len(r) * 4  # float32 values, same updates
 print(f"stats recording:             {r.nbytes / 1024:7.1f} KiB  ({len(r)} updates)")
 print(f"full mode, same updates:     {full_bytes / 1024:7.1f} KiB  ({n_values} values x {len(r.kinds)} kinds)")
 print(f"full mode, all 2000 updates: {n_values * len(r.kinds) * 2000 * 4 / 1024:7.1f} KiB")
-big_full, big_stats = 2048 * 2048 * 4, 4 * 3 * 4              # per kind and update
+big_full, big_stats = 2048 * 2048 * 4, 4 * 3 * 4  # per kind and update
 print(f"2048x2048 kernel, per kind and update: full {big_full / 2**20:.0f} MiB, stats {big_stats} bytes")
 
 # %% [markdown]
@@ -140,8 +145,7 @@ show(dtsgd_viz.plot_shards(r, "d1/kernel", "velocity"))
 # gradient.
 
 # %%
-ring = train(2000, dtsgd_viz.Recorder(mode="full", every=100, kinds=("param", "velocity"),
-                                      max_steps=10))
+ring = train(2000, dtsgd_viz.Recorder(mode="full", every=100, kinds=("param", "velocity"), max_steps=10))
 print("kept updates:", ring.steps.tolist())
 print("kinds:", list(ring.kinds), f"| {ring.nbytes / 1024:.1f} KiB")
 print("dropped updates:", ring.dropped_steps.tolist())
@@ -178,16 +182,21 @@ print("same norms at update 2000:", np.allclose(from_full, stats[-1, :, 0], rtol
 
 # %%
 ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True).repeat()
-dds = dtensor.DTensorDataset(ds, mesh=mesh, layouts=(data_layout, data_layout),
-                             global_batch_size=16, batch_dim="batch",
-                             dataset_already_batched=True)
+dds = dtensor.DTensorDataset(
+    ds,
+    mesh=mesh,
+    layouts=(data_layout, data_layout),
+    global_batch_size=16,
+    batch_dim="batch",
+    dataset_already_batched=True,
+)
 fit_rec = dtsgd_viz.Recorder(mode="stats", decimate=True, max_steps=100)
 model = make_model()
-model.compile(optimizer=dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh,
-                                      hooks=[fit_rec], exact_update=True),
-              loss="mse")
-history = model.fit(dds, epochs=4, steps_per_epoch=100, verbose=0,
-                    callbacks=[fit_rec.keras_callback()])
+model.compile(
+    optimizer=dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[fit_rec], exact_update=True),
+    loss="mse",
+)
+history = model.fit(dds, epochs=4, steps_per_epoch=100, verbose=0, callbacks=[fit_rec.keras_callback()])
 fr = fit_rec.recording
 print("kept updates:", len(fr), "| first:", fr.steps[:3].tolist(), "| last:", int(fr.steps[-1]))
 print("dropped updates:", fr.dropped_steps.tolist())

@@ -14,7 +14,7 @@
 # %%
 import dtsgd_viz
 
-mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})   # first: creates 8 CPU devices
+mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})  # first: creates 8 CPU devices
 
 # %%
 # %matplotlib inline
@@ -31,6 +31,7 @@ from dtsgd_viz.theory.reference import check_recording
 
 def show(fig):
     display(fig, include=["image/png"])  # the picture only: '<Figure ...>' says nothing
+
 
 # %% [markdown]
 # ## The DTensor recipes
@@ -87,13 +88,18 @@ images, labels = models.bars(64)
 def fit_conv_net(**sgd):
     model = models.conv_net(mesh)
     rec = dtsgd_viz.Recorder()
-    model.compile(optimizer=dtsgd_viz.SGD(0.1, momentum=0.9, nesterov=True, mesh=mesh,
-                                          hooks=[rec], **sgd),
-                  loss=models.LOSS)
+    model.compile(
+        optimizer=dtsgd_viz.SGD(0.1, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec], **sgd), loss=models.LOSS
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        history = model.fit(models.dataset(mesh, images, labels, 16), epochs=6,
-                            steps_per_epoch=5, verbose=0, callbacks=[rec.keras_callback()])
+        history = model.fit(
+            models.dataset(mesh, images, labels, 16),
+            epochs=6,
+            steps_per_epoch=5,
+            verbose=0,
+            callbacks=[rec.keras_callback()],
+        )
     return history.history["loss"], rec.recording, [str(w.message) for w in caught]
 
 
@@ -124,7 +130,7 @@ print(dtsgd_viz.model_table(transformer))
 
 # %%
 tokens, targets = models.token_counts(256)
-xb, yb = models.on_mesh(mesh, tokens, targets)   # DTensors laid out [batch, unsharded]
+xb, yb = models.on_mesh(mesh, tokens, targets)  # DTensors laid out [batch, unsharded]
 
 
 def train_transformer(steps, **sgd):
@@ -178,7 +184,7 @@ show(dtsgd_viz.plot_shards(tr_rec, "attention/attention_output/kernel", "velocit
 
 # %%
 head_kernel = "attention/attention_output/kernel"
-norms = tr_rec.shard_stats(head_kernel, "velocity")[..., 0]        # (steps, devices)
+norms = tr_rec.shard_stats(head_kernel, "velocity")[..., 0]  # (steps, devices)
 devices = tr_rec.shard_devices(head_kernel)
 print("update  " + "  ".join(f"{d.split('device:')[-1]:>6}" for d in devices))
 for step in (1, 5, 10, 20, 30):
@@ -222,15 +228,20 @@ from dtsgd_viz.views.core.figure import headline
 
 # both runs are Nesterov: the exact update in its look, the default one thinner, dashed
 nesterov = style.RULE_LOOKS["nesterov"]
-fig = headline(Figure(figsize=(style.WIDTH, 3.9), layout="constrained", dpi=style.DPI),
-               "The default (stale-velocity) Nesterov update lags the exact one on both models",
-               "same weights, same data · Nesterov, momentum 0.9 · conv net: lr 0.1, batches of 16 · "
-               "transformer: lr 0.02, all 256 sequences · loss before each update")
-for ax, (title, exact, stale) in zip(fig.subplots(1, 2), [
-        ("conv net (model.fit)", conv_rec, conv_stale),
-        ("transformer block (custom loop)", tr_rec, tr_stale)]):
-    for run, look in ((exact, nesterov.line()),
-                      (stale, dict(color=nesterov.color, ls=(0, (4, 2)), lw=1.6, alpha=0.75))):
+fig = headline(
+    Figure(figsize=(style.WIDTH, 3.9), layout="constrained", dpi=style.DPI),
+    "The default (stale-velocity) Nesterov update lags the exact one on both models",
+    "same weights, same data · Nesterov, momentum 0.9 · conv net: lr 0.1, batches of 16 · "
+    "transformer: lr 0.02, all 256 sequences · loss before each update",
+)
+for ax, (title, exact, stale) in zip(
+    fig.subplots(1, 2),
+    [("conv net (model.fit)", conv_rec, conv_stale), ("transformer block (custom loop)", tr_rec, tr_stale)],
+):
+    for run, look in (
+        (exact, nesterov.line()),
+        (stale, dict(color=nesterov.color, ls=(0, (4, 2)), lw=1.6, alpha=0.75)),
+    ):
         ax.plot(np.arange(1, len(run) + 1), run.loss, **look)
     # each line named on a short leader where the two differ most (short of the end, so
     # the name fits), saying which line style it is: the exact one below-left of its point
@@ -238,11 +249,19 @@ for ax, (title, exact, stale) in zip(fig.subplots(1, 2), [
     n = len(exact)
     k = int(np.nanargmax((stale.loss - exact.loss)[: int(0.85 * n)]))
     for run, label, side in ((exact, "exact update (solid)", -1), (stale, "default\n(dashed)", 1)):
-        ax.annotate(label, (k + 1, run.loss[k]), xytext=(8 * side, 16 * side), textcoords="offset points",
-                    ha="left" if side > 0 else "right", va="bottom" if side > 0 else "top",
-                    fontsize=style.LABEL_SIZE, fontweight="bold", color=nesterov.color,
-                    bbox=dict(fc="white", ec="none", alpha=0.85, pad=0.5),
-                    arrowprops=dict(arrowstyle="-", color=nesterov.color, lw=0.9, shrinkA=1, shrinkB=2))
+        ax.annotate(
+            label,
+            (k + 1, run.loss[k]),
+            xytext=(8 * side, 16 * side),
+            textcoords="offset points",
+            ha="left" if side > 0 else "right",
+            va="bottom" if side > 0 else "top",
+            fontsize=style.LABEL_SIZE,
+            fontweight="bold",
+            color=nesterov.color,
+            bbox=dict(fc="white", ec="none", alpha=0.85, pad=0.5),
+            arrowprops=dict(arrowstyle="-", color=nesterov.color, lw=0.9, shrinkA=1, shrinkB=2),
+        )
     ax.set_xlim(0, n + 2)
     ax.set_title(title, fontsize=style.TITLE_SIZE)
     ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
@@ -251,19 +270,22 @@ for ax, (title, exact, stale) in zip(fig.subplots(1, 2), [
     ax.grid(alpha=0.3)
 show(fig)
 
+
 # %%
 # NBVAL_IGNORE_OUTPUT
 def updates_until(r, loss=0.3):
     return int(np.argmax(r.loss < loss)) + 1 if (r.loss < loss).any() else None
 
 
-for model_name, exact, stale in (("conv net", conv_rec, conv_stale),
-                                 ("transformer", tr_rec, tr_stale)):
-    gap = max(np.abs(stale.global_values(v, "param")[-1] - exact.global_values(v, "param")[-1]).max()
-              for v in exact.variables)
-    print(f"{model_name:12s} same loss before update 1: {stale.loss[0] == exact.loss[0]}; "
-          f"loss below 0.3 at update {updates_until(exact)} (exact) vs {updates_until(stale)} "
-          f"(default); largest parameter gap after {len(exact)} updates: {gap:.3f}")
+for model_name, exact, stale in (("conv net", conv_rec, conv_stale), ("transformer", tr_rec, tr_stale)):
+    gap = max(
+        np.abs(stale.global_values(v, "param")[-1] - exact.global_values(v, "param")[-1]).max() for v in exact.variables
+    )
+    print(
+        f"{model_name:12s} same loss before update 1: {stale.loss[0] == exact.loss[0]}; "
+        f"loss below 0.3 at update {updates_until(exact)} (exact) vs {updates_until(stale)} "
+        f"(default); largest parameter gap after {len(exact)} updates: {gap:.3f}"
+    )
 
 # %% [markdown]
 # Pass `exact_update=True` to train: it computes the same arithmetic with the new

@@ -51,7 +51,7 @@ script, store, logs = work / "train.py", work / "run.zarr", work / "logs"
 #   committed as it lands, so a watcher sees the run grow as it trains.
 
 # %%
-TRAIN = '''
+TRAIN = """
 import sys
 import numpy as np
 import dtsgd_viz
@@ -90,7 +90,7 @@ rec.close()
 print(f"client {me.client_id} of {me.num_clients}: 80 updates, final loss "
       f"{float(dtsgd_viz.to_numpy(loss)):.4f}, holds {len(dtsgd_viz.device_values(w))} "
       "of the 8 blocks of w")
-'''
+"""
 script.write_text(textwrap.dedent(TRAIN))
 print(f"wrote train.py ({len(TRAIN.splitlines())} lines)")
 
@@ -108,10 +108,25 @@ print(f"wrote train.py ({len(TRAIN.splitlines())} lines)")
 # %%
 launcher_out = open(work / "launcher.txt", "w")
 proc = subprocess.Popen(
-    [sys.executable, "-m", "dtsgd_viz.cli", "launch", "--clients", "2",
-     "--devices-per-client", "4", "--timeout", "240", "--logs", str(logs),
-     str(script), str(store)],
-    stdout=launcher_out, stderr=subprocess.STDOUT)
+    [
+        sys.executable,
+        "-m",
+        "dtsgd_viz.cli",
+        "launch",
+        "--clients",
+        "2",
+        "--devices-per-client",
+        "4",
+        "--timeout",
+        "240",
+        "--logs",
+        str(logs),
+        str(script),
+        str(store),
+    ],
+    stdout=launcher_out,
+    stderr=subprocess.STDOUT,
+)
 
 # %% [markdown]
 # ## Watch it live
@@ -145,14 +160,16 @@ try:
     status = proc.wait(timeout=300)
 finally:
     if proc.poll() is None:
-        proc.kill()   # the clients get SIGKILL when the launcher dies
+        proc.kill()  # the clients get SIGKILL when the launcher dies
         proc.wait()
     launcher_out.close()
 monitor.poll_now()
 monitor.close()
 print("launcher exit status:", status)
-print(f"the monitor saw {monitor.state.n_steps} updates, up to update "
-      f"{monitor.state.status.last_step}; store closed by the run: {monitor.state.closed}")
+print(
+    f"the monitor saw {monitor.state.n_steps} updates, up to update "
+    f"{monitor.state.status.last_step}; store closed by the run: {monitor.state.closed}"
+)
 for i in range(2):
     lines = (logs / f"client-{i}.log").read_text().splitlines()
     print(*[line for line in lines if line.startswith("client ")], sep="\n")
@@ -165,8 +182,9 @@ for i in range(2):
 
 # %%
 for part in dtsgd_viz.store.store_status(store):
-    print(f"{pathlib.Path(part.path).name}: {part.n_steps} updates, last update "
-          f"{part.last_step}, closed: {part.closed}")
+    print(
+        f"{pathlib.Path(part.path).name}: {part.n_steps} updates, last update {part.last_step}, closed: {part.closed}"
+    )
 
 # %% [markdown]
 # `load_recording` of the store reads both parts and merges them into the recording of
@@ -218,10 +236,15 @@ show(dtsgd_viz.plot_shards(r, "w", "velocity"))
 hp = r.hyperparameters
 for name in r.variables:
     params, velocities = dtsgd_viz.reference.replay(
-        r.initial(name), r.global_values(name, "grad"), hp.learning_rate,
-        momentum=dtsgd_viz.reference.applied_momentum(hp), nesterov=hp.nesterov)
-    same = (np.allclose(params, r.global_values(name, "param"), rtol=1e-5, atol=1e-6)
-            and np.allclose(velocities, r.global_values(name, "velocity"), rtol=1e-5, atol=1e-6))
+        r.initial(name),
+        r.global_values(name, "grad"),
+        hp.learning_rate,
+        momentum=dtsgd_viz.reference.applied_momentum(hp),
+        nesterov=hp.nesterov,
+    )
+    same = np.allclose(params, r.global_values(name, "param"), rtol=1e-5, atol=1e-6) and np.allclose(
+        velocities, r.global_values(name, "velocity"), rtol=1e-5, atol=1e-6
+    )
     print(f"{name}: replay of {len(params)} updates gives the recorded values: {same}")
 print(f"loss: {r.loss[0]:.3f} before update 1, {r.loss[-1]:.3f} before update {r.steps[-1]}")
 

@@ -21,7 +21,7 @@ import warnings
 
 import dtsgd_viz
 
-mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})   # first: creates 8 CPU devices
+mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})  # first: creates 8 CPU devices
 
 # %%
 # %matplotlib inline
@@ -36,6 +36,7 @@ from dtsgd_viz.theory.reference import check_recording
 
 def show(fig):
     display(fig, include=["image/png"])  # the picture only: '<Figure ...>' says nothing
+
 
 # %% [markdown]
 # ## The data and the model
@@ -80,6 +81,7 @@ def build(epsilon=1e-6):
         h = tf_keras.layers.LayerNormalization(epsilon=epsilon, name="norm")(h)
         probs = tf_keras.layers.Dense(8, activation="softmax", name="head")(h)
         return tf_keras.Model(tokens, probs, name="token_classifier")
+
 
 # %% [markdown]
 # ## Preflight: what DTensor would refuse
@@ -127,8 +129,13 @@ for name, config in CONFIGS.items():
     model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        history = model.fit(models.dataset(mesh, x, y, batch_size=32), epochs=6,
-                            steps_per_epoch=8, callbacks=[rec.keras_callback()], verbose=0)
+        history = model.fit(
+            models.dataset(mesh, x, y, batch_size=32),
+            epochs=6,
+            steps_per_epoch=8,
+            callbacks=[rec.keras_callback()],
+            verbose=0,
+        )
     runs[name], trained[name] = rec.recording, model
     print(f"{name:20s} {rec.recording}; loss per epoch: {np.round(history.history['loss'], 3)}")
     for message in dict.fromkeys(str(w.message) for w in caught):

@@ -43,18 +43,20 @@ def _answers(url, timeout=2):
 
 
 def _kernels(pid):
-    return [p for p in psutil.Process(pid).children(recursive=True)
-            if any("ipykernel" in a for a in p.cmdline())]
+    return [p for p in psutil.Process(pid).children(recursive=True) if any("ipykernel" in a for a in p.cmdline())]
 
 
 def test_sigterm_stops_voila_and_its_kernels_and_frees_the_port(tmp_path):
     port = _free_port()
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
-    app = subprocess.Popen([sys.executable, "-m", "dtsgd_viz.cli", "app", "--port", str(port)],
-                           env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "log", "w"))
+    app = subprocess.Popen(
+        [sys.executable, "-m", "dtsgd_viz.cli", "app", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "log", "w"),
+    )
     try:
-        _wait_until(lambda: _answers(f"http://127.0.0.1:{port}/voila/static/"), 120,
-                    "Voila answered")
+        _wait_until(lambda: _answers(f"http://127.0.0.1:{port}/voila/static/"), 120, "Voila answered")
         # a page request starts a kernel (it runs the dashboard: TensorFlow)
         threading.Thread(target=_answers, args=(f"http://127.0.0.1:{port}/", 300), daemon=True).start()
         _wait_until(lambda: _kernels(app.pid), 120, "a kernel started")

@@ -22,9 +22,13 @@ PROGRESS = re.compile(r"^\[(?:\d/\d|paths)\] ")
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo") / "report"
     env = {k: v for k, v in os.environ.items() if k != "DTSGD_VIZ_PROGRESS"}  # bars on
-    run = subprocess.run([sys.executable, "-m", "dtsgd_viz.cli", "demo", "--out", str(out),
-                          "--gif-frames", "3"],
-                         env=env, capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        [sys.executable, "-m", "dtsgd_viz.cli", "demo", "--out", str(out), "--gif-frames", "3"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     return out, run.stdout, run.stderr
 
@@ -35,7 +39,7 @@ def test_the_stated_file_count_is_what_it_lists_and_writes(demo):
     assert len(found) == 1, stdout
     count, index, folder = found[0]
     assert os.path.realpath(folder.rstrip(os.sep)) == os.path.realpath(out)
-    after = stdout[stdout.index("Report: "):].splitlines()[1:]
+    after = stdout[stdout.index("Report: ") :].splitlines()[1:]
     listed = [m.group(1) for line in after if (m := LISTED.match(line))]
     assert int(count) == len(listed) == len(set(listed)) > 10
     assert index not in listed
@@ -49,8 +53,7 @@ def test_no_progress_line_is_printed_twice(demo):
     bars = [line for line in lines if PROGRESS.match(line)]
     assert bars, stderr[-2000:]
     # every run's bar, ending at its last step
-    for desc in ("[1/3] plain", "[2/3] momentum", "[3/3] nesterov", "[paths] momentum",
-                 "[paths] nesterov"):
+    for desc in ("[1/3] plain", "[2/3] momentum", "[3/3] nesterov", "[paths] momentum", "[paths] nesterov"):
         assert any(re.match(re.escape(desc) + r" +step (\d+)/\1 ", b) for b in bars), desc
     # ... and the report's messages, each once
     said = [line for line in lines if line.startswith(("writing ", "animating "))]

@@ -20,10 +20,10 @@ from dtsgd_viz.views.update import geometry as upd
 
 pytestmark = pytest.mark.slow  # runs the demo once (~15 s)
 
-STEPS = 12        # the sharded demo's updates per optimizer
-PATH_STEPS = 10   # the path run's
+STEPS = 12  # the sharded demo's updates per optimizer
+PATH_STEPS = 10  # the path run's
 GIF_FRAMES = 5
-WRITING = {}      # what writing the report printed and told its progress callback
+WRITING = {}  # what writing the report printed and told its progress callback
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +35,16 @@ def made(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
     printed, messages = io.StringIO(), []
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-        result = report.write_report(out, shard_recs, paths, demo.path_surface(),
-                                     summary=demo.summary(runs), gif_frames=GIF_FRAMES,
-                                     progress=messages.append)
-    WRITING.update(printed=printed.getvalue(), messages=messages)   # what writing it said
+        result = report.write_report(
+            out,
+            shard_recs,
+            paths,
+            demo.path_surface(),
+            summary=demo.summary(runs),
+            gif_frames=GIF_FRAMES,
+            progress=messages.append,
+        )
+    WRITING.update(printed=printed.getvalue(), messages=messages)  # what writing it said
     return result, shard_recs, paths
 
 
@@ -62,8 +68,9 @@ class _Refs(html.parser.HTMLParser):
 def _png_size(fig):
     """The pixel size of ``fig`` as the report saves it: what it draws (its tight box)
     plus ``PNG_PAD`` inches a side."""
-    if not hasattr(fig.canvas, "get_renderer"):   # drawn for saving only: give it Agg's
+    if not hasattr(fig.canvas, "get_renderer"):  # drawn for saving only: give it Agg's
         from matplotlib.backends.backend_agg import FigureCanvasAgg
+
         FigureCanvasAgg(fig)
     fig.draw_without_rendering()
     box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(report.PNG_PAD)
@@ -92,7 +99,8 @@ def test_files_exist_and_open(made):
     assert names[:3] == ["summary.txt", "layout.png", "layout.txt"]
     # shard figures: momentum and Nesterov (not plain) after updates 3, 10 and the last (12)
     assert [n for n in names if n.startswith("shards-")] == [
-        f"shards-{c}-update{i:03d}.png" for i in (3, 10, 12) for c in ("momentum", "nesterov")]
+        f"shards-{c}-update{i:03d}.png" for i in (3, 10, 12) for c in ("momentum", "nesterov")
+    ]
     assert names[-3:] == ["paths.png", "update.png", "paths.gif"]
     assert sorted(os.listdir(result.directory)) == sorted(names + ["index.html"])
     for path in result.paths():
@@ -163,11 +171,15 @@ def test_path_figure_holds_the_recorded_paths_and_arrows(made):
         # the marked position is the parameter before the update
         np.testing.assert_allclose(lines[f"position:{name}"].get_xydata()[0], rec.path("w")[step])
     arrows = {q.get_gid() for q in ax.collections if (q.get_gid() or "").startswith("arrow:")}
-    if arrows:   # every arrow long enough to see: drawn, and the title says so
-        assert arrows == {"arrow:momentum:gradient", "arrow:momentum:momentum",
-                          "arrow:nesterov:gradient", "arrow:nesterov:lookahead"}
+    if arrows:  # every arrow long enough to see: drawn, and the title says so
+        assert arrows == {
+            "arrow:momentum:gradient",
+            "arrow:momentum:momentum",
+            "arrow:nesterov:gradient",
+            "arrow:nesterov:lookahead",
+        }
         assert ax.get_title().startswith(f"Update {u}:")
-    else:        # a speck among them: none drawn; plot_update (update.png) takes it apart
+    else:  # a speck among them: none drawn; plot_update (update.png) takes it apart
         assert ax.get_title() == f"Paths, update {u} marked"
         assert f"plot_update(..., step={u})" in " ".join(t.get_text() for t in fig.texts)
     # one idea: the paths and the loss, no close-ups (update.png holds those)
@@ -184,12 +196,13 @@ def test_update_figure_takes_the_same_update_apart_up_close(made):
     assert len(fig.axes) == len(paths)
     for name, rec in paths.items():
         path = rec.path("w").astype(np.float64)
-        (ax,) = [a for a in fig.axes if a.get_title().startswith(
-            f"{rule_name(name)}: update {int(rec.steps[step])} ")]   # "Nesterov: update 4 · zoom ×4.8"
+        (ax,) = [
+            a for a in fig.axes if a.get_title().startswith(f"{rule_name(name)}: update {int(rec.steps[step])} ")
+        ]  # "Nesterov: update 4 · zoom ×4.8"
         arrows = [q for q in ax.collections if (q.get_gid() or "").startswith(f"zoom-arrow:{name}:")]
-        assert len(arrows) == 2          # the momentum (or look-ahead) term, then the gradient
+        assert len(arrows) == 2  # the momentum (or look-ahead) term, then the gradient
         tip = path[step]
-        for q in arrows:   # tip to tail, ending on the recorded next point
+        for q in arrows:  # tip to tail, ending on the recorded next point
             np.testing.assert_allclose(np.asarray(q.get_offsets())[0], tip, atol=1e-6)
             tip = tip + np.array([float(q.U[0]), float(q.V[0])]) / getattr(q, "magnified", 1.0)
         np.testing.assert_allclose(tip, path[step + 1], rtol=1e-5, atol=1e-6)
@@ -244,12 +257,10 @@ def test_report_prints_nothing_and_rejects_empty_input(made, tmp_path):
     assert messages[0] == "writing layout.png" and messages[-1].startswith("animating")
     with pytest.raises(ValueError, match="path_recordings must be a non-empty dict"):
         report.write_report(tmp_path, shard_recs, {}, demo.path_surface())
-    for frames in (1, 2.5, True):   # a GIF needs two frames to move
+    for frames in (1, 2.5, True):  # a GIF needs two frames to move
         with pytest.raises(ValueError, match=rf"gif_frames must be an integer >= 2 \(received {frames}\)"):
-            report.write_report(tmp_path / "no", shard_recs, paths, demo.path_surface(),
-                                gif_frames=frames)
-    assert not (tmp_path / "no").exists()   # refused before writing anything
-
+            report.write_report(tmp_path / "no", shard_recs, paths, demo.path_surface(), gif_frames=frames)
+    assert not (tmp_path / "no").exists()  # refused before writing anything
 
 
 def test_a_short_demo_names_the_update_its_velocity_table_shows():
@@ -259,5 +270,5 @@ def test_a_short_demo_names_the_update_its_velocity_table_shows():
     assert "Velocity |v| per device after 3 steps" in text
     nesterov = runs[-1].recording
     norms = np.linalg.norm(nesterov.shard_values("w", "velocity")[2].reshape(8, -1), axis=1)
-    table = text[text.index("  nesterov:"):].splitlines()[1:3]
+    table = text[text.index("  nesterov:") :].splitlines()[1:3]
     assert np.allclose([float(x) for row in table for x in row.split()], norms, atol=5e-5)

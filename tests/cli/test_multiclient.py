@@ -27,11 +27,25 @@ SCRIPT = os.path.join(os.path.dirname(HERE), "helpers", "multiclient_train.py")
 
 def _launcher(tmp, name, clients, devices, script=SCRIPT, args=None, timeout=150):
     out = os.path.join(tmp, name)
-    cmd = [sys.executable, "-m", "dtsgd_viz.cli", "launch", "--clients", str(clients),
-           "--devices-per-client", str(devices), "--timeout", str(timeout),
-           "--logs", os.path.join(out, "logs"), script, *(args if args is not None else [out])]
-    return out, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 text=True, cwd=os.path.dirname(HERE))
+    cmd = [
+        sys.executable,
+        "-m",
+        "dtsgd_viz.cli",
+        "launch",
+        "--clients",
+        str(clients),
+        "--devices-per-client",
+        str(devices),
+        "--timeout",
+        str(timeout),
+        "--logs",
+        os.path.join(out, "logs"),
+        script,
+        *(args if args is not None else [out]),
+    ]
+    return out, subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=os.path.dirname(HERE)
+    )
 
 
 def _finish(proc, timeout=180):
@@ -64,6 +78,7 @@ def runs(tmp_path_factory):
     one_dir = os.path.join(tmp, "one")
     try:
         from helpers import multiclient_train
+
         multiclient_train.main([one_dir])
     finally:
         results = {"two": (two_dir, *_finish(two))}
@@ -80,8 +95,7 @@ def test_two_clients_record_what_one_process_records(runs):
     assert "This client (1 of 2) holds 4 of the 8 blocks of this value" in log
     one_dir = runs["one"]
     parts = [dtsgd_viz.load_recording(os.path.join(two_dir, f"part-{i}.npz")) for i in (0, 1)]
-    assert [p.part for p in parts] == [dtsgd_viz.Part(0, 2, (0, 1, 2, 3)),
-                                       dtsgd_viz.Part(1, 2, (4, 5, 6, 7))]
+    assert [p.part for p in parts] == [dtsgd_viz.Part(0, 2, (0, 1, 2, 3)), dtsgd_viz.Part(1, 2, (4, 5, 6, 7))]
     # w is split across the clients (x spans them): each holds half its blocks; v and b
     # are replicated across clients: both hold every one of their blocks
     assert parts[0].record("w").blocks["param"].shape == (6, 4, 4, 4)
@@ -101,8 +115,9 @@ def test_two_clients_record_what_one_process_records(runs):
         assert merged.layout(name).sharding_specs == single.layout(name).sharding_specs
         np.testing.assert_allclose(merged.initial(name), single.initial(name), rtol=1e-6)
         for kind in dtsgd_viz.KINDS:
-            np.testing.assert_allclose(merged.global_values(name, kind),
-                                       single.global_values(name, kind), rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(
+                merged.global_values(name, kind), single.global_values(name, kind), rtol=1e-5, atol=1e-7
+            )
     assert not merged.mismatch.any() and not merged.nonfinite.any()
     assert str(reference.check_recording(merged)) == str(reference.check_recording(single))
     assert all(len(steps) == 0 for steps in reference.check_recording(merged).values())
@@ -112,34 +127,41 @@ def test_two_clients_record_what_one_process_records(runs):
     np.testing.assert_array_equal(store.steps, merged.steps)
     for name in merged.variables:
         for kind in dtsgd_viz.KINDS:
-            np.testing.assert_array_equal(store.global_values(name, kind),
-                                          merged.global_values(name, kind))
+            np.testing.assert_array_equal(store.global_values(name, kind), merged.global_values(name, kind))
     # stats mode records its part too
     stats = dtsgd_viz.load_recording(os.path.join(two_dir, "stats"))
     stats1 = dtsgd_viz.load_recording(os.path.join(one_dir, "stats"))
     for name in merged.variables:
-        np.testing.assert_allclose(stats.shard_stats(name, "velocity"),
-                                   stats1.shard_stats(name, "velocity"), rtol=1e-4, atol=1e-7)
-        np.testing.assert_allclose(stats.shard_stats(name, "param")[:, :, 0],
-                                   np.sqrt((merged.shard_values(name, "param") ** 2)
-                                           .reshape(6, 8, -1).sum(-1)), rtol=1e-4)
+        np.testing.assert_allclose(
+            stats.shard_stats(name, "velocity"), stats1.shard_stats(name, "velocity"), rtol=1e-4, atol=1e-7
+        )
+        np.testing.assert_allclose(
+            stats.shard_stats(name, "param")[:, :, 0],
+            np.sqrt((merged.shard_values(name, "param") ** 2).reshape(6, 8, -1).sum(-1)),
+            rtol=1e-4,
+        )
 
 
 def test_merge_refuses_missing_repeated_and_mismatched_parts(runs):
     two_dir = runs["two"][0]
     paths = [os.path.join(two_dir, f"part-{i}.npz") for i in (0, 1)]
     a, b = (dtsgd_viz.load_recording(p) for p in paths)
-    with pytest.raises(MergeError, match=r"client\(s\) \[1\] of 2 are missing; received "
-                                         r"client 0 \(.*part-0.npz\)"):
+    with pytest.raises(
+        MergeError,
+        match=r"client\(s\) \[1\] of 2 are missing; received "
+        r"client 0 \(.*part-0.npz\)",
+    ):
         merge_recordings(paths[:1])
     with pytest.raises(MergeError, match=r"are both the part of client 0"):
         merge_recordings([a, a])
     fewer = dataclasses.replace(b, steps=b.steps + 1)
-    with pytest.raises(MergeError, match=r"part of client 1 does not belong with the part "
-                                         r"of client 0: the recorded steps differ"):
+    with pytest.raises(
+        MergeError,
+        match=r"part of client 1 does not belong with the part "
+        r"of client 0: the recorded steps differ",
+    ):
         merge_recordings([a, fewer])
-    other_mesh = dataclasses.replace(
-        b, mesh=dtsgd_viz.MeshSpec.create({"x": 4, "y": 2}, a.mesh.device_names))
+    other_mesh = dataclasses.replace(b, mesh=dtsgd_viz.MeshSpec.create({"x": 4, "y": 2}, a.mesh.device_names))
     with pytest.raises(MergeError, match=r"the meshes differ \(Mesh\(x=4, y=2; 8 devices\)"):
         merge_recordings([other_mesh, a])
     with pytest.raises(MergeError, match=r"whole recording"):
@@ -175,8 +197,7 @@ def test_launcher_stops_every_client_and_returns_the_first_failure(tmp_path, fai
     script = tmp_path / "clients.py"
     script.write_text(FLAKY_CLIENTS)
     started = time.monotonic()
-    out, proc = _launcher(str(tmp_path), "run", 3, 2, script=str(script), args=[str(fail)],
-                          timeout=3)
+    out, proc = _launcher(str(tmp_path), "run", 3, 2, script=str(script), args=[str(fail)], timeout=3)
     rc, output, pids = _finish(proc, timeout=60)
     assert rc == status, output
     assert time.monotonic() - started < 20
@@ -197,8 +218,11 @@ def test_make_mesh_splits_the_mesh_over_the_clients(monkeypatch):
     monkeypatch.setenv("DTENSOR_CLIENT_ID", "1")
     assert dtsgd_viz.client_info() == dtsgd_viz.ClientInfo(1, 2)
     assert dtsgd_viz.client_info().multi_client
-    with pytest.raises(ValueError, match=r"has 3 devices, which cannot be split evenly over "
-                                         r"the 2 clients of this run"):
+    with pytest.raises(
+        ValueError,
+        match=r"has 3 devices, which cannot be split evenly over "
+        r"the 2 clients of this run",
+    ):
         dtsgd_viz.make_mesh({"x": 3})
     monkeypatch.delenv("DTENSOR_JOBS")
     monkeypatch.delenv("DTENSOR_CLIENT_ID")
@@ -207,6 +231,7 @@ def test_make_mesh_splits_the_mesh_over_the_clients(monkeypatch):
 
 def test_launch_refuses_what_it_cannot_run(tmp_path, capsys):
     from dtsgd_viz.cli.main import main
+
     for argv, message in [
         (["--clients", "0", "x.py"], "clients must be an integer >= 1. Received: 0"),
         (["--clients", "2", str(tmp_path / "nope.py")], "No such script"),
@@ -222,6 +247,7 @@ def test_launch_without_logs_writes_nothing_in_the_current_folder(tmp_path, monk
     import io
 
     from dtsgd_viz.cli.launch import launch
+
     script = tmp_path / "hello.py"
     script.write_text("import os\nprint('hello from client', os.environ.get('DTENSOR_CLIENT_ID'))\n")
     work = tmp_path / "work"

@@ -28,8 +28,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SCRIPT = os.path.join(os.path.dirname(HERE), "helpers", "multiclient_lag.py")
 STEPS, COMMITTED = 15, 13  # every client trains 15 updates; client 1 commits 13
-LEFT_OUT = (r"Loaded the 13 update\(s\) every client committed and left out update\(s\) "
-            r"14\.\.15, which only some clients committed \(client 0: 14\.\.15\)")
+LEFT_OUT = (
+    r"Loaded the 13 update\(s\) every client committed and left out update\(s\) "
+    r"14\.\.15, which only some clients committed \(client 0: 14\.\.15\)"
+)
 
 
 def _committed(store, client):
@@ -57,7 +59,10 @@ def _load(store, on_damage="raise"):
         r = dtsgd_viz.load_recording(store, on_damage=on_damage)
     kinds = [w.category for w in caught]
     assert sorted(k.__name__ for k in kinds) == [
-        "PartialCommitWarning", "StoreNotClosedWarning", "StoreNotClosedWarning"], kinds
+        "PartialCommitWarning",
+        "StoreNotClosedWarning",
+        "StoreNotClosedWarning",
+    ], kinds
     return r, {w.category: str(w.message) for w in caught}
 
 
@@ -68,10 +73,12 @@ def _pids(launcher_output):
 def _raw_part(store, client):
     """A part's header and per-step arrays, read with zarr itself (not ``StoreReader``)."""
     import zarr
+
     group = zarr.open_group(os.path.join(store, f"client-{client}"), mode="r")
     n, header = _committed(store, client), group.attrs["recording"]
     names = ["steps", "loss", "learning_rate"] + [
-        f"v{i}.{kind}" for i in range(len(header["variables"])) for kind in header["kinds"]]
+        f"v{i}.{kind}" for i in range(len(header["variables"])) for kind in header["kinds"]
+    ]
     return header, {name: group[name][:n] for name in names}
 
 
@@ -88,17 +95,42 @@ def _shows(monitor, store, client):
         np.testing.assert_allclose(line.get_ydata(), norms[:, i], rtol=1e-12)
 
 
-def test_a_two_client_store_killed_between_the_clients_commits_loads_what_both_committed(
-        tmp_path):
+def test_a_two_client_store_killed_between_the_clients_commits_loads_what_both_committed(tmp_path):
     from dtsgd_viz.widgets import LiveMonitor, readout
 
     store, logs = str(tmp_path / "store"), str(tmp_path / "logs")
     out = open(tmp_path / "launcher.txt", "w")
     launcher = subprocess.Popen(
-        ["timeout", "-k", "5", "300", sys.executable, "-m", "dtsgd_viz.cli", "launch",
-         "--clients", "2", "--devices-per-client", "4", "--timeout", "280", "--logs", logs,
-         SCRIPT, store, "--steps", str(STEPS), "--commit-until", str(COMMITTED),
-         "--pause", "0.4"], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        [
+            "timeout",
+            "-k",
+            "5",
+            "300",
+            sys.executable,
+            "-m",
+            "dtsgd_viz.cli",
+            "launch",
+            "--clients",
+            "2",
+            "--devices-per-client",
+            "4",
+            "--timeout",
+            "280",
+            "--logs",
+            logs,
+            SCRIPT,
+            store,
+            "--steps",
+            str(STEPS),
+            "--commit-until",
+            str(COMMITTED),
+            "--pause",
+            "0.4",
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+    )
     monitors = [LiveMonitor(store, "w", client=c, start=False) for c in (0, 1)]
     seen = {0: [], 1: []}
     pids = []
@@ -164,8 +196,7 @@ def test_a_two_client_store_killed_between_the_clients_commits_loads_what_both_c
         assert len(raw["steps"]) == (STEPS if c == 0 else COMMITTED)
         np.testing.assert_array_equal(raw["steps"][:COMMITTED], r.steps)
         np.testing.assert_array_equal(raw["loss"][:COMMITTED], r.loss_values)
-        np.testing.assert_array_equal(raw["learning_rate"][:COMMITTED],
-                                      r.hyperparameters.learning_rate)
+        np.testing.assert_array_equal(raw["learning_rate"][:COMMITTED], r.hyperparameters.learning_rate)
         devices = header["part"]["devices"]
         assert devices == list(range(4 * c, 4 * c + 4))
         for i, name in enumerate(r.variables):
@@ -173,10 +204,8 @@ def test_a_two_client_store_killed_between_the_clients_commits_loads_what_both_c
             for kind in dtsgd_viz.KINDS:
                 stored = raw[f"v{i}.{kind}"][:COMMITTED]
                 for j, (g, _) in enumerate(geom.held_groups(devices)):
-                    np.testing.assert_array_equal(r.record(name).blocks[kind][:, g],
-                                                  stored[:, j])
-                    np.testing.assert_array_equal(live.record(name).blocks[kind][:, g],
-                                                  stored[:, j])
+                    np.testing.assert_array_equal(r.record(name).blocks[kind][:, g], stored[:, j])
+                    np.testing.assert_array_equal(live.record(name).blocks[kind][:, g], stored[:, j])
     assert not r.mismatch.any() and not r.nonfinite.any()  # b's copies agree on both clients
     # every merged update follows the Nesterov rule (numpy reference, recorded gradients)
     violations = reference.check_recording(r)

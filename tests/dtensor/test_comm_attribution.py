@@ -38,6 +38,7 @@ def _groups_along(dim):
 
 def _build(mesh):
     """Notebook 09's token classifier, laid out the same way."""
+
     def layout(*specs):
         return dtensor.Layout(list(specs), mesh)
 
@@ -69,8 +70,7 @@ def fitted():
     opt = dtsgd_viz.SGD(0.1, momentum=0.9, nesterov=True, exact_update=True, mesh=mesh)
     model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "dtsgd_viz.SGD: the gradient of 'embed/embeddings' "
-                                "is sparse", RuntimeWarning)
+        warnings.filterwarnings("ignore", "dtsgd_viz.SGD: the gradient of 'embed/embeddings' is sparse", RuntimeWarning)
         model.fit(dataset(mesh, x, y, batch_size=32), epochs=1, steps_per_epoch=1, verbose=0)
         report = communication(model.train_function, iter(dataset(mesh, x, y, batch_size=32)))
     return mesh, model, report, communication_plan(model)
@@ -97,30 +97,41 @@ def test_every_collective_of_the_step_is_named(fitted):
     for name in names:
         c = report.gradients[name]
         assert (c.kind, c.mesh_dims, c.reduce_op, c.groups) == (
-            "all-reduce", ("batch",), "Add", _groups_along("batch")), name
+            "all-reduce",
+            ("batch",),
+            "Add",
+            _groups_along("batch"),
+        ), name
 
 
 def test_the_layer_norm_gradients_are_summed_over_batch_sharded_then_gathered(fitted):
     mesh, model, report, plan = fitted
     hidden = dtensor.fetch_layout(_variable(model, "hidden/kernel"))
-    split = mesh.dim_size(hidden.sharding_specs[-1])          # the units: over model, 4
+    split = mesh.dim_size(hidden.sharding_specs[-1])  # the units: over model, 4
     assert split == 4
     for name in NORM:
         v = _variable(model, name)
         assert dtensor.fetch_layout(v).is_fully_replicated
-        whole = _bytes(v.shape)                               # 32 float32: 128 B
+        whole = _bytes(v.shape)  # 32 float32: 128 B
         assert whole == 128
         mine = [c for c in report.collectives if c.variable == name]
         assert [c.kind for c in mine] == ["all-reduce", "all-gather"], name
         summed, gathered = mine
         # the sum over batch: each device's quarter of the units, 32 B
         assert (summed.serves, summed.mesh_dims, summed.groups, summed.reduce_op) == (
-            "gradient", ("batch",), _groups_along("batch"), "Add")
+            "gradient",
+            ("batch",),
+            _groups_along("batch"),
+            "Add",
+        )
         assert summed.bytes_per_device == whole // split
-        assert summed.shape == (1, 32 // split)   # tf-keras sums over examples keeping dims
+        assert summed.shape == (1, 32 // split)  # tf-keras sums over examples keeping dims
         # then gathered over model to the variable's layout: 4 quarters make the 128 B
         assert (gathered.serves, gathered.mesh_dims, gathered.groups) == (
-            "gradient", ("model",), _groups_along("model"))
+            "gradient",
+            ("model",),
+            _groups_along("model"),
+        )
         assert gathered.bytes_per_device * split == whole
         assert gathered.shape == (32 // split,)
         assert report.gradient_path(name) == (summed, gathered)
@@ -140,7 +151,9 @@ def test_compare_says_exactly_how_the_layer_norm_differs_from_the_plan(fitted):
     # every other variable is as the plan says; the layer norm's differ, and say how
     assert report.compare(plan) == [
         f"{name}: predicted 128 B over ('batch',), measured 32 B over ('batch',) and an "
-        "all-gather of 32 B over ('model',)" for name in NORM]
+        "all-gather of 32 B over ('model',)"
+        for name in NORM
+    ]
 
 
 def test_an_embedding_cut_by_columns_is_predicted_and_measured_alike(fitted):
@@ -151,7 +164,7 @@ def test_an_embedding_cut_by_columns_is_predicted_and_measured_alike(fitted):
     layout = dtensor.fetch_layout(_variable(model, table))
     assert layout.sharding_specs[0] == dtensor.UNSHARDED and layout.sharding_specs[1] == "model"
     assert table not in plan.unpredictable
-    (sum_,) = report.gradient_path(table)   # one sum, nothing moved after it
+    (sum_,) = report.gradient_path(table)  # one sum, nothing moved after it
     shape = _variable(model, table).shape
     assert sum_.bytes_per_device == _bytes(shape) // mesh.dim_size("model")
     assert plan.entry(table).bytes_per_device == sum_.bytes_per_device

@@ -62,8 +62,9 @@ def _mse_step(model, opt, x, y):
 def _mlp_setup(mesh, specs):
     model = _mlp(mesh, specs)
     rng = np.random.default_rng(0)
-    x, y = models.on_mesh(mesh, rng.normal(size=(N, 24)).astype(np.float32),
-                          rng.normal(size=(N, 32)).astype(np.float32))
+    x, y = models.on_mesh(
+        mesh, rng.normal(size=(N, 24)).astype(np.float32), rng.normal(size=(N, 32)).astype(np.float32)
+    )
     opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh)
     opt.build(model.trainable_variables)  # its slots exist before the first report
     return model, opt, _mse_step(model, opt, x, y)
@@ -78,8 +79,7 @@ def _state(model, opt):
 
 
 def _same(a, b):
-    return len(a) == len(b) and all(x.dtype == y.dtype and np.array_equal(x, y)
-                                    for x, y in zip(a, b))
+    return len(a) == len(b) and all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(a, b))
 
 
 def _shard_bytes(var):
@@ -87,8 +87,7 @@ def _shard_bytes(var):
     shards it."""
     layout = dtensor.fetch_layout(var)
     sizes = dict(zip(layout.mesh.dim_names, layout.mesh.shape()))
-    shard = [n // sizes[s] if s in sizes else n
-             for n, s in zip(var.shape.as_list(), layout.sharding_specs)]
+    shard = [n // sizes[s] if s in sizes else n for n, s in zip(var.shape.as_list(), layout.sharding_specs)]
     return int(np.prod(shard)) * var.dtype.size
 
 
@@ -96,10 +95,10 @@ def _groups_along(dim_sizes, dims):
     """Device ids (row-major over the mesh dims) that differ only along ``dims``."""
     names = list(dim_sizes)
     ids = np.arange(int(np.prod(list(dim_sizes.values())))).reshape(list(dim_sizes.values()))
-    moved = np.moveaxis(ids, [names.index(d) for d in dims],
-                        list(range(len(names) - len(dims), len(names))))
-    return tuple(sorted(tuple(sorted(g)) for g in
-                        moved.reshape(-1, int(np.prod([dim_sizes[d] for d in dims]))).tolist()))
+    moved = np.moveaxis(ids, [names.index(d) for d in dims], list(range(len(names) - len(dims), len(names))))
+    return tuple(
+        sorted(tuple(sorted(g)) for g in moved.reshape(-1, int(np.prod([dim_sizes[d] for d in dims]))).tolist())
+    )
 
 
 def _check_gradients(report, model, dim_sizes, dims=("batch",), skip=()):
@@ -130,8 +129,7 @@ def test_a_first_report_runs_the_step_once_and_restores_every_variable():
     _check_gradients(report, model, {"batch": 8})
     # everything is replicated: the gradients and the loss are all there is
     assert {c.serves for c in report.collectives} == {"gradient", "loss"}
-    assert sum(c.bytes_per_device for c in report.select("gradient")) == 4 * (
-        24 * 64 + 64 + 64 * 32 + 32)
+    assert sum(c.bytes_per_device for c in report.select("gradient")) == 4 * (24 * 64 + 64 + 64 * 32 + 32)
     step()  # a real step: now compiled
     assert int(opt.iterations.numpy()) == 1
     started = time.perf_counter()
@@ -140,8 +138,7 @@ def test_a_first_report_runs_the_step_once_and_restores_every_variable():
 
 
 # ------------------------------------------------------------------ model-sharded MLP
-SHARDED = {"d1.kernel": (U, "model"), "d1.bias": ("model",),
-           "d2.kernel": (U, "model"), "d2.bias": ("model",)}
+SHARDED = {"d1.kernel": (U, "model"), "d1.bias": ("model",), "d2.kernel": (U, "model"), "d2.bias": ("model",)}
 
 
 @pytest.fixture(scope="module")
@@ -177,18 +174,16 @@ def test_the_activation_collectives_of_the_sharded_mlp_are_listed_and_named(shar
     model_groups = ((0, 1, 2, 3), (4, 5, 6, 7))
     act = report.select("activation gradient", "all-reduce")
     # d2's input gradient: (8 examples, 64 features) partial sums over d2's kernel columns
-    assert [(c.shape, c.mesh_dims, c.bytes_per_device, c.groups, c.variable, c.name)
-            for c in act] == [((8, 64), ("model",), 8 * 64 * 4, model_groups, None,
-                               "gradient_tape/mlp/d2/MatMul/MatMul")]
+    assert [(c.shape, c.mesh_dims, c.bytes_per_device, c.groups, c.variable, c.name) for c in act] == [
+        ((8, 64), ("model",), 8 * 64 * 4, model_groups, None, "gradient_tape/mlp/d2/MatMul/MatMul")
+    ]
     gathered = report.select("activation", "all-gather")
-    assert [(c.shape, c.mesh_dims, c.name) for c in gathered] == [
-        ((8, 16), ("model",), "mlp/d1/Relu")]
+    assert [(c.shape, c.mesh_dims, c.name) for c in gathered] == [((8, 16), ("model",), "mlp/d1/Relu")]
     assert gathered[0].executed_as == "CollectiveReduceV2"  # a CPU gather: a padded all-reduce
     assert gathered[0].executed_bytes == 8 * 64 * 4
     (loss,) = report.select("loss")
     assert (loss.shape, loss.mesh_dims, loss.reduce_op) == ((), ("batch", "model"), "Mean")
-    assert {c.serves for c in report.collectives} == {"gradient", "activation gradient",
-                                                      "activation", "loss", "other"}
+    assert {c.serves for c in report.collectives} == {"gradient", "activation gradient", "activation", "loss", "other"}
     assert "activation gradient" in str(report) and "gradient of d1/kernel" in str(report)
 
 
@@ -216,10 +211,12 @@ def test_run_says_whether_to_run(sharded):
     forced = communication(step, run=True)
     assert forced.ran_step and _same(before, _state(model, opt))
     assert forced.collectives == communication(step, run=False).collectives
-    fresh = _mse_step(model, opt, *models.on_mesh(mesh, np.zeros((N, 24), np.float32),
-                                                  np.zeros((N, 32), np.float32)))
-    with pytest.raises(ValueError, match=r"has not compiled tf.function 'step' .* "
-                                         r"call it once first"):
+    fresh = _mse_step(model, opt, *models.on_mesh(mesh, np.zeros((N, 24), np.float32), np.zeros((N, 32), np.float32)))
+    with pytest.raises(
+        ValueError,
+        match=r"has not compiled tf.function 'step' .* "
+        r"call it once first",
+    ):
         communication(fresh, run=False)
 
 
@@ -231,13 +228,27 @@ def test_a_report_saves_and_loads(sharded, tmp_path):
         assert Collective.from_dict(json.loads(json.dumps(c.to_dict()))) == c
     path = report.save(tmp_path / "comm.json")
     assert CommunicationReport.load(path) == report
-    code = ("import sys, dtsgd_viz; r = dtsgd_viz.CommunicationReport.load(sys.argv[1]); "
-            "assert 'tensorflow' not in sys.modules; "
-            "print(len(r.collectives), r.totals('gradient'), r.gradients['d1/kernel'].groups)")
-    out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
-    assert out.split() == [str(len(report.collectives)), "{('batch',):", "3680}",
-                           "((0,", "4),", "(1,", "5),", "(2,", "6),", "(3,", "7))"]
+    code = (
+        "import sys, dtsgd_viz; r = dtsgd_viz.CommunicationReport.load(sys.argv[1]); "
+        "assert 'tensorflow' not in sys.modules; "
+        "print(len(r.collectives), r.totals('gradient'), r.gradients['d1/kernel'].groups)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, path], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert out.split() == [
+        str(len(report.collectives)),
+        "{('batch',):",
+        "3680}",
+        "((0,",
+        "4),",
+        "(1,",
+        "5),",
+        "(2,",
+        "6),",
+        "(3,",
+        "7))",
+    ]
 
 
 # ------------------------------------------------------------------ a 3-D mesh
@@ -245,8 +256,9 @@ def test_a_2x2x2_mesh_reduces_gradients_over_batch_only():
     """Megatron-style: d1 by columns, d2 by rows over ``model``; ``x`` replicates."""
     sizes = {"x": 2, "batch": 2, "model": 2}
     mesh = dtsgd_viz.make_mesh(sizes)
-    model, opt, step = _mlp_setup(mesh, {"d1.kernel": (U, "model"), "d1.bias": ("model",),
-                                         "d2.kernel": ("model", U), "d2.bias": (U,)})
+    model, opt, step = _mlp_setup(
+        mesh, {"d1.kernel": (U, "model"), "d1.bias": ("model",), "d2.kernel": ("model", U), "d2.bias": (U,)}
+    )
     before = _state(model, opt)
     report = communication(step)
     assert report.ran_step and _same(before, _state(model, opt))
@@ -256,8 +268,7 @@ def test_a_2x2x2_mesh_reduces_gradients_over_batch_only():
     assert not any("x" in c.mesh_dims for c in report.collectives)
     # the forward pass sums d2's row-sharded products over model: (8, 32) per device
     (fwd,) = report.select("activation", "all-reduce")
-    assert (fwd.shape, fwd.mesh_dims, fwd.groups) == ((8, 32), ("model",), _groups_along(
-        sizes, ("model",)))
+    assert (fwd.shape, fwd.mesh_dims, fwd.groups) == ((8, 32), ("model",), _groups_along(sizes, ("model",)))
 
 
 # ------------------------------------------------------------------ the example models
@@ -291,8 +302,7 @@ def test_the_conv_net():
     for name in convs:
         whole = int(np.prod(by_name[name].shape)) * 4
         assert report.gradients[name].bytes_per_device == whole
-        expected.append(f"{name}: predicted {whole // 4} B over ('batch',), measured {whole} B "
-                        "over ('batch',)")
+        expected.append(f"{name}: predicted {whole // 4} B over ('batch',), measured {whole} B over ('batch',)")
     assert report.compare(communication_plan(model)) == expected
     (loss,) = report.select("loss")
     assert loss.mesh_dims == ("batch",) and loss.fused_with  # rides with the gradients
@@ -310,8 +320,8 @@ def test_the_transformer_block():
     c = report.gradients[table]
     assert (c.shape, c.bytes_per_device, c.mesh_dims) == ((16, 16), 16 * 16 * 4, ("batch",))
     assert report.compare(communication_plan(model)) == [
-        f"{table}: predicted {16 * 4 * 4} B over ('batch',), measured {16 * 16 * 4} B over "
-        "('batch',)"]
+        f"{table}: predicted {16 * 4 * 4} B over ('batch',), measured {16 * 16 * 4} B over ('batch',)"
+    ]
     assert len(report.select("activation", "all-reduce")) == 2  # attention out, MLP out
 
 
@@ -320,8 +330,11 @@ def test_what_it_refuses():
     def step():
         return 1.0
 
-    with pytest.raises(TypeError, match=r"takes a tf.function or a ConcreteFunction. "
-                                        r"Received: function 'step' \(a plain Python function"):
+    with pytest.raises(
+        TypeError,
+        match=r"takes a tf.function or a ConcreteFunction. "
+        r"Received: function 'step' \(a plain Python function",
+    ):
         communication(step)
     with pytest.raises(TypeError, match=r"Received: int"):
         communication(3)
@@ -331,8 +344,11 @@ def test_what_it_refuses():
     def plain():
         return w.assign_add([1.0, 1.0])
 
-    with pytest.raises(ValueError, match=r"runs on a DTensor mesh. Received: "
-                                         r"tf.function 'plain', none of whose 1 inputs"):
+    with pytest.raises(
+        ValueError,
+        match=r"runs on a DTensor mesh. Received: "
+        r"tf.function 'plain', none of whose 1 inputs",
+    ):
         communication(plain)
     assert w.numpy().tolist() == [1.0, 2.0]  # refused before running anything
 
@@ -340,18 +356,30 @@ def test_what_it_refuses():
 # ------------------------------------------------------------------ two clients
 def _plan(mesh):
     from helpers.multiclient_comm import SHAPES, SPECS
-    return communication_plan({n: (SHAPES[n], "float32", LayoutSpec(SPECS[n], mesh))
-                               for n in SHAPES})
+
+    return communication_plan({n: (SHAPES[n], "float32", LayoutSpec(SPECS[n], mesh)) for n in SHAPES})
 
 
 @pytest.mark.slow
 def test_two_clients_report_the_same_collectives(tmp_path):
     out = str(tmp_path / "two")
-    cmd = [sys.executable, "-m", "dtsgd_viz.cli", "launch", "--clients", "2",
-           "--devices-per-client", "4", "--timeout", "200", "--logs",
-           os.path.join(out, "logs"), SCRIPT, out]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=260,
-                          cwd=os.path.dirname(HERE))
+    cmd = [
+        sys.executable,
+        "-m",
+        "dtsgd_viz.cli",
+        "launch",
+        "--clients",
+        "2",
+        "--devices-per-client",
+        "4",
+        "--timeout",
+        "200",
+        "--logs",
+        os.path.join(out, "logs"),
+        SCRIPT,
+        out,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=260, cwd=os.path.dirname(HERE))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     first = [CommunicationReport.load(os.path.join(out, f"first-{i}.json")) for i in (0, 1)]
     second = [CommunicationReport.load(os.path.join(out, f"second-{i}.json")) for i in (0, 1)]
@@ -366,6 +394,7 @@ def test_two_clients_report_the_same_collectives(tmp_path):
     assert {c.groups for c in report.select("gradient")} == {((0, 4), (1, 5), (2, 6), (3, 7))}
     # one process with 8 devices reports the same collectives
     from helpers import multiclient_comm
+
     multiclient_comm.main([str(tmp_path / "one")])
     one = CommunicationReport.load(str(tmp_path / "one" / "first-0.json"))
     assert one.collectives == report.collectives

@@ -11,8 +11,7 @@ from dtsgd_viz import dtensor as _dtensor
 
 def test_device_order_is_row_major():
     mesh = MeshSpec.create({"x": 2, "y": 3})
-    assert [mesh.device_coords(d) for d in range(6)] == [
-        (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    assert [mesh.device_coords(d) for d in range(6)] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
 
 
 def test_blocks_and_replicas_by_hand():
@@ -121,6 +120,7 @@ def test_make_mesh_bad_inputs():
 def test_make_mesh_in_fresh_process_creates_devices(tmp_path):
     import subprocess
     import sys
+
     code = (
         "import dtsgd_viz, tensorflow as tf\n"
         "m = dtsgd_viz.make_mesh({'x': 2, 'y': 2})\n"

@@ -34,16 +34,14 @@ def mesh():
 def _block_bytes(shape, specs, drop=()):
     """Bytes of one device's block: each dim divided by the size of the mesh dim that
     shards it (mesh dims in ``drop`` treated as unsharded), float32."""
-    return int(np.prod([n // SIZES[s] if s in SIZES and s not in drop else n
-                        for n, s in zip(shape, specs)])) * 4
+    return int(np.prod([n // SIZES[s] if s in SIZES and s not in drop else n for n, s in zip(shape, specs)])) * 4
 
 
 def _groups_along(dims):
     """Device ids (row-major over a, b, c) that differ only along ``dims``."""
     names = list(SIZES)
     ids = np.arange(math.prod(SIZES.values())).reshape(list(SIZES.values()))
-    moved = np.moveaxis(ids, [names.index(d) for d in dims],
-                        list(range(len(names) - len(dims), len(names))))
+    moved = np.moveaxis(ids, [names.index(d) for d in dims], list(range(len(names) - len(dims), len(names))))
     size = math.prod(SIZES[d] for d in dims)
     return tuple(sorted(tuple(sorted(g)) for g in moved.reshape(-1, size).tolist()))
 
@@ -55,10 +53,10 @@ def _measure(mesh, kernel_specs, bias_specs):
     data = dtensor.Layout(["a", "b", U], mesh)
     x = dtsgd_viz.shard(rng.normal(size=(4, 4, KERNEL[0])).astype(np.float32), data)
     y = dtsgd_viz.shard(rng.normal(size=(4, 4, KERNEL[1])).astype(np.float32), data)
-    w = dtsgd_viz.variable(rng.normal(size=KERNEL).astype(np.float32),
-                           dtensor.Layout(list(kernel_specs), mesh), name="w")
-    b = dtsgd_viz.variable(np.zeros(BIAS, np.float32), dtensor.Layout(list(bias_specs), mesh),
-                           name="b")
+    w = dtsgd_viz.variable(
+        rng.normal(size=KERNEL).astype(np.float32), dtensor.Layout(list(kernel_specs), mesh), name="w"
+    )
+    b = dtsgd_viz.variable(np.zeros(BIAS, np.float32), dtensor.Layout(list(bias_specs), mesh), name="b")
     opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh)
 
     @tf.function
@@ -71,19 +69,21 @@ def _measure(mesh, kernel_specs, bias_specs):
 
     report = communication(step)
     spec = dtsgd_viz.mesh_spec(mesh)
-    plan = communication_plan({"w": (KERNEL, "float32", LayoutSpec(kernel_specs, spec)),
-                               "b": (BIAS, "float32", LayoutSpec(bias_specs, spec))},
-                              batch_dims=BATCH)
+    plan = communication_plan(
+        {
+            "w": (KERNEL, "float32", LayoutSpec(kernel_specs, spec)),
+            "b": (BIAS, "float32", LayoutSpec(bias_specs, spec)),
+        },
+        batch_dims=BATCH,
+    )
     return report, plan
 
 
-@pytest.mark.parametrize("kernel_specs", [("c", "a"), ("a", "b")],
-                         ids=["one batch dim", "every batch dim"])
-def test_a_kernel_sharded_along_batch_dims_is_gathered_then_summed_over_every_batch_dim(
-        mesh, kernel_specs):
+@pytest.mark.parametrize("kernel_specs", [("c", "a"), ("a", "b")], ids=["one batch dim", "every batch dim"])
+def test_a_kernel_sharded_along_batch_dims_is_gathered_then_summed_over_every_batch_dim(mesh, kernel_specs):
     report, plan = _measure(mesh, kernel_specs, (U,))
     used = tuple(d for d in BATCH if d in kernel_specs)
-    whole = _block_bytes(KERNEL, kernel_specs, drop=BATCH)   # its layout without a, b
+    whole = _block_bytes(KERNEL, kernel_specs, drop=BATCH)  # its layout without a, b
     shard = _block_bytes(KERNEL, kernel_specs)
     # what DTensor compiled: w's shard gathered over the batch dims it uses ...
     gathers = [c for c in report.select("other", "all-gather") if c.variable == "w"]
@@ -91,12 +91,10 @@ def test_a_kernel_sharded_along_batch_dims_is_gathered_then_summed_over_every_ba
     assert gathers[0].groups == _groups_along(used)
     # ... and its gradient summed over a x b, laid out without them
     g = report.gradients["w"]
-    assert (g.kind, g.mesh_dims, g.bytes_per_device, g.groups) == (
-        "all-reduce", BATCH, whole, _groups_along(BATCH))
+    assert (g.kind, g.mesh_dims, g.bytes_per_device, g.groups) == ("all-reduce", BATCH, whole, _groups_along(BATCH))
     # the plan says the same, exactly
     e = plan.entry("w")
-    assert (e.mesh_dims, e.bytes_per_device, e.gathered_over, e.gathered_bytes) == (
-        BATCH, whole, used, shard)
+    assert (e.mesh_dims, e.bytes_per_device, e.gathered_over, e.gathered_bytes) == (BATCH, whole, used, shard)
     assert report.compare(plan) == []
     assert plan.totals() == report.totals("gradient") == {BATCH: whole + 8 * 4}
     # and names it as one the layouts alone do not settle, with the other outcome
@@ -115,8 +113,7 @@ def test_a_bias_sharded_like_the_kernel_lets_dtensor_move_the_activations_instea
     assert not [c for c in report.select(kind="all-gather") if c.variable in ("w", "b")]
     assert {c.mesh_dims for c in report.select(kind="all-to-all")} == {("a",)}
     measured = {v: (c.mesh_dims, c.bytes_per_device) for v, c in report.gradients.items()}
-    assert measured == {"w": (("b",), _block_bytes(KERNEL, ("c", "a"))),
-                        "b": (("b",), _block_bytes(BIAS, ("a",)))}
+    assert measured == {"w": (("b",), _block_bytes(KERNEL, ("c", "a"))), "b": (("b",), _block_bytes(BIAS, ("a",)))}
     assert set(plan.unpredictable) == {"w", "b"}
     assert {v: plan.entry(v).alternative for v in measured} == measured
     differ = report.compare(plan)
@@ -133,8 +130,7 @@ def test_a_live_model_names_the_layers_whose_gradients_layouts_cannot_price():
     report = communication(models.train_step(model, opt, *models.on_mesh(mesh, *models.bars(32))))
     plan = communication_plan(model)
     differ = {line.split(":")[0] for line in report.compare(plan)}
-    assert differ == set(plan.unpredictable) == {
-        "conv1/kernel", "conv1/bias", "conv2/kernel", "conv2/bias"}
+    assert differ == set(plan.unpredictable) == {"conv1/kernel", "conv1/bias", "conv2/kernel", "conv2/bias"}
     kernel = next(v for v in model.trainable_variables if v.name == "conv1/kernel:0")
     whole = int(np.prod(kernel.shape)) * 4
     assert report.gradients["conv1/kernel"].bytes_per_device == whole

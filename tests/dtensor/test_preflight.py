@@ -21,14 +21,15 @@ def mesh():
 
 def _layouts(mesh):
     from tensorflow.experimental import dtensor
+
     return lambda *specs: dtensor.Layout(list(specs), mesh)
 
 
-def _model(mesh, *, rows=False, table=False, epsilon=None, conv=None, policy=None,
-           autocast_fix=False):
+def _model(mesh, *, rows=False, table=False, epsilon=None, conv=None, policy=None, autocast_fix=False):
     """Tokens (16, 5) -> embedding 64x16 -> mean -> [conv] -> dense 32 relu (sharded over
     model) -> [layer norm] -> dense 8 softmax, under a LayoutMap."""
     import tf_keras
+
     L, u, m = _layouts(mesh), "unsharded", "model"
     lm = tf_keras.dtensor.experimental.LayoutMap(mesh=mesh)
     lm["emb.embeddings"] = L(m, u) if rows else L(u, u)
@@ -62,21 +63,21 @@ def _fit(mesh, model, callbacks=()):
     x, y = rng.integers(0, 64, (32, 5)).astype(np.int32), rng.integers(0, 8, 32).astype(np.int32)
     opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh, exact_update=True)
     model.compile(optimizer=opt, loss="sparse_categorical_crossentropy")
-    model.fit(dtsgd_viz.models.dataset(mesh, x, y, 16), epochs=1, steps_per_epoch=2, verbose=0,
-              callbacks=list(callbacks))
+    model.fit(
+        dtsgd_viz.models.dataset(mesh, x, y, 16), epochs=1, steps_per_epoch=2, verbose=0, callbacks=list(callbacks)
+    )
     return int(opt.iterations.numpy())
 
 
 def _conv1d():
     import tf_keras
+
     return tf_keras.layers.Conv1D
 
 
 CASES = [  # (the trap, its fix, the layer named, words of the fix, DTensor's own error)
-    (dict(epsilon=1e-3), dict(epsilon=1e-6), "ln", "epsilon=1e-6",
-     "does not implement layout propagation"),
-    (dict(rows=True), dict(rows=True, table=True), "emb", "TableEmbedding",
-     "ResourceGatherOp"),
+    (dict(epsilon=1e-3), dict(epsilon=1e-6), "ln", "epsilon=1e-6", "does not implement layout propagation"),
+    (dict(rows=True), dict(rows=True, table=True), "emb", "TableEmbedding", "ResourceGatherOp"),
     (dict(conv=_conv1d), dict(), "conv", "ShardedConv2D", "fully replicated layout"),
 ]
 
@@ -94,8 +95,7 @@ def test_each_known_trap_is_named_before_dtensor_fails_on_it(mesh, trap, fixed, 
     with pytest.raises(dtsgd_viz.DTensorTrapError, match=f"- {layer}: .*Fix: .*{fix}"):
         _fit(mesh, _model(mesh, **trap), [rec.keras_callback()])
     ok = _model(mesh, **fixed)
-    assert not dtsgd_viz.preflight(ok) and str(dtsgd_viz.preflight(ok)) == (
-        "no known DTensor trap in model 'mine'")
+    assert not dtsgd_viz.preflight(ok) and str(dtsgd_viz.preflight(ok)) == ("no known DTensor trap in model 'mine'")
     assert _fit(mesh, ok, [dtsgd_viz.Recorder().keras_callback()]) == 2
 
 
@@ -108,6 +108,7 @@ def test_mixed_precision_variables_left_off_the_mesh_are_named(mesh):
 
 def test_the_example_models_and_a_model_off_the_mesh_have_no_trap(mesh):
     import tf_keras
+
     assert not dtsgd_viz.preflight(dtsgd_viz.models.conv_net(mesh))
     assert not dtsgd_viz.preflight(dtsgd_viz.models.transformer_block(mesh))
     inp = tf_keras.Input((4,))

@@ -43,8 +43,7 @@ SEQUENCE = textwrap.dedent("""
 
 def test_dtensor_adam_on_a_fresh_mesh_after_the_instrumented_sgd():
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-c", SEQUENCE], capture_output=True, text=True,
-                          env=env, timeout=300)
+    done = subprocess.run([sys.executable, "-c", SEQUENCE], capture_output=True, text=True, env=env, timeout=300)
     # before the fix: NotFoundError: Could not find device for node: {{node Relayout}}
     assert done.returncode == 0, done.stderr[-3000:]
     assert "adam iterations: 1" in done.stdout

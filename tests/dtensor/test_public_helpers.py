@@ -14,8 +14,11 @@ def test_shard_and_read_back(mesh_dims, shape, specs):
     mesh = dtsgd_viz.make_mesh(mesh_dims)
     layout = dtensor.Layout(list(specs), mesh)
     array = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
-    for value in (dtsgd_viz.shard(array, layout), dtsgd_viz.variable(array, layout, name="v"),
-                  dtsgd_viz.shard(array, dtsgd_viz.layout_spec(layout))):
+    for value in (
+        dtsgd_viz.shard(array, layout),
+        dtsgd_viz.variable(array, layout, name="v"),
+        dtsgd_viz.shard(array, dtsgd_viz.layout_spec(layout)),
+    ):
         np.testing.assert_array_equal(dtsgd_viz.to_numpy(value), array)
         geometry = dtsgd_viz.shard_geometry(shape, dtsgd_viz.layout_of(value))
         blocks = dtsgd_viz.device_values(value)
@@ -28,8 +31,9 @@ def test_shard_and_read_back(mesh_dims, shape, specs):
 
 def test_bad_layouts_are_named():
     mesh = dtsgd_viz.make_mesh({"x": 8})
-    with pytest.raises(TypeError, match="layout must be a tf.experimental.dtensor.Layout or a "
-                                        "dtsgd_viz.LayoutSpec. Received: list"):
+    with pytest.raises(
+        TypeError, match="layout must be a tf.experimental.dtensor.Layout or a dtsgd_viz.LayoutSpec. Received: list"
+    ):
         dtsgd_viz.shard(np.zeros(8), ["x"])
     with pytest.raises(ValueError, match=r"rank 1 \(\['x'\]\); the array has shape \(2, 4\)"):
         dtsgd_viz.shard(np.zeros((2, 4)), dtensor.Layout(["x"], mesh))
@@ -37,6 +41,7 @@ def test_bad_layouts_are_named():
 
 def test_plain_values_read_back_whole():
     import tensorflow as tf
+
     v = dtsgd_viz.variable(np.ones(3, np.float32), name="plain")
     assert isinstance(v, tf.Variable) and not dtsgd_viz.layout_of(v).mesh.num_devices > 1
     np.testing.assert_array_equal(dtsgd_viz.to_numpy(v), np.ones(3))
@@ -47,8 +52,12 @@ def test_odd_inputs_are_named():
     mesh = dtsgd_viz.make_mesh({"x": 8})
     with pytest.raises(ValueError, match="does not divide"):
         dtsgd_viz.variable(np.zeros(6, np.float32), dtensor.Layout(["x"], mesh))
-    for bad in (None, [1.0, 2.0], np.zeros(3), dtsgd_viz.LayoutSpec.replicated(
-            dtsgd_viz.layout_spec(dtensor.Layout(["x"], mesh)).mesh, 1)):
+    for bad in (
+        None,
+        [1.0, 2.0],
+        np.zeros(3),
+        dtsgd_viz.LayoutSpec.replicated(dtsgd_viz.layout_spec(dtensor.Layout(["x"], mesh)).mesh, 1),
+    ):
         for fn in (dtsgd_viz.to_numpy, dtsgd_viz.device_values):
             with pytest.raises(TypeError, match="takes a DTensor, a DVariable or a tf.Tensor"):
                 fn(bad)

@@ -22,16 +22,27 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 SHOTS_ENV = "DTSGD_VIZ_SCREENSHOTS"  # a folder to copy the screenshots into (make screenshots)
 # the screenshots the README shows, and the tests that take them
-SCREENSHOTS = {"jupyterlab_03_nesterov_vs_momentum.png": "test_notebook_03_in_jupyterlab",
-               "app_dashboard.png": "test_app_in_voila"}
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SCREENSHOTS = {
+    "jupyterlab_03_nesterov_vs_momentum.png": "test_notebook_03_in_jupyterlab",
+    "app_dashboard.png": "test_app_in_voila",
+}
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def browser_test(test):
     """Mark a test as a browser test, skipped (with the reason) without Chromium."""
-    return pytest.mark.browser(pytest.mark.skipif(
-        not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed (.ci/run installs it)")(test))
+    return pytest.mark.browser(
+        pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed (.ci/run installs it)")(test)
+    )
 
 
 def _free_port():
@@ -57,8 +68,7 @@ def _wait_http(url, timeout=120):
 @contextlib.contextmanager
 def _server(cmd, url, env, log):
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             _wait_http(url)
             yield proc
@@ -81,20 +91,33 @@ def _lab_settings(folder):
     notes = folder / "settings" / "@jupyterlab" / "apputils-extension"
     notes.mkdir(parents=True, exist_ok=True)
     (notes / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
 
 
 def _lab_command(folder, work, port, token):
     """The JupyterLab command serving ``work`` and its environment (settings, runtime
     files and workspaces in ``folder``)."""
     _lab_settings(folder)
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(folder / "settings"),
-               JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
-               JUPYTERLAB_WORKSPACES_DIR=str(folder / "workspaces"))
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
-           "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
-           f"--ServerApp.root_dir={work}", "--LabApp.news_url=",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    env = dict(
+        os.environ,
+        JUPYTERLAB_SETTINGS_DIR=str(folder / "settings"),
+        JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
+        JUPYTERLAB_WORKSPACES_DIR=str(folder / "workspaces"),
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--allow-root",
+        f"--port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={work}",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
     return cmd, env
 
 
@@ -142,7 +165,7 @@ class Lab:
 
     def shut_down(self, work):
         for session in self.sessions(work):
-            with contextlib.suppress(urllib.error.HTTPError):   # already gone
+            with contextlib.suppress(urllib.error.HTTPError):  # already gone
                 self._api("DELETE", f"sessions/{session['id']}")
 
     def url(self, notebook):
@@ -172,6 +195,7 @@ def _alive(pid):
 @contextlib.contextmanager
 def _locked(path):
     import fcntl
+
     with open(path, "a+") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
@@ -186,7 +210,7 @@ def _stop(pid):
     deadline = time.time() + 20
     while time.time() < deadline and _alive(pid):
         with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)   # reap it when this process started it
+            os.waitpid(pid, os.WNOHANG)  # reap it when this process started it
         time.sleep(0.1)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, 9)
@@ -208,8 +232,7 @@ def lab(tmp_path_factory):
             port = _free_port()
             cmd, env = _lab_command(folder, root, port, token)
             with open(folder / "lab.log", "a") as out:
-                proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+                proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             state = {"pid": proc.pid, "port": port, "root": str(root), "users": 0}
             try:
                 _wait_http(f"http://127.0.0.1:{port}/api?token={token}")
@@ -256,18 +279,18 @@ def _check_screenshot(path, width, min_height):
     """The PNG Chromium wrote: the page's width (None: a notebook cell's), at least its
     height, not one flat colour."""
     from PIL import Image
+
     with Image.open(path) as im:
         assert im.format == "PNG"
         assert (width is None or im.width == width) and im.height >= min_height, im.size
-        assert width is not None or 900 <= im.width <= 1400, im.size   # a cell: the column's width
+        assert width is not None or 900 <= im.width <= 1400, im.size  # a cell: the column's width
         darkest, lightest = im.convert("L").getextrema()
     assert lightest - darkest > 100, (darkest, lightest)
 
 
 def _docs_screenshots():
     """(size, mtime) of each image in docs/screenshots/."""
-    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in sorted((ROOT / "docs" / "screenshots").glob("*"))}
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted((ROOT / "docs" / "screenshots").glob("*"))}
 
 
 def _publish(path, docs_before):
@@ -325,6 +348,7 @@ def _section_crop(heading_tops, page_bottom, sections):
     whole: the top of the next section's heading (``heading_tops``: each section's
     heading, page pixels), or the page's bottom when it has no more sections."""
     import math
+
     tops = sorted(heading_tops)
     end = tops[sections] if len(tops) > sections else page_bottom
     return math.ceil(end) if len(tops) <= sections else math.floor(end)
@@ -332,21 +356,24 @@ def _section_crop(heading_tops, page_bottom, sections):
 
 def _heading_tops(page, selector="h2"):
     """The tops of the page's section headings, in page pixels."""
-    return page.eval_on_selector_all(
-        selector, "els => els.map(e => e.getBoundingClientRect().top + window.scrollY)")
+    return page.eval_on_selector_all(selector, "els => els.map(e => e.getBoundingClientRect().top + window.scrollY)")
 
 
 def _page_bottom(page):
     """The bottom of the page's lowest widget, in page pixels."""
-    return page.evaluate("() => Math.max(...[...document.querySelectorAll('.widget-box, img, pre')]"
-                         ".map(e => e.getBoundingClientRect().bottom + window.scrollY))")
+    return page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('.widget-box, img, pre')]"
+        ".map(e => e.getBoundingClientRect().bottom + window.scrollY))"
+    )
 
 
 def _boxes(page, selector):
     """(top, bottom) of every element ``selector`` matches, in page pixels."""
     return page.eval_on_selector_all(
-        selector, "els => els.map(e => { const r = e.getBoundingClientRect(); "
-        "return [r.top + window.scrollY, r.bottom + window.scrollY]; })")
+        selector,
+        "els => els.map(e => { const r = e.getBoundingClientRect(); "
+        "return [r.top + window.scrollY, r.bottom + window.scrollY]; })",
+    )
 
 
 def _cut_by(boxes, end):
@@ -387,6 +414,6 @@ def _open_notebook(page, url, timeout=120_000):
     page.goto(url, timeout=timeout)
     page.wait_for_selector(".jp-Notebook", timeout=timeout)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=timeout)
-    page.wait_for_function("() => /\\|\\s*Idle\\b/.test("
-                           "document.querySelector('#jp-main-statusbar')?.innerText || '')",
-                           timeout=timeout)
+    page.wait_for_function(
+        "() => /\\|\\s*Idle\\b/.test(document.querySelector('#jp-main-statusbar')?.innerText || '')", timeout=timeout
+    )

@@ -50,6 +50,7 @@ class Problem:
                 value = self.loss()
             grads = tape.gradient(value, [self.var])
             return opt.apply_gradients(zip(grads, [self.var]), loss=value)
+
         return step
 
 
@@ -107,10 +108,13 @@ def layoutmap_mlp(mesh, name=None):
     lm["d2.*bias"] = dtensor.Layout.replicated(mesh, 1)
     with lm.scope():
         tf_keras.utils.set_random_seed(0)
-        return tf_keras.Sequential([
-            tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
-            tf_keras.layers.Dense(1, name="d2"),
-        ], name=name)
+        return tf_keras.Sequential(
+            [
+                tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
+                tf_keras.layers.Dense(1, name="d2"),
+            ],
+            name=name,
+        )
 
 
 def fit_dataset(mesh, x, y, per_replica=8):
@@ -118,9 +122,14 @@ def fit_dataset(mesh, x, y, per_replica=8):
     ``per_replica`` examples per ``batch`` replica, laid out ``[batch, unsharded]``."""
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(per_replica, drop_remainder=True).repeat()
     data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
-    return dtensor.DTensorDataset(ds, mesh=mesh, layouts=(data_layout, data_layout),
-                                  global_batch_size=per_replica * mesh.dim_size("batch"),
-                                  batch_dim="batch", dataset_already_batched=True)
+    return dtensor.DTensorDataset(
+        ds,
+        mesh=mesh,
+        layouts=(data_layout, data_layout),
+        global_batch_size=per_replica * mesh.dim_size("batch"),
+        batch_dim="batch",
+        dataset_already_batched=True,
+    )
 
 
 def global_value(x):
@@ -144,8 +153,7 @@ def train(model, opt, mesh, mode, steps, rec=None):
     if mode == "fit":
         model.compile(optimizer=opt, loss="mse")
         callbacks = [rec.keras_callback()] if rec is not None else []
-        return model.fit(fit_dataset(mesh, x, y), epochs=1, steps_per_epoch=steps, verbose=0,
-                         callbacks=callbacks)
+        return model.fit(fit_dataset(mesh, x, y), epochs=1, steps_per_epoch=steps, verbose=0, callbacks=callbacks)
     data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
     xb, yb = _dtensor.put(x, data_layout), _dtensor.put(y, data_layout)
 
@@ -171,15 +179,18 @@ def train(model, opt, mesh, mode, steps, rec=None):
 
 
 # Tutorial 03's three rules (notebooks/src/03_*.py): the momentum story's runs.
-TUTORIAL_03_CONFIGS = {"plain": dict(learning_rate=0.05, momentum=0.0),
-                       "momentum": dict(learning_rate=0.05, momentum=0.9),
-                       "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)}
+TUTORIAL_03_CONFIGS = {
+    "plain": dict(learning_rate=0.05, momentum=0.0),
+    "momentum": dict(learning_rate=0.05, momentum=0.9),
+    "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True),
+}
 
 
 def tutorial_03_runs(steps):
     """Tutorial 03's surface (rotated quadratic, condition 20, angle 30°) and its three
     rules run ``steps`` updates each, every update recorded: ``(surface, recordings)``."""
     from dtsgd_viz.theory import surfaces
+
     surface = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
     configs = {name: dict(config) for name, config in TUTORIAL_03_CONFIGS.items()}
     return surface, dtsgd_viz.run(surface, configs, steps=steps)
@@ -199,10 +210,12 @@ def overflow_model(mesh):
         lm["d2.bias"] = dtensor.Layout.replicated(mesh, 1)
         with lm.scope():
             tf_keras.utils.set_random_seed(0)
-            model = tf_keras.Sequential([
-                tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
-                tf_keras.layers.Dense(1, name="d2", dtype="float32"),
-            ])
+            model = tf_keras.Sequential(
+                [
+                    tf_keras.layers.Dense(16, activation="tanh", name="d1", input_shape=(4,)),
+                    tf_keras.layers.Dense(1, name="d2", dtype="float32"),
+                ]
+            )
         return dtsgd_viz.layout_autocast_variables(model)
     finally:
         tf_keras.mixed_precision.set_global_policy("float32")

@@ -20,7 +20,7 @@ def check_envelope(x, y, xs, ys, columns):
     x, y, xs, ys = (np.asarray(a, np.float64) for a in (x, y, xs, ys))
     at = np.searchsorted(x, xs)
     assert np.array_equal(x[at], xs) and np.all(np.diff(xs) > 0)  # original x, in order
-    assert np.array_equal(y[at], ys, equal_nan=True)              # and their values
+    assert np.array_equal(y[at], ys, equal_nan=True)  # and their values
     assert xs[0] == x[0] and xs[-1] == x[-1]
     col, kept_col = columns_of(x, columns), columns_of(xs, columns)
     nan = np.isnan(y)

@@ -23,7 +23,7 @@ def _drawn(text) -> bool:
         return False
     if isinstance(text, Annotation) and hasattr(text, "_check_xy"):
         renderer = text.figure.canvas.get_renderer()
-        if not text._check_xy(renderer):   # an annotation clipped away is not drawn
+        if not text._check_xy(renderer):  # an annotation clipped away is not drawn
             return False
     return True
 
@@ -86,8 +86,9 @@ def all_axes(fig) -> list:
 def figure_texts(fig) -> list[tuple[Text, Bbox, object]]:
     """``(text, box, owner)`` of every drawn text of ``fig``: ``owner`` is the legend a
     text belongs to (None for others)."""
-    if not hasattr(fig.canvas, "get_renderer"):   # a Figure() of its own: as savefig draws it
+    if not hasattr(fig.canvas, "get_renderer"):  # a Figure() of its own: as savefig draws it
         from matplotlib.backends.backend_agg import FigureCanvasAgg
+
         FigureCanvasAgg(fig)
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
@@ -109,9 +110,18 @@ def figure_texts(fig) -> list[tuple[Text, Bbox, object]]:
     for ax in all_axes(fig):
         if not ax.get_visible():
             continue
-        for t in [ax.title, ax._left_title, ax._right_title, ax.xaxis.label,
-                  ax.yaxis.label, ax.xaxis.get_offset_text(), ax.yaxis.get_offset_text(),
-                  *_tick_texts(ax), *ax.texts, *[a for a in ax.artists if isinstance(a, Text)]]:
+        for t in [
+            ax.title,
+            ax._left_title,
+            ax._right_title,
+            ax.xaxis.label,
+            ax.yaxis.label,
+            ax.xaxis.get_offset_text(),
+            ax.yaxis.get_offset_text(),
+            *_tick_texts(ax),
+            *ax.texts,
+            *[a for a in ax.artists if isinstance(a, Text)],
+        ]:
             add(t)
         for child in ax.get_children():
             if isinstance(child, Text):
@@ -136,7 +146,7 @@ def legends(fig) -> list[Legend]:
 
 
 def _overlap(a, b, pad):
-    return (a.x0 < b.x1 - pad and b.x0 < a.x1 - pad and a.y0 < b.y1 - pad and b.y0 < a.y1 - pad)
+    return a.x0 < b.x1 - pad and b.x0 < a.x1 - pad and a.y0 < b.y1 - pad and b.y0 < a.y1 - pad
 
 
 def _name(t):
@@ -153,15 +163,14 @@ def clashes(fig, pad=0.5) -> list[str]:
         for j in range(i + 1, len(texts)):
             (a, ba, oa), (b, bb, ob) = texts[i], texts[j]
             if oa is not None and oa is ob:
-                continue   # a legend's own entries are laid out by it
+                continue  # a legend's own entries are laid out by it
             if _overlap(ba, bb, pad):
                 out.append(f"{_name(a)} runs into {_name(b)}")
     boxes = [(leg, leg.get_window_extent(renderer)) for leg in legends(fig)]
     for leg, box in boxes:
         for t, bt, owner in texts:
             if owner is not leg and _overlap(box, bt, pad):
-                out.append(f"{_name(t)} runs into the legend "
-                           f"{[x.get_text()[:20] for x in leg.get_texts()][:3]}")
+                out.append(f"{_name(t)} runs into the legend {[x.get_text()[:20] for x in leg.get_texts()][:3]}")
     for i in range(len(boxes)):
         for j in range(i + 1, len(boxes)):
             if _overlap(boxes[i][1], boxes[j][1], pad):
@@ -177,13 +186,16 @@ def clipped(fig, pad=0.5) -> list[str]:
     frame = fig.bbox
     out = []
     boxes = [(_name(t), b) for t, b, _ in texts]
-    boxes += [(f"legend {[x.get_text()[:20] for x in leg.get_texts()][:3]}",
-               leg.get_window_extent(renderer)) for leg in legends(fig)]
+    boxes += [
+        (f"legend {[x.get_text()[:20] for x in leg.get_texts()][:3]}", leg.get_window_extent(renderer))
+        for leg in legends(fig)
+    ]
     for name, b in boxes:
-        if (b.x0 < frame.x0 - pad or b.y0 < frame.y0 - pad or b.x1 > frame.x1 + pad
-                or b.y1 > frame.y1 + pad):
-            out.append(f"{name} at x {b.x0:.0f}..{b.x1:.0f}, y {b.y0:.0f}..{b.y1:.0f} "
-                       f"(figure 0..{frame.x1:.0f} x 0..{frame.y1:.0f})")
+        if b.x0 < frame.x0 - pad or b.y0 < frame.y0 - pad or b.x1 > frame.x1 + pad or b.y1 > frame.y1 + pad:
+            out.append(
+                f"{name} at x {b.x0:.0f}..{b.x1:.0f}, y {b.y0:.0f}..{b.y1:.0f} "
+                f"(figure 0..{frame.x1:.0f} x 0..{frame.y1:.0f})"
+            )
     return out
 
 
@@ -194,8 +206,11 @@ def tick_label_clashes(ax, pad=0.5) -> list[str]:
     renderer = fig.canvas.get_renderer()
     out = []
     for axis in (ax.xaxis, ax.yaxis):
-        labels = [t for t in _tick_texts(ax) if t.axes is ax and _drawn(t)
-                  and t in [*axis.get_majorticklabels(), *axis.get_minorticklabels()]]
+        labels = [
+            t
+            for t in _tick_texts(ax)
+            if t.axes is ax and _drawn(t) and t in [*axis.get_majorticklabels(), *axis.get_minorticklabels()]
+        ]
         boxes = [t.get_window_extent(renderer) for t in labels]
         for i in range(len(boxes)):
             for j in range(i + 1, len(boxes)):

@@ -17,8 +17,7 @@ import argparse
 import os
 
 SHAPES = {"w1": (24, 64), "b1": (64,), "w2": (64, 32), "b2": (32,)}
-SPECS = {"w1": ("unsharded", "model"), "b1": ("model",), "w2": ("unsharded", "model"),
-         "b2": ("model",)}
+SPECS = {"w1": ("unsharded", "model"), "b1": ("model",), "w2": ("unsharded", "model"), "b2": ("model",)}
 
 
 def main(argv=None):
@@ -40,8 +39,12 @@ def main(argv=None):
     batch = dtensor.Layout(["batch", "unsharded"], mesh)
     x = dtsgd_viz.shard(rng.normal(size=(16, 24)).astype(np.float32), batch)
     y = dtsgd_viz.shard(rng.normal(size=(16, 32)).astype(np.float32), batch)
-    params = [dtsgd_viz.variable(0.2 * rng.normal(size=SHAPES[n]).astype(np.float32),
-                                 dtensor.Layout(list(SPECS[n]), mesh), name=n) for n in SHAPES]
+    params = [
+        dtsgd_viz.variable(
+            0.2 * rng.normal(size=SHAPES[n]).astype(np.float32), dtensor.Layout(list(SPECS[n]), mesh), name=n
+        )
+        for n in SHAPES
+    ]
     w1, b1, w2, b2 = params
     opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh)
 
@@ -60,8 +63,10 @@ def main(argv=None):
     second.save(os.path.join(args.out, f"second-{me.client_id}.json"))
     with open(os.path.join(args.out, f"iterations-{me.client_id}.txt"), "w") as f:
         f.write(str(int(dtsgd_viz.to_numpy(opt.iterations))))
-    print(f"client {me.client_id}/{me.num_clients}: {len(first.collectives)} collectives, "
-          f"ran_step {first.ran_step} then {second.ran_step}")
+    print(
+        f"client {me.client_id}/{me.num_clients}: {len(first.collectives)} collectives, "
+        f"ran_step {first.ran_step} then {second.ran_step}"
+    )
 
 
 if __name__ == "__main__":

@@ -40,15 +40,15 @@ def main(argv=None):
     Y = rng.normal(size=(16, 16)).astype(np.float32)
     batch = dtensor.Layout(["x", "unsharded"], mesh)
     Xd, Yd = dtsgd_viz.shard(X, batch), dtsgd_viz.shard(Y, batch)
-    w = dtsgd_viz.variable(0.3 * rng.normal(size=(8, 16)).astype(np.float32),
-                           dtensor.Layout(["x", "y"], mesh), name="w")
-    v = dtsgd_viz.variable(0.3 * rng.normal(size=(8, 16)).astype(np.float32),
-                           dtensor.Layout(["unsharded", "y"], mesh), name="v")
-    b = dtsgd_viz.variable(np.zeros(16, np.float32), dtensor.Layout.replicated(mesh, 1),
-                           name="b")
+    w = dtsgd_viz.variable(
+        0.3 * rng.normal(size=(8, 16)).astype(np.float32), dtensor.Layout(["x", "y"], mesh), name="w"
+    )
+    v = dtsgd_viz.variable(
+        0.3 * rng.normal(size=(8, 16)).astype(np.float32), dtensor.Layout(["unsharded", "y"], mesh), name="v"
+    )
+    b = dtsgd_viz.variable(np.zeros(16, np.float32), dtensor.Layout.replicated(mesh, 1), name="b")
     rec = dtsgd_viz.Recorder(path=args.store)
-    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
-                        exact_update=True)
+    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec], exact_update=True)
 
     @tf.function
     def step():
@@ -65,8 +65,7 @@ def main(argv=None):
             rec.flush()  # writes and commits the updates so far
         print(f"client {me.client_id}/{me.num_clients}: update {i + 1}", flush=True)
         time.sleep(args.pause)
-    print(f"client {me.client_id}: trained {args.steps} updates; waiting to be killed",
-          flush=True)
+    print(f"client {me.client_id}: trained {args.steps} updates; waiting to be killed", flush=True)
     time.sleep(3600)
 
 

@@ -38,17 +38,17 @@ def main(argv=None):
     Y = rng.normal(size=(16, 16)).astype(np.float32)
     batch = dtensor.Layout(["x", "unsharded"], mesh)
     Xd, Yd = dtsgd_viz.shard(X, batch), dtsgd_viz.shard(Y, batch)
-    w = dtsgd_viz.variable(0.3 * rng.normal(size=(8, 16)).astype(np.float32),
-                           dtensor.Layout(["x", "y"], mesh), name="w")
-    v = dtsgd_viz.variable(0.3 * rng.normal(size=(8, 16)).astype(np.float32),
-                           dtensor.Layout(["unsharded", "y"], mesh), name="v")
-    b = dtsgd_viz.variable(np.zeros(16, np.float32), dtensor.Layout.replicated(mesh, 1),
-                           name="b")
+    w = dtsgd_viz.variable(
+        0.3 * rng.normal(size=(8, 16)).astype(np.float32), dtensor.Layout(["x", "y"], mesh), name="w"
+    )
+    v = dtsgd_viz.variable(
+        0.3 * rng.normal(size=(8, 16)).astype(np.float32), dtensor.Layout(["unsharded", "y"], mesh), name="v"
+    )
+    b = dtsgd_viz.variable(np.zeros(16, np.float32), dtensor.Layout.replicated(mesh, 1), name="b")
 
     rec, stats = dtsgd_viz.Recorder(), dtsgd_viz.Recorder(mode="stats")
     streamed = dtsgd_viz.Recorder(path=os.path.join(args.out, "store"))
-    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh,
-                        hooks=[rec, stats, streamed], exact_update=True)
+    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec, stats, streamed], exact_update=True)
 
     @tf.function
     def step():
@@ -61,8 +61,7 @@ def main(argv=None):
 
     for i in streamed.loop(rec.loop(args.steps)):
         loss = step()
-        print(f"client {me.client_id}/{me.num_clients}: step {i + 1} loss "
-              f"{float(dtsgd_viz.to_numpy(loss)):.5f}")
+        print(f"client {me.client_id}/{me.num_clients}: step {i + 1} loss {float(dtsgd_viz.to_numpy(loss)):.5f}")
     # w is split across the clients: each holds the blocks of its own devices only
     print(f"client {me.client_id}: holds {len(dtsgd_viz.device_values(w))} blocks of w")
     if me.multi_client:

@@ -20,22 +20,25 @@ def whole_recording(clients, n, steps, which, seed=0) -> Recording:
     k = 8 // clients
     mesh = MeshSpec.create({"x": clients, "y": k})
     rng = np.random.default_rng(seed)
-    specs = {"sharded": ("w", (n, n), ("x", "y")),
-             "replicated": ("r", (n, n // 4), ("unsharded", "y"))}
+    specs = {"sharded": ("w", (n, n), ("x", "y")), "replicated": ("r", (n, n // 4), ("unsharded", "y"))}
     records = []
-    for key in (("sharded", "replicated") if which == "both" else (which,)):
+    for key in ("sharded", "replicated") if which == "both" else (which,):
         name, shape, layout = specs[key]
         layout = LayoutSpec(layout, mesh)
         geom = VariableRecord(name, shape, "float32", layout, None, {}).geometry
-        blocks = {kind: rng.standard_normal((steps, geom.num_unique, *geom.local_shape),
-                                            np.float32) for kind in KINDS}
-        records.append(VariableRecord(name, shape, "float32", layout,
-                                      rng.standard_normal(shape, np.float32), blocks))
+        blocks = {kind: rng.standard_normal((steps, geom.num_unique, *geom.local_shape), np.float32) for kind in KINDS}
+        records.append(VariableRecord(name, shape, "float32", layout, rng.standard_normal(shape, np.float32), blocks))
     v = len(records)
-    return Recording(mesh, tuple(records), KINDS, np.arange(1, steps + 1),
-                     Hyperparameters(np.full(steps, 0.01), 0.9, True, 0.9),
-                     np.zeros(steps), np.zeros((steps, v), np.uint8),
-                     np.zeros((steps, v), np.uint8))
+    return Recording(
+        mesh,
+        tuple(records),
+        KINDS,
+        np.arange(1, steps + 1),
+        Hyperparameters(np.full(steps, 0.01), 0.9, True, 0.9),
+        np.zeros(steps),
+        np.zeros((steps, v), np.uint8),
+        np.zeros((steps, v), np.uint8),
+    )
 
 
 def split(whole: Recording, clients: int) -> list[Recording]:
@@ -53,7 +56,17 @@ def split(whole: Recording, clients: int) -> list[Recording]:
                 initial[where] = r.initial[where]
             blocks = {kind: b[:, held].copy() for kind, b in r.blocks.items()}
             records.append(VariableRecord(r.name, r.shape, r.dtype, r.layout, initial, blocks))
-        parts.append(Recording(whole.mesh, tuple(records), whole.kinds, whole.steps,
-                               whole.hyperparameters, whole.loss_values, whole.nonfinite,
-                               whole.mismatch, part=part))
+        parts.append(
+            Recording(
+                whole.mesh,
+                tuple(records),
+                whole.kinds,
+                whole.steps,
+                whole.hyperparameters,
+                whole.loss_values,
+                whole.nonfinite,
+                whole.mismatch,
+                part=part,
+            )
+        )
     return parts

@@ -11,6 +11,7 @@ def assert_boundary_names_clear(fig, ax, grids):
     least 8 px long. Where a boundary crosses the cells a note points at, those cells
     are drawn over it and the line goes on thin across them."""
     from matplotlib.colors import to_hex
+
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     lines = {ln.get_gid().split(":")[1]: ln for ln in ax.lines if (ln.get_gid() or "").startswith("ratio-boundary:")}
@@ -33,7 +34,7 @@ def assert_boundary_names_clear(fig, ax, grids):
             xs = np.exp(np.interp(np.linspace(0, 1, 2000), np.linspace(0, 1, len(x)), np.log(x)))
             ys = np.interp(np.linspace(0, 1, 2000), np.linspace(0, 1, len(y)), y)
             p = ax.transData.transform(np.column_stack([xs, ys]))
-            inside = ((p[:, 0] > box.x0 - 2) & (p[:, 0] < box.x1 + 2) & (p[:, 1] > box.y0 - 2) & (p[:, 1] < box.y1 + 2))
+            inside = (p[:, 0] > box.x0 - 2) & (p[:, 0] < box.x1 + 2) & (p[:, 1] > box.y0 - 2) & (p[:, 1] < box.y1 + 2)
             assert not inside.any(), (key, line.get_gid())
         assert not any(box.overlaps(o.get_window_extent(renderer)) for o in others), key
         # the leader ends on its own line, a visible stretch away from the box
@@ -49,7 +50,7 @@ def assert_boundary_names_clear(fig, ax, grids):
         cols = np.searchsorted(edges_x, [x0, x1])
         rows = np.searchsorted((mus[1:] + mus[:-1]) / 2, [y0, y1])
         touched = np.zeros_like(coloured)
-        touched[rows[0]:rows[1] + 1, cols[0]:cols[1] + 1] = True
+        touched[rows[0] : rows[1] + 1, cols[0] : cols[1] + 1] = True
         assert not (touched & (coloured | (m.diverged & n.diverged))).any(), key
     assert not boxes[0].overlaps(boxes[1])
     # the note's cells: drawn over the boundary that crosses them, the line thin there

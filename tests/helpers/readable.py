@@ -6,9 +6,15 @@ import numpy as np
 
 def overlapping(boxes, pad=1.0):
     """Pairs of display boxes that overlap (``pad`` pixels of slack)."""
-    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
-            if boxes[i].x0 < boxes[j].x1 - pad and boxes[j].x0 < boxes[i].x1 - pad
-            and boxes[i].y0 < boxes[j].y1 - pad and boxes[j].y0 < boxes[i].y1 - pad]
+    return [
+        (i, j)
+        for i in range(len(boxes))
+        for j in range(i + 1, len(boxes))
+        if boxes[i].x0 < boxes[j].x1 - pad
+        and boxes[j].x0 < boxes[i].x1 - pad
+        and boxes[i].y0 < boxes[j].y1 - pad
+        and boxes[j].y0 < boxes[i].y1 - pad
+    ]
 
 
 def x_tick_label_boxes(ax, renderer):
@@ -39,5 +45,5 @@ def check_readable(fig, n_maps):
             box = text.get_window_extent(renderer)
             for line in boundary:
                 xy = ax.transData.transform(np.column_stack(line.get_data()))
-                inside = ((xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1))
+                inside = (xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1)
                 assert not inside.any(), (text.get_text(), line.get_gid())

@@ -28,9 +28,15 @@ def synthetic(surface, steps, lr, mu=0.0, nesterov=False, every=1, kinds=("param
     n = len(np.arange(steps)[keep])
     loss = surface.value_np(np.stack([start, *ps])[:-1])[keep]
     return Recording(
-        mesh, (VariableRecord("w", surface.shape, "float32", layout, start, blocks),),
-        tuple(kinds), np.arange(1, steps + 1)[keep], Hyperparameters(np.full(n, lr), mu, nesterov),
-        loss, np.zeros((n, 1), np.uint8), np.zeros((n, 1), np.uint8))
+        mesh,
+        (VariableRecord("w", surface.shape, "float32", layout, start, blocks),),
+        tuple(kinds),
+        np.arange(1, steps + 1)[keep],
+        Hyperparameters(np.full(n, lr), mu, nesterov),
+        loss,
+        np.zeros((n, 1), np.uint8),
+        np.zeros((n, 1), np.uint8),
+    )
 
 
 def note_text(fig):

@@ -29,12 +29,18 @@ def recording(variables, steps=20, mode="full", kinds=KINDS, updates=None, seed=
                 per[..., 1] -= 0.5
                 per = per * decay[:, None, None]
                 stats[k] = per[:, list(geom.group_of)].astype(np.float32)
-        records.append(VariableRecord(name, shape, "float32", layout,
-                                      rng.standard_normal(shape).astype(np.float32), blocks,
-                                      stats))
+        records.append(
+            VariableRecord(name, shape, "float32", layout, rng.standard_normal(shape).astype(np.float32), blocks, stats)
+        )
     v = len(records)
-    return Recording(mesh, tuple(records), tuple(kinds),
-                     np.arange(1, steps + 1) if updates is None else np.asarray(updates),
-                     Hyperparameters(np.full(steps, 0.05), 0.9, True, 0.9),
-                     np.linspace(1, 0.1, steps), np.zeros((steps, v), np.uint8),
-                     np.zeros((steps, v), np.uint8), mode=mode)
+    return Recording(
+        mesh,
+        tuple(records),
+        tuple(kinds),
+        np.arange(1, steps + 1) if updates is None else np.asarray(updates),
+        Hyperparameters(np.full(steps, 0.05), 0.9, True, 0.9),
+        np.linspace(1, 0.1, steps),
+        np.zeros((steps, v), np.uint8),
+        np.zeros((steps, v), np.uint8),
+        mode=mode,
+    )

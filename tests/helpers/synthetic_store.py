@@ -29,8 +29,7 @@ def watched():
         geom = shard_geometry(shape, LayoutSpec(specs, MESH))
         # held: where each block's copies are (one process holds every device)
         held = tuple((g, tuple(devices)) for g, devices in enumerate(geom.replica_groups))
-        out.append(types.SimpleNamespace(name=name, geometry=geom, dtype="float32",
-                                         layout=geom.layout, held=held))
+        out.append(types.SimpleNamespace(name=name, geometry=geom, dtype="float32", layout=geom.layout, held=held))
     return out
 
 
@@ -54,8 +53,9 @@ def entries(steps, mode="full", seed=0):
 def header(mode="full"):
     ws = watched()
     initial = [np.zeros(w.geometry.global_shape, np.float32) for w in ws]
-    return assemble([], ws, KINDS, mode, initial, mesh=MESH, momentum=0.9, nesterov=True,
-                    dropped=[], applied_momentum=0.9)
+    return assemble(
+        [], ws, KINDS, mode, initial, mesh=MESH, momentum=0.9, nesterov=True, dropped=[], applied_momentum=0.9
+    )
 
 
 def main(argv=None):
@@ -66,9 +66,12 @@ def main(argv=None):
     ap.add_argument("--per-batch", type=int, default=3)
     ap.add_argument("--pause", type=float, default=0.3)
     ap.add_argument("--no-close", action="store_true")
-    ap.add_argument("--close-after", default=None,
-                    help="wait until this file exists before closing the store (so a test "
-                         "can act while the store is still open, however slow the machine)")
+    ap.add_argument(
+        "--close-after",
+        default=None,
+        help="wait until this file exists before closing the store (so a test "
+        "can act while the store is still open, however slow the machine)",
+    )
     args = ap.parse_args(argv)
     writer = StoreWriter(args.store, header(args.mode))
     k = args.per_batch
@@ -78,6 +81,7 @@ def main(argv=None):
     time.sleep(args.pause)
     if args.close_after:
         import os
+
         deadline = time.monotonic() + 120
         while not os.path.exists(args.close_after) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -97,16 +101,30 @@ def client_watched(client):
     out = []
     for name, shape, specs in (("w", (8, 8), ("x", "y")), ("b", (8,), ("unsharded",))):
         geom = shard_geometry(shape, LayoutSpec(specs, MESH))
-        out.append(types.SimpleNamespace(name=name, geometry=geom, dtype="float32",
-                                         layout=geom.layout, held=geom.held_groups(devices)))
+        out.append(
+            types.SimpleNamespace(
+                name=name, geometry=geom, dtype="float32", layout=geom.layout, held=geom.held_groups(devices)
+            )
+        )
     return out, devices
 
 
 def client_header(client):
     ws, devices = client_watched(client)
     initial = [np.zeros(w.geometry.global_shape, np.float32) for w in ws]
-    return assemble([], ws, KINDS, "full", initial, mesh=MESH, momentum=0.9, nesterov=True,
-                    dropped=[], applied_momentum=0.9, part=Part(client, 2, devices))
+    return assemble(
+        [],
+        ws,
+        KINDS,
+        "full",
+        initial,
+        mesh=MESH,
+        momentum=0.9,
+        nesterov=True,
+        dropped=[],
+        applied_momentum=0.9,
+        part=Part(client, 2, devices),
+    )
 
 
 def client_entries(client, steps, seed=0):

@@ -20,8 +20,7 @@ from dtsgd_viz.theory import reference
 
 MODELS = {
     "conv_net": (models.conv_net, models.conv_net_layout_map, models.bars, 0.1),
-    "transformer": (models.transformer_block, models.transformer_layout_map,
-                    models.token_counts, 0.05),
+    "transformer": (models.transformer_block, models.transformer_layout_map, models.token_counts, 0.05),
 }
 STALE = "did not follow the Nesterov update rule"
 
@@ -45,8 +44,7 @@ def loop_run(name, exact, steps=30):
     model = build(mesh)
     xb, yb = models.on_mesh(mesh, *data(32))
     rec = dtsgd_viz.Recorder()
-    opt = dtsgd_viz.SGD(lr, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
-                        exact_update=exact)
+    opt = dtsgd_viz.SGD(lr, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec], exact_update=exact)
     step = models.train_step(model, opt, xb, yb)
 
     def train():
@@ -105,11 +103,15 @@ def test_fit_with_a_dtensor_dataset_trains_and_follows_the_rule(name):
     model = build(mesh)
     x, y = data(32)
     rec = dtsgd_viz.Recorder()
-    model.compile(optimizer=dtsgd_viz.SGD(lr, momentum=0.9, nesterov=True, mesh=mesh,
-                                          hooks=[rec], exact_update=True), loss=models.LOSS)
-    history, caught = _caught(lambda: model.fit(
-        models.dataset(mesh, x, y, 16), epochs=5, steps_per_epoch=6, verbose=0,
-        callbacks=[rec.keras_callback()]))
+    model.compile(
+        optimizer=dtsgd_viz.SGD(lr, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec], exact_update=True),
+        loss=models.LOSS,
+    )
+    history, caught = _caught(
+        lambda: model.fit(
+            models.dataset(mesh, x, y, 16), epochs=5, steps_per_epoch=6, verbose=0, callbacks=[rec.keras_callback()]
+        )
+    )
     losses = history.history["loss"]
     assert losses[-1] < 0.9 * losses[0], losses
     r = rec.recording
@@ -120,8 +122,11 @@ def test_fit_with_a_dtensor_dataset_trains_and_follows_the_rule(name):
 
 
 def test_builders_say_what_mesh_they_need():
-    with pytest.raises(ValueError, match="dims 'batch' and 'model'. Received: a mesh with "
-                                         r"dims \{'x': 2, 'y': 4\}"):
+    with pytest.raises(
+        ValueError,
+        match="dims 'batch' and 'model'. Received: a mesh with "
+        r"dims \{'x': 2, 'y': 4\}",
+    ):
         models.conv_net(dtsgd_viz.make_mesh({"x": 2, "y": 4}))
     with pytest.raises(ValueError, match="'model' dim must divide 4. Received: model=8"):
         models.transformer_block(dtsgd_viz.make_mesh({"batch": 1, "model": 8}))

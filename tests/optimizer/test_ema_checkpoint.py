@@ -38,8 +38,7 @@ def test_upstream_dtensor_sgd_discards_the_training_with_ema_on_a_mesh():
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = layoutmap_mlp(mesh)
     initial = [_global(v) for v in model.trainable_variables]
-    opt = tf_keras.dtensor.experimental.optimizers.SGD(
-        0.05, use_ema=True, ema_momentum=EMA_MOMENTUM, mesh=mesh)
+    opt = tf_keras.dtensor.experimental.optimizers.SGD(0.05, use_ema=True, ema_momentum=EMA_MOMENTUM, mesh=mesh)
     _train(model, opt, mesh, "fit", 4)
     assert int(_global(opt.iterations)) == 4  # it trained...
     assert np.any(_global(opt.momentums[0]) != 0)
@@ -50,8 +49,9 @@ def test_upstream_dtensor_sgd_discards_the_training_with_ema_on_a_mesh():
 
 def test_replay_ema_by_hand():
     # lr 0.1, gradient 1: p 1 -> 0.9 -> 0.8 -> 0.775 (overwritten by the average at step 2)
-    p, v, avg = reference.replay_ema(np.float32(1.0), np.ones(3, np.float32), 0.1,
-                                     ema_momentum=0.5, overwrite_frequency=2)
+    p, v, avg = reference.replay_ema(
+        np.float32(1.0), np.ones(3, np.float32), 0.1, ema_momentum=0.5, overwrite_frequency=2
+    )
     np.testing.assert_allclose(avg, [0.95, 0.875, 0.825], rtol=1e-6)
     np.testing.assert_allclose(p, [0.9, 0.875, 0.775], rtol=1e-6)
     np.testing.assert_allclose(v, [-0.1] * 3, rtol=1e-6)
@@ -59,8 +59,10 @@ def test_replay_ema_by_hand():
 
 
 EMA_CASES = [(name, 3, mode, False) for name in sorted(CONFIGS) for mode in ("eager", "graph", "fit")]
-EMA_CASES += [("momentum", None, "fit", False),  # the case: no overwrites, fit finalizes
-              ("nesterov", 3, "graph", True)]
+EMA_CASES += [
+    ("momentum", None, "fit", False),  # the case: no overwrites, fit finalizes
+    ("nesterov", 3, "graph", True),
+]
 
 
 @pytest.mark.parametrize("name, frequency, mode, exact", EMA_CASES)
@@ -73,9 +75,13 @@ def test_ema_on_a_mesh_follows_tf_keras_formula(name, frequency, mode, exact):
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = layoutmap_mlp(mesh)
     rec = dtsgd_viz.Recorder(kinds=("param", "velocity", "grad"))
-    opt = dtsgd_viz.SGD(**config, mesh=mesh, hooks=[rec], exact_update=exact,
-                        ema_option=dtsgd_viz.EMAOption(use_ema=True, ema_momentum=EMA_MOMENTUM,
-                                                       ema_overwrite_frequency=frequency))
+    opt = dtsgd_viz.SGD(
+        **config,
+        mesh=mesh,
+        hooks=[rec],
+        exact_update=exact,
+        ema_option=dtsgd_viz.EMAOption(use_ema=True, ema_momentum=EMA_MOMENTUM, ema_overwrite_frequency=frequency),
+    )
     loss_before = _mse(model, mesh)
     _train(model, opt, mesh, mode, STEPS, rec)
     recording = rec.recording
@@ -83,23 +89,31 @@ def test_ema_on_a_mesh_follows_tf_keras_formula(name, frequency, mode, exact):
     finals = []
     for i, var_name in enumerate(recording.variables):
         p_ref, v_ref, avg_ref = reference.replay_ema(
-            recording.initial(var_name), recording.global_values(var_name, "grad"),
-            recording.hyperparameters.learning_rate, config["momentum"], config["nesterov"],
-            EMA_MOMENTUM, frequency)
-        np.testing.assert_allclose(recording.global_values(var_name, "param"), p_ref,
-                                   rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(recording.global_values(var_name, "velocity"), v_ref,
-                                   rtol=1e-5, atol=1e-6)
+            recording.initial(var_name),
+            recording.global_values(var_name, "grad"),
+            recording.hyperparameters.learning_rate,
+            config["momentum"],
+            config["nesterov"],
+            EMA_MOMENTUM,
+            frequency,
+        )
+        np.testing.assert_allclose(recording.global_values(var_name, "param"), p_ref, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(recording.global_values(var_name, "velocity"), v_ref, rtol=1e-5, atol=1e-6)
         average = opt._model_variables_moving_average[i]
         assert _dtensor.layout_of(average) == _dtensor.layout_of(model.trainable_variables[i])
         np.testing.assert_allclose(_global(average), avg_ref[-1], rtol=1e-5, atol=1e-6)
         finals.append(avg_ref[-1])
     if frequency:  # the overwrites changed the course, which the gradients saw
-        assert not np.allclose(recording.global_values("d1/kernel", "param")[2],
-                               reference.replay(recording.initial("d1/kernel"),
-                                                recording.global_values("d1/kernel", "grad")[:3],
-                                                config["learning_rate"], config["momentum"],
-                                                config["nesterov"])[0][2])
+        assert not np.allclose(
+            recording.global_values("d1/kernel", "param")[2],
+            reference.replay(
+                recording.initial("d1/kernel"),
+                recording.global_values("d1/kernel", "grad")[:3],
+                config["learning_rate"],
+                config["momentum"],
+                config["nesterov"],
+            )[0][2],
+        )
     if mode != "fit":  # fit finalizes itself
         opt.finalize_variable_values(model.trainable_variables)
     for v, final in zip(model.trainable_variables, finals):
@@ -109,8 +123,9 @@ def test_ema_on_a_mesh_follows_tf_keras_formula(name, frequency, mode, exact):
 
 # ---- item 6: saving and restoring ----------------------------------------------------
 
-CKPT_CONFIG = dict(CONFIGS["momentum"], ema_option={"use_ema": True, "ema_momentum": EMA_MOMENTUM,
-                                                    "ema_overwrite_frequency": 3})
+CKPT_CONFIG = dict(
+    CONFIGS["momentum"], ema_option={"use_ema": True, "ema_momentum": EMA_MOMENTUM, "ema_overwrite_frequency": 3}
+)
 
 # A fresh process: the mesh first, then the same model; the optimizer from the saved
 # config (mesh included); restore; M more steps of the same loop.
@@ -176,11 +191,15 @@ def test_checkpoint_restored_in_a_fresh_process_continues_exactly(tmp_path, meth
     expected = _state(model, opt)
 
     out = tmp_path / "restored.npz"
-    script = RESTORE_SCRIPT.format(tests=os.path.dirname(os.path.dirname(__file__)),
-                                   config=str(tmp_path / "config.json"), method=method, path=path, steps=m,
-                                   out=str(out))
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=180, cwd=tmp_path)
+    script = RESTORE_SCRIPT.format(
+        tests=os.path.dirname(os.path.dirname(__file__)),
+        config=str(tmp_path / "config.json"),
+        method=method,
+        path=path,
+        steps=m,
+        out=str(out),
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     restored = np.load(out)
     assert int(restored["iterations"]) == n + m
@@ -193,8 +212,14 @@ def test_config_is_json_and_brings_the_mesh_back():
     import json
 
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
-    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, exact_update=True,
-                        ema_option={"use_ema": True, "ema_overwrite_frequency": 5})
+    opt = dtsgd_viz.SGD(
+        0.05,
+        momentum=0.9,
+        nesterov=True,
+        mesh=mesh,
+        exact_update=True,
+        ema_option={"use_ema": True, "ema_overwrite_frequency": 5},
+    )
     config = json.loads(json.dumps(opt.get_config()))
     assert config["mesh"] == dtsgd_viz.mesh_spec(mesh).to_dict()
     again = dtsgd_viz.SGD.from_config(config)
@@ -211,8 +236,7 @@ def test_config_is_json_and_brings_the_mesh_back():
     assert dtsgd_viz.SGD(0.1).get_config()["mesh"] is None
 
 
-@pytest.mark.parametrize("dims, device_type", [({"batch": 4, "model": 4}, "CPU"),
-                                               ({"x": 2}, "GPU")])
+@pytest.mark.parametrize("dims, device_type", [({"batch": 4, "model": 4}, "CPU"), ({"x": 2}, "GPU")])
 def test_config_mesh_without_its_devices_is_a_clear_error(dims, device_type):
     mesh = dtsgd_viz.MeshSpec.create(dims, device_type=device_type)
     config = dict(dtsgd_viz.SGD(0.1).get_config(), mesh=mesh.to_dict())
@@ -220,8 +244,7 @@ def test_config_mesh_without_its_devices_is_a_clear_error(dims, device_type):
         dtsgd_viz.SGD.from_config(config)
     message = str(err.value)
     assert str(mesh) in message and f"{device_type}:{mesh.num_devices - 1}" in message
-    assert ("this process has ['CPU:0'" in message if device_type == "CPU"
-            else "no GPU devices" in message)
+    assert "this process has ['CPU:0'" in message if device_type == "CPU" else "no GPU devices" in message
 
 
 @pytest.mark.filterwarnings("ignore:You are saving your model as an HDF5 file")

@@ -36,8 +36,7 @@ def _train(steps_per_execution=None):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for epochs, steps in FITS:
-            model.fit(dds, epochs=epochs, steps_per_epoch=steps, verbose=0,
-                      callbacks=[callback])
+            model.fit(dds, epochs=epochs, steps_per_epoch=steps, verbose=0, callbacks=[callback])
         recording = rec.recording
     ours = [str(w.message) for w in caught if "Recorder" in str(w.message)]
     return recording, ours
@@ -51,8 +50,7 @@ def plain():
 
 
 @pytest.mark.parametrize("steps_per_execution", [1, 2, 10])
-def test_fit_keeps_every_update_whatever_steps_per_execution(plain, steps_per_execution,
-                                                              caplog):
+def test_fit_keeps_every_update_whatever_steps_per_execution(plain, steps_per_execution, caplog):
     caplog.set_level(logging.WARNING, logger="tensorflow")
     recording, ours = _train(steps_per_execution)
     assert ours == []  # neither overwritten steps nor a stale-velocity warning
@@ -61,8 +59,7 @@ def test_fit_keeps_every_update_whatever_steps_per_execution(plain, steps_per_ex
     assert list(plain.steps) == list(recording.steps)
     for name in recording.variables:
         for kind in ("param", "velocity", "grad"):
-            np.testing.assert_array_equal(recording.global_values(name, kind),
-                                          plain.global_values(name, kind))
+            np.testing.assert_array_equal(recording.global_values(name, kind), plain.global_values(name, kind))
     np.testing.assert_array_equal(recording.loss, plain.loss)
     slow = [r.getMessage() for r in caplog.records if "is slow" in r.getMessage()]
     assert slow == []
@@ -94,6 +91,9 @@ def test_the_callback_sizes_the_ring_before_the_first_trace():
 
     rec = built(1)
     rec._make_staging()
-    with pytest.warns(RuntimeWarning, match=r"built .* for 7 updates between flushes, fewer "
-                                            r"than the 10 .*buffer_steps=11"):
+    with pytest.warns(
+        RuntimeWarning,
+        match=r"built .* for 7 updates between flushes, fewer "
+        r"than the 10 .*buffer_steps=11",
+    ):
         rec._hold_executions(10)

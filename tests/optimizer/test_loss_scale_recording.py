@@ -53,8 +53,11 @@ class _UpdateLog:
         self.model, self.opt, self.rows = model, opt, []
 
     def _read(self):
-        return (float(self.opt.loss_scale.numpy()), int(self.opt.skipped_steps.numpy()),
-                [dtsgd_viz.to_numpy(_master(w)) for w in self.model.weights])
+        return (
+            float(self.opt.loss_scale.numpy()),
+            int(self.opt.skipped_steps.numpy()),
+            [dtsgd_viz.to_numpy(_master(w)) for w in self.model.weights],
+        )
 
     def before(self, *_):
         self._before = self._read()
@@ -87,8 +90,8 @@ def _step_function(model, opt):
     def step(x, y):
         with tf.GradientTape() as tape:
             scaled = opt.get_scaled_loss(tf.reduce_mean(tf.square(model(x, training=True) - y)))
-        opt.apply_gradients(zip(opt.get_unscaled_gradients(tape.gradient(scaled, variables)),
-                                variables))
+        opt.apply_gradients(zip(opt.get_unscaled_gradients(tape.gradient(scaled, variables)), variables))
+
     return step
 
 
@@ -106,10 +109,10 @@ def _train(mesh, rec, how, order):
     if how == "fit":
         model.compile(optimizer=opt, loss="mse")
         assert model.optimizer is opt
-        watch = tf_keras.callbacks.LambdaCallback(on_train_batch_begin=log.before,
-                                                  on_train_batch_end=log.after)
-        model.fit(overflow_data(mesh), epochs=1, steps_per_epoch=UPDATES, verbose=0,
-                  callbacks=[rec.keras_callback(), watch])
+        watch = tf_keras.callbacks.LambdaCallback(on_train_batch_begin=log.before, on_train_batch_end=log.after)
+        model.fit(
+            overflow_data(mesh), epochs=1, steps_per_epoch=UPDATES, verbose=0, callbacks=[rec.keras_callback(), watch]
+        )
         return model, sgd, opt, log.rows
     step = _step_function(model, opt)
     step = step if how == "eager" else tf.function(step)
@@ -130,14 +133,18 @@ def _expected(rows):
     scales = [rows[0].scale_before] + [r.scale_after for r in rows]
     assert all(r.scale_before == s for r, s in zip(rows, scales))
     assert scales == _documented_scales(skipped), scales
-    return ([i + 1 for i, s in enumerate(skipped) if not s],
-            [i + 1 for i, s in enumerate(skipped) if s],
-            [r.scale_before for r in rows if not r.moved])
+    return (
+        [i + 1 for i, s in enumerate(skipped) if not s],
+        [i + 1 for i, s in enumerate(skipped) if s],
+        [r.scale_before for r in rows if not r.moved],
+    )
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how, order", [("loop", "wrapped_first"), ("loop", "built_first"),
-                                        ("fit", "built_first"), ("eager", "wrapped_first")])
+@pytest.mark.parametrize(
+    "how, order",
+    [("loop", "wrapped_first"), ("loop", "built_first"), ("fit", "built_first"), ("eager", "wrapped_first")],
+)
 def test_a_recorder_under_the_mesh_loss_scale_records_every_applied_update(mesh, how, order):
     rec = dtsgd_viz.Recorder()
     with warnings.catch_warnings():
@@ -164,10 +171,10 @@ def test_a_recorder_under_the_mesh_loss_scale_records_every_applied_update(mesh,
         assert np.all(np.isfinite(check.deviation[name][after_skip])), name
     for w in model.weights:
         name = w.name.removesuffix(":0")
-        np.testing.assert_array_equal(r.global_values(name, "param")[-1],
-                                      dtsgd_viz.to_numpy(_master(w)))
-        np.testing.assert_array_equal(r.global_values(name, "velocity")[-1],
-                                      dtsgd_viz.to_numpy(sgd.velocity(_master(w))))
+        np.testing.assert_array_equal(r.global_values(name, "param")[-1], dtsgd_viz.to_numpy(_master(w)))
+        np.testing.assert_array_equal(
+            r.global_values(name, "velocity")[-1], dtsgd_viz.to_numpy(sgd.velocity(_master(w)))
+        )
 
 
 @pytest.mark.slow
@@ -247,8 +254,7 @@ def test_a_resumed_run_lists_the_same_skips(mesh, tmp_path):
         step2(*next(batches))
         log2.after()
     rec2.close()
-    assert [dataclasses.astuple(r) for r in log2.rows] == [
-        dataclasses.astuple(r) for r in log.rows[12:]]
+    assert [dataclasses.astuple(r) for r in log2.rows] == [dataclasses.astuple(r) for r in log.rows[12:]]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         resumed = dtsgd_viz.load_recording(store)
@@ -278,8 +284,10 @@ class _DeafHook:
         pass
 
 
-FOREIGN = (r"wrapped in LossScaleOptimizerV3, a dynamic loss scale that is not "
-           r"dtsgd_viz's.*never runs.*MeshLossScaleOptimizer\(opt\).*dynamic=False")
+FOREIGN = (
+    r"wrapped in LossScaleOptimizerV3, a dynamic loss scale that is not "
+    r"dtsgd_viz's.*never runs.*MeshLossScaleOptimizer\(opt\).*dynamic=False"
+)
 
 
 def test_a_foreign_dynamic_loss_scale_is_refused_whichever_is_built_first(mesh):
@@ -315,24 +323,29 @@ def test_a_foreign_dynamic_loss_scale_is_refused_whichever_is_built_first(mesh):
 
 def test_a_hook_without_skipped_update_is_refused_under_the_mesh_loss_scale(mesh):
     deaf = dtsgd_viz.SGD(0.001, mesh=mesh, hooks=[_DeafHook()])
-    with pytest.raises(ValueError, match=r"MeshLossScaleOptimizer with a dynamic loss scale.*"
-                                         r"skipped_update\(optimizer, iteration, loss_scale\).*"
-                                         r"_DeafHook have none"):
+    with pytest.raises(
+        ValueError,
+        match=r"MeshLossScaleOptimizer with a dynamic loss scale.*"
+        r"skipped_update\(optimizer, iteration, loss_scale\).*"
+        r"_DeafHook have none",
+    ):
         dtsgd_viz.MeshLossScaleOptimizer(deaf)
     opt = dtsgd_viz.MeshLossScaleOptimizer(dtsgd_viz.SGD(0.001, mesh=mesh))
     with pytest.raises(ValueError, match="_DeafHook have none"):
         opt.inner_optimizer.add_hook(_DeafHook())
     opt.inner_optimizer.add_hook(dtsgd_viz.Recorder())  # it has one
-    dtsgd_viz.MeshLossScaleOptimizer(dtsgd_viz.SGD(0.001, mesh=mesh, hooks=[_DeafHook()]),
-                                     dynamic=False, initial_scale=8)  # skips nothing
+    dtsgd_viz.MeshLossScaleOptimizer(
+        dtsgd_viz.SGD(0.001, mesh=mesh, hooks=[_DeafHook()]), dynamic=False, initial_scale=8
+    )  # skips nothing
 
 
 # ---- the plain data: files, parts, stores ---------------------------------------------
 
 
 def _with_skips(r, steps, scales):
-    return dataclasses.replace(r, skipped_steps=np.asarray(steps, np.int64),
-                               skipped_loss_scale=np.asarray(scales, np.float64))
+    return dataclasses.replace(
+        r, skipped_steps=np.asarray(steps, np.int64), skipped_loss_scale=np.asarray(scales, np.float64)
+    )
 
 
 def test_skipped_updates_are_saved_loaded_and_merged(tmp_path):
@@ -347,8 +360,11 @@ def test_skipped_updates_are_saved_loaded_and_merged(tmp_path):
     merged = dtsgd_viz.merge_recordings(parts)
     assert list(merged.skipped_steps) == [2, 5] and list(merged.skipped_loss_scale) == [1024.0, 512.0]
     bad = _with_skips(whole, [2, 5], [1024.0])
-    with pytest.raises(RecordingFileError, match=r"skipped_steps \(2,\) and skipped_loss_scale "
-                                                 r"\(1,\) must be 1-D and of one length"):
+    with pytest.raises(
+        RecordingFileError,
+        match=r"skipped_steps \(2,\) and skipped_loss_scale "
+        r"\(1,\) must be 1-D and of one length",
+    ):
         dtsgd_viz.load_recording(bad.save(tmp_path / "bad.npz"))
 
 

@@ -79,8 +79,11 @@ def test_layoutmap_leaves_wrapped_variables_off_the_mesh_until_laid_out(mesh, po
 def test_sgd_on_a_mesh_names_the_fix_for_unlaid_variables(mesh, policy):
     model = layoutmap_mlp(mesh)
     opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh)
-    with pytest.raises(ValueError, match=rf"'{policy}'.*dtsgd_viz.layout_autocast_variables"
-                                         r"\(model\)"):
+    with pytest.raises(
+        ValueError,
+        match=rf"'{policy}'.*dtsgd_viz.layout_autocast_variables"
+        r"\(model\)",
+    ):
         opt.build(model.trainable_variables)
 
 
@@ -101,8 +104,7 @@ def test_bfloat16_and_fixed_loss_scale_float16_fit_and_record_float32(mesh, poli
         assert r.record(name).dtype == "float32"
         assert all(r.global_values(name, k).dtype == np.float32 for k in ("param", "velocity", "grad"))
         np.testing.assert_array_equal(r.shard_values(name, "param")[-1], _shards(w._variable))
-        np.testing.assert_array_equal(r.shard_values(name, "velocity")[-1],
-                                      _shards(sgd.velocity(w)))
+        np.testing.assert_array_equal(r.shard_values(name, "velocity")[-1], _shards(sgd.velocity(w)))
     assert all(len(s) == 0 for s in reference.check_recording(r).values())
     # the table looks through the loss-scale wrapper at the slots of the real optimizer
     table = dtsgd_viz.model_table(model)
@@ -115,9 +117,12 @@ def test_dynamic_loss_scale_trains_but_refuses_a_recorder(mesh):
         model = dtsgd_viz.layout_autocast_variables(layoutmap_mlp(mesh))
         rec = dtsgd_viz.Recorder()
         opt = dtsgd_viz.SGD(0.02, momentum=0.9, mesh=mesh, hooks=[rec])
-        with pytest.raises(ValueError, match=r"dynamic loss scale.*'mixed_float16'.*never runs"
-                                             r".*MeshLossScaleOptimizer.*'mixed_bfloat16'.*"
-                                             r"dynamic=False"):
+        with pytest.raises(
+            ValueError,
+            match=r"dynamic loss scale.*'mixed_float16'.*never runs"
+            r".*MeshLossScaleOptimizer.*'mixed_bfloat16'.*"
+            r"dynamic=False",
+        ):
             _fit(model, opt, mesh, rec)
         # (MeshLossScaleOptimizer reports its skips: tests/optimizer/test_loss_scale_recording.py)
         # without hooks, model.compile's LossScaleOptimizer trains on the mesh
@@ -153,9 +158,11 @@ class _ScaleLog:
 
     def _read(self):
         skipped = getattr(self.opt, "skipped_steps", None)
-        return (float(self.opt.loss_scale.numpy()),
-                None if skipped is None else int(skipped.numpy()),
-                [dtsgd_viz.to_numpy(getattr(w, "_variable", w)) for w in self.model.weights])
+        return (
+            float(self.opt.loss_scale.numpy()),
+            None if skipped is None else int(skipped.numpy()),
+            [dtsgd_viz.to_numpy(getattr(w, "_variable", w)) for w in self.model.weights],
+        )
 
     def before(self):
         self._before = self._read()
@@ -171,10 +178,10 @@ def _train(how, model, opt, mesh):
     if how == "fit":
         model.compile(optimizer=opt, loss="mse")
         assert model.optimizer is opt  # compile keeps a loss scale optimizer as it is
-        callback = tf_keras.callbacks.LambdaCallback(on_train_batch_begin=lambda *_: log.before(),
-                                                     on_train_batch_end=lambda *_: log.after())
-        model.fit(overflow_data(mesh), epochs=1, steps_per_epoch=UPDATES, verbose=0,
-                  callbacks=[callback])
+        callback = tf_keras.callbacks.LambdaCallback(
+            on_train_batch_begin=lambda *_: log.before(), on_train_batch_end=lambda *_: log.after()
+        )
+        model.fit(overflow_data(mesh), epochs=1, steps_per_epoch=UPDATES, verbose=0, callbacks=[callback])
         return log.rows
     variables = model.trainable_variables
 
@@ -182,8 +189,7 @@ def _train(how, model, opt, mesh):
     def step(x, y):
         with tf.GradientTape() as tape:
             scaled = opt.get_scaled_loss(tf.reduce_mean(tf.square(model(x, training=True) - y)))
-        opt.apply_gradients(zip(opt.get_unscaled_gradients(tape.gradient(scaled, variables)),
-                                variables))
+        opt.apply_gradients(zip(opt.get_unscaled_gradients(tape.gradient(scaled, variables)), variables))
 
     batches = iter(overflow_data(mesh))
     for _ in range(UPDATES):
@@ -211,8 +217,9 @@ def _documented_scales(skipped, initial=2.0**15, growth_steps=GROWTH_STEPS):
 @pytest.mark.parametrize("how", ["fit", "loop"])
 def test_mesh_loss_scale_halves_once_per_overflow(mesh, how):
     model = overflow_model(mesh)
-    opt = dtsgd_viz.MeshLossScaleOptimizer(dtsgd_viz.SGD(0.001, momentum=0.9, mesh=mesh),
-                                           dynamic_growth_steps=GROWTH_STEPS)
+    opt = dtsgd_viz.MeshLossScaleOptimizer(
+        dtsgd_viz.SGD(0.001, momentum=0.9, mesh=mesh), dynamic_growth_steps=GROWTH_STEPS
+    )
     assert dtsgd_viz.layout_of(opt.dynamic_counter).mesh == dtsgd_viz.mesh_spec(mesh)
     rows = _train(how, model, opt, mesh)
     skipped = [r[2] for r in rows]
@@ -224,7 +231,7 @@ def test_mesh_loss_scale_halves_once_per_overflow(mesh, how):
     scales = [rows[0][0]] + [r[1] for r in rows]
     print(how, "loss scale history:", scales)
     assert scales == _documented_scales(skipped), scales
-    assert skipped[0] and scales[1] == 2.0**14               # the first overflow: halved, once
+    assert skipped[0] and scales[1] == 2.0**14  # the first overflow: halved, once
     assert any(b == 2 * a for a, b in zip(scales, scales[1:]))  # and it grew back
 
 
@@ -234,7 +241,8 @@ def test_plain_tf_keras_loss_scale_races_on_a_mesh(mesh):
     scale by 2**8, not 2. When this fails, tf-keras has fixed it."""
     model = overflow_model(mesh)
     opt = tf_keras.mixed_precision.LossScaleOptimizer(
-        dtsgd_viz.SGD(0.001, momentum=0.9, mesh=mesh), dynamic_growth_steps=GROWTH_STEPS)
+        dtsgd_viz.SGD(0.001, momentum=0.9, mesh=mesh), dynamic_growth_steps=GROWTH_STEPS
+    )
     assert not _dtensor.is_dvariable(opt.dynamic_counter)
     rows = _train("loop", model, opt, mesh)
     skipped = [not r[3] for r in rows]  # weights unchanged: the update was skipped

@@ -23,13 +23,13 @@ def test_is_the_dtensor_sgd():
 def test_doc_examples_minimize_returns_iterations():
     opt = dtsgd_viz.SGD(learning_rate=0.1)
     var = tf.Variable(1.0)
-    loss = lambda: (var ** 2) / 2.0  # noqa: E731
+    loss = lambda: (var**2) / 2.0  # noqa: E731
     step_count = opt.minimize(loss, [var]).numpy()
     assert step_count == 1 and var.numpy() == pytest.approx(0.9)
     opt = dtsgd_viz.SGD(0.1, momentum=0.9)
     var = tf.Variable(1.0)
     val0 = var.value()
-    opt.minimize(loss := (lambda: (var ** 2) / 2.0), [var])
+    opt.minimize(loss := (lambda: (var**2) / 2.0), [var])
     val1 = var.value()
     assert (val0 - val1).numpy() == pytest.approx(0.1)
     assert opt.minimize(loss, [var]).numpy() == 2
@@ -60,8 +60,10 @@ def test_bad_constructor_arguments(kwargs, error, match):
 
 
 def test_clip_and_ema_options_map_onto_tf_keras():
-    opt = dtsgd_viz.SGD(gradients_clip_option=dtsgd_viz.GradientsClipOption(clipnorm=0.5),
-                        ema_option={"use_ema": True, "ema_momentum": 0.9})
+    opt = dtsgd_viz.SGD(
+        gradients_clip_option=dtsgd_viz.GradientsClipOption(clipnorm=0.5),
+        ema_option={"use_ema": True, "ema_momentum": 0.9},
+    )
     assert opt.clipnorm == 0.5 and opt.clipvalue is None
     assert opt.use_ema is True and opt.ema_momentum == 0.9
     opt = dtsgd_viz.SGD(gradients_clip_option={"clipvalue": 0.25})
@@ -73,8 +75,7 @@ def test_clip_and_ema_options_map_onto_tf_keras():
 
 
 def test_config_round_trip():
-    opt = dtsgd_viz.SGD(0.05, momentum=0.8, nesterov=True,
-                        gradients_clip_option={"global_clipnorm": 2.0}, name="mine")
+    opt = dtsgd_viz.SGD(0.05, momentum=0.8, nesterov=True, gradients_clip_option={"global_clipnorm": 2.0}, name="mine")
     config = opt.get_config()
     again = dtsgd_viz.SGD.from_config(config)
     assert isinstance(again, dtsgd_viz.SGD)
@@ -93,8 +94,9 @@ def test_documented_methods_on_a_mesh():
     extra = opt.add_variable(shape=(3,))
     assert tuple(extra.shape) == (3,)
     grads_and_vars = opt.compute_gradients(problem.loss, [problem.var])
-    np.testing.assert_allclose(_dtensor.unpack(grads_and_vars[0][0])[0],
-                               problem.numpy_grad(problem.w0)[:2, :2], rtol=1e-6)
+    np.testing.assert_allclose(
+        _dtensor.unpack(grads_and_vars[0][0])[0], problem.numpy_grad(problem.w0)[:2, :2], rtol=1e-6
+    )
     assert int(_dtensor.unpack(opt.apply_gradients(grads_and_vars))[0]) == 1
     # the tf-keras update_step directly: one more plain momentum step
     before = problem.w0 + _dtensor.layout_of(problem.var).rank * 0  # shape check only
@@ -133,7 +135,7 @@ def test_eager_minimize_on_a_mesh_where_tf_keras_fails():
         plain.minimize(theirs.loss, [theirs.var])  # tf-keras' limitation we work around
     opt = dtsgd_viz.SGD(0.1, mesh=mesh)
     assert int(_dtensor.unpack(opt.minimize(ours.loss, [ours.var]))[0]) == 1
-    got = np.concatenate([np.concatenate(_dtensor.unpack(ours.var)[4 * r:4 * r + 4], 1) for r in range(2)])
+    got = np.concatenate([np.concatenate(_dtensor.unpack(ours.var)[4 * r : 4 * r + 4], 1) for r in range(2)])
     np.testing.assert_allclose(got, ours.w0 - 0.1 * ours.numpy_grad(ours.w0), rtol=1e-6)
 
 
@@ -211,8 +213,7 @@ def _train_mlp(mode, exact_update=False, steps=8):
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = _mlp(mesh)
     rec = dtsgd_viz.Recorder()
-    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
-                        exact_update=exact_update)
+    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec], exact_update=exact_update)
     x, y = _data()
     data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
     xb, yb = _dtensor.put(x, data_layout), _dtensor.put(y, data_layout)
@@ -224,6 +225,7 @@ def _train_mlp(mode, exact_update=False, steps=8):
         for _ in range(steps):
             opt.minimize(loss, model.trainable_variables)
     else:
+
         @tf.function
         def train_step():
             with tf.GradientTape() as tape:
@@ -259,8 +261,12 @@ def test_layoutmap_model_follows_the_rule(mode, data_dependent):
     _check_truth(model, recording)
     for name in recording.variables:
         p_ref, v_ref = reference.replay(
-            recording.initial(name), recording.global_values(name, "grad"),
-            recording.hyperparameters.learning_rate, 0.9, True)
+            recording.initial(name),
+            recording.global_values(name, "grad"),
+            recording.hyperparameters.learning_rate,
+            0.9,
+            True,
+        )
         np.testing.assert_allclose(recording.global_values(name, "param"), p_ref, rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(recording.global_values(name, "velocity"), v_ref, rtol=1e-6, atol=1e-7)
     assert all(len(s) == 0 for s in reference.check_recording(recording).values())
@@ -287,8 +293,7 @@ def test_layoutmap_model_in_tf_function_shows_the_stale_velocity_hazard():
     lr, mu = np.float64(np.float32(0.05)), np.float64(np.float32(0.9))
     seen_stale = 0
     for name in recording.variables:
-        p, v, g = (recording.global_values(name, k).astype(np.float64)
-                   for k in ("param", "velocity", "grad"))
+        p, v, g = (recording.global_values(name, k).astype(np.float64) for k in ("param", "velocity", "grad"))
         p_prev = np.concatenate([recording.initial(name)[None], p[:-1]])
         v_prev = np.concatenate([np.zeros_like(v[:1]), v[:-1]])
         # the slot itself always follows the rule
@@ -313,6 +318,7 @@ def test_layoutmap_model_in_tf_function_shows_the_stale_velocity_hazard():
 
 def test_layoutmap_model_fit_with_dtensor_dataset():
     import tensorflow as tf  # noqa: F811
+
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = _mlp(mesh)
     rec = dtsgd_viz.Recorder(buffer_steps=4)
@@ -321,9 +327,14 @@ def test_layoutmap_model_fit_with_dtensor_dataset():
     per_replica = 8
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(per_replica, drop_remainder=True).repeat()
     data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
-    dds = dtensor.DTensorDataset(ds, mesh=mesh, layouts=(data_layout, data_layout),
-                                 global_batch_size=2 * per_replica, batch_dim="batch",
-                                 dataset_already_batched=True)
+    dds = dtensor.DTensorDataset(
+        ds,
+        mesh=mesh,
+        layouts=(data_layout, data_layout),
+        global_batch_size=2 * per_replica,
+        batch_dim="batch",
+        dataset_already_batched=True,
+    )
     model.compile(optimizer=opt, loss="mse")
     history = model.fit(dds, epochs=2, steps_per_epoch=6, verbose=0, callbacks=[rec.keras_callback()])
     recording = rec.recording
@@ -346,10 +357,14 @@ def _mlp_step(exact_update, layers=3, width=8):
         lm[f"l{i}.*bias"] = dtensor.Layout(["model"], mesh)
     with lm.scope():
         tf_keras.utils.set_random_seed(0)
-        model = tf_keras.Sequential([
-            tf_keras.layers.Dense(width, activation="tanh", name=f"l{i}",
-                                  **({"input_shape": (width,)} if i == 0 else {}))
-            for i in range(layers)])
+        model = tf_keras.Sequential(
+            [
+                tf_keras.layers.Dense(
+                    width, activation="tanh", name=f"l{i}", **({"input_shape": (width,)} if i == 0 else {})
+                )
+                for i in range(layers)
+            ]
+        )
     opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, exact_update=exact_update)
     rng = np.random.default_rng(0)
     x = rng.normal(size=(16, width)).astype(np.float32)
@@ -389,5 +404,4 @@ def test_the_exact_update_relays_each_gradient_to_its_variables_layout():
             p0[i] = p0[i] + 0.9 * v0[i] - 0.05 * g
     for p_ref, v_ref, var in zip(p0, v0, model.trainable_variables):
         np.testing.assert_allclose(global_value(var), p_ref, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(global_value(opt.velocity(var)), v_ref,
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(global_value(opt.velocity(var)), v_ref, rtol=1e-5, atol=1e-6)

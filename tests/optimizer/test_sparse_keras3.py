@@ -22,17 +22,18 @@ def _embedding_model(mesh, table_specs):
     lm["out.*bias"] = dtensor.Layout.replicated(mesh, 1)
     with lm.scope():
         tf_keras.utils.set_random_seed(0)
-        model = tf_keras.Sequential([
-            TableEmbedding(16, 8, name="emb", input_length=3),
-            tf_keras.layers.Flatten(),
-            tf_keras.layers.Dense(1, name="out"),
-        ])
+        model = tf_keras.Sequential(
+            [
+                TableEmbedding(16, 8, name="emb", input_length=3),
+                tf_keras.layers.Flatten(),
+                tf_keras.layers.Dense(1, name="out"),
+            ]
+        )
         model.build((None, 3))
     return model
 
 
-@pytest.mark.parametrize("table_specs", [("model", "unsharded"), ("unsharded", "model")],
-                         ids=["rows", "columns"])
+@pytest.mark.parametrize("table_specs", [("model", "unsharded"), ("unsharded", "model")], ids=["rows", "columns"])
 def test_embedding_gradients_are_densified_on_a_mesh_and_recorded_exactly(table_specs):
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = _embedding_model(mesh, table_specs)
@@ -43,8 +44,7 @@ def test_embedding_gradients_are_densified_on_a_mesh_and_recorded_exactly(table_
     data = dtensor.Layout(["batch", "unsharded"], mesh)
     xb, yb = _dtensor.put(x, data), _dtensor.put(y, data)
     rec = dtsgd_viz.Recorder()
-    opt = dtsgd_viz.SGD(0.1, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
-                        exact_update=True)
+    opt = dtsgd_viz.SGD(0.1, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec], exact_update=True)
 
     @tf.function
     def step():
@@ -67,8 +67,9 @@ def test_embedding_gradients_are_densified_on_a_mesh_and_recorded_exactly(table_
     touched = np.abs(g).sum(axis=(0, 2)) > 0  # dense: rows never looked up are zero
     np.testing.assert_array_equal(touched, used)
     for name in r.variables:  # a numpy replay of the recorded gradients gives the recording
-        p_ref, v_ref = reference.replay(r.initial(name), r.global_values(name, "grad"),
-                                        r.hyperparameters.learning_rate, 0.9, True)
+        p_ref, v_ref = reference.replay(
+            r.initial(name), r.global_values(name, "grad"), r.hyperparameters.learning_rate, 0.9, True
+        )
         np.testing.assert_allclose(r.global_values(name, "param"), p_ref, rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(r.global_values(name, "velocity"), v_ref, rtol=1e-6, atol=1e-7)
     for name, var in zip(r.variables, model.trainable_variables):  # and what the devices hold
@@ -82,12 +83,13 @@ def test_exact_update_is_a_bool_and_an_old_configs_name_still_loads():
     assert dtsgd_viz.SGD().exact_update is False
     assert dtsgd_viz.SGD(exact_update=True).get_config()["exact_update"] is True
     assert "exact_update" not in dtsgd_viz.SGD().get_config()
-    with pytest.raises(TypeError, match="data_dependent_update"):   # the old name is gone
+    with pytest.raises(TypeError, match="data_dependent_update"):  # the old name is gone
         dtsgd_viz.SGD(data_dependent_update=True)
-    old = {**dtsgd_viz.SGD().get_config(), "data_dependent_update": True}   # saved before the rename
+    old = {**dtsgd_viz.SGD().get_config(), "data_dependent_update": True}  # saved before the rename
     assert dtsgd_viz.SGD.from_config(old).exact_update is True
     with pytest.raises(TypeError, match="exact_update must be True or False. Received: 'yes'"):
         dtsgd_viz.SGD(exact_update="yes")
+
 
 keras3 = pytest.importorskip("keras")
 
@@ -114,10 +116,12 @@ def test_keras3_objects_are_named_with_the_fix():
 
 def test_keras3_objects_in_the_views_are_named_with_the_fix():
     model = keras3.Sequential([keras3.Input((2,)), keras3.layers.Dense(1)])
-    for call in (lambda: dtsgd_viz.model_table(model),
-                 lambda: dtsgd_viz.model_table(keras3.optimizers.SGD()),
-                 lambda: dtsgd_viz.plot_layout(model.weights[0]),
-                 lambda: dtsgd_viz.layout_autocast_variables(model)):
+    for call in (
+        lambda: dtsgd_viz.model_table(model),
+        lambda: dtsgd_viz.model_table(keras3.optimizers.SGD()),
+        lambda: dtsgd_viz.plot_layout(model.weights[0]),
+        lambda: dtsgd_viz.layout_autocast_variables(model),
+    ):
         with pytest.raises(TypeError, match="Keras 3 object") as e:
             call()
         assert "import tf_keras as keras" in str(e.value)

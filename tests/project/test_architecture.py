@@ -19,9 +19,16 @@ MAX_LINES = 800  # one idea per module, kept whole: a hard limit, no soft budget
 MAX_TOP_LEVEL = 10
 DTENSOR_PACKAGES = {"dtsgd_viz.dtensor", "dtsgd_viz.models"}
 # what the plain-data parts may import at module level (never TensorFlow or widgets)
-PLAIN = ("dtsgd_viz.recording", "dtsgd_viz.theory.reference", "dtsgd_viz.theory.quadratic",
-         "dtsgd_viz.theory.convergence", "dtsgd_viz.specs", "dtsgd_viz.geometry",
-         "dtsgd_viz.hooks", "dtsgd_viz.dtensor.model")
+PLAIN = (
+    "dtsgd_viz.recording",
+    "dtsgd_viz.theory.reference",
+    "dtsgd_viz.theory.quadratic",
+    "dtsgd_viz.theory.convergence",
+    "dtsgd_viz.specs",
+    "dtsgd_viz.geometry",
+    "dtsgd_viz.hooks",
+    "dtsgd_viz.dtensor.model",
+)
 HEAVY = ("tensorflow", "tf_keras", "keras", "ipywidgets", "IPython")
 
 
@@ -49,7 +56,7 @@ class Module:
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     base = self.package.split(".")
-                    base = base[:len(base) - (node.level - 1)]
+                    base = base[: len(base) - (node.level - 1)]
                     target = ".".join(base + ([node.module] if node.module else []))
                 else:
                     target = node.module
@@ -74,8 +81,7 @@ def graph() -> dict[str, set[str]]:
             sub = f"{target}.{name}" if name else None
             dest = sub if sub in MODULES else target
             # a package re-exporting its own children is not a cycle
-            if dest in MODULES and dest != m.name and not (
-                    m.is_package and dest.startswith(m.name + ".")):
+            if dest in MODULES and dest != m.name and not (m.is_package and dest.startswith(m.name + ".")):
                 edges.add(dest)
         out[m.name] = edges
     return out
@@ -135,9 +141,11 @@ def test_dtensor_is_imported_by_two_subpackages_only():
     importers = set()
     for m in MODULES.values():
         for target, name, _, _ in m.imports():
-            if target and (target.startswith("tensorflow.experimental.dtensor")
-                           or (target == "tensorflow.experimental" and name == "dtensor")
-                           or target.startswith("tensorflow.dtensor")):
+            if target and (
+                target.startswith("tensorflow.experimental.dtensor")
+                or (target == "tensorflow.experimental" and name == "dtensor")
+                or target.startswith("tensorflow.dtensor")
+            ):
                 importers.add(m.package)
     assert importers <= DTENSOR_PACKAGES, importers
 
@@ -184,14 +192,20 @@ def _is_side_effect(node) -> bool:
     for n in ast.walk(node):
         if isinstance(n, ast.Call):
             f = ast.unparse(n.func)
-            if f in ("os.dup2", "os.environ.setdefault", "os.environ.update", "os.putenv",
-                     "matplotlib.use", "tf.config.set_logical_device_configuration",
-                     "tf.get_logger().setLevel", "logging.basicConfig"):
+            if f in (
+                "os.dup2",
+                "os.environ.setdefault",
+                "os.environ.update",
+                "os.putenv",
+                "matplotlib.use",
+                "tf.config.set_logical_device_configuration",
+                "tf.get_logger().setLevel",
+                "logging.basicConfig",
+            ):
                 return True
         if isinstance(n, (ast.Assign, ast.AugAssign)):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-            if any(ast.unparse(t).startswith(("os.environ[", "matplotlib.rcParams", "plt.rcParams"))
-                   for t in targets):
+            if any(ast.unparse(t).startswith(("os.environ[", "matplotlib.rcParams", "plt.rcParams")) for t in targets):
                 return True
     return False
 
@@ -223,25 +237,35 @@ def test_no_module_changes_the_process_when_imported():
 
 
 def test_the_side_effect_check_sees_them():
-    tree = ast.parse("import os\nos.environ.setdefault('X', '1')\nwith q():\n    os.dup2(1, 2)\n"
-                     "def quiet():\n    os.dup2(1, 2)\nwith quiet():\n    import math\n"
-                     "def fine():\n    return 1\nfine()\n")
+    tree = ast.parse(
+        "import os\nos.environ.setdefault('X', '1')\nwith q():\n    os.dup2(1, 2)\n"
+        "def quiet():\n    os.dup2(1, 2)\nwith quiet():\n    import math\n"
+        "def fine():\n    return 1\nfine()\n"
+    )
     assert _side_effects(tree) == [2, 3, 7]
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("from ..views._tensor_panel import draw",
-     ["dtsgd_viz.widgets.x:1 imports dtsgd_viz.views._tensor_panel.draw"]),
-    ("from ..runs import _check", ["dtsgd_viz.widgets.x:1 imports dtsgd_viz.runs._check"]),
-    ("from . import _canvas", []),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        (
+            "from ..views._tensor_panel import draw",
+            ["dtsgd_viz.widgets.x:1 imports dtsgd_viz.views._tensor_panel.draw"],
+        ),
+        ("from ..runs import _check", ["dtsgd_viz.widgets.x:1 imports dtsgd_viz.runs._check"]),
+        ("from . import _canvas", []),
+    ],
+)
 def test_the_private_name_check(source, expected, monkeypatch):
     fake = Module.__new__(Module)
     fake.name, fake.package, fake.is_package = "dtsgd_viz.widgets.x", "dtsgd_viz.widgets", False
     fake.tree, fake.lines = ast.parse(source), 1
     extra = {"dtsgd_viz.widgets.x": fake}
-    for name, package in [("dtsgd_viz.views._tensor_panel", "dtsgd_viz.views"),
-                          ("dtsgd_viz.runs", "dtsgd_viz"), ("dtsgd_viz.widgets._canvas", "dtsgd_viz.widgets")]:
+    for name, package in [
+        ("dtsgd_viz.views._tensor_panel", "dtsgd_viz.views"),
+        ("dtsgd_viz.runs", "dtsgd_viz"),
+        ("dtsgd_viz.widgets._canvas", "dtsgd_viz.widgets"),
+    ]:
         stub = Module.__new__(Module)
         stub.name, stub.package, stub.is_package = name, package, False
         stub.tree, stub.lines = ast.parse(""), 0
@@ -267,9 +291,13 @@ def class_privates(tree) -> set[str]:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 out.update(t.id for t in targets if isinstance(t, ast.Name) and _is_private(t.id))
         for n in ast.walk(cls):
-            if (isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
-                    and _is_private(n.attr) and isinstance(n.value, ast.Name)
-                    and n.value.id in ("self", "cls")):
+            if (
+                isinstance(n, ast.Attribute)
+                and isinstance(n.ctx, ast.Store)
+                and _is_private(n.attr)
+                and isinstance(n.value, ast.Name)
+                and n.value.id in ("self", "cls")
+            ):
                 out.add(n.attr)
     return out
 
@@ -308,14 +336,17 @@ def test_the_private_attribute_check(monkeypatch):
         m.tree, m.lines = ast.parse(source), len(source.splitlines())
         return m
 
-    owner = fake("dtsgd_viz.a", "class A:\n    def __init__(self):\n        self._count = 0\n"
-                               "    def _step(self):\n        self._count += 1\n")
-    user = fake("dtsgd_viz.b", "def f(a, opt):\n    a._count = 2\n    a._step()\n"
-                              "    opt._variables\n    super()._step()\n    a._repr_html_()\n")
-    own = fake("dtsgd_viz.c", "class C:\n    def _step(self):\n        pass\n"
-                             "def g(c):\n    c._step()\n")
-    monkeypatch.setattr(sys.modules[__name__], "MODULES",
-                        {m.name: m for m in (owner, user, own)})
+    owner = fake(
+        "dtsgd_viz.a",
+        "class A:\n    def __init__(self):\n        self._count = 0\n    def _step(self):\n        self._count += 1\n",
+    )
+    user = fake(
+        "dtsgd_viz.b",
+        "def f(a, opt):\n    a._count = 2\n    a._step()\n"
+        "    opt._variables\n    super()._step()\n    a._repr_html_()\n",
+    )
+    own = fake("dtsgd_viz.c", "class C:\n    def _step(self):\n        pass\ndef g(c):\n    c._step()\n")
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", {m.name: m for m in (owner, user, own)})
     assert _foreign_private_access() == [
         "dtsgd_viz.b:2 a._count (defined in dtsgd_viz.a)",
         "dtsgd_viz.b:3 a._step (defined in dtsgd_viz.a, dtsgd_viz.c)",
@@ -339,9 +370,13 @@ def test_no_test_module_imports_another():
     found = []
     for path in tests.rglob("test_*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
-                     else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             found += [f"{path.relative_to(tests)}: {n}" for n in names if n.split(".")[0].startswith("test_")]
     assert found == []
 

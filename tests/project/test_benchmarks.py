@@ -47,10 +47,20 @@ def test_table():
 def test_compile_time_ratios_pair_by_repeat():
     import compile_time
 
-    results = [{"plain": {"first": 10.0, "steady": 1.0}, "sgd": {"first": 12.0, "steady": 1.0},
-                "stats": {"first": 11.0, "steady": 0.5}, "full": {"first": 13.0, "steady": 2.0}},
-               {"plain": {"first": 20.0, "steady": 2.0}, "sgd": {"first": 20.0, "steady": 2.0},
-                "stats": {"first": 20.0, "steady": 1.0}, "full": {"first": 24.0, "steady": 4.0}}]
+    results = [
+        {
+            "plain": {"first": 10.0, "steady": 1.0},
+            "sgd": {"first": 12.0, "steady": 1.0},
+            "stats": {"first": 11.0, "steady": 0.5},
+            "full": {"first": 13.0, "steady": 2.0},
+        },
+        {
+            "plain": {"first": 20.0, "steady": 2.0},
+            "sgd": {"first": 20.0, "steady": 2.0},
+            "stats": {"first": 20.0, "steady": 1.0},
+            "full": {"first": 24.0, "steady": 4.0},
+        },
+    ]
     first = compile_time.ratios(results, "first", "plain")
     assert first["stats"] == pytest.approx(1.05) and first["full"] == pytest.approx(1.25)
     rows = {r[1].split(":")[0]: r for r in compile_time.rows(40, results)}
@@ -59,8 +69,9 @@ def test_compile_time_ratios_pair_by_repeat():
 
 
 def _run(script, *args, timeout=900):
-    out = subprocess.run([sys.executable, str(BENCH / script), *args], cwd=ROOT,
-                         capture_output=True, text=True, timeout=timeout)
+    out = subprocess.run(
+        [sys.executable, str(BENCH / script), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout
 
@@ -88,13 +99,12 @@ def test_compile_time_quick_prints_its_table():
     (most of each child's time) grows with the layers, and the table is the same."""
     out = _run("compile_time.py", "--layers", "2", "--repeats", "1", "--blocks", "1")
     assert "| layers | variant | first call / plain's first call" in out
-    assert sum(line.startswith("| 2 |") for line in out.splitlines()) == 4   # one row per variant
+    assert sum(line.startswith("| 2 |") for line in out.splitlines()) == 4  # one row per variant
 
 
 @pytest.mark.slow
 def test_long_run_quick_prints_its_tables():
     # ``--quick`` (200 updates, blocks of 20, windows of 2, 1 rep) at 2 layers, not 6
-    out = _run("long_run.py", "--updates", "200", "--layers", "2", "--block", "20", "--window", "2",
-               "--reps", "1")
+    out = _run("long_run.py", "--updates", "200", "--layers", "2", "--block", "20", "--window", "2", "--reps", "1")
     assert "| time per update, recorded / plain (median over windows) |" in out
     assert "| load_recording |" in out

@@ -58,12 +58,18 @@ def test_notebook_03_in_jupyterlab(browser, lab, shots):  # noqa: F811
         page.wait_for_function(
             "() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];"
             " return p.length > 0 && p.every(e => !e.innerText.includes('*') && /\\[\\d+\\]/.test(e.innerText)); }",
-            timeout=240_000)
+            timeout=240_000,
+        )
         page.wait_for_selector(".widget-slider", timeout=60_000)
         page.wait_for_function("() => !document.body.innerText.includes('Loading widget')", timeout=60_000)
         errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-        assert page.locator(".jp-RenderedText .ansi-red-fg, .jp-OutputArea-output "
-                            ".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']").count() == 0
+        assert (
+            page.locator(
+                ".jp-RenderedText .ansi-red-fg, .jp-OutputArea-output "
+                ".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']"
+            ).count()
+            == 0
+        )
         assert errors.count() == 0, errors.first.inner_text()
         n_sliders = page.locator(".widget-slider").count()
         assert n_sliders >= 3
@@ -74,8 +80,7 @@ def test_notebook_03_in_jupyterlab(browser, lab, shots):  # noqa: F811
         # (step=20), once the last redraw has landed
         _move_slider(page, n_sliders - 1, key="ArrowLeft")
         _wait_changed(page, moved)
-        page.wait_for_function("() => document.body.innerText.includes('update 20 of 60')",
-                               timeout=60_000)
+        page.wait_for_function("() => document.body.innerText.includes('update 20 of 60')", timeout=60_000)
         _wait_stable(page)
         # the settings turn the "official Jupyter news?" toast off: none may cover the figure
         assert page.get_by_text("official Jupyter news").count() == 0
@@ -96,6 +101,7 @@ def test_notebook_03_in_jupyterlab(browser, lab, shots):  # noqa: F811
 @browser_test
 def test_app_in_voila(browser, shots, tmp_path):  # noqa: F811
     from dtsgd_viz.cli.app import voila_command
+
     docs_before = _docs_screenshots()
     port = _free_port()
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
@@ -111,39 +117,49 @@ def test_app_in_voila(browser, shots, tmp_path):  # noqa: F811
         # ending where the third's heading starts, so no panel is cut through
         shot = shots / "app_dashboard.png"
         tops = _heading_tops(page)
-        assert len(tops) == 3, tops   # compare, step through one run, the mesh layout
+        assert len(tops) == 3, tops  # compare, step through one run, the mesh layout
         end = _section_crop(tops, _page_bottom(page), sections=2)
         page.set_viewport_size({"width": 1300, "height": max(end, 1000)})
         _wait_stable(page)
         end = _section_crop(_heading_tops(page), _page_bottom(page), sections=2)
         cut = _cut_by(_boxes(page, "img, .widget-slider, table, pre, h2"), end)
-        assert not cut, (end, cut)   # every figure, slider and text wholly in or out
+        assert not cut, (end, cut)  # every figure, slider and text wholly in or out
         assert end <= page.viewport_size["height"]
         page.screenshot(path=str(shot), clip={"x": 0, "y": 0, "width": 1300, "height": end})
         # every figure keeps its size and aspect ratio (none is stretched to the page width)
         images = page.eval_on_selector_all(
-            "img", "els => els.filter(e => e.naturalWidth > 0).map(e => "
-            "[e.naturalWidth, e.naturalHeight, e.clientWidth, e.clientHeight])")
+            "img",
+            "els => els.filter(e => e.naturalWidth > 0).map(e => "
+            "[e.naturalWidth, e.naturalHeight, e.clientWidth, e.clientHeight])",
+        )
         assert len(images) >= 3
         for nw, nh, w, h in images:
             assert w <= nw + 1 and w / h == pytest.approx(nw / nh, rel=0.02), (nw, nh, w, h)
         # each table's headers sit side by side without overlapping (the results table,
         # then the step-through's table of the update's terms)
-        tables = page.eval_on_selector_all("table", "els => els.map(t => Array.from(t.querySelectorAll('th'))"
-                                           ".map(e => { const r = e.getBoundingClientRect(); "
-                                           "return [r.left, r.right]; }))")
+        tables = page.eval_on_selector_all(
+            "table",
+            "els => els.map(t => Array.from(t.querySelectorAll('th'))"
+            ".map(e => { const r = e.getBoundingClientRect(); "
+            "return [r.left, r.right]; }))",
+        )
         assert len(tables) == 2 and len(tables[0]) >= 3 and len(tables[1]) == 5, tables
         for heads in tables:
             for (_, right), (left, _) in zip(heads, heads[1:]):
                 assert right <= left + 1, heads
         # the terms table stands beside the step-through figure (not wrapped under it) and
         # follows the slider
-        step_img = page.eval_on_selector_all("img", "els => els.map(e => { const r = e.getBoundingClientRect(); "
-                                             "return [r.left, r.right, r.top, r.bottom]; })")[1]
-        table_box = page.eval_on_selector_all("table", "els => { const r = els[1].getBoundingClientRect(); "
-                                              "return [r.left, r.right, r.top, r.bottom]; }")
-        assert (table_box[0] >= step_img[1] and table_box[1] <= 1300
-                and table_box[2] < step_img[3]), (step_img, table_box)
+        step_img = page.eval_on_selector_all(
+            "img",
+            "els => els.map(e => { const r = e.getBoundingClientRect(); return [r.left, r.right, r.top, r.bottom]; })",
+        )[1]
+        table_box = page.eval_on_selector_all(
+            "table", "els => { const r = els[1].getBoundingClientRect(); return [r.left, r.right, r.top, r.bottom]; }"
+        )
+        assert table_box[0] >= step_img[1] and table_box[1] <= 1300 and table_box[2] < step_img[3], (
+            step_img,
+            table_box,
+        )
         assert "Update 1, each run's terms" in page.inner_text("body")
         before = _image_sources(page)
         _move_slider(page, page.locator(".widget-slider").count() - 1)  # the PathExplorer step
@@ -165,8 +181,7 @@ def test_screenshots_reach_the_docs_only_through_make_screenshots(monkeypatch):
     recipes = dict(re.findall(r"^([\w-]+):[^\n]*\n((?:\t[^\n]*\n)*)", makefile, re.M))
     assert SHOTS_ENV not in recipes["test"]
     assert f"{SHOTS_ENV}=docs/screenshots" in recipes["screenshots"]
-    assert all(f"tests/project/test_browser.py::{test}" in recipes["screenshots"]
-               for test in SCREENSHOTS.values())
+    assert all(f"tests/project/test_browser.py::{test}" in recipes["screenshots"] for test in SCREENSHOTS.values())
     readme = (ROOT / "README.md").read_text()
     shown = set(re.findall(r"docs/screenshots/([\w.-]+\.png)", readme))
     assert shown == set(SCREENSHOTS)
@@ -177,7 +192,7 @@ def test_screenshots_reach_the_docs_only_through_make_screenshots(monkeypatch):
 def test_the_dashboard_picture_ends_on_a_section_boundary():
     """The app's screenshot ends where its third section's heading starts (the first two
     whole), or at the page's end when there are only two; nothing it keeps is cut."""
-    tops = [170.4, 805.6, 1521.9]   # the dashboard's three headings (unsorted input is fine)
+    tops = [170.4, 805.6, 1521.9]  # the dashboard's three headings (unsorted input is fine)
     assert _section_crop(tops[::-1], 2600.0, sections=2) == 1521
     assert _section_crop(tops[:2], 1400.2, sections=2) == 1401
     assert _section_crop(tops, 2600.0, sections=1) == 805

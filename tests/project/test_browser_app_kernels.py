@@ -12,6 +12,7 @@ from helpers.browser import _free_port, _server, browser, browser_test  # noqa: 
 def _kernels(server):
     """{pid: RSS in bytes} of the kernels a server started (its ipykernel processes)."""
     import psutil
+
     found = {}
     for child in psutil.Process(server.pid).children(recursive=True):
         with contextlib.suppress(psutil.Error):
@@ -33,6 +34,7 @@ def test_app_kernels_end_with_their_pages(browser, tmp_path):  # noqa: F811
     """Each page of the app runs its own kernel (TensorFlow: about 800 MB); however the
     page goes, its kernel stops within seconds, so three pages opened and closed leave none."""
     from dtsgd_viz.cli.app import voila_command
+
     port = _free_port()
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
     ways_to_leave = {
@@ -40,8 +42,7 @@ def test_app_kernels_end_with_their_pages(browser, tmp_path):  # noqa: F811
         "closed by the user": lambda page: page.close(run_before_unload=True),
         "navigated away from": lambda page: (page.goto("about:blank"), page.close()),
     }
-    with _server(voila_command(port), f"http://127.0.0.1:{port}/voila/static/", env,
-                 tmp_path / "voila.log") as server:
+    with _server(voila_command(port), f"http://127.0.0.1:{port}/voila/static/", env, tmp_path / "voila.log") as server:
         assert _kernels(server) == {}
         for how, leave in ways_to_leave.items():
             page = browser.new_page(viewport={"width": 1300, "height": 1000})

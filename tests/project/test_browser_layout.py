@@ -10,9 +10,11 @@ import time
 import nbformat
 from helpers.browser import _image_sources, _open_notebook, browser, browser_test, lab  # noqa: F401
 
-CELL = ('from dtsgd_viz.widgets import LayoutExplorer\n'
-        'explorer = LayoutExplorer((8, 8), mesh={"batch": 2, "model": 4})\n'
-        'explorer')
+CELL = (
+    "from dtsgd_viz.widgets import LayoutExplorer\n"
+    'explorer = LayoutExplorer((8, 8), mesh={"batch": 2, "model": 4})\n'
+    "explorer"
+)
 
 
 def _table_rows(page):
@@ -21,7 +23,8 @@ def _table_rows(page):
         ".widget-html table",
         "ts => ts.filter(t => t.innerText.includes('slices')).flatMap(t => [...t.rows])"
         ".map(r => [...r.querySelectorAll('td')].map(c => c.innerText.trim()))"
-        ".filter(r => r.length === 4)")
+        ".filter(r => r.length === 4)",
+    )
 
 
 def _run_the_cell(page, tries=4):
@@ -33,8 +36,8 @@ def _run_the_cell(page, tries=4):
         page.keyboard.press("Shift+Enter")
         try:
             page.wait_for_function(
-                "e => /\\[(\\*|\\d+)\\]/.test(e.innerText)", arg=prompt.element_handle(),
-                timeout=15_000)
+                "e => /\\[(\\*|\\d+)\\]/.test(e.innerText)", arg=prompt.element_handle(), timeout=15_000
+            )
             return
         except Exception:  # noqa: BLE001 - not taken: press again
             continue
@@ -54,8 +57,7 @@ def _wait_for(condition, timeout, what):
 @browser_test
 def test_layout_explorer_dropdown_changes_the_blocks(browser, lab, tmp_path):  # noqa: F811
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CELL)])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     with lab.folder("layout") as work:
         nbformat.write(nb, work / "layout.ipynb")
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -72,8 +74,7 @@ def _drive(page, url):
     _open_notebook(page, url)
     _run_the_cell(page)
     page.wait_for_selector(".jp-OutputArea .widget-html table", timeout=120_000)
-    page.wait_for_function("() => !document.body.innerText.includes('Loading widget')",
-                           timeout=60_000)
+    page.wait_for_function("() => !document.body.innerText.includes('Loading widget')", timeout=60_000)
     # the starting layout: unsharded, one block held by all eight devices
     rows = _wait_for(lambda: _table_rows(page), 60, "the layout table")
     assert len(rows) == 1 and rows[0][1] == "[0:8, 0:8]", rows
@@ -81,12 +82,10 @@ def _drive(page, url):
     # tensor dim 1 -> mesh dim 'model' (the variable picker, hidden for one variable,
     # comes first: the dim-1 picker is the last dropdown)
     page.locator(".widget-dropdown select").last.select_option(label="model")
-    rows = _wait_for(lambda: (r := _table_rows(page)) and len(r) == 4 and r, 60,
-                     "four blocks in the layout table")
+    rows = _wait_for(lambda: (r := _table_rows(page)) and len(r) == 4 and r, 60, "four blocks in the layout table")
     assert [r[1] for r in rows] == [f"[0:8, {2 * j}:{2 * j + 2}]" for j in range(4)]
     # each block on the two 'batch' devices of its 'model' column
-    assert [re.findall(r"CPU:\d+", r[3]) for r in rows] == [
-        [f"CPU:{j}", f"CPU:{j + 4}"] for j in range(4)]
+    assert [re.findall(r"CPU:\d+", r[3]) for r in rows] == [[f"CPU:{j}", f"CPU:{j + 4}"] for j in range(4)]
     _wait_for(lambda: _image_sources(page) != before, 60, "the layout picture to change")
     summary = page.locator(".widget-html").filter(has_text="blocks of").first.inner_text()
     assert "4 blocks of (8, 2), 2 copies each" in summary, summary

@@ -43,6 +43,7 @@ print("TARGETS " + json.dumps({
 
 def _notebook(path):
     import nbformat
+
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in (SETUP, PHASE, COMPARE, TARGETS)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -69,7 +70,7 @@ def _image_with_size(page, size, timeout=60):
 
 def _readout(page, label):
     text = page.locator(".widget-slider", has_text=label).locator(".widget-readout").inner_text()
-    return float(text.replace("\u2212", "-"))   # d3-format writes a minus sign
+    return float(text.replace("\u2212", "-"))  # d3-format writes a minus sign
 
 
 @browser_test
@@ -78,11 +79,11 @@ def test_click_a_phase_cell_and_drag_the_start_in_jupyterlab(browser, lab):  # n
         _notebook(work / "manipulate.ipynb")
         page = browser.new_page(viewport={"width": 1300, "height": 1000})
         _open_notebook(page, lab.url(work / "manipulate.ipynb"))
-        page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-CodeCell').length == 4",
-                               timeout=60_000)   # every cell rendered before Run All
+        page.wait_for_function(
+            "() => document.querySelectorAll('.jp-Notebook .jp-CodeCell').length == 4", timeout=60_000
+        )  # every cell rendered before Run All
         _run_all(page)
-        page.wait_for_function("() => document.body.innerText.includes('TARGETS {')",
-                               timeout=300_000)
+        page.wait_for_function("() => document.body.innerText.includes('TARGETS {')", timeout=300_000)
         page.wait_for_function("() => !document.body.innerText.includes('Loading widget')", timeout=60_000)
         text = page.locator(".jp-OutputArea-output", has_text="TARGETS").first.inner_text()
         targets = json.loads(re.search(r"TARGETS (\{.*\})", text).group(1))
@@ -110,17 +111,16 @@ def test_click_a_phase_cell_and_drag_the_start_in_jupyterlab(browser, lab):  # n
         page.mouse.down()
         page.mouse.move(*_page_point(compare, targets["compare_png"], targets["mid"]), steps=4)
         page.mouse.move(*_page_point(compare, targets["compare_png"], targets["to"]), steps=4)
-        during = _wait_changed(page, before, timeout=30)     # the preview redrew the paths
-        assert _readout(page, "start w[0]") == pytest.approx(-3.0)   # not run yet
+        during = _wait_changed(page, before, timeout=30)  # the preview redrew the paths
+        assert _readout(page, "start w[0]") == pytest.approx(-3.0)  # not run yet
         page.mouse.up()
         deadline = time.time() + 120
         while time.time() < deadline and abs(_readout(page, "start w[0]") - 1.0) > 0.1:
             time.sleep(0.5)
         assert _readout(page, "start w[0]") == pytest.approx(1.0, abs=0.1)
         assert _readout(page, "start w[1]") == pytest.approx(2.5, abs=0.1)
-        page.wait_for_function("() => document.body.innerText.includes('real DTensor SGD: 3 runs')",
-                               timeout=120_000)
-        _wait_changed(page, during, timeout=120)             # the real run's picture
+        page.wait_for_function("() => document.body.innerText.includes('real DTensor SGD: 3 runs')", timeout=120_000)
+        _wait_changed(page, during, timeout=120)  # the real run's picture
         errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
         assert errors.count() == 0, errors.first.inner_text()
         page.close()

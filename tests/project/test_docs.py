@@ -26,12 +26,26 @@ def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     build = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
-         str(ROOT / "mkdocs.yml"), "--site-dir", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == 0, (
-        "mkdocs build --strict failed (pip install -e '.[docs]' installs the tools):\n"
-        + build.stderr[-5000:])
+        "mkdocs build --strict failed (pip install -e '.[docs]' installs the tools):\n" + build.stderr[-5000:]
+    )
     return out
 
 
@@ -67,8 +81,9 @@ def test_each_tutorial_pages_links_lead_to_pages_of_the_site(site, notebook):
     links = [h for h in _HREF.findall(page) if not h.startswith(("http", "//", "data"))]
     inbound = [h for h in links if h.endswith("/") or h.endswith(".html")]
     assert any("glossary" in h for h in inbound), notebook.name
-    broken = [h for h in inbound
-              if not ((here / h / "index.html") if h.endswith("/") else (here / h)).resolve().exists()]
+    broken = [
+        h for h in inbound if not ((here / h / "index.html") if h.endswith("/") else (here / h)).resolve().exists()
+    ]
     assert broken == []
     assert not [h for h in links if h.endswith((".ipynb", ".md"))]
 
@@ -77,13 +92,18 @@ def _module_members(module):
     """A public module's names: its ``__all__``, or the functions and classes it defines."""
     if hasattr(module, "__all__"):
         return list(module.__all__)
-    return [name for name, obj in vars(module).items()
-            if not name.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj))
-            and obj.__module__ == module.__name__]
+    return [
+        name
+        for name, obj in vars(module).items()
+        if not name.startswith("_")
+        and (inspect.isfunction(obj) or inspect.isclass(obj))
+        and obj.__module__ == module.__name__
+    ]
 
 
 def test_each_public_name_has_a_reference_entry(site):
     import dtsgd_viz
+
     index = (site / "reference" / "index.html").read_text()
     for name in dtsgd_viz.__all__:
         obj = getattr(dtsgd_viz, name)
@@ -98,8 +118,11 @@ def test_each_public_name_has_a_reference_entry(site):
 
 
 def test_the_design_benchmark_and_upstream_pages_are_there(site):
-    for page, words in [("design", "stale-velocity"), ("benchmarks", "benchmarks/overhead.py"),
-                        ("upstream", "stale_velocity.py")]:
+    for page, words in [
+        ("design", "stale-velocity"),
+        ("benchmarks", "benchmarks/overhead.py"),
+        ("upstream", "stale_velocity.py"),
+    ]:
         assert words in (site / page / "index.html").read_text(), page
     # the reproduction script is published beside the page that explains it
     assert (site / "upstream" / "stale_velocity.py").is_file()

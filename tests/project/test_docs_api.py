@@ -25,9 +25,13 @@ def _field_docstrings(cls):
     for i, node in enumerate(body):
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             after = body[i + 1] if i + 1 < len(body) else None
-            text = (after.value.value if isinstance(after, ast.Expr)
-                    and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)
-                    else None)
+            text = (
+                after.value.value
+                if isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+                else None
+            )
             out[node.target.id] = text
     return out
 
@@ -45,12 +49,14 @@ def test_the_generated_reference_gives_each_field_its_text():
     (with docs/griffe_ext.py, which follows the lazily imported names)."""
     griffe = pytest.importorskip("griffe")
     extensions = griffe.load_extensions(f"{ROOT / 'docs' / 'griffe_ext.py'}:DtsgdViz")
-    pkg = griffe.load("dtsgd_viz", search_paths=[str(ROOT)], extensions=extensions,
-                      resolve_aliases=False)
+    pkg = griffe.load("dtsgd_viz", search_paths=[str(ROOT)], extensions=extensions, resolve_aliases=False)
     recording = pkg["Recording"].final_target
     assert recording.path == "dtsgd_viz.recording.recording.Recording"
     fields = _field_docstrings(_class("Recording"))
-    documented = {name: " ".join(recording.members[name].docstring.value.split())
-                  for name in fields if recording.members[name].docstring}
+    documented = {
+        name: " ".join(recording.members[name].docstring.value.split())
+        for name in fields
+        if recording.members[name].docstring
+    }
     assert sorted(documented) == sorted(fields)
     assert documented == {f: " ".join(text.split()) for f, text in fields.items()}

@@ -37,8 +37,7 @@ LINK_NOT_LOADED = {"canonical", "alternate", "author", "license", "next", "prev"
 THEME_JS = pathlib.PurePosixPath("assets/javascripts")
 # the addresses MathJax's code names that it does not fetch: links in its dialogs (About,
 # Help, the font warning), licence text and XML namespaces; any other host (a CDN's) fails
-NOT_FETCHED_HOSTS = {"www.mathjax.org", "www.stixfonts.org", "github.com", "www.apache.org",
-                     "www.w3.org", "exslt.org"}
+NOT_FETCHED_HOSTS = {"www.mathjax.org", "www.stixfonts.org", "github.com", "www.apache.org", "www.w3.org", "exslt.org"}
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +46,26 @@ def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     build = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
-         str(ROOT / "mkdocs.yml"), "--site-dir", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == 0, (
-        "mkdocs build --strict failed (pip install -e '.[docs]' installs the tools):\n"
-        + build.stderr[-5000:])
+        "mkdocs build --strict failed (pip install -e '.[docs]' installs the tools):\n" + build.stderr[-5000:]
+    )
     return out
 
 
@@ -109,8 +122,7 @@ def _page_loads(page):
     parser.feed(page.read_text(encoding="utf-8"))
     loads = [(t, n, u) for t, n, u in parser.loads if _remote(u)]
     loads += [("style", "url", u) for css in parser.styles for u in _css_loads(css) if _remote(u)]
-    loads += [("script", "inline", u) for js in parser.scripts
-              for u in URL_IN_TEXT.findall(js) if _remote(u)]
+    loads += [("script", "inline", u) for js in parser.scripts for u in URL_IN_TEXT.findall(js) if _remote(u)]
     return loads
 
 
@@ -128,9 +140,11 @@ def test_no_page_loads_anything_from_the_network(site):
 def test_no_style_sheet_loads_anything_from_the_network(site):
     sheets = sorted(site.rglob("*.css"))
     assert sheets
-    remote = {str(s.relative_to(site)): loads for s in sheets
-              if (loads := [u for u in _css_loads(s.read_text(encoding="utf-8", errors="replace"))
-                            if _remote(u)])}
+    remote = {
+        str(s.relative_to(site)): loads
+        for s in sheets
+        if (loads := [u for u in _css_loads(s.read_text(encoding="utf-8", errors="replace")) if _remote(u)])
+    }
     assert remote == {}
 
 
@@ -139,16 +153,21 @@ def test_no_script_of_the_site_names_a_remote_address(site):
     its comments but links and namespaces (``NOT_FETCHED_HOSTS``): MathJax's own CDN
     fallbacks (its accessibility explorer's speech rules) are pointed at the site's copies
     by docs/hooks.py. The theme's fetching features are off."""
-    scripts = [s for s in sorted(site.rglob("*.js"))
-               if not pathlib.PurePosixPath(s.relative_to(site).as_posix()).is_relative_to(THEME_JS)]
+    scripts = [
+        s
+        for s in sorted(site.rglob("*.js"))
+        if not pathlib.PurePosixPath(s.relative_to(site).as_posix()).is_relative_to(THEME_JS)
+    ]
     assert any("mathjax" in s.as_posix() for s in scripts)
     remote = {}
     for script in scripts:
-        code = re.sub(r"/\*.*?\*/", "", script.read_text(encoding="utf-8", errors="replace"),
-                      flags=re.S)
+        code = re.sub(r"/\*.*?\*/", "", script.read_text(encoding="utf-8", errors="replace"), flags=re.S)
         code = re.sub(r"^\s*//.*$", "", code, flags=re.M)
-        urls = [u for u in re.findall(r"https?://[^\s\"'`)]+", code)
-                if urllib.parse.urlsplit(u).hostname not in NOT_FETCHED_HOSTS]
+        urls = [
+            u
+            for u in re.findall(r"https?://[^\s\"'`)]+", code)
+            if urllib.parse.urlsplit(u).hostname not in NOT_FETCHED_HOSTS
+        ]
         if urls:
             remote[str(script.relative_to(site))] = urls
     assert remote == {}
@@ -204,19 +223,24 @@ def test_a_math_page_opened_from_its_file_renders_offline(site):
             for rel in (MATH_PAGE, "index.html", "reference/index.html"):
                 page = browser.new_page()
                 page.route(re.compile(r"^(?!file:|data:|about:blank).*"), refuse)
-                page.on("request", lambda r: None if r.url.startswith(("file:", "data:", "about:blank"))
-                        else outside.append(r.url))
+                page.on(
+                    "request",
+                    lambda r: None if r.url.startswith(("file:", "data:", "about:blank")) else outside.append(r.url),
+                )
                 page.goto((site / rel).as_uri(), wait_until="load")
                 if rel == MATH_PAGE:
                     page.wait_for_function(
                         "window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0"
-                        " && document.querySelectorAll('.MathJax').length > 0", timeout=60_000)
+                        " && document.querySelectorAll('.MathJax').length > 0",
+                        timeout=60_000,
+                    )
                     typeset = page.evaluate(
                         "[document.querySelectorAll('.MathJax').length,"
                         " document.querySelectorAll('.MathJax_Error, .MathJax_Processing').length,"
                         " document.querySelectorAll('script[type^=\"math/tex\"]').length,"
                         " [...document.fonts].filter(f => f.family.startsWith('STIXMathJax')"
-                        "   && f.status === 'loaded').length]")
+                        "   && f.status === 'loaded').length]"
+                    )
                     shown, errors, sources, fonts = typeset
                     assert shown == sources > 0 and errors == 0
                     assert fonts > 0  # the STIX-Web fonts, from the site's files
@@ -231,9 +255,9 @@ def test_each_recording_field_has_its_entry_in_the_api_reference(site):
     """(This file's site build, reused: tests/project/test_docs_api.py checks the texts.)
     mkdocstrings leaves an attribute without a docstring out of the page."""
     import ast
+
     source = ROOT / "dtsgd_viz" / "recording" / "recording.py"
-    cls = next(n for n in ast.parse(source.read_text()).body
-               if isinstance(n, ast.ClassDef) and n.name == "Recording")
+    cls = next(n for n in ast.parse(source.read_text()).body if isinstance(n, ast.ClassDef) and n.name == "Recording")
     fields = [n.target.id for n in cls.body if isinstance(n, ast.AnnAssign)]
     index = (site / "reference" / "index.html").read_text(encoding="utf-8")
     assert len(fields) > 10

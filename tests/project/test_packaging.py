@@ -32,14 +32,17 @@ def test_environment_yml_matches_pyproject():
 
 
 def test_import_is_light():
-    code = ("import sys, dtsgd_viz; "
-            "print(sorted(m for m in ('tensorflow', 'matplotlib', 'ipywidgets', 'IPython') if m in sys.modules))")
+    code = (
+        "import sys, dtsgd_viz; "
+        "print(sorted(m for m in ('tensorflow', 'matplotlib', 'ipywidgets', 'IPython') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_public_names_resolve():
     import dtsgd_viz
+
     for name in dtsgd_viz.__all__:
         assert getattr(dtsgd_viz, name) is not None, name
 
@@ -60,25 +63,45 @@ def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
     default 20 take most of the run; test_cli_demo_gif_frames_default checks those)."""
     report = tmp_path / "report"
     out = subprocess.run(
-        [sys.executable, "-m", "dtsgd_viz.cli", "demo", "--steps", "12", "--save", str(tmp_path),
-         "--out", str(report), "--gif-frames", "3"],
-        capture_output=True, text=True, check=True, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "dtsgd_viz.cli",
+            "demo",
+            "--steps",
+            "12",
+            "--save",
+            str(tmp_path),
+            "--out",
+            str(report),
+            "--gif-frames",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
     )
     lines = out.stdout.splitlines()
-    table = {line.split()[0]: line.split() for line in lines
-             if line.split() and line.split()[0] in ("plain", "momentum", "nesterov")}
+    table = {
+        line.split()[0]: line.split()
+        for line in lines
+        if line.split() and line.split()[0] in ("plain", "momentum", "nesterov")
+    }
     assert set(table) == {"plain", "momentum", "nesterov"}
     assert all(row[-1] == "ok" for row in table.values())  # updates follow the rule
     assert "[3/3] nesterov  step 12/12" in out.stderr  # progress goes to stderr
     assert "I0000" not in out.stderr and "E0000" not in out.stderr  # TensorFlow kept quiet
     import dtsgd_viz
+
     rec = dtsgd_viz.load_recording(tmp_path / "nesterov.npz")
     assert len(rec) == 12 and rec.hyperparameters.nesterov
     # the printed loss is the loss after the last update, at the recorded parameters
     from dtsgd_viz.cli.demo import demo_surface
+
     assert float(table["nesterov"][3]) == float(f"{demo_surface().value_np(rec.path('w')[-1].astype('float64')):.3e}")
     # the closing note says where the report is and lists every file in it
-    note = out.stdout[out.stdout.index("\nReport: "):].strip().splitlines()
+    note = out.stdout[out.stdout.index("\nReport: ") :].strip().splitlines()
     files = len(os.listdir(report)) - 1  # the index is named apart: "10 files and index.html"
     assert note[0] == f"Report: {files} files and index.html in {report}{os.sep}"
     assert note[-1] == f"Open {report / 'index.html'} in a browser."
@@ -88,7 +111,8 @@ def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
     assert "[paths] nesterov  step 40/40" in out.stderr
     assert not (tmp_path / "demo-out").exists()  # --out replaces the default folder
     from PIL import Image
-    with Image.open(report / "paths.gif") as gif:   # --gif-frames reaches the report
+
+    with Image.open(report / "paths.gif") as gif:  # --gif-frames reaches the report
         assert gif.format == "GIF" and gif.n_frames == 3
     assert "animating paths.gif (3 frames)" in out.stderr
 
@@ -101,7 +125,8 @@ def test_cli_demo_gif_frames_default(monkeypatch):
     import inspect
 
     from dtsgd_viz.cli import demo, report
-    main = importlib.import_module("dtsgd_viz.cli.main")   # the package's `main` is its function
+
+    main = importlib.import_module("dtsgd_viz.cli.main")  # the package's `main` is its function
     handed = []
     monkeypatch.setattr(demo, "main", lambda **kwargs: handed.append(kwargs) or 0)
     assert main.main(["demo", "--out", "x"]) == 0 and main.main(["demo", "--gif-frames", "7"]) == 0
@@ -109,8 +134,10 @@ def test_cli_demo_gif_frames_default(monkeypatch):
     assert main.GIF_FRAMES == report.GIF_FRAMES == 20
     assert inspect.signature(report.write_report).parameters["gif_frames"].default == 20
     assert f"(default {report.GIF_FRAMES};" in " ".join(
-        subprocess.run([sys.executable, "-m", "dtsgd_viz.cli", "demo", "--help"],
-                       capture_output=True, text=True, check=True).stdout.split())
+        subprocess.run(
+            [sys.executable, "-m", "dtsgd_viz.cli", "demo", "--help"], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
 
 
 @pytest.mark.parametrize("given", ["1", "0", "-4", "2.5", "many"])
@@ -118,6 +145,7 @@ def test_cli_rejects_bad_gif_frames(given, capsys):
     """A GIF needs two frames to move: --gif-frames takes an integer >= 2, and says what
     it received otherwise (before any run starts)."""
     from dtsgd_viz.cli.main import main
+
     with pytest.raises(SystemExit) as exit_:
         main(["demo", "--gif-frames", given])
     assert exit_.value.code == 2
@@ -126,8 +154,9 @@ def test_cli_rejects_bad_gif_frames(given, capsys):
 
 
 def test_cli_rejects_bad_steps():
-    out = subprocess.run([sys.executable, "-m", "dtsgd_viz.cli", "demo", "--steps", "0"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "dtsgd_viz.cli", "demo", "--steps", "0"], capture_output=True, text=True
+    )
     assert out.returncode == 2 and "--steps must be >= 1 (received 0)" in out.stderr
 
 
@@ -141,10 +170,12 @@ def test_readme_example_runs(tmp_path):
 
 
 def test_cli_app_rejects_a_bad_port_and_builds_the_voila_command():
-    out = subprocess.run([sys.executable, "-m", "dtsgd_viz.cli", "app", "--port", "70000"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "dtsgd_viz.cli", "app", "--port", "70000"], capture_output=True, text=True
+    )
     assert out.returncode == 2 and "port must be an integer in 1..65535. Received: 70000" in out.stderr
     from dtsgd_viz.cli.app import DASHBOARD, voila_command
+
     cmd = voila_command(9000)
     assert cmd[1] == DASHBOARD and "--port=9000" in cmd and "--Voila.ip=127.0.0.1" in cmd
     assert pathlib.Path(DASHBOARD).is_file()
@@ -174,31 +205,40 @@ def test_a_wheel_installs_and_runs_the_quick_start(tmp_path):
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    shutil.copytree(ROOT / "dtsgd_viz", source / "dtsgd_viz",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(
+        ROOT / "dtsgd_viz", source / "dtsgd_viz", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
     before = _tree_state(ROOT)
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q",
-                            "-w", str(wheels)], capture_output=True, text=True, timeout=600)
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(wheels)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert _tree_state(ROOT) == before
     assert build.returncode == 0, build.stderr
     assert "warning" not in build.stderr.lower(), build.stderr  # no packaging warnings of ours
     wheel = next(wheels.glob("dtsgd_viz-*.whl"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
-                    str(target), str(wheel)], check=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+        check=True,
+        timeout=600,
+    )
     assert (target / "dtsgd_viz" / "py.typed").exists()
     assert (target / "dtsgd_viz" / "cli" / "app" / "dashboard.ipynb").exists()
     code = re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
-    code = ("import dtsgd_viz, sys\nassert dtsgd_viz.__file__.startswith(sys.argv[1]), "
-            "dtsgd_viz.__file__\n" + code)
+    code = "import dtsgd_viz, sys\nassert dtsgd_viz.__file__.startswith(sys.argv[1]), dtsgd_viz.__file__\n" + code
     env = {**os.environ, "PYTHONPATH": str(target)}
-    out = subprocess.run([sys.executable, "-c", code, str(target)], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(target)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-3000:]
 
 
 def test_every_command_has_a_clean_help():
     for args in ([], ["demo"], ["app"], ["launch"]):
-        out = subprocess.run([sys.executable, "-m", "dtsgd_viz.cli", *args, "--help"],
-                             capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-m", "dtsgd_viz.cli", *args, "--help"], capture_output=True, text=True, timeout=120
+        )
         assert out.returncode == 0 and out.stdout.startswith("usage: dtsgd-viz"), out.stderr
         assert "``" not in out.stdout and "entry point" not in out.stdout

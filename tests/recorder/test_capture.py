@@ -51,8 +51,7 @@ def test_both_ring_kinds_record_what_eager_capture_records(ring, every, slots):
     assert list(graph.steps) == list(range(every, 12, every))
     assert len(graph.dropped_steps) == 0
     for kind in kinds:
-        np.testing.assert_array_equal(graph.global_values("w", kind),
-                                      eager.global_values("w", kind))
+        np.testing.assert_array_equal(graph.global_values("w", kind), eager.global_values("w", kind))
 
 
 def test_recorded_values_do_not_change_when_training_goes_on(ring):
@@ -101,8 +100,7 @@ def test_periodic_flush_leaves_the_latest_step_for_the_next_flush():
     assert rec._flush(final=False) == 0
     assert rec.flush() == 1  # a final flush reads step 3 from the variables
     eager = _eager(3)
-    np.testing.assert_array_equal(rec.recording.global_values("w", "param"),
-                                  eager.global_values("w", "param"))
+    np.testing.assert_array_equal(rec.recording.global_values("w", "param"), eager.global_values("w", "param"))
 
 
 def test_a_large_tensor_gets_per_slot_variables_and_a_small_one_a_stacked_ring():
@@ -126,9 +124,11 @@ def test_tensors_alike_share_one_stacked_variable_and_record_what_eager_capture_
 
     def build():
         mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
-        probs = [Problem((4, 8), layout(mesh, "x", "y"), seed=1, name="a"),
-                 Problem((4, 8), layout(mesh, "x", "y"), seed=2, name="b"),
-                 Problem((4, 8), layout(mesh, "y", "x"), seed=3, name="c")]
+        probs = [
+            Problem((4, 8), layout(mesh, "x", "y"), seed=1, name="a"),
+            Problem((4, 8), layout(mesh, "x", "y"), seed=2, name="b"),
+            Problem((4, 8), layout(mesh, "y", "x"), seed=3, name="c"),
+        ]
         rec = dtsgd_viz.Recorder(buffer_steps=3)
         opt = make_sgd(MOMENTUM, mesh, hooks=[rec])
         variables = [p.var for p in probs]
@@ -151,9 +151,12 @@ def test_tensors_alike_share_one_stacked_variable_and_record_what_eager_capture_
         step()
     ring = rec._staging.ring
     groups = sorted(sorted(keys) for _, keys in ring.groups)
-    assert groups == [[("a", "grad"), ("b", "grad")], [("a", "param"), ("a", "velocity"),
-                      ("b", "param"), ("b", "velocity")], [("c", "grad")],
-                      [("c", "param"), ("c", "velocity")]]
+    assert groups == [
+        [("a", "grad"), ("b", "grad")],
+        [("a", "param"), ("a", "velocity"), ("b", "param"), ("b", "velocity")],
+        [("c", "grad")],
+        [("c", "param"), ("c", "velocity")],
+    ]
     assert len(ring.variables) == 4
     erec, eopt, evariables, eloss = build()
     for _ in range(7):
@@ -162,8 +165,7 @@ def test_tensors_alike_share_one_stacked_variable_and_record_what_eager_capture_
     assert list(graph.steps) == list(range(1, 8)) and len(graph.dropped_steps) == 0
     for name in ("a", "b", "c"):
         for kind in ("param", "velocity", "grad"):
-            np.testing.assert_array_equal(graph.global_values(name, kind),
-                                          eager.global_values(name, kind))
+            np.testing.assert_array_equal(graph.global_values(name, kind), eager.global_values(name, kind))
 
 
 @pytest.mark.parametrize("steps_per_execution", [1, 3])
@@ -185,7 +187,8 @@ def test_keras_callback_counts_batches_not_calls(steps_per_execution):
     callback, logs_seen = rec.keras_callback(), []
     batch_end = callback.on_train_batch_end
     callback.on_train_batch_end = lambda batch, logs=None: (
-        logs_seen.append(type(logs["loss"])) or batch_end(batch, logs))
+        logs_seen.append(type(logs["loss"])) or batch_end(batch, logs)
+    )
     model.fit(dds, epochs=2, steps_per_epoch=9, verbose=0, callbacks=[callback])
     # the logs stay tensors: tf-keras does not wait for the devices to convert them for us
     assert logs_seen and all(issubclass(t, tf.Tensor) for t in logs_seen)
@@ -232,8 +235,7 @@ def test_own_loop_flushing_once_per_ring_loses_nothing(every):
     assert list(rec.recording.steps) == list(range(every, 25, every))
     assert len(rec.recording.dropped_steps) == 0
     eager = _eager(24, every=every)
-    np.testing.assert_array_equal(rec.recording.global_values("w", "grad"),
-                                  eager.global_values("w", "grad"))
+    np.testing.assert_array_equal(rec.recording.global_values("w", "grad"), eager.global_values("w", "grad"))
 
 
 def test_loop_never_waits_longer_than_the_ring_holds():
@@ -261,15 +263,14 @@ def test_stats_max_abs_is_exact_far_outside_where_squares_fit_float32(scale):
     rec = dtsgd_viz.Recorder(mode="stats", kinds=("param",))
     opt = dtsgd_viz.SGD(1.0, momentum=0.9, mesh=mesh, hooks=[rec])  # zero gradients:
     zero = dtsgd_viz.shard(np.zeros((8, 8), np.float32), layout)
-    for _ in rec.loop(2):                                  # w stays what it was
+    for _ in rec.loop(2):  # w stays what it was
         opt.apply_gradients([(zero, w)])
     with pytest.warns(RuntimeWarning, match=r"'w_range' \(param\) (over|under)flowed float32"):
         r = rec.recording
-    stats = r.shard_stats("w_range", "param")[-1]          # (devices, 3) at the last update
-    blocks = [init[i * 4:(i + 1) * 4, j * 2:(j + 1) * 2] for i in range(2) for j in range(4)]
+    stats = r.shard_stats("w_range", "param")[-1]  # (devices, 3) at the last update
+    blocks = [init[i * 4 : (i + 1) * 4, j * 2 : (j + 1) * 2] for i in range(2) for j in range(4)]
     np.testing.assert_array_equal(stats[:, 2], [np.abs(b).max() for b in blocks])
-    np.testing.assert_allclose(stats[:, 1], [b.astype(np.float64).mean() for b in blocks],
-                               rtol=1e-6)
+    np.testing.assert_allclose(stats[:, 1], [b.astype(np.float64).mean() for b in blocks], rtol=1e-6)
     assert len(r.nonfinite_steps) == 0
 
 
@@ -289,6 +290,7 @@ def test_off_steps_run_the_step_traced_without_the_recorder():
                 calls[name] += 1
             ran.append(rec._suppressed)
             return fn(*args)
+
         return hook
 
     rec.before_update, rec.after_update = count("before", before), count("after", after)
@@ -309,8 +311,7 @@ def test_off_steps_run_the_step_traced_without_the_recorder():
     assert len(graph.dropped_steps) == 0
     keep = [list(full.steps).index(s) for s in graph.steps]
     for kind in ("param", "velocity", "grad"):
-        np.testing.assert_array_equal(graph.global_values("w", kind),
-                                      full.global_values("w", kind)[keep])
+        np.testing.assert_array_equal(graph.global_values("w", kind), full.global_values("w", kind)[keep])
     np.testing.assert_array_equal(graph.loss, full.loss[keep])
 
 

@@ -9,14 +9,25 @@ from dtsgd_viz.recorder.hostlog import HostLog, StatsLog
 
 def _entry(step, blocks=(8, 2)):
     rng = np.random.default_rng(step)
-    stats = {(f"v{i}", kind): rng.normal(size=(n, 3)).astype(np.float32)
-             for i, n in enumerate(blocks) for kind in ("param", "grad")}
+    stats = {
+        (f"v{i}", kind): rng.normal(size=(n, 3)).astype(np.float32)
+        for i, n in enumerate(blocks)
+        for kind in ("param", "grad")
+    }
     return {"lr": 0.1 / step, "loss": float(step), "mismatch": None, "stats": stats}
 
 
-@pytest.mark.parametrize("max_steps, decimate, every", [
-    (None, False, 1), (5, False, 1), (1, False, 1), (7, True, 1), (6, True, 3), (4, False, 2),
-])
+@pytest.mark.parametrize(
+    "max_steps, decimate, every",
+    [
+        (None, False, 1),
+        (5, False, 1),
+        (1, False, 1),
+        (7, True, 1),
+        (6, True, 3),
+        (4, False, 2),
+    ],
+)
 def test_columns_keep_what_the_per_step_log_keeps(max_steps, decimate, every):
     rows, cols = HostLog(max_steps, decimate, every), StatsLog(max_steps, decimate, every)
     for step in range(every, 101 * every, every):

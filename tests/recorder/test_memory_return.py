@@ -36,7 +36,7 @@ BYTES = N * N * 4
 
 def _check_runs(got, kept_at_most, slack):
     base = got["baseline"]
-    alone = max(0, got["plain"]["peak"] - base)   # the step without a recorder
+    alone = max(0, got["plain"]["peak"] - base)  # the step without a recorder
     assert len(got["runs"]) == 2
     for i, run in enumerate(got["runs"], start=1):
         data, staging = run["data"], run["staging"]
@@ -46,11 +46,12 @@ def _check_runs(got, kept_at_most, slack):
         held = run["peak"] - base
         assert held <= data + staging + alone + slack * (data + staging), (
             f"run {i}: peak {held / GIB:.2f} GiB over the baseline; data {data / GIB:.2f} "
-            f"+ ring {staging / GIB:.2f} + the step alone {alone / GIB:.2f}")
+            f"+ ring {staging / GIB:.2f} + the step alone {alone / GIB:.2f}"
+        )
         kept = run["after"] - base
         assert kept <= kept_at_most(data, staging, alone), (
-            f"run {i}: {kept / GIB:.2f} GiB still held after deletion (baseline "
-            f"{base / GIB:.2f} GiB)")
+            f"run {i}: {kept / GIB:.2f} GiB still held after deletion (baseline {base / GIB:.2f} GiB)"
+        )
 
 
 @pytest.mark.slow
@@ -73,6 +74,7 @@ def test_a_recorder_deleted_in_the_function_that_made_it_is_collected():
     from tensorflow.experimental import dtensor
 
     import dtsgd_viz
+
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     lay = dtensor.Layout(["batch", "model"], mesh)
     w = dtsgd_viz.variable(np.zeros((8, 8), np.float32), lay, name="w")

@@ -26,12 +26,10 @@ def _run(mode, graph, hooks=True):
     lay = dtensor.Layout([U, "model"], mesh)
     w = dtsgd_viz.variable(np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4), lay, name="w")
     z = dtsgd_viz.variable(np.zeros((0, 4), np.float32), lay, name="z")
-    e = dtsgd_viz.variable(np.zeros((0, 4), np.float32), dtensor.Layout(["batch", "model"], mesh),
-                           name="e")
+    e = dtsgd_viz.variable(np.zeros((0, 4), np.float32), dtensor.Layout(["batch", "model"], mesh), name="e")
     C = dtsgd_viz.shard(np.linspace(0.1, 1, 32, dtype=np.float32).reshape(8, 4), lay)
     rec = dtsgd_viz.Recorder(mode=mode) if hooks else None
-    opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh, hooks=[rec] if hooks else [],
-                        exact_update=True)
+    opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh, hooks=[rec] if hooks else [], exact_update=True)
     variables = [w, z, e]
 
     def step():
@@ -46,7 +44,7 @@ def _run(mode, graph, hooks=True):
 
     fn = tf.function(step) if graph else step
     truth = []
-    for _ in (rec.loop(STEPS) if hooks else range(STEPS)):
+    for _ in rec.loop(STEPS) if hooks else range(STEPS):
         fn()
         truth.append(dtsgd_viz.to_numpy(w))
     return rec, np.stack(truth)
@@ -54,8 +52,7 @@ def _run(mode, graph, hooks=True):
 
 def _tf_keras_trains_it():
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
-    z = dtsgd_viz.variable(np.zeros((0, 4), np.float32), dtensor.Layout([U, "model"], mesh),
-                           name="z")
+    z = dtsgd_viz.variable(np.zeros((0, 4), np.float32), dtensor.Layout([U, "model"], mesh), name="z")
     opt = tf_keras.dtensor.experimental.optimizers.SGD(0.1, momentum=0.9, mesh=mesh)
     opt.apply_gradients([(tf.zeros_like(z.read_value()), z)])
     return int(opt.iterations.numpy()) == 1
@@ -69,7 +66,7 @@ def test_full_mode_records_empty_blocks(graph, tmp_path):
     assert r.variables == ("w", "z", "e")
     np.testing.assert_array_equal(r.global_values("w", "param"), truth)  # w as it was
     _, no_hooks = _run("full", graph, hooks=False)
-    np.testing.assert_array_equal(truth, no_hooks)                       # hooks change nothing
+    np.testing.assert_array_equal(truth, no_hooks)  # hooks change nothing
     for name in ("z", "e"):
         for kind in ("param", "velocity", "grad"):
             assert r.global_values(name, kind).shape == (STEPS, 0, 4)
@@ -80,12 +77,10 @@ def test_full_mode_records_empty_blocks(graph, tmp_path):
     assert {k: list(v) for k, v in check.items()} == {"w": [], "z": [], "e": []}
     assert str(check).startswith("every update follows the rule")
     back = dtsgd_viz.load_recording(r.save(tmp_path / "odd.npz"))
-    np.testing.assert_array_equal(back.global_values("w", "velocity"),
-                                  r.global_values("w", "velocity"))
+    np.testing.assert_array_equal(back.global_values("w", "velocity"), r.global_values("w", "velocity"))
     assert back.shard_values("z", "grad").shape == (STEPS, 8, 0, 1)
     assert back.shape("e") == (0, 4) and back.layout("e").sharding_specs == ("batch", "model")
-    assert {k: list(v) for k, v in reference.check_recording(back).items()} == {
-        "w": [], "z": [], "e": []}
+    assert {k: list(v) for k, v in reference.check_recording(back).items()} == {"w": [], "z": [], "e": []}
 
 
 def _block_stats(values, geometry):
@@ -105,8 +100,7 @@ def test_stats_mode_records_zero_stats_for_empty_blocks(graph, tmp_path):
     rec, truth = _run("stats", graph)
     r = rec.recording
     assert r.mode == "stats" and r.variables == ("w", "z", "e")
-    np.testing.assert_allclose(r.shard_stats("w", "param"), _block_stats(truth, r.geometry("w")),
-                               rtol=1e-6)
+    np.testing.assert_allclose(r.shard_stats("w", "param"), _block_stats(truth, r.geometry("w")), rtol=1e-6)
     for name in ("z", "e"):
         for kind in ("param", "velocity", "grad"):
             stats = r.shard_stats(name, kind)

@@ -9,9 +9,11 @@ import dtsgd_viz
 from dtsgd_viz import dtensor as _dtensor
 
 NESTEROV = dict(learning_rate=0.05, momentum=0.9, nesterov=True)
-CASES = [({"x": 2, "y": 4}, (4, 8), ("unsharded", "y")),
-         ({"a": 2, "b": 2, "c": 2}, (4, 3, 2), ("c", "unsharded", "a")),
-         ({"x": 8}, (16,), ("x",))]
+CASES = [
+    ({"x": 2, "y": 4}, (4, 8), ("unsharded", "y")),
+    ({"a": 2, "b": 2, "c": 2}, (4, 3, 2), ("c", "unsharded", "a")),
+    ({"x": 8}, (16,), ("x",)),
+]
 
 
 def _record(mode_kw, steps=6, mode="graph", case=CASES[0], config=NESTEROV, **rec_kw):
@@ -45,9 +47,11 @@ def test_stats_equal_numpy_stats_of_full_values(case, mode):
         per_device = stats.shard_stats("w", kind)
         assert per_device.shape == (len(full), geom.num_devices, 3)
         np.testing.assert_allclose(per_device, full.shard_stats("w", kind), rtol=1e-5, atol=1e-7)
-        np.testing.assert_allclose(per_device[:, :, 0], np.linalg.norm(
-            full.shard_values("w", kind).reshape(len(full), geom.num_devices, -1), axis=-1),
-            rtol=1e-5)
+        np.testing.assert_allclose(
+            per_device[:, :, 0],
+            np.linalg.norm(full.shard_values("w", kind).reshape(len(full), geom.num_devices, -1), axis=-1),
+            rtol=1e-5,
+        )
 
 
 def test_stats_mode_is_small_and_says_what_it_cannot_do(tmp_path):
@@ -91,8 +95,7 @@ def test_ring_keeps_the_last_steps():
     full, _, _ = _record({}, steps=10)
     ring, _, _ = _record({"max_steps": 3}, steps=10)
     assert list(ring.steps) == [8, 9, 10]
-    np.testing.assert_array_equal(ring.global_values("w", "velocity"),
-                                  full.global_values("w", "velocity")[-3:])
+    np.testing.assert_array_equal(ring.global_values("w", "velocity"), full.global_values("w", "velocity")[-3:])
     np.testing.assert_array_equal(ring.initial("w"), full.initial("w"))
 
 
@@ -118,11 +121,14 @@ def test_decimation_in_stats_mode_over_a_longer_run():
     assert len(set(gaps.tolist())) == 1  # evenly spaced
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(mode="fast"), r"mode must be one of \['full', 'stats'\]. Received: mode='fast'"),
-    (dict(max_steps=0), r"max_steps must be None or an integer >= 1. Received: max_steps=0"),
-    (dict(decimate="yes"), "decimate must be True or False"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(mode="fast"), r"mode must be one of \['full', 'stats'\]. Received: mode='fast'"),
+        (dict(max_steps=0), r"max_steps must be None or an integer >= 1. Received: max_steps=0"),
+        (dict(decimate="yes"), "decimate must be True or False"),
+    ],
+)
 def test_bad_mode_arguments(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         dtsgd_viz.Recorder(**kwargs)
@@ -138,13 +144,13 @@ def test_plain_step_numerics_untouched(mode_kw):
     plain = tf_keras.dtensor.experimental.optimizers.SGD(**NESTEROV, mesh=mesh, jit_compile=False)
     run(ours, opt, 9, "graph", rec=rec)
     run(theirs, plain, 9, "graph")
-    assert all(a.tobytes() == b.tobytes()
-               for a, b in zip(_dtensor.unpack(ours.var), _dtensor.unpack(theirs.var)))
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(_dtensor.unpack(ours.var), _dtensor.unpack(theirs.var)))
     assert len(rec.recording) == (9 if "mode" in mode_kw else 3)
 
 
 def test_full_mode_shard_stats_are_exact_when_computed_a_few_steps_at_a_time():
     from dtsgd_viz.recording.recording import block_stats
+
     rng = np.random.default_rng(5)
     blocks = rng.normal(size=(7, 3, 4, 5)).astype(np.float32)
     blocks[2, 1, 0, 0], blocks[4, 0, 1, 1], blocks[5, 2, 3, 4] = np.nan, np.inf, -np.inf

@@ -63,8 +63,12 @@ SCRIPT = textwrap.dedent("""
 def _run(tmp_path, *args, kill=False):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    proc = subprocess.run(["timeout", "-k", "10", "300", sys.executable, str(script),
-                           *map(str, args)], cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["timeout", "-k", "10", "300", sys.executable, str(script), *map(str, args)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     if kill:
         assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
     else:
@@ -75,9 +79,14 @@ def _run(tmp_path, *args, kill=False):
 def _same(a, b):
     """The same steps and values, bit for bit."""
     assert a.variables == b.variables and a.kinds == b.kinds and a.mesh == b.mesh
-    for x, y in [(a.steps, b.steps), (a.loss_values, b.loss_values), (a.nonfinite, b.nonfinite),
-                 (a.mismatch, b.mismatch), (a.dropped_steps, b.dropped_steps),
-                 (a.hyperparameters.learning_rate, b.hyperparameters.learning_rate)]:
+    for x, y in [
+        (a.steps, b.steps),
+        (a.loss_values, b.loss_values),
+        (a.nonfinite, b.nonfinite),
+        (a.mismatch, b.mismatch),
+        (a.dropped_steps, b.dropped_steps),
+        (a.hyperparameters.learning_rate, b.hyperparameters.learning_rate),
+    ]:
         assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
     for r, s in zip(a.records, b.records):
         assert r.initial.tobytes() == s.initial.tobytes()
@@ -97,10 +106,8 @@ def straight(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("end, order", [("close", "build"), ("kill", "build"),
-                                        ("kill", "restore")])
-def test_a_run_resumed_from_its_checkpoint_records_each_update_once(tmp_path, straight, end,
-                                                                    order):
+@pytest.mark.parametrize("end, order", [("close", "build"), ("kill", "build"), ("kill", "restore")])
+def test_a_run_resumed_from_its_checkpoint_records_each_update_once(tmp_path, straight, end, order):
     store, ckpt = tmp_path / "run.zarr", tmp_path / "ckpt"
     _run(tmp_path, store, ckpt, "first", end, 30, order, kill=end == "kill")
     first = store_status(store)[0]
@@ -127,22 +134,42 @@ def test_resume_without_a_store_starts_one_and_a_store_of_another_run_is_refused
     r = dtsgd_viz.load_recording(store)
     assert list(r.steps) == list(range(21, 26)) and len(r.superseded_steps) == 0
     assert len(store_status(store)[0].resumes) == 0
-    other = SCRIPT.replace('resume=what == "resume")',
-                           'resume=what == "resume", kinds=("param", "grad"))')
+    other = SCRIPT.replace('resume=what == "resume")', 'resume=what == "resume", kinds=("param", "grad"))')
     (tmp_path / "train.py").write_text(other)
-    proc = subprocess.run(["timeout", "-k", "10", "300", sys.executable,
-                           str(tmp_path / "train.py"), str(store), str(ckpt), "resume",
-                           "close", "3", "build"], cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            "timeout",
+            "-k",
+            "10",
+            "300",
+            sys.executable,
+            str(tmp_path / "train.py"),
+            str(store),
+            str(ckpt),
+            "resume",
+            "close",
+            "3",
+            "build",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode != 0
-    assert ("records another run; the recorded kinds (the store has ['param', 'velocity', "
-            "'grad'], this run ['param', 'grad']) differ") in proc.stderr
+    assert (
+        "records another run; the recorded kinds (the store has ['param', 'velocity', "
+        "'grad'], this run ['param', 'grad']) differ"
+    ) in proc.stderr
     with pytest.raises(ValueError, match="already holds a recording"):
         dtsgd_viz.recording.store.StoreWriter(store, r)
 
 
 def test_resume_needs_a_path_and_a_bool(tmp_path):
-    with pytest.raises(ValueError, match=r"resume=True continues the store at path=\.\.\.; "
-                       r"resume must be True or False. Received: resume=True, path=None"):
+    with pytest.raises(
+        ValueError,
+        match=r"resume=True continues the store at path=\.\.\.; "
+        r"resume must be True or False. Received: resume=True, path=None",
+    ):
         dtsgd_viz.Recorder(resume=True)
     with pytest.raises(ValueError, match="Received: resume='yes'"):
         dtsgd_viz.Recorder(path=tmp_path / "s", resume="yes")
@@ -163,13 +190,16 @@ def test_a_store_that_ends_before_the_restored_iteration_is_warned_about(tmp_pat
         opt.iterations.assign(start)  # as a restored checkpoint sets it
         opt.add_hook(rec)
         for _ in range(steps):
-            opt.minimize(lambda: tf.reduce_sum(var ** 2) / 2, [var])
+            opt.minimize(lambda: tf.reduce_sum(var**2) / 2, [var])
         rec.close()
         return rec
 
     run(20, False)
-    with pytest.warns(RuntimeWarning, match=r"the store ends at update 20 but the optimizer "
-                      r"resumes from iteration 25: the recorded update\(s\) 21..25"):
+    with pytest.warns(
+        RuntimeWarning,
+        match=r"the store ends at update 20 but the optimizer "
+        r"resumes from iteration 25: the recorded update\(s\) 21..25",
+    ):
         rec = run(3, True, start=25)
     r = rec.recording
     assert list(r.steps) == [*range(1, 21), 26, 27, 28] and len(r.superseded_steps) == 0

@@ -17,42 +17,54 @@ SMALL = 4 * MIB  # capture.SMALL_RING_BYTES
 def test_importing_the_ring_imports_no_tensorflow():
     code = "import dtsgd_viz.recorder.ring, sys; assert 'tensorflow' not in sys.modules"
     root = pathlib.Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.parametrize("largest, per_step, slots", [
-    (1024, 4096, 8),                 # small tensors: a stacked ring of 8
-    (SMALL // 9, 4096, 8),           # 9 slots (8 + scratch) still fit the stacked ring
-    (SMALL // 9 + 1, 4096, 4),       # a large tensor: 4 full-size slots
-    (1024, 100 * MIB, 2),            # the 256 MiB budget holds 2 steps (never fewer)
-    (1024, 1024 * MIB, 2),
-    (1024, 64 * MIB, 4),
-    (0, 0, 8),                       # nothing recorded
-])
+@pytest.mark.parametrize(
+    "largest, per_step, slots",
+    [
+        (1024, 4096, 8),  # small tensors: a stacked ring of 8
+        (SMALL // 9, 4096, 8),  # 9 slots (8 + scratch) still fit the stacked ring
+        (SMALL // 9 + 1, 4096, 4),  # a large tensor: 4 full-size slots
+        (1024, 100 * MIB, 2),  # the 256 MiB budget holds 2 steps (never fewer)
+        (1024, 1024 * MIB, 2),
+        (1024, 64 * MIB, 4),
+        (0, 0, 8),  # nothing recorded
+    ],
+)
 def test_default_slots(largest, per_step, slots):
     assert ring.default_slots(largest, per_step, SMALL) == slots
 
 
 def _choose(asked=None, mode="full", k=1, every=1, has_pv=True, per_step=4096, largest=1024):
-    return ring.choose_slots(asked, mode, per_step=per_step, largest_bytes=largest,
-                             small_ring_bytes=SMALL, execution_steps=k, every=every,
-                             has_pv=has_pv)
+    return ring.choose_slots(
+        asked,
+        mode,
+        per_step=per_step,
+        largest_bytes=largest,
+        small_ring_bytes=SMALL,
+        execution_steps=k,
+        every=every,
+        has_pv=has_pv,
+    )
 
 
-@pytest.mark.parametrize("kw, slots", [
-    (dict(), 8),
-    (dict(asked=3), 3),
-    (dict(asked=0), 0),
-    (dict(mode="stats"), ring.STATS_BUFFER_STEPS),
-    (dict(mode="stats", asked=7), 7),
-    (dict(k=2), 8),                          # 8 slots already hold two calls (4 + 1)
-    (dict(k=10), 21),                        # two calls of 10, + the step a flush leaves
-    (dict(k=10, has_pv=False), 20),          # a periodic flush leaves none
-    (dict(k=10, every=3), 8),                # 7 recorded steps in two calls, + 1
-    (dict(k=1000, mode="stats"), 2001),      # stats: two calls, whatever they cost
-])
+@pytest.mark.parametrize(
+    "kw, slots",
+    [
+        (dict(), 8),
+        (dict(asked=3), 3),
+        (dict(asked=0), 0),
+        (dict(mode="stats"), ring.STATS_BUFFER_STEPS),
+        (dict(mode="stats", asked=7), 7),
+        (dict(k=2), 8),  # 8 slots already hold two calls (4 + 1)
+        (dict(k=10), 21),  # two calls of 10, + the step a flush leaves
+        (dict(k=10, has_pv=False), 20),  # a periodic flush leaves none
+        (dict(k=10, every=3), 8),  # 7 recorded steps in two calls, + 1
+        (dict(k=1000, mode="stats"), 2001),  # stats: two calls, whatever they cost
+    ],
+)
 def test_choose_slots_holds_two_executions_when_asked_for_none(kw, slots):
     assert _choose(**kw) == (slots, None)
 
@@ -88,11 +100,19 @@ def test_hold_warning():
     assert "steps_per_execution='auto'" in ring.hold_warning(4, True, None, 1)
 
 
-@pytest.mark.parametrize("slots, every, has_pv, interval", [
-    (4, 1, True, 3), (4, 2, True, 6), (8, 1, True, 7), (1, 1, True, 1),  # tests/recorder/test_capture.py
-    (4, 1, False, 4), (4, 3, False, 12),   # grads only: a periodic flush reads them all
-    (None, 3, True, 3), (0, 2, True, 2),   # not built yet / read at every recorded step
-])
+@pytest.mark.parametrize(
+    "slots, every, has_pv, interval",
+    [
+        (4, 1, True, 3),
+        (4, 2, True, 6),
+        (8, 1, True, 7),
+        (1, 1, True, 1),  # tests/recorder/test_capture.py
+        (4, 1, False, 4),
+        (4, 3, False, 12),  # grads only: a periodic flush reads them all
+        (None, 3, True, 3),
+        (0, 2, True, 2),  # not built yet / read at every recorded step
+    ],
+)
 def test_flush_interval(slots, every, has_pv, interval):
     assert ring.flush_interval(slots, every, has_pv) == interval
 
@@ -128,9 +148,11 @@ def _simulated(slots, every, upto):
             slot_pv[ring.slot_of(t - 1, every, slots)] = t - 1
         if t % every == 0:
             slot_grad[ring.slot_of(t, every, slots)] = t
-        held[t] = {s: {"grad" for g in [slot_grad.get(ring.slot_of(s, every, slots))] if g == s}
-                   | {"pv" for p in [slot_pv.get(ring.slot_of(s, every, slots))] if p == s or s == t}
-                   for s in range(every, t + 1, every)}
+        held[t] = {
+            s: {"grad" for g in [slot_grad.get(ring.slot_of(s, every, slots))] if g == s}
+            | {"pv" for p in [slot_pv.get(ring.slot_of(s, every, slots))] if p == s or s == t}
+            for s in range(every, t + 1, every)
+        }
     return held
 
 
@@ -143,7 +165,11 @@ def test_still_staged_agrees_with_a_simulated_ring(slots, every):
             for grad, pv in [(True, True), (True, False), (False, True)]:
                 whole = (not grad or "grad" in kinds) and (not pv or "pv" in kinds)
                 assert ring.still_staged(step, current, slots, every, grad=grad, pv=pv) == whole, (
-                    current, step, grad, pv)
+                    current,
+                    step,
+                    grad,
+                    pv,
+                )
 
 
 def test_queued_reads_stay_within_the_budget():

@@ -21,14 +21,14 @@ def _record(dtype, nesterov, steps=10, start=None, lr=0.1, scale=1.0, mesh_dims=
     c = rng.uniform(0.2, 1.5, size=(4, 8)) * scale
 
     def put(a):
-        return dtensor.relayout(dtensor.copy_to_mesh(
-            tf.cast(tf.constant(a), dtype), dtensor.Layout.replicated(mesh, 2)), lay)
+        return dtensor.relayout(
+            dtensor.copy_to_mesh(tf.cast(tf.constant(a), dtype), dtensor.Layout.replicated(mesh, 2)), lay
+        )
 
     w = dtensor.DVariable(put(w0), name="w")
     C = put(c)
     rec = dtsgd_viz.Recorder()
-    opt = dtsgd_viz.SGD(lr, momentum=0.9, nesterov=nesterov, mesh=mesh, hooks=[rec],
-                        exact_update=True)
+    opt = dtsgd_viz.SGD(lr, momentum=0.9, nesterov=nesterov, mesh=mesh, hooks=[rec], exact_update=True)
 
     @tf.function
     def step():
@@ -66,8 +66,10 @@ def test_the_old_rule_check_let_float64_pass_only_by_tolerance():
     v_prev = np.concatenate([np.zeros_like(v[:1]), v[:-1]])
     lr = r.hyperparameters.learning_rate
     given = [reference.sgd_step(p_prev[i], g[i], v_prev[i], lr[i], 0.9)[0] for i in range(len(p))]
-    applied = [reference.sgd_step(p_prev[i], g[i], v_prev[i], lr[i],
-                                  r.hyperparameters.applied_momentum)[0] for i in range(len(p))]
+    applied = [
+        reference.sgd_step(p_prev[i], g[i], v_prev[i], lr[i], r.hyperparameters.applied_momentum)[0]
+        for i in range(len(p))
+    ]
     assert np.abs(np.array(given) - p).max() > 1e-12
     np.testing.assert_array_equal(np.array(applied), p)
 
@@ -82,8 +84,7 @@ def _tampered(r, step, fraction, kind="param"):
     direction = np.random.default_rng(step).normal(size=size.shape)
     direction *= np.linalg.norm(size.astype(np.float64)) / np.linalg.norm(direction)
     geom = r.geometry("w")
-    blocks[step - 1] = geom.split(
-        (p[step - 1].astype(np.float64) + fraction * direction).astype(blocks.dtype))
+    blocks[step - 1] = geom.split((p[step - 1].astype(np.float64) + fraction * direction).astype(blocks.dtype))
     return r
 
 
@@ -139,13 +140,12 @@ def test_a_diverging_run_names_the_updates_it_could_not_check():
     check = reference.check_recording(r)
     np.testing.assert_array_equal(check.nonfinite["w"], bad)
     np.testing.assert_array_equal(check.unchecked["w"][reference.NONFINITE], bad)
-    assert list(check["w"]) == []                               # the finite updates follow it
+    assert list(check["w"]) == []  # the finite updates follow it
     assert np.isnan(check.deviation["w"][~finite]).all()
-    assert not np.isnan(check.deviation["w"][finite]).any()     # and every one was checked
+    assert not np.isnan(check.deviation["w"][finite]).any()  # and every one was checked
     text = str(check)
     assert "every update follows" not in text
-    assert (f"w: {len(bad)} update(s) not checked, non-finite (updates {bad[0]}-120)"
-            in text.splitlines())
+    assert f"w: {len(bad)} update(s) not checked, non-finite (updates {bad[0]}-120)" in text.splitlines()
 
 
 def test_check_recording_rejects_bad_rtol():
@@ -164,12 +164,11 @@ def test_weight_decay_is_recorded_as_the_devices_hold_it_and_follows_the_rule(gr
     w = dtsgd_viz.variable(np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8), lay, name="w")
     C = dtsgd_viz.shard(np.linspace(0.1, 1, 32, dtype=np.float32).reshape(4, 8), lay)
     rec = dtsgd_viz.Recorder()
-    opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh, hooks=[rec], exact_update=True,
-                        weight_decay=0.5)
+    opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh, hooks=[rec], exact_update=True, weight_decay=0.5)
 
     def step():
         with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(C * w ** 2 / 2)
+            loss = tf.reduce_sum(C * w**2 / 2)
         grads = tape.gradient(loss, [w], output_gradients=tf.ones_like(loss))
         opt.apply_gradients(zip(grads, [w]), loss=loss)
 
@@ -186,23 +185,29 @@ def test_weight_decay_is_recorded_as_the_devices_hold_it_and_follows_the_rule(gr
     assert hp.weight_decay == float(np.float32(0.5)) and hp.decayed == ("w",)
     check = reference.check_recording(r)
     assert list(check["w"]) == [] and np.nanmax(check.deviation["w"]) == 0
-    p_ref, _ = reference.replay(r.initial("w"), r.global_values("w", "grad"),
-                                hp.learning_rate, hp.applied_momentum, False, hp.weight_decay)
+    p_ref, _ = reference.replay(
+        r.initial("w"), r.global_values("w", "grad"), hp.learning_rate, hp.applied_momentum, False, hp.weight_decay
+    )
     np.testing.assert_array_equal(p_ref, r.global_values("w", "param"))
 
 
 def test_ema_overwrites_are_not_called_off_the_rule(tmp_path):
     mesh = dtsgd_viz.make_mesh({"x": 8})
-    w = dtsgd_viz.variable(np.linspace(-1, 1, 16, dtype=np.float32), dtensor.Layout(["x"], mesh),
-                           name="w")
+    w = dtsgd_viz.variable(np.linspace(-1, 1, 16, dtype=np.float32), dtensor.Layout(["x"], mesh), name="w")
     rec = dtsgd_viz.Recorder()
-    opt = dtsgd_viz.SGD(0.1, momentum=0.9, mesh=mesh, hooks=[rec], exact_update=True,
-                        ema_option={"use_ema": True, "ema_overwrite_frequency": 3})
+    opt = dtsgd_viz.SGD(
+        0.1,
+        momentum=0.9,
+        mesh=mesh,
+        hooks=[rec],
+        exact_update=True,
+        ema_option={"use_ema": True, "ema_overwrite_frequency": 3},
+    )
 
     @tf.function
     def step():
         with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(w ** 2)
+            loss = tf.reduce_sum(w**2)
         opt.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
 
     with warnings.catch_warnings():
@@ -214,8 +219,9 @@ def test_ema_overwrites_are_not_called_off_the_rule(tmp_path):
     check = reference.check_recording(r)
     assert list(check["w"]) == []
     assert np.isnan(check.deviation["w"][[2, 5]]).all()  # updates 3 and 6: overwrites
-    assert "w: 2 update(s) not checked, weights overwritten by their moving average " \
-           "(updates 3, 6)" in str(check) and "every update follows" not in str(check)
+    assert "w: 2 update(s) not checked, weights overwritten by their moving average (updates 3, 6)" in str(
+        check
+    ) and "every update follows" not in str(check)
     back = dtsgd_viz.load_recording(r.save(tmp_path / "ema.npz"))
     assert back.hyperparameters.ema_overwrite_frequency == 3
     assert list(reference.check_recording(back)["w"]) == []
@@ -224,8 +230,10 @@ def test_ema_overwrites_are_not_called_off_the_rule(tmp_path):
 @pytest.mark.parametrize("kind", ["param", "grad"])
 def test_bfloat16_recordings_draw(kind):
     import matplotlib
+
     matplotlib.use("Agg")
     from dtsgd_viz.widgets import ShardExplorer
+
     r = _record("bfloat16", True, steps=4)
     fig = dtsgd_viz.plot_shards(r, "w", kind)
     fig.canvas.draw()

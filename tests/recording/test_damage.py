@@ -41,7 +41,7 @@ def _chunk(path, array, *coords):
 def _flip(file, n=40):
     data = bytearray(open(file, "rb").read())
     middle = len(data) // 2 - n // 2
-    data[middle:middle + n] = bytes(b ^ 0xFF for b in data[middle:middle + n])
+    data[middle : middle + n] = bytes(b ^ 0xFF for b in data[middle : middle + n])
     open(file, "wb").write(bytes(data))
 
 
@@ -53,8 +53,7 @@ def _same_rows(got, want, n):
             src = (a.stats, b.stats) if want.mode == "stats" else (a.blocks, b.blocks)
             assert np.array_equal(src[0][k], src[1][k][:n])
     assert np.array_equal(got.loss_values, want.loss_values[:n])
-    assert np.array_equal(got.hyperparameters.learning_rate,
-                          want.hyperparameters.learning_rate[:n])
+    assert np.array_equal(got.hyperparameters.learning_rate, want.hyperparameters.learning_rate[:n])
 
 
 def test_every_store_array_carries_a_checksum(tmp_path):
@@ -77,7 +76,7 @@ def test_a_damaged_chunk_is_an_error_naming_the_array_and_the_chunk(tmp_path, sm
         _flip(chunk)
     elif how == "truncate":
         data = open(chunk, "rb").read()
-        open(chunk, "wb").write(data[:len(data) // 3])
+        open(chunk, "wb").write(data[: len(data) // 3])
     else:
         os.remove(chunk)
     what = {"flip": "damaged", "truncate": "damaged", "remove": "missing"}[how]
@@ -97,8 +96,9 @@ def test_truncate_loads_the_steps_before_the_damaged_chunk(tmp_path, small_chunk
         r = dtsgd_viz.load_recording(path, on_damage="truncate")
     message = str(caught[0].message)
     assert "array 'v1.grad.stats'" in message and _chunk(path, "v1.grad.stats", 3, 0, 0) in message
-    assert ("loaded the 24 step(s) before it and left out the 16 committed step(s) from it "
-            "on (updates 25..40)") in message
+    assert (
+        "loaded the 24 step(s) before it and left out the 16 committed step(s) from it on (updates 25..40)"
+    ) in message
     _same_rows(r, intact, 24)
     assert r.record("b").stats["grad"].shape == (24, 1, 3)
 
@@ -109,8 +109,11 @@ def test_truncate_in_full_mode_and_in_the_steps_themselves(tmp_path, small_chunk
     _flip(_chunk(path, "steps", 1), n=4)  # rows 8..15
     with pytest.raises(RecordingFileError, match="array 'steps'"):
         dtsgd_viz.load_recording(path)
-    with pytest.warns(RecordingDamagedWarning, match=r"left out the 12 committed step\(s\) "
-                      r"from it on \(step rows 8..19\)"):
+    with pytest.warns(
+        RecordingDamagedWarning,
+        match=r"left out the 12 committed step\(s\) "
+        r"from it on \(step rows 8..19\)",
+    ):
         r = dtsgd_viz.load_recording(path, on_damage="truncate")
     _same_rows(r, intact, 8)
     np.testing.assert_array_equal(r.global_values("w", "param"), intact.global_values("w", "param")[:8])
@@ -126,6 +129,7 @@ def test_damage_that_no_truncation_can_leave_out_is_always_an_error(tmp_path, sm
 
 def test_truncating_one_part_of_a_multi_client_store_cuts_the_others_alike(tmp_path, small_chunks):
     from helpers.synthetic_store import client_entries, client_header
+
     path = tmp_path / "mc.zarr"
     for c in range(2):
         writer = StoreWriter(path, client_header(c), c)
@@ -142,8 +146,13 @@ def test_truncating_one_part_of_a_multi_client_store_cuts_the_others_alike(tmp_p
 
 
 def test_a_store_written_before_checksums_loads_with_a_note(tmp_path, monkeypatch):
-    monkeypatch.setattr(store_writer, "plain", lambda: dict(  # the old code path
-        compressors=None, fill_value=0, config={"write_empty_chunks": True}))
+    monkeypatch.setattr(
+        store_writer,
+        "plain",
+        lambda: dict(  # the old code path
+            compressors=None, fill_value=0, config={"write_empty_chunks": True}
+        ),
+    )
     old = _store(tmp_path / "old.zarr", "full", n=6)
     monkeypatch.undo()
     new = _store(tmp_path / "new.zarr", "full", n=6)
@@ -177,8 +186,11 @@ def test_npz_members_carry_a_crc32_and_damage_names_the_member(tmp_path):
     arrays["v1.grad"].reshape(-1)[5] += 1
     np.savez(tmp_path / "rezipped.npz", **arrays)
     for on_damage, hint in (("raise", ""), ("truncate", "cannot help")):
-        with pytest.raises(RecordingFileError, match=r"member 'v1\.grad\.npy' is damaged: its "
-                           rf"crc32 is 0x[0-9a-f]{{8}}, its header recorded 0x[0-9a-f]{{8}}.*{hint}"):
+        with pytest.raises(
+            RecordingFileError,
+            match=r"member 'v1\.grad\.npy' is damaged: its "
+            rf"crc32 is 0x[0-9a-f]{{8}}, its header recorded 0x[0-9a-f]{{8}}.*{hint}",
+        ):
             dtsgd_viz.load_recording(tmp_path / "rezipped.npz", on_damage=on_damage)
 
 
@@ -190,8 +202,7 @@ def test_an_npz_written_before_checksums_loads_with_a_note(tmp_path):
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
     arrays.pop("superseded_steps")  # nor did it know of resumes
     np.savez(tmp_path / "old.npz", **arrays)
-    with pytest.warns(NoChecksumsWarning, match="old.npz was written before dtsgd_viz kept "
-                      "checksums"):
+    with pytest.warns(NoChecksumsWarning, match="old.npz was written before dtsgd_viz kept checksums"):
         back = dtsgd_viz.load_recording(tmp_path / "old.npz")
     np.testing.assert_array_equal(back.records[0].blocks["param"], r.records[0].blocks["param"])
     assert back.superseded_steps.dtype == np.int64 and len(back.superseded_steps) == 0
@@ -200,6 +211,9 @@ def test_an_npz_written_before_checksums_loads_with_a_note(tmp_path):
 @pytest.mark.parametrize("bad", ["ignore", None, "Truncate"])
 def test_on_damage_takes_raise_or_truncate(tmp_path, bad):
     path = _store(tmp_path / "s.zarr", n=3)
-    with pytest.raises(ValueError, match=r"on_damage must be one of \['raise', 'truncate'\]. "
-                       rf"Received: on_damage={bad!r}"):
+    with pytest.raises(
+        ValueError,
+        match=r"on_damage must be one of \['raise', 'truncate'\]. "
+        rf"Received: on_damage={bad!r}",
+    ):
         dtsgd_viz.load_recording(path, on_damage=bad)

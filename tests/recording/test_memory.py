@@ -36,10 +36,10 @@ def test_sharded_kernel_with_momentum_is_twice_its_block():
 
 def test_mixed_layouts_and_dtypes_against_hand_sums():
     variables = {
-        "emb": ((1000, 64), "bfloat16", spec("model", "unsharded")),   # 250x64 x 2 B
-        "w": ((64, 128), np.float32, spec("unsharded", "model")),      # 64x32 x 4 B
-        "b": ((128,), "float64", spec("unsharded")),                  # 128 x 8 B, 8 copies
-        "s": ((6,), "float16", spec("batch")),                        # 3 x 2 B
+        "emb": ((1000, 64), "bfloat16", spec("model", "unsharded")),  # 250x64 x 2 B
+        "w": ((64, 128), np.float32, spec("unsharded", "model")),  # 64x32 x 4 B
+        "b": ((128,), "float64", spec("unsharded")),  # 128 x 8 B, 8 copies
+        "s": ((6,), "float16", spec("batch")),  # 3 x 2 B
     }
     plan = memory_plan(variables)
     by_hand = {"emb": 250 * 64 * 2, "w": 64 * 32 * 4, "b": 128 * 8, "s": 3 * 2}
@@ -56,26 +56,25 @@ def test_mixed_layouts_and_dtypes_against_hand_sums():
 
 
 def test_text_and_html():
-    plan = memory_plan({"w": ((8, 8), "float32", spec("batch", "model")),
-                        "b": ((8,), "float32", spec("unsharded"))})
-    assert str(plan) == textwrap.dedent("""\
+    plan = memory_plan({"w": ((8, 8), "float32", spec("batch", "model")), "b": ((8,), "float32", spec("unsharded"))})
+    assert (
+        str(plan)
+        == textwrap.dedent("""\
         memory plan: 2 variables on Mesh(batch=2, model=4; 8 devices), each with a velocity slot laid out like it
         variable  shape   dtype    layout          block   copies  block bytes  with slot  per device
         w         (8, 8)  float32  [batch, model]  (4, 2)  1       32 B         x2         64 B
         b         (8,)    float32  [unsharded]     (8,)    8       32 B         x2         64 B
         per device: 128 B (parameters 64 B + slots 64 B) on each of the 8 devices
         the whole mesh holds 1 KiB for 576 B of distinct values (1.78x: copies); fully replicated, each device would hold 576 B""")  # noqa: E501
+    )
     assert "<table>" in plan._repr_html_() and "[batch, model]" in plan._repr_html_()
-    assert [format_bytes(n) for n in (0, 1023, 1024, 1536, 3 * 2 ** 20)] == [
-        "0 B", "1023 B", "1 KiB", "1.5 KiB", "3 MiB"]
+    assert [format_bytes(n) for n in (0, 1023, 1024, 1536, 3 * 2**20)] == ["0 B", "1023 B", "1 KiB", "1.5 KiB", "3 MiB"]
 
 
 def test_bars_stack_to_bytes_per_device():
-    plan = memory_plan({"w": ((8, 16), "float32", spec("unsharded", "model")),
-                        "b": ((16,), "float32", spec("model"))})
+    plan = memory_plan({"w": ((8, 16), "float32", spec("unsharded", "model")), "b": ((16,), "float32", spec("model"))})
     segments = memory_bars(plan)
-    assert [(s.label, s.kind) for s in segments] == [
-        ("w", "param"), ("w", "slot"), ("b", "param"), ("b", "slot")]
+    assert [(s.label, s.kind) for s in segments] == [("w", "param"), ("w", "slot"), ("b", "param"), ("b", "slot")]
     top = segments[-1].bottom + segments[-1].height
     np.testing.assert_array_equal(top, plan.bytes_per_device)
     fig = plot_memory(plan)
@@ -93,8 +92,11 @@ def test_bars_stack_to_bytes_per_device():
 
 
 def test_bad_input_is_explained():
-    with pytest.raises(TypeError, match=r"\(shape, dtype, LayoutSpec\). Received for 'w': "
-                                        r"a tuple of 2: \(tuple, str\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"\(shape, dtype, LayoutSpec\). Received for 'w': "
+        r"a tuple of 2: \(tuple, str\)",
+    ):
         memory_plan({"w": ((8,), "float32")})
     big = MeshSpec.create({"data": 4, "model": 16})
     with pytest.raises(TypeError, match=r"Received for 'W': a tuple of 2: \(tuple, LayoutSpec\)\.$"):
@@ -111,47 +113,52 @@ def test_bad_input_is_explained():
         memory_plan(3)
     other = MeshSpec.create({"x": 2}, device_names=["GPU:0", "GPU:1"])
     with pytest.raises(ValueError, match="same devices. Received: 'g' on Mesh\\(x=2"):
-        memory_plan({"w": ((8,), "float32", spec("model")),
-                     "g": ((8,), "float32", spec("x", mesh=other))})
+        memory_plan({"w": ((8,), "float32", spec("model")), "g": ((8,), "float32", spec("x", mesh=other))})
     assert isinstance(memory_plan({"w": ((8,), "int8", spec("model"))}), MemoryPlan)
 
 
 def test_memory_plan_needs_no_tensorflow():
-    code = ("import sys, dtsgd_viz\n"
-            "from dtsgd_viz import LayoutSpec, MeshSpec\n"
-            "s = LayoutSpec(('model',), MeshSpec.create({'data': 4, 'model': 16}))\n"
-            "p = dtsgd_viz.memory_plan({'w': ((64,), 'float32', s)})\n"
-            "print(p.bytes_per_device.tolist()[:2], 'tensorflow' in sys.modules, "
-            "'matplotlib' in sys.modules)")
+    code = (
+        "import sys, dtsgd_viz\n"
+        "from dtsgd_viz import LayoutSpec, MeshSpec\n"
+        "s = LayoutSpec(('model',), MeshSpec.create({'data': 4, 'model': 16}))\n"
+        "p = dtsgd_viz.memory_plan({'w': ((64,), 'float32', s)})\n"
+        "print(p.bytes_per_device.tolist()[:2], 'tensorflow' in sys.modules, "
+        "'matplotlib' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["[32,", "32]", "False", "False"]
 
 
 def test_communication_of_a_memory_plan_is_its_gradient_all_reduces():
-    variables = {"w": ((8, 16), "float32", spec("unsharded", "model")),   # 8x4 block
-                 "b": ((16,), "float32", spec("model")),                  # 4
-                 "s": ((6,), "float16", spec("batch"))}                   # uses batch
+    variables = {
+        "w": ((8, 16), "float32", spec("unsharded", "model")),  # 8x4 block
+        "b": ((16,), "float32", spec("model")),  # 4
+        "s": ((6,), "float16", spec("batch")),
+    }  # uses batch
     plan = memory_plan(variables)
     comm = communication_plan(plan)
     assert comm == communication_plan(variables)
     # s is gathered over batch (its 3-element shard), then summed whole over batch
-    assert [(e.variable, e.mesh_dims, e.bytes_per_device, e.gathered_over, e.gathered_bytes)
-            for e in comm.entries] == [("w", ("batch",), 8 * 4 * 4, (), 0),
-                                       ("b", ("batch",), 4 * 4, (), 0),
-                                       ("s", ("batch",), 6 * 2, ("batch",), 3 * 2)]
+    assert [(e.variable, e.mesh_dims, e.bytes_per_device, e.gathered_over, e.gathered_bytes) for e in comm.entries] == [
+        ("w", ("batch",), 8 * 4 * 4, (), 0),
+        ("b", ("batch",), 4 * 4, (), 0),
+        ("s", ("batch",), 6 * 2, ("batch",), 3 * 2),
+    ]
     # the batch over both dims: w and b are gathered over model, s over batch; each
     # gradient is summed whole over both
     assert communication_plan(plan, batch_dims=("batch", "model")).totals() == {
-        ("batch", "model"): (8 * 16 + 16) * 4 + 6 * 2}
+        ("batch", "model"): (8 * 16 + 16) * 4 + 6 * 2
+    }
     assert memory_plan(plan) is plan
-    np.testing.assert_array_equal(memory_plan(plan, momentum=False).bytes_per_device,
-                                  plan.param_bytes_per_device)
+    np.testing.assert_array_equal(memory_plan(plan, momentum=False).bytes_per_device, plan.param_bytes_per_device)
 
 
 def test_plot_memory_shows_gradient_traffic_beside_memory():
-    plan = memory_plan({"w": ((8, 16), "float32", spec("unsharded", "model")),
-                        "b": ((16,), "float32", spec("unsharded"))})
-    assert len(plot_memory(plan).axes) == 1   # unchanged without communication
+    plan = memory_plan(
+        {"w": ((8, 16), "float32", spec("unsharded", "model")), "b": ((16,), "float32", spec("unsharded"))}
+    )
+    assert len(plot_memory(plan).axes) == 1  # unchanged without communication
     fig = plot_memory(plan, communication=True)
     mem, traffic = fig.axes
     assert fig.get_size_inches()[0] * fig.dpi <= 950
@@ -165,7 +172,7 @@ def test_plot_memory_shows_gradient_traffic_beside_memory():
     assert colors["traffic-w"] == colors["param-w"] and colors["traffic-b"] == colors["param-b"]
     texts = {t.get_gid(): t.get_text() for t in traffic.texts}
     assert texts["traffic-text"] == "as laid out: 192 B along batch"
-    assert texts["traffic-replicated-text"] == "nothing sharded: 576 B"   # (128 + 16) x 4 B
+    assert texts["traffic-replicated-text"] == "nothing sharded: 576 B"  # (128 + 16) x 4 B
     assert [t.get_text() for t in traffic.get_legend().get_texts()] == ["w", "b", "velocity slot"]
     with pytest.raises(ValueError, match="two axes"):
         plot_memory(plan, communication=True, ax=mem)
@@ -174,20 +181,27 @@ def test_plot_memory_shows_gradient_traffic_beside_memory():
 
 
 def test_each_variable_is_named_at_the_right_of_the_last_bar():
-    plan = memory_plan({"w": ((8, 16), "float32", spec("unsharded", "model")),
-                        "b": ((16,), "float32", spec("model")),
-                        "c": ((1,), "float32", spec("unsharded"))})
+    plan = memory_plan(
+        {
+            "w": ((8, 16), "float32", spec("unsharded", "model")),
+            "b": ((16,), "float32", spec("model")),
+            "c": ((1,), "float32", spec("unsharded")),
+        }
+    )
     fig = plot_memory(plan)
     ax = fig.axes[0]
-    assert ax.get_legend() is None   # the labels name the segments
+    assert ax.get_legend() is None  # the labels name the segments
     labels = {t.get_gid(): t for t in ax.texts if (t.get_gid() or "").startswith("segment-label-")}
-    want = {e.name: f"{e.name} {format_bytes(int(e.param_bytes_per_device[-1]))} + "
-            f"{format_bytes(int(e.slot_bytes_per_device[-1]))} slot" for e in plan.entries}
+    want = {
+        e.name: f"{e.name} {format_bytes(int(e.param_bytes_per_device[-1]))} + "
+        f"{format_bytes(int(e.slot_bytes_per_device[-1]))} slot"
+        for e in plan.entries
+    }
     assert {k.split("segment-label-")[1]: t.get_text() for k, t in labels.items()} == want
     fig.draw_without_rendering()
     r = fig.canvas.get_renderer()
     boxes = sorted((t.get_window_extent(r) for t in labels.values()), key=lambda b: b.y0)
-    assert all(a.y1 <= b.y0 + 1 for a, b in zip(boxes, boxes[1:]))   # none overprints another
+    assert all(a.y1 <= b.y0 + 1 for a, b in zip(boxes, boxes[1:]))  # none overprints another
     last_bar = max(p.get_window_extent(r).x1 for p in ax.patches)
     assert all(b.x0 > last_bar for b in boxes)
     # a leader from each stack's middle (on the last bar's right edge) to its label
@@ -196,8 +210,7 @@ def test_each_variable_is_named_at_the_right_of_the_last_bar():
     lo, hi = ax.get_ylim()
     unit = {"B": 1, "KiB": 1024}[ax.get_ylabel().split()[0]]
     segs = memory_bars(plan)
-    mids = sorted(float(p.bottom[-1] + (p.height[-1] + s.height[-1]) / 2) / unit
-                  for p, s in zip(segs[::2], segs[1::2]))
+    mids = sorted(float(p.bottom[-1] + (p.height[-1] + s.height[-1]) / 2) / unit for p, s in zip(segs[::2], segs[1::2]))
     starts = sorted(lo + ln.get_ydata()[0] * (hi - lo) for ln in leaders)
     np.testing.assert_allclose(starts, mids)
-    assert all(ln.get_xdata()[0] < 1 for ln in leaders)   # from the bar, inside the axes
+    assert all(ln.get_xdata()[0] < 1 for ln in leaders)  # from the bar, inside the axes

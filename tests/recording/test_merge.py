@@ -38,10 +38,13 @@ def test_saved_parts_merge_without_tensorflow(tmp_path):
     whole = whole_recording(2, 16, 3, "both")
     for p in split(whole, 2):
         p.save(tmp_path / "parts" / f"part-{p.part.client_id}.npz")  # the folder is made
-    code = ("import sys, dtsgd_viz; r = dtsgd_viz.load_recording(sys.argv[1]); "
-            "assert 'tensorflow' not in sys.modules; print(len(r), r.part)")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "parts")],
-                         capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys, dtsgd_viz; r = dtsgd_viz.load_recording(sys.argv[1]); "
+        "assert 'tensorflow' not in sys.modules; print(len(r), r.part)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "parts")], capture_output=True, text=True, check=True
+    ).stdout
     assert out.split() == ["3", "None"]
     _assert_same(whole, load_recording(tmp_path / "parts"))
 
@@ -74,8 +77,7 @@ def test_replicas_that_disagree_are_flagged_at_their_step():
     bit = 1 << KINDS.index("velocity")
     assert [int(m[0]) for m in merged.mismatch] == [0, 0, bit, 0]
     # the owner's copy (client 0, the lowest id) is kept
-    np.testing.assert_array_equal(merged.records[0].blocks["velocity"],
-                                  whole.records[0].blocks["velocity"])
+    np.testing.assert_array_equal(merged.records[0].blocks["velocity"], whole.records[0].blocks["velocity"])
 
 
 def test_a_whole_recording_merges_to_itself():

@@ -33,8 +33,16 @@ from dtsgd_viz.recording.store import StoreNotClosedWarning, StoreReader, StoreW
 from dtsgd_viz.theory import reference
 
 STEPS = 6
-PREVIOUS_COMMIT_KEYS = ("n_steps", "n_dropped", "last_step", "closed", "started", "time",
-                        "n_superseded", "resumes")  # what commit.json held before checksums
+PREVIOUS_COMMIT_KEYS = (
+    "n_steps",
+    "n_dropped",
+    "last_step",
+    "closed",
+    "started",
+    "time",
+    "n_superseded",
+    "resumes",
+)  # what commit.json held before checksums
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +75,12 @@ def run(tmp_path_factory):
     assert len(recording) == STEPS and recording.hyperparameters.momentum == 0.9
     assert all(len(v) == 0 for v in reference.check_recording(recording).values())  # real updates
     assert not store_status(folder / "open.zarr")[0].closed
-    return types.SimpleNamespace(open=folder / "open.zarr", closed=folder / "closed.zarr",
-                                 npz=recording.save(folder / "run.npz"), recording=recording)
+    return types.SimpleNamespace(
+        open=folder / "open.zarr",
+        closed=folder / "closed.zarr",
+        npz=recording.save(folder / "run.npz"),
+        recording=recording,
+    )
 
 
 def _same(a, b, where="recording") -> list[str]:
@@ -77,12 +89,12 @@ def _same(a, b, where="recording") -> list[str]:
     if dataclasses.is_dataclass(a) and not isinstance(a, type):
         if type(a) is not type(b):
             return [f"{where}: {type(a).__name__} vs {type(b).__name__}"]
-        return [d for f in dataclasses.fields(a)
-                for d in _same(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")]
+        return [
+            d for f in dataclasses.fields(a) for d in _same(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+        ]
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         a, b = np.asarray(a), np.asarray(b)
-        same = (a.dtype == b.dtype and a.shape == b.shape
-                and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+        same = a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
         return [] if same else [f"{where}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}"]
     if isinstance(a, collections.abc.Mapping):
         if not isinstance(b, collections.abc.Mapping) or set(a) != set(b):
@@ -101,9 +113,22 @@ def _metadata_files(store) -> list:
     part = store / "client-0"
     arrays = sorted(p / "zarr.json" for p in part.iterdir() if p.is_dir())
     assert {p.parent.name for p in arrays} >= {
-        "steps", "learning_rate", "loss", "nonfinite", "mismatch", "dropped_steps",
-        "superseded_steps", "v0.initial", "v0.param", "v0.velocity", "v0.grad", "v1.initial",
-        "v1.param", "v1.velocity", "v1.grad"}
+        "steps",
+        "learning_rate",
+        "loss",
+        "nonfinite",
+        "mismatch",
+        "dropped_steps",
+        "superseded_steps",
+        "v0.initial",
+        "v0.param",
+        "v0.velocity",
+        "v0.grad",
+        "v1.initial",
+        "v1.param",
+        "v1.velocity",
+        "v1.grad",
+    }
     return [store / "zarr.json", part / "zarr.json", part / "commit.json", *arrays]
 
 
@@ -141,46 +166,40 @@ def _flip_every_byte(path, files, want, stride):
                 if outcome == "same":
                     same.append((file, i))
                 if outcome not in ("caught", "same") and len(bad) < 5:
-                    bad.append((str(file), i, raw[max(0, i - 20):i + 20], outcome))
+                    bad.append((str(file), i, raw[max(0, i - 20) : i + 20], outcome))
         finally:
             file.write_bytes(raw)
     return outcomes, bad, same
 
 
 def _strides():
-    return [pytest.param(13, id="every-13th-byte"),
-            pytest.param(1, id="every-byte", marks=pytest.mark.slow)]
+    return [pytest.param(13, id="every-13th-byte"), pytest.param(1, id="every-byte", marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("stride", _strides())
-def test_a_bit_flipped_in_any_metadata_file_of_a_closed_store_is_an_error_naming_it(
-        run, tmp_path, stride):
+def test_a_bit_flipped_in_any_metadata_file_of_a_closed_store_is_an_error_naming_it(run, tmp_path, stride):
     """A closed store's metadata files are held to the bytes it committed: every flip,
     even one that would leave the values alone, is an error naming the file."""
     store = shutil.copytree(run.closed, tmp_path / "closed.zarr")
     files = _metadata_files(store)
     outcomes, bad, _ = _flip_every_byte(store, files, run.recording, stride)
     assert bad == [] and set(outcomes) == {"caught"}, (outcomes, bad)
-    assert outcomes["caught"] == sum(len(range(n % stride, f.stat().st_size, stride))
-                                     for n, f in enumerate(files))
+    assert outcomes["caught"] == sum(len(range(n % stride, f.stat().st_size, stride)) for n, f in enumerate(files))
 
 
 @pytest.mark.parametrize("stride", _strides())
-def test_a_bit_flipped_in_the_metadata_of_a_store_being_written_never_loads_wrong_values(
-        run, tmp_path, stride):
+def test_a_bit_flipped_in_the_metadata_of_a_store_being_written_never_loads_wrong_values(run, tmp_path, stride):
     """While a run writes, its arrays hold more rows than it committed and grow between
     commits, so an array's length is not held to its committed bytes (only to holding
     the committed steps): a flip there may load, and then loads the values as written."""
     store = shutil.copytree(run.open, tmp_path / "open.zarr")
     with pytest.warns(StoreNotClosedWarning):
         assert _same(dtsgd_viz.load_recording(store), run.recording) == []
-    outcomes, bad, same = _flip_every_byte(store, _metadata_files(store), run.recording,
-                                           stride)
+    outcomes, bad, same = _flip_every_byte(store, _metadata_files(store), run.recording, stride)
     assert bad == [] and outcomes["caught"] > 0, (outcomes, bad)
     for file, i in same:  # each in the length of an array that grows
         length = re.search(rb'"shape": \[\s*(\d+)', file.read_bytes()).span(1)
-        assert length[0] <= i < length[1] and not file.parent.name.endswith(".initial"), (
-            file, i, outcomes)
+        assert length[0] <= i < length[1] and not file.parent.name.endswith(".initial"), (file, i, outcomes)
 
 
 def test_the_flips_a_user_found_momentum_and_the_committed_count(run, tmp_path):
@@ -189,14 +208,16 @@ def test_the_flips_a_user_found_momentum_and_the_committed_count(run, tmp_path):
     ``load_recording`` and for ``store_status`` (what a ``LiveMonitor`` polls)."""
     store = shutil.copytree(run.closed, tmp_path / "closed.zarr")
     part = store / "client-0"
-    for file, pattern, bit in ((part / "zarr.json", rb'"momentum": 0\.(9)', 0x01),
-                               (part / "commit.json", rb'"n_steps": ?(6)', 0x02)):
+    for file, pattern, bit in (
+        (part / "zarr.json", rb'"momentum": 0\.(9)', 0x01),
+        (part / "commit.json", rb'"n_steps": ?(6)', 0x02),
+    ):
         raw = file.read_bytes()
         i = re.search(pattern, raw).start(1)
         flipped = bytearray(raw)
         flipped[i] ^= bit  # "9" -> "8", "6" -> "4"
         file.write_bytes(bytes(flipped))
-        assert bytes(flipped[i:i + 1]) in (b"8", b"4")
+        assert bytes(flipped[i : i + 1]) in (b"8", b"4")
         with pytest.raises(RecordingFileError, match=re.escape(str(file)) + " is damaged"):
             dtsgd_viz.load_recording(store)
         if file.name == "commit.json":
@@ -263,8 +284,7 @@ def test_an_unknown_data_type_names_the_array_s_metadata_file(run, tmp_path, wri
     for file in arrays:
         raw = file.read_bytes()
         data_type = json.loads(raw)["data_type"]
-        file.write_bytes(raw.replace(f'"data_type": "{data_type}"'.encode(),
-                                     b'"data_type": "float31"'))
+        file.write_bytes(raw.replace(f'"data_type": "{data_type}"'.encode(), b'"data_type": "float31"'))
         assert json.loads(file.read_bytes())["data_type"] == "float31"
         message, loaded = _load_damaged(store)
         if message is None and file.parent.name in _unread_arrays(written):
@@ -272,24 +292,29 @@ def test_an_unknown_data_type_names_the_array_s_metadata_file(run, tmp_path, wri
             file.write_bytes(raw)
             continue
         assert message is not None and str(file) in message, (file, message)
-        assert ("is damaged: its crc32 is" if written == "now" else
-                "No Zarr data type found") in message, message
+        assert ("is damaged: its crc32 is" if written == "now" else "No Zarr data type found") in message, message
         file.write_bytes(raw)
 
 
 def test_a_store_of_the_previous_format_loads_with_a_note(run, tmp_path):
     store = _previous_format(shutil.copytree(run.closed, tmp_path / "old.zarr"))
-    with pytest.warns(NoChecksumsWarning, match=r"client-0 was written before dtsgd_viz kept "
-                      r"checksums of its metadata \(commit.json, zarr.json\): it loads, but "
-                      "damage to them cannot be detected"):
+    with pytest.warns(
+        NoChecksumsWarning,
+        match=r"client-0 was written before dtsgd_viz kept "
+        r"checksums of its metadata \(commit.json, zarr.json\): it loads, but "
+        "damage to them cannot be detected",
+    ):
         old = dtsgd_viz.load_recording(store)
     assert _same(old, run.recording) == []
     # a bit flip cannot pass a checksummed commit.json off as one of the previous format
     commit = run.closed / "client-0" / "commit.json"
     renamed = commit.read_bytes().replace(b'"crc32":', b'"crc33":')
     (store / "client-0" / "commit.json").write_bytes(renamed)
-    with pytest.raises(RecordingFileError, match=re.escape(str(store / "client-0" / "commit.json"))
-                       + r" is damaged: it carries no crc32, yet it holds \['crc33', 'metadata'"):
+    with pytest.raises(
+        RecordingFileError,
+        match=re.escape(str(store / "client-0" / "commit.json"))
+        + r" is damaged: it carries no crc32, yet it holds \['crc33', 'metadata'",
+    ):
         dtsgd_viz.load_recording(store)
 
 
@@ -329,8 +354,11 @@ def test_arrays_that_grew_after_the_last_commit_are_no_false_alarm_but_damage_is
     with pytest.raises(RecordingFileError, match=re.escape(str(grown)) + " is damaged"):
         StoreReader(path).read()
     _edit_metadata(grown, data_type="float64", length=2)  # fewer rows than committed
-    with pytest.raises(RecordingFileError, match=re.escape(str(grown)) + r": array 'loss' "
-                       r"holds 2 row\(s\), but 3 are committed"):
+    with pytest.raises(
+        RecordingFileError,
+        match=re.escape(str(grown)) + r": array 'loss' "
+        r"holds 2 row\(s\), but 3 are committed",
+    ):
         StoreReader(path).read()
     _edit_metadata(grown, length=32)
     writer.append(entries(range(4, 24)))  # the commit: its checksums are of the grown files
@@ -373,8 +401,10 @@ def test_a_resume_reopens_a_closed_part_before_it_changes_it(tmp_path, monkeypat
     with pytest.warns(StoreNotClosedWarning, match="5 step"):
         assert _same(dtsgd_viz.load_recording(path), want) == []
     _edit_metadata(superseded, codecs=[{"name": "bytes", "configuration": {"endian": "big"}}])
-    with pytest.raises(RecordingFileError, match=re.escape(str(superseded)) + " is damaged"), \
-            pytest.warns(StoreNotClosedWarning):
+    with (
+        pytest.raises(RecordingFileError, match=re.escape(str(superseded)) + " is damaged"),
+        pytest.warns(StoreNotClosedWarning),
+    ):
         dtsgd_viz.load_recording(path)
 
 
@@ -395,8 +425,9 @@ def _rezip(members, out):
     return out
 
 
-@pytest.mark.parametrize("stride", [pytest.param(5, id="every-5th-byte"),
-                                    pytest.param(1, id="every-byte", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "stride", [pytest.param(5, id="every-5th-byte"), pytest.param(1, id="every-byte", marks=pytest.mark.slow)]
+)
 def test_a_bit_flipped_in_the_npz_header_is_an_error_naming_it(run, tmp_path, stride):
     """Flipped in the file, the zip's CRC finds it; flipped in a copy whose zip CRCs were
     made again for the new bytes (the members' crc32 in the header cannot check the
@@ -408,10 +439,9 @@ def test_a_bit_flipped_in_the_npz_header_is_an_error_naming_it(run, tmp_path, st
     with zipfile.ZipFile(run.npz) as zf:
         info = zf.getinfo("meta.npy")
     raw = pathlib.Path(run.npz).read_bytes()
-    local = raw[info.header_offset:info.header_offset + 30]  # the member's local header
-    start = (info.header_offset + 30 + int.from_bytes(local[26:28], "little")
-             + int.from_bytes(local[28:30], "little"))
-    assert raw[start:start + info.compress_size] == header_bytes
+    local = raw[info.header_offset : info.header_offset + 30]  # the member's local header
+    start = info.header_offset + 30 + int.from_bytes(local[26:28], "little") + int.from_bytes(local[28:30], "little")
+    assert raw[start : start + info.compress_size] == header_bytes
     outcomes, bad, same = collections.Counter(), [], []
     target = tmp_path / "flipped.npz"
     for i in range(0, len(header_bytes), stride):
@@ -429,15 +459,18 @@ def test_a_bit_flipped_in_the_npz_header_is_an_error_naming_it(run, tmp_path, st
             if outcome == "same":
                 same.append(i)
             if outcome not in ("caught", "same") and len(bad) < 5:
-                bad.append((how, i, header_bytes[max(0, i - 20):i + 20], outcome))
+                bad.append((how, i, header_bytes[max(0, i - 20) : i + 20], outcome))
     assert bad == [], (outcomes, bad)
     assert outcomes["in the file", "caught"] == len(range(0, len(header_bytes), stride))
     # re-zipped, a flip that loads is in the .npy header, or renames a checksum's key (the
     # file then reads as one written before it, with a NoChecksumsWarning)
     json_start = 10 + int.from_bytes(header_bytes[8:10], "little")  # .npy format 1.0
-    assert header_bytes[json_start:json_start + 2] == b'{"'
-    keys = [range(k + 1, k + n - 1) for key in (b'"crc32"', b'"header_crc32"')
-            for k, n in [(header_bytes.index(key), len(key))]]
+    assert header_bytes[json_start : json_start + 2] == b'{"'
+    keys = [
+        range(k + 1, k + n - 1)
+        for key in (b'"crc32"', b'"header_crc32"')
+        for k, n in [(header_bytes.index(key), len(key))]
+    ]
     assert all(i < json_start or any(i in k for k in keys) for i in same), same
 
 
@@ -448,8 +481,7 @@ def test_a_truncated_npz_header_and_one_of_the_previous_version(run, tmp_path):
         out = io.BytesIO()
         np.lib.format.write_array(out, meta[:size])
         _rezip({**members, "meta.npy": out.getvalue()}, tmp_path / "cut.npz")
-        with pytest.raises(RecordingFileError, match="member 'meta.npy'.* expected the "
-                           "recording's JSON header"):
+        with pytest.raises(RecordingFileError, match="member 'meta.npy'.* expected the recording's JSON header"):
             dtsgd_viz.load_recording(tmp_path / "cut.npz")
     # a file written before the header had its own crc32: its members are checked
     header_value = json.loads(meta.tobytes())
@@ -457,7 +489,10 @@ def test_a_truncated_npz_header_and_one_of_the_previous_version(run, tmp_path):
     out = io.BytesIO()
     np.lib.format.write_array(out, np.frombuffer(json.dumps(header_value).encode(), np.uint8))
     _rezip({**members, "meta.npy": out.getvalue()}, tmp_path / "previous.npz")
-    with pytest.warns(NoChecksumsWarning, match="previous.npz was written before dtsgd_viz "
-                      r"kept a checksum of a recording's header: its values are checked, but "
-                      r"damage to its header \(member 'meta.npy'"):
+    with pytest.warns(
+        NoChecksumsWarning,
+        match="previous.npz was written before dtsgd_viz "
+        r"kept a checksum of a recording's header: its values are checked, but "
+        r"damage to its header \(member 'meta.npy'",
+    ):
         assert _same(dtsgd_viz.load_recording(tmp_path / "previous.npz"), run.recording) == []

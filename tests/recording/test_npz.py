@@ -34,10 +34,17 @@ def test_an_unwritable_path_is_named_as_given(tmp_path):
 def test_a_communication_report_is_saved_and_loaded_with_the_recording(tmp_path):
     from dtsgd_viz import CommunicationReport
     from dtsgd_viz.recording import Collective
+
     r = whole_recording(2, 16, 2, "sharded")
-    report = CommunicationReport(r.mesh, (
-        Collective("all-reduce", ("y",), 64, "float32", (4, 4), "activation gradient",
-                   groups=((0, 1, 2, 3), (4, 5, 6, 7))),), function="step")
+    report = CommunicationReport(
+        r.mesh,
+        (
+            Collective(
+                "all-reduce", ("y",), 64, "float32", (4, 4), "activation gradient", groups=((0, 1, 2, 3), (4, 5, 6, 7))
+            ),
+        ),
+        function="step",
+    )
     back = load_recording(r.with_communication(report).save(tmp_path / "r.npz"))
     assert back.communication == report
     assert load_recording(r.save(tmp_path / "plain.npz")).communication is None

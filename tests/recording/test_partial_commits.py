@@ -76,16 +76,19 @@ def test_the_updates_every_client_committed_load_and_the_others_are_named(tmp_pa
         "run was killed, or is still writing, between their commits. Loaded the 13 "
         "update(s) every client committed and left out update(s) "
         f"{first + 13}..{first + 14}, which only some clients committed (client 0: "
-        f"{first + 13}..{first + 14}).")
+        f"{first + 13}..{first + 14})."
+    )
     # each part still reads whole on its own
     assert len(StoreReader(path, 0).read()) == 15 and len(StoreReader(path, 1).read()) == 13
 
     # saved parts are closed files, not a store being written: different steps are refused
-    saved = [StoreReader(path, c).read().save(tmp_path / "parts" / f"part-{c}.npz")
-             for c in (0, 1)]
+    saved = [StoreReader(path, c).read().save(tmp_path / "parts" / f"part-{c}.npz") for c in (0, 1)]
     for parts in (saved, tmp_path / "parts"):
-        with pytest.raises(MergeError, match=r"the recorded steps differ \(13 steps; not in "
-                                             rf"both: \[{first + 13}, {first + 14}\]"):
+        with pytest.raises(
+            MergeError,
+            match=r"the recorded steps differ \(13 steps; not in "
+            rf"both: \[{first + 13}, {first + 14}\]",
+        ):
             dtsgd_viz.load_recording(parts)
 
 
@@ -95,8 +98,10 @@ def test_a_client_that_committed_nothing_yet_loads_no_update(tmp_path):
     _write(path, 1)  # its header only
     r, warned = _load(path)
     assert len(r) == 0 and r.record("w").blocks["param"].shape == (0, 8, 4, 2)  # the whole mesh
-    assert "left out update(s) 1..3, which only some clients committed (client 0: 1..3)" in (
-        warned["PartialCommitWarning"][0])
+    assert (
+        "left out update(s) 1..3, which only some clients committed (client 0: 1..3)"
+        in (warned["PartialCommitWarning"][0])
+    )
 
 
 def test_a_client_not_resumed_yet_holds_no_update_after_the_resume(tmp_path):
@@ -109,8 +114,11 @@ def test_a_client_not_resumed_yet_holds_no_update_after_the_resume(tmp_path):
     _write(path, 0, (29, 32, 0), resume_from=28)
     r, warned = _load(path)
     _holds(r, range(1, 29), _truth(range(1, 29)))
-    assert re.search(r"left out update\(s\) 29\.\.32, which only some clients committed "
-                     r"\(client 0: 29\.\.32\)", warned["PartialCommitWarning"][0])
+    assert re.search(
+        r"left out update\(s\) 29\.\.32, which only some clients committed "
+        r"\(client 0: 29\.\.32\)",
+        warned["PartialCommitWarning"][0],
+    )
     assert list(r.superseded_steps) == list(range(29, 36))
 
     writer = _write(path, 1, (29, 32, 0), resume_from=28)  # client 1 resumes too
@@ -134,13 +142,15 @@ def test_a_resume_from_an_update_one_client_never_committed_loads_around_it(tmp_
     r, warned = _load(path)
     steps = [*range(1, 34), *range(35, 46)]
     _holds(r, steps, _truth(steps))
-    assert re.search(r"left out update\(s\) 34, which only some clients committed \(client 0: "
-                     r"34\)", warned["PartialCommitWarning"][0])
+    assert re.search(
+        r"left out update\(s\) 34, which only some clients committed \(client 0: "
+        r"34\)",
+        warned["PartialCommitWarning"][0],
+    )
 
 
 @pytest.mark.filterwarnings("ignore::dtsgd_viz.recording.store.StoreNotClosedWarning")
-def test_damage_cuts_every_part_and_only_the_uncommitted_updates_are_partial(tmp_path,
-                                                                            monkeypatch):
+def test_damage_cuts_every_part_and_only_the_uncommitted_updates_are_partial(tmp_path, monkeypatch):
     monkeypatch.setattr(store_writer, "MAX_CHUNK_STEPS", 8)  # rows 16..23: chunk 2
     path = tmp_path / "run.zarr"
     _write(path, 0, (1, 30, 0))
@@ -156,14 +166,15 @@ def test_damage_cuts_every_part_and_only_the_uncommitted_updates_are_partial(tmp
     assert "client-1" in warned["RecordingDamagedWarning"][0]
     # 17..28 are committed by both (left out for the damage); 29..30 by client 0 only
     (text,) = warned["PartialCommitWarning"]
-    assert ("Loaded the 16 update(s) every client committed and left out update(s) 29..30, "
-            "which only some clients committed (client 0: 29..30)") in text
+    assert (
+        "Loaded the 16 update(s) every client committed and left out update(s) 29..30, "
+        "which only some clients committed (client 0: 29..30)"
+    ) in text
     assert issubclass(PartialCommitWarning, UserWarning)
     assert not issubclass(PartialCommitWarning, (RecordingDamagedWarning, StoreNotClosedWarning))
 
 
-def test_dropped_and_skipped_updates_of_a_batch_not_every_client_committed_are_left_out(
-        tmp_path):
+def test_dropped_and_skipped_updates_of_a_batch_not_every_client_committed_are_left_out(tmp_path):
     path = tmp_path / "run.zarr"
     for c in (0, 1):
         writer = StoreWriter(path, client_header(c), c)
@@ -175,5 +186,7 @@ def test_dropped_and_skipped_updates_of_a_batch_not_every_client_committed_are_l
     r, warned = _load(path)
     assert list(r.steps) == [1, 2, 3, 4, 6, 7, 8] and list(r.dropped_steps) == [5]
     assert list(r.skipped_steps) == [9] and list(r.skipped_loss_scale) == [1024.0]
-    assert "left out update(s) 11..12, which only some clients committed (client 0: " \
+    assert (
+        "left out update(s) 11..12, which only some clients committed (client 0: "
         "11..12)" in warned["PartialCommitWarning"][0]
+    )

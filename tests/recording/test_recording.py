@@ -61,8 +61,10 @@ def test_kinds_and_variables_selection():
     [
         (dict(every=0), r"every must be an integer >= 1. Received: every=0"),
         (dict(every=1.5), r"Received: every=1.5"),
-        (dict(kinds=("param", "momentum")),
-         r"Unknown kind\(s\) \['momentum'\]. Allowed: \['param', 'velocity', 'grad'\]"),
+        (
+            dict(kinds=("param", "momentum")),
+            r"Unknown kind\(s\) \['momentum'\]. Allowed: \['param', 'velocity', 'grad'\]",
+        ),
         (dict(kinds=()), "Unknown kind"),
         (dict(buffer_steps=-1), r"buffer_steps must be None or an integer >= 0. Received: buffer_steps=-1"),
         (dict(buffer_steps=0, mode="stats"), "buffer_steps=0 .* is for mode='full' only"),
@@ -123,8 +125,9 @@ def test_nonfinite_gradients_flagged_without_losing_steps():
     assert list(r.nonfinite_steps) == [3, 4, 5]  # the NaN reaches the parameter and stays
     assert r.nonfinite[2, 0] == 3 and r.nonfinite[3, 0] == 2  # grad+param, then param only
     assert np.isnan(r.global_values("w", "grad")[2, 1, 5])
-    np.testing.assert_allclose(r.global_values("w", "param")[1],
-                               problem.w0 - 0.05 - 0.095, rtol=1e-6)  # earlier steps intact
+    np.testing.assert_allclose(
+        r.global_values("w", "param")[1], problem.w0 - 0.05 - 0.095, rtol=1e-6
+    )  # earlier steps intact
 
 
 def test_replica_mismatch_is_flagged():
@@ -170,8 +173,9 @@ def test_dropped_steps_are_reported_not_silent():
 
 
 def test_save_load_round_trip(tmp_path):
-    rec, _, _ = _recorded(4, mode="graph", dims={"a": 2, "b": 2, "c": 2}, specs=("c", "unsharded", "a"),
-                          shape=(4, 3, 2))
+    rec, _, _ = _recorded(
+        4, mode="graph", dims={"a": 2, "b": 2, "c": 2}, specs=("c", "unsharded", "a"), shape=(4, 3, 2)
+    )
     r = rec.recording
     path = r.save(tmp_path / "run.npz")
     back = dtsgd_viz.load_recording(path)
@@ -206,6 +210,7 @@ def test_corrupted_and_truncated_files(tmp_path):
     with pytest.raises(RecordingFileError, match="truncated or corrupted"):
         dtsgd_viz.load_recording(truncated)
     import zipfile
+
     with zipfile.ZipFile(path) as zf:  # find the payload of the gradient array
         info = zf.getinfo("v0.grad.npy")
     start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
@@ -229,6 +234,7 @@ def test_corrupted_and_truncated_files(tmp_path):
 def test_newer_format_version_is_refused(tmp_path):
     import json
     import zipfile
+
     rec, _, _ = _recorded(1)
     path = rec.recording.save(tmp_path / "r.npz")
     arrays = dict(np.load(path, allow_pickle=False))
@@ -243,6 +249,7 @@ def test_newer_format_version_is_refused(tmp_path):
 
 def test_learning_rate_schedule_is_recorded_per_step():
     import tf_keras
+
     sched = tf_keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=1, decay_rate=0.5)
     var = tf.Variable([1.0, -2.0], name="w")
     rec = dtsgd_viz.Recorder()

@@ -77,6 +77,7 @@ def runs(tmp_path_factory):
             r = rec.recording
             done[dtype] = dtype, r, var, w0, r.save(tmp_path_factory.mktemp(dtype) / "run.npz")
         return done[dtype]
+
     return get
 
 
@@ -122,8 +123,9 @@ def test_loaded_half_precision_recordings_draw(trained):
     heat = np.asarray(view.heatmap.get_array(), np.float64)
     np.testing.assert_array_equal(heat, back.global_values("w", "velocity")[2].astype(np.float64))
     norms = back.shard_stats("w", "velocity")[..., 0]
-    np.testing.assert_allclose(np.array([ln.get_ydata() for ln in view.lines]).T,
-                               norms[:, [d[0] for d in back.geometry("w").replica_groups]])
+    np.testing.assert_allclose(
+        np.array([ln.get_ydata() for ln in view.lines]).T, norms[:, [d[0] for d in back.geometry("w").replica_groups]]
+    )
 
 
 def test_file_version_is_the_lowest_that_holds_the_data(trained):
@@ -146,6 +148,7 @@ def test_version_1_bfloat16_file_from_before_the_fix_still_loads(runs, tmp_path)
     bytes): they load as bfloat16, bit for bit."""
     _, r, _, _, path = runs("bfloat16")
     import ml_dtypes
+
     arrays = dict(np.load(path, allow_pickle=False))
     meta = json.loads(arrays["meta"].tobytes())
     meta["version"] = 1
@@ -187,12 +190,16 @@ def test_a_dtype_the_file_cannot_hold_is_an_error_at_save_time(bad, tmp_path):
     r = rec.recording
     v = r.record("w")
     wrong = dataclasses.replace(
-        v, dtype=bad, initial=v.initial.astype(bad),
-        blocks={k: b.astype(bad) for k, b in v.blocks.items()})
+        v, dtype=bad, initial=v.initial.astype(bad), blocks={k: b.astype(bad) for k, b in v.blocks.items()}
+    )
     target = tmp_path / "bad.npz"
-    with pytest.raises(ValueError, match=(
+    with pytest.raises(
+        ValueError,
+        match=(
             rf"Cannot save variable 'w': its values are {bad}. A recording file holds "
-            r"float16, bfloat16, float32 or float64 \(the dtypes tf-keras trains in\)")):
+            r"float16, bfloat16, float32 or float64 \(the dtypes tf-keras trains in\)"
+        ),
+    ):
         dataclasses.replace(r, records=(wrong,)).save(target)
     assert list(tmp_path.iterdir()) == []  # nothing written, not even a partial file
 
@@ -202,15 +209,21 @@ def test_arrays_that_contradict_the_variable_dtype_are_refused(tmp_path):
     r = rec.recording
     v = r.record("w")
     upcast = dataclasses.replace(v, blocks={**v.blocks, "grad": v.blocks["grad"].astype(np.float32)})
-    with pytest.raises(ValueError, match=(
+    with pytest.raises(
+        ValueError,
+        match=(
             r"Cannot save variable 'w': its dtype is float16 but its 'grad' values are "
-            r"float32")):
+            r"float32"
+        ),
+    ):
         dataclasses.replace(r, records=(upcast,)).save(tmp_path / "bad.npz")
     # and a file whose header and arrays disagree is refused on load
     path = r.save(tmp_path / "ok.npz")
     arrays = dict(np.load(path, allow_pickle=False))
-    for dtype_name, array_key, array in (("int8", None, None),
-                                         ("float16", "v0.grad", arrays["v0.grad"].astype(np.float32))):
+    for dtype_name, array_key, array in (
+        ("int8", None, None),
+        ("float16", "v0.grad", arrays["v0.grad"].astype(np.float32)),
+    ):
         tampered = dict(arrays)
         meta = json.loads(tampered["meta"].tobytes())
         meta["variables"][0]["dtype"] = dtype_name
@@ -219,9 +232,16 @@ def test_arrays_that_contradict_the_variable_dtype_are_refused(tmp_path):
         if array_key:
             tampered[array_key] = array
         np.savez(tmp_path / "tampered.npz", **tampered)
-        with pytest.raises(RecordingFileError, match=(
-                r"variable 'w' has dtype 'int8'|the 'grad' values of variable 'w' are stored as "
-                r"float32 but the variable's dtype is float16")), warnings.catch_warnings(record=True) as seen:
+        with (
+            pytest.raises(
+                RecordingFileError,
+                match=(
+                    r"variable 'w' has dtype 'int8'|the 'grad' values of variable 'w' are stored as "
+                    r"float32 but the variable's dtype is float16"
+                ),
+            ),
+            warnings.catch_warnings(record=True) as seen,
+        ):
             warnings.simplefilter("always")
             dtsgd_viz.load_recording(tmp_path / "tampered.npz")
         # a file without checksums says so before it is refused
@@ -290,21 +310,23 @@ def _says_nothing_was_recorded(message, name):
     assert name in message
     assert "nothing was recorded" in message and "nothing to draw" in message
     assert "every=k" in message  # why: k larger than the run ...
-    assert "traced" in message   # ... or attached after the step function was traced
+    assert "traced" in message  # ... or attached after the step function was traced
 
 
 def test_views_say_an_empty_recording_has_nothing_to_draw(empty_recordings):
     from dtsgd_viz.widgets import PathExplorer, ShardExplorer
+
     s, recs, sharded = empty_recordings
     assert len(recs["momentum"]) == 0 and len(sharded) == 0
-    for draw in (lambda: dtsgd_viz.plot_shards(sharded, "w"),
-                 lambda: ShardExplorer(sharded)):
+    for draw in (lambda: dtsgd_viz.plot_shards(sharded, "w"), lambda: ShardExplorer(sharded)):
         with pytest.raises(ValueError) as err:
             draw()
         _says_nothing_was_recorded(str(err.value), "<Recording 0 updates (no steps)")
-    for draw in (lambda: dtsgd_viz.plot_paths(recs, s),
-                 lambda: dtsgd_viz.animate(recs, s),
-                 lambda: PathExplorer(recs, s)):
+    for draw in (
+        lambda: dtsgd_viz.plot_paths(recs, s),
+        lambda: dtsgd_viz.animate(recs, s),
+        lambda: PathExplorer(recs, s),
+    ):
         with pytest.raises(ValueError) as err:
             draw()
         _says_nothing_was_recorded(str(err.value), "Recording 'momentum'")
@@ -386,5 +408,4 @@ def test_retraced_after_untraced_updates_warns_instead_of_overwritten():
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1 and "4 update(s) (iterations 2..5)" in messages[0], messages
     assert list(r.steps) == [6, 7, 8] and len(r.dropped_steps) == 0
-    np.testing.assert_allclose(
-        r.global_values("w", "grad")[0], problem.numpy_grad(r.initial("w")), rtol=1e-6)
+    np.testing.assert_allclose(r.global_values("w", "grad")[0], problem.numpy_grad(r.initial("w")), rtol=1e-6)

@@ -18,8 +18,11 @@ from dtsgd_viz.specs import LayoutSpec
 
 def _same(a, b):
     assert list(a.steps) == list(b.steps)
-    for x, y in [(a.loss_values, b.loss_values), (a.nonfinite, b.nonfinite),
-                 (a.hyperparameters.learning_rate, b.hyperparameters.learning_rate)]:
+    for x, y in [
+        (a.loss_values, b.loss_values),
+        (a.nonfinite, b.nonfinite),
+        (a.hyperparameters.learning_rate, b.hyperparameters.learning_rate),
+    ]:
         assert np.array_equal(x, y)
     for r, s in zip(a.records, b.records):
         assert np.array_equal(r.initial, s.initial, equal_nan=True)
@@ -103,13 +106,16 @@ def _variant(**changes):
     return dataclasses.replace(h, **changes)
 
 
-@pytest.mark.parametrize("change, named", [
-    (dict(momentum=0.5), "the hyperparameter 'momentum' (the store has 0.9, this run 0.5)"),
-    (dict(nesterov=False), "the hyperparameter 'nesterov'"),
-    (dict(kinds=("param",)), "the recorded kinds (the store has ['param', 'velocity', 'grad']"),
-    (dict(mode="stats"), "the mode (the store has full, this run stats)"),
-    (dict(part=Part(0, 2, (0, 1, 2, 3))), "the client's part (the store has None"),
-])
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        (dict(momentum=0.5), "the hyperparameter 'momentum' (the store has 0.9, this run 0.5)"),
+        (dict(nesterov=False), "the hyperparameter 'nesterov'"),
+        (dict(kinds=("param",)), "the recorded kinds (the store has ['param', 'velocity', 'grad']"),
+        (dict(mode="stats"), "the mode (the store has full, this run stats)"),
+        (dict(part=Part(0, 2, (0, 1, 2, 3))), "the client's part (the store has None"),
+    ],
+)
 def test_resuming_the_store_of_another_run_names_what_differs(tmp_path, change, named):
     path = tmp_path / "run.zarr"
     _first_run(path)
@@ -128,8 +134,11 @@ def test_a_different_layout_or_mesh_is_named(tmp_path):
     with pytest.raises(ValueError, match=r"the layout of variable 'w' \(the store has"):
         StoreWriter(path, dataclasses.replace(h, records=(other, *h.records[1:])), resume_from=20)
     renamed = dataclasses.replace(w, name="w2")
-    with pytest.raises(ValueError, match=r"the variables \(the store has \['w', 'b'\], this "
-                       r"run \['w2', 'b'\]\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"the variables \(the store has \['w', 'b'\], this "
+        r"run \['w2', 'b'\]\)",
+    ):
         StoreWriter(path, dataclasses.replace(h, records=(renamed, *h.records[1:])), resume_from=20)
 
 

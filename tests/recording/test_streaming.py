@@ -32,14 +32,17 @@ ROOT = HERE.parent
 def _same(a, b):
     """Two recordings hold the same steps and values, array for array."""
     assert (a.mode, a.kinds, a.variables, a.mesh) == (b.mode, b.kinds, b.variables, b.mesh)
-    for x, y in [(a.steps, b.steps), (a.loss_values, b.loss_values),
-                 (a.nonfinite, b.nonfinite), (a.mismatch, b.mismatch),
-                 (a.dropped_steps, b.dropped_steps),
-                 (a.hyperparameters.learning_rate, b.hyperparameters.learning_rate)]:
+    for x, y in [
+        (a.steps, b.steps),
+        (a.loss_values, b.loss_values),
+        (a.nonfinite, b.nonfinite),
+        (a.mismatch, b.mismatch),
+        (a.dropped_steps, b.dropped_steps),
+        (a.hyperparameters.learning_rate, b.hyperparameters.learning_rate),
+    ]:
         assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True)
     ha, hb = a.hyperparameters, b.hyperparameters
-    assert (ha.momentum, ha.nesterov, ha.applied_momentum) == (
-        hb.momentum, hb.nesterov, hb.applied_momentum)
+    assert (ha.momentum, ha.nesterov, ha.applied_momentum) == (hb.momentum, hb.nesterov, hb.applied_momentum)
     for r, s in zip(a.records, b.records):
         assert (r.name, r.shape, r.dtype, r.layout) == (s.name, s.shape, s.dtype, s.layout)
         assert np.array_equal(r.initial, s.initial)
@@ -61,8 +64,7 @@ def test_streamed_store_equals_the_in_memory_recording(tmp_path, mode):
     path = tmp_path / "run.zarr"
     streamed = dtsgd_viz.Recorder(mode=mode, path=path)
     in_memory = dtsgd_viz.Recorder(mode=mode)
-    opt = dtsgd_viz.SGD(**CONFIGS["nesterov"], mesh=mesh, hooks=[streamed, in_memory],
-                        exact_update=True)
+    opt = dtsgd_viz.SGD(**CONFIGS["nesterov"], mesh=mesh, hooks=[streamed, in_memory], exact_update=True)
 
     @tf.function
     def step():
@@ -151,8 +153,9 @@ def test_run_killed_with_sigkill_keeps_every_committed_step_in_order(tmp_path):
     script.write_text(TRAIN)
     path = str(tmp_path / "run.zarr")
     with open(tmp_path / "log.txt", "w") as log:
-        proc = subprocess.Popen([sys.executable, str(script), path, "full"], cwd=tmp_path,
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, str(script), path, "full"], cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT
+        )
     try:
         deadline = time.monotonic() + 120
         while _committed(path) < 20:  # several flushes (7 steps each) have been committed
@@ -169,8 +172,7 @@ def test_run_killed_with_sigkill_keeps_every_committed_step_in_order(tmp_path):
     status = store_status(path)[0]
     n = status.n_steps
     assert n >= 20 and not status.closed and status.last_step == n
-    with pytest.warns(StoreNotClosedWarning,
-                      match=f"stopped after update {n}; the run did not close the store"):
+    with pytest.warns(StoreNotClosedWarning, match=f"stopped after update {n}; the run did not close the store"):
         r = dtsgd_viz.load_recording(path)
     assert np.array_equal(r.steps, np.arange(1, n + 1))  # every committed step, in order
     assert r.loss is not None and np.all(np.isfinite(r.loss))
@@ -178,28 +180,32 @@ def test_run_killed_with_sigkill_keeps_every_committed_step_in_order(tmp_path):
 
     # A batch written after the last commit (a kill mid-write) is left out, and named.
     import zarr
+
     group = zarr.open_group(os.path.join(path, "client-0"), mode="r+")
     for name in ("steps", "loss", "v0.param"):
         array = group[name]
         if array.shape[0] < n + 3:
             array.resize((n + 3, *array.shape[1:]))
-        array[n:n + 3] = 10**6  # garbage where the next batch would go
+        array[n : n + 3] = 10**6  # garbage where the next batch would go
     with open(os.path.join(path, "client-0", "writing.json"), "w") as f:
         json.dump({"from": n, "steps": 3, "first": n + 1, "last": n + 3}, f)
-    with pytest.warns(StoreNotClosedWarning,
-                      match=rf"a batch of 3 step\(s\) \(updates {n + 1}..{n + 3}\) written "
-                            "after it was never committed and is left out"):
+    with pytest.warns(
+        StoreNotClosedWarning,
+        match=rf"a batch of 3 step\(s\) \(updates {n + 1}..{n + 3}\) written "
+        "after it was never committed and is left out",
+    ):
         again = dtsgd_viz.load_recording(path)
     _same(again, r)
 
     # load_recording (and the monitor) read the store without TensorFlow
-    code = ("import sys, warnings, dtsgd_viz; warnings.simplefilter('ignore');"
-            f"r = dtsgd_viz.load_recording({path!r}); assert len(r) == {n};"
-            f"from dtsgd_viz.widgets import LiveMonitor; m = LiveMonitor({path!r}, start=False);"
-            f"assert m.state.n_steps == {n};"
-            "print(sorted(k for k in ('tensorflow', 'tf_keras') if k in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=True)
+    code = (
+        "import sys, warnings, dtsgd_viz; warnings.simplefilter('ignore');"
+        f"r = dtsgd_viz.load_recording({path!r}); assert len(r) == {n};"
+        f"from dtsgd_viz.widgets import LiveMonitor; m = LiveMonitor({path!r}, start=False);"
+        f"assert m.state.n_steps == {n};"
+        "print(sorted(k for k in ('tensorflow', 'tf_keras') if k in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"
 
 
@@ -209,8 +215,11 @@ def test_a_batch_written_but_not_committed_is_dropped(tmp_path):
     writer.append(synthetic_entries(range(1, 4), "stats"))
     writer.append(synthetic_entries(range(4, 9), "stats"), dropped=[9])
     writer.append(synthetic_entries(range(10, 13), "stats"), commit=False)
-    with pytest.warns(StoreNotClosedWarning, match=r"8 step\(s\) committed, stopped after "
-                      r"update 8; .* a batch of 3 step\(s\) \(updates 10..12\)"):
+    with pytest.warns(
+        StoreNotClosedWarning,
+        match=r"8 step\(s\) committed, stopped after "
+        r"update 8; .* a batch of 3 step\(s\) \(updates 10..12\)",
+    ):
         r = dtsgd_viz.load_recording(path)
     assert list(r.steps) == list(range(1, 9)) and list(r.dropped_steps) == [9]
     assert r.record("w").stats["param"].shape == (8, 8, 3)
@@ -224,8 +233,9 @@ def _wait(predicate, timeout, what):
 
 
 def _writer(path, *args):
-    return subprocess.Popen([sys.executable, str(HERE.parent / "helpers" / "synthetic_store.py"), str(path),
-                             *args], cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, str(HERE.parent / "helpers" / "synthetic_store.py"), str(path), *args], cwd=ROOT
+    )
 
 
 def test_live_monitor_follows_a_store_another_process_writes(tmp_path):
@@ -271,8 +281,9 @@ def test_live_monitor_stops_polling_when_the_store_closes_or_it_is_closed(tmp_pa
 
     path = tmp_path / "run.zarr"
     go = tmp_path / "close-now"  # the writer closes the store only once this exists
-    proc = _writer(path, "--mode", "stats", "--batches", "3", "--per-batch", "4",
-                   "--pause", "0.2", "--close-after", str(go))
+    proc = _writer(
+        path, "--mode", "stats", "--batches", "3", "--per-batch", "4", "--pause", "0.2", "--close-after", str(go)
+    )
     try:
         _wait(lambda: (path / "client-0" / "commit.json").exists(), 60, "no store")
         monitor = LiveMonitor(path, variable="b", kind="grad", interval=0.05)
@@ -302,6 +313,7 @@ def test_live_monitor_stops_polling_when_the_store_closes_or_it_is_closed(tmp_pa
 
 def test_live_monitor_refuses_a_file(tmp_path):
     from dtsgd_viz.widgets import LiveMonitor
+
     path = tmp_path / "run.npz"
     path.write_bytes(b"not a store")
     with pytest.raises(ValueError, match="is a file .*load_recording"):
@@ -312,6 +324,7 @@ def _create_part(path, client, barrier, errors):
     from helpers.synthetic_store import header
 
     from dtsgd_viz.recording.store import StoreWriter
+
     barrier.wait()
     try:
         StoreWriter(path, header(), client).close()
@@ -324,12 +337,12 @@ def test_clients_creating_one_store_at_once_all_get_their_part(tmp_path):
     do it at the same moment, one finds the other's root (a clean 2-client run once
     failed with zarr's ContainsGroupError). Eight processes start together, four times."""
     import multiprocessing
+
     ctx = multiprocessing.get_context("fork")
     for attempt in range(4):
         path = str(tmp_path / f"run{attempt}.zarr")
         barrier, errors = ctx.Barrier(8), ctx.Queue()
-        procs = [ctx.Process(target=_create_part, args=(path, c, barrier, errors))
-                 for c in range(8)]
+        procs = [ctx.Process(target=_create_part, args=(path, c, barrier, errors)) for c in range(8)]
         for p in procs:
             p.start()
         for p in procs:
@@ -340,8 +353,7 @@ def test_clients_creating_one_store_at_once_all_get_their_part(tmp_path):
         while not errors.empty():
             found.append(errors.get())
         assert found == []
-        assert sorted(p for p in os.listdir(path) if p.startswith("client-")) == [
-            f"client-{c}" for c in range(8)]
+        assert sorted(p for p in os.listdir(path) if p.startswith("client-")) == [f"client-{c}" for c in range(8)]
 
 
 def test_a_peer_writing_the_root_right_now_is_not_a_foreign_folder(tmp_path):
@@ -350,6 +362,7 @@ def test_a_peer_writing_the_root_right_now_is_not_a_foreign_folder(tmp_path):
     from helpers.synthetic_store import header
 
     from dtsgd_viz.recording.store import StoreWriter
+
     path = tmp_path / "run.zarr"
     path.mkdir()
     (path / "zarr.0123456789abcdef0123456789abcdef.partial").write_text("{")

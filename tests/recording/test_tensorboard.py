@@ -38,11 +38,11 @@ def test_block_statistics_and_histograms_by_update(tmp_path):
         expected = np.sqrt((w.blocks["velocity"][:, g].astype(np.float64) ** 2).sum(axis=(1, 2)))
         np.testing.assert_allclose([e.value for e in events], expected, rtol=1e-6)
         maxabs = np.abs(w.blocks["velocity"][:, g]).max(axis=(1, 2))
-        np.testing.assert_allclose([e.value for e in acc.Scalars(f"w/velocity/max_abs/block {g}")],
-                                   maxabs, rtol=1e-6)
+        np.testing.assert_allclose([e.value for e in acc.Scalars(f"w/velocity/max_abs/block {g}")], maxabs, rtol=1e-6)
     whole = r.global_values("w", "param").astype(np.float64)
-    np.testing.assert_allclose([e.value for e in acc.Scalars("w/param/norm")],
-                               np.sqrt((whole ** 2).sum(axis=(1, 2))), rtol=1e-6)
+    np.testing.assert_allclose(
+        [e.value for e in acc.Scalars("w/param/norm")], np.sqrt((whole**2).sum(axis=(1, 2))), rtol=1e-6
+    )
     np.testing.assert_allclose([e.value for e in acc.Scalars("loss")], r.loss_values, rtol=1e-6)
     assert "r/grad" in tags["histograms"]
     hist = acc.Histograms("w/grad")
@@ -50,8 +50,7 @@ def test_block_statistics_and_histograms_by_update(tmp_path):
     g = r.global_values("w", "grad").astype(np.float64)
     last = hist[-1].histogram_value
     assert last.num == math.prod(w.shape) == sum(last.bucket)
-    np.testing.assert_allclose([last.min, last.max, last.sum], [g[-1].min(), g[-1].max(), g[-1].sum()],
-                               rtol=1e-6)
+    np.testing.assert_allclose([last.min, last.max, last.sum], [g[-1].min(), g[-1].max(), g[-1].sum()], rtol=1e-6)
 
 
 def test_histograms_are_thinned_on_long_runs(tmp_path):
@@ -69,8 +68,19 @@ def test_bad_max_histograms_is_refused(tmp_path):
 def test_export_command_writes_a_saved_recording(tmp_path):
     r = whole_recording(2, 16, 3, "sharded")
     r.save(tmp_path / "run.npz")
-    out = subprocess.run([sys.executable, "-m", "dtsgd_viz.cli", "export", str(tmp_path / "run.npz"),
-                          "--tensorboard", str(tmp_path / "tb")], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dtsgd_viz.cli",
+            "export",
+            str(tmp_path / "run.npz"),
+            "--tensorboard",
+            str(tmp_path / "tb"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     assert "tensorboard --logdir" in out.stdout
     assert [e.step for e in _read(tmp_path / "tb").Scalars("w/param/norm")] == [1, 2, 3]
@@ -96,6 +106,7 @@ def test_a_second_export_is_refused_or_replaces_never_appends(tmp_path):
 
 def test_runs_by_name_overlay_in_one_logdir(tmp_path):
     import dtsgd_viz
+
     a, b = _with_loss(whole_recording(2, 16, 3, "sharded")), whole_recording(2, 16, 5, "sharded")
     b = dataclasses.replace(b, loss_values=np.linspace(9.0, 3.0, 5))
     paths = dtsgd_viz.to_tensorboard({"momentum": a, "nesterov": b}, tmp_path / "logs")
@@ -114,8 +125,17 @@ def test_runs_by_name_overlay_in_one_logdir(tmp_path):
 def test_export_command_refuses_a_second_export_and_takes_a_run_name(tmp_path):
     r = whole_recording(2, 16, 3, "sharded")
     r.save(tmp_path / "run.npz")
-    cmd = [sys.executable, "-m", "dtsgd_viz.cli", "export", str(tmp_path / "run.npz"),
-           "--tensorboard", str(tmp_path / "tb"), "--run", "a"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "dtsgd_viz.cli",
+        "export",
+        str(tmp_path / "run.npz"),
+        "--tensorboard",
+        str(tmp_path / "tb"),
+        "--run",
+        "a",
+    ]
     assert subprocess.run(cmd, capture_output=True, text=True).returncode == 0
     again = subprocess.run(cmd, capture_output=True, text=True)
     assert again.returncode == 2 and "already holds a dtsgd_viz export" in again.stderr

@@ -23,13 +23,15 @@ def check_against_reference(rec, problem, config, steps=STEPS):
     prev = np.concatenate([problem.w0[None], params[:-1]])
     np.testing.assert_allclose(grads, problem.numpy_grad(prev), rtol=RTOL, atol=1e-6)
     # params and velocities: the reference's update rule applied to those gradients
-    p_ref, v_ref = reference.replay(problem.w0, grads, rec.hyperparameters.learning_rate,
-                                    config["momentum"], config["nesterov"])
+    p_ref, v_ref = reference.replay(
+        problem.w0, grads, rec.hyperparameters.learning_rate, config["momentum"], config["nesterov"]
+    )
     np.testing.assert_allclose(params, p_ref, rtol=RTOL, atol=1e-7)
     np.testing.assert_allclose(vels, v_ref, rtol=RTOL, atol=1e-7)
     # and the whole trajectory from the reference alone, gradients included
-    full = reference.run(problem.numpy_grad, problem.w0, steps, config["learning_rate"],
-                         config["momentum"], config["nesterov"])
+    full = reference.run(
+        problem.numpy_grad, problem.w0, steps, config["learning_rate"], config["momentum"], config["nesterov"]
+    )
     np.testing.assert_allclose(params, full[1:], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(rec.hyperparameters.learning_rate, config["learning_rate"], rtol=1e-7)
     # the last recorded shards are exactly what the devices hold now

@@ -87,8 +87,7 @@ def test_minima_have_zero_gradient_and_are_lowest(key):
         start = s.default_start
         assert x0 <= start[0] <= x1 and y0 <= start[1] <= y1
     else:
-        assert np.all(s.value_np(np.random.default_rng(2).normal(size=(50, *s.shape)))
-                      > s.min_value)
+        assert np.all(s.value_np(np.random.default_rng(2).normal(size=(50, *s.shape))) > s.min_value)
 
 
 def test_himmelblau_has_four_distinct_minima():
@@ -127,15 +126,18 @@ def test_sharded_quadratic_curvature_is_constant_per_device_block():
     np.testing.assert_allclose(np.sort((hess_diag / 0.3).ravel()), s.hessian_eigenvalues, rtol=1e-5)
 
 
-@pytest.mark.parametrize("make, error, match", [
-    (lambda: surfaces.RotatedQuadratic(condition=0.5), ValueError, r"condition must be >= 1.*0.5"),
-    (lambda: surfaces.RotatedQuadratic(scale=-1.0), ValueError, "scale must be > 0"),
-    (lambda: surfaces.Rosenbrock(b=float("nan")), ValueError, "b must be finite"),
-    (lambda: surfaces.ShardedQuadratic((6,), {"x": 4}, ("x",)), ValueError, "does not divide"),
-    (lambda: surfaces.ShardedQuadratic((4,), {"x": 2}, ("z",)), ValueError, "not a mesh dim"),
-    (lambda: surfaces.ShardedQuadratic(curvature=(1.0, 0.1)), ValueError, "low <= high"),
-    (lambda: surfaces.Beale().value_np(np.zeros((4, 3))), ValueError, r"shape \(\.\.\., 2\).*\(4, 3\)"),
-])
+@pytest.mark.parametrize(
+    "make, error, match",
+    [
+        (lambda: surfaces.RotatedQuadratic(condition=0.5), ValueError, r"condition must be >= 1.*0.5"),
+        (lambda: surfaces.RotatedQuadratic(scale=-1.0), ValueError, "scale must be > 0"),
+        (lambda: surfaces.Rosenbrock(b=float("nan")), ValueError, "b must be finite"),
+        (lambda: surfaces.ShardedQuadratic((6,), {"x": 4}, ("x",)), ValueError, "does not divide"),
+        (lambda: surfaces.ShardedQuadratic((4,), {"x": 2}, ("z",)), ValueError, "not a mesh dim"),
+        (lambda: surfaces.ShardedQuadratic(curvature=(1.0, 0.1)), ValueError, "low <= high"),
+        (lambda: surfaces.Beale().value_np(np.zeros((4, 3))), ValueError, r"shape \(\.\.\., 2\).*\(4, 3\)"),
+    ],
+)
 def test_surface_bad_input(make, error, match):
     with pytest.raises(error, match=match):
         make()
@@ -153,12 +155,17 @@ def rotated_runs():
 def check_against_reference(rec, surface, config, start, steps=STEPS):
     assert rec.variables == ("w",)
     assert list(rec.steps) == list(range(1, steps + 1))
-    full = reference.run(surface.grad_np, start.astype(np.float32), steps, config["learning_rate"],
-                         config.get("momentum", 0.0), config.get("nesterov", False))
+    full = reference.run(
+        surface.grad_np,
+        start.astype(np.float32),
+        steps,
+        config["learning_rate"],
+        config.get("momentum", 0.0),
+        config.get("nesterov", False),
+    )
     np.testing.assert_allclose(rec.path("w"), full, rtol=1e-5, atol=1e-6)
     # the gradient applied at each step is the surface's gradient at the parameter before it
-    np.testing.assert_allclose(rec.global_values("w", "grad"), surface.grad_np(full[:-1]),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(rec.global_values("w", "grad"), surface.grad_np(full[:-1]), rtol=1e-5, atol=1e-5)
     # the loss reported at each step is the surface's value before the update
     np.testing.assert_allclose(rec.loss, surface.value_np(full[:-1]), rtol=1e-5, atol=1e-7)
     assert rec.hyperparameters.momentum == pytest.approx(config.get("momentum", 0.0))
@@ -188,11 +195,14 @@ def test_each_coordinate_lives_on_its_own_device(rotated_runs, name):
         np.testing.assert_array_equal(shards[:, 1, 0], rec.global_values("w", kind)[:, 1])
 
 
-@pytest.mark.parametrize("key, name, lr_scale", [
-    ("rosenbrock", "nesterov", 0.02),
-    ("beale", "momentum", 0.02),
-    ("himmelblau", "plain", 0.1),
-])
+@pytest.mark.parametrize(
+    "key, name, lr_scale",
+    [
+        ("rosenbrock", "nesterov", 0.02),
+        ("beale", "momentum", 0.02),
+        ("himmelblau", "plain", 0.1),
+    ],
+)
 def test_run_matches_reference_on_other_2d_surfaces(key, name, lr_scale):
     s = SURFACES[key]
     config = dict(CONFIGS[name], learning_rate=CONFIGS[name]["learning_rate"] * lr_scale)
@@ -215,16 +225,14 @@ def test_run_on_a_sharded_quadratic_keeps_its_layout():
     for d in range(geom.num_devices):
         block = geom.blocks[d]
         c = s.curvature[block]
-        np.testing.assert_allclose(grads[:, d], c * (prev[(slice(None), *block)] - 1.0),
-                                   rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(grads[:, d], c * (prev[(slice(None), *block)] - 1.0), rtol=1e-5, atol=1e-7)
 
 
 def test_run_start_every_and_progress():
     s = SURFACES["rotated"]
     calls = []
     start = np.array([1.0, -2.0])
-    recs = dtsgd_viz.run(s, {"plain": CONFIGS["plain"]}, 6, start=start, every=2,
-                         progress=lambda *a: calls.append(a))
+    recs = dtsgd_viz.run(s, {"plain": CONFIGS["plain"]}, 6, start=start, every=2, progress=lambda *a: calls.append(a))
     rec = recs["plain"]
     assert list(rec.steps) == [2, 4, 6]
     full = reference.run(s.grad_np, start.astype(np.float32), 6, CONFIGS["plain"]["learning_rate"])
@@ -241,21 +249,27 @@ def test_run_is_deterministic_and_uncached(rotated_runs):
     np.testing.assert_array_equal(again.loss, recs["nesterov"].loss)
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(configs={"m": dict(lr=0.1)}), ValueError,
-     r"Unknown key\(s\) \['lr'\] in config 'm'. Allowed: \['learning_rate'"),
-    (dict(configs={}), ValueError, "non-empty dict"),
-    (dict(configs={"m": 0.1}), TypeError, "must be a dict of SGD arguments"),
-    (dict(configs={"m": dict(momentum=1.5)}), ValueError, r"momentum must be in \[0, 1\]"),
-    (dict(steps=0), ValueError, "steps must be an integer >= 1. Received: steps=0"),
-    (dict(steps=2.5), ValueError, "Received: steps=2.5"),
-    (dict(every=0), ValueError, "every must be an integer >= 1"),
-    (dict(start=[1.0, 2.0, 3.0]), ValueError, r"start must have shape \(2,\).*Received: shape \(3,\)"),
-    (dict(start=[float("nan"), 0.0]), ValueError, "start must be finite"),
-    (dict(start=[1e39, 0.0]), ValueError, "start must be finite"),
-    (dict(mesh={"x": 4}), ValueError, "needs a dim of size 2. Received: mesh dims {'x': 4}"),
-    (dict(progress="yes"), TypeError, "progress must be callable"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (
+            dict(configs={"m": dict(lr=0.1)}),
+            ValueError,
+            r"Unknown key\(s\) \['lr'\] in config 'm'. Allowed: \['learning_rate'",
+        ),
+        (dict(configs={}), ValueError, "non-empty dict"),
+        (dict(configs={"m": 0.1}), TypeError, "must be a dict of SGD arguments"),
+        (dict(configs={"m": dict(momentum=1.5)}), ValueError, r"momentum must be in \[0, 1\]"),
+        (dict(steps=0), ValueError, "steps must be an integer >= 1. Received: steps=0"),
+        (dict(steps=2.5), ValueError, "Received: steps=2.5"),
+        (dict(every=0), ValueError, "every must be an integer >= 1"),
+        (dict(start=[1.0, 2.0, 3.0]), ValueError, r"start must have shape \(2,\).*Received: shape \(3,\)"),
+        (dict(start=[float("nan"), 0.0]), ValueError, "start must be finite"),
+        (dict(start=[1e39, 0.0]), ValueError, "start must be finite"),
+        (dict(mesh={"x": 4}), ValueError, "needs a dim of size 2. Received: mesh dims {'x': 4}"),
+        (dict(progress="yes"), TypeError, "progress must be callable"),
+    ],
+)
 def test_run_bad_input(kwargs, error, match):
     args = dict(surface=SURFACES["rotated"], configs={"plain": CONFIGS["plain"]}, steps=3)
     args.update(kwargs)

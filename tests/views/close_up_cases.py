@@ -18,10 +18,13 @@ import functools
 import dtsgd_viz
 from dtsgd_viz.theory import surfaces
 
-VALLEY = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)      # tutorial 01
-SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)     # tutorial 03
-RULES = {"plain": dict(learning_rate=0.05, momentum=0.0), "momentum": dict(learning_rate=0.05, momentum=0.9),
-         "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)}
+VALLEY = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)  # tutorial 01
+SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)  # tutorial 03
+RULES = {
+    "plain": dict(learning_rate=0.05, momentum=0.0),
+    "momentum": dict(learning_rate=0.05, momentum=0.9),
+    "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True),
+}
 T03_UPDATES = (1, 2, 5, 9, 20, 30)
 
 
@@ -48,6 +51,7 @@ def close_ups():
     """``[(case, figure)]``, every figure drawn: tutorial 01's update 4, tutorial 03's
     ``T03_UPDATES`` and PathExplorer at tutorial 03's update 20."""
     from dtsgd_viz.widgets import PathExplorer
+
     fig = dtsgd_viz.plot_update(tutorial_01(), VALLEY, step=4)
     fig.canvas.draw()
     out = [("01 plot_update step 4", fig)]
@@ -67,8 +71,9 @@ def gif_last_frame():
     from dtsgd_viz.cli.demo import PATH_STEPS, path_surface, run_paths
     from dtsgd_viz.cli.report import GIF_FRAMES, GIF_INTERVAL
     from dtsgd_viz.views.paths.plot import animate
+
     anim = animate(run_paths(PATH_STEPS), path_surface(), frames=GIF_FRAMES, interval=GIF_INTERVAL)
-    anim._fig.canvas.mpl_disconnect(anim._first_draw_id)   # a draw would start it at frame 0
+    anim._fig.canvas.mpl_disconnect(anim._first_draw_id)  # a draw would start it at frame 0
     frames = list(anim.new_frame_seq())
     anim._func(frames[-1])
     anim._fig.canvas.draw()
@@ -87,15 +92,16 @@ def folded_panel(lean=0.002):
     from dtsgd_viz.views.paths.frames import panel_at
     from dtsgd_viz.views.paths.scene import build_scene
     from dtsgd_viz.views.update import panel as update_panel
+
     scene = build_scene(tutorial_03(), SURFACE, None)
     data = panel_at(scene, "nesterov", 20, True)
     (_, tail, first), _ = data.chain
     back = -0.6 * first + lean * np.array([-first[1], first[0]])
     chain = (("lookahead", tail, first), ("gradient", tail + first, back))
-    data = update_panel.panel_data("nesterov", data.update, scene.coords["nesterov"], 20, chain,
-                                   None, scene.box)
+    data = update_panel.panel_data("nesterov", data.update, scene.coords["nesterov"], 20, chain, None, scene.box)
     fig, ax = plt.subplots(figsize=(4.0, 4.0), dpi=style.DPI)
-    update_panel.draw_update_panel(ax, scene, data, scene.colors["nesterov"],
-                                   update_panel.run_styles(scene.coords)["nesterov"], name_marks=True)
+    update_panel.draw_update_panel(
+        ax, scene, data, scene.colors["nesterov"], update_panel.run_styles(scene.coords)["nesterov"], name_marks=True
+    )
     fig.canvas.draw()
     return fig, ax, chain

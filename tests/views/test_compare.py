@@ -16,9 +16,11 @@ from dtsgd_viz.views.compare import compare_data, looks
 from dtsgd_viz.views.core.figure import headline_texts
 
 STEPS = 30
-CONFIGS = {"plain": dict(learning_rate=0.5),
-           "momentum": dict(learning_rate=0.5, momentum=0.9, exact_update=True),
-           "nesterov": dict(learning_rate=0.5, momentum=0.9, nesterov=True, exact_update=True)}
+CONFIGS = {
+    "plain": dict(learning_rate=0.5),
+    "momentum": dict(learning_rate=0.5, momentum=0.9, exact_update=True),
+    "nesterov": dict(learning_rate=0.5, momentum=0.9, nesterov=True, exact_update=True),
+}
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +35,7 @@ def figure(runs):
 
 
 def _lines(ax):
-    return [ln for ln in ax.get_lines() if len(ln.get_xdata())
-            and not str(ln.get_gid()).startswith("loss-mean:")]
+    return [ln for ln in ax.get_lines() if len(ln.get_xdata()) and not str(ln.get_gid()).startswith("loss-mean:")]
 
 
 def _panels(fig):
@@ -66,8 +67,7 @@ def test_the_drawn_lines_are_the_recorded_values(runs, figure):
         assert len(lines) == 2
         for line, name in zip(lines, ["momentum", "nesterov"]):
             v = runs[name].shard_values("w", "velocity")[:, d].astype(np.float64)
-            np.testing.assert_allclose(line.get_ydata(), np.linalg.norm(v.reshape(STEPS, -1), axis=1),
-                                       rtol=1e-5)
+            np.testing.assert_allclose(line.get_ydata(), np.linalg.norm(v.reshape(STEPS, -1), axis=1), rtol=1e-5)
     # the cells share one scale, laid out like the 2 x 4 mesh
     assert len({ax.get_ylim() for ax in cells}) == 1
     boxes = [ax.get_position() for ax in cells]
@@ -110,8 +110,14 @@ def test_a_diverging_run_is_named_and_no_warning_leaks():
     surface = dtsgd_viz.surfaces.ShardedQuadratic()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the recorder's own warning about the NaN run
-        runs = dtsgd_viz.run(surface, {"momentum": dict(learning_rate=0.5, momentum=0.9),
-                                       "nesterov": dict(learning_rate=60.0, momentum=0.9, nesterov=True)}, 60)
+        runs = dtsgd_viz.run(
+            surface,
+            {
+                "momentum": dict(learning_rate=0.5, momentum=0.9),
+                "nesterov": dict(learning_rate=60.0, momentum=0.9, nesterov=True),
+            },
+            60,
+        )
     first_bad = int(runs["nesterov"].nonfinite_steps[0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -125,7 +131,7 @@ def test_a_diverging_run_is_named_and_no_warning_leaks():
 
 
 def test_stats_mode_and_a_wide_mesh():
-    mesh = MeshSpec.create({"batch": 2, "model": 32})   # 64 devices: 8 cells a row
+    mesh = MeshSpec.create({"batch": 2, "model": 32})  # 64 devices: 8 cells a row
     specs = [("w", (4, 64), ("batch", "model"))]
     a = synthetic_recording.recording(specs, steps=12, mode="stats", mesh=mesh, seed=1)
     b = synthetic_recording.recording(specs, steps=12, mode="stats", mesh=mesh, seed=2)
@@ -136,8 +142,7 @@ def test_stats_mode_and_a_wide_mesh():
     assert len(cells) == 64 and fig.get_figwidth() * fig.dpi <= 950
     rows = sorted({round(ax.get_position().y0, 6) for ax in cells})
     assert len(rows) == 8
-    np.testing.assert_allclose(_lines(cells[37])[1].get_ydata(),
-                               b.shard_stats("w", "velocity")[:, 37, 0], rtol=1e-6)
+    np.testing.assert_allclose(_lines(cells[37])[1].get_ydata(), b.shard_stats("w", "velocity")[:, 37, 0], rtol=1e-6)
     assert "in mesh order (batch 2 × model 32), 8 a row" in fig.subfigs[1]._suptitle.get_text()
 
 
@@ -178,9 +183,9 @@ def test_the_loss_panel_marks_the_updates_the_ends_are_compared_over(runs, figur
     x = band[0].get_path().vertices[:, 0]
     xs = band[0].get_transform().transform(band[0].get_path().vertices)[:, 0]
     lo, hi = loss_ax.transData.inverted().transform([[xs.min(), 0], [xs.max(), 0]])[:, 0]
-    last = (runs["plain"].steps - 1)[-found.tail:]
+    last = (runs["plain"].steps - 1)[-found.tail :]
     assert lo == pytest.approx(last[0] - 0.5) and hi == pytest.approx(last[-1] + 0.5) and len(x)
     for name, r in runs.items():
         (mean,) = [ln for ln in loss_ax.get_lines() if ln.get_gid() == f"loss-mean:{name}"]
-        assert np.asarray(mean.get_ydata()) == pytest.approx(np.mean(r.loss[-found.tail:]), rel=1e-9)
-        assert found.final_loss[name] == pytest.approx(np.mean(r.loss[-found.tail:]), rel=1e-9)
+        assert np.asarray(mean.get_ydata()) == pytest.approx(np.mean(r.loss[-found.tail :]), rel=1e-9)
+        assert found.final_loss[name] == pytest.approx(np.mean(r.loss[-found.tail :]), rel=1e-9)

@@ -24,9 +24,14 @@ SHARDED = surfaces.ShardedQuadratic()
 def diverging():
     """Both rules on the rotated quadratic at lr 3 (past both rules' limits), and
     heavy-ball on the sharded quadratic at lr 50 (7 of its 8 blocks past the limit)."""
-    both = dtsgd_viz.run(ROTATED, {"momentum": dict(learning_rate=3.0, momentum=0.9),
-                                   "nesterov": dict(learning_rate=3.0, momentum=0.9, nesterov=True)},
-                         steps=30)
+    both = dtsgd_viz.run(
+        ROTATED,
+        {
+            "momentum": dict(learning_rate=3.0, momentum=0.9),
+            "nesterov": dict(learning_rate=3.0, momentum=0.9, nesterov=True),
+        },
+        steps=30,
+    )
     sharded = dtsgd_viz.run(SHARDED, {"momentum": dict(learning_rate=50.0, momentum=0.9)}, steps=5)
     return both, sharded["momentum"]
 
@@ -62,6 +67,7 @@ def test_plot_modes_names_both_runs_diverging_with_their_true_rates(diverging):
     assert "diverge" in title and "converges fastest" not in title
     # the rates it states are the spectral radii of each rule at the fast direction
     from dtsgd_viz.theory.quadratic import spectral_radius
+
     h = float(np.max(np.linalg.eigvalsh(ROTATED.hessian)))
     for name, nesterov in (("momentum", False), ("Nesterov", True)):
         rho = spectral_radius(3.0, 0.9, h, nesterov)
@@ -76,6 +82,7 @@ def test_plot_block_rates_draws_a_diverging_run_and_names_it(diverging):
     # how many blocks it says are past momentum's limit: those with lr * h * ... > limit
     curv = np.unique(SHARDED.curvature)
     from dtsgd_viz.theory.quadratic import spectral_radius
+
     past = sum(spectral_radius(50.0, 0.9, float(c), False) > 1 for c in curv)
     assert f"{past} of {len(curv)} blocks diverge" in text or f"{past} past momentum's limit" in text
 
@@ -85,4 +92,4 @@ def test_plot_shards_names_a_diverging_run(diverging):
     fig = _quiet(dtsgd_viz.plot_shards, sharded, "w")
     text = _texts(fig)
     assert "diverges from update" in text
-    assert "within" not in fig._suptitle.get_text()   # no "within 1.5x" over the finite few
+    assert "within" not in fig._suptitle.get_text()  # no "within 1.5x" over the finite few

@@ -15,9 +15,14 @@ matplotlib.use("Agg")
 
 @pytest.fixture(scope="module")
 def recordings():
-    return dtsgd_viz.run(surfaces.RotatedQuadratic(), {
-        "momentum": dict(learning_rate=0.05, momentum=0.9),
-        "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)}, steps=6)
+    return dtsgd_viz.run(
+        surfaces.RotatedQuadratic(),
+        {
+            "momentum": dict(learning_rate=0.05, momentum=0.9),
+            "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True),
+        },
+        steps=6,
+    )
 
 
 @pytest.mark.parametrize("view", ["layout", "shards", "paths"])
@@ -43,12 +48,14 @@ def test_views_save_as_png_and_svg(recordings, view, tmp_path):
 
 # ---- one scale: every figure at notebook size (issue 19) ------------------------------
 
+
 def notebook_png_width(fig) -> int:
     """The width of the PNG a notebook shows for ``fig`` (IPython's ``print_figure``:
     ``fig.dpi``, cropped to the artists with 0.1 in of padding)."""
     import io
 
     from IPython.core.pylabtools import print_figure
+
     with Image.open(io.BytesIO(print_figure(fig, "png"))) as im:
         return im.width
 
@@ -66,6 +73,7 @@ def smallest_text_px(fig, dpi=None) -> tuple[float, str]:
 def story():
     """The runs of the momentum story: tutorial 03's three rules, every update recorded."""
     from helpers.builders import tutorial_03_runs
+
     return tutorial_03_runs(steps=30)
 
 
@@ -75,8 +83,9 @@ FIGURES = {
     "paths-zoom": lambda s, r: dtsgd_viz.plot_paths(r, s, step=5, zoom=True),
     "update": lambda s, r: dtsgd_viz.plot_update(r, s, step=5),
     "modes": lambda s, r: dtsgd_viz.plot_modes(r, s),
-    "phase": lambda s, r: dtsgd_viz.plot_phase(s, np.geomspace(1e-3, 0.2, 12), np.linspace(0, 0.95, 10),
-                                               steps=60, tol=1e-3),
+    "phase": lambda s, r: dtsgd_viz.plot_phase(
+        s, np.geomspace(1e-3, 0.2, 12), np.linspace(0, 0.95, 10), steps=60, tol=1e-3
+    ),
     "animation": lambda s, r: _animation_figure(r, s),
 }
 
@@ -90,22 +99,23 @@ def _animation_figure(recs, surface):
 @pytest.mark.parametrize("view", sorted(FIGURES))
 def test_every_figure_fits_a_notebook_column_and_its_smallest_text_reads(story, view):
     from dtsgd_viz.views.core import style
+
     s, recs = story
     fig = FIGURES[view](s, recs)
     assert fig.dpi == style.DPI
     assert fig.get_size_inches()[0] * fig.dpi <= style.MAX_WIDTH_PX
-    assert notebook_png_width(fig) <= style.MAX_WIDTH_PX      # as the notebook shows it
+    assert notebook_png_width(fig) <= style.MAX_WIDTH_PX  # as the notebook shows it
     px, text = smallest_text_px(fig)
     assert px >= style.MIN_TEXT_PX, (px, text)
-    if view == "animation":     # the GIF the demo writes, at its own dpi
+    if view == "animation":  # the GIF the demo writes, at its own dpi
         assert smallest_text_px(fig, style.GIF_DPI)[0] >= style.MIN_TEXT_PX
 
 
 def test_block_rates_fit_a_notebook_column():
     from dtsgd_viz.views.core import style
+
     s = surfaces.ShardedQuadratic()
-    rec = dtsgd_viz.run(s, {"nesterov": dict(learning_rate=1.5, momentum=0.6, nesterov=True)},
-                        steps=20)["nesterov"]
+    rec = dtsgd_viz.run(s, {"nesterov": dict(learning_rate=1.5, momentum=0.6, nesterov=True)}, steps=20)["nesterov"]
     fig = dtsgd_viz.plot_block_rates(rec, s)
     assert notebook_png_width(fig) <= style.MAX_WIDTH_PX
     assert smallest_text_px(fig)[0] >= style.MIN_TEXT_PX
@@ -115,14 +125,14 @@ def run_lines(fig) -> dict:
     """``{(view, rule): (colour, dash pattern, width)}`` of the lines that stand for a
     rule: paths, loss lines, mode curves, rate curves, the ratio map's boundaries."""
     from matplotlib.colors import to_hex
+
     out = {}
     for ax in fig.axes:
         for line in ax.lines:
             gid = line.get_gid() or ""
             kind, _, rest = gid.partition(":")
             rule = rest.rsplit(":", 1)[-1]
-            if kind in ("path", "loss", "mode", "rate", "ratio-boundary") and rule in ("plain", "momentum",
-                                                                                         "nesterov"):
+            if kind in ("path", "loss", "mode", "rate", "ratio-boundary") and rule in ("plain", "momentum", "nesterov"):
                 look = (to_hex(line.get_color()), str(line._unscaled_dash_pattern), line.get_linewidth())
                 out.setdefault(rule, set()).add(look)
     return out
@@ -130,6 +140,7 @@ def run_lines(fig) -> dict:
 
 def test_one_rule_has_one_look_in_every_figure_and_nesterov_is_never_the_faintest(story):
     from dtsgd_viz.views.core import style
+
     s, recs = story
     looks = {}
     for view in ("paths", "paths-zoom", "update", "modes", "phase"):
@@ -137,13 +148,16 @@ def test_one_rule_has_one_look_in_every_figure_and_nesterov_is_never_the_faintes
             looks.setdefault(rule, set()).update(seen)
     assert set(looks) == {"plain", "momentum", "nesterov"}
     for rule, seen in looks.items():
-        assert len(seen) == 1, (rule, seen)     # one colour, dash pattern and width
-        (color, _, lw), = seen
+        assert len(seen) == 1, (rule, seen)  # one colour, dash pattern and width
+        ((color, _, lw),) = seen
         assert (color, lw) == (style.RULE_LOOKS[rule].color.lower(), style.RULE_LOOKS[rule].lw)
     widths = {rule: next(iter(seen))[2] for rule, seen in looks.items()}
     assert widths["nesterov"] >= max(widths.values())
     # Nesterov's path, the run the story is about, on top of the others; momentum's lowest
     fig = FIGURES["paths"](s, recs)
-    z = {line.get_gid()[5:]: line.get_zorder() for line in fig.axes[0].lines
-         if (line.get_gid() or "").startswith("path:")}
+    z = {
+        line.get_gid()[5:]: line.get_zorder()
+        for line in fig.axes[0].lines
+        if (line.get_gid() or "").startswith("path:")
+    }
     assert z["nesterov"] > z["plain"] > z["momentum"]

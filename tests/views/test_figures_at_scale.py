@@ -32,8 +32,12 @@ def _reads(fig):
 def big(request):
     mesh = MeshSpec.create(MESHES[request.param])
     r = recording([("w", (64, 64), ("batch", "model"))], steps=20, mesh=mesh)
-    plan = memory_plan({"w": ((64, 64), "float32", LayoutSpec(("batch", "model"), mesh)),
-                        "b": ((64,), "float32", LayoutSpec(("model",), mesh))})
+    plan = memory_plan(
+        {
+            "w": ((64, 64), "float32", LayoutSpec(("batch", "model"), mesh)),
+            "b": ((64,), "float32", LayoutSpec(("model",), mesh)),
+        }
+    )
     return request.param, r, plan
 
 
@@ -42,7 +46,7 @@ def test_plot_shards_reads_at_many_devices(big):
     fig = dtsgd_viz.plot_shards(r, "w")
     assert _reads(fig) == [], n
     heat = fig.axes[0].get_window_extent()
-    assert heat.width >= 0.25 * fig.bbox.width   # a heatmap, not a thumbnail
+    assert heat.width >= 0.25 * fig.bbox.width  # a heatmap, not a thumbnail
 
 
 def test_plot_memory_reads_at_many_devices(big):

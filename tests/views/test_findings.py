@@ -18,12 +18,16 @@ from dtsgd_viz.views.paths.geometry import rule_name
 
 matplotlib.use("Agg")
 
-VALLEY = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)   # tutorial 01's and the demo's
-T01 = {"momentum": dict(learning_rate=0.05, momentum=0.9),
-       "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)}
+VALLEY = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)  # tutorial 01's and the demo's
+T01 = {
+    "momentum": dict(learning_rate=0.05, momentum=0.9),
+    "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True),
+}
 TIMES = r"(\d+(?:\.\d)?)×"
-RANKED = (rf"(\w+) ends lowest: {TIMES} below (\w+)(?:, {TIMES} below (\w+))? "
-          r"\((?:mean loss, k = (\d+)–(\d+)|loss after (\d+) updates?)\)$")
+RANKED = (
+    rf"(\w+) ends lowest: {TIMES} below (\w+)(?:, {TIMES} below (\w+))? "
+    r"\((?:mean loss, k = (\d+)–(\d+)|loss after (\d+) updates?)\)$"
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +40,7 @@ def t01():
 def t03():
     """Tutorial 03's three runs: 60 updates on the condition-20 valley."""
     from helpers.builders import tutorial_03_runs
+
     return tutorial_03_runs(60)
 
 
@@ -49,7 +54,7 @@ def tail_of(n):
 
 
 def text(s: str) -> str:
-    return " ".join(s.split())   # wrapped lines and no-break spaces as single spaces
+    return " ".join(s.split())  # wrapped lines and no-break spaces as single spaces
 
 
 def same_printed(printed: str, value: float):
@@ -66,12 +71,12 @@ def check_ranked_headline(line, runs, surface, upto=None):
     if upto is not None:
         prefix = f"After update {upto}, "
         assert line.startswith(prefix), line
-        line = line[len(prefix):].replace(" is lowest:", " ends lowest:")
+        line = line[len(prefix) :].replace(" is lowest:", " ends lowest:")
     m = re.match(RANKED, line)
     assert m, line
     a, b = (int(m[6]), int(m[7])) if m[6] else (int(m[8]), int(m[8]))
     assert (a, b) == (n - tail_of(n) + 1, n)
-    means = {rule_name(k): float(after_k(r, surface)[a:b + 1].mean()) for k, r in runs.items()}
+    means = {rule_name(k): float(after_k(r, surface)[a : b + 1].mean()) for k, r in runs.items()}
     assert m[1] == min(means, key=means.get)
     for times, other in ((m[2], m[3]), (m[4], m[5])):
         if other:
@@ -89,7 +94,7 @@ def test_tutorial_01_compares_the_mean_after_k_updates_not_the_loss_before_the_l
     for k, r in runs.items():
         # the recorded loss of update k is what its forward pass saw: the loss after k - 1 updates
         np.testing.assert_allclose(r.loss, after[k][:-1], rtol=1e-5)
-        assert f.final_loss[k] == pytest.approx(after[k][-1], rel=1e-12)   # the notebook's printed line
+        assert f.final_loss[k] == pytest.approx(after[k][-1], rel=1e-12)  # the notebook's printed line
         assert f.tail_loss[k] == pytest.approx(after[k][33:].mean(), rel=1e-12)
     assert (f.last_k, f.window, f.tail, f.from_surface) == (40, (33, 40), 8, True)
     assert f.ranking == ("nesterov", "momentum") and not f.level
@@ -113,7 +118,7 @@ def test_without_a_surface_the_means_are_compare_findings(t03):
     for k, r in runs.items():
         assert f.tail_loss[k] == pytest.approx(c.final_loss[k], rel=1e-12)
         assert f.tail_loss[k] == pytest.approx(np.mean(np.asarray(r.loss, np.float64)[-10:]), rel=1e-12)
-        assert f.final_loss[k] == r.loss[-1]   # after 59 updates: the last one the recording saw
+        assert f.final_loss[k] == r.loss[-1]  # after 59 updates: the last one the recording saw
     assert f.lowest == c.lowest and max(f.times.values()) == pytest.approx(c.ratio, rel=1e-12)
 
 
@@ -166,8 +171,11 @@ def test_plot_paths_states_the_findings(request, which, step):
     ax_path, ax_loss = fig.axes[:2]
     check_loss_axis(ax_loss)
     assert ax_path.get_title() == f"Paths, update {step} marked"
-    gids = lambda prefix: {a.get_gid()[len(prefix):]: a for a in ax_loss.lines  # noqa: E731
-                           if (a.get_gid() or "").startswith(prefix)}
+    gids = lambda prefix: {
+        a.get_gid()[len(prefix) :]: a
+        for a in ax_loss.lines  # noqa: E731
+        if (a.get_gid() or "").startswith(prefix)
+    }
     lines, dots, bars = gids("loss:"), gids("loss-marker:"), gids("loss-mean:")
     a, b = f.window
     for k, r in runs.items():
@@ -176,8 +184,8 @@ def test_plot_paths_states_the_findings(request, which, step):
         np.testing.assert_allclose(lines[k].get_ydata(), after, rtol=1e-12)
         # the dot: at the ring, the parameters before the update, after step - 1 updates
         np.testing.assert_allclose(dots[k].get_xydata()[0], [step - 1, after[step - 1]], rtol=1e-12)
-        np.testing.assert_allclose(bars[k].get_xdata(), [a, b])   # the headline's mean, across its window
-        assert bars[k].get_ydata()[0] == pytest.approx(after[a:b + 1].mean(), rel=1e-12)
+        np.testing.assert_allclose(bars[k].get_xdata(), [a, b])  # the headline's mean, across its window
+        assert bars[k].get_ydata()[0] == pytest.approx(after[a : b + 1].mean(), rel=1e-12)
     (line,) = gids("step-line").values()
     assert line.get_xdata()[0] == step - 1
     (band,) = [p for p in ax_loss.patches if p.get_gid() == "loss-window"]
@@ -185,7 +193,7 @@ def test_plot_paths_states_the_findings(request, which, step):
     caption = text(fig._supxlabel.get_text())
     assert f"before update {step}" in caption and f"at k = {step - 1}" in caption
     assert f"plot_update(..., step={step}) takes update {step} apart" in caption
-    m = re.search(r"first step is \(1\+μ\) = ([\d.]+)×", caption)   # against the recorded first steps
+    m = re.search(r"first step is \(1\+μ\) = ([\d.]+)×", caption)  # against the recorded first steps
     p = {k: r.path("w").astype(np.float64) for k, r in runs.items()}
     first = {k: np.linalg.norm(v[1] - v[0]) for k, v in p.items()}
     same_printed(m[1], first["nesterov"] / first["momentum"])
@@ -221,7 +229,8 @@ def test_plot_update_states_the_findings(t03):
         terms[k] = {"gradient": lr * np.linalg.norm(g[i])}
         if mu:
             terms[k]["lookahead" if hp.nesterov else "momentum"] = mu * np.linalg.norm(
-                v[i] if hp.nesterov else v[i - 1])
+                v[i] if hp.nesterov else v[i - 1]
+            )
         for term, vec in f.terms[k].terms:
             assert np.linalg.norm(vec) == pytest.approx(terms[k][term], rel=1e-6)
     m = re.match(rf"Update {step}: (\w+)'s step is {TIMES} (\w+)'s and {TIMES} (\w+)'s, at (\d+)° to both$", finding)
@@ -257,10 +266,10 @@ def test_animation_frames_state_the_findings(t01, tmp_path):
     anim = dtsgd_viz.animate(runs, surface, frames=[4, 20, 40], zoom=False, hold=0)
     fig = anim._fig
     ax_path, ax_loss = fig.axes[:2]
-    for i in (3, 19, 39):   # recording indices: updates 4, 20, 40
+    for i in (3, 19, 39):  # recording indices: updates 4, 20, 40
         anim._func(i)
         u = i + 1
-        assert text(headline_texts(fig)[0]) == text(f.headline())   # the whole run's, every frame
+        assert text(headline_texts(fig)[0]) == text(f.headline())  # the whole run's, every frame
         check_ranked_headline(text(headline_texts(fig)[0]), runs, surface)
         check_loss_axis(ax_loss)
         assert re.match(rf"Update {u}:|Paths, update {u} marked$", ax_path.get_title()), ax_path.get_title()
@@ -271,12 +280,13 @@ def test_animation_frames_state_the_findings(t01, tmp_path):
                 np.testing.assert_allclose(line.get_xydata()[0], [u - 1, after[u - 1]], rtol=1e-12)
             if gid == "step-line":
                 assert line.get_xdata()[0] == u - 1
-    anim.save(tmp_path / "paths.gif", writer="pillow")   # the frames, as the demo's GIF has them
+    anim.save(tmp_path / "paths.gif", writer="pillow")  # the frames, as the demo's GIF has them
     assert (tmp_path / "paths.gif").stat().st_size > 0
 
 
 def test_path_explorer_headline_is_findings_up_to_the_update(t03):
     from dtsgd_viz.widgets import PathExplorer
+
     surface, runs = t03
     w = PathExplorer(runs, surface, step=20, zoom=False)
     art = w.view.artists
@@ -285,7 +295,7 @@ def test_path_explorer_headline_is_findings_up_to_the_update(t03):
         w.slider.value = u
         finding = text(headline_texts(w.figure)[0])
         assert finding == text(dtsgd_viz.findings(runs, surface, upto=u).headline()), u
-        if u > 1:   # at update 1 nothing is ranked yet by more than the first update
+        if u > 1:  # at update 1 nothing is ranked yet by more than the first update
             check_ranked_headline(finding, runs, surface, upto=u)
         for k, dot in art.loss_markers.items():
             after = after_k(runs[k], surface)
@@ -295,6 +305,7 @@ def test_path_explorer_headline_is_findings_up_to_the_update(t03):
 
 def test_compare_widget_headline_is_findings(t03):
     from dtsgd_viz.widgets import CompareWidget
+
     surface, runs = t03
     w = CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60, background=False)
     assert w.error is None
@@ -302,7 +313,7 @@ def test_compare_widget_headline_is_findings(t03):
     assert finding == text(dtsgd_viz.findings(w.recordings, surface).headline())
     check_ranked_headline(finding, w.recordings, surface)
     check_loss_axis(w.view.artists.ax_loss)
-    f = dtsgd_viz.findings(runs, surface)   # the same rules and start: the same numbers as plot_paths'
+    f = dtsgd_viz.findings(runs, surface)  # the same rules and start: the same numbers as plot_paths'
     assert text(f.headline()) == finding
 
 
@@ -311,6 +322,7 @@ def test_the_demo_summary_prints_the_findings():
     updates, numpy at the recorded parameters of the demo's own loss; the line under it
     is the findings' headline."""
     from dtsgd_viz.cli import demo
+
     runs = demo.run_demo(12)
     out = demo.summary(runs)
     recs = {r.name: r.recording for r in runs}
@@ -319,9 +331,9 @@ def test_the_demo_summary_prints_the_findings():
     c = surfaces.ShardedQuadratic().curvature
     for name, rec in recs.items():
         w = rec.path("w").astype(np.float64)
-        after = np.sum(c * (w - 1.0) ** 2 / 2.0, axis=(1, 2))   # the demo's loss, sum(c*(w-1)^2/2)
-        np.testing.assert_allclose(after[:-1], rec.loss, rtol=1e-5)   # what each update's forward pass saw
+        after = np.sum(c * (w - 1.0) ** 2 / 2.0, axis=(1, 2))  # the demo's loss, sum(c*(w-1)^2/2)
+        np.testing.assert_allclose(after[:-1], rec.loss, rtol=1e-5)  # what each update's forward pass saw
         row = next(line.split() for line in out.splitlines() if line.startswith(name + " "))
         assert float(row[3]) == float(f"{after[-1]:.3e}")
-        assert float(row[4]) == float(f"{after[-tail_of(12):].mean():.3e}")
+        assert float(row[4]) == float(f"{after[-tail_of(12) :].mean():.3e}")
     assert "mean k=11-12" in out and "after 12" in out

@@ -43,8 +43,7 @@ def _texts(fig):
     r = canvas.get_renderer()
     texts = list(fig.texts)
     for ax in fig.axes:
-        texts += [*ax.texts, ax.title, ax.xaxis.label, ax.yaxis.label,
-                  *ax.get_xticklabels(), *ax.get_yticklabels()]
+        texts += [*ax.texts, ax.title, ax.xaxis.label, ax.yaxis.label, *ax.get_xticklabels(), *ax.get_yticklabels()]
         for child in ax.child_axes:
             texts += [child.xaxis.label, *child.get_xticklabels(), *child.get_yticklabels()]
     return r, [(t, t.get_window_extent(r)) for t in texts if t.get_visible() and t.get_text()]
@@ -55,6 +54,7 @@ def _flat(text):
 
 
 # ---- titles say the finding -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dims, shape, specs", CASES, ids=IDS)
 def test_titles_count_the_distinct_blocks_and_their_copies(dims, shape, specs):
@@ -69,20 +69,20 @@ def test_titles_count_the_distinct_blocks_and_their_copies(dims, shape, specs):
     n = mesh.num_devices
     unused = [d for d in mesh.dim_names if d not in specs and mesh.dim_size(d) > 1]
     assert n // cut == math.prod(mesh.dim_size(d) for d in unused)
-    block = "x".join(str(sh // (mesh.dim_size(s) if s != "unsharded" else 1))
-                     for sh, s in zip(shape, specs))
+    block = "x".join(str(sh // (mesh.dim_size(s) if s != "unsharded" else 1)) for sh, s in zip(shape, specs))
     fig = plot_layout(spec, shape, name="w")
     title = _flat(fig.texts[0].get_text())
     prefix = f"w {tuple(shape)}"
     if n == cut:
         assert title == f"{prefix}: {n} devices, {n} distinct {block} blocks"
     elif cut == 1:
-        assert title == (f"{prefix}: all {n} devices hold the whole tensor (copied over "
-                         f"{', '.join(unused)})")
+        assert title == (f"{prefix}: all {n} devices hold the whole tensor (copied over {', '.join(unused)})")
     else:
-        assert title == (f"{prefix}: {n} devices hold {cut} distinct {block} blocks: each on "
-                         f"{n // cut} devices (copied over {', '.join(unused)})")
-    assert "sharding [" not in title   # the spec is the setting: the subtitle's
+        assert title == (
+            f"{prefix}: {n} devices hold {cut} distinct {block} blocks: each on "
+            f"{n // cut} devices (copied over {', '.join(unused)})"
+        )
+    assert "sharding [" not in title  # the spec is the setting: the subtitle's
     assert fig.texts[1].get_text().startswith(f"sharding [{', '.join(specs)}] on {mesh}")
     # a wrapped title stays inside the figure and clear of the subtitle
     r, boxes = _texts(fig)
@@ -106,14 +106,14 @@ def test_ax_title_is_a_short_finding():
 
 # ---- every text readable at the notebook's size -------------------------------------------
 
+
 @pytest.mark.parametrize("dims, shape, specs", CASES, ids=IDS)
 def test_layout_texts_are_at_least_note_size_and_labels_short(dims, shape, specs):
     spec = LayoutSpec(specs, MeshSpec.create(dims))
     fig = plot_layout(spec, shape)
     _, boxes = _texts(fig)
     assert boxes and min(t.get_fontsize() for t, _ in boxes) >= NOTE_SIZE
-    labels = [t.get_text() for ax in fig.axes for t in ax.texts
-              if t.get_gid().startswith("label-")]
+    labels = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid().startswith("label-")]
     assert labels and all(s.count("\n") <= 1 for s in labels)  # one or two lines
 
 
@@ -132,8 +132,7 @@ def test_every_layout_of_one_tensor_on_one_mesh_has_one_shape():
         sizes.append((round(box.width), round(box.height)))
         assert box.height > 1.4 * box.width
         geom = shard_geometry((1024, 512), LayoutSpec(specs, mesh))
-        labels = {int(t.get_gid().split("-")[1]): t for t in ax.texts
-                  if t.get_gid().startswith("label-")}
+        labels = {int(t.get_gid().split("-")[1]): t for t in ax.texts if t.get_gid().startswith("label-")}
         assert len(labels) == geom.num_unique
         for g, t in labels.items():
             text = t.get_text()
@@ -147,8 +146,7 @@ def test_every_layout_of_one_tensor_on_one_mesh_has_one_shape():
             assert not any(t.get_text().startswith("d") for t in key.texts)
     assert len(set(sizes)) == 1, sizes
     # named labels need no note
-    small = plot_layout(LayoutSpec(("unsharded", "model"), MeshSpec.create(
-        {"batch": 2, "model": 4})), (8, 8))
+    small = plot_layout(LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4})), (8, 8))
     assert not [t for t in small.texts if t.get_gid() == "note"]
 
 
@@ -162,8 +160,7 @@ def test_one_copy_bare_ids_are_named_device_ids():
     assert "the numbers are device ids" in _flat(note.get_text())
 
 
-@pytest.mark.parametrize("dims, shape, specs", [c for c in CASES if len(c[1]) >= 3 or
-                                                 "unsharded" in c[2]])
+@pytest.mark.parametrize("dims, shape, specs", [c for c in CASES if len(c[1]) >= 3 or "unsharded" in c[2]])
 def test_no_empty_band_above_the_mesh_key(dims, shape, specs):
     """Between the panels' lowest text and the key's title: a gap, but a small one."""
     spec = LayoutSpec(specs, MeshSpec.create(dims))
@@ -181,13 +178,17 @@ def test_no_empty_band_above_the_mesh_key(dims, shape, specs):
 
 # ---- memory: the level labels sit clear of the bars ---------------------------------------
 
+
 def _plan():
     m = MeshSpec.create({"batch": 2, "model": 4})
-    return dtsgd_viz.memory_plan({
-        "d1/kernel": ((4, 16), "float32", LayoutSpec(("unsharded", "model"), m)),
-        "d1/bias": ((16,), "float32", LayoutSpec(("model",), m)),
-        "d2/kernel": ((16, 1), "float32", LayoutSpec(("model", "unsharded"), m)),
-        "d2/bias": ((1,), "float32", LayoutSpec(("unsharded",), m))})
+    return dtsgd_viz.memory_plan(
+        {
+            "d1/kernel": ((4, 16), "float32", LayoutSpec(("unsharded", "model"), m)),
+            "d1/bias": ((16,), "float32", LayoutSpec(("model",), m)),
+            "d2/kernel": ((16, 1), "float32", LayoutSpec(("model", "unsharded"), m)),
+            "d2/bias": ((1,), "float32", LayoutSpec(("unsharded",), m)),
+        }
+    )
 
 
 @pytest.mark.parametrize("communication", [False, True])
@@ -198,15 +199,14 @@ def test_memory_labels_do_not_touch_the_bars(communication):
     assert min(t.get_fontsize() for t, _ in boxes) >= NOTE_SIZE
     checked = 0
     for ax in fig.axes:
-        bars = [p.get_window_extent(r) for p in ax.patches if isinstance(p, Rectangle)
-                and p.get_height() > 0]
+        bars = [p.get_window_extent(r) for p in ax.patches if isinstance(p, Rectangle) and p.get_height() > 0]
         for t in ax.texts:
             if t.get_gid() not in ("sharded-text", "traffic-text"):
                 continue
             box = t.get_window_extent(r)
             for b in bars:
                 assert Bbox.intersection(box, b) is None or box.y0 >= b.y1 + 2, t.get_text()
-            assert box.y0 >= max(b.y1 for b in bars) + 2   # lifted off the tallest bar
+            assert box.y0 >= max(b.y1 for b in bars) + 2  # lifted off the tallest bar
             checked += 1
     assert checked == 1 + communication
     # the label's level is still the fullest device's bytes
@@ -217,12 +217,12 @@ def test_memory_labels_do_not_touch_the_bars(communication):
 
 # ---- communication: device ids readable inside their circles ------------------------------
 
+
 @pytest.mark.parametrize("dims", [{"batch": 2, "model": 4}, {"data": 4, "model": 16}])
 def test_communication_node_labels_are_readable_and_inside(dims):
     mesh = MeshSpec.create(dims)
     names = mesh.dim_names
-    plan = communication_plan({
-        "w": ((64, 64), "float32", LayoutSpec(("unsharded", names[-1]), mesh))}, (names[0],))
+    plan = communication_plan({"w": ((64, 64), "float32", LayoutSpec(("unsharded", names[-1]), mesh))}, (names[0],))
     fig = plot_communication(plan)
     r, boxes = _texts(fig)
     assert min(t.get_fontsize() for t, _ in boxes) >= NOTE_SIZE

@@ -11,18 +11,21 @@ from helpers.synthetic_paths import synthetic
 import dtsgd_viz
 from dtsgd_viz.theory import surfaces
 
-SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)   # tutorial 03's valley
+SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)  # tutorial 03's valley
 UPDATES = 10_000
 
 
 @pytest.fixture(scope="module")
 def long_runs():
-    return {"plain": synthetic(SURFACE, UPDATES, 0.05), "momentum": synthetic(SURFACE, UPDATES, 0.05, 0.9),
-            "nesterov": synthetic(SURFACE, UPDATES, 0.05, 0.9, True)}
+    return {
+        "plain": synthetic(SURFACE, UPDATES, 0.05),
+        "momentum": synthetic(SURFACE, UPDATES, 0.05, 0.9),
+        "nesterov": synthetic(SURFACE, UPDATES, 0.05, 0.9, True),
+    }
 
 
 def _lines(ax, prefix):
-    return {ln.get_gid()[len(prefix):]: ln for ln in ax.lines if (ln.get_gid() or "").startswith(prefix)}
+    return {ln.get_gid()[len(prefix) :]: ln for ln in ax.lines if (ln.get_gid() or "").startswith(prefix)}
 
 
 def _pixel_limit(fig) -> int:
@@ -38,7 +41,7 @@ def _distance_to_polyline(p, poly) -> np.ndarray:
     l2 = np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-300)
     out = []
     for s in range(0, len(p), 500):
-        q = p[s:s + 500]
+        q = p[s : s + 500]
         t = np.clip(np.einsum("nij,ij->ni", q[:, None] - a[None], ab) / l2, 0.0, 1.0)
         out.append(np.linalg.norm(q[:, None] - (a[None] + t[..., None] * ab[None]), axis=-1).min(axis=1))
     return np.concatenate(out)
@@ -49,7 +52,7 @@ def _check_line(ax, line, path, exact_rows):
     last, passes through ``exact_rows`` exactly and lies within a pixel of every point."""
     xy = np.asarray(line.get_xydata(), np.float64)
     recorded = {tuple(p) for p in path}
-    assert all(tuple(p) in recorded for p in xy)        # only recorded points, none made up
+    assert all(tuple(p) in recorded for p in xy)  # only recorded points, none made up
     np.testing.assert_array_equal(xy[0], path[0])
     np.testing.assert_array_equal(xy[-1], path[-1])
     drawn = {tuple(p) for p in xy}
@@ -81,16 +84,16 @@ def test_a_10000_update_plot_paths_draws_each_path_with_a_pixel_bounded_line(lon
         x, y = (np.asarray(v, np.float64) for v in line.get_data())
         rec = long_runs[key]
         assert len(x) <= 3 * columns + 2
-        after = SURFACE.value_np(rec.path("w").astype(np.float64))   # the loss after k = 0..N updates
+        after = SURFACE.value_np(rec.path("w").astype(np.float64))  # the loss after k = 0..N updates
         assert x[0] == 0 and x[-1] == rec.steps[-1] and y[-1] == after[-1]
         assert np.nanmin(y) == np.nanmin(after) and np.nanmax(y) == np.nanmax(after)
     # the numbers written come from the whole run: the headline names its last update
-    assert f"{UPDATES - 9}–{UPDATES}" in fig._suptitle.get_text()   # the mean over k = 9991..10000
+    assert f"{UPDATES - 9}–{UPDATES}" in fig._suptitle.get_text()  # the mean over k = 9991..10000
 
 
 def test_a_10000_update_animation_grows_thinned_lines_through_each_frames_update(long_runs, tmp_path):
     anim = dtsgd_viz.animate(long_runs, SURFACE, frames=[5, 6000], hold=0, zoom=False)
-    anim.save(tmp_path / "long.gif", writer="pillow")   # ends on the last frame: update 6000
+    anim.save(tmp_path / "long.gif", writer="pillow")  # ends on the last frame: update 6000
     ax_path, ax_loss = anim._fig.axes[:2]
     limit = _pixel_limit(anim._fig)
     for key, line in _lines(ax_path, "path:").items():
@@ -100,13 +103,13 @@ def test_a_10000_update_animation_grows_thinned_lines_through_each_frames_update
         xy = np.asarray(line.get_xydata(), np.float64)
         assert len(xy) <= limit
         np.testing.assert_array_equal(xy[0], path[0])
-        np.testing.assert_array_equal(xy[-1], path[i + 1])   # up to the update's end
+        np.testing.assert_array_equal(xy[-1], path[i + 1])  # up to the update's end
         assert tuple(path[i]) in {tuple(p) for p in xy}
         np.testing.assert_array_equal(_lines(ax_path, "position:")[key].get_xydata()[0], path[i])
     columns = int(np.ceil(anim._fig.get_size_inches()[0] * anim._fig.dpi))
     for _key, line in _lines(ax_loss, "loss:").items():
         x = np.asarray(line.get_xdata(), np.float64)
-        assert len(x) <= 3 * columns + 2 and x[0] == 0 and x[-1] == 5999   # k = 0..5999: before update 6000
+        assert len(x) <= 3 * columns + 2 and x[0] == 0 and x[-1] == 5999  # k = 0..5999: before update 6000
 
 
 # ---- the pure parts -------------------------------------------------------------------
@@ -114,6 +117,7 @@ def test_a_10000_update_animation_grows_thinned_lines_through_each_frames_update
 
 def test_thinning_keeps_short_paths_whole_and_long_ones_within_the_tolerance():
     from dtsgd_viz.views.paths.thin import CELL_PX, EXACT_POINTS, TOLERANCE_PX, thin_indices
+
     rng = np.random.default_rng(3)
     short = rng.normal(size=(EXACT_POINTS, 2))
     np.testing.assert_array_equal(thin_indices(short, (100.0, 100.0)), np.arange(EXACT_POINTS))
@@ -131,10 +135,11 @@ def test_thinning_keeps_short_paths_whole_and_long_ones_within_the_tolerance():
 
 def test_thinning_breaks_the_line_at_non_finite_points_and_holds_a_vertex_limit():
     from dtsgd_viz.views.paths.thin import thin_indices
+
     line = np.stack([np.arange(1000.0), np.zeros(1000)], axis=1)
     line[400:410] = np.nan
     idx = thin_indices(line, (1.0, 1.0)).tolist()
-    assert idx == [0, 399, 400, 410, 999]   # one NaN keeps the gap, its neighbours end it
+    assert idx == [0, 399, 400, 410, 999]  # one NaN keeps the gap, its neighbours end it
     # a walk that never settles: as many turns as points, until the limit coarsens it
     walk = np.cumsum(np.random.default_rng(0).normal(size=(5000, 2)), axis=0)
     free = thin_indices(walk, (10.0, 10.0))
@@ -144,6 +149,7 @@ def test_thinning_breaks_the_line_at_non_finite_points_and_holds_a_vertex_limit(
 
 def test_up_to_ends_a_thinned_path_exactly_on_the_update_shown():
     from dtsgd_viz.views.paths.thin import up_to
+
     assert up_to(np.array([0, 10, 20, 30]), 16, at=14).tolist() == [0, 10, 14, 15]
     assert up_to(None, 4, at=2).tolist() == [0, 1, 2, 3]
     assert up_to(np.array([0, 10, 20]), 11, at=9).tolist() == [0, 9, 10]
@@ -151,11 +157,12 @@ def test_up_to_ends_a_thinned_path_exactly_on_the_update_shown():
 
 def test_the_casings_nearest_points_within_a_distance_match_brute_force():
     from dtsgd_viz.views.paths.casing import _nearest_on_polyline
+
     rng = np.random.default_rng(1)
     c = np.cumsum(rng.normal(size=(700, 2)), axis=0)
     p = c[rng.integers(0, 700, 3000)] + rng.normal(scale=0.6, size=(3000, 2))
-    near, d = _nearest_on_polyline(p, c)                      # every point, chunked
-    near_w, d_w = _nearest_on_polyline(p, c, within=0.5)      # only those within 0.5
+    near, d = _nearest_on_polyline(p, c)  # every point, chunked
+    near_w, d_w = _nearest_on_polyline(p, c, within=0.5)  # only those within 0.5
     np.testing.assert_allclose(d, _distance_to_polyline(p, c), rtol=0, atol=1e-12)
     close = d <= 0.5
     assert close.any() and (~close).any()

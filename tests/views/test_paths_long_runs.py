@@ -12,14 +12,17 @@ import dtsgd_viz
 from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views.paths import casing, labels, names
 
-SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)   # tutorial 03's valley
+SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)  # tutorial 03's valley
 UPDATES = 10_000
 
 
 @pytest.fixture(scope="module")
 def long_runs():
-    return {"plain": synthetic(SURFACE, UPDATES, 0.05), "momentum": synthetic(SURFACE, UPDATES, 0.05, 0.9),
-            "nesterov": synthetic(SURFACE, UPDATES, 0.05, 0.9, True)}
+    return {
+        "plain": synthetic(SURFACE, UPDATES, 0.05),
+        "momentum": synthetic(SURFACE, UPDATES, 0.05, 0.9),
+        "nesterov": synthetic(SURFACE, UPDATES, 0.05, 0.9, True),
+    }
 
 
 # ---- independent truths ----------------------------------------------------------------
@@ -40,8 +43,10 @@ def _brute_distance_to_polyline(p, c):
 
 def _brute_spot(obs, anchor, size, radii, near, extra, touch=0.0):
     """``best_spot`` as its docstring defines it: every candidate scored in full."""
-    cost = [labels.spot_cost(obs, box[:4], touch=touch) + near * box[4] + (extra(tuple(box[:4])) if extra else 0)
-            for box in labels.candidates(anchor, size, radii)]
+    cost = [
+        labels.spot_cost(obs, box[:4], touch=touch) + near * box[4] + (extra(tuple(box[:4])) if extra else 0)
+        for box in labels.candidates(anchor, size, radii)
+    ]
     return tuple(labels.candidates(anchor, size, radii)[int(np.argmin(cost))][:4])
 
 
@@ -63,7 +68,7 @@ def test_a_long_run_coincides_where_the_small_run_it_densifies_does_by_brute_for
     tol = 0.05
     samples = casing._samples(lower)
     near = _brute_distance_to_polyline(samples, upper) <= tol
-    truth = samples[near]   # the sampled points of lower within tol of upper
+    truth = samples[near]  # the sampled points of lower within tol of upper
     assert 0 < len(truth) < len(samples)
     # the same two lines through 4,000 points each: the stretches run between the same ends
     small = casing.coinciding(lower, upper, tol)
@@ -79,7 +84,7 @@ def test_a_long_run_coincides_where_the_small_run_it_densifies_does_by_brute_for
 def test_the_casings_nearest_points_on_a_long_polyline_match_brute_force():
     rng = np.random.default_rng(5)
     c = np.cumsum(rng.normal(size=(80, 2)), axis=0)
-    dense = _densified(c, 125)   # 9,876 points on the same line
+    dense = _densified(c, 125)  # 9,876 points on the same line
     p = c[rng.integers(0, 80, 200)] + rng.normal(scale=0.3, size=(200, 2))
     truth = _brute_distance_to_polyline(p, c)
     _, d = casing._nearest_on_polyline(p, dense)
@@ -108,8 +113,12 @@ def test_the_windowed_nearest_distance_is_exact_within_its_window():
 def test_points_along_a_polyline_are_those_a_segment_by_segment_linspace_gives():
     rng = np.random.default_rng(7)
     xy = np.cumsum(rng.normal(scale=20.0, size=(50, 2)), axis=0)
-    truth = np.concatenate([a + np.linspace(0.0, 1.0, min(500, max(2, int(np.hypot(*(b - a)) / 3.0) + 1)))[:, None]
-                            * (b - a) for a, b in zip(xy[:-1], xy[1:])])
+    truth = np.concatenate(
+        [
+            a + np.linspace(0.0, 1.0, min(500, max(2, int(np.hypot(*(b - a)) / 3.0) + 1)))[:, None] * (b - a)
+            for a, b in zip(xy[:-1], xy[1:])
+        ]
+    )
     np.testing.assert_allclose(labels.along_segments(xy, 3.0, 500), truth, atol=1e-9)
     assert labels.along_segments(xy[:1], 3.0, 500).shape == (0, 2)
 
@@ -117,8 +126,9 @@ def test_points_along_a_polyline_are_those_a_segment_by_segment_linspace_gives()
 def _random_obstacles(rng):
     obs = labels.Obstacles((0, 0, 400, 300))
     for _ in range(4):
-        obs.add_polyline(np.cumsum(rng.normal(scale=15.0, size=(30, 2)), axis=0) + [200, 150],
-                         weight=float(rng.uniform(0.3, 1.5)))
+        obs.add_polyline(
+            np.cumsum(rng.normal(scale=15.0, size=(30, 2)), axis=0) + [200, 150], weight=float(rng.uniform(0.3, 1.5))
+        )
     for _ in range(3):
         obs.add_marker(rng.uniform(50, 350, size=2), 5.0)
     return obs
@@ -142,7 +152,7 @@ def test_the_best_spot_is_the_one_scoring_every_candidate_in_full_finds():
         anchor = tuple(rng.uniform(60, 340, size=2))
         pts = obs.points
 
-        def extra(box):   # a leader cost >= 0 that favours some boxes
+        def extra(box):  # a leader cost >= 0 that favours some boxes
             asked.append(box)
             end = np.clip(anchor, box[:2], box[2:])  # noqa: B023
             return labels.leader_cost(obs, anchor, end) * 3.0  # noqa: B023
@@ -150,17 +160,17 @@ def test_the_best_spot_is_the_one_scoring_every_candidate_in_full_finds():
         for kw in (dict(radii=(5.0, 10.0, 18.0, 30.0), near=0.15), dict(radii=(2.0, 28.0, 70.0), near=0.35)):
             got = labels.best_spot(obs, anchor, (30, 10), extra=extra, **kw)
             assert got == pytest.approx(_brute_spot(obs, anchor, (30, 10), kw["radii"], kw["near"], extra))
-            plain = labels.best_spot(obs, anchor, (30, 10), **kw)   # no extra: the cheapest spot alone
+            plain = labels.best_spot(obs, anchor, (30, 10), **kw)  # no extra: the cheapest spot alone
             assert plain == pytest.approx(_brute_spot(obs, anchor, (30, 10), kw["radii"], kw["near"], None))
         assert len(pts) == len(obs.points)
-    assert asked   # the extra cost was asked, of the boxes that could still win
+    assert asked  # the extra cost was asked, of the boxes that could still win
 
 
 # ---- a long run's figures ----------------------------------------------------------------
 
 
 def _lines(ax, prefix):
-    return {ln.get_gid()[len(prefix):]: ln for ln in ax.lines if (ln.get_gid() or "").startswith(prefix)}
+    return {ln.get_gid()[len(prefix) :]: ln for ln in ax.lines if (ln.get_gid() or "").startswith(prefix)}
 
 
 def _check_drawn(xy, path, extremes=True):
@@ -169,7 +179,7 @@ def _check_drawn(xy, path, extremes=True):
     its extreme points."""
     xy = np.asarray(xy, np.float64)
     rows = {tuple(p) for p in path}
-    assert all(tuple(p) in rows for p in xy)   # none made up
+    assert all(tuple(p) in rows for p in xy)  # none made up
     np.testing.assert_array_equal(xy[0], path[0])
     np.testing.assert_array_equal(xy[-1], path[-1])
     if extremes:
@@ -185,17 +195,18 @@ def test_a_long_runs_paths_are_the_recording_through_its_ends_and_extremes(long_
     for key, rec in long_runs.items():
         path = rec.path("w").astype(np.float64)
         xy = paths[key].get_xydata()
-        assert len(xy) < len(path) // 4   # thinned
+        assert len(xy) < len(path) // 4  # thinned
         _check_drawn(xy, path)
     for key, line in _lines(ax_loss, "loss:").items():
         x, y = (np.asarray(v, np.float64) for v in line.get_data())
         after = SURFACE.value_np(long_runs[key].path("w").astype(np.float64))
-        np.testing.assert_array_equal(y, after[x.astype(int)])   # the recording's loss where drawn
+        np.testing.assert_array_equal(y, after[x.astype(int)])  # the recording's loss where drawn
         assert y.min() == after.min() and y.max() == after.max()
 
 
 def test_a_long_runs_explorer_moves_draw_the_recording_up_to_the_update(long_runs):
     from dtsgd_viz.widgets import PathExplorer
+
     w = PathExplorer(long_runs, SURFACE, zoom=False)
     for k in (7_321, 40):
         w.slider.value = k
@@ -203,7 +214,7 @@ def test_a_long_runs_explorer_moves_draw_the_recording_up_to_the_update(long_run
             path = long_runs[key].path("w").astype(np.float64)
             i = int(np.flatnonzero(long_runs[key].steps == k)[0])
             xy = np.asarray(line.get_xydata(), np.float64)
-            _check_drawn(xy, path[:i + 2], extremes=False)   # up to the update's end
+            _check_drawn(xy, path[: i + 2], extremes=False)  # up to the update's end
             assert tuple(path[i]) in {tuple(p) for p in xy}
-        for key, line in w.view.artists.rests.items():   # the whole run under it
+        for key, line in w.view.artists.rests.items():  # the whole run under it
             _check_drawn(line.get_xydata(), long_runs[key].path("w").astype(np.float64))

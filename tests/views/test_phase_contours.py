@@ -18,8 +18,13 @@ from dtsgd_viz.views.phase.contours import EDGE_BAND, MIN_PIECE
 matplotlib.use("Agg")
 
 CASES = {
-    "tutorial": (surfaces.RotatedQuadratic(condition=20.0, angle=30.0), np.geomspace(1e-3, 0.2, 24),
-                 np.linspace(0.0, 0.95, 20), 150, 1e-3),
+    "tutorial": (
+        surfaces.RotatedQuadratic(condition=20.0, angle=30.0),
+        np.geomspace(1e-3, 0.2, 24),
+        np.linspace(0.0, 0.95, 20),
+        150,
+        1e-3,
+    ),
     "small": (surfaces.RotatedQuadratic(), np.geomspace(0.01, 0.35, 9), np.linspace(0.0, 0.95, 8), 40, 1e-2),
 }
 
@@ -63,8 +68,9 @@ def test_no_contour_vertex_lies_outside_the_stable_region_or_along_its_edge(draw
             # short pieces are not drawn, unless a label's gap cut a longer one short
             xy = ax.transData.transform(piece)
             if np.sum(np.hypot(*np.diff(xy, axis=0).T)) * 72 / fig.dpi < MIN_PIECE * 0.99:
-                centres = [ax.transData.transform(t.get_position()) for t in ax.texts
-                           if t.get_gid() == f"rate-label:{key}"]
+                centres = [
+                    ax.transData.transform(t.get_position()) for t in ax.texts if t.get_gid() == f"rate-label:{key}"
+                ]
                 assert any(min(np.hypot(*(xy[[0, -1]] - c).T)) < 60 for c in centres), (key, level)
 
 
@@ -83,12 +89,13 @@ def test_contour_labels_are_apart_and_off_the_lines(drawn):
         lines = [a for a in ax.lines if (a.get_gid() or "").startswith(("boundary:", "critical:"))]
         assert len(lines) == 2
         for box in boxes:
-            box = box.shrunk(0.9, 0.8)   # the label's rotated box holds some air at its corners
+            box = box.shrunk(0.9, 0.8)  # the label's rotated box holds some air at its corners
             for line in lines:
                 xy = ax.transData.transform(np.column_stack(line.get_data()))
                 dense = np.concatenate([np.linspace(a, b, 8) for a, b in zip(xy[:-1], xy[1:])])
-                inside = ((dense[:, 0] > box.x0) & (dense[:, 0] < box.x1)
-                          & (dense[:, 1] > box.y0) & (dense[:, 1] < box.y1))
+                inside = (
+                    (dense[:, 0] > box.x0) & (dense[:, 0] < box.x1) & (dense[:, 1] > box.y0) & (dense[:, 1] < box.y1)
+                )
                 assert not inside.any(), (key, line.get_gid())
     assert shown >= 2
 
@@ -99,13 +106,14 @@ def test_the_ratio_map_is_full_width_and_the_legends_cover_no_map(drawn):
     m = maps(fig)
     top = m["phase:momentum"].get_window_extent(renderer).union([m["phase:nesterov"].get_window_extent(renderer)])
     ratio = m["phase:ratio"].get_window_extent(renderer)
-    assert ratio.width >= 0.9 * top.width     # not half width beside a legend
+    assert ratio.width >= 0.9 * top.width  # not half width beside a legend
     legends = [leg for sub in [fig, *fig.subfigs] for leg in sub.legends]
     assert legends
     for leg in legends:
-        assert len(leg.get_texts()) <= 4     # what the maps cannot name in place
-        assert not overlapping([leg.get_window_extent(renderer)] + [ax.get_window_extent(renderer)
-                                                                    for ax in m.values()], pad=0.0)[:len(m)]
+        assert len(leg.get_texts()) <= 4  # what the maps cannot name in place
+        assert not overlapping(
+            [leg.get_window_extent(renderer)] + [ax.get_window_extent(renderer) for ax in m.values()], pad=0.0
+        )[: len(m)]
     sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_text().strip() and t.get_visible()]
     assert min(sizes) >= style.NOTE_SIZE
 
@@ -124,9 +132,11 @@ def test_regions_named_in_place_leave_the_legend(drawn):
 
 def test_contour_labels_are_larger_than_the_smallest_text_where_they_fit(drawn):
     from dtsgd_viz.views.phase.contours import LABEL_SIZE
+
     fig, _ = drawn
-    sizes = [t.get_fontsize() for ax in maps(fig).values() for t in ax.texts
-             if (t.get_gid() or "").startswith("rate-label:")]
+    sizes = [
+        t.get_fontsize() for ax in maps(fig).values() for t in ax.texts if (t.get_gid() or "").startswith("rate-label:")
+    ]
     assert sizes and set(sizes) <= {LABEL_SIZE, style.NOTE_SIZE}
     assert LABEL_SIZE >= 9.5 and sizes.count(LABEL_SIZE) >= sizes.count(style.NOTE_SIZE)
 
@@ -135,6 +145,7 @@ def test_the_few_cells_momentum_wins_by_far_are_pointed_at_with_their_counts():
     # tutorial 03's grid: at lr 0.08, mu 0.3, just inside Nesterov's boundary, momentum
     # needs 30 updates and Nesterov 125: too few cells for a name, so a note points there
     from dtsgd_viz.theory.convergence import phase_grid
+
     surface, lrs, mus, steps, tol = CASES["tutorial"]
     fig = dtsgd_viz.plot_phase(surface, lrs, mus, steps, tol)
     ax = maps(fig)["phase:ratio"]
@@ -163,10 +174,12 @@ def test_the_few_cells_momentum_wins_by_far_are_pointed_at_with_their_counts():
 
 def test_the_ratio_maps_boundaries_are_named_in_clear_space_with_leaders():
     from dtsgd_viz.theory.convergence import phase_grid
+
     surface, lrs, mus, steps, tol = CASES["tutorial"]
     fig = dtsgd_viz.plot_phase(surface, lrs, mus, steps, tol, show="ratio")
-    grids = {key: phase_grid(surface, lrs, mus, steps, tol, nest) for key, nest in (("momentum", False),
-                                                                                   ("nesterov", True))}
+    grids = {
+        key: phase_grid(surface, lrs, mus, steps, tol, nest) for key, nest in (("momentum", False), ("nesterov", True))
+    }
     assert_boundary_names_clear(fig, maps(fig)["phase:ratio"], grids)
 
 
@@ -176,6 +189,7 @@ def test_each_rate_label_sits_on_cells_whose_rate_is_its_level(drawn):
     # cell); a "ρ=0.9=√μ" label sits where the rate is sqrt(mu) = 0.9 across the label's
     # whole width (the plateau, whatever the learning rate); the module's own rate grid agrees
     from helpers.theory_reference import radius
+
     fig, surface = drawn
     renderer = fig.canvas.get_renderer()
     h = np.unique(np.asarray(surface.hessian_eigenvalues, np.float64))
@@ -202,7 +216,7 @@ def test_each_rate_label_sits_on_cells_whose_rate_is_its_level(drawn):
                 assert np.allclose(across, level, atol=2e-3), (t.get_text(), across)
                 plateau += 1
     assert checked >= 4
-    if CASES["tutorial"][0] is surface:   # heavy ball's 0.9 contour runs flat past critical damping
+    if CASES["tutorial"][0] is surface:  # heavy ball's 0.9 contour runs flat past critical damping
         assert plateau >= 1
 
 
@@ -211,6 +225,7 @@ def test_labels_take_the_curved_stretch_and_leave_no_stubs(drawn):
     # where it fits there; no piece of a line shorter than MIN_STUB (the ends a label's
     # gap would leave beside it); the flat stretch's label says why it is flat
     from dtsgd_viz.views.phase.contours import MIN_STUB
+
     fig, surface = drawn
     h = np.unique(np.asarray(surface.hessian_eigenvalues, np.float64))
     for key, nesterov in (("momentum", False), ("nesterov", True)):
@@ -223,11 +238,13 @@ def test_labels_take_the_curved_stretch_and_leave_no_stubs(drawn):
         for t in [t for t in ax.texts if t.get_gid() == f"rate-label:{key}"]:
             x, y = t.get_position()
             past = x * h[0] >= theory.critical_damping(np.array([y]), nesterov)[0] * 0.999
-            if t.get_text().endswith("=√μ"):   # only on heavy ball's plateau
+            if t.get_text().endswith("=√μ"):  # only on heavy ball's plateau
                 assert past and not nesterov, (key, t.get_text())
     if CASES["tutorial"][0] is surface:
-        texts = {key: sorted(t.get_text() for t in maps(fig)[f"phase:{key}"].texts
-                             if t.get_gid() == f"rate-label:{key}") for key in ("momentum", "nesterov")}
+        texts = {
+            key: sorted(t.get_text() for t in maps(fig)[f"phase:{key}"].texts if t.get_gid() == f"rate-label:{key}")
+            for key in ("momentum", "nesterov")
+        }
         want = {"momentum": ["ρ=0.8", "ρ=0.9", "ρ=0.9=√μ", "ρ=0.975"], "nesterov": ["ρ=0.9", "ρ=0.9", "ρ=0.975"]}
         assert texts == {key: sorted(v) for key, v in want.items()}
         for key, nesterov in (("momentum", False), ("nesterov", True)):

@@ -22,8 +22,9 @@ LRS, MUS, STEPS, TOL = np.geomspace(1e-3, 0.2, 24), np.linspace(0.0, 0.95, 20), 
 
 @pytest.fixture(scope="module")
 def figs():
-    out = {show: dtsgd_viz.plot_phase(SURFACE, LRS, MUS, steps=STEPS, tol=TOL, show=show)
-           for show in ("steps", "ratio")}
+    out = {
+        show: dtsgd_viz.plot_phase(SURFACE, LRS, MUS, steps=STEPS, tol=TOL, show=show) for show in ("steps", "ratio")
+    }
     for fig in out.values():
         fig.canvas.draw()
     return out
@@ -31,8 +32,10 @@ def figs():
 
 @pytest.fixture(scope="module")
 def grids():
-    return {key: phase_grid(SURFACE, LRS, MUS, STEPS, TOL, nesterov)
-            for key, nesterov in (("momentum", False), ("nesterov", True))}
+    return {
+        key: phase_grid(SURFACE, LRS, MUS, STEPS, TOL, nesterov)
+        for key, nesterov in (("momentum", False), ("nesterov", True))
+    }
 
 
 def assert_finding_is_one_line(fig):
@@ -46,7 +49,7 @@ def assert_finding_is_one_line(fig):
     line = style.SUPTITLE_SIZE * fig.dpi / 72
     assert 0 <= title.y1 - sub.y1 <= 1.6 * line, (title.y1 - sub.y1, line)
     assert title.x0 >= 0 and title.x1 <= fig.bbox.width
-    assert sub.height <= 1.5 * style.SUBTITLE_SIZE * fig.dpi / 72   # the settings: one line too
+    assert sub.height <= 1.5 * style.SUBTITLE_SIZE * fig.dpi / 72  # the settings: one line too
 
 
 def test_each_finding_fits_one_line_and_counts_the_grids(figs, grids):
@@ -55,13 +58,17 @@ def test_each_finding_fits_one_line_and_counts_the_grids(figs, grids):
         assert_finding_is_one_line(fig)
     steps_finding, _ = headline_texts(figs["steps"])
     best = sorted(int(g.steps[g.steps >= 0].min()) for g in (m, n))
-    assert steps_finding == (f"Momentum diverges in {int(m.diverged.sum())} of {m.steps.size} cells, Nesterov in "
-                             f"{int(n.diverged.sum())}; both at best {best[0]}–{best[1]} updates")
+    assert steps_finding == (
+        f"Momentum diverges in {int(m.diverged.sum())} of {m.steps.size} cells, Nesterov in "
+        f"{int(n.diverged.sum())}; both at best {best[0]}–{best[1]} updates"
+    )
     both = (m.steps >= 0) & (n.steps >= 0)
     mf, nf = np.maximum(m.steps, 1), np.maximum(n.steps, 1)
     ratio_finding, _ = headline_texts(figs["ratio"])
-    assert ratio_finding == (f"Nesterov is >10% faster in {int((both & (mf > 1.1 * nf)).sum())} of {int(both.sum())} "
-                             f"cells where both converge, momentum in {int((both & (nf > 1.1 * mf)).sum())}")
+    assert ratio_finding == (
+        f"Nesterov is >10% faster in {int((both & (mf > 1.1 * nf)).sum())} of {int(both.sum())} "
+        f"cells where both converge, momentum in {int((both & (nf > 1.1 * mf)).sum())}"
+    )
 
 
 def legend_texts(fig):
@@ -80,8 +87,10 @@ def test_the_cap_contour_is_said_for_what_it_is_and_the_legend_reads(figs, grids
     assert cap == 0.975
     labels = [t.get_text() for t in legend_texts(fig)]
     (iso,) = [t for t in labels if t.startswith("iso-rate")]
-    assert iso == ("iso-rate ρ (spectral radius): 0.8, 0.9; 0.975, the cap's edge:\nat that rate the flat "
-                   "direction's loss (1.7 at the start) falls to tol in 150 updates"), iso
+    assert iso == (
+        "iso-rate ρ (spectral radius): 0.8, 0.9; 0.975, the cap's edge:\nat that rate the flat "
+        "direction's loss (1.7 at the start) falls to tol in 150 updates"
+    ), iso
     # no unexplained "(cap)" on the maps: the contour labels are the levels alone
     rate_labels = [t.get_text() for ax in fig.axes for t in ax.texts if (t.get_gid() or "").startswith("rate-label:")]
     assert rate_labels and all("(" not in t for t in rate_labels)
@@ -101,8 +110,8 @@ def test_the_ratio_map_crops_the_learning_rates_to_what_is_more_than_grey(figs, 
     # the cells the cap's grey "neither" does not hold: one rule converges, or both diverge
     other = (m.steps >= 0) | (n.steps >= 0) | (m.diverged & n.diverged)
     share = other.mean(axis=0)
-    first = int(np.flatnonzero(share >= 0.2)[0]) - 1      # a column of margin
-    assert first >= 3                                      # the tutorial's grid is cropped
+    first = int(np.flatnonzero(share >= 0.2)[0]) - 1  # a column of margin
+    assert first >= 3  # the tutorial's grid is cropped
     edges = cell_edges(LRS, log=True)
     (ax,) = [a for a in figs["ratio"].axes if a.get_label() == "phase:ratio"]
     np.testing.assert_allclose(ax.get_xlim(), (edges[first], edges[-1]), rtol=1e-12)
@@ -111,8 +120,10 @@ def test_the_ratio_map_crops_the_learning_rates_to_what_is_more_than_grey(figs, 
     # what the crop leaves out is named: the rows where a rule converges left of it
     rows = np.flatnonzero(other[:, :first].any(axis=1))
     assert rows.size and rows[-1] == len(MUS) - 1
-    assert ax.get_xlabel() == (f"learning rate (log scale); not shown: left of {edges[first]:.2g}, where a rule "
-                               f"converges only at μ ≥ {MUS[rows[0]]:g}")
+    assert ax.get_xlabel() == (
+        f"learning rate (log scale); not shown: left of {edges[first]:.2g}, where a rule "
+        f"converges only at μ ≥ {MUS[rows[0]]:g}"
+    )
     # every name and note on the map sits inside the columns shown
     renderer = figs["ratio"].canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
@@ -123,7 +134,7 @@ def test_the_ratio_map_crops_the_learning_rates_to_what_is_more_than_grey(figs, 
         assert frame.x0 <= box.x0 and box.x1 <= frame.x1, t.get_text()
     # the names and the note keep off each other
     boxes = [(t.get_bbox_patch() or t).get_window_extent(renderer) for t in names]
-    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
 
 
 def _leftmost_crossings(segments, mu):
@@ -156,9 +167,9 @@ def test_the_cap_contour_follows_the_grey_edge_of_the_step_counts(figs, grids):
             x = _leftmost_crossings(segs, mu)
             conv = np.flatnonzero(steps[i] >= 0)
             if x is None or not len(conv):
-                continue     # the contour's label cuts it there
-            right = int(np.searchsorted(LRS, x))   # the first cell centre right of the contour
-            edge = int(conv[0])                    # the grey's edge: the first cell within 150
+                continue  # the contour's label cuts it there
+            right = int(np.searchsorted(LRS, x))  # the first cell centre right of the contour
+            edge = int(conv[0])  # the grey's edge: the first cell within 150
             assert 0 < edge and steps[i, edge - 1] < 0 and steps[i, edge] <= STEPS
             assert abs(right - edge) <= 1, (key, mu, x, LRS[edge])
             off.append(right != edge)
@@ -172,7 +183,7 @@ def test_the_cap_contour_follows_the_grey_edge_of_the_step_counts(figs, grids):
 
 
 def test_the_faster_rules_name_on_its_cells_hides_none_of_them(figs):
-    """"Nesterov faster" stands on its own red cells: it had a white box that covered
+    """ "Nesterov faster" stands on its own red cells: it had a white box that covered
     2-3 of them; it is drawn with a thin white halo round the letters only, no box."""
     ax = next(a for a in figs["ratio"].axes if any(t.get_gid() == "region-label:Nesterov faster" for t in a.texts))
     (label,) = [t for t in ax.texts if t.get_gid() == "region-label:Nesterov faster"]

@@ -12,9 +12,11 @@ from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan, surfaces
 
 ROTATED = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
 SHARDED = surfaces.ShardedQuadratic()
-RULES = {"plain": dict(learning_rate=0.05),
-         "momentum": dict(learning_rate=0.05, momentum=0.9, exact_update=True),
-         "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True, exact_update=True)}
+RULES = {
+    "plain": dict(learning_rate=0.05),
+    "momentum": dict(learning_rate=0.05, momentum=0.9, exact_update=True),
+    "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True, exact_update=True),
+}
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +40,14 @@ FIGURES = {
     "plot_block_rates": lambda r, s: dtsgd_viz.plot_block_rates(s["momentum"], SHARDED),
     "plot_compare": lambda r, s: dtsgd_viz.plot_compare(s),
     "plot_layout": lambda r, s: dtsgd_viz.plot_layout(s["nesterov"], name="w"),
-    "plot_memory": lambda r, s: dtsgd_viz.plot_memory(memory_plan(
-        {"w": ((64, 64), "float32", LayoutSpec(("batch", "model"), MeshSpec.create({"batch": 2, "model": 4})))})),
-    "plot_phase": lambda r, s: dtsgd_viz.plot_phase(ROTATED, steps=40, learning_rates=np.geomspace(0.01, 0.2, 6),
-                                                    momenta=np.linspace(0.0, 0.95, 5)),
+    "plot_memory": lambda r, s: dtsgd_viz.plot_memory(
+        memory_plan(
+            {"w": ((64, 64), "float32", LayoutSpec(("batch", "model"), MeshSpec.create({"batch": 2, "model": 4})))}
+        )
+    ),
+    "plot_phase": lambda r, s: dtsgd_viz.plot_phase(
+        ROTATED, steps=40, learning_rates=np.geomspace(0.01, 0.2, 6), momenta=np.linspace(0.0, 0.95, 5)
+    ),
 }
 
 
@@ -56,10 +62,19 @@ def test_a_plain_savefig_keeps_every_text(which, rotated, sharded):
 KNOWN = {"plot_paths", "plot_paths at an update"}
 
 
-@pytest.mark.parametrize("which", [pytest.param(w, marks=pytest.mark.xfail(
-    strict=True, reason="plot_paths' run names touch (issue 29's text engine)")) if w in KNOWN else w
-    for w in sorted(FIGURES)])
+@pytest.mark.parametrize(
+    "which",
+    [
+        pytest.param(
+            w, marks=pytest.mark.xfail(strict=True, reason="plot_paths' run names touch (issue 29's text engine)")
+        )
+        if w in KNOWN
+        else w
+        for w in sorted(FIGURES)
+    ],
+)
 def test_no_text_runs_into_another_or_a_legend(which, rotated, sharded):
     from helpers.figure_checks import clashes
+
     fig = FIGURES[which](rotated, sharded)
     assert clashes(fig) == [], which

@@ -17,8 +17,7 @@ from dtsgd_viz.views.shards.update import plot_update_shards
 
 matplotlib.use("Agg")
 
-MODEL = [("d1/kernel", (4, 16), ("unsharded", "model")),
-         ("d2/kernel", (16, 1), ("model", "unsharded"))]
+MODEL = [("d1/kernel", (4, 16), ("unsharded", "model")), ("d2/kernel", (16, 1), ("model", "unsharded"))]
 
 
 def _model(steps=20, mode="full", updates=None, seed=0):
@@ -35,20 +34,19 @@ def test_the_shown_update_is_a_thin_grey_line_under_white_edged_dots():
     line, dots = _gid(view.norm_ax, "step-line"), _gid(view.norm_ax, "step-dots")
     assert list(line.get_xdata()) == [10, 10]
     r, g, b = to_rgb(line.get_color())
-    assert abs(r - g) < 0.05 and abs(g - b) < 0.05 and 0.35 < r < 0.75   # a mid grey
-    assert line.get_linewidth() == STEP_LINE_WIDTH < 1.6   # thinner than the norm lines
+    assert abs(r - g) < 0.05 and abs(g - b) < 0.05 and 0.35 < r < 0.75  # a mid grey
+    assert line.get_linewidth() == STEP_LINE_WIDTH < 1.6  # thinner than the norm lines
     assert dots.get_zorder() > line.get_zorder()
     assert to_rgb(dots.get_markeredgecolor()) == (1.0, 1.0, 1.0)
-    assert dots.get_markersize() > 2 * line.get_linewidth()   # a dot stands out of the line
+    assert dots.get_markersize() > 2 * line.get_linewidth()  # a dot stands out of the line
     r, g, b = to_rgb(dots.get_markerfacecolor())
-    assert max(r, g, b) < 0.3   # dark dots on the grey line
+    assert max(r, g, b) < 0.3  # dark dots on the grey line
     # each dot's middle in its block's line colour (which block a dot is reads)
     core = view.dot_colors[view.norm_ax]
     y = np.asarray(dots.get_ydata(), float)
     kept = np.flatnonzero(np.isfinite(y))
     np.testing.assert_allclose(core.get_offsets()[:, 1], y[kept])
-    assert [to_rgb(c) for c in core.get_facecolors()] == [
-        to_rgb(view.lines[g].get_color()) for g in kept]
+    assert [to_rgb(c) for c in core.get_facecolors()] == [to_rgb(view.lines[g].get_color()) for g in kept]
     assert core.get_zorder() > dots.get_zorder() and core.get_sizes()[0] < dots.get_markersize() ** 2
 
 
@@ -58,15 +56,14 @@ def test_stacked_update_panels_are_titled_over_their_heatmaps():
     renderer = fig.canvas.get_renderer()
     axes = [ax for ax in fig.axes if ax.images]
     assert len(axes) == 3
-    for ax, head in zip(axes, ("parameter after update 20", "velocity slot after update 20",
-                               "gradient of update 20")):
+    for ax, head in zip(axes, ("parameter after update 20", "velocity slot after update 20", "gradient of update 20")):
         title = ax.title
         assert title.get_text().startswith(head) and title.get_fontsize() == style.TITLE_SIZE
         assert title.get_ha() == "center"
         box, frame = title.get_window_extent(renderer), ax.get_window_extent(renderer)
-        assert 0 <= box.x0 and box.x1 <= fig.bbox.width   # wrapped to the figure
-        assert abs((box.x0 + box.x1) / 2 - (frame.x0 + frame.x1) / 2) < 2   # over its data
-        assert frame.y1 < box.y0 < frame.y1 + 60   # just above its heatmap (and the chips)
+        assert 0 <= box.x0 and box.x1 <= fig.bbox.width  # wrapped to the figure
+        assert abs((box.x0 + box.x1) / 2 - (frame.x0 + frame.x1) / 2) < 2  # over its data
+        assert frame.y1 < box.y0 < frame.y1 + 60  # just above its heatmap (and the chips)
     assert "summed over 'batch' (2 devices)" in axes[2].get_title().replace("\n", " ")
 
 
@@ -78,7 +75,7 @@ def test_a_long_run_has_a_log_update_axis_a_short_one_a_linear_one():
     for ax in view.stat_axes.values():
         assert ax.get_xscale() == "log"
         lo, hi = ax.get_xlim()
-        assert lo < 4 and hi > 2000   # every update inside, a margin each side
+        assert lo < 4 and hi > 2000  # every update inside, a margin each side
     assert bottom.get_xlabel() == "optimizer update (log scale)"
     ticks = [t for t in bottom.get_xticks() if bottom.get_xlim()[0] <= t <= bottom.get_xlim()[1]]
     assert 3 <= len(ticks) <= 7 and all(float(t).is_integer() for t in ticks)
@@ -91,7 +88,7 @@ def test_a_long_run_has_a_log_update_axis_a_short_one_a_linear_one():
     end = (ax.transData + ax.transAxes.inverted()).transform((2000, 1e-3))[0]
     leaders = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("end-leader")]
     assert leaders
-    for leader in leaders:   # in axes fractions
+    for leader in leaders:  # in axes fractions
         assert leader.get_xdata()[0] == pytest.approx(end, abs=0.01)
     short = draw_shards(_model(steps=150), "d1/kernel", "velocity", 20)
     assert short.norm_ax.get_xscale() == "linear"
@@ -99,18 +96,19 @@ def test_a_long_run_has_a_log_update_axis_a_short_one_a_linear_one():
 
 
 def test_a_pale_heatmap_on_the_run_wide_scale_says_how_far_its_values_reach():
-    r = _model(steps=40)   # values decay 0.9 per update: update 30 is pale on the run's scale
+    r = _model(steps=40)  # values decay 0.9 per update: update 30 is pale on the run's scale
     view = draw_shards(r, "d1/kernel", "grad", 30, fixed_scale=True, headline=True)
     values = r.global_values("d1/kernel", "grad")
     limit, top = np.abs(values).max(), np.abs(values[29]).max()
     assert top < 0.25 * limit
     title = view.heat_ax.get_title()
     assert f"(±{limit:.2g})" in title and f"reach only {top:.2g}" in title
-    view.set_step(1)   # the first update fills the scale: no note
+    view.set_step(1)  # the first update fills the scale: no note
     assert "reach only" not in view.heat_ax.get_title()
     assert "colour scale fixed over the run" in view.heat_ax.get_title()
     view.set_fixed_scale(False)
     assert "colour scale" not in view.heat_ax.get_title()
     assert view.figure.get_suptitle().startswith("gradient of 'd1/kernel' at update 1: ")
-    assert plot_shards(r, "d1/kernel", "param", 3).get_suptitle().startswith(
-        "parameter of 'd1/kernel' after update 3: ")
+    assert (
+        plot_shards(r, "d1/kernel", "param", 3).get_suptitle().startswith("parameter of 'd1/kernel' after update 3: ")
+    )

@@ -19,18 +19,29 @@ def _synthetic(dims, shape, specs, steps=6, seed=0):
     from dtsgd_viz.geometry import shard_geometry
     from dtsgd_viz.recorder.hostlog import assemble, entry
     from dtsgd_viz.specs import LayoutSpec, MeshSpec
+
     mesh = MeshSpec.create(dims)
     geom = shard_geometry(shape, LayoutSpec(specs, mesh))
     held = tuple((g, tuple(d)) for g, d in enumerate(geom.replica_groups))
-    w = types.SimpleNamespace(name="w", geometry=geom, dtype="float32", layout=geom.layout,
-                              held=held)
+    w = types.SimpleNamespace(name="w", geometry=geom, dtype="float32", layout=geom.layout, held=held)
     rng, kinds, entries = np.random.default_rng(seed), dtsgd_viz.KINDS, []
     for s in range(1, steps + 1):
-        data = {("w", k): [np.asarray(rng.normal(size=shape) * 0.8 ** s, np.float32)[b]
-                           for b in geom.blocks] for k in kinds}
+        data = {
+            ("w", k): [np.asarray(rng.normal(size=shape) * 0.8**s, np.float32)[b] for b in geom.blocks] for k in kinds
+        }
         entries.append((s, entry((s, 0.1, 1.0 / s), data, [w], kinds, "full")))
-    return assemble(entries, [w], kinds, "full", [np.zeros(shape, np.float32)], mesh=mesh,
-                    momentum=0.9, nesterov=True, dropped=[], applied_momentum=0.9)
+    return assemble(
+        entries,
+        [w],
+        kinds,
+        "full",
+        [np.zeros(shape, np.float32)],
+        mesh=mesh,
+        momentum=0.9,
+        nesterov=True,
+        dropped=[],
+        applied_momentum=0.9,
+    )
 
 
 def _view(shape, specs):
@@ -49,7 +60,7 @@ def test_blocks_that_are_d0_slices_have_chips_not_d0_ticks():
     assert "white lines" not in ax.get_xlabel()
     renderer = view.figure.canvas.get_renderer()
     label = ax.yaxis.label.get_window_extent(renderer)
-    for chip in panel.labels:   # the y label stands left of the chips, not under them
+    for chip in panel.labels:  # the y label stands left of the chips, not under them
         if chip.get_visible():
             assert label.x1 <= chip.get_window_extent(renderer).x0 + 0.5
 
@@ -68,13 +79,15 @@ def test_the_step_label_names_the_dots_at_the_shown_update():
     dots = next(a for a in view.step_lines if a.get_gid() == "step-dots")
     x = view.updates[view.index]
     from dtsgd_viz.views.shards.labels import dots_note
-    note = dots_note(view.norm.data[view.norm_ax][view.index], dots.get_ydata(),
-                     [p.label for p in view.patches])
+
+    note = dots_note(view.norm.data[view.norm_ax][view.index], dots.get_ydata(), [p.label for p in view.patches])
     assert " ".join(label.get_text().split()) == " ".join(f"update {x}{note}".split())
-    assert note in (" (dots: block norms)", " (dots: highest, lowest)",
-                    " (dots: block norms, two coincide)",
-                    " (dots: block norms, close ones share a dot)") or (
-        note.startswith(" (dots: block norms;\n") and note.endswith(" coincide)"))
+    assert note in (
+        " (dots: block norms)",
+        " (dots: highest, lowest)",
+        " (dots: block norms, two coincide)",
+        " (dots: block norms, close ones share a dot)",
+    ) or (note.startswith(" (dots: block norms;\n") and note.endswith(" coincide)"))
     assert set(dots.get_xdata()) == {x} == {label.get_position()[0]}
     # the label's white box never covers a dot: it starts past the dots' right edge
     fig = view.figure
@@ -85,21 +98,23 @@ def test_the_step_label_names_the_dots_at_the_shown_update():
     pix = view.norm_ax.transData.transform(np.column_stack([dots.get_xdata(), y]))[np.isfinite(y)]
     radius = (dots.get_markersize() + dots.get_markeredgewidth()) / 2 * fig.dpi / 72
     for px, py in pix:
-        assert (box.x0 >= px + radius - 0.5 or box.x1 <= px - radius + 0.5
-                or box.y1 <= py - radius or box.y0 >= py + radius)
+        assert (
+            box.x0 >= px + radius - 0.5 or box.x1 <= px - radius + 0.5 or box.y1 <= py - radius or box.y0 >= py + radius
+        )
 
 
 def test_the_dots_note_says_when_two_blocks_share_a_dot():
     from dtsgd_viz.views.shards.labels import dots_note
-    assert dots_note([1.0, 2.0, 2.0, 4.0], [1.0, 2.0, np.nan, 4.0]) == (
-        " (dots: block norms, two coincide)")
+
+    assert dots_note([1.0, 2.0, 2.0, 4.0], [1.0, 2.0, np.nan, 4.0]) == (" (dots: block norms, two coincide)")
     assert dots_note([1.0, 2.0, 2.0, 2.0, 4.0], [1.0, 2.0, np.nan, np.nan, 4.0]) == (
-        " (dots: block norms, close ones share a dot)")
+        " (dots: block norms, close ones share a dot)"
+    )
     assert dots_note([1.0, 2.0, 4.0], [1.0, np.nan, 4.0]) == " (dots: highest, lowest)"
     # with the blocks' names: which share the dot (the hidden one with the kept nearest it)
-    assert dots_note([1.0, 2.0, 2.1, 4.0], [1.0, np.nan, 2.1, 4.0],
-                     ["CPU:0", "CPU:1", "CPU:2", "CPU:3"]) == (
-        " (dots: block norms;\nCPU:1 and CPU:2 coincide)")
+    assert dots_note([1.0, 2.0, 2.1, 4.0], [1.0, np.nan, 2.1, 4.0], ["CPU:0", "CPU:1", "CPU:2", "CPU:3"]) == (
+        " (dots: block norms;\nCPU:1 and CPU:2 coincide)"
+    )
 
 
 def test_a_hump_says_how_far_it_rises_and_where_it_peaks():

@@ -53,6 +53,7 @@ def arrow_polygons(ax):
 def marker_boxes(ax, dpi):
     """Each point marker's square extent in display pixels."""
     from matplotlib.transforms import Bbox
+
     out = []
     for line in ax.lines:
         if line.get_marker() in (None, "None", "", " ") or not line.get_visible():
@@ -71,20 +72,24 @@ def overlap(a, b) -> float:
 
 def test_no_label_covers_another_label_an_arrow_or_a_marker(cases):
     from matplotlib.path import Path
+
     checked = 0
     for case, fig in close_up_figures(cases):
         renderer = fig.canvas.get_renderer()
         fig.canvas.draw()
         for ax in zoom_axes(fig):
             # the text alone (an Annotation's own extent holds its leader too)
-            labels = [(t.get_gid(), Text.get_window_extent(t, renderer)) for t in ax.texts
-                      if isinstance(t, Annotation) and t.get_text()]
+            labels = [
+                (t.get_gid(), Text.get_window_extent(t, renderer))
+                for t in ax.texts
+                if isinstance(t, Annotation) and t.get_text()
+            ]
             assert labels, case
             polygons = arrow_polygons(ax)
             assert polygons, case
             markers = marker_boxes(ax, fig.dpi)
             for i, (gid, box) in enumerate(labels):
-                for other, obox in labels[i + 1:]:
+                for other, obox in labels[i + 1 :]:
                     assert overlap(box, obox) == 0, f"{case}: {gid} over {other}"
                 for arrow, verts in polygons:
                     assert not Path(verts).intersects_bbox(box, filled=True), f"{case}: {gid} over {arrow}"
@@ -106,15 +111,17 @@ def test_the_look_ahead_leader_ends_at_the_look_ahead_point(cases):
                 mark = next(a for a in ax.lines if a.get_gid() == f"lookahead:{key}")
                 point = ax.transData.transform(mark.get_xydata()[0])
                 np.testing.assert_allclose(ax.transData.transform(t.xy), point, atol=1e-6)
-                leader = t.arrow_patch.get_path().vertices   # display pixels, drawn over the path
+                leader = t.arrow_patch.get_path().vertices  # display pixels, drawn over the path
                 end = min(leader, key=lambda v: np.hypot(*(v - point)))
                 # within the diamond it names (half its size), not short of it
                 assert np.hypot(*(end - point)) <= mark.get_markersize() * fig.dpi / 72.0 / 2, case
-                assert np.hypot(*(leader[0] - leader[-1])) > 5, case   # long enough to see
-                assert t.get_zorder() > max(   # the annotation draws its leader at its own zorder
-                    a.get_zorder() for a in [*ax.lines, *ax.collections]
-                    if (a.get_gid() or "").startswith(("zoom-trail", "zoom-path", "zoom-position")))
-                assert t.arrow_patch.get_path_effects(), case   # its white halo
+                assert np.hypot(*(leader[0] - leader[-1])) > 5, case  # long enough to see
+                assert t.get_zorder() > max(  # the annotation draws its leader at its own zorder
+                    a.get_zorder()
+                    for a in [*ax.lines, *ax.collections]
+                    if (a.get_gid() or "").startswith(("zoom-trail", "zoom-path", "zoom-position"))
+                )
+                assert t.arrow_patch.get_path_effects(), case  # its white halo
                 found += 1
         assert found == 1, case
 
@@ -135,6 +142,7 @@ def test_no_label_or_leader_crosses_a_label_leader_arrow_or_mark_nor_leaves_its_
     beyond the mark it names, against the arrows' polygons as quiver drew them, every
     mark's disc, the other labels and leaders, and the frame."""
     from dtsgd_viz.views.update.label_check import conflicts
+
     checked = 0
     for case, fig in close_up_figures(cases):
         fig.canvas.draw()
@@ -152,6 +160,7 @@ def test_labels_stay_clear_at_many_updates_of_tutorial_03(update):
     back), 30 (small steps): one of each case the panels lay out differently (updates 3,
     6 and 14, checked before, repeat 2's, 5's and 20's cases)."""
     from dtsgd_viz.views.update.label_check import conflicts
+
     fig = plot_update_03(update)
     renderer = fig.canvas.get_renderer()
     for ax in zoom_axes(fig):
@@ -162,8 +171,12 @@ def test_labels_stay_clear_at_many_updates_of_tutorial_03(update):
 def drawn_path_points(ax, spacing=1.0):
     """Points every ``spacing`` pixels along the fading path and Nesterov's dotted line as
     drawn (display pixels), inside the axes."""
-    lines = [np.asarray(seg) for c in ax.collections if (c.get_gid() or "").startswith("zoom-trail:")
-             for seg in c.get_segments()]
+    lines = [
+        np.asarray(seg)
+        for c in ax.collections
+        if (c.get_gid() or "").startswith("zoom-trail:")
+        for seg in c.get_segments()
+    ]
     lines += [ln.get_xydata() for ln in ax.lines if (ln.get_gid() or "").startswith("iterate-line:")]
     pts = [np.zeros((0, 2))]
     for line in lines:
@@ -218,6 +231,7 @@ def test_the_placement_sees_the_arrows_quiver_draws():
     from matplotlib.path import Path
 
     from dtsgd_viz.views.update import labels as lab
+
     fig = plot_update_03(5)
     n = 0
     for ax in zoom_axes(fig):
@@ -227,7 +241,7 @@ def test_the_placement_sees_the_arrows_quiver_draws():
             (drawn,) = [v for g, v in arrow_polygons(ax) if g == q.get_gid()]
             tail = ax.transData.transform(np.asarray(q.get_offsets())[0])
             tip = ax.transData.transform(np.asarray(q.get_offsets())[0] + [float(q.U[0]), float(q.V[0])])
-            mine = lab.arrow_polygon(tail, tip, q.width * ax.bbox.width)   # each arrow its own width
+            mine = lab.arrow_polygon(tail, tip, q.width * ax.bbox.width)  # each arrow its own width
             # every drawn vertex on or inside my outline (within a pixel), and the tips agree
             inside = Path(mine).contains_points(drawn, radius=2.0) | Path(mine[::-1]).contains_points(drawn, radius=2.0)
             assert inside.all(), q.get_gid()
@@ -238,13 +252,14 @@ def test_the_placement_sees_the_arrows_quiver_draws():
 
 def test_every_close_up_rings_the_start_and_names_what_it_marks(cases):
     from dtsgd_viz.views.core import style
+
     for case, fig in close_up_figures(cases):
         for ax in zoom_axes(fig):
             (ring,) = [a for a in ax.lines if (a.get_gid() or "").startswith("zoom-position:")]
             ring_mark = ring
             assert ring.get_marker() == "o" and ring.get_markerfacecolor() in ("white", (1, 1, 1, 1)), case
             look = [a for a in ax.lines if (a.get_gid() or "").startswith("lookahead:")]
-            for diamond in look:   # Nesterov: the look-ahead diamond inside that ring
+            for diamond in look:  # Nesterov: the look-ahead diamond inside that ring
                 np.testing.assert_allclose(diamond.get_xydata(), ring.get_xydata())
                 assert diamond.get_markersize() < ring.get_markersize() and diamond.get_zorder() > ring.get_zorder()
             # the type of labels on the data: >= 9 px at dpi 100, the style's label size
@@ -255,7 +270,7 @@ def test_every_close_up_rings_the_start_and_names_what_it_marks(cases):
             # last arrow drawn longer (the arrows' tests below check where)
             nxt = [a for a in ax.lines if (a.get_gid() or "").startswith("zoom-next:")]
             assert len(nxt) == 1, case
-            if case.startswith(("01", "03 plot")):   # plot_update: the marks named on the data
+            if case.startswith(("01", "03 plot")):  # plot_update: the marks named on the data
                 gids = {t.get_gid().split(":")[0]: t for t in ax.texts}
                 ring = gids.get("position-label") or gids["lookahead-label"]
                 assert ring.get_text().startswith("before"), case
@@ -266,12 +281,17 @@ def test_every_close_up_rings_the_start_and_names_what_it_marks(cases):
                 # the fading path is named where it shows, and drawn only up to the update
                 assert "trail-label" in gids and gids["trail-label"].get_text() == "path so far", case
                 assert not [a for a in ax.lines if (a.get_gid() or "").startswith("zoom-path:")], case
-        if case.startswith(("01", "03 plot")):   # plot_update: the plane's axes named, a two-line key
+        if case.startswith(("01", "03 plot")):  # plot_update: the plane's axes named, a two-line key
             assert all(ax.get_xlabel() == "w[0]" and ax.get_ylabel() == "w[1]" for ax in fig.axes), case
             caption = fig.get_supxlabel()
             assert caption.count("\n") == 1, caption
-            for mark in ("μ·v in the run's colour", "−lr·g in its tint", "drawn longer, dashed", "zoom ×N",
-                         "dotted line: μ·v_prev from the iterate"):
+            for mark in (
+                "μ·v in the run's colour",
+                "−lr·g in its tint",
+                "drawn longer, dashed",
+                "zoom ×N",
+                "dotted line: μ·v_prev from the iterate",
+            ):
                 assert mark in caption, (case, mark)
 
 
@@ -298,6 +318,7 @@ def test_no_leader_reads_as_a_sign_or_a_tick_at_its_text(cases):
     20), and at least 8 px of it show beyond the mark or shaft it names (a shorter one is a
     tick at the text's end): in every close-up, the dashboard's explorer at update 1 too."""
     from dtsgd_viz.views.update.label_check import _hidden
+
     checked = 0
     for case, fig in cases.items():
         renderer = fig.canvas.get_renderer()
@@ -307,8 +328,9 @@ def test_no_leader_reads_as_a_sign_or_a_tick_at_its_text(cases):
                 seen = np.hypot(*(far - anchor)) - _hidden(anchor, far, polygons, discs)
                 assert seen >= 7.5, f"{case}: {t.get_gid()}'s leader shows {seen:.1f} px"
                 at_side = far[0] < x0 or far[0] > x1
-                assert not (at_side and y0 + 3 < far[1] < y1 - 3), \
+                assert not (at_side and y0 + 3 < far[1] < y1 - 3), (
                     f"{case}: {t.get_gid()}'s leader meets the middle of its text's side at {far.round(1)}"
+                )
                 checked += 1
     assert checked >= 40
 
@@ -320,6 +342,7 @@ def test_the_check_sees_a_leader_that_reads_as_a_sign():
 
     import dtsgd_viz
     from dtsgd_viz.views.update.label_check import conflicts
+
     fig = dtsgd_viz.plot_update(tutorial_03(), SURFACE, step=20)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -341,6 +364,7 @@ def test_the_dashboards_step_through_keeps_its_labels_off_the_arrows(cases):
 
     from dtsgd_viz.views.update.hits import _seg_seg
     from dtsgd_viz.views.update.label_check import conflicts
+
     fig = cases["03 PathExplorer update 1"]
     renderer = fig.canvas.get_renderer()
     axes = zoom_axes(fig)
@@ -350,10 +374,11 @@ def test_the_dashboards_step_through_keeps_its_labels_off_the_arrows(cases):
         leaders = leaders_of(ax, renderer)
         for t, _, _, box in leaders:
             for gid, poly in polygons:
-                assert not Path(poly).intersects_bbox(Bbox([box[:2], box[2:]]), filled=True), \
+                assert not Path(poly).intersects_bbox(Bbox([box[:2], box[2:]]), filled=True), (
                     f"{t.get_gid()} over {gid}"
+                )
         for i, (t, a, b, _) in enumerate(leaders):
-            for u, c, d, _ in leaders[i + 1:]:
+            for u, c, d, _ in leaders[i + 1 :]:
                 assert not _seg_seg(a, b, c, d), f"{t.get_gid()}'s leader across {u.get_gid()}'s"
         assert not conflicts(ax, renderer, polygons, marker_discs(ax, fig.dpi)), ax.get_title()
     (nes,) = [ax for ax in axes if ax.get_title().startswith("Nesterov")]
@@ -363,8 +388,12 @@ def test_the_dashboards_step_through_keeps_its_labels_off_the_arrows(cases):
 
 def trail_polyline(ax):
     """The drawn fading path's segments, display pixels: ``[(a, b)]``."""
-    return [tuple(ax.transData.transform(np.asarray(s, np.float64))) for c in ax.collections
-            if (c.get_gid() or "").startswith("zoom-trail:") for s in c.get_segments()]
+    return [
+        tuple(ax.transData.transform(np.asarray(s, np.float64)))
+        for c in ax.collections
+        if (c.get_gid() or "").startswith("zoom-trail:")
+        for s in c.get_segments()
+    ]
 
 
 def _seg_point(a, b, p) -> float:
@@ -373,10 +402,11 @@ def _seg_point(a, b, p) -> float:
     return float(np.hypot(*(a + t * d - p)))
 
 
-@pytest.mark.parametrize("case", ["01 plot_update step 4", "03 plot_update step 5", "03 plot_update step 9",
-                                  "03 plot_update step 20"])
+@pytest.mark.parametrize(
+    "case", ["01 plot_update step 4", "03 plot_update step 5", "03 plot_update step 9", "03 plot_update step 20"]
+)
 def test_path_so_far_names_the_path_itself_clear_of_the_other_marks(cases, case):
-    """"path so far" ends on the drawn path (within a pixel), not on Nesterov's dotted
+    """ "path so far" ends on the drawn path (within a pixel), not on Nesterov's dotted
     μ·v_prev line lying along it nor on an arrow: >= 8 px from both, and from the marks."""
     fig = cases[case]
     found = 0
@@ -397,6 +427,7 @@ def test_path_so_far_names_the_path_itself_clear_of_the_other_marks(cases, case)
                 assert np.hypot(*(ax.transData.transform(line.get_xydata()[0]) - p)) >= r + 4.0, (case, gid)
         for gid, poly in arrow_polygons(ax):
             from matplotlib.path import Path
+
             assert not Path(poly).contains_point(p, radius=16.0), f"{case}: on {gid}"
         found += 1
     assert found >= 2
@@ -409,6 +440,7 @@ def test_the_path_so_far_is_drawn_light_and_thin_unlike_the_arrows(cases):
     from matplotlib.colors import to_rgb
 
     from dtsgd_viz.views.update import panel
+
     checked = 0
     for case, fig in cases.items():
         for ax in zoom_axes(fig):
@@ -422,8 +454,9 @@ def test_the_path_so_far_is_drawn_light_and_thin_unlike_the_arrows(cases):
                 assert rgba[:, 3].max() <= panel.TRAIL_ALPHA + 1e-9, case
                 assert np.all(rgba[:, :3] >= run - 1e-9) and np.all(rgba[-1, :3] > run + 0.1 * (1 - run) - 1e-9), case
                 lw_px = max(c.get_linewidths()) * fig.dpi / 72
-                shafts = [q.width * ax.bbox.width for q in ax.collections
-                          if (q.get_gid() or "").startswith("zoom-arrow:")]
+                shafts = [
+                    q.width * ax.bbox.width for q in ax.collections if (q.get_gid() or "").startswith("zoom-arrow:")
+                ]
                 assert lw_px < min(shafts), case
                 checked += 1
     assert checked >= 10
@@ -475,13 +508,13 @@ def test_every_arrow_shows_its_direction_or_is_drawn_longer_and_says_so(figures)
             for q, tail, poly in arrows_of(ax):
                 label = labels[q.get_gid().replace("zoom-arrow:", "zoom-label:")]
                 if len(poly) < 3 or label.endswith("= 0"):
-                    continue   # a zero-length term (update 1's μ·v_prev): no arrow, its label says "= 0"
+                    continue  # a zero-length term (update 1's μ·v_prev): no arrow, its label says "= 0"
                 shaft, head, _ = shaft_and_head(tail, poly)
                 assert shaft >= 2 * head * 0.97, f"{case} {q.get_gid()}: shaft {shaft:.1f} px, head {head:.1f} px"
-                assert head >= 8.0, f"{case} {q.get_gid()}: a head of {head:.1f} px"   # big enough to point
+                assert head >= 8.0, f"{case} {q.get_gid()}: a head of {head:.1f} px"  # big enough to point
                 if getattr(q, "magnified", 1.0) > 1:
-                    assert q.get_linestyle()[0][1] is not None, case          # dashed
-                    assert "drawn ×" in label and "longer" in label, case     # and says so
+                    assert q.get_linestyle()[0][1] is not None, case  # dashed
+                    assert "drawn ×" in label and "longer" in label, case  # and says so
                     lengthened += 1
                 else:
                     assert q.get_linestyle()[0][1] is None and "drawn" not in label, case
@@ -501,12 +534,12 @@ def test_an_arrow_folding_back_reaches_out_of_the_head_before_it(figures):
                 _, _, u2 = shaft_and_head(t2, p2)
                 if np.degrees(np.arccos(np.clip(u1 @ u2, -1, 1))) <= arr.FOLD:
                     continue
-                assert q2.width < q1.width, case   # thinner: the one under it shows round it
-                assert q2.get_zorder() < q1.get_zorder(), case   # under the head before it: that head shows whole
+                assert q2.width < q1.width, case  # thinner: the one under it shows round it
+                assert q2.get_zorder() < q1.get_zorder(), case  # under the head before it: that head shows whole
                 reach = max(np.hypot(*(v - t2)) for v in p2)
                 assert reach >= head1 + 2 * (reach - shaft_and_head(t2, p2)[0]) * 0.9, case
                 found += 1
-    assert found >= 1   # momentum's update 5 and 20 of tutorial 03 fold back
+    assert found >= 1  # momentum's update 5 and 20 of tutorial 03 fold back
 
 
 def test_every_leader_meets_its_own_shaft_and_crosses_no_arrow(figures):
@@ -536,10 +569,15 @@ def test_every_leader_meets_its_own_shaft_and_crosses_no_arrow(figures):
                     continue
                 far = max(leader, key=lambda v: np.hypot(*(v - anchor)))
                 # the leader may touch what lies within the mark it names (a ring over an arrow's tail)
-                ring = max([(line.get_markersize() + line.get_markeredgewidth()) * fig.dpi / 72 / 2 + 2
-                            for line in ax.lines if line.get_marker() not in (None, "None", "", " ")
-                            and np.hypot(*(ax.transData.transform(line.get_xydata()[0]) - anchor)) < 1.0],
-                           default=0.0)
+                ring = max(
+                    [
+                        (line.get_markersize() + line.get_markeredgewidth()) * fig.dpi / 72 / 2 + 2
+                        for line in ax.lines
+                        if line.get_marker() not in (None, "None", "", " ")
+                        and np.hypot(*(ax.transData.transform(line.get_xydata()[0]) - anchor)) < 1.0
+                    ],
+                    default=0.0,
+                )
                 n = np.hypot(*(far - anchor))
                 for gid, (_, poly) in drawn.items():
                     if len(poly) < 3 or zero(quivers[gid]):
@@ -547,13 +585,14 @@ def test_every_leader_meets_its_own_shaft_and_crosses_no_arrow(figures):
                     # its own shaft, or an arrow folding back over it there: touched at the anchor only
                     on = gid == own or Path(poly, closed=True).contains_point(anchor, radius=2.0)
                     own_r = 0.5 * arr.SHAFT * ax.bbox.width + 4 if on else 0.0
-                    if Path(poly, closed=True).contains_point(anchor):   # from inside it (the update's
+                    if Path(poly, closed=True).contains_point(anchor):  # from inside it (the update's
                         along = anchor + np.linspace(0, 1, int(2 * n) + 2)[:, None] * (far - anchor)  # end in a head):
                         inside = np.flatnonzero(Path(poly, closed=True).contains_points(along))  # where it leaves
                         own_r = max(own_r, np.hypot(*(along[inside[-1]] - anchor)) + 2.0)
                     start = anchor + (far - anchor) * min(1.0, max(own_r, ring) / n)
-                    assert not Path([start, far]).intersects_path(Path(poly, closed=True), filled=True), \
+                    assert not Path([start, far]).intersects_path(Path(poly, closed=True), filled=True), (
                         f"{case}: {t.get_gid()}'s leader crosses {gid}"
+                    )
                 checked += 1
     assert checked >= 25
 
@@ -563,7 +602,7 @@ def test_each_plot_update_panel_is_filled_by_what_it_draws(figures):
     marks fill >= 68% of each panel along their longer side; elsewhere a panel whose
     labels need more room still >= 55% (``update_anatomy.TRIES``)."""
     for case, fig in figures:
-        if "plot_update" not in case or case.endswith((" step 1", " step 30")):   # the cases it was written for
+        if "plot_update" not in case or case.endswith((" step 1", " step 30")):  # the cases it was written for
             continue
         # 0.68: tutorial 01's Nesterov panel takes its second box (pad 0.25) to keep the
         # look-ahead label off the path (a label over the path counts as a crossing)
@@ -583,14 +622,16 @@ def test_each_plot_update_panel_is_filled_by_what_it_draws(figures):
 
 
 def test_fit_arrows_keeps_the_true_vectors_tip_to_tail():
-    chain = [("momentum", np.zeros(2), np.array([1.0, 0.2])),
-             ("gradient", np.array([1.0, 0.2]), np.array([-0.02, 0.01]))]
+    chain = [
+        ("momentum", np.zeros(2), np.array([1.0, 0.2])),
+        ("gradient", np.array([1.0, 0.2]), np.array([-0.02, 0.01])),
+    ]
     drawn = arr.fit_arrows(chain, 1.5)
     for a, (_, tail, uv) in zip(drawn, chain):
         np.testing.assert_allclose(a.tail, tail)
         np.testing.assert_allclose(a.true_uv, uv)
     assert drawn[0].factor == 1.0 and drawn[1].dashed and drawn[1].covered > 0
-    assert arr.fit_arrows([("gradient", np.zeros(2), np.zeros(2))], 1.0)[0].factor == 1.0   # zero stays zero
+    assert arr.fit_arrows([("gradient", np.zeros(2), np.zeros(2))], 1.0)[0].factor == 1.0  # zero stays zero
 
 
 def test_the_update_ends_at_a_marked_point_even_where_the_last_arrow_is_drawn_longer(figures):
@@ -610,7 +651,7 @@ def test_the_update_ends_at_a_marked_point_even_where_the_last_arrow_is_drawn_lo
             end = tail + np.array([float(q.U[0]), float(q.V[0])]) / getattr(q, "magnified", 1.0)
             np.testing.assert_allclose(dot.get_xydata()[0], end, rtol=1e-9, atol=1e-12)
             aside = any((ln.get_gid() or "").startswith("zoom-connector:") for ln in ax.lines)
-            if getattr(q, "magnified", 1.0) > 1 or aside:   # drawn aside: its head is not over the end
+            if getattr(q, "magnified", 1.0) > 1 or aside:  # drawn aside: its head is not over the end
                 assert dot.get_zorder() > max(a.get_zorder() for a, _, _ in drawn), case
                 longer += 1
             else:
@@ -619,7 +660,7 @@ def test_the_update_ends_at_a_marked_point_even_where_the_last_arrow_is_drawn_lo
                 (name,) = [t for t in ax.texts if t.get_gid() == f"next-label:{key}"]
                 assert name.get_text() == "after"
                 np.testing.assert_allclose(name.xy, end, rtol=1e-9, atol=1e-12)
-    assert longer >= 2   # tutorial 03's update 5: momentum's and Nesterov's −lr·g
+    assert longer >= 2  # tutorial 03's update 5: momentum's and Nesterov's −lr·g
 
 
 def test_the_explorers_close_ups_centre_what_they_draw(figures):
@@ -644,8 +685,12 @@ def test_the_explorers_close_ups_centre_what_they_draw(figures):
         pts = np.concatenate(pts)
         box = ax.bbox
         pts = pts[(pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1) & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)]
-        bands = [(pts[:, 0].min() - box.x0) / box.width, (box.x1 - pts[:, 0].max()) / box.width,
-                 (pts[:, 1].min() - box.y0) / box.height, (box.y1 - pts[:, 1].max()) / box.height]
+        bands = [
+            (pts[:, 0].min() - box.x0) / box.width,
+            (box.x1 - pts[:, 0].max()) / box.width,
+            (pts[:, 1].min() - box.y0) / box.height,
+            (box.y1 - pts[:, 1].max()) / box.height,
+        ]
         # centred where equal aspect leaves range spare, and never a band as wide as plain's was
         assert max(bands) <= 0.33, f"{ax.get_title()}: empty bands {np.round(bands, 2)}"
         assert abs(bands[0] - bands[1]) <= 0.12 or min(bands[:2]) <= 0.05, f"{ax.get_title()}: {np.round(bands, 2)}"
@@ -663,6 +708,7 @@ def test_the_gifs_held_frame_draws_nesterovs_arrows_well_beyond_its_ring():
     from close_up_cases import gif_last_frame
 
     from dtsgd_viz.views.paths.gif_zoom import ZOOMS
+
     _, fig = gif_last_frame()
     (ax,) = [a for a in fig.axes if a.get_title().startswith("Nesterov")]
     assert f"×{ZOOMS[-1]:.0f}" in ax.get_title() and "(was ×" in ax.get_title(), ax.get_title()
@@ -680,9 +726,10 @@ def test_the_gifs_held_frame_draws_nesterovs_arrows_well_beyond_its_ring():
 
 def test_zoom_schedule_gives_the_held_last_frame_the_closest_zoom_once_the_run_has_stopped():
     from dtsgd_viz.views.paths.gif_zoom import ZOOMS, zoom_schedule
+
     assert zoom_schedule([30.0, 50.0, 120.0, 200.0]) == [30.0, 30.0, 30.0, ZOOMS[-1]]
-    assert zoom_schedule([30.0, 50.0, 120.0, 100.0]) == [30.0] * 4   # not stopped: one zoom
-    assert zoom_schedule([150.0, 200.0, 200.0]) == [150.0] * 3       # closest already, near enough
+    assert zoom_schedule([30.0, 50.0, 120.0, 100.0]) == [30.0] * 4  # not stopped: one zoom
+    assert zoom_schedule([150.0, 200.0, 200.0]) == [150.0] * 3  # closest already, near enough
 
 
 def _chain_px(ax):
@@ -692,8 +739,11 @@ def _chain_px(ax):
     for q, tail, poly in arrows_of(ax):
         shaft, _, u = shaft_and_head(tail, poly)
         out.append((q, tail, u, shaft, 0.5 * q.width * ax.bbox.width))
-    joins = {ln.get_gid(): ln.get_transform().transform(ln.get_xydata()) for ln in ax.lines
-             if (ln.get_gid() or "").startswith("zoom-connector:")}
+    joins = {
+        ln.get_gid(): ln.get_transform().transform(ln.get_xydata())
+        for ln in ax.lines
+        if (ln.get_gid() or "").startswith("zoom-connector:")
+    }
     return out, joins
 
 
@@ -705,13 +755,13 @@ def _assert_folded_arrow_drawn_aside(ax, case):
     (q1, t1, u1, s1, h1), (q2, t2, u2, s2, h2) = _chain_px(ax)[0]
     joins = _chain_px(ax)[1]
     assert np.degrees(np.arccos(np.clip(u1 @ u2, -1, 1))) > 150, case
-    along = t2 + np.linspace(0, s2, 200)[:, None] * u2           # the second shaft's centre line
+    along = t2 + np.linspace(0, s2, 200)[:, None] * u2  # the second shaft's centre line
     x = (along - t1) @ u1
-    over = (x > 0) & (x < s1)                                      # beside the first shaft
+    over = (x > 0) & (x < s1)  # beside the first shaft
     assert over.sum() >= 20, case
     gap = np.abs((along[over] - t1) @ np.array([-u1[1], u1[0]]))
     assert gap.min() >= h1 + h2 + 1.0, f"{case}: shafts {gap.min():.1f} px apart, need {h1 + h2 + 1:.1f}"
-    tip1 = ax.transData.transform(np.asarray(q2.get_offsets()[0]))   # the first's true tip = the second's true tail
+    tip1 = ax.transData.transform(np.asarray(q2.get_offsets()[0]))  # the first's true tip = the second's true tail
     (join,) = joins.values()
     assert np.hypot(*(join[0] - tip1)) < 0.5 and np.hypot(*(join[-1] - t2)) < 0.5, case
     true_tip = ax.transData.transform(np.asarray(q2.get_offsets()[0]) + [float(q2.U[0]), float(q2.V[0])])
@@ -728,22 +778,24 @@ def test_the_gifs_held_frame_draws_nesterovs_folding_gradient_beside_its_look_ah
     is drawn a shaft width + 3 px aside, joined to μ·v_new's tip. Momentum's −lr·g (not
     folding back) is drawn where it is."""
     from close_up_cases import gif_last_frame
+
     _, fig = gif_last_frame()
     (ax,) = [a for a in fig.axes if a.get_title().startswith("Nesterov")]
     _assert_folded_arrow_drawn_aside(ax, "gif Nesterov")
     (mom,) = [a for a in fig.axes if a.get_title().startswith("momentum")]
     drawn, joins = _chain_px(mom)
     assert len(drawn) == 2 and not joins
-    for q, tail, *_ in drawn:   # drawn at its true tail
+    for q, tail, *_ in drawn:  # drawn at its true tail
         assert np.hypot(*(tail - mom.transData.transform(np.asarray(q.get_offsets()[0])))) < 1e-6
 
 
 def test_a_synthetic_fold_is_drawn_aside_and_one_leaning_away_is_not():
     from close_up_cases import folded_panel
+
     for lean in (0.0, 0.002, -0.02):
         fig, ax, _ = folded_panel(lean)
         _assert_folded_arrow_drawn_aside(ax, f"lean {lean}")
-    _, ax, _ = folded_panel(0.9)   # −lr·g at ~124° to μ·v_new: apart by itself
+    _, ax, _ = folded_panel(0.9)  # −lr·g at ~124° to μ·v_new: apart by itself
     drawn, joins = _chain_px(ax)
     assert not joins
     for q, tail, *_ in drawn:
@@ -759,17 +811,19 @@ def test_no_close_up_that_does_not_fold_straight_back_is_drawn_aside(figures):
                 if moved:
                     assert np.degrees(np.arccos(np.clip(u1 @ u2, -1, 1))) > 150, case
                     assert len(joins) == 1, case
-            if not any(np.hypot(*(t - ax.transData.transform(np.asarray(q.get_offsets()[0])))) > 1e-6
-                       for q, t, *_ in drawn):
+            if not any(
+                np.hypot(*(t - ax.transData.transform(np.asarray(q.get_offsets()[0])))) > 1e-6 for q, t, *_ in drawn
+            ):
                 assert not joins, case
 
 
 def test_fold_shift_to_either_side_keeps_the_shafts_apart():
     from dtsgd_viz.views.update.fold import fold_shift
+
     tail1, tip1, w1, w2 = np.zeros(2), np.array([200.0, 0.0]), 10.0, 5.0
-    uv2 = np.array([-150.0, 3.0])   # leaning 3 px up over its length
+    uv2 = np.array([-150.0, 3.0])  # leaning 3 px up over its length
     for flip in (1.0, -1.0):
         s = fold_shift(tail1, tip1, w1, tip1, uv2, w2, flip)
         pts = tip1 + s + np.linspace(0, 1, 50)[:, None] * uv2
         assert np.abs(pts[:, 1]).min() >= w1 / 2 + w2 / 2 + 1, flip
-        assert np.sign(s[1]) == flip   # to the side it leans to, or (flip -1) the other
+        assert np.sign(s[1]) == flip  # to the side it leans to, or (flip -1) the other

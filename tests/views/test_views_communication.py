@@ -29,9 +29,16 @@ def L(*specs, mesh=MESH):
 
 
 def mlp(sharded: bool):
-    layouts = ({"d1/kernel": L("unsharded", "model"), "d1/bias": L("model"),
-                "d2/kernel": L("model", "unsharded"), "d2/bias": L("unsharded")} if sharded else
-               {k: L(*["unsharded"] * len(v)) for k, v in SHAPES.items()})
+    layouts = (
+        {
+            "d1/kernel": L("unsharded", "model"),
+            "d1/bias": L("model"),
+            "d2/kernel": L("model", "unsharded"),
+            "d2/bias": L("unsharded"),
+        }
+        if sharded
+        else {k: L(*["unsharded"] * len(v)) for k, v in SHAPES.items()}
+    )
     return {k: (SHAPES[k], "float32", layouts[k]) for k in SHAPES}
 
 
@@ -51,9 +58,15 @@ def shard_bytes(shape, layout, itemsize=4):
 
 # ---- the plain geometry ----------------------------------------------------------------
 
-@pytest.mark.parametrize("dims, sizes, axes", [
-    (("batch",), (2, 4), (0,)), (("model",), (2, 4), (1,)), (("batch", "model"), (2, 4), (0, 1)),
-])
+
+@pytest.mark.parametrize(
+    "dims, sizes, axes",
+    [
+        (("batch",), (2, 4), (0,)),
+        (("model",), (2, 4), (1,)),
+        (("batch", "model"), (2, 4), (0, 1)),
+    ],
+)
 def test_groups_are_the_devices_differing_only_along_the_dims(dims, sizes, axes):
     got = [frozenset(g) for g in mesh_groups(MESH, dims)]
     assert got == truth_groups(sizes, axes)
@@ -93,9 +106,8 @@ def test_a_plan_predicts_shard_bytes_along_the_unused_batch_dim():
 
 
 def test_serves_lines_name_the_top_gradients_then_the_rest():
-    plan = communication_plan({f"w{i}": ((8, 4 * (i + 1)), "float32", L("unsharded", "model"))
-                               for i in range(40)})
-    b = [8 * (i + 1) * 4 for i in range(40)]   # 8 x (i+1) float32 per device
+    plan = communication_plan({f"w{i}": ((8, 4 * (i + 1)), "float32", L("unsharded", "model")) for i in range(40)})
+    b = [8 * (i + 1) * 4 for i in range(40)]  # 8 x (i+1) float32 per device
     lines = serves_lines(traffic_items(plan), max_items=3)
     nb = "\u00a0"
     assert lines[0] == f"gradients of 40 variables: {format_bytes(sum(b)).replace(' ', nb)}"
@@ -106,16 +118,32 @@ def test_serves_lines_name_the_top_gradients_then_the_rest():
 
 # ---- the figure, read back ------------------------------------------------------------------
 
+
 def report():
     plan = communication_plan(mlp(sharded=True))
-    return CommunicationReport(MESH, (
-        Collective("all-reduce", ("model",), 32 * 10 * 4, "float32", (32, 10), "activation"),
-        *[Collective("all-reduce", ("batch",), e.bytes_per_device, e.dtype, e.block_shape,
-                     "gradient", e.variable, "sum") for e in plan.entries],
-        Collective("all-reduce", ("batch", "model"), 4, "float32", (), "loss"),
-        Collective("all-gather", ("model",), 2048, "float32", (16, 32), "activation gradient",
-                   groups=((0, 1, 2, 3), (4, 5, 6, 7))),
-    ), function="train_step")
+    return CommunicationReport(
+        MESH,
+        (
+            Collective("all-reduce", ("model",), 32 * 10 * 4, "float32", (32, 10), "activation"),
+            *[
+                Collective(
+                    "all-reduce", ("batch",), e.bytes_per_device, e.dtype, e.block_shape, "gradient", e.variable, "sum"
+                )
+                for e in plan.entries
+            ],
+            Collective("all-reduce", ("batch", "model"), 4, "float32", (), "loss"),
+            Collective(
+                "all-gather",
+                ("model",),
+                2048,
+                "float32",
+                (16, 32),
+                "activation gradient",
+                groups=((0, 1, 2, 3), (4, 5, 6, 7)),
+            ),
+        ),
+        function="train_step",
+    )
 
 
 def lines_of(ax):
@@ -130,16 +158,20 @@ def test_the_figure_draws_each_group_and_its_bytes():
     model = 32 * 10 * 4 + 2048
     assert fig.texts[0].get_text().replace("\n", " ") == (
         f"Each update moves {format_bytes(grads)} per device along batch, "
-        f"{format_bytes(model)} along model, 4 B along batch × model")
+        f"{format_bytes(model)} along model, 4 B along batch × model"
+    )
     panels = [ax for ax in fig.axes if ax.get_gid().startswith("panel-")]
     titles = {t.get_gid(): t.get_text() for t in fig.texts}
     assert [titles[f"panel-title-{k}"] for k in range(3)] == [
         f"along batch: {format_bytes(grads)} per device",
-        f"along model: {format_bytes(model)} per device", "along batch × model: 4 B per device"]
+        f"along model: {format_bytes(model)} per device",
+        "along batch × model: 4 B per device",
+    ]
     assert "activation gradient: 2\u00a0KiB (1\u00a0all-gather)" in titles["serves-1"]
     centres = {p.get_gid(): p.center for p in panels[0].patches if isinstance(p, Circle)}
-    np.testing.assert_allclose([centres[f"device-{d}"] for d in range(8)],
-                               [(d % 4 + 0.5, d // 4 + 0.5) for d in range(8)])
+    np.testing.assert_allclose(
+        [centres[f"device-{d}"] for d in range(8)], [(d % 4 + 0.5, d // 4 + 0.5) for d in range(8)]
+    )
     for k, axes in [(0, (0,)), (1, (1,)), (2, (0, 1))]:
         drawn = lines_of(panels[k])
         assert len(drawn) == len(truth_groups((2, 4), axes))
@@ -153,15 +185,23 @@ def test_the_figure_draws_each_group_and_its_bytes():
 
 
 def test_readable_at_notebook_size():
-    for obj in (report(), communication_plan(mlp(False)),
-                communication_plan(mlp(True)),
-                communication_plan({"w": ((8, 8), "float32", L("batch", "model"))})):
+    for obj in (
+        report(),
+        communication_plan(mlp(False)),
+        communication_plan(mlp(True)),
+        communication_plan({"w": ((8, 8), "float32", L("batch", "model"))}),
+    ):
         fig = plot_communication(obj)
         fig.canvas.draw()
         assert fig.get_size_inches()[0] * fig.dpi <= 950
-        texts = [*fig.texts, *(t for ax in fig.axes for t in
-                               [*ax.texts, *ax.get_xticklabels(), *ax.get_yticklabels(),
-                                ax.xaxis.label, ax.yaxis.label])]
+        texts = [
+            *fig.texts,
+            *(
+                t
+                for ax in fig.axes
+                for t in [*ax.texts, *ax.get_xticklabels(), *ax.get_yticklabels(), ax.xaxis.label, ax.yaxis.label]
+            ),
+        ]
         assert min(t.get_fontsize() for t in texts if t.get_text()) * fig.dpi / 72 >= 9
         r = fig.canvas.get_renderer()
         bbox = fig.bbox
@@ -172,8 +212,7 @@ def test_readable_at_notebook_size():
 
 def test_a_3d_mesh_reaches_across_facets_without_overlap():
     m3 = MeshSpec.create({"x": 2, "y": 2, "z": 2})
-    rep = CommunicationReport(m3, (Collective("all-reduce", ("x",), 4096, "float32", (32, 32),
-                                              "gradient", "w"),))
+    rep = CommunicationReport(m3, (Collective("all-reduce", ("x",), 4096, "float32", (32, 32), "gradient", "w"),))
     pic = communication_geometry(rep)
     (panel,) = pic.panels
     assert [frozenset(g.devices) for g in panel.groups] == truth_groups((2, 2, 2), (0,))
@@ -183,16 +222,14 @@ def test_a_3d_mesh_reaches_across_facets_without_overlap():
     mids = {tuple(np.round(g.path[len(g.path) // 2], 6)) for g in panel.groups}
     assert len(mids) == 4  # no two groups drawn on the same curve
     fig = plot_communication(rep)
-    assert sorted(t.get_text() for t in fig.axes[0].texts if t.get_gid() == "facet-title") == [
-        "x=0", "x=1"]
+    assert sorted(t.get_text() for t in fig.axes[0].texts if t.get_gid() == "facet-title") == ["x=0", "x=1"]
 
 
 def test_nothing_moves_and_bad_input():
     unsplit = MeshSpec.create({"batch": 1, "model": 4})
     plan = communication_plan({"w": ((8, 8), "float32", L("batch", "model", mesh=unsplit))})
     fig = plot_communication(plan)
-    assert fig.texts[0].get_text() == (
-        "Each update all-reduces no gradient: the batch is not split over devices")
+    assert fig.texts[0].get_text() == ("Each update all-reduces no gradient: the batch is not split over devices")
     assert not fig.axes[0].lines
     with pytest.raises(TypeError, match="Expected a CommunicationPlan .* Received: MemoryPlan"):
         plot_communication(memory_plan(mlp(False)))
@@ -208,33 +245,44 @@ def test_draws_into_a_given_figure():
 
 def test_the_headline_is_the_house_one_and_the_figure_has_no_empty_band():
     from dtsgd_viz.views.core.figure import headline_texts
-    rep = CommunicationReport(MESH, tuple(
-        Collective("all-reduce", ("batch",), b, "float32", (b // 4,), "gradient", v)
-        for v, b in [("w", 256), ("b", 64)]), function="step", ran_step=True)
+
+    rep = CommunicationReport(
+        MESH,
+        tuple(
+            Collective("all-reduce", ("batch",), b, "float32", (b // 4,), "gradient", v)
+            for v, b in [("w", 256), ("b", 64)]
+        ),
+        function="step",
+        ran_step=True,
+    )
     fig = plot_communication(rep)
     finding, settings = headline_texts(fig)
     assert finding == "Each update all-reduces 320 B per device along batch"
     title = next(t for t in fig.texts if t.get_gid() == "title")
     assert title.get_ha() == "center" and title.get_position()[0] == 0.5
     assert settings.replace("\u00a0", " ") == (
-        f"measured on the compiled step on {MESH}: 2 all-reduces")   # one line, no jargon
+        f"measured on the compiled step on {MESH}: 2 all-reduces"
+    )  # one line, no jargon
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
     note = next(t for t in fig.texts if t.get_gid() == "note").get_window_extent(r)
-    above = [t.get_window_extent(r) for t in [*fig.texts, *(x for ax in fig.axes for x in
-             [ax.xaxis.label, *ax.get_xticklabels()])] if t.get_text() and t.get_gid() != "note"]
+    above = [
+        t.get_window_extent(r)
+        for t in [*fig.texts, *(x for ax in fig.axes for x in [ax.xaxis.label, *ax.get_xticklabels()])]
+        if t.get_text() and t.get_gid() != "note"
+    ]
     gap = min(b.y0 for b in above) - note.y1
-    assert 0 <= gap <= 0.3 * fig.dpi   # the note sits just under the panel, no empty band
+    assert 0 <= gap <= 0.3 * fig.dpi  # the note sits just under the panel, no empty band
 
 
 def test_the_figure_names_what_its_lines_mean():
     """04's pictures said what their lines are only in the text beside them."""
     from dtsgd_viz import LayoutSpec, MeshSpec, communication_plan
     from dtsgd_viz.views import plot_communication
+
     mesh = MeshSpec.create({"batch": 2, "model": 4})
     plan = communication_plan({"w": ((8, 16), "float32", LayoutSpec(("unsharded", "model"), mesh))})
     fig = plot_communication(plan)
     note = next(t for t in fig.texts if t.get_gid() == "note").get_text()
-    assert "lines: each joins one group of devices that all-reduce together" in " ".join(
-        note.split())
+    assert "lines: each joins one group of devices that all-reduce together" in " ".join(note.split())
     assert any(ln.get_gid().startswith("group-") for ln in fig.axes[0].lines)

@@ -43,6 +43,7 @@ from dtsgd_viz.views.mesh.layout_labels import compact_devices, shortest_devices
 
 # ---- reading a figure back -----------------------------------------------------------
 
+
 def devices_in(label, names):
     """Device numbers named by a block label: 'CPU:0, CPU:4', 'CPU 0,8,16', 'CPU 0-7',
     'd0,d4' or 'd0-d3'."""
@@ -52,7 +53,7 @@ def devices_in(label, names):
     parts = [p.strip() for p in label.replace("\n", " ").split(",") if p.strip()]
     out = []
     for p in parts:
-        if re.fullmatch(r"\d+", p):   # bare ids: "0,16" (the figure's note says so)
+        if re.fullmatch(r"\d+", p):  # bare ids: "0,16" (the figure's note says so)
             out.append(int(p))
         elif m := re.fullmatch(r"d(\d+)-d(\d+)", p):
             out += range(int(m[1]), int(m[2]) + 1)
@@ -87,7 +88,7 @@ def panel_index(ax, rank=None):
     if rank is None:
         return tuple(int(s) for s in re.findall(r"\d+", ax.get_title()))
     title = ax.get_title().strip("[]")
-    parts = title.split(", ")[:rank - 2] if title else [":"] * (rank - 2)
+    parts = title.split(", ")[: rank - 2] if title else [":"] * (rank - 2)
     return tuple(slice(None) if p == ":" else int(p) for p in parts)
 
 
@@ -102,10 +103,8 @@ def text_boxes(fig):
     renderer = canvas.get_renderer()
     texts = list(fig.texts)
     for ax in fig.axes:
-        texts += [*ax.texts, ax.title, ax.xaxis.label, ax.yaxis.label,
-                  *ax.get_xticklabels(), *ax.get_yticklabels()]
-    return renderer, [(t, t.get_window_extent(renderer)) for t in texts
-                      if t.get_visible() and t.get_text()]
+        texts += [*ax.texts, ax.title, ax.xaxis.label, ax.yaxis.label, *ax.get_xticklabels(), *ax.get_yticklabels()]
+    return renderer, [(t, t.get_window_extent(renderer)) for t in texts if t.get_visible() and t.get_text()]
 
 
 def assert_readable(fig):
@@ -115,21 +114,27 @@ def assert_readable(fig):
     for t, b in boxes:
         assert b.x0 >= -1 and b.y0 >= -1 and b.x1 <= width + 1 and b.y1 <= height + 1, t.get_text()
     for i, (t1, b1) in enumerate(boxes):
-        for t2, b2 in boxes[i + 1:]:
+        for t2, b2 in boxes[i + 1 :]:
             inter = Bbox.intersection(b1, b2)
             assert inter is None or inter.width <= 1 or inter.height <= 1, (
-                f"{t1.get_text()!r} overlaps {t2.get_text()!r}")
+                f"{t1.get_text()!r} overlaps {t2.get_text()!r}"
+            )
     for ax in fig.axes:
         patches = {p.get_gid(): p for p in ax.patches}
         for t in ax.texts:
             kind, g = t.get_gid().rsplit("-", 1)
             cell = patches[f"key-{g}" if kind == "key-label" else f"block-{g}"]
             outer, inner = cell.get_window_extent(renderer), t.get_window_extent(renderer)
-            assert (inner.x0 >= outer.x0 - 1 and inner.x1 <= outer.x1 + 1
-                    and inner.y0 >= outer.y0 - 1 and inner.y1 <= outer.y1 + 1), t.get_text()
+            assert (
+                inner.x0 >= outer.x0 - 1
+                and inner.x1 <= outer.x1 + 1
+                and inner.y0 >= outer.y0 - 1
+                and inner.y1 <= outer.y1 + 1
+            ), t.get_text()
 
 
 # ---- against shard_geometry (pure) -----------------------------------------------------
+
 
 @pytest.mark.parametrize("dims, shape, specs", LAYOUT_CASES, ids=CASE_IDS)
 def test_blocks_against_shard_geometry(dims, shape, specs):
@@ -139,8 +144,7 @@ def test_blocks_against_shard_geometry(dims, shape, specs):
     fig = plot_layout(spec, shape)
     panels = panels_of(fig)
     # one panel per index of each sharded leading dim; unsharded ones are drawn once
-    assert len(panels) == int(np.prod([shape[d] for d in range(len(shape) - 2)
-                                        if specs[d] != "unsharded"]))
+    assert len(panels) == int(np.prod([shape[d] for d in range(len(shape) - 2) if specs[d] != "unsharded"]))
     seen = set()
     for ax in panels:
         index = panel_index(ax, len(shape)) if len(shape) >= 3 else ()
@@ -151,8 +155,7 @@ def test_blocks_against_shard_geometry(dims, shape, specs):
             want = geom.blocks[devices[0]]
             assert all(s.start <= i < s.stop for s, i in zip(want, index) if isinstance(i, int))
             # a leading dim drawn once: every block spans it whole
-            assert all(s == slice(0, shape[k]) for k, (s, i) in enumerate(zip(want, index))
-                       if not isinstance(i, int))
+            assert all(s == slice(0, shape[k]) for k, (s, i) in enumerate(zip(want, index)) if not isinstance(i, int))
             assert region(rect, len(shape)) == want[-2:] if len(shape) >= 2 else want
             assert color == to_rgba(block_looks(geom)[g][0])  # one colour per block
             assert not any(p.get_gid().startswith("swatch") for p in ax.patches)
@@ -172,6 +175,7 @@ def test_blocks_against_shard_geometry(dims, shape, specs):
 
 
 # ---- against what DTensor puts on each device ----------------------------------------
+
 
 @pytest.mark.parametrize("dims, shape, specs", LAYOUT_CASES, ids=CASE_IDS)
 def test_blocks_against_dtensor_unpack(dims, shape, specs):
@@ -197,12 +201,12 @@ def test_blocks_against_dtensor_unpack(dims, shape, specs):
     # the same picture from a DVariable (shape and layout read from it)
     var = _dtensor.variable(array, live, name="w")
     again = plot_layout(var)
-    assert [blocks_of(ax, names) for ax in panels_of(again)] == [
-        blocks_of(ax, names) for ax in panels_of(fig)]
+    assert [blocks_of(ax, names) for ax in panels_of(again)] == [blocks_of(ax, names) for ax in panels_of(fig)]
     assert again.texts[0].get_text().startswith(f"w {tuple(shape)}")
 
 
 # ---- what the figures say ------------------------------------------------------------------
+
 
 def _fig(dims, shape, specs, **kw):
     return plot_layout(LayoutSpec(specs, MeshSpec.create(dims)), shape, **kw)
@@ -213,10 +217,10 @@ def test_rank1_strip_and_axis_labels():
     (ax,) = panels_of(fig)
     assert ax.get_xlabel() == "tensor dim 0 — sharded over 'x' (8)"
     assert list(ax.get_xticks()) == list(range(0, 17, 2))
-    assert [t.get_text() for t in ax.texts if t.get_gid().startswith("label")] == [
-        f"CPU:{d}" for d in range(8)]
+    assert [t.get_text() for t in ax.texts if t.get_gid().startswith("label")] == [f"CPU:{d}" for d in range(8)]
     assert [t.get_text() for t in ax.texts if t.get_gid().startswith("slices")] == [
-        f"[{2 * d}:{2 * d + 2}]" for d in range(8)]
+        f"[{2 * d}:{2 * d + 2}]" for d in range(8)
+    ]
     assert fig.texts[0].get_text() == "b (16,): 8 devices, 8 distinct 2 blocks"
     assert fig.texts[1].get_text().startswith("sharding [x] on Mesh(x=8; 8 devices)")
     assert_readable(fig)
@@ -236,28 +240,47 @@ def test_2x4_sharded_both_dims_and_replicated():
     assert labels == ["CPU:0, CPU:4", "CPU:1, CPU:5", "CPU:2, CPU:6", "CPU:3, CPU:7"]
     # the title counts the distinct blocks and where their copies live
     assert " ".join(fig.texts[0].get_text().split()) == (
-        "(8, 16): 8 devices hold 4 distinct 8x4 blocks: each on 2 devices (copied over batch)")
+        "(8, 16): 8 devices hold 4 distinct 8x4 blocks: each on 2 devices (copied over batch)"
+    )
     assert fig.texts[1].get_text().startswith("sharding [unsharded, model] on Mesh(batch=2")
     assert_readable(fig)
 
 
-@pytest.mark.parametrize("dims, shape, specs, roles, key_xlabel", [
-    # cut 4 ways over 'model' and copied over 'batch': the copies come from the mesh dim
-    ({"batch": 2, "model": 4}, (8, 16), ("unsharded", "model"),
-     "batch: unused -> 2 copies · model: cuts tensor dim 1 (4 ways)",
-     "mesh dim model: cuts tensor dim 1 (4 ways)"),
-    ({"batch": 2, "model": 4}, (16, 8), ("model", "unsharded"),
-     "batch: unused -> 2 copies · model: cuts tensor dim 0 (4 ways)",
-     "mesh dim model: cuts tensor dim 0 (4 ways)"),
-    ({"batch": 2, "model": 4}, (8, 8), ("batch", "model"),
-     "batch: cuts tensor dim 0 (2 ways) · model: cuts tensor dim 1 (4 ways)",
-     "mesh dim model: cuts tensor dim 1 (4 ways)"),
-    ({"x": 8}, (4, 8), ("unsharded", "unsharded"), "x: unused -> 8 copies",
-     "mesh dim x: unused -> 8 copies"),
-    ({"a": 2, "b": 2, "c": 2}, (4, 6), ("b", "a"),
-     "c: unused -> 2 copies · a: cuts tensor dim 1 (2 ways) · b: cuts tensor dim 0 (2 ways)",
-     "mesh dim c: unused -> 2 copies"),
-])
+@pytest.mark.parametrize(
+    "dims, shape, specs, roles, key_xlabel",
+    [
+        # cut 4 ways over 'model' and copied over 'batch': the copies come from the mesh dim
+        (
+            {"batch": 2, "model": 4},
+            (8, 16),
+            ("unsharded", "model"),
+            "batch: unused -> 2 copies · model: cuts tensor dim 1 (4 ways)",
+            "mesh dim model: cuts tensor dim 1 (4 ways)",
+        ),
+        (
+            {"batch": 2, "model": 4},
+            (16, 8),
+            ("model", "unsharded"),
+            "batch: unused -> 2 copies · model: cuts tensor dim 0 (4 ways)",
+            "mesh dim model: cuts tensor dim 0 (4 ways)",
+        ),
+        (
+            {"batch": 2, "model": 4},
+            (8, 8),
+            ("batch", "model"),
+            "batch: cuts tensor dim 0 (2 ways) · model: cuts tensor dim 1 (4 ways)",
+            "mesh dim model: cuts tensor dim 1 (4 ways)",
+        ),
+        ({"x": 8}, (4, 8), ("unsharded", "unsharded"), "x: unused -> 8 copies", "mesh dim x: unused -> 8 copies"),
+        (
+            {"a": 2, "b": 2, "c": 2},
+            (4, 6),
+            ("b", "a"),
+            "c: unused -> 2 copies · a: cuts tensor dim 1 (2 ways) · b: cuts tensor dim 0 (2 ways)",
+            "mesh dim c: unused -> 2 copies",
+        ),
+    ],
+)
 def test_the_figure_says_where_copies_come_from(dims, shape, specs, roles, key_xlabel):
     spec = LayoutSpec(specs, MeshSpec.create(dims))
     fig = plot_layout(spec, shape)
@@ -269,10 +292,13 @@ def test_the_figure_says_where_copies_come_from(dims, shape, specs, roles, key_x
     assert not any("replicated" in t for t in texts)
     (ax,) = panels_of(fig)
     for dim, label in ((len(shape) - 1, ax.get_xlabel()), (len(shape) - 2, ax.get_ylabel())):
-        assert label.endswith("not sharded" if specs[dim] == "unsharded"
-                              else f"sharded over '{specs[dim]}' ({spec.mesh.dim_size(specs[dim])})")
+        assert label.endswith(
+            "not sharded"
+            if specs[dim] == "unsharded"
+            else f"sharded over '{specs[dim]}' ({spec.mesh.dim_size(specs[dim])})"
+        )
     keys = [a for a in fig.axes if a.get_gid() == "mesh-key"]
-    if geom.num_devices == geom.num_unique:   # one copy each: no key
+    if geom.num_devices == geom.num_unique:  # one copy each: no key
         assert not keys
     else:
         assert keys[0].get_xlabel() == key_xlabel
@@ -287,8 +313,7 @@ def test_2x2x2_mesh_rank3_facets_and_mesh_key():
     assert panels[0].get_ylabel() == "tensor dim 1\nsharded over 'b' (2)"
     key = next(ax for ax in fig.axes if ax.get_gid() == "mesh-key")
     assert key.get_xlabel() == "mesh dim c: cuts tensor dim 2 (2 ways)"
-    assert [t.get_text() for t in key.get_yticklabels()] == [
-        "a=0, b=0", "a=0, b=1", "a=1, b=0", "a=1, b=1"]
+    assert [t.get_text() for t in key.get_yticklabels()] == ["a=0, b=0", "a=0, b=1", "a=1, b=0", "a=1, b=1"]
     assert [t.get_text() for t in key.texts] == [f"CPU:{d}" for d in range(8)]
     assert_readable(fig)
 
@@ -303,10 +328,12 @@ def test_hypothetical_16_devices_groups_replicas():
     assert_readable(fig)
 
 
-MANY = [({"batch": 2, "model": 8}, (16, 64), ("batch", "model")),        # 16 blocks
-        ({"x": 4, "y": 8}, (32, 32), ("unsharded", "y")),                  # 8 blocks x 4 copies
-        ({"x": 8, "y": 8}, (64, 64), ("x", "y")),                          # 64 blocks
-        ({"a": 4, "b": 4, "c": 4}, (16, 16), ("a", "b"))]                  # 16 blocks x 4 copies
+MANY = [
+    ({"batch": 2, "model": 8}, (16, 64), ("batch", "model")),  # 16 blocks
+    ({"x": 4, "y": 8}, (32, 32), ("unsharded", "y")),  # 8 blocks x 4 copies
+    ({"x": 8, "y": 8}, (64, 64), ("x", "y")),  # 64 blocks
+    ({"a": 4, "b": 4, "c": 4}, (16, 16), ("a", "b")),
+]  # 16 blocks x 4 copies
 
 
 @pytest.mark.parametrize("dims, shape, specs", MANY, ids=["16", "32", "64", "4x4x4"])
@@ -333,7 +360,7 @@ def test_many_devices_stay_readable(dims, shape, specs):
     grid = {geom.block_index(d[0]): g for g, d in enumerate(geom.replica_groups)}
     for c, g in grid.items():  # neighbours along each tensor dim: different colours
         for dim in range(len(c)):
-            n = c[:dim] + (c[dim] + 1,) + c[dim + 1:]
+            n = c[:dim] + (c[dim] + 1,) + c[dim + 1 :]
             if n in grid:
                 assert look[g][0] != look[grid[n]][0], (c, n)
     if geom.num_devices // geom.num_unique > 1:  # replicas named in JAX's form
@@ -365,15 +392,15 @@ def test_small_blocks_get_compact_labels_that_still_fit():
     spec = LayoutSpec(("unsharded", "b"), MeshSpec.create({"a": 2, "b": 8}))
     pic = layout_picture((4, 64), spec, panel_size=(3.0, 1.0))
     names = spec.mesh.short_device_names
-    assert [devices_in(b.label, names) for b in pic.panels[0].blocks] == [
-        (d, d + 8) for d in range(8)]
+    assert [devices_in(b.label, names) for b in pic.panels[0].blocks] == [(d, d + 8) for d in range(8)]
     assert pic.omitted_labels == 0
     fig = Figure(figsize=(4.5, 2.0))
     ax = fig.add_axes((0.15, 0.3, 3.0 / 4.5, 0.5))
     assert plot_layout(spec, (4, 64), ax=ax) is fig
     assert [devices_in(t.get_text(), names) for t in ax.texts] == [(d, d + 8) for d in range(8)]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        f"CPU {d},{d + 8}" for d in range(8)]  # one entry per block
+        f"CPU {d},{d + 8}" for d in range(8)
+    ]  # one entry per block
     assert_readable(fig)
     assert compact_devices([0, 1, 2, 3, 8, 9, 10, 11]) == "d0-d3,d8-d11"
     assert shortest_devices(range(0, 16, 2)) == "d0,d2..d14"
@@ -381,6 +408,7 @@ def test_small_blocks_get_compact_labels_that_still_fit():
 
 
 # ---- text ---------------------------------------------------------------------------------
+
 
 def test_layout_table_golden_and_against_unpack():
     spec = LayoutSpec(("x", "y"), MeshSpec.create({"x": 2, "y": 2}))
@@ -448,25 +476,24 @@ def test_model_table_of_a_layoutmap_model_after_one_step():
         d2/bias    (1,)     float32  [unsharded]         (1,)         [unsharded]
         velocity slots: all 4 share their parameter's layout""")  # noqa: E501
     assert model_table(model, memory=True).splitlines()[-1] == (
-        "memory per device: 200 B (parameters 100 B + velocity slots 100 B)")
+        "memory per device: 200 B (parameters 100 B + velocity slots 100 B)"
+    )
     # by hand: blocks of 4x4 + 4 + 4x1 + 1 float32 values, each twice (its velocity)
     np.testing.assert_array_equal(dtsgd_viz.memory_plan(model).bytes_per_device, [200] * 8)
     np.testing.assert_array_equal(dtsgd_viz.memory_plan(rec.recording).bytes_per_device, [200] * 8)
-    np.testing.assert_array_equal(
-        dtsgd_viz.memory_plan(model, momentum=False).bytes_per_device, [100] * 8)
+    np.testing.assert_array_equal(dtsgd_viz.memory_plan(model, momentum=False).bytes_per_device, [100] * 8)
     # a slot laid out unlike its parameter is flagged
     kernel = model.trainable_variables[2]
     i = opt._index_dict[opt._var_key(kernel)]
-    opt.momentums[i] = _dtensor.variable(np.zeros((16, 1), np.float32),
-                                         dtensor.Layout.replicated(mesh, 2), name="m/d2/kernel")
+    opt.momentums[i] = _dtensor.variable(
+        np.zeros((16, 1), np.float32), dtensor.Layout.replicated(mesh, 2), name="m/d2/kernel"
+    )
     text = model_table(model, memory=True)
     assert text.splitlines()[4].endswith("(4, 1)       [unsharded, unsharded]  DIFFERS")
     assert sum("DIFFERS" in line for line in text.splitlines()[2:6]) == 1
-    assert text.splitlines()[-2] == (
-        "velocity slots: 1 of 4 laid out differently from their parameter (flag DIFFERS)")
+    assert text.splitlines()[-2] == ("velocity slots: 1 of 4 laid out differently from their parameter (flag DIFFERS)")
     # the replicated 16x1 slot costs 64 B where its [model] parameter's block costs 16 B
-    assert text.splitlines()[-1] == (
-        "memory per device: 248 B (parameters 100 B + velocity slots 148 B)")
+    assert text.splitlines()[-1] == ("memory per device: 248 B (parameters 100 B + velocity slots 148 B)")
     np.testing.assert_array_equal(dtsgd_viz.memory_plan(model).bytes_per_device, [248] * 8)
     # an optimizer alone: its slots, and parameters laid out like them
     np.testing.assert_array_equal(dtsgd_viz.memory_plan(opt).bytes_per_device, [296] * 8)
@@ -474,7 +501,11 @@ def test_model_table_of_a_layoutmap_model_after_one_step():
     slots = model_table(opt).splitlines()
     assert slots[0].startswith("optimizer SGD (momentum=0.9, nesterov=True) slots: 4 variables")
     assert [line.split()[0].split("m/", 1)[1] for line in slots[2:6]] == [
-        "d1/kernel", "d1/bias", "d2/kernel", "d2/bias"]
+        "d1/kernel",
+        "d1/bias",
+        "d2/kernel",
+        "d2/bias",
+    ]
     assert "[unsharded, unsharded]" in slots[4] and slots[-1].startswith("slots only")
     # plain tf-keras DTensor SGD: slots found through its momentums list
     plain = tf_keras.dtensor.experimental.optimizers.SGD(0.1, momentum=0.5, mesh=mesh)
@@ -484,7 +515,8 @@ def test_model_table_of_a_layoutmap_model_after_one_step():
     # the recording: same variables and layouts; views draw it like the live variable
     rec_text = model_table(rec.recording)
     assert [line.split()[:2] for line in rec_text.splitlines()[2:6]] == [
-        line.split()[:2] for line in model_table(model).splitlines()[2:6]]
+        line.split()[:2] for line in model_table(model).splitlines()[2:6]
+    ]
     names = _dtensor.mesh_spec(mesh).short_device_names
     from_rec = plot_layout(rec.recording, name="d1/kernel")
     from_var = plot_layout(model.trainable_variables[0])
@@ -501,16 +533,19 @@ def test_model_table_of_a_layoutmap_model_after_one_step():
 SPEC2 = LayoutSpec(("x", "unsharded"), MeshSpec.create({"x": 2, "y": 2}))
 
 
-@pytest.mark.parametrize("args, error, match", [
-    ((SPEC2,), ValueError, r"pass shape=, e.g. \(8, 16\) for a rank-2 tensor"),
-    ((SPEC2, (3, 4)), ValueError, "size 3.*sharded over mesh dim 'x' of size 2, which does not divide"),
-    ((SPEC2, (4,)), ValueError, r"has rank 2. Received: shape \(4,\) of rank 1"),
-    ((LayoutSpec((), SPEC2.mesh), ()), ValueError, r"rank 1 .* can be shown. Received: shape \(\) of rank 0"),
-    ((SPEC2, (0, 4)), ValueError, "must be >= 1"),
-    ((SPEC2, "4x4"), TypeError, "shape must be a tuple of ints"),
-    ((42,), TypeError, r"Expected a DTensor Layout \+ shape, .*Received: int"),
-    ((np.zeros((4, 4)), (4, 4)), TypeError, "Received: ndarray"),
-])
+@pytest.mark.parametrize(
+    "args, error, match",
+    [
+        ((SPEC2,), ValueError, r"pass shape=, e.g. \(8, 16\) for a rank-2 tensor"),
+        ((SPEC2, (3, 4)), ValueError, "size 3.*sharded over mesh dim 'x' of size 2, which does not divide"),
+        ((SPEC2, (4,)), ValueError, r"has rank 2. Received: shape \(4,\) of rank 1"),
+        ((LayoutSpec((), SPEC2.mesh), ()), ValueError, r"rank 1 .* can be shown. Received: shape \(\) of rank 0"),
+        ((SPEC2, (0, 4)), ValueError, "must be >= 1"),
+        ((SPEC2, "4x4"), TypeError, "shape must be a tuple of ints"),
+        ((42,), TypeError, r"Expected a DTensor Layout \+ shape, .*Received: int"),
+        ((np.zeros((4, 4)), (4, 4)), TypeError, "Received: ndarray"),
+    ],
+)
 def test_bad_input_is_explained(args, error, match):
     with pytest.raises(error, match=match):
         plot_layout(*args)
@@ -520,13 +555,11 @@ def test_bad_input_is_explained(args, error, match):
 
 def test_rank_limits_of_figure_and_text():
     rank5 = LayoutSpec(("x",) + ("unsharded",) * 4, SPEC2.mesh)
-    with pytest.raises(ValueError,
-                       match=r"rank 1 to 4 can be shown. Received: shape \(2, 2, 2, 2, 2\) of rank 5"):
+    with pytest.raises(ValueError, match=r"rank 1 to 4 can be shown. Received: shape \(2, 2, 2, 2, 2\) of rank 5"):
         plot_layout(rank5, (2,) * 5)
     assert len(layout_table(rank5, (2,) * 5).splitlines()) == 4  # text has no rank limit
     rank3 = LayoutSpec(("x", "y", "unsharded"), SPEC2.mesh)
-    with pytest.raises(ValueError,
-                       match=r"ax= draws one panel, for rank 1 or 2 tensors. Received: shape \(2, 2, 2\)"):
+    with pytest.raises(ValueError, match=r"ax= draws one panel, for rank 1 or 2 tensors. Received: shape \(2, 2, 2\)"):
         plot_layout(rank3, (2, 2, 2), ax=Figure().add_subplot())
 
 
@@ -551,6 +584,7 @@ def test_a_multi_client_mesh_names_each_device_once_in_layout_views():
     /task:1/.../CPU:0-3. The layout views keep the task where the short names repeat
     (the table had 'CPU:0' twice for two different devices)."""
     from dtsgd_viz import LayoutSpec, MeshSpec, layout_table, plot_layout
+
     devices = [f"/job:worker/replica:0/task:{t}/device:CPU:{c}" for t in (0, 1) for c in range(4)]
     mesh = MeshSpec(("batch", "model"), (2, 4), devices)
     assert mesh.short_device_names == tuple(f"t{t}/CPU:{c}" for t in (0, 1) for c in range(4))
@@ -563,6 +597,7 @@ def test_a_multi_client_mesh_names_each_device_once_in_layout_views():
     texts = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
     assert "t1/CPU:0" in texts, texts
     import matplotlib.pyplot as plt
+
     plt.close(fig)
     # one client's own mesh keeps the short form
     assert MeshSpec.create({"x": 2}).short_device_names == ("CPU:0", "CPU:1")
@@ -604,7 +639,8 @@ def test_one_copy_layouts_name_mesh_coordinates_instead_of_a_key():
     (ax,) = panels_of(fig)
     assert not ax.child_axes
     assert " ".join(fig.texts[0].get_text().split()) == (
-        "(8, 8): 8 devices hold 4 distinct 8x2 blocks: each on 2 devices (copied over batch)")
+        "(8, 8): 8 devices hold 4 distinct 8x2 blocks: each on 2 devices (copied over batch)"
+    )
 
 
 def test_mesh_colours_do_not_wrap_and_text_follows_lightness():
@@ -614,21 +650,22 @@ def test_mesh_colours_do_not_wrap_and_text_follows_lightness():
     from matplotlib.colors import rgb_to_hsv
 
     from dtsgd_viz.views.mesh.layout_colors import lightness_of
+
     mesh = MeshSpec.create({"data": 4, "model": 16})
     spec = LayoutSpec(("data", "model"), mesh)
     geom = shard_geometry((1024, 512), spec)
     fig = plot_layout(spec, (1024, 512))
     (ax,) = panels_of(fig)
     colors = {int(p.get_gid().split("-")[1]): p.get_facecolor()[:3] for p in ax.patches}
-    text = {int(t.get_gid().split("-")[1]): t.get_color() for t in ax.texts
-            if t.get_gid().startswith("label-")}
+    text = {int(t.get_gid().split("-")[1]): t.get_color() for t in ax.texts if t.get_gid().startswith("label-")}
     for row in range(4):
-        groups = [geom.group_of[mesh.device_id((row, m)) if hasattr(mesh, "device_id")
-                                else row * 16 + m] for m in range(16)]
+        groups = [
+            geom.group_of[mesh.device_id((row, m)) if hasattr(mesh, "device_id") else row * 16 + m] for m in range(16)
+        ]
         assert len({text[g] for g in groups}) == 1, row
         first, last = rgb_to_hsv(colors[groups[0]]), rgb_to_hsv(colors[groups[-1]])
         gap = abs(first[0] - last[0])
-        assert min(gap, 1 - gap) > 0.1   # at least 36° of hue apart
-        for g in groups:   # the label's colour is the one the block's lightness asks for
+        assert min(gap, 1 - gap) > 0.1  # at least 36° of hue apart
+        for g in groups:  # the label's colour is the one the block's lightness asks for
             assert text[g] == ("white" if lightness_of(colors[g]) < 58 else "black")
     assert text[geom.group_of[0]] == "white" and text[geom.group_of[63]] == "black"

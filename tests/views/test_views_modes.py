@@ -42,7 +42,7 @@ def test_mode_curves_are_the_recorded_parameters_projected_on_the_eigenvectors(f
         assert f"h = {h[i]:g}" in axes[f"mode:{i}"].get_title()
         for key, rec in recs.items():
             path = rec.path("w").astype(np.float64)
-            expected = np.abs(path @ U[:, i])          # the minimum is the origin
+            expected = np.abs(path @ U[:, i])  # the minimum is the origin
             k, y = drawn[f"mode:{i}:{key}"].get_data()
             np.testing.assert_array_equal(k, np.arange(STEPS + 1))
             ok = expected > 0
@@ -55,18 +55,27 @@ def test_each_envelope_shrinks_by_the_spectral_radius_and_bounds_the_real_run(fi
     for i in range(2):
         drawn = lines(axes[f"mode:{i}"])
         for key, rec in recs.items():
-            hp = rec.hyperparameters   # as tf-keras applied them (through float32)
+            hp = rec.hyperparameters  # as tf-keras applied them (through float32)
             rho = radius(float(hp.learning_rate[0]), hp.applied_momentum, h[i], hp.nesterov)
             env = np.asarray(drawn[f"envelope:{i}:{key}"].get_ydata())
             err = np.abs(rec.path("w").astype(np.float64) @ U[:, i])
             if rho < 1e-6:  # lr * h = 1 for plain SGD: the mode is gone after one update
                 assert np.all(~(env[2:] >= 1e-6 * err[0])) and np.all(err[1:] < 1e-6 * err[0])
                 continue
-            np.testing.assert_allclose(env, mode_envelope(err[0] * np.sign(rec.path("w")[0] @ U[:, i]),
-                                                          float(hp.learning_rate[0]), hp.applied_momentum,
-                                                          h[i], hp.nesterov, STEPS), rtol=1e-12)
+            np.testing.assert_allclose(
+                env,
+                mode_envelope(
+                    err[0] * np.sign(rec.path("w")[0] @ U[:, i]),
+                    float(hp.learning_rate[0]),
+                    hp.applied_momentum,
+                    h[i],
+                    hp.nesterov,
+                    STEPS,
+                ),
+                rtol=1e-12,
+            )
             k = np.arange(len(env))
-            assert np.all(env <= env[0] * (1 + k) * rho ** k * (1 + 1e-9)), (key, i)  # shrinks by rho
+            assert np.all(env <= env[0] * (1 + k) * rho**k * (1 + 1e-9)), (key, i)  # shrinks by rho
             assert np.all(err <= env * (1 + 1e-4) + 1e-6), (key, i)
             assert np.max((err / env)[5:]) > 0.5  # tight: the run comes close to it
 
@@ -97,8 +106,7 @@ def test_rate_panel_draws_both_rules_and_marks_each_eigenvalue(fig):
         for i in range(2):
             x, y = drawn[f"mark:{i}:{key}"].get_data()
             assert x[0] == pytest.approx(c["learning_rate"] * h[i], rel=1e-6)
-            assert y[0] == pytest.approx(radius(c["learning_rate"], c["momentum"], h[i], c["nesterov"]),
-                                         abs=1e-6)
+            assert y[0] == pytest.approx(radius(c["learning_rate"], c["momentum"], h[i], c["nesterov"]), abs=1e-6)
     assert {"rate:momentum", "rate:nesterov"} <= set(drawn)
     assert ax.get_xscale() == "log"
 
@@ -144,6 +152,7 @@ def test_envelope_near_critical_damping_starts_at_the_error_and_bounds_the_real_
 @pytest.mark.parametrize("mu", [0.3, 0.81, 0.9, 0.99])
 def test_envelope_is_a_true_bound_that_the_mode_touches_around_critical_damping(mu, nesterov):
     from dtsgd_viz.theory import quadratic as theory
+
     a_c = float(theory.critical_damping(mu, nesterov))
     for a in a_c * np.array([0.5, 0.9, 0.999, 1.0, 1.001, 1.1, 2.0]):
         M = theory.iteration_matrix(a, mu, 1.0, nesterov)
@@ -157,9 +166,12 @@ def test_envelope_is_a_true_bound_that_the_mode_touches_around_critical_damping(
 
 
 def test_runs_made_on_another_surface_are_refused(recs):
-    with pytest.raises(ValueError, match=r"Recording '\w+' was not made on the rotated quadratic "
-                                         r"\(condition 3, angle 30°\).*RotatedQuadratic\(condition=3.0.*"
-                                         r"at update 1 it recorded loss [0-9.]+, where this surface gives"):
+    with pytest.raises(
+        ValueError,
+        match=r"Recording '\w+' was not made on the rotated quadratic "
+        r"\(condition 3, angle 30°\).*RotatedQuadratic\(condition=3.0.*"
+        r"at update 1 it recorded loss [0-9.]+, where this surface gives",
+    ):
         dtsgd_viz.plot_modes(recs, surfaces.RotatedQuadratic(condition=3.0))
     dtsgd_viz.plot_modes(recs, surfaces.RotatedQuadratic(condition=10.0, angle=30.0))  # an equal one is fine
 
@@ -167,16 +179,21 @@ def test_runs_made_on_another_surface_are_refused(recs):
 def test_eigenvalue_labels_of_several_learning_rates_never_overprint():
     # lr 0.01 and 0.25 on h = 1, 10: marks at a = 0.01, 0.1, 0.25, 2.5 with long labels
     from helpers.readable import overlapping
+
     s = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)
-    recs = dtsgd_viz.run(s, {"m": dict(learning_rate=0.01, momentum=0.81),
-                             "n": dict(learning_rate=0.25, momentum=0.5, nesterov=True)}, steps=8)
+    recs = dtsgd_viz.run(
+        s,
+        {"m": dict(learning_rate=0.01, momentum=0.81), "n": dict(learning_rate=0.25, momentum=0.5, nesterov=True)},
+        steps=8,
+    )
     fig = dtsgd_viz.plot_modes(recs, s)
     ax = {ax.get_label(): ax for ax in fig.axes}["rates"]
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     labels = [t for t in ax.texts if (t.get_gid() or "").startswith("eig-label:")]
     assert sorted(t.get_text() for t in labels) == sorted(
-        ["h₁=1 (lr 0.01)", "h₂=10 (lr 0.01)", "h₁=1 (lr 0.25)", "h₂=10 (lr 0.25)"])
+        ["h₁=1 (lr 0.01)", "h₂=10 (lr 0.01)", "h₁=1 (lr 0.25)", "h₂=10 (lr 0.25)"]
+    )
     boxes = [t.get_window_extent(renderer) for t in labels]
     assert not overlapping(boxes)
     axbox = ax.get_window_extent(renderer)
@@ -188,9 +205,13 @@ def test_runs_gone_within_the_first_updates_are_named_once_in_a_note():
     in one update and Nesterov in two: their names at x ~ 0 piled up on the axis. They
     are said once in a note; only runs that last are named at their line ends."""
     from helpers.synthetic_paths import synthetic
+
     s = surfaces.RotatedQuadratic(condition=20.0)
-    recs = {"plain": synthetic(s, 60, 0.05), "momentum": synthetic(s, 60, 0.05, 0.9),
-            "nesterov": synthetic(s, 60, 0.05, 0.9, True)}
+    recs = {
+        "plain": synthetic(s, 60, 0.05),
+        "momentum": synthetic(s, 60, 0.05, 0.9),
+        "nesterov": synthetic(s, 60, 0.05, 0.9, True),
+    }
     fig = dtsgd_viz.plot_modes(recs, s)
     assert fig.get_suptitle().startswith("Nesterov converges fastest")
     fast = next(ax for ax in fig.axes if ax.get_label() == "mode:1")
@@ -208,6 +229,7 @@ def test_the_subtitle_names_only_line_styles_the_lines_have(fig):
     and it makes no claim about the recorded runs' styles (momentum's is dashed)."""
     from dtsgd_viz.views.core.figure import headline_texts
     from dtsgd_viz.views.rates.modes import dash_word
+
     _, settings = headline_texts(fig)
     settings = " ".join(settings.split())
     modes = [ax for ax in fig.axes if ax.get_label().startswith("mode:")]
@@ -215,7 +237,7 @@ def test_the_subtitle_names_only_line_styles_the_lines_have(fig):
     recorded = [ln for ax in modes for ln in ax.lines if (ln.get_gid() or "").startswith("mode:")]
     assert envelopes and recorded
 
-    def word(line):   # from the dash pattern drawn, in line widths
+    def word(line):  # from the dash pattern drawn, in line widths
         _, seq = line._unscaled_dash_pattern
         return dash_word((0, tuple(v / line.get_linewidth() for v in seq)) if seq else "-")
 
@@ -223,7 +245,7 @@ def test_the_subtitle_names_only_line_styles_the_lines_have(fig):
     for style_word in ("solid", "dashed", "dotted"):
         if style_word in settings.replace("dotted, in each run's colour: its bound", ""):
             assert {word(ln) for ln in recorded} == {style_word}, style_word
-    assert {word(ln) for ln in recorded} == {"solid", "dashed"}   # momentum dashed: no single word fits
+    assert {word(ln) for ln in recorded} == {"solid", "dashed"}  # momentum dashed: no single word fits
 
 
 def test_rate_marks_at_rate_zero_show_whole_and_each_run_keeps_its_marker():
@@ -231,10 +253,13 @@ def test_rate_marks_at_rate_zero_show_whole_and_each_run_keeps_its_marker():
     marks are not cut, and each run has its own marker (the first drawn largest), so
     marks at one rate all show."""
     from dtsgd_viz.views.core import style
-    s = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)   # tutorial 03: lr * h = 1 on h = 20
-    configs = {"plain": dict(learning_rate=0.05, momentum=0.0),
-               "momentum": dict(learning_rate=0.05, momentum=0.9),
-               "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)}
+
+    s = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)  # tutorial 03: lr * h = 1 on h = 20
+    configs = {
+        "plain": dict(learning_rate=0.05, momentum=0.0),
+        "momentum": dict(learning_rate=0.05, momentum=0.9),
+        "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True),
+    }
     recs = dtsgd_viz.run(s, configs, steps=4)
     fig = dtsgd_viz.plot_modes(recs, s)
     ax = {ax.get_label(): ax for ax in fig.axes}["rates"]
@@ -245,7 +270,7 @@ def test_rate_marks_at_rate_zero_show_whole_and_each_run_keeps_its_marker():
         key = gid.rsplit(":", 1)[-1]
         assert ln.get_marker() == style.run_looks(list(configs))[key].marker
         sizes[key] = ln.get_markersize()
-        if abs(ln.get_ydata()[0]) < 1e-6:   # at rate 0: its whole marker above the axis bottom
+        if abs(ln.get_ydata()[0]) < 1e-6:  # at rate 0: its whole marker above the axis bottom
             y = ax.transData.transform((ln.get_xdata()[0], 0.0))[1]
             bottom = ax.get_window_extent().y0
             assert y - bottom >= ln.get_markersize() / 2 * fig.dpi / 72
@@ -256,6 +281,7 @@ def test_rate_marks_at_rate_zero_show_whole_and_each_run_keeps_its_marker():
 
 def test_the_rate_curve_names_keep_off_the_marks_and_each_other(fig):
     from helpers.readable import overlapping
+
     ax = {ax.get_label(): ax for ax in fig.axes}["rates"]
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
@@ -270,9 +296,11 @@ def test_the_rate_curve_names_keep_off_the_marks_and_each_other(fig):
                 assert not (b.x0 - r < x < b.x1 + r and b.y0 - r < y < b.y1 + r), (t.get_text(), ln.get_gid())
 
 
-TUTORIAL_03 = {"plain": dict(learning_rate=0.05, momentum=0.0),
-               "momentum": dict(learning_rate=0.05, momentum=0.9),
-               "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)}
+TUTORIAL_03 = {
+    "plain": dict(learning_rate=0.05, momentum=0.0),
+    "momentum": dict(learning_rate=0.05, momentum=0.9),
+    "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True),
+}
 
 
 @pytest.fixture(scope="module")
@@ -290,6 +318,7 @@ def test_the_rate_marks_nest_and_a_key_names_them(fig03):
     each earlier one an open ring in its colour, the last filled; a key names each
     run's marker, drawn as on the curves."""
     from dtsgd_viz.views.core import style
+
     ax = {ax.get_label(): ax for ax in fig03.axes}["rates"]
     looks = style.run_looks(list(TUTORIAL_03))
     marks = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("mark:")}
@@ -303,12 +332,18 @@ def test_the_rate_marks_nest_and_a_key_names_them(fig03):
         assert marks[f"mark:{i}:{keys[-1]}"].get_markerfacecolor() == looks[keys[-1]].color
     key = ax.get_legend()
     assert key is not None and key.get_gid() == "mark-key"
-    assert [t.get_text() for t in key.get_texts()] == ["plain's directions", "momentum's directions",
-                                                       "Nesterov's directions"]
+    assert [t.get_text() for t in key.get_texts()] == [
+        "plain's directions",
+        "momentum's directions",
+        "Nesterov's directions",
+    ]
     for handle, k in zip(key.legend_handles, keys):
         drawn = marks[f"mark:0:{k}"]
         assert (handle.get_marker(), handle.get_markersize(), handle.get_markerfacecolor()) == (
-            drawn.get_marker(), drawn.get_markersize(), drawn.get_markerfacecolor())
+            drawn.get_marker(),
+            drawn.get_markersize(),
+            drawn.get_markerfacecolor(),
+        )
     assert "lr·h" in ax.get_xlabel() and "a =" not in ax.get_xlabel()
 
 
@@ -316,6 +351,7 @@ def test_the_rate_curve_names_cross_no_curve_and_keep_off_the_key(fig03):
     """Each rule's name stands beside its own curve (within a few points of it), over
     no rate curve, the stability line or the key."""
     from helpers.readable import overlapping
+
     ax = {ax.get_label(): ax for ax in fig03.axes}["rates"]
     renderer = fig03.canvas.get_renderer()
     names = {t.get_gid(): t for t in ax.texts if (t.get_gid() or "").startswith("curve-label:")}
@@ -323,7 +359,7 @@ def test_the_rate_curve_names_cross_no_curve_and_keep_off_the_key(fig03):
     curves = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("rate:")}
     frame = ax.get_window_extent(renderer)
     dense = {}
-    for gid, ln in curves.items():   # every curve's points, a pixel or so apart
+    for gid, ln in curves.items():  # every curve's points, a pixel or so apart
         x = np.geomspace(*ln.get_xdata()[[0, -1]], 6000)
         y = np.interp(np.log(x), np.log(ln.get_xdata()), ln.get_ydata())
         xy = ax.transData.transform(np.column_stack([x, y]))
@@ -333,13 +369,13 @@ def test_the_rate_curve_names_cross_no_curve_and_keep_off_the_key(fig03):
         box = t.get_window_extent(renderer)
         assert not overlapping([box, key_box])
         for xy in dense.values():
-            inside = ((xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1))
+            inside = (xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1)
             assert not inside.any(), (t.get_text(), gid)
         own = dense[gid.split(":", 1)[1]]
         dx = np.maximum(np.maximum(box.x0 - own[:, 0], own[:, 0] - box.x1), 0)
         dy = np.maximum(np.maximum(box.y0 - own[:, 1], own[:, 1] - box.y1), 0)
         assert np.hypot(dx, dy).min() < 12 * fig03.dpi / 72, t.get_text()
-        y1 = ax.transData.transform((1.0, 1.0))[1]   # the rate-1 line
+        y1 = ax.transData.transform((1.0, 1.0))[1]  # the rate-1 line
         assert not box.y0 < y1 < box.y1, t.get_text()
 
 
@@ -351,14 +387,16 @@ def test_the_zoom_beside_the_rate_panel_resolves_the_runs_on_h1(fig03):
     from helpers.readable import overlapping
 
     from dtsgd_viz.views.core import style
+
     axes = {ax.get_label(): ax for ax in fig03.axes}
     zoom, rates_ax = axes["rate-zoom"], axes["rates"]
     renderer = fig03.canvas.get_renderer()
     h = np.linalg.eigvalsh(surfaces.RotatedQuadratic(condition=20.0, angle=30.0).hessian)
-    expected = {k: radius(c["learning_rate"], c["momentum"], h[0], c.get("nesterov", False))
-                for k, c in TUTORIAL_03.items()}
+    expected = {
+        k: radius(c["learning_rate"], c["momentum"], h[0], c.get("nesterov", False)) for k, c in TUTORIAL_03.items()
+    }
     lo, hi = zoom.get_ylim()
-    assert all(lo < r < hi for r in expected.values()) and hi - lo < 0.1   # a zoom, not 0-1
+    assert all(lo < r < hi for r in expected.values()) and hi - lo < 0.1  # a zoom, not 0-1
     marks = {ln.get_gid().split(":", 1)[1]: ln for ln in zoom.lines if (ln.get_gid() or "").startswith("zoom-mark:")}
     assert set(marks) == set(TUTORIAL_03)
     px = {k: zoom.transData.transform(ln.get_xydata()[0]) for k, ln in marks.items()}
@@ -368,9 +406,11 @@ def test_the_zoom_beside_the_rate_panel_resolves_the_runs_on_h1(fig03):
         assert px[k][1] - px["nesterov"][1] >= (size[k] + size["nesterov"]) / 2
     labels = {t.get_gid().split(":", 1)[1]: t for t in zoom.texts if (t.get_gid() or "").startswith("zoom-label:")}
     assert {k: t.get_text() for k, t in labels.items()} == {
-        "plain": f"plain {expected['plain']:.3f}", "momentum": f"momentum {expected['momentum']:.3f}",
-        "nesterov": f"Nesterov {expected['nesterov']:.3f}"}
-    assert expected["plain"] > expected["momentum"]   # 0.950 vs 0.949: the names say it
+        "plain": f"plain {expected['plain']:.3f}",
+        "momentum": f"momentum {expected['momentum']:.3f}",
+        "nesterov": f"Nesterov {expected['nesterov']:.3f}",
+    }
+    assert expected["plain"] > expected["momentum"]  # 0.950 vs 0.949: the names say it
     boxes = {k: t.get_window_extent(renderer) for k, t in labels.items()}
     assert not overlapping(list(boxes.values()))
     frame = zoom.get_window_extent(renderer)
@@ -378,10 +418,10 @@ def test_the_zoom_beside_the_rate_panel_resolves_the_runs_on_h1(fig03):
     for k, box in boxes.items():
         assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
         assert labels[k].get_fontsize() >= style.LABEL_SIZE
-        for m, (x, y) in px.items():   # off every mark
+        for m, (x, y) in px.items():  # off every mark
             gap = np.hypot(max(box.x0 - x, x - box.x1, 0), max(box.y0 - y, y - box.y1, 0))
             assert gap >= size[m] / 2, (k, m)
-        for ln in curves:   # over no curve: its points a pixel or so apart
+        for ln in curves:  # over no curve: its points a pixel or so apart
             x = np.linspace(*zoom.get_xlim(), 3000)
             xy = zoom.transData.transform(np.column_stack([x, np.interp(x, *ln.get_data())]))
             inside = (xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1)
@@ -397,6 +437,7 @@ def test_the_zoom_beside_the_rate_panel_resolves_the_runs_on_h1(fig03):
 def test_the_modes_headline_is_one_line_and_the_mark_key_is_readable(fig03):
     from dtsgd_viz.views.core import style
     from dtsgd_viz.views.core.figure import headline_texts
+
     finding, _ = headline_texts(fig03)
     assert "\n" not in finding and finding.startswith("Nesterov converges fastest: ")
     assert "0.925" in finding and "momentum 0.949" in finding and "plain 0.950" in finding
@@ -409,6 +450,7 @@ def test_the_modes_headline_is_one_line_and_the_mark_key_is_readable(fig03):
 def test_one_run_or_runs_far_apart_get_no_zoom(recs):
     from dtsgd_viz.views.rates.modes import modes_data
     from dtsgd_viz.views.rates.modes_zoom import zoom_mode
+
     one = {"momentum": recs["momentum"]}
     assert [ax.get_label() for ax in dtsgd_viz.plot_modes(one, SURFACE).axes] == ["mode:0", "mode:1", "rates"]
     assert zoom_mode(modes_data(one, SURFACE)) is None
@@ -421,9 +463,13 @@ def test_gone_runs_plunge_to_the_axis_beside_their_note_and_hidden_bounds_are_na
     bottom where it leaves it, the note stands beside those plunges with its arrow at
     them, and a note above plain's line says whose bounds run on it."""
     from helpers.synthetic_paths import synthetic
+
     s = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
-    recs = {"plain": synthetic(s, 60, 0.05), "momentum": synthetic(s, 60, 0.05, 0.9),
-            "nesterov": synthetic(s, 60, 0.05, 0.9, True)}
+    recs = {
+        "plain": synthetic(s, 60, 0.05),
+        "momentum": synthetic(s, 60, 0.05, 0.9),
+        "nesterov": synthetic(s, 60, 0.05, 0.9, True),
+    }
     fig = dtsgd_viz.plot_modes(recs, s)
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
@@ -433,13 +479,13 @@ def test_gone_runs_plunge_to_the_axis_beside_their_note_and_hidden_bounds_are_na
     drawn = lines(fast)
     for key, last in (("plain", 1), ("nesterov", 2)):
         x, y = (np.asarray(v, float) for v in drawn[f"plunge:1:{key}"].get_data())
-        assert x[-1] == last and y[-1] < low <= y[0]   # on down past the bottom, at its update
+        assert x[-1] == last and y[-1] < low <= y[0]  # on down past the bottom, at its update
     (note,) = [t for t in fast.texts if t.get_gid() == "gone:1"]
-    box = matplotlib.text.Text.get_window_extent(note, renderer)   # the text, not its arrow
+    box = matplotlib.text.Text.get_window_extent(note, renderer)  # the text, not its arrow
     frame = fast.get_window_extent(renderer)
     head = fast.transData.transform(note.xy)
     assert frame.x0 < box.x0 and box.x1 < frame.x1 and frame.y0 < box.y0 < frame.y0 + 0.15 * frame.height
-    assert box.x0 - head[0] < 0.12 * frame.width          # beside the plunges, not across the panel
+    assert box.x0 - head[0] < 0.12 * frame.width  # beside the plunges, not across the panel
     assert head[0] < fast.transData.transform((3, 1))[0]  # the arrow ends at the first updates
     (hidden,) = [t for t in slow.texts if (t.get_gid() or "").startswith("hidden-envelope:0:")]
     assert hidden.get_gid() == "hidden-envelope:0:momentum"
@@ -450,8 +496,10 @@ def test_gone_runs_plunge_to_the_axis_beside_their_note_and_hidden_bounds_are_na
     assert sb.x0 <= hb.x0 and hb.x1 <= sb.x1 and sb.y0 <= hb.y0 and hb.y1 <= sb.y1
     # it points at plain's line, and stands above the data
     k, y = hidden.xy
-    assert y == pytest.approx(abs(recs["plain"].path("w")[int(k)].astype(np.float64)
-                                  @ np.linalg.eigh(s.hessian)[1][:, 0]), rel=1e-6)
-    top = max(np.nanmax(np.asarray(ln.get_ydata(), float)[20:]) for g, ln in lines(slow).items()
-              if g.startswith("mode:0:"))
+    assert y == pytest.approx(
+        abs(recs["plain"].path("w")[int(k)].astype(np.float64) @ np.linalg.eigh(s.hessian)[1][:, 0]), rel=1e-6
+    )
+    top = max(
+        np.nanmax(np.asarray(ln.get_ydata(), float)[20:]) for g, ln in lines(slow).items() if g.startswith("mode:0:")
+    )
     assert hb.y0 > slow.transData.transform((30, top))[1]

@@ -47,7 +47,7 @@ def gid_artists(fig, prefix):
         for a in [*ax.lines, *ax.collections]:
             gid = a.get_gid() or ""
             if gid.startswith(prefix):
-                out[gid[len(prefix):]] = a
+                out[gid[len(prefix) :]] = a
     return out
 
 
@@ -66,7 +66,7 @@ def quiver_arrow(q: Quiver):
 def test_path_vertices_are_the_recorded_params(rotated, rotated_figure):
     fig = rotated_figure
     paths, rests = gid_artists(fig, "path:"), gid_artists(fig, "path-rest:")
-    assert sorted(paths) == sorted(CONFIGS) and not rests   # whole, no faded part
+    assert sorted(paths) == sorted(CONFIGS) and not rests  # whole, no faded part
     assert not gid_artists(fig, "trail:")
     colors = style.optimizer_colors(rotated)
     for name, rec in rotated.items():
@@ -90,7 +90,7 @@ def test_path_vertices_are_the_recorded_params(rotated, rotated_figure):
     for name, rec in rotated.items():
         label = texts[f"label:{name}"]
         assert label.axes is ax_loss and label.get_color() == colors[name]
-        assert label.get_position()[0] > rec.steps[-1]   # to the right of the line's end
+        assert label.get_position()[0] > rec.steps[-1]  # to the right of the line's end
     # no step named: the update where the runs differ most is ringed, and said so
     assert gid_artists(fig, "position:") and "where the runs differ most" in ax_path.get_title()
 
@@ -125,6 +125,7 @@ def test_himmelblau_marks_all_four_minima():
 
 def rgb(color):
     from matplotlib.colors import to_rgb
+
     return np.asarray(to_rgb(color))
 
 
@@ -146,6 +147,7 @@ def arrow_figures(rotated):
         if update not in drawn:
             drawn[update] = dtsgd_viz.plot_paths(rotated, ROTATED, step=update, arrows=True)
         return drawn[update]
+
     return at
 
 
@@ -157,9 +159,12 @@ def update_figures(rotated, arrow_figures):
 
     def at(update):
         if update not in drawn:
-            drawn[update] = (arrow_figures(update),
-                             dtsgd_viz.plot_update(rotated, ROTATED, step=update))   # the same update up close
+            drawn[update] = (
+                arrow_figures(update),
+                dtsgd_viz.plot_update(rotated, ROTATED, step=update),
+            )  # the same update up close
         return drawn[update]
+
     return at
 
 
@@ -168,8 +173,8 @@ def update_figures(rotated, arrow_figures):
 def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, update_figures, name, update):
     rec = rotated[name]
     fig, close = update_figures(update)
-    k = update if update > 0 else STEPS + 1 + update     # the update drawn
-    i = list(rec.steps).index(k)                        # its row in the recording
+    k = update if update > 0 else STEPS + 1 + update  # the update drawn
+    i = list(rec.steps).index(k)  # its row in the recording
     path = rec.path("w").astype(np.float64)
     g = rec.global_values("w", "grad")[i].astype(np.float64)
     vel = rec.global_values("w", "velocity").astype(np.float64)
@@ -188,8 +193,9 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, update_figures,
     # the path panel's arrows and plot_update's thick ones show the same vectors; the
     # close-up draws its last arrow (-lr*g) at least MIN_ARROW of the panel long, saying so
     for prefix, drawn in (("arrow:", fig), ("zoom-arrow:", close)):
-        arrows = {key.split(":", 1)[1]: q for key, q in gid_artists(drawn, prefix).items()
-                  if key.startswith(name + ":")}
+        arrows = {
+            key.split(":", 1)[1]: q for key, q in gid_artists(drawn, prefix).items() if key.startswith(name + ":")
+        }
         assert set(arrows) == set(expected)
         tail = path[i]
         for term in order:
@@ -203,13 +209,13 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, update_figures,
                 span = np.ptp(ax.get_xlim())
                 assert factor == 1.0 or np.hypot(*uv) >= upd.MIN_ARROW * span * (1 - 1e-6)
                 label = [t for t in ax.texts if t.get_gid() == f"zoom-label:{name}:{term}"][0]
-                true = float(np.hypot(*expected[term]))   # its true length, on its label
+                true = float(np.hypot(*expected[term]))  # its true length, on its label
                 assert f"{true:.2g}" in label.get_text() or f"{true:.1e}" in label.get_text()
                 assert ("drawn ×" in label.get_text()) == (factor > 1)
                 uv = expected[term]
             face = arrows[term].get_facecolor()[0]
             if term == "gradient":
-                assert_tint_of(face, color)    # the run's colour, lighter; not black
+                assert_tint_of(face, color)  # the run's colour, lighter; not black
             else:
                 np.testing.assert_allclose(face[:3], rgb(color))
             tail = tail + uv
@@ -220,11 +226,10 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, update_figures,
     pos = gid_artists(fig, "position:")[name]
     np.testing.assert_array_equal(pos.get_xydata()[0], path[i])
     assert fig.axes[0].get_title().startswith(f"Update {k}:")
-    assert not gid_artists(fig, "zoom-")   # the paths figure holds one idea: no close-ups
+    assert not gid_artists(fig, "zoom-")  # the paths figure holds one idea: no close-ups
     zoom_ax = gid_artists(close, "zoom-position:")[name].axes
     # the panel says how much closer it is than the paths panel
-    zoom = upd.zoom_factor((fig.axes[0].get_xlim(), fig.axes[0].get_ylim()),
-                           (zoom_ax.get_xlim(), zoom_ax.get_ylim()))
+    zoom = upd.zoom_factor((fig.axes[0].get_xlim(), fig.axes[0].get_ylim()), (zoom_ax.get_xlim(), zoom_ax.get_ylim()))
     assert zoom_ax.get_title().startswith(f"{rule_name(name)}: update {k} · zoom ×")
     shown = float(zoom_ax.get_title().rsplit("×", 1)[1])
     assert shown == pytest.approx(zoom, rel=0.06, abs=0.06)
@@ -237,32 +242,34 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, update_figures,
         # tf-keras' Nesterov parameter is the look-ahead point of Sutskever's iterate
         # p - mu*v_prev, and the gradient of this update was taken there
         np.testing.assert_array_equal(marks[name].get_xydata()[0], path[i])
-        np.testing.assert_allclose(gid_artists(close, "iterate:")[name].get_xydata()[0],
-                                   path[i] - mu * v_prev, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(
+            gid_artists(close, "iterate:")[name].get_xydata()[0], path[i] - mu * v_prev, rtol=1e-12, atol=1e-12
+        )
         np.testing.assert_allclose(ROTATED.grad_np(path[i]), g, rtol=1e-5, atol=1e-6)
     else:
         assert name not in marks
 
 
 def test_older_updates_fade_and_runs_stay_apart(rotated):
-    fig = draw_paths(rotated, ROTATED, step=6, zoom=False).figure   # the widgets' stepper look
+    fig = draw_paths(rotated, ROTATED, step=6, zoom=False).figure  # the widgets' stepper look
     trails = gid_artists(fig, "trail:")
     for name, rec in rotated.items():
         segs = trails[name].get_segments()
         path = rec.path("w").astype(np.float64)
         assert len(segs) == 5  # the path up to the point before update 6
         for j, seg in enumerate(segs):
-            np.testing.assert_array_equal(seg, path[j:j + 2])
+            np.testing.assert_array_equal(seg, path[j : j + 2])
         alpha = trails[name].get_colors()[:, 3]
         assert np.all(np.diff(alpha) > 0) and alpha[-1] == pytest.approx(1.0) and alpha[0] < 0.6
-        np.testing.assert_allclose(trails[name].get_colors()[:, :3], np.tile(rgb(
-            style.optimizer_color(name)), (5, 1)))
+        np.testing.assert_allclose(trails[name].get_colors()[:, :3], np.tile(rgb(style.optimizer_color(name)), (5, 1)))
     # every rule's first update is along -g: the paths overlap there, so each rule has
     # its own look (style.RULE_LOOKS), the same in every figure: Nesterov, the run the
     # story is about, widest and drawn on top, momentum lowest (its loops pass under)
     paths = gid_artists(fig, "path:")
-    looks = {k: (line.get_color(), str(line._unscaled_dash_pattern), line.get_linewidth(), line.get_marker())
-             for k, line in paths.items()}
+    looks = {
+        k: (line.get_color(), str(line._unscaled_dash_pattern), line.get_linewidth(), line.get_marker())
+        for k, line in paths.items()
+    }
     assert len(set(looks.values())) == len(paths) == 3
     for k, line in paths.items():
         rule = style.RULE_LOOKS[k]
@@ -283,17 +290,22 @@ def test_without_the_update_before_or_the_kinds_the_update_is_marked_without_arr
     every2 = synthetic(s, 6, 0.05, 0.9, every=2)
     with pytest.raises(ValueError, match=r"at update 4 .*jumps from update 2 \(recorded every 2 updates\).*every=1"):
         decompose_update(every2, "w", 1)
-    with pytest.raises(ValueError,
-                       match=r"step=3 was not recorded\. Allowed: a recorded update \(updates 2, 4, 6\), -1\.\.-3"):
+    with pytest.raises(
+        ValueError, match=r"step=3 was not recorded\. Allowed: a recorded update \(updates 2, 4, 6\), -1\.\.-3"
+    ):
         dtsgd_viz.plot_paths({"m": every2}, s, step=3)
     for arrows in (True, False):
         fig = dtsgd_viz.plot_paths({"m": every2}, s, step=4, arrows=arrows)
-        np.testing.assert_array_equal(gid_artists(fig, "position:")["m"].get_xydata()[0],
-                                      every2.path("w")[1])   # before update 4: after update 2
+        np.testing.assert_array_equal(
+            gid_artists(fig, "position:")["m"].get_xydata()[0], every2.path("w")[1]
+        )  # before update 4: after update 2
         assert not gid_artists(fig, "arrow:") and "m" in gid_artists(fig, "position:")
-        assert note_text(fig) == (None if not arrows else
-                                  "no update arrows: update 3, just before update 4, is not recorded "
-                                  "(every 2); record every update to see them")
+        assert note_text(fig) == (
+            None
+            if not arrows
+            else "no update arrows: update 3, just before update 4, is not recorded "
+            "(every 2); record every update to see them"
+        )
     view = draw_paths({"m": every2}, s, step=2)
     assert view.arrows is False and "update 1, just before update 2" in view.artists.note.get_text()
     params_only = synthetic(s, 4, 0.05, 0.9, kinds=("param",))
@@ -305,9 +317,11 @@ def test_without_the_update_before_or_the_kinds_the_update_is_marked_without_arr
 
 @pytest.mark.parametrize("step", [2.0, "3", True, np.float64(3.0)])
 def test_steps_that_are_not_ints_are_refused_naming_what_was_received(rotated, step):
-    match = (r"step must be an int: an update number as recording\.steps counts them \(the first update is "
-             r"1\) or a negative count back from the last\. Received: step=.* \(\w+\)\. Allowed: a recorded "
-             r"update \(updates 1\.\.8\), -1\.\.-8 counting back")
+    match = (
+        r"step must be an int: an update number as recording\.steps counts them \(the first update is "
+        r"1\) or a negative count back from the last\. Received: step=.* \(\w+\)\. Allowed: a recorded "
+        r"update \(updates 1\.\.8\), -1\.\.-8 counting back"
+    )
     with pytest.raises(ValueError, match=match):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=step)
     with pytest.raises(ValueError, match=match):
@@ -316,11 +330,17 @@ def test_steps_that_are_not_ints_are_refused_naming_what_was_received(rotated, s
         dtsgd_viz.animate(rotated, ROTATED, frames=[1, step])
 
 
-@pytest.mark.parametrize("frames, match", [
-    ([None], r"frames lists update numbers .*None is not one\. Received: frames=\[None\]\. Allowed: updates 1\.\.8"),
-    ([2, None], r"None is not one\. Received: frames=\[2, None\]"),
-    (2.5, r"frames must be None \(every update\), an int >= 1 .*Received: frames=2\.5"),
-])
+@pytest.mark.parametrize(
+    "frames, match",
+    [
+        (
+            [None],
+            r"frames lists update numbers .*None is not one\. Received: frames=\[None\]\. Allowed: updates 1\.\.8",
+        ),
+        ([2, None], r"None is not one\. Received: frames=\[2, None\]"),
+        (2.5, r"frames must be None \(every update\), an int >= 1 .*Received: frames=2\.5"),
+    ],
+)
 def test_animation_frames_that_are_not_updates_are_a_clear_error(rotated, frames, match):
     with pytest.raises(ValueError, match=match):
         dtsgd_viz.animate(rotated, ROTATED, frames=frames)
@@ -338,12 +358,12 @@ def test_loss_panel_is_the_loss_after_k_updates(rotated, arrow_figures, update, 
     lines = gid_artists(fig, "loss:")
     markers = gid_artists(fig, "loss-marker:")
     for name, rec in rotated.items():
-        after = ROTATED.value_np(rec.path("w").astype(np.float64))   # after k = 0..N updates
+        after = ROTATED.value_np(rec.path("w").astype(np.float64))  # after k = 0..N updates
         np.testing.assert_array_equal(lines[name].get_xdata(), np.arange(len(rec) + 1))
         np.testing.assert_allclose(lines[name].get_ydata(), after, rtol=1e-12)
         # the recorded loss of update k is what its forward pass saw: after k - 1 updates
         np.testing.assert_allclose(lines[name].get_ydata()[:-1], rec.loss, rtol=1e-5)
-        k = int(rec.steps[index]) - 1   # the ring: the parameters before the update, after k updates
+        k = int(rec.steps[index]) - 1  # the ring: the parameters before the update, after k updates
         np.testing.assert_allclose(markers[name].get_xydata()[0], [k, after[k]], rtol=1e-12)
         assert lines[name].get_color() == gid_artists(fig, "path:")[name].get_color()
     step_line = gid_artists(fig, "step-line")[""]
@@ -371,10 +391,10 @@ def test_pca_reconstructs_planar_paths_exactly():
 
 
 def test_projected_paths_on_real_contours(planar):
-    fig = dtsgd_viz.plot_paths(planar, PLANAR, step=3, arrows=True)   # the arrows even where short
+    fig = dtsgd_viz.plot_paths(planar, PLANAR, step=3, arrows=True)  # the arrows even where short
     flat = {k: r.path("w").astype(np.float64).reshape(STEPS + 1, -1) for k, r in planar.items()}
     plane = geo.pca_plane(list(flat.values()))
-    drawn = gid_artists(fig, "path:")   # the whole run in the rule's look
+    drawn = gid_artists(fig, "path:")  # the whole run in the rule's look
     everything = np.concatenate(list(flat.values()))
     for name, rec in planar.items():
         xy = np.asarray(drawn[name].get_xydata())
@@ -394,8 +414,9 @@ def test_projected_paths_on_real_contours(planar):
     atol = PLANAR.hessian_eigenvalues.max() * grid_step(fig.axes[0]) ** 2 / 8
     for level, segs in zip(contour.levels, contour.allsegs):
         for seg in segs:
-            np.testing.assert_allclose(PLANAR.value_np(geo.lift(seg, plane).reshape(-1, *PLANAR.shape)),
-                                       level, rtol=0, atol=atol)
+            np.testing.assert_allclose(
+                PLANAR.value_np(geo.lift(seg, plane).reshape(-1, *PLANAR.shape)), level, rtol=0, atol=atol
+            )
     # arrows: projected terms still add up to the projected step
     for name in planar:
         arrows = [q for k, q in gid_artists(fig, "arrow:").items() if k.startswith(name + ":")]
@@ -417,8 +438,11 @@ def test_bad_input_is_a_clear_error(rotated, planar):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=STEPS + 1)
     with pytest.raises(ValueError, match=r"step=-9 is out of range: the recordings share 8 updates"):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=-STEPS - 1)
-    with pytest.raises(ValueError, match=r"step=0 is the start, before any update: the start point is always drawn "
-                                         r"\(updates are numbered from 1"):
+    with pytest.raises(
+        ValueError,
+        match=r"step=0 is the start, before any update: the start point is always drawn "
+        r"\(updates are numbered from 1",
+    ):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=0)
     with pytest.raises(ValueError, match=r"step must be an int: an update number .*Received: step=1\.5"):
         dtsgd_viz.plot_paths(rotated, ROTATED, step=1.5)
@@ -441,13 +465,13 @@ def test_bad_input_is_a_clear_error(rotated, planar):
 
 def test_one_recording_and_one_axes(rotated):
     from matplotlib.figure import Figure
+
     fig = Figure()
     ax = fig.subplots()
     out = dtsgd_viz.plot_paths(rotated["nesterov"], ROTATED, step=1, ax=ax)
     assert out is fig
     assert not gid_artists(fig, "path-rest:")
-    np.testing.assert_array_equal(gid_artists(fig, "path:")["recording"].get_xydata(),
-                                  rotated["nesterov"].path("w"))
+    np.testing.assert_array_equal(gid_artists(fig, "path:")["recording"].get_xydata(), rotated["nesterov"].path("w"))
     # someone else's axes: a legend of the runs; no thin line after the update to explain
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["recording"]
     assert not gid_artists(fig, "loss:")
@@ -460,7 +484,7 @@ def test_animation_updates_artists_in_place_and_saves_a_gif(rotated, tmp_path):
     updates, hold = [2, 5, 7], 3
     anim = dtsgd_viz.animate(rotated, ROTATED, frames=updates, interval=50, hold=hold)
     assert isinstance(anim, animation.FuncAnimation)
-    assert anim.frame_updates == updates + [7] * hold   # the last frame is held
+    assert anim.frame_updates == updates + [7] * hold  # the last frame is held
     fig = anim._fig
     paths, arrows = gid_artists(fig, "path:"), gid_artists(fig, "arrow:")
     markers, losses = gid_artists(fig, "loss-marker:"), gid_artists(fig, "loss:")
@@ -475,18 +499,18 @@ def test_animation_updates_artists_in_place_and_saves_a_gif(rotated, tmp_path):
         assert gid_artists(fig, "path:") == paths  # the same artists, updated in place
         for name, rec in rotated.items():
             path = rec.path("w")
-            np.testing.assert_array_equal(paths[name].get_xydata(), path[:i + 2])
+            np.testing.assert_array_equal(paths[name].get_xydata(), path[: i + 2])
             tip = path[i].astype(np.float64)
             for term, _ in upd.decompose_update(rec, "w", i).terms:
                 xy, uv = quiver_arrow(arrows[f"{name}:{term}"])
                 np.testing.assert_allclose(xy, tip, atol=1e-12)
                 tip = tip + uv
             np.testing.assert_allclose(tip, path[i + 1], rtol=1e-5, atol=1e-6)
-            after = ROTATED.value_np(path.astype(np.float64))   # the loss after k = 0..N updates
+            after = ROTATED.value_np(path.astype(np.float64))  # the loss after k = 0..N updates
             np.testing.assert_allclose(markers[name].get_xydata()[0], [i, after[i]], rtol=1e-12)
             # the loss curve is drawn up to the update shown: to the loss before it
             np.testing.assert_array_equal(losses[name].get_xdata(), np.arange(i + 1))
-            np.testing.assert_allclose(losses[name].get_ydata(), after[:i + 1], rtol=1e-12)
+            np.testing.assert_allclose(losses[name].get_ydata(), after[: i + 1], rtol=1e-12)
         assert fig.axes[0].get_title().startswith(f"Update {u}:")
         # the loss axes keep the whole run's limits while the curves grow
         lim = (ax_loss.get_xlim(), ax_loss.get_ylim())
@@ -499,6 +523,7 @@ def test_animation_updates_artists_in_place_and_saves_a_gif(rotated, tmp_path):
     anim.save(out, writer="pillow", fps=5, dpi=40, progress_callback=check)
     assert seen == updates + [7] * hold
     from PIL import Image
+
     with Image.open(out) as im:
         durations = []
         for n in range(im.n_frames):
@@ -510,8 +535,8 @@ def test_animation_updates_artists_in_place_and_saves_a_gif(rotated, tmp_path):
 
 def test_animation_pace_and_frames_by_update(rotated):
     anim = dtsgd_viz.animate(rotated, ROTATED, frames=4)
-    assert anim._interval >= 200                        # at most 5 updates a second
-    assert anim.frame_updates[-8:] == [STEPS] * 8        # held about two seconds
+    assert anim._interval >= 200  # at most 5 updates a second
+    assert anim.frame_updates[-8:] == [STEPS] * 8  # held about two seconds
     assert anim.frame_updates[0] == 1
     with pytest.raises(ValueError, match=r"step=0 is the start"):
         dtsgd_viz.animate(rotated, ROTATED, frames=[0, 3])
@@ -529,7 +554,8 @@ def test_animation_saves_mp4(rotated, tmp_path):
 
 def test_zoom_panels_and_loss_axis_are_readable(rotated):
     from helpers.readable import overlapping
-    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=4, zoom=True)   # opt-in: under the paths
+
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=4, zoom=True)  # opt-in: under the paths
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     # the hollow square of the Nesterov panel is named on it
@@ -552,7 +578,7 @@ def test_one_update_keeps_the_look_ahead_label_in_its_panel_and_integer_update_t
     ax_loss = [ax for ax in fig.axes if ax.get_title().startswith("Loss after k updates")][0]
     lo, hi = ax_loss.get_xlim()
     ticks = [t for t in ax_loss.get_xticks() if lo <= t <= hi]
-    assert ticks == [0.0, 1.0]   # the loss after 0 and 1 updates
+    assert ticks == [0.0, 1.0]  # the loss after 0 and 1 updates
     (label,) = [t for ax in fig.axes for t in ax.texts if (t.get_gid() or "").startswith("lookahead-label:")]
     box, panel = label.get_window_extent(renderer), label.axes.get_window_extent(renderer)
     assert panel.x0 <= box.x0 and box.x1 <= panel.x1 and panel.y0 <= box.y0 and box.y1 <= panel.y1
@@ -561,6 +587,7 @@ def test_one_update_keeps_the_look_ahead_label_in_its_panel_and_integer_update_t
 @pytest.mark.parametrize("away", [(-1, 0.2), (1, -1), (0, 1), (-1, -1)])
 def test_labels_are_placed_inside_the_panel_off_the_shafts_and_each_other(away):
     from dtsgd_viz.views.update.geometry import _rect, place_labels
+
     size, panel = (62.0, 24.0), (200.0, 200.0)
     for point in [(4.0, 100.0), (196.0, 196.0), (100.0, 4.0), (100.0, 100.0)]:
         ((dx, dy, ha, va),) = place_labels([point], [size], [], panel, away=[away])
@@ -574,12 +601,14 @@ def test_labels_are_placed_inside_the_panel_off_the_shafts_and_each_other(away):
     # a shaft through the middle and a first label: the second keeps off both
     shaft = [(100.0, y) for y in np.linspace(0, 200, 60)]
     spots = place_labels([(100.0, 100.0), (100.0, 100.0)], [size, size], shaft, panel)
-    rects = [_rect((100.0, 100.0), np.array([dx, dy]) / np.hypot(dx, dy), np.hypot(dx, dy), size)[0]
-             for dx, dy, _, _ in spots]
+    rects = [
+        _rect((100.0, 100.0), np.array([dx, dy]) / np.hypot(dx, dy), np.hypot(dx, dy), size)[0]
+        for dx, dy, _, _ in spots
+    ]
     for x0, _y0, x1, _y1 in rects:
-        assert not (x0 < 100 < x1)   # off the shaft
+        assert not (x0 < 100 < x1)  # off the shaft
     (a0, b0, a1, b1), (c0, d0, c1, d1) = rects
-    assert min(a1, c1) <= max(a0, c0) or min(b1, d1) <= max(b0, d0)   # apart
+    assert min(a1, c1) <= max(a0, c0) or min(b1, d1) <= max(b0, d0)  # apart
 
 
 # ---- diverging runs and short runs ------------------------------------------------------
@@ -587,7 +616,7 @@ def test_labels_are_placed_inside_the_panel_off_the_shafts_and_each_other(away):
 
 def test_a_diverged_path_ends_where_it_left_the_view_and_both_panels_say_when():
     ok = synthetic(ROTATED, 40, 0.05, 0.5)
-    bad = synthetic(ROTATED, 40, 0.5, 0.9)      # lr * h = 5: leaves the view and overflows
+    bad = synthetic(ROTATED, 40, 0.5, 0.9)  # lr * h = 5: leaves the view and overflows
     fig = draw_paths({"ok": ok, "bad": bad}, ROTATED).figure
     ax_path = fig.axes[0]
     ax_loss = [a for a in fig.axes if a.get_title().startswith("Loss after k updates")][0]
@@ -599,14 +628,14 @@ def test_a_diverged_path_ends_where_it_left_the_view_and_both_panels_say_when():
     assert k > 0
     lines = gid_artists(fig, "path:")
     # up to and including the first point outside (the axes clip it), not the runaway
-    np.testing.assert_array_equal(lines["bad"].get_xydata(), path[:k + 1])
+    np.testing.assert_array_equal(lines["bad"].get_xydata(), path[: k + 1])
     np.testing.assert_array_equal(lines["ok"].get_xydata(), ok.path("w").astype(np.float64))
-    assert (ax_path.get_xlim(), ax_path.get_ylim()) == ROTATED.view_box   # not stretched
+    assert (ax_path.get_xlim(), ax_path.get_ylim()) == ROTATED.view_box  # not stretched
     note = [t.get_text() for t in ax_path.texts if t.get_gid() == "diverged-note"]
     assert len(note) == 1 and f"bad: diverged at update {k}" in note[0] and "ok:" not in note[0]
     # the loss panel: an x at the last finite loss, and the same note
     with np.errstate(invalid="ignore", over="ignore"):
-        loss = ROTATED.value_np(path)   # the loss after k = 0..N updates
+        loss = ROTATED.value_np(path)  # the loss after k = 0..N updates
         last = np.flatnonzero(np.isfinite(loss) & (loss > 0))[-1]
     x = gid_artists(fig, "loss-diverged:")
     assert set(x) == {"bad"} and x["bad"].get_marker() == "x"
@@ -619,8 +648,10 @@ def test_a_diverged_path_ends_where_it_left_the_view_and_both_panels_say_when():
 def test_loss_lines_of_one_update_have_markers(rotated):
     one = {k: synthetic(ROTATED, 1, 0.05, 0.9) for k in ("a", "b")}
     lines = gid_artists(draw_paths(one, ROTATED).figure, "loss:")
-    assert all(len(ln.get_xydata()) == 2 and ln.get_marker() not in ("", "None", None)   # k = 0, 1
-               for ln in lines.values())
+    assert all(
+        len(ln.get_xydata()) == 2 and ln.get_marker() not in ("", "None", None)  # k = 0, 1
+        for ln in lines.values()
+    )
     long = gid_artists(draw_paths(rotated, ROTATED).figure, "loss:")
     assert all(ln.get_marker() in ("", "None") for ln in long.values())
 
@@ -631,13 +662,12 @@ def test_loss_lines_of_one_update_have_markers(rotated):
 def furthest_apart(paths):
     """numpy, from the recorded paths: the recording index of the update after which two
     runs' parameters are furthest apart."""
-    p = np.stack([np.asarray(x, np.float64) for x in paths])          # (runs, n + 1, dim)
-    d = np.linalg.norm(p[:, None, 1:] - p[None, :, 1:], axis=-1)      # (runs, runs, n)
+    p = np.stack([np.asarray(x, np.float64) for x in paths])  # (runs, n + 1, dim)
+    d = np.linalg.norm(p[:, None, 1:] - p[None, :, 1:], axis=-1)  # (runs, runs, n)
     return int(np.argmax(d.max(axis=(0, 1))))
 
 
-def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_most(rotated, planar,
-                                                                                      arrow_figures):
+def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_most(rotated, planar, arrow_figures):
     for recs, surface in ((rotated, ROTATED), (planar, PLANAR)):
         # the story compares the rules with momentum: plain SGD counts when fewer have it
         story = [r for r in recs.values() if r.hyperparameters.momentum]
@@ -646,13 +676,16 @@ def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_
         fig = dtsgd_viz.plot_paths(recs, surface, arrows=True)
         assert fig.axes[0].get_title() == f"Update {k}: where the runs differ most"
         plane = draw_paths(recs, surface).scene.plane
-        for name, rec in recs.items():    # the position is the parameter before update k
-            np.testing.assert_allclose(gid_artists(fig, "position:")[name].get_xydata()[0],
-                                       geo.project(rec.path("w").reshape(len(rec) + 1, -1)[i], plane),
-                                       atol=1e-9)
+        for name, rec in recs.items():  # the position is the parameter before update k
+            np.testing.assert_allclose(
+                gid_artists(fig, "position:")[name].get_xydata()[0],
+                geo.project(rec.path("w").reshape(len(rec) + 1, -1)[i], plane),
+                atol=1e-9,
+            )
         assert gid_artists(fig, "arrow:") and not gid_artists(fig, "zoom-arrow:")
         # plot_update picks the same update, and its subtitle says why
         from dtsgd_viz.views.core.figure import headline_texts
+
         finding, settings = headline_texts(dtsgd_viz.plot_update(recs, surface))
         assert finding.startswith(f"Update {k}:")
         assert " ".join(settings.split()).endswith("the update where the runs differ most")
@@ -670,7 +703,7 @@ def test_run_distances_and_the_pick_skip_what_cannot_be_drawn():
     a = np.array([[0.0, 0.0], [1.0, 0.0], [9.0, 0.0], [np.nan, 0.0]])
     b = np.zeros((4, 2))
     np.testing.assert_array_equal(geo.run_distances([a, b])[:2], [1.0, 9.0])
-    assert np.isnan(geo.run_distances([a, b])[2])          # not finite: never picked
+    assert np.isnan(geo.run_distances([a, b])[2])  # not finite: never picked
     assert geo.most_different_index([a, b]) == 1
     assert geo.most_different_index([a, b], allowed=[True, False, True]) == 0
     assert geo.most_different_index([a, b], allowed=[False, False, True]) is None
@@ -687,8 +720,11 @@ CONDITIONED = surfaces.RotatedQuadratic(condition=20)
 
 @pytest.fixture(scope="module")
 def long_runs():
-    return {"plain": synthetic(CONDITIONED, 60, 0.05), "momentum": synthetic(CONDITIONED, 60, 0.05, 0.9),
-            "nesterov": synthetic(CONDITIONED, 60, 0.05, 0.9, True)}
+    return {
+        "plain": synthetic(CONDITIONED, 60, 0.05),
+        "momentum": synthetic(CONDITIONED, 60, 0.05, 0.9),
+        "nesterov": synthetic(CONDITIONED, 60, 0.05, 0.9, True),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -699,19 +735,20 @@ def long_update_5(long_runs):
 
 def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(long_runs):
     from matplotlib.colors import to_rgb
-    fig = draw_paths(long_runs, CONDITIONED, step=5, zoom=False).figure   # the widgets' stepper look
+
+    fig = draw_paths(long_runs, CONDITIONED, step=5, zoom=False).figure  # the widgets' stepper look
     paths, rests = gid_artists(fig, "path:"), gid_artists(fig, "path-rest:")
     lowest_path = min(line.get_zorder() for line in paths.values())
     for name, rec in long_runs.items():
         path, rest, rule = paths[name], rests[name], style.RULE_LOOKS[name]
         whole = rec.path("w").astype(np.float64)
-        np.testing.assert_array_equal(path.get_xydata(), whole[:5 + 1])   # the start, updates 1..5
+        np.testing.assert_array_equal(path.get_xydata(), whole[: 5 + 1])  # the start, updates 1..5
         np.testing.assert_array_equal(rest.get_xydata(), whole)
         # a mark at each update, but none on momentum's many short loops round the minimum
         assert path.get_marker() in (("", "None") if name == "momentum" else (rule.marker,))
         assert path.get_linewidth() == rule.lw
         assert rest.get_marker() in ("", "None") and rest.get_linewidth() < path.get_linewidth()
-        assert rest.get_zorder() < lowest_path            # under every run's path
+        assert rest.get_zorder() < lowest_path  # under every run's path
         # lighter, opaque: the run's colour mixed towards white, no alpha to mix colours
         assert rest.get_alpha() in (None, 1.0) and path.get_alpha() == 1.0
         assert sum(to_rgb(rest.get_color())) > sum(to_rgb(path.get_color()))
@@ -722,6 +759,7 @@ def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(l
     assert trails["momentum"].get_zorder() < paths["plain"].get_zorder()
     # said once, in the caption
     from matplotlib.text import Text
+
     texts = [t.get_text() for t in fig.findobj(Text)]
     assert sum("after update 5: thin line" in t for t in texts) == 1
     # past the update the runs stay apart: each rest keeps its rule's dash
@@ -732,23 +770,24 @@ def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(l
 
 def test_the_start_and_minimum_names_stay_off_the_current_markers(long_runs):
     from matplotlib.text import Text
+
     anim = dtsgd_viz.animate(long_runs, CONDITIONED, zoom=False, hold=0)
     fig = anim._fig
     names = {t.get_gid(): t for t in fig.axes[0].texts if t.get_gid() in ("start-label", "minimum-label")}
     positions = gid_artists(fig, "position:")
     current = style.ROLE_LOOKS["current"]
-    assert all(t.get_bbox_patch() is not None for t in names.values())    # a white box
-    assert all(t.get_zorder() > current.zorder for t in names.values())   # over the markers
+    assert all(t.get_bbox_patch() is not None for t in names.values())  # a white box
+    assert all(t.get_zorder() > current.zorder for t in names.values())  # over the markers
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     for i in range(0, 60, 2):
         anim._func(i)
         for t in names.values():
-            box = Text.get_window_extent(t, renderer)   # the name, not its leader
+            box = Text.get_window_extent(t, renderer)  # the name, not its leader
             for line in positions.values():
                 x, y = fig.axes[0].transData.transform(line.get_xydata()[0])
                 assert not box.contains(x, y), (i, t.get_gid())
-            anchor = fig.axes[0].transData.transform(t.xy)   # beside its point
+            anchor = fig.axes[0].transData.transform(t.xy)  # beside its point
             # up to path_names.NAME_RADII[-1] out, on a leader
             assert np.hypot(*(np.clip(anchor, box.p0, box.p1) - anchor)) < 150, (i, t.get_gid())
             assert fig.axes[0].get_window_extent().contains(*box.p0), (i, t.get_gid())
@@ -758,15 +797,16 @@ def test_the_start_and_minimum_names_stay_off_the_current_markers(long_runs):
 def test_the_gif_star_is_the_stills_yellow(long_runs, tmp_path):
     from matplotlib.colors import to_rgb
     from PIL import Image
+
     # update 10: no ring on the star yet (late on the rings there are open, over it)
     anim = dtsgd_viz.animate(long_runs, CONDITIONED, frames=[10], zoom=False, hold=0)
     (star,) = [a for a in anim._fig.axes[0].lines if a.get_gid() == "minimum"]
     look = style.ROLE_LOOKS["minimum"]
     assert (to_rgb(star.get_markerfacecolor()), star.get_marker()) == (to_rgb(style.MINIMUM_FACE), look.marker)
-    assert star.get_zorder() < style.ROLE_LOOKS["current"].zorder   # opaque, under the rings
+    assert star.get_zorder() < style.ROLE_LOOKS["current"].zorder  # opaque, under the rings
     out = tmp_path / "paths.gif"
     anim.save(out, writer="pillow", dpi=60)
-    with Image.open(out) as im:     # Pillow's adaptive palette would merge it into the orange
+    with Image.open(out) as im:  # Pillow's adaptive palette would merge it into the orange
         pixels = np.asarray(im.convert("RGB")).reshape(-1, 3).astype(int)
     yellow = np.round(np.array(to_rgb(style.MINIMUM_FACE)) * 255)
     assert (np.abs(pixels - yellow).sum(axis=1) < 6).sum() >= 10
@@ -774,6 +814,7 @@ def test_the_gif_star_is_the_stills_yellow(long_runs, tmp_path):
 
 def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs, long_update_5):
     from dtsgd_viz.views.core.figure import headline_texts
+
     finding, _ = headline_texts(long_update_5)
     assert finding.startswith("Nesterov ends lowest")
     one = draw_paths({"nesterov": long_runs["nesterov"]}, CONDITIONED).figure
@@ -785,9 +826,10 @@ def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs,
 
 def test_each_run_is_named_on_its_own_path_off_the_others(long_runs, long_update_5):
     from dtsgd_viz.views.paths.names import path_samples
+
     fig = long_update_5
     ax = fig.axes[0]
-    names = {t.get_gid()[len("run-name:"):]: t for t in ax.texts if (t.get_gid() or "").startswith("run-name:")}
+    names = {t.get_gid()[len("run-name:") :]: t for t in ax.texts if (t.get_gid() or "").startswith("run-name:")}
     assert set(names) == set(long_runs)
     fig.draw_without_rendering()
     for key, t in names.items():
@@ -807,6 +849,7 @@ def test_a_title_claims_arrows_only_for_the_runs_whose_arrows_show(long_runs):
     from matplotlib.text import Text
 
     from dtsgd_viz.views.paths.plot import MIN_ARROW_PX
+
     fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5, arrows=True)
     fig.draw_without_rendering()
     ax = fig.axes[0]
@@ -822,17 +865,20 @@ def test_a_title_claims_arrows_only_for_the_runs_whose_arrows_show(long_runs):
     short = [k for k, px in longest.items() if px < MIN_ARROW_PX]
     shown = [k for k in longest if k not in short]
     title = ax.get_title()
-    assert short and shown   # this update: momentum's arrows show, the others' are specks
+    assert short and shown  # this update: momentum's arrows show, the others' are specks
     assert all(rule_name(k) in title for k in shown) and not any(rule_name(k) in title for k in short)
     caption = [t.get_text() for t in fig.findobj(Text) if "too short to see" in t.get_text()]
     assert len(caption) == 1 and all(rule_name(k) in caption[0] for k in short)
     # with every run's arrows long enough the title stays general
-    assert dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=1, arrows=True).axes[0].get_title() == \
-        "Update 1: its terms as arrows"
+    assert (
+        dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=1, arrows=True).axes[0].get_title()
+        == "Update 1: its terms as arrows"
+    )
 
 
 def test_the_star_is_over_every_path_and_under_the_rings_and_boxes(long_runs):
     from matplotlib.colors import to_rgba
+
     fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=20)
     ax = fig.axes[0]
     star = gid_artists(fig, "minimum")[""]
@@ -840,18 +886,19 @@ def test_the_star_is_over_every_path_and_under_the_rings_and_boxes(long_runs):
     paths = [a for a in [*ax.lines, *ax.collections] if kind(a) in ("path", "path-rest", "path-casing", "trail")]
     rings = [a for a in ax.lines if kind(a) == "position"]
     assert paths and star.get_zorder() > max(a.get_zorder() for a in paths)
-    assert rings and star.get_zorder() < min(a.get_zorder() for a in rings)   # a ring on it shows
-    assert to_rgba(star.get_markerfacecolor()) == to_rgba(style.MINIMUM_FACE)   # opaque: the GIF's yellow too
+    assert rings and star.get_zorder() < min(a.get_zorder() for a in rings)  # a ring on it shows
+    assert to_rgba(star.get_markerfacecolor()) == to_rgba(style.MINIMUM_FACE)  # opaque: the GIF's yellow too
     fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=20, zoom=True, arrows=True)
     star = gid_artists(fig, "minimum")[""]
     boxes = [p for p in fig.axes[0].patches if (p.get_gid() or "").startswith("zoom-box:")]
-    assert boxes and star.get_zorder() < min(b.get_zorder() for b in boxes)   # a box on it shows
+    assert boxes and star.get_zorder() < min(b.get_zorder() for b in boxes)  # a box on it shows
     label = [t for t in ax.texts if t.get_gid() == "minimum-label"][0]
     assert label.get_zorder() > star.get_zorder()
 
 
 def test_a_ring_over_the_star_is_open_so_the_star_shows(long_runs):
     from dtsgd_viz.views.paths.names import ON_STAR
+
     fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=58)
     ax = fig.axes[0]
     star = gid_artists(fig, "minimum")[""]
@@ -863,7 +910,7 @@ def test_a_ring_over_the_star_is_open_so_the_star_shows(long_runs):
         # radius plus half the star's
         reach = (0.5 * ring.get_markersize() + ON_STAR * 0.5 * star.get_markersize()) * fig.dpi / 72.0
         faces[key] = (np.hypot(*(at - centre)) < reach, ring.get_markerfacecolor())
-    assert {f for near, f in faces.values() if near} == {"none"}   # Nesterov ends on the star
+    assert {f for near, f in faces.values() if near} == {"none"}  # Nesterov ends on the star
     assert faces["nesterov"][0]
     assert {f for near, f in faces.values() if not near} <= {"white"}
     far = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=2)
@@ -874,6 +921,7 @@ def test_a_loss_axis_under_a_decade_and_a_half_has_plain_tick_labels():
     from matplotlib.figure import Figure
 
     from dtsgd_viz.views.paths.loss import _plain_log_ticks
+
     ax = Figure().subplots()
     ax.plot([1, 60], [0.18, 0.52])
     ax.set_yscale("log")
@@ -883,22 +931,24 @@ def test_a_loss_axis_under_a_decade_and_a_half_has_plain_tick_labels():
     assert labels == ["0.2", "0.3", "0.4", "0.5"]
 
 
-def test_by_default_a_speck_of_an_arrow_means_no_arrows_and_the_caption_names_plot_update(long_runs,
-                                                                                           long_update_5):
+def test_by_default_a_speck_of_an_arrow_means_no_arrows_and_the_caption_names_plot_update(long_runs, long_update_5):
     from dtsgd_viz.views.paths.frames import draw_scene
     from dtsgd_viz.views.paths.plot import MIN_ARROW_PX, arrow_lengths
     from dtsgd_viz.views.paths.scene import build_scene
+
     # with arrows asked for, some of update 5's arrows are under MIN_ARROW_PX on the panel
-    _, art = draw_scene(build_scene(long_runs, CONDITIONED, None), 5, None, True, zoom=False,
-                        run_names=True, whole=True)
+    _, art = draw_scene(
+        build_scene(long_runs, CONDITIONED, None), 5, None, True, zoom=False, run_names=True, whole=True
+    )
     assert min(arrow_lengths(art).values()) < MIN_ARROW_PX
-    fig = long_update_5   # plot_paths(long_runs, CONDITIONED, step=5), the default: none at all
+    fig = long_update_5  # plot_paths(long_runs, CONDITIONED, step=5), the default: none at all
     assert not [c for c in fig.axes[0].collections if (c.get_gid() or "").startswith("arrow:")]
     assert fig.axes[0].get_title() == "Paths, update 5 marked"
     from matplotlib.text import Text
+
     texts = [t.get_text() for t in fig.findobj(Text)]
     assert any("plot_update(..., step=5)" in t for t in texts)
-    for key, ring in gid_artists(fig, "position:").items():   # each run's update ringed, paths whole
+    for key, ring in gid_artists(fig, "position:").items():  # each run's update ringed, paths whole
         i = geo.step_index(long_runs[key].steps, 5)
         np.testing.assert_array_equal(ring.get_xydata()[0], long_runs[key].path("w")[i])
         assert len(gid_artists(fig, "path:")[key].get_xydata()) == len(long_runs[key].path("w"))
@@ -907,17 +957,19 @@ def test_by_default_a_speck_of_an_arrow_means_no_arrows_and_the_caption_names_pl
 def test_level_ends_are_titled_by_where_the_runs_differ_and_end_names_have_air(rotated):
     from dtsgd_viz.views.paths.findings import finding
     from dtsgd_viz.views.paths.scene import build_scene, default_update
+
     scene = build_scene(rotated, ROTATED, None)
     fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=2)
     fig.draw_without_rendering()
     ax = fig.axes[1]
     ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
     steps = np.diff(ticks)
-    assert len(set(steps)) == 1 and steps[0] in (1, 2, 5, 10, 20)   # round tick steps
-    labels = sorted((t for t in ax.texts if (t.get_gid() or "").startswith("label:")),
-                    key=lambda t: t.get_position()[1])
+    assert len(set(steps)) == 1 and steps[0] in (1, 2, 5, 10, 20)  # round tick steps
+    labels = sorted(
+        (t for t in ax.texts if (t.get_gid() or "").startswith("label:")), key=lambda t: t.get_position()[1]
+    )
     boxes = [t.get_window_extent() for t in labels]
-    assert all(a.y1 < b.y0 for a, b in zip(boxes, boxes[1:]))   # no two end names touch
+    assert all(a.y1 < b.y0 for a, b in zip(boxes, boxes[1:]))  # no two end names touch
     text = finding(scene)
     if text.startswith("Paths furthest apart"):
         assert f"update {default_update(scene)}" in text
@@ -930,19 +982,20 @@ def test_loss_axis_ends_at_the_data_and_the_names_stand_outside_it(rotated):
     ax = fig.axes[1]
     x0, x1 = ax.get_xlim()
     last = max(rec.steps[-1] for rec in rotated.values())
-    assert last <= x1 <= last + 0.03 * (x1 - x0)   # no empty range past the data
+    assert last <= x1 <= last + 0.03 * (x1 - x0)  # no empty range past the data
     frame, page = ax.get_window_extent(r), fig.bbox
     names = [t for t in ax.texts if (t.get_gid() or "").startswith("label:")]
     boxes = sorted((t.get_window_extent(r) for t in names), key=lambda b: b.y0)
     assert len(boxes) == len(rotated)
-    for b in boxes:   # right of the spine, inside the figure
+    for b in boxes:  # right of the spine, inside the figure
         assert b.x0 > frame.x1 and b.x1 <= page.x1 and frame.y0 <= (b.y0 + b.y1) / 2 <= frame.y1
-    assert all(a.y1 < b.y0 for a, b in zip(boxes, boxes[1:]))   # none overlapping
+    assert all(a.y1 < b.y0 for a, b in zip(boxes, boxes[1:]))  # none overlapping
 
 
 def test_every_runs_dot_at_the_update_shows_even_where_losses_meet(rotated):
     from dtsgd_viz.views.paths.loss import DOT_SIZE
-    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=1)   # update 1: every run at one loss
+
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=1)  # update 1: every run at one loss
     dots = sorted(gid_artists(fig, "loss-marker:").values(), key=lambda m: -m.get_markersize())
     assert len(dots) == len(rotated)
     sizes = [m.get_markersize() for m in dots]
@@ -957,4 +1010,3 @@ def test_every_runs_dot_at_the_update_shows_even_where_losses_meet(rotated):
     assert {m.get_markersize() for m in dots.values()} == {DOT_SIZE}
     assert all(m.get_markerfacecolor() != "none" for m in dots.values())
     assert dots["nesterov"].get_zorder() == max(m.get_zorder() for m in dots.values())
-

@@ -18,7 +18,7 @@ from dtsgd_viz.views.phase.plot import cap_rate, cell_edges, phase_ratio
 
 matplotlib.use("Agg")
 
-SURFACE = surfaces.RotatedQuadratic()          # Hessian eigenvalues 1 and 10
+SURFACE = surfaces.RotatedQuadratic()  # Hessian eigenvalues 1 and 10
 H = (1.0, 10.0)
 LRS, MUS, STEPS, TOL = np.geomspace(0.01, 0.35, 9), np.linspace(0.0, 0.95, 8), 40, 1e-2
 
@@ -39,8 +39,10 @@ def by_gid(ax, gid):
 
 
 def steps_grids():
-    return {key: phase_grid(SURFACE, LRS, MUS, STEPS, TOL, nesterov)
-            for key, nesterov in (("momentum", False), ("nesterov", True))}
+    return {
+        key: phase_grid(SURFACE, LRS, MUS, STEPS, TOL, nesterov)
+        for key, nesterov in (("momentum", False), ("nesterov", True))
+    }
 
 
 def test_step_maps_are_the_grids(fig):
@@ -50,8 +52,9 @@ def test_step_maps_are_the_grids(fig):
         np.testing.assert_array_equal(mesh.get_array().data, grid.steps)
         np.testing.assert_array_equal(np.ma.getmaskarray(mesh.get_array()), grid.steps < 0)
         ii, jj = np.nonzero(grid.diverged)
-        np.testing.assert_array_equal(by_gid(axes[f"phase:{key}"], f"diverged:{key}").get_xydata(),
-                                      np.c_[LRS[jj], MUS[ii]])
+        np.testing.assert_array_equal(
+            by_gid(axes[f"phase:{key}"], f"diverged:{key}").get_xydata(), np.c_[LRS[jj], MUS[ii]]
+        )
 
 
 def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_white(fig):
@@ -75,14 +78,17 @@ def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_white(fig):
     nesterov_faster = both & (n < m)
     assert nesterov_faster.any()
     assert np.all(rgba[nesterov_faster][:, 0] > rgba[nesterov_faster][:, 2])  # red side
-    assert np.all(rgba[both & (n > m)][:, 2] > rgba[both & (n > m)][:, 0])      # blue side
+    assert np.all(rgba[both & (n > m)][:, 2] > rgba[both & (n > m)][:, 0])  # blue side
     regions = by_gid(ax, "phase:regions").get_array()
     np.testing.assert_array_equal(np.ma.getmaskarray(regions), both)
     div = {k: g.diverged for k, g in grids.items()}
     # one rule converges, the other diverged: a stability verdict, hatched; the other
     # only ran into the step cap: the cap's own dots
-    expect = {"only_momentum": only_m & div["nesterov"], "only_nesterov": only_n & div["momentum"],
-              "cap": (only_m & ~div["nesterov"]) | (only_n & ~div["momentum"])}
+    expect = {
+        "only_momentum": only_m & div["nesterov"],
+        "only_nesterov": only_n & div["momentum"],
+        "cap": (only_m & ~div["nesterov"]) | (only_n & ~div["momentum"]),
+    }
     assert expect["only_momentum"].any()
     edges = cell_edges(LRS, log=True), cell_edges(MUS, log=False)
     for region, cells in expect.items():
@@ -107,7 +113,7 @@ def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_white(fig):
     np.testing.assert_array_equal(by_gid(ax, "diverged:ratio").get_xydata(), np.c_[LRS[jj], MUS[ii]])
     faces = by_gid(ax, "phase:regions")
     rgba = faces.cmap(faces.norm(regions))
-    assert np.all(rgba[both_div][:, 0] < rgba[neither][0, 0] - 0.15)   # darker than neither's grey
+    assert np.all(rgba[both_div][:, 0] < rgba[neither][0, 0] - 0.15)  # darker than neither's grey
     # no extension colours on the bar
     cbars = [a for a in fig.axes if a.get_label() == "<colorbar>"]
     assert all(getattr(c, "_colorbar", None) is None or c._colorbar.extend == "neither" for c in cbars)
@@ -151,8 +157,11 @@ def test_iso_rate_contours_lie_where_the_spectral_radius_has_their_level(fig):
                     near.append(abs(rho - level) < 0.01)
                     # the level set passes within a small box around the vertex (the
                     # radius has square-root kinks where eigenvalues meet)
-                    box = [max(radius(lr * f, mu + d, h, nesterov) for h in H)
-                           for f in (1 / 1.03, 1, 1.03) for d in (-0.01, 0, 0.01)]
+                    box = [
+                        max(radius(lr * f, mu + d, h, nesterov) for h in H)
+                        for f in (1 / 1.03, 1, 1.03)
+                        for d in (-0.01, 0, 0.01)
+                    ]
                     inside.append(min(box) - 1e-6 <= level <= max(box) + 1e-6)
         assert len(near) > 30 and np.mean(near) > 0.9 and all(inside), (len(near), np.mean(near))
 
@@ -172,8 +181,11 @@ def test_boundary_and_critical_damping_are_the_theory(fig):
             a = lr * H[0]
             T, D = ((1 + mu) * (1 - a), mu * (1 - a)) if nesterov else (1 + mu - a, mu)
             assert T * T - 4 * D == pytest.approx(0.0, abs=1e-9)
-            lam = np.linalg.eigvals(np.array([[1 - a * 0.9, mu], [-a * 0.9, mu]]) if not nesterov else
-                                    np.array([[1 - (1 + mu) * a * 0.9, mu * mu], [-a * 0.9, mu]]))
+            lam = np.linalg.eigvals(
+                np.array([[1 - a * 0.9, mu], [-a * 0.9, mu]])
+                if not nesterov
+                else np.array([[1 - (1 + mu) * a * 0.9, mu * mu], [-a * 0.9, mu]])
+            )
             assert np.all(np.isreal(lam))  # a little less learning rate: over-damped
     assert "ratio-boundary:nesterov" in {a.get_gid() for a in axes["phase:ratio"].lines}
 
@@ -181,24 +193,33 @@ def test_boundary_and_critical_damping_are_the_theory(fig):
 def legend_texts(fig):
     # the legends sit under the maps they explain: in the figure's subfigures
     subs = [fig, *fig.subfigs]
-    return [t for leg in [*(leg for sub in subs for leg in sub.legends), *(ax.get_legend() for ax in fig.axes)]
-            if leg for t in leg.get_texts()]
+    return [
+        t
+        for leg in [*(leg for sub in subs for leg in sub.legends), *(ax.get_legend() for ax in fig.axes)]
+        if leg
+        for t in leg.get_texts()
+    ]
 
 
 def test_the_legend_says_the_grey_edge_is_the_cap_and_names_the_theory(fig):
     labels = [t.get_text() for t in legend_texts(fig)]
     # the cap's grey: named in place on every step map, else in the legend
     named = {t.get_gid() for ax in fig.axes for t in ax.texts}
-    assert ({"region-label:cap:momentum", "region-label:cap:nesterov"} <= named
-            or f"more than {STEPS} updates (the cap)" in labels)
+    assert {
+        "region-label:cap:momentum",
+        "region-label:cap:nesterov",
+    } <= named or f"more than {STEPS} updates (the cap)" in labels
     assert "stability boundary" in labels and any(t.startswith("iso-rate") for t in labels)
     assert any(t.startswith("critical damping") for t in labels)
     # the cap's contour is said for what it is in the legend's entry (its label on the
     # map is its level alone; "(cap)" there went unexplained)
     # (the rate at which the flat direction's loss reaches tol in the cap's updates)
-    assert any("the cap's edge:\nat that rate the flat direction's loss" in t and t.endswith(f"in {STEPS} updates")
-               for t in labels if t.startswith("iso-rate"))
-    assert len(labels) <= 8     # a short legend: the regions are named in place where they fit
+    assert any(
+        "the cap's edge:\nat that rate the flat direction's loss" in t and t.endswith(f"in {STEPS} updates")
+        for t in labels
+        if t.startswith("iso-rate")
+    )
+    assert len(labels) <= 8  # a short legend: the regions are named in place where they fit
     # critical damping is black on both step maps (it was momentum's blue on Nesterov's)
     axes = axes_by_label(fig)
     for key in ("momentum", "nesterov"):
@@ -240,22 +261,28 @@ def test_bad_grids_are_refused():
 def test_the_theory_and_the_figures_need_neither_tensorflow_nor_ipywidgets():
     import subprocess
     import sys
-    code = ("import sys, dtsgd_viz.views.phase.plot, dtsgd_viz.views.rates.modes, dtsgd_viz.theory; "
-            "print(sorted(m for m in ('ipywidgets', 'IPython', 'tensorflow') if m in sys.modules))")
+
+    code = (
+        "import sys, dtsgd_viz.views.phase.plot, dtsgd_viz.views.rates.modes, dtsgd_viz.theory; "
+        "print(sorted(m for m in ('ipywidgets', 'IPython', 'tensorflow') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("steps, tol, match", [
-    (0, 1e-2, r"steps must be an integer >= 1 .*Received: steps=0\."),
-    (-3, 1e-2, r"steps must be an integer >= 1 .*Received: steps=-3\."),
-    (2.0, 1e-2, r"steps must be an integer >= 1 .*Received: steps=2\.0\."),
-    (True, 1e-2, r"steps must be an integer >= 1 .*Received: steps=True\."),
-    (10, 0.0, r"tol must be a finite number > 0 .*Received: tol=0\.0\."),
-    (10, -1e-3, r"tol must be a finite number > 0 .*Received: tol=-0\.001\."),
-    (10, float("nan"), r"tol must be a finite number > 0 .*Received: tol=nan\."),
-    (10, "small", r"tol must be a finite number > 0 .*Received: tol='small'\."),
-])
+@pytest.mark.parametrize(
+    "steps, tol, match",
+    [
+        (0, 1e-2, r"steps must be an integer >= 1 .*Received: steps=0\."),
+        (-3, 1e-2, r"steps must be an integer >= 1 .*Received: steps=-3\."),
+        (2.0, 1e-2, r"steps must be an integer >= 1 .*Received: steps=2\.0\."),
+        (True, 1e-2, r"steps must be an integer >= 1 .*Received: steps=True\."),
+        (10, 0.0, r"tol must be a finite number > 0 .*Received: tol=0\.0\."),
+        (10, -1e-3, r"tol must be a finite number > 0 .*Received: tol=-0\.001\."),
+        (10, float("nan"), r"tol must be a finite number > 0 .*Received: tol=nan\."),
+        (10, "small", r"tol must be a finite number > 0 .*Received: tol='small'\."),
+    ],
+)
 def test_bad_steps_and_tol_are_refused_with_what_was_received(steps, tol, match):
     with pytest.raises(ValueError, match=match):
         dtsgd_viz.plot_phase(SURFACE, [0.05, 0.1], [0.5, 0.9], steps=steps, tol=tol)
@@ -263,20 +290,33 @@ def test_bad_steps_and_tol_are_refused_with_what_was_received(steps, tol, match)
         phase_grid(SURFACE, [0.05, 0.1], [0.5, 0.9], steps, tol, False)
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: theory.convergence_boundary([-0.5], 1.0, True), r"momentum must be finite, in \[0, 1\)\. "
-                                                             r"Received: momentum=\[-0\.5\]\."),
-    (lambda: theory.convergence_boundary([0.5], 0.0, False), r"h_max must be finite and > 0\. Received: h_max=0\.0"),
-    (lambda: theory.critical_damping(1.0, False), r"momentum must be finite, in \[0, 1\)\. Received: momentum=1\.0"),
-    (lambda: theory.rate(0.1, float("nan"), True), r"momentum must be finite, in \[0, 1\)"),
-    (lambda: theory.rate([0.1, np.inf], 0.5, True), r"a must be finite .*Received: a=\[0\.1, inf\]"),
-    (lambda: theory.spectral_radius(0.1, 1.5, 1.0, False), r"momentum must be finite, in \[0, 1\)"),
-    (lambda: theory.iteration_matrix("x", 0.5, 1.0, False), r"learning_rate must be finite"),
-    (lambda: theory.problem_rate([0.1], [0.5], [1.0, np.nan], True), r"hessian_eigenvalues must be finite"),
-    (lambda: theory.critical_damping(0.5, "yes"), r"nesterov must be True or False\. Received: nesterov='yes'"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (
+            lambda: theory.convergence_boundary([-0.5], 1.0, True),
+            r"momentum must be finite, in \[0, 1\)\. "
+            r"Received: momentum=\[-0\.5\]\.",
+        ),
+        (
+            lambda: theory.convergence_boundary([0.5], 0.0, False),
+            r"h_max must be finite and > 0\. Received: h_max=0\.0",
+        ),
+        (
+            lambda: theory.critical_damping(1.0, False),
+            r"momentum must be finite, in \[0, 1\)\. Received: momentum=1\.0",
+        ),
+        (lambda: theory.rate(0.1, float("nan"), True), r"momentum must be finite, in \[0, 1\)"),
+        (lambda: theory.rate([0.1, np.inf], 0.5, True), r"a must be finite .*Received: a=\[0\.1, inf\]"),
+        (lambda: theory.spectral_radius(0.1, 1.5, 1.0, False), r"momentum must be finite, in \[0, 1\)"),
+        (lambda: theory.iteration_matrix("x", 0.5, 1.0, False), r"learning_rate must be finite"),
+        (lambda: theory.problem_rate([0.1], [0.5], [1.0, np.nan], True), r"hessian_eigenvalues must be finite"),
+        (lambda: theory.critical_damping(0.5, "yes"), r"nesterov must be True or False\. Received: nesterov='yes'"),
+    ],
+)
 def test_theory_refuses_momenta_outside_0_1_and_non_finite_inputs(call, match):
     import warnings
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match=match):
@@ -285,14 +325,16 @@ def test_theory_refuses_momenta_outside_0_1_and_non_finite_inputs(call, match):
 
 def test_tick_labels_never_overlap_and_iso_rate_labels_keep_off_the_boundaries():
     from dtsgd_viz.views.phase.geometry import log_ticks
+
     assert log_ticks(0.015, 0.5) == ([0.1], [0.02, 0.05, 0.2, 0.5])
-    assert log_ticks(0.0009, 0.23) == ([0.001, 0.01, 0.1], [])   # tutorial 03's grid: decades only
+    assert log_ticks(0.0009, 0.23) == ([0.001, 0.01, 0.1], [])  # tutorial 03's grid: decades only
     assert log_ticks(1e-4, 1e-1) == ([1e-4, 1e-3, 1e-2, 1e-1], [])
     assert log_ticks(0.05, 0.09) == ([], [0.05, 0.06, 0.07, 0.08, 0.09])
     check_readable(dtsgd_viz.plot_phase(SURFACE, np.geomspace(0.02, 0.4, 6), MUS, 60, TOL), 3)
     check_readable(dtsgd_viz.plot_phase(SURFACE, steps=60, tol=TOL), 3)
-    check_readable(dtsgd_viz.plot_phase(surfaces.RotatedQuadratic(condition=20.0), np.geomspace(1e-3, 0.2, 24),
-                                        MUS, 60, TOL), 3)
+    check_readable(
+        dtsgd_viz.plot_phase(surfaces.RotatedQuadratic(condition=20.0), np.geomspace(1e-3, 0.2, 24), MUS, 60, TOL), 3
+    )
 
 
 def test_the_legend_lists_only_iso_rate_levels_a_map_draws():
@@ -301,8 +343,13 @@ def test_the_legend_lists_only_iso_rate_levels_a_map_draws():
     the legend must not list it (it did)."""
     best = (np.sqrt(20) - 1) / (np.sqrt(20) + 1)
     assert best > 0.6
-    fig = dtsgd_viz.plot_phase(surfaces.RotatedQuadratic(condition=20.0, angle=30.0),
-                               np.geomspace(1e-3, 0.2, 8), np.linspace(0.0, 0.95, 6), 30, 1e-2)
+    fig = dtsgd_viz.plot_phase(
+        surfaces.RotatedQuadratic(condition=20.0, angle=30.0),
+        np.geomspace(1e-3, 0.2, 8),
+        np.linspace(0.0, 0.95, 6),
+        30,
+        1e-2,
+    )
     labels = [t.get_text() for t in legend_texts(fig)]
     iso = [t for t in labels if t.startswith("iso-rate")]
     assert len(iso) == 1, labels
@@ -314,8 +361,9 @@ def test_the_ratio_scale_fits_the_data_and_extends_only_past_it():
     """The colour limit is the smallest of 2x, 4x, 8x (log2 1, 2, 3) holding the 98th
     percentile of |log2 ratio| where both converge; arrows only where cells lie past."""
     from dtsgd_viz.views.phase.geometry import ratio_limit
+
     assert ratio_limit([0.3, -0.8]) == (1, "neither")
-    assert ratio_limit([0.1] * 99 + [1.5]) == (1, "max")      # one outlier: the 98th stays in 2x
+    assert ratio_limit([0.1] * 99 + [1.5]) == (1, "max")  # one outlier: the 98th stays in 2x
     assert ratio_limit([-1.5] * 10 + [0.1] * 90) == (2, "neither")
     assert ratio_limit([5.0] * 10 + [0.1] * 90) == (3, "max")  # the largest limit, an arrow
     surface = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
@@ -326,10 +374,9 @@ def test_the_ratio_scale_fits_the_data_and_extends_only_past_it():
     vmax = mesh.norm.vmax
     assert mesh.norm.vmin == -vmax and vmax in (1, 2, 3)
     assert np.percentile(values, 98) <= vmax and (vmax == 1 or np.percentile(values, 98) > vmax - 1)
-    assert vmax == 2 and values.max() > vmax          # 2.1 at most: 4x, not 8x
-    (bar,) = [a for a in fig.axes if getattr(a, "_colorbar", None) is not None
-              and a._colorbar.mappable is mesh]
-    assert bar._colorbar.extend == "max"              # only momentum's side reaches past 4x
+    assert vmax == 2 and values.max() > vmax  # 2.1 at most: 4x, not 8x
+    (bar,) = [a for a in fig.axes if getattr(a, "_colorbar", None) is not None and a._colorbar.mappable is mesh]
+    assert bar._colorbar.extend == "max"  # only momentum's side reaches past 4x
     # the hatched single-rule regions are still there, and the cap cells
     assert {c.get_gid() for c in ax.collections} >= {"region:only_momentum", "region:cap"}
 
@@ -364,10 +411,18 @@ def _drawn_marks(fig):
 def test_the_legend_lists_only_marks_some_map_draws(lrs):
     fig = dtsgd_viz.plot_phase(SURFACE, lrs, MUS, STEPS, TOL)
     drawn = _drawn_marks(fig)
-    keys = {"more than": "not within tol", "diverges": "diverged", "stability": "stability boundary",
-            "iso-rate": "iso-rate", "critical": "critical damping", "only momentum": "only_momentum",
-            "only Nesterov": "only_nesterov", "the other rule": "cap", "neither": "neither",
-            "both diverge": "both diverge"}
+    keys = {
+        "more than": "not within tol",
+        "diverges": "diverged",
+        "stability": "stability boundary",
+        "iso-rate": "iso-rate",
+        "critical": "critical damping",
+        "only momentum": "only_momentum",
+        "only Nesterov": "only_nesterov",
+        "the other rule": "cap",
+        "neither": "neither",
+        "both diverge": "both diverge",
+    }
     for label in (t.get_text() for t in legend_texts(fig)):
         (mark,) = [v for k, v in keys.items() if label.startswith(k)]
         assert mark in drawn, (label, drawn)
@@ -387,6 +442,7 @@ def split_figs():
 
 def test_show_splits_the_step_maps_and_the_ratio_map_each_with_its_finding(split_figs):
     from dtsgd_viz.views.core.figure import headline_texts
+
     steps, ratio = (split_figs[k] for k in ("steps", "ratio"))
     maps = lambda f: {k for k in axes_by_label(f) if k.startswith("phase:")}  # noqa: E731
     assert maps(steps) == {"phase:momentum", "phase:nesterov"} and maps(ratio) == {"phase:ratio"}
@@ -398,10 +454,18 @@ def test_show_splits_the_step_maps_and_the_ratio_map_each_with_its_finding(split
 
 def _line_vertices(ax):
     """Display coordinates of every boundary, critical-damping and contour vertex on ``ax``."""
-    pts = [ax.transData.transform(line.get_xydata()) for line in ax.lines
-           if (line.get_gid() or "").split(":")[0] in ("boundary", "critical", "ratio-boundary")]
-    pts += [ax.transData.transform(p.vertices) for c in ax.collections
-            if (c.get_gid() or "").startswith("rate:") for p in c.get_paths() if len(p.vertices)]
+    pts = [
+        ax.transData.transform(line.get_xydata())
+        for line in ax.lines
+        if (line.get_gid() or "").split(":")[0] in ("boundary", "critical", "ratio-boundary")
+    ]
+    pts += [
+        ax.transData.transform(p.vertices)
+        for c in ax.collections
+        if (c.get_gid() or "").startswith("rate:")
+        for p in c.get_paths()
+        if len(p.vertices)
+    ]
     return np.concatenate(pts) if pts else np.zeros((0, 2))
 
 
@@ -416,8 +480,12 @@ def test_region_names_sit_where_no_line_crosses_them(split_figs):
                     # a name on its own cells has a halo, no box: its text's extent
                     patch = t.get_bbox_patch()
                     box = (patch or t).get_window_extent(renderer)
-                    inside = ((verts[:, 0] > box.x0) & (verts[:, 0] < box.x1)
-                              & (verts[:, 1] > box.y0) & (verts[:, 1] < box.y1))
+                    inside = (
+                        (verts[:, 0] > box.x0)
+                        & (verts[:, 0] < box.x1)
+                        & (verts[:, 1] > box.y0)
+                        & (verts[:, 1] < box.y1)
+                    )
                     assert not inside.any(), t.get_text()
                     checked += 1
     assert checked >= 3
@@ -445,6 +513,7 @@ def test_divergence_is_dark_grey_apart_from_the_cap_and_named_so(split_figs):
     from matplotlib.colors import to_rgb
 
     from dtsgd_viz.views.phase.regions import DIVERGED_FACE
+
     fig = split_figs["steps"]
     assert sum(to_rgb(DIVERGED_FACE)) / 3 < sum(to_rgb(style.NOT_CONVERGED_COLOR)) / 3 - 0.3
     for ax in fig.axes[:2]:
@@ -457,6 +526,10 @@ def test_divergence_is_dark_grey_apart_from_the_cap_and_named_so(split_figs):
 def test_notes_and_legends_are_at_least_9_5_points(split_figs):
     for fig in split_figs.values():
         texts = [t for sub in [fig, *fig.subfigs] for leg in sub.legends for t in leg.get_texts()]
-        texts += [t for ax in fig.axes for t in ax.texts if (t.get_gid() or "").split(":")[0] in (
-            "region-label", "region-note", "boundary-label")]
+        texts += [
+            t
+            for ax in fig.axes
+            for t in ax.texts
+            if (t.get_gid() or "").split(":")[0] in ("region-label", "region-note", "boundary-label")
+        ]
         assert texts and min(t.get_fontsize() for t in texts) >= 9.5

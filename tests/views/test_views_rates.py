@@ -13,14 +13,15 @@ from dtsgd_viz.views.rates import block_rates as rv
 
 matplotlib.use("Agg")
 
-SURFACE = surfaces.ShardedQuadratic()   # (8, 8) on batch=2 x model=4: 8 blocks
+SURFACE = surfaces.ShardedQuadratic()  # (8, 8) on batch=2 x model=4: 8 blocks
 LR, MU = 1.5, 0.6
 
 
 @pytest.fixture(scope="module")
 def recording():
-    return dtsgd_viz.run(SURFACE, {"nesterov": dict(learning_rate=LR, momentum=MU,
-                                                    nesterov=True)}, steps=40)["nesterov"]
+    return dtsgd_viz.run(SURFACE, {"nesterov": dict(learning_rate=LR, momentum=MU, nesterov=True)}, steps=40)[
+        "nesterov"
+    ]
 
 
 def _radius(a, mu, nesterov):
@@ -37,8 +38,7 @@ def test_blocks_sit_on_both_rate_curves_beside_their_measured_decay(recording):
     for g, devices in enumerate(geometry.replica_groups):
         block = geometry.blocks[devices[0]]
         assert rates.curvature[g] == pytest.approx(float(SURFACE.curvature[block].mean()))
-        errors = np.sqrt(((path[(slice(None),) + block] - SURFACE.target) ** 2)
-                         .reshape(len(path), -1).sum(1))
+        errors = np.sqrt(((path[(slice(None),) + block] - SURFACE.target) ** 2).reshape(len(path), -1).sum(1))
         np.testing.assert_allclose(rates.errors[:, g], errors, rtol=1e-9)
     a = LR * rates.curvature
     for nesterov in (False, True):
@@ -68,6 +68,7 @@ def test_blocks_sit_on_both_rate_curves_beside_their_measured_decay(recording):
 
 def test_the_learning_rate_moves_every_block_and_marks_the_unstable(recording):
     from dtsgd_viz.widgets.rate_explorer import RateExplorer, rate_state
+
     rates = rv.block_rates(recording, SURFACE)
     s = rate_state(rates, 0.5)
     np.testing.assert_allclose(s.a, 0.5 * rates.curvature)
@@ -88,8 +89,9 @@ def test_the_learning_rate_moves_every_block_and_marks_the_unstable(recording):
     assert w.renders == renders + 1 and w.state.learning_rate == pytest.approx(4.0, rel=1e-3)
     lr = w.slider.value
     np.testing.assert_allclose(w.view.markers[False].get_offsets()[:, 0], lr * rates.curvature)
-    np.testing.assert_allclose(w.view.unstable_marks[False].get_xdata(),
-                               (lr * rates.curvature)[lr * rates.curvature >= 3.2])
+    np.testing.assert_allclose(
+        w.view.unstable_marks[False].get_xdata(), (lr * rates.curvature)[lr * rates.curvature >= 3.2]
+    )
     assert "unstable" in w.label.value and f"lr={lr:.3g}" in w.view.curve_ax.get_title()
     lo, hi = w.view.curve_ax.get_xlim()  # the slider's whole span stays in view
     assert lo <= LR / 100 * rates.curvature.min() and hi >= LR * 10 * rates.curvature.max()
@@ -110,8 +112,7 @@ def test_a_block_that_reaches_zero_at_once_has_no_measured_decay():
     exactly 0 later decay as theory says once the float noise floor is the rounding of
     the values (not 1000 eps of the start error, which cut the fit to a dip)."""
     s = SURFACE  # 8 blocks, h from 0.05 to 1
-    r = dtsgd_viz.run(s, {"n": dict(learning_rate=1.0, momentum=0.9, nesterov=True)},
-                      steps=30)["n"]
+    r = dtsgd_viz.run(s, {"n": dict(learning_rate=1.0, momentum=0.9, nesterov=True)}, steps=30)["n"]
     view = rv.draw_block_rates(r, s)
     rates = view.rates
     theory = np.array([_radius(a, 0.9, True) for a in rates.curvature])
@@ -126,7 +127,7 @@ def test_a_block_that_reaches_zero_at_once_has_no_measured_decay():
     key = view.labels.texts["key"].get_text()
     assert " ".join(key.split()).endswith(" ".join(view.no_star_note.split()))
     # the block at rate 0 shows whole, above the bottom of the axes
-    (_, y), = [p for p in view.markers[True].get_offsets() if p[1] < 1e-6]
+    ((_, y),) = [p for p in view.markers[True].get_offsets() if p[1] < 1e-6]
     assert view.curve_ax.get_ylim()[0] < y - 0.02
     # the next-stiffest block reaches exactly 0 at update 30: fitted down to where the
     # values are rounding (not to 1000 eps of its start error), it measures what theory
@@ -134,7 +135,8 @@ def test_a_block_that_reaches_zero_at_once_has_no_measured_decay():
     assert rates.errors[-1, 6] == 0
     assert abs(rates.measured[6] - theory[6]) < 1e-3
     assert rv.measured_decay([2.0, 1.8, 0.0, 0.0], [0, 1, 2, 3]) != rv.measured_decay(
-        [2.0, 1.8, 0.0, 0.0], [0, 1, 2, 3])  # NaN
+        [2.0, 1.8, 0.0, 0.0], [0, 1, 2, 3]
+    )  # NaN
 
 
 def test_the_key_lists_only_drawn_marks(recording):
@@ -165,8 +167,10 @@ def test_each_error_line_is_named_at_its_end_right_of_the_panel():
 
     from dtsgd_viz.views.core import style
     from dtsgd_viz.views.text.direct import READABLE_GAP, axes_height_points
-    r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
-                      steps=60)["n"]   # tutorial 01
+
+    r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)}, steps=60)[
+        "n"
+    ]  # tutorial 01
     view = rv.draw_block_rates(r, SURFACE)
     fig, ax = view.figure, view.error_ax
     fig.draw_without_rendering()
@@ -174,7 +178,8 @@ def test_each_error_line_is_named_at_its_end_right_of_the_panel():
     assert ax.get_legend() is None
     rates = view.rates
     assert [t.get_text() for t in view.end_labels] == [
-        f"{label}  h={h:.2g}" for label, h in zip(rates.labels, rates.curvature)]
+        f"{label}  h={h:.2g}" for label, h in zip(rates.labels, rates.curvature)
+    ]
     frame = ax.get_window_extent(renderer)
     boxes = [t.get_window_extent(renderer) for t in view.end_labels]
     assert not overlapping(boxes)
@@ -188,10 +193,15 @@ def test_each_error_line_is_named_at_its_end_right_of_the_panel():
         assert lightness_of(tuple(text_rgb)) <= INK_LIGHTNESS + 0.5
         end = (np.log10(line.get_ydata()[-1]) - lo) / (hi - lo)
         y = t.get_position()[1]
-        joined = [ln for ln in leaders.values() if np.isclose(ln.get_ydata()[0], end)
-                  and np.isclose(ln.get_ydata()[-1], y) and ln.get_color() == line.get_color()]
+        joined = [
+            ln
+            for ln in leaders.values()
+            if np.isclose(ln.get_ydata()[0], end)
+            and np.isclose(ln.get_ydata()[-1], y)
+            and ln.get_color() == line.get_color()
+        ]
         assert joined or abs(y - end) <= 0.25 * READABLE_GAP * style.NOTE_SIZE / axes_height_points(ax), g
-        assert line.get_xdata()[-1] == ax.get_xlim()[1]   # the leader starts at the line's end
+        assert line.get_xdata()[-1] == ax.get_xlim()[1]  # the leader starts at the line's end
     assert fig.get_tightbbox().width * fig.dpi <= 950
 
 
@@ -200,24 +210,24 @@ def test_errors_at_the_rounding_floor_are_held_there_and_the_floor_is_named():
     ulps) after ~37 updates: its line is held at the floor from the first error there on
     (no dropped points, no loose dashes), the floor is one float32 ulp of the target per
     entry, shaded and named."""
-    r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
-                      steps=60)["n"]
+    r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)}, steps=60)["n"]
     view = rv.draw_block_rates(r, SURFACE)
     rates, ax = view.rates, view.error_ax
     n_entries = SURFACE.shape[0] * SURFACE.shape[1] // len(rates.labels)
-    assert rates.floor == pytest.approx(np.finfo(np.float32).eps * np.sqrt(n_entries) * 1.0)   # target 1
+    assert rates.floor == pytest.approx(np.finfo(np.float32).eps * np.sqrt(n_entries) * 1.0)  # target 1
     for g, line in enumerate(view.error_lines):
         y, e = np.asarray(line.get_ydata()), rates.errors[:, g]
         assert np.isfinite(y).all() and (y >= rates.floor * (1 - 1e-12)).all()
         hit = np.flatnonzero(e <= rates.floor)
         if hit.size:
-            np.testing.assert_array_equal(y[:hit[0]], e[:hit[0]])
-            assert (y[hit[0]:] == rates.floor).all()
+            np.testing.assert_array_equal(y[: hit[0]], e[: hit[0]])
+            assert (y[hit[0] :] == rates.floor).all()
         else:
             np.testing.assert_array_equal(y, e)
     steep = view.error_lines[-1].get_ydata()
     assert (rates.errors[:, -1] == 0).any() and (steep == rates.floor).sum() > 10
     from dtsgd_viz.views.rates.block_labels import floor_text
+
     label = [t for t in ax.texts if t.get_gid() == "floor-label"][0]
     assert label.get_text() == floor_text(rates.floor) == "float32 round-off (below 3e-7)"
     assert ax.get_ylim()[0] < label.get_position()[1] < rates.floor
@@ -236,9 +246,14 @@ def _points_in(box, xy, pad=0.0):
     return [p for p in xy if box.x0 - pad < p[0] < box.x1 + pad and box.y0 - pad < p[1] < box.y1 + pad]
 
 
-@pytest.mark.parametrize("config", [dict(learning_rate=0.5, momentum=0.9, steps=60),     # tutorial 01
-                                    dict(learning_rate=LR, momentum=MU, steps=40),
-                                    dict(learning_rate=1.0, momentum=0.9, steps=30)])   # a block at rate 0
+@pytest.mark.parametrize(
+    "config",
+    [
+        dict(learning_rate=0.5, momentum=0.9, steps=60),  # tutorial 01
+        dict(learning_rate=LR, momentum=MU, steps=40),
+        dict(learning_rate=1.0, momentum=0.9, steps=30),
+    ],
+)  # a block at rate 0
 def test_the_rate_panel_names_its_curves_and_limits_on_the_chart_clear_of_the_data(config):
     """Each rule named in its colour, each dotted stability limit named beside it with its
     value, a key in a free corner: no two of them overprint, none covers a curve's point,
@@ -246,14 +261,14 @@ def test_the_rate_panel_names_its_curves_and_limits_on_the_chart_clear_of_the_da
     from helpers.readable import overlapping
 
     from dtsgd_viz.views.core import style
+
     steps = config.pop("steps")
     r = dtsgd_viz.run(SURFACE, {"n": dict(nesterov=True, **config)}, steps=steps)["n"]
     view = rv.draw_block_rates(r, SURFACE)
-    view.figure.draw_without_rendering()   # the layout the PNG has
+    view.figure.draw_without_rendering()  # the layout the PNG has
     ax = view.curve_ax
     texts = view.labels.texts
-    assert set(texts) == {"stability-note", "name-Nesterov", "name-momentum", "limit-momentum",
-                          "limit-Nesterov", "key"}
+    assert set(texts) == {"stability-note", "name-Nesterov", "name-momentum", "limit-momentum", "limit-Nesterov", "key"}
     for n, name in rv.RULE_NAMES.items():
         b = view.boundaries[n]
         assert b == pytest.approx(2 * (1 + config["momentum"]) / ((1 + 2 * config["momentum"]) if n else 1))
@@ -266,8 +281,9 @@ def test_the_rate_panel_names_its_curves_and_limits_on_the_chart_clear_of_the_da
         assert texts[f"name-{name}"].get_color() == texts[f"limit-{name}"].get_color() == rv.RULE_COLORS[n]
     boxes, renderer = _label_boxes(view)
     names = list(boxes)
-    assert not overlapping([boxes[g] for g in names]), [(names[i], names[j]) for i, j in overlapping(
-        [boxes[g] for g in names])]
+    assert not overlapping([boxes[g] for g in names]), [
+        (names[i], names[j]) for i, j in overlapping([boxes[g] for g in names])
+    ]
     axes_box = ax.get_window_extent(renderer)
     data = {}
     for line in ax.lines:
@@ -275,7 +291,7 @@ def test_the_rate_panel_names_its_curves_and_limits_on_the_chart_clear_of_the_da
         if gid.startswith("curve-"):
             xy = line.get_xydata()
             data[gid] = ax.transData.transform(xy[xy[:, 1] <= ax.get_ylim()[1]])
-        elif gid.startswith("boundary-"):   # dotted: a vertical line over the whole height
+        elif gid.startswith("boundary-"):  # dotted: a vertical line over the whole height
             x = ax.transData.transform((line.get_xdata()[0], 1.0))[0]
             data[gid] = np.column_stack([np.full(200, x), np.linspace(axes_box.y0, axes_box.y1, 200)])
     for n, marks in view.markers.items():
@@ -285,7 +301,7 @@ def test_the_rate_panel_names_its_curves_and_limits_on_the_chart_clear_of_the_da
         assert axes_box.x0 <= box.x0 and box.x1 <= axes_box.x1 and axes_box.y0 <= box.y0 <= box.y1 <= axes_box.y1
         assert texts[gid].get_fontsize() >= style.NOTE_SIZE
         for what, xy in data.items():
-            pad = 4.0 if what.startswith(("blocks", "stars")) else 0.0   # a marker's radius
+            pad = 4.0 if what.startswith(("blocks", "stars")) else 0.0  # a marker's radius
             assert not _points_in(box, xy, pad), (gid, what)
     # no legend on the rate panel: the names above replace it
     assert ax.get_legend() is None
@@ -297,23 +313,26 @@ def test_the_headline_says_which_blocks_converge_fastest_and_the_settings():
     import re
 
     from dtsgd_viz.views.core.figure import headline_texts
-    r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
-                      steps=20)["n"]
+
+    r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)}, steps=20)["n"]
     fig = dtsgd_viz.plot_block_rates(r, SURFACE)
     finding, settings = headline_texts(fig)
     h = np.sort(np.unique(SURFACE.curvature))
     nesterov = [_radius(0.5 * x, 0.9, True) for x in h]
     assert "\n" not in finding
-    assert finding == (f"Nesterov: steep blocks converge fastest (rate {nesterov[-1]:.2f} vs {nesterov[0]:.2f}); "
-                       f"momentum: {_radius(0.5 * h[0], 0.9, False):.2f} on all")
+    assert finding == (
+        f"Nesterov: steep blocks converge fastest (rate {nesterov[-1]:.2f} vs {nesterov[0]:.2f}); "
+        f"momentum: {_radius(0.5 * h[0], 0.9, False):.2f} on all"
+    )
     view = rv.draw_block_rates(r, SURFACE)
     off = np.max(np.abs(view.rates.measured - nesterov))
     lines = settings.split("\n")
     assert len(lines) == 2 and " ".join(settings.replace("\n", " · ").split()).startswith(
         "real DTensor SGD, Nesterov, lr 0.5, μ 0.9, 20 updates · sharded quadratic 8x8 on a 2x4 mesh "
-        "(curvature 0.05..1) · ★ measured on the run")
+        "(curvature 0.05..1) · ★ measured on the run"
+    )
     assert all(not line.startswith("·") and not line.endswith("·") for line in lines)
-    for line in lines:   # every bracket closes on the line it opens
+    for line in lines:  # every bracket closes on the line it opens
         assert line.count("(") == line.count(")") and not re.search(r"\([^)]*$", line)
     assert f"within {max(off, 1e-4):.1g} of theory" in settings.replace("\n", " ")
     # the finding's first line is drawn on one line as wide as the figure at most
@@ -324,8 +343,7 @@ def test_the_headline_says_which_blocks_converge_fastest_and_the_settings():
 
 @pytest.fixture(scope="module")
 def tutorial01():
-    r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)},
-                      steps=60)["n"]
+    r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)}, steps=60)["n"]
     view = rv.draw_block_rates(r, SURFACE)
     view.figure.draw_without_rendering()
     return view
@@ -347,9 +365,9 @@ def test_the_rate_axis_ends_just_past_the_last_data(tutorial01):
     name = view.labels.texts["name-momentum"]
     renderer = view.figure.canvas.get_renderer()
     box = name.get_window_extent(renderer)
-    assert ax.transData.transform((b, 0))[0] > box.x1   # left of its limit
+    assert ax.transData.transform((b, 0))[0] > box.x1  # left of its limit
     flat = ax.transData.transform((b / 2, _radius(b / 2, 0.9, False)))[1]
-    assert flat - 4 * view.figure.dpi / 72 > box.y1 > flat - 40   # under the flat part, near it
+    assert flat - 4 * view.figure.dpi / 72 > box.y1 > flat - 40  # under the flat part, near it
 
 
 def test_the_end_labels_keep_air_between_them(tutorial01):
@@ -371,31 +389,32 @@ def test_momentum_rings_nest_round_the_stars_and_end_names_read(tutorial01):
     from matplotlib.colors import to_rgba
 
     from dtsgd_viz.views.mesh.layout_colors import INK_LIGHTNESS, label_ink, lightness_of
+
     view = tutorial01
     ax = view.curve_ax
     rings, stars = view.markers[False], view.measured_marks
     assert len(rings.get_facecolors()) == 0 or all(c[3] == 0 for c in rings.get_facecolors())
     np.testing.assert_allclose(rings.get_edgecolors(), [to_rgba(c) for c in view.rates.colors])
     assert rings.get_zorder() > stars.get_zorder()
-    ring_px = np.sqrt(rings.get_sizes()[0]) * view.figure.dpi / 72   # diameter
+    ring_px = np.sqrt(rings.get_sizes()[0]) * view.figure.dpi / 72  # diameter
     star_px = np.sqrt(stars.get_sizes()[0]) * view.figure.dpi / 72
     assert ring_px >= star_px + 4
     rp = ax.transData.transform(rings.get_offsets())
     sp = ax.transData.transform(stars.get_offsets())
     near = np.hypot(*(rp[:, None, :] - sp[None, :, :]).transpose(2, 0, 1)).min(axis=1)
-    assert (near + star_px / 2 <= ring_px / 2 + 0.5).sum() >= 2   # the two smallest lr·h: the star inside its ring
+    assert (near + star_px / 2 <= ring_px / 2 + 0.5).sum() >= 2  # the two smallest lr·h: the star inside its ring
     assert "○ a block at lr·h under momentum," in view.labels.texts["key"].get_text().split("\n")
     # Nesterov's squares: open, white inside, wider than the star on them and under it
     # (the stars hid filled squares the key named), inside the ring at the smallest lr·h
     squares = view.markers[True]
     assert all(tuple(c) == (1.0, 1.0, 1.0, 1.0) for c in squares.get_facecolors())
     np.testing.assert_allclose(squares.get_edgecolors(), [to_rgba(c) for c in view.rates.colors])
-    sq_px = np.sqrt(squares.get_sizes()[0]) * view.figure.dpi / 72   # side
+    sq_px = np.sqrt(squares.get_sizes()[0]) * view.figure.dpi / 72  # side
     assert sq_px >= star_px + 2 and squares.get_zorder() < stars.get_zorder() < rings.get_zorder()
     np.testing.assert_allclose(squares.get_offsets(), stars.get_offsets(), atol=1e-3)
     qp = ax.transData.transform(squares.get_offsets())
     corner = np.hypot(np.abs(qp[0, 0] - rp[0, 0]) + sq_px / 2, np.abs(qp[0, 1] - rp[0, 1]) + sq_px / 2)
-    assert corner <= ring_px / 2 - 0.5   # CPU:0: the square and its star wholly inside the ring
+    assert corner <= ring_px / 2 - 0.5  # CPU:0: the square and its star wholly inside the ring
     assert "□ under Nesterov (colours: right)" in view.labels.texts["key"].get_text().split("\n")
     for t, c in zip(view.end_labels, view.rates.colors):
         assert to_rgba(t.get_color())[:3] == pytest.approx(label_ink(c))

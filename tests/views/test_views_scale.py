@@ -24,12 +24,15 @@ from dtsgd_viz.views.shards.update import plot_update_shards
 
 matplotlib.use("Agg")
 
-MESH = synthetic_recording.MESH   # the 2x4 mesh of its recordings
+MESH = synthetic_recording.MESH  # the 2x4 mesh of its recordings
 _recording = synthetic_recording.recording
 
 
-MODEL = [("d1/kernel", (4, 16), ("unsharded", "model")), ("d1/bias", (16,), ("model",)),
-         ("d2/kernel", (16, 1), ("model", "unsharded"))]
+MODEL = [
+    ("d1/kernel", (4, 16), ("unsharded", "model")),
+    ("d1/bias", (16,), ("model",)),
+    ("d2/kernel", (16, 1), ("model", "unsharded")),
+]
 
 
 def _model(**kw):
@@ -37,38 +40,37 @@ def _model(**kw):
 
 
 def _plan():
-    return memory_plan({name: (shape, "float32", LayoutSpec(specs, MESH))
-                        for name, shape, specs in MODEL})
+    return memory_plan({name: (shape, "float32", LayoutSpec(specs, MESH)) for name, shape, specs in MODEL})
 
 
 BIG = MeshSpec.create({"data": 4, "model": 16})
 
 # the figures of the tutorials (01, 04, 06, 07, 02) and the demo report
 FIGURES = {
-    "shards": lambda: plot_shards(_recording([("w", (8, 8), ("batch", "model"))], 12), "w",
-                                  "velocity", step=10),
+    "shards": lambda: plot_shards(_recording([("w", (8, 8), ("batch", "model"))], 12), "w", "velocity", step=10),
     "model_shards": lambda: plot_shards(_model(), "d1/kernel", "velocity", step=20),
     "update_shards": lambda: plot_update_shards(_model(), "d1/kernel", step=20),
-    "stats_shards": lambda: plot_shards(_model(mode="stats", steps=50,
-                                               updates=np.arange(40, 2001, 40)),
-                                        "d1/kernel", "velocity"),
-    "ring_shards": lambda: plot_shards(_model(steps=20, kinds=("param", "velocity"),
-                                              updates=np.arange(100, 2001, 100)),
-                                       "d1/kernel", "velocity"),
+    "stats_shards": lambda: plot_shards(
+        _model(mode="stats", steps=50, updates=np.arange(40, 2001, 40)), "d1/kernel", "velocity"
+    ),
+    "ring_shards": lambda: plot_shards(
+        _model(steps=20, kinds=("param", "velocity"), updates=np.arange(100, 2001, 100)), "d1/kernel", "velocity"
+    ),
     "rank3_shards": lambda: plot_shards(
-        _recording([("attention/attention_output/kernel", (4, 4, 16),
-                     ("model", "unsharded", "unsharded"))], 30),
-        "attention/attention_output/kernel", "velocity", step=10),
-    "layout": lambda: plot_layout(LayoutSpec(("unsharded", "model"), MESH), (4, 16),
-                                  name="d1/kernel"),
-    "layout_16": lambda: plot_layout(LayoutSpec(("model", "unsharded"), BIG), (1024, 512),
-                                     name="W"),
+        _recording([("attention/attention_output/kernel", (4, 4, 16), ("model", "unsharded", "unsharded"))], 30),
+        "attention/attention_output/kernel",
+        "velocity",
+        step=10,
+    ),
+    "layout": lambda: plot_layout(LayoutSpec(("unsharded", "model"), MESH), (4, 16), name="d1/kernel"),
+    "layout_16": lambda: plot_layout(LayoutSpec(("model", "unsharded"), BIG), (1024, 512), name="W"),
     "layout_64": lambda: plot_layout(LayoutSpec(("data", "model"), BIG), (1024, 512), name="W"),
     "layout_conv": lambda: plot_layout(
-        LayoutSpec(("unsharded", "unsharded", "unsharded", "model"), MESH), (3, 3, 8, 16),
-        name="conv2/kernel"),
+        LayoutSpec(("unsharded", "unsharded", "unsharded", "model"), MESH), (3, 3, 8, 16), name="conv2/kernel"
+    ),
     "layout_rank3": lambda: plot_layout(
-        LayoutSpec(("x", "y", "z"), MeshSpec.create({"x": 2, "y": 2, "z": 2})), (4, 4, 4)),
+        LayoutSpec(("x", "y", "z"), MeshSpec.create({"x": 2, "y": 2, "z": 2})), (4, 4, 4)
+    ),
     "memory": lambda: plot_memory(_plan()),
     "memory_traffic": lambda: plot_memory(_plan(), communication=True),
 }
@@ -78,6 +80,7 @@ def _tight_width_px(fig) -> int:
     """The width of the PNG a notebook shows: tight-cropped plus ``PAD`` a side, at the
     figure's dpi (IPython's ``print_figure``)."""
     from PIL import Image
+
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=fig.dpi, bbox_inches="tight", pad_inches=style.PAD)
     return Image.open(io.BytesIO(buf.getvalue())).size[0]
@@ -90,8 +93,7 @@ def test_each_view_fits_a_notebook_column_with_readable_text(key):
     assert _tight_width_px(fig) <= style.MAX_WIDTH_PX
     texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
     assert texts
-    small = {(t.get_text(), t.get_fontsize()) for t in texts
-             if t.get_fontsize() < style.NOTE_SIZE - 1e-9}
+    small = {(t.get_text(), t.get_fontsize()) for t in texts if t.get_fontsize() < style.NOTE_SIZE - 1e-9}
     assert not small  # nothing below 8.5 pt: 11.8 px as displayed
 
 
@@ -105,6 +107,7 @@ def test_a_stats_recording_draws_no_placeholder_panel():
     assert not any(ax.images or ax.patches for ax in fig.axes)
     assert len(view.stat_axes) == 3
     from dtsgd_viz.views.core.figure import headline_texts
+
     finding, settings = headline_texts(fig)
     assert "velocity of 'd1/kernel' after update 30" in finding
     assert "values not recorded" in settings and "mode='full'" in settings
@@ -128,8 +131,7 @@ def test_a_conv_kernel_with_unsharded_taps_is_one_panel():
     labels = sorted(t.get_text() for t in panels[0].texts if t.get_gid().startswith("label-"))
     assert labels == ["CPU:0, CPU:4", "CPU:1, CPU:5", "CPU:2, CPU:6", "CPU:3, CPU:7"]
     # a sharded leading dim is still faceted, one panel per index
-    fig = plot_layout(LayoutSpec(("model", "unsharded", "unsharded", "batch"), MESH),
-                      (4, 3, 8, 16))
+    fig = plot_layout(LayoutSpec(("model", "unsharded", "unsharded", "batch"), MESH), (4, 3, 8, 16))
     titles = [ax.get_title() for ax in fig.axes if ax.get_gid() != "mesh-key"]
     assert titles == ["[0, :, :, :]", "[1, :, :, :]", "[2, :, :, :]", "[3, :, :, :]"]
 
@@ -140,6 +142,7 @@ def test_64_blocks_are_coloured_by_mesh_coordinate():
     (ax,) = [a for a in fig.axes if a.get_gid() != "mesh-key"]
     from dtsgd_viz.geometry import shard_geometry
     from dtsgd_viz.views.mesh.layout_colors import grid_color
+
     geom = shard_geometry((1024, 512), spec)
     blocks = {int(p.get_gid()[6:]): p for p in ax.patches if p.get_gid().startswith("block-")}
     assert len(blocks) == 64
@@ -152,19 +155,16 @@ def test_64_blocks_are_coloured_by_mesh_coordinate():
         row = [lum[g] for g, c in coords.items() if c[1] == col]
         assert row == sorted(row)  # lighter down the data dim
     for g, _p in blocks.items():
-        assert colours[g] == pytest.approx(grid_color(coords[g][1], 16, coords[g][0], 4),
-                                           abs=1e-3)
+        assert colours[g] == pytest.approx(grid_color(coords[g][1], 16, coords[g][0], 4), abs=1e-3)
     labels = [t for t in ax.texts if t.get_gid().startswith("label-")]
-    assert labels and all(t.get_rotation() == 0 and t.get_fontsize() >= style.NOTE_SIZE
-                          for t in labels)
+    assert labels and all(t.get_rotation() == 0 and t.get_fontsize() >= style.NOTE_SIZE for t in labels)
     assert sorted(t.get_text() for t in labels) == sorted(str(d) for d in range(64))
     # one copy per block: the blocks are the mesh, no second grid repeats them
     assert not [a for a in fig.axes if a.get_gid() == "mesh-key"]
     # at most 9 blocks: the shared block palette, as before
     small = plot_layout(LayoutSpec(("batch", "model"), MESH), (8, 8))
     (ax,) = [a for a in small.axes if a.get_gid() != "mesh-key"]
-    assert {to_rgba(p.get_facecolor()) for p in ax.patches} == {
-        to_rgba(c) for c in style.BLOCK_COLORS[:8]}
+    assert {to_rgba(p.get_facecolor()) for p in ax.patches} == {to_rgba(c) for c in style.BLOCK_COLORS[:8]}
 
 
 def test_memory_of_identical_devices_is_said_once_in_non_rule_colours():
@@ -174,14 +174,17 @@ def test_memory_of_identical_devices_is_said_once_in_non_rule_colours():
     per = plan.bytes_per_device
     assert per.min() == per.max()
     from dtsgd_viz.recording.memory import format_bytes
+
     saving = plan.unique_bytes / per.max()
     assert saving > 1
     from dtsgd_viz.views.core.figure import headline_texts
+
     finding, settings = headline_texts(fig)
     assert " ".join(finding.split()) == (
         f"Sharding cuts each device's memory {saving:.3g}x: {format_bytes(per.max())} instead of "
-        f"{format_bytes(plan.unique_bytes)}")
-    assert str(plan.mesh) in settings and not ax.get_title()   # said once, in the headline
+        f"{format_bytes(plan.unique_bytes)}"
+    )
+    assert str(plan.mesh) in settings and not ax.get_title()  # said once, in the headline
     rules = {to_rgb(c) for c in style.OPTIMIZER_COLORS.values()}
     bars = [p for p in ax.patches if p.get_gid()]
     assert bars and not any(to_rgb(p.get_facecolor()) in rules for p in bars)
@@ -217,13 +220,16 @@ def test_shard_heatmap_fills_its_half_labels_off_the_data(key):
 
 @pytest.mark.parametrize("key", ["model_shards", "ring_shards", "stats_shards"])
 def test_norm_panel_margin_ticks_and_finding(key):
-    view = draw_shards(*{
-        "model_shards": lambda: (_model(), "d1/kernel"),
-        "ring_shards": lambda: (_model(steps=10, kinds=("param", "velocity"),
-                                       updates=np.arange(1100, 2001, 100)), "d1/kernel"),
-        "stats_shards": lambda: (_model(mode="stats", steps=50,
-                                        updates=np.arange(40, 2001, 40)), "d1/kernel"),
-    }[key]())
+    view = draw_shards(
+        *{
+            "model_shards": lambda: (_model(), "d1/kernel"),
+            "ring_shards": lambda: (
+                _model(steps=10, kinds=("param", "velocity"), updates=np.arange(1100, 2001, 100)),
+                "d1/kernel",
+            ),
+            "stats_shards": lambda: (_model(mode="stats", steps=50, updates=np.arange(40, 2001, 40)), "d1/kernel"),
+        }[key]()
+    )
     renderer = _drawn(view.figure)
     ax = view.line_ax
     last = view.updates[-1]
@@ -236,14 +242,17 @@ def test_norm_panel_margin_ticks_and_finding(key):
     assert 3 <= len(ticks) <= 7
     boxes = [t.get_window_extent(renderer) for t in ticks]
     assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))  # never run together
-    ylabels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()
-               and ax.get_ylim()[0] <= t.get_position()[1] <= ax.get_ylim()[1]]
+    ylabels = [
+        t.get_text()
+        for t in ax.get_yticklabels()
+        if t.get_text() and ax.get_ylim()[0] <= t.get_position()[1] <= ax.get_ylim()[1]
+    ]
     assert len(ylabels) >= 3
     assert len({"e" in t for t in ylabels}) == 1  # one format
     for yax in [ax, *view.stat_axes.values()] if view.stats_only else [ax]:
         _assert_y_labels_apart(yax, renderer)
     if not view.stats_only:
-        finding, *rest = ax.get_title().split("\n")   # the median's change; then the block
+        finding, *rest = ax.get_title().split("\n")  # the median's change; then the block
         assert finding.startswith("median block norm ") and "update" in finding  # that falls least
         assert len(rest) <= 1
 
@@ -268,6 +277,7 @@ def test_update_shards_of_a_flat_kernel_stack_big_with_no_gap():
         (cax,) = p.ax.child_axes
         assert cax.get_window_extent(renderer).height == pytest.approx(heat.height, rel=0.02)
     from dtsgd_viz.views.core.figure import headline_texts
+
     text = " ".join(headline_texts(fig)[1:]) + " ".join(p.ax.get_title() for p in panels.values())
     assert "replicas" in text and "copies" not in text
 
@@ -287,10 +297,11 @@ def test_a_short_log_axis_labels_only_what_it_has_room_for(height, decades):
     from matplotlib.figure import Figure
 
     from dtsgd_viz.views.shards.lines import log_y
+
     fig = Figure(figsize=(4, height + 0.4), dpi=style.DPI)
     FigureCanvasAgg(fig)
     ax = fig.add_axes([0.2, 0.2 / (height + 0.4), 0.7, height / (height + 0.4)])
-    ax.plot([0, 1], [8e-2, 8e-2 / 10 ** decades])
+    ax.plot([0, 1], [8e-2, 8e-2 / 10**decades])
     log_y(ax)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()

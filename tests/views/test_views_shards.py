@@ -81,19 +81,24 @@ def _figure_parts(fig):
 
 
 def _outlines(ax):
-    return sorted((int(p.get_x()), int(p.get_y()), int(p.get_width()), int(p.get_height()))
-                  for p in ax.patches if (p.get_gid() or "").startswith("block-"))
+    return sorted(
+        (int(p.get_x()), int(p.get_y()), int(p.get_width()), int(p.get_height()))
+        for p in ax.patches
+        if (p.get_gid() or "").startswith("block-")
+    )
 
 
 def _labels(ax):
-    return {t.get_text(): t.get_position() for t in ax.texts
-            if (t.get_gid() or "").startswith("label-")}
+    return {t.get_text(): t.get_position() for t in ax.texts if (t.get_gid() or "").startswith("label-")}
 
 
 def _norm_lines(ax):
     """{group: (x, y)} of the per-block norm lines."""
-    return {int(ln.get_gid()[5:]): (np.asarray(ln.get_xdata()), np.asarray(ln.get_ydata()))
-            for ln in ax.lines if (ln.get_gid() or "").startswith("norm-")}
+    return {
+        int(ln.get_gid()[5:]): (np.asarray(ln.get_xdata()), np.asarray(ln.get_ydata()))
+        for ln in ax.lines
+        if (ln.get_gid() or "").startswith("norm-")
+    }
 
 
 def _gid(ax, gid):
@@ -118,10 +123,11 @@ def test_heatmap_holds_the_recorded_tensor_at_each_update(sharded):
         assert heat_ax.get_title() == "values, device blocks outlined"  # short panel titles
     # the last update is what the live optimizer holds, read straight from TensorFlow
     np.testing.assert_array_equal(
-        _figure_parts(plot_shards(r, "w", "param"))[0].images[0].get_array(), _live(problem.var))
+        _figure_parts(plot_shards(r, "w", "param"))[0].images[0].get_array(), _live(problem.var)
+    )
     np.testing.assert_array_equal(
-        _figure_parts(plot_shards(r, "w", "velocity", -1))[0].images[0].get_array(),
-        _live(opt.velocity(problem.var)))
+        _figure_parts(plot_shards(r, "w", "velocity", -1))[0].images[0].get_array(), _live(opt.velocity(problem.var))
+    )
 
 
 def test_fixed_colour_scale_spans_the_whole_run(sharded):
@@ -149,8 +155,7 @@ def test_outlines_and_labels_are_the_device_blocks(sharded):
     # [x, y] on a 2x4 mesh: device (i, j) holds rows 2i:2i+2, cols 2j:2j+2
     geometry = r.geometry("w")
     expected = sorted((b[1].start, b[0].start, 2, 2) for b in geometry.blocks)
-    assert _outlines(heat_ax) == expected == sorted((2 * (d % 4), 2 * (d // 4), 2, 2)
-                                                    for d in range(8))
+    assert _outlines(heat_ax) == expected == sorted((2 * (d % 4), 2 * (d // 4), 2, 2) for d in range(8))
     labels = _labels(heat_ax)
     assert set(labels) == {f"CPU:{d}" for d in range(8)}
     styles = dtsgd_viz.views.core.style.block_styles(geometry)
@@ -162,7 +167,7 @@ def test_outlines_and_labels_are_the_device_blocks(sharded):
         assert (x, y) == (2 * (d % 4) + 1, 0 if d // 4 == 0 else 4)
         text = next(t for t in heat_ax.texts if t.get_text() == f"CPU:{d}")
         box = text.get_bbox_patch().get_window_extent()
-        assert box.y0 >= frame.y1 - 0.5 or box.y1 <= frame.y0 + 0.5   # on no cell
+        assert box.y0 >= frame.y1 - 0.5 or box.y1 <= frame.y0 + 0.5  # on no cell
         chip = text.get_bbox_patch()
         assert chip.get_facecolor()[:3] == pytest.approx(to_rgb(styles[geometry.group_of[d]][0]))
     assert "sharded over 'y'" in heat_ax.get_xlabel() and "sharded over 'x'" in heat_ax.get_ylabel()
@@ -179,16 +184,16 @@ def test_replicas_share_one_outlined_block_one_line_and_a_grouped_label(replicat
     assert sorted(lines) == [0, 1, 2, 3]  # one line per unique block, not per device
     shards = r.shard_values("w", "velocity")
     for g, devices in enumerate(geometry.replica_groups):
-        np.testing.assert_allclose(lines[g][1], np.linalg.norm(
-            shards[:, devices[1]].reshape(STEPS, -1), axis=1), rtol=1e-6)
+        np.testing.assert_allclose(
+            lines[g][1], np.linalg.norm(shards[:, devices[1]].reshape(STEPS, -1), axis=1), rtol=1e-6
+        )
     assert "unsharded" in heat_ax.get_ylabel()
 
 
 def test_rank1_is_a_strip_and_rank3_pieces_tile_each_block():
     r1 = _record((8,), ("y",), steps=2)[0]
     heat_ax, _ = _figure_parts(plot_shards(r1, "w", "param", 1))
-    np.testing.assert_array_equal(heat_ax.images[0].get_array(),
-                                  r1.global_values("w", "param")[0][None, :])
+    np.testing.assert_array_equal(heat_ax.images[0].get_array(), r1.global_values("w", "param")[0][None, :])
     assert _outlines(heat_ax) == [(2 * j, 0, 2, 1) for j in range(4)]
     assert list(heat_ax.get_yticks()) == []
 
@@ -208,7 +213,7 @@ def test_rank1_is_a_strip_and_rank3_pieces_tile_each_block():
         drawn = np.zeros((12, 8), int)
         for p in rects[g]:
             x, y, w, h = (int(v) for v in (p.get_x(), p.get_y(), p.get_width(), p.get_height()))
-            drawn[y:y + h, x:x + w] += 1
+            drawn[y : y + h, x : x + w] += 1
         np.testing.assert_array_equal(drawn, truth.reshape(12, 8).astype(int))
 
 
@@ -235,8 +240,9 @@ def test_norm_lines_are_each_blocks_l2_norm(sharded):
     step_line = _gid(norm_ax, "step-line")
     assert list(step_line.get_xdata()) == [3, 3]
     lo, hi = norm_ax.get_xlim()
-    assert lo < 3 < hi and step_line.get_zorder() > max(ln.get_zorder() for ln in
-                                                         norm_ax.lines if ln.get_gid().startswith("norm-"))
+    assert lo < 3 < hi and step_line.get_zorder() > max(
+        ln.get_zorder() for ln in norm_ax.lines if ln.get_gid().startswith("norm-")
+    )
     dots = _gid(norm_ax, "step-dots")
     want = np.array([truth[2, d[0]] for d in geometry.replica_groups], np.float64)
     got = np.asarray(dots.get_ydata(), np.float64)
@@ -331,10 +337,13 @@ def test_bad_input_gets_clear_errors(sharded):
     with pytest.raises(TypeError, match="ax must be None"):
         plot_shards(r, "w", ax="left")
     empty = dataclasses.replace(
-        r, steps=r.steps[:0], loss_values=r.loss_values[:0], nonfinite=r.nonfinite[:0],
+        r,
+        steps=r.steps[:0],
+        loss_values=r.loss_values[:0],
+        nonfinite=r.nonfinite[:0],
         mismatch=r.mismatch[:0],
-        records=tuple(dataclasses.replace(v, blocks={k: b[:0] for k, b in v.blocks.items()})
-                      for v in r.records))
+        records=tuple(dataclasses.replace(v, blocks={k: b[:0] for k, b in v.blocks.items()}) for v in r.records),
+    )
     with pytest.raises(ValueError, match="no steps"):
         plot_shards(empty, "w")
     only_param = _record((4, 8), ("x", "y"), steps=1, kinds=("param",))[0]
@@ -372,10 +381,11 @@ def test_pure_helpers():
     assert sg.updates_text([1, 2, 3, 4, 5]) == "1..5" and sg.updates_text([3, 7]) == "3, 7"
     assert sg.image_shape(()) == (1, 1) and sg.image_shape((5,)) == (1, 5)
     assert sg.image_shape((2, 3, 4)) == (6, 4) and sg.slice_boundaries((2, 3, 4)) == (3,)
-    assert sg.block_rects((slice(0, 2), slice(1, 2), slice(0, 4)), (2, 3, 4)) == (
-        (0, 1, 4, 1), (0, 4, 4, 1))
+    assert sg.block_rects((slice(0, 2), slice(1, 2), slice(0, 4)), (2, 3, 4)) == ((0, 1, 4, 1), (0, 4, 4, 1))
     assert sg.iteration_ticks(np.arange(1, 41)) == (
-        [0, 4, 9, 14, 19, 24, 29, 34, 39], ["1", "5", "10", "15", "20", "25", "30", "35", "40"])
+        [0, 4, 9, 14, 19, 24, 29, 34, 39],
+        ["1", "5", "10", "15", "20", "25", "30", "35", "40"],
+    )
     assert sg.iteration_ticks(np.array([10, 20, 30])) == ([0, 1, 2], ["10", "20", "30"])
     assert sg.symmetric_limit(np.array([np.nan, -3.0, 2.0])) == 3.0
     assert sg.symmetric_limit(np.zeros(3)) == 1.0
@@ -401,6 +411,7 @@ def _factor_said(finding, noun):
     """``(factor, "smaller"/"larger")`` a title says of ``noun`` ("velocity 110x and
     gradient 21x smaller"), or None where it says "within 1.5x"."""
     import re
+
     m = re.search(rf"{noun} ([0-9.]+)x(?: and \w+ [0-9.]+x)? (smaller|larger)", finding)
     if m is None:
         m = re.search(rf"\w+ [0-9.]+x and {noun} ([0-9.]+)x (smaller|larger)", finding)
@@ -410,6 +421,7 @@ def _factor_said(finding, noun):
 def _span_said(finding):
     """``(factor, largest, smallest)`` of "block norms span 7.4x (CPU:1 to CPU:6)"."""
     import re
+
     m = re.search(r"block norms span ([0-9.]+)x \((\S+) to (\S+)\)$", finding)
     return None if m is None else (float(m.group(1)), m.group(2), m.group(3))
 
@@ -426,8 +438,9 @@ def test_the_figure_title_is_the_spread_of_the_shown_updates_blocks(sharded, rep
             for step in (1, 3, STEPS):
                 view.set_step(step)
                 shards = r.shard_values(name, kind)[step - 1]
-                norms = np.array([np.sqrt(np.sum(np.square(shards[d[0]], dtype=np.float64)))
-                                  for d in geometry.replica_groups])
+                norms = np.array(
+                    [np.sqrt(np.sum(np.square(shards[d[0]], dtype=np.float64))) for d in geometry.replica_groups]
+                )
                 names = [p.label for p in view.patches]
                 finding, settings = _titles(view.figure)
                 ratio = norms.max() / norms.min()
@@ -435,27 +448,35 @@ def test_the_figure_title_is_the_spread_of_the_shown_updates_blocks(sharded, rep
                 if ratio < 1.5:
                     assert said is None and finding.endswith("block norms within 1.5x of each other")
                 else:
-                    assert said == (pytest.approx(ratio, rel=0.05), names[int(np.argmax(norms))],
-                                    names[int(np.argmin(norms))])
+                    assert said == (
+                        pytest.approx(ratio, rel=0.05),
+                        names[int(np.argmax(norms))],
+                        names[int(np.argmin(norms))],
+                    )
                 assert settings.startswith("SGD lr=0.05, momentum=0.9, Nesterov")
                 assert len([a for a in view.figure.artists if a.get_gid() == "subtitle"]) == 1
             norm_title = view.norm_ax.get_title()
             assert norm_title.startswith(("median block norm ", "block norm ")) and norm_title not in finding
-            assert "replicas per block" in settings if r is replicated_rows else (
-                "replicas" not in settings)
+            assert "replicas per block" in settings if r is replicated_rows else ("replicas" not in settings)
 
 
 def test_shard_titles_fit_the_figure_and_overlap_nothing(sharded):
     """Headline, settings line, panel titles and the chips under them: inside the
     figure, apart from each other, at least NOTE_SIZE."""
     from dtsgd_viz.views.core import style
+
     fig = plot_shards(sharded[0], "w", "velocity", 3)
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     heat_ax, norm_ax = _figure_parts(fig)
     sub = next(a for a in fig.artists if a.get_gid() == "subtitle")
-    texts = [fig._suptitle, sub, heat_ax.title, norm_ax.title,
-             *[t for t in heat_ax.texts if (t.get_gid() or "").startswith("label-")]]
+    texts = [
+        fig._suptitle,
+        sub,
+        heat_ax.title,
+        norm_ax.title,
+        *[t for t in heat_ax.texts if (t.get_gid() or "").startswith("label-")],
+    ]
     boxes = [t.get_window_extent(renderer) for t in texts]
     for t, box in zip(texts, boxes):
         assert t.get_fontsize() >= style.NOTE_SIZE
@@ -463,7 +484,7 @@ def test_shard_titles_fit_the_figure_and_overlap_nothing(sharded):
     # the suptitle holds blank lines the settings line hangs in: under its first line
     assert boxes[1].y1 < boxes[0].y1 - fig._suptitle.get_fontsize() and boxes[1].y0 >= boxes[0].y0
     for i, a in enumerate(boxes[:4]):
-        for b in boxes[max(i + 1, 2):]:
+        for b in boxes[max(i + 1, 2) :]:
             assert not a.overlaps(b)
 
 
@@ -471,12 +492,14 @@ def _titles(fig):
     """``(finding, settings)`` of a figure titled by ``views.core.figure.headline``, each
     on one line (as it reads: its wrapping undone)."""
     from dtsgd_viz.views.core.figure import headline_texts
+
     return tuple(" ".join((t or "").split()) for t in headline_texts(fig))
 
 
 def _headline(fig):
     """The figure's finding and settings (``views.core.figure.headline``), one string."""
     from dtsgd_viz.views.core.figure import headline_texts
+
     return "\n".join(t for t in headline_texts(fig) if t)
 
 
@@ -502,11 +525,10 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
                 np.testing.assert_array_equal(x, stats.steps)
                 np.testing.assert_allclose(y, table[:, devices[0], k])
             assert list(_gid(ax, "step-line").get_xdata()) == [4, 4]
-        full_fig = plot_shards(full, "w", kind)   # read twice: drawn once
+        full_fig = plot_shards(full, "w", kind)  # read twice: drawn once
         full_norms = _norm_lines(_figure_parts(full_fig)[1])
         for g in full_norms:
-            np.testing.assert_allclose(_norm_lines(view.stat_axes["L2 norm"])[g][1],
-                                       full_norms[g][1], rtol=1e-5)
+            np.testing.assert_allclose(_norm_lines(view.stat_axes["L2 norm"])[g][1], full_norms[g][1], rtol=1e-5)
         # no values: no heatmap and no placeholder panel; the subtitle says why
         fig = view.figure
         assert view.heat_ax is None and view.heatmap is None
@@ -527,8 +549,7 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
     view.set_step(5)
     view.set_kind("grad")
     assert list(_gid(view.stat_axes["mean"], "step-line").get_xdata()) == [5, 5]
-    np.testing.assert_allclose(_norm_lines(view.stat_axes["max |x|"])[0][1],
-                               stats.shard_stats("w", "grad")[:, 0, 2])
+    np.testing.assert_allclose(_norm_lines(view.stat_axes["max |x|"])[0][1], stats.shard_stats("w", "grad")[:, 0, 2])
     with pytest.raises(ValueError, match="Unknown kind 'momentum'"):
         plot_shards(stats, "w", "momentum")
     with pytest.raises(ValueError, match="Unknown variable 'nope'"):
@@ -561,9 +582,12 @@ def test_stats_recording_marks_nonfinite_updates():
 def test_update_shards_share_the_blocks_the_devices_really_hold(replicated_rows_run):
     r, problem, opt = replicated_rows_run
     from dtsgd_viz.views.shards.update import plot_update_shards
+
     geometry = r.geometry("w")
-    expected = sorted((b[1].start, b[0].start, b[1].stop - b[1].start, b[0].stop - b[0].start)
-                      for b in (geometry.blocks[d[0]] for d in geometry.replica_groups))
+    expected = sorted(
+        (b[1].start, b[0].start, b[1].stop - b[1].start, b[0].stop - b[0].start)
+        for b in (geometry.blocks[d[0]] for d in geometry.replica_groups)
+    )
     for step in (2, STEPS):
         fig = plot_update_shards(r, "w", step)
         axes = [ax for ax in fig.axes if ax.images and _outlines(ax)]
@@ -571,17 +595,15 @@ def test_update_shards_share_the_blocks_the_devices_really_hold(replicated_rows_
         for ax, kind in zip(axes, ("param", "velocity", "grad")):
             assert _outlines(ax) == expected  # identical outlines in the three panels
             assert set(_labels(ax)) == {"CPU:0,4", "CPU:1,5", "CPU:2,6", "CPU:3,7"}
-            np.testing.assert_array_equal(ax.images[0].get_array(),
-                                          r.global_values("w", kind)[step - 1])
+            np.testing.assert_array_equal(ax.images[0].get_array(), r.global_values("w", kind)[step - 1])
         assert f"'w' at update {step}:" in fig.get_suptitle()
         # the finding: each kind's largest |value| against the parameter's, from the data
         finding = _titles(fig)[0]
-        top = {k: np.abs(r.global_values("w", k)[step - 1]).max() for k in ("param", "velocity",
-                                                                           "grad")}
+        top = {k: np.abs(r.global_values("w", k)[step - 1]).max() for k in ("param", "velocity", "grad")}
         for kind, noun in (("velocity", "velocity"), ("grad", "gradient")):
             ratio = top["param"] / top[kind]
             said = _factor_said(finding, noun)
-            if said is None:   # within 1.5x
+            if said is None:  # within 1.5x
                 assert f"{noun} within 1.5x" in finding and 1 / 1.5 < ratio < 1.5
             else:
                 factor, word = said
@@ -596,14 +618,14 @@ def test_update_shards_share_the_blocks_the_devices_really_hold(replicated_rows_
             np.testing.assert_array_equal(image[geometry.blocks[d]], shard)
     # the gradient of update k, computed here: c * w_{k-1} + b (one sum over 'x' copies)
     before = r.global_values("w", "param")[-2]
-    np.testing.assert_allclose(axes[2].images[0].get_array(), problem.c * before + problem.b,
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(axes[2].images[0].get_array(), problem.c * before + problem.b, rtol=1e-5, atol=1e-6)
     assert "summed over 'x' (2 devices" in axes[2].get_title()
     assert "the same layout" in axes[1].get_title() and "[unsharded, y]" in axes[0].get_title()
 
 
 def test_update_shards_of_partial_and_stats_recordings(sharded, stats_and_full):
     from dtsgd_viz.views.shards.update import plot_update_shards, update_captions
+
     only_param = _record((4, 8), ("x", "y"), steps=2, kinds=("param", "grad"))[0]
     fig = plot_update_shards(only_param, "w")
     assert len([ax for ax in fig.axes if ax.images]) == 2
@@ -623,6 +645,7 @@ def test_step_counts_back_from_the_last_and_refuses_non_ints_alike(sharded):
     plot_paths has it: k is update k, -1..-n count back from the last, 0 (the start) and
     anything but an int are ValueErrors naming what was received and what is allowed."""
     from dtsgd_viz.widgets.shard_explorer import ExplorerState
+
     r = sharded[0]
     every = dataclasses.replace(r, steps=r.steps * 2)  # updates 2, 4, ..., 12
     n = len(every.steps)
@@ -632,16 +655,24 @@ def test_step_counts_back_from_the_last_and_refuses_non_ints_alike(sharded):
         assert f"after update {update}" in title
         assert f"update {update}" in plot_update_shards(every, "w", -back).get_suptitle()
         assert ExplorerState.of(every, step=-back).update == update
-    allowed = (r"Allowed: a recorded update \(updates 2, 4, \.\.\., 12 \(every 2\)\), "
-               rf"-1\.\.-{n} counting back from the last, or None \(the last\)\.")
-    cases = [(0, r"step=0 is the start, before any update: the start is not a recorded update"),
-             (-n - 1, rf"step={-n - 1} is out of range: {n} updates are recorded"),
-             (3, "step=3 was not recorded"), (2.0, r"Received: step=2\.0 \(float\)"),
-             ("3", r"Received: step='3' \(str\)"), (True, r"Received: step=True \(bool\)")]
+    allowed = (
+        r"Allowed: a recorded update \(updates 2, 4, \.\.\., 12 \(every 2\)\), "
+        rf"-1\.\.-{n} counting back from the last, or None \(the last\)\."
+    )
+    cases = [
+        (0, r"step=0 is the start, before any update: the start is not a recorded update"),
+        (-n - 1, rf"step={-n - 1} is out of range: {n} updates are recorded"),
+        (3, "step=3 was not recorded"),
+        (2.0, r"Received: step=2\.0 \(float\)"),
+        ("3", r"Received: step='3' \(str\)"),
+        (True, r"Received: step=True \(bool\)"),
+    ]
     for bad, why in cases:
-        for draw in (lambda: plot_shards(every, "w", step=bad),  # noqa: B023 (each called in this loop)
-                     lambda: plot_update_shards(every, "w", bad),  # noqa: B023 (each called in this loop)
-                     lambda: ExplorerState.of(every, step=bad)):  # noqa: B023 (each called in this loop)
+        for draw in (
+            lambda: plot_shards(every, "w", step=bad),  # noqa: B023 (each called in this loop)
+            lambda: plot_update_shards(every, "w", bad),  # noqa: B023 (each called in this loop)
+            lambda: ExplorerState.of(every, step=bad),  # noqa: B023
+        ):
             with pytest.raises(ValueError, match=why + ".*" + allowed):
                 draw()
 
@@ -654,11 +685,11 @@ def _synthetic(dims, shape, specs, steps=6, mode="full", values=None, seed=0):
     from dtsgd_viz.geometry import shard_geometry
     from dtsgd_viz.recorder.hostlog import assemble, entry
     from dtsgd_viz.specs import LayoutSpec, MeshSpec
+
     mesh = MeshSpec.create(dims)
     geom = shard_geometry(shape, LayoutSpec(specs, mesh))
     held = tuple((g, tuple(d)) for g, d in enumerate(geom.replica_groups))
-    w = types.SimpleNamespace(name="w", geometry=geom, dtype="float32", layout=geom.layout,
-                              held=held)
+    w = types.SimpleNamespace(name="w", geometry=geom, dtype="float32", layout=geom.layout, held=held)
     rng = np.random.default_rng(seed)
     kinds = dtsgd_viz.KINDS
     entries = []
@@ -666,15 +697,25 @@ def _synthetic(dims, shape, specs, steps=6, mode="full", values=None, seed=0):
         data = {}
         for k in kinds:
             if mode == "full":
-                g = rng.normal(size=shape) * 0.8 ** s if values is None else values(s, k)
+                g = rng.normal(size=shape) * 0.8**s if values is None else values(s, k)
                 data[("w", k)] = [np.asarray(g, np.float32)[b] for b in geom.blocks]
             else:
                 g = rng.normal(size=(geom.num_unique, 3)) if values is None else values(s, k)
                 with np.errstate(over="ignore"):  # float32 overflows to inf, as it does
                     data[("w", k)] = np.asarray(g, np.float32)
         entries.append((s, entry((s, 0.1, 1.0 / s), data, [w], kinds, mode)))
-    return assemble(entries, [w], kinds, mode, [np.zeros(shape, np.float32)], mesh=mesh,
-                    momentum=0.9, nesterov=True, dropped=[], applied_momentum=0.9)
+    return assemble(
+        entries,
+        [w],
+        kinds,
+        mode,
+        [np.zeros(shape, np.float32)],
+        mesh=mesh,
+        momentum=0.9,
+        nesterov=True,
+        dropped=[],
+        applied_momentum=0.9,
+    )
 
 
 def test_64_blocks_draw_a_band_and_name_the_lines_drawn_over_it():
@@ -708,12 +749,13 @@ def test_every_line_of_up_to_64_blocks_is_named_and_the_style_rounds_explained(d
     view = draw_shards(r, "w")
     n = len(view.lines)
     assert n == int(np.prod(list(dims.values())))
+
     # every line has its own (colour, line style) and a legend entry drawn the same way
     def drawn(line):
         return line.get_color(), str(line._unscaled_dash_pattern)  # custom dashes too
+
     assert len({drawn(line) for line in view.lines}) == n
-    entries = {t.get_text(): h for t, h in zip(view.legend.get_texts(),
-                                               view.legend.legend_handles)}
+    entries = {t.get_text(): h for t, h in zip(view.legend.get_texts(), view.legend.legend_handles)}
     for p, line in zip(view.tensor.patches, view.lines):
         assert drawn(entries[p.label]) == drawn(line)
     assert len(entries) == n + 1  # and the shown update
@@ -741,7 +783,7 @@ def test_few_blocks_are_named_at_their_line_ends_without_a_legend(sharded):
     axes = view.norm_ax.get_window_extent(renderer)
     for i, a in enumerate(boxes):
         assert a.x0 >= axes.x1  # right of the line ends
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             assert not a.overlaps(b)
 
 
@@ -749,11 +791,12 @@ def test_rank3_update_panels_keep_captions_scales_and_labels_readable():
     """A (16, 4, 4) query kernel: the rank-3 note ran across the neighbouring panels, the
     colour bar's x10^-4 overprinted its label, and 64 stacked 'CPU:0,4' chips (one per
     d0 slice) were unreadable."""
+
     def values(s, k):
         scale = {"param": 0.1, "velocity": 1e-4, "grad": 1e-3}[k]
         return np.random.default_rng(s).normal(size=(16, 4, 4)) * scale
-    r = _synthetic({"batch": 2, "model": 4}, (16, 4, 4), ("unsharded", "model", "unsharded"),
-                   3, values=values)
+
+    r = _synthetic({"batch": 2, "model": 4}, (16, 4, 4), ("unsharded", "model", "unsharded"), 3, values=values)
     fig = plot_update_shards(r, "w", 3)
     fig.draw_without_rendering()
     lines = _headline(fig).split("\n")
@@ -776,8 +819,9 @@ def test_rank3_update_panels_keep_captions_scales_and_labels_readable():
     # blocks one row high cannot hold a chip: the caption names them, in order
     hidden = panels["velocity"].unlabelled
     assert len(hidden) == 4 and not any(t.get_visible() for t in panels["velocity"].labels)
-    assert lines[-1] == ("blocks too small to label; top to bottom in each d0 slice: "
-                         "CPU:0,4 · CPU:1,5 · CPU:2,6 · CPU:3,7")
+    assert lines[-1] == (
+        "blocks too small to label; top to bottom in each d0 slice: CPU:0,4 · CPU:1,5 · CPU:2,6 · CPU:3,7"
+    )
     heat_ax, _ = _figure_parts(plot_shards(r, "w", step=3))
     assert "CPU:0,4 · CPU:1,5 ·" in heat_ax.get_xlabel().replace("\n", " ")
 
@@ -787,10 +831,12 @@ def test_a_diverging_stats_run_marks_where_its_statistics_overflow():
     became inf (the sum of squares overflows before the values do, so the recording's
     NaN/Inf flags can stay unset), and the mean showed only its last spike on a linear
     1e31 axis."""
+
     def values(s, k):
         n = np.float64(1.9) ** (s * 2.2) * np.ones(8)
         with np.errstate(over="ignore"):
             return np.stack([n, (-1.0) ** s * n / 10, n / 2], 1)
+
     with pytest.warns(RuntimeWarning, match="overflowed float32"):
         r = _synthetic({"x": 2, "y": 4}, (8, 8), ("x", "y"), 70, mode="stats", values=values)
     r = dataclasses.replace(r, nonfinite=np.zeros_like(r.nonfinite))  # as the real run
@@ -815,6 +861,7 @@ def test_a_calm_stats_run_keeps_a_linear_mean_and_no_marks(stats_and_full):
     # the empty marks stay out of the layout (at pixel (0, 0) they collapsed every panel)
     import io
     import warnings
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         view.figure.savefig(io.BytesIO(), format="png")
@@ -824,20 +871,21 @@ def test_a_calm_stats_run_keeps_a_linear_mean_and_no_marks(stats_and_full):
 def test_norms_that_are_zero_are_drawn_and_said():
     """After one update with a zero velocity the norm panel was an empty linear
     -0.04..0.04 axis: zero norms are NaN on a log axis and nothing showed them."""
+
     def values(s, k):
         return np.zeros((8, 8)) if k == "velocity" else np.ones((8, 8))
+
     r = _synthetic({"x": 2, "y": 4}, (8, 8), ("x", "y"), 1, values=values)
     view = draw_shards(r, "w", "velocity")
     marks = view.zero_marks[view.norm_ax]
     # one per block, stacked up from the bottom edge: 8 circles at one update, not one
     np.testing.assert_allclose(marks.get_offsets(), [[1, 0.03 + 0.045 * k] for k in range(8)])
-    np.testing.assert_allclose(marks.get_edgecolors()[:, :3],
-                               [to_rgb(c) for c, _, _ in view.styles])
-    assert view.zero_notes[view.norm_ax].get_text() == (
-        "every block's norm is 0 at update 1\n(circles at the bottom)")
+    np.testing.assert_allclose(marks.get_edgecolors()[:, :3], [to_rgb(c) for c, _, _ in view.styles])
+    assert view.zero_notes[view.norm_ax].get_text() == ("every block's norm is 0 at update 1\n(circles at the bottom)")
     assert list(view.norm_ax.get_ylim()) == [0, 1] and list(view.norm_ax.get_xticks()) == [1]
     assert "norm exactly 0\n(at and under the\nbottom edge, a\ncircle per block)" in [
-        t.get_text() for t in view.legend.get_texts()]
+        t.get_text() for t in view.legend.get_texts()
+    ]
     view.set_kind("param")  # non-zero norms: no marks, no note
     assert len(marks.get_offsets()) == 0 and view.zero_notes[view.norm_ax].get_text() == ""
     assert view.norm_ax.get_yscale() == "log"
@@ -848,10 +896,13 @@ def test_norms_that_are_zero_are_drawn_and_said():
 def test_a_kind_change_rebuilds_the_legend():
     """After set_kind (ShardExplorer's kind picker) the new kind's zero-norm circles had
     no legend entry, which plot_shards of that kind has."""
+
     def values(s, k):
         return np.zeros((8, 8)) if k == "grad" and s == 2 else np.full((8, 8), float(s))
+
     r = _synthetic({"x": 2, "y": 4}, (8, 8), ("x", "y"), 4, values=values)
     from dtsgd_viz.views.shards.lines import ZERO_LABEL as zero
+
     texts = lambda v: [t.get_text() for t in v.legend.get_texts()] if v.legend else []  # noqa: E731
     assert zero in texts(draw_shards(r, "w", "grad"))
     view = draw_shards(r, "w", "param")
@@ -906,19 +957,25 @@ def _long(mode, seed=0):
         v[54320, 3], v[77776, 3], v[20000:20050, 5] = 1e3, 1e-6, np.nan
         w = dataclasses.replace(w, stats=stats)
     hp = dataclasses.replace(r.hyperparameters, learning_rate=np.full(n, 0.1))
-    return dataclasses.replace(r, records=(w,), steps=np.arange(1, n + 1), hyperparameters=hp,
-                               loss_values=1.0 / np.arange(1, n + 1),
-                               nonfinite=np.zeros((n, 1), np.uint8),
-                               mismatch=np.zeros((n, 1), np.uint8))
+    return dataclasses.replace(
+        r,
+        records=(w,),
+        steps=np.arange(1, n + 1),
+        hyperparameters=hp,
+        loss_values=1.0 / np.arange(1, n + 1),
+        nonfinite=np.zeros((n, 1), np.uint8),
+        mismatch=np.zeros((n, 1), np.uint8),
+    )
 
 
 def test_minmax_decimate_keeps_each_columns_extremes_and_gaps():
     from helpers.envelope import check_envelope
+
     rng = np.random.default_rng(1)
     x = np.arange(1, LONG + 1)
     y = np.cumsum(rng.normal(size=LONG))
     y[[17, 4242, 99_998]] = [1e6, -1e6, 3e5]  # one-update spikes
-    y[30_000:30_100] = np.nan                   # a gap
+    y[30_000:30_100] = np.nan  # a gap
     for columns in (1, 7, 300, 1000):
         xs, ys = sg.minmax_decimate(x, y, columns)
         # min and max a column, the ends, and a NaN in the (at most 2) columns of the gap
@@ -942,9 +999,10 @@ def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
     from helpers.envelope import check_envelope
 
     from dtsgd_viz.views.shards.lines import pixel_columns
+
     r = _long(mode)
     view = draw_shards(r, "w", "velocity", step=54321)
-    axes = ([view.stat_axes[k] for k in sv.STATS] if mode == "stats" else [view.norm_ax])
+    axes = [view.stat_axes[k] for k in sv.STATS] if mode == "stats" else [view.norm_ax]
     lines = [view.stat_lines[k] for k in sv.STATS] if mode == "stats" else [view.lines]
     fig = view.figure
     fig.savefig(io.BytesIO(), format="png")  # the widths the picture has
@@ -960,8 +1018,8 @@ def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
             assert len(xs) <= 2 * columns * 1.02 + 3  # ~2 a column (a NaN column: 3)
             check_envelope(space(r.steps), data[:, g], space(xs), ys, columns)
     drawn = dict(zip(view.lines[3].get_xdata(), view.lines[3].get_ydata()))
-    assert drawn[54321] == norms[54320, 3] == np.nanmax(norms[:, 3])   # the spike
-    assert drawn[77777] == norms[77776, 3] == np.nanmin(norms[:, 3])   # the dip
+    assert drawn[54321] == norms[54320, 3] == np.nanmax(norms[:, 3])  # the spike
+    assert drawn[77777] == norms[77776, 3] == np.nanmin(norms[:, 3])  # the dip
     gap = view.lines[5].get_xdata()[np.isnan(view.lines[5].get_ydata())]
     assert len(gap) and all(20001 <= u <= 20050 for u in gap)
     # the limits are those of every point, the dots at the shown update exact
@@ -969,12 +1027,12 @@ def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
     lo, hi = ax.get_ylim()
     assert lo <= np.nanmin(view.norm.data[ax]) and hi >= np.nanmax(view.norm.data[ax])
     dots = next(ln for ln in ax.lines if ln.get_gid() == "step-dots")
-    drawn = [line.get_visible() for line in view.lines]   # a band hides the rest: no dot
-    got = np.asarray(dots.get_ydata(), np.float64)   # kept: exact; the others a pile
+    drawn = [line.get_visible() for line in view.lines]  # a band hides the rest: no dot
+    got = np.asarray(dots.get_ydata(), np.float64)  # kept: exact; the others a pile
     kept = np.isfinite(got)
     assert kept.sum() >= 2 and not (kept & ~np.array(drawn)).any()
     np.testing.assert_array_equal(got[kept], view.norm.data[ax][54320][kept])
     # another kind in place: thinned the same way
     view.set_kind("grad")
-    for line in (view.stat_lines[sv.STATS[0]] if mode == "stats" else view.lines):
+    for line in view.stat_lines[sv.STATS[0]] if mode == "stats" else view.lines:
         assert len(line.get_xdata()) <= 2 * pixel_columns(axes[0]) * 1.02 + 3

@@ -26,8 +26,12 @@ def runs():
 
 
 def by_gid(fig, prefix):
-    return {a.get_gid()[len(prefix):]: a for ax in fig.axes for a in [*ax.lines, *ax.collections]
-            if (a.get_gid() or "").startswith(prefix)}
+    return {
+        a.get_gid()[len(prefix) :]: a
+        for ax in fig.axes
+        for a in [*ax.lines, *ax.collections]
+        if (a.get_gid() or "").startswith(prefix)
+    }
 
 
 def panel_of(fig, key):
@@ -38,13 +42,12 @@ def panel_of(fig, key):
 def test_the_arrows_add_up_to_the_recorded_update_tip_to_tail(runs, update):
     fig = dtsgd_viz.plot_update(runs, ROTATED, step=update)
     k = update if update > 0 else 30 + 1 + update
-    assert len(fig.axes) == len(runs)     # one panel per run, nothing else
+    assert len(fig.axes) == len(runs)  # one panel per run, nothing else
     for key, rec in runs.items():
         i = list(rec.steps).index(k)
         path = rec.path("w").astype(np.float64)
         lr, mu, nest = RULES[key]
-        arrows = {gid.split(":", 1)[1]: q for gid, q in by_gid(fig, "zoom-arrow:").items()
-                  if gid.startswith(key + ":")}
+        arrows = {gid.split(":", 1)[1]: q for gid, q in by_gid(fig, "zoom-arrow:").items() if gid.startswith(key + ":")}
         order = ["gradient"] if mu == 0 else ["lookahead" if nest else "momentum", "gradient"]
         assert sorted(arrows) == sorted(order)
         tip = path[i]
@@ -61,10 +64,9 @@ def test_the_arrows_add_up_to_the_recorded_update_tip_to_tail(runs, update):
         p_ref, _ = reference.sgd_step(path[i], g, v_prev, lr, mu, nest)
         np.testing.assert_allclose(tip, p_ref, rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(by_gid(fig, "zoom-position:")[key].get_xydata()[0], path[i])
-        if nest:   # the look-ahead point (where g was taken) and Sutskever's iterate
+        if nest:  # the look-ahead point (where g was taken) and Sutskever's iterate
             np.testing.assert_array_equal(by_gid(fig, "lookahead:")[key].get_xydata()[0], path[i])
-            np.testing.assert_allclose(by_gid(fig, "iterate:")[key].get_xydata()[0],
-                                       path[i] - mu * v_prev, atol=1e-12)
+            np.testing.assert_allclose(by_gid(fig, "iterate:")[key].get_xydata()[0], path[i] - mu * v_prev, atol=1e-12)
 
 
 def test_each_title_names_the_zoom_over_the_paths_panel(runs):
@@ -78,14 +80,13 @@ def test_each_title_names_the_zoom_over_the_paths_panel(runs):
         shown = float(title.rsplit("×", 1)[1])
         ratio = max(np.ptp(main[0]), np.ptp(main[1])) / max(np.ptp(ax.get_xlim()), np.ptp(ax.get_ylim()))
         assert shown == pytest.approx(ratio, rel=0.06, abs=0.06)
-        assert shown > 1.5      # a close-up, not the paths again
+        assert shown > 1.5  # a close-up, not the paths again
 
 
 def test_the_headline_says_which_step_is_longer_and_by_how_much(runs):
     fig = dtsgd_viz.plot_update(runs, ROTATED, step=5)
     finding, settings = headline_texts(fig)
-    steps = {k: float(np.linalg.norm(np.diff(r.path("w").astype(np.float64), axis=0)[4]))
-             for k, r in runs.items()}
+    steps = {k: float(np.linalg.norm(np.diff(r.path("w").astype(np.float64), axis=0)[4])) for k, r in runs.items()}
     ranked = sorted(steps, key=lambda k: -steps[k])
     assert finding.startswith(f"Update 5: {rule_name(ranked[0])}'s step is ")
     for k in ranked[1:]:
@@ -96,8 +97,9 @@ def test_the_headline_says_which_step_is_longer_and_by_how_much(runs):
     # two runs: the angle between their steps
     two = {k: runs[k] for k in ("momentum", "nesterov")}
     d = {k: np.diff(r.path("w").astype(np.float64), axis=0)[4] for k, r in two.items()}
-    angle = np.degrees(np.arccos(d["momentum"] @ d["nesterov"]
-                                 / np.linalg.norm(d["momentum"]) / np.linalg.norm(d["nesterov"])))
+    angle = np.degrees(
+        np.arccos(d["momentum"] @ d["nesterov"] / np.linalg.norm(d["momentum"]) / np.linalg.norm(d["nesterov"]))
+    )
     finding, _ = headline_texts(dtsgd_viz.plot_update(two, ROTATED, step=5))
     assert finding.endswith(f"{angle:.0f}° apart") if angle >= 10 else finding.endswith("same line")
 
@@ -105,6 +107,7 @@ def test_the_headline_says_which_step_is_longer_and_by_how_much(runs):
 def test_without_a_step_it_takes_apart_the_update_plot_paths_picks(runs):
     fig = dtsgd_viz.plot_update(runs, ROTATED)
     import re  # the update plot_paths' path panel names in its title ("... update N ...")
+
     k = int(re.search(r"[Uu]pdate (\d+)", dtsgd_viz.plot_paths(runs, ROTATED).axes[0].get_title()).group(1))
     assert all(panel_of(fig, key).get_title().startswith(f"{rule_name(key)}: update {k} ") for key in runs)
     assert " ".join(headline_texts(fig)[1].split()).endswith("the update where the runs differ most")
@@ -115,26 +118,33 @@ def test_without_a_step_it_takes_apart_the_update_plot_paths_picks(runs):
 
 
 def test_projected_runs_are_on_the_plane_plot_paths_draws():
-    recs = dtsgd_viz.run(PLANAR, {"momentum": dict(learning_rate=0.5, momentum=0.9),
-                                  "nesterov": dict(learning_rate=0.5, momentum=0.9, nesterov=True)}, 8)
+    recs = dtsgd_viz.run(
+        PLANAR,
+        {
+            "momentum": dict(learning_rate=0.5, momentum=0.9),
+            "nesterov": dict(learning_rate=0.5, momentum=0.9, nesterov=True),
+        },
+        8,
+    )
     fig = dtsgd_viz.plot_update(recs, PLANAR, step=3)
     scene = draw_paths(recs, PLANAR).scene
     for key, _rec in recs.items():
-        np.testing.assert_allclose(by_gid(fig, "zoom-position:")[key].get_xydata()[0],
-                                   scene.coords[key][2], atol=1e-9)
+        np.testing.assert_allclose(by_gid(fig, "zoom-position:")[key].get_xydata()[0], scene.coords[key][2], atol=1e-9)
     # the finding's lengths and angle are measured on the recorded vectors, not the plane
     dim = int(np.prod(recs["momentum"].path("w").shape[1:]))
     title = fig.get_suptitle().replace("\n", " ")
     assert dim == 8 and "in all 8 parameters" in title
     # the headline breaks between phrases: no bracket, no line ending inside the phrase
-    assert "(" not in title and all(not line.rstrip().endswith(("in", "in all", "all 8"))
-                                    for line in fig.get_suptitle().split("\n"))
+    assert "(" not in title and all(
+        not line.rstrip().endswith(("in", "in all", "all 8")) for line in fig.get_suptitle().split("\n")
+    )
     plain = dtsgd_viz.run(ROTATED, {"plain": dict(learning_rate=0.05)}, 3)
     assert "in all" not in dtsgd_viz.plot_update(plain, ROTATED, step=2).get_suptitle()  # 2 numbers
 
 
 def test_readable_at_the_notebook_width(runs):
     from matplotlib.text import Text
+
     for recs in (runs, {k: runs[k] for k in ("momentum", "nesterov")}):
         fig = dtsgd_viz.plot_update(recs, ROTATED, step=5)
         assert fig.get_figwidth() <= style.WIDTH + 1e-9
@@ -147,9 +157,9 @@ def test_readable_at_the_notebook_width(runs):
         assert labels and all(t.get_fontsize() >= style.TICK_SIZE for t in labels)
         assert max(t.get_fontsize() for t in labels) > style.TICK_SIZE
         # nothing sticks out of the figure: the notebook crops to what is drawn, + PAD a side
-        tight = fig.get_tightbbox(renderer)     # inches
+        tight = fig.get_tightbbox(renderer)  # inches
         assert (tight.width + 2 * style.PAD) * style.DPI <= style.MAX_WIDTH_PX
-        for ax in fig.axes:   # the labels stay in their panels
+        for ax in fig.axes:  # the labels stay in their panels
             p = ax.get_window_extent(renderer)
             for t in ax.texts:
                 b = t.get_window_extent(renderer)
@@ -157,8 +167,11 @@ def test_readable_at_the_notebook_width(runs):
 
 
 def test_bad_input_is_a_clear_error(runs):
-    with pytest.raises(ValueError, match=r"step=31 is out of range\. Allowed: a recorded update "
-                                         r"\(updates 1\.\.30\).*None \(the update where the runs differ most\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"step=31 is out of range\. Allowed: a recorded update "
+        r"\(updates 1\.\.30\).*None \(the update where the runs differ most\)",
+    ):
         dtsgd_viz.plot_update(runs, ROTATED, step=31)
     with pytest.raises(ValueError, match=r"step=0"):
         dtsgd_viz.plot_update(runs, ROTATED, step=0)
@@ -172,8 +185,11 @@ def test_bad_input_is_a_clear_error(runs):
         dtsgd_viz.plot_update(runs, ROTATED, name="v")
     # what the recording cannot take apart: said, with what to do instead
     every2 = synthetic(ROTATED, 6, 0.05, 0.9, every=2)
-    with pytest.raises(ValueError, match=r"cannot take update 4 of 'm' apart: update 3, just before "
-                                         r"update 4, is not recorded.*arrows=False"):
+    with pytest.raises(
+        ValueError,
+        match=r"cannot take update 4 of 'm' apart: update 3, just before "
+        r"update 4, is not recorded.*arrows=False",
+    ):
         dtsgd_viz.plot_update({"m": every2}, ROTATED, step=4)
     params_only = synthetic(ROTATED, 4, 0.05, 0.9, kinds=("param",))
     with pytest.raises(ValueError, match="kinds grad, velocity not recorded"):
@@ -183,9 +199,11 @@ def test_bad_input_is_a_clear_error(runs):
 def test_the_finding_of_terms_that_are_not_finite():
     t = lambda *v: upd.UpdateTerms(2, 1, np.zeros(2), (("gradient", np.array(v)),), np.array(v))  # noqa: E731
     from dtsgd_viz.views.update.plot import update_finding
+
     assert update_finding({"a": t(np.inf, 0.0)}, 2) == "Update 2: not finite; a: not finite"
     assert update_finding({"a": t(1.0, 0.0), "b": t(2.0, 0.0)}, 2) == (
-        "Update 2: b's step is 2.0× a's, along the same line")
+        "Update 2: b's step is 2.0× a's, along the same line"
+    )
 
 
 def test_nesterov_names_its_two_points_with_uncrossed_leaders_or_once_where_they_coincide(runs):
@@ -209,6 +227,7 @@ def test_nesterov_names_its_two_points_with_uncrossed_leaders_or_once_where_they
 
 def test_panels_of_similar_size_share_one_zoom_and_the_caption_says_which(runs):
     from dtsgd_viz.views.update.plot import OWN_ZOOM, SAME_ZOOM, SHARED_ZOOM
+
     for step in (1, 5, 12):
         fig = dtsgd_viz.plot_update(runs, ROTATED, step=step)
         spans = [float(np.ptp(panel_of(fig, k).get_xlim())) for k in runs]

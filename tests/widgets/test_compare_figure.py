@@ -14,7 +14,7 @@ from dtsgd_viz.widgets.compare import CompareWidget
 
 matplotlib.use("Agg")
 
-SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)   # notebook 03's and the app's
+SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)  # notebook 03's and the app's
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def _corners(xy, turn=20.0):
 def _nearest_on(xy, p):
     a, b = xy[:-1], xy[1:]
     d = b - a
-    t = np.clip(((p - a) * d).sum(axis=1) / np.maximum((d ** 2).sum(axis=1), 1e-12), 0, 1)
+    t = np.clip(((p - a) * d).sum(axis=1) / np.maximum((d**2).sum(axis=1), 1e-12), 0, 1)
     foot = a + t[:, None] * d
     return foot[np.argmin(np.hypot(*(foot - p).T))]
 
@@ -44,11 +44,11 @@ def test_run_names_cover_no_path_vertex_and_stand_off_every_corner(widget):
     fig = ax.figure
     r = fig.canvas.get_renderer()
     paths = {k: ax.transData.transform(line.get_xydata()) for k, line in widget.view.artists.paths.items()}
-    names = {t.get_gid()[len("path-name:"):]: t for t in ax.texts if (t.get_gid() or "").startswith("path-name:")}
+    names = {t.get_gid()[len("path-name:") :]: t for t in ax.texts if (t.get_gid() or "").startswith("path-name:")}
     assert set(names) == set(paths) and all(t.get_text() == rule_name(k) for k, t in names.items())
     boxes = {k: t.get_window_extent(r) for k, t in names.items()}
     for key, box in boxes.items():
-        for other, xy in paths.items():   # no vertex of any path (the plain run's corner) under a name
+        for other, xy in paths.items():  # no vertex of any path (the plain run's corner) under a name
             inside = (xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1)
             assert not inside.any(), (key, "covers a vertex of", other)
         for other in boxes:
@@ -56,13 +56,12 @@ def test_run_names_cover_no_path_vertex_and_stand_off_every_corner(widget):
         # where the name points at its path (its leader's end, or the path's point nearest it)
         leader = [ln for ln in ax.lines if ln.get_gid() == f"path-leader:{key}"]
         centre = np.array([(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2])
-        foot = (ax.transData.transform(leader[0].get_xydata())[-1] if leader
-                else _nearest_on(paths[key], centre))
-        assert np.hypot(*(_nearest_on(paths[key], foot) - foot)) < 2.0   # on its own path
+        foot = ax.transData.transform(leader[0].get_xydata())[-1] if leader else _nearest_on(paths[key], centre)
+        assert np.hypot(*(_nearest_on(paths[key], foot) - foot)) < 2.0  # on its own path
         # not at a corner: Nesterov's not at its first update's overshoot
         gap = np.min(np.hypot(*(_corners(paths[key]) - foot).T))
         assert gap >= 10.0, (key, gap)
-        if leader:   # a leader joins the name to its path: from the name's box edge, in its colour
+        if leader:  # a leader joins the name to its path: from the name's box edge, in its colour
             start = ax.transData.transform(leader[0].get_xydata())[0]
             assert box.x0 - 1 <= start[0] <= box.x1 + 1 and box.y0 - 1 <= start[1] <= box.y1 + 1
             assert leader[0].get_color() == names[key].get_color()
@@ -75,18 +74,19 @@ def test_headline_says_the_tables_numbers(widget):
     """The headline's ratios are those of the table's means over the last updates (the
     loss after k = 51..60 updates), never of one point of momentum's saw-tooth."""
     from dtsgd_viz.views.core.figure import headline_texts
+
     finding = " ".join(headline_texts(widget.figure)[0].split())
     rows = {rule_name(r.name): r for r in widget.rows}
     m = re.match(HEADLINE, finding)
     assert m, finding
     assert (int(m[6]), int(m[7])) == (51, 60)
     assert ">mean loss after 51–60 updates<" in widget.table.value and ">loss after 60 updates<" in widget.table.value
-    for key, rec in widget.recordings.items():   # numpy on the recorded parameters
+    for key, rec in widget.recordings.items():  # numpy on the recorded parameters
         after = SURFACE.value_np(rec.path("w").astype(np.float64))
         assert widget.rows[list(widget.recordings).index(key)].mean_loss == pytest.approx(after[51:].mean(), rel=1e-12)
     best = rows[m[1]]
     for times, name in ((m[2], m[3]), (m[4], m[5])):
-        assert int(times) == round(rows[name].mean_loss / best.mean_loss)   # the table's means' ratio
+        assert int(times) == round(rows[name].mean_loss / best.mean_loss)  # the table's means' ratio
         assert f">{rows[name].mean_loss:.2e}<" in widget.table.value
         assert f">{rows[name].final_loss:.2e}<" in widget.table.value
 
@@ -96,15 +96,16 @@ def test_loss_lines_end_on_the_tables_and_the_headlines_numbers(widget):
     updates", and the headline's ratios are the ratios of the lines' means over the
     shaded window (each run's bar across it)."""
     from dtsgd_viz.views.core.figure import headline_texts
+
     ax = widget.view.artists.ax_loss
     lines = widget.view.artists.loss_lines
     rows = {r.name: r.final_loss for r in widget.rows}
     assert set(lines) == set(rows)
-    bars = {ln.get_gid()[len("loss-mean:"):]: ln for ln in ax.lines if (ln.get_gid() or "").startswith("loss-mean:")}
+    bars = {ln.get_gid()[len("loss-mean:") :]: ln for ln in ax.lines if (ln.get_gid() or "").startswith("loss-mean:")}
     for key, line in lines.items():
         x, y = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
-        np.testing.assert_array_equal(x, np.arange(61))      # after 0, 1, ..., 60 updates
-        assert y[-1] == rows[key]                             # the table's loss after 60 updates
+        np.testing.assert_array_equal(x, np.arange(61))  # after 0, 1, ..., 60 updates
+        assert y[-1] == rows[key]  # the table's loss after 60 updates
         assert y[0] == pytest.approx(float(SURFACE.value_np(widget.recordings[key].path("w")[0])))
         assert bars[key].get_ydata()[0] == pytest.approx(y[51:].mean(), rel=1e-12)
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("updates made (k)", "loss after k updates")
@@ -112,13 +113,14 @@ def test_loss_lines_end_on_the_tables_and_the_headlines_numbers(widget):
     m = re.match(HEADLINE, finding)
     means = {rule_name(k): float(np.mean(line.get_ydata()[51:])) for k, line in lines.items()}
     for times, name in ((m[2], m[3]), (m[4], m[5])):
-        assert int(times) == round(means[name] / means[m[1]])   # the plotted lines' means' ratio
+        assert int(times) == round(means[name] / means[m[1]])  # the plotted lines' means' ratio
 
 
 def _names_clear(widget):
     """The start's and the minimum's white boxes hold no point of any path (densified
     every 1 px) and cover no marker but their own, and overlap no other text."""
     from dtsgd_viz.widgets.compare import line_points
+
     ax = widget.view.artists.ax_path
     widget.figure.canvas.draw()
     r = widget.figure.canvas.get_renderer()
@@ -134,7 +136,7 @@ def _names_clear(widget):
             (line,) = [ln for ln in ax.lines if ln.get_gid() == mark]
             x, y = ax.transData.transform(line.get_xydata()[0])
             rad = 0.5 * line.get_markersize() * widget.figure.dpi / 72.0
-            assert (x + rad < box.x0 or x - rad > box.x1 or y + rad < box.y0 or y - rad > box.y1), (gid, mark)
+            assert x + rad < box.x0 or x - rad > box.x1 or y + rad < box.y0 or y - rad > box.y1, (gid, mark)
         for t in ax.texts:
             if t is not ann and t.get_visible():
                 assert not box.overlaps(t.get_window_extent(r)), (gid, t.get_text())
@@ -157,6 +159,10 @@ def test_start_and_minimum_names_find_their_spot_again_after_a_rerun():
 
 def test_a_label_too_wide_for_any_gap_is_tried_on_two_lines_broken_before_its_bracket():
     from dtsgd_viz.widgets.compare_labels import _wrapped
-    assert _wrapped("minimum + tol (0.001)") == ["minimum + tol (0.001)", "minimum + tol\n(0.001)",
-                                                 "minimum +\ntol (0.001)"]
+
+    assert _wrapped("minimum + tol (0.001)") == [
+        "minimum + tol (0.001)",
+        "minimum + tol\n(0.001)",
+        "minimum +\ntol (0.001)",
+    ]
     assert _wrapped("tol") == ["tol"]

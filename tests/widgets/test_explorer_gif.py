@@ -25,12 +25,13 @@ def saved(tmp_path_factory):
     recs = dtsgd_viz.run(ROTATED, CONFIGS, 8)
     anim = dtsgd_viz.animate(recs, ROTATED, frames=[2, 5, 8], zoom=False, hold=0)
     out = tmp_path_factory.mktemp("gif") / "paths.gif"
-    anim.save(out, writer="pillow", dpi=60)   # asked lower than the figures' dpi
+    anim.save(out, writer="pillow", dpi=60)  # asked lower than the figures' dpi
     return anim, out
 
 
 def frames_of(path):
     from PIL import Image
+
     out = []
     with Image.open(path) as im:
         for n in range(im.n_frames):
@@ -46,7 +47,7 @@ def test_gif_frames_are_as_wide_as_the_figures(saved):
     w_in, h_in = anim._fig.get_size_inches()
     assert (width, height) == (round(w_in * style.DPI), round(h_in * style.DPI))
     assert width <= style.MAX_WIDTH_PX and len(frames) == 3
-    assert not np.array_equal(frames[0][0], frames[-1][0])   # it moves
+    assert not np.array_equal(frames[0][0], frames[-1][0])  # it moves
 
 
 class Grab(AbstractMovieWriter):
@@ -58,6 +59,7 @@ class Grab(AbstractMovieWriter):
 
     def grab_frame(self, **kwargs):
         from PIL import Image
+
         buf = io.BytesIO()
         self.fig.savefig(buf, format="rgba", dpi=self.dpi)
         w, h = (round(x * self.dpi) for x in self.fig.get_size_inches())
@@ -71,6 +73,7 @@ class Grab(AbstractMovieWriter):
 def test_gif_frames_share_one_palette_and_store_only_what_moved(saved, tmp_path):
     from matplotlib.animation import FuncAnimation
     from matplotlib.colors import to_rgb
+
     anim, _ = saved
     grab = Grab(fps=5)
     FuncAnimation.save(anim, tmp_path / "frames.raw", writer=grab, dpi=style.DPI)
@@ -79,17 +82,17 @@ def test_gif_frames_share_one_palette_and_store_only_what_moved(saved, tmp_path)
     one = [with_palette(f, shared) for f in rgb]
     assert len({tuple(f.getpalette()) for f in one}) == 1
     a, b = (np.asarray(f) for f in one[:2])
-    assert 0.5 < (a == b).mean() < 1.0   # the still parts: the same palette indices
+    assert 0.5 < (a == b).mean() < 1.0  # the still parts: the same palette indices
 
     def size(images):
         buf = io.BytesIO()
         images[0].save(buf, format="GIF", save_all=True, append_images=images[1:], duration=200, loop=0)
         return len(buf.getvalue())
 
-    own = [with_palette(f) for f in rgb]   # each frame its own adaptive palette
+    own = [with_palette(f) for f in rgb]  # each frame its own adaptive palette
     assert size(one) < 0.9 * size(own)
     # the kept colours (the minimum's yellow among them) are exact in the shared palette
-    pal = np.reshape(shared.getpalette()[:3 * 256], (-1, 3))
+    pal = np.reshape(shared.getpalette()[: 3 * 256], (-1, 3))
     yellow = np.round(np.array(to_rgb(style.MINIMUM_FACE)) * 255)
     assert np.any(np.all(pal == yellow, axis=1))
 
@@ -102,9 +105,9 @@ def demo_gif():
     """The demo report's animation (``cli.report``): momentum vs Nesterov on the demo's
     surface, 20 frames over 40 updates, the last held."""
     from dtsgd_viz.cli import demo, report
+
     recs = dtsgd_viz.run(demo.path_surface(), demo.PATH_CONFIGS, demo.PATH_STEPS)
-    anim = dtsgd_viz.animate(recs, demo.path_surface(), frames=report.GIF_FRAMES,
-                             interval=report.GIF_INTERVAL, hold=2)
+    anim = dtsgd_viz.animate(recs, demo.path_surface(), frames=report.GIF_FRAMES, interval=report.GIF_INTERVAL, hold=2)
     return anim
 
 
@@ -119,12 +122,14 @@ def each_frame(anim):
 
 def _char_box(text, renderer):
     from matplotlib.text import Text
-    return Text.get_window_extent(text, renderer)   # its characters (an annotation's holds its leader)
+
+    return Text.get_window_extent(text, renderer)  # its characters (an annotation's holds its leader)
 
 
 def _leader(text):
     """The drawn leader of an annotation, in pixels: its arrow's vertices (drawn: display)."""
     from matplotlib.text import Annotation
+
     if not isinstance(text, Annotation) or text.arrow_patch is None:
         return np.zeros((0, 2))
     verts = np.asarray(text.arrow_patch.get_path().vertices, np.float64)
@@ -140,23 +145,46 @@ def _reading(fig):
     the leader's points, size, gid) and its lines (gid, first point in data and in
     pixels, marker face, size, zorder)."""
     from types import SimpleNamespace as NS
+
     r = fig.canvas.get_renderer()
     axes = []
     for ax in fig.axes:
-        texts = [NS(text=t.get_text(), gid=t.get_gid() or "", fontsize=t.get_fontsize(),
-                    chars=_char_box(t, r).frozen(), extent=t.get_window_extent(r).frozen(),
-                    leader=_leader(t))
-                 for t in ax.texts if t.get_visible()]
+        texts = [
+            NS(
+                text=t.get_text(),
+                gid=t.get_gid() or "",
+                fontsize=t.get_fontsize(),
+                chars=_char_box(t, r).frozen(),
+                extent=t.get_window_extent(r).frozen(),
+                leader=_leader(t),
+            )
+            for t in ax.texts
+            if t.get_visible()
+        ]
         lines = []
         for ln in ax.lines:
             xy = np.asarray(ln.get_xydata(), np.float64).reshape(-1, 2)
             first = xy[0].copy() if len(xy) else None
-            lines.append(NS(gid=ln.get_gid() or "", xy=first,
-                            px=None if first is None else ax.transData.transform(first),
-                            face=ln.get_markerfacecolor(), size=ln.get_markersize(),
-                            zorder=ln.get_zorder()))
-        axes.append(NS(title=ax.get_title(), xlim=ax.get_xlim(), ylim=ax.get_ylim(),
-                       frame=ax.get_window_extent(r).frozen(), texts=texts, lines=lines))
+            lines.append(
+                NS(
+                    gid=ln.get_gid() or "",
+                    xy=first,
+                    px=None if first is None else ax.transData.transform(first),
+                    face=ln.get_markerfacecolor(),
+                    size=ln.get_markersize(),
+                    zorder=ln.get_zorder(),
+                )
+            )
+        axes.append(
+            NS(
+                title=ax.get_title(),
+                xlim=ax.get_xlim(),
+                ylim=ax.get_ylim(),
+                frame=ax.get_window_extent(r).frozen(),
+                texts=texts,
+                lines=lines,
+            )
+        )
     return NS(dpi=fig.dpi, axes=axes)
 
 
@@ -166,7 +194,7 @@ def demo_frames(demo_gif):
     writer's order from the first, each read right after it is drawn: the tests below
     check these readings instead of drawing all the frames again each."""
     frames = [(update, _reading(fig)) for update, fig in each_frame(demo_gif)]
-    assert [u for u, _ in frames] == demo_gif.frame_updates   # every frame drawn
+    assert [u for u, _ in frames] == demo_gif.frame_updates  # every frame drawn
     return frames
 
 
@@ -176,18 +204,22 @@ def test_no_label_of_any_gif_frame_overlaps_another_or_is_crossed_by_a_leader(de
         for ax in frame.axes:
             texts = [t for t in ax.texts if t.text.strip()]
             for i, a in enumerate(texts):
-                for b in texts[i + 1:]:
+                for b in texts[i + 1 :]:
                     assert not a.chars.overlaps(b.chars), (update, a.text, b.text)
                 lead = a.leader
                 for b in texts:
                     if b is a or not len(lead):
                         continue
                     B = b.chars
-                    inside = ((lead[:, 0] > B.x0 + 0.5) & (lead[:, 0] < B.x1 - 0.5)
-                              & (lead[:, 1] > B.y0 + 0.5) & (lead[:, 1] < B.y1 - 0.5))
+                    inside = (
+                        (lead[:, 0] > B.x0 + 0.5)
+                        & (lead[:, 0] < B.x1 - 0.5)
+                        & (lead[:, 1] > B.y0 + 0.5)
+                        & (lead[:, 1] < B.y1 - 0.5)
+                    )
                     assert not inside.any(), (update, f"{a.text!r}'s leader through {b.text!r}")
             seen += len(texts)
-    assert seen > 20 * 8   # the close-ups' labels were there to check
+    assert seen > 20 * 8  # the close-ups' labels were there to check
 
 
 def _loss_axes(frame):
@@ -210,17 +242,22 @@ def test_gif_loss_curves_grow_over_their_whole_runs_and_the_names_stay_at_the_en
         grown = {ln.get_gid()[5:]: ln for ln in ax.lines if (ln.get_gid() or "").startswith("loss:")}
         assert rests.keys() == grown.keys() == recs.keys()
         for key, ln in rests.items():
-            after = ROTATED.value_np(recs[key].path("w").astype(np.float64))   # after k = 0..N updates
-            np.testing.assert_allclose(ln.get_ydata(), after, rtol=1e-6)   # the whole run
+            after = ROTATED.value_np(recs[key].path("w").astype(np.float64))  # after k = 0..N updates
+            np.testing.assert_allclose(ln.get_ydata(), after, rtol=1e-6)  # the whole run
             assert ln.get_linewidth() < grown[key].get_linewidth() and ln.get_zorder() < grown[key].get_zorder()
-            assert len(grown[key].get_xdata()) == update   # up to the update shown
-        where.append({t.get_gid(): t.get_window_extent().extents.round(1).tolist()
-                      for t in ax.texts if (t.get_gid() or "").startswith("label:") and t.get_visible()})
+            assert len(grown[key].get_xdata()) == update  # up to the update shown
+        where.append(
+            {
+                t.get_gid(): t.get_window_extent().extents.round(1).tolist()
+                for t in ax.texts
+                if (t.get_gid() or "").startswith("label:") and t.get_visible()
+            }
+        )
     assert len(where[0]) == len(recs) and all(w == where[0] for w in where)
     # each name at the height of its whole run's last loss
     for key in recs:
         (name,) = [t for t in ax.texts if t.get_gid() == f"label:{key}"]
-        last = ROTATED.value_np(recs[key].path("w").astype(np.float64)[-1])   # after the last update
+        last = ROTATED.value_np(recs[key].path("w").astype(np.float64)[-1])  # after the last update
         end_y = ax.transData.transform((recs[key].steps[-1], last))[1]
         box = name.get_window_extent()
         assert box.y0 - 12 <= end_y <= box.y1 + 12, key
@@ -239,36 +276,37 @@ def test_the_start_and_minimum_names_move_only_when_something_reaches_them(demo_
     assert where.keys() == {"start-label", "minimum-label"}
     for gid, seen in where.items():
         moves = [u for (u0, a), (u, b) in zip(seen, seen[1:]) if a != b]
-        assert len(moves) <= 4, (gid, moves)   # it moved 8 times when re-placed every frame
-        assert seen[-1][1] == seen[-2][1] and seen[-1][0] == seen[-2][0]   # the held last frame
+        assert len(moves) <= 4, (gid, moves)  # it moved 8 times when re-placed every frame
+        assert seen[-1][1] == seen[-2][1] and seen[-1][0] == seen[-2][0]  # the held last frame
 
 
 def test_gif_loss_names_at_update_1_stand_apart_inside_the_frame(demo_frames):
     from dtsgd_viz.views.text.direct import READABLE_GAP
+
     update, frame = demo_frames[0]
     assert update == 1
     ax_loss = _loss_axes(frame)
     names = [t for t in ax_loss.texts if t.gid.startswith("label:")]
-    assert len(names) == 2   # momentum and Nesterov, at their whole runs' ends
+    assert len(names) == 2  # momentum and Nesterov, at their whole runs' ends
     a, b = sorted((t.extent for t in names), key=lambda b: b.y0)
     px = frame.dpi / 72.0 * names[0].fontsize
-    assert (b.y0 + b.y1) / 2 - (a.y0 + a.y1) / 2 >= READABLE_GAP * px - 0.5   # air between them
+    assert (b.y0 + b.y1) / 2 - (a.y0 + a.y1) / 2 >= READABLE_GAP * px - 0.5  # air between them
     assert ax_loss.frame.y0 < a.y0 and b.y1 < ax_loss.frame.y1
 
 
-def test_held_last_frame_draws_its_tiny_update_inside_a_close_up_near_its_fitted_zoom(demo_frames,
-                                                                                       demo_gif):
+def test_held_last_frame_draws_its_tiny_update_inside_a_close_up_near_its_fitted_zoom(demo_frames, demo_gif):
     """The last update of the demo run hardly moves: its close-up is far closer than the
     explorer's cap (x50, where it was a speck with four labels piled round it). Each run
     now keeps one zoom over several frames (it jumped on every frame), so the last is
     drawn at its run's last zoom: at most ``KEEP_RATIO`` farther than the zoom fitted to
     it alone, never closer (its points stay inside the panel)."""
     from dtsgd_viz.views.paths.gif_zoom import KEEP_RATIO
-    update, frame = demo_frames[-1]   # the writer's order: the first frame drawn first
+
+    update, frame = demo_frames[-1]  # the writer's order: the first frame drawn first
     assert update == demo_gif.frame_updates[-1] == 40
     zooms = [ax for ax in frame.axes if "zoom ×" in ax.title]
     assert len(zooms) == 2 and all("update 40" in ax.title for ax in zooms)
-    fitted = {"momentum": 21.1, "Nesterov": 200.0}   # update_geometry.zoom_box round its points
+    fitted = {"momentum": 21.1, "Nesterov": 200.0}  # update_geometry.zoom_box round its points
     for ax in zooms:
         zoom, _ = _zoom_of(ax.title)
         key = ax.title.split(":")[0]
@@ -286,19 +324,21 @@ def test_held_last_frame_draws_its_tiny_update_inside_a_close_up_near_its_fitted
 
 def test_zoom_schedule_keeps_one_zoom_while_the_updates_fit_and_read_at_it():
     from dtsgd_viz.views.paths.gif_zoom import KEEP_RATIO, ZOOMS, zoom_schedule
+
     fitted = [4.3, 3.4, 4.8, 6.0, 9.6, 12.1, 17.9, 22.7, 31.5, 21.1]
     plan = zoom_schedule(fitted)
     assert all(z in ZOOMS for z in plan)
-    assert all(z <= f for z, f in zip(plan, fitted))   # every update fits its box
+    assert all(z <= f for z, f in zip(plan, fitted))  # every update fits its box
     groups = [plan[0]] + [b for a, b in zip(plan, plan[1:]) if b != a]
-    assert len(groups) == 2   # changed once, not on every frame
-    for z in set(plan):   # none drawn more than KEEP_RATIO smaller than it could be
+    assert len(groups) == 2  # changed once, not on every frame
+    for z in set(plan):  # none drawn more than KEEP_RATIO smaller than it could be
         assert max(f for f, p in zip(fitted, plan) if p == z) / z <= KEEP_RATIO
     assert zoom_schedule([5.0, np.nan, 5.0]) == [5.0] * 3
 
 
 def _zoom_of(title):
     import re
+
     m = re.search(r"zoom ×([\d.]+)(?: \(was ×([\d.]+)\))?$", title)
     assert m, title
     return float(m[1]), (float(m[2]) if m[2] else None)
@@ -322,7 +362,7 @@ def test_each_close_up_keeps_its_zoom_and_says_when_it_changes(demo_frames):
     for key, frames in seen.items():
         changes = 0
         for (z0, _, _, u0), (z1, was, _, u) in zip(frames, frames[1:]):
-            if u == u0:   # the last frame held
+            if u == u0:  # the last frame held
                 continue
             if z1 != z0:
                 changes += 1
@@ -332,7 +372,7 @@ def test_each_close_up_keeps_its_zoom_and_says_when_it_changes(demo_frames):
         assert changes <= 4, (key, [f[0] for f in frames])
         for z in {f[0] for f in frames}:
             spans = [s for f, _, s, _ in frames if f == z]
-            np.testing.assert_allclose(spans, spans[0], rtol=1e-6)   # one box size per zoom
+            np.testing.assert_allclose(spans, spans[0], rtol=1e-6)  # one box size per zoom
 
 
 def _loss_dots(frame):
@@ -345,7 +385,7 @@ def test_the_loss_dots_at_update_1_nest_instead_of_covering_each_other(demo_fram
     update, frame = demo_frames[0]
     dots = _loss_dots(frame)
     assert len(dots) == 2 and update == 1
-    assert np.hypot(*(dots[0].px - dots[1].px)) < 2   # the same point
+    assert np.hypot(*(dots[0].px - dots[1].px)) < 2  # the same point
     ring, dot = sorted(dots, key=lambda d: -d.size)
     assert ring.face == "none" and ring.size >= dot.size + 4
     assert dot.face != "none" and ring.zorder > dot.zorder

@@ -18,26 +18,30 @@ UPDATES = 10_000
 
 @pytest.fixture(scope="module")
 def long_runs():
-    return {"plain": synthetic(SURFACE, UPDATES, 0.05), "momentum": synthetic(SURFACE, UPDATES, 0.05, 0.9),
-            "nesterov": synthetic(SURFACE, UPDATES, 0.05, 0.9, True)}
+    return {
+        "plain": synthetic(SURFACE, UPDATES, 0.05),
+        "momentum": synthetic(SURFACE, UPDATES, 0.05, 0.9),
+        "nesterov": synthetic(SURFACE, UPDATES, 0.05, 0.9, True),
+    }
 
 
 def test_a_10000_update_explorer_moves_with_pixel_bounded_lines(long_runs):
     from dtsgd_viz.widgets import PathExplorer
+
     w = PathExplorer(long_runs, SURFACE, step=5)
     art = w.view.artists
     fig = w.figure
-    limit = int(np.ceil(sum(fig.get_size_inches() * fig.dpi)))   # its width and height in pixels
+    limit = int(np.ceil(sum(fig.get_size_inches() * fig.dpi)))  # its width and height in pixels
     columns = int(np.ceil(fig.get_size_inches()[0] * fig.dpi))
     static = w.static_state()
-    for key, whole in static.paths.items():   # the thin whole runs: start to end, bounded
+    for key, whole in static.paths.items():  # the thin whole runs: start to end, bounded
         path = long_runs[key].path("w").astype(np.float64)
         assert len(whole) <= limit
         np.testing.assert_array_equal(whole[[0, -1]], path[[0, -1]])
     for key, curve in static.loss_curves.items():
         rec = long_runs[key]
         assert len(curve) <= 3 * columns + 2
-        after = SURFACE.value_np(rec.path("w").astype(np.float64))   # the loss after k = 0..N updates
+        after = SURFACE.value_np(rec.path("w").astype(np.float64))  # the loss after k = 0..N updates
         assert curve[0, 0] == 0 and curve[-1, 0] == rec.steps[-1] and np.nanmin(curve[:, 1]) == np.nanmin(after)
     for update in (7_321, 9_999, 40):
         w.slider.value = update
@@ -48,11 +52,12 @@ def test_a_10000_update_explorer_moves_with_pixel_bounded_lines(long_runs):
             xy = np.asarray(line.get_xydata(), np.float64)
             assert len(xy) <= limit
             np.testing.assert_array_equal(xy[0], path[0])
-            np.testing.assert_array_equal(xy[-1], path[i + 1])     # up to the update's end
-            assert tuple(path[i]) in {tuple(p) for p in xy}         # through its start, exactly
+            np.testing.assert_array_equal(xy[-1], path[i + 1])  # up to the update's end
+            assert tuple(path[i]) in {tuple(p) for p in xy}  # through its start, exactly
             np.testing.assert_array_equal(art.positions[key].get_xydata()[0], path[i])
             # the dot: the loss before the update, after update - 1 of them
-            np.testing.assert_allclose(art.loss_markers[key].get_xydata()[0],
-                                       [update - 1, SURFACE.value_np(path[i])], rtol=1e-12)
+            np.testing.assert_allclose(
+                art.loss_markers[key].get_xydata()[0], [update - 1, SURFACE.value_np(path[i])], rtol=1e-12
+            )
         assert w.frame().title.startswith(f"Update {update}")
     assert w.static_state().same_as(static)

@@ -24,8 +24,11 @@ def long_store(tmp_path_factory):
     writer = StoreWriter(path, synth.header("stats"))
     for start in range(1, STEPS + 1, 20_000):
         batch = []
-        stats = {(w.name, k): np.abs(rng.normal(size=(20_000, w.geometry.num_unique, 3)))
-                 .astype(np.float32) + 0.1 for w in ws for k in synth.KINDS}
+        stats = {
+            (w.name, k): np.abs(rng.normal(size=(20_000, w.geometry.num_unique, 3))).astype(np.float32) + 0.1
+            for w in ws
+            for k in synth.KINDS
+        }
         if start <= 61_234 < start + 20_000:
             stats[("w", "velocity")][61_234 - start, 2, 0] = 1e4
         for i, s in enumerate(range(start, start + 20_000)):
@@ -39,6 +42,7 @@ def long_store(tmp_path_factory):
 
 def test_a_100000_step_store_is_drawn_two_points_a_pixel_column(long_store):
     from dtsgd_viz.widgets import LiveMonitor
+
     monitor = LiveMonitor(long_store, start=False)
     try:
         assert monitor.state.n_steps == STEPS and monitor.renders == 1
@@ -47,11 +51,17 @@ def test_a_100000_step_store_is_drawn_two_points_a_pixel_column(long_store):
         # thinned for the widths the first render laid out: poll again as if 1 step were new
         s = monitor.state
         monitor.state = dataclasses.replace(
-            s, steps=s.steps[:-1], loss=s.loss[:-1], norms=s.norms[:-1],
-            status=dataclasses.replace(s.status, n_steps=STEPS - 1, closed=False))
+            s,
+            steps=s.steps[:-1],
+            loss=s.loss[:-1],
+            norms=s.norms[:-1],
+            status=dataclasses.replace(s.status, n_steps=STEPS - 1, closed=False),
+        )
         assert monitor.poll_now() and monitor.state.n_steps == STEPS
-        for ax, lines, data in ((monitor.ax_loss, [monitor.loss_line], r.loss_values[:, None]),
-                                (monitor.ax_norms, monitor.norm_lines, norms)):
+        for ax, lines, data in (
+            (monitor.ax_loss, [monitor.loss_line], r.loss_values[:, None]),
+            (monitor.ax_norms, monitor.norm_lines, norms),
+        ):
             columns = int(np.ceil(ax.bbox.width))
             assert 200 < columns < 1000
             for d, line in enumerate(lines):
@@ -69,6 +79,7 @@ def test_a_100000_step_store_is_drawn_two_points_a_pixel_column(long_store):
 
 def test_a_short_store_is_drawn_point_for_point(tmp_path):
     from dtsgd_viz.widgets import LiveMonitor
+
     path = tmp_path / "run.zarr"
     writer = StoreWriter(path, synth.header("stats"))
     writer.append(synth.entries(range(1, 31), "stats"))
@@ -87,9 +98,13 @@ def test_the_monitor_headline_and_update_axis_are_pure_functions_of_the_store():
     from matplotlib.figure import Figure
 
     from dtsgd_viz.widgets.live_monitor_text import monitor_finding, monitor_settings, set_update_axis
-    header = {"mesh": {"dim_names": ["x", "y"], "dim_sizes": [2, 4]}, "momentum": 0.5,
-              "nesterov": False, "part": {"client_id": 1, "num_clients": 2,
-                                          "devices": [4, 5, 6, 7]}}
+
+    header = {
+        "mesh": {"dim_names": ["x", "y"], "dim_sizes": [2, 4]},
+        "momentum": 0.5,
+        "nesterov": False,
+        "part": {"client_id": 1, "num_clients": 2, "devices": [4, 5, 6, 7]},
+    }
     text = monitor_settings(header, 0.25)
     assert text.startswith("SGD lr=0.25, momentum=0.5, heavy-ball")
     assert "mesh x=2, y=4 (8 devices)" in text and "client 1 of 2 (devices 4-7)" in text
@@ -114,15 +129,23 @@ def test_a_clients_median_says_whose_blocks_and_the_loss_axis_ends_on_ticks():
 
     from dtsgd_viz.widgets.live_monitor_axes import _scale_y, snap_log_limits
     from dtsgd_viz.widgets.live_monitor_text import monitor_finding
+
     steps = np.arange(1, 31)
-    norms = np.exp(-((steps[:, None] - 12) / 6.0) ** 2) * [1.0, 1.1, 0.9, 1.2] + 0.01
-    text = monitor_finding(steps, np.linspace(1, 0.1, 30), norms, "velocity",
-                           ["CPU:0", "CPU:1", "CPU:2", "CPU:3"], who="client 0's 4 blocks")
+    norms = np.exp(-(((steps[:, None] - 12) / 6.0) ** 2)) * [1.0, 1.1, 0.9, 1.2] + 0.01
+    text = monitor_finding(
+        steps,
+        np.linspace(1, 0.1, 30),
+        norms,
+        "velocity",
+        ["CPU:0", "CPU:1", "CPU:2", "CPU:3"],
+        who="client 0's 4 blocks",
+    )
     assert "the median norm of client 0's 4 blocks rises" in " ".join(text.split())
     # 08: the headline wrapped onto a third line holding "11x" alone: two balanced lines
     from dtsgd_viz.views.core import style
     from dtsgd_viz.views.core.figure import fit, headline
     from dtsgd_viz.widgets.live_monitor_text import LIVE_MONITOR_HEADLINED_SIZE
+
     fig = Figure(figsize=LIVE_MONITOR_HEADLINED_SIZE)
     headline(fig, text, "settings")
     lines = fig.get_suptitle().rstrip("\n").split("\n")
@@ -138,4 +161,4 @@ def test_a_clients_median_says_whose_blocks_and_the_loss_axis_ends_on_ticks():
     snap_log_limits(ax)
     lo, hi = ax.get_ylim()
     assert lo == pytest.approx(0.02) and hi == pytest.approx(1.0)
-    assert ax.get_autoscaley_on()   # the next poll scales to its own data again
+    assert ax.get_autoscaley_on()  # the next poll scales to its own data again

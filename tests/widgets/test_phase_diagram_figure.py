@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 
 SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
 LRS, MUS, STEPS, TOL = np.geomspace(1e-3, 0.2, 24), np.linspace(0.0, 0.95, 20), 150, 1e-3
-PICK = (17, 16)   # the tutorial's cell: lr 0.0502, mu 0.8
+PICK = (17, 16)  # the tutorial's cell: lr 0.0502, mu 0.8
 
 
 def reference_steps(lr, mu, nesterov):
@@ -44,7 +44,7 @@ def test_the_headline_is_what_the_picked_cell_shows(phase):
     fig = phase.figure
     lr, mu = LRS[PICK[0]], MUS[PICK[1]]
     m, n = reference_steps(lr, mu, False), reference_steps(lr, mu, True)
-    assert 0 < n < m < STEPS    # Nesterov faster there: about half the updates
+    assert 0 < n < m < STEPS  # Nesterov faster there: about half the updates
     finding, settings = headline_texts(fig)
     assert finding == f"At lr {lr:.3g}, μ {mu:.3g} Nesterov reaches tol in {n} updates, momentum in {m}"
     assert f"tol {TOL:g}" in settings and f"{STEPS} updates" in settings
@@ -60,9 +60,11 @@ def test_the_headline_is_what_the_picked_cell_shows(phase):
     g = phase.grids
     both = (g["momentum"].steps >= 0) & (g["nesterov"].steps >= 0)
     mf, nf = np.maximum(g["momentum"].steps, 1), np.maximum(g["nesterov"].steps, 1)
-    assert ax.get_title() == (f"Nesterov is >10% faster in {int((both & (mf > 1.1 * nf)).sum())} of "
-                              f"{int(both.sum())} cells where both converge, momentum in "
-                              f"{int((both & (nf > 1.1 * mf)).sum())}")
+    assert ax.get_title() == (
+        f"Nesterov is >10% faster in {int((both & (mf > 1.1 * nf)).sum())} of "
+        f"{int(both.sum())} cells where both converge, momentum in "
+        f"{int((both & (nf > 1.1 * mf)).sum())}"
+    )
     assert ax.title.get_window_extent(renderer).width <= ax.get_window_extent(renderer).width
 
 
@@ -84,9 +86,12 @@ def test_the_paths_legend_sits_under_their_panel_on_nothing(phase):
     assert [t.get_text() for t in legend.get_texts()] == ["momentum", "Nesterov"]
     box = legend.get_window_extent(renderer)
     panel = ax_p.get_window_extent(renderer)
-    assert box.y1 <= panel.y0    # under the panel, not on the paths
-    others = [ax_p.xaxis.label.get_window_extent(renderer), *(leg.get_window_extent(renderer) for leg in fig.legends),
-              *(ax.get_window_extent(renderer) for ax in fig.axes)]
+    assert box.y1 <= panel.y0  # under the panel, not on the paths
+    others = [
+        ax_p.xaxis.label.get_window_extent(renderer),
+        *(leg.get_window_extent(renderer) for leg in fig.legends),
+        *(ax.get_window_extent(renderer) for ax in fig.axes),
+    ]
     assert not any(box.overlaps(o) for o in others)
     assert min(t.get_fontsize() for leg in [legend, *fig.legends] for t in leg.get_texts()) >= 9.5
 
@@ -115,7 +120,7 @@ def test_the_loss_axis_ends_just_past_the_data_and_the_names_stand_outside_it(ph
     assert len(names) == 2
     boxes = [t.get_window_extent(renderer) for t in names]
     assert all(not t.get_clip_on() for t in names)
-    assert all(b.x0 >= box.x1 and b.x1 <= fig.bbox.width - 8 for b in boxes)   # outside the axes, off the edge
+    assert all(b.x0 >= box.x1 and b.x1 <= fig.bbox.width - 8 for b in boxes)  # outside the axes, off the edge
     assert not boxes[0].overlaps(boxes[1])
     # room made under the map only: the ratio map keeps the full width of the lower panels
     ratio = phase.map_axes["ratio"].get_window_extent(renderer)
@@ -130,6 +135,7 @@ def test_the_pick_outline_is_a_double_stroke_and_the_key_draws_the_maps_marks(ph
     from matplotlib.patheffects import Stroke
 
     from dtsgd_viz.views.phase.regions import DIVERGED_FACE, DIVERGED_MARK
+
     fig = phase.figure
     (rect,) = [p for p in phase.map_axes["ratio"].patches if p.get_gid() == "pick:ratio"]
     legend = fig.legends[0]
@@ -144,6 +150,9 @@ def test_the_pick_outline_is_a_double_stroke_and_the_key_draws_the_maps_marks(ph
     drawn = [a for a in legend.findobj() if isinstance(a, matplotlib.lines.Line2D) and a.get_marker() == "x"]
     assert len(drawn) == 1 and len(drawn[0].get_xdata()) == 2
     assert drawn[0].get_markersize() == DIVERGED_MARK["ms"] and drawn[0].get_color() == "white"
-    faces = [a for a in legend.findobj(matplotlib.patches.Rectangle)
-             if matplotlib.colors.to_hex(a.get_facecolor()) == DIVERGED_FACE.lower()]
+    faces = [
+        a
+        for a in legend.findobj(matplotlib.patches.Rectangle)
+        if matplotlib.colors.to_hex(a.get_facecolor()) == DIVERGED_FACE.lower()
+    ]
     assert faces and all(not f.get_hatch() for f in faces)

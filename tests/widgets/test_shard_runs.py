@@ -9,8 +9,10 @@ from helpers import synthetic_recording
 import dtsgd_viz
 from dtsgd_viz.widgets import ShardExplorer
 
-CONFIGS = {"momentum": dict(learning_rate=0.5, momentum=0.9, exact_update=True),
-           "nesterov": dict(learning_rate=0.5, momentum=0.9, nesterov=True, exact_update=True)}
+CONFIGS = {
+    "momentum": dict(learning_rate=0.5, momentum=0.9, exact_update=True),
+    "nesterov": dict(learning_rate=0.5, momentum=0.9, nesterov=True, exact_update=True),
+}
 
 
 @pytest.fixture(scope="module")

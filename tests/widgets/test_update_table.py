@@ -9,9 +9,11 @@ from dtsgd_viz.theory import surfaces
 from dtsgd_viz.widgets.update_table import update_rows, update_table_html
 
 SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
-CONFIGS = {"plain": dict(learning_rate=0.05, momentum=0.0),
-           "momentum": dict(learning_rate=0.05, momentum=0.9),
-           "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True)}
+CONFIGS = {
+    "plain": dict(learning_rate=0.05, momentum=0.0),
+    "momentum": dict(learning_rate=0.05, momentum=0.9),
+    "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True),
+}
 STEPS = 6
 
 
@@ -62,7 +64,7 @@ def test_the_table_names_the_update_and_writes_each_number(recs):
     assert text.count("<tr>") == 1 + len(rows)
     for r in rows:
         assert f"{r.step:.3g}" in text and f"{r.gradient_term:.3g}" in text
-    assert text.count("—") >= 2   # plain SGD has no velocity term; the footnote names the dash
+    assert text.count("—") >= 2  # plain SGD has no velocity term; the footnote names the dash
 
 
 def test_an_update_not_recorded_is_a_clear_error(recs):

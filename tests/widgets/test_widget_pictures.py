@@ -39,6 +39,7 @@ BUILD = pathlib.Path(__file__).resolve().parents[2] / "notebooks" / "build.py"
 def _texts(fig):
     """Every visible, non-empty text of ``fig`` (tick labels as last drawn)."""
     from matplotlib.text import Text
+
     return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
 
 
@@ -81,7 +82,8 @@ def test_live_monitor_reads_as_the_other_views(tmp_path):
         colours = [c for c, _, _ in style.block_styles(geom)]
         assert [ln.get_color() for ln in monitor.norm_lines] == colours
         assert [t.get_bbox_patch().get_facecolor()[:3] for t in monitor.block_labels] == [
-            matplotlib.colors.to_rgb(c) for c in colours]
+            matplotlib.colors.to_rgb(c) for c in colours
+        ]
         # right of the data, none over another, each as near its line's end as spacing allows
         renderer = monitor.figure.canvas.get_renderer()
         boxes = [t.get_window_extent(renderer) for t in monitor.block_labels]
@@ -99,8 +101,11 @@ def test_live_monitor_reads_as_the_other_views(tmp_path):
         # median block norm), the settings from the store's header; the panels what they draw
         finding, settings = headline_texts(monitor.figure)
         loss_part, norm_part = finding.replace("\n", " ").split("; ")
-        assert re.fullmatch(r"Loss (falls|grows) [0-9.]+x over 30 updates|"
-                            r"Loss stays within 1.5x over 30 updates", loss_part), loss_part
+        assert re.fullmatch(
+            r"Loss (falls|grows) [0-9.]+x over 30 updates|"
+            r"Loss stays within 1.5x over 30 updates",
+            loss_part,
+        ), loss_part
         v = monitor.state.loss
         assert ("falls" in loss_part) == (v[-1] < v[0] / 1.5)
         assert norm_part.startswith("the velocity's median block norm ")
@@ -141,9 +146,13 @@ def test_a_loss_below_zero_is_drawn_on_a_linear_axis(tmp_path):
         assert monitor.ax_loss.get_yscale() == "log"
         more = []
         for s in range(11, 16):  # the loss goes below 0: a log axis could not show it
-            data = {(w.name, k): [np.full(w.geometry.global_shape, s, np.float32)[b]
-                                  for b in w.geometry.blocks]  # a block per device
-                    for w in ws for k in synth.KINDS}
+            data = {
+                (w.name, k): [
+                    np.full(w.geometry.global_shape, s, np.float32)[b] for b in w.geometry.blocks
+                ]  # a block per device
+                for w in ws
+                for k in synth.KINDS
+            }
             more.append((s, entry((s, 0.1, 5.0 - s), data, ws, synth.KINDS, "full")))
         writer.append(more)
         assert monitor.poll_now()
@@ -162,16 +171,29 @@ def test_more_blocks_than_fit_get_a_note(tmp_path):
     mesh = MeshSpec.create({"x": 4, "y": 8})
     geom = shard_geometry((8, 16), LayoutSpec(("x", "y"), mesh))
     held = tuple((g, tuple(d)) for g, d in enumerate(geom.replica_groups))
-    ws = [types.SimpleNamespace(name="w", geometry=geom, dtype="float32", layout=geom.layout,
-                                held=held)]
-    header = assemble([], ws, ("velocity",), "stats", [np.zeros((8, 16), np.float32)],
-                      mesh=mesh, momentum=0.9, nesterov=False, dropped=[], applied_momentum=0.9)
+    ws = [types.SimpleNamespace(name="w", geometry=geom, dtype="float32", layout=geom.layout, held=held)]
+    header = assemble(
+        [],
+        ws,
+        ("velocity",),
+        "stats",
+        [np.zeros((8, 16), np.float32)],
+        mesh=mesh,
+        momentum=0.9,
+        nesterov=False,
+        dropped=[],
+        applied_momentum=0.9,
+    )
     path = tmp_path / "run.zarr"
     writer = StoreWriter(path, header)
     rng = np.random.default_rng(0)
     stats = np.abs(rng.normal(size=(20, 32, 3))).astype(np.float32)
-    writer.append([(s, entry((s, 0.1, 1.0 / s), {("w", "velocity"): stats[s - 1]},
-                             ws, ("velocity",), "stats")) for s in range(1, 21)])
+    writer.append(
+        [
+            (s, entry((s, 0.1, 1.0 / s), {("w", "velocity"): stats[s - 1]}, ws, ("velocity",), "stats"))
+            for s in range(1, 21)
+        ]
+    )
     writer.close()
     monitor = LiveMonitor(path, start=False)
     try:
@@ -230,8 +252,9 @@ def test_a_click_in_a_subfigure_maps_to_its_data():
     np.testing.assert_allclose(data_to_pixel(ax, 3.0, 7.0, size), (px, py), atol=1.0)
     assert axes_at([ax_left, ax], px, py, size) is ax
     # a PNG shown at half size (ipyevents' dataX/dataY are the image's own pixels)
-    np.testing.assert_allclose(pixel_to_data(ax, px / 2, py / 2, (size[0] / 2, size[1] / 2)),
-                               (3.0, 7.0), atol=4 * per_pixel)
+    np.testing.assert_allclose(
+        pixel_to_data(ax, px / 2, py / 2, (size[0] / 2, size[1] / 2)), (3.0, 7.0), atol=4 * per_pixel
+    )
 
 
 # ---- a widget's saved picture carries its controls' state ---------------------------------
@@ -259,11 +282,15 @@ def _model(name, **state):
 
 
 def _notebook(build, state, model_id):
-    out = {"output_type": "display_data", "metadata": {},
-           "data": {build.WIDGET_VIEW: {"model_id": model_id, "version_major": 2},
-                    "text/plain": "VBox()"}}
-    return {"metadata": {"widgets": {build.WIDGET_STATE: {"state": state}}},
-            "cells": [{"cell_type": "code", "outputs": [out]}]}, out
+    out = {
+        "output_type": "display_data",
+        "metadata": {},
+        "data": {build.WIDGET_VIEW: {"model_id": model_id, "version_major": 2}, "text/plain": "VBox()"},
+    }
+    return {
+        "metadata": {"widgets": {build.WIDGET_STATE: {"state": state}}},
+        "cells": [{"cell_type": "code", "outputs": [out]}],
+    }, out
 
 
 def test_a_snapshot_says_its_controls_state(build):
@@ -272,29 +299,32 @@ def test_a_snapshot_says_its_controls_state(build):
     state = {
         "root": _model("VBoxModel", children=ids("top", "mid", "img")),
         "top": _model("HBoxModel", children=ids("var", "kind", "fixed")),
-        "var": _model("DropdownModel", description="variable", _options_labels=["w", "b"],
-                      index=1),
-        "kind": _model("ToggleButtonsModel", description="kind",
-                       _options_labels=["param", "velocity", "grad"], index=1),
+        "var": _model("DropdownModel", description="variable", _options_labels=["w", "b"], index=1),
+        "kind": _model(
+            "ToggleButtonsModel", description="kind", _options_labels=["param", "velocity", "grad"], index=1
+        ),
         "fixed": _model("CheckboxModel", description="fixed scale", value=True),
         "mid": _model("HBoxModel", children=ids("play", "step", "lr", "pick", "label")),
         "play": _model("PlayModel", value=19, min=0, max=59),
         "step": _model("IntSliderModel", description="step", value=20, readout_format="d"),
         "lr": _model("FloatSliderModel", description="lr", value=0.0512, readout_format=".3f"),
-        "pick": _model("SelectionSliderModel", description="rule",
-                       _options_labels=["plain", "nesterov"], index=0),
+        "pick": _model("SelectionSliderModel", description="rule", _options_labels=["plain", "nesterov"], index=0),
         "label": _model("LabelModel", value="update 20 (recorded update 20 of 60)"),
-        "img": {"model_name": "ImageModel", "state": {"format": "png"},
-                "buffers": [{"path": ["value"], "encoding": "base64", "data": png}]},
+        "img": {
+            "model_name": "ImageModel",
+            "state": {"format": "png"},
+            "buffers": [{"path": ["value"], "encoding": "base64", "data": png}],
+        },
     }
     nb, out = _notebook(build, state, "root")
     assert build.widget_snapshots(nb) == 1
-    caption = ("Static picture of the widget — variable: b · kind: velocity · fixed scale: on"
-               " · play: frame 20 of 60 · step: 20 · lr: 0.051 · rule: plain"
-               " (run the notebook to use the controls)")
+    caption = (
+        "Static picture of the widget — variable: b · kind: velocity · fixed scale: on"
+        " · play: frame 20 of 60 · step: 20 · lr: 0.051 · rule: plain"
+        " (run the notebook to use the controls)"
+    )
     assert out["metadata"]["dtsgd_viz"]["snapshot_caption"] == caption
-    shown = np.asarray(Image.open(io.BytesIO(base64.b64decode(out["data"]["image/png"])))
-                       .convert("RGB")).astype(int)
+    shown = np.asarray(Image.open(io.BytesIO(base64.b64decode(out["data"]["image/png"]))).convert("RGB")).astype(int)
     h, w = rgb.shape[:2]
     assert shown.shape[1] == w and shown.shape[0] > h  # as wide; a strip under it
     np.testing.assert_array_equal(shown[:h], rgb)  # the picture itself unchanged
@@ -314,20 +344,26 @@ def test_a_snapshot_says_its_controls_state(build):
 
 def test_a_snapshot_of_a_widget_without_controls_says_its_readout(build):
     png, _ = _png_b64((200, 100))
-    state = {"root": _model("VBoxModel", children=["IPY_MODEL_label", "IPY_MODEL_img"]),
-             "label": _model("LabelModel", value="18 steps · closed: the run has ended"),
-             "img": {"model_name": "ImageModel", "state": {"format": "png"},
-                     "buffers": [{"path": ["value"], "encoding": "base64", "data": png}]}}
+    state = {
+        "root": _model("VBoxModel", children=["IPY_MODEL_label", "IPY_MODEL_img"]),
+        "label": _model("LabelModel", value="18 steps · closed: the run has ended"),
+        "img": {
+            "model_name": "ImageModel",
+            "state": {"format": "png"},
+            "buffers": [{"path": ["value"], "encoding": "base64", "data": png}],
+        },
+    }
     nb, out = _notebook(build, state, "root")
     build.widget_snapshots(nb)
     assert out["metadata"]["dtsgd_viz"]["snapshot_caption"] == (
-        "Static picture of the widget — 18 steps · closed: the run has ended"
-        " (run the notebook to see it live)")
+        "Static picture of the widget — 18 steps · closed: the run has ended (run the notebook to see it live)"
+    )
 
 
 def test_a_real_widgets_saved_state_gives_its_caption(build, small_recording):
     """The state ipywidgets saves of a real ShardExplorer (what nbclient stores)."""
     import ipywidgets
+
     explorer = ShardExplorer(small_recording, step=3)
     explorer.kind.value = "grad"
     manager = ipywidgets.Widget.get_manager_state(drop_defaults=False)
@@ -336,7 +372,8 @@ def test_a_real_widgets_saved_state_gives_its_caption(build, small_recording):
     assert out["metadata"]["dtsgd_viz"]["snapshot_caption"] == (
         "Static picture of the widget — variable: w · kind: grad"
         " · colour scale fixed over the run: on · play: frame 3 of 6 · update: 3"
-        " (run the notebook to use the controls)")
+        " (run the notebook to use the controls)"
+    )
     picture = Image.open(io.BytesIO(base64.b64decode(out["data"]["image/png"])))
     assert picture.size[0] == 930 and picture.size[1] > 500
     assert png_size(explorer.image.value) == (930, 500)  # the widget's own PNG is untouched

@@ -33,8 +33,7 @@ def two_variables():
     for _ in range(STEPS):
         gw = rng.normal(size=(4, 8)).astype(np.float32)
         gb = rng.normal(size=8).astype(np.float32)
-        opt.apply_gradients([(_dtensor.put(gw, layout(mesh, "x", "y")), w),
-                             (_dtensor.put(gb, layout(mesh, "y")), b)])
+        opt.apply_gradients([(_dtensor.put(gw, layout(mesh, "x", "y")), w), (_dtensor.put(gb, layout(mesh, "y")), b)])
     return rec.recording
 
 
@@ -74,14 +73,18 @@ def test_explorer_state_transitions(two_variables):
     # the slider's change is the update number, as PathExplorer's
     s5 = explorer_state(s, {"name": "update", "new": 5})
     assert (s5.step, s5.update) == (4, 5) and s5 == s2
-    with pytest.raises(ValueError, match=r"update must be an int in 1\.\.6 \(updates 1\.\.6\)"
-                                         r"\. Received: 0"):
+    with pytest.raises(
+        ValueError,
+        match=r"update must be an int in 1\.\.6 \(updates 1\.\.6\)"
+        r"\. Received: 0",
+    ):
         explorer_state(s, {"name": "update", "new": 0})
     with pytest.raises(ValueError, match=r"Received: 2\.0"):
         explorer_state(s, {"name": "update", "new": 2.0})
     assert ExplorerState.of(r, "b", "param", -1) == explorer_state(
-        explorer_state(explorer_state(s, {"name": "variable", "new": "b"}),
-                       {"name": "kind", "new": "param"}), {"name": "step", "new": 5})
+        explorer_state(explorer_state(s, {"name": "variable", "new": "b"}), {"name": "kind", "new": "param"}),
+        {"name": "step", "new": 5},
+    )
 
 
 def test_explorer_state_offers_only_recorded_kinds(param_and_grad_only):
@@ -151,8 +154,7 @@ def test_play_is_linked_to_the_slider(two_variables):
     assert (w.play.min, w.play.max) == (0, STEPS - 1)  # Play walks the recorded updates
     w.play.value = 3
     assert w.slider.value == 4 and w.state.step == 3 and w.state.update == 4
-    np.testing.assert_array_equal(w.figure.axes[0].images[0].get_array(),
-                                  r.global_values("w", "velocity")[3])
+    np.testing.assert_array_equal(w.figure.axes[0].images[0].get_array(), r.global_values("w", "velocity")[3])
     w.slider.value = 2
     assert w.play.value == 1
 
@@ -165,15 +167,13 @@ def test_variable_change_redraws_the_new_variable(two_variables):
     w.variable.value = "b"
     assert w.figure is figure
     heat_ax, norm_ax = figure.axes[:2]
-    np.testing.assert_array_equal(heat_ax.images[0].get_array(),
-                                  r.global_values("b", "param")[2][None, :])
+    np.testing.assert_array_equal(heat_ax.images[0].get_array(), r.global_values("b", "param")[2][None, :])
     outlines = sorted(p.get_x() for p in heat_ax.patches if p.get_gid().startswith("block-"))
     assert outlines == [0, 2, 4, 6]  # [y] over y=4: four blocks of two, replicated over x
     assert len(w.view.lines) == 4  # [y]: four unique blocks, each on two devices
     assert w.figure.get_suptitle().startswith("parameter of 'b' after update 3")
     w.slider.value = 1  # and stepping works on the new view
-    np.testing.assert_array_equal(w.view.heatmap.get_array(),
-                                  r.global_values("b", "param")[0][None])
+    np.testing.assert_array_equal(w.view.heatmap.get_array(), r.global_values("b", "param")[0][None])
 
 
 def test_widget_layout_and_display(param_and_grad_only):
@@ -193,9 +193,11 @@ def test_widget_layout_and_display(param_and_grad_only):
 
 
 def test_ipywidgets_stay_out_of_the_views():
-    code = ("import sys, dtsgd_viz.views.shards.plot; "
-            "print(sorted(m for m in ('ipywidgets', 'IPython', 'tensorflow', 'matplotlib.pyplot') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, dtsgd_viz.views.shards.plot; "
+        "print(sorted(m for m in ('ipywidgets', 'IPython', 'tensorflow', 'matplotlib.pyplot') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -216,8 +218,7 @@ def test_explorer_on_a_stats_recording():
     lines = w.view.lines
     step_line = next(ln for ln in w.view.step_lines if ln.get_gid() == "step-line")
     step_label = next(ln for ln in w.view.step_lines if ln.get_gid() == "step-label")
-    np.testing.assert_allclose(np.array([ln.get_ydata() for ln in lines]).T,
-                               r.shard_stats("w", "velocity")[..., 0])
+    np.testing.assert_allclose(np.array([ln.get_ydata() for ln in lines]).T, r.shard_stats("w", "velocity")[..., 0])
     png, renders = w.image.value, w.renders
     w.slider.value = 5
     assert list(step_line.get_xdata()) == [5, 5] and w.renders == renders + 1
@@ -226,8 +227,7 @@ def test_explorer_on_a_stats_recording():
     assert f"after update {r.steps[4]}" in w.figure.get_suptitle() and w.image.value != png
     w.kind.value = "grad"
     assert w.view.lines == lines
-    np.testing.assert_allclose(np.array([ln.get_ydata() for ln in lines]).T,
-                               r.shard_stats("w", "grad")[..., 0])
+    np.testing.assert_allclose(np.array([ln.get_ydata() for ln in lines]).T, r.shard_stats("w", "grad")[..., 0])
     assert "gradient of 'w'" in w.figure.get_suptitle() and list(step_line.get_xdata()) == [5, 5]
 
 
@@ -246,13 +246,13 @@ def test_slider_value_is_the_update_shown(two_variables):
 
 def test_slider_on_spaced_updates_snaps_and_play_walks_them(two_variables):
     import dataclasses
+
     every = dataclasses.replace(two_variables, steps=two_variables.steps * 10)  # 10, 20, ..., 60
     w = ShardExplorer(every, step=20)
     assert (w.slider.value, w.slider.min, w.slider.max, w.slider.step) == (20, 10, 60, 10)
     w.slider.value = 44  # between recorded updates: the nearest
     assert w.slider.value == 40 and w.state.update == 40 and w.play.value == 3
-    np.testing.assert_array_equal(w.view.heatmap.get_array(),
-                                  every.global_values("w", "velocity")[3])
+    np.testing.assert_array_equal(w.view.heatmap.get_array(), every.global_values("w", "velocity")[3])
     shown = []
     for k in range(w.play.max + 1):  # Play's frames
         w.play.value = k
@@ -268,4 +268,3 @@ def test_slider_on_spaced_updates_snaps_and_play_walks_them(two_variables):
     assert shown == [1, 2, 4, 8, 16, 32]
     w.slider.value = 11
     assert w.slider.value == 8 and w.state.update == 8
-

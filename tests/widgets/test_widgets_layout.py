@@ -17,17 +17,20 @@ def change(state, name, new, **kw):
 
 def test_choices_give_the_blocks_and_bytes_of_shard_geometry():
     s = LayoutExplorerState.of((8, 16), mesh={"batch": 2, "model": 4})
-    assert (s.mesh_text, s.specs, s.options) == ("batch=2, model=4", ("unsharded", "unsharded"),
-                                                 ("unsharded", "batch", "model"))
+    assert (s.mesh_text, s.specs, s.options) == (
+        "batch=2, model=4",
+        ("unsharded", "unsharded"),
+        ("unsharded", "batch", "model"),
+    )
     np.testing.assert_array_equal(s.plan.bytes_per_device, [2 * 8 * 16 * 4] * 8)
     s = change(change(s, "dim", "batch", dim=0), "dim", "model", dim=1)
-    want = shard_geometry((8, 16), LayoutSpec(("batch", "model"), MeshSpec.create(
-        {"batch": 2, "model": 4})))
+    want = shard_geometry((8, 16), LayoutSpec(("batch", "model"), MeshSpec.create({"batch": 2, "model": 4})))
     assert s.error == "" and s.layout == want.layout
     assert (s.geometry.blocks, s.geometry.replica_groups) == (want.blocks, want.replica_groups)
     np.testing.assert_array_equal(s.plan.bytes_per_device, [2 * 4 * 4 * 4] * 8)  # 2x a 4x4 block
-    assert s.summary() == ("tensor (8, 16) as [batch, model]: 8 blocks of (4, 4), 1 copy each; "
-                           "128 B per device with its velocity slot")
+    assert s.summary() == (
+        "tensor (8, 16) as [batch, model]: 8 blocks of (4, 4), 1 copy each; 128 B per device with its velocity slot"
+    )
     s = change(s, "momentum", False)
     np.testing.assert_array_equal(s.plan.bytes_per_device, [4 * 4 * 4] * 8)
     s = change(s, "mesh", "batch=4, model=2")
@@ -40,18 +43,33 @@ def test_a_shape_takes_the_name_the_caller_gives_it():
     assert LayoutExplorerState.of((8, 16)).name == "tensor"
 
 
-@pytest.mark.parametrize("shape, mesh, specs, error", [
-    ((8, 16), "batch=2, model=4", ("model", "model"),
-     "mesh dim 'model' is picked by tensor dims 0, 1: a mesh dim can shard only one tensor dim"),
-    ((6, 16), "batch=2, model=4", ("model", "unsharded"),
-     "tensor dim 0 has size 6, which 'model' (4 devices) does not divide: DTensor needs equal "
-     "blocks (6 = 1 x 4 + 2)."),
-    ((8, 16), "batch=2 model=4", ("unsharded", "unsharded"),
-     "mesh: Write the mesh as name=size pairs separated by commas, e.g. 'batch=2, model=4'. "
-     "Received: 'batch=2 model=4'"),
-    ((8, 16), "batch=2, batch=4", ("unsharded", "unsharded"), "mesh: Mesh dim names must be unique"),
-    ((8, 16), "x=0", ("unsharded", "unsharded"), "mesh: Mesh dim sizes must be integers >= 1"),
-])
+@pytest.mark.parametrize(
+    "shape, mesh, specs, error",
+    [
+        (
+            (8, 16),
+            "batch=2, model=4",
+            ("model", "model"),
+            "mesh dim 'model' is picked by tensor dims 0, 1: a mesh dim can shard only one tensor dim",
+        ),
+        (
+            (6, 16),
+            "batch=2, model=4",
+            ("model", "unsharded"),
+            "tensor dim 0 has size 6, which 'model' (4 devices) does not divide: DTensor needs equal "
+            "blocks (6 = 1 x 4 + 2).",
+        ),
+        (
+            (8, 16),
+            "batch=2 model=4",
+            ("unsharded", "unsharded"),
+            "mesh: Write the mesh as name=size pairs separated by commas, e.g. 'batch=2, model=4'. "
+            "Received: 'batch=2 model=4'",
+        ),
+        ((8, 16), "batch=2, batch=4", ("unsharded", "unsharded"), "mesh: Mesh dim names must be unique"),
+        ((8, 16), "x=0", ("unsharded", "unsharded"), "mesh: Mesh dim sizes must be integers >= 1"),
+    ],
+)
 def test_impossible_choices_say_why(shape, mesh, specs, error):
     s = LayoutExplorerState.of(shape, mesh={"batch": 2, "model": 4})
     s = change(s, "mesh", mesh)
@@ -64,8 +82,12 @@ def test_impossible_choices_say_why(shape, mesh, specs, error):
 
 def test_variables_of_a_plan_keep_their_own_choices():
     mesh = MeshSpec.create({"batch": 2, "model": 4})
-    plan = memory_plan({"w": ((8, 16), "float32", LayoutSpec(("unsharded", "model"), mesh)),
-                        "b": ((16,), "float32", LayoutSpec(("model",), mesh))})
+    plan = memory_plan(
+        {
+            "w": ((8, 16), "float32", LayoutSpec(("unsharded", "model"), mesh)),
+            "b": ((16,), "float32", LayoutSpec(("model",), mesh)),
+        }
+    )
     s = LayoutExplorerState.of(plan)
     assert (s.name, s.specs) == ("w", ("unsharded", "model"))
     np.testing.assert_array_equal(s.plan.bytes_per_device, plan.bytes_per_device)
@@ -81,8 +103,7 @@ def test_variables_of_a_plan_keep_their_own_choices():
     with pytest.raises(ValueError, match=r"dim must be an int in 0..0 for b \(16,\). Received: 1"):
         change(s, "dim", "data", dim=1)
     # an impossible choice for another variable is named
-    s = change(change(LayoutExplorerState.of(plan), "mesh", "batch=2, model=3"), "dim", "model",
-               dim=1)
+    s = change(change(LayoutExplorerState.of(plan), "mesh", "batch=2, model=3"), "dim", "model", dim=1)
     assert s.error.startswith("tensor dim 1 has size 16, which 'model' (3 devices)")
 
 
@@ -97,7 +118,8 @@ def test_the_widget_redraws_through_its_traits():
     g = w.state.geometry
     assert " ".join(fig.texts[0].get_text().split()) == (
         f"tensor (8, 16): 8 devices hold {g.num_unique} distinct 8x4 blocks: each on "
-        f"{8 // g.num_unique} devices (copied over batch)")
+        f"{8 // g.num_unique} devices (copied over batch)"
+    )
     assert g.num_unique == len({tuple((s.start, s.stop) for s in b) for b in g.blocks}) == 4
     assert "mesh dims: batch: unused -> 2 copies" in fig.texts[1].get_text()
     labels = [t.get_text() for t in fig.axes[0].texts if t.get_gid().startswith("label-")]
@@ -105,8 +127,7 @@ def test_the_widget_redraws_through_its_traits():
     assert labels == [", ".join(names[d] for d in g) for g in w.state.geometry.replica_groups]
     assert "256 B per device" in w.message.value and "<table>" in w.memory_table.value
     assert w.image.value[:4] == b"\x89PNG" and w.memory_image.value[:4] == b"\x89PNG"
-    heights = [p.get_height() for p in w.memory_figure.axes[0].patches
-               if p.get_gid() == "param-tensor"]
+    heights = [p.get_height() for p in w.memory_figure.axes[0].patches if p.get_gid() == "param-tensor"]
     assert heights == [8 * 4 * 4 / 1024] * 8  # KiB: the replicated line is 1 KiB
     # impossible: said on the widget, pictures hidden
     w.dim_pickers[0].value = "model"
@@ -119,9 +140,12 @@ def test_the_widget_redraws_through_its_traits():
     assert w.dim_pickers[0].options == ("unsharded", "x", "y", "z")
     assert w.state.specs == ("unsharded", "unsharded")
     w.dim_pickers[0].value = "z"
-    assert w.state.geometry.replica_groups == shard_geometry(
-        (8, 16), LayoutSpec(("z", "unsharded"), MeshSpec.create({"x": 2, "y": 2, "z": 2}))
-    ).replica_groups
+    assert (
+        w.state.geometry.replica_groups
+        == shard_geometry(
+            (8, 16), LayoutSpec(("z", "unsharded"), MeshSpec.create({"x": 2, "y": 2, "z": 2}))
+        ).replica_groups
+    )
 
 
 def test_the_traffic_of_the_layout_picked():
@@ -131,14 +155,16 @@ def test_the_traffic_of_the_layout_picked():
     s = LayoutExplorerState.of((8, 16), mesh={"batch": 2, "model": 4})
     assert s.batch_dims == ("batch",) and s.traffic.totals() == {("batch",): 8 * 16 * 4}
     s = change(s, "dim", "model", dim=1)
-    assert s.traffic.totals() == {("batch",): 8 * 4 * 4}   # the (8, 4) shard
-    assert s.traffic_summary() == ("gradient all-reduce per update (batch over batch): "
-                                   "tensor: 128 B per device along batch")
+    assert s.traffic.totals() == {("batch",): 8 * 4 * 4}  # the (8, 4) shard
+    assert s.traffic_summary() == (
+        "gradient all-reduce per update (batch over batch): tensor: 128 B per device along batch"
+    )
     np.testing.assert_array_equal(s.plan.bytes_per_device, [2 * 8 * 4 * 4] * 8)  # memory too
     s = change(s, "dim", "batch", dim=0)
-    assert s.traffic.totals() == {("batch",): 8 * 4 * 4}    # [unsharded, model]'s block
-    assert s.traffic_summary().endswith("tensor: 128 B per device along batch, after "
-                                        "gathering it over batch (its layout uses a batch dim)")
+    assert s.traffic.totals() == {("batch",): 8 * 4 * 4}  # [unsharded, model]'s block
+    assert s.traffic_summary().endswith(
+        "tensor: 128 B per device along batch, after gathering it over batch (its layout uses a batch dim)"
+    )
     # a mesh without batch/data: nothing predicted until the batch dims are named
     s = change(s, "mesh", "x=2, y=4")
     assert s.batch_dims == () and s.traffic.totals() == {}
@@ -161,13 +187,12 @@ def test_the_widget_shows_traffic_beside_memory():
     assert traffic_heights() == [64 * 256 * 4] * 8
     assert "Activation traffic" in w.message.value and "not predictable from layouts" in w.message.value
     w.dim_pickers[1].value = "model"
-    assert traffic_heights() == [64 * 64 * 4] * 8   # sharding over model: a quarter
+    assert traffic_heights() == [64 * 64 * 4] * 8  # sharding over model: a quarter
     assert "tensor: 16 KiB per device along batch" in w.message.value
-    memory = [p.get_height() for p in w.memory_figure.axes[0].patches
-              if p.get_gid() == "param-tensor"]
+    memory = [p.get_height() for p in w.memory_figure.axes[0].patches if p.get_gid() == "param-tensor"]
     assert memory == [64 * 64 * 4 / 1024] * 8
     w.dim_pickers[0].value = "batch"
-    assert traffic_heights() == [64 * 64 * 4] * 8   # gathered over batch, then summed
+    assert traffic_heights() == [64 * 64 * 4] * 8  # gathered over batch, then summed
     assert "after gathering it over batch" in w.message.value
     w.batch.value = "model"
     assert w.state.batch_dims == ("model",) and "batch over model" in w.message.value

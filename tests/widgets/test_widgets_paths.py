@@ -36,7 +36,7 @@ from dtsgd_viz.widgets.phase_diagram import REFERENCE_NOTE, cell_edges, phase_pi
 matplotlib.use("Agg")
 
 STEPS = 12
-ROTATED = surfaces.RotatedQuadratic()   # Hessian eigenvalues 1 and 10
+ROTATED = surfaces.RotatedQuadratic()  # Hessian eigenvalues 1 and 10
 START = ROTATED.default_start.astype(np.float32)
 
 
@@ -68,8 +68,11 @@ def bare(recs):
 
 
 def by_gid(ax, prefix):
-    return {a.get_gid()[len(prefix):]: a for a in [*ax.lines, *ax.collections, *ax.patches]
-            if (a.get_gid() or "").startswith(prefix)}
+    return {
+        a.get_gid()[len(prefix) :]: a
+        for a in [*ax.lines, *ax.collections, *ax.patches]
+        if (a.get_gid() or "").startswith(prefix)
+    }
 
 
 def reference_path(lr, mu, nesterov, steps=STEPS, start=START):
@@ -90,7 +93,7 @@ def first_stay(losses, tol):
 def test_path_explorer_state_transitions():
     s = PathExplorerState(tuple(range(1, STEPS + 1)), 0)
     s2 = path_explorer_state(s, {"name": "update", "new": 6})
-    assert (s2.index, s2.update, s.update) == (5, 6, 1)    # update 6 is the 6th recorded
+    assert (s2.index, s2.update, s.update) == (5, 6, 1)  # update 6 is the 6th recorded
     with pytest.raises(ValueError, match=r"update must be an int in 1\.\.12 \(updates 1\.\.12\). Received: 13"):
         path_explorer_state(s, {"name": "update", "new": STEPS + 1})
     with pytest.raises(ValueError, match=r"Received: 0"):
@@ -102,7 +105,8 @@ def test_path_explorer_state_transitions():
     assert path_explorer_state(every5, {"name": "update", "new": 12}).update == 10
     assert path_explorer_state(every5, {"name": "update", "new": 13}).update == 15
     assert step_text(path_explorer_state(every5, {"name": "update", "new": 20})) == (
-        "update 20  (4 of 4 recorded updates)")
+        "update 20  (4 of 4 recorded updates)"
+    )
 
 
 def test_tracks_are_the_update_decomposition(recs):
@@ -125,8 +129,9 @@ def test_tracks_are_the_update_decomposition(recs):
         if CONFIGS[key]["nesterov"]:
             v = rec.global_values("w", "velocity").astype(np.float64)
             v_prev = np.concatenate([np.zeros((1, 2)), v[:-1]])
-            np.testing.assert_allclose(t.iterates, t.coords[:-1] - CONFIGS[key]["momentum"] * v_prev,
-                                       rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(
+                t.iterates, t.coords[:-1] - CONFIGS[key]["momentum"] * v_prev, rtol=1e-12, atol=1e-12
+            )
         else:
             assert t.iterates is None
 
@@ -138,13 +143,15 @@ def zoom_chain(w, key):
     """The thick arrows of ``key``'s zoomed panel: ``{term: (tail, uv)}``, ``uv`` the
     true term (an arrow drawn longer to be seen says by how much: ``magnified``)."""
     ax = w.view.artists.zoom_axes[key]
-    return {q.get_gid().split(":")[2]: (np.asarray(q.get_offsets()[0]),
-                                        np.array([q.U[0], q.V[0]]) / q.magnified)
-            for q in ax.collections if (q.get_gid() or "").startswith("zoom-arrow:")}
+    return {
+        q.get_gid().split(":")[2]: (np.asarray(q.get_offsets()[0]), np.array([q.U[0], q.V[0]]) / q.magnified)
+        for q in ax.collections
+        if (q.get_gid() or "").startswith("zoom-arrow:")
+    }
 
 
 def test_slider_updates_artists_in_place(recs, explorer, capsys):
-    w = explorer   # PathExplorer(recs, ROTATED, zoom=True): zoomed by default
+    w = explorer  # PathExplorer(recs, ROTATED, zoom=True): zoomed by default
     art = w.view.artists
     assert w.state.update == 1 and w.slider.value == 1 and w.slider.description == "update"
     static, renders, png = w.static_state(), w.renders, w.image.value
@@ -152,7 +159,7 @@ def test_slider_updates_artists_in_place(recs, explorer, capsys):
     counts = [(len(ax.lines), len(ax.collections), len(ax.texts)) for ax in main_axes]
     moving = (dict(art.positions), dict(art.arrows), dict(art.loss_markers), art.step_line)
 
-    w.slider.value = 6   # update 6: from the parameter after update 5
+    w.slider.value = 6  # update 6: from the parameter after update 5
     assert w.state.update == 6 and w.state.index == 5 and w.renders == renders + 1
     for key, rec in recs.items():
         path = rec.path("w").astype(np.float64)
@@ -174,12 +181,11 @@ def test_slider_updates_artists_in_place(recs, explorer, capsys):
         np.testing.assert_allclose(chain["gradient"][1], -lr * g, rtol=1e-6)
         if mu:
             term = "lookahead" if CONFIGS[key]["nesterov"] else "momentum"
-            np.testing.assert_allclose(chain[term][1], mu * (v[5] if term == "lookahead" else v[4]),
-                                       rtol=1e-6)
-        assert art.zoom_axes[key].get_title().startswith(f"{rule_name(key)} · zoom ×")   # update 6: in the caption
+            np.testing.assert_allclose(chain[term][1], mu * (v[5] if term == "lookahead" else v[4]), rtol=1e-6)
+        assert art.zoom_axes[key].get_title().startswith(f"{rule_name(key)} · zoom ×")  # update 6: in the caption
         alpha = art.trails[key].get_colors()[:, 3]
         assert len(alpha) == 5 and np.all(np.diff(alpha) > 0)
-    assert list(art.step_line.get_xdata()) == [5, 5]   # at the dots: k = 5 updates made before update 6
+    assert list(art.step_line.get_xdata()) == [5, 5]  # at the dots: k = 5 updates made before update 6
     assert art.title.get_text().startswith("Update 6:")
     assert w.step_label.value == "update 6 of 12"
     assert w.frame().positions["nesterov"] == tuple(recs["nesterov"].path("w")[5].astype(float))
@@ -208,11 +214,10 @@ def test_play_is_linked_and_steps_through_long_runs(recs, explorer, bare):
     assert not w.view.artists.arrows and (w.play.min, w.play.max) == (1, STEPS)
     assert not w.view.artists.zoom_axes
     assert explorer.view.artists.zoom_axes.keys() == recs.keys()  # PathExplorer(recs, ROTATED): zoom by default
-    assert not bare.view.artists.zoom_axes   # PathExplorer(recs, ROTATED, step=2, zoom=False)
+    assert not bare.view.artists.zoom_axes  # PathExplorer(recs, ROTATED, step=2, zoom=False)
     w.play.value = 4
     assert w.slider.value == 4 and w.state.update == 4
-    np.testing.assert_array_equal(w.view.artists.positions["plain"].get_xydata(),
-                                  recs["plain"].path("w")[3:4])
+    np.testing.assert_array_equal(w.view.artists.positions["plain"].get_xydata(), recs["plain"].path("w")[3:4])
     assert w.image in w.widget.children
     bundle = w._repr_mimebundle_()
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == w.widget.model_id
@@ -229,10 +234,11 @@ def test_slider_counts_updates_of_a_thinned_recording():
     rec = dtsgd_viz.run(ROTATED, {"nesterov": CONFIGS["nesterov"]}, STEPS, every=3)["nesterov"]
     w = PathExplorer({"nesterov": rec}, ROTATED, arrows=False)
     assert (w.slider.min, w.slider.max, w.slider.step) == (3, 12, 3)
-    w.slider.value = 7           # between recorded updates: the nearest one is shown
+    w.slider.value = 7  # between recorded updates: the nearest one is shown
     assert w.slider.value == 6 and w.state.update == 6
-    np.testing.assert_array_equal(w.view.artists.positions["nesterov"].get_xydata()[0],
-                                  rec.path("w")[1])    # before update 6: after update 3
+    np.testing.assert_array_equal(
+        w.view.artists.positions["nesterov"].get_xydata()[0], rec.path("w")[1]
+    )  # before update 6: after update 3
     assert w.view.artists.title.get_text().startswith("Update 6:")
 
 
@@ -248,7 +254,8 @@ def test_compare_params_and_configs():
     assert compare_configs(p2) == {
         "plain": dict(learning_rate=0.05, momentum=0.0, nesterov=False),
         "momentum": dict(learning_rate=0.05, momentum=0.5, nesterov=False),
-        "nesterov": dict(learning_rate=0.05, momentum=0.5, nesterov=True)}
+        "nesterov": dict(learning_rate=0.05, momentum=0.5, nesterov=True),
+    }
     with pytest.raises(ValueError, match=r"momentum must be in \[0, 1\). Received: 1.0"):
         compare_params(p, {"name": "momentum", "new": 1.0})
     with pytest.raises(ValueError, match="learning_rate must be a finite number > 0"):
@@ -303,15 +310,17 @@ def check_table(widget):
         losses = [float(ROTATED.value_np(p)) for p in rec.path("w").astype(np.float64)]
         k = first_stay(losses, widget.tol)
         assert (row.name, row.steps_to_tol, row.final_loss) == (key, k, losses[-1])
-        assert f">{losses[-1]:.2e}<" in widget.table.value   # one format, 3 significant digits
+        assert f">{losses[-1]:.2e}<" in widget.table.value  # one format, 3 significant digits
         assert row.diverged == (k is None and not losses[-1] <= losses[0])
-        assert (f">{k}<" if k is not None else ">diverged<" if row.diverged
-                else ">not within tol<") in widget.table.value
+        assert (
+            f">{k}<" if k is not None else ">diverged<" if row.diverged else ">not within tol<"
+        ) in widget.table.value
 
 
 def headline_text(fig):
     """The figure's headline (its finding) and the settings line under it."""
     from dtsgd_viz.views.core.figure import headline_texts
+
     return "\n".join(t for t in headline_texts(fig) if t)
 
 
@@ -326,20 +335,27 @@ def test_compare_widget_draws_the_real_runs(compare):
     assert f"{STEPS} updates" in headline_text(w.figure) and w.steps.description == "updates"
     assert w.view.artists.ax_loss.get_lines()[-1].get_gid() == "tolerance"
     assert (w.view.artists.ax_loss.get_xlabel(), w.view.artists.ax_loss.get_ylabel()) == (
-        "updates made (k)", "loss after k updates")
+        "updates made (k)",
+        "loss after k updates",
+    )
 
 
 def test_table_has_fixed_columns_and_wrapping_headers(compare):
     import re
+
     table = compare.table.value
     assert "table-layout:fixed" in table
     widths = re.findall(r"<col style='width:([\d.]+)em'>", table)
     assert len(widths) == 4 and all(float(x) >= 6.5 for x in widths)
     heads = re.findall(r"<th style='([^']*)'>([^<]*)</th>", table)
     n = compare.params.steps
-    a = n - max(1, min(10, n // 5)) + 1   # the mean the headline compares: over the last fifth, 1 to 10
-    assert [h for _, h in heads] == ["optimizer", f"updates to tol ({compare.tol:g})",
-                                     f"loss after {n} updates", f"mean loss after {a}–{n} updates"]
+    a = n - max(1, min(10, n // 5)) + 1  # the mean the headline compares: over the last fifth, 1 to 10
+    assert [h for _, h in heads] == [
+        "optimizer",
+        f"updates to tol ({compare.tol:g})",
+        f"loss after {n} updates",
+        f"mean loss after {a}–{n} updates",
+    ]
     assert all("white-space:normal" in css and "padding" in css for css, _ in heads)
     # each name cell keeps its swatch and name on one line, the name as the figure writes it
     names = re.findall(r"<tr><td style='([^']*)'><span[^>]*></span>([^<]*)</td>", table)
@@ -352,7 +368,7 @@ def test_compare_paths_have_no_per_update_markers(compare):
     paths = compare.view.artists.paths
     assert set(paths) == set(compare.recordings)
     assert all(line.get_marker() in ("", "None", None) for line in paths.values())
-    for key, line in paths.items():   # still every update's point, only undotted
+    for key, line in paths.items():  # still every update's point, only undotted
         np.testing.assert_array_equal(line.get_xydata(), compare.recordings[key].path("w").astype(np.float64))
 
 
@@ -366,8 +382,9 @@ def test_momentum_change_reruns_the_real_optimizer(compare):
     for key, path in drawn_paths(w).items():
         np.testing.assert_array_equal(path, fresh[key].path("w").astype(np.float64))
         config = compare_configs(w.shown)[key]
-        np.testing.assert_allclose(path, reference_path(0.05, config["momentum"], config["nesterov"]),
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            path, reference_path(0.05, config["momentum"], config["nesterov"]), rtol=1e-5, atol=1e-6
+        )
     check_table(w)
     assert "μ 0.50" in headline_text(w.figure)
 
@@ -375,19 +392,19 @@ def test_momentum_change_reruns_the_real_optimizer(compare):
 def test_changes_during_a_run_are_coalesced(compare):
     w = compare
     runs = len(w.runs)
-    w.learning_rate.value = 0.02      # starts a run in the background
-    w.momentum.value = 0.6            # arrive while it runs ...
+    w.learning_rate.value = 0.02  # starts a run in the background
+    w.momentum.value = 0.6  # arrive while it runs ...
     w.start[0].value = -2.0
     assert w.queue.pending == CompareParams(0.02, 0.6, (-2.0, 1.5), STEPS)  # ... only the latest kept
     w.wait()
     assert w.error is None and not w.queue.running
-    assert w.runs[runs:] == [CompareParams(0.02, 0.5, (-3.0, 1.5), STEPS),
-                             CompareParams(0.02, 0.6, (-2.0, 1.5), STEPS)]
+    assert w.runs[runs:] == [CompareParams(0.02, 0.5, (-3.0, 1.5), STEPS), CompareParams(0.02, 0.6, (-2.0, 1.5), STEPS)]
     start = np.array([-2.0, 1.5], np.float32)
     for key, path in drawn_paths(w).items():
         config = compare_configs(w.shown)[key]
-        np.testing.assert_allclose(path, reference_path(0.02, config["momentum"], config["nesterov"],
-                                                        start=start), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            path, reference_path(0.02, config["momentum"], config["nesterov"], start=start), rtol=1e-5, atol=1e-6
+        )
     check_table(w)
 
 
@@ -416,8 +433,7 @@ def test_iteration_matrix_is_the_reference_rule_linearised():
             for p, v in ((1.0, 0.0), (0.0, 1.0)):  # images of the basis vectors
                 p_new, v_new = reference.sgd_step(np.float64(p), h * p, np.float64(v), lr, mu, nesterov)
                 cols.append([p_new, v_new])
-            np.testing.assert_allclose(iteration_matrix(lr, mu, h, nesterov), np.array(cols).T,
-                                       rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(iteration_matrix(lr, mu, h, nesterov), np.array(cols).T, rtol=1e-12, atol=1e-12)
 
 
 def test_analytic_boundary_is_where_the_spectral_radius_reaches_one():
@@ -440,8 +456,7 @@ def test_cells_inside_the_boundary_converge_and_outside_diverge():
     for nesterov in (False, True):
         grid = phase_grid(ROTATED, lrs, mus, 120, 1e-3, nesterov)
         bound = convergence_boundary(mus, 10.0, nesterov)[:, None]
-        rho = np.array([[max(spectral_radius(lr, mu, h, nesterov) for h in (1.0, 10.0))
-                         for lr in lrs] for mu in mus])
+        rho = np.array([[max(spectral_radius(lr, mu, h, nesterov) for h in (1.0, 10.0)) for lr in lrs] for mu in mus])
         fast, outside = rho <= 0.85, lrs[None, :] >= 1.05 * bound
         assert fast.sum() >= 10 and outside.sum() >= 10
         assert np.all(grid.steps[fast] >= 0) and not grid.diverged[fast].any()
@@ -470,12 +485,10 @@ def test_phase_diagram_shows_the_grid_and_the_boundary(phase):
     both = (m.steps >= 0) & (n.steps >= 0)
     image = by_gid(ax, "phase:")["ratio"].get_array()
     np.testing.assert_array_equal(~np.ma.getmaskarray(image), both)
-    np.testing.assert_allclose(image.data[both],
-                               np.log2(np.maximum(n.steps, 1) / np.maximum(m.steps, 1))[both])
+    np.testing.assert_allclose(image.data[both], np.log2(np.maximum(n.steps, 1) / np.maximum(m.steps, 1))[both])
     for key, nesterov in (("momentum", False), ("nesterov", True)):
         lr_b, mu_b = by_gid(ax, "ratio-boundary:")[key].get_data()
-        np.testing.assert_allclose(lr_b, 2 * (1 + mu_b) / 10.0 / ((1 + 2 * mu_b) if nesterov else 1),
-                                   rtol=1e-14)
+        np.testing.assert_allclose(lr_b, 2 * (1 + mu_b) / 10.0 / ((1 + 2 * mu_b) if nesterov else 1), rtol=1e-14)
         assert mu_b.min() == PD_MUS[0] and mu_b.max() == PD_MUS[-1]
     assert ax.get_xscale() == "log" and ax.get_xlabel().startswith("learning rate")
     assert REFERENCE_NOTE in headline_text(fig).replace("\n", " ")
@@ -517,8 +530,10 @@ def test_selecting_a_cell_runs_the_real_optimizer_there(phase):
 
 
 def test_views_stay_free_of_ipywidgets():
-    code = ("import sys, dtsgd_viz.views.paths.plot; "
-            "print(sorted(m for m in ('ipywidgets', 'IPython', 'tensorflow') if m in sys.modules))")
+    code = (
+        "import sys, dtsgd_viz.views.paths.plot; "
+        "print(sorted(m for m in ('ipywidgets', 'IPython', 'tensorflow') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -526,22 +541,32 @@ def test_views_stay_free_of_ipywidgets():
 def test_path_explorer_and_plot_paths_agree_without_the_update_before():
     # both draw the update without arrows and say why (every=3: the update before is not recorded)
     from helpers.synthetic_paths import note_text, synthetic
+
     every3 = {"m": synthetic(ROTATED, 12, 0.05, 0.9, every=3)}
     w = PathExplorer(every3, ROTATED, step=3)
     fig = dtsgd_viz.plot_paths(every3, ROTATED, step=3)
-    assert not w.view.artists.arrows and not [a for ax in fig.axes for a in ax.collections
-                                              if (a.get_gid() or "").startswith("arrow:")]
+    assert not w.view.artists.arrows and not [
+        a for ax in fig.axes for a in ax.collections if (a.get_gid() or "").startswith("arrow:")
+    ]
     assert w.view.arrows is False
-    assert w.view.artists.note.get_text() == note_text(fig) == (
-        "no update arrows: update 2, just before update 3, is not recorded (every 3); record every "
-        "update to see them")
+    assert (
+        w.view.artists.note.get_text()
+        == note_text(fig)
+        == (
+            "no update arrows: update 2, just before update 3, is not recorded (every 3); record every "
+            "update to see them"
+        )
+    )
     assert PathExplorer(every3, ROTATED, arrows=False).view.artists.note is None
 
 
 @pytest.mark.parametrize("step", [2.0, "3", True])
 def test_path_explorer_refuses_steps_that_are_not_ints(recs, step):
-    with pytest.raises(ValueError, match=r"step must be an int: .*Received: step=.* \(\w+\)\. Allowed: a recorded "
-                                         r"update \(updates 1\.\.12\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"step must be an int: .*Received: step=.* \(\w+\)\. Allowed: a recorded "
+        r"update \(updates 1\.\.12\)",
+    ):
         PathExplorer(recs, ROTATED, step=step)
 
 
@@ -556,7 +581,7 @@ def test_path_explorer_says_when_it_shows_only_the_updates_all_runs_share(recs, 
     assert want in pe.step_label.value and pe.step_label.value.startswith("update 1 of 5")
     pe.slider.value = 3
     assert pe.step_label.value.startswith("update 3 of 5") and want in pe.step_label.value
-    assert "share" not in explorer.step_label.value   # PathExplorer(recs, ROTATED), same lengths: no note
+    assert "share" not in explorer.step_label.value  # PathExplorer(recs, ROTATED), same lengths: no note
 
 
 def test_compare_widget_draws_diverged_runs_to_the_edge_and_marks_the_loss():
@@ -570,7 +595,7 @@ def test_compare_widget_draws_diverged_runs_to_the_edge_and_marks_the_loss():
             outside = ~np.all(np.isfinite(path) & (path >= box[:, 0]) & (path <= box[:, 1]), axis=1)
         k = int(np.argmax(outside))
         assert k > 0
-        np.testing.assert_array_equal(line.get_xydata(), path[:k + 1])
+        np.testing.assert_array_equal(line.get_xydata(), path[: k + 1])
         for ax, gid in ((ax_path, "diverged-note"), (ax_loss, "loss-diverged-note")):
             note = [t.get_text() for t in ax.texts if t.get_gid() == gid]
             assert len(note) == 1 and f"{key}: diverged at update {k}" in note[0]
@@ -598,17 +623,19 @@ def test_compare_widget_with_one_update_draws_loss_markers():
 
 def test_free_spot_takes_the_first_box_no_point_or_text_is_in():
     from dtsgd_viz.widgets.compare import free_spot
+
     boxes = [(0, 0, 10, 5), (20, 0, 30, 5), (40, 0, 50, 5)]
     points = [(5, 2), (60, 60)]
     assert free_spot(boxes, points, pad=0) == 1
-    assert free_spot(boxes, points, [(25, 1, 26, 2)], pad=0) == 2     # a text in the second
-    assert free_spot(boxes, points + [(45, 2), (25, 2), (26, 3)], pad=0) == 0   # none free: fewest
+    assert free_spot(boxes, points, [(25, 1, 26, 2)], pad=0) == 2  # a text in the second
+    assert free_spot(boxes, points + [(45, 2), (25, 2), (26, 3)], pad=0) == 0  # none free: fewest
 
 
 def tolerance_label_clear(w):
     """The label's box holds no point of any other line (densified every 2 px) and
     overlaps no other text; it sits on the tolerance line, just above or below it."""
     from dtsgd_viz.widgets.compare import line_points
+
     ax = w.view.artists.ax_loss
     w.figure.canvas.draw()
     renderer = w.figure.canvas.get_renderer()
@@ -635,8 +662,8 @@ def test_the_tolerance_label_is_struck_by_no_line():
     assert w.error is None
     tolerance_label_clear(w)
     (label,) = [t for t in w.view.artists.ax_loss.texts if t.get_gid() == "tolerance-label"]
-    assert label.get_text() == "minimum + tol\n(0.001)"   # broken before its bracket
-    w.momentum.value = 0.5     # re-run and redrawn: the label found its spot again
+    assert label.get_text() == "minimum + tol\n(0.001)"  # broken before its bracket
+    w.momentum.value = 0.5  # re-run and redrawn: the label found its spot again
     assert w.error is None and w.shown.momentum == 0.5
     tolerance_label_clear(w)
 
@@ -650,23 +677,30 @@ def test_widgets_fit_a_notebook_column_and_draw_each_rule_in_its_one_look(recs, 
     from dtsgd_viz.views.core import style
     from dtsgd_viz.widgets import RateExplorer
     from dtsgd_viz.widgets._pointer import png_size
+
     phase.select(4, 3)
     sharded = dtsgd_viz.surfaces.ShardedQuadratic()
-    rate_rec = dtsgd_viz.run(sharded, {"nesterov": dict(learning_rate=1.5, momentum=0.6, nesterov=True)},
-                             steps=10)["nesterov"]
-    widgets_ = {"compare": compare, "phase": phase, "paths": explorer,   # PathExplorer(recs, ROTATED, zoom=True)
-                "rates": RateExplorer(rate_rec, sharded)}
+    rate_rec = dtsgd_viz.run(sharded, {"nesterov": dict(learning_rate=1.5, momentum=0.6, nesterov=True)}, steps=10)[
+        "nesterov"
+    ]
+    widgets_ = {
+        "compare": compare,
+        "phase": phase,
+        "paths": explorer,  # PathExplorer(recs, ROTATED, zoom=True)
+        "rates": RateExplorer(rate_rec, sharded),
+    }
     reference = run_lines(dtsgd_viz.plot_paths(recs, ROTATED, step=3))
     for name, w in widgets_.items():
-        assert png_size(w.image.value)[0] <= style.MAX_WIDTH_PX, name    # shown at its pixels
+        assert png_size(w.image.value)[0] <= style.MAX_WIDTH_PX, name  # shown at its pixels
         px, text = smallest_text_px(w.figure)
         assert px >= style.MIN_TEXT_PX, (name, px, text)
         for rule, looks in run_lines(w.figure).items():
             assert looks == reference[rule], (name, rule, looks)
-    lines = {ln.get_gid()[5:]: ln for ln in compare.view.artists.ax_path.lines
-             if (ln.get_gid() or "").startswith("path:")}
+    lines = {
+        ln.get_gid()[5:]: ln for ln in compare.view.artists.ax_path.lines if (ln.get_gid() or "").startswith("path:")
+    }
     assert lines["nesterov"].get_linewidth() == max(ln.get_linewidth() for ln in lines.values())
-    assert lines["nesterov"].get_zorder() == max(ln.get_zorder() for ln in lines.values())   # the story's run on top
+    assert lines["nesterov"].get_zorder() == max(ln.get_zorder() for ln in lines.values())  # the story's run on top
 
 
 def test_compare_widget_headline_leaves_room_for_its_settings_line(compare):
@@ -675,14 +709,18 @@ def test_compare_widget_headline_leaves_room_for_its_settings_line(compare):
     from helpers.readable import overlapping
 
     from dtsgd_viz.views.core.figure import headline_texts
+
     fig = compare.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     finding, settings = headline_texts(fig)
     assert finding.strip() and "updates" in settings
     sub = next(t for t in [*fig.texts, *fig.artists] if t.get_gid() == "subtitle")
-    boxes = [fig._suptitle.get_window_extent(renderer), sub.get_window_extent(renderer),
-             *[ax.title.get_window_extent(renderer) for ax in fig.axes if ax.get_title()]]
+    boxes = [
+        fig._suptitle.get_window_extent(renderer),
+        sub.get_window_extent(renderer),
+        *[ax.title.get_window_extent(renderer) for ax in fig.axes if ax.get_title()],
+    ]
     # the suptitle's box holds its blank lines: compare its first line's text only
     title_top = fig._suptitle.get_window_extent(renderer).y1
     assert sub.get_window_extent(renderer).y1 < title_top
@@ -696,12 +734,13 @@ def test_compare_widget_names_each_path_beside_it(compare):
     from matplotlib.colors import to_rgba
 
     from dtsgd_viz.widgets.compare import line_points
+
     art = compare.view.artists
     ax, renderer = art.ax_path, compare.figure.canvas.get_renderer()
     names = {t.get_gid()[10:]: t for t in ax.texts if (t.get_gid() or "").startswith("path-name:")}
     assert names.keys() == art.paths.keys()
     for key, text in names.items():
-        assert text.get_text() == rule_name(key)   # "Nesterov", as the figures name it
+        assert text.get_text() == rule_name(key)  # "Nesterov", as the figures name it
         assert to_rgba(text.get_color()) == to_rgba(compare.view.scene.colors[key])
         at = ax.transData.transform(text.get_position())
         dense = {k: line_points(ax, [o for o in ax.lines if o is not ln]) for k, ln in art.paths.items()}
@@ -710,7 +749,7 @@ def test_compare_widget_names_each_path_beside_it(compare):
         # on plain over the first updates)
         assert dist[key] <= 1.25 * min(dist.values()) + 1.0, (key, dist)
     boxes = [t.get_window_extent(renderer) for t in ax.texts if t.get_visible()]
-    assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
 
 
 @pytest.mark.parametrize("zoom", [True, False])
@@ -720,15 +759,16 @@ def test_path_explorer_names_each_run_on_its_own_path(recs, zoom):
     from matplotlib.colors import to_rgb
 
     from dtsgd_viz.views.core import style
+
     pe = PathExplorer(recs, ROTATED, step=4, zoom=zoom)
     ax = pe.view.artists.ax_path
-    names = {t.get_gid()[len("run-name:"):]: t for t in ax.texts if (t.get_gid() or "").startswith("run-name:")}
+    names = {t.get_gid()[len("run-name:") :]: t for t in ax.texts if (t.get_gid() or "").startswith("run-name:")}
     assert set(names) == set(recs)
     renderer = pe.figure.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     for key, t in names.items():
         path = recs[key].path("w").astype(np.float64)
-        a, b, p = path[:-1], path[1:], np.asarray(t.xy)   # on one of its recorded legs
+        a, b, p = path[:-1], path[1:], np.asarray(t.xy)  # on one of its recorded legs
         u = np.clip(np.sum((p - a) * (b - a), axis=1) / np.maximum(np.sum((b - a) ** 2, axis=1), 1e-30), 0, 1)
         assert np.min(np.hypot(*(a + u[:, None] * (b - a) - p).T)) < 1e-6, key
         assert t.get_text() == rule_name(key)
@@ -742,8 +782,9 @@ def test_path_explorer_hides_speck_arrows_its_close_ups_draw(recs, explorer, bar
     (a speck over its ring) has them hidden there, and the title names only the runs
     whose arrows it draws; without close-ups every arrow stays."""
     from dtsgd_viz.views.paths.titles import MIN_ARROW_PX, arrow_lengths
+
     hidden = 0
-    pe = explorer   # PathExplorer(recs, ROTATED): close-ups; the slider takes it to each update
+    pe = explorer  # PathExplorer(recs, ROTATED): close-ups; the slider takes it to each update
     art = pe.view.artists
     for update in (2, 6, 12):
         pe.slider.value = update
@@ -760,6 +801,6 @@ def test_path_explorer_hides_speck_arrows_its_close_ups_draw(recs, explorer, bar
         if len(shown) < len(recs):
             assert all(rule_name(k) in title for k in shown)
             assert not any(rule_name(k) in title for k in recs if k not in shown)
-    assert hidden   # these updates have specks
+    assert hidden  # these updates have specks
     # PathExplorer(recs, ROTATED, step=2, zoom=False)
     assert bare.state.update == 2 and all(q.get_visible() for q in bare.view.artists.arrows.values())

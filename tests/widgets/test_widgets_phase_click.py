@@ -17,7 +17,7 @@ from dtsgd_viz.widgets.phase_diagram import divergence_update
 
 matplotlib.use("Agg")
 
-SURFACE = surfaces.RotatedQuadratic()          # Hessian eigenvalues 1 and 10
+SURFACE = surfaces.RotatedQuadratic()  # Hessian eigenvalues 1 and 10
 LRS, MUS, STEPS, TOL = np.geomspace(0.02, 0.4, 6), np.linspace(0.0, 0.9, 5), 25, 1e-2
 MARK = (255, 0, 255)
 
@@ -110,7 +110,7 @@ def test_clicking_a_cell_runs_the_real_optimizer_there(phase):
     assert f"lr = {lr:.3g}" in pd.figure.axes[2].get_title()
     assert "real DTensor SGD" in pd.status.value
     renders = pd.renders
-    pd._on_event({"type": "click", "dataX": 1, "dataY": 1})   # off the maps: nothing runs
+    pd._on_event({"type": "click", "dataX": 1, "dataY": 1})  # off the maps: nothing runs
     assert pd.renders == renders and pd.ran_at.lr_index == 2
 
 
@@ -118,14 +118,14 @@ def test_the_picked_cells_losses_are_the_real_runs(phase):
     pd = phase
     pd.select(2, 3)
     ax = pd.figure.axes[1]
-    lines = {ln.get_gid()[len("cell-loss:"):]: ln for ln in ax.lines if (ln.get_gid() or "").startswith("cell-loss:")}
+    lines = {ln.get_gid()[len("cell-loss:") :]: ln for ln in ax.lines if (ln.get_gid() or "").startswith("cell-loss:")}
     assert sorted(lines) == ["momentum", "nesterov"] and ax.get_yscale() == "log"
     for key, rec in pd.recordings.items():
         gap = SURFACE.value_np(rec.path("w").astype(np.float64)) - SURFACE.min_value
         y = lines[key].get_ydata()
-        np.testing.assert_allclose(y, gap[:len(y)], rtol=1e-12)
+        np.testing.assert_allclose(y, gap[: len(y)], rtol=1e-12)
         k = int(pd.grids[key].steps[3, 2])
-        assert k >= 0 and len(y) > k     # drawn at least until it is within tol
+        assert k >= 0 and len(y) > k  # drawn at least until it is within tol
     names = [t.get_text() for t in ax.texts if (t.get_gid() or "").startswith("cell-label:")]
     assert any(n.startswith("momentum: ") and "updates" in n for n in names), names
     assert any(n.startswith("Nesterov: ") for n in names), names
@@ -133,7 +133,7 @@ def test_the_picked_cells_losses_are_the_real_runs(phase):
 
 def test_a_diverging_cell_is_clipped_to_the_view_box_and_says_when(phase):
     pd = phase
-    j, i = len(LRS) - 1, len(MUS) - 1      # lr 0.4, mu 0.9: beyond both boundaries (h = 10)
+    j, i = len(LRS) - 1, len(MUS) - 1  # lr 0.4, mu 0.9: beyond both boundaries (h = 10)
     assert pd.grids["nesterov"].diverged[i, j]
     assert pd.click(*cell_pixel(pd, "ratio", j, i))
     ax = pd.figure.axes[2]
@@ -156,15 +156,15 @@ def test_a_diverging_cell_is_clipped_to_the_view_box_and_says_when(phase):
 def test_drag_state_transitions():
     box = ((-4.0, 4.0), (-4.0, 4.0))
     s, a = drag_state(DragState(), "mousemove", (1.0, 1.0), box)
-    assert a is None and not s.dragging                    # moving without a press: nothing
+    assert a is None and not s.dragging  # moving without a press: nothing
     s, a = drag_state(s, "mousedown", None, box)
-    assert a is None and not s.dragging                    # a press off the panel: nothing
+    assert a is None and not s.dragging  # a press off the panel: nothing
     s, a = drag_state(s, "mousedown", (1.0, -2.0), box)
     assert a == ("preview", (1.0, -2.0)) and s.dragging
     s, a = drag_state(s, "mousemove", (-9.0, 0.5), box)
-    assert a == ("preview", (-4.0, 0.5))                   # clamped to the box
+    assert a == ("preview", (-4.0, 0.5))  # clamped to the box
     s, a = drag_state(s, "mousemove", None, box)
-    assert a is None and s.start == (-4.0, 0.5)            # off the panel: keep the last point
+    assert a is None and s.start == (-4.0, 0.5)  # off the panel: keep the last point
     s, a = drag_state(s, "mouseleave", None, box)
     assert a == ("run", (-4.0, 0.5)) and not s.dragging
 
@@ -180,12 +180,15 @@ def test_dragging_the_start_previews_with_the_reference_and_runs_the_real_sgd_on
     drag.handle({"type": "mousedown", "dataX": px[0][0], "dataY": px[0][1]})
     drag.handle({"type": "mousemove", "dataX": px[1][0], "dataY": px[1][1]})
     drag.handle({"type": "mousemove", "dataX": px[2][0], "dataY": px[2][1]})
-    assert len(cw.runs) == runs and drag.previews == 3     # no real run while dragging
+    assert len(cw.runs) == runs and drag.previews == 3  # no real run while dragging
     assert ax.get_title() == PREVIEW_TITLE
     start = _pointer.pixel_to_data(ax, *px[2], size)
     np.testing.assert_allclose(start, (2.0, 3.0), atol=0.05)
-    for key, config in (("plain", (0.05, 0.0, False)), ("momentum", (0.05, 0.9, False)),
-                        ("nesterov", (0.05, 0.9, True))):
+    for key, config in (
+        ("plain", (0.05, 0.0, False)),
+        ("momentum", (0.05, 0.9, False)),
+        ("nesterov", (0.05, 0.9, True)),
+    ):
         expected = reference.run(SURFACE.grad_np, np.float32(start), 12, *config)
         np.testing.assert_allclose(cw.view.artists.paths[key].get_xydata(), expected, rtol=1e-6)
     drag.handle({"type": "mouseup", "dataX": px[2][0], "dataY": px[2][1]})
@@ -202,6 +205,7 @@ def test_dragging_the_start_previews_with_the_reference_and_runs_the_real_sgd_on
 def test_the_phase_diagram_maps_are_readable_at_notebook_size():
     # learning rates over 1.3 decades: minor tick labels (2x10^-2, 3x10^-2, ...) overprinted
     from helpers.readable import check_readable
+
     pd = PhaseDiagram(SURFACE, learning_rates=np.geomspace(0.02, 0.4, 6))
     check_readable(pd.figure, 1)
 
@@ -217,7 +221,7 @@ def test_a_diverging_cell_draws_each_path_only_until_it_leaves_the_view_box(phas
         k = pd.diverged_at[key]
         assert k and np.all((path[:k] >= box[:, 0]) & (path[:k] <= box[:, 1]))
         # the first point outside is the last drawn: no segments criss-crossing the panel
-        np.testing.assert_array_equal(lines[key].get_xydata(), path[:k + 1])
+        np.testing.assert_array_equal(lines[key].get_xydata(), path[: k + 1])
 
 
 def png_rgb(png, x, y):
@@ -241,13 +245,12 @@ def test_the_pixel_mapping_lands_where_the_png_shows_the_data(phase):
             assert 0 <= x < size[0] and 0 <= y < size[1]
             want = np.round(np.asarray(mesh.cmap(mesh.norm(values[i, j]))[:3]) * 255)
             got = png_rgb(pd.image.value, x, y)
-            checked += int(np.abs(got - want).max() <= 3)   # a cell under a name may differ
+            checked += int(np.abs(got - want).max() <= 3)  # a cell under a name may differ
             total += 1
     assert total >= 5 and checked >= 0.7 * total, (checked, total)
     cw = CompareWidget(SURFACE, learning_rate=0.05, momentum=0.9, steps=5, background=False)
-    x, y = _pointer.data_to_pixel(cw.view.artists.ax_path, *SURFACE.default_start,
-                                  _pointer.png_size(cw.image.value))
-    assert tuple(png_rgb(cw.image.value, x, y)) == (255, 255, 255)   # the start's white face
+    x, y = _pointer.data_to_pixel(cw.view.artists.ax_path, *SURFACE.default_start, _pointer.png_size(cw.image.value))
+    assert tuple(png_rgb(cw.image.value, x, y)) == (255, 255, 255)  # the start's white face
 
 
 def test_the_loss_panel_says_how_much_of_the_run_it_shows_and_names_rules_alike(phase):
@@ -261,6 +264,7 @@ def test_the_loss_panel_says_how_much_of_the_run_it_shows_and_names_rules_alike(
     from matplotlib.figure import Figure
 
     from dtsgd_viz.views.phase.cell import draw_cell_losses
+
     gaps = [SURFACE.value_np(r.path("w").astype(np.float64)) - SURFACE.min_value for r in pd.recordings.values()]
     ax = Figure().subplots()
     lines = draw_cell_losses(ax, pd.recordings, SURFACE, float(max(g[3:].max() for g in gaps)) * 1.01)

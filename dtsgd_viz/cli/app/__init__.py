@@ -28,14 +28,18 @@ def voila_command(port: int = 8866, open_browser: bool = False) -> list[str]:
         raise ValueError(f"port must be an integer in 1..65535. Received: {port!r}.")
     voila = shutil.which("voila", path=os.path.dirname(sys.executable)) or shutil.which("voila")
     if voila is None:
-        raise RuntimeError(
-            "Voila is not installed: pip install 'dtsgd_viz[notebook]' (or pip install voila).")
-    cmd = [voila, DASHBOARD, f"--port={port}", "--Voila.ip=127.0.0.1",
-           "--VoilaConfiguration.file_allowlist=['.*\\.(png|jpg|gif|svg)']",
-           "--Voila.kernel_websocket_connection_class=dtsgd_viz.cli.app._kernels.ShutdownWhenPageCloses",
-           f"--MappingKernelManager.cull_idle_timeout={CULL_IDLE_TIMEOUT}",
-           f"--MappingKernelManager.cull_interval={CULL_INTERVAL}",
-           "--MappingKernelManager.cull_connected=False"]
+        raise RuntimeError("Voila is not installed: pip install 'dtsgd_viz[notebook]' (or pip install voila).")
+    cmd = [
+        voila,
+        DASHBOARD,
+        f"--port={port}",
+        "--Voila.ip=127.0.0.1",
+        "--VoilaConfiguration.file_allowlist=['.*\\.(png|jpg|gif|svg)']",
+        "--Voila.kernel_websocket_connection_class=dtsgd_viz.cli.app._kernels.ShutdownWhenPageCloses",
+        f"--MappingKernelManager.cull_idle_timeout={CULL_IDLE_TIMEOUT}",
+        f"--MappingKernelManager.cull_interval={CULL_INTERVAL}",
+        "--MappingKernelManager.cull_connected=False",
+    ]
     if not open_browser:
         cmd.append("--no-browser")
     return cmd
@@ -54,9 +58,9 @@ def serve(port: int = 8866, open_browser: bool = False) -> int:
     status, 0 after Ctrl-C, 143 after SIGTERM."""
     import signal
     import subprocess
+
     cmd = voila_command(port, open_browser)
-    print(f"dtsgd-viz app: serving the dashboard on http://127.0.0.1:{port}/ (Ctrl-C stops)",
-          flush=True)
+    print(f"dtsgd-viz app: serving the dashboard on http://127.0.0.1:{port}/ (Ctrl-C stops)", flush=True)
     # its own session: a Ctrl-C in the terminal reaches this process only (Voila would
     # ask "Shutdown this server?"), and is passed on as below
     voila = subprocess.Popen(cmd, start_new_session=True)
@@ -95,6 +99,7 @@ def _signal(pid, signum) -> None:
 def _descendants(pid) -> list:
     try:
         import psutil  # installed with Voila (ipykernel needs it)
+
         return psutil.Process(pid).children(recursive=True)
     except Exception:  # psutil.Error, ImportError: nothing more to find
         return []
@@ -103,6 +108,7 @@ def _descendants(pid) -> list:
 def _stop(voila) -> int:
     """Wait for Voila to end after a SIGTERM; kill what is left after ``STOP_TIMEOUT``."""
     import subprocess
+
     children = _descendants(voila.pid)  # its kernels, found while Voila still runs
     try:
         status = voila.wait(timeout=STOP_TIMEOUT)

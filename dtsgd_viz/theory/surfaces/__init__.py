@@ -30,7 +30,6 @@ from .base import Surface
 from .classic import Beale, Himmelblau, Rosenbrock
 from .quadratic import RotatedQuadratic, ShardedQuadratic
 
-__all__ = ["Surface", "RotatedQuadratic", "Rosenbrock", "Beale", "Himmelblau",
-           "ShardedQuadratic", "SURFACES_2D"]
+__all__ = ["Surface", "RotatedQuadratic", "Rosenbrock", "Beale", "Himmelblau", "ShardedQuadratic", "SURFACES_2D"]
 
 SURFACES_2D = (RotatedQuadratic, Rosenbrock, Beale, Himmelblau)

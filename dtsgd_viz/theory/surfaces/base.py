@@ -55,7 +55,7 @@ class Surface:
     def _points(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
         k = len(self.shape)
-        if x.ndim < k or x.shape[x.ndim - k:] != tuple(self.shape):
+        if x.ndim < k or x.shape[x.ndim - k :] != tuple(self.shape):
             raise ValueError(
                 f"{type(self).__name__} takes points of shape (..., "
                 f"{', '.join(map(str, self.shape))}). Received: an array of shape {x.shape}."

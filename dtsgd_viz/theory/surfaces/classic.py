@@ -37,8 +37,7 @@ class Rosenbrock(Surface):
 
     def _grad(self, p):
         x, y = p[..., 0], p[..., 1]
-        return np.stack([-2.0 * (self.a - x) - 4.0 * self.b * x * (y - x * x),
-                         2.0 * self.b * (y - x * x)], axis=-1)
+        return np.stack([-2.0 * (self.a - x) - 4.0 * self.b * x * (y - x * x), 2.0 * self.b * (y - x * x)], axis=-1)
 
     def _value_tf(self, w, mesh):
         x, y = _xy_tf(w, mesh)
@@ -66,18 +65,17 @@ class Beale(Surface):
 
     def _value(self, p):
         x, y = p[..., 0], p[..., 1]
-        return sum((c - x + x * y ** k) ** 2 for k, c in enumerate(self._C, 1))
+        return sum((c - x + x * y**k) ** 2 for k, c in enumerate(self._C, 1))
 
     def _grad(self, p):
         x, y = p[..., 0], p[..., 1]
-        gx = sum(2.0 * (c - x + x * y ** k) * (y ** k - 1.0) for k, c in enumerate(self._C, 1))
-        gy = sum(2.0 * (c - x + x * y ** k) * (k * x * y ** (k - 1))
-                 for k, c in enumerate(self._C, 1))
+        gx = sum(2.0 * (c - x + x * y**k) * (y**k - 1.0) for k, c in enumerate(self._C, 1))
+        gy = sum(2.0 * (c - x + x * y**k) * (k * x * y ** (k - 1)) for k, c in enumerate(self._C, 1))
         return np.stack([gx, gy], axis=-1)
 
     def _value_tf(self, w, mesh):
         x, y = _xy_tf(w, mesh)
-        return sum((c - x + x * y ** k) ** 2 for k, c in enumerate(self._C, 1))
+        return sum((c - x + x * y**k) ** 2 for k, c in enumerate(self._C, 1))
 
     @property
     def minimum(self) -> np.ndarray:
@@ -122,6 +120,9 @@ class Himmelblau(Surface):
 
 
 # (3, 2) and the three irrational minima, to double precision (gradient < 1e-12).
-_HIMMELBLAU_MINIMA = ((3.0, 2.0), (-2.805118086952745, 3.131312518250573),
-                      (-3.779310253377747, -3.283185991286170),
-                      (3.584428340330492, -1.848126526964404))
+_HIMMELBLAU_MINIMA = (
+    (3.0, 2.0),
+    (-2.805118086952745, 3.131312518250573),
+    (-3.779310253377747, -3.283185991286170),
+    (3.584428340330492, -1.848126526964404),
+)

@@ -94,17 +94,24 @@ class ShardedQuadratic(Surface):
     curvature_range: tuple[float, float] = (0.05, 1.0)
     target: float = 1.0
 
-    def __init__(self, shape=(8, 8), mesh=(("batch", 2), ("model", 4)), specs=("batch", "model"),
-                 curvature=(0.05, 1.0), target=1.0):
+    def __init__(
+        self,
+        shape=(8, 8),
+        mesh=(("batch", 2), ("model", 4)),
+        specs=("batch", "model"),
+        curvature=(0.05, 1.0),
+        target=1.0,
+    ):
         if isinstance(shape, int):
             shape = (shape,)
         if not isinstance(shape, Sequence):
-            raise TypeError(f"shape must be a tuple of integers >= 1 (the parameter's shape; the mesh is "
-                            f"the second argument, as dims like {{'batch': 2, 'model': 4}}). "
-                            f"Received: shape={type(shape).__name__} {shape!r:.80}.")
+            raise TypeError(
+                f"shape must be a tuple of integers >= 1 (the parameter's shape; the mesh is "
+                f"the second argument, as dims like {{'batch': 2, 'model': 4}}). "
+                f"Received: shape={type(shape).__name__} {shape!r:.80}."
+            )
         shape = tuple(shape)
-        if not shape or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1
-                            for s in shape):
+        if not shape or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1 for s in shape):
             raise ValueError(f"shape must be a tuple of integers >= 1. Received: shape={shape!r}.")
         names, sizes = parse_dims(mesh)
         specs = (specs,) if isinstance(specs, str) else tuple(specs)
@@ -125,8 +132,10 @@ class ShardedQuadratic(Surface):
     @property
     def label(self) -> str:
         dims = "x".join(str(s) for _, s in self.mesh)
-        return (f"sharded quadratic {'x'.join(map(str, self.shape))} on a {dims} mesh "
-                f"(curvature {self.curvature_range[0]:g}..{self.curvature_range[1]:g})")
+        return (
+            f"sharded quadratic {'x'.join(map(str, self.shape))} on a {dims} mesh "
+            f"(curvature {self.curvature_range[0]:g}..{self.curvature_range[1]:g})"
+        )
 
     @property
     def mesh_dims(self) -> dict[str, int]:

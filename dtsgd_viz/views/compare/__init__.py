@@ -12,8 +12,7 @@ from __future__ import annotations
 from .draw import draw, looks
 from .geometry import CompareData, Findings, compare_data, compare_findings, findings_of
 
-__all__ = ["CompareData", "Findings", "compare_data", "compare_findings", "looks",
-           "plot_compare"]
+__all__ = ["CompareData", "Findings", "compare_data", "compare_findings", "looks", "plot_compare"]
 
 
 def plot_compare(runs, variable=None):

@@ -12,9 +12,9 @@ from ..core.figure import headline, new_figure
 from ..mesh.layout_colors import label_ink
 from .geometry import CompareData, Findings, mesh_grid
 
-MAX_COLUMNS = 8          # a mesh wider than this wraps its devices in rows of 8
-CELL_HEIGHT = 0.62       # inches per row of small multiples
-TOP_HEIGHT = 2.5         # inches of the loss and gap panels
+MAX_COLUMNS = 8  # a mesh wider than this wraps its devices in rows of 8
+CELL_HEIGHT = 0.62  # inches per row of small multiples
+TOP_HEIGHT = 2.5  # inches of the loss and gap panels
 
 
 def looks(names, under=()) -> dict[str, style.Look]:
@@ -28,9 +28,13 @@ def looks(names, under=()) -> dict[str, style.Look]:
         k = seen.get(look, 0)
         seen[look] = k + 1
         if k:
-            look = dataclasses.replace(look, color=_tint(look.color, 0.45 + 0.15 * (k - 1)),
-                                       ls="-", lw=max(1.0, look.lw * 0.55),
-                                       zorder=look.zorder + 0.01 * k)
+            look = dataclasses.replace(
+                look,
+                color=_tint(look.color, 0.45 + 0.15 * (k - 1)),
+                ls="-",
+                lw=max(1.0, look.lw * 0.55),
+                zorder=look.zorder + 0.01 * k,
+            )
         if name in under:
             look = dataclasses.replace(look, zorder=1.9)
         out[name] = look
@@ -39,6 +43,7 @@ def looks(names, under=()) -> dict[str, style.Look]:
 
 def _tint(color, amount: float):
     from matplotlib.colors import to_rgb
+
     r, g, b = to_rgb(color)
     return (r + (1 - r) * amount, g + (1 - g) * amount, b + (1 - b) * amount)
 
@@ -65,6 +70,7 @@ def log_axis(ax, axis="y", minor=True) -> None:
     """A log scale labelled in plain numbers (0.1, 2, 300); with ``minor``, the 2s and 5s
     labelled too when the data spans under two decades (and the 3s under one)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     getattr(ax, f"set_{axis}scale")("log")
     which = getattr(ax, f"{axis}axis")
     plain = FuncFormatter(lambda v, _: number(v))
@@ -92,14 +98,20 @@ def draw(data: CompareData, findings: Findings):
     has_velocity = any(v is not None for v in data.velocity.values())
     height = 1.0 + TOP_HEIGHT + (0.55 + rows * CELL_HEIGHT if has_velocity else 0.0) + 0.4
     fig = new_figure((style.WIDTH, height))
-    what = ("the whole model" if len(data.variables) > 1 else repr(data.variables[0]))
-    headline(fig, findings.headline(),
-             f"{len(data.updates)} updates · loss after k updates, ends compared over the last "
-             f"{findings.tail} · gap and velocity of {what}")
+    what = "the whole model" if len(data.variables) > 1 else repr(data.variables[0])
+    headline(
+        fig,
+        findings.headline(),
+        f"{len(data.updates)} updates · loss after k updates, ends compared over the last "
+        f"{findings.tail} · gap and velocity of {what}",
+    )
     look = looks(data.names, findings.same_path)
-    parts = fig.subfigures(2 if has_velocity else 1, 1, squeeze=False,
-                           height_ratios=[TOP_HEIGHT, 0.55 + rows * CELL_HEIGHT]
-                           if has_velocity else None)[:, 0]
+    parts = fig.subfigures(
+        2 if has_velocity else 1,
+        1,
+        squeeze=False,
+        height_ratios=[TOP_HEIGHT, 0.55 + rows * CELL_HEIGHT] if has_velocity else None,
+    )[:, 0]
     top = parts[0].subplots(1, 2 if data.gaps is not None else 1, squeeze=False, sharex=True)[0]
     ax_loss = top[0]
     _loss_panel(ax_loss, data, look)
@@ -108,15 +120,18 @@ def draw(data: CompareData, findings: Findings):
         _gap_panel(top[1], data, look)
     if has_velocity:
         _velocity_grid(parts[1], data, look, rows, cols)
-    handles = [ax_loss.plot([], [], marker="", label=_label(data, findings, n), **look[n].line())[0]
-               for n in data.names]
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)),
-               fontsize=style.NOTE_SIZE, frameon=False)
+    handles = [
+        ax_loss.plot([], [], marker="", label=_label(data, findings, n), **look[n].line())[0] for n in data.names
+    ]
+    fig.legend(
+        handles=handles, loc="outside lower center", ncols=min(4, len(handles)), fontsize=style.NOTE_SIZE, frameon=False
+    )
     return fig
 
 
 def _style_axis(ax, xlabel=None, ylabel=None):
     from matplotlib.ticker import MaxNLocator
+
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.tick_params(labelsize=style.TICK_SIZE)
     ax.grid(alpha=0.3)
@@ -141,9 +156,16 @@ def _loss_panel(ax, data: CompareData, look):
     if drawn:
         log_axis(ax)
     else:
-        ax.text(0.5, 0.5, "no loss recorded\n(apply_gradients(..., loss=loss))",
-                transform=ax.transAxes, ha="center", va="center", fontsize=style.NOTE_SIZE,
-                color=style.SUBTITLE_COLOR)
+        ax.text(
+            0.5,
+            0.5,
+            "no loss recorded\n(apply_gradients(..., loss=loss))",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=style.NOTE_SIZE,
+            color=style.SUBTITLE_COLOR,
+        )
     _style_axis(ax, "updates made (k)", "loss after k updates")
 
 
@@ -153,19 +175,37 @@ def _mark_tail(ax, data: CompareData, findings: Findings, look) -> None:
     short line in its colour across the band (gids ``loss-window``, ``loss-mean:<run>``),
     as the path figures mark theirs."""
     from ..paths.loss import WINDOW_COLOR
-    x = (data.updates - 1)[-findings.tail:]
+
+    x = (data.updates - 1)[-findings.tail :]
     if not len(x) or not any(v is not None and np.isfinite(v) and v > 0 for v in findings.final_loss.values()):
         return
     a, b = float(x[0]) - 0.5, float(x[-1]) + 0.5
     ax.axvspan(a, b, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")
-    ax.text(b, 0.985, "mean here", transform=ax.get_xaxis_transform(), ha="right", va="top",
-            fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR, gid="loss-window-label")
+    ax.text(
+        b,
+        0.985,
+        "mean here",
+        transform=ax.get_xaxis_transform(),
+        ha="right",
+        va="top",
+        fontsize=style.NOTE_SIZE,
+        color=style.SUBTITLE_COLOR,
+        gid="loss-window-label",
+    )
     for name in data.names:
         value = findings.final_loss.get(name)
         if value is None or not np.isfinite(value) or value <= 0:
             continue
-        ax.plot([a, b], [value, value], color=look[name].color, lw=2.4, solid_capstyle="butt",
-                alpha=0.9, zorder=4.5, gid=f"loss-mean:{name}")
+        ax.plot(
+            [a, b],
+            [value, value],
+            color=look[name].color,
+            lw=2.4,
+            solid_capstyle="butt",
+            alpha=0.9,
+            zorder=4.5,
+            gid=f"loss-mean:{name}",
+        )
 
 
 def _gap_panel(ax, data: CompareData, look):
@@ -176,18 +216,33 @@ def _gap_panel(ax, data: CompareData, look):
             ax.plot(data.updates, positive, **look[name].line())
             drawn = True
         elif np.all(np.asarray(gap) == 0):
-            zero.append(name)   # no point on a log axis: said in the panel instead
+            zero.append(name)  # no point on a log axis: said in the panel instead
     ax.set_title(f"parameters' distance from {data.names[0]}'s", fontsize=style.TITLE_SIZE)
     if drawn:
         log_axis(ax)
         for i, name in enumerate(zero):
-            ax.text(0.02, 0.04 + 0.09 * i, f"{name}: 0 at every update (not drawn)",
-                    transform=ax.transAxes, ha="left", va="bottom", fontsize=style.NOTE_SIZE,
-                    color=label_ink(look[name].color or "0.3"), gid=f"gap-zero:{name}")
+            ax.text(
+                0.02,
+                0.04 + 0.09 * i,
+                f"{name}: 0 at every update (not drawn)",
+                transform=ax.transAxes,
+                ha="left",
+                va="bottom",
+                fontsize=style.NOTE_SIZE,
+                color=label_ink(look[name].color or "0.3"),
+                gid=f"gap-zero:{name}",
+            )
     else:
-        ax.text(0.5, 0.5, f"identical to {data.names[0]}'s at every update",
-                transform=ax.transAxes, ha="center", va="center", fontsize=style.NOTE_SIZE,
-                color=style.SUBTITLE_COLOR)
+        ax.text(
+            0.5,
+            0.5,
+            f"identical to {data.names[0]}'s at every update",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=style.NOTE_SIZE,
+            color=style.SUBTITLE_COLOR,
+        )
         ax.set_yticks([])
     _style_axis(ax, "updates made (k)", "distance / norm (1 = 100%)")
 
@@ -197,8 +252,11 @@ def _velocity_grid(sub, data: CompareData, look, rows, cols):
     scale shared by every panel and run, under a one-line heading."""
     where = " × ".join(f"{n} {s}" for n, s in zip(data.mesh_dims, data.mesh_shape))
     wrapped = mesh_grid(data.mesh_shape)[1] > cols
-    heading = (f"each device's velocity norm |v|, in mesh order ({where}), {cols} a row"
-               if wrapped else f"each device's velocity norm |v|, laid out like the mesh ({where})")
+    heading = (
+        f"each device's velocity norm |v|, in mesh order ({where}), {cols} a row"
+        if wrapped
+        else f"each device's velocity norm |v|, laid out like the mesh ({where})"
+    )
     sub.suptitle(heading, fontsize=style.TITLE_SIZE, x=0.01, ha="left")
     values = [v for v in data.velocity.values() if v is not None]
     positive = np.concatenate([_finite_positive(v).ravel() for v in values])

@@ -31,12 +31,12 @@ class CompareData:
 
     names: tuple[str, ...]
     variables: tuple[str, ...]
-    updates: np.ndarray                  # (n,) the recorded updates (recording.steps)
+    updates: np.ndarray  # (n,) the recorded updates (recording.steps)
     losses: dict[str, np.ndarray | None]  # run -> (n,) loss after updates - 1, or None
     gaps: dict[str, np.ndarray] | None  # run (not the first) -> (n,) relative gap, all variables
     variable_gaps: dict[str, dict[str, np.ndarray]] | None  # run -> variable -> (n,)
     velocity: dict[str, np.ndarray | None]  # run -> (n, devices) norms, None: no slot
-    diverged_at: dict[str, int | None]      # run -> its first update with NaN/Inf
+    diverged_at: dict[str, int | None]  # run -> its first update with NaN/Inf
     mesh_shape: tuple[int, ...]
     mesh_dims: tuple[str, ...]
     device_names: tuple[str, ...]
@@ -48,14 +48,14 @@ class Findings:
     """The numbers a comparison states (``compare_findings``); ``str()`` reads them."""
 
     names: tuple[str, ...]
-    tail: int                      # the losses' mean is over the last ``tail`` updates
-    final_loss: dict[str, float | None]   # run -> mean loss over the tail
-    lowest: str | None             # the run with the lowest tail loss
-    highest: str | None            # the run with the highest
-    ratio: float | None            # the highest tail loss over the lowest
+    tail: int  # the losses' mean is over the last ``tail`` updates
+    final_loss: dict[str, float | None]  # run -> mean loss over the tail
+    lowest: str | None  # the run with the lowest tail loss
+    highest: str | None  # the run with the highest
+    ratio: float | None  # the highest tail loss over the lowest
     gap: dict[str, tuple[float, int]] | None  # run -> (largest relative gap, at update)
     variable_gap: dict[str, dict[str, tuple[float, int]]] | None  # run -> variable -> the same
-    same_path: tuple[str, ...]     # runs whose parameters stay within GAP_FLOOR of the first's
+    same_path: tuple[str, ...]  # runs whose parameters stay within GAP_FLOOR of the first's
     diverged_at: dict[str, int | None]
 
     def headline(self) -> str:
@@ -70,8 +70,9 @@ class Findings:
         for name in diverged:
             parts.append(f"{name} diverges at update {self.diverged_at[name]}")
         if self.same_path:
-            parts.append(f"{' and '.join(self.same_path)} follow{'s' if len(self.same_path) == 1 else ''} "
-                         f"{self.names[0]}'s path")
+            parts.append(
+                f"{' and '.join(self.same_path)} follow{'s' if len(self.same_path) == 1 else ''} {self.names[0]}'s path"
+            )
         elif self.gap and not diverged:
             run, (gap, at) = max(self.gap.items(), key=lambda kv: kv[1][0])
             parts.append(f"parameters up to {_percent(gap)} apart (update {at})")
@@ -91,8 +92,7 @@ class Findings:
             if gap == 0:
                 lines.append(f"{run} vs {self.names[0]}: identical parameters at every update")
                 continue
-            lines.append(f"{run} vs {self.names[0]}: parameters up to {_percent(gap)} apart "
-                         f"(after update {at})")
+            lines.append(f"{run} vs {self.names[0]}: parameters up to {_percent(gap)} apart (after update {at})")
             for var, (g, a) in (self.variable_gap or {}).get(run, {}).items():
                 lines.append(f"  {var}: {_percent(g)} (after update {a})")
         for name in self.names:
@@ -121,36 +121,44 @@ def check_runs(runs) -> tuple[tuple[str, ...], list]:
     """``(names, recordings)`` of a dict of at least two comparable recordings, else a
     ``ValueError``/``TypeError`` naming what differs."""
     if not isinstance(runs, dict):
-        raise TypeError("plot_compare takes a dict {run name: Recording}, e.g. "
-                        "{'momentum': rec_a, 'nesterov': rec_b}. Received: "
-                        f"{type(runs).__name__}.")
+        raise TypeError(
+            "plot_compare takes a dict {run name: Recording}, e.g. "
+            "{'momentum': rec_a, 'nesterov': rec_b}. Received: "
+            f"{type(runs).__name__}."
+        )
     if len(runs) < 2:
-        raise ValueError(f"plot_compare compares at least two runs. Received {len(runs)}: "
-                         f"{list(runs)}.")
+        raise ValueError(f"plot_compare compares at least two runs. Received {len(runs)}: {list(runs)}.")
     names, recs = tuple(str(k) for k in runs), list(runs.values())
     for name, r in zip(names, recs):
         if not (hasattr(r, "steps") and hasattr(r, "shard_stats")):
             raise TypeError(f"Run {name!r} is a {type(r).__name__}, not a dtsgd_viz Recording.")
         if len(r) == 0:
             from ..core.empty import check_not_empty
+
             check_not_empty(r, label=name)
     first, r0 = names[0], recs[0]
     for name, r in zip(names[1:], recs[1:]):
         if r.mesh != r0.mesh:
-            raise ValueError(f"Runs {first!r} and {name!r} are on different meshes ({r0.mesh} "
-                             f"vs {r.mesh}): compare runs of one model on one mesh.")
+            raise ValueError(
+                f"Runs {first!r} and {name!r} are on different meshes ({r0.mesh} "
+                f"vs {r.mesh}): compare runs of one model on one mesh."
+            )
         if tuple(r.variables) != tuple(r0.variables):
-            raise ValueError(f"Runs {first!r} and {name!r} record different variables "
-                             f"({list(r0.variables)} vs {list(r.variables)}).")
+            raise ValueError(
+                f"Runs {first!r} and {name!r} record different variables ({list(r0.variables)} vs {list(r.variables)})."
+            )
         for v in r0.variables:
             if r.layout(v) != r0.layout(v) or r.shape(v) != r0.shape(v):
-                raise ValueError(f"Variable {v!r} is laid out differently in {first!r} and "
-                                 f"{name!r}: compare runs of one model on one mesh.")
+                raise ValueError(
+                    f"Variable {v!r} is laid out differently in {first!r} and "
+                    f"{name!r}: compare runs of one model on one mesh."
+                )
         if not np.array_equal(r.steps, r0.steps):
             raise ValueError(
                 f"Runs {first!r} and {name!r} record different updates ({_span(r0.steps)} vs "
                 f"{_span(r.steps)}): record both with the same Recorder settings and number "
-                "of updates.")
+                "of updates."
+            )
     return names, recs
 
 
@@ -165,19 +173,16 @@ def compare_data(runs, variable=None) -> CompareData:
     if variable is not None and variable not in r0.variables:
         raise ValueError(f"Unknown variable {variable!r}. The runs record: {list(r0.variables)}.")
     variables = tuple(r0.variables) if variable is None else (variable,)
-    losses = {n: (None if r.loss is None else np.asarray(r.loss, np.float64))
-              for n, r in zip(names, recs)}
+    losses = {n: (None if r.loss is None else np.asarray(r.loss, np.float64)) for n, r in zip(names, recs)}
     gaps = variable_gaps = None
     if all(r.mode == "full" and "param" in r.kinds for r in recs):
         gaps, variable_gaps = {}, {}
-        ref = {v: r0.global_values(v, "param").astype(np.float64).reshape(len(r0), -1)
-               for v in variables}
+        ref = {v: r0.global_values(v, "param").astype(np.float64).reshape(len(r0), -1) for v in variables}
         ref_sq = sum(np.sum(ref[v] ** 2, axis=1) for v in variables)
         for n, r in zip(names[1:], recs[1:]):
             diff_sq, variable_gaps[n] = 0.0, {}
             for v in variables:
-                d = np.sum((r.global_values(v, "param").astype(np.float64).reshape(len(r), -1)
-                            - ref[v]) ** 2, axis=1)
+                d = np.sum((r.global_values(v, "param").astype(np.float64).reshape(len(r), -1) - ref[v]) ** 2, axis=1)
                 variable_gaps[n][v] = _relative(d, np.sum(ref[v] ** 2, axis=1))
                 diff_sq = diff_sq + d
             gaps[n] = _relative(diff_sq, ref_sq)
@@ -186,17 +191,27 @@ def compare_data(runs, variable=None) -> CompareData:
         if "velocity" not in r.kinds or not r.hyperparameters.momentum:
             velocity[n] = None
             continue
-        squares = sum(np.asarray(r.shard_stats(v, "velocity")[..., 0], np.float64) ** 2
-                      for v in variables)
+        squares = sum(np.asarray(r.shard_stats(v, "velocity")[..., 0], np.float64) ** 2 for v in variables)
         velocity[n] = np.sqrt(squares)
     diverged = {}
     for n, r in zip(names, recs):
         bad = r.nonfinite_steps
         diverged[n] = int(bad[0]) if len(bad) else None
     mesh = r0.mesh
-    return CompareData(names, variables, np.asarray(r0.steps), losses, gaps, variable_gaps,
-                       velocity, diverged, tuple(mesh.dim_sizes), tuple(mesh.dim_names),
-                       tuple(mesh.device_names), r0.mode)
+    return CompareData(
+        names,
+        variables,
+        np.asarray(r0.steps),
+        losses,
+        gaps,
+        variable_gaps,
+        velocity,
+        diverged,
+        tuple(mesh.dim_sizes),
+        tuple(mesh.dim_names),
+        tuple(mesh.device_names),
+        r0.mode,
+    )
 
 
 def _relative(diff_sq, ref_sq) -> np.ndarray:
@@ -232,11 +247,13 @@ def findings_of(data: CompareData) -> Findings:
     same = []
     if data.gaps is not None:
         gap = {run: _largest(values, data.updates) for run, values in data.gaps.items()}
-        variable_gap = {run: {v: _largest(g, data.updates) for v, g in by_var.items()}
-                        for run, by_var in data.variable_gaps.items()}
+        variable_gap = {
+            run: {v: _largest(g, data.updates) for v, g in by_var.items()} for run, by_var in data.variable_gaps.items()
+        }
         same = [run for run, (g, _) in gap.items() if 0 <= g < GAP_FLOOR]
-    return Findings(data.names, tail, final, lowest, highest, ratio, gap, variable_gap, tuple(same),
-                    dict(data.diverged_at))
+    return Findings(
+        data.names, tail, final, lowest, highest, ratio, gap, variable_gap, tuple(same), dict(data.diverged_at)
+    )
 
 
 def _largest(values, updates) -> tuple[float, int]:

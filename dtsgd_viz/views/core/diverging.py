@@ -56,7 +56,7 @@ def diverging_update(recording) -> int | None:
     loss = recording.loss
     if loss is not None:
         at = diverging_from(loss, steps)
-        if at is not None:   # the loss before `at` is what update at - 1 left
+        if at is not None:  # the loss before `at` is what update at - 1 left
             i = int(np.searchsorted(steps, at))
             found = int(steps[max(i - 1, 0)])
     elif "param" in recording.kinds:
@@ -66,7 +66,7 @@ def diverging_update(recording) -> int | None:
             firsts = [group[0] for group in geometry.replica_groups]
             norms = np.asarray(recording.shard_stats(name, "param")[:, firsts, 0], np.float64)
             with np.errstate(over="ignore", invalid="ignore"):
-                squares = squares + np.sum(norms ** 2, axis=1)
+                squares = squares + np.sum(norms**2, axis=1)
         found = diverging_from(np.sqrt(squares), steps)
     bad = recording.nonfinite_steps
     if len(bad):

@@ -28,7 +28,4 @@ def check_not_empty(recording, label=None) -> None:
     if len(recording):
         return
     which = "The recording" if label is None else f"Recording {label!r}"
-    raise ValueError(
-        f"{which} has no steps ({recording!r}): nothing was recorded, so there is nothing "
-        f"to draw. {WHY}"
-    )
+    raise ValueError(f"{which} has no steps ({recording!r}): nothing was recorded, so there is nothing to draw. {WHY}")

@@ -15,6 +15,7 @@ def new_figure(figsize=(style.WIDTH, 5.0), dpi=style.DPI, wspace=0.05):
     width when a widget updates the figure without re-running the layout."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+
     fig = Figure(figsize=figsize, dpi=dpi, layout="constrained")
     fig.get_layout_engine().set(wspace=wspace)
     FigureCanvasAgg(fig)
@@ -35,7 +36,7 @@ def headline(fig, finding: str, settings: str | None = None):
     >>> headline_texts(fig)
     ('Nesterov ends lowest', 'lr 0.05, μ 0.9')
     """
-    width = fig.get_figwidth() * 72.0   # points
+    width = fig.get_figwidth() * 72.0  # points
     finding = fit(finding, width, style.SUPTITLE_SIZE, bold=True)
     if not settings:
         fig.suptitle(finding, fontsize=style.SUPTITLE_SIZE, fontweight="bold")
@@ -44,13 +45,25 @@ def headline(fig, finding: str, settings: str | None = None):
     n, m = finding.count("\n") + 1, settings.count("\n") + 1
     # blank lines at the finding's size: room for the settings' lines at theirs
     blank = int(np.ceil(m * style.SUBTITLE_SIZE / style.SUPTITLE_SIZE))
-    title = fig.suptitle(finding + "\n" * blank, fontsize=style.SUPTITLE_SIZE, fontweight="bold",
-                         linespacing=1.25)
+    title = fig.suptitle(finding + "\n" * blank, fontsize=style.SUPTITLE_SIZE, fontweight="bold", linespacing=1.25)
     from matplotlib.text import Annotation
-    fig.add_artist(Annotation(
-        settings, (0.5, 1.0), xycoords=title, xytext=(0, -(n * 1.25 * style.SUPTITLE_SIZE + 1.0)),
-        textcoords="offset points", fontsize=style.SUBTITLE_SIZE, color=style.SUBTITLE_COLOR,
-        ha="center", va="top", gid="subtitle", linespacing=1.2, in_layout=False))
+
+    fig.add_artist(
+        Annotation(
+            settings,
+            (0.5, 1.0),
+            xycoords=title,
+            xytext=(0, -(n * 1.25 * style.SUPTITLE_SIZE + 1.0)),
+            textcoords="offset points",
+            fontsize=style.SUBTITLE_SIZE,
+            color=style.SUBTITLE_COLOR,
+            ha="center",
+            va="top",
+            gid="subtitle",
+            linespacing=1.2,
+            in_layout=False,
+        )
+    )
     return fig
 
 
@@ -68,6 +81,6 @@ def fit(text: str, width_points: float, fontsize: float, bold: bool = False) -> 
     'one two\\nthree four'
     """
     import textwrap
+
     per_line = max(8, int(width_points / (fontsize * (0.64 if bold else 0.58))))
-    return "\n".join(textwrap.fill(part, per_line, break_long_words=False)
-                     for part in text.split("\n"))
+    return "\n".join(textwrap.fill(part, per_line, break_long_words=False) for part in text.split("\n"))

@@ -41,12 +41,15 @@ def allowed_steps(updates, none: str = "the last") -> str:
     if not n:
         return f"Allowed: None ({none})."
     back = "-1" if n == 1 else f"-1..-{n}"
-    return (f"Allowed: a recorded update ({describe_updates(updates)}), {back} counting "
-            f"back from the last, or None ({none}).")
+    return (
+        f"Allowed: a recorded update ({describe_updates(updates)}), {back} counting "
+        f"back from the last, or None ({none})."
+    )
 
 
-def resolve_update(step, updates, *, none: str = "the last", held: str | None = None,
-                   start: str = "the start is not a recorded update") -> int | None:
+def resolve_update(
+    step, updates, *, none: str = "the last", held: str | None = None, start: str = "the start is not a recorded update"
+) -> int | None:
     """The update number ``step`` picks from the recorded ``updates`` (sorted), None
     for None. Raises ``ValueError`` saying what was received and what is allowed.
     ``held``: how the out-of-range message counts the updates (default "n updates are
@@ -60,7 +63,8 @@ def resolve_update(step, updates, *, none: str = "the last", held: str | None = 
         raise ValueError(
             "step must be an int: an update number as recording.steps counts them (the "
             f"first update is 1) or a negative count back from the last. Received: "
-            f"step={step!r} ({type(step).__name__}). {allowed}")
+            f"step={step!r} ({type(step).__name__}). {allowed}"
+        )
     step = int(step)
     if step < 0:
         if -step > n:
@@ -70,7 +74,8 @@ def resolve_update(step, updates, *, none: str = "the last", held: str | None = 
     if step == 0:
         raise ValueError(
             f"step=0 is the start, before any update: {start} (updates are numbered "
-            f"from 1, as recording.steps counts them). {allowed}")
+            f"from 1, as recording.steps counts them). {allowed}"
+        )
     if n == 0 or step < u[0] or step > u[-1]:
         raise ValueError(f"step={step} is out of range. {allowed}")
     if step not in u:

@@ -35,32 +35,32 @@ import dataclasses
 
 # ---- the scale ----------------------------------------------------------------------
 
-DPI = 100              # every figure and widget PNG is drawn at this dpi
-MAX_WIDTH_PX = 950     # a notebook column: wider figures are shown shrunk
-MIN_TEXT_PX = 9        # the smallest text as displayed
-PAD = 0.1              # inches IPython's print_figure (bbox_inches="tight") adds each side
-WIDTH = (MAX_WIDTH_PX - 2 * PAD * DPI) / DPI   # 9.3 inches: shown as wide as the column
-GIF_DPI = DPI          # animations: frames as wide as the figures (930 px), the same type
+DPI = 100  # every figure and widget PNG is drawn at this dpi
+MAX_WIDTH_PX = 950  # a notebook column: wider figures are shown shrunk
+MIN_TEXT_PX = 9  # the smallest text as displayed
+PAD = 0.1  # inches IPython's print_figure (bbox_inches="tight") adds each side
+WIDTH = (MAX_WIDTH_PX - 2 * PAD * DPI) / DPI  # 9.3 inches: shown as wide as the column
+GIF_DPI = DPI  # animations: frames as wide as the figures (930 px), the same type
 
 # type sizes in points (at DPI: x 1.39 in pixels)
-SUPTITLE_SIZE = 12.5   # a figure's finding
-SUBTITLE_SIZE = 10.0   # the settings under it
-TITLE_SIZE = 11.0      # a panel's title
-LABEL_SIZE = 10.0      # axis labels and direct labels on the data
-TICK_SIZE = 9.0        # tick labels
-NOTE_SIZE = 8.5        # notes, legends, the smallest text anywhere
+SUPTITLE_SIZE = 12.5  # a figure's finding
+SUBTITLE_SIZE = 10.0  # the settings under it
+TITLE_SIZE = 11.0  # a panel's title
+LABEL_SIZE = 10.0  # axis labels and direct labels on the data
+TICK_SIZE = 9.0  # tick labels
+NOTE_SIZE = 8.5  # notes, legends, the smallest text anywhere
 SUBTITLE_COLOR = "0.3"
 
 # figure sizes in inches, all at most WIDTH wide
-PATHS_SIZE = (WIDTH, 8.6)           # paths and loss, one zoomed panel per run under them
-PATHS_SIZE_NO_ZOOM = (WIDTH, 4.7)   # paths and loss
-MODES_SIZE = (WIDTH, 7.6)           # one panel per mode, the rates under them
-PHASE_SIZE = (WIDTH, 8.9)           # two step maps, the ratio map and the legend under them
-PHASE_DIAGRAM_SIZE = (WIDTH, 9.2)   # the same maps and the real paths at a picked cell
-COMPARE_SIZE = (WIDTH, 4.9)         # CompareWidget: paths and loss
-RATES_SIZE = (WIDTH, 4.6)           # block rates: the rate curves and each block's error
+PATHS_SIZE = (WIDTH, 8.6)  # paths and loss, one zoomed panel per run under them
+PATHS_SIZE_NO_ZOOM = (WIDTH, 4.7)  # paths and loss
+MODES_SIZE = (WIDTH, 7.6)  # one panel per mode, the rates under them
+PHASE_SIZE = (WIDTH, 8.9)  # two step maps, the ratio map and the legend under them
+PHASE_DIAGRAM_SIZE = (WIDTH, 9.2)  # the same maps and the real paths at a picked cell
+COMPARE_SIZE = (WIDTH, 4.9)  # CompareWidget: paths and loss
+RATES_SIZE = (WIDTH, 4.6)  # block rates: the rate curves and each block's error
 SHARD_EXPLORER_SIZE = (WIDTH, 5.0)  # ShardExplorer: the tensor panel and the norm lines
-LIVE_MONITOR_SIZE = (WIDTH, 3.6)    # LiveMonitor: the loss and the block norms
+LIVE_MONITOR_SIZE = (WIDTH, 3.6)  # LiveMonitor: the loss and the block norms
 
 # Okabe & Ito (2008), colour-blind safe. Known optimizer configs get fixed colours.
 OPTIMIZER_COLORS = {
@@ -72,8 +72,18 @@ OPTIMIZER_COLORS = {
 _EXTRA = ["#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
 
 # Paul Tol's "muted" qualitative scheme (colour-blind safe), then a pale grey.
-DEVICE_COLORS = ["#332288", "#88CCEE", "#44AA99", "#117733", "#999933",
-                 "#DDCC77", "#CC6677", "#882255", "#AA4499", "#DDDDDD"]
+DEVICE_COLORS = [
+    "#332288",
+    "#88CCEE",
+    "#44AA99",
+    "#117733",
+    "#999933",
+    "#DDCC77",
+    "#CC6677",
+    "#882255",
+    "#AA4499",
+    "#DDDDDD",
+]
 
 # One colour per unique block (replica group), shared by every view of a layout: Tol's
 # muted scheme without its pale grey. Nine is odd on purpose: blocks are coloured by
@@ -82,10 +92,9 @@ DEVICE_COLORS = ["#332288", "#88CCEE", "#44AA99", "#117733", "#999933",
 # each further round with a hatch (layouts) or line style (norm lines).
 BLOCK_COLORS = DEVICE_COLORS[:9]
 BLOCK_HATCHES = ("", "//", "\\\\", "..", "x", "--", "||", "o")
-BLOCK_LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2)),
-                    (0, (3, 1, 3, 1, 1, 1)))
+BLOCK_LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2)), (0, (3, 1, 3, 1, 1, 1)))
 
-DIVERGING_CMAP = "RdBu_r"   # signed values (velocity, gradient), centred on 0
+DIVERGING_CMAP = "RdBu_r"  # signed values (velocity, gradient), centred on 0
 SEQUENTIAL_CMAP = "viridis"  # magnitudes (norms), loss surfaces
 
 
@@ -123,8 +132,7 @@ class Look:
 
     def line(self, color=None, **extra) -> dict:
         """Keyword arguments of ``ax.plot`` for this look (``color`` fills a None one)."""
-        return dict(color=self.color if color is None else color, ls=self.ls, lw=self.lw,
-                    zorder=self.zorder, **extra)
+        return dict(color=self.color if color is None else color, ls=self.ls, lw=self.lw, zorder=self.zorder, **extra)
 
 
 # Each rule's one look, in every figure. Widths: Nesterov >= every other run; order:
@@ -144,28 +152,28 @@ EXTRA_LOOKS = (
 
 # The roles. color None: the run's colour.
 ROLE_LOOKS = {
-    "start": Look("black", "none", 1.5, "o", 9.0, zorder=5.0),         # white face
+    "start": Look("black", "none", 1.5, "o", 9.0, zorder=5.0),  # white face
     # opaque yellow face, over the paths (a path ending in it reads as reaching it) and
     # under the rings, zoom boxes, arrows and labels
     "minimum": Look("black", "none", 1.0, "*", 13.0, zorder=3.6),
-    "current": Look(None, "none", 2.0, "o", 9.0, zorder=6.0),          # the update shown: white face
+    "current": Look(None, "none", 2.0, "o", 9.0, zorder=6.0),  # the update shown: white face
     # a path after the update shown: thin, no markers, the run's colour mixed towards white
     # (REMAINDER_TINT, opaque: no alpha mixing with the runs under it), under every path
     "remainder": Look(None, "-", 0.9, zorder=2.2),
-    "update_line": Look("0.35", "--", 1.0, zorder=4.5),   # the loss panel's update: over the lines (it moves)
-    "theory": Look("white", (0, (5.0, 2.0)), 2.0, zorder=4.0),         # stability boundary, outlined
-    "rate_level": Look("white", "-", 0.9, zorder=3.5),                 # iso-rate contours, outlined
+    "update_line": Look("0.35", "--", 1.0, zorder=4.5),  # the loss panel's update: over the lines (it moves)
+    "theory": Look("white", (0, (5.0, 2.0)), 2.0, zorder=4.0),  # stability boundary, outlined
+    "rate_level": Look("white", "-", 0.9, zorder=3.5),  # iso-rate contours, outlined
     "critical": Look("black", (0, (6.0, 1.5, 1.5, 1.5)), 1.6, zorder=4.0),  # critical damping
-    "envelope": Look(None, (0, (1.0, 1.3)), 1.4, zorder=2.5),          # the bound from theory
-    "tolerance": Look("0.3", ":", 1.2, zorder=1.5),                    # minimum + tol
-    "stability": Look("0.3", "--", 0.9, zorder=1.0),                  # rate = 1
+    "envelope": Look(None, (0, (1.0, 1.3)), 1.4, zorder=2.5),  # the bound from theory
+    "tolerance": Look("0.3", ":", 1.2, zorder=1.5),  # minimum + tol
+    "stability": Look("0.3", "--", 0.9, zorder=1.0),  # rate = 1
 }
 MINIMUM_FACE = "#F0E442"
-REMAINDER_TINT = 0.5     # how far towards white a path after the update shown is mixed
+REMAINDER_TINT = 0.5  # how far towards white a path after the update shown is mixed
 
 # phase maps: neutrals outside the colour maps, the hatches of the regions only one rule
 # survives, and the cap
-NOT_CONVERGED_COLOR = "#E2E2E2"   # the cap: not within tol in the updates allowed
+NOT_CONVERGED_COLOR = "#E2E2E2"  # the cap: not within tol in the updates allowed
 NEITHER_COLOR = "#BDBDBD"
 REGION_FACE = "#F4F4F4"
 HATCH_COLOR = "#6E6E6E"
@@ -195,8 +203,7 @@ def run_looks(names) -> dict[str, Look]:
             out[name] = RULE_LOOKS[rule]
             continue
         look = EXTRA_LOOKS[extra % len(EXTRA_LOOKS)]
-        out[name] = dataclasses.replace(look, color=colors[name],
-                                        zorder=look.zorder - 0.001 * extra)
+        out[name] = dataclasses.replace(look, color=colors[name], zorder=look.zorder - 0.001 * extra)
         extra += 1
     return out
 
@@ -207,6 +214,7 @@ def device_color(device: int, num_devices: int) -> str | tuple:
     if num_devices <= len(DEVICE_COLORS):
         return DEVICE_COLORS[device]
     from matplotlib import colormaps
+
     return colormaps["turbo"](0.05 + 0.9 * device / max(1, num_devices - 1))
 
 
@@ -215,9 +223,10 @@ def block_places(geometry) -> tuple[int, ...]:
     pieces along each tensor dim), bumped by its row where a grid row is a multiple of
     ``len(BLOCK_COLORS)`` long, so blocks sharing an edge never share a colour."""
     import math
+
     n, p = geometry.global_shape, len(BLOCK_COLORS)
     grid = [s // max(1, m) for s, m in zip(n, geometry.local_shape)]
-    strides = [math.prod(grid[i + 1:]) for i in range(len(grid))]
+    strides = [math.prod(grid[i + 1 :]) for i in range(len(grid))]
     places = []
     for devices in geometry.replica_groups:
         c = geometry.block_index(devices[0])
@@ -233,8 +242,7 @@ def block_style(place: int) -> tuple[str, str, object]:
     tell the rounds apart."""
     p = len(BLOCK_COLORS)
     k = place // p
-    return (BLOCK_COLORS[place % p], BLOCK_HATCHES[k % len(BLOCK_HATCHES)],
-            BLOCK_LINESTYLES[k % len(BLOCK_LINESTYLES)])
+    return (BLOCK_COLORS[place % p], BLOCK_HATCHES[k % len(BLOCK_HATCHES)], BLOCK_LINESTYLES[k % len(BLOCK_LINESTYLES)])
 
 
 def block_styles(geometry) -> tuple[tuple[str, str, object], ...]:
@@ -258,5 +266,15 @@ def block_device_colors(geometry) -> tuple[str, ...]:
 # ---- big meshes: blocks coloured by their mesh coordinate: views/mesh/layout_colors.py --------
 
 # memory bars: a colour per variable, none of them a rule's (OPTIMIZER_COLORS) colour
-VARIABLE_COLORS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#332288", "#999933",
-                   "#882255", "#44AA99", "#F0E442", "#117733")
+VARIABLE_COLORS = (
+    "#009E73",
+    "#CC79A7",
+    "#E69F00",
+    "#56B4E9",
+    "#332288",
+    "#999933",
+    "#882255",
+    "#44AA99",
+    "#F0E442",
+    "#117733",
+)

@@ -37,6 +37,7 @@ def plot_communication(report_or_plan, *, fig=None, max_items: int = 3, title=No
     pic = communication_geometry(report_or_plan, max_items=max_items, title=title)
     if fig is None:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
+
         fig = Figure(figsize=pic.figsize, dpi=100)
         FigureCanvasAgg(fig)
     else:
@@ -44,15 +45,43 @@ def plot_communication(report_or_plan, *, fig=None, max_items: int = 3, title=No
         fig.set_size_inches(*pic.figsize)
     fw, fh = pic.figsize
     # the house headline: the finding centred and bold, the settings centred under it
-    fig.suptitle(pic.title, x=0.5, y=1 - 0.15 / fh, ha="center", va="top",
-                 fontsize=FONT["title"], fontweight="bold", linespacing=1.3, gid="title")
+    fig.suptitle(
+        pic.title,
+        x=0.5,
+        y=1 - 0.15 / fh,
+        ha="center",
+        va="top",
+        fontsize=FONT["title"],
+        fontweight="bold",
+        linespacing=1.3,
+        gid="title",
+    )
     lines = pic.title.count("\n") + 1
-    fig.text(0.5, 1 - (0.2 + 0.24 * lines) / fh, pic.subtitle, ha="center", va="top",
-             fontsize=FONT["subtitle"], color=SUBTITLE_COLOR, linespacing=1.35, gid="subtitle")
+    fig.text(
+        0.5,
+        1 - (0.2 + 0.24 * lines) / fh,
+        pic.subtitle,
+        ha="center",
+        va="top",
+        fontsize=FONT["subtitle"],
+        color=SUBTITLE_COLOR,
+        linespacing=1.35,
+        gid="subtitle",
+    )
     for k, panel in enumerate(pic.panels):
         _draw_panel(fig, pic, panel, k)
-    fig.text(0.15 / fw, 0.1 / fh, pic.note, ha="left", va="bottom", fontsize=FONT["note"],
-             color="#555555", style="italic", linespacing=1.3, gid="note")
+    fig.text(
+        0.15 / fw,
+        0.1 / fh,
+        pic.note,
+        ha="left",
+        va="bottom",
+        fontsize=FONT["note"],
+        color="#555555",
+        style="italic",
+        linespacing=1.3,
+        gid="note",
+    )
     return fig
 
 
@@ -62,24 +91,68 @@ def _draw_panel(fig, pic: CommunicationPicture, panel: DimPanel, k: int):
     ax = fig.add_axes((left / fw, bottom / fh, w / fw, h / fh), gid=f"panel-{k}")
     for f in pic.facets:
         x, y, fw_, fh_ = f.rect
-        ax.add_patch(Rectangle((x - 0.08, y - 0.08), fw_ + 0.16, fh_ + 0.16, facecolor="#F3F3F3",
-                               edgecolor="#CCCCCC", linewidth=0.8, zorder=0, gid="facet"))
-        ax.text(x + fw_ / 2, y - 0.18, f.title, ha="center", va="bottom",
-                fontsize=FONT["ticks"], color="#333333", gid="facet-title")
+        ax.add_patch(
+            Rectangle(
+                (x - 0.08, y - 0.08),
+                fw_ + 0.16,
+                fh_ + 0.16,
+                facecolor="#F3F3F3",
+                edgecolor="#CCCCCC",
+                linewidth=0.8,
+                zorder=0,
+                gid="facet",
+            )
+        )
+        ax.text(
+            x + fw_ / 2,
+            y - 0.18,
+            f.title,
+            ha="center",
+            va="bottom",
+            fontsize=FONT["ticks"],
+            color="#333333",
+            gid="facet-title",
+        )
     for i, g in enumerate(panel.groups):
         xs, ys = zip(*g.path)
-        ax.plot(xs, ys, color=panel.color, linewidth=3.2, solid_capstyle="round",
-                solid_joinstyle="round", alpha=0.85, zorder=2, gid=f"group-{k}-{i}")
+        ax.plot(
+            xs,
+            ys,
+            color=panel.color,
+            linewidth=3.2,
+            solid_capstyle="round",
+            solid_joinstyle="round",
+            alpha=0.85,
+            zorder=2,
+            gid=f"group-{k}-{i}",
+        )
     members = panel.devices
     for d, (x, y) in enumerate(pic.centres):
         on = d in members
-        ax.add_patch(Circle((x, y), NODE_RADIUS, facecolor=panel.color if on else "white",
-                            edgecolor=panel.color if on else "#999999", linewidth=1.2, zorder=3,
-                            gid=f"device-{d}"))
+        ax.add_patch(
+            Circle(
+                (x, y),
+                NODE_RADIUS,
+                facecolor=panel.color if on else "white",
+                edgecolor=panel.color if on else "#999999",
+                linewidth=1.2,
+                zorder=3,
+                gid=f"device-{d}",
+            )
+        )
         if pic.node_labels[d]:
-            ax.text(x, y, pic.node_labels[d], ha="center", va="center", fontsize=FONT["node"],
-                    color="white" if on else "#555555", fontweight="bold", zorder=4,
-                    gid=f"device-label-{d}")
+            ax.text(
+                x,
+                y,
+                pic.node_labels[d],
+                ha="center",
+                va="center",
+                fontsize=FONT["node"],
+                color="white" if on else "#555555",
+                fontweight="bold",
+                zorder=4,
+                gid=f"device-label-{d}",
+            )
     ax.set_xlim(*pic.xlim)
     ax.set_ylim(*pic.ylim)
     ax.set_xticks([t for t, _ in pic.xticks], [s for _, s in pic.xticks])
@@ -87,13 +160,35 @@ def _draw_panel(fig, pic: CommunicationPicture, panel: DimPanel, k: int):
     ax.tick_params(length=0, labelsize=FONT["ticks"], pad=2)
     ax.set_xlabel(pic.xlabel, fontsize=FONT["ticks"], labelpad=2)
     short = len(pic.ylabel) <= 3  # a turned "y" reads as a chevron
-    ax.set_ylabel(pic.ylabel, fontsize=FONT["ticks"], labelpad=4 if short else 2,
-                  rotation=0 if short else 90, va="center", ha="right" if short else "center")
+    ax.set_ylabel(
+        pic.ylabel,
+        fontsize=FONT["ticks"],
+        labelpad=4 if short else 2,
+        rotation=0 if short else 90,
+        va="center",
+        ha="right" if short else "center",
+    )
     for spine in ax.spines.values():
         spine.set_visible(False)
-    fig.text(panel.text_left / fw, (bottom + h + 0.12) / fh, panel.title, ha="left",
-             va="bottom", fontsize=FONT["panel"], fontweight="bold", color=panel.color,
-             gid=f"panel-title-{k}")
-    fig.text(panel.text_xy[0] / fw, panel.text_xy[1] / fh, "\n".join(panel.lines), ha="left",
-             va="top", fontsize=FONT["lines"], color="#222222", linespacing=1.35,
-             gid=f"serves-{k}")
+    fig.text(
+        panel.text_left / fw,
+        (bottom + h + 0.12) / fh,
+        panel.title,
+        ha="left",
+        va="bottom",
+        fontsize=FONT["panel"],
+        fontweight="bold",
+        color=panel.color,
+        gid=f"panel-title-{k}",
+    )
+    fig.text(
+        panel.text_xy[0] / fw,
+        panel.text_xy[1] / fh,
+        "\n".join(panel.lines),
+        ha="left",
+        va="top",
+        fontsize=FONT["lines"],
+        color="#222222",
+        linespacing=1.35,
+        gid=f"serves-{k}",
+    )

@@ -39,22 +39,29 @@ from .traffic import (
     traffic_items,
 )
 
-FACET_GAP = 0.8      # cells between facets
-FACET_TOP = 0.9      # cells above the facets for their titles
-MAX_WIDTH = 9.5      # inches: 950 px at the figure's 100 dpi
-NODE_RADIUS = 0.33   # cells
-TEXT_WIDTH = 3.3     # inches of text saying what a panel's traffic serves
-GAP = 0.3            # inches between panels
-LINE = 0.17          # inches per line of that text
-FONT = {"title": SUPTITLE_SIZE, "subtitle": SUBTITLE_SIZE, "panel": 10, "lines": 9, "ticks": 8.5, "node": 9.5,
-        "note": 8.5}  # points; at 100 dpi the smallest reads 11.8 px (style.NOTE_SIZE)
+FACET_GAP = 0.8  # cells between facets
+FACET_TOP = 0.9  # cells above the facets for their titles
+MAX_WIDTH = 9.5  # inches: 950 px at the figure's 100 dpi
+NODE_RADIUS = 0.33  # cells
+TEXT_WIDTH = 3.3  # inches of text saying what a panel's traffic serves
+GAP = 0.3  # inches between panels
+LINE = 0.17  # inches per line of that text
+FONT = {
+    "title": SUPTITLE_SIZE,
+    "subtitle": SUBTITLE_SIZE,
+    "panel": 10,
+    "lines": 9,
+    "ticks": 8.5,
+    "node": 9.5,
+    "note": 8.5,
+}  # points; at 100 dpi the smallest reads 11.8 px (style.NOTE_SIZE)
 
 
 @dataclasses.dataclass(frozen=True)
 class Facet:
     """One 2-D slice of a mesh of rank 3 or more: its box in cell units and its title."""
 
-    rect: tuple[float, float, float, float]   # x, y (top), w, h
+    rect: tuple[float, float, float, float]  # x, y (top), w, h
     title: str
 
 
@@ -75,8 +82,7 @@ def device_positions(mesh: MeshSpec):
         origins.append((x0, y0))
         if lead:
             idx = np.unravel_index(f, lead)
-            facets.append(Facet((x0, y0, cols, rows),
-                                ", ".join(f"{n}={int(i)}" for n, i in zip(names, idx))))
+            facets.append(Facet((x0, y0, cols, rows), ", ".join(f"{n}={int(i)}" for n, i in zip(names, idx))))
     centres = np.zeros((mesh.num_devices, 2))
     for d in range(mesh.num_devices):
         c = mesh.device_coords(d)
@@ -88,6 +94,7 @@ def device_positions(mesh: MeshSpec):
 
 
 # ---- the line or loop of each group --------------------------------------------------------
+
 
 def varying_dims(mesh: MeshSpec, group) -> tuple[int, ...]:
     """The mesh dims (indices) along which the devices of ``group`` differ."""
@@ -112,8 +119,7 @@ def snake_order(mesh: MeshSpec, group) -> tuple[int, ...]:
     varying = varying_dims(mesh, group)
     values = [sorted({c[i] for c in coords.values()}) for i in varying]
     rank = {k: n for n, k in enumerate(_snake([len(v) for v in values]))}
-    return tuple(sorted(group, key=lambda d: rank[tuple(
-        v.index(coords[d][i]) for i, v in zip(varying, values))]))
+    return tuple(sorted(group, key=lambda d: rank[tuple(v.index(coords[d][i]) for i, v in zip(varying, values))]))
 
 
 def arc(p, q, bulge: float, n: int = 13) -> list[tuple[float, float]]:
@@ -124,7 +130,7 @@ def arc(p, q, bulge: float, n: int = 13) -> list[tuple[float, float]]:
     normal = np.array([d[1], -d[0]]) / max(float(np.hypot(*d)), 1e-9)
     ctrl = (p + q) / 2 + 2 * bulge * normal
     t = np.linspace(0, 1, n)[:, None]
-    pts = (1 - t) ** 2 * p + 2 * (1 - t) * t * ctrl + t ** 2 * q
+    pts = (1 - t) ** 2 * p + 2 * (1 - t) * t * ctrl + t**2 * q
     return [(round(float(x), 9), round(float(y), 9)) for x, y in pts]
 
 
@@ -193,12 +199,13 @@ def group_lines(mesh: MeshSpec, centres, groups) -> tuple[GroupLine, ...]:
 
 # ---- the picture ----------------------------------------------------------------------------
 
+
 def wrap(text: str, width_pt: float, fontsize: float) -> list[str]:
     """``text`` broken at spaces into lines at most ``width_pt`` wide (a line's leading
     spaces are kept on its continuations)."""
     out = []
     for para in text.split("\n"):
-        indent = para[:len(para) - len(para.lstrip(" "))]
+        indent = para[: len(para) - len(para.lstrip(" "))]
         cur = ""
         for word in para.split(" "):
             if not word:
@@ -245,7 +252,7 @@ class CommunicationPicture:
     centres: np.ndarray
     facets: tuple[Facet, ...]
     xlim: tuple[float, float]
-    ylim: tuple[float, float]   # (bottom, top): y grows downwards
+    ylim: tuple[float, float]  # (bottom, top): y grows downwards
     node_labels: tuple[str, ...]
     xticks: tuple[tuple[float, str], ...]
     yticks: tuple[tuple[float, str], ...]
@@ -256,7 +263,7 @@ class CommunicationPicture:
     subtitle: str
     note: str
     figsize: tuple[float, float]
-    cell: float          # inches per cell
+    cell: float  # inches per cell
 
 
 def _panels(obj, centres, max_items) -> list[DimPanel]:
@@ -268,13 +275,29 @@ def _panels(obj, centres, max_items) -> list[DimPanel]:
         total = sum(i.bytes_per_device for i in mine)
         times = [i.time_us for i in mine if i.time_us is not None]
         title = f"along {dims_text(dims)}: {format_bytes(total)} per device" + (
-            f" · {sum(times):.0f} us" if times else "")
-        out.append(DimPanel(dims, dim_color(mesh, dims), total,
-                            group_lines(mesh, centres, groups), title,
-                            serves_lines(mine, max_items)))
+            f" · {sum(times):.0f} us" if times else ""
+        )
+        out.append(
+            DimPanel(
+                dims,
+                dim_color(mesh, dims),
+                total,
+                group_lines(mesh, centres, groups),
+                title,
+                serves_lines(mine, max_items),
+            )
+        )
     if not out:
-        out.append(DimPanel((), dim_color(mesh, ()), 0, (), "nothing moves between devices",
-                            ("no collective along any mesh dim of size > 1",)))
+        out.append(
+            DimPanel(
+                (),
+                dim_color(mesh, ()),
+                0,
+                (),
+                "nothing moves between devices",
+                ("no collective along any mesh dim of size > 1",),
+            )
+        )
     return out
 
 
@@ -283,12 +306,10 @@ def _note(obj, max_items) -> str:
     if isinstance(obj, CommunicationPlan):
         parts.append(ACTIVATION_NOTE)
     names = obj.mesh.short_device_names
-    parts.append(f"circles: devices in mesh order (0 = {names[0]}, ..., "
-                 f"{len(names) - 1} = {names[-1]})")
+    parts.append(f"circles: devices in mesh order (0 = {names[0]}, ..., {len(names) - 1} = {names[-1]})")
     items = traffic_items(obj)
-    if items:   # what a line means, in the figure (not only in the text beside it)
-        verb = ("all-reduce" if all(i.kind == "all-reduce" for i in items)
-                else "run one collective")
+    if items:  # what a line means, in the figure (not only in the text beside it)
+        verb = "all-reduce" if all(i.kind == "all-reduce" for i in items) else "run one collective"
         parts.append(f"lines: each joins one group of devices that {verb} together")
     return "\n".join(parts)
 
@@ -297,10 +318,8 @@ def _ticks(mesh, centres):
     """Column indices under the first row of every facet, row indices beside the first
     column: ``(xticks, yticks)`` as (position, label)."""
     coords = [mesh.device_coords(d) for d in range(mesh.num_devices)]
-    xticks = sorted({(float(centres[d][0]), str(c[-1])) for d, c in enumerate(coords)
-                     if c[-2:-1] in ((0,), ())})
-    yticks = sorted({(float(centres[d][1]), str(c[-2])) for d, c in enumerate(coords)
-                     if len(c) >= 2 and c[-1] == 0})
+    xticks = sorted({(float(centres[d][0]), str(c[-1])) for d, c in enumerate(coords) if c[-2:-1] in ((0,), ())})
+    yticks = sorted({(float(centres[d][1]), str(c[-2])) for d, c in enumerate(coords) if len(c) >= 2 and c[-1] == 0})
     return tuple(xticks), tuple(yticks)
 
 
@@ -325,7 +344,7 @@ def _place(panels, extent, cell, left, header_h, note_h, fig_w):
     beside = len(panels) == 1 and left + grid_w + 0.4 + TEXT_WIDTH <= MAX_WIDTH - 0.3
     col_w = left + grid_w + 0.4 + TEXT_WIDTH if beside else max(left + grid_w + 0.15, TEXT_WIDTH)
     ncols = max(1, min(len(panels), int((MAX_WIDTH - 0.3 + GAP) // (col_w + GAP))))
-    rows = [panels[i:i + ncols] for i in range(0, len(panels), ncols)]
+    rows = [panels[i : i + ncols] for i in range(0, len(panels), ncols)]
     lines = [LINE * max(len(p.lines) for p in r) for r in rows]
     # under the grid: its tick labels and mesh dim name (~0.32 in), then the lines if below
     row_h = [0.35 + (max(grid_h + 0.32, n) if beside else grid_h + 0.5 + n) + 0.08 for n in lines]
@@ -355,26 +374,46 @@ def communication_geometry(obj, *, max_items: int = 3, title=None) -> Communicat
     extent = (xlim[1] - xlim[0], ylim[0] - ylim[1])
     cell = max(0.08, min(0.55, (MAX_WIDTH - 1.0) / extent[0]))
     node_pt = 2 * NODE_RADIUS * cell * 72 - 2
-    labels = tuple(str(d) if text_width_pt(str(d), FONT["node"]) <= node_pt else ""
-                   for d in range(mesh.num_devices))
+    labels = tuple(str(d) if text_width_pt(str(d), FONT["node"]) <= node_pt else "" for d in range(mesh.num_devices))
     left = 0.6 if len(mesh.dim_sizes) >= 2 else 0.3
     title = title or headline(obj)
-    need = max(left + extent[0] * cell + 0.4 + TEXT_WIDTH if len(panels) == 1 else
-               min(len(panels), 2) * (max(left + extent[0] * cell, TEXT_WIDTH) + GAP),
-               text_width_pt(title, FONT["title"]) / 72,
-               text_width_pt(settings_text(obj), FONT["subtitle"]) / 72) + 0.4
+    need = (
+        max(
+            left + extent[0] * cell + 0.4 + TEXT_WIDTH
+            if len(panels) == 1
+            else min(len(panels), 2) * (max(left + extent[0] * cell, TEXT_WIDTH) + GAP),
+            text_width_pt(title, FONT["title"]) / 72,
+            text_width_pt(settings_text(obj), FONT["subtitle"]) / 72,
+        )
+        + 0.4
+    )
     fig_w = round(min(MAX_WIDTH, max(need, 6.0)), 3)
     width = (fig_w - 0.3) * 72
     header = wrap(title, width, FONT["title"])
     subtitle = wrap(settings_text(obj), width, FONT["subtitle"])
     note = wrap(_note(obj, max_items), width, FONT["note"])
-    panels = [dataclasses.replace(p, lines=tuple(
-        s for line in p.lines for s in wrap(line, TEXT_WIDTH * 72, FONT["lines"])))
-        for p in panels]
+    panels = [
+        dataclasses.replace(p, lines=tuple(s for line in p.lines for s in wrap(line, TEXT_WIDTH * 72, FONT["lines"])))
+        for p in panels
+    ]
     header_h = 0.2 + 0.24 * len(header) + 0.19 * len(subtitle) + 0.1
     placed, fig_h = _place(panels, extent, cell, left, header_h, 0.16 * len(note) + 0.15, fig_w)
     xticks, yticks = _ticks(mesh, centres)
     return CommunicationPicture(
-        mesh, centres, facets, xlim, ylim, labels, xticks, yticks, mesh.dim_names[-1],
-        mesh.dim_names[-2] if len(mesh.dim_sizes) >= 2 else "", placed, "\n".join(header),
-        "\n".join(subtitle), "\n".join(note), (fig_w, round(fig_h, 3)), cell)
+        mesh,
+        centres,
+        facets,
+        xlim,
+        ylim,
+        labels,
+        xticks,
+        yticks,
+        mesh.dim_names[-1],
+        mesh.dim_names[-2] if len(mesh.dim_sizes) >= 2 else "",
+        placed,
+        "\n".join(header),
+        "\n".join(subtitle),
+        "\n".join(note),
+        (fig_w, round(fig_h, 3)),
+        cell,
+    )

@@ -34,11 +34,11 @@ from .layout_geometry import LayoutPicture, Panel, block_looks, layout_picture
 from .layout_labels import jax_devices, short_finding, slice_text
 
 MAX_RANK = 4
-_ACCEPTS = ("a DTensor Layout + shape, a DVariable or DTensor, a dtsgd_viz.LayoutSpec + shape, "
-            "or a Recording + name=")
+_ACCEPTS = "a DTensor Layout + shape, a DVariable or DTensor, a dtsgd_viz.LayoutSpec + shape, or a Recording + name="
 
 
 # ---- what was passed in -------------------------------------------------------------
+
 
 def _check_shape(shape, layout: LayoutSpec, max_rank=MAX_RANK) -> tuple[int, ...]:
     try:
@@ -50,8 +50,7 @@ def _check_shape(shape, layout: LayoutSpec, max_rank=MAX_RANK) -> tuple[int, ...
     shape = tuple(int(s) for s in dims)
     if not 1 <= len(shape) <= (max_rank or len(shape)):
         allowed = f"1 to {max_rank}" if max_rank else "1 or more"
-        raise ValueError(f"Tensors of rank {allowed} can be shown. Received: shape {shape} "
-                         f"of rank {len(shape)}.")
+        raise ValueError(f"Tensors of rank {allowed} can be shown. Received: shape {shape} of rank {len(shape)}.")
     if any(s < 1 for s in shape):
         raise ValueError(f"Every dim of shape must be >= 1. Received: shape {shape}.")
     return layout.check_shape(shape)
@@ -60,12 +59,12 @@ def _check_shape(shape, layout: LayoutSpec, max_rank=MAX_RANK) -> tuple[int, ...
 def resolve(obj, shape=None, name=None, max_rank=MAX_RANK):
     """``(shape, LayoutSpec, name)`` of anything the layout views accept."""
     from ...dtensor.keras3 import check
+
     check(obj, "The object to draw")
     given_shape = shape
     if isinstance(obj, Recording):
         if name is None:
-            raise ValueError(f"Pass name= to pick a variable of the recording. Allowed: "
-                             f"{list(obj.variables)}.")
+            raise ValueError(f"Pass name= to pick a variable of the recording. Allowed: {list(obj.variables)}.")
         obj = obj.record(name)
     if isinstance(obj, VariableRecord):
         shape, layout, name = obj.shape, obj.layout, name or obj.name
@@ -75,6 +74,7 @@ def resolve(obj, shape=None, name=None, max_rank=MAX_RANK):
         layout = obj
     elif is_tensorflow_object(obj):
         from ... import dtensor as _dtensor
+
         if hasattr(obj, "sharding_specs") and hasattr(obj, "mesh"):
             layout = _dtensor.layout_spec(obj)
         elif hasattr(obj, "shape") and hasattr(obj, "dtype"):
@@ -86,16 +86,21 @@ def resolve(obj, shape=None, name=None, max_rank=MAX_RANK):
         raise TypeError(f"Expected {_ACCEPTS}. Received: {type(obj).__name__}.")
     if isinstance(obj, LayoutSpec) or (shape is None):
         if given_shape is None:
-            raise ValueError(f"A layout alone has no size: pass shape=, e.g. (8, 16) for a rank-"
-                             f"{layout.rank} tensor with layout {list(layout.sharding_specs)}.")
+            raise ValueError(
+                f"A layout alone has no size: pass shape=, e.g. (8, 16) for a rank-"
+                f"{layout.rank} tensor with layout {list(layout.sharding_specs)}."
+            )
         shape = given_shape
     elif given_shape is not None and tuple(given_shape) != tuple(shape):
-        raise ValueError(f"shape={tuple(given_shape)} differs from the {type(obj).__name__}'s own "
-                         f"shape {tuple(shape)}; leave shape out.")
+        raise ValueError(
+            f"shape={tuple(given_shape)} differs from the {type(obj).__name__}'s own "
+            f"shape {tuple(shape)}; leave shape out."
+        )
     return _check_shape(shape, layout, max_rank), layout, name
 
 
 # ---- the figure -------------------------------------------------------------------------
+
 
 def plot_layout(obj, shape=None, *, name=None, ax=None, title=None, note=None) -> Figure:
     """The global tensor cut into the block each device holds, coloured by device.
@@ -119,37 +124,64 @@ def plot_layout(obj, shape=None, *, name=None, ax=None, title=None, note=None) -
     shape, layout, name = resolve(obj, shape, name)
     if ax is not None:
         if len(shape) > 2:
-            raise ValueError(f"ax= draws one panel, for rank 1 or 2 tensors. Received: shape "
-                             f"{shape} of rank {len(shape)}; leave ax out to get a faceted figure.")
+            raise ValueError(
+                f"ax= draws one panel, for rank 1 or 2 tensors. Received: shape "
+                f"{shape} of rank {len(shape)}; leave ax out to get a faceted figure."
+            )
         fig = ax.figure
         pos = ax.get_position()
         w, h = fig.get_size_inches()
-        pic = layout_picture(shape, layout, name=name, title=title,
-                             panel_size=(pos.width * w, pos.height * h))
+        pic = layout_picture(shape, layout, name=name, title=title, panel_size=(pos.width * w, pos.height * h))
         _draw_panel(ax, pic, pic.panels[0])
         prefix = f"{name + ' ' if name else ''}{shape}"
         ax.set_title(title or short_finding(pic.geometry, prefix), fontsize=TITLE_SIZE)
         looks, geom = block_looks(pic.geometry), pic.geometry
-        handles = [Patch(facecolor=c, hatch=hatch or None,
-                         label="".join(jax_devices(geom.replica_groups[g], pic.names)))
-                   for g, (c, hatch) in enumerate(looks)]
-        ax.legend(handles=handles, title="blocks: devices holding them", fontsize=NOTE_SIZE,
-                  title_fontsize=NOTE_SIZE, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                  frameon=False,
-                  ncol=math.ceil(len(handles) / max(1, int(pos.height * h * 72 / 15) - 1)))
+        handles = [
+            Patch(facecolor=c, hatch=hatch or None, label="".join(jax_devices(geom.replica_groups[g], pic.names)))
+            for g, (c, hatch) in enumerate(looks)
+        ]
+        ax.legend(
+            handles=handles,
+            title="blocks: devices holding them",
+            fontsize=NOTE_SIZE,
+            title_fontsize=NOTE_SIZE,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            frameon=False,
+            ncol=math.ceil(len(handles) / max(1, int(pos.height * h * 72 / 15) - 1)),
+        )
         return fig
     pic = layout_picture(shape, layout, name=name, title=title, note=note)
     fig = Figure(figsize=pic.figsize, dpi=DPI)
     fw, fh = pic.figsize
-    fig.text(0.5, 1 - 0.15 / fh, pic.title, ha="center", va="top", fontsize=SUPTITLE_SIZE,
-             fontweight="bold", linespacing=1.2)
+    fig.text(
+        0.5, 1 - 0.15 / fh, pic.title, ha="center", va="top", fontsize=SUPTITLE_SIZE, fontweight="bold", linespacing=1.2
+    )
     top = 0.15 + (pic.title.count("\n") + 1) * 1.25 * SUPTITLE_SIZE / 72 + 0.08
-    fig.text(0.5, 1 - top / fh, pic.subtitle, ha="center", va="top", fontsize=SUBTITLE_SIZE,
-             linespacing=1.3, color=SUBTITLE_COLOR, gid="subtitle")
+    fig.text(
+        0.5,
+        1 - top / fh,
+        pic.subtitle,
+        ha="center",
+        va="top",
+        fontsize=SUBTITLE_SIZE,
+        linespacing=1.3,
+        color=SUBTITLE_COLOR,
+        gid="subtitle",
+    )
     if pic.note:
         top += (pic.subtitle.count("\n") + 1) * 1.3 * 1.2 * SUBTITLE_SIZE / 72 + 0.06
-        fig.text(0.5, 1 - top / fh, pic.note, ha="center", va="top",
-                 fontsize=NOTE_SIZE, style="italic", color="#444444", gid="note")
+        fig.text(
+            0.5,
+            1 - top / fh,
+            pic.note,
+            ha="center",
+            va="top",
+            fontsize=NOTE_SIZE,
+            style="italic",
+            color="#444444",
+            gid="note",
+        )
     for panel in pic.panels:
         left, bottom, w, h = panel.box
         _draw_panel(fig.add_axes((left / fw, bottom / fh, w / fw, h / fh)), pic, panel)
@@ -161,20 +193,48 @@ def plot_layout(obj, shape=None, *, name=None, ax=None, title=None, note=None) -
 def _draw_panel(ax, pic: LayoutPicture, panel: Panel):
     faceted = bool(panel.index)
     for b in panel.blocks:
-        ax.add_patch(Rectangle(b.rect[:2], *b.rect[2:], facecolor=b.color, edgecolor="white",
-                               linewidth=1.5, hatch=b.hatch or None, gid=f"block-{b.group}"))
+        ax.add_patch(
+            Rectangle(
+                b.rect[:2],
+                *b.rect[2:],
+                facecolor=b.color,
+                edgecolor="white",
+                linewidth=1.5,
+                hatch=b.hatch or None,
+                gid=f"block-{b.group}",
+            )
+        )
         if not b.label:
             continue
         x, y = b.label_xy
         # on a hatched block the text sits on a chip of the block's plain colour
-        chip = (dict(boxstyle="square,pad=0.15", facecolor=b.color, edgecolor="none")
-                if b.hatch else None)
-        ax.text(x, y, b.label, ha="center", va="bottom" if b.detail else "center",
-                rotation=b.rotation, fontsize=b.fontsize, color=b.text_color,
-                linespacing=1.1, bbox=chip, gid=f"label-{b.group}")
+        chip = dict(boxstyle="square,pad=0.15", facecolor=b.color, edgecolor="none") if b.hatch else None
+        ax.text(
+            x,
+            y,
+            b.label,
+            ha="center",
+            va="bottom" if b.detail else "center",
+            rotation=b.rotation,
+            fontsize=b.fontsize,
+            color=b.text_color,
+            linespacing=1.1,
+            bbox=chip,
+            gid=f"label-{b.group}",
+        )
         if b.detail:
-            ax.text(x, y, b.detail, ha="center", va="top", fontsize=max(NOTE_SIZE, b.fontsize - 1),
-                    color=b.text_color, alpha=0.85, bbox=chip, gid=f"slices-{b.group}")
+            ax.text(
+                x,
+                y,
+                b.detail,
+                ha="center",
+                va="top",
+                fontsize=max(NOTE_SIZE, b.fontsize - 1),
+                color=b.text_color,
+                alpha=0.85,
+                bbox=chip,
+                gid=f"slices-{b.group}",
+            )
     ax.set_xlim(*panel.xlim)
     ax.set_ylim(*panel.ylim)
     ax.set_xticks(panel.xticks)
@@ -206,14 +266,30 @@ def _draw_key(fig, pic: LayoutPicture):
     left, bottom, w, h = key.box
     ax = fig.add_axes((left / fw, bottom / fh, w / fw, h / fh), gid="mesh-key")
     for c in key.cells:
-        ax.add_patch(Rectangle(c.rect[:2], *c.rect[2:], facecolor=c.color, edgecolor="white",
-                               linewidth=1.0, hatch=c.hatch or None, gid=f"key-{c.device}"))
+        ax.add_patch(
+            Rectangle(
+                c.rect[:2],
+                *c.rect[2:],
+                facecolor=c.color,
+                edgecolor="white",
+                linewidth=1.0,
+                hatch=c.hatch or None,
+                gid=f"key-{c.device}",
+            )
+        )
         if c.label:
-            chip = (dict(boxstyle="square,pad=0.1", facecolor=c.color, edgecolor="none")
-                    if c.hatch else None)
-            ax.text(c.rect[0] + 0.5, c.rect[1] + 0.5, c.label, ha="center", va="center",
-                    fontsize=c.fontsize, color=c.text_color, bbox=chip,
-                    gid=f"key-label-{c.device}")
+            chip = dict(boxstyle="square,pad=0.1", facecolor=c.color, edgecolor="none") if c.hatch else None
+            ax.text(
+                c.rect[0] + 0.5,
+                c.rect[1] + 0.5,
+                c.label,
+                ha="center",
+                va="center",
+                fontsize=c.fontsize,
+                color=c.text_color,
+                bbox=chip,
+                gid=f"key-label-{c.device}",
+            )
     ax.set_xlim(*key.xlim)
     ax.set_ylim(*key.ylim)
     ax.set_xticks([t for t, _ in key.xticks], [s for _, s in key.xticks], fontsize=NOTE_SIZE)
@@ -227,6 +303,7 @@ def _draw_key(fig, pic: LayoutPicture):
 
 # ---- text ---------------------------------------------------------------------------------
 
+
 class TextTable(str):
     """A plain-text table (it *is* the ``str``) that Jupyter shows as an HTML table."""
 
@@ -235,8 +312,13 @@ class TextTable(str):
         lines = [*header, "  ".join(str(c).ljust(w) for c, w in zip(columns, widths)).rstrip()]
         lines += ["  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
         self = super().__new__(cls, "\n".join([*lines, *footer]))
-        self._parts = (tuple(header), tuple(columns), [tuple(map(str, r)) for r in rows],
-                       tuple(footer), html_cells or {})
+        self._parts = (
+            tuple(header),
+            tuple(columns),
+            [tuple(map(str, r)) for r in rows],
+            tuple(footer),
+            html_cells or {},
+        )
         return self
 
     def _repr_pretty_(self, p, cycle):
@@ -245,13 +327,15 @@ class TextTable(str):
     def _repr_html_(self) -> str:
         header, columns, rows, footer, cells = self._parts
         esc = html.escape
-        out = [f"<div><p style='font-family:monospace'>{'<br>'.join(map(esc, header))}</p>",
-               "<table><tr>" + "".join(f"<th style='text-align:left'>{esc(c)}</th>"
-                                        for c in columns) + "</tr>"]
+        out = [
+            f"<div><p style='font-family:monospace'>{'<br>'.join(map(esc, header))}</p>",
+            "<table><tr>" + "".join(f"<th style='text-align:left'>{esc(c)}</th>" for c in columns) + "</tr>",
+        ]
         for i, row in enumerate(rows):
             tds = [cells.get((i, j), esc(v)) for j, v in enumerate(row)]
-            out.append("<tr>" + "".join(f"<td style='text-align:left;font-family:monospace'>{t}"
-                                        "</td>" for t in tds) + "</tr>")
+            out.append(
+                "<tr>" + "".join(f"<td style='text-align:left;font-family:monospace'>{t}</td>" for t in tds) + "</tr>"
+            )
         out.append("</table>" + "".join(f"<p>{esc(f)}</p>" for f in footer) + "</div>")
         return "\n".join(out)
 
@@ -268,38 +352,47 @@ def layout_table(obj, shape=None, *, name=None) -> str:
     geom = shard_geometry(shape, layout)
     names, n = layout.mesh.short_device_names, layout.mesh.num_devices
     copies = n // geom.num_unique
-    header = (f"{name + ': ' if name else ''}shape {shape}, sharding {_specs(layout)}, "
-              f"{layout.mesh}: {geom.num_unique} unique block{'s' * (geom.num_unique > 1)} of "
-              f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each")
+    header = (
+        f"{name + ': ' if name else ''}shape {shape}, sharding {_specs(layout)}, "
+        f"{layout.mesh}: {geom.num_unique} unique block{'s' * (geom.num_unique > 1)} of "
+        f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each"
+    )
     rows, cells = [], {}
     looks = block_looks(geom)
     for g, devices in enumerate(geom.replica_groups):
-        rows.append((g, slice_text(geom.blocks[devices[0]]), geom.local_shape,
-                     ", ".join(names[d] for d in devices)))
+        rows.append((g, slice_text(geom.blocks[devices[0]]), geom.local_shape, ", ".join(names[d] for d in devices)))
         cells[(g, 3)] = (
             f"<span style='background:{to_hex(looks[g][0])};display:inline-block;"
-            f"width:0.8em;height:0.8em'></span>&nbsp;"
-            + html.escape(", ".join(names[d] for d in devices)))
+            f"width:0.8em;height:0.8em'></span>&nbsp;" + html.escape(", ".join(names[d] for d in devices))
+        )
     return TextTable([header], ("block", "slices", "local shape", "devices"), rows, html_cells=cells)
-
-
 
 
 def _memory_line(entries, with_slots) -> str:
     """Bytes per device of the variables (and their slots), from ``memory.MemoryPlan``."""
     from ...recording.memory import MemoryEntry, MemoryPlan, format_bytes
+
     try:
-        plan = MemoryPlan(entries[0][3].mesh, tuple(
-            MemoryEntry(name, shape, dtype, layout, () if slot is None else (slot,))
-            for name, shape, dtype, layout, slot in entries))
+        plan = MemoryPlan(
+            entries[0][3].mesh,
+            tuple(
+                MemoryEntry(name, shape, dtype, layout, () if slot is None else (slot,))
+                for name, shape, dtype, layout, slot in entries
+            ),
+        )
     except ValueError:
         return "memory per device: the variables are on different devices"
     per = plan.bytes_per_device
-    return (f"memory per device: {format_bytes(per.max())}"
-            + (f" (parameters {format_bytes(plan.param_bytes_per_device.max())} + velocity slots "
-               f"{format_bytes(plan.slot_bytes_per_device.max())})" if with_slots else
-               " (parameters; dtsgd_viz.memory_plan adds the velocity slots)")
-            + ("" if per.min() == per.max() else f", least {format_bytes(per.min())}"))
+    return (
+        f"memory per device: {format_bytes(per.max())}"
+        + (
+            f" (parameters {format_bytes(plan.param_bytes_per_device.max())} + velocity slots "
+            f"{format_bytes(plan.slot_bytes_per_device.max())})"
+            if with_slots
+            else " (parameters; dtsgd_viz.memory_plan adds the velocity slots)"
+        )
+        + ("" if per.min() == per.max() else f", least {format_bytes(per.min())}")
+    )
 
 
 def model_table(obj, *, memory: bool = False) -> str:
@@ -308,21 +401,32 @@ def model_table(obj, *, memory: bool = False) -> str:
     layout too, flagged ``DIFFERS`` where it is not its parameter's layout. ``memory=True``
     adds a last line: the bytes each device holds (``dtsgd_viz.memory_plan`` has the table)."""
     from ...dtensor.keras3 import check
+
     check(obj, "The object model_table was given")
     if isinstance(obj, Recording):
         entries = [(r.name, r.shape, r.dtype, r.layout, None) for r in obj.records]
         what, opt, footer = f"recording ({len(obj)} steps, kinds {list(obj.kinds)})", None, []
     else:
         if not is_tensorflow_object(obj) and not isinstance(obj, (list, tuple)):
-            raise TypeError(f"model_table takes a tf-keras model, an optimizer, a list of "
-                            f"variables or a Recording. Received: {type(obj).__name__}.")
+            raise TypeError(
+                f"model_table takes a tf-keras model, an optimizer, a list of "
+                f"variables or a Recording. Received: {type(obj).__name__}."
+            )
         from ... import dtensor as _dtensor
+
         variables, opt, what, footer = optimizer_parts(obj)
         entries = []
         for vname, var in zip(unique_names(variables), variables):
             slot = slot_of(opt, var)
-            entries.append((vname, tuple(var.shape), var.dtype.name, _dtensor.layout_of(var),
-                            None if slot is None else _dtensor.layout_of(slot)))
+            entries.append(
+                (
+                    vname,
+                    tuple(var.shape),
+                    var.dtype.name,
+                    _dtensor.layout_of(var),
+                    None if slot is None else _dtensor.layout_of(slot),
+                )
+            )
     if not entries:
         raise ValueError(f"The {what} has no variables to list.")
     mesh = entries[0][3].mesh
@@ -341,20 +445,23 @@ def model_table(obj, *, memory: bool = False) -> str:
         if with_slots:
             differs += slot is not None and slot != layout
             missing += slot is None
-            row += ["(none)" if slot is None else on(slot),
-                    "DIFFERS" if slot is not None and slot != layout else ""]
+            row += ["(none)" if slot is None else on(slot), "DIFFERS" if slot is not None and slot != layout else ""]
         rows.append(row)
-    header = [f"{what}: {len(entries)} variable{'s' * (len(entries) > 1)}, {params} values, "
-              f"on {mesh}"]
+    header = [f"{what}: {len(entries)} variable{'s' * (len(entries) > 1)}, {params} values, on {mesh}"]
     if with_slots:
         have = len(entries) - missing
         footer.append(
-            f"velocity slots: {differs} of {have} laid out differently from their parameter "
-            "(flag DIFFERS)" if differs else f"velocity slots: all {have} share their parameter's layout")
+            f"velocity slots: {differs} of {have} laid out differently from their parameter (flag DIFFERS)"
+            if differs
+            else f"velocity slots: all {have} share their parameter's layout"
+        )
         if missing:
             footer.append(f"{missing} variable(s) have no velocity slot (optimizer not built for them)")
     if memory:
         footer.append(_memory_line(entries, with_slots))
-    cells = {(i, len(columns) - 1): "<b style='color:#CC3311'>DIFFERS</b>"
-             for i, r in enumerate(rows) if with_slots and r[-1]}
+    cells = {
+        (i, len(columns) - 1): "<b style='color:#CC3311'>DIFFERS</b>"
+        for i, r in enumerate(rows)
+        if with_slots and r[-1]
+    }
     return TextTable(header, columns, rows, footer, html_cells=cells)

@@ -21,13 +21,13 @@ import math
 
 from matplotlib.colors import to_rgb
 
-HUE_START, HUE_SPAN = 20.0, 300.0   # degrees of CIELCh: red through yellow, green, blue to purple
+HUE_START, HUE_SPAN = 20.0, 300.0  # degrees of CIELCh: red through yellow, green, blue to purple
 CHROMA = 46.0
-TEXT_LIGHTNESS = 58.0   # CIE L*: white text on darker blocks, black on lighter ones
+TEXT_LIGHTNESS = 58.0  # CIE L*: white text on darker blocks, black on lighter ones
 # lightness levels along the second mesh dim, kept clear of TEXT_LIGHTNESS so that every
 # block of one level gets the same text colour even after gamut clipping
 LEVELS = {1: (56.0,), 2: (40.0, 76.0), 3: (36.0, 66.0, 84.0), 4: (34.0, 48.0, 68.0, 84.0)}
-ONE_DIM_LEVELS = 3      # one sharding mesh dim: lightness cycles, so same-lightness blocks sit 3 hues apart
+ONE_DIM_LEVELS = 3  # one sharding mesh dim: lightness cycles, so same-lightness blocks sit 3 hues apart
 
 
 def _lch_to_rgb(lightness: float, chroma: float, hue_deg: float) -> tuple[float, float, float]:
@@ -37,11 +37,14 @@ def _lch_to_rgb(lightness: float, chroma: float, hue_deg: float) -> tuple[float,
     fx, fz = fy + a / 500, fy - b / 200
 
     def finv(t):
-        return t ** 3 if t > 6 / 29 else 3 * (6 / 29) ** 2 * (t - 4 / 29)
+        return t**3 if t > 6 / 29 else 3 * (6 / 29) ** 2 * (t - 4 / 29)
 
     x, y, z = 0.95047 * finv(fx), finv(fy), 1.08883 * finv(fz)
-    rgb = (3.2406 * x - 1.5372 * y - 0.4986 * z, -0.9689 * x + 1.8758 * y + 0.0415 * z,
-           0.0557 * x - 0.2040 * y + 1.0570 * z)
+    rgb = (
+        3.2406 * x - 1.5372 * y - 0.4986 * z,
+        -0.9689 * x + 1.8758 * y + 0.0415 * z,
+        0.0557 * x - 0.2040 * y + 1.0570 * z,
+    )
 
     def gamma(c):
         c = min(1.0, max(0.0, c))
@@ -52,8 +55,10 @@ def _lch_to_rgb(lightness: float, chroma: float, hue_deg: float) -> tuple[float,
 
 def lightness_of(color) -> float:
     """CIE L* (0 black .. 100 white) of a matplotlib colour."""
+
     def linear(c):
         return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
     r, g, b = (linear(c) for c in to_rgb(color))
     y = 0.2126 * r + 0.7152 * g + 0.0722 * b
     return 116 * y ** (1 / 3) - 16 if y > (6 / 29) ** 3 else y * (29 / 3) ** 3
@@ -64,7 +69,7 @@ def text_color_for(color) -> str:
     return "white" if lightness_of(color) < TEXT_LIGHTNESS else "black"
 
 
-INK_LIGHTNESS = 55.0    # CIE L*: text in a line's colour is darkened to at most this on white
+INK_LIGHTNESS = 55.0  # CIE L*: text in a line's colour is darkened to at most this on white
 
 
 def label_ink(color, max_lightness: float = INK_LIGHTNESS) -> tuple[float, float, float]:
@@ -80,7 +85,7 @@ def label_ink(color, max_lightness: float = INK_LIGHTNESS) -> tuple[float, float
     rgb = to_rgb(color)
     if lightness_of(rgb) <= max_lightness:
         return rgb
-    lo, hi = 0.0, 1.0   # the scale factor: lightness grows with it
+    lo, hi = 0.0, 1.0  # the scale factor: lightness grows with it
     for _ in range(30):
         mid = (lo + hi) / 2
         if lightness_of(tuple(c * mid for c in rgb)) > max_lightness:
@@ -122,7 +127,7 @@ def mesh_colors(geometry) -> tuple[tuple[float, float, float], ...]:
     layout = geometry.layout
     mesh = layout.mesh
     used = [d for d in mesh.dim_names if d in layout.sharding_specs and mesh.dim_size(d) > 1]
-    used = used[-2:]   # more dims: the last two vary fastest
+    used = used[-2:]  # more dims: the last two vary fastest
     sizes = [mesh.dim_size(d) for d in used]
     out = []
     for devices in geometry.replica_groups:
@@ -137,7 +142,7 @@ def mesh_colors(geometry) -> tuple[tuple[float, float, float], ...]:
             out.append(grid_color(c[0], sizes[0], c[0] % ONE_DIM_LEVELS, ONE_DIM_LEVELS))
         else:
             out.append(grid_color(0, 1, 0, 1))
-    if len(set(out)) < len(out):   # mesh dims past the last two repeat colours: by group
+    if len(set(out)) < len(out):  # mesh dims past the last two repeat colours: by group
         n = len(out)
         k = 4 if n > 16 else ONE_DIM_LEVELS
         out = [grid_color(g // k, -(-n // k), g % k, k) for g in range(n)]

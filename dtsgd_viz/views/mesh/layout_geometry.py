@@ -50,14 +50,15 @@ from .layout_labels import (  # noqa: F401
 )
 
 MAX_FACETS = {3: (12,), 4: (4, 4)}  # panels per leading dim, by tensor rank
-KEY_GAP = 0.22      # inches between the panels' x label and the mesh key's title
-KEY_BOTTOM = 0.55   # inches under the mesh key, for its tick labels and x label
-COLUMN_IN = 0.23    # inches a block column needs for a two-digit id at ``NOTE_SIZE``
-ROW_IN = 0.2        # inches a block row needs for one line of label
-MAX_PANEL = (6.4, 6.0)   # inches: the largest unfaceted panel
+KEY_GAP = 0.22  # inches between the panels' x label and the mesh key's title
+KEY_BOTTOM = 0.55  # inches under the mesh key, for its tick labels and x label
+COLUMN_IN = 0.23  # inches a block column needs for a two-digit id at ``NOTE_SIZE``
+ROW_IN = 0.2  # inches a block row needs for one line of label
+MAX_PANEL = (6.4, 6.0)  # inches: the largest unfaceted panel
 
 
 # ---- the picture ------------------------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True)
 class Block:
@@ -84,11 +85,11 @@ class Block:
 
 @dataclasses.dataclass(frozen=True)
 class Panel:
-    index: tuple[int, ...]               # indices of the faceted leading dims
+    index: tuple[int, ...]  # indices of the faceted leading dims
     title: str
     box: tuple[float, float, float, float]  # left, bottom, width, height (inches)
     xlim: tuple[float, float]
-    ylim: tuple[float, float]            # (bottom, top): inverted, row 0 on top
+    ylim: tuple[float, float]  # (bottom, top): inverted, row 0 on top
     xticks: tuple[int, ...]
     yticks: tuple[int, ...]
     xlabel: str
@@ -126,13 +127,13 @@ class MeshKey:
 @dataclasses.dataclass(frozen=True)
 class LayoutPicture:
     geometry: ShardGeometry
-    names: tuple[str, ...]        # device names as labels show them (CPU:3)
+    names: tuple[str, ...]  # device names as labels show them (CPU:3)
     title: str
     subtitle: str
     note: str
     figsize: tuple[float, float]
     panels: tuple[Panel, ...]
-    key: MeshKey | None           # None: one copy per block, the panel names the coordinates
+    key: MeshKey | None  # None: one copy per block, the panel names the coordinates
     omitted_labels: int
 
     @property
@@ -207,8 +208,7 @@ def _panel_size(shape, layout, faceted) -> tuple[float, float]:
 
 def _aspect_size(shape, layout, faceted):
     a = min(max(shape[-2] / shape[-1], 0.22), 1.5)
-    base, tall, low = (2.2, 2.0, 0.8) if faceted else (
-        6.4, 4.4, max(2.0, 0.4 * layout.num_shards(len(shape) - 2)))
+    base, tall, low = (2.2, 2.0, 0.8) if faceted else (6.4, 4.4, max(2.0, 0.4 * layout.num_shards(len(shape) - 2)))
     if a * base <= tall:
         return base, min(max(a * base, low), tall)
     return tall / a, tall
@@ -240,27 +240,39 @@ def _mesh_key(layout, width, title, geom=None, max_height=4.0):
     groups, gap = math.prod(sizes[:-2]), 0.4
     nrows = groups * inner + (groups - 1) * gap
     cell = min(0.5, max(0.12, width / ncols), max(0.16, max_height / nrows))
-    geom = geom or shard_geometry(tuple(layout.num_shards(i) for i in range(layout.rank)),
-                                  layout)
+    geom = geom or shard_geometry(tuple(layout.num_shards(i) for i in range(layout.rank)), layout)
     looks = block_looks(geom)
     # the blocks' notations: full names, else bare ids (the note says they are device ids)
     forms = (mesh.short_device_names, [str(d) for d in range(n)])
-    texts, fs = next(((t, f) for t in forms for f in (TICK_SIZE, MIN_FONT)
-                      if max(text_width_pt(s, f) for s in t) <= cell * 72 - 3 * PAD),
-                     ([""] * n, MIN_FONT))
+    texts, fs = next(
+        (
+            (t, f)
+            for t in forms
+            for f in (TICK_SIZE, MIN_FONT)
+            if max(text_width_pt(s, f) for s in t) <= cell * 72 - 3 * PAD
+        ),
+        ([""] * n, MIN_FONT),
+    )
     cells, yticks = [], []
     for d in range(n):
         c = mesh.device_coords(d)
         g = int(np.ravel_multi_index(c[:-2], sizes[:-2])) if len(c) > 2 else 0
         y = g * (inner + gap) + (c[-2] if len(c) >= 2 else 0)
         color, hatch = looks[geom.group_of[d]]
-        cells.append(KeyCell(d, (c[-1], y, 1, 1), color, text_color_for(color), texts[d], fs,
-                             hatch))
+        cells.append(KeyCell(d, (c[-1], y, 1, 1), color, text_color_for(color), texts[d], fs, hatch))
         if c[-1] == 0 and len(sizes) >= 2:
             yticks.append((y + 0.5, ", ".join(f"{m}={i}" for m, i in zip(dims[:-1], c[:-1]))))
     xticks = tuple((i + 0.5, str(i)) for i in range(ncols))
-    return MeshKey((0.0, 0.0, cell * ncols, cell * nrows), tuple(cells), (0, ncols), (nrows, 0),
-                   xticks, tuple(yticks), f"mesh dim {mesh_dim_role(layout, dims[-1])}", title)
+    return MeshKey(
+        (0.0, 0.0, cell * ncols, cell * nrows),
+        tuple(cells),
+        (0, ncols),
+        (nrows, 0),
+        xticks,
+        tuple(yticks),
+        f"mesh dim {mesh_dim_role(layout, dims[-1])}",
+        title,
+    )
 
 
 def _facets(shape, layout):
@@ -271,8 +283,11 @@ def _facets(shape, layout):
     rank = len(shape)
     lead = tuple(range(rank - 2)) if rank >= 3 else ()
     limits = MAX_FACETS.get(rank, ())
-    picks = {d: pick_indices(shape[d], layout.num_shards(d), limits[d]) for d in lead
-             if layout.sharding_specs[d] != UNSHARDED}
+    picks = {
+        d: pick_indices(shape[d], layout.num_shards(d), limits[d])
+        for d in lead
+        if layout.sharding_specs[d] != UNSHARDED
+    }
     collapsed = tuple(d for d in lead if d not in picks)
     indices = [tuple(c) for c in itertools.product(*[picks.get(d, (0,)) for d in lead])]
     ncols = len(picks[lead[1]]) if len(picks) == 2 else min(4, len(indices))
@@ -281,8 +296,7 @@ def _facets(shape, layout):
 
 def _crowded(labelled) -> bool:
     """Whether some block label is stacked more than ``MAX_LINES`` deep, or left out."""
-    return any(not b.label or b.label.count("\n") >= MAX_LINES
-               for blocks in labelled for b in blocks)
+    return any(not b.label or b.label.count("\n") >= MAX_LINES for blocks in labelled for b in blocks)
 
 
 def _frame(faceted, rank, grid, key, header, key_title, coords=((), ()), xlabel_lines=1):
@@ -294,21 +308,32 @@ def _frame(faceted, rank, grid, key, header, key_title, coords=((), ()), xlabel_
     title, subtitle, note = header
     grid_w, grid_h = grid
     left_m, right_m, bottom_m = (1.0 if rank >= 2 else 0.5), 0.35, (1.0 if faceted else 0.75)
-    if key is None:   # the mesh coordinates beside the panel instead: room right and on top
+    if key is None:  # the mesh coordinates beside the panel instead: room right and on top
         key_w, key_h, key_ytick_in, key_title = 0.0, -0.6, 0.0, ""
         right_m += max((text_width_pt(t, NOTE_SIZE) for _, t in coords[1]), default=0) / 72 + 0.1
     else:
         key_w, key_h = key.box[2], key.box[3]
         key_ytick_in = max((text_width_pt(t, NOTE_SIZE) for _, t in key.yticks), default=0) / 72
     lines = title.count("\n") + 1 + subtitle.count("\n") + 1 + (note.count("\n") + 1 if note else 0)
-    top_m = (0.3 + 0.21 * lines + (0.35 if faceted else 0.1) + (0.1 if note else 0)
-             + (0.25 if coords[0] else 0) + (0.2 if coords[2:] and coords[2] else 0))
-    header_w = max(*(1.2 * text_width_pt(t, SUPTITLE_SIZE) for t in title.split("\n")),  # bold
-                   *(text_width_pt(t, SUBTITLE_SIZE) for t in subtitle.split("\n")),
-                   *(text_width_pt(t, NOTE_SIZE) for t in [*note.split("\n"), *key_title.split("\n")])
-                   ) * 0.92 / 72 + 0.3   # text_width_pt is generous: ~8% wide
-    fig_w = min(WIDTH, max(left_m + grid_w + right_m, key_w + 2 * (key_ytick_in + 0.4),
-                           header_w, 4.0))
+    top_m = (
+        0.3
+        + 0.21 * lines
+        + (0.35 if faceted else 0.1)
+        + (0.1 if note else 0)
+        + (0.25 if coords[0] else 0)
+        + (0.2 if coords[2:] and coords[2] else 0)
+    )
+    header_w = (
+        max(
+            *(1.2 * text_width_pt(t, SUPTITLE_SIZE) for t in title.split("\n")),  # bold
+            *(text_width_pt(t, SUBTITLE_SIZE) for t in subtitle.split("\n")),
+            *(text_width_pt(t, NOTE_SIZE) for t in [*note.split("\n"), *key_title.split("\n")]),
+        )
+        * 0.92
+        / 72
+        + 0.3
+    )  # text_width_pt is generous: ~8% wide
+    fig_w = min(WIDTH, max(left_m + grid_w + right_m, key_w + 2 * (key_ytick_in + 0.4), header_w, 4.0))
     if key is None:
         fig_h = top_m + grid_h + bottom_m + 0.05
     else:
@@ -332,20 +357,24 @@ def _panels(shape, layout, indices, labelled, ncols, size, x0, top, gaps, picks)
         r, c = divmod(k, ncols)
         bottom_row = k + ncols >= len(indices)  # no panel below this one
         where = [str(i) if d in picks else ":" for d, i in enumerate(idx)]
-        panels.append(Panel(
-            idx, "[" + ", ".join([*where, ":", ":"][:rank]) + "]" if faceted else "",
-            (x0 + c * (pw + gx), top - ph - r * (ph + gy), pw, ph),
-            (0, xrange), (yrange, 0),
-            boundary_ticks(shape[-1], layout.num_shards(rank - 1), max_ticks),
-            boundary_ticks(shape[-2], layout.num_shards(rank - 2), max_ticks) if rank >= 2 else (),
-            _axis_label(layout, rank - 1, pw * 72, faceted) if bottom_row else "",
-            _axis_label(layout, rank - 2, ph * 72, faceted) if rank >= 2 and c == 0 else "",
-            tuple(blocks)))
+        panels.append(
+            Panel(
+                idx,
+                "[" + ", ".join([*where, ":", ":"][:rank]) + "]" if faceted else "",
+                (x0 + c * (pw + gx), top - ph - r * (ph + gy), pw, ph),
+                (0, xrange),
+                (yrange, 0),
+                boundary_ticks(shape[-1], layout.num_shards(rank - 1), max_ticks),
+                boundary_ticks(shape[-2], layout.num_shards(rank - 2), max_ticks) if rank >= 2 else (),
+                _axis_label(layout, rank - 1, pw * 72, faceted) if bottom_row else "",
+                _axis_label(layout, rank - 2, ph * 72, faceted) if rank >= 2 and c == 0 else "",
+                tuple(blocks),
+            )
+        )
     return tuple(panels)
 
 
-def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
-                   panel_size=None, note=None) -> LayoutPicture:
+def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None, panel_size=None, note=None) -> LayoutPicture:
     """Everything the layout figure shows, computed. ``panel_size`` (inches) overrides
     the automatic size, e.g. to fit labels in an existing axes. Unsharded leading dims
     of a rank-3/4 tensor are drawn once (the subtitle names them); past
@@ -362,46 +391,55 @@ def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None,
     nrows = math.ceil(len(indices) / ncols)
     gaps = (0.55, 0.7) if faceted else (0.0, 0.0)
     pw, ph = panel_size or _panel_size(shape, layout, faceted)
-    room = WIDTH - 1.35 - (ncols - 1) * gaps[0]   # the grid within the figure's margins
+    room = WIDTH - 1.35 - (ncols - 1) * gaps[0]  # the grid within the figure's margins
     if panel_size is None and ncols * pw > room:
         pw, ph = room / ncols, ph * room / (ncols * pw)
     yrange = shape[-2] if rank >= 2 else 1
 
     def label_all(pw, ph):
-        return [label_blocks(_blocks(geom, idx), names, (pw * 72, ph * 72), shape[-1], yrange,
-                             rotate=not mesh_coloured(geom) or copies > 1)
-                for idx in indices]
+        return [
+            label_blocks(
+                _blocks(geom, idx),
+                names,
+                (pw * 72, ph * 72),
+                shape[-1],
+                yrange,
+                rotate=not mesh_coloured(geom) or copies > 1,
+            )
+            for idx in indices
+        ]
 
     labelled = label_all(pw, ph)
     wide = room - (0.7 if geom.num_devices == geom.num_unique else 0.0)  # coords on the right
     if panel_size is None and not faceted and pw < wide and _crowded(labelled):
-        pw = wide   # the column's width, for labels of one or two lines
+        pw = wide  # the column's width, for labels of one or two lines
         labelled = label_all(pw, ph)
     title, subtitle = header_text(geom, layout, name, title, picks, collapsed)
-    key_title = ("devices on the mesh, coloured by the block they hold" if not mesh_coloured(geom)
-                 else "devices on the mesh: each block's colour is its mesh coordinate") + (
-        f"\n(one colour: the {copies} copies of a block)" if copies > 1 else "")
+    key_title = (
+        "devices on the mesh, coloured by the block they hold"
+        if not mesh_coloured(geom)
+        else "devices on the mesh: each block's colour is its mesh coordinate"
+    ) + (f"\n(one colour: the {copies} copies of a block)" if copies > 1 else "")
 
     # placement (inches, from the figure's bottom-left)
     grid = (ncols * pw + (ncols - 1) * gaps[0], nrows * ph + (nrows - 1) * gaps[1])
     coords = ((), (), "")
-    if copies == 1 and not faceted and panel_size is None:   # a key would repeat the panel
+    if copies == 1 and not faceted and panel_size is None:  # a key would repeat the panel
         key = None
         xc, xl = coord_ticks(layout, rank - 1, shape[-1], pw * 72, True)
         yc = coord_ticks(layout, rank - 2, shape[-2], ph * 72, False)[0] if rank >= 2 else ()
         coords = (xc, yc, xl)
     else:
         key = _mesh_key(layout, min(5.5, max(grid[0], 3.0)), key_title, geom)
-    shown = [b.label for blocks in labelled for b in blocks] + (
-        [c.label for c in key.cells] if key is not None else [])
+    shown = [b.label for blocks in labelled for b in blocks] + ([c.label for c in key.cells] if key is not None else [])
     note, omitted = note_text(geom, picks, labelled, names if bare_ids(shown) else None, note)
     xlabel_lines = 1 + (faceted or text_width_pt(dim_text(layout, rank - 1), LABEL_SIZE) > pw * 72)
-    figsize, x0, top = _frame(faceted, rank, grid, key, (title, subtitle, note), key_title, coords,
-                              xlabel_lines)
+    figsize, x0, top = _frame(faceted, rank, grid, key, (title, subtitle, note), key_title, coords, xlabel_lines)
     panels = _panels(shape, layout, indices, labelled, ncols, (pw, ph), x0, top, gaps, picks)
     if key is None:
-        panels = tuple(dataclasses.replace(p, xcoords=coords[0], ycoords=coords[1],
-                                           xcoord_label=coords[2]) for p in panels)
+        panels = tuple(
+            dataclasses.replace(p, xcoords=coords[0], ycoords=coords[1], xcoord_label=coords[2]) for p in panels
+        )
     else:
         key_w, key_h = key.box[2], key.box[3]
         key = dataclasses.replace(key, box=((figsize[0] - key_w) / 2, KEY_BOTTOM, key_w, key_h))

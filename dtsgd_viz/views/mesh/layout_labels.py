@@ -22,16 +22,19 @@ import math
 from ...specs import UNSHARDED
 from ..core.style import LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE, WIDTH
 
-MIN_FONT = NOTE_SIZE   # 8.5 pt: 11.8 px as displayed (``style``'s smallest text)
-PAD = 2.0           # points kept free around a label inside its block
-MAX_LINES = 2       # lines of a block label that read at a glance (more only when nothing else fits)
+MIN_FONT = NOTE_SIZE  # 8.5 pt: 11.8 px as displayed (``style``'s smallest text)
+PAD = 2.0  # points kept free around a label inside its block
+MAX_LINES = 2  # lines of a block label that read at a glance (more only when nothing else fits)
 
 
 # ---- text measures (DejaVu Sans, matplotlib's default; slightly generous) ----------
 
+
 def text_width_pt(text: str, fontsize: float) -> float:
-    return fontsize * sum(0.36 if ch in ",.:;'| " else 0.45 if ch in "[]()-=" else
-                          0.74 if ch.isupper() or ch in "mw" else 0.64 for ch in text)
+    return fontsize * sum(
+        0.36 if ch in ",.:;'| " else 0.45 if ch in "[]()-=" else 0.74 if ch.isupper() or ch in "mw" else 0.64
+        for ch in text
+    )
 
 
 def text_height_pt(n_lines: int, fontsize: float) -> float:
@@ -43,6 +46,7 @@ def slice_text(slices) -> str:
 
 
 # ---- device labels ------------------------------------------------------------------
+
 
 def compact_devices(devices) -> str:
     """``d0,d4`` for a few devices; runs of three or more as ``d0-d3``."""
@@ -96,9 +100,18 @@ def _fit(tokens, sep, fontsize, w_pt, h_pt, rotation=0):
 # (label form, rotation, font sizes), tried in order: full names upright, then compact
 # upright, then rotated, then smaller; the first that fits every block of a panel wins.
 _SIZES = (LABEL_SIZE, TICK_SIZE, NOTE_SIZE)
-_ATTEMPTS = [(0, 0, _SIZES), (1, 0, _SIZES), (0, 90, _SIZES), (1, 90, _SIZES),
-             (2, 0, _SIZES), (2, 90, _SIZES), (3, 0, _SIZES), (3, 90, _SIZES),
-             (4, 0, _SIZES), (4, 90, _SIZES)]
+_ATTEMPTS = [
+    (0, 0, _SIZES),
+    (1, 0, _SIZES),
+    (0, 90, _SIZES),
+    (1, 90, _SIZES),
+    (2, 0, _SIZES),
+    (2, 90, _SIZES),
+    (3, 0, _SIZES),
+    (3, 90, _SIZES),
+    (4, 0, _SIZES),
+    (4, 90, _SIZES),
+]
 
 
 def jax_devices(devices, names) -> list[str]:
@@ -117,14 +130,17 @@ def jax_devices(devices, names) -> list[str]:
 def label_forms(devices, names):
     """Label forms of a replica group, most to least explicit: (tokens, separator)."""
     compact = compact_devices(devices)
-    return [([names[d] for d in devices], ", "),
-            (jax_devices(devices, names), ""),
-            ([t + "," for t in compact.split(",")[:-1]] + [compact.split(",")[-1]], ""),
-            ([shortest_devices(devices)], ""),
-            ([f"{d}," for d in devices[:-1]] + [str(devices[-1])], "")]
+    return [
+        ([names[d] for d in devices], ", "),
+        (jax_devices(devices, names), ""),
+        ([t + "," for t in compact.split(",")[:-1]] + [compact.split(",")[-1]], ""),
+        ([shortest_devices(devices)], ""),
+        ([f"{d}," for d in devices[:-1]] + [str(devices[-1])], ""),
+    ]
 
 
 # ---- labelling a panel's blocks -------------------------------------------------------
+
 
 def label_blocks(blocks, names, size_pt, xrange, yrange, rotate=True):
     """Label the blocks (``layout_geometry.Block``) with one form and font size that fits
@@ -136,8 +152,7 @@ def label_blocks(blocks, names, size_pt, xrange, yrange, rotate=True):
     def box_pt(b):
         return b.rect[2] * px, b.rect[3] * py
 
-    candidates = [(form, rot, fs) for form, rot, sizes in _ATTEMPTS for fs in sizes
-                  if rotate or not rot]
+    candidates = [(form, rot, fs) for form, rot, sizes in _ATTEMPTS for fs in sizes if rotate or not rot]
     if any(len(b.devices) > 2 for b in blocks):  # many copies: "CPU 0-3" reads before a list
         candidates.sort(key=lambda c: c[0] != 1)
     forms = [label_forms(b.devices, names) for b in blocks]
@@ -147,16 +162,19 @@ def label_blocks(blocks, names, size_pt, xrange, yrange, rotate=True):
     for max_lines in (MAX_LINES, None):
         for form, rot, fs in candidates:
             fits = [_fit(*f[form], fs, *box_pt(b), rot) for b, f in zip(blocks, forms)]
-            if all(fits) and (max_lines is None
-                              or max(t.count("\n") + 1 for t in fits) <= max_lines):
+            if all(fits) and (max_lines is None or max(t.count("\n") + 1 for t in fits) <= max_lines):
                 chosen = [((text, rot), fs) for text in fits]
                 break
         if chosen is not None:
             break
     if chosen is None:
-        chosen = [next((((text, rot), fs) for form, rot, fs in candidates
-                        if (text := _fit(*f[form], fs, *box_pt(b), rot))), (("", 0), MIN_FONT))
-                  for b, f in zip(blocks, forms)]
+        chosen = [
+            next(
+                (((text, rot), fs) for form, rot, fs in candidates if (text := _fit(*f[form], fs, *box_pt(b), rot))),
+                (("", 0), MIN_FONT),
+            )
+            for b, f in zip(blocks, forms)
+        ]
     fs_detail = max(MIN_FONT, min(s for _, s in chosen) - 1)
 
     def detail_fits(b, fit, fs):
@@ -164,28 +182,37 @@ def label_blocks(blocks, names, size_pt, xrange, yrange, rotate=True):
         text = slice_text(b.slices)
         lines = fit[0].count("\n") + 1
         # label above the centre line, slices below it: each gets half the block
-        return (fit[1] == 0 and text_width_pt(text, fs_detail) <= w - 2 * PAD
-                and 2 * max(text_height_pt(lines, fs), text_height_pt(1, fs_detail))
-                <= h - 2 * PAD)
+        return (
+            fit[1] == 0
+            and text_width_pt(text, fs_detail) <= w - 2 * PAD
+            and 2 * max(text_height_pt(lines, fs), text_height_pt(1, fs_detail)) <= h - 2 * PAD
+        )
 
     with_detail = all(detail_fits(b, f, fs) for b, (f, fs) in zip(blocks, chosen) if f[0])
     out = []
     for b, ((text, rotation), fs) in zip(blocks, chosen):
         x, y, w, h = b.rect
-        out.append(dataclasses.replace(
-            b, label=text, fontsize=fs, rotation=rotation, label_xy=(x + w / 2, y + h / 2),
-            detail=slice_text(b.slices) if with_detail and text else ""))
+        out.append(
+            dataclasses.replace(
+                b,
+                label=text,
+                fontsize=fs,
+                rotation=rotation,
+                label_xy=(x + w / 2, y + h / 2),
+                detail=slice_text(b.slices) if with_detail and text else "",
+            )
+        )
     return out
 
 
 # ---- the layout figure's header ---------------------------------------------------------
 
+
 def dim_text(layout, dim: int, two_lines: bool = False) -> str:
     """``tensor dim 1 — sharded over 'model' (4)``, or ``not sharded`` (each block spans
     the dim whole). Copies come from mesh dims, not tensor dims: see ``mesh_dim_role``."""
     spec = layout.sharding_specs[dim]
-    how = ("not sharded" if spec == UNSHARDED
-           else f"sharded over '{spec}' ({layout.mesh.dim_size(spec)})")
+    how = "not sharded" if spec == UNSHARDED else f"sharded over '{spec}' ({layout.mesh.dim_size(spec)})"
     return f"tensor dim {dim}" + ("\n" if two_lines else " — ") + how
 
 
@@ -211,8 +238,7 @@ def coord_ticks(layout, dim: int, size: int, length_pt: float, across: bool):
     if short:
         need = text_width_pt(str(k - 1), NOTE_SIZE) + 4
     step = max(1, math.ceil(need / block_pt))
-    ticks = tuple(((i + 0.5) * size / k, str(i) if short else f"{mesh_dim}={i}")
-                  for i in range(0, k, step))
+    ticks = tuple(((i + 0.5) * size / k, str(i) if short else f"{mesh_dim}={i}") for i in range(0, k, step))
     return ticks, (f"mesh coordinate along '{mesh_dim}'" if short else "")
 
 
@@ -240,7 +266,6 @@ def copies_text(layout) -> str:
     return "mesh dims: " + " · ".join(roles)
 
 
-
 def _wrap_text(text: str, fontsize: float, width_in: float = WIDTH - 0.4) -> str:
     """``text`` broken between words into lines at most ``width_in`` wide at ``fontsize``."""
     out = []
@@ -257,15 +282,16 @@ def collapsed_text(shape, collapsed) -> str:
     sizes = "x".join(str(shape[d]) for d in collapsed)
     what = "taps" if len(collapsed) == 2 else "slices"
     dims = ", ".join(map(str, collapsed))
-    return (f"{sizes} {what} (tensor dim{'s' * (len(collapsed) > 1)} {dims}: not sharded), "
-            "each laid out alike: one panel shows them all")
+    return (
+        f"{sizes} {what} (tensor dim{'s' * (len(collapsed) > 1)} {dims}: not sharded), "
+        "each laid out alike: one panel shows them all"
+    )
 
 
 def copied_over(layout) -> tuple[str, ...]:
     """The mesh dims (of size > 1) the layout does not use: the devices along them hold
     the same block, so they are where every copy comes from."""
-    return tuple(d for d in layout.mesh.dim_names
-                 if d not in layout.sharding_specs and layout.mesh.dim_size(d) > 1)
+    return tuple(d for d in layout.mesh.dim_names if d not in layout.sharding_specs and layout.mesh.dim_size(d) > 1)
 
 
 def finding_text(geom, layout, prefix: str) -> str:
@@ -325,8 +351,7 @@ def header_text(geom, layout, name, title, picks=None, collapsed=()):
     if len(faceted) == 1:
         subtitle += f"\npanels: one per index of {dim_text(layout, faceted[0])}"
     elif len(faceted) == 2:
-        subtitle += (f"\npanel rows: {dim_text(layout, 0)}; panel columns: "
-                     f"{dim_text(layout, 1).replace('tensor ', '')}")
+        subtitle += f"\npanel rows: {dim_text(layout, 0)}; panel columns: {dim_text(layout, 1).replace('tensor ', '')}"
     if collapsed:
         subtitle += "\n" + collapsed_text(shape, collapsed)
     return title, _wrap_text(subtitle, SUBTITLE_SIZE)
@@ -340,8 +365,7 @@ def bare_ids(texts) -> bool:
 
 def ids_text(names) -> str:
     """``the numbers are device ids (0 = CPU:0, ..., 7 = CPU:7)``: on the blocks and the key."""
-    return (f"the numbers are device ids (0 = {names[0]}, ..., "
-            f"{len(names) - 1} = {names[-1]})")
+    return f"the numbers are device ids (0 = {names[0]}, ..., {len(names) - 1} = {names[-1]})"
 
 
 def note_text(geom, picks, labelled, names=None, extra=None):
@@ -350,12 +374,14 @@ def note_text(geom, picks, labelled, names=None, extra=None):
     (e.g. the bytes per device): ``(note, number of blocks left unlabelled)``."""
     shape = geom.global_shape
     notes = [ids_text(names)] if names else []
-    notes += [f"showing indices {', '.join(map(str, p))} of {shape[d]} along tensor dim {d}"
-              for d, p in sorted((picks or {}).items()) if len(p) < shape[d]]
+    notes += [
+        f"showing indices {', '.join(map(str, p))} of {shape[d]} along tensor dim {d}"
+        for d, p in sorted((picks or {}).items())
+        if len(p) < shape[d]
+    ]
     if len(notes) > bool(names):
         missing = geom.num_unique - len({b.group for blocks in labelled for b in blocks})
-        notes.append("every block appears" if not missing
-                     else f"{missing} block(s) not shown (see layout_table)")
+        notes.append("every block appears" if not missing else f"{missing} block(s) not shown (see layout_table)")
     omitted = sum(1 for blocks in labelled for b in blocks if not b.label)
     if omitted:
         notes.append(f"{omitted} label(s) left out for lack of room (see layout_table)")

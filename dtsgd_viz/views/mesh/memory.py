@@ -33,10 +33,10 @@ from .traffic import dims_text, per_device, totals, traffic_items
 
 _PALETTE = list(VARIABLE_COLORS)
 _GREYS = ("#BBBBBB", "#888888", "#DDDDDD", "#666666")
-LABEL_LIFT = 4.0   # points between a level's label and the bar top or line it sits on
+LABEL_LIFT = 4.0  # points between a level's label and the bar top or line it sits on
 BAR_WIDTH = 0.8
 LEADER_END = 1.04  # axes fraction where a segment's leader line meets its label
-_UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024 ** 2), ("GiB", 1024 ** 3), ("TiB", 1024 ** 4))
+_UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("TiB", 1024**4))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Segment:
     """One stacked piece of every device's bar: ``bottom`` and ``height`` per device (bytes)."""
 
     label: str
-    kind: str            # "param" or "slot"
+    kind: str  # "param" or "slot"
     color: str
     bottom: np.ndarray
     height: np.ndarray
@@ -114,13 +114,14 @@ def _traffic_of(plan: MemoryPlan, communication, batch_dims):
     traffic = communication_plan(plan, batch_dims) if communication is True else communication
     traffic_items(traffic)  # a plan or a report, else a TypeError saying so
     if traffic.mesh.num_devices != plan.mesh.num_devices:
-        raise ValueError(f"communication= is on {traffic.mesh}, the memory plan on {plan.mesh}: "
-                         "pass the traffic of the same devices.")
+        raise ValueError(
+            f"communication= is on {traffic.mesh}, the memory plan on {plan.mesh}: "
+            "pass the traffic of the same devices."
+        )
     return traffic
 
 
-def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8, communication=False,
-                batch_dims=("batch",)) -> Figure:
+def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8, communication=False, batch_dims=("batch",)) -> Figure:
     """Bytes per device (mesh device order) stacked by variable, each variable's slots
     hatched above its parameter, with a dashed line at what every device would hold if
     nothing were sharded. Each variable is named at the right of the last bar, with its
@@ -137,10 +138,16 @@ def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8, communication=
     own = ax is None
     if own:
         from ..core.figure import new_figure
+
         if traffic is None:
-            thin = _thin(plan, segments, labels, 3.9 * DPI * 0.7)   # about the axes' height
-            room = max([len(t) + len(THIN_NOTE) * (name in thin) + 1 for name, t, _, _ in labels]
-                       + [0]) * LABEL_SIZE * 0.6 / 72 + 0.6
+            thin = _thin(plan, segments, labels, 3.9 * DPI * 0.7)  # about the axes' height
+            room = (
+                max([len(t) + len(THIN_NOTE) * (name in thin) + 1 for name, t, _, _ in labels] + [0])
+                * LABEL_SIZE
+                * 0.6
+                / 72
+                + 0.6
+            )
             fig = new_figure((min(WIDTH, max(6.0, 2.5 + 0.45 * n) + room), 3.9), DPI)
             axes = (fig.add_subplot(),)
         else:
@@ -150,22 +157,29 @@ def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8, communication=
     else:
         axes = tuple(ax) if isinstance(ax, (tuple, list)) else (ax,)
         if len(axes) != (1 if traffic is None else 2):
-            raise ValueError(f"ax= takes {'one axes' if traffic is None else 'two axes (memory, traffic)'}"
-                             f" here. Received: {len(axes)}.")
+            raise ValueError(
+                f"ax= takes {'one axes' if traffic is None else 'two axes (memory, traffic)'}"
+                f" here. Received: {len(axes)}."
+            )
         fig = axes[0].figure
-        axes[0].set_title(fit(_memory_title(plan), _width_pt(axes[0]), TITLE_SIZE),
-                          fontsize=TITLE_SIZE)
+        axes[0].set_title(fit(_memory_title(plan), _width_pt(axes[0]), TITLE_SIZE), fontsize=TITLE_SIZE)
     handles = _draw_memory(axes[0], plan, segments, mesh_label=not own)
     if traffic is not None:
         handles += _draw_traffic(axes[1], plan, traffic, segments, mesh_label=not own)
         if own:
             axes[0].set_title("memory per device", fontsize=TITLE_SIZE)
-        axes[-1].legend(handles=handles, fontsize=NOTE_SIZE, loc="upper left",
-                        bbox_to_anchor=(1.01, 1.0), frameon=False, title="variables",
-                        title_fontsize=NOTE_SIZE)
+        axes[-1].legend(
+            handles=handles,
+            fontsize=NOTE_SIZE,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            frameon=False,
+            title="variables",
+            title_fontsize=NOTE_SIZE,
+        )
     elif labels:
         texts = _draw_labels(axes[0], plan, labels, segments)
-        if own:   # placed again at the axes' height once the layout has run
+        if own:  # placed again at the axes' height once the layout has run
             fig.draw_without_rendering()
             _place_labels(axes[0], plan, texts, labels, segments)
     _fit_notes(axes)
@@ -179,8 +193,7 @@ def _fit_notes(axes) -> None:
     fig = axes[0].figure
     if not hasattr(fig.canvas, "get_renderer"):
         return
-    notes = [(ax, t) for ax in axes for t in ax.texts
-             if t.get_gid() in ("sharded-text", "traffic-text")]
+    notes = [(ax, t) for ax in axes for t in ax.texts if t.get_gid() in ("sharded-text", "traffic-text")]
     if not notes:
         return
     fig.draw_without_rendering()
@@ -220,7 +233,7 @@ def _memory_unit(plan) -> tuple[str, int]:
     return unit_for(max(int(plan.bytes_per_device.max()), plan.unique_bytes))
 
 
-THIN_PX = 4.0   # a variable's stack thinner than this on the last bar cannot be seen
+THIN_PX = 4.0  # a variable's stack thinner than this on the last bar cannot be seen
 THIN_NOTE = "(too thin to see)"
 
 
@@ -238,14 +251,37 @@ def _thin(plan, segments, labels, axes_px: float) -> set:
 def _draw_labels(ax, plan, labels, segments) -> list:
     """The variables named at the right of the last bar (in axes fractions); a name whose
     stack is too thin to see says so beside it (its own text, ``segment-thin-<name>``)."""
-    texts = [ax.text(LEADER_END + 0.01, 0.5, text, transform=ax.transAxes, ha="left",
-                     va="center", fontsize=LABEL_SIZE, color="#222222", clip_on=False,
-                     gid=f"segment-label-{name}")
-             for name, text, _, _ in labels]
+    texts = [
+        ax.text(
+            LEADER_END + 0.01,
+            0.5,
+            text,
+            transform=ax.transAxes,
+            ha="left",
+            va="center",
+            fontsize=LABEL_SIZE,
+            color="#222222",
+            clip_on=False,
+            gid=f"segment-label-{name}",
+        )
+        for name, text, _, _ in labels
+    ]
     for (name, _, _, _), t in zip(labels, texts):
-        ax.annotate(THIN_NOTE, (1.0, 0.5), xycoords=t, xytext=(4, 0), textcoords="offset points",
-                    ha="left", va="center", fontsize=LABEL_SIZE, color="#555555", fontstyle="italic",
-                    annotation_clip=False, visible=False, gid=f"segment-thin-{name}")
+        ax.annotate(
+            THIN_NOTE,
+            (1.0, 0.5),
+            xycoords=t,
+            xytext=(4, 0),
+            textcoords="offset points",
+            ha="left",
+            va="center",
+            fontsize=LABEL_SIZE,
+            color="#555555",
+            fontstyle="italic",
+            annotation_clip=False,
+            visible=False,
+            gid=f"segment-thin-{name}",
+        )
     _place_labels(ax, plan, texts, labels, segments)
     return texts
 
@@ -260,7 +296,7 @@ def _place_labels(ax, plan, texts, labels, segments) -> None:
     for t in ax.texts:
         gid = t.get_gid() or ""
         if gid.startswith("segment-thin-"):
-            t.set_visible(gid[len("segment-thin-"):] in thin)
+            t.set_visible(gid[len("segment-thin-") :] in thin)
     (lo, hi), (x0, x1) = ax.get_ylim(), ax.get_xlim()
     scale = _memory_unit(plan)[1]
     ends = [(mid / scale - lo) / (hi - lo) for _, _, mid, _ in labels]
@@ -268,8 +304,16 @@ def _place_labels(ax, plan, texts, labels, segments) -> None:
     for t, f in zip(texts, placed):
         t.set_y(f)
     edge = plan.mesh.num_devices - 1 + BAR_WIDTH / 2
-    leaders(ax, ends, placed, [c for _, _, _, c in labels], x0=(edge - x0) / (x1 - x0),
-            x1=LEADER_END, min_shift=-1.0, gid="segment-leader")
+    leaders(
+        ax,
+        ends,
+        placed,
+        [c for _, _, _, c in labels],
+        x0=(edge - x0) / (x1 - x0),
+        x1=LEADER_END,
+        min_shift=-1.0,
+        gid="segment-leader",
+    )
 
 
 def _width_pt(ax) -> float:
@@ -300,9 +344,10 @@ def device_step(n: int, width_pt: float, fontsize: float = TICK_SIZE) -> int:
 def _device_axis(ax, plan, fontsize=TICK_SIZE, mesh=True):
     n, names = plan.mesh.num_devices, plan.mesh.short_device_names
     from ..shards.geometry import device_ticks
+
     numbers, prefix = device_ticks(names)
     what = "devices in mesh order"
-    if n > MANY_DEVICES:   # numbers only, as many as stand apart (the axes' width, about)
+    if n > MANY_DEVICES:  # numbers only, as many as stand apart (the axes' width, about)
         width = 0.85 * ax.get_position().width * ax.figure.get_figwidth() * 72
         step = device_step(n, width, fontsize)
         at = np.arange(0, n, step)
@@ -313,12 +358,16 @@ def _device_axis(ax, plan, fontsize=TICK_SIZE, mesh=True):
     else:
         # names that would touch side by side are turned
         crowded = n * max(map(len, names)) * fontsize * 0.62 > 0.8 * _width_pt(ax)
-        ax.set_xticks(np.arange(n), names, fontsize=fontsize, rotation=35 if crowded else 0,
-                      ha="right" if crowded else "center",
-                      rotation_mode="anchor" if crowded else "default")
+        ax.set_xticks(
+            np.arange(n),
+            names,
+            fontsize=fontsize,
+            rotation=35 if crowded else 0,
+            ha="right" if crowded else "center",
+            rotation_mode="anchor" if crowded else "default",
+        )
     ax.set_xlim(-0.6, n - 0.4)
-    ax.set_xlabel(fit(what + (f": {plan.mesh}" if mesh else ""),
-                      _width_pt(ax), LABEL_SIZE), fontsize=LABEL_SIZE)
+    ax.set_xlabel(fit(what + (f": {plan.mesh}" if mesh else ""), _width_pt(ax), LABEL_SIZE), fontsize=LABEL_SIZE)
     ax.tick_params(labelsize=fontsize)
 
 
@@ -334,40 +383,73 @@ def _draw_memory(ax, plan, segments, mesh_label=True) -> list:
     x = np.arange(n)
     edge = _edge_width(n)
     for s in segments:
-        ax.bar(x, s.height / scale, bottom=s.bottom / scale, color=s.color, width=BAR_WIDTH,
-               edgecolor="white", linewidth=edge, hatch="///" if s.kind == "slot" else None,
-               gid=f"{s.kind}-{s.label}", label=s.label if s.kind == "param" else None)
+        ax.bar(
+            x,
+            s.height / scale,
+            bottom=s.bottom / scale,
+            color=s.color,
+            width=BAR_WIDTH,
+            edgecolor="white",
+            linewidth=edge,
+            hatch="///" if s.kind == "slot" else None,
+            gid=f"{s.kind}-{s.label}",
+            label=s.label if s.kind == "param" else None,
+        )
     full = plan.unique_bytes / scale
     ax.axhline(full, color="#444444", linestyle="--", linewidth=1, gid="replicated-line")
-    ax.annotate(f"nothing sharded: {format_bytes(plan.unique_bytes)} on every device",
-                (n - 0.5, full), xytext=(0, LABEL_LIFT), textcoords="offset points",
-                ha="right", va="bottom", fontsize=NOTE_SIZE, color="#444444",
-                gid="replicated-text")
+    ax.annotate(
+        f"nothing sharded: {format_bytes(plan.unique_bytes)} on every device",
+        (n - 0.5, full),
+        xytext=(0, LABEL_LIFT),
+        textcoords="offset points",
+        ha="right",
+        va="bottom",
+        fontsize=NOTE_SIZE,
+        color="#444444",
+        gid="replicated-text",
+    )
     per = plan.bytes_per_device
     if per.max() < 0.85 * plan.unique_bytes:  # else the bars reach the line: it says enough
-        ax.annotate(f"as laid out: {format_bytes(per.max())}" + (
-            "" if per.min() == per.max() else f" (min {format_bytes(per.min())})") +
-            " per device", (-0.5, per.max() / scale), xytext=(0, LABEL_LIFT),
-            textcoords="offset points", ha="left", va="bottom", fontsize=NOTE_SIZE,
-            gid="sharded-text")
-        if n > 1:   # the empty space above the bars is the saving: say so there
-            at = n - 1 - (n > 2)   # over the bars, clear of the label at the left
-            ax.annotate("", (at, per.max() / scale), xytext=(at, full), gid="saving-arrow",
-                        arrowprops=dict(arrowstyle="<->", color="#444444", lw=1.0,
-                                        shrinkA=1, shrinkB=1))
-            ax.annotate(f"{format_bytes(plan.unique_bytes - per.max())} less per device",
-                        (at, (per.max() / scale + full) / 2), xytext=(-5, 0),
-                        textcoords="offset points", ha="right", va="center",
-                        fontsize=LABEL_SIZE, color="#444444", gid="saving-text")
+        ax.annotate(
+            f"as laid out: {format_bytes(per.max())}"
+            + ("" if per.min() == per.max() else f" (min {format_bytes(per.min())})")
+            + " per device",
+            (-0.5, per.max() / scale),
+            xytext=(0, LABEL_LIFT),
+            textcoords="offset points",
+            ha="left",
+            va="bottom",
+            fontsize=NOTE_SIZE,
+            gid="sharded-text",
+        )
+        if n > 1:  # the empty space above the bars is the saving: say so there
+            at = n - 1 - (n > 2)  # over the bars, clear of the label at the left
+            ax.annotate(
+                "",
+                (at, per.max() / scale),
+                xytext=(at, full),
+                gid="saving-arrow",
+                arrowprops=dict(arrowstyle="<->", color="#444444", lw=1.0, shrinkA=1, shrinkB=1),
+            )
+            ax.annotate(
+                f"{format_bytes(plan.unique_bytes - per.max())} less per device",
+                (at, (per.max() / scale + full) / 2),
+                xytext=(-5, 0),
+                textcoords="offset points",
+                ha="right",
+                va="center",
+                fontsize=LABEL_SIZE,
+                color="#444444",
+                gid="saving-text",
+            )
     _device_axis(ax, plan, mesh=mesh_label)
     ax.set_ylim(0, full * 1.12)
-    for side in ("top", "right"):   # the names' leaders run out of the axes: no spine to cross
+    for side in ("top", "right"):  # the names' leaders run out of the axes: no spine to cross
         ax.spines[side].set_visible(False)
     ax.set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)
     handles = [Patch(facecolor=s.color, label=s.label) for s in segments if s.kind == "param"]
     if plan.slots:
-        handles.append(Patch(facecolor="white", edgecolor="#444444", hatch="///",
-                             label="velocity slot"))
+        handles.append(Patch(facecolor="white", edgecolor="#444444", hatch="///", label="velocity slot"))
     return handles
 
 
@@ -379,8 +461,10 @@ def _memory_title(plan) -> str:
     same = per.min() == per.max() and n > 1
     if 0 < per.max() < full:
         saving = f"{full / per.max():.3g}x"
-        return (f"Sharding cuts {'each' if same else 'the fullest'} device's memory {saving}: "
-                f"{format_bytes(per.max())} instead of {format_bytes(full)}")
+        return (
+            f"Sharding cuts {'each' if same else 'the fullest'} device's memory {saving}: "
+            f"{format_bytes(per.max())} instead of {format_bytes(full)}"
+        )
     if same:
         return f"Every device holds the same {format_bytes(per.max())}"
     return f"Bytes per device: up to {format_bytes(per.max())}"
@@ -399,34 +483,64 @@ def _draw_traffic(ax, plan, traffic, segments, mesh_label=True) -> list:
     n = plan.mesh.num_devices
     predicted = isinstance(traffic, CommunicationPlan)
     # what a fully replicated model all-reduces: every gradient whole, on every device
-    full = (sum(e.nbytes for e in plan.entries)
-            if predicted and any(plan.mesh.dim_size(d) > 1 for d in traffic.batch_dims) else 0)
+    full = (
+        sum(e.nbytes for e in plan.entries)
+        if predicted and any(plan.mesh.dim_size(d) > 1 for d in traffic.batch_dims)
+        else 0
+    )
     top = int(sum(s.height for s in bars).max()) if bars else 0
     unit, scale = unit_for(max(top, full, 1))
     x = np.arange(n)
     for s in bars:
-        ax.bar(x, s.height / scale, bottom=s.bottom / scale, color=s.color, width=0.8,
-               edgecolor="white", linewidth=_edge_width(n),
-               hatch=".." if s.kind == "serves" else None,
-               gid=f"traffic-{s.label}")
+        ax.bar(
+            x,
+            s.height / scale,
+            bottom=s.bottom / scale,
+            color=s.color,
+            width=0.8,
+            edgecolor="white",
+            linewidth=_edge_width(n),
+            hatch=".." if s.kind == "serves" else None,
+            gid=f"traffic-{s.label}",
+        )
     if full:
-        ax.axhline(full / scale, color="#444444", linestyle="--", linewidth=1,
-                   gid="traffic-replicated-line")
-        ax.annotate(f"nothing sharded: {format_bytes(full)}", (n - 0.5, full / scale),
-                    xytext=(0, LABEL_LIFT), textcoords="offset points", ha="right",
-                    va="bottom", fontsize=NOTE_SIZE, color="#444444",
-                    gid="traffic-replicated-text")
+        ax.axhline(full / scale, color="#444444", linestyle="--", linewidth=1, gid="traffic-replicated-line")
+        ax.annotate(
+            f"nothing sharded: {format_bytes(full)}",
+            (n - 0.5, full / scale),
+            xytext=(0, LABEL_LIFT),
+            textcoords="offset points",
+            ha="right",
+            va="bottom",
+            fontsize=NOTE_SIZE,
+            color="#444444",
+            gid="traffic-replicated-text",
+        )
     items = traffic_items(traffic)
-    along = ", ".join(f"{format_bytes(b)} along {dims_text(d)}"
-                      for d, b in totals(traffic.mesh, items).items()) or "nothing"
-    ax.annotate(f"as laid out: {along}", (-0.5, top / scale), xytext=(0, LABEL_LIFT),
-                textcoords="offset points", ha="left", va="bottom", fontsize=NOTE_SIZE,
-                gid="traffic-text")
+    along = (
+        ", ".join(f"{format_bytes(b)} along {dims_text(d)}" for d, b in totals(traffic.mesh, items).items())
+        or "nothing"
+    )
+    ax.annotate(
+        f"as laid out: {along}",
+        (-0.5, top / scale),
+        xytext=(0, LABEL_LIFT),
+        textcoords="offset points",
+        ha="left",
+        va="bottom",
+        fontsize=NOTE_SIZE,
+        gid="traffic-text",
+    )
     _device_axis(ax, plan, mesh=mesh_label)
     ax.set_ylim(0, max(top, full, 1) / scale * 1.18)
     ax.set_ylabel(f"{unit} per device per update", fontsize=LABEL_SIZE)
-    ax.set_title("gradient all-reduce per update (predicted)" if predicted else
-                 "collectives per update (measured)", fontsize=TITLE_SIZE)
+    ax.set_title(
+        "gradient all-reduce per update (predicted)" if predicted else "collectives per update (measured)",
+        fontsize=TITLE_SIZE,
+    )
     named = {s.label for s in segments if s.kind == "param"}
-    return [Patch(facecolor=s.color, hatch=".." if s.kind == "serves" else None, label=s.label)
-            for s in bars if s.label not in named]
+    return [
+        Patch(facecolor=s.color, hatch=".." if s.kind == "serves" else None, label=s.label)
+        for s in bars
+        if s.label not in named
+    ]

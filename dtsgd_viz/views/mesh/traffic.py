@@ -35,9 +35,11 @@ from ...specs import MeshSpec
 # other view
 DIM_COLORS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 COMBO_COLORS = ("#882255", "#117733", "#332288", "#999933")
-ACTIVATION_NOTE = ("activation traffic (e.g. the all-reduce of a layer's output when its "
-                   "kernel is sharded over model) is not predictable from layouts alone: "
-                   "measure it with dtsgd_viz.communication(step)")
+ACTIVATION_NOTE = (
+    "activation traffic (e.g. the all-reduce of a layer's output when its "
+    "kernel is sharded over model) is not predictable from layouts alone: "
+    "measure it with dtsgd_viz.communication(step)"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +51,7 @@ class Item:
     mesh_dims: tuple[str, ...]
     bytes_per_device: int
     serves: str
-    label: str          # the variable of a gradient, else what the collective is for
+    label: str  # the variable of a gradient, else what the collective is for
     groups: tuple[tuple[int, ...], ...]
     time_us: float | None = None
 
@@ -67,9 +69,11 @@ def mesh_groups(mesh: MeshSpec, dims) -> tuple[tuple[int, ...], ...]:
 
 def _check(obj):
     if not isinstance(obj, (CommunicationPlan, CommunicationReport)):
-        raise TypeError("Expected a CommunicationPlan (dtsgd_viz.communication_plan or "
-                        "communication_plan(memory_plan)) or a CommunicationReport "
-                        f"(dtsgd_viz.communication(step)). Received: {type(obj).__name__}.")
+        raise TypeError(
+            "Expected a CommunicationPlan (dtsgd_viz.communication_plan or "
+            "communication_plan(memory_plan)) or a CommunicationReport "
+            f"(dtsgd_viz.communication(step)). Received: {type(obj).__name__}."
+        )
 
 
 def traffic_items(obj) -> tuple[Item, ...]:
@@ -77,13 +81,31 @@ def traffic_items(obj) -> tuple[Item, ...]:
     none moves nothing between devices), in plan or program order."""
     _check(obj)
     if isinstance(obj, CommunicationPlan):
-        return tuple(Item("all-reduce", e.mesh_dims, e.bytes_per_device, "gradient", e.variable,
-                          mesh_groups(obj.mesh, e.mesh_dims))
-                     for e in obj.entries if e.mesh_dims)
-    return tuple(Item(c.kind, c.mesh_dims, c.bytes_per_device, c.serves,
-                      c.variable if c.serves == "gradient" and c.variable else c.what,
-                      c.groups or mesh_groups(obj.mesh, c.mesh_dims), c.time_us)
-                 for c in obj.collectives if c.mesh_dims)
+        return tuple(
+            Item(
+                "all-reduce",
+                e.mesh_dims,
+                e.bytes_per_device,
+                "gradient",
+                e.variable,
+                mesh_groups(obj.mesh, e.mesh_dims),
+            )
+            for e in obj.entries
+            if e.mesh_dims
+        )
+    return tuple(
+        Item(
+            c.kind,
+            c.mesh_dims,
+            c.bytes_per_device,
+            c.serves,
+            c.variable if c.serves == "gradient" and c.variable else c.what,
+            c.groups or mesh_groups(obj.mesh, c.mesh_dims),
+            c.time_us,
+        )
+        for c in obj.collectives
+        if c.mesh_dims
+    )
 
 
 def per_device(mesh: MeshSpec, item: Item) -> np.ndarray:
@@ -99,14 +121,12 @@ def dim_sets(mesh: MeshSpec, items) -> tuple[tuple[str, ...], ...]:
     """The sets of mesh dims the items run along: single dims in mesh order, then sets
     of two or more (by the mesh order of their dims)."""
     found = {i.mesh_dims for i in items}
-    return tuple(sorted(found, key=lambda dims: (len(dims) > 1,
-                                                 [mesh.dim_names.index(d) for d in dims])))
+    return tuple(sorted(found, key=lambda dims: (len(dims) > 1, [mesh.dim_names.index(d) for d in dims])))
 
 
 def totals(mesh: MeshSpec, items) -> dict[tuple[str, ...], int]:
     """Bytes per device per update by set of mesh dims (in ``dim_sets`` order)."""
-    return {dims: sum(i.bytes_per_device for i in items if i.mesh_dims == dims)
-            for dims in dim_sets(mesh, items)}
+    return {dims: sum(i.bytes_per_device for i in items if i.mesh_dims == dims) for dims in dim_sets(mesh, items)}
 
 
 def dim_color(mesh: MeshSpec, dims) -> str:
@@ -117,8 +137,9 @@ def dim_color(mesh: MeshSpec, dims) -> str:
     if len(dims) == 1:
         return DIM_COLORS[mesh.dim_names.index(dims[0]) % len(DIM_COLORS)]
     n = len(mesh.dim_names)
-    combos = sorted((c for r in range(2, n + 1) for c in itertools.combinations(range(n), r)),
-                    key=lambda c: sum(1 << i for i in c))
+    combos = sorted(
+        (c for r in range(2, n + 1) for c in itertools.combinations(range(n), r)), key=lambda c: sum(1 << i for i in c)
+    )
     k = combos.index(tuple(mesh.dim_names.index(d) for d in dims))
     return COMBO_COLORS[k % len(COMBO_COLORS)]
 
@@ -128,6 +149,7 @@ def dims_text(dims) -> str:
 
 
 # ---- in words ---------------------------------------------------------------------------
+
 
 def headline(obj) -> str:
     """The finding: ``Each update all-reduces 3.6 KiB per device along batch, 2 KiB along
@@ -140,9 +162,13 @@ def headline(obj) -> str:
             return "Each update all-reduces no gradient: the batch is not split over devices"
         return "Each update moves nothing between devices"
     verb = "all-reduces" if all(i.kind == "all-reduce" for i in items) else "moves"
-    parts = [f"{format_bytes(b)}" + (" of gradient" if plan and k == 0 else "") +
-             (" per device" if k == 0 else "") + f" along {dims_text(d)}"
-             for k, (d, b) in enumerate(totals(obj.mesh, items).items())]
+    parts = [
+        f"{format_bytes(b)}"
+        + (" of gradient" if plan and k == 0 else "")
+        + (" per device" if k == 0 else "")
+        + f" along {dims_text(d)}"
+        for k, (d, b) in enumerate(totals(obj.mesh, items).items())
+    ]
     return f"Each update {verb} " + ", ".join(parts)
 
 
@@ -154,15 +180,16 @@ def settings_text(obj) -> str:
     if isinstance(obj, CommunicationPlan):
         src = f" of {obj.source}" if obj.source else ""
         n = len(obj.entries)
-        return (f"predicted from the layouts{src}: {n} variable{'s' * (n != 1)} on {mesh}, "
-                f"batch split over {', '.join(obj.batch_dims) or 'no mesh dim'}; per device: "
-                "its shard of each gradient (a ring all-reduce sends about twice that)")
+        return (
+            f"predicted from the layouts{src}: {n} variable{'s' * (n != 1)} on {mesh}, "
+            f"batch split over {', '.join(obj.batch_dims) or 'no mesh dim'}; per device: "
+            "its shard of each gradient (a ring all-reduce sends about twice that)"
+        )
     kinds = {}
     for c in obj.collectives:
         kinds[c.kind] = kinds.get(c.kind, 0) + 1
     counted = ", ".join(_nb(f"{n} {k}{'s' * (n != 1)}") for k, n in kinds.items())
-    return (f"measured on the compiled {obj.function or 'step'} on {mesh}: "
-            f"{counted or 'no collectives'}")
+    return f"measured on the compiled {obj.function or 'step'} on {mesh}: {counted or 'no collectives'}"
 
 
 def _nb(text: str) -> str:
@@ -179,23 +206,24 @@ def serves_lines(items, max_items: int = 3) -> tuple[str, ...]:
     for i in items:
         by.setdefault(i.serves, []).append(i)
     lines = []
-    for serves, group in sorted(by.items(), key=lambda kv: -sum(i.bytes_per_device
-                                                                for i in kv[1])):
+    for serves, group in sorted(by.items(), key=lambda kv: -sum(i.bytes_per_device for i in kv[1])):
         total = _nb(format_bytes(sum(i.bytes_per_device for i in group)))
         kinds = sorted({i.kind for i in group})
         how = ", ".join(_nb(f"{sum(i.kind == k for i in group)} {k}") for k in kinds)
         if serves != "gradient":
             lines.append(f"{serves}: {total} ({how})")
             continue
-        head = (f"gradient of {group[0].label}: {total}" if len(group) == 1 else
-                f"gradients of {len(group)} variables: {total}")
+        head = (
+            f"gradient of {group[0].label}: {total}"
+            if len(group) == 1
+            else f"gradients of {len(group)} variables: {total}"
+        )
         lines.append(head + ("" if kinds == ["all-reduce"] else f" ({how})"))
         if len(group) > 1:
             top = sorted(group, key=lambda i: -i.bytes_per_device)
-            shown = top[:max_items + (len(top) == max_items + 1)]  # "+1 more": name it
+            shown = top[: max_items + (len(top) == max_items + 1)]  # "+1 more": name it
             lines += [f"  {i.label}: {_nb(format_bytes(i.bytes_per_device))}" for i in shown]
-            rest = top[len(shown):]
+            rest = top[len(shown) :]
             if rest:
-                lines.append(f"  +{len(rest)} more: "
-                             f"{_nb(format_bytes(sum(i.bytes_per_device for i in rest)))}")
+                lines.append(f"  +{len(rest)} more: {_nb(format_bytes(sum(i.bytes_per_device for i in rest)))}")
     return tuple(lines)

@@ -40,13 +40,17 @@ def _frames(frames, steps) -> list[int]:
     try:
         items = list(frames)
     except TypeError:
-        raise ValueError("frames must be None (every update), an int >= 1 (evenly spaced frames) or a "
-                         f"list of update numbers. Received: frames={frames!r}.") from None
+        raise ValueError(
+            "frames must be None (every update), an int >= 1 (evenly spaced frames) or a "
+            f"list of update numbers. Received: frames={frames!r}."
+        ) from None
     for f in items:
         if f is None:
-            raise ValueError("frames lists update numbers (ints, as recording.steps counts them, or "
-                             f"negative counts back from the last); None is not one. Received: "
-                             f"frames={items!r}. Allowed: {geo.describe_updates(steps)}.")
+            raise ValueError(
+                "frames lists update numbers (ints, as recording.steps counts them, or "
+                f"negative counts back from the last); None is not one. Received: "
+                f"frames={items!r}. Allowed: {geo.describe_updates(steps)}."
+            )
     try:
         out = [geo.step_index(steps, geo.check_step(f, {"recordings": steps})) for f in items]
     except ValueError as e:
@@ -94,15 +98,16 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
         return _move_to(scene, art, arrows, steps, i, zooms)
 
     draw_loss_rests(scene, art)
-    mark_window(art, findings_of(scene))   # the updates whose mean loss the headline compares
+    mark_window(art, findings_of(scene))  # the updates whose mean loss the headline compares
     update(frame_list[0])
     # Lay the figure out once: re-running the layout on every frame costs time and
     # makes the panels jitter as the title text changes.
     fig.draw_without_rendering()
     fig.set_layout_engine("none")
     sequence = frame_list + [frame_list[-1]] * int(hold)
-    anim = FuncAnimation(fig, update, frames=sequence, interval=interval, blit=False,
-                         repeat=True, cache_frame_data=False)
+    anim = FuncAnimation(
+        fig, update, frames=sequence, interval=interval, blit=False, repeat=True, cache_frame_data=False
+    )
     anim.frame_updates = [int(steps[i]) for i in sequence]
     anim.save = lambda filename, writer=None, *a, **kw: _save(anim, filename, writer, *a, **kw)
     return anim
@@ -116,10 +121,11 @@ def _save(anim, filename, writer=None, *args, **kwargs):
     figures, its text at their sizes) and shares one palette over all its frames (the
     still parts stay the same pixels, so each frame stores only what moved)."""
     from matplotlib.animation import FuncAnimation
+
     if writer == "pillow" or (writer is None and str(filename).lower().endswith(".gif")):
         fps = (args[0] if args else kwargs.pop("fps", None)) or 1000.0 / anim._interval
         writer = _palette_writer(fps)
-        if len(args) < 2:   # dpi is FuncAnimation.save's 4th argument
+        if len(args) < 2:  # dpi is FuncAnimation.save's 4th argument
             kwargs["dpi"] = max(float(kwargs.get("dpi") or style.DPI), float(style.DPI))
     return FuncAnimation.save(anim, filename, writer, *args, **kwargs)
 
@@ -141,20 +147,22 @@ def _palette_writer(fps):
     return PaletteWriter(fps=fps)
 
 
-GIF_COLORS = 128   # a palette's colours: the figures' flat colours and their antialiasing
+GIF_COLORS = 128  # a palette's colours: the figures' flat colours and their antialiasing
 
 
 def _kept():
     from matplotlib.colors import to_rgb
+
     return list(dict.fromkeys(tuple(round(255 * x) for x in to_rgb(c)) for c in KEPT_COLORS))
 
 
 def _palette_image(frame, colors=GIF_COLORS):
     """A 1-pixel palette image: ``frame``'s adaptive palette, then ``KEPT_COLORS``."""
     from PIL import Image
+
     keep = _kept()
     n = colors - len(keep)
-    palette = frame.quantize(n).getpalette()[:3 * n]
+    palette = frame.quantize(n).getpalette()[: 3 * n]
     palette += [0] * (3 * n - len(palette)) + [x for rgb in keep for x in rgb]
     image = Image.new("P", (1, 1))
     image.putpalette(palette)
@@ -165,6 +173,7 @@ def shared_palette(frames, samples=4):
     """One palette image for all ``frames`` (RGB): the adaptive palette of a few of them
     (first, last and between) side by side, then ``KEPT_COLORS``."""
     from PIL import Image
+
     pick = [frames[i] for i in sorted(set(np.linspace(0, len(frames) - 1, samples).round().astype(int)))]
     strip = Image.new("RGB", (sum(f.width for f in pick), max(f.height for f in pick)), "white")
     x = 0
@@ -178,6 +187,7 @@ def with_palette(frame, palette=None):
     """An RGB ``frame`` as a palette image: ``palette`` (a palette image,
     ``shared_palette``) or its own adaptive palette, then ``KEPT_COLORS``."""
     from PIL import Image
+
     if frame.mode != "RGB":
         return frame
     return frame.quantize(palette=palette or _palette_image(frame), dither=Image.Dither.NONE)
@@ -209,8 +219,10 @@ def zoom_boxes(scene, key, data) -> list:
     if data.box is None:
         return [data]
     pts = box_points(scene, key, data)
-    return [dataclasses.replace(data, box=upd.zoom_box(pts, scene.box, pad=pad, min_frac=min_frac))
-            for pad, min_frac in ZOOM_BOXES]
+    return [
+        dataclasses.replace(data, box=upd.zoom_box(pts, scene.box, pad=pad, min_frac=min_frac))
+        for pad, min_frac in ZOOM_BOXES
+    ]
 
 
 def gif_zooms(scene, art, arrows, frame_list) -> dict:
@@ -223,8 +235,9 @@ def gif_zooms(scene, art, arrows, frame_list) -> dict:
     for key in art.zoom_axes:
         fitted = [fitted_zoom(scene, key, panel_at(scene, key, i, arrows)) for i in frame_list]
         plan = zoom_schedule(fitted)
-        out[key] = {i: (z, plan[n - 1] if n and plan[n - 1] != z else None)
-                    for n, (i, z) in enumerate(zip(frame_list, plan))}
+        out[key] = {
+            i: (z, plan[n - 1] if n and plan[n - 1] != z else None) for n, (i, z) in enumerate(zip(frame_list, plan))
+        }
     return out
 
 
@@ -238,8 +251,11 @@ def draw_clear_zoom(scene, art, key, i, arrows, zoom=None) -> int:
     ax = art.zoom_axes[key]
     renderer = ax.figure.canvas.get_renderer()
     data = panel_at(scene, key, i, arrows)
-    tries = (zoom_boxes(scene, key, data) if zoom is None else
-             [dataclasses.replace(data, box=b) for b in fixed_boxes(scene, key, data, zoom)])
+    tries = (
+        zoom_boxes(scene, key, data)
+        if zoom is None
+        else [dataclasses.replace(data, box=b) for b in fixed_boxes(scene, key, data, zoom)]
+    )
     best = None
     for n, data in enumerate(tries):
         draw_zoom(scene, art, key, data, avoid_path=True)
@@ -266,7 +282,7 @@ def flag_zoom_change(ax, was) -> None:
 def _move_to(scene, art, arrows, steps, i, zooms=None) -> list:
     """Move the artists ``art`` to recording index ``i`` (``zooms``: ``gif_zooms``);
     returns the artists changed."""
-    changed = follow_update(scene, art, int(steps[i]), names=False)   # the paths grow, the thin rest stays
+    changed = follow_update(scene, art, int(steps[i]), names=False)  # the paths grow, the thin rest stays
     for key, rec in scene.recordings.items():
         c, color = scene.coords[key], scene.colors[key]
         art.positions[key].set_data([c[i, 0]], [c[i, 1]])
@@ -285,12 +301,12 @@ def _move_to(scene, art, arrows, steps, i, zooms=None) -> list:
                 flag_zoom_change(art.zoom_axes[key], was)
         s, loss, _ = scene.losses[key]
         art.loss_markers[key].set_data([s[i]], [loss[i]])
-        grown = up_to(art.loss_thin.get(key), i + 1, i)   # thinned as the whole line is
+        grown = up_to(art.loss_thin.get(key), i + 1, i)  # thinned as the whole line is
         art.loss_lines[key].set_data(s[grown], loss[grown])
         changed += [art.loss_markers[key], art.loss_lines[key]]
     nest_loss_dots(art.loss_markers)
     open_rings_on_star(art)
-    at = next(iter(scene.losses.values()))[0][i]   # at the dots: the loss after the updates before it
+    at = next(iter(scene.losses.values()))[0][i]  # at the dots: the loss after the updates before it
     art.step_line.set_xdata([at, at])
     # the title names only the runs whose arrows show on the paths panel (the close-ups show all)
     short = short_arrows(scene, art, int(steps[i])) if arrows else ()
@@ -298,13 +314,13 @@ def _move_to(scene, art, arrows, steps, i, zooms=None) -> list:
     # the start and minimum names stay where they are until a ring, arrow or zoom box
     # reaches them (a name jumping every frame reads as motion); then placed again
     marks = [p for k in scene.coords for p in scene.coords[k][[i, min(i + 1, len(scene.coords[k]) - 1)]]]
-    if not getattr(art, "names_placed", False):   # first placed off every frame's rings
+    if not getattr(art, "names_placed", False):  # first placed off every frame's rings
         marks += list(getattr(art, "frame_marks", []))
     names = [] if _names_clear(art, marks) else place_names(art, marks, scene)
     return changed + [art.step_line, art.title] + names
 
 
-NAME_CLEARANCE = 4.0   # pixels a ring or zoom box keeps off a placed name before it moves
+NAME_CLEARANCE = 4.0  # pixels a ring or zoom box keeps off a placed name before it moves
 
 
 def _names_clear(art, marks) -> bool:
@@ -335,12 +351,12 @@ def draw_loss_rests(scene, art) -> dict:
     names right of the spine stand at the ends of lines from the first frame on."""
     from ..update.panel import tint
     from .frames import REST_TINT, REST_WIDTH
+
     rest = style.ROLE_LOOKS["remainder"]
     out = {}
     for key, line in art.loss_lines.items():
         look = dict(rest.line(tint(line.get_color(), REST_TINT)))
-        look.update(ls=line.get_linestyle(), lw=min(REST_WIDTH, line.get_linewidth()),
-                    zorder=line.get_zorder() - 0.5)
+        look.update(ls=line.get_linestyle(), lw=min(REST_WIDTH, line.get_linewidth()), zorder=line.get_zorder() - 0.5)
         (out[key],) = art.ax_loss.plot(*line.get_data(), **look, marker="", gid=f"loss-rest:{key}")
     art.loss_rests = out
     return out

@@ -15,6 +15,9 @@ def stacked_over(moving) -> list:
     for ax in {a.axes for a in moving if getattr(a, "axes", None) is not None}:
         mine = [a for a in moving if a.axes is ax]
         low = min(a.get_zorder() for a in mine)
-        out += [a for a in [*ax.lines, *ax.collections, *ax.patches, *ax.texts]
-                if a not in mine and a.get_zorder() > low and a.get_visible()]
+        out += [
+            a
+            for a in [*ax.lines, *ax.collections, *ax.patches, *ax.texts]
+            if a not in mine and a.get_zorder() > low and a.get_visible()
+        ]
     return out

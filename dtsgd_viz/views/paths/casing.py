@@ -22,10 +22,10 @@ from ..core.stretches import true_stretches
 
 __all__ = ["coinciding", "draw_casings", "CASING_EDGE", "CASING_TOL"]
 
-CASING_EDGE = 1.3    # points of the lower path's colour each side of the line over it
-CASING_TOL = 0.008   # of the panel's larger span: paths nearer than this coincide (~3 px)
+CASING_EDGE = 1.3  # points of the lower path's colour each side of the line over it
+CASING_TOL = 0.008  # of the panel's larger span: paths nearer than this coincide (~3 px)
 PER_SEGMENT = 24
-CHUNK = 256   # points measured against a polyline at a time
+CHUNK = 256  # points measured against a polyline at a time
 
 
 def _samples(c, per_segment=PER_SEGMENT) -> np.ndarray:
@@ -59,10 +59,10 @@ def _nearest_on_polyline(p, c, within=None) -> tuple[np.ndarray, np.ndarray]:
     L2 = np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-300)
     lo_s, hi_s = np.minimum(a, b), np.maximum(a, b)
     near_out, d_out = np.full_like(p, np.nan), np.full(len(p), np.inf)
-    for s in range(0, len(p), CHUNK):   # a chunk of points at a time: memory CHUNK * m
-        q = p[s:s + CHUNK]
+    for s in range(0, len(p), CHUNK):  # a chunk of points at a time: memory CHUNK * m
+        q = p[s : s + CHUNK]
         seg = slice(None)
-        if within is not None:   # the segments whose box comes within ``within`` of the chunk's
+        if within is not None:  # the segments whose box comes within ``within`` of the chunk's
             ok = np.all(np.isfinite(q), axis=1)
             if not ok.any():
                 continue
@@ -76,7 +76,7 @@ def _nearest_on_polyline(p, c, within=None) -> tuple[np.ndarray, np.ndarray]:
         d = np.linalg.norm(q[:, None, :] - near, axis=-1)
         i = np.argmin(d, axis=1)
         rows = np.arange(len(q))
-        near_out[s:s + len(q)], d_out[s:s + len(q)] = near[rows, i], d[rows, i]
+        near_out[s : s + len(q)], d_out[s : s + len(q)] = near[rows, i], d[rows, i]
     if within is not None:
         far = ~(d_out <= within)
         near_out[far], d_out[far] = np.nan, np.inf
@@ -110,7 +110,7 @@ def coinciding(lower, upper, tol, min_length=None) -> list:
     min_length = 3.0 * tol if min_length is None else min_length
     out = []
     for i, j in true_stretches(near):
-        s = p[i:j + 1]
+        s = p[i : j + 1]
         if j > i and np.sum(np.linalg.norm(np.diff(s, axis=0), axis=1)) >= min_length:
             out.append(s)
     return out
@@ -123,8 +123,9 @@ def draw_casings(ax, coords: dict, looks: dict, span: float) -> dict:
     the upper line. Returns ``{config: LineCollection}`` (gid ``path-casing:<config>``),
     one polyline per stretch."""
     from matplotlib.collections import LineCollection
-    order = sorted(coords, key=lambda k: looks[k].zorder, reverse=True)   # top first
-    width = {k: looks[k].lw for k in coords}   # the widest each run is drawn anywhere
+
+    order = sorted(coords, key=lambda k: looks[k].zorder, reverse=True)  # top first
+    width = {k: looks[k].lw for k in coords}  # the widest each run is drawn anywhere
     out = {}
     tol = CASING_TOL * span
     for n, key in enumerate(order):
@@ -141,10 +142,16 @@ def draw_casings(ax, coords: dict, looks: dict, span: float) -> dict:
         width[key] = max(widths)
         look = looks[key]
         dashed = _dash(look, max(widths)) != "solid"
-        lc = LineCollection(segs, linewidths=widths, colors=look.color,
-                            linestyles=[_dash(look, w) for w in widths],
-                            capstyle="butt" if dashed else "round", joinstyle="round",
-                            zorder=look.zorder - 0.01, gid=f"path-casing:{key}")
+        lc = LineCollection(
+            segs,
+            linewidths=widths,
+            colors=look.color,
+            linestyles=[_dash(look, w) for w in widths],
+            capstyle="butt" if dashed else "round",
+            joinstyle="round",
+            zorder=look.zorder - 0.01,
+            gid=f"path-casing:{key}",
+        )
         ax.add_collection(lc)
         out[key] = lc
     return out

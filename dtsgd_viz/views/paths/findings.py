@@ -46,7 +46,7 @@ from . import geometry as geo
 
 __all__ = ["PathFindings", "finding", "findings", "findings_of", "times_text", "window_text", "LEVEL"]
 
-LEVEL = 1.05   # the lowest two runs' mean losses within this factor: the runs end level
+LEVEL = 1.05  # the lowest two runs' mean losses within this factor: the runs end level
 
 
 def times_text(f: float) -> str:
@@ -118,15 +118,24 @@ class PathFindings:
         diverged and when."""
         name = geo.rule_name
         gone = [n for n in self.names if n in self.diverged]
-        tail = ("; " + ", ".join(name(n) + (f" diverged at update {self.diverged[n]}" if self.diverged[n]
-                                             else " diverged") for n in gone)) if gone else ""
+        tail = (
+            (
+                "; "
+                + ", ".join(
+                    name(n) + (f" diverged at update {self.diverged[n]}" if self.diverged[n] else " diverged")
+                    for n in gone
+                )
+            )
+            if gone
+            else ""
+        )
         head = "" if self.upto is None else f"After update {self.upto}, "
         if not self.ranking:
             text = (", ".join(name(n) for n in gone) + " diverged") if gone else "The runs' paths"
             return _capital(head + text)
         best = self.ranking[0]
         low = self.tail_loss[best]
-        said = window_text(self.window, short=True).replace(" ", "\u00a0")   # one phrase: never broken
+        said = window_text(self.window, short=True).replace(" ", "\u00a0")  # one phrase: never broken
         if len(self.ranking) == 1:
             text = f"{name(best)} reaches loss {low:.2g} ({said})"
         elif self.level:
@@ -145,22 +154,28 @@ class PathFindings:
         if not self.terms:
             return None
         from ..update.words import update_finding
+
         return update_finding(self.terms, self.step)
 
     def __str__(self) -> str:
         name = geo.rule_name
         width = max(8, *(len(name(n)) for n in self.names)) + 2
-        source = ("from the surface at the recorded parameters" if self.from_surface
-                  else "as recorded (recording.loss[i]: after steps[i] - 1 updates)")
+        source = (
+            "from the surface at the recorded parameters"
+            if self.from_surface
+            else "as recorded (recording.loss[i]: after steps[i] - 1 updates)"
+        )
         a, b = self.window
         cols = [f"k = {self.last_k}", f"mean k = {a}" if a == b else f"mean k = {a}–{b}", "max/min there"]
         if self.tol is not None:
             cols.append(f"within {self.tol:g}")
-        lines = [f"loss after k updates, {source}:",
-                 "  " + "run".ljust(width) + "".join(c.rjust(16) for c in cols)]
+        lines = [f"loss after k updates, {source}:", "  " + "run".ljust(width) + "".join(c.rjust(16) for c in cols)]
         for n in self.names:
-            row = [_loss_text(self.final_loss.get(n)), _loss_text(self.tail_loss.get(n)),
-                   "—" if not np.isfinite(self.swing.get(n, np.nan)) else times_text(self.swing[n])]
+            row = [
+                _loss_text(self.final_loss.get(n)),
+                _loss_text(self.tail_loss.get(n)),
+                "—" if not np.isfinite(self.swing.get(n, np.nan)) else times_text(self.swing[n]),
+            ]
             if self.tol is not None:
                 k = self.to_tolerance.get(n)
                 row.append("never" if k is None else f"from k = {k}")
@@ -168,20 +183,25 @@ class PathFindings:
         lines.append(self.headline())
         if self.apart is not None:
             u, d = self.apart
-            lines.append(f"paths furthest apart after update {u}: {d:.3g} apart" if len(self.names) > 1
-                         else f"longest update: update {u}, {d:.3g} long")
+            lines.append(
+                f"paths furthest apart after update {u}: {d:.3g} apart"
+                if len(self.names) > 1
+                else f"longest update: update {u}, {d:.3g} long"
+            )
         said = self.update_headline()
         if said:
             lines.append(said)
             for n, t in self.terms.items():
                 parts = [f"{_term_short(k)} {float(np.linalg.norm(v)):.3g}" for k, v in t.terms]
-                lines.append("  " + name(n).ljust(width) + "  ".join(parts)
-                             + f"  step {float(np.linalg.norm(t.total)):.3g}")
+                lines.append(
+                    "  " + name(n).ljust(width) + "  ".join(parts) + f"  step {float(np.linalg.norm(t.total)):.3g}"
+                )
         return "\n".join(lines)
 
 
 def _term_short(term) -> str:
     from ..update.geometry import TERM_SHORT
+
     return TERM_SHORT.get(term, term)
 
 
@@ -211,6 +231,7 @@ def findings(runs, surface=None, *, name=None, step=None, upto=None, tol=None) -
     Raises ``ValueError`` / ``TypeError`` naming what was received for bad input.
     """
     from .scene import _as_dict, build_scene
+
     if surface is not None:
         return findings_of(build_scene(runs, surface, name), step=step, upto=upto, tol=tol)
     recordings = _as_dict(runs)
@@ -222,14 +243,16 @@ def findings(runs, surface=None, *, name=None, step=None, upto=None, tol=None) -
     losses, diverged = {}, {}
     for key, r in recordings.items():
         loss = r.loss
-        losses[key] = (np.asarray(r.steps, np.int64) - 1,
-                       np.full(len(r), np.nan) if loss is None else np.asarray(loss, np.float64), False)
+        losses[key] = (
+            np.asarray(r.steps, np.int64) - 1,
+            np.full(len(r), np.nan) if loss is None else np.asarray(loss, np.float64),
+            False,
+        )
         bad = r.nonfinite_steps
         if len(bad):
             diverged[key] = int(bad[0])
     full = name is not None and all(r.mode == "full" and "param" in r.kinds for r in recordings.values())
-    scene = types.SimpleNamespace(recordings=recordings, name=name, losses=losses, diverged=diverged,
-                                  surface=None)
+    scene = types.SimpleNamespace(recordings=recordings, name=name, losses=losses, diverged=diverged, surface=None)
     return findings_of(scene, step=step, upto=upto, tol=tol, paths=full)
 
 
@@ -240,6 +263,7 @@ def findings_of(scene, *, step=None, upto=None, tol=None, paths=True) -> PathFin
     from ..core.steps import resolve_update
     from ..update import geometry as upd
     from .scene import default_update
+
     names = tuple(scene.recordings)
     common = _common_steps(scene.recordings)
     if upto is not None:
@@ -252,7 +276,7 @@ def findings_of(scene, *, step=None, upto=None, tol=None, paths=True) -> PathFin
         ks, loss = np.asarray(ks, np.int64), np.asarray(loss, np.float64)
         keep = ks <= (upto if upto is not None else (common[-1] if surface_run else common[-1] - 1))
         ks, loss = ks[keep], loss[keep]
-        tail = tail_length(len(ks) - 1 if surface_run else len(ks))   # the recorded updates
+        tail = tail_length(len(ks) - 1 if surface_run else len(ks))  # the recorded updates
         last_k = int(ks[-1]) if last_k is None and len(ks) else last_k
         final[key] = float(loss[-1]) if len(loss) else float("nan")
         window = loss[-tail:]
@@ -260,15 +284,20 @@ def findings_of(scene, *, step=None, upto=None, tol=None, paths=True) -> PathFin
         with np.errstate(invalid="ignore", over="ignore"):
             ok = window[np.isfinite(window)]
             tail_loss[key] = float(ok.mean()) if len(ok) == len(window) and len(ok) else float("nan")
-            swing[key] = (float(ok.max() / ok.min()) if len(ok) == len(window) and len(ok) and ok.min() > 0
-                          else float("nan"))
+            swing[key] = (
+                float(ok.max() / ok.min()) if len(ok) == len(window) and len(ok) and ok.min() > 0 else float("nan")
+            )
         unrecorded = not surface_run and scene.recordings[key].loss is None
         if not np.isfinite(tail_loss[key]) and key not in gone and not unrecorded:
             bad = np.flatnonzero(~np.isfinite(loss))
             gone[key] = int(ks[bad[0]]) if len(bad) else None
     a, b, tail = windows[0]
-    ranking = tuple(sorted((k for k in names if k not in gone and np.isfinite(tail_loss[k])
-                            and tail_loss[k] >= 0), key=lambda k: tail_loss[k]))
+    ranking = tuple(
+        sorted(
+            (k for k in names if k not in gone and np.isfinite(tail_loss[k]) and tail_loss[k] >= 0),
+            key=lambda k: tail_loss[k],
+        )
+    )
     low = tail_loss[ranking[0]] if ranking else np.nan
     times = {k: (tail_loss[k] / low if low > 0 else np.inf) for k in ranking}
     level = len(ranking) >= 2 and times[ranking[1]] <= LEVEL
@@ -277,8 +306,7 @@ def findings_of(scene, *, step=None, upto=None, tol=None, paths=True) -> PathFin
         u = default_update(scene, upto)
         if u is not None:
             i = int(np.searchsorted(common, u))
-            flat = [r.path(scene.name).astype(np.float64).reshape(len(r) + 1, -1)
-                    for r in scene.recordings.values()]
+            flat = [r.path(scene.name).astype(np.float64).reshape(len(r) + 1, -1) for r in scene.recordings.values()]
             with_mu = [p for p, r in zip(flat, scene.recordings.values()) if r.hyperparameters.momentum]
             d = geo.run_distances(with_mu if len(with_mu) >= 2 else flat)
             apart = (int(u), float(d[i]) if i < len(d) else float("nan"))
@@ -291,6 +319,7 @@ def findings_of(scene, *, step=None, upto=None, tol=None, paths=True) -> PathFin
     to_tol = None
     if tol is not None:
         from ...theory.convergence import steps_to_tolerance
+
         floor = float(getattr(scene.surface, "min_value", 0.0)) if scene.surface is not None else 0.0
         to_tol = {}
         for key in names:
@@ -298,8 +327,26 @@ def findings_of(scene, *, step=None, upto=None, tol=None, paths=True) -> PathFin
             keep = np.asarray(ks) <= last_k
             k = int(steps_to_tolerance(np.asarray(loss, np.float64)[keep], floor, float(tol)))
             to_tol[key] = None if k < 0 else int(np.asarray(ks)[keep][k])
-    return PathFindings(names, from_surface, upto, last_k, final, tail, (a, b), tail_loss, swing, ranking,
-                        times, level, gone, apart, at, terms, None if tol is None else float(tol), to_tol)
+    return PathFindings(
+        names,
+        from_surface,
+        upto,
+        last_k,
+        final,
+        tail,
+        (a, b),
+        tail_loss,
+        swing,
+        ranking,
+        times,
+        level,
+        gone,
+        apart,
+        at,
+        terms,
+        None if tol is None else float(tol),
+        to_tol,
+    )
 
 
 def _common_steps(recordings) -> np.ndarray:

@@ -7,6 +7,7 @@ loss per update (``views.paths.loss``) and notes; and the pieces that follow the
 the animation and ``PathExplorer`` share. Geometry comes from ``views.paths.geometry``
 and ``views.update.geometry``; this module only draws.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,8 +28,20 @@ from .names import NAME_OFFSET, _drawn, draw_start_and_minima, name_runs, open_r
 from .scene import PathScene, scene_notes, settings_line
 from .titles import path_title, short_note
 
-__all__ = ["PathArtists", "ring_k", "draw_scene", "draw_zoom", "follow_update", "set_trail", "path_title",
-           "panel_at", "stacked_over", "caption_text", "short_note", "thin_paths"]
+__all__ = [
+    "PathArtists",
+    "ring_k",
+    "draw_scene",
+    "draw_zoom",
+    "follow_update",
+    "set_trail",
+    "path_title",
+    "panel_at",
+    "stacked_over",
+    "caption_text",
+    "short_note",
+    "thin_paths",
+]
 
 
 @dataclasses.dataclass
@@ -39,44 +52,49 @@ class PathArtists:
     ax_loss: object | None
     paths: dict
     positions: dict = dataclasses.field(default_factory=dict)
-    arrows: dict = dataclasses.field(default_factory=dict)     # (config, term) -> Quiver
+    arrows: dict = dataclasses.field(default_factory=dict)  # (config, term) -> Quiver
     loss_markers: dict = dataclasses.field(default_factory=dict)
     loss_lines: dict = dataclasses.field(default_factory=dict)
-    trails: dict = dataclasses.field(default_factory=dict)     # config -> LineCollection
+    trails: dict = dataclasses.field(default_factory=dict)  # config -> LineCollection
     zoom_boxes: dict = dataclasses.field(default_factory=dict)  # config -> Rectangle
-    zoom_axes: dict = dataclasses.field(default_factory=dict)   # config -> Axes
+    zoom_axes: dict = dataclasses.field(default_factory=dict)  # config -> Axes
     step_line: object = None
     title: object = None
     loss_labels: dict = dataclasses.field(default_factory=dict)  # config -> its name on its loss line
-    note: object = None      # the Text saying why no arrows are drawn, if any
+    note: object = None  # the Text saying why no arrows are drawn, if any
     diverged_note: object = None  # the Text naming the runs that diverged and when
-    rests: dict = dataclasses.field(default_factory=dict)   # config -> the whole run, thin
-    names: dict = dataclasses.field(default_factory=dict)   # "start-label"/"minimum-label" -> Annotation
-    caption: object = None   # the figure's caption (it names the update shown), if any
-    caption_tail: str = ""   # the caption's lines after that
-    run_names: dict = dataclasses.field(default_factory=dict)   # config -> its name on its path
-    whole: bool = False      # each path drawn whole in its rule's look (``plot_paths``), not split
-    casings: dict = dataclasses.field(default_factory=dict)   # config -> its casing where paths coincide
-    lanes: dict = dataclasses.field(default_factory=dict)   # config -> its (dx, dy) points off its data
-    thin: dict = dataclasses.field(default_factory=dict)    # config -> the path's points drawn (``thin_paths``)
-    loss_thin: dict = dataclasses.field(default_factory=dict)   # config -> the loss line's points drawn
-    caption_notes: str = ""   # the caption's last lines (lanes, scene), if ``draw_scene(notes=True)``
+    rests: dict = dataclasses.field(default_factory=dict)  # config -> the whole run, thin
+    names: dict = dataclasses.field(default_factory=dict)  # "start-label"/"minimum-label" -> Annotation
+    caption: object = None  # the figure's caption (it names the update shown), if any
+    caption_tail: str = ""  # the caption's lines after that
+    run_names: dict = dataclasses.field(default_factory=dict)  # config -> its name on its path
+    whole: bool = False  # each path drawn whole in its rule's look (``plot_paths``), not split
+    casings: dict = dataclasses.field(default_factory=dict)  # config -> its casing where paths coincide
+    lanes: dict = dataclasses.field(default_factory=dict)  # config -> its (dx, dy) points off its data
+    thin: dict = dataclasses.field(default_factory=dict)  # config -> the path's points drawn (``thin_paths``)
+    loss_thin: dict = dataclasses.field(default_factory=dict)  # config -> the loss line's points drawn
+    caption_notes: str = ""  # the caption's last lines (lanes, scene), if ``draw_scene(notes=True)``
 
 
-ZOOM_CAPTION = ("Each run's update up close: μ·v in the run's colour, then −lr·g in its light tint, "
-                "tip to tail (lengths in parameter units;\nzoom ×N: N times closer than the paths "
-                "panel, its dotted box there; an arrow too short to see is drawn longer, dashed, and says so)")
+ZOOM_CAPTION = (
+    "Each run's update up close: μ·v in the run's colour, then −lr·g in its light tint, "
+    "tip to tail (lengths in parameter units;\nzoom ×N: N times closer than the paths "
+    "panel, its dotted box there; an arrow too short to see is drawn longer, dashed, and says so)"
+)
 ARROW_CAPTION = "arrows: μ·v in the run's colour, then −lr·g in its light tint, tip to tail"
-REST_CAPTION = ("Paths up to update {k}: each rule's line and markers; after update {k}: thin line, "
-                "lighter, in the rule's dash")
-DOTS_MEET = ", ringed where dots meet"   # dropped from a still figure whose dots are apart
-WHOLE_CAPTION = ("Each path whole in its rule's look; rings: the parameters before update {k}\n"
-                 "(in the loss panel: the dashed line at k = {j}, a dot per run" + DOTS_MEET + ")")
+REST_CAPTION = (
+    "Paths up to update {k}: each rule's line and markers; after update {k}: thin line, lighter, in the rule's dash"
+)
+DOTS_MEET = ", ringed where dots meet"  # dropped from a still figure whose dots are apart
+WHOLE_CAPTION = (
+    "Each path whole in its rule's look; rings: the parameters before update {k}\n"
+    "(in the loss panel: the dashed line at k = {j}, a dot per run" + DOTS_MEET + ")"
+)
 UPDATE_NOTE = "plot_update(..., step={k}) takes update {k} apart into its terms as arrows"
 
 
-SQUARE_PATHS_SIZE = (style.WIDTH, 5.3)   # paths and loss, the paths' equal-aspect panel as tall as wide
-CAPTION_SIZE = style.LABEL_SIZE   # a caption under the panels reads as their labels do
+SQUARE_PATHS_SIZE = (style.WIDTH, 5.3)  # paths and loss, the paths' equal-aspect panel as tall as wide
+CAPTION_SIZE = style.LABEL_SIZE  # a caption under the panels reads as their labels do
 
 
 def caption_text(update, tail="", whole=False, before=None, dots_meet=True) -> str:
@@ -104,8 +122,13 @@ def _axes(scene, ax, art_caption, zoom_keys=(), arrows=False, update=None, whole
         tail = ZOOM_CAPTION if zoom_keys else ARROW_CAPTION if arrows else ""
         text = tail if update is None else caption_text(update, tail, whole, ring_k(scene, update))
         art_caption["caption_tail"] = tail
-        fig = new_figure(style.PATHS_SIZE if zoom_keys else
-                         SQUARE_PATHS_SIZE if scene.plane.is_identity else style.PATHS_SIZE_NO_ZOOM)
+        fig = new_figure(
+            style.PATHS_SIZE
+            if zoom_keys
+            else SQUARE_PATHS_SIZE
+            if scene.plane.is_identity
+            else style.PATHS_SIZE_NO_ZOOM
+        )
         body = headline(fig, finding(scene), settings_line(scene))
         top = body
         if zoom_keys:
@@ -113,8 +136,7 @@ def _axes(scene, ax, art_caption, zoom_keys=(), arrows=False, update=None, whole
         ax_path, ax_loss = top.subplots(1, 2, gridspec_kw=dict(width_ratios=[1.05, 1.0]))
         if not zoom_keys:
             if text:
-                art_caption["caption"] = body.supxlabel(text, fontsize=CAPTION_SIZE,
-                                                        color=style.SUBTITLE_COLOR)
+                art_caption["caption"] = body.supxlabel(text, fontsize=CAPTION_SIZE, color=style.SUBTITLE_COLOR)
             return fig, ax_path, ax_loss, {}, True
         zooms = bottom.subplots(1, len(zoom_keys), squeeze=False)[0]
         art_caption["caption"] = bottom.suptitle(text, fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
@@ -132,8 +154,9 @@ def _index(scene, key, update):
     return geo.step_index(scene.recordings[key].steps, update)
 
 
-def draw_scene(scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=False,
-               run_names=False, whole=False, notes=False) -> tuple[object, PathArtists]:
+def draw_scene(
+    scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=False, run_names=False, whole=False, notes=False
+) -> tuple[object, PathArtists]:
     """Draw ``scene`` at ``update`` (None: no update picked) on ``ax`` (None: a new
     figure, with a zoomed panel per run if ``zoom`` and there are arrows); with an
     update, each path is drawn in its rule's look up to it and as a thin line over the
@@ -154,8 +177,9 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=
 
     zoom_keys = tuple(scene.coords) if (zoom and arrows and update is not None) else ()
     caption = {}
-    fig, ax_path, ax_loss, zoom_axes, own = _axes(scene, ax, caption, zoom_keys,
-                                                  arrows and update is not None, update, whole)
+    fig, ax_path, ax_loss, zoom_axes, own = _axes(
+        scene, ax, caption, zoom_keys, arrows and update is not None, update, whole
+    )
     _draw_contours(scene, ax_path)
     looks = style.run_looks(scene.coords)
 
@@ -166,15 +190,15 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=
     thin_paths(scene, art, update)
     _draw_path_lines(scene, art, looks, dots, picked and not whole)
     drawn = {k: _drawn(scene, k, art) for k in scene.coords}
-    if whole or not picked:   # drawn whole: shared first legs side by side, other coincidences cased
+    if whole or not picked:  # drawn whole: shared first legs side by side, other coincidences cased
         art.lanes, art.casings = draw_lanes_and_casings(scene, art, looks, drawn)
-    else:   # split at the update: the first legs side by side (the paths grow, so no casings)
+    else:  # split at the update: the first legs side by side (the paths grow, so no casings)
         art.lanes = draw_lanes(scene, art, looks, drawn)
     art.names = draw_start_and_minima(scene, ax_path)
     _frame_path_axes(scene, ax_path)
     if picked:
         _draw_step(scene, update, art, arrows, looks)
-        shift_step(art)   # the rings and arrows in their runs' lanes
+        shift_step(art)  # the rings and arrows in their runs' lanes
 
     art.title = ax_path.set_title(path_title(scene, update, auto), fontsize=style.TITLE_SIZE)
     _draw_notes(scene, art, note)
@@ -184,17 +208,21 @@ def draw_scene(scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=
             art.caption.set_text(art.caption.get_text() + "\n" + art.caption_notes)
     if ax_loss is not None:
         draw_loss(scene, update, art, looks)
-    elif not own:   # one panel of someone else's figure: a short legend of the runs
-        ax_path.legend(handles=_run_handles(scene, looks, dots, picked and not whole), fontsize=style.NOTE_SIZE,
-                       loc="best", framealpha=0.9)
-    if zoom_axes:   # lay the figure out, then place the panels' labels on their real sizes
+    elif not own:  # one panel of someone else's figure: a short legend of the runs
+        ax_path.legend(
+            handles=_run_handles(scene, looks, dots, picked and not whole),
+            fontsize=style.NOTE_SIZE,
+            loc="best",
+            framealpha=0.9,
+        )
+    if zoom_axes:  # lay the figure out, then place the panels' labels on their real sizes
         fig.draw_without_rendering()
         for key in zoom_axes:
             draw_zoom(scene, art, key, panel_at(scene, key, _index(scene, key, update), arrows))
     if run_names:
         if not zoom_axes:
             fig.draw_without_rendering()
-        if picked:   # on the laid-out panel
+        if picked:  # on the laid-out panel
             place_names(art, _update_ends(scene, update), scene)
         art.run_names = name_runs(scene, art, looks)
     return fig, art
@@ -220,7 +248,7 @@ def thin_paths(scene, art, update=None) -> dict:
         loss = scene.losses.get(key, (None, np.zeros(0), None))[1]
         with np.errstate(invalid="ignore"):
             ok = np.flatnonzero(np.isfinite(loss[:n]))
-        if len(ok):   # loss[k] is the loss at path point k
+        if len(ok):  # loss[k] is the loss at path point k
             keep.append(int(ok[np.argmin(loss[ok])]))
         keep += extreme_points(c[:n])
         out[key] = thin.thin_indices(c[:n], scale, keep, limit=limit)
@@ -270,15 +298,22 @@ def _draw_path_lines(scene, art, looks, dots, picked):
         look = looks[key]
         # a diverged run ends at the edge: drawn on, it would criss-cross the panel;
         # a long run is drawn through the points the panel's pixels can show (``thin_paths``)
-        c = c[art.thin[key]] if key in art.thin else c[:geo.drawn_length(len(c), scene.diverged.get(key))]
-        if picked:   # in the rules' order, below every path and above the contours
+        c = c[art.thin[key]] if key in art.thin else c[: geo.drawn_length(len(c), scene.diverged.get(key))]
+        if picked:  # in the rules' order, below every path and above the contours
             line = rest.line(panel.tint(look.color, REST_TINT))
             line["zorder"] += look.zorder - _MIDDLE_Z
             line["ls"], line["lw"] = look.ls, min(REST_WIDTH, look.lw)
             (art.rests[key],) = ax_path.plot(c[:, 0], c[:, 1], **line, marker="", gid=f"path-rest:{key}")
         (art.paths[key],) = ax_path.plot(
-            c[:, 0], c[:, 1], **look.line(), marker=_step_marker(key, look, dots), ms=look.ms,
-            label=key, gid=f"path:{key}", alpha=1.0)
+            c[:, 0],
+            c[:, 1],
+            **look.line(),
+            marker=_step_marker(key, look, dots),
+            ms=look.ms,
+            label=key,
+            gid=f"path:{key}",
+            alpha=1.0,
+        )
 
 
 # momentum's path loops round the minimum in many short steps: a mark at each would
@@ -292,23 +327,25 @@ def _step_marker(key, look, dots) -> str:
     return look.marker if dots and style.rule_of(key) not in NO_STEP_MARKERS else ""
 
 
-ZOOM_BOX_Z = style.ROLE_LOOKS["current"].zorder - 0.1   # a zoom box: over the paths and star, under the rings
+ZOOM_BOX_Z = style.ROLE_LOOKS["current"].zorder - 0.1  # a zoom box: over the paths and star, under the rings
 # a close-up's box on the paths: dotted, so its edges never read as a dashed run's path
 ZOOM_BOX_LOOK = dict(fill=False, lw=1.3, ls=(0, (1.0, 1.8)), capstyle="round")
 # the lowest rule: the remainders keep the rules' order from rest.zorder up
 _MIDDLE_Z = style.RULE_LOOKS["momentum"].zorder
-REST_TINT = 0.4    # a path after the update shown: its colour this far towards white
-REST_WIDTH = 1.3   # and this wide (thinner than every rule's line), in the rule's dash
+REST_TINT = 0.4  # a path after the update shown: its colour this far towards white
+REST_WIDTH = 1.3  # and this wide (thinner than every rule's line), in the rule's dash
 
 
 def _run_handles(scene, looks, dots, picked=False) -> list:
     from matplotlib.lines import Line2D
-    out = [Line2D([], [], **looks[k].line(), marker=_step_marker(k, looks[k], dots), ms=looks[k].ms,
-                  label=k) for k in scene.coords]
+
+    out = [
+        Line2D([], [], **looks[k].line(), marker=_step_marker(k, looks[k], dots), ms=looks[k].ms, label=k)
+        for k in scene.coords
+    ]
     if picked:
         rest = style.ROLE_LOOKS["remainder"]
-        out.append(Line2D([], [], **rest.line(panel.tint("0.3", REST_TINT)),
-                          label="after the update shown"))
+        out.append(Line2D([], [], **rest.line(panel.tint("0.3", REST_TINT)), label="after the update shown"))
     return out
 
 
@@ -323,10 +360,10 @@ def follow_update(scene, art, update, names=True) -> list:
         c = scene.coords[key]
         i = _index(scene, key, update)
         marks += [c[i], c[min(i + 1, len(c) - 1)]]
-        if art.whole:   # drawn whole once; only the ring moves
+        if art.whole:  # drawn whole once; only the ring moves
             continue
         n = min(i + 2, geo.drawn_length(len(c), scene.diverged.get(key)))
-        shown = thin.up_to(art.thin.get(key), n, i)   # thinned, the update's point exact
+        shown = thin.up_to(art.thin.get(key), n, i)  # thinned, the update's point exact
         line.set_data(c[shown, 0], c[shown, 1])
         changed.append(line)
     if art.caption is not None:
@@ -345,8 +382,9 @@ def _frame_path_axes(scene, ax_path):
         ax_path.set_aspect("equal", adjustable="box")
     else:
         e1, e2 = scene.plane.explained
-        ax_path.set_xlabel(f"principal direction 1 of {scene.name} ({e1:.0%} of path variance)",
-                           fontsize=style.LABEL_SIZE)
+        ax_path.set_xlabel(
+            f"principal direction 1 of {scene.name} ({e1:.0%} of path variance)", fontsize=style.LABEL_SIZE
+        )
         ax_path.set_ylabel(f"principal direction 2 ({e2:.0%})", fontsize=style.LABEL_SIZE)
     ax_path.tick_params(labelsize=style.TICK_SIZE)
 
@@ -356,13 +394,33 @@ def _draw_notes(scene, art, note):
     ax_path, fs = art.ax_path, style.NOTE_SIZE
     if scene.diverged:
         art.diverged_note = ax_path.text(
-            0.99, 0.01, geo.diverged_note(scene.diverged) + "\n(left the view there; drawn up to it)",
-            transform=ax_path.transAxes, ha="right", va="bottom", fontsize=fs, color="#A04000",
-            gid="diverged-note", zorder=8, bbox=dict(fc="white", ec="#D55E00", alpha=0.92, pad=2.0))
+            0.99,
+            0.01,
+            geo.diverged_note(scene.diverged) + "\n(left the view there; drawn up to it)",
+            transform=ax_path.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=fs,
+            color="#A04000",
+            gid="diverged-note",
+            zorder=8,
+            bbox=dict(fc="white", ec="#D55E00", alpha=0.92, pad=2.0),
+        )
     if note:
-        art.note = ax_path.text(0.01, 0.01, note, transform=ax_path.transAxes, ha="left", va="bottom",
-                                fontsize=fs, color="0.2", gid="arrows-note", zorder=8, wrap=True,
-                                bbox=dict(fc="white", ec="0.7", alpha=0.9, pad=2.0))
+        art.note = ax_path.text(
+            0.01,
+            0.01,
+            note,
+            transform=ax_path.transAxes,
+            ha="left",
+            va="bottom",
+            fontsize=fs,
+            color="0.2",
+            gid="arrows-note",
+            zorder=8,
+            wrap=True,
+            bbox=dict(fc="white", ec="0.7", alpha=0.9, pad=2.0),
+        )
 
 
 def _draw_contours(scene, ax):
@@ -373,8 +431,15 @@ def _draw_contours(scene, ax):
     X, Y, Z = scene.grid
     levels = scene.levels
     with np.errstate(invalid="ignore", divide="ignore"):
-        ax.contourf(X, Y, np.clip(Z, levels[0], levels[-1]), levels=levels, cmap=style.SEQUENTIAL_CMAP,
-                    norm=LogNorm(levels[0], levels[-1]), alpha=CONTOUR_ALPHA)
+        ax.contourf(
+            X,
+            Y,
+            np.clip(Z, levels[0], levels[-1]),
+            levels=levels,
+            cmap=style.SEQUENTIAL_CMAP,
+            norm=LogNorm(levels[0], levels[-1]),
+            alpha=CONTOUR_ALPHA,
+        )
         ax.contour(X, Y, Z, levels=levels, colors="white", linewidths=0.6, alpha=0.8)
 
 
@@ -392,17 +457,29 @@ def panel_at(scene, key, index, arrows):
     """The ``PanelData`` of ``key``'s zoomed panel at recording index ``index``."""
     rec = scene.recordings[key]
     update = upd.decompose_update(rec, scene.name, index)
-    return panel.panel_data(key, int(rec.steps[index]), scene.coords[key], index,
-                            upd.arrow_chain(update, scene.plane),
-                            upd.nesterov_points(update, scene.plane), scene.box)
+    return panel.panel_data(
+        key,
+        int(rec.steps[index]),
+        scene.coords[key],
+        index,
+        upd.arrow_chain(update, scene.plane),
+        upd.nesterov_points(update, scene.plane),
+        scene.box,
+    )
 
 
 def draw_zoom(scene, art, key, data, avoid_path=False):
     """Redraw ``key``'s zoomed panel and move its box on the path panel; ``avoid_path``:
     its labels keep off the path too (``update_panel.draw_update_panel``)."""
-    panel.draw_update_panel(art.zoom_axes[key], scene, data, scene.colors[key],
-                            panel.run_styles(scene.coords)[key], scene.plane.is_identity,
-                            avoid_path=avoid_path)
+    panel.draw_update_panel(
+        art.zoom_axes[key],
+        scene,
+        data,
+        scene.colors[key],
+        panel.run_styles(scene.coords)[key],
+        scene.plane.is_identity,
+        avoid_path=avoid_path,
+    )
     if data.box is not None and key in art.zoom_boxes:
         (x0, x1), (y0, y1) = data.box
         art.zoom_boxes[key].set_bounds(x0, y0, x1 - x0, y1 - y0)
@@ -422,27 +499,59 @@ def _draw_step(scene, update, art, arrows, looks):
         i = _index(scene, key, update)
         if not art.whole:
             # on its own path, under the next run's (the rules' order): no trail mixes into another run
-            art.trails[key] = LineCollection([], linewidths=look.lw, linestyles=[look.ls],
-                                             gid=f"trail:{key}", zorder=look.zorder + 0.05)
+            art.trails[key] = LineCollection(
+                [], linewidths=look.lw, linestyles=[look.ls], gid=f"trail:{key}", zorder=look.zorder + 0.05
+            )
             ax.add_collection(art.trails[key])
             set_trail(art.trails[key], c, i, look.color)
-        (art.positions[key],) = ax.plot([c[i, 0]], [c[i, 1]], current.marker, ms=current.ms, mfc="white",
-                                        mec=look.color, mew=current.lw, gid=f"position:{key}",
-                                        zorder=current.zorder)
+        (art.positions[key],) = ax.plot(
+            [c[i, 0]],
+            [c[i, 1]],
+            current.marker,
+            ms=current.ms,
+            mfc="white",
+            mec=look.color,
+            mew=current.lw,
+            gid=f"position:{key}",
+            zorder=current.zorder,
+        )
         if not arrows:
             continue
         decomposed = upd.decompose_update(rec, scene.name, i)
         for term, tail, uv in upd.arrow_chain(decomposed, scene.plane):
-            q = ax.quiver([tail[0]], [tail[1]], [uv[0]], [uv[1]], angles="xy", scale_units="xy",
-                          scale=1.0, color=panel.term_color(term, look.color), width=0.008, headwidth=3.2,
-                          headlength=3.8, headaxislength=3.4, edgecolor=look.color, minlength=0,
-                          linewidth=0.6, zorder=7, gid=f"arrow:{key}:{term}")   # no blob on the star
+            q = ax.quiver(
+                [tail[0]],
+                [tail[1]],
+                [uv[0]],
+                [uv[1]],
+                angles="xy",
+                scale_units="xy",
+                scale=1.0,
+                color=panel.term_color(term, look.color),
+                width=0.008,
+                headwidth=3.2,
+                headlength=3.8,
+                headaxislength=3.4,
+                edgecolor=look.color,
+                minlength=0,
+                linewidth=0.6,
+                zorder=7,
+                gid=f"arrow:{key}:{term}",
+            )  # no blob on the star
             art.arrows[(key, term)] = q
         if key in art.zoom_axes:
-            art.zoom_boxes[key] = ax.add_patch(Rectangle(
-                # over the star (under Nesterov's path) and under the rings
-                (0, 0), 0, 0, ec=look.color, zorder=ZOOM_BOX_Z, **ZOOM_BOX_LOOK,
-                gid=f"zoom-box:{key}"))
+            art.zoom_boxes[key] = ax.add_patch(
+                Rectangle(
+                    # over the star (under Nesterov's path) and under the rings
+                    (0, 0),
+                    0,
+                    0,
+                    ec=look.color,
+                    zorder=ZOOM_BOX_Z,
+                    **ZOOM_BOX_LOOK,
+                    gid=f"zoom-box:{key}",
+                )
+            )
             draw_zoom(scene, art, key, panel_at(scene, key, i, arrows))
     follow_update(scene, art, update)
     open_rings_on_star(art)

@@ -22,10 +22,28 @@ import numpy as np
 from ..core.steps import describe_updates, resolve_update
 
 __all__ = [
-    "Plane", "identity_plane", "pca_plane", "project", "lift", "plot_box", "loss_grid",
-    "log_levels", "select_variable", "check_step", "step_index", "describe_updates",
-    "fade_alphas", "divergence_update", "diverged_runs", "diverged_note", "drawn_length",
-    "run_distances", "most_different_index", "label_side", "rule_name", "RULE_NAMES",
+    "Plane",
+    "identity_plane",
+    "pca_plane",
+    "project",
+    "lift",
+    "plot_box",
+    "loss_grid",
+    "log_levels",
+    "select_variable",
+    "check_step",
+    "step_index",
+    "describe_updates",
+    "fade_alphas",
+    "divergence_update",
+    "diverged_runs",
+    "diverged_note",
+    "drawn_length",
+    "run_distances",
+    "most_different_index",
+    "label_side",
+    "rule_name",
+    "RULE_NAMES",
 ]
 
 # how figures write the rules' names (as ``views.rates.block_rates`` does); gids keep the config keys
@@ -99,10 +117,9 @@ def pca_plane(paths: Sequence[np.ndarray]) -> Plane:
     for k in range(2):
         if basis[k, np.argmax(np.abs(basis[k]))] < 0:
             basis[k] = -basis[k]
-    var = s ** 2
+    var = s**2
     total = float(var.sum())
-    explained = tuple(float(var[k] / total) if total > 0 and k < len(var) else 0.0
-                      for k in range(2))
+    explained = tuple(float(var[k] / total) if total > 0 and k < len(var) else 0.0 for k in range(2))
     return Plane(origin, basis, explained)
 
 
@@ -186,8 +203,7 @@ def diverged_runs(coords: Mapping, view_box=None, max_grow=1.0) -> dict:
             if not np.all(np.isfinite(c[-1])):
                 out[key] = divergence_update(c, ((-np.inf, np.inf), (-np.inf, np.inf)))
             continue
-        limit = tuple((a - max_grow * (b - a), b + max_grow * (b - a))
-                      for a, b in (map(float, r) for r in view_box))
+        limit = tuple((a - max_grow * (b - a), b + max_grow * (b - a)) for a, b in (map(float, r) for r in view_box))
         last = c[-1]
         with np.errstate(invalid="ignore"):
             inside = np.isfinite(last).all() and all(a <= x <= b for x, (a, b) in zip(last, limit))
@@ -205,8 +221,7 @@ def drawn_length(n_points: int, at) -> int:
 
 def diverged_note(diverged: Mapping) -> str:
     """``"momentum: diverged at update 12"``, one line per diverged run."""
-    return "\n".join(f"{k}: diverged at update {u}" if u else f"{k}: diverged"
-                     for k, u in diverged.items())
+    return "\n".join(f"{k}: diverged at update {u}" if u else f"{k}: diverged" for k, u in diverged.items())
 
 
 def loss_grid(value_np, plane: Plane, shape, box, n=121, budget=4_000_000):
@@ -221,8 +236,8 @@ def loss_grid(value_np, plane: Plane, shape, box, n=121, budget=4_000_000):
     rows = max(1, budget // max(1, n * plane.dim))
     with np.errstate(over="ignore", invalid="ignore"):
         for r in range(0, n, rows):
-            pts = lift(coords[r:r + rows], plane).reshape(*coords[r:r + rows].shape[:2], *shape)
-            Z[r:r + rows] = value_np(pts)
+            pts = lift(coords[r : r + rows], plane).reshape(*coords[r : r + rows].shape[:2], *shape)
+            Z[r : r + rows] = value_np(pts)
     return X, Y, Z
 
 
@@ -261,13 +276,13 @@ def run_distances(paths) -> np.ndarray:
     n = min(len(a) for a in arrays) - 1
     with np.errstate(invalid="ignore", over="ignore"):
         if len(arrays) == 1:
-            d = np.linalg.norm(np.diff(arrays[0][:n + 1], axis=0), axis=1)
+            d = np.linalg.norm(np.diff(arrays[0][: n + 1], axis=0), axis=1)
         else:
             d = np.zeros(n)
             for i in range(len(arrays)):
                 for j in range(i + 1, len(arrays)):
-                    d = np.fmax(d, np.linalg.norm(arrays[i][1:n + 1] - arrays[j][1:n + 1], axis=1))
-            bad = ~np.all([np.all(np.isfinite(a[1:n + 1]), axis=1) for a in arrays], axis=0)
+                    d = np.fmax(d, np.linalg.norm(arrays[i][1 : n + 1] - arrays[j][1 : n + 1], axis=1))
+            bad = ~np.all([np.all(np.isfinite(a[1 : n + 1]), axis=1) for a in arrays], axis=0)
             d[bad] = np.nan
     d[~np.isfinite(d)] = np.nan
     return d
@@ -285,7 +300,7 @@ def most_different_index(paths, allowed=None) -> int | None:
     d = run_distances(paths)
     ok = np.isfinite(d)
     if allowed is not None:
-        ok &= np.asarray(allowed, bool)[:len(d)]
+        ok &= np.asarray(allowed, bool)[: len(d)]
     if not ok.any():
         return None
     return int(np.flatnonzero(ok)[np.argmax(d[ok])])
@@ -294,7 +309,7 @@ def most_different_index(paths, allowed=None) -> int | None:
 # ---- fading trails -----------------------------------------------------------------
 
 
-LABEL_SIDES = ((1, 1), (-1, 1), (1, -1), (-1, -1))   # upper right first, then the others
+LABEL_SIDES = ((1, 1), (-1, 1), (1, -1), (-1, -1))  # upper right first, then the others
 
 
 def label_side(obstacles, size, offset=(9.0, 7.0), clear=8.0, room=None) -> tuple[int, int]:
@@ -354,13 +369,10 @@ def select_variable(recordings: Mapping, name) -> str:
             return next(iter(shared))
         allowed = sorted(shared)
         raise ValueError(
-            "name=None is ambiguous: pass name= one of the variables every recording has. "
-            f"Allowed: {allowed}."
+            f"name=None is ambiguous: pass name= one of the variables every recording has. Allowed: {allowed}."
         )
     if name not in shared:
-        raise ValueError(
-            f"Unknown variable {name!r}. Every recording has: {sorted(shared)}."
-        )
+        raise ValueError(f"Unknown variable {name!r}. Every recording has: {sorted(shared)}.")
     return name
 
 
@@ -382,9 +394,13 @@ def check_step(step, steps: Mapping[str, np.ndarray], none: str = "no update pic
         s = np.asarray(s, np.int64)
         common = s if common is None else np.intersect1d(common, s)
     common = np.asarray(common, np.int64)
-    return resolve_update(step, common, none=none,
-                          held=f"the recordings share {len(common)} updates",
-                          start="the start point is always drawn")
+    return resolve_update(
+        step,
+        common,
+        none=none,
+        held=f"the recordings share {len(common)} updates",
+        start="the start point is always drawn",
+    )
 
 
 def step_index(recording_steps, update: int) -> int:
@@ -393,6 +409,5 @@ def step_index(recording_steps, update: int) -> int:
     s = np.asarray(recording_steps, np.int64)
     i = int(np.searchsorted(s, update))
     if not (i < len(s) and s[i] == update):
-        raise ValueError(f"update {update} is not recorded: the recording holds "
-                         f"{describe_updates(s)}.")
+        raise ValueError(f"update {update} is not recorded: the recording holds {describe_updates(s)}.")
     return i

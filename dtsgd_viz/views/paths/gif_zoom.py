@@ -21,10 +21,10 @@ __all__ = ["ZOOMS", "KEEP_RATIO", "zoom_schedule", "box_points", "fitted_zoom", 
 
 # the zoom factors a close-up may take: round numbers read as such in its title
 ZOOMS = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 70.0, 100.0, 150.0, 200.0)
-KEEP_RATIO = 5.0   # a zoom is kept while the update would fit a box this many times closer
-LAST_RATIO = 1.5   # ... but the last frame, held longest, its update all but stopped (it fits the
-                   # closest zoom, ``ZOOMS[-1]``), takes that zoom when it is this much closer
-FIT_PAD, FIT_MIN = 0.3, 0.005   # ``update_geometry.zoom_box``'s pad and floor for the fitted box
+KEEP_RATIO = 5.0  # a zoom is kept while the update would fit a box this many times closer
+LAST_RATIO = 1.5  # ... but the last frame, held longest, its update all but stopped (it fits the
+# closest zoom, ``ZOOMS[-1]``), takes that zoom when it is this much closer
+FIT_PAD, FIT_MIN = 0.3, 0.005  # ``update_geometry.zoom_box``'s pad and floor for the fitted box
 
 
 def _ladder(z: float) -> float:
@@ -83,8 +83,12 @@ def fitted_zoom(scene, key, data) -> float:
 
 # where a fixed-size box may sit round its points, in box sides off their centre, in the
 # order tried (the clash-free one is kept)
-SHIFTS = tuple(sorted(((dx, dy) for dx in (-0.2, -0.1, 0.0, 0.1, 0.2) for dy in (-0.2, -0.1, 0.0, 0.1, 0.2)),
-                      key=lambda d: (round(np.hypot(*d), 6), d)))
+SHIFTS = tuple(
+    sorted(
+        ((dx, dy) for dx in (-0.2, -0.1, 0.0, 0.1, 0.2) for dy in (-0.2, -0.1, 0.0, 0.1, 0.2)),
+        key=lambda d: (round(np.hypot(*d), 6), d),
+    )
+)
 
 
 def fixed_boxes(scene, key, data, zoom: float) -> list:
@@ -102,7 +106,7 @@ def fixed_boxes(scene, key, data, zoom: float) -> list:
     for dx, dy in SHIFTS:
         cx, cy = c[0] + dx * span, c[1] + dy * span
         box = ((cx - span / 2, cx + span / 2), (cy - span / 2, cy + span / 2))
-        inside = (lo[0] >= box[0][0] and hi[0] <= box[0][1] and lo[1] >= box[1][0] and hi[1] <= box[1][1])
+        inside = lo[0] >= box[0][0] and hi[0] <= box[0][1] and lo[1] >= box[1][0] and hi[1] <= box[1][1]
         if inside or (dx, dy) == (0.0, 0.0):
             out.append(box)
     return out

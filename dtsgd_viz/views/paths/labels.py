@@ -19,22 +19,36 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["renderer_of", "Obstacles", "candidates", "spot_cost", "spot_costs", "best_spot", "place_text",
-           "panel_obstacles", "text_box", "boxes_overlap", "leader_cost", "leader_through_boxes", "TOUCH", "HARD"]
+__all__ = [
+    "renderer_of",
+    "Obstacles",
+    "candidates",
+    "spot_cost",
+    "spot_costs",
+    "best_spot",
+    "place_text",
+    "panel_obstacles",
+    "text_box",
+    "boxes_overlap",
+    "leader_cost",
+    "leader_through_boxes",
+    "TOUCH",
+    "HARD",
+]
 
-SAMPLE_PX = 2.0      # path samples this far apart
-PAD_PX = 2.0         # a label keeps this many pixels off a path
-HARD = 400.0         # the cost of covering a marker, a box or another label
-OUTSIDE = 1e5        # the cost of leaving the frame
-REST_WEIGHT = 0.3    # a sample of a thin whole run after the update shown, against a path's 1
-TOUCH = 150.0        # the cost of covering any path at all (a label kept clear of every run)
-WIDTH_UNIT = 2.1     # points: a path sample of a line this wide weighs 1 (momentum's; Nesterov's 1.4)
+SAMPLE_PX = 2.0  # path samples this far apart
+PAD_PX = 2.0  # a label keeps this many pixels off a path
+HARD = 400.0  # the cost of covering a marker, a box or another label
+OUTSIDE = 1e5  # the cost of leaving the frame
+REST_WEIGHT = 0.3  # a sample of a thin whole run after the update shown, against a path's 1
+TOUCH = 150.0  # the cost of covering any path at all (a label kept clear of every run)
+WIDTH_UNIT = 2.1  # points: a path sample of a line this wide weighs 1 (momentum's; Nesterov's 1.4)
 ANGLES = np.deg2rad(np.arange(0, 360, 22.5))
 
 
 def renderer_of(fig):
     """A renderer to measure ``fig``'s texts with (a bare ``Figure``'s canvas has none)."""
-    fig = fig.figure   # the root of a SubFigure
+    fig = fig.figure  # the root of a SubFigure
     get = getattr(fig.canvas, "get_renderer", None)
     return get() if get is not None else fig._get_renderer()
 
@@ -100,8 +114,7 @@ def spot_cost(obs: Obstacles, box, pad=PAD_PX, points=None, touch=0.0) -> float:
     ``(obs.points, obs.weights)``, computed once."""
     pts, w = (obs.points, obs.weights) if points is None else points
     x0, y0, x1, y1 = box
-    under = w[(pts[:, 0] >= x0 - pad) & (pts[:, 0] <= x1 + pad)
-              & (pts[:, 1] >= y0 - pad) & (pts[:, 1] <= y1 + pad)]
+    under = w[(pts[:, 0] >= x0 - pad) & (pts[:, 0] <= x1 + pad) & (pts[:, 1] >= y0 - pad) & (pts[:, 1] <= y1 + pad)]
     cost = float(under.sum()) + (touch if len(under) else 0.0)
     cost += HARD * sum(boxes_overlap(box, b, 1.0) for b in obs.boxes)
     f = obs.frame
@@ -134,15 +147,18 @@ def spot_costs(obs: Obstacles, boxes, pad=PAD_PX, points=None, touch=0.0) -> np.
     out = np.zeros(len(b))
     if len(pts):
         x, y = pts[:, 0], pts[:, 1]
-        for s in range(0, len(b), 32):   # (32, points) booleans at a time
-            q = b[s:s + 32]
-            under = ((x >= q[:, :1] - pad) & (x <= q[:, 2:3] + pad)
-                     & (y >= q[:, 1:2] - pad) & (y <= q[:, 3:4] + pad))
-            out[s:s + 32] = under.astype(np.float64) @ w + np.where(under.any(axis=1), touch, 0.0)
+        for s in range(0, len(b), 32):  # (32, points) booleans at a time
+            q = b[s : s + 32]
+            under = (x >= q[:, :1] - pad) & (x <= q[:, 2:3] + pad) & (y >= q[:, 1:2] - pad) & (y <= q[:, 3:4] + pad)
+            out[s : s + 32] = under.astype(np.float64) @ w + np.where(under.any(axis=1), touch, 0.0)
     if obs.boxes:
         o = np.asarray(obs.boxes, np.float64)
-        hit = ((b[:, None, 0] - 1.0 < o[None, :, 2]) & (b[:, None, 2] + 1.0 > o[None, :, 0])
-               & (b[:, None, 1] - 1.0 < o[None, :, 3]) & (b[:, None, 3] + 1.0 > o[None, :, 1]))
+        hit = (
+            (b[:, None, 0] - 1.0 < o[None, :, 2])
+            & (b[:, None, 2] + 1.0 > o[None, :, 0])
+            & (b[:, None, 1] - 1.0 < o[None, :, 3])
+            & (b[:, None, 3] + 1.0 > o[None, :, 1])
+        )
         out += HARD * np.count_nonzero(hit, axis=1)
     f = obs.frame
     off = (b[:, 0] < f[0] + 1) | (b[:, 1] < f[1] + 1) | (b[:, 2] > f[2] - 1) | (b[:, 3] > f[3] - 1)
@@ -160,7 +176,7 @@ def best_spot(obs: Obstacles, anchor, size, radii=(5.0, 10.0, 18.0, 30.0), near=
     if extra is None:
         return tuple(float(v) for v in boxes[int(np.argmin(base))]) if len(boxes) else None
     best, cost = None, np.inf
-    for i in np.argsort(base, kind="stable"):   # cheapest first: the rest can only lose
+    for i in np.argsort(base, kind="stable"):  # cheapest first: the rest can only lose
         if base[i] > cost:
             break
         c = base[i] + extra(tuple(float(v) for v in boxes[i]))
@@ -198,8 +214,14 @@ def leader_through_boxes(boxes, start, end, anchor=None, inset=0.5) -> int:
     for x0, y0, x1, y1 in boxes:
         if anchor is not None and x0 <= anchor[0] <= x1 and y0 <= anchor[1] <= y1:
             continue
-        hits += bool(np.any((seg[:, 0] > x0 + inset) & (seg[:, 0] < x1 - inset)
-                            & (seg[:, 1] > y0 + inset) & (seg[:, 1] < y1 - inset)))
+        hits += bool(
+            np.any(
+                (seg[:, 0] > x0 + inset)
+                & (seg[:, 0] < x1 - inset)
+                & (seg[:, 1] > y0 + inset)
+                & (seg[:, 1] < y1 - inset)
+            )
+        )
     return hits
 
 
@@ -207,6 +229,7 @@ def text_box(text, renderer, pad=2.0):
     """The display box of ``text`` (with its bbox patch's pad, if any; an annotation's
     leader left out), grown by ``pad``."""
     from matplotlib.text import Text
+
     e = Text.get_window_extent(text, renderer)
     patch = text.get_bbox_patch()
     if patch is not None:
@@ -255,7 +278,7 @@ def panel_obstacles(art, skip=()) -> Obstacles:
             if gid in ("start", "minimum") or gid.startswith("position:"):
                 for p in xy:
                     obs.add_marker(p, r + 1.0)
-            else:   # a path's own markers: on its line, soft
+            else:  # a path's own markers: on its line, soft
                 obs.add_polyline(xy, spacing=r)
     for q in art.arrows.values():
         if not q.get_visible():
@@ -268,10 +291,10 @@ def panel_obstacles(art, skip=()) -> Obstacles:
         if w > 0 and h > 0:
             pts = ax.transData.transform([(x, y), (x + w, y), (x + w, y + h), (x, y + h), (x, y)])
             obs.add_polyline(pts)
-            for _ in range(6):   # its edges weigh more than one path
+            for _ in range(6):  # its edges weigh more than one path
                 obs.add_polyline(pts)
     renderer = renderer_of(ax.figure)
-    for t in ax.texts:   # the notes, callouts and names already placed, and their leaders
+    for t in ax.texts:  # the notes, callouts and names already placed, and their leaders
         if t.get_visible() and t.get_text() and t not in skip:
             box = text_box(t, renderer)
             obs.add_box(box)

@@ -20,13 +20,23 @@ import numpy as np
 
 from .casing import CASING_TOL, coinciding, draw_casings
 
-__all__ = ["lanes", "shift_lines", "draw_lanes", "draw_lanes_and_casings", "shift_step", "lane_note", "LANE_AIR",
-           "LANE_CAPTION", "MIN_SHARED"]
+__all__ = [
+    "lanes",
+    "shift_lines",
+    "draw_lanes",
+    "draw_lanes_and_casings",
+    "shift_step",
+    "lane_note",
+    "LANE_AIR",
+    "LANE_CAPTION",
+    "MIN_SHARED",
+]
 
-LANE_AIR = 1.5      # points of air between two runs' lines in their lanes
-MIN_SHARED = 0.04   # of the panel's larger span: a shared first leg at least this long gets lanes
-LANE_CAPTION = ("where the paths share their first leg they are drawn side by side "
-                "(each moved up to {pt:.0f} pt across it)")
+LANE_AIR = 1.5  # points of air between two runs' lines in their lanes
+MIN_SHARED = 0.04  # of the panel's larger span: a shared first leg at least this long gets lanes
+LANE_CAPTION = (
+    "where the paths share their first leg they are drawn side by side (each moved up to {pt:.0f} pt across it)"
+)
 
 
 def lanes(coords: dict, widths: dict, span: float, tol: float = CASING_TOL) -> dict:
@@ -39,7 +49,7 @@ def lanes(coords: dict, widths: dict, span: float, tol: float = CASING_TOL) -> d
     keys = [k for k in coords if len(_finite(coords[k])) >= 2]
     together, leg = [], None
     for i, a in enumerate(keys):
-        for b in keys[i + 1:]:
+        for b in keys[i + 1 :]:
             ca, cb = _finite(coords[a]), _finite(coords[b])
             if not np.allclose(ca[0], cb[0], atol=tol * span):
                 continue
@@ -71,12 +81,12 @@ def shift_lines(artists, shift) -> None:
     """Draw each of ``artists`` (lines, collections) ``shift`` ``(dx, dy)`` points off
     where its data put it (its data unchanged)."""
     from matplotlib.transforms import ScaledTranslation
+
     for a in artists:
         if a is None:
             continue
         fig = a.axes.figure.figure
-        a.set_transform(a.axes.transData + ScaledTranslation(shift[0] / 72.0, shift[1] / 72.0,
-                                                             fig.dpi_scale_trans))
+        a.set_transform(a.axes.transData + ScaledTranslation(shift[0] / 72.0, shift[1] / 72.0, fig.dpi_scale_trans))
 
 
 def draw_lanes_and_casings(scene, art, looks, drawn) -> tuple[dict, dict]:
@@ -95,7 +105,7 @@ def draw_lanes_and_casings(scene, art, looks, drawn) -> tuple[dict, dict]:
     moved = {k: c + per_pt * np.asarray(shifts.get(k, (0.0, 0.0))) for k, c in drawn.items()}
     casings = draw_casings(ax, moved, looks, span)
     for key, lc in casings.items():
-        if key in shifts:   # back onto the data, then drawn shifted exactly as its run
+        if key in shifts:  # back onto the data, then drawn shifted exactly as its run
             d = per_pt * np.asarray(shifts[key])
             lc.set_segments([np.asarray(s) - d for s in lc.get_segments()])
             shift_lines([lc], shifts[key])
@@ -115,13 +125,15 @@ def draw_lanes(scene, art, looks, drawn) -> dict:
 def shift_step(art) -> None:
     """The update's rings, trails and arrows drawn in their runs' lanes (``art.lanes``)."""
     from matplotlib.transforms import ScaledTranslation
+
     for key, shift in art.lanes.items():
         shift_lines([art.positions.get(key), art.trails.get(key)], shift)
         for (k, _), q in art.arrows.items():
             if k == key:
                 fig = q.axes.figure.figure
-                q.set_offset_transform(q.axes.transData + ScaledTranslation(
-                    shift[0] / 72.0, shift[1] / 72.0, fig.dpi_scale_trans))
+                q.set_offset_transform(
+                    q.axes.transData + ScaledTranslation(shift[0] / 72.0, shift[1] / 72.0, fig.dpi_scale_trans)
+                )
 
 
 def lane_note(art) -> str:

@@ -15,21 +15,33 @@ from ..shards.geometry import minmax_indices
 from ..text.direct import READABLE_GAP, axes_height_points, label_ends, spread
 from . import geometry as geo
 
-__all__ = ["draw_loss", "mark_window", "air_between_ends", "LOSS_XLABEL", "LOSS_YLABEL", "LOSS_TITLE",
-           "nest_loss_dots", "thin_loss", "loss_columns", "DOT_SIZE",
-           "FEW_POINTS", "END_MARGIN", "END_GAP"]
+__all__ = [
+    "draw_loss",
+    "mark_window",
+    "air_between_ends",
+    "LOSS_XLABEL",
+    "LOSS_YLABEL",
+    "LOSS_TITLE",
+    "nest_loss_dots",
+    "thin_loss",
+    "loss_columns",
+    "DOT_SIZE",
+    "FEW_POINTS",
+    "END_MARGIN",
+    "END_GAP",
+]
 
 # the loss panel's axes: the loss after k updates, k = 0..N (``path_findings``' convention)
 LOSS_XLABEL = "updates made (k)"
 LOSS_YLABEL = "loss after k updates"
 LOSS_TITLE = "Loss after k updates"
-FEW_POINTS = 3   # loss lines of this many points or fewer get markers
-END_MARGIN = 0.015   # the x axis ends this far (of its span) past the last update: no empty range
-END_GAP = 1.7   # the end names' centre-to-centre distance, in font sizes (READABLE_GAP and air)
-DOT_SIZE = 8.0   # points: every run's dot at the update shown (rings where dots coincide)
+FEW_POINTS = 3  # loss lines of this many points or fewer get markers
+END_MARGIN = 0.015  # the x axis ends this far (of its span) past the last update: no empty range
+END_GAP = 1.7  # the end names' centre-to-centre distance, in font sizes (READABLE_GAP and air)
+DOT_SIZE = 8.0  # points: every run's dot at the update shown (rings where dots coincide)
 
 
-RING_MS = 13.0   # points: a loss dot drawn as a ring round another it would cover
+RING_MS = 13.0  # points: a loss dot drawn as a ring round another it would cover
 
 
 def nest_loss_dots(markers) -> bool:
@@ -40,10 +52,19 @@ def nest_loss_dots(markers) -> bool:
     lines = list(markers.values())
     for m in lines:
         if not hasattr(m, "dot_look"):
-            m.dot_look = dict(ms=m.get_markersize(), mfc=m.get_markerfacecolor(),
-                              mec=m.get_markeredgecolor(), mew=m.get_markeredgewidth(), zorder=m.get_zorder())
-    px = [m.axes.transData.transform((m.get_xdata()[0], m.get_ydata()[0])) if len(m.get_xdata()) else
-          np.array([np.nan, np.nan]) for m in lines]
+            m.dot_look = dict(
+                ms=m.get_markersize(),
+                mfc=m.get_markerfacecolor(),
+                mec=m.get_markeredgecolor(),
+                mew=m.get_markeredgewidth(),
+                zorder=m.get_zorder(),
+            )
+    px = [
+        m.axes.transData.transform((m.get_xdata()[0], m.get_ydata()[0]))
+        if len(m.get_xdata())
+        else np.array([np.nan, np.nan])
+        for m in lines
+    ]
     dpi = lines[0].figure.dpi if lines else 72.0
     met = False
     for n, m in enumerate(lines):
@@ -52,15 +73,23 @@ def nest_loss_dots(markers) -> bool:
         if covered:
             met = True
             ms = RING_MS + 3.0 * (len(lines) - 1 - n - 1)
-            m.set(markersize=ms, markerfacecolor="none", markeredgecolor=m.get_color(), markeredgewidth=2.0,
-                  zorder=m.dot_look["zorder"] + 0.5)
+            m.set(
+                markersize=ms,
+                markerfacecolor="none",
+                markeredgecolor=m.get_color(),
+                markeredgewidth=2.0,
+                zorder=m.dot_look["zorder"] + 0.5,
+            )
         else:
             look = m.dot_look
-            m.set(markersize=look["ms"], markerfacecolor=look["mfc"], markeredgecolor=look["mec"],
-                  markeredgewidth=look["mew"], zorder=look["zorder"])
+            m.set(
+                markersize=look["ms"],
+                markerfacecolor=look["mfc"],
+                markeredgecolor=look["mec"],
+                markeredgewidth=look["mew"],
+                zorder=look["zorder"],
+            )
     return met
-
-
 
 
 def draw_loss(scene, update, art, looks) -> None:
@@ -68,53 +97,75 @@ def draw_loss(scene, update, art, looks) -> None:
     ``art`` keeps the lines, markers and the update line."""
     ax = art.ax_loss
     from_surface = False
-    lost = {}   # runs whose loss stops being finite without having left the view
+    lost = {}  # runs whose loss stops being finite without having left the view
     ends = []
     columns = loss_columns(ax)
     for key, (steps, loss, computed) in scene.losses.items():
         from_surface |= computed
         look = looks[key]
-        few = len(steps) <= FEW_POINTS   # one point per line draws nothing without a marker
+        few = len(steps) <= FEW_POINTS  # one point per line draws nothing without a marker
         at = [] if update is None else [geo.step_index(scene.recordings[key].steps, update)]
         art.loss_thin[key] = keep = thin_loss(steps, loss, columns, at)
-        (art.loss_lines[key],) = ax.plot(steps[keep], loss[keep], **look.line(), label=key,
-                                         marker=(look.marker or "o") if few else "", ms=6,
-                                         gid=f"loss:{key}")
+        (art.loss_lines[key],) = ax.plot(
+            steps[keep],
+            loss[keep],
+            **look.line(),
+            label=key,
+            marker=(look.marker or "o") if few else "",
+            ms=6,
+            gid=f"loss:{key}",
+        )
         with np.errstate(invalid="ignore"):
             finite = np.isfinite(loss) & (loss > 0)
         last = np.flatnonzero(finite)
         if len(last):
             ends.append((geo.rule_name(key), steps[last[-1]], loss[last[-1]], look.color))
         if key in scene.diverged or not finite.all():
-            if len(last):   # where the log axis ends for this run: its last finite loss
-                ax.plot([steps[last[-1]]], [loss[last[-1]]], "x", ms=11, mew=2.5, color=look.color,
-                        gid=f"loss-diverged:{key}", zorder=6)
+            if len(last):  # where the log axis ends for this run: its last finite loss
+                ax.plot(
+                    [steps[last[-1]]],
+                    [loss[last[-1]]],
+                    "x",
+                    ms=11,
+                    mew=2.5,
+                    color=look.color,
+                    gid=f"loss-diverged:{key}",
+                    zorder=6,
+                )
             if key not in scene.diverged:
                 lost[key] = int(steps[last[-1] + 1]) if len(last) and last[-1] + 1 < len(steps) else None
         if update is not None:
             i = geo.step_index(scene.recordings[key].steps, update)
             # one size, in the rules' order (Nesterov's on top); where dots coincide
             # the earlier ones are rings round the last (``nest_loss_dots``)
-            (art.loss_markers[key],) = ax.plot([steps[i]], [loss[i]], "o", ms=DOT_SIZE, color=look.color,
-                                               mec="white", mew=1.0, gid=f"loss-marker:{key}",
-                                               zorder=5 + 0.01 * look.zorder)
+            (art.loss_markers[key],) = ax.plot(
+                [steps[i]],
+                [loss[i]],
+                "o",
+                ms=DOT_SIZE,
+                color=look.color,
+                mec="white",
+                mew=1.0,
+                gid=f"loss-marker:{key}",
+                zorder=5 + 0.01 * look.zorder,
+            )
     _frame(scene, ax, from_surface)
     nest_loss_dots(art.loss_markers)
     if scene.diverged or lost:
         _diverged_note(scene, ax, lost)
-    if update is not None:   # at the dots: the loss before the update, after the ones before it
+    if update is not None:  # at the dots: the loss before the update, after the ones before it
         line = style.ROLE_LOOKS["update_line"]
         first = next(iter(scene.losses))
         at = scene.losses[first][0][geo.step_index(scene.recordings[first].steps, update)]
         art.step_line = ax.axvline(at, **line.line(), gid="step-line")
-    keys = {geo.rule_name(k): k for k in scene.losses}   # the names written back to their configs
-    art.loss_labels = {keys[t.get_gid()[len("label:"):]]: t for t in label_ends(ax, ends, outside=True)}
-    for key, text in art.loss_labels.items():   # gids keep the config keys
+    keys = {geo.rule_name(k): k for k in scene.losses}  # the names written back to their configs
+    art.loss_labels = {keys[t.get_gid()[len("label:") :]]: t for t in label_ends(ax, ends, outside=True)}
+    for key, text in art.loss_labels.items():  # gids keep the config keys
         text.set_gid(f"label:{key}")
     _plain_log_ticks(ax)
 
 
-WINDOW_COLOR = "0.55"   # the band of the updates the headline's means are over
+WINDOW_COLOR = "0.55"  # the band of the updates the headline's means are over
 
 
 def mark_window(art, found, looks=None) -> list:
@@ -129,13 +180,32 @@ def mark_window(art, found, looks=None) -> list:
     a, b = found.window
     half = 0.5 if a == b else 0.0
     out = [ax.axvspan(a - half, b + half, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")]
-    out.append(ax.text(b + half, 0.985, "mean" if a == b else "mean here", transform=ax.get_xaxis_transform(),
-                       ha="right", va="top", fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR,
-                       gid="loss-window-label", zorder=4.6))
+    out.append(
+        ax.text(
+            b + half,
+            0.985,
+            "mean" if a == b else "mean here",
+            transform=ax.get_xaxis_transform(),
+            ha="right",
+            va="top",
+            fontsize=style.NOTE_SIZE,
+            color=style.SUBTITLE_COLOR,
+            gid="loss-window-label",
+            zorder=4.6,
+        )
+    )
     for key in found.ranking:
         color = art.loss_lines[key].get_color() if key in art.loss_lines else "0.3"
-        (line,) = ax.plot([a - half, b + half], [found.tail_loss[key]] * 2, color=color, lw=2.4,
-                          solid_capstyle="butt", alpha=0.9, zorder=4.5, gid=f"loss-mean:{key}")
+        (line,) = ax.plot(
+            [a - half, b + half],
+            [found.tail_loss[key]] * 2,
+            color=color,
+            lw=2.4,
+            solid_capstyle="butt",
+            alpha=0.9,
+            zorder=4.5,
+            gid=f"loss-mean:{key}",
+        )
         out.append(line)
     return out
 
@@ -180,6 +250,7 @@ def _plain_log_ticks(ax) -> None:
     """A log axis spanning under about a decade and a half gets plain tick labels
     (0.2, 0.3, 0.4) on its minor ticks instead of ``4×10⁻¹``."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     lo, hi = ax.get_ylim()
     if not (lo > 0 and hi > lo) or np.log10(hi / lo) > 1.5:
         return
@@ -190,6 +261,7 @@ def _plain_log_ticks(ax) -> None:
 
 def _frame(scene, ax, from_surface) -> None:
     from matplotlib.ticker import MaxNLocator
+
     log = _needs_log(scene)
     ax.set_yscale("log" if log else "linear")
     ax.set_xlabel(LOSS_XLABEL, fontsize=style.LABEL_SIZE)
@@ -204,11 +276,11 @@ def _frame(scene, ax, from_surface) -> None:
     ax.autoscale_view()
     if last - first < 4:  # a short run: a margin of half an update, ticks on the updates
         ax.set_xlim(first - 0.5, last + 0.5)
-    else:   # the names stand outside, right of the spine: the axis ends just past the data
+    else:  # the names stand outside, right of the spine: the axis ends just past the data
         ax.set_xlim(ax.get_xlim()[0], last + END_MARGIN * (last - ax.get_xlim()[0]))
 
 
-LINEAR_SPAN = 10.0   # losses within this factor of each other read on a linear axis
+LINEAR_SPAN = 10.0  # losses within this factor of each other read on a linear axis
 
 
 def _needs_log(scene) -> bool:
@@ -224,8 +296,17 @@ def _needs_log(scene) -> bool:
 
 def _diverged_note(scene, ax, lost) -> None:
     lines = [geo.diverged_note(scene.diverged)] if scene.diverged else []
-    lines += [f"{k}: loss not finite from update {u}" if u else f"{k}: loss not finite"
-              for k, u in lost.items()]
-    ax.text(0.01, 0.01, "\n".join(lines) + "\n(x: the last finite loss)", transform=ax.transAxes,
-            ha="left", va="bottom", fontsize=style.NOTE_SIZE, color="#A04000", gid="loss-diverged-note",
-            zorder=8, bbox=dict(fc="white", ec="#D55E00", alpha=0.92, pad=2.0))
+    lines += [f"{k}: loss not finite from update {u}" if u else f"{k}: loss not finite" for k, u in lost.items()]
+    ax.text(
+        0.01,
+        0.01,
+        "\n".join(lines) + "\n(x: the last finite loss)",
+        transform=ax.transAxes,
+        ha="left",
+        va="bottom",
+        fontsize=style.NOTE_SIZE,
+        color="#A04000",
+        gid="loss-diverged-note",
+        zorder=8,
+        bbox=dict(fc="white", ec="#D55E00", alpha=0.92, pad=2.0),
+    )

@@ -26,18 +26,18 @@ from .labels import (
 )
 from .scene import minimum_on_plane
 
-__all__ = ["draw_start_and_minima", "place_names", "name_runs", "open_rings_on_star", "NAME_OFFSET",
-           "path_samples"]
+__all__ = ["draw_start_and_minima", "place_names", "name_runs", "open_rings_on_star", "NAME_OFFSET", "path_samples"]
 
-NAME_OFFSET = (9.0, 7.0)   # points from the start / minimum to their names' corner
+NAME_OFFSET = (9.0, 7.0)  # points from the start / minimum to their names' corner
 NAME_Z = 7.7
-HALO = 3.0   # points of white around the names
-STAR_HALO = 1.2   # points of white round the star: its edge reads over the paths under it
-LEADER_HALO = 2.6   # points of white along the start's and minimum's leaders: they read across paths
+HALO = 3.0  # points of white around the names
+STAR_HALO = 1.2  # points of white round the star: its edge reads over the paths under it
+LEADER_HALO = 2.6  # points of white along the start's and minimum's leaders: they read across paths
 
 
 def _halo(width=HALO):
     from matplotlib import patheffects
+
     return [patheffects.withStroke(linewidth=width, foreground="white")]
 
 
@@ -48,27 +48,63 @@ def draw_start_and_minima(scene, ax_path) -> dict:
     ``{gid: Annotation}`` of the names. A minimum projected from more than two numbers
     says so (the caption says it lies off the plane)."""
     start, star = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"]
-    ax_path.plot(scene.starts[:, 0], scene.starts[:, 1], start.marker, ms=start.ms, mfc="white",
-                 mec=start.color, mew=start.lw, ls="none", label="start", gid="start",
-                 zorder=start.zorder)
+    ax_path.plot(
+        scene.starts[:, 0],
+        scene.starts[:, 1],
+        start.marker,
+        ms=start.ms,
+        mfc="white",
+        mec=start.color,
+        mew=start.lw,
+        ls="none",
+        label="start",
+        gid="start",
+        zorder=start.zorder,
+    )
     on_plane = minimum_on_plane(scene)
     # projected: the caption says it lies off the plane (``MINIMUM_NOTE``)
     min_label = ("minima" if len(scene.minima) > 1 else "minimum") + ("" if on_plane else " (projected)")
     short = min_label
-    ax_path.plot(scene.minima[:, 0], scene.minima[:, 1], star.marker, ms=star.ms, mfc=style.MINIMUM_FACE,
-                 mec=star.color, mew=star.lw, ls="none", label=short, gid="minimum",
-                 zorder=star.zorder, path_effects=_halo(STAR_HALO))
+    ax_path.plot(
+        scene.minima[:, 0],
+        scene.minima[:, 1],
+        star.marker,
+        ms=star.ms,
+        mfc=style.MINIMUM_FACE,
+        mec=star.color,
+        mew=star.lw,
+        ls="none",
+        label=short,
+        gid="minimum",
+        zorder=star.zorder,
+        path_effects=_halo(STAR_HALO),
+    )
     names = [("start", p, "start-label") for p in scene.starts[:1]]
     names += [(min_label, scene.minima[0], "minimum-label")]
-    return {gid: ax_path.annotate(
-        text, xy, xytext=NAME_OFFSET, textcoords="offset points", ha="left", va="bottom",
-        fontsize=style.LABEL_SIZE, fontweight="bold", color="black", gid=gid, annotation_clip=True,
-        zorder=NAME_Z, arrowprops=dict(arrowstyle="-", color="0.25", lw=0.8, shrinkA=0, shrinkB=3,
-                                              path_effects=_halo(LEADER_HALO)),
-        bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85)) for text, xy, gid in names}
+    return {
+        gid: ax_path.annotate(
+            text,
+            xy,
+            xytext=NAME_OFFSET,
+            textcoords="offset points",
+            ha="left",
+            va="bottom",
+            fontsize=style.LABEL_SIZE,
+            fontweight="bold",
+            color="black",
+            gid=gid,
+            annotation_clip=True,
+            zorder=NAME_Z,
+            arrowprops=dict(
+                arrowstyle="-", color="0.25", lw=0.8, shrinkA=0, shrinkB=3, path_effects=_halo(LEADER_HALO)
+            ),
+            bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85),
+        )
+        for text, xy, gid in names
+    }
 
 
-ON_STAR = 0.5   # of the star's radius: a ring whose face would cover this much of it opens its face
+ON_STAR = 0.5  # of the star's radius: a ring whose face would cover this much of it opens its face
 
 
 def open_rings_on_star(art) -> list:
@@ -116,14 +152,14 @@ def _drawn(scene, key, art=None):
     thinned = getattr(art, "thin", None) or {}
     if key in thinned:
         return c[thinned[key]]
-    return c[:geo.drawn_length(len(c), scene.diverged.get(key))]
+    return c[: geo.drawn_length(len(c), scene.diverged.get(key))]
 
 
 # pixels from a point's marker to its name's near side: out to where no path runs (a
 # minimum inside a crowd of paths is named off it, on a leader)
 NAME_RADII = (2.0, 5.0, 10.0, 18.0, 28.0, 40.0, 54.0, 70.0, 90.0, 115.0)
-LEADER_WEIGHT = 5.0   # the cost of each path sample a name's leader crosses
-LEADER_PX = 7.0   # a name further than this off its point's marker hangs on a leader
+LEADER_WEIGHT = 5.0  # the cost of each path sample a name's leader crosses
+LEADER_PX = 7.0  # a name further than this off its point's marker hangs on a leader
 
 
 def _marker_radius(ax, gid) -> float:
@@ -151,21 +187,30 @@ def place_names(art, marks=(), scene=None) -> list:
         mark = _marker_radius(ax, ann.get_gid())
         pts = (obs.points, obs.weights)
 
-        def leader(box, anchor=anchor, mark=mark, pts=pts):   # the paths a leader crosses
+        def leader(box, anchor=anchor, mark=mark, pts=pts):  # the paths a leader crosses
             end = np.clip(anchor, box[:2], box[2:])
             d = end - anchor
             n = float(np.hypot(*d))
             if n <= mark + LEADER_PX:
                 return 0.0
             start = anchor + d * (mark / n)
-            return (LEADER_WEIGHT * leader_cost(obs, start, end, points=pts)
-                    + HARD * leader_through_boxes(obs.boxes, start, end, anchor))
-        box = best_spot(obs, anchor, (x1 - x0, y1 - y0), radii=tuple(mark + r for r in NAME_RADII), near=0.35,
-                        extra=leader, touch=TOUCH)
+            return LEADER_WEIGHT * leader_cost(obs, start, end, points=pts) + HARD * leader_through_boxes(
+                obs.boxes, start, end, anchor
+            )
+
+        box = best_spot(
+            obs,
+            anchor,
+            (x1 - x0, y1 - y0),
+            radii=tuple(mark + r for r in NAME_RADII),
+            near=0.35,
+            extra=leader,
+            touch=TOUCH,
+        )
         place_text(ann, box, anchor)
         obs.add_box(box)
         far = np.hypot(*(np.clip(anchor, box[:2], box[2:]) - anchor)) > mark + LEADER_PX
-        if ann.arrow_patch is not None:   # a leader only where the name sits off its point
+        if ann.arrow_patch is not None:  # a leader only where the name sits off its point
             ann.arrow_patch.set_visible(bool(far))
     return names
 
@@ -191,13 +236,13 @@ def _min_dist(a, b, within=None) -> np.ndarray:
         return np.full(len(a), np.inf)
     out = np.empty(len(a))
     for i in range(0, len(a), 512):
-        d = a[i:i + 512, None, :] - b[None, :, :]
-        out[i:i + 512] = np.sqrt(np.min(np.einsum("ijk,ijk->ij", d, d), axis=1))
+        d = a[i : i + 512, None, :] - b[None, :, :]
+        out[i : i + 512] = np.sqrt(np.min(np.einsum("ijk,ijk->ij", d, d), axis=1))
     return out
 
 
-RUN_RADII = (10.0, 16.0, 24.0, 34.0)   # pixels from a run's point to its name
-LEADER_CROSSING = 12.0   # the cost of each of a leader's 12 samples on another run's path
+RUN_RADII = (10.0, 16.0, 24.0, 34.0)  # pixels from a run's point to its name
+LEADER_CROSSING = 12.0  # the cost of each of a leader's 12 samples on another run's path
 
 
 def name_runs(scene, art, looks) -> dict:
@@ -217,15 +262,26 @@ def name_runs(scene, art, looks) -> dict:
     for key in scene.coords:
         color = looks[key].color
         ann = ax.annotate(
-            geo.rule_name(key), _drawn(scene, key, art)[0], xytext=(0, 0), textcoords="offset points",
-            ha="center", va="center", fontsize=style.LABEL_SIZE, fontweight="bold", color=color,
-            gid=f"run-name:{key}", zorder=NAME_Z - 0.2, path_effects=_halo(), annotation_clip=False,
-            arrowprops=dict(arrowstyle="-", color=color, lw=0.9, shrinkA=1, shrinkB=1))
+            geo.rule_name(key),
+            _drawn(scene, key, art)[0],
+            xytext=(0, 0),
+            textcoords="offset points",
+            ha="center",
+            va="center",
+            fontsize=style.LABEL_SIZE,
+            fontweight="bold",
+            color=color,
+            gid=f"run-name:{key}",
+            zorder=NAME_Z - 0.2,
+            path_effects=_halo(),
+            annotation_clip=False,
+            arrowprops=dict(arrowstyle="-", color=color, lw=0.9, shrinkA=1, shrinkB=1),
+        )
         x0, y0, x1, y1 = text_box(ann, renderer)
         size = (x1 - x0, y1 - y0)
         obs = panel_obstacles(art, skip={ann})
         others = np.concatenate([*(s for k, s in samples.items() if k != key), fixed])
-        own_xy = _own_samples(ax, scene, art, key)   # the leader ends on the path
+        own_xy = _own_samples(ax, scene, art, key)  # the leader ends on the path
         own = ax.transData.transform(own_xy)
         inside = np.all((own > [f.x0 + 20, f.y0 + 20]) & (own < [f.x1 - 20, f.y1 - 20]), axis=1)
         if not inside.any():
@@ -238,11 +294,12 @@ def name_runs(scene, art, looks) -> dict:
         for i in order:
             anchor = own[i]
 
-            def leader(box, anchor=anchor):   # other paths its leader would cross
+            def leader(box, anchor=anchor):  # other paths its leader would cross
                 end = np.clip(anchor, box[:2], box[2:])
                 seg = anchor + np.linspace(0.0, 1.0, 12)[:, None] * (end - anchor)
                 near = _min_dist(seg, others, within=2.5)  # noqa: B023
                 return LEADER_CROSSING * float(np.count_nonzero(near < 2.5))
+
             box = best_spot(obs, anchor, size, radii=RUN_RADII, extra=leader)
             cost = _spot_total(obs, box, anchor, leader) - 0.2 * min(gap[i], 40.0)
             if best is None or cost < best[0]:
@@ -255,7 +312,7 @@ def name_runs(scene, art, looks) -> dict:
     return out
 
 
-OWN_SPACING_PX = 4.0   # a thinned path's points a name may hang on: this far apart along it
+OWN_SPACING_PX = 4.0  # a thinned path's points a name may hang on: this far apart along it
 
 
 def _own_samples(ax, scene, art, key) -> np.ndarray:
@@ -272,5 +329,6 @@ def _own_samples(ax, scene, art, key) -> np.ndarray:
 
 def _spot_total(obs, box, anchor, leader) -> float:
     from .labels import spot_cost
+
     r = float(np.hypot(*(np.clip(anchor, box[:2], box[2:]) - anchor)))
     return spot_cost(obs, box) + 0.15 * r + leader(box)

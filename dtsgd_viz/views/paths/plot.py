@@ -93,21 +93,30 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Non
     Returns the matplotlib ``Figure`` (never shown, nothing printed).
     """
     scene = build_scene(recordings, surface, name)
-    update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()},
-                            none="the update where the runs differ most")
+    update = geo.check_step(
+        step, {k: r.steps for k, r in scene.recordings.items()}, none="the update where the runs differ most"
+    )
     auto = update is None
     if auto:
         update = default_update(scene)
     # laid out once (to name the runs) with the caption's notes in place; the caption's
     # last changes below keep its height, else the figure is laid out again before the
     # rings and loss dots are measured on it
-    fig, art = draw_scene(scene, update, ax, arrows is not False, zoom=zoom, auto=auto,
-                          run_names=ax is None, whole=True,
-                          notes=not zoom and update is not None)
+    fig, art = draw_scene(
+        scene,
+        update,
+        ax,
+        arrows is not False,
+        zoom=zoom,
+        auto=auto,
+        run_names=ax is None,
+        whole=True,
+        notes=not zoom and update is not None,
+    )
     laid_out = art.caption.get_text().count("\n") if art.caption is not None else None
     if ax is None:
-        air_between_ends(art)   # on the laid-out figure (draw_scene laid it out to name the runs)
-        mark_window(art, findings_of(scene))   # the updates whose mean loss the headline compares
+        air_between_ends(art)  # on the laid-out figure (draw_scene laid it out to name the runs)
+        mark_window(art, findings_of(scene))  # the updates whose mean loss the headline compares
     if zoom or update is None:
         return fig
     tail = art.caption_tail
@@ -132,7 +141,8 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Non
     def caption(dots_meet=True):
         head = caption_text(update, tail, True, ring_k(scene, update), dots_meet)
         return head + ("\n" + art.caption_notes if art.caption_notes else "")
-    if ax is None:   # the rings on the star and the loss dots, measured on the final layout
+
+    if ax is None:  # the rings on the star and the loss dots, measured on the final layout
         if art.caption is not None and caption().count("\n") != laid_out:
             art.caption.set_text(caption())
             fig.draw_without_rendering()
@@ -162,8 +172,9 @@ class PathsView:
     update: int | None = None
 
 
-def draw_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=True,
-               zoom=True, note=None, diverged=None) -> PathsView:
+def draw_paths(
+    recordings, surface, step=None, *, name=None, ax=None, arrows=True, zoom=True, note=None, diverged=None
+) -> PathsView:
     """Like ``plot_paths`` (same arguments and errors) but returns the ``PathsView``;
     ``step=None`` here picks no update (the widgets' paths without arrows).
     ``note``: a note for the path panel (why there are no arrows), drawn as

@@ -15,8 +15,7 @@ from ..core import style
 from ..core.empty import check_not_empty
 from . import geometry as geo
 
-__all__ = ["PathScene", "build_scene", "default_update", "settings_line", "scene_notes",
-           "minimum_on_plane"]
+__all__ = ["PathScene", "build_scene", "default_update", "settings_line", "scene_notes", "minimum_on_plane"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -28,14 +27,14 @@ class PathScene:
     recordings: dict
     colors: dict
     plane: geo.Plane
-    coords: dict          # config -> (n_steps + 1, 2) plot coordinates of the path
+    coords: dict  # config -> (n_steps + 1, 2) plot coordinates of the path
     box: tuple
-    grid: tuple           # X, Y, Z
+    grid: tuple  # X, Y, Z
     levels: np.ndarray
-    minima: np.ndarray    # (k, 2) plot coordinates
+    minima: np.ndarray  # (k, 2) plot coordinates
     minima_off_plane: float
-    starts: np.ndarray    # (m, 2) distinct starts
-    losses: dict          # config -> (k, loss after k updates, from_surface): k = 0 and each recorded update
+    starts: np.ndarray  # (m, 2) distinct starts
+    losses: dict  # config -> (k, loss after k updates, from_surface): k = 0 and each recorded update
     diverged: dict = dataclasses.field(default_factory=dict)  # config -> update it left the view
 
 
@@ -77,8 +76,7 @@ def build_scene(recordings, surface, name, diverged=None) -> PathScene:
             )
     if dim < 2:
         raise ValueError(
-            f"plot_paths draws parameters of 2 or more numbers on a plane. Received: a "
-            f"surface of shape {shape}."
+            f"plot_paths draws parameters of 2 or more numbers on a plane. Received: a surface of shape {shape}."
         )
     paths = {k: r.path(name).astype(np.float64).reshape(-1, dim) for k, r in recordings.items()}
     plane = geo.identity_plane() if dim == 2 else geo.pca_plane(list(paths.values()))
@@ -88,8 +86,7 @@ def build_scene(recordings, surface, name, diverged=None) -> PathScene:
         diverged = geo.diverged_runs(coords, view_box)
     diverged = {k: (None if u is None else int(u)) for k, u in diverged.items() if k in coords}
     # a diverged run counts for the box only until it leaves the view
-    kept = [c if k not in diverged else c[:geo.drawn_length(len(c), diverged[k]) - 1]
-            for k, c in coords.items()]
+    kept = [c if k not in diverged else c[: geo.drawn_length(len(c), diverged[k]) - 1] for k, c in coords.items()]
     minima_flat = np.asarray(surface.minimum, np.float64).reshape(-1, dim)
     minima = geo.project(minima_flat, plane)
     box = geo.plot_box(view_box, np.concatenate(kept + _near(minima, np.concatenate(kept))))
@@ -104,8 +101,22 @@ def build_scene(recordings, surface, name, diverged=None) -> PathScene:
         with np.errstate(over="ignore", invalid="ignore"):
             values = np.asarray(surface.value_np(paths[k].reshape(-1, *shape)), np.float64)
         losses[k] = (np.concatenate([[0], np.asarray(r.steps, np.int64)]), values, True)
-    return PathScene(surface, name, recordings, style.optimizer_colors(recordings), plane, coords,
-                  box, grid, geo.log_levels(grid[2]), minima, off, starts, losses, diverged)
+    return PathScene(
+        surface,
+        name,
+        recordings,
+        style.optimizer_colors(recordings),
+        plane,
+        coords,
+        box,
+        grid,
+        geo.log_levels(grid[2]),
+        minima,
+        off,
+        starts,
+        losses,
+        diverged,
+    )
 
 
 def _near(points, coords, grow=0.5) -> list:
@@ -138,8 +149,8 @@ def default_update(scene: PathScene, upto: int | None = None) -> int | None:
         allowed &= np.asarray(recs[0].steps[:n]) <= int(upto)
     for _key, at in scene.diverged.items():
         if at is not None:
-            allowed[max(0, int(at) - 1):] = False   # update ``at`` is where it left
-    arrows = np.ones(n, bool)   # update_geometry.why_no_arrows for every update at once
+            allowed[max(0, int(at) - 1) :] = False  # update ``at`` is where it left
+    arrows = np.ones(n, bool)  # update_geometry.why_no_arrows for every update at once
     for r in recs:
         steps = np.asarray(r.steps[:n], np.int64)
         arrows &= {"param", "grad", "velocity"} <= set(r.kinds)
@@ -148,8 +159,9 @@ def default_update(scene: PathScene, upto: int | None = None) -> int | None:
         allowed &= arrows
     # the comparison the story is about: between the runs with momentum, when two have it
     with_mu = [r for r in recs if r.hyperparameters.momentum]
-    paths = [r.path(scene.name).astype(np.float64).reshape(len(r) + 1, -1)
-             for r in (with_mu if len(with_mu) >= 2 else recs)]
+    paths = [
+        r.path(scene.name).astype(np.float64).reshape(len(r) + 1, -1) for r in (with_mu if len(with_mu) >= 2 else recs)
+    ]
     i = geo.most_different_index(paths, allowed)
     if i is None:
         i = int(np.flatnonzero(allowed)[0]) if allowed.any() else 0
@@ -166,11 +178,13 @@ def settings_line(scene: PathScene) -> str:
         parts = [f"lr {lr:g}" for lr in lrs] + [f"μ {mu:g}" for mu in mus]
         hp = ", ".join(parts)
     else:
-        hp = "; ".join(f"{k}: lr {float(np.asarray(h.learning_rate).flat[0]):g}, μ {float(h.momentum):g}"
-                       for k, h in hps.items() if len(h.learning_rate))
+        hp = "; ".join(
+            f"{k}: lr {float(np.asarray(h.learning_rate).flat[0]):g}, μ {float(h.momentum):g}"
+            for k, h in hps.items()
+            if len(h.learning_rate)
+        )
     label = getattr(scene.surface, "label", type(scene.surface).__name__)
-    what = ("2 parameters" if scene.plane.is_identity else
-            f"{scene.plane.dim} parameters, top 2 principal directions")
+    what = "2 parameters" if scene.plane.is_identity else f"{scene.plane.dim} parameters, top 2 principal directions"
     start = "same start" if len(scene.starts) == 1 else f"{len(scene.starts)} starts"
     return " · ".join(p for p in (label, hp, what, start) if p)
 
@@ -184,9 +198,8 @@ def minimum_on_plane(scene) -> bool:
 MINIMUM_NOTE = "★ minimum (projected): the bottom lies off this plane, so the plane's lowest contour is elsewhere"
 
 
-FIRST_STEP_SEEN = 0.05   # of the panel's span: a first step this long is seen as long
-FIRST_STEP_NOTE = ("Nesterov's first step is (1+μ) = {f:g}× {whose}: tf-keras takes p ← p + μ·v − lr·g "
-                   "with v = −lr·g")
+FIRST_STEP_SEEN = 0.05  # of the panel's span: a first step this long is seen as long
+FIRST_STEP_NOTE = "Nesterov's first step is (1+μ) = {f:g}× {whose}: tf-keras takes p ← p + μ·v − lr·g with v = −lr·g"
 
 
 def scene_notes(scene) -> str:
@@ -197,13 +210,17 @@ def scene_notes(scene) -> str:
     out = []
     nest = [k for k, r in scene.recordings.items() if r.hyperparameters.nesterov and r.hyperparameters.momentum]
     rest = [k for k in scene.recordings if k not in nest]
-    lr = {k: tuple(np.round(np.asarray(r.hyperparameters.learning_rate, np.float64).ravel()[:1], 12))
-          for k, r in scene.recordings.items()}
+    lr = {
+        k: tuple(np.round(np.asarray(r.hyperparameters.learning_rate, np.float64).ravel()[:1], 12))
+        for k, r in scene.recordings.items()
+    }
     rest = [k for k in rest if lr[k] == lr[nest[0]]] if nest else rest
     span = max(np.ptp(scene.box[0]), np.ptp(scene.box[1]))
-    first = {k: float(np.linalg.norm(scene.coords[k][1] - scene.coords[k][0])) if len(scene.coords[k]) > 1
-             else 0.0 for k in scene.coords}
-    if nest and rest and first[nest[0]] >= FIRST_STEP_SEEN * span:   # only where it shows
+    first = {
+        k: float(np.linalg.norm(scene.coords[k][1] - scene.coords[k][0])) if len(scene.coords[k]) > 1 else 0.0
+        for k in scene.coords
+    }
+    if nest and rest and first[nest[0]] >= FIRST_STEP_SEEN * span:  # only where it shows
         mu = float(scene.recordings[nest[0]].hyperparameters.momentum)
         whose = geo.rule_name(rest[0]) + "'s" if len(rest) == 1 else "the others'"
         out.append(FIRST_STEP_NOTE.format(f=round(1.0 + mu, 3), whose=whose))

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["EXACT_POINTS", "TOLERANCE_PX", "CELL_PX", "pixel_scale", "vertex_limit", "thin_indices",
-           "up_to"]
+__all__ = ["EXACT_POINTS", "TOLERANCE_PX", "CELL_PX", "pixel_scale", "vertex_limit", "thin_indices", "up_to"]
 
 EXACT_POINTS = 61
 """A path of at most this many points is drawn as recorded (the paths then carry a mark
 at each update, ``path_frames``): only longer ones are thinned."""
-TOLERANCE_PX = 0.25   # a recorded point this far off the thinned line (in pixels) is kept
-CELL_PX = 0.15        # points following one another within one cell this wide are one point
+TOLERANCE_PX = 0.25  # a recorded point this far off the thinned line (in pixels) is kept
+CELL_PX = 0.15  # points following one another within one cell this wide are one point
 
 
 def pixel_scale(box, figure) -> np.ndarray:
@@ -73,7 +72,7 @@ def _simplify(xy, anchor, tol) -> np.ndarray:
     stack = [(int(a), int(b)) for a, b in zip(ends[:-1], ends[1:]) if b - a > 1 and finite[a] and finite[b]]
     while stack:
         a, b = stack.pop()
-        d = _segment_distance(xy[a + 1:b], xy[a], xy[b])
+        d = _segment_distance(xy[a + 1 : b], xy[a], xy[b])
         j = int(np.argmax(d))
         if d[j] > tol:
             j += a + 1
@@ -111,7 +110,7 @@ def thin_indices(coords, scale, keep=(), tol=TOLERANCE_PX, limit=None) -> np.nda
     k = np.asarray(list(keep), np.int64).reshape(-1)
     forced[k[(k >= 0) & (k < n)]] = True
     bad = ~finite
-    if bad.any():   # the first non-finite point of each gap breaks the line; its neighbours end it
+    if bad.any():  # the first non-finite point of each gap breaks the line; its neighbours end it
         forced |= bad & ~np.concatenate([[False], bad[:-1]])
         forced[:-1] |= bad[1:] & finite[:-1]
         forced[1:] |= bad[:-1] & finite[1:]
@@ -120,7 +119,7 @@ def thin_indices(coords, scale, keep=(), tol=TOLERANCE_PX, limit=None) -> np.nda
         cells = np.floor(np.where(finite[:, None], xy, 0.0) / CELL_PX)
     same = np.zeros(n, bool)
     same[1:] = np.all(cells[1:] == cells[:-1], axis=1) & finite[1:] & finite[:-1]
-    same |= bad & ~forced   # a gap needs one non-finite point
+    same |= bad & ~forced  # a gap needs one non-finite point
     sub = np.flatnonzero(~same | forced)
     anchor = forced[sub]
     t = float(tol)

@@ -40,11 +40,10 @@ def short_note(scene, update, short) -> str:
     if not short:
         return ""
     whose = "its" if len(short) == 1 else "their"
-    return (f"{_names(short)}: update {int(update)} too short to see here; plot_update draws "
-            f"{whose} arrows up close")
+    return f"{_names(short)}: update {int(update)} too short to see here; plot_update draws {whose} arrows up close"
 
 
-MIN_ARROW_PX = 15.0   # an update whose arrows are all shorter than this is too short to see
+MIN_ARROW_PX = 15.0  # an update whose arrows are all shorter than this is too short to see
 
 
 def short_arrows(scene, art, update) -> list:

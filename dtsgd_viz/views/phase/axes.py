@@ -11,8 +11,8 @@ from .geometry import log_ticks
 
 __all__ = ["set_log_ticks", "frame", "add_colorbars", "PHASE_NOTE_SIZE", "PHASE_LEGEND_SIZE"]
 
-PHASE_NOTE_SIZE = 9.5   # the phase figures' notes and colour-bar labels
-PHASE_LEGEND_SIZE = 10.5   # their legends under the maps: read at a glance, as the axis labels
+PHASE_NOTE_SIZE = 9.5  # the phase figures' notes and colour-bar labels
+PHASE_LEGEND_SIZE = 10.5  # their legends under the maps: read at a glance, as the axis labels
 
 
 def _number(x, _pos=None) -> str:
@@ -23,6 +23,7 @@ def set_log_ticks(axis, lo, hi):
     """Put ``log_ticks`` on a matplotlib ``axis`` (``ax.xaxis``), labelled as plain
     numbers (0.02, 0.05, 0.1), the other minor ticks unlabelled."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+
     major, minor = log_ticks(lo, hi)
     axis.set_major_locator(FixedLocator(major))
     axis.set_major_formatter(FuncFormatter(_number))
@@ -51,16 +52,22 @@ def add_colorbars(view, fig, step_axes, ratio_ax, ratio_location="right"):
     ratio map (``"bottom"``: horizontal, the map keeps its column's width)."""
     tol = view.grids["momentum"].tol
     # each bar in the (sub)figure of its maps; ``fig`` names the figure for the callers
-    if step_axes:   # None: a ratio map alone (PhaseDiagram)
+    if step_axes:  # None: a ratio map alone (PhaseDiagram)
         cbar = step_axes[0].figure.colorbar(view.meshes["nesterov"], ax=step_axes, pad=0.015, fraction=0.05)
         cbar.set_label(f"updates until the loss stays within {tol:g} of the minimum", fontsize=PHASE_NOTE_SIZE)
         cbar.ax.tick_params(labelsize=style.TICK_SIZE)
     if ratio_ax is None:
         return
     across = ratio_location in ("bottom", "top")
-    rbar = ratio_ax.figure.colorbar(view.meshes["ratio"], ax=ratio_ax, location=ratio_location,
-                                    pad=0.03 if across else 0.02, fraction=0.05 if across else 0.08,
-                                    shrink=0.9 if across else 1.0, extend=view.ratio_extend)
+    rbar = ratio_ax.figure.colorbar(
+        view.meshes["ratio"],
+        ax=ratio_ax,
+        location=ratio_location,
+        pad=0.03 if across else 0.02,
+        fraction=0.05 if across else 0.08,
+        shrink=0.9 if across else 1.0,
+        extend=view.ratio_extend,
+    )
     vmax = view.meshes["ratio"].norm.vmax
     ticks = np.arange(-vmax, vmax + 0.25, 0.5 if vmax <= 1 else 1.0)
     rbar.set_ticks(ticks, labels=[_speedup(t) for t in ticks])

@@ -21,9 +21,9 @@ from .regions import shown_cells
 
 __all__ = ["name_ratio_boundaries", "name_boundaries", "box_cells", "bare_cells", "GAP", "MARGIN", "APART"]
 
-GAP = 14.0      # points from the line to the name's near edge (the leader's length, about)
-MARGIN = 4.0    # points of air kept around a name: from lines, other names, the frame
-APART = 40.0    # points: names side by side at least this far apart (else one moves up or down)
+GAP = 14.0  # points from the line to the name's near edge (the leader's length, about)
+MARGIN = 4.0  # points of air kept around a name: from lines, other names, the frame
+APART = 40.0  # points: names side by side at least this far apart (else one moves up or down)
 
 
 def box_cells(lr_e, mu_e, box) -> np.ndarray:
@@ -66,10 +66,17 @@ def name_ratio_boundaries(view, ax, g, lines, tie_within) -> dict:
     looks = style.run_looks(RULES)
     # Nesterov's first: its line runs through the map's middle, momentum's by the x marks
     order = sorted(lines, key=lambda k: not RULES[k])
-    return name_boundaries(ax, {k: lines[k].get_data() for k in order},
-                           {k: f"{RULE_NAMES[k]}'s\nboundary" for k in order}, {k: looks[k].color for k in order},
-                           allowed, g.lr_e, g.mu_e, fontsize=PHASE_NOTE_SIZE,
-                           gids={k: f"boundary-label:{k}" for k in order})
+    return name_boundaries(
+        ax,
+        {k: lines[k].get_data() for k in order},
+        {k: f"{RULE_NAMES[k]}'s\nboundary" for k in order},
+        {k: looks[k].color for k in order},
+        allowed,
+        g.lr_e,
+        g.mu_e,
+        fontsize=PHASE_NOTE_SIZE,
+        gids={k: f"boundary-label:{k}" for k in order},
+    )
 
 
 def name_boundaries(ax, lines, texts, colors, allowed, lr_e, mu_e, *, fontsize, gids, avoid=()):
@@ -80,30 +87,48 @@ def name_boundaries(ax, lines, texts, colors, allowed, lr_e, mu_e, *, fontsize, 
     polylines) and of the names already placed; a leader joins box and line. Returns
     ``{key: Annotation}`` (a name that fits nowhere is left out)."""
     fwd, back, (w_ax, h_ax) = _to_points(ax)
-    polys = [np.column_stack(fwd(*np.asarray(xy, np.float64).T)) for xy in
-             [np.column_stack(v) for v in lines.values()] + [np.asarray(a) for a in avoid]]
+    polys = [
+        np.column_stack(fwd(*np.asarray(xy, np.float64).T))
+        for xy in [np.column_stack(v) for v in lines.values()] + [np.asarray(a) for a in avoid]
+    ]
     polys = [p[np.all(np.isfinite(p), axis=1)] for p in polys]
     dense = np.concatenate([_densify(p) for p in polys if len(p) > 1]) if polys else np.zeros((0, 2))
     placed, out = [], {}
     y_mid = h_ax / 2
     for key, (x, y) in lines.items():
         w, h = text_size(texts[key], fontsize)
-        w *= 1.08                                   # bold
+        w *= 1.08  # bold
         u, v = fwd(np.asarray(x, np.float64), np.asarray(y, np.float64))
         order = np.argsort(np.abs(v - y_mid), kind="stable")
         for k in order:
-            spot = next((s for s in (-1, 1) if _fits(u[k], v[k], s, w, h, w_ax, h_ax, dense, placed, back,
-                                                       allowed, lr_e, mu_e)), None)
+            spot = next(
+                (
+                    s
+                    for s in (-1, 1)
+                    if _fits(u[k], v[k], s, w, h, w_ax, h_ax, dense, placed, back, allowed, lr_e, mu_e)
+                ),
+                None,
+            )
             if spot is None:
                 continue
             box = _box(u[k], v[k], spot, w, h)
             placed.append(box)
             out[key] = ax.annotate(
-                texts[key], (x[k], y[k]), xytext=(spot * GAP, 0), textcoords="offset points",
-                ha="right" if spot < 0 else "left", va="center", fontsize=fontsize, fontweight="bold",
-                color=colors[key], gid=gids[key], zorder=9, linespacing=1.1,
+                texts[key],
+                (x[k], y[k]),
+                xytext=(spot * GAP, 0),
+                textcoords="offset points",
+                ha="right" if spot < 0 else "left",
+                va="center",
+                fontsize=fontsize,
+                fontweight="bold",
+                color=colors[key],
+                gid=gids[key],
+                zorder=9,
+                linespacing=1.1,
                 bbox=dict(fc="white", ec="none", alpha=0.92, boxstyle="round,pad=0.15"),
-                arrowprops=dict(arrowstyle="-", color=colors[key], lw=1.1, shrinkA=0, shrinkB=0))
+                arrowprops=dict(arrowstyle="-", color=colors[key], lw=1.1, shrinkA=0, shrinkB=0),
+            )
             break
     return out
 
@@ -127,11 +152,14 @@ def _fits(u, v, side, w, h, w_ax, h_ax, dense, placed, back, allowed, lr_e, mu_e
     x0, y0, x1, y1 = _box(u, v, side, w, h)
     if x0 < MARGIN or y0 < MARGIN or x1 > w_ax - MARGIN or y1 > h_ax - MARGIN:
         return False
-    if len(dense) and np.any((dense[:, 0] > x0 - MARGIN) & (dense[:, 0] < x1 + MARGIN)
-                             & (dense[:, 1] > y0 - MARGIN) & (dense[:, 1] < y1 + MARGIN)):
+    if len(dense) and np.any(
+        (dense[:, 0] > x0 - MARGIN)
+        & (dense[:, 0] < x1 + MARGIN)
+        & (dense[:, 1] > y0 - MARGIN)
+        & (dense[:, 1] < y1 + MARGIN)
+    ):
         return False
-    if any(x0 < b[2] + APART and b[0] < x1 + APART and y0 < b[3] + MARGIN and b[1] < y1 + MARGIN
-           for b in placed):
+    if any(x0 < b[2] + APART and b[0] < x1 + APART and y0 < b[3] + MARGIN and b[1] < y1 + MARGIN for b in placed):
         return False
     # the cells under the box and a margin (the layout still moves the axes a little)
     (dx0, dx1), (dy0, dy1) = back(np.array([x0 - 2 * MARGIN, x1 + 2 * MARGIN]), np.array([y0 - MARGIN, y1 + MARGIN]))
@@ -144,12 +172,22 @@ def bare_cells(ax, mesh, cells, lines, lr_e, mu_e, *, gid):
     a note's few cells stay readable, the boundary still runs through. Returns the
     thin lines."""
     from matplotlib.patches import Rectangle
+
     values = mesh.get_array()
     rgba = mesh.cmap(mesh.norm(np.ma.getdata(values)))
     ii, jj = np.nonzero(cells)
     for i, j in zip(ii, jj):
-        ax.add_patch(Rectangle((lr_e[j], mu_e[i]), lr_e[j + 1] - lr_e[j], mu_e[i + 1] - mu_e[i],
-                               fc=rgba[i, j], ec="none", zorder=4.5, gid=f"{gid}:cell"))
+        ax.add_patch(
+            Rectangle(
+                (lr_e[j], mu_e[i]),
+                lr_e[j + 1] - lr_e[j],
+                mu_e[i + 1] - mu_e[i],
+                fc=rgba[i, j],
+                ec="none",
+                zorder=4.5,
+                gid=f"{gid}:cell",
+            )
+        )
     thin = []
     for key, line in lines.items():
         x, y = (np.asarray(a, np.float64) for a in line.get_data())
@@ -158,8 +196,15 @@ def bare_cells(ax, mesh, cells, lines, lr_e, mu_e, *, gid):
             inside |= (x >= lr_e[j]) & (x <= lr_e[j + 1]) & (y >= mu_e[i]) & (y <= mu_e[i + 1])
         if not inside.any():
             continue
-        grow = inside | np.r_[inside[1:], False] | np.r_[False, inside[:-1]]   # to the cells' edges
-        (t,) = ax.plot(np.where(grow, x, np.nan), np.where(grow, y, np.nan), color=line.get_color(),
-                       ls=line.get_linestyle(), lw=0.9, zorder=4.6, gid=f"{gid}:{key}")
+        grow = inside | np.r_[inside[1:], False] | np.r_[False, inside[:-1]]  # to the cells' edges
+        (t,) = ax.plot(
+            np.where(grow, x, np.nan),
+            np.where(grow, y, np.nan),
+            color=line.get_color(),
+            ls=line.get_linestyle(),
+            lw=0.9,
+            zorder=4.6,
+            gid=f"{gid}:{key}",
+        )
         thin.append(t)
     return thin

@@ -46,7 +46,7 @@ def mode_losses(surface, start=None):
     a = (a + a.T) / 2
     lam, vec = np.linalg.eigh(a)
     c = vec.T @ (start - x_min).reshape(n)
-    part = 0.5 * lam * c ** 2
+    part = 0.5 * lam * c**2
     # each eigenvalue of the Hessian's spectrum, the share of the loss in its eigenspace
     nearest = np.argmin(np.abs(lam[:, None] - h[None, :]), axis=1)
     return h, np.bincount(nearest, weights=part, minlength=len(h))

@@ -14,7 +14,7 @@ from ..text.direct import label_ends
 __all__ = ["draw_cell_losses", "cell_outcome", "pick_finding", "MIN_SHOWN"]
 
 RULE_NAMES = {"momentum": "momentum", "nesterov": "Nesterov"}
-MIN_SHOWN = 10   # updates: the loss panel shows at least these many
+MIN_SHOWN = 10  # updates: the loss panel shows at least these many
 
 
 def pick_finding(lr: float, mu: float, outcomes: dict, steps: int) -> str:
@@ -32,8 +32,9 @@ def pick_finding(lr: float, mu: float, outcomes: dict, steps: int) -> str:
     at = f"At lr {lr:.3g}, μ {mu:.3g}"
     name = lambda key: RULE_NAMES.get(key, key)  # noqa: E731
     ok = {k: v[0] for k, v in outcomes.items() if v[0] >= 0}
-    failed = [(k, "diverges" if v[1] else f"is not within tol in {steps} updates")
-              for k, v in outcomes.items() if v[0] < 0]
+    failed = [
+        (k, "diverges" if v[1] else f"is not within tol in {steps} updates") for k, v in outcomes.items() if v[0] < 0
+    ]
     if len(ok) == len(outcomes) and len(set(ok.values())) == 1:
         return f"{at} both rules reach tol in {next(iter(ok.values()))} updates"
     if ok:
@@ -77,9 +78,12 @@ def draw_cell_losses(ax, recordings, surface, tol) -> dict:
     why = ""
     if reached and min(reached) >= 0 and max(2 * max(reached), MIN_SHOWN) + 1 < n:
         slow = max(reached)
-        n = max(2 * slow, MIN_SHOWN) + 1   # points: updates 0..n-1
-        why = (f" (shown: twice the slower run's {slow})" if 2 * slow >= MIN_SHOWN
-               else f" (both within tol by update {slow})")
+        n = max(2 * slow, MIN_SHOWN) + 1  # points: updates 0..n-1
+        why = (
+            f" (shown: twice the slower run's {slow})"
+            if 2 * slow >= MIN_SHOWN
+            else f" (both within tol by update {slow})"
+        )
     for key, losses in all_losses.items():
         gap = losses[:n] - float(surface.min_value)
         with np.errstate(invalid="ignore"):
@@ -89,28 +93,46 @@ def draw_cell_losses(ax, recordings, surface, tol) -> dict:
         finite = np.flatnonzero(np.isfinite(shown))
         if len(finite):
             floor = min(floor, float(np.nanmin(shown)))
-            ends.append((f"{RULE_NAMES.get(key, key)}: {cell_outcome(losses, surface.min_value, tol)}",
-                         finite[-1], shown[finite[-1]], look.color))
+            ends.append(
+                (
+                    f"{RULE_NAMES.get(key, key)}: {cell_outcome(losses, surface.min_value, tol)}",
+                    finite[-1],
+                    shown[finite[-1]],
+                    look.color,
+                )
+            )
     ax.set_yscale("log")
     tol_look = style.ROLE_LOOKS["tolerance"]
     ax.axhline(tol, **tol_look.line(), gid="cell-tol")
-    ax.annotate(f"tol {tol:g}", (0.98, tol), xycoords=("axes fraction", "data"), xytext=(0, 2),
-                textcoords="offset points", va="bottom", ha="right", fontsize=style.NOTE_SIZE, color=tol_look.color,
-                gid="cell-tol-label")
+    ax.annotate(
+        f"tol {tol:g}",
+        (0.98, tol),
+        xycoords=("axes fraction", "data"),
+        xytext=(0, 2),
+        textcoords="offset points",
+        va="bottom",
+        ha="right",
+        fontsize=style.NOTE_SIZE,
+        color=tol_look.color,
+        gid="cell-tol-label",
+    )
     if np.isfinite(floor):
         ax.set_ylim(bottom=min(floor, tol) / 3)
     ax.set_xlabel("update" + why, fontsize=style.LABEL_SIZE)
     ax.set_ylabel("loss − minimum (log)", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
-    total = max(len(v) for v in all_losses.values()) - 1   # updates run (the losses start at update 0)
+    total = max(len(v) for v in all_losses.values()) - 1  # updates run (the losses start at update 0)
     # the curves stop where the panel does: say so, or they look cut short
-    ax.set_title("Their loss per update" if n > total else f"Their loss, the first {n - 1} of {total} updates",
-                 fontsize=style.TITLE_SIZE, gid="cell-title")
+    ax.set_title(
+        "Their loss per update" if n > total else f"Their loss, the first {n - 1} of {total} updates",
+        fontsize=style.TITLE_SIZE,
+        gid="cell-title",
+    )
     # the x axis ends just past the data; the names stand outside it, on the right (the
     # layout makes room for them), so no stretch of the axis is empty but for names
     pad = 0.02 * max(n - 1, 1)
     ax.set_xlim(-pad, n - 1 + pad)
     x0, x1 = ax.get_xlim()
     for t in label_ends(ax, ends, fontsize=style.NOTE_SIZE, room=0.0, gid_prefix="cell-label:"):
-        t.set_x(x1 + 0.015 * (x1 - x0))   # a few pixels past the right spine
+        t.set_x(x1 + 0.015 * (x1 - x0))  # a few pixels past the right spine
     return lines

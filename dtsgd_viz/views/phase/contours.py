@@ -26,13 +26,21 @@ from ..core import style
 from ..text.direct import text_size
 from .regions import outline
 
-__all__ = ["contour_mask", "draw_contours", "label_text", "on_plateau", "label_place", "MIN_PIECE", "MIN_STUB",
-           "LABEL_SIZE"]
+__all__ = [
+    "contour_mask",
+    "draw_contours",
+    "label_text",
+    "on_plateau",
+    "label_place",
+    "MIN_PIECE",
+    "MIN_STUB",
+    "LABEL_SIZE",
+]
 
-EDGE_BAND = 0.12    # no contour this close (in learning rate) to the stability boundary
-MIN_PIECE = 60.0    # points: shorter pieces of a contour (cut by the band) are not drawn
-MIN_STUB = 20.0     # points: shorter ends a label's gap leaves of a line are dropped (too short to read)
-LABEL_SIZE = 9.5    # points: the contours' labels, a step above the smallest text (they are read on the lines)
+EDGE_BAND = 0.12  # no contour this close (in learning rate) to the stability boundary
+MIN_PIECE = 60.0  # points: shorter pieces of a contour (cut by the band) are not drawn
+MIN_STUB = 20.0  # points: shorter ends a label's gap leaves of a line are dropped (too short to read)
+LABEL_SIZE = 9.5  # points: the contours' labels, a step above the smallest text (they are read on the lines)
 
 
 def contour_mask(learning_rates, momenta, hessian_eigenvalues, nesterov, band=EDGE_BAND) -> np.ndarray:
@@ -101,7 +109,7 @@ def label_place(pts, blocked, length, height, size, margin=3.0, upright=True):
     """
     pts = np.asarray(pts, np.float64)
     ok = np.all(np.isfinite(pts), axis=1)
-    piece = np.cumsum(~ok)          # NaN rows separate the line's pieces
+    piece = np.cumsum(~ok)  # NaN rows separate the line's pieces
     others = [np.asarray(b, np.float64).reshape(-1, 2) for b in blocked]
     others = np.concatenate([b[np.all(np.isfinite(b), axis=1)] for b in others]) if others else np.zeros((0, 2))
     step = np.r_[0.0, np.hypot(*np.diff(np.where(ok[:, None], pts, 0), axis=0).T)]
@@ -112,21 +120,22 @@ def label_place(pts, blocked, length, height, size, margin=3.0, upright=True):
         same = ok & (piece == piece[k])
         t = _frame_at(pts[same], int(np.sum(same[:k])), length)
         nrm = np.array([-t[1], t[0]])
-        corners = pts[k] + np.array([[a * length / 2 * t + b * height / 2 * nrm] for a in (-1, 1)
-                                     for b in (-1, 1)]).reshape(-1, 2)
+        corners = pts[k] + np.array(
+            [[a * length / 2 * t + b * height / 2 * nrm] for a in (-1, 1) for b in (-1, 1)]
+        ).reshape(-1, 2)
         if np.any(corners < margin) or np.any(corners > np.asarray(size) - margin):
             continue
         rel = pts[same] - pts[k]
         across = rel @ nrm
         near = np.abs(arc[same] - arc[k]) <= length / 2
-        if np.any(np.abs(across[near]) > height / 4) or np.sum(near) < 2:   # bends away under the label
+        if np.any(np.abs(across[near]) > height / 4) or np.sum(near) < 2:  # bends away under the label
             continue
         # everything else: other lines, this line's other pieces, and its stretches far
         # along it (where it loops back)
         rest = np.concatenate([others, pts[ok & ~same], pts[same][np.abs(arc[same] - arc[k]) > 1.5 * length]])
         lo, hi = corners.min(axis=0), corners.max(axis=0)
         if upright and len(others) and np.any(np.all((others > lo) & (others < hi), axis=1)):
-            continue   # a tilted label's upright box (what is drawn around it) on another line
+            continue  # a tilted label's upright box (what is drawn around it) on another line
         if len(rest):
             rel = rest - pts[k]
             score = np.min(np.maximum(np.abs(rel @ t) / (length / 2), np.abs(rel @ nrm) / (height / 2)))
@@ -143,6 +152,7 @@ def label_place(pts, blocked, length, height, size, margin=3.0, upright=True):
 def _pieces(path) -> list:
     """The pieces of a contour level's path (split at its MOVETOs)."""
     from matplotlib.path import Path
+
     v, codes = path.vertices, path.codes
     if not len(v):
         return []
@@ -161,6 +171,7 @@ def _joined(path) -> np.ndarray:
 def _drop_short_pieces(cs, ax, g, shortest=MIN_PIECE) -> None:
     """Keep only the pieces of each level's contour at least ``shortest`` points long."""
     from matplotlib.path import Path
+
     to_points = _points_transform(ax, (g.lr_e[0], g.lr_e[-1]), (g.mu_e[0], g.mu_e[-1]))
     kept = []
     for path in cs.get_paths():
@@ -182,6 +193,7 @@ def _keep_overdamped(cs, level, g, nesterov) -> None:
     rate (a plateau whose level set is a line along a row of cells), and the steep
     direction's larger loss decides, not the flat one's."""
     from matplotlib.path import Path
+
     levels = list(cs.levels)
     if level not in levels:
         return
@@ -235,7 +247,7 @@ def _place_labels(line, pts, level, blocked, size_pts, g, nesterov) -> list:
     placed = []
 
     def place(part, avoid, plateau):
-        for size in (LABEL_SIZE, style.NOTE_SIZE):   # the smallest text only where the larger fits nowhere
+        for size in (LABEL_SIZE, style.NOTE_SIZE):  # the smallest text only where the larger fits nowhere
             height = text_size("ρ", size)[1] + 3.0
             text = label_text(level, plateau=plateau)
             length = text_size(text, size)[0] + 8.0
@@ -250,7 +262,7 @@ def _place_labels(line, pts, level, blocked, size_pts, g, nesterov) -> list:
         place(np.where(flat[:, None], line, np.nan), line[finite & ~flat], True)
     if not placed:
         place(rest, line[over], False)
-    elif (finite & ~over & ~flat).any():   # an underdamped piece of its own (Nesterov's): its level too
+    elif (finite & ~over & ~flat).any():  # an underdamped piece of its own (Nesterov's): its level too
         place(np.where((finite & ~over & ~flat)[:, None], line, np.nan), line[finite & (over | flat)], False)
     return placed
 
@@ -275,9 +287,15 @@ def _box_outline(ax, text_artist):
     x, y = ax.transLimits.transform(ax.transScale.transform(text_artist.get_position()))
     u = np.linspace(x - fw / 2, x + fw / 2, 12)
     v = np.linspace(y - fh / 2, y + fh / 2, 6)
-    pts = np.concatenate([np.c_[u, np.full_like(u, v[0])], np.c_[u, np.full_like(u, v[-1])],
-                          np.c_[np.full_like(v, u[0]), v], np.c_[np.full_like(v, u[-1]), v],
-                          np.c_[u, np.full_like(u, y)]])
+    pts = np.concatenate(
+        [
+            np.c_[u, np.full_like(u, v[0])],
+            np.c_[u, np.full_like(u, v[-1])],
+            np.c_[np.full_like(v, u[0]), v],
+            np.c_[np.full_like(v, u[-1]), v],
+            np.c_[u, np.full_like(u, y)],
+        ]
+    )
     data = ax.transScale.inverted().transform(ax.transLimits.inverted().transform(pts))
     return data
 
@@ -290,8 +308,7 @@ def draw_contours(ax, key, nesterov, g, levels, avoid):
     look = style.ROLE_LOOKS["rate_level"]
     rho = theory.problem_rate(g.lr_f, g.mu_f, g.h, nesterov)
     rho = np.ma.masked_where(contour_mask(g.lr_f, g.mu_f, g.h, nesterov), rho)
-    cs = ax.contour(g.lr_f, g.mu_f, rho, levels=list(levels), colors=look.color,
-                    linewidths=look.lw, zorder=look.zorder)
+    cs = ax.contour(g.lr_f, g.mu_f, rho, levels=list(levels), colors=look.color, linewidths=look.lw, zorder=look.zorder)
     cs.set_gid(f"rate:{key}")
     cs.set(path_effects=outline("0.15", 2.0))
     if np.isfinite(g.cap):
@@ -305,10 +322,9 @@ def draw_contours(ax, key, nesterov, g, levels, avoid):
     for i in range(len(paths)):
         others = [to_points(p) for k, p in enumerate(paths) if k != i and len(p)]
         pts = _joined(cs.get_paths()[i])
-        spots = _place_labels(to_points(pts), pts, cs.levels[i], [*blocked, *others], to_points.size, g,
-                              nesterov)
+        spots = _place_labels(to_points(pts), pts, cs.levels[i], [*blocked, *others], to_points.size, g, nesterov)
         placed += [(cs.levels[i], tuple(pts[k]), size, text) for k, size, text, _ in spots]
-        blocked += [box for *_, box in spots]   # the labels' own boxes, for the next labels to keep off
+        blocked += [box for *_, box in spots]  # the labels' own boxes, for the next labels to keep off
     labels = []
     for level, xy, size, text in placed:
         labels += ax.clabel(cs, [level], fontsize=size, inline_spacing=3, manual=[xy], fmt={level: text})

@@ -13,8 +13,20 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["phase_ratio", "cell_edges", "cap_rate", "label_spots", "log_ticks", "ratio_regions",
-           "REGIONS", "region_spot", "spot_cells", "phase_finding", "ratio_limit", "shown_columns"]
+__all__ = [
+    "phase_ratio",
+    "cell_edges",
+    "cap_rate",
+    "label_spots",
+    "log_ticks",
+    "ratio_regions",
+    "REGIONS",
+    "region_spot",
+    "spot_cells",
+    "phase_finding",
+    "ratio_limit",
+    "shown_columns",
+]
 
 # the ratio map's cells: both converge (the diverging colour map), or one of the neutrals
 REGIONS = ("both", "only_momentum", "only_nesterov", "cap", "neither", "diverged")
@@ -53,8 +65,9 @@ def ratio_limit(values, percentile: float = 98.0, limits=(1, 2, 3)) -> tuple[int
     need = float(np.percentile(np.abs(v), percentile))
     limit = next((int(lim) for lim in limits if lim >= need - 1e-12), int(limits[-1]))
     low, high = bool((v < -limit).any()), bool((v > limit).any())
-    return limit, {(False, False): "neither", (True, False): "min", (False, True): "max",
-                   (True, True): "both"}[(low, high)]
+    return limit, {(False, False): "neither", (True, False): "min", (False, True): "max", (True, True): "both"}[
+        (low, high)
+    ]
 
 
 def ratio_regions(momentum_steps, momentum_diverged, nesterov_steps, nesterov_diverged) -> np.ndarray:
@@ -107,10 +120,13 @@ def region_spot(mask, width: float, height: float, near=None):
         c, d = int(np.floor(c0 + 1e-9)), int(np.ceil(c1 - 1e-9))
         if not mask[a:b, c:d].all():
             continue
-        far = (np.min(np.maximum(np.abs(oi - i), np.abs(oj - j))) if len(oi) else rows + cols)
+        far = np.min(np.maximum(np.abs(oi - i), np.abs(oj - j))) if len(oi) else rows + cols
         edge = min(i + 1, j + 1, rows - i, cols - j)
-        key = ((min(far, edge), -float(np.hypot(i - ci, j - cj))) if near is None   # deep inside, then central
-               else (-float(np.hypot(i - near[0], j - near[1])),))
+        key = (
+            (min(far, edge), -float(np.hypot(i - ci, j - cj)))
+            if near is None  # deep inside, then central
+            else (-float(np.hypot(i - near[0], j - near[1])),)
+        )
         if best is None or key > best[0]:
             best = (key, (float(i), float(j)))
     return None if best is None else best[1]
@@ -124,8 +140,10 @@ def spot_cells(shape, spot, width: float, height: float) -> np.ndarray:
     """
     out = np.zeros(shape, bool)
     i, j = spot
-    out[max(int(np.floor(i + 0.5 - height / 2 + 1e-9)), 0):int(np.ceil(i + 0.5 + height / 2 - 1e-9)),
-        max(int(np.floor(j + 0.5 - width / 2 + 1e-9)), 0):int(np.ceil(j + 0.5 + width / 2 - 1e-9))] = True
+    out[
+        max(int(np.floor(i + 0.5 - height / 2 + 1e-9)), 0) : int(np.ceil(i + 0.5 + height / 2 - 1e-9)),
+        max(int(np.floor(j + 0.5 - width / 2 + 1e-9)), 0) : int(np.ceil(j + 0.5 + width / 2 - 1e-9)),
+    ] = True
     return out
 
 
@@ -172,8 +190,12 @@ def label_spots(level_vertices, avoid, x_range, y_range, half_lengths) -> list:
     for verts, half in zip(level_vertices, half_lengths):
         verts = np.asarray(verts, np.float64).reshape(-1, 2)
         with np.errstate(divide="ignore", invalid="ignore"):
-            f = np.column_stack([(np.log(verts[:, 0]) - lx[0]) / (lx[1] - lx[0]),
-                                 (verts[:, 1] - y_range[0]) / (y_range[1] - y_range[0])])
+            f = np.column_stack(
+                [
+                    (np.log(verts[:, 0]) - lx[0]) / (lx[1] - lx[0]),
+                    (verts[:, 1] - y_range[0]) / (y_range[1] - y_range[0]),
+                ]
+            )
         ok = np.all(np.isfinite(f), axis=1) & np.all((f >= 0) & (f <= 1), axis=1)
         if not ok.any():
             spots.append(None)
@@ -182,8 +204,9 @@ def label_spots(level_vertices, avoid, x_range, y_range, half_lengths) -> list:
         d = np.minimum(np.minimum(f[:, 0], 1 - f[:, 0]), np.minimum(f[:, 1], 1 - f[:, 1]))
         for b in blocked + [np.asarray(placed).reshape(-1, 2)]:
             if len(b):
-                d = np.minimum(d, np.min(np.hypot(f[:, None, 0] - b[None, :, 0],
-                                                  f[:, None, 1] - b[None, :, 1]), axis=1))
+                d = np.minimum(
+                    d, np.min(np.hypot(f[:, None, 0] - b[None, :, 0], f[:, None, 1] - b[None, :, 1]), axis=1)
+                )
         best = int(np.argmax(d))
         if d[best] < half:
             spots.append(None)
@@ -203,11 +226,18 @@ def log_ticks(lo: float, hi: float) -> tuple[list, list]:
     ([0.1], [0.02, 0.05, 0.2, 0.5])
     """
     decades = np.log10(hi / lo)
-    subs = (tuple(range(2, 10)) if decades <= 0.5 else (2.0, 3.0, 5.0) if decades <= 1.0
-            else (2.0, 5.0) if decades <= 1.6 else ())
+    subs = (
+        tuple(range(2, 10))
+        if decades <= 0.5
+        else (2.0, 3.0, 5.0)
+        if decades <= 1.0
+        else (2.0, 5.0)
+        if decades <= 1.6
+        else ()
+    )
     major, minor = [], []
     for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1):
-        base = 10.0 ** e
+        base = 10.0**e
         if lo * (1 - 1e-9) <= base <= hi * (1 + 1e-9):
             major.append(float(f"{base:.12g}"))
         minor += [float(f"{m * base:.12g}") for m in subs if lo <= m * base <= hi]
@@ -227,9 +257,11 @@ def phase_finding(momentum_steps, nesterov_steps, within: float = 0.1) -> str:
     if not both.any():
         return "No cell where both rules converge"
     mf, nf = np.maximum(m, 1).astype(float), np.maximum(n, 1).astype(float)
-    return (f"Nesterov is >{within:.0%} faster in {int((both & (mf > nf * (1 + within))).sum())} of "
-            f"{int(both.sum())} cells where both converge, momentum in "
-            f"{int((both & (nf > mf * (1 + within))).sum())}")
+    return (
+        f"Nesterov is >{within:.0%} faster in {int((both & (mf > nf * (1 + within))).sum())} of "
+        f"{int(both.sum())} cells where both converge, momentum in "
+        f"{int((both & (nf > mf * (1 + within))).sum())}"
+    )
 
 
 def steps_finding(momentum_steps, nesterov_steps, momentum_diverged, nesterov_diverged) -> str:
@@ -242,8 +274,10 @@ def steps_finding(momentum_steps, nesterov_steps, momentum_diverged, nesterov_di
     'Momentum diverges in 1 of 2 cells, Nesterov in 2; momentum at best 7 updates'
     """
     m, n = np.asarray(momentum_steps), np.asarray(nesterov_steps)
-    head = (f"Momentum diverges in {int(np.sum(momentum_diverged))} of {m.size} cells, Nesterov in "
-            f"{int(np.sum(nesterov_diverged))}")
+    head = (
+        f"Momentum diverges in {int(np.sum(momentum_diverged))} of {m.size} cells, Nesterov in "
+        f"{int(np.sum(nesterov_diverged))}"
+    )
     best = {name: int(a[a >= 0].min()) for name, a in (("momentum", m), ("Nesterov", n)) if (a >= 0).any()}
     if not best:
         return head + "; neither reaches tol in any"

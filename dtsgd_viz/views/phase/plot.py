@@ -65,16 +65,15 @@ from .regions import (
 )
 from .regions import outline as _outline
 
-__all__ = ["plot_phase", "draw_phase", "PhaseView", "phase_ratio", "cell_edges", "cap_rate",
-           "cap_loss", "RATE_LEVELS"]
+__all__ = ["plot_phase", "draw_phase", "PhaseView", "phase_ratio", "cell_edges", "cap_rate", "cap_loss", "RATE_LEVELS"]
 
 RULES = theory.RULES
 RATE_LEVELS = (0.6, 0.8, 0.9)
 TITLES = {"momentum": "Classical momentum (heavy ball)", "nesterov": "Nesterov (tf-keras form)"}
 RULE_NAMES = {"momentum": "momentum", "nesterov": "Nesterov"}
-PHASE_FIGSIZE = (style.WIDTH, 9.6)   # the rule maps, the full-width ratio map, two short legends
-TIE_WITHIN = 0.1   # the ratio map names "within 10%" where the counts are that close
-NEAR_EDGE = 0.85   # a cell at this fraction of a rule's stability boundary lies "just inside" it
+PHASE_FIGSIZE = (style.WIDTH, 9.6)  # the rule maps, the full-width ratio map, two short legends
+TIE_WITHIN = 0.1  # the ratio map names "within 10%" where the counts are that close
+NEAR_EDGE = 0.85  # a cell at this fraction of a rule's stability boundary lies "just inside" it
 
 
 # ---- drawing ----------------------------------------------------------------------------
@@ -96,26 +95,27 @@ class PhaseView:
     boundaries: dict = dataclasses.field(default_factory=dict)
     contours: dict = dataclasses.field(default_factory=dict)
     critical: dict = dataclasses.field(default_factory=dict)
-    rate_labels: dict = dataclasses.field(default_factory=dict)   # per rule, the contours' labels
+    rate_labels: dict = dataclasses.field(default_factory=dict)  # per rule, the contours' labels
     rate_levels: tuple = ()
     drawn_levels: set = dataclasses.field(default_factory=set)  # levels some map shows
     handles: list = dataclasses.field(default_factory=list)
     regions: np.ndarray | None = None
     named: set = dataclasses.field(default_factory=set)
-    ratio_extend: str = "neither"   # the ratio colour bar's ends some cell lies past
-    ratio_columns: tuple = ()       # (first, stop): the ratio map's columns shown (``shown_columns``)
+    ratio_extend: str = "neither"  # the ratio colour bar's ends some cell lies past
+    ratio_columns: tuple = ()  # (first, stop): the ratio map's columns shown (``shown_columns``)
 
 
 def _ratio_cmap():
     from matplotlib import colormaps
     from matplotlib.colors import LinearSegmentedColormap
+
     rdbu = colormaps["RdBu"]
     # N odd, white exactly in the middle: a tie (0) is white, not RdBu's off-white; red is
     # Nesterov faster (its orange), blue momentum faster. Cells past the scale's ends take
     # its end colours (the colour bar's arrows); the one-rule regions are drawn apart
     cmap = LinearSegmentedColormap.from_list(
-        "nesterov_vs_momentum", [rdbu(0.0), rdbu(0.2), rdbu(0.4), "white", rdbu(0.6), rdbu(0.8), rdbu(1.0)],
-        N=255)
+        "nesterov_vs_momentum", [rdbu(0.0), rdbu(0.2), rdbu(0.4), "white", rdbu(0.6), rdbu(0.8), rdbu(1.0)], N=255
+    )
     return cmap.with_extremes(bad=(0, 0, 0, 0))
 
 
@@ -152,8 +152,9 @@ def _map_grid(grid, surface, loss0) -> _MapGrid:
     cap = cap_rate(loss0, tol, steps) if loss0 is not None else float("nan")
     if h is not None and np.isfinite(cap):
         cap = round(cap, 3)
-    return _MapGrid(lrs, mus, steps, lr_e, mu_e, h, lr_f, mu_f, mu_line, cap,
-                    float("nan") if loss0 is None else float(loss0))
+    return _MapGrid(
+        lrs, mus, steps, lr_e, mu_e, h, lr_f, mu_f, mu_line, cap, float("nan") if loss0 is None else float(loss0)
+    )
 
 
 def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS, ratio_title=None) -> PhaseView:
@@ -189,22 +190,31 @@ def _draw_step_map(view, ax, key, nesterov, g: _MapGrid) -> None:
     place and, on a quadratic, its theory; ``view`` keeps what was drawn."""
     from matplotlib import colormaps
     from matplotlib.colors import ListedColormap, Normalize
+
     grid = view.grids[key]
     cmap = colormaps[style.SEQUENTIAL_CMAP].with_extremes(bad=style.NOT_CONVERGED_COLOR)
     ax.set_label(f"phase:{key}")
-    view.meshes[key] = ax.pcolormesh(g.lr_e, g.mu_e, np.ma.masked_less(grid.steps, 0), cmap=cmap,
-                                     norm=Normalize(0, g.steps), gid=f"phase:{key}")
-    ax.pcolormesh(g.lr_e, g.mu_e, np.ma.masked_where(~grid.diverged, grid.diverged.astype(float)),
-                  cmap=ListedColormap([DIVERGED_FACE]), gid=f"diverged-cells:{key}")
+    view.meshes[key] = ax.pcolormesh(
+        g.lr_e, g.mu_e, np.ma.masked_less(grid.steps, 0), cmap=cmap, norm=Normalize(0, g.steps), gid=f"phase:{key}"
+    )
+    ax.pcolormesh(
+        g.lr_e,
+        g.mu_e,
+        np.ma.masked_where(~grid.diverged, grid.diverged.astype(float)),
+        cmap=ListedColormap([DIVERGED_FACE]),
+        gid=f"diverged-cells:{key}",
+    )
     ii, jj = np.nonzero(grid.diverged)
     ax.plot(g.lrs[jj], g.mus[ii], **DIVERGED_MARK, gid=f"diverged:{key}")
     capped = (grid.steps < 0) & ~grid.diverged
-    free = ~line_cells(_theory_lines(g, nesterov), g.lr_e, g.mu_e)   # no name on a line
-    if not capped.any() or name_region(ax, capped & free, f"more than {g.steps}\nupdates (the cap)", g.lrs, g.mus,
-                                       gid=f"region-label:cap:{key}"):
+    free = ~line_cells(_theory_lines(g, nesterov), g.lr_e, g.mu_e)  # no name on a line
+    if not capped.any() or name_region(
+        ax, capped & free, f"more than {g.steps}\nupdates (the cap)", g.lrs, g.mus, gid=f"region-label:cap:{key}"
+    ):
         view.named.add(f"cap:{key}")
-    if not grid.diverged.any() or name_region(ax, grid.diverged & free, "diverges", g.lrs, g.mus,
-                                              gid=f"region-label:diverged:{key}"):
+    if not grid.diverged.any() or name_region(
+        ax, grid.diverged & free, "diverges", g.lrs, g.mus, gid=f"region-label:diverged:{key}"
+    ):
         view.named.add(f"diverged:{key}")
     title = TITLES[key]
     if g.h is not None:
@@ -232,10 +242,12 @@ def _draw_step_theory(view, ax, key, nesterov, g: _MapGrid) -> str:
     view.contours[key] = cs
     view.drawn_levels.update(float(r) for r, path in zip(cs.levels, cs.get_paths()) if len(path.vertices))
     theory_look, critical = style.ROLE_LOOKS["theory"], style.ROLE_LOOKS["critical"]
-    (view.boundaries[key],) = ax.plot(b_x, mu_line, **theory_look.line(), gid=f"boundary:{key}",
-                                      path_effects=_outline("black", theory_look.lw + 1.6))
-    (view.critical[key],) = ax.plot(c_x, mu_line, **critical.line(), gid=f"critical:{key}",
-                                    path_effects=_outline("white", critical.lw + 2.0))
+    (view.boundaries[key],) = ax.plot(
+        b_x, mu_line, **theory_look.line(), gid=f"boundary:{key}", path_effects=_outline("black", theory_look.lw + 1.6)
+    )
+    (view.critical[key],) = ax.plot(
+        c_x, mu_line, **critical.line(), gid=f"critical:{key}", path_effects=_outline("white", critical.lw + 2.0)
+    )
     rule = "lr·h < 2(1+μ)/(1+2μ)" if nesterov else "lr·h < 2(1+μ)"
     return f"\nstable iff {rule}, h = {h[-1]:g}"
 
@@ -245,55 +257,74 @@ def _draw_ratio_map(view, ax, g: _MapGrid, title=None) -> None:
     neutral regions (``phase_regions``), every region named in place where it fits and,
     on a quadratic, each rule's stability boundary in its look, named."""
     from matplotlib.colors import Normalize
+
     ratio, h = view.ratio, g.h
     ax.set_label("phase:ratio")
     view.regions, _ = draw_ratio_regions(ax, view.grids, g.lr_e, g.mu_e)
     both = view.regions == REGIONS.index("both")
     # the scale fits the data: 2x, 4x or 8x, whichever holds the 98th percentile
     vmax, view.ratio_extend = ratio_limit(ratio[both])
-    view.meshes["ratio"] = ax.pcolormesh(g.lr_e, g.mu_e, np.ma.masked_where(~both, ratio),
-                                         cmap=_ratio_cmap(), norm=Normalize(-vmax, vmax), gid="phase:ratio")
+    view.meshes["ratio"] = ax.pcolormesh(
+        g.lr_e,
+        g.mu_e,
+        np.ma.masked_where(~both, ratio),
+        cmap=_ratio_cmap(),
+        norm=Normalize(-vmax, vmax),
+        gid="phase:ratio",
+    )
     lines = {}
     if h is not None:
         looks = style.run_looks(RULES)
         for key, nesterov in RULES.items():
             look = looks[key]
             x = theory.convergence_boundary(g.mu_line, h[-1], nesterov)
-            (lines[key],) = ax.plot(x, g.mu_line, **look.line(), gid=f"ratio-boundary:{key}",
-                                    path_effects=_outline("white", look.lw + 2.4))
+            (lines[key],) = ax.plot(
+                x, g.mu_line, **look.line(), gid=f"ratio-boundary:{key}", path_effects=_outline("white", look.lw + 2.4)
+            )
     # the columns of the cap's grey alone are left out: the map's width goes to its colours
     view.ratio_columns = c0, c1 = shown_columns(view.regions)
-    frame(ax, g.lr_e[c0:c1 + 1], g.mu_e, title or "Who is faster: Nesterov's updates / momentum's")
+    frame(ax, g.lr_e[c0 : c1 + 1], g.mu_e, title or "Who is faster: Nesterov's updates / momentum's")
     ax.set_xlabel(cropped_label(view, g), fontsize=style.LABEL_SIZE)
     if lines:
         name_ratio_boundaries(view, ax, g, lines, TIE_WITHIN)
-    noted = _name_ratio_regions(view, ax, g)   # after the boundaries' names and the scale: a note keeps off them
-    if lines and noted is not None:   # the note's cells over the boundary, the line thin across them
-        bare_cells(ax, view.meshes["ratio"], noted & line_cells([np.column_stack(ln.get_data()) for ln in
-                                                                   lines.values()], g.lr_e, g.mu_e),
-                   lines, g.lr_e, g.mu_e, gid="noted")
+    noted = _name_ratio_regions(view, ax, g)  # after the boundaries' names and the scale: a note keeps off them
+    if lines and noted is not None:  # the note's cells over the boundary, the line thin across them
+        bare_cells(
+            ax,
+            view.meshes["ratio"],
+            noted & line_cells([np.column_stack(ln.get_data()) for ln in lines.values()], g.lr_e, g.mu_e),
+            lines,
+            g.lr_e,
+            g.mu_e,
+            gid="noted",
+        )
     ax.tick_params(labelleft=True)
 
 
 def _name_ratio_regions(view, ax, g: _MapGrid) -> None:
     """Name the ratio map's regions in place where the name fits (``view.named``);
     returns the cells of a span a note points at (None: no note)."""
-    shown = shown_cells(view)   # names and notes only on the columns shown
+    shown = shown_cells(view)  # names and notes only on the columns shown
     both = (view.regions == REGIONS.index("both")) & shown
     ratio = view.ratio
     near = np.log2(1 + TIE_WITHIN)
     tie = f"within {TIE_WITHIN:.0%}"
     # no name on a stability boundary
-    off = shown & ~line_cells([_theory_lines(g, n)[0] for n in RULES.values()] if g.h is not None else [],
-                              g.lr_e, g.mu_e) & ~text_cells(
-        ax, [t for t in ax.texts if (t.get_gid() or "").startswith("boundary-label:")], g.lr_e, g.mu_e)
-    free = both & (np.abs(ratio) <= near) & off   # where a note may sit: the near-white cells
-    taken = np.zeros_like(free)   # the notes' cells (and a column of air each side): no name there
+    off = (
+        shown
+        & ~line_cells([_theory_lines(g, n)[0] for n in RULES.values()] if g.h is not None else [], g.lr_e, g.mu_e)
+        & ~text_cells(ax, [t for t in ax.texts if (t.get_gid() or "").startswith("boundary-label:")], g.lr_e, g.mu_e)
+    )
+    free = both & (np.abs(ratio) <= near) & off  # where a note may sit: the near-white cells
+    taken = np.zeros_like(free)  # the notes' cells (and a column of air each side): no name there
     noted = None
-    for text, mask in {"Nesterov faster": both & (ratio < -near) & off,
-                       "momentum faster": both & (ratio > near)}.items():
-        if mask.any() and not name_region(ax, mask, text, g.lrs, g.mus, gid=f"region-label:{text}",
-                                          fontsize=style.LABEL_SIZE, halo=True):   # on its cells: no box
+    for text, mask in {
+        "Nesterov faster": both & (ratio < -near) & off,
+        "momentum faster": both & (ratio > near),
+    }.items():
+        if mask.any() and not name_region(
+            ax, mask, text, g.lrs, g.mus, gid=f"region-label:{text}", fontsize=style.LABEL_SIZE, halo=True
+        ):  # on its cells: no box
             covered = _note_extreme(view, ax, g, mask, free, text)
             if covered is not None:
                 noted = mask if noted is None else noted | mask
@@ -302,8 +333,14 @@ def _name_ratio_regions(view, ax, g: _MapGrid) -> None:
     name_region(ax, free, tie, g.lrs, g.mus, gid=f"region-label:{tie}", fontsize=style.LABEL_SIZE)
     for region in REGIONS[1:]:
         mask = view.regions == REGIONS.index(region)
-        if mask.any() and name_region(ax, mask & off & ~taken, REGION_NAMES[region].format(steps=g.steps), g.lrs, g.mus,
-                                      gid=f"region-label:{region}"):
+        if mask.any() and name_region(
+            ax,
+            mask & off & ~taken,
+            REGION_NAMES[region].format(steps=g.steps),
+            g.lrs,
+            g.mus,
+            gid=f"region-label:{region}",
+        ):
             view.named.add(region)
     return noted
 
@@ -316,20 +353,37 @@ def _note_extreme(view, ax, g: _MapGrid, mask, free, span):
     counts = {key: int(view.grids[key].steps[i, j]) for key in RULES}
     slower, faster = max(counts, key=counts.get), min(counts, key=counts.get)
     text = f"{span} here:\n{counts[faster]} updates vs {RULE_NAMES[slower]}'s {counts[slower]}"
-    if g.h is not None and g.lrs[j] >= NEAR_EDGE * theory.convergence_boundary(
-            np.array([g.mus[i]]), g.h[-1], RULES[slower])[0]:
+    if (
+        g.h is not None
+        and g.lrs[j] >= NEAR_EDGE * theory.convergence_boundary(np.array([g.mus[i]]), g.h[-1], RULES[slower])[0]
+    ):
         text += f"\n(just inside {RULE_NAMES[slower]}'s\nstability boundary)"
     # the note may sit on the near-white cells or on the grey of neither converging
-    free = (free | (view.regions == REGIONS.index("neither"))) & shown_cells(view) & ~text_cells(
-        ax, [t for t in ax.texts if (t.get_gid() or "").startswith("boundary-label:")], g.lr_e, g.mu_e)
+    free = (
+        (free | (view.regions == REGIONS.index("neither")))
+        & shown_cells(view)
+        & ~text_cells(ax, [t for t in ax.texts if (t.get_gid() or "").startswith("boundary-label:")], g.lr_e, g.mu_e)
+    )
     return point_at_cell(ax, (int(i), int(j)), free, text, g.lrs, g.mus, gid=f"region-note:{span}")
 
 
 SHOWS = {"both": PHASE_FIGSIZE, "steps": (style.WIDTH, 5.0), "ratio": (style.WIDTH, 5.3)}
 
 
-def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, *, start=None,
-               rate_levels=RATE_LEVELS, figsize=None, dpi=style.DPI, progress=False, show="both"):
+def plot_phase(
+    surface,
+    learning_rates=None,
+    momenta=None,
+    steps=150,
+    tol=1e-3,
+    *,
+    start=None,
+    rate_levels=RATE_LEVELS,
+    figsize=None,
+    dpi=style.DPI,
+    progress=False,
+    show="both",
+):
     """Updates to converge over a (learning rate x momentum) grid for classical
     momentum and Nesterov, their log2 ratio, and (on a quadratic) the stability
     boundaries, iso-rate contours and critical-damping curves. Regions are named in
@@ -348,19 +402,26 @@ def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, 
         the rule maps over the ratio map; each with its own finding as title.
     """
     from ...theory.convergence import check_steps_tol, phase_grid
+
     if show not in SHOWS:
         raise ValueError(f"show must be one of {sorted(SHOWS)}. Received: {show!r}.")
     steps, tol = check_steps_tol(steps, tol)
     lrs, mus = default_axes(surface, learning_rates, momenta)
-    grids = {key: phase_grid(surface, lrs, mus, steps, tol, nesterov, start, progress=progress)
-             for key, nesterov in RULES.items()}
+    grids = {
+        key: phase_grid(surface, lrs, mus, steps, tol, nesterov, start, progress=progress)
+        for key, nesterov in RULES.items()
+    }
     fig = new_figure(SHOWS[show] if figsize is None else figsize, dpi)
     label = getattr(surface, "label", type(surface).__name__)
     m, n = grids["momentum"], grids["nesterov"]
-    finding = (steps_finding(m.steps, n.steps, m.diverged, n.diverged) if show == "steps"
-               else phase_finding(m.steps, n.steps, TIE_WITHIN))
-    body = headline(fig, finding, f"{label} · numpy reference of the tf-keras rule · at most {steps} updates, "
-                                  f"tol {tol:g}")
+    finding = (
+        steps_finding(m.steps, n.steps, m.diverged, n.diverged)
+        if show == "steps"
+        else phase_finding(m.steps, n.steps, TIE_WITHIN)
+    )
+    body = headline(
+        fig, finding, f"{label} · numpy reference of the tf-keras rule · at most {steps} updates, tol {tol:g}"
+    )
     # the two rule maps side by side, the ratio map under them at full width (it is the
     # comparison); the legend holds only what is not named on the maps, outside them
     if show == "both":
@@ -373,16 +434,23 @@ def plot_phase(surface, learning_rates=None, momenta=None, steps=150, tol=1e-3, 
     if show != "steps":
         axes["ratio"] = bottom.subplots(1, 1)
     view = draw_phase(grids, surface, axes, loss0=cap_loss(surface, m, start), rate_levels=rate_levels)
-    add_colorbars(view, body, [axes["momentum"], axes["nesterov"]] if "momentum" in axes else None,
-                  axes.get("ratio"))
+    add_colorbars(view, body, [axes["momentum"], axes["nesterov"]] if "momentum" in axes else None, axes.get("ratio"))
     step_keys, ratio_keys = split_handles(view.handles)
     for sub, handles, gid in ((top, step_keys, "legend:maps"), (bottom, ratio_keys, "legend:ratio")):
         if handles and (show == "both" or (gid == "legend:maps") == (show == "steps")):
             # two columns when an entry is long (the iso-rate levels): three would not fit the width
             ncol = min(len(handles), 3 if max(len(h.get_label()) for h in handles) <= 45 else 2)
-            leg = sub.legend(handles=handles, loc="outside lower center", ncol=ncol,
-                             fontsize=PHASE_LEGEND_SIZE, frameon=False, handlelength=2.6, handleheight=1.1,
-                             columnspacing=1.6, borderaxespad=0.2)
+            leg = sub.legend(
+                handles=handles,
+                loc="outside lower center",
+                ncol=ncol,
+                fontsize=PHASE_LEGEND_SIZE,
+                frameon=False,
+                handlelength=2.6,
+                handleheight=1.1,
+                columnspacing=1.6,
+                borderaxespad=0.2,
+            )
             leg.set_gid(gid)
     return fig
 
@@ -398,11 +466,11 @@ def split_handles(handles) -> tuple[list, list]:
 def default_axes(surface, learning_rates=None, momenta=None):
     """The grid's learning rates and momenta, checked (defaults as ``plot_phase``)."""
     from ...theory.convergence import check_grid_axis
+
     if learning_rates is None:
         h = getattr(surface, "hessian_eigenvalues", None)
         h_max = None if h is None else float(np.max(h))
-        learning_rates = (np.geomspace(0.02 / h_max, 5.0 / h_max, 24) if h_max
-                          else np.geomspace(1e-4, 1e-1, 24))
+        learning_rates = np.geomspace(0.02 / h_max, 5.0 / h_max, 24) if h_max else np.geomspace(1e-4, 1e-1, 24)
     lrs = check_grid_axis("learning_rates", learning_rates, 0.0, np.inf)
     if np.any(lrs <= 0):
         raise ValueError(f"learning_rates must be > 0. Received: {lrs.tolist()!r}.")

@@ -13,9 +13,22 @@ from ..text.direct import text_size
 from .axes import PHASE_NOTE_SIZE
 from .geometry import REGIONS, ratio_regions, region_spot, spot_cells
 
-__all__ = ["draw_ratio_regions", "name_region", "REGION_NAMES", "region_patch", "legend_handles",
-           "outline", "DIVERGED_MARK", "point_at_cell", "text_cells",
-           "line_cells", "DIVERGED_FACE", "diverged_handle", "shown_cells", "cropped_label"]
+__all__ = [
+    "draw_ratio_regions",
+    "name_region",
+    "REGION_NAMES",
+    "region_patch",
+    "legend_handles",
+    "outline",
+    "DIVERGED_MARK",
+    "point_at_cell",
+    "text_cells",
+    "line_cells",
+    "DIVERGED_FACE",
+    "diverged_handle",
+    "shown_cells",
+    "cropped_label",
+]
 
 REGION_NAMES = {
     "only_momentum": "only momentum converges\n(Nesterov diverges)",
@@ -27,16 +40,22 @@ REGION_NAMES = {
 # divergence, on every map: a dark grey (well apart from the cap's pale grey and the
 # ratio map's mid grey of "neither") with white x marks
 DIVERGED_FACE = "#6F6F6F"
-_FACES = {"only_momentum": style.REGION_FACE, "only_nesterov": style.REGION_FACE,
-          "cap": style.REGION_FACE, "neither": style.NEITHER_COLOR, "diverged": DIVERGED_FACE}
+_FACES = {
+    "only_momentum": style.REGION_FACE,
+    "only_nesterov": style.REGION_FACE,
+    "cap": style.REGION_FACE,
+    "neither": style.NEITHER_COLOR,
+    "diverged": DIVERGED_FACE,
+}
 DIVERGED_MARK = dict(marker="x", color="white", ms=4.0, mew=1.0, ls="none")
 
 
 def region_patch(region: str, steps: int):
     """The legend entry of ``region`` (a ``REGIONS`` name other than ``both``)."""
     from matplotlib.patches import Patch
+
     label = REGION_NAMES[region].format(steps=steps).replace("\n", " ")
-    if region == "diverged":   # the x marks, as on the step maps
+    if region == "diverged":  # the x marks, as on the step maps
         return diverged_handle(label)
     return Patch(fc=_FACES[region], ec="0.55", hatch=style.HATCHES.get(region, ""), label=label)
 
@@ -56,8 +75,9 @@ def diverged_handle(label):
         def create_artists(self, legend, orig_handle, xdescent, ydescent, width, height, fontsize, trans):
             x0, y0 = -xdescent, -ydescent
             cell = Rectangle((x0, y0), width, height, fc=DIVERGED_FACE, ec="none", transform=trans)
-            marks = Line2D(x0 + width * np.array([0.25, 0.75]), np.full(2, y0 + height / 2),
-                           **DIVERGED_MARK, transform=trans)
+            marks = Line2D(
+                x0 + width * np.array([0.25, 0.75]), np.full(2, y0 + height / 2), **DIVERGED_MARK, transform=trans
+            )
             return [cell, marks]
 
     handle = DivergedPatch(fc=DIVERGED_FACE, ec="none", label=label, gid="diverged-key")
@@ -67,6 +87,7 @@ def diverged_handle(label):
 
 def _cells(lr_e, mu_e, mask):
     from matplotlib.patches import Rectangle
+
     ii, jj = np.nonzero(mask)
     return [Rectangle((lr_e[j], mu_e[i]), lr_e[j + 1] - lr_e[j], mu_e[i + 1] - mu_e[i]) for i, j in zip(ii, jj)]
 
@@ -84,15 +105,23 @@ def draw_ratio_regions(ax, grids, lr_e, mu_e) -> tuple[np.ndarray, dict]:
     regions = ratio_regions(m.steps, m.diverged, n.steps, n.diverged)
     faces = ListedColormap(["white"] + [_FACES[r] for r in REGIONS[1:]])
     neutral = np.ma.masked_equal(regions, REGIONS.index("both"))
-    ax.pcolormesh(lr_e, mu_e, neutral, cmap=faces, vmin=-0.5, vmax=len(REGIONS) - 0.5,
-                  gid="phase:regions", zorder=0.5)
+    ax.pcolormesh(lr_e, mu_e, neutral, cmap=faces, vmin=-0.5, vmax=len(REGIONS) - 0.5, gid="phase:regions", zorder=0.5)
     hatched = {}
     for region, hatch in style.HATCHES.items():
         mask = regions == REGIONS.index(region)
         if mask.any():
-            hatched[region] = ax.add_collection(PatchCollection(
-                _cells(lr_e, mu_e, mask), facecolor="none", edgecolor="none", hatch=hatch,
-                hatchcolor=style.HATCH_COLOR, linewidth=0, gid=f"region:{region}", zorder=0.6))
+            hatched[region] = ax.add_collection(
+                PatchCollection(
+                    _cells(lr_e, mu_e, mask),
+                    facecolor="none",
+                    edgecolor="none",
+                    hatch=hatch,
+                    hatchcolor=style.HATCH_COLOR,
+                    linewidth=0,
+                    gid=f"region:{region}",
+                    zorder=0.6,
+                )
+            )
     ii, jj = np.nonzero(regions == REGIONS.index("diverged"))
     ax.plot(np.asarray(m.learning_rates)[jj], np.asarray(m.momenta)[ii], **DIVERGED_MARK, gid="diverged:ratio")
     return regions, hatched
@@ -119,8 +148,7 @@ def _label_cells(ax, text, fontsize, n_rows, n_cols):
     return (w + 4) / cw, (h + 2) / ch
 
 
-def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SIZE, color="0.15",
-                halo=False) -> bool:
+def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SIZE, color="0.15", halo=False) -> bool:
     """Write ``text`` inside the region ``mask`` of a map (rows: ``mus``, columns:
     ``lrs``, log spaced) where it fits; returns whether it did. ``halo``: on coloured
     cells (data), no box that would hide them, only a thin white halo round the letters."""
@@ -128,10 +156,24 @@ def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SIZE, colo
     if spot is None:
         return False
     i, j = spot
-    look = (dict(path_effects=outline("white", 2.2)) if halo else
-            dict(bbox=dict(fc="white", ec="none", alpha=0.75, pad=1.2, boxstyle="round,pad=0.2")))
-    ax.text(lrs[int(j)], mus[int(i)], text, ha="center", va="center", fontsize=fontsize, color=color,
-            gid=gid, zorder=8, linespacing=1.1, **look)
+    look = (
+        dict(path_effects=outline("white", 2.2))
+        if halo
+        else dict(bbox=dict(fc="white", ec="none", alpha=0.75, pad=1.2, boxstyle="round,pad=0.2"))
+    )
+    ax.text(
+        lrs[int(j)],
+        mus[int(i)],
+        text,
+        ha="center",
+        va="center",
+        fontsize=fontsize,
+        color=color,
+        gid=gid,
+        zorder=8,
+        linespacing=1.1,
+        **look,
+    )
     return True
 
 
@@ -144,10 +186,20 @@ def point_at_cell(ax, cell, free, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SI
     if spot is None:
         return None
     i, j = spot
-    ax.annotate(text, (lrs[cell[1]], mus[cell[0]]), xytext=(lrs[int(j)], mus[int(i)]), ha="center",
-                va="center", fontsize=fontsize, color="0.15", gid=gid, zorder=8, linespacing=1.1,
-                bbox=dict(fc="white", ec="0.6", lw=0.6, alpha=0.9, boxstyle="round,pad=0.25"),
-                arrowprops=dict(arrowstyle="->", color="0.15", lw=0.9, shrinkA=0, shrinkB=4))
+    ax.annotate(
+        text,
+        (lrs[cell[1]], mus[cell[0]]),
+        xytext=(lrs[int(j)], mus[int(i)]),
+        ha="center",
+        va="center",
+        fontsize=fontsize,
+        color="0.15",
+        gid=gid,
+        zorder=8,
+        linespacing=1.1,
+        bbox=dict(fc="white", ec="0.6", lw=0.6, alpha=0.9, boxstyle="round,pad=0.25"),
+        arrowprops=dict(arrowstyle="->", color="0.15", lw=0.9, shrinkA=0, shrinkB=4),
+    )
     return spot_cells(free.shape, spot, width, height)
 
 
@@ -159,7 +211,7 @@ def text_cells(ax, texts, lr_e, mu_e) -> np.ndarray:
         (x0, y0), (x1, y1) = ax.transData.inverted().transform(t.get_window_extent(renderer).get_points())
         c0, c1 = np.searchsorted(lr_e, [x0, x1]) + [-1, 0]
         r0, r1 = np.searchsorted(mu_e, [y0, y1]) + [-1, 0]
-        out[max(r0, 0):r1, max(c0, 0):c1] = True
+        out[max(r0, 0) : r1, max(c0, 0) : c1] = True
     return out
 
 
@@ -192,6 +244,7 @@ def line_cells(lines, lr_e, mu_e) -> np.ndarray:
 def outline(color="black", width=3.0):
     """Path effects drawing a line or text over a ``width`` wide ``color`` stroke."""
     from matplotlib import patheffects
+
     return [patheffects.Stroke(linewidth=width, foreground=color), patheffects.Normal()]
 
 
@@ -209,34 +262,55 @@ def legend_handles(view, g, with_ratio: bool) -> list:
     and (with ``with_ratio``) the ratio map's regions not named in place."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
+
     keys = [k for k in view.grids if k != "ratio" and view.axes.get(k) is not None]
     grids = [view.grids[k] for k in keys]
     handles = []
     # the cap's grey needs an entry unless every step map names it in place; the x marks
     # unless some map names them ("diverges": the marks are the same on both)
     if any((grid.steps < 0).any() for grid in grids) and not all(f"cap:{k}" in view.named for k in keys):
-        handles.append(Patch(fc=style.NOT_CONVERGED_COLOR, ec="0.6",
-                             label=f"more than {g.steps} updates (the cap)"))
+        handles.append(Patch(fc=style.NOT_CONVERGED_COLOR, ec="0.6", label=f"more than {g.steps} updates (the cap)"))
     if any(grid.diverged.any() for grid in grids) and not any(
-            f"diverged:{k}" in view.named and view.grids[k].diverged.any() for k in keys):
+        f"diverged:{k}" in view.named and view.grids[k].diverged.any() for k in keys
+    ):
         handles.append(diverged_handle("diverges"))
     if g.h is not None:
         theory_look, rate, critical = (style.ROLE_LOOKS[k] for k in ("theory", "rate_level", "critical"))
         levels = [r for r in view.rate_levels if r in view.drawn_levels]
-        for lines, line in ((view.boundaries, Line2D(
-                [], [], **theory_look.line(), path_effects=outline("black", theory_look.lw + 1.6),
-                label="stability boundary")),
-                (view.contours if levels else {}, Line2D(
-                    [], [], **rate.line(), path_effects=outline("0.15", 2.0),
-                    label=_iso_label(levels, g))),
-                (view.critical, Line2D(
-                    [], [], **critical.line(), path_effects=outline("white", critical.lw + 2.0),
-                    label=f"critical damping (h = {g.h[0]:g})"))):
+        for lines, line in (
+            (
+                view.boundaries,
+                Line2D(
+                    [],
+                    [],
+                    **theory_look.line(),
+                    path_effects=outline("black", theory_look.lw + 1.6),
+                    label="stability boundary",
+                ),
+            ),
+            (
+                view.contours if levels else {},
+                Line2D([], [], **rate.line(), path_effects=outline("0.15", 2.0), label=_iso_label(levels, g)),
+            ),
+            (
+                view.critical,
+                Line2D(
+                    [],
+                    [],
+                    **critical.line(),
+                    path_effects=outline("white", critical.lw + 2.0),
+                    label=f"critical damping (h = {g.h[0]:g})",
+                ),
+            ),
+        ):
             if any(not hasattr(x, "get_data") or _visible(x) for x in lines.values()):
                 handles.append(line)
     if with_ratio and view.regions is not None:
-        handles += [region_patch(r, g.steps) for r in REGIONS[1:]
-                    if r not in view.named and (view.regions == REGIONS.index(r)).any()]
+        handles += [
+            region_patch(r, g.steps)
+            for r in REGIONS[1:]
+            if r not in view.named and (view.regions == REGIONS.index(r)).any()
+        ]
     return handles
 
 

@@ -23,13 +23,23 @@ from ..core.figure import fit
 from ..mesh.layout_colors import label_ink
 from ..text.direct import READABLE_GAP, axes_height_points, leaders, spread
 
-__all__ = ["rates_finding", "rates_settings", "pack", "stability_text", "key_text", "RateLabels", "at_floor",
-           "draw_floor", "floor_text", "label_block_ends"]
+__all__ = [
+    "rates_finding",
+    "rates_settings",
+    "pack",
+    "stability_text",
+    "key_text",
+    "RateLabels",
+    "at_floor",
+    "draw_floor",
+    "floor_text",
+    "label_block_ends",
+]
 
-KEY_WIDTH = 34   # characters a line of the key holds: it stays clear of Nesterov's dip
-STEP = 1.07      # labels stand this factor (on the log x axis) off the line they name
+KEY_WIDTH = 34  # characters a line of the key holds: it stays clear of Nesterov's dip
+STEP = 1.07  # labels stand this factor (on the log x axis) off the line they name
 NAME_SPAN = 3.0  # about the factor a name spans on the log x axis
-ROOM = 1.15      # the x axis ends at ROOM x momentum's limit, just past its dotted line
+ROOM = 1.15  # the x axis ends at ROOM x momentum's limit, just past its dotted line
 
 
 def stability_text(rule: str, boundary: float, wide: bool = False) -> str:
@@ -53,10 +63,9 @@ def rates_finding(rates, learning_rate=None, width_points=style.WIDTH * 72.0) ->
     bad = rho >= 1.0
     recorded = learning_rate is None or float(learning_rate) == rates.learning_rate
     at = getattr(rates, "diverging_from", None) if recorded else None
-    when = f" from update {at}" if at is not None and bad.any() else ""   # the run itself
+    when = f" from update {at}" if at is not None and bad.any() else ""  # the run itself
     if bad.all():
-        return (f"Under {_rule(run)} every block diverges{when}: the learning rate is past its "
-                "stability limit")
+        return f"Under {_rule(run)} every block diverges{when}: the learning rate is past its stability limit"
     ok = ~bad
     if bad.any():
         return _some_diverge(rates, rho, bad, pos[other][1], run, when, width_points)
@@ -67,20 +76,30 @@ def rates_finding(rates, learning_rate=None, width_points=style.WIDTH * 72.0) ->
     diverge = f" and {n_bad} diverge{'s' * (n_bad == 1)}" if n_bad else ""
     rho_o = pos[other][1]
     if np.all(rho_o < 1.0) and np.ptp(rho_o) < 0.01:
-        tails = (f"; {_rule(other)} would hold every block at {float(np.mean(rho_o)):.2f}",
-                 f"; {_rule(other)}: {float(np.mean(rho_o)):.2f} on all")
+        tails = (
+            f"; {_rule(other)} would hold every block at {float(np.mean(rho_o)):.2f}",
+            f"; {_rule(other)}: {float(np.mean(rho_o)):.2f} on all",
+        )
     elif np.all(rho_o < 1.0):
-        tails = (f"; {_rule(other)} would range from {rho_o.min():.2f} to {rho_o.max():.2f}",
-                 f"; {_rule(other)}: {rho_o.min():.2f} to {rho_o.max():.2f}")
+        tails = (
+            f"; {_rule(other)} would range from {rho_o.min():.2f} to {rho_o.max():.2f}",
+            f"; {_rule(other)}: {rho_o.min():.2f} to {rho_o.max():.2f}",
+        )
     else:
-        tails = (f"; {int(np.sum(rho_o >= 1.0))} would diverge under {_rule(other)}",
-                 f"; {int(np.sum(rho_o >= 1.0))} diverge under {_rule(other)}")
-    long = (f"Under {_rule(run)} the {which} blocks converge fastest (rate {rho[fast]:.2f} per update "
-            f"at h = {h[fast]:.2g}, {rho[slow]:.2f} at h = {h[slow]:.2g}){diverge}")
-    short = (f"{_rule(run)[:1].upper()}{_rule(run)[1:]}: {which} blocks converge fastest (rate {rho[fast]:.2f} vs "
-             f"{rho[slow]:.2f}){diverge}")
+        tails = (
+            f"; {int(np.sum(rho_o >= 1.0))} would diverge under {_rule(other)}",
+            f"; {int(np.sum(rho_o >= 1.0))} diverge under {_rule(other)}",
+        )
+    long = (
+        f"Under {_rule(run)} the {which} blocks converge fastest (rate {rho[fast]:.2f} per update "
+        f"at h = {h[fast]:.2g}, {rho[slow]:.2f} at h = {h[slow]:.2g}){diverge}"
+    )
+    short = (
+        f"{_rule(run)[:1].upper()}{_rule(run)[1:]}: {which} blocks converge fastest (rate {rho[fast]:.2f} vs "
+        f"{rho[slow]:.2f}){diverge}"
+    )
     candidates = [long + tails[0], long + tails[1], short + tails[0], short + tails[1]]
-    for text in candidates:   # the first that stays one line in the headline
+    for text in candidates:  # the first that stays one line in the headline
         if "\n" not in fit(text, width_points, style.SUPTITLE_SIZE, bold=True):
             return text
     return candidates[-1]
@@ -93,14 +112,21 @@ def _some_diverge(rates, rho, bad, rho_o, run, when, width_points) -> str:
     ok = np.flatnonzero(~bad)
     fast = int(ok[np.argmin(rho[ok])])
     if len(ok) == 1:
-        rest = (f"only {rates.labels[fast]} (h = {h[fast]:.2g}) converges, at rate {rho[fast]:.2f}",
-                f"only {rates.labels[fast]} converges ({rho[fast]:.2f})")
+        rest = (
+            f"only {rates.labels[fast]} (h = {h[fast]:.2g}) converges, at rate {rho[fast]:.2f}",
+            f"only {rates.labels[fast]} converges ({rho[fast]:.2f})",
+        )
     else:
-        rest = (f"the other {len(ok)} converge, fastest at h = {h[fast]:.2g} (rate {rho[fast]:.2f})",
-                f"{len(ok)} converge (fastest {rho[fast]:.2f})")
+        rest = (
+            f"the other {len(ok)} converge, fastest at h = {h[fast]:.2g} (rate {rho[fast]:.2f})",
+            f"{len(ok)} converge (fastest {rho[fast]:.2f})",
+        )
     o_bad = int(np.sum(rho_o >= 1.0))
-    tails = ((f"; {o_bad} would diverge under {_rule(not run)}", f"; {o_bad} under {_rule(not run)}")
-             if o_bad else (f"; {_rule(not run)} would hold every block", ""))
+    tails = (
+        (f"; {o_bad} would diverge under {_rule(not run)}", f"; {o_bad} under {_rule(not run)}")
+        if o_bad
+        else (f"; {_rule(not run)} would hold every block", "")
+    )
     if o_bad == n:
         tails = (f"; all {n} would diverge under {_rule(not run)}", f"; all {n} under {_rule(not run)}")
     head = f"Under {_rule(run)} {n_bad} of {n} blocks diverge{when}"
@@ -136,8 +162,10 @@ def rates_settings(rates, surface, width_points=style.WIDTH * 72.0) -> str:
     between its parts (never inside a bracket)."""
     label = getattr(surface, "label", type(surface).__name__)
     n = int(rates.updates[-1])
-    parts = [f"real DTensor SGD, {_rule(rates.nesterov)}, lr {rates.learning_rate:g}, "
-             f"μ {rates.momentum:g}, {n} updates", label]
+    parts = [
+        f"real DTensor SGD, {_rule(rates.nesterov)}, lr {rates.learning_rate:g}, μ {rates.momentum:g}, {n} updates",
+        label,
+    ]
     theory = rates.positions()[rates.nesterov][1]
     ok = np.isfinite(rates.measured)
     if ok.any():
@@ -149,8 +177,11 @@ def rates_settings(rates, surface, width_points=style.WIDTH * 72.0) -> str:
 def key_text(no_star_note: str = "", unstable: bool = False) -> str:
     """The short key in the rate panel's free corner: what a ring, a square and a star are, the red
     x while a block is past a limit, and why a block has no star."""
-    lines = ["○ a block at lr·h under momentum,", "□ under Nesterov (colours: right)",
-             "★ its decay, measured on the run"]
+    lines = [
+        "○ a block at lr·h under momentum,",
+        "□ under Nesterov (colours: right)",
+        "★ its decay, measured on the run",
+    ]
     if unstable:
         lines.append("✕ past its rule's limit (dotted)")
     for line in no_star_note.split("\n") if no_star_note else []:
@@ -179,34 +210,71 @@ class RateLabels:
         top = np.fmax(rate(grid, momentum, False), rate(grid, momentum, True))
         # the rate-1 note where both curves have come down from 1 (small steps creep at ~1)
         x_note = float(grid[np.argmax(top < 0.975)]) if (top < 0.975).any() else lo
-        put("stability-note", max(lo * STEP, x_note), 1.005, "rate 1: past this the error grows",
-            va="bottom", color="0.3", bbox=None)
+        put(
+            "stability-note",
+            max(lo * STEP, x_note),
+            1.005,
+            "rate 1: past this the error grows",
+            va="bottom",
+            color="0.3",
+            bbox=None,
+        )
         # Nesterov's name at the left, under both curves over about its width
         x_n = lo * STEP
         near = grid[(grid >= x_n) & (grid <= x_n * NAME_SPAN)]
         near = near if len(near) else np.array([x_n])
         y_n = float(np.min(np.fmin(rate(near, momentum, False), rate(near, momentum, True)))) - 0.06
-        y_n = min(max(y_n, 0.12), 1.1)   # on the axis (0..1.25), however far past the limits
-        put("name-Nesterov", x_n, y_n, "Nesterov",
-            va="top", ha="left", color=style.RULE_LOOKS["nesterov"].color, fontsize=style.LABEL_SIZE,
-            fontweight="bold")
-        if np.min(rate(near, momentum, True)) > 1.2:   # its curve above the axis here: no name
+        y_n = min(max(y_n, 0.12), 1.1)  # on the axis (0..1.25), however far past the limits
+        put(
+            "name-Nesterov",
+            x_n,
+            y_n,
+            "Nesterov",
+            va="top",
+            ha="left",
+            color=style.RULE_LOOKS["nesterov"].color,
+            fontsize=style.LABEL_SIZE,
+            fontweight="bold",
+        )
+        if np.min(rate(near, momentum, True)) > 1.2:  # its curve above the axis here: no name
             self.texts["name-Nesterov"].set_visible(False)
         # momentum's curve is flat until its limit, then leaves the top; between the two
         # limits Nesterov's curve is above the top: momentum's name (under its flat part)
         # and its limit stand there, left of its dotted line, and the axis can end just
         # past that line
         x_m = b_m / STEP
-        put("name-momentum", x_m, float(rate(np.array([x_m]), momentum, False)[0]) - 0.035,
-            "momentum", va="top", ha="right", color=style.RULE_LOOKS["momentum"].color,
-            fontsize=style.LABEL_SIZE, fontweight="bold")
-        put("limit-momentum", x_m, 0.45, stability_text("momentum", b_m), va="center", ha="right",
-            color=style.RULE_LOOKS["momentum"].color)
+        put(
+            "name-momentum",
+            x_m,
+            float(rate(np.array([x_m]), momentum, False)[0]) - 0.035,
+            "momentum",
+            va="top",
+            ha="right",
+            color=style.RULE_LOOKS["momentum"].color,
+            fontsize=style.LABEL_SIZE,
+            fontweight="bold",
+        )
+        put(
+            "limit-momentum",
+            x_m,
+            0.45,
+            stability_text("momentum", b_m),
+            va="center",
+            ha="right",
+            color=style.RULE_LOOKS["momentum"].color,
+        )
         # Nesterov's at its dotted line's top end: left of it, above 1, nothing is drawn
-        put("limit-Nesterov", b_n / STEP, 1.23, stability_text("Nesterov", b_n, wide=True), va="top",
-            ha="right", color=style.RULE_LOOKS["nesterov"].color)
-        for rule, b in (("momentum", b_m), ("Nesterov", b_n)):   # a limit left of the axis:
-            if b / STEP < lo * STEP:   # its dotted line is not drawn, its words say nothing
+        put(
+            "limit-Nesterov",
+            b_n / STEP,
+            1.23,
+            stability_text("Nesterov", b_n, wide=True),
+            va="top",
+            ha="right",
+            color=style.RULE_LOOKS["nesterov"].color,
+        )
+        for rule, b in (("momentum", b_m), ("Nesterov", b_n)):  # a limit left of the axis:
+            if b / STEP < lo * STEP:  # its dotted line is not drawn, its words say nothing
                 self.texts[f"limit-{rule}"].set_visible(False)
         put("key", lo * STEP, 0.03, key_text(), va="bottom", ha="left", color="0.2", linespacing=1.3)
 
@@ -238,23 +306,40 @@ class RateLabels:
         others = [u.get_window_extent(renderer) for g, u in self.texts.items() if g != "name-momentum"]
         own_px = points[0]
         best = None
-        candidates = [(x1, drop) for drop in (0.0, 0.5 * h, h)   # right edge, right first
-                      for x1 in np.linspace(frame.x1 - air_px, frame.x0 + w + air_px, 120)]
+        candidates = [
+            (x1, drop)
+            for drop in (0.0, 0.5 * h, h)  # right edge, right first
+            for x1 in np.linspace(frame.x1 - air_px, frame.x0 + w + air_px, 120)
+        ]
         for x1, drop in candidates:
             x0 = x1 - w
             under = own_px[(own_px[:, 0] >= x0 - radius_px) & (own_px[:, 0] <= x1 + radius_px)]
             if not len(under):
                 continue
-            y1 = float(under[:, 1].min()) - radius_px - air_px - 1.0 - drop   # under the curve's marks
+            y1 = float(under[:, 1].min()) - radius_px - air_px - 1.0 - drop  # under the curve's marks
             y0 = y1 - h
-            if y0 < frame.y0 + air_px or y1 > frame.y1 - air_px:   # inside the axes only
+            if y0 < frame.y0 + air_px or y1 > frame.y1 - air_px:  # inside the axes only
                 continue
-            near = pts[(pts[:, 0] > x0 - air_px) & (pts[:, 0] < x1 + air_px)
-                       & (pts[:, 1] > y0 - air_px) & (pts[:, 1] < y1 + air_px)]
-            hit = marks_px[(marks_px[:, 0] > x0 - radius_px - air_px) & (marks_px[:, 0] < x1 + radius_px + air_px)
-                           & (marks_px[:, 1] > y0 - radius_px - air_px) & (marks_px[:, 1] < y1 + radius_px + air_px)]
-            if len(near) or len(hit) or any(o.x0 < x1 + air_px and x0 - air_px < o.x1 and o.y0 < y1 + air_px
-                                            and y0 - air_px < o.y1 for o in others):
+            near = pts[
+                (pts[:, 0] > x0 - air_px)
+                & (pts[:, 0] < x1 + air_px)
+                & (pts[:, 1] > y0 - air_px)
+                & (pts[:, 1] < y1 + air_px)
+            ]
+            hit = marks_px[
+                (marks_px[:, 0] > x0 - radius_px - air_px)
+                & (marks_px[:, 0] < x1 + radius_px + air_px)
+                & (marks_px[:, 1] > y0 - radius_px - air_px)
+                & (marks_px[:, 1] < y1 + radius_px + air_px)
+            ]
+            if (
+                len(near)
+                or len(hit)
+                or any(
+                    o.x0 < x1 + air_px and x0 - air_px < o.x1 and o.y0 < y1 + air_px and y0 - air_px < o.y1
+                    for o in others
+                )
+            ):
                 continue
             best = (x1, y1)
             break
@@ -275,9 +360,11 @@ class RateLabels:
             t.set_va("bottom")
             t.set_y(float(self.ax.transData.inverted().transform((0, key.y1 + 4))[1]))
             box = t.get_window_extent(renderer)
-            if box.y1 > frame.y1 - 2 or any(box.overlaps(o.get_window_extent(renderer))
-                                            for g, o in self.texts.items()
-                                            if g != gid and o.get_visible()):
+            if box.y1 > frame.y1 - 2 or any(
+                box.overlaps(o.get_window_extent(renderer))
+                for g, o in self.texts.items()
+                if g != gid and o.get_visible()
+            ):
                 t.set_visible(False)
 
     def set_key(self, no_star_note: str, unstable: bool) -> None:
@@ -287,7 +374,7 @@ class RateLabels:
 # ---- the error panel: the rounding floor and the blocks' names at their lines' ends -----
 
 FLOOR_FACE = "#EFEFEF"
-END_X = 1.07   # the names' left edge, in axes widths (the leaders run from the right spine)
+END_X = 1.07  # the names' left edge, in axes widths (the leaders run from the right spine)
 END_AIR = 3.0  # points of air between two stacked names
 
 
@@ -298,7 +385,7 @@ def at_floor(errors, floor: float) -> np.ndarray:
     if floor > 0:
         hit = np.flatnonzero(np.isfinite(e) & (e <= floor))
         if hit.size:
-            e[hit[0]:] = floor
+            e[hit[0] :] = floor
     return np.where(e > 0, e, np.nan)
 
 
@@ -317,9 +404,17 @@ def draw_floor(ax, floor: float, top: float):
     ax.set_ylim(lo, 2.5 * top)
     ax.axhspan(lo, floor, color=FLOOR_FACE, lw=0, zorder=0.5, gid="floor")
     ax.axhline(floor, color="0.55", lw=0.8, zorder=0.6, gid="floor-line")
-    return ax.text(0.03, np.sqrt(lo * floor), floor_text(floor), transform=blended_transform_factory(
-        ax.transAxes, ax.transData), ha="left", va="center", fontsize=style.NOTE_SIZE, color="0.3",
-        gid="floor-label")
+    return ax.text(
+        0.03,
+        np.sqrt(lo * floor),
+        floor_text(floor),
+        transform=blended_transform_factory(ax.transAxes, ax.transData),
+        ha="left",
+        va="center",
+        fontsize=style.NOTE_SIZE,
+        color="0.3",
+        gid="floor-label",
+    )
 
 
 def label_block_ends(ax, ends, names, colors):
@@ -328,10 +423,23 @@ def label_block_ends(ax, ends, names, colors):
     a name that moved. Measured after the figure's layout. Returns ``(texts, leaders)``."""
     fig = ax.figure.figure
     trans = blended_transform_factory(ax.transAxes, ax.transAxes)
-    texts = [ax.text(END_X, 0.5, name, transform=trans, ha="left", va="center", fontsize=style.NOTE_SIZE,
-                     fontweight="bold", color=label_ink(c), clip_on=False, gid=f"end-label-{g}")
-             for g, (name, c) in enumerate(zip(names, colors))]
-    fig.draw_without_rendering()   # the axes' real height sets the gap
+    texts = [
+        ax.text(
+            END_X,
+            0.5,
+            name,
+            transform=trans,
+            ha="left",
+            va="center",
+            fontsize=style.NOTE_SIZE,
+            fontweight="bold",
+            color=label_ink(c),
+            clip_on=False,
+            gid=f"end-label-{g}",
+        )
+        for g, (name, c) in enumerate(zip(names, colors))
+    ]
+    fig.draw_without_rendering()  # the axes' real height sets the gap
     lo, hi = np.log10(ax.get_ylim()) if ax.get_yscale() == "log" else ax.get_ylim()
     fracs, shown = [], []
     for g, y in enumerate(ends):
@@ -350,6 +458,14 @@ def label_block_ends(ax, ends, names, colors):
         t.set_visible(g in shown)
     for g, f in zip(shown, placed):
         texts[g].set_y(f)
-    lines = leaders(ax, fracs, placed, [colors[g] for g in shown], x0=1.0, x1=END_X - 0.01,
-                    min_shift=0.25 * readable, gid="end-leader")
+    lines = leaders(
+        ax,
+        fracs,
+        placed,
+        [colors[g] for g in shown],
+        x0=1.0,
+        x1=END_X - 0.01,
+        min_shift=0.25 * readable,
+        gid="end-leader",
+    )
     return texts, lines

@@ -37,8 +37,15 @@ from ..core.figure import fit, headline, new_figure
 from ..shards.geometry import block_patches, short_device_names
 from .block_labels import ROOM, RateLabels, at_floor, draw_floor, label_block_ends, rates_finding, rates_settings
 
-__all__ = ["BlockRates", "block_rates", "decay_note", "measured_decay", "plot_block_rates", "RatesView",
-           "rule_positions"]
+__all__ = [
+    "BlockRates",
+    "block_rates",
+    "decay_note",
+    "measured_decay",
+    "plot_block_rates",
+    "RatesView",
+    "rule_positions",
+]
 
 RULE_NAMES = {False: "momentum", True: "Nesterov"}
 RULE_LOOKS = {False: style.RULE_LOOKS["momentum"], True: style.RULE_LOOKS["nesterov"]}
@@ -54,8 +61,8 @@ RATE_FLOOR = -0.04
 RING = dict(s=380, facecolors="none", linewidths=1.6, zorder=8)
 SQUARE = dict(s=90, linewidths=1.5, zorder=5)
 STAR_SIZE = 46
-RING_RADIUS_PX = (RING["s"] ** 0.5 / 2 + RING["linewidths"] / 2) * 100 / 72   # at dpi 100
-FIGSIZE = (style.WIDTH, 5.3)   # the rate panels and, above them, the finding and the settings
+RING_RADIUS_PX = (RING["s"] ** 0.5 / 2 + RING["linewidths"] / 2) * 100 / 72  # at dpi 100
+FIGSIZE = (style.WIDTH, 5.3)  # the rate panels and, above them, the finding and the settings
 
 
 def _boundary(momentum, nesterov) -> float:
@@ -83,9 +90,13 @@ def _usable(errors, steps, dtype=np.float32, scale=None):
         stop = int(np.argmin(ok))
         ok[stop:] = False
         k = int(np.asarray(steps)[stop])
-        why = (f"reached exactly 0 at update {k}" if e[stop] == 0 else
-               f"left the float range at update {k}" if not np.isfinite(e[stop]) else
-               f"fell to the float noise floor at update {k}")
+        why = (
+            f"reached exactly 0 at update {k}"
+            if e[stop] == 0
+            else f"left the float range at update {k}"
+            if not np.isfinite(e[stop])
+            else f"fell to the float noise floor at update {k}"
+        )
     return np.nonzero(ok)[0], why
 
 
@@ -116,8 +127,7 @@ def measured_decay(errors, steps, dtype=np.float32, scale=None, signed=None) -> 
     gaps = np.diff(np.asarray(steps, np.int64)[idx])
     if not np.all(gaps == gaps[0]):
         return float("nan")
-    (alpha, beta), *_ = np.linalg.lstsq(np.column_stack([c[1:-1], c[:-2]]), c[2:],
-                                        rcond=None)
+    (alpha, beta), *_ = np.linalg.lstsq(np.column_stack([c[1:-1], c[:-2]]), c[2:], rcond=None)
     rho = float(np.max(np.abs(np.roots([1.0, -alpha, -beta]))))
     return rho ** (1.0 / int(gaps[0]))
 
@@ -127,8 +137,7 @@ def decay_note(errors, steps, dtype=np.float32, scale=None) -> str:
     idx, why = _usable(errors, steps, dtype, scale)
     if len(idx) >= MIN_POINTS:
         return ""
-    return (f"{why or 'the run ended'} ({len(idx)} usable error"
-            f"{'s' if len(idx) != 1 else ''}: too few to fit)")
+    return f"{why or 'the run ended'} ({len(idx)} usable error{'s' if len(idx) != 1 else ''}: too few to fit)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,21 +153,22 @@ class BlockRates:
     colors: tuple[str, ...]
     linestyles: tuple
     curvature: np.ndarray
-    updates: np.ndarray        # 0 then recording.steps
+    updates: np.ndarray  # 0 then recording.steps
     errors: np.ndarray
     measured: np.ndarray
     learning_rate: float
     momentum: float
     nesterov: bool
-    notes: tuple[str, ...] = ()   # per block: why ``measured`` is NaN ("" when it is not)
-    floor: float = 0.0   # the errors' rounding floor: one ulp of the target per entry (0: none)
-    diverging_from: int | None = None   # the update the run diverges from (``_diverging``)
+    notes: tuple[str, ...] = ()  # per block: why ``measured`` is NaN ("" when it is not)
+    floor: float = 0.0  # the errors' rounding floor: one ulp of the target per entry (0: none)
+    diverging_from: int | None = None  # the update the run diverges from (``_diverging``)
 
     def positions(self, learning_rate=None) -> dict[bool, tuple[np.ndarray, np.ndarray]]:
         """``{nesterov: (a, rate)}`` of every block at ``learning_rate`` (default: the
         recorded one), on both rules' curves."""
-        return rule_positions(self.curvature, self.momentum,
-                              self.learning_rate if learning_rate is None else learning_rate)
+        return rule_positions(
+            self.curvature, self.momentum, self.learning_rate if learning_rate is None else learning_rate
+        )
 
 
 def rule_positions(curvature, momentum, learning_rate):
@@ -172,48 +182,61 @@ def block_rates(recording, surface, name: str = "w") -> BlockRates:
     ``surface`` (a ``ShardedQuadratic``: its layout must be the recording's)."""
     check_not_empty(recording)
     if not hasattr(surface, "curvature") or not hasattr(surface, "layout_spec"):
-        raise TypeError("surface must be a dtsgd_viz.surfaces.ShardedQuadratic (a curvature "
-                        f"per device block). Received: {type(surface).__name__}.")
+        raise TypeError(
+            "surface must be a dtsgd_viz.surfaces.ShardedQuadratic (a curvature "
+            f"per device block). Received: {type(surface).__name__}."
+        )
     geometry = recording.geometry(name)
-    if (tuple(geometry.global_shape) != tuple(surface.shape)
-            or tuple(geometry.layout.sharding_specs) != tuple(surface.specs)):
+    if tuple(geometry.global_shape) != tuple(surface.shape) or tuple(geometry.layout.sharding_specs) != tuple(
+        surface.specs
+    ):
         raise ValueError(
             f"The recording's {name!r} is {geometry.global_shape} laid out "
             f"{list(geometry.layout.sharding_specs)}; the surface is {tuple(surface.shape)} "
-            f"laid out {list(surface.specs)}. Pass the surface the recording was run on.")
+            f"laid out {list(surface.specs)}. Pass the surface the recording was run on."
+        )
     if getattr(recording, "mode", "full") == "stats":
-        raise ValueError("block_rates needs the parameter's values: record with "
-                         "Recorder(mode='full') (dtsgd_viz.run does).")
+        raise ValueError(
+            "block_rates needs the parameter's values: record with Recorder(mode='full') (dtsgd_viz.run does)."
+        )
     hp = recording.hyperparameters
-    path = recording.path(name).astype(np.float64)          # (n + 1, *shape)
+    path = recording.path(name).astype(np.float64)  # (n + 1, *shape)
     curvature = np.asarray(surface.curvature, np.float64)
     blocks = [geometry.blocks[d[0]] for d in geometry.replica_groups]
     ell = (slice(None),)
-    errors = np.stack([np.sqrt(np.sum((path[ell + b] - surface.target) ** 2,
-                                      axis=tuple(range(1, path.ndim)))) for b in blocks], 1)
+    errors = np.stack(
+        [np.sqrt(np.sum((path[ell + b] - surface.target) ** 2, axis=tuple(range(1, path.ndim)))) for b in blocks], 1
+    )
     updates = np.concatenate([[0], np.asarray(recording.steps)])
     dtype = recording.record(name).dtype
     # the target's size sets the rounding floor as much as the start error does
-    scale = [float(np.sqrt(np.sum(np.broadcast_to(surface.target, path[(0,) + b].shape) ** 2)))
-             for b in blocks]
+    scale = [float(np.sqrt(np.sum(np.broadcast_to(surface.target, path[(0,) + b].shape) ** 2))) for b in blocks]
     # each block's error along its starting direction (signed: the recurrence needs it)
     signed = []
     for b, norm0 in zip(blocks, errors[0]):
         e = (path[ell + b] - surface.target).reshape(len(path), -1)
         signed.append(e @ e[0] / norm0 if norm0 > 0 else np.zeros(len(path)))
-    measured = np.array([measured_decay(errors[:, g], updates, dtype, scale[g], signed[g])
-                         for g in range(len(blocks))])
-    notes = tuple(decay_note(errors[:, g], updates, dtype, scale[g])
-                  for g in range(len(blocks)))
+    measured = np.array([measured_decay(errors[:, g], updates, dtype, scale[g], signed[g]) for g in range(len(blocks))])
+    notes = tuple(decay_note(errors[:, g], updates, dtype, scale[g]) for g in range(len(blocks)))
     styles = style.block_styles(geometry)
-    floor = float(np.finfo(dtype).eps) * max(scale)   # one ulp per entry of a block: rounding
+    floor = float(np.finfo(dtype).eps) * max(scale)  # one ulp per entry of a block: rounding
     names = short_device_names(recording.shard_devices(name))
     return BlockRates(
-        tuple(geometry.replica_groups), tuple(p.label for p in block_patches(geometry, names)),
-        tuple(s[0] for s in styles), tuple(s[2] for s in styles),
-        np.array([float(curvature[b].flat[0]) for b in blocks]), updates, errors, measured,
-        float(hp.learning_rate[0]), float(hp.momentum), bool(hp.nesterov), notes, floor,
-        diverging_update(recording))
+        tuple(geometry.replica_groups),
+        tuple(p.label for p in block_patches(geometry, names)),
+        tuple(s[0] for s in styles),
+        tuple(s[2] for s in styles),
+        np.array([float(curvature[b].flat[0]) for b in blocks]),
+        updates,
+        errors,
+        measured,
+        float(hp.learning_rate[0]),
+        float(hp.momentum),
+        bool(hp.nesterov),
+        notes,
+        floor,
+        diverging_update(recording),
+    )
 
 
 class RatesView:
@@ -224,8 +247,7 @@ class RatesView:
     stability boundary at the shown learning rate. ``lr_range``: the learning rates the
     x axis must hold (a slider's span)."""
 
-    def __init__(self, rates: BlockRates, curve_ax, error_ax=None, learning_rate=None,
-                 lr_range=None):
+    def __init__(self, rates: BlockRates, curve_ax, error_ax=None, learning_rate=None, lr_range=None):
         self.rates, self.curve_ax, self.error_ax = rates, curve_ax, error_ax
         self.figure = curve_ax.figure
         r = rates
@@ -238,10 +260,14 @@ class RatesView:
         lo = min(a_rec.min(), lr_lo * r.curvature.min()) / 1.6
         grid = np.geomspace(lo, hi, 600)
         for n in (False, True):
-            ax.plot(grid, _rate(grid, r.momentum, n), **RULE_LOOKS[n].line(),
-                    label=f"{RULE_NAMES[n]} rate (theory)", gid=f"curve-{RULE_NAMES[n]}")
-            ax.axvline(self.boundaries[n], color=RULE_COLORS[n], lw=1.2, ls=":",
-                       gid=f"boundary-{RULE_NAMES[n]}")
+            ax.plot(
+                grid,
+                _rate(grid, r.momentum, n),
+                **RULE_LOOKS[n].line(),
+                label=f"{RULE_NAMES[n]} rate (theory)",
+                gid=f"curve-{RULE_NAMES[n]}",
+            )
+            ax.axvline(self.boundaries[n], color=RULE_COLORS[n], lw=1.2, ls=":", gid=f"boundary-{RULE_NAMES[n]}")
         ax.axhline(1.0, **style.ROLE_LOOKS["stability"].line(), gid="stability-line")
         self.labels = RateLabels(ax, r.momentum, self.boundaries, _rate, lo)
         self.markers, self.unstable_marks = {}, {}
@@ -251,23 +277,39 @@ class RatesView:
             # lr·h, where both rates are near 0.95) the square and its star show inside
             # the ring; the star shows inside its square instead of covering it
             look = RING if not n else dict(SQUARE, facecolors="white")
-            self.markers[n] = ax.scatter([], [], marker=RULE_MARKERS[n], gid=f"blocks-{RULE_NAMES[n]}",
-                                         **look)
-            self.unstable_marks[n], = ax.plot([], [], ls="none", marker="x", ms=11, mew=2.2,
-                                              color=UNSTABLE_COLOR, zorder=6,
-                                              gid=f"unstable-{RULE_NAMES[n]}")
+            self.markers[n] = ax.scatter([], [], marker=RULE_MARKERS[n], gid=f"blocks-{RULE_NAMES[n]}", **look)
+            (self.unstable_marks[n],) = ax.plot(
+                [],
+                [],
+                ls="none",
+                marker="x",
+                ms=11,
+                mew=2.2,
+                color=UNSTABLE_COLOR,
+                zorder=6,
+                gid=f"unstable-{RULE_NAMES[n]}",
+            )
         ok = np.isfinite(r.measured)
         self.measured_marks = ax.scatter(
-            a_rec[ok], r.measured[ok], s=STAR_SIZE, marker="*", c=np.array(r.colors)[ok],
-            edgecolors="black", linewidths=0.7, zorder=7, gid="measured")
+            a_rec[ok],
+            r.measured[ok],
+            s=STAR_SIZE,
+            marker="*",
+            c=np.array(r.colors)[ok],
+            edgecolors="black",
+            linewidths=0.7,
+            zorder=7,
+            gid="measured",
+        )
         ax.set_xscale("log")
         ax.set_xlim(lo, hi)
-        if hi / lo < 100:   # under two decades matplotlib labels the minor ticks, crowded:
+        if hi / lo < 100:  # under two decades matplotlib labels the minor ticks, crowded:
             from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-            ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))   # 1-2-5, plain
+
+            ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 1-2-5, plain
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_ylim(RATE_FLOOR, 1.25)   # under 0: a block at rate 0 shows whole
+        ax.set_ylim(RATE_FLOOR, 1.25)  # under 0: a block at rate 0 shows whole
         ax.set_xlabel("lr · h  (learning rate × the block's curvature)", fontsize=style.LABEL_SIZE)
         ax.set_ylabel("rate: error factor per update", fontsize=style.LABEL_SIZE)
         ax.tick_params(labelsize=style.TICK_SIZE)
@@ -277,17 +319,20 @@ class RatesView:
         self.set_learning_rate(self.learning_rate)
         # momentum's name clear of the blocks where they are drawn first
         pos = r.positions(self.learning_rate)
-        self.labels.place_momentum_name(radius_px=RING_RADIUS_PX * self.figure.dpi / 100, marks=np.concatenate(
-            [np.column_stack([a, np.minimum(rho, 1.22)]) for a, rho in pos.values()]
-            + [self.measured_marks.get_offsets()]))
+        self.labels.place_momentum_name(
+            radius_px=RING_RADIUS_PX * self.figure.dpi / 100,
+            marks=np.concatenate(
+                [np.column_stack([a, np.minimum(rho, 1.22)]) for a, rho in pos.values()]
+                + [self.measured_marks.get_offsets()]
+            ),
+        )
 
     def _key(self):
         """The rate panel's key (no legend: the curves and limits are named on the
         chart): the red x only while some block is past a stability limit, the no-star
         note only while some block has no star."""
         self.no_star_note = self._no_star_note()
-        self.labels.set_key(self.no_star_note,
-                            any(bad.any() for bad in getattr(self, "unstable", {}).values()))
+        self.labels.set_key(self.no_star_note, any(bad.any() for bad in getattr(self, "unstable", {}).values()))
 
     def _no_star_note(self) -> str:
         """The key's lines on the blocks without a star ("" when every block has one)."""
@@ -309,14 +354,23 @@ class RatesView:
         self.error_lines = []
         for g, label in enumerate(r.labels):
             e = at_floor(r.errors[:, g], r.floor)
-            self.error_lines.append(ax.plot(r.updates, e, color=r.colors[g], ls=r.linestyles[g],
-                                            lw=1.6, label=f"{label} {r.curvature[g]:.2g}",
-                                            gid=f"error-{g}")[0])
+            self.error_lines.append(
+                ax.plot(
+                    r.updates,
+                    e,
+                    color=r.colors[g],
+                    ls=r.linestyles[g],
+                    lw=1.6,
+                    label=f"{label} {r.curvature[g]:.2g}",
+                    gid=f"error-{g}",
+                )[0]
+            )
         ax.set_yscale("log")
         finite = r.errors[np.isfinite(r.errors)]
         # a diverging block's error grows off its start's scale: the axis reaches it
-        self.floor_band = draw_floor(ax, r.floor, max(np.nanmax(r.errors[0]),
-                                                      float(finite.max()) if finite.size else 0.0))
+        self.floor_band = draw_floor(
+            ax, r.floor, max(np.nanmax(r.errors[0]), float(finite.max()) if finite.size else 0.0)
+        )
         ax.set_xlim(r.updates[0] - 0.02 * (r.updates[-1] - r.updates[0]), r.updates[-1])
         ax.set_xlabel("optimizer update", fontsize=style.LABEL_SIZE)
         ax.set_ylabel("||w − target|| on the block", fontsize=style.LABEL_SIZE)
@@ -324,8 +378,11 @@ class RatesView:
         ax.set_title(f"Each block's error over the {RULE_NAMES[r.nesterov]} run", fontsize=style.TITLE_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
         self.end_labels, self.leader_lines = label_block_ends(
-            ax, [ln.get_ydata()[-1] for ln in self.error_lines],
-            [f"{label}  h={h:.2g}" for label, h in zip(r.labels, r.curvature)], r.colors)
+            ax,
+            [ln.get_ydata()[-1] for ln in self.error_lines],
+            [f"{label}  h={h:.2g}" for label, h in zip(r.labels, r.curvature)],
+            r.colors,
+        )
 
     def set_learning_rate(self, learning_rate: float) -> None:
         """Move every block along both curves to ``a = learning_rate * h``, in place,
@@ -343,13 +400,21 @@ class RatesView:
             bad = rho >= 1.0
             self.unstable[n] = bad
             self.unstable_marks[n].set_data(a[bad], np.minimum(rho[bad], 1.22))
-        past = [f"{int(self.unstable[n].sum())} past {RULE_NAMES[n]}'s limit"
-                for n in (False, True) if self.unstable[n].any()]
-        width = self.curve_ax.get_position().width * self.figure.get_figwidth() * 72   # about
-        self.curve_ax.set_title(fit(
-            f"{len(r.labels)} blocks at lr={self.learning_rate:.3g}: "
-            + (", ".join(past) if past else "all converge under both rules"), width, style.TITLE_SIZE),
-            fontsize=style.TITLE_SIZE)
+        past = [
+            f"{int(self.unstable[n].sum())} past {RULE_NAMES[n]}'s limit"
+            for n in (False, True)
+            if self.unstable[n].any()
+        ]
+        width = self.curve_ax.get_position().width * self.figure.get_figwidth() * 72  # about
+        self.curve_ax.set_title(
+            fit(
+                f"{len(r.labels)} blocks at lr={self.learning_rate:.3g}: "
+                + (", ".join(past) if past else "all converge under both rules"),
+                width,
+                style.TITLE_SIZE,
+            ),
+            fontsize=style.TITLE_SIZE,
+        )
         self._key()
 
 
@@ -371,8 +436,7 @@ def draw_block_rates(recording, surface, name="w", *, learning_rate=None, ax=Non
     """Like ``plot_block_rates`` but returns the ``RatesView``."""
     rates = block_rates(recording, surface, name)
     if ax is None:
-        fig = headline(new_figure(FIGSIZE), rates_finding(rates, learning_rate),
-                       rates_settings(rates, surface))
+        fig = headline(new_figure(FIGSIZE), rates_finding(rates, learning_rate), rates_settings(rates, surface))
         curve_ax, error_ax = fig.subplots(1, 2, width_ratios=[1.9, 1])
     else:
         curve_ax, error_ax = ax

@@ -43,13 +43,11 @@ __all__ = ["dash_word", "plot_modes", "mode_errors", "mode_envelope", "ModeData"
 def mode_errors(path, minimum, eigenvectors) -> np.ndarray:
     """``(n_steps + 1, n_modes)``: the error ``p_k - minimum`` projected on each
     eigenvector (columns of ``eigenvectors``), float64."""
-    with np.errstate(invalid="ignore", over="ignore"):   # a diverged path: Inf/NaN, kept
-        return (np.asarray(path, np.float64) - np.asarray(minimum, np.float64)) @ np.asarray(
-            eigenvectors, np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # a diverged path: Inf/NaN, kept
+        return (np.asarray(path, np.float64) - np.asarray(minimum, np.float64)) @ np.asarray(eigenvectors, np.float64)
 
 
-def mode_envelope(e0: float, learning_rate: float, momentum: float, h: float, nesterov: bool,
-                  n: int) -> np.ndarray:
+def mode_envelope(e0: float, learning_rate: float, momentum: float, h: float, nesterov: bool, n: int) -> np.ndarray:
     """A bound ``env_k >= |e_k|`` for ``k = 0..n`` on the mode started at error ``e0``
     with zero velocity, which the mode touches: it shrinks by ``rho`` per update (times a
     factor linear in ``k`` near critical damping).
@@ -81,12 +79,12 @@ def mode_envelope(e0: float, learning_rate: float, momentum: float, h: float, ne
         for i in range(n):
             s[i + 1] = r1 * s[i] + p2
             p2 *= r2
-        jordan = abs(e0) * r1 ** k + abs(beta) * s
+        jordan = abs(e0) * r1**k + abs(beta) * s
         gap = lam[0] - lam[1]
         if abs(gap) > 1e-12 * max(r1, 1e-300):
             c2 = -beta / gap
             c1 = e0 - c2
-            modal = abs(c1) * r1 ** k + abs(c2) * r2 ** k
+            modal = abs(c1) * r1**k + abs(c2) * r2**k
             return np.fmin(jordan, modal)
     return jordan
 
@@ -103,7 +101,7 @@ class ModeData:
     errors: dict
     envelopes: dict
     rates: dict
-    settings: dict   # key -> (learning_rate, momentum, nesterov)
+    settings: dict  # key -> (learning_rate, momentum, nesterov)
 
 
 def _as_dict(recordings) -> dict:
@@ -111,8 +109,10 @@ def _as_dict(recordings) -> dict:
         return {"run": recordings}
     if isinstance(recordings, dict) and recordings and all(hasattr(r, "path") for r in recordings.values()):
         return dict(recordings)
-    raise TypeError("recordings must be a Recording or a non-empty dict {name: Recording}. "
-                    f"Received: {type(recordings).__name__}.")
+    raise TypeError(
+        "recordings must be a Recording or a non-empty dict {name: Recording}. "
+        f"Received: {type(recordings).__name__}."
+    )
 
 
 def modes_data(recordings, surface, name="w") -> ModeData:
@@ -122,7 +122,8 @@ def modes_data(recordings, surface, name="w") -> ModeData:
     if hessian is None:
         raise ValueError(
             "plot_modes needs a quadratic surface with a Hessian (e.g. surfaces.RotatedQuadratic): "
-            f"modes are its eigenvectors. Received: {type(surface).__name__}, which has no 'hessian'.")
+            f"modes are its eigenvectors. Received: {type(surface).__name__}, which has no 'hessian'."
+        )
     H = np.asarray(hessian, np.float64)
     recs = _as_dict(recordings)
     evals, evecs = np.linalg.eigh(H)
@@ -131,30 +132,34 @@ def modes_data(recordings, surface, name="w") -> ModeData:
     for key, rec in recs.items():
         check_not_empty(rec, key)
         if name not in rec.variables:
-            raise ValueError(f"Recording {key!r} has no variable {name!r}. Received variables: "
-                             f"{list(rec.variables)}.")
+            raise ValueError(f"Recording {key!r} has no variable {name!r}. Received variables: {list(rec.variables)}.")
         shape = tuple(rec.shape(name))
         if shape != H.shape[:1]:
-            raise ValueError(f"plot_modes draws a {H.shape[0]}-D path on {type(surface).__name__}; recording "
-                             f"{key!r} holds {name!r} of shape {shape}. Allowed: shape {H.shape[:1]}.")
+            raise ValueError(
+                f"plot_modes draws a {H.shape[0]}-D path on {type(surface).__name__}; recording "
+                f"{key!r} holds {name!r} of shape {shape}. Allowed: shape {H.shape[:1]}."
+            )
         if not np.array_equal(np.diff(rec.steps), np.ones(len(rec.steps) - 1)) or rec.steps[0] != 1:
-            raise ValueError(f"Recording {key!r} must hold every update from the first (every=1) to "
-                             f"compare with rho^k. Received steps {rec.steps[:5].tolist()}...")
+            raise ValueError(
+                f"Recording {key!r} must hold every update from the first (every=1) to "
+                f"compare with rho^k. Received steps {rec.steps[:5].tolist()}..."
+            )
         hp = rec.hyperparameters
         lrs = np.asarray(hp.learning_rate, np.float64).ravel()
         if lrs.size and not np.allclose(lrs, lrs[0]):
-            raise ValueError(f"Recording {key!r} has a learning rate that changes; the modes' rates "
-                             "need a constant one.")
+            raise ValueError(
+                f"Recording {key!r} has a learning rate that changes; the modes' rates need a constant one."
+            )
         lr = float(lrs[0]) if lrs.size else float("nan")
         mu = float(hp.applied_momentum if hp.applied_momentum is not None else hp.momentum)
         nesterov = bool(hp.nesterov)
         _check_same_surface(rec, key, surface, name)
         e = mode_errors(rec.path(name), minimum, evecs)
         errors[key] = e
-        envelopes[key] = np.stack([mode_envelope(e[0, i], lr, mu, h, nesterov, len(e) - 1)
-                                   for i, h in enumerate(evals)], axis=1)
-        rates[key] = np.asarray(theory.rate(lr * np.asarray(evals, np.float64), mu, nesterov),
-                                np.float64)
+        envelopes[key] = np.stack(
+            [mode_envelope(e[0, i], lr, mu, h, nesterov, len(e) - 1) for i, h in enumerate(evals)], axis=1
+        )
+        rates[key] = np.asarray(theory.rate(lr * np.asarray(evals, np.float64), mu, nesterov), np.float64)
         settings[key] = (lr, mu, nesterov)
     return ModeData(evals, evecs, errors, envelopes, rates, settings)
 
@@ -167,12 +172,12 @@ def _check_same_surface(rec, key, surface, name):
     if loss is None or value_np is None:
         return
     path = rec.path(name).astype(np.float64)
-    expected = np.asarray(value_np(path[:len(loss)]), np.float64)
+    expected = np.asarray(value_np(path[: len(loss)]), np.float64)
     got = np.asarray(loss, np.float64)
     ok = np.isfinite(got) & np.isfinite(expected)
     if not ok.any():
         return
-    with np.errstate(invalid="ignore", over="ignore"):   # a diverging run's huge losses
+    with np.errstate(invalid="ignore", over="ignore"):  # a diverging run's huge losses
         scale = float(np.max(np.abs(expected[ok])))
         off = np.abs(got - expected) > 1e-3 * np.abs(expected) + 1e-5 * scale
     off &= ok
@@ -183,7 +188,8 @@ def _check_same_surface(rec, key, surface, name):
             f"Recording {key!r} was not made on the {label} ({surface!r}): at update {int(rec.steps[j])} it "
             f"recorded loss {got[j]:.6g}, where this surface gives {expected[j]:.6g} "
             f"({int(off.sum())} of {int(ok.sum())} recorded losses differ). Pass the surface the run was "
-            "made on.")
+            "made on."
+        )
 
 
 # ---- drawing ----------------------------------------------------------------------------
@@ -238,12 +244,11 @@ def _diverging_finding(worst, diverging) -> str:
         when = f" from update {at}" if at is not None else ""
         verb = "" if every else " diverges"
         parts.append(f"{_display(k)}{verb}{when} (ρ = {worst[k]:.3g})")
-    if every:   # one verb for them all
+    if every:  # one verb for them all
         who = "Both runs diverge" if len(gone) == 2 else "Every run diverges"
         ats = {diverging.get(k) for k in gone}
-        if len(ats) == 1 and None not in ats:   # from one update: said once
-            return f"{who} from update {ats.pop()}: " + ", ".join(
-                f"{_display(k)} ρ = {worst[k]:.3g}" for k in gone)
+        if len(ats) == 1 and None not in ats:  # from one update: said once
+            return f"{who} from update {ats.pop()}: " + ", ".join(f"{_display(k)} ρ = {worst[k]:.3g}" for k in gone)
         return f"{who}: " + ", ".join(parts)
     if left:
         verb = "converges fastest" if len(left) > 1 else "converges"
@@ -262,16 +267,17 @@ def _finding(data, width_points=style.WIDTH * 72.0, diverging=None) -> str:
     slowest = {int(np.argmax(r)) for r in data.rates.values()}
     ranked = sorted(worst, key=worst.get)
     best = ranked[0]
-    best = best[:1].upper() + best[1:]   # the sentence's first word
+    best = best[:1].upper() + best[1:]  # the sentence's first word
     rho = worst[ranked[0]]
     if len(ranked) == 1:
         return f"{best}: the error shrinks by ρ = {rho:.3f} per update along its slowest direction"
     others = ", ".join(f"{k} {worst[k]:.3f}" for k in ranked[1:])
     where = f"h{subscript(slowest.pop() + 1)}" if len(slowest) == 1 else "its slowest direction"
-    candidates = [f"{best} converges fastest: its slowest direction shrinks by ρ = {rho:.3f} per update "
-                  f"({others})",
-                  f"{best} converges fastest: rate ρ = {rho:.3f} per update on {where} ({others})",
-                  f"{best} converges fastest: rate ρ = {rho:.3f} on {where} ({others})"]
+    candidates = [
+        f"{best} converges fastest: its slowest direction shrinks by ρ = {rho:.3f} per update ({others})",
+        f"{best} converges fastest: rate ρ = {rho:.3f} per update on {where} ({others})",
+        f"{best} converges fastest: rate ρ = {rho:.3f} on {where} ({others})",
+    ]
     for text in candidates:
         if "\n" not in fit(text, width_points, style.SUPTITLE_SIZE, bold=True):
             return text
@@ -282,12 +288,17 @@ def _settings(data, surface) -> str:
     label = getattr(surface, "label", type(surface).__name__)
     lrs = {lr for lr, _, _ in data.settings.values()}
     mus = {mu for _, mu, _ in data.settings.values() if mu}
-    hp = ", ".join(([f"lr {min(lrs):g}"] if len(lrs) == 1 else [])
-                   + ([f"μ {min(mus):.3g}"] if len(mus) == 1 else []))
+    hp = ", ".join(([f"lr {min(lrs):g}"] if len(lrs) == 1 else []) + ([f"μ {min(mus):.3g}"] if len(mus) == 1 else []))
     envelope = dash_word(style.ROLE_LOOKS["envelope"].ls)
-    return " · ".join(p for p in (f"real DTensor SGD on the {label}", hp,
-                                  f"lines: the recorded runs; {envelope}, in each run's colour: "
-                                  "its bound ∝ ρᵏ from theory") if p)
+    return " · ".join(
+        p
+        for p in (
+            f"real DTensor SGD on the {label}",
+            hp,
+            f"lines: the recorded runs; {envelope}, in each run's colour: its bound ∝ ρᵏ from theory",
+        )
+        if p
+    )
 
 
 def dash_word(ls) -> str:
@@ -320,8 +331,7 @@ def _draw_mode(ax, data, i, name, looks):
         shown = np.where(np.isfinite(err) & (err > 0), err, np.nan)
         ax.plot(k, shown, **look.line(), gid=f"mode:{i}:{key}", label=f"{key} (recorded)")
         env = data.envelopes[key][:, i]
-        ax.plot(k, np.where(env > 0, env, np.nan), **envelope.line(look.color), alpha=0.9,
-                gid=f"envelope:{i}:{key}")
+        ax.plot(k, np.where(env > 0, env, np.nan), **envelope.line(look.color), alpha=0.9, gid=f"envelope:{i}:{key}")
         if np.isfinite(shown).any():
             floor = min(floor, np.nanmin(shown))
         ends.append((key, k, shown, look.color))
@@ -332,22 +342,25 @@ def _draw_mode(ax, data, i, name, looks):
             # a diverging run grows off the start's scale: the axis reaches its largest error
             errs = np.concatenate([np.abs(e[:, i]) for e in data.errors.values()])
             grown = errs[np.isfinite(errs)]
-            ax.set_ylim(max(floor / 2, 1e-6 * top),   # the converging runs still on it
-                        3 * max(top, float(grown.max()) if grown.size else top))
+            ax.set_ylim(
+                max(floor / 2, 1e-6 * top),  # the converging runs still on it
+                3 * max(top, float(grown.max()) if grown.size else top),
+            )
         else:
             ax.set_ylim(max(floor / 2, 1e-6 * top), 3 * top)
     low = ax.get_ylim()[0]
-    on_chart, gone = [], []   # each name where its line last shows
+    on_chart, gone = [], []  # each name where its line last shows
     n = max((len(k) for _, k, _, _ in ends), default=1)
     for key, k, shown, color in ends:
         j = np.flatnonzero(np.isfinite(shown) & (shown >= low))
         if j.size and k[j[-1]] >= 0.15 * (n - 1):
             on_chart.append((_display(key), k[j[-1]], shown[j[-1]], color))
-        elif j.size:   # gone to round-off within the first updates: one note, not names at 0
+        elif j.size:  # gone to round-off within the first updates: one note, not names at 0
             gone.append((key, int(k[j[-1]]) + 1))
     u = data.eigenvectors[:, i]
-    ax.set_title(f"{name} direction u{subscript(i + 1)} = ({u[0]:.2f}, {u[1]:.2f}), h = {h:g}".strip(),
-                 fontsize=style.TITLE_SIZE)
+    ax.set_title(
+        f"{name} direction u{subscript(i + 1)} = ({u[0]:.2f}, {u[1]:.2f}), h = {h:g}".strip(), fontsize=style.TITLE_SIZE
+    )
     ax.set_xlabel("update k", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
     ax.grid(True, which="major", color="0.9", lw=0.6)
@@ -364,16 +377,22 @@ def _note_gone(ax, i, gone, ends, looks, low):
     series = {key: (k, shown) for key, k, shown, _ in ends}
     for key, u in gone:
         k, shown = series[key]
-        j = u - 1   # the last update still on the axis
-        ax.plot([k[j], k[min(u, len(k) - 1)]], [shown[j], low / 30.0], **looks[key].line(),
-                gid=f"plunge:{i}:{key}")
+        j = u - 1  # the last update still on the axis
+        ax.plot([k[j], k[min(u, len(k) - 1)]], [shown[j], low / 30.0], **looks[key].line(), gid=f"plunge:{i}:{key}")
     names = " and ".join(_display(key) for key, _ in gone)
     last = max(u for _, u in gone)
     n = max(len(k) for k, _ in series.values())
-    ax.annotate(f"{names}: below {low:.0e} within {last} update{'s' * (last > 1)}",
-                xy=(last + 0.6, low * 3.0), xytext=(last + 0.06 * (n - 1), low * 3.0),
-                ha="left", va="center", fontsize=style.NOTE_SIZE, color="0.25", gid=f"gone:{i}",
-                arrowprops=dict(arrowstyle="->", color="0.25", lw=0.9, shrinkA=2, shrinkB=0))
+    ax.annotate(
+        f"{names}: below {low:.0e} within {last} update{'s' * (last > 1)}",
+        xy=(last + 0.6, low * 3.0),
+        xytext=(last + 0.06 * (n - 1), low * 3.0),
+        ha="left",
+        va="center",
+        fontsize=style.NOTE_SIZE,
+        color="0.25",
+        gid=f"gone:{i}",
+        arrowprops=dict(arrowstyle="->", color="0.25", lw=0.9, shrinkA=2, shrinkB=0),
+    )
 
 
 def _name_hidden_envelopes(ax, i, data, looks, near=0.04):
@@ -391,15 +410,23 @@ def _name_hidden_envelopes(ax, i, data, looks, near=0.04):
             if not np.isfinite(off).all() or np.mean(off < near) < 0.9:
                 continue
             n = len(line) - 1
-            if n < 20:   # too short a run for a note over its line
+            if n < 20:  # too short a run for a note over its line
                 break
             k = int(0.62 * n)
-            own = "its own bound\nand " if np.max(np.abs(np.log10(data.envelopes[other][1:, i])
-                                                        - np.log10(line[1:]))) < near else ""
-            ax.annotate(f"on {_display(other)}'s line: {own}{_display(key)}'s (dotted),\n"
-                        f"which {_display(key)}'s peaks touch", xy=(k, line[k]),
-                        xytext=(0.32 * n, ax.get_ylim()[1] / 1.5), ha="left", va="top",   # under the top
-                        fontsize=style.NOTE_SIZE, color=looks[key].color, gid=f"hidden-envelope:{i}:{key}",
-                        arrowprops=dict(arrowstyle="-", color=looks[key].color, lw=0.9, shrinkA=1, shrinkB=1))
+            own = (
+                "its own bound\nand "
+                if np.max(np.abs(np.log10(data.envelopes[other][1:, i]) - np.log10(line[1:]))) < near
+                else ""
+            )
+            ax.annotate(
+                f"on {_display(other)}'s line: {own}{_display(key)}'s (dotted),\nwhich {_display(key)}'s peaks touch",
+                xy=(k, line[k]),
+                xytext=(0.32 * n, ax.get_ylim()[1] / 1.5),
+                ha="left",
+                va="top",  # under the top
+                fontsize=style.NOTE_SIZE,
+                color=looks[key].color,
+                gid=f"hidden-envelope:{i}:{key}",
+                arrowprops=dict(arrowstyle="-", color=looks[key].color, lw=0.9, shrinkA=1, shrinkB=1),
+            )
             break
-

@@ -17,8 +17,8 @@ from ..core import style
 
 __all__ = ["draw_rates", "display_name", "mark_look", "subscript", "RATE_FLOOR"]
 
-RATE_FLOOR = -0.06   # the rate axis starts under 0: a mark at rate 0 shows whole
-OFF_SCALE = 1.04     # a rate past this is drawn as an arrow just over rate 1, its value written
+RATE_FLOOR = -0.06  # the rate axis starts under 0: a mark at rate 0 shows whole
+OFF_SCALE = 1.04  # a rate past this is drawn as an arrow just over rate 1, its value written
 
 
 def draw_rates(ax, data, looks, zoom=None):
@@ -29,78 +29,120 @@ def draw_rates(ax, data, looks, zoom=None):
     ax.set_label("rates")
     if zoom is not None:
         (x0, x1), (y0, y1) = zoom
-        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, ec="0.35", lw=1.0, zorder=5.5,
-                               gid="zoom-box"))
+        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, ec="0.35", lw=1.0, zorder=5.5, gid="zoom-box"))
     a_marks = np.array([lr * h for lr, _, _ in data.settings.values() for h in data.eigenvalues])
     lo = a_marks.min() / 10 if np.all(a_marks > 0) else 1e-3
     # the curves' stable part in view, however far past the limits every run is
-    lo = min(lo, 0.3 * min(float(theory.convergence_boundary(mu, 1.0, n))
-                           for _, mu, n in data.settings.values()))
+    lo = min(lo, 0.3 * min(float(theory.convergence_boundary(mu, 1.0, n)) for _, mu, n in data.settings.values()))
     drawn = {}
     for key, (_lr, mu, nesterov) in data.settings.items():
         a_max = float(theory.convergence_boundary(mu, 1.0, nesterov))
         a = np.geomspace(lo, max(a_max * 1.15, a_marks.max() * 1.2), 400)
         if (mu, nesterov) not in drawn:
             rule = "Nesterov" if nesterov else "momentum" if mu else "plain SGD"
-            (drawn[(mu, nesterov)],) = ax.plot(a, theory.rate(a, mu, nesterov), **looks[key].line(),
-                                               gid=f"rate:{key}", label=f"{rule}, μ = {mu:.3g}")
+            (drawn[(mu, nesterov)],) = ax.plot(
+                a, theory.rate(a, mu, nesterov), **looks[key].line(), gid=f"rate:{key}", label=f"{rule}, μ = {mu:.3g}"
+            )
     n_runs = len(data.settings)
     handles = []
-    off_scale = []   # (a, rate, key): a diverging direction's rate, past the axis' top
+    off_scale = []  # (a, rate, key): a diverging direction's rate, past the axis' top
     for j, (key, (lr, _, _)) in enumerate(data.settings.items()):
         # concentric: the first run's mark largest and open, the last one filled, so runs
         # at one rate all show, each whole
         mark = mark_look(looks[key], j, n_runs)
         for i, h in enumerate(data.eigenvalues):
             rho = float(data.rates[key][i])
-            if rho > OFF_SCALE:   # over rate 1, an arrow up: drawn where it is it would
-                off_scale.append((lr * h, rho, key, i))   # stretch the axis to nothing
+            if rho > OFF_SCALE:  # over rate 1, an arrow up: drawn where it is it would
+                off_scale.append((lr * h, rho, key, i))  # stretch the axis to nothing
                 from matplotlib.transforms import ScaledTranslation
-                beside = ScaledTranslation((j - (n_runs - 1) / 2) * 7 / 72, 0,   # side by side
-                                           ax.figure.dpi_scale_trans)
-                ax.plot([lr * h], [OFF_SCALE], ls="none", marker="$\u2191$", ms=12,
-                        color=looks[key].color, zorder=6 + 0.01 * j, clip_on=False,
-                        transform=ax.transData + beside, gid=f"mark:{i}:{key}")
+
+                beside = ScaledTranslation(
+                    (j - (n_runs - 1) / 2) * 7 / 72,
+                    0,  # side by side
+                    ax.figure.dpi_scale_trans,
+                )
+                ax.plot(
+                    [lr * h],
+                    [OFF_SCALE],
+                    ls="none",
+                    marker="$\u2191$",
+                    ms=12,
+                    color=looks[key].color,
+                    zorder=6 + 0.01 * j,
+                    clip_on=False,
+                    transform=ax.transData + beside,
+                    gid=f"mark:{i}:{key}",
+                )
                 continue
-            ax.plot([lr * h], [rho], ls="none", **mark, zorder=6 + 0.01 * j, clip_on=False,
-                    gid=f"mark:{i}:{key}")
+            ax.plot([lr * h], [rho], ls="none", **mark, zorder=6 + 0.01 * j, clip_on=False, gid=f"mark:{i}:{key}")
         handles.append(Line2D([], [], ls="none", **mark, label=f"{display_name(key)}'s directions"))
     texts = []
-    if off_scale:   # what the arrows stand for: one note, a line per direction, by the last
+    if off_scale:  # what the arrows stand for: one note, a line per direction, by the last
         lines = {}
         for _a, rho, key, i in off_scale:
             lines.setdefault(i, []).append(f"{display_name(key)} ρ = {rho:.3g}")
         keys = {k for _, _, k, _ in off_scale}
         color = looks[next(iter(keys))].color if len(keys) == 1 else "0.2"
         text = "\n".join(f"h{subscript(i + 1)}: {', '.join(v)}" for i, v in sorted(lines.items()))
-        texts.append(ax.annotate(text + "\n(↑: off the scale)", (max(a for a, *_ in off_scale), 1.0),
-                                 xytext=(-8, -5), textcoords="offset points", ha="right", va="top",
-                                 fontsize=style.NOTE_SIZE, color=color, gid="off-scale",
-                                 bbox=dict(fc="white", ec="none", alpha=0.85, pad=0.5)))
+        texts.append(
+            ax.annotate(
+                text + "\n(↑: off the scale)",
+                (max(a for a, *_ in off_scale), 1.0),
+                xytext=(-8, -5),
+                textcoords="offset points",
+                ha="right",
+                va="top",
+                fontsize=style.NOTE_SIZE,
+                color=color,
+                gid="off-scale",
+                bbox=dict(fc="white", ec="none", alpha=0.85, pad=0.5),
+            )
+        )
     eig = []
     for a, labels in _marks(data).items():
         ax.axvline(a, color="0.45", lw=0.9, ls=":", zorder=0)
-        eig.append(ax.text(a, 1.12, "\n".join(labels), ha="center", va="top", fontsize=style.NOTE_SIZE,
-                           color="0.2", gid=f"eig-label:{a:.6g}",
-                           bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.5)))
+        eig.append(
+            ax.text(
+                a,
+                1.12,
+                "\n".join(labels),
+                ha="center",
+                va="top",
+                fontsize=style.NOTE_SIZE,
+                color="0.2",
+                gid=f"eig-label:{a:.6g}",
+                bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.5),
+            )
+        )
     ax.axhline(1.0, **style.ROLE_LOOKS["stability"].line())
     ax.set_xscale("log")
     ax.set_ylim(RATE_FLOOR, 1.15)
-    rows = _stagger(ax, eig) + bool(off_scale)   # a row over rate 1 for the off-scale notes
+    rows = _stagger(ax, eig) + bool(off_scale)  # a row over rate 1 for the off-scale notes
     if off_scale:
         _stagger(ax, eig, top=1.15 + 0.11 * (rows - 1))
     texts += eig
     if rows > 1:  # room above the rate-1 line for every row
         ax.set_ylim(RATE_FLOOR, 1.15 + 0.11 * (rows - 1))
-    ax.set_xlabel("lr·h  (learning rate × the direction's curvature h, log scale)",
-                  fontsize=style.LABEL_SIZE)
+    ax.set_xlabel("lr·h  (learning rate × the direction's curvature h, log scale)", fontsize=style.LABEL_SIZE)
     ax.set_ylabel("rate ρ per update", fontsize=style.LABEL_SIZE)
-    ax.set_title("Each rule's rate against lr·h" + (" (box: zoomed right)" if zoom else "")
-                 + "; above 1 it diverges", fontsize=style.TITLE_SIZE)
+    ax.set_title(
+        "Each rule's rate against lr·h" + (" (box: zoomed right)" if zoom else "") + "; above 1 it diverges",
+        fontsize=style.TITLE_SIZE,
+    )
     ax.tick_params(labelsize=style.TICK_SIZE)
-    key = ax.legend(handles=handles, loc="lower left", fontsize=style.LABEL_SIZE, frameon=True,
-                    framealpha=0.9, edgecolor="none", handletextpad=0.4, borderpad=0.4,
-                    labelspacing=0.35, title="marks: each run's h₁ and h₂", title_fontsize=style.LABEL_SIZE)
+    key = ax.legend(
+        handles=handles,
+        loc="lower left",
+        fontsize=style.LABEL_SIZE,
+        frameon=True,
+        framealpha=0.9,
+        edgecolor="none",
+        handletextpad=0.4,
+        borderpad=0.4,
+        labelspacing=0.35,
+        title="marks: each run's h₁ and h₂",
+        title_fontsize=style.LABEL_SIZE,
+    )
     key.set_gid("mark-key")
     key.set_zorder(8)
     _label_curves(ax, list(drawn.values()), texts + [key])
@@ -111,20 +153,24 @@ def display_name(key: str) -> str:
     return key[:1].upper() + key[1:] if style.rule_of(key) == "nesterov" else key
 
 
-
 def mark_look(look, j: int, n: int) -> dict:
     """Run ``j`` of ``n``'s mark on the rate curves: concentric sizes, the first largest;
     open rings in the run's colour but the last (smallest, on top), filled."""
     ms = MARK_SMALL + MARK_STEP * (n - 1 - j) if n > 1 else MARK_SMALL + MARK_STEP
     filled = j == n - 1
-    return dict(marker=look.marker or "o", ms=ms, color=look.color,
-                mfc=look.color if filled else "none", mec="black" if filled else look.color,
-                mew=0.8 if filled else 2.0)
+    return dict(
+        marker=look.marker or "o",
+        ms=ms,
+        color=look.color,
+        mfc=look.color if filled else "none",
+        mec="black" if filled else look.color,
+        mew=0.8 if filled else 2.0,
+    )
 
 
-MARK_SMALL = 6.8   # points: the last run's (filled) mark
-MARK_STEP = 3.4    # each earlier run's ring this much wider
-NAME_PAD = 6.0     # points between a curve and its name
+MARK_SMALL = 6.8  # points: the last run's (filled) mark
+MARK_STEP = 3.4  # each earlier run's ring this much wider
+NAME_PAD = 6.0  # points between a curve and its name
 
 
 def _label_curves(ax, lines, obstacles=()):
@@ -136,26 +182,40 @@ def _label_curves(ax, lines, obstacles=()):
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     pad = NAME_PAD * fig.dpi / 72
-    curves = [_dense(ax.transData.transform(np.column_stack([ln.get_xdata(), ln.get_ydata()])), frame)
-              for ln in lines]
-    others = [_dense(ax.transData.transform(np.column_stack([ln.get_xdata(), ln.get_ydata()])), frame)
-              for ln in ax.lines if ln not in lines and len(ln.get_xdata()) > 1]
-    for ln in ax.lines:   # the horizontal and vertical reference lines (axes coordinates in y or x)
+    curves = [_dense(ax.transData.transform(np.column_stack([ln.get_xdata(), ln.get_ydata()])), frame) for ln in lines]
+    others = [
+        _dense(ax.transData.transform(np.column_stack([ln.get_xdata(), ln.get_ydata()])), frame)
+        for ln in ax.lines
+        if ln not in lines and len(ln.get_xdata()) > 1
+    ]
+    for ln in ax.lines:  # the horizontal and vertical reference lines (axes coordinates in y or x)
         if ln in lines or len(ln.get_xdata()) != 2:
             continue
-        others.append(_dense(ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()])),
-                             frame))
-    marks = [(ax.transData.transform((ln.get_xdata()[0], ln.get_ydata()[0])), ln.get_markersize() / 2 * fig.dpi / 72)
-             for ln in ax.lines if (ln.get_gid() or "").startswith("mark:")]
+        others.append(_dense(ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()])), frame))
+    marks = [
+        (ax.transData.transform((ln.get_xdata()[0], ln.get_ydata()[0])), ln.get_markersize() / 2 * fig.dpi / 72)
+        for ln in ax.lines
+        if (ln.get_gid() or "").startswith("mark:")
+    ]
     boxes = [a.get_window_extent(renderer) for a in obstacles]
     for k, line in enumerate(lines):
         name = line.get_label().split(",")[0]
         start = ax.transData.inverted().transform(((frame.x0 + frame.x1) / 2, (frame.y0 + frame.y1) / 2))
-        text = ax.annotate(name, tuple(start), xytext=(0, 0), textcoords="offset points", ha="center",
-                           va="center", fontsize=style.LABEL_SIZE, fontweight="bold", color=line.get_color(),
-                           gid=f"curve-label:{line.get_gid()}", zorder=7,
-                           bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.3))
-        text.set_in_layout(False)   # inside the axes: the layout measured above holds
+        text = ax.annotate(
+            name,
+            tuple(start),
+            xytext=(0, 0),
+            textcoords="offset points",
+            ha="center",
+            va="center",
+            fontsize=style.LABEL_SIZE,
+            fontweight="bold",
+            color=line.get_color(),
+            gid=f"curve-label:{line.get_gid()}",
+            zorder=7,
+            bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.3),
+        )
+        text.set_in_layout(False)  # inside the axes: the layout measured above holds
         size = text.get_window_extent(renderer)
         w, h = size.width, size.height
         points = curves[k]
@@ -165,15 +225,22 @@ def _label_curves(ax, lines, obstacles=()):
             for dx, dy in ((0, pad + h / 2), (0, -pad - h / 2), (pad + w / 2, 0), (-pad - w / 2, 0)):
                 cx, cy = px + dx, py + dy
                 box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
-                if not (frame.x0 + 3 <= box[0] and box[2] <= frame.x1 - 3
-                        and frame.y0 + 3 <= box[1] and box[3] <= frame.y1 - 3):
+                if not (
+                    frame.x0 + 3 <= box[0]
+                    and box[2] <= frame.x1 - 3
+                    and frame.y0 + 3 <= box[1]
+                    and box[3] <= frame.y1 - 3
+                ):
                     continue
-                if _gap(box, points) < 2.0:   # over its own curve
+                if _gap(box, points) < 2.0:  # over its own curve
                     continue
-                clear = min([_gap(box, c) for m, c in enumerate(curves) if m != k]
-                            + [_gap(box, c) for c in others]
-                            + [_gap(box, np.array([xy])) - r for xy, r in marks]
-                            + [_box_gap(box, b) for b in boxes] + [60.0])
+                clear = min(
+                    [_gap(box, c) for m, c in enumerate(curves) if m != k]
+                    + [_gap(box, c) for c in others]
+                    + [_gap(box, np.array([xy])) - r for xy, r in marks]
+                    + [_box_gap(box, b) for b in boxes]
+                    + [60.0]
+                )
                 if clear > best:
                     best, where = clear, (cx, cy)
         if where is None:
@@ -195,8 +262,7 @@ def _dense(xy, frame, step=3.0) -> np.ndarray:
         n = max(1, int(np.ceil(np.hypot(*(q - p)) / step)))
         out.append(p + (q - p) * (np.arange(1, n + 1)[:, None] / n))
     pts = np.concatenate(out)
-    inside = ((pts[:, 0] >= frame.x0) & (pts[:, 0] <= frame.x1) & (pts[:, 1] >= frame.y0)
-              & (pts[:, 1] <= frame.y1))
+    inside = (pts[:, 0] >= frame.x0) & (pts[:, 0] <= frame.x1) & (pts[:, 1] >= frame.y0) & (pts[:, 1] <= frame.y1)
     return pts[inside]
 
 
@@ -221,10 +287,10 @@ def _stagger(ax, texts, gap_px=4.0, top=None) -> int:
     returns the number of rows. Measured with the figure's layout."""
     if len(texts) < 2:
         return 1
-    fig = ax.figure.figure   # the root figure (the axes may sit in a SubFigure)
+    fig = ax.figure.figure  # the root figure (the axes may sit in a SubFigure)
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
-    placed = []   # (row, x0, x1) in pixels
+    placed = []  # (row, x0, x1) in pixels
     rows = 1
     for t in sorted(texts, key=lambda t: t.get_position()[0]):
         box = t.get_window_extent(renderer)

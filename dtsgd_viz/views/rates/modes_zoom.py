@@ -17,8 +17,8 @@ from .modes_rates import _box_gap, _dense, _gap, display_name, mark_look, subscr
 
 __all__ = ["zoom_mode", "zoom_band", "draw_zoom", "ZOOM_SPREAD"]
 
-ZOOM_SPREAD = 0.08   # runs closer than this in rate on one direction get the zoom
-LABEL_AIR = 3.0      # pixels a rate label keeps off every curve, mark and other label
+ZOOM_SPREAD = 0.08  # runs closer than this in rate on one direction get the zoom
+LABEL_AIR = 3.0  # pixels a rate label keeps off every curve, mark and other label
 
 
 def zoom_mode(data):
@@ -26,7 +26,7 @@ def zoom_mode(data):
     another (the slowest such one), or None: one run, or nothing to resolve."""
     if len(data.rates) < 2:
         return None
-    rates = np.array(list(data.rates.values()))          # (runs, modes)
+    rates = np.array(list(data.rates.values()))  # (runs, modes)
     spread = np.ptp(rates, axis=0)
     ok = [i for i in range(rates.shape[1]) if 1e-4 < spread[i] < ZOOM_SPREAD and rates[:, i].min() > 0.05]
     return max(ok, key=lambda i: rates[:, i].max()) if ok else None
@@ -59,12 +59,17 @@ def draw_zoom(ax, data, looks, i):
         ax.plot(a, theory.rate(a, mu, nesterov), **looks[key].line(), gid=f"zoom-rate:{key}")
     n = len(data.settings)
     for j, (key, (lr, _, _)) in enumerate(data.settings.items()):
-        ax.plot([lr * h], [data.rates[key][i]], ls="none", **mark_look(looks[key], j, n), zorder=6 + 0.01 * j,
-                gid=f"zoom-mark:{key}")
+        ax.plot(
+            [lr * h],
+            [data.rates[key][i]],
+            ls="none",
+            **mark_look(looks[key], j, n),
+            zorder=6 + 0.01 * j,
+            gid=f"zoom-mark:{key}",
+        )
     ax.set_xlim(*x_lim)
     ax.set_ylim(*y_lim)
-    ax.set_title(f"zoom on h{subscript(i + 1)} = {h:g}: rates {y_lim[0]:.3f}–{y_lim[1]:.3f}",
-                 fontsize=style.TITLE_SIZE)
+    ax.set_title(f"zoom on h{subscript(i + 1)} = {h:g}: rates {y_lim[0]:.3f}–{y_lim[1]:.3f}", fontsize=style.TITLE_SIZE)
     ax.set_xlabel("lr·h", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
     ax.grid(True, color="0.92", lw=0.6)
@@ -82,18 +87,36 @@ def _label_marks(ax, data, looks, i):
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     # each curve's points, and half its width: the air is kept from its edge
-    lines = [(_dense(ln.get_transform().transform(ln.get_xydata()), frame), ln.get_linewidth() / 2 * fig.dpi / 72)
-             for ln in ax.lines if (ln.get_gid() or "").startswith("zoom-rate:")]
-    marks = {ln.get_gid().split(":", 1)[1]: (ax.transData.transform(ln.get_xydata()[0]),
-                                             ln.get_markersize() / 2 * fig.dpi / 72)
-             for ln in ax.lines if (ln.get_gid() or "").startswith("zoom-mark:")}
+    lines = [
+        (_dense(ln.get_transform().transform(ln.get_xydata()), frame), ln.get_linewidth() / 2 * fig.dpi / 72)
+        for ln in ax.lines
+        if (ln.get_gid() or "").startswith("zoom-rate:")
+    ]
+    marks = {
+        ln.get_gid().split(":", 1)[1]: (
+            ax.transData.transform(ln.get_xydata()[0]),
+            ln.get_markersize() / 2 * fig.dpi / 72,
+        )
+        for ln in ax.lines
+        if (ln.get_gid() or "").startswith("zoom-mark:")
+    }
     boxes = []
     order = sorted(data.settings, key=lambda k: data.rates[k][i])
     for key in order:
         (mx, my), r = marks[key]
-        text = ax.text(0, 0, f"{display_name(key)} {data.rates[key][i]:.3f}", transform=None,
-                       ha="center", va="center", fontsize=style.LABEL_SIZE, fontweight="bold",
-                       color=looks[key].color, gid=f"zoom-label:{key}", zorder=7)
+        text = ax.text(
+            0,
+            0,
+            f"{display_name(key)} {data.rates[key][i]:.3f}",
+            transform=None,
+            ha="center",
+            va="center",
+            fontsize=style.LABEL_SIZE,
+            fontweight="bold",
+            color=looks[key].color,
+            gid=f"zoom-label:{key}",
+            zorder=7,
+        )
         size = text.get_window_extent(renderer)
         w, hh = size.width, size.height
         best, where = np.inf, None
@@ -104,10 +127,13 @@ def _label_marks(ax, data, looks, i):
                 dist = _gap(box, mark) - r
                 if dist >= best or dist < LABEL_AIR:
                     continue
-                clear = min([_gap(box, c) - lw for c, lw in lines] + [_gap(box, np.array([xy])) - rr
-                                                            for xy, rr in marks.values()]
-                            + [_box_gap(box, b) for b in boxes] + [40.0])
-                if clear >= LABEL_AIR:   # clear of everything: the nearest such place wins
+                clear = min(
+                    [_gap(box, c) - lw for c, lw in lines]
+                    + [_gap(box, np.array([xy])) - rr for xy, rr in marks.values()]
+                    + [_box_gap(box, b) for b in boxes]
+                    + [40.0]
+                )
+                if clear >= LABEL_AIR:  # clear of everything: the nearest such place wins
                     best, where = dist, (cx, cy)
         if where is None:
             text.remove()
@@ -125,5 +151,11 @@ def _label_marks(ax, data, looks, i):
             ux, uy = (px - mx) / dist, (py - my) / dist
             start = ax.transData.inverted().transform((mx + ux * (r + 1), my + uy * (r + 1)))
             end = ax.transData.inverted().transform((px - ux * 1.5, py - uy * 1.5))
-            ax.plot([start[0], end[0]], [start[1], end[1]], color=looks[key].color, lw=0.9, zorder=6.5,
-                    gid=f"zoom-leader:{key}")
+            ax.plot(
+                [start[0], end[0]],
+                [start[1], end[1]],
+                color=looks[key].color,
+                lw=0.9,
+                zorder=6.5,
+                gid=f"zoom-leader:{key}",
+            )

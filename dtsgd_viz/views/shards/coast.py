@@ -58,8 +58,10 @@ def coast_text(name: str, first: int, momentum: float) -> str:
     CPU:7 from update 47: gradient at float32 round-off,
     velocity shrinks only by the momentum, ×0.9 per update
     """
-    return (f"{name} from update {first}: gradient at float32 round-off,\n"
-            f"velocity shrinks only by the momentum, ×{momentum:g} per update")
+    return (
+        f"{name} from update {first}: gradient at float32 round-off,\n"
+        f"velocity shrinks only by the momentum, ×{momentum:g} per update"
+    )
 
 
 def coast_note(ax, data, updates, momentum, names, colors, kind):
@@ -75,7 +77,16 @@ def coast_note(ax, data, updates, momentum, names, colors, kind):
 def note_under(ax, text, color):
     """A note under ``ax``'s x label (``gid`` ``coast-note``), centred, in ``color`` made
     dark enough to read (``label_ink``)."""
-    return ax.annotate(text, (0.5, 0.0), xycoords=ax.xaxis.label, xytext=(0, -2),
-                       textcoords="offset points", ha="center", va="top",
-                       fontsize=style.NOTE_SIZE, color=label_ink(color),
-                       annotation_clip=False, gid="coast-note")
+    return ax.annotate(
+        text,
+        (0.5, 0.0),
+        xycoords=ax.xaxis.label,
+        xytext=(0, -2),
+        textcoords="offset points",
+        ha="center",
+        va="top",
+        fontsize=style.NOTE_SIZE,
+        color=label_ink(color),
+        annotation_clip=False,
+        gid="coast-note",
+    )

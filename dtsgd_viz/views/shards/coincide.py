@@ -15,14 +15,14 @@ from ..core import style
 from ..core.stretches import true_stretches
 from ..mesh.layout_colors import label_ink
 
-DASH = (0, (4.0, 3.0))    # the hidden line's stretch, over the line on it
+DASH = (0, (4.0, 3.0))  # the hidden line's stretch, over the line on it
 MIN_RUN_PX = 24.0
 MIN_RUN_FRAC = 0.08
 """A stretch shorter than this many pixels along x, or this fraction of the panel's
 width, is a crossing at a shallow angle (a short piece hidden, the line seen going in
 and out), not a line hidden under another."""
 MAX_NAMED = 3
-NOTE_PAD_PX = 3.0         # pixels kept free of lines around the note
+NOTE_PAD_PX = 3.0  # pixels kept free of lines around the note
 
 
 def coincident(x_px, y_px, tol_px, min_px=MIN_RUN_PX) -> list:
@@ -42,7 +42,7 @@ def coincident(x_px, y_px, tol_px, min_px=MIN_RUN_PX) -> list:
     for a in range(y.shape[1]):
         for b in range(a + 1, y.shape[1]):
             with np.errstate(invalid="ignore"):
-                close = np.abs(y[:, a] - y[:, b]) <= tol_px   # NaN: False
+                close = np.abs(y[:, a] - y[:, b]) <= tol_px  # NaN: False
             for i, j in true_stretches(close):
                 if j > i and abs(x[j] - x[i]) >= min_px:
                     out.append((a, b, i, j))
@@ -68,19 +68,20 @@ def coincide_text(runs, names, updates, panels=None) -> str:
     C at updates 7-8
     """
     runs = list(runs)[:MAX_NAMED]
-    where = [f" ({' and '.join(p)})" if p and len(p) > 1 else ""
-             for p in (panels or [()] * len(runs))]
+    where = [f" ({' and '.join(p)})" if p and len(p) > 1 else "" for p in (panels or [()] * len(runs))]
     if len(runs) == 1:
-        (a, b, i, j), = runs
-        return (f"{names[a]} under {names[b]}{where[0]}\n"
-                f"at {span_text(updates, i, j)} (dashed there)")
+        ((a, b, i, j),) = runs
+        return f"{names[a]} under {names[b]}{where[0]}\nat {span_text(updates, i, j)} (dashed there)"
     overs = sorted({b for _, b, _, _ in runs})
     if len(overs) == 1:
-        return "\n".join([f"under {names[overs[0]]} (dashed there):"] + [
-            f"{names[a]} at {span_text(updates, i, j)}{w}"
-            for (a, _, i, j), w in zip(runs, where)])
-    return "\n".join([f"{names[a]} under {names[b]} at {span_text(updates, i, j)}{w}"
-                      for (a, b, i, j), w in zip(runs, where)] + ["(dashed there)"])
+        return "\n".join(
+            [f"under {names[overs[0]]} (dashed there):"]
+            + [f"{names[a]} at {span_text(updates, i, j)}{w}" for (a, _, i, j), w in zip(runs, where)]
+        )
+    return "\n".join(
+        [f"{names[a]} under {names[b]} at {span_text(updates, i, j)}{w}" for (a, b, i, j), w in zip(runs, where)]
+        + ["(dashed there)"]
+    )
 
 
 def _line_points(ax, artists, step=2.0):
@@ -98,7 +99,7 @@ def _line_points(ax, artists, step=2.0):
             continue
         d = np.diff(xy, axis=0)
         n = np.maximum(1, (np.hypot(d[:, 0], d[:, 1]) / step).astype(np.int64))
-        seg = np.repeat(np.arange(len(d)), n + 1)        # n + 1 points per segment
+        seg = np.repeat(np.arange(len(d)), n + 1)  # n + 1 points per segment
         first = np.repeat(np.cumsum(n + 1) - (n + 1), n + 1)
         t = (np.arange(len(seg)) - first) / n[seg]
         pts.append(xy[:-1][seg] + t[:, None] * d[seg])
@@ -122,7 +123,7 @@ def occupancy(ax_box, points, boxes, polys, cell=1.0):
     for b in boxes:
         c0, c1 = (max(0, int(np.floor((v - x0) / cell))) for v in (b.x0, b.x1))
         r0, r1 = (max(0, int(np.floor((v - y0) / cell))) for v in (b.y0, b.y1))
-        grid[r0:r1 + 1, c0:c1 + 1] = True
+        grid[r0 : r1 + 1, c0 : c1 + 1] = True
     if polys:
         cx = x0 + (np.arange(w) + 0.5) * cell
         cy = y0 + (np.arange(h) + 0.5) * cell
@@ -157,8 +158,7 @@ def free_spot(ax_box, size, points, boxes, polys, near, pad=NOTE_PAD_PX):
     if x1 < x0 or y1 < y0:
         return None
     occ = occupancy(ax_box, np.asarray(points, np.float64).reshape(-1, 2), boxes, polys)
-    corners = np.stack(np.meshgrid(np.linspace(x0, x1, 40), np.linspace(y0, y1, 24),
-                                   indexing="ij"), -1).reshape(-1, 2)
+    corners = np.stack(np.meshgrid(np.linspace(x0, x1, 40), np.linspace(y0, y1, 24), indexing="ij"), -1).reshape(-1, 2)
     free = ~rect_taken(occ, corners - pad, corners + [w + pad, h + pad])
     if not free.any():
         return None
@@ -183,8 +183,7 @@ class CoincideMarks:
         meeting at 0 are the finding (every mean near 0), not one line hiding another."""
         if self.view.stats_only:
             panels = self.norm.stat_panels
-            return [(k, panels.axes[k], panels.lines[k]) for k in panels.lines
-                    if panels.axes[k].get_yscale() == "log"]
+            return [(k, panels.axes[k], panels.lines[k]) for k in panels.lines if panels.axes[k].get_yscale() == "log"]
         return [("norm", self.norm.ax, self.norm.lines)] if self.norm.ax is not None else []
 
     def _hidden_runs(self, ax, lines):
@@ -196,14 +195,14 @@ class CoincideMarks:
         log = ax.get_yscale() == "log"
         with np.errstate(invalid="ignore", divide="ignore"):
             ok = np.isfinite(data) & ((data > 0) if log else True)
-        pts = np.column_stack([np.repeat(self.view.updates, data.shape[1]).astype(np.float64),
-                               np.where(ok, data, 1.0).ravel()])
+        pts = np.column_stack(
+            [np.repeat(self.view.updates, data.shape[1]).astype(np.float64), np.where(ok, data, 1.0).ravel()]
+        )
         pix = ax.transData.transform(pts).reshape(data.shape[0], data.shape[1], 2)
         y = np.where(ok, pix[:, :, 1], np.nan)[:, shown]
         tol = max(lines[g].get_linewidth() for g in shown) * ax.figure.dpi / 72
         least = max(MIN_RUN_PX, MIN_RUN_FRAC * ax.bbox.width)
-        return [(shown[a], shown[b], i, j)
-                for a, b, i, j in coincident(pix[:, 0, 0], y, tol, least)]
+        return [(shown[a], shown[b], i, j) for a, b, i, j in coincident(pix[:, 0, 0], y, tol, least)]
 
     def mark_coincident(self) -> None:
         """Dash every hidden stretch over the line on it and name them, each once, in
@@ -213,7 +212,7 @@ class CoincideMarks:
             artist.remove()
         self.artists, self.runs = [], {}
         names = [p.label for p in self.view.patches]
-        said = {}   # (under, over, i0, i1) -> [panel names], the first panel holds the note
+        said = {}  # (under, over, i0, i1) -> [panel names], the first panel holds the note
         notes = {}
         for label, ax, lines in self._coincide_sets():
             runs = self._hidden_runs(ax, lines)
@@ -222,23 +221,37 @@ class CoincideMarks:
             self.runs[ax] = runs
             for a, b, i, j in runs:
                 line = lines[a]
-                dash, = ax.plot(*self.norm.thinned(ax, self.norm.data[ax][:, a], i, j + 1),
-                                color=line.get_color(), lw=line.get_linewidth(), ls=DASH,
-                                zorder=2.2, gid=f"coincide-dash-{a}-{b}")
+                (dash,) = ax.plot(
+                    *self.norm.thinned(ax, self.norm.data[ax][:, a], i, j + 1),
+                    color=line.get_color(),
+                    lw=line.get_linewidth(),
+                    ls=DASH,
+                    zorder=2.2,
+                    gid=f"coincide-dash-{a}-{b}",
+                )
                 self.artists.append(dash)
                 if (a, b, i, j) not in said:
                     notes.setdefault(ax, []).append((a, b, i, j))
                 said.setdefault((a, b, i, j), []).append(label)
         for ax, runs in notes.items():
             panels = [said[r] if self.view.stats_only else () for r in runs]
-            self._coincide_note(ax, runs, names, coincide_text(runs, names, self.view.updates,
-                                                               panels))
+            self._coincide_note(ax, runs, names, coincide_text(runs, names, self.view.updates, panels))
 
     def _coincide_note(self, ax, runs, names, text):
         color = label_ink(self.view.styles[runs[0][0]][0]) if len(runs) == 1 else "0.25"
-        note = ax.text(0, 0, text, transform=None, fontsize=style.NOTE_SIZE, color=color,
-                       ha="left", va="bottom", zorder=8, gid="coincide-note",
-                       bbox=dict(fc="white", ec="none", alpha=0.85, pad=1.0))
+        note = ax.text(
+            0,
+            0,
+            text,
+            transform=None,
+            fontsize=style.NOTE_SIZE,
+            color=color,
+            ha="left",
+            va="bottom",
+            zorder=8,
+            gid="coincide-note",
+            bbox=dict(fc="white", ec="none", alpha=0.85, pad=1.0),
+        )
         note.set_in_layout(False)
         self.artists.append(note)
         fig = ax.figure
@@ -247,21 +260,23 @@ class CoincideMarks:
         if renderer is not None:
             box = note.get_window_extent(renderer)
             a, b, i, j = runs[0]
-            mid = ax.transData.transform((self.view.updates[(i + j) // 2],
-                                          np.nanmean(self.norm.data[ax][i:j + 1, a])))
+            mid = ax.transData.transform(
+                (self.view.updates[(i + j) // 2], np.nanmean(self.norm.data[ax][i : j + 1, a]))
+            )
             # the dashes lie on the lines they mark: the lines alone are the obstacles
-            obstacles = [line for line in ax.lines
-                         if not str(line.get_gid()).startswith("coincide-dash")]
-            boxes = [t.get_window_extent(renderer) for t in ax.texts
-                     if t is not note and t.get_visible() and t.get_text()]
+            obstacles = [line for line in ax.lines if not str(line.get_gid()).startswith("coincide-dash")]
+            boxes = [
+                t.get_window_extent(renderer) for t in ax.texts if t is not note and t.get_visible() and t.get_text()
+            ]
             if ax.get_legend() is not None:
                 boxes.append(ax.get_legend().get_window_extent(renderer))
-            polys = [p.transformed(c.get_transform()) for c in ax.collections
-                     if c.get_visible() and str(c.get_gid()).startswith(("norm-band",
-                                                                         "norm-ribbon"))
-                     for p in c.get_paths()]
-            spot = free_spot(ax.bbox, (box.width, box.height), _line_points(ax, obstacles),
-                             boxes, polys, mid)
+            polys = [
+                p.transformed(c.get_transform())
+                for c in ax.collections
+                if c.get_visible() and str(c.get_gid()).startswith(("norm-band", "norm-ribbon"))
+                for p in c.get_paths()
+            ]
+            spot = free_spot(ax.bbox, (box.width, box.height), _line_points(ax, obstacles), boxes, polys, mid)
         if spot is not None:
             note.set_transform(ax.transAxes)
             note.set_position(tuple(ax.transAxes.inverted().transform(spot)))
@@ -272,9 +287,17 @@ class CoincideMarks:
         under = self.norm.coast_note
         stat_axes = self.norm.stat_panels.axes
         bottom = stat_axes[list(stat_axes)[-1]] if self.view.stats_only else ax
-        note = bottom.annotate(text, (0.5, 0.0),
-                               xycoords=under if under is not None else bottom.xaxis.label,
-                               xytext=(0, -2), textcoords="offset points", ha="center",
-                               va="top", fontsize=style.NOTE_SIZE, color=color,
-                               annotation_clip=False, gid="coincide-note")
+        note = bottom.annotate(
+            text,
+            (0.5, 0.0),
+            xycoords=under if under is not None else bottom.xaxis.label,
+            xytext=(0, -2),
+            textcoords="offset points",
+            ha="center",
+            va="top",
+            fontsize=style.NOTE_SIZE,
+            color=color,
+            annotation_clip=False,
+            gid="coincide-note",
+        )
         self.artists.append(note)

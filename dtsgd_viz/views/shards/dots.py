@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import numpy as np
 
-LINE_WIDTH = 1.6         # a few lines, smooth
-THIN_WIDTH = 1.1         # more than MANY_LINES lines drawn one by one: they tangle less
-ZIGZAG_WIDTH = 0.9       # a line that turns at most updates: its zig-zag still reads
+LINE_WIDTH = 1.6  # a few lines, smooth
+THIN_WIDTH = 1.1  # more than MANY_LINES lines drawn one by one: they tangle less
+ZIGZAG_WIDTH = 0.9  # a line that turns at most updates: its zig-zag still reads
 MANY_LINES = 4
 ZIGZAG = 0.4
 """A line zig-zags when its log norm turns (its slope changes sign) at more than this
 fraction of its updates."""
-DOT_SIZE = 6.5           # points: the dots on the shown update's line (a dark ring)
-DOT_CORE = 3.9           # points: the middle of each dot, in its block's colour
-DOTS_NOTE = " (dots: block norms)"   # the step label names the dots on its line
+DOT_SIZE = 6.5  # points: the dots on the shown update's line (a dark ring)
+DOT_CORE = 3.9  # points: the middle of each dot, in its block's colour
+DOTS_NOTE = " (dots: block norms)"  # the step label names the dots on its line
 
 
 def zigzags(y) -> bool:
@@ -89,8 +89,8 @@ def spaced_dots(ax, x, y, dpi, widths=None) -> np.ndarray:
     return np.where(keep, y, np.nan)
 
 
-DOT_MIN = 3.6            # points: the smallest dot drawn where dots crowd
-DOT_EDGE = 1.2           # points: the white edge around each dot
+DOT_MIN = 3.6  # points: the smallest dot drawn where dots crowd
+DOT_EDGE = 1.2  # points: the white edge around each dot
 
 
 def dot_size(ax, x, y, dpi) -> float:
@@ -108,14 +108,13 @@ def dot_size(ax, x, y, dpi) -> float:
     ok = np.isfinite(y)
     if ok.sum() < 2:
         return DOT_SIZE
-    pix = np.sort(ax.transData.transform(np.column_stack([np.full(ok.sum(), float(x)),
-                                                           y[ok]]))[:, 1])
+    pix = np.sort(ax.transData.transform(np.column_stack([np.full(ok.sum(), float(x)), y[ok]]))[:, 1])
     gap = float(np.diff(pix).min()) * 72 / dpi
     return float(np.clip(gap - DOT_EDGE, DOT_MIN, DOT_SIZE))
 
 
-ZERO_Y, ZERO_STEP = 0.03, 0.045   # axes fraction: the first zero mark, the next one up
-ZERO_STEP_POINTS = 6.5            # points between zero marks hung under the bottom edge
+ZERO_Y, ZERO_STEP = 0.03, 0.045  # axes fraction: the first zero mark, the next one up
+ZERO_STEP_POINTS = 6.5  # points between zero marks hung under the bottom edge
 
 
 def stacked(rows, start=ZERO_Y, step=ZERO_STEP) -> np.ndarray:
@@ -138,7 +137,7 @@ def stacked(rows, start=ZERO_Y, step=ZERO_STEP) -> np.ndarray:
     first = np.flatnonzero(np.concatenate([[True], np.diff(sorted_rows) != 0]))
     place = np.arange(len(rows)) - np.repeat(first, np.diff(np.append(first, len(rows))))
     out = np.empty(len(rows))
-    out[order] = start + step * place   # the k-th mark at an update: k steps from start
+    out[order] = start + step * place  # the k-th mark at an update: k steps from start
     return out
 
 
@@ -192,14 +191,16 @@ def dots_note(values, shown, names=None) -> str:
     if kept >= drawable or kept < 2:
         return DOTS_NOTE
     shared = _shared_dots(v, s) if names is not None else {}
-    if shared and len(shared) <= 2:   # which lines coincide, named
-        said = "; ".join(_group([names[g] for g in sorted([h, *hidden])]) + " coincide"
-                         for h, hidden in sorted(shared.items()))
+    if shared and len(shared) <= 2:  # which lines coincide, named
+        said = "; ".join(
+            _group([names[g] for g in sorted([h, *hidden])]) + " coincide" for h, hidden in sorted(shared.items())
+        )
         return f" (dots: block norms;\n{said})"
     if kept == 2:
         return " (dots: highest, lowest)"
-    return (" (dots: block norms, two coincide)" if drawable - kept == 1
-            else " (dots: block norms, close ones share a dot)")
+    return (
+        " (dots: block norms, two coincide)" if drawable - kept == 1 else " (dots: block norms, close ones share a dot)"
+    )
 
 
 def _shared_dots(values, shown) -> dict:
@@ -209,8 +210,11 @@ def _shared_dots(values, shown) -> dict:
     kept = np.flatnonzero(np.isfinite(shown))
     out: dict = {}
     for g in np.flatnonzero(ok & ~np.isfinite(shown)):
-        near = (np.abs(np.log(values[kept]) - np.log(values[g])) if np.all(values[kept] > 0)
-                else np.abs(values[kept] - values[g]))
+        near = (
+            np.abs(np.log(values[kept]) - np.log(values[g]))
+            if np.all(values[kept] > 0)
+            else np.abs(values[kept] - values[g])
+        )
         h = int(kept[np.argmin(near)])
         out.setdefault(h, []).append(int(g))
     return out
@@ -236,7 +240,7 @@ def _and(names) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-RIBBON_LINE_WIDTH = 0.6    # a band line alternating every update, over its ribbon
+RIBBON_LINE_WIDTH = 0.6  # a band line alternating every update, over its ribbon
 
 
 def column_envelope(x, lo, hi, columns):
@@ -259,10 +263,10 @@ def column_envelope(x, lo, hi, columns):
     bucket = np.clip(((x - x[0]) * (columns / span)).astype(np.int64), 0, columns - 1)
     starts = np.flatnonzero(np.concatenate([[True], np.diff(bucket) != 0]))
     ends = np.append(starts[1:], n) - 1
-    low = np.fmin.reduceat(lo, starts)    # fmin/fmax: NaN only where all are
+    low = np.fmin.reduceat(lo, starts)  # fmin/fmax: NaN only where all are
     high = np.fmax.reduceat(hi, starts)
     idx = np.stack([starts, ends], 1).ravel()
-    keep = np.concatenate([[True], np.diff(idx) > 0])   # a span of one point: once
+    keep = np.concatenate([[True], np.diff(idx) > 0])  # a span of one point: once
     return idx[keep], np.repeat(low, 2)[keep], np.repeat(high, 2)[keep]
 
 
@@ -277,8 +281,9 @@ def pair_envelope(y):
     pad = np.concatenate([[np.nan], y, [np.nan]])
     window = np.stack([pad[:-2], pad[1:-1], pad[2:]])
     import warnings
+
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)   # all NaN: NaN
+        warnings.simplefilter("ignore", RuntimeWarning)  # all NaN: NaN
         return np.nanmin(window, 0), np.nanmax(window, 0)
 
 
@@ -310,7 +315,7 @@ def swing_text(name, y) -> str:
     period = swing_period(y)
     if period < 2.5:
         return f"{name} alternates every update"
-    return f"{name} swings every ~{period:.0f} updates"   # up and down once per ~period
+    return f"{name} swings every ~{period:.0f} updates"  # up and down once per ~period
 
 
 def bounce_text(names) -> str:
@@ -322,8 +327,7 @@ def bounce_text(names) -> str:
     """
     said = names[0] if len(names) == 1 else " and ".join(names)
     verb, its = ("alternates", "its") if len(names) == 1 else ("alternate", "their")
-    return (f"{said} {verb} up and down every update:\n"
-            f"drawn thin over {its} range (shaded, {its} colour)")
+    return f"{said} {verb} up and down every update:\ndrawn thin over {its} range (shaded, {its} colour)"
 
 
 def pixel_columns(ax) -> int:

@@ -116,8 +116,7 @@ def block_rects(block: tuple[slice, ...], shape: Sequence[int]) -> tuple[Rect, .
         return ((cols.start, 0, cols.stop - cols.start, 1),)
     lead = np.meshgrid(*[np.arange(s.start, s.stop) for s in block[:-1]], indexing="ij")
     rows = np.sort(np.ravel_multi_index([g.ravel() for g in lead], shape[:-1]))
-    return tuple((cols.start, start, cols.stop - cols.start, length)
-                 for start, length in _runs(rows))
+    return tuple((cols.start, start, cols.stop - cols.start, length) for start, length in _runs(rows))
 
 
 def device_label(names: Sequence[str]) -> str:
@@ -127,8 +126,7 @@ def device_label(names: Sequence[str]) -> str:
     if len(prefixes) != 1 or not all(n.rsplit(":", 1)[-1].isdigit() and ":" in n for n in names):
         return ",".join(names)
     ids = sorted(int(n.rsplit(":", 1)[1]) for n in names)
-    parts = [str(s) if k == 1 else (f"{s},{s + 1}" if k == 2 else f"{s}-{s + k - 1}")
-             for s, k in _runs(np.array(ids))]
+    parts = [str(s) if k == 1 else (f"{s},{s + 1}" if k == 2 else f"{s}-{s + k - 1}") for s, k in _runs(np.array(ids))]
     return f"{prefixes.pop()}:{','.join(parts)}"
 
 
@@ -145,8 +143,12 @@ class BlockPatch:
 def block_patches(geometry, device_names: Sequence[str]) -> tuple[BlockPatch, ...]:
     """The outlined, labelled blocks of ``geometry`` in replica-group order."""
     return tuple(
-        BlockPatch(g, tuple(devices), device_label([device_names[d] for d in devices]),
-                   block_rects(geometry.blocks[devices[0]], geometry.global_shape))
+        BlockPatch(
+            g,
+            tuple(devices),
+            device_label([device_names[d] for d in devices]),
+            block_rects(geometry.blocks[devices[0]], geometry.global_shape),
+        )
         for g, devices in enumerate(geometry.replica_groups)
     )
 
@@ -167,8 +169,11 @@ def axis_labels(layout) -> tuple[str, str, str]:
     if rank == 2:
         return dim(1), dim(0), ""
     lead = " x ".join(f"d{i}" for i in range(rank - 1))
-    return (dim(rank - 1), f"rows: {lead} flattened",
-            f"rank {rank}: dims 0..{rank - 2} flattened into rows; white lines separate d0 slices")
+    return (
+        dim(rank - 1),
+        f"rows: {lead} flattened",
+        f"rank {rank}: dims 0..{rank - 2} flattened into rows; white lines separate d0 slices",
+    )
 
 
 def symmetric_limit(values: np.ndarray) -> float:
@@ -243,8 +248,9 @@ def iteration_ticks(steps, nbins: int = 8) -> tuple[list[int], list[str]]:
     raw = max((last - first) / max(nbins, 1), 1)
     exp = 10 ** math.floor(math.log10(raw))
     base = next(m * exp for m in (1, 2, 5, 10) if m * exp >= raw)
-    values = [first] + [v for v in range(int(math.ceil(first / base) * base), last + 1, int(base))
-                        if v > first + base / 2]
+    values = [first] + [
+        v for v in range(int(math.ceil(first / base) * base), last + 1, int(base)) if v > first + base / 2
+    ]
     rows = sorted({int(np.argmin(np.abs(steps - v))) for v in values})
     return rows, [str(int(steps[r])) for r in rows]
 

@@ -34,13 +34,12 @@ from .stats import STATS, STATS_ONLY_TEXT  # noqa: F401 - tests read them from h
 from .tensor_panel import TensorPanel, box_aspect, draw_tensor
 from .view import ShardsView
 
-__all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "draw_tensor",
-           "TensorPanel"]
+__all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "draw_tensor", "TensorPanel"]
 
 
-SHARDS_SIZE = (style.WIDTH, 4.8)   # the heatmap and the norm lines
-FLAT_HEIGHT = 4.2                  # ... of a flat tensor: its heatmap fills a shorter figure
-STATS_SIZE = (style.WIDTH, 6.4)    # a stats recording: its three statistics' panels
+SHARDS_SIZE = (style.WIDTH, 4.8)  # the heatmap and the norm lines
+FLAT_HEIGHT = 4.2  # ... of a flat tensor: its heatmap fills a shorter figure
+STATS_SIZE = (style.WIDTH, 6.4)  # a stats recording: its three statistics' panels
 
 
 def _axes(ax, figsize=SHARDS_SIZE, width_ratios=(1.25, 1), stats_only=False):
@@ -52,12 +51,14 @@ def _axes(ax, figsize=SHARDS_SIZE, width_ratios=(1.25, 1), stats_only=False):
         return tuple(ax)
     if hasattr(ax, "imshow"):
         return ax, None
-    raise TypeError("ax must be None, a matplotlib Axes (tensor only) or a pair (tensor_ax, "
-                    f"norm_ax). Received: {ax!r}.")
+    raise TypeError(
+        f"ax must be None, a matplotlib Axes (tensor only) or a pair (tensor_ax, norm_ax). Received: {ax!r}."
+    )
 
 
-def draw_shards(recording, name, kind="velocity", step=None, *, ax=None,
-                fixed_scale=False, headline=None) -> ShardsView:
+def draw_shards(
+    recording, name, kind="velocity", step=None, *, ax=None, fixed_scale=False, headline=None
+) -> ShardsView:
     """Like ``plot_shards`` but returns the ``ShardsView`` (``.figure`` is the figure),
     whose ``set_step``/``set_kind``/``set_fixed_scale`` update the artists in place.
     ``headline``: title the figure with the finding and a settings line (default: when
@@ -74,11 +75,17 @@ def draw_shards(recording, name, kind="velocity", step=None, *, ax=None,
     rows, cols = image_shape(recording.geometry(name).global_shape)
     wide = box_aspect(recording.geometry(name).global_shape) is None and cols >= 1.5 * rows
     # a wide tensor drawn with square cells: a wider panel, or its heatmap is small
-    heat_ax, norm_ax = _axes(ax, figsize=size, width_ratios=(1.4, 1) if wide else (1.25, 1),
-                             stats_only=stats_only)
-    view = ShardsView(recording, name, kind, step, heat_ax=heat_ax, norm_ax=norm_ax,
-                      fixed_scale=fixed_scale, headline=ax is None if headline is None
-                      else headline)
+    heat_ax, norm_ax = _axes(ax, figsize=size, width_ratios=(1.4, 1) if wide else (1.25, 1), stats_only=stats_only)
+    view = ShardsView(
+        recording,
+        name,
+        kind,
+        step,
+        heat_ax=heat_ax,
+        norm_ax=norm_ax,
+        fixed_scale=fixed_scale,
+        headline=ax is None if headline is None else headline,
+    )
     fig = view.figure
     if hasattr(fig.canvas, "get_renderer"):
         fig.draw_without_rendering()  # settle the layout before measuring labels

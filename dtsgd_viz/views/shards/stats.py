@@ -16,9 +16,10 @@ from ..core import style
 from .geometry import LOG_RANGE
 from .tensor_panel import NONFINITE_COLOR
 
-STATS_ONLY_TEXT = ("values not recorded: Recorder(mode='stats') keeps each block's "
-                   "norm, mean and max |x|; mode='full' the values")
-STATS = ("L2 norm", "mean", "max |x|")   # the columns of Recording.shard_stats
+STATS_ONLY_TEXT = (
+    "values not recorded: Recorder(mode='stats') keeps each block's norm, mean and max |x|; mode='full' the values"
+)
+STATS = ("L2 norm", "mean", "max |x|")  # the columns of Recording.shard_stats
 
 
 BAND_MIN_BLOCKS = 5
@@ -50,7 +51,7 @@ def median_line(data):
     """The median block's norm at each update (``data``: updates x blocks; the median
     of the log norms, NaN where no block has a positive finite one)."""
     logs = _logs(data)
-    out = np.full(logs.shape[0], np.nan)   # all-NaN updates: NaN
+    out = np.full(logs.shape[0], np.nan)  # all-NaN updates: NaN
     some = np.isfinite(logs).any(1)
     out[some] = 10 ** np.nanmedian(logs[some], 1)
     return out
@@ -74,15 +75,16 @@ def fall_factors(data, updates=None):
     import warnings
 
     from numpy.lib.stride_tricks import sliding_window_view
+
     for g in range(logs.shape[1]):
-        col = logs[:, g]   # finite or NaN (``_logs``)
+        col = logs[:, g]  # finite or NaN (``_logs``)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)   # an all-NaN window: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN window: NaN
             env = np.nanmax(sliding_window_view(np.pad(col, w, constant_values=np.nan), 2 * w + 1), axis=1)
         ok = np.isfinite(env)
         if ok.sum() >= 2 and np.ptp(u[ok]) > 0:
             slope = np.polyfit(u[ok], env[ok], 1)[0]
-            with np.errstate(over="ignore", under="ignore"):   # a diverged block: inf
+            with np.errstate(over="ignore", under="ignore"):  # a diverged block: inf
                 out[g] = 10 ** (slope * (u[-1] - u[0]))
     return out
 
@@ -140,7 +142,7 @@ def least_changed(data, updates=None) -> int | None:
     ok, factors, f = _factors(data, updates)
     if len(factors) < 2:
         return None
-    with np.errstate(divide="ignore", invalid="ignore"):   # factors underflowed to 0
+    with np.errstate(divide="ignore", invalid="ignore"):  # factors underflowed to 0
         apart = factors.max() / factors.min()
     if not apart > APART:
         return None
@@ -175,8 +177,9 @@ def band_of(data):
     if data.shape[1] <= MANY_BLOCKS and (full <= 0 or np.median(span) > BAND_SPREAD * full):
         return None
     import warnings
+
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)   # all-NaN updates: NaN, no note
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN updates: NaN, no note
         return (10 ** np.nanmin(logs, 1), 10 ** np.nanmedian(logs, 1), 10 ** np.nanmax(logs, 1))
 
 
@@ -212,30 +215,33 @@ def spread_text(norms, names) -> str:
         return "one block, held whole by every device"
     ok = np.isfinite(norms) & (norms > 0)
     if not ok.any():
-        return ("every block's norm is 0" if np.all(norms == 0)
-                else "no block's norm is finite")
+        return "every block's norm is 0" if np.all(norms == 0) else "no block's norm is finite"
     if ok.sum() < 2:
         return f"only {names[int(np.flatnonzero(ok)[0])]}'s norm is finite and above 0"
     cols = np.flatnonzero(ok)
     hi, lo = int(cols[np.argmax(norms[ok])]), int(cols[np.argmin(norms[ok])])
     k = norms[hi] / norms[lo]
-    head = ("block norms within 1.5x of each other" if k < 1.5
-            else f"block norms span {times_text(k)} ({names[hi]} to {names[lo]})")
-    left = [(what, np.flatnonzero(where)) for what, where in
-            (("NaN/Inf", ~np.isfinite(norms)), ("0", norms == 0)) if where.any()]
+    head = (
+        "block norms within 1.5x of each other"
+        if k < 1.5
+        else f"block norms span {times_text(k)} ({names[hi]} to {names[lo]})"
+    )
+    left = [
+        (what, np.flatnonzero(where))
+        for what, where in (("NaN/Inf", ~np.isfinite(norms)), ("0", norms == 0))
+        if where.any()
+    ]
     if not left:
         return head
     # the blocks the spread leaves out, named: "within 1.5x" of the finite ones alone
     # said nothing of the others
-    return ("; ".join(f"{_few(names, g)} {what}" for what, g in left)
-            + f"; the other {int(ok.sum())} {head}")
+    return "; ".join(f"{_few(names, g)} {what}" for what, g in left) + f"; the other {int(ok.sum())} {head}"
 
 
 def _few(names, cols, most: int = 3) -> str:
     """``"CPU:0, CPU:1"`` or ``"5 blocks"`` past ``most`` of them."""
     cols = list(cols)
-    return (", ".join(names[g] for g in cols) if len(cols) <= most
-            else f"{len(cols)} blocks")
+    return ", ".join(names[g] for g in cols) if len(cols) <= most else f"{len(cols)} blocks"
 
 
 def change_text(data, updates, names) -> str:
@@ -264,11 +270,9 @@ def change_text(data, updates, names) -> str:
     hump = _hump(med)
     if hump is not None:
         p, up, down = hump
-        return (f"{what} rises {times_text(up)} to a peak at update {int(u[p])}, "
-                f"then falls {times_text(down)}")
+        return f"{what} rises {times_text(up)} to a peak at update {int(u[p])}, then falls {times_text(down)}"
     f = float(fin[-1] / fin[0])
-    span = (f"over {int(u[-1])} updates" if u[0] <= max(1, u[1] - u[0])
-            else f"over updates {int(u[0])}–{int(u[-1])}")
+    span = f"over {int(u[-1])} updates" if u[0] <= max(1, u[1] - u[0]) else f"over updates {int(u[0])}–{int(u[-1])}"
     if 1 / 1.5 <= f <= 1.5:
         head = f"{what} stays within 1.5x {span}"
     else:
@@ -276,9 +280,11 @@ def change_text(data, updates, names) -> str:
     g = least_changed(data, updates)
     if g is not None:
         own = fall_factors(data, updates)[g]
-        head += (f"; {names[g]} {'falls' if f < 1 else 'grows'} least (fitted trend)"
-                 if (own < 1 / 1.5 if f < 1 else own > 1.5)
-                 else f"; {names[g]} {'does not fall' if f < 1 else 'does not grow'}")
+        head += (
+            f"; {names[g]} {'falls' if f < 1 else 'grows'} least (fitted trend)"
+            if (own < 1 / 1.5 if f < 1 else own > 1.5)
+            else f"; {names[g]} {'does not fall' if f < 1 else 'does not grow'}"
+        )
     return head
 
 
@@ -311,6 +317,7 @@ class StatPanels:
         the mean), sharing the update axis. Returns ``(lines, axes)`` of the norm
         statistic's panel: the norm panel's ``lines`` and ``line_ax``."""
         from matplotlib.transforms import blended_transform_factory
+
         ax = self.norm.ax
         ax.set_axis_off()
         # the norm panel the tallest: its log axis spans the most decades
@@ -327,10 +334,18 @@ class StatPanels:
             self.lines[label] = self.norm.lines_on(a, self._columns(k), k != 1)
             if k != 1:  # a log panel cannot show 0
                 self.norm.add_zero_marks(a, self.norm.zeros(k))
-            self.marks[label], = a.plot(
-                [], [], transform=blended_transform_factory(a.transData, a.transAxes),
-                ls="none", marker="X", color=NONFINITE_COLOR, ms=7, zorder=7, clip_on=False,
-                gid=f"nonfinite-stat-{k}")
+            (self.marks[label],) = a.plot(
+                [],
+                [],
+                transform=blended_transform_factory(a.transData, a.transAxes),
+                ls="none",
+                marker="X",
+                color=NONFINITE_COLOR,
+                ms=7,
+                zorder=7,
+                clip_on=False,
+                gid=f"nonfinite-stat-{k}",
+            )
             # outside the layout: empty, an unclipped line sits at pixel (0, 0) and
             # constrained layout collapsed every panel to fit it
             self.marks[label].set_in_layout(False)
@@ -364,12 +379,13 @@ class StatPanels:
         value of it is not finite: NaN/Inf in the block, or a float32 sum of squares
         past 3.4e38 (|x| beyond ~1.8e19). The lines end there; the marks say why."""
         from .dots import mark_rows
+
         raw = np.stack([self.view.stats[:, d[0], k] for d in self.view.geometry.replica_groups], 1)
         bad = np.nonzero(~np.isfinite(np.asarray(raw, np.float64)).all(axis=1))[0]
         if k == 0:  # the variable's own NaN/Inf marks are there already
             bad = np.setdiff1d(bad, self.view.nonfinite_idx)
         marked = np.zeros(len(self.view.updates), bool)
-        marked[bad] = True   # one X per mark width however many updates
+        marked[bad] = True  # one X per mark width however many updates
         bad = mark_rows(self.norm.update_px(self.axes[STATS[k]]), marked)[0]
         self.marks[STATS[k]].set_data(self.view.updates[bad], np.full(len(bad), 0.93))
 
@@ -380,20 +396,25 @@ class StatPanels:
         diverging run's mean grows by 30 decades and on a linear axis showed only the
         spike of the last updates. Otherwise linear, where a mean near 0 reads best."""
         from matplotlib.ticker import AutoLocator, FuncFormatter, NullLocator, ScalarFormatter
+
         ax, data = self.axes[STATS[1]], np.abs(self.norm.data[self.axes[STATS[1]]])
         mags = data[np.isfinite(data) & (data > 0)]
         # grown, not merely near 0 at times: the largest beyond 10^4 times the median
-        if len(mags) and mags.max() / np.median(mags) > LOG_RANGE ** 2:
+        if len(mags) and mags.max() / np.median(mags) > LOG_RANGE**2:
             self.mean_linthresh = float(np.quantile(mags, 0.05))
             ax.set_yscale("symlog", linthresh=self.mean_linthresh)
             lo = int(np.ceil(np.log10(self.mean_linthresh)))
             hi = int(np.floor(np.log10(mags.max())))
             # 0 and two decades a side: more crowd the thin linear band around 0
-            up = sorted({10.0 ** e for e in (hi, (hi + lo + 1) // 2)})
+            up = sorted({10.0**e for e in (hi, (hi + lo + 1) // 2)})
             ax.set_yticks([-v for v in up[::-1]] + [0.0] + up)
-            ax.yaxis.set_major_formatter(FuncFormatter(
-                lambda v, _: "0" if v == 0 else f"{v:.0e}".replace("e+0", "e").replace("e+", "e")
-                .replace("e-0", "e-")))
+            ax.yaxis.set_major_formatter(
+                FuncFormatter(
+                    lambda v, _: (
+                        "0" if v == 0 else f"{v:.0e}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+                    )
+                )
+            )
             ax.yaxis.set_minor_locator(NullLocator())
             ax.set_ylabel("mean (symlog)", fontsize=style.TICK_SIZE)
         else:

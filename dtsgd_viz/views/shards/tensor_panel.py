@@ -21,12 +21,12 @@ from .geometry import block_patches, image_shape, slice_boundaries, symmetric_li
 
 __all__ = ["TensorPanel", "draw_tensor", "box_aspect"]
 
-LABEL_SIZES = (style.TICK_SIZE, style.NOTE_SIZE)   # block labels, tried in turn
-MAX_CELL_STRETCH = 2.5   # a flat tensor's cells drawn at most this much taller than wide
-LABEL_GAP = 3.0          # points between the heatmap's top edge and the chips above it
-SIDE_GAP = 7.0           # points between a tall strip's left edge and the chips beside it
-MAX_LISTED = 12         # blocks named one by one in the caption of those too small to label
-TICK_GAP = 4.0          # pixels between two tick labels kept (``thin_ticks``)
+LABEL_SIZES = (style.TICK_SIZE, style.NOTE_SIZE)  # block labels, tried in turn
+MAX_CELL_STRETCH = 2.5  # a flat tensor's cells drawn at most this much taller than wide
+LABEL_GAP = 3.0  # points between the heatmap's top edge and the chips above it
+SIDE_GAP = 7.0  # points between a tall strip's left edge and the chips beside it
+MAX_LISTED = 12  # blocks named one by one in the caption of those too small to label
+TICK_GAP = 4.0  # pixels between two tick labels kept (``thin_ticks``)
 BELOW_TICKS = 3.5 + 3.5 + 1.2 * style.TICK_SIZE + 3.0
 """Points from the heatmap's bottom edge down to the chips below it, under the x tick
 labels (tick length, pad, a label's height, a gap); ``fit_labels`` measures it."""
@@ -48,24 +48,27 @@ def box_aspect(shape, fill: float = 0.7) -> float | None:
     if ratio > 3:
         return 2.5
     return round(max(0.22, min(fill, MAX_CELL_STRETCH * ratio)), 4)
-NONFINITE_COLOR = "black"     # NaN/Inf cells: outside both RdBu and viridis' bright end
+
+
+NONFINITE_COLOR = "black"  # NaN/Inf cells: outside both RdBu and viridis' bright end
 OUTLINE_COLOR = "black"
 
 
 def _cmap(name):
     from matplotlib import colormaps
+
     return colormaps[name].with_extremes(bad=NONFINITE_COLOR)
 
 
 def _text_color(color) -> str:
     from matplotlib.colors import to_rgb
+
     r, g, b = to_rgb(color)
     return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
 
 
 def _chip(color, hatch="") -> dict:
-    return dict(boxstyle="round,pad=0.2", facecolor=color, edgecolor="none", alpha=0.9,
-                hatch=hatch or None)
+    return dict(boxstyle="round,pad=0.2", facecolor=color, edgecolor="none", alpha=0.9, hatch=hatch or None)
 
 
 class TensorPanel:
@@ -77,9 +80,20 @@ class TensorPanel:
     ``patches`` the ``BlockPatch`` geometry. After ``fit_labels``, ``unlabelled`` lists
     the blocks whose label did not fit (``unlabelled_text`` names them for a caption)."""
 
-    def __init__(self, ax, geometry, device_names, styles, image=None, limit=None,
-                 colorbar_label=None, colorbar=True, aspect=None):
+    def __init__(
+        self,
+        ax,
+        geometry,
+        device_names,
+        styles,
+        image=None,
+        limit=None,
+        colorbar_label=None,
+        colorbar=True,
+        aspect=None,
+    ):
         from matplotlib.patches import Rectangle
+
         self.ax, self.geometry, self.styles = ax, geometry, styles
         shape = geometry.global_shape
         rows, cols = image_shape(shape)
@@ -89,9 +103,15 @@ class TensorPanel:
         self.heatmap = self.colorbar = None
         if image is not None:
             m = limit if limit is not None else symmetric_limit(image)
-            self.heatmap = ax.imshow(image, cmap=_cmap(style.DIVERGING_CMAP), vmin=-m, vmax=m,
-                                     extent=(0, cols, rows, 0), interpolation="nearest",
-                                     aspect=aspect)
+            self.heatmap = ax.imshow(
+                image,
+                cmap=_cmap(style.DIVERGING_CMAP),
+                vmin=-m,
+                vmax=m,
+                extent=(0, cols, rows, 0),
+                interpolation="nearest",
+                aspect=aspect,
+            )
         else:
             ax.set_xlim(0, cols)
             ax.set_ylim(rows, 0)
@@ -106,31 +126,49 @@ class TensorPanel:
         # a tall strip cut into rows only: chips beside it, at each block's middle, where
         # an outline chip would sit on the boundary between two blocks
         # (a rank-3 tensor whose blocks are whole d0 slices too: a gutter, not the data)
-        self.side = (image is not None and len(self.patches) > 1
-                     and (isinstance(self.box_aspect, float) and self.box_aspect > 1
-                          or len(shape) > 2)
-                     and all(r[0] == 0 and r[2] == cols for p in self.patches for r in p.rects))
+        self.side = (
+            image is not None
+            and len(self.patches) > 1
+            and (isinstance(self.box_aspect, float) and self.box_aspect > 1 or len(shape) > 2)
+            and all(r[0] == 0 and r[2] == cols for p in self.patches for r in p.rects)
+        )
         self.rows = rows
         for p in self.patches:
             color, hatch, _ = styles[p.group]
             for x, y, w, h in p.rects:
                 if image is None:
-                    self.tints.append(ax.add_patch(Rectangle(
-                        (x, y), w, h, facecolor=color, alpha=0.35, edgecolor="none",
-                        hatch=hatch or None, zorder=2, gid=f"tint-{p.group}")))
-                self.outlines.append(ax.add_patch(Rectangle(
-                    (x, y), w, h, fill=False, edgecolor=OUTLINE_COLOR, lw=1.8, zorder=3,
-                    gid=f"block-{p.group}")))
+                    self.tints.append(
+                        ax.add_patch(
+                            Rectangle(
+                                (x, y),
+                                w,
+                                h,
+                                facecolor=color,
+                                alpha=0.35,
+                                edgecolor="none",
+                                hatch=hatch or None,
+                                zorder=2,
+                                gid=f"tint-{p.group}",
+                            )
+                        )
+                    )
+                self.outlines.append(
+                    ax.add_patch(
+                        Rectangle(
+                            (x, y), w, h, fill=False, edgecolor=OUTLINE_COLOR, lw=1.8, zorder=3, gid=f"block-{p.group}"
+                        )
+                    )
+                )
             # one label per block, on its middle piece: a rank-3 block is a piece per d0
             # slice, and a label on each stacked 64 unreadable copies
             x, y, w, h = p.rects[len(p.rects) // 2]
-            self.labels.append(self._label(x, y, w, h, p.label, color, hatch, image is None,
-                                           f"label-{p.group}"))
+            self.labels.append(self._label(x, y, w, h, p.label, color, hatch, image is None, f"label-{p.group}"))
             self.label_rects.append((x, y, w, h))
         for y in slice_boundaries(shape):  # under the outlines: a block edge on a slice
             ax.axhline(y, color="white", lw=3, zorder=2.9, gid="slice-line")  # edge shows
-        self.nonfinite_cells, = ax.plot([], [], ls="none", marker="x", color="white",
-                                        markersize=6, mew=1.5, zorder=3, gid="nonfinite-cells")
+        (self.nonfinite_cells,) = ax.plot(
+            [], [], ls="none", marker="x", color="white", markersize=6, mew=1.5, zorder=3, gid="nonfinite-cells"
+        )
         if image is not None:
             self._set_nonfinite_cells(image)
         self._ticks(rows, cols)
@@ -144,9 +182,11 @@ class TensorPanel:
         """A block's chip: centred on a tinted block; above the heatmap for a block on
         its top edge (``label_above``), else on the block's top outline."""
         from matplotlib.transforms import ScaledTranslation
+
         ax = self.ax
-        kw = dict(ha="center", zorder=4, fontsize=style.TICK_SIZE, color=_text_color(color),
-                  bbox=_chip(color, hatch), gid=gid)
+        kw = dict(
+            ha="center", zorder=4, fontsize=style.TICK_SIZE, color=_text_color(color), bbox=_chip(color, hatch), gid=gid
+        )
         if centred:
             kw["gid"] += ":centre"
             return ax.text(x + w / 2, y + h / 2, text, va="center", **kw)
@@ -159,10 +199,8 @@ class TensorPanel:
             return ax.text(x + w / 2, 0, text, va="bottom", transform=up, clip_on=False, **kw)
         if y + h == self.rows:  # on the bottom edge: below it, the x ticks under the chips
             kw["gid"] += ":below"
-            down = ax.transData + ScaledTranslation(0, -LABEL_GAP / 72,
-                                                    ax.figure.dpi_scale_trans)
-            return ax.text(x + w / 2, self.rows, text, va="top", transform=down,
-                           clip_on=False, **kw)
+            down = ax.transData + ScaledTranslation(0, -LABEL_GAP / 72, ax.figure.dpi_scale_trans)
+            return ax.text(x + w / 2, self.rows, text, va="top", transform=down, clip_on=False, **kw)
         return ax.text(x + w / 2, y, text, va="center", clip_on=False, **kw)
 
     def label_below(self, text) -> bool:
@@ -176,28 +214,28 @@ class TensorPanel:
     def title_pad(self) -> float:
         """Points between the panel's top and its title: room for the chips above it."""
         above = [t for t in self.labels if t.get_visible() and self.label_above(t)]
-        if not above:   # clear of the top y tick label, half of it above the frame
+        if not above:  # clear of the top y tick label, half of it above the frame
             return 6.0 + 0.6 * style.TICK_SIZE
         size = max(t.get_fontsize() for t in above)
         return LABEL_GAP + 1.25 * size + 0.4 * size * 2 + 4.0
 
     def _colorbar(self, strip, label):
         from matplotlib.ticker import MaxNLocator
+
         fig, ax = self.ax.figure, self.ax
         if strip:  # a horizontal bar under the panel, not at the bottom of its cell
             from matplotlib.transforms import ScaledTranslation
+
             shift = ax.transAxes + ScaledTranslation(0, -0.75, fig.dpi_scale_trans)
             cax = ax.inset_axes([0.15, -0.12, 0.7, 0.12], transform=shift)
-            self.colorbar = fig.colorbar(self.heatmap, cax=cax, orientation="horizontal",
-                                         label=label)
+            self.colorbar = fig.colorbar(self.heatmap, cax=cax, orientation="horizontal", label=label)
         else:  # beside the heatmap as drawn, its height: an inset, not a gridspec cut
             width = max(0.5, ax.get_position().width * fig.get_figwidth())  # inches, about
             cax = ax.inset_axes([1 + 0.1 / width, 0, 0.16 / width, 1])
             self.colorbar = fig.colorbar(self.heatmap, cax=cax, label=label)
         self.colorbar_label = label or ""
         # a bar under the panel is about as wide as "-0.05" five times: -m, 0, m there
-        self.colorbar.locator = (symmetric_locator() if strip
-                                 else MaxNLocator(nbins=5, steps=[1, 2, 5, 10]))
+        self.colorbar.locator = symmetric_locator() if strip else MaxNLocator(nbins=5, steps=[1, 2, 5, 10])
         self.colorbar.ax.tick_params(labelsize=style.TICK_SIZE)
         self._scale_colorbar()
 
@@ -205,13 +243,14 @@ class TensorPanel:
         """Ticks in units of a power of ten named in the label ("velocity value (x1e-4)"):
         matplotlib's offset text sits where the label is and overprints it."""
         from matplotlib.ticker import FuncFormatter
+
         if self.colorbar is None:
             return
         m = max(abs(v) for v in self.heatmap.get_clim())
         e = int(np.floor(np.log10(m))) if np.isfinite(m) and m > 0 else 0
         e = e if not -2 <= e <= 3 else 0
         self.colorbar_scale = e
-        self.colorbar.formatter = FuncFormatter(lambda v, _: f"{v / 10.0 ** e:.4g}")
+        self.colorbar.formatter = FuncFormatter(lambda v, _: f"{v / 10.0**e:.4g}")
         self.colorbar.update_ticks()
         unit = f" (×1e{e})" if e else ""
         self.colorbar.set_label(self.colorbar_label + unit, fontsize=style.LABEL_SIZE)
@@ -255,10 +294,10 @@ class TensorPanel:
             if self.label_above(text) or self.label_below(text):
                 bh = np.inf
             elif self.side:  # beside the strip: as tall as half its block (tick labels
-                bw, bh = np.inf, abs(y1 - y0) * 0.5   # stand at the block boundaries)
+                bw, bh = np.inf, abs(y1 - y0) * 0.5  # stand at the block boundaries)
             elif not text.get_gid().endswith(":centre"):
                 bh = abs(y1 - y0) * 0.9  # a chip centred on the outline
-            for rotation in ((0, 90) if bh > bw and np.isfinite(bh) else (0,)):
+            for rotation in (0, 90) if bh > bw and np.isfinite(bh) else (0,):
                 text.set_rotation(rotation)
                 for size in LABEL_SIZES:  # never below NOTE_SIZE: no label rather than that
                     text.set_fontsize(size)
@@ -270,25 +309,25 @@ class TensorPanel:
                 break
             else:
                 text.set_visible(False)  # named in unlabelled_text instead
-        self.unlabelled = [p for p, text in zip(self.patches, self.labels)
-                           if not text.get_visible()]
-        thin_ticks(self.ax, renderer)   # block boundaries closer than their labels: fewer
+        self.unlabelled = [p for p, text in zip(self.patches, self.labels) if not text.get_visible()]
+        thin_ticks(self.ax, renderer)  # block boundaries closer than their labels: fewer
         self._clear_ticks(renderer)
         shown = [t for t in self.labels if t.get_visible()]
         if self.side and shown:  # the y label left of the chips, not under them
             from matplotlib.transforms import ScaledTranslation
+
             dpi = self.ax.figure.dpi
             width = max(t.get_window_extent(renderer).width for t in shown) * 72 / dpi
-            ticks = [t.get_window_extent(renderer).width * 72 / dpi
-                     for t in self.ax.get_yticklabels() if t.get_text()]
+            ticks = [t.get_window_extent(renderer).width * 72 / dpi for t in self.ax.get_yticklabels() if t.get_text()]
             if ticks and len(self.geometry.global_shape) > 2:  # "d0=k" beside each block:
-                shift = SIDE_GAP + max(ticks) + 2.0             # the chips left of them
+                shift = SIDE_GAP + max(ticks) + 2.0  # the chips left of them
                 for t in self.labels:
-                    t.set_transform(self.ax.transData + ScaledTranslation(
-                        -shift / 72, 0, self.ax.figure.dpi_scale_trans))
+                    t.set_transform(
+                        self.ax.transData + ScaledTranslation(-shift / 72, 0, self.ax.figure.dpi_scale_trans)
+                    )
                 self.ax.yaxis.labelpad = width + SIDE_GAP + 4.0
             elif len(self.geometry.global_shape) > 2:  # no ticks: the chips are the ticks
-                self.ax.yaxis.labelpad = width + SIDE_GAP + 4.0   # clear of the chips
+                self.ax.yaxis.labelpad = width + SIDE_GAP + 4.0  # clear of the chips
             else:
                 self.ax.yaxis.labelpad = max(4.0, width + SIDE_GAP - 14.0)
 
@@ -296,15 +335,15 @@ class TensorPanel:
         """The chips below the heatmap ``gap`` points under its bottom edge, and the x
         label under them (``size``: the chips' font size)."""
         from matplotlib.transforms import ScaledTranslation
+
         below = [t for t in self.labels if self.label_below(t)]
         if not below:
             return
-        trans = self.ax.transData + ScaledTranslation(0, -gap / 72,
-                                                      self.ax.figure.dpi_scale_trans)
+        trans = self.ax.transData + ScaledTranslation(0, -gap / 72, self.ax.figure.dpi_scale_trans)
         for t in below:
             t.set_transform(trans)
         ticks = any(t.get_text() for t in self.ax.get_xticklabels()) or len(self.ax.get_xticks())
-        depth = BELOW_TICKS - 3.0 if ticks else 0.0   # the tick labels' own depth
+        depth = BELOW_TICKS - 3.0 if ticks else 0.0  # the tick labels' own depth
         # the x label's pad counts from the tick labels: a chip's height (text and box
         # padding) and a gap under the chips' row
         self.ax.xaxis.labelpad = max(4.0, gap - depth + 1.6 * size + 5.0)
@@ -320,12 +359,12 @@ class TensorPanel:
         fig.draw_without_rendering()
         to_pt = 72.0 / fig.dpi
         frame = self.ax.get_window_extent(renderer)
-        ticks = [t.get_window_extent(renderer) for t in self.ax.get_xticklabels()
-                 if t.get_visible() and t.get_text()]
+        ticks = [t.get_window_extent(renderer) for t in self.ax.get_xticklabels() if t.get_visible() and t.get_text()]
         size = max(t.get_fontsize() for t in below)
         depth = (frame.y0 - min(t.y0 for t in ticks)) * to_pt if ticks else 0.0
-        gap = depth + LABEL_GAP + 0.2 * size   # the chip's box pads its text
+        gap = depth + LABEL_GAP + 0.2 * size  # the chip's box pads its text
         from matplotlib.transforms import ScaledTranslation
+
         trans = self.ax.transData + ScaledTranslation(0, -gap / 72, fig.dpi_scale_trans)
         for t in below:
             t.set_transform(trans)
@@ -339,13 +378,15 @@ class TensorPanel:
         if not hidden:
             return ""
         order = sorted(hidden, key=lambda p: (p.rects[0][1], p.rects[0][0]))
-        where = ("top to bottom in each d0 slice" if len(self.geometry.global_shape) > 2
-                 else "top to bottom, left to right")
-        if len(order) > MAX_LISTED:   # a list of every device would outgrow the figure
-            return (f"{len(order)} blocks too small to label; {where}: {order[0].label}, "
-                    f"{order[1].label}, … {order[-1].label} (plot_layout names each)")
-        return (f"blocks too small to label; {where}: "
-                + " · ".join(p.label for p in order))
+        where = (
+            "top to bottom in each d0 slice" if len(self.geometry.global_shape) > 2 else "top to bottom, left to right"
+        )
+        if len(order) > MAX_LISTED:  # a list of every device would outgrow the figure
+            return (
+                f"{len(order)} blocks too small to label; {where}: {order[0].label}, "
+                f"{order[1].label}, … {order[-1].label} (plot_layout names each)"
+            )
+        return f"blocks too small to label; {where}: " + " · ".join(p.label for p in order)
 
 
 def symmetric_ticks(vmin, vmax) -> list[float]:
@@ -359,7 +400,7 @@ def symmetric_ticks(vmin, vmax) -> list[float]:
     if not np.isfinite(m) or m <= 0:
         return [0.0]
     e = np.floor(np.log10(m))
-    r = max(k * 10.0 ** e for k in (1, 2, 5) if k * 10.0 ** e <= m * (1 + 1e-9))
+    r = max(k * 10.0**e for k in (1, 2, 5) if k * 10.0**e <= m * (1 + 1e-9))
     return [-float(r), 0.0, float(r)]
 
 
@@ -433,16 +474,21 @@ def blocks_are_slices(patches, shape) -> bool:
     rows, cols = image_shape(shape)
     per = rows // shape[0]
     rects = sorted((r[1], r[3], r[0], r[2]) for p in patches for r in p.rects)
-    return (len(patches) == shape[0] and all(len(p.rects) == 1 for p in patches)
-            and rects == [(per * k, per, 0, cols) for k in range(shape[0])])
+    return (
+        len(patches) == shape[0]
+        and all(len(p.rects) == 1 for p in patches)
+        and rects == [(per * k, per, 0, cols) for k in range(shape[0])]
+    )
 
 
-def draw_tensor(ax, geometry, device_names, image=None, *, limit=None, colorbar_label=None,
-                colorbar=True, aspect=None) -> TensorPanel:
+def draw_tensor(
+    ax, geometry, device_names, image=None, *, limit=None, colorbar_label=None, colorbar=True, aspect=None
+) -> TensorPanel:
     """Draw one global tensor's 2-D ``image`` (``as_image`` of it; None: the blocks
     alone) on ``ax`` with the blocks of ``geometry`` outlined and labelled in their
     block colours. ``limit``: the colour scale's ``(-limit, limit)`` (default: this
     image's largest magnitude); ``colorbar``: True (beside), ``"below"`` or False;
     ``aspect``: None (``box_aspect`` of the shape), a box aspect or ``"fill"``."""
-    return TensorPanel(ax, geometry, device_names, style.block_styles(geometry), image, limit,
-                       colorbar_label, colorbar, aspect)
+    return TensorPanel(
+        ax, geometry, device_names, style.block_styles(geometry), image, limit, colorbar_label, colorbar, aspect
+    )

@@ -17,25 +17,29 @@ def _log_locator():
         def tick_values(self, vmin, vmax):
             lo, hi = sorted((max(vmin, 1e-300), max(vmax, 1e-300)))
             axes = getattr(self.axis, "axes", None)
-            room = (axes.bbox.height / (1.7 * style.TICK_SIZE * axes.figure.dpi / 72)
-                    if axes is not None else 99.0)   # tick labels the axis has room for
+            room = (
+                axes.bbox.height / (1.7 * style.TICK_SIZE * axes.figure.dpi / 72) if axes is not None else 99.0
+            )  # tick labels the axis has room for
             few = 3 * np.log10(hi / lo) + 1 <= room
             best, numticks = np.array([]), self.numticks
-            tries = [([1.0, 2.0, 5.0] if hi / lo <= 1e3 and few else [1.0], numticks),
-                     ([1.0], max(3, int(room))),   # every decade, as many as there is room
-                     ([1.0, 3.0], numticks), ([1.0, 2.0, 5.0], numticks),
-                     ([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0], numticks)]
+            tries = [
+                ([1.0, 2.0, 5.0] if hi / lo <= 1e3 and few else [1.0], numticks),
+                ([1.0], max(3, int(room))),  # every decade, as many as there is room
+                ([1.0, 3.0], numticks),
+                ([1.0, 2.0, 5.0], numticks),
+                ([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0], numticks),
+            ]
             for subs, self.numticks in tries:
                 self._subs = np.array(subs)
                 ticks = super().tick_values(vmin, vmax)
                 inside = np.sum((ticks >= lo) & (ticks <= hi))
-                if inside > room:   # labels that would overprint each other: not these
+                if inside > room:  # labels that would overprint each other: not these
                     continue
                 if inside > np.sum((best >= lo) & (best <= hi)):
                     best = ticks
                 if inside >= 3:
                     break
-            if not best.size:   # no room for even these: the decades
+            if not best.size:  # no room for even these: the decades
                 self._subs, self.numticks = np.array([1.0]), numticks
                 best = super().tick_values(vmin, vmax)
             self.numticks = numticks
@@ -54,8 +58,9 @@ def _log_locator():
                     break
                 self._subs = np.array(denser)
                 ticks = super().tick_values(lo, hi)
-                if (np.sum((ticks >= lo) & (ticks <= hi)) <= room
-                        and _bottom_gap(ticks, lo, hi) < _bottom_gap(best, lo, hi)):
+                if np.sum((ticks >= lo) & (ticks <= hi)) <= room and _bottom_gap(ticks, lo, hi) < _bottom_gap(
+                    best, lo, hi
+                ):
                     best = ticks
             self.numticks, self._subs = numticks, subs
             return best
@@ -97,10 +102,8 @@ def log_tick_texts(values, plain=None) -> list[str]:
     if plain is None:
         plain = plain_ticks(v)
     if plain:
-        return [np.format_float_positional(x, precision=6, unique=True, trim="-")
-                .rstrip(".") for x in v]
-    return [f"{x:.0e}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e")
-            for x in v]
+        return [np.format_float_positional(x, precision=6, unique=True, trim="-").rstrip(".") for x in v]
+    return [f"{x:.0e}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e") for x in v]
 
 
 def log_y(ax):
@@ -130,10 +133,11 @@ def update_ticks(ax, updates) -> None:
     """Whole-number update ticks, few enough that 4-digit numbers never run together:
     each update while at most 5 are recorded, else about 5 round numbers."""
     from matplotlib.ticker import FixedLocator, MaxNLocator
+
     x = np.asarray(updates)
-    ax.xaxis.set_major_locator(FixedLocator(x) if len(x) <= 5 else
-                               MaxNLocator(nbins=6, integer=True, steps=[1, 2, 2.5, 5, 10],
-                                                          min_n_ticks=3))
+    ax.xaxis.set_major_locator(
+        FixedLocator(x) if len(x) <= 5 else MaxNLocator(nbins=6, integer=True, steps=[1, 2, 2.5, 5, 10], min_n_ticks=3)
+    )
 
 
 LOG_X_SPAN = 300
@@ -154,10 +158,10 @@ def log_x(updates) -> bool:
 def log_update_ticks(ax, updates) -> None:
     """Round update ticks on a log axis, 1-2-5 or 1-3 per decade (at most 7), plain."""
     from matplotlib.ticker import FixedLocator, NullFormatter, StrMethodFormatter
+
     lo, hi = float(updates[0]), float(updates[-1])
     for subs in ((1, 2, 5), (1, 3), (1,)):
-        ticks = [m * 10.0 ** e for e in range(int(np.floor(np.log10(lo))),
-                                              int(np.ceil(np.log10(hi))) + 1) for m in subs]
+        ticks = [m * 10.0**e for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1) for m in subs]
         ticks = [t for t in ticks if lo <= t <= hi]
         if len(ticks) <= 7:
             break

@@ -50,19 +50,19 @@ def update_captions(layout, update: int) -> dict[str, str]:
     """
     specs = "[" + ", ".join(layout.sharding_specs) + "]"
     mesh = layout.mesh
-    unused = [d for d in mesh.dim_names if d not in layout.sharding_specs
-              and mesh.dim_size(d) > 1]
+    unused = [d for d in mesh.dim_names if d not in layout.sharding_specs and mesh.dim_size(d) > 1]
     copies = int(np.prod([mesh.dim_size(d) for d in unused])) if unused else 1
     if unused:
         over = " x ".join(f"'{d}'" for d in unused)
-        reduced = (f"summed over {over} ({copies} devices) when the batch\nis split over "
-                   f"it: {copies} equal replicas of each block")
+        reduced = (
+            f"summed over {over} ({copies} devices) when the batch\nis split over "
+            f"it: {copies} equal replicas of each block"
+        )
     else:
         reduced = "every mesh dim cuts it:\none block per device, no replicas"
     return {
         "param": f"parameter after update {update}\nlaid out {specs}",
-        "velocity": f"velocity slot after update {update}\nthe same layout: "
-                    "it follows its parameter",
+        "velocity": f"velocity slot after update {update}\nthe same layout: it follows its parameter",
         "grad": f"gradient of update {update}, the same layout;\n{reduced}",
     }
 
@@ -87,6 +87,7 @@ def magnitude_text(largest: dict) -> str | None:
     if len(kinds) < 2 or not all(np.isfinite(v) and v > 0 for v in values):
         return None
     from .stats import times_text
+
     rel = [(NOUNS[k], ref / largest[k]) for k in kinds[1:]]
     way = {("smaller" if f >= 1.5 else "larger" if f <= 1 / 1.5 else "within") for _, f in rel}
     than = f"the {NOUNS[kinds[0]]}"
@@ -99,8 +100,7 @@ def magnitude_text(largest: dict) -> str | None:
             out.append(f"{n} within 1.5x of {than}" if j == 0 else f"{n} within 1.5x")
         else:
             word = "smaller" if f > 1 else "larger"
-            out.append(f"{n} {times_text(max(f, 1 / f))} {word}" + (f" than {than}" if j == 0
-                                                                   else ""))
+            out.append(f"{n} {times_text(max(f, 1 / f))} {word}" + (f" than {than}" if j == 0 else ""))
     return ", ".join(out)
 
 
@@ -112,14 +112,13 @@ def _shown_kinds(recording, kinds) -> list[str]:
         raise ValueError(f"kinds must be some of {list(KIND_NAMES)}. Received: {list(kinds)}.")
     shown = [k for k in kinds if k in recording.kinds]
     if not shown:
-        raise ValueError(f"None of the kinds {list(kinds)} was recorded (Recorder kinds="
-                         f"{list(recording.kinds)}).")
+        raise ValueError(f"None of the kinds {list(kinds)} was recorded (Recorder kinds={list(recording.kinds)}).")
     return shown
 
 
-STACKED_HEIGHT = 1.4   # inches: a stacked panel's heatmap
-STACKED_EXTRA = 1.15   # inches a stacked panel takes beside its heatmap (caption, chips, ticks)
-STACKED_TITLE_WIDTH = 0.85   # of the figure's width: a stacked panel's title (no colour bar)
+STACKED_HEIGHT = 1.4  # inches: a stacked panel's heatmap
+STACKED_EXTRA = 1.15  # inches a stacked panel takes beside its heatmap (caption, chips, ticks)
+STACKED_TITLE_WIDTH = 0.85  # of the figure's width: a stacked panel's title (no colour bar)
 
 
 def stacked(shape) -> bool:
@@ -165,15 +164,14 @@ def _suptitle(recording, name, layout, index, kinds, shown, note, stats_only, la
     else:
         head = f"{subject}: {', '.join(KIND_NAMES[k] for k in shown)} share one block layout"
     diverging = diverging_text(recording)
-    if diverging:   # said on every picture of the run, on a line of its own
+    if diverging:  # said on every picture of the run, on a line of its own
         head += "\n" + diverging[:1].upper() + diverging[1:]
     roles = copies_text(layout).replace("copies", "replicas").replace("copy", "replica")
     lines = [head, f"{settings_text(recording, index)}  ·  {roles}"]
     if note:
         lines.append(note)
     if missing:
-        lines.append(f"not recorded: {', '.join(missing)} (Recorder kinds="
-                     f"{list(recording.kinds)})")
+        lines.append(f"not recorded: {', '.join(missing)} (Recorder kinds={list(recording.kinds)})")
     if stats_only:
         lines.append(STATS_ONLY_TEXT)
     return lines[0], "\n".join(lines[1:])
@@ -188,6 +186,7 @@ def _fit_labels(fig, panels, n_shown) -> None:
     unlabelled = next(iter(panels.values())).unlabelled_text()  # the same blocks in each
     if unlabelled:
         from ..core.figure import headline_texts
+
         finding, settings = headline_texts(fig)
         for old in [a for a in fig.artists if a.get_gid() == "subtitle"]:
             old.remove()
@@ -195,8 +194,7 @@ def _fit_labels(fig, panels, n_shown) -> None:
         fig.draw_without_rendering()
 
 
-def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity", "grad"),
-                       figsize=None):
+def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity", "grad"), figsize=None):
     """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (as
     ``recording.steps`` counts; -1..-n count back from the last; None: the last), side by side, each with its own
     symmetric colour scale and the same device blocks outlined and labelled in their
@@ -219,38 +217,45 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
     size = _figure_size(geometry.global_shape, len(shown))
     stack = stacked(geometry.global_shape)
     fig = new_figure(size if figsize is None else figsize, wspace=0.02)
-    axes = (fig.subplots(len(shown), 1, squeeze=False)[:, 0] if stack
-            else fig.subplots(1, len(shown), squeeze=False)[0])
+    axes = fig.subplots(len(shown), 1, squeeze=False)[:, 0] if stack else fig.subplots(1, len(shown), squeeze=False)[0]
     names = short_device_names(recording.shard_devices(name))
     captions = update_captions(geometry.layout, int(recording.steps[index]))
     xlabel, ylabel, note = axis_labels(geometry.layout)
     fig._dtsgd_panels = panels = {}
-    largest = {}   # each kind's max |x|: the colour bars' limits, compared in the title
+    largest = {}  # each kind's max |x|: the colour bars' limits, compared in the title
     for ax, kind in zip(axes, shown):
         image = None
         if not stats_only:
             values = recording.global_values(name, kind)[index]
-            image = as_image(np.asarray(values, np.float32 if values.dtype.name == "bfloat16"
-                                        else values.dtype))
+            image = as_image(np.asarray(values, np.float32 if values.dtype.name == "bfloat16" else values.dtype))
             data = np.asarray(values, np.float64)
             largest[kind] = float(np.abs(data).max()) if np.isfinite(data).all() else np.nan
         panels[kind] = panel = draw_tensor(
-            ax, geometry, names, image, colorbar_label=f"{kind} value",
-            colorbar=True if stack else "below", aspect="fill" if stack else None)
+            ax,
+            geometry,
+            names,
+            image,
+            colorbar_label=f"{kind} value",
+            colorbar=True if stack else "below",
+            aspect="fill" if stack else None,
+        )
         caption = captions[kind]
         if stack:  # the panel's title, at title size, over the heatmap's width
             head, _, rest = caption.partition("\n")
-            caption = fit(head + (" " if head.endswith(";") else " · ") + rest.replace("\n", " "),
-                          STACKED_TITLE_WIDTH * size[0] * 72, style.TITLE_SIZE)
-        ax.set_title(caption, fontsize=style.TITLE_SIZE if stack else style.NOTE_SIZE,
-                     loc="center", pad=panel.title_pad())
+            caption = fit(
+                head + (" " if head.endswith(";") else " · ") + rest.replace("\n", " "),
+                STACKED_TITLE_WIDTH * size[0] * 72,
+                style.TITLE_SIZE,
+            )
+        ax.set_title(
+            caption, fontsize=style.TITLE_SIZE if stack else style.NOTE_SIZE, loc="center", pad=panel.title_pad()
+        )
         last = ax is axes[-1] or not stack  # stacked: one x label, under the last
         ax.set_xlabel(xlabel if last else "", fontsize=style.TICK_SIZE)
         ax.set_ylabel(ylabel if (stack or ax is axes[0]) else "", fontsize=style.TICK_SIZE)
         ax.tick_params(labelsize=style.TICK_SIZE)
-    headline(fig, *_suptitle(recording, name, geometry.layout, index, kinds, shown, note,
-                             stats_only, largest))
+    headline(fig, *_suptitle(recording, name, geometry.layout, index, kinds, shown, note, stats_only, largest))
     _fit_labels(fig, panels, len(shown))
-    keep_inside(fig, [ax.title for ax in axes])   # a caption wider than its panel's room
-    grow_to_fit(fig)   # the room the broken captions take
+    keep_inside(fig, [ax.title for ax in axes])  # a caption wider than its panel's room
+    grow_to_fit(fig)  # the room the broken captions take
     return fig

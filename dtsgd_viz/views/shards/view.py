@@ -49,8 +49,7 @@ def layout_text(layout) -> str:
     """
     mesh = layout.mesh
     dims = "(" + ", ".join(f"{d} {mesh.dim_size(d)}" for d in mesh.dim_names) + ")"
-    copies = int(np.prod([mesh.dim_size(d) for d in mesh.dim_names
-                          if d not in layout.sharding_specs]))
+    copies = int(np.prod([mesh.dim_size(d) for d in mesh.dim_names if d not in layout.sharding_specs]))
     text = f"laid out [{', '.join(layout.sharding_specs)}] on mesh {dims}"
     return text + (f", {copies} replicas per block" if copies > 1 else "")
 
@@ -77,8 +76,9 @@ class ShardsView:
     ``coincide``, ``stat_panels``), the names most read also here.
     """
 
-    def __init__(self, recording, name, kind="velocity", step=None, *, heat_ax, norm_ax=None,
-                 fixed_scale=False, headline=False):
+    def __init__(
+        self, recording, name, kind="velocity", step=None, *, heat_ax, norm_ax=None, fixed_scale=False, headline=False
+    ):
         check_not_empty(recording)
         self.recording, self.name = recording, name
         self.index = update_index(recording, step)
@@ -86,9 +86,11 @@ class ShardsView:
         self.stats_only = getattr(recording, "mode", "full") == "stats"
         self._load(kind)  # raises for unknown name/kind
         if heat_ax is None and (norm_ax is None or not self.stats_only):
-            raise ValueError("heat_ax=None draws a stats recording's statistics alone: pass "
-                             f"heat_ax (mode={getattr(recording, 'mode', 'full')!r}, "
-                             f"norm_ax={norm_ax!r}).")
+            raise ValueError(
+                "heat_ax=None draws a stats recording's statistics alone: pass "
+                f"heat_ax (mode={getattr(recording, 'mode', 'full')!r}, "
+                f"norm_ax={norm_ax!r})."
+            )
         self.heat_ax, self.norm_ax = heat_ax, norm_ax
         self.figure = (heat_ax if heat_ax is not None else norm_ax).figure
         self.headline = bool(headline) or heat_ax is None
@@ -98,7 +100,7 @@ class ShardsView:
         self.short_names = short_device_names(self.devices)
         self.nonfinite_idx, self.mismatch_idx = flagged_steps(recording, name)
         self.updates = np.asarray(recording.steps)
-        self.diverging = diverging_text(recording)   # "the run diverges from update k"
+        self.diverging = diverging_text(recording)  # "the run diverges from update k"
         self.stats_note = None
         self._xlabel = ""
         self._norm_title = None
@@ -106,9 +108,13 @@ class ShardsView:
         self.tensor = self.heatmap = None
         if heat_ax is not None:
             self.tensor = draw_tensor(
-                heat_ax, self.geometry, self.short_names,
+                heat_ax,
+                self.geometry,
+                self.short_names,
                 None if self.stats_only else as_image(self.values[self.index]),
-                limit=self._limit(), colorbar_label=f"{kind} value")
+                limit=self._limit(),
+                colorbar_label=f"{kind} value",
+            )
             self.heatmap = self.tensor.heatmap
             self._label_axes()
         self.norm = NormPanel(self)
@@ -127,7 +133,7 @@ class ShardsView:
             if values.dtype.name == "bfloat16":  # matplotlib and numpy.ma cannot reduce it
                 values = values.astype(np.float32)  # exact: bfloat16 is a float32 prefix
             self.values, self.stats = values, None
-        self._run_limit = None   # the colour limit over the run, once asked
+        self._run_limit = None  # the colour limit over the run, once asked
 
     def _limit(self):
         """The colour limit: over the whole run when ``fixed_scale``, else None (this
@@ -146,6 +152,7 @@ class ShardsView:
 
     def _label_axes(self):
         import textwrap
+
         ax = self.heat_ax
         xlabel, ylabel, note = axis_labels(self.geometry.layout)
         if self.stats_only:
@@ -155,13 +162,11 @@ class ShardsView:
             ylabel, note = "", textwrap.fill(STATS_ONLY_TEXT, 62, break_on_hyphens=False)
         if note and blocks_are_slices(self.block_patches, self.geometry.global_shape):
             # the slice lines lie under the block outlines: say what the chips stand for
-            note = (f"{note.split(';')[0]}; each block is one d0 slice, "
-                    f"d0=0 at the top")
+            note = f"{note.split(';')[0]}; each block is one d0 slice, d0=0 at the top"
         if note and not self.stats_only:  # one panel wide, not across its neighbour
             note = textwrap.fill(note, 52, break_on_hyphens=False)
         self._xlabel = xlabel + (f"\n{note}" if note else "")
-        ax.set_xlabel(self._xlabel, fontsize=style.NOTE_SIZE if self.stats_only else
-                      style.LABEL_SIZE)
+        ax.set_xlabel(self._xlabel, fontsize=style.NOTE_SIZE if self.stats_only else style.LABEL_SIZE)
         ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE)
         if self.stats_only:
             self.stats_note = ax.xaxis.label
@@ -180,24 +185,25 @@ class ShardsView:
         if self.headline:
             self._headline(bad)
             if self.heat_ax is not None:
-                caption = ("device blocks" if self.stats_only else
-                           "values, device blocks outlined")
-                self.heat_ax.set_title(caption + (f"\n{scale}" if scale else ""),
-                                       fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
+                caption = "device blocks" if self.stats_only else "values, device blocks outlined"
+                self.heat_ax.set_title(
+                    caption + (f"\n{scale}" if scale else ""), fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad()
+                )
             if self.heat_ax is not None or not self.stats_only:
                 self._set_norm_title()
             return
-        width = 0.5 * self.figure.get_figwidth() * 72   # the heatmap panel, about
+        width = 0.5 * self.figure.get_figwidth() * 72  # the heatmap panel, about
         noun = KIND_NOUNS.get(self.kind, self.kind)
         head = fit(f"{what}{noun} of {self.name!r}{when}{bad}", width, style.TITLE_SIZE)
         if "\n" in head and bad:  # the flags whole, on a line of their own
-            head = fit(f"{what}{noun} of {self.name!r}{when}", width,
-                       style.TITLE_SIZE) + "\n" + bad.strip()
-        if self.diverging:   # said on every picture of the run, on a line of its own
+            head = fit(f"{what}{noun} of {self.name!r}{when}", width, style.TITLE_SIZE) + "\n" + bad.strip()
+        if self.diverging:  # said on every picture of the run, on a line of its own
             head += "\n" + fit(self.diverging, width, style.TITLE_SIZE)
         self.heat_ax.set_title(
             head + f"\n{settings_text(r, i)}" + (f"\n{scale}" if scale else ""),
-            fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
+            fontsize=style.TITLE_SIZE,
+            pad=self.tensor.title_pad(),
+        )
         self._set_norm_title()
 
     def _when(self) -> str:
@@ -218,15 +224,14 @@ class ShardsView:
         top = float(np.abs(data).max()) if data.size else 0.0
         if not limit or not np.isfinite(limit) or top >= FAINT * limit:
             return "colour scale fixed over the run"
-        return (f"colour scale fixed over the run (±{limit:.2g}):\n"
-                f"these values reach only {top:.2g}, so they look pale")
+        return f"colour scale fixed over the run (±{limit:.2g}):\nthese values reach only {top:.2g}, so they look pale"
 
     def _set_norm_title(self):
         if self.norm_ax is not None and self._norm_title is None:
             # the finding of the lines (of the whole run: it stays while stepping)
             title = self.norm.finding_title()
             room = self.line_ax.get_position().width * self.figure.get_figwidth() * 72.0
-            if "\n" in fit(title, room, style.TITLE_SIZE):   # the block that stands apart,
+            if "\n" in fit(title, room, style.TITLE_SIZE):  # the block that stands apart,
                 title = title.replace("; ", "\n", 1).replace(", then", "\nthen", 1)  # the fall: below
             self._norm_title = title
             self.line_ax.set_title(self._norm_title, fontsize=style.TITLE_SIZE)
@@ -236,8 +241,7 @@ class ShardsView:
         groups = [d[0] for d in self.geometry.replica_groups]
         if self.stats_only:
             return np.asarray(self.stats[self.index][groups, 0], np.float64)
-        return np.asarray(shard_norms(self.recording, self.name, self.kind)[self.index][groups],
-                          np.float64)
+        return np.asarray(shard_norms(self.recording, self.name, self.kind)[self.index][groups], np.float64)
 
     def _headline(self, bad):
         """The figure's title: the finding of the shown update (how far apart its
@@ -252,7 +256,7 @@ class ShardsView:
         finding = f"{subject}: {spread}"
         if "\n" in fit(finding, width, style.SUPTITLE_SIZE, bold=True):  # break at the colon
             finding = f"{subject}:\n{spread}"
-        if self.diverging:   # every picture of a diverging run says so, on a line of its own
+        if self.diverging:  # every picture of a diverging run says so, on a line of its own
             finding += "\n" + self.diverging[:1].upper() + self.diverging[1:]
         parts = [settings_text(r, i), layout_text(self.geometry.layout)]
         if self.stats_only:
@@ -261,8 +265,7 @@ class ShardsView:
         for part in parts[1:]:  # each part whole: on the line, or on a line of its own
             joined = f"{settings}  ·  {part}"
             last = joined.rsplit("\n", 1)[-1]
-            settings = (joined if "\n" not in fit(last, width, style.SUBTITLE_SIZE)
-                        else f"{settings}\n{part}")
+            settings = joined if "\n" not in fit(last, width, style.SUBTITLE_SIZE) else f"{settings}\n{part}"
         headline(fig, finding, settings)
         sub = next(a for a in fig.artists if a.get_gid() == "subtitle")
         if self.stats_only:
@@ -273,7 +276,7 @@ class ShardsView:
         self.index = int(index) % len(self.recording)
         if self.heatmap is not None:
             self.tensor.set_image(as_image(self.values[self.index]), self._limit())
-        self.norm.show_index()   # the markers, and the band's highest and lowest lines here
+        self.norm.show_index()  # the markers, and the band's highest and lowest lines here
         self._update_titles()
 
     def set_step(self, step=None) -> None:
@@ -294,26 +297,25 @@ class ShardsView:
         if self.tensor is not None and self.tensor.colorbar is not None:  # set_index puts it on
             self.tensor.colorbar_label = f"{kind} value"
         self.set_index(self.index)
-        self.fit_titles()   # the new kind's finding over the norm panel
+        self.fit_titles()  # the new kind's finding over the norm panel
 
     def fit_titles(self) -> None:
         """The panels' titles broken between words where they would leave the figure
         (``_text_fit.keep_inside``: a centred title wider than its panel's room)."""
         from ..text.fit import keep_inside
-        keep_inside(self.figure, [ax.title for ax in (self.heat_ax, self.norm_ax,
-                                                      self.line_ax)
-                                  if ax is not None])
+
+        keep_inside(self.figure, [ax.title for ax in (self.heat_ax, self.norm_ax, self.line_ax) if ax is not None])
 
     def fit_labels(self, renderer=None) -> None:
         """Shrink, turn or hide block labels that would not fit inside their block."""
         import textwrap
+
         if self.tensor is None:
             return
         self.tensor.fit_labels(renderer or self.figure.canvas.get_renderer())
         hidden = self.tensor.unlabelled_text()
         if hidden and not self.stats_only:  # the devices, named where chips could not
-            self.heat_ax.set_xlabel(self._xlabel + "\n" + textwrap.fill(
-                hidden, 52, break_on_hyphens=False))
+            self.heat_ax.set_xlabel(self._xlabel + "\n" + textwrap.fill(hidden, 52, break_on_hyphens=False))
 
     # older name of the artists, for code written against the heatmap-of-norms view
     @property

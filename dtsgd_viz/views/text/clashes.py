@@ -12,13 +12,14 @@ import numpy as np
 
 __all__ = ["clashes", "text_box", "leader_points"]
 
-GAP = 1.0   # pixels two labels' boxes keep apart (their white halo is about this wide)
+GAP = 1.0  # pixels two labels' boxes keep apart (their white halo is about this wide)
 
 
 def text_box(text, renderer, pad: float = 0.0) -> tuple[float, float, float, float]:
     """The display box ``(x0, y0, x1, y1)`` of ``text``'s characters only (an
     annotation's ``get_window_extent`` holds its arrow too), grown by ``pad`` pixels."""
     from matplotlib.text import Text
+
     b = Text.get_window_extent(text, renderer)
     return (b.x0 - pad, b.y0 - pad, b.x1 + pad, b.y1 + pad)
 
@@ -28,6 +29,7 @@ def leader_points(text, renderer, n: int = 120) -> np.ndarray:
     text (where a straight ``"-"`` arrow starts) to the point it names, outside its own
     text; empty for a text without one."""
     from matplotlib.text import Annotation
+
     if not isinstance(text, Annotation) or text.arrow_patch is None:
         return np.zeros((0, 2))
     # the point named (matplotlib's own transform of ``xy`` in its ``xycoords``)
@@ -41,7 +43,8 @@ def leader_points(text, renderer, n: int = 120) -> np.ndarray:
 
 def _texts(ax, renderer) -> list:
     from matplotlib.text import Annotation
-    ax.apply_aspect()   # the axes where they are drawn (an equal-aspect panel shrinks)
+
+    ax.apply_aspect()  # the axes where they are drawn (an equal-aspect panel shrinks)
     out = [t for t in ax.texts if t.get_visible() and t.get_text().strip()]
     for t in out:
         if isinstance(t, Annotation):
@@ -67,7 +70,6 @@ def clashes(ax, renderer=None) -> list[tuple[str, str, str]]:
             continue
         for b in texts:
             x0, y0, x1, y1 = boxes[id(b)]
-            if b is not a and np.any((pts[:, 0] > x0) & (pts[:, 0] < x1)
-                                     & (pts[:, 1] > y0) & (pts[:, 1] < y1)):
+            if b is not a and np.any((pts[:, 0] > x0) & (pts[:, 0] < x1) & (pts[:, 1] > y0) & (pts[:, 1] < y1)):
                 out.append(("leader", a.get_text(), b.get_text()))
     return out

@@ -23,7 +23,7 @@ def spread(positions, gap: float, lo: float = 0.0, hi: float = 1.0) -> list[floa
     if not len(p):
         return []
     order = np.argsort(p, kind="stable")
-    groups = [[float(v)] for v in p[order]]   # runs of labels that touch, centred together
+    groups = [[float(v)] for v in p[order]]  # runs of labels that touch, centred together
     merged = True
     while merged:
         merged = False
@@ -41,7 +41,7 @@ def spread(positions, gap: float, lo: float = 0.0, hi: float = 1.0) -> list[floa
         placed += [start + k * gap for k in range(len(g))]
     placed = np.asarray(placed)
     span = gap * (len(placed) - 1)
-    if span <= hi - lo:   # keep them inside, shifting the ones past an end
+    if span <= hi - lo:  # keep them inside, shifting the ones past an end
         for k in range(len(placed)):
             placed[k] = min(max(placed[k], lo + k * gap), hi - (len(placed) - 1 - k) * gap)
     out = np.empty_like(placed)
@@ -86,8 +86,9 @@ def _axes_width_points(ax) -> float:
     return max(1.0, ax.get_window_extent().width * 72.0 / dpi)
 
 
-def label_ends(ax, entries, *, fontsize=style.LABEL_SIZE, room: float | None = None, gid_prefix="label:",
-               outside: bool = False):
+def label_ends(
+    ax, entries, *, fontsize=style.LABEL_SIZE, room: float | None = None, gid_prefix="label:", outside: bool = False
+):
     """Write each ``(text, x, y, color)`` of ``entries`` at ``(x, y)`` (a line's end),
     to its right, names pushed apart vertically so none overprints another. The x axis
     is widened by ``room`` of its span to hold them (None: as much as the longest name
@@ -98,26 +99,42 @@ def label_ends(ax, entries, *, fontsize=style.LABEL_SIZE, room: float | None = N
     ``Text`` artists; ``move_ends`` moves them later."""
     from matplotlib.transforms import blended_transform_factory
 
-    keep = [(t, float(x), float(y), c) for t, x, y, c in entries
-            if np.isfinite(y) and np.isfinite(x) and (y > 0 or ax.get_yscale() != "log")]
+    keep = [
+        (t, float(x), float(y), c)
+        for t, x, y, c in entries
+        if np.isfinite(y) and np.isfinite(x) and (y > 0 or ax.get_yscale() != "log")
+    ]
     if not keep:
         return []
     if not outside:
-        if room is None:   # bold DejaVu Sans: ~0.66 em a character, and a little air
+        if room is None:  # bold DejaVu Sans: ~0.66 em a character, and a little air
             room = (0.66 * fontsize * max(len(t) for t, _, _, _ in keep) + 10.0) / _axes_width_points(ax)
         x0, x1 = ax.get_xlim()
         ticks = [t for t in ax.get_xticks() if x0 <= t <= x1]
         ax.set_xlim(x0, x1 + room * (x1 - x0))
-        ax.set_xticks(ticks)   # no ticks under the names
+        ax.set_xticks(ticks)  # no ticks under the names
     else:
-        ax.set_xlim(*ax.get_xlim())   # fixed: the names stand just past its end
-    ax.set_ylim(*ax.get_ylim())   # fixed: the labels are placed in axes fractions
+        ax.set_xlim(*ax.get_xlim())  # fixed: the names stand just past its end
+    ax.set_ylim(*ax.get_ylim())  # fixed: the labels are placed in axes fractions
     trans = blended_transform_factory(ax.transData, ax.transAxes)
-    out = [ax.text(x, 0.5, text, transform=trans, ha="left", va="center", fontsize=fontsize, color=color,
-                   fontweight="bold", clip_on=False, gid=f"{gid_prefix}{text}")
-           for text, x, _, color in keep]
+    out = [
+        ax.text(
+            x,
+            0.5,
+            text,
+            transform=trans,
+            ha="left",
+            va="center",
+            fontsize=fontsize,
+            color=color,
+            fontweight="bold",
+            clip_on=False,
+            gid=f"{gid_prefix}{text}",
+        )
+        for text, x, _, color in keep
+    ]
     for t in out:
-        t.end_outside = outside   # move_ends keeps them in their column
+        t.end_outside = outside  # move_ends keeps them in their column
     move_ends(ax, out, [(x, y) for _, x, y, _ in keep])
     return out
 
@@ -131,15 +148,16 @@ def move_ends(ax, texts, ends) -> None:
     y)]``, same order), pushed apart; a name whose end is not finite is hidden. Names
     written ``outside`` keep their column right of the spine; only their heights move."""
     x0, x1 = ax.get_xlim()
-    ok = [i for i, (x, y) in enumerate(ends) if np.isfinite(x) and np.isfinite(y)
-          and (y > 0 or ax.get_yscale() != "log")]
+    ok = [
+        i for i, (x, y) in enumerate(ends) if np.isfinite(x) and np.isfinite(y) and (y > 0 or ax.get_yscale() != "log")
+    ]
     fontsize = texts[0].get_fontsize() if texts else style.LABEL_SIZE
     gap = 1.15 * fontsize / axes_height_points(ax)
     fracs = spread([_fraction(ax, ends[i][1]) for i in ok], gap, 0.02, 0.98)
     for t in texts:
         t.set_visible(False)
     for i, f in zip(ok, fracs):
-        if getattr(texts[i], "end_outside", False):   # in the column right of the spine
+        if getattr(texts[i], "end_outside", False):  # in the column right of the spine
             x = x1 + OUTSIDE_PAD * (x1 - x0)
         else:
             x = ends[i][0] + 0.012 * (x1 - x0)
@@ -168,8 +186,16 @@ def leaders(ax, ends, placed, colors, *, x0=1.0, x1=1.045, min_shift=0.004, gid=
     for k, (y0, y1, c) in enumerate(zip(ends, placed, colors)):
         if y0 is None or y1 is None or abs(y1 - y0) <= min_shift:
             continue
-        line, = ax.plot([x0, x0 + 0.35 * (x1 - x0), x1], [y0, y0, y1], color=c, lw=0.9,
-                        transform=ax.transAxes, clip_on=False, zorder=6, gid=f"{gid}-{k}")
+        (line,) = ax.plot(
+            [x0, x0 + 0.35 * (x1 - x0), x1],
+            [y0, y0, y1],
+            color=c,
+            lw=0.9,
+            transform=ax.transAxes,
+            clip_on=False,
+            zorder=6,
+            gid=f"{gid}-{k}",
+        )
         line.set_in_layout(False)
         out.append(line)
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
-PAD = 3.0   # pixels kept between a text and the figure's edge
+PAD = 3.0  # pixels kept between a text and the figure's edge
 
 
 def room(text, box, frame, pad=PAD) -> float:
@@ -52,9 +52,11 @@ def wrap_to(text, width, renderer) -> bool:
     longest = max(len(line) for line in text.get_text().split("\n"))
     chars = max(8, int(longest * width / box.width))
     while chars >= 8:
-        text.set_text("\n".join(textwrap.fill(part, chars, break_long_words=False,
-                                              break_on_hyphens=False) or part
-                                for part in parts))
+        text.set_text(
+            "\n".join(
+                textwrap.fill(part, chars, break_long_words=False, break_on_hyphens=False) or part for part in parts
+            )
+        )
         if text.get_window_extent(renderer).width <= width:
             return True
         chars -= max(1, chars // 12)
@@ -68,7 +70,7 @@ def grow_to_fit(fig, pad=PAD) -> None:
         return
     for _ in range(3):
         fig.draw_without_rendering()
-        tight = fig.get_tightbbox(fig.canvas.get_renderer())   # inches
+        tight = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
         over = max(0.0, -tight.y0) + max(0.0, tight.y1 - fig.get_figheight())
         if over <= pad / fig.dpi:
             return

@@ -26,17 +26,26 @@ import dataclasses
 
 import numpy as np
 
-__all__ = ["DrawnArrow", "fit_arrows", "SHAFT", "HEAD_WIDTH", "HEAD_LENGTH", "HEAD_AXIS",
-           "SHAFT_HEADS", "MIN_ARROW", "THIN"]
+__all__ = [
+    "DrawnArrow",
+    "fit_arrows",
+    "SHAFT",
+    "HEAD_WIDTH",
+    "HEAD_LENGTH",
+    "HEAD_AXIS",
+    "SHAFT_HEADS",
+    "MIN_ARROW",
+    "THIN",
+]
 
-SHAFT, HEAD_WIDTH, HEAD_LENGTH, HEAD_AXIS = 0.024, 3.0, 3.4, 3.0   # quiver's shape, in shaft widths
-SHAFT_HEADS = 2.0   # a shaft at least this many of its head lengths: the direction reads
-MIN_ARROW = 0.18    # panel spans: shorter, an arrow is drawn this long (at ``THIN``: 3 heads)
-THIN = MIN_ARROW / ((1.0 + SHAFT_HEADS) * HEAD_LENGTH)   # the thinnest shaft of an arrow not folding back
-LEEWAY = 1.3       # an arrow this much short of MIN_ARROW is drawn thinner still, not longer
-FOLD = 120.0        # degrees: an arrow turning back more than this lies along the one before
-FOLD_THIN = 0.55    # ... and is drawn this much thinner than it (the other shows round it)
-FOLD_FLOOR = 0.45 * SHAFT   # but no thinner than this
+SHAFT, HEAD_WIDTH, HEAD_LENGTH, HEAD_AXIS = 0.024, 3.0, 3.4, 3.0  # quiver's shape, in shaft widths
+SHAFT_HEADS = 2.0  # a shaft at least this many of its head lengths: the direction reads
+MIN_ARROW = 0.18  # panel spans: shorter, an arrow is drawn this long (at ``THIN``: 3 heads)
+THIN = MIN_ARROW / ((1.0 + SHAFT_HEADS) * HEAD_LENGTH)  # the thinnest shaft of an arrow not folding back
+LEEWAY = 1.3  # an arrow this much short of MIN_ARROW is drawn thinner still, not longer
+FOLD = 120.0  # degrees: an arrow turning back more than this lies along the one before
+FOLD_THIN = 0.55  # ... and is drawn this much thinner than it (the other shows round it)
+FOLD_FLOOR = 0.45 * SHAFT  # but no thinner than this
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -49,8 +58,8 @@ class DrawnArrow:
     uv: np.ndarray
     factor: float
     width: float
-    covered: float = 0.0   # data units of its shaft from the tail under the head before it
-    shift: np.ndarray | None = None   # display pixels it is drawn aside (``update_fold``), or None
+    covered: float = 0.0  # data units of its shaft from the tail under the head before it
+    shift: np.ndarray | None = None  # display pixels it is drawn aside (``update_fold``), or None
 
     @property
     def dashed(self) -> bool:
@@ -94,13 +103,13 @@ def fit_arrows(chain, span: float) -> list[DrawnArrow]:
             continue
         fold = bool(out) and out[-1].factor == 1.0 and _angle(out[-1].uv, uv) > FOLD
         # folding back, its first part lies under the head before it: it reaches beyond that
-        covered = HEAD_LENGTH * out[-1].width if fold else 0.0   # panel spans
+        covered = HEAD_LENGTH * out[-1].width if fold else 0.0  # panel spans
         need = MIN_ARROW + covered
         width = min(SHAFT, (n - covered) / ((1.0 + SHAFT_HEADS) * HEAD_LENGTH))
-        if k < len(chain) - 1 and width >= THIN / 2:   # not the last: drawn longer, the next arrow
-            out.append(DrawnArrow(term, tail, uv, 1.0, float(width), covered * span))   # would start
-            continue                                                                  # on its shaft
-        if width < THIN / LEEWAY:   # too short for a shaft of two heads: drawn longer, at THIN
+        if k < len(chain) - 1 and width >= THIN / 2:  # not the last: drawn longer, the next arrow
+            out.append(DrawnArrow(term, tail, uv, 1.0, float(width), covered * span))  # would start
+            continue  # on its shaft
+        if width < THIN / LEEWAY:  # too short for a shaft of two heads: drawn longer, at THIN
             out.append(DrawnArrow(term, tail, uv * (need / n), need / n, THIN, covered * span))
             continue
         if fold:

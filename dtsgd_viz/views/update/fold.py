@@ -25,9 +25,9 @@ import numpy as np
 
 __all__ = ["fold_shift", "shifts", "draw", "data_shift", "FOLD_BACK", "CLEAR"]
 
-FOLD_BACK = 150.0   # degrees between the two arrows: more, the second folds back along the first
-CLEAR = 3.0         # pixels beyond the first arrow's shaft width the second is moved sideways
-NEAR = 3.0          # pixels: shafts closer than their half widths + this would overlap
+FOLD_BACK = 150.0  # degrees between the two arrows: more, the second folds back along the first
+CLEAR = 3.0  # pixels beyond the first arrow's shaft width the second is moved sideways
+NEAR = 3.0  # pixels: shafts closer than their half widths + this would overlap
 
 
 def fold_shift(tail1, tip1, width1, tail2, uv2, width2, flip=1.0):
@@ -45,16 +45,16 @@ def fold_shift(tail1, tip1, width1, tail2, uv2, width2, flip=1.0):
     if float(np.degrees(np.arccos(np.clip(u1 @ u2, -1.0, 1.0)))) <= FOLD_BACK:
         return None
     perp = np.array([-u1[1], u1[0]])
-    pts = tail2 + np.linspace(0.0, 1.0, 60)[:, None] * uv2   # along the second shaft
+    pts = tail2 + np.linspace(0.0, 1.0, 60)[:, None] * uv2  # along the second shaft
     along = (pts - tail1) @ u1
     over = (along > 0) & (along < n1)
     if not over.any():
         return None
     across = (pts - tail1) @ perp
     if float(np.abs(across[over]).max()) >= 0.5 * (width1 + width2) + NEAR:
-        return None   # it leans away enough by itself
+        return None  # it leans away enough by itself
     side = (1.0 if float(np.sum(across[over])) >= 0 else -1.0) * flip
-    back = max(0.0, float(np.max(-side * across[over])))   # how far it leans to the other side
+    back = max(0.0, float(np.max(-side * across[over])))  # how far it leans to the other side
     return side * (width1 + CLEAR + back) * perp
 
 
@@ -66,9 +66,18 @@ def shifts(ax, arrows, flip=1.0):
     px_w = ax.bbox.width
     out = [None]
     for a, b in zip(arrows, arrows[1:]):
-        out.append(fold_shift(to_px(a.tail), to_px(a.tail + a.uv), a.width * px_w,
-                              to_px(b.tail), to_px(b.tail + b.uv) - to_px(b.tail), b.width * px_w, flip))
-    return out[:len(arrows)]
+        out.append(
+            fold_shift(
+                to_px(a.tail),
+                to_px(a.tail + a.uv),
+                a.width * px_w,
+                to_px(b.tail),
+                to_px(b.tail + b.uv) - to_px(b.tail),
+                b.width * px_w,
+                flip,
+            )
+        )
+    return out[: len(arrows)]
 
 
 def data_shift(ax, point, shift):
@@ -84,6 +93,7 @@ def transform(ax, shift):
     """``ax.transData`` moved by ``shift`` pixels (kept in pixels when the figure's
     layout changes)."""
     from matplotlib.transforms import ScaledTranslation
+
     dpi = ax.figure.dpi
     return ax.transData + ScaledTranslation(shift[0] / dpi, shift[1] / dpi, ax.figure.dpi_scale_trans)
 
@@ -93,10 +103,18 @@ def draw(ax, arrow, shift, color, zorder, gid):
     drawn tail ``shift`` pixels aside: a line as thick as the arrow's shaft in the arrow's
     colour, under the arrow before (its head shows whole). Returns the line."""
     from matplotlib.transforms import ScaledTranslation
+
     dpi = ax.figure.dpi
     at = ScaledTranslation(float(arrow.tail[0]), float(arrow.tail[1]), ax.transData)
-    lw = max(1.2, arrow.width * ax.bbox.width * 72.0 / dpi)   # points
-    (line,) = ax.plot([0.0, shift[0] / dpi], [0.0, shift[1] / dpi], color=color, lw=lw,
-                      solid_capstyle="butt", transform=ax.figure.dpi_scale_trans + at,
-                      zorder=zorder, gid=gid)
+    lw = max(1.2, arrow.width * ax.bbox.width * 72.0 / dpi)  # points
+    (line,) = ax.plot(
+        [0.0, shift[0] / dpi],
+        [0.0, shift[1] / dpi],
+        color=color,
+        lw=lw,
+        solid_capstyle="butt",
+        transform=ax.figure.dpi_scale_trans + at,
+        zorder=zorder,
+        gid=gid,
+    )
     return line

@@ -24,8 +24,16 @@ from ..paths.geometry import Plane, project
 from .arrows import MIN_ARROW  # noqa: F401  (the length a too-short arrow is drawn at)
 
 __all__ = [
-    "UpdateTerms", "decompose_update", "why_no_arrows", "arrow_chain", "nesterov_points",
-    "zoom_box", "zoom_factor", "place_labels", "TERM_LABELS", "TERM_SHORT",
+    "UpdateTerms",
+    "decompose_update",
+    "why_no_arrows",
+    "arrow_chain",
+    "nesterov_points",
+    "zoom_box",
+    "zoom_factor",
+    "place_labels",
+    "TERM_LABELS",
+    "TERM_SHORT",
     "MIN_ARROW",
 ]
 
@@ -87,8 +95,10 @@ def why_no_arrows(recording, index=None) -> str | None:
     for i in bad:
         if not _consecutive(steps, i):
             prev = int(steps[i - 1]) if i else 0
-            return (f"no update arrows: update {int(steps[i]) - 1}, just before update {int(steps[i])}, "
-                    f"is not recorded (every {int(steps[i]) - prev}); record every update to see them")
+            return (
+                f"no update arrows: update {int(steps[i]) - 1}, just before update {int(steps[i])}, "
+                f"is not recorded (every {int(steps[i]) - prev}); record every update to see them"
+            )
     return None
 
 
@@ -176,8 +186,7 @@ def zoom_box(points, main_box, pad: float = 0.3, min_frac: float = 0.02):
     main = max(float(np.ptp(main_box[0])), float(np.ptp(main_box[1])))
     span = max(float((hi - lo).max()) * (1 + 2 * pad), min_frac * main, 1e-12)
     c = (lo + hi) / 2
-    return ((float(c[0] - span / 2), float(c[0] + span / 2)),
-            (float(c[1] - span / 2), float(c[1] + span / 2)))
+    return ((float(c[0] - span / 2), float(c[0] + span / 2)), (float(c[1] - span / 2), float(c[1] + span / 2)))
 
 
 def zoom_factor(main_box, box) -> float:
@@ -205,7 +214,7 @@ def _rect(anchor, d, r, size):
 
 
 STRICT_PULL = 5.0
-MARGIN = 4.5   # points a label keeps clear of an obstacle (its estimated size errs by a point or two)
+MARGIN = 4.5  # points a label keeps clear of an obstacle (its estimated size errs by a point or two)
 
 
 def place_labels(anchors, sizes, obstacles, panel, away=None, radii=(16.0, 28.0, 42.0, 60.0), pull=None):
@@ -241,20 +250,29 @@ def place_labels(anchors, sizes, obstacles, panel, away=None, radii=(16.0, 28.0,
                     cost += 8.0
                 # a spot partly outside is slid back in along the panel's edges (in whole points:
                 # a redraw of a panel a fraction of a point smaller draws the same): judged there
-                shift = np.array([np.ceil(max(0.0, -x0)) - np.ceil(max(0.0, x1 - W)),
-                                  np.ceil(max(0.0, -y0)) - np.ceil(max(0.0, y1 - H))])
+                shift = np.array(
+                    [
+                        np.ceil(max(0.0, -x0)) - np.ceil(max(0.0, x1 - W)),
+                        np.ceil(max(0.0, -y0)) - np.ceil(max(0.0, y1 - H)),
+                    ]
+                )
                 x0, x1, y0, y1 = x0 + shift[0], x1 + shift[0], y0 + shift[1], y1 + shift[1]
-                for a0, b0, a1, b1 in placed:   # any touch of another label (2 points apart) costs
+                for a0, b0, a1, b1 in placed:  # any touch of another label (2 points apart) costs
                     common = max(0, min(x1 + 2, a1) - max(x0 - 2, a0)) * max(0, min(y1 + 2, b1) - max(y0 - 2, b0))
                     cost += (30.0 + 40.0 * common / area) if common > 0 else 0.0
                 if len(obstacles):
-                    hit = ((obstacles[:, 0] > x0 - MARGIN) & (obstacles[:, 0] < x1 + MARGIN)
-                           & (obstacles[:, 1] > y0 - MARGIN) & (obstacles[:, 1] < y1 + MARGIN))
+                    hit = (
+                        (obstacles[:, 0] > x0 - MARGIN)
+                        & (obstacles[:, 0] < x1 + MARGIN)
+                        & (obstacles[:, 1] > y0 - MARGIN)
+                        & (obstacles[:, 1] < y1 + MARGIN)
+                    )
                     cost += 6.0 * float(hit.sum())
                 leader = _leader(anchor, (x0, y0, x1, y1))
                 cost += _leader_cost(leader, anchor, obstacles, placed, leaders)
-                cost += 20.0 * sum(1 for other in leaders if other is not None
-                                   and _cuts(other, (x0 - 2, y0 - 2, x1 + 2, y1 + 2)))
+                cost += 20.0 * sum(
+                    1 for other in leaders if other is not None and _cuts(other, (x0 - 2, y0 - 2, x1 + 2, y1 + 2))
+                )
                 cost += 0.02 * r - (weight * float(d @ pref) if pref is not None else 0.0)
                 if best is None or cost < best[0]:
                     best = (cost, r * d + shift, ha, va, (x0, y0, x1, y1))
@@ -265,7 +283,7 @@ def place_labels(anchors, sizes, obstacles, panel, away=None, radii=(16.0, 28.0,
     return out
 
 
-CLEAR = 9.0   # points round a leader's anchor where it may touch the mark it names
+CLEAR = 9.0  # points round a leader's anchor where it may touch the mark it names
 
 
 def _leader(anchor, rect):
@@ -275,11 +293,16 @@ def _leader(anchor, rect):
     x0, y0, x1, y1 = rect
     c = np.array([(x0 + x1) / 2, (y0 + y1) / 2])
     d = c - a
-    ts = [t for t, lo, hi, k in ((((x0 - a[0]) / d[0]) if d[0] else None, y0, y1, 1),
-                                  (((x1 - a[0]) / d[0]) if d[0] else None, y0, y1, 1),
-                                  (((y0 - a[1]) / d[1]) if d[1] else None, x0, x1, 0),
-                                  (((y1 - a[1]) / d[1]) if d[1] else None, x0, x1, 0))
-          if t is not None and 0 <= t <= 1 and lo - 1e-9 <= a[k] + t * d[k] <= hi + 1e-9]
+    ts = [
+        t
+        for t, lo, hi, k in (
+            (((x0 - a[0]) / d[0]) if d[0] else None, y0, y1, 1),
+            (((x1 - a[0]) / d[0]) if d[0] else None, y0, y1, 1),
+            (((y0 - a[1]) / d[1]) if d[1] else None, x0, x1, 0),
+            (((y1 - a[1]) / d[1]) if d[1] else None, x0, x1, 0),
+        )
+        if t is not None and 0 <= t <= 1 and lo - 1e-9 <= a[k] + t * d[k] <= hi + 1e-9
+    ]
     return (a, a + min(ts) * d) if ts and min(ts) > 0 else None
 
 

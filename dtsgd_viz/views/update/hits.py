@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-GAP = 3.0       # pixels a label and a leader keep clear of everything else
+GAP = 3.0  # pixels a label and a leader keep clear of everything else
 
 
 def _seg_rect(a, b, r) -> bool:
@@ -49,6 +49,7 @@ def _seg_dist(a, b, pts):
 def _poly_rect(poly, r, gap=GAP) -> bool:
     from matplotlib.path import Path
     from matplotlib.transforms import Bbox
+
     if len(poly) < 3:
         x, y = poly[0]
         return r[0] - gap < x < r[2] + gap and r[1] - gap < y < r[3] + gap
@@ -58,8 +59,9 @@ def _poly_rect(poly, r, gap=GAP) -> bool:
 def _seg_poly(a, b, poly, gap=GAP) -> bool:
     """Whether segment ``a b`` passes within ``gap`` of the polygon ``poly`` (or inside it)."""
     from matplotlib.path import Path
+
     poly = np.asarray(poly, np.float64)
-    lo, hi = np.minimum(a, b) - gap, np.maximum(a, b) + gap   # boxes apart: far from it
+    lo, hi = np.minimum(a, b) - gap, np.maximum(a, b) + gap  # boxes apart: far from it
     if np.any(poly.min(axis=0) > hi) or np.any(poly.max(axis=0) < lo):
         return False
     if len(poly) >= 3 and Path(poly).contains_point(a):
@@ -68,13 +70,15 @@ def _seg_poly(a, b, poly, gap=GAP) -> bool:
     if float(_seg_dist(a, b, edges).min()) < gap:
         return True
     p, q = edges[:-1], edges[1:]
-    if not len(p):   # a point (a zero-length arrow): its distance said it all
+    if not len(p):  # a point (a zero-length arrow): its distance said it all
         return False
-    cross = lambda o, u, v: ((u[..., 0] - o[..., 0]) * (v[..., 1] - o[..., 1])  # noqa: E731
-                             - (u[..., 1] - o[..., 1]) * (v[..., 0] - o[..., 0]))
+    cross = lambda o, u, v: (
+        (u[..., 0] - o[..., 0]) * (v[..., 1] - o[..., 1])  # noqa: E731
+        - (u[..., 1] - o[..., 1]) * (v[..., 0] - o[..., 0])
+    )
     if np.any((cross(a, b, p) * cross(a, b, q) < 0) & (cross(p, q, a) * cross(p, q, b) < 0)):
         return True
-    d = q - p   # a's and b's distance to every edge
+    d = q - p  # a's and b's distance to every edge
     n2 = np.where((d * d).sum(axis=1) > 0, (d * d).sum(axis=1), 1.0)
     for c in (a, b):
         t = np.clip(((c - p) * d).sum(axis=1) / n2, 0.0, 1.0)
@@ -88,15 +92,16 @@ def leaves(a, b, poly):
     ``GAP`` past the last point of it inside ``poly`` (None when it ends there): a leader
     from a mark on an arrow may cross that arrow only where it starts."""
     from matplotlib.path import Path
+
     n = int(min(4000, max(2, np.hypot(*(b - a)) + 1)))
     pts = a + np.linspace(0.0, 1.0, n)[:, None] * (b - a)
     inside = np.flatnonzero(Path(poly, closed=True).contains_points(pts))
     if not len(inside):
         return a, b
     edges = np.concatenate([poly, poly[:1]])
-    rest = pts[int(inside[-1]) + 1:]
+    rest = pts[int(inside[-1]) + 1 :]
     near = np.min([_seg_dist(p, q, rest) for p, q in zip(edges[:-1], edges[1:])], axis=0) if len(rest) else rest
-    clear = np.flatnonzero(near >= GAP + 0.5)   # clear of its edge by GAP
+    clear = np.flatnonzero(near >= GAP + 0.5)  # clear of its edge by GAP
     return None if not len(clear) else (rest[int(clear[0])], b)
 
 

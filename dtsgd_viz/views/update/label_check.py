@@ -31,7 +31,6 @@ from .labels import (
 __all__ = ["conflicts"]
 
 
-
 def conflicts(ax, renderer, polygons, discs, gap=1.0):
     """What the drawn labels of ``ax`` cross, as ``[str]`` (empty: nothing): ``polygons``
     ``[(name, pixels)]`` (the arrows as drawn), ``discs`` ``[(name, centre, radius)]``
@@ -43,11 +42,12 @@ def conflicts(ax, renderer, polygons, discs, gap=1.0):
     (a sign)."""
     from matplotlib.path import Path
     from matplotlib.text import Annotation, Text
+
     frame = ax.bbox.extents
     anns = [t for t in ax.texts if isinstance(t, Annotation) and t.get_text()]
     boxes, leaders, out, far_ends = [], [], [], []
     for t in anns:
-        t.update_positions(renderer)   # an animated axes' labels are not drawn by canvas.draw()
+        t.update_positions(renderer)  # an animated axes' labels are not drawn by canvas.draw()
         b = Text.get_window_extent(t, renderer)
         boxes.append((b.x0, b.y0, b.x1, b.y1))
         anchor = ax.transData.transform(t.xy)
@@ -57,10 +57,11 @@ def conflicts(ax, renderer, polygons, discs, gap=1.0):
             continue
         far = max(verts, key=lambda v: np.hypot(*(v - anchor)))
         far_ends.append(np.asarray(far, np.float64))
-        shaft = 0.5 * SHAFT * ax.bbox.width + GAP + 4.0   # as ``update_panel`` lets a leader leave a shaft
+        shaft = 0.5 * SHAFT * ax.bbox.width + GAP + 4.0  # as ``update_panel`` lets a leader leave a shaft
         own = max([rad + 2.0 for _, c, rad in discs if np.hypot(*(np.asarray(c) - anchor)) < 1.0] + [shaft])
-        leaders.append((_trim(anchor, np.asarray(far, np.float64), own + 1.0),
-                        _trim(anchor, np.asarray(far, np.float64), shaft)))
+        leaders.append(
+            (_trim(anchor, np.asarray(far, np.float64), own + 1.0), _trim(anchor, np.asarray(far, np.float64), shaft))
+        )
     ends = [None if lead is None else far_ends.pop(0) for lead in leaders]
     leaders = [(None, None) if lead is None else lead for lead in leaders]
     for i, (t, r, (lead, off_shaft)) in enumerate(zip(anns, boxes, leaders)):
@@ -105,6 +106,7 @@ def _hidden(anchor, end, polygons, discs) -> float:
     """Pixels of the leader ``anchor``-``end`` under the marks at its anchor and the arrows
     its anchor lies on (from the anchor to where it leaves the last of them)."""
     from matplotlib.path import Path
+
     n = int(min(2000, max(2, 4 * np.hypot(*(end - anchor)) + 1)))
     pts = anchor + np.linspace(0.0, 1.0, n)[:, None] * (end - anchor)
     under = np.zeros(n, bool)

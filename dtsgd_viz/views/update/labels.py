@@ -37,19 +37,18 @@ from .hits import (  # noqa: F401
     leaves,
 )
 
-__all__ = ["Label", "arrow_polygon", "place", "RADII", "SHAFT", "HEAD_WIDTH",
-           "HEAD_LENGTH", "HEAD_AXIS", "LABEL_Z"]
+__all__ = ["Label", "arrow_polygon", "place", "RADII", "SHAFT", "HEAD_WIDTH", "HEAD_LENGTH", "HEAD_AXIS", "LABEL_Z"]
 
-LABEL_Z = 6.5   # the labels and leaders: over the path and its marks (<= 6), under the arrows (7)
-RADII = (14.0, 22.0, 32.0, 44.0, 58.0, 76.0, 98.0)   # points from the anchor a label may sit
-PAD = 2.0       # points matplotlib leaves between a text and its leader's end (half of 4)
-HARD = 100.0    # the cost of one crossing: more than any preference
-ON_PATH = 0.5 * HARD + 1.0   # a label over the path: not clean (the panel tries more room), but
-                              # cheaper than a crossing where nothing else fits
-LINE_COST = 6.0   # a leader over a point of the path or the dotted line (a crossing: about 3)
-MIN_LEADER = 8.0   # pixels of a leader seen beyond what it names: shorter, it reads as a tick or sign
-CORNER = 3.0       # pixels: a leader meeting a label's left or right side further than this from its
-                   # top and bottom meets the text's line like a sign ("−μ·v_prev")
+LABEL_Z = 6.5  # the labels and leaders: over the path and its marks (<= 6), under the arrows (7)
+RADII = (14.0, 22.0, 32.0, 44.0, 58.0, 76.0, 98.0)  # points from the anchor a label may sit
+PAD = 2.0  # points matplotlib leaves between a text and its leader's end (half of 4)
+HARD = 100.0  # the cost of one crossing: more than any preference
+ON_PATH = 0.5 * HARD + 1.0  # a label over the path: not clean (the panel tries more room), but
+# cheaper than a crossing where nothing else fits
+LINE_COST = 6.0  # a leader over a point of the path or the dotted line (a crossing: about 3)
+MIN_LEADER = 8.0  # pixels of a leader seen beyond what it names: shorter, it reads as a tick or sign
+CORNER = 3.0  # pixels: a leader meeting a label's left or right side further than this from its
+# top and bottom meets the text's line like a sign ("−μ·v_prev")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -66,11 +65,10 @@ class Label:
     side: np.ndarray | None = None
     own: float = 6.0
     wrapped: str | None = None
-    under: float | None = None   # pixels of the leader hidden under what it names (None: ``own``)
+    under: float | None = None  # pixels of the leader hidden under what it names (None: ``own``)
 
 
-def arrow_polygon(tail, tip, width, headwidth=HEAD_WIDTH, headlength=HEAD_LENGTH,
-                  headaxislength=HEAD_AXIS):
+def arrow_polygon(tail, tip, width, headwidth=HEAD_WIDTH, headlength=HEAD_LENGTH, headaxislength=HEAD_AXIS):
     """The outline (pixels) of a quiver arrow from ``tail`` to ``tip`` whose shaft is
     ``width`` pixels wide, as matplotlib's ``Quiver._h_arrows`` builds it (an arrow
     shorter than its head is shrunk whole)."""
@@ -79,10 +77,10 @@ def arrow_polygon(tail, tip, width, headwidth=HEAD_WIDTH, headlength=HEAD_LENGTH
     n = float(np.hypot(*d))
     if not np.isfinite(n) or n == 0 or width <= 0:
         return tail[None, :]
-    L = n / width   # in shaft widths
+    L = n / width  # in shaft widths
     x = np.array([0, L - headaxislength, L - headlength, L])
     y = 0.5 * np.array([1, 1, headwidth, 0])
-    if L < headlength:   # minshaft 1: quiver shrinks the whole arrow
+    if L < headlength:  # minshaft 1: quiver shrinks the whole arrow
         s = L / headlength
         x = s * np.array([0, headlength - headaxislength, 0, headlength])
         y = s * y
@@ -97,11 +95,11 @@ def arrow_polygon(tail, tip, width, headwidth=HEAD_WIDTH, headlength=HEAD_LENGTH
 
 @dataclasses.dataclass
 class _Spot:
-    offset: tuple   # points from the anchor, and the alignment
+    offset: tuple  # points from the anchor, and the alignment
     ha: str
     va: str
-    rect: tuple     # the text's box, pixels
-    leader: tuple | None   # (anchor, end) pixels
+    rect: tuple  # the text's box, pixels
+    leader: tuple | None  # (anchor, end) pixels
     cost: float = 0.0
 
 
@@ -113,8 +111,13 @@ def _leader_end(anchor, rect, pad):
     d = anchor - c
     if x0 <= anchor[0] <= x1 and y0 <= anchor[1] <= y1:
         return None
-    ts = [t for t in ((x1 - c[0]) / d[0] if d[0] > 0 else (x0 - c[0]) / d[0] if d[0] < 0 else np.inf,
-                      (y1 - c[1]) / d[1] if d[1] > 0 else (y0 - c[1]) / d[1] if d[1] < 0 else np.inf)]
+    ts = [
+        t
+        for t in (
+            (x1 - c[0]) / d[0] if d[0] > 0 else (x0 - c[0]) / d[0] if d[0] < 0 else np.inf,
+            (y1 - c[1]) / d[1] if d[1] > 0 else (y0 - c[1]) / d[1] if d[1] < 0 else np.inf,
+        )
+    ]
     return c + min(ts) * d
 
 
@@ -136,13 +139,22 @@ def _spots(anchor, size, frame, px):
             sy = max(0.0, fy0 - y0) - max(0.0, y0 + h - fy1)
             rect = (x0 + sx, y0 + sy, x0 + sx + w, y0 + sy + h)
             end = _leader_end(anchor, rect, PAD * px)
-            out.append(_Spot(((r * px * d[0] + sx) / px, (r * px * d[1] + sy) / px), ha, va, rect,
-                             None if end is None else (anchor, end), 0.02 * r))
+            out.append(
+                _Spot(
+                    ((r * px * d[0] + sx) / px, (r * px * d[1] + sy) / px),
+                    ha,
+                    va,
+                    rect,
+                    None if end is None else (anchor, end),
+                    0.02 * r,
+                )
+            )
     return out
 
 
 def _contains(poly, *pts) -> bool:
     from matplotlib.path import Path
+
     return bool(Path(poly, closed=True).contains_points(np.asarray(pts)).any())
 
 
@@ -164,13 +176,12 @@ def _static(spot, label_px, things, frame, pref, pull):
         hidden = label_px.under if label_px.under is not None else label_px.own
         length = float(np.hypot(*(spot.leader[1] - spot.leader[0])))
         if part is not None:
-            for p in polys:   # an arrow the anchor lies on (a head an update ends in): from where it leaves
+            for p in polys:  # an arrow the anchor lies on (a head an update ends in): from where it leaves
                 if len(p) >= 3 and _contains(p, spot.leader[0]):
                     out = leaves(spot.leader[0], spot.leader[1], p)
                     hard += out is not None and _seg_poly(*out, p)
                     # under that arrow up to where it leaves it: only the rest shows
-                    hidden = max(hidden, length if out is None else
-                                 float(np.hypot(*(out[0] - spot.leader[0]))) - GAP)
+                    hidden = max(hidden, length if out is None else float(np.hypot(*(out[0] - spot.leader[0]))) - GAP)
                 else:
                     hard += _seg_poly(*part, p)
             hard += sum(float(_seg_dist(*part, np.array([c]))[0]) < rad + GAP - 1 for c, rad in discs)
@@ -178,10 +189,11 @@ def _static(spot, label_px, things, frame, pref, pull):
                 soft += LINE_COST * float((_seg_dist(*part, lines) < 3.0).sum())
         soft += 0.01 * length
         hard += len(leader_flaws(*spot.leader, r, hidden, MIN_LEADER, CORNER))
-    if len(lines):   # a label over the path or the dotted line reads as struck through: near a crossing
+    if len(lines):  # a label over the path or the dotted line reads as struck through: near a crossing
         g = _grow(r, 2.0)
-        soft += ON_PATH * bool(((lines[:, 0] > g[0]) & (lines[:, 0] < g[2])
-                                & (lines[:, 1] > g[1]) & (lines[:, 1] < g[3])).any())
+        soft += ON_PATH * bool(
+            ((lines[:, 0] > g[0]) & (lines[:, 0] < g[2]) & (lines[:, 1] > g[1]) & (lines[:, 1] < g[3])).any()
+        )
     if pref is not None:
         c = np.array([(r[0] + r[2]) / 2, (r[1] + r[3]) / 2]) - spot.leader[0] if spot.leader else pref
         n = float(np.hypot(*c)) or 1.0
@@ -195,8 +207,12 @@ def _pair_matrix(a, b):
     other's leader. Shape ``(len(a), len(b))``."""
     ra, rb = np.array([s.rect for s in a]), np.array([s.rect for s in b])
     la, lb = _leaders(a), _leaders(b)
-    hard = ((ra[:, None, 0] - GAP < rb[None, :, 2]) & (rb[None, :, 0] - GAP < ra[:, None, 2])
-            & (ra[:, None, 1] - GAP < rb[None, :, 3]) & (rb[None, :, 1] - GAP < ra[:, None, 3])).astype(float)
+    hard = (
+        (ra[:, None, 0] - GAP < rb[None, :, 2])
+        & (rb[None, :, 0] - GAP < ra[:, None, 2])
+        & (ra[:, None, 1] - GAP < rb[None, :, 3])
+        & (rb[None, :, 1] - GAP < ra[:, None, 3])
+    ).astype(float)
     hard += _segs_rects(la, rb + [-GAP, -GAP, GAP, GAP])
     hard += _segs_rects(lb, ra + [-GAP, -GAP, GAP, GAP]).T
     hard += _segs_cross(la, lb)
@@ -215,8 +231,12 @@ def _segs_rects(segs, rects):
     ok = np.isfinite(segs).all(axis=1)[:, None] & np.ones((1, len(rects)), bool)
     r = rects[None, :, :]
     with np.errstate(divide="ignore", invalid="ignore"):
-        for p, q in ((-d[..., 0], a[..., 0] - r[..., 0]), (d[..., 0], r[..., 2] - a[..., 0]),
-                     (-d[..., 1], a[..., 1] - r[..., 1]), (d[..., 1], r[..., 3] - a[..., 1])):
+        for p, q in (
+            (-d[..., 0], a[..., 0] - r[..., 0]),
+            (d[..., 0], r[..., 2] - a[..., 0]),
+            (-d[..., 1], a[..., 1] - r[..., 1]),
+            (d[..., 1], r[..., 3] - a[..., 1]),
+        ):
             ok &= ~((p == 0) & (q < 0))
             t = q / p
             t0 = np.where(p < 0, np.maximum(t0, t), t0)
@@ -228,8 +248,10 @@ def _segs_cross(s, u):
     """``(n, m)``: whether segment ``i`` of ``s`` crosses segment ``j`` of ``u``."""
     p, q = s[:, None, :2], s[:, None, 2:]
     r, w = u[None, :, :2], u[None, :, 2:]
-    cross = lambda o, a, b: ((a[..., 0] - o[..., 0]) * (b[..., 1] - o[..., 1])  # noqa: E731
-                             - (a[..., 1] - o[..., 1]) * (b[..., 0] - o[..., 0]))
+    cross = lambda o, a, b: (
+        (a[..., 0] - o[..., 0]) * (b[..., 1] - o[..., 1])  # noqa: E731
+        - (a[..., 1] - o[..., 1]) * (b[..., 0] - o[..., 0])
+    )
     with np.errstate(invalid="ignore"):
         hit = (cross(p, q, r) * cross(p, q, w) < 0) & (cross(r, w, p) * cross(r, w, q) < 0)
     return hit.astype(float)
@@ -264,12 +286,21 @@ def place(ax, labels, things, *, fontsize, color, outline, smaller=(), keep=80):
     frame = tuple(ax.bbox.extents)
     anns = []
     for lab in labels:
-        ann = ax.annotate(lab.text, lab.anchor, xytext=(0, 0), textcoords="offset points",
-                          fontsize=fontsize, color=color, fontweight="bold" if lab.bold else "normal",
-                          zorder=LABEL_Z, path_effects=outline, gid=lab.gid, annotation_clip=False,
-                          in_layout=False,
-                          arrowprops=dict(arrowstyle="-", color=color, lw=0.9, shrinkA=0, shrinkB=1,
-                                          path_effects=outline))   # the leader in a white halo
+        ann = ax.annotate(
+            lab.text,
+            lab.anchor,
+            xytext=(0, 0),
+            textcoords="offset points",
+            fontsize=fontsize,
+            color=color,
+            fontweight="bold" if lab.bold else "normal",
+            zorder=LABEL_Z,
+            path_effects=outline,
+            gid=lab.gid,
+            annotation_clip=False,
+            in_layout=False,
+            arrowprops=dict(arrowstyle="-", color=color, lw=0.9, shrinkA=0, shrinkB=1, path_effects=outline),
+        )  # the leader in a white halo
         anns.append(ann)
     anchors = [ax.transData.transform(np.asarray(lab.anchor, np.float64)) for lab in labels]
     centre = np.mean(anchors, axis=0)
@@ -297,14 +328,15 @@ def place(ax, labels, things, *, fontsize, color, outline, smaller=(), keep=80):
             unique = {}
             for spot in _spots(anchors[i], (w, h), frame, px):
                 unique.setdefault(tuple(np.round(spot.rect, 1)), spot)
-            scored = sorted(((_static(s, labels[i], things, frame, *prefs[i]), s) for s in unique.values()),
-                            key=lambda cs: cs[0])
+            scored = sorted(
+                ((_static(s, labels[i], things, frame, *prefs[i]), s) for s in unique.values()), key=lambda cs: cs[0]
+            )
             clean = [cs for cs in scored if cs[0] < HARD / 2]
-            options.append(clean[:keep] if len(clean) >= 8 else scored[:max(keep // 2, len(clean))])
+            options.append(clean[:keep] if len(clean) >= 8 else scored[: max(keep // 2, len(clean))])
         spots, total = _solve(options)
         if best is None or total < best[2] - HARD / 2:
             best = (size, wrap, total, spots)
-        if total < HARD / 2:   # nothing crossed: the largest size that fits
+        if total < HARD / 2:  # nothing crossed: the largest size that fits
             break
     size, wrap, cost, spots = best
     for i, spot in zip(order, spots):
@@ -330,5 +362,6 @@ def _measure(ann, label, renderer, px):
     if renderer is None:
         return tuple(v * px for v in text_size(label.text, ann.get_fontsize()))
     from matplotlib.text import Text
+
     b = Text.get_window_extent(ann, renderer)
     return b.width + 2.0, b.height + 2.0

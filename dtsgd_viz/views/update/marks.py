@@ -23,13 +23,13 @@ from . import labels as lab
 
 __all__ = ["mark_labels", "trail_anchor"]
 
-RING_MS = style.ROLE_LOOKS["current"].ms + 2   # as ``update_panel`` draws the ring
+RING_MS = style.ROLE_LOOKS["current"].ms + 2  # as ``update_panel`` draws the ring
 RING_MEW = style.ROLE_LOOKS["current"].lw + 0.2
 NEXT_MS, NEXT_MEW = 6.0, 1.0
-INSET = 0.03      # panel spans: the anchor keeps this far inside the panel
-NEAR, AIM = 0.06, 0.25   # panel spans from the ring: at least / ideally
-CLEAR = 0.05      # panel spans the anchor keeps from another mark's line (it names the path alone)
-AGE = 0.03        # what each older leg costs, in panel spans off AIM: the newer legs first
+INSET = 0.03  # panel spans: the anchor keeps this far inside the panel
+NEAR, AIM = 0.06, 0.25  # panel spans from the ring: at least / ideally
+CLEAR = 0.05  # panel spans the anchor keeps from another mark's line (it names the path alone)
+AGE = 0.03  # what each older leg costs, in panel spans off AIM: the newer legs first
 
 
 def _dist(pts, a, b):
@@ -55,8 +55,12 @@ def trail_anchor(trail, box, segments=40, avoid=()):
     t = np.linspace(0.0, 1.0, 41)[:, None]
     for age, (a, b) in enumerate(zip(pts[-2::-1][:segments], pts[:0:-1][:segments])):
         cand = b + t * (a - b)
-        inside = ((cand[:, 0] > x0 + INSET * span) & (cand[:, 0] < x1 - INSET * span)
-                  & (cand[:, 1] > y0 + INSET * span) & (cand[:, 1] < y1 - INSET * span))
+        inside = (
+            (cand[:, 0] > x0 + INSET * span)
+            & (cand[:, 0] < x1 - INSET * span)
+            & (cand[:, 1] > y0 + INSET * span)
+            & (cand[:, 1] < y1 - INSET * span)
+        )
         far = np.hypot(*(cand - ring).T) / span
         ok = inside & (far >= NEAR) & np.all(np.isfinite(cand), axis=1)
         for a, b in avoid:
@@ -75,9 +79,15 @@ def mark_labels(ax, data, arrows, radius, trail=True):
     ``radius(ms, mew, ax)`` a mark's radius in pixels."""
     out = []
     if data.nesterov is None:
-        out.append(lab.Label("before", np.asarray(data.position, np.float64),
-                             f"position-label:{data.key}", own=radius(RING_MS, RING_MEW, ax) + 2.0))
-    if arrows:   # the true end: on the shaft of a last arrow drawn longer, its leader leaving that shaft
+        out.append(
+            lab.Label(
+                "before",
+                np.asarray(data.position, np.float64),
+                f"position-label:{data.key}",
+                own=radius(RING_MS, RING_MEW, ax) + 2.0,
+            )
+        )
+    if arrows:  # the true end: on the shaft of a last arrow drawn longer, its leader leaving that shaft
         last = arrows[-1]
         own = radius(NEXT_MS, NEXT_MEW, ax) + 2.0
         if last.dashed:

@@ -42,23 +42,25 @@ from .words import update_finding
 
 __all__ = ["plot_update", "update_finding", "shared_zoom", "fit_box", "UPDATE_CAPTION"]
 
-UPDATE_CAPTION = ("μ·v in the run's colour, then −lr·g in its tint, tip to tail, with their lengths; "
-                  "too short to read: drawn longer, dashed\n"
-                  "zoom ×N: N times closer than plot_paths' paths panel")
+UPDATE_CAPTION = (
+    "μ·v in the run's colour, then −lr·g in its tint, tip to tail, with their lengths; "
+    "too short to read: drawn longer, dashed\n"
+    "zoom ×N: N times closer than plot_paths' paths panel"
+)
 SAME_ZOOM = ", one for every panel (lengths compare)"
 OWN_ZOOM = ", its own in each panel"
 NESTEROV_NOTE = " · Nesterov's dotted line: μ·v_prev from the iterate"
-SHARED_ZOOM = 1.1   # panels whose boxes are within this factor of each other share one zoom
-FIT_PAD = 0.15      # of the data's size, round it: the data fill 3/4 of a panel
+SHARED_ZOOM = 1.1  # panels whose boxes are within this factor of each other share one zoom
+FIT_PAD = 0.15  # of the data's size, round it: the data fill 3/4 of a panel
 # (pad, crowded, smaller type sizes): what a panel tries, in turn, until its labels cross nothing:
 # more room round the data, then fewer names of marks (each at the largest type that fits)
 SMALLER = (style.LABEL_SIZE, style.TICK_SIZE)
 TRIES = ((FIT_PAD, False, SMALLER), (0.25, False, SMALLER), (0.35, False, SMALLER), (0.35, True, SMALLER))
-FIT_MIN = 0.005     # of the paths panel: the smallest box (zoom x200), for an update that hardly moves
-LABEL_SIZE = style.LABEL_SIZE + 0.5   # the panels' labels: bigger than under the paths
-MAX_PANEL = 4.3    # inches: the largest panel side (one or two runs)
-PANEL_GAP = 0.55   # inches between panels (their tick labels)
-HEAD = 1.95        # inches over and under the panels: headline, panel titles, ticks, caption
+FIT_MIN = 0.005  # of the paths panel: the smallest box (zoom x200), for an update that hardly moves
+LABEL_SIZE = style.LABEL_SIZE + 0.5  # the panels' labels: bigger than under the paths
+MAX_PANEL = 4.3  # inches: the largest panel side (one or two runs)
+PANEL_GAP = 0.55  # inches between panels (their tick labels)
+HEAD = 1.95  # inches over and under the panels: headline, panel titles, ticks, caption
 
 
 def plot_update(recordings, surface, step=None, *, name=None):
@@ -85,8 +87,9 @@ def plot_update(recordings, surface, step=None, *, name=None):
     ``ValueError`` when the recording cannot give the update's terms.
     """
     scene = build_scene(recordings, surface, name)
-    update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()},
-                            none="the update where the runs differ most")
+    update = geo.check_step(
+        step, {k: r.steps for k, r in scene.recordings.items()}, none="the update where the runs differ most"
+    )
     auto = update is None
     if auto:
         update = default_update(scene)
@@ -94,28 +97,36 @@ def plot_update(recordings, surface, step=None, *, name=None):
     for key, rec in scene.recordings.items():
         why = upd.why_no_arrows(rec, index[key])
         if why:
-            raise ValueError(f"plot_update cannot take update {update} of {key!r} apart: "
-                             f"{why[len('no update arrows: '):] if why.startswith('no update arrows: ') else why}. "
-                             "plot_paths(..., arrows=False) draws the paths without it.")
+            raise ValueError(
+                f"plot_update cannot take update {update} of {key!r} apart: "
+                f"{why[len('no update arrows: ') :] if why.startswith('no update arrows: ') else why}. "
+                "plot_paths(..., arrows=False) draws the paths without it."
+            )
     keys = tuple(scene.recordings)
     side = min(MAX_PANEL, (style.WIDTH - PANEL_GAP * len(keys)) / len(keys))
     fig = new_figure((style.WIDTH, side + HEAD), wspace=0.04)
     picked = " · the update where the runs differ most" if auto and len(keys) > 1 else ""
-    finding = findings_of(scene, step=update).update_headline()   # update_finding(terms, update)
-    if scene.plane.dim > 2:   # measured on the recorded vectors, drawn projected (the subtitle says on what)
+    finding = findings_of(scene, step=update).update_headline()  # update_finding(terms, update)
+    if scene.plane.dim > 2:  # measured on the recorded vectors, drawn projected (the subtitle says on what)
         finding = _phrase_line(finding, f"in all {scene.plane.dim} parameters", style.SUPTITLE_SIZE)
     headline(fig, finding, settings_line(scene) + picked)
     axes = fig.subplots(1, len(keys), squeeze=False)[0]
     raw = [panel_at(scene, key, index[key], True) for key in keys]
-    pads = [0] * len(keys)   # each panel's try (TRIES): the tightest box its labels fit in
+    pads = [0] * len(keys)  # each panel's try (TRIES): the tightest box its labels fit in
     datas, same = shared_zoom([fit_box(d, scene.box, TRIES[0][0]) for d in raw])
     nesterov = any(d.nesterov is not None for d in datas)
-    caption = lambda same: (UPDATE_CAPTION + ("" if len(keys) < 2 else SAME_ZOOM if same else OWN_ZOOM)  # noqa: E731
-                            + (NESTEROV_NOTE if nesterov else ""))
+    caption = lambda same: (
+        UPDATE_CAPTION
+        + ("" if len(keys) < 2 else SAME_ZOOM if same else OWN_ZOOM)  # noqa: E731
+        + (NESTEROV_NOTE if nesterov else "")
+    )
     fig.supxlabel(caption(same), fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
     styles = panel.run_styles(scene.coords)
-    xlabel, ylabel = ((f"{scene.name}[0]", f"{scene.name}[1]") if scene.plane.is_identity
-                      else ("principal direction 1", "principal direction 2"))
+    xlabel, ylabel = (
+        (f"{scene.name}[0]", f"{scene.name}[1]")
+        if scene.plane.is_identity
+        else ("principal direction 1", "principal direction 2")
+    )
     for ax in axes:
         ax.set_xlabel(xlabel, fontsize=style.LABEL_SIZE, labelpad=2)
         ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE, labelpad=2)
@@ -123,20 +134,30 @@ def plot_update(recordings, surface, step=None, *, name=None):
     for _ in range(2):
         fig.draw_without_rendering()
         for i, (key, ax) in enumerate(zip(keys, axes)):
-            while True:   # equal aspect on every plane (its rows are orthonormal): the angles show true
+            while True:  # equal aspect on every plane (its rows are orthonormal): the angles show true
                 _, crowded, sizes = TRIES[pads[i]]
-                cost = panel.draw_update_panel(ax, scene, datas[i], scene.colors[key], styles[key], True,
-                                               label_size=LABEL_SIZE, smaller=sizes, name_marks=True,
-                                               whole_path=False, crowded=crowded)
+                cost = panel.draw_update_panel(
+                    ax,
+                    scene,
+                    datas[i],
+                    scene.colors[key],
+                    styles[key],
+                    True,
+                    label_size=LABEL_SIZE,
+                    smaller=sizes,
+                    name_marks=True,
+                    whole_path=False,
+                    crowded=crowded,
+                )
                 if cost < lab.HARD / 2 or pads[i] == len(TRIES) - 1:
                     break
-                pads[i] += 1   # the labels cross something: more room round the arrows, then fewer names
-                if same:       # no longer one zoom: every panel its own (redrawn on the next pass)
+                pads[i] += 1  # the labels cross something: more room round the arrows, then fewer names
+                if same:  # no longer one zoom: every panel its own (redrawn on the next pass)
                     same = False
                     fig.supxlabel(caption(same), fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
                     datas = [fit_box(d, scene.box, TRIES[p][0]) for d, p in zip(raw, pads)]
                 datas[i] = fit_box(raw[i], scene.box, TRIES[pads[i]][0])
-    least = min(ax.title.get_fontsize() for ax in axes)   # one title size: the smallest that fits every panel
+    least = min(ax.title.get_fontsize() for ax in axes)  # one title size: the smallest that fits every panel
     for ax in axes:
         ax.title.set_fontsize(least)
     return fig
@@ -150,6 +171,7 @@ def _phrase_line(finding: str, phrase: str, size: float) -> str:
     "Update 2: a's step is 3.0× b's in all 8 parameters"
     """
     from ..core.figure import fit
+
     one = f"{finding} {phrase}"
     return one if "\n" not in fit(one, style.WIDTH * 72.0, size, bold=True) else f"{finding},\n{phrase}"
 
@@ -160,13 +182,14 @@ def fit_box(data, main_box, pad=FIT_PAD):
     ``update_arrows.fit_arrows``) and Nesterov's points, ``pad`` of their size round
     them, so they fill about ``1 / (1 + 2 pad)`` of the panel along their longer side."""
     import dataclasses
+
     if data.box is None:
         return data
     pts = [np.asarray(data.position, np.float64)]
     pts += [np.asarray(tail) + np.asarray(uv) for _, tail, uv in data.chain]
     pts += list(data.nesterov or ())
     box = upd.zoom_box(pts, main_box, pad=pad, min_frac=FIT_MIN)
-    for _ in range(3):   # a longer drawn arrow grows the box, which grows the arrow: settles fast
+    for _ in range(3):  # a longer drawn arrow grows the box, which grows the arrow: settles fast
         if box is None:
             return data
         drawn = [a.tail + a.uv for a in fit_arrows(data.chain, float(np.ptp(box[0])))]
@@ -187,6 +210,7 @@ def shared_zoom(datas, within=SHARED_ZOOM):
     False
     """
     import dataclasses
+
     boxes = [d.box for d in datas]
     if any(b is None for b in boxes) or len(datas) < 2:
         return list(datas), False

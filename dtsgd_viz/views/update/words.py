@@ -55,7 +55,7 @@ def update_finding(terms, update) -> str:
             text += f", {angle:.0f}° apart"
         elif a == top and all(abs(_angle(terms[top].total, terms[k].total) - angle) < 5 for k in ranked[1:]):
             text += f", at {angle:.0f}° to " + ("both" if len(ranked) == 3 else "all the others")
-        elif a == top:   # the pair that parts most: named
+        elif a == top:  # the pair that parts most: named
             text += f", at {angle:.0f}° to {name(b)}'s"
         else:
             text += f", {name(a)}'s and {name(b)}'s {angle:.0f}° apart"
