@@ -4,13 +4,11 @@ notebook stores, widgets included, and every public name has a reference entry."
 
 import inspect
 import json
-import os
 import pathlib
 import re
-import subprocess
-import sys
 
 import pytest
+from helpers.site import build_site
 
 pytestmark = pytest.mark.slow  # builds the documentation site
 
@@ -23,30 +21,7 @@ EMBEDDED_PNG = re.compile(r'<img\b[^>]*\bsrc="data:image/png;base64,')
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The site, built into a temporary folder (nothing is written to the checkout)."""
-    out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    build = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mkdocs",
-            "build",
-            "--strict",
-            "--config-file",
-            str(ROOT / "mkdocs.yml"),
-            "--site-dir",
-            str(out),
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert build.returncode == 0, (
-        "mkdocs build --strict failed (pip install -e '.[docs]' installs the tools):\n" + build.stderr[-5000:]
-    )
-    return out
+    return build_site(tmp_path_factory.mktemp("site"))
 
 
 def _outputs(notebook):

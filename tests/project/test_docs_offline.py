@@ -7,16 +7,14 @@ Chromium, a tutorial with math is opened from its file: its math is typeset and 
 outside ``file://`` is requested."""
 
 import html.parser
-import os
 import pathlib
 import re
-import subprocess
-import sys
 import urllib.parse
 
 import pytest
 import yaml
 from helpers.browser import ARGS, CHROMIUM, browser_test
+from helpers.site import build_site
 
 pytestmark = pytest.mark.slow  # builds the documentation site
 
@@ -43,30 +41,7 @@ NOT_FETCHED_HOSTS = {"www.mathjax.org", "www.stixfonts.org", "github.com", "www.
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The site, built into a temporary folder (as tests/project/test_docs.py builds it)."""
-    out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    build = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mkdocs",
-            "build",
-            "--strict",
-            "--config-file",
-            str(ROOT / "mkdocs.yml"),
-            "--site-dir",
-            str(out),
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert build.returncode == 0, (
-        "mkdocs build --strict failed (pip install -e '.[docs]' installs the tools):\n" + build.stderr[-5000:]
-    )
-    return out
+    return build_site(tmp_path_factory.mktemp("site"))
 
 
 def _remote(url):
