@@ -9,7 +9,7 @@ stay in-graph: the ``Recorder`` writes to device-side staging variables of its o
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -19,24 +19,25 @@ class LazyValues(Sequence):
     ``params`` and ``velocities`` are handed to hooks this way: inside a ``tf.function``
     a read no hook looks at would otherwise still run, on every device, every step."""
 
-    def __init__(self, read, length):
-        self._read, self._len, self._values = read, length, None
+    def __init__(self, read: Callable[[], Iterable[Any]], length: int):
+        self._read, self._len = read, length
+        self._values: tuple[Any, ...] | None = None
 
-    def _get(self):
+    def _get(self) -> tuple[Any, ...]:
         if self._values is None:
             self._values = tuple(self._read())
         return self._values
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int | slice) -> Any:
         return self._get()[index]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._len
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._get())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"LazyValues({self._len} values, {'read' if self._values else 'not read yet'})"
 
 

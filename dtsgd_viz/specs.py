@@ -62,7 +62,7 @@ class MeshSpec:
     dim_sizes: tuple[int, ...]
     device_names: tuple[str, ...]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "dim_names", tuple(self.dim_names))
         object.__setattr__(self, "dim_sizes", tuple(int(s) for s in self.dim_sizes))
         object.__setattr__(self, "device_names", tuple(self.device_names))
@@ -141,7 +141,7 @@ class LayoutSpec:
     sharding_specs: tuple[str, ...]
     mesh: MeshSpec
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         specs = tuple(self.sharding_specs)
         object.__setattr__(self, "sharding_specs", specs)
         if not isinstance(self.mesh, MeshSpec):

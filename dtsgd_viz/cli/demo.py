@@ -15,10 +15,17 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
 from .. import progress as _progress
+
+if TYPE_CHECKING:
+    from ..geometry import ShardGeometry
+    from ..recording import Recording
+    from ..theory.surfaces import RotatedQuadratic, ShardedQuadratic
 
 CONFIGS = {
     "plain": dict(learning_rate=0.5, momentum=0.0),
@@ -39,7 +46,7 @@ MESH = {"batch": 2, "model": 4}
 SPECS = ("batch", "model")
 
 
-def curvature(geometry) -> np.ndarray:
+def curvature(geometry: ShardGeometry) -> np.ndarray:
     """Per-element curvature, constant on each device's block, log-spaced 0.05..1."""
     c = np.empty(geometry.global_shape, np.float32)
     levels = np.geomspace(0.05, 1.0, geometry.num_unique).astype(np.float32)
@@ -51,7 +58,7 @@ def curvature(geometry) -> np.ndarray:
 @dataclasses.dataclass
 class DemoRun:
     name: str
-    recording: object
+    recording: Recording
     seconds: float
 
 
@@ -63,7 +70,7 @@ def _bar(total, desc, progress, file):
     return _progress.bar(total, desc, progress, file=file, bar_format=BAR)
 
 
-def run_demo(steps=100, progress=False, file=None):
+def run_demo(steps: int = 100, progress: bool = False, file: TextIO | None = None) -> list[DemoRun]:
     """Record the three optimizers for ``steps`` steps each; returns ``[DemoRun]``.
     ``progress=True`` shows a bar per optimizer (``tqdm.auto``, on ``file``: default
     stderr)."""
@@ -101,13 +108,13 @@ def run_demo(steps=100, progress=False, file=None):
     return runs
 
 
-def path_surface():
+def path_surface() -> RotatedQuadratic:
     from ..theory.surfaces import RotatedQuadratic
 
     return RotatedQuadratic(condition=10.0, angle=30.0)
 
 
-def run_paths(steps=PATH_STEPS, progress=False, file=None):
+def run_paths(steps: int = PATH_STEPS, progress: bool = False, file: TextIO | None = None) -> dict[str, Recording]:
     """Momentum and Nesterov on ``path_surface()``: ``{name: Recording}`` (``dtsgd_viz.run``),
     with a bar per optimizer when ``progress=True``."""
     from ..runs import run
@@ -125,7 +132,7 @@ def run_paths(steps=PATH_STEPS, progress=False, file=None):
     return run(path_surface(), PATH_CONFIGS, steps, progress=report if _progress.shown(progress) else None)
 
 
-def demo_surface():
+def demo_surface() -> ShardedQuadratic:
     """The demo's loss as a surface: ``sum(c * (w - 1)**2 / 2)`` on the 2x4 mesh, ``c``
     log-spaced 0.05..1 over the blocks (``ShardedQuadratic``'s defaults, ``curvature``)."""
     from ..theory.surfaces import ShardedQuadratic
@@ -133,7 +140,7 @@ def demo_surface():
     return ShardedQuadratic(SHAPE, tuple(MESH.items()), SPECS, curvature=(0.05, 1.0), target=1.0)
 
 
-def summary(runs, tol=1e-3) -> str:
+def summary(runs: Sequence[DemoRun], tol: float = 1e-3) -> str:
     """A short, readable text summary of the demo runs, in ``dtsgd_viz.findings``'
     numbers (the loss after k updates, at the recorded parameters)."""
     from ..views.paths.findings import findings
@@ -180,7 +187,13 @@ def summary(runs, tol=1e-3) -> str:
 
 
 def main(
-    steps=100, save=None, out_dir=DEFAULT_OUT, out=sys.stdout, err=sys.stderr, path_steps=PATH_STEPS, gif_frames=None
+    steps: int = 100,
+    save: str | None = None,
+    out_dir: str | None = DEFAULT_OUT,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    path_steps: int = PATH_STEPS,
+    gif_frames: int | None = None,
 ) -> int:
     """Run the demo, print its summary to ``out`` (progress bars and messages to
     ``err``; ``DTSGD_VIZ_PROGRESS=0`` turns the bars off), save the recordings in

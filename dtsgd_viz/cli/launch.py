@@ -22,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
+from typing import TextIO, cast
 
 JOB_NAME = "worker"
 DTENSOR_VARS = ("DTENSOR_CLIENT_ID", "DTENSOR_NUM_CLIENTS", "DTENSOR_JOB_NAME", "DTENSOR_JOBS")
@@ -42,7 +44,9 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
             s.close()
 
 
-def client_env(client_id: int, jobs: list[str], devices_per_client: int, base=None) -> dict:
+def client_env(
+    client_id: int, jobs: list[str], devices_per_client: int, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The environment of client ``client_id`` of ``len(jobs)`` (``host:port`` each);
     one job is a single-process run (no DTensor variables)."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in DTENSOR_VARS}
@@ -139,16 +143,16 @@ class _Progress:
 
 
 def launch(
-    script,
-    args=(),
+    script: str | os.PathLike[str],
+    args: Sequence[str] = (),
     *,
     clients: int,
     devices_per_client: int,
-    timeout=None,
-    log_dir=None,
-    python=None,
-    out=None,
-    poll=0.2,
+    timeout: float | None = None,
+    log_dir: str | os.PathLike[str] | None = None,
+    python: str | None = None,
+    out: TextIO | None = None,
+    poll: float = 0.2,
 ) -> int:
     """Run ``python script args...`` as ``clients`` DTensor clients on 127.0.0.1, with
     ``devices_per_client`` virtual CPU devices each; returns 0 when all succeed, else the
@@ -165,7 +169,7 @@ def launch(
         raise ValueError(f"timeout must be > 0 seconds. Received: {timeout!r}.")
     if not os.path.isfile(script):
         raise ValueError(f"No such script: {script!r}.")
-    out = sys.stderr if out is None else out
+    out = cast(TextIO, sys.stderr) if out is None else out  # typeshed: TextIO | Any
     if log_dir is None:
         log_dir = tempfile.mkdtemp(prefix="dtsgd-viz-logs-")
     os.makedirs(log_dir, exist_ok=True)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 GIF_FRAMES = 20  # the report's default (report.GIF_FRAMES; not imported: --help stays light)
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="dtsgd-viz",
         description="See what a distributed (DTensor) SGD optimizer does, shard by shard: "

@@ -18,8 +18,15 @@ import dataclasses
 import html
 import os
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ..recording import Recording
+    from ..theory.surfaces import Surface
 
 __all__ = [
     "Item",
@@ -38,7 +45,7 @@ INDEX = "index.html"
 _DPIS = {"PNG_DPI": "DPI", "GIF_DPI": "GIF_DPI"}
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> int:
     """``PNG_DPI`` and ``GIF_DPI``: the one scale's (``views.core.style.DPI``, figures at most
     ~950 px wide, and ``GIF_DPI``), read when asked so importing this module stays light."""
     if name in _DPIS:
@@ -97,7 +104,7 @@ def _off_path(update) -> float:
     return worst
 
 
-def arrow_step(recordings: Mapping, name: str = "w") -> int:
+def arrow_step(recordings: Mapping[str, Recording], name: str = "w") -> int:
     """The recorded step index at which the update arrows say the most.
 
     The arrows of a step end where the path's next point is, so they are only seen
@@ -133,14 +140,14 @@ def shard_steps(n_steps: int, updates: Sequence[int] = (3, 10, 30)) -> list[int]
 # ---- the figures -------------------------------------------------------------------------
 
 
-def layout_figure(recording, name: str = "w"):
+def layout_figure(recording: Recording, name: str = "w") -> Figure:
     """``plot_layout`` of ``name`` as recorded."""
     from ..views.mesh.layout import plot_layout
 
     return plot_layout(recording, name=name)
 
 
-def shard_figure(recording, name: str = "w", step: int = -1, kind: str = "velocity"):
+def shard_figure(recording: Recording, name: str = "w", step: int = -1, kind: str = "velocity") -> Figure:
     """``plot_shards`` of ``name``'s ``kind`` at recorded step index ``step`` (an index
     into ``recording.steps``; ``plot_shards`` itself takes the update number)."""
     from ..views.shards.plot import plot_shards
@@ -148,7 +155,9 @@ def shard_figure(recording, name: str = "w", step: int = -1, kind: str = "veloci
     return plot_shards(recording, name, kind, int(recording.steps[step]))
 
 
-def path_figure(recordings: Mapping, surface, step: int | None = None, name: str = "w"):
+def path_figure(
+    recordings: Mapping[str, Recording], surface: Surface, step: int | None = None, name: str = "w"
+) -> Figure:
     """``plot_paths`` of ``recordings`` on ``surface`` with arrows at recorded step index
     ``step`` (default: ``arrow_step``; ``plot_paths`` itself takes the update number)."""
     from ..views.paths.plot import plot_paths
@@ -159,7 +168,9 @@ def path_figure(recordings: Mapping, surface, step: int | None = None, name: str
     return plot_paths(recordings, surface, step=update, name=name)
 
 
-def update_figure(recordings: Mapping, surface, step: int | None = None, name: str = "w"):
+def update_figure(
+    recordings: Mapping[str, Recording], surface: Surface, step: int | None = None, name: str = "w"
+) -> Figure:
     """``plot_update`` of ``recordings`` on ``surface``: the update at recorded step index
     ``step`` (default: ``arrow_step``, the one ``path_figure`` takes apart) up close."""
     from ..views.update.plot import plot_update
@@ -258,10 +269,10 @@ class _Folder:
 
 
 def write_report(
-    directory,
-    shard_recordings: Mapping,
-    path_recordings: Mapping,
-    surface,
+    directory: str | os.PathLike[str],
+    shard_recordings: Mapping[str, Recording],
+    path_recordings: Mapping[str, Recording],
+    surface: Surface,
     *,
     name: str = "w",
     summary: str | None = None,

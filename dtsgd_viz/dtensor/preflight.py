@@ -26,6 +26,7 @@ error when the step is traced; ``explain_error(e)`` says what such an error mean
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 from .values import is_dtensor, layout_of
@@ -60,7 +61,7 @@ class Preflight:
     def __len__(self) -> int:
         return len(self.traps)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Trap]:
         return iter(self.traps)
 
     def __str__(self) -> str:

@@ -65,7 +65,7 @@ class ShardedConv2D(tf_keras.layers.Conv2D):
     (4, 3, 3, 8)
     """
 
-    def __init__(self, filters, kernel_size, *args, **kwargs):
+    def __init__(self, filters: int, kernel_size: int | tuple[int, int], *args: Any, **kwargs: Any):
         super().__init__(filters, kernel_size, *args, **kwargs)
         if self.groups != 1:
             raise ValueError(

@@ -46,8 +46,8 @@ of a zero-size variable)."""
 RAW_STATS = 4
 """What the devices compute per block: the sum of squares, the sum, the max and the min
 (the host turns them into ``STATS``). max|x| = max(|max|, |min|) is exact for every
-value (an earlier formulation, sqrt(max(x*x)), read once less but gave inf above |x| ~
-1.8e19 and 0 below ~1e-19: wrong numbers on diverging and on converged runs). The sum of
+value (sqrt(max(x*x)) would read once less but gives inf above |x| ~ 1.8e19 and 0 below
+~1e-19: wrong numbers on diverging and on converged runs). The sum of
 squares is float32 (float64 for float64 variables would need float64 staging): a block
 norm above ~1.8e19 shows inf, one whose squares underflow shows 0; the host log warns
 when that happens (``hostlog.stats_range_warning``), and ``max_abs`` stays exact."""
@@ -193,7 +193,7 @@ class StatsStaging:
     gradients after their update). Per step and phase, ``write`` adds a reshape, a square and four
     reductions per stack of same-shaped small tensors (a stack of p and v, of the query,
     key and value kernels...) and one concat and scatter per buffer: a buffer per
-    (variable, kind), as before, cost a scatter and a concat each, and DTensor runs every
+    (variable, kind) would cost a scatter and a concat each, and DTensor runs every
     op on every device (``benchmarks/stats_profile.py``)."""
 
     def __init__(self, slots: int, watched: list, kinds: Sequence[str], mesh: Any):

@@ -88,7 +88,7 @@ class Collective:
     executed_bytes: int | None = None
     fused_with: tuple[str, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}. Received: {self.kind!r}.")
         if self.serves not in SERVES:
@@ -141,7 +141,7 @@ class CommunicationReport:
     ran_step: bool = False
     note: str = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "collectives", tuple(self.collectives))
 
     def select(self, serves: str | None = None, kind: str | None = None) -> tuple[Collective, ...]:
@@ -282,7 +282,7 @@ class CommunicationReport:
         lines.append("per update, per device: " + _totals_text(self.totals()))
         return "\n".join(lines)
 
-    def _repr_pretty_(self, p, cycle):
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
 
 
@@ -365,7 +365,7 @@ class CommunicationPlan:
         lines += [f"not settled by the layouts: {name}: {why}" for name, why in self.unpredictable.items()]
         return "\n".join(lines)
 
-    def _repr_pretty_(self, p, cycle):
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
 
 

@@ -51,7 +51,7 @@ class ChunkDamageError(RecordingFileError):
     ``array``: the array's name; ``chunk``: its file; ``row``: the first step row
     (committed-step index) it holds."""
 
-    def __init__(self, message, array, chunk, row):
+    def __init__(self, message: str, array: str, chunk: str, row: int):
         super().__init__(message)
         self.array, self.chunk, self.row = array, chunk, row
 

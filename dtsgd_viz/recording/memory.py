@@ -91,7 +91,7 @@ class MemoryEntry:
     layout: LayoutSpec
     slot_layouts: tuple[LayoutSpec, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "shape", self.layout.check_shape(self.shape))
         object.__setattr__(self, "slot_layouts", tuple(self.slot_layouts))
         for slot in self.slot_layouts:
@@ -152,7 +152,7 @@ class MemoryPlan:
     entries: tuple[MemoryEntry, ...]
     source: str = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "entries", tuple(self.entries))
         for e in self.entries:
             for lay in (e.layout, *e.slot_layouts):
@@ -255,7 +255,7 @@ class MemoryPlan:
     def __str__(self) -> str:
         return "\n".join(_table(*self._parts()))
 
-    def _repr_pretty_(self, p, cycle):
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
 
     def _repr_html_(self) -> str:

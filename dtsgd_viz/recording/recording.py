@@ -109,7 +109,7 @@ class Part:
     num_clients: int
     devices: tuple[int, ...]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "devices", tuple(int(d) for d in self.devices))
 
     def __str__(self) -> str:

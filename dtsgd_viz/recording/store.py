@@ -283,7 +283,7 @@ class StoreReader:
     as it stands: also while another process writes it. ``status()`` is None until the
     part exists. A damaged chunk raises ``ChunkDamageError`` (``damage.py``)."""
 
-    def __init__(self, path, client: int = 0):
+    def __init__(self, path: str | os.PathLike[str], client: int = 0):
         self.path = os.fspath(path)
         self.client = int(client)
         self.part = os.path.join(self.path, f"client-{self.client}")

@@ -110,7 +110,7 @@ class MetadataSums:
     file is read again at each commit (about 20 µs each), so a resize anywhere, by
     any code, is in the next commit; the parsed form is redone only for a changed file."""
 
-    def __init__(self, store, client: int):
+    def __init__(self, store: str | os.PathLike[str], client: int):
         self.store, self.folder = os.fspath(store), f"client-{int(client)}"
         self._resizable = {}  # key -> (crc32 of its bytes, crc32 but for its length)
 

@@ -57,7 +57,9 @@ class StoreWriter:
     rows written over by the new run's), and ``resumed`` says what was kept. Without a
     part yet, a new one is started."""
 
-    def __init__(self, path, header: Recording, client: int = 0, *, resume_from=None):
+    def __init__(
+        self, path: str | os.PathLike[str], header: Recording, client: int = 0, *, resume_from: int | None = None
+    ):
         self.path = os.fspath(path)
         self.client = int(client)
         self.part = os.path.join(self.path, f"client-{self.client}")

@@ -25,7 +25,7 @@ because ``NaN * 0`` is NaN).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -277,7 +277,14 @@ class RuleCheck(dict):
     flagged updates and the unchecked ones: it says every update follows the rule only
     when every update was checked."""
 
-    def __init__(self, flagged, deviation, steps, rtol, unchecked=None):
+    def __init__(
+        self,
+        flagged: Mapping[str, np.ndarray],
+        deviation: Mapping[str, np.ndarray],
+        steps: np.ndarray,
+        rtol: float,
+        unchecked: Mapping[str, Mapping[str, Any]] | None = None,
+    ):
         super().__init__(flagged)
         self.deviation, self.steps, self.rtol = deviation, steps, rtol
         self.unchecked = {name: dict(unchecked.get(name, {})) if unchecked else {} for name in flagged}

@@ -9,11 +9,15 @@ re-renders the PNG. Nothing here prints: errors in callbacks go to the widget lo
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
 from ..views.core import style
 from ..views.core.figure import new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 class FigureWidget:
@@ -30,7 +34,9 @@ class FigureWidget:
         fw
     """
 
-    def __init__(self, figure=None, *, figsize=(style.WIDTH, 5.0), dpi=style.DPI):
+    def __init__(
+        self, figure: Figure | None = None, *, figsize: tuple[float, float] = (style.WIDTH, 5.0), dpi: float = style.DPI
+    ):
         if figure is None:
             figure = new_figure(figsize, dpi)
         elif not hasattr(figure.canvas, "get_renderer"):
@@ -66,10 +72,10 @@ class FigureWidget:
         if self._layout_engine is not None:
             self.figure.set_layout_engine("none")  # keep the positions just computed
 
-    def _repr_mimebundle_(self, **kwargs):
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
 
-    def _ipython_display_(self):
+    def _ipython_display_(self) -> None:
         from IPython.display import display
 
         display(self.widget)

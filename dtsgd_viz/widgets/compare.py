@@ -41,6 +41,7 @@ from .explorer_figure import tidy_loss_axis
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from numpy.typing import ArrayLike
 
     from ..recording.recording import Recording
     from ..theory.surfaces.base import Surface
@@ -233,17 +234,17 @@ class CompareWidget(FigureWidget):
 
     def __init__(
         self,
-        surface,
+        surface: Surface,
         *,
-        learning_rate=0.05,
-        momentum=0.9,
-        start=None,
-        steps=60,
-        mesh=None,
-        tol=1e-3,
-        background=True,
-        figsize=style.COMPARE_SIZE,
-        dpi=style.DPI,
+        learning_rate: float = 0.05,
+        momentum: float = 0.9,
+        start: ArrayLike | None = None,
+        steps: int = 60,
+        mesh: Any = None,
+        tol: float = 1e-3,
+        background: bool = True,
+        figsize: tuple[float, float] = style.COMPARE_SIZE,
+        dpi: float = style.DPI,
     ):
         from ..runs import check_start
 

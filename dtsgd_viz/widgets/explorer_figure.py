@@ -11,7 +11,11 @@ and the close-up row share the figure's width, the caption sits between them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..views.core import style
 from ..views.core.figure import fit, headline, new_figure
@@ -34,6 +38,20 @@ from ..views.paths.plot import draw_paths
 from ..views.paths.scene import settings_line
 from ..views.paths.titles import path_title, short_arrows
 from ..views.update import geometry as upd
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+    from matplotlib.patches import Rectangle
+    from matplotlib.text import Annotation, Text
+
+    from ..recording import Recording
+    from ..theory.surfaces import Surface
+    from ..views.paths.frames import PathArtists
+    from ..views.paths.plot import PathsView
+    from ..views.paths.scene import PathScene
+    from ..views.update.panel import PanelData
 
 __all__ = [
     "CLOSE_UP_SIZE",
@@ -69,7 +87,7 @@ TRAIL_KEEP = 2  # the path's segments a close-up keeps before the update (older 
 BOTTOM_MARGIN = 0.02  # of the figure's height, blank under the close-ups' tick labels
 
 
-def update_finding(scene, index: int) -> str:
+def update_finding(scene: PathScene, index: int) -> str:
     """The headline at recording index ``index`` (update ``u``):
     ``path_findings.findings_of(scene, upto=u).headline()``, which run's mean loss over
     the last updates up to ``u`` is lowest and how many times lower than the others',
@@ -83,12 +101,13 @@ def update_finding(scene, index: int) -> str:
     return findings_of(scene, upto=update, paths=False).headline()
 
 
-def set_finding(fig, text: str) -> None:
+def set_finding(fig: Figure, text: str) -> None:
     """Put ``text`` in ``fig``'s headline (``views.core.figure.headline``), keeping its line
     count: the settings line hangs under it. A finding longer than the first is set a
     little smaller (down to ``style.TITLE_SIZE``) to fit those lines, else not wrapped
     (it would run into the settings line)."""
-    title = fig._suptitle
+    title = _suptitle(fig)
+    assert title is not None  # a headline to keep (follow_headline checks)
     old = title.get_text()
     body = old.rstrip("\n")
     size = style.SUPTITLE_SIZE
@@ -102,12 +121,26 @@ def set_finding(fig, text: str) -> None:
     title.set_text(lines + "\n" * (body.count("\n") - lines.count("\n")) + old[len(body) :])
 
 
-def explorer_caption(update) -> str:
+def _suptitle(fig: Figure) -> Text | None:
+    """``fig``'s suptitle (None before one is set)."""
+    return fig._suptitle  # pyright: ignore[reportAttributeAccessIssue]  # matplotlib's stubs omit Figure._suptitle
+
+
+def explorer_caption(update: int) -> str:
     """The caption between the paths and the close-ups at ``update``."""
     return CLOSE_UP_CAPTION.format(k=int(update))
 
 
-def explorer_view(recordings, surface, step, *, name, arrows, zoom, note):
+def explorer_view(
+    recordings: Recording | Mapping[str, Recording],
+    surface: Surface,
+    step: int | None,
+    *,
+    name: str | None,
+    arrows: bool,
+    zoom: bool,
+    note: str | None,
+) -> PathsView:
     """The ``PathsView`` the explorer updates: ``draw_paths``' figure without close-ups
     (``zoom`` False or no arrows), else paths and loss over one close-up axes per run
     (``artists.zoom_axes``, their boxes ``artists.zoom_boxes``; the widget draws them)."""
@@ -116,10 +149,11 @@ def explorer_view(recordings, surface, step, *, name, arrows, zoom, note):
         tidy_loss_axis(view.artists.ax_loss)
         return _named(view)
     fig = new_figure(CLOSE_UP_SIZE)
-    keys = list(recordings) if hasattr(recordings, "keys") else ["recording"]
+    keys = list(cast("Mapping[str, Recording]", recordings)) if hasattr(recordings, "keys") else ["recording"]
     n = max(1, len(keys))
     # room for tick labels that change with the update, and a margin under the close-ups
-    fig.get_layout_engine().set(w_pad=0.06, rect=(0.0, BOTTOM_MARGIN, 1.0, 1.0 - BOTTOM_MARGIN))
+    engine = cast("ConstrainedLayoutEngine", fig.get_layout_engine())  # new_figure's: constrained
+    engine.set(w_pad=0.06, rect=(0.0, BOTTOM_MARGIN, 1.0, 1.0 - BOTTOM_MARGIN))
     grid = fig.add_gridspec(3, 2 * n, height_ratios=[1.33, 0.09, 0.86])
     half = n  # the top row: paths on the left half, loss on the right
     ax_path = fig.add_subplot(grid[0, :half])
@@ -132,6 +166,7 @@ def explorer_view(recordings, surface, step, *, name, arrows, zoom, note):
         ax.set_anchor("E" if i == 0 and n > 1 else "W" if i == n - 1 and n > 1 else "C")
     view = draw_paths(recordings, surface, step, name=name, ax=(ax_path, ax_loss), arrows=arrows, zoom=False, note=note)
     scene, art = view.scene, view.artists
+    assert view.update is not None  # step was given: draw_paths drew it
     index = int(np.flatnonzero(np.asarray(next(iter(scene.recordings.values())).steps) == view.update)[0])
     headline(fig, update_finding(scene, index), settings_line(scene))
     tidy_loss_axis(ax_loss)
@@ -184,7 +219,7 @@ def _named(view):
     return view
 
 
-def move_loss_dots(art, dots) -> None:
+def move_loss_dots(art: PathArtists, dots: Mapping[str, tuple[float, float]]) -> None:
     """Put each run's loss dot at ``dots[config] = (update, loss)``, rings round the
     last where they coincide (``path_loss.nest_loss_dots``)."""
     for key, (s, loss) in dots.items():
@@ -192,7 +227,7 @@ def move_loss_dots(art, dots) -> None:
     nest_loss_dots(art.loss_markers)
 
 
-def show_arrows(scene, art, update, title) -> None:
+def show_arrows(scene: PathScene, art: PathArtists, update: int, title: str) -> None:
     """With close-ups, a run's arrows on the paths panel only where they show (a speck
     under its ring, ``path_titles.short_arrows``, is hidden: its close-up draws it),
     and the paths panel's ``title`` naming the runs whose arrows it draws."""
@@ -202,16 +237,19 @@ def show_arrows(scene, art, update, title) -> None:
     if short:
         shown = len(short) < len(scene.coords)
         title = path_title(scene, update, short=short) if shown else f"Update {int(update)}: its terms up close below"
+    assert art.title is not None  # draw_scene titles the paths panel
     art.title.set_text(title)
 
 
-def _zoom_box(ax, key, color, zorder):
+def _zoom_box(ax, key, color, zorder) -> Rectangle:
     from matplotlib.patches import Rectangle
 
-    return ax.add_patch(Rectangle((0, 0), 0, 0, ec=color, zorder=zorder, gid=f"zoom-box:{key}", **ZOOM_BOX_LOOK))
+    box = Rectangle((0, 0), 0, 0, ec=color, zorder=zorder, gid=f"zoom-box:{key}", **ZOOM_BOX_LOOK)
+    ax.add_patch(box)  # returns the box itself
+    return box
 
 
-def tidy_loss_axis(ax) -> None:
+def tidy_loss_axis(ax: Axes | None) -> None:
     """Ticks on round updates up to the last one drawn (0, 10, ... 60: the axis reads up
     to the last update; the room right of it holds the lines' names, no tick there)."""
     from matplotlib.ticker import FixedLocator, MaxNLocator
@@ -221,7 +259,7 @@ def tidy_loss_axis(ax) -> None:
     ends = [
         np.nanmax(np.asarray(ln.get_xdata(), np.float64))
         for ln in ax.lines
-        if (ln.get_gid() or "").startswith("loss:") and len(ln.get_xdata())
+        if (ln.get_gid() or "").startswith("loss:") and len(np.asarray(ln.get_xdata()))
     ]
     if not ends:
         return
@@ -230,19 +268,22 @@ def tidy_loss_axis(ax) -> None:
     ax.xaxis.set_major_locator(FixedLocator([t for t in ticks if lo <= t <= last + 1e-9]))
 
 
-def close_up_title(key, zoom: float) -> str:
+def close_up_title(key: str, zoom: float) -> str:
     """A close-up's title: the run and how many times closer than the paths it is (the
     update shown is in the paths' title and the caption)."""
     name = rule_name(key)
     return f"{name} · zoom ×{zoom:.0f}" if zoom >= 9.5 else f"{name} · zoom ×{zoom:.1f}"
 
 
-def zoom_callouts(art) -> dict:
+def zoom_callouts(art: PathArtists) -> dict[str, Annotation]:
     """``{config: Text}``: the zoom factor written beside each close-up's box on the paths."""
-    return {t.get_gid()[13:]: t for t in art.ax_path.texts if (t.get_gid() or "").startswith("zoom-callout:")}
+    texts = {(t.get_gid() or "")[13:]: t for t in art.ax_path.texts if (t.get_gid() or "").startswith("zoom-callout:")}
+    return cast("dict[str, Annotation]", texts)  # explorer_view draws them with annotate
 
 
-def shown_box(box, ax, min_px=MIN_BOX_PX):
+def shown_box(
+    box: Sequence[tuple[float, float]], ax: Axes, min_px: float = MIN_BOX_PX
+) -> tuple[tuple[float, float], ...]:
     """``box`` (``((x0, x1), (y0, y1))``, data) grown about its centre to at least
     ``min_px`` pixels a side on ``ax``: a ×50 close-up's box is a few pixels otherwise.
 
@@ -264,7 +305,7 @@ def shown_box(box, ax, min_px=MIN_BOX_PX):
 NEST_PX = 4.0  # a box drawn where another already is grows this many pixels each side
 
 
-def nested_box(box, drawn, near=NEST_PX):
+def nested_box(box: Sequence[float], drawn: Sequence[Sequence[float]], near: float = NEST_PX) -> tuple[float, ...]:
     """``box`` (pixels ``(x0, y0, x1, y1)``) grown by ``near`` each side, again, while
     each edge lies within ``near`` of one already ``drawn`` (two runs at one point have
     boxes of one size there: nested, both are seen).
@@ -280,7 +321,14 @@ def nested_box(box, drawn, near=NEST_PX):
     return box
 
 
-def callout_spot(box_px, size_px, obstacles, taken, frame, gap=3.0):
+def callout_spot(
+    box_px: Sequence[float],
+    size_px: Sequence[float],
+    obstacles: ArrayLike,
+    taken: Iterable[Sequence[float]],
+    frame: Sequence[float],
+    gap: float = 3.0,
+) -> tuple[float, float]:
     """Where a callout of ``size_px`` (w, h) goes beside the display box ``box_px``
     (x0, y0, x1, y1): the centre, right, left, above or below it (and the corners),
     holding the fewest ``obstacles`` points, overlapping no box of ``taken`` and inside
@@ -317,7 +365,7 @@ def callout_spot(box_px, size_px, obstacles, taken, frame, gap=3.0):
     return best
 
 
-def place_callouts(scene, art) -> None:
+def place_callouts(scene: PathScene, art: PathArtists) -> None:
     """Grow each close-up's box on the paths to ``MIN_BOX_PX``, write its zoom factor
     beside it and the start and minimum names beside their points, all placed by one
     scoring (``views.paths.labels``) off the paths, markers, boxes and each other."""
@@ -337,8 +385,9 @@ def place_callouts(scene, art) -> None:
     renderer = renderer_of(ax.figure)
     for key, text in callouts.items():
         text.set_text(art.zoom_axes[key].get_title().rsplit(" ", 1)[-1] if key in boxes else "")  # "×33"
-        if key not in boxes and getattr(text, "arrow_patch", None) is not None:
-            text.arrow_patch.set_visible(False)
+        arrow = getattr(text, "arrow_patch", None)
+        if key not in boxes and arrow is not None:
+            arrow.set_visible(False)
     obs = panel_obstacles(art, skip={*callouts.values(), *art.names.values()})
     for key, b in boxes.items():
         text = callouts.get(key)
@@ -368,6 +417,7 @@ def place_callouts(scene, art) -> None:
             total = base[i] + lead(cands[i])
             if total < cost or (total == cost and i < best):
                 best, cost = int(i), total
+        assert best is not None  # the cheapest candidate: every cost is finite
         spot = cands[best]
         place_text(text, spot[:4])
         end = np.clip(((spot[0] + spot[2]) / 2.0, (spot[1] + spot[3]) / 2.0), b[:2], b[2:])
@@ -430,7 +480,7 @@ def _trim_close_up(ax, key) -> None:
                 artist.set_facecolor(colors[-TRAIL_KEEP:])
 
 
-def draw_close_up(scene, art, key, data) -> None:
+def draw_close_up(scene: PathScene, art: PathArtists, key: str, data: PanelData) -> None:
     """Redraw ``key``'s close-up at ``data`` (``path_frames.draw_zoom``: the panel and its
     box on the paths), titled by ``close_up_title``, with only the path's last segments."""
     draw_zoom(scene, art, key, data)
@@ -444,12 +494,13 @@ def draw_close_up(scene, art, key, data) -> None:
         )
 
 
-def headline_parts(fig, art) -> list:
+def headline_parts(fig: Figure, art: PathArtists) -> list[Text]:
     """The texts ``follow_headline`` changes: the headline and the boxes' callouts."""
-    return [*zoom_callouts(art).values(), *([fig._suptitle] if fig._suptitle is not None else [])]
+    title = _suptitle(fig)
+    return [*zoom_callouts(art).values(), *([title] if title is not None else [])]
 
 
-def follow_headline(fig, scene, art, update, text) -> None:
+def follow_headline(fig: Figure, scene: PathScene, art: PathArtists, update: int, text: str) -> None:
     """After the close-ups were drawn at ``update``: their boxes' callouts, the caption
     and the headline (``text``, ``update_finding``); a ring on the star shows it through."""
     open_rings_on_star(art)
@@ -457,5 +508,5 @@ def follow_headline(fig, scene, art, update, text) -> None:
         place_callouts(scene, art)
         if art.caption is not None:
             art.caption.set_text(explorer_caption(update))
-    if fig._suptitle is not None and text:
+    if _suptitle(fig) is not None and text:
         set_finding(fig, text)

@@ -19,11 +19,13 @@ import dataclasses
 import html
 import io
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..geometry import ShardGeometry, shard_geometry
 from ..recording.communication import CommunicationPlan, communication_plan
 from ..recording.memory import MemoryEntry, MemoryPlan, format_bytes, plan_of
-from ..specs import UNSHARDED, LayoutSpec, MeshSpec
+from ..specs import UNSHARDED, Dims, LayoutSpec, MeshSpec
 from ..views.core.style import DPI
 from ..views.mesh.memory import plot_memory
 from ..views.mesh.traffic import ACTIVATION_NOTE, dims_text
@@ -100,7 +102,16 @@ class LayoutExplorerState:
         return (UNSHARDED, *(self.mesh.dim_names if self.mesh else ()))
 
     @classmethod
-    def of(cls, obj, shape=None, *, mesh=None, dtype="float32", momentum=True, name=None):
+    def of(
+        cls,
+        obj: Any,
+        shape: Sequence[int] | None = None,
+        *,
+        mesh: Dims | None = None,
+        dtype: str = "float32",
+        momentum: bool = True,
+        name: str | None = None,
+    ) -> LayoutExplorerState:
         """The starting state: ``obj`` is a shape (then ``mesh=`` a dict, default
         ``batch=2, model=4``, and ``name=`` what to call it, default ``tensor``), a ``LayoutSpec`` + ``shape``, a
         live ``DVariable``, a
@@ -121,6 +132,7 @@ class LayoutExplorerState:
         """One line: the blocks, copies and bytes per device, or the error."""
         if self.error:
             return f"impossible: {self.error}"
+        assert self.geometry is not None and self.plan is not None  # derived whenever there is no error
         g, e = self.geometry, self.plan.entry(self.name)
         copies = g.num_devices // g.num_unique
         return (
@@ -139,6 +151,7 @@ class LayoutExplorerState:
         """The picture's memory line: ``32 KiB/device incl. velocity`` ("" on an error)."""
         if self.error:
             return ""
+        assert self.plan is not None  # derived whenever there is no error
         e = self.plan.entry(self.name)
         slot = e.slot_bytes_per_device.max()
         return f"{self.name}: {format_bytes(e.bytes_per_device.max())}/device" + (
@@ -158,6 +171,7 @@ class LayoutExplorerState:
                 "gradient all-reduce: none predicted, the batch is split over no mesh dim "
                 "(type the mesh dims it is split over in 'batch over')"
             )
+        assert self.traffic is not None  # derived whenever there is no error
         mine = self.traffic.entry(self.name)
         along = (
             "; ".join(f"{format_bytes(b)} per device along {dims_text(d)}" for d, b in self.traffic.totals().items())
@@ -279,7 +293,7 @@ def _derive(state: LayoutExplorerState) -> LayoutExplorerState:
 FIELDS = ("mesh", "variable", "momentum", "dim", "batch")
 
 
-def layout_explorer_state(state: LayoutExplorerState, change) -> LayoutExplorerState:
+def layout_explorer_state(state: LayoutExplorerState, change: Mapping[str, Any]) -> LayoutExplorerState:
     """The state after one change: ``{"name": "mesh", "new": "batch=2, model=4"}``,
     ``{"name": "variable", "new": name}``, ``{"name": "momentum", "new": bool}``,
     ``{"name": "dim", "dim": i, "new": spec}`` (a mesh dim name or ``"unsharded"``) or
@@ -343,7 +357,17 @@ class LayoutExplorer:
     ``.layout_figure`` and ``.memory_figure`` the figures last drawn, as PNGs at ``dpi``
     (``style.DPI``: the notebook column's scale, as every other figure)."""
 
-    def __init__(self, obj, shape=None, *, mesh=None, dtype="float32", momentum=True, name=None, dpi=DPI):
+    def __init__(
+        self,
+        obj: Any,
+        shape: Sequence[int] | None = None,
+        *,
+        mesh: Dims | None = None,
+        dtype: str = "float32",
+        momentum: bool = True,
+        name: str | None = None,
+        dpi: float = DPI,
+    ):
         import ipywidgets as widgets
 
         self._w = widgets
@@ -447,6 +471,7 @@ class LayoutExplorer:
                 for n in [*notes, html.escape(ACTIVATION_NOTE[0].upper() + ACTIVATION_NOTE[1:] + ".")]
             )
         )
+        assert s.plan is not None and s.traffic is not None  # derived whenever there is no error
         rank = len(s.shape)
         if rank <= 4:
             self.layout_figure = plot_layout(s.layout, s.shape, name=s.name, note=s.memory_note())
@@ -457,10 +482,10 @@ class LayoutExplorer:
         self.memory_table.value = s.plan._repr_html_()
         self.renders += 1
 
-    def _repr_mimebundle_(self, **kwargs):
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
 
-    def _ipython_display_(self):
+    def _ipython_display_(self) -> None:
         from IPython.display import display
 
         display(self.widget)

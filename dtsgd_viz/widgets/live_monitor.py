@@ -18,7 +18,10 @@ TensorFlow is imported.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
+from collections.abc import Mapping
+from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
@@ -81,13 +84,13 @@ class MonitorState:
         return (n1 - n0) / (t1 - t0)
 
 
-def monitor_state(variable=None, kind=None) -> MonitorState:
+def monitor_state(variable: str | None = None, kind: str | None = None) -> MonitorState:
     """The state before the first poll: follow ``variable`` (default: the first) and
     ``kind`` (default: velocity when recorded, else the first recorded kind)."""
     return MonitorState(variable, kind)
 
 
-def block_names(header, index) -> tuple[tuple[str, ...], tuple[tuple[str, object], ...]]:
+def block_names(header: Mapping[str, Any], index: int) -> tuple[tuple[str, ...], tuple[tuple[str, object], ...]]:
     """``(names, looks)`` of the blocks a store holds of variable number ``index``: each
     block's name as the shard views write it (``block_patches``: ``CPU:0``, ``CPU:0,4``,
     ``CPU:0-7``) and its ``(colour, line style)`` (``style.block_styles``), in the order
@@ -135,6 +138,7 @@ def poll(state: MonitorState, store: StoreReader) -> MonitorState:
     if stop > start:
         steps = np.concatenate([state.steps, store.rows("steps", start, stop)])
         loss = np.concatenate([state.loss, store.rows("loss", start, stop)])
+        assert state.variable is not None and state.kind is not None  # chosen at the first sight of the store
         norms = np.concatenate([state.norms, store.block_norms(state.variable, state.kind, start, stop)])
     else:
         steps, loss, norms = state.steps, state.loss, state.norms
@@ -187,18 +191,16 @@ class LiveMonitor(FigureWidget):
 
     def __init__(
         self,
-        path,
-        variable=None,
-        kind=None,
+        path: str | os.PathLike[str],
+        variable: str | None = None,
+        kind: str | None = None,
         *,
-        client=0,
-        interval=1.0,
-        start=True,
-        figsize=LIVE_MONITOR_HEADLINED_SIZE,
-        dpi=style.DPI,
+        client: int = 0,
+        interval: float = 1.0,
+        start: bool = True,
+        figsize: tuple[float, float] = LIVE_MONITOR_HEADLINED_SIZE,
+        dpi: float = style.DPI,
     ):
-        import os
-
         if os.path.isfile(path):
             raise ValueError(
                 f"LiveMonitor follows a store folder written by Recorder(path=...); {path!r} "
@@ -209,8 +211,9 @@ class LiveMonitor(FigureWidget):
         self.interval = float(interval)
         self.error = None  # the last poll's exception, shown in the readout
         super().__init__(figsize=figsize, dpi=dpi)
-        if hasattr(self._layout_engine, "set"):  # the name chips' boxes pad past their
-            self._layout_engine.set(w_pad=NAME_MARGIN / 72)  # text, which the layout sees
+        set_pads = getattr(self._layout_engine, "set", None)
+        if set_pads is not None:  # the name chips' boxes pad past their
+            set_pads(w_pad=NAME_MARGIN / 72)  # text, which the layout sees
         self.label = widgets.Label(readout(self.state))
         self.widget = widgets.VBox([self.label, self.image])
         self.ax_loss, self.ax_norms = self.figure.subplots(1, 2)
@@ -270,7 +273,7 @@ class LiveMonitor(FigureWidget):
             if self.state.closed:
                 break
 
-    def stop(self, timeout=5.0) -> None:
+    def stop(self, timeout: float | None = 5.0) -> None:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)

@@ -6,9 +6,14 @@ half-decade unlabelled).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..views.core import style
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 
 def _frame(ax) -> None:
@@ -51,7 +56,7 @@ def _scale_y(ax, values, zeros=False) -> None:
     )
 
 
-def snap_log_limits(ax, reach=0.2) -> None:
+def snap_log_limits(ax: Axes, reach: float = 0.2) -> None:
     """On a log axis, put each y limit on the 1-2-5 tick nearest the data between the
     data's end and ``reach`` decades beyond the limit (in the margin, or just past
     it), so both ends of the axis are labelled; else leave it."""

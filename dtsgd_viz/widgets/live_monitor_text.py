@@ -7,9 +7,16 @@ Pure functions of the store's header and the polled arrays, tested without a sto
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..views.core import style
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = ["loss_text", "monitor_finding", "monitor_settings", "set_update_axis", "LIVE_MONITOR_HEADLINED_SIZE"]
 
@@ -17,7 +24,7 @@ LIVE_MONITOR_HEADLINED_SIZE = (style.WIDTH, style.LIVE_MONITOR_SIZE[1] + 0.8)
 """``style.LIVE_MONITOR_SIZE`` and room for the headline above the two panels."""
 
 
-def loss_text(steps, loss) -> str:
+def loss_text(steps: np.ndarray | Sequence[float], loss: ArrayLike) -> str:
     """By how much the loss changed over the run so far.
 
     >>> loss_text([1, 2, 80], [1.0, 0.5, 0.03])
@@ -36,7 +43,14 @@ def loss_text(steps, loss) -> str:
     )
 
 
-def monitor_finding(steps, loss, norms, kind, blocks, who=None) -> str:
+def monitor_finding(
+    steps: np.ndarray | Sequence[float],
+    loss: ArrayLike,
+    norms: ArrayLike,
+    kind: str | None,
+    blocks: Sequence[str],
+    who: str | None = None,
+) -> str:
     """The headline's finding: the loss's change and that of the ``kind``'s block norms
     (``change_text`` of the shard views), the block named there left out (the panel's
     lines and names show it); on two lines, broken at the ";", when one is too long.
@@ -97,7 +111,7 @@ def balanced(text: str, width: float, size: float = style.SUPTITLE_SIZE) -> str:
     return "\n".join(min(good, key=lambda c: max(len(c[0]), len(c[1]))))
 
 
-def monitor_settings(header, learning_rate=None) -> str:
+def monitor_settings(header: Mapping[str, Any], learning_rate: float | None = None) -> str:
     """The settings line, from a store's ``header`` (and the last ``learning_rate``
     recorded): the optimizer, the mesh and, for a part of a multi-client run, which
     client the monitor follows.
@@ -129,7 +143,7 @@ def monitor_settings(header, learning_rate=None) -> str:
     return "  ·  ".join(parts)
 
 
-def set_update_axis(ax, steps) -> None:
+def set_update_axis(ax: Axes, steps: ArrayLike) -> None:
     """The x axis of the updates ``steps``: from 0 (a run from its start: ticks at
     round numbers from 0) or, for a run resumed late, from its first update, to the
     last update (where the block names stand)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import io
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import ipywidgets as widgets
 import numpy as np
@@ -34,6 +35,13 @@ from .explorer_figure import (
     show_arrows,
     update_finding,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from ..recording import Recording
+    from ..theory.surfaces import Surface
+    from ..views.paths.scene import PathScene
 
 __all__ = [
     "PathExplorer",
@@ -63,7 +71,7 @@ class PathExplorerState:
         return self.updates[self.index]
 
 
-def path_explorer_state(state: PathExplorerState, change) -> PathExplorerState:
+def path_explorer_state(state: PathExplorerState, change: Mapping[str, Any]) -> PathExplorerState:
     """The state after ``{"name": "update", "new": k}`` (a traitlets change): update
     ``k``, or the nearest recorded one when ``k`` falls between recorded updates."""
     name, new = change["name"], change["new"]
@@ -95,7 +103,7 @@ class PathTrack:
     iterates: np.ndarray | None = None
 
 
-def arrows_possible(recording) -> bool:
+def arrows_possible(recording: Recording) -> bool:
     """Whether every update can be split into arrows (kinds param, grad and velocity,
     every update from update 1 recorded)."""
     steps = np.asarray(recording.steps)
@@ -128,7 +136,7 @@ def _arrow_terms(recording, name, plane, coords):
     return tuple(out), iterates
 
 
-def path_tracks(scene, arrows: bool) -> dict[str, PathTrack]:
+def path_tracks(scene: PathScene, arrows: bool) -> dict[str, PathTrack]:
     """``{config: PathTrack}`` for a ``PathsView.scene``."""
     out = {}
     for key, rec in scene.recordings.items():
@@ -159,7 +167,7 @@ class PathFrame:
     finding: str = ""
 
 
-def path_frame(scene, tracks: dict[str, PathTrack], index: int) -> PathFrame:
+def path_frame(scene: PathScene, tracks: dict[str, PathTrack], index: int) -> PathFrame:
     """The frame at recording index ``index``."""
     positions, arrows, markers, panels = {}, {}, {}, {}
     update = int(next(iter(scene.recordings.values())).steps[index])
@@ -212,7 +220,7 @@ class PathStatic:
         )
 
 
-def step_text(state: PathExplorerState, lengths=None) -> str:
+def step_text(state: PathExplorerState, lengths: Mapping[str, int] | None = None) -> str:
     """The slider's label; ``lengths`` (``{config: recorded updates}``) adds, when the
     runs differ in length, that only the updates all runs share are shown."""
     u = state.updates
@@ -223,7 +231,7 @@ def step_text(state: PathExplorerState, lengths=None) -> str:
     return text + shared_text(lengths)
 
 
-def shared_text(lengths) -> str:
+def shared_text(lengths: Mapping[str, int] | None) -> str:
     """``"; showing the 10 updates all runs share; momentum and nesterov have 30"`` when
     the runs of ``lengths`` (``{config: recorded updates}``) differ in length, else ``""``."""
     if not lengths or len(set(lengths.values())) < 2:
@@ -274,17 +282,17 @@ class PathExplorer(FigureWidget):
 
     def __init__(
         self,
-        recordings,
-        surface,
+        recordings: Recording | Mapping[str, Recording],
+        surface: Surface,
         *,
-        name="w",
-        step=None,
-        arrows=True,
-        zoom=True,
-        interval=None,
-        figsize=None,
-        dpi=style.DPI,
-        compress_level=1,
+        name: str = "w",
+        step: int | None = None,
+        arrows: bool = True,
+        zoom: bool = True,
+        interval: int | None = None,
+        figsize: tuple[float, float] | None = None,
+        dpi: float = style.DPI,
+        compress_level: int = 1,
     ):
         recs = recordings if isinstance(recordings, Mapping) else {"recording": recordings}
         ok = bool(arrows) and all(
@@ -311,6 +319,7 @@ class PathExplorer(FigureWidget):
         scene = self.view.scene
         n = min(len(r) for r in scene.recordings.values())
         updates = tuple(int(s) for s in next(iter(scene.recordings.values())).steps[:n])
+        assert self.view.update is not None  # draw_paths drew step or the first shared update
         index = geo.step_index(updates, self.view.update)
         self.state = PathExplorerState(updates, index)
         pixels = self.view.figure.get_size_inches() * self.view.figure.dpi
@@ -409,13 +418,14 @@ class PathExplorer(FigureWidget):
                 draw_close_up(scene, art, key, data)
         follow_headline(self.figure, scene, art, frame.update, frame.finding)
         move_loss_dots(art, frame.loss_markers)
+        assert art.step_line is not None  # draw_scene drew the loss panel's update line
         art.step_line.set_xdata([frame.step_line, frame.step_line])
         show_arrows(scene, art, frame.update, frame.title)
 
     def _render_background(self) -> None:
         """Lay the figure out once with everything drawn, then keep the pixels of
         everything but the moving artists."""
-        canvas = self.figure.canvas
+        canvas = cast("FigureCanvasAgg", self.figure.canvas)  # FigureWidget's: an Agg canvas
         self.unfreeze_layout()
         for a in self._moving:
             a.set_animated(False)
@@ -428,7 +438,7 @@ class PathExplorer(FigureWidget):
         self.backgrounds += 1
 
     def _blit(self) -> np.ndarray:
-        canvas = self.figure.canvas
+        canvas = cast("FigureCanvasAgg", self.figure.canvas)  # FigureWidget's: an Agg canvas
         canvas.restore_region(self._background)
         for a in self._moving:
             self.figure.draw_artist(a)
@@ -443,8 +453,9 @@ class PathExplorer(FigureWidget):
         for a in self._moving:
             a.set_animated(False)
         try:
-            self.figure.canvas.draw()
-            return np.asarray(self.figure.canvas.buffer_rgba()).copy()
+            canvas = cast("FigureCanvasAgg", self.figure.canvas)  # FigureWidget's: an Agg canvas
+            canvas.draw()
+            return np.asarray(canvas.buffer_rgba()).copy()
         finally:
             for a in self._moving:
                 a.set_animated(True)

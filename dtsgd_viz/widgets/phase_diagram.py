@@ -23,7 +23,7 @@ import dataclasses
 import html
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 import numpy as np
@@ -39,6 +39,9 @@ from ..views.phase.cell import RULE_NAMES, draw_cell_losses, pick_finding
 from ..views.phase.plot import add_colorbars, cap_loss, cell_edges, draw_phase
 from . import _pointer
 from ._canvas import FigureWidget
+
+if TYPE_CHECKING:
+    from ..theory.surfaces import Surface
 
 __all__ = ["PhaseDiagram", "PhasePick", "phase_pick", "cell_edges", "cell_at", "divergence_update", "RULES"]
 
@@ -120,16 +123,16 @@ class PhaseDiagram(FigureWidget):
 
     def __init__(
         self,
-        surface,
+        surface: Surface,
         *,
-        learning_rates=None,
-        momenta=None,
-        steps=150,
-        tol=1e-3,
-        start=None,
-        mesh=None,
-        figsize=style.PHASE_DIAGRAM_SIZE,
-        dpi=style.DPI,
+        learning_rates: ArrayLike | None = None,
+        momenta: ArrayLike | None = None,
+        steps: int = 150,
+        tol: float = 1e-3,
+        start: ArrayLike | None = None,
+        mesh: Any = None,
+        figsize: tuple[float, float] = style.PHASE_DIAGRAM_SIZE,
+        dpi: float = style.DPI,
     ):
         from ..runs import check_start
         from ..views.phase.plot import default_axes

@@ -25,6 +25,8 @@ from ..views.rates.block_rates import RULE_NAMES, RatesView, block_rates
 from ._canvas import FigureWidget
 
 if TYPE_CHECKING:
+    from ..recording import Recording
+    from ..theory.surfaces import ShardedQuadratic
     from ..views.rates.block_rates import BlockRates
 
 
@@ -59,7 +61,15 @@ class RateExplorer(FigureWidget):
     one above the recorded rate). ``.widget`` is the root ``VBox``, ``.view`` the
     ``RatesView``, ``.state`` the ``RateState`` shown."""
 
-    def __init__(self, recording, surface, name="w", *, figsize=style.RATES_SIZE, dpi=style.DPI):
+    def __init__(
+        self,
+        recording: Recording,
+        surface: ShardedQuadratic,
+        name: str = "w",
+        *,
+        figsize: tuple[float, float] = style.RATES_SIZE,
+        dpi: float = style.DPI,
+    ):
         super().__init__(figsize=figsize, dpi=dpi)
         self.rates = block_rates(recording, surface, name)
         lr = self.rates.learning_rate

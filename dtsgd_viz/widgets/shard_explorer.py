@@ -19,6 +19,8 @@ is tested without a browser; only a variable change rebuilds the figure.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 import numpy as np
@@ -30,6 +32,9 @@ from ..views.shards.geometry import update_index
 from ..views.shards.plot import draw_shards
 from ._canvas import FigureWidget
 from .shard_runs import RunsShardsView
+
+if TYPE_CHECKING:
+    from ..recording import Recording
 
 WIDTH_RATIOS = (1.5, 1)
 """The tensor panel's and the norm panel's widths: the tensor panel's title fits on
@@ -52,7 +57,9 @@ class ExplorerState:
     step: int
 
     @classmethod
-    def of(cls, recording, variable=None, kind=None, step=None) -> ExplorerState:
+    def of(
+        cls, recording: Recording, variable: str | None = None, kind: str | None = None, step: int | None = None
+    ) -> ExplorerState:
         """The starting state for ``recording`` (first variable, velocity if recorded) at
         optimizer update ``step`` (default: the first recorded; -1, -2, ...: counting back from the last)."""
         check_not_empty(recording)
@@ -75,7 +82,7 @@ class ExplorerState:
         return self.steps[self.step]
 
 
-def explorer_state(state: ExplorerState, change) -> ExplorerState:
+def explorer_state(state: ExplorerState, change: Mapping[str, Any]) -> ExplorerState:
     """The state after one change ``{"name": "variable"|"kind"|"update"|"step", "new":
     value}`` (the shape of a traitlets change). ``update``: an update number (the
     slider's value), or the nearest recorded one when it falls between recorded updates;
@@ -139,15 +146,15 @@ class ShardExplorer(FigureWidget):
 
     def __init__(
         self,
-        recording,
-        variable=None,
-        kind=None,
-        step=None,
+        recording: Recording | dict[str, Recording],
+        variable: str | None = None,
+        kind: str | None = None,
+        step: int | None = None,
         *,
-        interval=400,
-        fixed_scale=True,
-        figsize=style.SHARD_EXPLORER_SIZE,
-        dpi=style.DPI,
+        interval: int = 400,
+        fixed_scale: bool = True,
+        figsize: tuple[float, float] = style.SHARD_EXPLORER_SIZE,
+        dpi: float = style.DPI,
     ):
         self.recording = recording
         self.runs = None
@@ -207,8 +214,10 @@ class ShardExplorer(FigureWidget):
             self.refresh(relayout=True)
             return
         axes = self.figure.subplots(1, 2, width_ratios=list(WIDTH_RATIOS))
+        recording = self.recording
+        assert not isinstance(recording, dict)  # a dict of runs is drawn above
         self.view = draw_shards(
-            self.recording, s.variable, s.kind, s.update, ax=tuple(axes), fixed_scale=self.fixed.value, headline=True
+            recording, s.variable, s.kind, s.update, ax=tuple(axes), fixed_scale=self.fixed.value, headline=True
         )
         self.refresh(relayout=True)
 

@@ -16,6 +16,8 @@ from ..views.shards.geometry import as_image, run_limit, symmetric_limit
 from ..views.shards.plot import draw_tensor
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from ..recording.recording import Recording
 
 __all__ = ["RunsShardsView", "tensor_norms"]
@@ -36,7 +38,9 @@ class RunsShardsView:
     shared colour limit, None in stats mode). ``set_index``/``set_kind``/
     ``set_fixed_scale`` update them in place, as ``ShardsView``'s do."""
 
-    def __init__(self, runs: dict, name: str, kind: str, index: int, *, figure, fixed_scale=True):
+    def __init__(
+        self, runs: dict[str, Recording], name: str, kind: str, index: int, *, figure: Figure, fixed_scale: bool = True
+    ):
         self.runs, self.name, self.kind, self.index = runs, name, kind, index
         self.fixed_scale, self.figure = bool(fixed_scale), figure
         self.names = list(runs)

@@ -46,10 +46,21 @@ class Module:
         self.lines = len(self.source.splitlines())
         self.package = self.name if self.is_package else self.name.rpartition(".")[0]
 
-    def imports(self):
-        """(absolute module, imported name or None, node, at module level)."""
+    def imports(self, with_typing: bool = True):
+        """(absolute module, imported name or None, node, at module level); without
+        ``with_typing``, not the imports under ``if TYPE_CHECKING:`` (annotations only:
+        they never run, so they make no cycle)."""
         top = {id(n) for n in self.tree.body}
+        typing = {
+            id(n)
+            for block in ast.walk(self.tree)
+            if isinstance(block, ast.If) and ast.unparse(block.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+            for stmt in block.body
+            for n in ast.walk(stmt)
+        }
         for node in ast.walk(self.tree):
+            if not with_typing and id(node) in typing:
+                continue
             if isinstance(node, ast.Import):
                 for a in node.names:
                     yield a.name, None, node, id(node) in top
@@ -75,7 +86,7 @@ def graph() -> dict[str, set[str]]:
     out = {}
     for m in MODULES.values():
         edges = set()
-        for target, name, _, _ in m.imports():
+        for target, name, _, _ in m.imports(with_typing=False):
             if not target.startswith("dtsgd_viz"):
                 continue
             sub = f"{target}.{name}" if name else None
@@ -325,6 +336,7 @@ def _foreign_private_access():
     return sorted(set(bad))
 
 
+@pytest.mark.slow
 def test_no_module_reaches_into_another_modules_private_attributes():
     assert _foreign_private_access() == []
 
@@ -362,6 +374,7 @@ def tree_text() -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow
 def test_no_test_module_imports_another():
     """Shared test code lives in tests/helpers: a test importing another test module
     resolves only when pytest has put that module's folder on sys.path, so running one
@@ -379,6 +392,52 @@ def test_no_test_module_imports_another():
             )
             found += [f"{path.relative_to(tests)}: {n}" for n in names if n.split(".")[0].startswith("test_")]
     assert found == []
+
+
+def _public_functions(tree, private=False):
+    """``(function node, its qualified name)`` for every public function and method of a
+    module tree: not named ``_x`` (dunders are public), not inside a ``_X`` class."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.ClassDef):
+            yield from ((f, f"{node.name}.{q}") for f, q in _public_functions(node, private or _is_private(node.name)))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not private and not _is_private(node.name):
+            yield node, node.name
+
+
+def _unannotated(m) -> list[str]:
+    """``module:line name (what is missing)`` for each public function or method of ``m``
+    with a parameter (but ``self``/``cls``) or its return unannotated (``__init__``'s
+    return may go unsaid)."""
+    out = []
+    for f, name in _public_functions(m.tree):
+        a = f.args
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]
+        missing = [p.arg for p in params if p.annotation is None and p.arg not in ("self", "cls")]
+        if f.returns is None and f.name != "__init__":
+            missing.append("return")
+        if missing:
+            out.append(f"{m.name}:{f.lineno} {name} ({', '.join(missing)})")
+    return out
+
+
+def test_every_public_function_and_method_is_annotated():
+    """The package ships ``py.typed``: what a user calls says its types (basedpyright,
+    run by ``make lint``, checks they hold). Modules named ``_x`` are private whole."""
+    public = [m for m in MODULES.values() if not any(_is_private(p) for p in m.name.split("."))]
+    assert [line for m in public for line in _unannotated(m)] == []
+
+
+def test_the_annotation_check_sees_a_gap():
+    m = Module.__new__(Module)
+    m.name = "dtsgd_viz.x"
+    m.tree = ast.parse(
+        "def f(a: int, b) -> int: ...\n"
+        "def _g(a): ...\n"
+        "class C:\n    def __init__(self, n: int): ...\n    def h(self, *xs: int): ...\n"
+        "    def __len__(self) -> int: ...\n"
+        "class _D:\n    def k(self, a): ...\n"
+    )
+    assert _unannotated(m) == ["dtsgd_viz.x:1 f (b)", "dtsgd_viz.x:5 C.h (return)"]
 
 
 if __name__ == "__main__":

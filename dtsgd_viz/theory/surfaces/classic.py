@@ -18,7 +18,7 @@ class Rosenbrock(Surface):
     a: float = 1.0
     b: float = 100.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_number("a", self.a)
         _check_number("b", self.b, 0.0)
 

@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ class RotatedQuadratic(Surface):
     scale: float = 1.0
     view_box = ((-4.0, 4.0), (-4.0, 4.0))
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_number("condition", self.condition, 1.0, low_inclusive=True)
         _check_number("angle", self.angle)
         _check_number("scale", self.scale, 0.0)
@@ -96,11 +97,11 @@ class ShardedQuadratic(Surface):
 
     def __init__(
         self,
-        shape=(8, 8),
-        mesh=(("batch", 2), ("model", 4)),
-        specs=("batch", "model"),
-        curvature=(0.05, 1.0),
-        target=1.0,
+        shape: int | Sequence[int] = (8, 8),
+        mesh: Any = (("batch", 2), ("model", 4)),
+        specs: Sequence[str] = ("batch", "model"),
+        curvature: tuple[float, float] = (0.05, 1.0),
+        target: float = 1.0,
     ):
         if isinstance(shape, int):
             shape = (shape,)

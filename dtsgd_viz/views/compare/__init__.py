@@ -9,13 +9,20 @@ title states (print them beside the figure)::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .draw import draw, looks
 from .geometry import CompareData, Findings, compare_data, compare_findings, findings_of
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ...recording.recording import Recording
 
 __all__ = ["CompareData", "Findings", "compare_data", "compare_findings", "looks", "plot_compare"]
 
 
-def plot_compare(runs, variable=None):
+def plot_compare(runs: dict[str, Recording], variable: str | None = None) -> Figure:
     """Compare recorded runs (``{run name: Recording}``, two or more, of one model on one
     mesh, recording the same updates) in one Figure:
 

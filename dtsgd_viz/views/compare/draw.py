@@ -4,6 +4,8 @@ the mesh, every number from ``geometry`` (nothing is measured on the drawing).""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,22 +14,30 @@ from ..core.figure import headline, new_figure
 from ..mesh.layout_colors import label_ink
 from .geometry import CompareData, Findings, mesh_grid
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure, SubFigure
+    from matplotlib.typing import ColorType
+    from numpy.typing import ArrayLike
+
 MAX_COLUMNS = 8  # a mesh wider than this wraps its devices in rows of 8
 CELL_HEIGHT = 0.62  # inches per row of small multiples
 TOP_HEIGHT = 2.5  # inches of the loss and gap panels
 
 
-def looks(names, under=()) -> dict[str, style.Look]:
+def looks(names: Iterable[str], under: Collection[str] = ()) -> dict[str, style.Look]:
     """Each run's look (``style.run_looks``); a second run of one rule (a default and an
     exact Nesterov run) gets the rule's colour tinted and a thinner solid line, so no two
     runs look alike and a dash still means momentum. The runs in ``under`` (those that
     follow the first run's path) are drawn under every other, so the first run's line
     shows over theirs."""
-    out, seen = {}, {}
+    out: dict[str, style.Look] = {}
+    seen: dict[style.Look, int] = {}
     for name, look in style.run_looks(names).items():
         k = seen.get(look, 0)
         seen[look] = k + 1
         if k:
+            assert look.color is not None  # run_looks gives every run a colour
             look = dataclasses.replace(
                 look,
                 color=_tint(look.color, 0.45 + 0.15 * (k - 1)),
@@ -41,7 +51,7 @@ def looks(names, under=()) -> dict[str, style.Look]:
     return out
 
 
-def _tint(color, amount: float):
+def _tint(color: ColorType, amount: float) -> tuple[float, float, float]:
     from matplotlib.colors import to_rgb
 
     r, g, b = to_rgb(color)
@@ -66,7 +76,7 @@ def number(v: float) -> str:
     return text
 
 
-def log_axis(ax, axis="y", minor=True) -> None:
+def log_axis(ax: Axes, axis: str = "y", minor: bool = True) -> None:
     """A log scale labelled in plain numbers (0.1, 2, 300); with ``minor``, the 2s and 5s
     labelled too when the data spans under two decades (and the 3s under one)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
@@ -84,12 +94,12 @@ def log_axis(ax, axis="y", minor=True) -> None:
         which.set_minor_formatter(NullFormatter())
 
 
-def _finite_positive(values) -> np.ndarray:
+def _finite_positive(values: ArrayLike) -> np.ndarray:
     v = np.asarray(values, np.float64)
     return np.where(np.isfinite(v) & (v > 0), v, np.nan)
 
 
-def draw(data: CompareData, findings: Findings):
+def draw(data: CompareData, findings: Findings) -> Figure:
     """The Figure of one comparison."""
     rows, cols = mesh_grid(data.mesh_shape)
     devices = len(data.device_names)
@@ -98,7 +108,8 @@ def draw(data: CompareData, findings: Findings):
     has_velocity = any(v is not None for v in data.velocity.values())
     height = 1.0 + TOP_HEIGHT + (0.55 + rows * CELL_HEIGHT if has_velocity else 0.0) + 0.4
     fig = new_figure((style.WIDTH, height))
-    what = "the whole model" if len(data.variables) > 1 else repr(data.variables[0])
+    first = data.variables[0]  # (an IndexError for none, as before)
+    what = "the whole model" if len(data.variables) > 1 else repr(first)
     headline(
         fig,
         findings.headline(),
@@ -129,7 +140,7 @@ def draw(data: CompareData, findings: Findings):
     return fig
 
 
-def _style_axis(ax, xlabel=None, ylabel=None):
+def _style_axis(ax: Axes, xlabel: str | None = None, ylabel: str | None = None) -> None:
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -141,7 +152,7 @@ def _style_axis(ax, xlabel=None, ylabel=None):
         ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE)
 
 
-def _loss_panel(ax, data: CompareData, look):
+def _loss_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> None:
     x = data.updates - 1  # the loss update k saw: after k - 1 updates
     drawn = False
     for name in data.names:
@@ -169,7 +180,7 @@ def _loss_panel(ax, data: CompareData, look):
     _style_axis(ax, "updates made (k)", "loss after k updates")
 
 
-def _mark_tail(ax, data: CompareData, findings: Findings, look) -> None:
+def _mark_tail(ax: Axes, data: CompareData, findings: Findings, look: Mapping[str, style.Look]) -> None:
     """On the loss panel: a pale band over the losses the ends are compared by (the last
     ``findings.tail``), headed "mean here", and each run's mean there (``final_loss``) as a
     short line in its colour across the band (gids ``loss-window``, ``loss-mean:<run>``),
@@ -208,7 +219,8 @@ def _mark_tail(ax, data: CompareData, findings: Findings, look) -> None:
         )
 
 
-def _gap_panel(ax, data: CompareData, look):
+def _gap_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> None:
+    assert data.gaps is not None  # drawn only for full-mode runs
     drawn, zero = False, []
     for name, gap in data.gaps.items():
         positive = _finite_positive(gap)
@@ -247,7 +259,7 @@ def _gap_panel(ax, data: CompareData, look):
     _style_axis(ax, "updates made (k)", "distance / norm (1 = 100%)")
 
 
-def _velocity_grid(sub, data: CompareData, look, rows, cols):
+def _velocity_grid(sub: SubFigure, data: CompareData, look: Mapping[str, style.Look], rows: int, cols: int) -> None:
     """One small panel per device, placed as the device sits in the mesh, on one log
     scale shared by every panel and run, under a one-line heading."""
     where = " × ".join(f"{n} {s}" for n, s in zip(data.mesh_dims, data.mesh_shape))

@@ -19,8 +19,13 @@ Conventions, shared with every comparison:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ...recording.recording import Recording
 
 GAP_FLOOR = 1e-6  # a relative gap below this everywhere: the runs follow one path
 
@@ -117,7 +122,7 @@ def _below(ratio: float) -> str:
     return f"{ratio:.1f}x below" if ratio < 10 else f"{ratio:.0f}x below"
 
 
-def check_runs(runs) -> tuple[tuple[str, ...], list]:
+def check_runs(runs: dict[str, Recording]) -> tuple[tuple[str, ...], list[Recording]]:
     """``(names, recordings)`` of a dict of at least two comparable recordings, else a
     ``ValueError``/``TypeError`` naming what differs."""
     if not isinstance(runs, dict):
@@ -162,11 +167,11 @@ def check_runs(runs) -> tuple[tuple[str, ...], list]:
     return names, recs
 
 
-def _span(steps) -> str:
+def _span(steps: np.ndarray) -> str:
     return f"{len(steps)} updates, {steps[0]}..{steps[-1]}" if len(steps) else "none"
 
 
-def compare_data(runs, variable=None) -> CompareData:
+def compare_data(runs: dict[str, Recording], variable: str | None = None) -> CompareData:
     """The arrays ``plot_compare`` draws, from a dict ``{run name: Recording}``."""
     names, recs = check_runs(runs)
     r0 = recs[0]
@@ -214,7 +219,7 @@ def compare_data(runs, variable=None) -> CompareData:
     )
 
 
-def _relative(diff_sq, ref_sq) -> np.ndarray:
+def _relative(diff_sq: np.ndarray | float, ref_sq: np.ndarray | float) -> np.ndarray:
     """``sqrt(diff_sq / ref_sq)`` (the absolute gap where the reference is 0)."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.sqrt(np.where(ref_sq > 0, diff_sq / np.where(ref_sq > 0, ref_sq, 1.0), diff_sq))
@@ -238,14 +243,15 @@ def findings_of(data: CompareData) -> Findings:
         last = last[np.isfinite(last)]
         final[name] = float(last.mean()) if last.size else float("nan")
     known = {k: v for k, v in final.items() if v is not None and np.isfinite(v)}
-    lowest = min(known, key=known.get) if len(known) >= 2 else None
-    highest = max(known, key=known.get) if len(known) >= 2 else None
+    lowest = min(known, key=lambda k: known[k]) if len(known) >= 2 else None
+    highest = max(known, key=lambda k: known[k]) if len(known) >= 2 else None
     ratio = None
     if lowest is not None and known[lowest] > 0:
         ratio = max(known.values()) / known[lowest]
     gap = variable_gap = None
     same = []
     if data.gaps is not None:
+        assert data.variable_gaps is not None  # compare_data sets both or neither
         gap = {run: _largest(values, data.updates) for run, values in data.gaps.items()}
         variable_gap = {
             run: {v: _largest(g, data.updates) for v, g in by_var.items()} for run, by_var in data.variable_gaps.items()
@@ -256,7 +262,7 @@ def findings_of(data: CompareData) -> Findings:
     )
 
 
-def _largest(values, updates) -> tuple[float, int]:
+def _largest(values: np.ndarray, updates: np.ndarray) -> tuple[float, int]:
     """The largest finite value and its update (``(nan, 0)`` when none is finite)."""
     finite = np.isfinite(values)
     if not finite.any():
@@ -265,14 +271,14 @@ def _largest(values, updates) -> tuple[float, int]:
     return float(values[i]), int(updates[i])
 
 
-def compare_findings(runs, variable=None) -> Findings:
+def compare_findings(runs: dict[str, Recording], variable: str | None = None) -> Findings:
     """The numbers ``plot_compare(runs, variable)`` states, to print beside it: each run's
     mean loss over its last updates, which is lowest and by how much, and each run's
     largest parameter gap to the first run (``Findings``)."""
     return findings_of(compare_data(runs, variable))
 
 
-def mesh_grid(mesh_shape) -> tuple[int, int]:
+def mesh_grid(mesh_shape: Iterable[int]) -> tuple[int, int]:
     """``(rows, columns)`` of the small multiples: the mesh's first dim down, the others
     across (a 1-D mesh is one row)."""
     shape = tuple(mesh_shape)

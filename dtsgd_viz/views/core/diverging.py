@@ -16,7 +16,14 @@ never again comes back to its first value. A variable that holds NaN/Inf
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ...recording.recording import Recording
 
 GROW = 10.0
 """A series ending more than this many times its first value has diverged."""
@@ -24,7 +31,7 @@ GROW = 10.0
 __all__ = ["diverging_from", "diverging_update", "diverging_text", "GROW"]
 
 
-def diverging_from(values, updates, grow: float = GROW) -> int | None:
+def diverging_from(values: ArrayLike, updates: ArrayLike, grow: float = GROW) -> int | None:
     """The update (of ``updates``) from which ``values`` (one per update) diverge, or None
     when they do not: they end non-finite, or their last finite value is more than
     ``grow`` times their first in size; the update is the first after which they stay
@@ -45,7 +52,7 @@ def diverging_from(values, updates, grow: float = GROW) -> int | None:
     return int(u[min(k, len(u) - 1)])
 
 
-def diverging_update(recording) -> int | None:
+def diverging_update(recording: Recording) -> int | None:
     """The update from which ``recording``'s run diverges (see the module docstring), or
     None. The loss before update k is the loss update k - 1 left: an update that pushes
     the loss past its first value for good is the one the run diverges from."""
@@ -74,7 +81,7 @@ def diverging_update(recording) -> int | None:
     return found
 
 
-def diverging_text(recording, who: str = "the run") -> str:
+def diverging_text(recording: Recording, who: str = "the run") -> str:
     """``"the run diverges from update 3"`` ("" when it does not diverge)."""
     at = diverging_update(recording)
     return "" if at is None else f"{who} diverges from update {at}"

@@ -13,6 +13,8 @@ empty figure that could pass for a run that did nothing::
 
 from __future__ import annotations
 
+from collections.abc import Sized
+
 WHY = (
     "This usually means one of: Recorder(every=k) with every=k larger than the number of "
     "updates run (only iterations that are multiples of k are recorded); or the Recorder "
@@ -22,7 +24,7 @@ WHY = (
 )
 
 
-def check_not_empty(recording, label=None) -> None:
+def check_not_empty(recording: Sized, label: str | None = None) -> None:
     """Raise ``ValueError`` if ``recording`` holds no steps, naming it (``label``: its
     key in a dict of recordings; otherwise its repr says which recording it is)."""
     if len(recording):

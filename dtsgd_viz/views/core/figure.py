@@ -3,26 +3,43 @@ Sizes, dpi and type come from ``views.core.style`` (the one scale)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from . import style
 
+if TYPE_CHECKING:
+    from matplotlib.backend_bases import RendererBase
+    from matplotlib.figure import Figure, SubFigure
 
-def new_figure(figsize=(style.WIDTH, 5.0), dpi=style.DPI, wspace=0.05):
+
+def new_figure(
+    figsize: tuple[float, float] = (style.WIDTH, 5.0), dpi: float = style.DPI, wspace: float = 0.05
+) -> Figure:
     """A ``Figure`` with its own Agg canvas and constrained layout (never registered
     with pyplot, so it is never shown twice in a notebook and never leaks). The
     ``wspace`` gap between panels leaves room for colour bar labels that change
     width when a widget updates the figure without re-running the layout."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
 
     fig = Figure(figsize=figsize, dpi=dpi, layout="constrained")
-    fig.get_layout_engine().set(wspace=wspace)
+    engine = fig.get_layout_engine()
+    assert isinstance(engine, ConstrainedLayoutEngine)  # layout="constrained" made it
+    engine.set(wspace=wspace)
     FigureCanvasAgg(fig)
     return fig
 
 
-def headline(fig, finding: str, settings: str | None = None):
+def canvas_renderer(fig: Figure | SubFigure) -> RendererBase:
+    """The renderer of ``fig``'s canvas: an Agg canvas (``new_figure``'s) has one; another
+    canvas without ``get_renderer`` raises ``AttributeError``."""
+    return fig.canvas.get_renderer()  # pyright: ignore[reportAttributeAccessIssue]  # stubs: FigureCanvasBase
+
+
+def headline(fig: Figure, finding: str, settings: str | None = None) -> Figure:
     """Title ``fig`` with its ``finding`` (what the picture shows, bold) and, under it,
     the ``settings`` line (smaller, grey). Returns ``fig``, to draw the panels in.
 
@@ -67,7 +84,7 @@ def headline(fig, finding: str, settings: str | None = None):
     return fig
 
 
-def headline_texts(fig) -> tuple[str, str | None]:
+def headline_texts(fig: Figure) -> tuple[str, str | None]:
     """``(finding, settings)`` of a figure titled by ``headline``."""
     sub = [t for t in [*fig.texts, *fig.artists] if t.get_gid() == "subtitle"]
     return fig.get_suptitle().rstrip("\n"), (sub[0].get_text() if sub else None)

@@ -12,12 +12,18 @@ a bool) is a ``ValueError`` naming what was received and what is allowed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["allowed_steps", "describe_updates", "resolve_update", "update_position"]
 
 
-def describe_updates(updates) -> str:
+def describe_updates(updates: ArrayLike) -> str:
     """``updates 1..8``, ``updates 2, 4, ..., 16 (every 2)`` or ``8 updates from 3 to 90``."""
     u = np.asarray(updates, np.int64)
     if len(u) == 0:
@@ -34,7 +40,7 @@ def describe_updates(updates) -> str:
     return f"{len(u)} updates from {int(u[0])} to {int(u[-1])}"
 
 
-def allowed_steps(updates, none: str = "the last") -> str:
+def allowed_steps(updates: Sequence[int] | np.ndarray, none: str = "the last") -> str:
     """``Allowed: a recorded update (updates 2, 4, 6), -1..-3 counting back from the
     last, or None (the last).`` ``none``: what None means to the caller."""
     n = len(updates)
@@ -48,7 +54,12 @@ def allowed_steps(updates, none: str = "the last") -> str:
 
 
 def resolve_update(
-    step, updates, *, none: str = "the last", held: str | None = None, start: str = "the start is not a recorded update"
+    step: object,
+    updates: ArrayLike,
+    *,
+    none: str = "the last",
+    held: str | None = None,
+    start: str = "the start is not a recorded update",
 ) -> int | None:
     """The update number ``step`` picks from the recorded ``updates`` (sorted), None
     for None. Raises ``ValueError`` saying what was received and what is allowed.
@@ -83,7 +94,7 @@ def resolve_update(
     return step
 
 
-def update_position(step, updates, *, none: str = "the last") -> int:
+def update_position(step: object, updates: ArrayLike, *, none: str = "the last") -> int:
     """The index into ``updates`` (and the recording's arrays) of the update ``step``
     picks; None is the last."""
     u = np.asarray(updates, np.int64)

@@ -7,12 +7,17 @@ coincide (``path_casing``), where two block lines lie on each other (``_shard_co
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["true_stretches"]
 
 
-def true_stretches(mask) -> list[tuple[int, int]]:
+def true_stretches(mask: ArrayLike) -> list[tuple[int, int]]:
     """``[(i, j)]``: the first and last index (inclusive) of each maximal run of
     ``True`` in ``mask``, in order."""
     m = np.asarray(mask, bool).reshape(-1)

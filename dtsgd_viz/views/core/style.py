@@ -32,6 +32,13 @@ widget draws runs with ``run_looks`` and roles with ``ROLE_LOOKS``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.typing import ColorType
+
+    from ...geometry import ShardGeometry
 
 # ---- the scale ----------------------------------------------------------------------
 
@@ -108,10 +115,10 @@ def optimizer_color(name: str, index: int = 0) -> str:
     return _EXTRA[index % len(_EXTRA)]
 
 
-def optimizer_colors(names) -> dict[str, str]:
+def optimizer_colors(names: Iterable[str]) -> dict[str, str]:
     names = list(names)
     extra = iter(range(len(names)))
-    out = {}
+    out: dict[str, str] = {}
     for name in names:
         color = optimizer_color(name, -1)
         out[name] = color if color not in _EXTRA else _EXTRA[next(extra) % len(_EXTRA)]
@@ -130,7 +137,7 @@ class Look:
     ms: float = 0.0
     zorder: float = 2.0
 
-    def line(self, color=None, **extra) -> dict:
+    def line(self, color: ColorType | None = None, **extra: Any) -> dict[str, Any]:
         """Keyword arguments of ``ax.plot`` for this look (``color`` fills a None one)."""
         return dict(color=self.color if color is None else color, ls=self.ls, lw=self.lw, zorder=self.zorder, **extra)
 
@@ -191,12 +198,13 @@ def rule_of(name: str) -> str | None:
     return None
 
 
-def run_looks(names) -> dict[str, Look]:
+def run_looks(names: Iterable[str]) -> dict[str, Look]:
     """``{name: Look}``: a rule's look for the rule's names, the next ``EXTRA_LOOKS`` (in
     the next extra colour) for other names, so runs drawn together never share a look."""
     names = list(names)
     colors = optimizer_colors(names)
-    out, extra = {}, 0
+    out: dict[str, Look] = {}
+    extra = 0
     for name in names:
         rule = rule_of(name)
         if rule is not None:
@@ -218,7 +226,7 @@ def device_color(device: int, num_devices: int) -> str | tuple:
     return colormaps["turbo"](0.05 + 0.9 * device / max(1, num_devices - 1))
 
 
-def block_places(geometry) -> tuple[int, ...]:
+def block_places(geometry: ShardGeometry) -> tuple[int, ...]:
     """Each replica group's palette place: its row-major index in the block grid (the
     pieces along each tensor dim), bumped by its row where a grid row is a multiple of
     ``len(BLOCK_COLORS)`` long, so blocks sharing an edge never share a colour."""
@@ -245,7 +253,7 @@ def block_style(place: int) -> tuple[str, str, object]:
     return (BLOCK_COLORS[place % p], BLOCK_HATCHES[k % len(BLOCK_HATCHES)], BLOCK_LINESTYLES[k % len(BLOCK_LINESTYLES)])
 
 
-def block_styles(geometry) -> tuple[tuple[str, str, object], ...]:
+def block_styles(geometry: ShardGeometry) -> tuple[tuple[str, str, object], ...]:
     """``(colour, hatch, linestyle)`` of every replica group of ``geometry``.
 
     >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
@@ -257,7 +265,7 @@ def block_styles(geometry) -> tuple[tuple[str, str, object], ...]:
     return tuple(block_style(p) for p in block_places(geometry))
 
 
-def block_device_colors(geometry) -> tuple[str, ...]:
+def block_device_colors(geometry: ShardGeometry) -> tuple[str, ...]:
     """Each device's colour: the colour of the block it holds (replicas share it)."""
     styles = block_styles(geometry)
     return tuple(styles[g][0] for g in geometry.group_of)

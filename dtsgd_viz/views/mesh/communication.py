@@ -23,11 +23,18 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, Rectangle
 
+from ...recording.communication import CommunicationPlan, CommunicationReport
 from ..core.style import SUBTITLE_COLOR
 from .communication_geometry import FONT, NODE_RADIUS, CommunicationPicture, DimPanel, communication_geometry
 
 
-def plot_communication(report_or_plan, *, fig=None, max_items: int = 3, title=None) -> Figure:
+def plot_communication(
+    report_or_plan: CommunicationReport | CommunicationPlan,
+    *,
+    fig: Figure | None = None,
+    max_items: int = 3,
+    title: str | None = None,
+) -> Figure:
     """The collectives of one update on the mesh: a ``CommunicationReport``
     (``dtsgd_viz.communication(step)``: measured) or a ``CommunicationPlan``
     (``dtsgd_viz.communication_plan`` or ``communication_plan(memory_plan)``: the gradient

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ...recording.communication import CommunicationPlan
+from ...recording.communication import CommunicationPlan, CommunicationReport
 from ...recording.memory import format_bytes
 from ...specs import MeshSpec
 from ..core.style import SUBTITLE_SIZE, SUPTITLE_SIZE
@@ -65,7 +67,7 @@ class Facet:
     title: str
 
 
-def device_positions(mesh: MeshSpec):
+def device_positions(mesh: MeshSpec) -> tuple[np.ndarray, tuple[Facet, ...], tuple[float, float]]:
     """``(centres, facets, extent)``: each device's centre (x, y) in cell units (mesh
     device order); one ``Facet`` per index of the dims before the last two (none for a
     mesh of rank 1 or 2); the width and height of the whole grid."""
@@ -96,7 +98,7 @@ def device_positions(mesh: MeshSpec):
 # ---- the line or loop of each group --------------------------------------------------------
 
 
-def varying_dims(mesh: MeshSpec, group) -> tuple[int, ...]:
+def varying_dims(mesh: MeshSpec, group: Sequence[int]) -> tuple[int, ...]:
     """The mesh dims (indices) along which the devices of ``group`` differ."""
     coords = [mesh.device_coords(d) for d in group]
     return tuple(i for i in range(len(mesh.dim_sizes)) if len({c[i] for c in coords}) > 1)
@@ -111,7 +113,7 @@ def _snake(sizes) -> list[tuple[int, ...]]:
     return [(v, *s) for v in range(sizes[0]) for s in (sub if v % 2 == 0 else sub[::-1])]
 
 
-def snake_order(mesh: MeshSpec, group) -> tuple[int, ...]:
+def snake_order(mesh: MeshSpec, group: Sequence[int]) -> tuple[int, ...]:
     """The group's devices in ring order: along the one dim they differ on, or, over
     several, back and forth (row by row, every other row reversed), so each step moves
     to a neighbour."""
@@ -122,7 +124,7 @@ def snake_order(mesh: MeshSpec, group) -> tuple[int, ...]:
     return tuple(sorted(group, key=lambda d: rank[tuple(v.index(coords[d][i]) for i, v in zip(varying, values))]))
 
 
-def arc(p, q, bulge: float, n: int = 13) -> list[tuple[float, float]]:
+def arc(p: ArrayLike, q: ArrayLike, bulge: float, n: int = 13) -> list[tuple[float, float]]:
     """A quadratic curve from ``p`` to ``q`` whose apex is ``bulge`` cells to the left
     of the chord p->q (y grows downwards: to the right as drawn)."""
     p, q = np.asarray(p, float), np.asarray(q, float)
@@ -158,20 +160,24 @@ def _line_key(p, q):
     return key, a, b
 
 
-def ring_order(mesh: MeshSpec, centres, group) -> tuple[tuple[int, ...], bool]:
+def ring_order(
+    mesh: MeshSpec, centres: np.ndarray | Sequence[Sequence[float]], group: Sequence[int]
+) -> tuple[tuple[int, ...], bool]:
     """The group's devices in the order its line visits them, and whether it closes
     into a loop: where the devices fill a grid as drawn, row by row back and forth (a
     loop when that grid has two rows or more and columns); else ``snake_order``."""
     pos = {d: (float(centres[d][0]), float(centres[d][1])) for d in group}
     xs, ys = sorted({p[0] for p in pos.values()}), sorted({p[1] for p in pos.values()})
     if len(xs) * len(ys) == len(pos) == len(set(pos.values())):
-        at = {(ys.index(y), xs.index(x)): d for d, (x, y) in pos.items()}
+        at: dict[tuple[int, ...], int] = {(ys.index(y), xs.index(x)): d for d, (x, y) in pos.items()}
         return tuple(at[k] for k in _snake([len(ys), len(xs)])), len(xs) > 1 and len(ys) > 1
     order = snake_order(mesh, group)
     return order, len(order) > 2 and len(varying_dims(mesh, order)) > 1
 
 
-def group_lines(mesh: MeshSpec, centres, groups) -> tuple[GroupLine, ...]:
+def group_lines(
+    mesh: MeshSpec, centres: np.ndarray | Sequence[Sequence[float]], groups: Iterable[Sequence[int]]
+) -> tuple[GroupLine, ...]:
     """One ``GroupLine`` per group (``centres``: ``device_positions``' first result). The
     curves of a line bow out of the grid (away from its centre); those of a loop all
     to one side of their direction, so that the loop reads as one."""
@@ -361,7 +367,9 @@ def _place(panels, extent, cell, left, header_h, note_h, fig_w):
     return tuple(placed), fig_h
 
 
-def communication_geometry(obj, *, max_items: int = 3, title=None) -> CommunicationPicture:
+def communication_geometry(
+    obj: CommunicationPlan | CommunicationReport, *, max_items: int = 3, title: str | None = None
+) -> CommunicationPicture:
     """The picture of a ``CommunicationPlan`` or ``CommunicationReport``: devices, one
     panel per set of mesh dims (its groups, bytes per device per update, what the bytes
     serve: top ``max_items`` variables, then ``+N more``), a title saying the finding, a

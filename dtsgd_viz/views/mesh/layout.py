@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
@@ -33,6 +35,9 @@ from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, SUBTITLE_COLOR, SUBTITLE_SI
 from .layout_geometry import LayoutPicture, Panel, block_looks, layout_picture
 from .layout_labels import jax_devices, short_finding, slice_text
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
 MAX_RANK = 4
 _ACCEPTS = "a DTensor Layout + shape, a DVariable or DTensor, a dtsgd_viz.LayoutSpec + shape, or a Recording + name="
 
@@ -40,7 +45,7 @@ _ACCEPTS = "a DTensor Layout + shape, a DVariable or DTensor, a dtsgd_viz.Layout
 # ---- what was passed in -------------------------------------------------------------
 
 
-def _check_shape(shape, layout: LayoutSpec, max_rank=MAX_RANK) -> tuple[int, ...]:
+def _check_shape(shape, layout: LayoutSpec, max_rank: int | None = MAX_RANK) -> tuple[int, ...]:
     try:
         dims = None if isinstance(shape, (str, bytes)) else tuple(shape)
     except TypeError:
@@ -56,7 +61,9 @@ def _check_shape(shape, layout: LayoutSpec, max_rank=MAX_RANK) -> tuple[int, ...
     return layout.check_shape(shape)
 
 
-def resolve(obj, shape=None, name=None, max_rank=MAX_RANK):
+def resolve(
+    obj: Any, shape: Sequence[int] | None = None, name: str | None = None, max_rank: int | None = MAX_RANK
+) -> tuple[tuple[int, ...], LayoutSpec, str | None]:
     """``(shape, LayoutSpec, name)`` of anything the layout views accept."""
     from ...dtensor.keras3 import check
 
@@ -102,7 +109,15 @@ def resolve(obj, shape=None, name=None, max_rank=MAX_RANK):
 # ---- the figure -------------------------------------------------------------------------
 
 
-def plot_layout(obj, shape=None, *, name=None, ax=None, title=None, note=None) -> Figure:
+def plot_layout(
+    obj: Any,
+    shape: Sequence[int] | None = None,
+    *,
+    name: str | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+    note: str | None = None,
+) -> Figure:
     """The global tensor cut into the block each device holds, coloured by device.
 
     Each block is labelled with every device holding it (replicas grouped; a strip of
@@ -128,7 +143,7 @@ def plot_layout(obj, shape=None, *, name=None, ax=None, title=None, note=None) -
                 f"ax= draws one panel, for rank 1 or 2 tensors. Received: shape "
                 f"{shape} of rank {len(shape)}; leave ax out to get a faceted figure."
             )
-        fig = ax.figure
+        fig = cast(Figure, ax.figure)  # an Axes of a SubFigure fails below: no get_size_inches
         pos = ax.get_position()
         w, h = fig.get_size_inches()
         pic = layout_picture(shape, layout, name=name, title=title, panel_size=(pos.width * w, pos.height * h))
@@ -263,6 +278,7 @@ def _draw_coords(ax, panel: Panel):
 
 def _draw_key(fig, pic: LayoutPicture):
     key, (fw, fh) = pic.key, pic.figsize
+    assert key is not None  # drawn only for a picture with a mesh key
     left, bottom, w, h = key.box
     ax = fig.add_axes((left / fw, bottom / fh, w / fw, h / fh), gid="mesh-key")
     for c in key.cells:
@@ -307,7 +323,18 @@ def _draw_key(fig, pic: LayoutPicture):
 class TextTable(str):
     """A plain-text table (it *is* the ``str``) that Jupyter shows as an HTML table."""
 
-    def __new__(cls, header, columns, rows, footer=(), html_cells=None):
+    _parts: tuple[
+        tuple[str, ...], tuple[str, ...], list[tuple[str, ...]], tuple[str, ...], Mapping[tuple[int, int], str]
+    ]
+
+    def __new__(
+        cls,
+        header: Sequence[str],
+        columns: Sequence[str],
+        rows: Sequence[Sequence[object]],
+        footer: Sequence[str] = (),
+        html_cells: Mapping[tuple[int, int], str] | None = None,
+    ) -> Self:
         widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) for i, c in enumerate(columns)]
         lines = [*header, "  ".join(str(c).ljust(w) for c, w in zip(columns, widths)).rstrip()]
         lines += ["  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
@@ -321,7 +348,7 @@ class TextTable(str):
         )
         return self
 
-    def _repr_pretty_(self, p, cycle):
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
 
     def _repr_html_(self) -> str:
@@ -344,7 +371,7 @@ def _specs(layout: LayoutSpec) -> str:
     return "[" + ", ".join(layout.sharding_specs) + "]"
 
 
-def layout_table(obj, shape=None, *, name=None) -> str:
+def layout_table(obj: Any, shape: Sequence[int] | None = None, *, name: str | None = None) -> TextTable:
     """The layout as deterministic text: a header line, then one row per unique block
     (its index, the slices it covers, its local shape, every device holding it).
     Takes what ``plot_layout`` takes; returns a ``str`` (shown as HTML in Jupyter)."""
@@ -395,7 +422,7 @@ def _memory_line(entries, with_slots) -> str:
     )
 
 
-def model_table(obj, *, memory: bool = False) -> str:
+def model_table(obj: Any, *, memory: bool = False) -> TextTable:
     """Every variable of a tf-keras model, optimizer or Recording with its shape and
     layout; with an optimizer (given, or compiled into the model) each momentum slot's
     layout too, flagged ``DIFFERS`` where it is not its parameter's layout. ``memory=True``

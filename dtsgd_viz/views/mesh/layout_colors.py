@@ -18,8 +18,14 @@ rule for every block (``text_color_for``)::
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from matplotlib.colors import to_rgb
+
+if TYPE_CHECKING:
+    from matplotlib.typing import ColorType
+
+    from ...geometry import ShardGeometry
 
 HUE_START, HUE_SPAN = 20.0, 300.0  # degrees of CIELCh: red through yellow, green, blue to purple
 CHROMA = 46.0
@@ -50,10 +56,11 @@ def _lch_to_rgb(lightness: float, chroma: float, hue_deg: float) -> tuple[float,
         c = min(1.0, max(0.0, c))
         return 12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055
 
-    return tuple(round(gamma(c), 4) for c in rgb)
+    r, g, b = (round(gamma(c), 4) for c in rgb)
+    return r, g, b
 
 
-def lightness_of(color) -> float:
+def lightness_of(color: ColorType) -> float:
     """CIE L* (0 black .. 100 white) of a matplotlib colour."""
 
     def linear(c):
@@ -64,7 +71,7 @@ def lightness_of(color) -> float:
     return 116 * y ** (1 / 3) - 16 if y > (6 / 29) ** 3 else y * (29 / 3) ** 3
 
 
-def text_color_for(color) -> str:
+def text_color_for(color: ColorType) -> str:
     """``white`` on a block darker than L* ``TEXT_LIGHTNESS``, else ``black``."""
     return "white" if lightness_of(color) < TEXT_LIGHTNESS else "black"
 
@@ -72,7 +79,7 @@ def text_color_for(color) -> str:
 INK_LIGHTNESS = 55.0  # CIE L*: text in a line's colour is darkened to at most this on white
 
 
-def label_ink(color, max_lightness: float = INK_LIGHTNESS) -> tuple[float, float, float]:
+def label_ink(color: ColorType, max_lightness: float = INK_LIGHTNESS) -> tuple[float, float, float]:
     """``color`` for text on white: itself when dark enough, else the same hue darkened
     (scaled towards black) to CIE L* ``max_lightness`` (about 4:1 contrast on white), so a
     pale line colour (Tol's sand or cyan) still names its line legibly.
@@ -88,11 +95,12 @@ def label_ink(color, max_lightness: float = INK_LIGHTNESS) -> tuple[float, float
     lo, hi = 0.0, 1.0  # the scale factor: lightness grows with it
     for _ in range(30):
         mid = (lo + hi) / 2
-        if lightness_of(tuple(c * mid for c in rgb)) > max_lightness:
+        if lightness_of((rgb[0] * mid, rgb[1] * mid, rgb[2] * mid)) > max_lightness:
             hi = mid
         else:
             lo = mid
-    return tuple(round(c * lo, 4) for c in rgb)
+    r, g, b = (round(c * lo, 4) for c in rgb)
+    return r, g, b
 
 
 def levels(n: int) -> tuple[float, ...]:
@@ -119,7 +127,7 @@ def grid_color(i: int, n_i: int, j: int, n_j: int) -> tuple[float, float, float]
     return _lch_to_rgb(levels(n_j)[j], CHROMA, hue)
 
 
-def mesh_colors(geometry) -> tuple[tuple[float, float, float], ...]:
+def mesh_colors(geometry: ShardGeometry) -> tuple[tuple[float, float, float], ...]:
     """Each replica group's colour by its block's mesh coordinate: hue along the larger
     sharding mesh dim, lightness along the other. One sharding mesh dim: hue along it,
     lightness cycling over ``ONE_DIM_LEVELS`` levels, so neighbours differ in both and

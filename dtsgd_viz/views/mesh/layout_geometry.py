@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -49,6 +50,9 @@ from .layout_labels import (  # noqa: F401
     text_width_pt,
 )
 
+Color = str | tuple[float, float, float]  # a block's colour: a palette name or an RGB from ``mesh_colors``
+Coords = tuple[tuple[float, str], ...]  # (centre, label) of each block row's / column's mesh coordinate
+
 MAX_FACETS = {3: (12,), 4: (4, 4)}  # panels per leading dim, by tensor rank
 KEY_GAP = 0.22  # inches between the panels' x label and the mesh key's title
 KEY_BOTTOM = 0.55  # inches under the mesh key, for its tick labels and x label
@@ -73,7 +77,7 @@ class Block:
     devices: tuple[int, ...]
     slices: tuple[slice, ...]
     rect: tuple[float, float, float, float]
-    color: object
+    color: Color
     text_color: str
     hatch: str = ""
     label: str = ""
@@ -105,7 +109,7 @@ class Panel:
 class KeyCell:
     device: int
     rect: tuple[float, float, float, float]
-    color: object
+    color: Color
     text_color: str
     label: str
     fontsize: float
@@ -141,7 +145,7 @@ class LayoutPicture:
         return self.geometry.layout
 
 
-def block_looks(geom: ShardGeometry) -> tuple[tuple[object, str], ...]:
+def block_looks(geom: ShardGeometry) -> tuple[tuple[Color, str], ...]:
     """``(colour, hatch)`` of every replica group: ``style.block_styles`` up to
     ``len(BLOCK_COLORS)`` blocks; past that each block's mesh coordinate
     (``layout_colors.mesh_colors``: hue along one mesh dim, red to purple without
@@ -281,7 +285,7 @@ def _facets(shape, layout):
     sharded leading dim (``{dim: indices}``), ``collapsed`` the unsharded leading dims,
     drawn once (every index of them is laid out alike, as treescope draws them)."""
     rank = len(shape)
-    lead = tuple(range(rank - 2)) if rank >= 3 else ()
+    lead = tuple(range(rank - 2))  # () below rank 3
     limits = MAX_FACETS.get(rank, ())
     picks = {
         d: pick_indices(shape[d], layout.num_shards(d), limits[d])
@@ -299,7 +303,16 @@ def _crowded(labelled) -> bool:
     return any(not b.label or b.label.count("\n") >= MAX_LINES for blocks in labelled for b in blocks)
 
 
-def _frame(faceted, rank, grid, key, header, key_title, coords=((), ()), xlabel_lines=1):
+def _frame(
+    faceted,
+    rank,
+    grid,
+    key: MeshKey | None,
+    header,
+    key_title,
+    coords: tuple[Coords, Coords] | tuple[Coords, Coords, str] = ((), ()),
+    xlabel_lines=1,
+):
     """The figure's size around the panel grid (``grid``: its width and height), the
     header (``(title, subtitle, note)``) and the mesh key, at most ``style.WIDTH`` wide,
     and where the grid goes: ``(figsize, x0, top)``, the grid's left and top edges
@@ -321,7 +334,7 @@ def _frame(faceted, rank, grid, key, header, key_title, coords=((), ()), xlabel_
         + (0.35 if faceted else 0.1)
         + (0.1 if note else 0)
         + (0.25 if coords[0] else 0)
-        + (0.2 if coords[2:] and coords[2] else 0)
+        + (0.2 if len(coords) > 2 and coords[2] else 0)
     )
     header_w = (
         max(
@@ -374,7 +387,15 @@ def _panels(shape, layout, indices, labelled, ncols, size, x0, top, gaps, picks)
     return tuple(panels)
 
 
-def layout_picture(shape, layout: LayoutSpec, *, name=None, title=None, panel_size=None, note=None) -> LayoutPicture:
+def layout_picture(
+    shape: Sequence[int],
+    layout: LayoutSpec,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    panel_size: tuple[float, float] | None = None,
+    note: str | None = None,
+) -> LayoutPicture:
     """Everything the layout figure shows, computed. ``panel_size`` (inches) overrides
     the automatic size, e.g. to fit labels in an existing axes. Unsharded leading dims
     of a rank-3/4 tensor are drawn once (the subtitle names them); past

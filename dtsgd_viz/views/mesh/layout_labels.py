@@ -18,9 +18,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ...specs import UNSHARDED
 from ..core.style import LABEL_SIZE, NOTE_SIZE, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE, WIDTH
+
+if TYPE_CHECKING:
+    from ...geometry import ShardGeometry
+    from ...specs import LayoutSpec
+    from .layout_geometry import Block
 
 MIN_FONT = NOTE_SIZE  # 8.5 pt: 11.8 px as displayed (``style``'s smallest text)
 PAD = 2.0  # points kept free around a label inside its block
@@ -41,14 +48,14 @@ def text_height_pt(n_lines: int, fontsize: float) -> float:
     return 1.25 * n_lines * fontsize
 
 
-def slice_text(slices) -> str:
+def slice_text(slices: Iterable[slice]) -> str:
     return "[" + ", ".join(f"{s.start}:{s.stop}" for s in slices) + "]"
 
 
 # ---- device labels ------------------------------------------------------------------
 
 
-def compact_devices(devices) -> str:
+def compact_devices(devices: Iterable[int]) -> str:
     """``d0,d4`` for a few devices; runs of three or more as ``d0-d3``."""
     runs: list[list[int]] = []
     for d in devices:
@@ -62,7 +69,7 @@ def compact_devices(devices) -> str:
     return ",".join(parts)
 
 
-def shortest_devices(devices) -> str:
+def shortest_devices(devices: Iterable[int]) -> str:
     """The shortest form: ``d0,d2..d14`` for evenly spaced devices, else ``d3+7``."""
     devices = list(devices)
     if len(devices) <= 2:
@@ -114,7 +121,7 @@ _ATTEMPTS = [
 ]
 
 
-def jax_devices(devices, names) -> list[str]:
+def jax_devices(devices: Sequence[int], names: Sequence[str]) -> list[str]:
     """Tokens of ``CPU 0,8,16`` (as JAX's ``visualize_array_sharding`` lists replicas;
     runs of three or more as ``0-3``), each with its trailing comma, for wrapping."""
     heads = {names[d].rsplit(":", 1)[0] for d in devices}
@@ -127,7 +134,7 @@ def jax_devices(devices, names) -> list[str]:
     return tokens
 
 
-def label_forms(devices, names):
+def label_forms(devices: Sequence[int], names: Sequence[str]) -> list[tuple[list[str], str]]:
     """Label forms of a replica group, most to least explicit: (tokens, separator)."""
     compact = compact_devices(devices)
     return [
@@ -142,7 +149,14 @@ def label_forms(devices, names):
 # ---- labelling a panel's blocks -------------------------------------------------------
 
 
-def label_blocks(blocks, names, size_pt, xrange, yrange, rotate=True):
+def label_blocks(
+    blocks: Sequence[Block],
+    names: Sequence[str],
+    size_pt: tuple[float, float],
+    xrange: float,
+    yrange: float,
+    rotate: bool = True,
+) -> list[Block]:
     """Label the blocks (``layout_geometry.Block``) with one form and font size that fits
     them all (else, block by block, the first that fits; no label where nothing does).
     ``size_pt`` is the panel's (width, height) in points, spanning ``xrange`` x
@@ -162,7 +176,7 @@ def label_blocks(blocks, names, size_pt, xrange, yrange, rotate=True):
     for max_lines in (MAX_LINES, None):
         for form, rot, fs in candidates:
             fits = [_fit(*f[form], fs, *box_pt(b), rot) for b, f in zip(blocks, forms)]
-            if all(fits) and (max_lines is None or max(t.count("\n") + 1 for t in fits) <= max_lines):
+            if all(fits) and (max_lines is None or max(t.count("\n") + 1 for t in fits if t) <= max_lines):
                 chosen = [((text, rot), fs) for text in fits]
                 break
         if chosen is not None:
@@ -208,7 +222,7 @@ def label_blocks(blocks, names, size_pt, xrange, yrange, rotate=True):
 # ---- the layout figure's header ---------------------------------------------------------
 
 
-def dim_text(layout, dim: int, two_lines: bool = False) -> str:
+def dim_text(layout: LayoutSpec, dim: int, two_lines: bool = False) -> str:
     """``tensor dim 1 — sharded over 'model' (4)``, or ``not sharded`` (each block spans
     the dim whole). Copies come from mesh dims, not tensor dims: see ``mesh_dim_role``."""
     spec = layout.sharding_specs[dim]
@@ -216,7 +230,9 @@ def dim_text(layout, dim: int, two_lines: bool = False) -> str:
     return f"tensor dim {dim}" + ("\n" if two_lines else " — ") + how
 
 
-def coord_ticks(layout, dim: int, size: int, length_pt: float, across: bool):
+def coord_ticks(
+    layout: LayoutSpec, dim: int, size: int, length_pt: float, across: bool
+) -> tuple[tuple[tuple[float, str], ...], str]:
     """The mesh coordinate of each block along tensor dim ``dim`` (``size`` long, drawn
     ``length_pt`` points): ``((centre, "batch=0"), ...)`` and a label for the axis
     ("" when each tick names its mesh dim). ``across``: the labels run across the
@@ -242,7 +258,7 @@ def coord_ticks(layout, dim: int, size: int, length_pt: float, across: bool):
     return ticks, (f"mesh coordinate along '{mesh_dim}'" if short else "")
 
 
-def mesh_dim_role(layout, mesh_dim: str) -> str:
+def mesh_dim_role(layout: LayoutSpec, mesh_dim: str) -> str:
     """What a mesh dim does to the tensor: ``model: cuts tensor dim 1 (4 ways)``, or,
     when the layout does not use it, ``batch: unused -> 2 copies``: the devices along an
     unused mesh dim hold the same block, which is where every copy comes from.
@@ -258,7 +274,7 @@ def mesh_dim_role(layout, mesh_dim: str) -> str:
     return f"{mesh_dim}: unused -> " + (f"{size} copies" if size > 1 else "no copies (size 1)")
 
 
-def copies_text(layout) -> str:
+def copies_text(layout: LayoutSpec) -> str:
     """Where the copies come from, one role per mesh dim (unused dims first)."""
     dims = layout.mesh.dim_names
     unused = [d for d in dims if d not in layout.sharding_specs]
@@ -274,7 +290,7 @@ def _wrap_text(text: str, fontsize: float, width_in: float = WIDTH - 0.4) -> str
     return "\n".join(line.rstrip() for line in out)
 
 
-def collapsed_text(shape, collapsed) -> str:
+def collapsed_text(shape: Sequence[int], collapsed: Sequence[int]) -> str:
     """The note of leading dims drawn once: ``3x3 taps (tensor dims 0, 1: not sharded),
     each laid out alike: one panel shows them all``."""
     if not collapsed:
@@ -288,13 +304,13 @@ def collapsed_text(shape, collapsed) -> str:
     )
 
 
-def copied_over(layout) -> tuple[str, ...]:
+def copied_over(layout: LayoutSpec) -> tuple[str, ...]:
     """The mesh dims (of size > 1) the layout does not use: the devices along them hold
     the same block, so they are where every copy comes from."""
     return tuple(d for d in layout.mesh.dim_names if d not in layout.sharding_specs and layout.mesh.dim_size(d) > 1)
 
 
-def finding_text(geom, layout, prefix: str) -> str:
+def finding_text(geom: ShardGeometry, layout: LayoutSpec, prefix: str) -> str:
     """The title's finding: how many devices hold how many distinct blocks and, with
     replicas, on how many devices each block lives and over which mesh dims it is copied
     (a second line when one line would be wider than ``style.WIDTH``).
@@ -324,7 +340,7 @@ def finding_text(geom, layout, prefix: str) -> str:
     return one if 1.1 * text_width_pt(one, SUPTITLE_SIZE) <= (WIDTH - 0.4) * 72 else f"{head}\n{tail}"
 
 
-def short_finding(geom, prefix: str) -> str:
+def short_finding(geom: ShardGeometry, prefix: str) -> str:
     """The finding in a few words, for a title over one small axes (``plot_layout(ax=)``):
     ``w (8, 8): 4 blocks x 2 copies``, ``w (8, 8): 8 distinct blocks``."""
     copies = geom.num_devices // geom.num_unique
@@ -333,7 +349,14 @@ def short_finding(geom, prefix: str) -> str:
     return f"{prefix}: {geom.num_unique} block{'s' * (geom.num_unique > 1)} x {copies} copies"
 
 
-def header_text(geom, layout, name, title, picks=None, collapsed=()):
+def header_text(
+    geom: ShardGeometry,
+    layout: LayoutSpec,
+    name: str | None,
+    title: str | None,
+    picks: Mapping[int, Sequence[int]] | None = None,
+    collapsed: Sequence[int] = (),
+) -> tuple[str, str]:
     """The title (``title`` when given, else the finding: ``finding_text``) and the
     subtitle: the sharding and mesh, where the copies come from, what the panels index
     (``picks``: the faceted dims) and which leading dims are drawn once (``collapsed``),
@@ -357,18 +380,24 @@ def header_text(geom, layout, name, title, picks=None, collapsed=()):
     return title, _wrap_text(subtitle, SUBTITLE_SIZE)
 
 
-def bare_ids(texts) -> bool:
+def bare_ids(texts: Iterable[str]) -> bool:
     """Whether any of the label ``texts`` names devices by bare id (``0,16``), which only a
     note can say are device ids."""
     return any(t and all(ch.isdigit() or ch in ",\n" for ch in t) for t in texts)
 
 
-def ids_text(names) -> str:
+def ids_text(names: Sequence[str]) -> str:
     """``the numbers are device ids (0 = CPU:0, ..., 7 = CPU:7)``: on the blocks and the key."""
     return f"the numbers are device ids (0 = {names[0]}, ..., {len(names) - 1} = {names[-1]})"
 
 
-def note_text(geom, picks, labelled, names=None, extra=None):
+def note_text(
+    geom: ShardGeometry,
+    picks: Mapping[int, Sequence[int]] | None,
+    labelled: Sequence[Sequence[Block]],
+    names: Sequence[str] | None = None,
+    extra: str | None = None,
+) -> tuple[str, int]:
     """What the panels leave out (indices of long leading dims, blocks, labels), when
     ``names`` is given, that bare numbers are device ids, and last the caller's ``extra``
     (e.g. the bytes per device): ``(note, number of blocks left unlabelled)``."""

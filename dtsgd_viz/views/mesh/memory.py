@@ -19,17 +19,22 @@ mean momentum and Nesterov in every other view); sizes on ``style``'s scale, at 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ...recording.communication import CommunicationPlan, communication_plan
+from ...recording.communication import CommunicationPlan, CommunicationReport, communication_plan
 from ...recording.memory import MemoryPlan, format_bytes
 from ..core.figure import fit, headline
 from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, TICK_SIZE, TITLE_SIZE, VARIABLE_COLORS, WIDTH
 from ..text.direct import READABLE_GAP, axes_height_points, leaders, spread
 from .traffic import dims_text, per_device, totals, traffic_items
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 _PALETTE = list(VARIABLE_COLORS)
 _GREYS = ("#BBBBBB", "#888888", "#DDDDDD", "#666666")
@@ -50,7 +55,7 @@ class Segment:
     height: np.ndarray
 
 
-def unit_for(nbytes) -> tuple[str, int]:
+def unit_for(nbytes: float) -> tuple[str, int]:
     """The binary unit in which ``nbytes`` reads as 1 to 1023."""
     return next(((u, s) for u, s in reversed(_UNITS) if nbytes >= s), _UNITS[0])
 
@@ -81,7 +86,9 @@ def memory_bars(plan: MemoryPlan, max_named: int = 8) -> list[Segment]:
     return out
 
 
-def traffic_bars(plan: MemoryPlan, traffic, segments) -> list[Segment]:
+def traffic_bars(
+    plan: MemoryPlan, traffic: CommunicationPlan | CommunicationReport, segments: Sequence[Segment]
+) -> list[Segment]:
     """The bytes each device contributes per update to ``traffic`` (a
     ``CommunicationPlan`` or ``CommunicationReport``), stacked bottom-up: each gradient
     in its variable's colour from ``segments`` (``memory_bars``; grey for the variables
@@ -121,7 +128,14 @@ def _traffic_of(plan: MemoryPlan, communication, batch_dims):
     return traffic
 
 
-def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8, communication=False, batch_dims=("batch",)) -> Figure:
+def plot_memory(
+    plan: MemoryPlan,
+    *,
+    ax: Axes | tuple[Axes, ...] | list[Axes] | None = None,
+    max_named: int = 8,
+    communication: bool | CommunicationPlan | CommunicationReport = False,
+    batch_dims: Sequence[str] = ("batch",),
+) -> Figure:
     """Bytes per device (mesh device order) stacked by variable, each variable's slots
     hatched above its parameter, with a dashed line at what every device would hold if
     nothing were sharded. Each variable is named at the right of the last bar, with its
@@ -161,11 +175,11 @@ def plot_memory(plan: MemoryPlan, *, ax=None, max_named: int = 8, communication=
                 f"ax= takes {'one axes' if traffic is None else 'two axes (memory, traffic)'}"
                 f" here. Received: {len(axes)}."
             )
-        fig = axes[0].figure
+        fig = cast(Figure, axes[0].figure)  # a SubFigure fails in _fit_notes: no draw_without_rendering
         axes[0].set_title(fit(_memory_title(plan), _width_pt(axes[0]), TITLE_SIZE), fontsize=TITLE_SIZE)
     handles = _draw_memory(axes[0], plan, segments, mesh_label=not own)
     if traffic is not None:
-        handles += _draw_traffic(axes[1], plan, traffic, segments, mesh_label=not own)
+        handles += _draw_traffic(axes[-1], plan, traffic, segments, mesh_label=not own)  # the second of two
         if own:
             axes[0].set_title("memory per device", fontsize=TITLE_SIZE)
         axes[-1].legend(
@@ -212,7 +226,7 @@ def _fit_notes(axes) -> None:
             fig.draw_without_rendering()
 
 
-def segment_labels(plan: MemoryPlan, segments) -> list[tuple[str, str, float, str]]:
+def segment_labels(plan: MemoryPlan, segments: Sequence[Segment]) -> list[tuple[str, str, float, str]]:
     """One ``(name, text, middle, colour)`` per variable of ``segments`` (``memory_bars``),
     bottom-up, for the last device's bar: ``d1/kernel 64 B + 64 B slot``, and the
     bytes at the middle of its stack there."""
@@ -488,7 +502,7 @@ def _draw_traffic(ax, plan, traffic, segments, mesh_label=True) -> list:
         if predicted and any(plan.mesh.dim_size(d) > 1 for d in traffic.batch_dims)
         else 0
     )
-    top = int(sum(s.height for s in bars).max()) if bars else 0
+    top = int(np.max(sum(s.height for s in bars))) if bars else 0
     unit, scale = unit_for(max(top, full, 1))
     x = np.arange(n)
     for s in bars:

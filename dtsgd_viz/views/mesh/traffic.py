@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class Item:
     time_us: float | None = None
 
 
-def mesh_groups(mesh: MeshSpec, dims) -> tuple[tuple[int, ...], ...]:
+def mesh_groups(mesh: MeshSpec, dims: Iterable[str]) -> tuple[tuple[int, ...], ...]:
     """The device groups (mesh device order) whose members differ only along ``dims``:
     one per position on the other dims, ordered by their first device."""
     axes = [mesh.dim_names.index(d) for d in dims]
@@ -76,7 +77,7 @@ def _check(obj):
         )
 
 
-def traffic_items(obj) -> tuple[Item, ...]:
+def traffic_items(obj: CommunicationPlan | CommunicationReport) -> tuple[Item, ...]:
     """The traffic of a plan or report along at least one mesh dim (a collective along
     none moves nothing between devices), in plan or program order."""
     _check(obj)
@@ -117,19 +118,19 @@ def per_device(mesh: MeshSpec, item: Item) -> np.ndarray:
     return out
 
 
-def dim_sets(mesh: MeshSpec, items) -> tuple[tuple[str, ...], ...]:
+def dim_sets(mesh: MeshSpec, items: Iterable[Item]) -> tuple[tuple[str, ...], ...]:
     """The sets of mesh dims the items run along: single dims in mesh order, then sets
     of two or more (by the mesh order of their dims)."""
     found = {i.mesh_dims for i in items}
     return tuple(sorted(found, key=lambda dims: (len(dims) > 1, [mesh.dim_names.index(d) for d in dims])))
 
 
-def totals(mesh: MeshSpec, items) -> dict[tuple[str, ...], int]:
+def totals(mesh: MeshSpec, items: Sequence[Item]) -> dict[tuple[str, ...], int]:
     """Bytes per device per update by set of mesh dims (in ``dim_sets`` order)."""
     return {dims: sum(i.bytes_per_device for i in items if i.mesh_dims == dims) for dims in dim_sets(mesh, items)}
 
 
-def dim_color(mesh: MeshSpec, dims) -> str:
+def dim_color(mesh: MeshSpec, dims: Iterable[str]) -> str:
     """One colour per mesh dim; a set of dims its own (by its mesh-order bitmask)."""
     dims = tuple(dims)
     if not dims:
@@ -144,14 +145,14 @@ def dim_color(mesh: MeshSpec, dims) -> str:
     return COMBO_COLORS[k % len(COMBO_COLORS)]
 
 
-def dims_text(dims) -> str:
+def dims_text(dims: Sequence[str]) -> str:
     return " × ".join(dims) if dims else "no mesh dim"
 
 
 # ---- in words ---------------------------------------------------------------------------
 
 
-def headline(obj) -> str:
+def headline(obj: CommunicationPlan | CommunicationReport) -> str:
     """The finding: ``Each update all-reduces 3.6 KiB per device along batch, 2 KiB along
     model`` (``of gradient`` for a plan, ``moves`` when not every collective is an
     all-reduce)."""
@@ -172,7 +173,7 @@ def headline(obj) -> str:
     return f"Each update {verb} " + ", ".join(parts)
 
 
-def settings_text(obj) -> str:
+def settings_text(obj: CommunicationPlan | CommunicationReport) -> str:
     """The subtitle: what was measured or predicted, on which mesh (never broken inside
     the mesh: its spaces are no-break spaces), and how many collectives of each kind."""
     _check(obj)
@@ -197,7 +198,7 @@ def _nb(text: str) -> str:
     return text.replace(" ", "\u00a0")
 
 
-def serves_lines(items, max_items: int = 3) -> tuple[str, ...]:
+def serves_lines(items: Iterable[Item], max_items: int = 3) -> tuple[str, ...]:
     """What the items are for, biggest first: one line per purpose (bytes per device;
     how many collectives of which kind unless all are all-reduces) and, for several
     gradients, one indented line for each of the ``max_items`` largest, then ``+N more``.

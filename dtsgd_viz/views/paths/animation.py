@@ -7,10 +7,13 @@ drawn as far as the update shown. ``views.paths.scene`` computes the scene and
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from ..core import style
+from ..core.figure import canvas_renderer
 from ..text.clashes import clashes
 from ..update import geometry as upd
 from . import geometry as geo
@@ -24,10 +27,26 @@ from .scene import build_scene
 from .thin import up_to
 from .titles import path_title, short_arrows
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from matplotlib.animation import FuncAnimation, PillowWriter
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.lines import Line2D
+    from numpy.typing import ArrayLike
+    from PIL import Image
+
+    from ...recording.recording import Recording
+    from ...theory.surfaces.base import Surface
+    from ..update.panel import PanelData
+    from .frames import PathArtists
+    from .scene import PathScene
+
 __all__ = ["animate"]
 
 
-def _frames(frames, steps) -> list[int]:
+def _frames(frames: int | Iterable[int] | None, steps: np.ndarray) -> list[int]:
     """Recording indices of the frames: None (every update), a number of evenly spaced
     ones, or a list of update numbers."""
     n = len(steps)
@@ -38,7 +57,7 @@ def _frames(frames, steps) -> list[int]:
             raise ValueError(f"frames must be >= 1. Received: frames={frames}.")
         return sorted(set(np.linspace(0, n - 1, min(int(frames), n)).round().astype(int).tolist()))
     try:
-        items = list(frames)
+        items = list(cast("Iterable[int]", frames))  # (a bool, not iterable: the TypeError below)
     except TypeError:
         raise ValueError(
             "frames must be None (every update), an int >= 1 (evenly spaced frames) or a "
@@ -52,7 +71,8 @@ def _frames(frames, steps) -> list[int]:
                 f"frames={items!r}. Allowed: {geo.describe_updates(steps)}."
             )
     try:
-        out = [geo.step_index(steps, geo.check_step(f, {"recordings": steps})) for f in items]
+        # f is an update (None was refused above): check_step gives an update back
+        out = [geo.step_index(steps, cast(int, geo.check_step(f, {"recordings": steps}))) for f in items]
     except ValueError as e:
         raise ValueError(f"frames={items!r}: {e}") from None
     if not out:
@@ -60,7 +80,16 @@ def _frames(frames, steps) -> list[int]:
     return out
 
 
-def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8, zoom=True):
+def animate(
+    recordings: Recording | Mapping[str, Recording],
+    surface: Surface,
+    *,
+    name: str | None = None,
+    frames: int | Iterable[int] | None = None,
+    interval: float = 250,
+    hold: int = 8,
+    zoom: bool = True,
+) -> FuncAnimation:
     """A ``matplotlib.animation.FuncAnimation`` of ``plot_paths`` going through the run
     update by update: each path grows in its rule's look over its whole run drawn thin, the arrows, the zoomed
     panels and the loss marker follow the update, and the loss curves grow up to the
@@ -88,13 +117,14 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
     frame_list = _frames(frames, steps)
     arrows = _arrows_drawable(scene, frame_list)
     fig, art = draw_scene(scene, int(steps[frame_list[0]]), None, arrows, zoom=zoom, run_names=True)
+    assert art.ax_loss is not None  # a new figure's: with its loss panel
     ax_loss = art.ax_loss
     ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
 
     zooms = gif_zooms(scene, art, arrows, frame_list)
     art.frame_marks = [scene.coords[k][min(i, len(scene.coords[k]) - 1)] for k in scene.coords for i in frame_list]
 
-    def update(i):
+    def update(i: int) -> list[Artist]:
         return _move_to(scene, art, arrows, steps, i, zooms)
 
     draw_loss_rests(scene, art)
@@ -108,12 +138,12 @@ def animate(recordings, surface, *, name=None, frames=None, interval=250, hold=8
     anim = FuncAnimation(
         fig, update, frames=sequence, interval=interval, blit=False, repeat=True, cache_frame_data=False
     )
-    anim.frame_updates = [int(steps[i]) for i in sequence]
+    setattr(anim, "frame_updates", [int(steps[i]) for i in sequence])  # noqa: B010  # our own: each frame's update
     anim.save = lambda filename, writer=None, *a, **kw: _save(anim, filename, writer, *a, **kw)
     return anim
 
 
-def _save(anim, filename, writer=None, *args, **kwargs):
+def _save(anim: FuncAnimation, filename: str | Path, writer: Any = None, *args: Any, **kwargs: Any) -> None:
     """``FuncAnimation.save``, but a GIF (``writer="pillow"``, or none for a ``.gif``)
     keeps the figure's role and rule colours exact (Pillow's adaptive palette merges the
     few pixels of the minimum's yellow star into the orange around it), is drawn at
@@ -123,7 +153,7 @@ def _save(anim, filename, writer=None, *args, **kwargs):
     from matplotlib.animation import FuncAnimation
 
     if writer == "pillow" or (writer is None and str(filename).lower().endswith(".gif")):
-        fps = (args[0] if args else kwargs.pop("fps", None)) or 1000.0 / anim._interval
+        fps = (args[0] if args else kwargs.pop("fps", None)) or 1000.0 / anim._interval  # pyright: ignore[reportAttributeAccessIssue]  # private, not in the stubs
         writer = _palette_writer(fps)
         if len(args) < 2:  # dpi is FuncAnimation.save's 4th argument
             kwargs["dpi"] = max(float(kwargs.get("dpi") or style.DPI), float(style.DPI))
@@ -134,42 +164,44 @@ def _save(anim, filename, writer=None, *args, **kwargs):
 KEPT_COLORS = (style.MINIMUM_FACE, *style.OPTIMIZER_COLORS.values(), "white", "black")
 
 
-def _palette_writer(fps):
+def _palette_writer(fps: float) -> PillowWriter:
     from matplotlib.animation import PillowWriter
 
     class PaletteWriter(PillowWriter):
-        def finish(self):
+        def finish(self) -> None:
             rgb = [f for f in self._frames if f.mode == "RGB"]
             shared = shared_palette(rgb) if rgb else None
             self._frames = [with_palette(f, shared) for f in self._frames]
             super().finish()
 
-    return PaletteWriter(fps=fps)
+    return PaletteWriter(fps=fps)  # pyright: ignore[reportArgumentType]  # stubs: fps int; a float works
 
 
 GIF_COLORS = 128  # a palette's colours: the figures' flat colours and their antialiasing
 
 
-def _kept():
+def _kept() -> list[tuple[int, ...]]:
     from matplotlib.colors import to_rgb
 
     return list(dict.fromkeys(tuple(round(255 * x) for x in to_rgb(c)) for c in KEPT_COLORS))
 
 
-def _palette_image(frame, colors=GIF_COLORS):
+def _palette_image(frame: Image.Image, colors: int = GIF_COLORS) -> Image.Image:
     """A 1-pixel palette image: ``frame``'s adaptive palette, then ``KEPT_COLORS``."""
     from PIL import Image
 
     keep = _kept()
     n = colors - len(keep)
-    palette = frame.quantize(n).getpalette()[: 3 * n]
+    adaptive = frame.quantize(n).getpalette()
+    assert adaptive is not None  # a quantized image's
+    palette = adaptive[: 3 * n]
     palette += [0] * (3 * n - len(palette)) + [x for rgb in keep for x in rgb]
     image = Image.new("P", (1, 1))
     image.putpalette(palette)
     return image
 
 
-def shared_palette(frames, samples=4):
+def shared_palette(frames: Sequence[Image.Image], samples: int = 4) -> Image.Image:
     """One palette image for all ``frames`` (RGB): the adaptive palette of a few of them
     (first, last and between) side by side, then ``KEPT_COLORS``."""
     from PIL import Image
@@ -183,7 +215,7 @@ def shared_palette(frames, samples=4):
     return _palette_image(strip)
 
 
-def with_palette(frame, palette=None):
+def with_palette(frame: Image.Image, palette: Image.Image | None = None) -> Image.Image:
     """An RGB ``frame`` as a palette image: ``palette`` (a palette image,
     ``shared_palette``) or its own adaptive palette, then ``KEPT_COLORS``."""
     from PIL import Image
@@ -193,7 +225,7 @@ def with_palette(frame, palette=None):
     return frame.quantize(palette=palette or _palette_image(frame), dither=Image.Dither.NONE)
 
 
-def _arrows_drawable(scene, frame_list) -> bool:
+def _arrows_drawable(scene: PathScene, frame_list: Iterable[int]) -> bool:
     """Whether every run's update at every frame can be taken apart into arrows."""
     arrows = all({"grad", "velocity"} <= set(r.kinds) for r in scene.recordings.values())
     if arrows:
@@ -213,7 +245,7 @@ def _arrows_drawable(scene, frame_list) -> bool:
 ZOOM_BOXES = ((0.3, 0.005), (0.3, 0.02), (0.45, 0.005), (0.45, 0.01), (0.6, 0.02), (0.2, 0.005))
 
 
-def zoom_boxes(scene, key, data) -> list:
+def zoom_boxes(scene: PathScene, key: str, data: PanelData) -> list[PanelData]:
     """``data`` (a close-up's ``PanelData``) on each box of ``ZOOM_BOXES``, round the
     points its own box holds (``update_panel.panel_data``)."""
     if data.box is None:
@@ -225,13 +257,15 @@ def zoom_boxes(scene, key, data) -> list:
     ]
 
 
-def gif_zooms(scene, art, arrows, frame_list) -> dict:
+def gif_zooms(
+    scene: PathScene, art: PathArtists, arrows: bool, frame_list: Sequence[int]
+) -> dict[str, dict[int, tuple[float, float | None]]]:
     """``{config: {recording index: (zoom, previous zoom or None)}}``: each close-up's
     zoom per frame (``_gif_zoom.zoom_schedule``: one zoom per run while its updates fit
     and read at it), the previous zoom on the frames where it changes."""
     if not arrows:
         return {}
-    out = {}
+    out: dict[str, dict[int, tuple[float, float | None]]] = {}
     for key in art.zoom_axes:
         fitted = [fitted_zoom(scene, key, panel_at(scene, key, i, arrows)) for i in frame_list]
         plan = zoom_schedule(fitted)
@@ -241,7 +275,9 @@ def gif_zooms(scene, art, arrows, frame_list) -> dict:
     return out
 
 
-def draw_clear_zoom(scene, art, key, i, arrows, zoom=None) -> int:
+def draw_clear_zoom(
+    scene: PathScene, art: PathArtists, key: str, i: int, arrows: bool, zoom: float | None = None
+) -> int:
     """Draw ``key``'s close-up at recording index ``i`` so its labels clash nowhere
     (``_label_clashes.clashes``), on the first box where they do not (none: the one with
     the fewest clashes), its labels off the path too (a GIF is rendered once, offline: it
@@ -249,7 +285,7 @@ def draw_clear_zoom(scene, art, key, i, arrows, zoom=None) -> int:
     one size, ``zoom`` times closer than the paths panel, placed round the update
     (``_gif_zoom.fixed_boxes``). Returns the clashes of the panel drawn."""
     ax = art.zoom_axes[key]
-    renderer = ax.figure.canvas.get_renderer()
+    renderer = canvas_renderer(ax.figure)
     data = panel_at(scene, key, i, arrows)
     tries = (
         zoom_boxes(scene, key, data)
@@ -264,6 +300,7 @@ def draw_clear_zoom(scene, art, key, i, arrows, zoom=None) -> int:
             return 0
         if best is None or found < best[0]:
             best = (found, n)
+    assert best is not None  # one box at least was tried
     if best[1] != len(tries) - 1:
         draw_zoom(scene, art, key, tries[best[1]], avoid_path=True)
     return best[0]
@@ -273,13 +310,20 @@ def _zoom_text(z: float) -> str:
     return f"×{z:.0f}" if z >= 9.5 else f"×{z:.1f}"
 
 
-def flag_zoom_change(ax, was) -> None:
+def flag_zoom_change(ax: Axes, was: float | None) -> None:
     """Say in the close-up's title that its zoom changed on this frame (from ``was``)."""
     if was is not None:
         ax.title.set_text(f"{ax.get_title()} (was {_zoom_text(was)})")
 
 
-def _move_to(scene, art, arrows, steps, i, zooms=None) -> list:
+def _move_to(
+    scene: PathScene,
+    art: PathArtists,
+    arrows: bool,
+    steps: np.ndarray,
+    i: int,
+    zooms: Mapping[str, Mapping[int, tuple[float, float | None]]] | None = None,
+) -> list[Artist]:
     """Move the artists ``art`` to recording index ``i`` (``zooms``: ``gif_zooms``);
     returns the artists changed."""
     changed = follow_update(scene, art, int(steps[i]), names=False)  # the paths grow, the thin rest stays
@@ -307,6 +351,7 @@ def _move_to(scene, art, arrows, steps, i, zooms=None) -> list:
     nest_loss_dots(art.loss_markers)
     open_rings_on_star(art)
     at = next(iter(scene.losses.values()))[0][i]  # at the dots: the loss after the updates before it
+    assert art.step_line is not None and art.title is not None  # drawn at an update (draw_scene)
     art.step_line.set_xdata([at, at])
     # the title names only the runs whose arrows show on the paths panel (the close-ups show all)
     short = short_arrows(scene, art, int(steps[i])) if arrows else ()
@@ -323,7 +368,7 @@ def _move_to(scene, art, arrows, steps, i, zooms=None) -> list:
 NAME_CLEARANCE = 4.0  # pixels a ring or zoom box keeps off a placed name before it moves
 
 
-def _names_clear(art, marks) -> bool:
+def _names_clear(art: PathArtists, marks: Iterable[ArrayLike]) -> bool:
     """Whether the start and minimum names (``art.names``), once placed, are still clear
     of ``marks`` (plot coordinates: the rings and arrow ends) and the zoom boxes."""
     if not getattr(art, "names_placed", False):
@@ -345,7 +390,7 @@ def _names_clear(art, marks) -> bool:
     return True
 
 
-def draw_loss_rests(scene, art) -> dict:
+def draw_loss_rests(scene: PathScene, art: PathArtists) -> dict[str, Line2D]:
     """Under each growing loss curve, its whole run as a thin lighter line in its rule's
     dash (as the paths' remainders: ``path_frames.REST_WIDTH``, ``REST_TINT``), so the
     names right of the spine stand at the ends of lines from the first frame on."""
@@ -353,8 +398,9 @@ def draw_loss_rests(scene, art) -> dict:
     from .frames import REST_TINT, REST_WIDTH
 
     rest = style.ROLE_LOOKS["remainder"]
-    out = {}
+    out: dict[str, Line2D] = {}
     for key, line in art.loss_lines.items():
+        assert art.ax_loss is not None  # the loss lines are on it
         look = dict(rest.line(tint(line.get_color(), REST_TINT)))
         look.update(ls=line.get_linestyle(), lw=min(REST_WIDTH, line.get_linewidth()), zorder=line.get_zorder() - 0.5)
         (out[key],) = art.ax_loss.plot(*line.get_data(), **look, marker="", gid=f"loss-rest:{key}")

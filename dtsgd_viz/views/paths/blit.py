@@ -4,15 +4,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+
 __all__ = ["stacked_over"]
 
 
-def stacked_over(moving) -> list:
+def stacked_over(moving: Sequence[Artist]) -> list[Artist]:
     """The still artists a full draw puts over some of the ``moving`` ones in the same
     axes (the start over the trails): a widget that blits the moving artists over a
     background redraws these with them, so its frames stack as a full draw does."""
-    out = []
+    out: list[Artist] = []
     for ax in {a.axes for a in moving if getattr(a, "axes", None) is not None}:
+        assert ax is not None  # (kept by the filter)
         mine = [a for a in moving if a.axes is ax]
         low = min(a.get_zorder() for a in mine)
         out += [

@@ -16,9 +16,19 @@ adds one ``LineCollection`` per cased run, just under its own path.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..core.stretches import true_stretches
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.collections import LineCollection
+    from numpy.typing import ArrayLike
+
+    from ..core.style import Look
 
 __all__ = ["coinciding", "draw_casings", "CASING_EDGE", "CASING_TOL"]
 
@@ -28,7 +38,7 @@ PER_SEGMENT = 24
 CHUNK = 256  # points measured against a polyline at a time
 
 
-def _samples(c, per_segment=PER_SEGMENT) -> np.ndarray:
+def _samples(c: ArrayLike, per_segment: int = PER_SEGMENT) -> np.ndarray:
     c = np.asarray(c, np.float64).reshape(-1, 2)
     c = c[np.all(np.isfinite(c), axis=1)]
     if len(c) < 2:
@@ -38,7 +48,7 @@ def _samples(c, per_segment=PER_SEGMENT) -> np.ndarray:
     return np.concatenate([pts, c[-1:]])
 
 
-def _nearest_on_polyline(p, c, within=None) -> tuple[np.ndarray, np.ndarray]:
+def _nearest_on_polyline(p: ArrayLike, c: ArrayLike, within: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Each point of ``p`` (n, 2): the nearest point on the polyline ``c`` (m, 2) and
     its distance. With ``within``, only the points at most ``within`` from ``c`` are
     measured (the others: NaN and ``inf``), against the segments near them: the cost
@@ -83,13 +93,13 @@ def _nearest_on_polyline(p, c, within=None) -> tuple[np.ndarray, np.ndarray]:
     return near_out, d_out
 
 
-def _distance_to_polyline(p, c, within=None) -> np.ndarray:
+def _distance_to_polyline(p: ArrayLike, c: ArrayLike, within: float | None = None) -> np.ndarray:
     """Each point of ``p`` (n, 2): its distance to the polyline ``c`` (m, 2) (``inf``
     beyond ``within``, if given)."""
     return _nearest_on_polyline(p, c, within)[1]
 
 
-def _dash(look, width):
+def _dash(look: Look, width: float) -> str | tuple[float, tuple[float, ...]]:
     """``look``'s line style for a line ``width`` points wide with dashes as long as
     ``look``'s own (matplotlib scales a dash pattern with the line width)."""
     ls = look.ls
@@ -99,7 +109,7 @@ def _dash(look, width):
     return "solid"
 
 
-def coinciding(lower, upper, tol, min_length=None) -> list:
+def coinciding(lower: ArrayLike, upper: ArrayLike, tol: float, min_length: float | None = None) -> list[np.ndarray]:
     """The stretches of the path ``lower`` that run within ``tol`` of the path ``upper``
     (plot coordinates), each an ``(k, 2)`` array of points along ``lower``, at least
     ``min_length`` long (default ``3 * tol``)."""
@@ -116,7 +126,9 @@ def coinciding(lower, upper, tol, min_length=None) -> list:
     return out
 
 
-def draw_casings(ax, coords: dict, looks: dict, span: float) -> dict:
+def draw_casings(
+    ax: Axes, coords: Mapping[str, np.ndarray], looks: Mapping[str, Look], span: float
+) -> dict[str, LineCollection]:
     """Under each run's path, where a run drawn over it (higher ``looks[k].zorder``)
     coincides with it, a casing in its colour and dash ``2 * CASING_EDGE`` points wider
     than what is drawn over it there (the upper run's line, or its own casing), along
@@ -126,10 +138,11 @@ def draw_casings(ax, coords: dict, looks: dict, span: float) -> dict:
 
     order = sorted(coords, key=lambda k: looks[k].zorder, reverse=True)  # top first
     width = {k: looks[k].lw for k in coords}  # the widest each run is drawn anywhere
-    out = {}
+    out: dict[str, LineCollection] = {}
     tol = CASING_TOL * span
     for n, key in enumerate(order):
-        segs, widths = [], []
+        segs: list[np.ndarray] = []
+        widths: list[float] = []
         for upper in order[:n]:
             w = width[upper] + 2.0 * CASING_EDGE
             if w <= looks[key].lw:

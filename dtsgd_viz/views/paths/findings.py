@@ -38,11 +38,19 @@ from __future__ import annotations
 
 import dataclasses
 import types
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..compare.geometry import tail_length
 from . import geometry as geo
+
+if TYPE_CHECKING:
+    from ...recording.recording import Recording
+    from ...theory.surfaces.base import Surface
+    from ..update.geometry import UpdateTerms
+    from .scene import PathScene
 
 __all__ = ["PathFindings", "finding", "findings", "findings_of", "times_text", "window_text", "LEVEL"]
 
@@ -54,7 +62,7 @@ def times_text(f: float) -> str:
     return "∞×" if not np.isfinite(f) else f"{f:.0f}×" if f >= 10 else f"{f:.1f}×"
 
 
-def window_text(window, short=False) -> str:
+def window_text(window: tuple[int, int], short: bool = False) -> str:
     """``"mean loss after 33–40 updates"`` (``"loss after 40 updates"`` for one);
     ``short``: ``"mean loss, k = 33–40"``, as the headlines write it (the loss axis is
     the loss after k updates)."""
@@ -64,7 +72,7 @@ def window_text(window, short=False) -> str:
     return f"mean loss, k = {a}–{b}" if short else f"mean loss after {a}–{b} updates"
 
 
-def _loss_text(x) -> str:
+def _loss_text(x: float | None) -> str:
     return "—" if x is None or not np.isfinite(x) else f"{x:.2e}"
 
 
@@ -90,20 +98,20 @@ class PathFindings:
     from_surface: bool
     upto: int | None
     last_k: int
-    final_loss: dict
+    final_loss: dict[str, float]
     tail: int
     window: tuple[int, int]
-    tail_loss: dict
-    swing: dict
+    tail_loss: dict[str, float]
+    swing: dict[str, float]
     ranking: tuple[str, ...]
-    times: dict
+    times: dict[str, float]
     level: bool
-    diverged: dict
+    diverged: dict[str, int | None]
     apart: tuple[int, float] | None
     step: int | None
-    terms: dict | None
+    terms: dict[str, UpdateTerms] | None
     tol: float | None = None
-    to_tolerance: dict | None = None
+    to_tolerance: dict[str, int | None] | None = None
 
     @property
     def lowest(self) -> str | None:
@@ -155,6 +163,7 @@ class PathFindings:
             return None
         from ..update.words import update_finding
 
+        assert self.step is not None  # the terms are of update ``step``
         return update_finding(self.terms, self.step)
 
     def __str__(self) -> str:
@@ -177,6 +186,7 @@ class PathFindings:
                 "—" if not np.isfinite(self.swing.get(n, np.nan)) else times_text(self.swing[n]),
             ]
             if self.tol is not None:
+                assert self.to_tolerance is not None  # computed with ``tol``
                 k = self.to_tolerance.get(n)
                 row.append("never" if k is None else f"from k = {k}")
             lines.append("  " + name(n).ljust(width) + "".join(c.rjust(16) for c in row))
@@ -190,6 +200,7 @@ class PathFindings:
             )
         said = self.update_headline()
         if said:
+            assert self.terms is not None  # said of them
             lines.append(said)
             for n, t in self.terms.items():
                 parts = [f"{_term_short(k)} {float(np.linalg.norm(v)):.3g}" for k, v in t.terms]
@@ -199,7 +210,7 @@ class PathFindings:
         return "\n".join(lines)
 
 
-def _term_short(term) -> str:
+def _term_short(term: str) -> str:
     from ..update.geometry import TERM_SHORT
 
     return TERM_SHORT.get(term, term)
@@ -212,7 +223,15 @@ def _capital(text: str) -> str:
 # ---- computing them ---------------------------------------------------------------------
 
 
-def findings(runs, surface=None, *, name=None, step=None, upto=None, tol=None) -> PathFindings:
+def findings(
+    runs: Recording | Mapping[str, Recording],
+    surface: Surface | None = None,
+    *,
+    name: str | None = None,
+    step: int | None = None,
+    upto: int | None = None,
+    tol: float | None = None,
+) -> PathFindings:
     """The numbers ``plot_paths(runs, surface)``, ``animate``, ``PathExplorer`` and
     ``plot_update`` state, to print beside them (``PathFindings``; ``print`` it).
 
@@ -240,7 +259,8 @@ def findings(runs, surface=None, *, name=None, step=None, upto=None, tol=None) -
         name = next(iter(shared)) if len(shared) == 1 else None
     else:
         name = geo.select_variable(recordings, name)
-    losses, diverged = {}, {}
+    losses: dict[str, tuple[np.ndarray, np.ndarray, bool]] = {}
+    diverged: dict[str, int | None] = {}
     for key, r in recordings.items():
         loss = r.loss
         losses[key] = (
@@ -256,7 +276,14 @@ def findings(runs, surface=None, *, name=None, step=None, upto=None, tol=None) -
     return findings_of(scene, step=step, upto=upto, tol=tol, paths=full)
 
 
-def findings_of(scene, *, step=None, upto=None, tol=None, paths=True) -> PathFindings:
+def findings_of(
+    scene: PathScene | types.SimpleNamespace,
+    *,
+    step: int | None = None,
+    upto: int | None = None,
+    tol: float | None = None,
+    paths: bool = True,
+) -> PathFindings:
     """``findings`` of a ``PathScene`` (the figures' own): its losses (the loss after k
     updates), the runs that left its view, its recordings; ``paths``: whether the
     recorded parameters give where the runs are furthest apart and the update's terms."""
@@ -291,6 +318,7 @@ def findings_of(scene, *, step=None, upto=None, tol=None, paths=True) -> PathFin
         if not np.isfinite(tail_loss[key]) and key not in gone and not unrecorded:
             bad = np.flatnonzero(~np.isfinite(loss))
             gone[key] = int(ks[bad[0]]) if len(bad) else None
+    assert last_k is not None  # every run keeps k = last_k at least
     a, b, tail = windows[0]
     ranking = tuple(
         sorted(
@@ -313,6 +341,7 @@ def findings_of(scene, *, step=None, upto=None, tol=None, paths=True) -> PathFin
         at = apart[0] if step is None and apart is not None else step
         if at is not None:
             at = geo.check_step(at, {k: r.steps for k, r in scene.recordings.items()})
+            assert at is not None  # an update stays one
             index = {k: geo.step_index(r.steps, at) for k, r in scene.recordings.items()}
             if all(upd.why_no_arrows(r, index[k]) is None for k, r in scene.recordings.items()):
                 terms = {k: upd.decompose_update(r, scene.name, index[k]) for k, r in scene.recordings.items()}
@@ -349,15 +378,16 @@ def findings_of(scene, *, step=None, upto=None, tol=None, paths=True) -> PathFin
     )
 
 
-def _common_steps(recordings) -> np.ndarray:
+def _common_steps(recordings: Mapping[str, Recording]) -> np.ndarray:
     common = None
     for r in recordings.values():
         s = np.asarray(r.steps, np.int64)
         common = s if common is None else np.intersect1d(common, s)
+    assert common is not None  # the recordings are never empty (path_scene checks)
     return common
 
 
-def finding(scene) -> str:
+def finding(scene: PathScene) -> str:
     """The path figures' headline for a ``path_scene.PathScene``:
     ``findings_of(scene).headline()`` (which run's mean loss over the last updates is
     lowest and by how many times, or that the runs end level; which diverged), the

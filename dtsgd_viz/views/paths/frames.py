@@ -11,6 +11,8 @@ and ``views.update.geometry``; this module only draws.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -27,6 +29,18 @@ from .loss import draw_loss
 from .names import NAME_OFFSET, _drawn, draw_start_and_minima, name_runs, open_rings_on_star, place_names  # noqa: F401
 from .scene import PathScene, scene_notes, settings_line
 from .titles import path_title, short_note
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.collections import LineCollection
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+    from matplotlib.quiver import Quiver
+    from matplotlib.text import Annotation, Text
+    from matplotlib.typing import ColorType
+    from numpy.typing import ArrayLike
 
 __all__ = [
     "PathArtists",
@@ -48,32 +62,41 @@ __all__ = [
 class PathArtists:
     """The artists an animation (or a widget) updates in place."""
 
-    ax_path: object
-    ax_loss: object | None
-    paths: dict
-    positions: dict = dataclasses.field(default_factory=dict)
-    arrows: dict = dataclasses.field(default_factory=dict)  # (config, term) -> Quiver
-    loss_markers: dict = dataclasses.field(default_factory=dict)
-    loss_lines: dict = dataclasses.field(default_factory=dict)
-    trails: dict = dataclasses.field(default_factory=dict)  # config -> LineCollection
-    zoom_boxes: dict = dataclasses.field(default_factory=dict)  # config -> Rectangle
-    zoom_axes: dict = dataclasses.field(default_factory=dict)  # config -> Axes
-    step_line: object = None
-    title: object = None
-    loss_labels: dict = dataclasses.field(default_factory=dict)  # config -> its name on its loss line
-    note: object = None  # the Text saying why no arrows are drawn, if any
-    diverged_note: object = None  # the Text naming the runs that diverged and when
-    rests: dict = dataclasses.field(default_factory=dict)  # config -> the whole run, thin
-    names: dict = dataclasses.field(default_factory=dict)  # "start-label"/"minimum-label" -> Annotation
-    caption: object = None  # the figure's caption (it names the update shown), if any
+    ax_path: Axes
+    ax_loss: Axes | None
+    paths: dict[str, Line2D]
+    positions: dict[str, Line2D] = dataclasses.field(default_factory=dict)
+    arrows: dict[tuple[str, str], Quiver] = dataclasses.field(default_factory=dict)  # (config, term) -> Quiver
+    loss_markers: dict[str, Line2D] = dataclasses.field(default_factory=dict)
+    loss_lines: dict[str, Line2D] = dataclasses.field(default_factory=dict)
+    trails: dict[str, LineCollection] = dataclasses.field(default_factory=dict)  # config -> LineCollection
+    zoom_boxes: dict[str, Rectangle] = dataclasses.field(default_factory=dict)  # config -> Rectangle
+    zoom_axes: dict[str, Axes] = dataclasses.field(default_factory=dict)  # config -> Axes
+    step_line: Line2D | None = None
+    title: Text | None = None
+    loss_labels: dict[str, Text] = dataclasses.field(default_factory=dict)  # config -> its name on its loss line
+    note: Text | None = None  # the Text saying why no arrows are drawn, if any
+    diverged_note: Text | None = None  # the Text naming the runs that diverged and when
+    rests: dict[str, Line2D] = dataclasses.field(default_factory=dict)  # config -> the whole run, thin
+    # "start-label"/"minimum-label" -> Annotation
+    names: dict[str, Annotation] = dataclasses.field(default_factory=dict)
+    caption: Text | None = None  # the figure's caption (it names the update shown), if any
     caption_tail: str = ""  # the caption's lines after that
-    run_names: dict = dataclasses.field(default_factory=dict)  # config -> its name on its path
+    run_names: dict[str, Annotation] = dataclasses.field(default_factory=dict)  # config -> its name on its path
     whole: bool = False  # each path drawn whole in its rule's look (``plot_paths``), not split
-    casings: dict = dataclasses.field(default_factory=dict)  # config -> its casing where paths coincide
-    lanes: dict = dataclasses.field(default_factory=dict)  # config -> its (dx, dy) points off its data
-    thin: dict = dataclasses.field(default_factory=dict)  # config -> the path's points drawn (``thin_paths``)
-    loss_thin: dict = dataclasses.field(default_factory=dict)  # config -> the loss line's points drawn
+    # config -> its casing where paths coincide
+    casings: dict[str, LineCollection] = dataclasses.field(default_factory=dict)
+    # config -> its (dx, dy) points off its data
+    lanes: dict[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
+    # config -> the path's points drawn (``thin_paths``)
+    thin: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    loss_thin: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # config -> the loss line's points drawn
     caption_notes: str = ""  # the caption's last lines (lanes, scene), if ``draw_scene(notes=True)``
+    # the animation's own (``animate``): every frame's ring points, whether the start and
+    # minimum names were placed off them, and the loss curves' whole runs drawn thin
+    frame_marks: list[np.ndarray] = dataclasses.field(default_factory=list)
+    names_placed: bool = False
+    loss_rests: dict[str, Line2D] = dataclasses.field(default_factory=dict)
 
 
 ZOOM_CAPTION = (
@@ -97,7 +120,9 @@ SQUARE_PATHS_SIZE = (style.WIDTH, 5.3)  # paths and loss, the paths' equal-aspec
 CAPTION_SIZE = style.LABEL_SIZE  # a caption under the panels reads as their labels do
 
 
-def caption_text(update, tail="", whole=False, before=None, dots_meet=True) -> str:
+def caption_text(
+    update: int, tail: str = "", whole: bool = False, before: int | None = None, dots_meet: bool = True
+) -> str:
     """The caption of a figure showing ``update``: what the paths' looks mean (``whole``:
     each path drawn whole, the update ringed at ``before`` updates made: ``ring_k``;
     None: ``update - 1``; ``dots_meet``: the loss dots are ringed where they meet,
@@ -107,14 +132,22 @@ def caption_text(update, tail="", whole=False, before=None, dots_meet=True) -> s
     return head.format(k=int(update), j=j) + ("\n" + tail if tail else "")
 
 
-def ring_k(scene, update) -> int:
+def ring_k(scene: PathScene, update: int) -> int:
     """The k of the ring at ``update``: the updates made before it (its recorded point
     before, as the loss panel's dot and dashed line are drawn at)."""
     first = next(iter(scene.recordings))
     return int(scene.losses[first][0][_index(scene, first, update)])
 
 
-def _axes(scene, ax, art_caption, zoom_keys=(), arrows=False, update=None, whole=False):
+def _axes(
+    scene: PathScene,
+    ax: Axes | tuple[Axes, Axes] | list[Axes] | None,
+    art_caption: dict[str, Any],
+    zoom_keys: tuple[str, ...] = (),
+    arrows: bool | None = False,
+    update: int | None = None,
+    whole: bool = False,
+) -> tuple[Figure, Axes, Axes | None, dict[str, Axes], bool]:
     """``(fig, path_ax, loss_ax, zoom_axes, own)``: a new figure has the headline
     (``finding``, ``settings_line``), a caption (``caption_text``, kept in the dict
     ``art_caption``) and, with ``zoom_keys``, a second row holding one zoomed panel per run."""
@@ -132,7 +165,9 @@ def _axes(scene, ax, art_caption, zoom_keys=(), arrows=False, update=None, whole
         body = headline(fig, finding(scene), settings_line(scene))
         top = body
         if zoom_keys:
-            top, bottom = body.subfigures(2, 1, height_ratios=[1.1, 1.0], hspace=0.02)
+            rows = body.subfigures(2, 1, height_ratios=[1.1, 1.0], hspace=0.02)
+            assert isinstance(rows, np.ndarray)  # two of them
+            top, bottom = rows
         ax_path, ax_loss = top.subplots(1, 2, gridspec_kw=dict(width_ratios=[1.05, 1.0]))
         if not zoom_keys:
             if text:
@@ -144,19 +179,29 @@ def _axes(scene, ax, art_caption, zoom_keys=(), arrows=False, update=None, whole
     if isinstance(ax, (tuple, list)):
         if len(ax) != 2:
             raise ValueError(f"ax must be one Axes or a pair (path_ax, loss_ax). Received: {len(ax)} axes.")
-        return ax[0].figure, ax[0], ax[1], {}, False
+        # an Axes of a SubFigure fails where the figure is laid out: no draw_without_rendering
+        return cast("Figure", ax[0].figure), ax[0], ax[1], {}, False
     if not hasattr(ax, "plot"):
         raise TypeError(f"ax must be a matplotlib Axes, a pair of them, or None. Received: {ax!r}.")
-    return ax.figure, ax, None, {}, False
+    return cast("Figure", ax.figure), ax, None, {}, False  # (as above)
 
 
-def _index(scene, key, update):
+def _index(scene: PathScene, key: str, update: int) -> int:
     return geo.step_index(scene.recordings[key].steps, update)
 
 
 def draw_scene(
-    scene: PathScene, update, ax, arrows, zoom=True, note=None, auto=False, run_names=False, whole=False, notes=False
-) -> tuple[object, PathArtists]:
+    scene: PathScene,
+    update: int | None,
+    ax: Axes | tuple[Axes, Axes] | list[Axes] | None,
+    arrows: bool | None,
+    zoom: bool = True,
+    note: str | None = None,
+    auto: bool = False,
+    run_names: bool = False,
+    whole: bool = False,
+    notes: bool = False,
+) -> tuple[Figure, PathArtists]:
     """Draw ``scene`` at ``update`` (None: no update picked) on ``ax`` (None: a new
     figure, with a zoomed panel per run if ``zoom`` and there are arrows); with an
     update, each path is drawn in its rule's look up to it and as a thin line over the
@@ -176,7 +221,7 @@ def draw_scene(
             arrows = False
 
     zoom_keys = tuple(scene.coords) if (zoom and arrows and update is not None) else ()
-    caption = {}
+    caption: dict[str, Any] = {}
     fig, ax_path, ax_loss, zoom_axes, own = _axes(
         scene, ax, caption, zoom_keys, arrows and update is not None, update, whole
     )
@@ -216,6 +261,7 @@ def draw_scene(
             framealpha=0.9,
         )
     if zoom_axes:  # lay the figure out, then place the panels' labels on their real sizes
+        assert update is not None  # zoomed panels: at an update
         fig.draw_without_rendering()
         for key in zoom_axes:
             draw_zoom(scene, art, key, panel_at(scene, key, _index(scene, key, update), arrows))
@@ -228,7 +274,7 @@ def draw_scene(
     return fig, art
 
 
-def thin_paths(scene, art, update=None) -> dict:
+def thin_paths(scene: PathScene, art: PathArtists, update: int | None = None) -> dict[str, np.ndarray]:
     """``art.thin``: for each run, the indices of the points of its drawn part (up to
     where it left the view) that its lines pass through on ``art``'s figure
     (``path_thin.thin_indices`` at ``pixel_scale``, at most ``vertex_limit``): the
@@ -238,10 +284,10 @@ def thin_paths(scene, art, update=None) -> dict:
     whole runs, a path drawn whole) are set to them. Call again after the figure grows."""
     fig = art.ax_path.figure
     scale, limit = thin.pixel_scale(scene.box, fig), thin.vertex_limit(fig)
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for key, c in scene.coords.items():
         n = geo.drawn_length(len(c), scene.diverged.get(key))
-        keep = []
+        keep: list[int] = []
         if update is not None:
             i = _index(scene, key, update)
             keep += [i, i + 1]
@@ -261,7 +307,7 @@ def thin_paths(scene, art, update=None) -> dict:
     return out
 
 
-def extreme_points(c) -> list:
+def extreme_points(c: ArrayLike) -> list[int]:
     """The indices of the finite points of ``c`` (n, 2) furthest left, right, down and
     up (the first of equals): a thinned line keeps them, so it spans what the path does."""
     c = np.asarray(c, np.float64).reshape(-1, 2)
@@ -272,12 +318,12 @@ def extreme_points(c) -> list:
     return [int(ok[j]) for j in (*np.argmin(f, axis=0), *np.argmax(f, axis=0))]
 
 
-def _update_ends(scene, update) -> list:
+def _update_ends(scene: PathScene, update: int) -> list[np.ndarray]:
     ends = [(c, _index(scene, k, update)) for k, c in scene.coords.items()]
     return [p for c, i in ends for p in (c[i], c[min(i + 1, len(c) - 1)])]
 
 
-def _why_no_arrows(scene, update):
+def _why_no_arrows(scene: PathScene, update: int) -> str | None:
     """The first run's reason the update can't be drawn as arrows, or None."""
     for key, rec in scene.recordings.items():
         note = upd.why_no_arrows(rec, _index(scene, key, update))
@@ -286,7 +332,9 @@ def _why_no_arrows(scene, update):
     return None
 
 
-def _draw_path_lines(scene, art, looks, dots, picked):
+def _draw_path_lines(
+    scene: PathScene, art: PathArtists, looks: Mapping[str, style.Look], dots: bool, picked: bool
+) -> None:
     """Each run's path in its rule's look (``style.RULE_LOOKS``, opaque: the plain path
     on top reads as itself, not mixed into the others) and, with an update ``picked``,
     its whole run under every path as a thin lighter line without markers in the rule's
@@ -296,6 +344,7 @@ def _draw_path_lines(scene, art, looks, dots, picked):
     rest = style.ROLE_LOOKS["remainder"]
     for key, c in scene.coords.items():
         look = looks[key]
+        assert look.color is not None  # run_looks colours every run
         # a diverged run ends at the edge: drawn on, it would criss-cross the panel;
         # a long run is drawn through the points the panel's pixels can show (``thin_paths``)
         c = c[art.thin[key]] if key in art.thin else c[: geo.drawn_length(len(c), scene.diverged.get(key))]
@@ -321,7 +370,7 @@ def _draw_path_lines(scene, art, looks, dots, picked):
 NO_STEP_MARKERS = ("momentum",)
 
 
-def _step_marker(key, look, dots) -> str:
+def _step_marker(key: str, look: style.Look, dots: bool) -> str:
     """The mark at each update on ``key``'s path: its rule's, while the dots stay apart
     (``dots``), except for the rules in ``NO_STEP_MARKERS``."""
     return look.marker if dots and style.rule_of(key) not in NO_STEP_MARKERS else ""
@@ -329,14 +378,14 @@ def _step_marker(key, look, dots) -> str:
 
 ZOOM_BOX_Z = style.ROLE_LOOKS["current"].zorder - 0.1  # a zoom box: over the paths and star, under the rings
 # a close-up's box on the paths: dotted, so its edges never read as a dashed run's path
-ZOOM_BOX_LOOK = dict(fill=False, lw=1.3, ls=(0, (1.0, 1.8)), capstyle="round")
+ZOOM_BOX_LOOK: dict[str, Any] = dict(fill=False, lw=1.3, ls=(0, (1.0, 1.8)), capstyle="round")
 # the lowest rule: the remainders keep the rules' order from rest.zorder up
 _MIDDLE_Z = style.RULE_LOOKS["momentum"].zorder
 REST_TINT = 0.4  # a path after the update shown: its colour this far towards white
 REST_WIDTH = 1.3  # and this wide (thinner than every rule's line), in the rule's dash
 
 
-def _run_handles(scene, looks, dots, picked=False) -> list:
+def _run_handles(scene: PathScene, looks: Mapping[str, style.Look], dots: bool, picked: bool = False) -> list[Line2D]:
     from matplotlib.lines import Line2D
 
     out = [
@@ -349,13 +398,14 @@ def _run_handles(scene, looks, dots, picked=False) -> list:
     return out
 
 
-def follow_update(scene, art, update, names=True) -> list:
+def follow_update(scene: PathScene, art: PathArtists, update: int, names: bool = True) -> list[Artist]:
     """Point the parts that split at the update shown at ``update``: each path in its
     rule's look up to its end (the thin whole run stays under it), the caption's update
     number, and (``names``) the start and minimum names off the current markers. Returns
     the artists changed (the animation and ``PathExplorer`` call it every frame; the
     animation moves the names itself, only when something reaches them)."""
-    changed, marks = [], []
+    changed: list[Artist] = []
+    marks: list[np.ndarray] = []
     for key, line in art.paths.items():
         c = scene.coords[key]
         i = _index(scene, key, update)
@@ -372,7 +422,7 @@ def follow_update(scene, art, update, names=True) -> list:
     return changed + (place_names(art, marks, scene) if names else [])
 
 
-def _frame_path_axes(scene, ax_path):
+def _frame_path_axes(scene: PathScene, ax_path: Axes) -> None:
     """Limits and axis labels: the parameters, or the principal directions of the plane."""
     ax_path.set_xlim(*scene.box[0])
     ax_path.set_ylim(*scene.box[1])
@@ -381,6 +431,7 @@ def _frame_path_axes(scene, ax_path):
         ax_path.set_ylabel(f"{scene.name}[1]", fontsize=style.LABEL_SIZE)
         ax_path.set_aspect("equal", adjustable="box")
     else:
+        assert scene.plane.explained is not None  # a principal plane's
         e1, e2 = scene.plane.explained
         ax_path.set_xlabel(
             f"principal direction 1 of {scene.name} ({e1:.0%} of path variance)", fontsize=style.LABEL_SIZE
@@ -389,7 +440,7 @@ def _frame_path_axes(scene, ax_path):
     ax_path.tick_params(labelsize=style.TICK_SIZE)
 
 
-def _draw_notes(scene, art, note):
+def _draw_notes(scene: PathScene, art: PathArtists, note: str | None) -> None:
     """The path panel's notes: the runs that diverged, and why there are no arrows."""
     ax_path, fs = art.ax_path, style.NOTE_SIZE
     if scene.diverged:
@@ -423,7 +474,7 @@ def _draw_notes(scene, art, note):
         )
 
 
-def _draw_contours(scene, ax):
+def _draw_contours(scene: PathScene, ax: Axes) -> None:
     """Pale filled log-spaced loss contours (so the paths stand out) and white level
     lines; the loss panel beside gives the values, so no colour bar."""
     from matplotlib.colors import LogNorm
@@ -446,14 +497,14 @@ def _draw_contours(scene, ax):
 CONTOUR_ALPHA = 0.3
 
 
-def set_trail(trail, coords, index, color):
+def set_trail(trail: LineCollection, coords: np.ndarray, index: int, color: ColorType) -> None:
     """Point the fading trail ``trail`` (a LineCollection) at the path up to ``index``."""
     seg = panel.trail_segments(coords, index)
     trail.set_segments(list(seg))
-    trail.set_color(panel.fade_rgba(color, len(seg)))
+    trail.set_color(panel.fade_rgba(color, len(seg)))  # pyright: ignore[reportArgumentType]  # stubs: an (n, 4) RGBA array is a colour list too
 
 
-def panel_at(scene, key, index, arrows):
+def panel_at(scene: PathScene, key: str, index: int, arrows: bool | None) -> panel.PanelData:
     """The ``PanelData`` of ``key``'s zoomed panel at recording index ``index``."""
     rec = scene.recordings[key]
     update = upd.decompose_update(rec, scene.name, index)
@@ -468,7 +519,7 @@ def panel_at(scene, key, index, arrows):
     )
 
 
-def draw_zoom(scene, art, key, data, avoid_path=False):
+def draw_zoom(scene: PathScene, art: PathArtists, key: str, data: panel.PanelData, avoid_path: bool = False) -> None:
     """Redraw ``key``'s zoomed panel and move its box on the path panel; ``avoid_path``:
     its labels keep off the path too (``update_panel.draw_update_panel``)."""
     panel.draw_update_panel(
@@ -485,7 +536,9 @@ def draw_zoom(scene, art, key, data, avoid_path=False):
         art.zoom_boxes[key].set_bounds(x0, y0, x1 - x0, y1 - y0)
 
 
-def _draw_step(scene, update, art, arrows, looks):
+def _draw_step(
+    scene: PathScene, update: int, art: PathArtists, arrows: bool | None, looks: Mapping[str, style.Look]
+) -> None:
     """The fading trail, the position and (with ``arrows``) the update's terms as arrows
     of every run at ``update``, and each zoomed panel with its box on the paths."""
     from matplotlib.collections import LineCollection
@@ -495,6 +548,7 @@ def _draw_step(scene, update, art, arrows, looks):
     current = style.ROLE_LOOKS["current"]
     for key, rec in scene.recordings.items():
         look = looks[key]
+        assert look.color is not None  # run_looks colours every run
         c = scene.coords[key]
         i = _index(scene, key, update)
         if not art.whole:
@@ -540,18 +594,18 @@ def _draw_step(scene, update, art, arrows, looks):
             )  # no blob on the star
             art.arrows[(key, term)] = q
         if key in art.zoom_axes:
-            art.zoom_boxes[key] = ax.add_patch(
-                Rectangle(
-                    # over the star (under Nesterov's path) and under the rings
-                    (0, 0),
-                    0,
-                    0,
-                    ec=look.color,
-                    zorder=ZOOM_BOX_Z,
-                    **ZOOM_BOX_LOOK,
-                    gid=f"zoom-box:{key}",
-                )
+            box = Rectangle(
+                # over the star (under Nesterov's path) and under the rings
+                (0, 0),
+                0,
+                0,
+                ec=look.color,
+                zorder=ZOOM_BOX_Z,
+                **ZOOM_BOX_LOOK,
+                gid=f"zoom-box:{key}",
             )
+            ax.add_patch(box)
+            art.zoom_boxes[key] = box
             draw_zoom(scene, art, key, panel_at(scene, key, i, arrows))
     follow_update(scene, art, update)
     open_rings_on_star(art)

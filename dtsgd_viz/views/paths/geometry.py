@@ -15,11 +15,17 @@ dataclasses, so tests check them numerically::
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.steps import describe_updates, resolve_update
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ...recording.recording import Recording
 
 __all__ = [
     "Plane",
@@ -45,6 +51,9 @@ __all__ = [
     "rule_name",
     "RULE_NAMES",
 ]
+
+Box = tuple[tuple[float, float], tuple[float, float]]
+"""A box ``((xmin, xmax), (ymin, ymax))`` in plot coordinates."""
 
 # how figures write the rules' names (as ``views.rates.block_rates`` does); gids keep the config keys
 RULE_NAMES = {"nesterov": "Nesterov", "momentum": "momentum", "plain": "plain"}
@@ -88,7 +97,7 @@ def identity_plane() -> Plane:
     return Plane(np.zeros(2), np.eye(2), None)
 
 
-def _flat_points(paths) -> np.ndarray:
+def _flat_points(paths: Iterable[ArrayLike]) -> np.ndarray:
     arrays = [np.asarray(p, np.float64) for p in paths]
     arrays = [a.reshape(len(a), -1) for a in arrays]
     return np.concatenate(arrays) if arrays else np.zeros((0, 0))
@@ -119,8 +128,8 @@ def pca_plane(paths: Sequence[np.ndarray]) -> Plane:
             basis[k] = -basis[k]
     var = s**2
     total = float(var.sum())
-    explained = tuple(float(var[k] / total) if total > 0 and k < len(var) else 0.0 for k in range(2))
-    return Plane(origin, basis, explained)
+    e1, e2 = (float(var[k] / total) if total > 0 and k < len(var) else 0.0 for k in range(2))
+    return Plane(origin, basis, (e1, e2))
 
 
 def _complete_basis(rows: np.ndarray, dim: int) -> np.ndarray:
@@ -135,14 +144,14 @@ def _complete_basis(rows: np.ndarray, dim: int) -> np.ndarray:
     return np.array(out[:2])
 
 
-def project(points, plane: Plane) -> np.ndarray:
+def project(points: ArrayLike, plane: Plane) -> np.ndarray:
     """Plot coordinates ``(..., 2)`` of points ``(..., D)``."""
     points = np.asarray(points, np.float64)
     with np.errstate(invalid="ignore", over="ignore"):  # a diverged run projects to NaN/Inf
         return (points - plane.origin) @ plane.basis.T
 
 
-def lift(coords, plane: Plane) -> np.ndarray:
+def lift(coords: ArrayLike, plane: Plane) -> np.ndarray:
     """Points ``(..., D)`` of plot coordinates ``(..., 2)``."""
     with np.errstate(invalid="ignore", over="ignore"):
         return plane.origin + np.asarray(coords, np.float64) @ plane.basis
@@ -151,7 +160,7 @@ def lift(coords, plane: Plane) -> np.ndarray:
 # ---- the loss on the plane --------------------------------------------------------
 
 
-def plot_box(view_box, coords, pad=0.08, max_grow=1.0):
+def plot_box(view_box: Box | None, coords: ArrayLike, pad: float = 0.08, max_grow: float = 1.0) -> Box:
     """``((xmin, xmax), (ymin, ymax))`` holding the finite ``coords``.
 
     With a ``view_box`` (2-D surfaces) the box is the view box grown to hold the
@@ -160,7 +169,7 @@ def plot_box(view_box, coords, pad=0.08, max_grow=1.0):
     """
     coords = np.asarray(coords, np.float64).reshape(-1, 2)
     coords = coords[np.all(np.isfinite(coords), axis=1)]
-    out = []
+    out: list[tuple[float, float]] = []
     for k in range(2):
         lo, hi = (coords[:, k].min(), coords[:, k].max()) if len(coords) else (0.0, 0.0)
         if view_box is None:
@@ -171,10 +180,10 @@ def plot_box(view_box, coords, pad=0.08, max_grow=1.0):
         span = vhi - vlo
         lo, hi = min(vlo, lo - pad * span), max(vhi, hi + pad * span)
         out.append((max(lo, vlo - max_grow * span), min(hi, vhi + max_grow * span)))
-    return tuple(out)
+    return out[0], out[1]
 
 
-def divergence_update(path, box) -> int | None:
+def divergence_update(path: np.ndarray, box: Box) -> int | None:
     """The first update (1-based, ``path[k]`` after update ``k``) whose point is
     non-finite or outside ``box`` (``((xmin, xmax), (ymin, ymax))``), or None.
 
@@ -190,13 +199,15 @@ def divergence_update(path, box) -> int | None:
     return int(np.argmax(out)) if out.any() else None
 
 
-def diverged_runs(coords: Mapping, view_box=None, max_grow=1.0) -> dict:
+def diverged_runs(
+    coords: Mapping[str, ArrayLike], view_box: Box | None = None, max_grow: float = 1.0
+) -> dict[str, int | None]:
     """``{config: update}`` of the runs that diverged, and the update at which each
     left the view: a run diverged when its last point is non-finite or, with a
     ``view_box``, beyond the farthest the plot box may grow (``max_grow`` times the
     view box's size on each side, as ``plot_box``); it left the view at the first
     point outside ``view_box`` (non-finite without one)."""
-    out = {}
+    out: dict[str, int | None] = {}
     for key, c in coords.items():
         c = np.asarray(c, np.float64).reshape(-1, 2)
         if view_box is None:
@@ -212,19 +223,26 @@ def diverged_runs(coords: Mapping, view_box=None, max_grow=1.0) -> dict:
     return out
 
 
-def drawn_length(n_points: int, at) -> int:
+def drawn_length(n_points: int, at: int | None) -> int:
     """How many path points to draw for a run that left the view at update ``at``
     (None: it did not): up to and including the first point outside, which the axes
     clip, so the path ends at the edge instead of criss-crossing the panel."""
     return n_points if at is None else min(n_points, int(at) + 1)
 
 
-def diverged_note(diverged: Mapping) -> str:
+def diverged_note(diverged: Mapping[str, int | None]) -> str:
     """``"momentum: diverged at update 12"``, one line per diverged run."""
     return "\n".join(f"{k}: diverged at update {u}" if u else f"{k}: diverged" for k, u in diverged.items())
 
 
-def loss_grid(value_np, plane: Plane, shape, box, n=121, budget=4_000_000):
+def loss_grid(
+    value_np: Callable[[np.ndarray], np.ndarray],
+    plane: Plane,
+    shape: Sequence[int],
+    box: Box,
+    n: int = 121,
+    budget: int = 4_000_000,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(X, Y, Z)``: an ``n x n`` grid over ``box`` in plot coordinates and the loss
     ``value_np`` at the points of the plane there (evaluated in row chunks of at most
     ``budget`` numbers, so large parameters stay within memory)."""
@@ -241,7 +259,7 @@ def loss_grid(value_np, plane: Plane, shape, box, n=121, budget=4_000_000):
     return X, Y, Z
 
 
-def log_levels(Z, n=14, floor=1e-6, inner=0.005):
+def log_levels(Z: ArrayLike, n: int = 14, floor: float = 1e-6, inner: float = 0.005) -> np.ndarray:
     """``n`` log-spaced contour levels from the ``inner`` quantile of the positive finite
     values of ``Z`` (but at least ``floor`` times the largest) to the largest.
 
@@ -262,7 +280,7 @@ def log_levels(Z, n=14, floor=1e-6, inner=0.005):
 # ---- the update where the runs differ most -----------------------------------------
 
 
-def run_distances(paths) -> np.ndarray:
+def run_distances(paths: Iterable[ArrayLike]) -> np.ndarray:
     """``(n,)``: for each recorded update (row ``k + 1`` of every path, ``k = 0..n-1``,
     row 0 the start) the largest distance between two runs' parameters after it; with
     one run, how far that update moved it. NaN where a parameter is not finite.
@@ -288,7 +306,7 @@ def run_distances(paths) -> np.ndarray:
     return d
 
 
-def most_different_index(paths, allowed=None) -> int | None:
+def most_different_index(paths: Iterable[ArrayLike], allowed: ArrayLike | None = None) -> int | None:
     """The recording index of the update where the runs ``paths`` differ most
     (``run_distances``; the first of equals), among the ``allowed`` indices (a boolean
     mask; None: all); None when no allowed update has a finite distance.
@@ -312,7 +330,13 @@ def most_different_index(paths, allowed=None) -> int | None:
 LABEL_SIDES = ((1, 1), (-1, 1), (1, -1), (-1, -1))  # upper right first, then the others
 
 
-def label_side(obstacles, size, offset=(9.0, 7.0), clear=8.0, room=None) -> tuple[int, int]:
+def label_side(
+    obstacles: ArrayLike,
+    size: tuple[float, float],
+    offset: tuple[float, float] = (9.0, 7.0),
+    clear: float = 8.0,
+    room: tuple[tuple[float, float], tuple[float, float]] | None = None,
+) -> tuple[int, int]:
     """``(sx, sy)``: the corner of its anchor a label of ``size`` (width, height; points)
     goes to, ``offset`` points away, so it stays ``clear`` points off the ``obstacles``
     (points from the anchor, e.g. the current markers) and inside ``room`` (``((x0, x1),
@@ -358,12 +382,13 @@ def fade_alphas(n: int, half_life: float = 4.0, floor: float = 0.15) -> np.ndarr
 # ---- input checks -------------------------------------------------------------------
 
 
-def select_variable(recordings: Mapping, name) -> str:
+def select_variable(recordings: Mapping[str, Recording], name: str | None) -> str:
     """The variable to draw: ``name``, or the one variable every recording shares."""
     shared = None
     for rec in recordings.values():
         names = set(rec.variables)
         shared = names if shared is None else shared & names
+    assert shared is not None  # the recordings are never empty (path_scene checks)
     if name is None:
         if len(shared) == 1:
             return next(iter(shared))
@@ -376,7 +401,7 @@ def select_variable(recordings: Mapping, name) -> str:
     return name
 
 
-def check_step(step, steps: Mapping[str, np.ndarray], none: str = "no update picked") -> int | None:
+def check_step(step: object, steps: Mapping[str, np.ndarray], none: str = "no update picked") -> int | None:
     """``step`` as the update number every recording holds (None stays None; ``none``
     says in an error what None means to the caller).
 
@@ -403,7 +428,7 @@ def check_step(step, steps: Mapping[str, np.ndarray], none: str = "no update pic
     )
 
 
-def step_index(recording_steps, update: int) -> int:
+def step_index(recording_steps: ArrayLike, update: int) -> int:
     """The index into ``recording.steps`` (and the recording's arrays) of ``update``,
     which ``check_step`` has checked."""
     s = np.asarray(recording_steps, np.int64)

@@ -13,9 +13,17 @@ factor for as long as its updates fit it and still read at it, and changes it ra
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..update import geometry as upd
+
+if TYPE_CHECKING:
+    from ..update.panel import PanelData
+    from .geometry import Box
+    from .scene import PathScene
 
 __all__ = ["ZOOMS", "KEEP_RATIO", "zoom_schedule", "box_points", "fitted_zoom", "fixed_boxes"]
 
@@ -33,7 +41,9 @@ def _ladder(z: float) -> float:
     return below[-1] if below else ZOOMS[0]
 
 
-def zoom_schedule(fitted, keep_ratio: float = KEEP_RATIO, last_ratio: float = LAST_RATIO) -> list:
+def zoom_schedule(
+    fitted: Iterable[float], keep_ratio: float = KEEP_RATIO, last_ratio: float = LAST_RATIO
+) -> list[float]:
     """The zoom of each frame from ``fitted`` (each frame's closest zoom at which its
     update still fits the box): frames grouped into the longest runs whose fitted zooms
     stay within ``keep_ratio`` of each other, each run at the largest of ``ZOOMS`` that
@@ -42,10 +52,13 @@ def zoom_schedule(fitted, keep_ratio: float = KEEP_RATIO, last_ratio: float = LA
     longest, takes the closest zoom when its update fits it (the run has all but stopped:
     at its group's zoom its arrows would be the size of the marks) and that is at least
     ``last_ratio`` times closer. Non-finite entries keep the zoom."""
-    out, lo, hi, start = [], None, None, 0
+    out: list[float] = []
+    lo: float | None = None
+    hi: float | None = None
+    start = 0
     z = [float(v) if np.isfinite(v) and v > 0 else np.nan for v in fitted]
 
-    def close(end):
+    def close(end: int) -> None:
         out.extend([_ladder(lo) if lo is not None else ZOOMS[0]] * (end - start))
 
     for n, v in enumerate(z):
@@ -64,7 +77,7 @@ def zoom_schedule(fitted, keep_ratio: float = KEEP_RATIO, last_ratio: float = LA
     return out
 
 
-def box_points(scene, key, data) -> list:
+def box_points(scene: PathScene, key: str, data: PanelData) -> list[np.ndarray]:
     """The points a close-up's box must hold (``PanelData`` ``data`` of run ``key``): the
     position, the next point, the arrows' tips and the look-ahead marks."""
     i = len(data.trail) - 1
@@ -73,7 +86,7 @@ def box_points(scene, key, data) -> list:
     return pts + list(data.nesterov or ())
 
 
-def fitted_zoom(scene, key, data) -> float:
+def fitted_zoom(scene: PathScene, key: str, data: PanelData) -> float:
     """The closest zoom at which ``data``'s points fit its box (NaN: no box)."""
     if data.box is None:
         return float("nan")
@@ -91,7 +104,7 @@ SHIFTS = tuple(
 )
 
 
-def fixed_boxes(scene, key, data, zoom: float) -> list:
+def fixed_boxes(scene: PathScene, key: str, data: PanelData, zoom: float) -> list[Box | None]:
     """Square boxes ``zoom`` times closer than the paths panel round ``data``'s points,
     centred and then shifted (``SHIFTS``) while every point stays inside."""
     pts = np.asarray(box_points(scene, key, data), np.float64).reshape(-1, 2)
@@ -102,7 +115,7 @@ def fixed_boxes(scene, key, data, zoom: float) -> list:
     span = main / zoom
     lo, hi = pts.min(axis=0), pts.max(axis=0)
     c = (lo + hi) / 2
-    out = []
+    out: list[Box | None] = []
     for dx, dy in SHIFTS:
         cx, cy = c[0] + dx * span, c[1] + dy * span
         box = ((cx - span / 2, cx + span / 2), (cy - span / 2, cy + span / 2))

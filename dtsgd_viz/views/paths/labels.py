@@ -17,7 +17,19 @@ numerically; ``place_text`` moves an ``Annotation`` or ``Text``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.backend_bases import RendererBase
+    from matplotlib.figure import Figure, SubFigure
+    from matplotlib.text import Text
+    from numpy.typing import ArrayLike
+
+    from .frames import PathArtists
 
 __all__ = [
     "renderer_of",
@@ -46,14 +58,14 @@ WIDTH_UNIT = 2.1  # points: a path sample of a line this wide weighs 1 (momentum
 ANGLES = np.deg2rad(np.arange(0, 360, 22.5))
 
 
-def renderer_of(fig):
+def renderer_of(fig: Figure | SubFigure) -> RendererBase:
     """A renderer to measure ``fig``'s texts with (a bare ``Figure``'s canvas has none)."""
     fig = fig.figure  # the root of a SubFigure
     get = getattr(fig.canvas, "get_renderer", None)
-    return get() if get is not None else fig._get_renderer()
+    return get() if get is not None else fig._get_renderer()  # pyright: ignore[reportAttributeAccessIssue]  # private, not in the stubs
 
 
-def boxes_overlap(a, b, pad=0.0) -> bool:
+def boxes_overlap(a: Sequence[float], b: Sequence[float], pad: float = 0.0) -> bool:
     """Whether the boxes ``(x0, y0, x1, y1)`` ``a`` and ``b`` overlap (grown by ``pad``)."""
     return a[0] - pad < b[2] and a[2] + pad > b[0] and a[1] - pad < b[3] and a[3] + pad > b[1]
 
@@ -63,11 +75,11 @@ class Obstacles:
     each covered one costs 1) and ``boxes`` (markers, zoom boxes, labels: each overlap
     costs ``HARD``), inside ``frame`` ``(x0, y0, x1, y1)``."""
 
-    def __init__(self, frame):
+    def __init__(self, frame: Iterable[float]) -> None:
         self.frame = tuple(float(v) for v in frame)
         self._points = [np.zeros((0, 2))]
         self._weights = [np.zeros(0)]
-        self.boxes: list[tuple] = []
+        self.boxes: list[tuple[float, ...]] = []
 
     @property
     def points(self) -> np.ndarray:
@@ -77,22 +89,24 @@ class Obstacles:
     def weights(self) -> np.ndarray:
         return np.concatenate(self._weights)
 
-    def add_polyline(self, xy, spacing=SAMPLE_PX, weight=1.0) -> None:
+    def add_polyline(
+        self, xy: ArrayLike | Sequence[ArrayLike], spacing: float = SAMPLE_PX, weight: float = 1.0
+    ) -> None:
         xy = np.asarray(xy, np.float64).reshape(-1, 2)
         xy = xy[np.all(np.isfinite(xy), axis=1)]
         self._points.append(np.concatenate([xy, along_segments(xy, spacing, 2000)]))
         self._weights.append(np.full(len(self._points[-1]), float(weight)))
 
-    def add_box(self, box) -> None:
+    def add_box(self, box: Iterable[float]) -> None:
         self.boxes.append(tuple(float(v) for v in box))
 
-    def add_marker(self, xy, radius) -> None:
+    def add_marker(self, xy: Sequence[float] | np.ndarray, radius: float) -> None:
         x, y = xy
         if np.isfinite(x) and np.isfinite(y):
             self.add_box((x - radius, y - radius, x + radius, y + radius))
 
 
-def along_segments(xy, spacing, most) -> np.ndarray:
+def along_segments(xy: ArrayLike, spacing: float, most: int) -> np.ndarray:
     """Points along each segment of the polyline ``xy`` (m, 2): for each, its ends and
     evenly spaced points between, about ``spacing`` apart (2 to ``most`` a segment), as
     ``np.linspace`` spaces them; one pass for the whole line."""
@@ -107,7 +121,13 @@ def along_segments(xy, spacing, most) -> np.ndarray:
     return a[seg] + t[:, None] * d[seg]
 
 
-def spot_cost(obs: Obstacles, box, pad=PAD_PX, points=None, touch=0.0) -> float:
+def spot_cost(
+    obs: Obstacles,
+    box: Sequence[float],
+    pad: float = PAD_PX,
+    points: tuple[np.ndarray, np.ndarray] | None = None,
+    touch: float = 0.0,
+) -> float:
     """The cost of a label at ``box`` ``(x0, y0, x1, y1)``: the weights of the path
     samples under it (grown by ``pad``), plus ``touch`` if there is any, ``HARD`` per
     marker / box / label it overlaps, ``OUTSIDE`` off the frame. ``points``:
@@ -123,7 +143,9 @@ def spot_cost(obs: Obstacles, box, pad=PAD_PX, points=None, touch=0.0) -> float:
     return cost
 
 
-def candidates(anchor, size, radii=(5.0, 10.0, 18.0, 30.0)) -> list:
+def candidates(
+    anchor: Sequence[float] | np.ndarray, size: tuple[float, float], radii: Iterable[float] = (5.0, 10.0, 18.0, 30.0)
+) -> list[tuple[float, float, float, float, float]]:
     """Boxes of ``size`` (w, h) around ``anchor`` (pixels): for each radius and each of
     16 directions, the box whose near side is ``radius`` from the anchor that way."""
     (ax, ay), (w, h) = anchor, size
@@ -139,7 +161,13 @@ def candidates(anchor, size, radii=(5.0, 10.0, 18.0, 30.0)) -> list:
     return out
 
 
-def spot_costs(obs: Obstacles, boxes, pad=PAD_PX, points=None, touch=0.0) -> np.ndarray:
+def spot_costs(
+    obs: Obstacles,
+    boxes: ArrayLike,
+    pad: float = PAD_PX,
+    points: tuple[np.ndarray, np.ndarray] | None = None,
+    touch: float = 0.0,
+) -> np.ndarray:
     """``spot_cost`` of each of ``boxes`` (k, 4) at once (the same numbers, one pass
     over the path samples per box instead of one Python call)."""
     b = np.asarray(boxes, np.float64).reshape(-1, 4)
@@ -165,7 +193,15 @@ def spot_costs(obs: Obstacles, boxes, pad=PAD_PX, points=None, touch=0.0) -> np.
     return out + np.where(off, OUTSIDE, 0.0)
 
 
-def best_spot(obs: Obstacles, anchor, size, radii=(5.0, 10.0, 18.0, 30.0), near=0.15, extra=None, touch=0.0):
+def best_spot(
+    obs: Obstacles,
+    anchor: Sequence[float] | np.ndarray,
+    size: tuple[float, float],
+    radii: Iterable[float] = (5.0, 10.0, 18.0, 30.0),
+    near: float = 0.15,
+    extra: Callable[[tuple[float, ...]], float] | None = None,
+    touch: float = 0.0,
+) -> tuple[float, ...] | None:
     """The cheapest box (``spot_cost`` with ``touch`` plus ``near`` per pixel of radius,
     plus ``extra(box)`` if given, which must be >= 0) of ``candidates`` around
     ``anchor``; of equal costs, the first candidate. ``extra`` is asked only of the
@@ -185,7 +221,13 @@ def best_spot(obs: Obstacles, anchor, size, radii=(5.0, 10.0, 18.0, 30.0), near=
     return None if best is None else tuple(float(v) for v in boxes[best])
 
 
-def leader_cost(obs: Obstacles, start, end, near=2.0, points=None) -> float:
+def leader_cost(
+    obs: Obstacles,
+    start: ArrayLike,
+    end: ArrayLike,
+    near: float = 2.0,
+    points: tuple[np.ndarray, np.ndarray] | None = None,
+) -> float:
     """The weight of the path samples within ``near`` pixels of the leader from ``start``
     to ``end`` (display pixels): what a thin line there would cross."""
     pts, w = (obs.points, obs.weights) if points is None else points
@@ -199,7 +241,13 @@ def leader_cost(obs: Obstacles, start, end, near=2.0, points=None) -> float:
     return float(w[gap < near].sum())
 
 
-def leader_through_boxes(boxes, start, end, anchor=None, inset=0.5) -> int:
+def leader_through_boxes(
+    boxes: Iterable[Sequence[float]],
+    start: ArrayLike,
+    end: ArrayLike,
+    anchor: Sequence[float] | np.ndarray | None = None,
+    inset: float = 0.5,
+) -> int:
     """How many of ``boxes`` ``(x0, y0, x1, y1)`` the leader from ``start`` to ``end``
     (display pixels) runs through (inside a box shrunk by ``inset``): a leader across
     another label reads as striking it out. Boxes holding ``anchor`` (the marker the
@@ -225,7 +273,7 @@ def leader_through_boxes(boxes, start, end, anchor=None, inset=0.5) -> int:
     return hits
 
 
-def text_box(text, renderer, pad=2.0):
+def text_box(text: Text, renderer: RendererBase, pad: float = 2.0) -> tuple[float, float, float, float]:
     """The display box of ``text`` (with its bbox patch's pad, if any; an annotation's
     leader left out), grown by ``pad``."""
     from matplotlib.text import Text
@@ -233,29 +281,36 @@ def text_box(text, renderer, pad=2.0):
     e = Text.get_window_extent(text, renderer)
     patch = text.get_bbox_patch()
     if patch is not None:
-        pad += getattr(patch.get_boxstyle(), "pad", 0.0) * text.get_fontsize() * text.figure.dpi / 72.0
+        pad += getattr(patch.get_boxstyle(), "pad", 0.0) * float(text.get_fontsize()) * text.figure.dpi / 72.0
     return (e.x0 - pad, e.y0 - pad, e.x1 + pad, e.y1 + pad)
 
 
-def place_text(text, box, anchor=None) -> None:
+def place_text(text: Text, box: Sequence[float], anchor: Sequence[float] | np.ndarray | None = None) -> None:
     """Centre ``text`` (an ``Annotation`` with offset-points coordinates from ``anchor``,
     or a data-coordinate ``Text``) on the display ``box``."""
+    from matplotlib.text import Annotation
+
     ax = text.axes
+    assert ax is not None  # a text on a panel
     cx, cy = (box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0
     text.set_horizontalalignment("center")
     text.set_verticalalignment("center")
     if hasattr(text, "xyann") and anchor is not None:
+        assert isinstance(text, Annotation)  # (a Text with ``xyann``)
         k = 72.0 / ax.figure.dpi
         text.xyann = ((cx - anchor[0]) * k, (cy - anchor[1]) * k)
     else:
-        text.set_position(ax.transData.inverted().transform((cx, cy)))
+        x, y = ax.transData.inverted().transform((cx, cy))
+        text.set_position((x, y))
 
 
-def panel_obstacles(art, skip=()) -> Obstacles:
+def panel_obstacles(art: PathArtists, skip: Collection[Artist] = ()) -> Obstacles:
     """The ``Obstacles`` of the path panel of ``art`` (a ``PathArtists``): every visible
     line (paths, whole runs, casings: sampled; their markers and the start, star and
     rings: boxes), the arrows, the zoom boxes (their edges) and the notes; ``skip``:
     artists to leave out (the labels being placed)."""
+    from matplotlib.text import Annotation
+
     ax = art.ax_path
     f = ax.get_window_extent()
     obs = Obstacles((f.x0, f.y0, f.x1, f.y1))
@@ -283,8 +338,10 @@ def panel_obstacles(art, skip=()) -> Obstacles:
     for q in art.arrows.values():
         if not q.get_visible():
             continue
-        tail = np.asarray(q.get_offsets()[0], np.float64)
-        tip = tail + [float(q.U[0]), float(q.V[0])]
+        # masked arrays (the stubs say ArrayLike)
+        offsets, u, v = cast("np.ndarray", q.get_offsets()), cast("np.ndarray", q.U), cast("np.ndarray", q.V)
+        tail = np.asarray(offsets[0], np.float64)
+        tip = tail + [float(u[0]), float(v[0])]
         obs.add_polyline(ax.transData.transform([tail, tip]))
     for rect in art.zoom_boxes.values():
         x, y, w, h = rect.get_x(), rect.get_y(), rect.get_width(), rect.get_height()
@@ -300,6 +357,7 @@ def panel_obstacles(art, skip=()) -> Obstacles:
             obs.add_box(box)
             arrow = getattr(t, "arrow_patch", None)
             if arrow is not None and arrow.get_visible():
+                assert isinstance(t, Annotation)  # (a text with a leader)
                 end = ((box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0)
                 obs.add_polyline([ax.transData.transform(t.xy), end])
     return obs

@@ -16,9 +16,21 @@ recorded (only the lines' transforms move).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .casing import CASING_TOL, coinciding, draw_casings
+
+if TYPE_CHECKING:
+    from matplotlib.collections import Collection, LineCollection
+    from matplotlib.lines import Line2D
+    from numpy.typing import ArrayLike
+
+    from ..core.style import Look
+    from .frames import PathArtists
+    from .scene import PathScene
 
 __all__ = [
     "lanes",
@@ -39,7 +51,9 @@ LANE_CAPTION = (
 )
 
 
-def lanes(coords: dict, widths: dict, span: float, tol: float = CASING_TOL) -> dict:
+def lanes(
+    coords: Mapping[str, ArrayLike], widths: Mapping[str, float], span: float, tol: float = CASING_TOL
+) -> dict[str, tuple[float, ...]]:
     """``{config: (dx, dy)}`` in points: the shift across the shared first leg of each
     run that leaves the start along another run (within ``tol * span`` for at least
     ``MIN_SHARED * span``), in ``coords``' order, each line ``LANE_AIR`` points clear of
@@ -47,7 +61,8 @@ def lanes(coords: dict, widths: dict, span: float, tol: float = CASING_TOL) -> d
     leg. Runs that share no first leg are not in the dict. Equal-aspect plot
     coordinates (the shift is across the leg as drawn)."""
     keys = [k for k in coords if len(_finite(coords[k])) >= 2]
-    together, leg = [], None
+    together: list[str] = []
+    leg = None
     for i, a in enumerate(keys):
         for b in keys[i + 1 :]:
             ca, cb = _finite(coords[a]), _finite(coords[b])
@@ -72,12 +87,12 @@ def lanes(coords: dict, widths: dict, span: float, tol: float = CASING_TOL) -> d
     return {k: tuple(float(v) for v in (p - mid) * n) for k, p in zip(together, pos)}
 
 
-def _finite(c):
+def _finite(c: ArrayLike) -> np.ndarray:
     c = np.asarray(c, np.float64).reshape(-1, 2)
     return c[np.all(np.isfinite(c), axis=1)]
 
 
-def shift_lines(artists, shift) -> None:
+def shift_lines(artists: Iterable[Line2D | Collection | None], shift: Sequence[float]) -> None:
     """Draw each of ``artists`` (lines, collections) ``shift`` ``(dx, dy)`` points off
     where its data put it (its data unchanged)."""
     from matplotlib.transforms import ScaledTranslation
@@ -85,11 +100,14 @@ def shift_lines(artists, shift) -> None:
     for a in artists:
         if a is None:
             continue
+        assert a.axes is not None  # drawn on an axes
         fig = a.axes.figure.figure
         a.set_transform(a.axes.transData + ScaledTranslation(shift[0] / 72.0, shift[1] / 72.0, fig.dpi_scale_trans))
 
 
-def draw_lanes_and_casings(scene, art, looks, drawn) -> tuple[dict, dict]:
+def draw_lanes_and_casings(
+    scene: PathScene, art: PathArtists, looks: Mapping[str, Look], drawn: Mapping[str, np.ndarray]
+) -> tuple[dict[str, tuple[float, ...]], dict[str, LineCollection]]:
     """On an equal-aspect panel (two parameters), shift the paths of ``art`` (each
     run's ``drawn`` part) into their ``lanes``; then case what still coincides
     (``path_casing.draw_casings``, on the paths where they are drawn, its casings shifted
@@ -112,7 +130,9 @@ def draw_lanes_and_casings(scene, art, looks, drawn) -> tuple[dict, dict]:
     return shifts, casings
 
 
-def draw_lanes(scene, art, looks, drawn) -> dict:
+def draw_lanes(
+    scene: PathScene, art: PathArtists, looks: Mapping[str, Look], drawn: Mapping[str, np.ndarray]
+) -> dict[str, tuple[float, ...]]:
     """Shift each run's path and its thin whole run (``art.paths``, ``art.rests``) into
     its ``lanes`` (two parameters only); returns the lanes."""
     span = max(np.ptp(scene.box[0]), np.ptp(scene.box[1]))
@@ -122,7 +142,7 @@ def draw_lanes(scene, art, looks, drawn) -> dict:
     return shifts
 
 
-def shift_step(art) -> None:
+def shift_step(art: PathArtists) -> None:
     """The update's rings, trails and arrows drawn in their runs' lanes (``art.lanes``)."""
     from matplotlib.transforms import ScaledTranslation
 
@@ -130,13 +150,14 @@ def shift_step(art) -> None:
         shift_lines([art.positions.get(key), art.trails.get(key)], shift)
         for (k, _), q in art.arrows.items():
             if k == key:
+                assert q.axes is not None  # drawn on the path panel
                 fig = q.axes.figure.figure
                 q.set_offset_transform(
                     q.axes.transData + ScaledTranslation(shift[0] / 72.0, shift[1] / 72.0, fig.dpi_scale_trans)
                 )
 
 
-def lane_note(art) -> str:
+def lane_note(art: PathArtists) -> str:
     """The caption's line saying the paths of ``art`` are drawn in lanes ("" if not)."""
-    moved = max((float(np.hypot(*s)) for s in art.lanes.values()), default=0.0)
+    moved = max((float(np.hypot(s[0], s[1])) for s in art.lanes.values()), default=0.0)  # (dx, dy)
     return LANE_CAPTION.format(pt=np.ceil(moved)) if moved > 0 else ""

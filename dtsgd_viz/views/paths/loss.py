@@ -8,12 +8,26 @@ mean loss the headline compares (``mark_window``), and where a run diverged.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..core import style
 from ..shards.geometry import minmax_indices
 from ..text.direct import READABLE_GAP, axes_height_points, label_ends, spread
 from . import geometry as geo
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.lines import Line2D
+    from matplotlib.typing import ColorType
+
+    from ..core.style import Look
+    from .findings import PathFindings
+    from .frames import PathArtists
+    from .scene import PathScene
 
 __all__ = [
     "draw_loss",
@@ -44,7 +58,7 @@ DOT_SIZE = 8.0  # points: every run's dot at the update shown (rings where dots 
 RING_MS = 13.0  # points: a loss dot drawn as a ring round another it would cover
 
 
-def nest_loss_dots(markers) -> bool:
+def nest_loss_dots(markers: Mapping[str, Line2D]) -> bool:
     """Loss dots (``{config: Line2D}``, one point each) closer than a dot's width on the
     figure (at update 1 every run starts at the same loss): the earlier ones drawn as open
     rings in their colour, each wider than the next, round the last, filled; apart, each
@@ -52,23 +66,20 @@ def nest_loss_dots(markers) -> bool:
     lines = list(markers.values())
     for m in lines:
         if not hasattr(m, "dot_look"):
-            m.dot_look = dict(
+            dot = dict(
                 ms=m.get_markersize(),
                 mfc=m.get_markerfacecolor(),
                 mec=m.get_markeredgecolor(),
                 mew=m.get_markeredgewidth(),
                 zorder=m.get_zorder(),
             )
-    px = [
-        m.axes.transData.transform((m.get_xdata()[0], m.get_ydata()[0]))
-        if len(m.get_xdata())
-        else np.array([np.nan, np.nan])
-        for m in lines
-    ]
+            setattr(m, "dot_look", dot)  # noqa: B010  # our own mark on the line: its look as a dot
+    dot_looks: list[dict[str, Any]] = [getattr(m, "dot_look") for m in lines]  # noqa: B009  # (set above)
+    px = [_dot_px(m) for m in lines]
     dpi = lines[0].figure.dpi if lines else 72.0
     met = False
     for n, m in enumerate(lines):
-        width = m.dot_look["ms"] * dpi / 72
+        width = dot_looks[n]["ms"] * dpi / 72
         covered = [o for o in range(n + 1, len(lines)) if np.hypot(*(px[n] - px[o])) < width]
         if covered:
             met = True
@@ -78,10 +89,10 @@ def nest_loss_dots(markers) -> bool:
                 markerfacecolor="none",
                 markeredgecolor=m.get_color(),
                 markeredgewidth=2.0,
-                zorder=m.dot_look["zorder"] + 0.5,
+                zorder=dot_looks[n]["zorder"] + 0.5,
             )
         else:
-            look = m.dot_look
+            look = dot_looks[n]
             m.set(
                 markersize=look["ms"],
                 markerfacecolor=look["mfc"],
@@ -92,13 +103,23 @@ def nest_loss_dots(markers) -> bool:
     return met
 
 
-def draw_loss(scene, update, art, looks) -> None:
+def _dot_px(m: Line2D) -> np.ndarray:
+    """The display pixels of the one point of the loss dot ``m`` (NaN when it has none)."""
+    x, y = np.asarray(m.get_xdata()), np.asarray(m.get_ydata())
+    if not len(x):
+        return np.array([np.nan, np.nan])
+    assert m.axes is not None  # a dot on the loss panel
+    return m.axes.transData.transform((x[0], y[0]))
+
+
+def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Mapping[str, Look]) -> None:
     """Draw ``scene``'s losses on ``art.ax_loss``, marking ``update`` (None: none);
     ``art`` keeps the lines, markers and the update line."""
     ax = art.ax_loss
+    assert ax is not None  # drawn only with a loss panel
     from_surface = False
-    lost = {}  # runs whose loss stops being finite without having left the view
-    ends = []
+    lost: dict[str, int | None] = {}  # runs whose loss stops being finite without having left the view
+    ends: list[tuple[str, float, float, ColorType | None]] = []
     columns = loss_columns(ax)
     for key, (steps, loss, computed) in scene.losses.items():
         from_surface |= computed
@@ -119,7 +140,8 @@ def draw_loss(scene, update, art, looks) -> None:
             finite = np.isfinite(loss) & (loss > 0)
         last = np.flatnonzero(finite)
         if len(last):
-            ends.append((geo.rule_name(key), steps[last[-1]], loss[last[-1]], look.color))
+            j = int(last[-1])
+            ends.append((geo.rule_name(key), steps[j], loss[j], look.color))
         if key in scene.diverged or not finite.all():
             if len(last):  # where the log axis ends for this run: its last finite loss
                 ax.plot(
@@ -159,7 +181,7 @@ def draw_loss(scene, update, art, looks) -> None:
         at = scene.losses[first][0][geo.step_index(scene.recordings[first].steps, update)]
         art.step_line = ax.axvline(at, **line.line(), gid="step-line")
     keys = {geo.rule_name(k): k for k in scene.losses}  # the names written back to their configs
-    art.loss_labels = {keys[t.get_gid()[len("label:") :]]: t for t in label_ends(ax, ends, outside=True)}
+    art.loss_labels = {keys[(t.get_gid() or "")[len("label:") :]]: t for t in label_ends(ax, ends, outside=True)}
     for key, text in art.loss_labels.items():  # gids keep the config keys
         text.set_gid(f"label:{key}")
     _plain_log_ticks(ax)
@@ -168,7 +190,7 @@ def draw_loss(scene, update, art, looks) -> None:
 WINDOW_COLOR = "0.55"  # the band of the updates the headline's means are over
 
 
-def mark_window(art, found, looks=None) -> list:
+def mark_window(art: PathArtists, found: PathFindings, looks: Mapping[str, Look] | None = None) -> list[Artist]:
     """On ``art.ax_loss``: a pale band over the updates ``found.window`` (a
     ``PathFindings``) whose mean loss the headline compares, headed ``mean`` under the
     top spine, and each ranked run's mean there as a short line in its colour across
@@ -179,7 +201,9 @@ def mark_window(art, found, looks=None) -> list:
         return []
     a, b = found.window
     half = 0.5 if a == b else 0.0
-    out = [ax.axvspan(a - half, b + half, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")]
+    out: list[Artist] = [
+        ax.axvspan(a - half, b + half, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")
+    ]
     out.append(
         ax.text(
             b + half,
@@ -210,14 +234,14 @@ def mark_window(art, found, looks=None) -> list:
     return out
 
 
-def loss_columns(ax) -> int:
+def loss_columns(ax: Axes) -> int:
     """The most pixel columns a loss panel of ``ax``'s figure can have: its root
     figure's width in pixels (the panel is laid out later, never wider)."""
     root = ax.figure.figure
     return max(1, int(np.ceil(root.get_size_inches()[0] * root.dpi)))
 
 
-def thin_loss(steps, loss, columns, keep=()) -> np.ndarray:
+def thin_loss(steps: np.ndarray, loss: np.ndarray, columns: int, keep: Iterable[int] = ()) -> np.ndarray:
     """The indices of a loss line's points drawn on ``columns`` pixel columns: each
     column's smallest and largest loss, its first non-finite one, the first and the last
     (``shard_geometry.minmax_indices``, as ``plot_shards`` thins its lines), and ``keep``
@@ -229,7 +253,7 @@ def thin_loss(steps, loss, columns, keep=()) -> np.ndarray:
     return np.unique(np.concatenate([idx, k[(k >= 0) & (k < len(steps))]]))
 
 
-def air_between_ends(art) -> None:
+def air_between_ends(art: PathArtists) -> None:
     """Push the loss panel's end names apart to ``READABLE_GAP`` font sizes, centre to
     centre (bold names ``label_ends`` stacks closer touch); call it on the laid-out
     figure, whose axes height the gap is measured in."""
@@ -240,13 +264,13 @@ def air_between_ends(art) -> None:
     texts = [t for t in texts if t.get_visible()]
     if len(texts) < 2:
         return
-    gap = max(READABLE_GAP, END_GAP) * texts[0].get_fontsize() / axes_height_points(ax)
+    gap = max(READABLE_GAP, END_GAP) * float(texts[0].get_fontsize()) / axes_height_points(ax)
     fracs = spread([t.get_position()[1] for t in texts], gap, 0.02, 0.98)
     for t, f in zip(texts, fracs):
         t.set_position((t.get_position()[0], f))
 
 
-def _plain_log_ticks(ax) -> None:
+def _plain_log_ticks(ax: Axes) -> None:
     """A log axis spanning under about a decade and a half gets plain tick labels
     (0.2, 0.3, 0.4) on its minor ticks instead of ``4×10⁻¹``."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
@@ -259,7 +283,7 @@ def _plain_log_ticks(ax) -> None:
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def _frame(scene, ax, from_surface) -> None:
+def _frame(scene: PathScene, ax: Axes, from_surface: bool) -> None:
     from matplotlib.ticker import MaxNLocator
 
     log = _needs_log(scene)
@@ -283,7 +307,7 @@ def _frame(scene, ax, from_surface) -> None:
 LINEAR_SPAN = 10.0  # losses within this factor of each other read on a linear axis
 
 
-def _needs_log(scene) -> bool:
+def _needs_log(scene: PathScene) -> bool:
     """A log axis where the finite positive losses span ``LINEAR_SPAN`` or more (or a run
     diverged), else linear: under a decade a log axis only bends the lines."""
     vals = [np.asarray(v, np.float64) for _, v, _ in scene.losses.values()]
@@ -294,7 +318,7 @@ def _needs_log(scene) -> bool:
     return bool(scene.diverged or bad or not len(v) or v.max() >= LINEAR_SPAN * v.min())
 
 
-def _diverged_note(scene, ax, lost) -> None:
+def _diverged_note(scene: PathScene, ax: Axes, lost: Mapping[str, int | None]) -> None:
     lines = [geo.diverged_note(scene.diverged)] if scene.diverged else []
     lines += [f"{k}: loss not finite from update {u}" if u else f"{k}: loss not finite" for k, u in lost.items()]
     ax.text(

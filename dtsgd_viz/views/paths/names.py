@@ -8,6 +8,9 @@ path, marker, box and label, and the frame). ``views.paths.frames`` draws the re
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..core import style
@@ -26,6 +29,18 @@ from .labels import (
 )
 from .scene import minimum_on_plane
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.lines import Line2D
+    from matplotlib.patheffects import AbstractPathEffect
+    from matplotlib.text import Annotation
+    from numpy.typing import ArrayLike
+
+    from ..core.style import Look
+    from .frames import PathArtists
+    from .labels import Obstacles
+    from .scene import PathScene
+
 __all__ = ["draw_start_and_minima", "place_names", "name_runs", "open_rings_on_star", "NAME_OFFSET", "path_samples"]
 
 NAME_OFFSET = (9.0, 7.0)  # points from the start / minimum to their names' corner
@@ -35,13 +50,13 @@ STAR_HALO = 1.2  # points of white round the star: its edge reads over the paths
 LEADER_HALO = 2.6  # points of white along the start's and minimum's leaders: they read across paths
 
 
-def _halo(width=HALO):
+def _halo(width: float = HALO) -> list[AbstractPathEffect]:
     from matplotlib import patheffects
 
     return [patheffects.withStroke(linewidth=width, foreground="white")]
 
 
-def draw_start_and_minima(scene, ax_path) -> dict:
+def draw_start_and_minima(scene: PathScene, ax_path: Axes) -> dict[str, Annotation]:
     """The start points and the minima (an opaque yellow star, ``ROLE_LOOKS["minimum"]``:
     over the paths, under the rings, boxes, arrows and labels), each named
     beside it on a white box (``place_names`` moves it off the marks); returns
@@ -84,7 +99,7 @@ def draw_start_and_minima(scene, ax_path) -> dict:
     return {
         gid: ax_path.annotate(
             text,
-            xy,
+            xy,  # pyright: ignore[reportArgumentType]  # stubs: xy is any (x, y) pair, an array too
             xytext=NAME_OFFSET,
             textcoords="offset points",
             ha="left",
@@ -107,7 +122,7 @@ def draw_start_and_minima(scene, ax_path) -> dict:
 ON_STAR = 0.5  # of the star's radius: a ring whose face would cover this much of it opens its face
 
 
-def open_rings_on_star(art) -> list:
+def open_rings_on_star(art: PathArtists) -> list[Line2D]:
     """A ring (``art.positions``) over the star shows it through: its face open where it
     would cover the star's inner part (its centre within its own radius plus ``ON_STAR``
     of the star's, ``star_reach``), white elsewhere (a ring beside the star keeps its
@@ -128,13 +143,13 @@ def open_rings_on_star(art) -> list:
     return rings
 
 
-def star_reach(star_ms, ring_ms, dpi) -> float:
+def star_reach(star_ms: float, ring_ms: float, dpi: float) -> float:
     """Pixels from the star's centre within which a ring's centre makes its face cover
     the star's inner ``ON_STAR`` (marker sizes in points)."""
     return (0.5 * ring_ms + ON_STAR * 0.5 * star_ms) * dpi / 72.0
 
 
-def path_samples(coords, per_segment=6) -> np.ndarray:
+def path_samples(coords: ArrayLike, per_segment: int = 6) -> np.ndarray:
     """Points along every segment of the path ``coords`` (finite ones only)."""
     c = np.asarray(coords, np.float64).reshape(-1, 2)
     if len(c) < 2:
@@ -145,7 +160,7 @@ def path_samples(coords, per_segment=6) -> np.ndarray:
     return pts[np.isfinite(pts).all(axis=1)]
 
 
-def _drawn(scene, key, art=None):
+def _drawn(scene: PathScene, key: str, art: PathArtists | None = None) -> np.ndarray:
     """``key``'s path as its line is drawn: up to where it left the view, through the
     points ``art.thin`` keeps (``path_frames.thin_paths``; all of them without ``art``)."""
     c = scene.coords[key]
@@ -162,14 +177,14 @@ LEADER_WEIGHT = 5.0  # the cost of each path sample a name's leader crosses
 LEADER_PX = 7.0  # a name further than this off its point's marker hangs on a leader
 
 
-def _marker_radius(ax, gid) -> float:
+def _marker_radius(ax: Axes, gid: str | None) -> float:
     """Pixels from the start's (``gid`` ``start-label``) or the star's centre to its edge."""
     want = "start" if gid == "start-label" else "minimum"
     ms = max([ln.get_markersize() for ln in ax.lines if ln.get_gid() == want], default=0.0)
     return 0.5 * ms * ax.figure.dpi / 72.0 + 1.0
 
 
-def place_names(art, marks=(), scene=None) -> list:
+def place_names(art: PathArtists, marks: Iterable[ArrayLike] = (), scene: PathScene | None = None) -> list[Annotation]:
     """Put the start and minimum names (``art.names``) beside their points where no
     path, marker, box or other label is (``path_labels.best_spot``); ``marks`` (plot
     coordinates: the update's ends) are kept clear too. Returns the names."""
@@ -187,7 +202,12 @@ def place_names(art, marks=(), scene=None) -> list:
         mark = _marker_radius(ax, ann.get_gid())
         pts = (obs.points, obs.weights)
 
-        def leader(box, anchor=anchor, mark=mark, pts=pts):  # the paths a leader crosses
+        def leader(
+            box: tuple[float, ...],
+            anchor: np.ndarray = anchor,
+            mark: float = mark,
+            pts: tuple[np.ndarray, np.ndarray] = pts,
+        ) -> float:  # the paths a leader crosses
             end = np.clip(anchor, box[:2], box[2:])
             d = end - anchor
             n = float(np.hypot(*d))
@@ -207,6 +227,7 @@ def place_names(art, marks=(), scene=None) -> list:
             extra=leader,
             touch=TOUCH,
         )
+        assert box is not None  # candidates round the anchor: one is the best
         place_text(ann, box, anchor)
         obs.add_box(box)
         far = np.hypot(*(np.clip(anchor, box[:2], box[2:]) - anchor)) > mark + LEADER_PX
@@ -215,14 +236,14 @@ def place_names(art, marks=(), scene=None) -> list:
     return names
 
 
-def _px_samples(ax, c, spacing=3.0) -> np.ndarray:
+def _px_samples(ax: Axes, c: ArrayLike, spacing: float = 3.0) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         xy = ax.transData.transform(np.asarray(c, np.float64).reshape(-1, 2))
     xy = xy[np.all(np.isfinite(xy), axis=1)]
     return np.concatenate([xy, along_segments(xy, spacing, 500)]) if len(xy) else np.zeros((0, 2))
 
 
-def _min_dist(a, b, within=None) -> np.ndarray:
+def _min_dist(a: ArrayLike, b: ArrayLike, within: float | None = None) -> np.ndarray:
     """Each point of ``a`` (n, 2): its distance to the nearest point of ``b`` (m, 2).
     With ``within``, only the points of ``b`` in the box of ``a`` grown by ``within``
     are measured (a distance beyond ``within`` may come back larger, or ``inf``):
@@ -245,7 +266,7 @@ RUN_RADII = (10.0, 16.0, 24.0, 34.0)  # pixels from a run's point to its name
 LEADER_CROSSING = 12.0  # the cost of each of a leader's 12 samples on another run's path
 
 
-def name_runs(scene, art, looks) -> dict:
+def name_runs(scene: PathScene, art: PathArtists, looks: Mapping[str, Look]) -> dict[str, Annotation]:
     """Write each run's name (``path_geometry.rule_name``) beside a point of its own path
     that runs clear of the other runs, the start and the minima, on a thin leader in the
     run's colour: of the clearest points, the one whose name spot (``path_labels``) costs
@@ -258,12 +279,12 @@ def name_runs(scene, art, looks) -> dict:
     f = ax.get_window_extent()
     samples = {k: _px_samples(ax, _drawn(scene, k, art)) for k in scene.coords}
     fixed = ax.transData.transform(np.concatenate([scene.starts, scene.minima]))
-    out = {}
+    out: dict[str, Annotation] = {}
     for key in scene.coords:
         color = looks[key].color
         ann = ax.annotate(
             geo.rule_name(key),
-            _drawn(scene, key, art)[0],
+            _drawn(scene, key, art)[0],  # pyright: ignore[reportArgumentType]  # stubs: xy is any (x, y) pair, an array too
             xytext=(0, 0),
             textcoords="offset points",
             ha="center",
@@ -294,16 +315,20 @@ def name_runs(scene, art, looks) -> dict:
         for i in order:
             anchor = own[i]
 
-            def leader(box, anchor=anchor):  # other paths its leader would cross
+            def leader(
+                box: tuple[float, ...], anchor: np.ndarray = anchor
+            ) -> float:  # other paths its leader would cross
                 end = np.clip(anchor, box[:2], box[2:])
                 seg = anchor + np.linspace(0.0, 1.0, 12)[:, None] * (end - anchor)
                 near = _min_dist(seg, others, within=2.5)  # noqa: B023
                 return LEADER_CROSSING * float(np.count_nonzero(near < 2.5))
 
             box = best_spot(obs, anchor, size, radii=RUN_RADII, extra=leader)
+            assert box is not None  # candidates round the anchor: one is the best
             cost = _spot_total(obs, box, anchor, leader) - 0.2 * min(gap[i], 40.0)
             if best is None or cost < best[0]:
                 best = (cost, i, box)
+        assert best is not None  # some point of the path is inside the panel (checked above)
         _, i, box = best
         anchor = own[i]
         ann.xy = tuple(own_xy[i])
@@ -315,7 +340,7 @@ def name_runs(scene, art, looks) -> dict:
 OWN_SPACING_PX = 4.0  # a thinned path's points a name may hang on: this far apart along it
 
 
-def _own_samples(ax, scene, art, key) -> np.ndarray:
+def _own_samples(ax: Axes, scene: PathScene, art: PathArtists, key: str) -> np.ndarray:
     """The points of ``key``'s drawn path its name may hang on (plot coordinates):
     ``path_samples`` of the path as recorded; a thinned path (``art.thin``), whose few
     vertices stand for many updates, every ``OWN_SPACING_PX`` pixels along its line."""
@@ -327,7 +352,9 @@ def _own_samples(ax, scene, art, key) -> np.ndarray:
     return ax.transData.inverted().transform(px) if len(px) else path_samples(drawn)
 
 
-def _spot_total(obs, box, anchor, leader) -> float:
+def _spot_total(
+    obs: Obstacles, box: tuple[float, ...], anchor: np.ndarray, leader: Callable[[tuple[float, ...]], float]
+) -> float:
     from .labels import spot_cost
 
     r = float(np.hypot(*(np.clip(anchor, box[:2], box[2:]) - anchor)))

@@ -44,6 +44,8 @@ animates it; this module is the public face.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from . import geometry as geo
 from .animation import animate
@@ -54,10 +56,26 @@ from .names import open_rings_on_star
 from .scene import PathScene, build_scene, default_update
 from .titles import MIN_ARROW_PX, arrow_lengths, path_title, short_arrows, short_note  # noqa: F401
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ...recording.recording import Recording
+    from ...theory.surfaces.base import Surface
+
 __all__ = ["plot_paths", "animate", "draw_paths", "PathsView"]
 
 
-def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=None, zoom=False):
+def plot_paths(
+    recordings: Recording | Mapping[str, Recording],
+    surface: Surface,
+    step: int | None = None,
+    *,
+    name: str | None = None,
+    ax: Axes | tuple[Axes, Axes] | list[Axes] | None = None,
+    arrows: bool | None = None,
+    zoom: bool = False,
+) -> Figure:
     """Paths of every optimizer on the loss contours of ``surface``, and loss per update.
 
     Args:
@@ -119,6 +137,7 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Non
         mark_window(art, findings_of(scene))  # the updates whose mean loss the headline compares
     if zoom or update is None:
         return fig
+    assert art.title is not None  # draw_scene titles the path panel
     tail = art.caption_tail
     short = short_arrows(scene, art, update) if art.arrows else []
     speck = art.arrows and min(arrow_lengths(art).values()) < MIN_ARROW_PX
@@ -138,7 +157,7 @@ def plot_paths(recordings, surface, step=None, *, name=None, ax=None, arrows=Non
         tail = UPDATE_NOTE.format(k=int(update))
     art.caption_tail = tail
 
-    def caption(dots_meet=True):
+    def caption(dots_meet: bool = True) -> str:
         head = caption_text(update, tail, True, ring_k(scene, update), dots_meet)
         return head + ("\n" + art.caption_notes if art.caption_notes else "")
 
@@ -165,7 +184,7 @@ class PathsView:
     ``update`` is the update drawn (None if none).
     """
 
-    figure: object
+    figure: Figure
     scene: PathScene
     artists: PathArtists
     arrows: bool
@@ -173,7 +192,16 @@ class PathsView:
 
 
 def draw_paths(
-    recordings, surface, step=None, *, name=None, ax=None, arrows=True, zoom=True, note=None, diverged=None
+    recordings: Recording | Mapping[str, Recording],
+    surface: Surface,
+    step: int | None = None,
+    *,
+    name: str | None = None,
+    ax: Axes | tuple[Axes, Axes] | list[Axes] | None = None,
+    arrows: bool | None = True,
+    zoom: bool = True,
+    note: str | None = None,
+    diverged: Mapping[str, int | None] | None = None,
 ) -> PathsView:
     """Like ``plot_paths`` (same arguments and errors) but returns the ``PathsView``;
     ``step=None`` here picks no update (the widgets' paths without arrows).

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core import style
 from ..core.empty import check_not_empty
 from . import geometry as geo
+
+if TYPE_CHECKING:
+    from types import SimpleNamespace
+
+    from ...recording.recording import Recording
+    from ...theory.surfaces.base import Surface
 
 __all__ = ["PathScene", "build_scene", "default_update", "settings_line", "scene_notes", "minimum_on_plane"]
 
@@ -22,23 +29,24 @@ __all__ = ["PathScene", "build_scene", "default_update", "settings_line", "scene
 class PathScene:
     """Everything a path figure shows, computed before any drawing."""
 
-    surface: object
+    surface: Surface
     name: str
-    recordings: dict
-    colors: dict
+    recordings: dict[str, Recording]
+    colors: dict[str, str]
     plane: geo.Plane
-    coords: dict  # config -> (n_steps + 1, 2) plot coordinates of the path
-    box: tuple
-    grid: tuple  # X, Y, Z
+    coords: dict[str, np.ndarray]  # config -> (n_steps + 1, 2) plot coordinates of the path
+    box: geo.Box
+    grid: tuple[np.ndarray, np.ndarray, np.ndarray]  # X, Y, Z
     levels: np.ndarray
     minima: np.ndarray  # (k, 2) plot coordinates
     minima_off_plane: float
     starts: np.ndarray  # (m, 2) distinct starts
-    losses: dict  # config -> (k, loss after k updates, from_surface): k = 0 and each recorded update
-    diverged: dict = dataclasses.field(default_factory=dict)  # config -> update it left the view
+    # config -> (k, loss after k updates, from_surface): k = 0 and each recorded update
+    losses: dict[str, tuple[np.ndarray, np.ndarray, bool]]
+    diverged: dict[str, int | None] = dataclasses.field(default_factory=dict)  # config -> update it left the view
 
 
-def _as_dict(recordings) -> dict:
+def _as_dict(recordings: Any) -> dict[str, Recording]:  # anything given: checked here
     if hasattr(recordings, "path") and hasattr(recordings, "steps"):
         recordings = {"recording": recordings}
     if not isinstance(recordings, Mapping) or not recordings:
@@ -53,7 +61,12 @@ def _as_dict(recordings) -> dict:
     return dict(recordings)
 
 
-def build_scene(recordings, surface, name, diverged=None) -> PathScene:
+def build_scene(
+    recordings: Recording | Mapping[str, Recording],
+    surface: Surface,
+    name: str | None,
+    diverged: Mapping[str, int | None] | None = None,
+) -> PathScene:
     """The ``PathScene`` of ``recordings`` on ``surface`` (variable ``name``; None: the
     only one), checking them with errors that say what was received. ``diverged``:
     ``{config: update}`` of the runs that left the view (None: found from the paths)."""
@@ -96,7 +109,7 @@ def build_scene(recordings, surface, name, diverged=None) -> PathScene:
     # the loss after k updates, k = 0 (the start) and each recorded update: the surface at
     # path point k (float64), so the last is the loss after the last update (the recorded
     # loss is the one before each update, and misses that)
-    losses = {}
+    losses: dict[str, tuple[np.ndarray, np.ndarray, bool]] = {}
     for k, r in recordings.items():
         with np.errstate(over="ignore", invalid="ignore"):
             values = np.asarray(surface.value_np(paths[k].reshape(-1, *shape)), np.float64)
@@ -119,7 +132,7 @@ def build_scene(recordings, surface, name, diverged=None) -> PathScene:
     )
 
 
-def _near(points, coords, grow=0.5) -> list:
+def _near(points: np.ndarray, coords: np.ndarray, grow: float = 0.5) -> list[np.ndarray]:
     """``points`` within the finite ``coords``' box grown by ``grow`` of its size each side
     (a projected minimum near the paths is framed with them, not on the frame's edge)."""
     c = coords[np.all(np.isfinite(coords), axis=1)]
@@ -134,7 +147,7 @@ def _near(points, coords, grow=0.5) -> list:
 # ---- what the figure says: the update it takes apart, its finding, its settings -------
 
 
-def default_update(scene: PathScene, upto: int | None = None) -> int | None:
+def default_update(scene: PathScene | SimpleNamespace, upto: int | None = None) -> int | None:
     """The update ``plot_paths`` takes apart when the caller names none: where the runs'
     parameters are furthest apart (``path_geometry.most_different_index``: between the
     runs with momentum when two or more have it, else between all; one run: its longest
@@ -189,7 +202,7 @@ def settings_line(scene: PathScene) -> str:
     return " · ".join(p for p in (label, hp, what, start) if p)
 
 
-def minimum_on_plane(scene) -> bool:
+def minimum_on_plane(scene: PathScene) -> bool:
     """Whether the minimum lies on the drawn plane (always for a 2-D surface)."""
     scale = max(1.0, float(np.abs(scene.plane.origin).max()))
     return scene.plane.is_identity or scene.minima_off_plane < 1e-6 * scale
@@ -202,12 +215,12 @@ FIRST_STEP_SEEN = 0.05  # of the panel's span: a first step this long is seen as
 FIRST_STEP_NOTE = "Nesterov's first step is (1+μ) = {f:g}× {whose}: tf-keras takes p ← p + μ·v − lr·g with v = −lr·g"
 
 
-def scene_notes(scene) -> str:
+def scene_notes(scene: PathScene) -> str:
     """The caption's lines on what would otherwise go unexplained: Nesterov's long first
     step (tf-keras' form: ``(1 + mu)`` times the first step of a run of the same
     learning rate), where it is at least ``FIRST_STEP_SEEN`` of the panel, and a
     projected minimum."""
-    out = []
+    out: list[str] = []
     nest = [k for k, r in scene.recordings.items() if r.hyperparameters.nesterov and r.hyperparameters.momentum]
     rest = [k for k in scene.recordings if k not in nest]
     lr = {

@@ -19,7 +19,16 @@ data stay as recorded (the numbers on a figure come from the full recording).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure, SubFigure
+    from numpy.typing import ArrayLike
+
+    from .geometry import Box
 
 __all__ = ["EXACT_POINTS", "TOLERANCE_PX", "CELL_PX", "pixel_scale", "vertex_limit", "thin_indices", "up_to"]
 
@@ -30,28 +39,28 @@ TOLERANCE_PX = 0.25  # a recorded point this far off the thinned line (in pixels
 CELL_PX = 0.15  # points following one another within one cell this wide are one point
 
 
-def pixel_scale(box, figure) -> np.ndarray:
+def pixel_scale(box: Box, figure: Figure | SubFigure) -> np.ndarray:
     """``(sx, sy)``: the most pixels one data unit can take along x and y on an axes of
     ``figure`` (its root figure, at its size and dpi) showing ``box`` ``((x0, x1), (y0,
     y1))``: the axes is no wider nor taller than the figure, so a line thinned at this
     scale is at least as fine on the panel it is drawn on, whatever the layout does."""
-    root = getattr(figure, "figure", figure) or figure
+    root = cast("Figure", getattr(figure, "figure", figure) or figure)  # the root figure
     w, h = np.asarray(root.get_size_inches(), np.float64) * float(root.dpi)
     span = np.array([abs(float(box[0][1]) - float(box[0][0])), abs(float(box[1][1]) - float(box[1][0]))])
     span = np.where(span > 0, span, 1.0)
     return np.array([w, h]) / span
 
 
-def vertex_limit(figure) -> int:
+def vertex_limit(figure: Figure | SubFigure) -> int:
     """The most vertices a thinned path keeps on ``figure``: as many as its width and
     height in pixels together (a line through more would turn within a pixel again and
     again). Reached only by a path that never settles; it is then thinned coarser."""
-    root = getattr(figure, "figure", figure) or figure
+    root = cast("Figure", getattr(figure, "figure", figure) or figure)  # the root figure
     w, h = np.asarray(root.get_size_inches(), np.float64) * float(root.dpi)
     return int(max(2 * EXACT_POINTS, np.ceil(w + h)))
 
 
-def _segment_distance(p, a, b) -> np.ndarray:
+def _segment_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Each point of ``p`` (n, 2): its distance to the segment ``a``-``b``."""
     ab = b - a
     l2 = float(ab @ ab)
@@ -61,7 +70,7 @@ def _segment_distance(p, a, b) -> np.ndarray:
     return np.hypot(*(p - (a + t[:, None] * ab)).T)
 
 
-def _simplify(xy, anchor, tol) -> np.ndarray:
+def _simplify(xy: np.ndarray, anchor: np.ndarray, tol: float) -> np.ndarray:
     """Douglas-Peucker on ``xy`` (m, 2, pixels) between the ``anchor`` points (a mask,
     first and last included): the points kept so that every other lies within ``tol``
     of the segment between the kept ones around it. A stretch next to a non-finite
@@ -84,7 +93,9 @@ def _simplify(xy, anchor, tol) -> np.ndarray:
     return keep
 
 
-def thin_indices(coords, scale, keep=(), tol=TOLERANCE_PX, limit=None) -> np.ndarray:
+def thin_indices(
+    coords: ArrayLike, scale: ArrayLike, keep: Iterable[int] = (), tol: float = TOLERANCE_PX, limit: int | None = None
+) -> np.ndarray:
     """The indices (ascending) of the points of ``coords`` (n, 2) a line needs to look
     as the whole path does at ``scale`` pixels per data unit (``pixel_scale``): every
     recorded point within about ``tol + CELL_PX`` pixels of the line through them. The
@@ -131,7 +142,7 @@ def thin_indices(coords, scale, keep=(), tol=TOLERANCE_PX, limit=None) -> np.nda
     return sub[kept]
 
 
-def up_to(indices, end, at=None) -> np.ndarray:
+def up_to(indices: ArrayLike | None, end: int, at: int | None = None) -> np.ndarray:
     """The part of a thinned path (``indices`` from ``thin_indices``; None: every point)
     up to point ``end - 1``, with point ``at`` (the update shown) and that last point
     exactly on it: what a path drawn up to an update passes through.

@@ -7,14 +7,21 @@ share them.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 
 from . import geometry as geo
 
+if TYPE_CHECKING:
+    from .frames import PathArtists
+    from .scene import PathScene
+
 __all__ = ["path_title", "short_note", "short_arrows", "arrow_lengths", "MIN_ARROW_PX"]
 
 
-def path_title(scene, update, auto=False, short=()):
+def path_title(scene: PathScene, update: int | None, auto: bool = False, short: Collection[str] = ()) -> str:
     """The path panel's title at ``update`` (None: no update picked); ``auto``: picked
     as where the runs differ most; ``short``: the runs whose arrows are too short to see
     (``short_arrows``): the title names only the runs whose arrows show, or none."""
@@ -30,12 +37,12 @@ def path_title(scene, update, auto=False, short=()):
     return f"Update {int(update)}: its terms as arrows"
 
 
-def _names(keys, suffix="") -> str:
+def _names(keys: Sequence[str], suffix: str = "") -> str:
     names = [geo.rule_name(k) + suffix for k in keys]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def short_note(scene, update, short) -> str:
+def short_note(scene: PathScene, update: int, short: Sequence[str]) -> str:
     """The caption's line naming the runs in ``short`` and where their update is drawn."""
     if not short:
         return ""
@@ -46,20 +53,23 @@ def short_note(scene, update, short) -> str:
 MIN_ARROW_PX = 15.0  # an update whose arrows are all shorter than this is too short to see
 
 
-def short_arrows(scene, art, update) -> list:
+def short_arrows(scene: PathScene, art: PathArtists, update: int) -> list[str]:
     """The runs whose update ``update``'s arrows on the laid-out path panel are all
     shorter than ``MIN_ARROW_PX`` pixels (a speck under the current marker)."""
-    lengths = {}
+    lengths: dict[str, float] = {}
     for (key, _), px in arrow_lengths(art).items():
         lengths[key] = max(lengths.get(key, 0.0), px)
     return [k for k, px in lengths.items() if px < MIN_ARROW_PX]
 
 
-def arrow_lengths(art) -> dict:
+def arrow_lengths(art: PathArtists) -> dict[tuple[str, str], float]:
     """``{(config, term): length in pixels}`` of each arrow on the laid-out path panel."""
-    ax, out = art.ax_path, {}
+    ax = art.ax_path
+    out: dict[tuple[str, str], float] = {}
     for k, q in art.arrows.items():
-        tail = np.asarray(q.get_offsets()[0], np.float64)
-        tip = tail + [float(q.U[0]), float(q.V[0])]
+        # masked arrays (the stubs say ArrayLike)
+        offsets, u, v = cast("np.ndarray", q.get_offsets()), cast("np.ndarray", q.U), cast("np.ndarray", q.V)
+        tail = np.asarray(offsets[0], np.float64)
+        tip = tail + [float(u[0]), float(v[0])]
         out[k] = float(np.hypot(*(ax.transData.transform(tip) - ax.transData.transform(tail))))
     return out

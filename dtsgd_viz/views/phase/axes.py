@@ -4,10 +4,20 @@ and ``widgets.PhaseDiagram`` call these)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
 import numpy as np
 
 from ..core import style
 from .geometry import log_ticks
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
+    from matplotlib.figure import Figure, SubFigure
+
+    from .plot import PhaseView
 
 __all__ = ["set_log_ticks", "frame", "add_colorbars", "PHASE_NOTE_SIZE", "PHASE_LEGEND_SIZE"]
 
@@ -19,7 +29,7 @@ def _number(x, _pos=None) -> str:
     return f"{x:g}"  # 0.02, not 2x10^-2
 
 
-def set_log_ticks(axis, lo, hi):
+def set_log_ticks(axis: Axis, lo: float, hi: float) -> None:
     """Put ``log_ticks`` on a matplotlib ``axis`` (``ax.xaxis``), labelled as plain
     numbers (0.02, 0.05, 0.1), the other minor ticks unlabelled."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
@@ -31,11 +41,11 @@ def set_log_ticks(axis, lo, hi):
         axis.set_minor_locator(FixedLocator(minor))
         axis.set_minor_formatter(FuncFormatter(_number))
     else:
-        axis.set_minor_locator(LogLocator(subs=np.arange(2, 10)))
+        axis.set_minor_locator(LogLocator(subs=np.arange(2, 10)))  # pyright: ignore[reportArgumentType]  # stub: subs a Sequence; an array works
         axis.set_minor_formatter(NullFormatter())
 
 
-def frame(ax, lr_e, mu_e, title):
+def frame(ax: Axes, lr_e: Sequence[float] | np.ndarray, mu_e: Sequence[float] | np.ndarray, title: str) -> None:
     ax.set_xscale("log")
     set_log_ticks(ax.xaxis, lr_e[0], lr_e[-1])
     ax.set_xlim(lr_e[0], lr_e[-1])
@@ -46,7 +56,13 @@ def frame(ax, lr_e, mu_e, title):
     ax.tick_params(labelsize=style.TICK_SIZE, which="both")
 
 
-def add_colorbars(view, fig, step_axes, ratio_ax, ratio_location="right"):
+def add_colorbars(
+    view: PhaseView,
+    fig: Figure | SubFigure,
+    step_axes: Sequence[Axes] | None,
+    ratio_ax: Axes | None,
+    ratio_location: Literal["left", "right", "top", "bottom"] = "right",
+) -> None:
     """The shared steps colour bar and the ratio colour bar (its ends say who wins; an
     arrow at an end some cell lies past), ``ratio_location`` of the
     ratio map (``"bottom"``: horizontal, the map keeps its column's width)."""
@@ -70,7 +86,7 @@ def add_colorbars(view, fig, step_axes, ratio_ax, ratio_location="right"):
     )
     vmax = view.meshes["ratio"].norm.vmax
     ticks = np.arange(-vmax, vmax + 0.25, 0.5 if vmax <= 1 else 1.0)
-    rbar.set_ticks(ticks, labels=[_speedup(t) for t in ticks])
+    rbar.set_ticks(ticks, labels=[_speedup(t) for t in ticks])  # pyright: ignore[reportArgumentType]  # stub: a Sequence
     rbar.ax.tick_params(labelsize=style.TICK_SIZE)
     # the label reads as the scale runs (bottom to top, left to right)
     rbar.set_label("Nesterov faster  ·  tie  ·  momentum faster", fontsize=PHASE_NOTE_SIZE)

@@ -10,6 +10,9 @@ cells drawn over the line, the line thin across them). ``views.phase.plot`` call
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 
 from ...theory.quadratic import RULES
@@ -19,6 +22,16 @@ from .axes import PHASE_NOTE_SIZE
 from .geometry import REGIONS
 from .regions import shown_cells
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.collections import QuadMesh
+    from matplotlib.lines import Line2D
+    from matplotlib.text import Annotation
+    from matplotlib.typing import ColorType
+    from numpy.typing import ArrayLike
+
+    from .plot import PhaseView, _MapGrid
+
 __all__ = ["name_ratio_boundaries", "name_boundaries", "box_cells", "bare_cells", "GAP", "MARGIN", "APART"]
 
 GAP = 14.0  # points from the line to the name's near edge (the leader's length, about)
@@ -26,7 +39,7 @@ MARGIN = 4.0  # points of air kept around a name: from lines, other names, the f
 APART = 40.0  # points: names side by side at least this far apart (else one moves up or down)
 
 
-def box_cells(lr_e, mu_e, box) -> np.ndarray:
+def box_cells(lr_e: np.ndarray, mu_e: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
     """The map cells (edges ``lr_e``, ``mu_e``) a data box ``(x0, y0, x1, y1)`` touches."""
     x0, y0, x1, y1 = box
     cols = (lr_e[1:] > x0) & (lr_e[:-1] < x1)
@@ -53,13 +66,16 @@ def _to_points(ax):
 RULE_NAMES = {"momentum": "momentum", "nesterov": "Nesterov"}
 
 
-def name_ratio_boundaries(view, ax, g, lines, tie_within) -> dict:
+def name_ratio_boundaries(
+    view: PhaseView, ax: Axes, g: _MapGrid, lines: Mapping[str, Line2D], tie_within: float
+) -> dict[str, Annotation]:
     """Each rule's boundary on the ratio map (``lines[key]``: its ``Line2D``) named
     beside it, on the ties' white (counts within ``tie_within`` of each other), a hatch
     or the grey of neither (never on colours, x marks or another line), with a leader.
     ``view``: a ``phase.PhaseView``, ``g`` its ``_MapGrid``."""
     near = np.log2(1 + tie_within)
     r = view.regions
+    assert r is not None  # the ratio map was drawn
     tie = (r == REGIONS.index("both")) & (np.abs(view.ratio) <= near)
     others = [REGIONS.index(k) for k in ("only_momentum", "only_nesterov", "neither")]
     allowed = (tie | np.isin(r, others)) & shown_cells(view)
@@ -68,7 +84,7 @@ def name_ratio_boundaries(view, ax, g, lines, tie_within) -> dict:
     order = sorted(lines, key=lambda k: not RULES[k])
     return name_boundaries(
         ax,
-        {k: lines[k].get_data() for k in order},
+        {k: cast("tuple[np.ndarray, np.ndarray]", lines[k].get_data()) for k in order},  # plot() stored arrays
         {k: f"{RULE_NAMES[k]}'s\nboundary" for k in order},
         {k: looks[k].color for k in order},
         allowed,
@@ -79,7 +95,19 @@ def name_ratio_boundaries(view, ax, g, lines, tie_within) -> dict:
     )
 
 
-def name_boundaries(ax, lines, texts, colors, allowed, lr_e, mu_e, *, fontsize, gids, avoid=()):
+def name_boundaries(
+    ax: Axes,
+    lines: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    texts: Mapping[str, str],
+    colors: Mapping[str, ColorType | None],
+    allowed: np.ndarray,
+    lr_e: np.ndarray,
+    mu_e: np.ndarray,
+    *,
+    fontsize: float,
+    gids: Mapping[str, str],
+    avoid: Iterable[ArrayLike] = (),
+) -> dict[str, Annotation]:
     """Name each boundary ``lines[key]`` (``(lr, mu)`` arrays, drawn) with ``texts[key]``
     in ``colors[key]``: the first row (nearest the map's middle height) where a box
     beside the line, ``GAP`` points off it, lies on ``allowed`` cells only, inside the
@@ -166,7 +194,16 @@ def _fits(u, v, side, w, h, w_ax, h_ax, dense, placed, back, allowed, lr_e, mu_e
     return bool(allowed[box_cells(lr_e, mu_e, (dx0, dy0, dx1, dy1))].all())
 
 
-def bare_cells(ax, mesh, cells, lines, lr_e, mu_e, *, gid):
+def bare_cells(
+    ax: Axes,
+    mesh: QuadMesh,
+    cells: np.ndarray,
+    lines: Mapping[str, Line2D],
+    lr_e: np.ndarray,
+    mu_e: np.ndarray,
+    *,
+    gid: str,
+) -> list[Line2D]:
     """Draw the ``cells`` (a mask) of ``mesh`` (the ratio map's ``QuadMesh``) again over
     the boundary ``lines`` (``{key: (Line2D, look)}``) and each line thin across them:
     a note's few cells stay readable, the boundary still runs through. Returns the
@@ -174,7 +211,8 @@ def bare_cells(ax, mesh, cells, lines, lr_e, mu_e, *, gid):
     from matplotlib.patches import Rectangle
 
     values = mesh.get_array()
-    rgba = mesh.cmap(mesh.norm(np.ma.getdata(values)))
+    assert values is not None  # the ratio map's mesh holds its values
+    rgba = np.asarray(mesh.cmap(mesh.norm(np.ma.getdata(values))))  # an (n, m, 4) array already
     ii, jj = np.nonzero(cells)
     for i, j in zip(ii, jj):
         ax.add_patch(

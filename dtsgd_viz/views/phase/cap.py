@@ -18,14 +18,22 @@ share of the starting loss, not the total (on tutorial 03's valley 1.7 of 80, ra
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .geometry import cap_rate
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ...theory.convergence import PhaseGrid
+    from ...theory.surfaces import Surface
+
 __all__ = ["mode_losses", "flat_mode_loss", "cap_loss", "cap_rate"]
 
 
-def mode_losses(surface, start=None):
+def mode_losses(surface: Surface, start: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """The distinct eigenvalues of a quadratic ``surface``'s Hessian (ascending) and the
     loss above the minimum that ``start`` (default ``surface.default_start``) holds in
     each one's eigenspace; None for a surface without ``hessian_eigenvalues``.
@@ -52,7 +60,7 @@ def mode_losses(surface, start=None):
     return h, np.bincount(nearest, weights=part, minlength=len(h))
 
 
-def flat_mode_loss(surface, start=None, tol=0.0):
+def flat_mode_loss(surface: Surface, start: ArrayLike | None = None, tol: float = 0.0) -> float | None:
     """The starting loss of the flattest eigendirection that holds more than ``tol`` of
     it (the one that decides where the step cap ends); None without a Hessian."""
     found = mode_losses(surface, start)
@@ -63,7 +71,7 @@ def flat_mode_loss(surface, start=None, tol=0.0):
     return float(loss[held[0]]) if len(held) else None
 
 
-def cap_loss(surface, grid, start=None) -> float:
+def cap_loss(surface: Surface, grid: PhaseGrid, start: ArrayLike | None = None) -> float:
     """The starting loss that decides where the step cap ends: on a quadratic the
     flattest direction's share (``flat_mode_loss``), else the whole loss of ``grid``
     (a ``PhaseGrid``) at update 0."""

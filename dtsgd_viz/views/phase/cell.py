@@ -5,11 +5,22 @@ each line named at its end with the updates it needed (``PhaseDiagram``'s third 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...theory.convergence import diverged, path_losses, steps_to_tolerance
 from ..core import style
 from ..text.direct import label_ends
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.lines import Line2D
+    from numpy.typing import ArrayLike
+
+    from ...recording import Recording
+    from ...theory.surfaces import Surface
 
 __all__ = ["draw_cell_losses", "cell_outcome", "pick_finding", "MIN_SHOWN"]
 
@@ -38,7 +49,7 @@ def pick_finding(lr: float, mu: float, outcomes: dict, steps: int) -> str:
     if len(ok) == len(outcomes) and len(set(ok.values())) == 1:
         return f"{at} both rules reach tol in {next(iter(ok.values()))} updates"
     if ok:
-        order = sorted(ok, key=ok.get)
+        order = sorted(ok, key=ok.__getitem__)
         text = f"{at} {name(order[0])} reaches tol in {ok[order[0]]} updates"
         text += "".join(f", {name(k)} in {ok[k]}" for k in order[1:])
         return text + "".join(f"; {name(k)} {why}" for k, why in failed)
@@ -49,7 +60,7 @@ def pick_finding(lr: float, mu: float, outcomes: dict, steps: int) -> str:
     return f"{at} " + ", ".join(f"{name(k)} {why}" for k, why in failed)
 
 
-def cell_outcome(losses, min_value, tol) -> str:
+def cell_outcome(losses: ArrayLike, min_value: float, tol: float) -> str:
     """What a run's losses say: ``"N updates"``, ``"not within tol"`` or ``"diverged"``.
 
     >>> cell_outcome([1.0, 0.1, 0.001, 0.0001], 0.0, 0.01)
@@ -61,7 +72,7 @@ def cell_outcome(losses, min_value, tol) -> str:
     return "not within tol" if k < 0 else f"{k} updates"
 
 
-def draw_cell_losses(ax, recordings, surface, tol) -> dict:
+def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Surface, tol: float) -> dict[str, Line2D]:
     """Each recording's loss minus ``surface.min_value`` per update on ``ax`` (log y)
     in its rule's look, the ``tol`` line, and each line named at its end with its
     outcome (``cell_outcome``), over twice the updates the slower run needs to be

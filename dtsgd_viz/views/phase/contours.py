@@ -19,12 +19,23 @@ that stretch gets its own label saying so (``ρ=0.9=√μ``) where it fits (``on
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...theory import quadratic as theory
 from ..core import style
 from ..text.direct import text_size
 from .regions import outline
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.contour import ContourSet
+    from matplotlib.text import Text
+    from numpy.typing import ArrayLike
+
+    from .plot import _MapGrid
 
 __all__ = [
     "contour_mask",
@@ -43,7 +54,13 @@ MIN_STUB = 20.0  # points: shorter ends a label's gap leaves of a line are dropp
 LABEL_SIZE = 9.5  # points: the contours' labels, a step above the smallest text (they are read on the lines)
 
 
-def contour_mask(learning_rates, momenta, hessian_eigenvalues, nesterov, band=EDGE_BAND) -> np.ndarray:
+def contour_mask(
+    learning_rates: ArrayLike,
+    momenta: ArrayLike,
+    hessian_eigenvalues: ArrayLike,
+    nesterov: bool,
+    band: float = EDGE_BAND,
+) -> np.ndarray:
     """``out[i, j]`` True where no iso-rate contour is drawn at ``(learning_rates[j],
     momenta[i])``: the rule does not converge (rate >= 1), or the learning rate lies
     within ``band`` (a fraction) of the stability boundary, where the rate climbs to 1
@@ -93,7 +110,15 @@ def _box(pts, k, length, height, n=15):
     return pts[k] + np.concatenate(edges)
 
 
-def label_place(pts, blocked, length, height, size, margin=3.0, upright=True):
+def label_place(
+    pts: ArrayLike,
+    blocked: Iterable[ArrayLike],
+    length: float,
+    height: float,
+    size: tuple[float, float],
+    margin: float = 3.0,
+    upright: bool = True,
+) -> int | None:
     """The vertex of the polyline ``pts`` (points) where a ``length`` x ``height`` label
     laid along it fits: inside the axes (``size``, ``margin`` points in), on a stretch
     straight enough that the line stays under the label, no point of the ``blocked``
@@ -213,7 +238,7 @@ def _keep_overdamped(cs, level, g, nesterov) -> None:
     cs.set_paths(paths)
 
 
-def on_plateau(lr, mu, h, nesterov) -> np.ndarray:
+def on_plateau(lr: ArrayLike, mu: ArrayLike, h: ArrayLike, nesterov: bool) -> np.ndarray:
     """True where heavy ball's rate is ``sqrt(mu)`` whatever the learning rate: past the
     flattest direction's critical damping (every direction oscillates) and short of the
     steep direction's overshoot. Its iso-rate contours run flat there, along ``mu = rho^2``;
@@ -267,7 +292,7 @@ def _place_labels(line, pts, level, blocked, size_pts, g, nesterov) -> list:
     return placed
 
 
-def label_text(level, cap=None, steps=None, plateau=False) -> str:
+def label_text(level: float, cap: float | None = None, steps: int | None = None, plateau: bool = False) -> str:
     """A contour's label: its level alone (the legend's entry says what the cap's level
     is: the rate at which the flattest direction's loss falls to tol in the cap's updates);
     on heavy ball's plateau (``on_plateau``) also why the line runs flat there.
@@ -300,11 +325,14 @@ def _box_outline(ax, text_artist):
     return data
 
 
-def draw_contours(ax, key, nesterov, g, levels, avoid):
+def draw_contours(
+    ax: Axes, key: str, nesterov: bool, g: _MapGrid, levels: Iterable[float], avoid: Iterable[ArrayLike]
+) -> tuple[ContourSet, list[Text]]:
     """The worst mode's iso-rate contours of one rule at ``levels`` on the fine grid of
     ``g`` (a ``phase._MapGrid``), masked by ``contour_mask``, each labelled once where
     its label keeps clear of the ``avoid`` polylines, the region names already on
     ``ax`` and the other levels; returns ``(ContourSet, labels)``."""
+    assert g.h is not None  # contours are drawn on a quadratic's maps only
     look = style.ROLE_LOOKS["rate_level"]
     rho = theory.problem_rate(g.lr_f, g.mu_f, g.h, nesterov)
     rho = np.ma.masked_where(contour_mask(g.lr_f, g.mu_f, g.h, nesterov), rho)
@@ -314,16 +342,17 @@ def draw_contours(ax, key, nesterov, g, levels, avoid):
     if np.isfinite(g.cap):
         _keep_overdamped(cs, g.cap, g, nesterov)
     _drop_short_pieces(cs, ax, g)
-    paths = [p.vertices for p in cs.get_paths()]
+    paths = [np.asarray(p.vertices) for p in cs.get_paths()]  # arrays already (the stub says ArrayLike)
     names = [_box_outline(ax, t) for t in ax.texts if (t.get_gid() or "").startswith("region-label:")]
     to_points = _points_transform(ax, (g.lr_e[0], g.lr_e[-1]), (g.mu_e[0], g.mu_e[-1]))
     placed = []
     blocked = [to_points(a) for a in [*avoid, *names]]
+    cs_levels = np.asarray(cs.levels)  # an array already (the stub says Iterable)
     for i in range(len(paths)):
         others = [to_points(p) for k, p in enumerate(paths) if k != i and len(p)]
         pts = _joined(cs.get_paths()[i])
-        spots = _place_labels(to_points(pts), pts, cs.levels[i], [*blocked, *others], to_points.size, g, nesterov)
-        placed += [(cs.levels[i], tuple(pts[k]), size, text) for k, size, text, _ in spots]
+        spots = _place_labels(to_points(pts), pts, cs_levels[i], [*blocked, *others], to_points.size, g, nesterov)
+        placed += [(cs_levels[i], tuple(pts[k]), size, text) for k, size, text, _ in spots]
         blocked += [box for *_, box in spots]  # the labels' own boxes, for the next labels to keep off
     labels = []
     for level, xy, size, text in placed:

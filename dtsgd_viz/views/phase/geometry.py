@@ -11,7 +11,10 @@ tests check them numerically::
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "phase_ratio",
@@ -32,7 +35,7 @@ __all__ = [
 REGIONS = ("both", "only_momentum", "only_nesterov", "cap", "neither", "diverged")
 
 
-def phase_ratio(momentum_steps, nesterov_steps) -> np.ndarray:
+def phase_ratio(momentum_steps: ArrayLike, nesterov_steps: ArrayLike) -> np.ndarray:
     """``log2(Nesterov updates / momentum updates)`` per cell (0 counts as 1 update):
     negative where Nesterov is faster, 0 for a tie; ``-inf`` where only Nesterov
     converges, ``+inf`` where only momentum does, NaN where neither does.
@@ -49,7 +52,7 @@ def phase_ratio(momentum_steps, nesterov_steps) -> np.ndarray:
     return out
 
 
-def ratio_limit(values, percentile: float = 98.0, limits=(1, 2, 3)) -> tuple[int, str]:
+def ratio_limit(values: ArrayLike, percentile: float = 98.0, limits: Sequence[int] = (1, 2, 3)) -> tuple[int, str]:
     """The ratio map's symmetric colour limit in log2 units and the colour bar's
     ``extend``: the smallest of ``limits`` (2x, 4x, 8x) covering the ``percentile`` of
     ``|values|`` (the finite log2 ratios where both rules converge), the largest when
@@ -70,7 +73,9 @@ def ratio_limit(values, percentile: float = 98.0, limits=(1, 2, 3)) -> tuple[int
     ]
 
 
-def ratio_regions(momentum_steps, momentum_diverged, nesterov_steps, nesterov_diverged) -> np.ndarray:
+def ratio_regions(
+    momentum_steps: ArrayLike, momentum_diverged: ArrayLike, nesterov_steps: ArrayLike, nesterov_diverged: ArrayLike
+) -> np.ndarray:
     """Each cell's index into ``REGIONS``: ``both`` converge; ``only_momentum`` /
     ``only_nesterov`` converges and the other rule *diverged* (a stability verdict);
     ``cap``: one converges and the other neither converged nor diverged within the step
@@ -92,7 +97,9 @@ def ratio_regions(momentum_steps, momentum_diverged, nesterov_steps, nesterov_di
     return out
 
 
-def region_spot(mask, width: float, height: float, near=None):
+def region_spot(
+    mask: ArrayLike, width: float, height: float, near: tuple[float, float] | None = None
+) -> tuple[float, float] | None:
     """Where a label ``width`` x ``height`` cells fits inside the region ``mask`` (rows:
     momenta, columns: learning rates): ``(row, column)`` of the cell centre (fractional)
     farthest from the region's edge (then nearest its middle) among those whose label covers only region cells;
@@ -132,7 +139,7 @@ def region_spot(mask, width: float, height: float, near=None):
     return None if best is None else best[1]
 
 
-def spot_cells(shape, spot, width: float, height: float) -> np.ndarray:
+def spot_cells(shape: tuple[int, ...], spot: tuple[float, float], width: float, height: float) -> np.ndarray:
     """The cells a ``width`` x ``height`` label at ``spot`` (``region_spot``) covers.
 
     >>> spot_cells((3, 4), (1.0, 1.0), 3, 1).astype(int).tolist()
@@ -147,7 +154,7 @@ def spot_cells(shape, spot, width: float, height: float) -> np.ndarray:
     return out
 
 
-def cell_edges(values, log: bool) -> np.ndarray:
+def cell_edges(values: ArrayLike, log: bool) -> np.ndarray:
     """Cell edges around grid ``values``: midpoints (geometric for ``log``), the ends
     mirrored."""
     v = np.log(values) if log else np.asarray(values, np.float64)
@@ -168,7 +175,13 @@ def cap_rate(loss0: float, tol: float, steps: int) -> float:
     return float((tol / loss0) ** (1.0 / (2.0 * steps)))
 
 
-def label_spots(level_vertices, avoid, x_range, y_range, half_lengths) -> list:
+def label_spots(
+    level_vertices: Iterable[ArrayLike],
+    avoid: Iterable[ArrayLike],
+    x_range: ArrayLike,
+    y_range: ArrayLike,
+    half_lengths: Iterable[float],
+) -> list:
     """Where to label each contour level (``level_vertices[i]``: its vertices, x on a
     log scale), or None: the vertex farthest, in axes fractions, from the ``avoid``
     polylines (stability boundary, critical damping), from the labels already placed
@@ -244,7 +257,7 @@ def log_ticks(lo: float, hi: float) -> tuple[list, list]:
     return major, minor
 
 
-def phase_finding(momentum_steps, nesterov_steps, within: float = 0.1) -> str:
+def phase_finding(momentum_steps: ArrayLike, nesterov_steps: ArrayLike, within: float = 0.1) -> str:
     """The ratio map's finding: in how many of the cells where both rules converge each
     needs fewer updates by more than ``within`` (10%). Short enough for one line of a
     figure's title (the fewest updates are the step maps' finding).
@@ -264,7 +277,9 @@ def phase_finding(momentum_steps, nesterov_steps, within: float = 0.1) -> str:
     )
 
 
-def steps_finding(momentum_steps, nesterov_steps, momentum_diverged, nesterov_diverged) -> str:
+def steps_finding(
+    momentum_steps: ArrayLike, nesterov_steps: ArrayLike, momentum_diverged: ArrayLike, nesterov_diverged: ArrayLike
+) -> str:
     """The step maps' finding, one line of a title: in how many cells each rule
     diverges, and the fewest updates either needs (the range of the two rules' best).
 
@@ -288,7 +303,7 @@ def steps_finding(momentum_steps, nesterov_steps, momentum_diverged, nesterov_di
     return head + f"; both at best {lo}{'' if lo == hi else f'–{hi}'} updates"
 
 
-def shown_columns(regions, min_share: float = 0.2, margin: int = 1) -> tuple[int, int]:
+def shown_columns(regions: ArrayLike, min_share: float = 0.2, margin: int = 1) -> tuple[int, int]:
     """``(first, stop)``: the columns of a ratio map (``regions``, ``ratio_regions``) worth
     its width: from the first to the last column in which at least ``min_share`` of the
     cells are something other than ``neither`` (the cap's grey), ``margin`` columns more

@@ -29,6 +29,8 @@ is drawn on them (``style.ROLE_LOOKS``):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -65,6 +67,15 @@ from .regions import (
 )
 from .regions import outline as _outline
 
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure, SubFigure
+    from numpy.typing import ArrayLike
+
+    from ...theory.convergence import PhaseGrid
+    from ...theory.surfaces import Surface
+
 __all__ = ["plot_phase", "draw_phase", "PhaseView", "phase_ratio", "cell_edges", "cap_rate", "cap_loss", "RATE_LEVELS"]
 
 RULES = theory.RULES
@@ -87,20 +98,20 @@ class PhaseView:
     of the worst mode's rate), ``critical`` lines; ``rate_levels``; ``named``: the
     regions named in place (the others are in ``handles``, the legend's entries)."""
 
-    figure: object
-    axes: dict
-    grids: dict
+    figure: Figure | SubFigure
+    axes: dict[str, Axes]
+    grids: dict[str, PhaseGrid]
     ratio: np.ndarray
     meshes: dict = dataclasses.field(default_factory=dict)
     boundaries: dict = dataclasses.field(default_factory=dict)
     contours: dict = dataclasses.field(default_factory=dict)
     critical: dict = dataclasses.field(default_factory=dict)
     rate_labels: dict = dataclasses.field(default_factory=dict)  # per rule, the contours' labels
-    rate_levels: tuple = ()
-    drawn_levels: set = dataclasses.field(default_factory=set)  # levels some map shows
-    handles: list = dataclasses.field(default_factory=list)
+    rate_levels: tuple[float, ...] = ()
+    drawn_levels: set[float] = dataclasses.field(default_factory=set)  # levels some map shows
+    handles: list[Artist] = dataclasses.field(default_factory=list)
     regions: np.ndarray | None = None
-    named: set = dataclasses.field(default_factory=set)
+    named: set[str] = dataclasses.field(default_factory=set)
     ratio_extend: str = "neither"  # the ratio colour bar's ends some cell lies past
     ratio_columns: tuple = ()  # (first, stop): the ratio map's columns shown (``shown_columns``)
 
@@ -157,7 +168,15 @@ def _map_grid(grid, surface, loss0) -> _MapGrid:
     )
 
 
-def draw_phase(grids, surface, axes, *, loss0=None, rate_levels=RATE_LEVELS, ratio_title=None) -> PhaseView:
+def draw_phase(
+    grids: Mapping[str, PhaseGrid],
+    surface: Surface,
+    axes: Mapping[str, Axes],
+    *,
+    loss0: float | None = None,
+    rate_levels: Iterable[float] = RATE_LEVELS,
+    ratio_title: str | None = None,
+) -> PhaseView:
     """Draw the two step maps and the ratio map of ``grids`` (``{"momentum":
     PhaseGrid, "nesterov": PhaseGrid}``) on ``axes`` (``{"momentum": ax, "nesterov":
     ax, "ratio": ax}``; ``ratio`` may be left out) with the theory of a quadratic
@@ -236,11 +255,12 @@ def _draw_step_theory(view, ax, key, nesterov, g: _MapGrid) -> str:
     """The iso-rate contours, stability boundary and critical-damping curve of one rule
     on its map; returns the title's line on stability."""
     h, mu_line = g.h, g.mu_line
+    assert h is not None  # the theory of a quadratic only
     lines = _theory_lines(g, nesterov)
     b_x, c_x = lines[0][:, 0], lines[1][:, 0]
     cs, view.rate_labels[key] = draw_contours(ax, key, nesterov, g, view.rate_levels, avoid=lines)
     view.contours[key] = cs
-    view.drawn_levels.update(float(r) for r, path in zip(cs.levels, cs.get_paths()) if len(path.vertices))
+    view.drawn_levels.update(float(r) for r, path in zip(cs.levels, cs.get_paths()) if len(np.asarray(path.vertices)))
     theory_look, critical = style.ROLE_LOOKS["theory"], style.ROLE_LOOKS["critical"]
     (view.boundaries[key],) = ax.plot(
         b_x, mu_line, **theory_look.line(), gid=f"boundary:{key}", path_effects=_outline("black", theory_look.lw + 1.6)
@@ -351,7 +371,7 @@ def _note_extreme(view, ax, g: _MapGrid, mask, free, span):
     (there its steep direction's rate is close to 1). Returns the cells the note covers."""
     i, j = np.unravel_index(np.argmax(np.where(mask, np.abs(view.ratio), -np.inf)), mask.shape)
     counts = {key: int(view.grids[key].steps[i, j]) for key in RULES}
-    slower, faster = max(counts, key=counts.get), min(counts, key=counts.get)
+    slower, faster = max(counts, key=counts.__getitem__), min(counts, key=counts.__getitem__)
     text = f"{span} here:\n{counts[faster]} updates vs {RULE_NAMES[slower]}'s {counts[slower]}"
     if (
         g.h is not None
@@ -371,19 +391,19 @@ SHOWS = {"both": PHASE_FIGSIZE, "steps": (style.WIDTH, 5.0), "ratio": (style.WID
 
 
 def plot_phase(
-    surface,
-    learning_rates=None,
-    momenta=None,
-    steps=150,
-    tol=1e-3,
+    surface: Surface,
+    learning_rates: ArrayLike | None = None,
+    momenta: ArrayLike | None = None,
+    steps: int = 150,
+    tol: float = 1e-3,
     *,
-    start=None,
-    rate_levels=RATE_LEVELS,
-    figsize=None,
-    dpi=style.DPI,
-    progress=False,
-    show="both",
-):
+    start: ArrayLike | None = None,
+    rate_levels: Iterable[float] = RATE_LEVELS,
+    figsize: tuple[float, float] | None = None,
+    dpi: float = style.DPI,
+    progress: bool = False,
+    show: str = "both",
+) -> Figure:
     """Updates to converge over a (learning rate x momentum) grid for classical
     momentum and Nesterov, their log2 ratio, and (on a quadratic) the stability
     boundaries, iso-rate contours and critical-damping curves. Regions are named in
@@ -425,7 +445,7 @@ def plot_phase(
     # the two rule maps side by side, the ratio map under them at full width (it is the
     # comparison); the legend holds only what is not named on the maps, outside them
     if show == "both":
-        top, bottom = body.subfigures(2, 1, hspace=0.02, height_ratios=[1.0, 0.92])
+        top, bottom = body.subfigures(2, 1, hspace=0.02, height_ratios=[1.0, 0.92])  # pyright: ignore[reportGeneralTypeIssues]  # stub: 2 rows give an array
     else:
         top = bottom = body
     axes = {}
@@ -439,7 +459,7 @@ def plot_phase(
     for sub, handles, gid in ((top, step_keys, "legend:maps"), (bottom, ratio_keys, "legend:ratio")):
         if handles and (show == "both" or (gid == "legend:maps") == (show == "steps")):
             # two columns when an entry is long (the iso-rate levels): three would not fit the width
-            ncol = min(len(handles), 3 if max(len(h.get_label()) for h in handles) <= 45 else 2)
+            ncol = min(len(handles), 3 if max(len(str(h.get_label())) for h in handles) <= 45 else 2)
             leg = sub.legend(
                 handles=handles,
                 loc="outside lower center",
@@ -455,15 +475,17 @@ def plot_phase(
     return fig
 
 
-def split_handles(handles) -> tuple[list, list]:
+def split_handles(handles: Sequence[Artist]) -> tuple[list[Artist], list[Artist]]:
     """The legend entries of the step maps (the cap, divergence, the theory's lines) and
     of the ratio map (its regions, ``phase_regions.region_patch``)."""
-    regions = {region_patch(r, 0).get_label().split(" (")[0][:12] for r in REGIONS[1:]}
-    ratio = [h for h in handles if h.get_label()[:12] in regions]
+    regions = {str(region_patch(r, 0).get_label()).split(" (")[0][:12] for r in REGIONS[1:]}  # labels are str
+    ratio = [h for h in handles if str(h.get_label())[:12] in regions]
     return [h for h in handles if h not in ratio], ratio
 
 
-def default_axes(surface, learning_rates=None, momenta=None):
+def default_axes(
+    surface: Surface, learning_rates: ArrayLike | None = None, momenta: ArrayLike | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The grid's learning rates and momenta, checked (defaults as ``plot_phase``)."""
     from ...theory.convergence import check_grid_axis
 

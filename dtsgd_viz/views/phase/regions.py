@@ -6,12 +6,28 @@ never as a colour bar's extension colours, each named in place where its name fi
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
 import numpy as np
 
 from ..core import style
 from ..text.direct import text_size
 from .axes import PHASE_NOTE_SIZE
 from .geometry import REGIONS, ratio_regions, region_spot, spot_cells
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.patches import Patch
+    from matplotlib.patheffects import AbstractPathEffect
+    from matplotlib.text import Text
+    from matplotlib.typing import ColorType
+    from numpy.typing import ArrayLike
+
+    from ...theory.convergence import PhaseGrid
+    from .plot import PhaseView, _MapGrid
 
 __all__ = [
     "draw_ratio_regions",
@@ -47,10 +63,10 @@ _FACES = {
     "neither": style.NEITHER_COLOR,
     "diverged": DIVERGED_FACE,
 }
-DIVERGED_MARK = dict(marker="x", color="white", ms=4.0, mew=1.0, ls="none")
+DIVERGED_MARK: dict[str, Any] = dict(marker="x", color="white", ms=4.0, mew=1.0, ls="none")
 
 
-def region_patch(region: str, steps: int):
+def region_patch(region: str, steps: int) -> Patch:
     """The legend entry of ``region`` (a ``REGIONS`` name other than ``both``)."""
     from matplotlib.patches import Patch
 
@@ -60,7 +76,7 @@ def region_patch(region: str, steps: int):
     return Patch(fc=_FACES[region], ec="0.55", hatch=style.HATCHES.get(region, ""), label=label)
 
 
-def diverged_handle(label):
+def diverged_handle(label: str) -> Patch:
     """A legend entry for divergence, drawn as the maps draw it: the dark grey cell with
     two white x marks (``DIVERGED_MARK``, one per cell's width), not a hatch."""
     from matplotlib.legend import Legend
@@ -92,7 +108,9 @@ def _cells(lr_e, mu_e, mask):
     return [Rectangle((lr_e[j], mu_e[i]), lr_e[j + 1] - lr_e[j], mu_e[i + 1] - mu_e[i]) for i, j in zip(ii, jj)]
 
 
-def draw_ratio_regions(ax, grids, lr_e, mu_e) -> tuple[np.ndarray, dict]:
+def draw_ratio_regions(
+    ax: Axes, grids: Mapping[str, PhaseGrid], lr_e: np.ndarray, mu_e: np.ndarray
+) -> tuple[np.ndarray, dict]:
     """The neutral cells of the ratio map under its colour map: ``neither`` grey, the
     cells both rules diverge in pale grey with the step maps' x marks (gid
     ``diverged:ratio``), the others a pale neutral, hatched (``style.HATCHES``). Returns
@@ -148,7 +166,18 @@ def _label_cells(ax, text, fontsize, n_rows, n_cols):
     return (w + 4) / cw, (h + 2) / ch
 
 
-def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SIZE, color="0.15", halo=False) -> bool:
+def name_region(
+    ax: Axes,
+    mask: np.ndarray,
+    text: str,
+    lrs: np.ndarray,
+    mus: np.ndarray,
+    *,
+    gid: str,
+    fontsize: float = PHASE_NOTE_SIZE,
+    color: ColorType = "0.15",
+    halo: bool = False,
+) -> bool:
     """Write ``text`` inside the region ``mask`` of a map (rows: ``mus``, columns:
     ``lrs``, log spaced) where it fits; returns whether it did. ``halo``: on coloured
     cells (data), no box that would hide them, only a thin white halo round the letters."""
@@ -156,7 +185,7 @@ def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SIZE, colo
     if spot is None:
         return False
     i, j = spot
-    look = (
+    look: dict[str, Any] = (
         dict(path_effects=outline("white", 2.2))
         if halo
         else dict(bbox=dict(fc="white", ec="none", alpha=0.75, pad=1.2, boxstyle="round,pad=0.2"))
@@ -177,7 +206,17 @@ def name_region(ax, mask, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SIZE, colo
     return True
 
 
-def point_at_cell(ax, cell, free, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SIZE):
+def point_at_cell(
+    ax: Axes,
+    cell: tuple[int, int],
+    free: np.ndarray,
+    text: str,
+    lrs: np.ndarray,
+    mus: np.ndarray,
+    *,
+    gid: str,
+    fontsize: float = PHASE_NOTE_SIZE,
+) -> np.ndarray | None:
     """Write ``text`` in the cells ``free`` (a mask) nearest the map cell ``cell`` (row,
     column) with an arrow to it: the note on a few cells too small to hold a name.
     Returns the cells the note covers (None: it fits nowhere, nothing drawn)."""
@@ -203,10 +242,10 @@ def point_at_cell(ax, cell, free, text, lrs, mus, *, gid, fontsize=PHASE_NOTE_SI
     return spot_cells(free.shape, spot, width, height)
 
 
-def text_cells(ax, texts, lr_e, mu_e) -> np.ndarray:
+def text_cells(ax: Axes, texts: Iterable[Text], lr_e: np.ndarray, mu_e: np.ndarray) -> np.ndarray:
     """The map cells (a mask; cell edges ``lr_e``, ``mu_e``) under the boxes of ``texts``."""
     out = np.zeros((len(mu_e) - 1, len(lr_e) - 1), bool)
-    renderer = ax.figure.figure.canvas.get_renderer()
+    renderer = cast("FigureCanvasAgg", ax.figure.figure.canvas).get_renderer()  # new_figure's Agg canvas
     for t in texts:
         (x0, y0), (x1, y1) = ax.transData.inverted().transform(t.get_window_extent(renderer).get_points())
         c0, c1 = np.searchsorted(lr_e, [x0, x1]) + [-1, 0]
@@ -215,7 +254,7 @@ def text_cells(ax, texts, lr_e, mu_e) -> np.ndarray:
     return out
 
 
-def line_cells(lines, lr_e, mu_e) -> np.ndarray:
+def line_cells(lines: Iterable[ArrayLike], lr_e: np.ndarray, mu_e: np.ndarray) -> np.ndarray:
     """The map cells (a mask; cell edges ``lr_e`` log spaced, ``mu_e``) some polyline of
     ``lines`` (each an ``(n, 2)`` array of learning rate, momentum) passes through: a
     region's name keeps off them.
@@ -241,7 +280,7 @@ def line_cells(lines, lr_e, mu_e) -> np.ndarray:
     return out
 
 
-def outline(color="black", width=3.0):
+def outline(color: ColorType = "black", width: float = 3.0) -> list[AbstractPathEffect]:
     """Path effects drawing a line or text over a ``width`` wide ``color`` stroke."""
     from matplotlib import patheffects
 
@@ -256,7 +295,7 @@ def _visible(line) -> bool:
     return bool(np.any((x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)))
 
 
-def legend_handles(view, g, with_ratio: bool) -> list:
+def legend_handles(view: PhaseView, g: _MapGrid, with_ratio: bool) -> list[Artist]:
     """The legend's few entries (for a ``phase.PhaseView`` drawn on the grid ``g``), each
     only when its mark is drawn on some map: the cap and divergence, the theory's lines
     and (with ``with_ratio``) the ratio map's regions not named in place."""
@@ -327,18 +366,20 @@ def _iso_label(levels, g) -> str:
     return text
 
 
-def shown_cells(view) -> np.ndarray:
+def shown_cells(view: PhaseView) -> np.ndarray:
     """The ratio map's cells in the columns it shows (``view.ratio_columns``)."""
+    assert view.regions is not None  # the ratio map was drawn
     out = np.zeros(view.regions.shape, bool)
     out[:, slice(*view.ratio_columns)] = True
     return out
 
 
-def cropped_label(view, g) -> str:
+def cropped_label(view: PhaseView, g: _MapGrid) -> str:
     """The ratio map's x label (a ``phase.PhaseView`` drawn on the grid ``g``), naming
     what the columns left out (``view.ratio_columns``) hold besides the cap's grey."""
     label = "learning rate (log scale)"
     c0, c1 = view.ratio_columns
+    assert view.regions is not None  # the ratio map was drawn
     other = view.regions != REGIONS.index("neither")
     sides = [(f"left of {g.lr_e[c0]:.2g}", other[:, :c0]), (f"right of {g.lr_e[c1]:.2g}", other[:, c1:])]
     sides = [(name, cells) for name, cells in sides if cells.any()]

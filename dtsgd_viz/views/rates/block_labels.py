@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from matplotlib.transforms import blended_transform_factory
@@ -22,6 +24,17 @@ from ..core import style
 from ..core.figure import fit
 from ..mesh.layout_colors import label_ink
 from ..text.direct import READABLE_GAP, axes_height_points, leaders, spread
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.lines import Line2D
+    from matplotlib.text import Text
+    from matplotlib.typing import ColorType
+    from numpy.typing import ArrayLike
+
+    from ...theory.surfaces import Surface
+    from .block_rates import BlockRates
 
 __all__ = [
     "rates_finding",
@@ -51,7 +64,9 @@ def _rule(nesterov: bool) -> str:
     return "Nesterov" if nesterov else "momentum"
 
 
-def rates_finding(rates, learning_rate=None, width_points=style.WIDTH * 72.0) -> str:
+def rates_finding(
+    rates: BlockRates, learning_rate: float | None = None, width_points: float = style.WIDTH * 72.0
+) -> str:
     """What the figure shows at ``learning_rate`` (default: the recorded one): which blocks
     the run's rule makes converge fastest and slowest, and what the other rule would do,
     in the fullest wording that fits one line ``width_points`` wide (``figure.fit``).
@@ -143,7 +158,7 @@ def _unbroken(text: str) -> str:
     return re.sub(r"\([^()]*\)", lambda m: m.group(0).replace(" ", "\u00a0"), text)
 
 
-def pack(parts, width_points: float, fontsize: float = style.SUBTITLE_SIZE) -> str:
+def pack(parts: Iterable[str], width_points: float, fontsize: float = style.SUBTITLE_SIZE) -> str:
     """``parts`` joined by `` · `` on as few lines as fit ``width_points`` (``figure.fit``),
     a line break only between parts (a part longer than a line breaks between its words,
     never inside brackets)."""
@@ -157,7 +172,7 @@ def pack(parts, width_points: float, fontsize: float = style.SUBTITLE_SIZE) -> s
     return "\n".join(lines)
 
 
-def rates_settings(rates, surface, width_points=style.WIDTH * 72.0) -> str:
+def rates_settings(rates: BlockRates, surface: Surface, width_points: float = style.WIDTH * 72.0) -> str:
     """The run's settings and how close the measured decays came to theory, broken
     between its parts (never inside a bracket)."""
     label = getattr(surface, "label", type(surface).__name__)
@@ -194,7 +209,14 @@ class RateLabels:
     (``name-momentum``, ``name-Nesterov``), their limits (``limit-...``, at the dotted
     lines), the rate-1 note (``stability-note``) and the ``key``."""
 
-    def __init__(self, ax, momentum: float, boundaries: dict, rate, lo: float):
+    def __init__(
+        self,
+        ax: Axes,
+        momentum: float,
+        boundaries: dict[bool, float],
+        rate: Callable[[ArrayLike, ArrayLike, bool], np.ndarray],
+        lo: float,
+    ):
         self.ax = ax
         b_m, b_n = boundaries[False], boundaries[True]
         common = dict(fontsize=style.NOTE_SIZE, zorder=8)
@@ -278,7 +300,7 @@ class RateLabels:
                 self.texts[f"limit-{rule}"].set_visible(False)
         put("key", lo * STEP, 0.03, key_text(), va="bottom", ha="left", color="0.2", linespacing=1.3)
 
-    def place_momentum_name(self, marks, radius_px: float = 5.0, air_px: float = 3.0) -> None:
+    def place_momentum_name(self, marks: np.ndarray, radius_px: float = 5.0, air_px: float = 3.0) -> None:
         """Move momentum's name (under its flat part, first left of its limit) to the
         right-most place under its curve where it keeps ``air_px`` off every other curve,
         dotted line, label and mark (``marks``: data points, ``radius_px`` each); it
@@ -286,7 +308,7 @@ class RateLabels:
         ax, t = self.ax, self.texts["name-momentum"]
         fig = ax.figure.figure
         fig.draw_without_rendering()
-        renderer = fig.canvas.get_renderer()
+        renderer = cast("FigureCanvasAgg", fig.canvas).get_renderer()  # new_figure's Agg canvas
         frame = ax.get_window_extent(renderer)
         box = t.get_window_extent(renderer)
         w, h = box.width, box.height
@@ -299,7 +321,7 @@ class RateLabels:
             if gid.startswith("curve-") and ln is not own:
                 points.append(to_px(np.column_stack([ln.get_xdata(), ln.get_ydata()])))
             elif gid.startswith("boundary-"):
-                x = to_px((ln.get_xdata()[0], 1.0))[0]
+                x = to_px((np.asarray(ln.get_xdata())[0], 1.0))[0]
                 points.append(np.column_stack([np.full(100, x), np.linspace(frame.y0, frame.y1, 100)]))
         pts = np.concatenate([q[np.all(np.isfinite(q), axis=1)] for q in points])
         marks_px = to_px(np.asarray(marks, float).reshape(-1, 2)) if len(marks) else np.zeros((0, 2))
@@ -378,7 +400,7 @@ END_X = 1.07  # the names' left edge, in axes widths (the leaders run from the r
 END_AIR = 3.0  # points of air between two stacked names
 
 
-def at_floor(errors, floor: float) -> np.ndarray:
+def at_floor(errors: ArrayLike, floor: float) -> np.ndarray:
     """``errors`` held at ``floor`` from the first that reaches it on (what follows is
     rounding, and a log axis would drop its zeros); unchanged when ``floor`` is 0."""
     e = np.asarray(errors, np.float64).copy()
@@ -395,7 +417,7 @@ def floor_text(floor: float) -> str:
     return f"float32 round-off (below {mantissa}e{int(exponent)})"
 
 
-def draw_floor(ax, floor: float, top: float):
+def draw_floor(ax: Axes, floor: float, top: float) -> Text | None:
     """Shade the log axis under ``floor`` and name it; the axis runs from a little under
     it to a little over ``top``. Returns the ``Text`` (None when there is no floor)."""
     if not floor > 0:
@@ -417,7 +439,9 @@ def draw_floor(ax, floor: float, top: float):
     )
 
 
-def label_block_ends(ax, ends, names, colors):
+def label_block_ends(
+    ax: Axes, ends: Sequence[float], names: Sequence[str], colors: Sequence[ColorType]
+) -> tuple[list[Text], list[Line2D]]:
     """Name each error line right of the axes, at its end's height (``ends``: the last
     values), the names pushed apart a readable gap and a leader from each line's end to
     a name that moved. Measured after the figure's layout. Returns ``(texts, leaders)``."""
@@ -450,7 +474,7 @@ def label_block_ends(ax, ends, names, colors):
     readable = READABLE_GAP * style.NOTE_SIZE / axes_height_points(ax)
     # the names' real height and END_AIR points between neighbours (bold text is taller
     # than READABLE_GAP allows for)
-    renderer = fig.canvas.get_renderer()
+    renderer = cast("FigureCanvasAgg", fig.canvas).get_renderer()  # new_figure's Agg canvas
     tall = max((t.get_window_extent(renderer).height * 72.0 / fig.dpi for t in texts), default=0.0)
     gap = max(readable, (tall + END_AIR) / axes_height_points(ax))
     placed = spread(fracs, gap, 0.02, 0.98)

@@ -25,6 +25,7 @@ the blocks along the curves in place (the ``RateExplorer`` widget's slider).
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -36,6 +37,14 @@ from ..core.empty import check_not_empty
 from ..core.figure import fit, headline, new_figure
 from ..shards.geometry import block_patches, short_device_names
 from .block_labels import ROOM, RateLabels, at_floor, draw_floor, label_block_ends, rates_finding, rates_settings
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from numpy.typing import ArrayLike, DTypeLike
+
+    from ...recording import Recording
+    from ...theory.surfaces import ShardedQuadratic
 
 __all__ = [
     "BlockRates",
@@ -58,8 +67,8 @@ RATE_FLOOR = -0.04
 # lr·h both rules' rates are near 0.95); Nesterov's block is an open square in the block's
 # colour, white inside, wider than the star the run measured there (the star sits on it);
 # s in points²
-RING = dict(s=380, facecolors="none", linewidths=1.6, zorder=8)
-SQUARE = dict(s=90, linewidths=1.5, zorder=5)
+RING: dict[str, Any] = dict(s=380, facecolors="none", linewidths=1.6, zorder=8)
+SQUARE: dict[str, Any] = dict(s=90, linewidths=1.5, zorder=5)
 STAR_SIZE = 46
 RING_RADIUS_PX = (RING["s"] ** 0.5 / 2 + RING["linewidths"] / 2) * 100 / 72  # at dpi 100
 FIGSIZE = (style.WIDTH, 5.3)  # the rate panels and, above them, the finding and the settings
@@ -78,7 +87,7 @@ MIN_POINTS = 4
 of which the later half is kept: fewer leave nothing past the start-up transient."""
 
 
-def _usable(errors, steps, dtype=np.float32, scale=None):
+def _usable(errors, steps, dtype: DTypeLike = np.float32, scale=None):
     """``(indices of the usable errors, why the series stops or None)``."""
     e = np.asarray(errors, np.float64)
     e0 = e[0] if np.isfinite(e[0]) else 0.0
@@ -100,7 +109,13 @@ def _usable(errors, steps, dtype=np.float32, scale=None):
     return np.nonzero(ok)[0], why
 
 
-def measured_decay(errors, steps, dtype=np.float32, scale=None, signed=None) -> float:
+def measured_decay(
+    errors: ArrayLike,
+    steps: ArrayLike,
+    dtype: DTypeLike = np.float32,
+    scale: float | None = None,
+    signed: ArrayLike | None = None,
+) -> float:
     """Per-update decay factor of a block's error, measured from the recording.
 
     On a quadratic every update is linear in (error, velocity), so the block's error
@@ -132,7 +147,7 @@ def measured_decay(errors, steps, dtype=np.float32, scale=None, signed=None) -> 
     return rho ** (1.0 / int(gaps[0]))
 
 
-def decay_note(errors, steps, dtype=np.float32, scale=None) -> str:
+def decay_note(errors: ArrayLike, steps: ArrayLike, dtype: DTypeLike = np.float32, scale: float | None = None) -> str:
     """Why ``measured_decay`` is NaN for this series ("" when it is not)."""
     idx, why = _usable(errors, steps, dtype, scale)
     if len(idx) >= MIN_POINTS:
@@ -163,7 +178,7 @@ class BlockRates:
     floor: float = 0.0  # the errors' rounding floor: one ulp of the target per entry (0: none)
     diverging_from: int | None = None  # the update the run diverges from (``_diverging``)
 
-    def positions(self, learning_rate=None) -> dict[bool, tuple[np.ndarray, np.ndarray]]:
+    def positions(self, learning_rate: float | None = None) -> dict[bool, tuple[np.ndarray, np.ndarray]]:
         """``{nesterov: (a, rate)}`` of every block at ``learning_rate`` (default: the
         recorded one), on both rules' curves."""
         return rule_positions(
@@ -171,13 +186,15 @@ class BlockRates:
         )
 
 
-def rule_positions(curvature, momentum, learning_rate):
+def rule_positions(
+    curvature: ArrayLike, momentum: float, learning_rate: float
+) -> dict[bool, tuple[np.ndarray, np.ndarray]]:
     """``{nesterov: (a, rate)}``: each block's ``a = lr * h`` and its rate under both rules."""
     a = float(learning_rate) * np.asarray(curvature, np.float64)
     return {n: (a, np.asarray(_rate(a, momentum, n), np.float64)) for n in (False, True)}
 
 
-def block_rates(recording, surface, name: str = "w") -> BlockRates:
+def block_rates(recording: Recording, surface: ShardedQuadratic, name: str = "w") -> BlockRates:
     """Everything ``plot_block_rates`` draws, computed from a full-mode recording of
     ``surface`` (a ``ShardedQuadratic``: its layout must be the recording's)."""
     check_not_empty(recording)
@@ -247,9 +264,16 @@ class RatesView:
     stability boundary at the shown learning rate. ``lr_range``: the learning rates the
     x axis must hold (a slider's span)."""
 
-    def __init__(self, rates: BlockRates, curve_ax, error_ax=None, learning_rate=None, lr_range=None):
+    def __init__(
+        self,
+        rates: BlockRates,
+        curve_ax: Axes,
+        error_ax: Axes | None = None,
+        learning_rate: float | None = None,
+        lr_range: tuple[float, float] | None = None,
+    ):
         self.rates, self.curve_ax, self.error_ax = rates, curve_ax, error_ax
-        self.figure = curve_ax.figure
+        self.figure = cast("Figure", curve_ax.figure)  # a SubFigure fails in set_learning_rate: no get_figwidth
         r = rates
         self.learning_rate = r.learning_rate if learning_rate is None else float(learning_rate)
         ax = curve_ax
@@ -418,7 +442,14 @@ class RatesView:
         self._key()
 
 
-def plot_block_rates(recording, surface, name: str = "w", *, learning_rate=None, ax=None):
+def plot_block_rates(
+    recording: Recording,
+    surface: ShardedQuadratic,
+    name: str = "w",
+    *,
+    learning_rate: float | None = None,
+    ax: tuple[Axes, Axes] | None = None,
+) -> Figure:
     """Every device block of a ``ShardedQuadratic`` recording on the convergence-rate
     curves of both momentum rules (x: ``lr * h``, the block's curvature times the
     learning rate; y: the spectral radius of the rule's iteration matrix), with the
@@ -432,7 +463,14 @@ def plot_block_rates(recording, surface, name: str = "w", *, learning_rate=None,
     return draw_block_rates(recording, surface, name, learning_rate=learning_rate, ax=ax).figure
 
 
-def draw_block_rates(recording, surface, name="w", *, learning_rate=None, ax=None) -> RatesView:
+def draw_block_rates(
+    recording: Recording,
+    surface: ShardedQuadratic,
+    name: str = "w",
+    *,
+    learning_rate: float | None = None,
+    ax: tuple[Axes, Axes] | None = None,
+) -> RatesView:
     """Like ``plot_block_rates`` but returns the ``RatesView``."""
     rates = block_rates(recording, surface, name)
     if ax is None:

@@ -21,6 +21,7 @@ panel: the rate of each recording's rule against ``a = lr h``, each eigenvalue m
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,13 +35,20 @@ from .modes_rates import display_name as _display
 from .modes_rates import draw_rates, subscript
 from .modes_zoom import draw_zoom, zoom_mode
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from numpy.typing import ArrayLike
+
+    from ...recording import Recording
+    from ...theory.surfaces import Surface
+
 __all__ = ["dash_word", "plot_modes", "mode_errors", "mode_envelope", "ModeData", "modes_data"]
 
 
 # ---- pure -------------------------------------------------------------------------------
 
 
-def mode_errors(path, minimum, eigenvectors) -> np.ndarray:
+def mode_errors(path: ArrayLike, minimum: ArrayLike, eigenvectors: ArrayLike) -> np.ndarray:
     """``(n_steps + 1, n_modes)``: the error ``p_k - minimum`` projected on each
     eigenvector (columns of ``eigenvectors``), float64."""
     with np.errstate(invalid="ignore", over="ignore"):  # a diverged path: Inf/NaN, kept
@@ -115,7 +123,7 @@ def _as_dict(recordings) -> dict:
     )
 
 
-def modes_data(recordings, surface, name="w") -> ModeData:
+def modes_data(recordings: Recording | dict[str, Recording], surface: Surface, name: str = "w") -> ModeData:
     """The per-mode errors, envelopes and rates of ``recordings`` (each a run of a 2-D
     parameter ``name`` on the quadratic ``surface``)."""
     hessian = getattr(surface, "hessian", None)
@@ -195,7 +203,14 @@ def _check_same_surface(rec, key, surface, name):
 # ---- drawing ----------------------------------------------------------------------------
 
 
-def plot_modes(recordings, surface, *, name="w", figsize=style.MODES_SIZE, dpi=style.DPI):
+def plot_modes(
+    recordings: Recording | dict[str, Recording],
+    surface: Surface,
+    *,
+    name: str = "w",
+    figsize: tuple[float, float] = style.MODES_SIZE,
+    dpi: float = style.DPI,
+) -> Figure:
     """Each Hessian eigenvector's error over updates, per recording, from the real
     recorded parameters (log scale), with its envelope from theory (``mode_envelope``); and,
     under them, each rule's rate against ``lr * h`` with the eigenvalues marked. Lines are
@@ -265,7 +280,7 @@ def _finding(data, width_points=style.WIDTH * 72.0, diverging=None) -> str:
     if any(v >= 1.0 for v in worst.values()):
         return _diverging_finding(worst, diverging or {})
     slowest = {int(np.argmax(r)) for r in data.rates.values()}
-    ranked = sorted(worst, key=worst.get)
+    ranked = sorted(worst, key=worst.__getitem__)
     best = ranked[0]
     best = best[:1].upper() + best[1:]  # the sentence's first word
     rho = worst[ranked[0]]
@@ -301,7 +316,7 @@ def _settings(data, surface) -> str:
     )
 
 
-def dash_word(ls) -> str:
+def dash_word(ls: object) -> str:
     """``solid``, ``dotted`` (dashes no longer than 1.5 line widths) or ``dashed`` for a
     matplotlib line style.
 

@@ -8,6 +8,9 @@ marked on the curves and named above them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
@@ -15,13 +18,24 @@ from matplotlib.patches import Rectangle
 from ...theory import quadratic as theory
 from ..core import style
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from ..core.style import Look
+    from .modes import ModeData
+
 __all__ = ["draw_rates", "display_name", "mark_look", "subscript", "RATE_FLOOR"]
 
 RATE_FLOOR = -0.06  # the rate axis starts under 0: a mark at rate 0 shows whole
 OFF_SCALE = 1.04  # a rate past this is drawn as an arrow just over rate 1, its value written
 
 
-def draw_rates(ax, data, looks, zoom=None):
+def draw_rates(
+    ax: Axes,
+    data: ModeData,
+    looks: Mapping[str, Look],
+    zoom: tuple[tuple[float, float], tuple[float, float]] | None = None,
+) -> None:
     """Each recording's rule: its rate against ``a = lr * h`` (log x), every
     eigenvalue marked on it in the run's marker (nested: see ``mark_look``), a key
     naming the marks, the eigenvalues named at the top and each curve named beside it.
@@ -153,7 +167,7 @@ def display_name(key: str) -> str:
     return key[:1].upper() + key[1:] if style.rule_of(key) == "nesterov" else key
 
 
-def mark_look(look, j: int, n: int) -> dict:
+def mark_look(look: Look, j: int, n: int) -> dict:
     """Run ``j`` of ``n``'s mark on the rate curves: concentric sizes, the first largest;
     open rings in the run's colour but the last (smallest, on top), filled."""
     ms = MARK_SMALL + MARK_STEP * (n - 1 - j) if n > 1 else MARK_SMALL + MARK_STEP

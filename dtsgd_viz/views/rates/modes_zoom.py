@@ -9,11 +9,21 @@ of rates (the curves, the marks, and each run's rate written beside its mark).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...theory import quadratic as theory
 from ..core import style
 from .modes_rates import _box_gap, _dense, _gap, display_name, mark_look, subscript
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from numpy.typing import ArrayLike
+
+    from ..core.style import Look
+    from .modes import ModeData
 
 __all__ = ["zoom_mode", "zoom_band", "draw_zoom", "ZOOM_SPREAD"]
 
@@ -21,7 +31,7 @@ ZOOM_SPREAD = 0.08  # runs closer than this in rate on one direction get the zoo
 LABEL_AIR = 3.0  # pixels a rate label keeps off every curve, mark and other label
 
 
-def zoom_mode(data):
+def zoom_mode(data: ModeData) -> int | None:
     """The direction whose runs' rates are distinct but within ``ZOOM_SPREAD`` of one
     another (the slowest such one), or None: one run, or nothing to resolve."""
     if len(data.rates) < 2:
@@ -32,7 +42,7 @@ def zoom_mode(data):
     return max(ok, key=lambda i: rates[:, i].max()) if ok else None
 
 
-def zoom_band(rates) -> tuple[float, float]:
+def zoom_band(rates: ArrayLike) -> tuple[float, float]:
     """The rate range the zoom shows: the runs' ``rates`` on the direction, with half
     their spread (at least 0.01) of room above and below, rounded to 0.001."""
     lo, hi = float(np.min(rates)), float(np.max(rates))
@@ -40,7 +50,9 @@ def zoom_band(rates) -> tuple[float, float]:
     return round(lo - pad, 3), round(hi + pad, 3)
 
 
-def draw_zoom(ax, data, looks, i):
+def draw_zoom(
+    ax: Axes, data: ModeData, looks: Mapping[str, Look], i: int
+) -> tuple[tuple[float, float], tuple[float, float]]:
     """Direction ``i``'s band of rates: each rule's curve near the runs' ``lr * h_i``, the
     marks as on the rate panel, each run's name and rate beside its mark (a thin leader
     when it stands off). Returns the ``(x, y)`` limits."""

@@ -7,10 +7,19 @@ norm panel of ``ShardsView``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..core import style
 from ..mesh.layout_colors import label_ink
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.text import Annotation
+    from matplotlib.typing import ColorType
+    from numpy.typing import ArrayLike
 
 COAST_TOL = 1e-4
 """log10 distance from the momentum factor per update that still counts as "exactly"."""
@@ -19,7 +28,7 @@ COAST_MIN = 8
 updates, to the last one."""
 
 
-def coasting(data, updates, momentum):
+def coasting(data: ArrayLike, updates: ArrayLike, momentum: float) -> tuple[int, int] | None:
     """``(block, first update)`` of the block whose norm falls by exactly ``momentum`` per
     update from that update to the last (the longest such run, at least ``COAST_MIN``
     updates), or None.
@@ -64,7 +73,15 @@ def coast_text(name: str, first: int, momentum: float) -> str:
     )
 
 
-def coast_note(ax, data, updates, momentum, names, colors, kind):
+def coast_note(
+    ax: Axes,
+    data: ArrayLike,
+    updates: ArrayLike,
+    momentum: float,
+    names: Sequence[str],
+    colors: Sequence[ColorType],
+    kind: str,
+) -> Annotation | None:
     """The note under ``ax``'s x label naming the coasting block (``coasting``) of a
     velocity panel, in its line's colour (``label_ink``); None when no block coasts."""
     found = coasting(data, updates, momentum) if kind == "velocity" else None
@@ -74,7 +91,7 @@ def coast_note(ax, data, updates, momentum, names, colors, kind):
     return note_under(ax, coast_text(names[g], first, momentum), colors[g])
 
 
-def note_under(ax, text, color):
+def note_under(ax: Axes, text: str, color: ColorType) -> Annotation:
     """A note under ``ax``'s x label (``gid`` ``coast-note``), centred, in ``color`` made
     dark enough to read (``label_ink``)."""
     return ax.annotate(

@@ -9,11 +9,24 @@ panel when they leave none. The data is never moved.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..core import style
 from ..core.stretches import true_stretches
 from ..mesh.layout_colors import label_ink
+
+if TYPE_CHECKING:
+    from matplotlib.path import Path
+    from matplotlib.transforms import BboxBase
+    from numpy.typing import ArrayLike
+
+    from .lines import NormPanel
+    from .view import ShardsView
+
+Run = tuple[int, int, int, int]  # (under, over, i0, i1): a stretch of one line hidden under another
 
 DASH = (0, (4.0, 3.0))  # the hidden line's stretch, over the line on it
 MIN_RUN_PX = 24.0
@@ -25,7 +38,7 @@ MAX_NAMED = 3
 NOTE_PAD_PX = 3.0  # pixels kept free of lines around the note
 
 
-def coincident(x_px, y_px, tol_px, min_px=MIN_RUN_PX) -> list:
+def coincident(x_px: ArrayLike, y_px: ArrayLike, tol_px: float, min_px: float = MIN_RUN_PX) -> list[Run]:
     """``[(under, over, i0, i1)]``: for every pair of lines (columns of ``y_px``,
     pixel heights at the updates' pixel columns ``x_px``; NaN: not drawn; a later
     column is drawn over an earlier one), each run of consecutive updates ``i0..i1``
@@ -49,13 +62,18 @@ def coincident(x_px, y_px, tol_px, min_px=MIN_RUN_PX) -> list:
     return out
 
 
-def span_text(updates, i0, i1) -> str:
+def span_text(updates: Sequence[int] | np.ndarray, i0: int, i1: int) -> str:
     """``"updates 1-6"`` (``"update 4"`` for one)."""
     a, b = int(updates[i0]), int(updates[i1])
     return f"update {a}" if a == b else f"updates {a}-{b}"
 
 
-def coincide_text(runs, names, updates, panels=None) -> str:
+def coincide_text(
+    runs: Iterable[Run],
+    names: Sequence[str],
+    updates: Sequence[int] | np.ndarray,
+    panels: Sequence[Sequence[str]] | None = None,
+) -> str:
     """The note's words for ``coincident``'s runs (``(under, over, i0, i1)``); with
     ``panels`` (one tuple of panel names per run), where else each run is.
 
@@ -106,7 +124,9 @@ def _line_points(ax, artists, step=2.0):
     return np.concatenate(pts) if pts else np.empty((0, 2))
 
 
-def occupancy(ax_box, points, boxes, polys, cell=1.0):
+def occupancy(
+    ax_box: BboxBase, points: np.ndarray, boxes: Iterable[BboxBase], polys: Sequence[Path], cell: float = 1.0
+) -> tuple[np.ndarray, float, float]:
     """``(taken, x0, y0)``: which ``cell``-pixel cells of ``ax_box`` (rows: y up) hold a
     point of ``points``, lie in a box of ``boxes`` or in a filled path of ``polys``
     (pixels), as a summed-area table ``taken`` (``rect_taken`` reads it) and the
@@ -135,7 +155,7 @@ def occupancy(ax_box, points, boxes, polys, cell=1.0):
     return table, x0, y0
 
 
-def rect_taken(occ, lo, hi, cell=1.0) -> np.ndarray:
+def rect_taken(occ: tuple[np.ndarray, float, float], lo: np.ndarray, hi: np.ndarray, cell: float = 1.0) -> np.ndarray:
     """Whether each rectangle ``lo..hi`` (``(n, 2)`` pixel corners) holds a taken cell of
     ``occ`` (``occupancy``)."""
     table, x0, y0 = occ
@@ -147,7 +167,15 @@ def rect_taken(occ, lo, hi, cell=1.0) -> np.ndarray:
     return (table[r1, c1] - table[r0, c1] - table[r1, c0] + table[r0, c0]) > 0
 
 
-def free_spot(ax_box, size, points, boxes, polys, near, pad=NOTE_PAD_PX):
+def free_spot(
+    ax_box: BboxBase,
+    size: tuple[float, float],
+    points: ArrayLike,
+    boxes: Sequence[BboxBase],
+    polys: Sequence[Path],
+    near: Sequence[float],
+    pad: float = NOTE_PAD_PX,
+) -> tuple[float, float] | None:
     """The lower-left corner (pixels) of a ``size`` box inside ``ax_box`` clear of every
     point of ``points``, of ``boxes`` (``Bbox``) and of the filled ``polys`` (paths in
     pixels), ``pad`` pixels around it, the one nearest ``near`` of a 40 x 24 lattice of
@@ -173,7 +201,7 @@ class CoincideMarks:
     ``runs``: ``{axes: [(under, over, i0, i1)]}`` of the stretches marked; ``artists``:
     the dashes and notes drawn for them."""
 
-    def __init__(self, view, norm):
+    def __init__(self, view: ShardsView, norm: NormPanel):
         self.view, self.norm = view, norm
         self.artists: list = []
         self.runs: dict = {}

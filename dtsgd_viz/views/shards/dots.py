@@ -12,7 +12,14 @@ Pure functions of the data and an axes' transform; ``_shard_lines`` and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from numpy.typing import ArrayLike
 
 LINE_WIDTH = 1.6  # a few lines, smooth
 THIN_WIDTH = 1.1  # more than MANY_LINES lines drawn one by one: they tangle less
@@ -26,7 +33,7 @@ DOT_CORE = 3.9  # points: the middle of each dot, in its block's colour
 DOTS_NOTE = " (dots: block norms)"  # the step label names the dots on its line
 
 
-def zigzags(y) -> bool:
+def zigzags(y: ArrayLike) -> bool:
     """Whether a line of norms ``y`` turns at more than ``ZIGZAG`` of its updates.
 
     >>> zigzags(np.exp(-np.arange(30.0))), zigzags(2.0 + np.cos(np.pi * np.arange(30)))
@@ -41,7 +48,7 @@ def zigzags(y) -> bool:
     return len(d) > 2 and float(np.mean(np.sign(d[1:]) != np.sign(d[:-1]))) > ZIGZAG
 
 
-def line_width(data, g) -> float:
+def line_width(data: ArrayLike, g: int) -> float:
     """The width of block ``g``'s line among the lines of ``data`` (updates x blocks)."""
     data = np.asarray(data)
     if zigzags(data[:, g]):
@@ -49,7 +56,7 @@ def line_width(data, g) -> float:
     return THIN_WIDTH if data.shape[1] > MANY_LINES else LINE_WIDTH
 
 
-def spaced(pixels, values, gap) -> np.ndarray:
+def spaced(pixels: ArrayLike, values: ArrayLike, gap: float) -> np.ndarray:
     """Which dots to keep (bool per dot): the highest and lowest ``values`` always, then
     each other dot, from the highest down, while its pixel y (``pixels``) is at least
     ``gap`` from every dot kept. NaN values are never kept.
@@ -72,7 +79,7 @@ def spaced(pixels, values, gap) -> np.ndarray:
     return keep
 
 
-def spaced_dots(ax, x, y, dpi, widths=None) -> np.ndarray:
+def spaced_dots(ax: Axes, x: float, y: ArrayLike, dpi: float, widths: ArrayLike | None = None) -> np.ndarray:
     """``y`` with NaN for the dots at update ``x`` on ``ax`` whose lines coincide there
     with the line of a dot kept: their pixel heights within the wider line's drawn width
     (``widths``: each line's width in points, default ``LINE_WIDTH``; ``spaced``). Every
@@ -93,7 +100,7 @@ DOT_MIN = 3.6  # points: the smallest dot drawn where dots crowd
 DOT_EDGE = 1.2  # points: the white edge around each dot
 
 
-def dot_size(ax, x, y, dpi) -> float:
+def dot_size(ax: Axes, x: float, y: ArrayLike, dpi: float) -> float:
     """The dots' size (points) at update ``x`` on ``ax`` for the drawn ``y`` (NaN: no dot):
     ``DOT_SIZE``, or smaller (to ``DOT_MIN``) so that the two closest dots, edges
     included, do not overlap.
@@ -117,7 +124,7 @@ ZERO_Y, ZERO_STEP = 0.03, 0.045  # axes fraction: the first zero mark, the next 
 ZERO_STEP_POINTS = 6.5  # points between zero marks hung under the bottom edge
 
 
-def stacked(rows, start=ZERO_Y, step=ZERO_STEP) -> np.ndarray:
+def stacked(rows: ArrayLike, start: float = ZERO_Y, step: float = ZERO_STEP) -> np.ndarray:
     """The heights (axes fraction) of the zero marks at updates ``rows`` (one per mark):
     ``start``, each further block at the same update ``step`` further (up from the bottom
     edge on an axis holding no other data; ``start`` 0 and a negative ``step``: on the
@@ -146,7 +153,7 @@ MARK_PX = 8.0
 about that wide): a long run's marks are thinned to one per that many pixels."""
 
 
-def mark_rows(px, marked, width=MARK_PX):
+def mark_rows(px: ArrayLike, marked: ArrayLike, width: float = MARK_PX) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, blocks)`` of the marks to draw for ``marked`` (updates x blocks, bool;
     ``px``: each update's pixel x, ascending): one row per ``width`` pixels, the first
     row of those pixels that has a mark, marking every block marked anywhere in them, so
@@ -170,7 +177,7 @@ def mark_rows(px, marked, width=MARK_PX):
     return hit[starts][r], g
 
 
-def dots_note(values, shown, names=None) -> str:
+def dots_note(values: ArrayLike, shown: ArrayLike, names: Sequence[str] | None = None) -> str:
     """What the dots on the shown update's line are: every block's norm, the highest and
     the lowest alone, or every block's norm with some of them drawn as one dot
     (``spaced_dots`` drops a dot only where its line lies within a line width of a kept
@@ -192,6 +199,7 @@ def dots_note(values, shown, names=None) -> str:
         return DOTS_NOTE
     shared = _shared_dots(v, s) if names is not None else {}
     if shared and len(shared) <= 2:  # which lines coincide, named
+        assert names is not None  # shared is found only with names
         said = "; ".join(
             _group([names[g] for g in sorted([h, *hidden])]) + " coincide" for h, hidden in sorted(shared.items())
         )
@@ -243,7 +251,9 @@ def _and(names) -> str:
 RIBBON_LINE_WIDTH = 0.6  # a band line alternating every update, over its ribbon
 
 
-def column_envelope(x, lo, hi, columns):
+def column_envelope(
+    x: ArrayLike, lo: ArrayLike, hi: ArrayLike, columns: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(indices, lo, hi)``: a band ``lo..hi`` over ascending ``x`` thinned to ``columns``
     equal spans of x: each span's first and last point, both at the span's lowest ``lo``
     and highest ``hi`` (NaN only where the span has none), so the thinned band covers
@@ -270,7 +280,7 @@ def column_envelope(x, lo, hi, columns):
     return idx[keep], np.repeat(low, 2)[keep], np.repeat(high, 2)[keep]
 
 
-def pair_envelope(y):
+def pair_envelope(y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """``(lo, hi)``: at each update the min and max of a line's value there and at the
     updates either side (NaN ignored): the ribbon a line alternating every update fills.
 
@@ -287,7 +297,7 @@ def pair_envelope(y):
         return np.nanmin(window, 0), np.nanmax(window, 0)
 
 
-def swing_period(y) -> float:
+def swing_period(y: ArrayLike) -> float:
     """Updates per up-and-down cycle of a line of norms ``y``: two over the share of its
     updates where it turns (2 for a line alternating every update).
 
@@ -304,7 +314,7 @@ def swing_period(y) -> float:
     return 2.0 / turns if turns > 0 else float("inf")
 
 
-def swing_text(name, y) -> str:
+def swing_text(name: str, y: ArrayLike) -> str:
     """The name of a swinging band line's ribbon, true to its period (``swing_period``).
 
     >>> swing_text("CPU:7", 2.0 + np.cos(np.pi * np.arange(30)))
@@ -318,7 +328,7 @@ def swing_text(name, y) -> str:
     return f"{name} swings every ~{period:.0f} updates"  # up and down once per ~period
 
 
-def bounce_text(names) -> str:
+def bounce_text(names: Sequence[str]) -> str:
     """The note naming the band lines that alternate every update (``pair_envelope``).
 
     >>> print(bounce_text(["CPU:7"]))
@@ -330,6 +340,6 @@ def bounce_text(names) -> str:
     return f"{said} {verb} up and down every update:\ndrawn thin over {its} range (shaded, {its} colour)"
 
 
-def pixel_columns(ax) -> int:
+def pixel_columns(ax: Axes) -> int:
     """The width of ``ax`` in pixel columns at its figure's dpi."""
     return max(1, int(np.ceil(ax.bbox.width)))

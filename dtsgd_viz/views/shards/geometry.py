@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,12 +27,19 @@ from ...specs import short_device_names  # noqa: F401 - the shard views import i
 from ..core.empty import check_not_empty
 from ..core.steps import update_position
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ...geometry import ShardGeometry
+    from ...recording import Recording
+    from ...specs import LayoutSpec
+
 LOG_RANGE = 100.0
 """Norm panels switch to a log colour scale when max/min of the positive finite
 norms exceeds this."""
 
 
-def updates_text(steps) -> str:
+def updates_text(steps: Iterable[int] | np.ndarray) -> str:
     """The recorded updates in a few words: ``1..6``, ``10, 20, .., 100 (every 10)``."""
     steps = [int(s) for s in steps]
     if len(steps) <= 4:
@@ -44,7 +52,7 @@ def updates_text(steps) -> str:
     return f"{steps[0]}, {steps[1]}, .., {steps[-1]} ({len(steps)} recorded)"
 
 
-def update_index(recording, step=None) -> int:
+def update_index(recording: Recording, step: int | None = None) -> int:
     """The index into ``recording.steps`` of optimizer update ``step`` (as
     ``recording.steps`` counts: the first update is 1; -1 the last, -2 the one before,
     ... -n the first; None the last). Raises ValueError naming what was received and
@@ -54,7 +62,7 @@ def update_index(recording, step=None) -> int:
 
 
 # kept for callers that hold an index into recording.steps (a slider position)
-def step_index(recording, step: int) -> int:
+def step_index(recording: Recording, step: int) -> int:
     """The non-negative index into ``recording.steps`` of the index ``step`` (negative
     counts from the end, like a list). Raises ValueError naming the valid range."""
     check_not_empty(recording)
@@ -140,7 +148,7 @@ class BlockPatch:
     rects: tuple[Rect, ...]
 
 
-def block_patches(geometry, device_names: Sequence[str]) -> tuple[BlockPatch, ...]:
+def block_patches(geometry: ShardGeometry, device_names: Sequence[str]) -> tuple[BlockPatch, ...]:
     """The outlined, labelled blocks of ``geometry`` in replica-group order."""
     return tuple(
         BlockPatch(
@@ -153,7 +161,7 @@ def block_patches(geometry, device_names: Sequence[str]) -> tuple[BlockPatch, ..
     )
 
 
-def axis_labels(layout) -> tuple[str, str, str]:
+def axis_labels(layout: LayoutSpec) -> tuple[str, str, str]:
     """``(xlabel, ylabel, note)`` for the heatmap of a tensor laid out by ``layout``."""
     specs = layout.sharding_specs
 
@@ -184,7 +192,7 @@ def symmetric_limit(values: np.ndarray) -> float:
     return m if m > 0 else 1.0
 
 
-def shard_norms(recording, name: str, kind: str = "velocity") -> np.ndarray:
+def shard_norms(recording: Recording, name: str, kind: str = "velocity") -> np.ndarray:
     """``(n_steps, n_devices)``: the L2 norm of each device's shard at each step
     (mesh device order, replicas repeated; NaN/Inf where a shard held one).
     A ``Recorder(mode="stats")`` recording stored these norms; a full one computes them
@@ -192,7 +200,7 @@ def shard_norms(recording, name: str, kind: str = "velocity") -> np.ndarray:
     return np.asarray(recording.shard_stats(name, kind)[..., 0], dtype=np.float64)
 
 
-def block_norm_lines(recording, name: str, kind: str = "velocity"):
+def block_norm_lines(recording: Recording, name: str, kind: str = "velocity") -> tuple[np.ndarray, np.ndarray]:
     """``(updates, lines)``: the recorded update numbers and, per replica group (one line
     per unique block, replicas once), its shard's L2 norm at each (float64; NaN where
     it was not finite, and where it was 0, which a log axis cannot show)."""
@@ -204,7 +212,7 @@ def block_norm_lines(recording, name: str, kind: str = "velocity"):
     return np.asarray(recording.steps), lines
 
 
-def run_limit(values) -> float:
+def run_limit(values: np.ndarray) -> float:
     """Largest finite magnitude over a whole run (every step): the fixed colour limit."""
     return symmetric_limit(values)
 
@@ -221,7 +229,7 @@ def norm_scale(norms: np.ndarray) -> tuple[str, float, float]:
     return "linear", 0.0, vmax
 
 
-def flagged_steps(recording, name: str) -> tuple[np.ndarray, np.ndarray]:
+def flagged_steps(recording: Recording, name: str) -> tuple[np.ndarray, np.ndarray]:
     """Indices into ``recording.steps`` where variable ``name`` held NaN/Inf, and
     where its replicated copies disagreed (any kind)."""
     v = recording.variables.index(recording.record(name).name)
@@ -230,7 +238,7 @@ def flagged_steps(recording, name: str) -> tuple[np.ndarray, np.ndarray]:
     return nonfinite, mismatch
 
 
-def settings_text(recording, index: int) -> str:
+def settings_text(recording: Recording, index: int) -> str:
     """``lr=0.5, momentum=0.9, Nesterov`` at recorded step ``index`` (``heavy-ball``
     for momentum without Nesterov: the rule named either way)."""
     hp = recording.hyperparameters
@@ -238,7 +246,7 @@ def settings_text(recording, index: int) -> str:
     return text + (", Nesterov" if hp.nesterov else ", heavy-ball" if hp.momentum else "")
 
 
-def iteration_ticks(steps, nbins: int = 8) -> tuple[list[int], list[str]]:
+def iteration_ticks(steps: ArrayLike, nbins: int = 8) -> tuple[list[int], list[str]]:
     """Row indices and labels for an axis of recorded steps: round iteration numbers
     (multiples of 1, 2 or 5 x 10^k) plus the first, at the rows that hold them."""
     steps = np.asarray(steps)
@@ -264,7 +272,7 @@ def device_ticks(device_names: Sequence[str]) -> tuple[list[str], str]:
     return names, ""
 
 
-def minmax_decimate(x, y, columns: int):
+def minmax_decimate(x: ArrayLike, y: ArrayLike, columns: int) -> tuple[np.ndarray, np.ndarray]:
     """``(x, y)`` thinned to what ``columns`` pixel columns can show: the points are cut
     into ``columns`` equal spans of x (x ascending, as updates are) and each span keeps
     its first smallest and first largest value and its first NaN (so a gap stays a gap),
@@ -283,7 +291,7 @@ def minmax_decimate(x, y, columns: int):
     return x[keep], y[keep]
 
 
-def minmax_indices(x, y, columns: int) -> np.ndarray:
+def minmax_indices(x: Sequence[float] | np.ndarray, y: ArrayLike, columns: int) -> np.ndarray:
     """The indices (ascending) of the points ``minmax_decimate`` keeps: every index when
     there are no more points than ``columns``."""
     columns = max(1, int(columns))

@@ -20,6 +20,9 @@ Lines that fan out (blocks that differ) stay drawn one by one.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 
 from ..core import style
@@ -39,6 +42,17 @@ from .dots import (  # noqa: F401
     zigzags,
 )
 from .stats import MANY_BLOCKS, _end_values, _factors, band_of, least_changed
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.text import Text
+    from matplotlib.typing import ColorType
+    from numpy.typing import ArrayLike
+
+    from .lines import NormPanel
+    from .view import ShardsView
 
 BAND_COLOR = "#9A9A9A"  # mid grey: the blocks' range (no block colour is grey)
 BAND_ALPHA = 0.3  # the band and a ribbon light: the lines over them read
@@ -91,7 +105,7 @@ def _spread_of(data):
         return np.nanmin(data, 1), np.nanmedian(data, 1), np.nanmax(data, 1)
 
 
-def step_label(ax, x, updates, text=None):
+def step_label(ax: Axes, x: float, updates: Sequence[float] | np.ndarray, text: str | None = None) -> Text:
     """The shown update's name at the top of its line (``gid`` ``step-label``), inside
     the axes, on the side with room; ``place_step_label`` moves it."""
     from matplotlib.transforms import blended_transform_factory
@@ -112,7 +126,9 @@ def step_label(ax, x, updates, text=None):
     return label
 
 
-def place_step_label(label, x, updates, data=None) -> None:
+def place_step_label(
+    label: Text, x: float, updates: Sequence[float] | np.ndarray, data: ArrayLike | None = None
+) -> None:
     """Beside the shown update's line, on the side with room (left past 60% of the
     run); with ``data`` (updates x lines, on ``label.axes``), at the top or the bottom
     of the axes, whichever the lines leave freer over the label's width (``free_end``)."""
@@ -120,7 +136,7 @@ def place_step_label(label, x, updates, data=None) -> None:
     lo, hi, at = np.log10([updates[0], updates[-1], x]) if log else (float(updates[0]), float(updates[-1]), float(x))
     right = hi > lo and (at - lo) / (hi - lo) > 0.6
     label.set_x(x)
-    label.set_ha("right" if right else "left")
+    label.set_horizontalalignment("right" if right else "left")
     if label.axes is not None:  # the box clear of the dots on the line (never over one)
         from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
@@ -131,22 +147,22 @@ def place_step_label(label, x, updates, data=None) -> None:
         )
     note = getattr(label, "dots_note", DOTS_NOTE)
     text = f"update {int(x)}{note}"
-    ax = label.axes
+    ax = cast("Axes | None", label.axes)  # an Axes: the label is drawn on one
     room = (
-        ax.get_position().width * ax.figure.get_figwidth() * 72 if ax is not None else np.inf
+        ax.get_position().width * cast("Figure", ax.figure).get_figwidth() * 72 if ax is not None else np.inf
     )  # the label's own width (about 0.55 em a character)
-    if len(text) * 0.55 * label.get_fontsize() > 0.3 * room:  # over lines: two short ones
+    if len(text) * 0.55 * float(label.get_fontsize()) > 0.3 * room:  # over lines: two short ones
         text = f"update {int(x)} \n{note.strip()}"  # "update k ": as on one line
     pad = " " if right else ""
     label.set_text("\n".join(f"{t.rstrip()}{pad}" if right else f" {t}" for t in text.split("\n")))
     label.set_multialignment("right" if right else "left")
     if data is not None and ax is not None:
-        wide = max(len(t) for t in text.split("\n")) * 0.55 * label.get_fontsize() / room
+        wide = max(len(t) for t in text.split("\n")) * 0.55 * float(label.get_fontsize()) / room
         top = free_end(ax, np.asarray(updates), data, x, right, width=max(0.22, wide)) == "top"
         if top and _marks_near_top(ax, updates, x, right, max(0.22, wide)):
             top = False  # the NaN/Inf marks along the top: the label at the bottom
         label.set_y(0.97 if top else 0.03)
-        label.set_va("top" if top else "bottom")
+        label.set_verticalalignment("top" if top else "bottom")
 
 
 def _marks_near_top(ax, updates, x, left, width) -> bool:
@@ -165,7 +181,9 @@ def _marks_near_top(ax, updates, x, left, width) -> bool:
     return bool(np.any((u >= at - reach) & (u <= at)) if left else np.any((u >= at) & (u <= at + reach)))
 
 
-def free_end(ax, updates, data, x, left, width=0.22, depth=0.2) -> str:
+def free_end(
+    ax: Axes, updates: np.ndarray, data: ArrayLike, x: float, left: bool, width: float = 0.22, depth: float = 0.2
+) -> str:
     """``"top"`` or ``"bottom"``: where a label beside update ``x`` (over ``width`` of
     the x range, left of it when ``left``) stays off the lines of ``data`` (updates x
     lines): the top while the lines leave ``depth`` (axes fraction) free there, else
@@ -189,7 +207,7 @@ def free_end(ax, updates, data, x, left, width=0.22, depth=0.2) -> str:
     return "top" if top >= depth or top >= bottom else "bottom"
 
 
-def cycle_text(styles) -> str | None:
+def cycle_text(styles: Iterable[tuple[str, str, object]]) -> str | None:
     """The legend title explaining the style rounds, None while every block has its own
     colour: past ``len(BLOCK_COLORS)`` blocks the colours repeat, each further round of
     blocks drawn with the next line style here and the next hatch on its label chip."""
@@ -211,7 +229,7 @@ class NormLabels:
     blocks drawn as lines over the band (None: every line drawn); ``bouncing``: those
     drawn over a ribbon; ``end_labels``/``leader_lines``: the names at the lines' ends."""
 
-    def __init__(self, view, norm):
+    def __init__(self, view: ShardsView, norm: NormPanel):
         self.view, self.norm = view, norm
         self.band_artists: list = []
         self.band_blocks: dict | None = None
@@ -225,6 +243,7 @@ class NormLabels:
         of more than ``MANY_BLOCKS`` blocks has a band on each of its panels, the same
         blocks drawn as lines over each."""
         ax = self.norm.line_ax
+        assert ax is not None  # after the norm panel drew its lines
         for artist in self.band_artists:
             artist.remove()
         self.band_artists, self.band_blocks, bounce = [], None, False
@@ -314,7 +333,7 @@ class NormLabels:
         )
         return [fill, median]
 
-    def dot_values(self, ax):
+    def dot_values(self, ax: Axes) -> np.ndarray:
         """The dots' y at the shown update on ``ax``: every block's norm there, but for
         the blocks whose line is not drawn (a band stands for them: no dot without its
         line)."""
@@ -331,7 +350,7 @@ class NormLabels:
         widths = {line.get_gid(): line.get_linewidth() for line in ax.lines}
         return [widths.get(f"norm-{g}", LINE_WIDTH) for g in range(n)]
 
-    def set_dots(self, ax):
+    def set_dots(self, ax: Axes) -> None:
         for line in self.norm.step_lines:
             if line.get_gid() == "step-dots" and line.axes is ax:
                 y = self.dot_values(ax)
@@ -494,7 +513,16 @@ class NormLabels:
         )
 
 
-def end_leaders(ax, ends, placed, colors, x0, x1, min_shift, gid="end-leader"):
+def end_leaders(
+    ax: Axes,
+    ends: Sequence[float | None],
+    placed: Sequence[float | None],
+    colors: Iterable[ColorType],
+    x0: float,
+    x1: float,
+    min_shift: float,
+    gid: str = "end-leader",
+) -> list[Line2D]:
     """Straight leaders from each line's last point (``ends``: axes-fraction heights at
     ``x0``, the last update) to its name (``placed``: heights at ``x1``), in the line's
     colour, where the name moved more than ``min_shift``: diagonal from the last point,

@@ -15,6 +15,9 @@ every update, for the dots at the shown one and the marks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..core import style
@@ -25,6 +28,16 @@ from .labels import STEP_COLOR, NormLabels, cycle_text, place_step_label, step_l
 from .stats import STATS, StatPanels, change_text
 from .tensor_panel import NONFINITE_COLOR
 from .ticks import LOG_X_SPAN, log_tick_texts, log_update_ticks, log_x, log_y, plain_ticks, update_ticks  # noqa: F401
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.legend import Legend
+    from matplotlib.lines import Line2D
+    from matplotlib.patheffects import AbstractPathEffect
+    from matplotlib.text import Annotation
+    from numpy.typing import ArrayLike
+
+    from .view import ShardsView
 
 STEP_LINE_COLOR = "#8C8C8C"  # mid grey, thin: the dots on it stand out from it
 STEP_LINE_WIDTH = 1.2
@@ -48,7 +61,7 @@ ZERO_LABEL = "norm exactly 0\n(at and under the\nbottom edge, a\ncircle per bloc
 HALO = 1.5  # points of white, in all, around a line where lines cross
 
 
-def halo(lw):
+def halo(lw: float) -> list[AbstractPathEffect]:
     """Path effects drawing a line over a white edge ``HALO`` points wider: where lines
     cross, the one on top stays whole and the one under it breaks (which is which reads)."""
     from matplotlib import patheffects
@@ -68,14 +81,17 @@ class NormPanel:
     (the lines are drawn thinned); ``line_ax``: the axes the norm lines are on (the
     norm axes, or a stats recording's norm statistic panel)."""
 
-    def __init__(self, view):
+    def __init__(self, view: ShardsView):
         self.view = view
         self.ax = view.norm_ax
-        self.line_ax = None
+        self.line_ax: Axes | None = None
         self.lines: list = []
         self.step_lines: list = []
         self.data: dict = {}
-        self.mismatch_marks = self.nonfinite_marks = self.legend = self.coast_note = None
+        self.mismatch_marks: Line2D | None = None
+        self.nonfinite_marks: Line2D | None = None
+        self.legend: Legend | None = None
+        self.coast_note: Annotation | None = None
         self.dot_colors: dict = {}
         self.zero_marks: dict = {}
         self.zero_notes: dict = {}
@@ -86,7 +102,8 @@ class NormPanel:
         self.coincide = CoincideMarks(view, self)
         self.stat_panels = StatPanels(view, self)
 
-    def draw(self):
+    def draw(self) -> None:
+        assert self.ax is not None  # drawn when the view has a norm axes
         if self.view.stats_only:
             self.lines, self.line_ax = self.stat_panels.draw()
             self.labels.set_band()  # past MANY_BLOCKS blocks: a band on each panel
@@ -170,17 +187,18 @@ class NormPanel:
     def _norm_lines(self):
         return block_norm_lines(self.view.recording, self.view.name, self.view.kind)[1]
 
-    def zeros(self, k=0):
+    def zeros(self, k: int = 0) -> np.ndarray:
         """``(n_updates, n_groups)``: where the block's norm (statistic ``k``) is exactly
         0, which a log axis cannot draw (its lines hold NaN there)."""
         if self.view.stats_only:
+            assert self.view.stats is not None  # a stats recording's
             cols = np.stack([self.view.stats[:, d[0], k] for d in self.view.geometry.replica_groups], 1)
         else:
             norms = shard_norms(self.view.recording, self.view.name, self.view.kind)
             cols = np.stack([norms[:, d[0]] for d in self.view.geometry.replica_groups], 1)
         return np.asarray(cols) == 0
 
-    def add_zero_marks(self, ax, zeros):
+    def add_zero_marks(self, ax: Axes, zeros: np.ndarray) -> None:
         """Open circles on the bottom edge, in the block colours, where a norm is 0,
         and a note in the middle when every drawn norm is 0 (an empty axis said nothing)."""
         from matplotlib.transforms import blended_transform_factory
@@ -227,7 +245,7 @@ class NormPanel:
         self.zero_labels[ax].set_in_layout(False)
         self.set_zero_marks(ax, zeros)
 
-    def set_zero_marks(self, ax, zeros):
+    def set_zero_marks(self, ax: Axes, zeros: np.ndarray) -> None:
         """Zero marks: on the bottom edge and hung under it, a circle per block (inside
         the axes they would read as norms there); stacked up from the edge when every
         norm is 0 (the axis has no data)."""
@@ -308,7 +326,7 @@ class NormPanel:
                 pad = 3.5 + depth  # the tick labels under the lowest circle
         ax.tick_params(axis="x", pad=pad)
 
-    def lines_on(self, ax, lines, log):
+    def lines_on(self, ax: Axes, lines: np.ndarray, log: bool) -> list[Line2D]:
         x, n = self.view.updates, len(self.view.updates)
         marker = "o" if n <= MARKER_UPDATES else None  # more: the lines tangle
         out = []
@@ -367,7 +385,7 @@ class NormPanel:
         self.color_dots(ax, dots.get_ydata())
         return out
 
-    def color_dots(self, ax, y) -> None:
+    def color_dots(self, ax: Axes, y: ArrayLike) -> None:
         """The coloured middles of the dots kept at the shown update on ``ax`` (``y``:
         NaN for a dot not drawn), each in its block's line colour."""
         marks = self.dot_colors.get(ax)
@@ -382,7 +400,7 @@ class NormPanel:
         size = ring[0].get_markersize() if ring else DOT_SIZE  # the middle scales with it
         marks.set_sizes([(DOT_CORE * size / DOT_SIZE) ** 2])
 
-    def thinned(self, ax, y, start=0, stop=None):
+    def thinned(self, ax: Axes, y: ArrayLike, start: int = 0, stop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(x, y)`` of one line (of its updates ``start:stop``), at most ~2 points per
         pixel column of ``ax`` (``minmax_decimate``): columns of equal width on the axis as
         drawn, so of log10(update) on a log update axis (``log_x``)."""
@@ -400,7 +418,7 @@ class NormPanel:
         kept, y = minmax_decimate(split, y, columns)
         return x[np.searchsorted(split, kept)], y  # the updates kept, exactly
 
-    def set_lines(self, ax, lines, data):
+    def set_lines(self, ax: Axes, lines: Sequence[Line2D], data: np.ndarray) -> None:
         for g, line in enumerate(lines):
             line.set_data(*self.thinned(ax, data[:, g]))
         self.data[ax] = data
@@ -444,7 +462,7 @@ class NormPanel:
             if line.get_gid() == "step-label" and line.axes in self.data:
                 place_step_label(line, self.view.updates[self.view.index], self.view.updates, self.data[line.axes])
 
-    def update_px(self, ax):
+    def update_px(self, ax: Axes) -> np.ndarray:
         """Each update's pixel x on ``ax`` as it stands."""
         x = np.asarray(self.view.updates, np.float64)
         return ax.transData.transform(np.column_stack([x, np.ones(len(x))]))[:, 0]
@@ -452,6 +470,7 @@ class NormPanel:
     def _mismatch_points(self):
         """(update, norm) of every replicated block at the updates its copies disagreed,
         one mark per block per ``MARK_PX`` (``mark_rows``)."""
+        assert self.line_ax is not None  # the marks are drawn on the norm lines' axes
         lines = self.data[self.line_ax]
         replicated = np.array([len(d) > 1 for d in self.view.geometry.replica_groups])
         marked = np.zeros(lines.shape, bool)
@@ -515,8 +534,10 @@ class NormPanel:
         draws a few of many)."""
         return sum(line.get_visible() for line in self.lines) <= MAX_DIRECT_LABELS
 
-    def draw_legend(self):
+    def draw_legend(self) -> None:
         from matplotlib.lines import Line2D
+
+        assert self.line_ax is not None  # after draw()
 
         direct = self.direct()
         handles = (

@@ -26,6 +26,8 @@ Figures are ``style.WIDTH`` wide with type on ``style``'s scale.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from ..core import style
 from ..core.empty import check_not_empty
 from ..core.figure import new_figure
@@ -33,6 +35,13 @@ from .geometry import image_shape, shard_norms, update_index
 from .stats import STATS, STATS_ONLY_TEXT  # noqa: F401 - tests read them from here
 from .tensor_panel import TensorPanel, box_aspect, draw_tensor
 from .view import ShardsView
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from ...recording import Recording
 
 __all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "draw_tensor", "TensorPanel"]
 
@@ -42,7 +51,7 @@ FLAT_HEIGHT = 4.2  # ... of a flat tensor: its heatmap fills a shorter figure
 STATS_SIZE = (style.WIDTH, 6.4)  # a stats recording: its three statistics' panels
 
 
-def _axes(ax, figsize=SHARDS_SIZE, width_ratios=(1.25, 1), stats_only=False):
+def _axes(ax, figsize=SHARDS_SIZE, width_ratios=(1.25, 1), stats_only=False) -> tuple[Axes | None, ...]:
     if ax is None and stats_only:  # no values: no heatmap panel, the statistics alone
         return None, new_figure(STATS_SIZE).add_subplot()
     if ax is None:
@@ -50,14 +59,21 @@ def _axes(ax, figsize=SHARDS_SIZE, width_ratios=(1.25, 1), stats_only=False):
     if isinstance(ax, (tuple, list)) and len(ax) == 2:
         return tuple(ax)
     if hasattr(ax, "imshow"):
-        return ax, None
+        return cast("Axes", ax), None
     raise TypeError(
         f"ax must be None, a matplotlib Axes (tensor only) or a pair (tensor_ax, norm_ax). Received: {ax!r}."
     )
 
 
 def draw_shards(
-    recording, name, kind="velocity", step=None, *, ax=None, fixed_scale=False, headline=None
+    recording: Recording,
+    name: str,
+    kind: str = "velocity",
+    step: int | None = None,
+    *,
+    ax: Axes | tuple[Axes, Axes] | list[Axes] | None = None,
+    fixed_scale: bool = False,
+    headline: bool | None = None,
 ) -> ShardsView:
     """Like ``plot_shards`` but returns the ``ShardsView`` (``.figure`` is the figure),
     whose ``set_step``/``set_kind``/``set_fixed_scale`` update the artists in place.
@@ -89,13 +105,21 @@ def draw_shards(
     fig = view.figure
     if hasattr(fig.canvas, "get_renderer"):
         fig.draw_without_rendering()  # settle the layout before measuring labels
-        view.fit_labels(fig.canvas.get_renderer())
+        view.fit_labels(cast("FigureCanvasAgg", fig.canvas).get_renderer())  # hasattr above
         view.fit_lines()  # thinned for the norm panels' final widths
         view.fit_titles()  # each title inside the figure, as drawn
     return view
 
 
-def plot_shards(recording, name, kind="velocity", step=None, *, ax=None, fixed_scale=False):
+def plot_shards(
+    recording: Recording,
+    name: str,
+    kind: str = "velocity",
+    step: int | None = None,
+    *,
+    ax: Axes | tuple[Axes, Axes] | list[Axes] | None = None,
+    fixed_scale: bool = False,
+) -> Figure:
     """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (as
     ``recording.steps`` counts, the first update is 1; -1..-n count back from the last;
     None: the last) with each

@@ -10,11 +10,22 @@ recording; it reads the view's state (``stats``, ``geometry``, ``updates``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..core import style
 from .geometry import LOG_RANGE
 from .tensor_panel import NONFINITE_COLOR
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.lines import Line2D
+    from numpy.typing import ArrayLike
+
+    from .lines import NormPanel
+    from .view import ShardsView
 
 STATS_ONLY_TEXT = (
     "values not recorded: Recorder(mode='stats') keeps each block's norm, mean and max |x|; mode='full' the values"
@@ -47,7 +58,7 @@ def _logs(data):
         return np.where(np.isfinite(data) & (data > 0), np.log10(data), np.nan)
 
 
-def median_line(data):
+def median_line(data: ArrayLike) -> np.ndarray:
     """The median block's norm at each update (``data``: updates x blocks; the median
     of the log norms, NaN where no block has a positive finite one)."""
     logs = _logs(data)
@@ -57,7 +68,7 @@ def median_line(data):
     return out
 
 
-def fall_factors(data, updates=None):
+def fall_factors(data: ArrayLike, updates: ArrayLike | None = None) -> np.ndarray:
     """Each block's fall factor over the run: a straight line fitted to the log of its
     upper envelope (``ENVELOPE``; runs under ``10 * ENVELOPE`` updates: its norms) against
     the update, read from the first update to the last (< 1: it fell); NaN for a block with fewer than two positive
@@ -118,7 +129,7 @@ def _hump(med):
     return None
 
 
-def slow_fast(data, updates=None) -> tuple[int, int] | None:
+def slow_fast(data: ArrayLike, updates: ArrayLike | None = None) -> tuple[int, int] | None:
     """The columns of ``data`` (updates x blocks) of the block whose norm changed least
     and most in the direction of the median block's change ("falls least", "falls
     most"; ``fall_factors``), or None when fewer than two blocks have a factor.
@@ -135,7 +146,7 @@ def slow_fast(data, updates=None) -> tuple[int, int] | None:
     return (hi, lo) if f < 1 else (lo, hi)
 
 
-def least_changed(data, updates=None) -> int | None:
+def least_changed(data: ArrayLike, updates: ArrayLike | None = None) -> int | None:
     """The block the norm panel names: the one whose norm falls least (grows least, when
     the median grows), only while the blocks' fall factors differ by more than ``APART``
     and the median line is no hump; else None."""
@@ -148,10 +159,12 @@ def least_changed(data, updates=None) -> int | None:
         return None
     if _hump(median_line(data)) is not None or 1 / 1.5 <= f <= 1.5:
         return None
-    return slow_fast(data, updates)[0]
+    pair = slow_fast(data, updates)
+    assert pair is not None  # two blocks or more have a factor (checked above)
+    return pair[0]
 
 
-def band_of(data):
+def band_of(data: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """``(lo, median, hi)`` over the blocks at each update when the blocks' norm lines
     (``data``: updates x blocks, positive, NaN where not drawable) nearly coincide on a
     log axis (``BAND_MIN_BLOCKS``, ``BAND_SPREAD``) or are more than ``MANY_BLOCKS``,
@@ -196,7 +209,7 @@ def times_text(k: float) -> str:
     return f"{np.log10(k):.0f} decades"
 
 
-def spread_text(norms, names) -> str:
+def spread_text(norms: ArrayLike, names: Sequence[str]) -> str:
     """The finding of one update's blocks (``norms``: one L2 norm per block, in the
     order of ``names``): how far apart they are, and (over 1.5x apart) which block is
     largest and which smallest, in that order.
@@ -244,7 +257,7 @@ def _few(names, cols, most: int = 3) -> str:
     return ", ".join(names[g] for g in cols) if len(cols) <= most else f"{len(cols)} blocks"
 
 
-def change_text(data, updates, names) -> str:
+def change_text(data: ArrayLike, updates: ArrayLike, names: Sequence[str]) -> str:
     """The norm panel's title, its finding over the run, of the median block's norm
     (``median_line``) from the first update to the last: "median block norm falls 32x
     over 2000 updates", or, when it rises over ``HUMP`` and falls again over 1.5x, "median block norm
@@ -305,25 +318,26 @@ class StatPanels:
     machinery; ``view``: the ``ShardsView``, for its public state. ``axes``, ``lines``
     and ``marks`` are keyed by statistic (``STATS``); empty for a full recording."""
 
-    def __init__(self, view, norm):
+    def __init__(self, view: ShardsView, norm: NormPanel):
         self.view, self.norm = view, norm
         self.axes: dict = {}
         self.lines: dict = {}
         self.marks: dict = {}
         self.mean_linthresh: float | None = None
 
-    def draw(self):
+    def draw(self) -> tuple[list[Line2D], Axes]:
         """The norm axes, hidden, holding one inset panel per statistic (log y but for
         the mean), sharing the update axis. Returns ``(lines, axes)`` of the norm
         statistic's panel: the norm panel's ``lines`` and ``line_ax``."""
         from matplotlib.transforms import blended_transform_factory
 
         ax = self.norm.ax
+        assert ax is not None  # the norm axes the panels are drawn in
         ax.set_axis_off()
         # the norm panel the tallest: its log axis spans the most decades
         heights, gap, top, axes = (0.4, 0.22, 0.25), 0.065, 1.0, []
         for h in heights:
-            axes.append(ax.inset_axes([0, top - h, 1, h]))
+            axes.append(ax.inset_axes((0, top - h, 1, h)))
             top -= h + gap
         for a in axes[1:]:
             a.sharex(axes[0])
@@ -356,7 +370,7 @@ class StatPanels:
         axes[-1].set_xlabel("optimizer update", fontsize=style.LABEL_SIZE)
         return self.lines[STATS[0]], axes[0]
 
-    def set_kind(self):
+    def set_kind(self) -> None:
         """The panels' lines and marks for the kind just loaded, in place."""
         for k, label in enumerate(STATS):
             self.norm.set_lines(self.axes[label], self.lines[label], self._columns(k))
@@ -368,18 +382,20 @@ class StatPanels:
     def _columns(self, k):
         """Column ``k`` of the stored stats, one column per replica group (NaN where not
         finite; on log panels also where <= 0)."""
+        assert self.view.stats is not None  # a stats recording's
         cols = np.stack([self.view.stats[:, d[0], k] for d in self.view.geometry.replica_groups], 1)
         cols = np.asarray(cols, np.float64)
         with np.errstate(invalid="ignore"):
             keep = np.isfinite(cols) & ((cols > 0) if k != 1 else True)
         return np.where(keep, cols, np.nan)
 
-    def set_marks(self, k):
+    def set_marks(self, k: int) -> None:
         """An X at the top of statistic ``k``'s panel at each update where a block's
         value of it is not finite: NaN/Inf in the block, or a float32 sum of squares
         past 3.4e38 (|x| beyond ~1.8e19). The lines end there; the marks say why."""
         from .dots import mark_rows
 
+        assert self.view.stats is not None  # a stats recording's
         raw = np.stack([self.view.stats[:, d[0], k] for d in self.view.geometry.replica_groups], 1)
         bad = np.nonzero(~np.isfinite(np.asarray(raw, np.float64)).all(axis=1))[0]
         if k == 0:  # the variable's own NaN/Inf marks are there already

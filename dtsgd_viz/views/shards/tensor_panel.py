@@ -14,10 +14,24 @@ their panel).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, cast
+
 import numpy as np
 
 from ..core import style
 from .geometry import block_patches, image_shape, slice_boundaries, symmetric_limit
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.backend_bases import RendererBase
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+    from matplotlib.ticker import Locator
+    from numpy.typing import ArrayLike
+
+    from ...geometry import ShardGeometry
+    from .geometry import BlockPatch
 
 __all__ = ["TensorPanel", "draw_tensor", "box_aspect"]
 
@@ -32,7 +46,7 @@ BELOW_TICKS = 3.5 + 3.5 + 1.2 * style.TICK_SIZE + 3.0
 labels (tick length, pad, a label's height, a gap); ``fit_labels`` measures it."""
 
 
-def box_aspect(shape, fill: float = 0.7) -> float | None:
+def box_aspect(shape: Sequence[int], fill: float = 0.7) -> float | None:
     """How tall the heatmap of a tensor of ``shape`` is drawn for its width: None (square
     cells) while its rows/cols ratio is 1/3..3; a flatter tensor as tall as ``fill``
     of its width allows, its cells stretched at most ``MAX_CELL_STRETCH`` times; a
@@ -82,15 +96,15 @@ class TensorPanel:
 
     def __init__(
         self,
-        ax,
-        geometry,
-        device_names,
-        styles,
-        image=None,
-        limit=None,
-        colorbar_label=None,
-        colorbar=True,
-        aspect=None,
+        ax: Axes,
+        geometry: ShardGeometry,
+        device_names: Sequence[str],
+        styles: Sequence[tuple[str, str, object]],
+        image: np.ndarray | None = None,
+        limit: float | None = None,
+        colorbar_label: str | None = None,
+        colorbar: bool | Literal["below"] = True,
+        aspect: float | str | None = None,
     ):
         from matplotlib.patches import Rectangle
 
@@ -184,7 +198,7 @@ class TensorPanel:
         from matplotlib.transforms import ScaledTranslation
 
         ax = self.ax
-        kw = dict(
+        kw: dict[str, Any] = dict(
             ha="center", zorder=4, fontsize=style.TICK_SIZE, color=_text_color(color), bbox=_chip(color, hatch), gid=gid
         )
         if centred:
@@ -203,13 +217,13 @@ class TensorPanel:
             return ax.text(x + w / 2, self.rows, text, va="top", transform=down, clip_on=False, **kw)
         return ax.text(x + w / 2, y, text, va="center", clip_on=False, **kw)
 
-    def label_below(self, text) -> bool:
+    def label_below(self, text: Text) -> bool:
         """Whether chip ``text`` (one of ``labels``) stands below the heatmap."""
-        return text.get_gid().endswith(":below")
+        return (text.get_gid() or "").endswith(":below")
 
-    def label_above(self, text) -> bool:
+    def label_above(self, text: Text) -> bool:
         """Whether chip ``text`` (one of ``labels``) stands above the heatmap."""
-        return text.get_va() == "bottom"
+        return text.get_verticalalignment() == "bottom"
 
     def title_pad(self) -> float:
         """Points between the panel's top and its title: room for the chips above it."""
@@ -222,16 +236,17 @@ class TensorPanel:
     def _colorbar(self, strip, label):
         from matplotlib.ticker import MaxNLocator
 
-        fig, ax = self.ax.figure, self.ax
+        fig, ax = cast("Figure", self.ax.figure), self.ax  # a SubFigure has no get_figwidth
+        assert self.heatmap is not None  # a colour bar is drawn with a heatmap only
         if strip:  # a horizontal bar under the panel, not at the bottom of its cell
             from matplotlib.transforms import ScaledTranslation
 
             shift = ax.transAxes + ScaledTranslation(0, -0.75, fig.dpi_scale_trans)
-            cax = ax.inset_axes([0.15, -0.12, 0.7, 0.12], transform=shift)
+            cax = ax.inset_axes((0.15, -0.12, 0.7, 0.12), transform=shift)
             self.colorbar = fig.colorbar(self.heatmap, cax=cax, orientation="horizontal", label=label)
         else:  # beside the heatmap as drawn, its height: an inset, not a gridspec cut
             width = max(0.5, ax.get_position().width * fig.get_figwidth())  # inches, about
-            cax = ax.inset_axes([1 + 0.1 / width, 0, 0.16 / width, 1])
+            cax = ax.inset_axes((1 + 0.1 / width, 0, 0.16 / width, 1))
             self.colorbar = fig.colorbar(self.heatmap, cax=cax, label=label)
         self.colorbar_label = label or ""
         # a bar under the panel is about as wide as "-0.05" five times: -m, 0, m there
@@ -246,6 +261,7 @@ class TensorPanel:
 
         if self.colorbar is None:
             return
+        assert self.heatmap is not None  # a colour bar is drawn with a heatmap only
         m = max(abs(v) for v in self.heatmap.get_clim())
         e = int(np.floor(np.log10(m))) if np.isfinite(m) and m > 0 else 0
         e = e if not -2 <= e <= 3 else 0
@@ -275,14 +291,15 @@ class TensorPanel:
         r, c = np.nonzero(~np.isfinite(image))
         self.nonfinite_cells.set_data(c + 0.5, r + 0.5)
 
-    def set_image(self, image, limit=None):
+    def set_image(self, image: np.ndarray, limit: float | None = None) -> None:
         m = limit if limit is not None else symmetric_limit(image)
+        assert self.heatmap is not None  # a panel drawn with values
         self.heatmap.set_data(image)
         self.heatmap.set_clim(-m, m)
         self._scale_colorbar()
         self._set_nonfinite_cells(image)
 
-    def fit_labels(self, renderer) -> None:
+    def fit_labels(self, renderer: RendererBase) -> None:
         """Shrink (to ``NOTE_SIZE`` at least), turn or hide block labels that would not
         fit their block: inside it (tinted blocks), as wide as it (chips above the
         heatmap), or as wide and half as tall (chips on an outline: the next chip up
@@ -355,7 +372,7 @@ class TensorPanel:
         if not below:
             return
         self.ax.tick_params(axis="x", pad=3.5)
-        fig = self.ax.figure
+        fig = cast("Figure", self.ax.figure)  # a SubFigure has no draw_without_rendering
         fig.draw_without_rendering()
         to_pt = 72.0 / fig.dpi
         frame = self.ax.get_window_extent(renderer)
@@ -389,7 +406,7 @@ class TensorPanel:
         return f"blocks too small to label; {where}: " + " · ".join(p.label for p in order)
 
 
-def symmetric_ticks(vmin, vmax) -> list[float]:
+def symmetric_ticks(vmin: float, vmax: float) -> list[float]:
     """``[-r, 0, r]``: ``r`` the largest 1, 2 or 5 times a power of ten within the
     colour scale ``vmin..vmax`` (symmetric about 0, as a heatmap's is).
 
@@ -404,13 +421,14 @@ def symmetric_ticks(vmin, vmax) -> list[float]:
     return [-float(r), 0.0, float(r)]
 
 
-def symmetric_locator():
+def symmetric_locator() -> Locator:
     """A matplotlib locator of ``symmetric_ticks`` (it follows the colour scale when an
     update changes it)."""
     from matplotlib.ticker import Locator
 
     class _Symmetric(Locator):
         def __call__(self):
+            assert self.axis is not None  # called by the axis it locates
             return self.tick_values(*self.axis.get_view_interval())
 
         def tick_values(self, vmin, vmax):
@@ -419,7 +437,7 @@ def symmetric_locator():
     return _Symmetric()
 
 
-def kept_ticks(centres, sizes, gap=TICK_GAP) -> list[int]:
+def kept_ticks(centres: ArrayLike, sizes: ArrayLike, gap: float = TICK_GAP) -> list[int]:
     """The indices of the tick labels to keep, every k-th (the smallest k) from the first,
     so that no two kept labels, centred at ``centres`` (pixels along the axis, ascending)
     with extents ``sizes`` along it, come closer than ``gap`` pixels; the last tick too when
@@ -440,7 +458,7 @@ def kept_ticks(centres, sizes, gap=TICK_GAP) -> list[int]:
     return [0] if n else []
 
 
-def thin_ticks(ax, renderer) -> None:
+def thin_ticks(ax: Axes, renderer: RendererBase) -> None:
     """Drop tick labels of ``ax`` that would run into their neighbours (``kept_ticks``), on
     both axes, as the panel is drawn: the block boundaries of a 64-device mesh are closer
     than "56" is wide."""
@@ -459,7 +477,7 @@ def thin_ticks(ax, renderer) -> None:
             axis.set_ticks([locs[i] for i in chosen], [labels[i] for i in chosen])
 
 
-def blocks_are_slices(patches, shape) -> bool:
+def blocks_are_slices(patches: Sequence[BlockPatch], shape: Sequence[int]) -> bool:
     """True when ``shape`` is rank 3+ and every block of ``patches`` is one whole d0
     slice, each slice a block (the d0 slice boundaries are then the block outlines).
 
@@ -482,7 +500,15 @@ def blocks_are_slices(patches, shape) -> bool:
 
 
 def draw_tensor(
-    ax, geometry, device_names, image=None, *, limit=None, colorbar_label=None, colorbar=True, aspect=None
+    ax: Axes,
+    geometry: ShardGeometry,
+    device_names: Sequence[str],
+    image: np.ndarray | None = None,
+    *,
+    limit: float | None = None,
+    colorbar_label: str | None = None,
+    colorbar: bool | Literal["below"] = True,
+    aspect: float | str | None = None,
 ) -> TensorPanel:
     """Draw one global tensor's 2-D ``image`` (``as_image`` of it; None: the blocks
     alone) on ``ax`` with the blocks of ``geometry`` outlined and labelled in their

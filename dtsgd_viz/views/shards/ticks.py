@@ -5,9 +5,16 @@ a linear or (long runs) log x axis. Pure functions of an axes; ``_shard_lines`` 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..core import style
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from numpy.typing import ArrayLike
 
 
 def _log_locator():
@@ -31,7 +38,7 @@ def _log_locator():
             ]
             for subs, self.numticks in tries:
                 self._subs = np.array(subs)
-                ticks = super().tick_values(vmin, vmax)
+                ticks = np.asarray(super().tick_values(vmin, vmax))  # an array already (the stub: a Sequence)
                 inside = np.sum((ticks >= lo) & (ticks <= hi))
                 if inside > room:  # labels that would overprint each other: not these
                     continue
@@ -41,7 +48,7 @@ def _log_locator():
                     break
             if not best.size:  # no room for even these: the decades
                 self._subs, self.numticks = np.array([1.0]), numticks
-                best = super().tick_values(vmin, vmax)
+                best = np.asarray(super().tick_values(vmin, vmax))
             self.numticks = numticks
             best = self._near_bottom(best, lo, hi, room)
             if np.sum((best >= lo) & (best <= hi)) < 3 and hi / lo < 10:
@@ -57,7 +64,7 @@ def _log_locator():
                 if _bottom_gap(best, lo, hi) <= BOTTOM_TICK or hi / lo > 1e3:
                     break
                 self._subs = np.array(denser)
-                ticks = super().tick_values(lo, hi)
+                ticks = np.asarray(super().tick_values(lo, hi))
                 if np.sum((ticks >= lo) & (ticks <= hi)) <= room and _bottom_gap(ticks, lo, hi) < _bottom_gap(
                     best, lo, hi
                 ):
@@ -85,12 +92,12 @@ def _bottom_gap(ticks, lo, hi) -> float:
     return float(np.log10(t.min() / lo) / np.log10(hi / lo))
 
 
-def plain_ticks(values) -> bool:
+def plain_ticks(values: Iterable[float]) -> bool:
     """Whether log ticks at ``values`` read as plain numbers: all in 1e-4..1e5."""
     return all(1e-4 * (1 - 1e-9) <= abs(float(x)) < 1e5 for x in values if x)
 
 
-def log_tick_texts(values, plain=None) -> list[str]:
+def log_tick_texts(values: Iterable[float], plain: bool | None = None) -> list[str]:
     """One format for every tick of a log axis: plain numbers while all of them lie in
     1e-4..1e5, else every one as ``2e-5`` (full-size digits: mathtext's superscripts
     are drawn smaller than ``NOTE_SIZE``); ``plain`` forces one or the other.
@@ -106,7 +113,7 @@ def log_tick_texts(values, plain=None) -> list[str]:
     return [f"{x:.0e}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e") for x in v]
 
 
-def log_y(ax):
+def log_y(ax: Axes) -> None:
     """A log y axis labelled 0.02, 0.05, 0.1, ... (1-2-5 steps while the range is at most
     three decades, decades beyond; at least three labels, plain numbers under a
     decade), in one format (``log_tick_texts``), without the crowded minor labels."""
@@ -129,14 +136,16 @@ def log_y(ax):
     ax.yaxis.set_major_formatter(_Format())
 
 
-def update_ticks(ax, updates) -> None:
+def update_ticks(ax: Axes, updates: ArrayLike) -> None:
     """Whole-number update ticks, few enough that 4-digit numbers never run together:
     each update while at most 5 are recorded, else about 5 round numbers."""
     from matplotlib.ticker import FixedLocator, MaxNLocator
 
     x = np.asarray(updates)
     ax.xaxis.set_major_locator(
-        FixedLocator(x) if len(x) <= 5 else MaxNLocator(nbins=6, integer=True, steps=[1, 2, 2.5, 5, 10], min_n_ticks=3)
+        FixedLocator(x)  # pyright: ignore[reportArgumentType]  # stub: a Sequence; an array works
+        if len(x) <= 5
+        else MaxNLocator(nbins=6, integer=True, steps=[1, 2, 2.5, 5, 10], min_n_ticks=3)
     )
 
 
@@ -145,7 +154,7 @@ LOG_X_SPAN = 300
 updates from update 4) has its update axis on a log scale, labelled so."""
 
 
-def log_x(updates) -> bool:
+def log_x(updates: ArrayLike) -> bool:
     """Whether the update axis of ``updates`` is on a log scale (``LOG_X_SPAN``).
 
     >>> log_x(np.arange(4, 2001, 4)), log_x(np.arange(1, 151))
@@ -155,7 +164,7 @@ def log_x(updates) -> bool:
     return len(x) > 40 and x[0] > 0 and x[-1] / x[0] >= LOG_X_SPAN
 
 
-def log_update_ticks(ax, updates) -> None:
+def log_update_ticks(ax: Axes, updates: Sequence[float] | np.ndarray) -> None:
     """Round update ticks on a log axis, 1-2-5 or 1-3 per decade (at most 7), plain."""
     from matplotlib.ticker import FixedLocator, NullFormatter, StrMethodFormatter
 

@@ -20,6 +20,9 @@ one function per question keeps both signatures and figures simple.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..core import style
@@ -32,12 +35,18 @@ from .geometry import as_image, axis_labels, flagged_steps, settings_text, short
 from .stats import STATS_ONLY_TEXT
 from .tensor_panel import box_aspect, draw_tensor
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ...recording import Recording
+    from ...specs import LayoutSpec
+
 __all__ = ["plot_update_shards", "update_captions", "magnitude_text"]
 
 KIND_NAMES = {"param": "parameter", "velocity": "velocity (momentum slot)", "grad": "gradient"}
 
 
-def update_captions(layout, update: int) -> dict[str, str]:
+def update_captions(layout: LayoutSpec, update: int) -> dict[str, str]:
     """What each panel shows, for a variable laid out by ``layout`` (a ``LayoutSpec``),
     at optimizer update ``update``: ``{kind: caption}``.
 
@@ -121,7 +130,7 @@ STACKED_EXTRA = 1.15  # inches a stacked panel takes beside its heatmap (caption
 STACKED_TITLE_WIDTH = 0.85  # of the figure's width: a stacked panel's title (no colour bar)
 
 
-def stacked(shape) -> bool:
+def stacked(shape: Sequence[int]) -> bool:
     """Whether the panels of a tensor of ``shape`` stand one under another: a flat one,
     whose side-by-side panels would be strips a third of the width.
 
@@ -194,7 +203,14 @@ def _fit_labels(fig, panels, n_shown) -> None:
         fig.draw_without_rendering()
 
 
-def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity", "grad"), figsize=None):
+def plot_update_shards(
+    recording: Recording,
+    name: str,
+    step: int | None = None,
+    *,
+    kinds: Sequence[str] = ("param", "velocity", "grad"),
+    figsize: tuple[float, float] | None = None,
+) -> Figure:
     """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (as
     ``recording.steps`` counts; -1..-n count back from the last; None: the last), side by side, each with its own
     symmetric colour scale and the same device blocks outlined and labelled in their
@@ -221,7 +237,7 @@ def plot_update_shards(recording, name, step=None, *, kinds=("param", "velocity"
     names = short_device_names(recording.shard_devices(name))
     captions = update_captions(geometry.layout, int(recording.steps[index]))
     xlabel, ylabel, note = axis_labels(geometry.layout)
-    fig._dtsgd_panels = panels = {}
+    fig._dtsgd_panels = panels = {}  # pyright: ignore[reportAttributeAccessIssue]  # our own attribute: tests read it
     largest = {}  # each kind's max |x|: the colour bars' limits, compared in the title
     for ax, kind in zip(axes, shown):
         image = None

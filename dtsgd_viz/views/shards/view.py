@@ -10,6 +10,8 @@ statistics panels (``stats.py``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 
 from ..core import style
@@ -31,6 +33,20 @@ from .lines import NormPanel, change_text  # noqa: F401 - widgets read change_te
 from .stats import STATS_ONLY_TEXT, spread_text
 from .tensor_panel import blocks_are_slices, draw_tensor
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.backend_bases import RendererBase
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.legend import Legend
+    from matplotlib.lines import Line2D
+    from matplotlib.text import Annotation, Text
+
+    from ...recording import Recording
+    from ...specs import LayoutSpec
+    from .geometry import BlockPatch
+    from .tensor_panel import TensorPanel
+
 KIND_NOUNS = {"param": "parameter", "velocity": "velocity", "grad": "gradient"}
 FAINT = 0.25
 """Values reaching under this fraction of a run-wide colour limit look nearly white:
@@ -39,7 +55,7 @@ the heatmap's title says how far they reach."""
 __all__ = ["ShardsView", "layout_text"]
 
 
-def layout_text(layout) -> str:
+def layout_text(layout: LayoutSpec) -> str:
     """The layout in the settings line: its sharding specs, the mesh, and how many
     replicas each block has (the mesh dims the layout leaves unused).
 
@@ -77,7 +93,16 @@ class ShardsView:
     """
 
     def __init__(
-        self, recording, name, kind="velocity", step=None, *, heat_ax, norm_ax=None, fixed_scale=False, headline=False
+        self,
+        recording: Recording,
+        name: str,
+        kind: str = "velocity",
+        step: int | None = None,
+        *,
+        heat_ax: Axes | None,
+        norm_ax: Axes | None = None,
+        fixed_scale: bool = False,
+        headline: bool = False,
     ):
         check_not_empty(recording)
         self.recording, self.name = recording, name
@@ -92,7 +117,9 @@ class ShardsView:
                 f"norm_ax={norm_ax!r})."
             )
         self.heat_ax, self.norm_ax = heat_ax, norm_ax
-        self.figure = (heat_ax if heat_ax is not None else norm_ax).figure
+        host = heat_ax if heat_ax is not None else norm_ax
+        assert host is not None  # checked above
+        self.figure = cast("Figure", host.figure)  # a SubFigure has no get_figwidth
         self.headline = bool(headline) or heat_ax is None
         self.geometry = recording.geometry(name)
         self.styles = style.block_styles(self.geometry)
@@ -105,13 +132,14 @@ class ShardsView:
         self._xlabel = ""
         self._norm_title = None
         self.block_patches = block_patches(self.geometry, self.short_names)
-        self.tensor = self.heatmap = None
+        self.tensor: TensorPanel | None = None
+        self.heatmap = None
         if heat_ax is not None:
             self.tensor = draw_tensor(
                 heat_ax,
                 self.geometry,
                 self.short_names,
-                None if self.stats_only else as_image(self.values[self.index]),
+                None if self.stats_only or self.values is None else as_image(self.values[self.index]),
                 limit=self._limit(),
                 colorbar_label=f"{kind} value",
             )
@@ -145,8 +173,9 @@ class ShardsView:
         return self._run_limit
 
     def _holds_nonfinite(self, i) -> bool:
-        data = self.stats[i] if self.stats_only else self.values[i]
-        return not np.all(np.isfinite(data))
+        held = self.stats if self.stats_only else self.values
+        assert held is not None  # ``_load`` read the kind's values or stats
+        return not np.all(np.isfinite(held[i]))
 
     # ---- building ---------------------------------------------------------------------
 
@@ -154,6 +183,7 @@ class ShardsView:
         import textwrap
 
         ax = self.heat_ax
+        assert ax is not None  # called when there is a heatmap panel
         xlabel, ylabel, note = axis_labels(self.geometry.layout)
         if self.stats_only:
             ax.set_xticks([])
@@ -185,6 +215,7 @@ class ShardsView:
         if self.headline:
             self._headline(bad)
             if self.heat_ax is not None:
+                assert self.tensor is not None  # drawn on heat_ax
                 caption = "device blocks" if self.stats_only else "values, device blocks outlined"
                 self.heat_ax.set_title(
                     caption + (f"\n{scale}" if scale else ""), fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad()
@@ -192,6 +223,7 @@ class ShardsView:
             if self.heat_ax is not None or not self.stats_only:
                 self._set_norm_title()
             return
+        assert self.heat_ax is not None and self.tensor is not None  # no headline: a heatmap panel
         width = 0.5 * self.figure.get_figwidth() * 72  # the heatmap panel, about
         noun = KIND_NOUNS.get(self.kind, self.kind)
         head = fit(f"{what}{noun} of {self.name!r}{when}{bad}", width, style.TITLE_SIZE)
@@ -219,6 +251,7 @@ class ShardsView:
         if not self.fixed_scale or self.stats_only:
             return ""
         limit = self._limit()
+        assert self.values is not None  # a full recording's values
         data = np.asarray(self.values[self.index], np.float64)
         data = data[np.isfinite(data)]
         top = float(np.abs(data).max()) if data.size else 0.0
@@ -230,16 +263,19 @@ class ShardsView:
         if self.norm_ax is not None and self._norm_title is None:
             # the finding of the lines (of the whole run: it stays while stepping)
             title = self.norm.finding_title()
-            room = self.line_ax.get_position().width * self.figure.get_figwidth() * 72.0
+            line_ax = self.line_ax
+            assert line_ax is not None  # the norm panel is drawn
+            room = line_ax.get_position().width * self.figure.get_figwidth() * 72.0
             if "\n" in fit(title, room, style.TITLE_SIZE):  # the block that stands apart,
                 title = title.replace("; ", "\n", 1).replace(", then", "\nthen", 1)  # the fall: below
             self._norm_title = title
-            self.line_ax.set_title(self._norm_title, fontsize=style.TITLE_SIZE)
+            line_ax.set_title(self._norm_title, fontsize=style.TITLE_SIZE)
 
     def _block_norms(self):
         """Each block's (replica group's) L2 norm at the shown update, zeros kept."""
         groups = [d[0] for d in self.geometry.replica_groups]
         if self.stats_only:
+            assert self.stats is not None  # a stats recording's
             return np.asarray(self.stats[self.index][groups, 0], np.float64)
         return np.asarray(shard_norms(self.recording, self.name, self.kind)[self.index][groups], np.float64)
 
@@ -275,11 +311,12 @@ class ShardsView:
         """Show the update at ``index`` into ``recording.steps`` (a slider position)."""
         self.index = int(index) % len(self.recording)
         if self.heatmap is not None:
+            assert self.tensor is not None and self.values is not None  # a heatmap of values
             self.tensor.set_image(as_image(self.values[self.index]), self._limit())
         self.norm.show_index()  # the markers, and the band's highest and lowest lines here
         self._update_titles()
 
-    def set_step(self, step=None) -> None:
+    def set_step(self, step: int | None = None) -> None:
         """Show optimizer update ``step`` (-1, -2, ...: counting back from the last; None: the last), in place."""
         self.set_index(update_index(self.recording, step))
 
@@ -306,28 +343,29 @@ class ShardsView:
 
         keep_inside(self.figure, [ax.title for ax in (self.heat_ax, self.norm_ax, self.line_ax) if ax is not None])
 
-    def fit_labels(self, renderer=None) -> None:
+    def fit_labels(self, renderer: RendererBase | None = None) -> None:
         """Shrink, turn or hide block labels that would not fit inside their block."""
         import textwrap
 
         if self.tensor is None:
             return
-        self.tensor.fit_labels(renderer or self.figure.canvas.get_renderer())
+        self.tensor.fit_labels(renderer or cast("FigureCanvasAgg", self.figure.canvas).get_renderer())  # an Agg canvas
         hidden = self.tensor.unlabelled_text()
         if hidden and not self.stats_only:  # the devices, named where chips could not
+            assert self.heat_ax is not None  # the tensor panel's axes
             self.heat_ax.set_xlabel(self._xlabel + "\n" + textwrap.fill(hidden, 52, break_on_hyphens=False))
 
     # older name of the artists, for code written against the heatmap-of-norms view
     @property
-    def outlines(self):
+    def outlines(self) -> list:
         return self.tensor.outlines if self.tensor is not None else []
 
     @property
-    def labels(self):
+    def labels(self) -> list[Text]:
         return self.tensor.labels if self.tensor is not None else []
 
     @property
-    def patches(self):
+    def patches(self) -> tuple[BlockPatch, ...]:
         """The ``BlockPatch`` of every block (with or without a heatmap panel)."""
         return self.block_patches
 
@@ -342,7 +380,7 @@ class ShardsView:
         self.norm.labels.place_end_labels()
 
     @property
-    def line_ax(self):
+    def line_ax(self) -> Axes | None:
         """The axes of the norm lines (a stats recording: its norm statistic's panel)."""
         return self.norm.line_ax
 
@@ -355,19 +393,19 @@ class ShardsView:
         return self.norm.step_lines
 
     @property
-    def legend(self):
+    def legend(self) -> Legend | None:
         return self.norm.legend
 
     @property
-    def mismatch_marks(self):
+    def mismatch_marks(self) -> Line2D | None:
         return self.norm.mismatch_marks
 
     @property
-    def nonfinite_marks(self):
+    def nonfinite_marks(self) -> Line2D | None:
         return self.norm.nonfinite_marks
 
     @property
-    def coast_note(self):
+    def coast_note(self) -> Annotation | None:
         return self.norm.coast_note
 
     @property
@@ -399,7 +437,7 @@ class ShardsView:
         return self.norm.stat_panels.marks
 
     @property
-    def end_labels(self):
+    def end_labels(self) -> list[Text] | None:
         return self.norm.labels.end_labels
 
     @property
@@ -407,7 +445,7 @@ class ShardsView:
         return self.norm.labels.leader_lines
 
     @property
-    def band_blocks(self):
+    def band_blocks(self) -> dict[int, str] | None:
         return self.norm.labels.band_blocks
 
     @property

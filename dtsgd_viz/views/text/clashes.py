@@ -7,15 +7,23 @@ its labels clash; the tests check every frame with it.
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from ..core.figure import canvas_renderer
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.backend_bases import RendererBase
+    from matplotlib.text import Text
 
 __all__ = ["clashes", "text_box", "leader_points"]
 
 GAP = 1.0  # pixels two labels' boxes keep apart (their white halo is about this wide)
 
 
-def text_box(text, renderer, pad: float = 0.0) -> tuple[float, float, float, float]:
+def text_box(text: Text, renderer: RendererBase, pad: float = 0.0) -> tuple[float, float, float, float]:
     """The display box ``(x0, y0, x1, y1)`` of ``text``'s characters only (an
     annotation's ``get_window_extent`` holds its arrow too), grown by ``pad`` pixels."""
     from matplotlib.text import Text
@@ -24,7 +32,7 @@ def text_box(text, renderer, pad: float = 0.0) -> tuple[float, float, float, flo
     return (b.x0 - pad, b.y0 - pad, b.x1 + pad, b.y1 + pad)
 
 
-def leader_points(text, renderer, n: int = 120) -> np.ndarray:
+def leader_points(text: Text, renderer: RendererBase, n: int = 120) -> np.ndarray:
     """``(k, 2)`` display points along an annotation's leader: from the middle of its
     text (where a straight ``"-"`` arrow starts) to the point it names, outside its own
     text; empty for a text without one."""
@@ -33,7 +41,8 @@ def leader_points(text, renderer, n: int = 120) -> np.ndarray:
     if not isinstance(text, Annotation) or text.arrow_patch is None:
         return np.zeros((0, 2))
     # the point named (matplotlib's own transform of ``xy`` in its ``xycoords``)
-    anchor = np.asarray(text._get_xy_transform(renderer, text.xycoords).transform(text.xy), np.float64)
+    xy_transform = text._get_xy_transform(renderer, text.xycoords)  # pyright: ignore[reportAttributeAccessIssue]  # private, not in the stubs
+    anchor = np.asarray(xy_transform.transform(text.xy), np.float64)
     x0, y0, x1, y1 = text_box(text, renderer)
     mid = np.array([(x0 + x1) / 2, (y0 + y1) / 2])
     pts = mid + np.linspace(0.0, 1.0, n)[:, None] * (anchor - mid)
@@ -41,7 +50,7 @@ def leader_points(text, renderer, n: int = 120) -> np.ndarray:
     return pts[~inside]
 
 
-def _texts(ax, renderer) -> list:
+def _texts(ax: Axes, renderer: RendererBase) -> list[Text]:
     from matplotlib.text import Annotation
 
     ax.apply_aspect()  # the axes where they are drawn (an equal-aspect panel shrinks)
@@ -52,11 +61,11 @@ def _texts(ax, renderer) -> list:
     return out
 
 
-def clashes(ax, renderer=None) -> list[tuple[str, str, str]]:
+def clashes(ax: Axes, renderer: RendererBase | None = None) -> list[tuple[str, str, str]]:
     """``[(kind, text_a, text_b)]``: every pair of ``ax``'s visible texts whose boxes
     come within ``GAP`` pixels (``"overlap"``) and every leader of one that runs through
     the other's text (``"leader"``: ``text_a``'s leader through ``text_b``)."""
-    renderer = renderer or ax.figure.canvas.get_renderer()
+    renderer = renderer or canvas_renderer(ax.figure)
     texts = _texts(ax, renderer)
     boxes = {id(t): text_box(t, renderer) for t in texts}
     out = []

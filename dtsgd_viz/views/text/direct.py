@@ -8,14 +8,24 @@ draws). Used by the loss panel of ``plot_paths``, ``plot_modes`` and the widgets
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..core import style
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.lines import Line2D
+    from matplotlib.text import Text
+    from matplotlib.typing import ColorType
+    from numpy.typing import ArrayLike
+
 __all__ = ["spread", "label_ends", "move_ends", "axes_height_points", "text_size"]
 
 
-def spread(positions, gap: float, lo: float = 0.0, hi: float = 1.0) -> list[float]:
+def spread(positions: ArrayLike, gap: float, lo: float = 0.0, hi: float = 1.0) -> list[float]:
     """``positions`` (any order) moved as little as possible so that neighbours are at
     least ``gap`` apart and all lie in ``[lo, hi]`` (when they fit there); returned in
     the order given. Clusters are pushed apart around their mean."""
@@ -49,15 +59,15 @@ def spread(positions, gap: float, lo: float = 0.0, hi: float = 1.0) -> list[floa
     return [float(v) for v in out]
 
 
-def _bottom(group, gap):
+def _bottom(group: list[float], gap: float) -> float:
     return float(np.mean(group)) - gap * (len(group) - 1) / 2
 
 
-def _top(group, gap):
+def _top(group: list[float], gap: float) -> float:
     return _bottom(group, gap) + gap * (len(group) - 1)
 
 
-def text_size(text, fontsize=style.TICK_SIZE):
+def text_size(text: str, fontsize: float = style.TICK_SIZE) -> tuple[float, float]:
     """About how many points ``text`` takes: ``(width, height)`` (DejaVu Sans, ~0.6 em a
     character).
 
@@ -68,27 +78,33 @@ def text_size(text, fontsize=style.TICK_SIZE):
     return 0.6 * fontsize * max(len(t) for t in lines) + 4.0, 1.25 * fontsize * len(lines) + 3.0
 
 
-def axes_height_points(ax) -> float:
+def axes_height_points(ax: Axes) -> float:
     """The axes' height in points where it stands now (before the layout runs, about)."""
     dpi = ax.figure.figure.dpi  # the root figure's (a SubFigure has none of its own)
     return max(1.0, ax.get_window_extent().height * 72.0 / dpi)
 
 
-def _fraction(ax, y) -> float:
+def _fraction(ax: Axes, y: float) -> float:
     lo, hi = ax.get_ylim()
     if ax.get_yscale() == "log":
         return float((np.log10(y) - np.log10(lo)) / (np.log10(hi) - np.log10(lo)))
     return float((y - lo) / (hi - lo))
 
 
-def _axes_width_points(ax) -> float:
+def _axes_width_points(ax: Axes) -> float:
     dpi = ax.figure.figure.dpi
     return max(1.0, ax.get_window_extent().width * 72.0 / dpi)
 
 
 def label_ends(
-    ax, entries, *, fontsize=style.LABEL_SIZE, room: float | None = None, gid_prefix="label:", outside: bool = False
-):
+    ax: Axes,
+    entries: Iterable[tuple[str, float, float, ColorType | None]],
+    *,
+    fontsize: float = style.LABEL_SIZE,
+    room: float | None = None,
+    gid_prefix: str = "label:",
+    outside: bool = False,
+) -> list[Text]:
     """Write each ``(text, x, y, color)`` of ``entries`` at ``(x, y)`` (a line's end),
     to its right, names pushed apart vertically so none overprints another. The x axis
     is widened by ``room`` of its span to hold them (None: as much as the longest name
@@ -134,7 +150,7 @@ def label_ends(
         for text, x, _, color in keep
     ]
     for t in out:
-        t.end_outside = outside  # move_ends keeps them in their column
+        setattr(t, "end_outside", outside)  # noqa: B010  # our own mark on a Text: move_ends keeps them in their column
     move_ends(ax, out, [(x, y) for _, x, y, _ in keep])
     return out
 
@@ -143,7 +159,7 @@ OUTSIDE_PAD = 0.012
 """How far right of the right spine names written ``outside`` start, in x spans."""
 
 
-def move_ends(ax, texts, ends) -> None:
+def move_ends(ax: Axes, texts: Sequence[Text], ends: Sequence[tuple[float, float]]) -> None:
     """Put the names ``texts`` (from ``label_ends``) at the line ends ``ends`` (``[(x,
     y)]``, same order), pushed apart; a name whose end is not finite is hidden. Names
     written ``outside`` keep their column right of the spine; only their heights move."""
@@ -151,7 +167,7 @@ def move_ends(ax, texts, ends) -> None:
     ok = [
         i for i, (x, y) in enumerate(ends) if np.isfinite(x) and np.isfinite(y) and (y > 0 or ax.get_yscale() != "log")
     ]
-    fontsize = texts[0].get_fontsize() if texts else style.LABEL_SIZE
+    fontsize = float(texts[0].get_fontsize()) if texts else style.LABEL_SIZE
     gap = 1.15 * fontsize / axes_height_points(ax)
     fracs = spread([_fraction(ax, ends[i][1]) for i in ok], gap, 0.02, 0.98)
     for t in texts:
@@ -170,7 +186,17 @@ READABLE_GAP = 1.45
 (~1.2 em with descenders) and a quarter em of air between neighbours."""
 
 
-def leaders(ax, ends, placed, colors, *, x0=1.0, x1=1.045, min_shift=0.004, gid="leader"):
+def leaders(
+    ax: Axes,
+    ends: Sequence[float | None],
+    placed: Sequence[float | None],
+    colors: Iterable[ColorType],
+    *,
+    x0: float = 1.0,
+    x1: float = 1.045,
+    min_shift: float = 0.004,
+    gid: str = "leader",
+) -> list[Line2D]:
     """Short lines from each line's end (``ends``: axes-fraction heights at ``x0``) to
     its name moved by ``spread`` (``placed``: heights at ``x1``, same order), in the
     line's colour, only where the name moved more than ``min_shift``; ``None`` entries

@@ -8,11 +8,21 @@ figure's renderer. ``plot_shards``, ``plot_update_shards`` and ``plot_memory`` c
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.backend_bases import RendererBase
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+    from matplotlib.transforms import BboxBase
+
+from ..core.figure import canvas_renderer
 
 PAD = 3.0  # pixels kept between a text and the figure's edge
 
 
-def room(text, box, frame, pad=PAD) -> float:
+def room(text: Text, box: BboxBase, frame: BboxBase, pad: float = PAD) -> float:
     """The width (pixels) ``text`` may take inside ``frame`` about its anchor: twice the
     nearer side for a centred text, the side it runs into for a left or right one."""
     ha = text.get_horizontalalignment()
@@ -41,7 +51,7 @@ def paragraphs(content: str) -> list[str]:
     return out
 
 
-def wrap_to(text, width, renderer) -> bool:
+def wrap_to(text: Text, width: float, renderer: RendererBase) -> bool:
     """Break ``text`` between words until it is at most ``width`` pixels wide (its breaks
     after a sentence part kept, ``paragraphs``); False when no break makes it fit (a
     single long word)."""
@@ -63,21 +73,21 @@ def wrap_to(text, width, renderer) -> bool:
     return False
 
 
-def grow_to_fit(fig, pad=PAD) -> None:
+def grow_to_fit(fig: Figure, pad: float = PAD) -> None:
     """Make ``fig`` taller (its width kept) until everything drawn lies inside it: a
     figure whose titles were broken into more lines needs the room below them."""
     if not hasattr(fig.canvas, "get_renderer"):
         return
     for _ in range(3):
         fig.draw_without_rendering()
-        tight = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
+        tight = fig.get_tightbbox(canvas_renderer(fig))  # inches
         over = max(0.0, -tight.y0) + max(0.0, tight.y1 - fig.get_figheight())
         if over <= pad / fig.dpi:
             return
         fig.set_figheight(fig.get_figheight() + over + 2 * pad / fig.dpi)
 
 
-def keep_inside(fig, texts, pad=PAD) -> None:
+def keep_inside(fig: Figure, texts: Iterable[Text | None], pad: float = PAD) -> None:
     """Re-break each of ``texts`` (``Text`` artists of ``fig``) that leaves the figure
     sideways, then let the layout settle again (a text broken into more lines is taller)."""
     if not hasattr(fig.canvas, "get_renderer"):
@@ -85,7 +95,7 @@ def keep_inside(fig, texts, pad=PAD) -> None:
     texts = [t for t in texts if t is not None and t.get_visible() and t.get_text().strip()]
     for _ in range(2):
         fig.draw_without_rendering()
-        renderer = fig.canvas.get_renderer()
+        renderer = canvas_renderer(fig)
         frame = fig.bbox
         changed = False
         for t in texts:
@@ -100,7 +110,7 @@ def keep_inside(fig, texts, pad=PAD) -> None:
     fig.draw_without_rendering()
 
 
-def titles(fig) -> list:
+def titles(fig: Figure) -> list[Text]:
     """Every axes' (centred) title of ``fig``, inset axes included."""
     out, todo = [], list(fig.axes)
     while todo:

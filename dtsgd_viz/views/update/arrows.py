@@ -23,8 +23,13 @@ and a close-up's axes are as wide as its zoom box (equal aspect), so a length of
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = [
     "DrawnArrow",
@@ -74,14 +79,14 @@ class DrawnArrow:
         return HEAD_LENGTH * self.width * span
 
 
-def _angle(u, v) -> float:
+def _angle(u: np.ndarray, v: np.ndarray) -> float:
     nu, nv = float(np.hypot(*u)), float(np.hypot(*v))
     if not (nu > 0 and nv > 0):
         return 0.0
     return float(np.degrees(np.arccos(np.clip(float(u @ v) / (nu * nv), -1.0, 1.0))))
 
 
-def fit_arrows(chain, span: float) -> list[DrawnArrow]:
+def fit_arrows(chain: Iterable[tuple[str, ArrayLike, ArrayLike]], span: float) -> list[DrawnArrow]:
     """The arrows ``chain`` (``[(term, tail, uv)]``, ``update_geometry.arrow_chain``)
     as a close-up ``span`` wide (data units) draws them: each as wide as ``SHAFT`` or
     narrower so its shaft is ``SHAFT_HEADS`` heads long, never narrower than ``THIN / LEEWAY``

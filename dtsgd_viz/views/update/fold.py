@@ -21,7 +21,19 @@ drawn tip ends level with its true one along the arrow; the "after" dot stays pu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.lines import Line2D
+    from matplotlib.transforms import Transform
+    from matplotlib.typing import ColorType
+    from numpy.typing import ArrayLike
+
+    from .arrows import DrawnArrow
 
 __all__ = ["fold_shift", "shifts", "draw", "data_shift", "FOLD_BACK", "CLEAR"]
 
@@ -30,7 +42,15 @@ CLEAR = 3.0  # pixels beyond the first arrow's shaft width the second is moved s
 NEAR = 3.0  # pixels: shafts closer than their half widths + this would overlap
 
 
-def fold_shift(tail1, tip1, width1, tail2, uv2, width2, flip=1.0):
+def fold_shift(
+    tail1: ArrayLike,
+    tip1: ArrayLike,
+    width1: float,
+    tail2: ArrayLike,
+    uv2: ArrayLike,
+    width2: float,
+    flip: float = 1.0,
+) -> np.ndarray | None:
     """The sideways shift (pixels, ``[dx, dy]``) the second arrow (drawn from ``tail2``
     along ``uv2``, shaft ``width2`` pixels) needs to stay clear of the first (``tail1``
     to ``tip1``, ``width1`` pixels), or None: it turns back more than ``FOLD_BACK`` and
@@ -58,13 +78,13 @@ def fold_shift(tail1, tip1, width1, tail2, uv2, width2, flip=1.0):
     return side * (width1 + CLEAR + back) * perp
 
 
-def shifts(ax, arrows, flip=1.0):
+def shifts(ax: Axes, arrows: Sequence[DrawnArrow], flip: float = 1.0) -> list[np.ndarray | None]:
     """``[shift or None]`` (pixels), one per ``update_arrows.DrawnArrow`` of ``arrows``
     as ``ax`` draws them: an arrow folding back along the one before it is moved aside
     (``fold_shift``, to ``flip``'s side); the first arrow never is."""
     to_px = ax.transData.transform
     px_w = ax.bbox.width
-    out = [None]
+    out: list[np.ndarray | None] = [None]
     for a, b in zip(arrows, arrows[1:]):
         out.append(
             fold_shift(
@@ -80,7 +100,7 @@ def shifts(ax, arrows, flip=1.0):
     return out[: len(arrows)]
 
 
-def data_shift(ax, point, shift):
+def data_shift(ax: Axes, point: ArrayLike, shift: np.ndarray | None) -> np.ndarray:
     """``shift`` (pixels) at ``point`` as a vector in plot coordinates (the axes as
     laid out now): where a label's anchor on the moved arrow goes."""
     if shift is None:
@@ -89,7 +109,7 @@ def data_shift(ax, point, shift):
     return ax.transData.inverted().transform(p + shift) - np.asarray(point, np.float64)
 
 
-def transform(ax, shift):
+def transform(ax: Axes, shift: Sequence[float] | np.ndarray) -> Transform:
     """``ax.transData`` moved by ``shift`` pixels (kept in pixels when the figure's
     layout changes)."""
     from matplotlib.transforms import ScaledTranslation
@@ -98,14 +118,16 @@ def transform(ax, shift):
     return ax.transData + ScaledTranslation(shift[0] / dpi, shift[1] / dpi, ax.figure.dpi_scale_trans)
 
 
-def draw(ax, arrow, shift, color, zorder, gid):
+def draw(
+    ax: Axes, arrow: DrawnArrow, shift: Sequence[float] | np.ndarray, color: ColorType, zorder: float, gid: str
+) -> Line2D:
     """The connector from ``arrow``'s true tail (the tip of the arrow before it) to its
     drawn tail ``shift`` pixels aside: a line as thick as the arrow's shaft in the arrow's
     colour, under the arrow before (its head shows whole). Returns the line."""
     from matplotlib.transforms import ScaledTranslation
 
     dpi = ax.figure.dpi
-    at = ScaledTranslation(float(arrow.tail[0]), float(arrow.tail[1]), ax.transData)
+    at = ScaledTranslation(float(arrow.tail[0]), float(arrow.tail[1]), ax.transData)  # pyright: ignore[reportArgumentType]  # stubs: scale_trans affine only; any Transform works
     lw = max(1.2, arrow.width * ax.bbox.width * 72.0 / dpi)  # points
     (line,) = ax.plot(
         [0.0, shift[0] / dpi],

@@ -17,11 +17,18 @@ dataclasses, so tests check them numerically::
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..paths.geometry import Plane, project
+from ..paths.geometry import Box, Plane, project
 from .arrows import MIN_ARROW  # noqa: F401  (the length a too-short arrow is drawn at)
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ...recording.recording import Recording
 
 __all__ = [
     "UpdateTerms",
@@ -78,13 +85,13 @@ class UpdateTerms:
         return self.total - sum(v for _, v in self.terms)
 
 
-def _consecutive(steps, index) -> bool:
+def _consecutive(steps: np.ndarray, index: int) -> bool:
     if index == 0:
         return int(steps[0]) == 1
     return int(steps[index]) == int(steps[index - 1]) + 1
 
 
-def why_no_arrows(recording, index=None) -> str | None:
+def why_no_arrows(recording: Recording, index: int | None = None) -> str | None:
     """Why the update at ``index`` (every update for None) can't be split into arrows,
     in a short note for the figure; None when it can."""
     missing = [k for k in ("param", "grad", "velocity") if k not in recording.kinds]
@@ -102,7 +109,7 @@ def why_no_arrows(recording, index=None) -> str | None:
     return None
 
 
-def decompose_update(recording, name: str, index: int) -> UpdateTerms:
+def decompose_update(recording: Recording, name: str, index: int) -> UpdateTerms:
     """Split the recorded update at ``index`` into the terms of tf-keras' SGD rule
     (see ``dtsgd_viz.reference``), from the recorded gradient, velocities and learning
     rate, in float64. Needs kinds ``grad`` and ``velocity`` and the previous step
@@ -125,7 +132,7 @@ def decompose_update(recording, name: str, index: int) -> UpdateTerms:
     return _decompose(recording, name, index, steps)
 
 
-def _decompose(recording, name, index, steps):
+def _decompose(recording: Recording, name: str, index: int, steps: np.ndarray) -> UpdateTerms:
     path = recording.path(name).astype(np.float64)
     flat = lambda a: np.asarray(a, np.float64).reshape(-1)  # noqa: E731
     g = flat(recording.global_values(name, "grad")[index])
@@ -162,7 +169,7 @@ def arrow_chain(update: UpdateTerms, plane: Plane) -> list[tuple[str, np.ndarray
     return out
 
 
-def nesterov_points(update: UpdateTerms, plane: Plane):
+def nesterov_points(update: UpdateTerms, plane: Plane) -> tuple[np.ndarray, np.ndarray] | None:
     """``(iterate_xy, lookahead_xy)`` in plot coordinates for a Nesterov update (the
     gradient was taken at the look-ahead point, which is ``origin``), else None."""
     if update.iterate is None:
@@ -173,7 +180,7 @@ def nesterov_points(update: UpdateTerms, plane: Plane):
 # ---- zoomed panels -----------------------------------------------------------------
 
 
-def zoom_box(points, main_box, pad: float = 0.3, min_frac: float = 0.02):
+def zoom_box(points: ArrayLike, main_box: Box, pad: float = 0.3, min_frac: float = 0.02) -> Box | None:
     """A square ``((xmin, xmax), (ymin, ymax))`` around the finite ``points`` (the
     position, the arrow tips, look-ahead marks), grown by ``pad`` of its size on each
     side and at least ``min_frac`` of the larger side of ``main_box``, so an update
@@ -189,7 +196,7 @@ def zoom_box(points, main_box, pad: float = 0.3, min_frac: float = 0.02):
     return ((float(c[0] - span / 2), float(c[0] + span / 2)), (float(c[1] - span / 2), float(c[1] + span / 2)))
 
 
-def zoom_factor(main_box, box) -> float:
+def zoom_factor(main_box: Box, box: Box) -> float:
     """How many times closer a zoomed panel over ``box`` is than the paths panel over
     ``main_box`` (the larger sides' ratio).
 
@@ -201,7 +208,9 @@ def zoom_factor(main_box, box) -> float:
     return main / span if span > 0 else float("inf")
 
 
-def _rect(anchor, d, r, size):
+def _rect(
+    anchor: Sequence[float], d: np.ndarray, r: float, size: tuple[float, float]
+) -> tuple[tuple[float, float, float, float], str, str]:
     """The label box ``(x0, y0, x1, y1)`` of a label ``size`` points, ``r`` points from
     ``anchor`` in direction ``d``, and its alignment."""
     x, y = anchor[0] + r * d[0], anchor[1] + r * d[1]
@@ -217,7 +226,15 @@ STRICT_PULL = 5.0
 MARGIN = 4.5  # points a label keeps clear of an obstacle (its estimated size errs by a point or two)
 
 
-def place_labels(anchors, sizes, obstacles, panel, away=None, radii=(16.0, 28.0, 42.0, 60.0), pull=None):
+def place_labels(
+    anchors: Sequence[Sequence[float]],
+    sizes: Sequence[tuple[float, float]],
+    obstacles: ArrayLike,
+    panel: tuple[float, float],
+    away: Sequence[ArrayLike | None] | None = None,
+    radii: Iterable[float] = (16.0, 28.0, 42.0, 60.0),
+    pull: Sequence[float] | None = None,
+) -> list[tuple[float, float, str, str]]:
     """Where to put labels on leader lines, all in points of a panel ``panel = (W, H)``:
     label ``i`` (``sizes[i] = (w, h)``) names the point ``anchors[i]``; each goes to the
     spot (16 directions x ``radii``) that stays in the panel, overlaps neither the labels
@@ -276,6 +293,7 @@ def place_labels(anchors, sizes, obstacles, panel, away=None, radii=(16.0, 28.0,
                 cost += 0.02 * r - (weight * float(d @ pref) if pref is not None else 0.0)
                 if best is None or cost < best[0]:
                     best = (cost, r * d + shift, ha, va, (x0, y0, x1, y1))
+        assert best is not None  # radii and dirs are never empty
         _, off, ha, va, rect = best
         placed.append(rect)
         leaders.append(_leader(anchor, rect))
@@ -286,7 +304,7 @@ def place_labels(anchors, sizes, obstacles, panel, away=None, radii=(16.0, 28.0,
 CLEAR = 9.0  # points round a leader's anchor where it may touch the mark it names
 
 
-def _leader(anchor, rect):
+def _leader(anchor: ArrayLike, rect: Sequence[float]) -> tuple[np.ndarray, np.ndarray] | None:
     """The leader line ``(a, b)`` from ``anchor`` to where the line to the middle of
     ``rect`` leaves it (as matplotlib's ``annotate`` draws it), or None inside it."""
     a = np.asarray(anchor, np.float64)
@@ -306,20 +324,31 @@ def _leader(anchor, rect):
     return (a, a + min(ts) * d) if ts and min(ts) > 0 else None
 
 
-def _crosses(p, q, r, s) -> bool:
+def _crosses(
+    p: Sequence[float] | np.ndarray,
+    q: Sequence[float] | np.ndarray,
+    r: Sequence[float] | np.ndarray,
+    s: Sequence[float] | np.ndarray,
+) -> bool:
     """Whether the segments ``p q`` and ``r s`` cross."""
     cross = lambda o, a, b: (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])  # noqa: E731
     return (cross(p, q, r) * cross(p, q, s) < 0) and (cross(r, s, p) * cross(r, s, q) < 0)
 
 
-def _cuts(leader, rect) -> bool:
+def _cuts(leader: tuple[np.ndarray, np.ndarray], rect: Sequence[float]) -> bool:
     """Whether the segment ``leader`` crosses an edge of ``rect``."""
     x0, y0, x1, y1 = rect
     c = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
     return any(_crosses(*leader, c[k], c[(k + 1) % 4]) for k in range(4))
 
 
-def _leader_cost(leader, anchor, obstacles, placed, leaders) -> float:
+def _leader_cost(
+    leader: tuple[np.ndarray, np.ndarray] | None,
+    anchor: ArrayLike,
+    obstacles: np.ndarray,
+    placed: Iterable[Sequence[float]],
+    leaders: Iterable[tuple[np.ndarray, np.ndarray] | None],
+) -> float:
     """A leader over the ``obstacles`` (beyond ``CLEAR`` of its anchor) is hidden; one
     through a placed label or across a placed leader reads as naming the wrong thing."""
     if leader is None:

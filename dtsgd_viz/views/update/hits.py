@@ -10,12 +10,23 @@ Pure numpy (and matplotlib's ``Path`` for polygons)::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+Rect = tuple[float, float, float, float]
+"""A box ``(x0, y0, x1, y1)`` in display pixels."""
+Segment = tuple[np.ndarray, np.ndarray]
+"""A segment ``(a, b)``: its two ends, display pixels."""
 
 GAP = 3.0  # pixels a label and a leader keep clear of everything else
 
 
-def _seg_rect(a, b, r) -> bool:
+def _seg_rect(a: np.ndarray, b: np.ndarray, r: Sequence[float]) -> bool:
     """Whether segment ``a b`` meets the rectangle ``r = (x0, y0, x1, y1)`` (Liang-Barsky)."""
     (x0, y0, x1, y1), d = r, b - a
     t0, t1 = 0.0, 1.0
@@ -34,19 +45,19 @@ def _seg_rect(a, b, r) -> bool:
     return True
 
 
-def _seg_seg(p, q, r, s) -> bool:
+def _seg_seg(p: np.ndarray, q: np.ndarray, r: np.ndarray, s: np.ndarray) -> bool:
     cross = lambda o, a, b: (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])  # noqa: E731
     return cross(p, q, r) * cross(p, q, s) < 0 and cross(r, s, p) * cross(r, s, q) < 0
 
 
-def _seg_dist(a, b, pts):
+def _seg_dist(a: np.ndarray, b: np.ndarray, pts: np.ndarray) -> np.ndarray:
     """Each of ``pts``' distance to segment ``a b``."""
     d = b - a
     t = np.clip((pts - a) @ d / (float(d @ d) or 1.0), 0.0, 1.0)
     return np.hypot(*(a + t[:, None] * d - pts).T)
 
 
-def _poly_rect(poly, r, gap=GAP) -> bool:
+def _poly_rect(poly: np.ndarray, r: Sequence[float], gap: float = GAP) -> bool:
     from matplotlib.path import Path
     from matplotlib.transforms import Bbox
 
@@ -56,7 +67,7 @@ def _poly_rect(poly, r, gap=GAP) -> bool:
     return Path(poly, closed=True).intersects_bbox(Bbox([[r[0] - gap, r[1] - gap], [r[2] + gap, r[3] + gap]]))
 
 
-def _seg_poly(a, b, poly, gap=GAP) -> bool:
+def _seg_poly(a: np.ndarray, b: np.ndarray, poly: ArrayLike, gap: float = GAP) -> bool:
     """Whether segment ``a b`` passes within ``gap`` of the polygon ``poly`` (or inside it)."""
     from matplotlib.path import Path
 
@@ -64,7 +75,7 @@ def _seg_poly(a, b, poly, gap=GAP) -> bool:
     lo, hi = np.minimum(a, b) - gap, np.maximum(a, b) + gap  # boxes apart: far from it
     if np.any(poly.min(axis=0) > hi) or np.any(poly.max(axis=0) < lo):
         return False
-    if len(poly) >= 3 and Path(poly).contains_point(a):
+    if len(poly) >= 3 and Path(poly).contains_point((float(a[0]), float(a[1]))):
         return True
     edges = np.concatenate([poly, poly[:1]]) if len(poly) > 1 else poly
     if float(_seg_dist(a, b, edges).min()) < gap:
@@ -87,7 +98,7 @@ def _seg_poly(a, b, poly, gap=GAP) -> bool:
     return False
 
 
-def leaves(a, b, poly):
+def leaves(a: np.ndarray, b: np.ndarray, poly: np.ndarray) -> Segment | None:
     """The part of segment ``a b`` (from ``a`` inside the polygon ``poly``, pixels) from
     ``GAP`` past the last point of it inside ``poly`` (None when it ends there): a leader
     from a mark on an arrow may cross that arrow only where it starts."""
@@ -105,7 +116,9 @@ def leaves(a, b, poly):
     return None if not len(clear) else (rest[int(clear[0])], b)
 
 
-def leader_flaws(anchor, end, rect, hidden, least, corner) -> list:
+def leader_flaws(
+    anchor: np.ndarray, end: np.ndarray, rect: Sequence[float], hidden: float, least: float, corner: float
+) -> list[str]:
     """How a leader from ``anchor`` to ``end`` (its end at the label's box ``rect``,
     pixels) fails to read as a leader: ``"short"`` when less than ``least`` pixels of it
     show beyond the ``hidden`` pixels under what it names (a tick at the text's end reads
@@ -126,20 +139,20 @@ def leader_flaws(anchor, end, rect, hidden, least, corner) -> list:
     return out
 
 
-def _disc_rect(c, rad, r, gap=GAP) -> bool:
+def _disc_rect(c: np.ndarray, rad: float, r: Sequence[float], gap: float = GAP) -> bool:
     nx, ny = min(max(c[0], r[0]), r[2]), min(max(c[1], r[1]), r[3])
     return float(np.hypot(c[0] - nx, c[1] - ny)) < rad + gap
 
 
-def _grow(r, g):
+def _grow(r: Sequence[float], g: float) -> Rect:
     return (r[0] - g, r[1] - g, r[2] + g, r[3] + g)
 
 
-def _rects_meet(r, s, gap=GAP) -> bool:
+def _rects_meet(r: Sequence[float], s: Sequence[float], gap: float = GAP) -> bool:
     return r[0] - gap < s[2] and s[0] - gap < r[2] and r[1] - gap < s[3] and s[1] - gap < r[3]
 
 
-def _trim(anchor, end, own):
+def _trim(anchor: np.ndarray, end: np.ndarray, own: float) -> Segment | None:
     """The leader's part beyond ``own`` pixels of its anchor (None when none is left)."""
     d = end - anchor
     n = float(np.hypot(*d))

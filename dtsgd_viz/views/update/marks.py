@@ -16,10 +16,21 @@ segments inside the panel, clear of the ring::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..core import style
 from . import labels as lab
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from numpy.typing import ArrayLike
+
+    from ..paths.geometry import Box
+    from .arrows import DrawnArrow
+    from .panel import PanelData
 
 __all__ = ["mark_labels", "trail_anchor"]
 
@@ -32,14 +43,16 @@ CLEAR = 0.05  # panel spans the anchor keeps from another mark's line (it names 
 AGE = 0.03  # what each older leg costs, in panel spans off AIM: the newer legs first
 
 
-def _dist(pts, a, b):
+def _dist(pts: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Each of ``pts``' distance to the segment ``a b`` (plot coordinates)."""
     d = b - a
     t = np.clip((pts - a) @ d / (float(d @ d) or 1.0), 0.0, 1.0)
     return np.hypot(*(a + t[:, None] * d - pts).T)
 
 
-def trail_anchor(trail, box, segments=40, avoid=()):
+def trail_anchor(
+    trail: ArrayLike, box: Box, segments: int = 40, avoid: Iterable[tuple[ArrayLike, ArrayLike]] = ()
+) -> np.ndarray | None:
     """Where "path so far" names the path ``trail`` (its points up to the ring, the
     last one): on its newest ``segments`` segments (the newest preferred), ``INSET`` inside ``box``, at least
     ``NEAR`` and ideally ``AIM`` of the panel from the ring, and ``CLEAR`` of the segments
@@ -72,7 +85,13 @@ def trail_anchor(trail, box, segments=40, avoid=()):
     return None if best is None else best[1]
 
 
-def mark_labels(ax, data, arrows, radius, trail=True):
+def mark_labels(
+    ax: Axes,
+    data: PanelData,
+    arrows: Sequence[DrawnArrow],
+    radius: Callable[[float, float, Axes], float],
+    trail: bool = True,
+) -> list[lab.Label]:
     """The labels naming ``data``'s ring ("before"; Nesterov's look-ahead label names it
     instead), the dot the update reaches ("after": the true end, on the shaft of a
     last arrow drawn longer) and the fading path ("path so far", with ``trail``);
@@ -95,8 +114,12 @@ def mark_labels(ax, data, arrows, radius, trail=True):
         out.append(lab.Label("after", last.tail + last.true_uv, f"next-label:{data.key}", own=own))
     avoid = [(a.tail, a.tail + a.uv) for a in arrows]
     if data.nesterov is not None:
-        avoid.append(tuple(data.nesterov))
-    anchor = trail_anchor(data.trail, data.box, avoid=avoid) if trail else None
+        iterate, lookahead = data.nesterov
+        avoid.append((iterate, lookahead))
+    anchor = None
+    if trail:
+        assert data.box is not None  # a panel without a box draws no marks (draw_update_panel)
+        anchor = trail_anchor(data.trail, data.box, avoid=avoid)
     if anchor is not None:
         out.append(lab.Label("path so far", anchor, f"trail-label:{data.key}", own=4.0))
     return out

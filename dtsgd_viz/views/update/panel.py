@@ -11,20 +11,30 @@ the animation call the same function as ``plot_paths``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core import style
+from ..core.figure import canvas_renderer
 from ..paths import geometry as geo
 from . import arrows as arr
 from . import fold, marks
 from . import geometry as upd
 from . import labels as lab
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.typing import ColorType
+    from numpy.typing import ArrayLike
+
+    from ..paths.scene import PathScene
+
 TINT = 0.55  # how far towards white the gradient term's colour is mixed
 
 
-def run_styles(keys) -> dict[str, dict]:
+def run_styles(keys: Iterable[str]) -> dict[str, dict[str, Any]]:
     """``{config: dict(ls, lw, marker, ms, zorder)}``: each run's look from
     ``style.run_looks`` (one look per rule, in every figure)."""
     return {
@@ -33,15 +43,16 @@ def run_styles(keys) -> dict[str, dict]:
     }
 
 
-def tint(color, amount: float = TINT):
+def tint(color: ColorType, amount: float = TINT) -> tuple[float, float, float]:
     """``color`` mixed with white: ``(1 - amount) * color + amount * white`` (RGB)."""
     from matplotlib.colors import to_rgb
 
     rgb = np.asarray(to_rgb(color))
-    return tuple(float(x) for x in (1 - amount) * rgb + amount)
+    r, g, b = (float(x) for x in (1 - amount) * rgb + amount)
+    return r, g, b
 
 
-def term_color(term: str, color):
+def term_color(term: str, color: ColorType) -> ColorType:
     """The run's colour for the momentum / look-ahead term, its tint for the gradient."""
     return tint(color) if term == "gradient" else color
 
@@ -58,13 +69,21 @@ class PanelData:
     key: str
     update: int
     position: np.ndarray
-    chain: tuple
-    nesterov: tuple | None
+    chain: tuple[tuple[str, np.ndarray, np.ndarray], ...]
+    nesterov: tuple[np.ndarray, np.ndarray] | None
     trail: np.ndarray
-    box: tuple
+    box: geo.Box | None  # None: no finite point to frame
 
 
-def panel_data(key, update, coords, index, chain, nesterov, main_box) -> PanelData:
+def panel_data(
+    key: str,
+    update: int,
+    coords: np.ndarray,
+    index: int,
+    chain: Iterable[tuple[str, np.ndarray, np.ndarray]],
+    nesterov: tuple[np.ndarray, np.ndarray] | None,
+    main_box: geo.Box,
+) -> PanelData:
     """The panel of ``key`` at recording index ``index`` (update ``update``)."""
     position = np.asarray(coords[index], np.float64)
     pts = [position, coords[index + 1]]
@@ -82,7 +101,9 @@ PANEL_MIN = 0.005  # of the paths panel: the smallest box (zoom ×200), so a tin
 KEEP_IN = 0.15  # of a box: how far inside it the update's points stay when it is moved
 
 
-def centre_content(box, must, trail, segments=2, keep=KEEP_IN):
+def centre_content(
+    box: geo.Box | None, must: ArrayLike, trail: ArrayLike, segments: int = 2, keep: float = KEEP_IN
+) -> geo.Box | None:
     """``box`` moved (same size) so what the panel draws, the points ``must`` and the
     part of the path ``trail`` (its last ``segments`` legs) inside it, sits in its middle
     along both axes (the explorer keeps two legs of the path), while ``must`` stays ``keep``
@@ -116,7 +137,7 @@ def centre_content(box, must, trail, segments=2, keep=KEEP_IN):
     return ((float(lo_b[0]), float(hi_b[0])), (float(lo_b[1]), float(hi_b[1])))
 
 
-def fade_rgba(color, n, half_life=4.0):
+def fade_rgba(color: ColorType, n: int, half_life: float = 4.0) -> np.ndarray:
     """``n`` RGBA rows of ``color``, their alphas ``fade_alphas(n)`` (oldest first)."""
     from matplotlib.colors import to_rgba
 
@@ -128,7 +149,7 @@ def fade_rgba(color, n, half_life=4.0):
 TRAIL = 40  # segments a trail holds: older ones have faded to the floor of fade_alphas
 
 
-def trail_segments(coords, index, length=TRAIL):
+def trail_segments(coords: np.ndarray, index: int, length: int = TRAIL) -> np.ndarray:
     """The last ``length`` (at most) segments of the path up to the point before the
     update at recording index ``index``, oldest first. The whole path is drawn pale
     underneath, so a 10,000-update run still moves a trail of ``length`` segments."""
@@ -136,7 +157,7 @@ def trail_segments(coords, index, length=TRAIL):
     return np.stack([c[:-1], c[1:]], axis=1) if len(c) > 1 else np.zeros((0, 2, 2))
 
 
-def _clear(ax):
+def _clear(ax: Axes) -> None:
     """Remove what a previous update drew; the axes keep their ticks (``ax.clear()``
     would rebuild them, the slowest part of redrawing a panel for every frame)."""
     for artist in [*ax.lines, *ax.collections, *ax.texts, *ax.patches]:
@@ -145,21 +166,21 @@ def _clear(ax):
 
 
 def draw_update_panel(
-    ax,
-    scene,
+    ax: Axes,
+    scene: PathScene,
     data: PanelData,
-    color,
-    run_style,
-    equal_aspect=True,
+    color: ColorType,
+    run_style: Mapping[str, Any],
+    equal_aspect: bool = True,
     *,
-    label_size=None,
-    smaller=(style.TICK_SIZE,),
-    avoid_path=True,
-    name_marks=False,
-    whole_path=True,
-    crowded=False,
-    _flip=1.0,
-):
+    label_size: float | None = None,
+    smaller: Iterable[float] = (style.TICK_SIZE,),
+    avoid_path: bool = True,
+    name_marks: bool = False,
+    whole_path: bool = True,
+    crowded: bool = False,
+    _flip: float = 1.0,
+) -> float:
     """Clear ``ax`` and draw one run's update ``data`` there: thick arrows tip to tail
     (each shaft at least two heads long, ``update_arrows.fit_arrows``), each named on a
     leader line with its true length, the zoom factor in the title.
@@ -219,12 +240,15 @@ def draw_update_panel(
     return placed.cost
 
 
-def _draw_surroundings(ax, scene, data: PanelData, color, run_style, whole_path=True):
+def _draw_surroundings(
+    ax: Axes, scene: PathScene, data: PanelData, color: ColorType, run_style: Mapping[str, Any], whole_path: bool = True
+) -> None:
     """The loss contours in the zoom box, the whole path faintly (``whole_path``), the
     fading trail up to the update and the position before it (a ring, in every rule's
     panel)."""
     from matplotlib.collections import LineCollection
 
+    assert data.box is not None  # drawn only round a box
     X, Y, Z = geo.loss_grid(scene.surface.value_np, scene.plane, tuple(scene.surface.shape), data.box, n=41)
     levels = geo.log_levels(Z, n=9, inner=0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -236,7 +260,9 @@ def _draw_surroundings(ax, scene, data: PanelData, color, run_style, whole_path=
     if len(seg):  # light and thin, the leg into the ring too: never read as one of the arrows
         rgba = fade_rgba(tint(color, TRAIL_TINT), len(seg), half_life=3.0)
         rgba[:, 3] *= TRAIL_ALPHA
-        ax.add_collection(LineCollection(seg, colors=rgba, linewidths=TRAIL_LW, gid=f"zoom-trail:{data.key}", zorder=3))
+        ax.add_collection(
+            LineCollection(list(seg), colors=rgba, linewidths=TRAIL_LW, gid=f"zoom-trail:{data.key}", zorder=3)
+        )
         ax.scatter(seg[:, 0, 0], seg[:, 0, 1], s=12, c=rgba, zorder=3, gid=f"zoom-trail-points:{data.key}")
     current = style.ROLE_LOOKS["current"]
     ax.plot(
@@ -258,11 +284,11 @@ TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5
 RING_MS = style.ROLE_LOOKS["current"].ms + 2  # the position before the update
 # Nesterov's look-ahead point is that position: its diamond sits inside the ring, white
 # inside so it shows over the arrow leaving the ring in the same colour
-LOOKAHEAD_MARK = dict(marker="D", ms=7.5, mfc="white", mew=1.6, ls="none")
+LOOKAHEAD_MARK: dict[str, Any] = dict(marker="D", ms=7.5, mfc="white", mew=1.6, ls="none")
 NEXT_Z = 6.9  # the point an update reaches: under the arrows, the last head points at it
 
 
-def _draw_chain(ax, data: PanelData, color, flip=1.0):
+def _draw_chain(ax: Axes, data: PanelData, color: ColorType, flip: float = 1.0) -> list[arr.DrawnArrow]:
     """The terms as thick arrows tip to tail, each shaft at least two heads long
     (``update_arrows.fit_arrows``: thinner, or drawn longer and dashed), each drawn over
     the one after it (an arrow folding back starts under the head before it, which shows
@@ -270,12 +296,13 @@ def _draw_chain(ax, data: PanelData, color, flip=1.0):
     point the update reaches: under the last head when the arrow ends there, over the
     shaft when the last arrow is drawn longer or aside (its drawn tip is not the update's
     end). Returns the ``DrawnArrow`` list."""
+    assert data.box is not None  # drawn only round a box
     span = float(np.ptp(data.box[0]))
     arrows = arr.fit_arrows(data.chain, span)  # one folding straight back is drawn aside
     arrows = [dataclasses.replace(a, shift=s) for a, s in zip(arrows, fold.shifts(ax, arrows, flip))]
     for i, a in enumerate(arrows):
         tc, z = term_color(a.term, color), ARROW_Z + 0.1 * (len(arrows) - i)
-        moved = {} if a.shift is None else dict(transform=fold.transform(ax, a.shift))
+        moved: dict[str, Any] = {} if a.shift is None else dict(transform=fold.transform(ax, a.shift))
         if a.shift is not None:  # joined to the true tip before it
             fold.draw(ax, a, a.shift, tc, z - 0.01, f"zoom-connector:{data.key}:{a.term}")
         q = ax.quiver(
@@ -298,7 +325,7 @@ def _draw_chain(ax, data: PanelData, color, flip=1.0):
             linestyle=(0, (4.0, 2.0)) if a.dashed else "-",
             **moved,
         )
-        q.magnified = a.factor
+        setattr(q, "magnified", a.factor)  # noqa: B010  # our own mark on the Quiver: how much longer it is drawn
     if arrows:
         tip = arrows[-1].tail + arrows[-1].true_uv
         hidden = arrows[-1].dashed or arrows[-1].shift is not None  # else under the last head
@@ -314,9 +341,10 @@ def _length(x: float) -> str:
     return f"{x:.2g}" if x >= 1e-3 else f"{x:.1e}"
 
 
-def _arrow_labels(ax, data: PanelData, arrows):
+def _arrow_labels(ax: Axes, data: PanelData, arrows: list[arr.DrawnArrow]) -> list[lab.Label]:
     """Each arrow's name and true length (``update_labels.Label``), anchored at the
     middle of its shaft (clear of its head, so the leader meets the shaft)."""
+    assert data.box is not None  # drawn only round a box
     out = []
     span = float(np.ptp(data.box[0])) or 1.0
     for a in arrows:
@@ -344,11 +372,12 @@ def _arrow_labels(ax, data: PanelData, arrows):
     return out
 
 
-def _draw_lookahead(ax, data: PanelData, color, before=False):
+def _draw_lookahead(ax: Axes, data: PanelData, color: ColorType, before: bool = False) -> list[lab.Label]:
     """Nesterov's classical iterate, the dotted line of μ·v_prev from it to the
     look-ahead point where g was taken (the parameter, in its ring); returns their
     labels, placed with the arrows' (``update_labels.place``); ``before``: the
     look-ahead point's label names the ring too (it is the parameter before the update)."""
+    assert data.nesterov is not None and data.box is not None  # drawn only for a Nesterov update, round a box
     it, la = data.nesterov
     from matplotlib import patheffects
 
@@ -407,12 +436,12 @@ COINCIDE = 0.02  # iterate and look-ahead closer than this (in panel spans) are 
 PATH_SEGMENTS = TRAIL  # the path's last segments the labels keep off: all the trail draws
 
 
-def _radius(ms, mew, ax) -> float:
+def _radius(ms: float, mew: float, ax: Axes) -> float:
     """A marker's radius in pixels (its size and edge, in points)."""
     return (ms + mew) / 2 * ax.figure.dpi / 72.0
 
 
-def _obstacles(ax, data: PanelData, arrows):
+def _obstacles(ax: Axes, data: PanelData, arrows: Sequence[arr.DrawnArrow]) -> lab.Things:
     """``(polygons, discs, line points)`` in pixels: the arrows as quiver draws them, the
     marks, and points along the path's last segments and Nesterov's dotted line."""
     to_px = ax.transData.transform
@@ -424,7 +453,7 @@ def _obstacles(ax, data: PanelData, arrows):
         )
         for a in arrows
     ]
-    discs = []
+    discs: list[tuple[np.ndarray, float]] = []
     for line in ax.lines:
         if line.get_marker() in (None, "None", "", " ") or not (line.get_gid() or "").startswith(
             ("zoom-position", "zoom-next", "iterate:", "lookahead:")
@@ -438,7 +467,7 @@ def _obstacles(ax, data: PanelData, arrows):
     return polys, discs, line_points([to_px(line) for line in lines], ax.bbox.extents)
 
 
-def line_points(lines, frame, spacing=2.0):
+def line_points(lines: Iterable[ArrayLike], frame: Sequence[float], spacing: float = 2.0) -> np.ndarray:
     """Points every ``spacing`` pixels along the polylines ``lines`` (pixels), those
     inside ``frame = (x0, y0, x1, y1)``: what a label must not sit on."""
     pts = [np.zeros((0, 2))]
@@ -454,11 +483,12 @@ def line_points(lines, frame, spacing=2.0):
     return pts[(pts[:, 0] >= x0) & (pts[:, 0] <= x1) & (pts[:, 1] >= y0) & (pts[:, 1] <= y1)]
 
 
-def _frame_panel(ax, data: PanelData, color, equal_aspect, zoom):
+def _frame_panel(ax: Axes, data: PanelData, color: ColorType, equal_aspect: bool, zoom: float) -> None:
     """Limits on the zoom box, a few tick labels for its scale, the title (with the zoom
     factor over the paths panel) and spines in the run's colour."""
     from matplotlib.ticker import MaxNLocator
 
+    assert data.box is not None  # framed only round a box
     ax.set_xlim(*data.box[0])
     ax.set_ylim(*data.box[1])
     if equal_aspect:
@@ -474,7 +504,7 @@ def _frame_panel(ax, data: PanelData, color, equal_aspect, zoom):
         fontweight="bold",
     )
     if hasattr(ax.figure.canvas, "get_renderer"):  # no wider than its panel: it would leave the figure
-        renderer = ax.figure.canvas.get_renderer()
+        renderer = canvas_renderer(ax.figure)
         for size in np.arange(style.TITLE_SIZE, style.TICK_SIZE - 0.01, -0.5):
             title.set_fontsize(float(size))
             if title.get_window_extent(renderer).width <= ax.bbox.width:

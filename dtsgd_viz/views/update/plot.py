@@ -26,6 +26,9 @@ panels are drawn by ``views.update.panel``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..core import style
@@ -39,6 +42,12 @@ from . import labels as lab
 from . import panel
 from .arrows import fit_arrows
 from .words import update_finding
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ...recording.recording import Recording
+    from ...theory.surfaces.base import Surface
 
 __all__ = ["plot_update", "update_finding", "shared_zoom", "fit_box", "UPDATE_CAPTION"]
 
@@ -63,7 +72,13 @@ PANEL_GAP = 0.55  # inches between panels (their tick labels)
 HEAD = 1.95  # inches over and under the panels: headline, panel titles, ticks, caption
 
 
-def plot_update(recordings, surface, step=None, *, name=None):
+def plot_update(
+    recordings: Recording | Mapping[str, Recording],
+    surface: Surface,
+    step: int | None = None,
+    *,
+    name: str | None = None,
+) -> Figure:
     """One optimizer update of every run, up close: one panel per run, side by side.
 
     Args:
@@ -93,6 +108,7 @@ def plot_update(recordings, surface, step=None, *, name=None):
     auto = update is None
     if auto:
         update = default_update(scene)
+    assert update is not None  # the recordings hold updates (build_scene checked): one is picked
     index = {k: geo.step_index(r.steps, update) for k, r in scene.recordings.items()}
     for key, rec in scene.recordings.items():
         why = upd.why_no_arrows(rec, index[key])
@@ -107,6 +123,7 @@ def plot_update(recordings, surface, step=None, *, name=None):
     fig = new_figure((style.WIDTH, side + HEAD), wspace=0.04)
     picked = " · the update where the runs differ most" if auto and len(keys) > 1 else ""
     finding = findings_of(scene, step=update).update_headline()  # update_finding(terms, update)
+    assert finding is not None  # every run's update can be taken apart (checked above)
     if scene.plane.dim > 2:  # measured on the recorded vectors, drawn projected (the subtitle says on what)
         finding = _phrase_line(finding, f"in all {scene.plane.dim} parameters", style.SUPTITLE_SIZE)
     headline(fig, finding, settings_line(scene) + picked)
@@ -176,7 +193,7 @@ def _phrase_line(finding: str, phrase: str, size: float) -> str:
     return one if "\n" not in fit(one, style.WIDTH * 72.0, size, bold=True) else f"{finding},\n{phrase}"
 
 
-def fit_box(data, main_box, pad=FIT_PAD):
+def fit_box(data: panel.PanelData, main_box: geo.Box, pad: float = FIT_PAD) -> panel.PanelData:
     """``data`` (a ``PanelData``) with its zoom box fitted to what the panel draws: the
     position, the arrows' tips as drawn (an arrow drawn longer reaches further,
     ``update_arrows.fit_arrows``) and Nesterov's points, ``pad`` of their size round
@@ -197,7 +214,7 @@ def fit_box(data, main_box, pad=FIT_PAD):
     return dataclasses.replace(data, box=box)
 
 
-def shared_zoom(datas, within=SHARED_ZOOM):
+def shared_zoom(datas: Sequence[panel.PanelData], within: float = SHARED_ZOOM) -> tuple[list[panel.PanelData], bool]:
     """``(datas, same)``: the panels' ``PanelData`` with one box size for all (the
     largest, each box kept on its own centre) when their boxes are within ``within``
     times of each other, so one zoom lets the eye compare the arrows; else as given.
@@ -211,9 +228,10 @@ def shared_zoom(datas, within=SHARED_ZOOM):
     """
     import dataclasses
 
-    boxes = [d.box for d in datas]
-    if any(b is None for b in boxes) or len(datas) < 2:
+    given = [d.box for d in datas]
+    if any(b is None for b in given) or len(datas) < 2:
         return list(datas), False
+    boxes = [b for b in given if b is not None]  # every one of them
     spans = [max(float(np.ptp(b[0])), float(np.ptp(b[1]))) for b in boxes]
     if max(spans) > within * min(spans):
         return list(datas), False

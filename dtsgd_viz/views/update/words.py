@@ -3,10 +3,16 @@ how far the runs' directions part (``update_finding``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..paths import geometry as geo
 from . import geometry as upd
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["update_finding"]
 
@@ -19,7 +25,7 @@ def _times(f: float) -> str:
     return f"{f:.0f}×" if f >= 9.5 else f"{f:.1f}×"
 
 
-def update_finding(terms, update) -> str:
+def update_finding(terms: Mapping[str, upd.UpdateTerms], update: int) -> str:
     """The headline of ``plot_update``: ``terms`` is ``{config: UpdateTerms}`` at
     ``update``. Which run's update is longest and by how much (its length, in parameter
     units) against the others', and how far their directions part; one run: its
@@ -50,6 +56,7 @@ def update_finding(terms, update) -> str:
     text = f"Update {int(update)}: {name(top)}'s step is " + " and ".join(others)
     angle, pair = _largest_angle([terms[k].total for k in ranked])
     if angle is not None and angle >= 10:
+        assert pair is not None  # found with the angle
         a, b = (ranked[i] for i in pair)
         if len(ranked) == 2:
             text += f", {angle:.0f}° apart"
@@ -64,7 +71,7 @@ def update_finding(terms, update) -> str:
     return text + tail
 
 
-def _carried(t) -> str:
+def _carried(t: upd.UpdateTerms) -> str:
     """What carries one run's update: its larger term, and by how much."""
     sizes = [(k, float(np.linalg.norm(v))) for k, v in t.terms]
     if len(sizes) == 1:
@@ -74,14 +81,14 @@ def _carried(t) -> str:
     return f"its {upd.TERM_SHORT[k1]} {'∞×' if not np.isfinite(ratio) else _times(ratio)} its {upd.TERM_SHORT[k2]}"
 
 
-def _angle(u, v) -> float:
+def _angle(u: ArrayLike, v: ArrayLike) -> float:
     """The angle in degrees between ``u`` and ``v`` (0 if one is 0)."""
     u, v = np.asarray(u, np.float64).reshape(-1), np.asarray(v, np.float64).reshape(-1)
     n = float(np.linalg.norm(u) * np.linalg.norm(v))
     return float(np.degrees(np.arccos(np.clip(float(u @ v) / n, -1.0, 1.0)))) if n > 0 else 0.0
 
 
-def _largest_angle(vectors):
+def _largest_angle(vectors: Iterable[ArrayLike]) -> tuple[float, tuple[int, int]] | tuple[None, None]:
     """``(angle, (i, j))``: the largest angle in degrees between any two of ``vectors``
     and which two (``(None, None)`` if one is 0)."""
     vs = [np.asarray(v, np.float64).reshape(-1) for v in vectors]
