@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.slow  # the demo takes about a minute
+pytestmark = pytest.mark.slow  # the demo, 12 updates per run: about half a minute
 
 REPORT = re.compile(r"^Report: (\d+) files and (\S+) in (.+)$", re.M)
 LISTED = re.compile(r"^  (\S+) +\S")
@@ -23,7 +23,7 @@ def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo") / "report"
     env = {k: v for k, v in os.environ.items() if k != "DTSGD_VIZ_PROGRESS"}  # bars on
     run = subprocess.run(
-        [sys.executable, "-m", "dtsgd_viz.cli", "demo", "--out", str(out), "--gif-frames", "3"],
+        [sys.executable, "-m", "dtsgd_viz.cli", "demo", "--out", str(out), "--steps", "12", "--gif-frames", "3"],
         env=env,
         capture_output=True,
         text=True,

@@ -84,6 +84,7 @@ def _bytes(shape):
     return int(np.prod(shape)) * 4  # float32
 
 
+@pytest.mark.slow
 def test_every_collective_of_the_step_is_named(fitted):
     mesh, model, report, plan = fitted
     assert not report.ran_step  # fit compiled it: read, not run
@@ -104,6 +105,7 @@ def test_every_collective_of_the_step_is_named(fitted):
         ), name
 
 
+@pytest.mark.slow
 def test_the_layer_norm_gradients_are_summed_over_batch_sharded_then_gathered(fitted):
     mesh, model, report, plan = fitted
     hidden = dtensor.fetch_layout(_variable(model, "hidden/kernel"))

@@ -115,6 +115,7 @@ def _check_gradients(report, model, dim_sizes, dims=("batch",), skip=()):
 
 
 # ------------------------------------------------------------------ data-parallel MLP
+@pytest.mark.slow
 def test_a_first_report_runs_the_step_once_and_restores_every_variable():
     mesh = dtsgd_viz.make_mesh({"batch": 8})
     model, opt, step = _mlp_setup(mesh, {})
@@ -151,6 +152,7 @@ def sharded():
     return mesh, model, opt, step
 
 
+@pytest.mark.slow
 def test_a_compiled_step_is_read_not_run(sharded, monkeypatch):
     mesh, model, opt, step = sharded
     before = _state(model, opt)
@@ -169,6 +171,7 @@ def test_a_compiled_step_is_read_not_run(sharded, monkeypatch):
     assert sum(c.bytes_per_device for c in report.select("gradient")) == 3680
 
 
+@pytest.mark.slow
 def test_the_activation_collectives_of_the_sharded_mlp_are_listed_and_named(sharded):
     report = communication(sharded[3])
     model_groups = ((0, 1, 2, 3), (4, 5, 6, 7))
@@ -252,6 +255,7 @@ def test_a_report_saves_and_loads(sharded, tmp_path):
 
 
 # ------------------------------------------------------------------ a 3-D mesh
+@pytest.mark.slow
 def test_a_2x2x2_mesh_reduces_gradients_over_batch_only():
     """Megatron-style: d1 by columns, d2 by rows over ``model``; ``x`` replicates."""
     sizes = {"x": 2, "batch": 2, "model": 2}
@@ -284,6 +288,7 @@ def _example(build, data):
     return model, report
 
 
+@pytest.mark.slow
 def test_the_conv_net():
     model, report = _example(models.conv_net, models.bars)
     convs = ("conv1/kernel", "conv1/bias", "conv2/kernel", "conv2/bias")

@@ -117,6 +117,7 @@ def test_make_mesh_bad_inputs():
         dtsgd_viz.make_mesh({"x": 2}, device_type="FPGA")
 
 
+@pytest.mark.slow
 def test_make_mesh_in_fresh_process_creates_devices(tmp_path):
     import subprocess
     import sys

@@ -80,6 +80,7 @@ def _measure(mesh, kernel_specs, bias_specs):
 
 
 @pytest.mark.parametrize("kernel_specs", [("c", "a"), ("a", "b")], ids=["one batch dim", "every batch dim"])
+@pytest.mark.slow
 def test_a_kernel_sharded_along_batch_dims_is_gathered_then_summed_over_every_batch_dim(mesh, kernel_specs):
     report, plan = _measure(mesh, kernel_specs, (U,))
     used = tuple(d for d in BATCH if d in kernel_specs)
@@ -120,6 +121,7 @@ def test_a_bias_sharded_like_the_kernel_lets_dtensor_move_the_activations_instea
     assert {line.split(":")[0] for line in differ} == set(plan.unpredictable)
 
 
+@pytest.mark.slow
 def test_a_live_model_names_the_layers_whose_gradients_layouts_cannot_price():
     """The conv net: ShardedConv2D's weights (relaid out to replicated) are the variables
     whose measured all-reduce differs from the plan, and exactly those the plan names."""
@@ -139,6 +141,7 @@ def test_a_live_model_names_the_layers_whose_gradients_layouts_cannot_price():
     assert communication_plan(dtsgd_viz.memory_plan(model)).unpredictable == {}
 
 
+@pytest.mark.slow
 def test_an_embedding_table_sharded_by_rows_is_named():
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = models.transformer_block(mesh)

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SEQUENCE = textwrap.dedent("""
     import numpy as np
     import tensorflow as tf
@@ -41,6 +43,7 @@ SEQUENCE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_dtensor_adam_on_a_fresh_mesh_after_the_instrumented_sgd():
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run([sys.executable, "-c", SEQUENCE], capture_output=True, text=True, env=env, timeout=300)

@@ -57,6 +57,7 @@ def loop_run(name, exact, steps=30):
 
 
 @pytest.mark.parametrize("name", MODELS)
+@pytest.mark.slow
 def test_custom_loop_with_exact_update_trains_and_follows_the_rule(name):
     _, _, r, caught = loop_run(name, True)
     assert len(r) == 30 and r.loss[-1] < 0.7 * r.loss[0]
@@ -66,6 +67,7 @@ def test_custom_loop_with_exact_update_trains_and_follows_the_rule(name):
 
 
 @pytest.mark.parametrize("name", MODELS)
+@pytest.mark.slow
 def test_recording_holds_the_live_shards_in_the_layout_maps_layouts(name):
     model, opt, r, _ = loop_run(name, True)
     layout_map = MODELS[name][1](_mesh())
@@ -83,6 +85,7 @@ def test_recording_holds_the_live_shards_in_the_layout_maps_layouts(name):
 
 
 @pytest.mark.parametrize("name", MODELS)
+@pytest.mark.slow
 def test_default_update_is_warned_about_and_flagged(name):
     _, _, r, caught = loop_run(name, False)
     stale = [m for m in caught if STALE in m]
@@ -97,6 +100,7 @@ def test_default_update_is_warned_about_and_flagged(name):
 
 
 @pytest.mark.parametrize("name", MODELS)
+@pytest.mark.slow
 def test_fit_with_a_dtensor_dataset_trains_and_follows_the_rule(name):
     build, _, data, lr = MODELS[name]
     mesh = _mesh()

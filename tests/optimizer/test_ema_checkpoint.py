@@ -30,6 +30,7 @@ def _mse(model, mesh):
 # ---- item 1: EMA on a mesh ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_upstream_dtensor_sgd_discards_the_training_with_ema_on_a_mesh():
     """Upstream behaviour (tf-keras 2.21), pinned: its DTensor SGD never updates the
     averages on a mesh, so the ``finalize_variable_values`` that ends ``model.fit``
@@ -66,6 +67,7 @@ EMA_CASES += [
 
 
 @pytest.mark.parametrize("name, frequency, mode, exact", EMA_CASES)
+@pytest.mark.slow
 def test_ema_on_a_mesh_follows_tf_keras_formula(name, frequency, mode, exact):
     """Every step's parameters, velocities and averages against ``reference.replay_ema``
     fed with the recorded gradients: averages updated after every step, the weights
@@ -166,6 +168,7 @@ def _state(model, opt):
 
 
 @pytest.mark.parametrize("method", ["checkpoint", "save_weights"])
+@pytest.mark.slow
 def test_checkpoint_restored_in_a_fresh_process_continues_exactly(tmp_path, method):
     """Train N steps, save model + optimizer (momentum slots, EMA averages, iteration
     count), restore into a fresh process (optimizer rebuilt from its JSON config), train
@@ -248,6 +251,7 @@ def test_config_mesh_without_its_devices_is_a_clear_error(dims, device_type):
 
 
 @pytest.mark.filterwarnings("ignore:You are saving your model as an HDF5 file")
+@pytest.mark.slow
 def test_keras_and_h5_saves_of_a_sharded_model_fail_upstream(tmp_path):
     """Upstream behaviour (tf-keras 2.21), pinned: the ``.keras`` and ``.h5`` formats
     copy every weight to one host array, which DTensor refuses for a sharded one. The
@@ -263,6 +267,7 @@ def test_keras_and_h5_saves_of_a_sharded_model_fail_upstream(tmp_path):
             model.save(tmp_path / name)
 
 
+@pytest.mark.slow
 def test_savedmodel_reloads_the_optimizer_with_its_mesh_but_not_the_sharding(tmp_path):
     """Before: the saved optimizer config was named "SGD", so tf-keras rebuilt its own
     SGD (no mesh), and ``exact_update``/``data_dependent_update`` made that fail with a

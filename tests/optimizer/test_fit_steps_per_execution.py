@@ -50,6 +50,7 @@ def plain():
 
 
 @pytest.mark.parametrize("steps_per_execution", [1, 2, 10])
+@pytest.mark.slow
 def test_fit_keeps_every_update_whatever_steps_per_execution(plain, steps_per_execution, caplog):
     caplog.set_level(logging.WARNING, logger="tensorflow")
     recording, ours = _train(steps_per_execution)
@@ -65,6 +66,7 @@ def test_fit_keeps_every_update_whatever_steps_per_execution(plain, steps_per_ex
     assert slow == []
 
 
+@pytest.mark.slow
 def test_the_callback_sizes_the_ring_before_the_first_trace():
     """With k updates per call the ring holds two calls' worth (and the step a periodic
     flush leaves) when that fits the staging budget; an asked-for smaller ring is raised

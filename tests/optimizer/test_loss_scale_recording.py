@@ -290,6 +290,7 @@ FOREIGN = (
 )
 
 
+@pytest.mark.slow
 def test_a_foreign_dynamic_loss_scale_is_refused_whichever_is_built_first(mesh):
     model = overflow_model(mesh)
     variables = model.trainable_variables

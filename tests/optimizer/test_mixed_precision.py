@@ -52,6 +52,7 @@ def _fit(model, opt, mesh, rec, steps=12):
     return model.fit(dds, epochs=2, steps_per_epoch=steps // 2, verbose=0, callbacks=callbacks)
 
 
+@pytest.mark.slow
 def test_layoutmap_leaves_wrapped_variables_off_the_mesh_until_laid_out(mesh, policy):
     model = layoutmap_mlp(mesh)
     plain_sgd = tf_keras.dtensor.experimental.optimizers.SGD
@@ -87,6 +88,7 @@ def test_sgd_on_a_mesh_names_the_fix_for_unlaid_variables(mesh, policy):
         opt.build(model.trainable_variables)
 
 
+@pytest.mark.slow
 def test_bfloat16_and_fixed_loss_scale_float16_fit_and_record_float32(mesh, policy):
     model = dtsgd_viz.layout_autocast_variables(layoutmap_mlp(mesh))
     rec = dtsgd_viz.Recorder()
@@ -111,6 +113,7 @@ def test_bfloat16_and_fixed_loss_scale_float16_fit_and_record_float32(mesh, poli
     assert "(none)" not in table and "no velocity slot" not in table
 
 
+@pytest.mark.slow
 def test_dynamic_loss_scale_trains_but_refuses_a_recorder(mesh):
     tf_keras.mixed_precision.set_global_policy("mixed_float16")
     try:
@@ -215,6 +218,7 @@ def _documented_scales(skipped, initial=2.0**15, growth_steps=GROWTH_STEPS):
 
 
 @pytest.mark.parametrize("how", ["fit", "loop"])
+@pytest.mark.slow
 def test_mesh_loss_scale_halves_once_per_overflow(mesh, how):
     model = overflow_model(mesh)
     opt = dtsgd_viz.MeshLossScaleOptimizer(
@@ -235,6 +239,7 @@ def test_mesh_loss_scale_halves_once_per_overflow(mesh, how):
     assert any(b == 2 * a for a, b in zip(scales, scales[1:]))  # and it grew back
 
 
+@pytest.mark.slow
 def test_plain_tf_keras_loss_scale_races_on_a_mesh(mesh):
     """Upstream bug, pinned: tf-keras' LossScaleOptimizer keeps its scale and counter as
     CPU:0 variables that every device updates in turn; one overflow on 2x4 divides the

@@ -84,6 +84,7 @@ def test_config_round_trip():
     assert config["global_clipnorm"] == 2.0 and config["name"] == "mine"
 
 
+@pytest.mark.slow
 def test_documented_methods_on_a_mesh():
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
     problem = Problem((4, 8), layout(mesh, "x", "y"))
@@ -108,6 +109,7 @@ def test_documented_methods_on_a_mesh():
 
 
 @pytest.mark.parametrize("mode", ["eager-apply", "graph"])
+@pytest.mark.slow
 def test_hooks_do_not_change_the_math(config, mode):
     """Bit-identical parameters and velocities with and without hooks, against the
     plain tf-keras DTensor optimizer."""
@@ -256,6 +258,7 @@ def _check_truth(model, recording, replicas_may_differ=False):
 
 
 @pytest.mark.parametrize("mode, data_dependent", [("eager", False), ("graph", True)])
+@pytest.mark.slow
 def test_layoutmap_model_follows_the_rule(mode, data_dependent):
     model, recording = _train_mlp(mode, data_dependent)
     _check_truth(model, recording)
@@ -272,6 +275,7 @@ def test_layoutmap_model_follows_the_rule(mode, data_dependent):
     assert all(len(s) == 0 for s in reference.check_recording(recording).values())
 
 
+@pytest.mark.slow
 def test_layoutmap_model_in_tf_function_shows_the_stale_velocity_hazard():
     """Upstream behaviour (tf 2.21 / tf-keras 2.21), recorded faithfully: inside a
     DTensor tf.function, tf-keras re-reads the momentum slot before its own assign
@@ -316,6 +320,7 @@ def test_layoutmap_model_in_tf_function_shows_the_stale_velocity_hazard():
     assert seen_stale > 0
 
 
+@pytest.mark.slow
 def test_layoutmap_model_fit_with_dtensor_dataset():
     import tensorflow as tf  # noqa: F811
 
@@ -382,6 +387,7 @@ def _mlp_step(exact_update, layers=3, width=8):
     return model, opt, train_step
 
 
+@pytest.mark.slow
 def test_the_exact_update_relays_each_gradient_to_its_variables_layout():
     """DTensor gives the kernel gradients x^T @ dy the transpose of their variables'
     layouts; the default update (tf-keras' own) then converts the velocity with

@@ -34,6 +34,7 @@ def _embedding_model(mesh, table_specs):
 
 
 @pytest.mark.parametrize("table_specs", [("model", "unsharded"), ("unsharded", "model")], ids=["rows", "columns"])
+@pytest.mark.slow
 def test_embedding_gradients_are_densified_on_a_mesh_and_recorded_exactly(table_specs):
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = _embedding_model(mesh, table_specs)

@@ -19,6 +19,7 @@ UPSTREAM = pathlib.Path(__file__).resolve().parents[2] / "docs" / "upstream"
         ("stale_velocity.py", ["--relayout-gradients"], "RESULT: the runs agree"),  # workaround
     ],
 )
+@pytest.mark.slow
 def test_upstream_reproduction_still_shows_the_bug(script, args, expected):
     source = (UPSTREAM / script).read_text()
     assert "dtsgd_viz" not in source.replace("(no dtsgd_viz)", "")  # plain tf-keras only

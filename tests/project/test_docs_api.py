@@ -44,6 +44,7 @@ def test_each_recording_field_is_followed_by_its_own_docstring():
     assert len(set(texts)) == len(texts)  # no two fields share one
 
 
+@pytest.mark.slow
 def test_the_generated_reference_gives_each_field_its_text():
     """What mkdocstrings renders: griffe reads ``dtsgd_viz.Recording`` as the site does
     (with docs/griffe_ext.py, which follows the lazily imported names)."""

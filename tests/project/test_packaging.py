@@ -160,6 +160,7 @@ def test_cli_rejects_bad_steps():
     assert out.returncode == 2 and "--steps must be >= 1 (received 0)" in out.stderr
 
 
+@pytest.mark.slow
 def test_readme_example_runs(tmp_path):
     readme = (ROOT / "README.md").read_text()
     code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
@@ -235,6 +236,7 @@ def test_a_wheel_installs_and_runs_the_quick_start(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_every_command_has_a_clean_help():
     for args in ([], ["demo"], ["app"], ["launch"]):
         out = subprocess.run(

@@ -39,6 +39,7 @@ def ring(request, monkeypatch):
 
 
 @pytest.mark.parametrize("every, slots", [(1, 2), (1, 3), (2, 3)])
+@pytest.mark.slow
 def test_both_ring_kinds_record_what_eager_capture_records(ring, every, slots):
     problem, rec, opt = _setup(every=every, buffer_steps=slots)
     step = problem.graph_step(opt)
@@ -54,6 +55,7 @@ def test_both_ring_kinds_record_what_eager_capture_records(ring, every, slots):
         np.testing.assert_array_equal(graph.global_values("w", kind), eager.global_values("w", kind))
 
 
+@pytest.mark.slow
 def test_recorded_values_do_not_change_when_training_goes_on(ring):
     """Host copies are views of device buffers until the recording is built: a later
     update or a later write into the same ring slot must not reach them."""
@@ -76,6 +78,7 @@ def test_recorded_values_do_not_change_when_training_goes_on(ring):
 
 
 @pytest.mark.parametrize("slots, every, interval", [(4, 1, 3), (4, 2, 6), (8, 1, 7), (1, 1, 1)])
+@pytest.mark.slow
 def test_loop_flushes_once_per_ring_and_loses_nothing(slots, every, interval):
     problem, rec, opt = _setup(buffer_steps=slots, every=every)
     step = problem.graph_step(opt)
@@ -91,6 +94,7 @@ def test_loop_flushes_once_per_ring_and_loses_nothing(slots, every, interval):
     assert len(rec.recording.dropped_steps) == 0
 
 
+@pytest.mark.slow
 def test_periodic_flush_leaves_the_latest_step_for_the_next_flush():
     problem, rec, opt = _setup(buffer_steps=4)
     step = problem.graph_step(opt)
@@ -116,6 +120,7 @@ def test_a_large_tensor_gets_per_slot_variables_and_a_small_one_a_stacked_ring()
     assert [list(s) for s in rec._staging.ring.values] == [[("big", "param")]] * 2
 
 
+@pytest.mark.slow
 def test_tensors_alike_share_one_stacked_variable_and_record_what_eager_capture_records():
     """The (variable, kind)s of one phase with the same shape, dtype and layout share one
     stacked ring variable (one scatter per step for all of them, and few variables to
@@ -169,6 +174,7 @@ def test_tensors_alike_share_one_stacked_variable_and_record_what_eager_capture_
 
 
 @pytest.mark.parametrize("steps_per_execution", [1, 3])
+@pytest.mark.slow
 def test_keras_callback_counts_batches_not_calls(steps_per_execution):
     import tensorflow as tf
     from helpers.builders import layoutmap_mlp as _mlp
@@ -201,6 +207,7 @@ def test_keras_callback_counts_batches_not_calls(steps_per_execution):
     assert len(rec.recording.dropped_steps) == 0
 
 
+@pytest.mark.slow
 def test_a_loop_abandoned_mid_way_flushes_eagerly_even_inside_a_trace():
     """Python finalises an abandoned ``rec.loop`` generator whenever it collects it,
     possibly while a tf.function is being traced: its final flush must still work."""
@@ -223,6 +230,7 @@ def test_a_loop_abandoned_mid_way_flushes_eagerly_even_inside_a_trace():
 
 
 @pytest.mark.parametrize("every", [1, 2])
+@pytest.mark.slow
 def test_own_loop_flushing_once_per_ring_loses_nothing(every):
     """The README's rule for a loop of one's own: flush() at least every buffer_steps
     recorded steps (a full flush also reads the latest step from the variables)."""
@@ -238,6 +246,7 @@ def test_own_loop_flushing_once_per_ring_loses_nothing(every):
     np.testing.assert_array_equal(rec.recording.global_values("w", "grad"), eager.global_values("w", "grad"))
 
 
+@pytest.mark.slow
 def test_loop_never_waits_longer_than_the_ring_holds():
     """rec.loop(n, flush_every=k) with k beyond the device ring would overwrite staged
     steps: it flushes as often as the ring needs, and says so once."""
@@ -274,6 +283,7 @@ def test_stats_max_abs_is_exact_far_outside_where_squares_fit_float32(scale):
     assert len(r.nonfinite_steps) == 0
 
 
+@pytest.mark.slow
 def test_off_steps_run_the_step_traced_without_the_recorder():
     """With every=k, rec.loop(step=...) runs the updates that record nothing through a
     second trace of the step in which the recorder's hooks add nothing: those calls never
@@ -316,6 +326,7 @@ def test_off_steps_run_the_step_traced_without_the_recorder():
 
 
 @pytest.mark.parametrize("mode", ["full", "stats"])
+@pytest.mark.slow
 def test_off_step_function_with_grads_only_and_stats(mode):
     every, steps = 3, 14
     kinds = ("grad",) if mode == "full" else ("param", "velocity", "grad")
@@ -335,6 +346,7 @@ def test_off_step_function_with_grads_only_and_stats(mode):
             np.testing.assert_array_equal(a.record("w").stats[kind], b.record("w").stats[kind])
 
 
+@pytest.mark.slow
 def test_a_step_function_making_two_updates_per_call_is_caught():
     """The host counts one update per call; a flush that finds another count warns and
     every later call runs the recording function (no step is lost silently)."""

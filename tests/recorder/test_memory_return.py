@@ -66,6 +66,7 @@ def test_on_tensorflows_pool_a_recording_leaves_at_most_one_ring_for_the_next():
     _check_runs(got, lambda data, staging, alone: staging + alone + data / 10, slack=0.25)
 
 
+@pytest.mark.slow
 def test_a_recorder_deleted_in_the_function_that_made_it_is_collected():
     """Autograph converts ``dtsgd_viz.SGD.apply_gradients`` inside a step function; a
     zero-argument ``super()`` there made autograph read every frame's locals, whose

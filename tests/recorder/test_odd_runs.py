@@ -59,6 +59,7 @@ def _tf_keras_trains_it():
 
 
 @pytest.mark.parametrize("graph", [True, False], ids=["tf.function", "eager"])
+@pytest.mark.slow
 def test_full_mode_records_empty_blocks(graph, tmp_path):
     assert _tf_keras_trains_it()  # a legal run
     rec, truth = _run("full", graph)
@@ -96,6 +97,7 @@ def _block_stats(values, geometry):
 
 
 @pytest.mark.parametrize("graph", [True, False], ids=["tf.function", "eager"])
+@pytest.mark.slow
 def test_stats_mode_records_zero_stats_for_empty_blocks(graph, tmp_path):
     rec, truth = _run("stats", graph)
     r = rec.recording

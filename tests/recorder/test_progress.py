@@ -39,6 +39,7 @@ def test_recorder_loop_shows_a_bar_only_when_asked():
     assert stderr_of(lambda: list(dtsgd_viz.Recorder().loop(4))) == ""
 
 
+@pytest.mark.slow
 def test_run_shows_a_bar_per_config_only_when_asked():
     configs = {name: CONFIGS[name] for name in ("plain", "nesterov")}
     shown = stderr_of(lambda: dtsgd_viz.run(SURFACE, configs, 5, progress=True))

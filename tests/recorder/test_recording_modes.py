@@ -33,6 +33,7 @@ def _numpy_stats(blocks):
 
 @pytest.mark.parametrize("case", CASES, ids=["2d-replicated", "3d", "1d"])
 @pytest.mark.parametrize("mode", ["eager", "graph"])
+@pytest.mark.slow
 def test_stats_equal_numpy_stats_of_full_values(case, mode):
     full, _, _ = _record({}, mode=mode, case=case)
     stats, _, _ = _record({"mode": "stats"}, mode=mode, case=case)
@@ -54,6 +55,7 @@ def test_stats_equal_numpy_stats_of_full_values(case, mode):
         )
 
 
+@pytest.mark.slow
 def test_stats_mode_is_small_and_says_what_it_cannot_do(tmp_path):
     stats, _, _ = _record({"mode": "stats"}, steps=5)
     geom = stats.geometry("w")
@@ -68,6 +70,7 @@ def test_stats_mode_is_small_and_says_what_it_cannot_do(tmp_path):
     np.testing.assert_array_equal(back.shard_stats("w", "grad"), stats.shard_stats("w", "grad"))
 
 
+@pytest.mark.slow
 def test_stats_mode_every_and_graph_equals_eager():
     a, _, _ = _record({"mode": "stats", "every": 2}, steps=7, mode="eager")
     b, _, _ = _record({"mode": "stats", "every": 2}, steps=7, mode="graph")
@@ -91,6 +94,7 @@ def test_stats_mode_flags_nonfinite_steps():
     assert list(r.nonfinite_steps) == [2, 3, 4] and r.nonfinite[1, 0] == 3
 
 
+@pytest.mark.slow
 def test_ring_keeps_the_last_steps():
     full, _, _ = _record({}, steps=10)
     ring, _, _ = _record({"max_steps": 3}, steps=10)
@@ -100,6 +104,7 @@ def test_ring_keeps_the_last_steps():
 
 
 @pytest.mark.parametrize("every", [1, 2])
+@pytest.mark.slow
 def test_decimation_keeps_an_evenly_thinned_history(every):
     steps = 20
     full, _, _ = _record({"every": every}, steps=steps, mode="eager")
@@ -114,6 +119,7 @@ def test_decimation_keeps_an_evenly_thinned_history(every):
     np.testing.assert_array_equal(thin.global_values("w", "param"), full.global_values("w", "param")[idx])
 
 
+@pytest.mark.slow
 def test_decimation_in_stats_mode_over_a_longer_run():
     thin, _, _ = _record({"mode": "stats", "decimate": True, "max_steps": 16}, steps=200)
     assert len(thin) <= 16 and thin.steps[-1] <= 200 and thin.steps[0] >= 1
@@ -135,6 +141,7 @@ def test_bad_mode_arguments(kwargs, match):
 
 
 @pytest.mark.parametrize("mode_kw", [{"mode": "stats"}, {"every": 3, "buffer_steps": 2}])
+@pytest.mark.slow
 def test_plain_step_numerics_untouched(mode_kw):
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
     lay = layout(mesh, "x", "unsharded")

@@ -175,6 +175,7 @@ def test_resume_needs_a_path_and_a_bool(tmp_path):
         dtsgd_viz.Recorder(path=tmp_path / "s", resume="yes")
 
 
+@pytest.mark.slow
 def test_a_store_that_ends_before_the_restored_iteration_is_warned_about(tmp_path):
     """Eagerly, in this process: the store has updates 1..20, the optimizer resumes from
     25 (its last batch was never committed): 21..25 are missing, and said so."""

@@ -43,6 +43,7 @@ def _record(dtype, nesterov, steps=10, start=None, lr=0.1, scale=1.0, mesh_dims=
 
 @pytest.mark.parametrize("nesterov", [False, True], ids=["momentum", "nesterov"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.slow
 def test_every_training_dtype_follows_the_rule_exactly(dtype, nesterov, tmp_path):
     r = _record(dtype, nesterov)
     assert r.global_values("w", "param").dtype.name == dtype
@@ -57,6 +58,7 @@ def test_every_training_dtype_follows_the_rule_exactly(dtype, nesterov, tmp_path
     np.testing.assert_array_equal(reference.check_recording(back).deviation["w"], 0)
 
 
+@pytest.mark.slow
 def test_the_old_rule_check_let_float64_pass_only_by_tolerance():
     """With 0.9 taken as given, a float64 recording is off by ~1e-8 (what the old check's
     atol hid); with the momentum as applied it is exact."""
@@ -89,6 +91,7 @@ def _tampered(r, step, fraction, kind="param"):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.slow
 def test_a_one_percent_deviation_always_trips_float_rounding_never(dtype):
     # a LayerNorm gamma: values near 1.0, updates of ~1e-4 (the case the old check missed)
     start = 1.0 + 0.05 * np.random.default_rng(1).normal(size=(4, 8))
@@ -114,6 +117,7 @@ def test_a_velocity_off_the_rule_is_flagged():
     assert 3 in check["w"]
 
 
+@pytest.mark.slow
 def test_exact_runs_of_every_rule_raise_no_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -122,6 +126,7 @@ def test_exact_runs_of_every_rule_raise_no_warning():
             _record("float16", nesterov, steps=20)
 
 
+@pytest.mark.slow
 def test_a_diverging_run_names_the_updates_it_could_not_check():
     """lr 3 on curvatures up to 3 (momentum 0.9, the real optimizer): the run diverges,
     its values overflow to Inf, then NaN. No deviation can be measured on those updates:
@@ -148,6 +153,7 @@ def test_a_diverging_run_names_the_updates_it_could_not_check():
     assert f"w: {len(bad)} update(s) not checked, non-finite (updates {bad[0]}-120)" in text.splitlines()
 
 
+@pytest.mark.slow
 def test_check_recording_rejects_bad_rtol():
     r = _record("float32", False, steps=2)
     with pytest.raises(ValueError, match="rtol must be a number >= 0. Received: rtol=-1"):
@@ -155,6 +161,7 @@ def test_check_recording_rejects_bad_rtol():
 
 
 @pytest.mark.parametrize("graph", [False, True], ids=["eager", "tf.function"])
+@pytest.mark.slow
 def test_weight_decay_is_recorded_as_the_devices_hold_it_and_follows_the_rule(graph):
     """tf-keras decays the weights (p -= p * wd * lr) before each update, inside
     apply_gradients: a recorder reading the previous update's results after that decay
@@ -191,6 +198,7 @@ def test_weight_decay_is_recorded_as_the_devices_hold_it_and_follows_the_rule(gr
     np.testing.assert_array_equal(p_ref, r.global_values("w", "param"))
 
 
+@pytest.mark.slow
 def test_ema_overwrites_are_not_called_off_the_rule(tmp_path):
     mesh = dtsgd_viz.make_mesh({"x": 8})
     w = dtsgd_viz.variable(np.linspace(-1, 1, 16, dtype=np.float32), dtensor.Layout(["x"], mesh), name="w")
@@ -228,6 +236,7 @@ def test_ema_overwrites_are_not_called_off_the_rule(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["param", "grad"])
+@pytest.mark.slow
 def test_bfloat16_recordings_draw(kind):
     import matplotlib
 

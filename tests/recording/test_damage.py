@@ -119,6 +119,7 @@ def test_truncate_in_full_mode_and_in_the_steps_themselves(tmp_path, small_chunk
     np.testing.assert_array_equal(r.global_values("w", "param"), intact.global_values("w", "param")[:8])
 
 
+@pytest.mark.slow
 def test_damage_that_no_truncation_can_leave_out_is_always_an_error(tmp_path, small_chunks):
     path = _store(tmp_path / "s.zarr")
     _flip(_chunk(path, "v0.initial", 0, 0), n=8)

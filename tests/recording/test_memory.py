@@ -154,6 +154,7 @@ def test_communication_of_a_memory_plan_is_its_gradient_all_reduces():
     np.testing.assert_array_equal(memory_plan(plan, momentum=False).bytes_per_device, plan.param_bytes_per_device)
 
 
+@pytest.mark.slow
 def test_plot_memory_shows_gradient_traffic_beside_memory():
     plan = memory_plan(
         {"w": ((8, 16), "float32", spec("unsharded", "model")), "b": ((16,), "float32", spec("unsharded"))}

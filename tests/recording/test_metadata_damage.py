@@ -177,6 +177,7 @@ def _strides():
 
 
 @pytest.mark.parametrize("stride", _strides())
+@pytest.mark.slow
 def test_a_bit_flipped_in_any_metadata_file_of_a_closed_store_is_an_error_naming_it(run, tmp_path, stride):
     """A closed store's metadata files are held to the bytes it committed: every flip,
     even one that would leave the values alone, is an error naming the file."""
@@ -188,6 +189,7 @@ def test_a_bit_flipped_in_any_metadata_file_of_a_closed_store_is_an_error_naming
 
 
 @pytest.mark.parametrize("stride", _strides())
+@pytest.mark.slow
 def test_a_bit_flipped_in_the_metadata_of_a_store_being_written_never_loads_wrong_values(run, tmp_path, stride):
     """While a run writes, its arrays hold more rows than it committed and grow between
     commits, so an array's length is not held to its committed bytes (only to holding
@@ -202,6 +204,7 @@ def test_a_bit_flipped_in_the_metadata_of_a_store_being_written_never_loads_wron
         assert length[0] <= i < length[1] and not file.parent.name.endswith(".initial"), (file, i, outcomes)
 
 
+@pytest.mark.slow
 def test_the_flips_a_user_found_momentum_and_the_committed_count(run, tmp_path):
     """The flips the issue reports: one bit turns momentum 0.9 into 0.8 in the part's
     header, another n_steps 6 into 4 in commit.json; each is an error naming the file, for
@@ -257,6 +260,7 @@ def _unread_arrays(written):
 
 
 @pytest.mark.parametrize("written", ["now", "before"])
+@pytest.mark.slow
 def test_truncated_or_emptied_metadata_names_the_file_and_what_it_holds(run, tmp_path, written):
     store = shutil.copytree(run.closed, tmp_path / "s.zarr")
     if written == "before":
@@ -428,6 +432,7 @@ def _rezip(members, out):
 @pytest.mark.parametrize(
     "stride", [pytest.param(5, id="every-5th-byte"), pytest.param(1, id="every-byte", marks=pytest.mark.slow)]
 )
+@pytest.mark.slow
 def test_a_bit_flipped_in_the_npz_header_is_an_error_naming_it(run, tmp_path, stride):
     """Flipped in the file, the zip's CRC finds it; flipped in a copy whose zip CRCs were
     made again for the new bytes (the members' crc32 in the header cannot check the

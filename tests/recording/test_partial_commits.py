@@ -61,6 +61,7 @@ def _holds(r, steps, truth):
 
 
 @pytest.mark.parametrize("first", [1, 101], ids=["from update 1", "from update 101"])
+@pytest.mark.slow
 def test_the_updates_every_client_committed_load_and_the_others_are_named(tmp_path, first):
     path = tmp_path / "run.zarr"
     _write(path, 0, (first, first + 6, 0), (first + 7, first + 14, 0))  # 15 updates

@@ -27,6 +27,7 @@ def _recorded(steps=5, mode="eager", config=MOMENTUM, dims=None, specs=("x", "y"
 
 
 @pytest.mark.parametrize("every", [1, 3])
+@pytest.mark.slow
 def test_graph_capture_equals_eager_capture(config, every):
     eager, _, _ = _recorded(7, "eager", config, every=every)
     graph, _, _ = _recorded(7, "graph", config, every=every, buffer_steps=2)
@@ -40,6 +41,7 @@ def test_graph_capture_equals_eager_capture(config, every):
     np.testing.assert_array_equal(a.hyperparameters.learning_rate, b.hyperparameters.learning_rate)
 
 
+@pytest.mark.slow
 def test_kinds_and_variables_selection():
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
     p1, p2 = Problem((4, 8), layout(mesh, "x", "y"), name="a"), Problem((8,), layout(mesh, "y"), name="b")
@@ -87,6 +89,7 @@ def test_unknown_variable_filter_and_unattached_recorder():
         _recorded(1)[0].recording.global_values("w", "speed")
 
 
+@pytest.mark.slow
 def test_unique_storage_and_nbytes():
     # (4, 8) over a 2x4 mesh, sharded on y only: 4 unique blocks, each held twice
     rec, _, _ = _recorded(6, specs=("unsharded", "y"))
@@ -153,6 +156,7 @@ def test_replica_mismatch_is_flagged():
     np.testing.assert_allclose(r.global_values("r", "param")[-1], 0.8, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_dropped_steps_are_reported_not_silent():
     rec, _, _ = _recorded(0)
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
@@ -172,6 +176,7 @@ def test_dropped_steps_are_reported_not_silent():
         assert list(rec.recording.steps) == [4, 5, 6, 7, 8, 9, 10, 11]
 
 
+@pytest.mark.slow
 def test_save_load_round_trip(tmp_path):
     rec, _, _ = _recorded(
         4, mode="graph", dims={"a": 2, "b": 2, "c": 2}, specs=("c", "unsharded", "a"), shape=(4, 3, 2)
@@ -270,6 +275,7 @@ def test_check_recording_flags_a_tampered_step():
 
 
 @pytest.mark.parametrize("kinds", [("param", "velocity"), ("param", "velocity", "grad")])
+@pytest.mark.slow
 def test_read_at_flush_mode_equals_eager_capture(kinds):
     """buffer_steps=0 stages only gradients and reads parameters and velocities from the
     variables at each flush (rec.loop flushes after every recorded step)."""

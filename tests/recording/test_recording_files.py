@@ -86,6 +86,7 @@ def trained(request, runs):
     return runs(request.param)
 
 
+@pytest.mark.slow
 def test_real_recording_of_every_training_dtype_loads_bit_for_bit(trained):
     dtype, r, var, w0, path = trained
     back = dtsgd_viz.load_recording(path)
@@ -105,6 +106,7 @@ def test_real_recording_of_every_training_dtype_loads_bit_for_bit(trained):
     assert len(back.nonfinite_steps) == 0 and len(back.replica_mismatch) == 0
 
 
+@pytest.mark.slow
 def test_loaded_recording_of_every_dtype_follows_the_numpy_rule(trained):
     """The reference recomputes each update in the recording's own dtype: a loaded
     bfloat16/float16 recording checks exactly as the in-memory one does."""
@@ -116,6 +118,7 @@ def test_loaded_recording_of_every_dtype_follows_the_numpy_rule(trained):
     assert path_values.shape == (STEPS + 1, 4, 8) and path_values.dtype == r.path("w").dtype
 
 
+@pytest.mark.slow
 def test_loaded_half_precision_recordings_draw(trained):
     dtype, _, _, _, path = trained
     back = dtsgd_viz.load_recording(path)
@@ -167,6 +170,7 @@ def test_version_1_bfloat16_file_from_before_the_fix_still_loads(runs, tmp_path)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.slow
 def test_bfloat16_file_loads_without_tensorflow(runs, dtype):
     _, r, _, _, path = runs(dtype)
     code = (
@@ -253,6 +257,7 @@ def test_arrays_that_contradict_the_variable_dtype_are_refused(tmp_path):
 
 @pytest.mark.parametrize("mode", ["full", "stats"])
 @pytest.mark.parametrize("how", ["graph", "eager"])
+@pytest.mark.slow
 def test_a_recorder_that_recorded_nothing_gives_a_valid_empty_recording(mode, how, tmp_path):
     """every=100 over 50 updates records none of them: a valid, empty Recording."""
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
@@ -313,6 +318,7 @@ def _says_nothing_was_recorded(message, name):
     assert "traced" in message  # ... or attached after the step function was traced
 
 
+@pytest.mark.slow
 def test_views_say_an_empty_recording_has_nothing_to_draw(empty_recordings):
     from dtsgd_viz.widgets import PathExplorer, ShardExplorer
 
@@ -343,6 +349,7 @@ def test_layout_of_an_empty_recording_still_draws(empty_recordings):
 # ---- item 5: a recorder attached after the step function was traced ------------------------
 
 
+@pytest.mark.slow
 def test_recorder_attached_after_tracing_warns_to_retrace():
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
     problem = Problem((4, 8), layout(mesh, "x", "y"), seed=9)
@@ -388,6 +395,7 @@ def test_recorder_attached_after_tracing_warns_to_retrace():
     assert list(reference.check_recording(r)["w"]) == []
 
 
+@pytest.mark.slow
 def test_retraced_after_untraced_updates_warns_instead_of_overwritten():
     """The untraced updates are found when the new function is traced: one warning that
     names them and says to re-trace (here the user already did), never 'overwritten'."""

@@ -46,6 +46,7 @@ def _first_run(path, mode="full", close=True):
 
 @pytest.mark.parametrize("mode", ["full", "stats"])
 @pytest.mark.parametrize("close", [True, False])
+@pytest.mark.slow
 def test_a_resumed_store_holds_each_update_once(tmp_path, mode, close):
     path = tmp_path / "run.zarr"
     _first_run(path, mode, close)
@@ -145,6 +146,7 @@ def test_a_different_layout_or_mesh_is_named(tmp_path):
 # ---- the parts of a multi-client store -----------------------------------------------
 
 
+@pytest.mark.slow
 def test_each_client_resumes_its_own_part(tmp_path):
     path, straight = tmp_path / "run.zarr", tmp_path / "straight.zarr"
     for c in range(2):  # updates 1..35, a checkpoint at 28, then killed
@@ -180,6 +182,7 @@ def _shows(monitor, path):
         assert np.allclose(line.get_ydata(), norms[:, d], rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_live_monitor_follows_a_resumed_store(tmp_path):
     from dtsgd_viz.widgets import LiveMonitor, readout
 

@@ -83,6 +83,7 @@ def test_an_npz_keeps_the_dtype_its_statistics_were_saved_in(tmp_path, dtype):
     np.testing.assert_array_equal(back.record("w").stats["grad"], r.record("w").stats["grad"])
 
 
+@pytest.mark.slow
 def test_the_views_draw_the_same_from_float32_and_float64_statistics(tmp_path):
     import matplotlib
 

@@ -53,6 +53,7 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("mode", ["full", "stats"])
+@pytest.mark.slow
 def test_streamed_store_equals_the_in_memory_recording(tmp_path, mode):
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
     rng = np.random.default_rng(0)
@@ -148,6 +149,7 @@ def _committed(path):
         return 0
 
 
+@pytest.mark.slow
 def test_run_killed_with_sigkill_keeps_every_committed_step_in_order(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(TRAIN)
@@ -238,6 +240,7 @@ def _writer(path, *args):
     )
 
 
+@pytest.mark.slow
 def test_live_monitor_follows_a_store_another_process_writes(tmp_path):
     from dtsgd_viz.widgets import LiveMonitor, poll, readout
 
@@ -276,6 +279,7 @@ def test_live_monitor_follows_a_store_another_process_writes(tmp_path):
     monitor.close()
 
 
+@pytest.mark.slow
 def test_live_monitor_stops_polling_when_the_store_closes_or_it_is_closed(tmp_path):
     from dtsgd_viz.widgets import LiveMonitor
 
@@ -332,6 +336,7 @@ def _create_part(path, client, barrier, errors):
         errors.put(f"client {client}: {type(e).__name__}: {e}")
 
 
+@pytest.mark.slow
 def test_clients_creating_one_store_at_once_all_get_their_part(tmp_path):
     """Every client of a run creates the store's root when it is not there yet; when two
     do it at the same moment, one finds the other's root (a clean 2-client run once

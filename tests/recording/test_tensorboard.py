@@ -65,6 +65,7 @@ def test_bad_max_histograms_is_refused(tmp_path):
         whole_recording(2, 16, 2, "sharded").to_tensorboard(tmp_path, max_histograms=0)
 
 
+@pytest.mark.slow
 def test_export_command_writes_a_saved_recording(tmp_path):
     r = whole_recording(2, 16, 3, "sharded")
     r.save(tmp_path / "run.npz")
@@ -122,6 +123,7 @@ def test_runs_by_name_overlay_in_one_logdir(tmp_path):
         dtsgd_viz.to_tensorboard([a], tmp_path / "logs")
 
 
+@pytest.mark.slow
 def test_export_command_refuses_a_second_export_and_takes_a_run_name(tmp_path):
     r = whole_recording(2, 16, 3, "sharded")
     r.save(tmp_path / "run.npz")

@@ -43,6 +43,7 @@ def check_against_reference(rec, problem, config, steps=STEPS):
 
 
 @pytest.mark.parametrize("dims, shape, specs", LAYOUT_CASES, ids=CASE_IDS)
+@pytest.mark.slow
 def test_recorded_updates_match_reference(dims, shape, specs, config):
     mesh = dtsgd_viz.make_mesh(dims)
     problem = Problem(shape, layout(mesh, *specs))
@@ -72,6 +73,7 @@ def test_plain_variable_without_mesh(shape, config):
     [({"x": 2, "y": 4}, (4, 8), ("x", "y")), ({"a": 2, "b": 2, "c": 2}, (4, 3, 2), ("c", "unsharded", "a"))],
     ids=["2d", "3d"],
 )
+@pytest.mark.slow
 def test_inside_tf_function(dims, shape, specs, config):
     mesh = dtsgd_viz.make_mesh(dims)
     problem = Problem(shape, layout(mesh, *specs), seed=1)

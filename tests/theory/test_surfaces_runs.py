@@ -174,6 +174,7 @@ def check_against_reference(rec, surface, config, start, steps=STEPS):
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.slow
 def test_run_matches_reference_on_rotated_quadratic(rotated_runs, name):
     s, recs = rotated_runs
     assert list(recs) == list(CONFIGS)
@@ -181,6 +182,7 @@ def test_run_matches_reference_on_rotated_quadratic(rotated_runs, name):
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.slow
 def test_each_coordinate_lives_on_its_own_device(rotated_runs, name):
     _, rec = rotated_runs[0], rotated_runs[1][name]
     layout = rec.layout("w")
@@ -203,6 +205,7 @@ def test_each_coordinate_lives_on_its_own_device(rotated_runs, name):
         ("himmelblau", "plain", 0.1),
     ],
 )
+@pytest.mark.slow
 def test_run_matches_reference_on_other_2d_surfaces(key, name, lr_scale):
     s = SURFACES[key]
     config = dict(CONFIGS[name], learning_rate=CONFIGS[name]["learning_rate"] * lr_scale)
@@ -211,6 +214,7 @@ def test_run_matches_reference_on_other_2d_surfaces(key, name, lr_scale):
     assert rec.layout("w").sharding_specs == ("coord",)
 
 
+@pytest.mark.slow
 def test_run_on_a_sharded_quadratic_keeps_its_layout():
     s = SURFACES["sharded"]
     config = CONFIGS["nesterov"]
@@ -241,6 +245,7 @@ def test_run_start_every_and_progress():
     assert [c[1] for c in calls] == sorted(c[1] for c in calls)
 
 
+@pytest.mark.slow
 def test_run_is_deterministic_and_uncached(rotated_runs):
     s, recs = rotated_runs
     again = dtsgd_viz.run(s, {"nesterov": CONFIGS["nesterov"]}, STEPS)["nesterov"]

@@ -43,6 +43,7 @@ def _panels(fig):
     return loss, gap, fig.subfigs[1].axes
 
 
+@pytest.mark.slow
 def test_the_drawn_lines_are_the_recorded_values(runs, figure):
     loss_ax, gap_ax, cells = _panels(figure)
     ref = runs["plain"].global_values("w", "param").astype(np.float64).reshape(STEPS, -1)
@@ -75,6 +76,7 @@ def test_the_drawn_lines_are_the_recorded_values(runs, figure):
     assert all(boxes[d + 4].y0 < boxes[d].y0 for d in range(4))
 
 
+@pytest.mark.slow
 def test_the_title_states_the_findings_and_they_match_numpy(runs, figure):
     found = dtsgd_viz.compare_findings(runs)
     title, settings = headline_texts(figure)
@@ -106,6 +108,7 @@ def test_runs_of_one_rule_get_different_looks_and_a_dash_means_momentum():
     assert looks(["momentum", "nesterov"], under=["nesterov"])["nesterov"].zorder < got["momentum"].zorder
 
 
+@pytest.mark.slow
 def test_a_diverging_run_is_named_and_no_warning_leaks():
     surface = dtsgd_viz.surfaces.ShardedQuadratic()
     with warnings.catch_warnings():
@@ -130,6 +133,7 @@ def test_a_diverging_run_is_named_and_no_warning_leaks():
     assert f"nesterov: NaN/Inf from update {first_bad}" in str(dtsgd_viz.compare_findings(runs))
 
 
+@pytest.mark.slow
 def test_stats_mode_and_a_wide_mesh():
     mesh = MeshSpec.create({"batch": 2, "model": 32})  # 64 devices: 8 cells a row
     specs = [("w", (4, 64), ("batch", "model"))]

@@ -60,6 +60,7 @@ def test_the_divergence_update_is_where_the_loss_leaves_for_good():
     assert diverging_from([np.nan, np.nan], [1, 2]) == 1
 
 
+@pytest.mark.slow
 def test_plot_modes_names_both_runs_diverging_with_their_true_rates(diverging):
     both, _ = diverging
     fig = _quiet(dtsgd_viz.plot_modes, both, ROTATED)
@@ -74,6 +75,7 @@ def test_plot_modes_names_both_runs_diverging_with_their_true_rates(diverging):
         assert f"{name} ρ = {rho:.3g}" in title
 
 
+@pytest.mark.slow
 def test_plot_block_rates_draws_a_diverging_run_and_names_it(diverging):
     _, sharded = diverging
     fig = _quiet(dtsgd_viz.plot_block_rates, sharded, SHARDED)
@@ -87,6 +89,7 @@ def test_plot_block_rates_draws_a_diverging_run_and_names_it(diverging):
     assert f"{past} of {len(curv)} blocks diverge" in text or f"{past} past momentum's limit" in text
 
 
+@pytest.mark.slow
 def test_plot_shards_names_a_diverging_run(diverging):
     _, sharded = diverging
     fig = _quiet(dtsgd_viz.plot_shards, sharded, "w")

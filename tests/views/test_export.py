@@ -26,6 +26,7 @@ def recordings():
 
 
 @pytest.mark.parametrize("view", ["layout", "shards", "paths"])
+@pytest.mark.slow
 def test_views_save_as_png_and_svg(recordings, view, tmp_path):
     rec = recordings["nesterov"]
     fig = {
@@ -97,6 +98,7 @@ def _animation_figure(recs, surface):
 
 
 @pytest.mark.parametrize("view", sorted(FIGURES))
+@pytest.mark.slow
 def test_every_figure_fits_a_notebook_column_and_its_smallest_text_reads(story, view):
     from dtsgd_viz.views.core import style
 
@@ -111,6 +113,7 @@ def test_every_figure_fits_a_notebook_column_and_its_smallest_text_reads(story, 
         assert smallest_text_px(fig, style.GIF_DPI)[0] >= style.MIN_TEXT_PX
 
 
+@pytest.mark.slow
 def test_block_rates_fit_a_notebook_column():
     from dtsgd_viz.views.core import style
 
@@ -138,6 +141,7 @@ def run_lines(fig) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_one_rule_has_one_look_in_every_figure_and_nesterov_is_never_the_faintest(story):
     from dtsgd_viz.views.core import style
 

@@ -41,6 +41,7 @@ def big(request):
     return request.param, r, plan
 
 
+@pytest.mark.slow
 def test_plot_shards_reads_at_many_devices(big):
     n, r, _ = big
     fig = dtsgd_viz.plot_shards(r, "w")
@@ -49,18 +50,21 @@ def test_plot_shards_reads_at_many_devices(big):
     assert heat.width >= 0.25 * fig.bbox.width  # a heatmap, not a thumbnail
 
 
+@pytest.mark.slow
 def test_plot_memory_reads_at_many_devices(big):
     n, _, plan = big
     fig = dtsgd_viz.plot_memory(plan)
     assert _reads(fig) == [], n
 
 
+@pytest.mark.slow
 def test_plot_update_shards_reads_at_many_devices(big):
     n, r, _ = big
     fig = plot_update_shards(r, "w")
     assert _reads(fig) == [], n
 
 
+@pytest.mark.slow
 def test_plot_shards_reads_at_256_devices():
     mesh = MeshSpec.create({"batch": 16, "model": 16})
     r = recording([("w", (64, 64), ("batch", "model"))], steps=6, mesh=mesh)

@@ -87,6 +87,7 @@ def check_ranked_headline(line, runs, surface, upto=None):
 # ---- the findings themselves ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_tutorial_01_compares_the_mean_after_k_updates_not_the_loss_before_the_last(t01):
     surface, runs = t01
     f = dtsgd_viz.findings(runs, surface)
@@ -111,6 +112,7 @@ def test_tutorial_01_compares_the_mean_after_k_updates_not_the_loss_before_the_l
     assert f.apart == (int(np.argmax(d)) + 1, pytest.approx(d.max(), rel=1e-12))
 
 
+@pytest.mark.slow
 def test_without_a_surface_the_means_are_compare_findings(t03):
     _, runs = t03
     f, c = dtsgd_viz.findings(runs), dtsgd_viz.compare_findings(runs)
@@ -122,6 +124,7 @@ def test_without_a_surface_the_means_are_compare_findings(t03):
     assert f.lowest == c.lowest and max(f.times.values()) == pytest.approx(c.ratio, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_the_printout_states_the_figures_numbers(t03):
     surface, runs = t03
     f = dtsgd_viz.findings(runs, surface, step=5, tol=1e-3)
@@ -140,6 +143,7 @@ def test_the_printout_states_the_figures_numbers(t03):
     assert f"paths furthest apart after update {u}: {dist:.3g} apart" in out
 
 
+@pytest.mark.slow
 def test_bad_input_is_a_clear_error(t01):
     surface, runs = t01
     with pytest.raises(ValueError, match="non-empty dict"):
@@ -161,6 +165,7 @@ def check_loss_axis(ax):
 
 
 @pytest.mark.parametrize("which, step", [("t01", 4), ("t03", 5)])
+@pytest.mark.slow
 def test_plot_paths_states_the_findings(request, which, step):
     surface, runs = request.getfixturevalue(which)
     fig = dtsgd_viz.plot_paths(runs, surface, step=step)
@@ -199,6 +204,7 @@ def test_plot_paths_states_the_findings(request, which, step):
     same_printed(m[1], first["nesterov"] / first["momentum"])
 
 
+@pytest.mark.slow
 def test_plot_paths_takes_apart_where_the_findings_say_the_paths_are_furthest_apart(t03):
     surface, runs = t03
     f = dtsgd_viz.findings(runs, surface)
@@ -210,6 +216,7 @@ def test_plot_paths_takes_apart_where_the_findings_say_the_paths_are_furthest_ap
     assert f.apart[0] == int(np.argmax(d)) + 1 and f.apart[1] == pytest.approx(d.max(), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_plot_update_states_the_findings(t03):
     surface, runs = t03
     step = 5
@@ -260,6 +267,7 @@ def test_plot_update_states_the_findings(t03):
     assert seen == sum(len(t) for t in terms.values())
 
 
+@pytest.mark.slow
 def test_animation_frames_state_the_findings(t01, tmp_path):
     surface, runs = t01
     f = dtsgd_viz.findings(runs, surface)
@@ -284,6 +292,7 @@ def test_animation_frames_state_the_findings(t01, tmp_path):
     assert (tmp_path / "paths.gif").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_path_explorer_headline_is_findings_up_to_the_update(t03):
     from dtsgd_viz.widgets import PathExplorer
 
@@ -303,6 +312,7 @@ def test_path_explorer_headline_is_findings_up_to_the_update(t03):
         assert art.step_line.get_xdata()[0] == u - 1
 
 
+@pytest.mark.slow
 def test_compare_widget_headline_is_findings(t03):
     from dtsgd_viz.widgets import CompareWidget
 
@@ -317,6 +327,7 @@ def test_compare_widget_headline_is_findings(t03):
     assert text(f.headline()) == finding
 
 
+@pytest.mark.slow
 def test_the_demo_summary_prints_the_findings():
     """``make demo``'s table: each run's loss after N updates and its mean over the last
     updates, numpy at the recorded parameters of the demo's own loss; the line under it

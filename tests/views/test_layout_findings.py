@@ -57,6 +57,7 @@ def _flat(text):
 
 
 @pytest.mark.parametrize("dims, shape, specs", CASES, ids=IDS)
+@pytest.mark.slow
 def test_titles_count_the_distinct_blocks_and_their_copies(dims, shape, specs):
     spec = LayoutSpec(specs, MeshSpec.create(dims))
     mesh = spec.mesh
@@ -108,6 +109,7 @@ def test_ax_title_is_a_short_finding():
 
 
 @pytest.mark.parametrize("dims, shape, specs", CASES, ids=IDS)
+@pytest.mark.slow
 def test_layout_texts_are_at_least_note_size_and_labels_short(dims, shape, specs):
     spec = LayoutSpec(specs, MeshSpec.create(dims))
     fig = plot_layout(spec, shape)
@@ -117,6 +119,7 @@ def test_layout_texts_are_at_least_note_size_and_labels_short(dims, shape, specs
     assert labels and all(s.count("\n") <= 1 for s in labels)  # one or two lines
 
 
+@pytest.mark.slow
 def test_every_layout_of_one_tensor_on_one_mesh_has_one_shape():
     """1024x512 on data=4, model=16 as [model, unsharded], [data, model] and
     [unsharded, model] (the explorer's start): the panel has one size and shape in all
@@ -161,6 +164,7 @@ def test_one_copy_bare_ids_are_named_device_ids():
 
 
 @pytest.mark.parametrize("dims, shape, specs", [c for c in CASES if len(c[1]) >= 3 or "unsharded" in c[2]])
+@pytest.mark.slow
 def test_no_empty_band_above_the_mesh_key(dims, shape, specs):
     """Between the panels' lowest text and the key's title: a gap, but a small one."""
     spec = LayoutSpec(specs, MeshSpec.create(dims))
@@ -192,6 +196,7 @@ def _plan():
 
 
 @pytest.mark.parametrize("communication", [False, True])
+@pytest.mark.slow
 def test_memory_labels_do_not_touch_the_bars(communication):
     plan = _plan()
     fig = dtsgd_viz.plot_memory(plan, communication=communication)
@@ -219,6 +224,7 @@ def test_memory_labels_do_not_touch_the_bars(communication):
 
 
 @pytest.mark.parametrize("dims", [{"batch": 2, "model": 4}, {"data": 4, "model": 16}])
+@pytest.mark.slow
 def test_communication_node_labels_are_readable_and_inside(dims):
     mesh = MeshSpec.create(dims)
     names = mesh.dim_names

@@ -62,6 +62,7 @@ def _check_line(ax, line, path, exact_rows):
     assert _distance_to_polyline(px(path), px(xy)).max() < 1.0
 
 
+@pytest.mark.slow
 def test_a_10000_update_plot_paths_draws_each_path_with_a_pixel_bounded_line(long_runs):
     fig = dtsgd_viz.plot_paths(long_runs, SURFACE, step=5)
     ax_path, ax_loss = fig.axes[:2]
@@ -91,6 +92,7 @@ def test_a_10000_update_plot_paths_draws_each_path_with_a_pixel_bounded_line(lon
     assert f"{UPDATES - 9}–{UPDATES}" in fig._suptitle.get_text()  # the mean over k = 9991..10000
 
 
+@pytest.mark.slow
 def test_a_10000_update_animation_grows_thinned_lines_through_each_frames_update(long_runs, tmp_path):
     anim = dtsgd_viz.animate(long_runs, SURFACE, frames=[5, 6000], hold=0, zoom=False)
     anim.save(tmp_path / "long.gif", writer="pillow")  # ends on the last frame: update 6000
@@ -115,6 +117,7 @@ def test_a_10000_update_animation_grows_thinned_lines_through_each_frames_update
 # ---- the pure parts -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_thinning_keeps_short_paths_whole_and_long_ones_within_the_tolerance():
     from dtsgd_viz.views.paths.thin import CELL_PX, EXACT_POINTS, TOLERANCE_PX, thin_indices
 
@@ -133,6 +136,7 @@ def test_thinning_keeps_short_paths_whole_and_long_ones_within_the_tolerance():
     assert gap.max() <= TOLERANCE_PX + CELL_PX * np.sqrt(2) + 1e-9
 
 
+@pytest.mark.slow
 def test_thinning_breaks_the_line_at_non_finite_points_and_holds_a_vertex_limit():
     from dtsgd_viz.views.paths.thin import thin_indices
 
@@ -155,6 +159,7 @@ def test_up_to_ends_a_thinned_path_exactly_on_the_update_shown():
     assert up_to(np.array([0, 10, 20]), 11, at=9).tolist() == [0, 9, 10]
 
 
+@pytest.mark.slow
 def test_the_casings_nearest_points_within_a_distance_match_brute_force():
     from dtsgd_viz.views.paths.casing import _nearest_on_polyline
 

@@ -93,6 +93,7 @@ def test_the_pure_scoring_keeps_a_label_off_lines_boxes_and_the_frame():
 
 
 @pytest.mark.parametrize("runs, figure", [("two", "two_at_4"), ("three", "three_at_5")])
+@pytest.mark.slow
 def test_no_name_overlaps_another_a_marker_or_leaves_the_panel(runs, figure, request):
     recs = request.getfixturevalue(runs)
     fig = request.getfixturevalue(figure)  # plot_paths(two, VALLEY, step=4), plot_paths(three, NARROW, step=5)
@@ -109,6 +110,7 @@ def test_no_name_overlaps_another_a_marker_or_leaves_the_panel(runs, figure, req
             assert not boxes_overlap(b, (x - 4, y - 4, x + 4, y + 4)), (gid, mark)
 
 
+@pytest.mark.slow
 def test_the_minimum_is_named_where_no_path_runs(two_at_4):
     fig = two_at_4  # plot_paths(two, VALLEY, step=4)
     fig.canvas.draw()
@@ -167,6 +169,7 @@ def test_start_and_minimum_leaders_are_haloed_so_they_read_across_paths(three_at
 
 
 @pytest.mark.parametrize("step", [1, 4])
+@pytest.mark.slow
 def test_the_caption_speaks_of_ringed_loss_dots_only_where_dots_meet(two_at, step):
     """At update 1 every run starts at one loss: its dots meet and are ringed; at update 4
     they are apart (01's figure) and the caption says nothing of rings."""
@@ -202,6 +205,7 @@ def test_three_first_legs_run_side_by_side_each_in_its_own_look(three, three_at_
     assert len(caption) == 1
 
 
+@pytest.mark.slow
 def test_the_caption_says_why_nesterovs_first_step_is_long(three, three_at_5):
     fig = three_at_5  # plot_paths(three, NARROW, step=5)
     caption = [t.get_text() for t in fig.findobj(Text) if "first step" in t.get_text()]

@@ -61,6 +61,7 @@ def _densified(c, k):
 # ---- the pure parts ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_long_run_coincides_where_the_small_run_it_densifies_does_by_brute_force():
     # two paths sharing their first leg, then parting: as a brute force sees it on 6 points
     lower = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.02], [2.5, 1.0], [3.0, 2.5], [2.0, 3.0]])
@@ -81,6 +82,7 @@ def test_a_long_run_coincides_where_the_small_run_it_densifies_does_by_brute_for
     assert np.all(_brute_distance_to_polyline(dense[0][::97], upper) <= tol + 1e-12)
 
 
+@pytest.mark.slow
 def test_the_casings_nearest_points_on_a_long_polyline_match_brute_force():
     rng = np.random.default_rng(5)
     c = np.cumsum(rng.normal(size=(80, 2)), axis=0)
@@ -187,6 +189,7 @@ def _check_drawn(xy, path, extremes=True):
         np.testing.assert_array_equal(xy.max(axis=0), path.max(axis=0))
 
 
+@pytest.mark.slow
 def test_a_long_runs_paths_are_the_recording_through_its_ends_and_extremes(long_runs):
     fig = dtsgd_viz.plot_paths(long_runs, SURFACE, step=5)
     ax_path, ax_loss = fig.axes[:2]
@@ -204,6 +207,7 @@ def test_a_long_runs_paths_are_the_recording_through_its_ends_and_extremes(long_
         assert y.min() == after.min() and y.max() == after.max()
 
 
+@pytest.mark.slow
 def test_a_long_runs_explorer_moves_draw_the_recording_up_to_the_update(long_runs):
     from dtsgd_viz.widgets import PathExplorer
 

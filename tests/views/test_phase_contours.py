@@ -51,6 +51,7 @@ def contour_pieces(ax, key):
             yield level, piece
 
 
+@pytest.mark.slow
 def test_no_contour_vertex_lies_outside_the_stable_region_or_along_its_edge(drawn):
     fig, surface = drawn
     h = np.asarray(surface.hessian_eigenvalues, np.float64)
@@ -74,6 +75,7 @@ def test_no_contour_vertex_lies_outside_the_stable_region_or_along_its_edge(draw
                 assert any(min(np.hypot(*(xy[[0, -1]] - c).T)) < 60 for c in centres), (key, level)
 
 
+@pytest.mark.slow
 def test_contour_labels_are_apart_and_off_the_lines(drawn):
     fig, _ = drawn
     renderer = fig.canvas.get_renderer()
@@ -141,6 +143,7 @@ def test_contour_labels_are_larger_than_the_smallest_text_where_they_fit(drawn):
     assert LABEL_SIZE >= 9.5 and sizes.count(LABEL_SIZE) >= sizes.count(style.NOTE_SIZE)
 
 
+@pytest.mark.slow
 def test_the_few_cells_momentum_wins_by_far_are_pointed_at_with_their_counts():
     # tutorial 03's grid: at lr 0.08, mu 0.3, just inside Nesterov's boundary, momentum
     # needs 30 updates and Nesterov 125: too few cells for a name, so a note points there

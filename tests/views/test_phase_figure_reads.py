@@ -52,6 +52,7 @@ def assert_finding_is_one_line(fig):
     assert sub.height <= 1.5 * style.SUBTITLE_SIZE * fig.dpi / 72  # the settings: one line too
 
 
+@pytest.mark.slow
 def test_each_finding_fits_one_line_and_counts_the_grids(figs, grids):
     m, n = grids["momentum"], grids["nesterov"]
     for fig in figs.values():
@@ -75,6 +76,7 @@ def legend_texts(fig):
     return [t for sub in [fig, *fig.subfigs] for leg in sub.legends for t in leg.get_texts()]
 
 
+@pytest.mark.slow
 def test_the_cap_contour_is_said_for_what_it_is_and_the_legend_reads(figs, grids):
     fig = figs["steps"]
     # the flat direction (h = 1, at 30 degrees) holds 1.7 of the 80 the start is above

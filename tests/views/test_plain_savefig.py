@@ -52,6 +52,7 @@ FIGURES = {
 
 
 @pytest.mark.parametrize("which", sorted(FIGURES))
+@pytest.mark.slow
 def test_a_plain_savefig_keeps_every_text(which, rotated, sharded):
     fig = FIGURES[which](rotated, sharded)
     assert clipped(fig) == [], which
@@ -73,6 +74,7 @@ KNOWN = {"plot_paths", "plot_paths at an update"}
         for w in sorted(FIGURES)
     ],
 )
+@pytest.mark.slow
 def test_no_text_runs_into_another_or_a_legend(which, rotated, sharded):
     from helpers.figure_checks import clashes
 

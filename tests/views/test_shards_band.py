@@ -43,6 +43,7 @@ def test_band_of_follows_the_blocks_spread():
     assert band_of(np.exp(-t * np.arange(1, 9))) is None  # fanning out: every line
 
 
+@pytest.mark.slow
 def test_coinciding_blocks_are_one_band_and_their_extremes(runs):
     view = draw_shards(runs["momentum"], "w", "velocity", 10)
     ax, data = view.norm_ax, view.norm.data[view.norm_ax]
@@ -89,6 +90,7 @@ def test_coinciding_blocks_are_one_band_and_their_extremes(runs):
     }
 
 
+@pytest.mark.slow
 def test_fanning_blocks_keep_their_lines_and_names_a_text_height_apart(runs):
     view = draw_shards(runs["nesterov"], "w", "velocity", 10)
     ax = view.norm_ax
@@ -159,6 +161,7 @@ def test_dots_at_the_shown_update_stay_a_dot_apart_and_the_label_says_which():
     assert 0 < DOT_MIN < DOT_SIZE  # crowded dots drawn smaller, never dropped
 
 
+@pytest.mark.slow
 def test_hidden_lines_and_the_band_set_no_empty_decades(runs):
     """Heavy-ball's band (the docs' momentum figure) reached 1e-5 through hidden blocks'
     single-update dips: the y range is that of the lines drawn; zig-zag lines thin."""
@@ -175,6 +178,7 @@ def test_hidden_lines_and_the_band_set_no_empty_decades(runs):
     assert np.isfinite(dots.get_ydata()).sum() == 2  # the two lines drawn, no more
 
 
+@pytest.mark.slow
 def test_fanning_lines_are_thin_and_the_heatmap_ticks_stay_by_the_axis(runs):
     """01's Nesterov picture: eight lines drawn one by one are thinner; the x ticks of
     the heatmap sit on the row of the chips below it (between them), by the axis."""
@@ -200,6 +204,7 @@ def test_fanning_lines_are_thin_and_the_heatmap_ticks_stay_by_the_axis(runs):
     assert len(kept) >= 2 and np.diff(kept).min() >= width * fig.dpi / 72
 
 
+@pytest.mark.slow
 def test_the_demo_band_panel_reads(runs):
     """docs_shards-momentum-update010: the range band, CPU:7's shaded swing, the median
     and CPU:3 crowded one panel, the swing explained only in a footnote."""

@@ -86,6 +86,7 @@ def _check_dots_and_claims(view):
     return kept, drawn
 
 
+@pytest.mark.slow
 def test_close_but_separate_lines_keep_both_dots_and_are_not_said_to_coincide():
     view = draw_shards(_with_norms(FOUND), "w", "velocity")
     ax, x = view.norm_ax, view.updates[-1]
@@ -102,6 +103,7 @@ def test_close_but_separate_lines_keep_both_dots_and_are_not_said_to_coincide():
     assert size_px <= gaps.min() + 1e-6 or dots.get_markersize() <= 3.6 + 1e-9
 
 
+@pytest.mark.slow
 def test_lines_within_a_line_width_share_a_dot_and_are_named():
     norms = FOUND.copy()
     norms[:, 3] = norms[:, 0] * 1.002  # on one another: a tenth of a pixel apart
@@ -112,6 +114,7 @@ def test_lines_within_a_line_width_share_a_dot_and_are_named():
 
 
 @pytest.mark.parametrize("step", [None, 4, 9])
+@pytest.mark.slow
 def test_every_claim_of_the_dashed_stretches_is_within_a_line_width(step):
     """The hidden-line notes ("A under B at updates i-j", dashed there): at every update
     of the stretch, and along the straight segments between them, the two lines lie

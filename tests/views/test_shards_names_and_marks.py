@@ -28,6 +28,7 @@ def runs():
     )
 
 
+@pytest.mark.slow
 def test_bottom_chips_stand_under_the_tick_labels_and_over_the_x_label(runs):
     view = draw_shards(runs["nesterov"], "w", "velocity", 10)
     fig = view.figure
@@ -45,6 +46,7 @@ def test_bottom_chips_stand_under_the_tick_labels_and_over_the_x_label(runs):
     assert all(label.y1 <= c.y0 - 1.5 for c in chips)  # the x label under them
 
 
+@pytest.mark.slow
 def test_names_in_ink_leaders_straight_from_the_last_point(runs):
     view = draw_shards(runs["nesterov"], "w", "velocity", 10)
     fig = view.figure
@@ -65,6 +67,7 @@ def test_names_in_ink_leaders_straight_from_the_last_point(runs):
     assert all(t.get_window_extent(r).x0 - last < 16 for t in view.end_labels)
 
 
+@pytest.mark.slow
 def test_the_band_is_named_and_the_step_label_leaves_the_dots_free(runs):
     view = draw_shards(runs["momentum"], "w", "velocity", 10)
     fig = view.figure
@@ -87,6 +90,7 @@ def test_the_band_is_named_and_the_step_label_leaves_the_dots_free(runs):
         )
 
 
+@pytest.mark.slow
 def test_the_coasting_block_is_explained_under_the_norm_panel(runs):
     view = draw_shards(runs["nesterov"], "w", "velocity", 10)
     note = view.coast_note
@@ -147,6 +151,7 @@ def _zero_first(steps=6):
     )
 
 
+@pytest.mark.slow
 def test_zero_norms_hang_on_and_under_the_bottom_edge():
     """07: the update-1 zero circles were stacked up to 6e-5, inside the data's range."""
     r = _zero_first()
@@ -225,6 +230,7 @@ def _twins(steps=20, same=8):
     )
 
 
+@pytest.mark.slow
 def test_a_line_hidden_under_another_is_dashed_over_it_and_named():
     """05/06: CPU:2,6 lay exactly under CPU:3,7 for updates 1-8, unseen and unsaid."""
     from dtsgd_viz.views.shards.coincide import coincident

@@ -50,6 +50,7 @@ def test_the_shown_update_is_a_thin_grey_line_under_white_edged_dots():
     assert core.get_zorder() > dots.get_zorder() and core.get_sizes()[0] < dots.get_markersize() ** 2
 
 
+@pytest.mark.slow
 def test_stacked_update_panels_are_titled_over_their_heatmaps():
     fig = plot_update_shards(_model(), "d1/kernel", step=20)
     fig.draw_without_rendering()
@@ -67,6 +68,7 @@ def test_stacked_update_panels_are_titled_over_their_heatmaps():
     assert "summed over 'batch' (2 devices)" in axes[2].get_title().replace("\n", " ")
 
 
+@pytest.mark.slow
 def test_a_long_run_has_a_log_update_axis_a_short_one_a_linear_one():
     long = _model(mode="stats", steps=500, updates=np.arange(4, 2001, 4))
     view = draw_shards(long, "d1/kernel", "velocity")
@@ -95,6 +97,7 @@ def test_a_long_run_has_a_log_update_axis_a_short_one_a_linear_one():
     assert short.norm_ax.get_xlabel() == "optimizer update"
 
 
+@pytest.mark.slow
 def test_a_pale_heatmap_on_the_run_wide_scale_says_how_far_its_values_reach():
     r = _model(steps=40)  # values decay 0.9 per update: update 30 is pale on the run's scale
     view = draw_shards(r, "d1/kernel", "grad", 30, fixed_scale=True, headline=True)

@@ -4,6 +4,7 @@ what the chips stand for; the step label names the dots; a hump is worded "rises
 a peak at update k"."""
 
 import numpy as np
+import pytest
 
 import dtsgd_viz
 from dtsgd_viz.views.shards.plot import draw_shards
@@ -51,6 +52,7 @@ def _view(shape, specs):
     return view
 
 
+@pytest.mark.slow
 def test_blocks_that_are_d0_slices_have_chips_not_d0_ticks():
     view = _view((4, 4, 16), ("model", "unsharded", "unsharded"))
     panel, ax = view.tensor, view.heat_ax
@@ -65,6 +67,7 @@ def test_blocks_that_are_d0_slices_have_chips_not_d0_ticks():
             assert label.x1 <= chip.get_window_extent(renderer).x0 + 0.5
 
 
+@pytest.mark.slow
 def test_blocks_of_several_d0_slices_keep_their_d0_ticks():
     view = _view((8, 2, 4), ("model", "unsharded", "unsharded"))
     assert not blocks_are_slices(view.tensor.patches, (8, 2, 4))
@@ -73,6 +76,7 @@ def test_blocks_of_several_d0_slices_keep_their_d0_ticks():
     assert "white lines separate d0 slices" in " ".join(view.heat_ax.get_xlabel().split())
 
 
+@pytest.mark.slow
 def test_the_step_label_names_the_dots_at_the_shown_update():
     view = _view((8, 8), ("batch", "model"))
     label = next(a for a in view.step_lines if a.get_gid() == "step-label")

@@ -20,6 +20,10 @@ from close_up_cases import T03_UPDATES, close_ups, plot_update_03
 from matplotlib.path import Path
 from matplotlib.text import Annotation, Text
 
+# every check reads the close-ups built once for the module (minutes); the quick check of the
+# label scoring is tests/views/test_update_label_scoring.py
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def cases():

@@ -184,6 +184,7 @@ def test_the_figure_draws_each_group_and_its_bytes():
     assert pic.panels[2].groups[0].closed
 
 
+@pytest.mark.slow
 def test_readable_at_notebook_size():
     for obj in (
         report(),

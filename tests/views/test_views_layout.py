@@ -178,6 +178,7 @@ def test_blocks_against_shard_geometry(dims, shape, specs):
 
 
 @pytest.mark.parametrize("dims, shape, specs", LAYOUT_CASES, ids=CASE_IDS)
+@pytest.mark.slow
 def test_blocks_against_dtensor_unpack(dims, shape, specs):
     mesh = dtsgd_viz.make_mesh(dims)
     live = layout(mesh, *specs)
@@ -212,6 +213,7 @@ def _fig(dims, shape, specs, **kw):
     return plot_layout(LayoutSpec(specs, MeshSpec.create(dims)), shape, **kw)
 
 
+@pytest.mark.slow
 def test_rank1_strip_and_axis_labels():
     fig = _fig({"x": 8}, (16,), ("x",), name="b")
     (ax,) = panels_of(fig)
@@ -226,6 +228,7 @@ def test_rank1_strip_and_axis_labels():
     assert_readable(fig)
 
 
+@pytest.mark.slow
 def test_2x4_sharded_both_dims_and_replicated():
     fig = _fig({"batch": 2, "model": 4}, (8, 16), ("batch", "model"))
     (ax,) = panels_of(fig)
@@ -337,6 +340,7 @@ MANY = [
 
 
 @pytest.mark.parametrize("dims, shape, specs", MANY, ids=["16", "32", "64", "4x4x4"])
+@pytest.mark.slow
 def test_many_devices_stay_readable(dims, shape, specs):
     """16-64 devices, no devices needed: up to 9 blocks each in a palette colour, more
     each in its mesh coordinate's colour (no hatches), no two blocks sharing an edge look
@@ -374,6 +378,7 @@ def test_many_devices_stay_readable(dims, shape, specs):
     assert_readable(fig)
 
 
+@pytest.mark.slow
 def test_truncated_facets_keep_every_shard_and_say_so():
     fig = _fig({"x": 2, "y": 4}, (64, 8, 8), ("y", "x", "unsharded"))
     titles = [ax.get_title() for ax in panels_of(fig)]
@@ -436,6 +441,7 @@ def test_layout_table_golden_and_against_unpack():
     assert "<table>" in text._repr_html_() and str(text) == text
 
 
+@pytest.mark.slow
 def test_hypothetical_layout_needs_no_tensorflow(tmp_path):
     code = textwrap.dedent(f"""
         import sys, dtsgd_viz
@@ -455,6 +461,7 @@ def _model(mesh):
     return layoutmap_mlp(mesh, name="mlp")
 
 
+@pytest.mark.slow
 def test_model_table_of_a_layoutmap_model_after_one_step():
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
     model = _model(mesh)
@@ -609,6 +616,7 @@ def _coords(ax, which):
     return [(float(t), lab.get_text()) for t, lab in zip(axis.get_ticklocs(), axis.get_ticklabels())]
 
 
+@pytest.mark.slow
 def test_one_copy_layouts_name_mesh_coordinates_instead_of_a_key():
     """No replicas: the key would repeat the panel, so there is none; the panel names
     each block row's and column's mesh coordinate; the title states the finding."""

@@ -33,6 +33,7 @@ def lines(ax):
     return {line.get_gid(): line for line in ax.lines if line.get_gid()}
 
 
+@pytest.mark.slow
 def test_mode_curves_are_the_recorded_parameters_projected_on_the_eigenvectors(fig, recs):
     h, U = np.linalg.eigh(SURFACE.hessian)
     axes = {ax.get_label(): ax for ax in fig.axes}
@@ -49,6 +50,7 @@ def test_mode_curves_are_the_recorded_parameters_projected_on_the_eigenvectors(f
             np.testing.assert_allclose(np.asarray(y)[ok], expected[ok], rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.slow
 def test_each_envelope_shrinks_by_the_spectral_radius_and_bounds_the_real_run(fig, recs):
     h, U = np.linalg.eigh(SURFACE.hessian)
     axes = {ax.get_label(): ax for ax in fig.axes}
@@ -130,6 +132,7 @@ def test_non_quadratic_surfaces_and_other_paths_are_refused(recs):
         dtsgd_viz.plot_modes(recs, SURFACE, name="v")
 
 
+@pytest.mark.slow
 def test_envelope_near_critical_damping_starts_at_the_error_and_bounds_the_real_run():
     # a = lr h1 = 0.01 = (1 - sqrt(0.81))^2: the two eigenvalues meet and the mode is
     # (alpha + beta k) rho^k; an A rho^k envelope had A ~ 300 |e0|, drawn off the chart
@@ -165,6 +168,7 @@ def test_envelope_is_a_true_bound_that_the_mode_touches_around_critical_damping(
         assert np.max((np.abs(e) / env)[10:]) > 0.5, a
 
 
+@pytest.mark.slow
 def test_runs_made_on_another_surface_are_refused(recs):
     with pytest.raises(
         ValueError,
@@ -176,6 +180,7 @@ def test_runs_made_on_another_surface_are_refused(recs):
     dtsgd_viz.plot_modes(recs, surfaces.RotatedQuadratic(condition=10.0, angle=30.0))  # an equal one is fine
 
 
+@pytest.mark.slow
 def test_eigenvalue_labels_of_several_learning_rates_never_overprint():
     # lr 0.01 and 0.25 on h = 1, 10: marks at a = 0.01, 0.1, 0.25, 2.5 with long labels
     from helpers.readable import overlapping
@@ -200,6 +205,7 @@ def test_eigenvalue_labels_of_several_learning_rates_never_overprint():
     assert all(b.y1 <= axbox.y1 + 1 and b.y0 >= ax.transData.transform((1, 1.0))[1] - 1 for b in boxes)
 
 
+@pytest.mark.slow
 def test_runs_gone_within_the_first_updates_are_named_once_in_a_note():
     """On the fast direction (h = 20, lr 0.05: lr*h = 1) plain SGD lands on the minimum
     in one update and Nesterov in two: their names at x ~ 0 piled up on the axis. They
@@ -248,6 +254,7 @@ def test_the_subtitle_names_only_line_styles_the_lines_have(fig):
     assert {word(ln) for ln in recorded} == {"solid", "dashed"}  # momentum dashed: no single word fits
 
 
+@pytest.mark.slow
 def test_rate_marks_at_rate_zero_show_whole_and_each_run_keeps_its_marker():
     """lr * h = 1 puts plain SGD and Nesterov at rate 0: the axis starts below 0 so their
     marks are not cut, and each run has its own marker (the first drawn largest), so
@@ -313,6 +320,7 @@ def fig03():
     return fig
 
 
+@pytest.mark.slow
 def test_the_rate_marks_nest_and_a_key_names_them(fig03):
     """Runs at one rate all show: the marks are concentric, the first run's largest and
     each earlier one an open ring in its colour, the last filled; a key names each
@@ -347,6 +355,7 @@ def test_the_rate_marks_nest_and_a_key_names_them(fig03):
     assert "lr·h" in ax.get_xlabel() and "a =" not in ax.get_xlabel()
 
 
+@pytest.mark.slow
 def test_the_rate_curve_names_cross_no_curve_and_keep_off_the_key(fig03):
     """Each rule's name stands beside its own curve (within a few points of it), over
     no rate curve, the stability line or the key."""
@@ -447,6 +456,7 @@ def test_the_modes_headline_is_one_line_and_the_mark_key_is_readable(fig03):
     assert all(t.get_fontsize() >= style.LABEL_SIZE for t in [*key.get_texts(), key.get_title()])
 
 
+@pytest.mark.slow
 def test_one_run_or_runs_far_apart_get_no_zoom(recs):
     from dtsgd_viz.views.rates.modes import modes_data
     from dtsgd_viz.views.rates.modes_zoom import zoom_mode
@@ -456,6 +466,7 @@ def test_one_run_or_runs_far_apart_get_no_zoom(recs):
     assert zoom_mode(modes_data(one, SURFACE)) is None
 
 
+@pytest.mark.slow
 def test_gone_runs_plunge_to_the_axis_beside_their_note_and_hidden_bounds_are_named():
     """Tutorial 03: plain's and Nesterov's fast-direction curves were slivers ending at
     k 0-2, and their note sat in the far corner; momentum's dotted bound on the slow

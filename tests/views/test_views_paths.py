@@ -63,6 +63,7 @@ def quiver_arrow(q: Quiver):
 # ---- paths, start, minimum ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_path_vertices_are_the_recorded_params(rotated, rotated_figure):
     fig = rotated_figure
     paths, rests = gid_artists(fig, "path:"), gid_artists(fig, "path-rest:")
@@ -95,6 +96,7 @@ def test_path_vertices_are_the_recorded_params(rotated, rotated_figure):
     assert gid_artists(fig, "position:") and "where the runs differ most" in ax_path.get_title()
 
 
+@pytest.mark.slow
 def test_contours_are_the_surface_on_log_levels(rotated_figure):
     fig = rotated_figure
     contour = [c for c in fig.axes[0].collections if hasattr(c, "allsegs") and not c.filled][0]
@@ -112,6 +114,7 @@ def test_contours_are_the_surface_on_log_levels(rotated_figure):
     assert drawn > 100
 
 
+@pytest.mark.slow
 def test_himmelblau_marks_all_four_minima():
     s = surfaces.Himmelblau()
     fig = dtsgd_viz.plot_paths({"nesterov": synthetic(s, 5, 0.01, 0.9, True)}, s)
@@ -170,6 +173,7 @@ def update_figures(rotated, arrow_figures):
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 @pytest.mark.parametrize("update", [1, 4, -1])
+@pytest.mark.slow
 def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, update_figures, name, update):
     rec = rotated[name]
     fig, close = update_figures(update)
@@ -284,6 +288,7 @@ def test_older_updates_fade_and_runs_stay_apart(rotated):
     assert geo.fade_alphas(4, half_life=1.0, floor=0.0).tolist() == [0.125, 0.25, 0.5, 1.0]
 
 
+@pytest.mark.slow
 def test_without_the_update_before_or_the_kinds_the_update_is_marked_without_arrows_and_a_note():
     # as PathExplorer: draw what the recording allows instead of an error on a default call
     s = ROTATED
@@ -350,6 +355,7 @@ def test_animation_frames_that_are_not_updates_are_a_clear_error(rotated, frames
 
 
 @pytest.mark.parametrize("update, index", [(3, 2), (-1, -1)])
+@pytest.mark.slow
 def test_loss_panel_is_the_loss_after_k_updates(rotated, arrow_figures, update, index):
     fig = arrow_figures(update)
     ax_loss = fig.axes[1]
@@ -390,6 +396,7 @@ def test_pca_reconstructs_planar_paths_exactly():
     assert plane.explained[0] > plane.explained[1]
 
 
+@pytest.mark.slow
 def test_projected_paths_on_real_contours(planar):
     fig = dtsgd_viz.plot_paths(planar, PLANAR, step=3, arrows=True)  # the arrows even where short
     flat = {k: r.path("w").astype(np.float64).reshape(STEPS + 1, -1) for k, r in planar.items()}
@@ -430,6 +437,7 @@ def test_projected_paths_on_real_contours(planar):
 # ---- bad input -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_bad_input_is_a_clear_error(rotated, planar):
     with pytest.raises(ValueError, match=r"Unknown variable 'v'. Every recording has: \['w'\]"):
         dtsgd_viz.plot_paths(rotated, ROTATED, name="v")
@@ -480,6 +488,7 @@ def test_one_recording_and_one_axes(rotated):
 # ---- animation ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_animation_updates_artists_in_place_and_saves_a_gif(rotated, tmp_path):
     updates, hold = [2, 5, 7], 3
     anim = dtsgd_viz.animate(rotated, ROTATED, frames=updates, interval=50, hold=hold)
@@ -533,6 +542,7 @@ def test_animation_updates_artists_in_place_and_saves_a_gif(rotated, tmp_path):
     assert durations == [200, 200, 200 * (1 + hold)]
 
 
+@pytest.mark.slow
 def test_animation_pace_and_frames_by_update(rotated):
     anim = dtsgd_viz.animate(rotated, ROTATED, frames=4)
     assert anim._interval >= 200  # at most 5 updates a second
@@ -544,6 +554,7 @@ def test_animation_pace_and_frames_by_update(rotated):
 
 
 @pytest.mark.skipif(not animation.writers.is_available("ffmpeg"), reason="ffmpeg not installed")
+@pytest.mark.slow
 def test_animation_saves_mp4(rotated, tmp_path):
     # two frames without close-ups: the writer is checked here (the gif test saves the close-ups)
     anim = dtsgd_viz.animate(rotated, ROTATED, frames=[1, 2], hold=0, zoom=False)
@@ -552,6 +563,7 @@ def test_animation_saves_mp4(rotated, tmp_path):
     assert out.stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_zoom_panels_and_loss_axis_are_readable(rotated):
     from helpers.readable import overlapping
 
@@ -570,6 +582,7 @@ def test_zoom_panels_and_loss_axis_are_readable(rotated):
     assert [ax.get_title() for ax in fig.axes if ax.get_title().startswith("Update 4")]
 
 
+@pytest.mark.slow
 def test_one_update_keeps_the_look_ahead_label_in_its_panel_and_integer_update_ticks():
     one = {"nesterov": synthetic(ROTATED, 1, 0.05, 0.9, nesterov=True)}
     fig = dtsgd_viz.plot_paths(one, ROTATED, step=1, zoom=True)
@@ -667,6 +680,7 @@ def furthest_apart(paths):
     return int(np.argmax(d.max(axis=(0, 1))))
 
 
+@pytest.mark.slow
 def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_most(rotated, planar, arrow_figures):
     for recs, surface in ((rotated, ROTATED), (planar, PLANAR)):
         # the story compares the rules with momentum: plain SGD counts when fewer have it
@@ -699,6 +713,7 @@ def test_without_a_step_plot_paths_takes_apart_the_update_where_the_runs_differ_
     assert title.startswith("Update 2: ") and "terms as arrows" in title and "differ most" not in title
 
 
+@pytest.mark.slow
 def test_run_distances_and_the_pick_skip_what_cannot_be_drawn():
     a = np.array([[0.0, 0.0], [1.0, 0.0], [9.0, 0.0], [np.nan, 0.0]])
     b = np.zeros((4, 2))
@@ -733,6 +748,7 @@ def long_update_5(long_runs):
     return dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=5)
 
 
+@pytest.mark.slow
 def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(long_runs):
     from matplotlib.colors import to_rgb
 
@@ -768,6 +784,7 @@ def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(l
     assert rests["momentum"].get_linestyle() != rests["nesterov"].get_linestyle()
 
 
+@pytest.mark.slow
 def test_the_start_and_minimum_names_stay_off_the_current_markers(long_runs):
     from matplotlib.text import Text
 
@@ -794,6 +811,7 @@ def test_the_start_and_minimum_names_stay_off_the_current_markers(long_runs):
             assert fig.axes[0].get_window_extent().contains(*box.p1), (i, t.get_gid())
 
 
+@pytest.mark.slow
 def test_the_gif_star_is_the_stills_yellow(long_runs, tmp_path):
     from matplotlib.colors import to_rgb
     from PIL import Image
@@ -812,6 +830,7 @@ def test_the_gif_star_is_the_stills_yellow(long_runs, tmp_path):
     assert (np.abs(pixels - yellow).sum(axis=1) < 6).sum() >= 10
 
 
+@pytest.mark.slow
 def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs, long_update_5):
     from dtsgd_viz.views.core.figure import headline_texts
 
@@ -824,6 +843,7 @@ def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs,
 # ---- names on the paths, updates too short to see, the star over the paths ------------
 
 
+@pytest.mark.slow
 def test_each_run_is_named_on_its_own_path_off_the_others(long_runs, long_update_5):
     from dtsgd_viz.views.paths.names import path_samples
 
@@ -845,6 +865,7 @@ def test_each_run_is_named_on_its_own_path_off_the_others(long_runs, long_update
     assert ends == {f"label:{k}": rule_name(k) for k in long_runs}
 
 
+@pytest.mark.slow
 def test_a_title_claims_arrows_only_for_the_runs_whose_arrows_show(long_runs):
     from matplotlib.text import Text
 
@@ -876,6 +897,7 @@ def test_a_title_claims_arrows_only_for_the_runs_whose_arrows_show(long_runs):
     )
 
 
+@pytest.mark.slow
 def test_the_star_is_over_every_path_and_under_the_rings_and_boxes(long_runs):
     from matplotlib.colors import to_rgba
 
@@ -896,6 +918,7 @@ def test_the_star_is_over_every_path_and_under_the_rings_and_boxes(long_runs):
     assert label.get_zorder() > star.get_zorder()
 
 
+@pytest.mark.slow
 def test_a_ring_over_the_star_is_open_so_the_star_shows(long_runs):
     from dtsgd_viz.views.paths.names import ON_STAR
 
@@ -931,6 +954,7 @@ def test_a_loss_axis_under_a_decade_and_a_half_has_plain_tick_labels():
     assert labels == ["0.2", "0.3", "0.4", "0.5"]
 
 
+@pytest.mark.slow
 def test_by_default_a_speck_of_an_arrow_means_no_arrows_and_the_caption_names_plot_update(long_runs, long_update_5):
     from dtsgd_viz.views.paths.frames import draw_scene
     from dtsgd_viz.views.paths.plot import MIN_ARROW_PX, arrow_lengths
@@ -954,6 +978,7 @@ def test_by_default_a_speck_of_an_arrow_means_no_arrows_and_the_caption_names_pl
         assert len(gid_artists(fig, "path:")[key].get_xydata()) == len(long_runs[key].path("w"))
 
 
+@pytest.mark.slow
 def test_level_ends_are_titled_by_where_the_runs_differ_and_end_names_have_air(rotated):
     from dtsgd_viz.views.paths.findings import finding
     from dtsgd_viz.views.paths.scene import build_scene, default_update
@@ -975,6 +1000,7 @@ def test_level_ends_are_titled_by_where_the_runs_differ_and_end_names_have_air(r
         assert f"update {default_update(scene)}" in text
 
 
+@pytest.mark.slow
 def test_loss_axis_ends_at_the_data_and_the_names_stand_outside_it(rotated):
     fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=3)
     fig.canvas.draw()
@@ -992,6 +1018,7 @@ def test_loss_axis_ends_at_the_data_and_the_names_stand_outside_it(rotated):
     assert all(a.y1 < b.y0 for a, b in zip(boxes, boxes[1:]))  # none overlapping
 
 
+@pytest.mark.slow
 def test_every_runs_dot_at_the_update_shows_even_where_losses_meet(rotated):
     from dtsgd_viz.views.paths.loss import DOT_SIZE
 

@@ -45,6 +45,7 @@ def steps_grids():
     }
 
 
+@pytest.mark.slow
 def test_step_maps_are_the_grids(fig):
     axes = axes_by_label(fig)
     for key, grid in steps_grids().items():
@@ -57,6 +58,7 @@ def test_step_maps_are_the_grids(fig):
         )
 
 
+@pytest.mark.slow
 def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_white(fig):
     grids = steps_grids()
     m, n = grids["momentum"].steps, grids["nesterov"].steps
@@ -119,6 +121,7 @@ def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_white(fig):
     assert all(getattr(c, "_colorbar", None) is None or c._colorbar.extend == "neither" for c in cbars)
 
 
+@pytest.mark.slow
 def test_the_step_cap_cell_is_marked_as_the_cap():
     # tutorial 03's surface and grid: at lr 0.015, mu 0.37 momentum converges in 150
     # updates, Nesterov just misses the cap: the cap's cell, not "only momentum converges"
@@ -140,6 +143,7 @@ def test_phase_ratio_cases():
     assert np.isnan(out[5])
 
 
+@pytest.mark.slow
 def test_iso_rate_contours_lie_where_the_spectral_radius_has_their_level(fig):
     axes = axes_by_label(fig)
     # the cap's level comes from the flat direction's share of the starting loss
@@ -258,6 +262,7 @@ def test_bad_grids_are_refused():
     np.testing.assert_allclose(cell_edges(LRS, log=True)[1:-1], np.sqrt(LRS[1:] * LRS[:-1]))
 
 
+@pytest.mark.slow
 def test_the_theory_and_the_figures_need_neither_tensorflow_nor_ipywidgets():
     import subprocess
     import sys
@@ -323,6 +328,7 @@ def test_theory_refuses_momenta_outside_0_1_and_non_finite_inputs(call, match):
             call()
 
 
+@pytest.mark.slow
 def test_tick_labels_never_overlap_and_iso_rate_labels_keep_off_the_boundaries():
     from dtsgd_viz.views.phase.geometry import log_ticks
 
@@ -337,6 +343,7 @@ def test_tick_labels_never_overlap_and_iso_rate_labels_keep_off_the_boundaries()
     )
 
 
+@pytest.mark.slow
 def test_the_legend_lists_only_iso_rate_levels_a_map_draws():
     """With condition 20 no (lr, mu) reaches a worst-mode rate of 0.6 (the best heavy
     ball does is (sqrt(20) - 1) / (sqrt(20) + 1) = 0.634), so no 0.6 contour exists and
@@ -357,6 +364,7 @@ def test_the_legend_lists_only_iso_rate_levels_a_map_draws():
     assert 0.6 not in listed and 0.8 in listed, iso
 
 
+@pytest.mark.slow
 def test_the_ratio_scale_fits_the_data_and_extends_only_past_it():
     """The colour limit is the smallest of 2x, 4x, 8x (log2 1, 2, 3) holding the 98th
     percentile of |log2 ratio| where both converge; arrows only where cells lie past."""
@@ -408,6 +416,7 @@ def _drawn_marks(fig):
 
 
 @pytest.mark.parametrize("lrs", [LRS, np.geomspace(0.002, 0.05, 6)], ids=["wide", "stable-only"])
+@pytest.mark.slow
 def test_the_legend_lists_only_marks_some_map_draws(lrs):
     fig = dtsgd_viz.plot_phase(SURFACE, lrs, MUS, STEPS, TOL)
     drawn = _drawn_marks(fig)
@@ -440,6 +449,7 @@ def split_figs():
     return {show: dtsgd_viz.plot_phase(s, lrs, mus, steps=150, tol=1e-3, show=show) for show in ("steps", "ratio")}
 
 
+@pytest.mark.slow
 def test_show_splits_the_step_maps_and_the_ratio_map_each_with_its_finding(split_figs):
     from dtsgd_viz.views.core.figure import headline_texts
 
@@ -469,6 +479,7 @@ def _line_vertices(ax):
     return np.concatenate(pts) if pts else np.zeros((0, 2))
 
 
+@pytest.mark.slow
 def test_region_names_sit_where_no_line_crosses_them(split_figs):
     renderer = split_figs["steps"].canvas.get_renderer()
     checked = 0

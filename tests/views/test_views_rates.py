@@ -28,6 +28,7 @@ def _radius(a, mu, nesterov):
     return radius(a, mu, 1.0, nesterov)
 
 
+@pytest.mark.slow
 def test_blocks_sit_on_both_rate_curves_beside_their_measured_decay(recording):
     r = recording
     view = rv.draw_block_rates(r, SURFACE)
@@ -66,6 +67,7 @@ def test_blocks_sit_on_both_rate_curves_beside_their_measured_decay(recording):
     assert len(lines) == 8 and list(lines[0].get_xdata()) == list(range(41))
 
 
+@pytest.mark.slow
 def test_the_learning_rate_moves_every_block_and_marks_the_unstable(recording):
     from dtsgd_viz.widgets.rate_explorer import RateExplorer, rate_state
 
@@ -106,6 +108,7 @@ def test_block_rates_refuses_what_it_cannot_read(recording):
     assert np.isnan(rv.measured_decay([1.0, 0.0], [0, 1]))
 
 
+@pytest.mark.slow
 def test_a_block_that_reaches_zero_at_once_has_no_measured_decay():
     """Nesterov at lr=1, momentum 0.9 on h=1 is nilpotent (rate 0): the error goes 2,
     1.8, 0, 0, ... and a fit through the two points before 0 said 0.9. Blocks that reach
@@ -158,6 +161,7 @@ def test_the_key_lists_only_drawn_marks(recording):
 from dtsgd_viz.views.mesh.layout_colors import INK_LIGHTNESS, lightness_of  # noqa: E402
 
 
+@pytest.mark.slow
 def test_each_error_line_is_named_at_its_end_right_of_the_panel():
     """No legend on the error panel: each block's name and curvature stand right of the
     axes, in its line's colour (pale ones darkened to read), at its line's last height
@@ -205,6 +209,7 @@ def test_each_error_line_is_named_at_its_end_right_of_the_panel():
     assert fig.get_tightbbox().width * fig.dpi <= 950
 
 
+@pytest.mark.slow
 def test_errors_at_the_rounding_floor_are_held_there_and_the_floor_is_named():
     """The steepest block of tutorial 01 falls to float32 round-off (exact zeros, single
     ulps) after ~37 updates: its line is held at the floor from the first error there on
@@ -254,6 +259,7 @@ def _points_in(box, xy, pad=0.0):
         dict(learning_rate=1.0, momentum=0.9, steps=30),
     ],
 )  # a block at rate 0
+@pytest.mark.slow
 def test_the_rate_panel_names_its_curves_and_limits_on_the_chart_clear_of_the_data(config):
     """Each rule named in its colour, each dotted stability limit named beside it with its
     value, a key in a free corner: no two of them overprint, none covers a curve's point,
@@ -307,6 +313,7 @@ def test_the_rate_panel_names_its_curves_and_limits_on_the_chart_clear_of_the_da
     assert ax.get_legend() is None
 
 
+@pytest.mark.slow
 def test_the_headline_says_which_blocks_converge_fastest_and_the_settings():
     """The finding on one line (its shortest wording: the long one took two), the
     settings broken only between their parts, never inside the surface's bracket."""
@@ -349,6 +356,7 @@ def tutorial01():
     return view
 
 
+@pytest.mark.slow
 def test_the_rate_axis_ends_just_past_the_last_data(tutorial01):
     """Tutorial 01: nothing right of momentum's limit (3.8) but its curve leaving the top:
     the axis ends within 20% of it (it ran on to 20, empty), and momentum's name stands
@@ -370,6 +378,7 @@ def test_the_rate_axis_ends_just_past_the_last_data(tutorial01):
     assert flat - 4 * view.figure.dpi / 72 > box.y1 > flat - 40  # under the flat part, near it
 
 
+@pytest.mark.slow
 def test_the_end_labels_keep_air_between_them(tutorial01):
     """CPU:7 and CPU:6 both end at the floor: their names touched. Every two names keep at
     least 2 px between their boxes."""

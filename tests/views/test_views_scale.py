@@ -87,6 +87,7 @@ def _tight_width_px(fig) -> int:
 
 
 @pytest.mark.parametrize("key", sorted(FIGURES))
+@pytest.mark.slow
 def test_each_view_fits_a_notebook_column_with_readable_text(key):
     fig = FIGURES[key]()
     assert fig.dpi == style.DPI and fig.get_figwidth() <= style.WIDTH + 1e-9
@@ -97,6 +98,7 @@ def test_each_view_fits_a_notebook_column_with_readable_text(key):
     assert not small  # nothing below 8.5 pt: 11.8 px as displayed
 
 
+@pytest.mark.slow
 def test_a_stats_recording_draws_no_placeholder_panel():
     r = _model(mode="stats", steps=30)
     view = draw_shards(r, "d1/kernel", "velocity")
@@ -199,6 +201,7 @@ def _drawn(fig):
 
 
 @pytest.mark.parametrize("key", ["shards", "model_shards", "ring_shards"])
+@pytest.mark.slow
 def test_shard_heatmap_fills_its_half_labels_off_the_data(key):
     fig = FIGURES[key]()
     renderer = _drawn(fig)
@@ -219,6 +222,7 @@ def test_shard_heatmap_fills_its_half_labels_off_the_data(key):
 
 
 @pytest.mark.parametrize("key", ["model_shards", "ring_shards", "stats_shards"])
+@pytest.mark.slow
 def test_norm_panel_margin_ticks_and_finding(key):
     view = draw_shards(
         *{
@@ -257,6 +261,7 @@ def test_norm_panel_margin_ticks_and_finding(key):
         assert len(rest) <= 1
 
 
+@pytest.mark.slow
 def test_update_shards_of_a_flat_kernel_stack_big_with_no_gap():
     fig = FIGURES["update_shards"]()
     renderer = _drawn(fig)

@@ -105,6 +105,7 @@ def _gid(ax, gid):
     return next(ln for ln in ax.lines if ln.get_gid() == gid)
 
 
+@pytest.mark.slow
 def test_heatmap_holds_the_recorded_tensor_at_each_update(sharded):
     r, problem, opt = sharded
     assert list(r.steps) == list(range(1, STEPS + 1))
@@ -130,6 +131,7 @@ def test_heatmap_holds_the_recorded_tensor_at_each_update(sharded):
     )
 
 
+@pytest.mark.slow
 def test_fixed_colour_scale_spans_the_whole_run(sharded):
     r = sharded[0]
     values = r.global_values("w", "velocity")
@@ -149,6 +151,7 @@ def test_fixed_colour_scale_spans_the_whole_run(sharded):
     assert view.heatmap.get_clim()[1] == pytest.approx(np.abs(r.global_values("w", "grad")).max())
 
 
+@pytest.mark.slow
 def test_outlines_and_labels_are_the_device_blocks(sharded):
     r = sharded[0]
     heat_ax, _ = _figure_parts(plot_shards(r, "w", "grad", 2))
@@ -173,6 +176,7 @@ def test_outlines_and_labels_are_the_device_blocks(sharded):
     assert "sharded over 'y'" in heat_ax.get_xlabel() and "sharded over 'x'" in heat_ax.get_ylabel()
 
 
+@pytest.mark.slow
 def test_replicas_share_one_outlined_block_one_line_and_a_grouped_label(replicated_rows):
     r = replicated_rows
     heat_ax, norm_ax = _figure_parts(plot_shards(r, "w"))
@@ -190,6 +194,7 @@ def test_replicas_share_one_outlined_block_one_line_and_a_grouped_label(replicat
     assert "unsharded" in heat_ax.get_ylabel()
 
 
+@pytest.mark.slow
 def test_rank1_is_a_strip_and_rank3_pieces_tile_each_block():
     r1 = _record((8,), ("y",), steps=2)[0]
     heat_ax, _ = _figure_parts(plot_shards(r1, "w", "param", 1))
@@ -217,6 +222,7 @@ def test_rank1_is_a_strip_and_rank3_pieces_tile_each_block():
         np.testing.assert_array_equal(drawn, truth.reshape(12, 8).astype(int))
 
 
+@pytest.mark.slow
 def test_norm_lines_are_each_blocks_l2_norm(sharded):
     r, problem, opt = sharded
     fig = plot_shards(r, "w", "velocity", 3)
@@ -267,6 +273,7 @@ def test_norm_lines_are_each_blocks_l2_norm(sharded):
     assert not any(ln.get_gid() == "nonfinite-marks" for ln in norm_ax.lines)
 
 
+@pytest.mark.slow
 def test_nonfinite_updates_and_cells_are_marked(nan_recording):
     r = nan_recording
     assert list(r.nonfinite_steps) == [3, 4, 5]
@@ -293,6 +300,7 @@ def test_nonfinite_updates_and_cells_are_marked(nan_recording):
     assert "NaN" not in _headline(fig)
 
 
+@pytest.mark.slow
 def test_replica_mismatch_updates_are_marked():
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
     rep = dtensor.Layout.replicated(mesh, 1)
@@ -325,6 +333,7 @@ def test_replica_mismatch_updates_are_marked():
     assert _outlines(heat_ax) == [(0, 0, 4, 1)]
 
 
+@pytest.mark.slow
 def test_bad_input_gets_clear_errors(sharded):
     r = sharded[0]
     with pytest.raises(ValueError, match=r"Unknown variable 'nope'.*\['w'\]"):
@@ -355,6 +364,7 @@ def test_bad_input_gets_clear_errors(sharded):
     assert "after update 20" in _titles(plot_shards(every, "w", step=20))[0]
 
 
+@pytest.mark.slow
 def test_draws_into_given_axes_and_never_prints(sharded, capsys):
     r = sharded[0]
     fig = Figure()
@@ -426,6 +436,7 @@ def _span_said(finding):
     return None if m is None else (float(m.group(1)), m.group(2), m.group(3))
 
 
+@pytest.mark.slow
 def test_the_figure_title_is_the_spread_of_the_shown_updates_blocks(sharded, replicated_rows):
     """The headline states how far apart the blocks' norms are at the shown update and
     which block is largest and which smallest, computed here from the shards' values;
@@ -460,6 +471,7 @@ def test_the_figure_title_is_the_spread_of_the_shown_updates_blocks(sharded, rep
             assert "replicas per block" in settings if r is replicated_rows else ("replicas" not in settings)
 
 
+@pytest.mark.slow
 def test_shard_titles_fit_the_figure_and_overlap_nothing(sharded):
     """Headline, settings line, panel titles and the chips under them: inside the
     figure, apart from each other, at least NOTE_SIZE."""
@@ -508,6 +520,7 @@ def _note(ax):
     return " ".join(note.get_text().split())
 
 
+@pytest.mark.slow
 def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
     stats, full = stats_and_full
     assert stats.mode == "stats"
@@ -556,6 +569,7 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
         plot_shards(stats, "nope")
 
 
+@pytest.mark.slow
 def test_stats_recording_marks_nonfinite_updates():
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
     lay = layout(mesh, "x", "y")
@@ -579,6 +593,7 @@ def test_stats_recording_marks_nonfinite_updates():
 # ---- parameter, velocity and gradient at one update --------------------------------------
 
 
+@pytest.mark.slow
 def test_update_shards_share_the_blocks_the_devices_really_hold(replicated_rows_run):
     r, problem, opt = replicated_rows_run
     from dtsgd_viz.views.shards.update import plot_update_shards
@@ -623,6 +638,7 @@ def test_update_shards_share_the_blocks_the_devices_really_hold(replicated_rows_
     assert "the same layout" in axes[1].get_title() and "[unsharded, y]" in axes[0].get_title()
 
 
+@pytest.mark.slow
 def test_update_shards_of_partial_and_stats_recordings(sharded, stats_and_full):
     from dtsgd_viz.views.shards.update import plot_update_shards, update_captions
 
@@ -640,6 +656,7 @@ def test_update_shards_of_partial_and_stats_recordings(sharded, stats_and_full):
         plot_update_shards(stats, "w", kinds=("momentum",))
 
 
+@pytest.mark.slow
 def test_step_counts_back_from_the_last_and_refuses_non_ints_alike(sharded):
     """One convention for plot_shards, plot_update_shards and ShardExplorer, as
     plot_paths has it: k is update k, -1..-n count back from the last, 0 (the start) and
@@ -718,6 +735,7 @@ def _synthetic(dims, shape, specs, steps=6, mode="full", values=None, seed=0):
     )
 
 
+@pytest.mark.slow
 def test_64_blocks_draw_a_band_and_name_the_lines_drawn_over_it():
     """At 64 blocks the panel draws the range of every block as a band and the median,
     the highest, the lowest and the least-falling block as lines, each named at its end;
@@ -742,6 +760,7 @@ def test_64_blocks_draw_a_band_and_name_the_lines_drawn_over_it():
 
 
 @pytest.mark.parametrize("dims,shape", [({"x": 4, "y": 4}, (8, 8))])
+@pytest.mark.slow
 def test_every_line_of_up_to_64_blocks_is_named_and_the_style_rounds_explained(dims, shape):
     """16 blocks showed only "shown update" in the legend, and the second round of
     colours (dashed lines, hatched chips) was explained nowhere."""
@@ -765,6 +784,7 @@ def test_every_line_of_up_to_64_blocks_is_named_and_the_style_rounds_explained(d
     assert view.legend._ncols == (1 if n <= 16 else 5)  # columns of 16
 
 
+@pytest.mark.slow
 def test_few_blocks_are_named_at_their_line_ends_without_a_legend(sharded):
     """Eight blocks were told apart by an 8-entry legend of close hues: each line is
     named at its right end now, in its colour, the names apart; no legend."""
@@ -787,6 +807,7 @@ def test_few_blocks_are_named_at_their_line_ends_without_a_legend(sharded):
             assert not a.overlaps(b)
 
 
+@pytest.mark.slow
 def test_rank3_update_panels_keep_captions_scales_and_labels_readable():
     """A (16, 4, 4) query kernel: the rank-3 note ran across the neighbouring panels, the
     colour bar's x10^-4 overprinted its label, and 64 stacked 'CPU:0,4' chips (one per
@@ -826,6 +847,7 @@ def test_rank3_update_panels_keep_captions_scales_and_labels_readable():
     assert "CPU:0,4 · CPU:1,5 ·" in heat_ax.get_xlabel().replace("\n", " ")
 
 
+@pytest.mark.slow
 def test_a_diverging_stats_run_marks_where_its_statistics_overflow():
     """Stats of a diverging float32 run: lines ended with no mark where the statistics
     became inf (the sum of squares overflows before the values do, so the recording's
@@ -854,6 +876,7 @@ def test_a_diverging_stats_run_marks_where_its_statistics_overflow():
     assert 0 in ticks and ticks.max() >= 1e30 and ticks.min() <= -1e30  # both signs
 
 
+@pytest.mark.slow
 def test_a_calm_stats_run_keeps_a_linear_mean_and_no_marks(stats_and_full):
     view = draw_shards(stats_and_full[0], "w", "param")
     assert view.stat_axes["mean"].get_yscale() == "linear"
@@ -868,6 +891,7 @@ def test_a_calm_stats_run_keeps_a_linear_mean_and_no_marks(stats_and_full):
     assert view.stat_axes["L2 norm"].get_position().width > 0.2
 
 
+@pytest.mark.slow
 def test_norms_that_are_zero_are_drawn_and_said():
     """After one update with a zero velocity the norm panel was an empty linear
     -0.04..0.04 axis: zero norms are NaN on a log axis and nothing showed them."""
@@ -893,6 +917,7 @@ def test_norms_that_are_zero_are_drawn_and_said():
     assert lo < view.lines[0].get_ydata()[0] < hi
 
 
+@pytest.mark.slow
 def test_a_kind_change_rebuilds_the_legend():
     """After set_kind (ShardExplorer's kind picker) the new kind's zero-norm circles had
     no legend entry, which plot_shards of that kind has."""
@@ -914,6 +939,7 @@ def test_a_kind_change_rebuilds_the_legend():
     assert zero not in texts(view)
 
 
+@pytest.mark.slow
 def test_a_gradient_is_titled_by_the_update_it_belongs_to(sharded):
     """The gradient shown at update k is the one update k computed and applied
     ("gradient of 'w' at update k"), not a state after it; each kind named by its noun."""
@@ -992,6 +1018,7 @@ def test_minmax_decimate_keeps_each_columns_extremes_and_gaps():
 
 
 @pytest.mark.parametrize("mode", ["stats", "full"])
+@pytest.mark.slow
 def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
     """A long run drew 100,000 points per line (most of them in the same pixel column):
     each line now holds at most ~2 points per column of its axes, every column's min

@@ -39,6 +39,7 @@ def panel_of(fig, key):
 
 
 @pytest.mark.parametrize("update", [1, 5, -1])
+@pytest.mark.slow
 def test_the_arrows_add_up_to_the_recorded_update_tip_to_tail(runs, update):
     fig = dtsgd_viz.plot_update(runs, ROTATED, step=update)
     k = update if update > 0 else 30 + 1 + update
@@ -69,6 +70,7 @@ def test_the_arrows_add_up_to_the_recorded_update_tip_to_tail(runs, update):
             np.testing.assert_allclose(by_gid(fig, "iterate:")[key].get_xydata()[0], path[i] - mu * v_prev, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_each_title_names_the_zoom_over_the_paths_panel(runs):
     fig = dtsgd_viz.plot_update(runs, ROTATED, step=5)
     paths = dtsgd_viz.plot_paths(runs, ROTATED, step=5).axes[0]
@@ -83,6 +85,7 @@ def test_each_title_names_the_zoom_over_the_paths_panel(runs):
         assert shown > 1.5  # a close-up, not the paths again
 
 
+@pytest.mark.slow
 def test_the_headline_says_which_step_is_longer_and_by_how_much(runs):
     fig = dtsgd_viz.plot_update(runs, ROTATED, step=5)
     finding, settings = headline_texts(fig)
@@ -104,6 +107,7 @@ def test_the_headline_says_which_step_is_longer_and_by_how_much(runs):
     assert finding.endswith(f"{angle:.0f}° apart") if angle >= 10 else finding.endswith("same line")
 
 
+@pytest.mark.slow
 def test_without_a_step_it_takes_apart_the_update_plot_paths_picks(runs):
     fig = dtsgd_viz.plot_update(runs, ROTATED)
     import re  # the update plot_paths' path panel names in its title ("... update N ...")
@@ -117,6 +121,7 @@ def test_without_a_step_it_takes_apart_the_update_plot_paths_picks(runs):
     assert "μ·v_prev" in headline_texts(one)[0] and "−lr·g" in headline_texts(one)[0]
 
 
+@pytest.mark.slow
 def test_projected_runs_are_on_the_plane_plot_paths_draws():
     recs = dtsgd_viz.run(
         PLANAR,
@@ -142,6 +147,7 @@ def test_projected_runs_are_on_the_plane_plot_paths_draws():
     assert "in all" not in dtsgd_viz.plot_update(plain, ROTATED, step=2).get_suptitle()  # 2 numbers
 
 
+@pytest.mark.slow
 def test_readable_at_the_notebook_width(runs):
     from matplotlib.text import Text
 
@@ -206,6 +212,7 @@ def test_the_finding_of_terms_that_are_not_finite():
     )
 
 
+@pytest.mark.slow
 def test_nesterov_names_its_two_points_with_uncrossed_leaders_or_once_where_they_coincide(runs):
     fig = dtsgd_viz.plot_update(runs, ROTATED, step=5)
     ax = panel_of(fig, "nesterov")
@@ -225,6 +232,7 @@ def test_nesterov_names_its_two_points_with_uncrossed_leaders_or_once_where_they
     assert "v_prev = 0" in [t for t in first.texts if t.get_gid() == "lookahead-label:nesterov"][0].get_text()
 
 
+@pytest.mark.slow
 def test_panels_of_similar_size_share_one_zoom_and_the_caption_says_which(runs):
     from dtsgd_viz.views.update.plot import OWN_ZOOM, SAME_ZOOM, SHARED_ZOOM
 

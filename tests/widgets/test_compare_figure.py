@@ -39,6 +39,7 @@ def _nearest_on(xy, p):
     return foot[np.argmin(np.hypot(*(foot - p).T))]
 
 
+@pytest.mark.slow
 def test_run_names_cover_no_path_vertex_and_stand_off_every_corner(widget):
     ax = widget.view.artists.ax_path
     fig = ax.figure
@@ -70,6 +71,7 @@ def test_run_names_cover_no_path_vertex_and_stand_off_every_corner(widget):
 HEADLINE = r"(\w+) ends lowest: (\d+)× below (\w+), (\d+)× below (\w+) \(mean loss, k = (\d+)–(\d+)\)$"
 
 
+@pytest.mark.slow
 def test_headline_says_the_tables_numbers(widget):
     """The headline's ratios are those of the table's means over the last updates (the
     loss after k = 51..60 updates), never of one point of momentum's saw-tooth."""
@@ -151,6 +153,7 @@ def test_start_and_minimum_names_cover_no_path(widget):
     _names_clear(widget)
 
 
+@pytest.mark.slow
 def test_start_and_minimum_names_find_their_spot_again_after_a_rerun():
     w = CompareWidget(SURFACE, learning_rate=0.05, momentum=0.5, steps=40, start=(2.5, -2.0), background=False)
     assert w.error is None

@@ -54,6 +54,7 @@ def screen_lengths(ax, prefix):
     return out
 
 
+@pytest.mark.slow
 def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
     art = explorer.view.artists
     assert art.zoom_axes.keys() == recs.keys() and art.zoom_boxes.keys() == recs.keys()
@@ -128,6 +129,7 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
     assert small_on_paths > 0  # the paths panel alone would hide some of these updates
 
 
+@pytest.mark.slow
 def test_close_ups_stay_inside_a_notebook_column_at_every_update(explorer):
     from dtsgd_viz.widgets._pointer import png_size
 
@@ -149,6 +151,7 @@ def test_close_ups_stay_inside_a_notebook_column_at_every_update(explorer):
         assert low <= cap.y0 and cap.y1 <= top, (cap.bounds, low, top)
 
 
+@pytest.mark.slow
 def test_without_zoom_the_explorer_keeps_paths_and_loss_only(recs):
     w = PathExplorer(recs, ROTATED, step=5, zoom=False)
     assert not w.view.artists.zoom_axes and not w.view.artists.zoom_boxes
@@ -159,6 +162,7 @@ def test_without_zoom_the_explorer_keeps_paths_and_loss_only(recs):
     assert w.view.artists.title.get_text().startswith("Update 9:")
 
 
+@pytest.mark.slow
 def test_loss_ticks_are_round_and_end_at_the_last_update(explorer):
     ax = explorer.view.artists.ax_loss
     ticks = np.asarray(ax.get_xticks())
@@ -177,6 +181,7 @@ def test_close_up_titles_give_the_zoom_factor():
     assert close_up_title("plain", 4.86) == "plain · zoom ×4.9"
 
 
+@pytest.mark.slow
 def test_the_headline_follows_the_update_and_keeps_its_line_count(explorer):
     """The finding at each update replaces the one before without growing: the settings
     line hangs under it."""
@@ -213,6 +218,7 @@ def test_update_finding_ranks_the_losses_at_the_update(explorer):
 CALLOUT_UPDATES = (1, 2, 3, 6, STEPS)
 
 
+@pytest.mark.slow
 def test_the_callouts_and_names_on_the_paths_overlap_nothing(explorer, recs):
     """At updates 1-3 (the boxes frame the start and move most), 6 and the last: each ×N
     callout and the start / minimum names stay inside the paths panel, off each other,
@@ -288,6 +294,7 @@ def tutorial_03():
     return explorer
 
 
+@pytest.mark.slow
 def test_at_tutorial_03s_update_20_no_label_covers_a_path(tutorial_03):
     """The ×N callouts and the start / minimum names sit where no run's drawn path (bold
     or thin) runs, inside the paths panel, on a leader when far off their box or point;

@@ -15,6 +15,8 @@ from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views.core import style
 from dtsgd_viz.views.paths.animation import shared_palette, with_palette
 
+pytestmark = pytest.mark.slow  # every check draws GIF frames of real runs
+
 matplotlib.use("Agg")
 
 ROTATED = surfaces.RotatedQuadratic()

@@ -25,6 +25,7 @@ def long_runs():
     }
 
 
+@pytest.mark.slow
 def test_a_10000_update_explorer_moves_with_pixel_bounded_lines(long_runs):
     from dtsgd_viz.widgets import PathExplorer
 

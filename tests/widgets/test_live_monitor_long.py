@@ -40,6 +40,7 @@ def long_store(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_a_100000_step_store_is_drawn_two_points_a_pixel_column(long_store):
     from dtsgd_viz.widgets import LiveMonitor
 
@@ -77,6 +78,7 @@ def test_a_100000_step_store_is_drawn_two_points_a_pixel_column(long_store):
         monitor.close()
 
 
+@pytest.mark.slow
 def test_a_short_store_is_drawn_point_for_point(tmp_path):
     from dtsgd_viz.widgets import LiveMonitor
 

@@ -40,6 +40,7 @@ def phase():
     return pd
 
 
+@pytest.mark.slow
 def test_the_headline_is_what_the_picked_cell_shows(phase):
     fig = phase.figure
     lr, mu = LRS[PICK[0]], MUS[PICK[1]]
@@ -68,6 +69,7 @@ def test_the_headline_is_what_the_picked_cell_shows(phase):
     assert ax.title.get_window_extent(renderer).width <= ax.get_window_extent(renderer).width
 
 
+@pytest.mark.slow
 def test_the_loss_panel_shows_twice_the_slower_runs_updates_and_says_so(phase):
     ax = phase.figure.axes[1]
     lr, mu = LRS[PICK[0]], MUS[PICK[1]]
@@ -96,6 +98,7 @@ def test_the_paths_legend_sits_under_their_panel_on_nothing(phase):
     assert min(t.get_fontsize() for leg in [legend, *fig.legends] for t in leg.get_texts()) >= 9.5
 
 
+@pytest.mark.slow
 def test_before_a_run_the_headline_is_the_maps_finding():
     pd = PhaseDiagram(SURFACE, learning_rates=LRS[10:], momenta=MUS[10:], steps=40, tol=1e-2)
     finding, _ = headline_texts(pd.figure)

@@ -20,6 +20,7 @@ def runs():
     return dtsgd_viz.run(dtsgd_viz.surfaces.ShardedQuadratic(), CONFIGS, 12)
 
 
+@pytest.mark.slow
 def test_each_run_at_the_slider_update_on_one_scale(runs):
     ex = ShardExplorer(runs, step=3)
     view = ex.view

@@ -41,6 +41,7 @@ def reference(config, steps):
 
 
 @pytest.mark.parametrize("update", [1, 2, STEPS - 1])
+@pytest.mark.slow
 def test_each_rows_numbers_are_the_rules_terms(recs, update):
     rows = {r.name: r for r in update_rows(recs, update)}
     assert list(rows) == list(CONFIGS)
@@ -57,6 +58,7 @@ def test_each_rows_numbers_are_the_rules_terms(recs, update):
     assert rows["momentum"].velocity_term == 0.0 if update == 1 else rows["momentum"].velocity_term > 0
 
 
+@pytest.mark.slow
 def test_the_table_names_the_update_and_writes_each_number(recs):
     rows = update_rows(recs, 3)
     text = update_table_html(rows, 3)

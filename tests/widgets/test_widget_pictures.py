@@ -62,6 +62,7 @@ def _store(tmp_path, mode="full", steps=range(1, 31)):
     return path
 
 
+@pytest.mark.slow
 def test_live_monitor_reads_as_the_other_views(tmp_path):
     monitor = LiveMonitor(_store(tmp_path), start=False)
     try:
@@ -122,6 +123,7 @@ def test_live_monitor_reads_as_the_other_views(tmp_path):
         monitor.close()
 
 
+@pytest.mark.slow
 def test_a_single_block_is_named_at_its_line_end(tmp_path):
     monitor = LiveMonitor(_store(tmp_path), "b", start=False)
     try:
@@ -136,6 +138,7 @@ def test_a_single_block_is_named_at_its_line_end(tmp_path):
         monitor.close()
 
 
+@pytest.mark.slow
 def test_a_loss_below_zero_is_drawn_on_a_linear_axis(tmp_path):
     path = tmp_path / "run.zarr"
     writer = StoreWriter(path, synth.header("full"))
@@ -165,6 +168,7 @@ def test_a_loss_below_zero_is_drawn_on_a_linear_axis(tmp_path):
         monitor.close()
 
 
+@pytest.mark.slow
 def test_more_blocks_than_fit_get_a_note(tmp_path):
     """32 blocks cannot be named one above the other in the axes' height: a note says
     where their colours come from instead."""
@@ -217,6 +221,7 @@ def small_recording():
     return rec.recording
 
 
+@pytest.mark.slow
 def test_shard_explorer_fits_the_column(small_recording):
     explorer = ShardExplorer(small_recording, step=3)
     assert _fits_the_column(explorer) == (930, 500)  # style.SHARD_EXPLORER_SIZE (was 1035 x 450)
@@ -360,6 +365,7 @@ def test_a_snapshot_of_a_widget_without_controls_says_its_readout(build):
     )
 
 
+@pytest.mark.slow
 def test_a_real_widgets_saved_state_gives_its_caption(build, small_recording):
     """The state ipywidgets saves of a real ShardExplorer (what nbclient stores)."""
     import ipywidgets

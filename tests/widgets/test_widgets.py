@@ -49,6 +49,7 @@ def param_and_grad_only():
 # ---- the pure state transition ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_explorer_state_transitions(two_variables):
     r = two_variables
     s = ExplorerState.of(r)
@@ -101,6 +102,7 @@ def _png_shape(data):
     return np.asarray(Image.open(io.BytesIO(data))).shape
 
 
+@pytest.mark.slow
 def test_step_change_redraws_in_place(two_variables, capsys):
     r = two_variables
     w = ShardExplorer(r)
@@ -131,6 +133,7 @@ def test_step_change_redraws_in_place(two_variables, capsys):
     assert capsys.readouterr() == ("", "")  # widgets never print
 
 
+@pytest.mark.slow
 def test_kind_change_updates_heatmap_and_norms(two_variables):
     r = two_variables
     w = ShardExplorer(r, step=3)
@@ -147,6 +150,7 @@ def test_kind_change_updates_heatmap_and_norms(two_variables):
     np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "grad")[4])
 
 
+@pytest.mark.slow
 def test_play_is_linked_to_the_slider(two_variables):
     r = two_variables
     w = ShardExplorer(r)
@@ -159,6 +163,7 @@ def test_play_is_linked_to_the_slider(two_variables):
     assert w.play.value == 1
 
 
+@pytest.mark.slow
 def test_variable_change_redraws_the_new_variable(two_variables):
     r = two_variables
     w = ShardExplorer(r, kind="param")
@@ -176,6 +181,7 @@ def test_variable_change_redraws_the_new_variable(two_variables):
     np.testing.assert_array_equal(w.view.heatmap.get_array(), r.global_values("b", "param")[0][None])
 
 
+@pytest.mark.slow
 def test_widget_layout_and_display(param_and_grad_only):
     w = ShardExplorer(param_and_grad_only)
     assert w.kind.options == ("param", "grad") and w.kind.value == "param"
@@ -192,6 +198,7 @@ def test_widget_layout_and_display(param_and_grad_only):
         ShardExplorer(param_and_grad_only, kind="velocity")
 
 
+@pytest.mark.slow
 def test_ipywidgets_stay_out_of_the_views():
     code = (
         "import sys, dtsgd_viz.views.shards.plot; "
@@ -202,6 +209,7 @@ def test_ipywidgets_stay_out_of_the_views():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_explorer_on_a_stats_recording():
     """Stats mode keeps norms only: the step slider moves the step line, the kind picker
     swaps the norm panel, and the heatmap's place says values were not recorded."""
@@ -231,6 +239,7 @@ def test_explorer_on_a_stats_recording():
     assert "gradient of 'w'" in w.figure.get_suptitle() and list(step_line.get_xdata()) == [5, 5]
 
 
+@pytest.mark.slow
 def test_slider_value_is_the_update_shown(two_variables):
     """The slider counted recorded positions from 0 (ShardExplorer(r, step=10) had
     slider.value 9, and slider.value = 10 showed update 11); PathExplorer's value is
@@ -244,6 +253,7 @@ def test_slider_value_is_the_update_shown(two_variables):
     assert "after update 2" in w.figure.get_suptitle()
 
 
+@pytest.mark.slow
 def test_slider_on_spaced_updates_snaps_and_play_walks_them(two_variables):
     import dataclasses
 

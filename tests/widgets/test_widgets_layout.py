@@ -107,6 +107,7 @@ def test_variables_of_a_plan_keep_their_own_choices():
     assert s.error.startswith("tensor dim 1 has size 16, which 'model' (3 devices)")
 
 
+@pytest.mark.slow
 def test_the_widget_redraws_through_its_traits():
     w = LayoutExplorer((8, 16), mesh={"batch": 2, "model": 4})
     renders = w.renders
@@ -176,6 +177,7 @@ def test_the_traffic_of_the_layout_picked():
     assert s.traffic is None and s.traffic_summary() == ""
 
 
+@pytest.mark.slow
 def test_the_widget_shows_traffic_beside_memory():
     w = LayoutExplorer((64, 256), mesh={"batch": 2, "model": 4})
 
@@ -198,6 +200,7 @@ def test_the_widget_shows_traffic_beside_memory():
     assert w.state.batch_dims == ("model",) and "batch over model" in w.message.value
 
 
+@pytest.mark.slow
 def test_the_static_picture_names_the_devices_and_the_bytes():
     """The tutorial's explorer (1024x512 as [unsharded, model] on data=4, model=16): its
     first picture (the one a built notebook shows) is drawn at style.DPI, no wider than

@@ -109,6 +109,7 @@ def test_path_explorer_state_transitions():
     )
 
 
+@pytest.mark.slow
 def test_tracks_are_the_update_decomposition(recs):
     view = draw_paths(recs, ROTATED, 1)
     tracks = path_tracks(view.scene, arrows=True)
@@ -150,6 +151,7 @@ def zoom_chain(w, key):
     }
 
 
+@pytest.mark.slow
 def test_slider_updates_artists_in_place(recs, explorer, capsys):
     w = explorer  # PathExplorer(recs, ROTATED, zoom=True): zoomed by default
     art = w.view.artists
@@ -197,6 +199,7 @@ def test_slider_updates_artists_in_place(recs, explorer, capsys):
     assert capsys.readouterr() == ("", "")
 
 
+@pytest.mark.slow
 def test_blitted_frames_match_a_full_draw(recs):
     w = PathExplorer(recs, ROTATED, step=3, zoom=True)
     first = w.pixels()
@@ -209,6 +212,7 @@ def test_blitted_frames_match_a_full_draw(recs):
     np.testing.assert_array_equal(w.pixels(), first)  # no stale pixels left behind
 
 
+@pytest.mark.slow
 def test_play_is_linked_and_steps_through_long_runs(recs, explorer, bare):
     w = PathExplorer(recs, ROTATED, arrows=False)
     assert not w.view.artists.arrows and (w.play.min, w.play.max) == (1, STEPS)
@@ -230,6 +234,7 @@ def test_play_is_linked_and_steps_through_long_runs(recs, explorer, bare):
         PathExplorer({}, ROTATED)
 
 
+@pytest.mark.slow
 def test_slider_counts_updates_of_a_thinned_recording():
     rec = dtsgd_viz.run(ROTATED, {"nesterov": CONFIGS["nesterov"]}, STEPS, every=3)["nesterov"]
     w = PathExplorer({"nesterov": rec}, ROTATED, arrows=False)
@@ -281,6 +286,7 @@ def test_run_queue_coalesces_to_the_latest():
     assert request(q, "e") == (RunQueue(True, None), "e")
 
 
+@pytest.mark.slow
 def test_steps_to_tolerance_and_table_rows(recs):
     losses = np.array([[5.0, 5.0], [1e-4, 2.0], [2e-3, 1e-4], [1e-4, np.nan]])
     steps = steps_to_tolerance(losses, 0.0, 1e-3)
@@ -324,6 +330,7 @@ def headline_text(fig):
     return "\n".join(t for t in headline_texts(fig) if t)
 
 
+@pytest.mark.slow
 def test_compare_widget_draws_the_real_runs(compare):
     w = compare
     assert w.error is None and len(w.runs) >= 1
@@ -340,6 +347,7 @@ def test_compare_widget_draws_the_real_runs(compare):
     )
 
 
+@pytest.mark.slow
 def test_table_has_fixed_columns_and_wrapping_headers(compare):
     import re
 
@@ -372,6 +380,7 @@ def test_compare_paths_have_no_per_update_markers(compare):
         np.testing.assert_array_equal(line.get_xydata(), compare.recordings[key].path("w").astype(np.float64))
 
 
+@pytest.mark.slow
 def test_momentum_change_reruns_the_real_optimizer(compare):
     w = compare
     runs = len(w.runs)
@@ -389,6 +398,7 @@ def test_momentum_change_reruns_the_real_optimizer(compare):
     assert "μ 0.50" in headline_text(w.figure)
 
 
+@pytest.mark.slow
 def test_changes_during_a_run_are_coalesced(compare):
     w = compare
     runs = len(w.runs)
@@ -473,6 +483,7 @@ def phase():
     return PhaseDiagram(ROTATED, learning_rates=PD_LRS, momenta=PD_MUS, steps=PD_STEPS, tol=PD_TOL)
 
 
+@pytest.mark.slow
 def test_phase_diagram_shows_the_grid_and_the_boundary(phase):
     """The widget's map is the ratio map (plot_phase's two rule maps are not repeated):
     log2 of Nesterov's updates over momentum's from two independent numpy grids,
@@ -507,6 +518,7 @@ def test_picking_a_cell_moves_the_marker_only(phase):
         phase_pick(pd.pick, {"name": "lr_index", "new": 8})
 
 
+@pytest.mark.slow
 def test_selecting_a_cell_runs_the_real_optimizer_there(phase):
     pd = phase
     pd.select(4, 3)
@@ -529,6 +541,7 @@ def test_selecting_a_cell_runs_the_real_optimizer_there(phase):
     assert "real DTensor SGD" in pd.status.value and "grid:" in pd.status.value
 
 
+@pytest.mark.slow
 def test_views_stay_free_of_ipywidgets():
     code = (
         "import sys, dtsgd_viz.views.paths.plot; "
@@ -538,6 +551,7 @@ def test_views_stay_free_of_ipywidgets():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_path_explorer_and_plot_paths_agree_without_the_update_before():
     # both draw the update without arrows and say why (every=3: the update before is not recorded)
     from helpers.synthetic_paths import note_text, synthetic
@@ -561,6 +575,7 @@ def test_path_explorer_and_plot_paths_agree_without_the_update_before():
 
 
 @pytest.mark.parametrize("step", [2.0, "3", True])
+@pytest.mark.slow
 def test_path_explorer_refuses_steps_that_are_not_ints(recs, step):
     with pytest.raises(
         ValueError,
@@ -570,6 +585,7 @@ def test_path_explorer_refuses_steps_that_are_not_ints(recs, step):
         PathExplorer(recs, ROTATED, step=step)
 
 
+@pytest.mark.slow
 def test_path_explorer_says_when_it_shows_only_the_updates_all_runs_share(recs, explorer):
     mixed = dict(recs)
     mixed["short"] = dtsgd_viz.run(ROTATED, {"s": dict(learning_rate=0.05)}, steps=5)["s"]
@@ -584,6 +600,7 @@ def test_path_explorer_says_when_it_shows_only_the_updates_all_runs_share(recs, 
     assert "share" not in explorer.step_label.value  # PathExplorer(recs, ROTATED), same lengths: no note
 
 
+@pytest.mark.slow
 def test_compare_widget_draws_diverged_runs_to_the_edge_and_marks_the_loss():
     cw = CompareWidget(ROTATED, learning_rate=0.5, momentum=0.9, steps=STEPS, background=False)
     assert cw.error is None and all(r.diverged for r in cw.rows)
@@ -610,6 +627,7 @@ def test_compare_widget_draws_diverged_runs_to_the_edge_and_marks_the_loss():
     assert (ax_path.get_xlim(), ax_path.get_ylim()) == ROTATED.view_box
 
 
+@pytest.mark.slow
 def test_compare_widget_with_one_update_draws_loss_markers():
     cw = CompareWidget(ROTATED, learning_rate=0.05, momentum=0.9, steps=1, background=False)
     lines = by_gid(cw.view.artists.ax_loss, "loss:")
@@ -653,6 +671,7 @@ def tolerance_label_clear(w):
     assert ax.get_window_extent(renderer).contains(box.x0, box.y0)
 
 
+@pytest.mark.slow
 def test_the_tolerance_label_is_struck_by_no_line():
     """The tutorial's settings: at the left, above the line, the label was struck by the
     plain, momentum and Nesterov lines; on one line no spot along the tolerance line is
@@ -671,6 +690,7 @@ def test_the_tolerance_label_is_struck_by_no_line():
 # ---- one scale and one look per rule (issue 19) -----------------------------------------
 
 
+@pytest.mark.slow
 def test_widgets_fit_a_notebook_column_and_draw_each_rule_in_its_one_look(recs, compare, phase, explorer):
     from views.test_export import run_lines, smallest_text_px  # tests/ is on the path
 
@@ -753,6 +773,7 @@ def test_compare_widget_names_each_path_beside_it(compare):
 
 
 @pytest.mark.parametrize("zoom", [True, False])
+@pytest.mark.slow
 def test_path_explorer_names_each_run_on_its_own_path(recs, zoom):
     """Told apart by more than colour: each run's name on a leader to a point on its
     own recorded path, in its colour, inside the paths panel."""
@@ -777,6 +798,7 @@ def test_path_explorer_names_each_run_on_its_own_path(recs, zoom):
         assert frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1), key
 
 
+@pytest.mark.slow
 def test_path_explorer_hides_speck_arrows_its_close_ups_draw(recs, explorer, bare):
     """With close-ups, a run whose arrows on the paths panel are all under MIN_ARROW_PX
     (a speck over its ring) has them hidden there, and the title names only the runs

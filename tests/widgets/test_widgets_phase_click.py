@@ -77,6 +77,7 @@ def cell_pixel(pd, key, j, i):
     return _pointer.data_to_pixel(pd.map_axes[key], lr, mu, size)
 
 
+@pytest.mark.slow
 def test_every_cell_of_every_map_is_found_at_its_pixel(phase):
     pd = phase
     # the widget has one map, the ratio map (plot_phase draws the two rule maps)
@@ -89,6 +90,7 @@ def test_every_cell_of_every_map_is_found_at_its_pixel(phase):
     assert pd.cell_at_pixel(2, 2) is None  # the figure's corner: no map there
 
 
+@pytest.mark.slow
 def test_clicking_a_cell_runs_the_real_optimizer_there(phase):
     pd = phase
     assert pd.events is not None and "click" in pd.events.watched_events and pd.events.source is pd.image
@@ -114,6 +116,7 @@ def test_clicking_a_cell_runs_the_real_optimizer_there(phase):
     assert pd.renders == renders and pd.ran_at.lr_index == 2
 
 
+@pytest.mark.slow
 def test_the_picked_cells_losses_are_the_real_runs(phase):
     pd = phase
     pd.select(2, 3)
@@ -131,6 +134,7 @@ def test_the_picked_cells_losses_are_the_real_runs(phase):
     assert any(n.startswith("Nesterov: ") for n in names), names
 
 
+@pytest.mark.slow
 def test_a_diverging_cell_is_clipped_to_the_view_box_and_says_when(phase):
     pd = phase
     j, i = len(LRS) - 1, len(MUS) - 1  # lr 0.4, mu 0.9: beyond both boundaries (h = 10)
@@ -169,6 +173,7 @@ def test_drag_state_transitions():
     assert a == ("run", (-4.0, 0.5)) and not s.dragging
 
 
+@pytest.mark.slow
 def test_dragging_the_start_previews_with_the_reference_and_runs_the_real_sgd_on_release():
     cw = CompareWidget(SURFACE, learning_rate=0.05, momentum=0.9, steps=12, background=False)
     drag = cw.drag
@@ -202,6 +207,7 @@ def test_dragging_the_start_previews_with_the_reference_and_runs_the_real_sgd_on
     assert cw.view.artists.ax_path.get_title() != PREVIEW_TITLE
 
 
+@pytest.mark.slow
 def test_the_phase_diagram_maps_are_readable_at_notebook_size():
     # learning rates over 1.3 decades: minor tick labels (2x10^-2, 3x10^-2, ...) overprinted
     from helpers.readable import check_readable
@@ -210,6 +216,7 @@ def test_the_phase_diagram_maps_are_readable_at_notebook_size():
     check_readable(pd.figure, 1)
 
 
+@pytest.mark.slow
 def test_a_diverging_cell_draws_each_path_only_until_it_leaves_the_view_box(phase):
     pd = phase
     j, i = len(LRS) - 1, len(MUS) - 1
@@ -229,6 +236,7 @@ def png_rgb(png, x, y):
     return rgb[int(round(y)), int(round(x))]
 
 
+@pytest.mark.slow
 def test_the_pixel_mapping_lands_where_the_png_shows_the_data(phase):
     # the maps and paths sit under a headline: the pointer's pixels must still be the
     # PNG's (a subfigure's own box would shift them off the picture)
@@ -253,6 +261,7 @@ def test_the_pixel_mapping_lands_where_the_png_shows_the_data(phase):
     assert tuple(png_rgb(cw.image.value, x, y)) == (255, 255, 255)  # the start's white face
 
 
+@pytest.mark.slow
 def test_the_loss_panel_says_how_much_of_the_run_it_shows_and_names_rules_alike(phase):
     pd = phase
     pd.select(2, 3)
