@@ -1,5 +1,6 @@
 """The project itself: dependency lists in sync, a light import, the demo command."""
 
+import collections
 import os
 import pathlib
 import re
@@ -60,7 +61,9 @@ def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
     """The README's demo command end to end, at 12 updates per optimizer: still past the
     report's shard updates 3 and 10, the last (12) standing in for 30 (``shard_steps``),
     so the report holds the same 13 files; its GIF in 3 frames (``--gif-frames``: the
-    default 20 take most of the run; test_cli_demo_gif_frames_default checks those)."""
+    default 20 take most of the run; test_cli_demo_gif_frames_default checks those). Its
+    stated file count is the files it lists and writes, and no progress line is printed
+    twice."""
     report = tmp_path / "report"
     out = subprocess.run(
         [
@@ -81,6 +84,7 @@ def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
         text=True,
         check=True,
         cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "DTSGD_VIZ_PROGRESS"},  # bars on
     )
     lines = out.stdout.splitlines()
     table = {
@@ -115,6 +119,14 @@ def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
     with Image.open(report / "paths.gif") as gif:  # --gif-frames reaches the report
         assert gif.format == "GIF" and gif.n_frames == 3
     assert "animating paths.gif (3 frames)" in out.stderr
+    # no progress line twice (tqdm's close() would print a bar's last line again after the
+    # last update printed it): a bar redraws with carriage returns, each a line of the log
+    logged = [line.strip() for line in re.split(r"[\r\n]", out.stderr) if line.strip()]
+    bars = [line for line in logged if re.match(r"^\[(?:\d/\d|paths)\] ", line)]
+    for desc in ("[1/3] plain", "[2/3] momentum", "[3/3] nesterov", "[paths] momentum", "[paths] nesterov"):
+        assert any(re.match(re.escape(desc) + r" +step (\d+)/\1 ", b) for b in bars), desc
+    said = [line for line in logged if line.startswith(("writing ", "animating "))]
+    assert said and [line for line, n in collections.Counter(bars + said).items() if n > 1] == []
 
 
 def test_cli_demo_gif_frames_default(monkeypatch):
