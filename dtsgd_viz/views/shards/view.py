@@ -355,11 +355,6 @@ class ShardsView:
             assert self.heat_ax is not None  # the tensor panel's axes
             self.heat_ax.set_xlabel(self._xlabel + "\n" + textwrap.fill(hidden, 52, break_on_hyphens=False))
 
-    # older name of the artists, for code written against the heatmap-of-norms view
-    @property
-    def outlines(self) -> list:
-        return self.tensor.outlines if self.tensor is not None else []
-
     @property
     def labels(self) -> list[Text]:
         return self.tensor.labels if self.tensor is not None else []
