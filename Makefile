@@ -70,6 +70,7 @@ bench: $(BENCH_STAMP)
 	$(VENV)/bin/python benchmarks/shard_views.py
 	test ! -f benchmarks/floors.py || $(VENV)/bin/python benchmarks/floors.py
 	$(VENV)/bin/python benchmarks/long_paths.py
+	$(VENV)/bin/python benchmarks/iterator_end.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache site

@@ -12,6 +12,7 @@ from .examples import (
     train_step,
     transformer_block,
     transformer_layout_map,
+    untuned,
 )
 from .layers import ShardedConv2D, TableEmbedding
 
@@ -26,6 +27,7 @@ __all__ = [
     "train_step",
     "transformer_block",
     "transformer_layout_map",
+    "untuned",
     "ShardedConv2D",
     "TableEmbedding",
 ]

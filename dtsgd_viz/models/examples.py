@@ -198,11 +198,23 @@ def on_mesh(mesh: Any, *arrays: ArrayLike) -> tuple[Any, ...]:
     return tuple(_dtensor.put(a, _batch_layout(mesh, np.ndim(a))) for a in arrays)
 
 
+def untuned() -> tf.data.Options:
+    """``tf.data.Options`` with autotuning off, for a pipeline over arrays in memory
+    (``ds.with_options(untuned())``). With it on, TensorFlow 2.21's tuning thread can make
+    the end of an iterator (a ``DTensorDataset``'s at the end of each ``model.fit``) wait
+    for seconds with the CPU idle (docs/upstream.md)."""
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return options
+
+
 def dataset(mesh: Any, x: np.ndarray, y: np.ndarray, batch_size: int) -> Any:
     """A repeating ``dtensor.DTensorDataset`` of ``(x, y)`` batches of ``batch_size`` split
     over ``batch``: what ``model.fit`` needs for a ``LayoutMap`` model (pass
-    ``steps_per_epoch``)."""
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).repeat()
+    ``steps_per_epoch``). tf.data's autotuning is off: the arrays are in memory, so there
+    is nothing to tune, and its tuning thread makes each iterator's end (each ``fit``
+    call's) wait up to seconds (docs/upstream.md)."""
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).repeat().with_options(untuned())
     return dtensor.DTensorDataset(
         ds,
         mesh=mesh,

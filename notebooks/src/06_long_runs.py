@@ -178,12 +178,14 @@ print("same norms at update 2000:", np.allclose(from_full, stats[-1, :, 0], rtol
 # batches, so `steps_per_execution` is fine) and once more when training ends. With a
 # DTensor `LayoutMap` model, `fit` wants the data as a `dtensor.DTensorDataset` (here
 # batches of 8 for each half of the mesh along `batch`, 16 in all) and a
-# `steps_per_epoch`.
+# `steps_per_epoch`. Its options turn tf.data's autotuning off: over arrays in memory
+# there is nothing to tune, and with it on the end of each `fit` can wait seconds for
+# TensorFlow's tuning thread (`dtsgd_viz.models.dataset` does the same).
 
 # %%
 ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8, drop_remainder=True).repeat()
 dds = dtensor.DTensorDataset(
-    ds,
+    ds.with_options(dtsgd_viz.models.untuned()),
     mesh=mesh,
     layouts=(data_layout, data_layout),
     global_batch_size=16,

@@ -8,6 +8,7 @@ from tensorflow.experimental import dtensor
 
 import dtsgd_viz
 from dtsgd_viz import dtensor as _dtensor
+from dtsgd_viz.models.examples import untuned
 
 
 def layout(mesh, *specs):
@@ -123,7 +124,7 @@ def fit_dataset(mesh, x, y, per_replica=8):
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(per_replica, drop_remainder=True).repeat()
     data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
     return dtensor.DTensorDataset(
-        ds,
+        ds.with_options(untuned()),
         mesh=mesh,
         layouts=(data_layout, data_layout),
         global_batch_size=per_replica * mesh.dim_size("batch"),

@@ -333,7 +333,7 @@ def test_layoutmap_model_fit_with_dtensor_dataset():
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(per_replica, drop_remainder=True).repeat()
     data_layout = dtensor.Layout(["batch", "unsharded"], mesh)
     dds = dtensor.DTensorDataset(
-        ds,
+        ds.with_options(dtsgd_viz.models.untuned()),
         mesh=mesh,
         layouts=(data_layout, data_layout),
         global_batch_size=2 * per_replica,

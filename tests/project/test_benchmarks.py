@@ -108,3 +108,15 @@ def test_long_run_quick_prints_its_tables():
     out = _run("long_run.py", "--updates", "200", "--layers", "2", "--block", "20", "--window", "2", "--reps", "1")
     assert "| time per update, recorded / plain (median over windows) |" in out
     assert "| load_recording |" in out
+
+
+@pytest.mark.slow
+def test_iterator_end_prints_both_settings():
+    out = _run("iterator_end.py", "--rounds", "1", "--live", "0")
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "Dataset |" in line]
+    assert [r.split(" | ")[:2] for r in rows] == [
+        ["| tf.data.Dataset", "on"],
+        ["| DTensorDataset", "on"],
+        ["| tf.data.Dataset", "off"],
+        ["| DTensorDataset", "off"],
+    ]

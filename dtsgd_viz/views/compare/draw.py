@@ -108,7 +108,7 @@ def draw(data: CompareData, findings: Findings) -> Figure:
     has_velocity = any(v is not None for v in data.velocity.values())
     height = 1.0 + TOP_HEIGHT + (0.55 + rows * CELL_HEIGHT if has_velocity else 0.0) + 0.4
     fig = new_figure((style.WIDTH, height))
-    first = data.variables[0]  # (an IndexError for none, as before)
+    first = data.variables[0]  # check_runs refuses an empty run; a run records a variable or more
     what = "the whole model" if len(data.variables) > 1 else repr(first)
     headline(
         fig,
