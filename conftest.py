@@ -24,20 +24,36 @@ def _doctest_numpy_repr(request):
 collect_ignore_glob = ["notebooks/src/*.py"]
 
 
+def _file_times() -> dict:
+    """tests/durations.json: each file's seconds in the last whole run profiled
+    (``python tests/helpers/durations.py run.xml`` rewrites it)."""
+    import json
+    import pathlib
+
+    table = pathlib.Path(__file__).parent / "tests" / "durations.json"
+    return json.loads(table.read_text()) if table.exists() else {}
+
+
 def pytest_collection_modifyitems(config, items):
     """The tutorials (nbval cells) and the browser tests are slow: ``pytest -m "not slow"``
     leaves them out; ``make test`` runs everything.
 
-    Then the files are ordered by their share of slow items, the most first (the tutorials,
-    browser and multi-process files), each file's items kept in their order: with
-    ``--dist loadfile`` both workers start on the long files, and the short ones fill in at
-    the end instead of one long file running alone last."""
+    Then the files are ordered by their time in the last whole run profiled
+    (tests/durations.json), the longest first, each file's items kept in their order:
+    with ``--dist loadfile`` each worker takes the next file as it frees up, so both
+    start on the long files and the short ones fill in at the end, instead of one long
+    file running alone last. A file the table does not name yet counts 8 s for each of
+    its slow items."""
     for item in items:
         if type(item).__name__.startswith("IPyNb") or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
     files: dict = {}
     for item in items:
         files.setdefault(item.nodeid.split("::")[0], []).append(item)
-    share = {f: sum(bool(i.get_closest_marker("slow")) for i in its) / len(its) for f, its in files.items()}
-    order = sorted(files, key=lambda f: (-share[f], -len(files[f]) * share[f], f))
+    times = _file_times()
+
+    def seconds(f):
+        return times.get(f, 8.0 * sum(bool(i.get_closest_marker("slow")) for i in files[f]))
+
+    order = sorted(files, key=lambda f: (-seconds(f), f))
     items[:] = [item for f in order for item in files[f]]
