@@ -222,3 +222,13 @@ def test_a_long_runs_explorer_moves_draw_the_recording_up_to_the_update(long_run
             assert tuple(path[i]) in {tuple(p) for p in xy}
         for key, line in w.view.artists.rests.items():  # the whole run under it
             _check_drawn(line.get_xydata(), long_runs[key].path("w").astype(np.float64))
+
+
+def test_the_best_spot_when_every_spot_costs_infinitely_much_is_the_first():
+    """An ``extra`` that rules every box out (inf) leaves the first candidate, as argmin
+    over all-inf costs does (it used to compare an index with None)."""
+    obs = _random_obstacles(np.random.default_rng(3))
+    got = labels.best_spot(obs, (200.0, 200.0), (30, 10), extra=lambda box: np.inf)
+    assert got == pytest.approx(
+        _brute_spot(obs, (200.0, 200.0), (30, 10), (5.0, 10.0, 18.0, 30.0), 0.15, lambda b: np.inf)
+    )

@@ -10,6 +10,7 @@ import numpy as np
 from . import style
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.backend_bases import RendererBase
     from matplotlib.figure import Figure, SubFigure
 
@@ -31,6 +32,21 @@ def new_figure(
     engine.set(wspace=wspace)
     FigureCanvasAgg(fig)
     return fig
+
+
+def root_figure(ax: Axes) -> Figure:
+    """The ``Figure`` that ``ax`` is drawn in, also when ``ax`` sits in a ``SubFigure``
+    (whose ``figure`` is the root; a ``Figure``'s is itself)."""
+    return ax.figure.figure  # pyright: ignore[reportReturnType]  # stubs: Figure | SubFigure | None
+
+
+def axes_size_inches(ax: Axes) -> tuple[float, float]:
+    """``ax``'s width and height in inches (``ax.get_position()`` times the size of the
+    figure or subfigure that holds it)."""
+    pos, parent = ax.get_position(), ax.figure
+    assert parent is not None  # an Axes is made in a figure
+    dpi = root_figure(ax).dpi
+    return pos.width * parent.bbox.width / dpi, pos.height * parent.bbox.height / dpi
 
 
 def canvas_renderer(fig: Figure | SubFigure) -> RendererBase:

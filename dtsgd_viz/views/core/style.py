@@ -130,7 +130,7 @@ class Look:
     """How one thing is drawn: ``color`` (None: the run's colour), line style ``ls``,
     width ``lw``, ``marker`` and its size ``ms``, and ``zorder`` (higher: on top)."""
 
-    color: str | None
+    color: ColorType | None
     ls: object
     lw: float
     marker: str = ""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import TYPE_CHECKING, Any, Self
 
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
@@ -31,6 +31,7 @@ from ...dtensor.model import is_tensorflow_object, optimizer_parts, slot_of, uni
 from ...geometry import ShardGeometry, shard_geometry
 from ...recording.recording import Recording, VariableRecord
 from ...specs import LayoutSpec
+from ..core.figure import axes_size_inches, root_figure
 from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, SUBTITLE_COLOR, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE, TITLE_SIZE
 from .layout_geometry import LayoutPicture, Panel, block_looks, layout_picture
 from .layout_labels import jax_devices, short_finding, slice_text
@@ -127,8 +128,8 @@ def plot_layout(
     panel names each block row's and column's mesh coordinate instead (right, top).
     Ranks 3 and 4 get one small panel per index of the leading dims.
     ``note`` is added to the italic note under the subtitle (``LayoutExplorer`` gives the
-    bytes per device). Returns a ``matplotlib.figure.Figure`` (``ax.figure`` when ``ax``
-    is given; ``ax`` works for ranks 1 and 2).
+    bytes per device). Returns a ``matplotlib.figure.Figure`` (the figure ``ax`` is in when ``ax``
+    is given, also through a ``SubFigure``; ``ax`` works for ranks 1 and 2).
 
     >>> from dtsgd_viz import LayoutSpec, MeshSpec, plot_layout
     >>> mesh = MeshSpec.create({"batch": 2, "model": 4})
@@ -143,10 +144,9 @@ def plot_layout(
                 f"ax= draws one panel, for rank 1 or 2 tensors. Received: shape "
                 f"{shape} of rank {len(shape)}; leave ax out to get a faceted figure."
             )
-        fig = cast(Figure, ax.figure)  # an Axes of a SubFigure fails below: no get_size_inches
-        pos = ax.get_position()
-        w, h = fig.get_size_inches()
-        pic = layout_picture(shape, layout, name=name, title=title, panel_size=(pos.width * w, pos.height * h))
+        fig = root_figure(ax)
+        panel_w, panel_h = axes_size_inches(ax)
+        pic = layout_picture(shape, layout, name=name, title=title, panel_size=(panel_w, panel_h))
         _draw_panel(ax, pic, pic.panels[0])
         prefix = f"{name + ' ' if name else ''}{shape}"
         ax.set_title(title or short_finding(pic.geometry, prefix), fontsize=TITLE_SIZE)
@@ -163,7 +163,7 @@ def plot_layout(
             loc="upper left",
             bbox_to_anchor=(1.01, 1.0),
             frameon=False,
-            ncol=math.ceil(len(handles) / max(1, int(pos.height * h * 72 / 15) - 1)),
+            ncol=math.ceil(len(handles) / max(1, int(panel_h * 72 / 15) - 1)),
         )
         return fig
     pic = layout_picture(shape, layout, name=name, title=title, note=note)

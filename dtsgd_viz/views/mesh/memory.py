@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -28,7 +28,7 @@ from matplotlib.patches import Patch
 
 from ...recording.communication import CommunicationPlan, CommunicationReport, communication_plan
 from ...recording.memory import MemoryPlan, format_bytes
-from ..core.figure import fit, headline
+from ..core.figure import axes_size_inches, fit, headline, root_figure
 from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, TICK_SIZE, TITLE_SIZE, VARIABLE_COLORS, WIDTH
 from ..text.direct import READABLE_GAP, axes_height_points, leaders, spread
 from .traffic import dims_text, per_device, totals, traffic_items
@@ -175,7 +175,7 @@ def plot_memory(
                 f"ax= takes {'one axes' if traffic is None else 'two axes (memory, traffic)'}"
                 f" here. Received: {len(axes)}."
             )
-        fig = cast(Figure, axes[0].figure)  # a SubFigure fails in _fit_notes: no draw_without_rendering
+        fig = root_figure(axes[0])
         axes[0].set_title(fit(_memory_title(plan), _width_pt(axes[0]), TITLE_SIZE), fontsize=TITLE_SIZE)
     handles = _draw_memory(axes[0], plan, segments, mesh_label=not own)
     if traffic is not None:
@@ -332,7 +332,7 @@ def _place_labels(ax, plan, texts, labels, segments) -> None:
 
 def _width_pt(ax) -> float:
     """About how wide ``ax`` is in points (its place before the layout settles)."""
-    return max(150.0, ax.get_position().width * ax.figure.get_figwidth() * 72 * 1.1)
+    return max(150.0, axes_size_inches(ax)[0] * 72 * 1.1)
 
 
 MANY_DEVICES = 16
@@ -362,7 +362,7 @@ def _device_axis(ax, plan, fontsize=TICK_SIZE, mesh=True):
     numbers, prefix = device_ticks(names)
     what = "devices in mesh order"
     if n > MANY_DEVICES:  # numbers only, as many as stand apart (the axes' width, about)
-        width = 0.85 * ax.get_position().width * ax.figure.get_figwidth() * 72
+        width = 0.85 * axes_size_inches(ax)[0] * 72
         step = device_step(n, width, fontsize)
         at = np.arange(0, n, step)
         ax.set_xticks(at, [numbers[i] for i in at], fontsize=fontsize, rotation=0)

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core import style
-from ..core.figure import headline, new_figure
+from ..core.figure import headline, new_figure, root_figure
 from ..update import geometry as upd
 from ..update import panel
 from . import geometry as geo
@@ -179,11 +179,10 @@ def _axes(
     if isinstance(ax, (tuple, list)):
         if len(ax) != 2:
             raise ValueError(f"ax must be one Axes or a pair (path_ax, loss_ax). Received: {len(ax)} axes.")
-        # an Axes of a SubFigure fails where the figure is laid out: no draw_without_rendering
-        return cast("Figure", ax[0].figure), ax[0], ax[1], {}, False
+        return root_figure(ax[0]), ax[0], ax[1], {}, False
     if not hasattr(ax, "plot"):
         raise TypeError(f"ax must be a matplotlib Axes, a pair of them, or None. Received: {ax!r}.")
-    return cast("Figure", ax.figure), ax, None, {}, False  # (as above)
+    return root_figure(ax), ax, None, {}, False
 
 
 def _index(scene: PathScene, key: str, update: int) -> int:

@@ -216,7 +216,7 @@ def best_spot(
         if base[i] > cost:
             break
         c = base[i] + extra(tuple(float(v) for v in boxes[i]))
-        if c < cost or (c == cost and i < best):
+        if best is None or c < cost or (c == cost and i < best):
             best, cost = int(i), c
     return None if best is None else tuple(float(v) for v in boxes[best])
 

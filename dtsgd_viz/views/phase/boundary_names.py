@@ -205,7 +205,7 @@ def bare_cells(
     gid: str,
 ) -> list[Line2D]:
     """Draw the ``cells`` (a mask) of ``mesh`` (the ratio map's ``QuadMesh``) again over
-    the boundary ``lines`` (``{key: (Line2D, look)}``) and each line thin across them:
+    the boundary ``lines`` (``{key: Line2D}``) and each line thin across them:
     a note's few cells stay readable, the boundary still runs through. Returns the
     thin lines."""
     from matplotlib.patches import Rectangle

@@ -25,7 +25,7 @@ the blocks along the curves in place (the ``RateExplorer`` widget's slider).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from ...theory.quadratic import rate as _rate  # the closed-form spectral radius
 from ..core import style
 from ..core.diverging import diverging_update
 from ..core.empty import check_not_empty
-from ..core.figure import fit, headline, new_figure
+from ..core.figure import axes_size_inches, fit, headline, new_figure, root_figure
 from ..shards.geometry import block_patches, short_device_names
 from .block_labels import ROOM, RateLabels, at_floor, draw_floor, label_block_ends, rates_finding, rates_settings
 
@@ -273,7 +273,7 @@ class RatesView:
         lr_range: tuple[float, float] | None = None,
     ):
         self.rates, self.curve_ax, self.error_ax = rates, curve_ax, error_ax
-        self.figure = cast("Figure", curve_ax.figure)  # a SubFigure fails in set_learning_rate: no get_figwidth
+        self.figure = root_figure(curve_ax)
         r = rates
         self.learning_rate = r.learning_rate if learning_rate is None else float(learning_rate)
         ax = curve_ax
@@ -429,7 +429,7 @@ class RatesView:
             for n in (False, True)
             if self.unstable[n].any()
         ]
-        width = self.curve_ax.get_position().width * self.figure.get_figwidth() * 72  # about
+        width = axes_size_inches(self.curve_ax)[0] * 72  # about
         self.curve_ax.set_title(
             fit(
                 f"{len(r.labels)} blocks at lr={self.learning_rate:.3g}: "
