@@ -8,7 +8,7 @@ from tensorflow.experimental import dtensor
 
 import dtsgd_viz
 from dtsgd_viz import dtensor as _dtensor
-from dtsgd_viz.models.examples import untuned
+from dtsgd_viz.models import untuned
 
 
 def layout(mesh, *specs):

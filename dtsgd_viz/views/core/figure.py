@@ -11,6 +11,7 @@ from . import style
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.axes._base import _AxesBase
     from matplotlib.backend_bases import RendererBase
     from matplotlib.figure import Figure, SubFigure
 
@@ -34,7 +35,7 @@ def new_figure(
     return fig
 
 
-def root_figure(ax: Axes) -> Figure:
+def root_figure(ax: _AxesBase) -> Figure:
     """The ``Figure`` that ``ax`` is drawn in, also when ``ax`` sits in a ``SubFigure``
     (whose ``figure`` is the root; a ``Figure``'s is itself)."""
     return ax.figure.figure  # pyright: ignore[reportReturnType]  # stubs: Figure | SubFigure | None

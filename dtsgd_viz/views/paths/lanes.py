@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.figure import root_figure
 from .casing import CASING_TOL, coinciding, draw_casings
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def shift_lines(artists: Iterable[Line2D | Collection | None], shift: Sequence[f
         if a is None:
             continue
         assert a.axes is not None  # drawn on an axes
-        fig = a.axes.figure.figure
+        fig = root_figure(a.axes)
         a.set_transform(a.axes.transData + ScaledTranslation(shift[0] / 72.0, shift[1] / 72.0, fig.dpi_scale_trans))
 
 
@@ -119,7 +120,7 @@ def draw_lanes_and_casings(
         shift_lines([art.paths.get(key)], shift)
     # the shift in data units (about: the panel is not laid out yet), to find what still coincides
     box = ax.get_window_extent()
-    per_pt = span / max(1.0, max(box.width, box.height) * 72.0 / ax.figure.figure.dpi)
+    per_pt = span / max(1.0, max(box.width, box.height) * 72.0 / root_figure(ax).dpi)
     moved = {k: c + per_pt * np.asarray(shifts.get(k, (0.0, 0.0))) for k, c in drawn.items()}
     casings = draw_casings(ax, moved, looks, span)
     for key, lc in casings.items():
@@ -151,7 +152,7 @@ def shift_step(art: PathArtists) -> None:
         for (k, _), q in art.arrows.items():
             if k == key:
                 assert q.axes is not None  # drawn on the path panel
-                fig = q.axes.figure.figure
+                fig = root_figure(q.axes)
                 q.set_offset_transform(
                     q.axes.transData + ScaledTranslation(shift[0] / 72.0, shift[1] / 72.0, fig.dpi_scale_trans)
                 )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core import style
+from ..core.figure import root_figure
 from ..shards.geometry import minmax_indices
 from ..text.direct import READABLE_GAP, axes_height_points, label_ends, spread
 from . import geometry as geo
@@ -237,7 +238,7 @@ def mark_window(art: PathArtists, found: PathFindings, looks: Mapping[str, Look]
 def loss_columns(ax: Axes) -> int:
     """The most pixel columns a loss panel of ``ax``'s figure can have: its root
     figure's width in pixels (the panel is laid out later, never wider)."""
-    root = ax.figure.figure
+    root = root_figure(ax)
     return max(1, int(np.ceil(root.get_size_inches()[0] * root.dpi)))
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...theory.quadratic import RULES
 from ..core import style
+from ..core.figure import root_figure
 from ..text.direct import text_size
 from .axes import PHASE_NOTE_SIZE
 from .geometry import REGIONS
@@ -50,7 +51,7 @@ def box_cells(lr_e: np.ndarray, mu_e: np.ndarray, box: tuple[float, float, float
 def _to_points(ax):
     """Data (x log) -> points from the axes' bottom left, and back."""
     bbox = ax.get_window_extent()
-    dpi = ax.figure.figure.dpi
+    dpi = root_figure(ax).dpi
     w, h = bbox.width * 72 / dpi, bbox.height * 72 / dpi
     (lx0, lx1), (y0, y1) = np.log(sorted(ax.get_xlim())), sorted(ax.get_ylim())
 

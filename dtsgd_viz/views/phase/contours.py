@@ -26,6 +26,7 @@ import numpy as np
 
 from ...theory import quadratic as theory
 from ..core import style
+from ..core.figure import root_figure
 from ..text.direct import text_size
 from .regions import outline
 
@@ -76,7 +77,7 @@ def contour_mask(
 def _points_transform(ax, x_range, y_range):
     """Data (x on a log scale) -> points within ``ax`` (origin its bottom left)."""
     bbox = ax.get_window_extent()
-    dpi = ax.figure.figure.dpi if hasattr(ax.figure, "figure") else ax.figure.dpi
+    dpi = root_figure(ax).dpi
     size = bbox.width * 72 / dpi, bbox.height * 72 / dpi
     lx = np.log(np.asarray(x_range, np.float64))
 
@@ -307,7 +308,7 @@ def _box_outline(ax, text_artist):
     """A text's box (estimated from its size) as a closed polyline in data coordinates."""
     w, h = text_size(text_artist.get_text(), text_artist.get_fontsize())
     bbox = ax.get_window_extent()
-    dpi = ax.figure.figure.dpi if hasattr(ax.figure, "figure") else ax.figure.dpi
+    dpi = root_figure(ax).dpi
     fw, fh = (w + 6) / (bbox.width * 72 / dpi), (h + 4) / (bbox.height * 72 / dpi)
     x, y = ax.transLimits.transform(ax.transScale.transform(text_artist.get_position()))
     u = np.linspace(x - fw / 2, x + fw / 2, 12)

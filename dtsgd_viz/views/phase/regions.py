@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from ..core import style
+from ..core.figure import root_figure
 from ..text.direct import text_size
 from .axes import PHASE_NOTE_SIZE
 from .geometry import REGIONS, ratio_regions, region_spot, spot_cells
@@ -148,7 +149,7 @@ def draw_ratio_regions(
 def _cell_points(ax, n_rows, n_cols):
     """The size of one map cell in points (the axes' current size over the grid)."""
     bbox = ax.get_window_extent()
-    dpi = ax.figure.figure.dpi
+    dpi = root_figure(ax).dpi
     return bbox.width * 72 / dpi / n_cols, bbox.height * 72 / dpi / n_rows
 
 
@@ -245,7 +246,7 @@ def point_at_cell(
 def text_cells(ax: Axes, texts: Iterable[Text], lr_e: np.ndarray, mu_e: np.ndarray) -> np.ndarray:
     """The map cells (a mask; cell edges ``lr_e``, ``mu_e``) under the boxes of ``texts``."""
     out = np.zeros((len(mu_e) - 1, len(lr_e) - 1), bool)
-    renderer = cast("FigureCanvasAgg", ax.figure.figure.canvas).get_renderer()  # new_figure's Agg canvas
+    renderer = cast("FigureCanvasAgg", root_figure(ax).canvas).get_renderer()  # new_figure's Agg canvas
     for t in texts:
         (x0, y0), (x1, y1) = ax.transData.inverted().transform(t.get_window_extent(renderer).get_points())
         c0, c1 = np.searchsorted(lr_e, [x0, x1]) + [-1, 0]

@@ -21,7 +21,7 @@ import numpy as np
 from matplotlib.transforms import blended_transform_factory
 
 from ..core import style
-from ..core.figure import fit
+from ..core.figure import fit, root_figure
 from ..mesh.layout_colors import label_ink
 from ..text.direct import READABLE_GAP, axes_height_points, leaders, spread
 
@@ -306,7 +306,7 @@ class RateLabels:
         dotted line, label and mark (``marks``: data points, ``radius_px`` each); it
         stays put when none is clear. Measured with the figure's layout."""
         ax, t = self.ax, self.texts["name-momentum"]
-        fig = ax.figure.figure
+        fig = root_figure(ax)
         fig.draw_without_rendering()
         renderer = cast("FigureCanvasAgg", fig.canvas).get_renderer()  # new_figure's Agg canvas
         frame = ax.get_window_extent(renderer)
@@ -445,7 +445,7 @@ def label_block_ends(
     """Name each error line right of the axes, at its end's height (``ends``: the last
     values), the names pushed apart a readable gap and a leader from each line's end to
     a name that moved. Measured after the figure's layout. Returns ``(texts, leaders)``."""
-    fig = ax.figure.figure
+    fig = root_figure(ax)
     trans = blended_transform_factory(ax.transAxes, ax.transAxes)
     texts = [
         ax.text(

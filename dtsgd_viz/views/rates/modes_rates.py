@@ -17,6 +17,7 @@ from matplotlib.patches import Rectangle
 
 from ...theory import quadratic as theory
 from ..core import style
+from ..core.figure import canvas_renderer, root_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -191,9 +192,9 @@ def _label_curves(ax, lines, obstacles=()):
     """Name each rate curve beside it (above, below, left or right of a point on it), at
     the place whose text box keeps furthest from every other curve, mark, line and name
     (``obstacles``: artists whose boxes count too) and crosses no curve at all."""
-    fig = ax.figure.figure
+    fig = root_figure(ax)
     fig.draw_without_rendering()
-    renderer = fig.canvas.get_renderer()
+    renderer = canvas_renderer(fig)
     frame = ax.get_window_extent(renderer)
     pad = NAME_PAD * fig.dpi / 72
     curves = [_dense(ax.transData.transform(np.column_stack([ln.get_xdata(), ln.get_ydata()])), frame) for ln in lines]
@@ -301,9 +302,9 @@ def _stagger(ax, texts, gap_px=4.0, top=None) -> int:
     returns the number of rows. Measured with the figure's layout."""
     if len(texts) < 2:
         return 1
-    fig = ax.figure.figure  # the root figure (the axes may sit in a SubFigure)
+    fig = root_figure(ax)
     fig.draw_without_rendering()
-    renderer = fig.canvas.get_renderer()
+    renderer = canvas_renderer(fig)
     placed = []  # (row, x0, x1) in pixels
     rows = 1
     for t in sorted(texts, key=lambda t: t.get_position()[0]):

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...theory import quadratic as theory
 from ..core import style
+from ..core.figure import canvas_renderer, root_figure
 from .modes_rates import _box_gap, _dense, _gap, display_name, mark_look, subscript
 
 if TYPE_CHECKING:
@@ -94,9 +95,9 @@ def _label_marks(ax, data, looks, i):
     keeps ``LABEL_AIR`` off every curve, the dotted line, every mark and the labels
     placed before it (lowest rate first), the nearest such place; a leader joins a label that
     stands off its mark."""
-    fig = ax.figure.figure
+    fig = root_figure(ax)
     fig.draw_without_rendering()
-    renderer = fig.canvas.get_renderer()
+    renderer = canvas_renderer(fig)
     frame = ax.get_window_extent(renderer)
     # each curve's points, and half its width: the air is kept from its edge
     lines = [

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core import style
+from ..core.figure import root_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -80,7 +81,7 @@ def text_size(text: str, fontsize: float = style.TICK_SIZE) -> tuple[float, floa
 
 def axes_height_points(ax: Axes) -> float:
     """The axes' height in points where it stands now (before the layout runs, about)."""
-    dpi = ax.figure.figure.dpi  # the root figure's (a SubFigure has none of its own)
+    dpi = root_figure(ax).dpi
     return max(1.0, ax.get_window_extent().height * 72.0 / dpi)
 
 
@@ -92,7 +93,7 @@ def _fraction(ax: Axes, y: float) -> float:
 
 
 def _axes_width_points(ax: Axes) -> float:
-    dpi = ax.figure.figure.dpi
+    dpi = root_figure(ax).dpi
     return max(1.0, ax.get_window_extent().width * 72.0 / dpi)
 
 
