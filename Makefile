@@ -71,6 +71,8 @@ bench: $(BENCH_STAMP)
 	test ! -f benchmarks/floors.py || $(VENV)/bin/python benchmarks/floors.py
 	$(VENV)/bin/python benchmarks/long_paths.py
 	$(VENV)/bin/python benchmarks/iterator_end.py
+	$(VENV)/bin/python benchmarks/import_ml_dtypes.py
+	$(VENV)/bin/python benchmarks/web_redraw.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache site

@@ -9,9 +9,13 @@
   ``widgets``, ...) a page of its own. mkdocstrings reads the sources (griffe, static
   analysis; ``docs/griffe_ext.py`` follows the lazily imported names): nothing is
   imported but the light ``dtsgd_viz`` itself.
-- A widget cannot run on a static page. ``notebooks/build.py`` stores each widget's last
-  picture (a PNG) beside its view in the notebook; here the view is replaced by that
-  picture, and the widget manager (a script from a CDN) is left out.
+- The browser-drawn explorers (``dtsgd_viz.web``, anywidget models) run on the page with
+  no kernel: their view becomes a live div, and the page carries their saved state and
+  ``dtsgd_viz/web/js/static.js``, which calls each one's ES module as a notebook would
+  (no widget manager, nothing from a CDN); their still picture stays for readers
+  without scripts. A kernel-drawn widget (``dtsgd_viz.widgets``) cannot run here:
+  ``notebooks/build.py`` stores its last picture (a PNG) beside its view, the view is
+  replaced by that picture, and the widget manager (a script from a CDN) is left out.
 - The site loads nothing from the network, so that it works opened from files: the
   tutorials' math is typeset by the MathJax 2.7 that ``jupyter-server-mathjax`` ships
   (the ``docs`` extra), copied to ``assets/mathjax/``; the theme uses the system fonts
@@ -35,6 +39,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 PACKAGE = ROOT / "dtsgd_viz"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
 # ---------------------------------------------------------------------------- pages
@@ -274,23 +279,59 @@ def widget_pictures(notebook_path):
     return pictures
 
 
+LIVE_RUNTIME = pathlib.Path(__file__).parents[1] / "dtsgd_viz" / "web" / "js" / "static.js"
+
+
+def live_models(notebook_path):
+    """``{model_id: saved model}`` of the notebook's browser-drawn explorers
+    (``dtsgd_viz.web``: anywidget models, their ES module in their state)."""
+    nb = json.loads(pathlib.Path(notebook_path).read_text())
+    state = nb.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    return {k: v for k, v in state.items() if v.get("model_module") == "anywidget" and "_esm" in v.get("state", {})}
+
+
+def live_page(html, models):
+    """``html`` with each browser-drawn explorer's view replaced by a live div (and its
+    still picture, shown where scripts do not run), the explorers' saved state and the
+    runtime that draws them with no kernel (``dtsgd_viz/web/js/static.js``)."""
+    used = {}
+
+    def live(match):
+        model_id = json.loads(match.group(1)).get("model_id")
+        if model_id not in models:
+            return match.group(0)
+        used[model_id] = models[model_id]
+        return f'<div class="dtsgd-live" data-model-id="{model_id}"></div>'
+
+    html = _VIEW.sub(live, html)
+    if used:
+        payload = json.dumps(used).replace("</", "<\\/")
+        html += (
+            f'<script type="application/json" class="dtsgd-live-state">{payload}</script>'
+            f'<script type="module">{LIVE_RUNTIME.read_text()}</script>'
+        )
+    return html
+
+
 def on_page_content(html, page, config, files):
     src = page.file.abs_src_path or ""
     if not src.endswith(".ipynb"):
         return html
     pictures = widget_pictures(src)
+    models = live_models(src)
 
     def picture(match):
         model_id = json.loads(match.group(1)).get("model_id")
         if model_id not in pictures:
             return match.group(0)
-        return (
+        still = (
             f'<img class="widget-snapshot" src="data:image/png;base64,{pictures[model_id]}" '
             'alt="The widget as the notebook left it (it needs a live kernel to move)">'
         )
+        return still + match.group(0) if model_id in models else still
 
-    html = _VIEW.sub(picture, html)
-    if not _VIEW.search(html):  # no live view left: no widget manager, no widget state
+    html = live_page(_VIEW.sub(picture, html), models)
+    if not _VIEW.search(html):  # no kernel-drawn view left: no widget manager, no widget state
         html = _MANAGER.sub("", _STATE.sub("", html))
     return offline(site_links(html), page.url)
 

@@ -85,6 +85,7 @@ _MODULES = {
     "theory": "theory",
     "store": "recording.store",  # streaming to disk (zarr, imported on first use)
     "widgets": "widgets",
+    "web": "web",  # explorers the browser draws (anywidget), live with no kernel
     "layers": "models.layers",
     "models": "models",
 }

@@ -17,8 +17,11 @@ TensorFlow's C++ runtime writes straight to the process's stderr are not stored
 as outputs (nbval's kernels would not show them, and the comparison would fail);
 they go to a log file instead, named when a notebook fails.
 
-A widget needs a live kernel; a static reader (GitHub, the documentation site) has only
-what the notebook stores. Each widget view therefore also carries the widget's last
+A browser-drawn explorer (``dtsgd_viz.web``) runs from the stored widget state with no
+kernel (the documentation site replays it); where no script runs (a GitHub file view)
+its display carries a still PNG, captioned as such. A kernel-drawn widget
+(``dtsgd_viz.widgets``) needs a live kernel; a static reader has only what the notebook
+stores. Each widget view therefore also carries the widget's last
 picture as an ``image/png`` beside it in the same output (``widget_snapshots``): Jupyter
 shows the live widget, a reader that cannot runs it shows the picture. Under the picture
 a caption strip says what the widget's controls were set to ("Static picture of the
@@ -29,6 +32,7 @@ and the picture is never a bare copy of a figure shown beside it.
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import re
 import shutil
@@ -43,6 +47,8 @@ KERNEL = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language":
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 CAPTION = "Static picture of the widget{controls} (run the notebook to use the controls)"
+# the still of a browser-drawn explorer (dtsgd_viz.web), seen only where scripts do not run
+LIVE_CAPTION = "Still picture of the explorer at update {update} (live in Jupyter and on the documentation site)"
 READOUT_CAPTION = "Static picture of the widget{readouts} (run the notebook to see it live)"
 CAPTION_PX = 12  # the caption's font size in pixels: style.NOTE_SIZE at style.DPI
 CAPTION_PAD = 6  # pixels above and below the caption's lines
@@ -295,7 +301,20 @@ def widget_snapshots(nb) -> int:
     for cell in nb["cells"]:
         for out in cell.get("outputs", []):
             data = out.get("data", {})
-            if WIDGET_VIEW in data:
+            if (
+                WIDGET_VIEW in data
+                and "image/png" in data
+                and state.get(data[WIDGET_VIEW]["model_id"], {}).get("model_module") == "anywidget"
+            ):
+                # a browser-drawn explorer (dtsgd_viz.web) brought its own still; said as such
+                if "dtsgd_viz" not in out.get("metadata", {}):
+                    update = state[data[WIDGET_VIEW]["model_id"]]["state"].get("update")
+                    caption = LIVE_CAPTION.format(update=update)
+                    png = data["image/png"]
+                    data["image/png"] = captioned_png("".join(png) if isinstance(png, list) else png, caption)
+                    out.setdefault("metadata", {})["dtsgd_viz"] = {"snapshot_caption": caption}
+                    added += 1
+            elif WIDGET_VIEW in data:
                 model_id = data[WIDGET_VIEW]["model_id"]
                 png = picture(model_id, set())
                 if png is not None:
@@ -348,6 +367,9 @@ def main(argv=None) -> int:
         sources = [s for s in sources if any(s.stem.startswith(n) for n in args.names)]
         if not sources:
             parser.error(f"no source in {SOURCES} starts with {args.names}")
+    # the browser-drawn explorers (dtsgd_viz.web) add a still PNG to each display, for
+    # readers that run no scripts (dtsgd_viz.web.widget.STILLS_ENV; the kernels inherit it)
+    os.environ["DTSGD_VIZ_STILLS"] = "1"
     logs = pathlib.Path(tempfile.mkdtemp(prefix="dtsgd-nb-"))  # kept if a notebook fails
     for source in sources:
         target, seconds = build(source, logs)

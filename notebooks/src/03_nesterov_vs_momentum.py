@@ -264,20 +264,23 @@ CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # It starts at update 20, not at the update 5 taken apart above: by then Nesterov's path
 # runs along the valley towards the minimum, while classical momentum still bounces from
 # wall to wall (the saw-tooth of its loss, right). At the scale of the paths most of
-# these updates are a few pixels long, so under the paths each run's update is drawn up
-# close (its dotted box on the paths is marked ×N, how many times closer): at
-# update 20 Nesterov's μ·v and −lr·g are about 0.08 and 0.01 long, on a view 8 wide
-# (momentum's 1.1 and 0.6).
-# The headline follows the slider: whose mean loss over the last updates up to the one
-# shown is lowest, and by how much (`findings(..., upto=20)` prints it at update 20).
-# Move the slider, or press Play, to see every update's terms.
+# these updates are a few pixels long, so under the loss each run's update is drawn up
+# close, all three at one scale (their boxes are dotted on the paths), with its terms as
+# arrows at their true length; the bars under them give the lengths of μ·v, −lr·g and of
+# the whole step on one axis. At update 20 momentum's step is several times Nesterov's.
+#
+# Your browser draws this explorer from numbers the notebook computed once, so it works
+# without a kernel too: on the documentation site, the slider, Play, hover (a point of a
+# path: the loss after that many updates) and clicks (jump to that update) all respond.
+# `explorer.update` reads the update the slider shows, and setting it moves the slider.
+# The headline line printed above it is `findings(..., upto=20)`: whose mean loss over
+# the last updates up to update 20 is lowest, and by how much.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from dtsgd_viz.widgets import PathExplorer
-
 print(dtsgd_viz.findings(recordings, surface, upto=20).headline())
-PathExplorer(recordings, surface, step=20)
+explorer = dtsgd_viz.web.PathExplorer(recordings, surface, step=20)
+explorer
 
 # %% [markdown]
 # ## Where next

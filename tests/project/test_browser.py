@@ -71,22 +71,26 @@ def test_notebook_03_in_jupyterlab(browser, lab, shots):  # noqa: F811
             == 0
         )
         assert errors.count() == 0, errors.first.inner_text()
-        n_sliders = page.locator(".widget-slider").count()
-        assert n_sliders >= 3
-        before = _image_sources(page)
-        _move_slider(page, n_sliders - 1)
-        moved = _wait_changed(page, before)
-        # and back, so the README's picture shows the update the cell's code names
-        # (step=20), once the last redraw has landed
-        _move_slider(page, n_sliders - 1, key="ArrowLeft")
-        _wait_changed(page, moved)
+        # the browser-drawn PathExplorer (dtsgd_viz.web, anywidget) runs live in JupyterLab:
+        # its slider moves the picture and the label, and comes back to the cell's step=20
+        live = page.locator(".dtsgd-viz-paths")
+        live.wait_for(timeout=60_000)
+        assert page.locator(".dtsgd-viz-paths .dv-label").inner_text() == "update 20 of 60"
+        marker = page.locator(".dtsgd-viz-paths path.dv-current").first
+        before = marker.get_attribute("transform")
+        page.locator(".dtsgd-viz-paths input.dv-slider").focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("() => document.body.innerText.includes('update 21 of 60')", timeout=60_000)
+        assert marker.get_attribute("transform") != before
+        page.keyboard.press("ArrowLeft")
         page.wait_for_function("() => document.body.innerText.includes('update 20 of 60')", timeout=60_000)
+        assert marker.get_attribute("transform") == before
         _wait_stable(page)
         # the settings turn the "official Jupyter news?" toast off: none may cover the figure
         assert page.get_by_text("official Jupyter news").count() == 0
         # the README's picture: the PathExplorer's cell as JupyterLab shows it (its code,
         # the slider, the picture), cropped to the cell
-        cell = page.locator(".jp-CodeCell").filter(has=page.locator(".widget-slider")).last
+        cell = page.locator(".jp-CodeCell").filter(has=page.locator(".dtsgd-viz-paths")).last
         cell.scroll_into_view_if_needed()
         shot = shots / "jupyterlab_03_nesterov_vs_momentum.png"
         cell.screenshot(path=str(shot))

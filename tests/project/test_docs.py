@@ -41,6 +41,12 @@ def test_each_tutorial_page_holds_its_figures(site, notebook):
     # a static page shows the widgets' pictures: no view waiting for a widget manager
     assert WIDGET_VIEW not in page and "addWidgetsRenderer" not in page
     assert page.count('class="widget-snapshot"') == len(widgets)
+    # the browser-drawn explorers (anywidget) are live divs, with their saved state and the runtime
+    state = json.loads(notebook.read_text())["metadata"].get("widgets", {})
+    models = state.get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    live = [w for w in widgets if models.get(w["data"][WIDGET_VIEW]["model_id"], {}).get("model_module") == "anywidget"]
+    assert page.count('<div class="dtsgd-live" ') == len(live)
+    assert ('class="dtsgd-live-state"' in page) == bool(live)
 
 
 _HREF = re.compile(r'href="([^"#:]+)(?:#[^"]*)?"')

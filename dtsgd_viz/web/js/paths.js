@@ -1,0 +1,304 @@
+// PathExplorer: the paths on the loss contours, the update shown up close (every run at
+// one scale, arrows at their true length), the lengths of its terms, and the loss after
+// k updates. Every number comes from the state Python wrote (dtsgd_viz.web.path_state).
+
+const W = 930, H = 500;
+const PATHS = { x: 10, y: 30, w: 450, h: 460 };
+const LOSS = { x: 545, y: 48, w: 370, h: 140 };
+const CLOSE = { x: 545, y: 244, w: 370, h: 120 }; // one square per run, side by side
+const BARS = { x: 620, y: 392, w: 295, h: 104 };
+
+function decodeRuns(d) {
+  const out = {};
+  for (const name of d.names) {
+    const r = d.runs[name];
+    out[name] = {
+      path: arr(r.path), pathIndex: arr(r.path_index).values, lossK: arr(r.loss_k).values, loss: arr(r.loss).values,
+      position: arr(r.position), next: arr(r.next), lossAfter: arr(r.loss_after).values,
+      terms: r.terms || [], uvs: r.uvs ? arr(r.uvs) : null, lengths: r.lengths ? arr(r.lengths) : null,
+      termColors: r.term_colors || {}, tint: r.tint,
+    };
+  }
+  return out;
+}
+
+function arrowHead(defs, id, color) {
+  const m = el("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse", markerUnits: "userSpaceOnUse" }, defs);
+  el("path", { d: "M0,0L10,5L0,10Z", fill: color }, m);
+}
+
+function render({ model, el: root }) {
+  const d = model.get("data");
+  const look = d.look, names = d.names, runs = decodeRuns(d);
+  const updates = arr(d.updates).values, zoom = arr(d.zoom), zf = arr(d.zoom_factor).values;
+  const m = updates.length;
+  const uid = "dv" + Math.random().toString(36).slice(2, 8);
+  let index = Math.max(0, Math.min(m - 1, d.index));
+
+  root.innerHTML = "";
+  root.classList.add("dtsgd-viz", "dtsgd-viz-paths");
+  Object.assign(root.style, { position: "relative", maxWidth: W + "px", font: "13px sans-serif" });
+
+  // controls
+  const bar = html("div", { class: "dv-controls" }, root);
+  Object.assign(bar.style, { display: "flex", alignItems: "center", gap: "8px", margin: "2px 0 4px 0" });
+  const play = html("button", { class: "dv-play", title: "play", type: "button" }, bar, "\u25B6");
+  Object.assign(play.style, { width: "34px", height: "26px", cursor: "pointer" });
+  const slider = html("input", { class: "dv-slider", type: "range", min: 0, max: m - 1, step: 1, "aria-label": "update" }, bar);
+  Object.assign(slider.style, { flex: "1 1 auto", maxWidth: "560px" });
+  slider.value = index;
+  const label = html("span", { class: "dv-label" }, bar);
+  Object.assign(label.style, { minWidth: "200px", fontVariantNumeric: "tabular-nums" });
+
+  const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", class: "dv-svg", role: "img" }, root);
+  svg.style.display = "block";
+  const defs = el("defs", {}, svg);
+  const nr = names.length, side = Math.min(CLOSE.h, (CLOSE.w - 10 * (nr - 1)) / nr);
+  const closeRects = names.map((_, j) => ({ x: CLOSE.x + j * (side + 10), y: CLOSE.y, w: side, h: side }));
+  for (const [i, rect] of [PATHS, ...closeRects].entries()) {
+    const cp = el("clipPath", { id: `${uid}-clip${i}` }, defs);
+    el("rect", { x: rect.x, y: rect.y, width: rect.w, height: rect.h }, cp);
+  }
+  const tip = tooltip(root);
+  const fs = look.font_px;
+
+  // ---- the paths panel (static, then the moving parts) ----
+  const main = fitBox(d.box, PATHS);
+  const pg = el("g", { class: "dv-paths", "clip-path": `url(#${uid}-clip0)`, "data-box": JSON.stringify(d.box), "data-rect": JSON.stringify(main.inner) }, svg);
+  el("image", { href: "data:image/png;base64," + d.contours, x: main.inner.x, y: main.inner.y, width: main.inner.w, height: main.inner.h, preserveAspectRatio: "none" }, pg);
+  el("rect", { x: main.inner.x, y: main.inner.y, width: main.inner.w, height: main.inner.h, fill: "none", stroke: "#bbb" }, svg);
+  text(svg, PATHS.x, 18, "paths on the loss contours", { "font-size": fs.title, "font-weight": "bold" });
+  text(svg, PATHS.x + PATHS.w, 18, "plane: " + d.plane, { "font-size": fs.tick, "text-anchor": "end", fill: "#555" });
+  const rem = {}, trail = {}, cur = {}, start = {};
+  for (const name of names) {
+    const r = runs[name], lk = look.runs[name];
+    const xs = [], ys = [];
+    for (let i = 0; i < r.path.shape[0]; i++) { xs.push(main.x(r.path.at(i, 0))); ys.push(main.y(r.path.at(i, 1))); }
+    r.px = xs; r.py = ys;
+    rem[name] = el("polyline", { points: points(xs, ys), ...lineStyle(look.roles.remainder, r.tint), "data-run": name, class: "dv-remainder" }, pg);
+  }
+  for (const name of names) {
+    const lk = look.runs[name];
+    trail[name] = el("polyline", { ...lineStyle(lk), "data-run": name, class: "dv-trail" }, pg);
+  }
+  const st = look.roles.start;
+  for (const name of names) {
+    const r = runs[name];
+    start[name] = el("path", { d: markerPath("circle", st.size * 0.55), transform: `translate(${r.px[0]},${r.py[0]})`, fill: "white", stroke: "black", "stroke-width": 1.2, class: "dv-start" }, pg);
+  }
+  const mn = arr(d.minima), ml = look.roles.minimum;
+  for (let i = 0; i < mn.shape[0]; i++) {
+    el("path", { d: markerPath("star", ml.size * 0.6), transform: `translate(${main.x(mn.at(i, 0))},${main.y(mn.at(i, 1))})`, fill: look.minimum_face, stroke: "black", "stroke-width": 0.8, class: "dv-minimum" }, pg);
+  }
+  for (const name of names) {
+    const lk = look.runs[name];
+    cur[name] = el("path", { d: markerPath(lk.marker || "circle", lk.size * 1.25), fill: "white", stroke: lk.color, "stroke-width": 2, class: "dv-current", "data-run": name }, pg);
+  }
+
+  // ---- the loss panel ----
+  const lg = el("g", { class: "dv-loss" }, svg);
+  text(svg, LOSS.x, 18, "loss after k updates" + (d.loss_range ? " (log scale)" : ""), { "font-size": fs.title, "font-weight": "bold" });
+  el("rect", { x: LOSS.x, y: LOSS.y, width: LOSS.w, height: LOSS.h, fill: "none", stroke: "#bbb" }, svg);
+  const lx = linear(0, d.last_update, LOSS.x, LOSS.x + LOSS.w);
+  let ly = null;
+  if (d.loss_range) {
+    const [lo, hi] = d.loss_range, pad = Math.max(Math.log10(hi / lo) * 0.06, 0.05);
+    ly = logScale(lo / 10 ** pad, hi * 10 ** pad, LOSS.y + LOSS.h, LOSS.y);
+    d.loss_ticks.forEach((t, i) => {
+      const y = ly(t);
+      el("line", { x1: LOSS.x - 4, x2: LOSS.x, y1: y, y2: y, stroke: "#333" }, lg);
+      el("line", { x1: LOSS.x, x2: LOSS.x + LOSS.w, y1: y, y2: y, stroke: "#eee" }, lg);
+      text(lg, LOSS.x - 6, y + 4, d.loss_labels[i], { "font-size": fs.tick, "text-anchor": "end" });
+    });
+  }
+  d.update_ticks.forEach((t) => {
+    const x = lx(t);
+    el("line", { x1: x, x2: x, y1: LOSS.y + LOSS.h, y2: LOSS.y + LOSS.h + 4, stroke: "#333" }, lg);
+    text(lg, x, LOSS.y + LOSS.h + 16, String(t), { "font-size": fs.tick, "text-anchor": "middle" });
+  });
+  text(lg, LOSS.x + LOSS.w, LOSS.y + LOSS.h + 30, "k (updates)", { "font-size": fs.tick, "text-anchor": "end", fill: "#555" });
+  const dots = {};
+  if (ly) {
+    for (const name of names) {
+      const r = runs[name];
+      const xs = Array.from(r.lossK, lx), ys = Array.from(r.loss, (v) => (v > 0 ? ly(v) : NaN));
+      el("polyline", { points: points(xs, ys), ...lineStyle(look.runs[name]), "data-run": name, class: "dv-loss-line" }, lg);
+    }
+  }
+  const stepLine = el("line", { y1: LOSS.y, y2: LOSS.y + LOSS.h, ...lineStyle(look.roles.update_line), class: "dv-update-line" }, lg);
+  for (const name of names) dots[name] = el("circle", { r: 4, fill: look.runs[name].color, stroke: "white", class: "dv-loss-dot", "data-run": name }, lg);
+  // legend: one sample per run, in its look, in a row over the loss panel
+  names.forEach((name, j) => {
+    const y = LOSS.y - 12, x = LOSS.x + j * (LOSS.w / Math.max(3, nr));
+    el("line", { x1: x, x2: x + 28, y1: y, y2: y, ...lineStyle(look.runs[name]) }, lg);
+    text(lg, x + 34, y + 4, d.rule_names[name], { "font-size": fs.tick });
+  });
+
+  // ---- the close-ups (one per run, one scale) and the term lengths ----
+  const cgs = names.map((name, j) => {
+    const r = closeRects[j];
+    el("rect", { x: r.x, y: r.y, width: r.w, height: r.h, fill: "none", stroke: "#bbb" }, svg);
+    return el("g", { class: "dv-close", "data-run": name, "clip-path": `url(#${uid}-clip${j + 1})` }, svg);
+  });
+  const closeTitle = text(svg, CLOSE.x, CLOSE.y - 10, "", { "font-size": fs.title, "font-weight": "bold", class: "dv-close-title" });
+  const bg = el("g", { class: "dv-bars" }, svg);
+  for (const name of names) for (const t of runs[name].terms) arrowHead(defs, `${uid}-${name}-${t}`, runs[name].termColors[t]);
+  const zoomRects = names.map(() => el("rect", { fill: "none", stroke: "#333", "stroke-width": 0.8, "stroke-dasharray": "2 2", opacity: 0.7, class: "dv-zoom-box" }, pg));
+
+  function closeUp(i) {
+    names.forEach((name, j) => {
+      const cg = cgs[j];
+      cg.innerHTML = "";
+      const zb = [[zoom.at(i, j, 0), zoom.at(i, j, 1)], [zoom.at(i, j, 2), zoom.at(i, j, 3)]];
+      if (!isFinite(zb[0][0])) return;
+      const f = fitBox(zb, closeRects[j]);
+      cg.setAttribute("data-box", JSON.stringify(zb));
+      const zr = zoomRects[j];
+      zr.setAttribute("x", main.x(zb[0][0])); zr.setAttribute("y", main.y(zb[1][1]));
+      zr.setAttribute("width", Math.max(3, main.x(zb[0][1]) - main.x(zb[0][0])));
+      zr.setAttribute("height", Math.max(3, main.y(zb[1][0]) - main.y(zb[1][1])));
+      zr.setAttribute("stroke", look.runs[name].color);
+      const r = runs[name], lk = look.runs[name];
+      const xs = [], ys = [];
+      for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1))); }
+      el("polyline", { points: points(xs, ys), ...lineStyle(lk), opacity: 0.3 }, cg);
+      let px = r.position.at(i, 0), py = r.position.at(i, 1);
+      r.terms.forEach((t, q) => {
+        const qx = px + r.uvs.at(i, q, 0), qy = py + r.uvs.at(i, q, 1);
+        el("line", { x1: f.x(px), y1: f.y(py), x2: f.x(qx), y2: f.y(qy), stroke: r.termColors[t], "stroke-width": 2.4, "marker-end": `url(#${uid}-${name}-${t})`, class: "dv-arrow", "data-run": name, "data-term": t, "data-uv": JSON.stringify([r.uvs.at(i, q, 0), r.uvs.at(i, q, 1)]) }, cg);
+        px = qx; py = qy;
+      });
+      el("path", { d: markerPath(lk.marker || "circle", lk.size * 1.1), transform: `translate(${f.x(r.position.at(i, 0))},${f.y(r.position.at(i, 1))})`, fill: "white", stroke: lk.color, "stroke-width": 2 }, cg);
+      el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: 2.5, fill: lk.color, class: "dv-next" }, cg);
+    });
+    closeTitle.textContent = isFinite(zf[i]) ? `update ${updates[i]} up close, one scale: ×${fmt(zf[i])}` : `update ${updates[i]}`;
+  }
+
+  // the lengths of the terms and of the step, every run on one axis
+  const have = names.filter((n) => runs[n].lengths);
+  const rows = [];
+  for (const t of ["momentum", "lookahead", "gradient"]) if (have.some((n) => runs[n].terms.includes(t))) rows.push({ key: t, label: "|" + d.term_names[t] + "|" });
+  if (have.length) rows.push({ key: "step", label: "|step|" });
+  text(svg, CLOSE.x, BARS.y - 8, "lengths at the update shown", { "font-size": fs.title, "font-weight": "bold" });
+  function bars(i) {
+    bg.innerHTML = "";
+    if (!have.length) { text(bg, BARS.x, BARS.y + 14, "(velocity and gradient not recorded)", { "font-size": fs.tick, fill: "#555" }); return; }
+    let top = 0;
+    for (const n of have) for (let q = 0; q < runs[n].lengths.shape[1]; q++) { const v = runs[n].lengths.at(i, q); if (isFinite(v)) top = Math.max(top, v); }
+    const bh = Math.max(3, Math.min(7, (BARS.h - 6 * rows.length) / (rows.length * have.length)));
+    let y = BARS.y;
+    for (const row of rows) {
+      text(bg, BARS.x - 6, y + (bh * have.length) / 2 + 4, row.label, { "font-size": fs.tick, "text-anchor": "end" });
+      for (const n of have) {
+        const r = runs[n], q = row.key === "step" ? r.lengths.shape[1] - 1 : r.terms.indexOf(row.key);
+        if (q >= 0) {
+          const v = r.lengths.at(i, q), w = top > 0 && isFinite(v) ? (v / top) * BARS.w : 0;
+          const b = el("rect", { x: BARS.x, y, width: Math.max(w, 0.8), height: bh - 1, fill: look.runs[n].color, class: "dv-bar", "data-run": n, "data-term": row.key, "data-value": v }, bg);
+          b.addEventListener("mousemove", (ev) => tip.show(`${d.rule_names[n]}, update ${updates[i]}\n${row.label} = ${fmt(v)}`, ...local(ev)));
+          b.addEventListener("mouseleave", () => tip.hide());
+        }
+        y += bh;
+      }
+      y += 6;
+    }
+  }
+
+  function show(i) {
+    index = i;
+    const u = updates[i];
+    for (const name of names) {
+      const r = runs[name];
+      const xs = [], ys = [];
+      for (let k = 0; k < r.px.length && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(r.px[k]); ys.push(r.py[k]); }
+      const cx = main.x(r.position.at(i, 0)), cy = main.y(r.position.at(i, 1));
+      xs.push(cx); ys.push(cy);
+      trail[name].setAttribute("points", points(xs, ys));
+      cur[name].setAttribute("transform", `translate(${cx},${cy})`);
+      cur[name].setAttribute("data-x", r.position.at(i, 0));
+      cur[name].setAttribute("data-y", r.position.at(i, 1));
+      cur[name].setAttribute("data-update", u);
+      if (ly) {
+        const v = r.lossAfter[i];
+        dots[name].setAttribute("cx", lx(u));
+        dots[name].setAttribute("cy", v > 0 ? ly(v) : -99);
+        dots[name].setAttribute("data-loss", v);
+      }
+    }
+    stepLine.setAttribute("x1", lx(u)); stepLine.setAttribute("x2", lx(u));
+    closeUp(i);
+    bars(i);
+    slider.value = i;
+    label.textContent = updates.length === d.n_updates ? `update ${u} of ${d.last_update}` : `update ${u} (${i + 1} of ${m} shown of ${d.n_updates})`;
+  }
+
+  function local(ev) {
+    const b = root.getBoundingClientRect();
+    return [ev.clientX - b.left, ev.clientY - b.top];
+  }
+  function toSvg(ev) {
+    const b = svg.getBoundingClientRect();
+    return [((ev.clientX - b.left) / b.width) * W, ((ev.clientY - b.top) / b.height) * H];
+  }
+
+  // hover on the paths: the nearest point of any run (pixels), what it is
+  svg.addEventListener("mousemove", (ev) => {
+    const [sx, sy] = toSvg(ev);
+    if (sx >= PATHS.x && sx <= PATHS.x + PATHS.w && sy >= PATHS.y && sy <= PATHS.y + PATHS.h) {
+      let best = null;
+      for (const name of names) {
+        const r = runs[name];
+        for (let k = 0; k < r.px.length; k++) {
+          const dd = (r.px[k] - sx) ** 2 + (r.py[k] - sy) ** 2;
+          if (dd < 144 && (!best || dd < best.dd)) best = { dd, name, k };
+        }
+      }
+      if (best) {
+        const r = runs[best.name], kk = r.lossK[best.k];
+        tip.show(`${d.rule_names[best.name]}\nafter ${kk} update${kk === 1 ? "" : "s"}: loss ${fmt(r.loss[best.k])}\n(click: show update ${Math.max(1, kk)})`, ...local(ev));
+        svg.style.cursor = "pointer";
+        svg.dataset.hover = JSON.stringify([best.name, kk]);
+        return;
+      }
+    } else if (ly && sx >= LOSS.x && sx <= LOSS.x + LOSS.w && sy >= LOSS.y && sy <= LOSS.y + LOSS.h) {
+      const u = Math.round(linear(LOSS.x, LOSS.x + LOSS.w, 0, d.last_update)(sx));
+      let j = 0; for (let q = 0; q < m; q++) if (Math.abs(updates[q] - u) < Math.abs(updates[j] - u)) j = q;
+      tip.show(`after update ${updates[j]}:\n` + names.map((n) => `${d.rule_names[n]}  ${fmt(runs[n].lossAfter[j])}`).join("\n"), ...local(ev));
+      svg.dataset.hover = JSON.stringify(["loss", updates[j]]);
+      return;
+    }
+    tip.hide(); svg.style.cursor = ""; delete svg.dataset.hover;
+  });
+  svg.addEventListener("mouseleave", () => tip.hide());
+  svg.addEventListener("click", () => {
+    if (!svg.dataset.hover) return;
+    const [, u] = JSON.parse(svg.dataset.hover);
+    let j = 0; for (let q = 0; q < m; q++) if (Math.abs(updates[q] - u) < Math.abs(updates[j] - u)) j = q;
+    move(j);
+  });
+
+  function move(i) {
+    show(i);
+    model.set("update", updates[i]);
+    model.save_changes();
+  }
+  slider.addEventListener("input", () => move(+slider.value));
+  let timer = null;
+  const stride = Math.max(1, Math.floor(m / 200));
+  function stop() { clearInterval(timer); timer = null; play.textContent = "\u25B6"; play.title = "play"; }
+  play.addEventListener("click", () => {
+    if (timer) return stop();
+    if (index >= m - 1) move(0);
+    play.textContent = "\u275A\u275A"; play.title = "pause";
+    timer = setInterval(() => { if (index >= m - 1) return stop(); move(Math.min(m - 1, index + stride)); }, 100);
+  });
+  const onUpdate = () => {
+    const u = model.get("update");
+    let j = 0; for (let q = 0; q < m; q++) if (Math.abs(updates[q] - u) < Math.abs(updates[j] - u)) j = q;
+    if (j !== index) show(j);
+  };
+  model.on("change:update", onUpdate);
+  show(index);
+  return () => { stop(); model.off("change:update", onUpdate); };
+}
+
+export default { render };

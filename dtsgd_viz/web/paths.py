@@ -1,0 +1,287 @@
+"""``PathExplorer`` drawn by the browser: the paths on the loss contours, a close-up of the
+update shown (every run at one scale, arrows at their true length) and the loss after
+k updates, with a slider, Play and hover, live with or without a kernel.
+
+    recs = dtsgd_viz.run(surfaces.RotatedQuadratic(), configs, steps=60)
+    dtsgd_viz.web.PathExplorer(recs, surfaces.RotatedQuadratic())   # last in a cell
+
+Python computes every number once (``path_state``: the projected paths, the terms of
+each update, the close-up boxes, the loss, the ticks, the contour picture); the ES
+module ``js/paths.js`` only maps them to pixels and handles the slider, Play and hover.
+The state is plain data, so a saved notebook replays it with no kernel.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from matplotlib import colors as mcolors
+
+from ..views.core import style
+from ..views.paths import geometry as geo
+from ..views.paths.scene import build_scene
+from ..views.shards.ticks import log_tick_texts
+from ..views.update import geometry as upd
+from ..views.update import panel
+from . import encode
+from .look import look_table
+from .widget import BrowserWidget
+
+if TYPE_CHECKING:
+    from ..recording import Recording
+    from ..theory.surfaces import Surface
+    from ..views.paths.scene import PathScene
+
+__all__ = ["path_state", "loss_ticks", "update_ticks", "zoom_boxes", "PathExplorer", "TERM_NAMES"]
+
+# the rule's terms as the close-up and the hover name them
+TERM_NAMES = dict(upd.TERM_SHORT)
+ZOOM_MIN = 0.005  # of the paths panel: the smallest close-up (x200)
+
+
+def loss_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
+    """Log-axis ticks for losses in ``lo..hi``: the decades inside, with 2 and 5 between
+    them while fewer than three decades show, and their labels in the views' one log
+    format (``log_tick_texts``).
+
+    >>> loss_ticks(0.003, 0.4)
+    ([0.005, 0.01, 0.02, 0.05, 0.1, 0.2], ['0.005', '0.01', '0.02', '0.05', '0.1', '0.2'])
+    """
+    if not (np.isfinite(lo) and np.isfinite(hi)) or lo <= 0 or hi <= lo:
+        return [], []
+    a, b = int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi)))
+    steps = (1.0,) if b - a > 3 else (1.0, 2.0, 5.0)
+    ticks = [m * 10.0**k for k in range(a, b + 1) for m in steps]
+    ticks = [float(f"{t:.3g}") for t in ticks if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
+    return ticks, log_tick_texts(ticks)
+
+
+def update_ticks(last: int, most: int = 6) -> list[int]:
+    """Whole-number ticks 0..``last`` at a 1-2-5 spacing, at most ``most`` of them.
+
+    >>> update_ticks(60), update_ticks(3)
+    ([0, 20, 40, 60], [0, 1, 2, 3])
+    """
+    for e in range(0, 12):
+        for m in (1, 2, 5):
+            step = m * 10**e
+            if last // step + 1 <= most:
+                return list(range(0, last + 1, step))
+    return [0, last]
+
+
+def _contour_png(scene: PathScene, size_px: int) -> str:
+    """The filled loss contours and their level lines over the scene's box, as
+    ``views.paths`` draws them, with nothing else: a base64 PNG ``size_px`` square."""
+    from matplotlib.colors import LogNorm
+    from matplotlib.figure import Figure
+
+    X, Y, Z = scene.grid
+    levels = scene.levels
+    fig = Figure(figsize=(size_px / 100, size_px / 100), dpi=100)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_axis_off()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ax.contourf(
+            X,
+            Y,
+            np.clip(Z, levels[0], levels[-1]),
+            levels=levels,
+            cmap=style.SEQUENTIAL_CMAP,
+            norm=LogNorm(levels[0], levels[-1]),
+            alpha=0.3,
+        )
+        ax.contour(X, Y, Z, levels=levels, colors="white", linewidths=0.6, alpha=0.8)
+    ax.set_xlim(*scene.box[0])
+    ax.set_ylim(*scene.box[1])
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _terms(rec, name: str, plane, coords: np.ndarray, kept: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The update's terms at the kept updates: names, projected vectors ``(m, T, 2)``
+    chained tip to tail from the position, and full-space lengths ``(m, T + 1)`` of
+    each term and of the whole step (float64)."""
+    n = len(rec)
+    flat = lambda a: np.asarray(a, np.float64).reshape(n, -1)  # noqa: E731
+    p = np.asarray(rec.path(name), np.float64).reshape(n + 1, -1)
+    g = flat(rec.global_values(name, "grad"))
+    v = flat(rec.global_values(name, "velocity"))
+    hp = rec.hyperparameters
+    lr = np.asarray(hp.learning_rate, np.float64).reshape(n, 1)
+    mu = float(hp.momentum)
+    with np.errstate(invalid="ignore", over="ignore"):
+        vecs, names = [-lr * g], ["gradient"]
+        if mu != 0.0:
+            v_prev = np.concatenate([np.zeros_like(v[:1]), v[:-1]])
+            names.insert(0, "lookahead" if hp.nesterov else "momentum")
+            vecs.insert(0, mu * v if hp.nesterov else mu * v_prev)
+        step = p[1:] - p[:-1]
+        uvs = np.stack([vec[kept] @ plane.basis.T for vec in vecs], axis=1)
+        lengths = np.stack([np.linalg.norm(vec[kept], axis=1) for vec in [*vecs, step]], axis=1)
+    return names, uvs, lengths
+
+
+def zoom_boxes(
+    positions: list[np.ndarray], chains: list[np.ndarray], nexts: list[np.ndarray], main: geo.Box, pad: float = 0.3
+) -> tuple[np.ndarray, np.ndarray]:
+    """The close-ups of every kept update at one scale: ``(m, runs, 4)`` square boxes
+    (x0, x1, y0, y1), each run's centred on its position, arrow tips and next point, all
+    as large as the largest run's needs (at least ``ZOOM_MIN`` of the paths panel), and
+    ``(m,)`` how many times closer than the paths panel that scale is."""
+    m, r = len(positions[0]), len(positions)
+    boxes = np.full((m, r, 4), np.nan)
+    factors = np.full(m, np.nan)
+    main_span = max(float(np.ptp(main[0])), float(np.ptp(main[1])))
+    for i in range(m):
+        lows, highs = [], []
+        for j in range(r):
+            pts = [positions[j][i], nexts[j][i]]
+            tip = positions[j][i].copy()
+            for uv in chains[j][i]:
+                tip = tip + uv
+                pts.append(tip)
+            pts = np.asarray(pts, np.float64)
+            pts = pts[np.all(np.isfinite(pts), axis=1)]
+            lows.append(pts.min(axis=0) if len(pts) else None)
+            highs.append(pts.max(axis=0) if len(pts) else None)
+        spans = [float((h - lo).max()) for lo, h in zip(lows, highs) if lo is not None]
+        if not spans:
+            continue
+        span = max(max(spans) * (1 + 2 * pad), ZOOM_MIN * main_span, 1e-12)
+        for j in range(r):
+            if lows[j] is not None:
+                c = (lows[j] + highs[j]) / 2
+                boxes[i, j] = (c[0] - span / 2, c[0] + span / 2, c[1] - span / 2, c[1] + span / 2)
+        factors[i] = main_span / span
+    return boxes, factors
+
+
+def path_state(
+    recordings: Recording | Mapping[str, Recording],
+    surface: Surface,
+    *,
+    name: str | None = None,
+    step: int | None = None,
+    max_points: int = encode.MAX_POINTS,
+    contour_px: int = 420,
+) -> dict[str, Any]:
+    """Everything the browser's ``PathExplorer`` draws, as plain data (arrays as
+    ``encode.array``): the runs and their looks, the box, the contour picture, the
+    minima, and per run the path, the loss after k updates and, at each update the
+    slider shows, the position, the next point, the terms (projected and their
+    full-space lengths); the close-up box per update, shared by the runs.
+
+    ``step``: the update shown first, as ``recording.steps`` counts them (None: the
+    first); ``max_points``: at most this many updates on the slider (a longer run keeps
+    that many, evenly spread, the last among them)."""
+    scene = build_scene(recordings, surface, name)
+    names = list(scene.recordings)
+    n = min(len(r) for r in scene.recordings.values())
+    steps = np.asarray(next(iter(scene.recordings.values())).steps[:n], np.int64)
+    kept = encode.kept_indices(n, max_points)
+    picked = None if step is None else geo.check_step(step, {k: steps for k in names})
+    start = 0 if picked is None else geo.step_index(steps, picked)
+    start = int(np.argmin(np.abs(kept - start)))
+    arrows = all({"param", "grad", "velocity"} <= set(r.kinds) for r in scene.recordings.values())
+    runs, positions, chains, nexts = {}, [], [], []
+    loss_lo, loss_hi = np.inf, 0.0
+    for key in names:
+        rec, coords = scene.recordings[key], scene.coords[key]
+        ks, loss, _ = scene.losses[key]
+        path_idx = encode.kept_indices(n + 1, max_points + 1)
+        finite = loss[np.isfinite(loss) & (loss > 0)]
+        if len(finite):
+            loss_lo, loss_hi = min(loss_lo, float(finite.min())), max(loss_hi, float(finite.max()))
+        run: dict[str, Any] = {
+            "path": encode.array(coords[path_idx]),
+            "path_index": encode.array(path_idx, "<i4"),
+            "loss_k": encode.array(np.asarray(ks)[path_idx], "<i4"),
+            "loss": encode.array(np.asarray(loss)[path_idx]),
+            "position": encode.array(coords[kept]),
+            "next": encode.array(coords[kept + 1]),
+            "loss_after": encode.array(np.asarray(loss)[kept + 1]),
+        }
+        color = scene.colors[key]
+        run["tint"] = mcolors.to_hex(panel.tint(color, style.REMAINDER_TINT))
+        if arrows:
+            terms, uvs, lengths = _terms(rec, scene.name, scene.plane, coords, kept)
+            run.update(terms=terms, uvs=encode.array(uvs), lengths=encode.array(lengths))
+            run["term_colors"] = {t: mcolors.to_hex(panel.term_color(t, color)) for t in terms}
+            chains.append(uvs)
+        else:
+            chains.append(np.zeros((len(kept), 0, 2)))
+        positions.append(coords[kept])
+        nexts.append(coords[kept + 1])
+        runs[key] = run
+    ticks, labels = loss_ticks(loss_lo, loss_hi)
+    zoom, factors = zoom_boxes(positions, chains, nexts, scene.box)
+    return {
+        "kind": "paths",
+        "names": names,
+        "rule_names": {k: geo.rule_name(k) for k in names},
+        "look": look_table(names),
+        "box": [list(map(float, scene.box[0])), list(map(float, scene.box[1]))],
+        "contours": _contour_png(scene, contour_px),
+        "minima": encode.array(scene.minima),
+        "updates": encode.array(steps[kept], "<i4"),
+        "last_update": int(steps[-1]),
+        "n_updates": int(n),
+        "index": start,
+        "arrows": bool(arrows),
+        "frame_index": [int(k) for k in kept],
+        "zoom": encode.array(zoom),
+        "zoom_factor": encode.array(factors),
+        "update_ticks": update_ticks(int(steps[-1])),
+        "loss_range": [float(loss_lo), float(loss_hi)] if loss_hi > 0 else None,
+        "loss_ticks": ticks,
+        "loss_labels": labels,
+        "term_names": TERM_NAMES,
+        "runs": runs,
+        "plane": "the parameters" if scene.plane.is_identity else "the paths' two main directions (PCA)",
+    }
+
+
+class PathExplorer(BrowserWidget):
+    """The paths, a close-up of the update shown and the loss after k updates, drawn by
+    the browser from ``path_state``; ``update`` (synced both ways) is the update shown,
+    as ``recording.steps`` counts them.
+
+    Args:
+      recordings: ``{config: Recording}`` as ``dtsgd_viz.run`` returns (or one).
+      surface: the surface they were recorded on.
+      name: the recorded variable (None: the only one).
+      step: the update shown first (None: the first; ``-1``: the last).
+      max_points: at most this many updates on the slider (longer runs are spread).
+    """
+
+    _module = "paths.js"
+
+    def __init__(
+        self,
+        recordings: Recording | Mapping[str, Recording],
+        surface: Surface,
+        *,
+        name: str | None = None,
+        step: int | None = None,
+        max_points: int = encode.MAX_POINTS,
+    ):
+        state = path_state(recordings, surface, name=name, step=step, max_points=max_points)
+        updates = encode.decode(state["updates"])
+        super().__init__(data=state, update=int(updates[state["index"]]))
+        self._recordings, self._surface, self._name = recordings, surface, name
+
+    def snapshot_png(self) -> bytes:
+        """The still picture of the update shown (``plot_paths`` without close-ups), for
+        readers that run no scripts."""
+        from ..views.paths.plot import plot_paths
+
+        fig = plot_paths(self._recordings, self._surface, int(self.update), name=self._name, zoom=False)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=style.DPI)
+        return buf.getvalue()

@@ -1,0 +1,55 @@
+"""The base of the explorers the browser draws: an ``anywidget.AnyWidget`` whose ES module
+is ``js/common.js`` followed by the explorer's own module, with two synced traits:
+``data`` (what Python computed, plain data and binary buffers) and ``update`` (what the
+controls show). A notebook saved with its widget state replays both with no kernel
+(``js/static.js`` on the documentation site)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Any, ClassVar
+
+import anywidget
+import traitlets
+
+__all__ = ["BrowserWidget", "module_source", "STILLS_ENV"]
+
+JS = pathlib.Path(__file__).parent / "js"
+STILLS_ENV = "DTSGD_VIZ_STILLS"  # "1": each display also carries a still PNG (notebooks/build.py sets it)
+
+
+def module_source(name: str) -> str:
+    """The ES module of explorer module ``name``: the shared helpers, then its code."""
+    return (JS / "common.js").read_text() + "\n" + (JS / name).read_text()
+
+
+class BrowserWidget(anywidget.AnyWidget):
+    """``data``: what the explorer draws (its ``*_state`` function's result);
+    ``update``: the update its controls show, synced both ways (set it from Python to
+    move the slider; read it after the reader moved it)."""
+
+    _module: ClassVar[str] = ""
+    data = traitlets.Dict().tag(sync=True)
+    update = traitlets.Int(0).tag(sync=True)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "_module" in cls.__dict__ and cls._module:  # not the subclasses add_traits makes
+            cls._esm = module_source(cls._module)
+
+    def snapshot_png(self) -> bytes | None:
+        """A still picture of what the widget shows, for readers that run no scripts
+        (None: none)."""
+        return None
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle  # (data, metadata) or data
+        if os.environ.get(STILLS_ENV) == "1" and isinstance(data, dict):
+            png = self.snapshot_png()
+            if png is not None:
+                import base64
+
+                data["image/png"] = base64.b64encode(png).decode("ascii")
+        return bundle
