@@ -7,6 +7,7 @@ Chromium, a tutorial with math is opened from its file: its math is typeset and 
 outside ``file://`` is requested."""
 
 import html.parser
+import json
 import pathlib
 import re
 import urllib.parse
@@ -80,16 +81,39 @@ class _Loads(html.parser.HTMLParser):
             self.styles.append(attrs["style"])
         if tag in ("script", "style"):
             self._in = tag
+        if tag == "script" and (attrs.get("type") or "").endswith("json"):
+            self._in, self._json = "json", []  # data, not code: only the ES modules saved in it run
 
     def handle_endtag(self, tag):
+        if tag == "script" and self._in == "json":
+            text = "".join(self._json)
+            try:
+                self.scripts += _saved_modules(json.loads(text))
+            except ValueError:  # not JSON after all: read as text
+                self.scripts.append(text)
+            self._in = None
         if tag == self._in:
             self._in = None
 
     def handle_data(self, data):
-        if self._in == "script":
+        if self._in == "json":
+            self._json.append(data)
+        elif self._in == "script":
             self.scripts.append(data)
         elif self._in == "style":
             self.styles.append(data)
+
+
+def _saved_modules(node):
+    """The ES modules (``_esm``) in a saved widget state: the code the page runs from it
+    (the arrays and pictures beside them are data, base64 full of ``//``)."""
+    if isinstance(node, dict):
+        return [v for k, v in node.items() if k == "_esm" and isinstance(v, str)] + [
+            m for k, v in node.items() if k != "_esm" for m in _saved_modules(v)
+        ]
+    if isinstance(node, list):
+        return [m for v in node for m in _saved_modules(v)]
+    return []
 
 
 def _page_loads(page):
@@ -237,3 +261,15 @@ def test_each_recording_field_has_its_entry_in_the_api_reference(site):
     index = (site / "reference" / "index.html").read_text(encoding="utf-8")
     assert len(fields) > 10
     assert [f for f in fields if f'id="dtsgd_viz.Recording.{f}"' not in index] == []
+
+
+def test_a_saved_module_that_loads_from_the_network_is_found(tmp_path):
+    """The JSON data blocks are read for the ES modules saved in them, not as text: a
+    base64 picture's ``//`` is no address, an ``import`` from a CDN in ``_esm`` is."""
+    state = {"m": {"state": {"_esm": 'import x from "https://cdn.example.org/x.js";', "png": "ab//cd+/ef=="}}}
+    page = tmp_path / "p.html"
+    page.write_text(f'<script type="application/json" class="dtsgd-live-state">{json.dumps(state)}</script>')
+    assert _page_loads(page) == [("script", "inline", "https://cdn.example.org/x.js")]
+    state["m"]["state"]["_esm"] = "export default {};"
+    page.write_text(f'<script type="application/json">{json.dumps(state)}</script>')
+    assert _page_loads(page) == []
