@@ -188,7 +188,7 @@ def path_state(
     picked = None if step is None else geo.check_step(step, {k: steps for k in names})
     start = 0 if picked is None else geo.step_index(steps, picked)
     start = int(np.argmin(np.abs(kept - start)))
-    arrows = all({"param", "grad", "velocity"} <= set(r.kinds) for r in scene.recordings.values())
+    arrows = all(upd.why_no_arrows(r) is None for r in scene.recordings.values())  # kinds and every update
     runs, positions, chains, nexts = {}, [], [], []
     loss_lo, loss_hi = np.inf, 0.0
     for key in names:
