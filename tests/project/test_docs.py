@@ -45,7 +45,8 @@ def test_each_tutorial_page_holds_its_figures(site, notebook):
     state = json.loads(notebook.read_text())["metadata"].get("widgets", {})
     models = state.get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
     live = [w for w in widgets if models.get(w["data"][WIDGET_VIEW]["model_id"], {}).get("model_module") == "anywidget"]
-    assert page.count('<div class="dtsgd-live" ') == len(live)
+    drawn = re.findall(r'<div class="dtsgd-live" data-model-id="([^"]+)">', page)
+    assert sorted(drawn) == sorted(w["data"][WIDGET_VIEW]["model_id"] for w in live)
     assert ('class="dtsgd-live-state"' in page) == bool(live)
 
 

@@ -1,6 +1,6 @@
 // The explorers on a saved page, with no kernel and no widget manager: each
-// <div class="dtsgd-live" data-model-id="..."> gets its widget's saved state (from the
-// page's <script type="application/json" class="dtsgd-live-state">) in a small model
+// div.dtsgd-live (its data-model-id names a model) gets its widget's saved state (from
+// the page's script.dtsgd-live-state, a JSON block) in a small model
 // object, and the ES module saved in that state draws it, as in a notebook. Python
 // callbacks cannot run here; everything the explorers do in the browser still works.
 (async function () {
