@@ -34,7 +34,6 @@ from .widget import BrowserWidget
 if TYPE_CHECKING:
     from ..recording import Recording
     from ..theory.surfaces import Surface
-    from ..views.paths.scene import PathScene
 
 __all__ = ["path_state", "loss_ticks", "update_ticks", "zoom_boxes", "PathExplorer", "TERM_NAMES"]
 
@@ -74,14 +73,13 @@ def update_ticks(last: int, most: int = 6) -> list[int]:
     return [0, last]
 
 
-def _contour_png(scene: PathScene, size_px: int) -> str:
-    """The filled loss contours and their level lines over the scene's box, as
-    ``views.paths`` draws them, with nothing else: a base64 PNG ``size_px`` square."""
+def contour_png(grid: tuple[np.ndarray, np.ndarray, np.ndarray], levels: np.ndarray, box: geo.Box, size_px: int) -> str:
+    """The filled loss contours and their level lines over ``box``, as ``views.paths``
+    draws them, with nothing else: a base64 PNG ``size_px`` square (``grid``: X, Y, Z)."""
     from matplotlib.colors import LogNorm
     from matplotlib.figure import Figure
 
-    X, Y, Z = scene.grid
-    levels = scene.levels
+    X, Y, Z = grid
     fig = Figure(figsize=(size_px / 100, size_px / 100), dpi=100)
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_axis_off()
@@ -96,8 +94,8 @@ def _contour_png(scene: PathScene, size_px: int) -> str:
             alpha=0.3,
         )
         ax.contour(X, Y, Z, levels=levels, colors="white", linewidths=0.6, alpha=0.8)
-    ax.set_xlim(*scene.box[0])
-    ax.set_ylim(*scene.box[1])
+    ax.set_xlim(*box[0])
+    ax.set_ylim(*box[1])
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
     return base64.b64encode(buf.getvalue()).decode("ascii")
@@ -227,7 +225,7 @@ def path_state(
         "rule_names": {k: geo.rule_name(k) for k in names},
         "look": look_table(names),
         "box": [list(map(float, scene.box[0])), list(map(float, scene.box[1]))],
-        "contours": _contour_png(scene, contour_px),
+        "contours": contour_png(scene.grid, scene.levels, scene.box, contour_px),
         "minima": encode.array(scene.minima),
         "updates": encode.array(steps[kept], "<i4"),
         "last_update": int(steps[-1]),

@@ -13,10 +13,11 @@ from typing import Any, ClassVar
 import anywidget
 import traitlets
 
-__all__ = ["BrowserWidget", "module_source", "STILLS_ENV"]
+__all__ = ["BrowserWidget", "module_source", "STILLS_ENV", "STILL_CAPTION_KEY"]
 
 JS = pathlib.Path(__file__).parent / "js"
 STILLS_ENV = "DTSGD_VIZ_STILLS"  # "1": each display also carries a still PNG (notebooks/build.py sets it)
+STILL_CAPTION_KEY = "dtsgd_viz_still_caption"  # the output metadata key of the still's caption
 
 
 def module_source(name: str) -> str:
@@ -43,6 +44,11 @@ class BrowserWidget(anywidget.AnyWidget):
         (None: none)."""
         return None
 
+    def still_caption(self) -> str | None:
+        """What the still picture shows, said under it (None: ``notebooks/build.py``'s
+        caption for an explorer's update)."""
+        return None
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle  # (data, metadata) or data
@@ -52,4 +58,9 @@ class BrowserWidget(anywidget.AnyWidget):
                 import base64
 
                 data["image/png"] = base64.b64encode(png).decode("ascii")
+                caption = self.still_caption()
+                if caption is not None:
+                    metadata = bundle[1] if isinstance(bundle, tuple) and isinstance(bundle[1], dict) else {}
+                    metadata[STILL_CAPTION_KEY] = caption
+                    bundle = (data, metadata)
         return bundle

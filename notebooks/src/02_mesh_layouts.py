@@ -245,13 +245,15 @@ print(dtsgd_viz.memory_plan({"W": ((1024, 512), "float32", plan)}))
 # %% [markdown]
 # ## Trying layouts: `LayoutExplorer`
 #
-# `LayoutExplorer` does all of the above interactively: type a mesh (`data=4, model=16`),
-# pick for each tensor dim a mesh dim or `unsharded`, and it redraws the blocks, the
-# devices holding each, the copies and the bytes per device (the note under the title:
-# parameter and velocity).
-# An impossible choice (a size the mesh dim does not divide, one mesh dim for two tensor
-# dims) is explained on the widget. It takes a shape, a variable, a model (pick the
-# variable; the memory plan covers them all) or a recording, and needs no devices.
+# `LayoutExplorer` does all of the above interactively: pick for each tensor dim a mesh
+# dim or `unsharded`, and it redraws the blocks, the devices holding each, the copies
+# and the bytes per device (the lines under it: parameter and velocity). Hover a block
+# for its devices, its slice of `W`, its replica group and its bytes; hover a device in
+# the mesh for the block it holds. An impossible choice (a size the mesh dim does not
+# divide, one mesh dim for two tensor dims) is explained in its place. The notebook
+# computes every layout the dropdowns offer once, and your browser draws them, so the
+# explorer works with no kernel too, on the documentation site. `explorer.specs` reads
+# (and sets) the layout shown.
 #
 # The explorer below starts on the same 1024x512 weight and mesh with a layout not drawn
 # above, `[unsharded, model]`: its 512 columns cut into 16 blocks of 1024x32 over
@@ -261,21 +263,25 @@ print(dtsgd_viz.memory_plan({"W": ((1024, 512), "float32", plan)}))
 # second.
 
 # %%
-from dtsgd_viz.widgets import LayoutExplorer
-
-explorer = LayoutExplorer((1024, 512), mesh={"data": 4, "model": 16}, name="W")
-explorer.dim_pickers[1].value = "model"  # what picking `model` in the second dropdown does
+# NBVAL_IGNORE_OUTPUT
+explorer = dtsgd_viz.web.LayoutExplorer(
+    (1024, 512), mesh={"data": 4, "model": 16}, name="W", specs=("unsharded", "model")
+)
 explorer
 
 # %% [markdown]
-# Each change goes through a pure function, `layout_explorer_state`, which is what the
-# widget calls: here `model` for dim 0 too, the same mesh dim for both tensor dims,
-# which DTensor refuses.
+# Behind the choices is a pure function, `layout_explorer_state` (one state and one
+# change in, the next state out), which `dtsgd_viz.widgets.LayoutExplorer`, the kernel-drawn
+# explorer that also takes a model or a recording, calls on each change. Here `model`
+# for dim 0 too, the same mesh dim for both tensor dims, which DTensor refuses.
 
 # %%
 from dtsgd_viz.widgets import layout_explorer_state
+from dtsgd_viz.widgets.layout_explorer import LayoutExplorerState
 
-state = layout_explorer_state(explorer.state, {"name": "dim", "dim": 0, "new": "model"})
+state = LayoutExplorerState.of((1024, 512), mesh={"data": 4, "model": 16}, name="W")
+state = layout_explorer_state(state, {"name": "dim", "dim": 1, "new": "model"})
+state = layout_explorer_state(state, {"name": "dim", "dim": 0, "new": "model"})
 print(state.summary())
 
 # %% [markdown]

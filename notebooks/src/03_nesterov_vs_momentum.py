@@ -228,19 +228,20 @@ print(
 #   Nesterov's (15 updates) a little to the right of its own, between the curve and
 #   its boundary. Tuned, the two rules are about equally fast.
 #
-# The widget below shows the ratio map only (the step maps are above): click one of its
-# cells to run the real optimizer there and see both paths and their loss per update
-# (the dropdowns and the button do the same from the keyboard). A run that diverges is
-# drawn clipped to the view box, with the update at which it left it. The widget opens
-# on the cell $\eta \approx 0.05$, $\mu = 0.8$, already run, where Nesterov needs about
-# half the updates.
+# The diagram below shows the ratio map only (the step maps are above), with both rules'
+# paths and their loss at a picked cell. Click a cell: your browser runs tf-keras' rule
+# there at once (the recurrence of `dtsgd_viz.reference`, whose float32 form the test
+# suite ties to the real optimizer), so this works on the documentation site too, with
+# no kernel. Drag the white circle to start the runs elsewhere. Hover a cell for both
+# rules' updates from the map. With a kernel, each click and each released drag also
+# runs the real DTensor SGD there; its parameters are the dots on the lines. A run that
+# diverges is drawn up to where it leaves the view. The diagram opens on the cell
+# $\eta \approx 0.05$, $\mu = 0.8$, where Nesterov needs about half the updates; `phase.pick`
+# and `phase.start` read (and set) the cell and the start.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from dtsgd_viz.widgets import PhaseDiagram
-
-phase = PhaseDiagram(surface, learning_rates=lrs, momenta=mus, steps=150)
-phase.select(lr_index=17, mu_index=16)
+phase = dtsgd_viz.web.PhaseDiagram(surface, learning_rates=lrs, momenta=mus, steps=150, pick=(17, 16))
 phase
 
 # %% [markdown]

@@ -135,48 +135,42 @@ print("same layouts:", all(loaded.layout(n) == recording.layout(n) for n in reco
 # %% [markdown]
 # ## Explore it with a widget
 #
-# `ShardExplorer` shows `plot_shards` with a variable picker, a kind picker (parameter,
-# velocity, gradient), an update slider with Play, and a checkbox that holds the colour
-# scale fixed over the whole run (on by default, so playing shows the values decay;
-# when the shown values use little of that scale, the panel's title says how far they
-# reach: untick the box to see them on their own scale). Every change redraws the
-# figure in place. It opens on the first recorded update; the
-# next cell moves it to the gradient of `d2/kernel` at update 10, a variable and a kind
-# the picture above does not show. (A widget needs a live kernel; on a static page, such
-# as the notebook viewed on GitHub, its place shows the widget's last picture: that
-# gradient.)
+# `ShardExplorer` shows each variable's values block by block, as `plot_shards` does, with
+# a variable picker, a kind picker (parameter, velocity, gradient), an update slider
+# with Play, and a checkbox that holds the colour scale fixed over the whole run (on by
+# default, so playing shows the values decay; untick it to see each update on its own
+# scale). Beside it, each block's norm over the run, with the update shown marked. Hover
+# a block for its devices, its slice of the tensor, its replica group, its bytes and the
+# value under the pointer. The notebook puts the values in the explorer once and your
+# browser draws them, so it works with no kernel too: on the documentation site, every
+# control responds.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from dtsgd_viz.widgets import ShardExplorer
-
-explorer = ShardExplorer(loaded)
+explorer = dtsgd_viz.web.ShardExplorer(loaded)
 explorer
 
 # %% [markdown]
-# Widgets are driven by their traits, so code can move them too. Pick the output
-# layer's kernel, show its gradient, go to update 10 (the slider's value is the
-# update shown, counted from 1 as `recording.steps` does) and untick the fixed scale, so
-# this one update's small values show on their own scale; the widget above redraws:
+# Its traits are synced both ways, so code can move it too: pick the output layer's
+# kernel, show its gradient and go to update 10 (the update shown, counted from 1 as
+# `recording.steps` does); the explorer above follows.
 
 # %%
-explorer.variable.value = "d2/kernel"
-explorer.kind.value = "grad"
-explorer.slider.value = 10
-explorer.fixed.value = False  # this gradient on its own colour scale
-state = explorer.state
-print(f"showing {state.kind} of {state.variable!r}, {explorer.step_label.value}")
+explorer.variable = "d2/kernel"
+explorer.kind = "grad"
+explorer.update = 10
+print(f"showing {explorer.kind} of {explorer.variable!r} at update {explorer.update}")
 
 # %% [markdown]
-# Each callback goes through a pure function, `explorer_state(state, change)`, which
-# rejects what the recording cannot show, with a message that says what is allowed:
+# What the recording cannot show is refused, with a message that says what is allowed
+# (and the explorer keeps showing what it showed):
 
 # %%
-from dtsgd_viz.widgets import explorer_state
+import traitlets
 
 try:
-    explorer_state(state, {"name": "kind", "new": "momentum"})
-except ValueError as error:
+    explorer.kind = "momentum"
+except traitlets.TraitError as error:
     print(error)
 
 # %% [markdown]

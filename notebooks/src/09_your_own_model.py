@@ -197,7 +197,7 @@ print(dtsgd_viz.compare_findings(runs))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-dtsgd_viz.widgets.ShardExplorer(runs, variable="hidden/kernel", step=10)
+dtsgd_viz.web.ShardExplorer(runs, variable="hidden/kernel", step=10)
 
 # %% [markdown]
 # ## Where next

@@ -124,3 +124,68 @@ def test_click_a_phase_cell_and_drag_the_start_in_jupyterlab(browser, lab):  # n
         errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
         assert errors.count() == 0, errors.first.inner_text()
         page.close()
+
+
+WEB_PHASE = """\
+import numpy as np
+import dtsgd_viz
+_ = dtsgd_viz.setup_devices(8)
+from dtsgd_viz import surfaces
+phase = dtsgd_viz.web.PhaseDiagram(surfaces.RotatedQuadratic(), learning_rates=np.geomspace(0.02, 0.4, 6),
+                                   momenta=np.linspace(0.0, 0.9, 5), steps=20, tol=1e-2, pick=(1, 1))
+phase"""
+
+
+@browser_test
+def test_the_browser_phase_diagram_runs_the_real_optimizer_on_a_click_and_a_drag(browser, lab):  # noqa: F811
+    """The browser-drawn PhaseDiagram in JupyterLab: a clicked cell's lines come at once
+    (the rule in the browser); the kernel then runs the real DTensor SGD there, and its
+    dots arrive on the lines; a released drag does the same from the new start."""
+    import nbformat
+
+    with lab.folder("web_phase") as work:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(WEB_PHASE)]
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, str(work / "web_phase.ipynb"))
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        _open_notebook(page, lab.url(work / "web_phase.ipynb"))
+        page.wait_for_function(
+            "() => document.querySelectorAll('.jp-Notebook .jp-CodeCell').length == 1", timeout=60_000
+        )
+        _run_all(page)
+        page.wait_for_selector(".dtsgd-viz-phase g.dv-real-momentum circle", timeout=300_000)
+        no_news = page.get_by_role("button", name="No", exact=True)
+        if no_news.count():
+            no_news.first.click()
+        cell = page.locator('.dtsgd-viz-phase rect[data-cell="3,2"]')
+        cell.scroll_into_view_if_needed()
+        cell.click()
+        # the browser's lines at once, for the new cell; the old real run's dots gone
+        assert page.locator(".dtsgd-viz-phase .dv-cell-title").text_content().startswith("lr 0.0")
+        page.wait_for_function(
+            "() => document.querySelectorAll('.dtsgd-viz-phase g.dv-real-momentum circle').length === 0",
+            timeout=10_000,
+        )
+        # then the kernel's real run at the clicked cell
+        page.wait_for_selector(".dtsgd-viz-phase g.dv-real-momentum circle", timeout=120_000)
+        assert page.locator(".dtsgd-viz-phase .dv-real-note").text_content() == "dots: the real DTensor SGD"
+        box = page.locator(".dtsgd-viz-phase circle.dv-start").bounding_box()
+        cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(cx, cy)
+        page.mouse.down()
+        page.mouse.move(cx + 30, cy + 20, steps=4)
+        page.mouse.up()
+        page.wait_for_function(
+            "() => document.querySelectorAll('.dtsgd-viz-phase g.dv-real-momentum circle').length === 0",
+            timeout=10_000,
+        )
+        page.wait_for_selector(".dtsgd-viz-phase g.dv-real-momentum circle", timeout=120_000)
+        first = page.locator(".dtsgd-viz-phase g.dv-real-momentum circle").first
+        start = page.locator(".dtsgd-viz-phase circle.dv-start")
+        # the real run starts where the drag was released
+        assert float(first.get_attribute("cx")) == pytest.approx(float(start.get_attribute("cx")), abs=0.05)
+        assert float(first.get_attribute("cy")) == pytest.approx(float(start.get_attribute("cy")), abs=0.05)
+        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+        assert errors.count() == 0, errors.first.inner_text()
+        page.close()

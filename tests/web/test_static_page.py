@@ -2,7 +2,6 @@
 with no kernel and no widget manager (as the documentation site serves it): the slider,
 hover, click and Play respond, and what the SVG draws is the recording's numbers."""
 
-import base64
 import json
 import re
 
@@ -10,29 +9,11 @@ import numpy as np
 import pytest
 from helpers.browser import browser, browser_test  # noqa: F401
 from helpers.builders import tutorial_03_runs
+from helpers.web_page import saved_page
 
 from dtsgd_viz import web
-from dtsgd_viz.web.widget import JS
 
 pytestmark = pytest.mark.slow
-
-
-def saved_page(widget, path):
-    """A page holding ``widget``'s saved state as the docs site writes it."""
-    from ipywidgets.widgets.widget import _remove_buffers
-
-    st, paths, bufs = _remove_buffers(widget.get_state())
-    buffers = [
-        {"path": p, "data": base64.b64encode(bytes(b)).decode(), "encoding": "base64"} for p, b in zip(paths, bufs)
-    ]
-    saved = json.dumps({widget.model_id: {"state": st, "buffers": buffers}}).replace("</", "<\\/")
-    path.write_text(
-        '<!doctype html><html><body style="width:980px">'
-        f'<div><div class="dtsgd-live" data-model-id="{widget.model_id}">'
-        f'</div></div><script type="application/json" class="dtsgd-live-state">{saved}</script>'
-        f'<script type="module">{(JS / "static.js").read_text()}</script></body></html>'
-    )
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from .plot import PhaseView
 
-__all__ = ["set_log_ticks", "frame", "add_colorbars", "PHASE_NOTE_SIZE", "PHASE_LEGEND_SIZE"]
+__all__ = ["set_log_ticks", "frame", "add_colorbars", "speedup_text", "PHASE_NOTE_SIZE", "PHASE_LEGEND_SIZE"]
 
 PHASE_NOTE_SIZE = 9.5  # the phase figures' notes and colour-bar labels
 PHASE_LEGEND_SIZE = 10.5  # their legends under the maps: read at a glance, as the axis labels
@@ -86,11 +86,12 @@ def add_colorbars(
     )
     vmax = view.meshes["ratio"].norm.vmax
     ticks = np.arange(-vmax, vmax + 0.25, 0.5 if vmax <= 1 else 1.0)
-    rbar.set_ticks(ticks, labels=[_speedup(t) for t in ticks])  # pyright: ignore[reportArgumentType]  # stub: a Sequence
+    rbar.set_ticks(ticks, labels=[speedup_text(t) for t in ticks])  # pyright: ignore[reportArgumentType]  # stub: a Sequence
     rbar.ax.tick_params(labelsize=style.TICK_SIZE)
     # the label reads as the scale runs (bottom to top, left to right)
     rbar.set_label("Nesterov faster  ·  tie  ·  momentum faster", fontsize=PHASE_NOTE_SIZE)
 
 
-def _speedup(t):
+def speedup_text(t: float) -> str:
+    """A ratio map tick (log2 units) as the colour bar reads it: ``tie``, ``2×``, ``1.41×``."""
     return "tie" if t == 0 else f"{2 ** abs(t):.3g}×"

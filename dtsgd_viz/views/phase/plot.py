@@ -70,13 +70,25 @@ from .regions import outline as _outline
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
+    from matplotlib.colors import Colormap
     from matplotlib.figure import Figure, SubFigure
     from numpy.typing import ArrayLike
 
     from ...theory.convergence import PhaseGrid
     from ...theory.surfaces import Surface
 
-__all__ = ["plot_phase", "draw_phase", "PhaseView", "phase_ratio", "cell_edges", "cap_rate", "cap_loss", "RATE_LEVELS"]
+__all__ = [
+    "plot_phase",
+    "draw_phase",
+    "PhaseView",
+    "phase_ratio",
+    "cell_edges",
+    "cap_rate",
+    "cap_loss",
+    "RATE_LEVELS",
+    "ratio_cmap",
+    "TIE_WITHIN",
+]
 
 RULES = theory.RULES
 RATE_LEVELS = (0.6, 0.8, 0.9)
@@ -116,7 +128,8 @@ class PhaseView:
     ratio_columns: tuple = ()  # (first, stop): the ratio map's columns shown (``shown_columns``)
 
 
-def _ratio_cmap():
+def ratio_cmap() -> Colormap:
+    """The ratio map's colour map: Nesterov faster red, momentum faster blue, a tie white."""
     from matplotlib import colormaps
     from matplotlib.colors import LinearSegmentedColormap
 
@@ -288,7 +301,7 @@ def _draw_ratio_map(view, ax, g: _MapGrid, title=None) -> None:
         g.lr_e,
         g.mu_e,
         np.ma.masked_where(~both, ratio),
-        cmap=_ratio_cmap(),
+        cmap=ratio_cmap(),
         norm=Normalize(-vmax, vmax),
         gid="phase:ratio",
     )

@@ -42,6 +42,7 @@ __all__ = [
     "text_cells",
     "line_cells",
     "DIVERGED_FACE",
+    "REGION_FACES",
     "diverged_handle",
     "shown_cells",
     "cropped_label",
@@ -57,7 +58,7 @@ REGION_NAMES = {
 # divergence, on every map: a dark grey (well apart from the cap's pale grey and the
 # ratio map's mid grey of "neither") with white x marks
 DIVERGED_FACE = "#6F6F6F"
-_FACES = {
+REGION_FACES = {
     "only_momentum": style.REGION_FACE,
     "only_nesterov": style.REGION_FACE,
     "cap": style.REGION_FACE,
@@ -74,7 +75,7 @@ def region_patch(region: str, steps: int) -> Patch:
     label = REGION_NAMES[region].format(steps=steps).replace("\n", " ")
     if region == "diverged":  # the x marks, as on the step maps
         return diverged_handle(label)
-    return Patch(fc=_FACES[region], ec="0.55", hatch=style.HATCHES.get(region, ""), label=label)
+    return Patch(fc=REGION_FACES[region], ec="0.55", hatch=style.HATCHES.get(region, ""), label=label)
 
 
 def diverged_handle(label: str) -> Patch:
@@ -122,7 +123,7 @@ def draw_ratio_regions(
 
     m, n = grids["momentum"], grids["nesterov"]
     regions = ratio_regions(m.steps, m.diverged, n.steps, n.diverged)
-    faces = ListedColormap(["white"] + [_FACES[r] for r in REGIONS[1:]])
+    faces = ListedColormap(["white"] + [REGION_FACES[r] for r in REGIONS[1:]])
     neutral = np.ma.masked_equal(regions, REGIONS.index("both"))
     ax.pcolormesh(lr_e, mu_e, neutral, cmap=faces, vmin=-0.5, vmax=len(REGIONS) - 0.5, gid="phase:regions", zorder=0.5)
     hatched = {}

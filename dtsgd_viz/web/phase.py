@@ -1,0 +1,351 @@
+"""``PhaseDiagram`` drawn by the browser: the map of who needs fewer updates, Nesterov or
+classical momentum, over (learning rate, momentum) on a 2-parameter quadratic, and the
+two rules' paths and losses at a picked cell. Click a cell, or drag the start on the
+paths: the browser runs the rule there at once, so it works with no kernel too.
+
+    surface = surfaces.RotatedQuadratic()
+    dtsgd_viz.web.PhaseDiagram(surface, steps=150)           # last in a cell
+
+Python computes the map once (``phase_state``: every cell's steps for both rules with
+the numpy reference of tf-keras' rule, ``theory.convergence.phase_grid``, the colours
+``views.phase`` gives them, each rule's stability boundary, the contour picture). A
+clicked cell or a dragged start needs a path Python did not compute: the ES module
+runs the same recurrence as ``theory.reference.sgd_step`` (in float64; a browser test
+checks it against numpy to 1e-12). With a kernel, each pick also runs the real DTensor
+SGD (``run_real``), drawn as dots over the rule's line; a saved page keeps the last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import traitlets
+from matplotlib import colors as mcolors
+from numpy.typing import ArrayLike
+
+from ..theory.convergence import check_steps_tol, phase_grid
+from ..theory.quadratic import RULES, convergence_boundary
+from ..views.core import style
+from ..views.paths import geometry as geo
+from ..views.phase.axes import speedup_text
+from ..views.phase.geometry import (
+    REGIONS,
+    cell_edges,
+    log_ticks,
+    phase_finding,
+    phase_ratio,
+    ratio_limit,
+    ratio_regions,
+)
+from ..views.phase.regions import REGION_NAMES
+from . import encode
+from .look import look_data
+from .paths import contour_png, loss_ticks, update_ticks
+from .widget import BrowserWidget
+
+if TYPE_CHECKING:
+    from ..theory.surfaces import Surface
+
+__all__ = ["phase_state", "quadratic_terms", "PhaseDiagram"]
+
+RULE_NAMES = {"momentum": "momentum", "nesterov": "Nesterov"}
+CMAP_STOPS = 33  # samples of the ratio colour map (odd: white exactly in the middle)
+
+
+def quadratic_terms(surface: Surface) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(H, m, f_min)`` of a 2-parameter quadratic surface, its gradient ``H (p - m)``
+    and its loss ``0.5 (p - m)·H(p - m) + f_min``, checked against the surface's own
+    ``grad_np`` and ``value_np`` at random points (the browser runs the rule with them).
+
+    >>> from dtsgd_viz import surfaces
+    >>> H, m, f = quadratic_terms(surfaces.RotatedQuadratic())
+    >>> H.shape, m.tolist(), f
+    ((2, 2), [0.0, 0.0], 0.0)
+    """
+    if not all(hasattr(surface, a) for a in ("shape", "value_np", "grad_np", "minimum", "min_value")):
+        raise TypeError(f"surface must be a dtsgd_viz.surfaces surface. Received: {surface!r}.")
+    hessian = getattr(surface, "hessian", None)
+    size = int(np.prod(surface.shape))
+    if hessian is None or size != 2:
+        raise ValueError(
+            "dtsgd_viz.web.PhaseDiagram runs the rule in the browser, on a quadratic of 2 parameters "
+            "(a surface with a `hessian`, e.g. surfaces.RotatedQuadratic()). "
+            f"Received: {type(surface).__name__} with {size} parameter(s)"
+            f"{'' if hessian is not None else ' and no hessian'}; dtsgd_viz.widgets.PhaseDiagram takes any surface."
+        )
+    H = np.asarray(hessian, np.float64).reshape(2, 2)
+    m = np.asarray(surface.minimum, np.float64).reshape(2)
+    f_min = float(surface.min_value)
+    pts = np.random.default_rng(0).uniform(-3.0, 3.0, (8, 2)) + m
+    grad = np.asarray(surface.grad_np(pts.reshape(8, *surface.shape)), np.float64).reshape(8, 2)
+    value = np.asarray(surface.value_np(pts.reshape(8, *surface.shape)), np.float64).reshape(8)
+    d = pts - m
+    if not (
+        np.allclose(grad, d @ H.T, rtol=1e-6, atol=1e-9)
+        and np.allclose(value, 0.5 * np.einsum("ki,ij,kj->k", d, H, d) + f_min, rtol=1e-6, atol=1e-9)
+    ):
+        raise ValueError(
+            f"{type(surface).__name__}'s gradient is not its hessian times (p - minimum): not a quadratic."
+        )
+    return H, m, f_min
+
+
+def _ratio_colors(ratio: np.ndarray, vmax: float) -> tuple[np.ndarray, list[str]]:
+    """Each cell's colour on the ratio scale (``views.phase``' colour map) and the scale's
+    stops from -vmax to vmax, as hex."""
+    from matplotlib.colors import Normalize
+
+    from ..views.phase.plot import ratio_cmap
+
+    cmap, norm = ratio_cmap(), Normalize(-vmax, vmax)
+    with np.errstate(invalid="ignore"):
+        rgba = cmap(norm(np.clip(np.nan_to_num(ratio, nan=0.0, posinf=vmax, neginf=-vmax), -vmax, vmax)))
+    cells = np.array([mcolors.to_hex(tuple(c)) for c in rgba.reshape(-1, 4)]).reshape(ratio.shape)
+    stops = [mcolors.to_hex(cmap(x)) for x in np.linspace(0.0, 1.0, CMAP_STOPS)]
+    return cells, stops
+
+
+def phase_state(
+    surface: Surface,
+    *,
+    learning_rates: ArrayLike | None = None,
+    momenta: ArrayLike | None = None,
+    steps: int = 150,
+    tol: float = 1e-3,
+    start: ArrayLike | None = None,
+    pick: Sequence[int] | None = None,
+    contour_px: int = 360,
+) -> dict[str, Any]:
+    """Everything the browser's ``PhaseDiagram`` draws, as plain data: the grid and its
+    cells' edges, each cell's steps for both rules (``phase_grid``, -1: not within
+    ``tol`` in ``steps`` updates), diverged flags, region, log2 ratio and colour, the
+    colour scale, each rule's stability boundary, and the quadratic (``H``, minimum,
+    loss at the minimum, view box, start, contour picture) the browser runs the rule on.
+    ``pick``: the cell shown first, ``(lr_index, mu_index)`` (None: the middle)."""
+    from ..runs import check_start
+    from ..views.phase.plot import TIE_WITHIN, default_axes
+
+    H, minimum, f_min = quadratic_terms(surface)
+    steps, tol = check_steps_tol(steps, tol)
+    start_arr = np.asarray(check_start(surface, start), np.float64).reshape(2)
+    lrs, mus = default_axes(surface, learning_rates, momenta)
+    grids = {k: phase_grid(surface, lrs, mus, steps, tol, nesterov, start_arr) for k, nesterov in RULES.items()}
+    m, n = grids["momentum"], grids["nesterov"]
+    pick = (len(lrs) // 2, len(mus) // 2) if pick is None else tuple(pick)
+    if len(pick) != 2 or not (0 <= int(pick[0]) < len(lrs) and 0 <= int(pick[1]) < len(mus)):
+        raise ValueError(
+            f"pick must be (lr_index, mu_index) with lr_index in 0..{len(lrs) - 1} and mu_index in "
+            f"0..{len(mus) - 1}. Received: {pick!r}."
+        )
+    regions = ratio_regions(m.steps, m.diverged, n.steps, n.diverged)
+    ratio = phase_ratio(m.steps, n.steps)
+    both = regions == REGIONS.index("both")
+    vmax, extend = ratio_limit(ratio[both])
+    from ..views.phase.regions import REGION_FACES
+
+    colors, stops = _ratio_colors(ratio, vmax)
+    for r, name in enumerate(REGIONS):
+        if name != "both":
+            colors[regions == r] = mcolors.to_hex(REGION_FACES[name])
+    scale_ticks = [float(t) for t in np.arange(-vmax, vmax + 0.25, 0.5 if vmax <= 1 else 1.0)]
+    lr_e, mu_e = cell_edges(lrs, log=True), cell_edges(mus, log=False)
+    lr_major, lr_minor = log_ticks(float(lr_e[0]), float(lr_e[-1]))
+    mu_ticks = [float(t) for t in np.round(np.arange(0.0, 0.9, 0.2), 10) if mu_e[0] <= t <= mu_e[-1]]  # μ < 1
+    h_max = float(np.max(np.linalg.eigvalsh(H)))
+    mu_line = np.linspace(mus[0], mus[-1], 120)
+    looks = style.run_looks(list(RULES))
+    box = getattr(surface, "view_box", None)
+    if box is None:
+        span = 1.3 * max(float(np.max(np.abs(start_arr - minimum))), 1e-6)
+        box = ((minimum[0] - span, minimum[0] + span), (minimum[1] - span, minimum[1] + span))
+    plane = geo.identity_plane()
+    grid = geo.loss_grid(surface.value_np, plane, surface.shape, box)
+    # the loss panel: from a hundredth of the tolerance to ten times the starting loss (a
+    # run that overshoots more, or diverges, leaves through the top)
+    loss_lo = max(float(tol) / 100.0, 1e-12)
+    loss_hi = max(10.0 * float(m.losses[0].flat[0] - f_min), loss_lo * 100)
+    ticks, labels = loss_ticks(loss_lo, loss_hi)
+    return {
+        "kind": "phase",
+        "rules": list(RULES),
+        "rule_names": RULE_NAMES,
+        "nesterov": dict(RULES),
+        "looks": {k: look_data(looks[k]) for k in RULES},
+        "learning_rates": encode.array(lrs),
+        "momenta": encode.array(mus),
+        "lr_edges": encode.array(lr_e),
+        "mu_edges": encode.array(mu_e),
+        "steps": {k: encode.array(g.steps, "<i4") for k, g in grids.items()},
+        "diverged": {k: encode.array(g.diverged, "<i4") for k, g in grids.items()},
+        "regions": encode.array(regions, "<i4"),
+        "region_names": {name: REGION_NAMES[name].format(steps=steps).replace("\n", " ") for name in REGIONS[1:]},
+        "region_order": list(REGIONS),
+        "hatches": {k: style.HATCHES[k] for k in style.HATCHES},
+        "hatch_color": style.HATCH_COLOR,
+        "ratio": encode.array(np.nan_to_num(ratio, nan=0.0, posinf=99.0, neginf=-99.0)),
+        "colors": colors.ravel().tolist(),
+        "scale": {
+            "vmax": int(vmax),
+            "extend": extend,
+            "stops": stops,
+            "ticks": scale_ticks,
+            "labels": [speedup_text(t) for t in scale_ticks],
+            "title": "Nesterov faster  ·  tie  ·  momentum faster",
+        },
+        "lr_ticks": lr_major + lr_minor,
+        "lr_labels": [f"{t:g}" for t in lr_major + lr_minor],
+        "mu_ticks": mu_ticks,
+        "mu_labels": [f"{t:g}" for t in mu_ticks],
+        "update_ticks": update_ticks(steps),
+        "boundaries": {
+            k: {"lr": encode.array(convergence_boundary(mu_line, h_max, nz)), "mu": encode.array(mu_line)}
+            for k, nz in RULES.items()
+        },
+        "finding": phase_finding(m.steps, n.steps, TIE_WITHIN),
+        "hessian": H.ravel().tolist(),
+        "minimum": minimum.tolist(),
+        "min_value": f_min,
+        "start": start_arr.tolist(),
+        "box": [list(map(float, box[0])), list(map(float, box[1]))],
+        "contours": contour_png(grid, geo.log_levels(grid[2]), box, contour_px),
+        "max_steps": int(steps),
+        "tol": float(tol),
+        "loss_ticks": ticks,
+        "loss_labels": labels,
+        "loss_range": [loss_lo, loss_hi],
+        "pick": [int(pick[0]), int(pick[1])],
+        "surface": getattr(surface, "label", type(surface).__name__),
+    }
+
+
+class PhaseDiagram(BrowserWidget):
+    """The ratio map of a 2-parameter quadratic and both rules' paths and losses at the
+    picked cell, drawn by the browser from ``phase_state``. Click a cell or drag the
+    start (the white circle): the browser runs tf-keras' rule there (float64, the
+    recurrence of ``theory.reference``).
+
+    ``pick`` (``[lr_index, mu_index]``) and ``start`` (``[x, y]``) are synced both ways:
+    set them from Python to move the pick; read them after the reader clicked or
+    dragged. With ``run_real=True`` and a kernel, each pick and each released drag also
+    runs the real DTensor SGD there (``dtsgd_viz.run``); ``real`` holds its paths, drawn
+    as dots on the rule's lines.
+
+    Args:
+      surface: a quadratic of 2 parameters (``surfaces.RotatedQuadratic``).
+      learning_rates, momenta: increasing grid values (momenta in [0, 1)).
+      steps: updates per cell; tol: on ``loss - surface.min_value``.
+      start: where the runs start (default: the surface's).
+      pick: ``(lr_index, mu_index)`` shown first (default: the middle cell).
+      run_real: run the real optimizer at each pick (needs a kernel; a mesh via ``mesh``).
+    """
+
+    _module = "phase.js"
+    pick = traitlets.List(traitlets.Int(), default_value=[0, 0]).tag(sync=True)
+    start = traitlets.List(traitlets.Float(), default_value=[0.0, 0.0]).tag(sync=True)
+    real = traitlets.Dict().tag(sync=True)
+
+    def __init__(
+        self,
+        surface: Surface,
+        *,
+        learning_rates: ArrayLike | None = None,
+        momenta: ArrayLike | None = None,
+        steps: int = 150,
+        tol: float = 1e-3,
+        start: ArrayLike | None = None,
+        pick: Sequence[int] | None = None,
+        run_real: bool = True,
+        mesh: Any = None,
+    ):
+        state = phase_state(
+            surface, learning_rates=learning_rates, momenta=momenta, steps=steps, tol=tol, start=start, pick=pick
+        )
+        super().__init__(data=state, pick=list(state["pick"]), start=list(state["start"]))
+        self._surface, self._mesh, self.run_real = surface, mesh, run_real
+        self.error: Exception | None = None
+        if run_real:
+            self.run_here()
+        self.observe(self._on_change, names=["pick", "start"])
+
+    @property
+    def learning_rate(self) -> float:
+        """The picked cell's learning rate."""
+        return float(encode.decode(self.data["learning_rates"])[self.pick[0]])
+
+    @property
+    def momentum(self) -> float:
+        """The picked cell's momentum."""
+        return float(encode.decode(self.data["momenta"])[self.pick[1]])
+
+    def select(self, lr_index: int, mu_index: int) -> None:
+        """Pick cell (``learning_rates[lr_index]``, ``momenta[mu_index]``)."""
+        n_mu, n_lr = self.data["regions"]["shape"]
+        for label, value, n in (("lr_index", lr_index, n_lr), ("mu_index", mu_index, n_mu)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < n:
+                raise ValueError(f"{label} must be an int in 0..{n - 1}. Received: {value!r}.")
+        self.pick = [int(lr_index), int(mu_index)]
+
+    def reference_paths(self) -> dict[str, np.ndarray]:
+        """Both rules' paths at the pick from ``start``, ``(steps + 1, 2)`` each: what the
+        browser draws, from ``theory.reference.run`` in float64."""
+        from ..theory import reference
+
+        H, m = np.asarray(self.data["hessian"]).reshape(2, 2), np.asarray(self.data["minimum"])
+        grad = lambda p: (p - m) @ H.T  # noqa: E731
+        p0 = np.asarray(self.start, np.float64)
+        return {
+            k: reference.run(grad, p0, self.data["max_steps"], self.learning_rate, self.momentum, nesterov)
+            for k, nesterov in RULES.items()
+        }
+
+    def run_here(self) -> None:
+        """Run the real DTensor SGD at the pick from ``start``; ``real`` then holds the
+        paths (float32 parameters, as recorded), the pick and the start."""
+        from .. import runs
+
+        lr, mu = self.learning_rate, self.momentum
+        configs = {k: dict(learning_rate=lr, momentum=mu, nesterov=n) for k, n in RULES.items()}
+        start = np.asarray(self.start, np.float32).reshape(self._surface.shape)
+        try:
+            recs = runs.run(self._surface, configs, self.data["max_steps"], mesh=self._mesh, start=start)
+        except Exception as e:  # a trait callback cannot raise anywhere a reader sees it
+            self.error = e
+            self.real = {"error": f"{type(e).__name__}: {e}", "pick": list(self.pick), "start": list(self.start)}
+            return
+        self.error = None
+        self.real = {
+            "pick": list(self.pick),
+            "start": list(self.start),
+            "paths": {k: encode.array(np.asarray(r.path("w"), np.float64).reshape(-1, 2)) for k, r in recs.items()},
+        }
+
+    def _on_change(self, change: Any) -> None:
+        if self.run_real:
+            self.run_here()
+
+    def still_caption(self) -> str:
+        return (
+            "Still picture of the ratio map "
+            "(live in Jupyter and on the documentation site: click a cell, drag the start)"
+        )
+
+    def snapshot_png(self) -> bytes:
+        """The still picture: ``plot_phase``'s ratio map of the same grid."""
+        import io
+
+        from ..views.phase.plot import plot_phase
+
+        fig = plot_phase(
+            self._surface,
+            learning_rates=encode.decode(self.data["learning_rates"]),
+            momenta=encode.decode(self.data["momenta"]),
+            steps=self.data["max_steps"],
+            tol=self.data["tol"],
+            start=np.asarray(self.data["start"], np.float32).reshape(self._surface.shape),
+            show="ratio",
+        )
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=style.DPI)
+        return buf.getvalue()

@@ -1,0 +1,113 @@
+"""``web.phase_state``: the browser PhaseDiagram's map, checked against theory computed
+apart from it (the rule's own recurrence per cell, the spectral radius of the rule on the
+stiffest mode at the drawn boundary) and against what the colours must mean."""
+
+import numpy as np
+import pytest
+from matplotlib import colors as mcolors
+
+from dtsgd_viz import surfaces
+from dtsgd_viz.theory import reference
+from dtsgd_viz.theory.convergence import steps_to_tolerance
+from dtsgd_viz.web import encode
+from dtsgd_viz.web.phase import phase_state, quadratic_terms
+
+SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)  # tutorial 03's
+LRS = np.geomspace(1e-3, 0.2, 12)
+MUS = np.linspace(0.0, 0.95, 10)
+STEPS, TOL = 120, 1e-3
+
+
+@pytest.fixture(scope="module")
+def state():
+    return phase_state(SURFACE, learning_rates=LRS, momenta=MUS, steps=STEPS, tol=TOL, pick=(8, 7))
+
+
+def test_each_cells_steps_are_the_rules_own_run_from_the_start(state):
+    start = np.asarray(SURFACE.default_start, np.float32)
+    for rule, nesterov in (("momentum", False), ("nesterov", True)):
+        got = encode.decode(state["steps"][rule])
+        assert got.shape == (len(MUS), len(LRS))
+        for i in range(0, len(MUS), 3):
+            for j in range(0, len(LRS), 2):
+                path = reference.run(SURFACE.grad_np, start, STEPS, LRS[j], MUS[i], nesterov)
+                want = steps_to_tolerance(SURFACE.value_np(path.astype(np.float64)), SURFACE.min_value, TOL)
+                assert got[i, j] == want, (rule, i, j)
+
+
+def test_the_colours_say_who_is_faster(state):
+    ratio = encode.decode(state["ratio"])
+    regions = encode.decode(state["regions"])
+    m, n = (encode.decode(state["steps"][k]) for k in ("momentum", "nesterov"))
+    rgb = np.array([mcolors.to_rgb(c) for c in state["colors"]]).reshape(*ratio.shape, 3)
+    both = (m >= 0) & (n >= 0)
+    assert np.array_equal(regions == state["region_order"].index("both"), both)
+    nesterov_faster = both & (n < m)
+    momentum_faster = both & (m < n)
+    assert nesterov_faster.any() and momentum_faster.any()
+    assert np.all(rgb[nesterov_faster, 0] > rgb[nesterov_faster, 2])  # red
+    assert np.all(rgb[momentum_faster, 2] > rgb[momentum_faster, 0])  # blue
+    assert np.allclose(rgb[both & (m == n)], 1.0)  # a tie is white
+    neutral = rgb[~both]
+    assert np.allclose(neutral[:, 0], neutral[:, 1]) and np.allclose(neutral[:, 1], neutral[:, 2])  # greys
+    assert np.allclose(ratio[both], np.log2(np.maximum(n[both], 1) / np.maximum(m[both], 1)))
+
+
+def _spectral_radius(a, mu, nesterov):
+    """The rule on one mode of curvature h, with a = lr * h: (p, v) -> (p', v')."""
+    if nesterov:
+        t = np.array([[1 - a * (1 + mu), mu * mu], [-a, mu]])
+    else:
+        t = np.array([[1 - a, mu], [-a, mu]])
+    return max(abs(np.linalg.eigvals(t)))
+
+
+def test_the_drawn_boundaries_are_where_the_stiffest_mode_stops_shrinking(state):
+    h_max = float(np.max(SURFACE.hessian_eigenvalues))
+    for rule, nesterov in (("momentum", False), ("nesterov", True)):
+        lr = encode.decode(state["boundaries"][rule]["lr"])
+        mu = encode.decode(state["boundaries"][rule]["mu"])
+        for k in range(0, len(mu), 17):
+            a = lr[k] * h_max
+            assert _spectral_radius(a * 0.99, mu[k], nesterov) < 1 < _spectral_radius(a * 1.01, mu[k], nesterov)
+
+
+def test_the_quadratic_the_browser_runs_is_the_surfaces(state):
+    H, m = np.asarray(state["hessian"]).reshape(2, 2), np.asarray(state["minimum"])
+    x = np.array([[0.7, -1.3], [2.0, 0.5]])
+    assert np.allclose((x - m) @ H.T, SURFACE.grad_np(x), rtol=1e-6)
+    assert state["start"] == [float(v) for v in SURFACE.default_start]
+    assert state["pick"] == [8, 7]
+    (x0, x1), (y0, y1) = state["box"]
+    assert x0 <= state["start"][0] <= x1 and y0 <= state["start"][1] <= y1
+
+
+def test_the_axes_ticks_lie_on_the_map(state):
+    lr_e, mu_e = encode.decode(state["lr_edges"]), encode.decode(state["mu_edges"])
+    assert len(lr_e) == len(LRS) + 1 and len(mu_e) == len(MUS) + 1
+    assert state["lr_ticks"] and all(lr_e[0] <= t <= lr_e[-1] for t in state["lr_ticks"])
+    assert state["mu_labels"] == ["0", "0.2", "0.4", "0.6", "0.8"]
+    assert state["scale"]["labels"][len(state["scale"]["labels"]) // 2] == "tie"
+
+
+def test_the_state_is_small():
+    import json
+
+    st = phase_state(SURFACE, learning_rates=np.geomspace(1e-3, 0.2, 24), momenta=MUS, steps=150)
+    size = len(json.dumps(st, default=lambda b: "x" * (4 * len(b) // 3)))
+    assert size < 300_000, size
+
+
+def test_surfaces_the_browser_cannot_run_are_refused_by_name():
+    with pytest.raises(ValueError, match=r"Rosenbrock with 2 parameter\(s\) and no hessian.*widgets.PhaseDiagram"):
+        quadratic_terms(surfaces.Rosenbrock())
+    with pytest.raises(ValueError, match=r"ShardedQuadratic with \d+ parameter"):
+        quadratic_terms(surfaces.ShardedQuadratic())
+    with pytest.raises(TypeError, match="must be a dtsgd_viz.surfaces surface. Received: 3"):
+        quadratic_terms(3)  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize("pick", [(12, 0), (0, 10), (-1, 2), (1,)])
+def test_a_pick_off_the_grid_is_refused_with_the_ranges(pick):
+    with pytest.raises(ValueError, match=r"lr_index in 0\.\.11 and mu_index in 0\.\.9\. Received"):
+        phase_state(SURFACE, learning_rates=LRS, momenta=MUS, steps=20, pick=pick)
