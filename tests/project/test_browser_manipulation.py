@@ -142,6 +142,7 @@ def test_the_browser_phase_diagram_runs_the_real_optimizer_on_a_click_and_a_drag
     (the rule in the browser); the kernel then runs the real DTensor SGD there, and its
     dots arrive on the lines; a released drag does the same from the new start."""
     import nbformat
+    import numpy as np
 
     with lab.folder("web_phase") as work:
         nb = nbformat.v4.new_notebook()
@@ -162,7 +163,8 @@ def test_the_browser_phase_diagram_runs_the_real_optimizer_on_a_click_and_a_drag
         cell.scroll_into_view_if_needed()
         cell.click()
         # the browser's lines at once, for the new cell; the old real run's dots gone
-        assert page.locator(".dtsgd-viz-phase .dv-cell-title").text_content().startswith("lr 0.0")
+        lr, mu = np.geomspace(0.02, 0.4, 6)[3], np.linspace(0.0, 0.9, 5)[2]
+        assert page.locator(".dtsgd-viz-phase .dv-cell-title").text_content() == f"lr {lr:.3g}, μ {mu:.3g}"
         page.wait_for_function(
             "() => document.querySelectorAll('.dtsgd-viz-phase g.dv-real-momentum circle').length === 0",
             timeout=10_000,
