@@ -273,3 +273,84 @@ def test_a_saved_module_that_loads_from_the_network_is_found(tmp_path):
     state["m"]["state"]["_esm"] = "export default {};"
     page.write_text(f'<script type="application/json">{json.dumps(state)}</script>')
     assert _page_loads(page) == []
+
+
+# each tutorial's browser-drawn explorers on the built site: (tutorial, root class, how to
+# move its main control, what the move changes)
+LIVE = {
+    "02_mesh_layouts": ("dtsgd-viz-layout", "select.dv-dim"),
+    "03_nesterov_vs_momentum": ("dtsgd-viz-paths", "input.dv-slider"),
+    "05_recordings": ("dtsgd-viz-shards", "input.dv-slider"),
+    "09_your_own_model": ("dtsgd-viz-shards", "input.dv-slider"),
+}
+
+
+@browser_test
+def test_each_tutorials_explorers_are_live_on_the_site_opened_from_files(site):
+    """Chromium opens each tutorial page with browser-drawn explorers from its file, with
+    no kernel and nothing outside ``file://``: every explorer draws; its slider (or
+    dropdown) redraws it; on 03 a clicked phase cell and a dragged start run tf-keras'
+    rule in the page, equal to numpy's ``theory.reference`` to 1e-12."""
+    import numpy as np
+
+    from dtsgd_viz import surfaces
+    from dtsgd_viz.theory import reference
+
+    playwright = pytest.importorskip("playwright.sync_api")
+    outside, problems = [], []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            for stem, (root_class, control) in LIVE.items():
+                page = browser.new_page(viewport={"width": 1200, "height": 900})
+                page.route(
+                    re.compile(r"^(?!file:|data:|about:blank).*"), lambda r: (outside.append(r.request.url), r.abort())
+                )
+                page.on("pageerror", lambda e: problems.append(str(e)))
+                page.goto((site / "notebooks" / stem / "index.html").as_uri(), wait_until="load")
+                live = page.locator("div.dtsgd-live")
+                page.wait_for_function(
+                    "n => document.querySelectorAll('div.dtsgd-live-ready, div.dtsgd-live-failed').length === n",
+                    arg=live.count(),
+                    timeout=60_000,
+                )
+                assert page.locator("div.dtsgd-live-failed").count() == 0, stem
+                # MathJax typesets after the load and moves what is below the math: wait for it
+                page.wait_for_function(
+                    "!window.MathJax || (MathJax.Hub && MathJax.Hub.queue.pending === 0)", timeout=60_000
+                )
+                explorer = page.locator(f".{root_class}").first
+                explorer.scroll_into_view_if_needed()
+                before = explorer.locator("svg").first.inner_html()
+                node = explorer.locator(control).first
+                if control.startswith("select"):
+                    options = node.locator("option").all_text_contents()
+                    node.select_option(index=(options.index(node.evaluate("s => s.value")) + 1) % len(options))
+                else:
+                    node.evaluate("(s) => { s.value = 0; s.dispatchEvent(new Event('input')); }")
+                assert explorer.locator("svg").first.inner_html() != before, stem
+                if stem == "03_nesterov_vs_momentum":
+                    surface = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+                    lrs, mus = np.geomspace(1e-3, 0.2, 24), np.linspace(0.0, 0.95, 20)
+                    phase = page.locator(".dtsgd-viz-phase")
+                    phase.scroll_into_view_if_needed()
+                    phase.locator('rect[data-cell="15,14"]').click()
+                    box = phase.locator("circle.dv-start").bounding_box()
+                    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+                    page.mouse.down()
+                    page.mouse.move(box["x"] + 40, box["y"] + 30, steps=4)
+                    page.mouse.up()
+                    got = page.evaluate(
+                        "() => Object.fromEntries(Object.entries(document.querySelector('.dtsgd-viz-phase')"
+                        ".dtsgdRule.paths()).map(([k, v]) => [k, Array.from(v.path)]))"
+                    )
+                    start = np.asarray(got["momentum"][:2])
+                    assert np.linalg.norm(start - surface.default_start) > 0.1  # the drag moved it
+                    grad = lambda w, h=surface.hessian: w @ h.T  # noqa: E731
+                    for rule, nesterov in (("momentum", False), ("nesterov", True)):
+                        want = reference.run(grad, start, 150, lrs[15], mus[14], nesterov)
+                        np.testing.assert_allclose(np.reshape(got[rule], (-1, 2)), want, rtol=1e-12, atol=1e-12)
+                page.close()
+        finally:
+            browser.close()
+    assert outside == [] and problems == []

@@ -141,3 +141,19 @@ def test_play_walks_the_updates(page):
     page.wait_for_function("() => document.querySelector('.dv-label').innerText !== 'update 1 of 12'", timeout=5_000)
     page.locator("button.dv-play").click()
     assert page.problems == []
+
+
+@browser_test
+def test_a_saved_page_shows_what_python_set_last(rec, browser, tmp_path):  # noqa: F811
+    """A notebook that moves the explorer from Python (``explorer.update = 9``, a kind)
+    saves that state: the page opens on it, as the still picture shows it."""
+    widget = ShardExplorer(rec, step=2)
+    widget.kind = "grad"
+    widget.update = 9
+    page = browser.new_page(viewport={"width": 1000, "height": 700})
+    page.goto(saved_page(widget, tmp_path / "index.html").as_uri())
+    page.wait_for_selector("div.dtsgd-live-ready", timeout=20_000)
+    assert page.locator(".dv-label").inner_text() == f"update 9 of {STEPS}"
+    assert page.locator("select.dv-kind").evaluate("s => s.value") == "grad"
+    assert "update 9" in page.locator(".dv-title").text_content()
+    page.close()

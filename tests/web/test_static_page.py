@@ -130,3 +130,15 @@ def test_play_walks_the_updates_and_a_second_click_pauses(page):
     paused = page.locator(".dv-label").inner_text()
     page.wait_for_timeout(400)
     assert page.locator(".dv-label").inner_text() == paused
+
+
+@browser_test
+def test_a_saved_page_opens_on_the_update_python_set_last(runs, browser, tmp_path):  # noqa: F811
+    surface, recs = runs
+    widget = web.PathExplorer(recs, surface, step=5)
+    widget.update = 31  # as a notebook cell after the display does
+    page = browser.new_page(viewport={"width": 1000, "height": 700})
+    page.goto(saved_page(widget, tmp_path / "index.html").as_uri())
+    page.wait_for_selector("div.dtsgd-live-ready", timeout=20_000)
+    assert page.locator(".dv-label").inner_text() == "update 31 of 40"
+    page.close()

@@ -33,7 +33,15 @@ function render({ model, el: root }) {
   const updates = arr(d.updates).values, zoom = arr(d.zoom), zf = arr(d.zoom_factor).values;
   const m = updates.length;
   const uid = "dv" + Math.random().toString(36).slice(2, 8);
+  // the update the model holds (a saved page: the last one Python set), else the state's first
   let index = Math.max(0, Math.min(m - 1, d.index));
+  {
+    const u = model.get("update");
+    if (typeof u === "number" && u !== updates[index]) {
+      let j = 0; for (let q = 0; q < m; q++) if (Math.abs(updates[q] - u) < Math.abs(updates[j] - u)) j = q;
+      index = j;
+    }
+  }
 
   root.innerHTML = "";
   root.classList.add("dtsgd-viz", "dtsgd-viz-paths");

@@ -23,7 +23,15 @@ function render({ model, el: root }) {
   const normAt = d.norm_index || Array.from(updates, (_, i) => i);
   const lut = d.lut.map(hexRgb), bad = hexRgb(d.nonfinite_color);
   const uid = "dv" + Math.random().toString(36).slice(2, 8);
+  // the update the model holds (a saved page: the last one Python set), else the state's first
   let index = Math.max(0, Math.min(m - 1, d.index));
+  {
+    const u = model.get("update");
+    if (typeof u === "number" && u !== updates[index]) {
+      let j = 0; for (let q = 0; q < m; q++) if (Math.abs(updates[q] - u) < Math.abs(updates[j] - u)) j = q;
+      index = j;
+    }
+  }
   let variable = d.variables.includes(model.get("variable")) ? model.get("variable") : d.variable;
   let kind = d.kinds.includes(model.get("kind")) ? model.get("kind") : d.shown_kind;
   let fixed = true;

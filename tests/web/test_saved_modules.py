@@ -1,0 +1,33 @@
+"""Each executed tutorial saves its browser-drawn explorers' ES modules in its widget
+state, and the documentation site draws with those: they must be today's modules
+(``notebooks/build.py`` rebuilds a tutorial after its explorer's module changes)."""
+
+import json
+import pathlib
+
+import pytest
+
+from dtsgd_viz.web.widget import JS, module_source
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+MODULES = {name.name: module_source(name.name) for name in JS.glob("*.js") if name.name not in ("common.js", "static.js")}
+
+
+def _saved(notebook):
+    state = json.loads(notebook.read_text()).get("metadata", {}).get("widgets", {})
+    models = state.get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    return [m["state"]["_esm"] for m in models.values() if m.get("model_module") == "anywidget"]
+
+
+def test_the_tutorials_save_browser_drawn_explorers():
+    assert sum(len(_saved(nb)) for nb in NOTEBOOKS) >= 5
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.stem for nb in NOTEBOOKS])
+def test_each_saved_module_is_todays(notebook):
+    for esm in _saved(notebook):
+        assert esm in MODULES.values(), (
+            f"{notebook.name} saved an explorer module that is not today's "
+            f"(rebuild it: python notebooks/build.py {notebook.stem[:2]})"
+        )
