@@ -11,7 +11,9 @@ from dtsgd_viz.web.widget import JS, module_source
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-MODULES = {name.name: module_source(name.name) for name in JS.glob("*.js") if name.name not in ("common.js", "static.js")}
+MODULES = {
+    name.name: module_source(name.name) for name in JS.glob("*.js") if name.name not in ("common.js", "static.js")
+}
 
 
 def _saved(notebook):
