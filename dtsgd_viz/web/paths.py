@@ -47,8 +47,13 @@ def loss_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
     them while fewer than three decades show, and their labels in the views' one log
     format (``log_tick_texts``).
 
+    Under a factor of about 2.5 (where 1, 2 and 5 give fewer than two ticks) evenly
+    spaced round numbers instead:
+
     >>> loss_ticks(0.003, 0.4)
     ([0.005, 0.01, 0.02, 0.05, 0.1, 0.2], ['0.005', '0.01', '0.02', '0.05', '0.1', '0.2'])
+    >>> loss_ticks(0.3, 0.4)
+    ([0.3, 0.35, 0.4], ['0.3', '0.35', '0.4'])
     """
     if not (np.isfinite(lo) and np.isfinite(hi)) or lo <= 0 or hi <= lo:
         return [], []
@@ -56,6 +61,11 @@ def loss_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
     steps = (1.0,) if b - a > 3 else (1.0, 2.0, 5.0)
     ticks = [m * 10.0**k for k in range(a, b + 1) for m in steps]
     ticks = [float(f"{t:.3g}") for t in ticks if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
+    if len(ticks) < 2:
+        from matplotlib.ticker import MaxNLocator
+
+        near = MaxNLocator(nbins=5, steps=[1, 2, 5, 10]).tick_values(lo, hi)
+        ticks = [float(f"{t:.4g}") for t in near if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
     return ticks, log_tick_texts(ticks)
 
 
