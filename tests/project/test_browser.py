@@ -12,6 +12,7 @@ import os
 import pathlib
 import re
 import shutil
+import sys
 
 import pytest
 from helpers.browser import (  # noqa: F401
@@ -204,3 +205,40 @@ def test_the_dashboard_picture_ends_on_a_section_boundary():
     assert _section_crop(tops, 2600.0, sections=1) == 805
     panels = [(250.0, 700.0), (880.0, 1480.0), (1560.0, 2500.0)]
     assert _cut_by(panels, 1521) == [] and _cut_by(panels, 1000) == [(880.0, 1480.0)]
+
+
+@browser_test
+def test_a_browser_drawn_explorer_in_voila_runs_the_real_optimizer(browser, tmp_path):  # noqa: F811
+    """Voila serves a notebook holding the browser-drawn PhaseDiagram (an anywidget): it
+    draws, a clicked cell's lines come at once, and the kernel's real DTensor SGD run
+    there arrives as dots."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import numpy as np\nimport dtsgd_viz\n_ = dtsgd_viz.setup_devices(8)\n"
+            "from dtsgd_viz import surfaces\n"
+            "dtsgd_viz.web.PhaseDiagram(surfaces.RotatedQuadratic(), learning_rates=np.geomspace(0.02, 0.4, 5),\n"
+            "                           momenta=np.linspace(0.0, 0.9, 4), steps=20, tol=1e-2, pick=(1, 1))"
+        )
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "phase.ipynb"
+    nbformat.write(nb, str(path))
+    voila = shutil.which("voila", path=os.path.dirname(sys.executable)) or "voila"
+    port = _free_port()
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
+    cmd = [voila, str(path), f"--port={port}", "--Voila.ip=127.0.0.1", "--no-browser"]
+    with _server(cmd, f"http://127.0.0.1:{port}/voila/static/", env, tmp_path / "voila.log"):
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(f"http://127.0.0.1:{port}/", timeout=180_000)
+        page.wait_for_selector(".dtsgd-viz-phase g.dv-real-momentum circle", timeout=180_000)
+        page.locator('.dtsgd-viz-phase rect[data-cell="3,2"]').click()
+        page.wait_for_function(
+            "() => document.querySelectorAll('.dtsgd-viz-phase g.dv-real-momentum circle').length === 0",
+            timeout=10_000,
+        )
+        page.wait_for_selector(".dtsgd-viz-phase g.dv-real-momentum circle", timeout=120_000)
+        assert page.locator(".dtsgd-viz-phase .dv-real-note").text_content() == "dots: the real DTensor SGD"
+        page.close()
