@@ -247,18 +247,18 @@ phase
 # %% [markdown]
 # ## Try it yourself
 #
-# The comparison widget re-runs the real optimizer for all three rules whenever a
-# slider is released. Drag the start point (the white circle) on the contours: while
-# you drag, the paths are a preview from the numpy reference of the rule (the panel
-# says so); on release the real DTensor SGD runs from there. It opens on the settings of
-# the runs above, so its headline states the same numbers as `plot_paths`' (`findings`);
-# its table adds each run's loss after the last update and the mean the headline compares.
+# The comparison below runs all three rules whenever you move a slider (learning rate,
+# momentum, updates) or drag the start (the white circle) on the contours: your browser
+# runs tf-keras' rule at once, so it works without a kernel too, on the documentation
+# site. With a kernel, each released slider or drag also runs the real DTensor SGD
+# there; its parameters are the dots on the lines. It opens on the settings of the runs
+# above, so its headline states the numbers `findings` prints (above it); its table adds
+# each run's loss after the last update and the mean the headline compares.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from dtsgd_viz.widgets import CompareWidget
-
-CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
+print(dtsgd_viz.findings(recordings, surface).headline())
+dtsgd_viz.web.CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 
 # %% [markdown]
 # The path explorer steps through the three recorded runs from the top of this notebook.

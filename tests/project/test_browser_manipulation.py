@@ -191,3 +191,57 @@ def test_the_browser_phase_diagram_runs_the_real_optimizer_on_a_click_and_a_drag
         errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
         assert errors.count() == 0, errors.first.inner_text()
         page.close()
+
+
+WEB_COMPARE = """\
+import dtsgd_viz
+_ = dtsgd_viz.setup_devices(8)
+from dtsgd_viz import surfaces
+from dtsgd_viz.web.compare import CompareWidget
+compare = CompareWidget(surfaces.RotatedQuadratic(), learning_rate=0.05, momentum=0.9, steps=15)
+compare"""
+
+
+@browser_test
+def test_the_browser_compare_widget_runs_the_real_optimizer_on_a_released_slider(browser, lab):  # noqa: F811
+    """The browser-drawn CompareWidget in JupyterLab: a moved slider's lines come at once
+    (the rule in the browser), the old real run's dots go; on release the kernel runs the
+    real DTensor SGD with the new setting, and its dots arrive on the lines."""
+    import nbformat
+
+    with lab.folder("web_compare") as work:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(WEB_COMPARE)]
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, str(work / "web_compare.ipynb"))
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        _open_notebook(page, lab.url(work / "web_compare.ipynb"))
+        page.wait_for_function(
+            "() => document.querySelectorAll('.jp-Notebook .jp-CodeCell').length == 1", timeout=60_000
+        )
+        _run_all(page)
+        page.wait_for_selector(".dtsgd-viz-compare g.dv-real-momentum circle", timeout=300_000)
+        no_news = page.get_by_role("button", name="No", exact=True)
+        if no_news.count():
+            no_news.first.click()
+        slider = page.locator(".dtsgd-viz-compare input.dv-momentum")
+        slider.scroll_into_view_if_needed()
+        box = slider.bounding_box()
+        page.mouse.click(box["x"] + box["width"] * 0.5, box["y"] + box["height"] / 2)  # a press and a release
+        mu = page.locator(".dtsgd-viz-compare .dv-momentum-value").text_content()
+        assert mu != "0.90" and 0.3 < float(mu) < 0.7, mu
+        # the browser's lines at once; the old real run's dots gone
+        page.wait_for_function(
+            "() => document.querySelectorAll('.dtsgd-viz-compare g.dv-real-momentum circle').length === 0",
+            timeout=10_000,
+        )
+        # then the kernel's real run with the released momentum
+        page.wait_for_selector(".dtsgd-viz-compare g.dv-real-momentum circle", timeout=120_000)
+        assert page.locator(".dtsgd-viz-compare .dv-real-note").text_content() == "dots: the real DTensor SGD"
+        first = page.locator(".dtsgd-viz-compare g.dv-real-nesterov circle").first
+        start = page.locator(".dtsgd-viz-compare circle.dv-start")
+        assert float(first.get_attribute("cx")) == pytest.approx(float(start.get_attribute("cx")), abs=0.05)
+        assert float(first.get_attribute("cy")) == pytest.approx(float(start.get_attribute("cy")), abs=0.05)
+        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+        assert errors.count() == 0, errors.first.inner_text()
+        page.close()
