@@ -214,6 +214,7 @@ def path_state(
             "position": encode.array(coords[kept]),
             "next": encode.array(coords[kept + 1]),
             "loss_after": encode.array(np.asarray(loss)[kept + 1]),
+            "loss_at": encode.array(np.asarray(loss)[kept]),  # at the position: after kept updates
         }
         color = scene.colors[key]
         run["tint"] = mcolors.to_hex(panel.tint(color, style.REMAINDER_TINT))

@@ -42,7 +42,7 @@ from ..views.shards.geometry import (
 from ..views.shards.tensor_panel import NONFINITE_COLOR, box_aspect
 from ..views.shards.view import KIND_NOUNS, layout_text
 from . import encode
-from .look import look_table
+from .look import look_data, look_table
 from .paths import loss_ticks, update_ticks
 from .widget import BrowserWidget
 
@@ -246,8 +246,9 @@ def shard_state(
     picture = sum(min(r, cap) * min(c, cap) for r, c in shapes) * len(kinds) * len(names) * bytes_per
     kept_norms = kept  # the norm lines keep every update the slider could (they are small)
     if not stats_only and picture * len(kept) > max_bytes:  # still too big: fewer updates on the slider
-        kept = encode.kept_indices(n, max(2, max_bytes // max(picture, 1)))
-        index = int(np.argmin(np.abs(kept - start)))
+        kept = encode.kept_indices(n, max(2, max_bytes // max(picture, 1) - 1))
+        kept = np.union1d(kept, [start])  # the update asked for is kept
+        index = int(np.searchsorted(kept, start))
     norm_index = [int(np.argmin(np.abs(kept_norms - k))) for k in kept]
     tensors: dict[str, Any] = {}
     for v in variables:
@@ -316,7 +317,7 @@ def shard_state(
         "shown_kind": kind if kind is not None else ("velocity" if "velocity" in kinds else kinds[0]),
         "stats_only": bool(stats_only),
         "kind_nouns": {k: KIND_NOUNS.get(k, k) for k in kinds},
-        "look": look_table(names),
+        "look": _looks(names),
         "lut": colour_table(),
         "nonfinite_color": mcolors.to_hex(NONFINITE_COLOR),
         "updates": encode.array(steps[kept], "<i4"),
@@ -331,6 +332,16 @@ def shard_state(
         "max_cells": int(cap),
         "tensors": tensors,
     }
+
+
+def _looks(names: list[str]) -> dict[str, Any]:
+    """The style table, with each run's look as ``plot_compare`` draws the runs (a second
+    run of one rule tinted, so no two runs look alike)."""
+    from ..views.compare.draw import looks
+
+    table = look_table(names)
+    table["runs"] = {name: look_data(look) for name, look in looks(names).items()}
+    return table
 
 
 class ShardExplorer(BrowserWidget):

@@ -29,7 +29,8 @@ def test_the_tutorials_save_browser_drawn_explorers():
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.stem for nb in NOTEBOOKS])
 def test_each_saved_module_is_todays(notebook):
     for esm in _saved(notebook):
-        assert esm in MODULES.values(), (
+        todays = esm in MODULES.values()
+        assert todays, (
             f"{notebook.name} saved an explorer module that is not today's "
             f"(rebuild it: python notebooks/build.py {notebook.stem[:2]})"
         )

@@ -313,3 +313,11 @@ def test_clear_errors(mlp, pair):
         ShardExplorer([rec])
     with pytest.raises(ValueError, match="different"):
         shard_state({"mlp": rec, "quadratic": pair["momentum"]})
+
+
+def test_the_update_asked_for_is_kept_when_the_slider_keeps_few(mlp):
+    rec, _ = mlp
+    st = shard_state(rec, step=10, max_bytes=20_000)
+    updates = decode(st["updates"])
+    assert len(updates) < len(rec) and updates[st["index"]] == 10
+    assert list(updates) == sorted(set(updates.tolist()))

@@ -74,7 +74,12 @@ def test_the_slider_draws_the_recorded_positions_losses_and_terms(page, runs, in
         np.testing.assert_allclose([x, y], path[index], rtol=1e-12)  # the parameter before the update
         np.testing.assert_allclose(_translate(marker), _fit(box, rect, x, y), atol=0.01)
         loss = float(page.locator(f"circle.dv-loss-dot[data-run={name}]").get_attribute("data-loss"))
-        assert loss == pytest.approx(float(surface.value_np(path[index + 1].reshape(surface.shape))), rel=1e-12)
+        # the loss at the marker's point (after `index` updates), where the update shown starts
+        assert loss == pytest.approx(float(surface.value_np(path[index].reshape(surface.shape))), rel=1e-12)
+        dot = page.locator(f"circle.dv-loss-dot[data-run={name}]")
+        assert float(dot.get_attribute("cx")) == pytest.approx(
+            float(page.locator("line.dv-update-line").get_attribute("x1")), abs=1e-6
+        )
         # the trail grows with the slider: the start, every point up to the one shown
         points = page.locator(f"polyline.dv-trail[data-run={name}]").get_attribute("points").split()
         assert len(points) == index + 2
@@ -116,9 +121,17 @@ def test_hover_names_a_point_and_a_click_shows_its_update(page, runs):
     shown = float(re.search(r"loss ([-\d.e\u2212]+)", text).group(1).replace("\u2212", "-"))
     assert shown == pytest.approx(loss, rel=5e-3)  # 3 significant digits
     page.mouse.click(svg["x"] + sx * scale, svg["y"] + sy * scale)
-    # a nearby point of another run may be nearer; the label names the update clicked
-    assert re.fullmatch(r"update \d+ of 40", page.locator(".dv-label").inner_text())
-    assert page.locator(".dv-label").inner_text() != "update 1 of 40"
+    # the update that starts from the point clicked (a nearby point of another run may be nearer)
+    shown = int(re.fullmatch(r"update (\d+) of 40", page.locator(".dv-label").inner_text()).group(1))
+    clicked = int(re.search(r"after (\d+) update", text).group(1))
+    assert shown == clicked + 1 or page.locator("div.dv-tip").inner_text() != text
+    # clicking the marker of the update shown keeps it there
+    for _ in range(3):
+        marker = page.locator("path.dv-current[data-run=nesterov]")
+        mx, my = _translate(marker)
+        page.mouse.move(svg["x"] + mx * scale, svg["y"] + my * scale)
+        page.mouse.click(svg["x"] + mx * scale, svg["y"] + my * scale)
+    assert page.locator(".dv-label").inner_text() == f"update {shown} of 40"
 
 
 @browser_test
@@ -142,3 +155,26 @@ def test_a_saved_page_opens_on_the_update_python_set_last(runs, browser, tmp_pat
     page.wait_for_selector("div.dtsgd-live-ready", timeout=20_000)
     assert page.locator(".dv-label").inner_text() == "update 31 of 40"
     page.close()
+
+
+@browser_test
+def test_the_close_up_zoom_is_what_the_screen_shows(page):
+    """The title's ×N is the close-ups' pixels per unit over the paths panel's."""
+    for index in (0, 20, 39):
+        _slide(page, index)
+        g = page.locator("g.dv-paths")
+        (x0, x1), (y0, y1) = json.loads(g.get_attribute("data-box"))
+        rect = json.loads(g.get_attribute("data-rect"))
+        main = rect["w"] / (x1 - x0)  # pixels per unit on the paths panel
+        close = page.locator("g.dv-close").first
+        span = np.ptp(json.loads(close.get_attribute("data-box"))[0])
+        side = float(
+            page.evaluate(
+                "(id) => document.querySelector(id + ' rect').getAttribute('width')",
+                "#" + close.get_attribute("clip-path")[len("url(#") : -1],
+            )
+        )
+        shown = float(page.locator(".dv-close-title").get_attribute("data-zoom"))
+        assert shown == pytest.approx((side / span) / main, rel=1e-9)
+        text = page.locator(".dv-close-title").text_content()
+        assert float(re.search(r"×([\d.]+)", text).group(1)) == pytest.approx(shown, rel=5e-3)

@@ -125,7 +125,14 @@ function tooltip(root) {
   });
   return {
     node: tip,
-    show(text, x, y) { tip.textContent = text; tip.style.left = x + 14 + "px"; tip.style.top = y + 10 + "px"; tip.style.display = "block"; },
+    show(text, x, y) {
+      tip.textContent = text;
+      tip.style.display = "block";
+      // beside the pointer, flipped to its left (or above it) where it would leave the explorer
+      const w = tip.offsetWidth, h = tip.offsetHeight, W = root.clientWidth, H = root.clientHeight;
+      tip.style.left = (x + 14 + w > W && x - 14 - w >= 0 ? x - 14 - w : x + 14) + "px";
+      tip.style.top = (y + 10 + h > H && y - 10 - h >= 0 ? y - 10 - h : y + 10) + "px";
+    },
     hide() { tip.style.display = "none"; },
   };
 }

@@ -15,6 +15,7 @@ function decodeRuns(d) {
     out[name] = {
       path: arr(r.path), pathIndex: arr(r.path_index).values, lossK: arr(r.loss_k).values, loss: arr(r.loss).values,
       position: arr(r.position), next: arr(r.next), lossAfter: arr(r.loss_after).values,
+      lossAt: r.loss_at ? arr(r.loss_at).values : arr(r.loss_after).values,
       terms: r.terms || [], uvs: r.uvs ? arr(r.uvs) : null, lengths: r.lengths ? arr(r.lengths) : null,
       termColors: r.term_colors || {}, tint: r.tint,
     };
@@ -72,6 +73,10 @@ function render({ model, el: root }) {
 
   // ---- the paths panel (static, then the moving parts) ----
   const main = fitBox(d.box, PATHS);
+  {  // the paths panel clips to its frame (a zoom box near the edge stays inside it)
+    const c = defs.querySelector(`#${uid}-clip0 rect`);
+    for (const [k, v] of Object.entries(main.inner)) c.setAttribute({ w: "width", h: "height" }[k] || k, v);
+  }
   const pg = el("g", { class: "dv-paths", "clip-path": `url(#${uid}-clip0)`, "data-box": JSON.stringify(d.box), "data-rect": JSON.stringify(main.inner) }, svg);
   el("image", { href: "data:image/png;base64," + d.contours, x: main.inner.x, y: main.inner.y, width: main.inner.w, height: main.inner.h, preserveAspectRatio: "none" }, pg);
   el("rect", { x: main.inner.x, y: main.inner.y, width: main.inner.w, height: main.inner.h, fill: "none", stroke: "#bbb" }, svg);
@@ -146,6 +151,7 @@ function render({ model, el: root }) {
   const cgs = names.map((name, j) => {
     const r = closeRects[j];
     el("rect", { x: r.x, y: r.y, width: r.w, height: r.h, fill: "none", stroke: "#bbb" }, svg);
+    text(svg, r.x + 4, r.y + 13, d.rule_names[name], { "font-size": fs.tick, fill: look.runs[name].color, "font-weight": "bold", class: "dv-close-name" });
     return el("g", { class: "dv-close", "data-run": name, "clip-path": `url(#${uid}-clip${j + 1})` }, svg);
   });
   const closeTitle = text(svg, CLOSE.x, CLOSE.y - 10, "", { "font-size": fs.title, "font-weight": "bold", class: "dv-close-title" });
@@ -170,16 +176,19 @@ function render({ model, el: root }) {
       const xs = [], ys = [];
       for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1))); }
       el("polyline", { points: points(xs, ys), ...lineStyle(lk), opacity: 0.3 }, cg);
+      el("path", { d: markerPath(lk.marker || "circle", lk.size * 0.8), transform: `translate(${f.x(r.position.at(i, 0))},${f.y(r.position.at(i, 1))})`, fill: "white", stroke: lk.color, "stroke-width": 1.6 }, cg);
       let px = r.position.at(i, 0), py = r.position.at(i, 1);
       r.terms.forEach((t, q) => {
         const qx = px + r.uvs.at(i, q, 0), qy = py + r.uvs.at(i, q, 1);
         el("line", { x1: f.x(px), y1: f.y(py), x2: f.x(qx), y2: f.y(qy), stroke: r.termColors[t], "stroke-width": 2.4, "marker-end": `url(#${uid}-${name}-${t})`, class: "dv-arrow", "data-run": name, "data-term": t, "data-uv": JSON.stringify([r.uvs.at(i, q, 0), r.uvs.at(i, q, 1)]) }, cg);
         px = qx; py = qy;
       });
-      el("path", { d: markerPath(lk.marker || "circle", lk.size * 1.1), transform: `translate(${f.x(r.position.at(i, 0))},${f.y(r.position.at(i, 1))})`, fill: "white", stroke: lk.color, "stroke-width": 2 }, cg);
       el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: 2.5, fill: lk.color, class: "dv-next" }, cg);
     });
-    closeTitle.textContent = isFinite(zf[i]) ? `update ${updates[i]} up close, one scale: ×${fmt(zf[i])}` : `update ${updates[i]}`;
+    // on screen: the close-up's pixels per unit over the paths panel's (zf: the boxes' spans)
+    const screen = zf[i] * (side / Math.max(main.inner.w, main.inner.h));
+    closeTitle.textContent = isFinite(zf[i]) ? `update ${updates[i]} up close, one scale: ×${fmt(screen)}` : `update ${updates[i]}`;
+    closeTitle.setAttribute("data-zoom", screen);
   }
 
   // the lengths of the terms and of the step, every run on one axis
@@ -226,13 +235,14 @@ function render({ model, el: root }) {
       cur[name].setAttribute("data-y", r.position.at(i, 1));
       cur[name].setAttribute("data-update", u);
       if (ly) {
-        const v = r.lossAfter[i];
-        dots[name].setAttribute("cx", lx(u));
+        // the marker's point: after frame_index[i] updates, where update u starts (as plot_paths)
+        const v = r.lossAt[i];
+        dots[name].setAttribute("cx", lx(d.frame_index[i]));
         dots[name].setAttribute("cy", v > 0 ? ly(v) : -99);
         dots[name].setAttribute("data-loss", v);
       }
     }
-    stepLine.setAttribute("x1", lx(u)); stepLine.setAttribute("x2", lx(u));
+    stepLine.setAttribute("x1", lx(d.frame_index[i])); stepLine.setAttribute("x2", lx(d.frame_index[i]));
     closeUp(i);
     bars(i);
     slider.value = i;
@@ -262,15 +272,17 @@ function render({ model, el: root }) {
       }
       if (best) {
         const r = runs[best.name], kk = r.lossK[best.k];
-        tip.show(`${d.rule_names[best.name]}\nafter ${kk} update${kk === 1 ? "" : "s"}: loss ${fmt(r.loss[best.k])}\n(click: show update ${Math.max(1, kk)})`, ...local(ev));
+        const next = Math.min(d.last_update, kk + 1);  // the update that starts from this point
+        tip.show(`${d.rule_names[best.name]}\nafter ${kk} update${kk === 1 ? "" : "s"}: loss ${fmt(r.loss[best.k])}\n(click: show update ${next})`, ...local(ev));
         svg.style.cursor = "pointer";
-        svg.dataset.hover = JSON.stringify([best.name, kk]);
+        svg.dataset.hover = JSON.stringify([best.name, next]);
         return;
       }
     } else if (ly && sx >= LOSS.x && sx <= LOSS.x + LOSS.w && sy >= LOSS.y && sy <= LOSS.y + LOSS.h) {
-      const u = Math.round(linear(LOSS.x, LOSS.x + LOSS.w, 0, d.last_update)(sx));
-      let j = 0; for (let q = 0; q < m; q++) if (Math.abs(updates[q] - u) < Math.abs(updates[j] - u)) j = q;
-      tip.show(`after update ${updates[j]}:\n` + names.map((n) => `${d.rule_names[n]}  ${fmt(runs[n].lossAfter[j])}`).join("\n"), ...local(ev));
+      const k = Math.round(linear(LOSS.x, LOSS.x + LOSS.w, 0, d.last_update)(sx));
+      let j = 0; for (let q = 0; q < m; q++) if (Math.abs(d.frame_index[q] - k) < Math.abs(d.frame_index[j] - k)) j = q;
+      const kk = d.frame_index[j];
+      tip.show(`after ${kk} update${kk === 1 ? "" : "s"}:\n` + names.map((n) => `${d.rule_names[n]}  ${fmt(runs[n].lossAt[j])}`).join("\n") + `\n(click: show update ${updates[j]})`, ...local(ev));
       svg.dataset.hover = JSON.stringify(["loss", updates[j]]);
       return;
     }

@@ -8,7 +8,7 @@ const PW = 930, PH = 520;
 const MAP = { x: 62, y: 34, w: 400, h: 318 };
 const BAR = { x: 62, y: 420, w: 400, h: 10 };
 const PATHS = { x: 528, y: 34, w: 232, h: 232 };
-const LOSS = { x: 574, y: 318, w: 340, h: 140 };
+const LOSS = { x: 574, y: 358, w: 340, h: 114 };
 
 // tf-keras' SGD on the quadratic 0.5 (p - m)·H(p - m) + f: sgd_step's order of operations
 function ruleRun(H, m, p0, lr, mu, nesterov, steps) {
@@ -134,7 +134,7 @@ function render({ model, el: root }) {
   const S = linear(-d.scale.vmax, d.scale.vmax, BAR.x, BAR.x + BAR.w);
   d.scale.ticks.forEach((t, q) => {
     el("line", { x1: S(t), x2: S(t), y1: BAR.y + BAR.h, y2: BAR.y + BAR.h + 3, stroke: "#444" }, svg);
-    text(svg, S(t), BAR.y + BAR.h + 14, d.scale.labels[q], { "text-anchor": "middle", "font-size": 10.5 });
+    text(svg, S(t), BAR.y + BAR.h + 14, d.scale.labels[q], { "text-anchor": "middle", "font-size": 11.5 });
   });
   text(svg, BAR.x + BAR.w / 2, BAR.y - 5, d.scale.title, { "text-anchor": "middle", "font-size": 11.5 });
   const present = new Set(Array.from(regions, (r) => d.region_order[r]));
@@ -151,6 +151,17 @@ function render({ model, el: root }) {
     lx += w + 10;
   }
 
+  {  // the two lines on the map
+    if (lx + 300 > MAP.x + MAP.w + 40) { lx = MAP.x; ly += 17; }
+    text(svg, lx, ly, "stability boundary:", { "font-size": 11 });
+    let bx = lx + 108;
+    for (const r of rules) {
+      el("line", { x1: bx, x2: bx + 24, y1: ly - 4, y2: ly - 4, ...lineStyle(looks[r]) }, svg);
+      text(svg, bx + 28, ly, names[r], { "font-size": 11, class: "dv-boundary-name" });
+      bx += 52 + 7 * names[r].length;
+    }
+  }
+
   // ---- the paths panel: contours, the minimum, both paths, the start to drag
   const F = fitBox(d.box, PATHS);
   const img = el("image", { x: F.inner.x, y: F.inner.y, width: F.inner.w, height: F.inner.h, preserveAspectRatio: "none" }, svg);
@@ -160,7 +171,7 @@ function render({ model, el: root }) {
   const pathLayer = el("g", { "clip-path": `url(#${uid}-paths)`, class: "dv-paths", "data-box": JSON.stringify(d.box), "data-rect": JSON.stringify(F.inner) }, svg);
   el("path", { d: markerPath("star", 7), transform: `translate(${F.x(mMin[0])},${F.y(mMin[1])})`, fill: "white", stroke: "black", "stroke-width": 0.8 }, svg);
   const startNode = el("circle", { r: 6.5, fill: "white", stroke: "black", "stroke-width": 1.4, class: "dv-start", style: "cursor: grab" }, svg);
-  const caption = text(svg, PATHS.x, PATHS.y + PATHS.h + 16, "", { "font-size": 11, fill: "#444", class: "dv-caption" });
+  const caption = el("g", { class: "dv-caption" }, svg);
   const side = el("g", {}, svg);
 
   // ---- the loss panel
@@ -170,17 +181,17 @@ function render({ model, el: root }) {
   el("rect", { x: LOSS.x, y: LOSS.y, width: LOSS.w, height: LOSS.h, fill: "none", stroke: "#444", "stroke-width": 0.8 }, svg);
   d.loss_ticks.forEach((t, q) => {
     el("line", { x1: LOSS.x - 4, x2: LOSS.x, y1: LY(t), y2: LY(t), stroke: "#444" }, svg);
-    text(svg, LOSS.x - 7, LY(t) + 4, d.loss_labels[q], { "text-anchor": "end", "font-size": 10.5 });
+    text(svg, LOSS.x - 7, LY(t) + 4, d.loss_labels[q], { "text-anchor": "end", "font-size": 11.5 });
   });
   d.update_ticks.forEach((t) => {
     el("line", { x1: LX(t), x2: LX(t), y1: LOSS.y + LOSS.h, y2: LOSS.y + LOSS.h + 4, stroke: "#444" }, svg);
-    text(svg, LX(t), LOSS.y + LOSS.h + 16, String(t), { "text-anchor": "middle", "font-size": 10.5 });
+    text(svg, LX(t), LOSS.y + LOSS.h + 16, String(t), { "text-anchor": "middle", "font-size": 11.5 });
   });
   text(svg, LOSS.x + LOSS.w / 2, LOSS.y + LOSS.h + 31, "updates", { "text-anchor": "middle", "font-size": 12 });
   text(svg, LOSS.x, LOSS.y - 6, "loss − minimum after k updates (log)", { "font-size": 11.5 });
   if (tol >= lo && tol <= hi) {
     el("line", { x1: LOSS.x, x2: LOSS.x + LOSS.w, y1: LY(tol), y2: LY(tol), stroke: "#777", "stroke-dasharray": "3 3" }, svg);
-    text(svg, LOSS.x + LOSS.w - 3, LY(tol) - 4, `tol ${tol}`, { "text-anchor": "end", "font-size": 10, fill: "#555" });
+    text(svg, LOSS.x + LOSS.w - 3, LY(tol) - 4, `tol ${tol}`, { "text-anchor": "end", "font-size": 11, fill: "#555" });
   }
   const lossLayer = el("g", { "clip-path": `url(#${uid}-loss)` }, svg);
 
@@ -229,7 +240,7 @@ function render({ model, el: root }) {
       const xs = [], ys = [];
       for (let k = 0; k <= last; k++) { xs.push(F.x(path[2 * k])); ys.push(F.y(path[2 * k + 1])); }
       el("polyline", { points: points(xs, ys), ...lineStyle(looks[r]), class: `dv-path dv-path-${r}` }, pathLayer);
-      if (out >= 0) left.push(`${names[r]} left the view at update ${out}`);
+      if (out >= 0) left.push([names[r], out]);
       if (realHere) {
         const rp = arr(real.paths[r]);
         const g = el("g", { class: `dv-real dv-real-${r}` }, pathLayer);
@@ -249,7 +260,16 @@ function render({ model, el: root }) {
       el("polyline", { points: points(lx, lyv), ...lineStyle(looks[r]), class: `dv-loss dv-loss-${r}` }, lossLayer);
     }
     startNode.setAttribute("cx", F.x(start[0])); startNode.setAttribute("cy", F.y(start[1]));
-    caption.textContent = left.join(" · ") || "drag the white circle to move the start";
+    // one note a line under the paths: where runs leave the view, one path at μ = 0, the map's start
+    const notes = left.length === 2 && left[0][1] === left[1][1]
+      ? [`both leave the view at update ${left[0][1]}`]
+      : left.map(([who, k]) => `${who} leaves the view at update ${k}`);
+    if (mus[i] === 0) notes.push("at μ = 0 both rules are plain SGD: one path");
+    const moved = Math.abs(start[0] - d.start[0]) > 1e-12 || Math.abs(start[1] - d.start[1]) > 1e-12;
+    if (moved) notes.push(`the map and its hover: from the start (${fmt(d.start[0])}, ${fmt(d.start[1])})`);
+    if (!notes.length) notes.push("drag the white circle to move the start");
+    caption.innerHTML = "";
+    notes.slice(0, 4).forEach((t, q) => text(caption, PATHS.x, PATHS.y + PATHS.h + 16 + 14 * q, t, { "font-size": 11.5, fill: "#444", class: "dv-note" }));
     // the side text: the cell, each rule's outcome and its look
     const sx = PATHS.x + PATHS.w + 14;
     text(side, sx, PATHS.y + 10, `lr ${fmt(lrs[j])}, μ ${fmt(mus[i])}`, { "font-weight": "bold", class: "dv-cell-title" });
@@ -260,9 +280,9 @@ function render({ model, el: root }) {
       text(side, sx + 32, y + 16, outcomeText(computed[r].outcome, maxSteps), { "font-size": 12, class: `dv-outcome dv-outcome-${r}` });
     });
     const note = realHere ? "dots: the real DTensor SGD" : real.error ? "real run failed: " + real.error.slice(0, 40) : "";
-    text(side, sx, PATHS.y + 124, "lines: tf-keras' rule,", { "font-size": 10.5, fill: "#555" });
-    text(side, sx, PATHS.y + 138, "run in your browser", { "font-size": 10.5, fill: "#555" });
-    if (note) text(side, sx, PATHS.y + 156, note, { "font-size": 10.5, fill: "#555", class: "dv-real-note" });
+    text(side, sx, PATHS.y + 124, "lines: tf-keras' rule,", { "font-size": 11.5, fill: "#555" });
+    text(side, sx, PATHS.y + 138, "run in your browser", { "font-size": 11.5, fill: "#555" });
+    if (note) text(side, sx, PATHS.y + 156, note, { "font-size": 11.5, fill: "#555", class: "dv-real-note" });
   }
 
   function redraw() { computed = compute(); drawRuns(); }

@@ -118,7 +118,12 @@ function render({ model, el: root }) {
     });
     const updLimit = k.update_limit ? arr(k.update_limit).values : null;
     const title = text(svg, 10, 16, "", { "font-size": fs.title, "font-weight": "bold", class: "dv-title" });
+    // a tensor larger than its panel is drawn from every k-th row or column: said, not hidden
+    const kept = [];
+    if (t.rows.shape[0] < t.image[0]) kept.push(`${t.rows.shape[0]} of ${t.image[0]} rows`);
+    if (t.cols.shape[0] < t.image[1]) kept.push(`${t.cols.shape[0]} of ${t.image[1]} columns`);
     text(svg, W - 10, 16, t.layout, { "font-size": fs.tick, "text-anchor": "end", fill: "#555", class: "dv-layout" });
+    if (kept.length) text(svg, W - 10, 32, `drawn: ${kept.join(", ")} (hover: each cell's element)`, { "font-size": fs.tick, "text-anchor": "end", fill: "#555", class: "dv-sampled" });
 
     const heat = runs.map((r, j) => {
       const R = r.rect, g = el("g", { class: "dv-heat", "data-run": r.name, "data-rect": JSON.stringify(R) }, svg);
@@ -212,7 +217,8 @@ function render({ model, el: root }) {
     text(ng, NORM.x + NORM.w, NORM.y + NORM.h + 30, "update", { "font-size": fs.tick, "text-anchor": "end", fill: "#555" });
     const stepLine = el("line", { y1: NORM.y, y2: NORM.y + NORM.h, ...lineStyle(look.roles.update_line), class: "dv-update-line" }, ng);
     const lines = [], dots = [];
-    runs.forEach((r) => {
+    // the first run drawn last, over the others (as plot_compare): a run that follows it lies under
+    [...runs].reverse().forEach((r) => {
       const dash = nr > 1 ? look.runs[r.name].dash : [];
       t.blocks.forEach((b, q) => {
         const xs = [], ys = [];
@@ -220,16 +226,19 @@ function render({ model, el: root }) {
         // a gap where a norm was zero or not finite: one polyline per finite run of points
         const pl = el("g", { class: "dv-norm-line", "data-group": b.group, "data-run": r.name }, ng);
         let seg = [[], []];
-        const flush = () => { if (seg[0].length) el("polyline", { points: points(seg[0], seg[1]), stroke: b.color, "stroke-width": 1.8, fill: "none", "stroke-dasharray": dash.length ? dash.join(" ") : null }, pl); seg = [[], []]; };
+        // runs side by side: each run's lines in its own look (colour and dash, as every view
+        // draws the runs; hover a line or a block for the block); one run: a colour per block
+        const stroke = nr > 1 ? look.runs[r.name].color : b.color;
+        const flush = () => { if (seg[0].length) el("polyline", { points: points(seg[0], seg[1]), stroke, "stroke-width": 1.8, fill: "none", "stroke-dasharray": dash.length ? dash.join(" ") : null }, pl); seg = [[], []]; };
         for (let i = 0; i < mN; i++) { if (isFinite(ys[i])) { seg[0].push(xs[i]); seg[1].push(ys[i]); } else flush(); }
         flush();
         lines.push({ node: pl, r, q, xs, ys, b });
-        dots.push(el("circle", { r: 3.5, fill: "white", stroke: b.color, "stroke-width": 1.8, class: "dv-norm-dot", "data-group": b.group, "data-run": r.name }, ng));
+        dots.push(el("circle", { r: 3.5, fill: "white", stroke, "stroke-width": 1.8, class: "dv-norm-dot", "data-group": b.group, "data-run": r.name }, ng));
       });
     });
     if (nr > 1) names.forEach((name, j) => {
       const y = NORM.y - 12, x = NORM.x + NORM.w - (nr - j) * 130;
-      el("line", { x1: x, x2: x + 26, y1: y - 4, y2: y - 4, stroke: "#333", "stroke-width": 1.8, "stroke-dasharray": look.runs[name].dash.length ? look.runs[name].dash.join(" ") : null }, ng);
+      el("line", { x1: x, x2: x + 26, y1: y - 4, y2: y - 4, stroke: look.runs[name].color, "stroke-width": 1.8, "stroke-dasharray": look.runs[name].dash.length ? look.runs[name].dash.join(" ") : null }, ng);
       text(ng, x + 31, y, name, { "font-size": fs.tick });
     });
 
