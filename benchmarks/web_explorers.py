@@ -10,8 +10,9 @@ Workload: the committed notebooks in ``notebooks/`` as they are. Each explorer's
 control is moved ``--moves`` times at random and timed in the page with
 ``performance.now()`` from the event to the end of the next layout: the update slider
 (``PathExplorer``, ``ShardExplorer``), a click on a random map cell (``PhaseDiagram``:
-its two paths of up to 150 updates run by the browser, then drawn), a random layout in
-the dropdowns (``LayoutExplorer``). The state size is the model's saved state as the
+its two paths of up to 150 updates run by the browser, then drawn), the learning-rate
+slider (``CompareWidget``: its three runs rerun by the browser, then drawn), a random
+layout in the dropdowns (``LayoutExplorer``). The state size is the model's saved state as the
 notebook stores it (JSON, binary buffers in base64, the ES module included). Targets
 (issue 32): under 30 ms a move, under 300 KB of state.
 """
@@ -36,6 +37,8 @@ MOVE = {
         s.value = Math.floor(Math.random() * (+s.max + 1)); s.dispatchEvent(new Event('input')); }""",
     "dtsgd-viz-phase": """(root) => { const cells = root.querySelectorAll('rect[data-cell]');
         cells[Math.floor(Math.random() * cells.length)].dispatchEvent(new MouseEvent('click', {bubbles: true})); }""",
+    "dtsgd-viz-compare": """(root) => { const s = root.querySelector('input[type=range]');
+        s.value = +s.min + Math.random() * (+s.max - +s.min); s.dispatchEvent(new Event('input')); }""",
     "dtsgd-viz-layout": """(root) => { for (const s of root.querySelectorAll('select.dv-dim')) {
         s.selectedIndex = Math.floor(Math.random() * s.options.length); }
         const s = root.querySelector('select.dv-dim'); s.dispatchEvent(new Event('change')); }""",
@@ -44,6 +47,7 @@ CONTROL = {
     "dtsgd-viz-paths": "slider",
     "dtsgd-viz-shards": "slider",
     "dtsgd-viz-phase": "cell click",
+    "dtsgd-viz-compare": "learning-rate slider",
     "dtsgd-viz-layout": "layout pick",
 }
 

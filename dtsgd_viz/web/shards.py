@@ -242,6 +242,10 @@ def shard_state(
     shapes = [image_shape(first.geometry(v).global_shape) for v in variables]
     value_dtype = "<f8" if any(first.record(v).dtype == "float64" for v in variables) else "<f4"
     bytes_per = int(value_dtype[-1])
+    # the norm lines (float32, a point per block and kept update) come out of the budget first
+    blocks = sum(len(first.geometry(v).replica_groups) for v in variables)
+    norm_bytes = blocks * len(kept) * len(kinds) * len(names) * 4
+    max_bytes = max(max_bytes - norm_bytes, max_bytes // 3)
     cap = _cell_budget(shapes, len(kept) * len(kinds) * len(names), bytes_per, max_bytes)
     picture = sum(min(r, cap) * min(c, cap) for r, c in shapes) * len(kinds) * len(names) * bytes_per
     kept_norms = kept  # the norm lines keep every update the slider could (they are small)
@@ -264,7 +268,7 @@ def shard_state(
             for run in names:
                 r = runs[run]
                 _, lines = block_norm_lines(r, v, k)
-                data: dict[str, Any] = {"norms": encode.array(lines[kept_norms])}
+                data: dict[str, Any] = {"norms": encode.array(lines[kept_norms], "<f4")}  # drawn: float32
                 if not stats_only:
                     values = _values(r, v, k)
                     image = values.reshape((n, rows, cols))

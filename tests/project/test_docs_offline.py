@@ -275,14 +275,15 @@ def test_a_saved_module_that_loads_from_the_network_is_found(tmp_path):
     assert _page_loads(page) == []
 
 
-# each tutorial's browser-drawn explorers on the built site: (tutorial, root class, how to
-# move its main control, what the move changes)
-LIVE = {
-    "02_mesh_layouts": ("dtsgd-viz-layout", "select.dv-dim"),
-    "03_nesterov_vs_momentum": ("dtsgd-viz-paths", "input.dv-slider"),
-    "05_recordings": ("dtsgd-viz-shards", "input.dv-slider"),
-    "09_your_own_model": ("dtsgd-viz-shards", "input.dv-slider"),
+# how each browser-drawn explorer's main control is moved on the built site (by its root's class)
+MOVE = {
+    "dtsgd-viz-layout": "select.dv-dim",
+    "dtsgd-viz-paths": "input.dv-slider",
+    "dtsgd-viz-shards": "input.dv-slider",
+    "dtsgd-viz-compare": "input[type=range]",
+    "dtsgd-viz-phase": "rect[data-cell]",
 }
+LIVE = ("02_mesh_layouts", "03_nesterov_vs_momentum", "05_recordings", "09_your_own_model")
 
 
 @browser_test
@@ -301,7 +302,7 @@ def test_each_tutorials_explorers_are_live_on_the_site_opened_from_files(site):
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
-            for stem, (root_class, control) in LIVE.items():
+            for stem in LIVE:
                 page = browser.new_page(viewport={"width": 1200, "height": 900})
                 page.route(
                     re.compile(r"^(?!file:|data:|about:blank).*"), lambda r: (outside.append(r.request.url), r.abort())
@@ -314,21 +315,28 @@ def test_each_tutorials_explorers_are_live_on_the_site_opened_from_files(site):
                     arg=live.count(),
                     timeout=60_000,
                 )
-                assert page.locator("div.dtsgd-live-failed").count() == 0, stem
+                assert live.count() >= 1 and page.locator("div.dtsgd-live-failed").count() == 0, stem
                 # MathJax typesets after the load and moves what is below the math: wait for it
                 page.wait_for_function(
                     "!window.MathJax || (MathJax.Hub && MathJax.Hub.queue.pending === 0)", timeout=60_000
                 )
-                explorer = page.locator(f".{root_class}").first
-                explorer.scroll_into_view_if_needed()
-                before = explorer.locator("svg").first.inner_html()
-                node = explorer.locator(control).first
-                if control.startswith("select"):
-                    options = node.locator("option").all_text_contents()
-                    node.select_option(index=(options.index(node.evaluate("s => s.value")) + 1) % len(options))
-                else:
-                    node.evaluate("(s) => { s.value = 0; s.dispatchEvent(new Event('input')); }")
-                assert explorer.locator("svg").first.inner_html() != before, stem
+                for k in range(live.count()):  # every explorer on the page redraws on its control
+                    explorer = live.nth(k)
+                    kind = next(c for c in explorer.get_attribute("class").split() if c in MOVE)
+                    explorer.scroll_into_view_if_needed()
+                    before = explorer.locator("svg").first.inner_html()
+                    node = explorer.locator(MOVE[kind]).first
+                    if kind == "dtsgd-viz-layout":
+                        options = node.locator("option").all_text_contents()
+                        node.select_option(index=(options.index(node.evaluate("s => s.value")) + 1) % len(options))
+                    elif kind == "dtsgd-viz-phase":
+                        explorer.locator('rect[data-cell="3,3"]').click()
+                    else:
+                        node.evaluate(
+                            "(s) => { s.value = s.min; s.dispatchEvent(new Event('input'));"
+                            " s.dispatchEvent(new Event('change')); }"
+                        )
+                    assert explorer.locator("svg").first.inner_html() != before, (stem, kind)
                 if stem == "03_nesterov_vs_momentum":
                     surface = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
                     lrs, mus = np.geomspace(1e-3, 0.2, 24), np.linspace(0.0, 0.95, 20)

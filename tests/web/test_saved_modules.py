@@ -34,3 +34,14 @@ def test_each_saved_module_is_todays(notebook):
             f"{notebook.name} saved an explorer module that is not today's "
             f"(rebuild it: python notebooks/build.py {notebook.stem[:2]})"
         )
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.stem for nb in NOTEBOOKS])
+def test_each_saved_explorer_is_under_300_kb(notebook):
+    """Issue 32's budget: what a tutorial saves per explorer (its JSON, the binary buffers
+    in base64, the ES module), as benchmarks/web_explorers.py measures it."""
+    state = json.loads(notebook.read_text()).get("metadata", {}).get("widgets", {})
+    models = state.get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    for model_id, model in models.items():
+        if model.get("model_module") == "anywidget":
+            assert len(json.dumps(model).encode()) < 300 * 1024, (notebook.name, model_id)
