@@ -61,7 +61,13 @@ def test_notebook_03_in_jupyterlab(browser, lab, shots):  # noqa: F811
             " return p.length > 0 && p.every(e => !e.innerText.includes('*') && /\\[\\d+\\]/.test(e.innerText)); }",
             timeout=240_000,
         )
-        page.wait_for_selector(".widget-slider", timeout=60_000)
+        # the notebook's explorers are all browser-drawn (dtsgd_viz.web): each one draws
+        for explorer in (
+            ".dtsgd-viz-phase rect[data-cell]",
+            ".dtsgd-viz-compare input[type=range]",
+            ".dtsgd-viz-paths",
+        ):
+            page.wait_for_selector(explorer, timeout=60_000)
         page.wait_for_function("() => !document.body.innerText.includes('Loading widget')", timeout=60_000)
         errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
         assert (
