@@ -29,7 +29,7 @@ from ..recording.memory import format_bytes, itemsize
 from ..specs import UNSHARDED, Dims, LayoutSpec, MeshSpec
 from ..views.core import style
 from ..views.mesh.layout_geometry import LayoutPicture, layout_picture
-from ..views.mesh.layout_labels import copies_text, slice_text
+from ..views.mesh.layout_labels import bare_ids, copies_text, ids_text, slice_text
 from ..views.mesh.traffic import ACTIVATION_NOTE
 from ..widgets.layout_explorer import (
     MAX_DEVICES,
@@ -142,6 +142,8 @@ def _layout_entry(state: LayoutExplorerState, shape: tuple[int, ...], name: str,
         text_colors=[_hex(b.text_color) for b in blocks],
         hatches=[b.hatch for b in blocks],
         labels=[b.label for b in blocks],
+        # blocks named by bare device ids (0,16) say so, as the figure's note does
+        ids_note=ids_text(state.layout.mesh.device_names) if bare_ids(b.label for b in blocks) else None,
         label_sizes=[round(float(b.fontsize), 2) for b in blocks],
         label_rotations=[int(b.rotation) for b in blocks],
         slices=[slice_text(b.slices) for b in blocks],

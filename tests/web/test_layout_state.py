@@ -218,3 +218,16 @@ def test_blocks_are_what_dtensor_puts_on_each_device():
         checked += 1
     assert checked == 7
     assert shard_geometry(shape, _dtensor.layout_spec(live)).num_unique == len(rects)
+
+
+def test_blocks_named_by_bare_device_ids_say_so():
+    from dtsgd_viz.web.layout import layout_state
+
+    st = layout_state((1024, 512), {"data": 4, "model": 16})
+    for key in st["order"]:
+        e = st["layouts"][key]
+        if e["error"]:
+            continue
+        bare = any(lab and all(ch.isdigit() or ch in ",\n" for ch in lab) for lab in e["labels"])
+        assert bool(e["ids_note"]) == bare, key
+    assert st["layouts"]["data, model"]["ids_note"] == "the numbers are device ids (0 = CPU:0, ..., 63 = CPU:63)"

@@ -248,7 +248,9 @@ function render({ model, el: root }) {
     const roles = e.roles.replace(/^mesh dims: /, "").split(" \u00b7 ");
     text(meshText, M.x - ytickW, below + 8, "mesh dims", { "font-size": fs.tick, "font-weight": "bold", fill: "#333" });
     roles.forEach((r, i) => text(meshText, M.x - ytickW, below + 8 + 16 * (i + 1), r, { "font-size": fs.tick, fill: "#333", class: "dv-role" }));
-    text(meshText, M.x - ytickW, below + 8 + 16 * (roles.length + 1) + 4, "hover a block or a device", { "font-size": fs.tick * 0.9, fill: "#777", "font-style": "italic" });
+    let yNote = below + 8 + 16 * (roles.length + 1) + 4;
+    if (e.ids_note) { text(meshText, M.x - ytickW, yNote, e.ids_note, { "font-size": fs.tick, fill: "#333", class: "dv-ids-note" }); yNote += 16; }
+    text(meshText, M.x - ytickW, yNote, "hover a block or a device", { "font-size": fs.tick * 0.9, fill: "#777", "font-style": "italic" });
     // the texts under the picture
     summary.innerHTML = "";
     html("div", { class: "dv-summary-line" }, summary, e.summary);
