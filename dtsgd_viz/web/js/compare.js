@@ -264,8 +264,8 @@ function render({ model, el: root }) {
     const real = model.get("real") || {};
     const realHere = realMatches(real);
     drawnPts = {};
-    // plain first, Nesterov on top (the style table's order)
-    for (const r of rules) {
+    // the widest line first, the thinnest on top: a thin path on a thick one stays visible
+    for (const r of [...rules].sort((p, q) => looks[q].width - looks[p].width)) {
       const { path, losses } = computed[r];
       const n = path.length / 2;
       const at = found.gone[r];

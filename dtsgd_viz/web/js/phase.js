@@ -230,7 +230,8 @@ function render({ model, el: root }) {
     const realHere = real.paths && real.pick && real.pick[0] === pick[0] && real.pick[1] === pick[1] &&
       Math.abs(real.start[0] - start[0]) < 1e-9 && Math.abs(real.start[1] - start[1]) < 1e-9;
     const left = [];
-    for (const r of rules) {
+    // the widest line first, the thinnest on top: a thin path on a thick one stays visible
+    for (const r of [...rules].sort((p, q) => looks[q].width - looks[p].width)) {
       const { path, losses } = computed[r];
       const n = path.length / 2;
       // a diverging run up to the first point outside the view box, clipped there
