@@ -192,7 +192,7 @@ class CompareWidget(BrowserWidget):
       run_real: run the real optimizer at each change (needs a kernel; a mesh via ``mesh``).
     """
 
-    _module = "compare.js"
+    _module = ("rule.js", "compare.js")
     learning_rate = traitlets.Float(0.05).tag(sync=True)
     momentum = traitlets.Float(0.9).tag(sync=True)
     steps = traitlets.Int(60).tag(sync=True)

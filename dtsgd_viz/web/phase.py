@@ -241,7 +241,7 @@ class PhaseDiagram(BrowserWidget):
       run_real: run the real optimizer at each pick (needs a kernel; a mesh via ``mesh``).
     """
 
-    _module = "phase.js"
+    _module = ("rule.js", "phase.js")
     pick = traitlets.List(traitlets.Int(), default_value=[0, 0]).tag(sync=True)
     start = traitlets.List(traitlets.Float(), default_value=[0.0, 0.0]).tag(sync=True)
     real = traitlets.Dict().tag(sync=True)

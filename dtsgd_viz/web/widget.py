@@ -20,9 +20,10 @@ STILLS_ENV = "DTSGD_VIZ_STILLS"  # "1": each display also carries a still PNG (n
 STILL_CAPTION_KEY = "dtsgd_viz_still_caption"  # the output metadata key of the still's caption
 
 
-def module_source(name: str) -> str:
-    """The ES module of explorer module ``name``: the shared helpers, then its code."""
-    return (JS / "common.js").read_text() + "\n" + (JS / name).read_text()
+def module_source(*names: str) -> str:
+    """The ES module of an explorer: the shared helpers, then the files ``names`` (the
+    explorer's own last; e.g. ``rule.js`` before it)."""
+    return "\n".join((JS / name).read_text() for name in ("common.js", *names))
 
 
 class BrowserWidget(anywidget.AnyWidget):
@@ -30,14 +31,15 @@ class BrowserWidget(anywidget.AnyWidget):
     ``update``: the update its controls show, synced both ways (set it from Python to
     move the slider; read it after the reader moved it)."""
 
-    _module: ClassVar[str] = ""
+    _module: ClassVar[str | tuple[str, ...]] = ""  # its file in js/ (or files, its own last)
     data = traitlets.Dict().tag(sync=True)
     update = traitlets.Int(0).tag(sync=True)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "_module" in cls.__dict__ and cls._module:  # not the subclasses add_traits makes
-            cls._esm = module_source(cls._module)
+            names = (cls._module,) if isinstance(cls._module, str) else cls._module
+            cls._esm = module_source(*names)
 
     def snapshot_png(self) -> bytes | None:
         """A still picture of what the widget shows, for readers that run no scripts

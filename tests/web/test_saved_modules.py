@@ -7,12 +7,15 @@ import pathlib
 
 import pytest
 
-from dtsgd_viz.web.widget import JS, module_source
+from dtsgd_viz import web
+from dtsgd_viz.web.widget import BrowserWidget
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 MODULES = {
-    name.name: module_source(name.name) for name in JS.glob("*.js") if name.name not in ("common.js", "static.js")
+    cls.__name__: cls._esm
+    for cls in vars(web).values()
+    if isinstance(cls, type) and issubclass(cls, BrowserWidget) and cls is not BrowserWidget
 }
 
 
@@ -23,6 +26,7 @@ def _saved(notebook):
 
 
 def test_the_tutorials_save_browser_drawn_explorers():
+    assert len(MODULES) == 5  # the explorers of dtsgd_viz.web
     assert sum(len(_saved(nb)) for nb in NOTEBOOKS) >= 5
 
 
