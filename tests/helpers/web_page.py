@@ -24,3 +24,16 @@ def saved_page(widget, path):
         f'<script type="module">{(JS / "static.js").read_text()}</script></body></html>'
     )
     return path
+
+
+def open_saved(browser, widget, folder, width=1000, height=700):
+    """``widget``'s saved page in ``folder``, opened in a new page of ``browser`` and drawn
+    (or failed); ``page.problems`` collects its page errors and console errors."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    problems = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.goto(saved_page(widget, folder / "index.html").as_uri())
+    page.wait_for_selector("div.dtsgd-live-ready, div.dtsgd-live-failed", timeout=20_000)
+    page.problems = problems
+    return page

@@ -10,7 +10,7 @@ import types
 import numpy as np
 import pytest
 from helpers.browser import browser, browser_test  # noqa: F401
-from helpers.web_page import saved_page
+from helpers.web_page import open_saved
 
 from dtsgd_viz import surfaces
 from dtsgd_viz.theory import reference
@@ -33,14 +33,7 @@ def widget():
 
 @pytest.fixture(scope="module")
 def page(widget, browser, tmp_path_factory):  # noqa: F811
-    html = saved_page(widget, tmp_path_factory.mktemp("compare") / "index.html")
-    page = browser.new_page(viewport={"width": 1000, "height": 700})
-    problems = []
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.goto(html.as_uri())
-    page.wait_for_selector("div.dtsgd-live-ready, div.dtsgd-live-failed", timeout=20_000)
-    page.problems = problems
+    page = open_saved(browser, widget, tmp_path_factory.mktemp("compare"), 1000, 700)
     yield page
     page.close()
 

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 from helpers.browser import browser, browser_test  # noqa: F401
-from helpers.web_page import saved_page
+from helpers.web_page import open_saved, saved_page
 
 from dtsgd_viz.web import encode
 from dtsgd_viz.web.layout import LayoutExplorer
@@ -25,14 +25,7 @@ def widget():
 
 @pytest.fixture(scope="module")
 def page(widget, browser, tmp_path_factory):  # noqa: F811
-    html = saved_page(widget, tmp_path_factory.mktemp("layout") / "index.html")
-    page = browser.new_page(viewport={"width": 960, "height": 800})
-    problems = []
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.goto(html.as_uri())
-    page.wait_for_selector("div.dtsgd-live-ready, div.dtsgd-live-failed", timeout=20_000)
-    page.problems = problems
+    page = open_saved(browser, widget, tmp_path_factory.mktemp("layout"), 960, 800)
     yield page
     page.close()
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from helpers.browser import browser, browser_test  # noqa: F401
 from helpers.builders import tutorial_03_runs
-from helpers.web_page import saved_page
+from helpers.web_page import open_saved, saved_page
 
 from dtsgd_viz import web
 
@@ -24,14 +24,7 @@ def runs():
 @pytest.fixture(scope="module")
 def page(runs, browser, tmp_path_factory):  # noqa: F811
     surface, recs = runs
-    html = saved_page(web.PathExplorer(recs, surface, step=5), tmp_path_factory.mktemp("page") / "index.html")
-    page = browser.new_page(viewport={"width": 1000, "height": 700})
-    problems = []
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.goto(html.as_uri())
-    page.wait_for_selector("div.dtsgd-live-ready, div.dtsgd-live-failed", timeout=20_000)
-    page.problems = problems
+    page = open_saved(browser, web.PathExplorer(recs, surface, step=5), tmp_path_factory.mktemp("page"), 1000, 700)
     yield page
     page.close()
 
