@@ -126,6 +126,26 @@ def test_click_a_phase_cell_and_drag_the_start_in_jupyterlab(browser, lab):  # n
         page.close()
 
 
+def _live_cell(browser, lab, work, name, code, ready):  # noqa: F811
+    """A one-cell notebook of ``code`` in ``work``, run in JupyterLab until ``ready`` (a
+    selector) shows; the page, with the news toast dismissed."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(code)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(work / f"{name}.ipynb"))
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    _open_notebook(page, lab.url(work / f"{name}.ipynb"))
+    page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-CodeCell').length == 1", timeout=60_000)
+    _run_all(page)
+    page.wait_for_selector(ready, timeout=300_000)
+    no_news = page.get_by_role("button", name="No", exact=True)
+    if no_news.count():
+        no_news.first.click()
+    return page
+
+
 WEB_PHASE = """\
 import numpy as np
 import dtsgd_viz
@@ -141,24 +161,10 @@ def test_the_browser_phase_diagram_runs_the_real_optimizer_on_a_click_and_a_drag
     """The browser-drawn PhaseDiagram in JupyterLab: a clicked cell's lines come at once
     (the rule in the browser); the kernel then runs the real DTensor SGD there, and its
     dots arrive on the lines; a released drag does the same from the new start."""
-    import nbformat
     import numpy as np
 
     with lab.folder("web_phase") as work:
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [nbformat.v4.new_code_cell(WEB_PHASE)]
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(nb, str(work / "web_phase.ipynb"))
-        page = browser.new_page(viewport={"width": 1300, "height": 1000})
-        _open_notebook(page, lab.url(work / "web_phase.ipynb"))
-        page.wait_for_function(
-            "() => document.querySelectorAll('.jp-Notebook .jp-CodeCell').length == 1", timeout=60_000
-        )
-        _run_all(page)
-        page.wait_for_selector(".dtsgd-viz-phase g.dv-real-momentum circle", timeout=300_000)
-        no_news = page.get_by_role("button", name="No", exact=True)
-        if no_news.count():
-            no_news.first.click()
+        page = _live_cell(browser, lab, work, "web_phase", WEB_PHASE, ".dtsgd-viz-phase g.dv-real-momentum circle")
         cell = page.locator('.dtsgd-viz-phase rect[data-cell="3,2"]')
         cell.scroll_into_view_if_needed()
         cell.click()
@@ -207,23 +213,10 @@ def test_the_browser_compare_widget_runs_the_real_optimizer_on_a_released_slider
     """The browser-drawn CompareWidget in JupyterLab: a moved slider's lines come at once
     (the rule in the browser), the old real run's dots go; on release the kernel runs the
     real DTensor SGD with the new setting, and its dots arrive on the lines."""
-    import nbformat
-
     with lab.folder("web_compare") as work:
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [nbformat.v4.new_code_cell(WEB_COMPARE)]
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(nb, str(work / "web_compare.ipynb"))
-        page = browser.new_page(viewport={"width": 1300, "height": 1000})
-        _open_notebook(page, lab.url(work / "web_compare.ipynb"))
-        page.wait_for_function(
-            "() => document.querySelectorAll('.jp-Notebook .jp-CodeCell').length == 1", timeout=60_000
+        page = _live_cell(
+            browser, lab, work, "web_compare", WEB_COMPARE, ".dtsgd-viz-compare g.dv-real-momentum circle"
         )
-        _run_all(page)
-        page.wait_for_selector(".dtsgd-viz-compare g.dv-real-momentum circle", timeout=300_000)
-        no_news = page.get_by_role("button", name="No", exact=True)
-        if no_news.count():
-            no_news.first.click()
         slider = page.locator(".dtsgd-viz-compare input.dv-momentum")
         slider.scroll_into_view_if_needed()
         box = slider.bounding_box()
