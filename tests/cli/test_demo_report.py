@@ -193,12 +193,11 @@ def test_update_figure_takes_the_same_update_apart_up_close(made):
     result, _, paths = made
     step = report.arrow_step(paths)
     fig = report.update_figure(paths, demo.path_surface())
-    assert len(fig.axes) == len(paths)
+    assert len(fig.axes) == len(paths) + 1  # a panel per run and the lengths chart
+    assert fig.get_suptitle().startswith(f"Update {int(paths[next(iter(paths))].steps[step])}:")
     for name, rec in paths.items():
         path = rec.path("w").astype(np.float64)
-        (ax,) = [
-            a for a in fig.axes if a.get_title().startswith(f"{rule_name(name)}: update {int(rec.steps[step])} ")
-        ]  # "Nesterov: update 4 · zoom ×4.8"
+        (ax,) = [a for a in fig.axes if a.get_title() == rule_name(name)]
         arrows = [q for q in ax.collections if (q.get_gid() or "").startswith(f"zoom-arrow:{name}:")]
         assert len(arrows) == 2  # the momentum (or look-ahead) term, then the gradient
         tip = path[step]

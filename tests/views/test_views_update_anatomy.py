@@ -43,7 +43,7 @@ def panel_of(fig, key):
 def test_the_arrows_add_up_to_the_recorded_update_tip_to_tail(runs, update):
     fig = dtsgd_viz.plot_update(runs, ROTATED, step=update)
     k = update if update > 0 else 30 + 1 + update
-    assert len(fig.axes) == len(runs)  # one panel per run, nothing else
+    assert len(fig.axes) == len(runs) + 1  # one panel per run and the lengths chart
     for key, rec in runs.items():
         i = list(rec.steps).index(k)
         path = rec.path("w").astype(np.float64)
@@ -55,7 +55,8 @@ def test_the_arrows_add_up_to_the_recorded_update_tip_to_tail(runs, update):
         for term in order:
             q = arrows[term]
             np.testing.assert_allclose(np.asarray(q.get_offsets())[0], tip, atol=1e-12)  # tip to tail
-            uv = np.array([float(q.U[0]), float(q.V[0])]) / getattr(q, "magnified", 1.0)
+            uv = np.array([float(q.U[0]), float(q.V[0])])  # drawn at its true length
+            assert getattr(q, "magnified", 1.0) == 1.0
             tip = tip + uv
             assert q.axes is panel_of(fig, key)
         # they end on the recorded next point, where the numpy reference rule goes
@@ -71,18 +72,72 @@ def test_the_arrows_add_up_to_the_recorded_update_tip_to_tail(runs, update):
 
 
 @pytest.mark.slow
-def test_each_title_names_the_zoom_over_the_paths_panel(runs):
-    fig = dtsgd_viz.plot_update(runs, ROTATED, step=5)
+def test_one_zoom_for_every_panel_said_once_and_an_inset_only_for_an_update_too_small(runs):
+    import re
+
+    from dtsgd_viz.views.update.plot import INSET_BELOW
+
     paths = dtsgd_viz.plot_paths(runs, ROTATED, step=5).axes[0]
-    main = (paths.get_xlim(), paths.get_ylim())
-    for key in runs:
-        ax = panel_of(fig, key)
-        title = ax.get_title()
-        assert title.startswith(f"{rule_name(key)}: update 5 · zoom ×")
-        shown = float(title.rsplit("×", 1)[1])
-        ratio = max(np.ptp(main[0]), np.ptp(main[1])) / max(np.ptp(ax.get_xlim()), np.ptp(ax.get_ylim()))
-        assert shown == pytest.approx(ratio, rel=0.06, abs=0.06)
-        assert shown > 1.5  # a close-up, not the paths again
+    main = max(np.ptp(paths.get_xlim()), np.ptp(paths.get_ylim()))
+    for step in (1, 5, 20):
+        fig = dtsgd_viz.plot_update(runs, ROTATED, step=step)
+        spans = {k: max(np.ptp(panel_of(fig, k).get_xlim()), np.ptp(panel_of(fig, k).get_ylim())) for k in runs}
+        assert max(spans.values()) == pytest.approx(min(spans.values()), rel=1e-9)  # one zoom
+        caption = fig.get_supxlabel()
+        shown = float(re.search(r"Every panel ×([\d.]+) closer", caption).group(1))
+        assert shown == pytest.approx(main / spans["plain"], rel=0.06, abs=0.06)
+        assert [panel_of(fig, k).get_title() for k in runs] == [rule_name(k) for k in runs]
+        for key in runs:
+            ax = panel_of(fig, key)
+            rec = runs[key]
+            path = rec.path("w").astype(np.float64)
+            lr, mu, nest = RULES[key]
+            v_prev = rec.global_values("w", "velocity")[step - 2].astype(np.float64) if step > 1 else np.zeros(2)
+            g = rec.global_values("w", "grad")[step - 1].astype(np.float64)
+            drawn = [path[step - 1], path[step], path[step - 1] + mu * (mu * v_prev - lr * g if nest else v_prev)]
+            if nest:
+                drawn.append(path[step - 1] - mu * v_prev)  # Sutskever's iterate
+            reach = np.ptp(np.array(drawn), axis=0).max()  # what the panel draws of the update
+            insets = ax.child_axes
+            if not insets:  # readable at the shared zoom: with its pad round it, at least INSET_BELOW of it
+                assert reach * 1.31 >= INSET_BELOW * spans[key] * 0.999
+                continue
+            (inset,) = insets
+            own = max(np.ptp(inset.get_xlim()), np.ptp(inset.get_ylim()))
+            assert own < INSET_BELOW * spans[key] and reach <= own  # too small there, whole here
+            closer = spans[key] / own
+            (said,) = [t.get_text() for t in inset.texts if (t.get_gid() or "").startswith("inset-zoom:")]
+            assert said == (f"×{closer:.0f}" if closer >= 9.5 else f"×{closer:.1f}")
+            assert said in caption
+            box = next(p for p in ax.patches if p.get_gid() == f"inset-box:{key}")  # where it is, on the panel
+            np.testing.assert_allclose([box.get_x(), box.get_y()], [inset.get_xlim()[0], inset.get_ylim()[0]])
+
+
+@pytest.mark.slow
+def test_the_lengths_chart_draws_each_term_as_recorded_and_as_findings_prints_it(runs):
+    fig = dtsgd_viz.plot_update(runs, ROTATED, step=5)
+    chart = fig.axes[-1]
+    bars = {p.get_gid(): p for p in chart.patches if (p.get_gid() or "").startswith("length:")}
+    texts = {t.get_gid(): t.get_text() for t in chart.texts}
+    printed = str(dtsgd_viz.findings(runs, ROTATED, step=5))
+    for key, rec in runs.items():
+        i = list(rec.steps).index(5)
+        lr, mu, nest = RULES[key]
+        path = rec.path("w").astype(np.float64)
+        g = rec.global_values("w", "grad")[i].astype(np.float64)
+        v_prev = rec.global_values("w", "velocity")[i - 1].astype(np.float64)
+        v_new = mu * v_prev - lr * g
+        want = {"|lr·g|": lr * np.linalg.norm(g), "|step|": np.linalg.norm(path[i + 1] - path[i])}
+        if mu:
+            want["|μ·v|"] = mu * np.linalg.norm(v_new if nest else v_prev)
+        assert {gid.split(":")[2] for gid in bars if gid.split(":")[1] == key} == set(want)
+        for what, length in want.items():
+            bar = bars[f"length:{key}:{what}"]
+            assert bar.get_x() == 0 and bar.get_width() == pytest.approx(length, rel=1e-5)
+            said = texts[f"length-label:{key}:{what}"].split()[-1]
+            assert float(said) == pytest.approx(length, rel=5e-3) and said in printed
+    # one axis, starting at 0, reaching past the longest bar
+    assert chart.get_xlim()[0] == 0 and chart.get_xlim()[1] > max(b.get_width() for b in bars.values())
 
 
 @pytest.mark.slow
@@ -113,11 +168,11 @@ def test_without_a_step_it_takes_apart_the_update_plot_paths_picks(runs):
     import re  # the update plot_paths' path panel names in its title ("... update N ...")
 
     k = int(re.search(r"[Uu]pdate (\d+)", dtsgd_viz.plot_paths(runs, ROTATED).axes[0].get_title()).group(1))
-    assert all(panel_of(fig, key).get_title().startswith(f"{rule_name(key)}: update {k} ") for key in runs)
+    assert headline_texts(fig)[0].startswith(f"Update {k}: ")
     assert " ".join(headline_texts(fig)[1].split()).endswith("the update where the runs differ most")
     # one run: one panel, a headline that says what carries its step
     one = dtsgd_viz.plot_update(runs["momentum"], ROTATED, step=3)
-    assert len(one.axes) == 1
+    assert len(one.axes) == 2  # the panel and the lengths chart
     assert "μ·v_prev" in headline_texts(one)[0] and "−lr·g" in headline_texts(one)[0]
 
 
@@ -230,17 +285,3 @@ def test_nesterov_names_its_two_points_with_uncrossed_leaders_or_once_where_they
     gids = [t.get_gid() for t in first.texts]
     assert "lookahead-label:nesterov" in gids and "iterate-label:nesterov" not in gids
     assert "v_prev = 0" in [t for t in first.texts if t.get_gid() == "lookahead-label:nesterov"][0].get_text()
-
-
-@pytest.mark.slow
-def test_panels_of_similar_size_share_one_zoom_and_the_caption_says_which(runs):
-    from dtsgd_viz.views.update.plot import OWN_ZOOM, SAME_ZOOM, SHARED_ZOOM
-
-    for step in (1, 5, 12):
-        fig = dtsgd_viz.plot_update(runs, ROTATED, step=step)
-        spans = [float(np.ptp(panel_of(fig, k).get_xlim())) for k in runs]
-        caption = fig.get_supxlabel()
-        if SAME_ZOOM.strip() in caption:
-            assert max(spans) == pytest.approx(min(spans))
-        else:
-            assert OWN_ZOOM.strip() in caption and max(spans) > SHARED_ZOOM * min(spans) * 0.99

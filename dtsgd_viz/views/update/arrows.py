@@ -86,7 +86,9 @@ def _angle(u: np.ndarray, v: np.ndarray) -> float:
     return float(np.degrees(np.arccos(np.clip(float(u @ v) / (nu * nv), -1.0, 1.0))))
 
 
-def fit_arrows(chain: Iterable[tuple[str, ArrayLike, ArrayLike]], span: float) -> list[DrawnArrow]:
+def fit_arrows(
+    chain: Iterable[tuple[str, ArrayLike, ArrayLike]], span: float, stretch: bool = True
+) -> list[DrawnArrow]:
     """The arrows ``chain`` (``[(term, tail, uv)]``, ``update_geometry.arrow_chain``)
     as a close-up ``span`` wide (data units) draws them: each as wide as ``SHAFT`` or
     narrower so its shaft is ``SHAFT_HEADS`` heads long, never narrower than ``THIN / LEEWAY``
@@ -96,7 +98,10 @@ def fit_arrows(chain: Iterable[tuple[str, ArrayLike, ArrayLike]], span: float) -
     beyond that one's head, which covers its first part (``covered``). An arrow before
     the last goes down to ``THIN / 2`` before it is drawn longer: the next one starts at
     its true tip, which would then lie on its shaft. The tails stay the true ones, so the
-    true vectors still add up tip to tail; zero-length and non-finite arrows are kept as they are."""
+    true vectors still add up tip to tail; zero-length and non-finite arrows are kept as they are.
+    ``stretch=False``: every arrow at its true length (``factor`` 1), a short one only
+    thinner (down to ``THIN / LEEWAY``; its head may then reach past its tail): panels
+    that share one zoom compare lengths by eye."""
     out: list[DrawnArrow] = []
     span = float(span) if span and np.isfinite(span) else 1.0
     chain = list(chain)
@@ -114,6 +119,9 @@ def fit_arrows(chain: Iterable[tuple[str, ArrayLike, ArrayLike]], span: float) -
         if k < len(chain) - 1 and width >= THIN / 2:  # not the last: drawn longer, the next arrow
             out.append(DrawnArrow(term, tail, uv, 1.0, float(width), covered * span))  # would start
             continue  # on its shaft
+        if width < THIN / LEEWAY and not stretch:  # true length: as thin as it may be
+            out.append(DrawnArrow(term, tail, uv, 1.0, THIN / LEEWAY, covered * span))
+            continue
         if width < THIN / LEEWAY:  # too short for a shaft of two heads: drawn longer, at THIN
             out.append(DrawnArrow(term, tail, uv * (need / n), need / n, THIN, covered * span))
             continue

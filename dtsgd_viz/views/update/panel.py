@@ -179,6 +179,9 @@ def draw_update_panel(
     name_marks: bool = False,
     whole_path: bool = True,
     crowded: bool = False,
+    true_length: bool = False,
+    labels: bool = True,
+    lengths: bool = True,
     _flip: float = 1.0,
 ) -> float:
     """Clear ``ax`` and draw one run's update ``data`` there: thick arrows tip to tail
@@ -193,7 +196,11 @@ def draw_update_panel(
     keep off every arrow, mark, leader and each other, inside the axes, and off the
     path's last segments and Nesterov's dotted line (``update_labels``), measured on the
     axes as they are now: draw again after the figure's layout changes.
-    ``avoid_path`` is kept for callers; the path is always avoided. Returns how much
+    ``avoid_path`` is kept for callers; the path is always avoided. ``true_length``:
+    every arrow at its true length, never drawn longer (``fit_arrows(stretch=False)``:
+    panels on one zoom); ``labels=False``: no names at all (an update too small to
+    name at this zoom, named in its inset); ``lengths=False``: the arrows' names without
+    their lengths (a chart beside says them, in all the parameters). Returns how much
     the labels still cross (``update_labels.Placed.cost``; under ``HARD / 2``: nothing)."""
     from matplotlib import patheffects
 
@@ -207,15 +214,19 @@ def draw_update_panel(
     ax.apply_aspect()  # the box as drawn: the labels are placed in its pixels
     _draw_surroundings(ax, scene, data, color, run_style, whole_path)
     outline = [patheffects.withStroke(linewidth=2.5, foreground="white")]
-    arrows = _draw_chain(ax, data, color, _flip)
-    labels = _arrow_labels(ax, data, arrows)
+    arrows = _draw_chain(ax, data, color, _flip, stretch=not true_length)
+    if not labels:
+        if data.nesterov is not None:
+            _draw_lookahead(ax, data, color)
+        return 0.0
+    names = _arrow_labels(ax, data, arrows, lengths)
     if data.nesterov is not None:  # held to their sides: the arrows' names fit round them
-        labels += _draw_lookahead(ax, data, color, name_marks and not crowded)
+        names += _draw_lookahead(ax, data, color, name_marks and not crowded)
     if name_marks:
-        labels += marks.mark_labels(ax, data, arrows, _radius, trail=not crowded)
+        names += marks.mark_labels(ax, data, arrows, _radius, trail=not crowded)
     placed = lab.place(
         ax,
-        labels,
+        names,
         _obstacles(ax, data, arrows),
         color=color,
         outline=outline,
@@ -235,6 +246,8 @@ def draw_update_panel(
             name_marks=name_marks,
             whole_path=whole_path,
             crowded=crowded,
+            true_length=true_length,
+            lengths=lengths,
             _flip=-1.0,
         )  # an arrow drawn aside: the other side
     return placed.cost
@@ -288,7 +301,9 @@ LOOKAHEAD_MARK: dict[str, Any] = dict(marker="D", ms=7.5, mfc="white", mew=1.6, 
 NEXT_Z = 6.9  # the point an update reaches: under the arrows, the last head points at it
 
 
-def _draw_chain(ax: Axes, data: PanelData, color: ColorType, flip: float = 1.0) -> list[arr.DrawnArrow]:
+def _draw_chain(
+    ax: Axes, data: PanelData, color: ColorType, flip: float = 1.0, stretch: bool = True
+) -> list[arr.DrawnArrow]:
     """The terms as thick arrows tip to tail, each shaft at least two heads long
     (``update_arrows.fit_arrows``: thinner, or drawn longer and dashed), each drawn over
     the one after it (an arrow folding back starts under the head before it, which shows
@@ -298,7 +313,7 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType, flip: float = 1.0) 
     end). Returns the ``DrawnArrow`` list."""
     assert data.box is not None  # drawn only round a box
     span = float(np.ptp(data.box[0]))
-    arrows = arr.fit_arrows(data.chain, span)  # one folding straight back is drawn aside
+    arrows = arr.fit_arrows(data.chain, span, stretch)  # one folding straight back is drawn aside
     arrows = [dataclasses.replace(a, shift=s) for a, s in zip(arrows, fold.shifts(ax, arrows, flip))]
     for i, a in enumerate(arrows):
         tc, z = term_color(a.term, color), ARROW_Z + 0.1 * (len(arrows) - i)
@@ -341,7 +356,7 @@ def _length(x: float) -> str:
     return f"{x:.2g}" if x >= 1e-3 else f"{x:.1e}"
 
 
-def _arrow_labels(ax: Axes, data: PanelData, arrows: list[arr.DrawnArrow]) -> list[lab.Label]:
+def _arrow_labels(ax: Axes, data: PanelData, arrows: list[arr.DrawnArrow], lengths: bool = True) -> list[lab.Label]:
     """Each arrow's name and true length (``update_labels.Label``), anchored at the
     middle of its shaft (clear of its head, so the leader meets the shaft)."""
     assert data.box is not None  # drawn only round a box
@@ -349,7 +364,7 @@ def _arrow_labels(ax: Axes, data: PanelData, arrows: list[arr.DrawnArrow]) -> li
     span = float(np.ptp(data.box[0])) or 1.0
     for a in arrows:
         length = float(np.hypot(*a.true_uv))
-        text = f"{upd.TERM_SHORT[a.term]}  {_length(length)}"
+        text = f"{upd.TERM_SHORT[a.term]}  {_length(length)}" if lengths else upd.TERM_SHORT[a.term]
         if a.dashed:
             text += f"\n(drawn ×{a.factor:.0f} longer)" if a.factor >= 9.5 else f"\n(drawn ×{a.factor:.1f} longer)"
         elif length == 0:
