@@ -396,12 +396,8 @@ class SGD(_BaseSGD):
     @classmethod
     def from_config(cls, config: dict, custom_objects: dict | None = None) -> Any:
         """As tf-keras, and the mesh comes back (``ValueError`` when this process lacks
-        its devices). A config saved before ``exact_update`` had its name holds
-        ``data_dependent_update``: it is read as ``exact_update``."""
+        its devices)."""
         config = dict(config)
-        if "data_dependent_update" in config:
-            old = config.pop("data_dependent_update")
-            config["exact_update"] = bool(config.get("exact_update") or old)
         config.pop("is_legacy_optimizer", None)
         if "mesh" in config:
             config["mesh"] = _config.mesh_from_config(config["mesh"])

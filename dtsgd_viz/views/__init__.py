@@ -2,6 +2,7 @@
 ``Figure`` (they never print and never call pyplot's show). Geometry is computed by pure
 functions first (``*_geometry`` modules); drawing is a thin layer on top."""
 
+from .blocks import block_errors, blocks_finding, plot_blocks
 from .compare import compare_findings, plot_compare
 from .mesh.communication import plot_communication
 from .mesh.layout import layout_table, model_table, plot_layout
@@ -14,15 +15,19 @@ from .rates.block_rates import plot_block_rates
 from .rates.modes import plot_modes
 from .shards.plot import plot_shards
 from .shards.update import plot_update_shards
+from .timeline import plot_timeline, timeline_finding, update_timeline
 from .update.plot import plot_update
 
 __all__ = [
     "animate",
+    "block_errors",
+    "blocks_finding",
     "compare_findings",
     "findings",
     "layout_table",
     "model_table",
     "plot_block_rates",
+    "plot_blocks",
     "plot_communication",
     "plot_compare",
     "plot_layout",
@@ -33,4 +38,7 @@ __all__ = [
     "plot_shards",
     "plot_update",
     "plot_update_shards",
+    "plot_timeline",
+    "timeline_finding",
+    "update_timeline",
 ]

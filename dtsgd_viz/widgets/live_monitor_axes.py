@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..views.core import style
+from ..views.core.log_ticks import use_log_ticks
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -31,7 +32,7 @@ def _scale_y(ax, values, zeros=False) -> None:
     there: norms) and some are, else linear (a loss below 0, nothing to draw yet). Log
     ticks are plain text, 1-2-5 while the range is at most three decades (no mathtext:
     its exponents are smaller than ``style.NOTE_SIZE``)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import LogLocator
 
     v = np.asarray(values, np.float64)
     v = v[np.isfinite(v)]
@@ -50,10 +51,7 @@ def _scale_y(ax, values, zeros=False) -> None:
 
     ax.set_yscale("log", nonpositive="mask")
     ax.yaxis.set_major_locator(_Locator(subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.yaxis.set_major_formatter(
-        FuncFormatter(lambda y, _: f"{y:g}" if 1e-3 <= y < 1e4 else f"{y:.0e}".replace("e-0", "e-"))
-    )
+    use_log_ticks(ax.yaxis)  # the one log tick format (views.core.log_ticks)
 
 
 def snap_log_limits(ax: Axes, reach: float = 0.2) -> None:

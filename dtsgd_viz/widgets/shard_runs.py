@@ -12,6 +12,7 @@ import numpy as np
 from ..views.compare import looks
 from ..views.core import style
 from ..views.core.figure import headline
+from ..views.core.log_ticks import use_log_ticks
 from ..views.shards.geometry import as_image, run_limit, symmetric_limit
 from ..views.shards.plot import draw_tensor
 
@@ -70,16 +71,26 @@ class RunsShardsView:
             self.heat_axes[i].set_title(
                 run, fontsize=style.TITLE_SIZE, pad=panel.title_pad(), color=self.look[run].color, fontweight="bold"
             )
+        current = style.ROLE_LOOKS["current"]  # the update shown: a white-faced ring
         for run in self.names:
             (line,) = self.norm_ax.plot(
                 self.updates, self._positive(self.norms[run]), label=run, **self.look[run].line()
             )
             (marker,) = self.norm_ax.plot(
-                [], [], ls="none", marker="o", ms=7, mfc="white", mec=self.look[run].color, mew=1.8, zorder=6
+                [],
+                [],
+                ls="none",
+                marker=current.marker,
+                ms=current.ms,
+                mfc="white",
+                mec=self.look[run].color,
+                mew=current.lw,
+                zorder=current.zorder,
             )
             self.lines.append(line)
             self.markers.append(marker)
         self.norm_ax.set_yscale("log")
+        use_log_ticks(self.norm_ax.yaxis)  # the one log tick format (views.core.log_ticks)
         self.norm_ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
         self.norm_ax.set_ylabel(f"‖{kind}‖ of {name}", fontsize=style.LABEL_SIZE)
         self.norm_ax.tick_params(labelsize=style.TICK_SIZE)

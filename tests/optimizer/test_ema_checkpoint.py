@@ -129,8 +129,8 @@ CKPT_CONFIG = dict(
     CONFIGS["momentum"], ema_option={"use_ema": True, "ema_momentum": EMA_MOMENTUM, "ema_overwrite_frequency": 3}
 )
 
-# A fresh process: the mesh first, then the same model; the optimizer from the saved
-# config (mesh included); restore; M more steps of the same loop.
+# A fresh process: the mesh first, then, once per way of saving, the same model; the
+# optimizer from the saved config (mesh included); restore; M more steps of the same loop.
 RESTORE_SCRIPT = """
 import json, sys
 import dtsgd_viz
@@ -141,20 +141,21 @@ from helpers.builders import layoutmap_mlp
 from helpers.builders import global_value as _global, regression_data as _data, train as _train
 
 config = json.load(open({config!r}))
-opt = dtsgd_viz.SGD.from_config(config)
-assert opt.mesh == mesh, (opt.mesh, mesh)
-model = layoutmap_mlp(mesh)
-opt.build(model.trainable_variables)  # slots, averages: so every saved value has a place
-if {method!r} == "checkpoint":
-    tf.train.Checkpoint(model=model, optimizer=opt).read({path!r}).assert_consumed()
-else:
-    model.compile(optimizer=opt, loss="mse")
-    model.load_weights({path!r}).assert_consumed()
-_train(model, opt, mesh, "graph", {steps})
-np.savez({out!r}, iterations=_global(opt.iterations),
-         **{{f"param{{i}}": _global(v) for i, v in enumerate(model.trainable_variables)}},
-         **{{f"velocity{{i}}": _global(opt.velocity(v)) for i, v in enumerate(model.trainable_variables)}},
-         **{{f"average{{i}}": _global(a) for i, a in enumerate(opt._model_variables_moving_average)}})
+for method, path in {paths!r}.items():
+    opt = dtsgd_viz.SGD.from_config(config)
+    assert opt.mesh == mesh, (opt.mesh, mesh)
+    model = layoutmap_mlp(mesh)
+    opt.build(model.trainable_variables)  # slots, averages: so every saved value has a place
+    if method == "checkpoint":
+        tf.train.Checkpoint(model=model, optimizer=opt).read(path).assert_consumed()
+    else:
+        model.compile(optimizer=opt, loss="mse")
+        model.load_weights(path).assert_consumed()
+    _train(model, opt, mesh, "graph", {steps})
+    np.savez({out!r} + f"-{{method}}.npz", iterations=_global(opt.iterations),
+             **{{f"param{{i}}": _global(v) for i, v in enumerate(model.trainable_variables)}},
+             **{{f"velocity{{i}}": _global(opt.velocity(v)) for i, v in enumerate(model.trainable_variables)}},
+             **{{f"average{{i}}": _global(a) for i, a in enumerate(opt._model_variables_moving_average)}})
 """
 
 
@@ -167,12 +168,13 @@ def _state(model, opt):
     return out
 
 
-@pytest.mark.parametrize("method", ["checkpoint", "save_weights"])
 @pytest.mark.slow
-def test_checkpoint_restored_in_a_fresh_process_continues_exactly(tmp_path, method):
+def test_checkpoint_restored_in_a_fresh_process_continues_exactly(tmp_path):
     """Train N steps, save model + optimizer (momentum slots, EMA averages, iteration
-    count), restore into a fresh process (optimizer rebuilt from its JSON config), train
-    M more: bit-identical to an uninterrupted N+M run."""
+    count) both ways (``tf.train.Checkpoint`` and ``model.save_weights``), restore each
+    into a fresh process (optimizer rebuilt from its JSON config; one process restores
+    both, each into its own model and optimizer), train M more: bit-identical to an
+    uninterrupted N+M run."""
     import json
     import os
     import subprocess
@@ -180,35 +182,38 @@ def test_checkpoint_restored_in_a_fresh_process_continues_exactly(tmp_path, meth
 
     n, m = 4, 3  # the EMA overwrite at step 6 needs the restored averages and count
     mesh = dtsgd_viz.make_mesh({"batch": 2, "model": 4})
-    model = layoutmap_mlp(mesh)
-    opt = dtsgd_viz.SGD(**CKPT_CONFIG, mesh=mesh)
-    _train(model, opt, mesh, "graph", n)
-    path = str(tmp_path / "ckpt")
-    if method == "checkpoint":
-        path = tf.train.Checkpoint(model=model, optimizer=opt).write(path)
-    else:
-        model.compile(optimizer=opt, loss="mse")
-        model.save_weights(path)  # tf-keras' TensorFlow checkpoint format
-    (tmp_path / "config.json").write_text(json.dumps(opt.get_config()))
-    _train(model, opt, mesh, "graph", m)  # the uninterrupted run
-    expected = _state(model, opt)
+    expected, paths = {}, {}
+    for method in ("checkpoint", "save_weights"):
+        model = layoutmap_mlp(mesh)
+        opt = dtsgd_viz.SGD(**CKPT_CONFIG, mesh=mesh)
+        _train(model, opt, mesh, "graph", n)
+        path = str(tmp_path / f"ckpt-{method}")
+        if method == "checkpoint":
+            path = tf.train.Checkpoint(model=model, optimizer=opt).write(path)
+        else:
+            model.compile(optimizer=opt, loss="mse")
+            model.save_weights(path)  # tf-keras' TensorFlow checkpoint format
+        paths[method] = path
+        (tmp_path / "config.json").write_text(json.dumps(opt.get_config()))
+        _train(model, opt, mesh, "graph", m)  # the uninterrupted run
+        expected[method] = _state(model, opt)
 
-    out = tmp_path / "restored.npz"
+    out = tmp_path / "restored"
     script = RESTORE_SCRIPT.format(
         tests=os.path.dirname(os.path.dirname(__file__)),
         config=str(tmp_path / "config.json"),
-        method=method,
-        path=path,
+        paths=paths,
         steps=m,
         out=str(out),
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    restored = np.load(out)
-    assert int(restored["iterations"]) == n + m
-    assert sorted(restored.files) == sorted(expected)
-    for key, value in expected.items():
-        np.testing.assert_array_equal(restored[key], value, err_msg=key)
+    for method, want in expected.items():
+        restored = np.load(f"{out}-{method}.npz")
+        assert int(restored["iterations"]) == n + m, method
+        assert sorted(restored.files) == sorted(want), method
+        for key, value in want.items():
+            np.testing.assert_array_equal(restored[key], value, err_msg=f"{method}: {key}")
 
 
 def test_config_is_json_and_brings_the_mesh_back():
@@ -232,9 +237,8 @@ def test_config_is_json_and_brings_the_mesh_back():
     assert tf_keras.saving.get_registered_name(dtsgd_viz.SGD) == "dtsgd_viz>SGD"
     via_keras = tf_keras.optimizers.deserialize({"class_name": "dtsgd_viz>SGD", "config": config})
     assert type(via_keras) is dtsgd_viz.SGD and via_keras.mesh == mesh and via_keras.exact_update
-    # configs written before the rename, and without a mesh
+    # a config without a mesh
     old = {k: v for k, v in config.items() if k not in ("exact_update", "mesh")}
-    assert dtsgd_viz.SGD.from_config({**old, "data_dependent_update": True}).exact_update
     assert dtsgd_viz.SGD.from_config(old).mesh is None
     assert dtsgd_viz.SGD(0.1).get_config()["mesh"] is None
 

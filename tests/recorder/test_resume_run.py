@@ -5,6 +5,7 @@ store to update 50. The store then holds updates 1..50 once each, bit for bit th
 uninterrupted run, and says 21..30 were superseded. Plain-data resume tests:
 ``tests/recording/test_resume.py``."""
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -105,13 +106,34 @@ def straight(tmp_path_factory):
         return dtsgd_viz.load_recording(tmp / "run.zarr")
 
 
+@pytest.fixture(scope="module")
+def first_runs(tmp_path_factory):
+    """The first 30 updates, once per way of ending (closed, or killed after its last
+    commit), each with its checkpoint at update 20. Which order the resume restores in
+    does not touch the first run, so both ``kill`` resumes start from copies of one run."""
+    runs = {}
+    for end in ("close", "kill"):
+        tmp = tmp_path_factory.mktemp(f"first_{end}")
+        store, ckpt = tmp / "run.zarr", tmp / "ckpt"
+        _run(tmp, store, ckpt, "first", end, 30, "build", kill=end == "kill")
+        first = store_status(store)[0]
+        assert (first.n_steps, first.last_step, first.closed) == (30, 30, end == "close")
+        runs[end] = (store, ckpt)
+    return runs
+
+
+def _copy_run(store, ckpt, into):
+    """A copy of a first run's store and checkpoint files under ``into``."""
+    shutil.copytree(store, into / "run.zarr")
+    for f in ckpt.parent.glob(ckpt.name + "*"):
+        shutil.copy2(f, into / f.name)
+    return into / "run.zarr", into / ckpt.name
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("end, order", [("close", "build"), ("kill", "build"), ("kill", "restore")])
-def test_a_run_resumed_from_its_checkpoint_records_each_update_once(tmp_path, straight, end, order):
-    store, ckpt = tmp_path / "run.zarr", tmp_path / "ckpt"
-    _run(tmp_path, store, ckpt, "first", end, 30, order, kill=end == "kill")
-    first = store_status(store)[0]
-    assert (first.n_steps, first.last_step, first.closed) == (30, 30, end == "close")
+def test_a_run_resumed_from_its_checkpoint_records_each_update_once(tmp_path, straight, first_runs, end, order):
+    store, ckpt = _copy_run(*first_runs[end], tmp_path)
     proc = _run(tmp_path, store, ckpt, "resume", "close", 30, order)
     assert "iterations 50" in proc.stdout
     assert "never saw" not in proc.stderr  # a restore is not a step the recorder missed
@@ -127,9 +149,11 @@ def test_a_run_resumed_from_its_checkpoint_records_each_update_once(tmp_path, st
 
 
 @pytest.mark.slow
-def test_resume_without_a_store_starts_one_and_a_store_of_another_run_is_refused(tmp_path):
-    store, ckpt = tmp_path / "run.zarr", tmp_path / "ckpt"
-    _run(tmp_path, tmp_path / "first.zarr", ckpt, "first", "close", 20, "build")
+def test_resume_without_a_store_starts_one_and_a_store_of_another_run_is_refused(tmp_path, first_runs):
+    """The checkpoint at update 20 of a first run (the same whether that run went on to 20
+    or 30 updates: it is written after update 20)."""
+    _, ckpt = _copy_run(*first_runs["close"], tmp_path)
+    store = tmp_path / "new.zarr"
     _run(tmp_path, store, ckpt, "resume", "close", 5, "build")  # no store yet: one starts
     r = dtsgd_viz.load_recording(store)
     assert list(r.steps) == list(range(21, 26)) and len(r.superseded_steps) == 0

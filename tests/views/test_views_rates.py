@@ -412,7 +412,7 @@ def test_momentum_rings_nest_round_the_stars_and_end_names_read(tutorial01):
     sp = ax.transData.transform(stars.get_offsets())
     near = np.hypot(*(rp[:, None, :] - sp[None, :, :]).transpose(2, 0, 1)).min(axis=1)
     assert (near + star_px / 2 <= ring_px / 2 + 0.5).sum() >= 2  # the two smallest lr·h: the star inside its ring
-    assert "○ a block at lr·h under momentum," in view.labels.texts["key"].get_text().split("\n")
+    assert "□ a block at lr·h under momentum," in view.labels.texts["key"].get_text().split("\n")
     # Nesterov's squares: open, white inside, wider than the star on them and under it
     # (the stars hid filled squares the key named), inside the ring at the smallest lr·h
     squares = view.markers[True]
@@ -424,7 +424,7 @@ def test_momentum_rings_nest_round_the_stars_and_end_names_read(tutorial01):
     qp = ax.transData.transform(squares.get_offsets())
     corner = np.hypot(np.abs(qp[0, 0] - rp[0, 0]) + sq_px / 2, np.abs(qp[0, 1] - rp[0, 1]) + sq_px / 2)
     assert corner <= ring_px / 2 - 0.5  # CPU:0: the square and its star wholly inside the ring
-    assert "□ under Nesterov (colours: right)" in view.labels.texts["key"].get_text().split("\n")
+    assert "△ under Nesterov (colours: right)" in view.labels.texts["key"].get_text().split("\n")
     for t, c in zip(view.end_labels, view.rates.colors):
         assert to_rgba(t.get_color())[:3] == pytest.approx(label_ink(c))
         assert lightness_of(to_rgba(t.get_color())[:3]) <= INK_LIGHTNESS + 0.5

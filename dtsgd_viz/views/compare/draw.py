@@ -11,6 +11,7 @@ import numpy as np
 
 from ..core import style
 from ..core.figure import headline, new_figure
+from ..core.log_ticks import LogTickFormatter
 from ..mesh.layout_colors import label_ink
 from .geometry import CompareData, Findings, mesh_grid
 
@@ -79,11 +80,11 @@ def number(v: float) -> str:
 def log_axis(ax: Axes, axis: str = "y", minor: bool = True) -> None:
     """A log scale labelled in plain numbers (0.1, 2, 300); with ``minor``, the 2s and 5s
     labelled too when the data spans under two decades (and the 3s under one)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import LogLocator, NullFormatter
 
     getattr(ax, f"set_{axis}scale")("log")
     which = getattr(ax, f"{axis}axis")
-    plain = FuncFormatter(lambda v, _: number(v))
+    plain = LogTickFormatter()  # the one log tick format (core.log_ticks)
     which.set_major_formatter(plain)
     lo, hi = getattr(ax, f"get_{axis}lim")()
     span = hi / max(lo, 1e-300)

@@ -174,6 +174,13 @@ ROLE_LOOKS = {
     "envelope": Look(None, (0, (1.0, 1.3)), 1.4, zorder=2.5),  # the bound from theory
     "tolerance": Look("0.3", ":", 1.2, zorder=1.5),  # minimum + tol
     "stability": Look("0.3", "--", 0.9, zorder=1.0),  # rate = 1
+    "limit": Look(None, ":", 1.2, zorder=2.0),  # a rule's stability limit on an lr·h axis, in its colour
+    "guide": Look("0.45", ":", 0.9, zorder=0.0),  # a direction's lr·h on a rate axis
+    # Nesterov's update: the dotted mu·v_prev line from the iterate to the look-ahead
+    # point, a white-faced diamond there, and the iterate a white-faced pentagon (never a
+    # rule's marker: a square is momentum's)
+    "lookahead": Look(None, (0, (0.1, 2.2)), 1.8, "D", 7.5, zorder=4.0),
+    "iterate": Look(None, "none", 1.4, "p", 6.5, zorder=6.0),
 }
 MINIMUM_FACE = "#F0E442"
 REMAINDER_TINT = 0.5  # how far towards white a path after the update shown is mixed

@@ -398,11 +398,12 @@ def draw_loss_rests(scene: PathScene, art: PathArtists) -> dict[str, Line2D]:
     from .frames import REST_TINT, REST_WIDTH
 
     rest = style.ROLE_LOOKS["remainder"]
+    runs = style.run_looks(art.loss_lines)  # the rules' dashes (get_linestyle() says "--" for every one)
     out: dict[str, Line2D] = {}
     for key, line in art.loss_lines.items():
         assert art.ax_loss is not None  # the loss lines are on it
         look = dict(rest.line(tint(line.get_color(), REST_TINT)))
-        look.update(ls=line.get_linestyle(), lw=min(REST_WIDTH, line.get_linewidth()), zorder=line.get_zorder() - 0.5)
+        look.update(ls=runs[key].ls, lw=min(REST_WIDTH, line.get_linewidth()), zorder=line.get_zorder() - 0.5)
         (out[key],) = art.ax_loss.plot(*line.get_data(), **look, marker="", gid=f"loss-rest:{key}")
     art.loss_rests = out
     return out

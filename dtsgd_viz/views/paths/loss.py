@@ -15,6 +15,7 @@ import numpy as np
 
 from ..core import style
 from ..core.figure import root_figure
+from ..core.log_ticks import use_log_ticks
 from ..shards.geometry import minmax_indices
 from ..text.direct import READABLE_GAP, axes_height_points, label_ends, spread
 from . import geometry as geo
@@ -274,14 +275,15 @@ def air_between_ends(art: PathArtists) -> None:
 def _plain_log_ticks(ax: Axes) -> None:
     """A log axis spanning under about a decade and a half gets plain tick labels
     (0.2, 0.3, 0.4) on its minor ticks instead of ``4×10⁻¹``."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import LogLocator
 
+    if ax.get_yscale() != "log":
+        return
+    use_log_ticks(ax.yaxis)  # the one log tick format (core.log_ticks)
     lo, hi = ax.get_ylim()
     if not (lo > 0 and hi > lo) or np.log10(hi / lo) > 1.5:
         return
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _frame(scene: PathScene, ax: Axes, from_surface: bool) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from ..core import style
+from ..core.log_ticks import LogTickFormatter
 from .geometry import log_ticks
 
 if TYPE_CHECKING:
@@ -25,21 +26,17 @@ PHASE_NOTE_SIZE = 9.5  # the phase figures' notes and colour-bar labels
 PHASE_LEGEND_SIZE = 10.5  # their legends under the maps: read at a glance, as the axis labels
 
 
-def _number(x, _pos=None) -> str:
-    return f"{x:g}"  # 0.02, not 2x10^-2
-
-
 def set_log_ticks(axis: Axis, lo: float, hi: float) -> None:
     """Put ``log_ticks`` on a matplotlib ``axis`` (``ax.xaxis``), labelled as plain
     numbers (0.02, 0.05, 0.1), the other minor ticks unlabelled."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter
 
     major, minor = log_ticks(lo, hi)
     axis.set_major_locator(FixedLocator(major))
-    axis.set_major_formatter(FuncFormatter(_number))
+    axis.set_major_formatter(LogTickFormatter())
     if minor:
         axis.set_minor_locator(FixedLocator(minor))
-        axis.set_minor_formatter(FuncFormatter(_number))
+        axis.set_minor_formatter(LogTickFormatter())
     else:
         axis.set_minor_locator(LogLocator(subs=np.arange(2, 10)))  # pyright: ignore[reportArgumentType]  # stub: subs a Sequence; an array works
         axis.set_minor_formatter(NullFormatter())

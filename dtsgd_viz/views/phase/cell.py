@@ -12,6 +12,7 @@ import numpy as np
 
 from ...theory.convergence import diverged, path_losses, steps_to_tolerance
 from ..core import style
+from ..core.log_ticks import use_log_ticks
 from ..text.direct import label_ends
 
 if TYPE_CHECKING:
@@ -113,6 +114,7 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
                 )
             )
     ax.set_yscale("log")
+    use_log_ticks(ax.yaxis)  # the one log tick format (core.log_ticks)
     tol_look = style.ROLE_LOOKS["tolerance"]
     ax.axhline(tol, **tol_look.line(), gid="cell-tol")
     ax.annotate(

@@ -193,8 +193,8 @@ def key_text(no_star_note: str = "", unstable: bool = False) -> str:
     """The short key in the rate panel's free corner: what a ring, a square and a star are, the red
     x while a block is past a limit, and why a block has no star."""
     lines = [
-        "○ a block at lr·h under momentum,",
-        "□ under Nesterov (colours: right)",
+        "□ a block at lr·h under momentum,",
+        "△ under Nesterov (colours: right)",
         "★ its decay, measured on the run",
     ]
     if unstable:

@@ -35,6 +35,7 @@ from ..core import style
 from ..core.diverging import diverging_update
 from ..core.empty import check_not_empty
 from ..core.figure import axes_size_inches, fit, headline, new_figure, root_figure
+from ..core.log_ticks import use_log_ticks
 from ..shards.geometry import block_patches, short_device_names
 from .block_labels import ROOM, RateLabels, at_floor, draw_floor, label_block_ends, rates_finding, rates_settings
 
@@ -59,7 +60,7 @@ __all__ = [
 RULE_NAMES = {False: "momentum", True: "Nesterov"}
 RULE_LOOKS = {False: style.RULE_LOOKS["momentum"], True: style.RULE_LOOKS["nesterov"]}
 RULE_COLORS = {n: look.color for n, look in RULE_LOOKS.items()}
-RULE_MARKERS = {False: "o", True: "s"}
+RULE_MARKERS = {n: look.marker for n, look in RULE_LOOKS.items()}  # the rules' markers: square, triangle
 UNSTABLE_COLOR = "#CC3311"
 RATE_FLOOR = -0.04
 # the marks nest, widest outermost: momentum's block is an open ring wide enough to hold
@@ -291,15 +292,16 @@ class RatesView:
                 label=f"{RULE_NAMES[n]} rate (theory)",
                 gid=f"curve-{RULE_NAMES[n]}",
             )
-            ax.axvline(self.boundaries[n], color=RULE_COLORS[n], lw=1.2, ls=":", gid=f"boundary-{RULE_NAMES[n]}")
+            limit = style.ROLE_LOOKS["limit"]
+            ax.axvline(self.boundaries[n], **limit.line(RULE_COLORS[n]), gid=f"boundary-{RULE_NAMES[n]}")
         ax.axhline(1.0, **style.ROLE_LOOKS["stability"].line(), gid="stability-line")
         self.labels = RateLabels(ax, r.momentum, self.boundaries, _rate, lo)
         self.markers, self.unstable_marks = {}, {}
         for n in (False, True):
-            # momentum's blocks are open rings in the block's colour, wider than
-            # Nesterov's square and drawn over it: where both rules' marks meet (small
-            # lr·h, where both rates are near 0.95) the square and its star show inside
-            # the ring; the star shows inside its square instead of covering it
+            # momentum's blocks are open squares (its marker) in the block's colour, wider
+            # than Nesterov's triangle and drawn over it: where both rules' marks meet
+            # (small lr·h, where both rates are near 0.95) the triangle and its star show
+            # inside the square; the star shows inside its triangle instead of covering it
             look = RING if not n else dict(SQUARE, facecolors="white")
             self.markers[n] = ax.scatter([], [], marker=RULE_MARKERS[n], gid=f"blocks-{RULE_NAMES[n]}", **look)
             (self.unstable_marks[n],) = ax.plot(
@@ -327,12 +329,11 @@ class RatesView:
         )
         ax.set_xscale("log")
         ax.set_xlim(lo, hi)
+        use_log_ticks(ax.xaxis)  # the one log tick format (core.log_ticks)
         if hi / lo < 100:  # under two decades matplotlib labels the minor ticks, crowded:
-            from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+            from matplotlib.ticker import LogLocator
 
             ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 1-2-5, plain
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_ylim(RATE_FLOOR, 1.25)  # under 0: a block at rate 0 shows whole
         ax.set_xlabel("lr · h  (learning rate × the block's curvature)", fontsize=style.LABEL_SIZE)
         ax.set_ylabel("rate: error factor per update", fontsize=style.LABEL_SIZE)
@@ -390,6 +391,7 @@ class RatesView:
                 )[0]
             )
         ax.set_yscale("log")
+        use_log_ticks(ax.yaxis)
         finite = r.errors[np.isfinite(r.errors)]
         # a diverging block's error grows off its start's scale: the axis reaches it
         self.floor_band = draw_floor(

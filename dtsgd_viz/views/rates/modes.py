@@ -30,6 +30,7 @@ from ..core import style
 from ..core.diverging import diverging_update
 from ..core.empty import check_not_empty
 from ..core.figure import fit, headline, new_figure
+from ..core.log_ticks import use_log_ticks
 from ..text.direct import label_ends
 from .modes_rates import display_name as _display
 from .modes_rates import draw_rates, subscript
@@ -351,6 +352,7 @@ def _draw_mode(ax, data, i, name, looks):
             floor = min(floor, np.nanmin(shown))
         ends.append((key, k, shown, look.color))
     ax.set_yscale("log")
+    use_log_ticks(ax.yaxis)  # the one log tick format (core.log_ticks)
     if np.isfinite(floor):  # float32 round-off at the bottom is not the story
         top = max(float(np.nanmax(np.abs(e[0, i]))) for e in data.errors.values())
         if any(float(np.max(r)) >= 1.0 for r in data.rates.values()):

@@ -18,6 +18,7 @@ from matplotlib.patches import Rectangle
 from ...theory import quadratic as theory
 from ..core import style
 from ..core.figure import canvas_renderer, root_figure
+from ..core.log_ticks import use_log_ticks
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -115,7 +116,7 @@ def draw_rates(
         )
     eig = []
     for a, labels in _marks(data).items():
-        ax.axvline(a, color="0.45", lw=0.9, ls=":", zorder=0)
+        ax.axvline(a, **style.ROLE_LOOKS["guide"].line())
         eig.append(
             ax.text(
                 a,
@@ -131,6 +132,7 @@ def draw_rates(
         )
     ax.axhline(1.0, **style.ROLE_LOOKS["stability"].line())
     ax.set_xscale("log")
+    use_log_ticks(ax.xaxis)  # the one log tick format (core.log_ticks)
     ax.set_ylim(RATE_FLOOR, 1.15)
     rows = _stagger(ax, eig) + bool(off_scale)  # a row over rate 1 for the off-scale notes
     if off_scale:

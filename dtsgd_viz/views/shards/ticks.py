@@ -5,12 +5,13 @@ a linear or (long runs) log x axis. Pure functions of an axes; ``_shard_lines`` 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core import style
+from ..core.log_ticks import log_tick_texts, plain_ticks, use_log_ticks  # noqa: F401  (log_tick_texts, plain_ticks: shared)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -92,48 +93,13 @@ def _bottom_gap(ticks, lo, hi) -> float:
     return float(np.log10(t.min() / lo) / np.log10(hi / lo))
 
 
-def plain_ticks(values: Iterable[float]) -> bool:
-    """Whether log ticks at ``values`` read as plain numbers: all in 1e-4..1e5."""
-    return all(1e-4 * (1 - 1e-9) <= abs(float(x)) < 1e5 for x in values if x)
-
-
-def log_tick_texts(values: Iterable[float], plain: bool | None = None) -> list[str]:
-    """One format for every tick of a log axis: plain numbers while all of them lie in
-    1e-4..1e5, else every one as ``2e-5`` (full-size digits: mathtext's superscripts
-    are drawn smaller than ``NOTE_SIZE``); ``plain`` forces one or the other.
-
-    >>> log_tick_texts([0.001, 0.01, 0.1]), log_tick_texts([1e-5, 1e-3, 0.1])
-    (['0.001', '0.01', '0.1'], ['1e-5', '1e-3', '1e-1'])
-    """
-    v = [float(x) for x in values]
-    if plain is None:
-        plain = plain_ticks(v)
-    if plain:
-        return [np.format_float_positional(x, precision=6, unique=True, trim="-").rstrip(".") for x in v]
-    return [f"{x:.0e}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e") for x in v]
-
-
 def log_y(ax: Axes) -> None:
     """A log y axis labelled 0.02, 0.05, 0.1, ... (1-2-5 steps while the range is at most
     three decades, decades beyond; at least three labels, plain numbers under a
     decade), in one format (``log_tick_texts``), without the crowded minor labels."""
-    from matplotlib.ticker import Formatter, NullFormatter
-
-    class _Format(Formatter):
-        def format_ticks(self, values):
-            # the format chosen by the ticks in view: one beyond it (never drawn) must not
-            # turn every label into 1e-2 while its neighbour panel reads 0.01
-            lo, hi = sorted(self.axis.get_view_interval()) if self.axis else (0, np.inf)
-            inside = [v for v in values if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9)]
-            return log_tick_texts(values, plain=plain_ticks(inside or values))
-
-        def __call__(self, x, pos=None):
-            return log_tick_texts([x])[0]
-
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(_log_locator())
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.yaxis.set_major_formatter(_Format())
+    use_log_ticks(ax.yaxis)
 
 
 def update_ticks(ax: Axes, updates: ArrayLike) -> None:

@@ -297,7 +297,9 @@ TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5
 RING_MS = style.ROLE_LOOKS["current"].ms + 2  # the position before the update
 # Nesterov's look-ahead point is that position: its diamond sits inside the ring, white
 # inside so it shows over the arrow leaving the ring in the same colour
-LOOKAHEAD_MARK: dict[str, Any] = dict(marker="D", ms=7.5, mfc="white", mew=1.6, ls="none")
+LOOKAHEAD_MARK: dict[str, Any] = dict(
+    marker=style.ROLE_LOOKS["lookahead"].marker, ms=style.ROLE_LOOKS["lookahead"].ms, mfc="white", mew=1.6, ls="none"
+)
 NEXT_Z = 6.9  # the point an update reaches: under the arrows, the last head points at it
 
 
@@ -397,18 +399,27 @@ def _draw_lookahead(ax: Axes, data: PanelData, color: ColorType, before: bool = 
     from matplotlib import patheffects
 
     # round dots in a white halo: they read as μ·v_prev's line where it lies along the path
+    ahead, iterate = style.ROLE_LOOKS["lookahead"], style.ROLE_LOOKS["iterate"]
     ax.plot(
         [it[0], la[0]],
         [it[1], la[1]],
-        color=color,
-        lw=1.8,
-        ls=(0, (0.1, 2.2)),
+        **ahead.line(color),
         dash_capstyle="round",
-        zorder=4,
         gid=f"iterate-line:{data.key}",
         path_effects=[patheffects.Stroke(linewidth=4.2, foreground="white"), patheffects.Normal()],
     )
-    ax.plot([it[0]], [it[1]], "s", ms=6, mfc="white", mec=color, mew=1.4, zorder=6, gid=f"iterate:{data.key}")
+    ax.plot(
+        [it[0]],
+        [it[1]],
+        ls="none",
+        marker=iterate.marker,
+        ms=iterate.ms,
+        mfc="white",
+        mec=color,
+        mew=iterate.lw,
+        zorder=iterate.zorder,
+        gid=f"iterate:{data.key}",
+    )
     ax.plot([la[0]], [la[1]], **LOOKAHEAD_MARK, color=color, zorder=10, gid=f"lookahead:{data.key}")
     ring = _radius(RING_MS, style.ROLE_LOOKS["current"].lw + 0.2, ax) + 2.0
     span = float(np.ptp(data.box[0])) or 1.0
