@@ -216,8 +216,10 @@ print(dtsgd_viz.findings(runs, valley, step=4))
 show(dtsgd_viz.plot_paths(runs, valley, step=4))
 
 # %% [markdown]
-# `plot_update` draws the same update up close, one panel per run (each says how many
-# times closer it is than the paths panel, and each arrow's length). There heavy-ball
+# `plot_update` draws the same update up close, one panel per run, all on one zoom and
+# every arrow at its true length, so the lengths compare by eye (the bars under them give
+# each term's length, as `findings` printed them above; μ·v in the run's colour, −lr·g in
+# its tint). There heavy-ball
 # momentum's term carries the point further across the valley and the gradient can only
 # pull part of it back; Nesterov's look-ahead has already turned (its panel marks the
 # look-ahead point, where the gradient was taken), so the two updates point far apart.

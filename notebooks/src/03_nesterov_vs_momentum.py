@@ -84,8 +84,11 @@ show(dtsgd_viz.plot_paths(recordings, surface, step=5))
 # `plot_update` takes update 5 apart up close, one panel per run: for classical momentum
 # the old velocity's momentum $\mu v_{prev}$ then the gradient step $-\eta g$; for
 # Nesterov the look-ahead $\mu v_{new}$ then $-\eta g$, with the look-ahead point where
-# $g$ was taken. Tip to tail, the arrows end on the next recorded point ("after"; an
-# arrow too short to read is drawn longer and dashed, past it, and says so). Momentum's
+# $g$ was taken. Tip to tail, the arrows end on the next recorded point ("after"). Every
+# panel has the same zoom and every arrow its true length, so the lengths compare by eye;
+# plain SGD's step is too small to read at that zoom, so an inset draws it again closer
+# (it says how much). The bars under the panels give each term's length, as `findings`
+# prints them. Momentum's
 # $\mu v_{prev}$ carries it far up the valley wall; Nesterov's $\mu v_{new}$ already
 # holds this update's gradient, so its step is several times shorter.
 

@@ -131,8 +131,8 @@ for k in (0, 9, 49, 149):  # r.loss[i] is what update i + 1's forward pass saw: 
 
 
 # %%
-def step_of(model):
-    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, exact_update=True)
+def step_of(model, nesterov=True):
+    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=nesterov, mesh=mesh, exact_update=True)
 
     @tf.function
     def step():
@@ -189,6 +189,36 @@ for label, (twin, report, plan) in traffic.items():
 # %%
 for c in traffic["kernels sharded over model"][1].extra:
     print(f"{c.kind:11} along {'x'.join(c.mesh_dims) or '-':6} {c.bytes_per_device:6d} B  {c.what}")
+
+# %% [markdown]
+# ## One update on every device, in order
+#
+# Each device runs the same phases of an update: its local gradient (nothing moves),
+# the collectives DTensor compiled (each with the bytes a device contributes, and the
+# groups of devices that take part together: one colour per group), then its velocity
+# and its parameter, both local. Nesterov's look-ahead is part of the local velocity
+# and parameter arithmetic, so it should add no communication. Here are the compiled
+# programs of a momentum step and a Nesterov step for the sharded model:
+
+# %%
+rule_reports = {
+    "momentum": dtsgd_viz.communication(step_of(make_model(), nesterov=False)),
+    "nesterov": dtsgd_viz.communication(step_of(make_model(), nesterov=True)),
+}
+for name, report in rule_reports.items():
+    timeline = dtsgd_viz.update_timeline(report)
+    print(f"{name}: {timeline.bytes_per_device} B per device per update")
+    for phase in timeline.phases:
+        print(f"  {phase.name:28} {phase.bytes_per_device:6d} B  groups {list(phase.groups)}")
+print(dtsgd_viz.timeline_finding(rule_reports))
+
+# %%
+show(dtsgd_viz.plot_timeline(rule_reports))
+
+# %% [markdown]
+# The boxes are an order, not measured time. The two compiled programs list the same
+# collectives, with the same groups and bytes: the look-ahead costs arithmetic, not
+# traffic.
 
 # %% [markdown]
 # ## Each block's velocity over training
@@ -317,11 +347,45 @@ show(dtsgd_viz.plot_paths(probes, bowl, step=20))
 # %% [markdown]
 # `plot_update` takes update 20 apart, one panel per run, on the same plane: heavy-ball
 # momentum's step is the longer one (its title says by how much, and how far the two
-# steps' directions part). In both runs the momentum term is several times the gradient
+# steps' directions part; the bars give the terms' lengths in all 16 parameters, the
+# arrows are their projection on the plane). In both runs the momentum term is several times the gradient
 # term, so it is the velocity, not this update's gradient, that carries each run on.
 
 # %%
 show(dtsgd_viz.plot_update(probes, bowl, step=20))
+
+# %% [markdown]
+# ## Block by block
+#
+# The probe's kernel is cut over `model`: each device of a `model` column holds four of
+# the 16 rows, and the two devices of a column (one per `batch` index) hold the same rows.
+# `block_errors` measures, for each block and after k = 0..60 updates, how far the
+# block is from the same rows of the bowl's bottom, `||w_k[rows] - minimum[rows]||`
+# (without a target it uses the block's recorded gradient norm instead). It also says
+# which devices hold each block, as the layout places them.
+
+# %%
+blocks = dtsgd_viz.block_errors(probes, "d2/kernel", bowl.minimum[0])
+for b in range(blocks.num_blocks):
+    print(f"{blocks.block_name(b):>10} on {', '.join(blocks.device_names[b])}")
+print("\nerror after k updates:")
+print(" " * 14 + "".join(f"{blocks.block_name(b):>12}" for b in range(blocks.num_blocks)))
+for name in blocks.runs:
+    for k in (0, 20, 40, 60):
+        print(f"{name:>9} {k:3d} " + "".join(f"{e:12.3f}" for e in blocks.errors[name][k]))
+print(dtsgd_viz.blocks_finding(blocks))  # the figure's title
+
+# %% [markdown]
+# `plot_blocks` draws one panel per device, placed as the device sits on the mesh
+# (`batch` down, `model` across), with both runs' error on the block it holds: heavy-ball
+# momentum dashed, Nesterov solid, on one log scale for all panels so the blocks compare.
+# The bottom row holds copies of the top row's blocks, so it repeats their lines faintly.
+# Some blocks come much nearer the bottom than others (the table above); block by block
+# the two rules end level: Nesterov's look-ahead changes the route, not where the probe
+# is after 60 updates. The title's numbers are those `blocks_finding` printed above.
+
+# %%
+show(dtsgd_viz.plot_blocks(probes, "d2/kernel", bowl.minimum[0]))
 
 # %% [markdown]
 # ## A hazard the recording reveals: the stale velocity
