@@ -124,8 +124,9 @@ def test_panels_draw_block_errors_at_mesh_positions(drawn):
     for ax in panels:
         device = int(ax.get_gid().split()[1])
         block = errs.block_of[device]
-        lines = {ln.get_label(): ln for ln in ax.get_lines()}
+        lines = {ln.get_gid().split("|")[0]: ln for ln in ax.get_lines()}
         assert set(lines) == set(RULES)
+        assert {ln.get_label() for ln in lines.values()} == {"momentum", "Nesterov"}  # as every figure names them
         for name in RULES:
             np.testing.assert_array_equal(lines[name].get_xdata(), errs.updates)
             np.testing.assert_array_equal(lines[name].get_ydata(), errs.errors[name][:, block])
@@ -172,8 +173,8 @@ def test_title_states_the_public_finding(drawn):
     if "within" in finding:
         assert f"{np.max(np.abs(ratio - 1)):.0%}" in finding
     else:
-        winner = "nesterov" if np.sum(ratio > 1) >= np.sum(ratio < 1) else "momentum"
-        won = ratio[ratio > 1] if winner == "nesterov" else 1 / ratio[ratio < 1]
+        winner = "Nesterov" if np.sum(ratio > 1) >= np.sum(ratio < 1) else "Momentum"
+        won = ratio[ratio > 1] if winner == "Nesterov" else 1 / ratio[ratio < 1]
         assert finding.startswith(winner) and f"{won.min():.2g}x" in finding
 
 

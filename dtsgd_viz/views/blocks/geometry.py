@@ -191,19 +191,27 @@ def blocks_finding(errors: BlockErrors, last: int = TAIL) -> str:
     if len(names) == 1:
         e = errors.errors[names[0]]
         drop = e[0] / means[names[0]]
-        return f"{names[0]}: blocks end {np.nanmin(drop):.2g}x-{np.nanmax(drop):.2g}x below their start {tail}"
+        low, high = np.nanmin(drop), np.nanmax(drop)
+        return f"{shown_name(names[0])}: blocks end {low:.2g}x-{high:.2g}x below their start {tail}"
     stacked = np.stack([means[n] for n in names])  # (runs, blocks)
     wins = np.argmin(stacked, axis=0)
     best = int(np.bincount(wins, minlength=len(names)).argmax())
     others = [i for i in range(len(names)) if i != best]
     rival = min(others, key=lambda i: float(np.nanmean(stacked[i] / stacked[best])))
     ratio = stacked[rival] / stacked[best]  # > 1 where the best run is lower
-    a, b = names[best], names[rival]
+    a, b = shown_name(names[best]), shown_name(names[rival])
     if np.all(np.abs(np.log(ratio)) < np.log(LEVEL)):
         spread = float(np.max(np.abs(ratio - 1)))
-        return f"{a} and {b} end within {spread:.0%} on all {nb} blocks {tail}"
+        return f"{a[:1].upper() + a[1:]} and {b} end within {spread:.0%} on all {nb} blocks {tail}"
     won = ratio > 1
     k = int(won.sum())
     where = f"all {nb} blocks" if k == nb else f"{k} of {nb} blocks"
     span = f"{ratio[won].min():.2g}x" if k == 1 else f"{ratio[won].min():.2g}x-{ratio[won].max():.2g}x"
-    return f"{a} ends {span} lower than {b} on {where} {tail}"
+    return f"{a[:1].upper() + a[1:]} ends {span} lower than {b} on {where} {tail}"
+
+
+def shown_name(name: str) -> str:
+    """A run's name as every figure writes it (``"nesterov"`` is ``"Nesterov"``)."""
+    from ..paths.geometry import rule_name
+
+    return rule_name(name)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core import style
 from ..core.figure import headline, new_figure
-from .geometry import TAIL, BlockErrors, block_errors, blocks_finding
+from .geometry import TAIL, BlockErrors, block_errors, blocks_finding, shown_name
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -89,7 +89,7 @@ def plot_blocks(
             ax.plot(
                 errors.updates,
                 errors.errors[name][:, block],
-                **look.line(alpha=REPLICA_ALPHA if copy else 1.0, label=name, gid=f"{name}|{block}"),
+                **look.line(alpha=REPLICA_ALPHA if copy else 1.0, label=shown_name(name), gid=f"{name}|{block}"),
             )
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
