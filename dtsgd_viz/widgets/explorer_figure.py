@@ -153,7 +153,7 @@ def explorer_view(
     n = max(1, len(keys))
     # room for tick labels that change with the update, and a margin under the close-ups
     engine = cast("ConstrainedLayoutEngine", fig.get_layout_engine())  # new_figure's: constrained
-    engine.set(w_pad=0.06, rect=(0.0, BOTTOM_MARGIN, 1.0, 1.0 - BOTTOM_MARGIN))
+    engine.set(w_pad=0.1, rect=(0.0, BOTTOM_MARGIN, 1.0, 1.0 - BOTTOM_MARGIN))
     grid = fig.add_gridspec(3, 2 * n, height_ratios=[1.33, 0.09, 0.86])
     half = n  # the top row: paths on the left half, loss on the right
     ax_path = fig.add_subplot(grid[0, :half])

@@ -180,7 +180,7 @@ ROLE_LOOKS = {
     # point, a white-faced diamond there, and the iterate a white-faced pentagon (never a
     # rule's marker: a square is momentum's)
     "lookahead": Look(None, (0, (0.1, 2.2)), 1.8, "D", 7.5, zorder=4.0),
-    "iterate": Look(None, "none", 1.4, "p", 6.5, zorder=6.0),
+    "iterate": Look(None, "none", 1.4, "p", 6.0, zorder=6.0),
 }
 MINIMUM_FACE = "#F0E442"
 REMAINDER_TINT = 0.5  # how far towards white a path after the update shown is mixed
