@@ -153,8 +153,7 @@ def plot_update(
         ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE, labelpad=2)
     draw_lengths(fig.add_subplot(grid[1, :]), bars, scene.colors)
     own = [fit_box(d, scene.box, TRIES[0][0]) for d in raw]
-    small = [i for i, d in enumerate(own) if _inset_factor(d, own) is not None]
-    insets = set(small)
+    insets = {i for i, d in enumerate(own) if _too_small(d, own)}
 
     def draw_all(datas: Sequence[panel.PanelData], crowded: bool, sizes: Sequence[float]) -> float:
         cost = 0.0
@@ -281,14 +280,11 @@ def _span(data: panel.PanelData) -> float:
     return max(float(np.ptp(data.box[0])), float(np.ptp(data.box[1])))
 
 
-def _inset_factor(data: panel.PanelData, all_data: Sequence[panel.PanelData]) -> float | None:
-    """How much closer ``data``'s own box is than the shared one, when under ``INSET_BELOW``
-    of it (None: it reads at the shared zoom)."""
+def _too_small(data: panel.PanelData, all_data: Sequence[panel.PanelData]) -> bool:
+    """Whether ``data``'s own box is under ``INSET_BELOW`` of the shared one (the largest):
+    too small to read at the shared zoom, so drawn again in an inset."""
     spans = [_span(d) for d in all_data if d.box is not None]
-    if data.box is None or len(spans) < 2:
-        return None
-    shared = max(spans)
-    return shared / _span(data) if _span(data) < INSET_BELOW * shared else None
+    return data.box is not None and len(spans) > 1 and _span(data) < INSET_BELOW * max(spans)
 
 
 def _times(k: float) -> str:
