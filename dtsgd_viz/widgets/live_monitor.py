@@ -28,6 +28,7 @@ import numpy as np
 
 from ..recording.store import PartStatus, StoreReader
 from ..views.core import style
+from ..views.paths.loss import LOSS_YLABEL
 from ..views.shards.geometry import block_patches, minmax_decimate
 from ..views.text.direct import axes_height_points, leaders, spread
 from ._canvas import FigureWidget
@@ -221,7 +222,7 @@ class LiveMonitor(FigureWidget):
         for ax in (self.ax_loss, self.ax_norms):
             _frame(ax)
         self.ax_loss.set_title("loss", fontsize=style.TITLE_SIZE)
-        self.ax_loss.set_ylabel("loss (before the update)", fontsize=style.LABEL_SIZE)
+        self.ax_loss.set_ylabel(LOSS_YLABEL, fontsize=style.LABEL_SIZE)
         self.ax_norms.set_ylabel("L2 norm of the block", fontsize=style.LABEL_SIZE)
         self.norm_lines = []
         self.block_labels = []  # the blocks' names at the right ends of their lines
@@ -299,15 +300,16 @@ class LiveMonitor(FigureWidget):
         x = state.steps
         relayout |= self._set_titles(state)
         # a long run has more steps than pixel columns: each column's min and max drawn
-        self.loss_line.set_data(*minmax_decimate(x, state.loss, _columns(self.ax_loss)))
+        # the loss recorded at update k is the one before it: the loss after k - 1 updates
+        self.loss_line.set_data(*minmax_decimate(x - 1, state.loss, _columns(self.ax_loss)))
         for i, line in enumerate(self.norm_lines):
             line.set_data(*minmax_decimate(x, state.norms[:, i], _columns(self.ax_norms)))
         _scale_y(self.ax_loss, state.loss)
         _scale_y(self.ax_norms, state.norms, zeros=True)
-        for ax in (self.ax_loss, self.ax_norms):
+        for ax, xs in ((self.ax_loss, x - 1), (self.ax_norms, x)):
             ax.relim()
             ax.autoscale_view()
-            set_update_axis(ax, x)  # from update 0, to the last (by the names)
+            set_update_axis(ax, xs)  # from update 0, to the last (by the names)
         snap_log_limits(self.ax_loss)  # a labelled tick at each end of the loss axis
         ticks = tuple(_tick_texts(ax) for ax in (self.ax_loss, self.ax_norms))
         if relayout or ticks != self._ticks:  # new names, or the y tick labels changed width
@@ -322,7 +324,7 @@ class LiveMonitor(FigureWidget):
         the headline's lines changed (the layout must make room)."""
         from ..views.core.figure import headline, headline_texts
 
-        self.ax_loss.set_title("loss before each update", fontsize=style.TITLE_SIZE)
+        self.ax_loss.set_title("loss", fontsize=style.TITLE_SIZE)
         if state.blocks:
             self.ax_norms.set_title(f"‖{state.kind}‖ of each block of {state.variable!r}", fontsize=style.TITLE_SIZE)
         try:

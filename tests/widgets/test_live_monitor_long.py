@@ -59,18 +59,19 @@ def test_a_100000_step_store_is_drawn_two_points_a_pixel_column(long_store):
             status=dataclasses.replace(s.status, n_steps=STEPS - 1, closed=False),
         )
         assert monitor.poll_now() and monitor.state.n_steps == STEPS
-        for ax, lines, data in (
-            (monitor.ax_loss, [monitor.loss_line], r.loss_values[:, None]),
-            (monitor.ax_norms, monitor.norm_lines, norms),
+        # the loss recorded at update k is the loss after k - 1 updates, drawn at k - 1
+        for ax, lines, data, x in (
+            (monitor.ax_loss, [monitor.loss_line], r.loss_values[:, None], r.steps - 1),
+            (monitor.ax_norms, monitor.norm_lines, norms, r.steps),
         ):
             columns = int(np.ceil(ax.bbox.width))
             assert 200 < columns < 1000
             for d, line in enumerate(lines):
                 xs, ys = line.get_xdata(), line.get_ydata()
                 assert len(xs) <= 2 * columns + 2
-                check_envelope(r.steps, data[:, d], xs, ys, columns)
+                check_envelope(x, data[:, d], xs, ys, columns)
         loss = dict(zip(monitor.loss_line.get_xdata(), monitor.loss_line.get_ydata()))
-        assert loss[45_678] == 50.0 == monitor.ax_loss.dataLim.y1  # the spike, the limits
+        assert loss[45_677] == 50.0 == monitor.ax_loss.dataLim.y1  # the spike, the limits
         spike = dict(zip(*(monitor.norm_lines[2].get_data())))
         assert spike[61_234] == pytest.approx(1e4)
         assert monitor.ax_norms.get_ylim()[1] >= 1e4
@@ -88,7 +89,7 @@ def test_a_short_store_is_drawn_point_for_point(tmp_path):
     writer.close()
     monitor = LiveMonitor(path, start=False)
     r = StoreReader(path).read()
-    assert np.array_equal(monitor.loss_line.get_xdata(), r.steps)
+    assert np.array_equal(monitor.loss_line.get_xdata(), r.steps - 1)
     assert np.array_equal(monitor.loss_line.get_ydata(), r.loss_values)
     monitor.close()
 

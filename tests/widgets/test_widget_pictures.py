@@ -112,12 +112,17 @@ def test_live_monitor_reads_as_the_other_views(tmp_path):
         assert norm_part.startswith("the velocity's median block norm ")
         assert "lr=0.1, momentum=0.9, Nesterov" in settings
         assert "mesh x=2, y=4 (8 devices)" in settings
-        assert monitor.ax_loss.get_title() == "loss before each update"
+        assert monitor.ax_loss.get_title() == "loss"
+        assert monitor.ax_loss.get_ylabel() == "loss after k updates"
         assert monitor.ax_norms.get_title() == "‖velocity‖ of each block of 'w'"
         # the update axis starts at 0 (not at the first tick past the first update)
-        for ax in (monitor.ax_loss, monitor.ax_norms):
+        # the loss recorded at update k is the loss after k - 1 updates, drawn at k - 1
+        xs, ys = monitor.loss_line.get_data()
+        np.testing.assert_array_equal(xs, monitor.state.steps - 1)
+        np.testing.assert_array_equal(ys, monitor.state.loss)
+        for ax, last in ((monitor.ax_loss, monitor.state.steps[-1] - 1), (monitor.ax_norms, monitor.state.steps[-1])):
             lo, hi = ax.get_xlim()
-            assert lo == 0 and hi == monitor.state.steps[-1]
+            assert lo == 0 and hi == last
             assert [t for t in ax.get_xticks() if lo <= t <= hi][0] == 0
     finally:
         monitor.close()
