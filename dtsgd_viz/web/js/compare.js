@@ -180,7 +180,7 @@ function render({ model, el: root }) {
     if (q % 2 === (d.loss_ticks.length - 1) % 2) text(svg, LOSS.x - 7, LY(t) + 4, d.loss_labels[q], { "text-anchor": "end", "font-size": 10.5 });
   });
   const xTicks = el("g", {}, svg);
-  text(svg, LOSS.x + LOSS.w / 2, LOSS.y + LOSS.h + 31, "updates k", { "text-anchor": "middle", "font-size": 12 });
+  text(svg, LOSS.x + LOSS.w / 2, LOSS.y + LOSS.h + 31, "updates made (k)", { "text-anchor": "middle", "font-size": 12 });
   text(svg, LOSS.x, LOSS.y - 8, "loss − minimum after k updates (log)", { "font-size": 11.5 });
   const lossLayer = el("g", { "clip-path": `url(#${uid}-loss)`, class: "dv-losses" }, svg);
   const table = el("g", { class: "dv-table" }, svg);
