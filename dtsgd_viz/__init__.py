@@ -78,6 +78,10 @@ _LAZY = {
     "plot_timeline": "views",
     "update_timeline": "views",
     "timeline_finding": "views",
+    "plot_stale": "views",
+    "stale_grid": "views",
+    "stale_finding": "views",
+    "stale_hits": "theory.stale",
     "run": "runs",
     # tf-keras layers that keep weights sharded under DTensor
     "ShardedConv2D": "models",

@@ -15,6 +15,7 @@ from .rates.block_rates import plot_block_rates
 from .rates.modes import plot_modes
 from .shards.plot import plot_shards
 from .shards.update import plot_update_shards
+from .stale import plot_stale, stale_finding, stale_grid
 from .timeline import plot_timeline, timeline_finding, update_timeline
 from .update.plot import plot_update
 
@@ -38,6 +39,9 @@ __all__ = [
     "plot_shards",
     "plot_update",
     "plot_update_shards",
+    "plot_stale",
+    "stale_finding",
+    "stale_grid",
     "plot_timeline",
     "timeline_finding",
     "update_timeline",

@@ -293,3 +293,11 @@ VARIABLE_COLORS = (
     "#F0E442",
     "#117733",
 )
+
+# which velocity moved a shard (theory.stale's classes): the rule calm, the stale read loud
+STALE_COLORS = {
+    "rule": "#A9D6F0",
+    "stale": "#E69F00",
+    "neither": "#000000",
+    "cannot tell": "#E4E4E4",
+}

@@ -1,0 +1,138 @@
+"""``plot_stale``: one panel per run, a grid of updates (x) by devices (y), each cell
+coloured by which velocity moved that device's shard at that update (``stale_hits``):
+the rule's new one, the previous one (stale), neither, or the two cannot be told apart."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...theory.stale import CLASSES, STALE, TOL
+from ..core import style
+from ..core.figure import fit, headline, new_figure
+from .geometry import StaleGrid, stale_finding, stale_grid
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ...recording import Recording
+
+__all__ = ["plot_stale", "class_colors"]
+
+ROW_HEIGHT = 0.17  # inches per device row
+BLOCK_GAP_LW = 0.8  # white line between blocks
+VARIABLE_GAP_LW = 3.0  # white line between variables
+UPDATE_LINES_UP_TO = 40  # thin white lines between updates while cells are this few
+
+
+def class_colors() -> np.ndarray:
+    """``(len(CLASSES), 3)`` RGB of each class, from ``style.STALE_COLORS``."""
+    from matplotlib.colors import to_rgb
+
+    return np.array([to_rgb(style.STALE_COLORS[kind]) for kind in CLASSES])
+
+
+def _settings(grid: StaleGrid, runs: Mapping[str, Recording]) -> str:
+    first = next(iter(runs.values()))
+    hp = first.hyperparameters
+    lr = float(np.asarray(hp.learning_rate)[0]) if np.size(hp.learning_rate) else float("nan")
+    rule = "Nesterov" if hp.nesterov else ("momentum" if hp.momentum else "plain")
+    mesh = " x ".join(f"{d}={s}" for d, s in zip(first.mesh.dim_names, first.mesh.dim_sizes))
+    what = grid.variables[0] if len(grid.variables) == 1 else f"{len(grid.variables)} variables"
+    return f"{what} · mesh {mesh} · {rule}, lr {lr:.3g}, μ {hp.momentum:g} · rows: devices by block"
+
+
+def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray, counted: bool) -> None:
+    verdict = grid.verdicts[run]
+    steps = grid.steps[run]
+    n_rows = len(grid.rows)
+    left, right = float(steps[0]) - 0.5, float(steps[-1]) + 0.5
+    # one column per update from the first to the last: one a loss scale skipped stays blank
+    cells = np.ones((n_rows, int(steps[-1] - steps[0]) + 1, 3))
+    cells[:, steps - steps[0]] = colors[verdict]
+    ax.imshow(
+        cells,
+        aspect="auto",
+        interpolation="nearest",
+        extent=(left, right, n_rows - 0.5, -0.5),
+        gid=f"cells|{run}",
+    )
+    if len(steps) <= UPDATE_LINES_UP_TO:
+        ax.vlines(steps[:-1] + 0.5, -0.5, n_rows - 0.5, colors="white", lw=0.5)
+    for i in range(1, n_rows):
+        row, above = grid.rows[i], grid.rows[i - 1]
+        if row.variable != above.variable:
+            ax.axhline(i - 0.5, color="white", lw=VARIABLE_GAP_LW)
+        elif row.block != above.block:
+            ax.axhline(i - 0.5, color="white", lw=BLOCK_GAP_LW)
+    ax.set_xlim(left, right)
+    ax.set_ylim(n_rows - 0.5, -0.5)
+    stale, total = grid.counts(run)[STALE], grid.total(run)
+    title = f"{run}: {stale} of {total} stale" if counted else run
+    ax.set_title(title, fontsize=style.LABEL_SIZE if counted else style.TITLE_SIZE)
+    ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
+    ax.tick_params(labelsize=style.TICK_SIZE, length=2)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+
+
+def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: float = TOL) -> Figure:
+    """Where the stale velocity hits: for each run of ``runs``, which velocity moved each
+    device's shard at each update.
+
+    The numbers are ``stale_grid(runs, variable, tol)`` (``stale_hits`` of each run and
+    variable): one panel per run, updates across, one row per device, rows grouped by
+    the block they hold (replicas adjacent, thin white lines between blocks) and, with
+    ``variable=None``, by variable (thick white lines, the variable named on the right).
+    A row is labelled with its device and, at a block's first device, the block's slice.
+    Each cell has its class's colour (``style.STALE_COLORS``): moved with the new
+    velocity (the rule), with the previous one (stale), neither, or cannot tell. The
+    updates a dynamic loss scale skipped (``Recording.skipped_steps``) stay blank. The
+    title is ``stale_finding(grid)``; when that does not fit one line (three runs or
+    more, or long names) it is ``stale_finding(grid, per_run=False)`` and each panel's
+    title gives its run's count (``grid.counts(run)``).
+
+    >>> fig = dtsgd_viz.plot_stale({"default": stale, "exact_update=True": exact})  # doctest: +SKIP
+    """
+    from matplotlib.patches import Patch
+
+    grid = stale_grid(runs, variable, tol)
+    colors = class_colors()
+    n_rows = len(grid.rows)
+    fig = new_figure((style.WIDTH, 1.6 + ROW_HEIGHT * n_rows))
+    finding = stale_finding(grid)
+    counted = "\n" in fit(finding, fig.get_figwidth() * 72.0, style.SUPTITLE_SIZE, bold=True)
+    if counted:  # too long for one line: the totals above, each run's count over its panel
+        finding = stale_finding(grid, per_run=False)
+    headline(fig, finding, _settings(grid, runs))
+    axes = fig.subplots(1, len(grid.runs), sharey=True, squeeze=False)[0]
+    for ax, run in zip(axes, grid.runs):
+        _draw_panel(ax, grid, run, colors, counted)
+    for ax in axes[1:]:
+        ax.tick_params(left=False)
+    labels = [f"{row.block_name}  {row.device_name}" if row.first else row.device_name for row in grid.rows]
+    axes[0].set_yticks(range(n_rows), labels, fontsize=style.NOTE_SIZE)
+    if len(grid.variables) > 1 or variable is None:
+        centres = [np.mean(grid.variable_rows(k)) - 0.5 for k in range(len(grid.variables))]
+        names = axes[-1].secondary_yaxis("right")
+        names.set_yticks(centres, list(grid.variables), fontsize=style.LABEL_SIZE)
+        names.tick_params(length=0)
+        for spine in names.spines.values():
+            spine.set_visible(False)
+    handles = [Patch(facecolor=colors[i], edgecolor="0.6", lw=0.5, label=kind) for i, kind in enumerate(CLASSES)]
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=len(CLASSES),
+        frameon=False,
+        fontsize=style.NOTE_SIZE,
+        handlelength=1.2,
+        columnspacing=1.5,
+    )
+    return fig
