@@ -137,8 +137,9 @@ dtsgd_viz.reference.check_recording(r)
 # ## First pictures
 #
 # **The layout.** Each block of `w`, coloured by the device that holds it and labelled
-# with that device and the slice it covers; the top edge names each block column's
-# `model` coordinate on the mesh and the right edge each block row's `batch` coordinate.
+# with that device; the ticks mark the block edges, so block CPU:5 covers rows 4:8 and
+# columns 2:4 (`layout_table` lists every slice), and the axis labels name the mesh dim
+# that cuts each tensor dim.
 
 # %%
 show(dtsgd_viz.plot_layout(r, name="w"))

@@ -69,12 +69,11 @@ show(dtsgd_viz.plot_layout(b))
 # unused: the two devices of each mesh column (CPU:0 and CPU:4, CPU:1 and CPU:5, ...)
 # hold **copies** of the same 8x2 block. Copies come from the mesh, not from the tensor:
 # tensor dim 0 is simply *not sharded* (each block spans it whole), and it is the unused
-# mesh dim `batch` that makes 2 copies of every block; the figure's `mesh dims:` line says
-# so (`batch: unused -> 2 copies`). Each device's copy of its block is its **shard**, and
+# mesh dim `batch` that makes 2 copies of every block; the figure's title says so
+# (`copied over batch`). Each device's copy of its block is its **shard**, and
 # shards of one block held by several devices are **replicas** of it: here every block
 # has 2 replicas. The table groups the replicas on one row; the
-# figure's title counts them (8 devices hold 4 distinct blocks, each on 2 devices, copied
-# over `batch`), gives every block one colour and labels it with every device holding it,
+# figure's title counts them (4 distinct blocks, each on 2 devices, copied over `batch`), gives every block one colour and labels it with every device holding it,
 # and the key under it colours each device by the block it holds: devices of one colour
 # hold copies of one block.
 
@@ -110,8 +109,9 @@ for var in (b, c):
 # ## 3-D mesh: x, y, z
 #
 # On a `2 x 2 x 2` mesh a rank-3 tensor can be cut along all three dimensions. Ranks
-# 3 and 4 are drawn as small panels, one per index of the leading dimensions; the key
-# shows where each device sits on the 3-D mesh.
+# 3 and 4 are drawn as small panels, one per index of the leading dimensions. With one
+# copy per block the labels say it all; once a block has copies (next), the key under the
+# panels shows where each device sits on the 3-D mesh.
 
 # %%
 mesh_3d = dtsgd_viz.make_mesh({"x": 2, "y": 2, "z": 2})
@@ -182,9 +182,9 @@ print(dtsgd_viz.layout_table(opt.momentums[0], name="velocity of d1/kernel"))
 # Because every slot shares its parameter's layout, each device holds its block of every
 # parameter and, beside it, the same-sized block of its velocity. `memory_plan` adds that
 # up per device (in mesh device order), from the layouts alone: the table prices each
-# variable, `dtsgd_viz.plot_memory` stacks the bytes per device, slots hatched, names each
-# variable with its bytes at the right of the last bar, and marks what every device would
-# hold if nothing were sharded (the dashed line) and what sharding saves (the arrow).
+# variable, `dtsgd_viz.plot_memory` stacks the bytes per device, slots hatched, and names the
+# variables and the hatch in a legend; its title compares the fullest device with what
+# every device would hold if nothing were sharded (the printed plan's last line).
 
 # %%
 memory = dtsgd_viz.memory_plan(model)
@@ -215,22 +215,20 @@ show(dtsgd_viz.plot_layout(plan, (1024, 512), name="W"))
 # %% [markdown]
 # Sixteen blocks, four copies each, on 64 devices, and the picture still reads. Past
 # nine blocks a palette would repeat, so each block is coloured by its mesh coordinate:
-# the hue runs along `model` from red (`model=0`) through yellow, green and blue to
+# the hue runs along `model` from red (`model=0`) through orange, olive, green and blue to
 # purple (`model=15`), never wrapping round, and the lightness steps dark, mid, light
-# from one block to the next, so neighbours differ in both. Its devices are listed in
-# text, as JAX's `visualize_array_sharding` does (`CPU 0,16,32,48`: the four `data` rows
-# of one `model` column). The key is the mesh itself, each device in the colour of the
+# from one block to the next, so neighbours differ in both. Each block lists its devices
+# (`CPU:0, CPU:16, CPU:32, CPU:48`: the four `data` rows of one `model` column). The key is the mesh itself, each device in the colour of the
 # block it holds: a column of one colour is one block's four copies.
 #
 # Cut the weight both ways, `[data, model]`, and all 64 devices hold a different block.
 # Each block is again coloured by where its device sits on the mesh: the hue follows
 # `model`, as above, the lightness `data` (dark `data=0` to light `data=3`; the text is
-# white on the two dark rows, black on the light ones). Each block is labelled with the
-# id of its device (the note under the title says so: `5` is `CPU:5`), and the top and
-# right edges name each block column's `model` coordinate and each block row's `data`
-# coordinate; with one copy per block no key is needed. The tensor keeps one shape in
-# every picture of this section: 1024 rows drawn 1.5 times as tall as 512 columns are
-# wide (true to 2:1 would not leave the 16 columns room for their labels).
+# white on the two dark rows, black on the light ones). Each block is labelled with
+# its device, turned along the tall block; with one copy per block no key is needed. The
+# tensor keeps one shape in every picture of this section: 1024 rows drawn about 1.9
+# times as tall as 512 columns are wide (true to 2:1 would not leave the 16 columns room
+# for their labels).
 
 # %%
 both = LayoutSpec(("data", "model"), plan.mesh)
@@ -247,7 +245,7 @@ print(dtsgd_viz.memory_plan({"W": ((1024, 512), "float32", plan)}))
 #
 # `LayoutExplorer` does all of the above interactively: pick for each tensor dim a mesh
 # dim or `unsharded`, and it redraws the blocks, the devices holding each, the copies
-# and the bytes per device (the lines under it: parameter and velocity). Hover a block
+# and the bytes per device (the italic line over it: parameter and velocity). Hover a block
 # for its devices, its slice of `W`, its replica group and its bytes; hover a device in
 # the mesh for the block it holds. An impossible choice (a size the mesh dim does not
 # divide, one mesh dim for two tensor dims) is explained in its place. The notebook

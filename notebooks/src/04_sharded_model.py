@@ -154,13 +154,17 @@ for label, sharded in (("data parallel", False), ("kernels sharded over model", 
 
 # %% [markdown]
 # Measured and predicted agree exactly. The mesh, with each all-reduce's groups drawn
-# (devices joined by a line reduce together), for the data-parallel model:
+# (devices joined by a line reduce together: a line is one group, not a chain of
+# neighbour-to-neighbour sends), and under each panel what its bytes serve, for the
+# data-parallel model:
 
 # %%
 show(dtsgd_viz.plot_communication(traffic["data parallel"][1]))
 
 # %% [markdown]
-# and for the model-sharded one, where activation collectives along `model` appear:
+# and for the model-sharded one, where activation collectives along `model` appear (the
+# all-reduce of the hidden layer's output, whose kernel is sharded over `model`; a
+# prediction from layouts alone cannot see it, only `dtsgd_viz.communication(step)` can):
 
 # %%
 show(dtsgd_viz.plot_communication(traffic["kernels sharded over model"][1]))

@@ -1,5 +1,5 @@
-"""``plot_memory``: a variable whose stack is a few pixels tall on the last bar is named
-and says it is too thin to see; the names' leaders cross no spine."""
+"""``plot_memory``: the y axis fits the bars, so even the smallest variable's stack on a
+bar is tall enough to see, and the legend names every variable and the slots' hatch."""
 
 import matplotlib
 
@@ -21,35 +21,20 @@ def _plan():
     )
 
 
-def test_a_stack_too_thin_to_see_says_so_beside_its_name():
-    fig = plot_memory(_plan())
+def test_every_variable_is_tall_enough_to_see_and_named_in_the_legend():
+    plan = _plan()
+    fig = plot_memory(plan)
     ax = fig.axes[0]
     fig.draw_without_rendering()
     r = fig.canvas.get_renderer()
-    notes = {
-        t.get_gid()[len("segment-thin-") :]: t for t in ax.texts if (t.get_gid() or "").startswith("segment-thin-")
-    }
-    names = {
-        t.get_gid()[len("segment-label-") :]: t for t in ax.texts if (t.get_gid() or "").startswith("segment-label-")
-    }
-    assert set(notes) == set(names)
-    shown = {k for k, t in notes.items() if t.get_visible()}
-    assert shown == {"d2/bias"}  # 4 B + 4 B of a ~870 B axis: about 2 px
-    # thin in pixels: its bars on the last device under 4 px tall together
-    h = sum(
-        p.get_window_extent(r).height
-        for p in ax.patches
-        if p.get_gid() in ("param-d2/bias", "slot-d2/bias") and abs(p.get_x() + p.get_width() / 2 - 7) < 0.01
-    )
-    assert 0 < h < 4.0
-    note, name = notes["d2/bias"], names["d2/bias"]
-    assert note.get_text() == "(too thin to see)"
-    a, b = name.get_window_extent(r), note.get_window_extent(r)
-    assert b.x0 > a.x1 and abs((a.y0 + a.y1) / 2 - (b.y0 + b.y1) / 2) < 1.0  # beside it, level
-    assert b.x1 <= fig.bbox.width  # inside the figure
-    for other, t in names.items():
-        assert other == "d2/bias" or not b.overlaps(t.get_window_extent(r))
-    # the leaders run out past the axes: no right spine for them to cross
-    assert not ax.spines["right"].get_visible() and not ax.spines["top"].get_visible()
-    leaders = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("segment-leader")]
-    assert leaders and all(ln.get_xdata()[0] < 1 < ln.get_xdata()[-1] for ln in leaders)
+    for e in plan.entries:  # on the last device: parameter and slot together
+        parts = [
+            p
+            for p in ax.patches
+            if p.get_gid() in (f"param-{e.name}", f"slot-{e.name}") and abs(p.get_x() + p.get_width() / 2 - 7) < 0.01
+        ]
+        assert sum(p.get_height() for p in parts) == e.bytes_per_device[7]  # the axis is in bytes here
+        assert sum(p.get_window_extent(r).height for p in parts) >= 6.0, e.name  # 4 B + 4 B: once about 2 px
+    assert [p.get_hatch() for p in ax.patches if p.get_gid() == "slot-d2/bias"] == ["///"] * 8
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == [e.name for e in sorted(plan.entries, key=lambda e: -e.bytes_per_device.max())] + ["velocity slot"]

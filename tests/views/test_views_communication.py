@@ -17,6 +17,7 @@ from dtsgd_viz import CommunicationReport, LayoutSpec, MeshSpec, communication_p
 from dtsgd_viz.recording.communication import Collective  # noqa: E402
 from dtsgd_viz.recording.memory import format_bytes  # noqa: E402
 from dtsgd_viz.views import plot_communication  # noqa: E402
+from dtsgd_viz.views.core.figure import headline_texts  # noqa: E402
 from dtsgd_viz.views.mesh.communication_geometry import communication_geometry, device_positions  # noqa: E402
 from dtsgd_viz.views.mesh.traffic import headline, mesh_groups, serves_lines, traffic_items  # noqa: E402
 
@@ -77,16 +78,16 @@ def test_groups_are_the_devices_differing_only_along_the_dims(dims, sizes, axes)
 
 
 def test_devices_sit_on_the_mesh_grid():
-    centres, facets, _ = device_positions(MESH)
+    centres, rows, extent = device_positions(MESH)
     np.testing.assert_allclose(centres, [(d % 4 + 0.5, d // 4 + 0.5) for d in range(8)])
-    assert facets == ()
+    assert rows == ((0.5, "batch=0"), (1.5, "batch=1")) and extent == (4.0, 2.0)
     m3 = MeshSpec.create({"x": 2, "y": 2, "z": 2})
-    centres, facets, _ = device_positions(m3)
-    assert [f.title for f in facets] == ["x=0", "x=1"]
-    for d in range(8):
+    centres, rows, _ = device_positions(m3)
+    assert [s for _, s in rows] == ["x=0, y=0", "x=0, y=1", "x=1, y=0", "x=1, y=1"]
+    at = dict(rows)
+    for d in range(8):  # columns: the last mesh dim; rows: the dims before it, in mesh order
         x, y, z = np.unravel_index(d, (2, 2, 2))
-        fx, fy, fw, fh = facets[x].rect
-        np.testing.assert_allclose(centres[d], (fx + z + 0.5, fy + y + 0.5))
+        assert centres[d][0] == z + 0.5 and at[centres[d][1]] == f"x={x}, y={y}"
 
 
 def test_a_plan_predicts_shard_bytes_along_the_unused_batch_dim():
@@ -98,7 +99,7 @@ def test_a_plan_predicts_shard_bytes_along_the_unused_batch_dim():
     pic = communication_geometry(plan)
     (panel,) = pic.panels
     assert panel.mesh_dims == ("batch",) and panel.bytes_per_device == total
-    assert panel.title == f"along batch: {format_bytes(total)} per device"
+    assert panel.title == "along batch"  # the bytes are the headline's
     assert [frozenset(g.devices) for g in panel.groups] == truth_groups((2, 4), (0,))
     for g in panel.groups:  # straight: neighbours on the grid
         assert g.path == tuple(tuple(pic.centres[d]) for d in g.devices) and not g.closed
@@ -156,17 +157,13 @@ def test_the_figure_draws_each_group_and_its_bytes():
     pic = communication_geometry(rep)
     grads = sum(c.bytes_per_device for c in rep.collectives if c.serves == "gradient")
     model = 32 * 10 * 4 + 2048
-    assert fig.texts[0].get_text().replace("\n", " ") == (
+    assert headline_texts(fig)[0].replace("\n", " ") == (
         f"Each update moves {format_bytes(grads)} per device along batch, "
         f"{format_bytes(model)} along model, 4 B along batch × model"
     )
     panels = [ax for ax in fig.axes if ax.get_gid().startswith("panel-")]
-    titles = {t.get_gid(): t.get_text() for t in fig.texts}
-    assert [titles[f"panel-title-{k}"] for k in range(3)] == [
-        f"along batch: {format_bytes(grads)} per device",
-        f"along model: {format_bytes(model)} per device",
-        "along batch × model: 4 B per device",
-    ]
+    titles = {f"serves-{k}": ax.get_xlabel() for k, ax in enumerate(panels)}
+    assert [ax.get_title(loc="left") for ax in panels] == ["along batch", "along model", "along batch × model"]
     assert "activation gradient: 2\u00a0KiB (1\u00a0all-gather)" in titles["serves-1"]
     centres = {p.get_gid(): p.center for p in panels[0].patches if isinstance(p, Circle)}
     np.testing.assert_allclose(
@@ -223,14 +220,14 @@ def test_a_3d_mesh_reaches_across_facets_without_overlap():
     mids = {tuple(np.round(g.path[len(g.path) // 2], 6)) for g in panel.groups}
     assert len(mids) == 4  # no two groups drawn on the same curve
     fig = plot_communication(rep)
-    assert sorted(t.get_text() for t in fig.axes[0].texts if t.get_gid() == "facet-title") == ["x=0", "x=1"]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["x=0, y=0", "x=0, y=1", "x=1, y=0", "x=1, y=1"]
 
 
 def test_nothing_moves_and_bad_input():
     unsplit = MeshSpec.create({"batch": 1, "model": 4})
     plan = communication_plan({"w": ((8, 8), "float32", L("batch", "model", mesh=unsplit))})
     fig = plot_communication(plan)
-    assert fig.texts[0].get_text() == ("Each update all-reduces no gradient: the batch is not split over devices")
+    assert headline_texts(fig)[0] == "Each update all-reduces no gradient: the batch is not split over devices"
     assert not fig.axes[0].lines
     with pytest.raises(TypeError, match="Expected a CommunicationPlan .* Received: MemoryPlan"):
         plot_communication(memory_plan(mlp(False)))
@@ -239,9 +236,11 @@ def test_nothing_moves_and_bad_input():
 def test_draws_into_a_given_figure():
     fig = Figure()
     out = plot_communication(communication_plan(mlp(False)), fig=fig, title="data parallel")
-    assert out is fig and fig.texts[0].get_text() == "data parallel"
+    assert out is fig and headline_texts(fig)[0] == "data parallel"
     full = sum(math.prod(s) * 4 for s in SHAPES.values())
-    assert f"along batch: {format_bytes(full)} per device" in [t.get_text() for t in fig.texts]
+    serves = fig.axes[0].get_xlabel().splitlines()
+    nb = format_bytes(full).replace(" ", "\u00a0")
+    assert serves[:2] == ["mesh dim model", f"gradients of 4 variables: {nb}"]  # the bytes, under the panel
 
 
 def test_the_headline_is_the_house_one_and_the_figure_has_no_empty_band():
@@ -269,7 +268,7 @@ def test_the_headline_is_the_house_one_and_the_figure_has_no_empty_band():
     note = next(t for t in fig.texts if t.get_gid() == "note").get_window_extent(r)
     above = [
         t.get_window_extent(r)
-        for t in [*fig.texts, *(x for ax in fig.axes for x in [ax.xaxis.label, *ax.get_xticklabels()])]
+        for t in [*fig.texts, *(x for ax in fig.axes for x in [ax.xaxis.label, *ax.get_xticklabels(), *ax.texts])]
         if t.get_text() and t.get_gid() != "note"
     ]
     gap = min(b.y0 for b in above) - note.y1
@@ -285,5 +284,5 @@ def test_the_figure_names_what_its_lines_mean():
     plan = communication_plan({"w": ((8, 16), "float32", LayoutSpec(("unsharded", "model"), mesh))})
     fig = plot_communication(plan)
     note = next(t for t in fig.texts if t.get_gid() == "note").get_text()
-    assert "lines: each joins one group of devices that all-reduce together" in " ".join(note.split())
+    assert note.endswith("; a line joins each group of devices that all-reduce together")
     assert any(ln.get_gid().startswith("group-") for ln in fig.axes[0].lines)

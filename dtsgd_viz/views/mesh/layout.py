@@ -33,8 +33,8 @@ from ...recording.recording import Recording, VariableRecord
 from ...specs import LayoutSpec
 from ..core.figure import axes_size_inches, root_figure
 from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, SUBTITLE_COLOR, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE, TITLE_SIZE
-from .layout_geometry import LayoutPicture, Panel, block_looks, layout_picture
-from .layout_labels import jax_devices, short_finding, slice_text
+from .layout_geometry import MeshKey, Panel, block_looks, layout_picture
+from .layout_labels import device_forms, short_finding, slice_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -119,17 +119,15 @@ def plot_layout(
     title: str | None = None,
     note: str | None = None,
 ) -> Figure:
-    """The global tensor cut into the block each device holds, coloured by device.
+    """The global tensor cut into the block each device holds, coloured by block.
 
-    Each block is labelled with every device holding it (replicas grouped; a strip of
-    device colours under a replicated block); axes name the mesh dim sharding each
-    tensor dim. Under it, a key of the devices on the mesh shows where the copies of
-    each block live; with one copy per block the key would repeat the panel, so the
-    panel names each block row's and column's mesh coordinate instead (right, top).
-    Ranks 3 and 4 get one small panel per index of the leading dims.
-    ``note`` is added to the italic note under the subtitle (``LayoutExplorer`` gives the
-    bytes per device). Returns a ``matplotlib.figure.Figure`` (the figure ``ax`` is in when ``ax``
-    is given, also through a ``SubFigure``; ``ax`` works for ranks 1 and 2).
+    Each block is labelled with every device holding it; the axes name the mesh dim
+    sharding each tensor dim. With copies, a key of the devices on the mesh, each in its
+    block's colour, shows where the copies live. Ranks 3 and 4 get one small panel per
+    index of the sharded leading dims. The title is ``layout_labels.finding_text`` (the
+    counts ``layout_table`` prints); ``note`` joins the one-line note under the subtitle
+    (``LayoutExplorer`` gives the bytes per device). Returns the ``Figure`` (the one
+    ``ax`` is in when given: rank 1 or 2, its blocks named in a legend beside it).
 
     >>> from dtsgd_viz import LayoutSpec, MeshSpec, plot_layout
     >>> mesh = MeshSpec.create({"batch": 2, "model": 4})
@@ -145,50 +143,43 @@ def plot_layout(
                 f"{shape} of rank {len(shape)}; leave ax out to get a faceted figure."
             )
         fig = root_figure(ax)
-        panel_w, panel_h = axes_size_inches(ax)
-        pic = layout_picture(shape, layout, name=name, title=title, panel_size=(panel_w, panel_h))
-        _draw_panel(ax, pic, pic.panels[0])
+        pic = layout_picture(shape, layout, name=name, title=title, panel_size=axes_size_inches(ax))
+        _draw_panel(ax, pic.panels[0])
         prefix = f"{name + ' ' if name else ''}{shape}"
         ax.set_title(title or short_finding(pic.geometry, prefix), fontsize=TITLE_SIZE)
-        looks, geom = block_looks(pic.geometry), pic.geometry
+        geom = pic.geometry
         handles = [
-            Patch(facecolor=c, hatch=hatch or None, label="".join(jax_devices(geom.replica_groups[g], pic.names)))
-            for g, (c, hatch) in enumerate(looks)
+            Patch(facecolor=c, hatch=h or None, label=device_forms(geom.replica_groups[g], pic.names)[1])
+            for g, (c, h) in enumerate(block_looks(geom))
         ]
+        rows = max(1, int(axes_size_inches(ax)[1] * 72 / 15) - 1)
         ax.legend(
             handles=handles,
-            title="blocks: devices holding them",
             fontsize=NOTE_SIZE,
-            title_fontsize=NOTE_SIZE,
             loc="upper left",
             bbox_to_anchor=(1.01, 1.0),
             frameon=False,
-            ncol=math.ceil(len(handles) / max(1, int(panel_h * 72 / 15) - 1)),
+            ncol=math.ceil(len(handles) / rows),
         )
         return fig
     pic = layout_picture(shape, layout, name=name, title=title, note=note)
     fig = Figure(figsize=pic.figsize, dpi=DPI)
     fw, fh = pic.figsize
-    fig.text(
-        0.5, 1 - 0.15 / fh, pic.title, ha="center", va="top", fontsize=SUPTITLE_SIZE, fontweight="bold", linespacing=1.2
-    )
-    top = 0.15 + (pic.title.count("\n") + 1) * 1.25 * SUPTITLE_SIZE / 72 + 0.08
+    fig.text(0.5, 1 - 0.12 / fh, pic.title, ha="center", va="top", fontsize=SUPTITLE_SIZE, fontweight="bold")
     fig.text(
         0.5,
-        1 - top / fh,
+        1 - 0.42 / fh,
         pic.subtitle,
         ha="center",
         va="top",
         fontsize=SUBTITLE_SIZE,
-        linespacing=1.3,
         color=SUBTITLE_COLOR,
         gid="subtitle",
     )
     if pic.note:
-        top += (pic.subtitle.count("\n") + 1) * 1.3 * 1.2 * SUBTITLE_SIZE / 72 + 0.06
         fig.text(
             0.5,
-            1 - top / fh,
+            1 - 0.68 / fh,
             pic.note,
             ha="center",
             va="top",
@@ -199,102 +190,59 @@ def plot_layout(
         )
     for panel in pic.panels:
         left, bottom, w, h = panel.box
-        _draw_panel(fig.add_axes((left / fw, bottom / fh, w / fw, h / fh)), pic, panel)
+        _draw_panel(fig.add_axes((left / fw, bottom / fh, w / fw, h / fh)), panel)
     if pic.key is not None:
-        _draw_key(fig, pic)
+        _draw_key(fig, pic.key, pic.figsize)
     return fig
 
 
-def _draw_panel(ax, pic: LayoutPicture, panel: Panel):
-    faceted = bool(panel.index)
+def _cell(ax, rect, color, hatch, gid, lw) -> None:
+    ax.add_patch(
+        Rectangle(rect[:2], *rect[2:], facecolor=color, edgecolor="white", linewidth=lw, hatch=hatch or None, gid=gid)
+    )
+
+
+def _on(color, hatch):
+    """On a hatched cell the text sits on a chip of the cell's plain colour."""
+    return dict(boxstyle="square,pad=0.15", facecolor=color, edgecolor="none") if hatch else None
+
+
+def _draw_panel(ax, panel: Panel) -> None:
+    small = bool(panel.index)
     for b in panel.blocks:
-        ax.add_patch(
-            Rectangle(
-                b.rect[:2],
-                *b.rect[2:],
-                facecolor=b.color,
-                edgecolor="white",
-                linewidth=1.5,
-                hatch=b.hatch or None,
-                gid=f"block-{b.group}",
-            )
-        )
-        if not b.label:
-            continue
-        x, y = b.label_xy
-        # on a hatched block the text sits on a chip of the block's plain colour
-        chip = dict(boxstyle="square,pad=0.15", facecolor=b.color, edgecolor="none") if b.hatch else None
-        ax.text(
-            x,
-            y,
-            b.label,
-            ha="center",
-            va="bottom" if b.detail else "center",
-            rotation=b.rotation,
-            fontsize=b.fontsize,
-            color=b.text_color,
-            linespacing=1.1,
-            bbox=chip,
-            gid=f"label-{b.group}",
-        )
-        if b.detail:
+        _cell(ax, b.rect, b.color, b.hatch, f"block-{b.group}", 1.5)
+        if b.label:
+            x, y, w, h = b.rect
             ax.text(
-                x,
-                y,
-                b.detail,
+                x + w / 2,
+                y + h / 2,
+                b.label,
                 ha="center",
-                va="top",
-                fontsize=max(NOTE_SIZE, b.fontsize - 1),
+                va="center",
+                rotation=b.rotation,
+                fontsize=b.fontsize,
                 color=b.text_color,
-                alpha=0.85,
-                bbox=chip,
-                gid=f"slices-{b.group}",
+                linespacing=1.1,
+                bbox=_on(b.color, b.hatch),
+                gid=f"label-{b.group}",
             )
     ax.set_xlim(*panel.xlim)
     ax.set_ylim(*panel.ylim)
     ax.set_xticks(panel.xticks)
     ax.set_yticks(panel.yticks)
-    ax.tick_params(labelsize=NOTE_SIZE if faceted else TICK_SIZE, length=3)
-    ax.set_xlabel(panel.xlabel, fontsize=TICK_SIZE if faceted else LABEL_SIZE)
-    ax.set_ylabel(panel.ylabel, fontsize=TICK_SIZE if faceted else LABEL_SIZE)
+    ax.tick_params(labelsize=NOTE_SIZE if small else TICK_SIZE, length=3)
+    ax.set_xlabel(panel.xlabel, fontsize=TICK_SIZE if small else LABEL_SIZE)
+    ax.set_ylabel(panel.ylabel, fontsize=TICK_SIZE if small else LABEL_SIZE)
     if panel.title:
         ax.set_title(panel.title, fontsize=TICK_SIZE, family="monospace")
-    _draw_coords(ax, panel)
 
 
-def _draw_coords(ax, panel: Panel):
-    """Each block column's / row's mesh coordinate on the top / right (one-copy layouts,
-    where these replace the mesh key)."""
-    for which, coords in (("top", panel.xcoords), ("right", panel.ycoords)):
-        if not coords:
-            continue
-        sec = (ax.secondary_xaxis if which == "top" else ax.secondary_yaxis)(which)
-        sec.set_gid(f"mesh-coords-{which}")
-        sec.set_ticks([t for t, _ in coords], [s for _, s in coords], fontsize=NOTE_SIZE)
-        sec.tick_params(length=0, pad=2)
-        if which == "top" and panel.xcoord_label:
-            sec.set_xlabel(panel.xcoord_label, fontsize=NOTE_SIZE)
-
-
-def _draw_key(fig, pic: LayoutPicture):
-    key, (fw, fh) = pic.key, pic.figsize
-    assert key is not None  # drawn only for a picture with a mesh key
-    left, bottom, w, h = key.box
+def _draw_key(fig, key: MeshKey, figsize) -> None:
+    (fw, fh), (left, bottom, w, h) = figsize, key.box
     ax = fig.add_axes((left / fw, bottom / fh, w / fw, h / fh), gid="mesh-key")
     for c in key.cells:
-        ax.add_patch(
-            Rectangle(
-                c.rect[:2],
-                *c.rect[2:],
-                facecolor=c.color,
-                edgecolor="white",
-                linewidth=1.0,
-                hatch=c.hatch or None,
-                gid=f"key-{c.device}",
-            )
-        )
+        _cell(ax, c.rect, c.color, c.hatch, f"key-{c.device}", 1.0)
         if c.label:
-            chip = dict(boxstyle="square,pad=0.1", facecolor=c.color, edgecolor="none") if c.hatch else None
             ax.text(
                 c.rect[0] + 0.5,
                 c.rect[1] + 0.5,
@@ -303,7 +251,7 @@ def _draw_key(fig, pic: LayoutPicture):
                 va="center",
                 fontsize=c.fontsize,
                 color=c.text_color,
-                bbox=chip,
+                bbox=_on(c.color, c.hatch),
                 gid=f"key-label-{c.device}",
             )
     ax.set_xlim(*key.xlim)

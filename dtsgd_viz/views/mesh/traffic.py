@@ -22,7 +22,6 @@ moves along which mesh dims and what for::
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -31,9 +30,8 @@ from ...recording.communication import CommunicationPlan, CommunicationReport
 from ...recording.memory import format_bytes
 from ...specs import MeshSpec
 
-# Okabe & Ito, one per mesh dim in mesh order; sets of two or more dims take the next ones.
-# Okabe-Ito, without the blue and vermilion that mean momentum and Nesterov in every
-# other view
+# Okabe-Ito, one per mesh dim in mesh order, without the blue and vermilion that mean
+# momentum and Nesterov in every other view; sets of two or more dims take COMBO_COLORS
 DIM_COLORS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 COMBO_COLORS = ("#882255", "#117733", "#332288", "#999933")
 ACTIVATION_NOTE = (
@@ -132,17 +130,10 @@ def totals(mesh: MeshSpec, items: Sequence[Item]) -> dict[tuple[str, ...], int]:
 
 def dim_color(mesh: MeshSpec, dims: Iterable[str]) -> str:
     """One colour per mesh dim; a set of dims its own (by its mesh-order bitmask)."""
-    dims = tuple(dims)
-    if not dims:
-        return "#888888"
-    if len(dims) == 1:
-        return DIM_COLORS[mesh.dim_names.index(dims[0]) % len(DIM_COLORS)]
-    n = len(mesh.dim_names)
-    combos = sorted(
-        (c for r in range(2, n + 1) for c in itertools.combinations(range(n), r)), key=lambda c: sum(1 << i for i in c)
-    )
-    k = combos.index(tuple(mesh.dim_names.index(d) for d in dims))
-    return COMBO_COLORS[k % len(COMBO_COLORS)]
+    index = [mesh.dim_names.index(d) for d in dims]
+    if len(index) <= 1:
+        return DIM_COLORS[index[0] % len(DIM_COLORS)] if index else "#888888"
+    return COMBO_COLORS[sum(1 << i for i in index) % len(COMBO_COLORS)]
 
 
 def dims_text(dims: Sequence[str]) -> str:
@@ -183,8 +174,7 @@ def settings_text(obj: CommunicationPlan | CommunicationReport) -> str:
         n = len(obj.entries)
         return (
             f"predicted from the layouts{src}: {n} variable{'s' * (n != 1)} on {mesh}, "
-            f"batch split over {', '.join(obj.batch_dims) or 'no mesh dim'}; per device: "
-            "its shard of each gradient (a ring all-reduce sends about twice that)"
+            f"batch split over {', '.join(obj.batch_dims) or 'no mesh dim'}"
         )
     kinds = {}
     for c in obj.collectives:
