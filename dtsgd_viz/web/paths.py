@@ -286,11 +286,12 @@ class PathExplorer(BrowserWidget):
         self._recordings, self._surface, self._name = recordings, surface, name
 
     def snapshot_png(self) -> bytes:
-        """The still picture of the update shown (``plot_paths`` without close-ups), for
-        readers that run no scripts."""
-        from ..views.paths.plot import plot_paths
+        """The still picture of the update shown (``widgets.explorer_figure.explorer_still``:
+        the paths, the loss, the headline at that update and every run's close-up on one
+        zoom), for readers that run no scripts."""
+        from ..widgets.explorer_figure import explorer_still
 
-        fig = plot_paths(self._recordings, self._surface, int(self.update), name=self._name, zoom=False)
+        fig = explorer_still(self._recordings, self._surface, int(self.update), name=self._name)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=style.DPI)
         return buf.getvalue()

@@ -3,9 +3,10 @@
 At the paths panel's scale most updates are a few pixels long (Nesterov's, once it
 runs along the valley, are 1/30 of the view), so the explorer shows every run's
 update up close under the paths, redrawn for each update the slider shows: each
-term a thick arrow tip to tail with its true length, Nesterov's look-ahead point,
-and the zoom factor over the paths panel (``views.update.panel``); the dotted box
-on the paths says where each close-up is. One grid, no subfigures: the paths row
+term a thick arrow tip to tail at its true length, Nesterov's look-ahead point, every
+run on one zoom and a run too small at it inset closer (``views.update.zoom``, as
+``plot_update`` draws them), the zoom said in the one-line caption; the dotted box on
+the paths says where each close-up is. One grid, no subfigures: the paths row
 and the close-up row share the figure's width, the caption sits between them.
 """
 
@@ -38,6 +39,8 @@ from ..views.paths.plot import draw_paths
 from ..views.paths.scene import settings_line
 from ..views.paths.titles import path_title, short_arrows
 from ..views.update import geometry as upd
+from ..views.update import panel as update_panel
+from ..views.update.zoom import draw_inset, shared_zoom, zoom_caption
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -58,6 +61,8 @@ __all__ = [
     "CLOSE_UP_CAPTION",
     "explorer_view",
     "draw_close_up",
+    "draw_close_ups",
+    "explorer_still",
     "close_up_title",
     "tidy_loss_axis",
     "update_finding",
@@ -73,12 +78,7 @@ __all__ = [
 ]
 
 CLOSE_UP_SIZE = (style.WIDTH, 8.3)  # headline, paths and loss, caption, a close-up per run
-CLOSE_UP_CAPTION = (
-    "Bold: each path up to its ring at update {k}, side by side where they share a leg; "
-    "thin: after it. "
-    "Below: each run's update {k} up close,\n×N closer than the paths (its dotted box "
-    "there): μ·v in the run's colour, then −lr·g in its light tint, tip to tail, with their lengths"
-)
+CLOSE_UP_CAPTION = "Below: update {k}, {zoom}"  # one line; {zoom}: ``views.update.zoom.zoom_caption``
 CAPTION_SIZE = style.TICK_SIZE  # the caption's type: over style.NOTE_SIZE, the smallest allowed
 MIN_BOX_PX = 22.0  # a close-up's box on the paths is drawn at least this many pixels wide
 CALLOUT_GAPS = (3.0, 6.0, 10.0, 16.0, 24.0, 34.0, 46.0, 60.0, 78.0, 100.0)  # px off its box
@@ -126,9 +126,14 @@ def _suptitle(fig: Figure) -> Text | None:
     return fig._suptitle  # pyright: ignore[reportAttributeAccessIssue]  # matplotlib's stubs omit Figure._suptitle
 
 
-def explorer_caption(update: int) -> str:
-    """The caption between the paths and the close-ups at ``update``."""
-    return CLOSE_UP_CAPTION.format(k=int(update))
+def explorer_caption(update: int, zoom: str = "every panel on one zoom, arrows at their true length") -> str:
+    """The one-line caption between the paths and the close-ups at ``update``; ``zoom``
+    the close-ups' zoom in words (``views.update.zoom.zoom_caption``).
+
+    >>> explorer_caption(20, "every panel ×33 closer than the paths")
+    'Below: update 20, every panel ×33 closer than the paths'
+    """
+    return CLOSE_UP_CAPTION.format(k=int(update), zoom=zoom)
 
 
 def explorer_view(
@@ -204,7 +209,6 @@ def explorer_view(
         ha="center",
         va="center",
         gid="caption",
-        linespacing=1.3,
     )
     ax_path.set_xlabel(ax_path.get_xlabel(), labelpad=1.0)
     return _named(view)
@@ -482,7 +486,8 @@ def _trim_close_up(ax, key) -> None:
 
 def draw_close_up(scene: PathScene, art: PathArtists, key: str, data: PanelData) -> None:
     """Redraw ``key``'s close-up at ``data`` (``path_frames.draw_zoom``: the panel and its
-    box on the paths), titled by ``close_up_title``, with only the path's last segments."""
+    box on the paths), titled by ``close_up_title``, with only the path's last segments.
+    ``draw_close_ups`` draws every run's on one zoom."""
     draw_zoom(scene, art, key, data)
     _trim_close_up(art.zoom_axes[key], key)
     if data.box is not None:
@@ -494,6 +499,57 @@ def draw_close_up(scene: PathScene, art: PathArtists, key: str, data: PanelData)
         )
 
 
+def draw_close_ups(scene: PathScene, art: PathArtists, panels: Mapping[str, PanelData]) -> None:
+    """Redraw every run's close-up at ``panels`` (``{config: PanelData}``) on one zoom,
+    as ``plot_update`` does (``views.update.zoom.shared_zoom``): each box the size of the
+    largest, arrows at their true length, a run too small at that zoom drawn again closer
+    in an inset and unnamed in its panel; the caption says the zoom in one line."""
+    if not panels:
+        return
+    own, shared, insets = shared_zoom(panels, scene.box)
+    styles = update_panel.run_styles(scene.coords)
+    for key, data in shared.items():
+        ax = art.zoom_axes[key]
+        for child in list(ax.child_axes):  # the inset of the update shown before
+            child.remove()
+        draw_close_up(scene, art, key, data)
+        if key in insets:
+            for t in [t for t in ax.texts if (t.get_gid() or "").startswith("zoom-label:")]:
+                t.remove()  # named in no panel too small to name it in: its inset shows it
+            draw_inset(ax, scene, own[key], data, styles[key])
+        update_panel.keep_labels_inside(ax)
+    if art.caption is not None:
+        update = next(iter(panels.values())).update
+        art.caption.set_text(explorer_caption(update, zoom_caption(scene.box, own, shared, insets)))
+
+
+def explorer_still(
+    recordings: Recording | Mapping[str, Recording], surface: Surface, step: int, *, name: str | None = None
+) -> Figure:
+    """The explorer's picture at update ``step``, drawn once with no widget (the still of
+    ``web.PathExplorer`` for readers that run no scripts): the paths and the loss, the
+    headline ``findings(..., upto=step).headline()`` (``update_finding``) and, where the
+    recordings give the update's terms, every run's close-up on one zoom
+    (``draw_close_ups``). Returns the ``Figure``."""
+    from ..views.paths.frames import panel_at
+
+    recs = recordings if isinstance(recordings, Mapping) else {"recording": recordings}
+    arrows = all(upd.why_no_arrows(r) is None for r in recs.values() if hasattr(r, "kinds"))
+    view = explorer_view(recordings, surface, step, name=name, arrows=arrows, zoom=True, note=None)
+    scene, art = view.scene, view.artists
+    assert view.update is not None  # step was given: draw_paths drew it
+    index = {k: int(np.flatnonzero(np.asarray(r.steps) == view.update)[0]) for k, r in scene.recordings.items()}
+    if art.zoom_axes:
+        draw_close_ups(scene, art, {k: panel_at(scene, k, index[k], True) for k in art.zoom_axes})
+        assert art.title is not None  # draw_scene titles the paths panel
+        show_arrows(scene, art, view.update, art.title.get_text())
+    view.figure.draw_without_rendering()  # the layout, once: then the close-ups' names kept inside, the callouts placed
+    for ax in art.zoom_axes.values():
+        update_panel.keep_labels_inside(ax)
+    follow_headline(view.figure, scene, art, view.update, update_finding(scene, next(iter(index.values()))))
+    return view.figure
+
+
 def headline_parts(fig: Figure, art: PathArtists) -> list[Text]:
     """The texts ``follow_headline`` changes: the headline and the boxes' callouts."""
     title = _suptitle(fig)
@@ -501,12 +557,11 @@ def headline_parts(fig: Figure, art: PathArtists) -> list[Text]:
 
 
 def follow_headline(fig: Figure, scene: PathScene, art: PathArtists, update: int, text: str) -> None:
-    """After the close-ups were drawn at ``update``: their boxes' callouts, the caption
-    and the headline (``text``, ``update_finding``); a ring on the star shows it through."""
+    """After the close-ups were drawn at ``update`` (``draw_close_ups``, which also sets
+    the caption): their boxes' callouts and the headline (``text``, ``update_finding``);
+    a ring on the star shows it through."""
     open_rings_on_star(art)
     if art.zoom_axes:
         place_callouts(scene, art)
-        if art.caption is not None:
-            art.caption.set_text(explorer_caption(update))
     if _suptitle(fig) is not None and text:
         set_finding(fig, text)

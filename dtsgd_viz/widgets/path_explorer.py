@@ -27,7 +27,7 @@ from ..views.update import geometry as upd
 from ..views.update import panel
 from ._canvas import FigureWidget
 from .explorer_figure import (
-    draw_close_up,
+    draw_close_ups,
     explorer_view,
     follow_headline,
     headline_parts,
@@ -413,9 +413,7 @@ class PathExplorer(FigureWidget):
             q = art.arrows[key]
             q.set_offsets([tail])
             q.set_UVC([uv[0]], [uv[1]])
-        for key, data in frame.panels.items():
-            if key in art.zoom_axes:
-                draw_close_up(scene, art, key, data)
+        draw_close_ups(scene, art, {k: d for k, d in frame.panels.items() if k in art.zoom_axes})
         follow_headline(self.figure, scene, art, frame.update, frame.finding)
         move_loss_dots(art, frame.loss_markers)
         assert art.step_line is not None  # draw_scene drew the loss panel's update line

@@ -86,8 +86,10 @@ show(dtsgd_viz.plot_paths(recordings, surface, step=5))
 # Nesterov the look-ahead $\mu v_{new}$ then $-\eta g$, with the look-ahead point where
 # $g$ was taken. Tip to tail, the arrows end on the next recorded point ("after"). Every
 # panel has the same zoom and every arrow its true length, so the lengths compare by eye;
-# plain SGD's step is too small to read at that zoom, so an inset draws it again closer
-# (it says how much). The bars under the panels give each term's length, as `findings`
+# plain SGD's and Nesterov's steps are too small to read at that zoom, so an inset draws
+# each again closer (it says how much; the caption says both). A key under the bars names
+# the marks: the ring before the update, the dot after it, Nesterov's look-ahead point
+# (where g was taken) and its iterate p − μ·v_prev. The bars under the panels give each term's length, as `findings`
 # prints them. Momentum's
 # $\mu v_{prev}$ carries it far up the valley wall; Nesterov's $\mu v_{new}$ already
 # holds this update's gradient, so its step is several times shorter.
@@ -270,8 +272,9 @@ dtsgd_viz.web.CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # wall to wall (the saw-tooth of its loss, right). At the scale of the paths most of
 # these updates are a few pixels long, so under the loss each run's update is drawn up
 # close, all three at one scale (their boxes are dotted on the paths), with its terms as
-# arrows at their true length; the bars under them give the lengths of μ·v, −lr·g and of
-# the whole step on one axis. At update 20 momentum's step is several times Nesterov's.
+# arrows at their true length; a run too small to read at that scale is drawn again
+# closer in an inset. In the browser, bars under them give the lengths of μ·v, −lr·g and
+# of the whole step on one axis. At update 20 momentum's step is several times Nesterov's.
 #
 # Your browser draws this explorer from numbers the notebook computed once, so it works
 # without a kernel too: on the documentation site, the slider, Play, hover (a point of a

@@ -5,9 +5,9 @@ PathExplorer at tutorial 03's updates 20 and 1 (the dashboard's step-through sta
 and the last frame of the docs' GIF (``gif_last_frame``).
 
 Tutorial 03's updates: 1 (v_prev = 0: Nesterov's iterate and look-ahead point coincide,
-μ·v_prev is zero), 2 and 9 (short gradient terms drawn longer, dashed), 5 (the
-tutorial's close-up: momentum's −lr·g folds back over μ·v_prev, both last arrows drawn
-longer), 20 (folding back, late in the valley), 30 (small steps near the minimum).
+μ·v_prev is zero), 2 and 9 (short gradient terms), 5 (the tutorial's close-up: momentum's
+−lr·g folds back over μ·v_prev), 20 (folding back, late in the valley), 30 (small steps
+near the minimum).
 The figures are drawn once; the tests only read them.
 """
 
@@ -78,30 +78,3 @@ def gif_last_frame():
     anim._func(frames[-1])
     anim._fig.canvas.draw()
     return anim, anim._fig
-
-
-@functools.cache
-def folded_panel(lean=0.002):
-    """A synthetic fold: Nesterov's panel of tutorial 03's update 20 redrawn with its
-    chain replaced by μ·v_new and a −lr·g turning straight back over 60% of it
-    (``lean`` of its length sideways): ``(figure, axes, chain)``, drawn."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from dtsgd_viz.views.core import style
-    from dtsgd_viz.views.paths.frames import panel_at
-    from dtsgd_viz.views.paths.scene import build_scene
-    from dtsgd_viz.views.update import panel as update_panel
-
-    scene = build_scene(tutorial_03(), SURFACE, None)
-    data = panel_at(scene, "nesterov", 20, True)
-    (_, tail, first), _ = data.chain
-    back = -0.6 * first + lean * np.array([-first[1], first[0]])
-    chain = (("lookahead", tail, first), ("gradient", tail + first, back))
-    data = update_panel.panel_data("nesterov", data.update, scene.coords["nesterov"], 20, chain, None, scene.box)
-    fig, ax = plt.subplots(figsize=(4.0, 4.0), dpi=style.DPI)
-    update_panel.draw_update_panel(
-        ax, scene, data, scene.colors["nesterov"], update_panel.run_styles(scene.coords)["nesterov"], name_marks=True
-    )
-    fig.canvas.draw()
-    return fig, ax, chain

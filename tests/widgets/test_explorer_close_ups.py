@@ -1,6 +1,7 @@
 """PathExplorer's close-ups: at every update the slider shows, each run's update is
-drawn up close, its terms long enough to see, and the figure stays a notebook
-column wide with nothing cut off at its edges."""
+drawn up close, every run on one zoom with its terms at their true length (a run too
+small there seen in its inset), and the figure stays a notebook column wide with
+nothing cut off at its edges."""
 
 import matplotlib
 import numpy as np
@@ -12,6 +13,7 @@ from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views.core import style
 from dtsgd_viz.views.core.figure import headline_texts
 from dtsgd_viz.views.paths.geometry import rule_name
+from dtsgd_viz.views.update import geometry as upd
 from dtsgd_viz.widgets import PathExplorer
 from dtsgd_viz.widgets.explorer_figure import (
     CLOSE_UP_SIZE,
@@ -70,15 +72,16 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
                 {"lookahead" if CONFIGS[key]["nesterov"] else "momentum"} if CONFIGS[key]["momentum"] else set()
             )
             assert terms == want, (u, key, terms)
-            labels = {t.get_gid(): t.get_text() for t in ax.texts}
-            for gid, px in lengths.items():  # seen, or a zero term (update 1's μ·v_prev) said so
-                term = gid.split(":")[2]
-                assert px >= MIN_PX or (px == 0 and labels[f"zoom-label:{key}:{term}"].endswith("= 0")), (
-                    u,
-                    key,
-                    lengths,
-                    labels,
-                )
+            # true length: each arrow's pixels are its recorded term's length at the panel's scale
+            per_unit = ax.bbox.width / np.ptp(ax.get_xlim())
+            (rec,) = [recs[key]]
+            i = list(rec.steps).index(u)
+            chain = upd.arrow_chain(upd.decompose_update(rec, "w", i), explorer.view.scene.plane)
+            for term, _, uv in chain:
+                assert lengths[f"zoom-arrow:{key}:{term}"] == pytest.approx(np.hypot(*uv) * per_unit, rel=1e-6)
+            # the update is seen: its longest arrow in the panel, or in the inset of a run too small
+            seen = max(screen_lengths(ax.child_axes[0], f"zoom-arrow:{key}:").values()) if ax.child_axes else 0
+            assert max(max(lengths.values()), seen) >= MIN_PX, (u, key, lengths, seen)
             # the dotted box on the paths is where the close-up looks: centred on its view,
             # holding it, and at least MIN_BOX_PX on screen (a x50 box is a few pixels)
             box = art.zoom_boxes[key]
@@ -101,7 +104,9 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
             assert all(len(c.get_segments()) <= TRAIL_KEEP for c in trail)
             assert not any(ln.get_visible() for ln in ax.lines if ln.get_gid() == f"zoom-path:{key}")
             assert ax.get_title().startswith(f"{rule_name(key)} · zoom ×")
-        assert f"update {u}" in art.caption.get_text()
+        assert f"update {u}," in art.caption.get_text() and "\n" not in art.caption.get_text()
+        spans = [np.ptp(ax.get_xlim()) for ax in art.zoom_axes.values()]
+        assert max(spans) == pytest.approx(min(spans), rel=1e-9)  # one zoom
         assert art.title.get_text().startswith(f"Update {u}:")
         # the headline says who is lowest after this update: by the mean loss after the
         # last updates up to it (numpy on the recorded parameters), as findings(upto=u) says it
@@ -336,3 +341,20 @@ def test_at_tutorial_03s_update_20_no_label_covers_a_path(tutorial_03):
     assert max(paths) < z["minimum"] < min(rings)
     assert z["minimum"] < min(b.get_zorder() for b in art.zoom_boxes.values())
     assert z["minimum"] < min(t.get_zorder() for t in labels)
+
+
+@pytest.mark.slow
+def test_the_still_shows_the_update_its_headline_and_the_close_ups_on_one_zoom(recs):
+    """``explorer_still`` (``web.PathExplorer``'s still): its headline is the printed
+    ``findings(upto=u).headline()``, its close-ups share one zoom, the caption says it."""
+    from dtsgd_viz.widgets.explorer_figure import explorer_still
+
+    fig = explorer_still(recs, ROTATED, 7)
+    headline = " ".join(headline_texts(fig)[0].split())
+    assert headline == " ".join(dtsgd_viz.findings(recs, ROTATED, upto=7).headline().split())
+    close = [ax for ax in fig.axes if any((ln.get_gid() or "").startswith("zoom-position:") for ln in ax.lines)]
+    assert len(close) == len(recs)
+    spans = [np.ptp(ax.get_xlim()) for ax in close]
+    assert max(spans) == pytest.approx(min(spans), rel=1e-9)
+    (caption,) = [t for t in fig.findobj(matplotlib.text.Text) if t.get_gid() == "caption"]
+    assert caption.get_text().startswith("Below: update 7, every panel ×") and "\n" not in caption.get_text()

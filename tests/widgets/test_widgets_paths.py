@@ -142,10 +142,10 @@ def test_tracks_are_the_update_decomposition(recs):
 
 def zoom_chain(w, key):
     """The thick arrows of ``key``'s zoomed panel: ``{term: (tail, uv)}``, ``uv`` the
-    true term (an arrow drawn longer to be seen says by how much: ``magnified``)."""
+    true term (every arrow is drawn at its true length)."""
     ax = w.view.artists.zoom_axes[key]
     return {
-        q.get_gid().split(":")[2]: (np.asarray(q.get_offsets()[0]), np.array([q.U[0], q.V[0]]) / q.magnified)
+        q.get_gid().split(":")[2]: (np.asarray(q.get_offsets()[0]), np.array([q.U[0], q.V[0]]))
         for q in ax.collections
         if (q.get_gid() or "").startswith("zoom-arrow:")
     }

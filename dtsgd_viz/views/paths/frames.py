@@ -101,8 +101,7 @@ class PathArtists:
 
 ZOOM_CAPTION = (
     "Each run's update up close: μ·v in the run's colour, then −lr·g in its light tint, "
-    "tip to tail (lengths in parameter units;\nzoom ×N: N times closer than the paths "
-    "panel, its dotted box there; an arrow too short to see is drawn longer, dashed, and says so)"
+    "tip to tail at their true length;\nzoom ×N: N times closer than the paths panel, its dotted box there"
 )
 ARROW_CAPTION = "arrows: μ·v in the run's colour, then −lr·g in its light tint, tip to tail"
 REST_CAPTION = (

@@ -1,28 +1,24 @@
-"""Drawing one optimizer's update up close: the panel per run of ``plot_update`` (and of
-``plot_paths(zoom=True)`` under its paths), and the styles that keep runs apart where
-their paths coincide.
-
-The geometry (arrow chain, look-ahead points, the zoom box, the fading trail) comes
-from ``path_geometry`` and ``update_geometry``; this module only draws it. A panel is redrawn from scratch
-for each update (``draw_update_panel`` clears the axes), so the explorer widget and
-the animation call the same function as ``plot_paths``.
+"""Drawing one optimizer's update up close: the panel per run of ``plot_update``, of
+``plot_paths(zoom=True)``, the explorer and the GIF. The geometry (arrow chain, look-ahead
+points, zoom box, fading trail) comes from ``views.paths.geometry`` and
+``views.update.geometry``; this module draws it once: each arrow at its true length
+(``fit_arrows``), named once beside the middle of its shaft on the outer side of the
+chain's turn (``label_spots``, pure numpy). ``draw_update_panel`` clears the axes first,
+so the explorer and the animation redraw a panel for every update.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core import style
-from ..core.figure import canvas_renderer
 from ..paths import geometry as geo
-from . import arrows as arr
-from . import fold, marks
 from . import geometry as upd
-from . import labels as lab
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -30,6 +26,55 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from ..paths.scene import PathScene
+
+# ---- the arrows as drawn: true length, each shaft thin enough that its direction reads ----
+
+SHAFT, HEAD_WIDTH, HEAD_LENGTH, HEAD_AXIS = 0.024, 3.0, 3.4, 3.0  # quiver's shape, in shaft widths
+SHAFT_HEADS = 2.0  # a shaft at least this many of its head lengths: the direction reads
+THIN = 0.18 / ((1.0 + SHAFT_HEADS) * HEAD_LENGTH) / 1.3  # the thinnest shaft (an arrow 0.14 of the panel long)
+FOLD = np.cos(np.radians(120.0))  # an arrow turning back more than 120° lies along the one before
+FOLD_THIN = 0.55  # ... and is drawn this much thinner than it (the other shows round it)
+FOLD_FLOOR = 0.45 * SHAFT  # but no thinner than this
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DrawnArrow:
+    """One term as drawn: from its ``tail`` along ``uv`` (the true vector), ``width`` a
+    fraction of the panel's width (quiver's ``width``)."""
+
+    term: str
+    tail: np.ndarray
+    uv: np.ndarray
+    width: float
+
+
+def fit_arrows(chain: Iterable[tuple[str, ArrayLike, ArrayLike]], span: float) -> list[DrawnArrow]:
+    """The arrows ``chain`` (``[(term, tail, uv)]``, ``geometry.arrow_chain``) as a
+    close-up ``span`` wide (data units) draws them, at their true length: each as wide
+    as ``SHAFT`` or narrower so its shaft is ``SHAFT_HEADS`` heads long, never narrower
+    than ``THIN``; an arrow turning back over the one before (``FOLD``) at most
+    ``FOLD_THIN`` of that one's width (not under ``FOLD_FLOOR``).
+
+    >>> a, b = fit_arrows([("momentum", np.zeros(2), np.array([1.0, 0.0])),
+    ...                    ("gradient", np.array([1.0, 0.0]), np.array([0.0, 0.01]))], 2.0)
+    >>> a.width == SHAFT, b.width == THIN, b.uv.tolist()
+    (True, True, [0.0, 0.01])
+    """
+    out: list[DrawnArrow] = []
+    span = float(span) if span and np.isfinite(span) else 1.0
+    for term, tail, uv in chain:
+        tail, uv = np.asarray(tail, np.float64), np.asarray(uv, np.float64)
+        n = float(np.hypot(*uv))
+        if not (np.isfinite(n) and n > 0):  # zero or not finite: kept as it is
+            out.append(DrawnArrow(term, tail, uv, SHAFT))
+            continue
+        width = max(THIN, min(SHAFT, n / span / ((1.0 + SHAFT_HEADS) * HEAD_LENGTH)))
+        before = out[-1].uv if out else np.zeros(2)
+        if float(before @ uv) < FOLD * n * float(np.linalg.norm(before)):
+            width = max(min(FOLD_FLOOR, width), min(width, FOLD_THIN * out[-1].width))
+        out.append(DrawnArrow(term, tail, uv, float(width)))
+    return out
+
 
 TINT = 0.55  # how far towards white the gradient term's colour is mixed
 
@@ -93,48 +138,11 @@ def panel_data(
         pts.append(tip)
     if nesterov is not None:
         pts += list(nesterov)
-    box = centre_content(upd.zoom_box(pts, main_box, min_frac=PANEL_MIN), pts, coords[: index + 1])
+    box = upd.zoom_box(pts, main_box, min_frac=PANEL_MIN)
     return PanelData(key, int(update), position, tuple(chain), nesterov, np.asarray(coords[: index + 1]), box)
 
 
 PANEL_MIN = 0.005  # of the paths panel: the smallest box (zoom ×200), so a tiny update fills its panel
-KEEP_IN = 0.15  # of a box: how far inside it the update's points stay when it is moved
-
-
-def centre_content(
-    box: geo.Box | None, must: ArrayLike, trail: ArrayLike, segments: int = 2, keep: float = KEEP_IN
-) -> geo.Box | None:
-    """``box`` moved (same size) so what the panel draws, the points ``must`` and the
-    part of the path ``trail`` (its last ``segments`` legs) inside it, sits in its middle
-    along both axes (the explorer keeps two legs of the path), while ``must`` stays ``keep``
-    of the box inside it: an update whose
-    path arrives from one side leaves no empty band on the other.
-
-    >>> b = centre_content(((0.0, 4.0), (0.0, 4.0)), [(1.0, 2.0), (3.0, 2.0)], [(2.0, -9.0), (1.0, 2.0)])
-    >>> [tuple(round(v, 2) for v in r) for r in b]
-    [(0.0, 4.0), (-0.92, 3.08)]
-    """
-    if box is None:
-        return box
-    must = np.asarray(must, np.float64).reshape(-1, 2)
-    must = must[np.all(np.isfinite(must), axis=1)]
-    path = np.asarray(trail, np.float64).reshape(-1, 2)[-segments - 1 :]
-    if not len(must):
-        return box
-    lo_b, hi_b = np.array([box[0][0], box[1][0]]), np.array([box[0][1], box[1][1]])
-    span = hi_b - lo_b
-    t = np.linspace(0.0, 1.0, 25)[:, None]
-    samples = np.concatenate([a + t * (b - a) for a, b in zip(path[:-1], path[1:])]) if len(path) > 1 else must
-    samples = samples[np.all(np.isfinite(samples), axis=1)]
-    # moved once: the path a move brings in would pull it on and on
-    inside = samples[np.all((samples >= lo_b) & (samples <= hi_b), axis=1)]
-    content = np.concatenate([must, inside])
-    shift = (content.min(axis=0) + content.max(axis=0)) / 2 - (lo_b + hi_b) / 2
-    low = must.max(axis=0) + keep * span - hi_b  # the least shift keeping ``must`` inside
-    high = must.min(axis=0) - keep * span - lo_b  # the most
-    shift = np.where(low <= high, np.clip(shift, low, high), 0.0)
-    lo_b, hi_b = lo_b + shift, hi_b + shift
-    return ((float(lo_b[0]), float(hi_b[0])), (float(lo_b[1]), float(hi_b[1])))
 
 
 def fade_rgba(color: ColorType, n: int, half_life: float = 4.0) -> np.ndarray:
@@ -173,92 +181,40 @@ def draw_update_panel(
     run_style: Mapping[str, Any],
     equal_aspect: bool = True,
     *,
-    label_size: float | None = None,
-    smaller: Iterable[float] = (style.TICK_SIZE,),
     avoid_path: bool = True,
-    name_marks: bool = False,
     whole_path: bool = True,
-    crowded: bool = False,
-    true_length: bool = False,
     labels: bool = True,
-    lengths: bool = True,
-    _flip: float = 1.0,
-) -> float:
-    """Clear ``ax`` and draw one run's update ``data`` there: thick arrows tip to tail
-    (each shaft at least two heads long, ``update_arrows.fit_arrows``), each named on a
-    leader line with its true length, the zoom factor in the title.
-    ``label_size``: the labels' type size in points (None: ``style.LABEL_SIZE``, the
-    size of labels on the data; ``plot_update``'s bigger panels pass more), or the
-    largest of ``smaller`` where nothing fits at that size. ``name_marks``: the ring,
-    the dot and the fading path are named on the data too ("before", "after", "path so
-    far"; ``crowded``: only "before" and "after", and Nesterov's ring only by its
-    look-ahead name); ``whole_path``: the run's whole path drawn faintly underneath. The labels
-    keep off every arrow, mark, leader and each other, inside the axes, and off the
-    path's last segments and Nesterov's dotted line (``update_labels``), measured on the
-    axes as they are now: draw again after the figure's layout changes.
-    ``avoid_path`` is kept for callers; the path is always avoided. ``true_length``:
-    every arrow at its true length, never drawn longer (``fit_arrows(stretch=False)``:
-    panels on one zoom); ``labels=False``: no names at all (an update too small to
-    name at this zoom, named in its inset); ``lengths=False``: the arrows' names without
-    their lengths (a chart beside says them, in all the parameters). Returns how much
-    the labels still cross (``update_labels.Placed.cost``; under ``HARD / 2``: nothing)."""
-    from matplotlib import patheffects
-
+) -> None:
+    """Clear ``ax`` and draw one run's update ``data`` there: the loss contours, the path
+        so far fading, the position before the update (a ring), the terms as thick arrows
+        tip to tail at their true length (``fit_arrows``) ending on the point after
+        it (a dot), Nesterov's iterate and look-ahead point, and each arrow's name
+        (``TERM_SHORT``) beside its shaft; the title names the run, the update and the zoom
+        over the paths panel. ``whole_path``: the run's whole path drawn faintly underneath;
+        ``labels=False``: no names (an inset). ``avoid_path`` is accepted for callers and
+        changes nothing. The names are kept inside the axes as laid out now
+    (``keep_labels_inside``): call it again once a figure's layout has moved them."""
     _clear(ax)
     if data.box is None:
         ax.set_title(
             f"{geo.rule_name(data.key)}: update {data.update} (non-finite)", fontsize=style.TITLE_SIZE, color=color
         )
-        return 0.0
+        return
     _frame_panel(ax, data, color, equal_aspect, upd.zoom_factor(scene.box, data.box))
-    ax.apply_aspect()  # the box as drawn: the labels are placed in its pixels
     _draw_surroundings(ax, scene, data, color, run_style, whole_path)
-    outline = [patheffects.withStroke(linewidth=2.5, foreground="white")]
-    arrows = _draw_chain(ax, data, color, _flip, stretch=not true_length)
-    if not labels:
-        if data.nesterov is not None:
-            _draw_lookahead(ax, data, color)
-        return 0.0
-    names = _arrow_labels(ax, data, arrows, lengths)
-    if data.nesterov is not None:  # held to their sides: the arrows' names fit round them
-        names += _draw_lookahead(ax, data, color, name_marks and not crowded)
-    if name_marks:
-        names += marks.mark_labels(ax, data, arrows, _radius, trail=not crowded)
-    placed = lab.place(
-        ax,
-        names,
-        _obstacles(ax, data, arrows),
-        color=color,
-        outline=outline,
-        fontsize=style.LABEL_SIZE if label_size is None else float(label_size),
-        smaller=smaller,
-    )
-    if placed.cost >= lab.HARD / 2 and _flip > 0 and any(a.shift is not None for a in arrows):
-        return draw_update_panel(
-            ax,
-            scene,
-            data,
-            color,
-            run_style,
-            equal_aspect,
-            label_size=label_size,
-            smaller=smaller,
-            name_marks=name_marks,
-            whole_path=whole_path,
-            crowded=crowded,
-            true_length=true_length,
-            lengths=lengths,
-            _flip=-1.0,
-        )  # an arrow drawn aside: the other side
-    return placed.cost
+    arrows = _draw_chain(ax, data, color)
+    if data.nesterov is not None:
+        _draw_lookahead(ax, data, color)
+    if labels:
+        _name_arrows(ax, data, arrows, color)
+        keep_labels_inside(ax)
 
 
 def _draw_surroundings(
     ax: Axes, scene: PathScene, data: PanelData, color: ColorType, run_style: Mapping[str, Any], whole_path: bool = True
 ) -> None:
     """The loss contours in the zoom box, the whole path faintly (``whole_path``), the
-    fading trail up to the update and the position before it (a ring, in every rule's
-    panel)."""
+    fading trail up to the update and the position before it (a ring)."""
     from matplotlib.collections import LineCollection
 
     assert data.box is not None  # drawn only round a box
@@ -301,28 +257,18 @@ LOOKAHEAD_MARK: dict[str, Any] = dict(
     marker=style.ROLE_LOOKS["lookahead"].marker, ms=style.ROLE_LOOKS["lookahead"].ms, mfc="white", mew=1.6, ls="none"
 )
 NEXT_Z = 6.9  # the point an update reaches: under the arrows, the last head points at it
+ARROW_Z = 7.0  # the arrows: over the marks, under the look-ahead diamond (10)
+LABEL_Z = 9.0  # the arrows' names, in a white halo: over the arrows they sit beside
 
 
-def _draw_chain(
-    ax: Axes, data: PanelData, color: ColorType, flip: float = 1.0, stretch: bool = True
-) -> list[arr.DrawnArrow]:
-    """The terms as thick arrows tip to tail, each shaft at least two heads long
-    (``update_arrows.fit_arrows``: thinner, or drawn longer and dashed), each drawn over
-    the one after it (an arrow folding back starts under the head before it, which shows
-    whole; one folding straight back is drawn a few pixels aside, ``update_fold``), and the
-    point the update reaches: under the last head when the arrow ends there, over the
-    shaft when the last arrow is drawn longer or aside (its drawn tip is not the update's
-    end). Returns the ``DrawnArrow`` list."""
+def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]:
+    """The terms as thick arrows tip to tail at their true length, each drawn over the
+    one after it, and the point the update reaches, under the last head. Returns the
+    ``DrawnArrow`` list."""
     assert data.box is not None  # drawn only round a box
-    span = float(np.ptp(data.box[0]))
-    arrows = arr.fit_arrows(data.chain, span, stretch)  # one folding straight back is drawn aside
-    arrows = [dataclasses.replace(a, shift=s) for a, s in zip(arrows, fold.shifts(ax, arrows, flip))]
+    arrows = fit_arrows(data.chain, float(np.ptp(data.box[0])))
     for i, a in enumerate(arrows):
-        tc, z = term_color(a.term, color), ARROW_Z + 0.1 * (len(arrows) - i)
-        moved: dict[str, Any] = {} if a.shift is None else dict(transform=fold.transform(ax, a.shift))
-        if a.shift is not None:  # joined to the true tip before it
-            fold.draw(ax, a, a.shift, tc, z - 0.01, f"zoom-connector:{data.key}:{a.term}")
-        q = ax.quiver(
+        ax.quiver(
             [a.tail[0]],
             [a.tail[1]],
             [a.uv[0]],
@@ -330,74 +276,137 @@ def _draw_chain(
             angles="xy",
             scale_units="xy",
             scale=1.0,
-            color=tc,
+            color=term_color(a.term, color),
             width=a.width,
-            headwidth=arr.HEAD_WIDTH,
-            headlength=arr.HEAD_LENGTH,
-            headaxislength=arr.HEAD_AXIS,
+            headwidth=HEAD_WIDTH,
+            headlength=HEAD_LENGTH,
+            headaxislength=HEAD_AXIS,
             edgecolor=color,
             linewidth=1.0,
-            zorder=z,
+            zorder=ARROW_Z + 0.1 * (len(arrows) - i),
             gid=f"zoom-arrow:{data.key}:{a.term}",
-            linestyle=(0, (4.0, 2.0)) if a.dashed else "-",
-            **moved,
         )
-        setattr(q, "magnified", a.factor)  # noqa: B010  # our own mark on the Quiver: how much longer it is drawn
     if arrows:
-        tip = arrows[-1].tail + arrows[-1].true_uv
-        hidden = arrows[-1].dashed or arrows[-1].shift is not None  # else under the last head
-        z = NEXT_Z if not hidden else ARROW_Z + 0.1 * (len(arrows) + 1)
-        ax.plot([tip[0]], [tip[1]], "o", ms=6, color=color, mec="white", mew=1.0, zorder=z, gid=f"zoom-next:{data.key}")
+        tip = arrows[-1].tail + arrows[-1].uv
+        ax.plot(
+            [tip[0]], [tip[1]], "o", ms=6, color=color, mec="white", mew=1.0, zorder=NEXT_Z, gid=f"zoom-next:{data.key}"
+        )
     return arrows
 
 
-ARROW_Z = 7.0  # the arrows: over the labels (6.5) and the marks, under the look-ahead diamond (10)
+LABEL_GAP = 4.0  # points between an arrow's shaft and its name
 
 
-def _length(x: float) -> str:
-    return f"{x:.2g}" if x >= 1e-3 else f"{x:.1e}"
+def label_spots(chain: Sequence[tuple[str, ArrayLike, ArrayLike]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``[(anchor, side)]``, one per arrow of ``chain`` (``[(term, tail, uv)]``): its
+    name sits beside the middle of its shaft (``anchor``), towards the unit vector
+    ``side``, perpendicular to it on the outer side of the chain's turn, so two names
+    never face each other across the corner; a lone arrow's name on the side away from
+    nothing, its left. A zero arrow's name sits above its tail.
 
-
-def _arrow_labels(ax: Axes, data: PanelData, arrows: list[arr.DrawnArrow], lengths: bool = True) -> list[lab.Label]:
-    """Each arrow's name and true length (``update_labels.Label``), anchored at the
-    middle of its shaft (clear of its head, so the leader meets the shaft)."""
-    assert data.box is not None  # drawn only round a box
+    >>> spots = label_spots([("m", (0, 0), (1.0, 0.0)), ("g", (1, 0), (0.0, 1.0))])   # a left turn
+    >>> [(a.tolist(), s.round(3).tolist()) for a, s in spots]
+    [([0.5, 0.0], [0.0, -1.0]), ([1.0, 0.5], [1.0, 0.0])]
+    """
+    vecs = [np.asarray(uv, np.float64) for _, _, uv in chain]
+    nonzero = [v for v in vecs if np.all(np.isfinite(v)) and np.hypot(*v) > 0]
+    turn = 0.0
+    for u, v in zip(nonzero, nonzero[1:]):
+        turn += float(u[0] * v[1] - u[1] * v[0])
     out = []
-    span = float(np.ptp(data.box[0])) or 1.0
-    for a in arrows:
-        length = float(np.hypot(*a.true_uv))
-        text = f"{upd.TERM_SHORT[a.term]}  {_length(length)}" if lengths else upd.TERM_SHORT[a.term]
-        if a.dashed:
-            text += f"\n(drawn ×{a.factor:.0f} longer)" if a.factor >= 9.5 else f"\n(drawn ×{a.factor:.1f} longer)"
-        elif length == 0:
-            text = f"{upd.TERM_SHORT[a.term]} = 0"
-        drawn = float(np.hypot(*a.uv))  # the anchor: the middle of the shaft as seen
-        mid = (a.covered + 0.5 * max(0.0, drawn - a.head(span) - a.covered)) / drawn if drawn > 0 else 0.5
-        if a.dashed and a is not arrows[-1]:  # the next arrow starts at its true tip: name the part before
-            mid = 0.5 / a.factor
-        after = arrows[arrows.index(a) + 1] if a is not arrows[-1] else None
-        if after is not None and after.covered > 0 and drawn > 0:  # the next folds back over this one:
-            bare = drawn + float(after.uv @ a.uv) / drawn  # name the part it leaves bare
-            if bare > 2 * a.head(span):
-                mid = min(mid, 0.5 * bare / drawn)
-        half = 0.5 * a.width * ax.bbox.width  # pixels: the leader leaves its own shaft
-        own = half + lab.GAP + 4.0
-        if length == 0:  # a zero arrow's name points at the ring it sits in
-            half = own = max(own, _radius(RING_MS, style.ROLE_LOOKS["current"].lw + 0.2, ax) + 2.0)
-        at = a.tail + mid * a.uv + fold.data_shift(ax, a.tail, a.shift)  # on the shaft as drawn
-        out.append(lab.Label(text, at, f"zoom-label:{data.key}:{a.term}", a.term != "gradient", own=own, under=half))
+    for (_, tail, _), v in zip(chain, vecs):
+        tail = np.asarray(tail, np.float64)
+        n = float(np.hypot(*v)) if np.all(np.isfinite(v)) else 0.0
+        if n == 0:
+            out.append((tail, np.array([0.0, 1.0])))
+            continue
+        left = np.array([-v[1], v[0]]) / n
+        out.append((tail + v / 2, -left if turn > 0 else left))
     return out
 
 
-def _draw_lookahead(ax: Axes, data: PanelData, color: ColorType, before: bool = False) -> list[lab.Label]:
-    """Nesterov's classical iterate, the dotted line of μ·v_prev from it to the
-    look-ahead point where g was taken (the parameter, in its ring); returns their
-    labels, placed with the arrows' (``update_labels.place``); ``before``: the
-    look-ahead point's label names the ring too (it is the parameter before the update)."""
-    assert data.nesterov is not None and data.box is not None  # drawn only for a Nesterov update, round a box
-    it, la = data.nesterov
+def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color: ColorType) -> None:
+    """Each arrow's name (``TERM_SHORT``; ``= 0`` for a zero term) beside its shaft, at
+    ``label_spots``, in a white halo: one text per arrow, drawn once. A name that would
+    cover the one before it (two short arrows) goes further out along its side, clear
+    of it (their sizes estimated, ``text.direct.text_size``)."""
     from matplotlib import patheffects
 
+    from ..text.direct import text_size
+
+    outline = [patheffects.withStroke(linewidth=2.5, foreground="white")]
+    to_pt = lambda p: ax.transData.transform(p) * 72.0 / ax.figure.dpi  # noqa: E731
+    span = float(np.ptp(data.box[0])) if data.box else 1.0
+    taken: list[tuple[float, float, float, float]] = []
+    for a, (anchor, side) in zip(arrows, label_spots([(a.term, a.tail, a.uv) for a in arrows])):
+        zero = not float(np.hypot(*a.uv)) > 0
+        text = upd.TERM_SHORT[a.term] + (" = 0" if zero else "")
+        d = to_pt(anchor + side * 1e-3 * span) - to_pt(anchor)  # the side as seen, in points
+        d = d / (float(np.hypot(*d)) or 1.0)
+        off = (0.5 * a.width * ax.bbox.width * 72.0 / ax.figure.dpi + LABEL_GAP) if not zero else RING_MS / 2 + 2.0
+        ha = "left" if d[0] > 0.35 else "right" if d[0] < -0.35 else "center"
+        va = "bottom" if d[1] > 0.35 else "top" if d[1] < -0.35 else "center"
+        w, h = text_size(text, style.LABEL_SIZE)
+        at = to_pt(anchor)
+        for _ in range(12):  # out along its side, a few points at a time, until clear
+            x, y = at + off * d
+            x0 = x - w if ha == "right" else x if ha == "left" else x - w / 2
+            y0 = y - h if va == "top" else y if va == "bottom" else y - h / 2
+            box = (x0 - 1, y0 - 1, x0 + w + 1, y0 + h + 1)
+            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
+                break
+            off += h / 2
+        taken.append(box)
+        ax.annotate(
+            text,
+            anchor,  # pyright: ignore[reportArgumentType]  # stubs: xy is any (x, y) pair, an array too
+            xytext=(float(off * d[0]), float(off * d[1])),
+            textcoords="offset points",
+            ha=ha,
+            va=va,
+            fontsize=style.LABEL_SIZE,
+            fontweight="normal" if a.term == "gradient" else "bold",
+            color=color,
+            zorder=LABEL_Z,
+            path_effects=outline,
+            gid=f"zoom-label:{data.key}:{a.term}",
+            annotation_clip=False,
+            in_layout=False,
+        )
+
+
+def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
+    """Slide each arrow name of ``ax`` (gid ``zoom-label:``) from the spot
+    ``_name_arrows`` gave it back inside the axes where it sticks out, by as many points
+    as it does (measured once, on the figure as laid out now: called again after the
+    layout moved the axes, it starts from that spot again)."""
+    from ..core.figure import canvas_renderer
+
+    renderer = canvas_renderer(ax.figure)
+    frame = ax.get_window_extent(renderer)
+    k = 72.0 / ax.figure.dpi
+    for t in ax.texts:
+        if not (t.get_gid() or "").startswith("zoom-label:"):
+            continue
+        x, y = _SPOT.setdefault(t, t.xyann)  # pyright: ignore[reportAttributeAccessIssue]  # an Annotation's offset
+        t.xyann = (x, y)  # pyright: ignore[reportAttributeAccessIssue]
+        b = t.get_window_extent(renderer)
+        dx = max(0.0, frame.x0 + pad - b.x0) - max(0.0, b.x1 - frame.x1 + pad)
+        dy = max(0.0, frame.y0 + pad - b.y0) - max(0.0, b.y1 - frame.y1 + pad)
+        if dx or dy:
+            t.xyann = (x + dx * k, y + dy * k)  # pyright: ignore[reportAttributeAccessIssue]
+
+
+_SPOT: weakref.WeakKeyDictionary[Any, tuple[float, float]] = weakref.WeakKeyDictionary()  # each name's own offset
+
+
+def _draw_lookahead(ax: Axes, data: PanelData, color: ColorType) -> None:
+    """Nesterov's classical iterate and the dotted line of μ·v_prev from it to the
+    look-ahead point where g was taken (the parameter, in its ring)."""
+    from matplotlib import patheffects
+
+    assert data.nesterov is not None  # drawn only for a Nesterov update
+    it, la = data.nesterov
     # round dots in a white halo: they read as μ·v_prev's line where it lies along the path
     ahead, iterate = style.ROLE_LOOKS["lookahead"], style.ROLE_LOOKS["iterate"]
     ax.plot(
@@ -421,97 +430,11 @@ def _draw_lookahead(ax: Axes, data: PanelData, color: ColorType, before: bool = 
         gid=f"iterate:{data.key}",
     )
     ax.plot([la[0]], [la[1]], **LOOKAHEAD_MARK, color=color, zorder=10, gid=f"lookahead:{data.key}")
-    ring = _radius(RING_MS, style.ROLE_LOOKS["current"].lw + 0.2, ax) + 2.0
-    span = float(np.ptp(data.box[0])) or 1.0
-    d = np.asarray(la, np.float64) - np.asarray(it, np.float64)
-    if float(np.hypot(*d)) < COINCIDE * span:  # one point at this zoom, one name
-        why = "(v_prev = 0)" if not np.any(d) else "(μ·v_prev too short to see)"
-        text = f"iterate = look-ahead\n{why}: g here"
-        return [
-            lab.Label(
-                ("before = " if before else "") + text,
-                np.asarray(la),
-                f"lookahead-label:{data.key}",
-                own=ring,
-                wrapped=("before = " if before else "") + f"iterate =\nlook-ahead\n{why}:\ng here",
-            )
-        ]
-    # the two names on opposite sides of the iterate to look-ahead line, so neither leader
-    # crosses the other's name
-    side = np.array([d[1], -d[0]]) / float(np.hypot(*d))  # the look-ahead's name right of the line
-    return [
-        lab.Label(
-            ("before = " if before else "") + "look-ahead point:\ng taken here",
-            np.asarray(la),
-            f"lookahead-label:{data.key}",
-            side=side,
-            own=ring,
-        ),
-        lab.Label(
-            "iterate p − μ·v_prev",
-            np.asarray(it),
-            f"iterate-label:{data.key}",
-            side=-side,
-            wrapped="iterate\np − μ·v_prev",
-            own=_radius(6, 1.4, ax) + 2.0,
-        ),
-    ]
-
-
-COINCIDE = 0.02  # iterate and look-ahead closer than this (in panel spans) are one point
-PATH_SEGMENTS = TRAIL  # the path's last segments the labels keep off: all the trail draws
-
-
-def _radius(ms: float, mew: float, ax: Axes) -> float:
-    """A marker's radius in pixels (its size and edge, in points)."""
-    return (ms + mew) / 2 * ax.figure.dpi / 72.0
-
-
-def _obstacles(ax: Axes, data: PanelData, arrows: Sequence[arr.DrawnArrow]) -> lab.Things:
-    """``(polygons, discs, line points)`` in pixels: the arrows as quiver draws them, the
-    marks, and points along the path's last segments and Nesterov's dotted line."""
-    to_px = ax.transData.transform
-    polys = [
-        lab.arrow_polygon(
-            to_px(a.tail) + (0 if a.shift is None else a.shift),
-            to_px(a.tail + a.uv) + (0 if a.shift is None else a.shift),
-            a.width * ax.bbox.width,
-        )
-        for a in arrows
-    ]
-    discs: list[tuple[np.ndarray, float]] = []
-    for line in ax.lines:
-        if line.get_marker() in (None, "None", "", " ") or not (line.get_gid() or "").startswith(
-            ("zoom-position", "zoom-next", "iterate:", "lookahead:")
-        ):
-            continue
-        r = _radius(line.get_markersize(), line.get_markeredgewidth(), ax)
-        discs += [(p, r) for p in to_px(line.get_xydata())]
-    lines = [np.asarray(data.trail[-PATH_SEGMENTS - 1 :], np.float64).reshape(-1, 2)]
-    if data.nesterov is not None:
-        lines.append(np.asarray(data.nesterov, np.float64).reshape(-1, 2))
-    return polys, discs, line_points([to_px(line) for line in lines], ax.bbox.extents)
-
-
-def line_points(lines: Iterable[ArrayLike], frame: Sequence[float], spacing: float = 2.0) -> np.ndarray:
-    """Points every ``spacing`` pixels along the polylines ``lines`` (pixels), those
-    inside ``frame = (x0, y0, x1, y1)``: what a label must not sit on."""
-    pts = [np.zeros((0, 2))]
-    for line in lines:
-        line = np.asarray(line, np.float64).reshape(-1, 2)
-        for a, b in zip(line[:-1], line[1:]):
-            if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-                continue
-            n = int(min(2000, max(2, np.hypot(*(b - a)) / spacing + 1)))
-            pts.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
-    pts = np.concatenate(pts)
-    x0, y0, x1, y1 = frame
-    return pts[(pts[:, 0] >= x0) & (pts[:, 0] <= x1) & (pts[:, 1] >= y0) & (pts[:, 1] <= y1)]
 
 
 def _frame_panel(ax: Axes, data: PanelData, color: ColorType, equal_aspect: bool, zoom: float) -> None:
-    """Limits on the zoom box, a few tick labels for its scale, the title (with the zoom
-    factor over the paths panel) and spines in the run's colour."""
+    """Limits on the zoom box, a few tick labels for its scale, the title (the run, the
+    update and the zoom over the paths panel) and spines in the run's colour."""
     from matplotlib.ticker import MaxNLocator
 
     assert data.box is not None  # framed only round a box
@@ -523,18 +446,12 @@ def _frame_panel(ax: Axes, data: PanelData, color: ColorType, equal_aspect: bool
     ax.yaxis.set_major_locator(MaxNLocator(4))
     ax.tick_params(labelsize=style.TICK_SIZE, labelleft=True, pad=1.5)
     factor = f"×{zoom:.0f}" if zoom >= 9.5 else f"×{zoom:.1f}"
-    title = ax.set_title(
+    ax.set_title(
         f"{geo.rule_name(data.key)}: update {data.update} · zoom {factor}",
         fontsize=style.TITLE_SIZE,
         color=color,
         fontweight="bold",
     )
-    if hasattr(ax.figure.canvas, "get_renderer"):  # no wider than its panel: it would leave the figure
-        renderer = canvas_renderer(ax.figure)
-        for size in np.arange(style.TITLE_SIZE, style.TICK_SIZE - 0.01, -0.5):
-            title.set_fontsize(float(size))
-            if title.get_window_extent(renderer).width <= ax.bbox.width:
-                break
     for spine in ax.spines.values():
         spine.set_edgecolor(color)
         spine.set_linewidth(1.2)

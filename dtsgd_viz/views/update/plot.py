@@ -1,7 +1,7 @@
 """The anatomy of one update: ``plot_update`` draws, for every run, one close-up panel of
 the same optimizer update, its terms as thick arrows tip to tail (classical momentum
 ``mu*v_prev`` then ``-lr*g``; Nesterov, tf-keras form, ``mu*v_new`` then ``-lr*g``, with
-the look-ahead point where ``g`` was taken), each named on a leader line, every panel on
+the look-ahead point where ``g`` was taken), each named beside its shaft, every panel on
 one zoom and every arrow at its true length, and under the panels a chart of the terms'
 lengths. The figure's title says what differs between the runs' updates; ``plot_paths``
 draws the paths themselves. ``step=k`` is optimizer update k as ``recording.steps`` counts them.
@@ -32,46 +32,43 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core import style
-from ..core.figure import headline, new_figure
+from ..core.figure import headline, new_figure, root_figure
 from ..paths import geometry as geo
 from ..paths.findings import findings_of
 from ..paths.frames import panel_at
 from ..paths.scene import build_scene, default_update, settings_line
 from . import geometry as upd
-from . import labels as lab
 from . import panel
-from .arrows import fit_arrows
 from .words import update_finding
+from .zoom import INSET_BELOW, draw_inset, fit_box, one_zoom, shared_zoom, zoom_caption
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.typing import ColorType
 
     from ...recording.recording import Recording
     from ...theory.surfaces.base import Surface
-    from ..paths.scene import PathScene
 
-__all__ = ["plot_update", "update_finding", "one_zoom", "fit_box", "term_lengths", "UPDATE_CAPTION"]
+__all__ = [
+    "plot_update",
+    "update_finding",
+    "one_zoom",
+    "fit_box",
+    "term_lengths",
+    "draw_lengths",
+    "UPDATE_CAPTION",
+    "INSET_BELOW",
+]
 
-UPDATE_CAPTION = "Every panel {zoom} closer than plot_paths' paths, arrows at their true length"
-INSET_NOTE = "; inset: {k} closer still"
-FIT_PAD = 0.15  # of the data's size, round it: the data fill 3/4 of a panel
-# (pad, crowded, smaller type sizes): what the panels try, in turn, until their labels cross
-# nothing: more room round the data, then fewer names of marks (each at the largest type that fits)
-SMALLER = (style.LABEL_SIZE, style.TICK_SIZE)
-TRIES = ((FIT_PAD, False, SMALLER), (0.25, False, SMALLER), (0.35, False, SMALLER), (0.35, True, SMALLER))
-FIT_MIN = 0.005  # of the paths panel: the smallest box (zoom x200), for an update that hardly moves
-INSET_BELOW = 0.2  # an update spanning less than this of the shared box is drawn again, closer, in an inset
-INSET_SIZE = 0.4  # of its panel's side: the inset's
-LABEL_SIZE = style.LABEL_SIZE + 0.5  # the panels' labels: bigger than under the paths
+UPDATE_CAPTION = "Update {k} up close: {zoom}"  # {zoom}: ``zoom.zoom_caption``'s words
 MAX_PANEL = 3.6  # inches: the largest panel side (one or two runs)
 PANEL_GAP = 0.55  # inches between panels (their tick labels)
-HEAD = 1.75  # inches over and under the panels: headline, panel titles, ticks, caption
+HEAD = 1.75  # inches over and under the panels: headline, the key, panel titles, ticks, caption
 BAR_ROW = 0.15  # inches per bar of the lengths chart under the panels
 BAR_HEAD = 0.7  # inches the chart adds: its axis, the gaps between its groups and over it
+GROUP_GAP = 0.7  # bars of empty space between the chart's groups
+KEY_BELOW = 30.0  # points from the chart's axis down to the key: its tick labels and axis label over it
 
 
 def plot_update(
@@ -94,13 +91,14 @@ def plot_update(
         the runs differ most, the one ``plot_paths`` picks (``path_scene.default_update``).
       name: the recorded variable (default: the only one).
 
-    Each panel holds the run's position before the update, the terms as arrows at their
-    true length tip to tail ending on the recorded next point, Nesterov's iterate and
-    look-ahead point, the loss contours and the fading path. Every panel has the same
-    zoom (its title says how many times closer than ``plot_paths``' path panel), so
-    lengths compare by eye; an update too small to read at that zoom (under
-    ``INSET_BELOW`` of the panel) is drawn again in an inset at its own zoom, titled with
-    how much closer. Under the panels, one bar per run and term: the lengths
+    Each panel holds the run's position before the update (a ring), the terms as
+    arrows at their true length tip to tail ending on the recorded next point (a dot),
+    each named beside its shaft, Nesterov's iterate and look-ahead point, the loss
+    contours and the fading path; a key over the panels names the marks. Every panel
+    has the same zoom (the caption says how many times closer than ``plot_paths``' path
+    panel), so lengths compare by eye; an update too small to read at that zoom (under
+    ``INSET_BELOW`` of the panel) is drawn again in an inset at its own zoom, titled
+    with how much closer. Under the panels, one bar per run and term: the lengths
     ``print(findings(runs, surface, step=step))`` prints (``|μ·v|``, ``|lr·g|`` and
     ``|step|``, in all the parameters). Parameters of more than two numbers are on the
     same plane as ``plot_paths`` draws them.
@@ -123,7 +121,7 @@ def plot_update(
         if why:
             raise ValueError(
                 f"plot_update cannot take update {update} of {key!r} apart: "
-                f"{why[len('no update arrows: ') :] if why.startswith('no update arrows: ') else why}. "
+                f"{why.removeprefix('no update arrows: ')}. "
                 "plot_paths(..., arrows=False) draws the paths without it."
             )
     keys = tuple(scene.recordings)
@@ -140,75 +138,62 @@ def plot_update(
         finding = _phrase_line(finding, f"in all {scene.plane.dim} parameters", style.SUPTITLE_SIZE)
     headline(fig, finding, settings_line(scene) + picked)
     grid = fig.add_gridspec(2, len(keys), height_ratios=(side + 0.45, chart))
-    axes = [fig.add_subplot(grid[0, i]) for i in range(len(keys))]
-    raw = [panel_at(scene, key, index[key], True) for key in keys]
-    styles = panel.run_styles(scene.coords)
+    axes = dict(zip(keys, (fig.add_subplot(grid[0, i]) for i in range(len(keys)))))
     xlabel, ylabel = (
         (f"{scene.name}[0]", f"{scene.name}[1]")
         if scene.plane.is_identity
         else ("principal direction 1", "principal direction 2")
     )
-    for ax in axes:
+    own, shared, insets = shared_zoom({k: panel_at(scene, k, index[k], True) for k in keys}, scene.box)
+    styles = panel.run_styles(scene.coords)
+    for key, ax in axes.items():
+        panel.draw_update_panel(
+            ax, scene, shared[key], scene.colors[key], styles[key], whole_path=False, labels=key not in insets
+        )
+        # the zoom is said once, in the caption: the title names the run
+        ax.set_title(geo.rule_name(key), fontsize=style.TITLE_SIZE, color=scene.colors[key], fontweight="bold")
         ax.set_xlabel(xlabel, fontsize=style.LABEL_SIZE, labelpad=2)
         ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE, labelpad=2)
-    draw_lengths(fig.add_subplot(grid[1, :]), bars, scene.colors)
-    own = [fit_box(d, scene.box, TRIES[0][0]) for d in raw]
-    insets = {i for i, d in enumerate(own) if _too_small(d, own)}
-
-    def draw_all(datas: Sequence[panel.PanelData], crowded: bool, sizes: Sequence[float]) -> float:
-        cost = 0.0
-        for i, (key, ax) in enumerate(zip(keys, axes)):
-            cost = max(
-                cost,
-                panel.draw_update_panel(
-                    ax,
-                    scene,
-                    datas[i],
-                    scene.colors[key],
-                    styles[key],
-                    True,
-                    label_size=LABEL_SIZE,
-                    smaller=sizes,
-                    name_marks=True,
-                    whole_path=False,
-                    crowded=crowded,
-                    true_length=True,
-                    labels=i not in insets,
-                    lengths=False,
-                ),
-            )
-            # the zoom is said once, in the caption: the title names the run
-            ax.set_title(geo.rule_name(key), fontsize=style.TITLE_SIZE, color=scene.colors[key], fontweight="bold")
-        return cost
-
-    where = lambda: np.array([ax.get_position().bounds for ax in axes])  # noqa: E731
-    for pad, crowded, sizes in TRIES:  # one zoom: every panel tries the same room, together
-        datas = one_zoom([fit_box(d, scene.box, pad) for d in raw])
-        _caption(fig, scene, own, datas, insets)  # before the layout: it takes room under the panels
-        fig.draw_without_rendering()  # the labels are placed in the panels' pixels, which the layout moves
-        before = where()
-        cost = draw_all(datas, crowded, sizes)
-        fig.draw_without_rendering()
-        if np.abs(where() - before).max() * fig.bbox.width > 0.5:  # the layout moved them: place again
-            cost = draw_all(datas, crowded, sizes)
-        if cost < lab.HARD / 2:
-            break
-    for i in sorted(insets):
-        _draw_inset(axes[i], scene, own[i], datas[i], keys[i], styles[keys[i]])
+        if key in insets:
+            draw_inset(ax, scene, own[key], shared[key], styles[key])
+    chart = fig.add_subplot(grid[1, :])
+    draw_lengths(chart, bars, scene.colors)
+    _key(chart, any(shared[k].nesterov is not None for k in keys))
+    caption = UPDATE_CAPTION.format(k=update, zoom=zoom_caption(scene.box, own, shared, insets))
+    fig.supxlabel(caption, fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
+    fig.draw_without_rendering()  # the layout, once: the arrows' names are then kept inside their panels
+    for ax in axes.values():
+        panel.keep_labels_inside(ax)
     return fig
 
 
-def _caption(
-    fig: Figure, scene: PathScene, own: Sequence[panel.PanelData], datas: Sequence[panel.PanelData], insets: set[int]
-) -> None:
-    """The one-line caption: the shared zoom over ``plot_paths``' paths panel, and the insets'."""
-    closer = sorted({_closer_text(own[i], datas[i]) for i in insets})
-    box = datas[0].box
-    zoom = upd.zoom_factor(scene.box, box) if box is not None else float("nan")
-    fig.supxlabel(
-        UPDATE_CAPTION.format(zoom=_times(zoom)) + (INSET_NOTE.format(k=", ".join(closer)) if closer else ""),
+def _key(chart: Axes, nesterov: bool) -> None:
+    """One row naming the panels' marks under the lengths chart's axis label (in grey:
+    every run draws them in its own colour): before, after and, with a Nesterov run, its
+    look-ahead point and iterate."""
+    from matplotlib.lines import Line2D
+    from matplotlib.transforms import offset_copy
+
+    grey, current, iterate = style.SUBTITLE_COLOR, style.ROLE_LOOKS["current"], style.ROLE_LOOKS["iterate"]
+    marks = {
+        "before the update": dict(marker=current.marker, ms=panel.RING_MS - 2, mfc="white", mec=grey, mew=1.8),
+        "after it": dict(marker="o", ms=6, color=grey, mec="white"),
+        "look-ahead point: g taken here": {**panel.LOOKAHEAD_MARK, "ms": 6.5, "color": grey},
+        "iterate p − μ·v_prev": dict(marker=iterate.marker, ms=iterate.ms, mfc="white", mec=grey),
+    }
+    names = list(marks)[: 4 if nesterov else 2]
+    chart.legend(
+        [Line2D([], [], **{"ls": "none", **marks[n]}) for n in names],
+        names,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        bbox_transform=offset_copy(chart.transAxes, root_figure(chart), y=-KEY_BELOW, units="points"),
+        ncols=len(names),
         fontsize=style.NOTE_SIZE,
-        color=style.SUBTITLE_COLOR,
+        frameon=False,
+        handletextpad=0.3,
+        columnspacing=1.4,
+        borderaxespad=0.0,
     )
 
 
@@ -220,13 +205,14 @@ def term_lengths(terms: Mapping[str, upd.UpdateTerms]) -> list[tuple[str, str, f
     rows: list[tuple[str, str, float]] = []
     for what in ("|μ·v|", "|lr·g|", "|step|"):
         for run, t in terms.items():
-            vectors = dict(t.terms)
-            if what == "|step|":
-                vec = t.total
-            elif what == "|lr·g|":
-                vec = vectors.get("gradient")
-            else:
-                vec = vectors.get("momentum", vectors.get("lookahead"))
+            v = dict(t.terms, step=t.total)
+            vec = (
+                v["step"]
+                if what == "|step|"
+                else v.get("gradient")
+                if what == "|lr·g|"
+                else v.get("momentum", v.get("lookahead"))
+            )
             if vec is not None:
                 rows.append((run, what, float(np.linalg.norm(vec))))
     return rows
@@ -272,157 +258,10 @@ def draw_lengths(ax: Axes, rows: Sequence[tuple[str, str, float]], colors: Mappi
         ax.spines[spine].set_visible(False)
 
 
-GROUP_GAP = 0.7  # bars of empty space between the chart's groups
-
-
-def _span(data: panel.PanelData) -> float:
-    assert data.box is not None
-    return max(float(np.ptp(data.box[0])), float(np.ptp(data.box[1])))
-
-
-def _too_small(data: panel.PanelData, all_data: Sequence[panel.PanelData]) -> bool:
-    """Whether ``data``'s own box is under ``INSET_BELOW`` of the shared one (the largest):
-    too small to read at the shared zoom, so drawn again in an inset."""
-    spans = [_span(d) for d in all_data if d.box is not None]
-    return data.box is not None and len(spans) > 1 and _span(data) < INSET_BELOW * max(spans)
-
-
-def _times(k: float) -> str:
-    return f"×{k:.0f}" if k >= 9.5 else f"×{k:.1f}"
-
-
-def _closer_text(own: panel.PanelData, shared: panel.PanelData) -> str:
-    return _times(_span(shared) / _span(own))
-
-
-def inset_bounds(shared: panel.PanelData) -> tuple[float, float, float, float]:
-    """Where an inset sits in its panel (axes fractions): the corner the path so far
-    crosses least (the update itself is in the middle of the shared box)."""
-    assert shared.box is not None
-    (x0, x1), (y0, y1) = shared.box
-    trail = np.asarray(shared.trail, np.float64).reshape(-1, 2)
-    t = np.linspace(0.0, 1.0, 20)[:, None]
-    pts = np.concatenate([p + t * (q - p) for p, q in zip(trail[:-1], trail[1:])] or [trail])
-    fx, fy = (pts[:, 0] - x0) / (x1 - x0), (pts[:, 1] - y0) / (y1 - y0)
-    w, m = INSET_SIZE, 0.02
-    corners = [(1 - w - m, 1 - w - m), (m, 1 - w - m), (1 - w - m, m), (m, m)]  # upper right first
-    hits = [int(np.sum((fx >= cx) & (fx <= cx + w) & (fy >= cy) & (fy <= cy + w))) for cx, cy in corners]
-    cx, cy = corners[int(np.argmin(hits))]
-    return (cx, cy, w, w)
-
-
-def _draw_inset(
-    ax: Axes,
-    scene: PathScene,
-    own: panel.PanelData,
-    shared: panel.PanelData,
-    key: str,
-    run_style: Mapping[str, Any],
-) -> Axes:
-    """The update at its own zoom in an inset of ``ax`` (``inset_bounds``), titled by how
-    much closer it is, and a dotted box on ``ax`` round the part it enlarges."""
-    from matplotlib.patches import Rectangle
-
-    assert own.box is not None
-    inset = ax.inset_axes(inset_bounds(shared), zorder=20)
-    panel.draw_update_panel(
-        inset,
-        scene,
-        own,
-        scene.colors[key],
-        run_style,
-        True,
-        name_marks=False,
-        whole_path=False,
-        true_length=True,
-        labels=False,
-    )
-    inset.set_title("")
-    inset.text(
-        0.04,
-        0.96,
-        _closer_text(own, shared),
-        transform=inset.transAxes,
-        ha="left",
-        va="top",
-        fontsize=style.NOTE_SIZE,
-        color=scene.colors[key],
-        fontweight="bold",
-        gid=f"inset-zoom:{key}",
-    )
-    inset.tick_params(labelleft=False, labelbottom=False, length=0)
-    inset.set_facecolor("white")
-    (a0, a1), (b0, b1) = own.box
-    ax.add_patch(
-        Rectangle(
-            (a0, b0),
-            a1 - a0,
-            b1 - b0,
-            fill=False,
-            ec=scene.colors[key],
-            lw=0.9,
-            ls=":",
-            zorder=8,
-            gid=f"inset-box:{key}",
-        )
-    )
-    return inset
-
-
 def _phrase_line(finding: str, phrase: str, size: float) -> str:
     """``finding`` and ``phrase`` on one line where they fit the figure's width, else the
-    phrase on a line of its own: a headline breaks between phrases, never inside one.
-
-    >>> _phrase_line("Update 2: a's step is 3.0× b's", "in all 8 parameters", 12)
-    "Update 2: a's step is 3.0× b's in all 8 parameters"
-    """
+    phrase on a line of its own: a headline breaks between phrases, never inside one."""
     from ..core.figure import fit
 
     one = f"{finding} {phrase}"
     return one if "\n" not in fit(one, style.WIDTH * 72.0, size, bold=True) else f"{finding},\n{phrase}"
-
-
-def fit_box(data: panel.PanelData, main_box: geo.Box, pad: float = FIT_PAD) -> panel.PanelData:
-    """``data`` (a ``PanelData``) with its zoom box fitted to what the panel draws: the
-    position, the arrows' tips as drawn (an arrow drawn longer reaches further,
-    ``update_arrows.fit_arrows``) and Nesterov's points, ``pad`` of their size round
-    them, so they fill about ``1 / (1 + 2 pad)`` of the panel along their longer side."""
-    import dataclasses
-
-    if data.box is None:
-        return data
-    pts = [np.asarray(data.position, np.float64)]
-    pts += [np.asarray(tail) + np.asarray(uv) for _, tail, uv in data.chain]
-    pts += list(data.nesterov or ())
-    box = upd.zoom_box(pts, main_box, pad=pad, min_frac=FIT_MIN)
-    for _ in range(3):  # a longer drawn arrow grows the box, which grows the arrow: settles fast
-        if box is None:
-            return data
-        drawn = [a.tail + a.uv for a in fit_arrows(data.chain, float(np.ptp(box[0])), stretch=False)]
-        box = upd.zoom_box(pts + drawn, main_box, pad=pad, min_frac=FIT_MIN)
-    return dataclasses.replace(data, box=box)
-
-
-def one_zoom(datas: Sequence[panel.PanelData]) -> list[panel.PanelData]:
-    """The panels' ``PanelData`` with one box size for all, the largest (each box kept
-    on its own centre): one zoom, so the eye compares the arrows' lengths.
-
-    >>> from dtsgd_viz.views.update.panel import PanelData
-    >>> d = lambda s: PanelData("k", 1, np.zeros(2), (), None, np.zeros((1, 2)), ((0, s), (0, s)))
-    >>> [x.box for x in one_zoom([d(1.0), d(2.0)])]
-    [((-0.5, 1.5), (-0.5, 1.5)), ((0.0, 2.0), (0.0, 2.0))]
-    """
-    import dataclasses
-
-    boxes = [d.box for d in datas if d.box is not None]
-    if not boxes:
-        return list(datas)
-    half = max(max(float(np.ptp(b[0])), float(np.ptp(b[1]))) for b in boxes) / 2
-    out = []
-    for d in datas:
-        if d.box is None:
-            out.append(d)
-            continue
-        cx, cy = (d.box[0][0] + d.box[0][1]) / 2, (d.box[1][0] + d.box[1][1]) / 2
-        out.append(dataclasses.replace(d, box=((cx - half, cx + half), (cy - half, cy + half))))
-    return out

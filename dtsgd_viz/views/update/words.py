@@ -3,7 +3,8 @@ how far the runs' directions part (``update_finding``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import itertools
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -88,17 +89,12 @@ def _angle(u: ArrayLike, v: ArrayLike) -> float:
     return float(np.degrees(np.arccos(np.clip(float(u @ v) / n, -1.0, 1.0)))) if n > 0 else 0.0
 
 
-def _largest_angle(vectors: Iterable[ArrayLike]) -> tuple[float, tuple[int, int]] | tuple[None, None]:
+def _largest_angle(vectors: Sequence[ArrayLike]) -> tuple[float, tuple[int, int]] | tuple[None, None]:
     """``(angle, (i, j))``: the largest angle in degrees between any two of ``vectors``
     and which two (``(None, None)`` if one is 0)."""
-    vs = [np.asarray(v, np.float64).reshape(-1) for v in vectors]
-    norms = [np.linalg.norm(v) for v in vs]
-    if min(norms) == 0:
+    if min(float(np.linalg.norm(v)) for v in vectors) == 0:
         return None, None
-    best, pair = -1.0, (0, 1)
-    for i in range(len(vs)):
-        for j in range(i + 1, len(vs)):
-            c = float(np.clip(vs[i] @ vs[j] / (norms[i] * norms[j]), -1.0, 1.0))
-            if float(np.degrees(np.arccos(c))) > best:
-                best, pair = float(np.degrees(np.arccos(c))), (i, j)
-    return best, pair
+    pairs = list(itertools.combinations(range(len(vectors)), 2))
+    angles = [_angle(vectors[i], vectors[j]) for i, j in pairs]
+    k = int(np.argmax(angles))
+    return angles[k], pairs[k]

@@ -1,0 +1,171 @@
+"""Close-ups of several runs side by side on one zoom: each panel's box fitted to what it
+draws (``fit_box``), every box then given the largest one's size (``one_zoom``), so the
+eye compares the arrows' lengths; an update spanning under ``INSET_BELOW`` of that box
+(``needs_inset``) is drawn again, closer, in an inset (``draw_inset``) titled with how
+much closer. ``plot_update`` and the explorer's close-up row both call these, and say
+the zoom in one caption line (``zoom_caption``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..core import style
+from . import geometry as upd
+from . import panel
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from ..paths.geometry import Box
+    from ..paths.scene import PathScene
+
+__all__ = [
+    "fit_box",
+    "one_zoom",
+    "shared_zoom",
+    "needs_inset",
+    "inset_bounds",
+    "draw_inset",
+    "zoom_caption",
+    "times",
+    "INSET_BELOW",
+]
+
+FIT_PAD = 0.15  # of the data's size, round it: the data fill 3/4 of a panel
+FIT_MIN = 0.005  # of the paths panel: the smallest box (zoom x200), for an update that hardly moves
+INSET_BELOW = 0.2  # an update spanning less than this of the shared box is drawn again, closer, in an inset
+INSET_SIZE = 0.4  # of its panel's side: the inset's
+
+
+def times(k: float) -> str:
+    """A zoom factor as the figures write it: ``×33``, ``×5.9``."""
+    return f"×{k:.0f}" if k >= 9.5 else f"×{k:.1f}"
+
+
+def fit_box(data: panel.PanelData, main_box: Box, pad: float = FIT_PAD, *, iterate: bool = True) -> panel.PanelData:
+    """``data`` (a ``PanelData``) with its zoom box fitted to what the panel draws: the
+    position, the arrows' tips and (``iterate``) Nesterov's iterate, ``pad`` of their
+    size round them, so they fill about ``1 / (1 + 2 pad)`` of the panel along their
+    longer side."""
+    if data.box is None:
+        return data
+    pts = [np.asarray(data.position, np.float64)]
+    pts += [np.asarray(tail) + np.asarray(uv) for _, tail, uv in data.chain]
+    pts += list(data.nesterov or ()) if iterate else []
+    return dataclasses.replace(data, box=upd.zoom_box(pts, main_box, pad=pad, min_frac=FIT_MIN))
+
+
+def one_zoom(datas: Sequence[panel.PanelData]) -> list[panel.PanelData]:
+    """The panels' ``PanelData`` with one box size for all, the largest (each box kept
+    on its own centre): one zoom, so the eye compares the arrows' lengths.
+
+    >>> from dtsgd_viz.views.update.panel import PanelData
+    >>> d = lambda s: PanelData("k", 1, np.zeros(2), (), None, np.zeros((1, 2)), ((0, s), (0, s)))
+    >>> [x.box for x in one_zoom([d(1.0), d(2.0)])]
+    [((-0.5, 1.5), (-0.5, 1.5)), ((0.0, 2.0), (0.0, 2.0))]
+    """
+    boxes = [d.box for d in datas if d.box is not None]
+    if not boxes:
+        return list(datas)
+    half = max(_span(b) for b in boxes) / 2
+    out = []
+    for d in datas:
+        if d.box is None:
+            out.append(d)
+            continue
+        cx, cy = (d.box[0][0] + d.box[0][1]) / 2, (d.box[1][0] + d.box[1][1]) / 2
+        out.append(dataclasses.replace(d, box=((cx - half, cx + half), (cy - half, cy + half))))
+    return out
+
+
+def _span(box: Box) -> float:
+    return max(float(np.ptp(box[0])), float(np.ptp(box[1])))
+
+
+def needs_inset(data: panel.PanelData, all_data: Sequence[panel.PanelData]) -> bool:
+    """Whether ``data``'s box (the update alone: ``fit_box(..., iterate=False)``) is
+    under ``INSET_BELOW`` of the largest of ``all_data``'s (the panels' boxes): too
+    small to read at the shared zoom, so drawn again in an inset."""
+    spans = [_span(d.box) for d in all_data if d.box is not None]
+    return data.box is not None and len(spans) > 1 and _span(data.box) < INSET_BELOW * max(spans)
+
+
+def shared_zoom(
+    datas: Mapping[str, panel.PanelData], main_box: Box
+) -> tuple[dict[str, panel.PanelData], dict[str, panel.PanelData], set[str]]:
+    """``(own, shared, insets)`` for the runs' panels ``datas``: ``shared`` each fitted
+    to what it draws (``fit_box``), all on the largest one's box size (``one_zoom``);
+    ``own`` each fitted to its update alone (the ring, the arrows' tips: what an inset
+    shows), and ``insets`` the runs whose update is too small at the shared zoom
+    (``needs_inset``)."""
+    fitted = [fit_box(d, main_box) for d in datas.values()]
+    shared = dict(zip(datas, one_zoom(fitted)))
+    own = {k: fit_box(d, main_box, iterate=False) for k, d in datas.items()}
+    return own, shared, {k for k, d in own.items() if needs_inset(d, fitted)}
+
+
+def zoom_caption(
+    main_box: Box, own: Mapping[str, panel.PanelData], shared: Mapping[str, panel.PanelData], insets: set[str]
+) -> str:
+    """The caption's words for the zoom: ``"every panel ×33 closer than the paths,
+    arrows at their true length"``, and ``"; inset ×8.0 closer still"`` for the insets."""
+    box = next((d.box for d in shared.values() if d.box is not None), None)
+    zoom = upd.zoom_factor(main_box, box) if box is not None else float("nan")
+    text = f"every panel {times(zoom)} closer than the paths, arrows at their true length"
+    closer = sorted({times(_span(shared[k].box) / _span(own[k].box)) for k in insets})  # pyright: ignore[reportArgumentType]  # insets have boxes
+    return text + (f"; inset {', '.join(closer)} closer still" if closer else "")
+
+
+def inset_bounds(shared: panel.PanelData) -> tuple[float, float, float, float]:
+    """Where an inset sits in its panel (axes fractions): the corner the path so far
+    crosses least (the update itself is in the middle of the shared box)."""
+    assert shared.box is not None
+    (x0, x1), (y0, y1) = shared.box
+    trail = np.asarray(shared.trail, np.float64).reshape(-1, 2)
+    t = np.linspace(0.0, 1.0, 20)[:, None]
+    pts = np.concatenate([p + t * (q - p) for p, q in zip(trail[:-1], trail[1:])] or [trail])
+    fx, fy = (pts[:, 0] - x0) / (x1 - x0), (pts[:, 1] - y0) / (y1 - y0)
+    w, m = INSET_SIZE, 0.02
+    corners = [(1 - w - m, 1 - w - m), (m, 1 - w - m), (1 - w - m, m), (m, m)]  # upper right first
+    hits = [int(np.sum((fx >= cx) & (fx <= cx + w) & (fy >= cy) & (fy <= cy + w))) for cx, cy in corners]
+    cx, cy = corners[int(np.argmin(hits))]
+    return (cx, cy, w, w)
+
+
+def draw_inset(
+    ax: Axes, scene: PathScene, own: panel.PanelData, shared: panel.PanelData, run_style: Mapping[str, Any]
+) -> Axes:
+    """The update ``own`` at its own zoom in an inset of ``ax`` (``inset_bounds``), its
+    arrows unnamed, titled by how much closer it is, and a dotted box on ``ax`` round the
+    part it enlarges. Returns the inset."""
+    from matplotlib.patches import Rectangle
+
+    assert own.box is not None and shared.box is not None
+    key, color = own.key, scene.colors[own.key]
+    inset = ax.inset_axes(inset_bounds(shared), zorder=20)
+    panel.draw_update_panel(inset, scene, own, color, run_style, True, whole_path=False, labels=False)
+    inset.set_title("")
+    inset.text(
+        0.04,
+        0.96,
+        times(_span(shared.box) / _span(own.box)),
+        transform=inset.transAxes,
+        ha="left",
+        va="top",
+        fontsize=style.NOTE_SIZE,
+        color=color,
+        fontweight="bold",
+        gid=f"inset-zoom:{key}",
+    )
+    inset.tick_params(labelleft=False, labelbottom=False, length=0)
+    inset.set_facecolor("white")
+    (a0, a1), (b0, b1) = own.box
+    ax.add_patch(
+        Rectangle((a0, b0), a1 - a0, b1 - b0, fill=False, ec=color, lw=0.9, ls=":", zorder=8, gid=f"inset-box:{key}")
+    )
+    return inset
