@@ -81,6 +81,8 @@ _LAZY = {
     "plot_stale": "views",
     "stale_grid": "views",
     "stale_finding": "views",
+    "phase_finding": "views",
+    "steps_finding": "views",
     "stale_hits": "theory.stale",
     "run": "runs",
     # tf-keras layers that keep weights sharded under DTensor

@@ -10,6 +10,7 @@ from .mesh.memory import plot_memory
 from .paths.animation import animate
 from .paths.findings import findings
 from .paths.plot import plot_paths
+from .phase.geometry import phase_finding, steps_finding
 from .phase.plot import plot_phase
 from .rates.block_rates import plot_block_rates
 from .rates.modes import plot_modes
@@ -35,12 +36,14 @@ __all__ = [
     "plot_memory",
     "plot_modes",
     "plot_paths",
+    "phase_finding",
     "plot_phase",
     "plot_shards",
     "plot_update",
     "plot_update_shards",
     "plot_stale",
     "stale_finding",
+    "steps_finding",
     "stale_grid",
     "plot_timeline",
     "timeline_finding",

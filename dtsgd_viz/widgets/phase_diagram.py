@@ -405,7 +405,7 @@ class PhaseDiagram(FigureWidget):
                 handles,
                 names,
                 loc="upper center",
-                bbox_to_anchor=(0.5, -0.16),
+                bbox_to_anchor=(0.5, -0.18),
                 ncol=len(names),
                 fontsize=PHASE_NOTE_SIZE,
                 frameon=False,

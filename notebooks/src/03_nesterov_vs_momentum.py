@@ -130,8 +130,8 @@ for name, rec in recordings.items():
 # damping, where the two eigenvalues meet); the bottom-left panel is $\rho$ against $\eta h$
 # for each rule, with the runs' two eigenvalues marked (one marker per run, named in the
 # key; the marks nest, open rings around Nesterov's filled triangle, so runs at one rate
-# all show); right of it, a zoom on the band of rates at $h_1$ (outlined on the left)
-# writes each run's rate beside its mark.
+# all show); right of it, a zoom on the band of rates at $h_1$ gives each run's rate in
+# its key. The two top panels share one scale.
 
 # %%
 from dtsgd_viz import theory
@@ -198,6 +198,8 @@ for band, rows in (("momentum < 0.6 ", mus < 0.6), ("momentum >= 0.6", mus >= 0.
         + (f" (median {np.median(r[m_faster]):.2f}x fewer)" if m_faster.any() else "")
         + f", tied in {(b & (r == 1)).sum():3d}"
     )
+print(dtsgd_viz.steps_finding(mom.steps, nes.steps))  # the step maps' title
+print(dtsgd_viz.phase_finding(mom.steps, nes.steps))  # the ratio map's title
 print(
     f"best cell of the map: momentum {mom.steps[mom.steps >= 0].min()} updates, "
     f"Nesterov {nes.steps[nes.steps >= 0].min()} updates"
@@ -213,8 +215,9 @@ print(
 # * **The grey region on the left is the 150-update cap, not a boundary.** Its edge
 #   follows the iso-rate contour $\rho = 0.975$ (the legend names it): the rate at which the flat
 #   direction's loss (1.7 of the 80 at the start; the steep direction's share is gone within a few
-#   updates there) falls to the tolerance in 150 updates. More updates would move it left; the dashed
-#   stability boundaries on the right do not move.
+#   updates there) falls to the tolerance in 150 updates. More updates would move it left; the stability
+#   boundaries on the right (each rule's own line: momentum dashed, Nesterov solid, as
+#   on every figure) do not move.
 # * **At low momentum classical momentum is faster in most cells, by about 2%**: the
 #   near-white lower part of the ratio map below the two step maps (no cell there favours
 #   Nesterov).
@@ -224,8 +227,8 @@ print(
 #   classical momentum is again a few percent faster.
 # * **Nesterov's stability boundary is lower**, so at the largest learning rates there
 #   is a hatched band where only classical momentum converges. Just left of it, at
-#   $\eta \approx 0.08$ and $\mu = 0.25$ to $0.3$, are the only two blue cells (the note
-#   points at them): Nesterov is just inside its boundary there, its steep direction
+#   $\eta \approx 0.08$ and $\mu = 0.25$ to $0.3$, are the only two blue cells:
+#   Nesterov is just inside its boundary there, its steep direction
 #   shrinks only by a factor of 0.955 per update (momentum's slowest mode: 0.879), and
 #   it needs 125 updates to momentum's 30. Past both boundaries (the x marks) both rules diverge; the grey on
 #   the left is the cap again: neither rule gets within the tolerance in 150 updates.
@@ -242,7 +245,9 @@ print(
 # runs the real DTensor SGD there; its parameters are the dots on the lines. A run that
 # diverges is drawn up to where it leaves the view. The diagram opens on the cell
 # $\eta \approx 0.05$, $\mu = 0.8$, where Nesterov needs about half the updates; `phase.pick`
-# and `phase.start` read (and set) the cell and the start.
+# and `phase.start` read (and set) the cell and the start. A page whose
+# scripts have not run (this notebook read as a file) shows the still picture: the ratio
+# map alone, as above.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

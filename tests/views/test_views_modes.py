@@ -182,7 +182,7 @@ def test_runs_made_on_another_surface_are_refused(recs):
 
 @pytest.mark.slow
 def test_eigenvalue_labels_of_several_learning_rates_never_overprint():
-    # lr 0.01 and 0.25 on h = 1, 10: marks at a = 0.01, 0.1, 0.25, 2.5 with long labels
+    # lr 0.01 and 0.25 on h = 1, 10: guides at a = 0.01, 0.1, 0.25, 2.5, named on the top axis
     from helpers.readable import overlapping
 
     s = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)
@@ -195,14 +195,15 @@ def test_eigenvalue_labels_of_several_learning_rates_never_overprint():
     ax = {ax.get_label(): ax for ax in fig.axes}["rates"]
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
-    labels = [t for t in ax.texts if (t.get_gid() or "").startswith("eig-label:")]
-    assert sorted(t.get_text() for t in labels) == sorted(
-        ["h₁=1 (lr 0.01)", "h₂=10 (lr 0.01)", "h₁=1 (lr 0.25)", "h₂=10 (lr 0.25)"]
-    )
-    boxes = [t.get_window_extent(renderer) for t in labels]
-    assert not overlapping(boxes)
-    axbox = ax.get_window_extent(renderer)
-    assert all(b.y1 <= axbox.y1 + 1 and b.y0 >= ax.transData.transform((1, 1.0))[1] - 1 for b in boxes)
+    (top,) = ax.child_axes
+    ticks = {
+        round(float(t.get_loc()), 6): t.label2.get_text() or t.label1.get_text() for t in top.xaxis.get_major_ticks()
+    }
+    assert ticks == {0.01: "h₁=1", 0.1: "h₂=10", 0.25: "h₁=1", 2.5: "h₂=10"}
+    guides = sorted(round(float(ln.get_xdata()[0]), 6) for ln in ax.lines if ln.get_linestyle() == ":")
+    assert guides == sorted(ticks)  # a guide line under each name
+    labels = [t.label2 if t.label2.get_text() else t.label1 for t in top.xaxis.get_major_ticks()]
+    assert not overlapping([t.get_window_extent(renderer) for t in labels if t.get_visible()])
 
 
 @pytest.mark.slow
@@ -247,9 +248,9 @@ def test_the_subtitle_names_only_line_styles_the_lines_have(fig):
         _, seq = line._unscaled_dash_pattern
         return dash_word((0, tuple(v / line.get_linewidth() for v in seq)) if seq else "-")
 
-    assert {word(ln) for ln in envelopes} == {"dotted"} and "dotted, in each run's colour: its bound" in settings
+    assert {word(ln) for ln in envelopes} == {"dotted"} and "dotted: bounds ∝ ρᵏ" in settings
     for style_word in ("solid", "dashed", "dotted"):
-        if style_word in settings.replace("dotted, in each run's colour: its bound", ""):
+        if style_word in settings.replace("dotted: bounds ∝ ρᵏ", ""):
             assert {word(ln) for ln in recorded} == {style_word}, style_word
     assert {word(ln) for ln in recorded} == {"solid", "dashed"}  # momentum dashed: no single word fits
 
@@ -286,21 +287,21 @@ def test_rate_marks_at_rate_zero_show_whole_and_each_run_keeps_its_marker():
     assert [sizes[k] for k in order] == sorted(sizes.values(), reverse=True)
 
 
-def test_the_rate_curve_names_keep_off_the_marks_and_each_other(fig):
-    from helpers.readable import overlapping
+def test_the_rate_key_covers_no_mark_and_no_text_overlaps(fig):
+    """The rate panel names the runs in a legend (no name placed among the curves): the
+    legend covers no mark, and no text of the panel overprints another."""
+    from dtsgd_viz.views.text.clashes import clashes
 
     ax = {ax.get_label(): ax for ax in fig.axes}["rates"]
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
-    names = [t for t in ax.texts if (t.get_gid() or "").startswith(("curve-label:", "eig-label:"))]
-    boxes = [t.get_window_extent(renderer) for t in names]
-    assert len(names) >= 3 and not overlapping(boxes)
+    key = ax.get_legend().get_window_extent(renderer)
     for ln in ax.lines:
         if (ln.get_gid() or "").startswith("mark:"):
             x, y = ax.transData.transform((ln.get_xdata()[0], ln.get_ydata()[0]))
             r = ln.get_markersize() / 2 * fig.dpi / 72
-            for t, b in zip(names, boxes):
-                assert not (b.x0 - r < x < b.x1 + r and b.y0 - r < y < b.y1 + r), (t.get_text(), ln.get_gid())
+            assert not (key.x0 - r < x < key.x1 + r and key.y0 - r < y < key.y1 + r), ln.get_gid()
+    assert clashes(ax, renderer) == []
 
 
 TUTORIAL_03 = {
@@ -340,11 +341,7 @@ def test_the_rate_marks_nest_and_a_key_names_them(fig03):
         assert marks[f"mark:{i}:{keys[-1]}"].get_markerfacecolor() == looks[keys[-1]].color
     key = ax.get_legend()
     assert key is not None and key.get_gid() == "mark-key"
-    assert [t.get_text() for t in key.get_texts()] == [
-        "plain's directions",
-        "momentum's directions",
-        "Nesterov's directions",
-    ]
+    assert [t.get_text() for t in key.get_texts()] == ["plain", "momentum", "Nesterov"]  # as on every figure
     for handle, k in zip(key.legend_handles, keys):
         drawn = marks[f"mark:0:{k}"]
         assert (handle.get_marker(), handle.get_markersize(), handle.get_markerfacecolor()) == (
@@ -356,49 +353,25 @@ def test_the_rate_marks_nest_and_a_key_names_them(fig03):
 
 
 @pytest.mark.slow
-def test_the_rate_curve_names_cross_no_curve_and_keep_off_the_key(fig03):
-    """Each rule's name stands beside its own curve (within a few points of it), over
-    no rate curve, the stability line or the key."""
-    from helpers.readable import overlapping
+def test_the_rate_key_draws_each_run_as_its_curve(fig03):
+    """Each legend entry is its run's curve (colour, dash, width) with its mark on it."""
+    from matplotlib.colors import to_hex
 
     ax = {ax.get_label(): ax for ax in fig03.axes}["rates"]
-    renderer = fig03.canvas.get_renderer()
-    names = {t.get_gid(): t for t in ax.texts if (t.get_gid() or "").startswith("curve-label:")}
-    assert sorted(t.get_text() for t in names.values()) == ["Nesterov", "momentum", "plain SGD"]
-    curves = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("rate:")}
-    frame = ax.get_window_extent(renderer)
-    dense = {}
-    for gid, ln in curves.items():  # every curve's points, a pixel or so apart
-        x = np.geomspace(*ln.get_xdata()[[0, -1]], 6000)
-        y = np.interp(np.log(x), np.log(ln.get_xdata()), ln.get_ydata())
-        xy = ax.transData.transform(np.column_stack([x, y]))
-        dense[gid] = xy[(xy[:, 1] >= frame.y0) & (xy[:, 1] <= frame.y1)]
-    key_box = ax.get_legend().get_window_extent(renderer)
-    for gid, t in names.items():
-        box = t.get_window_extent(renderer)
-        assert not overlapping([box, key_box])
-        for xy in dense.values():
-            inside = (xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1)
-            assert not inside.any(), (t.get_text(), gid)
-        own = dense[gid.split(":", 1)[1]]
-        dx = np.maximum(np.maximum(box.x0 - own[:, 0], own[:, 0] - box.x1), 0)
-        dy = np.maximum(np.maximum(box.y0 - own[:, 1], own[:, 1] - box.y1), 0)
-        assert np.hypot(dx, dy).min() < 12 * fig03.dpi / 72, t.get_text()
-        y1 = ax.transData.transform((1.0, 1.0))[1]  # the rate-1 line
-        assert not box.y0 < y1 < box.y1, t.get_text()
+    curves = {ln.get_gid().split(":", 1)[1]: ln for ln in ax.lines if (ln.get_gid() or "").startswith("rate:")}
+    for handle, k in zip(ax.get_legend().legend_handles, TUTORIAL_03):
+        curve = curves[k]
+        assert to_hex(handle.get_color()) == to_hex(curve.get_color())
+        assert (handle.get_linestyle(), handle.get_linewidth()) == (curve.get_linestyle(), curve.get_linewidth())
 
 
 def test_the_zoom_beside_the_rate_panel_resolves_the_runs_on_h1(fig03):
     """On a 0-1 axis the three h1 marks (0.950, 0.949, 0.925) sat on one another: a zoom
     beside draws that band; its y range holds the three rates, Nesterov's mark stands
-    clear of the other two (their half sizes apart, in pixels), and each run's name and
-    rate stand beside its mark, clear of every curve, mark and other name."""
-    from helpers.readable import overlapping
-
-    from dtsgd_viz.views.core import style
-
+    clear of the other two, and its legend gives each run's rate, the spectral radius
+    computed here (the title names the direction, not the axis range)."""
     axes = {ax.get_label(): ax for ax in fig03.axes}
-    zoom, rates_ax = axes["rate-zoom"], axes["rates"]
+    zoom = axes["rate-zoom"]
     renderer = fig03.canvas.get_renderer()
     h = np.linalg.eigvalsh(surfaces.RotatedQuadratic(condition=20.0, angle=30.0).hessian)
     expected = {
@@ -413,34 +386,16 @@ def test_the_zoom_beside_the_rate_panel_resolves_the_runs_on_h1(fig03):
     for k in ("plain", "momentum"):
         assert marks[k].get_ydata()[0] == pytest.approx(expected[k], abs=1e-6)
         assert px[k][1] - px["nesterov"][1] >= (size[k] + size["nesterov"]) / 2
-    labels = {t.get_gid().split(":", 1)[1]: t for t in zoom.texts if (t.get_gid() or "").startswith("zoom-label:")}
-    assert {k: t.get_text() for k, t in labels.items()} == {
-        "plain": f"plain {expected['plain']:.3f}",
-        "momentum": f"momentum {expected['momentum']:.3f}",
-        "nesterov": f"Nesterov {expected['nesterov']:.3f}",
-    }
-    assert expected["plain"] > expected["momentum"]  # 0.950 vs 0.949: the names say it
-    boxes = {k: t.get_window_extent(renderer) for k, t in labels.items()}
-    assert not overlapping(list(boxes.values()))
-    frame = zoom.get_window_extent(renderer)
-    curves = [ln for ln in zoom.lines if (ln.get_gid() or "").startswith("zoom-rate:")]
-    for k, box in boxes.items():
-        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
-        assert labels[k].get_fontsize() >= style.LABEL_SIZE
-        for m, (x, y) in px.items():  # off every mark
-            gap = np.hypot(max(box.x0 - x, x - box.x1, 0), max(box.y0 - y, y - box.y1, 0))
-            assert gap >= size[m] / 2, (k, m)
-        for ln in curves:  # over no curve: its points a pixel or so apart
-            x = np.linspace(*zoom.get_xlim(), 3000)
-            xy = zoom.transData.transform(np.column_stack([x, np.interp(x, *ln.get_data())]))
-            inside = (xy[:, 0] > box.x0) & (xy[:, 0] < box.x1) & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1)
-            assert not inside.any(), (k, ln.get_gid())
-    # the rows read in the rates' order: plain above momentum above Nesterov
-    assert boxes["plain"].y0 > boxes["momentum"].y0 > boxes["nesterov"].y0
-    # the rate panel outlines the band it zooms
-    (box,) = [p for p in rates_ax.patches if p.get_gid() == "zoom-box"]
-    assert box.get_y() == pytest.approx(lo) and box.get_y() + box.get_height() == pytest.approx(hi)
-    assert "zoomed right" in rates_ax.get_title()
+    key = zoom.get_legend()
+    assert [t.get_text() for t in key.get_texts()] == [
+        f"plain {expected['plain']:.3f}",
+        f"momentum {expected['momentum']:.3f}",
+        f"Nesterov {expected['nesterov']:.3f}",
+    ]
+    assert zoom.get_title() == "zoom on h₁ = 1: each run's ρ" and f"{lo:.3f}" not in zoom.get_title()
+    box = key.get_window_extent(renderer)
+    for k, (x, y) in px.items():  # the legend covers no mark
+        assert not (box.x0 - size[k] / 2 < x < box.x1 + size[k] / 2 and box.y0 - size[k] / 2 < y < box.y1), k
 
 
 def test_the_modes_headline_is_one_line_and_the_mark_key_is_readable(fig03):
@@ -453,13 +408,12 @@ def test_the_modes_headline_is_one_line_and_the_mark_key_is_readable(fig03):
     title = fig03._suptitle.get_window_extent(fig03.canvas.get_renderer())
     assert title.width <= fig03.bbox.width
     key = {ax.get_label(): ax for ax in fig03.axes}["rates"].get_legend()
-    assert all(t.get_fontsize() >= style.LABEL_SIZE for t in [*key.get_texts(), key.get_title()])
+    assert all(t.get_fontsize() >= style.NOTE_SIZE for t in [*key.get_texts(), key.get_title()])
 
 
 @pytest.mark.slow
 def test_one_run_or_runs_far_apart_get_no_zoom(recs):
-    from dtsgd_viz.views.rates.modes import modes_data
-    from dtsgd_viz.views.rates.modes_zoom import zoom_mode
+    from dtsgd_viz.views.rates.modes import modes_data, zoom_mode
 
     one = {"momentum": recs["momentum"]}
     assert [ax.get_label() for ax in dtsgd_viz.plot_modes(one, SURFACE).axes] == ["mode:0", "mode:1", "rates"]
@@ -467,12 +421,10 @@ def test_one_run_or_runs_far_apart_get_no_zoom(recs):
 
 
 @pytest.mark.slow
-def test_gone_runs_plunge_to_the_axis_beside_their_note_and_hidden_bounds_are_named():
+def test_gone_runs_plunge_to_the_axis_and_the_top_panels_share_one_scale():
     """Tutorial 03: plain's and Nesterov's fast-direction curves were slivers ending at
-    k 0-2, and their note sat in the far corner; momentum's dotted bound on the slow
-    direction lay on plain's line, unseen. Each gone run's line is drawn on to the axis
-    bottom where it leaves it, the note stands beside those plunges with its arrow at
-    them, and a note above plain's line says whose bounds run on it."""
+    k 0-2. Each gone run's line is drawn on to the axis bottom where it leaves it, one
+    plain note (no arrow) in the panel says so; both mode panels share one y scale."""
     from helpers.synthetic_paths import synthetic
 
     s = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
@@ -486,31 +438,15 @@ def test_gone_runs_plunge_to_the_axis_beside_their_note_and_hidden_bounds_are_na
     renderer = fig.canvas.get_renderer()
     axes = {ax.get_label(): ax for ax in fig.axes}
     fast, slow = axes["mode:1"], axes["mode:0"]
+    assert fast.get_ylim() == slow.get_ylim()
+    assert [a.get_title().split()[0] for a in (slow, fast)] == ["flat", "steep"]  # the tutorial's words
     low = fast.get_ylim()[0]
     drawn = lines(fast)
     for key, last in (("plain", 1), ("nesterov", 2)):
         x, y = (np.asarray(v, float) for v in drawn[f"plunge:1:{key}"].get_data())
         assert x[-1] == last and y[-1] < low <= y[0]  # on down past the bottom, at its update
     (note,) = [t for t in fast.texts if t.get_gid() == "gone:1"]
-    box = matplotlib.text.Text.get_window_extent(note, renderer)  # the text, not its arrow
-    frame = fast.get_window_extent(renderer)
-    head = fast.transData.transform(note.xy)
+    assert not hasattr(note, "arrow_patch") and "\n" not in note.get_text()
+    box, frame = note.get_window_extent(renderer), fast.get_window_extent(renderer)
     assert frame.x0 < box.x0 and box.x1 < frame.x1 and frame.y0 < box.y0 < frame.y0 + 0.15 * frame.height
-    assert box.x0 - head[0] < 0.12 * frame.width  # beside the plunges, not across the panel
-    assert head[0] < fast.transData.transform((3, 1))[0]  # the arrow ends at the first updates
-    (hidden,) = [t for t in slow.texts if (t.get_gid() or "").startswith("hidden-envelope:0:")]
-    assert hidden.get_gid() == "hidden-envelope:0:momentum"
-    assert "plain's line" in hidden.get_text() and "momentum's (dotted)" in hidden.get_text()
-    assert hidden.get_text().count("\n") == 2
-    hb = matplotlib.text.Text.get_window_extent(hidden, renderer)
-    sb = slow.get_window_extent(renderer)
-    assert sb.x0 <= hb.x0 and hb.x1 <= sb.x1 and sb.y0 <= hb.y0 and hb.y1 <= sb.y1
-    # it points at plain's line, and stands above the data
-    k, y = hidden.xy
-    assert y == pytest.approx(
-        abs(recs["plain"].path("w")[int(k)].astype(np.float64) @ np.linalg.eigh(s.hessian)[1][:, 0]), rel=1e-6
-    )
-    top = max(
-        np.nanmax(np.asarray(ln.get_ydata(), float)[20:]) for g, ln in lines(slow).items() if g.startswith("mode:0:")
-    )
-    assert hb.y0 > slow.transData.transform((30, top))[1]
+    assert not [t for t in slow.texts if (t.get_gid() or "").startswith("hidden-envelope")]

@@ -124,11 +124,10 @@ def test_a_block_that_reaches_zero_at_once_has_no_measured_decay():
     assert np.isnan(rates.measured[-1])
     assert rates.notes[-1] == "reached exactly 0 at update 2 (2 usable errors: too few to fit)"
     assert all(n == "" for n in rates.notes[:-1]) and np.isfinite(rates.measured[:-1]).all()
-    # no star for it, and the key says why (wrapped to stay clear of the curves)
+    # no star for it, and the key says why, on one line
     assert len(view.measured_marks.get_offsets()) == 7
-    assert view.no_star_note == f"no star (no decay to measure):\n{rates.labels[-1]}: {rates.notes[-1]}"
-    key = view.labels.texts["key"].get_text()
-    assert " ".join(key.split()).endswith(" ".join(view.no_star_note.split()))
+    assert view.no_star_note == f"no ★ on {rates.labels[-1]}: reached exactly 0 at update 2"
+    assert view.no_star_note in [t.get_text() for t in view.curve_ax.get_legend().get_texts()]
     # the block at rate 0 shows whole, above the bottom of the axes
     ((_, y),) = [p for p in view.markers[True].get_offsets() if p[1] < 1e-6]
     assert view.curve_ax.get_ylim()[0] < y - 0.02
@@ -143,19 +142,23 @@ def test_a_block_that_reaches_zero_at_once_has_no_measured_decay():
 
 
 def test_the_key_lists_only_drawn_marks(recording):
-    """No block past a boundary: no red x in the key; one past it: the x is listed. The
-    rate panel has no legend (the names stand on the chart)."""
+    """No block past a boundary: no red x in the key; one past it: the x is listed."""
     view = rv.draw_block_rates(recording, SURFACE)
-    key = lambda: view.labels.texts["key"].get_text()  # noqa: E731
-    assert view.curve_ax.get_legend() is None
+    key = lambda: [t.get_text() for t in view.curve_ax.get_legend().get_texts()]  # noqa: E731
     view.set_learning_rate(0.01)
     assert not any(u.any() for u in view.unstable.values())
     assert not any(len(m.get_xdata()) for m in view.unstable_marks.values())
-    assert "past its rule's limit" not in key()
-    assert "all converge under both rules" in view.curve_ax.get_title().replace("\n", " ")  # wrapped to fit
+    assert "past its limit" not in key()
+    assert view.curve_ax.get_title() == "8 blocks at lr=0.01: none past a limit"
     view.set_learning_rate(LR * 10)
     assert any(u.any() for u in view.unstable.values())
-    assert "✕ past its rule's limit (dotted)" in key().split("\n")
+    assert "past its limit" in key()
+    past = [
+        f"{int(view.unstable[n].sum())} past {rv.RULE_NAMES[n]}'s limit"
+        for n in (False, True)
+        if view.unstable[n].any()
+    ]
+    assert view.curve_ax.get_title().replace("\n", " ") == f"8 blocks at lr={LR * 10:.3g}: " + ", ".join(past)
 
 
 from dtsgd_viz.views.mesh.layout_colors import INK_LIGHTNESS, lightness_of  # noqa: E402
@@ -164,13 +167,12 @@ from dtsgd_viz.views.mesh.layout_colors import INK_LIGHTNESS, lightness_of  # no
 @pytest.mark.slow
 def test_each_error_line_is_named_at_its_end_right_of_the_panel():
     """No legend on the error panel: each block's name and curvature stand right of the
-    axes, in its line's colour (pale ones darkened to read), at its line's last height
-    or joined to it by a leader, no two overprinting; the figure stays column-wide."""
-    from helpers.readable import overlapping
+    axes, in its line's colour (pale ones darkened to read), in the order the lines end
+    (no leader needed: no two names cross), no two overprinting; column-wide."""
     from matplotlib.colors import to_rgb
 
     from dtsgd_viz.views.core import style
-    from dtsgd_viz.views.text.direct import READABLE_GAP, axes_height_points
+    from dtsgd_viz.views.text.clashes import clashes
 
     r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)}, steps=60)[
         "n"
@@ -182,30 +184,21 @@ def test_each_error_line_is_named_at_its_end_right_of_the_panel():
     assert ax.get_legend() is None
     rates = view.rates
     assert [t.get_text() for t in view.end_labels] == [
-        f"{label}  h={h:.2g}" for label, h in zip(rates.labels, rates.curvature)
+        f"{label} h={h:.2g}" for label, h in zip(rates.labels, rates.curvature)
     ]
     frame = ax.get_window_extent(renderer)
-    boxes = [t.get_window_extent(renderer) for t in view.end_labels]
-    assert not overlapping(boxes)
-    leaders = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("end-leader")}
-    lo, hi = np.log10(ax.get_ylim())
-    for g, (t, box, line) in enumerate(zip(view.end_labels, boxes, view.error_lines)):
+    assert clashes(ax, renderer) == []
+    assert not [ln for ln in ax.lines if (ln.get_gid() or "").startswith("end-leader")]
+    for t, line in zip(view.end_labels, view.error_lines):
+        box = t.get_window_extent(renderer)
         assert box.x0 > frame.x1 and t.get_fontsize() >= style.NOTE_SIZE
         line_rgb, text_rgb = np.array(to_rgb(line.get_color())), np.array(to_rgb(t.get_color()))
         assert np.allclose(text_rgb / max(text_rgb.max(), 1e-9), line_rgb / line_rgb.max(), atol=0.02)
-        # dark enough on white: the package's one rule for text in a line's colour
         assert lightness_of(tuple(text_rgb)) <= INK_LIGHTNESS + 0.5
-        end = (np.log10(line.get_ydata()[-1]) - lo) / (hi - lo)
-        y = t.get_position()[1]
-        joined = [
-            ln
-            for ln in leaders.values()
-            if np.isclose(ln.get_ydata()[0], end)
-            and np.isclose(ln.get_ydata()[-1], y)
-            and ln.get_color() == line.get_color()
-        ]
-        assert joined or abs(y - end) <= 0.25 * READABLE_GAP * style.NOTE_SIZE / axes_height_points(ax), g
-        assert line.get_xdata()[-1] == ax.get_xlim()[1]  # the leader starts at the line's end
+    ends = [float(line.get_ydata()[-1]) for line in view.error_lines]
+    heights = [t.get_window_extent(renderer).y0 for t in view.end_labels]
+    order = np.argsort(ends, kind="stable")
+    assert all(heights[a] <= heights[b] for a, b in zip(order, order[1:]))  # the lines' order
     assert fig.get_tightbbox().width * fig.dpi <= 950
 
 
@@ -231,24 +224,13 @@ def test_errors_at_the_rounding_floor_are_held_there_and_the_floor_is_named():
             np.testing.assert_array_equal(y, e)
     steep = view.error_lines[-1].get_ydata()
     assert (rates.errors[:, -1] == 0).any() and (steep == rates.floor).sum() > 10
-    from dtsgd_viz.views.rates.block_labels import floor_text
+    from dtsgd_viz.views.rates.block_rates import floor_text
 
     label = [t for t in ax.texts if t.get_gid() == "floor-label"][0]
     assert label.get_text() == floor_text(rates.floor) == "float32 round-off (below 3e-7)"
     assert ax.get_ylim()[0] < label.get_position()[1] < rates.floor
     (band,) = [p for p in ax.patches if p.get_gid() == "floor"]
     assert band.get_extents().height > 0
-
-
-def _label_boxes(view):
-    fig = view.figure
-    fig.draw_without_rendering()
-    renderer = fig.canvas.get_renderer()
-    return {gid: t.get_window_extent(renderer) for gid, t in view.labels.texts.items()}, renderer
-
-
-def _points_in(box, xy, pad=0.0):
-    return [p for p in xy if box.x0 - pad < p[0] < box.x1 + pad and box.y0 - pad < p[1] < box.y1 + pad]
 
 
 @pytest.mark.parametrize(
@@ -260,65 +242,39 @@ def _points_in(box, xy, pad=0.0):
     ],
 )  # a block at rate 0
 @pytest.mark.slow
-def test_the_rate_panel_names_its_curves_and_limits_on_the_chart_clear_of_the_data(config):
-    """Each rule named in its colour, each dotted stability limit named beside it with its
-    value, a key in a free corner: no two of them overprint, none covers a curve's point,
-    a block, a star or a dotted line, all inside the axes and at least NOTE_SIZE."""
-    from helpers.readable import overlapping
-
+def test_the_rate_panel_key_names_each_rule_and_its_limit_clear_of_the_blocks(config):
+    """One legend names each rule (its curve, its blocks' mark) with its stability limit's
+    value and the stars; it covers no block or star, and no text overprints another."""
     from dtsgd_viz.views.core import style
+    from dtsgd_viz.views.text.clashes import clashes
 
     steps = config.pop("steps")
     r = dtsgd_viz.run(SURFACE, {"n": dict(nesterov=True, **config)}, steps=steps)["n"]
     view = rv.draw_block_rates(r, SURFACE)
     view.figure.draw_without_rendering()  # the layout the PNG has
+    renderer = view.figure.canvas.get_renderer()
     ax = view.curve_ax
-    texts = view.labels.texts
-    assert set(texts) == {"stability-note", "name-Nesterov", "name-momentum", "limit-momentum", "limit-Nesterov", "key"}
+    key = ax.get_legend()
+    texts = [t.get_text() for t in key.get_texts()]
     for n, name in rv.RULE_NAMES.items():
         b = view.boundaries[n]
         assert b == pytest.approx(2 * (1 + config["momentum"]) / ((1 + 2 * config["momentum"]) if n else 1))
-        assert " ".join(texts[f"limit-{name}"].get_text().split()) == f"{name} diverges past {b:.3g}"
-        # at its dotted line: the nearer edge within a few pixels of it
-        box = texts[f"limit-{name}"].get_window_extent(view.figure.canvas.get_renderer())
-        x = ax.transData.transform((b, 0.5))[0]
-        assert min(abs(box.x0 - x), abs(box.x1 - x)) < 12
-        assert texts[f"name-{name}"].get_text() == name
-        assert texts[f"name-{name}"].get_color() == texts[f"limit-{name}"].get_color() == rv.RULE_COLORS[n]
-    boxes, renderer = _label_boxes(view)
-    names = list(boxes)
-    assert not overlapping([boxes[g] for g in names]), [
-        (names[i], names[j]) for i, j in overlapping([boxes[g] for g in names])
-    ]
-    axes_box = ax.get_window_extent(renderer)
-    data = {}
-    for line in ax.lines:
-        gid = line.get_gid() or ""
-        if gid.startswith("curve-"):
-            xy = line.get_xydata()
-            data[gid] = ax.transData.transform(xy[xy[:, 1] <= ax.get_ylim()[1]])
-        elif gid.startswith("boundary-"):  # dotted: a vertical line over the whole height
-            x = ax.transData.transform((line.get_xdata()[0], 1.0))[0]
-            data[gid] = np.column_stack([np.full(200, x), np.linspace(axes_box.y0, axes_box.y1, 200)])
-    for n, marks in view.markers.items():
-        data[f"blocks-{n}"] = ax.transData.transform(marks.get_offsets())
-    data["stars"] = ax.transData.transform(view.measured_marks.get_offsets())
-    for gid, box in boxes.items():
-        assert axes_box.x0 <= box.x0 and box.x1 <= axes_box.x1 and axes_box.y0 <= box.y0 <= box.y1 <= axes_box.y1
-        assert texts[gid].get_fontsize() >= style.NOTE_SIZE
-        for what, xy in data.items():
-            pad = 4.0 if what.startswith(("blocks", "stars")) else 0.0  # a marker's radius
-            assert not _points_in(box, xy, pad), (gid, what)
-    # no legend on the rate panel: the names above replace it
-    assert ax.get_legend() is None
+        assert texts[int(n)] == f"{name}, limit lr·h {b:.3g} (dotted)"
+        (dotted,) = [ln for ln in ax.lines if ln.get_gid() == f"boundary-{name}"]
+        assert dotted.get_xdata()[0] == b
+    assert texts[2].startswith("measured")
+    box = key.get_window_extent(renderer)
+    marks = [ax.transData.transform(m.get_offsets()) for m in (*view.markers.values(), view.measured_marks)]
+    for xy in marks:
+        assert not [p for p in xy if box.x0 - 4 < p[0] < box.x1 + 4 and box.y0 - 4 < p[1] < box.y1 + 4]
+    assert min(t.get_fontsize() for t in key.get_texts()) >= style.NOTE_SIZE
+    assert clashes(ax, renderer) == []
 
 
 @pytest.mark.slow
 def test_the_headline_says_which_blocks_converge_fastest_and_the_settings():
-    """The finding on one line (its shortest wording: the long one took two), the
-    settings broken only between their parts, never inside the surface's bracket."""
-    import re
-
+    """The finding on one line, the settings on one line; how close the stars came to
+    theory in the key (``theory_gap``)."""
     from dtsgd_viz.views.core.figure import headline_texts
 
     r = dtsgd_viz.run(SURFACE, {"n": dict(learning_rate=0.5, momentum=0.9, nesterov=True)}, steps=20)["n"]
@@ -332,16 +288,12 @@ def test_the_headline_says_which_blocks_converge_fastest_and_the_settings():
         f"momentum: {_radius(0.5 * h[0], 0.9, False):.2f} on all"
     )
     view = rv.draw_block_rates(r, SURFACE)
-    off = np.max(np.abs(view.rates.measured - nesterov))
-    lines = settings.split("\n")
-    assert len(lines) == 2 and " ".join(settings.replace("\n", " · ").split()).startswith(
-        "real DTensor SGD, Nesterov, lr 0.5, μ 0.9, 20 updates · sharded quadratic 8x8 on a 2x4 mesh "
-        "(curvature 0.05..1) · ★ measured on the run"
-    )
-    assert all(not line.startswith("·") and not line.endswith("·") for line in lines)
-    for line in lines:  # every bracket closes on the line it opens
-        assert line.count("(") == line.count(")") and not re.search(r"\([^)]*$", line)
-    assert f"within {max(off, 1e-4):.1g} of theory" in settings.replace("\n", " ")
+    off = np.max(np.abs(view.rates.measured - [_radius(0.5 * c, 0.9, True) for c in view.rates.curvature]))
+    run = "real DTensor SGD, Nesterov, lr 0.5, μ 0.9, 20 updates"
+    assert settings == f"{run} · sharded quadratic 8x8 on a 2x4 mesh (curvature 0.05..1)"
+    assert rv.theory_gap(view.rates) == pytest.approx(off)
+    star = [t.get_text() for t in view.curve_ax.get_legend().get_texts()][2]
+    assert star == f"measured, within {max(off, 1e-4):.1g} of theory"
     # the finding's first line is drawn on one line as wide as the figure at most
     fig.draw_without_rendering()
     title = fig._suptitle.get_window_extent(fig.canvas.get_renderer())
@@ -359,8 +311,7 @@ def tutorial01():
 @pytest.mark.slow
 def test_the_rate_axis_ends_just_past_the_last_data(tutorial01):
     """Tutorial 01: nothing right of momentum's limit (3.8) but its curve leaving the top:
-    the axis ends within 20% of it (it ran on to 20, empty), and momentum's name stands
-    under its own flat part, left of its limit."""
+    the axis ends within 20% of it (it ran on to 20, empty)."""
     view = tutorial01
     ax = view.curve_ax
     b = view.boundaries[False]
@@ -370,12 +321,6 @@ def test_the_rate_axis_ends_just_past_the_last_data(tutorial01):
     x, y = next(ln for ln in ax.lines if ln.get_gid() == "curve-momentum").get_data()
     x, y = np.asarray(x), np.asarray(y)
     assert x[(y > ax.get_ylim()[1]) & (x > b)].min() < hi
-    name = view.labels.texts["name-momentum"]
-    renderer = view.figure.canvas.get_renderer()
-    box = name.get_window_extent(renderer)
-    assert ax.transData.transform((b, 0))[0] > box.x1  # left of its limit
-    flat = ax.transData.transform((b / 2, _radius(b / 2, 0.9, False)))[1]
-    assert flat - 4 * view.figure.dpi / 72 > box.y1 > flat - 40  # under the flat part, near it
 
 
 @pytest.mark.slow
@@ -397,6 +342,7 @@ def test_momentum_rings_nest_round_the_stars_and_end_names_read(tutorial01):
     (``layout_colors.label_ink``), the line keeps its colour."""
     from matplotlib.colors import to_rgba
 
+    from dtsgd_viz.views.core import style
     from dtsgd_viz.views.mesh.layout_colors import INK_LIGHTNESS, label_ink, lightness_of
 
     view = tutorial01
@@ -412,7 +358,7 @@ def test_momentum_rings_nest_round_the_stars_and_end_names_read(tutorial01):
     sp = ax.transData.transform(stars.get_offsets())
     near = np.hypot(*(rp[:, None, :] - sp[None, :, :]).transpose(2, 0, 1)).min(axis=1)
     assert (near + star_px / 2 <= ring_px / 2 + 0.5).sum() >= 2  # the two smallest lr·h: the star inside its ring
-    assert "□ a block at lr·h under momentum," in view.labels.texts["key"].get_text().split("\n")
+    handles = dict(zip([t.get_text() for t in ax.get_legend().get_texts()], ax.get_legend().legend_handles))
     # Nesterov's squares: open, white inside, wider than the star on them and under it
     # (the stars hid filled squares the key named), inside the ring at the smallest lr·h
     squares = view.markers[True]
@@ -424,7 +370,10 @@ def test_momentum_rings_nest_round_the_stars_and_end_names_read(tutorial01):
     qp = ax.transData.transform(squares.get_offsets())
     corner = np.hypot(np.abs(qp[0, 0] - rp[0, 0]) + sq_px / 2, np.abs(qp[0, 1] - rp[0, 1]) + sq_px / 2)
     assert corner <= ring_px / 2 - 0.5  # CPU:0: the square and its star wholly inside the ring
-    assert "△ under Nesterov (colours: right)" in view.labels.texts["key"].get_text().split("\n")
+    # the key draws each rule's mark as on the chart: momentum's square, Nesterov's triangle
+    for n, name in rv.RULE_NAMES.items():
+        (handle,) = [h for t, h in handles.items() if t.startswith(name)]
+        assert handle.get_marker() == style.RULE_LOOKS["nesterov" if n else "momentum"].marker
     for t, c in zip(view.end_labels, view.rates.colors):
         assert to_rgba(t.get_color())[:3] == pytest.approx(label_ink(c))
         assert lightness_of(to_rgba(t.get_color())[:3]) <= INK_LIGHTNESS + 0.5

@@ -43,6 +43,8 @@ def set_log_ticks(axis: Axis, lo: float, hi: float) -> None:
 
 
 def frame(ax: Axes, lr_e: Sequence[float] | np.ndarray, mu_e: Sequence[float] | np.ndarray, title: str) -> None:
+    """A map's frame: the log learning-rate axis from ``lr_e[0]`` to ``lr_e[-1]``, momentum
+    from ``mu_e[0]`` to ``mu_e[-1]``, the axis labels and the one-line ``title``."""
     ax.set_xscale("log")
     set_log_ticks(ax.xaxis, lr_e[0], lr_e[-1])
     ax.set_xlim(lr_e[0], lr_e[-1])
@@ -67,7 +69,7 @@ def add_colorbars(
     # each bar in the (sub)figure of its maps; ``fig`` names the figure for the callers
     if step_axes:  # None: a ratio map alone (PhaseDiagram)
         cbar = step_axes[0].figure.colorbar(view.meshes["nesterov"], ax=step_axes, pad=0.015, fraction=0.05)
-        cbar.set_label(f"updates until the loss stays within {tol:g} of the minimum", fontsize=PHASE_NOTE_SIZE)
+        cbar.set_label(f"updates to within tol {tol:g}", fontsize=PHASE_NOTE_SIZE)
         cbar.ax.tick_params(labelsize=style.TICK_SIZE)
     if ratio_ax is None:
         return

@@ -1,7 +1,5 @@
-"""The picked cell of a phase diagram in time: each rule's loss above the minimum per
-update of the real runs there, on a log scale, with the tolerance the maps count to,
-each line named at its end with the updates it needed (``PhaseDiagram``'s third panel).
-"""
+"""The picked cell of a phase diagram in time (``PhaseDiagram``'s loss panel): each
+rule's loss above the minimum per update of the real runs there, with the tolerance."""
 
 from __future__ import annotations
 
@@ -74,20 +72,16 @@ def cell_outcome(losses: ArrayLike, min_value: float, tol: float) -> str:
 
 
 def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Surface, tol: float) -> dict[str, Line2D]:
-    """Each recording's loss minus ``surface.min_value`` per update on ``ax`` (log y)
-    in its rule's look, the ``tol`` line, and each line named at its end with its
-    outcome (``cell_outcome``), over twice the updates the slower run needs to be
-    within ``tol`` (at least ``MIN_SHOWN``; the title says how many of the run's
-    updates that is, the x label why), the x axis ending just past the data and the
-    names outside it. Returns ``{key: Line2D}``."""
+    """Each recording's loss minus ``surface.min_value`` per update on ``ax`` (log y) in
+    its rule's look, the ``tol`` line, and each line named at its end with its outcome
+    (``cell_outcome``), just right of the axes. The panel shows twice the updates the
+    slower run needs to be within ``tol`` (at least ``MIN_SHOWN``): the x label says
+    why and the title how many of the run's updates that is. Returns ``{key: Line2D}``."""
     looks = style.run_looks(recordings)
-    lines, ends = {}, []
-    floor = np.inf
     all_losses = {key: path_losses(rec, surface) for key, rec in recordings.items()}
-    # the updates that matter: until the slower run is within tol, and as long again
     reached = [int(steps_to_tolerance(v, surface.min_value, tol)) for v in all_losses.values()]
-    n = max(len(v) for v in all_losses.values())
-    why = ""
+    total = max(len(v) for v in all_losses.values()) - 1  # updates run (the losses start at update 0)
+    n, why = total + 1, ""
     if reached and min(reached) >= 0 and max(2 * max(reached), MIN_SHOWN) + 1 < n:
         slow = max(reached)
         n = max(2 * slow, MIN_SHOWN) + 1  # points: updates 0..n-1
@@ -96,23 +90,17 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
             if 2 * slow >= MIN_SHOWN
             else f" (both within tol by update {slow})"
         )
+    lines, ends, floor = {}, [], np.inf
     for key, losses in all_losses.items():
-        gap = losses[:n] - float(surface.min_value)
         with np.errstate(invalid="ignore"):
+            gap = losses[:n] - float(surface.min_value)
             shown = np.where(np.isfinite(gap) & (gap > 0), gap, np.nan)
-        look = looks[key]
-        (lines[key],) = ax.plot(np.arange(len(shown)), shown, **look.line(), gid=f"cell-loss:{key}")
+        (lines[key],) = ax.plot(np.arange(len(shown)), shown, **looks[key].line(), gid=f"cell-loss:{key}")
         finite = np.flatnonzero(np.isfinite(shown))
         if len(finite):
             floor = min(floor, float(np.nanmin(shown)))
-            ends.append(
-                (
-                    f"{RULE_NAMES.get(key, key)}: {cell_outcome(losses, surface.min_value, tol)}",
-                    finite[-1],
-                    shown[finite[-1]],
-                    look.color,
-                )
-            )
+            name = f"{RULE_NAMES.get(key, key)}: {cell_outcome(losses, surface.min_value, tol)}"
+            ends.append((name, finite[-1], shown[finite[-1]], looks[key].color))
     ax.set_yscale("log")
     use_log_ticks(ax.yaxis)  # the one log tick format (core.log_ticks)
     tol_look = style.ROLE_LOOKS["tolerance"]
@@ -134,15 +122,8 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
     ax.set_xlabel("update" + why, fontsize=style.LABEL_SIZE)
     ax.set_ylabel("loss − minimum (log)", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
-    total = max(len(v) for v in all_losses.values()) - 1  # updates run (the losses start at update 0)
-    # the curves stop where the panel does: say so, or they look cut short
-    ax.set_title(
-        "Their loss per update" if n > total else f"Their loss, the first {n - 1} of {total} updates",
-        fontsize=style.TITLE_SIZE,
-        gid="cell-title",
-    )
-    # the x axis ends just past the data; the names stand outside it, on the right (the
-    # layout makes room for them), so no stretch of the axis is empty but for names
+    title = "Their loss per update" if n > total else f"Their loss, the first {n - 1} of {total} updates"
+    ax.set_title(title, fontsize=style.TITLE_SIZE, gid="cell-title")
     pad = 0.02 * max(n - 1, 1)
     ax.set_xlim(-pad, n - 1 + pad)
     x0, x1 = ax.get_xlim()

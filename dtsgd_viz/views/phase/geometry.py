@@ -1,35 +1,31 @@
-"""Pure geometry behind ``views.phase.plot``: the ratio of the two step maps, the cells'
-edges, the rate the step cap needs, where to label the iso-rate contours, and the
-ticks of the log learning-rate axis.
+"""Pure numpy behind ``views.phase.plot``: the ratio of the two step maps, each cell's
+region, the cells' edges, the cap's rate and the loss it comes from, where iso-rate
+contours are drawn, the log learning-rate ticks, and the maps' findings (the titles).
 
-No matplotlib here; every function takes and returns numpy arrays or numbers, so
-tests check them numerically::
+The cap's edge: each eigendirection of a quadratic shrinks on its own, its loss like
+``rate^(2k)``; where the cap's grey ends the flattest one decides, so the cap's rate
+comes from that direction's share of the starting loss (tutorial 03: 1.7 of 80)::
 
-    >>> cell_edges([0.1, 1.0, 10.0], log=True).round(4).tolist()
-    [0.0316, 0.3162, 3.1623, 31.6228]
+    >>> from dtsgd_viz.theory import surfaces
+    >>> s = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
+    >>> round(cap_rate(flat_mode_loss(s), 1e-3, 150), 3)
+    0.975
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = [
-    "phase_ratio",
-    "cell_edges",
-    "cap_rate",
-    "label_spots",
-    "log_ticks",
-    "ratio_regions",
-    "REGIONS",
-    "region_spot",
-    "spot_cells",
-    "phase_finding",
-    "ratio_limit",
-    "shown_columns",
-]
+from ...theory import quadratic as theory
+
+if TYPE_CHECKING:
+    from ...theory.convergence import PhaseGrid
+    from ...theory.surfaces import Surface
+
 
 # the ratio map's cells: both converge (the diverging colour map), or one of the neutrals
 REGIONS = ("both", "only_momentum", "only_nesterov", "cap", "neither", "diverged")
@@ -97,63 +93,6 @@ def ratio_regions(
     return out
 
 
-def region_spot(
-    mask: ArrayLike, width: float, height: float, near: tuple[float, float] | None = None
-) -> tuple[float, float] | None:
-    """Where a label ``width`` x ``height`` cells fits inside the region ``mask`` (rows:
-    momenta, columns: learning rates): ``(row, column)`` of the cell centre (fractional)
-    farthest from the region's edge (then nearest its middle) among those whose label covers only region cells;
-    None when the label fits nowhere. With ``near`` (a cell ``(row, column)``): the one
-    nearest that cell instead (a note pointing at it).
-
-    >>> m = np.zeros((5, 7), bool); m[1:4, 1:6] = True
-    >>> region_spot(m, 3, 1), region_spot(m, 6, 1), region_spot(m, 3, 1, near=(4, 6))
-    ((2.0, 3.0), None, (3.0, 4.0))
-    """
-    mask = np.asarray(mask, bool)
-    rows, cols = mask.shape
-    if not mask.any():
-        return None
-    ii, jj = np.nonzero(mask)
-    oi, oj = np.nonzero(~mask)
-    ci, cj = ii.mean(), jj.mean()
-    best = None
-    for i, j in zip(ii, jj):
-        r0, r1 = i + 0.5 - height / 2, i + 0.5 + height / 2
-        c0, c1 = j + 0.5 - width / 2, j + 0.5 + width / 2
-        if r0 < -1e-9 or c0 < -1e-9 or r1 > rows + 1e-9 or c1 > cols + 1e-9:
-            continue
-        a, b = int(np.floor(r0 + 1e-9)), int(np.ceil(r1 - 1e-9))
-        c, d = int(np.floor(c0 + 1e-9)), int(np.ceil(c1 - 1e-9))
-        if not mask[a:b, c:d].all():
-            continue
-        far = np.min(np.maximum(np.abs(oi - i), np.abs(oj - j))) if len(oi) else rows + cols
-        edge = min(i + 1, j + 1, rows - i, cols - j)
-        key = (
-            (min(far, edge), -float(np.hypot(i - ci, j - cj)))
-            if near is None  # deep inside, then central
-            else (-float(np.hypot(i - near[0], j - near[1])),)
-        )
-        if best is None or key > best[0]:
-            best = (key, (float(i), float(j)))
-    return None if best is None else best[1]
-
-
-def spot_cells(shape: tuple[int, ...], spot: tuple[float, float], width: float, height: float) -> np.ndarray:
-    """The cells a ``width`` x ``height`` label at ``spot`` (``region_spot``) covers.
-
-    >>> spot_cells((3, 4), (1.0, 1.0), 3, 1).astype(int).tolist()
-    [[0, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0, 0]]
-    """
-    out = np.zeros(shape, bool)
-    i, j = spot
-    out[
-        max(int(np.floor(i + 0.5 - height / 2 + 1e-9)), 0) : int(np.ceil(i + 0.5 + height / 2 - 1e-9)),
-        max(int(np.floor(j + 0.5 - width / 2 + 1e-9)), 0) : int(np.ceil(j + 0.5 + width / 2 - 1e-9)),
-    ] = True
-    return out
-
-
 def cell_edges(values: ArrayLike, log: bool) -> np.ndarray:
     """Cell edges around grid ``values``: midpoints (geometric for ``log``), the ends
     mirrored."""
@@ -173,60 +112,6 @@ def cap_rate(loss0: float, tol: float, steps: int) -> float:
     if not loss0 > tol > 0:
         return float("nan")
     return float((tol / loss0) ** (1.0 / (2.0 * steps)))
-
-
-def label_spots(
-    level_vertices: Iterable[ArrayLike],
-    avoid: Iterable[ArrayLike],
-    x_range: ArrayLike,
-    y_range: ArrayLike,
-    half_lengths: Iterable[float],
-) -> list:
-    """Where to label each contour level (``level_vertices[i]``: its vertices, x on a
-    log scale), or None: the vertex farthest, in axes fractions, from the ``avoid``
-    polylines (stability boundary, critical damping), from the labels already placed
-    and from the edges; None where even that vertex is closer to one of them than the
-    label's half length ``half_lengths[i]`` (a label there would sit on a line)."""
-    lx = np.log(np.asarray(x_range, np.float64))
-    y_range = np.asarray(y_range, np.float64)
-
-    def frac(pts):
-        pts = np.asarray(pts, np.float64).reshape(-1, 2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            u = (np.log(pts[:, 0]) - lx[0]) / (lx[1] - lx[0])
-        v = (pts[:, 1] - y_range[0]) / (y_range[1] - y_range[0])
-        f = np.column_stack([u, v])
-        return f[np.all(np.isfinite(f), axis=1)]
-
-    blocked = [frac(a) for a in avoid]
-    spots, placed = [], []
-    for verts, half in zip(level_vertices, half_lengths):
-        verts = np.asarray(verts, np.float64).reshape(-1, 2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            f = np.column_stack(
-                [
-                    (np.log(verts[:, 0]) - lx[0]) / (lx[1] - lx[0]),
-                    (verts[:, 1] - y_range[0]) / (y_range[1] - y_range[0]),
-                ]
-            )
-        ok = np.all(np.isfinite(f), axis=1) & np.all((f >= 0) & (f <= 1), axis=1)
-        if not ok.any():
-            spots.append(None)
-            continue
-        f, verts = f[ok], verts[ok]
-        d = np.minimum(np.minimum(f[:, 0], 1 - f[:, 0]), np.minimum(f[:, 1], 1 - f[:, 1]))
-        for b in blocked + [np.asarray(placed).reshape(-1, 2)]:
-            if len(b):
-                d = np.minimum(
-                    d, np.min(np.hypot(f[:, None, 0] - b[None, :, 0], f[:, None, 1] - b[None, :, 1]), axis=1)
-                )
-        best = int(np.argmax(d))
-        if d[best] < half:
-            spots.append(None)
-            continue
-        spots.append(tuple(verts[best]))
-        placed.append(f[best])
-    return spots
 
 
 def log_ticks(lo: float, hi: float) -> tuple[list, list]:
@@ -257,65 +142,112 @@ def log_ticks(lo: float, hi: float) -> tuple[list, list]:
     return major, minor
 
 
-def phase_finding(momentum_steps: ArrayLike, nesterov_steps: ArrayLike, within: float = 0.1) -> str:
-    """The ratio map's finding: in how many of the cells where both rules converge each
-    needs fewer updates by more than ``within`` (10%). Short enough for one line of a
-    figure's title (the fewest updates are the step maps' finding).
+def mode_losses(surface: Surface, start: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The distinct eigenvalues of a quadratic ``surface``'s Hessian (ascending) and the
+    loss above the minimum that ``start`` (default ``surface.default_start``) holds in
+    each one's eigenspace; None for a surface without ``hessian_eigenvalues``. The Hessian
+    is read off the gradient (exact on a quadratic).
+
+    >>> from dtsgd_viz.theory import surfaces
+    >>> h, loss = mode_losses(surfaces.RotatedQuadratic(condition=20.0, angle=30.0))
+    >>> h.tolist(), [round(float(v), 2) for v in loss]
+    ([1.0, 20.0], [1.71, 78.35])
+    """
+    h = getattr(surface, "hessian_eigenvalues", None)
+    if h is None:
+        return None
+    h = np.unique(np.asarray(h, np.float64))
+    shape = tuple(surface.shape)
+    n = int(np.prod(shape))
+    x_min = np.asarray(surface.minimum, np.float64).reshape((-1, *shape))[0]
+    start = np.asarray(surface.default_start if start is None else start, np.float64).reshape(shape)
+    g0 = np.asarray(surface.grad_np(x_min), np.float64).reshape(n)
+    basis = x_min.reshape(1, n) + np.eye(n)
+    a = np.asarray(surface.grad_np(basis.reshape((n, *shape))), np.float64).reshape(n, n) - g0
+    lam, vec = np.linalg.eigh((a + a.T) / 2)
+    c = vec.T @ (start - x_min).reshape(n)
+    # each eigenvalue of the spectrum, the share of the loss in its eigenspace
+    nearest = np.argmin(np.abs(lam[:, None] - h[None, :]), axis=1)
+    return h, np.bincount(nearest, weights=0.5 * lam * c**2, minlength=len(h))
+
+
+def flat_mode_loss(surface: Surface, start: ArrayLike | None = None, tol: float = 0.0) -> float | None:
+    """The starting loss of the flattest eigendirection that holds more than ``tol`` of
+    it (the one that decides where the step cap ends); None without a Hessian."""
+    found = mode_losses(surface, start)
+    if found is None:
+        return None
+    held = np.flatnonzero(found[1] > max(tol, 0.0))
+    return float(found[1][held[0]]) if len(held) else None
+
+
+def cap_loss(surface: Surface, grid: PhaseGrid, start: ArrayLike | None = None) -> float:
+    """The starting loss that decides where the step cap ends: on a quadratic the
+    flattest direction's share (``flat_mode_loss``), else the whole loss of ``grid``
+    (a ``PhaseGrid``) at update 0."""
+    flat = flat_mode_loss(surface, start, grid.tol)
+    return flat if flat is not None else float(grid.losses[0].flat[0]) - float(surface.min_value)
+
+
+EDGE_BAND = 0.12  # no contour this close (a fraction of the learning rate) to the stability boundary
+
+
+def contour_mask(
+    learning_rates: ArrayLike,
+    momenta: ArrayLike,
+    hessian_eigenvalues: ArrayLike,
+    nesterov: bool,
+    band: float = EDGE_BAND,
+) -> np.ndarray:
+    """``out[i, j]`` True where no iso-rate contour is drawn at ``(learning_rates[j],
+    momenta[i])``: the rule does not converge (rate >= 1), or the learning rate lies
+    within ``band`` of the stability boundary, where the rate climbs to 1 and every
+    level's contour would crowd along the boundary's own line.
+
+    >>> contour_mask([0.01, 0.085, 0.095, 0.2], [0.0], [1.0, 20.0], False).tolist()   # boundary 0.1
+    [[False, False, True, True]]
+    """
+    lr = np.asarray(learning_rates, np.float64).reshape(-1)
+    mu = np.asarray(momenta, np.float64).reshape(-1)
+    h = np.unique(np.asarray(hessian_eigenvalues, np.float64))
+    edge = theory.convergence_boundary(np.clip(mu, 0.0, 0.9999), h[-1], nesterov)[:, None]
+    return (theory.problem_rate(lr, mu, h, nesterov) >= 1.0) | (lr[None, :] > (1.0 - band) * edge)
+
+
+def phase_finding(momentum_steps: ArrayLike, nesterov_steps: ArrayLike, within: float = 0.0) -> str:
+    """The ratio map's finding, one line: in how many of the cells where both rules
+    converge each needs fewer updates (by more than ``within``, a fraction, when it is
+    not 0), the counts the tutorial prints.
 
     >>> phase_finding([[10, 8, 20, -1]], [[5, 8, 21, 3]])
-    'Nesterov is >10% faster in 1 of 3 cells where both converge, momentum in 0'
+    'Nesterov needs fewer updates in 1 of 3 cells where both converge, momentum in 1'
+    >>> phase_finding([[10, 8, 20, -1]], [[5, 8, 21, 3]], within=0.1)
+    'Nesterov needs >10% fewer updates in 1 of 3 cells where both converge, momentum in 0'
     """
     m, n = np.asarray(momentum_steps), np.asarray(nesterov_steps)
     both = (m >= 0) & (n >= 0)
     if not both.any():
         return "No cell where both rules converge"
     mf, nf = np.maximum(m, 1).astype(float), np.maximum(n, 1).astype(float)
+    by = f">{within:.0%} " if within > 0 else ""
     return (
-        f"Nesterov is >{within:.0%} faster in {int((both & (mf > nf * (1 + within))).sum())} of "
-        f"{int(both.sum())} cells where both converge, momentum in "
-        f"{int((both & (nf > mf * (1 + within))).sum())}"
+        f"Nesterov needs {by}fewer updates in {int((both & (mf > nf * (1 + within))).sum())} of "
+        f"{int(both.sum())} cells where both converge, momentum in {int((both & (nf > mf * (1 + within))).sum())}"
     )
 
 
-def steps_finding(
-    momentum_steps: ArrayLike, nesterov_steps: ArrayLike, momentum_diverged: ArrayLike, nesterov_diverged: ArrayLike
-) -> str:
-    """The step maps' finding, one line of a title: in how many cells each rule
-    diverges, and the fewest updates either needs (the range of the two rules' best).
+def steps_finding(momentum_steps: ArrayLike, nesterov_steps: ArrayLike) -> str:
+    """The step maps' finding, one line: each rule's fewest updates over the grid's cells
+    (the tutorial prints them as the best cell of the map).
 
-    >>> steps_finding([[10, -1, -1]], [[5, 8, -1]], [[False, True, True]], [[False, False, True]])
-    'Momentum diverges in 2 of 3 cells, Nesterov in 1; both at best 5–10 updates'
-    >>> steps_finding([[7, -1]], [[-1, -1]], [[False, True]], [[True, True]])
-    'Momentum diverges in 1 of 2 cells, Nesterov in 2; momentum at best 7 updates'
+    >>> steps_finding([[10, -1, -1]], [[5, 8, -1]])
+    'Fewest updates in the 3 cells: momentum 10, Nesterov 5'
+    >>> steps_finding([[7, -1]], [[-1, -1]])
+    'Fewest updates in the 2 cells: momentum 7, Nesterov none within tol'
     """
     m, n = np.asarray(momentum_steps), np.asarray(nesterov_steps)
-    head = (
-        f"Momentum diverges in {int(np.sum(momentum_diverged))} of {m.size} cells, Nesterov in "
-        f"{int(np.sum(nesterov_diverged))}"
-    )
-    best = {name: int(a[a >= 0].min()) for name, a in (("momentum", m), ("Nesterov", n)) if (a >= 0).any()}
-    if not best:
-        return head + "; neither reaches tol in any"
-    if len(best) == 1:
-        ((name, k),) = best.items()
-        return head + f"; {name} at best {k} updates"
-    lo, hi = sorted(best.values())
-    return head + f"; both at best {lo}{'' if lo == hi else f'–{hi}'} updates"
-
-
-def shown_columns(regions: ArrayLike, min_share: float = 0.2, margin: int = 1) -> tuple[int, int]:
-    """``(first, stop)``: the columns of a ratio map (``regions``, ``ratio_regions``) worth
-    its width: from the first to the last column in which at least ``min_share`` of the
-    cells are something other than ``neither`` (the cap's grey), ``margin`` columns more
-    each side. All columns when none qualifies.
-
-    >>> r = np.full((5, 8), REGIONS.index("neither")); r[:, 5:] = 0; r[4, 0] = 0; r[3:, 3] = 0
-    >>> shown_columns(r), shown_columns(r, min_share=0.4)
-    ((0, 8), (2, 8))
-    """
-    r = np.asarray(regions)
-    share = np.mean(r != REGIONS.index("neither"), axis=0)
-    keep = np.flatnonzero(share >= min_share - 1e-12)
-    if not keep.size:
-        return 0, r.shape[1]
-    return max(int(keep[0]) - margin, 0), min(int(keep[-1]) + 1 + margin, r.shape[1])
+    best = [
+        f"{name} {int(a[a >= 0].min())}" if (a >= 0).any() else f"{name} none within tol"
+        for name, a in (("momentum", m), ("Nesterov", n))
+    ]
+    return f"Fewest updates in the {m.size} cells: {', '.join(best)}"

@@ -1,5 +1,5 @@
 """The phase diagram as a figure: updates to converge over (learning rate x momentum) for
-classical momentum and for Nesterov, the log2 ratio of the two, and the theory on top.
+classical momentum and Nesterov, the log2 ratio of the two, and the theory on top.
 
     >>> import dtsgd_viz
     >>> from dtsgd_viz import surfaces
@@ -7,29 +7,18 @@ classical momentum and for Nesterov, the log2 ratio of the two, and the theory o
     >>> [ax.get_label() for ax in fig.axes[:3]]
     ['phase:momentum', 'phase:nesterov', 'phase:ratio']
 
-The maps come from the numpy reference of tf-keras' rule (``widgets._phase.phase_grid``,
-tied to the real optimizer by the tests). Cells the colour maps do not cover are drawn as
-what they are (``views.phase.regions``): the step cap pale grey, divergence with x
-marks, and on the ratio map the cells only one rule converges in hatched neutrals (one
-hatch where the other rule diverges, dots where it only ran into the cap), never in the
-colour bar's colours; the regions are named in place where the name fits. On a
-quadratic (a surface with ``hessian_eigenvalues``) the theory of ``dtsgd_viz.theory``
-is drawn on them (``style.ROLE_LOOKS``):
-
-* the **stability boundary** (the largest eigenvalue's spectral radius reaches 1): on
-  the step maps dashed white; on the ratio map each rule's in its own look, named;
-* **iso-rate contours**: where the worst mode's spectral radius is 0.6, 0.8, 0.9 and the
-  rate the step cap needs (``(tol / loss0) ** (1 / (2 steps))``, ``loss0`` the flattest
-  direction's share of the starting loss: ``views.phase.cap``): the edge of the grey
-  "not within tol" region follows that contour, not a boundary;
-* the **critical-damping curve** of the slowest mode, black on both step maps: left of
-  it that mode creeps in, right of it it oscillates.
+The maps come from the numpy reference of tf-keras' rule (``theory.convergence.
+phase_grid``). Cells no colour map covers are drawn as what they are (``regions``) and
+named in the legend. On a quadratic the theory is drawn on them: each rule's stability
+boundary in the rule's look on every map, iso-rate contours of the worst mode's
+spectral radius (one label per level; the cap's level, ``geometry.cap_rate``, is the
+edge of the cap's grey) and the flattest mode's critical-damping curve.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,78 +26,48 @@ import numpy as np
 from ...theory import quadratic as theory
 from ..core import style
 from ..core.figure import headline, new_figure
-from .axes import PHASE_LEGEND_SIZE, add_colorbars, frame
-from .boundary_names import bare_cells, name_ratio_boundaries
-from .cap import cap_loss
-from .contours import draw_contours
+from .axes import PHASE_LEGEND_SIZE, PHASE_NOTE_SIZE, add_colorbars, frame
 from .geometry import (
     REGIONS,
+    cap_loss,
     cap_rate,
     cell_edges,
+    contour_mask,
     phase_finding,
     phase_ratio,
     ratio_limit,
-    shown_columns,
     steps_finding,
 )
-from .regions import (
-    DIVERGED_FACE,
-    DIVERGED_MARK,
-    REGION_NAMES,
-    cropped_label,
-    draw_ratio_regions,
-    legend_handles,
-    line_cells,
-    name_region,
-    point_at_cell,
-    region_patch,
-    shown_cells,
-    text_cells,
-)
-from .regions import outline as _outline
+from .regions import DIVERGED_FACE, DIVERGED_MARK, boundary_look, draw_ratio_regions, legend_handles, outline
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.colors import Colormap
+    from matplotlib.contour import ContourSet
     from matplotlib.figure import Figure, SubFigure
+    from matplotlib.text import Text
     from numpy.typing import ArrayLike
 
     from ...theory.convergence import PhaseGrid
     from ...theory.surfaces import Surface
 
-__all__ = [
-    "plot_phase",
-    "draw_phase",
-    "PhaseView",
-    "phase_ratio",
-    "cell_edges",
-    "cap_rate",
-    "cap_loss",
-    "RATE_LEVELS",
-    "ratio_cmap",
-    "TIE_WITHIN",
-]
 
 RULES = theory.RULES
 RATE_LEVELS = (0.6, 0.8, 0.9)
-TITLES = {"momentum": "Classical momentum (heavy ball)", "nesterov": "Nesterov (tf-keras form)"}
-RULE_NAMES = {"momentum": "momentum", "nesterov": "Nesterov"}
-PHASE_FIGSIZE = (style.WIDTH, 9.6)  # the rule maps, the full-width ratio map, two short legends
-TIE_WITHIN = 0.1  # the ratio map names "within 10%" where the counts are that close
-NEAR_EDGE = 0.85  # a cell at this fraction of a rule's stability boundary lies "just inside" it
-
-
-# ---- drawing ----------------------------------------------------------------------------
+TITLES = {"momentum": "Momentum: stable iff lr·h < 2(1+μ)", "nesterov": "Nesterov: stable iff lr·h < 2(1+μ)/(1+2μ)"}
+PHASE_FIGSIZE = (style.WIDTH, 9.4)  # the rule maps over the full-width ratio map, a legend under each
+TIE_WITHIN = 0.0  # the ratio finding counts every cell one rule needs fewer updates in (as the tutorial prints)
+MIN_PIECE = 0.08  # axes fractions: shorter pieces of a contour (cut by the mask) are not drawn
+SHOWS = {"both": PHASE_FIGSIZE, "steps": (style.WIDTH, 5.0), "ratio": (style.WIDTH, 5.0)}
 
 
 @dataclasses.dataclass(eq=False)
 class PhaseView:
-    """What ``draw_phase`` drew: ``meshes[key]`` (``momentum``, ``nesterov``,
-    ``ratio``), the ``ratio`` values and each cell's ``regions`` (``phase_geometry.
-    ratio_regions``), and per rule the ``boundaries``, ``contours`` (a ``ContourSet``
-    of the worst mode's rate), ``critical`` lines; ``rate_levels``; ``named``: the
-    regions named in place (the others are in ``handles``, the legend's entries)."""
+    """What ``draw_phase`` drew: ``meshes`` per map, the ``ratio`` and ``regions`` of each
+    cell; per rule the step maps' ``boundaries``, ``contours``, ``rate_labels`` (``{level:
+    Text}``) and ``critical`` lines, the ratio map's ``ratio_boundaries``; the legends'
+    entries."""
 
     figure: Figure | SubFigure
     axes: dict[str, Axes]
@@ -116,16 +75,20 @@ class PhaseView:
     ratio: np.ndarray
     meshes: dict = dataclasses.field(default_factory=dict)
     boundaries: dict = dataclasses.field(default_factory=dict)
+    ratio_boundaries: dict = dataclasses.field(default_factory=dict)
     contours: dict = dataclasses.field(default_factory=dict)
     critical: dict = dataclasses.field(default_factory=dict)
-    rate_labels: dict = dataclasses.field(default_factory=dict)  # per rule, the contours' labels
+    rate_labels: dict = dataclasses.field(default_factory=dict)
     rate_levels: tuple[float, ...] = ()
-    drawn_levels: set[float] = dataclasses.field(default_factory=set)  # levels some map shows
-    handles: list[Artist] = dataclasses.field(default_factory=list)
+    step_handles: list[Artist] = dataclasses.field(default_factory=list)
+    ratio_handles: list[Artist] = dataclasses.field(default_factory=list)
     regions: np.ndarray | None = None
-    named: set[str] = dataclasses.field(default_factory=set)
     ratio_extend: str = "neither"  # the ratio colour bar's ends some cell lies past
-    ratio_columns: tuple = ()  # (first, stop): the ratio map's columns shown (``shown_columns``)
+
+    @property
+    def handles(self) -> list[Artist]:
+        """Every legend entry: the step maps' then the ratio map's."""
+        return self.step_handles + self.ratio_handles
 
 
 def ratio_cmap() -> Colormap:
@@ -134,9 +97,7 @@ def ratio_cmap() -> Colormap:
     from matplotlib.colors import LinearSegmentedColormap
 
     rdbu = colormaps["RdBu"]
-    # N odd, white exactly in the middle: a tie (0) is white, not RdBu's off-white; red is
-    # Nesterov faster (its orange), blue momentum faster. Cells past the scale's ends take
-    # its end colours (the colour bar's arrows); the one-rule regions are drawn apart
+    # N odd, white exactly in the middle: a tie (0) is white, not RdBu's off-white
     cmap = LinearSegmentedColormap.from_list(
         "nesterov_vs_momentum", [rdbu(0.0), rdbu(0.2), rdbu(0.4), "white", rdbu(0.6), rdbu(0.8), rdbu(1.0)], N=255
     )
@@ -145,11 +106,9 @@ def ratio_cmap() -> Colormap:
 
 @dataclasses.dataclass(frozen=True)
 class _MapGrid:
-    """What every map of one ``draw_phase`` shares: the grid (``lrs``, ``mus``, the
-    cells' edges ``lr_e``, ``mu_e``, the cap ``steps``), the quadratic's sorted
-    eigenvalues ``h`` (None: no theory), the fine grid the theory is drawn on, the
-    cap's rate ``cap`` (NaN if unknown) and the starting loss it comes from
-    ``cap_loss`` (the flattest direction's, ``phase_cap.flat_mode_loss``)."""
+    """What every map of one ``draw_phase`` shares: the grid, the cells' edges, the cap,
+    the quadratic's sorted eigenvalues ``h`` (None: no theory), the fine grid the theory
+    is drawn on and the cap's rate ``cap`` (NaN if unknown)."""
 
     lrs: np.ndarray
     mus: np.ndarray
@@ -161,24 +120,20 @@ class _MapGrid:
     mu_f: np.ndarray
     mu_line: np.ndarray
     cap: float
-    cap_loss: float = float("nan")
 
 
 def _map_grid(grid, surface, loss0) -> _MapGrid:
-    lrs, mus, steps, tol = grid.learning_rates, grid.momenta, grid.max_steps, grid.tol
+    lrs, mus = grid.learning_rates, grid.momenta
     lr_e, mu_e = cell_edges(lrs, log=True), cell_edges(mus, log=False)
     h = getattr(surface, "hessian_eigenvalues", None)
     h = None if h is None else np.unique(np.asarray(h, np.float64))
+    cap = cap_rate(loss0, grid.tol, grid.max_steps) if loss0 is not None else float("nan")
+    if h is not None and np.isfinite(cap):
+        cap = round(cap, 3)
     # the theory on a fine grid: contours are drawn from it, not from the cells
     lr_f = np.geomspace(lr_e[0], lr_e[-1], 300)
     mu_f = np.linspace(max(mu_e[0], 0.0), min(mu_e[-1], 0.999), 250)
-    mu_line = np.linspace(mus[0], mus[-1], 200)
-    cap = cap_rate(loss0, tol, steps) if loss0 is not None else float("nan")
-    if h is not None and np.isfinite(cap):
-        cap = round(cap, 3)
-    return _MapGrid(
-        lrs, mus, steps, lr_e, mu_e, h, lr_f, mu_f, mu_line, cap, float("nan") if loss0 is None else float(loss0)
-    )
+    return _MapGrid(lrs, mus, grid.max_steps, lr_e, mu_e, h, lr_f, mu_f, np.linspace(mus[0], mus[-1], 200), cap)
 
 
 def draw_phase(
@@ -192,34 +147,38 @@ def draw_phase(
 ) -> PhaseView:
     """Draw the two step maps and the ratio map of ``grids`` (``{"momentum":
     PhaseGrid, "nesterov": PhaseGrid}``) on ``axes`` (``{"momentum": ax, "nesterov":
-    ax, "ratio": ax}``; ``ratio`` may be left out) with the theory of a quadratic
-    ``surface``. The ratio map shows only the learning rates where some cell is more
-    than the cap's grey (``shown_columns``; its x label names what it leaves out) and is
-    titled ``ratio_title`` (default: what its colours say). ``loss0``: the starting
-    loss the cap's rate is computed from (``cap_loss``). Colour bars and a legend are
-    the caller's (``view.handles``)."""
+    ax, "ratio": ax}``; any may be left out) with the theory of a quadratic ``surface``.
+    The ratio map is titled ``ratio_title`` (default: what its colours say). ``loss0``:
+    the starting loss the cap's rate is computed from (``cap_loss``). Colour bars and
+    legends are the caller's (``view.step_handles``, ``view.ratio_handles``)."""
     ratio = phase_ratio(grids["momentum"].steps, grids["nesterov"].steps)
-    fig = next(iter(axes.values())).figure
-    view = PhaseView(fig, dict(axes), dict(grids), ratio)
+    view = PhaseView(next(iter(axes.values())).figure, dict(axes), dict(grids), ratio)
     g = _map_grid(grids["momentum"], surface, loss0)
+    levels = set(rate_levels)
     if g.h is not None and np.isfinite(g.cap):
-        rate_levels = tuple(sorted({*rate_levels, g.cap}))
-    view.rate_levels = tuple(rate_levels)
+        levels.add(g.cap)
+    view.rate_levels = tuple(sorted(levels))
     for key, nesterov in RULES.items():
         if axes.get(key) is not None:
             _draw_step_map(view, axes[key], key, nesterov, g)
-    if "nesterov" in axes and "momentum" in axes:
+    if axes.get("nesterov") is not None and axes.get("momentum") is not None:
         axes["nesterov"].tick_params(labelleft=False)
         axes["nesterov"].set_ylabel("")
     if axes.get("ratio") is not None:
         _draw_ratio_map(view, axes["ratio"], g, ratio_title)
-    view.handles = legend_handles(view, g, "ratio" in axes)
+    drawn = sorted({float(lv) for labels in view.rate_labels.values() for lv in labels})
+    words = ", ".join(f"{lv:g}" for lv in drawn if lv != g.cap)
+    if g.cap in drawn:
+        words += f"{', ' if words else ''}{g.cap:g} (the cap's edge)"
+    levels_text = f"iso-rate ρ = {words}" if drawn else ""
+    critical = f"critical damping (h = {g.h[0]:g})" if g.h is not None else ""
+    view.step_handles, view.ratio_handles = legend_handles(view, g.steps, levels_text, critical)
     return view
 
 
-def _draw_step_map(view, ax, key, nesterov, g: _MapGrid) -> None:
-    """One rule's map of updates to converge, the cap and its divergent cells named in
-    place and, on a quadratic, its theory; ``view`` keeps what was drawn."""
+def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapGrid) -> None:
+    """One rule's map of updates to converge, the cap pale grey, its divergent cells dark
+    with x marks and, on a quadratic, its theory; ``view`` keeps what was drawn."""
     from matplotlib import colormaps
     from matplotlib.colors import ListedColormap, Normalize
 
@@ -238,169 +197,139 @@ def _draw_step_map(view, ax, key, nesterov, g: _MapGrid) -> None:
     )
     ii, jj = np.nonzero(grid.diverged)
     ax.plot(g.lrs[jj], g.mus[ii], **DIVERGED_MARK, gid=f"diverged:{key}")
-    capped = (grid.steps < 0) & ~grid.diverged
-    free = ~line_cells(_theory_lines(g, nesterov), g.lr_e, g.mu_e)  # no name on a line
-    if not capped.any() or name_region(
-        ax, capped & free, f"more than {g.steps}\nupdates (the cap)", g.lrs, g.mus, gid=f"region-label:cap:{key}"
-    ):
-        view.named.add(f"cap:{key}")
-    if not grid.diverged.any() or name_region(
-        ax, grid.diverged & free, "diverges", g.lrs, g.mus, gid=f"region-label:diverged:{key}"
-    ):
-        view.named.add(f"diverged:{key}")
     title = TITLES[key]
     if g.h is not None:
-        title += _draw_step_theory(view, ax, key, nesterov, g)
+        title += f", h = {g.h[-1]:g}"
+        view.contours[key], view.rate_labels[key] = draw_contours(ax, key, nesterov, g, view.rate_levels)
+        (view.boundaries[key],) = ax.plot(
+            theory.convergence_boundary(g.mu_line, g.h[-1], nesterov),
+            g.mu_line,
+            **boundary_look(key),
+            gid=f"boundary:{key}",
+        )
+        critical = style.ROLE_LOOKS["critical"]
+        (view.critical[key],) = ax.plot(
+            theory.critical_damping(g.mu_line, nesterov) / g.h[0],
+            g.mu_line,
+            **critical.line(),
+            gid=f"critical:{key}",
+            path_effects=outline("white", critical.lw + 2.0),
+        )
     frame(ax, g.lr_e, g.mu_e, title)
 
 
-def _theory_lines(g: _MapGrid, nesterov) -> list:
-    """The stability boundary and critical-damping curve of one rule (``(n, 2)``
-    arrays of learning rate, momentum); none without a quadratic."""
-    if g.h is None:
+def _pieces(path) -> list[np.ndarray]:
+    """The pieces of a contour level's path (split at its MOVETOs)."""
+    from matplotlib.path import Path
+
+    v, codes = np.asarray(path.vertices), path.codes
+    if not len(v):
         return []
-    b_x = theory.convergence_boundary(g.mu_line, g.h[-1], nesterov)
-    c_x = theory.critical_damping(g.mu_line, nesterov) / g.h[0]
-    return [np.column_stack([b_x, g.mu_line]), np.column_stack([c_x, g.mu_line])]
+    starts = np.flatnonzero(codes == Path.MOVETO) if codes is not None else np.array([0])
+    return np.split(v, starts[1:])
 
 
-def _draw_step_theory(view, ax, key, nesterov, g: _MapGrid) -> str:
-    """The iso-rate contours, stability boundary and critical-damping curve of one rule
-    on its map; returns the title's line on stability."""
-    h, mu_line = g.h, g.mu_line
-    assert h is not None  # the theory of a quadratic only
-    lines = _theory_lines(g, nesterov)
-    b_x, c_x = lines[0][:, 0], lines[1][:, 0]
-    cs, view.rate_labels[key] = draw_contours(ax, key, nesterov, g, view.rate_levels, avoid=lines)
-    view.contours[key] = cs
-    view.drawn_levels.update(float(r) for r, path in zip(cs.levels, cs.get_paths()) if len(np.asarray(path.vertices)))
-    theory_look, critical = style.ROLE_LOOKS["theory"], style.ROLE_LOOKS["critical"]
-    (view.boundaries[key],) = ax.plot(
-        b_x, mu_line, **theory_look.line(), gid=f"boundary:{key}", path_effects=_outline("black", theory_look.lw + 1.6)
-    )
-    (view.critical[key],) = ax.plot(
-        c_x, mu_line, **critical.line(), gid=f"critical:{key}", path_effects=_outline("white", critical.lw + 2.0)
-    )
-    rule = "lr·h < 2(1+μ)/(1+2μ)" if nesterov else "lr·h < 2(1+μ)"
-    return f"\nstable iff {rule}, h = {h[-1]:g}"
+def _as_path(pieces: list[np.ndarray]):
+    from matplotlib.path import Path
+
+    if not pieces:
+        return Path(np.zeros((0, 2)))
+    codes = np.concatenate([[Path.MOVETO] + [Path.LINETO] * (len(v) - 1) for v in pieces])
+    return Path(np.concatenate(pieces), codes)
 
 
-def _draw_ratio_map(view, ax, g: _MapGrid, title=None) -> None:
+def _arc(xy: np.ndarray, g: _MapGrid) -> np.ndarray:
+    """The arc length along a contour piece, in axes fractions (x log), at each vertex."""
+    lx, my = np.log(g.lr_e[[0, -1]]), g.mu_e[[0, -1]]
+    f = np.column_stack([(np.log(xy[:, 0]) - lx[0]) / (lx[1] - lx[0]), (xy[:, 1] - my[0]) / (my[1] - my[0])])
+    return np.r_[0.0, np.cumsum(np.hypot(*np.diff(f, axis=0).T))]
+
+
+def contour_labels(pieces_by_level: Mapping[float, list[np.ndarray]], g: _MapGrid) -> dict[float, tuple]:
+    """Where each contour level takes its one label: the middle (by arc length, in axes
+    fractions) of its longest piece. ``{level: (lr, mu)}``; a level with no piece is
+    left out."""
+    out = {}
+    for level, pieces in pieces_by_level.items():
+        if pieces:
+            longest = max(pieces, key=lambda v: _arc(v, g)[-1])
+            arc = _arc(longest, g)
+            out[level] = tuple(longest[int(np.argmin(np.abs(arc - arc[-1] / 2)))])
+    return out
+
+
+def draw_contours(
+    ax: Axes, key: str, nesterov: bool, g: _MapGrid, levels: Iterable[float]
+) -> tuple[ContourSet, dict[float, Text]]:
+    """The worst mode's iso-rate contours of one rule at ``levels`` on the fine grid of
+    ``g``, masked by ``contour_mask``; the cap's level only where the flattest direction
+    is overdamped (there its loss decides the cap's edge); pieces shorter than
+    ``MIN_PIECE`` dropped; each level labelled once, upright (``contour_labels``).
+    Returns the ``ContourSet`` and ``{level: Text}``."""
+    assert g.h is not None  # contours are drawn on a quadratic's maps only
+    look = style.ROLE_LOOKS["rate_level"]
+    rho = theory.problem_rate(g.lr_f, g.mu_f, g.h, nesterov)
+    rho = np.ma.masked_where(contour_mask(g.lr_f, g.mu_f, g.h, nesterov), rho)
+    cs = ax.contour(g.lr_f, g.mu_f, rho, levels=list(levels), colors=look.color, linewidths=look.lw, zorder=look.zorder)
+    cs.set_gid(f"rate:{key}")
+    cs.set(path_effects=outline("0.15", 2.0))
+    kept = {}
+    for level, path in zip(np.asarray(cs.levels, float), cs.get_paths()):
+        pieces = _pieces(path)
+        if level == g.cap:  # past the flattest direction's critical damping the steep one decides
+            split = []
+            for v in pieces:
+                ok = v[:, 0] < theory.critical_damping(np.clip(v[:, 1], 0.0, 0.9999), nesterov) / g.h[0]
+                runs = np.split(np.arange(len(v)), np.flatnonzero(np.diff(ok.astype(int))) + 1)
+                split += [v[r] for r in runs if ok[r[0]] and len(r) > 1]
+            pieces = split
+        kept[float(level)] = [v for v in pieces if len(v) > 1 and _arc(v, g)[-1] >= MIN_PIECE]
+    cs.set_paths([_as_path(p) for p in kept.values()])
+    labels = {
+        level: ax.text(
+            xy[0],
+            xy[1],
+            f"ρ={level:g}",
+            ha="center",
+            va="center",
+            fontsize=PHASE_NOTE_SIZE,
+            color="black",
+            zorder=8,
+            gid=f"rate-label:{key}",
+            path_effects=outline("white", 2.5),
+        )
+        for level, xy in contour_labels(kept, g).items()
+    }
+    return cs, labels
+
+
+def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = None) -> None:
     """The log2 ratio of the two step maps where both converge, the other cells as
-    neutral regions (``phase_regions``), every region named in place where it fits and,
-    on a quadratic, each rule's stability boundary in its look, named."""
+    neutral regions and, on a quadratic, each rule's stability boundary in its look."""
     from matplotlib.colors import Normalize
 
-    ratio, h = view.ratio, g.h
     ax.set_label("phase:ratio")
     view.regions, _ = draw_ratio_regions(ax, view.grids, g.lr_e, g.mu_e)
     both = view.regions == REGIONS.index("both")
-    # the scale fits the data: 2x, 4x or 8x, whichever holds the 98th percentile
-    vmax, view.ratio_extend = ratio_limit(ratio[both])
+    vmax, view.ratio_extend = ratio_limit(view.ratio[both])  # 2x, 4x or 8x: whichever holds the 98th percentile
     view.meshes["ratio"] = ax.pcolormesh(
         g.lr_e,
         g.mu_e,
-        np.ma.masked_where(~both, ratio),
+        np.ma.masked_where(~both, view.ratio),
         cmap=ratio_cmap(),
         norm=Normalize(-vmax, vmax),
         gid="phase:ratio",
     )
-    lines = {}
-    if h is not None:
-        looks = style.run_looks(RULES)
+    if g.h is not None:
         for key, nesterov in RULES.items():
-            look = looks[key]
-            x = theory.convergence_boundary(g.mu_line, h[-1], nesterov)
-            (lines[key],) = ax.plot(
-                x, g.mu_line, **look.line(), gid=f"ratio-boundary:{key}", path_effects=_outline("white", look.lw + 2.4)
+            (view.ratio_boundaries[key],) = ax.plot(
+                theory.convergence_boundary(g.mu_line, g.h[-1], nesterov),
+                g.mu_line,
+                **boundary_look(key),
+                gid=f"ratio-boundary:{key}",
             )
-    # the columns of the cap's grey alone are left out: the map's width goes to its colours
-    view.ratio_columns = c0, c1 = shown_columns(view.regions)
-    frame(ax, g.lr_e[c0 : c1 + 1], g.mu_e, title or "Who is faster: Nesterov's updates / momentum's")
-    ax.set_xlabel(cropped_label(view, g), fontsize=style.LABEL_SIZE)
-    if lines:
-        name_ratio_boundaries(view, ax, g, lines, TIE_WITHIN)
-    noted = _name_ratio_regions(view, ax, g)  # after the boundaries' names and the scale: a note keeps off them
-    if lines and noted is not None:  # the note's cells over the boundary, the line thin across them
-        bare_cells(
-            ax,
-            view.meshes["ratio"],
-            noted & line_cells([np.column_stack(ln.get_data()) for ln in lines.values()], g.lr_e, g.mu_e),
-            lines,
-            g.lr_e,
-            g.mu_e,
-            gid="noted",
-        )
+    frame(ax, g.lr_e, g.mu_e, title or "Who is faster: Nesterov's updates / momentum's")
     ax.tick_params(labelleft=True)
-
-
-def _name_ratio_regions(view, ax, g: _MapGrid) -> None:
-    """Name the ratio map's regions in place where the name fits (``view.named``);
-    returns the cells of a span a note points at (None: no note)."""
-    shown = shown_cells(view)  # names and notes only on the columns shown
-    both = (view.regions == REGIONS.index("both")) & shown
-    ratio = view.ratio
-    near = np.log2(1 + TIE_WITHIN)
-    tie = f"within {TIE_WITHIN:.0%}"
-    # no name on a stability boundary
-    off = (
-        shown
-        & ~line_cells([_theory_lines(g, n)[0] for n in RULES.values()] if g.h is not None else [], g.lr_e, g.mu_e)
-        & ~text_cells(ax, [t for t in ax.texts if (t.get_gid() or "").startswith("boundary-label:")], g.lr_e, g.mu_e)
-    )
-    free = both & (np.abs(ratio) <= near) & off  # where a note may sit: the near-white cells
-    taken = np.zeros_like(free)  # the notes' cells (and a column of air each side): no name there
-    noted = None
-    for text, mask in {
-        "Nesterov faster": both & (ratio < -near) & off,
-        "momentum faster": both & (ratio > near),
-    }.items():
-        if mask.any() and not name_region(
-            ax, mask, text, g.lrs, g.mus, gid=f"region-label:{text}", fontsize=style.LABEL_SIZE, halo=True
-        ):  # on its cells: no box
-            covered = _note_extreme(view, ax, g, mask, free, text)
-            if covered is not None:
-                noted = mask if noted is None else noted | mask
-                free &= ~covered
-                taken |= covered | np.roll(covered, 1, axis=1) | np.roll(covered, -1, axis=1)
-    name_region(ax, free, tie, g.lrs, g.mus, gid=f"region-label:{tie}", fontsize=style.LABEL_SIZE)
-    for region in REGIONS[1:]:
-        mask = view.regions == REGIONS.index(region)
-        if mask.any() and name_region(
-            ax,
-            mask & off & ~taken,
-            REGION_NAMES[region].format(steps=g.steps),
-            g.lrs,
-            g.mus,
-            gid=f"region-label:{region}",
-        ):
-            view.named.add(region)
-    return noted
-
-
-def _note_extreme(view, ax, g: _MapGrid, mask, free, span):
-    """Point at the cell of ``mask`` (a span too small for its name) farthest from a
-    tie, with both counts and, near the slower rule's stability boundary, that reason
-    (there its steep direction's rate is close to 1). Returns the cells the note covers."""
-    i, j = np.unravel_index(np.argmax(np.where(mask, np.abs(view.ratio), -np.inf)), mask.shape)
-    counts = {key: int(view.grids[key].steps[i, j]) for key in RULES}
-    slower, faster = max(counts, key=counts.__getitem__), min(counts, key=counts.__getitem__)
-    text = f"{span} here:\n{counts[faster]} updates vs {RULE_NAMES[slower]}'s {counts[slower]}"
-    if (
-        g.h is not None
-        and g.lrs[j] >= NEAR_EDGE * theory.convergence_boundary(np.array([g.mus[i]]), g.h[-1], RULES[slower])[0]
-    ):
-        text += f"\n(just inside {RULE_NAMES[slower]}'s\nstability boundary)"
-    # the note may sit on the near-white cells or on the grey of neither converging
-    free = (
-        (free | (view.regions == REGIONS.index("neither")))
-        & shown_cells(view)
-        & ~text_cells(ax, [t for t in ax.texts if (t.get_gid() or "").startswith("boundary-label:")], g.lr_e, g.mu_e)
-    )
-    return point_at_cell(ax, (int(i), int(j)), free, text, g.lrs, g.mus, gid=f"region-note:{span}")
-
-
-SHOWS = {"both": PHASE_FIGSIZE, "steps": (style.WIDTH, 5.0), "ratio": (style.WIDTH, 5.3)}
 
 
 def plot_phase(
@@ -419,9 +348,11 @@ def plot_phase(
 ) -> Figure:
     """Updates to converge over a (learning rate x momentum) grid for classical
     momentum and Nesterov, their log2 ratio, and (on a quadratic) the stability
-    boundaries, iso-rate contours and critical-damping curves. Regions are named in
-    place; a short legend under the maps holds the lines and the regions no name fits
-    in. Returns a ``Figure``.
+    boundaries, iso-rate contours and critical-damping curves. A short legend under the
+    maps names the lines and the regions. Returns a ``Figure``.
+
+    The title is the maps' finding: ``geometry.steps_finding`` over the step maps,
+    ``geometry.phase_finding`` over the ratio map (``show="both"``: the ratio's).
 
     Args:
       surface: a ``dtsgd_viz.surfaces`` surface; the theory needs
@@ -432,7 +363,7 @@ def plot_phase(
       start: default ``surface.default_start``.
       rate_levels: the iso-rate contours (the cap's rate is added).
       show: ``"steps"`` the two rule maps, ``"ratio"`` the ratio map, ``"both"``
-        the rule maps over the ratio map; each with its own finding as title.
+        the rule maps over the ratio map.
     """
     from ...theory.convergence import check_steps_tol, phase_grid
 
@@ -447,18 +378,10 @@ def plot_phase(
     fig = new_figure(SHOWS[show] if figsize is None else figsize, dpi)
     label = getattr(surface, "label", type(surface).__name__)
     m, n = grids["momentum"], grids["nesterov"]
-    finding = (
-        steps_finding(m.steps, n.steps, m.diverged, n.diverged)
-        if show == "steps"
-        else phase_finding(m.steps, n.steps, TIE_WITHIN)
-    )
-    body = headline(
-        fig, finding, f"{label} · numpy reference of the tf-keras rule · at most {steps} updates, tol {tol:g}"
-    )
-    # the two rule maps side by side, the ratio map under them at full width (it is the
-    # comparison); the legend holds only what is not named on the maps, outside them
-    if show == "both":
-        top, bottom = body.subfigures(2, 1, hspace=0.02, height_ratios=[1.0, 0.92])  # pyright: ignore[reportGeneralTypeIssues]  # stub: 2 rows give an array
+    finding = steps_finding(m.steps, n.steps) if show == "steps" else phase_finding(m.steps, n.steps, TIE_WITHIN)
+    body = headline(fig, finding, f"{label} · numpy reference of the tf-keras rule · ≤ {steps} updates, tol {tol:g}")
+    if show == "both":  # the two rule maps side by side, the ratio map (the comparison) under them
+        top, bottom = body.subfigures(2, 1, hspace=0.02, height_ratios=[1.0, 0.95])  # pyright: ignore[reportGeneralTypeIssues]  # stub: 2 rows give an array
     else:
         top = bottom = body
     axes = {}
@@ -468,32 +391,13 @@ def plot_phase(
         axes["ratio"] = bottom.subplots(1, 1)
     view = draw_phase(grids, surface, axes, loss0=cap_loss(surface, m, start), rate_levels=rate_levels)
     add_colorbars(view, body, [axes["momentum"], axes["nesterov"]] if "momentum" in axes else None, axes.get("ratio"))
-    step_keys, ratio_keys = split_handles(view.handles)
-    for sub, handles, gid in ((top, step_keys, "legend:maps"), (bottom, ratio_keys, "legend:ratio")):
+    for sub, handles, gid in ((top, view.step_handles, "legend:maps"), (bottom, view.ratio_handles, "legend:ratio")):
         if handles and (show == "both" or (gid == "legend:maps") == (show == "steps")):
-            # two columns when an entry is long (the iso-rate levels): three would not fit the width
-            ncol = min(len(handles), 3 if max(len(str(h.get_label())) for h in handles) <= 45 else 2)
-            leg = sub.legend(
-                handles=handles,
-                loc="outside lower center",
-                ncol=ncol,
-                fontsize=PHASE_LEGEND_SIZE,
-                frameon=False,
-                handlelength=2.6,
-                handleheight=1.1,
-                columnspacing=1.6,
-                borderaxespad=0.2,
+            legend = sub.legend(
+                handles=handles, loc="outside lower center", ncol=2, frameon=False, fontsize=PHASE_LEGEND_SIZE
             )
-            leg.set_gid(gid)
+            legend.set_gid(gid)
     return fig
-
-
-def split_handles(handles: Sequence[Artist]) -> tuple[list[Artist], list[Artist]]:
-    """The legend entries of the step maps (the cap, divergence, the theory's lines) and
-    of the ratio map (its regions, ``phase_regions.region_patch``)."""
-    regions = {str(region_patch(r, 0).get_label()).split(" (")[0][:12] for r in REGIONS[1:]}  # labels are str
-    ratio = [h for h in handles if str(h.get_label())[:12] in regions]
-    return [h for h in handles if h not in ratio], ratio
 
 
 def default_axes(

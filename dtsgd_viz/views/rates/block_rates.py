@@ -1,25 +1,13 @@
 """Shards on the rate curve: on a ``ShardedQuadratic`` every device block has its own
-curvature ``h``, so at learning rate ``lr`` each block sits at ``a = lr * h`` on the
-convergence-rate curve of each momentum rule (the spectral radius of the 2x2 iteration
-matrix, ``dtsgd_viz.theory``). The figure puts every block there, for both rules, beside
-the decay the recording measured on that block::
+curvature ``h``, so at learning rate ``lr`` it sits at ``a = lr * h`` on each momentum
+rule's rate curve (the spectral radius of its 2x2 iteration matrix). The figure puts every
+block there beside each block's error over the run; each block's decay is measured from
+the recording alone (``measured_decay``). ``block_rates`` computes everything;
+``RatesView.set_learning_rate`` moves the blocks in place (``RateExplorer``'s slider)::
 
     s = dtsgd_viz.surfaces.ShardedQuadratic()
-    r = dtsgd_viz.run(s, {"nesterov": dict(learning_rate=1.0, momentum=0.9, nesterov=True)},
-                      steps=60)["nesterov"]
+    r = dtsgd_viz.run(s, {"n": dict(learning_rate=1.0, momentum=0.9, nesterov=True)}, steps=60)["n"]
     fig = dtsgd_viz.plot_block_rates(r, s)
-
-The measured decay of a block comes from the recording alone: on a quadratic each
-update is linear in (error, velocity), so the block's error along its starting direction
-obeys ``c[k+1] = alpha * c[k] + beta * c[k-1]``; ``alpha`` and ``beta`` are fitted by
-least squares to the recorded errors above the float noise floor (``100 * eps *
-max(||w_0 - target||, ||target||)`` on the block), and the decay is the largest root's
-modulus, the per-update factor the error shrinks by. (A log-slope fit was biased by the
-oscillation of under-damped blocks on short runs.) With fewer than 4 such errors it is
-NaN, drawn as no star, and the key says why (a block whose error is exactly 0 from
-update 2 on has a rate of 0 and nothing past its start to fit).
-``block_rates`` computes everything (no drawing); ``RatesView.set_learning_rate`` moves
-the blocks along the curves in place (the ``RateExplorer`` widget's slider).
 """
 
 from __future__ import annotations
@@ -36,8 +24,9 @@ from ..core.diverging import diverging_update
 from ..core.empty import check_not_empty
 from ..core.figure import axes_size_inches, fit, headline, new_figure, root_figure
 from ..core.log_ticks import use_log_ticks
+from ..mesh.layout_colors import label_ink
 from ..shards.geometry import block_patches, short_device_names
-from .block_labels import ROOM, RateLabels, at_floor, draw_floor, label_block_ends, rates_finding, rates_settings
+from ..text.direct import spread
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -45,47 +34,24 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
 
     from ...recording import Recording
-    from ...theory.surfaces import ShardedQuadratic
-
-__all__ = [
-    "BlockRates",
-    "block_rates",
-    "decay_note",
-    "measured_decay",
-    "plot_block_rates",
-    "RatesView",
-    "rule_positions",
-]
+    from ...theory.surfaces import ShardedQuadratic, Surface
 
 RULE_NAMES = {False: "momentum", True: "Nesterov"}
 RULE_LOOKS = {False: style.RULE_LOOKS["momentum"], True: style.RULE_LOOKS["nesterov"]}
-RULE_COLORS = {n: look.color for n, look in RULE_LOOKS.items()}
-RULE_MARKERS = {n: look.marker for n, look in RULE_LOOKS.items()}  # the rules' markers: square, triangle
 UNSTABLE_COLOR = "#CC3311"
-RATE_FLOOR = -0.04
-# the marks nest, widest outermost: momentum's block is an open ring wide enough to hold
-# Nesterov's square (and the star in it) 0.012 of rate off its centre (at the smallest
-# lr·h both rules' rates are near 0.95); Nesterov's block is an open square in the block's
-# colour, white inside, wider than the star the run measured there (the star sits on it);
-# s in points²
-RING: dict[str, Any] = dict(s=380, facecolors="none", linewidths=1.6, zorder=8)
-SQUARE: dict[str, Any] = dict(s=90, linewidths=1.5, zorder=5)
-STAR_SIZE = 46
-RING_RADIUS_PX = (RING["s"] ** 0.5 / 2 + RING["linewidths"] / 2) * 100 / 72  # at dpi 100
-FIGSIZE = (style.WIDTH, 5.3)  # the rate panels and, above them, the finding and the settings
-
-
-def _boundary(momentum, nesterov) -> float:
-    """``a = lr * h`` past which a rule diverges."""
-    return float(convergence_boundary(momentum, 1.0, nesterov))
-
-
+RATE_FLOOR = -0.04  # the rate axis starts under 0: a block at rate 0 shows whole
+TOP = 1.22  # a rate over this is drawn at it
+ROOM = 1.15  # the x axis ends at ROOM x momentum's limit, just past its dotted line
+# momentum's block an open square wide enough to hold Nesterov's triangle (both rates are
+# near 0.95 at small lr·h), the star the run measured on top; s in points²
+MARKS = {False: dict(s=330, facecolors="none", linewidths=1.6, zorder=8), True: dict(s=90, linewidths=1.5, zorder=5)}
+STAR_SIZE = 60
+FIGSIZE = (style.WIDTH, 5.4)
 NOISE_FLOOR = 100
-"""Errors at or below ``NOISE_FLOOR * eps * max(||w_0 - target||, ||target||)`` on a block
-are rounding, not decay: a fit stops at the first of them."""
+"""Errors at or below ``NOISE_FLOOR * eps * max(||w_0 - w*||, ||w*||)`` on a block are
+rounding, not decay: a fit stops at the first of them."""
 MIN_POINTS = 4
-"""A decay is fitted only through at least this many usable errors (update 0 included),
-of which the later half is kept: fewer leave nothing past the start-up transient."""
+"""A decay is fitted only through at least this many usable errors (update 0 included)."""
 
 
 def _usable(errors, steps, dtype: DTypeLike = np.float32, scale=None):
@@ -119,17 +85,14 @@ def measured_decay(
 ) -> float:
     """Per-update decay factor of a block's error, measured from the recording.
 
-    On a quadratic every update is linear in (error, velocity), so the block's error
-    obeys a two-term recurrence ``c[k+1] = alpha * c[k] + beta * c[k-1]`` (Cayley-Hamilton
-    on the 2x2 iteration matrix; with every d-th update recorded, the same holds for
-    M^d). ``alpha, beta`` are fitted by least squares to the recorded ``signed`` series
-    (the error along its starting direction; ``errors``, the norms, when None) and the
-    rate is the largest root's modulus (its d-th root). Unlike a slope of log|error|,
-    this is not biased by the oscillation of an under-damped block on a short run.
-    Only errors above the float noise floor ``NOISE_FLOOR * eps * max(errors[0],
-    scale)`` count; NaN when fewer than ``MIN_POINTS`` are usable (an error that
-    reaches exactly 0 at update 2, a rate of 0, leaves only the start) or when the
-    updates are not evenly recorded.
+    On a quadratic the block's error obeys ``c[k+1] = alpha * c[k] + beta * c[k-1]``
+    (Cayley-Hamilton on the 2x2 iteration matrix; with every d-th update recorded, the
+    same holds for M^d). ``alpha, beta`` are fitted by least squares to the ``signed``
+    series (the error along its starting direction; ``errors``, the norms, when None)
+    and the rate is the largest root's modulus (its d-th root): unlike a slope of
+    log|error|, not biased by an under-damped block's oscillation. Only errors above
+    ``NOISE_FLOOR * eps * max(errors[0], scale)`` count; NaN when fewer than
+    ``MIN_POINTS`` are usable or the updates are not evenly recorded.
 
     >>> round(measured_decay([1.0, 0.5, 0.25, 0.125], [0, 1, 2, 3]), 9)
     0.5
@@ -159,7 +122,7 @@ def decay_note(errors: ArrayLike, steps: ArrayLike, dtype: DTypeLike = np.float3
 @dataclasses.dataclass(frozen=True)
 class BlockRates:
     """Per replica group (unique block) of a ``ShardedQuadratic`` recording: its
-    ``curvature``, ``errors`` (``(n_updates + 1, n_blocks)``: ``||w - target||`` of the
+    ``curvature``, ``errors`` (``(n_updates + 1, n_blocks)``: ``||w - w*||`` of the
     block at the start and after each recorded update), the ``measured`` decay (NaN
     where too few errors are usable; ``notes`` says why), and the run's ``learning_rate``,
     ``momentum`` and rule (``nesterov``)."""
@@ -176,8 +139,8 @@ class BlockRates:
     momentum: float
     nesterov: bool
     notes: tuple[str, ...] = ()  # per block: why ``measured`` is NaN ("" when it is not)
-    floor: float = 0.0  # the errors' rounding floor: one ulp of the target per entry (0: none)
-    diverging_from: int | None = None  # the update the run diverges from (``_diverging``)
+    floor: float = 0.0  # the errors' rounding floor: one ulp of the minimum per entry (0: none)
+    diverging_from: int | None = None  # the update the run diverges from
 
     def positions(self, learning_rate: float | None = None) -> dict[bool, tuple[np.ndarray, np.ndarray]]:
         """``{nesterov: (a, rate)}`` of every block at ``learning_rate`` (default: the
@@ -219,51 +182,118 @@ def block_rates(recording: Recording, surface: ShardedQuadratic, name: str = "w"
         )
     hp = recording.hyperparameters
     path = recording.path(name).astype(np.float64)  # (n + 1, *shape)
-    curvature = np.asarray(surface.curvature, np.float64)
     blocks = [geometry.blocks[d[0]] for d in geometry.replica_groups]
     ell = (slice(None),)
-    errors = np.stack(
-        [np.sqrt(np.sum((path[ell + b] - surface.target) ** 2, axis=tuple(range(1, path.ndim)))) for b in blocks], 1
-    )
+    diffs = [(path[ell + b] - surface.target).reshape(len(path), -1) for b in blocks]
+    errors = np.stack([np.sqrt(np.sum(e**2, axis=1)) for e in diffs], 1)
     updates = np.concatenate([[0], np.asarray(recording.steps)])
     dtype = recording.record(name).dtype
-    # the target's size sets the rounding floor as much as the start error does
+    # the minimum's size sets the rounding floor as much as the start error does
     scale = [float(np.sqrt(np.sum(np.broadcast_to(surface.target, path[(0,) + b].shape) ** 2))) for b in blocks]
     # each block's error along its starting direction (signed: the recurrence needs it)
-    signed = []
-    for b, norm0 in zip(blocks, errors[0]):
-        e = (path[ell + b] - surface.target).reshape(len(path), -1)
-        signed.append(e @ e[0] / norm0 if norm0 > 0 else np.zeros(len(path)))
-    measured = np.array([measured_decay(errors[:, g], updates, dtype, scale[g], signed[g]) for g in range(len(blocks))])
-    notes = tuple(decay_note(errors[:, g], updates, dtype, scale[g]) for g in range(len(blocks)))
+    signed = [e @ e[0] / n0 if n0 > 0 else np.zeros(len(path)) for e, n0 in zip(diffs, errors[0])]
+    g = range(len(blocks))
+    measured = np.array([measured_decay(errors[:, i], updates, dtype, scale[i], signed[i]) for i in g])
     styles = style.block_styles(geometry)
-    floor = float(np.finfo(dtype).eps) * max(scale)  # one ulp per entry of a block: rounding
     names = short_device_names(recording.shard_devices(name))
     return BlockRates(
         tuple(geometry.replica_groups),
         tuple(p.label for p in block_patches(geometry, names)),
         tuple(s[0] for s in styles),
         tuple(s[2] for s in styles),
-        np.array([float(curvature[b].flat[0]) for b in blocks]),
+        np.array([float(np.asarray(surface.curvature, np.float64)[b].flat[0]) for b in blocks]),
         updates,
         errors,
         measured,
         float(hp.learning_rate[0]),
         float(hp.momentum),
         bool(hp.nesterov),
-        notes,
-        floor,
+        tuple(decay_note(errors[:, i], updates, dtype, scale[i]) for i in g),
+        float(np.finfo(dtype).eps) * max(scale),  # one ulp per entry of a block: rounding
         diverging_update(recording),
     )
 
 
+def rates_finding(rates: BlockRates, learning_rate: float | None = None) -> str:
+    """What the figure shows at ``learning_rate`` (default: the recorded one), one line:
+    which blocks the run's rule makes converge fastest and slowest (their rates, the
+    spectral radii of ``BlockRates.positions``), or how many diverge, and what the other
+    rule would do."""
+    pos = rates.positions(learning_rate)
+    run, other = RULE_NAMES[rates.nesterov], RULE_NAMES[not rates.nesterov]
+    rho, rho_o, h = pos[rates.nesterov][1], pos[not rates.nesterov][1], rates.curvature
+    bad = rho >= 1.0
+    recorded = learning_rate is None or float(learning_rate) == rates.learning_rate
+    at = rates.diverging_from if recorded else None
+    when = f" from update {at}" if at is not None and bad.any() else ""
+    if bad.all():
+        return f"Under {run} every block diverges{when}: the learning rate is past its stability limit"
+    o_bad = int(np.sum(rho_o >= 1.0))
+    if o_bad:
+        tail = f"; {o_bad} would diverge under {other}"
+    elif np.ptp(rho_o) < 0.01:
+        tail = f"; {other}: {float(np.mean(rho_o)):.2f} on all"
+    else:
+        tail = f"; {other}: {rho_o.min():.2f} to {rho_o.max():.2f}"
+    ok = np.flatnonzero(~bad)
+    fast, slow = int(ok[np.argmin(rho[ok])]), int(ok[np.argmax(rho[ok])])
+    if bad.any():
+        return (
+            f"Under {run} {int(bad.sum())} of {len(rho)} blocks diverge{when}; the fastest rate {rho[fast]:.2f}{tail}"
+        )
+    which = "steep" if h[fast] > h[slow] else "flat"
+    return (
+        f"{run[:1].upper()}{run[1:]}: {which} blocks converge fastest (rate {rho[fast]:.2f} vs {rho[slow]:.2f}){tail}"
+    )
+
+
+def rates_settings(rates: BlockRates, surface: Surface) -> str:
+    """The run's settings, one line."""
+    label = getattr(surface, "label", type(surface).__name__)
+    run = f"{RULE_NAMES[rates.nesterov]}, lr {rates.learning_rate:g}, μ {rates.momentum:g}"
+    return f"real DTensor SGD, {run}, {int(rates.updates[-1])} updates · {label}"
+
+
+def theory_gap(rates: BlockRates) -> float:
+    """The largest gap between a block's measured decay and its rate from theory (NaN:
+    no block has a measured decay)."""
+    ok = np.isfinite(rates.measured)
+    theory = rates.positions()[rates.nesterov][1]
+    return float(np.max(np.abs(rates.measured[ok] - theory[ok]))) if ok.any() else float("nan")
+
+
+def at_floor(errors: ArrayLike, floor: float) -> np.ndarray:
+    """``errors`` held at ``floor`` from the first that reaches it on (what follows is
+    rounding, and a log axis would drop its zeros); unchanged when ``floor`` is 0.
+
+    >>> at_floor([1.0, 1e-3, 0.0, 2e-7, 5e-7], 3e-7).tolist()
+    [1.0, 0.001, 3e-07, 3e-07, 3e-07]
+    """
+    e = np.asarray(errors, np.float64).copy()
+    if floor > 0:
+        hit = np.flatnonzero(np.isfinite(e) & (e <= floor))
+        if hit.size:
+            e[hit[0] :] = floor
+    return np.where(e > 0, e, np.nan)
+
+
+def floor_text(floor: float) -> str:
+    """The words on the shaded rounding floor.
+
+    >>> floor_text(3.37e-7)
+    'float32 round-off (below 3e-7)'
+    """
+    mantissa, exponent = f"{floor:.0e}".split("e")
+    return f"float32 round-off (below {mantissa}e{int(exponent)})"
+
+
 class RatesView:
     """The figure's artists: ``curve_ax`` (rate against ``lr * h``, log x), ``error_ax``
-    (each block's error over the updates, log y). ``markers[nesterov]`` is one ``Line2D``
-    per rule holding every block's position; ``measured_marks`` the measured decays
-    (at the recorded ``lr``); ``unstable_marks[nesterov]`` the blocks past that rule's
-    stability boundary at the shown learning rate. ``lr_range``: the learning rates the
-    x axis must hold (a slider's span)."""
+    (each block's error over the updates, log y). ``markers[nesterov]`` holds every
+    block's position under that rule; ``measured_marks`` the measured decays (at the
+    recorded ``lr``); ``unstable_marks[nesterov]`` the blocks past that rule's stability
+    boundary at the shown learning rate. ``lr_range``: the learning rates the x axis
+    must hold (a slider's span)."""
 
     def __init__(
         self,
@@ -274,47 +304,26 @@ class RatesView:
         lr_range: tuple[float, float] | None = None,
     ):
         self.rates, self.curve_ax, self.error_ax = rates, curve_ax, error_ax
+        r, ax = rates, curve_ax
         self.figure = root_figure(curve_ax)
-        r = rates
         self.learning_rate = r.learning_rate if learning_rate is None else float(learning_rate)
-        ax = curve_ax
         a_rec = r.learning_rate * r.curvature
-        lr_lo, lr_hi = lr_range or (r.learning_rate, r.learning_rate)  # a slider's span
-        self.boundaries = {n: _boundary(r.momentum, n) for n in (False, True)}
+        lr_lo, lr_hi = lr_range or (r.learning_rate, r.learning_rate)
+        self.boundaries = {n: float(convergence_boundary(r.momentum, 1.0, n)) for n in (False, True)}
         hi = max(ROOM * self.boundaries[False], 1.5 * lr_hi * r.curvature.max())
         lo = min(a_rec.min(), lr_lo * r.curvature.min()) / 1.6
         grid = np.geomspace(lo, hi, 600)
-        for n in (False, True):
-            ax.plot(
-                grid,
-                _rate(grid, r.momentum, n),
-                **RULE_LOOKS[n].line(),
-                label=f"{RULE_NAMES[n]} rate (theory)",
-                gid=f"curve-{RULE_NAMES[n]}",
-            )
-            limit = style.ROLE_LOOKS["limit"]
-            ax.axvline(self.boundaries[n], **limit.line(RULE_COLORS[n]), gid=f"boundary-{RULE_NAMES[n]}")
-        ax.axhline(1.0, **style.ROLE_LOOKS["stability"].line(), gid="stability-line")
-        self.labels = RateLabels(ax, r.momentum, self.boundaries, _rate, lo)
         self.markers, self.unstable_marks = {}, {}
         for n in (False, True):
-            # momentum's blocks are open squares (its marker) in the block's colour, wider
-            # than Nesterov's triangle and drawn over it: where both rules' marks meet
-            # (small lr·h, where both rates are near 0.95) the triangle and its star show
-            # inside the square; the star shows inside its triangle instead of covering it
-            look = RING if not n else dict(SQUARE, facecolors="white")
-            self.markers[n] = ax.scatter([], [], marker=RULE_MARKERS[n], gid=f"blocks-{RULE_NAMES[n]}", **look)
+            name, look = RULE_NAMES[n], RULE_LOOKS[n]
+            ax.plot(grid, _rate(grid, r.momentum, n), **look.line(), label=name, gid=f"curve-{name}")
+            ax.axvline(self.boundaries[n], **style.ROLE_LOOKS["limit"].line(look.color), gid=f"boundary-{name}")
+            mark: dict[str, Any] = {**MARKS[n], **({"facecolors": "white"} if n else {})}  # Nesterov's white inside
+            self.markers[n] = ax.scatter([], [], marker=look.marker, gid=f"blocks-{name}", **mark)
             (self.unstable_marks[n],) = ax.plot(
-                [],
-                [],
-                ls="none",
-                marker="x",
-                ms=11,
-                mew=2.2,
-                color=UNSTABLE_COLOR,
-                zorder=6,
-                gid=f"unstable-{RULE_NAMES[n]}",
+                [], [], ls="none", marker="x", ms=11, mew=2.2, color=UNSTABLE_COLOR, zorder=6, gid=f"unstable-{name}"
             )
+        ax.axhline(1.0, **style.ROLE_LOOKS["stability"].line(), gid="stability-line")
         ok = np.isfinite(r.measured)
         self.measured_marks = ax.scatter(
             a_rec[ok],
@@ -324,123 +333,144 @@ class RatesView:
             c=np.array(r.colors)[ok],
             edgecolors="black",
             linewidths=0.7,
-            zorder=7,
+            zorder=7,  # over Nesterov's square, under momentum's open one
             gid="measured",
         )
         ax.set_xscale("log")
         ax.set_xlim(lo, hi)
         use_log_ticks(ax.xaxis)  # the one log tick format (core.log_ticks)
-        if hi / lo < 100:  # under two decades matplotlib labels the minor ticks, crowded:
+        if hi / lo < 100:  # under two decades matplotlib labels the minor ticks, crowded: 1-2-5
             from matplotlib.ticker import LogLocator
 
-            ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 1-2-5, plain
-        ax.set_ylim(RATE_FLOOR, 1.25)  # under 0: a block at rate 0 shows whole
-        ax.set_xlabel("lr · h  (learning rate × the block's curvature)", fontsize=style.LABEL_SIZE)
-        ax.set_ylabel("rate: error factor per update", fontsize=style.LABEL_SIZE)
+            ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.set_ylim(RATE_FLOOR, 1.25)
+        ax.set_xlabel("lr · h  (learning rate × the block's curvature, log scale)", fontsize=style.LABEL_SIZE)
+        ax.set_ylabel("rate: error factor per update (over 1: grows)", fontsize=style.LABEL_SIZE)
         ax.tick_params(labelsize=style.TICK_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
-        if error_ax is not None:
-            self._draw_errors(error_ax)
         self.set_learning_rate(self.learning_rate)
-        # momentum's name clear of the blocks where they are drawn first
-        pos = r.positions(self.learning_rate)
-        self.labels.place_momentum_name(
-            radius_px=RING_RADIUS_PX * self.figure.dpi / 100,
-            marks=np.concatenate(
-                [np.column_stack([a, np.minimum(rho, 1.22)]) for a, rho in pos.values()]
-                + [self.measured_marks.get_offsets()]
-            ),
-        )
-
-    def _key(self):
-        """The rate panel's key (no legend: the curves and limits are named on the
-        chart): the red x only while some block is past a stability limit, the no-star
-        note only while some block has no star."""
-        self.no_star_note = self._no_star_note()
-        self.labels.set_key(self.no_star_note, any(bad.any() for bad in getattr(self, "unstable", {}).values()))
+        if error_ax is not None:  # last: its names are spaced on the laid-out axes
+            self._draw_errors(error_ax)
 
     def _no_star_note(self) -> str:
-        """The key's lines on the blocks without a star ("" when every block has one)."""
+        """The key's words on the blocks without a star ("" when every block has one)."""
         r = self.rates
         missing = [g for g in range(len(r.labels)) if not np.isfinite(r.measured[g])]
         if not missing:
             return ""
-        notes = r.notes or ("",) * len(r.labels)
-        lines = [f"{r.labels[g]}: {notes[g] or 'no decay could be fitted'}" for g in missing[:3]]
-        if len(missing) > 3:
-            lines.append(f"and {len(missing) - 3} more blocks")
-        return "no star (no decay to measure):\n" + "\n".join(lines)
+        why = (r.notes or ("",) * len(r.labels))[missing[0]] or "no decay could be fitted"
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        return f"no ★ on {r.labels[missing[0]]}{more}: {why.split(' (')[0]}"
 
-    def _draw_errors(self, ax):
-        """Each block's error over the run, held at the rounding floor once it reaches it
-        (below it a log axis would drop the zeros and scatter the rest), the floor shaded
-        and named, each line named at its end."""
-        r = self.rates
-        self.error_lines = []
-        for g, label in enumerate(r.labels):
-            e = at_floor(r.errors[:, g], r.floor)
-            self.error_lines.append(
-                ax.plot(
-                    r.updates,
-                    e,
-                    color=r.colors[g],
-                    ls=r.linestyles[g],
-                    lw=1.6,
-                    label=f"{label} {r.curvature[g]:.2g}",
-                    gid=f"error-{g}",
-                )[0]
+    def _key(self) -> None:
+        """The rate panel's legend: each rule's curve, blocks' mark and limit, the stars,
+        the red x only while some block is past a limit, and why a block has no star."""
+        from matplotlib.lines import Line2D
+
+        ax, handles = self.curve_ax, []
+        for n in (False, True):  # the curve with its blocks' mark; its limit dotted in its colour
+            look, label = RULE_LOOKS[n], f"{RULE_NAMES[n]}, limit lr·h {self.boundaries[n]:.3g} (dotted)"
+            handles.append(
+                Line2D([], [], **look.line(), marker=look.marker, mfc="white", mec=look.color, ms=8, label=label)
             )
+        gap = theory_gap(self.rates)
+        star = "measured" + (f", within {max(gap, 1e-4):.1g} of theory" if np.isfinite(gap) else "")
+        handles.append(Line2D([], [], ls="none", marker="*", ms=11, mfc="0.6", mec="black", label=star))
+        if any(bad.any() for bad in self.unstable.values()):
+            handles.append(
+                Line2D([], [], ls="none", marker="x", ms=8, mew=2, color=UNSTABLE_COLOR, label="past its limit")
+            )
+        self.no_star_note = self._no_star_note()
+        if self.no_star_note:
+            handles.append(Line2D([], [], ls="none", label=self.no_star_note))
+        # under the panel, off the data whatever the learning rate (the layout makes room)
+        legend = ax.legend(
+            handles=handles,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.15),
+            ncol=1,
+            fontsize=style.NOTE_SIZE,
+            frameon=False,
+        )
+        legend.set_gid("rates-key")
+        legend.set_zorder(10)
+
+    def _draw_errors(self, ax: Axes) -> None:
+        """Each block's error over the run, held at the rounding floor once it reaches it,
+        the floor shaded and named, each line named at its end, outside the axes."""
+        from matplotlib.transforms import blended_transform_factory
+
+        r = self.rates
+        self.error_lines = [
+            ax.plot(r.updates, at_floor(r.errors[:, g], r.floor), color=r.colors[g], ls=r.linestyles[g], lw=1.6)[0]
+            for g in range(len(r.labels))
+        ]
+        for g, line in enumerate(self.error_lines):
+            line.set_gid(f"error-{g}")
         ax.set_yscale("log")
         use_log_ticks(ax.yaxis)
+        self.floor_band = None
         finite = r.errors[np.isfinite(r.errors)]
-        # a diverging block's error grows off its start's scale: the axis reaches it
-        self.floor_band = draw_floor(
-            ax, r.floor, max(np.nanmax(r.errors[0]), float(finite.max()) if finite.size else 0.0)
-        )
+        top = max(np.nanmax(r.errors[0]), float(finite.max()) if finite.size else 0.0)  # a diverging block's growth
+        if r.floor > 0:
+            ax.set_ylim(r.floor / 4.0, 2.5 * top)
+            ax.axhspan(r.floor / 4.0, r.floor, color="#EFEFEF", lw=0, zorder=0.5, gid="floor")
+            self.floor_band = ax.text(
+                0.03,
+                r.floor / 2.0,
+                floor_text(r.floor),
+                transform=blended_transform_factory(ax.transAxes, ax.transData),
+                va="center",
+                fontsize=style.NOTE_SIZE,
+                color="0.3",
+                gid="floor-label",
+            )
         ax.set_xlim(r.updates[0] - 0.02 * (r.updates[-1] - r.updates[0]), r.updates[-1])
         ax.set_xlabel("optimizer update", fontsize=style.LABEL_SIZE)
-        ax.set_ylabel("||w − target|| on the block", fontsize=style.LABEL_SIZE)
+        ax.set_ylabel("distance from the minimum on the block", fontsize=style.LABEL_SIZE)
         ax.tick_params(labelsize=style.TICK_SIZE)
         ax.set_title(f"Each block's error over the {RULE_NAMES[r.nesterov]} run", fontsize=style.TITLE_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
-        self.end_labels, self.leader_lines = label_block_ends(
-            ax,
-            [ln.get_ydata()[-1] for ln in self.error_lines],
-            [f"{label}  h={h:.2g}" for label, h in zip(r.labels, r.curvature)],
-            r.colors,
-        )
+        self.figure.draw_without_rendering()  # the laid-out axes set the names' spacing (once, before them)
+        lo, hi = np.log10(ax.get_ylim())
+        ends = [(np.log10(float(np.asarray(line.get_ydata())[-1])) - lo) / (hi - lo) for line in self.error_lines]
+        height = axes_size_inches(ax)[1] * 72
+        placed = spread(np.clip(ends, 0.0, 1.0), (style.NOTE_SIZE * 1.25 + 3.0) / height, 0.02, 0.98)
+        self.end_labels = [
+            ax.text(
+                1.02,
+                y,
+                f"{label} h={h:.2g}",
+                transform=ax.transAxes,
+                va="center",
+                fontsize=style.NOTE_SIZE,
+                fontweight="bold",
+                color=label_ink(c),
+                clip_on=False,
+                gid=f"end-label:{g}",
+            )
+            for g, (label, h, c, y) in enumerate(zip(r.labels, r.curvature, r.colors, placed))
+        ]
 
     def set_learning_rate(self, learning_rate: float) -> None:
         """Move every block along both curves to ``a = learning_rate * h``, in place,
         and mark the blocks past each rule's stability boundary."""
         r = self.rates
         self.learning_rate = float(learning_rate)
-        pos = r.positions(self.learning_rate)
         self.unstable = {}
-        for n, (a, rho) in pos.items():
-            self.markers[n].set_offsets(np.column_stack([a, np.minimum(rho, 1.22)]))
-            # open marks: the block's colour is the ring's or the square's (a square is
-            # white inside: the star on it and the curve under it stay apart)
-            self.markers[n].set_facecolors("white" if n else "none")
+        for n, (a, rho) in r.positions(self.learning_rate).items():
+            self.markers[n].set_offsets(np.column_stack([a, np.minimum(rho, TOP)]))
             self.markers[n].set_edgecolors(r.colors)
-            bad = rho >= 1.0
-            self.unstable[n] = bad
-            self.unstable_marks[n].set_data(a[bad], np.minimum(rho[bad], 1.22))
+            self.unstable[n] = bad = rho >= 1.0
+            self.unstable_marks[n].set_data(a[bad], np.minimum(rho[bad], TOP))
         past = [
             f"{int(self.unstable[n].sum())} past {RULE_NAMES[n]}'s limit"
             for n in (False, True)
             if self.unstable[n].any()
         ]
-        width = axes_size_inches(self.curve_ax)[0] * 72  # about
-        self.curve_ax.set_title(
-            fit(
-                f"{len(r.labels)} blocks at lr={self.learning_rate:.3g}: "
-                + (", ".join(past) if past else "all converge under both rules"),
-                width,
-                style.TITLE_SIZE,
-            ),
-            fontsize=style.TITLE_SIZE,
-        )
+        title = f"{len(r.labels)} blocks at lr={self.learning_rate:.3g}: " + (", ".join(past) or "none past a limit")
+        width = axes_size_inches(self.curve_ax)[0] * 72
+        self.curve_ax.set_title(fit(title, width, style.TITLE_SIZE), fontsize=style.TITLE_SIZE)
         self._key()
 
 
@@ -456,9 +486,10 @@ def plot_block_rates(
     curves of both momentum rules (x: ``lr * h``, the block's curvature times the
     learning rate; y: the spectral radius of the rule's iteration matrix), with the
     decay measured on each block (stars, at the recorded learning rate) and, beside,
-    each block's error ``||w - target||`` over the updates. ``learning_rate`` places the
-    blocks for another learning rate (default: the recorded one); blocks past a rule's
-    stability boundary get a red x. Returns the ``Figure``.
+    each block's distance from the minimum over the updates. ``learning_rate`` places
+    the blocks for another learning rate (default: the recorded one); blocks past a
+    rule's stability boundary get a red x. The headline is ``rates_finding``. Returns
+    the ``Figure``.
 
     ``ax``: None (a new figure) or a pair ``(curve_ax, error_ax)``.
     """
@@ -477,7 +508,7 @@ def draw_block_rates(
     rates = block_rates(recording, surface, name)
     if ax is None:
         fig = headline(new_figure(FIGSIZE), rates_finding(rates, learning_rate), rates_settings(rates, surface))
-        curve_ax, error_ax = fig.subplots(1, 2, width_ratios=[1.9, 1])
+        curve_ax, error_ax = fig.subplots(1, 2, width_ratios=[1.6, 1])
     else:
         curve_ax, error_ax = ax
     return RatesView(rates, curve_ax, error_ax, learning_rate)

@@ -10,18 +10,16 @@ radius of its 2x2 iteration matrix per update (``dtsgd_viz.theory``).
     >>> [ax.get_label() for ax in fig.axes]
     ['mode:0', 'mode:1', 'rates']
 
-One panel per eigenvector ``u_i`` (eigenvalue ``h_i``, ascending): ``|(p_k - p*) . u_i|``
-for each recording over updates ``k`` (log scale), and dotted its envelope from theory
-(``mode_envelope``: a bound the recorded curve never leaves and touches, shrinking by
-``rho_i`` per update, ``rho_i`` the spectral radius at ``a = lr h_i``; near critical damping
-the mode is ``(alpha + beta k) rho^k`` and so is the envelope). The last
-panel: the rate of each recording's rule against ``a = lr h``, each eigenvalue marked.
+One panel per eigenvector ``u_i``: ``|(p_k - p*) . u_i|`` per recording over updates
+(log scale) and, dotted, its envelope from theory (``mode_envelope``); under them each
+rule's rate against ``a = lr h`` with the runs' eigenvalues marked, and a zoom where
+runs' rates on one direction lie a few hundredths apart (``modes_data(...).rates``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,24 +27,18 @@ from ...theory import quadratic as theory
 from ..core import style
 from ..core.diverging import diverging_update
 from ..core.empty import check_not_empty
-from ..core.figure import fit, headline, new_figure
+from ..core.figure import headline, new_figure
 from ..core.log_ticks import use_log_ticks
 from ..text.direct import label_ends
-from .modes_rates import display_name as _display
-from .modes_rates import draw_rates, subscript
-from .modes_zoom import draw_zoom, zoom_mode
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from numpy.typing import ArrayLike
 
     from ...recording import Recording
     from ...theory.surfaces import Surface
-
-__all__ = ["dash_word", "plot_modes", "mode_errors", "mode_envelope", "ModeData", "modes_data"]
-
-
-# ---- pure -------------------------------------------------------------------------------
+    from ..core.style import Look
 
 
 def mode_errors(path: ArrayLike, minimum: ArrayLike, eigenvectors: ArrayLike) -> np.ndarray:
@@ -201,120 +193,16 @@ def _check_same_surface(rec, key, surface, name):
         )
 
 
-# ---- drawing ----------------------------------------------------------------------------
-
-
-def plot_modes(
-    recordings: Recording | dict[str, Recording],
-    surface: Surface,
-    *,
-    name: str = "w",
-    figsize: tuple[float, float] = style.MODES_SIZE,
-    dpi: float = style.DPI,
-) -> Figure:
-    """Each Hessian eigenvector's error over updates, per recording, from the real
-    recorded parameters (log scale), with its envelope from theory (``mode_envelope``); and,
-    under them, each rule's rate against ``lr * h`` with the eigenvalues marked. Lines are
-    named where they end; the headline says which run's slowest direction shrinks
-    fastest. Returns a ``Figure``.
-
-    Args:
-      recordings: a ``Recording`` or ``{name: Recording}`` of runs on ``surface`` (as
-        ``dtsgd_viz.run`` returns), every update recorded.
-      surface: a quadratic with a ``hessian`` (``surfaces.RotatedQuadratic``).
-    """
-    data = modes_data(recordings, surface, name)
-    looks = style.run_looks(list(data.errors))
-    fig = new_figure(figsize, dpi)
-    diverging = {key: diverging_update(rec) for key, rec in _as_dict(recordings).items()}
-    body = headline(fig, _finding(data, diverging=diverging), _settings(data, surface))
-    n_modes = len(data.eigenvalues)
-    grid = body.add_gridspec(2, n_modes, height_ratios=[1.0, 0.9])
-    axes = [body.add_subplot(grid[0, i]) for i in range(n_modes)]
-    names = ["slow" if i == 0 else "fast" if i == n_modes - 1 else "" for i in range(n_modes)]
-    for i, ax in enumerate(axes):
-        _draw_mode(ax, data, i, names[i], looks)
-    axes[0].set_ylabel("|(p_k − p*) · u|  (log scale)", fontsize=style.LABEL_SIZE)
-    i = zoom_mode(data)
-    if i is None:
-        draw_rates(body.add_subplot(grid[1, :]), data, looks)
-        return fig
-    # runs a few hundredths apart on one direction: that band drawn again, zoomed, beside
-    row = grid[1, :].subgridspec(1, 2, width_ratios=[1.7, 1.0], wspace=0.04)
-    rates_ax, zoom_ax = body.add_subplot(row[0, 0]), body.add_subplot(row[0, 1])
-    limits = draw_zoom(zoom_ax, data, looks, i)
-    draw_rates(rates_ax, data, looks, zoom=limits)
-    return fig
-
-
-def _diverging_finding(worst, diverging) -> str:
+def _diverging_finding(worst: dict, diverging: dict) -> str:
     """The headline of runs some of which diverge (rate >= 1 on some direction): each
-    diverging run with the update it diverges from (``diverging_update``; its rate when
-    the run is too short to show it) and the fastest of the others."""
-    gone = [k for k in sorted(worst, key=worst.get) if worst[k] >= 1.0]
-    left = [k for k in sorted(worst, key=worst.get) if worst[k] < 1.0]
-    every = len(gone) > 1 and not left
-    parts = []
-    for k in gone:
-        at = diverging.get(k)
-        when = f" from update {at}" if at is not None else ""
-        verb = "" if every else " diverges"
-        parts.append(f"{_display(k)}{verb}{when} (ρ = {worst[k]:.3g})")
-    if every:  # one verb for them all
-        who = "Both runs diverge" if len(gone) == 2 else "Every run diverges"
-        ats = {diverging.get(k) for k in gone}
-        if len(ats) == 1 and None not in ats:  # from one update: said once
-            return f"{who} from update {ats.pop()}: " + ", ".join(f"{_display(k)} ρ = {worst[k]:.3g}" for k in gone)
-        return f"{who}: " + ", ".join(parts)
+    diverging run's rate and the update it diverges from, then the fastest other run."""
+    gone = [k for k in sorted(worst, key=worst.__getitem__) if worst[k] >= 1.0]
+    left = [k for k in sorted(worst, key=worst.__getitem__) if worst[k] < 1.0]
+    at = {k: f" from update {diverging[k]}" if diverging.get(k) is not None else "" for k in gone}
+    text = "Runs that diverge: " + ", ".join(f"{_display(k)} ρ = {worst[k]:.3g}{at[k]}" for k in gone)
     if left:
-        verb = "converges fastest" if len(left) > 1 else "converges"
-        parts.append(f"{_display(left[0])} {verb} (ρ = {worst[left[0]]:.3f})")
-    text = "; ".join(parts)
-    return text[:1].upper() + text[1:]
-
-
-def _finding(data, width_points=style.WIDTH * 72.0, diverging=None) -> str:
-    """Which run's slowest direction shrinks fastest, by its rate per update: the fullest
-    wording that fits one headline line ``width_points`` wide; runs whose rate is 1 or
-    more are named as diverging (``diverging``: run -> the update it diverges from)."""
-    worst = {k: float(np.max(r)) for k, r in data.rates.items()}
-    if any(v >= 1.0 for v in worst.values()):
-        return _diverging_finding(worst, diverging or {})
-    slowest = {int(np.argmax(r)) for r in data.rates.values()}
-    ranked = sorted(worst, key=worst.__getitem__)
-    best = ranked[0]
-    best = best[:1].upper() + best[1:]  # the sentence's first word
-    rho = worst[ranked[0]]
-    if len(ranked) == 1:
-        return f"{best}: the error shrinks by ρ = {rho:.3f} per update along its slowest direction"
-    others = ", ".join(f"{k} {worst[k]:.3f}" for k in ranked[1:])
-    where = f"h{subscript(slowest.pop() + 1)}" if len(slowest) == 1 else "its slowest direction"
-    candidates = [
-        f"{best} converges fastest: its slowest direction shrinks by ρ = {rho:.3f} per update ({others})",
-        f"{best} converges fastest: rate ρ = {rho:.3f} per update on {where} ({others})",
-        f"{best} converges fastest: rate ρ = {rho:.3f} on {where} ({others})",
-    ]
-    for text in candidates:
-        if "\n" not in fit(text, width_points, style.SUPTITLE_SIZE, bold=True):
-            return text
-    return candidates[-1]
-
-
-def _settings(data, surface) -> str:
-    label = getattr(surface, "label", type(surface).__name__)
-    lrs = {lr for lr, _, _ in data.settings.values()}
-    mus = {mu for _, mu, _ in data.settings.values() if mu}
-    hp = ", ".join(([f"lr {min(lrs):g}"] if len(lrs) == 1 else []) + ([f"μ {min(mus):.3g}"] if len(mus) == 1 else []))
-    envelope = dash_word(style.ROLE_LOOKS["envelope"].ls)
-    return " · ".join(
-        p
-        for p in (
-            f"real DTensor SGD on the {label}",
-            hp,
-            f"lines: the recorded runs; {envelope}, in each run's colour: its bound ∝ ρᵏ from theory",
-        )
-        if p
-    )
+        text += f"; {_display(left[0])} converges{' fastest' * (len(left) > 1)} (ρ = {worst[left[0]]:.3f})"
+    return text
 
 
 def dash_word(ls: object) -> str:
@@ -333,117 +221,244 @@ def dash_word(ls: object) -> str:
     return "dashed"
 
 
-def _draw_mode(ax, data, i, name, looks):
+def _display(key: str) -> str:
+    """A run's name as written on the figure (Nesterov is a name)."""
+    return key[:1].upper() + key[1:] if style.rule_of(key) == "nesterov" else key
+
+
+def subscript(i: int) -> str:
+    """``i`` in subscript digits.
+
+    >>> subscript(12)
+    '₁₂'
+    """
+    return str(i).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+
+
+def _finding(data: ModeData, diverging: dict | None = None) -> str:
+    """Which run's slowest direction shrinks fastest, by its rate per update, one line;
+    runs whose rate is 1 or more are named as diverging (``diverging``: run -> the
+    update it diverges from)."""
+    worst = {k: float(np.max(r)) for k, r in data.rates.items()}
+    if any(v >= 1.0 for v in worst.values()):
+        return _diverging_finding(worst, diverging or {})
+    ranked = sorted(worst, key=worst.__getitem__)
+    best = _display(ranked[0])
+    best = best[:1].upper() + best[1:]
+    if len(ranked) == 1:
+        return f"{best}: the error shrinks by ρ = {worst[ranked[0]]:.3f} per update along its slowest direction"
+    slowest = {int(np.argmax(r)) for r in data.rates.values()}
+    where = f"h{subscript(slowest.pop() + 1)}" if len(slowest) == 1 else "its slowest direction"
+    others = ", ".join(f"{_display(k)} {worst[k]:.3f}" for k in ranked[1:])
+    return f"{best} converges fastest: rate ρ = {worst[ranked[0]]:.3f} on {where} ({others})"
+
+
+def _settings(data: ModeData, surface: Surface) -> str:
+    label = getattr(surface, "label", type(surface).__name__)
+    lrs = {lr for lr, _, _ in data.settings.values()}
+    mus = {mu for _, mu, _ in data.settings.values() if mu}
+    hp = [f"lr {min(lrs):g}"] * (len(lrs) == 1) + [f"μ {min(mus):.3g}"] * (len(mus) == 1)
+    envelope = dash_word(style.ROLE_LOOKS["envelope"].ls)
+    return " · ".join([f"real DTensor SGD on the {label}", *hp, f"{envelope}: bounds ∝ ρᵏ"])
+
+
+def _mark(look: Look, j: int, n: int) -> dict:
+    """Run ``j`` of ``n``'s mark on the rate curves: concentric, the first largest, open
+    rings in the run's colour but the last (smallest, on top), filled."""
+    filled = j == n - 1
+    return dict(
+        marker=look.marker or "o",
+        ms=6.8 + 3.4 * (n - 1 - j if n > 1 else 1),
+        color=look.color,
+        mfc=look.color if filled else "none",
+        mec="black" if filled else look.color,
+        mew=0.8 if filled else 2.0,
+    )
+
+
+def zoom_mode(data: ModeData) -> int | None:
+    """The direction whose runs' rates are distinct but within ``ZOOM_SPREAD`` of one
+    another (the slowest such one), or None: one run, or nothing to resolve."""
+    if len(data.rates) < 2:
+        return None
+    rates = np.array(list(data.rates.values()))  # (runs, modes)
+    spread = np.ptp(rates, axis=0)
+    ok = [i for i in range(rates.shape[1]) if 1e-4 < spread[i] < ZOOM_SPREAD and rates[:, i].min() > 0.05]
+    return max(ok, key=lambda i: rates[:, i].max()) if ok else None
+
+
+ZOOM_SPREAD = 0.08  # runs closer than this in rate on one direction get the zoom
+OFF_SCALE = 1.04  # a rate past this is drawn as an arrow at it
+
+
+def plot_modes(
+    recordings: Recording | dict[str, Recording],
+    surface: Surface,
+    *,
+    name: str = "w",
+    figsize: tuple[float, float] = style.MODES_SIZE,
+    dpi: float = style.DPI,
+) -> Figure:
+    """Each Hessian eigenvector's error over updates, per recording, from the real
+    recorded parameters (log scale, one scale for all), with its envelope from theory
+    (``mode_envelope``); under them each rule's rate against ``lr * h`` with the
+    eigenvalues marked and, where the runs' rates on one direction are a few hundredths
+    apart, that band zoomed. The headline says which run's slowest direction shrinks
+    fastest. Returns a ``Figure``.
+
+    Args:
+      recordings: a ``Recording`` or ``{name: Recording}`` of runs on ``surface`` (as
+        ``dtsgd_viz.run`` returns), every update recorded.
+      surface: a quadratic with a ``hessian`` (``surfaces.RotatedQuadratic``).
+    """
+    data = modes_data(recordings, surface, name)
+    looks = style.run_looks(list(data.errors))
+    diverging = {key: diverging_update(rec) for key, rec in _as_dict(recordings).items()}
+    body = headline(new_figure(figsize, dpi), _finding(data, diverging), _settings(data, surface))
+    n_modes = len(data.eigenvalues)
+    grid = body.add_gridspec(2, n_modes, height_ratios=[1.0, 0.9])
+    axes = [body.add_subplot(grid[0, 0])]
+    axes += [body.add_subplot(grid[0, i], sharey=axes[0]) for i in range(1, n_modes)]
+    for i, ax in enumerate(axes):
+        _draw_mode(ax, data, i, "flat" if i == 0 else "steep" if i == n_modes - 1 else "", looks)
+    axes[0].set_ylabel("|(p_k − p*) · u|  (log scale)", fontsize=style.LABEL_SIZE)
+    i = zoom_mode(data)
+    if i is None:
+        _draw_rates(body.add_subplot(grid[1, :]), data, looks)
+        return body
+    row = grid[1, :].subgridspec(1, 2, width_ratios=[1.7, 1.0], wspace=0.04)
+    _draw_rates(body.add_subplot(row[0, 0]), data, looks)
+    _draw_zoom(body.add_subplot(row[0, 1]), data, looks, i)
+    return body
+
+
+def _draw_mode(ax: Axes, data: ModeData, i: int, name: str, looks: dict) -> None:
     """Mode ``i``: each run's recorded error along its eigenvector in the run's look, the
-    envelope dotted in the run's colour, each run named where its line ends."""
+    envelope dotted in the run's colour, each run named where its line ends; a run gone
+    to round-off within the first updates plunges to the axis' bottom, named in one note."""
     ax.set_label(f"mode:{i}")
-    h = data.eigenvalues[i]
     envelope = style.ROLE_LOOKS["envelope"]
-    floor, ends = np.inf, []
-    for key, e in data.errors.items():
-        look = looks[key]
-        k = np.arange(len(e))
-        err = np.abs(e[:, i])
-        shown = np.where(np.isfinite(err) & (err > 0), err, np.nan)
+    errs = [np.abs(e[:, i]) for e in data.errors.values()]
+    finite = np.concatenate([e[np.isfinite(e) & (e > 0)] for e in errs])
+    top = max(float(np.nanmax(np.abs(e[0]))) for e in data.errors.values())  # every mode's start
+    if any(float(np.max(r)) >= 1.0 for r in data.rates.values()) and finite.size:  # a run grows off the start
+        top = max(top, float(finite.max()))
+    low = max(float(finite.min()) / 2, 1e-4 * top) if finite.size else 1e-4 * top
+    ax.set_yscale("log")
+    ax.set_ylim(low, 3 * top)
+    ends, gone = [], []
+    for key, e in zip(data.errors, errs):
+        look, k = looks[key], np.arange(len(e))
+        shown = np.where(np.isfinite(e) & (e > 0), e, np.nan)
         ax.plot(k, shown, **look.line(), gid=f"mode:{i}:{key}", label=f"{key} (recorded)")
         env = data.envelopes[key][:, i]
         ax.plot(k, np.where(env > 0, env, np.nan), **envelope.line(look.color), alpha=0.9, gid=f"envelope:{i}:{key}")
-        if np.isfinite(shown).any():
-            floor = min(floor, np.nanmin(shown))
-        ends.append((key, k, shown, look.color))
-    ax.set_yscale("log")
-    use_log_ticks(ax.yaxis)  # the one log tick format (core.log_ticks)
-    if np.isfinite(floor):  # float32 round-off at the bottom is not the story
-        top = max(float(np.nanmax(np.abs(e[0, i]))) for e in data.errors.values())
-        if any(float(np.max(r)) >= 1.0 for r in data.rates.values()):
-            # a diverging run grows off the start's scale: the axis reaches its largest error
-            errs = np.concatenate([np.abs(e[:, i]) for e in data.errors.values()])
-            grown = errs[np.isfinite(errs)]
-            ax.set_ylim(
-                max(floor / 2, 1e-6 * top),  # the converging runs still on it
-                3 * max(top, float(grown.max()) if grown.size else top),
-            )
-        else:
-            ax.set_ylim(max(floor / 2, 1e-6 * top), 3 * top)
-    low = ax.get_ylim()[0]
-    on_chart, gone = [], []  # each name where its line last shows
-    n = max((len(k) for _, k, _, _ in ends), default=1)
-    for key, k, shown, color in ends:
         j = np.flatnonzero(np.isfinite(shown) & (shown >= low))
-        if j.size and k[j[-1]] >= 0.15 * (n - 1):
-            on_chart.append((_display(key), k[j[-1]], shown[j[-1]], color))
-        elif j.size:  # gone to round-off within the first updates: one note, not names at 0
-            gone.append((key, int(k[j[-1]]) + 1))
+        if j.size and j[-1] >= 0.15 * (len(e) - 1):
+            ends.append((_display(key), k[j[-1]], shown[j[-1]], look.color))
+        elif j.size:  # gone within the first updates: drawn on down to the axis' bottom
+            u = min(j[-1] + 1, len(e) - 1)
+            ax.plot([j[-1], u], [float(shown[j[-1]]), low / 30.0], **look.line(), gid=f"plunge:{i}:{key}")
+            gone.append((_display(key), int(u)))
+    use_log_ticks(ax.yaxis)  # the one log tick format (core.log_ticks)
     u = data.eigenvectors[:, i]
-    ax.set_title(
-        f"{name} direction u{subscript(i + 1)} = ({u[0]:.2f}, {u[1]:.2f}), h = {h:g}".strip(), fontsize=style.TITLE_SIZE
-    )
+    title = f"{name} direction u{subscript(i + 1)} = ({u[0]:.2f}, {u[1]:.2f}), h = {data.eigenvalues[i]:g}"
+    ax.set_title(title.strip(), fontsize=style.TITLE_SIZE)
     ax.set_xlabel("update k", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
     ax.grid(True, which="major", color="0.9", lw=0.6)
-    label_ends(ax, on_chart)
+    label_ends(ax, ends)
     if gone:
-        _note_gone(ax, i, gone, ends, looks, low)
-    _name_hidden_envelopes(ax, i, data, looks)
+        last = max(u for _, u in gone)
+        names = " and ".join(n for n, _ in gone)
+        ax.text(
+            0.08,
+            0.04,
+            f"{names}: below {low:.0e} within {last} update{'s' * (last > 1)}",
+            transform=ax.transAxes,
+            fontsize=style.NOTE_SIZE,
+            color="0.25",
+            gid=f"gone:{i}",
+        )
 
 
-def _note_gone(ax, i, gone, ends, looks, low):
-    """Runs gone below the axis within the first updates: each line drawn on down to the
-    axis' bottom where it leaves it (a plunge, not a sliver ending mid-air), and one note
-    beside the plunges, its arrow at them."""
-    series = {key: (k, shown) for key, k, shown, _ in ends}
-    for key, u in gone:
-        k, shown = series[key]
-        j = u - 1  # the last update still on the axis
-        ax.plot([k[j], k[min(u, len(k) - 1)]], [shown[j], low / 30.0], **looks[key].line(), gid=f"plunge:{i}:{key}")
-    names = " and ".join(_display(key) for key, _ in gone)
-    last = max(u for _, u in gone)
-    n = max(len(k) for k, _ in series.values())
-    ax.annotate(
-        f"{names}: below {low:.0e} within {last} update{'s' * (last > 1)}",
-        xy=(last + 0.6, low * 3.0),
-        xytext=(last + 0.06 * (n - 1), low * 3.0),
-        ha="left",
-        va="center",
-        fontsize=style.NOTE_SIZE,
-        color="0.25",
-        gid=f"gone:{i}",
-        arrowprops=dict(arrowstyle="->", color="0.25", lw=0.9, shrinkA=2, shrinkB=0),
-    )
+def _draw_rates(ax: Axes, data: ModeData, looks: dict) -> None:
+    """Each recording's rule: its rate against ``a = lr * h`` (log x), every eigenvalue
+    marked on it in the run's mark (``_mark``; a rate over ``OFF_SCALE`` an arrow at the
+    top), the eigenvalues named over the axes, the runs in a legend."""
+    from matplotlib.lines import Line2D
 
-
-def _name_hidden_envelopes(ax, i, data, looks, near=0.04):
-    """A run's dotted envelope lying on another run's line (within ``near`` decades, about 3 px
-    at a notebook's size, over nearly all of it: plain's and momentum's bounds along plain's line on the slow
-    direction) cannot be seen there: a note above the line says whose bound runs on it."""
-    for key, env in data.envelopes.items():
-        env = env[:, i]
-        for other, e in data.errors.items():
-            if other == key:
-                continue
-            line = np.abs(e[:, i])
-            with np.errstate(divide="ignore", invalid="ignore"):
-                off = np.abs(np.log10(env[1:]) - np.log10(line[1:]))
-            if not np.isfinite(off).all() or np.mean(off < near) < 0.9:
-                continue
-            n = len(line) - 1
-            if n < 20:  # too short a run for a note over its line
-                break
-            k = int(0.62 * n)
-            own = (
-                "its own bound\nand "
-                if np.max(np.abs(np.log10(data.envelopes[other][1:, i]) - np.log10(line[1:]))) < near
-                else ""
+    ax.set_label("rates")
+    a_marks = np.array([lr * h for lr, _, _ in data.settings.values() for h in data.eigenvalues])
+    lo = a_marks.min() / 10 if np.all(a_marks > 0) else 1e-3
+    # the curves' stable part in view, however far past the limits every run is
+    lo = min(lo, 0.3 * min(float(theory.convergence_boundary(mu, 1.0, n)) for _, mu, n in data.settings.values()))
+    drawn, handles, n_runs = set(), [], len(data.settings)
+    for j, (key, (lr, mu, nesterov)) in enumerate(data.settings.items()):
+        a = np.geomspace(
+            lo, max(float(theory.convergence_boundary(mu, 1.0, nesterov)) * 1.15, a_marks.max() * 1.2), 400
+        )
+        if (mu, nesterov) not in drawn:
+            drawn.add((mu, nesterov))
+            ax.plot(a, theory.rate(a, mu, nesterov), **looks[key].line(), gid=f"rate:{key}")
+        mark = _mark(looks[key], j, n_runs)
+        for i, h in enumerate(data.eigenvalues):
+            rho = float(data.rates[key][i])
+            up: dict[str, Any] = dict(marker="$\u2191$", ms=12, color=looks[key].color)  # off the scale: an arrow
+            ax.plot(
+                [lr * h],
+                [min(rho, OFF_SCALE)],
+                ls="none",
+                **(up if rho > OFF_SCALE else mark),
+                zorder=6 + 0.01 * j,
+                clip_on=False,
+                gid=f"mark:{i}:{key}",
             )
-            ax.annotate(
-                f"on {_display(other)}'s line: {own}{_display(key)}'s (dotted),\nwhich {_display(key)}'s peaks touch",
-                xy=(k, line[k]),
-                xytext=(0.32 * n, ax.get_ylim()[1] / 1.5),
-                ha="left",
-                va="top",  # under the top
-                fontsize=style.NOTE_SIZE,
-                color=looks[key].color,
-                gid=f"hidden-envelope:{i}:{key}",
-                arrowprops=dict(arrowstyle="-", color=looks[key].color, lw=0.9, shrinkA=1, shrinkB=1),
-            )
-            break
+        handles.append(Line2D([], [], **{**looks[key].line(), **mark}, label=_display(key)))
+    tops = {}
+    for lr in sorted({lr for lr, _, _ in data.settings.values()}):
+        for i, h in enumerate(data.eigenvalues):
+            ax.axvline(lr * h, **style.ROLE_LOOKS["guide"].line())
+            tops.setdefault(float(lr * h), f"h{subscript(i + 1)}={h:g}")
+    ax.axhline(1.0, **style.ROLE_LOOKS["stability"].line())
+    ax.set_xscale("log")
+    use_log_ticks(ax.xaxis)  # the one log tick format (core.log_ticks)
+    ax.set_ylim(-0.06, 1.1)
+    top = ax.secondary_xaxis("top")
+    top.set_xticks(list(tops), labels=list(tops.values()), fontsize=style.NOTE_SIZE)
+    top.tick_params(length=0, pad=1)
+    ax.set_xlabel("lr·h  (learning rate × the direction's curvature h, log scale)", fontsize=style.LABEL_SIZE)
+    ax.set_ylabel("rate ρ per update", fontsize=style.LABEL_SIZE)
+    ax.set_title("Each rule's rate against lr·h; above 1 it diverges", fontsize=style.TITLE_SIZE)
+    ax.tick_params(labelsize=style.TICK_SIZE)
+    key = ax.legend(handles=handles, loc="lower left", fontsize=style.NOTE_SIZE, title="marks: each run's directions")
+    key.set_gid("mark-key")
+
+
+def _draw_zoom(ax: Axes, data: ModeData, looks: dict, i: int) -> None:
+    """Direction ``i``'s band of rates: each rule's curve near the runs' ``lr * h_i``,
+    the marks as on the rate panel, each run's rate (``data.rates``) in the legend."""
+    from matplotlib.lines import Line2D
+
+    ax.set_label("rate-zoom")
+    h = float(data.eigenvalues[i])
+    a_runs = np.array([lr * h for lr, _, _ in data.settings.values()])
+    rates = np.array([data.rates[k][i] for k in data.settings])
+    span = max(float(np.ptp(rates)), 0.02)
+    a = np.linspace(a_runs.min() * 0.4, a_runs.max() * 1.7, 300)
+    drawn, handles, n = set(), [], len(data.settings)
+    for j, (key, (lr, mu, nesterov)) in enumerate(data.settings.items()):
+        if (mu, nesterov) not in drawn:
+            drawn.add((mu, nesterov))
+            ax.plot(a, theory.rate(a, mu, nesterov), **looks[key].line(), gid=f"zoom-rate:{key}")
+        mark = _mark(looks[key], j, n)
+        ax.plot([lr * h], [data.rates[key][i]], ls="none", **mark, zorder=6 + 0.01 * j, gid=f"zoom-mark:{key}")
+        label = f"{_display(key)} {data.rates[key][i]:.3f}"
+        handles.append(Line2D([], [], ls="none", **mark, label=label))
+    ax.set_xlim(a[0], a[-1])
+    ax.set_ylim(rates.min() - 0.5 * span, rates.max() + 1.6 * span)  # room over the runs for the legend
+    ax.set_title(f"zoom on h{subscript(i + 1)} = {h:g}: each run's ρ", fontsize=style.TITLE_SIZE)
+    ax.set_xlabel("lr·h", fontsize=style.LABEL_SIZE)
+    ax.tick_params(labelsize=style.TICK_SIZE)
+    ax.grid(True, color="0.92", lw=0.6)
+    ax.legend(handles=handles, loc="upper right", fontsize=style.NOTE_SIZE).set_gid("zoom-key")
