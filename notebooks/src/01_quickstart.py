@@ -147,12 +147,15 @@ show(dtsgd_viz.plot_layout(r, name="w"))
 # %% [markdown]
 # **The velocity, shard by shard.** Left: the velocity after update 10 (`step=10` means
 # update 10: updates count from 1, as `recording.steps` does), each device's
-# block outlined. Right: every shard's velocity norm over the whole run (one column per
-# device). The steep blocks (bottom row, CPU:4-7) swing and die out fast; the flat ones
-# (CPU:0-1) keep a small velocity for much longer. The title says how far apart the
-# blocks' norms already are at update 10, and which block is largest and which smallest;
-# the right panel's title follows the median block's norm from the first update to the
-# last, and names the block whose norm falls least (by its fitted trend).
+# block outlined. Right: each block's velocity norm over the whole run, one line per
+# block in its colour, named at its end (a dot on each line marks update 10). The steep
+# blocks (bottom row, CPU:4-7) swing and die out fast; the flat ones (CPU:0-1) keep a
+# small velocity for much longer; CPU:7's falls by exactly 0.9 per update once its
+# gradient is down at float32 round-off. The title says how far apart the blocks' norms
+# are at update 10 (largest over smallest) and which block is largest and which smallest;
+# the right panel's title says how far the median block's norm falls from the first
+# update to the last. `dtsgd_viz.views.shards.findings.spread_text` and
+# `norm_change_text` print the same numbers.
 
 # %%
 show(dtsgd_viz.plot_shards(r, "w", "velocity", step=10))

@@ -248,8 +248,9 @@ show(dtsgd_viz.plot_shards(r, "d1/kernel", "velocity", step=20))
 # with no communication. The gradient arrives in that layout too. Each `batch` device
 # computed it from its half of the examples; DTensor summed the two halves across
 # `batch`, so both copies of a block hold the same reduced gradient, the one the update
-# used. The title compares their sizes (the colour bars' limits): the velocity and the
-# gradient are far smaller than the parameter they move.
+# used. The title compares their largest magnitudes (|x|, the colour bars' limits): the
+# velocity and the gradient are far smaller than the parameter they move. The settings
+# line names the layout and how many replicas each block has (one per `batch` device).
 
 # %%
 show(dtsgd_viz.plot_update_shards(r, "d1/kernel", step=20))

@@ -214,13 +214,12 @@ print(dtsgd_viz.reference.check_recording(r))
 # outlined. The top row of blocks (`x` = 0) is held by client 0's four CPUs, the bottom
 # row by client 1's: each client numbers its own CPUs from 0, so the labels name the
 # task too (`t0/CPU:0` is `CPU:0` of `task:0`), each block in its own colour. The
-# right panel is the norm of the 8 blocks over the run: their curves stay within about
-# 2x of each other (2.1x at the last update, as the title says), so they are drawn as
-# one grey band (the lowest to the highest block at each update)
-# with its median, and only the two blocks the title names (the highest and the lowest
-# after the shown update) as lines in their colours; a third line, the block whose norm
-# falls least, joins them only when the blocks' fall factors differ by more than 1.5x.
+# right panel is the norm of the 8 blocks over the run, one line per block in its colour,
+# named at its end: their curves stay within about 2x of each other (2.1x at the last
+# update, as the title says; the title names the largest and the smallest block).
 # The panel title reads the median block's norm: it rises to a peak early, then falls.
+# (It is the median of all 8 blocks; the live monitor of cell 7 reads client 0's 4, so
+# its peak can fall one update apart.)
 
 # %%
 show(dtsgd_viz.plot_shards(r, "w", "velocity"))

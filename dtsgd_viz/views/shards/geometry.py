@@ -1,10 +1,6 @@
-"""Pure geometry and data for the shard values view: no matplotlib, no TensorFlow.
-
-A global tensor of any rank is drawn as one 2-D image: rank 0 as 1x1, rank 1 as a
-1xN strip, rank 2 directly, rank 3+ with the leading dims flattened into rows
-(C order), so the last dim stays the columns. Each device block becomes one or
-more rectangles of that image, in element units (cell ``(r, c)`` spans
-``[c, c+1] x [r, r+1]``)::
+"""Pure geometry and data of the shard views (no matplotlib, no TensorFlow). A tensor of
+any rank is one 2-D image (rank 0: 1x1, rank 1: a 1xN strip, rank 3+: the leading dims
+flattened into rows); each device block one or more rectangles of it, in cells::
 
     >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
     >>> from dtsgd_viz.geometry import shard_geometry
@@ -18,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,48 +30,11 @@ if TYPE_CHECKING:
     from ...recording import Recording
     from ...specs import LayoutSpec
 
-LOG_RANGE = 100.0
-"""Norm panels switch to a log colour scale when max/min of the positive finite
-norms exceeds this."""
-
-
-def updates_text(steps: Iterable[int] | np.ndarray) -> str:
-    """The recorded updates in a few words: ``1..6``, ``10, 20, .., 100 (every 10)``."""
-    steps = [int(s) for s in steps]
-    if len(steps) <= 4:
-        return ", ".join(map(str, steps))
-    gaps = set(np.diff(steps).tolist())
-    if gaps == {1}:
-        return f"{steps[0]}..{steps[-1]}"
-    if len(gaps) == 1:
-        return f"{steps[0]}, {steps[1]}, .., {steps[-1]} (every {gaps.pop()})"
-    return f"{steps[0]}, {steps[1]}, .., {steps[-1]} ({len(steps)} recorded)"
-
 
 def update_index(recording: Recording, step: int | None = None) -> int:
-    """The index into ``recording.steps`` of optimizer update ``step`` (as
-    ``recording.steps`` counts: the first update is 1; -1 the last, -2 the one before,
-    ... -n the first; None the last). Raises ValueError naming what was received and
-    the recorded updates (``views.core.steps``, the convention every view shares)."""
+    """The index into ``recording.steps`` of optimizer update ``step`` (``views.core.steps``)."""
     check_not_empty(recording)
     return update_position(step, recording.steps)
-
-
-# kept for callers that hold an index into recording.steps (a slider position)
-def step_index(recording: Recording, step: int) -> int:
-    """The non-negative index into ``recording.steps`` of the index ``step`` (negative
-    counts from the end, like a list). Raises ValueError naming the valid range."""
-    check_not_empty(recording)
-    n = len(recording)
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
-        raise TypeError(f"step must be an int index into recording.steps. Received: {step!r}.")
-    if not -n <= step < n:
-        raise ValueError(
-            f"index {step} is out of range for a recording of {n} updates. Allowed: "
-            f"{-n}..{n - 1} (an index into recording.steps, which holds updates "
-            f"{updates_text(recording.steps)})."
-        )
-    return int(step) % n
 
 
 def image_shape(shape: Sequence[int]) -> tuple[int, int]:
@@ -193,17 +152,14 @@ def symmetric_limit(values: np.ndarray) -> float:
 
 
 def shard_norms(recording: Recording, name: str, kind: str = "velocity") -> np.ndarray:
-    """``(n_steps, n_devices)``: the L2 norm of each device's shard at each step
-    (mesh device order, replicas repeated; NaN/Inf where a shard held one).
-    A ``Recorder(mode="stats")`` recording stored these norms; a full one computes them
-    from its unique blocks."""
+    """``(n_steps, n_devices)``: the L2 norm of each device's shard at each step (mesh
+    device order, replicas repeated), as ``Recording.shard_stats`` keeps or computes it."""
     return np.asarray(recording.shard_stats(name, kind)[..., 0], dtype=np.float64)
 
 
 def block_norm_lines(recording: Recording, name: str, kind: str = "velocity") -> tuple[np.ndarray, np.ndarray]:
-    """``(updates, lines)``: the recorded update numbers and, per replica group (one line
-    per unique block, replicas once), its shard's L2 norm at each (float64; NaN where
-    it was not finite, and where it was 0, which a log axis cannot show)."""
+    """``(updates, lines)``: each replica group's L2 norm at each update (float64; NaN
+    where not finite or 0, which a log axis cannot show)."""
     norms = shard_norms(recording, name, kind)
     geometry = recording.geometry(name)
     lines = np.stack([norms[:, devices[0]] for devices in geometry.replica_groups], axis=1)
@@ -213,25 +169,12 @@ def block_norm_lines(recording: Recording, name: str, kind: str = "velocity") ->
 
 
 def run_limit(values: np.ndarray) -> float:
-    """Largest finite magnitude over a whole run (every step): the fixed colour limit."""
+    """Largest finite magnitude over a whole run: the fixed colour limit."""
     return symmetric_limit(values)
 
 
-def norm_scale(norms: np.ndarray) -> tuple[str, float, float]:
-    """``(scale, vmin, vmax)`` for a norm panel: ``"log"`` when the positive finite
-    norms span more than ``LOG_RANGE``, else ``"linear"`` from 0."""
-    norms = np.asarray(norms, dtype=float)
-    finite = norms[np.isfinite(norms)]
-    positive = finite[finite > 0]
-    vmax = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-    if positive.size and vmax / positive.min() > LOG_RANGE:
-        return "log", float(positive.min()), vmax
-    return "linear", 0.0, vmax
-
-
 def flagged_steps(recording: Recording, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Indices into ``recording.steps`` where variable ``name`` held NaN/Inf, and
-    where its replicated copies disagreed (any kind)."""
+    """Indices into ``recording.steps`` where ``name`` held NaN/Inf, and where its replicas disagreed."""
     v = recording.variables.index(recording.record(name).name)
     nonfinite = np.nonzero(np.asarray(recording.nonfinite)[:, v] != 0)[0]
     mismatch = np.nonzero(np.asarray(recording.mismatch)[:, v] != 0)[0]
@@ -239,28 +182,10 @@ def flagged_steps(recording: Recording, name: str) -> tuple[np.ndarray, np.ndarr
 
 
 def settings_text(recording: Recording, index: int) -> str:
-    """``lr=0.5, momentum=0.9, Nesterov`` at recorded step ``index`` (``heavy-ball``
-    for momentum without Nesterov: the rule named either way)."""
+    """``SGD lr=0.5, momentum=0.9, Nesterov`` (or ``heavy-ball``) at recorded step ``index``."""
     hp = recording.hyperparameters
     text = f"SGD lr={float(hp.learning_rate[index]):g}, momentum={hp.momentum:g}"
     return text + (", Nesterov" if hp.nesterov else ", heavy-ball" if hp.momentum else "")
-
-
-def iteration_ticks(steps: ArrayLike, nbins: int = 8) -> tuple[list[int], list[str]]:
-    """Row indices and labels for an axis of recorded steps: round iteration numbers
-    (multiples of 1, 2 or 5 x 10^k) plus the first, at the rows that hold them."""
-    steps = np.asarray(steps)
-    if len(steps) == 0:
-        return [], []
-    first, last = int(steps[0]), int(steps[-1])
-    raw = max((last - first) / max(nbins, 1), 1)
-    exp = 10 ** math.floor(math.log10(raw))
-    base = next(m * exp for m in (1, 2, 5, 10) if m * exp >= raw)
-    values = [first] + [
-        v for v in range(int(math.ceil(first / base) * base), last + 1, int(base)) if v > first + base / 2
-    ]
-    rows = sorted({int(np.argmin(np.abs(steps - v))) for v in values})
-    return rows, [str(int(steps[r])) for r in rows]
 
 
 def device_ticks(device_names: Sequence[str]) -> tuple[list[str], str]:
@@ -273,12 +198,9 @@ def device_ticks(device_names: Sequence[str]) -> tuple[list[str], str]:
 
 
 def minmax_decimate(x: ArrayLike, y: ArrayLike, columns: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(x, y)`` thinned to what ``columns`` pixel columns can show: the points are cut
-    into ``columns`` equal spans of x (x ascending, as updates are) and each span keeps
-    its first smallest and first largest value and its first NaN (so a gap stays a gap),
-    in their order, plus the first and last point. Spikes and the extremes survive, and
-    every point lies within its span's kept min..max. Unchanged (the same arrays) when
-    there are no more points than columns::
+    """``(x, y)`` thinned to ``columns`` equal spans of (ascending) x, each keeping its first
+    min, first max and first NaN, plus the ends: spikes and gaps survive. Unchanged (the same
+    arrays) with no more points than columns::
 
         >>> x = np.arange(10.0); y = np.array([0, 5, 1, 1, 1, 1, 1, 1, -3, 2.0])
         >>> minmax_decimate(x, y, 2)[1].tolist()
@@ -292,8 +214,7 @@ def minmax_decimate(x: ArrayLike, y: ArrayLike, columns: int) -> tuple[np.ndarra
 
 
 def minmax_indices(x: Sequence[float] | np.ndarray, y: ArrayLike, columns: int) -> np.ndarray:
-    """The indices (ascending) of the points ``minmax_decimate`` keeps: every index when
-    there are no more points than ``columns``."""
+    """The indices (ascending) of the points ``minmax_decimate`` keeps."""
     columns = max(1, int(columns))
     n = len(x)
     if n <= columns:
