@@ -145,6 +145,7 @@ def test_the_layer_norm_gradients_are_summed_over_batch_sharded_then_gathered(fi
     assert len({c.executed_node for c in by.values() if c.kind == "all-gather"}) == 1
 
 
+@pytest.mark.slow
 def test_compare_says_exactly_how_the_layer_norm_differs_from_the_plan(fitted):
     mesh, model, report, plan = fitted
     for name in NORM:  # the layouts predict the whole (replicated) gradient over batch
@@ -158,6 +159,7 @@ def test_compare_says_exactly_how_the_layer_norm_differs_from_the_plan(fitted):
     ]
 
 
+@pytest.mark.slow
 def test_an_embedding_cut_by_columns_is_predicted_and_measured_alike(fitted):
     """The plan named the column-cut table as "computed whole" (true only of a table cut
     by rows) while the measured sum was its shard's bytes, as the layouts say."""

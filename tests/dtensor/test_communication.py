@@ -190,6 +190,7 @@ def test_the_activation_collectives_of_the_sharded_mlp_are_listed_and_named(shar
     assert "activation gradient" in str(report) and "gradient of d1/kernel" in str(report)
 
 
+@pytest.mark.slow
 def test_the_gradient_all_reduces_run_fused(sharded):
     grads = communication(sharded[3]).select("gradient")
     assert len({c.executed_node for c in grads}) == 1
@@ -198,6 +199,7 @@ def test_the_gradient_all_reduces_run_fused(sharded):
         assert set(c.fused_with) == {g.name for g in grads} - {c.name}
 
 
+@pytest.mark.slow
 def test_timings_run_the_step_under_the_profiler_and_restore_it(sharded):
     mesh, model, opt, step = sharded
     before = _state(model, opt)
@@ -208,6 +210,7 @@ def test_timings_run_the_step_under_the_profiler_and_restore_it(sharded):
     assert report.collectives[0].time_us is not None and "us" in str(report)
 
 
+@pytest.mark.slow
 def test_run_says_whether_to_run(sharded):
     mesh, model, opt, step = sharded
     before = _state(model, opt)
@@ -223,6 +226,7 @@ def test_run_says_whether_to_run(sharded):
         communication(fresh, run=False)
 
 
+@pytest.mark.slow
 def test_a_report_saves_and_loads(sharded, tmp_path):
     report = communication(sharded[3])
     assert CommunicationReport.from_dict(report.to_dict()) == report

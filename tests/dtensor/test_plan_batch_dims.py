@@ -105,6 +105,7 @@ def test_a_kernel_sharded_along_batch_dims_is_gathered_then_summed_over_every_ba
     assert f"gathered over {'x'.join(used)} first: w" in str(plan)
 
 
+@pytest.mark.slow
 def test_a_bias_sharded_like_the_kernel_lets_dtensor_move_the_activations_instead(mesh):
     """The kernel [c, a] and a bias [a]: the sum's output is asked for sharded along a
     in its unit axis, so DTensor moves the activations (all-to-alls over a) rather than

@@ -129,6 +129,7 @@ def test_hooks_do_not_change_the_math(config, mode):
     assert len(rec.recording) == steps
 
 
+@pytest.mark.slow
 def test_eager_minimize_on_a_mesh_where_tf_keras_fails():
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
     ours, theirs = (Problem((4, 8), layout(mesh, "x", "y")) for _ in range(2))

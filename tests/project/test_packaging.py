@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import types
 
 import pytest
 import yaml
@@ -16,7 +17,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _norm(req):
-    name, spec = re.match(r"^\s*([A-Za-z0-9_.\-]+)\s*(.*)$", req).groups()
+    match = re.match(r"^\s*([A-Za-z0-9_.\-]+)\s*(.*)$", req)
+    assert match is not None, f"not a requirement: {req!r}"
+    name, spec = match.groups()
     return name.lower().replace("_", "-"), spec.replace(" ", "")
 
 
@@ -117,7 +120,7 @@ def test_cli_demo_runs_saves_and_writes_its_report(tmp_path):
     from PIL import Image
 
     with Image.open(report / "paths.gif") as gif:  # --gif-frames reaches the report
-        assert gif.format == "GIF" and gif.n_frames == 3
+        assert gif.format == "GIF" and getattr(gif, "n_frames") == 3  # noqa: B009 (PIL's stubs lack it)
     assert "animating paths.gif (3 frames)" in out.stderr
     # no progress line twice (tqdm's close() would print a bar's last line again after the
     # last update printed it): a bar redraws with carriage returns, each a line of the log
@@ -172,16 +175,6 @@ def test_cli_rejects_bad_steps():
     assert out.returncode == 2 and "--steps must be >= 1 (received 0)" in out.stderr
 
 
-@pytest.mark.slow
-def test_readme_example_runs(tmp_path):
-    readme = (ROOT / "README.md").read_text()
-    code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
-    code += "\nassert r.global_values('w', 'velocity').shape == (100, 8, 8)\n"
-    code += "assert all(len(v) == 0 for v in dtsgd_viz.reference.check_recording(r).values())\n"
-    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True, capture_output=True, text=True)
-    assert (tmp_path / "nesterov.npz").exists()
-
-
 def test_cli_app_rejects_a_bad_port_and_builds_the_voila_command():
     out = subprocess.run(
         [sys.executable, "-m", "dtsgd_viz.cli", "app", "--port", "70000"], capture_output=True, text=True
@@ -208,10 +201,19 @@ def _tree_state(root):
     return state
 
 
-@pytest.mark.slow
-def test_a_wheel_installs_and_runs_the_quick_start(tmp_path):
-    """A wheel (not the editable install) holds every module and data file the quick
-    start needs: installed into a folder of its own, put first on the path."""
+QUICK_START_RAN = "the README's example ran"
+README_CHECKS_PASSED = "the README example's results checked"
+
+
+@pytest.fixture(scope="module")
+def wheel_quick_start(tmp_path_factory):
+    """A wheel of the package built from a copy of the checkout, installed into a folder
+    of its own, and the README's example run once from it (that folder first on the path),
+    followed by checks of what the example made: the build's output, the install folder,
+    the example's process and its folder. The example prints ``QUICK_START_RAN`` once it
+    ran and ``README_CHECKS_PASSED`` once the checks of its results passed, so a failure
+    of either is told apart."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     wheels, target, source = tmp_path / "wheels", tmp_path / "site", tmp_path / "source"
     # built from a copy: pip wheel writes build/ and the egg-info beside the sources, and the
     # test suite leaves the checkout as it was
@@ -228,24 +230,51 @@ def test_a_wheel_installs_and_runs_the_quick_start(tmp_path):
         text=True,
         timeout=600,
     )
-    assert _tree_state(ROOT) == before
+    after = _tree_state(ROOT)
     assert build.returncode == 0, build.stderr
-    assert "warning" not in build.stderr.lower(), build.stderr  # no packaging warnings of ours
     wheel = next(wheels.glob("dtsgd_viz-*.whl"))
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
         check=True,
         timeout=600,
     )
-    assert (target / "dtsgd_viz" / "py.typed").exists()
-    assert (target / "dtsgd_viz" / "cli" / "app" / "dashboard.ipynb").exists()
-    code = re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
+    example = re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert example is not None, "README.md has no python example"
+    code = example.group(1)
     code = "import dtsgd_viz, sys\nassert dtsgd_viz.__file__.startswith(sys.argv[1]), dtsgd_viz.__file__\n" + code
+    code += f"\nprint({QUICK_START_RAN!r}, flush=True)\n"
+    code += "assert r.global_values('w', 'velocity').shape == (100, 8, 8)\n"
+    code += "assert all(len(v) == 0 for v in dtsgd_viz.reference.check_recording(r).values())\n"
+    code += f"print({README_CHECKS_PASSED!r}, flush=True)\n"
+    run_in = tmp_path / "example"
+    run_in.mkdir()
     env = {**os.environ, "PYTHONPATH": str(target)}
     out = subprocess.run(
-        [sys.executable, "-c", code, str(target)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", code, str(target)], cwd=run_in, env=env, capture_output=True, text=True, timeout=600
     )
-    assert out.returncode == 0, out.stderr[-3000:]
+    return types.SimpleNamespace(before=before, after=after, build=build, target=target, out=out, folder=run_in)
+
+
+@pytest.mark.slow
+def test_a_wheel_installs_and_runs_the_quick_start(wheel_quick_start):
+    """A wheel (not the editable install) holds every module and data file the quick
+    start needs: installed into a folder of its own, put first on the path."""
+    made = wheel_quick_start
+    assert made.after == made.before
+    assert "warning" not in made.build.stderr.lower(), made.build.stderr  # no packaging warnings of ours
+    assert (made.target / "dtsgd_viz" / "py.typed").exists()
+    assert (made.target / "dtsgd_viz" / "cli" / "app" / "dashboard.ipynb").exists()
+    assert QUICK_START_RAN in made.out.stdout, made.out.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_readme_example_runs(wheel_quick_start):
+    """The README's example (run once, from the wheel's install of the same sources: the
+    fixture) ends without an error, its recording holds every update's velocity and
+    follows the rule, and it saved its file."""
+    out = wheel_quick_start.out
+    assert out.returncode == 0 and README_CHECKS_PASSED in out.stdout, out.stderr[-3000:]
+    assert (wheel_quick_start.folder / "nesterov.npz").exists()
 
 
 @pytest.mark.slow

@@ -1,5 +1,6 @@
 """In-graph staging and flushing: both ring kinds, the flush schedule, host views."""
 
+import functools
 import warnings
 
 import numpy as np
@@ -22,7 +23,10 @@ def _setup(shape=(4, 8), **rec_kw):
     return problem, rec, opt
 
 
+@functools.cache
 def _eager(steps, **rec_kw):
+    """The recording of ``steps`` eager updates (no ring): the truth the traced runs are
+    compared with. A recording is plain data, so the runs alike share one."""
     problem, rec, opt = _setup(**rec_kw)
     for _ in range(steps):
         opt.minimize(problem.loss, [problem.var])

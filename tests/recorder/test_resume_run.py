@@ -3,8 +3,15 @@ records 30 updates into a store with a checkpoint at update 20 and ends (closing
 store, or killed with SIGKILL); a fresh process restores the checkpoint and resumes the
 store to update 50. The store then holds updates 1..50 once each, bit for bit those of an
 uninterrupted run, and says 21..30 were superseded. Plain-data resume tests:
-``tests/recording/test_resume.py``."""
+``tests/recording/test_resume.py``.
 
+Two child processes do every run: the first runs the uninterrupted 50 updates, the first
+30 closed and the first 30 killed (the kill last); the second, started after, resumes
+copies of those stores (once per case) and runs the other run refused. Each run builds
+its own variables, optimizer, recorder and step, and writes its own section of the
+child's output, which its test reads."""
+
+import json
 import shutil
 import signal
 import subprocess
@@ -15,66 +22,110 @@ import warnings
 import pytest
 
 import dtsgd_viz
-from dtsgd_viz.recording.store import store_status
+from dtsgd_viz.recording.store import StoreWriter, store_status
 
 SCRIPT = textwrap.dedent("""
-    import os, signal, sys
+    import json, os, signal, sys, traceback, warnings
     import numpy as np
     import dtsgd_viz
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
     import tensorflow as tf
     from tensorflow.experimental import dtensor
 
-    store, ckpt, what, end, steps, order = sys.argv[1:7]
-    rng = np.random.default_rng(0)
-    lay = dtensor.Layout(["x", "y"], mesh)
-    w = dtsgd_viz.variable(rng.normal(size=(8, 8)).astype(np.float32), lay, name="w")
-    b = dtsgd_viz.variable(rng.normal(size=(4,)).astype(np.float32),
-                           dtensor.Layout.replicated(mesh, 1), name="b")
-    c = dtsgd_viz.shard(rng.uniform(0.2, 1.0, (8, 8)).astype(np.float32), lay)
-    rec = dtsgd_viz.Recorder(path=store, resume=what == "resume")
-    opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
-                        exact_update=True)
-    checkpoint = tf.train.Checkpoint(w=w, b=b, optimizer=opt)
-    if what == "resume":
-        if order == "build":  # slots first, then every saved value has a place
-            opt.build([w, b])
-            checkpoint.read(ckpt).assert_consumed()
-        else:  # restored before the optimizer is built: slots restored when made
-            checkpoint.read(ckpt)
+    warnings.simplefilter("always")  # each run shows its own warnings, however many ran before
 
-    @tf.function
-    def step():
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(c * w * w) / 2 + tf.reduce_sum(b * b)
-        opt.apply_gradients(zip(tape.gradient(loss, [w, b]), [w, b]), loss=loss)
+    def train(store, ckpt, what, end, steps, order, kinds):
+        rng = np.random.default_rng(0)
+        lay = dtensor.Layout(["x", "y"], mesh)
+        w = dtsgd_viz.variable(rng.normal(size=(8, 8)).astype(np.float32), lay, name="w")
+        b = dtsgd_viz.variable(rng.normal(size=(4,)).astype(np.float32),
+                               dtensor.Layout.replicated(mesh, 1), name="b")
+        c = dtsgd_viz.shard(rng.uniform(0.2, 1.0, (8, 8)).astype(np.float32), lay)
+        rec = dtsgd_viz.Recorder(path=store, resume=what == "resume", kinds=tuple(kinds))
+        opt = dtsgd_viz.SGD(0.05, momentum=0.9, nesterov=True, mesh=mesh, hooks=[rec],
+                            exact_update=True)
+        checkpoint = tf.train.Checkpoint(w=w, b=b, optimizer=opt)
+        if what == "resume":
+            if order == "build":  # slots first, then every saved value has a place
+                opt.build([w, b])
+                checkpoint.read(ckpt).assert_consumed()
+            else:  # restored before the optimizer is built: slots restored when made
+                checkpoint.read(ckpt)
 
-    for i in rec.loop(int(steps)):
-        step()
-        if what == "first" and i == 19:
-            checkpoint.write(ckpt)  # after update 20
-    if end == "kill":  # a crash after the last commit: the store is never closed
-        rec.flush()
-        os.kill(os.getpid(), signal.SIGKILL)
-    rec.close()
-    print("iterations", int(dtsgd_viz.to_numpy(opt.iterations)))
+        @tf.function
+        def step():
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(c * w * w) / 2 + tf.reduce_sum(b * b)
+            opt.apply_gradients(zip(tape.gradient(loss, [w, b]), [w, b]), loss=loss)
+
+        for i in rec.loop(int(steps)):
+            step()
+            if what == "first" and i == 19:
+                checkpoint.write(ckpt)  # after update 20
+        if end == "kill":  # a crash after the last commit: the store is never closed
+            rec.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+        rec.close()
+        print("iterations", int(dtsgd_viz.to_numpy(opt.iterations)))
+
+    failed = False
+    for job in json.load(open(sys.argv[1])):
+        for out in (sys.stdout, sys.stderr):
+            print("=== run", job["name"], file=out, flush=True)
+        try:
+            train(**{k: v for k, v in job.items() if k != "name"})
+        except Exception:
+            traceback.print_exc()
+            print("run failed", flush=True)
+            failed = True
+        sys.stdout.flush()
+        sys.stderr.flush()
+    sys.exit(1 if failed else 0)
 """)
 
+KINDS = ["param", "velocity", "grad"]
 
-def _run(tmp_path, *args, kill=False):
-    script = tmp_path / "train.py"
+
+def _job(name, store, ckpt, what, end, steps, order, kinds=KINDS):
+    return dict(
+        name=name, store=str(store), ckpt=str(ckpt), what=what, end=end, steps=steps, order=order, kinds=list(kinds)
+    )
+
+
+def _run_jobs(folder, jobs):
+    """Run ``jobs`` in order in one child process: ``(returncode, {name: (stdout,
+    stderr)})``, each run's own section of what the child printed."""
+    script, table = folder / "train.py", folder / "jobs.json"
     script.write_text(SCRIPT)
+    table.write_text(json.dumps(jobs))
     proc = subprocess.run(
-        ["timeout", "-k", "10", "300", sys.executable, str(script), *map(str, args)],
-        cwd=tmp_path,
+        ["timeout", "-k", "10", "600", sys.executable, str(script), str(table)],
+        cwd=folder,
         capture_output=True,
         text=True,
     )
-    if kill:
-        assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
-    else:
-        assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
+
+    def sections(text):
+        out, name = {}, None
+        for line in text.splitlines(keepends=True):
+            if line.startswith("=== run "):
+                name = line[len("=== run ") :].strip()
+                out[name] = ""
+            elif name is not None:
+                out[name] += line
+        return out
+
+    stdout, stderr = sections(proc.stdout), sections(proc.stderr)
+    missing = [j["name"] for j in jobs if j["name"] not in stdout]
+    assert not missing, (missing, proc.returncode, proc.stderr[-3000:])
+    return proc.returncode, {j["name"]: (stdout[j["name"]], stderr.get(j["name"], "")) for j in jobs}
+
+
+def _ran(outputs, name, iterations):
+    """Run ``name`` ended normally after ``iterations`` updates: its stdout section."""
+    stdout, stderr = outputs[name]
+    assert "run failed" not in stdout and f"iterations {iterations}" in stdout, (name, stderr[-3000:])
+    return stdout, stderr
 
 
 def _same(a, b):
@@ -97,25 +148,38 @@ def _same(a, b):
 
 
 @pytest.fixture(scope="module")
-def straight(tmp_path_factory):
-    """An uninterrupted 50-update run."""
-    tmp = tmp_path_factory.mktemp("straight")
-    _run(tmp, tmp / "run.zarr", tmp / "unused", "straight", "close", 50, "build")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        return dtsgd_viz.load_recording(tmp / "run.zarr")
+def first_process(tmp_path_factory):
+    """One child: an uninterrupted 50-update run, then the first 30 updates once per way
+    of ending (closed, or killed after its last commit: the kill ends the child, so it
+    runs last), each with its checkpoint at update 20."""
+    tmp = tmp_path_factory.mktemp("first")
+    jobs = [_job("straight", tmp / "straight.zarr", tmp / "unused", "straight", "close", 50, "build")]
+    for end in ("close", "kill"):
+        (tmp / end).mkdir()
+        jobs.append(_job(f"first-{end}", tmp / end / "run.zarr", tmp / end / "ckpt", "first", end, 30, "build"))
+    returncode, outputs = _run_jobs(tmp, jobs)
+    assert returncode == -signal.SIGKILL, outputs["first-kill"][1][-3000:]  # the kill, and no run failed
+    _ran(outputs, "straight", 50)
+    _ran(outputs, "first-close", 30)
+    return tmp
 
 
 @pytest.fixture(scope="module")
-def first_runs(tmp_path_factory):
-    """The first 30 updates, once per way of ending (closed, or killed after its last
-    commit), each with its checkpoint at update 20. Which order the resume restores in
-    does not touch the first run, so both ``kill`` resumes start from copies of one run."""
+def straight(first_process):
+    """The uninterrupted 50-update run."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return dtsgd_viz.load_recording(first_process / "straight.zarr")
+
+
+@pytest.fixture(scope="module")
+def first_runs(first_process):
+    """The first 30 updates, once per way of ending, each with its checkpoint at update 20.
+    Which order the resume restores in does not touch the first run, so both ``kill``
+    resumes start from copies of one run."""
     runs = {}
     for end in ("close", "kill"):
-        tmp = tmp_path_factory.mktemp(f"first_{end}")
-        store, ckpt = tmp / "run.zarr", tmp / "ckpt"
-        _run(tmp, store, ckpt, "first", end, 30, "build", kill=end == "kill")
+        store, ckpt = first_process / end / "run.zarr", first_process / end / "ckpt"
         first = store_status(store)[0]
         assert (first.n_steps, first.last_step, first.closed) == (30, 30, end == "close")
         runs[end] = (store, ckpt)
@@ -124,19 +188,44 @@ def first_runs(tmp_path_factory):
 
 def _copy_run(store, ckpt, into):
     """A copy of a first run's store and checkpoint files under ``into``."""
+    into.mkdir(parents=True, exist_ok=True)
     shutil.copytree(store, into / "run.zarr")
     for f in ckpt.parent.glob(ckpt.name + "*"):
         shutil.copy2(f, into / f.name)
     return into / "run.zarr", into / ckpt.name
 
 
+RESUMES = [("close", "build"), ("kill", "build"), ("kill", "restore")]
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory, first_runs):
+    """One child, started after the first runs ended: each case of ``RESUMES`` resumes a
+    copy of its first run's store to update 50; ``new`` resumes from the checkpoint at
+    update 20 into a path with no store yet, 5 updates; ``other`` then resumes ``new``'s
+    store recording other kinds. ``(returncode, outputs, folder)``."""
+    tmp = tmp_path_factory.mktemp("resumed")
+    jobs = []
+    for end, order in RESUMES:
+        store, ckpt = _copy_run(first_runs[end][0], first_runs[end][1], tmp / f"{end}-{order}")
+        jobs.append(_job(f"{end}-{order}", store, ckpt, "resume", "close", 30, order))
+    # the checkpoint at update 20 of a first run (the same whether that run went on to 20
+    # or 30 updates: it is written after update 20)
+    _, ckpt = _copy_run(first_runs["close"][0], first_runs["close"][1], tmp / "new")
+    new = tmp / "new" / "new.zarr"
+    jobs.append(_job("new", new, ckpt, "resume", "close", 5, "build"))
+    jobs.append(_job("other", new, ckpt, "resume", "close", 3, "build", kinds=("param", "grad")))
+    returncode, outputs = _run_jobs(tmp, jobs)
+    return returncode, outputs, tmp
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("end, order", [("close", "build"), ("kill", "build"), ("kill", "restore")])
-def test_a_run_resumed_from_its_checkpoint_records_each_update_once(tmp_path, straight, first_runs, end, order):
-    store, ckpt = _copy_run(*first_runs[end], tmp_path)
-    proc = _run(tmp_path, store, ckpt, "resume", "close", 30, order)
-    assert "iterations 50" in proc.stdout
-    assert "never saw" not in proc.stderr  # a restore is not a step the recorder missed
+@pytest.mark.parametrize("end, order", RESUMES)
+def test_a_run_resumed_from_its_checkpoint_records_each_update_once(straight, resumed, end, order):
+    _, outputs, tmp = resumed
+    _, stderr = _ran(outputs, f"{end}-{order}", 50)
+    assert "never saw" not in stderr  # a restore is not a step the recorder missed
+    store = tmp / f"{end}-{order}" / "run.zarr"
     status = store_status(store)[0]
     assert status.closed and status.n_steps == 50 and status.resumes[0][:3] == (20, 20, 10)
     with warnings.catch_warnings():
@@ -149,43 +238,21 @@ def test_a_run_resumed_from_its_checkpoint_records_each_update_once(tmp_path, st
 
 
 @pytest.mark.slow
-def test_resume_without_a_store_starts_one_and_a_store_of_another_run_is_refused(tmp_path, first_runs):
-    """The checkpoint at update 20 of a first run (the same whether that run went on to 20
-    or 30 updates: it is written after update 20)."""
-    _, ckpt = _copy_run(*first_runs["close"], tmp_path)
-    store = tmp_path / "new.zarr"
-    _run(tmp_path, store, ckpt, "resume", "close", 5, "build")  # no store yet: one starts
+def test_resume_without_a_store_starts_one_and_a_store_of_another_run_is_refused(resumed):
+    returncode, outputs, tmp = resumed
+    store = tmp / "new" / "new.zarr"
+    _ran(outputs, "new", 25)  # no store yet: one starts
     r = dtsgd_viz.load_recording(store)
     assert list(r.steps) == list(range(21, 26)) and len(r.superseded_steps) == 0
     assert len(store_status(store)[0].resumes) == 0
-    other = SCRIPT.replace('resume=what == "resume")', 'resume=what == "resume", kinds=("param", "grad"))')
-    (tmp_path / "train.py").write_text(other)
-    proc = subprocess.run(
-        [
-            "timeout",
-            "-k",
-            "10",
-            "300",
-            sys.executable,
-            str(tmp_path / "train.py"),
-            str(store),
-            str(ckpt),
-            "resume",
-            "close",
-            "3",
-            "build",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode != 0
+    stdout, stderr = outputs["other"]
+    assert returncode != 0 and "run failed" in stdout
     assert (
         "records another run; the recorded kinds (the store has ['param', 'velocity', "
         "'grad'], this run ['param', 'grad']) differ"
-    ) in proc.stderr
+    ) in stderr
     with pytest.raises(ValueError, match="already holds a recording"):
-        dtsgd_viz.recording.store.StoreWriter(store, r)
+        StoreWriter(store, r)
 
 
 def test_resume_needs_a_path_and_a_bool(tmp_path):
@@ -208,7 +275,7 @@ def test_a_store_that_ends_before_the_restored_iteration_is_warned_about(tmp_pat
     path = tmp_path / "run.zarr"
 
     def run(steps, resume, start=0):
-        var = tf.Variable([1.0, -2.0, 0.5], name="w")
+        var = tf.Variable(tf.constant([1.0, -2.0, 0.5]), name="w")
         rec = dtsgd_viz.Recorder(path=path, resume=resume)
         opt = dtsgd_viz.SGD(0.1, momentum=0.9)
         opt.build([var])

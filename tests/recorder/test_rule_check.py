@@ -111,6 +111,7 @@ def test_a_one_percent_deviation_always_trips_float_rounding_never(dtype):
     assert "w: 2 update(s) off the rule (updates 8-9)" in str(check)
 
 
+@pytest.mark.slow
 def test_a_velocity_off_the_rule_is_flagged():
     r = _record("float32", False)
     check = reference.check_recording(_tampered(r, 3, 0.02, kind="velocity"))

@@ -103,6 +103,7 @@ def test_truncate_loads_the_steps_before_the_damaged_chunk(tmp_path, small_chunk
     assert r.record("b").stats["grad"].shape == (24, 1, 3)
 
 
+@pytest.mark.slow
 def test_truncate_in_full_mode_and_in_the_steps_themselves(tmp_path, small_chunks):
     path = _store(tmp_path / "f.zarr", "full", n=20, batch=5)
     intact = dtsgd_viz.load_recording(shutil.copytree(path, tmp_path / "copy.zarr"))

@@ -180,10 +180,10 @@ def _strides():
 
 @pytest.mark.parametrize("stride", _strides())
 @pytest.mark.slow
-def test_a_bit_flipped_in_any_metadata_file_of_a_closed_store_is_an_error_naming_it(run, tmp_path, stride):
+def test_a_bit_flipped_in_any_metadata_file_of_a_closed_store_is_an_error_naming_it(run, ram_path, stride):
     """A closed store's metadata files are held to the bytes it committed: every flip,
     even one that would leave the values alone, is an error naming the file."""
-    store = shutil.copytree(run.closed, tmp_path / "closed.zarr")
+    store = shutil.copytree(run.closed, ram_path / "closed.zarr")
     files = _metadata_files(store)
     outcomes, bad, _ = _flip_every_byte(store, files, run.recording, stride)
     assert bad == [] and set(outcomes) == {"caught"}, (outcomes, bad)
@@ -192,11 +192,11 @@ def test_a_bit_flipped_in_any_metadata_file_of_a_closed_store_is_an_error_naming
 
 @pytest.mark.parametrize("stride", _strides())
 @pytest.mark.slow
-def test_a_bit_flipped_in_the_metadata_of_a_store_being_written_never_loads_wrong_values(run, tmp_path, stride):
+def test_a_bit_flipped_in_the_metadata_of_a_store_being_written_never_loads_wrong_values(run, ram_path, stride):
     """While a run writes, its arrays hold more rows than it committed and grow between
     commits, so an array's length is not held to its committed bytes (only to holding
     the committed steps): a flip there may load, and then loads the values as written."""
-    store = shutil.copytree(run.open, tmp_path / "open.zarr")
+    store = shutil.copytree(run.open, ram_path / "open.zarr")
     with pytest.warns(StoreNotClosedWarning):
         assert _same(dtsgd_viz.load_recording(store), run.recording) == []
     outcomes, bad, same = _flip_every_byte(store, _metadata_files(store), run.recording, stride)
@@ -282,6 +282,7 @@ def test_truncated_or_emptied_metadata_names_the_file_and_what_it_holds(run, tmp
 
 
 @pytest.mark.parametrize("written", ["now", "before"])
+@pytest.mark.slow
 def test_an_unknown_data_type_names_the_array_s_metadata_file(run, tmp_path, written):
     store = shutil.copytree(run.closed, tmp_path / "s.zarr")
     if written == "before":
@@ -302,6 +303,7 @@ def test_an_unknown_data_type_names_the_array_s_metadata_file(run, tmp_path, wri
         file.write_bytes(raw)
 
 
+@pytest.mark.slow
 def test_a_store_of_the_previous_format_loads_with_a_note(run, tmp_path):
     store = _previous_format(shutil.copytree(run.closed, tmp_path / "old.zarr"))
     with pytest.warns(
@@ -433,7 +435,7 @@ def _rezip(members, out):
 
 @pytest.mark.parametrize("stride", _strides())
 @pytest.mark.slow
-def test_a_bit_flipped_in_the_npz_header_is_an_error_naming_it(run, tmp_path, stride):
+def test_a_bit_flipped_in_the_npz_header_is_an_error_naming_it(run, ram_path, stride):
     """Flipped in the file, the zip's CRC finds it; flipped in a copy whose zip CRCs were
     made again for the new bytes (the members' crc32 in the header cannot check the
     header itself), the header's own crc32 does. Either way the error names the member,
@@ -448,7 +450,7 @@ def test_a_bit_flipped_in_the_npz_header_is_an_error_naming_it(run, tmp_path, st
     start = info.header_offset + 30 + int.from_bytes(local[26:28], "little") + int.from_bytes(local[28:30], "little")
     assert raw[start : start + info.compress_size] == header_bytes
     outcomes, bad, same = collections.Counter(), [], []
-    target = tmp_path / "flipped.npz"
+    target = ram_path / "flipped.npz"
     for i in range(0, len(header_bytes), stride):
         flipped = bytearray(header_bytes)
         flipped[i] ^= 1 << (i % 8)
@@ -479,6 +481,7 @@ def test_a_bit_flipped_in_the_npz_header_is_an_error_naming_it(run, tmp_path, st
     assert all(i < json_start or any(i in k for k in keys) for i in same), same
 
 
+@pytest.mark.slow
 def test_a_truncated_npz_header_and_one_of_the_previous_version(run, tmp_path):
     members = _members(run.npz)
     meta = np.lib.format.read_array(io.BytesIO(members["meta.npy"]))

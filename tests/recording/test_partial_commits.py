@@ -105,6 +105,7 @@ def test_a_client_that_committed_nothing_yet_loads_no_update(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_client_not_resumed_yet_holds_no_update_after_the_resume(tmp_path):
     """Both clients committed updates 1..35 and were killed; restored from the checkpoint
     at 28, client 0 has resumed (and recommitted 29..32), client 1 not yet: its 29..35

@@ -77,6 +77,7 @@ def test_recorder_bad_inputs(kwargs, match):
         dtsgd_viz.Recorder(**kwargs)
 
 
+@pytest.mark.slow
 def test_unknown_variable_filter_and_unattached_recorder():
     rec = dtsgd_viz.Recorder(variables=["nope"])
     with pytest.raises(ValueError, match=r"has seen no update yet.*SGD\(\.\.\., hooks=\[rec\]\)"):
@@ -287,6 +288,7 @@ def test_read_at_flush_mode_equals_eager_capture(kinds):
         np.testing.assert_array_equal(a.global_values("w", kind), b.global_values("w", kind))
 
 
+@pytest.mark.slow
 def test_read_at_flush_mode_reports_what_no_flush_saw():
     mesh = dtsgd_viz.make_mesh({"x": 2, "y": 4})
     problem = Problem((4, 8), layout(mesh, "x", "y"))

@@ -132,6 +132,7 @@ def test_loaded_half_precision_recordings_draw(trained):
     )
 
 
+@pytest.mark.slow
 def test_file_version_is_the_lowest_that_holds_the_data(trained):
     """float16/32/64 files stay version 1 (older dtsgd_viz reads them); bfloat16 arrays
     are stored as uint16 bit patterns in a version 2 file, which older versions refuse
@@ -147,6 +148,7 @@ def test_file_version_is_the_lowest_that_holds_the_data(trained):
         assert meta["version"] == 1 and stored == np.dtype(dtype)
 
 
+@pytest.mark.slow
 def test_version_1_bfloat16_file_from_before_the_fix_still_loads(runs, tmp_path):
     """Version 1 wrote bfloat16 arrays as they came (numpy stores them as raw ``|V2``
     bytes): they load as bfloat16, bit for bit."""
@@ -190,10 +192,17 @@ def test_bfloat16_file_loads_without_tensorflow(runs, dtype):
     assert out.stdout.split() == [dtype, str(bits), "0", "False", str(dtype == "bfloat16")]
 
 
-@pytest.mark.parametrize("bad", ["complex64", "int32", "object"])
-def test_a_dtype_the_file_cannot_hold_is_an_error_at_save_time(bad, tmp_path):
+@pytest.fixture(scope="module")
+def two_float32_updates():
+    """Two momentum updates of a float32 variable, recorded once for every ``bad`` dtype
+    below (each test makes its own altered copy; the recording itself is not changed)."""
     rec, _, _ = _train("float32", steps=2, config=CONFIGS["momentum"])
-    r = rec.recording
+    return rec.recording
+
+
+@pytest.mark.parametrize("bad", ["complex64", "int32", "object"])
+def test_a_dtype_the_file_cannot_hold_is_an_error_at_save_time(bad, tmp_path, two_float32_updates):
+    r = two_float32_updates
     v = r.record("w")
     wrong = dataclasses.replace(
         v, dtype=bad, initial=v.initial.astype(bad), blocks={k: b.astype(bad) for k, b in v.blocks.items()}
@@ -210,6 +219,7 @@ def test_a_dtype_the_file_cannot_hold_is_an_error_at_save_time(bad, tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing written, not even a partial file
 
 
+@pytest.mark.slow
 def test_arrays_that_contradict_the_variable_dtype_are_refused(tmp_path):
     rec, _, _ = _train("float16", steps=2, config=CONFIGS["momentum"])
     r = rec.recording
@@ -340,6 +350,7 @@ def test_views_say_an_empty_recording_has_nothing_to_draw(empty_recordings):
         _says_nothing_was_recorded(str(err.value), "Recording 'momentum'")
 
 
+@pytest.mark.slow
 def test_layout_of_an_empty_recording_still_draws(empty_recordings):
     """The layout needs no steps: it is drawn as for any recording."""
     _, _, sharded = empty_recordings

@@ -70,6 +70,7 @@ def test_a_resumed_store_holds_each_update_once(tmp_path, mode, close):
     assert list(back.superseded_steps) == list(range(21, 31))
 
 
+@pytest.mark.slow
 def test_resuming_twice_and_resuming_before_any_step(tmp_path):
     path = tmp_path / "run.zarr"
     _first_run(path)

@@ -232,6 +232,7 @@ def test_run_on_a_sharded_quadratic_keeps_its_layout():
         np.testing.assert_allclose(grads[:, d], c * (prev[(slice(None), *block)] - 1.0), rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_run_start_every_and_progress():
     s = SURFACES["rotated"]
     calls = []
