@@ -65,15 +65,19 @@ def test_each_line_is_named_once_at_its_end_in_a_legible_ink(runs, rule):
     fig = view.figure
     fig.draw_without_rendering()
     rd = fig.canvas.get_renderer()
-    assert [t.get_text() for t in view.end_labels] == [p.label for p in view.patches]
+    assert [t.get_text() for t in view.end_labels] == [p.label for p in view.patches] + ["median"]
     frame = view.norm_ax.get_window_extent(rd)
     last = _block_norms(r)[-1]
+    # the median line the title speaks of: the median block's norm at each update
+    median = 10 ** np.median(np.log10(_block_norms(r)), axis=1)
+    np.testing.assert_allclose(view.median.get_ydata(), median, rtol=1e-5)
     for t, line in zip(view.end_labels, view.lines):
         assert to_rgb(t.get_color()) == label_ink(line.get_color())
         assert t.get_window_extent(rd).x0 >= frame.x1  # right of the lines' ends
     # pushed apart as little as needed, the names keep the order of the lines' ends
     heights = [t.get_window_extent(rd).y0 for t in view.end_labels]
-    assert list(np.argsort(heights, kind="stable")) == list(np.argsort(last, kind="stable"))
+    ends = [*last, median[-1]]
+    assert list(np.argsort(heights, kind="stable")) == list(np.argsort(ends, kind="stable"))
     for ax in fig.axes:
         assert clashes(ax, rd) == []
 

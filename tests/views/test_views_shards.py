@@ -97,7 +97,7 @@ def _norm_lines(ax):
     return {
         int(ln.get_gid()[5:]): (np.asarray(ln.get_xdata()), np.asarray(ln.get_ydata()))
         for ln in ax.lines
-        if (ln.get_gid() or "").startswith("norm-")
+        if (ln.get_gid() or "").startswith("norm-") and ln.get_gid()[5:].isdigit()
     }
 
 
@@ -537,7 +537,7 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
         full_ax = _figure_parts(full_fig)[0]
         assert sorted(r for p in view.patches for r in p.rects) == _outlines(full_ax)
         named = {t.get_text() for t in view.end_labels if t.get_visible()}
-        assert set(_labels(full_ax)) == {f"CPU:{d}" for d in range(8)} == named
+        assert set(_labels(full_ax)) | {"median"} == {f"CPU:{d}" for d in range(8)} | {"median"} == named
         when = "at update 4" if kind == "grad" else "after update 4"
         noun = {"param": "parameter", "grad": "gradient"}.get(kind, kind)
         assert f"{noun} of 'w' {when}" in _headline(fig)
@@ -756,7 +756,8 @@ def test_16_blocks_each_have_their_own_look_and_a_legend_entry_drawn_alike(dims,
     entries = {t.get_text(): h for t, h in zip(view.legend.get_texts(), view.legend.legend_handles)}
     for p, line in zip(view.tensor.patches, view.lines):
         assert drawn(entries[p.label]) == drawn(line)
-    assert len(entries) == n and view.end_labels is None
+    assert len(entries) == n + 1 and entries["median"].get_color() == view.median.get_color()
+    assert view.end_labels is None
 
 
 @pytest.mark.slow
@@ -769,7 +770,8 @@ def test_few_blocks_are_named_at_their_line_ends_without_a_legend(sharded):
     assert view.legend is None and view.norm_ax.get_legend() is None
     renderer = fig.canvas.get_renderer()
     boxes = [t.get_window_extent(renderer) for t in view.end_labels]
-    assert [t.get_text() for t in view.end_labels] == [p.label for p in view.patches]
+    # each block's name, then the median's (the line the panel's title speaks of)
+    assert [t.get_text() for t in view.end_labels] == [p.label for p in view.patches] + ["median"]
     for t, line in zip(view.end_labels, view.lines):
         # the name in its line's colour, darkened to read on white (pale sand, cyan)
         assert t.get_visible() and to_rgb(t.get_color()) == label_ink(line.get_color())

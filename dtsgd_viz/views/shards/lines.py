@@ -106,6 +106,7 @@ class NormPanel:
         self.thinned_to: dict = {}  # axes -> the pixel columns its lines were thinned to
         self.marks: dict = {}  # gid -> the marks' Line2D or PathCollection
         self.band: list = []
+        self.median: Line2D | None = None  # the median block norm's line (up to MAX_LINES blocks)
         self.end_labels: list | None = None
         self.legend: Legend | None = None
 
@@ -155,6 +156,7 @@ class NormPanel:
         for k, (label, ax) in enumerate(self.axes.items()):
             self._draw_panel(ax, k, label)
         self.lines = self.stat_lines[STATS[0]]
+        self._draw_median()
         self._draw_band()
         self._draw_flags()
         self._title()
@@ -232,6 +234,22 @@ class NormPanel:
         ax.set_yticks([-v for v in up[::-1]] + [0.0] + up)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: "0" if v == 0 else f"{v:.0e}".replace("e+", "e")))
         ax.set_ylabel("mean (symlog)", fontsize=style.LABEL_SIZE)
+
+    def _draw_median(self) -> None:
+        """Up to ``MAX_LINES`` blocks: the median block's norm (``median_line``, what the
+        panel's title speaks of) as a grey line under the blocks' lines."""
+        self.median = None
+        ax = self.line_ax
+        assert ax is not None  # after draw()
+        data = self.data[ax]
+        if not 1 < len(self.view.styles) <= MAX_LINES or not np.isfinite(data).any():
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN updates: NaN
+            med = median_line(data)
+        (self.median,) = ax.plot(
+            *self.thinned(ax, med), color=MEDIAN_COLOR, lw=1.2, zorder=1.8, gid="norm-median"
+        )
 
     def _draw_band(self) -> None:
         """Past ``MAX_LINES`` blocks: the lines hidden for their band and median (again per kind)."""
@@ -323,6 +341,7 @@ class NormPanel:
                 Line2D([], [], color=c, ls=ls, lw=1.6, label=p.label)
                 for p, (c, _, ls) in zip(patches, self.view.styles)
             ]
+            handles.append(Line2D([], [], color=MEDIAN_COLOR, lw=1.2, label="median"))
         else:
             handles += [
                 Line2D([], [], color=MEDIAN_COLOR, lw=1.8, label=f"median of {n} blocks"),
@@ -356,6 +375,11 @@ class NormPanel:
             ok = np.flatnonzero(np.isfinite(col))
             i = ok[-1] if len(ok) else -1
             out.append((p.label, float(self.view.updates[i]), float(col[i]) if len(ok) else np.nan, label_ink(c)))
+        if self.median is not None:
+            x, y = (np.asarray(a, np.float64) for a in self.median.get_data())
+            ok = np.flatnonzero(np.isfinite(y))
+            if len(ok):
+                out.append(("median", float(x[ok[-1]]), float(y[ok[-1]]), MEDIAN_COLOR))
         return out
 
     def _title(self) -> None:

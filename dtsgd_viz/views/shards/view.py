@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.legend import Legend
+    from matplotlib.lines import Line2D
     from matplotlib.text import Text
 
     from ...recording import Recording
@@ -222,6 +223,11 @@ class ShardsView:
     @property
     def end_labels(self) -> list[Text] | None:
         return self.norm.end_labels
+
+    @property
+    def median(self) -> Line2D | None:
+        """The median block norm's line (up to 16 blocks; past that, the band's median)."""
+        return self.norm.median
 
     def _keep_artists(self) -> None:
         """The norm panel's artists, as tests and widgets read them off the view."""
