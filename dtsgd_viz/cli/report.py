@@ -400,9 +400,9 @@ def _write_animation(out: _Folder, path_recordings, surface, pname, gif_frames) 
             "paths.gif",
             f"Animation: {' vs '.join(path_recordings)}",
             f"The same runs update by update ({frames} frames, the last one held): "
-            "the paths grow, the arrows and zoomed panels show each update's terms, "
-            "the loss curves (the loss after k updates) are drawn up to the update shown; "
-            "the title is the whole run's finding.",
+            "the paths grow, the arrows and the close-ups (one zoom for every run) show each "
+            "update's terms, the loss curves (the loss after k updates) are drawn up to the "
+            "update shown; the title is the finding up to that update.",
         )
     )
 

@@ -67,15 +67,17 @@ for name, rec in recordings.items():
 # ## Paths, and update 5 taken apart
 #
 # `step=5` picks optimizer update 5 (the first update is 1, as `recording.steps`
-# counts). The left panel shows each whole path in its rule's line and markers, each
-# named on its path, with a ring where each run is at update 5; after it the runs part:
+# counts). The left panel shows each whole path in its rule's line and markers (the
+# legend under the panels names them), with a ring where each run is after update 5; after it the runs part:
 # momentum swings across the valley, Nesterov runs in to the minimum. The terms of update
 # 5 are too short to see at this scale (plain's and Nesterov's are specks), so
 # `plot_update` below takes it apart up close; the right panel is the loss after k
-# updates, update 5 marked with a dashed line at k = 4 (the updates made before it). The
+# updates, update 5 marked with a dashed line at k = 5 (the loss after it). The
 # headline compares each run's mean loss over the last 10 updates (shaded): classical
 # momentum's loss saw-tooths, so one point of it would say little. `findings` (below)
 # prints the same numbers.
+# Nesterov's first step is (1+μ) = 1.9 times the others': tf-keras takes
+# p ← p + μ·v − lr·g with v = −lr·g, so its first update already carries the momentum term.
 
 # %%
 show(dtsgd_viz.plot_paths(recordings, surface, step=5))

@@ -81,7 +81,6 @@ def story():
 FIGURES = {
     "paths": lambda s, r: dtsgd_viz.plot_paths(r, s, step=5),
     "paths-auto": lambda s, r: dtsgd_viz.plot_paths(r, s),
-    "paths-zoom": lambda s, r: dtsgd_viz.plot_paths(r, s, step=5, zoom=True),
     "update": lambda s, r: dtsgd_viz.plot_update(r, s, step=5),
     "modes": lambda s, r: dtsgd_viz.plot_modes(r, s),
     "phase": lambda s, r: dtsgd_viz.plot_phase(
@@ -147,7 +146,7 @@ def test_one_rule_has_one_look_in_every_figure_and_nesterov_is_never_the_faintes
 
     s, recs = story
     looks = {}
-    for view in ("paths", "paths-zoom", "update", "modes", "phase"):
+    for view in ("paths", "update", "modes", "phase"):
         for rule, seen in run_lines(FIGURES[view](s, recs)).items():
             looks.setdefault(rule, set()).update(seen)
     assert set(looks) == {"plain", "momentum", "nesterov"}

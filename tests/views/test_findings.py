@@ -175,7 +175,8 @@ def test_plot_paths_states_the_findings(request, which, step):
     check_ranked_headline(text(finding), runs, surface)
     ax_path, ax_loss = fig.axes[:2]
     check_loss_axis(ax_loss)
-    assert ax_path.get_title() == f"Paths, update {step} marked"
+    # update 4 of 01 is drawn as arrows, 03's update 5 is too short to see at the paths' scale
+    assert ax_path.get_title() in (f"Update {step}: its terms as arrows", f"Update {step} marked")
     gids = lambda prefix: {
         a.get_gid()[len(prefix) :]: a
         for a in ax_loss.lines  # noqa: E731
@@ -187,21 +188,17 @@ def test_plot_paths_states_the_findings(request, which, step):
         after = after_k(r, surface)
         np.testing.assert_array_equal(lines[k].get_xdata(), np.arange(len(r) + 1))
         np.testing.assert_allclose(lines[k].get_ydata(), after, rtol=1e-12)
-        # the dot: at the ring, the parameters before the update, after step - 1 updates
-        np.testing.assert_allclose(dots[k].get_xydata()[0], [step - 1, after[step - 1]], rtol=1e-12)
+        # the dot: at the ring, the parameters after the update: the loss after step updates
+        np.testing.assert_allclose(dots[k].get_xydata()[0], [step, after[step]], rtol=1e-12)
         np.testing.assert_allclose(bars[k].get_xdata(), [a, b])  # the headline's mean, across its window
         assert bars[k].get_ydata()[0] == pytest.approx(after[a : b + 1].mean(), rel=1e-12)
     (line,) = gids("step-line").values()
-    assert line.get_xdata()[0] == step - 1
+    assert line.get_xdata()[0] == step
     (band,) = [p for p in ax_loss.patches if p.get_gid() == "loss-window"]
     assert (band.get_x(), band.get_x() + band.get_width()) == pytest.approx((a, b))
-    caption = text(fig._supxlabel.get_text())
-    assert f"before update {step}" in caption and f"at k = {step - 1}" in caption
-    assert f"plot_update(..., step={step}) takes update {step} apart" in caption
-    m = re.search(r"first step is \(1\+μ\) = ([\d.]+)×", caption)  # against the recorded first steps
-    p = {k: r.path("w").astype(np.float64) for k, r in runs.items()}
-    first = {k: np.linalg.norm(v[1] - v[0]) for k, v in p.items()}
-    same_printed(m[1], first["nesterov"] / first["momentum"])
+    # the legend says what the rings are; no caption
+    assert [t.get_text() for t in fig.legends[0].get_texts()][-1] == f"after update {step}"
+    assert fig._supxlabel is None
 
 
 @pytest.mark.slow
@@ -269,24 +266,25 @@ def test_plot_update_states_the_findings(t03):
 @pytest.mark.slow
 def test_animation_frames_state_the_findings(t01, tmp_path):
     surface, runs = t01
-    f = dtsgd_viz.findings(runs, surface)
     anim = dtsgd_viz.animate(runs, surface, frames=[4, 20, 40], zoom=False, hold=0)
     fig = anim._fig
     ax_path, ax_loss = fig.axes[:2]
     for i in (3, 19, 39):  # recording indices: updates 4, 20, 40
         anim._func(i)
         u = i + 1
-        assert text(headline_texts(fig)[0]) == text(f.headline())  # the whole run's, every frame
-        check_ranked_headline(text(headline_texts(fig)[0]), runs, surface)
+        f = dtsgd_viz.findings(runs, surface, upto=u)  # the frame's own headline
+        assert text(headline_texts(fig)[0]) == text(f.headline())
         check_loss_axis(ax_loss)
-        assert re.match(rf"Update {u}:|Paths, update {u} marked$", ax_path.get_title()), ax_path.get_title()
+        assert re.match(rf"Update {u}(:| marked$)", ax_path.get_title()), ax_path.get_title()
         for line in ax_loss.lines:
             gid = line.get_gid() or ""
-            if gid.startswith("loss-marker:"):
+            if gid.startswith("loss-marker:"):  # at the ring: the parameters after update u
                 after = after_k(runs[gid[12:]], surface)
-                np.testing.assert_allclose(line.get_xydata()[0], [u - 1, after[u - 1]], rtol=1e-12)
+                np.testing.assert_allclose(line.get_xydata()[0], [u, after[u]], rtol=1e-12)
             if gid == "step-line":
-                assert line.get_xdata()[0] == u - 1
+                assert line.get_xdata()[0] == u
+            if gid.startswith("loss-mean:"):  # the means the frame's headline compares
+                assert line.get_ydata()[0] == pytest.approx(f.tail_loss[gid[10:]], rel=1e-12)
     anim.save(tmp_path / "paths.gif", writer="pillow")  # the frames, as the demo's GIF has them
     assert (tmp_path / "paths.gif").stat().st_size > 0
 

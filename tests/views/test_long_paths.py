@@ -2,7 +2,7 @@
 numpy reference rule) drawn with a bounded number of vertices per line, the lines
 still through the start, the end and the update shown exactly, and within a pixel of
 every recorded point (measured here with a brute-force numpy distance); the pure
-thinning and the casing's nearest-point search checked against brute force."""
+thinning checked against brute force."""
 
 import numpy as np
 import pytest
@@ -77,8 +77,8 @@ def test_a_10000_update_plot_paths_draws_each_path_with_a_pixel_bounded_line(lon
         i = int(np.flatnonzero(rec.steps == 5)[0])
         lowest = int(np.nanargmin(rec.loss))
         _check_line(ax_path, line, path, exact_rows=(i, i + 1, lowest))
-        ring = _lines(ax_path, "position:")[key]
-        np.testing.assert_array_equal(ring.get_xydata()[0], path[i])
+        ring = _lines(ax_path, "position:")[key]  # the parameters after update 5
+        np.testing.assert_array_equal(ring.get_xydata()[0], path[i + 1])
     # the loss lines: at most ~3 points a pixel column, the extremes and both ends kept
     columns = int(np.ceil(fig.get_size_inches()[0] * fig.dpi))
     for key, line in _lines(ax_loss, "loss:").items():
@@ -107,11 +107,11 @@ def test_a_10000_update_animation_grows_thinned_lines_through_each_frames_update
         np.testing.assert_array_equal(xy[0], path[0])
         np.testing.assert_array_equal(xy[-1], path[i + 1])  # up to the update's end
         assert tuple(path[i]) in {tuple(p) for p in xy}
-        np.testing.assert_array_equal(_lines(ax_path, "position:")[key].get_xydata()[0], path[i])
+        np.testing.assert_array_equal(_lines(ax_path, "position:")[key].get_xydata()[0], path[i + 1])
     columns = int(np.ceil(anim._fig.get_size_inches()[0] * anim._fig.dpi))
     for _key, line in _lines(ax_loss, "loss:").items():
         x = np.asarray(line.get_xdata(), np.float64)
-        assert len(x) <= 3 * columns + 2 and x[0] == 0 and x[-1] == 5999  # k = 0..5999: before update 6000
+        assert len(x) <= 3 * columns + 2 and x[0] == 0 and x[-1] == 6000  # k = 0..6000: after update 6000
 
 
 # ---- the pure parts -------------------------------------------------------------------
@@ -157,20 +157,3 @@ def test_up_to_ends_a_thinned_path_exactly_on_the_update_shown():
     assert up_to(np.array([0, 10, 20, 30]), 16, at=14).tolist() == [0, 10, 14, 15]
     assert up_to(None, 4, at=2).tolist() == [0, 1, 2, 3]
     assert up_to(np.array([0, 10, 20]), 11, at=9).tolist() == [0, 9, 10]
-
-
-@pytest.mark.slow
-def test_the_casings_nearest_points_within_a_distance_match_brute_force():
-    from dtsgd_viz.views.paths.casing import _nearest_on_polyline
-
-    rng = np.random.default_rng(1)
-    c = np.cumsum(rng.normal(size=(700, 2)), axis=0)
-    p = c[rng.integers(0, 700, 3000)] + rng.normal(scale=0.6, size=(3000, 2))
-    near, d = _nearest_on_polyline(p, c)  # every point, chunked
-    near_w, d_w = _nearest_on_polyline(p, c, within=0.5)  # only those within 0.5
-    np.testing.assert_allclose(d, _distance_to_polyline(p, c), rtol=0, atol=1e-12)
-    close = d <= 0.5
-    assert close.any() and (~close).any()
-    np.testing.assert_array_equal(d_w[close], d[close])
-    np.testing.assert_array_equal(near_w[close], near[close])
-    assert np.all(np.isinf(d_w[~close])) and np.all(np.isnan(near_w[~close]))

@@ -145,12 +145,12 @@ def _reading(fig):
     """What the tests read of a frame, taken right after it is drawn: per axes its title,
     limits and frame, its visible texts (characters' box, whole extent with the leader,
     the leader's points, size, gid) and its lines (gid, first point in data and in
-    pixels, marker face, size, zorder)."""
+    pixels, marker face, size, zorder); the close-ups' insets after the figure's axes."""
     from types import SimpleNamespace as NS
 
     r = fig.canvas.get_renderer()
     axes = []
-    for ax in fig.axes:
+    for ax in [*fig.axes, *(c for a in fig.axes for c in a.child_axes)]:  # the insets too
         texts = [
             NS(
                 text=t.get_text(),
@@ -221,7 +221,7 @@ def test_no_label_of_any_gif_frame_overlaps_another_or_is_crossed_by_a_leader(de
                     )
                     assert not inside.any(), (update, f"{a.text!r}'s leader through {b.text!r}")
             seen += len(texts)
-    assert seen > 20 * 8  # the close-ups' labels were there to check
+    assert seen > 20 * 6  # the close-ups' names of their terms were there to check (an inset's are not)
 
 
 def _loss_axes(frame):
@@ -247,7 +247,7 @@ def test_gif_loss_curves_grow_over_their_whole_runs_and_the_names_stay_at_the_en
             after = ROTATED.value_np(recs[key].path("w").astype(np.float64))  # after k = 0..N updates
             np.testing.assert_allclose(ln.get_ydata(), after, rtol=1e-6)  # the whole run
             assert ln.get_linewidth() < grown[key].get_linewidth() and ln.get_zorder() < grown[key].get_zorder()
-            assert len(grown[key].get_xdata()) == update  # up to the update shown
+            assert len(grown[key].get_xdata()) == update + 1  # k = 0..update: up to the ring, after it
         where.append(
             {
                 t.get_gid(): t.get_window_extent().extents.round(1).tolist()
@@ -265,24 +265,14 @@ def test_gif_loss_curves_grow_over_their_whole_runs_and_the_names_stay_at_the_en
         assert box.y0 - 12 <= end_y <= box.y1 + 12, key
 
 
-def test_the_start_and_minimum_names_move_only_when_something_reaches_them(demo_frames):
-    """A name jumping between frames reads as motion: placed first off every frame's
-    rings, the start and minimum names move at most 5 times over the demo's 20 frames (each
-    time a ring or zoom box reached them), and never between the held copies of the last."""
-    where = {}
+def test_no_frame_writes_a_name_on_the_paths(demo_frames, demo_gif):
+    """The start, the minimum and the runs are named once, in the legend under the panels:
+    nothing on the paths panel moves from frame to frame but the data."""
     for update, frame in demo_frames:
-        ax = [a for a in frame.axes if not a.title.startswith("Loss") and "zoom" not in a.title][0]
-        for t in ax.texts:
-            if t.gid in ("start-label", "minimum-label"):
-                # in the panel's own pixels: a layout moving the whole panel is not the name moving
-                at = np.asarray(t.chars.extents) - [ax.frame.x0, ax.frame.y0, ax.frame.x0, ax.frame.y0]
-                where.setdefault(t.gid, []).append((update, tuple(np.round(at, 1))))
-    assert where.keys() == {"start-label", "minimum-label"}
-    for gid, seen in where.items():
-        moves = [u for (u0, a), (u, b) in zip(seen, seen[1:]) if a != b]
-        # it moved 8 times when re-placed every frame; 5 since the loss axis took the one log-tick format
-        assert len(moves) <= 5, (gid, moves)
-        assert seen[-1][1] == seen[-2][1] and seen[-1][0] == seen[-2][0]  # the held last frame
+        ax = [a for a in frame.axes if a.title.startswith(("Update", "Paths"))][0]
+        assert not [t for t in ax.texts if t.text.strip()], update
+    (legend,) = demo_gif._fig.legends
+    assert [t.get_text() for t in legend.get_texts()][-3:] == ["start", "minimum", "after the update"]
 
 
 def test_gif_loss_names_at_update_1_stand_apart_inside_the_frame(demo_frames):
@@ -299,101 +289,58 @@ def test_gif_loss_names_at_update_1_stand_apart_inside_the_frame(demo_frames):
     assert ax_loss.frame.y0 < a.y0 and b.y1 < ax_loss.frame.y1
 
 
-def test_held_last_frame_draws_its_tiny_update_inside_a_close_up_near_its_fitted_zoom(demo_frames, demo_gif):
-    """The last update of the demo run hardly moves: its close-up is far closer than the
-    explorer's cap (x50, where it was a speck with four labels piled round it). Each run
-    now keeps one zoom over several frames (it jumped on every frame), so the last is
-    drawn at its run's last zoom: at most ``KEEP_RATIO`` farther than the zoom fitted to
-    it alone, never closer (its points stay inside the panel)."""
-    from dtsgd_viz.views.paths.gif_zoom import KEEP_RATIO
+def test_every_frames_close_ups_share_one_zoom_and_a_tiny_update_gets_an_inset(demo_frames, demo_gif):
+    """As ``plot_update``: one box size for every close-up of a frame, its zoom over the
+    paths panel in each title, every arrow at its true length inside it, and an update
+    under ``INSET_BELOW`` of the box drawn again in an inset marked with how much closer."""
+    from dtsgd_viz.views.update.geometry import zoom_factor
+    from dtsgd_viz.views.update.plot import INSET_BELOW
 
-    update, frame = demo_frames[-1]  # the writer's order: the first frame drawn first
-    assert update == demo_gif.frame_updates[-1] == 40
-    zooms = [ax for ax in frame.axes if "zoom ×" in ax.title]
-    assert len(zooms) == 2 and all("update 40" in ax.title for ax in zooms)
-    fitted = {"momentum": 21.1, "Nesterov": 200.0}  # update_geometry.zoom_box round its points
-    for ax in zooms:
-        zoom, _ = _zoom_of(ax.title)
-        key = ax.title.split(":")[0]
-        assert fitted[key] / KEEP_RATIO <= zoom <= fitted[key] * 1.01, (key, zoom)
-        (x0, x1), (y0, y1) = ax.xlim, ax.ylim
-        for line in ax.lines:
-            if line.gid.startswith(("zoom-position", "zoom-next", "iterate:", "lookahead:")):
-                assert line.xy is not None, (key, line.gid)
-                x, y = line.xy
-                assert x0 <= x <= x1 and y0 <= y <= y1, (key, line.gid)
-
-
-# ---- one zoom per run: the close-ups' arrows keep their scale from frame to frame ------
-
-
-def test_zoom_schedule_keeps_one_zoom_while_the_updates_fit_and_read_at_it():
-    from dtsgd_viz.views.paths.gif_zoom import KEEP_RATIO, ZOOMS, zoom_schedule
-
-    fitted = [4.3, 3.4, 4.8, 6.0, 9.6, 12.1, 17.9, 22.7, 31.5, 21.1]
-    plan = zoom_schedule(fitted)
-    assert all(z in ZOOMS for z in plan)
-    assert all(z <= f for z, f in zip(plan, fitted))  # every update fits its box
-    groups = [plan[0]] + [b for a, b in zip(plan, plan[1:]) if b != a]
-    assert len(groups) == 2  # changed once, not on every frame
-    for z in set(plan):  # none drawn more than KEEP_RATIO smaller than it could be
-        assert max(f for f, p in zip(fitted, plan) if p == z) / z <= KEEP_RATIO
-    assert zoom_schedule([5.0, np.nan, 5.0]) == [5.0] * 3
-
-
-def _zoom_of(title):
-    import re
-
-    m = re.search(r"zoom ×([\d.]+)(?: \(was ×([\d.]+)\))?$", title)
-    assert m, title
-    return float(m[1]), (float(m[2]) if m[2] else None)
-
-
-def test_each_close_up_keeps_its_zoom_and_says_when_it_changes(demo_frames):
-    """The zoom used to be fitted to every frame (momentum x4.3 to x21, Nesterov x2.3 to
-    x200): the arrows jumped. Now each run changes it at most 4 times over 20 frames (the
-    held last frame may take the closest zoom, ``_gif_zoom.LAST_RATIO``), the panel's span
-    is the same on every frame at one zoom, and a frame that changes it says "(was ×N)"
-    in its title (the held copies of the last frame are that frame again)."""
-    seen = {}
+    insets = 0
     for update, frame in demo_frames:
+        paths = [a for a in frame.axes if a.title.startswith(("Update", "Paths"))][0]
+        close = [ax for ax in frame.axes if "· zoom ×" in ax.title]
+        assert len(close) == 2, update
+        spans = {float(np.ptp(ax.xlim)) for ax in close}
+        assert max(spans) == pytest.approx(min(spans), rel=1e-9), update  # one box size
+        zoom = zoom_factor((paths.xlim, paths.ylim), (close[0].xlim, close[0].ylim))
+        for ax in close:
+            shown = float(ax.title.split("×")[1])
+            assert shown == pytest.approx(zoom, rel=0.06, abs=0.06), (update, ax.title)
+            (x0, x1), (y0, y1) = ax.xlim, ax.ylim
+            for line in ax.lines:
+                if line.gid.startswith(("zoom-position", "zoom-next")):
+                    x, y = line.xy
+                    assert x0 <= x <= x1 and y0 <= y <= y1, (update, line.gid)
         for ax in frame.axes:
-            if "zoom ×" not in ax.title:
-                continue
-            key = ax.title.split(":")[0]
-            zoom, was = _zoom_of(ax.title)
-            seen.setdefault(key, []).append((zoom, was, float(np.ptp(ax.xlim)), update))
-    assert set(seen) == {"momentum", "Nesterov"}
-    for key, frames in seen.items():
-        changes = 0
-        for (z0, _, _, u0), (z1, was, _, u) in zip(frames, frames[1:]):
-            if u == u0:  # the last frame held
-                continue
-            if z1 != z0:
-                changes += 1
-                assert was is not None and was == pytest.approx(z0, rel=0.05), (key, u)
-            else:
-                assert was is None, (key, u)
-        assert changes <= 4, (key, [f[0] for f in frames])
-        for z in {f[0] for f in frames}:
-            spans = [s for f, _, s, _ in frames if f == z]
-            np.testing.assert_allclose(spans, spans[0], rtol=1e-6)  # one box size per zoom
+            marks = [t for t in ax.texts if t.gid.startswith("inset-zoom:")]
+            if marks:  # an inset: its update is under INSET_BELOW of the shared box
+                insets += 1
+                (mark,) = marks
+                own = float(np.ptp(ax.xlim))
+                assert own < INSET_BELOW * max(spans) * 1.001, update
+                assert float(mark.text.lstrip("×")) == pytest.approx(max(spans) / own, rel=0.06), update
+    assert insets  # the run's last updates hardly move: drawn up close in an inset
+    assert demo_gif.frame_updates[-1] == 40
 
 
 def _loss_dots(frame):
     return [ln for ln in _loss_axes(frame).lines if ln.gid.startswith("loss-marker:")]
 
 
-def test_the_loss_dots_at_update_1_nest_instead_of_covering_each_other(demo_frames):
-    """Every run starts at the same loss: the dots coincided. The first is drawn as an
-    open ring round the other; once apart both are filled dots again."""
-    update, frame = demo_frames[0]
-    dots = _loss_dots(frame)
-    assert len(dots) == 2 and update == 1
-    assert np.hypot(*(dots[0].px - dots[1].px)) < 2  # the same point
-    ring, dot = sorted(dots, key=lambda d: -d.size)
-    assert ring.face == "none" and ring.size >= dot.size + 4
-    assert dot.face != "none" and ring.zorder > dot.zorder
-    update, frame = next((u, f) for u, f in demo_frames if u >= 10)
-    dots = _loss_dots(frame)
-    assert len(dots) == 2 and all(d.face != "none" for d in dots)
+def test_loss_dots_nest_only_where_they_meet(demo_frames):
+    """Dots closer than a dot's width: the earlier an open ring round the later; apart,
+    each a filled dot."""
+    apart = 0
+    for update, frame in demo_frames:
+        dots = _loss_dots(frame)
+        assert len(dots) == 2, update
+        a, b = dots
+        meet = np.hypot(*(a.px - b.px)) < 8.0 * frame.dpi / 72
+        if meet:
+            ring, dot = sorted(dots, key=lambda d: -d.size)
+            assert ring.face == "none" and ring.size >= dot.size + 4 and dot.face != "none", update
+        else:
+            apart += 1
+            assert all(d.face != "none" for d in dots), update
+    assert apart

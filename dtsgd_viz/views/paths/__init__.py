@@ -1,2 +1,2 @@
-"""Update paths on the loss contours: geometry (projections, thinning, casing), the scene,
-the frames, the names, the loss panel, the animation and the numbers the figures state."""
+"""Update paths on the loss contours: geometry (projections, thinning), the scene, the
+frames, the legend, the loss panel, the animation and the numbers the figures state."""

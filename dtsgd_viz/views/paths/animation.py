@@ -1,31 +1,32 @@
-"""``animate``: ``plot_paths`` going through a run update by update (a
-``FuncAnimation``), at a pace one can follow, holding the last frame, the loss curves
-drawn as far as the update shown. ``views.paths.scene`` computes the scene and
-``views.paths.frames`` draws each frame's parts; this module only moves them.
+"""``animate``: the paths going through a run update by update (a ``FuncAnimation``), at
+a pace one can follow, holding the last frame. Each frame draws the paths up to the
+update shown over their whole runs drawn thin, the update's terms as arrows, the loss
+curves up to it and, under them, each run's update up close, every close-up on one
+zoom as ``plot_update`` draws them (an update too small to read at it gets an inset at
+its own zoom, marked ×k). The headline is ``findings(..., upto=k).headline()`` of the
+update shown. The figure is laid out once; each frame only moves what changes.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from ..core import style
-from ..core.figure import canvas_renderer
-from ..text.clashes import clashes
+from ..core.figure import fit, headline, new_figure
 from ..update import geometry as upd
+from ..update import panel
+from ..update.zoom import draw_inset, shared_zoom, times
 from . import geometry as geo
 from .findings import findings_of
-from .frames import draw_scene, draw_zoom, follow_update, panel_at, set_trail
-from .gif_zoom import box_points, fitted_zoom, fixed_boxes, zoom_schedule
-from .labels import boxes_overlap, renderer_of, text_box
+from .frames import ZOOM_BOX_LOOK, ZOOM_BOX_Z, PathArtists, draw_scene, follow_update, panel_at, set_trail
 from .loss import mark_window, nest_loss_dots
-from .names import open_rings_on_star, place_names
-from .scene import build_scene
-from .thin import up_to
-from .titles import path_title, short_arrows
+from .names import legend_handles, open_rings_on_star, step_marker
+from .scene import build_scene, ring_index, settings_line
+from .thin import EXACT_POINTS, up_to
+from .titles import path_title, short_runs
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -33,17 +34,15 @@ if TYPE_CHECKING:
     from matplotlib.animation import FuncAnimation, PillowWriter
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
-    from matplotlib.lines import Line2D
-    from numpy.typing import ArrayLike
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
     from PIL import Image
 
     from ...recording.recording import Recording
     from ...theory.surfaces.base import Surface
-    from ..update.panel import PanelData
-    from .frames import PathArtists
     from .scene import PathScene
 
-__all__ = ["animate"]
+__all__ = ["animate", "gif_panels", "shared_palette", "with_palette"]
 
 
 def _frames(frames: int | Iterable[int] | None, steps: np.ndarray) -> list[int]:
@@ -90,22 +89,20 @@ def animate(
     hold: int = 8,
     zoom: bool = True,
 ) -> FuncAnimation:
-    """A ``matplotlib.animation.FuncAnimation`` of ``plot_paths`` going through the run
-    update by update: each path grows in its rule's look over its whole run drawn thin, the arrows, the zoomed
-    panels and the loss marker follow the update, and the loss curves grow up to the
-    update shown over their whole runs drawn thin (each named at its run's end, where
-    the name stays). Each zoomed panel is drawn on the first box where its labels
-    neither overlap nor are crossed by another's leader (``draw_clear_zoom``): an update
-    that hardly moves is shown closer than the explorer shows it.
+    """A ``matplotlib.animation.FuncAnimation`` of the paths going through the run update
+    by update: each path grows in its rule's look over its whole run drawn thin, its ring
+    at the parameters after the update shown and the update's terms as arrows to it,
+    the loss curves grow up to it, and (``zoom``, where the recordings hold the terms)
+    each run's update is drawn up close under them, every close-up on one zoom
+    (``gif_panels``). The headline is ``findings(..., upto=k).headline()`` at the update
+    k shown.
 
     ``frames``: None (every recorded update), a number of evenly spaced frames, or a
     list of update numbers (as ``recording.steps`` counts them). ``interval``:
-    milliseconds per frame (250: four updates a second, slow enough to follow the
-    arrows). ``hold``: how many extra frames the last frame is held for before the
-    animation starts again. ``anim.frame_updates`` lists the update of every frame.
-    Save with ``anim.save("paths.gif", writer="pillow")`` (MP4 needs ffmpeg; a GIF keeps
-    the figure's colours exact, ``with_palette``); in a
-    notebook, ``IPython.display.HTML(anim.to_jshtml())``.
+    milliseconds per frame. ``hold``: how many extra frames the last frame is held for.
+    ``anim.frame_updates`` lists the update of every frame. Save with
+    ``anim.save("paths.gif", writer="pillow")`` (a GIF keeps the figure's colours exact,
+    ``with_palette``); in a notebook, ``IPython.display.HTML(anim.to_jshtml())``.
     """
     from matplotlib.animation import FuncAnimation
 
@@ -116,24 +113,43 @@ def animate(
     steps = np.asarray(next(iter(scene.recordings.values())).steps[:n])
     frame_list = _frames(frames, steps)
     arrows = _arrows_drawable(scene, frame_list)
-    fig, art = draw_scene(scene, int(steps[frame_list[0]]), None, arrows, zoom=zoom, run_names=True)
-    assert art.ax_loss is not None  # a new figure's: with its loss panel
-    ax_loss = art.ax_loss
-    ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
-
-    zooms = gif_zooms(scene, art, arrows, frame_list)
-    art.frame_marks = [scene.coords[k][min(i, len(scene.coords[k]) - 1)] for k in scene.coords for i in frame_list]
+    found = {i: findings_of(scene, upto=int(steps[i])) for i in frame_list}
+    heads = {i: f.headline() for i, f in found.items()}
+    fig, ax_path, ax_loss, zooms = _figure(scene, arrows and zoom, heads)
+    _, art = draw_scene(
+        scene, int(steps[frame_list[0]]), (ax_path, ax_loss), arrows, after=True, legend=False, names=False
+    )
+    art.zoom_axes = zooms
+    assert art.ax_loss is not None  # drawn with its loss panel
+    art.ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
+    _draw_loss_rests(art)
+    looks = style.run_looks(scene.coords)
+    dots = max(len(c) for c in scene.coords.values()) <= EXACT_POINTS
+    marks = {k: step_marker(k, looks[k], dots) for k in scene.coords}
+    handles = legend_handles(scene, looks, marks, "after the update")
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=style.NOTE_SIZE, frameon=False)
+    for key in art.zoom_axes:
+        art.zoom_boxes[key] = cast("Rectangle", art.ax_path.add_patch(_zoom_box(scene.colors[key])))
+    width = fig.get_figwidth() * 72.0
+    title = cast("Any", fig)._suptitle  # the headline's Text: its blank lines keep the subtitle's room
+    lines = max(fit(h, width, style.SUPTITLE_SIZE, bold=True).count("\n") for h in heads.values()) + 1
+    blank = title.get_text().count("\n") + 1 - lines
+    window: list[Artist] = []
 
     def update(i: int) -> list[Artist]:
-        return _move_to(scene, art, arrows, steps, i, zooms)
+        if i not in found:  # a frame the caller draws by its index
+            found[i] = findings_of(scene, upto=int(steps[i]))
+        text = fit(found[i].headline(), width, style.SUPTITLE_SIZE, bold=True)
+        title.set_text(text + "\n" * (lines - 1 - text.count("\n") + blank))
+        for a in window:
+            a.remove()
+        window[:] = mark_window(art, found[i])  # the updates this frame's headline compares
+        return _move_to(scene, art, arrows, steps, i) + [title, *window]
 
-    draw_loss_rests(scene, art)
-    mark_window(art, findings_of(scene))  # the updates whose mean loss the headline compares
     update(frame_list[0])
-    # Lay the figure out once: re-running the layout on every frame costs time and
-    # makes the panels jitter as the title text changes.
-    fig.draw_without_rendering()
+    fig.draw_without_rendering()  # laid out once: the panels never jitter as the texts change
     fig.set_layout_engine("none")
+    update(frame_list[0])  # the close-ups and rings on the laid-out panels
     sequence = frame_list + [frame_list[-1]] * int(hold)
     anim = FuncAnimation(
         fig, update, frames=sequence, interval=interval, blit=False, repeat=True, cache_frame_data=False
@@ -141,6 +157,114 @@ def animate(
     setattr(anim, "frame_updates", [int(steps[i]) for i in sequence])  # noqa: B010  # our own: each frame's update
     anim.save = lambda filename, writer=None, *a, **kw: _save(anim, filename, writer, *a, **kw)
     return anim
+
+
+def _figure(scene: PathScene, close_ups: bool, heads: Mapping[int, str]) -> tuple[Figure, Axes, Axes, dict[str, Axes]]:
+    """The animation's figure: the headline (the longest frame's, for its room), the
+    paths and the loss, and with ``close_ups`` a row of one close-up per run under them."""
+    from .frames import SQUARE_PATHS_SIZE
+
+    size = style.PATHS_SIZE if close_ups else SQUARE_PATHS_SIZE if scene.plane.is_identity else style.PATHS_SIZE_NO_ZOOM
+    fig = new_figure(size)
+    longest = max(heads.values(), key=lambda h: len(fit(h, size[0] * 72.0, style.SUPTITLE_SIZE, bold=True)))
+    headline(fig, longest, settings_line(scene))
+    k = len(scene.coords)
+    grid = fig.add_gridspec(2 if close_ups else 1, 2 * k, height_ratios=[1.15, 1.0] if close_ups else None)
+    ax_path, ax_loss = fig.add_subplot(grid[0, :k]), fig.add_subplot(grid[0, k:])
+    zooms = (
+        {key: fig.add_subplot(grid[1, 2 * n : 2 * n + 2]) for n, key in enumerate(scene.coords)} if close_ups else {}
+    )
+    return fig, ax_path, ax_loss, zooms
+
+
+def _zoom_box(color: Any) -> Any:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((0, 0), 0, 0, ec=color, zorder=ZOOM_BOX_Z, **ZOOM_BOX_LOOK)
+
+
+def gif_panels(scene: PathScene, index: int) -> tuple[dict[str, panel.PanelData], set[str], float]:
+    """The close-ups at recording index ``index`` as ``plot_update`` sizes them
+    (``views.update.zoom.shared_zoom``): ``({config: PanelData on the one shared box},
+    {configs whose update is under INSET_BELOW of it: drawn again in an inset}, the
+    shared zoom over the paths panel)``."""
+    _, shared, insets = gif_zoom(scene, index)
+    box = next((d.box for d in shared.values() if d.box is not None), None)
+    zoom = upd.zoom_factor(scene.box, box) if box is not None else float("nan")
+    return shared, insets, zoom
+
+
+def gif_zoom(scene: PathScene, index: int) -> tuple[dict[str, panel.PanelData], dict[str, panel.PanelData], set[str]]:
+    """``shared_zoom``'s ``(own, shared, insets)`` for every run's update at ``index``."""
+    return shared_zoom({k: panel_at(scene, k, index, True) for k in scene.coords}, scene.box)
+
+
+def _draw_close_ups(scene: PathScene, art: PathArtists, index: int) -> None:
+    """Every close-up at recording index ``index`` on one zoom, its box on the paths, an
+    inset at its own zoom for an update too small to read at the shared one."""
+    own, shared, small = gif_zoom(scene, index)
+    box = next((d.box for d in shared.values() if d.box is not None), None)
+    zoom = upd.zoom_factor(scene.box, box) if box is not None else float("nan")
+    styles = panel.run_styles(scene.coords)
+    for key, ax in art.zoom_axes.items():
+        for child in list(ax.child_axes):
+            child.remove()
+        data = shared[key]
+        panel.draw_update_panel(ax, scene, data, scene.colors[key], styles[key], True, labels=key not in small)
+        ax.set_title(f"{geo.rule_name(key)} · zoom {times(zoom)}", fontsize=style.TITLE_SIZE, color=scene.colors[key])
+        if data.box is not None:
+            (x0, x1), (y0, y1) = data.box
+            art.zoom_boxes[key].set_bounds(x0, y0, x1 - x0, y1 - y0)
+        if key in small and data.box is not None and own[key].box is not None:
+            draw_inset(ax, scene, own[key], data, styles[key])
+
+
+def _move_to(scene: PathScene, art: PathArtists, arrows: bool, steps: np.ndarray, i: int) -> list[Artist]:
+    """Move the artists ``art`` to recording index ``i``; returns the artists changed."""
+    changed = follow_update(scene, art, int(steps[i]))  # the paths grow, the thin rest stays
+    for key, rec in scene.recordings.items():
+        c = scene.coords[key]
+        j = ring_index(scene, key, int(steps[i]), True)  # after the update: its arrows end there
+        art.positions[key].set_data([c[j, 0]], [c[j, 1]])
+        set_trail(art.trails[key], c, j, scene.colors[key])
+        changed += [art.positions[key], art.trails[key]]
+        if arrows:
+            for term, tail, uv in upd.arrow_chain(upd.decompose_update(rec, scene.name, i), scene.plane):
+                q = art.arrows[(key, term)]
+                q.set_offsets([tail])
+                q.set_UVC([uv[0]], [uv[1]])
+                changed.append(q)
+        s, loss, _ = scene.losses[key]
+        art.loss_markers[key].set_data([s[j]], [loss[j]])
+        grown = up_to(art.loss_thin.get(key), j + 1, j)  # thinned as the whole line is
+        art.loss_lines[key].set_data(s[grown], loss[grown])
+        changed += [art.loss_markers[key], art.loss_lines[key]]
+    if arrows and art.zoom_axes:
+        _draw_close_ups(scene, art, i)
+    nest_loss_dots(art.loss_markers)
+    open_rings_on_star(art)
+    first = next(iter(scene.coords))
+    at = scene.losses[first][0][ring_index(scene, first, int(steps[i]), True)]  # at the dots
+    assert art.step_line is not None and art.title is not None  # drawn at an update (draw_scene)
+    art.step_line.set_xdata([at, at])
+    short = short_runs(scene, int(steps[i])) if arrows else tuple(scene.coords)
+    for (key, _), q in art.arrows.items():
+        q.set_visible(key not in short)
+    art.title.set_text(path_title(scene, int(steps[i]), short=short))
+    return changed + [art.step_line, art.title]
+
+
+def _draw_loss_rests(art: PathArtists) -> None:
+    """Under each growing loss curve, its whole run as a thin lighter line in its rule's
+    dash (as the paths' remainders), so the names at the ends stand at lines' ends."""
+    from .frames import REST_TINT, REST_WIDTH
+
+    assert art.ax_loss is not None  # the loss lines are on it
+    runs = style.run_looks(art.loss_lines)
+    for key, line in art.loss_lines.items():
+        look = dict(style.ROLE_LOOKS["remainder"].line(panel.tint(line.get_color(), REST_TINT)))
+        look.update(ls=runs[key].ls, lw=min(REST_WIDTH, line.get_linewidth()), zorder=line.get_zorder() - 0.5)
+        art.ax_loss.plot(*line.get_data(), **look, marker="", gid=f"loss-rest:{key}")
 
 
 def _save(anim: FuncAnimation, filename: str | Path, writer: Any = None, *args: Any, **kwargs: Any) -> None:
@@ -236,174 +360,3 @@ def _arrows_drawable(scene: PathScene, frame_list: Iterable[int]) -> bool:
         except ValueError:
             arrows = False
     return arrows
-
-
-# the boxes a GIF's close-up may take, ``(pad, min_frac)`` of ``update_geometry.zoom_box``,
-# in the order tried: first closer than the explorer's (0.3, 0.02) on an update that
-# hardly moves (up to x200, not x50: its arrows drawn at their true lengths and its
-# labels spread round them instead of piling round a speck), then more room round them
-ZOOM_BOXES = ((0.3, 0.005), (0.3, 0.02), (0.45, 0.005), (0.45, 0.01), (0.6, 0.02), (0.2, 0.005))
-
-
-def zoom_boxes(scene: PathScene, key: str, data: PanelData) -> list[PanelData]:
-    """``data`` (a close-up's ``PanelData``) on each box of ``ZOOM_BOXES``, round the
-    points its own box holds (``update_panel.panel_data``)."""
-    if data.box is None:
-        return [data]
-    pts = box_points(scene, key, data)
-    return [
-        dataclasses.replace(data, box=upd.zoom_box(pts, scene.box, pad=pad, min_frac=min_frac))
-        for pad, min_frac in ZOOM_BOXES
-    ]
-
-
-def gif_zooms(
-    scene: PathScene, art: PathArtists, arrows: bool, frame_list: Sequence[int]
-) -> dict[str, dict[int, tuple[float, float | None]]]:
-    """``{config: {recording index: (zoom, previous zoom or None)}}``: each close-up's
-    zoom per frame (``_gif_zoom.zoom_schedule``: one zoom per run while its updates fit
-    and read at it), the previous zoom on the frames where it changes."""
-    if not arrows:
-        return {}
-    out: dict[str, dict[int, tuple[float, float | None]]] = {}
-    for key in art.zoom_axes:
-        fitted = [fitted_zoom(scene, key, panel_at(scene, key, i, arrows)) for i in frame_list]
-        plan = zoom_schedule(fitted)
-        out[key] = {
-            i: (z, plan[n - 1] if n and plan[n - 1] != z else None) for n, (i, z) in enumerate(zip(frame_list, plan))
-        }
-    return out
-
-
-def draw_clear_zoom(
-    scene: PathScene, art: PathArtists, key: str, i: int, arrows: bool, zoom: float | None = None
-) -> int:
-    """Draw ``key``'s close-up at recording index ``i`` so its labels clash nowhere
-    (``_label_clashes.clashes``), on the first box where they do not (none: the one with
-    the fewest clashes), its labels off the path too (a GIF is rendered once, offline: it
-    can afford it). The boxes: ``zoom_boxes`` (sized to the update), or with ``zoom``
-    one size, ``zoom`` times closer than the paths panel, placed round the update
-    (``_gif_zoom.fixed_boxes``). Returns the clashes of the panel drawn."""
-    ax = art.zoom_axes[key]
-    renderer = canvas_renderer(ax.figure)
-    data = panel_at(scene, key, i, arrows)
-    tries = (
-        zoom_boxes(scene, key, data)
-        if zoom is None
-        else [dataclasses.replace(data, box=b) for b in fixed_boxes(scene, key, data, zoom)]
-    )
-    best = None
-    for n, data in enumerate(tries):
-        draw_zoom(scene, art, key, data, avoid_path=True)
-        found = len(clashes(ax, renderer))
-        if found == 0:
-            return 0
-        if best is None or found < best[0]:
-            best = (found, n)
-    assert best is not None  # one box at least was tried
-    if best[1] != len(tries) - 1:
-        draw_zoom(scene, art, key, tries[best[1]], avoid_path=True)
-    return best[0]
-
-
-def _zoom_text(z: float) -> str:
-    return f"×{z:.0f}" if z >= 9.5 else f"×{z:.1f}"
-
-
-def flag_zoom_change(ax: Axes, was: float | None) -> None:
-    """Say in the close-up's title that its zoom changed on this frame (from ``was``)."""
-    if was is not None:
-        ax.title.set_text(f"{ax.get_title()} (was {_zoom_text(was)})")
-
-
-def _move_to(
-    scene: PathScene,
-    art: PathArtists,
-    arrows: bool,
-    steps: np.ndarray,
-    i: int,
-    zooms: Mapping[str, Mapping[int, tuple[float, float | None]]] | None = None,
-) -> list[Artist]:
-    """Move the artists ``art`` to recording index ``i`` (``zooms``: ``gif_zooms``);
-    returns the artists changed."""
-    changed = follow_update(scene, art, int(steps[i]), names=False)  # the paths grow, the thin rest stays
-    for key, rec in scene.recordings.items():
-        c, color = scene.coords[key], scene.colors[key]
-        art.positions[key].set_data([c[i, 0]], [c[i, 1]])
-        set_trail(art.trails[key], c, i, color)
-        changed += [art.positions[key], art.trails[key]]
-        if arrows:
-            update_terms = upd.decompose_update(rec, scene.name, i)
-            for term, tail, uv in upd.arrow_chain(update_terms, scene.plane):
-                q = art.arrows[(key, term)]
-                q.set_offsets([tail])
-                q.set_UVC([uv[0]], [uv[1]])
-                changed.append(q)
-            if key in art.zoom_axes:
-                zoom, was = (zooms or {}).get(key, {}).get(i, (None, None))
-                draw_clear_zoom(scene, art, key, i, arrows, zoom)
-                flag_zoom_change(art.zoom_axes[key], was)
-        s, loss, _ = scene.losses[key]
-        art.loss_markers[key].set_data([s[i]], [loss[i]])
-        grown = up_to(art.loss_thin.get(key), i + 1, i)  # thinned as the whole line is
-        art.loss_lines[key].set_data(s[grown], loss[grown])
-        changed += [art.loss_markers[key], art.loss_lines[key]]
-    nest_loss_dots(art.loss_markers)
-    open_rings_on_star(art)
-    at = next(iter(scene.losses.values()))[0][i]  # at the dots: the loss after the updates before it
-    assert art.step_line is not None and art.title is not None  # drawn at an update (draw_scene)
-    art.step_line.set_xdata([at, at])
-    # the title names only the runs whose arrows show on the paths panel (the close-ups show all)
-    short = short_arrows(scene, art, int(steps[i])) if arrows else ()
-    art.title.set_text(path_title(scene, int(steps[i]), short=short))
-    # the start and minimum names stay where they are until a ring, arrow or zoom box
-    # reaches them (a name jumping every frame reads as motion); then placed again
-    marks = [p for k in scene.coords for p in scene.coords[k][[i, min(i + 1, len(scene.coords[k]) - 1)]]]
-    if not getattr(art, "names_placed", False):  # first placed off every frame's rings
-        marks += list(getattr(art, "frame_marks", []))
-    names = [] if _names_clear(art, marks) else place_names(art, marks, scene)
-    return changed + [art.step_line, art.title] + names
-
-
-NAME_CLEARANCE = 4.0  # pixels a ring or zoom box keeps off a placed name before it moves
-
-
-def _names_clear(art: PathArtists, marks: Iterable[ArrayLike]) -> bool:
-    """Whether the start and minimum names (``art.names``), once placed, are still clear
-    of ``marks`` (plot coordinates: the rings and arrow ends) and the zoom boxes."""
-    if not getattr(art, "names_placed", False):
-        art.names_placed = True
-        return False
-    ax = art.ax_path
-    renderer = renderer_of(ax.figure)
-    ring = 0.5 * style.ROLE_LOOKS["current"].ms * ax.figure.dpi / 72.0 + NAME_CLEARANCE
-    spots = [ax.transData.transform(np.asarray(m, np.float64)) for m in marks]
-    boxes = [r.get_window_extent(renderer).extents for r in art.zoom_boxes.values() if r.get_width() > 0]
-    for ann in art.names.values():
-        if not ann.get_visible():
-            continue
-        box = text_box(ann, renderer)
-        if any(boxes_overlap(box, (x - ring, y - ring, x + ring, y + ring)) for x, y in spots):
-            return False
-        if any(boxes_overlap(box, b, NAME_CLEARANCE) for b in boxes):
-            return False
-    return True
-
-
-def draw_loss_rests(scene: PathScene, art: PathArtists) -> dict[str, Line2D]:
-    """Under each growing loss curve, its whole run as a thin lighter line in its rule's
-    dash (as the paths' remainders: ``path_frames.REST_WIDTH``, ``REST_TINT``), so the
-    names right of the spine stand at the ends of lines from the first frame on."""
-    from ..update.panel import tint
-    from .frames import REST_TINT, REST_WIDTH
-
-    rest = style.ROLE_LOOKS["remainder"]
-    runs = style.run_looks(art.loss_lines)  # the rules' dashes (get_linestyle() says "--" for every one)
-    out: dict[str, Line2D] = {}
-    for key, line in art.loss_lines.items():
-        assert art.ax_loss is not None  # the loss lines are on it
-        look = dict(rest.line(tint(line.get_color(), REST_TINT)))
-        look.update(ls=runs[key].ls, lw=min(REST_WIDTH, line.get_linewidth()), zorder=line.get_zorder() - 0.5)
-        (out[key],) = art.ax_loss.plot(*line.get_data(), **look, marker="", gid=f"loss-rest:{key}")
-    art.loss_rests = out
-    return out

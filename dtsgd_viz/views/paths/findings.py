@@ -149,7 +149,7 @@ class PathFindings:
         elif self.level:
             text = f"{'The runs end' if self.upto is None else 'the runs are'} level: loss {low:.2g} ({said})"
             if self.apart is not None and len(self.names) > 1 and self.upto is None:
-                text += f"; paths furthest apart after update {self.apart[0]}"
+                text += "; " + f"paths furthest apart after update {self.apart[0]}".replace(" ", "\u00a0")  # one phrase
         else:
             below = ", ".join(f"{times_text(self.times[n])} below {name(n)}" for n in self.ranking[1:3])
             text = f"{name(best)} {'ends lowest' if self.upto is None else 'is lowest'}: {below} ({said})"

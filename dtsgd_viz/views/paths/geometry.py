@@ -47,7 +47,6 @@ __all__ = [
     "drawn_length",
     "run_distances",
     "most_different_index",
-    "label_side",
     "rule_name",
     "RULE_NAMES",
 ]
@@ -325,46 +324,6 @@ def most_different_index(paths: Iterable[ArrayLike], allowed: ArrayLike | None =
 
 
 # ---- fading trails -----------------------------------------------------------------
-
-
-LABEL_SIDES = ((1, 1), (-1, 1), (1, -1), (-1, -1))  # upper right first, then the others
-
-
-def label_side(
-    obstacles: ArrayLike,
-    size: tuple[float, float],
-    offset: tuple[float, float] = (9.0, 7.0),
-    clear: float = 8.0,
-    room: tuple[tuple[float, float], tuple[float, float]] | None = None,
-) -> tuple[int, int]:
-    """``(sx, sy)``: the corner of its anchor a label of ``size`` (width, height; points)
-    goes to, ``offset`` points away, so it stays ``clear`` points off the ``obstacles``
-    (points from the anchor, e.g. the current markers) and inside ``room`` (``((x0, x1),
-    (y0, y1))`` points from the anchor: the axes; None: anywhere): the first of
-    ``LABEL_SIDES`` that does, else the one inside furthest from them.
-
-    >>> label_side([], (40, 12)), label_side([[20.0, 10.0]], (40, 12))
-    ((1, 1), (-1, 1))
-    >>> label_side([[20.0, 10.0]], (40, 12), room=((-20, 200), (-50, 50)))   # not off the left edge
-    (1, -1)
-    """
-    pts = np.asarray(obstacles, np.float64).reshape(-1, 2)
-    pts = pts[np.isfinite(pts).all(axis=1)]
-    (w, h), (dx, dy) = size, offset
-    (rx0, rx1), (ry0, ry1) = room if room is not None else ((-np.inf, np.inf), (-np.inf, np.inf))
-    best, best_score = LABEL_SIDES[0], (False, -np.inf)
-    for sx, sy in LABEL_SIDES:
-        xs = sorted((sx * dx, sx * (dx + w)))
-        ys = sorted((sy * dy, sy * (dy + h)))
-        inside = rx0 <= xs[0] and xs[1] <= rx1 and ry0 <= ys[0] and ys[1] <= ry1
-        gx = np.maximum(0.0, np.maximum(xs[0] - pts[:, 0], pts[:, 0] - xs[1]))
-        gy = np.maximum(0.0, np.maximum(ys[0] - pts[:, 1], pts[:, 1] - ys[1]))
-        gap = float(np.hypot(gx, gy).min()) if len(pts) else np.inf
-        if inside and gap >= clear:
-            return sx, sy
-        if (inside, gap) > best_score:
-            best, best_score = (sx, sy), (inside, gap)
-    return best
 
 
 def fade_alphas(n: int, half_life: float = 4.0, floor: float = 0.15) -> np.ndarray:

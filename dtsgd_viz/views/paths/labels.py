@@ -1,23 +1,11 @@
-"""One label placement for every path panel: the start and minimum names, each run's
-name on its path, the close-ups' zoom factors beside their boxes. Each label tries
-candidate spots around its anchor, scored in display pixels against everything already
-on the panel (``Obstacles``: every path's segments and markers, the rings, the start and
-the star, the zoom boxes, the notes, the labels placed before it) and the frame; the
-cheapest spot wins and joins the obstacles, so no two labels overprint.
-
-Pure scoring (``spot_cost``, ``candidates``) works on numpy arrays and is tested
-numerically; ``place_text`` moves an ``Annotation`` or ``Text``.
-
-    >>> obs = Obstacles((0, 0, 100, 100))
-    >>> obs.add_polyline([[0, 50], [100, 50]])       # a line across the middle
-    >>> box = best_spot(obs, (50, 50), (20, 8), radii=(6,))
-    >>> bool(box[1] >= 50 or box[3] <= 50)                 # above or below it, not on it
-    True
-"""
+"""The scoring the explorer's callouts are placed with (``widgets.explorer_figure``):
+``panel_obstacles`` collects what a label must keep off on a path panel, in display
+pixels, and ``spot_costs`` / ``leader_cost`` score candidate spots against it. The path
+figures themselves place no labels: they name their runs in a legend."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -34,16 +22,12 @@ if TYPE_CHECKING:
 __all__ = [
     "renderer_of",
     "Obstacles",
-    "candidates",
-    "spot_cost",
     "spot_costs",
-    "best_spot",
     "place_text",
     "panel_obstacles",
     "text_box",
     "boxes_overlap",
     "leader_cost",
-    "leader_through_boxes",
     "TOUCH",
     "HARD",
 ]
@@ -55,7 +39,6 @@ OUTSIDE = 1e5  # the cost of leaving the frame
 REST_WEIGHT = 0.3  # a sample of a thin whole run after the update shown, against a path's 1
 TOUCH = 150.0  # the cost of covering any path at all (a label kept clear of every run)
 WIDTH_UNIT = 2.1  # points: a path sample of a line this wide weighs 1 (momentum's; Nesterov's 1.4)
-ANGLES = np.deg2rad(np.arange(0, 360, 22.5))
 
 
 def renderer_of(fig: Figure | SubFigure) -> RendererBase:
@@ -121,46 +104,6 @@ def along_segments(xy: ArrayLike, spacing: float, most: int) -> np.ndarray:
     return a[seg] + t[:, None] * d[seg]
 
 
-def spot_cost(
-    obs: Obstacles,
-    box: Sequence[float],
-    pad: float = PAD_PX,
-    points: tuple[np.ndarray, np.ndarray] | None = None,
-    touch: float = 0.0,
-) -> float:
-    """The cost of a label at ``box`` ``(x0, y0, x1, y1)``: the weights of the path
-    samples under it (grown by ``pad``), plus ``touch`` if there is any, ``HARD`` per
-    marker / box / label it overlaps, ``OUTSIDE`` off the frame. ``points``:
-    ``(obs.points, obs.weights)``, computed once."""
-    pts, w = (obs.points, obs.weights) if points is None else points
-    x0, y0, x1, y1 = box
-    under = w[(pts[:, 0] >= x0 - pad) & (pts[:, 0] <= x1 + pad) & (pts[:, 1] >= y0 - pad) & (pts[:, 1] <= y1 + pad)]
-    cost = float(under.sum()) + (touch if len(under) else 0.0)
-    cost += HARD * sum(boxes_overlap(box, b, 1.0) for b in obs.boxes)
-    f = obs.frame
-    if x0 < f[0] + 1 or y0 < f[1] + 1 or x1 > f[2] - 1 or y1 > f[3] - 1:
-        cost += OUTSIDE
-    return cost
-
-
-def candidates(
-    anchor: Sequence[float] | np.ndarray, size: tuple[float, float], radii: Iterable[float] = (5.0, 10.0, 18.0, 30.0)
-) -> list[tuple[float, float, float, float, float]]:
-    """Boxes of ``size`` (w, h) around ``anchor`` (pixels): for each radius and each of
-    16 directions, the box whose near side is ``radius`` from the anchor that way."""
-    (ax, ay), (w, h) = anchor, size
-    out = []
-    for r in radii:
-        for t in ANGLES:
-            c, s = np.cos(t), np.sin(t)
-            cx = ax + r * c + (np.sign(c) * w / 2 if abs(c) > 0.38 else 0.0)
-            cy = ay + r * s + (np.sign(s) * h / 2 if abs(s) > 0.38 else 0.0)
-            if abs(c) <= 0.38 and abs(s) <= 0.38:
-                continue
-            out.append((cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, float(r)))
-    return out
-
-
 def spot_costs(
     obs: Obstacles,
     boxes: ArrayLike,
@@ -193,34 +136,6 @@ def spot_costs(
     return out + np.where(off, OUTSIDE, 0.0)
 
 
-def best_spot(
-    obs: Obstacles,
-    anchor: Sequence[float] | np.ndarray,
-    size: tuple[float, float],
-    radii: Iterable[float] = (5.0, 10.0, 18.0, 30.0),
-    near: float = 0.15,
-    extra: Callable[[tuple[float, ...]], float] | None = None,
-    touch: float = 0.0,
-) -> tuple[float, ...] | None:
-    """The cheapest box (``spot_cost`` with ``touch`` plus ``near`` per pixel of radius,
-    plus ``extra(box)`` if given, which must be >= 0) of ``candidates`` around
-    ``anchor``; of equal costs, the first candidate. ``extra`` is asked only of the
-    boxes that could still win (their cost without it below the best so far)."""
-    cands = candidates(anchor, size, radii)
-    boxes = np.asarray([c[:4] for c in cands], np.float64).reshape(-1, 4)
-    base = spot_costs(obs, boxes, touch=touch) + near * np.asarray([c[4] for c in cands], np.float64)
-    if extra is None:
-        return tuple(float(v) for v in boxes[int(np.argmin(base))]) if len(boxes) else None
-    best, cost = None, np.inf
-    for i in np.argsort(base, kind="stable"):  # cheapest first: the rest can only lose
-        if base[i] > cost:
-            break
-        c = base[i] + extra(tuple(float(v) for v in boxes[i]))
-        if best is None or c < cost or (c == cost and i < best):
-            best, cost = int(i), c
-    return None if best is None else tuple(float(v) for v in boxes[best])
-
-
 def leader_cost(
     obs: Obstacles,
     start: ArrayLike,
@@ -239,38 +154,6 @@ def leader_cost(
     t = np.clip((pts - a) @ d / n2, 0.0, 1.0)
     gap = np.hypot(*(pts - (a + t[:, None] * d)).T)
     return float(w[gap < near].sum())
-
-
-def leader_through_boxes(
-    boxes: Iterable[Sequence[float]],
-    start: ArrayLike,
-    end: ArrayLike,
-    anchor: Sequence[float] | np.ndarray | None = None,
-    inset: float = 0.5,
-) -> int:
-    """How many of ``boxes`` ``(x0, y0, x1, y1)`` the leader from ``start`` to ``end``
-    (display pixels) runs through (inside a box shrunk by ``inset``): a leader across
-    another label reads as striking it out. Boxes holding ``anchor`` (the marker the
-    leader leaves) do not count.
-
-    >>> leader_through_boxes([(0, 0, 10, 10), (20, 0, 30, 10)], (-5, 5), (15, 5))
-    1
-    """
-    a, b = np.asarray(start, np.float64), np.asarray(end, np.float64)
-    seg = a + np.linspace(0.0, 1.0, 40)[:, None] * (b - a)
-    hits = 0
-    for x0, y0, x1, y1 in boxes:
-        if anchor is not None and x0 <= anchor[0] <= x1 and y0 <= anchor[1] <= y1:
-            continue
-        hits += bool(
-            np.any(
-                (seg[:, 0] > x0 + inset)
-                & (seg[:, 0] < x1 - inset)
-                & (seg[:, 1] > y0 + inset)
-                & (seg[:, 1] < y1 - inset)
-            )
-        )
-    return hits
 
 
 def text_box(text: Text, renderer: RendererBase, pad: float = 2.0) -> tuple[float, float, float, float]:

@@ -17,8 +17,9 @@ from ..core import style
 from ..core.figure import root_figure
 from ..core.log_ticks import use_log_ticks
 from ..shards.geometry import minmax_indices
-from ..text.direct import READABLE_GAP, axes_height_points, label_ends, spread
+from ..text.direct import axes_height_points, label_ends, spread
 from . import geometry as geo
+from .scene import ring_index
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 __all__ = [
     "draw_loss",
     "mark_window",
-    "air_between_ends",
     "LOSS_XLABEL",
     "LOSS_YLABEL",
     "LOSS_TITLE",
@@ -44,7 +44,6 @@ __all__ = [
     "DOT_SIZE",
     "FEW_POINTS",
     "END_MARGIN",
-    "END_GAP",
 ]
 
 # the loss panel's axes: the loss after k updates, k = 0..N (``path_findings``' convention)
@@ -53,7 +52,7 @@ LOSS_YLABEL = "loss after k updates"
 LOSS_TITLE = "Loss after k updates"
 FEW_POINTS = 3  # loss lines of this many points or fewer get markers
 END_MARGIN = 0.015  # the x axis ends this far (of its span) past the last update: no empty range
-END_GAP = 1.7  # the end names' centre-to-centre distance, in font sizes (READABLE_GAP and air)
+END_GAP = 1.8  # the end names' centre-to-centre distance, in font sizes, before the layout shrinks the panel
 DOT_SIZE = 8.0  # points: every run's dot at the update shown (rings where dots coincide)
 
 
@@ -127,7 +126,7 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
         from_surface |= computed
         look = looks[key]
         few = len(steps) <= FEW_POINTS  # one point per line draws nothing without a marker
-        at = [] if update is None else [geo.step_index(scene.recordings[key].steps, update)]
+        at = [] if update is None else [ring_index(scene, key, update, art.after)]
         art.loss_thin[key] = keep = thin_loss(steps, loss, columns, at)
         (art.loss_lines[key],) = ax.plot(
             steps[keep],
@@ -158,8 +157,8 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
                 )
             if key not in scene.diverged:
                 lost[key] = int(steps[last[-1] + 1]) if len(last) and last[-1] + 1 < len(steps) else None
-        if update is not None:
-            i = geo.step_index(scene.recordings[key].steps, update)
+        if update is not None:  # at the ring: the loss after the updates made there
+            i = ring_index(scene, key, update, art.after)
             # one size, in the rules' order (Nesterov's on top); where dots coincide
             # the earlier ones are rings round the last (``nest_loss_dots``)
             (art.loss_markers[key],) = ax.plot(
@@ -177,15 +176,20 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
     nest_loss_dots(art.loss_markers)
     if scene.diverged or lost:
         _diverged_note(scene, ax, lost)
-    if update is not None:  # at the dots: the loss before the update, after the ones before it
+    if update is not None:  # at the dots
         line = style.ROLE_LOOKS["update_line"]
         first = next(iter(scene.losses))
-        at = scene.losses[first][0][geo.step_index(scene.recordings[first].steps, update)]
+        at = scene.losses[first][0][ring_index(scene, first, update, art.after)]
         art.step_line = ax.axvline(at, **line.line(), gid="step-line")
     keys = {geo.rule_name(k): k for k in scene.losses}  # the names written back to their configs
     art.loss_labels = {keys[(t.get_gid() or "")[len("label:") :]]: t for t in label_ends(ax, ends, outside=True)}
     for key, text in art.loss_labels.items():  # gids keep the config keys
         text.set_gid(f"label:{key}")
+    texts = [t for t in art.loss_labels.values() if t.get_visible()]
+    if len(texts) > 1:  # bold names need more air than label_ends leaves; END_GAP holds it after the layout
+        gap = END_GAP * float(texts[0].get_fontsize()) / axes_height_points(ax)
+        for t, f in zip(texts, spread([t.get_position()[1] for t in texts], gap, 0.02, 0.98)):
+            t.set_position((t.get_position()[0], f))
     _plain_log_ticks(ax)
 
 
@@ -206,13 +210,15 @@ def mark_window(art: PathArtists, found: PathFindings, looks: Mapping[str, Look]
     out: list[Artist] = [
         ax.axvspan(a - half, b + half, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")
     ]
+    x0, x1 = ax.get_xlim()
+    near_left = b + half - x0 < 0.15 * (x1 - x0)  # a window at the start: its name right of it, inside
     out.append(
         ax.text(
-            b + half,
+            a - half if near_left else b + half,
             0.985,
             "mean" if a == b else "mean here",
             transform=ax.get_xaxis_transform(),
-            ha="right",
+            ha="left" if near_left else "right",
             va="top",
             fontsize=style.NOTE_SIZE,
             color=style.SUBTITLE_COLOR,
@@ -253,23 +259,6 @@ def thin_loss(steps: np.ndarray, loss: np.ndarray, columns: int, keep: Iterable[
         return idx
     k = np.asarray(list(keep), np.int64)
     return np.unique(np.concatenate([idx, k[(k >= 0) & (k < len(steps))]]))
-
-
-def air_between_ends(art: PathArtists) -> None:
-    """Push the loss panel's end names apart to ``READABLE_GAP`` font sizes, centre to
-    centre (bold names ``label_ends`` stacks closer touch); call it on the laid-out
-    figure, whose axes height the gap is measured in."""
-    ax = art.ax_loss
-    if ax is None:
-        return
-    texts = list(art.loss_labels.values())
-    texts = [t for t in texts if t.get_visible()]
-    if len(texts) < 2:
-        return
-    gap = max(READABLE_GAP, END_GAP) * float(texts[0].get_fontsize()) / axes_height_points(ax)
-    fracs = spread([t.get_position()[1] for t in texts], gap, 0.02, 0.98)
-    for t, f in zip(texts, fracs):
-        t.set_position((t.get_position()[0], f))
 
 
 def _plain_log_ticks(ax: Axes) -> None:
@@ -327,7 +316,7 @@ def _diverged_note(scene: PathScene, ax: Axes, lost: Mapping[str, int | None]) -
     ax.text(
         0.01,
         0.01,
-        "\n".join(lines) + "\n(x: the last finite loss)",
+        "; ".join(lines),
         transform=ax.transAxes,
         ha="left",
         va="bottom",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ...recording.recording import Recording
     from ...theory.surfaces.base import Surface
 
-__all__ = ["PathScene", "build_scene", "default_update", "settings_line", "scene_notes", "minimum_on_plane"]
+__all__ = ["PathScene", "build_scene", "default_update", "settings_line", "minimum_on_plane", "ring_index"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -208,35 +208,15 @@ def minimum_on_plane(scene: PathScene) -> bool:
     return scene.plane.is_identity or scene.minima_off_plane < 1e-6 * scale
 
 
-MINIMUM_NOTE = "★ minimum (projected): the bottom lies off this plane, so the plane's lowest contour is elsewhere"
+def ring_index(scene: PathScene, key: str, update: int, after: bool) -> int:
+    """The path point (and loss) ``key``'s ring marks at ``update``: the parameters after
+    it (``after``: ``plot_paths``, as ``findings`` says "furthest apart after update k"),
+    else before it (the widgets and the animation, whose arrows start there).
 
-
-FIRST_STEP_SEEN = 0.05  # of the panel's span: a first step this long is seen as long
-FIRST_STEP_NOTE = "Nesterov's first step is (1+μ) = {f:g}× {whose}: tf-keras takes p ← p + μ·v − lr·g with v = −lr·g"
-
-
-def scene_notes(scene: PathScene) -> str:
-    """The caption's lines on what would otherwise go unexplained: Nesterov's long first
-    step (tf-keras' form: ``(1 + mu)`` times the first step of a run of the same
-    learning rate), where it is at least ``FIRST_STEP_SEEN`` of the panel, and a
-    projected minimum."""
-    out: list[str] = []
-    nest = [k for k, r in scene.recordings.items() if r.hyperparameters.nesterov and r.hyperparameters.momentum]
-    rest = [k for k in scene.recordings if k not in nest]
-    lr = {
-        k: tuple(np.round(np.asarray(r.hyperparameters.learning_rate, np.float64).ravel()[:1], 12))
-        for k, r in scene.recordings.items()
-    }
-    rest = [k for k in rest if lr[k] == lr[nest[0]]] if nest else rest
-    span = max(np.ptp(scene.box[0]), np.ptp(scene.box[1]))
-    first = {
-        k: float(np.linalg.norm(scene.coords[k][1] - scene.coords[k][0])) if len(scene.coords[k]) > 1 else 0.0
-        for k in scene.coords
-    }
-    if nest and rest and first[nest[0]] >= FIRST_STEP_SEEN * span:  # only where it shows
-        mu = float(scene.recordings[nest[0]].hyperparameters.momentum)
-        whose = geo.rule_name(rest[0]) + "'s" if len(rest) == 1 else "the others'"
-        out.append(FIRST_STEP_NOTE.format(f=round(1.0 + mu, 3), whose=whose))
-    if not minimum_on_plane(scene):
-        out.append(MINIMUM_NOTE)
-    return "\n".join(out)
+    >>> import types
+    >>> s = types.SimpleNamespace(recordings={"a": types.SimpleNamespace(steps=[1, 2, 3])}, coords={"a": [0] * 4})
+    >>> ring_index(s, "a", 2, after=True), ring_index(s, "a", 2, after=False)
+    (2, 1)
+    """
+    i = geo.step_index(scene.recordings[key].steps, update)
+    return min(i + 1, len(scene.coords[key]) - 1) if after else i

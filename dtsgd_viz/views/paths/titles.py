@@ -1,56 +1,60 @@
-"""The path panel's title at an update and the arrows too short to see there: a title
-names only the runs whose update shows as arrows on the laid-out panel (``short_arrows``:
-all shorter than ``MIN_ARROW_PX``), and the caption's line (``short_note``) names the
-rest and where their update is drawn. ``plot_paths``, the animation and the widgets
-share them.
-"""
+"""The path panel's title at an update, and which runs' arrows are too short to see:
+``short_runs`` decides it from the numbers before anything is drawn (``plot_paths``),
+``short_arrows`` measures the arrows of a laid-out panel (the widgets)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from ..update import geometry as upd
 from . import geometry as geo
 
 if TYPE_CHECKING:
     from .frames import PathArtists
     from .scene import PathScene
 
-__all__ = ["path_title", "short_note", "short_arrows", "arrow_lengths", "MIN_ARROW_PX"]
+__all__ = ["path_title", "short_runs", "short_arrows", "arrow_lengths", "MIN_ARROW_PX", "MIN_ARROW_FRAC"]
+
+MIN_ARROW_PX = 15.0  # an update whose arrows are all shorter than this is too short to see
+MIN_ARROW_FRAC = 0.045  # ... about that many pixels on a path panel, as a fraction of its span
 
 
 def path_title(scene: PathScene, update: int | None, auto: bool = False, short: Collection[str] = ()) -> str:
     """The path panel's title at ``update`` (None: no update picked); ``auto``: picked
-    as where the runs differ most; ``short``: the runs whose arrows are too short to see
-    (``short_arrows``): the title names only the runs whose arrows show, or none."""
+    as where the runs differ most; ``short``: the runs whose arrows are not drawn (too
+    short to see): the title names only the runs whose arrows show, or none."""
     if update is None:
         return "Paths on the loss contours"
-    shown = [k for k in scene.coords if k not in short]
+    shown = [geo.rule_name(k) for k in scene.coords if k not in short]
     if short and not shown:
-        return f"Paths, update {int(update)} marked" + (" (where the runs differ most)" if auto else "")
+        return f"Update {int(update)} marked" + (": where the runs differ most" if auto else "")
     if auto:
         return f"Update {int(update)}: where the runs differ most"
     if short:
-        return f"Update {int(update)}: " + _names(shown, "'s") + " terms as arrows"
+        names = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+        return f"Update {int(update)}: {names}'s terms as arrows"
     return f"Update {int(update)}: its terms as arrows"
 
 
-def _names(keys: Sequence[str], suffix: str = "") -> str:
-    names = [geo.rule_name(k) + suffix for k in keys]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def short_note(scene: PathScene, update: int, short: Sequence[str]) -> str:
-    """The caption's line naming the runs in ``short`` and where their update is drawn."""
-    if not short:
-        return ""
-    whose = "its" if len(short) == 1 else "their"
-    return f"{_names(short)}: update {int(update)} too short to see here; plot_update draws {whose} arrows up close"
-
-
-MIN_ARROW_PX = 15.0  # an update whose arrows are all shorter than this is too short to see
+def short_runs(scene: PathScene, update: int, every: bool = False) -> list[str]:
+    """The runs whose update ``update`` is too short to see as arrows on the path panel:
+    every term (``every``: any term that is not zero) shorter than ``MIN_ARROW_FRAC`` of
+    the panel's larger span."""
+    span = max(float(np.ptp(scene.box[0])), float(np.ptp(scene.box[1])))
+    out = []
+    for key, rec in scene.recordings.items():
+        i = geo.step_index(rec.steps, update)
+        if upd.why_no_arrows(rec, i):
+            continue  # no arrows at all: the path panel's note says why
+        terms = upd.decompose_update(rec, scene.name, i)
+        lengths = [float(np.hypot(*uv)) for _, _, uv in upd.arrow_chain(terms, scene.plane)]
+        seen = [x >= MIN_ARROW_FRAC * span for x in lengths if x > 0 or not every]
+        if not (all(seen) if every else any(seen)):
+            out.append(key)
+    return out
 
 
 def short_arrows(scene: PathScene, art: PathArtists, update: int) -> list[str]:
@@ -67,7 +71,6 @@ def arrow_lengths(art: PathArtists) -> dict[tuple[str, str], float]:
     ax = art.ax_path
     out: dict[tuple[str, str], float] = {}
     for k, q in art.arrows.items():
-        # masked arrays (the stubs say ArrayLike)
         offsets, u, v = cast("np.ndarray", q.get_offsets()), cast("np.ndarray", q.U), cast("np.ndarray", q.V)
         tail = np.asarray(offsets[0], np.float64)
         tip = tail + [float(u[0]), float(v[0])]
