@@ -72,10 +72,10 @@ show(dtsgd_viz.plot_layout(b))
 # mesh dim `batch` that makes 2 copies of every block; the figure's title says so
 # (`copied over batch`). Each device's copy of its block is its **shard**, and
 # shards of one block held by several devices are **replicas** of it: here every block
-# has 2 replicas. The table groups the replicas on one row; the
-# figure's title counts them (4 distinct blocks, each on 2 devices, copied over `batch`), gives every block one colour and labels it with every device holding it,
-# and the key under it colours each device by the block it holds: devices of one colour
-# hold copies of one block.
+# has 2 replicas. The table groups the replicas on one row; the figure's title counts
+# them (4 distinct blocks, each on 2 devices, copied over `batch`), gives every block one
+# colour and labels it with every device holding it, and the key under it colours each
+# device by the block it holds: devices of one colour hold copies of one block.
 
 # %%
 c = variable((8, 8), ["unsharded", "model"], mesh_2d, "c")
@@ -218,8 +218,9 @@ show(dtsgd_viz.plot_layout(plan, (1024, 512), name="W"))
 # the hue runs along `model` from red (`model=0`) through orange, olive, green and blue to
 # purple (`model=15`), never wrapping round, and the lightness steps dark, mid, light
 # from one block to the next, so neighbours differ in both. Each block lists its devices
-# (`CPU:0, CPU:16, CPU:32, CPU:48`: the four `data` rows of one `model` column). The key is the mesh itself, each device in the colour of the
-# block it holds: a column of one colour is one block's four copies.
+# (`CPU:0, CPU:16, CPU:32, CPU:48`: the four `data` rows of one `model` column). The key
+# is the mesh itself, each device in the colour of the block it holds: a column of one
+# colour is one block's four copies.
 #
 # Cut the weight both ways, `[data, model]`, and all 64 devices hold a different block.
 # Each block is again coloured by where its device sits on the mesh: the hue follows

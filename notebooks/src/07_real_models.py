@@ -67,9 +67,9 @@ print(dtsgd_viz.model_table(conv_net))
 # %% [markdown]
 # `plot_layout` draws where each block of a kernel lives. The 3x3 taps are not sharded,
 # so every tap is laid out alike and one panel shows them all (the subtitle says so): an
-# (input channel x filter) matrix cut into four column blocks. The title counts them: 8
-# devices hold 4 distinct blocks, each on 2 devices (its label names both, the key under
-# it shows them on the mesh), one in each half of the `batch` dimension.
+# (input channel x filter) matrix cut into four column blocks. The title counts them: 4
+# distinct blocks, each on 2 devices (its label names both, the key under it shows them
+# on the mesh), one in each half of the `batch` dimension.
 
 # %%
 show(dtsgd_viz.plot_layout(conv_net.get_layer("conv2").kernel, name="conv2/kernel"))
@@ -171,7 +171,8 @@ print(check_recording(tr_rec))
 # device, copied over `batch`). Right: each head's velocity norm over the 30 updates, one line per
 # block in its colour (the two replicas of a head always agree, so they are one line):
 # the heads move at somewhat different paces. A norm of exactly 0, which a log axis
-# cannot draw, is a circle at or under the bottom edge (one per block): every head's, after update 1.
+# cannot draw, is an open circle on the bottom edge: every head's, after update 1, so the
+# panel's title reads the median's rise from update 2.
 
 # %%
 show(dtsgd_viz.plot_shards(tr_rec, "attention/attention_output/kernel", "velocity", step=10))
@@ -226,13 +227,14 @@ print(check_recording(tr_stale))
 from dtsgd_viz.views.core import style
 from dtsgd_viz.views.core.figure import headline
 
-# both runs are Nesterov: the exact update in its look, the default one thinner, dashed
+# both runs are Nesterov: the exact update in its look, the default one in the same
+# colour, thinner and fainter (a dash would read as momentum, as in every other figure)
 nesterov = style.RULE_LOOKS["nesterov"]
 fig = headline(
     Figure(figsize=(style.WIDTH, 3.9), layout="constrained", dpi=style.DPI),
     "The default (stale-velocity) Nesterov update lags the exact one on both models",
     "same weights, same data · Nesterov, momentum 0.9 · conv net: lr 0.1, batches of 16 · "
-    "transformer: lr 0.02, all 256 sequences · loss before each update",
+    "transformer: lr 0.02, all 256 sequences",
 )
 for ax, (title, exact, stale) in zip(
     fig.subplots(1, 2),
@@ -240,18 +242,19 @@ for ax, (title, exact, stale) in zip(
 ):
     for run, look in (
         (exact, nesterov.line()),
-        (stale, dict(color=nesterov.color, ls=(0, (4, 2)), lw=1.6, alpha=0.75)),
+        (stale, dict(color=nesterov.color, lw=1.0, alpha=0.5)),
     ):
-        ax.plot(np.arange(1, len(run) + 1), run.loss, **look)
+        # the loss recorded at update k is the one before it: the loss after k - 1 updates
+        ax.plot(np.arange(len(run)), run.loss, **look)
     # each line named on a short leader where the two differ most (short of the end, so
     # the name fits), saying which line style it is: the exact one below-left of its point
     # (under a falling curve), the default above-right (over it)
     n = len(exact)
     k = int(np.nanargmax((stale.loss - exact.loss)[: int(0.85 * n)]))
-    for run, label, side in ((exact, "exact update (solid)", -1), (stale, "default\n(dashed)", 1)):
+    for run, label, side in ((exact, "exact update", -1), (stale, "default\n(faint)", 1)):
         ax.annotate(
             label,
-            (k + 1, run.loss[k]),
+            (k, run.loss[k]),
             xytext=(8 * side, 16 * side),
             textcoords="offset points",
             ha="left" if side > 0 else "right",
@@ -262,10 +265,10 @@ for ax, (title, exact, stale) in zip(
             bbox=dict(fc="white", ec="none", alpha=0.85, pad=0.5),
             arrowprops=dict(arrowstyle="-", color=nesterov.color, lw=0.9, shrinkA=1, shrinkB=2),
         )
-    ax.set_xlim(0, n + 2)
+    ax.set_xlim(0, n + 1)
     ax.set_title(title, fontsize=style.TITLE_SIZE)
-    ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
-    ax.set_ylabel("loss", fontsize=style.LABEL_SIZE)
+    ax.set_xlabel("updates made (k)", fontsize=style.LABEL_SIZE)
+    ax.set_ylabel("loss after k updates", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
     ax.grid(alpha=0.3)
 show(fig)

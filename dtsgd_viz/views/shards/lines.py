@@ -247,9 +247,7 @@ class NormPanel:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN updates: NaN
             med = median_line(data)
-        (self.median,) = ax.plot(
-            *self.thinned(ax, med), color=MEDIAN_COLOR, lw=1.2, zorder=1.8, gid="norm-median"
-        )
+        (self.median,) = ax.plot(*self.thinned(ax, med), color=MEDIAN_COLOR, lw=1.2, zorder=1.8, gid="norm-median")
 
     def _draw_band(self) -> None:
         """Past ``MAX_LINES`` blocks: the lines hidden for their band and median (again per kind)."""
