@@ -398,8 +398,10 @@ class PhaseDiagram(FigureWidget):
         )
         legend = ax.get_legend()
         if legend is not None:  # under the panel, off the paths and contours; "Nesterov", as everywhere
-            handles = legend.legend_handles
-            names = [RULE_NAMES.get(t.get_text(), t.get_text()) for t in legend.get_texts()]
+            # the runs only: the start is the map's white circle, the minimum its star, both named there
+            kept = [(h, t.get_text()) for h, t in zip(legend.legend_handles, legend.get_texts())]
+            kept = [(h, RULE_NAMES.get(n, n)) for h, n in kept if not n.startswith(("start", "minim"))]
+            handles, names = [h for h, _ in kept], [n for _, n in kept]
             legend.remove()
             ax.legend(
                 handles,

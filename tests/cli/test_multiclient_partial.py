@@ -87,7 +87,7 @@ def _shows(monitor, store, client):
     s = monitor.state
     r = StoreReader(store, client).read(stop=s.n_steps)
     assert np.array_equal(s.steps, r.steps) and np.array_equal(s.loss, r.loss_values)
-    assert np.array_equal(monitor.loss_line.get_xdata(), r.steps)
+    assert np.array_equal(monitor.loss_line.get_xdata(), r.steps - 1)  # the loss after k - 1 updates at k - 1
     blocks = r.record("w").blocks["velocity"]  # this client's blocks of w
     norms = np.sqrt((blocks.astype(np.float64) ** 2).sum(axis=(2, 3)))
     assert len(monitor.norm_lines) == 4  # w is split across the clients: 4 blocks each

@@ -258,7 +258,8 @@ def test_live_monitor_follows_a_store_another_process_writes(tmp_path):
                 seen.append(s.n_steps)
                 # the lines hold exactly what the store committed up to now
                 r = StoreReader(path).read(stop=s.n_steps)
-                assert np.array_equal(monitor.loss_line.get_xdata(), r.steps)
+                # the loss recorded at update k, the loss after k - 1 updates, drawn at k - 1
+                assert np.array_equal(monitor.loss_line.get_xdata(), r.steps - 1)
                 assert np.array_equal(monitor.loss_line.get_ydata(), r.loss_values)
                 norms = r.shard_stats("w", "velocity")[..., 0]  # one block per device
                 assert len(monitor.norm_lines) == 8

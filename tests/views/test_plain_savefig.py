@@ -58,22 +58,7 @@ def test_a_plain_savefig_keeps_every_text(which, rotated, sharded):
     assert clipped(fig) == [], which
 
 
-# plot_paths' run names ("plain" under "Nesterov" by the shared first leg) touch: a defect
-# of its own name placer, left for the views redesign's one text engine (issue 29)
-KNOWN = {"plot_paths", "plot_paths at an update"}
-
-
-@pytest.mark.parametrize(
-    "which",
-    [
-        pytest.param(
-            w, marks=pytest.mark.xfail(strict=True, reason="plot_paths' run names touch (issue 29's text engine)")
-        )
-        if w in KNOWN
-        else w
-        for w in sorted(FIGURES)
-    ],
-)
+@pytest.mark.parametrize("which", sorted(FIGURES))
 @pytest.mark.slow
 def test_no_text_runs_into_another_or_a_legend(which, rotated, sharded):
     from helpers.figure_checks import clashes
