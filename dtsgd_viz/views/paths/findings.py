@@ -146,6 +146,12 @@ class PathFindings:
         said = window_text(self.window, short=True).replace(" ", "\u00a0")  # one phrase: never broken
         if len(self.ranking) == 1:
             text = f"{name(best)} reaches loss {low:.2g} ({said})"
+        elif self.level and any(self.times[n] > LEVEL for n in self.ranking):
+            # only some runs are level: name them, then how far below the others they are
+            level = [n for n in self.ranking if self.times[n] <= LEVEL]
+            below = ", ".join(f"{times_text(self.times[n])} below {name(n)}" for n in self.ranking[len(level) :][:2])
+            verb = "end" if self.upto is None else "are"
+            text = f"{' and '.join(name(n) for n in level)} {verb} level at loss {low:.2g}, {below} ({said})"
         elif self.level:
             text = f"{'The runs end' if self.upto is None else 'the runs are'} level: loss {low:.2g} ({said})"
             if self.apart is not None and len(self.names) > 1 and self.upto is None:

@@ -94,7 +94,7 @@ function findingsOf(runs, names, box, withMu, level) {
     if (isFinite(d) && allowed[i] && d > bestD) { bestD = d; best = i; }
   }
   if (best < 0) best = Math.max(0, allowed.indexOf(true));
-  return { names, N, tail, window: [a, b], tailLoss, finalLoss, ranking, times, level: isLevel, gone, apart: [best + 1, dist[best]] };
+  return { names, N, tail, window: [a, b], tailLoss, finalLoss, ranking, times, level: isLevel, levelAt: level, gone, apart: [best + 1, dist[best]] };
 }
 
 function headlineOf(f, name) {
@@ -108,7 +108,12 @@ function headlineOf(f, name) {
   const said = windowText(...f.window).replace(/ /g, "\u00a0");
   let text;
   if (f.ranking.length === 1) text = `${name(best)} reaches loss ${pyG(low, 2)} (${said})`;
-  else if (f.level) {
+  else if (f.level && f.ranking.some((r) => f.times[r] > f.levelAt)) {
+    // only some runs are level (findings.headline): name them, then how far below the others
+    const lv = f.ranking.filter((r) => f.times[r] <= f.levelAt);
+    const below = f.ranking.slice(lv.length).slice(0, 2).map((r) => `${timesText(f.times[r])} below ${name(r)}`).join(", ");
+    text = `${lv.map(name).join(" and ")} end level at loss ${pyG(low, 2)}, ${below} (${said})`;
+  } else if (f.level) {
     text = `The runs end level: loss ${pyG(low, 2)} (${said})`;
     if (f.names.length > 1) text += `; paths furthest apart after update ${f.apart[0]}`;
   } else {
