@@ -11,6 +11,7 @@ import pathlib
 from typing import Any, ClassVar
 
 import anywidget
+import numpy as np
 import traitlets
 
 __all__ = ["BrowserWidget", "module_source", "STILLS_ENV", "STILL_CAPTION_KEY"]
@@ -47,9 +48,14 @@ class BrowserWidget(anywidget.AnyWidget):
         return None
 
     def still_caption(self) -> str | None:
-        """What the still picture shows, said under it (None: ``notebooks/build.py``'s
-        caption for an explorer's update)."""
-        return None
+        """What the still picture shows, said under it: for an explorer with an ``update``
+        trait, the update the still was drawn at (read when it is drawn, not from the
+        notebook's saved state, which holds the last update a later cell set); None:
+        no caption of its own."""
+        update = getattr(self, "update", None)
+        if not isinstance(update, (int, np.integer)):
+            return None
+        return f"Still picture of the explorer at update {int(update)} (live in Jupyter and on the documentation site)"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)

@@ -520,7 +520,9 @@ def draw_close_ups(scene: PathScene, art: PathArtists, panels: Mapping[str, Pane
         update_panel.keep_labels_inside(ax)
     if art.caption is not None:
         update = next(iter(panels.values())).update
-        art.caption.set_text(explorer_caption(update, zoom_caption(scene.box, own, shared, insets)))
+        art.caption.set_text(
+            explorer_caption(update, zoom_caption(scene.box, own, shared, insets, not scene.plane.is_identity))
+        )
 
 
 def explorer_still(

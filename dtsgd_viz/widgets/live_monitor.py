@@ -221,6 +221,7 @@ class LiveMonitor(FigureWidget):
         (self.loss_line,) = self.ax_loss.plot([], [], color="#333333", lw=1.2, gid="loss")
         for ax in (self.ax_loss, self.ax_norms):
             _frame(ax)
+        self.ax_loss.set_xlabel("updates made (k)", fontsize=style.LABEL_SIZE)  # as every loss axis
         self.ax_loss.set_title("loss", fontsize=style.TITLE_SIZE)
         self.ax_loss.set_ylabel(LOSS_YLABEL, fontsize=style.LABEL_SIZE)
         self.ax_norms.set_ylabel("L2 norm of the block", fontsize=style.LABEL_SIZE)

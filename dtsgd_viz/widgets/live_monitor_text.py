@@ -25,16 +25,18 @@ LIVE_MONITOR_HEADLINED_SIZE = (style.WIDTH, style.LIVE_MONITOR_SIZE[1] + 0.8)
 
 
 def loss_text(steps: np.ndarray | Sequence[float], loss: ArrayLike) -> str:
-    """By how much the loss changed over the run so far.
+    """By how much the loss changed over the run so far: the loss recorded at update
+    ``steps[i]`` is the one before it, so from the first to the last recorded loss the
+    parameters made ``steps[-1] - steps[0]`` updates.
 
     >>> loss_text([1, 2, 80], [1.0, 0.5, 0.03])
-    'loss falls 33x over 80 updates'
+    'loss falls 33x over 79 updates'
     """
     v = np.asarray(loss, np.float64)
     ok = np.flatnonzero(np.isfinite(v))
     if len(ok) < 2 or v[ok[0]] <= 0 or v[ok[-1]] <= 0:
         return "loss"
-    f, n = v[ok[-1]] / v[ok[0]], int(steps[ok[-1]])
+    f, n = v[ok[-1]] / v[ok[0]], int(steps[ok[-1]]) - int(steps[ok[0]])
     k = max(f, 1 / f)
     return (
         f"loss stays within 1.5x over {n} updates"
@@ -59,7 +61,7 @@ def monitor_finding(
 
     >>> print(monitor_finding([1, 2, 3], [1.0, 0.5, 0.1], np.array([[1.0], [9.0], [3.0]]),
     ...                       "velocity", ["CPU:0"]))
-    Loss falls 10x over 3 updates;
+    Loss falls 10x over 2 updates;
     the velocity's block norm rises 9x to a peak at update 2, then falls 3x
     """
     from ..views.shards.view import change_text

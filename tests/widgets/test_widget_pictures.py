@@ -69,8 +69,8 @@ def test_live_monitor_reads_as_the_other_views(tmp_path):
         w, h = _fits_the_column(monitor)
         # style.LIVE_MONITOR_SIZE at style.DPI, and room for the headline (was 1035 x 360)
         assert (w, h) == (930, round(100 * (style.LIVE_MONITOR_SIZE[1] + 0.8)))
-        for ax in (monitor.ax_loss, monitor.ax_norms):
-            assert ax.get_xlabel() == "update" and ax.get_ylabel()
+        for ax, xlabel in ((monitor.ax_loss, "updates made (k)"), (monitor.ax_norms, "update")):
+            assert ax.get_xlabel() == xlabel and ax.get_ylabel()
             assert ax.get_legend() is None  # the names stand at the line ends instead
         assert monitor.ax_norms.get_ylabel() == "L2 norm of the block"
         assert monitor.ax_norms.get_yscale() == "log" and monitor.ax_loss.get_yscale() == "log"
@@ -103,8 +103,8 @@ def test_live_monitor_reads_as_the_other_views(tmp_path):
         finding, settings = headline_texts(monitor.figure)
         loss_part, norm_part = finding.replace("\n", " ").split("; ")
         assert re.fullmatch(
-            r"Loss (falls|grows) [0-9.]+x over 30 updates|"
-            r"Loss stays within 1.5x over 30 updates",
+            r"Loss (falls|grows) [0-9.]+x over 29 updates|"
+            r"Loss stays within 1.5x over 29 updates",
             loss_part,
         ), loss_part
         v = monitor.state.loss

@@ -159,7 +159,9 @@ def plot_update(
     chart = fig.add_subplot(grid[1, :])
     draw_lengths(chart, bars, scene.colors)
     _key(chart, any(shared[k].nesterov is not None for k in keys))
-    caption = UPDATE_CAPTION.format(k=update, zoom=zoom_caption(scene.box, own, shared, insets))
+    caption = UPDATE_CAPTION.format(
+        k=update, zoom=zoom_caption(scene.box, own, shared, insets, not scene.plane.is_identity)
+    )
     fig.supxlabel(caption, fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
     fig.draw_without_rendering()  # the layout, once: the arrows' names are then kept inside their panels
     for ax in axes.values():

@@ -110,13 +110,20 @@ def shared_zoom(
 
 
 def zoom_caption(
-    main_box: Box, own: Mapping[str, panel.PanelData], shared: Mapping[str, panel.PanelData], insets: set[str]
+    main_box: Box,
+    own: Mapping[str, panel.PanelData],
+    shared: Mapping[str, panel.PanelData],
+    insets: set[str],
+    projected: bool = False,
 ) -> str:
     """The caption's words for the zoom: ``"every panel ×33 closer than the paths,
-    arrows at their true length"``, and ``"; inset ×8.0 closer still"`` for the insets."""
+    arrows at their true length"`` (``projected``: the paths' plane is a projection of
+    more parameters, so the arrows are their projections on it), and ``"; inset ×8.0
+    closer still"`` for the insets."""
     box = next((d.box for d in shared.values() if d.box is not None), None)
     zoom = upd.zoom_factor(main_box, box) if box is not None else float("nan")
-    text = f"every panel {times(zoom)} closer than the paths, arrows at their true length"
+    arrows = "arrows as projected on the plane" if projected else "arrows at their true length"
+    text = f"every panel {times(zoom)} closer than the paths, {arrows}"
     closer = sorted({times(_span(shared[k].box) / _span(own[k].box)) for k in insets})  # pyright: ignore[reportArgumentType]  # insets have boxes
     return text + (f"; inset {', '.join(closer)} closer still" if closer else "")
 
