@@ -197,10 +197,11 @@ for c in traffic["kernels sharded over model"][1].extra:
 # %% [markdown]
 # ## One update on every device, in order
 #
-# Each device runs the same phases of an update: its local gradient (nothing moves),
-# the collectives DTensor compiled (each with the bytes a device contributes, and the
-# groups of devices that take part together: one colour per group), then its velocity
-# and its parameter, both local. Nesterov's look-ahead is part of the local velocity
+# Each device runs the same phases of an update: the collectives its forward and
+# backward passes need (here the activation all-reduce over `model`), its local
+# gradient, the all-reduces that sum the gradient (each collective with the bytes a
+# device contributes, and the groups of devices that take part together: one colour per
+# group), then its velocity and its parameter, both local. Nesterov's look-ahead is part of the local velocity
 # and parameter arithmetic, so it should add no communication. Here are the compiled
 # programs of a momentum step and a Nesterov step for the sharded model:
 

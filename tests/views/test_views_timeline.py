@@ -80,8 +80,14 @@ def test_the_timeline_bytes_and_groups_are_the_reports(compiled):
     for name, report in reports.items():
         t = dtsgd_viz.update_timeline(report)
         assert t.totals() == report.totals() and t.bytes_per_device == report.bytes_per_device
-        assert [p.name for p in t.phases[:1] + t.phases[-2:]] == ["local gradient", "velocity", "parameter"]
-        assert all(p.bytes_per_device == 0 and p.local for p in t.phases[:1] + t.phases[-2:])
+        names = [p.name for p in t.phases]
+        g = names.index("local gradient")
+        assert names[-2:] == ["velocity", "parameter"]
+        assert all(p.bytes_per_device == 0 and p.local for p in (t.phases[g], *t.phases[-2:]))
+        # what the forward and backward passes need comes before the local gradient is whole;
+        # the gradient's sums after it
+        assert all(set(p.serves) <= {"activation", "activation gradient", "loss"} for p in t.phases[:g])
+        assert all("gradient" in p.serves for p in t.phases[g + 1 : -2])
         spec = report.mesh
         for p in t.collectives:
             drawn = {c.groups for c in report.collectives if (c.kind, c.mesh_dims) == (p.kind, p.mesh_dims)}
@@ -97,7 +103,7 @@ def test_the_timeline_bytes_and_groups_are_the_reports(compiled):
                 assert sent == p.bytes_per_device and (group is None) == p.local
                 if group is not None:
                     assert d in p.groups[group]
-        assert t.labels[5] == "batch=1, model=1"
+        assert t.labels[5] == "CPU:5 (batch 1, model 1)"
 
 
 @pytest.mark.slow

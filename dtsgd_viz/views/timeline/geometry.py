@@ -1,8 +1,9 @@
 """The numbers of a timeline, from a ``CommunicationReport`` alone (pure numpy, no
 TensorFlow, no matplotlib).
 
-Every device runs the same phases in the same order: its local gradient (nothing moves),
-then each collective of the step (grouped by kind, mesh dims and groups, in program
+Every device runs the same phases in the same order: the collectives its forward and
+backward passes need (activations, their gradients, the loss), its local gradient, then
+each collective that sums the gradient (grouped by kind, mesh dims and groups, in program
 order, bytes per device summed), then its velocity and its parameter update (local). The
 phases are an order, not measured time.
 """
@@ -18,6 +19,8 @@ from ...specs import MeshSpec
 
 LOCAL_BEFORE = ("local gradient",)
 LOCAL_AFTER = ("velocity", "parameter")
+# what a collective the forward and backward passes run serves: before the local gradient is whole
+WHILE_GRADIENT = ("activation", "activation gradient", "loss")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +61,7 @@ class UpdateTimeline:
     @property
     def labels(self) -> tuple[str, ...]:
         return tuple(
-            ", ".join(f"{n}={c}" for n, c in zip(self.mesh.dim_names, self.mesh.device_coords(d)))
+            f"CPU:{d} (" + ", ".join(f"{n} {c}" for n, c in zip(self.mesh.dim_names, self.mesh.device_coords(d))) + ")"
             for d in range(self.mesh.num_devices)
         )
 
@@ -96,19 +99,23 @@ def _key(c: Collective) -> tuple:
 
 
 def update_timeline(report: CommunicationReport) -> UpdateTimeline:
-    """The phases of one update of ``report``'s step: the local gradient, one phase per
-    (kind, mesh dims, groups) of its collectives that move bytes (in program order, bytes
-    per device summed), the velocity and the parameter update."""
+    """The phases of one update of ``report``'s step: one phase per (kind, mesh dims,
+    groups) of the collectives that move bytes for the forward and backward passes
+    (``WHILE_GRADIENT``), the local gradient, one per (kind, mesh dims, groups) of the
+    others (the gradient's sums; in program order, bytes per device summed), the
+    velocity and the parameter update."""
     report = _check(report)
     merged: dict[tuple, list[Collective]] = {}
     for c in report.collectives:
         if c.mesh_dims:
-            merged.setdefault(_key(c), []).append(c)
-    phases = [Phase(name, "local") for name in LOCAL_BEFORE]
-    for (kind, dims, groups), items in merged.items():
+            merged.setdefault((*_key(c), c.serves in WHILE_GRADIENT), []).append(c)
+    before, after = [], []
+    for (kind, dims, groups, passes), items in merged.items():
         serves = tuple(dict.fromkeys(c.serves for c in items))
-        name = f"{kind} over {' x '.join(dims)}"
-        phases.append(Phase(name, kind, dims, sum(c.bytes_per_device for c in items), groups, serves))
+        name = f"{kind} over {' x '.join(dims)}" + (" (forward, backward)" if passes else "")
+        phase = Phase(name, kind, dims, sum(c.bytes_per_device for c in items), groups, serves)
+        (before if passes else after).append(phase)
+    phases = [*before, *(Phase(name, "local") for name in LOCAL_BEFORE), *after]
     phases += [Phase(name, "local") for name in LOCAL_AFTER]
     return UpdateTimeline(report.mesh, tuple(phases))
 

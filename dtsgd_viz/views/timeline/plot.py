@@ -23,6 +23,7 @@ from ..core.style import (
     WIDTH,
     run_looks,
 )
+from ..paths.geometry import rule_name
 from .geometry import UpdateTimeline, timeline_finding, update_timeline
 
 LOCAL_FACE = "0.9"
@@ -41,7 +42,11 @@ def _columns(timelines: Mapping[str, UpdateTimeline]) -> list[str]:
 
 
 def _tick(name: str) -> str:
-    return name.replace(" over ", "\nover ").replace("local gradient", "local\ngradient")
+    return (
+        name.replace(" (forward, backward)", "\n(forward, backward)")
+        .replace(" over ", "\nover ")
+        .replace("local gradient", "local\ngradient")
+    )
 
 
 def plot_timeline(reports: Mapping[str, CommunicationReport], *, title: str | None = None) -> Figure:
@@ -86,7 +91,10 @@ def plot_timeline(reports: Mapping[str, CommunicationReport], *, title: str | No
         ax.set_ylim(t.mesh.num_devices - 0.5, -0.5)
         ax.set_yticks(range(t.mesh.num_devices), t.labels, fontsize=TICK_SIZE)
         ax.set_title(
-            f"{name}: {format_bytes(t.bytes_per_device)} per device", fontsize=TITLE_SIZE, color=color, loc="left"
+            f"{rule_name(name)}: {format_bytes(t.bytes_per_device)} per device",
+            fontsize=TITLE_SIZE,
+            color=color,
+            loc="left",
         )
         ax.tick_params(length=0)
         for side in ("top", "right", "left", "bottom"):
