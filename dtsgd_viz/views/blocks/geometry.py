@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.empty import check_not_empty
+from ..core.empty import check_not_empty, check_same_layout
 
 if TYPE_CHECKING:
     from ...recording import Recording
@@ -84,17 +84,11 @@ def _check_runs(runs: Mapping[str, Recording], variable: str) -> None:
             f"{runs if isinstance(runs, Mapping) else ''}".rstrip()
             + "."
         )
-    first_name, first = next(iter(runs.items()))
     for name, rec in runs.items():
         check_not_empty(rec, name)
-        if variable not in rec.variables:
-            raise ValueError(f"Unknown variable {variable!r} in run {name!r}. It has: {list(rec.variables)}.")
-        if rec.shape(variable) != first.shape(variable) or rec.layout(variable) != first.layout(variable):
-            raise ValueError(
-                f"Runs {first_name!r} and {name!r} lay out {variable!r} differently: "
-                f"shape {first.shape(variable)} as {first.layout(variable)} vs shape {rec.shape(variable)} "
-                f"as {rec.layout(variable)}. Blocks compare only between runs of one layout."
-            )
+    check_same_layout(runs, variable, "Blocks compare only between runs of one layout.")
+    first_name, first = next(iter(runs.items()))
+    for name, rec in runs.items():
         if not np.array_equal(rec.steps, first.steps):
             raise ValueError(
                 f"Runs {first_name!r} and {name!r} recorded different updates "

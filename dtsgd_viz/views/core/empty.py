@@ -13,7 +13,8 @@ empty figure that could pass for a run that did nothing::
 
 from __future__ import annotations
 
-from collections.abc import Sized
+from collections.abc import Mapping, Sized
+from typing import Any
 
 WHY = (
     "This usually means one of: Recorder(every=k) with every=k larger than the number of "
@@ -31,3 +32,18 @@ def check_not_empty(recording: Sized, label: str | None = None) -> None:
         return
     which = "The recording" if label is None else f"Recording {label!r}"
     raise ValueError(f"{which} has no steps ({recording!r}): nothing was recorded, so there is nothing to draw. {WHY}")
+
+
+def check_same_layout(runs: Mapping[str, Any], variable: str, why: str) -> None:
+    """Raise ``ValueError`` unless every recording of ``runs`` (name -> Recording) holds
+    ``variable``, laid out as the first one lays it out (same shape and layout); ``why``:
+    the sentence saying why the view needs that."""
+    first_name, first = next(iter(runs.items()))
+    for name, rec in runs.items():
+        if variable not in rec.variables:
+            raise ValueError(f"Unknown variable {variable!r} in run {name!r}. It has: {list(rec.variables)}.")
+        if rec.shape(variable) != first.shape(variable) or rec.layout(variable) != first.layout(variable):
+            raise ValueError(
+                f"Runs {first_name!r} and {name!r} lay out {variable!r} differently: shape {first.shape(variable)} "
+                f"as {first.layout(variable)} vs shape {rec.shape(variable)} as {rec.layout(variable)}. {why}"
+            )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...theory.stale import CLASSES, STALE, TOL, StaleHits, stale_hits
-from ..core.empty import check_not_empty
+from ..core.empty import check_not_empty, check_same_layout
 
 if TYPE_CHECKING:
     from ...recording import Recording
@@ -71,22 +71,14 @@ def _check_runs(runs: Mapping[str, Recording], variable: str | None) -> tuple[st
         raise ValueError(
             f"runs must be a non-empty mapping of name -> Recording. Received: {type(runs).__name__} {runs!r}."
         )
-    first_name, first = next(iter(runs.items()))
+    first = next(iter(runs.values()))
     for name, rec in runs.items():
         if not hasattr(rec, "shard_values"):
             raise ValueError(f"Run {name!r} is not a Recording. Received: {type(rec).__name__}.")
         check_not_empty(rec, name)
     variables = first.variables if variable is None else (variable,)
-    for name, rec in runs.items():
-        for v in variables:
-            if v not in rec.variables:
-                raise ValueError(f"Unknown variable {v!r} in run {name!r}. It has: {list(rec.variables)}.")
-            if rec.shape(v) != first.shape(v) or rec.layout(v) != first.layout(v):
-                raise ValueError(
-                    f"Runs {first_name!r} and {name!r} lay out {v!r} differently: shape {first.shape(v)} as "
-                    f"{first.layout(v)} vs shape {rec.shape(v)} as {rec.layout(v)}. The rows are devices of one "
-                    "layout."
-                )
+    for v in variables:
+        check_same_layout(runs, v, "The rows are devices of one layout.")
     return tuple(variables)
 
 
