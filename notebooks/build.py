@@ -49,7 +49,9 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 CAPTION = "Static picture of the widget{controls} (run the notebook to use the controls)"
 # the still of a browser-drawn explorer (dtsgd_viz.web), seen only where scripts do not run
 STILL_CAPTION_KEY = "dtsgd_viz_still_caption"  # as dtsgd_viz.web.widget names it
-LIVE_CAPTION = "Still picture of the explorer at update {update} (live in Jupyter and on the documentation site)"
+# an explorer's own caption (``still_caption``: the update it was drawn at) comes with its
+# still; one without says only what it is
+LIVE_CAPTION = "Still picture of the explorer (live in Jupyter and on the documentation site)"
 READOUT_CAPTION = "Static picture of the widget{readouts} (run the notebook to see it live)"
 CAPTION_PX = 12  # the caption's font size in pixels: style.NOTE_SIZE at style.DPI
 CAPTION_PAD = 6  # pixels above and below the caption's lines
@@ -309,9 +311,8 @@ def widget_snapshots(nb) -> int:
             ):
                 # a browser-drawn explorer (dtsgd_viz.web) brought its own still; said as such
                 if "dtsgd_viz" not in out.get("metadata", {}):
-                    update = state[data[WIDGET_VIEW]["model_id"]]["state"].get("update")
-                    # the explorer's own caption (dtsgd_viz.web.widget.STILL_CAPTION_KEY), else its update's
-                    caption = out.get("metadata", {}).get(STILL_CAPTION_KEY) or LIVE_CAPTION.format(update=update)
+                    # the explorer's own caption (dtsgd_viz.web.widget.STILL_CAPTION_KEY), else what it is
+                    caption = out.get("metadata", {}).get(STILL_CAPTION_KEY) or LIVE_CAPTION
                     png = data["image/png"]
                     data["image/png"] = captioned_png("".join(png) if isinstance(png, list) else png, caption)
                     out.setdefault("metadata", {})["dtsgd_viz"] = {"snapshot_caption": caption}

@@ -18,7 +18,7 @@ from ..core import style
 from ..core.figure import fit, headline, new_figure
 from ..update import geometry as upd
 from ..update import panel
-from ..update.zoom import draw_inset, shared_zoom, times
+from ..update.zoom import draw_inset, shared_factor, shared_zoom, times
 from . import geometry as geo
 from .findings import findings_of
 from .frames import ZOOM_BOX_LOOK, ZOOM_BOX_Z, PathArtists, draw_scene, follow_update, panel_at, set_trail
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ...theory.surfaces.base import Surface
     from .scene import PathScene
 
-__all__ = ["animate", "gif_panels", "shared_palette", "with_palette"]
+__all__ = ["animate", "shared_palette", "with_palette"]
 
 
 def _frames(frames: int | Iterable[int] | None, steps: np.ndarray) -> list[int]:
@@ -94,8 +94,8 @@ def animate(
     at the parameters after the update shown and the update's terms as arrows to it,
     the loss curves grow up to it, and (``zoom``, where the recordings hold the terms)
     each run's update is drawn up close under them, every close-up on one zoom
-    (``gif_panels``). The headline is ``findings(..., upto=k).headline()`` at the update
-    k shown.
+    (``views.update.zoom.shared_zoom``, as ``plot_update``). The headline is
+    ``findings(..., upto=k).headline()`` at the update k shown.
 
     ``frames``: None (every recorded update), a number of evenly spaced frames, or a
     list of update numbers (as ``recording.steps`` counts them). ``interval``:
@@ -183,28 +183,11 @@ def _zoom_box(color: Any) -> Any:
     return Rectangle((0, 0), 0, 0, ec=color, zorder=ZOOM_BOX_Z, **ZOOM_BOX_LOOK)
 
 
-def gif_panels(scene: PathScene, index: int) -> tuple[dict[str, panel.PanelData], set[str], float]:
-    """The close-ups at recording index ``index`` as ``plot_update`` sizes them
-    (``views.update.zoom.shared_zoom``): ``({config: PanelData on the one shared box},
-    {configs whose update is under INSET_BELOW of it: drawn again in an inset}, the
-    shared zoom over the paths panel)``."""
-    _, shared, insets = gif_zoom(scene, index)
-    box = next((d.box for d in shared.values() if d.box is not None), None)
-    zoom = upd.zoom_factor(scene.box, box) if box is not None else float("nan")
-    return shared, insets, zoom
-
-
-def gif_zoom(scene: PathScene, index: int) -> tuple[dict[str, panel.PanelData], dict[str, panel.PanelData], set[str]]:
-    """``shared_zoom``'s ``(own, shared, insets)`` for every run's update at ``index``."""
-    return shared_zoom({k: panel_at(scene, k, index, True) for k in scene.coords}, scene.box)
-
-
 def _draw_close_ups(scene: PathScene, art: PathArtists, index: int) -> None:
     """Every close-up at recording index ``index`` on one zoom, its box on the paths, an
     inset at its own zoom for an update too small to read at the shared one."""
-    own, shared, small = gif_zoom(scene, index)
-    box = next((d.box for d in shared.values() if d.box is not None), None)
-    zoom = upd.zoom_factor(scene.box, box) if box is not None else float("nan")
+    own, shared, small = shared_zoom({k: panel_at(scene, k, index, True) for k in scene.coords}, scene.box)
+    zoom = shared_factor(scene.box, shared)
     styles = panel.run_styles(scene.coords)
     for key, ax in art.zoom_axes.items():
         for child in list(ax.child_axes):

@@ -109,6 +109,13 @@ def shared_zoom(
     return own, shared, {k for k, d in own.items() if needs_inset(d, fitted)}
 
 
+def shared_factor(main_box: Box, shared: Mapping[str, panel.PanelData]) -> float:
+    """How many times closer than ``main_box`` the shared box of ``shared`` (``one_zoom``'s
+    panels: one box size for all) draws; NaN when no panel has a box."""
+    box = next((d.box for d in shared.values() if d.box is not None), None)
+    return upd.zoom_factor(main_box, box) if box is not None else float("nan")
+
+
 def zoom_caption(
     main_box: Box,
     own: Mapping[str, panel.PanelData],
@@ -120,8 +127,7 @@ def zoom_caption(
     arrows at their true length"`` (``projected``: the paths' plane is a projection of
     more parameters, so the arrows are their projections on it), and ``"; inset ×8.0
     closer still"`` for the insets."""
-    box = next((d.box for d in shared.values() if d.box is not None), None)
-    zoom = upd.zoom_factor(main_box, box) if box is not None else float("nan")
+    zoom = shared_factor(main_box, shared)
     arrows = "arrows as projected on the plane" if projected else "arrows at their true length"
     text = f"every panel {times(zoom)} closer than the paths, {arrows}"
     closer = sorted({times(_span(shared[k].box) / _span(own[k].box)) for k in insets})  # pyright: ignore[reportArgumentType]  # insets have boxes
