@@ -108,11 +108,9 @@ class RuleWatch:
         self.warned = True
         self.active = False
         names = sorted(self.flagged)
-        shown = ", ".join(
-            f"{n!r} (from update {self.flagged[n][0][0]}, by up to "
-            f"{100 * max(d for _, d in self.flagged[n]):.3g}% of the update)"
-            for n in names[:5]
-        )
+        # from a sample of each variable, measured without its gradient: how far each
+        # update was from the rule is check_recording's to say (every element, as the rule)
+        shown = ", ".join(f"{n!r} (from update {self.flagged[n][0][0]})" for n in names[:5])
         more = f" and {len(names) - 5} more" if len(names) > 5 else ""
         if getattr(self.optimizer, "exact_update", False):
             advice = (
@@ -125,7 +123,8 @@ class RuleWatch:
             advice = (
                 "This is tf-keras' stale-velocity read inside a DTensor tf.function: "
                 f"the parameter moved with {moved}. The recording "
-                "shows what the devices hold. To train with the documented rule, use "
+                "shows what the devices hold; reference.check_recording(recording) says by how much, "
+                "update by update. To train with the documented rule, use "
                 "dtsgd_viz.SGD(..., exact_update=True)."
             )
         warnings.warn(

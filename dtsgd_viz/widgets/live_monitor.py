@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,7 +30,9 @@ import numpy as np
 from ..recording.store import PartStatus, StoreReader
 from ..views.core import style
 from ..views.paths.loss import LOSS_YLABEL
+from ..views.shards.findings import median_line
 from ..views.shards.geometry import block_patches, minmax_decimate
+from ..views.shards.lines import MEDIAN_COLOR
 from ..views.text.direct import axes_height_points, leaders, spread
 from ._canvas import FigureWidget
 from .live_monitor_axes import _frame, _scale_y, _tick_texts, snap_log_limits
@@ -226,6 +229,7 @@ class LiveMonitor(FigureWidget):
         self.ax_loss.set_ylabel(LOSS_YLABEL, fontsize=style.LABEL_SIZE)
         self.ax_norms.set_ylabel("L2 norm of the block", fontsize=style.LABEL_SIZE)
         self.norm_lines = []
+        self.median_line = None  # the median block's norm, what the headline speaks of
         self.block_labels = []  # the blocks' names at the right ends of their lines
         self._ticks = None  # the y scales and tick labels the layout was made for
         self._lock = threading.Lock()
@@ -296,6 +300,10 @@ class LiveMonitor(FigureWidget):
                 self.ax_norms.plot([], [], color=c, ls=ls, lw=1.4, label=name, gid=f"norm-{i}")[0]
                 for i, (name, (c, ls)) in enumerate(zip(state.blocks, state.looks))
             ]
+            if len(state.blocks) > 1:  # the headline's median, under the blocks' lines
+                (self.median_line,) = self.ax_norms.plot(
+                    [], [], color=MEDIAN_COLOR, lw=1.2, zorder=1.8, gid="norm-median"
+                )
             self.block_labels = self._name_blocks(state.blocks)
             relayout = True
         x = state.steps
@@ -305,6 +313,11 @@ class LiveMonitor(FigureWidget):
         self.loss_line.set_data(*minmax_decimate(x - 1, state.loss, _columns(self.ax_loss)))
         for i, line in enumerate(self.norm_lines):
             line.set_data(*minmax_decimate(x, state.norms[:, i], _columns(self.ax_norms)))
+        if self.median_line is not None and len(x):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN updates: NaN
+                med = median_line(state.norms)
+            self.median_line.set_data(*minmax_decimate(x, med, _columns(self.ax_norms)))
         _scale_y(self.ax_loss, state.loss)
         _scale_y(self.ax_norms, state.norms, zeros=True)
         for ax, xs in ((self.ax_loss, x - 1), (self.ax_norms, x)):
@@ -327,7 +340,10 @@ class LiveMonitor(FigureWidget):
 
         self.ax_loss.set_title("loss", fontsize=style.TITLE_SIZE)
         if state.blocks:
-            self.ax_norms.set_title(f"‖{state.kind}‖ of each block of {state.variable!r}", fontsize=style.TITLE_SIZE)
+            grey = "; grey: their median" if len(state.blocks) > 1 else ""
+            self.ax_norms.set_title(
+                f"‖{state.kind}‖ of each block of {state.variable!r}{grey}", fontsize=style.TITLE_SIZE
+            )
         try:
             lr = self.store.rows("learning_rate", state.n_steps - 1, state.n_steps)[-1]
         except Exception:  # noqa: BLE001 - no rows yet, or an older store: lr left out

@@ -163,8 +163,9 @@ show(dtsgd_viz.plot_communication(traffic["data parallel"][1]))
 
 # %% [markdown]
 # and for the model-sharded one, where activation collectives along `model` appear (the
-# all-reduce of the hidden layer's output, whose kernel is sharded over `model`; a
-# prediction from layouts alone cannot see it, only `dtsgd_viz.communication(step)` can):
+# all-reduce of the output layer's partial sums: its kernel's rows are sharded over `model`,
+# so each device sums over its 4 hidden units only; a prediction from layouts alone cannot
+# see it, only `dtsgd_viz.communication(step)` can):
 
 # %%
 show(dtsgd_viz.plot_communication(traffic["kernels sharded over model"][1]))

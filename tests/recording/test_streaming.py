@@ -266,6 +266,9 @@ def test_live_monitor_follows_a_store_another_process_writes(tmp_path):
                 for d, line in enumerate(monitor.norm_lines):
                     assert np.array_equal(line.get_xdata(), r.steps)
                     assert np.allclose(line.get_ydata(), norms[:, d], rtol=1e-12)
+                # the median line: the median block's norm (geometric median of 8: mean of the middle two logs)
+                mid = np.sort(np.log10(norms), axis=1)[:, 3:5].mean(1)
+                assert np.allclose(monitor.median_line.get_ydata(), 10**mid, rtol=1e-9)
             time.sleep(0.05)
         proc.wait(timeout=30)
     finally:
@@ -275,7 +278,7 @@ def test_live_monitor_follows_a_store_another_process_writes(tmp_path):
     assert seen[-1] == 18 and len(set(seen)) >= 2  # it followed the store as it grew
     assert readout(monitor.state).startswith("18 updates recorded (last update 18)")
     assert "closed" in monitor.label.value
-    assert monitor.ax_norms.get_title() == "‖velocity‖ of each block of 'w'"
+    assert monitor.ax_norms.get_title() == "‖velocity‖ of each block of 'w'; grey: their median"
     assert poll(monitor.state, monitor.store) is monitor.state  # nothing new: same state
     monitor.close()
 

@@ -114,7 +114,7 @@ def test_live_monitor_reads_as_the_other_views(tmp_path):
         assert "mesh x=2, y=4 (8 devices)" in settings
         assert monitor.ax_loss.get_title() == "loss"
         assert monitor.ax_loss.get_ylabel() == "loss after k updates"
-        assert monitor.ax_norms.get_title() == "‖velocity‖ of each block of 'w'"
+        assert monitor.ax_norms.get_title() == "‖velocity‖ of each block of 'w'; grey: their median"
         # the update axis starts at 0 (not at the first tick past the first update)
         # the loss recorded at update k is the loss after k - 1 updates, drawn at k - 1
         xs, ys = monitor.loss_line.get_data()
