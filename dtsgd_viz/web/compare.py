@@ -33,6 +33,8 @@ from .phase import quadratic_terms
 from .widget import BrowserWidget
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from ..recording.recording import Recording
     from ..theory.surfaces import Surface
 
@@ -320,20 +322,53 @@ class CompareWidget(BrowserWidget):
             self._running = False
 
     def still_caption(self) -> str:
-        return (
-            "Still picture of the real DTensor SGD's three runs "
-            "(live in Jupyter and on the documentation site: move the sliders, drag the start)"
-        )
+        return "Still picture of the widget's table (live: move the sliders, drag the start)"
 
     def snapshot_png(self) -> bytes | None:
-        """The still picture: ``plot_paths`` of the last real run (None: none made)."""
-        if self.recordings is None:
-            return None
+        """The still picture (``still_figure``) as a PNG (None: no real run made)."""
         import io
 
-        from ..views.paths.plot import plot_paths
-
-        fig = plot_paths(self.recordings, self._surface)
+        fig = self.still_figure()
+        if fig is None:
+            return None
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=style.DPI)
         return buf.getvalue()
+
+    def still_figure(self) -> Figure | None:
+        """The still picture: the table the widget adds, each real run's loss after the
+        last update and the mean its headline compares (``findings``), under that
+        headline and the settings (None: no real run made)."""
+        if self.recordings is None:
+            return None
+        from ..views.core.figure import headline, new_figure
+        from ..views.paths.findings import findings, window_text
+
+        found = findings(self.recordings, self._surface)
+        p = self.settings()
+        fig = new_figure((style.WIDTH, 0.9 + 0.32 * (len(self.recordings) + 1)), style.DPI)
+        start = ", ".join(f"{v:g}" for v in p["start"])
+        body = headline(
+            fig,
+            found.headline(),
+            f"lr {p['learning_rate']:g} · μ {p['momentum']:g} · start ({start}) · real DTensor SGD",
+        )
+        ax = body.subplots()
+        ax.set_axis_off()
+        looks = style.run_looks(list(self.recordings))
+        cells = [[geo.rule_name(k), f"{found.final_loss[k]:.2e}", f"{found.tail_loss[k]:.2e}"] for k in self.recordings]
+        header = ["run", f"loss after {p['steps']} updates", window_text(found.window)]
+        table = ax.table(
+            cellText=cells, colLabels=header, loc="center", cellLoc="right", colLoc="right", colWidths=[0.16, 0.24, 0.3]
+        )
+        table.auto_set_font_size(False)
+        table.set_fontsize(style.LABEL_SIZE)
+        table.scale(1.0, 1.5)
+        for (row, col), cell in table.get_celld().items():
+            cell.set_edgecolor("0.8")
+            if row > 0 and col == 0:
+                cell.get_text().set_color(looks[list(self.recordings)[row - 1]].color or "black")
+                cell.get_text().set_fontweight(
+                    "bold" if list(self.recordings)[row - 1] == found.ranking[0] else "normal"
+                )
+        return fig

@@ -46,6 +46,8 @@ from .paths import contour_png, loss_ticks, update_ticks
 from .widget import BrowserWidget
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from ..theory.surfaces import Surface
 
 __all__ = ["phase_state", "quadratic_terms", "PhaseDiagram"]
@@ -99,7 +101,7 @@ def _ratio_colors(ratio: np.ndarray, vmax: float) -> tuple[np.ndarray, list[str]
 
     from ..views.phase.plot import ratio_cmap
 
-    cmap, norm = ratio_cmap(), Normalize(-vmax, vmax)
+    cmap, norm = ratio_cmap(vmax), Normalize(-vmax, vmax)
     with np.errstate(invalid="ignore"):
         rgba = cmap(norm(np.clip(np.nan_to_num(ratio, nan=0.0, posinf=vmax, neginf=-vmax), -vmax, vmax)))
     cells = np.array([mcolors.to_hex(tuple(c)) for c in rgba.reshape(-1, 4)]).reshape(ratio.shape)
@@ -265,6 +267,7 @@ class PhaseDiagram(BrowserWidget):
         super().__init__(data=state, pick=list(state["pick"]), start=list(state["start"]))
         self._surface, self._mesh, self.run_real = surface, mesh, run_real
         self.error: Exception | None = None
+        self.recordings: dict[str, Any] | None = None  # the last real runs (run_here)
         if run_real:
             self.run_here()
         self.observe(self._on_change, names=["pick", "start"])
@@ -311,10 +314,10 @@ class PhaseDiagram(BrowserWidget):
         try:
             recs = runs.run(self._surface, configs, self.data["max_steps"], mesh=self._mesh, start=start)
         except Exception as e:  # a trait callback cannot raise anywhere a reader sees it
-            self.error = e
+            self.error, self.recordings = e, None
             self.real = {"error": f"{type(e).__name__}: {e}", "pick": list(self.pick), "start": list(self.start)}
             return
-        self.error = None
+        self.error, self.recordings = None, recs
         self.real = {
             "pick": list(self.pick),
             "start": list(self.start),
@@ -325,27 +328,59 @@ class PhaseDiagram(BrowserWidget):
         if self.run_real:
             self.run_here()
 
+    def pick_finding(self) -> str:
+        """The still's title: each rule's updates to tol at the picked cell, from the map
+        (``views.phase.cell.pick_finding``)."""
+        from ..views.phase.cell import pick_finding
+
+        i, j = self.pick[1], self.pick[0]
+        n_mu, n_lr = self.data["regions"]["shape"]
+        outcomes = {
+            k: (
+                int(encode.decode(self.data["steps"][k]).reshape(n_mu, n_lr)[i, j]),
+                bool(encode.decode(self.data["diverged"][k]).reshape(n_mu, n_lr)[i, j]),
+            )
+            for k in RULES
+        }
+        return pick_finding(self.learning_rate, self.momentum, outcomes, self.data["max_steps"])
+
     def still_caption(self) -> str:
-        return (
-            "Still picture of the ratio map "
-            "(live in Jupyter and on the documentation site: click a cell, drag the start)"
-        )
+        return "Still picture of the diagram at the picked cell (live: click a cell, drag the start)"
 
     def snapshot_png(self) -> bytes:
-        """The still picture: ``plot_phase``'s ratio map of the same grid."""
+        """The still picture (``still_figure``) as a PNG."""
         import io
 
-        from ..views.phase.plot import plot_phase
-
-        fig = plot_phase(
-            self._surface,
-            learning_rates=encode.decode(self.data["learning_rates"]),
-            momenta=encode.decode(self.data["momenta"]),
-            steps=self.data["max_steps"],
-            tol=self.data["tol"],
-            start=np.asarray(self.data["start"], np.float32).reshape(self._surface.shape),
-            show="ratio",
-        )
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=style.DPI)
+        self.still_figure().savefig(buf, format="png", dpi=style.DPI)
         return buf.getvalue()
+
+    def still_figure(self) -> Figure:
+        """The still picture: the picked cell outlined on the ratio map, and (after a real
+        run) its runs' paths and their loss per update, under ``pick_finding()``."""
+        from ..views.core.figure import headline, new_figure
+        from ..views.paths.plot import draw_paths
+        from ..views.phase.cell import draw_cell_losses
+        from ..views.phase.plot import draw_phase
+        from ..views.phase.regions import mark_cell
+
+        lrs, mus = encode.decode(self.data["learning_rates"]), encode.decode(self.data["momenta"])
+        start = np.asarray(self.data["start"], np.float64)
+        steps, tol = self.data["max_steps"], self.data["tol"]
+        grids = {k: phase_grid(self._surface, lrs, mus, steps, tol, nz, start) for k, nz in RULES.items()}
+        fig = new_figure((style.WIDTH, 4.3), style.DPI)
+        label = getattr(self._surface, "label", type(self._surface).__name__)
+        body = headline(fig, self.pick_finding(), f"{label} · ≤ {steps} updates, tol {tol:g}")
+        real = self.recordings is not None
+        axes = body.subplots(1, 3 if real else 1, squeeze=False, width_ratios=[1.2, 1.0, 1.0] if real else None)[0]
+        draw_phase(grids, self._surface, {"ratio": axes[0]}, ratio_title="The picked cell")
+        lr_e, mu_e = cell_edges(lrs, log=True), cell_edges(mus, log=False)
+        mark_cell(axes[0], lr_e, mu_e, self.learning_rate, self.momentum, gid="pick:ratio")
+        if self.recordings is not None:
+            draw_paths(self.recordings, self._surface, None, ax=axes[1], arrows=False)
+            legend = axes[1].get_legend()
+            if legend is not None:
+                legend.remove()  # the loss panel names the runs
+            axes[1].set_title("Their paths (real DTensor SGD)", fontsize=style.TITLE_SIZE)
+            draw_cell_losses(axes[2], self.recordings, self._surface, tol)
+        return fig

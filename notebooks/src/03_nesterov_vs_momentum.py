@@ -167,20 +167,23 @@ show(dtsgd_viz.plot_modes(recordings, surface))
 # which the tests tie to the real optimizer; at most 150 updates; pale grey: more than
 # that, dark grey with x marks: diverges). On them: each rule's stability boundary
 # ($\eta h < 2(1+\mu)$ for heavy ball, $\eta h < 2(1+\mu)/(1+2\mu)$ for Nesterov),
-# iso-rate contours of the worst mode's $\rho$, and the critical-damping curve of the
-# flat direction (left of it that mode creeps in, right of it it oscillates).
+# the iso-rate contour of the worst mode's $\rho$ that edges the cap, the critical-damping curve of the
+# flat direction (left of it that mode creeps in, right of it it oscillates), and the outlined cell of
+# the runs above ($\eta = 0.05$, $\mu = 0.9$).
 
 # %%
 lrs = np.geomspace(1e-3, 0.2, 24)
 mus = np.linspace(0.0, 0.95, 20)
-show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3, show="steps"))
+show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3, show="steps", mark=(0.05, 0.9)))
 
 # %% [markdown]
 # Who is faster where both converge: $\log_2$ of Nesterov's count over momentum's (red:
-# Nesterov faster, blue: momentum faster, white: tie), with each rule's stability boundary.
+# Nesterov faster, blue: momentum faster, white: a tie, the two counts within 10% of each other),
+# with each rule's stability boundary. The title counts the three kinds of cell (`phase_finding`,
+# printed below).
 
 # %%
-show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3, show="ratio"))
+show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3, show="ratio", mark=(0.05, 0.9)))
 
 # %%
 from dtsgd_viz.widgets import phase_grid
@@ -201,7 +204,7 @@ for band, rows in (("momentum < 0.6 ", mus < 0.6), ("momentum >= 0.6", mus >= 0.
         + f", tied in {(b & (r == 1)).sum():3d}"
     )
 print(dtsgd_viz.steps_finding(mom.steps, nes.steps))  # the step maps' title
-print(dtsgd_viz.phase_finding(mom.steps, nes.steps))  # the ratio map's title
+print(dtsgd_viz.phase_finding(mom.steps, nes.steps))  # the ratio map's title: ties within 10%
 print(
     f"best cell of the map: momentum {mom.steps[mom.steps >= 0].min()} updates, "
     f"Nesterov {nes.steps[nes.steps >= 0].min()} updates"
@@ -220,8 +223,8 @@ print(
 #   updates there) falls to the tolerance in 150 updates. More updates would move it left; the stability
 #   boundaries on the right (each rule's own line: momentum dashed, Nesterov solid, as
 #   on every figure) do not move.
-# * **At low momentum classical momentum is faster in most cells, by about 2%**: the
-#   near-white lower part of the ratio map below the two step maps (no cell there favours
+# * **At low momentum classical momentum is faster in most cells, by about 2%**: a tie
+#   within the map's 10%, so the lower part of the ratio map is white (no cell there favours
 #   Nesterov).
 # * **High momentum with a large learning rate is where Nesterov wins** (red in the ratio
 #   map), by a median factor of about 1.7: there classical momentum's steep direction
@@ -248,12 +251,14 @@ print(
 # diverges is drawn up to where it leaves the view. The diagram opens on the cell
 # $\eta \approx 0.05$, $\mu = 0.8$, where Nesterov needs about half the updates; `phase.pick`
 # and `phase.start` read (and set) the cell and the start. A page whose
-# scripts have not run (this notebook read as a file) shows the still picture: the ratio
-# map alone, as above.
+# scripts have not run (this notebook read as a file) shows the still picture: the picked cell
+# outlined on the ratio map, the real runs' paths there and their loss, titled by
+# `phase.pick_finding()`.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 phase = dtsgd_viz.web.PhaseDiagram(surface, learning_rates=lrs, momenta=mus, steps=150, pick=(17, 16))
+print(phase.pick_finding())
 phase
 
 # %% [markdown]
@@ -265,7 +270,8 @@ phase
 # site. With a kernel, each released slider or drag also runs the real DTensor SGD
 # there; its parameters are the dots on the lines. It opens on the settings of the runs
 # above, so its headline states the numbers `findings` prints (above it); its table adds
-# each run's loss after the last update and the mean the headline compares.
+# each run's loss after the last update and the mean the headline compares. A page whose scripts
+# have not run shows that table as the still picture.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -173,10 +173,12 @@ print("differences from the plan:", report.compare(dtsgd_viz.communication_plan(
 # %% [markdown]
 # ## Comparing the runs
 #
-# `plot_compare` takes the recordings and nothing else: the loss after each update, how
+# `plot_compare` takes the recordings and nothing else: the loss after each update and how
 # far each run's parameters are from the first run's (relative to their norm, over the
-# whole model), and each device's velocity norm, the panels laid out like the mesh. The
-# title's numbers are `compare_findings`, printed under it. The default Nesterov run can
+# whole model). The default Nesterov run follows momentum's path exactly (its distance is 0,
+# which a log axis cannot draw): its loss is the thin line over momentum's, and the legend says
+# so. The title's numbers are `compare_findings`, printed under it; the velocity per device is
+# the ShardExplorer's, below. The default Nesterov run can
 # differ from run to run (the stale read is a race between the devices), so nbval does
 # not compare this figure.
 

@@ -28,11 +28,13 @@ CASES = {
     "small": (surfaces.RotatedQuadratic(), np.geomspace(0.01, 0.35, 9), np.linspace(0.0, 0.95, 8), 40, 1e-2),
 }
 
+LEVELS = (0.6, 0.8, 0.9)  # iso-rate levels besides the cap's edge (plot_phase draws only that one by default)
+
 
 @pytest.fixture(scope="module", params=list(CASES))
 def drawn(request):
     surface, lrs, mus, steps, tol = CASES[request.param]
-    fig = dtsgd_viz.plot_phase(surface, lrs, mus, steps, tol)
+    fig = dtsgd_viz.plot_phase(surface, lrs, mus, steps, tol, rate_levels=LEVELS)
     fig.draw_without_rendering()
     return fig, surface
 
@@ -143,7 +145,7 @@ def test_the_tutorials_levels_and_the_caps_contour_only_where_the_flat_direction
     contour runs only left of the flattest direction's critical damping (past it the
     steep direction decides where the cap ends)."""
     surface, lrs, mus, steps, tol = CASES["tutorial"]
-    fig = dtsgd_viz.plot_phase(surface, lrs, mus, steps, tol, show="steps")
+    fig = dtsgd_viz.plot_phase(surface, lrs, mus, steps, tol, show="steps", rate_levels=LEVELS)
     h = np.unique(np.asarray(surface.hessian_eigenvalues, np.float64))
     for key, nesterov in (("momentum", False), ("nesterov", True)):
         ax = maps(fig)[f"phase:{key}"]

@@ -1,10 +1,10 @@
-"""``plot_compare``'s drawing: the loss and gap panels over small multiples laid out like
-the mesh, every number from ``geometry`` (nothing is measured on the drawing)."""
+"""``plot_compare``'s drawing: the loss and gap panels side by side, every number from
+``geometry`` (nothing is measured on the drawing)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -12,26 +12,21 @@ import numpy as np
 from ..core import style
 from ..core.figure import headline, new_figure
 from ..core.log_ticks import LogTickFormatter
-from ..mesh.layout_colors import label_ink
-from .geometry import CompareData, Findings, mesh_grid
+from .geometry import CompareData, Findings
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-    from matplotlib.figure import Figure, SubFigure
+    from matplotlib.figure import Figure
     from matplotlib.typing import ColorType
     from numpy.typing import ArrayLike
 
-MAX_COLUMNS = 8  # a mesh wider than this wraps its devices in rows of 8
-CELL_HEIGHT = 0.62  # inches per row of small multiples
-TOP_HEIGHT = 2.5  # inches of the loss and gap panels
+PANEL_HEIGHT = 3.0  # inches of the loss and gap panels
 
 
-def looks(names: Iterable[str], under: Collection[str] = ()) -> dict[str, style.Look]:
+def looks(names: Iterable[str]) -> dict[str, style.Look]:
     """Each run's look (``style.run_looks``); a second run of one rule (a default and an
     exact Nesterov run) gets the rule's colour tinted and a thinner solid line, so no two
-    runs look alike and a dash still means momentum. The runs in ``under`` (those that
-    follow the first run's path) are drawn under every other, so the first run's line
-    shows over theirs."""
+    runs look alike and a dash still means momentum."""
     out: dict[str, style.Look] = {}
     seen: dict[style.Look, int] = {}
     for name, look in style.run_looks(names).items():
@@ -46,8 +41,6 @@ def looks(names: Iterable[str], under: Collection[str] = ()) -> dict[str, style.
                 lw=max(1.0, look.lw * 0.55),
                 zorder=look.zorder + 0.01 * k,
             )
-        if name in under:
-            look = dataclasses.replace(look, zorder=1.9)
         out[name] = look
     return out
 
@@ -64,7 +57,7 @@ def _label(data: CompareData, findings: Findings, name: str) -> str:
     if at is not None:
         return f"{name} (NaN/Inf from update {at})"
     if name in findings.same_path:
-        return f"{name} (under {data.names[0]}: the same path)"
+        return f"{name}: {data.names[0]}'s path"
     return name
 
 
@@ -101,40 +94,27 @@ def _finite_positive(values: ArrayLike) -> np.ndarray:
 
 
 def draw(data: CompareData, findings: Findings) -> Figure:
-    """The Figure of one comparison."""
-    rows, cols = mesh_grid(data.mesh_shape)
-    devices = len(data.device_names)
-    if cols > MAX_COLUMNS:
-        cols, rows = MAX_COLUMNS, -(-devices // MAX_COLUMNS)
-    has_velocity = any(v is not None for v in data.velocity.values())
-    height = 1.0 + TOP_HEIGHT + (0.55 + rows * CELL_HEIGHT if has_velocity else 0.0) + 0.4
-    fig = new_figure((style.WIDTH, height))
-    first = data.variables[0]  # check_runs refuses an empty run; a run records a variable or more
-    what = "the whole model" if len(data.variables) > 1 else repr(first)
+    """The Figure of one comparison: the losses, and the parameters' distance from the
+    first run's (full-mode runs); a run on the first run's path drawn thin over it."""
+    fig = new_figure((style.WIDTH, 1.0 + PANEL_HEIGHT + 0.4))
+    first_var = data.variables[0]  # check_runs refuses an empty run; a run records a variable or more
+    what = "the whole model" if len(data.variables) > 1 else repr(first_var)
     headline(
         fig,
         findings.headline(),
         f"{len(data.updates)} updates · loss after k updates, ends compared over the last "
-        f"{findings.tail} · gap and velocity of {what}",
+        f"{findings.tail} · distance over {what}",
     )
-    look = looks(data.names, findings.same_path)
-    parts = fig.subfigures(
-        2 if has_velocity else 1,
-        1,
-        squeeze=False,
-        height_ratios=[TOP_HEIGHT, 0.55 + rows * CELL_HEIGHT] if has_velocity else None,
-    )[:, 0]
-    top = parts[0].subplots(1, 2 if data.gaps is not None else 1, squeeze=False, sharex=True)[0]
-    ax_loss = top[0]
-    _loss_panel(ax_loss, data, look)
-    _mark_tail(ax_loss, data, findings, look)
+    look = dict(looks(data.names))
+    first = look[data.names[0]]
+    for name in findings.same_path:  # on top of the first run, thin: both can be seen
+        look[name] = dataclasses.replace(look[name], lw=min(look[name].lw, 1.2), zorder=first.zorder + 0.5)
+    top = fig.subplots(1, 2 if data.gaps is not None else 1, squeeze=False)[0]
+    _loss_panel(top[0], data, look)
+    _mark_tail(top[0], data, findings, look)
     if data.gaps is not None:
         _gap_panel(top[1], data, look)
-    if has_velocity:
-        _velocity_grid(parts[1], data, look, rows, cols)
-    handles = [
-        ax_loss.plot([], [], marker="", label=_label(data, findings, n), **look[n].line())[0] for n in data.names
-    ]
+    handles = [top[0].plot([], [], marker="", label=_label(data, findings, n), **look[n].line())[0] for n in data.names]
     fig.legend(
         handles=handles, loc="outside lower center", ncols=min(4, len(handles)), fontsize=style.NOTE_SIZE, frameon=False
     )
@@ -212,84 +192,26 @@ def _mark_tail(ax: Axes, data: CompareData, findings: Findings, look: Mapping[st
             [a, b],
             [value, value],
             color=look[name].color,
-            lw=2.4,
+            lw=look[name].lw + 0.5,
             solid_capstyle="butt",
-            alpha=0.9,
-            zorder=4.5,
+            zorder=look[name].zorder + 2.0,
             gid=f"loss-mean:{name}",
         )
 
 
 def _gap_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> None:
+    """Each run's distance from the first run's parameters (log); a run at distance 0
+    everywhere has no point on a log axis: the legend says it follows the first's path."""
     assert data.gaps is not None  # drawn only for full-mode runs
-    drawn, zero = False, []
+    drawn = False
     for name, gap in data.gaps.items():
         positive = _finite_positive(gap)
         if np.isfinite(positive).any():
             ax.plot(data.updates, positive, **look[name].line())
             drawn = True
-        elif np.all(np.asarray(gap) == 0):
-            zero.append(name)  # no point on a log axis: said in the panel instead
     ax.set_title(f"parameters' distance from {data.names[0]}'s", fontsize=style.TITLE_SIZE)
     if drawn:
         log_axis(ax)
-        for i, name in enumerate(zero):
-            ax.text(
-                0.02,
-                0.04 + 0.09 * i,
-                f"{name}: 0 at every update (not drawn)",
-                transform=ax.transAxes,
-                ha="left",
-                va="bottom",
-                fontsize=style.NOTE_SIZE,
-                color=label_ink(look[name].color or "0.3"),
-                gid=f"gap-zero:{name}",
-            )
     else:
-        ax.text(
-            0.5,
-            0.5,
-            f"identical to {data.names[0]}'s at every update",
-            transform=ax.transAxes,
-            ha="center",
-            va="center",
-            fontsize=style.NOTE_SIZE,
-            color=style.SUBTITLE_COLOR,
-        )
         ax.set_yticks([])
     _style_axis(ax, "updates made (k)", "distance / norm (1 = 100%)")
-
-
-def _velocity_grid(sub: SubFigure, data: CompareData, look: Mapping[str, style.Look], rows: int, cols: int) -> None:
-    """One small panel per device, placed as the device sits in the mesh, on one log
-    scale shared by every panel and run, under a one-line heading."""
-    where = " × ".join(f"{n} {s}" for n, s in zip(data.mesh_dims, data.mesh_shape))
-    wrapped = mesh_grid(data.mesh_shape)[1] > cols
-    heading = (
-        f"each device's velocity norm |v|, in mesh order ({where}), {cols} a row"
-        if wrapped
-        else f"each device's velocity norm |v|, laid out like the mesh ({where})"
-    )
-    sub.suptitle(heading, fontsize=style.TITLE_SIZE, x=0.01, ha="left")
-    values = [v for v in data.velocity.values() if v is not None]
-    positive = np.concatenate([_finite_positive(v).ravel() for v in values])
-    positive = positive[np.isfinite(positive)]
-    lo, hi = (positive.min(), positive.max()) if positive.size else (1e-3, 1.0)
-    n = len(data.device_names)
-    axes = sub.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
-    for d in range(rows * cols):
-        r, c = divmod(d, cols)
-        ax = axes[r, c]
-        if d >= n:
-            ax.set_visible(False)
-            continue
-        for name in data.names:
-            v = data.velocity[name]
-            if v is not None:
-                ax.plot(data.updates, _finite_positive(v[:, d]), **look[name].line())
-        label = data.device_names[d].split("/")[-1].replace("device:", "")
-        ax.set_title(label, loc="left", fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR, pad=2)
-        ax.tick_params(labelsize=style.NOTE_SIZE, length=2)
-        ax.grid(alpha=0.25)
-    axes[0, 0].set_ylim(lo / 1.5, hi * 1.5)
-    log_axis(axes[0, 0], minor=False)

@@ -19,7 +19,6 @@ Conventions, shared with every comparison:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -82,7 +81,7 @@ class Findings:
             run, (gap, at) = max(self.gap.items(), key=lambda kv: kv[1][0])
             parts.append(f"parameters up to {_percent(gap)} apart (update {at})")
         text = "; ".join(parts) if parts else "the runs compared"
-        return text[0].upper() + text[1:]
+        return "T" + text[1:] if text.startswith("the ") else text  # a run's name as given, never re-cased
 
     def __str__(self) -> str:
         lines = [f"mean loss over the last {self.tail} update(s):"]
@@ -276,12 +275,3 @@ def compare_findings(runs: dict[str, Recording], variable: str | None = None) ->
     mean loss over its last updates, which is lowest and by how much, and each run's
     largest parameter gap to the first run (``Findings``)."""
     return findings_of(compare_data(runs, variable))
-
-
-def mesh_grid(mesh_shape: Iterable[int]) -> tuple[int, int]:
-    """``(rows, columns)`` of the small multiples: the mesh's first dim down, the others
-    across (a 1-D mesh is one row)."""
-    shape = tuple(mesh_shape)
-    if len(shape) == 1:
-        return 1, shape[0]
-    return shape[0], int(np.prod(shape[1:]))

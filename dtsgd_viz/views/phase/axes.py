@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core import style
 from ..core.log_ticks import LogTickFormatter
-from .geometry import log_ticks
+from .geometry import TIE_WITHIN, log_ticks
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -87,10 +87,11 @@ def add_colorbars(
     ticks = np.arange(-vmax, vmax + 0.25, 0.5 if vmax <= 1 else 1.0)
     rbar.set_ticks(ticks, labels=[speedup_text(t) for t in ticks])  # pyright: ignore[reportArgumentType]  # stub: a Sequence
     rbar.ax.tick_params(labelsize=style.TICK_SIZE)
-    # the label reads as the scale runs (bottom to top, left to right)
-    rbar.set_label("Nesterov faster  ·  tie  ·  momentum faster", fontsize=PHASE_NOTE_SIZE)
 
 
-def speedup_text(t: float) -> str:
-    """A ratio map tick (log2 units) as the colour bar reads it: ``tie``, ``2×``, ``1.41×``."""
-    return "tie" if t == 0 else f"{2 ** abs(t):.3g}×"
+def speedup_text(t: float, tie: float = TIE_WITHIN) -> str:
+    """A ratio map tick (log2 of Nesterov's updates over momentum's) as the colour bar
+    reads it: ``Nesterov 2×`` (faster), ``tie ±10%``, ``momentum 1.41×``."""
+    if t == 0:
+        return f"tie ±{tie:.0%}" if tie > 0 else "tie"
+    return f"{'Nesterov' if t < 0 else 'momentum'} {2 ** abs(t):.3g}×"

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 # the ratio map's cells: both converge (the diverging colour map), or one of the neutrals
 REGIONS = ("both", "only_momentum", "only_nesterov", "cap", "neither", "diverged")
+TIE_WITHIN = 0.1  # two counts within 10% of each other are a tie: white on the ratio map, counted apart
 
 
 def phase_ratio(momentum_steps: ArrayLike, nesterov_steps: ArrayLike) -> np.ndarray:
@@ -214,25 +215,28 @@ def contour_mask(
     return (theory.problem_rate(lr, mu, h, nesterov) >= 1.0) | (lr[None, :] > (1.0 - band) * edge)
 
 
-def phase_finding(momentum_steps: ArrayLike, nesterov_steps: ArrayLike, within: float = 0.0) -> str:
-    """The ratio map's finding, one line: in how many of the cells where both rules
-    converge each needs fewer updates (by more than ``within``, a fraction, when it is
-    not 0), the counts the tutorial prints.
+def phase_finding(momentum_steps: ArrayLike, nesterov_steps: ArrayLike, within: float = TIE_WITHIN) -> str:
+    """The ratio map's finding, one line: of the cells where both rules converge, in how
+    many each rule needs more than ``within`` (a fraction) fewer updates, and how many
+    are ties (the white cells of the map).
 
     >>> phase_finding([[10, 8, 20, -1]], [[5, 8, 21, 3]])
-    'Nesterov needs fewer updates in 1 of 3 cells where both converge, momentum in 1'
-    >>> phase_finding([[10, 8, 20, -1]], [[5, 8, 21, 3]], within=0.1)
-    'Nesterov needs >10% fewer updates in 1 of 3 cells where both converge, momentum in 0'
+    'Both converge in 3 cells: Nesterov >10% faster in 1, momentum in 0, ties 2'
+    >>> phase_finding([[10, 8, 20, -1]], [[5, 8, 21, 3]], within=0)
+    'Both converge in 3 cells: Nesterov faster in 1, momentum in 1, ties 1'
     """
+    if not within >= 0:
+        raise ValueError(f"within must be a fraction >= 0. Received: {within!r}.")
     m, n = np.asarray(momentum_steps), np.asarray(nesterov_steps)
     both = (m >= 0) & (n >= 0)
     if not both.any():
         return "No cell where both rules converge"
     mf, nf = np.maximum(m, 1).astype(float), np.maximum(n, 1).astype(float)
-    by = f">{within:.0%} " if within > 0 else ""
+    nes, mom = int((both & (mf > nf * (1 + within))).sum()), int((both & (nf > mf * (1 + within))).sum())
+    by = f" >{within:.0%}" if within > 0 else ""
     return (
-        f"Nesterov needs {by}fewer updates in {int((both & (mf > nf * (1 + within))).sum())} of "
-        f"{int(both.sum())} cells where both converge, momentum in {int((both & (nf > mf * (1 + within))).sum())}"
+        f"Both converge in {int(both.sum())} cells: Nesterov{by} faster in {nes}, "
+        f"momentum in {mom}, ties {int(both.sum()) - nes - mom}"
     )
 
 

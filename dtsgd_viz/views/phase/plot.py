@@ -10,9 +10,10 @@ classical momentum and Nesterov, the log2 ratio of the two, and the theory on to
 The maps come from the numpy reference of tf-keras' rule (``theory.convergence.
 phase_grid``). Cells no colour map covers are drawn as what they are (``regions``) and
 named in the legend. On a quadratic the theory is drawn on them: each rule's stability
-boundary in the rule's look on every map, iso-rate contours of the worst mode's
-spectral radius (one label per level; the cap's level, ``geometry.cap_rate``, is the
-edge of the cap's grey) and the flattest mode's critical-damping curve.
+boundary in the rule's look on every map, the iso-rate contour of the worst mode's
+spectral radius at the cap's level (``geometry.cap_rate``: the edge of the cap's grey;
+more levels on request, each labelled once) and the flattest mode's critical-damping
+curve. The ratio map's white is a tie within ``TIE_WITHIN`` (10%), as its title counts.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..core.figure import headline, new_figure
 from .axes import PHASE_LEGEND_SIZE, PHASE_NOTE_SIZE, add_colorbars, frame
 from .geometry import (
     REGIONS,
+    TIE_WITHIN,
     cap_loss,
     cap_rate,
     cell_edges,
@@ -38,7 +40,16 @@ from .geometry import (
     ratio_limit,
     steps_finding,
 )
-from .regions import DIVERGED_FACE, DIVERGED_MARK, boundary_look, draw_ratio_regions, legend_handles, outline
+from .regions import (
+    DIVERGED_FACE,
+    DIVERGED_MARK,
+    boundary_look,
+    cell_look,
+    draw_ratio_regions,
+    legend_handles,
+    mark_cell,
+    outline,
+)
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -54,11 +65,10 @@ if TYPE_CHECKING:
 
 
 RULES = theory.RULES
-RATE_LEVELS = (0.6, 0.8, 0.9)
+RATE_LEVELS: tuple[float, ...] = ()  # more iso-rate levels; the cap's edge is always drawn on a quadratic
+MIN_PIECE = 0.08  # axes fractions: shorter pieces of a contour (cut by the mask) are not drawn
 TITLES = {"momentum": "Momentum: stable iff lr·h < 2(1+μ)", "nesterov": "Nesterov: stable iff lr·h < 2(1+μ)/(1+2μ)"}
 PHASE_FIGSIZE = (style.WIDTH, 9.4)  # the rule maps over the full-width ratio map, a legend under each
-TIE_WITHIN = 0.0  # the ratio finding counts every cell one rule needs fewer updates in (as the tutorial prints)
-MIN_PIECE = 0.08  # axes fractions: shorter pieces of a contour (cut by the mask) are not drawn
 SHOWS = {"both": PHASE_FIGSIZE, "steps": (style.WIDTH, 5.0), "ratio": (style.WIDTH, 5.0)}
 
 
@@ -91,17 +101,18 @@ class PhaseView:
         return self.step_handles + self.ratio_handles
 
 
-def ratio_cmap() -> Colormap:
-    """The ratio map's colour map: Nesterov faster red, momentum faster blue, a tie white."""
+def ratio_cmap(vmax: float = 2.0, tie: float = TIE_WITHIN) -> Colormap:
+    """The ratio map's colour map on ``Normalize(-vmax, vmax)`` (log2 units): Nesterov
+    faster red, momentum faster blue, and white exactly over the ties (counts within
+    ``tie``, a fraction), with a visible step of colour just past them."""
     from matplotlib import colormaps
     from matplotlib.colors import LinearSegmentedColormap
 
     rdbu = colormaps["RdBu"]
-    # N odd, white exactly in the middle: a tie (0) is white, not RdBu's off-white
-    cmap = LinearSegmentedColormap.from_list(
-        "nesterov_vs_momentum", [rdbu(0.0), rdbu(0.2), rdbu(0.4), "white", rdbu(0.6), rdbu(0.8), rdbu(1.0)], N=255
-    )
-    return cmap.with_extremes(bad=(0, 0, 0, 0))
+    t = min(np.log2(1.0 + tie) / (2.0 * vmax), 0.2) if tie > 0 else 0.0
+    stops = [(0.0, rdbu(0.0)), (0.25, rdbu(0.2)), (0.5 - t, rdbu(0.36)), (0.5 - t, "white")]
+    stops += [(0.5 + t, "white"), (0.5 + t, rdbu(0.64)), (0.75, rdbu(0.8)), (1.0, rdbu(1.0))]
+    return LinearSegmentedColormap.from_list("nesterov_vs_momentum", stops, N=511).with_extremes(bad=(0, 0, 0, 0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -316,7 +327,7 @@ def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = 
         g.lr_e,
         g.mu_e,
         np.ma.masked_where(~both, view.ratio),
-        cmap=ratio_cmap(),
+        cmap=ratio_cmap(vmax),
         norm=Normalize(-vmax, vmax),
         gid="phase:ratio",
     )
@@ -345,6 +356,7 @@ def plot_phase(
     dpi: float = style.DPI,
     progress: bool = False,
     show: str = "both",
+    mark: tuple[float, float] | None = None,
 ) -> Figure:
     """Updates to converge over a (learning rate x momentum) grid for classical
     momentum and Nesterov, their log2 ratio, and (on a quadratic) the stability
@@ -361,9 +373,12 @@ def plot_phase(
         24 learning rates around ``1 / h_max`` and 20 momenta in [0, 0.95].
       steps: the cap on updates per cell; tol: on ``loss - surface.min_value``.
       start: default ``surface.default_start``.
-      rate_levels: the iso-rate contours (the cap's rate is added).
+      rate_levels: iso-rate contours to draw besides the cap's edge (its rate is always
+        drawn), e.g. ``(0.8, 0.9)``; each is labelled once on its contour.
       show: ``"steps"`` the two rule maps, ``"ratio"`` the ratio map, ``"both"``
         the rule maps over the ratio map.
+      mark: ``(learning_rate, momentum)`` of a run to find on the maps: its cell is
+        outlined on each and named in the legend.
     """
     from ...theory.convergence import check_steps_tol, phase_grid
 
@@ -371,6 +386,13 @@ def plot_phase(
         raise ValueError(f"show must be one of {sorted(SHOWS)}. Received: {show!r}.")
     steps, tol = check_steps_tol(steps, tol)
     lrs, mus = default_axes(surface, learning_rates, momenta)
+    if mark is not None:
+        lr_e, mu_e = cell_edges(lrs, log=True), cell_edges(mus, log=False)
+        if not (len(mark) == 2 and lr_e[0] <= float(mark[0]) <= lr_e[-1] and mu_e[0] <= float(mark[1]) <= mu_e[-1]):
+            raise ValueError(
+                f"mark must be (learning_rate, momentum) inside the grid: lr in {lr_e[0]:.3g}..{lr_e[-1]:.3g}, "
+                f"momentum in {mu_e[0]:.3g}..{mu_e[-1]:.3g}. Received: {mark!r}."
+            )
     grids = {
         key: phase_grid(surface, lrs, mus, steps, tol, nesterov, start, progress=progress)
         for key, nesterov in RULES.items()
@@ -390,6 +412,14 @@ def plot_phase(
     if show != "steps":
         axes["ratio"] = bottom.subplots(1, 1)
     view = draw_phase(grids, surface, axes, loss0=cap_loss(surface, m, start), rate_levels=rate_levels)
+    if mark is not None:
+        from matplotlib.patches import Patch
+
+        lr_e, mu_e = cell_edges(lrs, log=True), cell_edges(mus, log=False)
+        for key, ax in axes.items():
+            mark_cell(ax, lr_e, mu_e, float(mark[0]), float(mark[1]), gid=f"mark:{key}")
+        entry = Patch(**{**cell_look(), "zorder": None}, label=f"the runs at lr {mark[0]:g}, μ {mark[1]:g}")
+        (view.step_handles if show != "ratio" else view.ratio_handles).append(entry)
     add_colorbars(view, body, [axes["momentum"], axes["nesterov"]] if "momentum" in axes else None, axes.get("ratio"))
     for sub, handles, gid in ((top, view.step_handles, "legend:maps"), (bottom, view.ratio_handles, "legend:ratio")):
         if handles and (show == "both" or (gid == "legend:maps") == (show == "steps")):

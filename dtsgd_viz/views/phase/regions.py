@@ -32,14 +32,14 @@ REGION_NAMES = {
     "neither": "neither within {steps} updates",
     "diverged": "both diverge",
 }
-# divergence, on every map: a dark grey (well apart from the cap's pale grey and the
-# ratio map's mid grey of "neither") with white x marks
+# divergence, on every map: a dark grey (well apart from the cap's pale grey, which is
+# "neither within the cap" on the ratio map too) with white x marks
 DIVERGED_FACE = "#6F6F6F"
 REGION_FACES = {
     "only_momentum": style.REGION_FACE,
     "only_nesterov": style.REGION_FACE,
     "cap": style.REGION_FACE,
-    "neither": style.NEITHER_COLOR,
+    "neither": style.NOT_CONVERGED_COLOR,
     "diverged": DIVERGED_FACE,
 }
 DIVERGED_MARK: dict[str, Any] = dict(marker="x", color="white", ms=4.0, mew=1.0, ls="none")
@@ -51,6 +51,21 @@ def outline(color: ColorType = "black", width: float = 3.0) -> list[AbstractPath
     from matplotlib import patheffects
 
     return [patheffects.Stroke(linewidth=width, foreground=color), patheffects.Normal()]
+
+
+def cell_look() -> dict[str, Any]:
+    """A marked (or picked) cell's outline: a white line on a wider black one."""
+    return dict(fill=False, ec="white", lw=1.6, path_effects=outline("black", 4.4), zorder=9)
+
+
+def mark_cell(ax: Axes, lr_e: np.ndarray, mu_e: np.ndarray, lr: float, mu: float, gid: str) -> Artist:
+    """Outline (``cell_look``) the cell of edges ``lr_e``, ``mu_e`` holding ``(lr, mu)``."""
+    from matplotlib.patches import Rectangle
+
+    j = int(np.clip(np.searchsorted(lr_e, lr) - 1, 0, len(lr_e) - 2))
+    i = int(np.clip(np.searchsorted(mu_e, mu) - 1, 0, len(mu_e) - 2))
+    cell = Rectangle((lr_e[j], mu_e[i]), lr_e[j + 1] - lr_e[j], mu_e[i + 1] - mu_e[i], **cell_look(), gid=gid)
+    return ax.add_patch(cell)
 
 
 def boundary_look(key: str) -> dict[str, Any]:
