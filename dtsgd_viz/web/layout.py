@@ -28,9 +28,8 @@ from matplotlib import colors as mcolors
 from ..recording.memory import format_bytes, itemsize
 from ..specs import UNSHARDED, Dims, LayoutSpec, MeshSpec
 from ..views.core import style
-from ..views.mesh.layout_geometry import LayoutPicture, layout_picture
-from ..views.mesh.layout_labels import bare_ids, copies_text, ids_text, slice_text
-from ..views.mesh.traffic import ACTIVATION_NOTE
+from ..views.mesh.communication import ACTIVATION_NOTE
+from ..views.mesh.layout_geometry import LayoutPicture, bare_ids, copies_text, ids_text, layout_picture, slice_text
 from ..widgets.layout_explorer import (
     MAX_DEVICES,
     LayoutExplorerState,

@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib import colors as mcolors
 
+from ..views.compare.geometry import tail_length
 from ..views.core import style
 from ..views.paths import geometry as geo
 from ..views.paths.scene import build_scene
 from ..views.shards.ticks import log_tick_texts
 from ..views.update import geometry as upd
 from ..views.update import panel
+from ..views.update.zoom import shared_factor, shared_zoom, times
 from . import encode
 from .look import look_table
 from .widget import BrowserWidget
@@ -39,7 +41,6 @@ __all__ = ["path_state", "loss_ticks", "update_ticks", "zoom_boxes", "PathExplor
 
 # the rule's terms as the close-up and the hover name them
 TERM_NAMES = dict(upd.TERM_SHORT)
-ZOOM_MIN = 0.005  # of the paths panel: the smallest close-up (x200)
 
 
 def loss_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
@@ -111,10 +112,13 @@ def contour_png(grid: tuple[np.ndarray, np.ndarray, np.ndarray], levels: np.ndar
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _terms(rec, name: str, plane, coords: np.ndarray, kept: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _terms(
+    rec, name: str, plane, coords: np.ndarray, kept: np.ndarray
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray | None]:
     """The update's terms at the kept updates: names, projected vectors ``(m, T, 2)``
-    chained tip to tail from the position, and full-space lengths ``(m, T + 1)`` of
-    each term and of the whole step (float64)."""
+    chained tip to tail from the position, full-space lengths ``(m, T + 1)`` of each
+    term and of the whole step (float64), and Nesterov's iterates ``p - mu*v_prev``
+    ``(m, 2)`` behind each look-ahead point (None for the other rules)."""
     n = len(rec)
     flat = lambda a: np.asarray(a, np.float64).reshape(n, -1)  # noqa: E731
     p = np.asarray(rec.path(name), np.float64).reshape(n + 1, -1)
@@ -123,50 +127,56 @@ def _terms(rec, name: str, plane, coords: np.ndarray, kept: np.ndarray) -> tuple
     hp = rec.hyperparameters
     lr = np.asarray(hp.learning_rate, np.float64).reshape(n, 1)
     mu = float(hp.momentum)
+    iterates = None
     with np.errstate(invalid="ignore", over="ignore"):
         vecs, names = [-lr * g], ["gradient"]
         if mu != 0.0:
             v_prev = np.concatenate([np.zeros_like(v[:1]), v[:-1]])
             names.insert(0, "lookahead" if hp.nesterov else "momentum")
             vecs.insert(0, mu * v if hp.nesterov else mu * v_prev)
+            if hp.nesterov:
+                iterates = coords[kept] - (mu * v_prev[kept]) @ plane.basis.T
         step = p[1:] - p[:-1]
         uvs = np.stack([vec[kept] @ plane.basis.T for vec in vecs], axis=1)
         lengths = np.stack([np.linalg.norm(vec[kept], axis=1) for vec in [*vecs, step]], axis=1)
-    return names, uvs, lengths
+    return names, uvs, lengths, iterates
 
 
 def zoom_boxes(
-    positions: list[np.ndarray], chains: list[np.ndarray], nexts: list[np.ndarray], main: geo.Box, pad: float = 0.3
+    positions: list[np.ndarray],
+    chains: list[np.ndarray],
+    nexts: list[np.ndarray],
+    main: geo.Box,
+    iterates: list[np.ndarray | None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The close-ups of every kept update at one scale: ``(m, runs, 4)`` square boxes
-    (x0, x1, y0, y1), each run's centred on its position, arrow tips and next point, all
-    as large as the largest run's needs (at least ``ZOOM_MIN`` of the paths panel), and
-    ``(m,)`` how many times closer than the paths panel that scale is."""
+    """The close-ups of every kept update on one shared zoom, as the explorer's still and
+    ``plot_update`` frame them (``views.update.zoom.shared_zoom``: each run's box fitted
+    to its position, arrow tips and Nesterov's iterate, all the largest one's size):
+    ``(m, runs, 4)`` square boxes (x0, x1, y0, y1) and ``(m,)`` how many times closer
+    than the paths they are (``zoom.shared_factor``, the caption's ``×N``). Without
+    arrows (``chains`` of no terms) a box frames the position and the next point."""
     m, r = len(positions[0]), len(positions)
     boxes = np.full((m, r, 4), np.nan)
     factors = np.full(m, np.nan)
-    main_span = max(float(np.ptp(main[0])), float(np.ptp(main[1])))
     for i in range(m):
-        lows, highs = [], []
+        datas: dict[str, panel.PanelData] = {}
         for j in range(r):
-            pts = [positions[j][i], nexts[j][i]]
-            tip = positions[j][i].copy()
-            for uv in chains[j][i]:
-                tip = tip + uv
-                pts.append(tip)
-            pts = np.asarray(pts, np.float64)
-            pts = pts[np.all(np.isfinite(pts), axis=1)]
-            lows.append(pts.min(axis=0) if len(pts) else None)
-            highs.append(pts.max(axis=0) if len(pts) else None)
-        spans = [float((h - lo).max()) for lo, h in zip(lows, highs) if lo is not None]
-        if not spans:
-            continue
-        span = max(max(spans) * (1 + 2 * pad), ZOOM_MIN * main_span, 1e-12)
-        for j in range(r):
-            if lows[j] is not None:
-                c = (lows[j] + highs[j]) / 2
-                boxes[i, j] = (c[0] - span / 2, c[0] + span / 2, c[1] - span / 2, c[1] + span / 2)
-        factors[i] = main_span / span
+            p0 = np.asarray(positions[j][i], np.float64)
+            tail, chain = p0, []
+            for uv in chains[j][i] if len(chains[j][i]) else [nexts[j][i] - p0]:
+                chain.append(("term", tail, np.asarray(uv, np.float64)))
+                tail = tail + uv
+            it = None if iterates is None else iterates[j]
+            nesterov = None if it is None else (it[i], p0)
+            box = ((0.0, 1.0), (0.0, 1.0)) if np.all(np.isfinite(p0)) else None  # fit_box replaces it
+            datas[str(j)] = panel.PanelData(str(j), i, p0, tuple(chain), nesterov, p0[None], box)
+        _, shared, _ = shared_zoom(datas, main)
+        framed = {k: d for k, d in shared.items() if d.box is not None and np.all(np.isfinite(d.box))}
+        for k, d in framed.items():
+            assert d.box is not None  # (kept by the filter)
+            (x0, x1), (y0, y1) = d.box
+            boxes[i, int(k)] = (x0, x1, y0, y1)
+        factors[i] = shared_factor(main, framed)
     return boxes, factors
 
 
@@ -181,9 +191,13 @@ def path_state(
 ) -> dict[str, Any]:
     """Everything the browser's ``PathExplorer`` draws, as plain data (arrays as
     ``encode.array``): the runs and their looks, the box, the contour picture, the
-    minima, and per run the path, the loss after k updates and, at each update the
-    slider shows, the position, the next point, the terms (projected and their
-    full-space lengths); the close-up box per update, shared by the runs.
+    minima, and per run the path, the loss after k updates and, at each update n the
+    slider shows, the parameters before it (``position``) and after it (``next``, where
+    the ring is), the loss after it (``loss_at``, marked at ``marked_k`` = n as
+    ``plot_paths`` and ``findings`` mark it, the headline's ``mean_window`` shaded), the
+    terms (projected and their full-space lengths); the close-up boxes per update on one
+    shared zoom (``zoom_boxes``) and that zoom as the still's caption says it
+    (``zoom_text``).
 
     ``step``: the update shown first, as ``recording.steps`` counts them (None: the
     first); ``max_points``: at most this many updates on the slider (a longer run keeps
@@ -197,7 +211,7 @@ def path_state(
     start = 0 if picked is None else geo.step_index(steps, picked)
     start = int(np.argmin(np.abs(kept - start)))
     arrows = all(upd.why_no_arrows(r) is None for r in scene.recordings.values())  # kinds and every update
-    runs, positions, chains, nexts = {}, [], [], []
+    runs, positions, chains, nexts, iterates = {}, [], [], [], []
     loss_lo, loss_hi = np.inf, 0.0
     for key in names:
         rec, coords = scene.recordings[key], scene.coords[key]
@@ -214,22 +228,27 @@ def path_state(
             "position": encode.array(coords[kept]),
             "next": encode.array(coords[kept + 1]),
             "loss_after": encode.array(np.asarray(loss)[kept + 1]),
-            "loss_at": encode.array(np.asarray(loss)[kept]),  # at the position: after kept updates
+            # the loss the panel marks at update n: after n updates, at the ring (as plot_paths)
+            "loss_at": encode.array(np.asarray(loss)[kept + 1]),
         }
         color = scene.colors[key]
         run["tint"] = mcolors.to_hex(panel.tint(color, style.REMAINDER_TINT))
         if arrows:
-            terms, uvs, lengths = _terms(rec, scene.name, scene.plane, coords, kept)
+            terms, uvs, lengths, its = _terms(rec, scene.name, scene.plane, coords, kept)
+            iterates.append(its)
             run.update(terms=terms, uvs=encode.array(uvs), lengths=encode.array(lengths))
             run["term_colors"] = {t: mcolors.to_hex(panel.term_color(t, color)) for t in terms}
             chains.append(uvs)
         else:
             chains.append(np.zeros((len(kept), 0, 2)))
+            iterates.append(None)
         positions.append(coords[kept])
         nexts.append(coords[kept + 1])
         runs[key] = run
+    from ..widgets.explorer_figure import MIN_ZOOM  # the still's: under it no boxes on the paths
+
     ticks, labels = loss_ticks(loss_lo, loss_hi)
-    zoom, factors = zoom_boxes(positions, chains, nexts, scene.box)
+    zoom, factors = zoom_boxes(positions, chains, nexts, scene.box, iterates)
     return {
         "kind": "paths",
         "names": names,
@@ -244,8 +263,13 @@ def path_state(
         "index": start,
         "arrows": bool(arrows),
         "frame_index": [int(k) for k in kept],
+        "marked_k": [int(k) + 1 for k in kept],  # the loss panel's k at each slider position: update n at k = n
+        # the k whose mean loss findings(..., upto=n) compares (its window: the last tail_length(n))
+        "mean_window": [[int(steps[i - tail_length(int(i) + 1) + 1]), int(steps[i])] for i in kept],
         "zoom": encode.array(zoom),
         "zoom_factor": encode.array(factors),
+        "zoom_text": [times(f) if np.isfinite(f) else "" for f in factors],  # the caption's ×N
+        "zoom_shown": [bool(f >= MIN_ZOOM) for f in factors],  # boxes on the paths only where they zoom in
         "update_ticks": update_ticks(int(steps[-1])),
         "loss_range": [float(loss_lo), float(loss_hi)] if loss_hi > 0 else None,
         "loss_ticks": ticks,

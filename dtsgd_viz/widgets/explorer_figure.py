@@ -1,64 +1,52 @@
 """``PathExplorer``'s figure: the paths and the loss over one close-up panel per run.
 
-At the paths panel's scale most updates are a few pixels long (Nesterov's, once it
-runs along the valley, are 1/30 of the view), so the explorer shows every run's
-update up close under the paths, redrawn for each update the slider shows: each
-term a thick arrow tip to tail at its true length, Nesterov's look-ahead point, every
-run on one zoom and a run too small at it inset closer (``views.update.zoom``, as
-``plot_update`` draws them), the zoom said in the one-line caption; the dotted box on
-the paths says where each close-up is. One grid, no subfigures: the paths row
-and the close-up row share the figure's width, the caption sits between them.
+Update n is marked as ``plot_paths`` and ``findings`` mark it: each run's ring at its
+parameters after update n, the loss panel's dashed line and dots at k = n (the loss
+after n updates) and the pale band over the updates whose mean loss the headline
+(``findings(..., upto=n)``) compares. At the paths panel's scale most updates are a few
+pixels long, so the update's terms are drawn under the paths, one close-up per run on
+one shared zoom (``views.update.zoom``, as ``plot_update`` draws them); the one-line
+caption says that zoom once, and a dotted box on the paths says where each close-up
+looks. One legend under the figure names the runs, the start, the minimum and the ring.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from ..views.core import style
 from ..views.core.figure import fit, headline, new_figure
-from ..views.paths.frames import ZOOM_BOX_LOOK, ZOOM_BOX_Z, draw_zoom
-from ..views.paths.geometry import rule_name
-from ..views.paths.labels import (
-    HARD,
-    TOUCH,
-    boxes_overlap,
-    leader_cost,
-    panel_obstacles,
-    place_text,
-    renderer_of,
-    spot_costs,
-    text_box,
-)
-from ..views.paths.loss import nest_loss_dots
-from ..views.paths.names import name_runs, open_rings_on_star, place_names
-from ..views.paths.plot import draw_paths
-from ..views.paths.scene import settings_line
-from ..views.paths.titles import path_title, short_arrows
-from ..views.update import geometry as upd
+from ..views.paths import geometry as geo
+from ..views.paths import thin
+from ..views.paths.findings import findings_of
+from ..views.paths.frames import SQUARE_PATHS_SIZE, ZOOM_BOX_LOOK, ZOOM_BOX_Z, PathArtists, draw_scene, draw_zoom
+from ..views.paths.loss import mark_window, nest_loss_dots
+from ..views.paths.names import legend_handles, open_rings_on_star, step_marker
+from ..views.paths.plot import PathsView
+from ..views.paths.scene import build_scene, settings_line
 from ..views.update import panel as update_panel
-from ..views.update.zoom import draw_inset, shared_zoom, zoom_caption
+from ..views.update.zoom import draw_inset, shared_factor, shared_zoom, zoom_caption
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import ConstrainedLayoutEngine
     from matplotlib.patches import Rectangle
-    from matplotlib.text import Annotation, Text
+    from matplotlib.text import Text
 
     from ..recording import Recording
     from ..theory.surfaces import Surface
-    from ..views.paths.frames import PathArtists
-    from ..views.paths.plot import PathsView
     from ..views.paths.scene import PathScene
     from ..views.update.panel import PanelData
 
 __all__ = [
     "CLOSE_UP_SIZE",
     "CLOSE_UP_CAPTION",
+    "MIN_ZOOM",
     "explorer_view",
     "draw_close_up",
     "draw_close_ups",
@@ -68,57 +56,47 @@ __all__ = [
     "update_finding",
     "explorer_caption",
     "set_finding",
-    "zoom_callouts",
+    "mark_mean",
     "shown_box",
-    "callout_spot",
     "follow_headline",
     "headline_parts",
     "move_loss_dots",
     "show_arrows",
 ]
 
-CLOSE_UP_SIZE = (style.WIDTH, 8.3)  # headline, paths and loss, caption, a close-up per run
+CLOSE_UP_SIZE = (style.WIDTH, 8.3)  # headline, paths and loss, caption, a close-up per run, legend
 CLOSE_UP_CAPTION = "Below: update {k}, {zoom}"  # one line; {zoom}: ``views.update.zoom.zoom_caption``
 CAPTION_SIZE = style.TICK_SIZE  # the caption's type: over style.NOTE_SIZE, the smallest allowed
-MIN_BOX_PX = 22.0  # a close-up's box on the paths is drawn at least this many pixels wide
-CALLOUT_GAPS = (3.0, 6.0, 10.0, 16.0, 24.0, 34.0, 46.0, 60.0, 78.0, 100.0)  # px off its box
-CALLOUT_LEADER_PX = 7.0  # a callout further than this off its box hangs on a leader
+MIN_BOX_FRAC = 0.05  # a close-up's box on the paths is drawn at least this much of the paths' span
+MIN_ZOOM = 2.0  # a shared zoom under this draws no boxes on the paths (they would cover most of it)
 TRAIL_KEEP = 2  # the path's segments a close-up keeps before the update (older ones crowd it)
-BOTTOM_MARGIN = 0.02  # of the figure's height, blank under the close-ups' tick labels
+BOTTOM_MARGIN = 0.02  # of the figure's height, blank under the legend
 
 
 def update_finding(scene: PathScene, index: int) -> str:
-    """The headline at recording index ``index`` (update ``u``):
-    ``path_findings.findings_of(scene, upto=u).headline()``, which run's mean loss over
-    the last updates up to ``u`` is lowest and how many times lower than the others',
-    as ``print(dtsgd_viz.findings(runs, surface, upto=u))`` says it: ``"After update 20,
-    Nesterov is lowest: 6.2× below plain, 223× below momentum (mean loss, k = 17–20)"``
-    (runs by their house names, ``path_geometry.rule_name``); runs that
-    diverged by then are named."""
-    from ..views.paths.findings import findings_of
-
+    """The headline at recording index ``index`` (update ``u``): ``findings_of(scene,
+    upto=u).headline()``, as ``print(dtsgd_viz.findings(runs, surface, upto=u))`` says
+    it, e.g. ``"After update 20, Nesterov is lowest: 6.2× below plain, 223× below
+    momentum (mean loss, k = 17–20)"``."""
     update = int(next(iter(scene.recordings.values())).steps[index])
     return findings_of(scene, upto=update, paths=False).headline()
 
 
 def set_finding(fig: Figure, text: str) -> None:
     """Put ``text`` in ``fig``'s headline (``views.core.figure.headline``), keeping its line
-    count: the settings line hangs under it. A finding longer than the first is set a
-    little smaller (down to ``style.TITLE_SIZE``) to fit those lines, else not wrapped
-    (it would run into the settings line)."""
+    count (the settings line hangs under it and the layout is fixed): a finding longer
+    than the first is set a little smaller, down to ``style.TITLE_SIZE``, to fit."""
     title = _suptitle(fig)
-    assert title is not None  # a headline to keep (follow_headline checks)
+    assert title is not None  # explorer_view titles its figure
     old = title.get_text()
     body = old.rstrip("\n")
-    size = style.SUPTITLE_SIZE
-    lines = fit(text, fig.get_figwidth() * 72.0, size, bold=True)
-    while lines.count("\n") > body.count("\n") and size > style.TITLE_SIZE:  # a little smaller, to fit
+    size, width = style.SUPTITLE_SIZE, fig.get_figwidth() * 72.0
+    lines = fit(text, width, size, bold=True)
+    while lines.count("\n") > body.count("\n") and size > style.TITLE_SIZE:
         size -= 0.5
-        lines = fit(text, fig.get_figwidth() * 72.0, size, bold=True)
-    if lines.count("\n") > body.count("\n"):
-        lines = text
+        lines = fit(text, width, size, bold=True)
     title.set_fontsize(size)
-    title.set_text(lines + "\n" * (body.count("\n") - lines.count("\n")) + old[len(body) :])
+    title.set_text(lines + "\n" * max(0, body.count("\n") - lines.count("\n")) + old[len(body) :])
 
 
 def _suptitle(fig: Figure) -> Text | None:
@@ -146,63 +124,46 @@ def explorer_view(
     zoom: bool,
     note: str | None,
 ) -> PathsView:
-    """The ``PathsView`` the explorer updates: ``draw_paths``' figure without close-ups
-    (``zoom`` False or no arrows), else paths and loss over one close-up axes per run
-    (``artists.zoom_axes``, their boxes ``artists.zoom_boxes``; the widget draws them)."""
-    if not (zoom and arrows) or step is None:
-        view = draw_paths(recordings, surface, step, name=name, arrows=arrows, zoom=False, note=note)
-        tidy_loss_axis(view.artists.ax_loss)
-        return _named(view)
-    fig = new_figure(CLOSE_UP_SIZE)
-    keys = list(cast("Mapping[str, Recording]", recordings)) if hasattr(recordings, "keys") else ["recording"]
-    n = max(1, len(keys))
-    # room for tick labels that change with the update, and a margin under the close-ups
+    """The ``PathsView`` the explorer updates: the headline (``update_finding``), the
+    paths and the loss marked at update ``step`` (the rings after it, the loss at k =
+    ``step``, ``scene.ring_index(after=True)``) and, with ``zoom`` and ``arrows``, one
+    close-up axes per run under them (``artists.zoom_axes``, their boxes on the paths
+    ``artists.zoom_boxes``; ``draw_close_ups`` draws them); one legend under it all."""
+    scene = build_scene(recordings, surface, name)
+    update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
+    close = bool(zoom and arrows) and update is not None
+    fig = new_figure(CLOSE_UP_SIZE if close else SQUARE_PATHS_SIZE)
     engine = cast("ConstrainedLayoutEngine", fig.get_layout_engine())  # new_figure's: constrained
     engine.set(w_pad=0.1, rect=(0.0, BOTTOM_MARGIN, 1.0, 1.0 - BOTTOM_MARGIN))
-    grid = fig.add_gridspec(3, 2 * n, height_ratios=[1.33, 0.09, 0.86])
-    half = n  # the top row: paths on the left half, loss on the right
-    ax_path = fig.add_subplot(grid[0, :half])
-    ax_loss = fig.add_subplot(grid[0, half:])
-    gap = fig.add_subplot(grid[1, :])  # the caption's row, between the paths and the close-ups
-    gap.axis("off")
-    close = [fig.add_subplot(grid[2, 2 * i : 2 * i + 2]) for i in range(n)]
-    for i, ax in enumerate(close):  # the squares' slack towards the figure's edges: their
-        # tick labels and titles change width with the update after the layout ran
-        ax.set_anchor("E" if i == 0 and n > 1 else "W" if i == n - 1 and n > 1 else "C")
-    view = draw_paths(recordings, surface, step, name=name, ax=(ax_path, ax_loss), arrows=arrows, zoom=False, note=note)
-    scene, art = view.scene, view.artists
-    assert view.update is not None  # step was given: draw_paths drew it
-    index = int(np.flatnonzero(np.asarray(next(iter(scene.recordings.values())).steps) == view.update)[0])
+    n = len(scene.coords)
+    rows = (3, [1.33, 0.09, 0.86]) if close else (1, [1.0])
+    grid = fig.add_gridspec(rows[0], 2 * n, height_ratios=rows[1])
+    ax_path, ax_loss = fig.add_subplot(grid[0, :n]), fig.add_subplot(grid[0, n:])
+    _, art = draw_scene(scene, update, (ax_path, ax_loss), arrows, note=note, after=True, legend=False, names=False)
+    view = PathsView(fig, scene, art, bool(arrows) and art.note is None, update)
+    index = 0 if update is None else geo.step_index(next(iter(scene.recordings.values())).steps, update)
     headline(fig, update_finding(scene, index), settings_line(scene))
     tidy_loss_axis(ax_loss)
-    if not art.arrows:  # the recording can't give arrows: no close-ups to draw
-        for ax in [gap, *close]:
-            ax.remove()
+    looks = style.run_looks(scene.coords)
+    dots = max(len(c) for c in scene.coords.values()) <= thin.EXACT_POINTS
+    marks = {k: step_marker(k, looks[k], dots) for k in scene.coords}
+    handles = legend_handles(scene, looks, marks, None if update is None else "after the update shown")
+    art.legend = fig.legend(
+        handles=handles, loc="outside lower center", ncols=len(handles), fontsize=style.NOTE_SIZE, frameon=False
+    )
+    if update is not None:
+        mark_mean(scene, art, update)
+    if not close or not art.arrows:  # no close-ups, or the recording can't give the arrows
         return view
-    art.zoom_axes = dict(zip(scene.coords, close))
-    # over the star and the paths, under the rings: a box grown to MIN_BOX_PX frames its run's ring
-    art.zoom_boxes = {key: _zoom_box(ax_path, key, scene.colors[key], ZOOM_BOX_Z) for key in scene.coords}
-    for key in scene.coords:  # "×33" beside each box (on a leader when off it): which close-up looks there
-        ax_path.annotate(
-            "",
-            (0, 0),
-            xytext=(0, 0),
-            textcoords="data",
-            fontsize=style.LABEL_SIZE,
-            fontweight="bold",
-            color=scene.colors[key],
-            ha="center",
-            va="center",
-            gid=f"zoom-callout:{key}",
-            zorder=7.5,
-            annotation_clip=False,
-            bbox=dict(boxstyle="round,pad=0.12", fc="white", ec="none", alpha=0.85),
-            arrowprops=dict(arrowstyle="-", color=scene.colors[key], lw=0.8, shrinkA=0, shrinkB=0),
-        )
+    gap = fig.add_subplot(grid[1, :])  # the caption's row, between the paths and the close-ups
+    gap.axis("off")
+    art.zoom_axes = {key: fig.add_subplot(grid[2, 2 * i : 2 * i + 2]) for i, key in enumerate(scene.coords)}
+    art.zoom_boxes = {key: _zoom_box(ax_path, key, scene.colors[key]) for key in scene.coords}
+    assert update is not None  # close: an update to draw
     art.caption = gap.text(
         0.5,
         0.5,
-        explorer_caption(view.update),
+        explorer_caption(update),
         transform=gap.transAxes,
         fontsize=CAPTION_SIZE,
         color=style.SUBTITLE_COLOR,
@@ -210,46 +171,44 @@ def explorer_view(
         va="center",
         gid="caption",
     )
-    ax_path.set_xlabel(ax_path.get_xlabel(), labelpad=1.0)
-    return _named(view)
-
-
-def _named(view):
-    """``view`` with each run's name written on its path (``path_names.name_runs``, on
-    the laid-out figure): the runs are told apart by more than colour."""
-    view.figure.draw_without_rendering()
-    art = view.artists
-    art.run_names = name_runs(view.scene, art, style.run_looks(view.scene.coords))
     return view
 
 
+def mark_mean(scene: PathScene, art: PathArtists, update: int) -> list[Artist]:
+    """The loss panel's pale band over the updates whose mean loss the headline at
+    ``update`` compares (``findings_of(scene, upto=update).window``, ``loss.mark_window``),
+    the band of the update shown before removed. Returns the artists drawn."""
+    if art.ax_loss is None:
+        return []
+    for a in [*art.ax_loss.patches, *art.ax_loss.lines, *art.ax_loss.texts]:
+        if (a.get_gid() or "").startswith(("loss-window", "loss-mean:")):
+            a.remove()
+    return mark_window(art, findings_of(scene, upto=int(update), paths=False))
+
+
 def move_loss_dots(art: PathArtists, dots: Mapping[str, tuple[float, float]]) -> None:
-    """Put each run's loss dot at ``dots[config] = (update, loss)``, rings round the
-    last where they coincide (``path_loss.nest_loss_dots``)."""
+    """Put each run's loss dot at ``dots[config] = (k, loss)``, rings round the last
+    where they coincide (``path_loss.nest_loss_dots``)."""
     for key, (s, loss) in dots.items():
         art.loss_markers[key].set_data([s], [loss])
     nest_loss_dots(art.loss_markers)
 
 
 def show_arrows(scene: PathScene, art: PathArtists, update: int, title: str) -> None:
-    """With close-ups, a run's arrows on the paths panel only where they show (a speck
-    under its ring, ``path_titles.short_arrows``, is hidden: its close-up draws it),
-    and the paths panel's ``title`` naming the runs whose arrows it draws."""
-    short = short_arrows(scene, art, update) if art.zoom_axes and art.arrows else []
-    for (key, _), q in art.arrows.items():
-        q.set_visible(key not in short)
-    if short:
-        shown = len(short) < len(scene.coords)
-        title = path_title(scene, update, short=short) if shown else f"Update {int(update)}: its terms up close below"
+    """With close-ups, no arrows on the paths panel (at its scale they are specks or a
+    tangle; the close-ups draw them) and its title says so; else ``title``."""
+    for q in art.arrows.values():
+        q.set_visible(not art.zoom_axes)
     assert art.title is not None  # draw_scene titles the paths panel
-    art.title.set_text(title)
+    art.title.set_text(f"Update {int(update)}: its terms up close below" if art.zoom_axes and art.arrows else title)
 
 
-def _zoom_box(ax, key, color, zorder) -> Rectangle:
+def _zoom_box(ax: Axes, key: str, color: str) -> Rectangle:
+    """A close-up's dotted box on the paths, over the star and the paths, under the rings."""
     from matplotlib.patches import Rectangle
 
-    box = Rectangle((0, 0), 0, 0, ec=color, zorder=zorder, gid=f"zoom-box:{key}", **ZOOM_BOX_LOOK)
-    ax.add_patch(box)  # returns the box itself
+    box = Rectangle((0, 0), 0, 0, ec=color, zorder=ZOOM_BOX_Z, gid=f"zoom-box:{key}", **ZOOM_BOX_LOOK)
+    ax.add_patch(box)
     return box
 
 
@@ -272,201 +231,30 @@ def tidy_loss_axis(ax: Axes | None) -> None:
     ax.xaxis.set_major_locator(FixedLocator([t for t in ticks if lo <= t <= last + 1e-9]))
 
 
-def close_up_title(key: str, zoom: float) -> str:
-    """A close-up's title: the run and how many times closer than the paths it is (the
-    update shown is in the paths' title and the caption)."""
-    name = rule_name(key)
-    return f"{name} · zoom ×{zoom:.0f}" if zoom >= 9.5 else f"{name} · zoom ×{zoom:.1f}"
-
-
-def zoom_callouts(art: PathArtists) -> dict[str, Annotation]:
-    """``{config: Text}``: the zoom factor written beside each close-up's box on the paths."""
-    texts = {(t.get_gid() or "")[13:]: t for t in art.ax_path.texts if (t.get_gid() or "").startswith("zoom-callout:")}
-    return cast("dict[str, Annotation]", texts)  # explorer_view draws them with annotate
+def close_up_title(key: str, zoom: float | None = None) -> str:
+    """A close-up's title: the run's name (``zoom`` is kept for callers; the one shared
+    zoom is said once, in the caption)."""
+    return geo.rule_name(key)
 
 
 def shown_box(
-    box: Sequence[tuple[float, float]], ax: Axes, min_px: float = MIN_BOX_PX
+    box: Sequence[tuple[float, float]], main_box: Sequence[tuple[float, float]], min_frac: float = MIN_BOX_FRAC
 ) -> tuple[tuple[float, float], ...]:
     """``box`` (``((x0, x1), (y0, y1))``, data) grown about its centre to at least
-    ``min_px`` pixels a side on ``ax``: a ×50 close-up's box is a few pixels otherwise.
+    ``min_frac`` of ``main_box``'s larger side: a ×50 close-up's box would be a speck.
 
-    >>> from matplotlib.figure import Figure
-    >>> ax = Figure(figsize=(4, 4), dpi=100).add_axes((0, 0, 1, 1), xlim=(0, 4), ylim=(0, 4))
-    >>> shown_box(((1.0, 1.01), (2.0, 3.0)), ax)   # 400 px for 4 units: 22 px is 0.22
-    ((0.895, 1.115), (2.0, 3.0))
+    >>> shown_box(((1.0, 1.01), (2.0, 3.0)), ((0, 4), (0, 2)))
+    ((0.905, 1.105), (2.0, 3.0))
     """
-    bbox = ax.get_window_extent()
-    (ax0, ax1), (ay0, ay1) = ax.get_xlim(), ax.get_ylim()
-    per_px = (abs(ax1 - ax0) / max(bbox.width, 1.0), abs(ay1 - ay0) / max(bbox.height, 1.0))
+    least = min_frac * max(float(np.ptp(main_box[0])), float(np.ptp(main_box[1])))
     out = []
-    for (lo, hi), unit in zip(box, per_px):
-        half, mid = max(hi - lo, min_px * unit) / 2.0, (lo + hi) / 2.0
+    for lo, hi in box:
+        half, mid = max(hi - lo, least) / 2.0, (lo + hi) / 2.0
         out.append((round(mid - half, 12), round(mid + half, 12)))
     return tuple(out)
 
 
-NEST_PX = 4.0  # a box drawn where another already is grows this many pixels each side
-
-
-def nested_box(box: Sequence[float], drawn: Sequence[Sequence[float]], near: float = NEST_PX) -> tuple[float, ...]:
-    """``box`` (pixels ``(x0, y0, x1, y1)``) grown by ``near`` each side, again, while
-    each edge lies within ``near`` of one already ``drawn`` (two runs at one point have
-    boxes of one size there: nested, both are seen).
-
-    >>> nested_box((0, 0, 20, 20), [(1, -1, 21, 19)])
-    (-4.0, -4.0, 24.0, 24.0)
-    """
-    box = tuple(float(v) for v in box)
-    for _ in range(len(drawn) + 1):
-        if not any(max(abs(a - b) for a, b in zip(box, d)) < near for d in drawn):
-            break
-        box = (box[0] - near, box[1] - near, box[2] + near, box[3] + near)
-    return box
-
-
-def callout_spot(
-    box_px: Sequence[float],
-    size_px: Sequence[float],
-    obstacles: ArrayLike,
-    taken: Iterable[Sequence[float]],
-    frame: Sequence[float],
-    gap: float = 3.0,
-) -> tuple[float, float]:
-    """Where a callout of ``size_px`` (w, h) goes beside the display box ``box_px``
-    (x0, y0, x1, y1): the centre, right, left, above or below it (and the corners),
-    holding the fewest ``obstacles`` points, overlapping no box of ``taken`` and inside
-    ``frame``.
-
-    >>> callout_spot((10, 10, 20, 20), (8, 4), [(26, 15)], [], (-50, -50, 100, 100))   # not right
-    (3.0, 15.0)
-    >>> callout_spot((10, 10, 20, 20), (8, 4), [(26, 15)], [], (0, 0, 100, 100))   # nor off the frame
-    (15.0, 25.0)
-    """
-    x0, y0, x1, y1 = box_px
-    w, h = size_px
-    cx, cy = (x0 + x1) / 2.0, (y0 + y1) / 2.0
-    dx, dy = (x1 - x0) / 2.0 + gap + w / 2.0, (y1 - y0) / 2.0 + gap + h / 2.0
-    cands = [
-        (cx + dx, cy),
-        (cx - dx, cy),
-        (cx, cy + dy),
-        (cx, cy - dy),
-        (cx + dx, cy + dy),
-        (cx - dx, cy + dy),
-        (cx + dx, cy - dy),
-        (cx - dx, cy - dy),
-    ]
-    pts = np.asarray(obstacles, np.float64).reshape(-1, 2)
-    best, cost = cands[0], np.inf
-    for x, y in cands:
-        b = (x - w / 2, y - h / 2, x + w / 2, y + h / 2)
-        c = float(np.sum((pts[:, 0] >= b[0]) & (pts[:, 0] <= b[2]) & (pts[:, 1] >= b[1]) & (pts[:, 1] <= b[3])))
-        c += 1000.0 * sum(b[0] < t[2] and b[2] > t[0] and b[1] < t[3] and b[3] > t[1] for t in taken)
-        c += 1e6 * (b[0] < frame[0] or b[1] < frame[1] or b[2] > frame[2] or b[3] > frame[3])
-        if c < cost:
-            best, cost = (float(x), float(y)), c
-    return best
-
-
-def place_callouts(scene: PathScene, art: PathArtists) -> None:
-    """Grow each close-up's box on the paths to ``MIN_BOX_PX``, write its zoom factor
-    beside it and the start and minimum names beside their points, all placed by one
-    scoring (``views.paths.labels``) off the paths, markers, boxes and each other."""
-    ax = art.ax_path
-    callouts = zoom_callouts(art)
-    boxes = {}
-    for key, rect in art.zoom_boxes.items():
-        x, y, w, h = rect.get_x(), rect.get_y(), rect.get_width(), rect.get_height()
-        if key not in art.zoom_axes or not (w > 0 and h > 0):
-            continue
-        (bx0, bx1), (by0, by1) = shown_box(((x, x + w), (y, y + h)), ax)
-        px = (*ax.transData.transform((bx0, by0)), *ax.transData.transform((bx1, by1)))
-        px = nested_box(px, list(boxes.values()))
-        (bx0, by0), (bx1, by1) = ax.transData.inverted().transform([px[:2], px[2:]])
-        rect.set_bounds(bx0, by0, bx1 - bx0, by1 - by0)
-        boxes[key] = px
-    renderer = renderer_of(ax.figure)
-    for key, text in callouts.items():
-        text.set_text(art.zoom_axes[key].get_title().rsplit(" ", 1)[-1] if key in boxes else "")  # "×33"
-        arrow = getattr(text, "arrow_patch", None)
-        if key not in boxes and arrow is not None:
-            arrow.set_visible(False)
-    obs = panel_obstacles(art, skip={*callouts.values(), *art.names.values()})
-    for key, b in boxes.items():
-        text = callouts.get(key)
-        if text is None:
-            continue
-        x0, y0, x1, y1 = text_box(text, renderer)
-        w, h = x1 - x0, y1 - y0
-        others = [o for k, o in boxes.items() if k != key]
-        pts = (obs.points, obs.weights)
-
-        def lead(c, b=b, pts=pts):  # the paths its leader crosses (>= 0)
-            end = np.clip(((c[0] + c[2]) / 2.0, (c[1] + c[3]) / 2.0), b[:2], b[2:])
-            return 3.0 * leader_cost(obs, _box_edge(c[:4], end), end, points=pts) if c[4] > CALLOUT_LEADER_PX else 0.0
-
-        # paths under it, boxes, distance, then leader crossings: the first cheapest candidate,
-        # the leader measured only for those that could still win
-        cands = _callout_candidates(b, (w, h))
-        base = (
-            spot_costs(obs, [c[:4] for c in cands], points=pts, touch=TOUCH)
-            + [c[4] for c in cands]
-            + [HARD * sum(boxes_overlap(c[:4], o) for o in others) for c in cands]
-        )
-        best, cost = None, np.inf
-        for i in np.argsort(base, kind="stable"):
-            if base[i] > cost:
-                break
-            total = base[i] + lead(cands[i])
-            if total < cost or (total == cost and i < best):
-                best, cost = int(i), total
-        assert best is not None  # the cheapest candidate: every cost is finite
-        spot = cands[best]
-        place_text(text, spot[:4])
-        end = np.clip(((spot[0] + spot[2]) / 2.0, (spot[1] + spot[3]) / 2.0), b[:2], b[2:])
-        text.xy = tuple(ax.transData.inverted().transform(end))
-        if text.arrow_patch is not None:  # a leader only where the callout sits off its box
-            text.arrow_patch.set_visible(spot[4] > CALLOUT_LEADER_PX)
-        obs.add_box(spot[:4])
-        if spot[4] > CALLOUT_LEADER_PX:  # the names keep off its leader too
-            obs.add_polyline([_box_edge(spot[:4], end), end])
-    place_names(art, (), scene)  # now off the callouts too
-
-
-def _box_edge(box, towards):
-    """The point of ``box``'s edge (display) nearest ``towards`` (outside it)."""
-    return np.clip(np.asarray(towards, np.float64), box[:2], box[2:])
-
-
-def _callout_candidates(box, size, gaps=CALLOUT_GAPS):
-    """Boxes of ``size`` beside the display ``box`` (x0, y0, x1, y1): right, left,
-    above, below and the corners, ``gap`` pixels off it (the gap last)."""
-    x0, y0, x1, y1 = box
-    w, h = size
-    cx, cy = (x0 + x1) / 2.0, (y0 + y1) / 2.0
-    out = []
-    for g in gaps:
-        dx, dy = (x1 - x0) / 2.0 + g + w / 2.0, (y1 - y0) / 2.0 + g + h / 2.0
-        for x, y in (
-            (cx + dx, cy),
-            (cx - dx, cy),
-            (cx, cy + dy),
-            (cx, cy - dy),
-            (cx + dx, cy + dy),
-            (cx - dx, cy + dy),
-            (cx + dx, cy - dy),
-            (cx - dx, cy - dy),
-            (cx + dx, y1 - h / 2),
-            (cx + dx, y0 + h / 2),
-            (cx - dx, y1 - h / 2),
-            (cx - dx, y0 + h / 2),
-        ):
-            out.append((x - w / 2, y - h / 2, x + w / 2, y + h / 2, g))
-    return out
-
-
-def _trim_close_up(ax, key) -> None:
+def _trim_close_up(ax: Axes, key: str) -> None:
     """Keep only the path's last ``TRAIL_KEEP`` segments before the update in a close-up:
     the whole path faintly and the older trail crowd a wide (×5) one."""
     for artist in [*ax.lines, *ax.collections]:
@@ -474,45 +262,47 @@ def _trim_close_up(ax, key) -> None:
         if gid == f"zoom-path:{key}":
             artist.set_visible(False)
         elif gid == f"zoom-trail:{key}":
-            segs, colors = artist.get_segments(), artist.get_colors()
-            artist.set_segments(segs[-TRAIL_KEEP:])
-            artist.set_color(colors[-TRAIL_KEEP:] if len(colors) == len(segs) else colors)
+            segs, colors = artist.get_segments(), artist.get_colors()  # pyright: ignore[reportAttributeAccessIssue]
+            artist.set_segments(segs[-TRAIL_KEEP:])  # pyright: ignore[reportAttributeAccessIssue]
+            artist.set_color(colors[-TRAIL_KEEP:] if len(colors) == len(segs) else colors)  # pyright: ignore[reportAttributeAccessIssue]
         elif gid == f"zoom-trail-points:{key}":
-            offs, colors = artist.get_offsets(), artist.get_facecolors()
-            artist.set_offsets(offs[-TRAIL_KEEP:])
+            offs, colors = artist.get_offsets(), artist.get_facecolors()  # pyright: ignore[reportAttributeAccessIssue]
+            artist.set_offsets(offs[-TRAIL_KEEP:])  # pyright: ignore[reportAttributeAccessIssue]
             if len(colors) == len(offs):
-                artist.set_facecolor(colors[-TRAIL_KEEP:])
+                artist.set_facecolor(colors[-TRAIL_KEEP:])  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def draw_close_up(scene: PathScene, art: PathArtists, key: str, data: PanelData) -> None:
     """Redraw ``key``'s close-up at ``data`` (``path_frames.draw_zoom``: the panel and its
-    box on the paths), titled by ``close_up_title``, with only the path's last segments.
-    ``draw_close_ups`` draws every run's on one zoom."""
+    box on the paths, grown to ``shown_box``), titled with the run's name, with only the
+    path's last segments. ``draw_close_ups`` draws every run's on one zoom."""
     draw_zoom(scene, art, key, data)
-    _trim_close_up(art.zoom_axes[key], key)
-    if data.box is not None:
-        art.zoom_axes[key].set_title(
-            close_up_title(key, upd.zoom_factor(scene.box, data.box)),
-            fontsize=style.TITLE_SIZE,
-            color=scene.colors[key],
-            fontweight="bold",
-        )
+    ax = art.zoom_axes[key]
+    _trim_close_up(ax, key)
+    ax.set_title(close_up_title(key), fontsize=style.TITLE_SIZE, color=scene.colors[key], fontweight="bold")
+    if data.box is not None and key in art.zoom_boxes:
+        (x0, x1), (y0, y1) = shown_box(data.box, scene.box)
+        art.zoom_boxes[key].set_bounds(x0, y0, x1 - x0, y1 - y0)
 
 
 def draw_close_ups(scene: PathScene, art: PathArtists, panels: Mapping[str, PanelData]) -> None:
     """Redraw every run's close-up at ``panels`` (``{config: PanelData}``) on one zoom,
     as ``plot_update`` does (``views.update.zoom.shared_zoom``): each box the size of the
     largest, arrows at their true length, a run too small at that zoom drawn again closer
-    in an inset and unnamed in its panel; the caption says the zoom in one line."""
+    in an inset; the caption says the zoom once. Under ``MIN_ZOOM`` the boxes on the
+    paths are hidden (they would cover most of it)."""
     if not panels:
         return
     own, shared, insets = shared_zoom(panels, scene.box)
     styles = update_panel.run_styles(scene.coords)
+    boxed = shared_factor(scene.box, shared) >= MIN_ZOOM
     for key, data in shared.items():
         ax = art.zoom_axes[key]
         for child in list(ax.child_axes):  # the inset of the update shown before
             child.remove()
         draw_close_up(scene, art, key, data)
+        if key in art.zoom_boxes:
+            art.zoom_boxes[key].set_visible(boxed)
         if key in insets:
             for t in [t for t in ax.texts if (t.get_gid() or "").startswith("zoom-label:")]:
                 t.remove()  # named in no panel too small to name it in: its inset shows it
@@ -520,50 +310,44 @@ def draw_close_ups(scene: PathScene, art: PathArtists, panels: Mapping[str, Pane
         update_panel.keep_labels_inside(ax)
     if art.caption is not None:
         update = next(iter(panels.values())).update
-        art.caption.set_text(
-            explorer_caption(update, zoom_caption(scene.box, own, shared, insets, not scene.plane.is_identity))
-        )
+        words = zoom_caption(scene.box, own, shared, insets, not scene.plane.is_identity)
+        art.caption.set_text(explorer_caption(update, words))
 
 
 def explorer_still(
     recordings: Recording | Mapping[str, Recording], surface: Surface, step: int, *, name: str | None = None
 ) -> Figure:
     """The explorer's picture at update ``step``, drawn once with no widget (the still of
-    ``web.PathExplorer`` for readers that run no scripts): the paths and the loss, the
-    headline ``findings(..., upto=step).headline()`` (``update_finding``) and, where the
-    recordings give the update's terms, every run's close-up on one zoom
+    ``web.PathExplorer`` for readers that run no scripts): the headline
+    ``findings(..., upto=step).headline()`` (``update_finding``), the paths ringed after
+    the update, the loss marked at k = ``step`` with the headline's mean band and, where
+    the recordings give the update's terms, every run's close-up on one zoom
     (``draw_close_ups``). Returns the ``Figure``."""
     from ..views.paths.frames import panel_at
+    from ..views.update import geometry as upd
 
     recs = recordings if isinstance(recordings, Mapping) else {"recording": recordings}
     arrows = all(upd.why_no_arrows(r) is None for r in recs.values() if hasattr(r, "kinds"))
     view = explorer_view(recordings, surface, step, name=name, arrows=arrows, zoom=True, note=None)
     scene, art = view.scene, view.artists
-    assert view.update is not None  # step was given: draw_paths drew it
-    index = {k: int(np.flatnonzero(np.asarray(r.steps) == view.update)[0]) for k, r in scene.recordings.items()}
-    if art.zoom_axes:
-        draw_close_ups(scene, art, {k: panel_at(scene, k, index[k], True) for k in art.zoom_axes})
-        assert art.title is not None  # draw_scene titles the paths panel
-        show_arrows(scene, art, view.update, art.title.get_text())
-    view.figure.draw_without_rendering()  # the layout, once: then the close-ups' names kept inside, the callouts placed
-    for ax in art.zoom_axes.values():
-        update_panel.keep_labels_inside(ax)
-    follow_headline(view.figure, scene, art, view.update, update_finding(scene, next(iter(index.values()))))
+    assert view.update is not None  # step was given: explorer_view drew it
+    index = {k: geo.step_index(r.steps, view.update) for k, r in scene.recordings.items()}
+    draw_close_ups(scene, art, {k: panel_at(scene, k, index[k], True) for k in art.zoom_axes})
+    assert art.title is not None  # draw_scene titles the paths panel
+    show_arrows(scene, art, view.update, art.title.get_text())
+    open_rings_on_star(art)
     return view.figure
 
 
 def headline_parts(fig: Figure, art: PathArtists) -> list[Text]:
-    """The texts ``follow_headline`` changes: the headline and the boxes' callouts."""
+    """The texts ``follow_headline`` changes: the headline."""
     title = _suptitle(fig)
-    return [*zoom_callouts(art).values(), *([title] if title is not None else [])]
+    return [title] if title is not None else []
 
 
 def follow_headline(fig: Figure, scene: PathScene, art: PathArtists, update: int, text: str) -> None:
-    """After the close-ups were drawn at ``update`` (``draw_close_ups``, which also sets
-    the caption): their boxes' callouts and the headline (``text``, ``update_finding``);
-    a ring on the star shows it through."""
+    """After the update moved to ``update``: the headline ``text`` (``update_finding``)
+    and a ring on the star showing it through (``open_rings_on_star``)."""
     open_rings_on_star(art)
-    if art.zoom_axes:
-        place_callouts(scene, art)
     if _suptitle(fig) is not None and text:
         set_finding(fig, text)

@@ -27,8 +27,8 @@ from ..recording.communication import CommunicationPlan, communication_plan
 from ..recording.memory import MemoryEntry, MemoryPlan, format_bytes, plan_of
 from ..specs import UNSHARDED, Dims, LayoutSpec, MeshSpec
 from ..views.core.style import DPI
+from ..views.mesh.communication import ACTIVATION_NOTE, dims_text
 from ..views.mesh.memory import plot_memory
-from ..views.mesh.traffic import ACTIVATION_NOTE, dims_text
 
 MAX_DEVICES = 256
 _DIM = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*[=:]\s*(\d+)\s*$")

@@ -31,6 +31,7 @@ from .explorer_figure import (
     explorer_view,
     follow_headline,
     headline_parts,
+    mark_mean,
     move_loss_dots,
     show_arrows,
     update_finding,
@@ -151,10 +152,12 @@ def path_tracks(scene: PathScene, arrows: bool) -> dict[str, PathTrack]:
 class PathFrame:
     """What the moving artists show at one update (data only, no pixels).
 
-    ``positions[config]``: the parameter before the update (plot coordinates);
-    ``arrows[(config, term)]``: ``(tail, uv)``; ``panels[config]``: the zoomed
-    panel's ``PanelData`` (when arrows are on); ``loss_markers[config]``:
-    ``(update, loss)``; ``step_line``: the loss panel's update; ``title``, ``finding``."""
+    Update n is marked as ``plot_paths`` and ``findings`` mark it:
+    ``positions[config]``, the ring, at the parameters after update n (plot
+    coordinates); ``arrows[(config, term)]``: ``(tail, uv)``, from the parameters
+    before it; ``panels[config]``: the close-up's ``PanelData`` (when arrows are on);
+    ``loss_markers[config]``: ``(n, loss after n updates)``; ``step_line``: n, the loss
+    panel's dashed line; ``title``, ``finding`` (``findings(..., upto=n)``)."""
 
     index: int
     update: int
@@ -172,7 +175,8 @@ def path_frame(scene: PathScene, tracks: dict[str, PathTrack], index: int) -> Pa
     positions, arrows, markers, panels = {}, {}, {}, {}
     update = int(next(iter(scene.recordings.values())).steps[index])
     for key, t in tracks.items():
-        positions[key] = (float(t.coords[index, 0]), float(t.coords[index, 1]))
+        after = min(index + 1, len(t.coords) - 1)  # the parameters after the update (scene.ring_index)
+        positions[key] = (float(t.coords[after, 0]), float(t.coords[after, 1]))
         chain = []
         for term, tails, uvs in t.arrows:
             arrows[(key, term)] = (tuple(map(float, tails[index])), tuple(map(float, uvs[index])))
@@ -180,15 +184,16 @@ def path_frame(scene: PathScene, tracks: dict[str, PathTrack], index: int) -> Pa
         if chain:
             nesterov = None if t.iterates is None else (t.iterates[index], t.coords[index])
             panels[key] = panel.panel_data(key, update, t.coords, index, chain, nesterov, scene.box)
-        markers[key] = (float(t.loss_steps[index]), float(t.loss[index]))
+        markers[key] = (float(t.loss_steps[after]), float(t.loss[after]))
     first = next(iter(tracks.values()))
+    after = min(index + 1, len(first.loss_steps) - 1)
     return PathFrame(
         index,
         update,
         positions,
         arrows,
         markers,
-        float(first.loss_steps[index]),
+        float(first.loss_steps[after]),
         path_title(scene, update),
         panels,
         update_finding(scene, index),
@@ -343,13 +348,14 @@ class PathExplorer(FigureWidget):
             art.step_line,
             art.title,
             *art.paths.values(),
-            *art.names.values(),
+            *art.loss_lines.values(),  # redrawn over the headline's mean band, which moves
             *([art.caption] if art.caption else []),
             *headline_parts(self.figure, art),
         ]
-        self._moving = sorted(moving + stacked_over(moving), key=lambda a: a.get_zorder()) + list(
-            art.zoom_axes.values()
-        )
+        band = ("loss-window", "loss-mean:")  # the mean band: replaced at each move, in self._window
+        self._still_moving = [a for a in moving + stacked_over(moving) if not (a.get_gid() or "").startswith(band)]
+        self._window: list = []  # the mean band of the update shown (mark_mean), redrawn each move
+        self._animated = False
         self.backgrounds = 0
 
         spacing = _spacing(updates)
@@ -408,7 +414,7 @@ class PathExplorer(FigureWidget):
         for key, (x, y) in frame.positions.items():
             art.positions[key].set_data([x], [y])
             if key in art.trails:
-                set_trail(art.trails[key], scene.coords[key], frame.index, scene.colors[key])
+                set_trail(art.trails[key], scene.coords[key], frame.index + 1, scene.colors[key])
         for key, (tail, uv) in frame.arrows.items():
             q = art.arrows[key]
             q.set_offsets([tail])
@@ -416,21 +422,33 @@ class PathExplorer(FigureWidget):
         draw_close_ups(scene, art, {k: d for k, d in frame.panels.items() if k in art.zoom_axes})
         follow_headline(self.figure, scene, art, frame.update, frame.finding)
         move_loss_dots(art, frame.loss_markers)
+        self._window = mark_mean(scene, art, frame.update)
+        for a in self._window:
+            a.set_animated(self._animated)
         assert art.step_line is not None  # draw_scene drew the loss panel's update line
         art.step_line.set_xdata([frame.step_line, frame.step_line])
         show_arrows(scene, art, frame.update, frame.title)
+
+    def _moving(self) -> list:
+        """What follows the update, in z-order as a full draw stacks it, then the close-ups
+        (redrawn whole for every update: their limits follow it)."""
+        art = self.view.artists
+        return sorted([*self._still_moving, *self._window], key=lambda a: a.get_zorder()) + list(art.zoom_axes.values())
+
+    def _set_animated(self, on: bool) -> None:
+        self._animated = on
+        for a in self._moving():
+            a.set_animated(on)
 
     def _render_background(self) -> None:
         """Lay the figure out once with everything drawn, then keep the pixels of
         everything but the moving artists."""
         canvas = cast("FigureCanvasAgg", self.figure.canvas)  # FigureWidget's: an Agg canvas
         self.unfreeze_layout()
-        for a in self._moving:
-            a.set_animated(False)
+        self._set_animated(False)
         canvas.draw()
         self.figure.set_layout_engine("none")
-        for a in self._moving:
-            a.set_animated(True)
+        self._set_animated(True)
         canvas.draw()
         self._background = canvas.copy_from_bbox(self.figure.bbox)
         self.backgrounds += 1
@@ -438,7 +456,7 @@ class PathExplorer(FigureWidget):
     def _blit(self) -> np.ndarray:
         canvas = cast("FigureCanvasAgg", self.figure.canvas)  # FigureWidget's: an Agg canvas
         canvas.restore_region(self._background)
-        for a in self._moving:
+        for a in self._moving():
             self.figure.draw_artist(a)
         return np.asarray(canvas.buffer_rgba())
 
@@ -448,15 +466,13 @@ class PathExplorer(FigureWidget):
 
     def full_pixels(self) -> np.ndarray:
         """The same frame drawn from scratch, every artist (slow; for checking)."""
-        for a in self._moving:
-            a.set_animated(False)
+        self._set_animated(False)
         try:
             canvas = cast("FigureCanvasAgg", self.figure.canvas)  # FigureWidget's: an Agg canvas
             canvas.draw()
             return np.asarray(canvas.buffer_rgba()).copy()
         finally:
-            for a in self._moving:
-                a.set_animated(True)
+            self._set_animated(True)
 
     def render(self) -> bytes:
         """The current frame as PNG bytes (blitted; the figure is not re-drawn)."""

@@ -284,14 +284,19 @@ dtsgd_viz.web.CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # runs along the valley towards the minimum, while classical momentum still bounces from
 # wall to wall (the saw-tooth of its loss, right). At the scale of the paths most of
 # these updates are a few pixels long, so under the loss each run's update is drawn up
-# close, all three at one scale (their boxes are dotted on the paths), with its terms as
-# arrows at their true length; a run too small to read at that scale is drawn again
-# closer in an inset. In the browser, bars under them give the lengths of μ·v, −lr·g and
-# of the whole step on one axis. At update 20 momentum's step is several times Nesterov's.
+# close, all three on one shared zoom (the caption says it once: every panel ×6.0 closer
+# than the paths; the dotted boxes on the paths show where each close-up looks, drawn
+# only when the zoom is at least ×2), with its terms as arrows at their true length; a run
+# too small to read at that zoom is drawn again closer in an inset. Update 20 is marked as
+# in `plot_paths`: each ring is where its run is after update 20, and the loss panel's
+# dashed line and dots sit at k = 20, the loss after it, with the pale band over the
+# updates whose mean the headline compares. In the browser, bars under the close-ups give
+# the lengths of μ·v, −lr·g and of the whole step, each with its number. At update 20
+# momentum's step is several times Nesterov's.
 #
 # Your browser draws this explorer from numbers the notebook computed once, so it works
 # without a kernel too: on the documentation site, the slider, Play, hover (a point of a
-# path: the loss after that many updates) and clicks (jump to that update) all respond.
+# path: the loss after that many updates) and clicks (jump to the update whose ring is there) all respond.
 # `explorer.update` reads the update the slider shows, and setting it moves the slider.
 # The headline line printed above it is `findings(..., upto=20)`: whose mean loss over
 # the last updates up to update 20 is lowest, and by how much.

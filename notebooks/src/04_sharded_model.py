@@ -154,8 +154,8 @@ for label, sharded in (("data parallel", False), ("kernels sharded over model", 
 
 # %% [markdown]
 # Measured and predicted agree exactly. The mesh, with each all-reduce's groups drawn
-# (devices joined by a line reduce together: a line is one group, not a chain of
-# neighbour-to-neighbour sends), and under each panel what its bytes serve, for the
+# (the devices in one shaded box reduce together: a box is one group, with no order
+# among its members), and under each panel what its bytes serve, for the
 # data-parallel model:
 
 # %%
@@ -201,9 +201,10 @@ for c in traffic["kernels sharded over model"][1].extra:
 # Each device runs the same phases of an update: the collectives its forward and
 # backward passes need (here the activation all-reduce over `model`), its local
 # gradient, the all-reduces that sum the gradient (each collective with the bytes a
-# device contributes, and the groups of devices that take part together: one colour per
-# group), then its velocity and its parameter, both local. Nesterov's look-ahead is part of the local velocity
-# and parameter arithmetic, so it should add no communication. Here are the compiled
+# device contributes, in the colour of the mesh dim it runs along, as in the mesh
+# pictures above; under each column, how many groups of how many devices take part),
+# then its velocity and its parameter, both local. Nesterov's look-ahead is part of the
+# local velocity and parameter arithmetic, so it should add no communication. Here are the compiled
 # programs of a momentum step and a Nesterov step for the sharded model:
 
 # %%
@@ -223,8 +224,8 @@ show(dtsgd_viz.plot_timeline(rule_reports))
 
 # %% [markdown]
 # The boxes are an order, not measured time. The two compiled programs list the same
-# collectives, with the same groups and bytes: the look-ahead costs arithmetic, not
-# traffic.
+# collectives, with the same groups and bytes, so the figure draws them once and its
+# title says so: the look-ahead costs arithmetic, not traffic.
 
 # %% [markdown]
 # ## Each block's velocity over training

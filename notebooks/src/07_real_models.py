@@ -67,7 +67,8 @@ print(dtsgd_viz.model_table(conv_net))
 # %% [markdown]
 # `plot_layout` draws where each block of a kernel lives. The 3x3 taps are not sharded,
 # so every tap is laid out alike and one panel shows them all (the subtitle says so): an
-# (input channel x filter) matrix cut into four column blocks. The title counts them: 4
+# (input channel x filter) matrix, tensor dim 2 (input channels, rows) by tensor dim 3
+# (filters, columns), cut into four column blocks. The title counts them: 4
 # distinct blocks, each on 2 devices (its label names both, the key under it shows them
 # on the mesh), one in each half of the `batch` dimension.
 

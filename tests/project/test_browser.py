@@ -83,17 +83,17 @@ def test_notebook_03_in_jupyterlab(browser, lab, shots):  # noqa: F811
         live = page.locator(".dtsgd-viz-paths")
         live.wait_for(timeout=60_000)
         assert page.locator(".dtsgd-viz-paths .dv-label").inner_text() == "update 20 of 60"
-        marker = page.locator(".dtsgd-viz-paths path.dv-current").first
-        before = marker.get_attribute("transform")
+        marker = page.locator(".dtsgd-viz-paths circle.dv-current").first  # a ring, after the update shown
+        before = marker.get_attribute("cx"), marker.get_attribute("cy")
         # (set as a reader's drag sets it: JupyterLab keeps the arrow keys for the notebook)
         slide = "(s, i) => { s.value = i; s.dispatchEvent(new Event('input')); }"
         slider = page.locator(".dtsgd-viz-paths input.dv-slider")
         slider.evaluate(slide, 20)  # the slider's index: update 21
         page.wait_for_function("() => document.body.innerText.includes('update 21 of 60')", timeout=60_000)
-        assert marker.get_attribute("transform") != before
+        assert (marker.get_attribute("cx"), marker.get_attribute("cy")) != before
         slider.evaluate(slide, 19)
         page.wait_for_function("() => document.body.innerText.includes('update 20 of 60')", timeout=60_000)
-        assert marker.get_attribute("transform") == before
+        assert (marker.get_attribute("cx"), marker.get_attribute("cy")) == before
         _wait_stable(page)
         # the settings turn the "official Jupyter news?" toast off: none may cover the figure
         assert page.get_by_text("official Jupyter news").count() == 0

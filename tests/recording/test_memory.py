@@ -166,12 +166,12 @@ def test_plot_memory_shows_gradient_traffic_beside_memory():
     for p in traffic.patches:
         heights.setdefault(p.get_gid(), []).append(p.get_height())
     # each device all-reduces its shard of each gradient along batch (bytes, shown in B)
-    assert traffic.get_ylabel() == "B per device per update"
+    assert traffic.get_ylabel() == "B per device"
     assert heights == {"traffic-w": [8 * 4 * 4] * 8, "traffic-b": [16 * 4] * 8}
     colors = {p.get_gid(): p.get_facecolor() for p in [*mem.patches, *traffic.patches]}
     assert colors["traffic-w"] == colors["param-w"] and colors["traffic-b"] == colors["param-b"]
     assert not traffic.texts and traffic.get_title() == "gradient all-reduce per update (predicted)"
-    assert [t.get_text() for t in traffic.get_legend().get_texts()] == ["w", "b", "velocity slot"]
+    assert [t.get_text() for t in traffic.get_legend().get_texts()] == ["b", "w", "velocity slot"]
     with pytest.raises(ValueError, match="two axes"):
         plot_memory(plan, communication=True, ax=mem)
     with pytest.raises(TypeError, match="Expected a CommunicationPlan"):
@@ -190,9 +190,12 @@ def test_the_legend_names_each_variable_in_its_bars_colour():
     ax = fig.axes[0]
     legend = ax.get_legend()
     names = [e.name for e in sorted(plan.entries, key=lambda e: -int(e.bytes_per_device.max()))]
-    assert [t.get_text() for t in legend.get_texts()] == [*names, "velocity slot"]
+    assert [t.get_text() for t in legend.get_texts()] == [*names[::-1], "velocity slot"]  # top of the stack first
+    bottoms = {p.get_gid(): p.get_y() for p in ax.patches if p.get_x() < 0.5}  # device 0's bar
+    listed = [t.get_text() for t in legend.get_texts()][:-1]
+    assert [bottoms[f"param-{n}"] for n in listed] == sorted((bottoms[f"param-{n}"] for n in listed), reverse=True)
     bars = {p.get_gid(): p.get_facecolor() for p in ax.patches}
-    for name, handle in zip(names, legend.legend_handles):
+    for name, handle in zip(names[::-1], legend.legend_handles):
         assert handle.get_facecolor() == bars[f"param-{name}"] == bars[f"slot-{name}"]
     segs = memory_bars(plan)
     tops = segs[-1].bottom + segs[-1].height

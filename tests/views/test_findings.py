@@ -305,8 +305,8 @@ def test_path_explorer_headline_is_findings_up_to_the_update(t03):
             check_ranked_headline(finding, runs, surface, upto=u)
         for k, dot in art.loss_markers.items():
             after = after_k(runs[k], surface)
-            np.testing.assert_allclose(dot.get_xydata()[0], [u - 1, after[u - 1]], rtol=1e-12)
-        assert art.step_line.get_xdata()[0] == u - 1
+            np.testing.assert_allclose(dot.get_xydata()[0], [u, after[u]], rtol=1e-12)  # update u at k = u
+        assert art.step_line.get_xdata()[0] == u == dtsgd_viz.findings(runs, surface, upto=u).window[1]
 
 
 @pytest.mark.slow

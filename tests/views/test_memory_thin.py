@@ -37,4 +37,5 @@ def test_every_variable_is_tall_enough_to_see_and_named_in_the_legend():
         assert sum(p.get_window_extent(r).height for p in parts) >= 6.0, e.name  # 4 B + 4 B: once about 2 px
     assert [p.get_hatch() for p in ax.patches if p.get_gid() == "slot-d2/bias"] == ["///"] * 8
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == [e.name for e in sorted(plan.entries, key=lambda e: -e.bytes_per_device.max())] + ["velocity slot"]
+    by_size = [e.name for e in sorted(plan.entries, key=lambda e: -e.bytes_per_device.max())]
+    assert labels == by_size[::-1] + ["velocity slot"]  # the top of the legend names the top of the stack

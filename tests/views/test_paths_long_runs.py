@@ -1,5 +1,4 @@
-"""Path views whose cost follows the updates drawn (issue 29, item 9): the one-pass
-searches the explorer's scoring keeps give what brute force gives, and what a long run's
+"""Path views whose cost follows the updates drawn (issue 29, item 9): what a long run's
 figure draws is the recording where drawn: its start, its end and its extreme points
 among it. Properties only: no pixels, no timings."""
 
@@ -9,7 +8,6 @@ from helpers.synthetic_paths import synthetic
 
 import dtsgd_viz
 from dtsgd_viz.theory import surfaces
-from dtsgd_viz.views.paths import labels
 
 SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)  # tutorial 03's valley
 UPDATES = 10_000
@@ -22,59 +20,6 @@ def long_runs():
         "momentum": synthetic(SURFACE, UPDATES, 0.05, 0.9),
         "nesterov": synthetic(SURFACE, UPDATES, 0.05, 0.9, True),
     }
-
-
-# ---- independent truths ----------------------------------------------------------------
-
-
-# ---- the pure parts ---------------------------------------------------------------------
-
-
-def test_points_along_a_polyline_are_those_a_segment_by_segment_linspace_gives():
-    rng = np.random.default_rng(7)
-    xy = np.cumsum(rng.normal(scale=20.0, size=(50, 2)), axis=0)
-    truth = np.concatenate(
-        [
-            a + np.linspace(0.0, 1.0, min(500, max(2, int(np.hypot(*(b - a)) / 3.0) + 1)))[:, None] * (b - a)
-            for a, b in zip(xy[:-1], xy[1:])
-        ]
-    )
-    np.testing.assert_allclose(labels.along_segments(xy, 3.0, 500), truth, atol=1e-9)
-    assert labels.along_segments(xy[:1], 3.0, 500).shape == (0, 2)
-
-
-def _random_obstacles(rng):
-    obs = labels.Obstacles((0, 0, 400, 300))
-    for _ in range(4):
-        obs.add_polyline(
-            np.cumsum(rng.normal(scale=15.0, size=(30, 2)), axis=0) + [200, 150], weight=float(rng.uniform(0.3, 1.5))
-        )
-    for _ in range(3):
-        obs.add_marker(rng.uniform(50, 350, size=2), 5.0)
-    return obs
-
-
-def test_every_spot_costs_the_weights_of_the_samples_under_it_and_its_overlaps():
-    rng = np.random.default_rng(11)
-    obs = _random_obstacles(rng)
-    boxes = [(x, y, x + 40, y + 12) for x, y in rng.uniform(0, 380, size=(60, 2))]
-    pts, w = obs.points, obs.weights
-    for touch in (0.0, 150.0):
-        want = []
-        for b in boxes:  # one box at a time, by its definition
-            under = (
-                (pts[:, 0] >= b[0] - 2) & (pts[:, 0] <= b[2] + 2) & (pts[:, 1] >= b[1] - 2) & (pts[:, 1] <= b[3] + 2)
-            )
-            cost = w[under].sum() + (touch if under.any() else 0.0)
-            cost += labels.HARD * sum(labels.boxes_overlap(b, o, 1.0) for o in obs.boxes)
-            f = obs.frame
-            cost += 1e5 * (b[0] < f[0] + 1 or b[1] < f[1] + 1 or b[2] > f[2] - 1 or b[3] > f[3] - 1)
-            want.append(cost)
-        np.testing.assert_allclose(labels.spot_costs(obs, boxes, touch=touch), want, rtol=1e-12, atol=1e-9)
-    line = labels.Obstacles((0, 0, 200, 200))
-    line.add_polyline([[0, 100], [200, 100]])
-    assert labels.leader_cost(line, (100, 50), (100, 150)) > 0.0  # crosses it
-    assert labels.leader_cost(line, (20, 150), (180, 150)) == 0.0  # runs beside it
 
 
 # ---- a long run's figures ----------------------------------------------------------------

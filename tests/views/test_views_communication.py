@@ -18,8 +18,14 @@ from dtsgd_viz.recording.communication import Collective  # noqa: E402
 from dtsgd_viz.recording.memory import format_bytes  # noqa: E402
 from dtsgd_viz.views import plot_communication  # noqa: E402
 from dtsgd_viz.views.core.figure import headline_texts  # noqa: E402
-from dtsgd_viz.views.mesh.communication_geometry import communication_geometry, device_positions  # noqa: E402
-from dtsgd_viz.views.mesh.traffic import headline, mesh_groups, serves_lines, traffic_items  # noqa: E402
+from dtsgd_viz.views.mesh.communication import (  # noqa: E402
+    communication_geometry,
+    device_positions,
+    headline,
+    mesh_groups,
+    serves_lines,
+    traffic_items,
+)
 
 MESH = MeshSpec.create({"batch": 2, "model": 4})
 SHAPES = {"d1/kernel": (64, 256), "d1/bias": (256,), "d2/kernel": (256, 10), "d2/bias": (10,)}
@@ -99,11 +105,16 @@ def test_a_plan_predicts_shard_bytes_along_the_unused_batch_dim():
     pic = communication_geometry(plan)
     (panel,) = pic.panels
     assert panel.mesh_dims == ("batch",) and panel.bytes_per_device == total
-    assert panel.title == "along batch"  # the bytes are the headline's
+    assert panel.title == "along batch"
     assert [frozenset(g.devices) for g in panel.groups] == truth_groups((2, 4), (0,))
-    for g in panel.groups:  # straight: neighbours on the grid
-        assert g.path == tuple(tuple(pic.centres[d]) for d in g.devices) and not g.closed
+    for g in panel.groups:  # one box around each column, holding its devices and no other
+        assert len(g.boxes) == 1 and inside(g.boxes, pic.centres) == set(g.devices)
     assert pic.figsize[0] * 100 <= 950
+
+
+def inside(boxes, centres):
+    """The devices whose centres lie in any of ``boxes`` (x, y, w, h)."""
+    return {d for d, (cx, cy) in enumerate(centres) for x, y, w, h in boxes if x < cx < x + w and y < cy < y + h}
 
 
 def test_serves_lines_name_the_top_gradients_then_the_rest():
@@ -147,8 +158,15 @@ def report():
     )
 
 
-def lines_of(ax):
-    return {ln.get_gid(): ln.get_xydata() for ln in ax.lines}
+def boxes_of(ax):
+    """The drawn group boxes by group gid (``group-k-i``; a group of several boxes has ``-j``)."""
+    out = {}
+    for p in ax.patches:
+        if (gid := p.get_gid() or "").startswith("group-"):
+            out.setdefault("-".join(gid.split("-")[:3]), []).append(
+                (p.get_x(), p.get_y(), p.get_width(), p.get_height())
+            )
+    return out
 
 
 def test_the_figure_draws_each_group_and_its_bytes():
@@ -162,23 +180,26 @@ def test_the_figure_draws_each_group_and_its_bytes():
         f"{format_bytes(model)} along model, 4 B along batch × model"
     )
     panels = [ax for ax in fig.axes if ax.get_gid().startswith("panel-")]
-    titles = {f"serves-{k}": ax.get_xlabel() for k, ax in enumerate(panels)}
-    assert [ax.get_title(loc="left") for ax in panels] == ["along batch", "along model", "along batch × model"]
+    titles = {t.get_gid(): t.get_text() for ax in panels for t in ax.texts if t.get_gid().startswith("serves-")}
+    totals = [grads, model, 4]
+    assert [ax.get_title(loc="left") for ax in panels] == [
+        f"along {d}: {format_bytes(b)} per device" for d, b in zip(["batch", "model", "batch × model"], totals)
+    ]
     assert "activation gradient: 2\u00a0KiB (1\u00a0all-gather)" in titles["serves-1"]
+    assert all(ax.get_xlabel() == "mesh dim model" for ax in panels)  # the byte list is a text of its own
     centres = {p.get_gid(): p.center for p in panels[0].patches if isinstance(p, Circle)}
     np.testing.assert_allclose(
         [centres[f"device-{d}"] for d in range(8)], [(d % 4 + 0.5, d // 4 + 0.5) for d in range(8)]
     )
     for k, axes in [(0, (0,)), (1, (1,)), (2, (0, 1))]:
-        drawn = lines_of(panels[k])
+        drawn = boxes_of(panels[k])
         assert len(drawn) == len(truth_groups((2, 4), axes))
         for i, members in enumerate(truth_groups((2, 4), axes)):
-            xy = drawn[f"group-{k}-{i}"]
-            on = {d for d in range(8) if any(np.allclose(p, pic.centres[d]) for p in xy)}
-            assert on == members
-    loop = lines_of(panels[2])["group-2-0"]
-    np.testing.assert_allclose(loop[0], loop[-1])  # a loop: back where it started
-    assert pic.panels[2].groups[0].closed
+            assert inside(drawn[f"group-{k}-{i}"], pic.centres) == members  # no order, no chain: one box
+    labels = {t.get_gid(): t.get_text() for t in panels[0].texts}
+    assert [labels[f"device-label-{d}"] for d in range(8)] == [str(d) for d in range(8)]  # three panels: no room
+    note = next(t for t in fig.texts if t.get_gid() == "note").get_text()
+    assert note.startswith("circles: devices (0 = CPU:0, ..., 7 = CPU:7); ")
 
 
 @pytest.mark.slow
@@ -214,11 +235,8 @@ def test_a_3d_mesh_reaches_across_facets_without_overlap():
     pic = communication_geometry(rep)
     (panel,) = pic.panels
     assert [frozenset(g.devices) for g in panel.groups] == truth_groups((2, 2, 2), (0,))
-    for g in panel.groups:  # curves from one member to the other, over the facet gap
-        a, b = (tuple(pic.centres[d]) for d in g.devices)
-        assert g.path[0] == a and np.allclose(g.path[-1], b) and len(g.path) > 2
-    mids = {tuple(np.round(g.path[len(g.path) // 2], 6)) for g in panel.groups}
-    assert len(mids) == 4  # no two groups drawn on the same curve
+    for g in panel.groups:  # members apart on the grid: one box each, holding no other device
+        assert len(g.boxes) == 2 and inside(g.boxes, pic.centres) == set(g.devices)
     fig = plot_communication(rep)
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["x=0, y=0", "x=0, y=1", "x=1, y=0", "x=1, y=1"]
 
@@ -228,7 +246,7 @@ def test_nothing_moves_and_bad_input():
     plan = communication_plan({"w": ((8, 8), "float32", L("batch", "model", mesh=unsplit))})
     fig = plot_communication(plan)
     assert headline_texts(fig)[0] == "Each update all-reduces no gradient: the batch is not split over devices"
-    assert not fig.axes[0].lines
+    assert not boxes_of(fig.axes[0])
     with pytest.raises(TypeError, match="Expected a CommunicationPlan .* Received: MemoryPlan"):
         plot_communication(memory_plan(mlp(False)))
 
@@ -238,9 +256,10 @@ def test_draws_into_a_given_figure():
     out = plot_communication(communication_plan(mlp(False)), fig=fig, title="data parallel")
     assert out is fig and headline_texts(fig)[0] == "data parallel"
     full = sum(math.prod(s) * 4 for s in SHAPES.values())
-    serves = fig.axes[0].get_xlabel().splitlines()
+    serves = next(t for t in fig.axes[0].texts if t.get_gid() == "serves-0").get_text().splitlines()
     nb = format_bytes(full).replace(" ", "\u00a0")
-    assert serves[:2] == ["mesh dim model", f"gradients of 4 variables: {nb}"]  # the bytes, under the panel
+    assert serves[0] == f"gradients of 4 variables: {nb}"  # the bytes, under the panel
+    assert serves[1] == ", ".join(s.strip() for s in serves_lines(traffic_items(communication_plan(mlp(False))))[1:])
 
 
 def test_the_headline_is_the_house_one_and_the_figure_has_no_empty_band():
@@ -284,5 +303,7 @@ def test_the_figure_names_what_its_lines_mean():
     plan = communication_plan({"w": ((8, 16), "float32", LayoutSpec(("unsharded", "model"), mesh))})
     fig = plot_communication(plan)
     note = next(t for t in fig.texts if t.get_gid() == "note").get_text()
-    assert note.endswith("; a line joins each group of devices that all-reduce together")
-    assert any(ln.get_gid().startswith("group-") for ln in fig.axes[0].lines)
+    assert note == "a shaded box holds each group of devices that all-reduce together"
+    assert boxes_of(fig.axes[0])
+    labels = {t.get_gid(): t.get_text() for t in fig.axes[0].texts}
+    assert [labels[f"device-label-{d}"] for d in range(8)] == list(mesh.short_device_names)  # CPU:k, as elsewhere

@@ -128,7 +128,7 @@ def test_a_conv_kernel_with_unsharded_taps_is_one_panel():
     panels = [ax for ax in fig.axes if ax.get_gid() != "mesh-key"]
     assert len(panels) == 1
     subtitle = next(t for t in fig.texts if t.get_gid() == "subtitle").get_text()
-    assert subtitle.endswith("; the 3x3 taps (dims 0, 1) drawn once")  # one line
+    assert subtitle.endswith("; dims 0, 1 (3x3) drawn once")  # one line
     # the one panel holds every block, each spanning the taps whole
     labels = sorted(t.get_text() for t in panels[0].texts if t.get_gid().startswith("label-"))
     assert labels == ["CPU:0, CPU:4", "CPU:1, CPU:5", "CPU:2, CPU:6", "CPU:3, CPU:7"]

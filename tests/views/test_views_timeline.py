@@ -103,40 +103,42 @@ def test_the_timeline_bytes_and_groups_are_the_reports(compiled):
                 assert sent == p.bytes_per_device and (group is None) == p.local
                 if group is not None:
                     assert d in p.groups[group]
-        assert t.labels[5] == "CPU:5 (batch 1, model 1)"
+        assert t.labels[5] == "CPU:5 (batch=1, model=1)"  # the names and coordinates plot_communication writes
 
 
 @pytest.mark.slow
 def test_the_figure_draws_the_timeline(compiled):
+    """Identical programs are drawn once; every box and its bytes are the timeline's, each
+    collective in the colour plot_communication gives its mesh dims."""
+    from matplotlib.colors import to_rgba
+
+    from dtsgd_viz.views.mesh.communication import dim_color
+
     _, _, reports = compiled
     fig = dtsgd_viz.plot_timeline(reports)
     fig.draw_without_rendering()
     assert_reads(fig, "timeline")
-    for ax, (name, report) in zip(fig.axes, reports.items()):
-        t = dtsgd_viz.update_timeline(report)
-        boxes = {p.get_gid(): p for p in ax.patches}
-        assert len(boxes) == len(t.phases) * report.mesh.num_devices
-        colors = {}
-        for d in range(report.mesh.num_devices):
-            for phase_name, _, group in t.device_phases(d):
-                box = boxes[f"{name}|{d}|{phase_name}|{group}"]
-                assert box.get_y() < d < box.get_y() + box.get_height()
-                if group is not None:
-                    colors.setdefault((phase_name, group), set()).add(tuple(box.get_facecolor()))
-        # one colour per group, different groups of one collective in different colours
-        for p in t.collectives:
-            faces = [colors[(p.name, g)] for g in range(len(p.groups))]
-            assert all(len(f) == 1 for f in faces) and len({next(iter(f)) for f in faces}) == len(p.groups)
-        texts = {x.get_gid(): x.get_text() for x in ax.texts}
-        for p in t.collectives:
-            for d in range(report.mesh.num_devices):
-                assert texts[f"bytes|{name}|{d}|{p.name}"] == format_bytes(p.bytes_per_device)
-        assert [x.get_text() for x in ax.get_yticklabels()] == list(t.labels)
-        assert format_bytes(t.bytes_per_device) in ax.get_title(loc="left")
-    assert "order, not time" in fig.axes[-1].get_xlabel()
+    (ax,) = fig.axes  # the two rules compile the same collectives: one panel says so
+    t = dtsgd_viz.update_timeline(reports["momentum"])
+    n = reports["momentum"].mesh.num_devices
+    boxes = {p.get_gid(): p for p in ax.patches}
+    assert len(boxes) == len(t.phases) * n
+    texts = {x.get_gid(): x.get_text() for x in ax.texts}
+    for d in range(n):
+        for p, (phase_name, sent, group) in zip(t.phases, t.device_phases(d)):
+            box = boxes[f"0|{d}|{phase_name}|{group}"]
+            assert box.get_y() < d < box.get_y() + box.get_height()
+            assert texts[f"bytes|0|{d}|{phase_name}"] == format_bytes(sent)
+            want = "0.92" if p.local else dim_color(t.mesh, p.mesh_dims)
+            assert box.get_facecolor() == to_rgba(want)
+    ticks = [x.get_text() for x in ax.get_xticklabels()]
+    for p, tick in zip(t.collectives, [ticks[t.phases.index(p)] for p in t.collectives]):
+        assert tick.endswith(f"{len(p.groups)} groups of {len(p.groups[0])}")
+    assert [x.get_text() for x in ax.get_yticklabels()] == list(t.labels)
+    assert "order" in ax.get_xlabel() and "not time" in ax.get_xlabel()
     title = fig.get_suptitle()
-    assert title == dtsgd_viz.timeline_finding(reports) and "same" in title
-    assert format_bytes(reports["nesterov"].bytes_per_device) in title
+    assert title == dtsgd_viz.timeline_finding(reports) and title.startswith("Identical collectives for")
+    assert "momentum and Nesterov" in title and format_bytes(reports["nesterov"].bytes_per_device) in title
 
 
 @pytest.mark.slow
@@ -146,8 +148,13 @@ def test_a_run_that_sends_more_says_so(compiled):
     more = dataclasses.replace(
         n, collectives=tuple(dataclasses.replace(c, bytes_per_device=2 * c.bytes_per_device) for c in n.collectives)
     )
-    title = dtsgd_viz.plot_timeline({"momentum": reports["momentum"], "nesterov": more}).get_suptitle()
-    assert "same" not in title
+    fig = dtsgd_viz.plot_timeline({"momentum": reports["momentum"], "nesterov": more})
+    title = fig.get_suptitle()
+    assert "Identical" not in title and len(fig.axes) == 2  # programs that differ: one panel each
+    assert [ax.get_title(loc="left") for ax in fig.axes] == [
+        f"momentum: {format_bytes(reports['momentum'].bytes_per_device)} per device",
+        f"Nesterov: {format_bytes(2 * n.bytes_per_device)} per device",
+    ]
     sizes = re.findall(r"\d+(?:\.\d+)? (?:B|KiB|MiB)", title)
     assert sizes == [format_bytes(reports["momentum"].bytes_per_device), format_bytes(2 * n.bytes_per_device)]
 

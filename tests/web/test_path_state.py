@@ -309,6 +309,43 @@ def test_the_close_ups_are_one_square_scale_holding_each_runs_update(recs, state
     assert factor[-1] > 3 * factor[0]
 
 
+@pytest.mark.slow
+def test_update_n_is_marked_at_k_n_with_the_loss_after_it_as_findings_says(recs, state):
+    """Update n as plot_paths and findings mark it: the loss panel's k is n, the dot the
+    loss after n updates (the surface at the recorded point p[n]), the ring at p[n]; the
+    headline's window findings(upto=n) ends at that k."""
+    updates = decode(state["updates"])
+    np.testing.assert_array_equal(state["marked_k"], updates)
+    for key in state["names"]:
+        r, p = run_arrays(state, key), path64(recs[key])
+        truth = np.array([SURFACE.value_np(p[n]) for n in updates])
+        np.testing.assert_allclose(r["loss_at"], truth, rtol=1e-12, err_msg=key)
+        np.testing.assert_array_equal(r["next"], p[updates], err_msg=key)  # where the ring is drawn
+    for n in (1, 5, 20):
+        found = dtsgd_viz.findings(recs, SURFACE, upto=n)
+        assert found.window[1] == state["marked_k"][n - 1] == n
+        assert tuple(state["mean_window"][n - 1]) == found.window  # the band the browser shades
+
+
+@pytest.mark.slow
+def test_the_browser_says_the_shared_zoom_the_still_says(recs, state):
+    """One zoom convention: the browser's factor at update n is the still's caption's
+    (views.update.zoom.zoom_caption over the explorer still's close-ups), and the boxes on
+    the paths are drawn where that zoom is at least MIN_ZOOM."""
+    from dtsgd_viz.widgets.explorer_figure import MIN_ZOOM, explorer_still
+
+    for n in (1, 20):
+        fig = explorer_still(recs, SURFACE, n)
+        caption = next(t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid() == "caption")
+        said = re.search(r"every panel (×[0-9.]+) closer", caption)
+        assert said is not None, caption
+        assert state["zoom_text"][n - 1] == said.group(1), (n, caption)
+        factor = decode(state["zoom_factor"])[n - 1]
+        assert state["zoom_shown"][n - 1] == (factor >= MIN_ZOOM)
+        boxes = [p for ax in fig.axes for p in ax.patches if (p.get_gid() or "").startswith("zoom-box:")]
+        assert boxes and all(b.get_visible() == (factor >= MIN_ZOOM) for b in boxes), n
+
+
 # ---- the slider's decimation and the update picked ----------------------------------
 
 

@@ -33,10 +33,8 @@ def _slide(page, index):
     page.locator("input.dv-slider").evaluate("(s, i) => { s.value = i; s.dispatchEvent(new Event('input')); }", index)
 
 
-def _translate(node):
-    return tuple(
-        float(v) for v in re.match(r"translate\(([-\d.e]+),([-\d.e]+)\)", node.get_attribute("transform")).groups()
-    )
+def _centre(node):
+    return float(node.get_attribute("cx")), float(node.get_attribute("cy"))
 
 
 def _fit(box, rect, x, y):
@@ -55,27 +53,31 @@ def test_it_starts_with_no_kernel_at_the_update_asked(page):
 @browser_test
 @pytest.mark.parametrize("index", [0, 17, 39])
 def test_the_slider_draws_the_recorded_positions_losses_and_terms(page, runs, index):
+    import dtsgd_viz
+
     surface, recs = runs
+    found = {index + 1: dtsgd_viz.findings(recs, surface, upto=index + 1)}
     _slide(page, index)
     assert page.locator(".dv-label").inner_text() == f"update {index + 1} of 40"
     g = page.locator("g.dv-paths")
     box, rect = json.loads(g.get_attribute("data-box")), json.loads(g.get_attribute("data-rect"))
     for name, rec in recs.items():
         path = np.asarray(rec.path("w"), np.float64).reshape(-1, 2)
-        marker = page.locator(f"path.dv-current[data-run={name}]")
+        marker = page.locator(f"circle.dv-current[data-run={name}]")  # a ring, as every static figure draws
         x, y = float(marker.get_attribute("data-x")), float(marker.get_attribute("data-y"))
-        np.testing.assert_allclose([x, y], path[index], rtol=1e-12)  # the parameter before the update
-        np.testing.assert_allclose(_translate(marker), _fit(box, rect, x, y), atol=0.01)
+        np.testing.assert_allclose([x, y], path[index + 1], rtol=1e-12)  # the parameters after update n
+        np.testing.assert_allclose(_centre(marker), _fit(box, rect, x, y), atol=0.01)
         loss = float(page.locator(f"circle.dv-loss-dot[data-run={name}]").get_attribute("data-loss"))
-        # the loss at the marker's point (after `index` updates), where the update shown starts
-        assert loss == pytest.approx(float(surface.value_np(path[index].reshape(surface.shape))), rel=1e-12)
+        # update n = index + 1 at k = n: the loss after n updates, at the ring (as plot_paths, findings)
+        assert loss == pytest.approx(float(surface.value_np(path[index + 1].reshape(surface.shape))), rel=1e-12)
         dot = page.locator(f"circle.dv-loss-dot[data-run={name}]")
-        assert float(dot.get_attribute("cx")) == pytest.approx(
-            float(page.locator("line.dv-update-line").get_attribute("x1")), abs=1e-6
-        )
-        # the trail grows with the slider: the start, every point up to the one shown
+        line = page.locator("line.dv-update-line")
+        assert int(dot.get_attribute("data-k")) == int(line.get_attribute("data-k")) == index + 1
+        assert float(dot.get_attribute("cx")) == pytest.approx(float(line.get_attribute("x1")), abs=1e-6)
+        assert found[index + 1].window[1] == index + 1  # findings(upto=n)'s window ends at that k
+        # the trail grows with the slider: the points up to where update n starts, then its end
         points = page.locator(f"polyline.dv-trail[data-run={name}]").get_attribute("points").split()
-        assert len(points) == index + 2
+        assert len(points) == index + 3
         # the arrows: the rule's terms from the recorded velocity and gradient (numpy)
         n = len(rec)
         g_ = np.asarray(rec.global_values("w", "grad"), np.float64).reshape(n, -1)[index]
@@ -92,6 +94,9 @@ def test_the_slider_draws_the_recorded_positions_losses_and_terms(page, runs, in
         round(float(np.ptp(json.loads(c.get_attribute("data-box"))[0])), 12) for c in page.locator("g.dv-close").all()
     }
     assert len(sizes) == 1  # every run's close-up at one scale
+    # the headline's mean band: findings(upto=n)'s window, on the loss panel's k axis
+    band = page.locator("rect.dv-mean-band")
+    assert tuple(json.loads(band.get_attribute("data-window"))) == found[index + 1].window
 
 
 @browser_test
@@ -114,14 +119,14 @@ def test_hover_names_a_point_and_a_click_shows_its_update(page, runs):
     shown = float(re.search(r"loss ([-\d.e\u2212]+)", text).group(1).replace("\u2212", "-"))
     assert shown == pytest.approx(loss, rel=5e-3)  # 3 significant digits
     page.mouse.click(svg["x"] + sx * scale, svg["y"] + sy * scale)
-    # the update that starts from the point clicked (a nearby point of another run may be nearer)
+    # the update whose ring is at the point clicked: after k updates is update k
     shown = int(re.fullmatch(r"update (\d+) of 40", page.locator(".dv-label").inner_text()).group(1))
     clicked = int(re.search(r"after (\d+) update", text).group(1))
-    assert shown == clicked + 1 or page.locator("div.dv-tip").inner_text() != text
-    # clicking the marker of the update shown keeps it there
+    assert shown == clicked or page.locator("div.dv-tip").inner_text() != text
+    # clicking the ring of the update shown keeps it there
     for _ in range(3):
-        marker = page.locator("path.dv-current[data-run=nesterov]")
-        mx, my = _translate(marker)
+        marker = page.locator("circle.dv-current[data-run=nesterov]")
+        mx, my = _centre(marker)
         page.mouse.move(svg["x"] + mx * scale, svg["y"] + my * scale)
         page.mouse.click(svg["x"] + mx * scale, svg["y"] + my * scale)
     assert page.locator(".dv-label").inner_text() == f"update {shown} of 40"
@@ -151,23 +156,26 @@ def test_a_saved_page_opens_on_the_update_python_set_last(runs, browser, tmp_pat
 
 
 @browser_test
-def test_the_close_up_zoom_is_what_the_screen_shows(page):
-    """The title's ×N is the close-ups' pixels per unit over the paths panel's."""
+def test_the_close_up_zoom_is_the_stills_shared_zoom(page, runs):
+    """The title's ×N is the paths' span over the close-ups' (views.update.zoom's shared
+    zoom, the still's caption), written as zoom.times writes it; the boxes on the paths
+    show only where it is at least MIN_ZOOM; each length bar carries its number."""
+    from dtsgd_viz.views.update.zoom import times
+    from dtsgd_viz.widgets.explorer_figure import MIN_ZOOM
+
     for index in (0, 20, 39):
         _slide(page, index)
-        g = page.locator("g.dv-paths")
-        (x0, x1), (y0, y1) = json.loads(g.get_attribute("data-box"))
-        rect = json.loads(g.get_attribute("data-rect"))
-        main = rect["w"] / (x1 - x0)  # pixels per unit on the paths panel
-        close = page.locator("g.dv-close").first
-        span = np.ptp(json.loads(close.get_attribute("data-box"))[0])
-        side = float(
-            page.evaluate(
-                "(id) => document.querySelector(id + ' rect').getAttribute('width')",
-                "#" + close.get_attribute("clip-path")[len("url(#") : -1],
-            )
-        )
-        shown = float(page.locator(".dv-close-title").get_attribute("data-zoom"))
-        assert shown == pytest.approx((side / span) / main, rel=1e-9)
-        text = page.locator(".dv-close-title").text_content()
-        assert float(re.search(r"×([\d.]+)", text).group(1)) == pytest.approx(shown, rel=5e-3)
+        (x0, x1), (y0, y1) = json.loads(page.locator("g.dv-paths").get_attribute("data-box"))
+        span = np.ptp(json.loads(page.locator("g.dv-close").first.get_attribute("data-box"))[0])
+        factor = max(x1 - x0, y1 - y0) / span
+        title = page.locator(".dv-close-title")
+        assert float(title.get_attribute("data-zoom")) == pytest.approx(factor, rel=1e-9)
+        assert f"every panel {times(factor)} closer" in title.text_content()
+        shown = {b.get_attribute("visibility") for b in page.locator("rect.dv-zoom-box").all()}
+        assert shown == {"visible" if factor >= MIN_ZOOM else "hidden"}, (index, factor)
+        bars = page.locator("rect.dv-bar").all()
+        values = page.locator("text.dv-bar-value").all()
+        assert len(bars) == len(values) > 0
+        for bar, value in zip(bars, values):
+            said = float(value.text_content().replace("\u2212", "-"))
+            assert said == pytest.approx(float(bar.get_attribute("data-value")), rel=5e-3)

@@ -1,7 +1,7 @@
 """PathExplorer's close-ups: at every update the slider shows, each run's update is
 drawn up close, every run on one zoom with its terms at their true length (a run too
-small there seen in its inset), and the figure stays a notebook column wide with
-nothing cut off at its edges."""
+small there seen in its inset), the caption's ×N is that zoom, no two texts of the
+figure overlap, and the figure stays a notebook column wide with nothing cut off."""
 
 import matplotlib
 import numpy as np
@@ -14,16 +14,16 @@ from dtsgd_viz.views.core import style
 from dtsgd_viz.views.core.figure import headline_texts
 from dtsgd_viz.views.paths.geometry import rule_name
 from dtsgd_viz.views.update import geometry as upd
+from dtsgd_viz.views.update.zoom import times
 from dtsgd_viz.widgets import PathExplorer
 from dtsgd_viz.widgets.explorer_figure import (
     CLOSE_UP_SIZE,
-    MIN_BOX_PX,
-    NEST_PX,
+    MIN_BOX_FRAC,
+    MIN_ZOOM,
     TRAIL_KEEP,
     close_up_title,
     tidy_loss_axis,
     update_finding,
-    zoom_callouts,
 )
 
 matplotlib.use("Agg")
@@ -58,7 +58,10 @@ def screen_lengths(ax, prefix):
 
 @pytest.mark.slow
 def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
+    from dtsgd_viz.views.text.clashes import clashes
+
     art = explorer.view.artists
+    renderer = explorer.figure.canvas.get_renderer()
     assert art.zoom_axes.keys() == recs.keys() and art.zoom_boxes.keys() == recs.keys()
     small_on_paths = 0
     for u in range(1, STEPS + 1):
@@ -83,28 +86,27 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
             seen = max(screen_lengths(ax.child_axes[0], f"zoom-arrow:{key}:").values()) if ax.child_axes else 0
             assert max(max(lengths.values()), seen) >= MIN_PX, (u, key, lengths, seen)
             # the dotted box on the paths is where the close-up looks: centred on its view,
-            # holding it, and at least MIN_BOX_PX on screen (a x50 box is a few pixels)
+            # holding it, at least MIN_BOX_FRAC of the paths' span (a x50 box is a speck), and
+            # drawn only where the shared zoom is at least MIN_ZOOM
             box = art.zoom_boxes[key]
             (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
             assert np.isclose(box.get_x() + box.get_width() / 2, (x0 + x1) / 2)
             assert np.isclose(box.get_y() + box.get_height() / 2, (y0 + y1) / 2)
             assert box.get_width() >= (x1 - x0) - 1e-9 and box.get_height() >= (y1 - y0) - 1e-9
-            corners = art.ax_path.transData.transform(
-                [(box.get_x(), box.get_y()), (box.get_x() + box.get_width(), box.get_y() + box.get_height())]
-            )
-            assert np.all(np.diff(corners, axis=0) >= MIN_BOX_PX - 0.01), (u, key, corners)
-            # its zoom factor written beside it, in the run's colour, off the other boxes
-            callout = zoom_callouts(art)[key]
-            assert callout.get_text() == ax.get_title().rsplit(" ", 1)[-1]
-            assert callout.get_color() == art.zoom_boxes[key].get_edgecolor() or np.allclose(
-                matplotlib.colors.to_rgba(callout.get_color()), box.get_edgecolor()
-            )
+            least = MIN_BOX_FRAC * max(np.ptp(art.ax_path.get_xlim()), np.ptp(art.ax_path.get_ylim()))
+            assert box.get_width() >= least - 1e-9 and box.get_height() >= least - 1e-9
+            zoom = max(np.ptp(art.ax_path.get_xlim()), np.ptp(art.ax_path.get_ylim())) / np.ptp(ax.get_xlim())
+            assert box.get_visible() == (zoom >= MIN_ZOOM), (u, key, zoom)
             # the close-up keeps only the path's last segments before the update
             trail = [c for c in ax.collections if c.get_gid() == f"zoom-trail:{key}"]
             assert all(len(c.get_segments()) <= TRAIL_KEEP for c in trail)
             assert not any(ln.get_visible() for ln in ax.lines if ln.get_gid() == f"zoom-path:{key}")
-            assert ax.get_title().startswith(f"{rule_name(key)} · zoom ×")
+            assert ax.get_title() == rule_name(key)  # the zoom is said once, in the caption
         assert f"update {u}," in art.caption.get_text() and "\n" not in art.caption.get_text()
+        # the caption's ×N: the paths' span over the close-ups' (one zoom), as zoom.times writes it
+        span = np.ptp(next(iter(art.zoom_axes.values())).get_xlim())
+        paths_span = max(np.ptp(art.ax_path.get_xlim()), np.ptp(art.ax_path.get_ylim()))
+        assert f"every panel {times(paths_span / span)} closer" in art.caption.get_text(), u
         spans = [np.ptp(ax.get_xlim()) for ax in art.zoom_axes.values()]
         assert max(spans) == pytest.approx(min(spans), rel=1e-9)  # one zoom
         assert art.title.get_text().startswith(f"Update {u}:")
@@ -119,18 +121,9 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
         finding = " ".join(headline_texts(explorer.figure)[0].split())
         assert finding.startswith(f"After update {u}, {best}"), u
         assert finding == " ".join(dtsgd_viz.findings(recs, ROTATED, upto=u).headline().split()), u
-        # the callouts' own boxes (Text's extent: an annotation's would add its leader)
-        callouts = [matplotlib.text.Text.get_window_extent(t) for t in zoom_callouts(art).values()]
-        assert all(not a.overlaps(b) for i, a in enumerate(callouts) for b in callouts[i + 1 :]), u
-        # two runs at one point (update 1: all start together) have nested boxes, not one over the other
-        rects = [
-            art.ax_path.transData.transform(
-                [(b.get_x(), b.get_y()), (b.get_x() + b.get_width(), b.get_y() + b.get_height())]
-            ).ravel()
-            for b in art.zoom_boxes.values()
-        ]
-        apart = [np.max(np.abs(a - b)) for i, a in enumerate(rects) for b in rects[i + 1 :]]
-        assert min(apart) >= NEST_PX - 0.01, (u, apart)
+        # no two texts of any panel overlap (views.text.clashes)
+        for ax in [art.ax_path, art.ax_loss, *art.zoom_axes.values()]:
+            assert not clashes(ax, renderer), (u, clashes(ax, renderer))
     assert small_on_paths > 0  # the paths panel alone would hide some of these updates
 
 
@@ -181,9 +174,9 @@ def test_loss_ticks_are_round_and_end_at_the_last_update(explorer):
     assert type(empty.xaxis.get_major_locator()).__name__ == "AutoLocator"
 
 
-def test_close_up_titles_give_the_zoom_factor():
-    assert close_up_title("nesterov", 33.4) == "Nesterov · zoom ×33"  # the house name
-    assert close_up_title("plain", 4.86) == "plain · zoom ×4.9"
+def test_close_up_titles_name_the_run_and_leave_the_zoom_to_the_caption():
+    assert close_up_title("nesterov", 33.4) == "Nesterov"  # the house name
+    assert close_up_title("plain") == "plain"
 
 
 @pytest.mark.slow
@@ -220,73 +213,6 @@ def test_update_finding_ranks_the_losses_at_the_update(explorer):
     assert text.startswith(f"After update {i + 1}, {ranked[1]} is lowest") and f"{ranked[0]} diverged" in text
 
 
-CALLOUT_UPDATES = (1, 2, 3, 6, STEPS)
-
-
-@pytest.mark.slow
-def test_the_callouts_and_names_on_the_paths_overlap_nothing(explorer, recs):
-    """At updates 1-3 (the boxes frame the start and move most), 6 and the last: each ×N
-    callout and the start / minimum names stay inside the paths panel, off each other,
-    the rings, the start, the star and the other boxes. (The other updates repeat these
-    cases; test_every_update_... still draws every one.)"""
-    from matplotlib.text import Text
-
-    from dtsgd_viz.views.paths.labels import boxes_overlap
-
-    art = explorer.view.artists
-    ax = art.ax_path
-    for u in CALLOUT_UPDATES:
-        explorer.slider.value = u
-        explorer.pixels()
-        r = explorer.figure.canvas.get_renderer()
-        labels = {
-            t.get_gid(): Text.get_window_extent(t, r)
-            for t in ax.texts
-            if t.get_visible()
-            and t.get_text()
-            and (t.get_gid() or "").split(":")[0] in ("zoom-callout", "start-label", "minimum-label")
-        }
-        assert {f"zoom-callout:{k}" for k in recs} <= set(labels)
-        boxes = {
-            k: ax.transData.transform(
-                [(b.get_x(), b.get_y()), (b.get_x() + b.get_width(), b.get_y() + b.get_height())]
-            ).ravel()
-            for k, b in art.zoom_boxes.items()
-        }
-        marks = [
-            ax.transData.transform(ln.get_xydata()[0])
-            for ln in ax.lines
-            if ln.get_gid() in ("start", "minimum") or (ln.get_gid() or "").startswith("position:")
-        ]
-        f = ax.get_window_extent()
-        items = [(g, (e.x0, e.y0, e.x1, e.y1)) for g, e in labels.items()]
-        for n, (gid, b) in enumerate(items):
-            assert f.x0 <= b[0] and b[2] <= f.x1 and f.y0 <= b[1] and b[3] <= f.y1, (u, gid)
-            assert not any(boxes_overlap(b, c) for _, c in items[n + 1 :]), (u, gid)
-            assert not any(boxes_overlap(b, (x - 3, y - 3, x + 3, y + 3)) for x, y in marks), (u, gid)
-            own = gid.split(":")[1] if gid.startswith("zoom-callout:") else None
-            # a name may cross only a box around its own point (at update 1 they frame the start),
-            # a callout only a box over its own
-            point = None if own else ax.transData.transform(art.names[gid].xy)
-            around = lambda c: (
-                c[0] <= point[0] <= c[2] and c[1] <= point[1] <= c[3]  # noqa: B023
-                if point is not None  # noqa: E731, B023
-                else boxes_overlap(c, boxes[own])  # noqa: B023
-            )  # boxes stacked on each other  # noqa: B023
-            assert not any(boxes_overlap(b, c) for k, c in boxes.items() if k != own and not around(c)), (u, gid)
-
-
-def _drawn_points(line, spacing=0.5):
-    """Points every ``spacing`` display pixels along ``line``'s drawn segments."""
-    xy = line.get_transform().transform(np.asarray(line.get_xydata(), np.float64).reshape(-1, 2))
-    xy = xy[np.all(np.isfinite(xy), axis=1)]
-    out = [xy]
-    for a, b in zip(xy[:-1], xy[1:]):
-        n = max(2, int(np.hypot(*(b - a)) / spacing) + 1)
-        out.append(a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
-    return np.concatenate(out)
-
-
 @pytest.fixture(scope="module")
 def tutorial_03():
     """The explorer as tutorial 03 shows it: its surface and runs (``helpers.builders``),
@@ -300,47 +226,31 @@ def tutorial_03():
 
 
 @pytest.mark.slow
-def test_at_tutorial_03s_update_20_no_label_covers_a_path(tutorial_03):
-    """The ×N callouts and the start / minimum names sit where no run's drawn path (bold
-    or thin) runs, inside the paths panel, on a leader when far off their box or point;
-    the star is drawn over the boxes and rings, under the labels."""
-    from dtsgd_viz.views.paths.labels import text_box
+def test_at_tutorial_03s_update_20_update_n_is_marked_at_k_n(tutorial_03):
+    """Tutorial 03's explorer at update 20 marks it as plot_paths and findings do: the
+    dashed line and the dots at k = 20, each dot the loss after 20 updates, each ring at
+    the parameters after update 20, the headline's mean band over findings' window;
+    the paths panel carries no text tag (the legend names the marks), and the star is
+    drawn over the paths, under the boxes and rings."""
+    from helpers.builders import tutorial_03_runs
 
+    surface, recordings = tutorial_03_runs(60)
     art = tutorial_03.view.artists
-    ax = art.ax_path
-    r = tutorial_03.figure.canvas.get_renderer()
-    labels = [
-        t
-        for t in ax.texts
-        if t.get_visible()
-        and t.get_text()
-        and (t.get_gid() or "").split(":")[0] in ("zoom-callout", "start-label", "minimum-label")
-    ]
-    assert {t.get_gid() for t in labels} >= {"start-label", "minimum-label", "zoom-callout:nesterov"}
-    paths = [ln for ln in ax.lines if (ln.get_gid() or "").split(":")[0] in ("path", "path-rest")]
-    assert len(paths) == 6
-    points = np.concatenate([_drawn_points(ln) for ln in paths])
-    f = ax.get_window_extent()
-    for t in labels:
-        x0, y0, x1, y1 = text_box(t, r, pad=0.0)  # the white box behind the text
-        assert f.x0 <= x0 and x1 <= f.x1 and f.y0 <= y0 and y1 <= f.y1, t.get_gid()
-        under = (points[:, 0] >= x0) & (points[:, 0] <= x1) & (points[:, 1] >= y0) & (points[:, 1] <= y1)
-        assert not under.any(), (t.get_gid(), points[under][:3])
-        arrow = getattr(t, "arrow_patch", None)
-        if arrow is not None and arrow.get_visible():  # a leader from the label to its own target
-            target = ax.transData.transform(t.xy)
-            if t.get_gid().startswith("zoom-callout:"):
-                b = art.zoom_boxes[t.get_gid()[13:]]
-                lo = ax.transData.transform((b.get_x(), b.get_y()))
-                hi = ax.transData.transform((b.get_x() + b.get_width(), b.get_y() + b.get_height()))
-                assert np.all(target >= lo - 0.5) and np.all(target <= hi + 0.5), t.get_gid()
-    z = {ln.get_gid(): ln.get_zorder() for ln in ax.lines}
+    assert list(art.step_line.get_xdata()) == [20, 20]
+    for key, rec in recordings.items():
+        p = rec.path("w").astype(np.float64)
+        np.testing.assert_array_equal(art.positions[key].get_xydata(), p[20:21])
+        np.testing.assert_allclose(art.loss_markers[key].get_xydata(), [[20, surface.value_np(p[20])]], rtol=1e-12)
+    found = dtsgd_viz.findings(recordings, surface, upto=20)
+    (band,) = [a for a in art.ax_loss.patches if a.get_gid() == "loss-window"]
+    xs = np.asarray(band.get_path().transformed(band.get_patch_transform()).vertices)[:, 0]
+    assert (xs.min(), xs.max()) == found.window
+    assert not [t for t in art.ax_path.texts if t.get_visible() and t.get_text()]
+    z = {ln.get_gid(): ln.get_zorder() for ln in art.ax_path.lines}
     rings = [v for k, v in z.items() if k.startswith("position:")]
-    # the star over every path, under the rings and zoom boxes (a ring over it opens its face)
     paths = [v for k, v in z.items() if k.startswith("path:")]
     assert max(paths) < z["minimum"] < min(rings)
     assert z["minimum"] < min(b.get_zorder() for b in art.zoom_boxes.values())
-    assert z["minimum"] < min(t.get_zorder() for t in labels)
 
 
 @pytest.mark.slow
@@ -358,3 +268,17 @@ def test_the_still_shows_the_update_its_headline_and_the_close_ups_on_one_zoom(r
     assert max(spans) == pytest.approx(min(spans), rel=1e-9)
     (caption,) = [t for t in fig.findobj(matplotlib.text.Text) if t.get_gid() == "caption"]
     assert caption.get_text().startswith("Below: update 7, every panel ×") and "\n" not in caption.get_text()
+    # the ×N read off the caption is the paths' span over the close-ups' (the shared zoom)
+    ax_path, ax_loss = fig.axes[:2]
+    paths_span = max(np.ptp(ax_path.get_xlim()), np.ptp(ax_path.get_ylim()))
+    assert f"every panel {times(paths_span / spans[0])} closer" in caption.get_text()
+    # update 7 read off the still's artists: the dashed line and the dots at k = 7, each
+    # dot the loss after 7 updates, each ring the parameters after update 7
+    (step,) = [ln for ln in ax_loss.lines if ln.get_gid() == "step-line"]
+    assert list(step.get_xdata()) == [7, 7] == [dtsgd_viz.findings(recs, ROTATED, upto=7).window[1]] * 2
+    for key, rec in recs.items():
+        p = rec.path("w").astype(np.float64)
+        (dot,) = [ln for ln in ax_loss.lines if ln.get_gid() == f"loss-marker:{key}"]
+        np.testing.assert_allclose(dot.get_xydata(), [[7, ROTATED.value_np(p[7])]], rtol=1e-12)
+        (ring,) = [ln for ln in ax_path.lines if ln.get_gid() == f"position:{key}"]
+        np.testing.assert_array_equal(ring.get_xydata(), p[7:8])

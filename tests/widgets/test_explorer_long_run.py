@@ -55,10 +55,10 @@ def test_a_10000_update_explorer_moves_with_pixel_bounded_lines(long_runs):
             np.testing.assert_array_equal(xy[0], path[0])
             np.testing.assert_array_equal(xy[-1], path[i + 1])  # up to the update's end
             assert tuple(path[i]) in {tuple(p) for p in xy}  # through its start, exactly
-            np.testing.assert_array_equal(art.positions[key].get_xydata()[0], path[i])
-            # the dot: the loss before the update, after update - 1 of them
+            np.testing.assert_array_equal(art.positions[key].get_xydata()[0], path[i + 1])  # the ring: after it
+            # the dot: the loss after the update, at k = update (as plot_paths and findings)
             np.testing.assert_allclose(
-                art.loss_markers[key].get_xydata()[0], [update - 1, SURFACE.value_np(path[i])], rtol=1e-12
+                art.loss_markers[key].get_xydata()[0], [update, SURFACE.value_np(path[i + 1])], rtol=1e-12
             )
         assert w.frame().title.startswith(f"Update {update}")
     assert w.static_state().same_as(static)

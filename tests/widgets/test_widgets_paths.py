@@ -161,11 +161,11 @@ def test_slider_updates_artists_in_place(recs, explorer, capsys):
     counts = [(len(ax.lines), len(ax.collections), len(ax.texts)) for ax in main_axes]
     moving = (dict(art.positions), dict(art.arrows), dict(art.loss_markers), art.step_line)
 
-    w.slider.value = 6  # update 6: from the parameter after update 5
+    w.slider.value = 6  # update 6: its arrows from the parameter after update 5, its ring after it
     assert w.state.update == 6 and w.state.index == 5 and w.renders == renders + 1
     for key, rec in recs.items():
         path = rec.path("w").astype(np.float64)
-        np.testing.assert_array_equal(art.positions[key].get_xydata(), path[5:6])
+        np.testing.assert_array_equal(art.positions[key].get_xydata(), path[6:7])  # the ring: after update 6
         total = np.zeros(2)
         for (k, _term), q in art.arrows.items():
             if k == key:
@@ -173,8 +173,8 @@ def test_slider_updates_artists_in_place(recs, explorer, capsys):
         first = next(q for (k, _), q in art.arrows.items() if k == key)
         np.testing.assert_array_equal(first.get_offsets()[0], path[5])
         np.testing.assert_allclose(total, path[6] - path[5], rtol=1e-5, atol=1e-6)
-        # the loss before update 6: after 5 updates
-        np.testing.assert_allclose(art.loss_markers[key].get_xydata(), [[5, ROTATED.value_np(path[5])]], rtol=1e-12)
+        # update 6 at k = 6: the loss after 6 updates, as plot_paths and findings mark it
+        np.testing.assert_allclose(art.loss_markers[key].get_xydata(), [[6, ROTATED.value_np(path[6])]], rtol=1e-12)
         # the zoomed panel follows: update 6's terms from the recorded values and the rule
         g = rec.global_values("w", "grad")[5].astype(np.float64)
         v = rec.global_values("w", "velocity").astype(np.float64)
@@ -184,13 +184,14 @@ def test_slider_updates_artists_in_place(recs, explorer, capsys):
         if mu:
             term = "lookahead" if CONFIGS[key]["nesterov"] else "momentum"
             np.testing.assert_allclose(chain[term][1], mu * (v[5] if term == "lookahead" else v[4]), rtol=1e-6)
-        assert art.zoom_axes[key].get_title().startswith(f"{rule_name(key)} · zoom ×")  # update 6: in the caption
+        assert art.zoom_axes[key].get_title() == rule_name(key)  # the one shared zoom: in the caption
         alpha = art.trails[key].get_colors()[:, 3]
-        assert len(alpha) == 5 and np.all(np.diff(alpha) > 0)
-    assert list(art.step_line.get_xdata()) == [5, 5]  # at the dots: k = 5 updates made before update 6
+        assert len(alpha) == 6 and np.all(np.diff(alpha) > 0)  # the trail up to the ring
+    assert list(art.step_line.get_xdata()) == [6, 6]  # at the dots: k = 6, the loss after update 6
+    assert dtsgd_viz.findings(recs, ROTATED, upto=6).window[1] == 6  # the headline's window ends there
     assert art.title.get_text().startswith("Update 6:")
     assert w.step_label.value == "update 6 of 12"
-    assert w.frame().positions["nesterov"] == tuple(recs["nesterov"].path("w")[5].astype(float))
+    assert w.frame().positions["nesterov"] == tuple(recs["nesterov"].path("w")[6].astype(float))
     # nothing re-plotted on the main panels: same artists, same static data, background once
     assert (dict(art.positions), dict(art.arrows), dict(art.loss_markers), art.step_line) == moving
     assert [(len(ax.lines), len(ax.collections), len(ax.texts)) for ax in main_axes] == counts
@@ -221,7 +222,7 @@ def test_play_is_linked_and_steps_through_long_runs(recs, explorer, bare):
     assert not bare.view.artists.zoom_axes  # PathExplorer(recs, ROTATED, step=2, zoom=False)
     w.play.value = 4
     assert w.slider.value == 4 and w.state.update == 4
-    np.testing.assert_array_equal(w.view.artists.positions["plain"].get_xydata(), recs["plain"].path("w")[3:4])
+    np.testing.assert_array_equal(w.view.artists.positions["plain"].get_xydata(), recs["plain"].path("w")[4:5])
     assert w.image in w.widget.children
     bundle = w._repr_mimebundle_()
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == w.widget.model_id
@@ -242,8 +243,8 @@ def test_slider_counts_updates_of_a_thinned_recording():
     w.slider.value = 7  # between recorded updates: the nearest one is shown
     assert w.slider.value == 6 and w.state.update == 6
     np.testing.assert_array_equal(
-        w.view.artists.positions["nesterov"].get_xydata()[0], rec.path("w")[1]
-    )  # before update 6: after update 3
+        w.view.artists.positions["nesterov"].get_xydata()[0], rec.path("w")[2]
+    )  # the ring after update 6 (the recording's points: start, after 3, after 6, ...)
     assert w.view.artists.title.get_text().startswith("Update 6:")
 
 
@@ -774,54 +775,40 @@ def test_compare_widget_names_each_path_beside_it(compare):
 
 @pytest.mark.parametrize("zoom", [True, False])
 @pytest.mark.slow
-def test_path_explorer_names_each_run_in_a_legend_on_its_paths_panel(recs, zoom):
-    """Told apart by more than colour: a legend on the paths panel names each run in its
-    rule's look (``path_names.name_runs``), and the start and the minimum where they are
-    not named beside their points (``path_names.place_names``); no run's name is placed
-    on the data."""
+def test_path_explorer_names_the_runs_and_marks_in_one_legend_under_the_figure(recs, zoom):
+    """As plot_paths: one legend under the panels names each run in its rule's look, the
+    start, the minimum and the ring; no text tag (start, minimum, zoom factor) on the
+    paths panel, and the legend inside the figure under every axes."""
     from dtsgd_viz.views.core import style
 
     pe = PathExplorer(recs, ROTATED, step=4, zoom=zoom)
     ax = pe.view.artists.ax_path
-    legend = ax.get_legend()
+    assert ax.get_legend() is None and len(pe.figure.legends) == 1
+    legend = pe.figure.legends[0]
     texts = [t.get_text() for t in legend.get_texts()]
-    named = {t.get_gid() for t in ax.texts if t.get_visible()} >= {"start-label", "minimum-label"}
-    # the start and the minimum: named beside their points, or else in the legend
-    assert texts == [rule_name(k) for k in recs] + ([] if named else ["start", "minimum"])
+    assert texts == [*(rule_name(k) for k in recs), "start", "minimum", "after the update shown"]
     for handle, key in zip(legend.legend_handles, recs):
         look = style.RULE_LOOKS[key]
         assert (handle.get_color(), handle.get_linewidth()) == (look.color, look.lw)
-    assert not [t for t in ax.texts if (t.get_gid() or "").startswith("run-name:")]
+    assert not [t.get_text() for t in ax.texts if t.get_visible() and t.get_text()]
     renderer = pe.figure.canvas.get_renderer()
-    frame, box = ax.get_window_extent(renderer), legend.get_window_extent(renderer)
-    assert frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
+    box = legend.get_window_extent(renderer)
+    assert pe.figure.bbox.contains(box.x0, box.y0) and pe.figure.bbox.contains(box.x1, box.y1)
+    assert all(box.y1 <= a.get_window_extent(renderer).y0 + 1 for a in pe.figure.axes if a.get_visible())
 
 
 @pytest.mark.slow
-def test_path_explorer_hides_speck_arrows_its_close_ups_draw(recs, explorer, bare):
-    """With close-ups, a run whose arrows on the paths panel are all under MIN_ARROW_PX
-    (a speck over its ring) has them hidden there, and the title names only the runs
-    whose arrows it draws; without close-ups every arrow stays."""
-    from dtsgd_viz.views.paths.titles import MIN_ARROW_PX, arrow_lengths
-
-    hidden = 0
+def test_path_explorer_draws_the_terms_in_its_close_ups_not_on_the_paths(recs, explorer, bare):
+    """With close-ups the update's arrows are drawn there, not on the paths panel (a
+    speck or a tangle at its scale), and its title says so; without close-ups every
+    arrow stays on the paths."""
     pe = explorer  # PathExplorer(recs, ROTATED): close-ups; the slider takes it to each update
     art = pe.view.artists
     for update in (2, 6, 12):
         pe.slider.value = update
         assert pe.state.update == update
-        longest = {}
-        for (key, _), px in arrow_lengths(art).items():
-            longest[key] = max(longest.get(key, 0.0), px)
-        for (key, _), q in art.arrows.items():
-            assert q.get_visible() == (longest[key] >= MIN_ARROW_PX), (update, key)
-            hidden += not q.get_visible()
-        shown = [k for k in recs if longest[k] >= MIN_ARROW_PX]
-        title = art.title.get_text()
-        assert title.startswith(f"Update {update}:")
-        if len(shown) < len(recs):
-            assert all(rule_name(k) in title for k in shown)
-            assert not any(rule_name(k) in title for k in recs if k not in shown)
-    assert hidden  # these updates have specks
+        assert art.arrows and not any(q.get_visible() for q in art.arrows.values())
+        assert art.title.get_text() == f"Update {update}: its terms up close below"
+        assert all(zoom_chain(pe, k) for k in recs)  # each close-up draws the terms
     # PathExplorer(recs, ROTATED, step=2, zoom=False)
     assert bare.state.update == 2 and all(q.get_visible() for q in bare.view.artists.arrows.values())

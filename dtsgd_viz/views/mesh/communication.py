@@ -1,31 +1,341 @@
 """What each update moves between devices, drawn on the mesh.
 
-One panel per set of mesh dims the traffic runs along: the devices as circles on the
-mesh grid, a line joining the devices of each group that reduces together (a loop when
-a group spans rows and columns; one colour per mesh dim) and, under it, what the bytes
-serve. ``communication_geometry`` computes the geometry (tested numerically); this module
-only draws it::
+``traffic_items`` reads a ``CommunicationPlan`` (predicted gradient all-reduces) or a
+``CommunicationReport`` (measured collectives) as one list of ``Item`` s, each with the
+device groups it joins (``mesh_groups``); ``communication_geometry`` places the devices
+and the groups (pure, tested numerically); ``plot_communication`` draws one panel per set
+of mesh dims the traffic runs along: the devices as circles on the mesh grid, each group
+that reduces together shaded as one rounded box (one colour per mesh dim), and under it
+what the bytes serve::
 
     >>> from dtsgd_viz import LayoutSpec, MeshSpec, communication_plan
-    >>> from dtsgd_viz.views import plot_communication
-    >>> from dtsgd_viz.views.core.figure import headline_texts
     >>> mesh = MeshSpec.create({"batch": 2, "model": 4})
-    >>> plan = communication_plan({
-    ...     "kernel": ((24, 64), "float32", LayoutSpec(("unsharded", "model"), mesh)),
-    ...     "bias": ((64,), "float32", LayoutSpec(("model",), mesh))})
-    >>> headline_texts(plot_communication(plan))[0]
-    'Each update all-reduces 1.56 KiB of gradient per device along batch'
+    >>> plan = communication_plan({"w": ((8, 16), "float32", LayoutSpec(("unsharded", "model"), mesh))})
+    >>> mesh_groups(mesh, ("batch",))
+    ((0, 4), (1, 5), (2, 6), (3, 7))
+    >>> [(i.mesh_dims, i.bytes_per_device, i.label) for i in traffic_items(plan)]
+    [(('batch',), 128, 'w')]
+    >>> headline(plan)
+    'Each update all-reduces 128 B of gradient per device along batch'
+    >>> communication_geometry(plan).panels[0].groups[0].boxes
+    ((0.07, 0.07, 0.86, 1.86),)
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.patches import Circle
+from matplotlib.patches import Circle, FancyBboxPatch
 
 from ...recording.communication import CommunicationPlan, CommunicationReport
-from ..core.figure import headline, new_figure
-from ..core.style import NOTE_SIZE, TICK_SIZE, TITLE_SIZE
-from .communication_geometry import NODE_RADIUS, CommunicationPicture, DimPanel, communication_geometry
+from ...recording.memory import format_bytes
+from ...specs import MeshSpec
+from ..core.figure import headline as draw_headline
+from ..core.figure import new_figure
+from ..core.style import NOTE_SIZE, TICK_SIZE, TITLE_SIZE, WIDTH
+
+# Okabe-Ito, one per mesh dim in mesh order, without the blue and vermilion that mean
+# momentum and Nesterov in every other view; sets of two or more dims take COMBO_COLORS
+DIM_COLORS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+COMBO_COLORS = ("#882255", "#117733", "#332288", "#999933")
+ACTIVATION_NOTE = (
+    "activation traffic (e.g. the all-reduce of a layer's output when its "
+    "kernel is sharded over model) is not predictable from layouts alone: "
+    "measure it with dtsgd_viz.communication(step)"
+)
+ROW_GAP = 0.6  # cells between the row groups of a mesh of rank 3 or more
+NODE_RADIUS = 0.36  # cells
+HULL = 0.43  # cells from a device's centre to its group's box
+
+
+@dataclasses.dataclass(frozen=True)
+class Item:
+    """One collective (measured) or gradient all-reduce (predicted), as the views count
+    it: each device of each of ``groups`` contributes ``bytes_per_device``."""
+
+    kind: str
+    mesh_dims: tuple[str, ...]
+    bytes_per_device: int
+    serves: str
+    label: str  # the variable of a gradient, else what the collective is for
+    groups: tuple[tuple[int, ...], ...]
+    time_us: float | None = None
+
+
+def mesh_groups(mesh: MeshSpec, dims: Iterable[str]) -> tuple[tuple[int, ...], ...]:
+    """The device groups (mesh device order) whose members differ only along ``dims``:
+    one per position on the other dims, ordered by their first device."""
+    axes = [mesh.dim_names.index(d) for d in dims]
+    groups: dict[tuple, list[int]] = {}
+    for d in range(mesh.num_devices):
+        key = tuple(x for i, x in enumerate(mesh.device_coords(d)) if i not in axes)
+        groups.setdefault(key, []).append(d)
+    return tuple(sorted(tuple(g) for g in groups.values()))
+
+
+def traffic_items(obj: CommunicationPlan | CommunicationReport) -> tuple[Item, ...]:
+    """The traffic of a plan or report along at least one mesh dim (a collective along
+    none moves nothing between devices), in plan or program order."""
+    if isinstance(obj, CommunicationPlan):
+        return tuple(
+            Item(
+                "all-reduce",
+                e.mesh_dims,
+                e.bytes_per_device,
+                "gradient",
+                e.variable,
+                mesh_groups(obj.mesh, e.mesh_dims),
+            )
+            for e in obj.entries
+            if e.mesh_dims
+        )
+    if not isinstance(obj, CommunicationReport):
+        raise TypeError(
+            "Expected a CommunicationPlan (dtsgd_viz.communication_plan or communication_plan(memory_plan)) "
+            f"or a CommunicationReport (dtsgd_viz.communication(step)). Received: {type(obj).__name__}."
+        )
+    return tuple(
+        Item(
+            c.kind,
+            c.mesh_dims,
+            c.bytes_per_device,
+            c.serves,
+            c.variable if c.serves == "gradient" and c.variable else c.what,
+            c.groups or mesh_groups(obj.mesh, c.mesh_dims),
+            c.time_us,
+        )
+        for c in obj.collectives
+        if c.mesh_dims
+    )
+
+
+def per_device(mesh: MeshSpec, item: Item) -> np.ndarray:
+    """Bytes each device (mesh device order) contributes to ``item``: its own bytes on
+    the devices of its groups, 0 elsewhere."""
+    out = np.zeros(mesh.num_devices, np.int64)
+    for g in item.groups:
+        out[list(g)] = item.bytes_per_device
+    return out
+
+
+def totals(mesh: MeshSpec, items: Sequence[Item]) -> dict[tuple[str, ...], int]:
+    """Bytes per device per update by set of mesh dims: single dims in mesh order, then
+    sets of two or more."""
+    order = sorted({i.mesh_dims for i in items}, key=lambda ds: (len(ds) > 1, [mesh.dim_names.index(d) for d in ds]))
+    return {dims: sum(i.bytes_per_device for i in items if i.mesh_dims == dims) for dims in order}
+
+
+def dim_color(mesh: MeshSpec, dims: Iterable[str]) -> str:
+    """One colour per mesh dim; a set of dims its own (by its mesh-order bitmask)."""
+    index = [mesh.dim_names.index(d) for d in dims]
+    if len(index) <= 1:
+        return DIM_COLORS[index[0] % len(DIM_COLORS)] if index else "#888888"
+    return COMBO_COLORS[sum(1 << i for i in index) % len(COMBO_COLORS)]
+
+
+def dims_text(dims: Sequence[str]) -> str:
+    """``batch × model``: a set of mesh dims in words."""
+    return " × ".join(dims) if dims else "no mesh dim"
+
+
+def headline(obj: CommunicationPlan | CommunicationReport) -> str:
+    """The finding: ``Each update all-reduces 3.6 KiB per device along batch, 2 KiB along
+    model`` (``of gradient`` for a plan, ``moves`` when not every collective is an
+    all-reduce)."""
+    items, plan = traffic_items(obj), isinstance(obj, CommunicationPlan)
+    if not items:
+        if plan:
+            return "Each update all-reduces no gradient: the batch is not split over devices"
+        return "Each update moves nothing between devices"
+    verb = "all-reduces" if all(i.kind == "all-reduce" for i in items) else "moves"
+    parts = [
+        format_bytes(b) + (" of gradient" if plan and k == 0 else "") + (" per device" if k == 0 else "")
+        for k, b in enumerate(totals(obj.mesh, items).values())
+    ]
+    return f"Each update {verb} " + ", ".join(
+        f"{p} along {dims_text(d)}" for p, d in zip(parts, totals(obj.mesh, items))
+    )
+
+
+def _nb(text: str) -> str:
+    """``text`` with no-break spaces: a line wraps between items, never inside one."""
+    return text.replace(" ", "\u00a0")
+
+
+def settings_text(obj: CommunicationPlan | CommunicationReport) -> str:
+    """The subtitle: what was measured or predicted, on which mesh, and how many
+    collectives of each kind."""
+    traffic_items(obj)  # a plan or a report, else a TypeError saying so
+    mesh = _nb(str(obj.mesh))
+    if isinstance(obj, CommunicationPlan):
+        src, n = f" of {obj.source}" if obj.source else "", len(obj.entries)
+        batch = ", ".join(obj.batch_dims) or "no mesh dim"
+        return f"predicted from the layouts{src}: {n} variable{'s' * (n != 1)} on {mesh}, batch split over {batch}"
+    kinds: dict[str, int] = {}
+    for c in obj.collectives:
+        kinds[c.kind] = kinds.get(c.kind, 0) + 1
+    counted = ", ".join(_nb(f"{n} {k}{'s' * (n != 1)}") for k, n in kinds.items())
+    return f"measured on the compiled {obj.function or 'step'} on {mesh}: {counted or 'no collectives'}"
+
+
+def serves_lines(items: Iterable[Item], max_items: int = 3) -> tuple[str, ...]:
+    """What the items are for, biggest first: one line per purpose (bytes per device;
+    how many collectives of which kind unless all are all-reduces) and, for several
+    gradients, one indented line for each of the ``max_items`` largest, then ``+N more``.
+    Spaces inside a figure or a count are no-break spaces (U+00A0)."""
+    by: dict[str, list[Item]] = {}
+    for i in items:
+        by.setdefault(i.serves, []).append(i)
+    lines = []
+    for serves, group in sorted(by.items(), key=lambda kv: -sum(i.bytes_per_device for i in kv[1])):
+        total = _nb(format_bytes(sum(i.bytes_per_device for i in group)))
+        kinds = sorted({i.kind for i in group})
+        how = ", ".join(_nb(f"{sum(i.kind == k for i in group)} {k}") for k in kinds)
+        if serves != "gradient":
+            lines.append(f"{serves}: {total} ({how})")
+            continue
+        head = f"gradient of {group[0].label}" if len(group) == 1 else f"gradients of {len(group)} variables"
+        lines.append(f"{head}: {total}" + ("" if kinds == ["all-reduce"] else f" ({how})"))
+        if len(group) > 1:
+            top = sorted(group, key=lambda i: -i.bytes_per_device)
+            shown = top[: max_items + (len(top) == max_items + 1)]  # "+1 more": name it
+            lines += [f"  {i.label}: {_nb(format_bytes(i.bytes_per_device))}" for i in shown]
+            if rest := top[len(shown) :]:
+                lines.append(f"  +{len(rest)} more: {_nb(format_bytes(sum(i.bytes_per_device for i in rest)))}")
+    return tuple(lines)
+
+
+# ---- geometry ---------------------------------------------------------------------------
+
+
+def device_positions(mesh: MeshSpec) -> tuple[np.ndarray, tuple[tuple[float, str], ...], tuple[float, float]]:
+    """``(centres, rows, extent)``: each device's centre (x, y) in cell units (mesh device
+    order; columns the last mesh dim, rows the one before, the dims before those stack row
+    groups with a gap between); each row's centre and its coordinates on the dims before
+    the last (``batch=1``); the grid's width and height."""
+    sizes: tuple[int, ...] = tuple(mesh.dim_sizes)
+    names, ncols = mesh.dim_names, sizes[-1]
+    inner = sizes[-2] if len(sizes) >= 2 else 1
+    centres, rows = np.zeros((mesh.num_devices, 2)), {}
+    for d in range(mesh.num_devices):
+        c: tuple[int, ...] = mesh.device_coords(d)
+        col, row = c[-1], (c[-2] if len(c) >= 2 else 0)
+        group = int(np.ravel_multi_index(c[:-2], sizes[:-2])) if len(c) > 2 else 0
+        y = group * (inner + ROW_GAP) + row + 0.5
+        centres[d] = (col + 0.5, y)
+        if len(c) >= 2:
+            rows[y] = ", ".join(f"{n}={i}" for n, i in zip(names[:-1], c[:-1]))
+    groups = math.prod(sizes[:-2])
+    return centres, tuple(sorted(rows.items())), (float(ncols), groups * inner + (groups - 1) * ROW_GAP)
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupBox:
+    """One group of devices that reduce together: ``boxes`` (x, y, w, h in cells), one
+    rounded box around the whole group (a row, a column or a block of the grid) when it
+    holds no other device, else one around each member."""
+
+    devices: tuple[int, ...]
+    boxes: tuple[tuple[float, float, float, float], ...]
+
+
+def group_boxes(centres: np.ndarray, group: Sequence[int]) -> GroupBox:
+    """The boxes of one group: its bounding box when that holds no other device, else
+    one box per member."""
+    pts = centres[list(group)]
+    (x0, y0), (x1, y1) = pts.min(axis=0) - HULL, pts.max(axis=0) + HULL
+    inside = (centres[:, 0] > x0) & (centres[:, 0] < x1) & (centres[:, 1] > y0) & (centres[:, 1] < y1)
+    whole = inside.sum() == len(group)
+    spans = [(x0, y0, x1, y1)] if whole else [(x - HULL, y - HULL, x + HULL, y + HULL) for x, y in pts]
+    spans = [tuple(float(v) for v in span) for span in spans]
+    boxes = [(a, b, c - a, d - b) for a, b, c, d in spans]
+    return GroupBox(tuple(group), tuple((round(a, 9), round(b, 9), round(c, 9), round(d, 9)) for a, b, c, d in boxes))
+
+
+@dataclasses.dataclass(frozen=True)
+class DimPanel:
+    """The traffic along one set of mesh dims: its colour, bytes per device per update,
+    the groups that reduce together, its title and the lines saying what it serves."""
+
+    mesh_dims: tuple[str, ...]
+    color: str
+    bytes_per_device: int
+    groups: tuple[GroupBox, ...]
+    title: str
+    lines: tuple[str, ...]
+
+    @property
+    def devices(self) -> frozenset[int]:
+        return frozenset(d for g in self.groups for d in g.devices)
+
+
+@dataclasses.dataclass(frozen=True)
+class CommunicationPicture:
+    """Everything ``plot_communication`` draws: positions in cell units (``centres``:
+    mesh device order), the figure's size in inches."""
+
+    mesh: MeshSpec
+    centres: np.ndarray
+    rows: tuple[tuple[float, str], ...]
+    xlim: tuple[float, float]
+    ylim: tuple[float, float]  # (bottom, top): y grows downwards
+    node_labels: tuple[str, ...]
+    panels: tuple[DimPanel, ...]
+    title: str
+    subtitle: str
+    note: str
+    figsize: tuple[float, float]
+
+
+def communication_geometry(
+    obj: CommunicationPlan | CommunicationReport, *, max_items: int = 3, title: str | None = None
+) -> CommunicationPicture:
+    """The picture of a ``CommunicationPlan`` or ``CommunicationReport``: the devices, one
+    panel per set of mesh dims (its groups, what the bytes serve: the top ``max_items``
+    variables, then ``+N more``), the finding (``headline``), the settings
+    (``settings_text``), a one-line note and the figure's size (at most ``WIDTH``)."""
+    items, mesh = traffic_items(obj), obj.mesh
+    centres, rows, (gw, gh) = device_positions(mesh)
+    panels = []
+    for dims, nbytes in totals(mesh, items).items():
+        mine = [i for i in items if i.mesh_dims == dims]
+        times = [i.time_us for i in mine if i.time_us is not None]
+        groups = tuple(group_boxes(centres, g) for g in dict.fromkeys(g for i in mine for g in i.groups))
+        when = f" · {sum(times):.0f} us" if times else ""
+        lines = serves_lines(mine, max_items)
+        panels.append(DimPanel(dims, dim_color(mesh, dims), nbytes, groups, f"along {dims_text(dims)}{when}", lines))
+    if not panels:
+        panels.append(DimPanel((), dim_color(mesh, ()), 0, (), "nothing moves between devices", ()))
+    cell = min(0.6, (WIDTH / len(panels) - 1.4) / gw)
+    names = mesh.short_device_names
+    fits = max(map(len, names)) * 0.62 * TICK_SIZE <= 2 * NODE_RADIUS * cell * 72 - 2
+    labels = tuple(names) if fits else tuple(str(d) for d in range(mesh.num_devices))
+    note = "" if fits else f"circles: devices (0 = {names[0]}, ..., {len(names) - 1} = {names[-1]})"
+    if items:
+        verb = "all-reduce" if all(i.kind == "all-reduce" for i in items) else "run one collective"
+        note += ("; " if note else "") + f"a shaded box holds each group of devices that {verb} together"
+    lines = max(len(p.lines) for p in panels)
+    height = 0.8 + gh * cell + 0.5 + 0.19 * (lines + 1) + 0.4
+    return CommunicationPicture(
+        mesh,
+        centres,
+        rows,
+        (0.0, gw),
+        (gh, 0.0),
+        labels,
+        tuple(panels),
+        title or headline(obj),
+        settings_text(obj),
+        note,
+        (WIDTH, round(height, 3)),
+    )
+
+
+# ---- the figure -------------------------------------------------------------------------
 
 
 def plot_communication(
@@ -39,9 +349,20 @@ def plot_communication(
     (``dtsgd_viz.communication(step)``: measured) or a ``CommunicationPlan``
     (``dtsgd_viz.communication_plan``: the gradient all-reduces predicted from layouts;
     activation traffic is not predictable from layouts, measure it). The title is the
-    finding (``title`` replaces it), the subtitle the settings; under each panel, what
-    its bytes serve, the ``max_items`` largest gradients by name and ``+N more``. Draws
-    into ``fig`` (cleared and resized) when given; returns the Figure."""
+    finding (``title`` replaces it), the subtitle the settings; each group of devices
+    that reduces together is one shaded box (no order among its members); under each
+    panel, what its bytes serve, the ``max_items`` largest gradients by name and
+    ``+N more``. Draws into ``fig`` (cleared and resized) when given; returns the Figure.
+
+    >>> from dtsgd_viz import LayoutSpec, MeshSpec, communication_plan
+    >>> from dtsgd_viz.views.core.figure import headline_texts
+    >>> mesh = MeshSpec.create({"batch": 2, "model": 4})
+    >>> plan = communication_plan({
+    ...     "kernel": ((24, 64), "float32", LayoutSpec(("unsharded", "model"), mesh)),
+    ...     "bias": ((64,), "float32", LayoutSpec(("model",), mesh))})
+    >>> headline_texts(plot_communication(plan))[0]
+    'Each update all-reduces 1.56 KiB of gradient per device along batch'
+    """
     pic = communication_geometry(report_or_plan, max_items=max_items, title=title)
     if fig is None:
         fig = new_figure(pic.figsize)
@@ -49,48 +370,49 @@ def plot_communication(
         fig.clear()
         fig.set_size_inches(*pic.figsize)
         fig.set_layout_engine("constrained")
-    headline(fig, pic.title, pic.subtitle)
+    draw_headline(fig, pic.title, pic.subtitle)
     fig.texts[0].set_gid("title")  # the suptitle, the figure's first text
     axes = fig.subplots(1, len(pic.panels), squeeze=False)[0]
     for k, (ax, panel) in enumerate(zip(axes, pic.panels)):
         ax.set_gid(f"panel-{k}")
         _draw_panel(ax, pic, panel, k)
-    fig.supxlabel(pic.note, fontsize=NOTE_SIZE, color="#555555", style="italic", gid="note")
+    if pic.note:
+        fig.supxlabel(pic.note, fontsize=NOTE_SIZE, color="#555555", style="italic", gid="note")
     return fig
 
 
 def _draw_panel(ax, pic: CommunicationPicture, panel: DimPanel, k: int) -> None:
     for i, g in enumerate(panel.groups):
-        xs, ys = zip(*g.path)
-        ax.plot(
-            xs, ys, color=panel.color, linewidth=4, solid_capstyle="round", alpha=0.85, zorder=2, gid=f"group-{k}-{i}"
-        )
+        for j, (x, y, w, h) in enumerate(g.boxes):
+            ax.add_patch(
+                FancyBboxPatch(
+                    (x, y),
+                    w,
+                    h,
+                    boxstyle="round,pad=0,rounding_size=0.4",
+                    facecolor=panel.color,
+                    alpha=0.28,
+                    edgecolor="none",
+                    zorder=1,
+                    gid=f"group-{k}-{i}" + (f"-{j}" if len(g.boxes) > 1 else ""),
+                )
+            )
     for d, (x, y) in enumerate(pic.centres):
         on = d in panel.devices
-        ax.add_patch(
-            Circle(
-                (x, y),
-                NODE_RADIUS,
-                facecolor=panel.color if on else "white",
-                edgecolor=panel.color if on else "#999999",
-                linewidth=1.2,
-                zorder=3,
-                gid=f"device-{d}",
-            )
+        ink = panel.color if on else "#999999"
+        circle = Circle((x, y), NODE_RADIUS, facecolor="white", edgecolor=ink, linewidth=1.5, zorder=3)
+        ax.add_patch(circle).set_gid(f"device-{d}")
+        ax.text(
+            x,
+            y,
+            pic.node_labels[d],
+            ha="center",
+            va="center",
+            fontsize=TICK_SIZE,
+            color="black" if on else "#777777",
+            zorder=4,
+            gid=f"device-label-{d}",
         )
-        if pic.node_labels[d]:
-            ax.text(
-                x,
-                y,
-                pic.node_labels[d],
-                ha="center",
-                va="center",
-                fontsize=9.5,
-                fontweight="bold",
-                color="white" if on else "#555555",
-                zorder=4,
-                gid=f"device-label-{d}",
-            )
     ax.set_xlim(*pic.xlim)
     ax.set_ylim(*pic.ylim)
     ax.set_aspect("equal")
@@ -98,13 +420,41 @@ def _draw_panel(ax, pic: CommunicationPicture, panel: DimPanel, k: int) -> None:
     ax.set_xticks([i + 0.5 for i in range(mesh.dim_sizes[-1])], [str(i) for i in range(mesh.dim_sizes[-1])])
     ax.set_yticks([y for y, _ in pic.rows], [s for _, s in pic.rows])
     ax.tick_params(length=0, labelsize=TICK_SIZE, pad=2)
-    # under the columns' name, what the bytes serve: one text, so the layout makes room for it
-    label = ax.set_xlabel(
-        "\n".join([f"mesh dim {mesh.dim_names[-1]}", *panel.lines]), loc="left", fontsize=TICK_SIZE, labelpad=2
-    )
-    label.set_linespacing(1.35)
+    ax.set_xlabel(f"mesh dim {mesh.dim_names[-1]}", fontsize=TICK_SIZE, labelpad=2)
     for spine in ax.spines.values():
         spine.set_visible(False)
     ax.set_title(
-        panel.title, fontsize=TITLE_SIZE, fontweight="bold", color=panel.color, loc="left", gid=f"panel-title-{k}"
+        f"{panel.title}: {format_bytes(panel.bytes_per_device)} per device" if panel.groups else panel.title,
+        fontsize=TITLE_SIZE,
+        fontweight="bold",
+        color=panel.color,
+        loc="left",
+        gid=f"panel-title-{k}",
     )
+    if panel.lines:  # what the bytes serve, under the axis name and apart from it
+        ax.annotate(
+            _serves_text(panel.lines),
+            xy=(0.5, 0),
+            xycoords=ax.xaxis.label,
+            xytext=(0, -8),
+            textcoords="offset points",
+            ha="center",
+            va="top",
+            fontsize=TICK_SIZE,
+            linespacing=1.4,
+            gid=f"serves-{k}",
+        )
+
+
+def _serves_text(lines: Sequence[str]) -> str:
+    """``serves_lines`` as a few lines: each purpose on its own, its named gradients
+    together on the line after it."""
+    out: list[str] = []
+    for s in lines:
+        if not s.startswith("  "):
+            out.append(s)
+        elif out and out[-1].startswith("\t"):
+            out[-1] += ", " + s.strip()
+        else:
+            out.append("\t" + s.strip())
+    return "\n".join(s.lstrip("\t") for s in out)

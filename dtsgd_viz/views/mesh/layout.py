@@ -33,8 +33,7 @@ from ...recording.recording import Recording, VariableRecord
 from ...specs import LayoutSpec
 from ..core.figure import axes_size_inches, root_figure
 from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, SUBTITLE_COLOR, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE, TITLE_SIZE
-from .layout_geometry import MeshKey, Panel, block_looks, layout_picture
-from .layout_labels import device_forms, short_finding, slice_text
+from .layout_geometry import MeshKey, Panel, block_looks, device_forms, layout_picture, short_finding, slice_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -124,7 +123,7 @@ def plot_layout(
     Each block is labelled with every device holding it; the axes name the mesh dim
     sharding each tensor dim. With copies, a key of the devices on the mesh, each in its
     block's colour, shows where the copies live. Ranks 3 and 4 get one small panel per
-    index of the sharded leading dims. The title is ``layout_labels.finding_text`` (the
+    index of the sharded leading dims. The title is ``layout_geometry.finding_text`` (the
     counts ``layout_table`` prints); ``note`` joins the one-line note under the subtitle
     (``LayoutExplorer`` gives the bytes per device). Returns the ``Figure`` (the one
     ``ax`` is in when given: rank 1 or 2, its blocks named in a legend beside it).
@@ -196,36 +195,34 @@ def plot_layout(
     return fig
 
 
-def _cell(ax, rect, color, hatch, gid, lw) -> None:
-    ax.add_patch(
-        Rectangle(rect[:2], *rect[2:], facecolor=color, edgecolor="white", linewidth=lw, hatch=hatch or None, gid=gid)
-    )
-
-
-def _on(color, hatch):
-    """On a hatched cell the text sits on a chip of the cell's plain colour."""
-    return dict(boxstyle="square,pad=0.15", facecolor=color, edgecolor="none") if hatch else None
+def _cells(ax, cells, box_gid: str, label_gid: str, lw: float) -> None:
+    """Each cell as a rectangle in its block's colour and hatch, its label centred on it
+    (on a hatched cell, on a chip of the cell's plain colour)."""
+    for c in cells:
+        key = getattr(c, "group", getattr(c, "device", 0))
+        x, y, w, h = c.rect
+        patch = Rectangle((x, y), w, h, facecolor=c.color, edgecolor="white", linewidth=lw, hatch=c.hatch or None)
+        ax.add_patch(patch).set_gid(f"{box_gid}-{key}")
+        if c.label:
+            chip = dict(boxstyle="square,pad=0.15", facecolor=c.color, edgecolor="none") if c.hatch else None
+            ax.text(
+                x + w / 2,
+                y + h / 2,
+                c.label,
+                ha="center",
+                va="center",
+                rotation=getattr(c, "rotation", 0),
+                fontsize=c.fontsize,
+                color=c.text_color,
+                linespacing=1.1,
+                bbox=chip,
+                gid=f"{label_gid}-{key}",
+            )
 
 
 def _draw_panel(ax, panel: Panel) -> None:
     small = bool(panel.index)
-    for b in panel.blocks:
-        _cell(ax, b.rect, b.color, b.hatch, f"block-{b.group}", 1.5)
-        if b.label:
-            x, y, w, h = b.rect
-            ax.text(
-                x + w / 2,
-                y + h / 2,
-                b.label,
-                ha="center",
-                va="center",
-                rotation=b.rotation,
-                fontsize=b.fontsize,
-                color=b.text_color,
-                linespacing=1.1,
-                bbox=_on(b.color, b.hatch),
-                gid=f"label-{b.group}",
-            )
+    _cells(ax, panel.blocks, "block", "label", 1.5)
     ax.set_xlim(*panel.xlim)
     ax.set_ylim(*panel.ylim)
     ax.set_xticks(panel.xticks)
@@ -240,20 +237,7 @@ def _draw_panel(ax, panel: Panel) -> None:
 def _draw_key(fig, key: MeshKey, figsize) -> None:
     (fw, fh), (left, bottom, w, h) = figsize, key.box
     ax = fig.add_axes((left / fw, bottom / fh, w / fw, h / fh), gid="mesh-key")
-    for c in key.cells:
-        _cell(ax, c.rect, c.color, c.hatch, f"key-{c.device}", 1.0)
-        if c.label:
-            ax.text(
-                c.rect[0] + 0.5,
-                c.rect[1] + 0.5,
-                c.label,
-                ha="center",
-                va="center",
-                fontsize=c.fontsize,
-                color=c.text_color,
-                bbox=_on(c.color, c.hatch),
-                gid=f"key-label-{c.device}",
-            )
+    _cells(ax, key.cells, "key", "key-label", 1.0)
     ax.set_xlim(*key.xlim)
     ax.set_ylim(*key.ylim)
     ax.set_xticks([t for t, _ in key.xticks], [s for _, s in key.xticks], fontsize=NOTE_SIZE)

@@ -1,5 +1,6 @@
-"""Pure geometry of the layout view: each block's rectangle, colour and label, each
-panel's box, the mesh key, and the figure's size (no TensorFlow, no drawing).
+"""Pure geometry and words of the layout view: each block's rectangle, colour and label
+(every device holding it, in the first form that fits: ``device_forms``), each panel's
+box, the mesh key, the title and the figure's size (no TensorFlow, no drawing).
 
 Rectangles are in tensor element units (x = last tensor dim, y = the one before,
 growing downwards like a matrix); boxes in inches from the figure's bottom-left::
@@ -15,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -23,16 +24,128 @@ from ...geometry import ShardGeometry, shard_geometry
 from ...specs import UNSHARDED, LayoutSpec
 from ..core.style import BLOCK_COLORS, LABEL_SIZE, NOTE_SIZE, SUPTITLE_SIZE, TICK_SIZE, WIDTH, block_styles
 from .layout_colors import mesh_colors, text_color_for
-from .layout_labels import (
-    bare_ids,
-    copies_text,  # noqa: F401 - the shard views import it from here
-    device_forms,
-    dim_text,
-    finding_text,
-    ids_text,
-    mesh_dim_role,
-    text_width_pt,
-)
+
+
+def text_width_pt(text: str, fontsize: float) -> float:
+    """About how wide ``text`` is in points (DejaVu Sans, slightly generous)."""
+    return fontsize * sum(
+        0.36 if ch in ",.:;'| " else 0.45 if ch in "[]()-=" else 0.74 if ch.isupper() or ch in "mw" else 0.64
+        for ch in text
+    )
+
+
+def slice_text(slices: Iterable[slice]) -> str:
+    """``[0:4, 2:4]``: the element ranges of a block."""
+    return "[" + ", ".join(f"{s.start}:{s.stop}" for s in slices) + "]"
+
+
+def compact_devices(devices: Iterable[int]) -> str:
+    """``d0,d4`` for a few devices; runs of three or more as ``d0-d3``.
+
+    >>> compact_devices([0, 1, 2, 3, 8, 9])
+    'd0-d3,d8,d9'
+    """
+    runs: list[list[int]] = []
+    for d in devices:
+        if runs and d == runs[-1][1] + 1:
+            runs[-1][1] = d
+        else:
+            runs.append([d, d])
+    return ",".join(f"d{a}" if a == b else f"d{a},d{b}" if b == a + 1 else f"d{a}-d{b}" for a, b in runs)
+
+
+def device_forms(devices: Sequence[int], names: Sequence[str]) -> tuple[str, str, str]:
+    """A replica group's names, most to least explicit: ``CPU:0, CPU:4``, JAX's
+    ``CPU 0,4`` (runs of three or more as ``0-3``), the bare ids ``0,4``."""
+    full = ", ".join(names[d] for d in devices)
+    heads = {names[d].rsplit(":", 1)[0] for d in devices}
+    ids = [names[d].rsplit(":", 1)[-1] for d in devices]
+    if len(heads) != 1 or not all(i.isdigit() for i in ids):
+        return full, full, ",".join(map(str, devices))
+    jax = f"{heads.pop()} " + compact_devices(int(i) for i in ids).replace("d", "")
+    return full, jax, ",".join(map(str, devices))
+
+
+def bare_ids(texts: Iterable[str]) -> bool:
+    """Whether any of ``texts`` names devices by bare id (``0,16``), which only a note can
+    say are device ids."""
+    return any(t and all(ch.isdigit() or ch in ",\n" for ch in t) for t in texts)
+
+
+def ids_text(names: Sequence[str]) -> str:
+    """``the numbers are device ids (0 = CPU:0, ..., 7 = CPU:7)``."""
+    return f"the numbers are device ids (0 = {names[0]}, ..., {len(names) - 1} = {names[-1]})"
+
+
+def dim_text(layout: LayoutSpec, dim: int, short: bool = False) -> str:
+    """``tensor dim 1 — sharded over 'model' (4)`` or ``tensor dim 0 — not sharded``;
+    ``short``: ``dim 1 — over 'model' (4)``, for small faceted panels."""
+    spec = layout.sharding_specs[dim]
+    over = "over" if short else "sharded over"
+    how = "not sharded" if spec == UNSHARDED else f"{over} '{spec}' ({layout.mesh.dim_size(spec)})"
+    return f"{'dim' if short else 'tensor dim'} {dim} — {how}"
+
+
+def mesh_dim_role(layout: LayoutSpec, mesh_dim: str) -> str:
+    """What a mesh dim does to the tensor: ``model: cuts tensor dim 1 (4 ways)``, or
+    ``batch: unused -> 2 copies`` (devices along an unused mesh dim hold the same block).
+
+    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
+    >>> [mesh_dim_role(spec, d) for d in ("batch", "model")]
+    ['batch: unused -> 2 copies', 'model: cuts tensor dim 1 (4 ways)']
+    """
+    size = layout.mesh.dim_size(mesh_dim)
+    if mesh_dim in layout.sharding_specs:
+        return f"{mesh_dim}: cuts tensor dim {layout.sharding_specs.index(mesh_dim)} ({size} ways)"
+    return f"{mesh_dim}: unused -> " + (f"{size} copies" if size > 1 else "no copies (size 1)")
+
+
+def copies_text(layout: LayoutSpec) -> str:
+    """Where the copies come from, one role per mesh dim (unused dims first)."""
+    dims = layout.mesh.dim_names
+    unused = [d for d in dims if d not in layout.sharding_specs]
+    return "mesh dims: " + " · ".join(mesh_dim_role(layout, d) for d in unused + [d for d in dims if d not in unused])
+
+
+def copied_over(layout: LayoutSpec) -> tuple[str, ...]:
+    """The mesh dims (of size > 1) the layout does not use: where every copy comes from."""
+    return tuple(d for d in layout.mesh.dim_names if d not in layout.sharding_specs and layout.mesh.dim_size(d) > 1)
+
+
+def finding_text(geom: ShardGeometry, layout: LayoutSpec, prefix: str) -> str:
+    """The layout figure's title: how many distinct blocks there are and, with copies,
+    on how many devices each lives and over which mesh dims it is copied.
+
+    >>> from dtsgd_viz.geometry import shard_geometry
+    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+    >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
+    >>> finding_text(shard_geometry((8, 8), spec), spec, "c (8, 8)")
+    'c (8, 8): 4 distinct 8x2 blocks, each on 2 devices (copied over batch)'
+    """
+    n, unique = geom.num_devices, geom.num_unique
+    blocks = "x".join(map(str, geom.local_shape))
+    over = ", ".join(copied_over(layout))
+    if n == unique:
+        return (
+            f"{prefix}: 1 device holds the whole tensor"
+            if n == 1
+            else f"{prefix}: {n} devices, {n} distinct {blocks} blocks"
+        )
+    if unique == 1:
+        return f"{prefix}: all {n} devices hold the whole tensor (copied over {over})"
+    return f"{prefix}: {unique} distinct {blocks} blocks, each on {n // unique} devices (copied over {over})"
+
+
+def short_finding(geom: ShardGeometry, prefix: str) -> str:
+    """The finding in a few words, over one small axes: ``w (8, 8): 4 blocks x 2 copies``."""
+    copies, s = geom.num_devices // geom.num_unique, "s" * (geom.num_unique > 1)
+    if copies == 1:
+        return f"{prefix}: {geom.num_unique} distinct block{s}"
+    return f"{prefix}: {geom.num_unique} block{s} x {copies} copies"
+
+
+# ---- geometry -----------------------------------------------------------------------------
 
 Color = str | tuple[float, float, float]
 MAX_FACETS = {3: (12,), 4: (4, 4)}  # panels per leading dim, by tensor rank
@@ -138,7 +251,7 @@ def boundary_ticks(size: int, shards: int, length_pt: float, across: bool) -> tu
     """Every block boundary when the ticks stand apart on an axis ``length_pt`` long
     (``across``: the labels run along it, as on x), else every k-th, always both ends."""
     local = size // shards
-    need = (text_width_pt(str(size), TICK_SIZE) + 6) if across else 1.6 * TICK_SIZE
+    need = (text_width_pt(str(size), TICK_SIZE) + 6) if across else 3.0 * TICK_SIZE
     step = max(1, math.ceil(need / (length_pt / shards)))
     edges = list(range(0, size + 1, local * step))
     return tuple(
@@ -148,7 +261,8 @@ def boundary_ticks(size: int, shards: int, length_pt: float, across: bool) -> tu
 
 def _panel_size(shape, layout, faceted) -> tuple[float, float]:
     """The panel's (width, height) in inches: the tensor's aspect within limits; along a
-    mesh dim of more than 4 devices, wide enough for one turned line per block column."""
+    mesh dim of more than 4 devices, wide enough for one turned line per block column;
+    tall enough for the y axis's name on one line (``axis_label``)."""
     if len(shape) == 1:
         return 6.4, 0.9
     a = min(max(shape[-2] / shape[-1], 0.2), 2.5)
@@ -157,49 +271,31 @@ def _panel_size(shape, layout, faceted) -> tuple[float, float]:
     if not faceted:
         w = max(w, COLUMN_IN * max(layout.mesh.dim_sizes))
         h = max(h, 0.3 * layout.num_shards(len(shape) - 2))
-    return round(w, 3), round(h, 3)
+    need = text_width_pt(dim_text(layout, len(shape) - 2, short=True), LABEL_SIZE) / 72 + 0.1
+    return round(w, 3), round(max(h, need), 3)
 
 
 def axis_label(layout: LayoutSpec, dim: int, length_in: float) -> str:
     """``dim_text`` on one line along an axis ``length_in`` long: in full when it fits,
-    else short, else short on two lines."""
-    for text in (dim_text(layout, dim), dim_text(layout, dim, short=True)):
-        if text_width_pt(text, LABEL_SIZE) <= length_in * 72:
-            return text
-    return dim_text(layout, dim, short=True).replace(" — ", "\n")
+    else short."""
+    text = dim_text(layout, dim)
+    return text if text_width_pt(text, LABEL_SIZE) <= length_in * 72 else dim_text(layout, dim, short=True)
 
 
 def _fits(text, fs, w, h, rotation) -> bool:
     if rotation:
         w, h = h, w
-    lines = text.split("\n")
-    return max(text_width_pt(s, fs) for s in lines) <= w - 2 * PAD and 1.25 * len(lines) * fs <= h - 2 * PAD
-
-
-def _two_lines(text: str) -> str:
-    """``text`` broken at the separator nearest its middle (unchanged without one)."""
-    cuts = [i for i, ch in enumerate(text) if ch == ","]
-    if not cuts:
-        return text
-    i = min(cuts, key=lambda c: abs(2 * c - len(text)))
-    return text[: i + 1] + "\n" + text[i + 1 :].lstrip()
+    return text_width_pt(text, fs) <= w - 2 * PAD and 1.25 * fs <= h - 2 * PAD
 
 
 def label_blocks(blocks: Sequence[Block], names: Sequence[str], px: float, py: float) -> list[Block]:
-    """The blocks labelled in the first way that fits them all (most explicit form
-    first, one line before two, upright before turned, larger before smaller type), else
-    each in the first way that fits it, else unlabelled. ``px``, ``py``: points per element."""
-    candidates = [
-        (form, lines, rot, fs)
-        for form in range(3)
-        for lines in (1, 2)
-        for rot in (0, 90)
-        for fs in (LABEL_SIZE, NOTE_SIZE)
-    ]
+    """The blocks labelled on one line in the first way that fits them all (most explicit
+    form first, upright before turned, larger before smaller type), else each in the first
+    way that fits it, else unlabelled. ``px``, ``py``: points per element."""
+    candidates = [(form, rot, fs) for form in range(3) for rot in (0, 90) for fs in (LABEL_SIZE, NOTE_SIZE)]
 
-    def label(b, form, lines, rot, fs) -> tuple[str, float, int] | None:
+    def label(b, form, rot, fs) -> tuple[str, float, int] | None:
         text = device_forms(b.devices, names)[form]
-        text = _two_lines(text) if lines == 2 else text
         return (text, fs, rot) if _fits(text, fs, b.rect[2] * px, b.rect[3] * py, rot) else None
 
     def first(b) -> tuple[str, float, int]:
@@ -258,7 +354,8 @@ def _mesh_key(layout: LayoutSpec, geom: ShardGeometry, looks, width: float) -> M
         tuple((i + 0.5, str(i)) for i in range(ncols)),
         tuple(yticks),
         f"mesh dim {mesh_dim_role(layout, dims[-1])}",
-        "devices on the mesh, coloured by the block they hold",
+        "devices on the mesh, coloured by the block they hold"
+        + (f" (k = {mesh.short_device_names[0].rsplit(':', 1)[0]}:k)" if bare_ids(texts) else ""),
     )
 
 
@@ -282,11 +379,10 @@ def _subtitle(geom, layout, picks, collapsed) -> str:
     """The settings on one line: sharding, mesh, what the panels index, what is drawn once."""
     out = f"sharding [{', '.join(layout.sharding_specs)}] on {layout.mesh}"
     if picks:
-        out += "; panels: " + " x ".join(f"tensor dim {d}" for d in sorted(picks))
+        out += "; panels: " + " x ".join(dim_text(layout, d, short=True) for d in sorted(picks))
     if collapsed:
         sizes = "x".join(str(geom.global_shape[d]) for d in collapsed)
-        what = "taps" if len(collapsed) == 2 else "slices"
-        out += f"; the {sizes} {what} (dim{'s' * (len(collapsed) > 1)} {', '.join(map(str, collapsed))}) drawn once"
+        out += f"; dim{'s' * (len(collapsed) > 1)} {', '.join(map(str, collapsed))} ({sizes}) drawn once"
     return out
 
 
@@ -322,9 +418,8 @@ def layout_picture(
     nrows = math.ceil(len(indices) / ncols)
     grid_w, grid_h = ncols * pw + (ncols - 1) * gx, nrows * ph + (nrows - 1) * gy
     key = None if geom.num_devices == geom.num_unique else _mesh_key(layout, geom, looks, min(5.5, max(grid_w, 3.0)))
-    shown = [b.label for bl in labelled for b in bl] + ([c.label for c in key.cells] if key else [])
     omitted = sum(not b.label for bl in labelled for b in bl)
-    notes = [ids_text(names)] if bare_ids(shown) else []
+    notes = [ids_text(names)] if bare_ids(b.label for bl in labelled for b in bl) else []  # the key says its own
     notes += [
         f"showing indices {', '.join(map(str, p))} of {shape[d]} along tensor dim {d}"
         for d, p in picks.items()
@@ -340,7 +435,7 @@ def layout_picture(
     key_tick_w = max((text_width_pt(t, NOTE_SIZE) for _, t in key.yticks), default=0) / 72 if key else 0
     widths = [
         1.05 + grid_w + 0.35,
-        1.1 * text_width_pt(title, SUPTITLE_SIZE) / 72 + 0.3,
+        1.1 * text_width_pt(title, SUPTITLE_SIZE) / 72 + 0.8,
         text_width_pt(subtitle, 10) / 72 + 0.3,
         text_width_pt(note_line, NOTE_SIZE) / 72 + 0.3,
         (key.box[2] + 2 * key_tick_w + 0.6) if key else 0,

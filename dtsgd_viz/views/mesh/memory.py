@@ -15,6 +15,7 @@ Colours: ``style.VARIABLE_COLORS``, none of them a rule's colour.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,7 @@ from ...recording.communication import CommunicationPlan, CommunicationReport, c
 from ...recording.memory import MemoryPlan, format_bytes
 from ..core.figure import axes_size_inches, fit, headline, new_figure, root_figure
 from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, TICK_SIZE, TITLE_SIZE, VARIABLE_COLORS, WIDTH
-from .traffic import per_device, traffic_items
+from .communication import per_device, traffic_items
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 _GREYS = ("#BBBBBB", "#888888", "#DDDDDD", "#666666")
 _UNITS = (("B", 1), ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("TiB", 1024**4))
 HATCH = {"slot": "///", "serves": ".."}
-MANY_DEVICES = 16  # past this many devices the bars are named by number, every device_step-th
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,7 +147,8 @@ def plot_memory(
     unit, scale = unit_for(max(int(plan.bytes_per_device.max()), 1))
     _bars(axes[0], plan, segments, scale, "")
     axes[0].set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)
-    handles = [Patch(facecolor=s.color, label=s.label) for s in segments if s.kind == "param"]
+    # the top of the legend names the top of the stack
+    handles = [Patch(facecolor=s.color, label=s.label) for s in segments if s.kind == "param"][::-1]
     if plan.slots:
         handles.append(Patch(facecolor="white", edgecolor="#444444", hatch=HATCH["slot"], label="velocity slot"))
     if traffic is not None:
@@ -155,7 +156,7 @@ def plot_memory(
         top = int(np.max(sum(s.height for s in bars))) if bars else 0
         unit, scale = unit_for(max(top, 1))
         _bars(axes[-1], plan, bars, scale, "traffic-")
-        axes[-1].set_ylabel(f"{unit} per device per update", fontsize=LABEL_SIZE)
+        axes[-1].set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)  # the title says per update
         predicted = isinstance(traffic, CommunicationPlan)
         axes[-1].set_title(
             "gradient all-reduce per update (predicted)" if predicted else "collectives per update (measured)",
@@ -176,20 +177,6 @@ def _width_pt(ax) -> float:
     return max(150.0, axes_size_inches(ax)[0] * 72 * 1.1)
 
 
-def device_step(n: int, width_pt: float, fontsize: float = TICK_SIZE) -> int:
-    """Every how many devices a bar is named on an axis ``width_pt`` points wide: the
-    smallest power of two at which the device numbers stand a space apart.
-
-    >>> device_step(8, 300), device_step(64, 300), device_step(256, 300)
-    (1, 4, 32)
-    """
-    need = (len(str(n - 1)) * 0.62 + 0.8) * fontsize
-    step = 1
-    while step < n and step * width_pt / max(n, 1) < need:
-        step *= 2
-    return step
-
-
 def _bars(ax, plan: MemoryPlan, segments: Sequence[Segment], scale: int, prefix: str) -> None:
     """The stacked bars, one per device, and the device axis under them."""
     n, names = plan.mesh.num_devices, plan.mesh.short_device_names
@@ -202,7 +189,7 @@ def _bars(ax, plan: MemoryPlan, segments: Sequence[Segment], scale: int, prefix:
             color=s.color,
             width=0.8,
             edgecolor="white",
-            linewidth=0.6 if n <= 4 * MANY_DEVICES else 0.0,
+            linewidth=0.6 if n <= 64 else 0.0,
             hatch=HATCH.get(s.kind),
             gid=f"{prefix}{s.label}" if prefix else f"{s.kind}-{s.label}",
         )
@@ -211,14 +198,13 @@ def _bars(ax, plan: MemoryPlan, segments: Sequence[Segment], scale: int, prefix:
     from ..shards.geometry import device_ticks
 
     numbers, head = device_ticks(names)
-    if n > MANY_DEVICES:
-        at = np.arange(0, n, device_step(n, 0.85 * axes_size_inches(ax)[0] * 72))
-        ax.set_xticks(at, [numbers[i] for i in at], fontsize=TICK_SIZE)
-        what = f"devices in mesh order ({head}k)" if head else "devices in mesh order"
-    else:
-        turned = n * max(map(len, names)) * TICK_SIZE * 0.62 > 0.8 * _width_pt(ax)
-        ax.set_xticks(x, names, fontsize=TICK_SIZE, rotation=35 if turned else 0, ha="right" if turned else "center")
+    if n * max(map(len, names)) * TICK_SIZE * 0.62 <= 0.8 * _width_pt(ax):  # the names fit under the bars
+        ax.set_xticks(x, names, fontsize=TICK_SIZE)
         what = "devices in mesh order"
+    else:  # numbers, every step-th device, at most 16 ticks
+        step = 1 << max(0, math.ceil(math.log2(n / 16)))
+        ax.set_xticks(x[::step], numbers[::step], fontsize=TICK_SIZE)
+        what = f"devices in mesh order ({head}k)" if head else "devices in mesh order"
     ax.set_xlim(-0.6, n - 0.4)
     ax.set_xlabel(what, fontsize=LABEL_SIZE)
     ax.tick_params(labelsize=TICK_SIZE)

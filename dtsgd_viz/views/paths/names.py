@@ -4,14 +4,13 @@ data; and the ring that opens its face over the star so the minimum shows throug
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core import style
 from . import geometry as geo
-from .labels import spot_costs
 from .scene import minimum_on_plane
 from .thin import EXACT_POINTS
 
@@ -19,7 +18,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.lines import Line2D
     from matplotlib.text import Annotation
-    from numpy.typing import ArrayLike
 
     from ..core.style import Look
     from .frames import PathArtists
@@ -30,7 +28,6 @@ __all__ = [
     "legend_handles",
     "step_marker",
     "name_runs",
-    "place_names",
     "open_rings_on_star",
     "NAME_OFFSET",
     "ON_STAR",
@@ -62,7 +59,7 @@ def draw_start_and_minima(scene: PathScene, ax_path: Axes, names: bool = False) 
     """The start points (white circles) and the minima (an opaque yellow star over the
     paths, under the rings and arrows), in ``ROLE_LOOKS``' looks. A legend names them;
     ``names``: also a name beside each on a white box (``{gid: Annotation}``, gids
-    ``start-label`` and ``minimum-label``), for the widgets that place them (``place_names``)."""
+    ``start-label`` and ``minimum-label``), for a widget that places them."""
     from matplotlib import patheffects
 
     start, star = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"]
@@ -131,49 +128,6 @@ def name_runs(scene: PathScene, art: PathArtists, looks: Mapping[str, Look]) -> 
         handles = legend_handles(scene, looks, marks, points=not art.names)
         art.ax_path.legend(handles=handles, fontsize=style.NOTE_SIZE, loc="best", framealpha=0.9)
     return {}
-
-
-# pixels from a point's marker edge to its name's near side, and the directions tried:
-# out to where no path runs (a name inside a crowd of paths hangs on a leader)
-NAME_RADII = (2.0, 5.0, 10.0, 18.0, 28.0, 40.0, 54.0, 70.0, 90.0, 115.0)
-NAME_ANGLES = np.deg2rad(np.arange(0.0, 360.0, 22.5))
-LEADER_PX = 7.0  # a name further than this off its point's marker hangs on a leader
-
-
-def place_names(art: PathArtists, marks: Iterable[ArrayLike] = (), scene: PathScene | None = None) -> list[Annotation]:
-    """Put each start and minimum name (``art.names``, the widgets') on the spot round its
-    point, of ``NAME_RADII`` x ``NAME_ANGLES``, that covers least of the paths, markers,
-    boxes and texts of the laid-out panel (``labels.spot_costs``, touching any path costs
-    ``labels.TOUCH``; nearer is cheaper), ``marks`` (plot coordinates) kept clear too; a
-    leader where it sits off its point. One scoring pass per name. Returns the names."""
-    from .labels import TOUCH, panel_obstacles, place_text, renderer_of, text_box
-
-    ax = art.ax_path
-    names = [a for a in art.names.values() if a.get_visible()]
-    if not names:
-        return []
-    renderer = renderer_of(ax.figure)
-    obs = panel_obstacles(art, skip=set(names))
-    for m in marks:
-        obs.add_marker(ax.transData.transform(np.asarray(m, np.float64)), 5.0)
-    for ann in names:
-        anchor = ax.transData.transform(np.asarray(ann.xy, np.float64))
-        x0, y0, x1, y1 = text_box(ann, renderer)
-        half = np.array([x1 - x0, y1 - y0]) / 2
-        ms = max([ln.get_markersize() for ln in ax.lines if ln.get_gid() in ("start", "minimum")], default=0.0)
-        edge = 0.5 * ms * ax.figure.dpi / 72.0 + 1.0
-        r = edge + np.repeat(NAME_RADII, len(NAME_ANGLES))[:, None]
-        d = np.tile(np.stack([np.cos(NAME_ANGLES), np.sin(NAME_ANGLES)], axis=1), (len(NAME_RADII), 1))
-        centre = anchor + d * (r + half * np.abs(d) * 1.4)  # the near side about r off the point
-        boxes = np.concatenate([centre - half, centre + half], axis=1)
-        cost = spot_costs(obs, boxes, touch=TOUCH) + 0.35 * r[:, 0]
-        box = tuple(float(v) for v in boxes[int(np.argmin(cost))])
-        place_text(ann, box, anchor)
-        obs.add_box(box)
-        far = np.hypot(*(np.clip(anchor, box[:2], box[2:]) - anchor)) > edge + LEADER_PX
-        if ann.arrow_patch is not None:
-            ann.arrow_patch.set_visible(bool(far))
-    return names
 
 
 def open_rings_on_star(art: PathArtists) -> list[Line2D]:

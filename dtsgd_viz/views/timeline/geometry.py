@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from ...recording.communication import Collective, CommunicationReport
 from ...recording.memory import format_bytes
 from ...specs import MeshSpec
+from ..paths.geometry import rule_name
 
 LOCAL_BEFORE = ("local gradient",)
 LOCAL_AFTER = ("velocity", "parameter")
@@ -53,7 +54,7 @@ class Phase:
 @dataclasses.dataclass(frozen=True)
 class UpdateTimeline:
     """The ordered ``phases`` of one update, the same on every device of ``mesh``
-    (``labels``: each device's mesh coordinates, in mesh order)."""
+    (``labels``: each device's name and mesh coordinates, ``CPU:5 (batch=1, model=1)``)."""
 
     mesh: MeshSpec
     phases: tuple[Phase, ...]
@@ -61,7 +62,9 @@ class UpdateTimeline:
     @property
     def labels(self) -> tuple[str, ...]:
         return tuple(
-            f"CPU:{d} (" + ", ".join(f"{n} {c}" for n, c in zip(self.mesh.dim_names, self.mesh.device_coords(d))) + ")"
+            f"{self.mesh.short_device_names[d]} ("
+            + ", ".join(f"{n}={c}" for n, c in zip(self.mesh.dim_names, self.mesh.device_coords(d)))
+            + ")"
             for d in range(self.mesh.num_devices)
         )
 
@@ -133,14 +136,10 @@ def same_collectives(a: CommunicationReport, b: CommunicationReport) -> bool:
     return _signature(_check(a)) == _signature(_check(b))
 
 
-def _title_name(name: str) -> str:
-    return name[:1].upper() + name[1:]
-
-
 def timeline_finding(reports: Mapping[str, CommunicationReport]) -> str:
     """One line comparing the runs' communication per update, from the reports: the last
-    run against the first (``"Nesterov sends the same 3.59 KiB per device per update as
-    momentum"``), or how they differ."""
+    runs' compiled collectives when they are all the same (``"Identical collectives for
+    momentum and Nesterov: 612 B per device per update"``), or how they differ."""
     if not isinstance(reports, Mapping) or not reports:
         raise ValueError(
             f"reports must be a non-empty mapping {{run name: CommunicationReport}}. Received: {reports!r}."
@@ -154,10 +153,10 @@ def timeline_finding(reports: Mapping[str, CommunicationReport]) -> str:
     sizes = {n: update_timeline(reports[n]).bytes_per_device for n in names}
     first, last = names[0], names[-1]
     if len(names) == 1:
-        return f"{_title_name(first)} sends {format_bytes(sizes[first])} per device per update"
+        return f"{rule_name(first)} sends {format_bytes(sizes[first])} per device per update"
     if all(same_collectives(reports[first], reports[n]) for n in names[1:]):
-        others = " and ".join(names[:-1])
-        return f"{_title_name(last)} sends the same {format_bytes(sizes[last])} per device per update as {others}"
+        runs = " and ".join(map(rule_name, names))
+        return f"Identical collectives for {runs}: {format_bytes(sizes[last])} per device per update"
     parts = ", ".join(f"{n} {format_bytes(sizes[n])}" for n in names)
     if len(set(sizes.values())) == 1:
         return f"The runs' collectives differ (same {format_bytes(sizes[first])} per device per update)"

@@ -1,7 +1,8 @@
-"""Draws one update on every device: one panel per run (shared x), one row per device in
-mesh order, one box per phase left to right (an order, not time). A collective's boxes
-show its bytes per device and share one colour per group of devices that take part
-together; local phases are pale grey."""
+"""Draws one update on every device: one row per device in mesh order, one box per phase
+left to right (an order, not time). A collective's boxes show its bytes per device in the
+colour of the mesh dims it runs along (``plot_communication``'s colour); local phases are
+pale grey with 0 B. Runs whose compiled collectives are identical share one panel; runs
+that differ get one panel each."""
 
 from __future__ import annotations
 
@@ -12,94 +13,88 @@ from matplotlib.patches import Rectangle
 
 from ...recording.communication import CommunicationReport
 from ...recording.memory import format_bytes
-from ..core.style import (
-    BLOCK_COLORS,
-    DPI,
-    LABEL_SIZE,
-    NOTE_SIZE,
-    SUPTITLE_SIZE,
-    TICK_SIZE,
-    TITLE_SIZE,
-    WIDTH,
-    run_looks,
-)
+from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, SUPTITLE_SIZE, TICK_SIZE, TITLE_SIZE, WIDTH
+from ..mesh.communication import dim_color
+from ..mesh.layout_colors import text_color_for
 from ..paths.geometry import rule_name
-from .geometry import UpdateTimeline, timeline_finding, update_timeline
+from .geometry import UpdateTimeline, same_collectives, timeline_finding, update_timeline
 
-LOCAL_FACE = "0.9"
+LOCAL_FACE = "0.92"
 BOX_W, BOX_H = 0.86, 0.72
 
 
-def _columns(timelines: Mapping[str, UpdateTimeline]) -> list[str]:
-    """Every phase name of the runs, in order of first appearance, the local phases after
-    the last collective at the end."""
-    names: list[str] = []
-    for t in timelines.values():
-        for p in t.phases[:-2]:
-            if p.name not in names:
-                names.append(p.name)
-    return names + [p.name for p in next(iter(timelines.values())).phases[-2:]]
+def _tick(phase_name: str, groups: int, size: int) -> str:
+    """The phase's name over two or three lines; a collective's with its groups."""
+    name = phase_name.replace(" (forward, backward)", "\n(forward, backward)").replace(" over ", "\nover ")
+    return name.replace("local gradient", "local\ngradient") + (f"\n{groups} groups of {size}" if groups else "")
 
 
-def _tick(name: str) -> str:
-    return (
-        name.replace(" (forward, backward)", "\n(forward, backward)")
-        .replace(" over ", "\nover ")
-        .replace("local gradient", "local\ngradient")
-    )
+def _panels(reports: Mapping[str, CommunicationReport]) -> dict[str, UpdateTimeline]:
+    """``{panel title: timeline}``: one panel for runs with identical collectives, else one per run."""
+    names = list(reports)
+    if all(same_collectives(reports[names[0]], reports[n]) for n in names[1:]):
+        t = update_timeline(reports[names[0]])
+        runs = " and ".join(map(rule_name, names))
+        return {f"{runs} (identical): {format_bytes(t.bytes_per_device)} per device": t}
+    return {
+        f"{rule_name(n)}: {format_bytes(t.bytes_per_device)} per device": t
+        for n, t in ((n, update_timeline(reports[n])) for n in names)
+    }
 
 
 def plot_timeline(reports: Mapping[str, CommunicationReport], *, title: str | None = None) -> Figure:
-    """One update on every device, for each run of ``reports`` (``{"momentum": report,
-    "nesterov": report}``): rows are devices (labelled with their mesh coordinates), boxes
-    the phases of ``update_timeline``; the title is ``timeline_finding(reports)``."""
+    """One update on every device, for the runs of ``reports`` (``{"momentum": report,
+    "nesterov": report}``): rows are devices (their names and mesh coordinates), boxes
+    the phases of ``update_timeline`` with the bytes each device contributes; the title
+    is ``timeline_finding(reports)``. Runs whose collectives are identical
+    (``same_collectives``) are drawn once, the title naming them all.
+
+    >>> from dtsgd_viz import MeshSpec
+    >>> from dtsgd_viz.recording.communication import Collective, CommunicationReport
+    >>> mesh = MeshSpec.create({"batch": 2, "model": 4})
+    >>> groups = ((0, 4), (1, 5), (2, 6), (3, 7))
+    >>> c = Collective("all-reduce", ("batch",), 64, "float32", (16,), "gradient", "w", groups=groups)
+    >>> r = CommunicationReport(mesh, (c,))
+    >>> fig = plot_timeline({"momentum": r, "nesterov": r})
+    >>> len(fig.axes), fig.get_suptitle()
+    (1, 'Identical collectives for momentum and Nesterov: 64 B per device per update')
+    """
     finding = timeline_finding(reports)  # checks the reports
-    timelines = {name: update_timeline(r) for name, r in reports.items()}
-    columns = _columns(timelines)
-    looks = run_looks(list(timelines))
-    n_dev = max(t.mesh.num_devices for t in timelines.values())
-    height = 0.9 + len(timelines) * (0.26 * n_dev + 0.45) + 0.55
-    fig = Figure(figsize=(WIDTH, height), dpi=DPI, layout="constrained")
-    axes = fig.subplots(len(timelines), 1, sharex=True, squeeze=False)[:, 0]
-    for ax, (name, t) in zip(axes, timelines.items()):
-        color = looks[name].color
-        for col, phase_name in enumerate(columns):
-            phase = next((p for p in t.phases if p.name == phase_name), None)
-            if phase is None:
-                continue
-            for device in range(t.mesh.num_devices):
+    panels = _panels(reports)
+    first = next(iter(panels.values()))
+    n_dev = first.mesh.num_devices
+    fig = Figure(figsize=(WIDTH, 0.9 + len(panels) * (0.26 * n_dev + 0.45) + 0.7), dpi=DPI, layout="constrained")
+    axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
+    for k, (ax, (head, t)) in enumerate(zip(axes, panels.items())):
+        for col, phase in enumerate(t.phases):
+            face = LOCAL_FACE if phase.local else dim_color(t.mesh, phase.mesh_dims)
+            for device in range(n_dev):
                 group = phase.group_of(device)
-                face = LOCAL_FACE if group is None else BLOCK_COLORS[group % len(BLOCK_COLORS)]
                 box = Rectangle(
-                    (col - BOX_W / 2, device - BOX_H / 2), BOX_W, BOX_H, facecolor=face, edgecolor="0.4", lw=0.6
+                    (col - BOX_W / 2, device - BOX_H / 2), BOX_W, BOX_H, facecolor=face, edgecolor="0.5", lw=0.5
                 )
-                box.set_gid(f"{name}|{device}|{phase.name}|{group}")
+                box.set_gid(f"{k}|{device}|{phase.name}|{group}")
                 ax.add_patch(box)
-                if group is not None:
-                    ink = "white" if group % len(BLOCK_COLORS) in (0, 3, 7, 8) else "black"
-                    ax.text(
-                        col,
-                        device,
-                        format_bytes(phase.bytes_per_device),
-                        ha="center",
-                        va="center",
-                        fontsize=NOTE_SIZE,
-                        color=ink,
-                        gid=f"bytes|{name}|{device}|{phase.name}",
-                    )
-        ax.set_xlim(-0.5, len(columns) - 0.5)
-        ax.set_ylim(t.mesh.num_devices - 0.5, -0.5)
-        ax.set_yticks(range(t.mesh.num_devices), t.labels, fontsize=TICK_SIZE)
-        ax.set_title(
-            f"{rule_name(name)}: {format_bytes(t.bytes_per_device)} per device",
-            fontsize=TITLE_SIZE,
-            color=color,
-            loc="left",
-        )
+                ax.text(
+                    col,
+                    device,
+                    format_bytes(phase.bytes_per_device),
+                    ha="center",
+                    va="center",
+                    fontsize=NOTE_SIZE,
+                    color="#777777" if phase.local else text_color_for(face),
+                    gid=f"bytes|{k}|{device}|{phase.name}",
+                )
+        ax.set_xlim(-0.5, len(t.phases) - 0.5)
+        ax.set_ylim(n_dev - 0.5, -0.5)
+        ax.set_yticks(range(n_dev), t.labels, fontsize=TICK_SIZE)
+        if len(panels) > 1:  # one panel: the suptitle says it all
+            ax.set_title(head, fontsize=TITLE_SIZE, loc="left")
         ax.tick_params(length=0)
-        for side in ("top", "right", "left", "bottom"):
-            ax.spines[side].set_visible(False)
-    axes[-1].set_xticks(range(len(columns)), [_tick(c) for c in columns], fontsize=TICK_SIZE)
-    axes[-1].set_xlabel("phases of one update (order, not time); one colour per group of devices", fontsize=LABEL_SIZE)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        ticks = [_tick(p.name, len(p.groups), len(p.groups[0]) if p.groups else 0) for p in t.phases]
+        ax.set_xticks(range(len(t.phases)), ticks, fontsize=TICK_SIZE)
+    axes[-1].set_xlabel("phases of one update, in order (not time)", fontsize=LABEL_SIZE)
     fig.suptitle(finding if title is None else title, fontsize=SUPTITLE_SIZE)
     return fig

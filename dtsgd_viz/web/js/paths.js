@@ -1,12 +1,14 @@
-// PathExplorer: the paths on the loss contours, the update shown up close (every run at
-// one scale, arrows at their true length), the lengths of its terms, and the loss after
-// k updates. Every number comes from the state Python wrote (dtsgd_viz.web.path_state).
+// PathExplorer: the paths on the loss contours, the update shown up close (every run on
+// one shared zoom, arrows at their true length), the lengths of its terms, and the loss
+// after k updates. Update n is marked as plot_paths and findings mark it: the rings at the
+// parameters after it, the loss panel's line and dots at k = n (d.marked_k). Every number
+// comes from the state Python wrote (dtsgd_viz.web.path_state).
 
-const W = 930, H = 500;
-const PATHS = { x: 10, y: 30, w: 450, h: 460 };
+const W = 930, H = 540;
+const PATHS = { x: 10, y: 30, w: 450, h: 470 }; // the key of its marks under it
 const LOSS = { x: 545, y: 48, w: 370, h: 140 };
 const CLOSE = { x: 545, y: 244, w: 370, h: 120 }; // one square per run, side by side
-const BARS = { x: 620, y: 392, w: 295, h: 104 };
+const BARS = { x: 620, y: 392, w: 240, h: 140 }; // room right of the longest bar for its number
 
 function decodeRuns(d) {
   const out = {};
@@ -32,6 +34,7 @@ function render({ model, el: root }) {
   const d = model.get("data");
   const look = d.look, names = d.names, runs = decodeRuns(d);
   const updates = arr(d.updates).values, zoom = arr(d.zoom), zf = arr(d.zoom_factor).values;
+  const markedK = d.marked_k || d.frame_index.map((k) => k + 1); // update n: the loss after n updates
   const m = updates.length;
   const uid = "dv" + Math.random().toString(36).slice(2, 8);
   // the update the model holds (a saved page: the last one Python set), else the state's first
@@ -81,7 +84,17 @@ function render({ model, el: root }) {
   el("image", { href: "data:image/png;base64," + d.contours, x: main.inner.x, y: main.inner.y, width: main.inner.w, height: main.inner.h, preserveAspectRatio: "none" }, pg);
   el("rect", { x: main.inner.x, y: main.inner.y, width: main.inner.w, height: main.inner.h, fill: "none", stroke: "#bbb" }, svg);
   text(svg, PATHS.x, 18, "paths on the loss contours", { "font-size": fs.title, "font-weight": "bold" });
-  text(svg, PATHS.x + PATHS.w, 18, "plane: " + d.plane, { "font-size": fs.tick, "text-anchor": "end", fill: "#555" });
+  if (d.plane !== "the parameters") text(svg, PATHS.x + PATHS.w, 18, "plane: " + d.plane, { "font-size": fs.tick, "text-anchor": "end", fill: "#555" });
+  {  // the key of the marks under the panel: start, minimum, the ring of the update shown
+    const ky = PATHS.y + PATHS.h + 16, cur0 = look.roles.current;
+    let kx = PATHS.x + 8;
+    el("path", { d: markerPath("circle", look.roles.start.size * 0.55), transform: `translate(${kx},${ky})`, fill: "white", stroke: "black", "stroke-width": 1.2 }, svg);
+    text(svg, kx + 12, ky + 4, "start", { "font-size": fs.tick }); kx += 66;
+    el("path", { d: markerPath("star", look.roles.minimum.size * 0.6), transform: `translate(${kx},${ky})`, fill: look.minimum_face, stroke: "black", "stroke-width": 0.8 }, svg);
+    text(svg, kx + 13, ky + 4, "minimum", { "font-size": fs.tick }); kx += 92;
+    el("circle", { cx: kx, cy: ky, r: cur0.size / 2, fill: "none", stroke: "#555", "stroke-width": cur0.width }, svg);
+    text(svg, kx + 12, ky + 4, "after the update shown", { "font-size": fs.tick });
+  }
   const rem = {}, trail = {}, cur = {}, start = {};
   for (const name of names) {
     const r = runs[name], lk = look.runs[name];
@@ -105,7 +118,8 @@ function render({ model, el: root }) {
   }
   for (const name of names) {
     const lk = look.runs[name];
-    cur[name] = el("path", { d: markerPath(lk.marker || "circle", lk.size * 1.25), fill: "white", stroke: lk.color, "stroke-width": 2, class: "dv-current", "data-run": name }, pg);
+    const ring = look.roles.current;  // the ring every static figure draws: after the update shown
+    cur[name] = el("circle", { r: ring.size / 2, fill: "white", stroke: lk.color, "stroke-width": ring.width, class: "dv-current", "data-run": name }, pg);
   }
 
   // ---- the loss panel ----
@@ -139,6 +153,9 @@ function render({ model, el: root }) {
     }
   }
   const stepLine = el("line", { y1: LOSS.y, y2: LOSS.y + LOSS.h, ...lineStyle(look.roles.update_line), class: "dv-update-line" }, lg);
+  // the pale band of the updates whose mean loss the headline compares (findings' window), under the lines
+  const band = el("rect", { y: LOSS.y, height: LOSS.h, fill: "#8c8c8c", opacity: 0.12, class: "dv-mean-band" });
+  lg.insertBefore(band, lg.querySelector("polyline.dv-loss-line"));
   for (const name of names) dots[name] = el("circle", { r: 4, fill: look.runs[name].color, stroke: "white", class: "dv-loss-dot", "data-run": name }, lg);
   // legend: one sample per run, in its look, in a row over the loss panel
   names.forEach((name, j) => {
@@ -174,9 +191,10 @@ function render({ model, el: root }) {
       zr.setAttribute("stroke", look.runs[name].color);
       const r = runs[name], lk = look.runs[name];
       const xs = [], ys = [];
-      for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1))); }
+      for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1))); }  // up to where update n starts
       el("polyline", { points: points(xs, ys), ...lineStyle(lk), opacity: 0.3 }, cg);
-      el("path", { d: markerPath(lk.marker || "circle", lk.size * 0.8), transform: `translate(${f.x(r.position.at(i, 0))},${f.y(r.position.at(i, 1))})`, fill: "white", stroke: lk.color, "stroke-width": 1.6 }, cg);
+      // where update n starts (its arrows run from here to the dot after it), a ring as in the still's close-ups
+      el("circle", { cx: f.x(r.position.at(i, 0)), cy: f.y(r.position.at(i, 1)), r: look.roles.current.size / 2, fill: "none", stroke: lk.color, "stroke-width": look.roles.current.width }, cg);
       let px = r.position.at(i, 0), py = r.position.at(i, 1);
       r.terms.forEach((t, q) => {
         const qx = px + r.uvs.at(i, q, 0), qy = py + r.uvs.at(i, q, 1);
@@ -185,10 +203,10 @@ function render({ model, el: root }) {
       });
       el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: 2.5, fill: lk.color, class: "dv-next" }, cg);
     });
-    // on screen: the close-up's pixels per unit over the paths panel's (zf: the boxes' spans)
-    const screen = zf[i] * (side / Math.max(main.inner.w, main.inner.h));
-    closeTitle.textContent = isFinite(zf[i]) ? `update ${updates[i]} up close, one scale: ×${fmt(screen)}` : `update ${updates[i]}`;
-    closeTitle.setAttribute("data-zoom", screen);
+    // the shared zoom as the still's caption says it (views.update.zoom.shared_factor, times)
+    closeTitle.textContent = isFinite(zf[i]) ? `update ${updates[i]}, every panel ${d.zoom_text[i]} closer` : `update ${updates[i]}`;
+    closeTitle.setAttribute("data-zoom", zf[i]);
+    for (const zr of zoomRects) zr.setAttribute("visibility", d.zoom_shown[i] ? "visible" : "hidden");
   }
 
   // the lengths of the terms and of the step, every run on one axis
@@ -202,7 +220,7 @@ function render({ model, el: root }) {
     if (!have.length) { text(bg, BARS.x, BARS.y + 14, "(velocity and gradient not recorded)", { "font-size": fs.tick, fill: "#555" }); return; }
     let top = 0;
     for (const n of have) for (let q = 0; q < runs[n].lengths.shape[1]; q++) { const v = runs[n].lengths.at(i, q); if (isFinite(v)) top = Math.max(top, v); }
-    const bh = Math.max(3, Math.min(7, (BARS.h - 6 * rows.length) / (rows.length * have.length)));
+    const bh = Math.max(3, Math.min(10, (BARS.h - 6 * rows.length) / (rows.length * have.length)));
     let y = BARS.y;
     for (const row of rows) {
       text(bg, BARS.x - 6, y + (bh * have.length) / 2 + 4, row.label, { "font-size": fs.tick, "text-anchor": "end" });
@@ -211,6 +229,7 @@ function render({ model, el: root }) {
         if (q >= 0) {
           const v = r.lengths.at(i, q), w = top > 0 && isFinite(v) ? (v / top) * BARS.w : 0;
           const b = el("rect", { x: BARS.x, y, width: Math.max(w, 0.8), height: bh - 1, fill: look.runs[n].color, class: "dv-bar", "data-run": n, "data-term": row.key, "data-value": v }, bg);
+          text(bg, BARS.x + Math.max(w, 0.8) + 3, y + bh - 1.5, fmt(v), { "font-size": Math.min(fs.tick, bh + 1), fill: "#333", class: "dv-bar-value", "data-run": n, "data-term": row.key });
           b.addEventListener("mousemove", (ev) => tip.show(`${d.rule_names[n]}, update ${updates[i]}\n${row.label} = ${fmt(v)}`, ...local(ev)));
           b.addEventListener("mouseleave", () => tip.hide());
         }
@@ -227,22 +246,30 @@ function render({ model, el: root }) {
       const r = runs[name];
       const xs = [], ys = [];
       for (let k = 0; k < r.px.length && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(r.px[k]); ys.push(r.py[k]); }
-      const cx = main.x(r.position.at(i, 0)), cy = main.y(r.position.at(i, 1));
+      xs.push(main.x(r.position.at(i, 0))); ys.push(main.y(r.position.at(i, 1)));
+      const cx = main.x(r.next.at(i, 0)), cy = main.y(r.next.at(i, 1));  // the ring: after update u
       xs.push(cx); ys.push(cy);
       trail[name].setAttribute("points", points(xs, ys));
-      cur[name].setAttribute("transform", `translate(${cx},${cy})`);
-      cur[name].setAttribute("data-x", r.position.at(i, 0));
-      cur[name].setAttribute("data-y", r.position.at(i, 1));
+      cur[name].setAttribute("cx", cx); cur[name].setAttribute("cy", cy);
+      cur[name].setAttribute("data-x", r.next.at(i, 0));
+      cur[name].setAttribute("data-y", r.next.at(i, 1));
       cur[name].setAttribute("data-update", u);
       if (ly) {
-        // the marker's point: after frame_index[i] updates, where update u starts (as plot_paths)
+        // the dot: the loss after markedK[i] = u updates, at the ring (as plot_paths and findings)
         const v = r.lossAt[i];
-        dots[name].setAttribute("cx", lx(d.frame_index[i]));
+        dots[name].setAttribute("cx", lx(markedK[i]));
+        dots[name].setAttribute("data-k", markedK[i]);
         dots[name].setAttribute("cy", v > 0 ? ly(v) : -99);
         dots[name].setAttribute("data-loss", v);
       }
     }
-    stepLine.setAttribute("x1", lx(d.frame_index[i])); stepLine.setAttribute("x2", lx(d.frame_index[i]));
+    stepLine.setAttribute("x1", lx(markedK[i])); stepLine.setAttribute("x2", lx(markedK[i]));
+    stepLine.setAttribute("data-k", markedK[i]);
+    if (d.mean_window) {
+      const [a, b] = d.mean_window[i], half = a === b ? 0.5 : 0;
+      band.setAttribute("x", lx(a - half)); band.setAttribute("width", Math.max(1, lx(b + half) - lx(a - half)));
+      band.setAttribute("data-window", JSON.stringify([a, b]));
+    }
     closeUp(i);
     bars(i);
     slider.value = i;
@@ -272,7 +299,7 @@ function render({ model, el: root }) {
       }
       if (best) {
         const r = runs[best.name], kk = r.lossK[best.k];
-        const next = Math.min(d.last_update, kk + 1);  // the update that starts from this point
+        const next = Math.max(1, kk);  // the update whose ring is at this point (the start: update 1)
         tip.show(`${d.rule_names[best.name]}\nafter ${kk} update${kk === 1 ? "" : "s"}: loss ${fmt(r.loss[best.k])}\n(click: show update ${next})`, ...local(ev));
         svg.style.cursor = "pointer";
         svg.dataset.hover = JSON.stringify([best.name, next]);
@@ -280,8 +307,8 @@ function render({ model, el: root }) {
       }
     } else if (ly && sx >= LOSS.x && sx <= LOSS.x + LOSS.w && sy >= LOSS.y && sy <= LOSS.y + LOSS.h) {
       const k = Math.round(linear(LOSS.x, LOSS.x + LOSS.w, 0, d.last_update)(sx));
-      let j = 0; for (let q = 0; q < m; q++) if (Math.abs(d.frame_index[q] - k) < Math.abs(d.frame_index[j] - k)) j = q;
-      const kk = d.frame_index[j];
+      let j = 0; for (let q = 0; q < m; q++) if (Math.abs(markedK[q] - k) < Math.abs(markedK[j] - k)) j = q;
+      const kk = markedK[j];
       tip.show(`after ${kk} update${kk === 1 ? "" : "s"}:\n` + names.map((n) => `${d.rule_names[n]}  ${fmt(runs[n].lossAt[j])}`).join("\n") + `\n(click: show update ${updates[j]})`, ...local(ev));
       svg.dataset.hover = JSON.stringify(["loss", updates[j]]);
       return;
