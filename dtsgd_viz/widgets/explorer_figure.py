@@ -20,11 +20,10 @@ import numpy as np
 from ..views.core import style
 from ..views.core.figure import fit, headline, new_figure
 from ..views.paths import geometry as geo
-from ..views.paths import thin
 from ..views.paths.findings import findings_of
 from ..views.paths.frames import SQUARE_PATHS_SIZE, ZOOM_BOX_LOOK, ZOOM_BOX_Z, PathArtists, draw_scene, draw_zoom
 from ..views.paths.loss import mark_window, nest_loss_dots
-from ..views.paths.names import legend_handles, open_rings_on_star, step_marker
+from ..views.paths.names import legend_handles, open_rings_on_star
 from ..views.paths.plot import PathsView
 from ..views.paths.scene import build_scene, settings_line
 from ..views.update import panel as update_panel
@@ -145,9 +144,7 @@ def explorer_view(
     headline(fig, update_finding(scene, index), settings_line(scene))
     tidy_loss_axis(ax_loss)
     looks = style.run_looks(scene.coords)
-    dots = max(len(c) for c in scene.coords.values()) <= thin.EXACT_POINTS
-    marks = {k: step_marker(k, looks[k], dots) for k in scene.coords}
-    handles = legend_handles(scene, looks, marks, None if update is None else "after the update shown")
+    handles = legend_handles(scene, looks, None if update is None else "after the update shown")
     art.legend = fig.legend(
         handles=handles, loc="outside lower center", ncols=len(handles), fontsize=style.NOTE_SIZE, frameon=False
     )

@@ -67,8 +67,10 @@ for name, rec in recordings.items():
 # ## Paths, and update 5 taken apart
 #
 # `step=5` picks optimizer update 5 (the first update is 1, as `recording.steps`
-# counts). The left panel shows each whole path in its rule's line and markers (the
-# legend under the panels names them), with a ring where each run is after update 5; after it the runs part:
+# counts). The left panel shows each whole path in its rule's line, the wider under the narrower
+# (Nesterov, momentum, then plain on top: their first updates coincide), the legend under
+# the panels naming them, with a ring where each run is after update 5 (the same ring
+# marks it on the loss panel); after it the runs part:
 # momentum swings across the valley, Nesterov runs in to the minimum. The terms of update
 # 5 are too short to see at this scale (plain's and Nesterov's are specks), so
 # `plot_update` below takes it apart up close; the right panel is the loss after k

@@ -345,8 +345,9 @@ print(dtsgd_viz.findings(probes, bowl, step=20))  # what plot_paths and plot_upd
 # furthest apart, on its whole path; at this scale update 20 itself is too short to draw as arrows
 # (the title says "marked"), so `plot_update` below takes it apart. Neither run reaches the bottom (the star): along
 # the flattest directions the curvature is 2e-4, and those take thousands of updates.
-# The star is the bowl's bottom projected onto the plane; the bottom lies off the plane,
-# so the lowest contour on the plane is somewhere else. The numbers the headlines of
+# The open star is the bowl's bottom projected onto the plane; the bottom lies off the plane,
+# so the lowest contour on the plane is somewhere else. The plane is drawn at equal
+# aspect, so its distances and angles are the parameters' own. The numbers the headlines of
 # `plot_paths` and `plot_update` state are the ones `findings` printed above.
 
 # %%

@@ -270,8 +270,8 @@ def test_older_updates_fade_and_runs_stay_apart(rotated):
         assert np.all(np.diff(alpha) > 0) and alpha[-1] == pytest.approx(1.0) and alpha[0] < 0.6
         np.testing.assert_allclose(trails[name].get_colors()[:, :3], np.tile(rgb(style.optimizer_color(name)), (5, 1)))
     # every rule's first update is along -g: the paths overlap there, so each rule has
-    # its own look (style.RULE_LOOKS), the same in every figure: Nesterov, the run the
-    # story is about, widest and drawn on top, momentum lowest (its loops pass under)
+    # its own look (style.RULE_LOOKS), the same in every figure, and the narrower line is
+    # drawn over the wider one (plain over momentum over Nesterov): each shows where they coincide
     paths = gid_artists(fig, "path:")
     looks = {
         k: (line.get_color(), str(line._unscaled_dash_pattern), line.get_linewidth(), line.get_marker())
@@ -282,9 +282,12 @@ def test_older_updates_fade_and_runs_stay_apart(rotated):
         rule = style.RULE_LOOKS[k]
         assert (line.get_color(), line.get_linewidth(), line.get_zorder()) == (rule.color, rule.lw, rule.zorder)
     assert paths["nesterov"].get_linewidth() == max(ln.get_linewidth() for ln in paths.values())
-    assert paths["nesterov"].get_zorder() == max(ln.get_zorder() for ln in paths.values())
-    assert paths["momentum"].get_zorder() == min(ln.get_zorder() for ln in paths.values())
-    assert trails["nesterov"].get_zorder() == max(t.get_zorder() for t in trails.values())
+    bottom_up = sorted(paths.values(), key=lambda ln: ln.get_zorder())
+    widths = [ln.get_linewidth() for ln in bottom_up]
+    assert widths == sorted(widths, reverse=True) and len(set(widths)) == 3
+    assert [t.get_gid() for t in sorted(trails.values(), key=lambda t: t.get_zorder())] == [
+        f"trail:{ln.get_gid()[len('path:') :]}" for ln in bottom_up
+    ]
     # pale contours, so the paths stand out
     filled = [c for c in fig.axes[0].collections if getattr(c, "filled", False)]
     assert filled and all(c.get_alpha() <= 0.4 for c in filled)
@@ -434,7 +437,15 @@ def test_projected_paths_on_real_contours(planar):
         xy = np.asarray(drawn[name].get_xydata())
         np.testing.assert_allclose(total, xy[3] - xy[2], rtol=1e-5, atol=1e-6)
     assert "principal direction 1" in fig.axes[0].get_xlabel()
-    assert gid_artists(fig, "minimum")[""].get_label() in ("minimum", "minimum (projected)")
+    star = gid_artists(fig, "minimum")[""]
+    assert star.get_label() in ("minimum", "minimum (projected)")
+    # a projected minimum is an open star (the plane's contours do not reach its loss)
+    assert (star.get_markerfacecolor() == "none") == star.get_label().endswith("(projected)")
+    # a plane shows distances and angles as they are: one data unit as many pixels on both axes
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    px = ax.transData.transform([[0.0, 0.0], [1.0, 1.0]])
+    assert px[1, 0] - px[0, 0] == pytest.approx(px[1, 1] - px[0, 1], rel=1e-6)
 
 
 # ---- bad input -------------------------------------------------------------------------
@@ -726,18 +737,17 @@ def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(l
         whole = rec.path("w").astype(np.float64)
         np.testing.assert_array_equal(path.get_xydata(), whole[: 5 + 1])  # the start, updates 1..5
         np.testing.assert_array_equal(rest.get_xydata(), whole)
-        # a mark at each update, but none on momentum's many short loops round the minimum
-        assert path.get_marker() in (("", "None") if name == "momentum" else (rule.marker,))
+        # no mark per update: the ring marks the update shown, the line the path
+        assert path.get_marker() in ("", "None")
         assert path.get_linewidth() == rule.lw
         assert rest.get_marker() in ("", "None") and rest.get_linewidth() < path.get_linewidth()
         assert rest.get_zorder() < lowest_path  # under every run's path
         # lighter, opaque: the run's colour mixed towards white, no alpha to mix colours
-        assert rest.get_alpha() in (None, 1.0) and path.get_alpha() == 1.0
+        assert rest.get_alpha() in (None, 1.0) and path.get_alpha() in (None, 1.0)
         assert sum(to_rgb(rest.get_color())) > sum(to_rgb(path.get_color()))
-    # Nesterov's path on top reads as itself: opaque, and no other run's trail drawn over it
+    # each run's trail lies on its own path, under every narrower run's path
     trails = gid_artists(fig, "trail:")
-    assert paths["nesterov"].get_alpha() == 1.0
-    assert max(trails[k].get_zorder() for k in ("momentum", "plain")) < paths["nesterov"].get_zorder()
+    assert trails["nesterov"].get_zorder() < paths["momentum"].get_zorder() < paths["plain"].get_zorder()
     assert trails["momentum"].get_zorder() < paths["plain"].get_zorder()
     # the legend names the ring: the widgets' rings are the parameters before the update
     assert [t.get_text() for t in fig.legends[0].get_texts()][-1] == "before the update"
@@ -933,7 +943,7 @@ def test_loss_axis_ends_at_the_data_and_the_names_stand_outside_it(rotated):
 
 
 @pytest.mark.slow
-def test_every_runs_dot_at_the_update_shows_even_where_losses_meet(rotated):
+def test_every_runs_ring_at_the_update_shows_even_where_losses_meet(rotated):
     from dtsgd_viz.views.paths.loss import DOT_SIZE
 
     # after update 1 plain and momentum of one learning rate are at one point (both took
@@ -948,14 +958,18 @@ def test_every_runs_dot_at_the_update_shows_even_where_losses_meet(rotated):
     fig = dtsgd_viz.plot_paths(same, ROTATED, step=1)
     dots = gid_artists(fig, "loss-marker:")
     assert len(dots) == len(same)
-    # the earlier of the two that meet is an open ring in its colour round the later's dot:
-    # both colours show; the dot alone stays a filled dot
-    assert dots["plain"].get_markerfacecolor() == "none" and dots["plain"].get_markersize() > DOT_SIZE + 1.5
-    for key in ("momentum", "nesterov"):
-        assert dots[key].get_markerfacecolor() != "none" and dots[key].get_markersize() == DOT_SIZE
-    # apart, every run's dot is one size, filled, Nesterov's drawn on top
+    # every mark is the path panel's ring (open, in the run's colour); the earlier of the
+    # two that meet is wider, round the later's: both colours show
+    rings = gid_artists(fig, "position:")
+    for key, dot in dots.items():
+        assert dot.get_marker() == rings[key].get_marker() == style.ROLE_LOOKS["current"].marker
+        assert dot.get_markerfacecolor() == "none" and dot.get_markeredgecolor() == style.RULE_LOOKS[key].color
+    assert dots["plain"].get_markersize() > DOT_SIZE + 1.5
+    assert dots["momentum"].get_markersize() == dots["nesterov"].get_markersize() == DOT_SIZE
+    # the legend's "after update 1" is that ring too
+    (key,) = [h for h in fig.legends[0].legend_handles if h.get_label() == "after update 1"]
+    assert key.get_marker() == style.ROLE_LOOKS["current"].marker and key.get_markerfacecolor() == "none"
+    # apart, every run's ring is one size
     fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=-1)
     dots = gid_artists(fig, "loss-marker:")
     assert {m.get_markersize() for m in dots.values()} == {DOT_SIZE}
-    assert all(m.get_markerfacecolor() != "none" for m in dots.values())
-    assert dots["nesterov"].get_zorder() == max(m.get_zorder() for m in dots.values())

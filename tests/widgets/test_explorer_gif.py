@@ -220,8 +220,9 @@ def test_no_label_of_any_gif_frame_overlaps_another_or_is_crossed_by_a_leader(de
                         & (lead[:, 1] < B.y1 - 0.5)
                     )
                     assert not inside.any(), (update, f"{a.text!r}'s leader through {b.text!r}")
-            seen += len(texts)
-    assert seen > 20 * 6  # the close-ups' names of their terms were there to check (an inset's are not)
+            seen += len(texts) if "· zoom ×" in ax.title else 0
+    # the close-ups' names of their terms were there to check (an inset's are not)
+    assert seen >= 2 * len(demo_frames)
 
 
 def _loss_axes(frame):
@@ -329,8 +330,8 @@ def _loss_dots(frame):
 
 
 def test_loss_dots_nest_only_where_they_meet(demo_frames):
-    """Dots closer than a dot's width: the earlier an open ring round the later; apart,
-    each a filled dot."""
+    """Every run's mark is an open ring (the path panel's); rings closer than a ring's
+    width: the earlier wider, round the later; apart, one size."""
     apart = 0
     for update, frame in demo_frames:
         dots = _loss_dots(frame)
@@ -339,8 +340,9 @@ def test_loss_dots_nest_only_where_they_meet(demo_frames):
         meet = np.hypot(*(a.px - b.px)) < 8.0 * frame.dpi / 72
         if meet:
             ring, dot = sorted(dots, key=lambda d: -d.size)
-            assert ring.face == "none" and ring.size >= dot.size + 4 and dot.face != "none", update
+            assert ring.size >= dot.size + 4, update
         else:
             apart += 1
-            assert all(d.face != "none" for d in dots), update
+            assert a.size == b.size, update
+        assert all(d.face == "none" for d in dots), update
     assert apart

@@ -721,7 +721,8 @@ def test_widgets_fit_a_notebook_column_and_draw_each_rule_in_its_one_look(recs, 
         ln.get_gid()[5:]: ln for ln in compare.view.artists.ax_path.lines if (ln.get_gid() or "").startswith("path:")
     }
     assert lines["nesterov"].get_linewidth() == max(ln.get_linewidth() for ln in lines.values())
-    assert lines["nesterov"].get_zorder() == max(ln.get_zorder() for ln in lines.values())  # the story's run on top
+    bottom_up = sorted(lines.values(), key=lambda ln: ln.get_zorder())  # the narrower over the wider
+    assert [ln.get_linewidth() for ln in bottom_up] == sorted((ln.get_linewidth() for ln in bottom_up), reverse=True)
 
 
 def test_compare_widget_headline_leaves_room_for_its_settings_line(compare):

@@ -19,9 +19,9 @@ than the column (~950 px). So every figure is ``WIDTH`` wide at most, shown at m
     True
 
 **The looks.** ``RULE_LOOKS`` holds the colour, line style, width, marker and draw order
-of each rule: Nesterov, the run the story is about, is the widest line; the plain path is
-drawn on top (thinnest, so it never hides the others and is never hidden under them);
-momentum is dashed between them. ``ROLE_LOOKS`` holds the roles' looks. Every view and
+of each rule: the wider a line, the lower it is drawn, so every run shows where paths
+coincide: Nesterov, the widest, at the bottom, momentum dashed over it, the thin plain
+line on top. ``ROLE_LOOKS`` holds the roles' looks. Every view and
 widget draws runs with ``run_looks`` and roles with ``ROLE_LOOKS``.
 
     >>> run_looks(["plain", "momentum", "nesterov"])["nesterov"].lw == max(
@@ -142,14 +142,13 @@ class Look:
         return dict(color=self.color if color is None else color, ls=self.ls, lw=self.lw, zorder=self.zorder, **extra)
 
 
-# Each rule's one look, in every figure. Widths: Nesterov >= every other run; order:
-# Nesterov, the run the story is about, on top, then plain, momentum lowest (its loops
-# round the minimum pass under the others). Where runs coincide the path views draw them
-# side by side or cased (``views.paths.lanes``, ``views.paths.casing``).
+# Each rule's one look, in every figure. Widths: Nesterov >= every other run; order: the
+# narrower on top (plain over momentum over Nesterov), so a line over a wider one leaves
+# the wider one's edges in view where the paths coincide (their first updates).
 RULE_LOOKS = {
-    "plain": Look(OPTIMIZER_COLORS["plain"], "-", 1.5, "o", 3.2, zorder=3.2),
-    "momentum": Look(OPTIMIZER_COLORS["momentum"], (0, (4.0, 1.6)), 2.1, "s", 3.6, zorder=3.1),
-    "nesterov": Look(OPTIMIZER_COLORS["nesterov"], "-", 3.0, "^", 4.2, zorder=3.3),
+    "plain": Look(OPTIMIZER_COLORS["plain"], "-", 1.1, "o", 3.2, zorder=3.3),
+    "momentum": Look(OPTIMIZER_COLORS["momentum"], (0, (4.0, 1.6)), 2.5, "s", 3.6, zorder=3.2),
+    "nesterov": Look(OPTIMIZER_COLORS["nesterov"], "-", 3.8, "^", 4.2, zorder=3.1),
 }
 # runs of other names: the next of these, in the next _EXTRA colour
 EXTRA_LOOKS = (

@@ -23,9 +23,9 @@ from . import geometry as geo
 from .findings import findings_of
 from .frames import ZOOM_BOX_LOOK, ZOOM_BOX_Z, PathArtists, draw_scene, follow_update, panel_at, set_trail
 from .loss import mark_window, nest_loss_dots
-from .names import legend_handles, open_rings_on_star, step_marker
+from .names import legend_handles, open_rings_on_star
 from .scene import build_scene, ring_index, settings_line
-from .thin import EXACT_POINTS, up_to
+from .thin import up_to
 from .titles import path_title, short_runs
 
 if TYPE_CHECKING:
@@ -124,9 +124,7 @@ def animate(
     art.ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
     _draw_loss_rests(art)
     looks = style.run_looks(scene.coords)
-    dots = max(len(c) for c in scene.coords.values()) <= EXACT_POINTS
-    marks = {k: step_marker(k, looks[k], dots) for k in scene.coords}
-    handles = legend_handles(scene, looks, marks, "after the update")
+    handles = legend_handles(scene, looks, "after the update")
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=style.NOTE_SIZE, frameon=False)
     for key in art.zoom_axes:
         art.zoom_boxes[key] = cast("Rectangle", art.ax_path.add_patch(_zoom_box(scene.colors[key])))
@@ -227,7 +225,7 @@ def _move_to(scene: PathScene, art: PathArtists, arrows: bool, steps: np.ndarray
     nest_loss_dots(art.loss_markers)
     open_rings_on_star(art)
     first = next(iter(scene.coords))
-    at = scene.losses[first][0][ring_index(scene, first, int(steps[i]), True)]  # at the dots
+    at = scene.losses[first][0][ring_index(scene, first, int(steps[i]), True)]  # at the rings
     assert art.step_line is not None and art.title is not None  # drawn at an update (draw_scene)
     art.step_line.set_xdata([at, at])
     short = short_runs(scene, int(steps[i])) if arrows else tuple(scene.coords)
@@ -240,13 +238,15 @@ def _move_to(scene: PathScene, art: PathArtists, arrows: bool, steps: np.ndarray
 def _draw_loss_rests(art: PathArtists) -> None:
     """Under each growing loss curve, its whole run as a thin lighter line in its rule's
     dash (as the paths' remainders), so the names at the ends stand at lines' ends."""
-    from .frames import REST_TINT, REST_WIDTH
+    from .frames import REST_SHARE, REST_TINT, REST_WIDTH
 
     assert art.ax_loss is not None  # the loss lines are on it
     runs = style.run_looks(art.loss_lines)
     for key, line in art.loss_lines.items():
         look = dict(style.ROLE_LOOKS["remainder"].line(panel.tint(line.get_color(), REST_TINT)))
-        look.update(ls=runs[key].ls, lw=min(REST_WIDTH, line.get_linewidth()), zorder=line.get_zorder() - 0.5)
+        look.update(
+            ls=runs[key].ls, lw=min(REST_WIDTH, REST_SHARE * line.get_linewidth()), zorder=line.get_zorder() - 0.5
+        )
         art.ax_loss.plot(*line.get_data(), **look, marker="", gid=f"loss-rest:{key}")
 
 

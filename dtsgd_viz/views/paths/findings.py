@@ -30,7 +30,7 @@ surface):
   from one update to the next). Without a surface that mean is exactly
   ``compare_findings``' ``final_loss``;
 - "furthest apart" is the largest distance between the runs' parameters after an
-  update (``path_scene.default_update``: the update ``plot_paths`` and ``plot_update``
+  update (``scene.default_update``: the update ``plot_paths`` and ``plot_update``
   take apart when no ``step`` is given).
 """
 
@@ -164,7 +164,7 @@ class PathFindings:
     def update_headline(self) -> str | None:
         """``plot_update``'s headline at ``step``: which run's update is longest and by
         how much against the others', and how far their directions part
-        (``update_words.update_finding``); None without ``terms``."""
+        (``views.update.words.update_finding``); None without ``terms``."""
         if not self.terms:
             return None
         from ..update.words import update_finding
@@ -389,12 +389,12 @@ def _common_steps(recordings: Mapping[str, Recording]) -> np.ndarray:
     for r in recordings.values():
         s = np.asarray(r.steps, np.int64)
         common = s if common is None else np.intersect1d(common, s)
-    assert common is not None  # the recordings are never empty (path_scene checks)
+    assert common is not None  # the recordings are never empty (build_scene checks)
     return common
 
 
 def finding(scene: PathScene) -> str:
-    """The path figures' headline for a ``path_scene.PathScene``:
+    """The path figures' headline for a ``scene.PathScene``:
     ``findings_of(scene).headline()`` (which run's mean loss over the last updates is
     lowest and by how many times, or that the runs end level; which diverged), the
     sentence ``print(dtsgd_viz.findings(...))`` prints."""

@@ -23,7 +23,7 @@ from . import geometry as geo
 from . import thin
 from .findings import finding, findings_of
 from .loss import draw_loss, mark_window
-from .names import draw_start_and_minima, legend_handles, step_marker
+from .names import draw_start_and_minima, legend_handles
 from .scene import PathScene, ring_index, settings_line
 from .titles import path_title
 
@@ -50,7 +50,6 @@ __all__ = [
     "panel_at",
     "ring_index",
     "stacked_over",
-    "step_marker",
     "thin_paths",
     "ZOOM_BOX_LOOK",
     "ZOOM_BOX_Z",
@@ -92,9 +91,10 @@ SQUARE_PATHS_SIZE = (style.WIDTH, 5.0)  # paths and loss, the paths' equal-aspec
 ZOOM_BOX_Z = style.ROLE_LOOKS["current"].zorder - 0.1  # a zoom box: over the paths and star, under the rings
 # a close-up's box on the paths: dotted, so its edges never read as a dashed run's path
 ZOOM_BOX_LOOK: dict[str, Any] = dict(fill=False, lw=1.3, ls=(0, (1.0, 1.8)), capstyle="round")
-_MIDDLE_Z = style.RULE_LOOKS["momentum"].zorder  # the lowest rule: the remainders keep the rules' order
+_LOWEST_Z = min(look.zorder for look in style.RULE_LOOKS.values())  # the remainders keep the rules' order
 REST_TINT = 0.4  # a path after the update shown: its colour this far towards white
-REST_WIDTH = 1.3  # and this wide (thinner than every rule's line), in the rule's dash
+REST_WIDTH = 1.3  # and at most this wide, in the rule's dash
+REST_SHARE = 0.7  # and at most this share of its rule's width (thinner than its path)
 CONTOUR_ALPHA = 0.3
 
 
@@ -134,10 +134,9 @@ def draw_scene(
     _draw_contours(scene, ax_path)
     looks = style.run_looks(scene.coords)
     art = PathArtists(ax_path, ax_loss, {}, whole=whole, after=whole if after is None else after)
-    dots = max(len(c) for c in scene.coords.values()) <= thin.EXACT_POINTS
     picked = update is not None
     thin_paths(scene, art, update)
-    _draw_path_lines(scene, art, looks, dots, picked and not whole)
+    _draw_path_lines(scene, art, looks, picked and not whole)
     names = (not own and ax_loss is not None) if names is None else names  # a pair: the widgets place them
     art.names = draw_start_and_minima(scene, ax_path, names=names)
     _frame_path_axes(scene, ax_path)
@@ -150,15 +149,14 @@ def draw_scene(
         draw_loss(scene, update, art, looks)
     if own:  # the updates whose mean loss the headline compares
         mark_window(art, findings_of(scene))
-    marks = {k: step_marker(k, looks[k], dots) for k in scene.coords}
     ring = None if not picked else f"after update {int(update)}" if art.after else "before the update"
     if legend and own:
-        handles = legend_handles(scene, looks, marks, ring)
+        handles = legend_handles(scene, looks, ring)
         art.legend = fig.legend(
             handles=handles, loc="outside lower center", ncols=len(handles), fontsize=style.NOTE_SIZE, frameon=False
         )
     elif legend and ax_loss is None:  # one panel of someone else's figure: a short legend on it
-        handles = legend_handles(scene, looks, marks, ring, points=not art.names)
+        handles = legend_handles(scene, looks, ring, points=not art.names)
         art.legend = ax_path.legend(handles=handles, fontsize=style.NOTE_SIZE, loc="best", framealpha=0.9)
     return fig, art
 
@@ -169,7 +167,9 @@ def _axes(scene: PathScene, ax: Axes | tuple[Axes, Axes] | list[Axes] | None) ->
     if ax is None:
         fig = new_figure(SQUARE_PATHS_SIZE if scene.plane.is_identity else style.PATHS_SIZE_NO_ZOOM)
         headline(fig, finding(scene), settings_line(scene))
-        ax_path, ax_loss = fig.subplots(1, 2, gridspec_kw=dict(width_ratios=[1.05, 1.0]))
+        (x0, x1), (y0, y1) = scene.box  # the equal-aspect paths panel as wide as its box needs
+        wide = float(np.clip(1.05 * (x1 - x0) / (y1 - y0), 1.05, 1.8)) if y1 > y0 else 1.05
+        ax_path, ax_loss = fig.subplots(1, 2, gridspec_kw=dict(width_ratios=[wide, 1.0]))
         return fig, ax_path, ax_loss, True
     if isinstance(ax, (tuple, list)):
         if len(ax) != 2:
@@ -232,10 +232,8 @@ def _why_no_arrows(scene: PathScene, update: int) -> str | None:
     return None
 
 
-def _draw_path_lines(
-    scene: PathScene, art: PathArtists, looks: Mapping[str, style.Look], dots: bool, split: bool
-) -> None:
-    """Each run's path in its rule's look (opaque: the plain path on top reads as itself)
+def _draw_path_lines(scene: PathScene, art: PathArtists, looks: Mapping[str, style.Look], split: bool) -> None:
+    """Each run's path in its rule's line, no mark per update (narrower lines on top)
     through the points ``art.thin`` keeps and, when ``split`` at an update, its whole run
     under every path as a thin lighter line in the rule's dash (``REST_WIDTH``, ``REST_TINT``)."""
     rest = style.ROLE_LOOKS["remainder"]
@@ -245,18 +243,15 @@ def _draw_path_lines(
         c = c[art.thin[key]]
         if split:  # in the rules' order, below every path and above the contours
             line = rest.line(panel.tint(look.color, REST_TINT))
-            line["zorder"] += look.zorder - _MIDDLE_Z
-            line["ls"], line["lw"] = look.ls, min(REST_WIDTH, look.lw)
+            line["zorder"] += look.zorder - _LOWEST_Z
+            line["ls"], line["lw"] = look.ls, min(REST_WIDTH, REST_SHARE * look.lw)
             (art.rests[key],) = art.ax_path.plot(c[:, 0], c[:, 1], **line, marker="", gid=f"path-rest:{key}")
         (art.paths[key],) = art.ax_path.plot(
             c[:, 0],
             c[:, 1],
             **look.line(),
-            marker=step_marker(key, look, dots),
-            ms=look.ms,
             label=key,
             gid=f"path:{key}",
-            alpha=1.0,
         )
 
 
@@ -284,12 +279,12 @@ def _frame_path_axes(scene: PathScene, ax_path: Axes) -> None:
     if scene.plane.is_identity:
         ax_path.set_xlabel(f"{scene.name}[0]", fontsize=style.LABEL_SIZE)
         ax_path.set_ylabel(f"{scene.name}[1]", fontsize=style.LABEL_SIZE)
-        ax_path.set_aspect("equal", adjustable="box")
     else:
         assert scene.plane.explained is not None  # a principal plane's
         e1, e2 = scene.plane.explained
         ax_path.set_xlabel(f"principal direction 1 of {scene.name} ({e1:.0%})", fontsize=style.LABEL_SIZE)
         ax_path.set_ylabel(f"principal direction 2 ({e2:.0%})", fontsize=style.LABEL_SIZE)
+    ax_path.set_aspect("equal", adjustable="box")  # a plane's distances and angles as they are
     ax_path.tick_params(labelsize=style.TICK_SIZE)
 
 
@@ -340,7 +335,7 @@ def panel_at(scene: PathScene, key: str, index: int, arrows: bool | None) -> pan
 
 def draw_zoom(scene: PathScene, art: PathArtists, key: str, data: panel.PanelData, avoid_path: bool = False) -> None:
     """Redraw ``key``'s close-up (``art.zoom_axes[key]``) at ``data`` and move its box on
-    the path panel (``update_panel.draw_update_panel``)."""
+    the path panel (``views.update.panel.draw_update_panel``)."""
     panel.draw_update_panel(
         art.zoom_axes[key],
         scene,

@@ -347,7 +347,7 @@ def select_variable(recordings: Mapping[str, Recording], name: str | None) -> st
     for rec in recordings.values():
         names = set(rec.variables)
         shared = names if shared is None else shared & names
-    assert shared is not None  # the recordings are never empty (path_scene checks)
+    assert shared is not None  # the recordings are never empty (build_scene checks)
     if name is None:
         if len(shared) == 1:
             return next(iter(shared))

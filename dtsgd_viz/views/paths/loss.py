@@ -1,15 +1,15 @@
 """The loss panel of a path figure: each run's loss after k updates, k = 0..N, in its
 rule's look (``style.run_looks``), named just right of the panel at its line's end (no
-legend; the x axis ends just past the data), the update shown marked by a dot per run
-at the loss before it (rings round the last where they coincide), the updates whose
-mean loss the headline compares (``mark_window``), and where a run diverged.
+legend; the x axis ends just past the data), the update shown marked by the ring the
+path panel draws (rings nested where they coincide), the updates whose mean loss the
+headline compares (``mark_window``), and where a run diverged.
 ``views.paths.frames`` calls it; the geometry is the ``PathScene``'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,6 +42,7 @@ __all__ = [
     "thin_loss",
     "loss_columns",
     "DOT_SIZE",
+    "RING_STEP",
     "FEW_POINTS",
     "END_MARGIN",
 ]
@@ -52,64 +53,33 @@ LOSS_YLABEL = "loss after k updates"
 LOSS_TITLE = "Loss after k updates"
 FEW_POINTS = 3  # loss lines of this many points or fewer get markers
 END_MARGIN = 0.015  # the x axis ends this far (of its span) past the last update: no empty range
-END_GAP = 1.8  # the end names' centre-to-centre distance, in font sizes, before the layout shrinks the panel
-DOT_SIZE = 8.0  # points: every run's dot at the update shown (rings where dots coincide)
-
-
-RING_MS = 13.0  # points: a loss dot drawn as a ring round another it would cover
+END_GAP = 1.8  # the end names' centre-to-centre distance, in font sizes (the laid-out panel is shorter)
+DOT_SIZE = style.ROLE_LOOKS["current"].ms  # points: each run's ring at the update shown, as on the paths
+RING_STEP = 4.0  # points: a ring round another it would cover is this much wider per ring inside it
 
 
 def nest_loss_dots(markers: Mapping[str, Line2D]) -> bool:
-    """Loss dots (``{config: Line2D}``, one point each) closer than a dot's width on the
-    figure (at update 1 every run starts at the same loss): the earlier ones drawn as open
-    rings in their colour, each wider than the next, round the last, filled; apart, each
-    is its filled dot again. Returns whether any dots met (and were ringed)."""
+    """Rings at the update shown (``{config: Line2D}``, one point each) closer than a
+    ring's width on the figure (at update 1 every run starts at the same loss): each
+    drawn ``RING_STEP`` wider per later ring it would cover, so all show round the last.
+    Returns whether any met."""
     lines = list(markers.values())
-    for m in lines:
-        if not hasattr(m, "dot_look"):
-            dot = dict(
-                ms=m.get_markersize(),
-                mfc=m.get_markerfacecolor(),
-                mec=m.get_markeredgecolor(),
-                mew=m.get_markeredgewidth(),
-                zorder=m.get_zorder(),
-            )
-            setattr(m, "dot_look", dot)  # noqa: B010  # our own mark on the line: its look as a dot
-    dot_looks: list[dict[str, Any]] = [getattr(m, "dot_look") for m in lines]  # noqa: B009  # (set above)
     px = [_dot_px(m) for m in lines]
-    dpi = lines[0].figure.dpi if lines else 72.0
     met = False
     for n, m in enumerate(lines):
-        width = dot_looks[n]["ms"] * dpi / 72
-        covered = [o for o in range(n + 1, len(lines)) if np.hypot(*(px[n] - px[o])) < width]
-        if covered:
-            met = True
-            ms = RING_MS + 3.0 * (len(lines) - 1 - n - 1)
-            m.set(
-                markersize=ms,
-                markerfacecolor="none",
-                markeredgecolor=m.get_color(),
-                markeredgewidth=2.0,
-                zorder=dot_looks[n]["zorder"] + 0.5,
-            )
-        else:
-            look = dot_looks[n]
-            m.set(
-                markersize=look["ms"],
-                markerfacecolor=look["mfc"],
-                markeredgecolor=look["mec"],
-                markeredgewidth=look["mew"],
-                zorder=look["zorder"],
-            )
+        width = DOT_SIZE * m.figure.dpi / 72 if m.figure is not None else DOT_SIZE
+        inside = sum(1 for o in range(n + 1, len(lines)) if np.hypot(*(px[n] - px[o])) < width)
+        m.set_markersize(DOT_SIZE + RING_STEP * inside)
+        met |= inside > 0
     return met
 
 
 def _dot_px(m: Line2D) -> np.ndarray:
-    """The display pixels of the one point of the loss dot ``m`` (NaN when it has none)."""
+    """The display pixels of the one point of the ring ``m`` (NaN when it has none)."""
     x, y = np.asarray(m.get_xdata()), np.asarray(m.get_ydata())
     if not len(x):
         return np.array([np.nan, np.nan])
-    assert m.axes is not None  # a dot on the loss panel
+    assert m.axes is not None  # a ring on the loss panel
     return m.axes.transData.transform((x[0], y[0]))
 
 
@@ -159,16 +129,15 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
                 lost[key] = int(steps[last[-1] + 1]) if len(last) and last[-1] + 1 < len(steps) else None
         if update is not None:  # at the ring: the loss after the updates made there
             i = ring_index(scene, key, update, art.after)
-            # one size, in the rules' order (Nesterov's on top); where dots coincide
-            # the earlier ones are rings round the last (``nest_loss_dots``)
+            cur = style.ROLE_LOOKS["current"]  # the ring the path panel draws there
             (art.loss_markers[key],) = ax.plot(
                 [steps[i]],
                 [loss[i]],
-                "o",
+                cur.marker,
                 ms=DOT_SIZE,
-                color=look.color,
-                mec="white",
-                mew=1.0,
+                mfc="none",
+                mec=look.color,
+                mew=cur.lw,
                 gid=f"loss-marker:{key}",
                 zorder=5 + 0.01 * look.zorder,
             )
@@ -176,7 +145,7 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
     nest_loss_dots(art.loss_markers)
     if scene.diverged or lost:
         _diverged_note(scene, ax, lost)
-    if update is not None:  # at the dots
+    if update is not None:  # at the rings
         line = style.ROLE_LOOKS["update_line"]
         first = next(iter(scene.losses))
         at = scene.losses[first][0][ring_index(scene, first, update, art.after)]
@@ -186,10 +155,9 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
     for key, text in art.loss_labels.items():  # gids keep the config keys
         text.set_gid(f"label:{key}")
     texts = [t for t in art.loss_labels.values() if t.get_visible()]
-    if len(texts) > 1:  # bold names need more air than label_ends leaves; END_GAP holds it after the layout
-        gap = END_GAP * float(texts[0].get_fontsize()) / axes_height_points(ax)
-        for t, f in zip(texts, spread([t.get_position()[1] for t in texts], gap, 0.02, 0.98)):
-            t.set_position((t.get_position()[0], f))
+    gap = END_GAP * style.LABEL_SIZE / axes_height_points(ax)  # bold names: more air than label_ends leaves
+    for t, f in zip(texts, spread([t.get_position()[1] for t in texts], gap, 0.02, 0.98)):
+        t.set_position((t.get_position()[0], f))
     _plain_log_ticks(ax)
 
 
@@ -198,10 +166,10 @@ WINDOW_COLOR = "0.55"  # the band of the updates the headline's means are over
 
 def mark_window(art: PathArtists, found: PathFindings, looks: Mapping[str, Look] | None = None) -> list[Artist]:
     """On ``art.ax_loss``: a pale band over the updates ``found.window`` (a
-    ``PathFindings``) whose mean loss the headline compares, headed ``mean`` under the
-    top spine, and each ranked run's mean there as a short line in its colour across
-    the band (gids ``loss-window``, ``loss-window-label``, ``loss-mean:<config>``); the
-    artists drawn (none without a loss panel)."""
+    ``PathFindings``) whose mean loss the headline compares (the headline names them),
+    and each ranked run's mean there as a short line in its colour across the band
+    (gids ``loss-window``, ``loss-mean:<config>``); the artists drawn (none without a
+    loss panel)."""
     ax = art.ax_loss
     if ax is None or not found.ranking:
         return []
@@ -210,22 +178,6 @@ def mark_window(art: PathArtists, found: PathFindings, looks: Mapping[str, Look]
     out: list[Artist] = [
         ax.axvspan(a - half, b + half, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")
     ]
-    x0, x1 = ax.get_xlim()
-    near_left = b + half - x0 < 0.15 * (x1 - x0)  # a window at the start: its name right of it, inside
-    out.append(
-        ax.text(
-            a - half if near_left else b + half,
-            0.985,
-            "mean" if a == b else "mean here",
-            transform=ax.get_xaxis_transform(),
-            ha="left" if near_left else "right",
-            va="top",
-            fontsize=style.NOTE_SIZE,
-            color=style.SUBTITLE_COLOR,
-            gid="loss-window-label",
-            zorder=4.6,
-        )
-    )
     for key in found.ranking:
         color = art.loss_lines[key].get_color() if key in art.loss_lines else "0.3"
         (line,) = ax.plot(
@@ -252,7 +204,7 @@ def loss_columns(ax: Axes) -> int:
 def thin_loss(steps: np.ndarray, loss: np.ndarray, columns: int, keep: Iterable[int] = ()) -> np.ndarray:
     """The indices of a loss line's points drawn on ``columns`` pixel columns: each
     column's smallest and largest loss, its first non-finite one, the first and the last
-    (``shard_geometry.minmax_indices``, as ``plot_shards`` thins its lines), and ``keep``
+    (``views.shards.geometry.minmax_indices``, as ``plot_shards`` thins its lines), and ``keep``
     (the update shown); every point while there are no more than ``columns``."""
     idx = minmax_indices(np.asarray(steps), np.asarray(loss, np.float64), columns)
     if len(idx) == len(steps):

@@ -12,7 +12,6 @@ import numpy as np
 from ..core import style
 from . import geometry as geo
 from .scene import minimum_on_plane
-from .thin import EXACT_POINTS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -26,28 +25,17 @@ if TYPE_CHECKING:
 __all__ = [
     "draw_start_and_minima",
     "legend_handles",
-    "step_marker",
     "name_runs",
     "open_rings_on_star",
+    "minimum_label",
     "NAME_OFFSET",
     "ON_STAR",
 ]
 
 NAME_OFFSET = (9.0, 7.0)  # points from the start / minimum to their names' corner
 NAME_Z = 7.7  # the names: over the paths and markers
-STAR_HALO = 1.2  # points of white round the star: its edge reads over the paths under it
+STAR_HALO = 1.2  # points of white round the star: its edge reads over the contours
 ON_STAR = 0.5  # of the star's radius: a ring whose face would cover this much of it opens its face
-
-
-# momentum's path loops round the minimum in many short steps: a mark at each would
-# cover the other runs there, and its dash already tells it apart
-NO_STEP_MARKERS = ("momentum",)
-
-
-def step_marker(key: str, look: style.Look, dots: bool) -> str:
-    """The mark at each update on ``key``'s path: its rule's, while the dots stay apart
-    (``dots``), except for the rules in ``NO_STEP_MARKERS``."""
-    return look.marker if dots and style.rule_of(key) not in NO_STEP_MARKERS else ""
 
 
 def minimum_label(scene: PathScene) -> str:
@@ -55,9 +43,15 @@ def minimum_label(scene: PathScene) -> str:
     return ("minima" if len(scene.minima) > 1 else "minimum") + ("" if minimum_on_plane(scene) else " (projected)")
 
 
+def _star_face(scene: PathScene) -> str:
+    """The star's face: yellow on the plane, open for a minimum projected onto it (the
+    contours there do not reach its loss)."""
+    return style.MINIMUM_FACE if minimum_on_plane(scene) else "none"
+
+
 def draw_start_and_minima(scene: PathScene, ax_path: Axes, names: bool = False) -> dict[str, Annotation]:
-    """The start points (white circles) and the minima (an opaque yellow star over the
-    paths, under the rings and arrows), in ``ROLE_LOOKS``' looks. A legend names them;
+    """The start points (white circles) and the minima (a star over the paths, under
+    the rings: yellow, open when projected), in ``ROLE_LOOKS``' looks. A legend names them;
     ``names``: also a name beside each on a white box (``{gid: Annotation}``, gids
     ``start-label`` and ``minimum-label``), for a widget that places them."""
     from matplotlib import patheffects
@@ -67,7 +61,7 @@ def draw_start_and_minima(scene: PathScene, ax_path: Axes, names: bool = False) 
     ax_path.plot(s[:, 0], s[:, 1], start.marker, ms=start.ms, mfc="white", mec=start.color, mew=start.lw, ls="none")
     ax_path.lines[-1].set(label="start", gid="start", zorder=start.zorder)
     halo = [patheffects.withStroke(linewidth=STAR_HALO, foreground="white")]
-    ax_path.plot(m[:, 0], m[:, 1], star.marker, ms=star.ms, mfc=style.MINIMUM_FACE, mec=star.color, mew=star.lw)
+    ax_path.plot(m[:, 0], m[:, 1], star.marker, ms=star.ms, mfc=_star_face(scene), mec=star.color, mew=star.lw)
     ax_path.lines[-1].set(ls="none", label=minimum_label(scene), gid="minimum", zorder=star.zorder, path_effects=halo)
     if not names:
         return {}
@@ -90,30 +84,20 @@ def draw_start_and_minima(scene: PathScene, ax_path: Axes, names: bool = False) 
     }
 
 
-def legend_handles(
-    scene: PathScene,
-    looks: Mapping[str, Look],
-    markers: Mapping[str, str],
-    ring: str | None = None,
-    points: bool = True,
-) -> list[Line2D]:
-    """The legend's entries: each run's line (``markers[config]``: its mark per update,
-    or none), with ``points`` the start and the minimum and, with ``ring``, the ring of
-    the update shown."""
+def legend_handles(scene: PathScene, looks: Mapping[str, Look], ring: str | None = None, points: bool = True) -> list:
+    """The legend's entries: each run's line, with ``points`` the start and the minimum
+    and, with ``ring``, the ring of the update shown (the one mark for it on both panels)."""
     from matplotlib.lines import Line2D
 
     start, star, cur = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"], style.ROLE_LOOKS["current"]
-    out = [
-        Line2D([], [], **looks[k].line(), marker=markers[k], ms=looks[k].ms, label=geo.rule_name(k))
-        for k in scene.coords
-    ]
+    out = [Line2D([], [], **looks[k].line(), label=geo.rule_name(k)) for k in scene.coords]
     if not points:
         return out
     out.append(Line2D([], [], ls="none", marker=start.marker, ms=start.ms, mfc="white", mec=start.color, label="start"))
-    out.append(Line2D([], [], ls="none", marker=star.marker, ms=star.ms, mfc=style.MINIMUM_FACE, mec=star.color))
+    out.append(Line2D([], [], ls="none", marker=star.marker, ms=star.ms, mfc=_star_face(scene), mec=star.color))
     out[-1].set_label(minimum_label(scene))
     if ring:
-        out.append(Line2D([], [], ls="none", marker=cur.marker, ms=cur.ms, mfc="white", mec="0.3", mew=cur.lw))
+        out.append(Line2D([], [], ls="none", marker=cur.marker, ms=cur.ms, mfc="none", mec="0.3", mew=cur.lw))
         out[-1].set_label(ring)
     return out
 
@@ -123,9 +107,7 @@ def name_runs(scene: PathScene, art: PathArtists, looks: Mapping[str, Look]) -> 
     start and the minimum with them where no name is written beside them); returns ``{}``
     (no name is written on a path)."""
     if len(scene.coords) >= 2:
-        dots = max(len(c) for c in scene.coords.values()) <= EXACT_POINTS
-        marks = {k: step_marker(k, looks[k], dots) for k in scene.coords}
-        handles = legend_handles(scene, looks, marks, points=not art.names)
+        handles = legend_handles(scene, looks, points=not art.names)
         art.ax_path.legend(handles=handles, fontsize=style.NOTE_SIZE, loc="best", framealpha=0.9)
     return {}
 

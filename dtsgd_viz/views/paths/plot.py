@@ -24,18 +24,10 @@ furthest apart (``findings(...).apart``) and its title says so::
     >>> dtsgd_viz.plot_paths(recs, s, arrows=True).axes[0].get_title()
     'Update 4: where the runs differ most'
 
-The ring on each path is the parameters after the update (the loss panel's dot and
-dashed line: the loss after k = step updates); the arrows, the update's terms (μ·v in
-the run's colour, then −lr·g in its light tint, tip to tail), run from the parameters
-before it to the ring. By default they are drawn only where every arrow is long enough
-to see (``titles.MIN_ARROW_FRAC`` of the panel); ``plot_update`` draws them up close.
-One legend under the panels names the runs, the start, the minimum and the ring.
-``animate(recs, s)`` returns a ``FuncAnimation`` of the run (``views.paths.animation``).
-
-Parameters of more than two numbers are drawn on the plane of their top two principal
-directions (all paths together), and the loss is evaluated on that plane, so the
-contours under a projected path are real (a minimum off that plane is marked
-"minimum (projected)").
+The ring on each path (and on the loss panel) is the parameters after the update; the
+arrows, its terms tip to tail from the parameters before it. More than two parameters
+are drawn on the plane of their top two principal directions, with the loss evaluated
+on that plane (a minimum off it is an open star, "minimum (projected)").
 """
 
 from __future__ import annotations
@@ -79,7 +71,7 @@ def plot_paths(
       step: the optimizer update to mark, as ``recording.steps`` counts them (the first
         update is 1; ``-1`` is the last). Each path is drawn whole in its rule's look and
         ringed at the parameters after the update; the loss panel marks the loss after
-        it (a dot per run on a dashed line). Its terms, drawn as arrows from the
+        it (the same ring per run on a dashed line). Its terms, drawn as arrows from the
         parameters before it, are classical momentum's ``mu*v_prev`` then ``-lr*g`` and
         Nesterov's (tf-keras form) ``mu*v_new`` then ``-lr*g``: they add up to the
         recorded update. None (default): the update after which the runs' parameters are

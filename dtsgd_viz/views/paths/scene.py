@@ -149,7 +149,7 @@ def _near(points: np.ndarray, coords: np.ndarray, grow: float = 0.5) -> list[np.
 
 def default_update(scene: PathScene | SimpleNamespace, upto: int | None = None) -> int | None:
     """The update ``plot_paths`` takes apart when the caller names none: where the runs'
-    parameters are furthest apart (``path_geometry.most_different_index``: between the
+    parameters are furthest apart (``geometry.most_different_index``: between the
     runs with momentum when two or more have it, else between all; one run: its longest
     update), among the updates every run shares (up to update ``upto``; None: all), that
     can be taken apart into arrows where any can, and before any run left the view."""

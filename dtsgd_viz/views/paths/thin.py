@@ -1,12 +1,9 @@
 """Paths thinned to the pixels they are drawn on: a run of 10,000 updates spends most of
-them in loops round the minimum far smaller than a pixel, and a line through every one
-of them costs the drawing and every label placed against it (``path_names``,
-``path_lanes``, ``path_casing``) in proportion, for nothing seen. A path of more than
+them in loops round the minimum far smaller than a pixel. A path of more than
 ``EXACT_POINTS`` points is drawn through the fewest of its recorded points that keep
-the line within about half a pixel of every recorded point (``thin_indices``), and
-always through its start, its end, the points the caller keeps (the update shown, the
-lowest loss) and around every non-finite point. Pure numpy: the indices come back, the
-data stay as recorded (the numbers on a figure come from the full recording).
+the line within about half a pixel of every recorded point (``thin_indices``), always
+through its start, its end, the points the caller keeps and around every non-finite
+point. Pure numpy: the indices come back, the data stay as recorded.
 
     >>> import numpy as np
     >>> t = np.linspace(0.0, 1.0, 1001)
@@ -33,8 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["EXACT_POINTS", "TOLERANCE_PX", "CELL_PX", "pixel_scale", "vertex_limit", "thin_indices", "up_to"]
 
 EXACT_POINTS = 61
-"""A path of at most this many points is drawn as recorded (the paths then carry a mark
-at each update, ``path_frames``): only longer ones are thinned."""
+"""A path of at most this many points is drawn as recorded: only longer ones are thinned."""
 TOLERANCE_PX = 0.25  # a recorded point this far off the thinned line (in pixels) is kept
 CELL_PX = 0.15  # points following one another within one cell this wide are one point
 
