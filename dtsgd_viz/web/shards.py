@@ -426,8 +426,8 @@ class ShardExplorer(BrowserWidget):
 
             fig = new_figure(style.SHARD_EXPLORER_SIZE)
             RunsShardsView(
-                self._runs, self.variable, self.kind, int(np.searchsorted(steps, update)), figure=fig, fixed_scale=True
-            )
+                self._runs, self.variable, self.kind, int(np.searchsorted(steps, update)), figure=fig, fixed_scale=False
+            )  # the runs share the shown update's scale: on the whole run's, early updates' values fade to white
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=style.DPI)
         return buf.getvalue()

@@ -12,9 +12,9 @@ import numpy as np
 from ..views.compare import looks
 from ..views.core import style
 from ..views.core.figure import headline
-from ..views.core.log_ticks import use_log_ticks
 from ..views.shards.geometry import as_image, run_limit, symmetric_limit
 from ..views.shards.plot import draw_tensor
+from ..views.shards.ticks import log_y
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -89,8 +89,7 @@ class RunsShardsView:
             )
             self.lines.append(line)
             self.markers.append(marker)
-        self.norm_ax.set_yscale("log")
-        use_log_ticks(self.norm_ax.yaxis)  # the one log tick format (views.core.log_ticks)
+        log_y(self.norm_ax)  # the one log tick format, at least three labels (views.shards.ticks)
         self.norm_ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
         self.norm_ax.set_ylabel(f"‖{kind}‖ of {name}", fontsize=style.LABEL_SIZE)
         self.norm_ax.tick_params(labelsize=style.TICK_SIZE)

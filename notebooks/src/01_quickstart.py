@@ -148,13 +148,14 @@ show(dtsgd_viz.plot_layout(r, name="w"))
 # **The velocity, shard by shard.** Left: the velocity after update 10 (`step=10` means
 # update 10: updates count from 1, as `recording.steps` does), each device's
 # block outlined. Right: each block's velocity norm over the whole run, one line per
-# block in its colour, named at its end (a dot on each line marks update 10). The steep
+# block in its colour, named at its end (a dot on each line marks update 10; dots that
+# tie stand side by side). The steep
 # blocks (bottom row, CPU:4-7) swing and die out fast; the flat ones (CPU:0-1) keep a
 # small velocity for much longer; CPU:7's falls by exactly 0.9 per update once its
 # gradient is down at float32 round-off. The title says how far apart the blocks' norms
 # are at update 10 (largest over smallest) and which block is largest and which smallest;
-# the right panel's title says how far the median block's norm falls from the first
-# update to the last. `dtsgd_viz.views.shards.findings.spread_text` and
+# the right panel's title says how far the median block's norm (`np.median` over the
+# blocks, the grey line) falls from the first update to the last. `dtsgd_viz.views.shards.findings.spread_text` and
 # `norm_change_text` print the same numbers.
 
 # %%
@@ -169,7 +170,7 @@ show(dtsgd_viz.plot_shards(r, "w", "velocity", step=10))
 # `plot_block_rates` puts every block on both rules' curves (left) beside the rate
 # measured on the recording (stars, within 0.0001 of theory), and draws each block's error
 # (right, each line named at its end with its curvature; the grey band at the bottom is
-# float32 round-off, which the steepest block reaches at update 37 and stays in): under
+# float32 round-off: from update 37 the steepest block's error is held at its top edge, the round-off level): under
 # Nesterov the steep blocks sit where its curve dips and converge fastest,
 # the flat ones where it is near 0.95; heavy-ball momentum would hold every block at 0.95.
 # The dotted lines are each rule's stability limit: past it a block's error grows.
@@ -222,13 +223,15 @@ print(dtsgd_viz.findings(runs, valley, step=4))
 show(dtsgd_viz.plot_paths(runs, valley, step=4))
 
 # %% [markdown]
-# `plot_update` draws the same update up close, one panel per run, all on one zoom and
+# `plot_update` draws the same update up close, one panel per run, both on one zoom and
 # every arrow at its true length, so the lengths compare by eye (the bars under them give
 # each term's length, as `findings` printed them above; μ·v in the run's colour, −lr·g in
-# its tint). There heavy-ball
-# momentum's term carries the point further across the valley and the gradient can only
-# pull part of it back; Nesterov's look-ahead has already turned (its panel marks the
-# look-ahead point, where the gradient was taken), so the two updates point far apart.
+# its tint, and the thin arrow is the step they add up to). The ring is the parameter
+# before the update, and the gradient is taken there for both rules: tf-keras stores
+# Nesterov's look-ahead point as the parameter, so its "look ahead" is already in the
+# ring. There heavy-ball momentum's term carries the point further across the valley and
+# the gradient can only pull part of it back; Nesterov's new velocity has already turned,
+# so the two updates point far apart.
 
 # %%
 show(dtsgd_viz.plot_update(runs, valley, step=4))

@@ -87,14 +87,13 @@ show(dtsgd_viz.plot_paths(recordings, surface, step=5))
 # %% [markdown]
 # `plot_update` takes update 5 apart up close, one panel per run: for classical momentum
 # the old velocity's momentum $\mu v_{prev}$ then the gradient step $-\eta g$; for
-# Nesterov the look-ahead $\mu v_{new}$ then $-\eta g$, with the look-ahead point where
-# $g$ was taken. Tip to tail, the arrows end on the next recorded point ("after"). Every
-# panel has the same zoom and every arrow its true length, so the lengths compare by eye;
-# plain SGD's and Nesterov's steps are too small to read at that zoom, so an inset draws
-# each again closer (it says how much; the caption says both). A key under the bars names
-# the marks: the ring before the update, the dot after it, Nesterov's look-ahead point
-# (where g was taken) and its iterate p − μ·v_prev. The bars under the panels give each term's length, as `findings`
-# prints them. Momentum's
+# Nesterov the look-ahead $\mu v_{new}$ then $-\eta g$. Tip to tail, the arrows end on the
+# next recorded point ("after"); the thin arrow is the step they add up to. The ring is
+# the parameter before the update, where $g$ was taken (tf-keras stores Nesterov's
+# look-ahead point as the parameter). Plain SGD's and Nesterov's steps are far shorter
+# than momentum's, so each panel has its own zoom (its title says how many times closer
+# than the paths); the bars under the panels compare the lengths, as `findings` prints
+# them. Momentum's
 # $\mu v_{prev}$ carries it far up the valley wall; Nesterov's $\mu v_{new}$ already
 # holds this update's gradient, so its step is several times shorter.
 
@@ -127,15 +126,17 @@ for name, rec in recordings.items():
 # each part (a *mode*, with eigenvalue $h$) evolves on its own by a 2x2 matrix that
 # depends only on $\eta h$ and $\mu$. After $k$ updates it has shrunk like $\rho^k$,
 # $\rho$ the matrix's spectral radius (the largest size of its eigenvalues): the mode's
-# **rate**, the factor its error keeps per update (`dtsgd_viz.theory`). Below, the named lines
+# **rate**, the factor its error keeps per update (`dtsgd_viz.theory`). Below, the lines
 # are the real recorded parameters projected on each eigenvector (each rule in its usual
 # look: momentum dashed), the dotted lines in the same colour their envelope from theory
 # (a bound shrinking by $\rho$ per update, with a factor linear in $k$ near critical
-# damping, where the two eigenvalues meet); the bottom-left panel is $\rho$ against $\eta h$
-# for each rule, with the runs' two eigenvalues marked (one marker per run, named in the
-# key; the marks nest, open rings around Nesterov's filled triangle, so runs at one rate
-# all show); right of it, a zoom on the band of rates at $h_1$ gives each run's rate in
-# its key. The two top panels share one scale.
+# damping, where the two eigenvalues meet); one key, in the top-left panel, names the
+# runs, their marks and the envelope. Plain SGD and Nesterov reach the steep direction's
+# minimum within two updates (rate 0 there), so their lines drop off that panel at once.
+# The bottom-left panel is $\rho$ against $\eta h$ for each rule, with the runs' two
+# eigenvalues marked (the marks nest, open rings around Nesterov's filled triangle, so
+# runs at one rate all show); right of it, a zoom on the band of rates at $h_1$ gives each
+# run's rate in its key. The two top panels share one scale.
 
 # %%
 from dtsgd_viz import theory

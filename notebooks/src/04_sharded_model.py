@@ -251,7 +251,7 @@ show(dtsgd_viz.plot_shards(r, "d1/kernel", "velocity", step=20))
 # with no communication. The gradient arrives in that layout too. Each `batch` device
 # computed it from its half of the examples; DTensor summed the two halves across
 # `batch`, so both copies of a block hold the same reduced gradient, the one the update
-# used. The title compares their largest magnitudes (|x|, the colour bars' limits): the
+# used. The title compares their largest magnitudes (|value|, the colour bars' limits): the
 # velocity and the gradient are far smaller than the parameter they move. The settings
 # line names the layout and how many replicas each block has (one per `batch` device).
 
@@ -385,10 +385,11 @@ for name in blocks.runs:
 print(dtsgd_viz.blocks_finding(blocks))  # the figure's title
 
 # %% [markdown]
-# `plot_blocks` draws one panel per device, placed as the device sits on the mesh
-# (`batch` down, `model` across), with both runs' error on the block it holds: heavy-ball
-# momentum dashed, Nesterov solid, on one log scale for all panels so the blocks compare.
-# The bottom row holds copies of the top row's blocks, so it repeats their lines faintly.
+# `plot_blocks` draws one panel per block, at its first device's place on the mesh
+# (`model` across), with both runs' error on that block: heavy-ball momentum dashed,
+# Nesterov solid, on one log scale for all panels so the blocks compare; each title names
+# the devices holding the block (CPU:0,4: the `batch` row below holds copies, so it is
+# not drawn again). "distance" is to the bowl's bottom (`bowl.minimum`).
 # Some blocks come much nearer the bottom than others (the table above); block by block
 # the two rules end level: Nesterov's look-ahead changes the route, not where the probe
 # is after 60 updates. The title's numbers are those `blocks_finding` printed above.
@@ -466,7 +467,8 @@ print(dtsgd_viz.stale_finding(dtsgd_viz.stale_grid(runs)))  # the figure's title
 # one under the other. An orange cell is a shard that moved with the previous velocity.
 # The recording keeps one copy of a replicated block (its first device's); where the
 # copies disagreed (`replica_mismatch`, printed above) the other copies' cells are grey,
-# `cannot tell`: what they moved with was not recorded.
+# `cannot tell`: what they moved with was not recorded. The key lists only the classes
+# some cell has.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -124,11 +124,13 @@ big_full, big_stats = 2048 * 2048 * 4, 4 * 3 * 4  # per kind and update
 print(f"2048x2048 kernel, per kind and update: full {big_full / 2**20:.0f} MiB, stats {big_stats} bytes")
 
 # %% [markdown]
-# `plot_shards` works on a stats recording too: the three numbers stats mode keeps for
-# each block, the velocity's norm, mean and max |x|, over the whole run (the 500 kept
-# updates, 4 to 2000), one line per block in its colour (the two replicas of a block are
-# one line). The update axis is on a log scale, so the first few hundred updates, where
-# most of the change happens, are not squashed against its left edge. The values
+# `plot_shards` works on a stats recording too: it draws the norm stats mode keeps for
+# each block of the velocity over the whole run (the 500 kept updates, 4 to 2000), one
+# line per block in its colour (the two replicas of a block are one line); the mean and
+# max |x| are in `r.shard_stats` (printed above). The panel's title says the range its
+# ratio spans: from update 4, the first one kept, to 2000. The update axis is on a log
+# scale, so the first few hundred updates, where most of the change happens, are not
+# squashed against its left edge. The values
 # themselves were never recorded, so there is no picture of them:
 # the subtitle says that values need `mode="full"`.
 

@@ -12,7 +12,7 @@ from helpers import synthetic_recording
 from matplotlib.colors import to_rgb
 
 from dtsgd_viz.views.core import style
-from dtsgd_viz.views.shards.lines import STEP_LINE_WIDTH, log_x
+from dtsgd_viz.views.shards.lines import DOT_POINTS, STEP_LINE_WIDTH, log_x
 from dtsgd_viz.views.shards.plot import draw_shards, plot_shards, shard_norms
 from dtsgd_viz.views.shards.update import plot_update_shards
 
@@ -44,10 +44,15 @@ def test_the_shown_update_is_a_thin_grey_line_under_white_edged_dots():
     assert [tuple(c[:3]) for c in dots.get_edgecolors()] == [(1.0, 1.0, 1.0)]
     # a dot per block at its norm after update 10, in the block's line colour
     norms = shard_norms(r, "d1/kernel", "velocity")[9, [d[0] for d in r.geometry("d1/kernel").replica_groups]]
-    np.testing.assert_allclose(dots.get_offsets(), np.column_stack([np.full(4, 10), norms]), rtol=1e-6)
+    np.testing.assert_allclose(dots.get_offsets()[:, 1], norms, rtol=1e-6)
+    x = view.norm_ax.transData.transform(dots.get_offsets())[:, 0]  # pixels
+    at = view.norm_ax.transData.transform([(10, 1.0)])[0, 0]
+    assert np.all(np.abs(x - at) <= 2 * DOT_POINTS * view.figure.dpi / 72 + 1e-6)  # at most 4 side by side
     assert [to_rgb(c) for c in dots.get_facecolors()] == [to_rgb(ln.get_color()) for ln in view.lines]
     view.set_step(3)  # moved in place
-    assert list(line.get_xdata()) == [3, 3] and label.get_position()[0] == 3 and set(dots.get_offsets()[:, 0]) == {3}
+    assert list(line.get_xdata()) == [3, 3] and label.get_position()[0] == 3
+    x = view.norm_ax.transData.transform(dots.get_offsets())[:, 0]
+    assert np.all(np.abs(x - view.norm_ax.transData.transform([(3, 1.0)])[0, 0]) <= 2 * DOT_POINTS + 1e-6)
 
 
 def test_lines_are_drawn_widest_first_so_a_line_on_another_shows():
@@ -83,7 +88,7 @@ def test_a_long_run_has_a_log_update_axis_a_short_one_a_linear_one():
     long = _model(mode="stats", steps=500, updates=np.arange(4, 2001, 4))
     view = draw_shards(long, "d1/kernel", "velocity")
     assert log_x(long.steps) and not log_x(np.arange(1, 151))
-    bottom = view.stat_axes["max |x|"]
+    bottom = view.norm_ax  # a stats recording's one panel: the stored norms
     for ax in view.stat_axes.values():
         assert ax.get_xscale() == "log"
         lo, hi = ax.get_xlim()
@@ -119,11 +124,15 @@ def test_a_run_wide_colour_scale_is_said_on_the_colour_bar_and_each_kind_by_its_
     assert plot_shards(r, "d1/kernel", "param", 3).get_suptitle().startswith("parameter of 'd1/kernel' after update 3:")
 
 
-def test_a_tall_strip_has_its_chips_beside_it_at_each_blocks_middle():
+def test_a_tall_strip_names_each_block_once_on_its_top_edge_or_under_the_heatmap():
+    """A (16, 1) kernel cut by rows: one placement for every tensor (the strip's own chips
+    beside it went): each block's chip on its top outline (the first above the heatmap, the
+    last under the x tick labels), overhanging the narrow strip, no text clashing."""
     from dtsgd_viz.geometry import shard_geometry
     from dtsgd_viz.specs import LayoutSpec, MeshSpec
     from dtsgd_viz.views.core.figure import new_figure
     from dtsgd_viz.views.shards.tensor_panel import draw_tensor
+    from dtsgd_viz.views.text.clashes import clashes
 
     mesh = MeshSpec.create({"batch": 2, "model": 4})
     geom = shard_geometry((16, 1), LayoutSpec(("model", "unsharded"), mesh))
@@ -133,15 +142,17 @@ def test_a_tall_strip_has_its_chips_beside_it_at_each_blocks_middle():
     panel = draw_tensor(ax, geom, mesh.short_device_names, np.arange(16.0)[:, None])
     fig.draw_without_rendering()
     r = fig.canvas.get_renderer()
-    assert panel.side and panel.named
+    assert panel.named and [t.get_text() for t in panel.labels] == [p.label for p in panel.patches]
     frame = ax.get_window_extent(r)
     for text, p in zip(panel.labels, panel.patches):
         (_x, y, _w, h) = p.rects[0]
         box = text.get_window_extent(r)
-        assert text.get_visible() and box.x1 < frame.x0  # beside the strip, left
-        mid = ax.transData.transform((0, y + h / 2))[1]
-        assert abs((box.y0 + box.y1) / 2 - mid) < 1.0  # at its block's middle
-        for edge in (y, y + h):  # clear of both boundaries
-            assert not box.y0 <= ax.transData.transform((0, edge))[1] <= box.y1
-    label = ax.yaxis.label.get_window_extent(r)
-    assert all(label.x1 <= t.get_window_extent(r).x0 for t in panel.labels)
+        assert text.get_visible() and abs((box.x0 + box.x1) / 2 - (frame.x0 + frame.x1) / 2) < 1.0  # centred
+        top = ax.transData.transform((0, y))[1]
+        if y == 0:
+            assert box.y0 >= frame.y1  # above the heatmap
+        elif y + h == 16:
+            assert box.y1 < frame.y0  # under it
+        else:
+            assert box.y0 < top < box.y1  # on its top outline
+    assert clashes(ax, r) == []

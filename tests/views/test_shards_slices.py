@@ -85,5 +85,7 @@ def test_a_hump_says_how_far_it_rises_and_where_it_peaks():
     # norms of 0 at update 1 (a log axis cannot draw them): the rise is from update 2
     zero_first = np.vstack([np.zeros((1, 2)), d])
     assert norm_change_text(zero_first, [1, 2, 3, 4]) == "median rises 300x from update 2 to 3, then falls 3x"
-    assert norm_change_text(d[[0, 2]], [1, 2]) == "median grows 100x over 2 updates"
-    assert norm_change_text(np.array([[1.0], [1.33]]), [1, 2]) == "median stays within 1.5x over 2 updates (1.3x)"
+    assert norm_change_text(d[[0, 2]], [1, 2]) == "median grows 100x from update 1 to 2"
+    assert norm_change_text(np.array([[1.0], [1.33]]), [1, 2]) == "median stays within 1.5x from update 1 to 2 (1.3x)"
+    # a decimated run that starts at update 4 says so (06: "over 2000 updates" read as from update 1)
+    assert norm_change_text(d[[0, 2]], [4, 2000]) == "median grows 100x from update 4 to 2000"

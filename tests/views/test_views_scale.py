@@ -104,10 +104,10 @@ def test_a_stats_recording_draws_no_placeholder_panel():
     view = draw_shards(r, "d1/kernel", "velocity")
     fig = view.figure
     assert view.heat_ax is None and view.tensor is None
-    # one frame holding the three statistics' panels, and nothing else
-    assert fig.axes == [view.norm_ax] and not view.norm_ax.axison
+    # one panel, the stored norms, and nothing else
+    assert fig.axes == [view.norm_ax] and view.norm_ax.axison
     assert not any(ax.images or ax.patches for ax in fig.axes)
-    assert len(view.stat_axes) == 3
+    assert view.stat_axes == {"L2 norm": view.norm_ax}
     from dtsgd_viz.views.core.figure import headline_texts
 
     finding, settings = headline_texts(fig)
@@ -243,7 +243,7 @@ def test_norm_panel_margin_ticks_and_finding(key):
     assert hi - last >= 0.015 * (last - view.updates[0])  # the shown update is no frame
     dots = next(c for c in ax.collections if c.get_gid() == "step-dots")
     assert not dots.get_clip_on()
-    xax = view.stat_axes["max |x|"] if view.stats_only else ax  # the one with x labels
+    xax = ax  # the one panel, with the x labels
     ticks = [t for t in xax.get_xticklabels() if t.get_text() and lo <= t.get_position()[0] <= hi]
     assert 3 <= len(ticks) <= 7
     boxes = [t.get_window_extent(renderer) for t in ticks]
@@ -255,7 +255,7 @@ def test_norm_panel_margin_ticks_and_finding(key):
     ]
     assert len(ylabels) >= 3
     assert len({"e" in t for t in ylabels}) == 1  # one format
-    for yax in [ax, *view.stat_axes.values()] if view.stats_only else [ax]:
+    for yax in [ax]:
         _assert_y_labels_apart(yax, renderer)
     if not view.stats_only:
         assert ax.get_title().startswith("median ") and "update" in ax.get_title()  # the median's change

@@ -1,8 +1,7 @@
-"""``plot_blocks``: small multiples laid out like the mesh, one panel per device, each
-drawing the error of the block that device holds under every run (log scale, one y scale
-for all panels so blocks compare). A block's first device titles its panel with the block's
-slice and the other devices holding it; a device holding a copy of a block drawn elsewhere
-shows the same lines lighter, titled ``= CPU:k`` after the block's first device."""
+"""``plot_blocks``: small multiples laid out like the mesh, one panel per block at its
+first device's place, each drawing that block's error under every run (log scale, one y
+scale for all panels so blocks compare), titled with the block's slice and every device
+holding it. A mesh row holding only copies of blocks drawn above is left out."""
 
 from __future__ import annotations
 
@@ -21,11 +20,9 @@ if TYPE_CHECKING:
 
     from ...recording import Recording
 
-__all__ = ["plot_blocks", "panel_grid"]
+__all__ = ["plot_blocks", "panel_grid", "holders"]
 
-REPLICA_ALPHA = 0.3  # a copy's lines: the same data, drawn faint so the eye skips them
-COPIES_NAMED = 2  # a block's panel names up to this many other holders, then counts them
-PANEL_HEIGHT = 1.9  # inches per mesh row
+PANEL_HEIGHT = 2.2  # inches per mesh row
 
 
 def panel_grid(errors: BlockErrors) -> tuple[int, int, tuple[tuple[int, int], ...]]:
@@ -61,65 +58,74 @@ def plot_blocks(
     of the block minus the same block of the target, without one the block's recorded
     gradient norm (the y label says which). Each run's line has its rule's look
     (``style.run_looks``: momentum dashed, Nesterov solid); y is log and shared by all
-    panels. A panel's title names its device and the block's slice; the first device of
-    a block draws it, the others holding a copy draw the same lines faint and are
-    titled ``= <first device>``. The title is ``blocks_finding(errors, last)``.
+    panels. One panel per block, at its first device's mesh place (a mesh row of copies
+    only is left out), titled with the block's slice and every device holding it. The
+    title is ``blocks_finding(errors, last)``.
 
     >>> fig = dtsgd_viz.plot_blocks(probes, "d2/kernel", bowl.minimum[0])  # doctest: +SKIP
     """
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     errors = block_errors(runs, variable, target)
-    rows, cols, place = panel_grid(errors)
+    _, cols, place = panel_grid(errors)
+    owners = [errors.devices[b][0] for b in range(len(errors.devices))]
+    rows = sorted({place[d][0] for d in owners})  # the mesh rows holding a block's first device
+    at = {d: (rows.index(place[d][0]), place[d][1]) for d in owners}
     looks = style.run_looks(errors.runs)
-    fig = new_figure((style.WIDTH, 1.4 + PANEL_HEIGHT * rows))
+    fig = new_figure((style.WIDTH, 1.5 + PANEL_HEIGHT * len(rows)))
     first = next(iter(runs.values()))
     hp = first.hyperparameters
     lr = float(np.asarray(hp.learning_rate)[0]) if np.size(hp.learning_rate) else float("nan")
     settings = f"{variable} on mesh {_mesh_text(errors)} · lr {lr:.3g}, μ {hp.momentum:g}"
     headline(fig, blocks_finding(errors, last), settings)
-    axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
-    for device, (r, c) in enumerate(place):
-        ax = axes[r, c]
-        block = errors.block_of[device]
-        owner = errors.devices[block][0]
-        copy = device != owner
-        for name in errors.runs:
-            look = looks[name]
+    axes = fig.subplots(len(rows), cols, sharex=True, sharey=True, squeeze=False)
+    taken = set(at.values())
+    for place_rc, unused in np.ndenumerate(axes):
+        if place_rc not in taken:
+            unused.set_visible(False)
+    # thick solid lines first: a thinner dashed one over them shows through its gaps
+    order = sorted(errors.runs, key=lambda n: -looks[n].lw)
+    for device in owners:
+        r, c = at[device]
+        ax, block = axes[r, c], errors.block_of[device]
+        for z, name in enumerate(order):
             ax.plot(
                 errors.updates,
                 errors.errors[name][:, block],
-                **look.line(alpha=REPLICA_ALPHA if copy else 1.0, label=shown_name(name), gid=f"{name}|{block}"),
+                **{**looks[name].line(label=shown_name(name), gid=f"{name}|{block}"), "zorder": 3.0 + 0.1 * z},
             )
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_formatter(NullFormatter())
         names = errors.device_names[block]
-        if copy:
-            title = f"{names[errors.devices[block].index(device)]} = {names[0]}"
-        else:
-            title = f"{names[0]} · {errors.block_name(block)}" + _copies(names[1:])
-        ax.set_title(title, fontsize=style.NOTE_SIZE + 0.5, color="0.55" if copy else "0.0")
-        ax.set_gid(f"device {device} block {block}{' copy' if copy else ''}")
-        ax.tick_params(labelsize=style.TICK_SIZE)
-        if copy:
-            for spine in ax.spines.values():
-                spine.set_alpha(REPLICA_ALPHA + 0.2)
-        if r == rows - 1:
+        ax.set_title(f"{holders(names)} · {errors.block_name(block)}", fontsize=style.LABEL_SIZE)
+        ax.set_gid(f"device {device} block {block}")
+        ax.tick_params(labelsize=style.TICK_SIZE, labelbottom=(r + 1, c) not in taken)
+        if (r + 1, c) not in taken:
             ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
-        if c == 0:
+        if c == min(cc for rr, cc in taken if rr == r):
             ax.set_ylabel(_axis_label(errors), fontsize=style.LABEL_SIZE)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    axes[0, -1].legend(handles, labels, fontsize=style.NOTE_SIZE, loc="upper right", frameon=False)
+    handles, labels = axes[at[owners[0]]].get_legend_handles_labels()
+    by_name = dict(zip(labels, handles))
+    names_in_order = [shown_name(n) for n in errors.runs]
+    axes[0, -1].legend(
+        [by_name[n] for n in names_in_order], names_in_order, fontsize=style.NOTE_SIZE, loc="upper right", frameon=False
+    )
     return fig
 
 
-def _copies(names: tuple[str, ...]) -> str:
-    """`` (also CPU:4)``: the other holders of a block, counted past two."""
-    if not names:
-        return ""
-    return f" (also {', '.join(names)})" if len(names) <= COPIES_NAMED else f" (+{len(names)} copies)"
+def holders(names: tuple[str, ...]) -> str:
+    """The devices holding a block, written once: ``CPU:0,4`` (as ``plot_shards`` names a
+    block), or the names joined by commas when they differ in more than their number.
+
+    >>> holders(("CPU:0", "CPU:4")), holders(("CPU:0", "GPU:1"))
+    ('CPU:0,4', 'CPU:0, GPU:1')
+    """
+    stem = names[0].rstrip("0123456789")
+    if all(n.startswith(stem) and n[len(stem) :].isdigit() for n in names):
+        return stem + ",".join(n[len(stem) :] for n in names)
+    return ", ".join(names)
 
 
 def _mesh_text(errors: BlockErrors) -> str:

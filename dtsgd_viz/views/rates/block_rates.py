@@ -42,11 +42,11 @@ UNSTABLE_COLOR = "#CC3311"
 RATE_FLOOR = -0.04  # the rate axis starts under 0: a block at rate 0 shows whole
 TOP = 1.22  # a rate over this is drawn at it
 ROOM = 1.15  # the x axis ends at ROOM x momentum's limit, just past its dotted line
-# momentum's block an open square wide enough to hold Nesterov's triangle (both rates are
-# near 0.95 at small lr·h), the star the run measured on top; s in points²
-MARKS = {False: dict(s=330, facecolors="none", linewidths=1.6, zorder=8), True: dict(s=90, linewidths=1.5, zorder=5)}
+# momentum's block an open square under Nesterov's triangle (both rates are near 0.95 at
+# small lr·h), the star the run measured on top of both; s in points²
+MARKS = {False: dict(s=240, facecolors="none", linewidths=1.4, zorder=4), True: dict(s=90, linewidths=1.5, zorder=5)}
 STAR_SIZE = 60
-FIGSIZE = (style.WIDTH, 5.4)
+FIGSIZE = style.RATES_SIZE
 NOISE_FLOOR = 100
 """Errors at or below ``NOISE_FLOOR * eps * max(||w_0 - w*||, ||w*||)`` on a block are
 rounding, not decay: a fit stops at the first of them."""
@@ -232,9 +232,9 @@ def rates_finding(rates: BlockRates, learning_rate: float | None = None) -> str:
     if o_bad:
         tail = f"; {o_bad} would diverge under {other}"
     elif np.ptp(rho_o) < 0.01:
-        tail = f"; {other}: {float(np.mean(rho_o)):.2f} on all"
+        tail = f"; under {other} all {float(np.mean(rho_o)):.2f}"
     else:
-        tail = f"; {other}: {rho_o.min():.2f} to {rho_o.max():.2f}"
+        tail = f"; under {other} {rho_o.min():.2f} to {rho_o.max():.2f}"
     ok = np.flatnonzero(~bad)
     fast, slow = int(ok[np.argmin(rho[ok])]), int(ok[np.argmax(rho[ok])])
     if bad.any():
@@ -242,9 +242,7 @@ def rates_finding(rates: BlockRates, learning_rate: float | None = None) -> str:
             f"Under {run} {int(bad.sum())} of {len(rho)} blocks diverge{when}; the fastest rate {rho[fast]:.2f}{tail}"
         )
     which = "steep" if h[fast] > h[slow] else "flat"
-    return (
-        f"{run[:1].upper()}{run[1:]}: {which} blocks converge fastest (rate {rho[fast]:.2f} vs {rho[slow]:.2f}){tail}"
-    )
+    return f"{run[:1].upper()}{run[1:]}: {which} blocks converge fastest ({rho[fast]:.2f} vs {rho[slow]:.2f}){tail}"
 
 
 def rates_settings(rates: BlockRates, surface: Surface) -> str:
@@ -333,7 +331,7 @@ class RatesView:
             c=np.array(r.colors)[ok],
             edgecolors="black",
             linewidths=0.7,
-            zorder=7,  # over Nesterov's square, under momentum's open one
+            zorder=7,  # over both rules' marks
             gid="measured",
         )
         ax.set_xscale("log")
@@ -364,7 +362,8 @@ class RatesView:
 
     def _key(self) -> None:
         """The rate panel's legend: each rule's curve, blocks' mark and limit, the stars,
-        the red x only while some block is past a limit, and why a block has no star."""
+        and the red x only while some block is past a limit; why a block has no star is
+        ``no_star_note`` (not drawn)."""
         from matplotlib.lines import Line2D
 
         ax, handles = self.curve_ax, []
@@ -380,18 +379,9 @@ class RatesView:
             handles.append(
                 Line2D([], [], ls="none", marker="x", ms=8, mew=2, color=UNSTABLE_COLOR, label="past its limit")
             )
-        self.no_star_note = self._no_star_note()
-        if self.no_star_note:
-            handles.append(Line2D([], [], ls="none", label=self.no_star_note))
-        # under the panel, off the data whatever the learning rate (the layout makes room)
-        legend = ax.legend(
-            handles=handles,
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.15),
-            ncol=1,
-            fontsize=style.NOTE_SIZE,
-            frameon=False,
-        )
+        self.no_star_note = self._no_star_note()  # said by the notebook, not drawn
+        # lower left: under the curves, which start near 1 at small lr·h
+        legend = ax.legend(handles=handles, loc="lower left", fontsize=style.NOTE_SIZE, framealpha=0.9)
         legend.set_gid("rates-key")
         legend.set_zorder(10)
 

@@ -29,7 +29,6 @@ from ..core.diverging import diverging_update
 from ..core.empty import check_not_empty
 from ..core.figure import headline, new_figure
 from ..core.log_ticks import use_log_ticks
-from ..text.direct import label_ends
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -258,8 +257,7 @@ def _settings(data: ModeData, surface: Surface) -> str:
     lrs = {lr for lr, _, _ in data.settings.values()}
     mus = {mu for _, mu, _ in data.settings.values() if mu}
     hp = [f"lr {min(lrs):g}"] * (len(lrs) == 1) + [f"μ {min(mus):.3g}"] * (len(mus) == 1)
-    envelope = dash_word(style.ROLE_LOOKS["envelope"].ls)
-    return " · ".join([f"real DTensor SGD on the {label}", *hp, f"{envelope}: bounds ∝ ρᵏ"])
+    return " · ".join([f"real DTensor SGD on the {label}", *hp])
 
 
 def _mark(look: Look, j: int, n: int) -> dict:
@@ -333,9 +331,10 @@ def plot_modes(
 
 
 def _draw_mode(ax: Axes, data: ModeData, i: int, name: str, looks: dict) -> None:
-    """Mode ``i``: each run's recorded error along its eigenvector in the run's look, the
-    envelope dotted in the run's colour, each run named where its line ends; a run gone
-    to round-off within the first updates plunges to the axis' bottom, named in one note."""
+    """Mode ``i``: each run's recorded error along its eigenvector in the run's look and
+    the envelope dotted in the run's colour; a run gone to round-off within the first
+    updates plunges to the axis' bottom. Mode 0 holds the key: each run's line and its
+    mark on the rate curves, and the envelope."""
     ax.set_label(f"mode:{i}")
     envelope = style.ROLE_LOOKS["envelope"]
     errs = [np.abs(e[:, i]) for e in data.errors.values()]
@@ -346,7 +345,6 @@ def _draw_mode(ax: Axes, data: ModeData, i: int, name: str, looks: dict) -> None
     low = max(float(finite.min()) / 2, 1e-4 * top) if finite.size else 1e-4 * top
     ax.set_yscale("log")
     ax.set_ylim(low, 3 * top)
-    ends, gone = [], []
     for key, e in zip(data.errors, errs):
         look, k = looks[key], np.arange(len(e))
         shown = np.where(np.isfinite(e) & (e > 0), e, np.nan)
@@ -354,12 +352,9 @@ def _draw_mode(ax: Axes, data: ModeData, i: int, name: str, looks: dict) -> None
         env = data.envelopes[key][:, i]
         ax.plot(k, np.where(env > 0, env, np.nan), **envelope.line(look.color), alpha=0.9, gid=f"envelope:{i}:{key}")
         j = np.flatnonzero(np.isfinite(shown) & (shown >= low))
-        if j.size and j[-1] >= 0.15 * (len(e) - 1):
-            ends.append((_display(key), k[j[-1]], shown[j[-1]], look.color))
-        elif j.size:  # gone within the first updates: drawn on down to the axis' bottom
+        if j.size and j[-1] < 0.15 * (len(e) - 1):  # gone within the first updates: on down to the axis' bottom
             u = min(j[-1] + 1, len(e) - 1)
             ax.plot([j[-1], u], [float(shown[j[-1]]), low / 30.0], **look.line(), gid=f"plunge:{i}:{key}")
-            gone.append((_display(key), int(u)))
     use_log_ticks(ax.yaxis)  # the one log tick format (core.log_ticks)
     u = data.eigenvectors[:, i]
     title = f"{name} direction u{subscript(i + 1)} = ({u[0]:.2f}, {u[1]:.2f}), h = {data.eigenvalues[i]:g}"
@@ -367,33 +362,35 @@ def _draw_mode(ax: Axes, data: ModeData, i: int, name: str, looks: dict) -> None
     ax.set_xlabel("update k", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
     ax.grid(True, which="major", color="0.9", lw=0.6)
-    label_ends(ax, ends)
-    if gone:
-        last = max(u for _, u in gone)
-        names = " and ".join(n for n, _ in gone)
-        ax.text(
-            0.08,
-            0.04,
-            f"{names}: below {low:.0e} within {last} update{'s' * (last > 1)}",
-            transform=ax.transAxes,
-            fontsize=style.NOTE_SIZE,
-            color="0.25",
-            gid=f"gone:{i}",
-        )
+    if i == 0:
+        _mode_key(ax, data, looks)
+
+
+def _mode_key(ax: Axes, data: ModeData, looks: dict) -> None:
+    """The figure's one key, in the first mode panel: each run's line with its mark on
+    the rate curves (``_mark``), and the envelope."""
+    from matplotlib.lines import Line2D
+
+    n = len(data.settings)
+    handles = [
+        Line2D([], [], **{**looks[key].line(), **_mark(looks[key], j, n), "ms": 8}, label=_display(key))
+        for j, key in enumerate(data.settings)
+    ]
+    handles.append(Line2D([], [], **style.ROLE_LOOKS["envelope"].line("0.3"), label="bound ∝ ρᵏ (theory)"))
+    ax.legend(handles=handles, loc="lower left", fontsize=style.NOTE_SIZE, framealpha=0.9).set_gid("mark-key")
 
 
 def _draw_rates(ax: Axes, data: ModeData, looks: dict) -> None:
     """Each recording's rule: its rate against ``a = lr * h`` (log x), every eigenvalue
-    marked on it in the run's mark (``_mark``; a rate over ``OFF_SCALE`` an arrow at the
-    top), the eigenvalues named over the axes, the runs in a legend."""
-    from matplotlib.lines import Line2D
+    marked on it in the run's mark (``_mark``, named in the first mode panel's key; a
+    rate over ``OFF_SCALE`` an arrow at the top), the eigenvalues named over the axes."""
 
     ax.set_label("rates")
     a_marks = np.array([lr * h for lr, _, _ in data.settings.values() for h in data.eigenvalues])
     lo = a_marks.min() / 10 if np.all(a_marks > 0) else 1e-3
     # the curves' stable part in view, however far past the limits every run is
     lo = min(lo, 0.3 * min(float(theory.convergence_boundary(mu, 1.0, n)) for _, mu, n in data.settings.values()))
-    drawn, handles, n_runs = set(), [], len(data.settings)
+    drawn, n_runs = set(), len(data.settings)
     for j, (key, (lr, mu, nesterov)) in enumerate(data.settings.items()):
         a = np.geomspace(
             lo, max(float(theory.convergence_boundary(mu, 1.0, nesterov)) * 1.15, a_marks.max() * 1.2), 400
@@ -414,7 +411,6 @@ def _draw_rates(ax: Axes, data: ModeData, looks: dict) -> None:
                 clip_on=False,
                 gid=f"mark:{i}:{key}",
             )
-        handles.append(Line2D([], [], **{**looks[key].line(), **mark}, label=_display(key)))
     tops = {}
     for lr in sorted({lr for lr, _, _ in data.settings.values()}):
         for i, h in enumerate(data.eigenvalues):
@@ -431,8 +427,6 @@ def _draw_rates(ax: Axes, data: ModeData, looks: dict) -> None:
     ax.set_ylabel("rate ρ per update", fontsize=style.LABEL_SIZE)
     ax.set_title("Each rule's rate against lr·h; above 1 it diverges", fontsize=style.TITLE_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
-    key = ax.legend(handles=handles, loc="lower left", fontsize=style.NOTE_SIZE, title="marks: each run's directions")
-    key.set_gid("mark-key")
 
 
 def _draw_zoom(ax: Axes, data: ModeData, looks: dict, i: int) -> None:

@@ -29,7 +29,7 @@ __all__ = [
 KIND_NOUNS = {"param": "parameter", "velocity": "velocity", "grad": "gradient"}
 STATS = ("L2 norm", "mean", "max |x|")  # the columns of Recording.shard_stats
 STATS_ONLY_TEXT = (
-    "values not recorded: Recorder(mode='stats') keeps each block's norm, mean and max |x|; mode='full' the values"
+    "values not recorded: mode='stats' keeps each block's norm, mean and max |x|; mode='full' keeps the values"
 )
 HUMP = 3.0  # a rise to a peak inside the run, said as one when over this (and a fall over 1.5x after)
 
@@ -91,13 +91,13 @@ def spread_text(norms: ArrayLike, names: Sequence[str]) -> str:
 
 
 def median_line(data: ArrayLike) -> np.ndarray:
-    """The median block's norm at each update (``data``: updates x blocks; of the log norms)."""
+    """The median block's norm at each update (``data``: updates x blocks; finite norms
+    above 0 only, NaN where there is none): ``np.median`` as a notebook computes it."""
     data = np.asarray(data, np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.where(np.isfinite(data) & (data > 0), np.log10(data), np.nan)
-    out = np.full(logs.shape[0], np.nan)
-    some = np.isfinite(logs).any(1)
-    out[some] = 10 ** np.nanmedian(logs[some], 1)
+    kept = np.where(np.isfinite(data) & (data > 0), data, np.nan)
+    out = np.full(kept.shape[0], np.nan)
+    some = np.isfinite(kept).any(1)
+    out[some] = np.nanmedian(kept[some], 1)
     return out
 
 
@@ -106,8 +106,8 @@ def norm_change_text(data: ArrayLike, updates: ArrayLike) -> str:
     its first to its last finite update, in one line; a rise over ``HUMP`` to a peak
     inside the run that then falls over 1.5x is said as one.
 
-    >>> norm_change_text(np.array([[1.0, 1.0], [0.01, 0.1]]), [1, 2000])
-    'median falls 32x over 2000 updates'
+    >>> norm_change_text(np.array([[1.0, 1.0], [0.01, 0.1]]), [4, 2000])
+    'median falls 18x from update 4 to 2000'
     >>> norm_change_text(np.array([[0.0], [1.0], [9.0], [3.0]]), [1, 2, 3, 4])
     'median rises 9x from update 2 to 3, then falls 3x'
     """
@@ -120,7 +120,7 @@ def norm_change_text(data: ArrayLike, updates: ArrayLike) -> str:
     if a < p < b and med[p] / med[a] > HUMP and med[p] / med[b] > 1.5:
         since = f" from update {u[a]} to {u[p]}" if a else f" to update {u[p]}"
         return f"median rises {times_text(med[p] / med[a])}{since}, then falls {times_text(med[p] / med[b])}"
-    span = f"over {u[b]} updates" if a == 0 and u[0] <= max(1, u[1] - u[0]) else f"over updates {u[a]}–{u[b]}"
+    span = f"from update {u[a]} to {u[b]}"  # the range used, said: a decimated run starts past update 1
     if 1 / 1.5 <= f <= 1.5:
         return f"median stays within 1.5x {span} ({f:.2g}x)"
     return f"median {'grows' if f > 1 else 'falls'} {times_text(max(f, 1 / f))} {span}"

@@ -3,9 +3,9 @@ log-y line in its block colour, named once at its right end, drawn widest first 
 on another shows as a rim); the shown update as a grey line with a dot on every line;
 open circles on the bottom edge where a norm is 0, an X on top at NaN/Inf updates, a
 diamond where replicas disagreed, in a small legend. Past ``MAX_LINES`` blocks, their
-range (a grey band) and median stand for them. A stats recording has three stacked
-panels: each block's L2 norm, mean and max |x|. Lines are thinned to the axes' pixel
-columns (``minmax_decimate``); ``data`` keeps every update."""
+range (a grey band) and median stand for them. A stats recording draws its stored norms.
+Lines are thinned to the axes' pixel columns (``minmax_decimate``); ``data`` keeps every
+update."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator
+from matplotlib.ticker import FixedLocator, LogLocator, MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
 from ..core import style
 from ..core.log_ticks import use_log_ticks
 from ..mesh.layout_colors import label_ink
 from ..text.direct import label_ends
-from .findings import STATS, median_line, norm_change_text
+from .findings import median_line, norm_change_text
 from .geometry import minmax_decimate, shard_norms
 from .tensor_panel import NONFINITE_COLOR
 
@@ -39,6 +39,7 @@ MISMATCH_COLOR = "#D55E00"  # Okabe-Ito vermillion: replicas disagree
 BAND_COLOR, MEDIAN_COLOR = "#9A9A9A", "#555555"
 MAX_NAMED = 8  # up to this many blocks, each line named at its end; more: a legend
 MAX_LINES = 16  # past this many, a band and a median: 64 lines tangle beyond any naming
+DOT_POINTS = 6.5  # the shown update's dots' width, points
 MARKER_UPDATES = 15  # up to this many updates, a small marker at each: where the data is
 LOG_X_SPAN = 300  # a run whose last update is this many times its first: a log update axis
 
@@ -54,17 +55,23 @@ def log_x(updates: ArrayLike) -> bool:
 
 
 def log_y(ax: Axes) -> None:
-    """A log y axis in the one tick format (``use_log_ticks``), as many labels as fit: 1-2-5
-    per decade when they do, plain steps under a decade."""
+    """A log y axis in the one tick format (``use_log_ticks``), as many labels as fit its
+    height: 1-2-5 per decade, finer steps when that gives fewer than three, the decades
+    alone (or every few) when 1-2-5 do not fit."""
     ax.set_yscale("log")
     lo, hi = ax.dataLim.intervaly
-    room = ax.bbox.height * 72 / ax.figure.dpi / (2.2 * style.TICK_SIZE)  # tick labels that fit
-    ok = bool(np.isfinite([lo, hi]).all() and lo > 0)
-    if ok and hi / lo < 10:  # under a decade: evenly spaced plain numbers
-        ax.yaxis.set_major_locator(MaxNLocator(nbins=min(4, max(2, int(room) - 1)), steps=[1, 2, 2.5, 5, 10]))
-    else:
-        few = ok and hi / lo <= 100 and 3 * np.log10(hi / lo) + 1 <= room  # 1-2-5 over at most two decades
-        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if few else (1.0,), numticks=max(2, int(room))))
+    room = max(2, int(ax.bbox.height * 72 / ax.figure.dpi / (2.2 * style.TICK_SIZE)))  # tick labels that fit
+    subs = (1.0,)
+    if np.isfinite([lo, hi]).all() and 0 < lo < hi:
+        decades = 10.0 ** np.arange(np.floor(np.log10(lo)), np.ceil(np.log10(hi)) + 1)
+        for finer in ((1.0, 2.0, 5.0), (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)):
+            n = sum(lo <= d * k <= hi for d in decades for k in finer)
+            if n > room:
+                break
+            subs = finer
+            if n >= 3:
+                break
+    ax.yaxis.set_major_locator(LogLocator(subs=subs, numticks=room))
     use_log_ticks(ax.yaxis)
 
 
@@ -83,26 +90,21 @@ def line_widths(n: int) -> list[float]:
 
 def _key(marks: Line2D, label: str) -> Line2D:
     """A legend entry drawn as ``marks`` are."""
-    return Line2D(
-        [], [], ls="none", marker=marks.get_marker(), mfc=marks.get_markerfacecolor(),
-        mec=marks.get_markeredgecolor(), mew=marks.get_markeredgewidth(), ms=marks.get_markersize(), label=label,
-    )  # fmt: skip
+    keys = ("marker", "markerfacecolor", "markeredgecolor", "markeredgewidth", "markersize")
+    return Line2D([], [], ls="none", label=label, **{k: getattr(marks, f"get_{k}")() for k in keys})
 
 
 class NormPanel:
-    """``ShardsView``'s norm panel on ``view.norm_ax``, reading the view's public state.
-    ``axes``: ``{statistic: Axes}``; ``data``: ``{axes: (n_updates, n_blocks)}``; ``lines``:
-    the norm lines of ``line_ax``; ``marks``: by gid (per axes: ``(axes, gid)``)."""
+    """``ShardsView``'s norm panel on ``view.norm_ax`` (``line_ax``), reading the view's
+    public state: ``data`` (n_updates, n_blocks) of the drawn norms, ``lines``, ``marks``
+    by gid."""
 
     def __init__(self, view: ShardsView):
-        self.view = view
-        self.ax = view.norm_ax
-        self.line_ax: Axes | None = None
-        self.axes: dict = {}
-        self.stat_lines: dict = {}
+        self.view, self.ax = view, view.norm_ax
+        self.line_ax: Axes | None = view.norm_ax
         self.lines: list = []
         self.step_lines: list = []
-        self.data: dict = {}
+        self.data = np.zeros((0, 0))
         self.thinned_to: dict = {}  # axes -> the pixel columns its lines were thinned to
         self.marks: dict = {}  # gid -> the marks' Line2D or PathCollection
         self.band: list = []
@@ -110,25 +112,18 @@ class NormPanel:
         self.end_labels: list | None = None
         self.legend: Legend | None = None
 
-    def columns(self, k: int) -> np.ndarray:
-        """Statistic ``k`` (0: the L2 norm) of each replica group at each update."""
+    def columns(self) -> np.ndarray:
+        """The L2 norm of each replica group at each update (a stats recording's stored one)."""
         v, firsts = self.view, [d[0] for d in self.view.geometry.replica_groups]
-        if v.stats_only:
-            assert v.stats is not None  # a stats recording's
-            return np.asarray(v.stats[:, firsts, k], np.float64)
+        if v.stats is not None:
+            return np.asarray(v.stats[:, firsts, 0], np.float64)
         return np.asarray(shard_norms(v.recording, v.name, v.kind)[:, firsts], np.float64)
 
-    def _drawable(self, k: int) -> np.ndarray:
-        """``columns(k)`` with NaN where a line cannot go: not finite, or (log panels) <= 0."""
-        cols = self.columns(k)
-        with np.errstate(invalid="ignore"):
-            keep = np.isfinite(cols) & ((cols > 0) if k != 1 else True)
-        return np.where(keep, cols, np.nan)
-
-    def thinned(self, ax: Axes, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-        """``(x, y)`` of one line, at most about 3 points per pixel column of ``ax``
+    def thinned(self, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """``(x, y)`` of one line, at most about 3 points per pixel column of the axes
         (``minmax_decimate``, in log10(update) on a log update axis)."""
-        x = self.view.updates
+        x, ax = self.view.updates, self.ax
+        assert ax is not None  # drawn when the view has a norm axes
         split = np.log10(x.astype(np.float64)) if log_x(x) else x.astype(np.float64)
         columns = self.thinned_to[ax] = max(1, int(np.ceil(ax.bbox.width)))
         if len(x) <= columns:
@@ -136,227 +131,134 @@ class NormPanel:
         kept, y = minmax_decimate(split, y, columns)
         return x[np.searchsorted(split, kept)], y
 
-    def draw(self) -> None:
-        """Every panel, its lines, marks, names and title (once)."""
-        assert self.ax is not None  # drawn when the view has a norm axes
-        if self.view.stats_only:
-            self.ax.set_axis_off()
-            heights, top = (0.4, 0.25, 0.25), 1.0
-            for label, h in zip(STATS, heights):
-                self.axes[label] = self.ax.inset_axes((0, top - h, 1, h))
-                top -= h + 0.05
-            first = self.axes[STATS[0]]
-            for a in list(self.axes.values())[1:]:
-                a.sharex(first)
-            for a in list(self.axes.values())[:-1]:
-                a.tick_params(labelbottom=False)
-        else:
-            self.axes["L2 norm"] = self.ax
-        self.line_ax = next(iter(self.axes.values()))
-        for k, (label, ax) in enumerate(self.axes.items()):
-            self._draw_panel(ax, k, label)
-        self.lines = self.stat_lines[STATS[0]]
-        self._draw_median()
-        self._draw_band()
-        self._draw_flags()
-        self._title()
+    def _load(self) -> None:
+        """``data``: ``columns()`` with NaN where a log line cannot go (not finite, or <= 0)."""
+        cols = self.columns()
+        with np.errstate(invalid="ignore"):
+            self.data = np.where(np.isfinite(cols) & (cols > 0), cols, np.nan)
 
-    def _draw_panel(self, ax: Axes, k: int, label: str) -> None:
-        x, data, n = self.view.updates, self._drawable(k), len(self.view.styles)
-        self.data[ax] = data
+    def draw(self) -> None:
+        """The lines, the shown update, the marks and the title (once; ``name_lines`` names them)."""
+        ax, x = self.ax, self.view.updates
+        assert ax is not None  # drawn when the view has a norm axes
+        self._load()
         marker = "o" if len(x) <= MARKER_UPDATES else None
-        self.stat_lines[label] = [
-            ax.plot(
-                *self.thinned(ax, data[:, g]), color=c, ls=ls, lw=lw, marker=marker, ms=3, zorder=2, gid=f"norm-{g}"
-            )[0]
-            for g, ((c, _, ls), lw) in enumerate(zip(self.view.styles, line_widths(n)))
+        widths = line_widths(len(self.view.styles))
+        self.lines = [
+            ax.plot(*self.thinned(self.data[:, g]), color=c, ls=ls, lw=lw, marker=marker, ms=3, gid=f"norm-{g}")[0]
+            for g, ((c, _, ls), lw) in enumerate(zip(self.view.styles, widths))
         ]
         lo, hi = (x[0] - 0.5, x[-1] + 0.5) if len(x) == 1 else (x[0], x[-1])
         if log_x(x):  # a long run: its first updates would be squashed against the edge
             ax.set_xscale("log")
-            ax.set_xlim(lo / (hi / lo) ** 0.045, hi * (hi / lo) ** 0.02)
+            ax.set_xlim(lo / (hi / lo) ** 0.045, hi * (hi / lo) ** 0.045)
             ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 3.0)))
             use_log_ticks(ax.xaxis)
-        else:
-            ax.set_xlim(
-                lo - 0.045 * (hi - lo), hi + 0.02 * (hi - lo)
-            )  # the shown update at an end: a marker, not the frame
-            few = (
-                FixedLocator(x.tolist())
-                if len(x) <= 5
-                else MaxNLocator(nbins=6, integer=True, steps=[1, 2, 2.5, 5, 10], min_n_ticks=3)
-            )  # pyright: ignore[reportArgumentType]
-            ax.xaxis.set_major_locator(few)
-        if k != 1 and np.isfinite(data).any():
-            log_y(ax)
+        else:  # a margin each side: the shown update at an end is a line, not the frame
+            ax.set_xlim(lo - 0.045 * (hi - lo), hi + 0.045 * (hi - lo))
+            steps = [1, 2, 2.5, 5, 10]
+            few = len(x) <= 5
+            ax.xaxis.set_major_locator(
+                FixedLocator(x.tolist()) if few else MaxNLocator(nbins=6, integer=True, steps=steps, min_n_ticks=3)
+            )
         ax.grid(True, which="major", color="#DDDDDD", lw=0.6)
         ax.tick_params(labelsize=style.TICK_SIZE)
-        ax.set_ylabel("L2 norm of the block" if not self.view.stats_only else label, fontsize=style.LABEL_SIZE)
-        if k == 1:
-            self._scale_mean(ax, data)
-        if ax is list(self.axes.values())[-1]:
-            scale = " (log scale)" if log_x(x) else ""
-            ax.set_xlabel(f"optimizer update{scale}", fontsize=style.LABEL_SIZE)
-        self.step_lines.append(
-            ax.axvline(x[self.view.index], color=STEP_LINE_COLOR, lw=STEP_LINE_WIDTH, zorder=4, gid="step-line")
-        )
+        ax.set_ylabel("L2 norm of the block", fontsize=style.LABEL_SIZE)
+        ax.set_xlabel("optimizer update" + (" (log scale)" if log_x(x) else ""), fontsize=style.LABEL_SIZE)
         top = blended_transform_factory(ax.transData, ax.transAxes)  # x: update, y: axes fraction
-        if ax is self.line_ax:
-            label_text = ax.text(0, 0.97, "", transform=top, va="top", fontsize=style.NOTE_SIZE, gid="step-label")
-            label_text.set_bbox(dict(fc="white", ec="none", alpha=0.85, pad=1.0))
-            self.step_lines.append(label_text)
-        dots = ax.scatter([], [], s=42, edgecolors="white", linewidths=1.0, zorder=6, gid="step-dots", clip_on=False)
-        self.step_lines.append(dots)
-        dots.set_in_layout(False)  # empty, an unclipped artist sits at (0, 0) and the layout made room for it
+        line = ax.axvline(x[self.view.index], color=STEP_LINE_COLOR, lw=STEP_LINE_WIDTH, zorder=4, gid="step-line")
+        label = ax.text(0, 1.01, "", transform=top, va="bottom", fontsize=style.NOTE_SIZE, gid="step-label")
+        dots = ax.scatter([], [], s=DOT_POINTS**2, edgecolors="white", linewidths=1.0, zorder=6, clip_on=False)
         zeros = ax.scatter([], [], s=30, facecolors="none", linewidths=1.4, transform=top, clip_on=False, zorder=7)
-        zeros.set_gid("zero-marks")
-        zeros.set_in_layout(False)
-        self.marks[(ax, "zero-marks")] = zeros
-        if self.view.stats_only:
-            (self.marks[(ax, "nonfinite-stat")],) = ax.plot(
-                [], [], transform=top, ls="none", marker="X", ms=7,
-                color=NONFINITE_COLOR, zorder=7, clip_on=False, gid=f"nonfinite-stat-{k}",
-            )  # fmt: skip
-            self.marks[(ax, "nonfinite-stat")].set_in_layout(False)
-        self._show_index(ax)
-        self._set_marks(ax, k)
+        for artist, gid in ((dots, "step-dots"), (zeros, "zero-marks")):
+            artist.set_gid(gid)
+            artist.set_in_layout(False)  # empty, an unclipped artist sits at (0, 0) and the layout made room for it
+        self.step_lines, self.marks["zero-marks"] = [line, label, dots], zeros
+        (self.marks["nonfinite-marks"],) = ax.plot(
+            [], [], transform=top, ls="none", marker="X", color=NONFINITE_COLOR, ms=7, zorder=7, gid="nonfinite-marks"
+        )
+        (self.marks["mismatch-marks"],) = ax.plot(
+            [], [], ls="none", marker="D", ms=7, mfc="none", mec=MISMATCH_COLOR, mew=1.6, zorder=7, gid="mismatch-marks"
+        )
+        self._draw_lines()
 
-    def _scale_mean(self, ax: Axes, data: np.ndarray) -> None:
-        """The mean panel on a symlog axis, ticked at 0 and two powers of ten a side, once
-        its largest |mean| is over 10^4 times the median (a diverging run's)."""
-        mags = np.abs(data[np.isfinite(data) & (data != 0)])
-        if not len(mags) or mags.max() / np.median(mags) <= 1e4:
-            return
-        linthresh = float(np.quantile(mags, 0.05))
-        ax.set_yscale("symlog", linthresh=linthresh)
-        lo, hi = int(np.ceil(np.log10(linthresh))), int(np.floor(np.log10(mags.max())))
-        up = sorted({10.0**e for e in (hi, (hi + lo + 1) // 2)})
-        ax.set_yticks([-v for v in up[::-1]] + [0.0] + up)
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: "0" if v == 0 else f"{v:.0e}".replace("e+", "e")))
-        ax.set_ylabel("mean (symlog)", fontsize=style.LABEL_SIZE)
-
-    def _draw_median(self) -> None:
-        """Up to ``MAX_LINES`` blocks: the median block's norm (``median_line``, what the
-        panel's title speaks of) as a grey line under the blocks' lines."""
-        self.median = None
-        ax = self.line_ax
-        assert ax is not None  # after draw()
-        data = self.data[ax]
-        if not 1 < len(self.view.styles) <= MAX_LINES or not np.isfinite(data).any():
-            return
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN updates: NaN
-            med = median_line(data)
-        (self.median,) = ax.plot(*self.thinned(ax, med), color=MEDIAN_COLOR, lw=1.2, zorder=1.8, gid="norm-median")
-
-    def _draw_band(self) -> None:
-        """Past ``MAX_LINES`` blocks: the lines hidden for their band and median (again per kind)."""
-        for artist in self.band:
+    def _draw_lines(self) -> None:
+        """The y scale, the median or band, the marks, the shown update and the title of ``data``."""
+        ax = self.ax
+        assert ax is not None  # drawn when the view has a norm axes
+        for artist in [*self.band, *([self.median] if self.median is not None else [])]:
             artist.remove()
-        self.band = []
-        if len(self.view.styles) <= MAX_LINES:
-            return
-        for label, ax in self.axes.items():
-            data = self.data[ax]
+        self.band, self.median, n, data = [], None, len(self.view.styles), self.data
+        if np.isfinite(data).any():
+            log_y(ax)
+        else:  # nothing to scale a log axis to: a plain 0..1
+            ax.set_yscale("linear")
+            ax.set_ylim(0, 1)
+            ax.set_yticks([0], ["0"])
+        if 1 < n <= MAX_LINES and np.isfinite(data).any():  # the median block's norm, under the lines
+            med = median_line(data)
+            (self.median,) = ax.plot(*self.thinned(med), color=MEDIAN_COLOR, lw=1.2, zorder=1.8, gid="norm-median")
+        elif n > MAX_LINES:  # a band and a median for lines that tangle beyond any naming
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN updates: NaN
                 lo, hi = np.nanmin(data, 1), np.nanmax(data, 1)
-                med = median_line(data) if label != "mean" else np.nanmedian(data, 1)
             x, ok = self.view.updates, np.isfinite(lo) & np.isfinite(hi)
             fill = ax.fill_between(x, lo, hi, where=ok, color=BAND_COLOR, alpha=0.35, lw=0, zorder=1.5, gid="norm-band")
-            (line,) = ax.plot(*self.thinned(ax, med), color=MEDIAN_COLOR, lw=1.8, zorder=2.5, gid="norm-median")
-            self.band += [fill, line]
-            for norm_line in self.stat_lines[label]:
-                norm_line.set_visible(False)
-
-    def _draw_flags(self) -> None:
-        """Diamonds where replicas disagree and an X on top at NaN/Inf updates, on ``line_ax``."""
-        ax = self.line_ax
-        assert ax is not None  # after draw()
-        top = blended_transform_factory(ax.transData, ax.transAxes)
-        if len(self.view.mismatch_idx):
-            (self.marks["mismatch-marks"],) = ax.plot(
-                [], [], ls="none", marker="D", ms=7, mfc="none", mec=MISMATCH_COLOR, mew=1.6, zorder=7,
-                gid="mismatch-marks",
-            )  # fmt: skip
-        bad = self.view.updates[self.view.nonfinite_idx]
-        if len(bad):
-            (self.marks["nonfinite-marks"],) = ax.plot(
-                bad, np.full(len(bad), 0.96), transform=top, ls="none", marker="X", color=NONFINITE_COLOR, ms=7,
-                zorder=7, gid="nonfinite-marks",
-            )  # fmt: skip
-        self._set_mismatch()
-
-    def _set_mismatch(self) -> None:
-        if "mismatch-marks" not in self.marks:
-            return
-        data = self.data[self.line_ax]
+            (self.median,) = ax.plot(
+                *self.thinned(median_line(data)), color=MEDIAN_COLOR, lw=1.8, zorder=2.5, gid="norm-median"
+            )
+            self.band = [fill]
+            for line in self.lines:
+                line.set_visible(False)
+        cols, updates = self.columns(), self.view.updates
+        rows, groups = np.nonzero(cols == 0)
+        zeros = self.marks["zero-marks"]
+        zeros.set_offsets(np.column_stack([updates[rows], np.zeros(len(rows))]))
+        zeros.set_edgecolors([self.view.styles[g][0] for g in groups] or "none")
+        bad = np.union1d(self.view.nonfinite_idx, np.flatnonzero(~np.isfinite(cols).all(axis=1)))
+        self.marks["nonfinite-marks"].set_data(updates[bad], np.full(len(bad), 0.96))
         replicated = np.array([len(d) > 1 for d in self.view.geometry.replica_groups])
         marked = np.zeros(data.shape, bool)
         marked[self.view.mismatch_idx] = True
         rows, groups = np.nonzero(marked & replicated[None, :] & np.isfinite(data))
-        self.marks["mismatch-marks"].set_data(self.view.updates[rows], data[rows, groups])
-
-    def _set_marks(self, ax: Axes, k: int) -> None:
-        """Circles where statistic ``k`` is 0 (log panels); a stats panel's X where it is not finite."""
-        cols = self.columns(k)
-        rows, groups = np.nonzero(cols == 0) if k != 1 else (np.zeros(0, int), np.zeros(0, int))
-        zeros = self.marks[(ax, "zero-marks")]
-        zeros.set_offsets(np.column_stack([self.view.updates[rows], np.zeros(len(rows))]))
-        zeros.set_edgecolors([self.view.styles[g][0] for g in groups] or "none")
-        if not np.isfinite(self.data[ax]).any():  # nothing to scale a log axis to: a plain 0..1
-            ax.set_yscale("linear")
-            ax.set_ylim(0, 1)
-            ax.set_yticks([0], ["0"])
-        if self.view.stats_only:
-            bad = np.flatnonzero(~np.isfinite(cols).all(axis=1))
-            if k == 0:  # the variable's own NaN/Inf marks are there already
-                bad = np.setdiff1d(bad, self.view.nonfinite_idx)
-            self.marks[(ax, "nonfinite-stat")].set_data(self.view.updates[bad], np.full(len(bad), 0.9))
+        self.marks["mismatch-marks"].set_data(updates[rows], data[rows, groups])
+        self.show_index()
+        ax.set_title(norm_change_text(data, updates), fontsize=style.TITLE_SIZE, pad=1.6 * style.NOTE_SIZE + 4)
 
     def name_lines(self) -> None:
-        """Each line named at its end, right of the axes (``MAX_NAMED``), else in a legend
-        with the marks. Called once the figure holds its titles: the names are spread a text
-        height apart on the axes as the layout sizes it."""
-        ax = self.line_ax
-        assert ax is not None  # after draw()
+        """Each line named at its end, right of the axes (up to ``MAX_NAMED`` blocks), else in
+        a legend with the marks. Called once the figure holds its titles: the names are
+        moved apart on the axes' height as the layout sizes it."""
+        ax = self.ax
+        assert ax is not None  # drawn when the view has a norm axes
         engine = self.view.figure.get_layout_engine()
         if engine is not None and self.end_labels is None:
             engine.execute(self.view.figure)  # the axes' height the names are spread on
-        for t in self.end_labels or []:
-            t.remove()
-        self.end_labels = None
-        if self.legend is not None:
-            self.legend.remove()
+        for artist in [*(self.end_labels or []), *([self.legend] if self.legend else [])]:
+            artist.remove()
+        self.end_labels, self.legend = None, None
+        n, styles = len(self.view.styles), self.view.styles
         handles = []
-        n, patches = len(self.view.styles), self.view.patches
         if n <= MAX_NAMED:
-            self.end_labels = label_ends(
-                ax, self._end_entries(), fontsize=style.NOTE_SIZE + 0.5, outside=True, gid_prefix="end:"
-            )
+            entries = self._end_entries()
+            self.end_labels = label_ends(ax, entries, fontsize=style.NOTE_SIZE + 0.5, outside=True, gid_prefix="end:")
         elif n <= MAX_LINES:
-            handles += [
+            handles = [
                 Line2D([], [], color=c, ls=ls, lw=1.6, label=p.label)
-                for p, (c, _, ls) in zip(patches, self.view.styles)
+                for p, (c, _, ls) in zip(self.view.patches, styles)
             ]
             handles.append(Line2D([], [], color=MEDIAN_COLOR, lw=1.2, label="median"))
         else:
-            handles += [
+            handles = [
                 Line2D([], [], color=MEDIAN_COLOR, lw=1.8, label=f"median of {n} blocks"),
                 Line2D([], [], color=BAND_COLOR, lw=6, alpha=0.5, label=f"range of {n} blocks"),
             ]
-        for gid, label in (("nonfinite-marks", "NaN/Inf in this variable"), ("mismatch-marks", "replicas disagree")):
-            if gid in self.marks and len(self.marks[gid].get_xdata()):
-                handles.append(_key(self.marks[gid], label))
-        if any(len(m.get_offsets()) for key, m in self.marks.items() if key[1:] == ("zero-marks",)):
+        said = {"nonfinite-marks": "NaN/Inf", "mismatch-marks": "replicas disagree"}
+        handles += [_key(self.marks[g], text) for g, text in said.items() if len(self.marks[g].get_xdata())]
+        if len(self.marks["zero-marks"].get_offsets()):
             handles.append(
                 Line2D([], [], ls="none", marker="o", mfc="none", mec="0.3", mew=1.4, label="norm exactly 0")
             )
-        if any(len(m.get_xdata()) for key, m in self.marks.items() if key[1:] == ("nonfinite-stat",)):
-            handles.append(
-                _key(self.marks[next(k for k in self.marks if k[1:] == ("nonfinite-stat",))], "statistic not finite")
-            )
-        self.legend = None
         if handles and n > MAX_NAMED:
             self.legend = ax.legend(
                 handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
@@ -366,73 +268,63 @@ class NormPanel:
             self.legend = ax.legend(handles=handles, loc="best", fontsize=style.NOTE_SIZE, framealpha=0.85)
 
     def _end_entries(self) -> list[tuple[str, float, float, ColorType]]:
-        """``(name, last update, last finite norm, ink)`` of each block's line."""
+        """``(name, last update, last finite norm, ink)`` of each block's line, and the median's."""
+        inks = [label_ink(c) for c, _, _ in self.view.styles]
+        columns: list[tuple[str, np.ndarray, ColorType]] = [
+            (p.label, self.data[:, g], ink) for g, (p, ink) in enumerate(zip(self.view.patches, inks))
+        ]
+        if self.median is not None:
+            columns.append(("median", median_line(self.data), MEDIAN_COLOR))
         out = []
-        for g, (p, (c, _, _)) in enumerate(zip(self.view.patches, self.view.styles)):
-            col = self.data[self.line_ax][:, g]
+        for name, col, ink in columns:
             ok = np.flatnonzero(np.isfinite(col))
             i = ok[-1] if len(ok) else -1
-            out.append((p.label, float(self.view.updates[i]), float(col[i]) if len(ok) else np.nan, label_ink(c)))
-        if self.median is not None:
-            x, y = (np.asarray(a, np.float64) for a in self.median.get_data())
-            ok = np.flatnonzero(np.isfinite(y))
-            if len(ok):
-                out.append(("median", float(x[ok[-1]]), float(y[ok[-1]]), MEDIAN_COLOR))
+            out.append((name, float(self.view.updates[i]), float(col[i]) if len(ok) else np.nan, ink))
         return out
 
-    def _title(self) -> None:
-        assert self.line_ax is not None  # after draw()
-        title = norm_change_text(self.data[self.line_ax], self.view.updates)
-        self.line_ax.set_title(title, fontsize=style.TITLE_SIZE)
-
-    def _show_index(self, ax: Axes) -> None:
-        i, x = self.view.index, self.view.updates
-        y = self.data[ax][i]
-        keep = np.flatnonzero(np.isfinite(y) & np.asarray([line.get_visible() for line in self.stat_lines_of(ax)]))
-        for artist in self.step_lines:
-            if artist.axes is not ax:
-                continue
-            gid = artist.get_gid()
-            if gid == "step-line":
-                artist.set_xdata([x[i], x[i]])
-            elif gid == "step-dots":
-                artist.set_offsets(
-                    np.column_stack([np.full(len(keep), x[i]), y[keep]]) if len(keep) else np.empty((0, 2))
-                )
-                artist.set_facecolors([self.view.styles[g][0] for g in keep] or "none")
-            elif gid == "step-label":
-                lo, hi = np.log10(x[[0, -1]].astype(float)) if log_x(x) else x[[0, -1]].astype(float)
-                at = np.log10(float(x[i])) if log_x(x) else float(x[i])
-                right = hi > lo and (at - lo) / (hi - lo) > 0.6  # past 60% of the run: left of its line
-                artist.set_text(f"update {x[i]} " if right else f" update {x[i]}")
-                artist.set_x(x[i])
-                artist.set_ha("right" if right else "left")
-
-    def stat_lines_of(self, ax: Axes) -> list:
-        """The block lines drawn on ``ax``."""
-        return next(self.stat_lines[label] for label, a in self.axes.items() if a is ax)
-
     def show_index(self) -> None:
-        """The shown-update markers (line, label, dots) at the view's ``index``."""
-        for ax in self.axes.values():
-            self._show_index(ax)
+        """The shown update's line, label and dots at the view's ``index``."""
+        i, x = self.view.index, self.view.updates
+        if self.ax is None:
+            return
+        y = self.data[i]
+        keep = np.flatnonzero(np.isfinite(y) & np.asarray([line.get_visible() for line in self.lines]))
+        line, label, dots = self.step_lines
+        line.set_xdata([x[i], x[i]])
+        label.set_text(f"update {x[i]}")  # centred on its line; at an end, inward of it
+        label.set_x(x[i])
+        label.set_ha("right" if i == len(x) - 1 > 0 else "left" if i == 0 < len(x) - 1 else "center")
+        dots.set_offsets(self._dots(x[i], y[keep]) if len(keep) else np.empty((0, 2)))
+        dots.set_facecolors([self.view.styles[g][0] for g in keep] or "none")
+
+    def _dots(self, x: float, ys: np.ndarray) -> np.ndarray:
+        """``(x, y)`` of one dot per value of ``ys`` at update ``x``: dots closer than a dot's
+        width on the y axis stand side by side, half overlapping and centred on ``x``, so a
+        tie shows each dot and still reads as one update."""
+        ax = self.ax
+        assert ax is not None  # drawn when the view has a norm axes
+        ax.get_ylim()  # the limits autoscaled before they are read
+        pts = ax.transData.transform(np.column_stack([np.full(len(ys), x), ys]))
+        width = DOT_POINTS * ax.figure.dpi / 72  # pixels
+        order = np.argsort(pts[:, 1], kind="stable")
+        group = np.cumsum(np.concatenate([[True], np.diff(pts[order, 1]) >= width]))  # runs of ties
+        for g in np.unique(group):
+            run = order[group == g]
+            pts[run, 0] += (np.arange(len(run)) - (len(run) - 1) / 2) * 0.55 * width  # overlapping: one update
+        out = ax.transData.inverted().transform(pts)
+        out[:, 1] = ys  # the values exact; only x moves
+        return out
 
     def set_kind(self) -> None:
         """The lines, marks, names and title of the kind the view just loaded, in place."""
         if self.ax is None:
             return
-        for k, (label, ax) in enumerate(self.axes.items()):
-            data = self.data[ax] = self._drawable(k)
-            for g, line in enumerate(self.stat_lines[label]):
-                line.set_data(*self.thinned(ax, data[:, g]))
-            if k != 1 and np.isfinite(data).any():
-                log_y(ax)
-            ax.set_autoscaley_on(True)  # the names' and the zero range's fixed limits
-            ax.relim()
-            ax.autoscale_view(scalex=False)
-            self._set_marks(ax, k)
-            self._show_index(ax)
-        self._draw_band()
-        self._set_mismatch()
+        self._load()
+        for g, line in enumerate(self.lines):
+            line.set_visible(True)
+            line.set_data(*self.thinned(self.data[:, g]))
+        self.ax.set_autoscaley_on(True)  # the names' and the zero range's fixed limits
+        self.ax.relim()
+        self.ax.autoscale_view(scalex=False)
+        self._draw_lines()
         self.name_lines()
-        self._title()

@@ -1,10 +1,8 @@
 """One global tensor as a 2-D heatmap, its device blocks outlined and named on chips in
 their block colours (``style.block_styles``): the panel every shard figure and widget
-shares. A chip sits off the data where it can: above the heatmap (a block on its top edge),
-under its x tick labels (bottom edge), else on the block's top outline; beside a tall strip
-or a rank-3 tensor cut by whole rows; centred on a tinted block (no values). Its size is
-chosen before drawing, from the panel's share of the figure: the tick size, else the note
-size, else no chips (``named`` False)."""
+shares. A block on the heatmap's top edge has its chip above it, one on the bottom edge
+under the x tick labels, any other on its top outline; a tinted block (no values) in its
+middle. Blocks too small for their chips are not named (``named`` False)."""
 
 from __future__ import annotations
 
@@ -30,17 +28,13 @@ if TYPE_CHECKING:
     from ...geometry import ShardGeometry
     from .geometry import BlockPatch
 
-__all__ = ["TensorPanel", "draw_tensor", "box_aspect", "blocks_are_slices", "chip_size"]
+__all__ = ["TensorPanel", "draw_tensor", "box_aspect", "blocks_are_slices"]
 
 MAX_CELL_STRETCH = 2.5  # a flat tensor's cells drawn at most this much taller than wide
+CHIP_SIZE = style.NOTE_SIZE
 LABEL_GAP = 3.0  # points between the heatmap's edge and the chips above or below it
-SIDE_GAP = 7.0  # points between a tall strip's left edge and the chips beside it
-BELOW_TICKS = 3.5 + 3.5 + 1.2 * style.TICK_SIZE + 3.0
-"""Points from the heatmap's bottom edge down to the chips below it, under the x tick
-labels (tick length, pad, a label's height, a gap)."""
-BESIDE = {False: 45.0, True: 100.0}
-"""Points of a panel's width its y tick labels and label take, without and with a colour
-bar beside the heatmap: the chips are sized for the rest."""
+BELOW_TICKS = 3.5 + 3.5 + 1.2 * style.TICK_SIZE + 3.0  # points down to the chips under the x tick labels
+BESIDE = {False: 45.0, True: 100.0}  # points of a panel's width its y tick labels (and colour bar) take
 HEIGHT_SHARE = 0.6  # of a panel's height, left once titles and x labels have theirs
 NONFINITE_COLOR = "black"  # NaN/Inf cells: outside both RdBu and viridis' bright end
 OUTLINE_COLOR = "black"
@@ -83,34 +77,8 @@ def blocks_are_slices(patches: Sequence[BlockPatch], shape: Sequence[int]) -> bo
     )
 
 
-def chip_size(labels: Sequence[str], room: Sequence[tuple[float, float]]) -> float | None:
-    """The chips' font size: ``style.TICK_SIZE`` when each of ``labels`` fits its ``(width,
-    height)`` of ``room`` (points), else ``style.NOTE_SIZE`` when they fit at that, else None.
-
-    >>> chip_size(["CPU:0", "CPU:1"], [(60, 20), (60, 20)]), chip_size(["CPU:0,4"], [(44, 20)])
-    (9.0, 8.5)
-    >>> chip_size(["CPU:0,4"], [(20, 20)]) is None
-    True
-    """
-    for size in (style.TICK_SIZE, style.NOTE_SIZE):
-        if all(_chip_extent(t, size)[0] <= w and _chip_extent(t, size)[1] <= h for t, (w, h) in zip(labels, room)):
-            return size
-    return None
-
-
-def _chip_extent(text: str, size: float) -> tuple[float, float]:
-    """A chip's ``(width, height)`` in points: its text (``text_size``) and the box's pad."""
-    w, h = text_size(text, size)
-    return w + 0.4 * size, h + 0.4 * size - 3.0
-
-
 def _cmap(name):
     return colormaps[name].with_extremes(bad=NONFINITE_COLOR)
-
-
-def _text_color(color) -> str:
-    r, g, b = to_rgb(color)
-    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
 
 
 class TensorPanel:
@@ -157,13 +125,6 @@ class TensorPanel:
             flat = isinstance(self.box_aspect, float) and self.box_aspect < 0.25
             self._colorbar(flat or colorbar == "below")
         self.patches = block_patches(geometry, device_names)
-        # cut by whole rows: chips beside it (an outline chip would sit on a boundary)
-        self.side = (
-            image is not None
-            and len(self.patches) > 1
-            and (isinstance(self.box_aspect, float) and self.box_aspect > 1 or len(shape) > 2)
-            and all(r[0] == 0 and r[2] == cols for p in self.patches for r in p.rects)
-        )
         self.outlines, self.tints, self.labels = [], [], []
         for p in self.patches:
             color, hatch, _ = styles[p.group]
@@ -184,8 +145,8 @@ class TensorPanel:
             self._set_nonfinite_cells(image)
         self._ticks()
         ax.tick_params(labelsize=style.TICK_SIZE)
-        self.chip_size = chip_size([p.label for p in self.patches], self._room(image is None))
-        self.named = self.chip_size is not None
+        chip = [text_size(p.label, CHIP_SIZE) for p in self.patches]  # (width, height) points, about
+        self.named = all(cw <= w and ch <= h for (cw, ch), (w, h) in zip(chip, self._room(image is None)))
         for p in self.patches:
             color, hatch, _ = styles[p.group]
             x, y, w, h = p.rects[len(p.rects) // 2]  # a rank-3 block: one chip, on its middle piece
@@ -195,11 +156,10 @@ class TensorPanel:
     def _cell_points(self) -> tuple[float, float]:
         """A cell's ``(width, height)`` in points once laid out, about: the panel's share of
         its figure's grid, less colour bar and tick labels (``BESIDE``) and titles."""
-        fig = cast("Figure", self.ax.figure)
-        wide, tall = (v * 72 / fig.dpi for v in self.ax.figure.bbox.size)  # a SubFigure's own box
+        wide, tall = (v * 72 / self.ax.figure.dpi for v in self.ax.figure.bbox.size)  # a SubFigure's own box
         spec = self.ax.get_subplotspec()
         if spec is None:  # an inset or a hand-placed axes: where it stands
-            pos = self.ax.get_position()
+            pos = self.ax.get_position(original=True)
             w, h = pos.width * wide, pos.height * tall
         else:
             grid = spec.get_gridspec()
@@ -219,75 +179,45 @@ class TensorPanel:
         return w / self.cols, h / self.rows
 
     def _room(self, centred: bool) -> list[tuple[float, float]]:
-        """Each block's chip's room ``(width, height)`` in points: inside it (tinted), as
-        wide (above or below the heatmap), and 0.9 as tall (on an outline), half as tall (beside)."""
+        """Each block's chip's room ``(width, height)`` in points: inside it (tinted); as wide
+        as it (any width for a whole row band), and as tall as it (on an outline) or any
+        height (above or below the heatmap)."""
         cw, ch = self._cell_points()
         out = []
         for p in self.patches:
             _, y, w, h = p.rects[len(p.rects) // 2]
-            bw, bh = 0.92 * w * cw, h * ch
-            if centred:
-                out.append((bw, 0.92 * bh))
-            elif self.side:
-                out.append((np.inf, 0.5 * bh))
-            elif y == 0 or y + h == self.rows:
-                out.append((bw, np.inf))
-            else:
-                out.append((bw, 0.9 * bh))
+            edge = not centred and (y == 0 or y + h == self.rows)
+            wide = np.inf if w == self.cols else 0.92 * w * cw  # a whole row band: a chip may overhang it
+            out.append((wide, np.inf if edge else 0.92 * h * ch))
         return out
 
     def _label(self, x, y, w, h, p, color, hatch, centred) -> Text:
         """A block's chip (see the module docstring), hidden when the blocks are too small."""
-        ax, size = self.ax, self.chip_size or style.NOTE_SIZE
+        ax = self.ax
         box = dict(boxstyle="round,pad=0.2", facecolor=color, edgecolor="none", alpha=0.9, hatch=hatch or None)
-        kw: dict[str, Any] = dict(
-            ha="center", zorder=4, fontsize=size, color=_text_color(color), bbox=box, gid=f"label-{p.group}"
-        )
+        ink = "black" if float(np.dot(to_rgb(color), (0.299, 0.587, 0.114))) > 0.5 else "white"  # reads on it
+        kw: dict[str, Any] = dict(ha="center", zorder=4, fontsize=CHIP_SIZE, color=ink, bbox=box, clip_on=False)
+        kw["gid"] = f"label-{p.group}"
         shift = ax.figure.dpi_scale_trans
         if centred:
-            kw["gid"] += ":centre"
             text = ax.text(x + w / 2, y + h / 2, p.label, va="center", **kw)
-        elif self.side:  # left of the strip (past the y tick labels, when it has them)
-            kw.update(ha="right", gid=kw["gid"] + ":side")
-            left = ax.transData + ScaledTranslation(-self._side_shift() / 72, 0, shift)
-            text = ax.text(0, y + h / 2, p.label, va="center", transform=left, clip_on=False, **kw)
         elif y == 0:  # above the top edge: off the data
             up = ax.transData + ScaledTranslation(0, LABEL_GAP / 72, shift)
-            text = ax.text(x + w / 2, 0, p.label, va="bottom", transform=up, clip_on=False, **kw)
+            text = ax.text(x + w / 2, 0, p.label, va="bottom", transform=up, **kw)
         elif y + h == self.rows:  # below the bottom edge, under the x tick labels
             kw["gid"] += ":below"
-            down = ax.transData + ScaledTranslation(0, -self._below_gap() / 72, shift)
-            text = ax.text(x + w / 2, self.rows, p.label, va="top", transform=down, clip_on=False, **kw)
+            gap = BELOW_TICKS if len(ax.get_xticks()) else LABEL_GAP
+            down = ax.transData + ScaledTranslation(0, -gap / 72, shift)
+            text = ax.text(x + w / 2, self.rows, p.label, va="top", transform=down, **kw)
         else:  # on the block's top outline
-            text = ax.text(x + w / 2, y, p.label, va="center", clip_on=False, **kw)
+            text = ax.text(x + w / 2, y, p.label, va="center", **kw)
         text.set_visible(self.named)
         return text
 
-    def _ticked(self, axis: str) -> bool:
-        return len(getattr(self.ax, f"get_{axis}ticks")()) > 0
-
-    def _below_gap(self) -> float:
-        return BELOW_TICKS if self._ticked("x") else LABEL_GAP
-
-    def _side_shift(self) -> float:
-        """Points left of the strip to the chips' right edge: past the y tick labels."""
-        if not self._ticked("y"):
-            return SIDE_GAP
-        texts = [t.get_text() for t in self.ax.get_yticklabels()] or ["00"]
-        widest = max(text_size(t or "00", style.TICK_SIZE)[0] for t in texts)
-        return SIDE_GAP + 7.0 + widest
-
     def _make_room(self) -> None:
-        """The axis labels clear of the chips beside or below the heatmap."""
-        if not self.named:
-            return
-        size = cast(float, self.chip_size)
-        if self.side:
-            widest = max(_chip_extent(p.label, size)[0] for p in self.patches)
-            self.ax.yaxis.labelpad = SIDE_GAP + widest + 4.0  # from the tick labels' edge, or the spine
-        if any(t.get_gid().endswith(":below") for t in self.labels):
-            depth = BELOW_TICKS - 3.0 if self._ticked("x") else 0.0  # the tick labels' own depth
-            self.ax.xaxis.labelpad = max(4.0, self._below_gap() - depth + 1.6 * size + 5.0)
+        """The x label clear of the chips under the x tick labels."""
+        if self.named and any(self.label_below(t) for t in self.labels):
+            self.ax.xaxis.labelpad = 4.0 + (LABEL_GAP if len(self.ax.get_xticks()) else 0.0) + 1.6 * CHIP_SIZE + 5.0
 
     def label_above(self, text: Text) -> bool:
         """Whether chip ``text`` (one of ``labels``) stands above the heatmap."""
@@ -301,8 +231,7 @@ class TensorPanel:
         """Points between the panel's top and its title: room for the chips above it."""
         if not any(self.label_above(t) for t in self.labels):
             return 6.0 + 0.6 * style.TICK_SIZE  # clear of the top y tick label
-        size = cast(float, self.chip_size)
-        return LABEL_GAP + 2.05 * size + 4.0
+        return LABEL_GAP + 2.05 * CHIP_SIZE + 4.0
 
     def _colorbar(self, strip: bool) -> None:
         fig, ax = cast("Figure", self.ax.figure), self.ax

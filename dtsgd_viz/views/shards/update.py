@@ -49,33 +49,19 @@ def update_captions(layout: LayoutSpec, update: int) -> dict[str, str]:
 
 def magnitude_text(largest: dict) -> str | None:
     """The finding of one update's panels: each kind's largest magnitude (``largest``:
-    ``{kind: max |x|}``, the colour bars' limits) against the first's; None for one kind or
-    a magnitude that is 0 or not finite.
+    ``{kind: max |value|}``, the colour bars' limits) against the first's; None for one
+    kind or a magnitude that is 0 or not finite.
 
-    >>> magnitude_text({"param": 0.5, "velocity": 0.005, "grad": 0.02})
-    'velocity 100x and gradient 25x smaller than the parameter'
-    >>> magnitude_text({"param": 0.5, "velocity": 0.4, "grad": 2.0})
-    'velocity within 1.5x of the parameter, gradient 4x larger'
+    >>> magnitude_text({"param": 0.5, "velocity": 0.005, "grad": 2.0})
+    'velocity 100x smaller, gradient 4x larger than the parameter'
     """
     kinds = list(largest)
-    ref = largest[kinds[0]] if kinds else 0.0
-    values = [largest[k] for k in kinds]
-    if len(kinds) < 2 or not all(np.isfinite(v) and v > 0 for v in values):
+    if len(kinds) < 2 or not all(np.isfinite(v) and v > 0 for v in largest.values()):
         return None
-    rel = [(KIND_NOUNS[k], ref / largest[k]) for k in kinds[1:]]
-    way = {("smaller" if f >= 1.5 else "larger" if f <= 1 / 1.5 else "within") for _, f in rel}
-    than = f"the {KIND_NOUNS[kinds[0]]}"
-    if len(way) == 1 and "within" not in way:
-        items = " and ".join(f"{n} {times_text(max(f, 1 / f))}" for n, f in rel)
-        return f"{items} {way.pop()} than {than}"
-    out = []
-    for j, (n, f) in enumerate(rel):
-        if 1 / 1.5 < f < 1.5:
-            out.append(f"{n} within 1.5x of {than}" if j == 0 else f"{n} within 1.5x")
-        else:
-            word = "smaller" if f > 1 else "larger"
-            out.append(f"{n} {times_text(max(f, 1 / f))} {word}" + (f" than {than}" if j == 0 else ""))
-    return ", ".join(out)
+    ref = largest[kinds[0]]
+    said = [(KIND_NOUNS[k], ref / largest[k]) for k in kinds[1:]]
+    items = ", ".join(f"{n} {times_text(max(f, 1 / f))} {'smaller' if f >= 1 else 'larger'}" for n, f in said)
+    return f"{items} than the {KIND_NOUNS[kinds[0]]}"
 
 
 def _shown_kinds(recording, kinds) -> list[str]:
@@ -119,7 +105,7 @@ def _suptitle(recording, name, index, kinds, shown, stats_only, largest, named) 
     if index in flagged_steps(recording, name)[1]:
         subject += " (replicas disagree)"
     compared = magnitude_text(largest) if largest else None
-    head = f"{subject}, largest |x|: {compared}" if compared else f"{subject}: {', '.join(shown)} share one layout"
+    head = f"{subject}, largest |value|: {compared}" if compared else f"{subject}: {', '.join(shown)} share one layout"
     diverging = diverging_text(recording)
     head += f"; {diverging}" if diverging else ""
     geometry = recording.geometry(name)

@@ -11,12 +11,14 @@ import numpy as np
 from ..core import style
 from ..core.diverging import diverging_text
 from ..core.empty import check_not_empty
-from ..core.figure import fit, headline
+from ..core.figure import fit, headline, new_figure
 from .findings import KIND_NOUNS, STATS_ONLY_TEXT, change_text, layout_text, spread_text  # noqa: F401 - widgets read them here
 from .geometry import (
     as_image,
+    axis_labels,
     block_patches,
     flagged_steps,
+    image_shape,
     run_limit,
     settings_text,
     shard_norms,
@@ -24,7 +26,7 @@ from .geometry import (
     update_index,
 )
 from .lines import NormPanel
-from .tensor_panel import draw_tensor
+from .tensor_panel import TensorPanel, box_aspect, draw_tensor  # noqa: F401 - plot re-exports them
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -35,9 +37,8 @@ if TYPE_CHECKING:
 
     from ...recording import Recording
     from .geometry import BlockPatch
-    from .tensor_panel import TensorPanel
 
-__all__ = ["ShardsView", "layout_text", "KIND_NOUNS", "change_text"]
+__all__ = ["ShardsView", "draw_shards", "plot_shards", "layout_text", "KIND_NOUNS", "change_text"]
 
 
 class ShardsView:
@@ -47,9 +48,9 @@ class ShardsView:
 
     Attributes tests and widgets read: ``tensor`` (the ``TensorPanel``), ``heatmap``
     (None for a stats recording), ``lines`` (one norm ``Line2D`` per replica group, x =
-    update), ``stat_axes``/``stat_lines``/``stat_marks`` (stats recordings' panels),
-    ``step_lines`` (the shown update's line, label and dots), ``end_labels``, ``legend``,
-    ``mismatch_marks``/``nonfinite_marks`` (None when none), ``zero_marks``; the norm panel
+    update), ``step_lines`` (the shown update's line, label and dots), ``end_labels``,
+    ``legend``, ``mismatch_marks``/``nonfinite_marks``, ``zero_marks``, ``stat_axes``/
+    ``stat_lines`` (``{"L2 norm": ...}`` for a stats recording, else empty); the norm panel
     itself is ``norm``.
     """
 
@@ -127,8 +128,6 @@ class ShardsView:
         return f"{self.kind} value" + (", scale of the whole run" if self.fixed_scale else "")
 
     def _label_axes(self) -> None:
-        from .geometry import axis_labels
-
         ax = self.heat_ax
         assert ax is not None  # called when there is a heatmap panel
         xlabel, ylabel, _ = axis_labels(self.geometry.layout)
@@ -231,10 +230,101 @@ class ShardsView:
 
     def _keep_artists(self) -> None:
         """The norm panel's artists, as tests and widgets read them off the view."""
-        norm, stats = self.norm, self.stats_only
+        norm = self.norm
         self.line_ax, self.lines, self.step_lines, self.marks = norm.line_ax, norm.lines, norm.step_lines, norm.marks
         self.labels = self.tensor.labels if self.tensor is not None else []
-        self.stat_axes, self.stat_lines = (norm.axes, norm.stat_lines) if stats else ({}, {})
+        held = self.stats_only and self.norm_ax is not None
+        self.stat_axes, self.stat_lines = ({"L2 norm": self.norm_ax}, {"L2 norm": norm.lines}) if held else ({}, {})
         self.mismatch_marks, self.nonfinite_marks = norm.marks.get("mismatch-marks"), norm.marks.get("nonfinite-marks")
-        self.zero_marks = {key[0]: m for key, m in norm.marks.items() if key[1:] == ("zero-marks",)}
-        self.stat_marks = {label: norm.marks[(ax, "nonfinite-stat")] for label, ax in self.stat_axes.items()}
+        self.zero_marks = {self.norm_ax: norm.marks["zero-marks"]} if "zero-marks" in norm.marks else {}
+
+
+SHARDS_SIZE = (style.WIDTH, 4.6)  # the heatmap and the norm lines
+FLAT_HEIGHT = 4.0  # ... of a flat tensor: its heatmap fills a shorter figure
+
+
+def _axes(ax, figsize, width_ratios, stats_only) -> tuple[Axes | None, ...]:
+    if ax is None and stats_only:  # no values: no heatmap panel, the statistics alone
+        return None, new_figure((style.WIDTH, FLAT_HEIGHT)).add_subplot()
+    if ax is None:
+        return tuple(new_figure(figsize).subplots(1, 2, width_ratios=list(width_ratios)))
+    if isinstance(ax, (tuple, list)) and len(ax) == 2:
+        return tuple(ax)
+    if hasattr(ax, "imshow"):
+        return cast("Axes", ax), None
+    raise TypeError(
+        f"ax must be None, a matplotlib Axes (tensor only) or a pair (tensor_ax, norm_ax). Received: {ax!r}."
+    )
+
+
+def draw_shards(
+    recording: Recording,
+    name: str,
+    kind: str = "velocity",
+    step: int | None = None,
+    *,
+    ax: Axes | tuple[Axes, Axes] | list[Axes] | None = None,
+    fixed_scale: bool = False,
+    headline: bool | None = None,
+) -> ShardsView:
+    """``plot_shards``' ``ShardsView`` (``.figure``), whose ``set_step``/``set_kind``/
+    ``set_fixed_scale`` update it in place. ``headline``: title the figure (default: when
+    ``ax`` is None); False titles the heatmap panel instead."""
+    check_not_empty(recording)
+    update_index(recording, step)
+    stats_only = getattr(recording, "mode", "full") == "stats"
+    if stats_only:
+        recording.shard_stats(name, kind)  # unknown variable/kind: the Recording's own error
+    else:
+        recording.global_values(name, kind)
+    shape = recording.geometry(name).global_shape
+    flat = box_aspect(shape) or 1.0
+    rows, cols = image_shape(shape)
+    wide = box_aspect(shape) is None and cols >= 1.5 * rows  # square cells: a wider panel
+    size = (SHARDS_SIZE[0], FLAT_HEIGHT if flat < 0.7 else SHARDS_SIZE[1])
+    heat_ax, norm_ax = _axes(ax, size, (1.4, 1) if wide else (1.2, 1), stats_only)
+    return ShardsView(
+        recording,
+        name,
+        kind,
+        step,
+        heat_ax=heat_ax,
+        norm_ax=norm_ax,
+        fixed_scale=fixed_scale,
+        headline=ax is None if headline is None else headline,
+    )
+
+
+def plot_shards(
+    recording: Recording,
+    name: str,
+    kind: str = "velocity",
+    step: int | None = None,
+    *,
+    ax: Axes | tuple[Axes, Axes] | list[Axes] | None = None,
+    fixed_scale: bool = False,
+) -> Figure:
+    """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (the first
+    update is 1; -1..-n count back from the last; None: the last), each device's block
+    outlined and named, beside each unique block's L2 norm over the updates: log y, one
+    line per block in its colour named at its end; a diamond where replicas disagreed, an
+    X on top at NaN/Inf updates, an open circle on the bottom edge where a norm is 0. The
+    shown update is a grey line with a dot on every block's line. Returns the ``Figure``.
+
+    The title is the shown update's finding, ``findings.spread_text`` of
+    ``ShardsView.block_norms()`` ("after update k" for ``param`` and ``velocity``, "at
+    update k" for ``grad``, which update k computed and applied), over one settings line;
+    the norm panel's title is ``findings.norm_change_text`` of the lines.
+
+    ``fixed_scale=True``: one colour scale over the whole run (decay shows as fading);
+    else each update's own. ``ax``: None (a new figure), a pair ``(tensor_ax, norm_ax)``
+    or one ``Axes`` (the tensor alone). Unknown variables, kinds or updates raise a
+    ``ValueError`` naming what is allowed. A ``Recorder(mode="stats")`` recording has no
+    values: its stored block norms are drawn alone.
+
+    >>> import dtsgd_viz
+    >>> r = dtsgd_viz.run(dtsgd_viz.surfaces.ShardedQuadratic(), {"m": dict(learning_rate=0.5,
+    ...                   momentum=0.9)}, steps=5)["m"]                        # doctest: +SKIP
+    >>> fig = dtsgd_viz.plot_shards(r, "w", "velocity", step=3)                # doctest: +SKIP
+    """
+    return draw_shards(recording, name, kind, step, ax=ax, fixed_scale=fixed_scale).figure

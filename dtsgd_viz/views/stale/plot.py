@@ -77,7 +77,10 @@ def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray, counted
     ax.tick_params(labelsize=style.TICK_SIZE, length=2)
     from matplotlib.ticker import MaxNLocator
 
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+    if steps[-1] - steps[0] < UPDATE_LINES_UP_TO // 2:  # every update named while they are few
+        ax.set_xticks(np.arange(int(steps[0]), int(steps[-1]) + 1))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
     for spine in ax.spines.values():
         spine.set_visible(False)
 
@@ -92,7 +95,8 @@ def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: 
     ``variable=None``, by variable (thick white lines, the variable named on the right).
     A row is labelled with its device and, at a block's first device, the block's slice.
     Each cell has its class's colour (``style.STALE_COLORS``): moved with the new
-    velocity (the rule), with the previous one (stale), neither, or cannot tell. The
+    velocity (the rule), with the previous one (stale), neither, or cannot tell (the
+    key lists the classes some cell has). The
     updates a dynamic loss scale skipped (``Recording.skipped_steps``) stay blank. The
     title is ``stale_finding(grid)``; when that does not fit one line (three runs or
     more, or long names) it is ``stale_finding(grid, per_run=False)`` and each panel's
@@ -117,7 +121,7 @@ def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: 
     for ax in axes[1:]:
         ax.tick_params(left=False)
     labels = [f"{row.block_name}  {row.device_name}" if row.first else row.device_name for row in grid.rows]
-    axes[0].set_yticks(range(n_rows), labels, fontsize=style.NOTE_SIZE)
+    axes[0].set_yticks(range(n_rows), labels, fontsize=style.TICK_SIZE)
     if len(grid.variables) > 1 or variable is None:
         centres = [np.mean(grid.variable_rows(k)) - 0.5 for k in range(len(grid.variables))]
         names = axes[-1].secondary_yaxis("right")
@@ -125,11 +129,14 @@ def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: 
         names.tick_params(length=0)
         for spine in names.spines.values():
             spine.set_visible(False)
-    handles = [Patch(facecolor=colors[i], edgecolor="0.6", lw=0.5, label=kind) for i, kind in enumerate(CLASSES)]
+    used = {int(c) for run in grid.runs for c in np.unique(grid.verdicts[run])}
+    handles = [
+        Patch(facecolor=colors[i], edgecolor="0.6", lw=0.5, label=kind) for i, kind in enumerate(CLASSES) if i in used
+    ]
     fig.legend(
         handles=handles,
         loc="outside lower center",
-        ncol=len(CLASSES),
+        ncol=len(handles),
         frameon=False,
         fontsize=style.NOTE_SIZE,
         handlelength=1.2,

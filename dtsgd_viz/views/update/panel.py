@@ -184,16 +184,19 @@ def draw_update_panel(
     avoid_path: bool = True,
     whole_path: bool = True,
     labels: bool = True,
+    marks: bool = True,
 ) -> None:
     """Clear ``ax`` and draw one run's update ``data`` there: the loss contours, the path
-        so far fading, the position before the update (a ring), the terms as thick arrows
-        tip to tail at their true length (``fit_arrows``) ending on the point after
-        it (a dot), Nesterov's iterate and look-ahead point, and each arrow's name
-        (``TERM_SHORT``) beside its shaft; the title names the run, the update and the zoom
-        over the paths panel. ``whole_path``: the run's whole path drawn faintly underneath;
-        ``labels=False``: no names (an inset). ``avoid_path`` is accepted for callers and
-        changes nothing. The names are kept inside the axes as laid out now
-    (``keep_labels_inside``): call it again once a figure's layout has moved them."""
+    so far fading, the position before the update (a ring), the terms as thick arrows
+    tip to tail at their true length (``fit_arrows``) ending on the point after
+    it (a dot), Nesterov's iterate and look-ahead point, and each arrow's name
+    (``TERM_SHORT``) beside its shaft; the title names the run, the update and the zoom
+    over the paths panel. ``whole_path``: the run's whole path drawn faintly underneath;
+    ``labels=False``: no names (an inset); ``marks=False``: neither Nesterov's iterate
+    and look-ahead marks nor dots on the trail (the update alone, as ``plot_update``
+    draws it). ``avoid_path`` is accepted for callers and changes nothing. The names are
+    kept inside the axes as laid out now (``keep_labels_inside``): call it again once a
+    figure's layout has moved them."""
     _clear(ax)
     if data.box is None:
         ax.set_title(
@@ -201,9 +204,9 @@ def draw_update_panel(
         )
         return
     _frame_panel(ax, data, color, equal_aspect, upd.zoom_factor(scene.box, data.box))
-    _draw_surroundings(ax, scene, data, color, run_style, whole_path)
+    _draw_surroundings(ax, scene, data, color, run_style, whole_path, marks)
     arrows = _draw_chain(ax, data, color)
-    if data.nesterov is not None:
+    if data.nesterov is not None and marks:
         _draw_lookahead(ax, data, color)
     if labels:
         _name_arrows(ax, data, arrows, color)
@@ -211,10 +214,17 @@ def draw_update_panel(
 
 
 def _draw_surroundings(
-    ax: Axes, scene: PathScene, data: PanelData, color: ColorType, run_style: Mapping[str, Any], whole_path: bool = True
+    ax: Axes,
+    scene: PathScene,
+    data: PanelData,
+    color: ColorType,
+    run_style: Mapping[str, Any],
+    whole_path: bool = True,
+    dots: bool = True,
 ) -> None:
     """The loss contours in the zoom box, the whole path faintly (``whole_path``), the
-    fading trail up to the update and the position before it (a ring)."""
+    fading trail up to the update (its points dotted: ``dots``) and the position before
+    it (a ring)."""
     from matplotlib.collections import LineCollection
 
     assert data.box is not None  # drawn only round a box
@@ -232,7 +242,8 @@ def _draw_surroundings(
         ax.add_collection(
             LineCollection(list(seg), colors=rgba, linewidths=TRAIL_LW, gid=f"zoom-trail:{data.key}", zorder=3)
         )
-        ax.scatter(seg[:, 0, 0], seg[:, 0, 1], s=12, c=rgba, zorder=3, gid=f"zoom-trail-points:{data.key}")
+        if dots:
+            ax.scatter(seg[:, 0, 0], seg[:, 0, 1], s=12, c=rgba, zorder=3, gid=f"zoom-trail-points:{data.key}")
     current = style.ROLE_LOOKS["current"]
     ax.plot(
         [data.position[0]],
@@ -263,8 +274,8 @@ LABEL_Z = 9.0  # the arrows' names, in a white halo: over the arrows they sit be
 
 def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]:
     """The terms as thick arrows tip to tail at their true length, each drawn over the
-    one after it, and the point the update reaches, under the last head. Returns the
-    ``DrawnArrow`` list."""
+    one before it (a short gradient term shows over the head it starts on), and the point
+    the update reaches, under the last head. Returns the ``DrawnArrow`` list."""
     assert data.box is not None  # drawn only round a box
     arrows = fit_arrows(data.chain, float(np.ptp(data.box[0])))
     for i, a in enumerate(arrows):
@@ -283,7 +294,7 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
             headaxislength=HEAD_AXIS,
             edgecolor=color,
             linewidth=1.0,
-            zorder=ARROW_Z + 0.1 * (len(arrows) - i),
+            zorder=ARROW_Z + 0.1 * i,
             gid=f"zoom-arrow:{data.key}:{a.term}",
         )
     if arrows:
@@ -326,44 +337,25 @@ def label_spots(chain: Sequence[tuple[str, ArrayLike, ArrayLike]]) -> list[tuple
 
 
 def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color: ColorType) -> None:
-    """Each arrow's name (``TERM_SHORT``; ``= 0`` for a zero term) beside its shaft, at
-    ``label_spots``, in a white halo: one text per arrow, drawn once. A name that would
-    cover the one before it (two short arrows) goes further out along its side, clear
-    of it (their sizes estimated, ``text.direct.text_size``)."""
+    """Each arrow's name (``TERM_SHORT``; ``= 0`` for a zero term) beside the middle of
+    its shaft, at ``label_spots``, in a white halo: one text per arrow, drawn once."""
     from matplotlib import patheffects
-
-    from ..text.direct import text_size
 
     outline = [patheffects.withStroke(linewidth=2.5, foreground="white")]
     to_pt = lambda p: ax.transData.transform(p) * 72.0 / ax.figure.dpi  # noqa: E731
     span = float(np.ptp(data.box[0])) if data.box else 1.0
-    taken: list[tuple[float, float, float, float]] = []
     for a, (anchor, side) in zip(arrows, label_spots([(a.term, a.tail, a.uv) for a in arrows])):
         zero = not float(np.hypot(*a.uv)) > 0
-        text = upd.TERM_SHORT[a.term] + (" = 0" if zero else "")
         d = to_pt(anchor + side * 1e-3 * span) - to_pt(anchor)  # the side as seen, in points
         d = d / (float(np.hypot(*d)) or 1.0)
         off = (0.5 * a.width * ax.bbox.width * 72.0 / ax.figure.dpi + LABEL_GAP) if not zero else RING_MS / 2 + 2.0
-        ha = "left" if d[0] > 0.35 else "right" if d[0] < -0.35 else "center"
-        va = "bottom" if d[1] > 0.35 else "top" if d[1] < -0.35 else "center"
-        w, h = text_size(text, style.LABEL_SIZE)
-        at = to_pt(anchor)
-        for _ in range(12):  # out along its side, a few points at a time, until clear
-            x, y = at + off * d
-            x0 = x - w if ha == "right" else x if ha == "left" else x - w / 2
-            y0 = y - h if va == "top" else y if va == "bottom" else y - h / 2
-            box = (x0 - 1, y0 - 1, x0 + w + 1, y0 + h + 1)
-            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
-                break
-            off += h / 2
-        taken.append(box)
         ax.annotate(
-            text,
+            upd.TERM_SHORT[a.term] + (" = 0" if zero else ""),
             anchor,  # pyright: ignore[reportArgumentType]  # stubs: xy is any (x, y) pair, an array too
             xytext=(float(off * d[0]), float(off * d[1])),
             textcoords="offset points",
-            ha=ha,
-            va=va,
+            ha="left" if d[0] > 0.35 else "right" if d[0] < -0.35 else "center",
+            va="bottom" if d[1] > 0.35 else "top" if d[1] < -0.35 else "center",
             fontsize=style.LABEL_SIZE,
             fontweight="normal" if a.term == "gradient" else "bold",
             color=color,

@@ -1,9 +1,9 @@
 """The anatomy of one update: ``plot_update`` draws, for every run, one close-up panel of
 the same optimizer update, its terms as thick arrows tip to tail (classical momentum
-``mu*v_prev`` then ``-lr*g``; Nesterov, tf-keras form, ``mu*v_new`` then ``-lr*g``, with
-the look-ahead point where ``g`` was taken), each named beside its shaft, every panel on
-one zoom and every arrow at its true length, and under the panels a chart of the terms'
-lengths. The figure's title says what differs between the runs' updates; ``plot_paths``
+``mu*v_prev`` then ``-lr*g``; Nesterov, tf-keras form, ``mu*v_new`` then ``-lr*g``), each
+named beside its shaft, the step they add up to as a thin arrow, and under the panels a
+chart of the terms' lengths. tf-keras stores Nesterov's look-ahead point as the
+parameter, so for every rule ``g`` is taken where the update starts (the ring). The figure's title says what differs between the runs' updates; ``plot_paths``
 draws the paths themselves. ``step=k`` is optimizer update k as ``recording.steps`` counts them.
 
     >>> import dtsgd_viz
@@ -26,7 +26,7 @@ panels are drawn by ``views.update.panel``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,7 +40,7 @@ from ..paths.scene import build_scene, default_update, settings_line
 from . import geometry as upd
 from . import panel
 from .words import update_finding
-from .zoom import INSET_BELOW, draw_inset, fit_box, one_zoom, shared_zoom, zoom_caption
+from .zoom import INSET_BELOW, fit_box, needs_inset, one_zoom, shared_factor, times
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -61,7 +61,7 @@ __all__ = [
     "INSET_BELOW",
 ]
 
-UPDATE_CAPTION = "Update {k} up close: {zoom}"  # {zoom}: ``zoom.zoom_caption``'s words
+UPDATE_CAPTION = "Update {k} up close: {zoom}"  # {zoom}: the zoom in words (``_zoom_words``)
 MAX_PANEL = 3.6  # inches: the largest panel side (one or two runs)
 PANEL_GAP = 0.55  # inches between panels (their tick labels)
 HEAD = 1.75  # inches over and under the panels: headline, the key, panel titles, ticks, caption
@@ -78,8 +78,8 @@ def plot_update(
     *,
     name: str | None = None,
 ) -> Figure:
-    """One optimizer update of every run, up close: one panel per run, side by side, on
-    one zoom, and the lengths of its terms as bars under them.
+    """One optimizer update of every run, up close: one panel per run, side by side, and
+    the lengths of its terms as bars under them.
 
     Args:
       recordings: ``{config name: Recording}`` (what ``dtsgd_viz.run`` returns) or one
@@ -91,17 +91,16 @@ def plot_update(
         the runs differ most, the one ``plot_paths`` picks (``path_scene.default_update``).
       name: the recorded variable (default: the only one).
 
-    Each panel holds the run's position before the update (a ring), the terms as
-    arrows at their true length tip to tail ending on the recorded next point (a dot),
-    each named beside its shaft, Nesterov's iterate and look-ahead point, the loss
-    contours and the fading path; a key over the panels names the marks. Every panel
-    has the same zoom (the caption says how many times closer than ``plot_paths``' path
-    panel), so lengths compare by eye; an update too small to read at that zoom (under
-    ``INSET_BELOW`` of the panel) is drawn again in an inset at its own zoom, titled
-    with how much closer. Under the panels, one bar per run and term: the lengths
-    ``print(findings(runs, surface, step=step))`` prints (``|μ·v|``, ``|lr·g|`` and
-    ``|step|``, in all the parameters). Parameters of more than two numbers are on the
-    same plane as ``plot_paths`` draws them.
+    Each panel holds the run's parameter before the update (a ring: tf-keras takes the
+    gradient there, Nesterov's stored parameter being its look-ahead point), the terms as
+    arrows tip to tail ending on the recorded next point (a dot), each named beside its
+    shaft, the step as a thin arrow from the ring to the dot, the loss contours and the
+    path so far. The panels share one zoom (the caption says how many times closer than
+    ``plot_paths``' path panel) unless one update would span under ``INSET_BELOW`` of it;
+    then each panel has its own zoom, in its title. Under the panels, one bar per run and
+    term: the lengths ``print(findings(runs, surface, step=step))`` prints (``|μ·v|``,
+    ``|lr·g|`` and ``|step|``, in all the parameters). Parameters of more than two
+    numbers are on the plane ``plot_paths`` draws them on.
 
     Returns the matplotlib ``Figure`` (never shown, nothing printed). Raises
     ``ValueError`` / ``TypeError`` naming what was received for bad input, and
@@ -144,57 +143,92 @@ def plot_update(
         if scene.plane.is_identity
         else ("principal direction 1", "principal direction 2")
     )
-    own, shared, insets = shared_zoom({k: panel_at(scene, k, index[k], True) for k in keys}, scene.box)
+    datas = panel_boxes({k: panel_at(scene, k, index[k], True) for k in keys}, scene.box)
+    own = not _one_size(datas.values())
     styles = panel.run_styles(scene.coords)
     for key, ax in axes.items():
-        panel.draw_update_panel(
-            ax, scene, shared[key], scene.colors[key], styles[key], whole_path=False, labels=key not in insets
-        )
-        # the zoom is said once, in the caption: the title names the run
-        ax.set_title(geo.rule_name(key), fontsize=style.TITLE_SIZE, color=scene.colors[key], fontweight="bold")
+        data, color = datas[key], scene.colors[key]
+        panel.draw_update_panel(ax, scene, data, color, styles[key], whole_path=False, marks=False)
+        _draw_step(ax, data, color)
+        zoom = f" · {times(upd.zoom_factor(scene.box, data.box))}" if own and data.box else ""
+        ax.set_title(geo.rule_name(key) + zoom, fontsize=style.TITLE_SIZE, color=color, fontweight="bold")
         ax.set_xlabel(xlabel, fontsize=style.LABEL_SIZE, labelpad=2)
         ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE, labelpad=2)
-        if key in insets:
-            draw_inset(ax, scene, own[key], shared[key], styles[key])
     chart = fig.add_subplot(grid[1, :])
     draw_lengths(chart, bars, scene.colors)
-    _key(chart, any(shared[k].nesterov is not None for k in keys))
-    caption = UPDATE_CAPTION.format(
-        k=update, zoom=zoom_caption(scene.box, own, shared, insets, not scene.plane.is_identity)
+    _key(chart)
+    zoom = (
+        "each panel at its own zoom (in its title), lengths in the bars"
+        if own
+        else f"every panel {times(shared_factor(scene.box, datas))} closer than the paths"
     )
-    fig.supxlabel(caption, fontsize=style.NOTE_SIZE, color=style.SUBTITLE_COLOR)
+    projected = "" if scene.plane.is_identity else ", arrows projected on the plane"
+    fig.supxlabel(UPDATE_CAPTION.format(k=update, zoom=zoom + projected), fontsize=style.NOTE_SIZE, color="0.3")
     fig.draw_without_rendering()  # the layout, once: the arrows' names are then kept inside their panels
     for ax in axes.values():
         panel.keep_labels_inside(ax)
     return fig
 
 
-def _key(chart: Axes, nesterov: bool) -> None:
+def _one_size(datas: Iterable[panel.PanelData]) -> bool:
+    """Whether the panels' boxes all have one size (``one_zoom``'s)."""
+    spans = [max(float(np.ptp(d.box[0])), float(np.ptp(d.box[1]))) for d in datas if d.box is not None]
+    return not spans or bool(np.allclose(spans, spans[0], rtol=1e-9))
+
+
+def panel_boxes(datas: Mapping[str, panel.PanelData], main_box: geo.Box) -> dict[str, panel.PanelData]:
+    """The runs' panels, each box fitted to its update (``fit_box``: the ring and the
+    arrows' tips) and all given the largest one's size (``one_zoom``), unless one update
+    would then span under ``INSET_BELOW`` of its box (``needs_inset``): then each keeps
+    its own zoom."""
+    fitted = {k: fit_box(d, main_box, iterate=False) for k, d in datas.items()}
+    if any(needs_inset(d, list(fitted.values())) for d in fitted.values()):
+        return fitted
+    return dict(zip(fitted, one_zoom(list(fitted.values()))))
+
+
+def _draw_step(ax: Axes, data: panel.PanelData, color: ColorType) -> None:
+    """The step the terms add up to: a thin arrow from the ring to the point after it."""
+    if len(data.chain) < 2:  # one term: the step is its arrow
+        return
+    tip = np.asarray(data.chain[-1][1]) + np.asarray(data.chain[-1][2])
+    ax.annotate(
+        "",
+        xy=(float(tip[0]), float(tip[1])),
+        xytext=(float(data.position[0]), float(data.position[1])),
+        arrowprops=dict(arrowstyle="-|>", color=color, lw=1.3, shrinkA=5, shrinkB=3, mutation_scale=11),
+        zorder=panel.ARROW_Z + 1,
+        gid=f"zoom-step:{data.key}",
+    )
+
+
+def _key(chart: Axes) -> None:
     """One row naming the panels' marks under the lengths chart's axis label (in grey:
-    every run draws them in its own colour): before, after and, with a Nesterov run, its
-    look-ahead point and iterate."""
+    every run draws them in its own colour): before (where g is taken), after, the step and
+    the path so far."""
     from matplotlib.lines import Line2D
     from matplotlib.transforms import offset_copy
 
-    grey, current, iterate = style.SUBTITLE_COLOR, style.ROLE_LOOKS["current"], style.ROLE_LOOKS["iterate"]
+    grey, current = style.SUBTITLE_COLOR, style.ROLE_LOOKS["current"]
     marks = {
-        "before the update": dict(marker=current.marker, ms=panel.RING_MS - 2, mfc="white", mec=grey, mew=1.8),
-        "after it": dict(marker="o", ms=6, color=grey, mec="white"),
-        "look-ahead point: g taken here": {**panel.LOOKAHEAD_MARK, "ms": 6.5, "color": grey},
-        "iterate p − μ·v_prev": dict(marker=iterate.marker, ms=iterate.ms, mfc="white", mec=grey),
+        "before the update: g taken here": dict(
+            ls="none", marker=current.marker, ms=panel.RING_MS - 2, mfc="white", mec=grey, mew=1.8
+        ),
+        "after it": dict(ls="none", marker="o", ms=6, color=grey, mec="white"),
+        "step (the arrows' sum)": dict(ls="-", lw=1.3, color=grey, marker=">", ms=5, markevery=[-1]),
+        "path so far": dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(grey, panel.TRAIL_TINT), alpha=0.8),
     }
-    names = list(marks)[: 4 if nesterov else 2]
     chart.legend(
-        [Line2D([], [], **{"ls": "none", **marks[n]}) for n in names],
-        names,
+        [Line2D([0, 1], [0, 0], **m) for m in marks.values()],
+        list(marks),
         loc="upper center",
         bbox_to_anchor=(0.5, 0.0),
         bbox_transform=offset_copy(chart.transAxes, root_figure(chart), y=-KEY_BELOW, units="points"),
-        ncols=len(names),
+        ncols=len(marks),
         fontsize=style.NOTE_SIZE,
         frameon=False,
-        handletextpad=0.3,
-        columnspacing=1.4,
+        handletextpad=0.4,
+        columnspacing=1.6,
         borderaxespad=0.0,
     )
 
@@ -224,7 +258,9 @@ def draw_lengths(ax: Axes, rows: Sequence[tuple[str, str, float]], colors: Mappi
     """The lengths chart: one thin horizontal bar per ``(run, what, length)`` on one
     linear axis, grouped by term (the group's name on the left), in the run's colour
     (its tint for ``|lr·g|``, as the arrows; open for ``|step|``), each with the run's
-    name and its length at its end (``.3g``, as ``findings`` prints it)."""
+    name and its length at its end (``.3g``, as ``findings`` prints it); a ``|μ·v|`` bar
+    also names its velocity (``μ·v_prev`` for classical momentum, ``μ·v_new`` for
+    Nesterov)."""
     groups: list[str] = []
     y, at = [], 0.0
     for i, (_, what, _) in enumerate(rows):
@@ -238,10 +274,13 @@ def draw_lengths(ax: Axes, rows: Sequence[tuple[str, str, float]], colors: Mappi
         color = colors[run]
         face = panel.tint(color) if what == "|lr·g|" else "white" if what == "|step|" else color
         ax.barh(yy, length, height=0.78, color=face, edgecolor=color, linewidth=1.1, gid=f"length:{run}:{what}")
+        term = ""
+        if what == "|μ·v|":
+            term = " " + upd.TERM_SHORT["lookahead" if style.rule_of(run) == "nesterov" else "momentum"]
         ax.text(
             length,
             yy,
-            f" {geo.rule_name(run)} {length:.3g}",
+            f" {geo.rule_name(run)}{term} {length:.3g}",
             va="center",
             ha="left",
             fontsize=style.NOTE_SIZE,
@@ -252,7 +291,7 @@ def draw_lengths(ax: Axes, rows: Sequence[tuple[str, str, float]], colors: Mappi
     ax.set_yticks(centres, groups, fontsize=style.LABEL_SIZE)
     ax.tick_params(axis="y", length=0)
     top = max((r[2] for r in rows if np.isfinite(r[2])), default=1.0) or 1.0
-    ax.set_xlim(0, 1.25 * top)  # room for the names at the longest bar's end
+    ax.set_xlim(0, 1.3 * top)  # room for the names at the longest bar's end
     ax.set_ylim(min(y) - 0.6, 0.6)
     ax.tick_params(axis="x", labelsize=style.TICK_SIZE, pad=1.5)
     ax.set_xlabel("length (parameter units)", fontsize=style.LABEL_SIZE, labelpad=2)
