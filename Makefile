@@ -38,7 +38,7 @@ docs: $(STAMP)
 
 # docs/figures/: the demo's layout, shard, path, update close-up and animation pictures, drawn by the current
 # code (about a minute)
-FIGURES := layout.png shards-momentum-update010.png paths.png update.png paths.gif
+FIGURES := layout.png shards-nesterov-update010.png paths.png update.png paths.gif
 figures: $(STAMP)
 	rm -rf .figures-out
 	$(VENV)/bin/dtsgd-viz demo --out .figures-out > /dev/null

@@ -77,47 +77,45 @@ def test_the_arrows_add_up_to_the_recorded_update_tip_to_tail(runs, update):
 
 
 @pytest.mark.slow
-def test_one_zoom_said_once_or_each_panel_its_own_zoom_in_its_title(runs):
-    """The panels share one zoom while every update spans at least ``INSET_BELOW`` of it
-    (the caption says how many times closer than the paths panel); otherwise each panel
-    is fitted to its own update and its title says its zoom."""
+def test_one_zoom_for_every_panel_said_once_and_an_inset_only_for_an_update_too_small(runs):
     import re
 
     from dtsgd_viz.views.update.plot import INSET_BELOW
 
     paths = dtsgd_viz.plot_paths(runs, ROTATED, step=5).axes[0]
     main = max(np.ptp(paths.get_xlim()), np.ptp(paths.get_ylim()))
-    times = lambda k: f"×{k:.0f}" if k >= 9.5 else f"×{k:.1f}"  # noqa: E731
-    seen = set()
-    for recs in (runs, {k: runs[k] for k in ("momentum", "nesterov")}):
-        for step in (1, 5, 20):
-            fig = dtsgd_viz.plot_update(recs, ROTATED, step=step)
-            spans = {k: max(np.ptp(panel_of(fig, k).get_xlim()), np.ptp(panel_of(fig, k).get_ylim())) for k in recs}
-            reach = {}  # each update's own extent: the ring, the first arrow's tip and the point after
-            for key, rec in recs.items():
-                path = rec.path("w").astype(np.float64)
-                lr, mu, nest = RULES[key]
-                v_prev = rec.global_values("w", "velocity")[step - 2].astype(np.float64) if step > 1 else np.zeros(2)
-                g = rec.global_values("w", "grad")[step - 1].astype(np.float64)
-                drawn = [path[step - 1], path[step], path[step - 1] + mu * (mu * v_prev - lr * g if nest else v_prev)]
-                reach[key] = np.ptp(np.array(drawn), axis=0).max()
-                assert reach[key] <= spans[key]  # the whole update in its panel
-            caption = fig.get_supxlabel()
-            assert "\n" not in caption and caption.startswith(f"Update {step} up close: ")
-            shared = max(spans.values()) == pytest.approx(min(spans.values()), rel=1e-9)
-            seen.add(shared)
-            if shared:  # every update readable at the shared zoom (its pad round it)
-                shown = float(re.search(r"every panel ×([\d.]+) closer", caption).group(1))
-                assert shown == pytest.approx(main / spans["nesterov"], rel=0.06, abs=0.06)
-                assert all(reach[k] * 1.31 >= INSET_BELOW * spans[k] * 0.999 for k in recs)
-                assert [panel_of(fig, k).get_title() for k in recs] == [rule_name(k) for k in recs]
-            else:  # one update would be too small at the largest box: each its own zoom, named
-                assert "each panel at its own zoom" in caption
-                assert min(reach.values()) * 1.31 < INSET_BELOW * max(spans.values())
-                for k in recs:
-                    assert panel_of(fig, k).get_title() == f"{rule_name(k)} · {times(main / spans[k])}"
-            assert not any(panel_of(fig, k).child_axes for k in recs)  # no insets
-    assert seen == {True, False}  # both cases were drawn
+    for step in (1, 5, 20):
+        fig = dtsgd_viz.plot_update(runs, ROTATED, step=step)
+        spans = {k: max(np.ptp(panel_of(fig, k).get_xlim()), np.ptp(panel_of(fig, k).get_ylim())) for k in runs}
+        assert max(spans.values()) == pytest.approx(min(spans.values()), rel=1e-9)  # one zoom
+        caption = fig.get_supxlabel()
+        assert "\n" not in caption and caption.startswith(f"Update {step} up close: ")
+        shown = float(re.search(r"every panel ×([\d.]+) closer", caption).group(1))
+        assert shown == pytest.approx(main / spans["plain"], rel=0.06, abs=0.06)
+        assert [panel_of(fig, k).get_title() for k in runs] == [rule_name(k) for k in runs]
+        for key in runs:
+            ax = panel_of(fig, key)
+            rec = runs[key]
+            path = rec.path("w").astype(np.float64)
+            lr, mu, nest = RULES[key]
+            v_prev = rec.global_values("w", "velocity")[step - 2].astype(np.float64) if step > 1 else np.zeros(2)
+            g = rec.global_values("w", "grad")[step - 1].astype(np.float64)
+            # the update itself: the ring, the first arrow's tip and the point after (not the iterate)
+            drawn = [path[step - 1], path[step], path[step - 1] + mu * (mu * v_prev - lr * g if nest else v_prev)]
+            reach = np.ptp(np.array(drawn), axis=0).max()
+            insets = ax.child_axes
+            if not insets:  # readable at the shared zoom: with its pad round it, at least INSET_BELOW of it
+                assert reach * 1.31 >= INSET_BELOW * spans[key] * 0.999
+                continue
+            (inset,) = insets
+            own = max(np.ptp(inset.get_xlim()), np.ptp(inset.get_ylim()))
+            assert own < INSET_BELOW * spans[key] and reach <= own  # too small there, whole here
+            closer = spans[key] / own
+            (said,) = [t.get_text() for t in inset.texts if (t.get_gid() or "").startswith("inset-zoom:")]
+            assert said == (f"×{closer:.0f}" if closer >= 9.5 else f"×{closer:.1f}")
+            assert said in caption
+            box = next(p for p in ax.patches if p.get_gid() == f"inset-box:{key}")  # where it is, on the panel
+            np.testing.assert_allclose([box.get_x(), box.get_y()], [inset.get_xlim()[0], inset.get_ylim()[0]])
 
 
 @pytest.mark.slow
@@ -288,7 +286,11 @@ def test_each_arrow_is_named_once_beside_the_middle_of_its_shaft_and_no_text_cla
             ax = panel_of(fig, key)
             assert clashes(ax) == [], (step, key)
             arrows = {gid.split(":")[1]: q for gid, q in by_gid(fig, "zoom-arrow:").items() if gid.startswith(key)}
-            names = {t.get_gid().split(":")[2]: t for t in ax.texts if (t.get_gid() or "").startswith("zoom-label:")}
+            # an update too small at the shared zoom is named in its inset (same data coordinates)
+            named = ax.child_axes[0] if ax.child_axes else ax
+            assert clashes(named) == [], (step, key)
+            names = {t.get_gid().split(":")[2]: t for t in named.texts if (t.get_gid() or "").startswith("zoom-label:")}
+            assert not (named is not ax and any((t.get_gid() or "").startswith("zoom-label:") for t in ax.texts))
             assert sorted(names) == sorted(arrows)  # one name per arrow
             for term, q in arrows.items():
                 tail, uv = np.asarray(q.get_offsets())[0], np.array([float(q.U[0]), float(q.V[0])])

@@ -184,19 +184,20 @@ def draw_update_panel(
     avoid_path: bool = True,
     whole_path: bool = True,
     labels: bool = True,
-    marks: bool = True,
+    marks: bool = False,
 ) -> None:
     """Clear ``ax`` and draw one run's update ``data`` there: the loss contours, the path
     so far fading, the position before the update (a ring), the terms as thick arrows
     tip to tail at their true length (``fit_arrows``) ending on the point after
-    it (a dot), Nesterov's iterate and look-ahead point, and each arrow's name
+    it (a dot), and each arrow's name
     (``TERM_SHORT``) beside its shaft; the title names the run, the update and the zoom
     over the paths panel. ``whole_path``: the run's whole path drawn faintly underneath;
-    ``labels=False``: no names (an inset); ``marks=False``: neither Nesterov's iterate
-    and look-ahead marks nor dots on the trail (the update alone, as ``plot_update``
-    draws it). ``avoid_path`` is accepted for callers and changes nothing. The names are
-    kept inside the axes as laid out now (``keep_labels_inside``): call it again once a
-    figure's layout has moved them."""
+    ``labels=False``: no names (an inset); ``marks=True``: also Nesterov's iterate and
+    look-ahead marks and dots on the trail (tf-keras stores the look-ahead point as the
+    parameter, so by default the ring is where g was taken, for every rule).
+    ``avoid_path`` is accepted for callers and changes nothing. The names are kept inside
+    the axes as laid out now (``keep_labels_inside``): call it again once a figure's
+    layout has moved them."""
     _clear(ax)
     if data.box is None:
         ax.set_title(
@@ -377,16 +378,28 @@ def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
     renderer = canvas_renderer(ax.figure)
     frame = ax.get_window_extent(renderer)
     k = 72.0 / ax.figure.dpi
+    placed = []  # the names kept so far; a name on one of them goes to its shaft's other side
     for t in ax.texts:
         if not (t.get_gid() or "").startswith("zoom-label:"):
             continue
         x, y = _SPOT.setdefault(t, t.xyann)  # pyright: ignore[reportAttributeAccessIssue]  # an Annotation's offset
-        t.xyann = (x, y)  # pyright: ignore[reportAttributeAccessIssue]
-        b = t.get_window_extent(renderer)
-        dx = max(0.0, frame.x0 + pad - b.x0) - max(0.0, b.x1 - frame.x1 + pad)
-        dy = max(0.0, frame.y0 + pad - b.y0) - max(0.0, b.y1 - frame.y1 + pad)
-        if dx or dy:
-            t.xyann = (x + dx * k, y + dy * k)  # pyright: ignore[reportAttributeAccessIssue]
+        for flip in (False, True):
+            if flip:
+                x, y = -x, -y
+                ha, va = t.get_horizontalalignment(), t.get_verticalalignment()
+                t.set_horizontalalignment("right" if ha == "left" else "left" if ha == "right" else "center")
+                t.set_verticalalignment("top" if va == "bottom" else "bottom" if va == "top" else "center")
+            t.xyann = (x, y)  # pyright: ignore[reportAttributeAccessIssue]
+            b = t.get_window_extent(renderer)
+            dx = max(0.0, frame.x0 + pad - b.x0) - max(0.0, b.x1 - frame.x1 + pad)
+            dy = max(0.0, frame.y0 + pad - b.y0) - max(0.0, b.y1 - frame.y1 + pad)
+            if dx or dy:
+                t.xyann = (x + dx * k, y + dy * k)  # pyright: ignore[reportAttributeAccessIssue]
+            if not any(t.get_window_extent(renderer).overlaps(o) for o in placed):
+                break
+        if flip:
+            _SPOT[t] = (x, y)  # its side from now on
+        placed.append(t.get_window_extent(renderer))
 
 
 _SPOT: weakref.WeakKeyDictionary[Any, tuple[float, float]] = weakref.WeakKeyDictionary()  # each name's own offset

@@ -26,7 +26,7 @@ panels are drawn by ``views.update.panel``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,7 +40,7 @@ from ..paths.scene import build_scene, default_update, settings_line
 from . import geometry as upd
 from . import panel
 from .words import update_finding
-from .zoom import INSET_BELOW, fit_box, needs_inset, one_zoom, shared_factor, times
+from .zoom import INSET_BELOW, draw_inset, fit_box, one_zoom, shared_zoom, zoom_caption
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -61,7 +61,7 @@ __all__ = [
     "INSET_BELOW",
 ]
 
-UPDATE_CAPTION = "Update {k} up close: {zoom}"  # {zoom}: the zoom in words (``_zoom_words``)
+UPDATE_CAPTION = "Update {k} up close: {zoom}"  # {zoom}: ``zoom.zoom_caption``'s words
 MAX_PANEL = 3.6  # inches: the largest panel side (one or two runs)
 PANEL_GAP = 0.55  # inches between panels (their tick labels)
 HEAD = 1.75  # inches over and under the panels: headline, the key, panel titles, ticks, caption
@@ -95,9 +95,10 @@ def plot_update(
     gradient there, Nesterov's stored parameter being its look-ahead point), the terms as
     arrows tip to tail ending on the recorded next point (a dot), each named beside its
     shaft, the step as a thin arrow from the ring to the dot, the loss contours and the
-    path so far. The panels share one zoom (the caption says how many times closer than
-    ``plot_paths``' path panel) unless one update would span under ``INSET_BELOW`` of it;
-    then each panel has its own zoom, in its title. Under the panels, one bar per run and
+    path so far. Every panel has the same zoom (the caption says how many times closer
+    than ``plot_paths``' path panel), so lengths compare by eye; an update too small to
+    read at that zoom (under ``INSET_BELOW`` of the panel) is drawn again in an inset at
+    its own zoom, marked with how much closer. Under the panels, one bar per run and
     term: the lengths ``print(findings(runs, surface, step=step))`` prints (``|μ·v|``,
     ``|lr·g|`` and ``|step|``, in all the parameters). Parameters of more than two
     numbers are on the plane ``plot_paths`` draws them on.
@@ -143,48 +144,30 @@ def plot_update(
         if scene.plane.is_identity
         else ("principal direction 1", "principal direction 2")
     )
-    datas = panel_boxes({k: panel_at(scene, k, index[k], True) for k in keys}, scene.box)
-    own = not _one_size(datas.values())
+    own, shared, insets = shared_zoom({k: panel_at(scene, k, index[k], True) for k in keys}, scene.box)
     styles = panel.run_styles(scene.coords)
     for key, ax in axes.items():
-        data, color = datas[key], scene.colors[key]
-        panel.draw_update_panel(ax, scene, data, color, styles[key], whole_path=False, marks=False)
+        data, color = shared[key], scene.colors[key]
+        # an update too small at the shared zoom is named in its inset, drawn at its own zoom
+        panel.draw_update_panel(ax, scene, data, color, styles[key], whole_path=False, labels=key not in insets)
         _draw_step(ax, data, color)
-        zoom = f" · {times(upd.zoom_factor(scene.box, data.box))}" if own and data.box else ""
-        ax.set_title(geo.rule_name(key) + zoom, fontsize=style.TITLE_SIZE, color=color, fontweight="bold")
+        ax.set_title(geo.rule_name(key), fontsize=style.TITLE_SIZE, color=color, fontweight="bold")
         ax.set_xlabel(xlabel, fontsize=style.LABEL_SIZE, labelpad=2)
         ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE, labelpad=2)
+        if key in insets:
+            draw_inset(ax, scene, own[key], shared[key], styles[key], labels=True)
     chart = fig.add_subplot(grid[1, :])
     draw_lengths(chart, bars, scene.colors)
     _key(chart)
-    zoom = (
-        "each panel at its own zoom (in its title), lengths in the bars"
-        if own
-        else f"every panel {times(shared_factor(scene.box, datas))} closer than the paths"
+    caption = UPDATE_CAPTION.format(
+        k=update, zoom=zoom_caption(scene.box, own, shared, insets, not scene.plane.is_identity)
     )
-    projected = "" if scene.plane.is_identity else ", arrows projected on the plane"
-    fig.supxlabel(UPDATE_CAPTION.format(k=update, zoom=zoom + projected), fontsize=style.NOTE_SIZE, color="0.3")
+    fig.supxlabel(caption, fontsize=style.NOTE_SIZE, color="0.3")
     fig.draw_without_rendering()  # the layout, once: the arrows' names are then kept inside their panels
     for ax in axes.values():
-        panel.keep_labels_inside(ax)
+        for each in (ax, *ax.child_axes):  # an inset's names too
+            panel.keep_labels_inside(each)  # pyright: ignore[reportArgumentType]  # an inset is an Axes
     return fig
-
-
-def _one_size(datas: Iterable[panel.PanelData]) -> bool:
-    """Whether the panels' boxes all have one size (``one_zoom``'s)."""
-    spans = [max(float(np.ptp(d.box[0])), float(np.ptp(d.box[1]))) for d in datas if d.box is not None]
-    return not spans or bool(np.allclose(spans, spans[0], rtol=1e-9))
-
-
-def panel_boxes(datas: Mapping[str, panel.PanelData], main_box: geo.Box) -> dict[str, panel.PanelData]:
-    """The runs' panels, each box fitted to its update (``fit_box``: the ring and the
-    arrows' tips) and all given the largest one's size (``one_zoom``), unless one update
-    would then span under ``INSET_BELOW`` of its box (``needs_inset``): then each keeps
-    its own zoom."""
-    fitted = {k: fit_box(d, main_box, iterate=False) for k, d in datas.items()}
-    if any(needs_inset(d, list(fitted.values())) for d in fitted.values()):
-        return fitted
-    return dict(zip(fitted, one_zoom(list(fitted.values()))))
 
 
 def _draw_step(ax: Axes, data: panel.PanelData, color: ColorType) -> None:

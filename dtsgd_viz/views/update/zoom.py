@@ -151,17 +151,22 @@ def inset_bounds(shared: panel.PanelData) -> tuple[float, float, float, float]:
 
 
 def draw_inset(
-    ax: Axes, scene: PathScene, own: panel.PanelData, shared: panel.PanelData, run_style: Mapping[str, Any]
+    ax: Axes,
+    scene: PathScene,
+    own: panel.PanelData,
+    shared: panel.PanelData,
+    run_style: Mapping[str, Any],
+    labels: bool = False,
 ) -> Axes:
     """The update ``own`` at its own zoom in an inset of ``ax`` (``inset_bounds``), its
-    arrows unnamed, titled by how much closer it is, and a dotted box on ``ax`` round the
+    arrows named when ``labels``, titled by how much closer it is, and a dotted box on ``ax`` round the
     part it enlarges. Returns the inset."""
     from matplotlib.patches import Rectangle
 
     assert own.box is not None and shared.box is not None
     key, color = own.key, scene.colors[own.key]
     inset = ax.inset_axes(inset_bounds(shared), zorder=20)
-    panel.draw_update_panel(inset, scene, own, color, run_style, True, whole_path=False, labels=False)
+    panel.draw_update_panel(inset, scene, own, color, run_style, True, whole_path=False, labels=labels)
     inset.set_title("")
     inset.text(
         0.04,
