@@ -28,7 +28,7 @@ from ..views.paths.scene import build_scene
 from ..views.shards.ticks import log_tick_texts
 from ..views.update import geometry as upd
 from ..views.update import panel
-from ..views.update.zoom import shared_factor, shared_zoom, times
+from ..views.update.zoom import shared_factor, shared_zoom, span_text
 from . import encode
 from .look import look_table
 from .widget import BrowserWidget
@@ -268,7 +268,7 @@ def path_state(
         "mean_window": [[int(steps[i - tail_length(int(i) + 1) + 1]), int(steps[i])] for i in kept],
         "zoom": encode.array(zoom),
         "zoom_factor": encode.array(factors),
-        "zoom_text": [times(f) if np.isfinite(f) else "" for f in factors],  # the caption's ×N
+        "zoom_text": [span_text(f) if np.isfinite(f) else "" for f in factors],  # the caption's 1/N
         "zoom_shown": [bool(f >= MIN_ZOOM) for f in factors],  # boxes on the paths only where they zoom in
         "update_ticks": update_ticks(int(steps[-1])),
         "loss_range": [float(loss_lo), float(loss_hi)] if loss_hi > 0 else None,

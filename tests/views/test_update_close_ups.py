@@ -134,18 +134,19 @@ def test_the_explorers_close_ups_share_one_zoom_and_inset_a_run_too_small(cases)
         assert len(axes) == 3
         spans = [max(np.ptp(ax.get_xlim()), np.ptp(ax.get_ylim())) for ax in axes]
         assert max(spans) == pytest.approx(min(spans), rel=1e-9)
-        factor = zoom.times(upd.zoom_factor(scene.box, (axes[0].get_xlim(), axes[0].get_ylim())))
+        factor = zoom.span_text(upd.zoom_factor(scene.box, (axes[0].get_xlim(), axes[0].get_ylim())))
         assert not any("×" in ax.get_title() for ax in axes)  # the shared zoom is said once, in the caption
         (caption,) = [t for t in fig.findobj() if getattr(t, "get_gid", lambda: None)() == "caption"]
         text = caption.get_text()
-        assert "\n" not in text and text.startswith(f"Below: update {step}, every panel {factor} closer")
+        assert "\n" not in text
+        assert text.startswith(f"Below: update {step}, every panel spans {factor} of the paths' width")
         for ax in axes:
             if ax.child_axes:
                 (inset,) = ax.child_axes
                 own = max(np.ptp(inset.get_xlim()), np.ptp(inset.get_ylim()))
                 assert own < zoom.INSET_BELOW * spans[0]
                 (said,) = [t.get_text() for t in inset.texts if (t.get_gid() or "").startswith("inset-zoom:")]
-                assert said == zoom.times(spans[0] / own) and said in text
+                assert said == zoom.span_text(spans[0] / own) and said in text
 
 
 def test_the_gifs_held_frame_draws_its_close_ups_clean():

@@ -237,11 +237,10 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, update_figures,
     zoom_ax = gid_artists(close, "zoom-position:")[name].axes
     # the caption says how much closer every panel is than the paths panel (one zoom)
     zoom = upd.zoom_factor((fig.axes[0].get_xlim(), fig.axes[0].get_ylim()), (zoom_ax.get_xlim(), zoom_ax.get_ylim()))
-    # one zoom for all, said in the caption, or (an update too small at it) each panel's own, in its title
+    # one zoom for all, said in the caption as the share of the paths' width each panel spans
     title = zoom_ax.get_title()
-    assert title.split(" · ")[0] == rule_name(name) and close.get_suptitle().startswith(f"Update {k}:")
-    said = title if " · ×" in title else close.get_supxlabel()
-    shown = float(said.split("×", 1)[1].split()[0])
+    assert title == rule_name(name) and close.get_suptitle().startswith(f"Update {k}:")
+    shown = float(close.get_supxlabel().split("spans 1/", 1)[1].split()[0])
     assert shown == pytest.approx(zoom, rel=0.06, abs=0.06)
     # the zoomed panel holds the position and where the update ends
     (x0, x1), (y0, y1) = zoom_ax.get_xlim(), zoom_ax.get_ylim()

@@ -90,7 +90,7 @@ def test_one_zoom_for_every_panel_said_once_and_an_inset_only_for_an_update_too_
         assert max(spans.values()) == pytest.approx(min(spans.values()), rel=1e-9)  # one zoom
         caption = fig.get_supxlabel()
         assert "\n" not in caption and caption.startswith(f"Update {step} up close: ")
-        shown = float(re.search(r"every panel ×([\d.]+) closer", caption).group(1))
+        shown = float(re.search(r"every panel spans 1/([\d.]+) of the paths' width", caption).group(1))
         assert shown == pytest.approx(main / spans["plain"], rel=0.06, abs=0.06)
         assert [panel_of(fig, k).get_title() for k in runs] == [rule_name(k) for k in runs]
         for key in runs:
@@ -112,8 +112,8 @@ def test_one_zoom_for_every_panel_said_once_and_an_inset_only_for_an_update_too_
             assert own < INSET_BELOW * spans[key] and reach <= own  # too small there, whole here
             closer = spans[key] / own
             (said,) = [t.get_text() for t in inset.texts if (t.get_gid() or "").startswith("inset-zoom:")]
-            assert said == (f"×{closer:.0f}" if closer >= 9.5 else f"×{closer:.1f}")
-            assert said in caption
+            assert said == (f"1/{closer:.0f}" if closer >= 9.5 else f"1/{closer:.1f}")
+            assert f"{rule_name(key)} {said}" in caption  # named: the insets in the panels' order
             box = next(p for p in ax.patches if p.get_gid() == f"inset-box:{key}")  # where it is, on the panel
             np.testing.assert_allclose([box.get_x(), box.get_y()], [inset.get_xlim()[0], inset.get_ylim()[0]])
 

@@ -12,8 +12,7 @@ import pytest
 from matplotlib.colors import to_hex
 
 from dtsgd_viz import LayoutSpec, MeshSpec, shard_geometry
-from dtsgd_viz.views.mesh.layout_geometry import block_looks, layout_picture
-from dtsgd_viz.views.mesh.layout_geometry import slice_text
+from dtsgd_viz.views.mesh.layout_geometry import block_looks, layout_picture, slice_text
 from dtsgd_viz.web import encode
 from dtsgd_viz.web.layout import LayoutExplorer, layout_key, layout_state
 from dtsgd_viz.widgets.layout_explorer import LayoutExplorerState, layout_explorer_state

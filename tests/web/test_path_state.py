@@ -337,7 +337,7 @@ def test_the_browser_says_the_shared_zoom_the_still_says(recs, state):
     for n in (1, 20):
         fig = explorer_still(recs, SURFACE, n)
         caption = next(t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid() == "caption")
-        said = re.search(r"every panel (×[0-9.]+) closer", caption)
+        said = re.search(r"every panel spans (1/[0-9.]+) of the paths' width", caption)
         assert said is not None, caption
         assert state["zoom_text"][n - 1] == said.group(1), (n, caption)
         factor = decode(state["zoom_factor"])[n - 1]

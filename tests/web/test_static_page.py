@@ -160,7 +160,7 @@ def test_the_close_up_zoom_is_the_stills_shared_zoom(page, runs):
     """The title's ×N is the paths' span over the close-ups' (views.update.zoom's shared
     zoom, the still's caption), written as zoom.times writes it; the boxes on the paths
     show only where it is at least MIN_ZOOM; each length bar carries its number."""
-    from dtsgd_viz.views.update.zoom import times
+    from dtsgd_viz.views.update.zoom import span_text
     from dtsgd_viz.widgets.explorer_figure import MIN_ZOOM
 
     for index in (0, 20, 39):
@@ -170,7 +170,7 @@ def test_the_close_up_zoom_is_the_stills_shared_zoom(page, runs):
         factor = max(x1 - x0, y1 - y0) / span
         title = page.locator(".dv-close-title")
         assert float(title.get_attribute("data-zoom")) == pytest.approx(factor, rel=1e-9)
-        assert f"every panel {times(factor)} closer" in title.text_content()
+        assert f"every panel spans {span_text(factor)} of the paths' width" in title.text_content()
         shown = {b.get_attribute("visibility") for b in page.locator("rect.dv-zoom-box").all()}
         assert shown == {"visible" if factor >= MIN_ZOOM else "hidden"}, (index, factor)
         bars = page.locator("rect.dv-bar").all()

@@ -14,7 +14,7 @@ from dtsgd_viz.views.core import style
 from dtsgd_viz.views.core.figure import headline_texts
 from dtsgd_viz.views.paths.geometry import rule_name
 from dtsgd_viz.views.update import geometry as upd
-from dtsgd_viz.views.update.zoom import times
+from dtsgd_viz.views.update.zoom import span_text
 from dtsgd_viz.widgets import PathExplorer
 from dtsgd_viz.widgets.explorer_figure import (
     CLOSE_UP_SIZE,
@@ -106,7 +106,7 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
         # the caption's ×N: the paths' span over the close-ups' (one zoom), as zoom.times writes it
         span = np.ptp(next(iter(art.zoom_axes.values())).get_xlim())
         paths_span = max(np.ptp(art.ax_path.get_xlim()), np.ptp(art.ax_path.get_ylim()))
-        assert f"every panel {times(paths_span / span)} closer" in art.caption.get_text(), u
+        assert f"every panel spans {span_text(paths_span / span)} of the paths' width" in art.caption.get_text(), u
         spans = [np.ptp(ax.get_xlim()) for ax in art.zoom_axes.values()]
         assert max(spans) == pytest.approx(min(spans), rel=1e-9)  # one zoom
         assert art.title.get_text().startswith(f"Update {u}:")
@@ -271,7 +271,7 @@ def test_the_still_shows_the_update_its_headline_and_the_close_ups_on_one_zoom(r
     # the ×N read off the caption is the paths' span over the close-ups' (the shared zoom)
     ax_path, ax_loss = fig.axes[:2]
     paths_span = max(np.ptp(ax_path.get_xlim()), np.ptp(ax_path.get_ylim()))
-    assert f"every panel {times(paths_span / spans[0])} closer" in caption.get_text()
+    assert f"every panel spans {span_text(paths_span / spans[0])} of the paths' width" in caption.get_text()
     # update 7 read off the still's artists: the dashed line and the dots at k = 7, each
     # dot the loss after 7 updates, each ring the parameters after update 7
     (step,) = [ln for ln in ax_loss.lines if ln.get_gid() == "step-line"]

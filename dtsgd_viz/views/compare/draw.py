@@ -24,9 +24,8 @@ PANEL_HEIGHT = 3.0  # inches of the loss and gap panels
 
 
 def looks(names: Iterable[str]) -> dict[str, style.Look]:
-    """Each run's look (``style.run_looks``); a second run of one rule (a default and an
-    exact Nesterov run) gets the rule's colour tinted and a thinner solid line, so no two
-    runs look alike and a dash still means momentum."""
+    """Each run's look (``style.run_looks``); a second run of one rule gets the rule's
+    colour tinted and a thinner solid line, so no two runs look alike."""
     out: dict[str, style.Look] = {}
     seen: dict[style.Look, int] = {}
     for name, look in style.run_looks(names).items():
@@ -61,31 +60,21 @@ def _label(data: CompareData, findings: Findings, name: str) -> str:
     return name
 
 
-def number(v: float) -> str:
-    """A tick label: ``0.05``, ``300``, ``1e38``, ``1e-5`` (no ``+``, no leading zeros)."""
-    text = f"{v:g}"
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        text = f"{mantissa}e{int(exponent)}"
-    return text
-
-
-def log_axis(ax: Axes, axis: str = "y", minor: bool = True) -> None:
-    """A log scale labelled in plain numbers (0.1, 2, 300); with ``minor``, the 2s and 5s
-    labelled too when the data spans under two decades (and the 3s under one)."""
+def log_axis(ax: Axes) -> None:
+    """A log y scale labelled in plain numbers; the 2s and 5s labelled too under two
+    decades (and the 3s under one)."""
     from matplotlib.ticker import LogLocator, NullFormatter
 
-    getattr(ax, f"set_{axis}scale")("log")
-    which = getattr(ax, f"{axis}axis")
+    ax.set_yscale("log")
     plain = LogTickFormatter()  # the one log tick format (core.log_ticks)
-    which.set_major_formatter(plain)
-    lo, hi = getattr(ax, f"get_{axis}lim")()
+    ax.yaxis.set_major_formatter(plain)
+    lo, hi = ax.get_ylim()
     span = hi / max(lo, 1e-300)
-    if minor and span < 100:  # under two decades: the 2s and 5s (and 3s under one) labelled too
-        which.set_minor_locator(LogLocator(subs=(2, 3, 5) if span < 10 else (2, 5)))
-        which.set_minor_formatter(plain)
+    if span < 100:
+        ax.yaxis.set_minor_locator(LogLocator(subs=(2, 3, 5) if span < 10 else (2, 5)))
+        ax.yaxis.set_minor_formatter(plain)
     else:
-        which.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _finite_positive(values: ArrayLike) -> np.ndarray:
@@ -94,8 +83,7 @@ def _finite_positive(values: ArrayLike) -> np.ndarray:
 
 
 def draw(data: CompareData, findings: Findings) -> Figure:
-    """The Figure of one comparison: the losses, and the parameters' distance from the
-    first run's (full-mode runs); a run on the first run's path drawn thin over it."""
+    """The Figure of one comparison; a run on the first run's path drawn thin over it."""
     fig = new_figure((style.WIDTH, 1.0 + PANEL_HEIGHT + 0.4))
     first_var = data.variables[0]  # check_runs refuses an empty run; a run records a variable or more
     what = "the whole model" if len(data.variables) > 1 else repr(first_var)
@@ -121,16 +109,14 @@ def draw(data: CompareData, findings: Findings) -> Figure:
     return fig
 
 
-def _style_axis(ax: Axes, xlabel: str | None = None, ylabel: str | None = None) -> None:
+def _style_axis(ax: Axes, xlabel: str, ylabel: str) -> None:
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.tick_params(labelsize=style.TICK_SIZE)
     ax.grid(alpha=0.3)
-    if xlabel:
-        ax.set_xlabel(xlabel, fontsize=style.LABEL_SIZE)
-    if ylabel:
-        ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE)
+    ax.set_xlabel(xlabel, fontsize=style.LABEL_SIZE)
+    ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE)
 
 
 def _loss_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> None:
@@ -162,10 +148,8 @@ def _loss_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> 
 
 
 def _mark_tail(ax: Axes, data: CompareData, findings: Findings, look: Mapping[str, style.Look]) -> None:
-    """On the loss panel: a pale band over the losses the ends are compared by (the last
-    ``findings.tail``), headed "mean here", and each run's mean there (``final_loss``) as a
-    short line in its colour across the band (gids ``loss-window``, ``loss-mean:<run>``),
-    as the path figures mark theirs."""
+    """A pale band over the last ``findings.tail`` losses, each run's mean there
+    (``final_loss``) a short line across it."""
     from ..paths.loss import WINDOW_COLOR
 
     x = (data.updates - 1)[-findings.tail :]
@@ -200,8 +184,7 @@ def _mark_tail(ax: Axes, data: CompareData, findings: Findings, look: Mapping[st
 
 
 def _gap_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> None:
-    """Each run's distance from the first run's parameters (log); a run at distance 0
-    everywhere has no point on a log axis: the legend says it follows the first's path."""
+    """Each run's distance from the first run's parameters (log)."""
     assert data.gaps is not None  # drawn only for full-mode runs
     drawn = False
     for name, gap in data.gaps.items():

@@ -1,19 +1,5 @@
-"""What ``plot_compare`` draws, as plain numpy: the runs' losses after each update, each
-variable's parameter gap to the first run, and each device's velocity norm, plus the
-findings its title states (``compare_findings``, which notebooks print too).
-
-Conventions, shared with every comparison:
-
-- the update axis counts updates made: the recorded loss of update k is the loss of the
-  parameters after k - 1 updates (its forward pass saw them), so losses are drawn at
-  k - 1 = 0..N - 1 and parameters, recorded after update k, at k = 1..N;
-- the parameter gap is ``||p_run - p_first|| / ||p_first||``, L2 over every compared
-  variable at once (the whole model, or ``variable``), relative; ``variable_gaps`` keeps
-  each variable's own, for printing;
-- a device's velocity norm is the L2 norm of what it holds of the variable's slot (or of
-  every recorded variable's, for ``variable=None``): ``shard_stats`` column 0;
-- the losses are compared over the last ``tail`` updates (their mean), never at one point
-  of a curve that may oscillate.
+"""What ``plot_compare`` draws, as plain numpy: the losses after each update, each run's
+parameter gap to the first run, and the findings its title states (``compare_findings``).
 """
 
 from __future__ import annotations
@@ -22,6 +8,8 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from ..core.empty import check_not_empty, check_same_layout
 
 if TYPE_CHECKING:
     from ...recording.recording import Recording
@@ -39,12 +27,7 @@ class CompareData:
     losses: dict[str, np.ndarray | None]  # run -> (n,) loss after updates - 1, or None
     gaps: dict[str, np.ndarray] | None  # run (not the first) -> (n,) relative gap, all variables
     variable_gaps: dict[str, dict[str, np.ndarray]] | None  # run -> variable -> (n,)
-    velocity: dict[str, np.ndarray | None]  # run -> (n, devices) norms, None: no slot
     diverged_at: dict[str, int | None]  # run -> its first update with NaN/Inf
-    mesh_shape: tuple[int, ...]
-    mesh_dims: tuple[str, ...]
-    device_names: tuple[str, ...]
-    mode: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +61,7 @@ class Findings:
                 f"{' and '.join(self.same_path)} follow{'s' if len(self.same_path) == 1 else ''} {self.names[0]}'s path"
             )
         elif self.gap and not diverged:
-            run, (gap, at) = max(self.gap.items(), key=lambda kv: kv[1][0])
+            gap, at = max(self.gap.values(), key=lambda v: v[0])
             parts.append(f"parameters up to {_percent(gap)} apart (update {at})")
         text = "; ".join(parts) if parts else "the runs compared"
         return "T" + text[1:] if text.startswith("the ") else text  # a run's name as given, never re-cased
@@ -122,8 +105,7 @@ def _below(ratio: float) -> str:
 
 
 def check_runs(runs: dict[str, Recording]) -> tuple[tuple[str, ...], list[Recording]]:
-    """``(names, recordings)`` of a dict of at least two comparable recordings, else a
-    ``ValueError``/``TypeError`` naming what differs."""
+    """``(names, recordings)`` of at least two comparable recordings, else an error naming what differs."""
     if not isinstance(runs, dict):
         raise TypeError(
             "plot_compare takes a dict {run name: Recording}, e.g. "
@@ -136,10 +118,7 @@ def check_runs(runs: dict[str, Recording]) -> tuple[tuple[str, ...], list[Record
     for name, r in zip(names, recs):
         if not (hasattr(r, "steps") and hasattr(r, "shard_stats")):
             raise TypeError(f"Run {name!r} is a {type(r).__name__}, not a dtsgd_viz Recording.")
-        if len(r) == 0:
-            from ..core.empty import check_not_empty
-
-            check_not_empty(r, label=name)
+        check_not_empty(r, label=name)
     first, r0 = names[0], recs[0]
     for name, r in zip(names[1:], recs[1:]):
         if r.mesh != r0.mesh:
@@ -152,11 +131,7 @@ def check_runs(runs: dict[str, Recording]) -> tuple[tuple[str, ...], list[Record
                 f"Runs {first!r} and {name!r} record different variables ({list(r0.variables)} vs {list(r.variables)})."
             )
         for v in r0.variables:
-            if r.layout(v) != r0.layout(v) or r.shape(v) != r0.shape(v):
-                raise ValueError(
-                    f"Variable {v!r} is laid out differently in {first!r} and "
-                    f"{name!r}: compare runs of one model on one mesh."
-                )
+            check_same_layout({first: r0, name: r}, v, "Compare runs of one model on one mesh.")
         if not np.array_equal(r.steps, r0.steps):
             raise ValueError(
                 f"Runs {first!r} and {name!r} record different updates ({_span(r0.steps)} vs "
@@ -190,32 +165,11 @@ def compare_data(runs: dict[str, Recording], variable: str | None = None) -> Com
                 variable_gaps[n][v] = _relative(d, np.sum(ref[v] ** 2, axis=1))
                 diff_sq = diff_sq + d
             gaps[n] = _relative(diff_sq, ref_sq)
-    velocity = {}
-    for n, r in zip(names, recs):
-        if "velocity" not in r.kinds or not r.hyperparameters.momentum:
-            velocity[n] = None
-            continue
-        squares = sum(np.asarray(r.shard_stats(v, "velocity")[..., 0], np.float64) ** 2 for v in variables)
-        velocity[n] = np.sqrt(squares)
     diverged = {}
     for n, r in zip(names, recs):
         bad = r.nonfinite_steps
         diverged[n] = int(bad[0]) if len(bad) else None
-    mesh = r0.mesh
-    return CompareData(
-        names,
-        variables,
-        np.asarray(r0.steps),
-        losses,
-        gaps,
-        variable_gaps,
-        velocity,
-        diverged,
-        tuple(mesh.dim_sizes),
-        tuple(mesh.dim_names),
-        tuple(mesh.device_names),
-        r0.mode,
-    )
+    return CompareData(names, variables, np.asarray(r0.steps), losses, gaps, variable_gaps, diverged)
 
 
 def _relative(diff_sq: np.ndarray | float, ref_sq: np.ndarray | float) -> np.ndarray:
@@ -271,7 +225,5 @@ def _largest(values: np.ndarray, updates: np.ndarray) -> tuple[float, int]:
 
 
 def compare_findings(runs: dict[str, Recording], variable: str | None = None) -> Findings:
-    """The numbers ``plot_compare(runs, variable)`` states, to print beside it: each run's
-    mean loss over its last updates, which is lowest and by how much, and each run's
-    largest parameter gap to the first run (``Findings``)."""
+    """The numbers ``plot_compare(runs, variable)`` states (``Findings``), to print beside it."""
     return findings_of(compare_data(runs, variable))

@@ -95,7 +95,7 @@ def headline(fig: Figure, finding: str, settings: str | None = None) -> Figure:
             va="top",
             gid="subtitle",
             linespacing=1.2,
-            in_layout=False,
+            in_layout=True,  # a tight bounding box (a notebook's PNG) keeps it whole
         )
     )
     return fig

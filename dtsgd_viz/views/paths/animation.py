@@ -18,7 +18,7 @@ from ..core import style
 from ..core.figure import fit, headline, new_figure
 from ..update import geometry as upd
 from ..update import panel
-from ..update.zoom import draw_inset, shared_factor, shared_zoom, times
+from ..update.zoom import draw_inset, shared_factor, shared_zoom, span_text
 from . import geometry as geo
 from .findings import findings_of
 from .frames import ZOOM_BOX_LOOK, ZOOM_BOX_Z, PathArtists, draw_scene, follow_update, panel_at, set_trail
@@ -192,7 +192,9 @@ def _draw_close_ups(scene: PathScene, art: PathArtists, index: int) -> None:
             child.remove()
         data = shared[key]
         panel.draw_update_panel(ax, scene, data, scene.colors[key], styles[key], True, labels=key not in small)
-        ax.set_title(f"{geo.rule_name(key)} · zoom {times(zoom)}", fontsize=style.TITLE_SIZE, color=scene.colors[key])
+        ax.set_title(
+            f"{geo.rule_name(key)} · spans {span_text(zoom)}", fontsize=style.TITLE_SIZE, color=scene.colors[key]
+        )
         if data.box is not None:
             (x0, x1), (y0, y1) = data.box
             art.zoom_boxes[key].set_bounds(x0, y0, x1 - x0, y1 - y0)

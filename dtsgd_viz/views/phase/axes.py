@@ -1,11 +1,9 @@
-"""The phase maps' frames and colour bars: log-scale learning-rate ticks as plain
-numbers, the axis labels and titles, the steps and ratio colour bars (``views.phase.plot``
-and ``widgets.PhaseDiagram`` call these)."""
+"""The phase maps' frames and colour bars."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,8 +25,7 @@ PHASE_LEGEND_SIZE = 10.5  # their legends under the maps: read at a glance, as t
 
 
 def set_log_ticks(axis: Axis, lo: float, hi: float) -> None:
-    """Put ``log_ticks`` on a matplotlib ``axis`` (``ax.xaxis``), labelled as plain
-    numbers (0.02, 0.05, 0.1), the other minor ticks unlabelled."""
+    """Put ``log_ticks`` on ``axis``, labelled as plain numbers."""
     from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter
 
     major, minor = log_ticks(lo, hi)
@@ -43,8 +40,7 @@ def set_log_ticks(axis: Axis, lo: float, hi: float) -> None:
 
 
 def frame(ax: Axes, lr_e: Sequence[float] | np.ndarray, mu_e: Sequence[float] | np.ndarray, title: str) -> None:
-    """A map's frame: the log learning-rate axis from ``lr_e[0]`` to ``lr_e[-1]``, momentum
-    from ``mu_e[0]`` to ``mu_e[-1]``, the axis labels and the one-line ``title``."""
+    """A map's frame: the log learning-rate and momentum axes, their labels and ``title``."""
     ax.set_xscale("log")
     set_log_ticks(ax.xaxis, lr_e[0], lr_e[-1])
     ax.set_xlim(lr_e[0], lr_e[-1])
@@ -60,28 +56,17 @@ def add_colorbars(
     fig: Figure | SubFigure,
     step_axes: Sequence[Axes] | None,
     ratio_ax: Axes | None,
-    ratio_location: Literal["left", "right", "top", "bottom"] = "right",
 ) -> None:
-    """The shared steps colour bar and the ratio colour bar (its ends say who wins; an
-    arrow at an end some cell lies past), ``ratio_location`` of the
-    ratio map (``"bottom"``: horizontal, the map keeps its column's width)."""
+    """The shared steps colour bar and the ratio colour bar (its ends say who wins)."""
     tol = view.grids["momentum"].tol
-    # each bar in the (sub)figure of its maps; ``fig`` names the figure for the callers
     if step_axes:  # None: a ratio map alone (PhaseDiagram)
         cbar = step_axes[0].figure.colorbar(view.meshes["nesterov"], ax=step_axes, pad=0.015, fraction=0.05)
         cbar.set_label(f"updates to within tol {tol:g}", fontsize=PHASE_NOTE_SIZE)
         cbar.ax.tick_params(labelsize=style.TICK_SIZE)
     if ratio_ax is None:
         return
-    across = ratio_location in ("bottom", "top")
     rbar = ratio_ax.figure.colorbar(
-        view.meshes["ratio"],
-        ax=ratio_ax,
-        location=ratio_location,
-        pad=0.03 if across else 0.02,
-        fraction=0.05 if across else 0.08,
-        shrink=0.9 if across else 1.0,
-        extend=view.ratio_extend,
+        view.meshes["ratio"], ax=ratio_ax, location="right", pad=0.02, fraction=0.08, extend=view.ratio_extend
     )
     vmax = view.meshes["ratio"].norm.vmax
     ticks = np.arange(-vmax, vmax + 0.25, 0.5 if vmax <= 1 else 1.0)
@@ -89,9 +74,8 @@ def add_colorbars(
     rbar.ax.tick_params(labelsize=style.TICK_SIZE)
 
 
-def speedup_text(t: float, tie: float = TIE_WITHIN) -> str:
-    """A ratio map tick (log2 of Nesterov's updates over momentum's) as the colour bar
-    reads it: ``Nesterov 2×`` (faster), ``tie ±10%``, ``momentum 1.41×``."""
+def speedup_text(t: float) -> str:
+    """A ratio tick as the colour bar reads it: ``Nesterov 2×``, ``tie ±10%``, ``momentum 1.41×``."""
     if t == 0:
-        return f"tie ±{tie:.0%}" if tie > 0 else "tie"
+        return f"tie ±{TIE_WITHIN:.0%}"
     return f"{'Nesterov' if t < 0 else 'momentum'} {2 ** abs(t):.3g}×"

@@ -1,5 +1,4 @@
-"""The picked cell of a phase diagram in time (``PhaseDiagram``'s loss panel): each
-rule's loss above the minimum per update of the real runs there, with the tolerance."""
+"""The picked cell of a phase diagram in time: each rule's loss above the minimum per update."""
 
 from __future__ import annotations
 
@@ -28,9 +27,8 @@ MIN_SHOWN = 10  # updates: the loss panel shows at least these many
 
 
 def pick_finding(lr: float, mu: float, outcomes: dict, steps: int) -> str:
-    """What the runs at a picked cell show, one line of a title: ``outcomes[key] =
-    (updates to tol (-1: never), diverged)`` per rule (``momentum``, ``nesterov``), the
-    faster rule first.
+    """What the runs at a picked cell show, one line: ``outcomes[key] = (updates to tol
+    (-1: never), diverged)`` per rule, the faster rule first.
 
     >>> pick_finding(0.0502, 0.8, {"momentum": (49, False), "nesterov": (23, False)}, 150)
     'At lr 0.0502, μ 0.8 Nesterov reaches tol in 23 updates, momentum in 49'
@@ -72,11 +70,9 @@ def cell_outcome(losses: ArrayLike, min_value: float, tol: float) -> str:
 
 
 def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Surface, tol: float) -> dict[str, Line2D]:
-    """Each recording's loss minus ``surface.min_value`` per update on ``ax`` (log y) in
-    its rule's look, the ``tol`` line, and each line named at its end with its outcome
-    (``cell_outcome``), just right of the axes. The panel shows twice the updates the
-    slower run needs to be within ``tol`` (at least ``MIN_SHOWN``): the x label says
-    why and the title how many of the run's updates that is. Returns ``{key: Line2D}``."""
+    """Each recording's loss above ``surface.min_value`` per update on ``ax`` (log y), the
+    ``tol`` line, each line named at its end with its outcome; the panel shows twice the
+    updates the slower run needs (at least ``MIN_SHOWN``). Returns ``{key: Line2D}``."""
     looks = style.run_looks(recordings)
     all_losses = {key: path_losses(rec, surface) for key, rec in recordings.items()}
     reached = [int(steps_to_tolerance(v, surface.min_value, tol)) for v in all_losses.values()]

@@ -1,20 +1,8 @@
-"""Pure numpy behind ``views.phase.plot``: the ratio of the two step maps, each cell's
-region, the cells' edges, the cap's rate and the loss it comes from, where iso-rate
-contours are drawn, the log learning-rate ticks, and the maps' findings (the titles).
-
-The cap's edge: each eigendirection of a quadratic shrinks on its own, its loss like
-``rate^(2k)``; where the cap's grey ends the flattest one decides, so the cap's rate
-comes from that direction's share of the starting loss (tutorial 03: 1.7 of 80)::
-
-    >>> from dtsgd_viz.theory import surfaces
-    >>> s = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
-    >>> round(cap_rate(flat_mode_loss(s), 1e-3, 150), 3)
-    0.975
-"""
+"""Pure numpy behind ``views.phase.plot``: the ratio, regions and edges of the cells, the
+cap's rate, where contours are drawn, the log ticks and the maps' findings."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,9 +21,8 @@ TIE_WITHIN = 0.1  # two counts within 10% of each other are a tie: white on the 
 
 
 def phase_ratio(momentum_steps: ArrayLike, nesterov_steps: ArrayLike) -> np.ndarray:
-    """``log2(Nesterov updates / momentum updates)`` per cell (0 counts as 1 update):
-    negative where Nesterov is faster, 0 for a tie; ``-inf`` where only Nesterov
-    converges, ``+inf`` where only momentum does, NaN where neither does.
+    """``log2(Nesterov updates / momentum updates)`` per cell: ``-inf`` where only
+    Nesterov converges, ``+inf`` where only momentum does, NaN where neither does.
 
     >>> phase_ratio([[10, 10, -1, -1]], [[5, 10, 7, -1]]).tolist()
     [[-1.0, 0.0, -inf, nan]]
@@ -49,11 +36,9 @@ def phase_ratio(momentum_steps: ArrayLike, nesterov_steps: ArrayLike) -> np.ndar
     return out
 
 
-def ratio_limit(values: ArrayLike, percentile: float = 98.0, limits: Sequence[int] = (1, 2, 3)) -> tuple[int, str]:
-    """The ratio map's symmetric colour limit in log2 units and the colour bar's
-    ``extend``: the smallest of ``limits`` (2x, 4x, 8x) covering the ``percentile`` of
-    ``|values|`` (the finite log2 ratios where both rules converge), the largest when
-    none does; ``extend`` names the ends some value lies past.
+def ratio_limit(values: ArrayLike) -> tuple[int, str]:
+    """The ratio map's colour limit in log2 units, the smallest of 1, 2, 3 (2x, 4x, 8x)
+    covering the 98th percentile of ``|values|``, and the colour bar's ``extend``.
 
     >>> ratio_limit([0.2, -0.9, 0.5]), ratio_limit([-1.5] + [0.1] * 99), ratio_limit([])
     ((1, 'neither'), (1, 'min'), (1, 'neither'))
@@ -61,9 +46,9 @@ def ratio_limit(values: ArrayLike, percentile: float = 98.0, limits: Sequence[in
     v = np.asarray(values, np.float64).ravel()
     v = v[np.isfinite(v)]
     if not v.size:
-        return int(limits[0]), "neither"
-    need = float(np.percentile(np.abs(v), percentile))
-    limit = next((int(lim) for lim in limits if lim >= need - 1e-12), int(limits[-1]))
+        return 1, "neither"
+    need = float(np.percentile(np.abs(v), 98.0))
+    limit = next((lim for lim in (1, 2, 3) if lim >= need - 1e-12), 3)
     low, high = bool((v < -limit).any()), bool((v > limit).any())
     return limit, {(False, False): "neither", (True, False): "min", (False, True): "max", (True, True): "both"}[
         (low, high)
@@ -73,11 +58,8 @@ def ratio_limit(values: ArrayLike, percentile: float = 98.0, limits: Sequence[in
 def ratio_regions(
     momentum_steps: ArrayLike, momentum_diverged: ArrayLike, nesterov_steps: ArrayLike, nesterov_diverged: ArrayLike
 ) -> np.ndarray:
-    """Each cell's index into ``REGIONS``: ``both`` converge; ``only_momentum`` /
-    ``only_nesterov`` converges and the other rule *diverged* (a stability verdict);
-    ``cap``: one converges and the other neither converged nor diverged within the step
-    cap (a verdict of the cap, not of stability); ``neither`` converges within the cap
-    (at least one of them not diverging either); ``diverged``: both rules diverge.
+    """Each cell's index into ``REGIONS`` (``cap``: the other rule neither converged nor
+    diverged within the step cap).
 
     >>> ratio_regions([[5, 5, -1, 5, -1, -1]], [[0, 0, 1, 0, 0, 1]], [[3, -1, 4, -1, -1, -1]],
     ...               [[0, 1, 0, 0, 0, 1]]).tolist()
@@ -95,8 +77,7 @@ def ratio_regions(
 
 
 def cell_edges(values: ArrayLike, log: bool) -> np.ndarray:
-    """Cell edges around grid ``values``: midpoints (geometric for ``log``), the ends
-    mirrored."""
+    """Cell edges around grid ``values``: midpoints (geometric for ``log``), the ends mirrored."""
     v = np.log(values) if log else np.asarray(values, np.float64)
     if len(v) == 1:
         half = 0.25 if log else 0.05
@@ -108,22 +89,15 @@ def cell_edges(values: ArrayLike, log: bool) -> np.ndarray:
 
 
 def cap_rate(loss0: float, tol: float, steps: int) -> float:
-    """The rate a run needs to bring the loss from ``loss0`` to ``tol`` in ``steps``
-    updates (the loss of a mode shrinks like ``rate^(2k)``)."""
+    """The rate that brings a mode's loss from ``loss0`` to ``tol`` in ``steps`` updates."""
     if not loss0 > tol > 0:
         return float("nan")
     return float((tol / loss0) ** (1.0 / (2.0 * steps)))
 
 
 def log_ticks(lo: float, hi: float) -> tuple[list, list]:
-    """``(major, labelled_minor)`` tick values for a log axis from ``lo`` to ``hi``:
-    the decades, and within 1.6 decades the 2s and 5s of each decade (2, 3 and 5
-    within one; 2..9 within half a decade), few enough that their labels stay apart
-    on a map a third of a notebook wide.
-
-    >>> log_ticks(0.015, 0.5)
-    ([0.1], [0.02, 0.05, 0.2, 0.5])
-    """
+    """``(major, labelled_minor)`` ticks of a log axis from ``lo`` to ``hi``: the decades,
+    and the 2s and 5s (more within a decade) when it spans few."""
     decades = np.log10(hi / lo)
     subs = (
         tuple(range(2, 10))
@@ -144,10 +118,8 @@ def log_ticks(lo: float, hi: float) -> tuple[list, list]:
 
 
 def mode_losses(surface: Surface, start: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray] | None:
-    """The distinct eigenvalues of a quadratic ``surface``'s Hessian (ascending) and the
-    loss above the minimum that ``start`` (default ``surface.default_start``) holds in
-    each one's eigenspace; None for a surface without ``hessian_eigenvalues``. The Hessian
-    is read off the gradient (exact on a quadratic).
+    """The distinct Hessian eigenvalues of a quadratic ``surface`` and the loss ``start``
+    holds in each eigenspace (None without ``hessian_eigenvalues``).
 
     >>> from dtsgd_viz.theory import surfaces
     >>> h, loss = mode_losses(surfaces.RotatedQuadratic(condition=20.0, angle=30.0))
@@ -167,14 +139,12 @@ def mode_losses(surface: Surface, start: ArrayLike | None = None) -> tuple[np.nd
     a = np.asarray(surface.grad_np(basis.reshape((n, *shape))), np.float64).reshape(n, n) - g0
     lam, vec = np.linalg.eigh((a + a.T) / 2)
     c = vec.T @ (start - x_min).reshape(n)
-    # each eigenvalue of the spectrum, the share of the loss in its eigenspace
     nearest = np.argmin(np.abs(lam[:, None] - h[None, :]), axis=1)
     return h, np.bincount(nearest, weights=0.5 * lam * c**2, minlength=len(h))
 
 
 def flat_mode_loss(surface: Surface, start: ArrayLike | None = None, tol: float = 0.0) -> float | None:
-    """The starting loss of the flattest eigendirection that holds more than ``tol`` of
-    it (the one that decides where the step cap ends); None without a Hessian."""
+    """The starting loss of the flattest eigendirection holding more than ``tol``."""
     found = mode_losses(surface, start)
     if found is None:
         return None
@@ -183,9 +153,7 @@ def flat_mode_loss(surface: Surface, start: ArrayLike | None = None, tol: float 
 
 
 def cap_loss(surface: Surface, grid: PhaseGrid, start: ArrayLike | None = None) -> float:
-    """The starting loss that decides where the step cap ends: on a quadratic the
-    flattest direction's share (``flat_mode_loss``), else the whole loss of ``grid``
-    (a ``PhaseGrid``) at update 0."""
+    """The starting loss deciding the cap's edge: the flattest direction's, else the whole."""
     flat = flat_mode_loss(surface, start, grid.tol)
     return flat if flat is not None else float(grid.losses[0].flat[0]) - float(surface.min_value)
 
@@ -194,16 +162,10 @@ EDGE_BAND = 0.12  # no contour this close (a fraction of the learning rate) to t
 
 
 def contour_mask(
-    learning_rates: ArrayLike,
-    momenta: ArrayLike,
-    hessian_eigenvalues: ArrayLike,
-    nesterov: bool,
-    band: float = EDGE_BAND,
+    learning_rates: ArrayLike, momenta: ArrayLike, hessian_eigenvalues: ArrayLike, nesterov: bool
 ) -> np.ndarray:
-    """``out[i, j]`` True where no iso-rate contour is drawn at ``(learning_rates[j],
-    momenta[i])``: the rule does not converge (rate >= 1), or the learning rate lies
-    within ``band`` of the stability boundary, where the rate climbs to 1 and every
-    level's contour would crowd along the boundary's own line.
+    """``out[i, j]`` True where no contour is drawn: no convergence, or within ``EDGE_BAND``
+    of the stability boundary.
 
     >>> contour_mask([0.01, 0.085, 0.095, 0.2], [0.0], [1.0, 20.0], False).tolist()   # boundary 0.1
     [[False, False, True, True]]
@@ -212,16 +174,13 @@ def contour_mask(
     mu = np.asarray(momenta, np.float64).reshape(-1)
     h = np.unique(np.asarray(hessian_eigenvalues, np.float64))
     edge = theory.convergence_boundary(np.clip(mu, 0.0, 0.9999), h[-1], nesterov)[:, None]
-    return (theory.problem_rate(lr, mu, h, nesterov) >= 1.0) | (lr[None, :] > (1.0 - band) * edge)
+    return (theory.problem_rate(lr, mu, h, nesterov) >= 1.0) | (lr[None, :] > (1.0 - EDGE_BAND) * edge)
 
 
 def phase_finding(momentum_steps: ArrayLike, nesterov_steps: ArrayLike, within: float = TIE_WITHIN) -> str:
-    """The ratio map's finding, one line: of the cells where both rules converge, in how
-    many each rule needs more than ``within`` (a fraction) fewer updates, and how many
-    are ties (the white cells of the map).
+    """The ratio map's finding: where both converge, how often each rule is more than
+    ``within`` faster, and the ties.
 
-    >>> phase_finding([[10, 8, 20, -1]], [[5, 8, 21, 3]])
-    'Both converge in 3 cells: Nesterov >10% faster in 1, momentum in 0, ties 2'
     >>> phase_finding([[10, 8, 20, -1]], [[5, 8, 21, 3]], within=0)
     'Both converge in 3 cells: Nesterov faster in 1, momentum in 1, ties 1'
     """
@@ -241,11 +200,8 @@ def phase_finding(momentum_steps: ArrayLike, nesterov_steps: ArrayLike, within: 
 
 
 def steps_finding(momentum_steps: ArrayLike, nesterov_steps: ArrayLike) -> str:
-    """The step maps' finding, one line: each rule's fewest updates over the grid's cells
-    (the tutorial prints them as the best cell of the map).
+    """The step maps' finding: each rule's fewest updates over the grid.
 
-    >>> steps_finding([[10, -1, -1]], [[5, 8, -1]])
-    'Fewest updates in the 3 cells: momentum 10, Nesterov 5'
     >>> steps_finding([[7, -1]], [[-1, -1]])
     'Fewest updates in the 2 cells: momentum 7, Nesterov none within tol'
     """

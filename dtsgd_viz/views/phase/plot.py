@@ -1,20 +1,5 @@
 """The phase diagram as a figure: updates to converge over (learning rate x momentum) for
-classical momentum and Nesterov, the log2 ratio of the two, and the theory on top.
-
-    >>> import dtsgd_viz
-    >>> from dtsgd_viz import surfaces
-    >>> fig = dtsgd_viz.plot_phase(surfaces.RotatedQuadratic(), steps=40, tol=1e-2)
-    >>> [ax.get_label() for ax in fig.axes[:3]]
-    ['phase:momentum', 'phase:nesterov', 'phase:ratio']
-
-The maps come from the numpy reference of tf-keras' rule (``theory.convergence.
-phase_grid``). Cells no colour map covers are drawn as what they are (``regions``) and
-named in the legend. On a quadratic the theory is drawn on them: each rule's stability
-boundary in the rule's look on every map, the iso-rate contour of the worst mode's
-spectral radius at the cap's level (``geometry.cap_rate``: the edge of the cap's grey;
-more levels on request, each labelled once) and the flattest mode's critical-damping
-curve. The ratio map's white is a tie within ``TIE_WITHIN`` (10%), as its title counts.
-"""
+classical momentum and Nesterov, the log2 ratio of the two, and the theory on top."""
 
 from __future__ import annotations
 
@@ -74,10 +59,7 @@ SHOWS = {"both": PHASE_FIGSIZE, "steps": (style.WIDTH, 5.0), "ratio": (style.WID
 
 @dataclasses.dataclass(eq=False)
 class PhaseView:
-    """What ``draw_phase`` drew: ``meshes`` per map, the ``ratio`` and ``regions`` of each
-    cell; per rule the step maps' ``boundaries``, ``contours``, ``rate_labels`` (``{level:
-    Text}``) and ``critical`` lines, the ratio map's ``ratio_boundaries``; the legends'
-    entries."""
+    """What ``draw_phase`` drew, per map and per rule, and the legends' entries."""
 
     figure: Figure | SubFigure
     axes: dict[str, Axes]
@@ -101,15 +83,14 @@ class PhaseView:
         return self.step_handles + self.ratio_handles
 
 
-def ratio_cmap(vmax: float = 2.0, tie: float = TIE_WITHIN) -> Colormap:
-    """The ratio map's colour map on ``Normalize(-vmax, vmax)`` (log2 units): Nesterov
-    faster red, momentum faster blue, and white exactly over the ties (counts within
-    ``tie``, a fraction), with a visible step of colour just past them."""
+def ratio_cmap(vmax: float = 2.0) -> Colormap:
+    """The ratio map's colour map on ``Normalize(-vmax, vmax)``: Nesterov faster red,
+    momentum faster blue, white exactly over the ties (within ``TIE_WITHIN``)."""
     from matplotlib import colormaps
     from matplotlib.colors import LinearSegmentedColormap
 
     rdbu = colormaps["RdBu"]
-    t = min(np.log2(1.0 + tie) / (2.0 * vmax), 0.2) if tie > 0 else 0.0
+    t = min(np.log2(1.0 + TIE_WITHIN) / (2.0 * vmax), 0.2)
     stops = [(0.0, rdbu(0.0)), (0.25, rdbu(0.2)), (0.5 - t, rdbu(0.36)), (0.5 - t, "white")]
     stops += [(0.5 + t, "white"), (0.5 + t, rdbu(0.64)), (0.75, rdbu(0.8)), (1.0, rdbu(1.0))]
     return LinearSegmentedColormap.from_list("nesterov_vs_momentum", stops, N=511).with_extremes(bad=(0, 0, 0, 0))
@@ -117,9 +98,7 @@ def ratio_cmap(vmax: float = 2.0, tie: float = TIE_WITHIN) -> Colormap:
 
 @dataclasses.dataclass(frozen=True)
 class _MapGrid:
-    """What every map of one ``draw_phase`` shares: the grid, the cells' edges, the cap,
-    the quadratic's sorted eigenvalues ``h`` (None: no theory), the fine grid the theory
-    is drawn on and the cap's rate ``cap`` (NaN if unknown)."""
+    """What every map of one ``draw_phase`` shares; ``h``: the sorted eigenvalues (None: no theory)."""
 
     lrs: np.ndarray
     mus: np.ndarray
@@ -156,12 +135,9 @@ def draw_phase(
     rate_levels: Iterable[float] = RATE_LEVELS,
     ratio_title: str | None = None,
 ) -> PhaseView:
-    """Draw the two step maps and the ratio map of ``grids`` (``{"momentum":
-    PhaseGrid, "nesterov": PhaseGrid}``) on ``axes`` (``{"momentum": ax, "nesterov":
-    ax, "ratio": ax}``; any may be left out) with the theory of a quadratic ``surface``.
-    The ratio map is titled ``ratio_title`` (default: what its colours say). ``loss0``:
-    the starting loss the cap's rate is computed from (``cap_loss``). Colour bars and
-    legends are the caller's (``view.step_handles``, ``view.ratio_handles``)."""
+    """Draw the step maps and the ratio map of ``grids`` on ``axes`` (``{"momentum": ax,
+    "nesterov": ax, "ratio": ax}``, any left out) with the theory of a quadratic ``surface``;
+    ``loss0``: the starting loss of the cap's rate. Legends and colour bars are the caller's."""
     ratio = phase_ratio(grids["momentum"].steps, grids["nesterov"].steps)
     view = PhaseView(next(iter(axes.values())).figure, dict(axes), dict(grids), ratio)
     g = _map_grid(grids["momentum"], surface, loss0)
@@ -188,8 +164,7 @@ def draw_phase(
 
 
 def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapGrid) -> None:
-    """One rule's map of updates to converge, the cap pale grey, its divergent cells dark
-    with x marks and, on a quadratic, its theory; ``view`` keeps what was drawn."""
+    """One rule's map of updates to converge and, on a quadratic, its theory."""
     from matplotlib import colormaps
     from matplotlib.colors import ListedColormap, Normalize
 
@@ -212,12 +187,7 @@ def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapG
     if g.h is not None:
         title += f", h = {g.h[-1]:g}"
         view.contours[key], view.rate_labels[key] = draw_contours(ax, key, nesterov, g, view.rate_levels)
-        (view.boundaries[key],) = ax.plot(
-            theory.convergence_boundary(g.mu_line, g.h[-1], nesterov),
-            g.mu_line,
-            **boundary_look(key),
-            gid=f"boundary:{key}",
-        )
+        view.boundaries[key] = _boundary(ax, key, nesterov, g, f"boundary:{key}")
         critical = style.ROLE_LOOKS["critical"]
         (view.critical[key],) = ax.plot(
             theory.critical_damping(g.mu_line, nesterov) / g.h[0],
@@ -227,6 +197,13 @@ def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapG
             path_effects=outline("white", critical.lw + 2.0),
         )
     frame(ax, g.lr_e, g.mu_e, title)
+
+
+def _boundary(ax: Axes, key: str, nesterov: bool, g: _MapGrid, gid: str) -> Artist:
+    """A rule's stability boundary on ``ax`` in its look."""
+    assert g.h is not None  # drawn on a quadratic's maps only
+    mu = g.mu_line
+    return ax.plot(theory.convergence_boundary(mu, g.h[-1], nesterov), mu, **boundary_look(key), gid=gid)[0]
 
 
 def _pieces(path) -> list[np.ndarray]:
@@ -250,16 +227,14 @@ def _as_path(pieces: list[np.ndarray]):
 
 
 def _arc(xy: np.ndarray, g: _MapGrid) -> np.ndarray:
-    """The arc length along a contour piece, in axes fractions (x log), at each vertex."""
+    """The arc length along a contour piece, in axes fractions, at each vertex."""
     lx, my = np.log(g.lr_e[[0, -1]]), g.mu_e[[0, -1]]
     f = np.column_stack([(np.log(xy[:, 0]) - lx[0]) / (lx[1] - lx[0]), (xy[:, 1] - my[0]) / (my[1] - my[0])])
     return np.r_[0.0, np.cumsum(np.hypot(*np.diff(f, axis=0).T))]
 
 
 def contour_labels(pieces_by_level: Mapping[float, list[np.ndarray]], g: _MapGrid) -> dict[float, tuple]:
-    """Where each contour level takes its one label: the middle (by arc length, in axes
-    fractions) of its longest piece. ``{level: (lr, mu)}``; a level with no piece is
-    left out."""
+    """``{level: (lr, mu)}``: the middle of each level's longest piece, for its one label."""
     out = {}
     for level, pieces in pieces_by_level.items():
         if pieces:
@@ -272,11 +247,8 @@ def contour_labels(pieces_by_level: Mapping[float, list[np.ndarray]], g: _MapGri
 def draw_contours(
     ax: Axes, key: str, nesterov: bool, g: _MapGrid, levels: Iterable[float]
 ) -> tuple[ContourSet, dict[float, Text]]:
-    """The worst mode's iso-rate contours of one rule at ``levels`` on the fine grid of
-    ``g``, masked by ``contour_mask``; the cap's level only where the flattest direction
-    is overdamped (there its loss decides the cap's edge); pieces shorter than
-    ``MIN_PIECE`` dropped; each level labelled once, upright (``contour_labels``).
-    Returns the ``ContourSet`` and ``{level: Text}``."""
+    """The worst mode's iso-rate contours of one rule at ``levels``, masked by
+    ``contour_mask``, short pieces dropped, each level labelled once."""
     assert g.h is not None  # contours are drawn on a quadratic's maps only
     look = style.ROLE_LOOKS["rate_level"]
     rho = theory.problem_rate(g.lr_f, g.mu_f, g.h, nesterov)
@@ -315,8 +287,7 @@ def draw_contours(
 
 
 def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = None) -> None:
-    """The log2 ratio of the two step maps where both converge, the other cells as
-    neutral regions and, on a quadratic, each rule's stability boundary in its look."""
+    """The log2 ratio where both rules converge, the other cells as neutral regions."""
     from matplotlib.colors import Normalize
 
     ax.set_label("phase:ratio")
@@ -333,12 +304,7 @@ def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = 
     )
     if g.h is not None:
         for key, nesterov in RULES.items():
-            (view.ratio_boundaries[key],) = ax.plot(
-                theory.convergence_boundary(g.mu_line, g.h[-1], nesterov),
-                g.mu_line,
-                **boundary_look(key),
-                gid=f"ratio-boundary:{key}",
-            )
+            view.ratio_boundaries[key] = _boundary(ax, key, nesterov, g, f"ratio-boundary:{key}")
     frame(ax, g.lr_e, g.mu_e, title or "Who is faster: Nesterov's updates / momentum's")
     ax.tick_params(labelleft=True)
 
@@ -358,27 +324,18 @@ def plot_phase(
     show: str = "both",
     mark: tuple[float, float] | None = None,
 ) -> Figure:
-    """Updates to converge over a (learning rate x momentum) grid for classical
-    momentum and Nesterov, their log2 ratio, and (on a quadratic) the stability
-    boundaries, iso-rate contours and critical-damping curves. A short legend under the
-    maps names the lines and the regions. Returns a ``Figure``.
-
-    The title is the maps' finding: ``geometry.steps_finding`` over the step maps,
-    ``geometry.phase_finding`` over the ratio map (``show="both"``: the ratio's).
+    """Updates to converge over a (learning rate x momentum) grid for classical momentum
+    and Nesterov, their log2 ratio, and (on a quadratic) the theory. The title is
+    ``steps_finding`` (``show="steps"``) or ``phase_finding``.
 
     Args:
-      surface: a ``dtsgd_viz.surfaces`` surface; the theory needs
-        ``hessian_eigenvalues`` (``RotatedQuadratic``, ``ShardedQuadratic``).
-      learning_rates, momenta: increasing grid values (momenta in [0, 1)); default
-        24 learning rates around ``1 / h_max`` and 20 momenta in [0, 0.95].
+      surface: a ``dtsgd_viz.surfaces`` surface (the theory needs ``hessian_eigenvalues``).
+      learning_rates, momenta: increasing grid values; default 24 learning rates around
+        ``1 / h_max`` and 20 momenta in [0, 0.95].
       steps: the cap on updates per cell; tol: on ``loss - surface.min_value``.
-      start: default ``surface.default_start``.
-      rate_levels: iso-rate contours to draw besides the cap's edge (its rate is always
-        drawn), e.g. ``(0.8, 0.9)``; each is labelled once on its contour.
-      show: ``"steps"`` the two rule maps, ``"ratio"`` the ratio map, ``"both"``
-        the rule maps over the ratio map.
-      mark: ``(learning_rate, momentum)`` of a run to find on the maps: its cell is
-        outlined on each and named in the legend.
+      rate_levels: more iso-rate contours besides the cap's edge, e.g. ``(0.8, 0.9)``.
+      show: ``"steps"``, ``"ratio"`` or ``"both"`` (the rule maps over the ratio map).
+      mark: ``(learning_rate, momentum)`` of a cell to outline on the maps.
     """
     from ...theory.convergence import check_steps_tol, phase_grid
 
@@ -386,8 +343,8 @@ def plot_phase(
         raise ValueError(f"show must be one of {sorted(SHOWS)}. Received: {show!r}.")
     steps, tol = check_steps_tol(steps, tol)
     lrs, mus = default_axes(surface, learning_rates, momenta)
+    lr_e, mu_e = cell_edges(lrs, log=True), cell_edges(mus, log=False)
     if mark is not None:
-        lr_e, mu_e = cell_edges(lrs, log=True), cell_edges(mus, log=False)
         if not (len(mark) == 2 and lr_e[0] <= float(mark[0]) <= lr_e[-1] and mu_e[0] <= float(mark[1]) <= mu_e[-1]):
             raise ValueError(
                 f"mark must be (learning_rate, momentum) inside the grid: lr in {lr_e[0]:.3g}..{lr_e[-1]:.3g}, "
@@ -415,7 +372,6 @@ def plot_phase(
     if mark is not None:
         from matplotlib.patches import Patch
 
-        lr_e, mu_e = cell_edges(lrs, log=True), cell_edges(mus, log=False)
         for key, ax in axes.items():
             mark_cell(ax, lr_e, mu_e, float(mark[0]), float(mark[1]), gid=f"mark:{key}")
         entry = Patch(**{**cell_look(), "zorder": None}, label=f"the runs at lr {mark[0]:g}, μ {mark[1]:g}")

@@ -1,8 +1,5 @@
-"""The phase maps' regions drawn as what they are: the cells a colour map does not cover
-(the step cap, divergence, only one rule converging) as neutrals and hatches, never as a
-colour bar's extension colours, and named in the legend (``legend_handles``), not on
-the map. ``views.phase.plot`` calls these.
-"""
+"""The phase maps' regions (the cells no colour map covers) as neutrals and hatches, named
+in the legend (``legend_handles``)."""
 
 from __future__ import annotations
 
@@ -12,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core import style
+from .cell import RULE_NAMES
 from .geometry import REGIONS, ratio_regions
 
 if TYPE_CHECKING:
@@ -32,8 +30,6 @@ REGION_NAMES = {
     "neither": "neither within {steps} updates",
     "diverged": "both diverge",
 }
-# divergence, on every map: a dark grey (well apart from the cap's pale grey, which is
-# "neither within the cap" on the ratio map too) with white x marks
 DIVERGED_FACE = "#6F6F6F"
 REGION_FACES = {
     "only_momentum": style.REGION_FACE,
@@ -43,7 +39,6 @@ REGION_FACES = {
     "diverged": DIVERGED_FACE,
 }
 DIVERGED_MARK: dict[str, Any] = dict(marker="x", color="white", ms=4.0, mew=1.0, ls="none")
-RULE_NAMES = {"momentum": "momentum", "nesterov": "Nesterov"}
 
 
 def outline(color: ColorType = "black", width: float = 3.0) -> list[AbstractPathEffect]:
@@ -69,8 +64,7 @@ def mark_cell(ax: Axes, lr_e: np.ndarray, mu_e: np.ndarray, lr: float, mu: float
 
 
 def boundary_look(key: str) -> dict[str, Any]:
-    """A rule's stability boundary as every phase map draws it: the rule's own line
-    (``style.RULE_LOOKS``) over a white stroke, so it reads on any cell."""
+    """A rule's stability boundary: the rule's own line over a white stroke."""
     look = style.run_looks([key])[key]
     return dict(**look.line(), path_effects=outline("white", look.lw + 2.4))
 
@@ -86,8 +80,7 @@ def region_patch(region: str, steps: int) -> Patch:
 
 
 def diverged_handle(label: str) -> Patch:
-    """A legend entry for divergence, drawn as the maps draw it: the dark grey cell with
-    two white x marks (``DIVERGED_MARK``), not a hatch."""
+    """A legend entry for divergence as the maps draw it: dark grey with white x marks."""
     from matplotlib.legend import Legend
     from matplotlib.legend_handler import HandlerPatch
     from matplotlib.lines import Line2D
@@ -110,10 +103,8 @@ def diverged_handle(label: str) -> Patch:
 def draw_ratio_regions(
     ax: Axes, grids: Mapping[str, PhaseGrid], lr_e: np.ndarray, mu_e: np.ndarray
 ) -> tuple[np.ndarray, dict]:
-    """The neutral cells of the ratio map under its colour map: ``neither`` grey, the
-    cells both rules diverge in with the step maps' x marks (gid ``diverged:ratio``),
-    the others a pale neutral, hatched (``style.HATCHES``). Returns the cells' region
-    indices (``ratio_regions``) and ``{region: PatchCollection}`` of the hatched ones."""
+    """The ratio map's neutral cells, hatched (``style.HATCHES``) or with x marks; returns the
+    cells' region indices and ``{region: PatchCollection}`` of the hatched ones."""
     from matplotlib.collections import PatchCollection
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Rectangle
@@ -155,11 +146,8 @@ def _in_view(line) -> bool:
 
 
 def legend_handles(view: PhaseView, steps: int, levels_text: str, critical_text: str) -> tuple[list, list]:
-    """The legend's entries of a ``phase.PhaseView``, each only when its mark is drawn:
-    for the step maps the cap and divergence, the iso-rate contours (``levels_text``) and
-    critical damping (``critical_text``); for the ratio map its neutral regions; and each
-    rule's stability boundary with the maps that draw it (the step maps when they are
-    drawn, else the ratio map). Returns ``(step_entries, ratio_entries)``."""
+    """The legend's entries of ``view``, each only when its mark is drawn; the boundaries go
+    with the step maps when they are drawn. Returns ``(step_entries, ratio_entries)``."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 

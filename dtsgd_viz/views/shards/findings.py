@@ -1,6 +1,4 @@
-"""The words and numbers the shard figures print, as pure functions a notebook can call:
-``spread_text`` (the figure's title), ``norm_change_text`` (the norm panel's title) and
-``layout_text`` (the settings line)."""
+"""The words and numbers the shard figures print, as pure functions a notebook can call."""
 
 from __future__ import annotations
 
@@ -35,7 +33,7 @@ HUMP = 3.0  # a rise to a peak inside the run, said as one when over this (and a
 
 
 def times_text(k: float) -> str:
-    """A factor ``k >= 1`` as the titles say it: ``6.3x``, ``410x``, ``5 decades``.
+    """A factor ``k >= 1`` as the titles say it::
 
     >>> times_text(6.31), times_text(412.0), times_text(2e5)
     ('6.3x', '410x', '5 decades')
@@ -48,7 +46,7 @@ def times_text(k: float) -> str:
 
 
 def layout_text(layout: LayoutSpec) -> str:
-    """The layout in the settings line: its specs, the mesh, the replicas of each block.
+    """The layout in the settings line: its specs, the mesh, the replicas of each block::
 
     >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
     >>> layout_text(LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4})))
@@ -62,8 +60,8 @@ def layout_text(layout: LayoutSpec) -> str:
 
 
 def spread_text(norms: ArrayLike, names: Sequence[str]) -> str:
-    """The finding of one update's blocks (``norms``: one L2 norm per block of ``names``):
-    the largest over the smallest, and which they are; blocks at NaN/Inf or 0 named first.
+    """The figure's title: the largest of one update's block ``norms`` over the smallest, and
+    which they are (``names``); blocks at NaN/Inf or 0 named first::
 
     >>> spread_text([1.0, 1.2], ["a", "b"]), spread_text([2.0], ["CPU:0-7"])
     ('block norms span 1.2x (largest b, smallest a)', 'one block, held whole by every device')
@@ -91,8 +89,7 @@ def spread_text(norms: ArrayLike, names: Sequence[str]) -> str:
 
 
 def median_line(data: ArrayLike) -> np.ndarray:
-    """The median block's norm at each update (``data``: updates x blocks; finite norms
-    above 0 only, NaN where there is none): ``np.median`` as a notebook computes it."""
+    """The median over the finite norms above 0 of each update (``data``: updates x blocks), NaN where none is."""
     data = np.asarray(data, np.float64)
     kept = np.where(np.isfinite(data) & (data > 0), data, np.nan)
     out = np.full(kept.shape[0], np.nan)
@@ -102,12 +99,9 @@ def median_line(data: ArrayLike) -> np.ndarray:
 
 
 def norm_change_text(data: ArrayLike, updates: ArrayLike) -> str:
-    """The norm panel's title: how the median block's norm (``median_line``) changes from
-    its first to its last finite update, in one line; a rise over ``HUMP`` to a peak
-    inside the run that then falls over 1.5x is said as one.
+    """The norm panel's title: how ``median_line`` changes from its first to its last finite
+    update; a rise over ``HUMP`` to a peak that then falls over 1.5x is said as one::
 
-    >>> norm_change_text(np.array([[1.0, 1.0], [0.01, 0.1]]), [4, 2000])
-    'median falls 18x from update 4 to 2000'
     >>> norm_change_text(np.array([[0.0], [1.0], [9.0], [3.0]]), [1, 2, 3, 4])
     'median rises 9x from update 2 to 3, then falls 3x'
     """
@@ -127,8 +121,7 @@ def norm_change_text(data: ArrayLike, updates: ArrayLike) -> str:
 
 
 def change_text(data: ArrayLike, updates: ArrayLike, names: Sequence[str]) -> str:
-    """``norm_change_text`` in whole words, for the live monitor's headline (``names``: one
-    per block, only counted).
+    """``norm_change_text`` in whole words, for the live monitor's headline (``names``: one per block)::
 
     >>> change_text(np.array([[1.0], [9.0], [3.0]]), [1, 2, 3], ["CPU:0"])
     'block norm rises 9x to a peak at update 2, then falls 3x'

@@ -1,6 +1,5 @@
-"""Pure geometry and data of the shard views (no matplotlib, no TensorFlow). A tensor of
-any rank is one 2-D image (rank 0: 1x1, rank 1: a 1xN strip, rank 3+: the leading dims
-flattened into rows); each device block one or more rectangles of it, in cells::
+"""Pure geometry and data of the shard views (no matplotlib): a tensor of any rank is one
+2-D image, each device block one or more rectangles of it, in cells::
 
     >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
     >>> from dtsgd_viz.geometry import shard_geometry
@@ -38,13 +37,9 @@ def update_index(recording: Recording, step: int | None = None) -> int:
 
 
 def image_shape(shape: Sequence[int]) -> tuple[int, int]:
-    """``(rows, cols)`` of the image showing a tensor of ``shape``."""
+    """``(rows, cols)`` of the image of a tensor of ``shape`` (rank 1: a strip; 3+: leading dims as rows)."""
     shape = tuple(shape)
-    if len(shape) == 0:
-        return (1, 1)
-    if len(shape) == 1:
-        return (1, shape[0])
-    return (math.prod(shape[:-1]), shape[-1])
+    return (math.prod(shape[:-1]), shape[-1]) if shape else (1, 1)
 
 
 def as_image(values: np.ndarray) -> np.ndarray:
@@ -55,11 +50,7 @@ def as_image(values: np.ndarray) -> np.ndarray:
 
 def slice_boundaries(shape: Sequence[int]) -> tuple[int, ...]:
     """Image rows between consecutive dim-0 slices of a rank-3+ tensor (empty below rank 3)."""
-    shape = tuple(shape)
-    if len(shape) < 3:
-        return ()
-    rows_per = math.prod(shape[1:-1])
-    return tuple(rows_per * i for i in range(1, shape[0]))
+    return tuple(math.prod(shape[1:-1]) * i for i in range(1, shape[0])) if len(shape) >= 3 else ()
 
 
 def _runs(sorted_ints: np.ndarray) -> list[tuple[int, int]]:
@@ -75,7 +66,6 @@ Rect = tuple[int, int, int, int]
 
 def block_rects(block: tuple[slice, ...], shape: Sequence[int]) -> tuple[Rect, ...]:
     """Rectangles ``(x, y, width, height)`` in image cells covering one block."""
-    shape = tuple(shape)
     if len(shape) == 0:
         return ((0, 0, 1, 1),)
     cols = block[-1]
@@ -88,13 +78,11 @@ def block_rects(block: tuple[slice, ...], shape: Sequence[int]) -> tuple[Rect, .
 
 def device_label(names: Sequence[str]) -> str:
     """``CPU:0`` / ``CPU:0,4`` / ``CPU:0-7``: replicas grouped, a shared prefix once."""
-    names = list(names)
-    prefixes = {n.rsplit(":", 1)[0] for n in names}
-    if len(prefixes) != 1 or not all(n.rsplit(":", 1)[-1].isdigit() and ":" in n for n in names):
-        return ",".join(names)
-    ids = sorted(int(n.rsplit(":", 1)[1]) for n in names)
-    parts = [str(s) if k == 1 else (f"{s},{s + 1}" if k == 2 else f"{s}-{s + k - 1}") for s, k in _runs(np.array(ids))]
-    return f"{prefixes.pop()}:{','.join(parts)}"
+    ids, head = device_ticks(names)
+    if not head:
+        return ",".join(ids)
+    runs = _runs(np.array(sorted(int(i) for i in ids)))
+    return head + ",".join(str(s) if k == 1 else (f"{s},{s + 1}" if k == 2 else f"{s}-{s + k - 1}") for s, k in runs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,14 +140,12 @@ def symmetric_limit(values: np.ndarray) -> float:
 
 
 def shard_norms(recording: Recording, name: str, kind: str = "velocity") -> np.ndarray:
-    """``(n_steps, n_devices)``: the L2 norm of each device's shard at each step (mesh
-    device order, replicas repeated), as ``Recording.shard_stats`` keeps or computes it."""
+    """``(n_steps, n_devices)``: each device's shard's L2 norm at each step (``Recording.shard_stats``)."""
     return np.asarray(recording.shard_stats(name, kind)[..., 0], dtype=np.float64)
 
 
 def block_norm_lines(recording: Recording, name: str, kind: str = "velocity") -> tuple[np.ndarray, np.ndarray]:
-    """``(updates, lines)``: each replica group's L2 norm at each update (float64; NaN
-    where not finite or 0, which a log axis cannot show)."""
+    """``(updates, lines)``: each replica group's L2 norm at each update, NaN where a log axis cannot show it."""
     norms = shard_norms(recording, name, kind)
     geometry = recording.geometry(name)
     lines = np.stack([norms[:, devices[0]] for devices in geometry.replica_groups], axis=1)
@@ -168,9 +154,7 @@ def block_norm_lines(recording: Recording, name: str, kind: str = "velocity") ->
     return np.asarray(recording.steps), lines
 
 
-def run_limit(values: np.ndarray) -> float:
-    """Largest finite magnitude over a whole run: the fixed colour limit."""
-    return symmetric_limit(values)
+run_limit = symmetric_limit  # over a whole run: the fixed colour limit
 
 
 def flagged_steps(recording: Recording, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -198,9 +182,8 @@ def device_ticks(device_names: Sequence[str]) -> tuple[list[str], str]:
 
 
 def minmax_decimate(x: ArrayLike, y: ArrayLike, columns: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(x, y)`` thinned to ``columns`` equal spans of (ascending) x, each keeping its first
-    min, first max and first NaN, plus the ends: spikes and gaps survive. Unchanged (the same
-    arrays) with no more points than columns::
+    """``(x, y)`` thinned to ``columns`` equal spans of x, each keeping its first min, max and
+    NaN, plus the ends: spikes and gaps survive::
 
         >>> x = np.arange(10.0); y = np.array([0, 5, 1, 1, 1, 1, 1, 1, -3, 2.0])
         >>> minmax_decimate(x, y, 2)[1].tolist()
@@ -215,17 +198,9 @@ def minmax_decimate(x: ArrayLike, y: ArrayLike, columns: int) -> tuple[np.ndarra
 
 def minmax_indices(x: Sequence[float] | np.ndarray, y: ArrayLike, columns: int) -> np.ndarray:
     """The indices (ascending) of the points ``minmax_decimate`` keeps."""
-    columns = max(1, int(columns))
-    n = len(x)
+    columns, n = max(1, int(columns)), len(x)
     if n <= columns:
         return np.arange(n)
-    keep = np.sort(np.concatenate([_span_keep(np.asarray(x), np.asarray(y), columns), [0, n - 1]]))
-    return keep[np.concatenate([[True], np.diff(keep) > 0])]
-
-
-def _span_keep(x, y, columns):
-    """Indices of each span's first min, first max and first NaN (``minmax_decimate``)."""
-    n = len(x)
     x = np.asarray(x, np.float64)
     lo, span = x.min(), x.max() - x.min()
     if not span > 0:
@@ -237,11 +212,10 @@ def _span_keep(x, y, columns):
     index = np.arange(n)
     values = np.asarray(y, np.float64)
     nan = np.isnan(values)
-    out = []
+    out = [np.minimum.reduceat(np.where(nan, index, n), starts), [0, n - 1]]
     for fill, reduce in ((np.inf, np.minimum), (-np.inf, np.maximum)):
         v = np.where(nan, fill, values)
         best = np.repeat(reduce.reduceat(v, starts), counts)
         out.append(np.minimum.reduceat(np.where(v == best, index, n), starts))
-    out.append(np.minimum.reduceat(np.where(nan, index, n), starts))
     keep = np.concatenate(out)
-    return keep[keep < n]
+    return np.unique(keep[keep < n])

@@ -1,11 +1,5 @@
-"""The norm panel of ``ShardsView``: each unique block's L2 norm over the updates as a
-log-y line in its block colour, named once at its right end, drawn widest first (a line
-on another shows as a rim); the shown update as a grey line with a dot on every line;
-open circles on the bottom edge where a norm is 0, an X on top at NaN/Inf updates, a
-diamond where replicas disagreed, in a small legend. Past ``MAX_LINES`` blocks, their
-range (a grey band) and median stand for them. A stats recording draws its stored norms.
-Lines are thinned to the axes' pixel columns (``minmax_decimate``); ``data`` keeps every
-update."""
+"""The norm panel of ``ShardsView``: each unique block's L2 norm over the updates as a log-y
+line in its block colour, named at its end, with the shown update and the run's marks."""
 
 from __future__ import annotations
 
@@ -22,7 +16,7 @@ from ..core.log_ticks import use_log_ticks
 from ..mesh.layout_colors import label_ink
 from ..text.direct import label_ends
 from .findings import median_line, norm_change_text
-from .geometry import minmax_decimate, shard_norms
+from .geometry import block_norm_lines, minmax_decimate, shard_norms
 from .tensor_panel import NONFINITE_COLOR
 
 if TYPE_CHECKING:
@@ -55,9 +49,7 @@ def log_x(updates: ArrayLike) -> bool:
 
 
 def log_y(ax: Axes) -> None:
-    """A log y axis in the one tick format (``use_log_ticks``), as many labels as fit its
-    height: 1-2-5 per decade, finer steps when that gives fewer than three, the decades
-    alone (or every few) when 1-2-5 do not fit."""
+    """A log y axis in the one tick format (``use_log_ticks``), 1-2-5 a decade or as many as fit."""
     ax.set_yscale("log")
     lo, hi = ax.dataLim.intervaly
     room = max(2, int(ax.bbox.height * 72 / ax.figure.dpi / (2.2 * style.TICK_SIZE)))  # tick labels that fit
@@ -76,8 +68,7 @@ def log_y(ax: Axes) -> None:
 
 
 def line_widths(n: int) -> list[float]:
-    """The width (points) of each of ``n`` lines in draw order: widest first (a line under
-    another shows).
+    """The width (points) of each of ``n`` lines in draw order: widest first (a line under another shows)::
 
     >>> line_widths(3), line_widths(1)
     ([2.6, 1.9, 1.2], [1.8])
@@ -95,9 +86,7 @@ def _key(marks: Line2D, label: str) -> Line2D:
 
 
 class NormPanel:
-    """``ShardsView``'s norm panel on ``view.norm_ax`` (``line_ax``), reading the view's
-    public state: ``data`` (n_updates, n_blocks) of the drawn norms, ``lines``, ``marks``
-    by gid."""
+    """``ShardsView``'s norm panel on ``view.norm_ax``: ``data`` (updates x blocks) drawn as ``lines``."""
 
     def __init__(self, view: ShardsView):
         self.view, self.ax = view, view.norm_ax
@@ -115,27 +104,19 @@ class NormPanel:
     def columns(self) -> np.ndarray:
         """The L2 norm of each replica group at each update (a stats recording's stored one)."""
         v, firsts = self.view, [d[0] for d in self.view.geometry.replica_groups]
-        if v.stats is not None:
-            return np.asarray(v.stats[:, firsts, 0], np.float64)
-        return np.asarray(shard_norms(v.recording, v.name, v.kind)[:, firsts], np.float64)
+        return shard_norms(v.recording, v.name, v.kind)[:, firsts]
 
     def thinned(self, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-        """``(x, y)`` of one line, at most about 3 points per pixel column of the axes
-        (``minmax_decimate``, in log10(update) on a log update axis)."""
+        """``(x, y)`` of one line thinned to the axes' pixel columns (``minmax_decimate``)."""
         x, ax = self.view.updates, self.ax
         assert ax is not None  # drawn when the view has a norm axes
         split = np.log10(x.astype(np.float64)) if log_x(x) else x.astype(np.float64)
         columns = self.thinned_to[ax] = max(1, int(np.ceil(ax.bbox.width)))
-        if len(x) <= columns:
-            return x, np.asarray(y)
         kept, y = minmax_decimate(split, y, columns)
         return x[np.searchsorted(split, kept)], y
 
     def _load(self) -> None:
-        """``data``: ``columns()`` with NaN where a log line cannot go (not finite, or <= 0)."""
-        cols = self.columns()
-        with np.errstate(invalid="ignore"):
-            self.data = np.where(np.isfinite(cols) & (cols > 0), cols, np.nan)
+        self.data = block_norm_lines(self.view.recording, self.view.name, self.view.kind)[1]
 
     def draw(self) -> None:
         """The lines, the shown update, the marks and the title (once; ``name_lines`` names them)."""
@@ -195,21 +176,22 @@ class NormPanel:
             ax.set_yscale("linear")
             ax.set_ylim(0, 1)
             ax.set_yticks([0], ["0"])
-        if 1 < n <= MAX_LINES and np.isfinite(data).any():  # the median block's norm, under the lines
-            med = median_line(data)
-            (self.median,) = ax.plot(*self.thinned(med), color=MEDIAN_COLOR, lw=1.2, zorder=1.8, gid="norm-median")
-        elif n > MAX_LINES:  # a band and a median for lines that tangle beyond any naming
+        band = n > MAX_LINES  # a band and a median for lines that tangle beyond any naming
+        if band:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN updates: NaN
                 lo, hi = np.nanmin(data, 1), np.nanmax(data, 1)
             x, ok = self.view.updates, np.isfinite(lo) & np.isfinite(hi)
-            fill = ax.fill_between(x, lo, hi, where=ok, color=BAND_COLOR, alpha=0.35, lw=0, zorder=1.5, gid="norm-band")
-            (self.median,) = ax.plot(
-                *self.thinned(median_line(data)), color=MEDIAN_COLOR, lw=1.8, zorder=2.5, gid="norm-median"
-            )
-            self.band = [fill]
+            self.band = [
+                ax.fill_between(x, lo, hi, where=ok, color=BAND_COLOR, alpha=0.35, lw=0, zorder=1.5, gid="norm-band")
+            ]
             for line in self.lines:
                 line.set_visible(False)
+        if band or (n > 1 and np.isfinite(data).any()):  # the median block's norm, under the lines
+            lw, z = (1.8, 2.5) if band else (1.2, 1.8)
+            (self.median,) = ax.plot(
+                *self.thinned(median_line(data)), color=MEDIAN_COLOR, lw=lw, zorder=z, gid="norm-median"
+            )
         cols, updates = self.columns(), self.view.updates
         rows, groups = np.nonzero(cols == 0)
         zeros = self.marks["zero-marks"]
@@ -226,9 +208,7 @@ class NormPanel:
         ax.set_title(norm_change_text(data, updates), fontsize=style.TITLE_SIZE, pad=1.6 * style.NOTE_SIZE + 4)
 
     def name_lines(self) -> None:
-        """Each line named at its end, right of the axes (up to ``MAX_NAMED`` blocks), else in
-        a legend with the marks. Called once the figure holds its titles: the names are
-        moved apart on the axes' height as the layout sizes it."""
+        """Each line named at its end (up to ``MAX_NAMED`` blocks), else a legend, once the layout sized the axes."""
         ax = self.ax
         assert ax is not None  # drawn when the view has a norm axes
         engine = self.view.figure.get_layout_engine()
@@ -298,9 +278,7 @@ class NormPanel:
         dots.set_facecolors([self.view.styles[g][0] for g in keep] or "none")
 
     def _dots(self, x: float, ys: np.ndarray) -> np.ndarray:
-        """``(x, y)`` of one dot per value of ``ys`` at update ``x``: dots closer than a dot's
-        width on the y axis stand side by side, half overlapping and centred on ``x``, so a
-        tie shows each dot and still reads as one update."""
+        """``(x, y)`` of one dot per value of ``ys`` at update ``x``; ties side by side, half overlapping."""
         ax = self.ax
         assert ax is not None  # drawn when the view has a norm axes
         ax.get_ylim()  # the limits autoscaled before they are read

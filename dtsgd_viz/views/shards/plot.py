@@ -1,8 +1,4 @@
-"""``plot_shards``: the global tensor at one optimizer update with each device's block
-outlined, beside each unique block's L2 norm over the updates (``view``)::
-
-    fig = dtsgd_viz.plot_shards(rec, "w", "velocity", step=10)   # update 10
-"""
+"""``plot_shards``: the global tensor at one update, its device blocks outlined, beside each block's norm."""
 
 from .findings import STATS, STATS_ONLY_TEXT  # noqa: F401 - tests read them from here
 from .geometry import shard_norms

@@ -1,8 +1,5 @@
-"""One global tensor as a 2-D heatmap, its device blocks outlined and named on chips in
-their block colours (``style.block_styles``): the panel every shard figure and widget
-shares. A block on the heatmap's top edge has its chip above it, one on the bottom edge
-under the x tick labels, any other on its top outline; a tinted block (no values) in its
-middle. Blocks too small for their chips are not named (``named`` False)."""
+"""One global tensor as a 2-D heatmap, its device blocks outlined and named on chips in their
+block colours: the panel every shard figure and widget shares."""
 
 from __future__ import annotations
 
@@ -41,8 +38,7 @@ OUTLINE_COLOR = "black"
 
 
 def box_aspect(shape: Sequence[int], fill: float = 0.7) -> float | None:
-    """The heatmap's height over its width: None (square cells) for rows/cols in 1/3..3; a
-    flatter tensor ``fill`` at most, cells stretched at most ``MAX_CELL_STRETCH``x; taller: 2.5.
+    """The heatmap's height over its width: None (square cells) for rows/cols in 1/3..3, else capped::
 
     >>> box_aspect((8, 8)) is None, box_aspect((4, 16)), box_aspect((16,))
     (True, 0.625, 0.22)
@@ -57,7 +53,7 @@ def box_aspect(shape: Sequence[int], fill: float = 0.7) -> float | None:
 
 
 def blocks_are_slices(patches: Sequence[BlockPatch], shape: Sequence[int]) -> bool:
-    """Whether ``shape`` is rank 3+ and each block of ``patches`` is one whole d0 slice.
+    """Whether ``shape`` is rank 3+ and each block of ``patches`` is one whole d0 slice::
 
     >>> from types import SimpleNamespace as P
     >>> blocks_are_slices([P(rects=[(0, 0, 4, 2)]), P(rects=[(0, 2, 4, 2)])], (2, 2, 4))
@@ -77,14 +73,9 @@ def blocks_are_slices(patches: Sequence[BlockPatch], shape: Sequence[int]) -> bo
     )
 
 
-def _cmap(name):
-    return colormaps[name].with_extremes(bad=NONFINITE_COLOR)
-
-
 class TensorPanel:
-    """One global tensor drawn on ``ax`` (see the module docstring): ``heatmap`` (None
-    without values), ``outlines`` (one per piece of a block), ``labels`` (one chip per
-    block, on its middle piece), ``patches`` (``BlockPatch``), ``colorbar``."""
+    """One global tensor drawn on ``ax``: ``heatmap`` (None without values), ``outlines``,
+    ``labels`` (one chip per block; ``named`` False when they do not fit), ``colorbar``."""
 
     def __init__(
         self,
@@ -108,7 +99,7 @@ class TensorPanel:
             m = limit if limit is not None else symmetric_limit(image)
             self.heatmap = ax.imshow(
                 image,
-                cmap=_cmap(style.DIVERGING_CMAP),
+                cmap=colormaps[style.DIVERGING_CMAP].with_extremes(bad=NONFINITE_COLOR),
                 vmin=-m,
                 vmax=m,
                 extent=(0, cols, rows, 0),
@@ -125,17 +116,17 @@ class TensorPanel:
             flat = isinstance(self.box_aspect, float) and self.box_aspect < 0.25
             self._colorbar(flat or colorbar == "below")
         self.patches = block_patches(geometry, device_names)
-        self.outlines, self.tints, self.labels = [], [], []
+        self.outlines, self.labels = [], []
         for p in self.patches:
             color, hatch, _ = styles[p.group]
             for x, y, w, h in p.rects:
                 if image is None:
                     tint = Rectangle((x, y), w, h, facecolor=color, alpha=0.35, edgecolor="none", hatch=hatch or None)
-                    self.tints.append(ax.add_patch(tint))
-                    tint.set_gid(f"tint-{p.group}")
-                outline = Rectangle((x, y), w, h, fill=False, edgecolor=OUTLINE_COLOR, lw=1.8, zorder=3)
+                    ax.add_patch(tint).set_gid(f"tint-{p.group}")
+                outline = Rectangle(
+                    (x, y), w, h, fill=False, edgecolor=OUTLINE_COLOR, lw=1.8, zorder=3, gid=f"block-{p.group}"
+                )
                 self.outlines.append(ax.add_patch(outline))
-                outline.set_gid(f"block-{p.group}")
         for y in slice_boundaries(shape):  # under the outlines: a block edge on a slice edge shows
             ax.axhline(y, color="white", lw=3, zorder=2.9, gid="slice-line")
         (self.nonfinite_cells,) = ax.plot(
@@ -151,11 +142,11 @@ class TensorPanel:
             color, hatch, _ = styles[p.group]
             x, y, w, h = p.rects[len(p.rects) // 2]  # a rank-3 block: one chip, on its middle piece
             self.labels.append(self._label(x, y, w, h, p, color, hatch, image is None))
-        self._make_room()
+        if self.named and any(self.label_below(t) for t in self.labels):  # the x label clear of the chips below
+            self.ax.xaxis.labelpad = 4.0 + (LABEL_GAP if len(self.ax.get_xticks()) else 0.0) + 1.6 * CHIP_SIZE + 5.0
 
     def _cell_points(self) -> tuple[float, float]:
-        """A cell's ``(width, height)`` in points once laid out, about: the panel's share of
-        its figure's grid, less colour bar and tick labels (``BESIDE``) and titles."""
+        """A cell's ``(width, height)`` in points once laid out, about: the panel's share of its grid."""
         wide, tall = (v * 72 / self.ax.figure.dpi for v in self.ax.figure.bbox.size)  # a SubFigure's own box
         spec = self.ax.get_subplotspec()
         if spec is None:  # an inset or a hand-placed axes: where it stands
@@ -179,9 +170,7 @@ class TensorPanel:
         return w / self.cols, h / self.rows
 
     def _room(self, centred: bool) -> list[tuple[float, float]]:
-        """Each block's chip's room ``(width, height)`` in points: inside it (tinted); as wide
-        as it (any width for a whole row band), and as tall as it (on an outline) or any
-        height (above or below the heatmap)."""
+        """Each block's chip's room ``(width, height)`` in points (unbounded off the heatmap's edges)."""
         cw, ch = self._cell_points()
         out = []
         for p in self.patches:
@@ -192,7 +181,7 @@ class TensorPanel:
         return out
 
     def _label(self, x, y, w, h, p, color, hatch, centred) -> Text:
-        """A block's chip (see the module docstring), hidden when the blocks are too small."""
+        """A block's chip: above the top edge, under the x tick labels, on its outline, or centred (tinted)."""
         ax = self.ax
         box = dict(boxstyle="round,pad=0.2", facecolor=color, edgecolor="none", alpha=0.9, hatch=hatch or None)
         ink = "black" if float(np.dot(to_rgb(color), (0.299, 0.587, 0.114))) > 0.5 else "white"  # reads on it
@@ -213,11 +202,6 @@ class TensorPanel:
             text = ax.text(x + w / 2, y, p.label, va="center", **kw)
         text.set_visible(self.named)
         return text
-
-    def _make_room(self) -> None:
-        """The x label clear of the chips under the x tick labels."""
-        if self.named and any(self.label_below(t) for t in self.labels):
-            self.ax.xaxis.labelpad = 4.0 + (LABEL_GAP if len(self.ax.get_xticks()) else 0.0) + 1.6 * CHIP_SIZE + 5.0
 
     def label_above(self, text: Text) -> bool:
         """Whether chip ``text`` (one of ``labels``) stands above the heatmap."""
@@ -247,14 +231,12 @@ class TensorPanel:
         self._scale_colorbar()
 
     def _scale_colorbar(self) -> None:
-        """Ticks in units of a power of ten named in the label ("velocity value (×1e-4)"):
-        matplotlib's offset text sits where the label is and overprints it."""
+        """Ticks in units of a power of ten named in the label (matplotlib's offset text overprints it)."""
         if self.colorbar is None or self.heatmap is None:
             return
         m = max(abs(v) for v in self.heatmap.get_clim())
         e = int(np.floor(np.log10(m))) if np.isfinite(m) and m > 0 else 0
         e = e if not -2 <= e <= 3 else 0
-        self.colorbar_scale = e
         self.colorbar.formatter = FuncFormatter(lambda v, _: f"{v / 10.0**e:.4g}")
         self.colorbar.update_ticks()
         self.colorbar.set_label(self.colorbar_label + (f" (×1e{e})" if e else ""), fontsize=style.LABEL_SIZE)
@@ -279,8 +261,7 @@ class TensorPanel:
         self.nonfinite_cells.set_data(c + 0.5, r + 0.5)
 
     def set_image(self, image: np.ndarray, limit: float | None = None) -> None:
-        """Show ``image`` (the 2-D image of another update), on ``(-limit, limit)``
-        (default: its own largest magnitude)."""
+        """Show ``image`` on ``(-limit, limit)`` (default: its own largest magnitude)."""
         m = limit if limit is not None else symmetric_limit(image)
         assert self.heatmap is not None  # a panel drawn with values
         self.heatmap.set_data(image)
@@ -300,10 +281,8 @@ def draw_tensor(
     colorbar: bool | Literal["below"] = True,
     aspect: float | str | None = None,
 ) -> TensorPanel:
-    """Draw one tensor's 2-D ``image`` (``as_image``; None: the blocks alone) on ``ax``, the
-    blocks of ``geometry`` outlined and named. ``limit``: the colour scale's ``(-limit,
-    limit)`` (default: the image's own); ``colorbar``: True (beside), ``"below"`` or False;
-    ``aspect``: None (``box_aspect``), a box aspect or ``"fill"``."""
+    """Draw one tensor's 2-D ``image`` (None: the blocks alone) on ``ax``, the blocks of ``geometry``
+    outlined and named; ``aspect``: None (``box_aspect``), a box aspect or ``"fill"``."""
     return TensorPanel(
         ax, geometry, device_names, style.block_styles(geometry), image, limit, colorbar_label, colorbar, aspect
     )

@@ -1,11 +1,5 @@
-"""One update, three tensors: the parameter, its velocity slot and the gradient, side by
-side (a flat tensor: stacked) with the same device blocks outlined, so a reader sees the
-slot laid out exactly like its parameter and the gradient arrive in that layout too::
-
-    fig = dtsgd_viz.plot_update_shards(rec, "d1/kernel", step=20)   # update 20
-
-A function of its own: ``plot_shards`` follows one kind over time, this compares kinds at
-one update."""
+"""One update, three tensors: the parameter, its velocity slot and the gradient with the same
+device blocks outlined (``plot_shards`` follows one kind over time; this compares kinds)."""
 
 from __future__ import annotations
 
@@ -16,10 +10,9 @@ import numpy as np
 
 from ..core import style
 from ..core.diverging import diverging_text
-from ..core.empty import check_not_empty
 from ..core.figure import fit, headline, new_figure
 from .findings import KIND_NOUNS, STATS_ONLY_TEXT, layout_text, times_text
-from .geometry import as_image, axis_labels, flagged_steps, settings_text, short_device_names, update_index
+from .geometry import as_image, axis_labels, flagged_steps, image_shape, settings_text, short_device_names, update_index
 from .tensor_panel import box_aspect, draw_tensor
 
 if TYPE_CHECKING:
@@ -32,8 +25,7 @@ __all__ = ["plot_update_shards", "update_captions", "magnitude_text"]
 
 
 def update_captions(layout: LayoutSpec, update: int) -> dict[str, str]:
-    """``{kind: caption}`` of the panels at optimizer update ``update`` (``layout``: named
-    by the settings line instead).
+    """``{kind: caption}`` of the panels at optimizer update ``update`` (``layout``: named by the settings line)::
 
     >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
     >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
@@ -48,9 +40,8 @@ def update_captions(layout: LayoutSpec, update: int) -> dict[str, str]:
 
 
 def magnitude_text(largest: dict) -> str | None:
-    """The finding of one update's panels: each kind's largest magnitude (``largest``:
-    ``{kind: max |value|}``, the colour bars' limits) against the first's; None for one
-    kind or a magnitude that is 0 or not finite.
+    """Each kind's largest magnitude (``largest``: ``{kind: max |value|}``) against the first's;
+    None for one kind or a magnitude that is 0 or not finite::
 
     >>> magnitude_text({"param": 0.5, "velocity": 0.005, "grad": 2.0})
     'velocity 100x smaller, gradient 4x larger than the parameter'
@@ -80,7 +71,7 @@ STACKED_EXTRA = 1.0  # inches a stacked panel takes beside its heatmap (caption,
 
 
 def stacked(shape: Sequence[int]) -> bool:
-    """Whether the panels of a tensor of ``shape`` stand one under another (a flat one).
+    """Whether the panels of a tensor of ``shape`` stand one under another (a flat one)::
 
     >>> stacked((4, 16)), stacked((8, 8))
     (True, False)
@@ -93,14 +84,13 @@ def _figure_size(shape: Sequence[int], panels: int) -> tuple[float, float]:
     """``style.WIDTH`` wide (``WIDTH / 3`` a panel side by side), as tall as the panels need."""
     if stacked(shape):  # the headline, then each panel's heatmap and its extras
         return (style.WIDTH, 0.8 + panels * (STACKED_HEIGHT + STACKED_EXTRA))
-    rows, cols = (1, shape[0]) if len(shape) == 1 else (int(np.prod(shape[:-1])), shape[-1])
+    rows, cols = image_shape(shape)
     aspect = min(max(rows / cols, 0.15), 1.6)  # wide tensors: a short figure
     return (style.WIDTH * max(panels, 2) / 3, max(3.6, 2.9 + 2.5 * aspect))
 
 
 def _suptitle(recording, name, index, kinds, shown, stats_only, largest, named) -> tuple[str, str]:
-    """``(finding, settings)``: the magnitudes compared (``magnitude_text``); the run's
-    settings, layout and what is missing, on one line."""
+    """``(finding, settings)``: the magnitudes compared; the run's settings, layout and what is missing."""
     subject = f"{name!r} at update {int(recording.steps[index])}"
     if index in flagged_steps(recording, name)[1]:
         subject += " (replicas disagree)"
@@ -130,18 +120,11 @@ def plot_update_shards(
     kinds: Sequence[str] = ("param", "velocity", "grad"),
     figsize: tuple[float, float] | None = None,
 ) -> Figure:
-    """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (-1..-n
-    count back from the last; None: the last), side by side (flat: stacked), each on its own
-    symmetric colour scale with the same blocks outlined and named. The title compares the
-    kinds' largest magnitudes (``magnitude_text``); kinds not recorded are left out and
-    named; a stats recording's panels show the blocks alone. Returns the ``Figure``.
-
-    >>> import dtsgd_viz
-    >>> r = dtsgd_viz.run(dtsgd_viz.surfaces.ShardedQuadratic(), {"m": dict(learning_rate=0.5,
-    ...                   momentum=0.9)}, steps=5)["m"]                        # doctest: +SKIP
-    >>> fig = dtsgd_viz.plot_update_shards(r, "w", step=3)                    # doctest: +SKIP
+    """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (-1: the
+    last; None: the last), side by side (flat: stacked), each on its own symmetric colour
+    scale with the same blocks outlined; the title compares their largest magnitudes
+    (``magnitude_text``). Kinds not recorded are left out and named. Returns the ``Figure``.
     """
-    check_not_empty(recording)
     index = update_index(recording, step)
     geometry = recording.geometry(name)  # unknown variable: the Recording's own error
     shown = _shown_kinds(recording, kinds)

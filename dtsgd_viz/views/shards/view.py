@@ -1,6 +1,4 @@
-"""``ShardsView``: the artists of ``plot_shards``, held so a widget moves to another update
-or kind in place (``set_index``, ``set_step``, ``set_kind``, ``set_fixed_scale``). It owns
-a ``TensorPanel`` (``tensor``) and a ``NormPanel`` (``norm``)."""
+"""``ShardsView``: the artists of ``plot_shards``, held so a widget moves to another update or kind in place."""
 
 from __future__ import annotations
 
@@ -10,7 +8,6 @@ import numpy as np
 
 from ..core import style
 from ..core.diverging import diverging_text
-from ..core.empty import check_not_empty
 from ..core.figure import fit, headline, new_figure
 from .findings import KIND_NOUNS, STATS_ONLY_TEXT, change_text, layout_text, spread_text  # noqa: F401 - widgets read them here
 from .geometry import (
@@ -42,17 +39,9 @@ __all__ = ["ShardsView", "draw_shards", "plot_shards", "layout_text", "KIND_NOUN
 
 
 class ShardsView:
-    """The shard values view on ``heat_ax`` (None: a stats recording's statistics alone)
-    and ``norm_ax``. ``headline=True`` titles the figure with ``finding()`` over one settings
-    line; False titles the heatmap panel with the subject instead (a caller's figure).
-
-    Attributes tests and widgets read: ``tensor`` (the ``TensorPanel``), ``heatmap``
-    (None for a stats recording), ``lines`` (one norm ``Line2D`` per replica group, x =
-    update), ``step_lines`` (the shown update's line, label and dots), ``end_labels``,
-    ``legend``, ``mismatch_marks``/``nonfinite_marks``, ``zero_marks``, ``stat_axes``/
-    ``stat_lines`` (``{"L2 norm": ...}`` for a stats recording, else empty); the norm panel
-    itself is ``norm``.
-    """
+    """The shard values view: the tensor on ``heat_ax`` (None: a stats recording's norms alone)
+    and the ``norm`` panel on ``norm_ax``. ``headline=True`` titles the figure with ``finding()``;
+    False titles the heatmap panel with the subject instead (a caller's figure)."""
 
     def __init__(
         self,
@@ -66,7 +55,6 @@ class ShardsView:
         fixed_scale: bool = False,
         headline: bool = False,
     ):
-        check_not_empty(recording)
         self.recording, self.name = recording, name
         self.index = update_index(recording, step)
         self.kind, self.fixed_scale = kind, bool(fixed_scale)
@@ -139,8 +127,7 @@ class ShardsView:
         ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE)
 
     def _subject(self) -> str:
-        """What the shown tensor is and when: a gradient is computed in update k (before
-        it applies); a parameter and a velocity are what update k left."""
+        """What the shown tensor is and when: a gradient "at update k", a parameter or velocity "after" it."""
         update = self.recording.steps[self.index]
         when = f" at update {update}" if self.kind == "grad" else f" after update {update}"
         held = self.stats if self.stats_only else self.values
@@ -232,7 +219,6 @@ class ShardsView:
         """The norm panel's artists, as tests and widgets read them off the view."""
         norm = self.norm
         self.line_ax, self.lines, self.step_lines, self.marks = norm.line_ax, norm.lines, norm.step_lines, norm.marks
-        self.labels = self.tensor.labels if self.tensor is not None else []
         held = self.stats_only and self.norm_ax is not None
         self.stat_axes, self.stat_lines = ({"L2 norm": self.norm_ax}, {"L2 norm": norm.lines}) if held else ({}, {})
         self.mismatch_marks, self.nonfinite_marks = norm.marks.get("mismatch-marks"), norm.marks.get("nonfinite-marks")
@@ -267,11 +253,9 @@ def draw_shards(
     fixed_scale: bool = False,
     headline: bool | None = None,
 ) -> ShardsView:
-    """``plot_shards``' ``ShardsView`` (``.figure``), whose ``set_step``/``set_kind``/
-    ``set_fixed_scale`` update it in place. ``headline``: title the figure (default: when
-    ``ax`` is None); False titles the heatmap panel instead."""
-    check_not_empty(recording)
-    update_index(recording, step)
+    """``plot_shards``' ``ShardsView``, which ``set_step``/``set_kind``/``set_fixed_scale`` update
+    in place; ``headline``: title the figure (default: when ``ax`` is None)."""
+    update_index(recording, step)  # an empty recording or unknown update: a clear error
     stats_only = getattr(recording, "mode", "full") == "stats"
     if stats_only:
         recording.shard_stats(name, kind)  # unknown variable/kind: the Recording's own error
@@ -304,27 +288,12 @@ def plot_shards(
     ax: Axes | tuple[Axes, Axes] | list[Axes] | None = None,
     fixed_scale: bool = False,
 ) -> Figure:
-    """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (the first
-    update is 1; -1..-n count back from the last; None: the last), each device's block
-    outlined and named, beside each unique block's L2 norm over the updates: log y, one
-    line per block in its colour named at its end; a diamond where replicas disagreed, an
-    X on top at NaN/Inf updates, an open circle on the bottom edge where a norm is 0. The
-    shown update is a grey line with a dot on every block's line. Returns the ``Figure``.
+    """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (1 is the first,
+    -1 the last; None: the last), each device's block outlined and named, beside each unique
+    block's L2 norm over the updates; returns the ``Figure`` (docs/design.md says what it marks).
 
-    The title is the shown update's finding, ``findings.spread_text`` of
-    ``ShardsView.block_norms()`` ("after update k" for ``param`` and ``velocity``, "at
-    update k" for ``grad``, which update k computed and applied), over one settings line;
-    the norm panel's title is ``findings.norm_change_text`` of the lines.
-
-    ``fixed_scale=True``: one colour scale over the whole run (decay shows as fading);
-    else each update's own. ``ax``: None (a new figure), a pair ``(tensor_ax, norm_ax)``
-    or one ``Axes`` (the tensor alone). Unknown variables, kinds or updates raise a
-    ``ValueError`` naming what is allowed. A ``Recorder(mode="stats")`` recording has no
-    values: its stored block norms are drawn alone.
-
-    >>> import dtsgd_viz
-    >>> r = dtsgd_viz.run(dtsgd_viz.surfaces.ShardedQuadratic(), {"m": dict(learning_rate=0.5,
-    ...                   momentum=0.9)}, steps=5)["m"]                        # doctest: +SKIP
-    >>> fig = dtsgd_viz.plot_shards(r, "w", "velocity", step=3)                # doctest: +SKIP
+    ``fixed_scale=True``: one colour scale over the whole run, else each update's own. ``ax``:
+    None (a new figure), a pair ``(tensor_ax, norm_ax)`` or one ``Axes`` (the tensor alone).
+    A ``mode="stats"`` recording has no values: its stored block norms are drawn alone.
     """
     return draw_shards(recording, name, kind, step, ax=ax, fixed_scale=fixed_scale).figure

@@ -115,7 +115,7 @@ def update_timeline(report: CommunicationReport) -> UpdateTimeline:
     before, after = [], []
     for (kind, dims, groups, passes), items in merged.items():
         serves = tuple(dict.fromkeys(c.serves for c in items))
-        name = f"{kind} over {' x '.join(dims)}" + (" (forward, backward)" if passes else "")
+        name = f"{kind} over {' x '.join(dims)}" + (" (activations)" if passes else "")
         phase = Phase(name, kind, dims, sum(c.bytes_per_device for c in items), groups, serves)
         (before if passes else after).append(phase)
     phases = [*before, *(Phase(name, "local") for name in LOCAL_BEFORE), *after]

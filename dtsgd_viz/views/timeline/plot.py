@@ -25,7 +25,7 @@ BOX_W, BOX_H = 0.86, 0.72
 
 def _tick(phase_name: str, groups: int, size: int) -> str:
     """The phase's name over two or three lines; a collective's with its groups."""
-    name = phase_name.replace(" (forward, backward)", "\n(forward, backward)").replace(" over ", "\nover ")
+    name = phase_name.replace(" (activations)", "\n(activations)").replace(" over ", "\nover ")
     return name.replace("local gradient", "local\ngradient") + (f"\n{groups} groups of {size}" if groups else "")
 
 

@@ -47,6 +47,12 @@ def times(k: float) -> str:
     return f"×{k:.0f}" if k >= 9.5 else f"×{k:.1f}"
 
 
+def span_text(k: float) -> str:
+    """A zoom factor as the share of the wider view a panel spans: ``1/33``, ``1/5.9``
+    (what a reader can check against the axes, whatever size each is drawn at)."""
+    return "1/" + times(k)[1:]
+
+
 def fit_box(data: panel.PanelData, main_box: Box, pad: float = FIT_PAD, *, iterate: bool = True) -> panel.PanelData:
     """``data`` (a ``PanelData``) with its zoom box fitted to what the panel draws: the
     position, the arrows' tips and (``iterate``) Nesterov's iterate, ``pad`` of their
@@ -123,15 +129,21 @@ def zoom_caption(
     insets: set[str],
     projected: bool = False,
 ) -> str:
-    """The caption's words for the zoom: ``"every panel ×33 closer than the paths,
+    """The caption's words for the zoom: ``"every panel spans 1/33 of the paths' width,
     arrows at their true length"`` (``projected``: the paths' plane is a projection of
-    more parameters, so the arrows are their projections on it), and ``"; inset ×8.0
-    closer still"`` for the insets."""
+    more parameters, so the arrows are their projections on it), and ``"; insets: plain
+    1/8.0 of its panel"`` for the insets, in the panels' order."""
+    from ..paths.geometry import rule_name
+
     zoom = shared_factor(main_box, shared)
     arrows = "arrows as projected on the plane" if projected else "arrows at their true length"
-    text = f"every panel {times(zoom)} closer than the paths, {arrows}"
-    closer = sorted({times(_span(shared[k].box) / _span(own[k].box)) for k in insets})  # pyright: ignore[reportArgumentType]  # insets have boxes
-    return text + (f"; inset {', '.join(closer)} closer still" if closer else "")
+    text = f"every panel spans {span_text(zoom)} of the paths' width, {arrows}"
+    spans = [
+        f"{rule_name(k)} {span_text(_span(shared[k].box) / _span(own[k].box))}"  # pyright: ignore[reportArgumentType]  # insets have boxes
+        for k in shared
+        if k in insets
+    ]
+    return text + (f"; insets: {', '.join(spans)} of {'its' if len(spans) == 1 else 'their'} panel" if spans else "")
 
 
 def inset_bounds(shared: panel.PanelData) -> tuple[float, float, float, float]:
@@ -171,7 +183,7 @@ def draw_inset(
     inset.text(
         0.04,
         0.96,
-        times(_span(shared.box) / _span(own.box)),
+        span_text(_span(shared.box) / _span(own.box)),
         transform=inset.transAxes,
         ha="left",
         va="top",
