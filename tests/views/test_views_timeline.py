@@ -163,7 +163,7 @@ def test_bad_input_is_refused_clearly(compiled):
     _, _, reports = compiled
     with pytest.raises(ValueError, match="non-empty mapping.*Received: {}"):
         dtsgd_viz.plot_timeline({})
-    with pytest.raises(ValueError, match=r"reports\['nesterov'\] must be a dtsgd_viz.CommunicationReport.*dict"):
+    with pytest.raises(ValueError, match=r"CommunicationReport as reports\['nesterov'\].*Received: dict"):
         dtsgd_viz.plot_timeline({"momentum": reports["momentum"], "nesterov": {}})
     with pytest.raises(ValueError, match="Expected a dtsgd_viz.CommunicationReport.*Received: str"):
         dtsgd_viz.update_timeline("report")  # type: ignore[arg-type]

@@ -1,25 +1,6 @@
-"""What each update moves between devices, drawn on the mesh.
-
-``traffic_items`` reads a ``CommunicationPlan`` (predicted gradient all-reduces) or a
-``CommunicationReport`` (measured collectives) as one list of ``Item`` s, each with the
-device groups it joins (``mesh_groups``); ``communication_geometry`` places the devices
-and the groups (pure, tested numerically); ``plot_communication`` draws one panel per set
-of mesh dims the traffic runs along: the devices as circles on the mesh grid, each group
-that reduces together shaded as one rounded box (one colour per mesh dim), and under it
-what the bytes serve::
-
-    >>> from dtsgd_viz import LayoutSpec, MeshSpec, communication_plan
-    >>> mesh = MeshSpec.create({"batch": 2, "model": 4})
-    >>> plan = communication_plan({"w": ((8, 16), "float32", LayoutSpec(("unsharded", "model"), mesh))})
-    >>> mesh_groups(mesh, ("batch",))
-    ((0, 4), (1, 5), (2, 6), (3, 7))
-    >>> [(i.mesh_dims, i.bytes_per_device, i.label) for i in traffic_items(plan)]
-    [(('batch',), 128, 'w')]
-    >>> headline(plan)
-    'Each update all-reduces 128 B of gradient per device along batch'
-    >>> communication_geometry(plan).panels[0].groups[0].boxes
-    ((0.07, 0.07, 0.86, 1.86),)
-"""
+"""What each update moves between devices, drawn on the mesh: ``traffic_items`` reads a
+plan or a report, ``communication_geometry`` places devices and groups, ``plot_communication``
+draws one panel per set of mesh dims."""
 
 from __future__ import annotations
 
@@ -54,8 +35,7 @@ HULL = 0.43  # cells from a device's centre to its group's box
 
 @dataclasses.dataclass(frozen=True)
 class Item:
-    """One collective (measured) or gradient all-reduce (predicted), as the views count
-    it: each device of each of ``groups`` contributes ``bytes_per_device``."""
+    """One collective or gradient all-reduce: each device of ``groups`` sends ``bytes_per_device``."""
 
     kind: str
     mesh_dims: tuple[str, ...]
@@ -67,8 +47,7 @@ class Item:
 
 
 def mesh_groups(mesh: MeshSpec, dims: Iterable[str]) -> tuple[tuple[int, ...], ...]:
-    """The device groups (mesh device order) whose members differ only along ``dims``:
-    one per position on the other dims, ordered by their first device."""
+    """The device groups whose members differ only along ``dims``, by first device."""
     axes = [mesh.dim_names.index(d) for d in dims]
     groups: dict[tuple, list[int]] = {}
     for d in range(mesh.num_devices):
@@ -78,8 +57,7 @@ def mesh_groups(mesh: MeshSpec, dims: Iterable[str]) -> tuple[tuple[int, ...], .
 
 
 def traffic_items(obj: CommunicationPlan | CommunicationReport) -> tuple[Item, ...]:
-    """The traffic of a plan or report along at least one mesh dim (a collective along
-    none moves nothing between devices), in plan or program order."""
+    """The traffic of a plan or report along at least one mesh dim, in plan or program order."""
     if isinstance(obj, CommunicationPlan):
         return tuple(
             Item(
@@ -114,8 +92,7 @@ def traffic_items(obj: CommunicationPlan | CommunicationReport) -> tuple[Item, .
 
 
 def per_device(mesh: MeshSpec, item: Item) -> np.ndarray:
-    """Bytes each device (mesh device order) contributes to ``item``: its own bytes on
-    the devices of its groups, 0 elsewhere."""
+    """Bytes each device (mesh device order) contributes to ``item``."""
     out = np.zeros(mesh.num_devices, np.int64)
     for g in item.groups:
         out[list(g)] = item.bytes_per_device
@@ -123,8 +100,7 @@ def per_device(mesh: MeshSpec, item: Item) -> np.ndarray:
 
 
 def totals(mesh: MeshSpec, items: Sequence[Item]) -> dict[tuple[str, ...], int]:
-    """Bytes per device per update by set of mesh dims: single dims in mesh order, then
-    sets of two or more."""
+    """Bytes per device per update by set of mesh dims: single dims first, in mesh order."""
     order = sorted({i.mesh_dims for i in items}, key=lambda ds: (len(ds) > 1, [mesh.dim_names.index(d) for d in ds]))
     return {dims: sum(i.bytes_per_device for i in items if i.mesh_dims == dims) for dims in order}
 
@@ -143,9 +119,7 @@ def dims_text(dims: Sequence[str]) -> str:
 
 
 def headline(obj: CommunicationPlan | CommunicationReport) -> str:
-    """The finding: ``Each update all-reduces 3.6 KiB per device along batch, 2 KiB along
-    model`` (``of gradient`` for a plan, ``moves`` when not every collective is an
-    all-reduce)."""
+    """The finding: ``Each update all-reduces 3.6 KiB per device along batch, 2 KiB along model``."""
     items, plan = traffic_items(obj), isinstance(obj, CommunicationPlan)
     if not items:
         if plan:
@@ -153,12 +127,10 @@ def headline(obj: CommunicationPlan | CommunicationReport) -> str:
         return "Each update moves nothing between devices"
     verb = "all-reduces" if all(i.kind == "all-reduce" for i in items) else "moves"
     parts = [
-        format_bytes(b) + (" of gradient" if plan and k == 0 else "") + (" per device" if k == 0 else "")
-        for k, b in enumerate(totals(obj.mesh, items).values())
+        format_bytes(b) + (" of gradient" * plan + " per device" if k == 0 else "") + f" along {dims_text(d)}"
+        for k, (d, b) in enumerate(totals(obj.mesh, items).items())
     ]
-    return f"Each update {verb} " + ", ".join(
-        f"{p} along {dims_text(d)}" for p, d in zip(parts, totals(obj.mesh, items))
-    )
+    return f"Each update {verb} " + ", ".join(parts)
 
 
 def _nb(text: str) -> str:
@@ -167,8 +139,7 @@ def _nb(text: str) -> str:
 
 
 def settings_text(obj: CommunicationPlan | CommunicationReport) -> str:
-    """The subtitle: what was measured or predicted, on which mesh, and how many
-    collectives of each kind."""
+    """The subtitle: what was measured or predicted, on which mesh, how many collectives."""
     traffic_items(obj)  # a plan or a report, else a TypeError saying so
     mesh = _nb(str(obj.mesh))
     if isinstance(obj, CommunicationPlan):
@@ -183,10 +154,8 @@ def settings_text(obj: CommunicationPlan | CommunicationReport) -> str:
 
 
 def serves_lines(items: Iterable[Item], max_items: int = 3) -> tuple[str, ...]:
-    """What the items are for, biggest first: one line per purpose (bytes per device;
-    how many collectives of which kind unless all are all-reduces) and, for several
-    gradients, one indented line for each of the ``max_items`` largest, then ``+N more``.
-    Spaces inside a figure or a count are no-break spaces (U+00A0)."""
+    """What the items are for, biggest first: one line per purpose and, for several gradients,
+    an indented line for each of the ``max_items`` largest, then ``+N more``."""
     by: dict[str, list[Item]] = {}
     for i in items:
         by.setdefault(i.serves, []).append(i)
@@ -209,14 +178,11 @@ def serves_lines(items: Iterable[Item], max_items: int = 3) -> tuple[str, ...]:
     return tuple(lines)
 
 
-# ---- geometry ---------------------------------------------------------------------------
-
-
-def device_positions(mesh: MeshSpec) -> tuple[np.ndarray, tuple[tuple[float, str], ...], tuple[float, float]]:
-    """``(centres, rows, extent)``: each device's centre (x, y) in cell units (mesh device
-    order; columns the last mesh dim, rows the one before, the dims before those stack row
-    groups with a gap between); each row's centre and its coordinates on the dims before
-    the last (``batch=1``); the grid's width and height."""
+def device_positions(
+    mesh: MeshSpec, gap: float = ROW_GAP
+) -> tuple[np.ndarray, tuple[tuple[float, str], ...], tuple[float, float]]:
+    """``(centres, rows, extent)``: each device's centre in cells (columns the last mesh dim,
+    rows the one before, row groups ``gap`` apart), each row's centre and coordinates, the grid's size."""
     sizes: tuple[int, ...] = tuple(mesh.dim_sizes)
     names, ncols = mesh.dim_names, sizes[-1]
     inner = sizes[-2] if len(sizes) >= 2 else 1
@@ -225,19 +191,17 @@ def device_positions(mesh: MeshSpec) -> tuple[np.ndarray, tuple[tuple[float, str
         c: tuple[int, ...] = mesh.device_coords(d)
         col, row = c[-1], (c[-2] if len(c) >= 2 else 0)
         group = int(np.ravel_multi_index(c[:-2], sizes[:-2])) if len(c) > 2 else 0
-        y = group * (inner + ROW_GAP) + row + 0.5
+        y = group * (inner + gap) + row + 0.5
         centres[d] = (col + 0.5, y)
         if len(c) >= 2:
             rows[y] = ", ".join(f"{n}={i}" for n, i in zip(names[:-1], c[:-1]))
     groups = math.prod(sizes[:-2])
-    return centres, tuple(sorted(rows.items())), (float(ncols), groups * inner + (groups - 1) * ROW_GAP)
+    return centres, tuple(sorted(rows.items())), (float(ncols), groups * inner + (groups - 1) * gap)
 
 
 @dataclasses.dataclass(frozen=True)
 class GroupBox:
-    """One group of devices that reduce together: ``boxes`` (x, y, w, h in cells), one
-    rounded box around the whole group (a row, a column or a block of the grid) when it
-    holds no other device, else one around each member."""
+    """One group of devices that reduce together and its ``boxes`` (x, y, w, h in cells)."""
 
     devices: tuple[int, ...]
     boxes: tuple[tuple[float, float, float, float], ...]
@@ -249,17 +213,18 @@ def group_boxes(centres: np.ndarray, group: Sequence[int]) -> GroupBox:
     pts = centres[list(group)]
     (x0, y0), (x1, y1) = pts.min(axis=0) - HULL, pts.max(axis=0) + HULL
     inside = (centres[:, 0] > x0) & (centres[:, 0] < x1) & (centres[:, 1] > y0) & (centres[:, 1] < y1)
-    whole = inside.sum() == len(group)
-    spans = [(x0, y0, x1, y1)] if whole else [(x - HULL, y - HULL, x + HULL, y + HULL) for x, y in pts]
-    spans = [tuple(float(v) for v in span) for span in spans]
-    boxes = [(a, b, c - a, d - b) for a, b, c, d in spans]
-    return GroupBox(tuple(group), tuple((round(a, 9), round(b, 9), round(c, 9), round(d, 9)) for a, b, c, d in boxes))
+    corners = (
+        [(x0, y0, x1, y1)] if inside.sum() == len(group) else [(x - HULL, y - HULL, x + HULL, y + HULL) for x, y in pts]
+    )
+    spans = [tuple(float(v) for v in span) for span in corners]
+    return GroupBox(
+        tuple(group), tuple((round(a, 9), round(b, 9), round(c - a, 9), round(d - b, 9)) for a, b, c, d in spans)
+    )
 
 
 @dataclasses.dataclass(frozen=True)
 class DimPanel:
-    """The traffic along one set of mesh dims: its colour, bytes per device per update,
-    the groups that reduce together, its title and the lines saying what it serves."""
+    """The traffic along one set of mesh dims."""
 
     mesh_dims: tuple[str, ...]
     color: str
@@ -275,8 +240,7 @@ class DimPanel:
 
 @dataclasses.dataclass(frozen=True)
 class CommunicationPicture:
-    """Everything ``plot_communication`` draws: positions in cell units (``centres``:
-    mesh device order), the figure's size in inches."""
+    """Everything ``plot_communication`` draws, in cell units; ``figsize`` in inches."""
 
     mesh: MeshSpec
     centres: np.ndarray
@@ -294,10 +258,8 @@ class CommunicationPicture:
 def communication_geometry(
     obj: CommunicationPlan | CommunicationReport, *, max_items: int = 3, title: str | None = None
 ) -> CommunicationPicture:
-    """The picture of a ``CommunicationPlan`` or ``CommunicationReport``: the devices, one
-    panel per set of mesh dims (its groups, what the bytes serve: the top ``max_items``
-    variables, then ``+N more``), the finding (``headline``), the settings
-    (``settings_text``), a one-line note and the figure's size (at most ``WIDTH``)."""
+    """The picture of a plan or report: the devices, one panel per set of mesh dims, the
+    finding (``headline``), the settings (``settings_text``), a note and the figure's size."""
     items, mesh = traffic_items(obj), obj.mesh
     centres, rows, (gw, gh) = device_positions(mesh)
     panels = []
@@ -335,9 +297,6 @@ def communication_geometry(
     )
 
 
-# ---- the figure -------------------------------------------------------------------------
-
-
 def plot_communication(
     report_or_plan: CommunicationReport | CommunicationPlan,
     *,
@@ -345,24 +304,9 @@ def plot_communication(
     max_items: int = 3,
     title: str | None = None,
 ) -> Figure:
-    """The collectives of one update on the mesh: a ``CommunicationReport``
-    (``dtsgd_viz.communication(step)``: measured) or a ``CommunicationPlan``
-    (``dtsgd_viz.communication_plan``: the gradient all-reduces predicted from layouts;
-    activation traffic is not predictable from layouts, measure it). The title is the
-    finding (``title`` replaces it), the subtitle the settings; each group of devices
-    that reduces together is one shaded box (no order among its members); under each
-    panel, what its bytes serve, the ``max_items`` largest gradients by name and
-    ``+N more``. Draws into ``fig`` (cleared and resized) when given; returns the Figure.
-
-    >>> from dtsgd_viz import LayoutSpec, MeshSpec, communication_plan
-    >>> from dtsgd_viz.views.core.figure import headline_texts
-    >>> mesh = MeshSpec.create({"batch": 2, "model": 4})
-    >>> plan = communication_plan({
-    ...     "kernel": ((24, 64), "float32", LayoutSpec(("unsharded", "model"), mesh)),
-    ...     "bias": ((64,), "float32", LayoutSpec(("model",), mesh))})
-    >>> headline_texts(plot_communication(plan))[0]
-    'Each update all-reduces 1.56 KiB of gradient per device along batch'
-    """
+    """The collectives of one update on the mesh, measured (``CommunicationReport``) or
+    predicted (``CommunicationPlan``): one shaded box per group of devices that reduces
+    together, what the bytes serve under each panel. Draws into ``fig`` when given."""
     pic = communication_geometry(report_or_plan, max_items=max_items, title=title)
     if fig is None:
         fig = new_figure(pic.figsize)
@@ -447,8 +391,7 @@ def _draw_panel(ax, pic: CommunicationPicture, panel: DimPanel, k: int) -> None:
 
 
 def _serves_text(lines: Sequence[str]) -> str:
-    """``serves_lines`` as a few lines: each purpose on its own, its named gradients
-    together on the line after it."""
+    """``serves_lines`` with each purpose's named gradients joined on the line after it."""
     out: list[str] = []
     for s in lines:
         if not s.startswith("  "):

@@ -1,20 +1,5 @@
-"""Mesh layout views: which block of a tensor each device holds, as a figure or as text.
-
-Each view takes a live DTensor ``Layout`` + shape, a ``DVariable``, a plain
-``LayoutSpec`` + shape (a hypothetical layout: no devices, no TensorFlow), or a
-``Recording`` + ``name=``::
-
-    >>> from dtsgd_viz import LayoutSpec, MeshSpec, layout_table, plot_layout
-    >>> layout = LayoutSpec(("unsharded", "y"), MeshSpec.create({"x": 2, "y": 2}))
-    >>> print(layout_table(layout, (4, 6)))
-    shape (4, 6), sharding [unsharded, y], Mesh(x=2, y=2; 4 devices): 2 unique blocks of (4, 3), 2 copies each
-    block  slices      local shape  devices
-    0      [0:4, 0:3]  (4, 3)       CPU:0, CPU:2
-    1      [0:4, 3:6]  (4, 3)       CPU:1, CPU:3
-    >>> fig = plot_layout(layout, (4, 6))   # a matplotlib Figure; save or display it
-
-TensorFlow is imported only when a live DTensor object is passed in.
-"""
+"""Mesh layout views: which block of a tensor each device holds, as a figure or as text,
+from a DTensor ``Layout`` + shape, a ``DVariable``, a ``LayoutSpec`` + shape or a ``Recording`` + ``name=``."""
 
 from __future__ import annotations
 
@@ -40,9 +25,6 @@ if TYPE_CHECKING:
 
 MAX_RANK = 4
 _ACCEPTS = "a DTensor Layout + shape, a DVariable or DTensor, a dtsgd_viz.LayoutSpec + shape, or a Recording + name="
-
-
-# ---- what was passed in -------------------------------------------------------------
 
 
 def _check_shape(shape, layout: LayoutSpec, max_rank: int | None = MAX_RANK) -> tuple[int, ...]:
@@ -106,9 +88,6 @@ def resolve(
     return _check_shape(shape, layout, max_rank), layout, name
 
 
-# ---- the figure -------------------------------------------------------------------------
-
-
 def plot_layout(
     obj: Any,
     shape: Sequence[int] | None = None,
@@ -118,22 +97,10 @@ def plot_layout(
     title: str | None = None,
     note: str | None = None,
 ) -> Figure:
-    """The global tensor cut into the block each device holds, coloured by block.
-
-    Each block is labelled with every device holding it; the axes name the mesh dim
-    sharding each tensor dim. With copies, a key of the devices on the mesh, each in its
-    block's colour, shows where the copies live. Ranks 3 and 4 get one small panel per
-    index of the sharded leading dims. The title is ``layout_geometry.finding_text`` (the
-    counts ``layout_table`` prints); ``note`` joins the one-line note under the subtitle
-    (``LayoutExplorer`` gives the bytes per device). Returns the ``Figure`` (the one
-    ``ax`` is in when given: rank 1 or 2, its blocks named in a legend beside it).
-
-    >>> from dtsgd_viz import LayoutSpec, MeshSpec, plot_layout
-    >>> mesh = MeshSpec.create({"batch": 2, "model": 4})
-    >>> fig = plot_layout(LayoutSpec(("batch", "model"), mesh), (4, 8), name="w")
-    >>> fig.texts[0].get_text(), fig.axes[0].texts[0].get_text()
-    ('w (4, 8): 8 devices, 8 distinct 2x2 blocks', 'CPU:0')
-    """
+    """The global tensor cut into the block each device holds, coloured by block, each block
+    labelled with the devices holding it; with copies, a key of the devices on the mesh.
+    Ranks 3 and 4 get one panel per index of the sharded leading dims; ``note`` joins the
+    note under the subtitle. Draws into ``ax`` when given (rank 1 or 2)."""
     shape, layout, name = resolve(obj, shape, name)
     if ax is not None:
         if len(shape) > 2:
@@ -164,29 +131,13 @@ def plot_layout(
     pic = layout_picture(shape, layout, name=name, title=title, note=note)
     fig = Figure(figsize=pic.figsize, dpi=DPI)
     fw, fh = pic.figsize
-    fig.text(0.5, 1 - 0.12 / fh, pic.title, ha="center", va="top", fontsize=SUPTITLE_SIZE, fontweight="bold")
-    fig.text(
-        0.5,
-        1 - 0.42 / fh,
-        pic.subtitle,
-        ha="center",
-        va="top",
-        fontsize=SUBTITLE_SIZE,
-        color=SUBTITLE_COLOR,
-        gid="subtitle",
-    )
-    if pic.note:
-        fig.text(
-            0.5,
-            1 - 0.68 / fh,
-            pic.note,
-            ha="center",
-            va="top",
-            fontsize=NOTE_SIZE,
-            style="italic",
-            color="#444444",
-            gid="note",
-        )
+    heads = [
+        (0.12, pic.title, {"fontsize": SUPTITLE_SIZE, "fontweight": "bold"}),
+        (0.42, pic.subtitle, {"fontsize": SUBTITLE_SIZE, "color": SUBTITLE_COLOR, "gid": "subtitle"}),
+        (0.68, pic.note, {"fontsize": NOTE_SIZE, "style": "italic", "color": "#444444", "gid": "note"}),
+    ]
+    for y, text, looks in heads[: 2 + bool(pic.note)]:
+        fig.text(0.5, 1 - y / fh, text, ha="center", va="top", **looks)
     for panel in pic.panels:
         left, bottom, w, h = panel.box
         _draw_panel(fig.add_axes((left / fw, bottom / fh, w / fw, h / fh)), panel)
@@ -196,8 +147,7 @@ def plot_layout(
 
 
 def _cells(ax, cells, box_gid: str, label_gid: str, lw: float) -> None:
-    """Each cell as a rectangle in its block's colour and hatch, its label centred on it
-    (on a hatched cell, on a chip of the cell's plain colour)."""
+    """Each cell as a rectangle in its block's colour and hatch, its label centred on it."""
     for c in cells:
         key = getattr(c, "group", getattr(c, "device", 0))
         x, y, w, h = c.rect
@@ -247,9 +197,6 @@ def _draw_key(fig, key: MeshKey, figsize) -> None:
     ax.set_title(key.title, fontsize=NOTE_SIZE)
     for spine in ax.spines.values():
         spine.set_visible(False)
-
-
-# ---- text ---------------------------------------------------------------------------------
 
 
 class TextTable(str):
@@ -304,9 +251,8 @@ def _specs(layout: LayoutSpec) -> str:
 
 
 def layout_table(obj: Any, shape: Sequence[int] | None = None, *, name: str | None = None) -> TextTable:
-    """The layout as deterministic text: a header line, then one row per unique block
-    (its index, the slices it covers, its local shape, every device holding it).
-    Takes what ``plot_layout`` takes; returns a ``str`` (shown as HTML in Jupyter)."""
+    """The layout as text: a header line, then one row per unique block (slices, local shape,
+    devices); takes what ``plot_layout`` takes."""
     shape, layout, name = resolve(obj, shape, name, max_rank=None)
     geom = shard_geometry(shape, layout)
     names, n = layout.mesh.short_device_names, layout.mesh.num_devices
@@ -355,10 +301,9 @@ def _memory_line(entries, with_slots) -> str:
 
 
 def model_table(obj: Any, *, memory: bool = False) -> TextTable:
-    """Every variable of a tf-keras model, optimizer or Recording with its shape and
-    layout; with an optimizer (given, or compiled into the model) each momentum slot's
-    layout too, flagged ``DIFFERS`` where it is not its parameter's layout. ``memory=True``
-    adds a last line: the bytes each device holds (``dtsgd_viz.memory_plan`` has the table)."""
+    """Every variable of a tf-keras model, optimizer or Recording with its shape and layout,
+    and each momentum slot's layout (``DIFFERS`` where it is not its parameter's);
+    ``memory=True`` adds the bytes each device holds."""
     from ...dtensor.keras3 import check
 
     check(obj, "The object model_table was given")

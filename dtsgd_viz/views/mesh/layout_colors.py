@@ -1,13 +1,5 @@
-"""Colours of the layout view's blocks and of the text on them (pure, no drawing).
-
-Past ``len(BLOCK_COLORS)`` blocks each block takes its mesh coordinate's colour
-(``mesh_colors``): the hue runs along one mesh dim from red to purple without wrapping
-round, the lightness follows the other. Text on a block is black or white by the
-block's lightness (``text_color_for``)::
-
-    >>> text_color_for("#FFFFFF"), text_color_for("#332288")
-    ('black', 'white')
-"""
+"""Colours of the layout view's blocks (past ``BLOCK_COLORS``, by mesh coordinate in CIELCh)
+and of the text on them (pure, no drawing)."""
 
 from __future__ import annotations
 
@@ -74,15 +66,8 @@ INK_LIGHTNESS = 55.0  # CIE L*: text in a line's colour is darkened to at most t
 
 
 def label_ink(color: ColorType, max_lightness: float = INK_LIGHTNESS) -> tuple[float, float, float]:
-    """``color`` for text on white: itself when dark enough, else the same hue darkened
-    (scaled towards black) to CIE L* ``max_lightness`` (about 4:1 contrast on white), so a
-    pale line colour (Tol's sand or cyan) still names its line legibly.
-
-    >>> label_ink("#332288") == to_rgb("#332288")
-    True
-    >>> round(lightness_of(label_ink("#DDCC77")))
-    55
-    """
+    """``color`` for text on white: itself when dark enough, else the same hue darkened to CIE L*
+    ``max_lightness`` (about 4:1 contrast on white), so a pale line colour still names its line."""
     rgb = to_rgb(color)
     if lightness_of(rgb) <= max_lightness:
         return rgb
@@ -105,21 +90,14 @@ def levels(n: int) -> tuple[float, ...]:
 
 
 def grid_color(i: int, n_i: int, j: int, n_j: int) -> tuple[float, float, float]:
-    """Cell ``(i, j)`` of an ``n_i x n_j`` grid: hue along ``i`` over ``HUE_SPAN`` (no
-    wrap), lightness ``levels(n_j)[j]``.
-
-    >>> len({grid_color(i, 16, j, 4) for i in range(16) for j in range(4)})
-    64
-    """
+    """Cell ``(i, j)`` of an ``n_i x n_j`` grid: hue along ``i`` (no wrap), lightness ``levels(n_j)[j]``."""
     hue = HUE_START + HUE_SPAN * i / max(1, n_i - 1)
     return _lch_to_rgb(levels(n_j)[j], CHROMA, hue)
 
 
 def mesh_colors(geometry: ShardGeometry) -> tuple[tuple[float, float, float], ...]:
-    """Each replica group's colour by its block's mesh coordinate: hue along the larger
-    sharding mesh dim, lightness along the other. One sharding mesh dim: hue along it,
-    lightness cycling over ``ONE_DIM_LEVELS`` levels, so neighbours differ in both and
-    blocks of one lightness are three hue steps apart."""
+    """Each replica group's colour by its block's mesh coordinate: hue along the larger sharding
+    mesh dim, lightness along the other (one dim: lightness cycling over ``ONE_DIM_LEVELS``)."""
     layout = geometry.layout
     mesh = layout.mesh
     used = [d for d in mesh.dim_names if d in layout.sharding_specs and mesh.dim_size(d) > 1]

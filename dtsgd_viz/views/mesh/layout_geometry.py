@@ -1,15 +1,5 @@
-"""Pure geometry and words of the layout view: each block's rectangle, colour and label
-(every device holding it, in the first form that fits: ``device_forms``), each panel's
-box, the mesh key, the title and the figure's size (no TensorFlow, no drawing).
-
-Rectangles are in tensor element units (x = last tensor dim, y = the one before,
-growing downwards like a matrix); boxes in inches from the figure's bottom-left::
-
-    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
-    >>> pic = layout_picture((4, 6), LayoutSpec(("x", "unsharded"), MeshSpec.create({"x": 2, "y": 2})))
-    >>> [(b.rect, b.devices, b.label) for b in pic.panels[0].blocks]
-    [((0, 0, 6, 2), (0, 1), 'CPU:0, CPU:1'), ((0, 2, 6, 2), (2, 3), 'CPU:2, CPU:3')]
-"""
+"""Pure geometry and words of the layout view: each block's rectangle (tensor elements, y
+downwards), colour and label, each panel's box (inches), the mesh key, the title, the size."""
 
 from __future__ import annotations
 
@@ -18,11 +8,10 @@ import itertools
 import math
 from collections.abc import Iterable, Sequence
 
-import numpy as np
-
 from ...geometry import ShardGeometry, shard_geometry
 from ...specs import UNSHARDED, LayoutSpec
 from ..core.style import BLOCK_COLORS, LABEL_SIZE, NOTE_SIZE, SUPTITLE_SIZE, TICK_SIZE, WIDTH, block_styles
+from .communication import device_positions
 from .layout_colors import mesh_colors, text_color_for
 
 
@@ -40,11 +29,7 @@ def slice_text(slices: Iterable[slice]) -> str:
 
 
 def compact_devices(devices: Iterable[int]) -> str:
-    """``d0,d4`` for a few devices; runs of three or more as ``d0-d3``.
-
-    >>> compact_devices([0, 1, 2, 3, 8, 9])
-    'd0-d3,d8,d9'
-    """
+    """``d0,d4`` for a few devices; runs of three or more as ``d0-d3``."""
     runs: list[list[int]] = []
     for d in devices:
         if runs and d == runs[-1][1] + 1:
@@ -55,8 +40,7 @@ def compact_devices(devices: Iterable[int]) -> str:
 
 
 def device_forms(devices: Sequence[int], names: Sequence[str]) -> tuple[str, str, str]:
-    """A replica group's names, most to least explicit: ``CPU:0, CPU:4``, JAX's
-    ``CPU 0,4`` (runs of three or more as ``0-3``), the bare ids ``0,4``."""
+    """A replica group's names, most to least explicit: ``CPU:0, CPU:4``, ``CPU 0,4``, ``0,4``."""
     full = ", ".join(names[d] for d in devices)
     heads = {names[d].rsplit(":", 1)[0] for d in devices}
     ids = [names[d].rsplit(":", 1)[-1] for d in devices]
@@ -67,8 +51,7 @@ def device_forms(devices: Sequence[int], names: Sequence[str]) -> tuple[str, str
 
 
 def bare_ids(texts: Iterable[str]) -> bool:
-    """Whether any of ``texts`` names devices by bare id (``0,16``), which only a note can
-    say are device ids."""
+    """Whether any of ``texts`` names devices by bare id (``0,16``)."""
     return any(t and all(ch.isdigit() or ch in ",\n" for ch in t) for t in texts)
 
 
@@ -78,8 +61,7 @@ def ids_text(names: Sequence[str]) -> str:
 
 
 def dim_text(layout: LayoutSpec, dim: int, short: bool = False) -> str:
-    """``tensor dim 1 — sharded over 'model' (4)`` or ``tensor dim 0 — not sharded``;
-    ``short``: ``dim 1 — over 'model' (4)``, for small faceted panels."""
+    """``tensor dim 1 — sharded over 'model' (4)`` or ``tensor dim 0 — not sharded``; ``short``: ``dim 1 — over``."""
     spec = layout.sharding_specs[dim]
     over = "over" if short else "sharded over"
     how = "not sharded" if spec == UNSHARDED else f"{over} '{spec}' ({layout.mesh.dim_size(spec)})"
@@ -87,14 +69,7 @@ def dim_text(layout: LayoutSpec, dim: int, short: bool = False) -> str:
 
 
 def mesh_dim_role(layout: LayoutSpec, mesh_dim: str) -> str:
-    """What a mesh dim does to the tensor: ``model: cuts tensor dim 1 (4 ways)``, or
-    ``batch: unused -> 2 copies`` (devices along an unused mesh dim hold the same block).
-
-    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
-    >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
-    >>> [mesh_dim_role(spec, d) for d in ("batch", "model")]
-    ['batch: unused -> 2 copies', 'model: cuts tensor dim 1 (4 ways)']
-    """
+    """What a mesh dim does to the tensor: ``model: cuts tensor dim 1 (4 ways)``, ``batch: unused -> 2 copies``."""
     size = layout.mesh.dim_size(mesh_dim)
     if mesh_dim in layout.sharding_specs:
         return f"{mesh_dim}: cuts tensor dim {layout.sharding_specs.index(mesh_dim)} ({size} ways)"
@@ -108,24 +83,12 @@ def copies_text(layout: LayoutSpec) -> str:
     return "mesh dims: " + " · ".join(mesh_dim_role(layout, d) for d in unused + [d for d in dims if d not in unused])
 
 
-def copied_over(layout: LayoutSpec) -> tuple[str, ...]:
-    """The mesh dims (of size > 1) the layout does not use: where every copy comes from."""
-    return tuple(d for d in layout.mesh.dim_names if d not in layout.sharding_specs and layout.mesh.dim_size(d) > 1)
-
-
 def finding_text(geom: ShardGeometry, layout: LayoutSpec, prefix: str) -> str:
-    """The layout figure's title: how many distinct blocks there are and, with copies,
-    on how many devices each lives and over which mesh dims it is copied.
-
-    >>> from dtsgd_viz.geometry import shard_geometry
-    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
-    >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
-    >>> finding_text(shard_geometry((8, 8), spec), spec, "c (8, 8)")
-    'c (8, 8): 4 distinct 8x2 blocks, each on 2 devices (copied over batch)'
-    """
+    """The layout figure's title: how many distinct blocks, on how many devices, copied over which mesh dims."""
     n, unique = geom.num_devices, geom.num_unique
     blocks = "x".join(map(str, geom.local_shape))
-    over = ", ".join(copied_over(layout))
+    mesh = layout.mesh
+    over = ", ".join(d for d in mesh.dim_names if d not in layout.sharding_specs and mesh.dim_size(d) > 1)
     if n == unique:
         return (
             f"{prefix}: 1 device holds the whole tensor"
@@ -145,8 +108,6 @@ def short_finding(geom: ShardGeometry, prefix: str) -> str:
     return f"{prefix}: {geom.num_unique} block{s} x {copies} copies"
 
 
-# ---- geometry -----------------------------------------------------------------------------
-
 Color = str | tuple[float, float, float]
 MAX_FACETS = {3: (12,), 4: (4, 4)}  # panels per leading dim, by tensor rank
 PAD = 2.0  # points kept free around a label inside its block
@@ -155,8 +116,7 @@ COLUMN_IN = 0.22  # inches per block column along a long mesh dim: one turned li
 
 @dataclasses.dataclass(frozen=True)
 class Block:
-    """One replica group's block in one panel: ``rect`` (x, y, w, h) in elements, its
-    colour and hatch (``block_looks``) and the label naming every device holding it."""
+    """One replica group's block in one panel: ``rect`` (x, y, w, h) in elements, looks, label."""
 
     group: int
     devices: tuple[int, ...]
@@ -221,23 +181,16 @@ class LayoutPicture:
     key: MeshKey | None  # None: one copy per block (the key would repeat the panel)
     omitted_labels: int
 
-    @property
-    def layout(self) -> LayoutSpec:
-        return self.geometry.layout
-
 
 def block_looks(geom: ShardGeometry) -> tuple[tuple[Color, str], ...]:
-    """``(colour, hatch)`` of every replica group: ``style.block_styles`` up to
-    ``len(BLOCK_COLORS)`` blocks, past that each block's mesh coordinate
-    (``layout_colors.mesh_colors``) and no hatch."""
+    """``(colour, hatch)`` of every replica group: ``style.block_styles``, past ``BLOCK_COLORS`` ``mesh_colors``."""
     if geom.num_unique <= len(BLOCK_COLORS):
         return tuple((c, h) for c, h, _ in block_styles(geom))
     return tuple((c, "") for c in mesh_colors(geom))
 
 
 def pick_indices(size: int, shards: int, limit: int) -> tuple[int, ...]:
-    """At most ``limit`` indices of a leading dim: all when few, else the first index
-    of every shard first, so that every shard shows when it can."""
+    """At most ``limit`` indices of a leading dim, the first of every shard first."""
     if size <= limit:
         return tuple(range(size))
     local = size // shards
@@ -248,8 +201,7 @@ def pick_indices(size: int, shards: int, limit: int) -> tuple[int, ...]:
 
 
 def boundary_ticks(size: int, shards: int, length_pt: float, across: bool) -> tuple[int, ...]:
-    """Every block boundary when the ticks stand apart on an axis ``length_pt`` long
-    (``across``: the labels run along it, as on x), else every k-th, always both ends."""
+    """Every block boundary when the ticks stand apart on an axis ``length_pt`` long, else every k-th."""
     local = size // shards
     need = (text_width_pt(str(size), TICK_SIZE) + 6) if across else 3.0 * TICK_SIZE
     step = max(1, math.ceil(need / (length_pt / shards)))
@@ -260,9 +212,7 @@ def boundary_ticks(size: int, shards: int, length_pt: float, across: bool) -> tu
 
 
 def _panel_size(shape, layout, faceted) -> tuple[float, float]:
-    """The panel's (width, height) in inches: the tensor's aspect within limits; along a
-    mesh dim of more than 4 devices, wide enough for one turned line per block column;
-    tall enough for the y axis's name on one line (``axis_label``)."""
+    """The panel's (width, height) in inches: the tensor's aspect within limits, room for labels."""
     if len(shape) == 1:
         return 6.4, 0.9
     a = min(max(shape[-2] / shape[-1], 0.2), 2.5)
@@ -276,8 +226,7 @@ def _panel_size(shape, layout, faceted) -> tuple[float, float]:
 
 
 def axis_label(layout: LayoutSpec, dim: int, length_in: float) -> str:
-    """``dim_text`` on one line along an axis ``length_in`` long: in full when it fits,
-    else short."""
+    """``dim_text`` in full when it fits along an axis ``length_in`` long, else short."""
     text = dim_text(layout, dim)
     return text if text_width_pt(text, LABEL_SIZE) <= length_in * 72 else dim_text(layout, dim, short=True)
 
@@ -289,9 +238,8 @@ def _fits(text, fs, w, h, rotation) -> bool:
 
 
 def label_blocks(blocks: Sequence[Block], names: Sequence[str], px: float, py: float) -> list[Block]:
-    """The blocks labelled on one line in the first way that fits them all (most explicit
-    form first, upright before turned, larger before smaller type), else each in the first
-    way that fits it, else unlabelled. ``px``, ``py``: points per element."""
+    """The blocks labelled in the first way that fits them all (most explicit form, upright,
+    larger type first), else each in the first way that fits it. ``px``, ``py``: points per element."""
     candidates = [(form, rot, fs) for form in range(3) for rot in (0, 90) for fs in (LABEL_SIZE, NOTE_SIZE)]
 
     def label(b, form, rot, fs) -> tuple[str, float, int] | None:
@@ -321,12 +269,9 @@ def _blocks(geom: ShardGeometry, index, looks) -> list[Block]:
 
 
 def _mesh_key(layout: LayoutSpec, geom: ShardGeometry, looks, width: float) -> MeshKey:
-    """Columns = the last mesh dim, rows = the one before, row groups (a gap between)
-    = the dims before that; each device in its block's colour."""
-    mesh = layout.mesh
-    sizes, dims, n = mesh.dim_sizes, mesh.dim_names, mesh.num_devices
-    ncols, inner, groups, gap = sizes[-1], (sizes[-2] if len(sizes) >= 2 else 1), math.prod(sizes[:-2]), 0.4
-    nrows = groups * inner + (groups - 1) * gap
+    """The devices as the mesh (rows and columns the last two dims), each in its block's colour."""
+    mesh, n, ncols = layout.mesh, layout.mesh.num_devices, layout.mesh.dim_sizes[-1]
+    centres, rows, (_, nrows) = device_positions(mesh, gap=0.4)
     cell = min(0.45, max(0.16, width / ncols), max(0.16, 3.0 / nrows))
     texts, fs = next(
         (
@@ -337,32 +282,25 @@ def _mesh_key(layout: LayoutSpec, geom: ShardGeometry, looks, width: float) -> M
         ),
         ([""] * n, NOTE_SIZE),
     )
-    cells, yticks = [], []
-    for d in range(n):
-        c: tuple[int, ...] = mesh.device_coords(d)
-        col, row = c[-1], (c[-2] if len(c) >= 2 else 0)
-        y = (int(np.ravel_multi_index(c[:-2], sizes[:-2])) * (inner + gap) if len(c) > 2 else 0) + row
+    cells = []
+    for d, (x, y) in enumerate(centres):
         color, hatch = looks[geom.group_of[d]]
-        cells.append(KeyCell(d, (col, y, 1, 1), color, text_color_for(color), texts[d], fs, hatch))
-        if col == 0 and len(sizes) >= 2:
-            yticks.append((y + 0.5, ", ".join(f"{m}={i}" for m, i in zip(dims[:-1], c[:-1]))))
+        cells.append(KeyCell(d, (x - 0.5, y - 0.5, 1, 1), color, text_color_for(color), texts[d], fs, hatch))
     return MeshKey(
         (0.0, 0.0, cell * ncols, cell * nrows),
         tuple(cells),
         (0, ncols),
         (nrows, 0),
         tuple((i + 0.5, str(i)) for i in range(ncols)),
-        tuple(yticks),
-        f"mesh dim {mesh_dim_role(layout, dims[-1])}",
+        rows,
+        f"mesh dim {mesh_dim_role(layout, mesh.dim_names[-1])}",
         "devices on the mesh, coloured by the block they hold"
         + (f" (k = {mesh.short_device_names[0].rsplit(':', 1)[0]}:k)" if bare_ids(texts) else ""),
     )
 
 
 def _facets(shape, layout):
-    """``(picks, indices, ncols, collapsed)``: the indices drawn of each sharded leading
-    dim, every panel's leading indices, panels per row, and the unsharded leading dims
-    (drawn once: each of their indices is laid out alike)."""
+    """``(picks, indices, ncols, collapsed)``: the facets of the leading dims (unsharded ones drawn once)."""
     lead = tuple(range(len(shape) - 2))
     limits = MAX_FACETS.get(len(shape), ())
     picks = {
@@ -395,11 +333,7 @@ def layout_picture(
     panel_size: tuple[float, float] | None = None,
     note: str | None = None,
 ) -> LayoutPicture:
-    """Everything the layout figure shows, computed: the panels (one per index of the
-    sharded leading dims of a rank-3/4 tensor, unsharded leading dims drawn once), their
-    labelled blocks, the mesh key (none with one copy per block), the one-line title,
-    subtitle and note (what is left out, bare ids, the caller's ``note``), and every box.
-    ``panel_size`` (inches) overrides the panel's size."""
+    """Everything the layout figure shows: panels, labelled blocks, mesh key, texts and boxes (inches)."""
     geom = shard_geometry(shape, layout)
     shape, rank, names = geom.global_shape, len(geom.global_shape), layout.mesh.short_device_names
     picks, indices, ncols, collapsed = _facets(shape, layout)

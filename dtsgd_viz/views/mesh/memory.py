@@ -1,16 +1,5 @@
-"""The memory plan as bars: bytes per device, stacked by variable, slots hatched.
-
-``memory_bars`` computes the segments (pure, tested); ``plot_memory`` draws them::
-
-    >>> from dtsgd_viz import LayoutSpec, MeshSpec, memory_plan, plot_memory
-    >>> from dtsgd_viz.views.core.figure import headline_texts
-    >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
-    >>> fig = plot_memory(memory_plan({"w": ((8, 16), "float32", spec)}))
-    >>> headline_texts(fig)[0]
-    "Sharding cuts each device's memory 4x: 256 B instead of 1 KiB"
-
-Colours: ``style.VARIABLE_COLORS``, none of them a rule's colour.
-"""
+"""The memory plan as bars: bytes per device, stacked by variable (``style.VARIABLE_COLORS``),
+slots hatched; ``memory_bars`` computes the segments, ``plot_memory`` draws them."""
 
 from __future__ import annotations
 
@@ -63,8 +52,7 @@ def _stack(n: int, parts: Sequence[tuple[str, str, str, np.ndarray]]) -> list[Se
 
 
 def memory_bars(plan: MemoryPlan, max_named: int = 8) -> list[Segment]:
-    """Segments stacked bottom-up: the ``max_named`` variables holding most per device,
-    each as its parameter then its slots, then the rest as ``others``."""
+    """Segments stacked bottom-up: the ``max_named`` largest variables (parameter, then slots), then ``others``."""
     order = sorted(plan.entries, key=lambda e: -int(e.bytes_per_device.max()))
     named, rest = order[:max_named], order[max_named:]
     parts = []
@@ -81,9 +69,8 @@ def memory_bars(plan: MemoryPlan, max_named: int = 8) -> list[Segment]:
 def traffic_bars(
     plan: MemoryPlan, traffic: CommunicationPlan | CommunicationReport, segments: Sequence[Segment]
 ) -> list[Segment]:
-    """The bytes each device contributes per update to ``traffic``, stacked bottom-up:
-    each gradient in its variable's colour from ``segments`` (grey for those grouped as
-    ``others``), then the rest grouped by what it serves (kind ``serves``)."""
+    """The bytes each device sends per update to ``traffic``, stacked: each gradient in its
+    variable's colour from ``segments``, then the rest by what it serves."""
     colors = {s.label: s.color for s in segments if s.kind == "param"}
     named = {e.name for e in plan.entries}
     parts: dict[tuple[str, str], np.ndarray] = {}
@@ -102,8 +89,7 @@ def traffic_bars(
 
 
 def _traffic_of(plan: MemoryPlan, communication, batch_dims):
-    """The traffic to draw (``True``: the plan's own gradient all-reduces), checked to be
-    on the plan's devices."""
+    """The traffic to draw (``True``: the plan's own gradient all-reduces), on the plan's devices."""
     traffic = communication_plan(plan, batch_dims) if communication is True else communication
     traffic_items(traffic)  # a plan or a report, else a TypeError saying so
     if traffic.mesh.num_devices != plan.mesh.num_devices:
@@ -122,14 +108,9 @@ def plot_memory(
     communication: bool | CommunicationPlan | CommunicationReport = False,
     batch_dims: Sequence[str] = ("batch",),
 ) -> Figure:
-    """Bytes per device (mesh device order) stacked by variable, each variable's slots
-    hatched above its parameter; a legend names the variables and the hatch. The title
-    says what the layout saves against holding everything on every device (the plan's
-    printout has both numbers); the y axis fits the bars. ``communication=True`` adds a
-    panel beside it: the gradient bytes each device all-reduces per update
-    (``communication_plan(plan, batch_dims)``), in the same colours; or pass a
-    ``CommunicationPlan`` or measured ``CommunicationReport``. Returns the ``Figure``
-    (``ax``'s when given: one axes, or two with ``communication``)."""
+    """Bytes per device stacked by variable, slots hatched, the title saying what the layout
+    saves; ``communication=True`` (or a plan or report) adds a panel of the bytes each device
+    sends per update. Draws into ``ax`` when given (two axes with ``communication``)."""
     traffic = _traffic_of(plan, communication, batch_dims) if communication is not False else None
     segments = memory_bars(plan, max_named)
     if ax is None:

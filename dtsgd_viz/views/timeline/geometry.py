@@ -1,12 +1,5 @@
-"""The numbers of a timeline, from a ``CommunicationReport`` alone (pure numpy, no
-TensorFlow, no matplotlib).
-
-Every device runs the same phases in the same order: the collectives its forward and
-backward passes need (activations, their gradients, the loss), its local gradient, then
-each collective that sums the gradient (grouped by kind, mesh dims and groups, in program
-order, bytes per device summed), then its velocity and its parameter update (local). The
-phases are an order, not measured time.
-"""
+"""The phases of one update on every device, from a ``CommunicationReport`` alone (pure): an
+order, not measured time."""
 
 from __future__ import annotations
 
@@ -18,19 +11,14 @@ from ...recording.memory import format_bytes
 from ...specs import MeshSpec
 from ..paths.geometry import rule_name
 
-LOCAL_BEFORE = ("local gradient",)
-LOCAL_AFTER = ("velocity", "parameter")
 # what a collective the forward and backward passes run serves: before the local gradient is whole
 WHILE_GRADIENT = ("activation", "activation gradient", "loss")
 
 
 @dataclasses.dataclass(frozen=True)
 class Phase:
-    """One phase of one update on every device. ``name``: ``"local gradient"``,
-    ``"velocity"``, ``"parameter"`` or a collective's ``"all-reduce over batch"``;
-    ``bytes_per_device``: what each device contributes (0 for a local phase);
-    ``groups``: the device ids that take part together (empty for a local phase);
-    ``serves``: what the collectives serve (``"gradient"``, ...)."""
+    """One phase of one update on every device: a local step (no ``groups``, 0 bytes) or a
+    collective's bytes per device, its device groups and what it serves."""
 
     name: str
     kind: str
@@ -53,8 +41,7 @@ class Phase:
 
 @dataclasses.dataclass(frozen=True)
 class UpdateTimeline:
-    """The ordered ``phases`` of one update, the same on every device of ``mesh``
-    (``labels``: each device's name and mesh coordinates, ``CPU:5 (batch=1, model=1)``)."""
+    """The ordered ``phases`` of one update, the same on every device of ``mesh``."""
 
     mesh: MeshSpec
     phases: tuple[Phase, ...]
@@ -88,39 +75,31 @@ class UpdateTimeline:
         return tuple((p.name, p.bytes_per_device, p.group_of(device)) for p in self.phases)
 
 
-def _check(report: object) -> CommunicationReport:
+def _check(report: object, where: str = "") -> CommunicationReport:
     if not isinstance(report, CommunicationReport):
         raise ValueError(
-            "Expected a dtsgd_viz.CommunicationReport (dtsgd_viz.communication(step)). "
+            f"Expected a dtsgd_viz.CommunicationReport{where} (dtsgd_viz.communication(step)). "
             f"Received: {type(report).__name__}."
         )
     return report
 
 
-def _key(c: Collective) -> tuple:
-    return (c.kind, c.mesh_dims, c.groups)
-
-
 def update_timeline(report: CommunicationReport) -> UpdateTimeline:
-    """The phases of one update of ``report``'s step: one phase per (kind, mesh dims,
-    groups) of the collectives that move bytes for the forward and backward passes
-    (``WHILE_GRADIENT``), the local gradient, one per (kind, mesh dims, groups) of the
-    others (the gradient's sums; in program order, bytes per device summed), the
-    velocity and the parameter update."""
+    """The phases of one update: the forward and backward passes' collectives (``WHILE_GRADIENT``),
+    the local gradient, the gradient's collectives by (kind, mesh dims, groups), velocity, parameter."""
     report = _check(report)
     merged: dict[tuple, list[Collective]] = {}
     for c in report.collectives:
         if c.mesh_dims:
-            merged.setdefault((*_key(c), c.serves in WHILE_GRADIENT), []).append(c)
+            merged.setdefault((c.kind, c.mesh_dims, c.groups, c.serves in WHILE_GRADIENT), []).append(c)
     before, after = [], []
     for (kind, dims, groups, passes), items in merged.items():
         serves = tuple(dict.fromkeys(c.serves for c in items))
         name = f"{kind} over {' x '.join(dims)}" + (" (activations)" if passes else "")
         phase = Phase(name, kind, dims, sum(c.bytes_per_device for c in items), groups, serves)
         (before if passes else after).append(phase)
-    phases = [*before, *(Phase(name, "local") for name in LOCAL_BEFORE), *after]
-    phases += [Phase(name, "local") for name in LOCAL_AFTER]
-    return UpdateTimeline(report.mesh, tuple(phases))
+    local = [Phase(name, "local") for name in ("local gradient", "velocity", "parameter")]
+    return UpdateTimeline(report.mesh, (*before, local[0], *after, *local[1:]))
 
 
 def _signature(report: CommunicationReport) -> tuple:
@@ -131,24 +110,18 @@ def _signature(report: CommunicationReport) -> tuple:
 
 
 def same_collectives(a: CommunicationReport, b: CommunicationReport) -> bool:
-    """Whether ``a`` and ``b`` run the same collectives in the same order: kind, mesh
-    dims, groups, operand shape, dtype, bytes and what each serves."""
+    """Whether ``a`` and ``b`` run the same collectives in the same order (kind, dims, groups, bytes, ...)."""
     return _signature(_check(a)) == _signature(_check(b))
 
 
 def timeline_finding(reports: Mapping[str, CommunicationReport]) -> str:
-    """One line comparing the runs' communication per update, from the reports: the last
-    runs' compiled collectives when they are all the same (``"Identical collectives for
-    momentum and Nesterov: 612 B per device per update"``), or how they differ."""
+    """One line comparing the runs' communication per update: identical collectives, or how they differ."""
     if not isinstance(reports, Mapping) or not reports:
         raise ValueError(
             f"reports must be a non-empty mapping {{run name: CommunicationReport}}. Received: {reports!r}."
         )
     for name, r in reports.items():
-        if not isinstance(r, CommunicationReport):
-            raise ValueError(
-                f"reports[{name!r}] must be a dtsgd_viz.CommunicationReport. Received: {type(r).__name__}."
-            )
+        _check(r, f" as reports[{name!r}]")
     names = list(reports)
     sizes = {n: update_timeline(reports[n]).bytes_per_device for n in names}
     first, last = names[0], names[-1]

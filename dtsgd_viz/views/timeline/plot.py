@@ -1,8 +1,5 @@
-"""Draws one update on every device: one row per device in mesh order, one box per phase
-left to right (an order, not time). A collective's boxes show its bytes per device in the
-colour of the mesh dims it runs along (``plot_communication``'s colour); local phases are
-pale grey with 0 B. Runs whose compiled collectives are identical share one panel; runs
-that differ get one panel each."""
+"""Draws one update on every device: a row per device, a box per phase (an order, not time)
+in the colour of the mesh dims a collective runs along (``plot_communication``'s)."""
 
 from __future__ import annotations
 
@@ -43,22 +40,9 @@ def _panels(reports: Mapping[str, CommunicationReport]) -> dict[str, UpdateTimel
 
 
 def plot_timeline(reports: Mapping[str, CommunicationReport], *, title: str | None = None) -> Figure:
-    """One update on every device, for the runs of ``reports`` (``{"momentum": report,
-    "nesterov": report}``): rows are devices (their names and mesh coordinates), boxes
-    the phases of ``update_timeline`` with the bytes each device contributes; the title
-    is ``timeline_finding(reports)``. Runs whose collectives are identical
-    (``same_collectives``) are drawn once, the title naming them all.
-
-    >>> from dtsgd_viz import MeshSpec
-    >>> from dtsgd_viz.recording.communication import Collective, CommunicationReport
-    >>> mesh = MeshSpec.create({"batch": 2, "model": 4})
-    >>> groups = ((0, 4), (1, 5), (2, 6), (3, 7))
-    >>> c = Collective("all-reduce", ("batch",), 64, "float32", (16,), "gradient", "w", groups=groups)
-    >>> r = CommunicationReport(mesh, (c,))
-    >>> fig = plot_timeline({"momentum": r, "nesterov": r})
-    >>> len(fig.axes), fig.get_suptitle()
-    (1, 'Identical collectives for momentum and Nesterov: 64 B per device per update')
-    """
+    """One update on every device for the runs of ``reports`` (``{"momentum": report, ...}``):
+    rows are devices, boxes the phases of ``update_timeline`` with the bytes each device sends;
+    runs with identical collectives (``same_collectives``) share one panel."""
     finding = timeline_finding(reports)  # checks the reports
     panels = _panels(reports)
     first = next(iter(panels.values()))
