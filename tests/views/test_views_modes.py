@@ -232,7 +232,6 @@ def test_the_subtitle_names_only_line_styles_the_lines_have(fig):
     """The settings line says which lines are dotted (the envelopes): each of them is,
     and it makes no claim about the recorded runs' styles (momentum's is dashed)."""
     from dtsgd_viz.views.core.figure import headline_texts
-    from dtsgd_viz.views.rates.modes import dash_word
 
     _, settings = headline_texts(fig)
     settings = " ".join(settings.split())
@@ -251,6 +250,25 @@ def test_the_subtitle_names_only_line_styles_the_lines_have(fig):
     assert {word(ln) for ln in recorded} == {"solid", "dashed"}  # momentum dashed: no single word fits
     (envelope,) = [h for h, t in zip(key.legend_handles, key.get_texts()) if t.get_text().startswith("bound")]
     assert word(envelope) == "dotted"
+
+
+def dash_word(ls: object) -> str:
+    """``solid``, ``dotted`` (dashes no longer than 1.5 line widths) or ``dashed``."""
+    if ls in ("-", "solid"):
+        return "solid"
+    if ls in (":", "dotted") or (isinstance(ls, tuple) and ls[1] and max(ls[1][::2]) <= 1.5):
+        return "dotted"
+    return "dashed"
+
+
+def test_dash_word():
+    assert [dash_word(ls) for ls in ("-", ":", "--", (0, (1.0, 1.3)), (0, (4.0, 1.6)))] == [
+        "solid",
+        "dotted",
+        "dashed",
+        "dotted",
+        "dashed",
+    ]
 
 
 @pytest.mark.slow

@@ -1,6 +1,4 @@
-"""One sharded run under several rules, block by block: each device block's error over the
-updates, in small multiples laid out like the mesh (``plot_blocks``); the numbers come from
-``block_errors`` and the finding from ``blocks_finding``."""
+"""One sharded run under several rules, block by block (``plot_blocks``)."""
 
 from .geometry import BlockErrors, block_errors, blocks_finding, tail_means
 from .plot import plot_blocks

@@ -1,6 +1,4 @@
-"""The numbers of ``plot_blocks``, in pure numpy: each unique block's error after k
-updates (k = 0..N) under each run, the devices holding each block and where each device
-sits on the mesh, and the one-line finding the figure's title states."""
+"""The numbers of ``plot_blocks`` in pure numpy: each block's error under each run, and the finding."""
 
 from __future__ import annotations
 
@@ -11,33 +9,22 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.empty import check_not_empty, check_same_layout
+from ..paths.geometry import rule_name
 
 if TYPE_CHECKING:
     from ...recording import Recording
 
 __all__ = ["BlockErrors", "block_errors", "blocks_finding", "tail_means"]
 
-TAIL = 10
-"""The finding compares each block's mean error over the last ``TAIL`` updates (fewer on a
-shorter run), never one point of an oscillating curve."""
-LEVEL = 1.1
-"""Two runs whose tail means differ by less than this factor on every block end level."""
+TAIL = 10  # the finding compares mean errors over the last TAIL updates, never one point
+LEVEL = 1.1  # runs whose tail means differ by less than this factor on every block end level
 
 
 @dataclasses.dataclass(frozen=True)
 class BlockErrors:
-    """Per run, each unique block's error after k updates, and where the blocks live.
-
-    ``errors[run]`` is ``(N + 1, n_blocks)``: row k is the error after k updates (row 0
-    from ``Recording.initial``); ``updates`` is ``(N + 1,)``: 0 then the recording's
-    ``steps``. ``measure`` is ``"target"`` (the norm of the block minus the same block of
-    the target) or ``"gradient"`` (the block's recorded gradient norm; the gradient after
-    the last update is not recorded, so the last row is NaN). Blocks are in
-    ``ShardGeometry.replica_groups`` order: ``devices[b]`` are the mesh device numbers
-    holding block ``b`` (first one first), ``device_names[b]`` their short names and
-    ``slices[b]`` the block's slices of the global tensor. ``mesh_dims``/``mesh_sizes``
-    are the mesh's, ``device_coords[d]`` device ``d``'s place on it, ``block_of[d]``
-    the block device ``d`` holds, ``shape`` the variable's global shape."""
+    """Per run, each unique block's error after k = 0..N updates (``errors[run]``: ``(N + 1,
+    n_blocks)``, blocks in ``replica_groups`` order; ``measure``: ``"target"`` or
+    ``"gradient"``), and which devices hold each block where on the mesh."""
 
     variable: str
     measure: str
@@ -63,9 +50,8 @@ class BlockErrors:
         return len(self.devices)
 
     def block_name(self, block: int) -> str:
-        """The block's slice of the global tensor in the reader's words: ``rows 4-7``,
-        ``cols 0-1``, ``entries 2-3`` (a vector), ``[4:8, 0:3]`` (a block cut along more
-        than one dim or of a tensor of rank 3 or more), ``whole tensor`` (replicated)."""
+        """The block's slice in the reader's words: ``rows 4-7``, ``cols 0-1``, ``entries 2-3``,
+        ``[4:8, 0:3]`` or ``whole tensor``."""
         sl = self.slices[block]
         cut = [i for i, s in enumerate(sl) if not (s.start == 0 and s.stop == self.shape[i])]
         if not cut:
@@ -98,15 +84,9 @@ def _check_runs(runs: Mapping[str, Recording], variable: str) -> None:
 
 
 def block_errors(runs: Mapping[str, Recording], variable: str, target: np.ndarray | None = None) -> BlockErrors:
-    """Each unique block's error after k = 0..N updates under each run of ``runs``.
-
-    With a ``target`` (an array of the variable's shape, e.g. the least-squares minimum)
-    the error of block ``b`` after k updates is ``||w_k[b] - target[b]||`` over the
-    block's entries, ``w_0`` being ``Recording.initial``. Without one the error is the
-    norm of the block's recorded gradient at ``w_k`` (the gradient update k + 1 used):
-    it falls to 0 at a minimum like the distance does, but needs no target; the gradient
-    at ``w_N`` is never recorded, so the last row is NaN. The runs must record the same
-    variable with the same shape and layout at the same updates.
+    """Each unique block's error after k = 0..N updates under each run: ``||w_k[b] -
+    target[b]||``, or without a ``target`` the block's recorded gradient norm at ``w_k``
+    (NaN at ``w_N``). The runs must record ``variable`` alike at the same updates.
 
     >>> import dtsgd_viz, numpy as np  # doctest: +SKIP
     >>> errs = block_errors(probes, "d2/kernel", bowl.minimum[0])  # doctest: +SKIP
@@ -155,8 +135,7 @@ def block_errors(runs: Mapping[str, Recording], variable: str, target: np.ndarra
 
 
 def tail_means(errors: BlockErrors, last: int = TAIL) -> dict[str, np.ndarray]:
-    """``{run: (n_blocks,)}``: each block's mean error over the last ``last`` rows that
-    hold one (NaN rows, the gradient after the last update, are skipped)."""
+    """``{run: (n_blocks,)}``: each block's mean error over the last ``last`` finite rows."""
     if last < 1:
         raise ValueError(f"last must be at least 1 update. Received: {last}.")
     out: dict[str, np.ndarray] = {}
@@ -167,12 +146,8 @@ def tail_means(errors: BlockErrors, last: int = TAIL) -> dict[str, np.ndarray]:
 
 
 def blocks_finding(errors: BlockErrors, last: int = TAIL) -> str:
-    """The figure's one-line finding: which run ends lower on which blocks, and by how
-    much (the ratio of the other run's ``tail_means`` to the winner's, its range over the
-    blocks where the winner is lower). Runs whose tail means differ by less than
-    ``LEVEL`` on every block "end level", within the largest difference. With one run:
-    how far its blocks fell from update 0; with more than two: the run lowest on most
-    blocks against the next lowest.
+    """The figure's one-line finding: which run ends lower (``tail_means``) on which blocks,
+    and by how much; one run: how far its blocks fell.
 
     >>> blocks_finding(errs)  # doctest: +SKIP
     'nesterov ends 1.8x-3.1x lower than momentum on all 4 blocks (last 10 updates)'
@@ -186,14 +161,14 @@ def blocks_finding(errors: BlockErrors, last: int = TAIL) -> str:
         e = errors.errors[names[0]]
         drop = e[0] / means[names[0]]
         low, high = np.nanmin(drop), np.nanmax(drop)
-        return f"{shown_name(names[0])}: blocks end {low:.2g}x-{high:.2g}x below their start {tail}"
+        return f"{rule_name(names[0])}: blocks end {low:.2g}x-{high:.2g}x below their start {tail}"
     stacked = np.stack([means[n] for n in names])  # (runs, blocks)
     wins = np.argmin(stacked, axis=0)
     best = int(np.bincount(wins, minlength=len(names)).argmax())
     others = [i for i in range(len(names)) if i != best]
     rival = min(others, key=lambda i: float(np.nanmean(stacked[i] / stacked[best])))
     ratio = stacked[rival] / stacked[best]  # > 1 where the best run is lower
-    a, b = shown_name(names[best]), shown_name(names[rival])
+    a, b = rule_name(names[best]), rule_name(names[rival])
     if np.all(np.abs(np.log(ratio)) < np.log(LEVEL)):
         spread = float(np.max(np.abs(ratio - 1)))
         return f"{a[:1].upper() + a[1:]} and {b} end within {spread:.0%} on all {nb} blocks {tail}"
@@ -202,10 +177,3 @@ def blocks_finding(errors: BlockErrors, last: int = TAIL) -> str:
     where = f"all {nb} blocks" if k == nb else f"{k} of {nb} blocks"
     span = f"{ratio[won].min():.2g}x" if k == 1 else f"{ratio[won].min():.2g}x-{ratio[won].max():.2g}x"
     return f"{a[:1].upper() + a[1:]} ends {span} lower than {b} on {where} {tail}"
-
-
-def shown_name(name: str) -> str:
-    """A run's name as every figure writes it (``"nesterov"`` is ``"Nesterov"``)."""
-    from ..paths.geometry import rule_name
-
-    return rule_name(name)

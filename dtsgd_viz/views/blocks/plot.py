@@ -1,7 +1,4 @@
-"""``plot_blocks``: small multiples laid out like the mesh, one panel per block at its
-first device's place, each drawing that block's error under every run (log scale, one y
-scale for all panels so blocks compare), titled with the block's slice and every device
-holding it. A mesh row holding only copies of blocks drawn above is left out."""
+"""``plot_blocks``: small multiples laid out like the mesh, each a block's error under every run."""
 
 from __future__ import annotations
 
@@ -13,7 +10,8 @@ import numpy as np
 
 from ..core import style
 from ..core.figure import headline, new_figure
-from .geometry import TAIL, BlockErrors, block_errors, blocks_finding, shown_name
+from ..paths.geometry import rule_name
+from .geometry import TAIL, BlockErrors, block_errors, blocks_finding
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -23,12 +21,11 @@ if TYPE_CHECKING:
 __all__ = ["plot_blocks", "panel_grid", "holders"]
 
 PANEL_HEIGHT = 2.2  # inches per mesh row
+AXIS_LABELS = {"target": "‖block − target‖", "gradient": "block's gradient norm"}
 
 
 def panel_grid(errors: BlockErrors) -> tuple[int, int, tuple[tuple[int, int], ...]]:
-    """``(rows, cols, place)``: the panel grid and each device's ``(row, col)`` in it. A
-    2-D mesh maps its first dim to rows and its second to columns; a 1-D mesh is one row;
-    a deeper mesh stacks all dims but the last into rows."""
+    """``(rows, cols, place)``: the panel grid and each device's ``(row, col)`` in it."""
     sizes = errors.mesh_sizes
     cols = sizes[-1]
     rows = math.prod(sizes[:-1]) if len(sizes) > 1 else 1
@@ -41,26 +38,15 @@ def panel_grid(errors: BlockErrors) -> tuple[int, int, tuple[tuple[int, int], ..
     return rows, cols, tuple(place)
 
 
-def _axis_label(errors: BlockErrors) -> str:
-    return "‖block − target‖" if errors.measure == "target" else "block's gradient norm"
-
-
 def plot_blocks(
     runs: Mapping[str, Recording],
     variable: str,
     target: np.ndarray | None = None,
     last: int = TAIL,
 ) -> Figure:
-    """Each block's error under each run of ``runs``, one panel per device at its mesh
-    position.
-
-    The numbers are ``block_errors(runs, variable, target)``: with a ``target`` the norm
-    of the block minus the same block of the target, without one the block's recorded
-    gradient norm (the y label says which). Each run's line has its rule's look
-    (``style.run_looks``: momentum dashed, Nesterov solid); y is log and shared by all
-    panels. One panel per block, at its first device's mesh place (a mesh row of copies
-    only is left out), titled with the block's slice and every device holding it. The
-    title is ``blocks_finding(errors, last)``.
+    """Each block's error under each run (``block_errors(runs, variable, target)``), one
+    panel per block at its first device's mesh place, one log y scale for all; the title
+    is ``blocks_finding(errors, last)``.
 
     >>> fig = dtsgd_viz.plot_blocks(probes, "d2/kernel", bowl.minimum[0])  # doctest: +SKIP
     """
@@ -76,7 +62,8 @@ def plot_blocks(
     first = next(iter(runs.values()))
     hp = first.hyperparameters
     lr = float(np.asarray(hp.learning_rate)[0]) if np.size(hp.learning_rate) else float("nan")
-    settings = f"{variable} on mesh {_mesh_text(errors)} · lr {lr:.3g}, μ {hp.momentum:g}"
+    mesh = " x ".join(f"{d}={s}" for d, s in zip(errors.mesh_dims, errors.mesh_sizes))
+    settings = f"{variable} on mesh {mesh} · lr {lr:.3g}, μ {hp.momentum:g}"
     headline(fig, blocks_finding(errors, last), settings)
     axes = fig.subplots(len(rows), cols, sharex=True, sharey=True, squeeze=False)
     taken = set(at.values())
@@ -92,7 +79,7 @@ def plot_blocks(
             ax.plot(
                 errors.updates,
                 errors.errors[name][:, block],
-                **{**looks[name].line(label=shown_name(name), gid=f"{name}|{block}"), "zorder": 3.0 + 0.1 * z},
+                **{**looks[name].line(label=rule_name(name), gid=f"{name}|{block}"), "zorder": 3.0 + 0.1 * z},
             )
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
@@ -105,10 +92,10 @@ def plot_blocks(
         if (r + 1, c) not in taken:
             ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
         if c == min(cc for rr, cc in taken if rr == r):
-            ax.set_ylabel(_axis_label(errors), fontsize=style.LABEL_SIZE)
+            ax.set_ylabel(AXIS_LABELS[errors.measure], fontsize=style.LABEL_SIZE)
     handles, labels = axes[at[owners[0]]].get_legend_handles_labels()
     by_name = dict(zip(labels, handles))
-    names_in_order = [shown_name(n) for n in errors.runs]
+    names_in_order = [rule_name(n) for n in errors.runs]
     axes[0, -1].legend(
         [by_name[n] for n in names_in_order], names_in_order, fontsize=style.NOTE_SIZE, loc="upper right", frameon=False
     )
@@ -116,8 +103,7 @@ def plot_blocks(
 
 
 def holders(names: tuple[str, ...]) -> str:
-    """The devices holding a block, written once: ``CPU:0,4`` (as ``plot_shards`` names a
-    block), or the names joined by commas when they differ in more than their number.
+    """The devices holding a block, written once: ``CPU:0,4`` (or the names, comma-joined).
 
     >>> holders(("CPU:0", "CPU:4")), holders(("CPU:0", "GPU:1"))
     ('CPU:0,4', 'CPU:0, GPU:1')
@@ -126,7 +112,3 @@ def holders(names: tuple[str, ...]) -> str:
     if all(n.startswith(stem) and n[len(stem) :].isdigit() for n in names):
         return stem + ",".join(n[len(stem) :] for n in names)
     return ", ".join(names)
-
-
-def _mesh_text(errors: BlockErrors) -> str:
-    return " x ".join(f"{d}={s}" for d, s in zip(errors.mesh_dims, errors.mesh_sizes))

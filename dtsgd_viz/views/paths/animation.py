@@ -1,11 +1,5 @@
-"""``animate``: the paths going through a run update by update (a ``FuncAnimation``), at
-a pace one can follow, holding the last frame. Each frame draws the paths up to the
-update shown over their whole runs drawn thin, the update's terms as arrows, the loss
-curves up to it and, under them, each run's update up close, every close-up on one
-zoom as ``plot_update`` draws them (an update too small to read at it gets an inset at
-its own zoom, marked ×k). The headline is ``findings(..., upto=k).headline()`` of the
-update shown. The figure is laid out once; each frame only moves what changes.
-"""
+"""``animate``: the paths going through a run update by update (a ``FuncAnimation``),
+laid out once; each frame only moves what changes."""
 
 from __future__ import annotations
 
@@ -46,8 +40,7 @@ __all__ = ["animate", "shared_palette", "with_palette"]
 
 
 def _frames(frames: int | Iterable[int] | None, steps: np.ndarray) -> list[int]:
-    """Recording indices of the frames: None (every update), a number of evenly spaced
-    ones, or a list of update numbers."""
+    """Recording indices of the frames: None (every update), a count, or update numbers."""
     n = len(steps)
     if frames is None:
         return list(range(n))
@@ -89,20 +82,15 @@ def animate(
     hold: int = 8,
     zoom: bool = True,
 ) -> FuncAnimation:
-    """A ``matplotlib.animation.FuncAnimation`` of the paths going through the run update
-    by update: each path grows in its rule's look over its whole run drawn thin, its ring
-    at the parameters after the update shown and the update's terms as arrows to it,
-    the loss curves grow up to it, and (``zoom``, where the recordings hold the terms)
-    each run's update is drawn up close under them, every close-up on one zoom
-    (``views.update.zoom.shared_zoom``, as ``plot_update``). The headline is
-    ``findings(..., upto=k).headline()`` at the update k shown.
+    """A ``FuncAnimation`` of the paths update by update: each path grows over its whole
+    run drawn thin, ringed after the update with its terms as arrows, the loss curves
+    grow and (``zoom``) each run's update is drawn up close on one shared zoom; the
+    headline is ``findings(..., upto=k).headline()``.
 
-    ``frames``: None (every recorded update), a number of evenly spaced frames, or a
-    list of update numbers (as ``recording.steps`` counts them). ``interval``:
-    milliseconds per frame. ``hold``: how many extra frames the last frame is held for.
-    ``anim.frame_updates`` lists the update of every frame. Save with
-    ``anim.save("paths.gif", writer="pillow")`` (a GIF keeps the figure's colours exact,
-    ``with_palette``); in a notebook, ``IPython.display.HTML(anim.to_jshtml())``.
+    ``frames``: None (every update), a number of evenly spaced frames, or update numbers.
+    ``interval``: milliseconds per frame; ``hold``: extra frames of the last one.
+    ``anim.frame_updates`` lists each frame's update; ``anim.save("paths.gif")`` keeps
+    the figure's colours exact (``with_palette``).
     """
     from matplotlib.animation import FuncAnimation
 
@@ -158,8 +146,8 @@ def animate(
 
 
 def _figure(scene: PathScene, close_ups: bool, heads: Mapping[int, str]) -> tuple[Figure, Axes, Axes, dict[str, Axes]]:
-    """The animation's figure: the headline (the longest frame's, for its room), the
-    paths and the loss, and with ``close_ups`` a row of one close-up per run under them."""
+    """The animation's figure: the longest headline, the paths and the loss, and with
+    ``close_ups`` a close-up per run under them."""
     from .frames import SQUARE_PATHS_SIZE
 
     size = style.PATHS_SIZE if close_ups else SQUARE_PATHS_SIZE if scene.plane.is_identity else style.PATHS_SIZE_NO_ZOOM
@@ -182,8 +170,8 @@ def _zoom_box(color: Any) -> Any:
 
 
 def _draw_close_ups(scene: PathScene, art: PathArtists, index: int) -> None:
-    """Every close-up at recording index ``index`` on one zoom, its box on the paths, an
-    inset at its own zoom for an update too small to read at the shared one."""
+    """Every close-up at recording index ``index`` on one zoom, its box on the paths, and
+    an inset for an update too small at it."""
     own, shared, small = shared_zoom({k: panel_at(scene, k, index, True) for k in scene.coords}, scene.box)
     zoom = shared_factor(scene.box, shared)
     styles = panel.run_styles(scene.coords)
@@ -238,8 +226,7 @@ def _move_to(scene: PathScene, art: PathArtists, arrows: bool, steps: np.ndarray
 
 
 def _draw_loss_rests(art: PathArtists) -> None:
-    """Under each growing loss curve, its whole run as a thin lighter line in its rule's
-    dash (as the paths' remainders), so the names at the ends stand at lines' ends."""
+    """Under each growing loss curve, its whole run as a thin lighter line in its rule's dash."""
     from .frames import REST_SHARE, REST_TINT, REST_WIDTH
 
     assert art.ax_loss is not None  # the loss lines are on it
@@ -253,12 +240,8 @@ def _draw_loss_rests(art: PathArtists) -> None:
 
 
 def _save(anim: FuncAnimation, filename: str | Path, writer: Any = None, *args: Any, **kwargs: Any) -> None:
-    """``FuncAnimation.save``, but a GIF (``writer="pillow"``, or none for a ``.gif``)
-    keeps the figure's role and rule colours exact (Pillow's adaptive palette merges the
-    few pixels of the minimum's yellow star into the orange around it), is drawn at
-    ``style.DPI`` at least (a lower ``dpi`` is raised to it: its frames as wide as the
-    figures, its text at their sizes) and shares one palette over all its frames (the
-    still parts stay the same pixels, so each frame stores only what moved)."""
+    """``FuncAnimation.save``; a GIF keeps the role and rule colours exact on one palette
+    for all frames, drawn at ``style.DPI`` at least."""
     from matplotlib.animation import FuncAnimation
 
     if writer == "pillow" or (writer is None and str(filename).lower().endswith(".gif")):
@@ -311,8 +294,7 @@ def _palette_image(frame: Image.Image, colors: int = GIF_COLORS) -> Image.Image:
 
 
 def shared_palette(frames: Sequence[Image.Image], samples: int = 4) -> Image.Image:
-    """One palette image for all ``frames`` (RGB): the adaptive palette of a few of them
-    (first, last and between) side by side, then ``KEPT_COLORS``."""
+    """One palette image for all RGB ``frames``: a few frames' adaptive palette, then ``KEPT_COLORS``."""
     from PIL import Image
 
     pick = [frames[i] for i in sorted(set(np.linspace(0, len(frames) - 1, samples).round().astype(int)))]
@@ -325,8 +307,7 @@ def shared_palette(frames: Sequence[Image.Image], samples: int = 4) -> Image.Ima
 
 
 def with_palette(frame: Image.Image, palette: Image.Image | None = None) -> Image.Image:
-    """An RGB ``frame`` as a palette image: ``palette`` (a palette image,
-    ``shared_palette``) or its own adaptive palette, then ``KEPT_COLORS``."""
+    """An RGB ``frame`` as a palette image on ``palette`` (None: its own), ``KEPT_COLORS`` exact."""
     from PIL import Image
 
     if frame.mode != "RGB":

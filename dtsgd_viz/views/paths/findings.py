@@ -1,8 +1,5 @@
-"""The numbers the path figures state, from the recordings: ``findings(runs, surface)``.
-
-``plot_paths``' and ``animate``'s headline, ``PathExplorer``'s headline at each update
-and ``plot_update``'s headline are ``PathFindings`` methods; ``print(findings(...))``
-prints the same numbers beside them (the tutorials and the demo do)::
+"""The numbers the path figures state, from the recordings: ``findings(runs, surface)``;
+``print`` it beside the figures::
 
     >>> import dtsgd_viz
     >>> from dtsgd_viz import surfaces
@@ -16,22 +13,10 @@ prints the same numbers beside them (the tutorials and the demo do)::
     >>> f.headline() == dtsgd_viz.plot_paths(runs, s).get_suptitle().rstrip("\\n").replace("\\n", " ")
     True
 
-Conventions, shared with ``compare_findings`` (``views.compare``, for runs without a
-surface):
-
-- the loss after k updates, k = 0..N. With a surface it is ``surface.value_np`` at the
-  recorded parameters (float64): path point k, the start for k = 0 and the parameter
-  after update N last. Without one it is ``recording.loss``: ``loss[i]`` is what the
-  forward pass of update ``steps[i]`` saw, the loss after ``steps[i] - 1`` updates, so
-  k = 0..N - 1 (the loss after the last update is not recorded);
-- runs are compared by their mean loss over the last ``tail`` of those losses
-  (``compare.geometry.tail_length``: a fifth of the run, 1 to 10), never at one point
-  of a curve that may oscillate (heavy-ball momentum's loss saw-tooths by 10× and more
-  from one update to the next). Without a surface that mean is exactly
-  ``compare_findings``' ``final_loss``;
-- "furthest apart" is the largest distance between the runs' parameters after an
-  update (``scene.default_update``: the update ``plot_paths`` and ``plot_update``
-  take apart when no ``step`` is given).
+The loss after k updates is, with a surface, its value at path point k (k = 0..N);
+without one ``recording.loss`` (``loss[i]`` is the loss after ``steps[i] - 1`` updates,
+k = 0..N - 1). Runs are compared by their mean loss over the last ``tail`` of those
+(``compare.geometry.tail_length``), never at one point of a curve that may oscillate.
 """
 
 from __future__ import annotations
@@ -63,9 +48,7 @@ def times_text(f: float) -> str:
 
 
 def window_text(window: tuple[int, int], short: bool = False) -> str:
-    """``"mean loss after 33–40 updates"`` (``"loss after 40 updates"`` for one);
-    ``short``: ``"mean loss, k = 33–40"``, as the headlines write it (the loss axis is
-    the loss after k updates)."""
+    """``"mean loss after 33–40 updates"`` (``short``: ``"mean loss, k = 33–40"``)."""
     a, b = window
     if a == b:
         return f"loss after {b} update{'s' if b != 1 else ''}"
@@ -78,21 +61,11 @@ def _loss_text(x: float | None) -> str:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PathFindings:
-    """What the path figures state about ``runs`` (``findings``); ``str()`` prints it.
-
-    ``names``: the runs, as given. ``last_k``: the last k of "the loss after k updates"
-    (N with a surface, N - 1 without; ``upto`` when given). ``final_loss[run]``: its loss
-    after ``last_k`` updates. ``window = (a, b)``: the k of the ``tail`` losses the
-    runs are compared by; ``tail_loss[run]``: their mean; ``swing[run]``: their
-    largest over their smallest. ``ranking``: the runs with a finite mean, lowest
-    first; ``times[run]``: its mean over the lowest's; ``level``: the lowest two within
-    ``LEVEL``. ``diverged[run]``: the update at which it left the view or stopped being
-    finite (None: it did, but when is not known). ``apart = (update, distance)``: where
-    the runs' parameters are furthest apart after it (one run: its longest update).
-    ``step``: the update taken apart (``plot_update``'s; default ``apart``'s), ``terms``
-    ``{run: UpdateTerms}`` of it (None where the recording cannot give them).
-    ``to_tolerance[run]``: with ``tol``, the first k after which the loss stays within
-    ``tol`` of the minimum (None: never)."""
+    """What the path figures state about ``runs`` (``findings``); ``str()`` prints it:
+    the loss after ``last_k`` updates, the mean over ``window`` (``tail_loss``) and its
+    ``swing``, the ``ranking`` by it and ``times`` the lowest, the runs ``diverged``,
+    where the runs are furthest ``apart``, the update ``step`` taken apart (``terms``)
+    and, with ``tol``, when each stays within it (``to_tolerance``)."""
 
     names: tuple[str, ...]
     from_surface: bool
@@ -119,24 +92,15 @@ class PathFindings:
         return self.ranking[0] if self.ranking else None
 
     def headline(self) -> str:
-        """The sentence ``plot_paths`` and ``animate`` title their figure with (with
-        ``upto``: ``PathExplorer``'s at update ``upto``): which run's mean loss over
-        ``window`` is lowest and how many times lower than the next two, or that the
-        runs end level and where their paths are furthest apart; the runs that
-        diverged and when."""
+        """The sentence ``plot_paths`` and ``animate`` title their figure with: which run's
+        mean loss is lowest and how many times below the next two (or that they end
+        level), and which diverged."""
         name = geo.rule_name
         gone = [n for n in self.names if n in self.diverged]
-        tail = (
-            (
-                "; "
-                + ", ".join(
-                    name(n) + (f" diverged at update {self.diverged[n]}" if self.diverged[n] else " diverged")
-                    for n in gone
-                )
-            )
-            if gone
-            else ""
-        )
+        left = [
+            name(n) + (f" diverged at update {self.diverged[n]}" if self.diverged[n] else " diverged") for n in gone
+        ]
+        tail = "; " + ", ".join(left) if gone else ""
         head = "" if self.upto is None else f"After update {self.upto}, "
         if not self.ranking:
             text = (", ".join(name(n) for n in gone) + " diverged") if gone else "The runs' paths"
@@ -162,9 +126,7 @@ class PathFindings:
         return _capital(head + text + tail)
 
     def update_headline(self) -> str | None:
-        """``plot_update``'s headline at ``step``: which run's update is longest and by
-        how much against the others', and how far their directions part
-        (``views.update.words.update_finding``); None without ``terms``."""
+        """``plot_update``'s headline at ``step`` (``update.words.update_finding``); None without ``terms``."""
         if not self.terms:
             return None
         from ..update.words import update_finding
@@ -226,9 +188,6 @@ def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-# ---- computing them ---------------------------------------------------------------------
-
-
 def findings(
     runs: Recording | Mapping[str, Recording],
     surface: Surface | None = None,
@@ -238,22 +197,12 @@ def findings(
     upto: int | None = None,
     tol: float | None = None,
 ) -> PathFindings:
-    """The numbers ``plot_paths(runs, surface)``, ``animate``, ``PathExplorer`` and
-    ``plot_update`` state, to print beside them (``PathFindings``; ``print`` it).
+    """The numbers ``plot_paths``, ``animate``, ``PathExplorer`` and ``plot_update`` state.
 
-    Args:
-      runs: ``{run name: Recording}`` (what ``dtsgd_viz.run`` returns) or one.
-      surface: the surface they were recorded on: the loss after k updates is its value
-        at the recorded parameters, k = 0..N. None: the recorded loss (k = 0..N - 1),
-        as ``compare_findings`` reads it.
-      name: the recorded variable (default: the only one).
-      step: the update to take apart (``plot_update``'s ``step``); None: where the
-        runs' parameters are furthest apart.
-      upto: only the first ``upto`` updates (``PathExplorer``'s headline at that update).
-      tol: also the first k after which each run's loss stays within ``tol`` of the
-        surface's minimum (of 0 without a surface).
-
-    Raises ``ValueError`` / ``TypeError`` naming what was received for bad input.
+    ``surface``: the loss after k updates is its value at the recorded parameters
+    (None: the recorded loss). ``step``: the update taken apart (None: where the runs
+    are furthest apart); ``upto``: only the first ``upto`` updates; ``tol``: also when
+    each run's loss stays within ``tol`` of the minimum.
     """
     from .scene import _as_dict, build_scene
 
@@ -290,15 +239,14 @@ def findings_of(
     tol: float | None = None,
     paths: bool = True,
 ) -> PathFindings:
-    """``findings`` of a ``PathScene`` (the figures' own): its losses (the loss after k
-    updates), the runs that left its view, its recordings; ``paths``: whether the
-    recorded parameters give where the runs are furthest apart and the update's terms."""
+    """``findings`` of a ``PathScene``; ``paths``: whether the recorded parameters give
+    where the runs are furthest apart and the update's terms."""
     from ..core.steps import resolve_update
     from ..update import geometry as upd
-    from .scene import default_update
+    from .scene import compared_paths, default_update
 
     names = tuple(scene.recordings)
-    common = _common_steps(scene.recordings)
+    common = geo.common_steps(r.steps for r in scene.recordings.values())
     if upto is not None:
         upto = resolve_update(upto, common, none="all", held=f"the runs share {len(common)} updates")
     from_surface = any(s for _, _, s in scene.losses.values())
@@ -340,9 +288,7 @@ def findings_of(
         u = default_update(scene, upto)
         if u is not None:
             i = int(np.searchsorted(common, u))
-            flat = [r.path(scene.name).astype(np.float64).reshape(len(r) + 1, -1) for r in scene.recordings.values()]
-            with_mu = [p for p, r in zip(flat, scene.recordings.values()) if r.hyperparameters.momentum]
-            d = geo.run_distances(with_mu if len(with_mu) >= 2 else flat)
+            d = geo.run_distances(compared_paths(scene))
             apart = (int(u), float(d[i]) if i < len(d) else float("nan"))
         at = apart[0] if step is None and apart is not None else step
         if at is not None:
@@ -384,18 +330,6 @@ def findings_of(
     )
 
 
-def _common_steps(recordings: Mapping[str, Recording]) -> np.ndarray:
-    common = None
-    for r in recordings.values():
-        s = np.asarray(r.steps, np.int64)
-        common = s if common is None else np.intersect1d(common, s)
-    assert common is not None  # the recordings are never empty (build_scene checks)
-    return common
-
-
 def finding(scene: PathScene) -> str:
-    """The path figures' headline for a ``scene.PathScene``:
-    ``findings_of(scene).headline()`` (which run's mean loss over the last updates is
-    lowest and by how many times, or that the runs end level; which diverged), the
-    sentence ``print(dtsgd_viz.findings(...))`` prints."""
+    """The path figures' headline: ``findings_of(scene).headline()``."""
     return findings_of(scene).headline()

@@ -1,11 +1,6 @@
-"""Drawing a path figure from its ``PathScene``, once: the headline over the settings, the
-pale loss contours, each run's path in its rule's look (``style.run_looks``), the start
-and the minimum, the update shown (a ring per run and its terms as arrows), the loss
-panel (``views.paths.loss``) and one legend naming every mark. The pieces that follow
-the update (``follow_update``, ``set_trail``, ``draw_zoom``, ``panel_at``) are shared with
-the animation and the widgets. Geometry comes from ``views.paths.geometry`` and
-``views.update.geometry``; this module only draws.
-"""
+"""Drawing a path figure from its ``PathScene``, once; the pieces that follow the update
+(``follow_update``, ``set_trail``, ``draw_zoom``, ``panel_at``) are shared with the
+animation and the widgets."""
 
 from __future__ import annotations
 
@@ -40,21 +35,6 @@ if TYPE_CHECKING:
     from matplotlib.typing import ColorType
     from numpy.typing import ArrayLike
 
-__all__ = [
-    "PathArtists",
-    "draw_scene",
-    "draw_zoom",
-    "follow_update",
-    "set_trail",
-    "path_title",
-    "panel_at",
-    "ring_index",
-    "stacked_over",
-    "thin_paths",
-    "ZOOM_BOX_LOOK",
-    "ZOOM_BOX_Z",
-]
-
 
 @dataclasses.dataclass
 class PathArtists:
@@ -72,15 +52,11 @@ class PathArtists:
     zoom_axes: dict[str, Axes] = dataclasses.field(default_factory=dict)
     step_line: Line2D | None = None
     title: Text | None = None
-    loss_labels: dict[str, Text] = dataclasses.field(default_factory=dict)  # config -> its name at its loss line's end
     note: Text | None = None  # the Text saying why no arrows are drawn, if any
-    diverged_note: Text | None = None  # the Text naming the runs that diverged and when
     rests: dict[str, Line2D] = dataclasses.field(default_factory=dict)  # config -> the whole run, thin
     names: dict[str, Annotation] = dataclasses.field(default_factory=dict)  # none: the legend names the marks
     caption: Text | None = None  # the figure's caption, if any
-    run_names: dict[str, Annotation] = dataclasses.field(default_factory=dict)
-    # each path drawn whole, the ring at the parameters after the update (``plot_paths``)
-    whole: bool = False
+    whole: bool = False  # each path drawn whole (``plot_paths``)
     after: bool = False  # the ring at the parameters after the update shown (``scene.ring_index``)
     thin: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # config -> the path's points drawn
     loss_thin: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # config -> the loss line's points
@@ -115,17 +91,12 @@ def draw_scene(
     legend: bool = True,
     names: bool | None = None,
 ) -> tuple[Figure, PathArtists]:
-    """Draw ``scene`` at ``update`` (None: no update picked) on ``ax`` (None: a new
-    figure with the headline, the paths and the loss; one Axes: the paths only; a pair:
-    paths and loss). ``whole``: each path drawn whole in its rule's look and the ring at
-    the parameters after the update (``plot_paths``); else each path in its rule's look
-    up to the update over its whole run drawn thin (``follow_update`` moves the split).
-    ``auto``: the update was picked as where the runs differ most (the title says so).
-    ``after``: the ring at the parameters after the update (None: as ``whole``; else
-    before it, where its arrows start). ``names``: write the start's and minimum's names
-    beside them (None: on a pair of someone else's axes, whose widget places them).
-    ``legend``: name the marks in a legend (under a new figure's panels, inside one
-    Axes). Returns the figure and the ``PathArtists`` that follow the update."""
+    """Draw ``scene`` at ``update`` (None: none) on ``ax`` (None: a new figure with the
+    headline; one Axes: the paths only; a pair: paths and loss). ``whole``: each path
+    drawn whole, else up to the update over its whole run drawn thin. ``auto``: the update
+    was picked (the title says so). ``after``: the ring after the update (None: as
+    ``whole``). ``names``: names beside the start and minimum (None: on a pair of
+    axes). ``legend``: name the marks. Returns the figure and its ``PathArtists``."""
     if arrows and update is not None and note is None:
         note = _why_no_arrows(scene, update)  # what the recording allows: no arrows, and why
         if note:
@@ -162,8 +133,7 @@ def draw_scene(
 
 
 def _axes(scene: PathScene, ax: Axes | tuple[Axes, Axes] | list[Axes] | None) -> tuple[Figure, Axes, Axes | None, bool]:
-    """``(fig, path_ax, loss_ax, own)``: a new figure has the headline (``finding``,
-    ``settings_line``) over the paths and the loss."""
+    """``(fig, path_ax, loss_ax, own)``: a new figure has the headline over the panels."""
     if ax is None:
         fig = new_figure(SQUARE_PATHS_SIZE if scene.plane.is_identity else style.PATHS_SIZE_NO_ZOOM)
         headline(fig, finding(scene), settings_line(scene))
@@ -181,12 +151,9 @@ def _axes(scene: PathScene, ax: Axes | tuple[Axes, Axes] | list[Axes] | None) ->
 
 
 def thin_paths(scene: PathScene, art: PathArtists, update: int | None = None) -> dict[str, np.ndarray]:
-    """``art.thin``: for each run, the indices of the points of its drawn part (up to
-    where it left the view) its line passes through on ``art``'s figure
-    (``thin.thin_indices`` at ``pixel_scale``, at most ``vertex_limit``): the start, the
-    end, the update shown and its next point, the lowest loss, the extreme points, and
-    what the line needs to look as the whole path does. Lines drawn whole are set to
-    them. Call again after the figure grows."""
+    """``art.thin``: each run's point indices its line passes through on ``art``'s figure
+    (``thin.thin_indices``), keeping the update shown, the lowest loss and the extremes;
+    lines drawn whole are set to them. Call again after the figure grows."""
     fig = art.ax_path.figure
     scale, limit = thin.pixel_scale(scene.box, fig), thin.vertex_limit(fig)
     out: dict[str, np.ndarray] = {}
@@ -213,8 +180,7 @@ def thin_paths(scene: PathScene, art: PathArtists, update: int | None = None) ->
 
 
 def extreme_points(c: ArrayLike) -> list[int]:
-    """The indices of the finite points of ``c`` (n, 2) furthest left, right, down and
-    up (the first of equals): a thinned line keeps them, so it spans what the path does."""
+    """The indices of the finite points of ``c`` (n, 2) furthest left, right, down and up."""
     c = np.asarray(c, np.float64).reshape(-1, 2)
     ok = np.flatnonzero(np.all(np.isfinite(c), axis=1))
     if not len(ok):
@@ -233,9 +199,8 @@ def _why_no_arrows(scene: PathScene, update: int) -> str | None:
 
 
 def _draw_path_lines(scene: PathScene, art: PathArtists, looks: Mapping[str, style.Look], split: bool) -> None:
-    """Each run's path in its rule's line, no mark per update (narrower lines on top)
-    through the points ``art.thin`` keeps and, when ``split`` at an update, its whole run
-    under every path as a thin lighter line in the rule's dash (``REST_WIDTH``, ``REST_TINT``)."""
+    """Each run's path in its rule's line through ``art.thin`` and, when ``split``, its
+    whole run under it as a thin lighter line in the rule's dash."""
     rest = style.ROLE_LOOKS["remainder"]
     for key, c in scene.coords.items():
         look = looks[key]
@@ -255,10 +220,8 @@ def _draw_path_lines(scene: PathScene, art: PathArtists, looks: Mapping[str, sty
         )
 
 
-def follow_update(scene: PathScene, art: PathArtists, update: int, names: bool = True) -> list[Artist]:
-    """Draw each path in its rule's look up to ``update`` (its thin whole run stays
-    under it; a path drawn whole stays as it is). Returns the artists changed (the
-    animation and ``PathExplorer`` call it every frame; ``names`` is kept for them)."""
+def follow_update(scene: PathScene, art: PathArtists, update: int) -> list[Artist]:
+    """Draw each path up to ``update`` (a path drawn whole stays); returns the artists changed."""
     changed: list[Artist] = []
     if art.whole:
         return changed
@@ -273,7 +236,7 @@ def follow_update(scene: PathScene, art: PathArtists, update: int, names: bool =
 
 
 def _frame_path_axes(scene: PathScene, ax_path: Axes) -> None:
-    """Limits and axis labels: the parameters, or the principal directions of the plane."""
+    """Limits and axis labels: the parameters, or the plane's principal directions."""
     ax_path.set_xlim(*scene.box[0])
     ax_path.set_ylim(*scene.box[1])
     if scene.plane.is_identity:
@@ -289,23 +252,20 @@ def _frame_path_axes(scene: PathScene, ax_path: Axes) -> None:
 
 
 def _draw_notes(scene: PathScene, art: PathArtists, note: str | None) -> None:
-    """The path panel's notes, one line each: the runs that diverged, why no arrows."""
+    """The path panel's notes: the runs that diverged, why no arrows."""
     box = dict(fc="white", ec="0.7", alpha=0.9, pad=2.0)
     where: dict[str, Any] = dict(
         transform=art.ax_path.transAxes, va="bottom", fontsize=style.NOTE_SIZE, zorder=8, bbox=box
     )
     if scene.diverged:
         text = geo.diverged_note(scene.diverged)
-        art.diverged_note = art.ax_path.text(
-            0.99, 0.01, text, ha="right", color="#A04000", gid="diverged-note", **where
-        )
+        art.ax_path.text(0.99, 0.01, text, ha="right", color="#A04000", gid="diverged-note", **where)
     if note:
         art.note = art.ax_path.text(0.01, 0.01, note, ha="left", color="0.2", gid="arrows-note", wrap=True, **where)
 
 
 def _draw_contours(scene: PathScene, ax: Axes) -> None:
-    """Pale filled log-spaced loss contours (so the paths stand out) and white level
-    lines; the loss panel beside gives the values, so no colour bar."""
+    """Pale filled log-spaced loss contours and white level lines (no colour bar)."""
     from matplotlib.colors import LogNorm
 
     X, Y, Z = scene.grid
@@ -333,9 +293,8 @@ def panel_at(scene: PathScene, key: str, index: int, arrows: bool | None) -> pan
     return panel.panel_data(key, int(rec.steps[index]), scene.coords[key], index, chain, points, scene.box)
 
 
-def draw_zoom(scene: PathScene, art: PathArtists, key: str, data: panel.PanelData, avoid_path: bool = False) -> None:
-    """Redraw ``key``'s close-up (``art.zoom_axes[key]``) at ``data`` and move its box on
-    the path panel (``views.update.panel.draw_update_panel``)."""
+def draw_zoom(scene: PathScene, art: PathArtists, key: str, data: panel.PanelData) -> None:
+    """Redraw ``key``'s close-up at ``data`` and move its box on the path panel."""
     panel.draw_update_panel(
         art.zoom_axes[key],
         scene,
@@ -343,7 +302,6 @@ def draw_zoom(scene: PathScene, art: PathArtists, key: str, data: panel.PanelDat
         scene.colors[key],
         panel.run_styles(scene.coords)[key],
         scene.plane.is_identity,
-        avoid_path=avoid_path,
     )
     if data.box is not None and key in art.zoom_boxes:
         (x0, x1), (y0, y1) = data.box
@@ -353,9 +311,8 @@ def draw_zoom(scene: PathScene, art: PathArtists, key: str, data: panel.PanelDat
 def _draw_step(
     scene: PathScene, update: int, art: PathArtists, arrows: bool | None, looks: Mapping[str, style.Look]
 ) -> None:
-    """Each run's ring at ``update`` (``ring_index``), its fading trail (split paths
-    only) and, with ``arrows``, the update's terms as arrows tip to tail from the
-    parameters before it."""
+    """Each run's ring at ``update``, its fading trail (split paths only) and, with
+    ``arrows``, the update's terms as arrows tip to tail."""
     from matplotlib.collections import LineCollection
 
     ax, cur = art.ax_path, style.ROLE_LOOKS["current"]
@@ -400,9 +357,8 @@ def _draw_step(
 
 
 def stacked_over(moving: Sequence[Artist]) -> list[Artist]:
-    """The still artists a full draw puts over some of the ``moving`` ones in the same
-    axes (the start over the trails): a widget that blits the moving artists over a
-    background redraws these with them, so its frames stack as a full draw does."""
+    """The still artists a full draw puts over some of the ``moving`` ones (the start
+    over the trails): a blitting widget redraws them with them."""
     out: list[Artist] = []
     for ax in {a.axes for a in moving if getattr(a, "axes", None) is not None}:
         assert ax is not None  # (kept by the filter)

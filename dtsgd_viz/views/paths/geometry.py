@@ -1,16 +1,5 @@
-"""Pure geometry behind ``views.paths.plot``: the plotting plane, projections, the loss grid
-on that plane, where a run left the view, fading trails and the checks of the variable
-and update asked for. One update split into its terms is ``views.update.geometry``'s.
-
-No matplotlib here; every function takes and returns numpy arrays or frozen
-dataclasses, so tests check them numerically::
-
-    >>> import numpy as np
-    >>> paths = [np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [2.0, 1.0, 0.0]])]
-    >>> plane = pca_plane(paths)
-    >>> np.allclose(lift(project(paths[0], plane), plane), paths[0])   # on the plane
-    True
-"""
+"""Pure geometry behind ``views.paths``: the plane, projections, the loss grid, where a
+run left the view, fading trails and the checks of the variable and update (no matplotlib)."""
 
 from __future__ import annotations
 
@@ -27,29 +16,6 @@ if TYPE_CHECKING:
 
     from ...recording.recording import Recording
 
-__all__ = [
-    "Plane",
-    "identity_plane",
-    "pca_plane",
-    "project",
-    "lift",
-    "plot_box",
-    "loss_grid",
-    "log_levels",
-    "select_variable",
-    "check_step",
-    "step_index",
-    "describe_updates",
-    "fade_alphas",
-    "divergence_update",
-    "diverged_runs",
-    "diverged_note",
-    "drawn_length",
-    "run_distances",
-    "most_different_index",
-    "rule_name",
-    "RULE_NAMES",
-]
 
 Box = tuple[tuple[float, float], tuple[float, float]]
 """A box ``((xmin, xmax), (ymin, ymax))`` in plot coordinates."""
@@ -59,24 +25,14 @@ RULE_NAMES = {"nesterov": "Nesterov", "momentum": "momentum", "plain": "plain"}
 
 
 def rule_name(key: str) -> str:
-    """The name a figure writes for config ``key`` (``"nesterov"``: ``"Nesterov"``).
-    >>> rule_name("nesterov"), rule_name("momentum"), rule_name("lr 0.1")
-    ('Nesterov', 'momentum', 'lr 0.1')
-    """
+    """The name a figure writes for config ``key`` (``"nesterov"``: ``"Nesterov"``)."""
     return RULE_NAMES.get(str(key), str(key))
-
-
-# ---- the plane the picture is drawn on ---------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Plane:
-    """Plot coordinates ``c = (x - origin) @ basis.T``; points ``x = origin + c @ basis``.
-
-    ``basis`` has two orthonormal rows of length ``D``. ``explained`` is the fraction
-    of the paths' variance along each row (None for the identity plane of 2-D
-    surfaces, which loses nothing).
-    """
+    """Plot coordinates ``c = (x - origin) @ basis.T`` (two orthonormal rows);
+    ``explained``: each row's share of the paths' variance (None: a 2-D identity plane)."""
 
     origin: np.ndarray
     basis: np.ndarray
@@ -103,12 +59,8 @@ def _flat_points(paths: Iterable[ArrayLike]) -> np.ndarray:
 
 
 def pca_plane(paths: Sequence[np.ndarray]) -> Plane:
-    """The plane through the mean of all finite path points spanned by their top two
-    principal directions (each oriented so its largest component is positive).
-
-    ``paths`` are arrays ``(n_i, ...)`` flattened per point. With fewer than two
-    directions of variance the basis is completed deterministically.
-    """
+    """The plane through the mean of the finite path points along their top two
+    principal directions (each with its largest component positive)."""
     pts = _flat_points(paths)
     if pts.ndim != 2 or pts.shape[1] < 2:
         raise ValueError(
@@ -156,16 +108,9 @@ def lift(coords: ArrayLike, plane: Plane) -> np.ndarray:
         return plane.origin + np.asarray(coords, np.float64) @ plane.basis
 
 
-# ---- the loss on the plane --------------------------------------------------------
-
-
 def plot_box(view_box: Box | None, coords: ArrayLike, pad: float = 0.08, max_grow: float = 1.0) -> Box:
-    """``((xmin, xmax), (ymin, ymax))`` holding the finite ``coords``.
-
-    With a ``view_box`` (2-D surfaces) the box is the view box grown to hold the
-    paths, but never by more than ``max_grow`` times its size on each side, so a
-    diverging run cannot shrink the picture to a dot.
-    """
+    """``((xmin, xmax), (ymin, ymax))`` holding the finite ``coords``: with a
+    ``view_box``, that box grown to hold them by at most ``max_grow`` of its size a side."""
     coords = np.asarray(coords, np.float64).reshape(-1, 2)
     coords = coords[np.all(np.isfinite(coords), axis=1)]
     out: list[tuple[float, float]] = []
@@ -183,12 +128,7 @@ def plot_box(view_box: Box | None, coords: ArrayLike, pad: float = 0.08, max_gro
 
 
 def divergence_update(path: np.ndarray, box: Box) -> int | None:
-    """The first update (1-based, ``path[k]`` after update ``k``) whose point is
-    non-finite or outside ``box`` (``((xmin, xmax), (ymin, ymax))``), or None.
-
-    >>> divergence_update(np.array([[0.0, 0], [1, 1], [9, 0], [np.inf, 0]]), ((-4, 4), (-4, 4)))
-    2
-    """
+    """The first update (``path[k]`` after update ``k``) non-finite or outside ``box``, or None."""
     p = np.asarray(path, np.float64).reshape(len(path), -1)
     lo = np.array([b[0] for b in box])
     hi = np.array([b[1] for b in box])
@@ -201,11 +141,8 @@ def divergence_update(path: np.ndarray, box: Box) -> int | None:
 def diverged_runs(
     coords: Mapping[str, ArrayLike], view_box: Box | None = None, max_grow: float = 1.0
 ) -> dict[str, int | None]:
-    """``{config: update}`` of the runs that diverged, and the update at which each
-    left the view: a run diverged when its last point is non-finite or, with a
-    ``view_box``, beyond the farthest the plot box may grow (``max_grow`` times the
-    view box's size on each side, as ``plot_box``); it left the view at the first
-    point outside ``view_box`` (non-finite without one)."""
+    """``{config: update}`` of the runs that diverged (last point non-finite or beyond
+    how far ``plot_box`` may grow) and the update at which each left ``view_box``."""
     out: dict[str, int | None] = {}
     for key, c in coords.items():
         c = np.asarray(c, np.float64).reshape(-1, 2)
@@ -223,9 +160,7 @@ def diverged_runs(
 
 
 def drawn_length(n_points: int, at: int | None) -> int:
-    """How many path points to draw for a run that left the view at update ``at``
-    (None: it did not): up to and including the first point outside, which the axes
-    clip, so the path ends at the edge instead of criss-crossing the panel."""
+    """Path points to draw for a run that left the view at update ``at``: up to the first outside."""
     return n_points if at is None else min(n_points, int(at) + 1)
 
 
@@ -242,9 +177,8 @@ def loss_grid(
     n: int = 121,
     budget: int = 4_000_000,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(X, Y, Z)``: an ``n x n`` grid over ``box`` in plot coordinates and the loss
-    ``value_np`` at the points of the plane there (evaluated in row chunks of at most
-    ``budget`` numbers, so large parameters stay within memory)."""
+    """``(X, Y, Z)``: an ``n x n`` grid over ``box`` and ``value_np`` on the plane there,
+    evaluated in chunks of at most ``budget`` numbers."""
     xs = np.linspace(*box[0], n)
     ys = np.linspace(*box[1], n)
     X, Y = np.meshgrid(xs, ys)
@@ -260,11 +194,7 @@ def loss_grid(
 
 def log_levels(Z: ArrayLike, n: int = 14, floor: float = 1e-6, inner: float = 0.005) -> np.ndarray:
     """``n`` log-spaced contour levels from the ``inner`` quantile of the positive finite
-    values of ``Z`` (but at least ``floor`` times the largest) to the largest.
-
-    Starting at a quantile rather than the minimum keeps the innermost contour around
-    enough grid points to be drawn where it really is (a level set smaller than a
-    grid cell would be an interpolation artefact)."""
+    ``Z`` (at least ``floor`` times the largest; a cell-sized level set is an artefact)."""
     z = np.asarray(Z, np.float64)
     z = z[np.isfinite(z) & (z > 0)]
     if not len(z):
@@ -276,18 +206,9 @@ def log_levels(Z: ArrayLike, n: int = 14, floor: float = 1e-6, inner: float = 0.
     return np.geomspace(lo, hi, n)
 
 
-# ---- the update where the runs differ most -----------------------------------------
-
-
 def run_distances(paths: Iterable[ArrayLike]) -> np.ndarray:
-    """``(n,)``: for each recorded update (row ``k + 1`` of every path, ``k = 0..n-1``,
-    row 0 the start) the largest distance between two runs' parameters after it; with
-    one run, how far that update moved it. NaN where a parameter is not finite.
-
-    >>> a = np.array([[0.0, 0], [1, 0], [2, 0]]); b = np.array([[0.0, 0], [1, 1], [2, 3]])
-    >>> run_distances([a, b]).tolist()
-    [1.0, 3.0]
-    """
+    """``(n,)``: after each update the largest distance between two runs' parameters
+    (one run: how far the update moved it); NaN where not finite."""
     arrays = [np.asarray(p, np.float64) for p in paths]
     arrays = [a.reshape(len(a), -1) for a in arrays]
     n = min(len(a) for a in arrays) - 1
@@ -306,14 +227,7 @@ def run_distances(paths: Iterable[ArrayLike]) -> np.ndarray:
 
 
 def most_different_index(paths: Iterable[ArrayLike], allowed: ArrayLike | None = None) -> int | None:
-    """The recording index of the update where the runs ``paths`` differ most
-    (``run_distances``; the first of equals), among the ``allowed`` indices (a boolean
-    mask; None: all); None when no allowed update has a finite distance.
-
-    >>> a = np.array([[0.0, 0], [1, 0], [2, 0]]); b = np.array([[0.0, 0], [1, 1], [2, 3]])
-    >>> most_different_index([a, b]), most_different_index([a, b], allowed=[True, False])
-    (1, 0)
-    """
+    """The index of the update where ``paths`` differ most among ``allowed`` (None: no finite one)."""
     d = run_distances(paths)
     ok = np.isfinite(d)
     if allowed is not None:
@@ -323,22 +237,11 @@ def most_different_index(paths: Iterable[ArrayLike], allowed: ArrayLike | None =
     return int(np.flatnonzero(ok)[np.argmax(d[ok])])
 
 
-# ---- fading trails -----------------------------------------------------------------
-
-
 def fade_alphas(n: int, half_life: float = 4.0, floor: float = 0.15) -> np.ndarray:
-    """Opacities of the ``n`` path segments before the current update, oldest first:
-    ``floor + (1 - floor) * 0.5 ** (age / half_life)`` where the newest segment has
-    age 0 (fully opaque) and each older one is one update older.
-
-    >>> fade_alphas(3, half_life=1.0, floor=0.0).tolist()
-    [0.25, 0.5, 1.0]
-    """
+    """Opacities of the ``n`` segments before the update, oldest first, halving every
+    ``half_life`` updates down to ``floor``."""
     age = np.arange(n)[::-1].astype(np.float64)
     return floor + (1.0 - floor) * 0.5 ** (age / half_life)
-
-
-# ---- input checks -------------------------------------------------------------------
 
 
 def select_variable(recordings: Mapping[str, Recording], name: str | None) -> str:
@@ -361,23 +264,15 @@ def select_variable(recordings: Mapping[str, Recording], name: str | None) -> st
 
 
 def check_step(step: object, steps: Mapping[str, np.ndarray], none: str = "no update picked") -> int | None:
-    """``step`` as the update number every recording holds (None stays None; ``none``
-    says in an error what None means to the caller).
-
-    ``step=k`` is optimizer update k as ``recording.steps`` counts it (the first update
-    is 1); ``-1`` is the last update the recordings share, ``-2`` the one before, and
-    so on. ``steps`` maps each recording's name to its ``recording.steps``.
+    """``step`` as an update every recording holds (``-1``: the last shared; None stays
+    None, ``none`` says what None means); ``steps``: ``{name: recording.steps}``.
 
     >>> check_step(3, {"a": np.arange(1, 9)}), check_step(-1, {"a": np.arange(1, 9)})
     (3, 8)
     """
     if step is None:
         return None
-    common = None
-    for s in steps.values():
-        s = np.asarray(s, np.int64)
-        common = s if common is None else np.intersect1d(common, s)
-    common = np.asarray(common, np.int64)
+    common = common_steps(steps.values())
     return resolve_update(
         step,
         common,
@@ -387,9 +282,17 @@ def check_step(step: object, steps: Mapping[str, np.ndarray], none: str = "no up
     )
 
 
+def common_steps(steps: Iterable[ArrayLike]) -> np.ndarray:
+    """The updates every one of ``steps`` (each a ``recording.steps``) holds."""
+    common = None
+    for s in steps:
+        s = np.asarray(s, np.int64)
+        common = s if common is None else np.intersect1d(common, s)
+    return np.asarray(common, np.int64)
+
+
 def step_index(recording_steps: ArrayLike, update: int) -> int:
-    """The index into ``recording.steps`` (and the recording's arrays) of ``update``,
-    which ``check_step`` has checked."""
+    """The index into ``recording.steps`` of ``update``."""
     s = np.asarray(recording_steps, np.int64)
     i = int(np.searchsorted(s, update))
     if not (i < len(s) and s[i] == update):

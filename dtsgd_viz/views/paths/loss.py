@@ -1,10 +1,5 @@
-"""The loss panel of a path figure: each run's loss after k updates, k = 0..N, in its
-rule's look (``style.run_looks``), named just right of the panel at its line's end (no
-legend; the x axis ends just past the data), the update shown marked by the ring the
-path panel draws (rings nested where they coincide), the updates whose mean loss the
-headline compares (``mark_window``), and where a run diverged.
-``views.paths.frames`` calls it; the geometry is the ``PathScene``'s.
-"""
+"""The loss panel of a path figure: each run's loss after k updates, k = 0..N, named at
+its line's end, the update shown ringed, the headline's updates banded (``mark_window``)."""
 
 from __future__ import annotations
 
@@ -32,20 +27,7 @@ if TYPE_CHECKING:
     from .frames import PathArtists
     from .scene import PathScene
 
-__all__ = [
-    "draw_loss",
-    "mark_window",
-    "LOSS_XLABEL",
-    "LOSS_YLABEL",
-    "LOSS_TITLE",
-    "nest_loss_dots",
-    "thin_loss",
-    "loss_columns",
-    "DOT_SIZE",
-    "RING_STEP",
-    "FEW_POINTS",
-    "END_MARGIN",
-]
+__all__ = ["draw_loss", "mark_window", "nest_loss_dots", "LOSS_XLABEL", "LOSS_YLABEL", "DOT_SIZE", "WINDOW_COLOR"]
 
 # the loss panel's axes: the loss after k updates, k = 0..N (``path_findings``' convention)
 LOSS_XLABEL = "updates made (k)"
@@ -59,10 +41,8 @@ RING_STEP = 4.0  # points: a ring round another it would cover is this much wide
 
 
 def nest_loss_dots(markers: Mapping[str, Line2D]) -> bool:
-    """Rings at the update shown (``{config: Line2D}``, one point each) closer than a
-    ring's width on the figure (at update 1 every run starts at the same loss): each
-    drawn ``RING_STEP`` wider per later ring it would cover, so all show round the last.
-    Returns whether any met."""
+    """Rings at the update shown (``{config: Line2D}``) closer than a ring's width: each
+    drawn ``RING_STEP`` wider per later ring it would cover. Returns whether any met."""
     lines = list(markers.values())
     px = [_dot_px(m) for m in lines]
     met = False
@@ -84,16 +64,13 @@ def _dot_px(m: Line2D) -> np.ndarray:
 
 
 def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Mapping[str, Look]) -> None:
-    """Draw ``scene``'s losses on ``art.ax_loss``, marking ``update`` (None: none);
-    ``art`` keeps the lines, markers and the update line."""
+    """Draw ``scene``'s losses on ``art.ax_loss``, marking ``update`` (None: none)."""
     ax = art.ax_loss
     assert ax is not None  # drawn only with a loss panel
-    from_surface = False
     lost: dict[str, int | None] = {}  # runs whose loss stops being finite without having left the view
     ends: list[tuple[str, float, float, ColorType | None]] = []
     columns = loss_columns(ax)
-    for key, (steps, loss, computed) in scene.losses.items():
-        from_surface |= computed
+    for key, (steps, loss, _) in scene.losses.items():
         look = looks[key]
         few = len(steps) <= FEW_POINTS  # one point per line draws nothing without a marker
         at = [] if update is None else [ring_index(scene, key, update, art.after)]
@@ -141,7 +118,7 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
                 gid=f"loss-marker:{key}",
                 zorder=5 + 0.01 * look.zorder,
             )
-    _frame(scene, ax, from_surface)
+    _frame(scene, ax)
     nest_loss_dots(art.loss_markers)
     if scene.diverged or lost:
         _diverged_note(scene, ax, lost)
@@ -151,10 +128,10 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
         at = scene.losses[first][0][ring_index(scene, first, update, art.after)]
         art.step_line = ax.axvline(at, **line.line(), gid="step-line")
     keys = {geo.rule_name(k): k for k in scene.losses}  # the names written back to their configs
-    art.loss_labels = {keys[(t.get_gid() or "")[len("label:") :]]: t for t in label_ends(ax, ends, outside=True)}
-    for key, text in art.loss_labels.items():  # gids keep the config keys
+    labels = {keys[(t.get_gid() or "")[len("label:") :]]: t for t in label_ends(ax, ends, outside=True)}
+    for key, text in labels.items():  # gids keep the config keys
         text.set_gid(f"label:{key}")
-    texts = [t for t in art.loss_labels.values() if t.get_visible()]
+    texts = [t for t in labels.values() if t.get_visible()]
     gap = END_GAP * style.LABEL_SIZE / axes_height_points(ax)  # bold names: more air than label_ends leaves
     for t, f in zip(texts, spread([t.get_position()[1] for t in texts], gap, 0.02, 0.98)):
         t.set_position((t.get_position()[0], f))
@@ -165,11 +142,8 @@ WINDOW_COLOR = "0.55"  # the band of the updates the headline's means are over
 
 
 def mark_window(art: PathArtists, found: PathFindings, looks: Mapping[str, Look] | None = None) -> list[Artist]:
-    """On ``art.ax_loss``: a pale band over the updates ``found.window`` (a
-    ``PathFindings``) whose mean loss the headline compares (the headline names them),
-    and each ranked run's mean there as a short line in its colour across the band
-    (gids ``loss-window``, ``loss-mean:<config>``); the artists drawn (none without a
-    loss panel)."""
+    """On ``art.ax_loss``: a pale band over ``found.window`` (the updates whose mean loss
+    the headline compares) and each ranked run's mean across it; the artists drawn."""
     ax = art.ax_loss
     if ax is None or not found.ranking:
         return []
@@ -195,17 +169,14 @@ def mark_window(art: PathArtists, found: PathFindings, looks: Mapping[str, Look]
 
 
 def loss_columns(ax: Axes) -> int:
-    """The most pixel columns a loss panel of ``ax``'s figure can have: its root
-    figure's width in pixels (the panel is laid out later, never wider)."""
+    """The most pixel columns a loss panel of ``ax``'s figure can have: its width in pixels."""
     root = root_figure(ax)
     return max(1, int(np.ceil(root.get_size_inches()[0] * root.dpi)))
 
 
 def thin_loss(steps: np.ndarray, loss: np.ndarray, columns: int, keep: Iterable[int] = ()) -> np.ndarray:
-    """The indices of a loss line's points drawn on ``columns`` pixel columns: each
-    column's smallest and largest loss, its first non-finite one, the first and the last
-    (``views.shards.geometry.minmax_indices``, as ``plot_shards`` thins its lines), and ``keep``
-    (the update shown); every point while there are no more than ``columns``."""
+    """The indices of a loss line's points drawn on ``columns`` pixel columns
+    (``shards.geometry.minmax_indices``), and ``keep``."""
     idx = minmax_indices(np.asarray(steps), np.asarray(loss, np.float64), columns)
     if len(idx) == len(steps):
         return idx
@@ -214,8 +185,7 @@ def thin_loss(steps: np.ndarray, loss: np.ndarray, columns: int, keep: Iterable[
 
 
 def _plain_log_ticks(ax: Axes) -> None:
-    """A log axis spanning under about a decade and a half gets plain tick labels
-    (0.2, 0.3, 0.4) on its minor ticks instead of ``4×10⁻¹``."""
+    """Plain tick labels (0.2, 0.3) on a log axis spanning under a decade and a half."""
     from matplotlib.ticker import LogLocator
 
     if ax.get_yscale() != "log":
@@ -227,7 +197,7 @@ def _plain_log_ticks(ax: Axes) -> None:
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)))
 
 
-def _frame(scene: PathScene, ax: Axes, from_surface: bool) -> None:
+def _frame(scene: PathScene, ax: Axes) -> None:
     from matplotlib.ticker import MaxNLocator
 
     log = _needs_log(scene)
@@ -252,8 +222,7 @@ LINEAR_SPAN = 10.0  # losses within this factor of each other read on a linear a
 
 
 def _needs_log(scene: PathScene) -> bool:
-    """A log axis where the finite positive losses span ``LINEAR_SPAN`` or more (or a run
-    diverged), else linear: under a decade a log axis only bends the lines."""
+    """A log axis where the finite positive losses span ``LINEAR_SPAN`` or more, or a run diverged."""
     vals = [np.asarray(v, np.float64) for _, v, _ in scene.losses.values()]
     v = np.concatenate(vals) if vals else np.zeros(0)
     with np.errstate(invalid="ignore"):

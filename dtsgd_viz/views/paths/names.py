@@ -1,6 +1,5 @@
-"""What names the marks of a path panel: one legend (each run's line in its rule's look,
-the start, the minimum and the ring of the update shown), never labels placed on the
-data; and the ring that opens its face over the star so the minimum shows through."""
+"""The legend naming a path panel's marks, the start and the minimum, and the rings that
+open over the star so the minimum shows through."""
 
 from __future__ import annotations
 
@@ -22,15 +21,6 @@ if TYPE_CHECKING:
     from .frames import PathArtists
     from .scene import PathScene
 
-__all__ = [
-    "draw_start_and_minima",
-    "legend_handles",
-    "name_runs",
-    "open_rings_on_star",
-    "minimum_label",
-    "NAME_OFFSET",
-    "ON_STAR",
-]
 
 NAME_OFFSET = (9.0, 7.0)  # points from the start / minimum to their names' corner
 NAME_Z = 7.7  # the names: over the paths and markers
@@ -44,16 +34,13 @@ def minimum_label(scene: PathScene) -> str:
 
 
 def _star_face(scene: PathScene) -> str:
-    """The star's face: yellow on the plane, open for a minimum projected onto it (the
-    contours there do not reach its loss)."""
+    """The star's face: yellow on the plane, open for a minimum projected onto it."""
     return style.MINIMUM_FACE if minimum_on_plane(scene) else "none"
 
 
 def draw_start_and_minima(scene: PathScene, ax_path: Axes, names: bool = False) -> dict[str, Annotation]:
-    """The start points (white circles) and the minima (a star over the paths, under
-    the rings: yellow, open when projected), in ``ROLE_LOOKS``' looks. A legend names them;
-    ``names``: also a name beside each on a white box (``{gid: Annotation}``, gids
-    ``start-label`` and ``minimum-label``), for a widget that places them."""
+    """The start points and the minima in ``ROLE_LOOKS``' looks; ``names``: also a name
+    beside each (``{gid: Annotation}``, gids ``start-label``, ``minimum-label``)."""
     from matplotlib import patheffects
 
     start, star = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"]
@@ -85,8 +72,8 @@ def draw_start_and_minima(scene: PathScene, ax_path: Axes, names: bool = False) 
 
 
 def legend_handles(scene: PathScene, looks: Mapping[str, Look], ring: str | None = None, points: bool = True) -> list:
-    """The legend's entries: each run's line, with ``points`` the start and the minimum
-    and, with ``ring``, the ring of the update shown (the one mark for it on both panels)."""
+    """The legend's entries: each run's line, with ``points`` the start and the minimum,
+    with ``ring`` the ring of the update shown."""
     from matplotlib.lines import Line2D
 
     start, star, cur = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"], style.ROLE_LOOKS["current"]
@@ -102,20 +89,9 @@ def legend_handles(scene: PathScene, looks: Mapping[str, Look], ring: str | None
     return out
 
 
-def name_runs(scene: PathScene, art: PathArtists, looks: Mapping[str, Look]) -> dict[str, Annotation]:
-    """Name the runs of ``art``'s path panel in a legend inside it (``loc="best"``; the
-    start and the minimum with them where no name is written beside them); returns ``{}``
-    (no name is written on a path)."""
-    if len(scene.coords) >= 2:
-        handles = legend_handles(scene, looks, points=not art.names)
-        art.ax_path.legend(handles=handles, fontsize=style.NOTE_SIZE, loc="best", framealpha=0.9)
-    return {}
-
-
 def open_rings_on_star(art: PathArtists) -> list[Line2D]:
-    """A ring (``art.positions``) over the star shows it through: its face open where it
-    would cover the star's inner part (its centre within its own radius plus ``ON_STAR``
-    of the star's), white elsewhere. Call once the rings are where they are drawn."""
+    """Each ring (``art.positions``) over the star's inner part gets an open face, the
+    others white. Call once the rings are where they are drawn."""
     ax = art.ax_path
     stars = [ln for ln in ax.lines if ln.get_gid() == "minimum"]
     if not stars or not art.positions:

@@ -1,8 +1,5 @@
-"""The scene of a path figure: every number ``views.paths.plot`` draws, computed before any
-drawing (the paths in plot coordinates, the plane, the box, the loss grid and levels,
-the minima, the loss per update, the runs that diverged). No matplotlib here: the
-geometry is ``views.paths.geometry``'s; this module checks the input and puts it together.
-"""
+"""The scene of a path figure: every number ``views.paths`` draws, computed before any
+drawing, from the checked input (the geometry is ``views.paths.geometry``'s)."""
 
 from __future__ import annotations
 
@@ -68,8 +65,7 @@ def build_scene(
     diverged: Mapping[str, int | None] | None = None,
 ) -> PathScene:
     """The ``PathScene`` of ``recordings`` on ``surface`` (variable ``name``; None: the
-    only one), checking them with errors that say what was received. ``diverged``:
-    ``{config: update}`` of the runs that left the view (None: found from the paths)."""
+    only one), checked; ``diverged``: ``{config: update}`` (None: found from the paths)."""
     recordings = _as_dict(recordings)
     if not all(hasattr(surface, a) for a in ("shape", "value_np", "minimum")):
         raise TypeError(
@@ -106,9 +102,7 @@ def build_scene(
     grid = geo.loss_grid(surface.value_np, plane, shape, box)
     off = float(np.max(np.linalg.norm(geo.lift(minima, plane) - minima_flat, axis=-1)))
     starts = np.unique(np.round(np.stack([c[0] for c in coords.values()]), 12), axis=0)
-    # the loss after k updates, k = 0 (the start) and each recorded update: the surface at
-    # path point k (float64), so the last is the loss after the last update (the recorded
-    # loss is the one before each update, and misses that)
+    # the loss after k updates, k = 0..N: the surface at path point k
     losses: dict[str, tuple[np.ndarray, np.ndarray, bool]] = {}
     for k, r in recordings.items():
         with np.errstate(over="ignore", invalid="ignore"):
@@ -133,8 +127,7 @@ def build_scene(
 
 
 def _near(points: np.ndarray, coords: np.ndarray, grow: float = 0.5) -> list[np.ndarray]:
-    """``points`` within the finite ``coords``' box grown by ``grow`` of its size each side
-    (a projected minimum near the paths is framed with them, not on the frame's edge)."""
+    """``points`` within the finite ``coords``' box grown by ``grow`` each side."""
     c = coords[np.all(np.isfinite(coords), axis=1)]
     if not len(c):
         return []
@@ -144,15 +137,10 @@ def _near(points: np.ndarray, coords: np.ndarray, grow: float = 0.5) -> list[np.
     return [points[ok]] if ok.any() else []
 
 
-# ---- what the figure says: the update it takes apart, its finding, its settings -------
-
-
 def default_update(scene: PathScene | SimpleNamespace, upto: int | None = None) -> int | None:
-    """The update ``plot_paths`` takes apart when the caller names none: where the runs'
-    parameters are furthest apart (``geometry.most_different_index``: between the
-    runs with momentum when two or more have it, else between all; one run: its longest
-    update), among the updates every run shares (up to update ``upto``; None: all), that
-    can be taken apart into arrows where any can, and before any run left the view."""
+    """The update ``plot_paths`` takes apart when none is named: where the runs'
+    parameters are furthest apart (between the runs with momentum when two have it),
+    up to ``upto``, drawable as arrows where any is, and before any run left the view."""
     recs = list(scene.recordings.values())
     n = min(len(r) for r in recs)
     if n == 0:
@@ -170,20 +158,23 @@ def default_update(scene: PathScene | SimpleNamespace, upto: int | None = None) 
         arrows &= steps == np.concatenate([[0], steps[:-1]]) + 1
     if (allowed & arrows).any():
         allowed &= arrows
-    # the comparison the story is about: between the runs with momentum, when two have it
-    with_mu = [r for r in recs if r.hyperparameters.momentum]
-    paths = [
-        r.path(scene.name).astype(np.float64).reshape(len(r) + 1, -1) for r in (with_mu if len(with_mu) >= 2 else recs)
-    ]
-    i = geo.most_different_index(paths, allowed)
+    i = geo.most_different_index(compared_paths(scene), allowed)
     if i is None:
         i = int(np.flatnonzero(allowed)[0]) if allowed.any() else 0
     return int(recs[0].steps[i])
 
 
+def compared_paths(scene: PathScene | SimpleNamespace) -> list[np.ndarray]:
+    """The flat paths "furthest apart" compares: the runs with momentum when two have it, else all."""
+    recs = list(scene.recordings.values())
+    with_mu = [r for r in recs if r.hyperparameters.momentum]
+    return [
+        r.path(scene.name).astype(np.float64).reshape(len(r) + 1, -1) for r in (with_mu if len(with_mu) >= 2 else recs)
+    ]
+
+
 def settings_line(scene: PathScene) -> str:
-    """The settings under the headline: the surface, the learning rate and momentum of
-    the runs (one value when they share it), the parameters and the plane."""
+    """The settings under the headline: surface, learning rate, momentum, plane, starts."""
     hps = {k: r.hyperparameters for k, r in scene.recordings.items()}
     lrs = {float(np.asarray(h.learning_rate).flat[0]) for h in hps.values() if len(h.learning_rate)}
     mus = {float(h.momentum) for h in hps.values() if h.momentum}
@@ -209,9 +200,7 @@ def minimum_on_plane(scene: PathScene) -> bool:
 
 
 def ring_index(scene: PathScene, key: str, update: int, after: bool) -> int:
-    """The path point (and loss) ``key``'s ring marks at ``update``: the parameters after
-    it (``after``: ``plot_paths``, as ``findings`` says "furthest apart after update k"),
-    else before it (the widgets and the animation, whose arrows start there).
+    """The path point ``key``'s ring marks at ``update``: after it (``after``), else before.
 
     >>> import types
     >>> s = types.SimpleNamespace(recordings={"a": types.SimpleNamespace(steps=[1, 2, 3])}, coords={"a": [0] * 4})

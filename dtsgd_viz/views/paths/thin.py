@@ -1,17 +1,6 @@
-"""Paths thinned to the pixels they are drawn on: a run of 10,000 updates spends most of
-them in loops round the minimum far smaller than a pixel. A path of more than
-``EXACT_POINTS`` points is drawn through the fewest of its recorded points that keep
-the line within about half a pixel of every recorded point (``thin_indices``), always
-through its start, its end, the points the caller keeps and around every non-finite
-point. Pure numpy: the indices come back, the data stay as recorded.
-
-    >>> import numpy as np
-    >>> t = np.linspace(0.0, 1.0, 1001)
-    >>> line = np.stack([t, 2 * t], axis=1)            # straight: its ends are enough
-    >>> thin_indices(line, scale=(100.0, 100.0)).tolist()
-    [0, 1000]
-    >>> thin_indices(line, scale=(100.0, 100.0), keep=[500]).tolist()
-    [0, 500, 1000]
+"""Paths thinned to the pixels they are drawn on: a path of more than ``EXACT_POINTS``
+points is drawn through the fewest recorded points that keep the line within about half
+a pixel of every recorded one (``thin_indices``). Pure numpy.
 """
 
 from __future__ import annotations
@@ -27,7 +16,6 @@ if TYPE_CHECKING:
 
     from .geometry import Box
 
-__all__ = ["EXACT_POINTS", "TOLERANCE_PX", "CELL_PX", "pixel_scale", "vertex_limit", "thin_indices", "up_to"]
 
 EXACT_POINTS = 61
 """A path of at most this many points is drawn as recorded: only longer ones are thinned."""
@@ -36,10 +24,8 @@ CELL_PX = 0.15  # points following one another within one cell this wide are one
 
 
 def pixel_scale(box: Box, figure: Figure | SubFigure) -> np.ndarray:
-    """``(sx, sy)``: the most pixels one data unit can take along x and y on an axes of
-    ``figure`` (its root figure, at its size and dpi) showing ``box`` ``((x0, x1), (y0,
-    y1))``: the axes is no wider nor taller than the figure, so a line thinned at this
-    scale is at least as fine on the panel it is drawn on, whatever the layout does."""
+    """``(sx, sy)``: the most pixels one data unit of ``box`` can take on an axes of
+    ``figure`` (no wider nor taller than its root figure)."""
     root = cast("Figure", getattr(figure, "figure", figure) or figure)  # the root figure
     w, h = np.asarray(root.get_size_inches(), np.float64) * float(root.dpi)
     span = np.array([abs(float(box[0][1]) - float(box[0][0])), abs(float(box[1][1]) - float(box[1][0]))])
@@ -48,9 +34,7 @@ def pixel_scale(box: Box, figure: Figure | SubFigure) -> np.ndarray:
 
 
 def vertex_limit(figure: Figure | SubFigure) -> int:
-    """The most vertices a thinned path keeps on ``figure``: as many as its width and
-    height in pixels together (a line through more would turn within a pixel again and
-    again). Reached only by a path that never settles; it is then thinned coarser."""
+    """The most vertices a thinned path keeps on ``figure``: its width plus height in pixels."""
     root = cast("Figure", getattr(figure, "figure", figure) or figure)  # the root figure
     w, h = np.asarray(root.get_size_inches(), np.float64) * float(root.dpi)
     return int(max(2 * EXACT_POINTS, np.ceil(w + h)))
@@ -67,10 +51,8 @@ def _segment_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray
 
 
 def _simplify(xy: np.ndarray, anchor: np.ndarray, tol: float) -> np.ndarray:
-    """Douglas-Peucker on ``xy`` (m, 2, pixels) between the ``anchor`` points (a mask,
-    first and last included): the points kept so that every other lies within ``tol``
-    of the segment between the kept ones around it. A stretch next to a non-finite
-    anchor keeps no inner point (the line breaks there)."""
+    """Douglas-Peucker on ``xy`` (pixels) between the ``anchor`` points (a mask); a
+    stretch next to a non-finite anchor keeps no inner point."""
     keep = anchor.copy()
     finite = np.all(np.isfinite(xy), axis=1)
     ends = np.flatnonzero(keep)
@@ -92,13 +74,9 @@ def _simplify(xy: np.ndarray, anchor: np.ndarray, tol: float) -> np.ndarray:
 def thin_indices(
     coords: ArrayLike, scale: ArrayLike, keep: Iterable[int] = (), tol: float = TOLERANCE_PX, limit: int | None = None
 ) -> np.ndarray:
-    """The indices (ascending) of the points of ``coords`` (n, 2) a line needs to look
-    as the whole path does at ``scale`` pixels per data unit (``pixel_scale``): every
-    recorded point within about ``tol + CELL_PX`` pixels of the line through them. The
-    first and last point, those in ``keep`` and every non-finite point with its
-    neighbours (the line breaks there) are always among them; a path of at most
-    ``EXACT_POINTS`` points keeps every point. With ``limit``, the tolerance doubles
-    until at most ``limit`` points are kept (besides those always kept).
+    """The indices of the points of ``coords`` (n, 2) a line needs to look as the whole
+    path does at ``scale`` pixels per unit: the ends, ``keep`` and around every
+    non-finite point always; with ``limit``, ``tol`` doubles until at most that many.
 
         >>> import numpy as np
         >>> c = np.stack([np.arange(200.0), np.zeros(200)], axis=1)
@@ -139,13 +117,8 @@ def thin_indices(
 
 
 def up_to(indices: ArrayLike | None, end: int, at: int | None = None) -> np.ndarray:
-    """The part of a thinned path (``indices`` from ``thin_indices``; None: every point)
-    up to point ``end - 1``, with point ``at`` (the update shown) and that last point
-    exactly on it: what a path drawn up to an update passes through.
-
-        >>> up_to(np.array([0, 4, 9]), 7, at=5).tolist()
-        [0, 4, 5, 6]
-    """
+    """The thinned path (``indices``; None: every point) up to point ``end - 1``, with
+    point ``at`` and that last point on it."""
     end = int(end)
     if indices is None:
         return np.arange(max(0, end))

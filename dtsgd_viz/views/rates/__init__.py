@@ -1,2 +1,1 @@
-"""Rates: ``plot_modes`` (the error's modes and each rule's rate) and ``plot_block_rates``
-(each device block on the rate curve)."""
+"""Rates: ``plot_modes`` and ``plot_block_rates``."""

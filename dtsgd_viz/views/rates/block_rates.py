@@ -1,9 +1,5 @@
-"""Shards on the rate curve: on a ``ShardedQuadratic`` every device block has its own
-curvature ``h``, so at learning rate ``lr`` it sits at ``a = lr * h`` on each momentum
-rule's rate curve (the spectral radius of its 2x2 iteration matrix). The figure puts every
-block there beside each block's error over the run; each block's decay is measured from
-the recording alone (``measured_decay``). ``block_rates`` computes everything;
-``RatesView.set_learning_rate`` moves the blocks in place (``RateExplorer``'s slider)::
+"""Shards on the rate curve: each block of a ``ShardedQuadratic`` sits at ``a = lr * h`` on
+each momentum rule's rate curve, beside each block's error over the run::
 
     s = dtsgd_viz.surfaces.ShardedQuadratic()
     r = dtsgd_viz.run(s, {"n": dict(learning_rate=1.0, momentum=0.9, nesterov=True)}, steps=60)["n"]
@@ -47,33 +43,8 @@ ROOM = 1.15  # the x axis ends at ROOM x momentum's limit, just past its dotted 
 MARKS = {False: dict(s=240, facecolors="none", linewidths=1.4, zorder=4), True: dict(s=90, linewidths=1.5, zorder=5)}
 STAR_SIZE = 60
 FIGSIZE = style.RATES_SIZE
-NOISE_FLOOR = 100
-"""Errors at or below ``NOISE_FLOOR * eps * max(||w_0 - w*||, ||w*||)`` on a block are
-rounding, not decay: a fit stops at the first of them."""
-MIN_POINTS = 4
-"""A decay is fitted only through at least this many usable errors (update 0 included)."""
-
-
-def _usable(errors, steps, dtype: DTypeLike = np.float32, scale=None):
-    """``(indices of the usable errors, why the series stops or None)``."""
-    e = np.asarray(errors, np.float64)
-    e0 = e[0] if np.isfinite(e[0]) else 0.0
-    floor = NOISE_FLOOR * np.finfo(dtype).eps * max(e0, 0.0 if scale is None else float(scale))
-    with np.errstate(invalid="ignore"):
-        ok = np.isfinite(e) & (e > floor)
-    why = None
-    if not ok.all():  # a run that reached the floor (or blew up) stops there
-        stop = int(np.argmin(ok))
-        ok[stop:] = False
-        k = int(np.asarray(steps)[stop])
-        why = (
-            f"reached exactly 0 at update {k}"
-            if e[stop] == 0
-            else f"left the float range at update {k}"
-            if not np.isfinite(e[stop])
-            else f"fell to the float noise floor at update {k}"
-        )
-    return np.nonzero(ok)[0], why
+NOISE_FLOOR = 100  # errors under NOISE_FLOOR * eps * max(||w_0 - w*||, ||w*||) are rounding
+MIN_POINTS = 4  # a decay is fitted through at least this many usable errors
 
 
 def measured_decay(
@@ -83,23 +54,20 @@ def measured_decay(
     scale: float | None = None,
     signed: ArrayLike | None = None,
 ) -> float:
-    """Per-update decay factor of a block's error, measured from the recording.
-
-    On a quadratic the block's error obeys ``c[k+1] = alpha * c[k] + beta * c[k-1]``
-    (Cayley-Hamilton on the 2x2 iteration matrix; with every d-th update recorded, the
-    same holds for M^d). ``alpha, beta`` are fitted by least squares to the ``signed``
-    series (the error along its starting direction; ``errors``, the norms, when None)
-    and the rate is the largest root's modulus (its d-th root): unlike a slope of
-    log|error|, not biased by an under-damped block's oscillation. Only errors above
-    ``NOISE_FLOOR * eps * max(errors[0], scale)`` count; NaN when fewer than
-    ``MIN_POINTS`` are usable or the updates are not evenly recorded.
+    """Per-update decay factor of a block's error: the largest root of the recurrence
+    ``c[k+1] = alpha c[k] + beta c[k-1]`` fitted to the ``signed`` series (``errors`` when
+    None); NaN when fewer than ``MIN_POINTS`` errors are usable or the steps are uneven.
 
     >>> round(measured_decay([1.0, 0.5, 0.25, 0.125], [0, 1, 2, 3]), 9)
     0.5
     >>> measured_decay([2.0, 1.8, 0.0, 0.0], [0, 1, 2, 3])
     nan
     """
-    idx, _ = _usable(errors, steps, dtype, scale)
+    e = np.asarray(errors, np.float64)
+    floor = NOISE_FLOOR * np.finfo(dtype).eps * max(e[0] if np.isfinite(e[0]) else 0.0, float(scale or 0.0))
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(e) & (e > floor)
+    idx = np.nonzero(ok)[0] if ok.all() else np.arange(int(np.argmin(ok)))  # usable up to the first that is not
     if len(idx) < MIN_POINTS:
         return float("nan")
     c = np.asarray(errors if signed is None else signed, np.float64)[idx]
@@ -111,21 +79,10 @@ def measured_decay(
     return rho ** (1.0 / int(gaps[0]))
 
 
-def decay_note(errors: ArrayLike, steps: ArrayLike, dtype: DTypeLike = np.float32, scale: float | None = None) -> str:
-    """Why ``measured_decay`` is NaN for this series ("" when it is not)."""
-    idx, why = _usable(errors, steps, dtype, scale)
-    if len(idx) >= MIN_POINTS:
-        return ""
-    return f"{why or 'the run ended'} ({len(idx)} usable error{'s' if len(idx) != 1 else ''}: too few to fit)"
-
-
 @dataclasses.dataclass(frozen=True)
 class BlockRates:
-    """Per replica group (unique block) of a ``ShardedQuadratic`` recording: its
-    ``curvature``, ``errors`` (``(n_updates + 1, n_blocks)``: ``||w - w*||`` of the
-    block at the start and after each recorded update), the ``measured`` decay (NaN
-    where too few errors are usable; ``notes`` says why), and the run's ``learning_rate``,
-    ``momentum`` and rule (``nesterov``)."""
+    """Per unique block of a ``ShardedQuadratic`` recording: its ``curvature``, ``errors``
+    (``(n_updates + 1, n_blocks)``), ``measured`` decay and the run's settings."""
 
     groups: tuple[tuple[int, ...], ...]
     labels: tuple[str, ...]
@@ -138,29 +95,17 @@ class BlockRates:
     learning_rate: float
     momentum: float
     nesterov: bool
-    notes: tuple[str, ...] = ()  # per block: why ``measured`` is NaN ("" when it is not)
     floor: float = 0.0  # the errors' rounding floor: one ulp of the minimum per entry (0: none)
     diverging_from: int | None = None  # the update the run diverges from
 
     def positions(self, learning_rate: float | None = None) -> dict[bool, tuple[np.ndarray, np.ndarray]]:
-        """``{nesterov: (a, rate)}`` of every block at ``learning_rate`` (default: the
-        recorded one), on both rules' curves."""
-        return rule_positions(
-            self.curvature, self.momentum, self.learning_rate if learning_rate is None else learning_rate
-        )
-
-
-def rule_positions(
-    curvature: ArrayLike, momentum: float, learning_rate: float
-) -> dict[bool, tuple[np.ndarray, np.ndarray]]:
-    """``{nesterov: (a, rate)}``: each block's ``a = lr * h`` and its rate under both rules."""
-    a = float(learning_rate) * np.asarray(curvature, np.float64)
-    return {n: (a, np.asarray(_rate(a, momentum, n), np.float64)) for n in (False, True)}
+        """``{nesterov: (a, rate)}`` of every block at ``learning_rate`` (default: the recorded one)."""
+        a = float(self.learning_rate if learning_rate is None else learning_rate) * self.curvature
+        return {n: (a, np.asarray(_rate(a, self.momentum, n), np.float64)) for n in (False, True)}
 
 
 def block_rates(recording: Recording, surface: ShardedQuadratic, name: str = "w") -> BlockRates:
-    """Everything ``plot_block_rates`` draws, computed from a full-mode recording of
-    ``surface`` (a ``ShardedQuadratic``: its layout must be the recording's)."""
+    """Everything ``plot_block_rates`` draws, from a full-mode recording of ``surface``."""
     check_not_empty(recording)
     if not hasattr(surface, "curvature") or not hasattr(surface, "layout_spec"):
         raise TypeError(
@@ -208,17 +153,14 @@ def block_rates(recording: Recording, surface: ShardedQuadratic, name: str = "w"
         float(hp.learning_rate[0]),
         float(hp.momentum),
         bool(hp.nesterov),
-        tuple(decay_note(errors[:, i], updates, dtype, scale[i]) for i in g),
         float(np.finfo(dtype).eps) * max(scale),  # one ulp per entry of a block: rounding
         diverging_update(recording),
     )
 
 
 def rates_finding(rates: BlockRates, learning_rate: float | None = None) -> str:
-    """What the figure shows at ``learning_rate`` (default: the recorded one), one line:
-    which blocks the run's rule makes converge fastest and slowest (their rates, the
-    spectral radii of ``BlockRates.positions``), or how many diverge, and what the other
-    rule would do."""
+    """The headline at ``learning_rate``: which blocks converge fastest and slowest (or how
+    many diverge) under the run's rule, and what the other rule would do."""
     pos = rates.positions(learning_rate)
     run, other = RULE_NAMES[rates.nesterov], RULE_NAMES[not rates.nesterov]
     rho, rho_o, h = pos[rates.nesterov][1], pos[not rates.nesterov][1], rates.curvature
@@ -253,16 +195,14 @@ def rates_settings(rates: BlockRates, surface: Surface) -> str:
 
 
 def theory_gap(rates: BlockRates) -> float:
-    """The largest gap between a block's measured decay and its rate from theory (NaN:
-    no block has a measured decay)."""
+    """The largest gap between a block's measured decay and theory's rate (NaN: none measured)."""
     ok = np.isfinite(rates.measured)
     theory = rates.positions()[rates.nesterov][1]
     return float(np.max(np.abs(rates.measured[ok] - theory[ok]))) if ok.any() else float("nan")
 
 
 def at_floor(errors: ArrayLike, floor: float) -> np.ndarray:
-    """``errors`` held at ``floor`` from the first that reaches it on (what follows is
-    rounding, and a log axis would drop its zeros); unchanged when ``floor`` is 0.
+    """``errors`` held at ``floor`` from the first that reaches it on (0: unchanged).
 
     >>> at_floor([1.0, 1e-3, 0.0, 2e-7, 5e-7], 3e-7).tolist()
     [1.0, 0.001, 3e-07, 3e-07, 3e-07]
@@ -286,12 +226,7 @@ def floor_text(floor: float) -> str:
 
 
 class RatesView:
-    """The figure's artists: ``curve_ax`` (rate against ``lr * h``, log x), ``error_ax``
-    (each block's error over the updates, log y). ``markers[nesterov]`` holds every
-    block's position under that rule; ``measured_marks`` the measured decays (at the
-    recorded ``lr``); ``unstable_marks[nesterov]`` the blocks past that rule's stability
-    boundary at the shown learning rate. ``lr_range``: the learning rates the x axis
-    must hold (a slider's span)."""
+    """The figure's artists; ``lr_range``: the learning rates the x axis must hold (a slider's)."""
 
     def __init__(
         self,
@@ -350,20 +285,8 @@ class RatesView:
         if error_ax is not None:  # last: its names are spaced on the laid-out axes
             self._draw_errors(error_ax)
 
-    def _no_star_note(self) -> str:
-        """The key's words on the blocks without a star ("" when every block has one)."""
-        r = self.rates
-        missing = [g for g in range(len(r.labels)) if not np.isfinite(r.measured[g])]
-        if not missing:
-            return ""
-        why = (r.notes or ("",) * len(r.labels))[missing[0]] or "no decay could be fitted"
-        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        return f"no ★ on {r.labels[missing[0]]}{more}: {why.split(' (')[0]}"
-
     def _key(self) -> None:
-        """The rate panel's legend: each rule's curve, blocks' mark and limit, the stars,
-        and the red x only while some block is past a limit; why a block has no star is
-        ``no_star_note`` (not drawn)."""
+        """The rate panel's legend; the red x only while some block is past a limit."""
         from matplotlib.lines import Line2D
 
         ax, handles = self.curve_ax, []
@@ -379,15 +302,13 @@ class RatesView:
             handles.append(
                 Line2D([], [], ls="none", marker="x", ms=8, mew=2, color=UNSTABLE_COLOR, label="past its limit")
             )
-        self.no_star_note = self._no_star_note()  # said by the notebook, not drawn
         # lower left: under the curves, which start near 1 at small lr·h
         legend = ax.legend(handles=handles, loc="lower left", fontsize=style.NOTE_SIZE, framealpha=0.9)
         legend.set_gid("rates-key")
         legend.set_zorder(10)
 
     def _draw_errors(self, ax: Axes) -> None:
-        """Each block's error over the run, held at the rounding floor once it reaches it,
-        the floor shaded and named, each line named at its end, outside the axes."""
+        """Each block's error over the run, the rounding floor shaded, each line named at its end."""
         from matplotlib.transforms import blended_transform_factory
 
         r = self.rates
@@ -443,8 +364,7 @@ class RatesView:
         ]
 
     def set_learning_rate(self, learning_rate: float) -> None:
-        """Move every block along both curves to ``a = learning_rate * h``, in place,
-        and mark the blocks past each rule's stability boundary."""
+        """Move every block along both curves to ``a = learning_rate * h``, in place."""
         r = self.rates
         self.learning_rate = float(learning_rate)
         self.unstable = {}
@@ -472,16 +392,10 @@ def plot_block_rates(
     learning_rate: float | None = None,
     ax: tuple[Axes, Axes] | None = None,
 ) -> Figure:
-    """Every device block of a ``ShardedQuadratic`` recording on the convergence-rate
-    curves of both momentum rules (x: ``lr * h``, the block's curvature times the
-    learning rate; y: the spectral radius of the rule's iteration matrix), with the
-    decay measured on each block (stars, at the recorded learning rate) and, beside,
-    each block's distance from the minimum over the updates. ``learning_rate`` places
-    the blocks for another learning rate (default: the recorded one); blocks past a
-    rule's stability boundary get a red x. The headline is ``rates_finding``. Returns
-    the ``Figure``.
-
-    ``ax``: None (a new figure) or a pair ``(curve_ax, error_ax)``.
+    """Every device block of a ``ShardedQuadratic`` recording on both momentum rules' rate
+    curves (x: ``lr * h``), the decay measured on each block as stars and, beside, each
+    block's error over the updates. ``learning_rate`` places the blocks for another one;
+    ``ax``: None (a new figure) or ``(curve_ax, error_ax)``. Returns the ``Figure``.
     """
     return draw_block_rates(recording, surface, name, learning_rate=learning_rate, ax=ax).figure
 

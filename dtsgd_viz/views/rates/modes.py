@@ -1,6 +1,5 @@
-"""Why momentum works, drawn on the real optimizer: on a quadratic the error splits along
-the Hessian's eigenvectors, and each part (a *mode*) shrinks on its own, by the spectral
-radius of its 2x2 iteration matrix per update (``dtsgd_viz.theory``).
+"""Why momentum works: on a quadratic the error splits along the Hessian's eigenvectors, and
+each part (a *mode*) shrinks by its own rate per update.
 
     >>> import dtsgd_viz
     >>> from dtsgd_viz import surfaces
@@ -9,11 +8,6 @@ radius of its 2x2 iteration matrix per update (``dtsgd_viz.theory``).
     >>> fig = dtsgd_viz.plot_modes(recs, s)
     >>> [ax.get_label() for ax in fig.axes]
     ['mode:0', 'mode:1', 'rates']
-
-One panel per eigenvector ``u_i``: ``|(p_k - p*) . u_i|`` per recording over updates
-(log scale) and, dotted, its envelope from theory (``mode_envelope``); under them each
-rule's rate against ``a = lr h`` with the runs' eigenvalues marked, and a zoom where
-runs' rates on one direction lie a few hundredths apart (``modes_data(...).rates``).
 """
 
 from __future__ import annotations
@@ -41,25 +35,15 @@ if TYPE_CHECKING:
 
 
 def mode_errors(path: ArrayLike, minimum: ArrayLike, eigenvectors: ArrayLike) -> np.ndarray:
-    """``(n_steps + 1, n_modes)``: the error ``p_k - minimum`` projected on each
-    eigenvector (columns of ``eigenvectors``), float64."""
+    """``(n_steps + 1, n_modes)``: the error ``p_k - minimum`` on each eigenvector (column)."""
     with np.errstate(invalid="ignore", over="ignore"):  # a diverged path: Inf/NaN, kept
         return (np.asarray(path, np.float64) - np.asarray(minimum, np.float64)) @ np.asarray(eigenvectors, np.float64)
 
 
 def mode_envelope(e0: float, learning_rate: float, momentum: float, h: float, nesterov: bool, n: int) -> np.ndarray:
-    """A bound ``env_k >= |e_k|`` for ``k = 0..n`` on the mode started at error ``e0``
-    with zero velocity, which the mode touches: it shrinks by ``rho`` per update (times a
-    factor linear in ``k`` near critical damping).
-
-    With ``lambda_1`` the iteration matrix's eigenvalue of largest modulus ``rho`` and
-    ``lambda_2`` the other, ``e_k = e0 lambda_1^k + beta d_k`` with
-    ``beta = e_1 - e0 lambda_1`` and ``d_k = sum_{j<k} lambda_1^j lambda_2^(k-1-j)``
-    (well conditioned at the double root, where ``d_k = k lambda^(k-1)``). The envelope
-    is the smaller of two true bounds: ``|e0| rho^k + |beta| sum_{j<k} |lambda_1|^j
-    |lambda_2|^(k-1-j)`` (exact for an over-damped mode, tight near critical damping)
-    and ``|c_1| |lambda_1|^k + |c_2| |lambda_2|^k`` with ``e_k = c_1 lambda_1^k +
-    c_2 lambda_2^k`` (for an oscillating mode ``2 |c_1| rho^k``, its amplitude).
+    """A bound ``env_k >= |e_k|``, ``k = 0..n``, that the mode started at ``e0`` (zero
+    velocity) touches: the smaller of ``|e0| rho^k + |beta| sum_{j<k} |l1|^j |l2|^(k-1-j)``
+    and ``|c1| |l1|^k + |c2| |l2|^k``, ``l1, l2`` the iteration matrix's eigenvalues.
 
     >>> mode_envelope(2.0, 0.1, 0.0, 1.0, False, 3).round(6).tolist()   # plain SGD: 2 * 0.9^k
     [2.0, 1.8, 1.62, 1.458]
@@ -91,10 +75,7 @@ def mode_envelope(e0: float, learning_rate: float, momentum: float, h: float, ne
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ModeData:
-    """Everything ``plot_modes`` draws, computed first: the Hessian's ``eigenvalues``
-    (ascending) and ``eigenvectors`` (columns), and per recording key its ``errors``
-    ``(n + 1, 2)``, ``envelopes`` ``(n + 1, 2)``, ``rates`` (one per mode), learning rate,
-    momentum and rule."""
+    """Everything ``plot_modes`` draws: the Hessian's eigenpairs and each run's modes."""
 
     eigenvalues: np.ndarray
     eigenvectors: np.ndarray
@@ -116,8 +97,7 @@ def _as_dict(recordings) -> dict:
 
 
 def modes_data(recordings: Recording | dict[str, Recording], surface: Surface, name: str = "w") -> ModeData:
-    """The per-mode errors, envelopes and rates of ``recordings`` (each a run of a 2-D
-    parameter ``name`` on the quadratic ``surface``)."""
+    """The per-mode errors, envelopes and rates of ``recordings`` on the quadratic ``surface``."""
     hessian = getattr(surface, "hessian", None)
     if hessian is None:
         raise ValueError(
@@ -165,8 +145,7 @@ def modes_data(recordings: Recording | dict[str, Recording], surface: Surface, n
 
 
 def _check_same_surface(rec, key, surface, name):
-    """Refuse runs made on another surface: the loss recorded at update ``k`` (the loss
-    at ``p_(k-1)``) must be ``surface.value_np`` there, up to float32 round-off."""
+    """Refuse runs made on another surface: the recorded losses must be ``surface.value_np``'s."""
     loss = rec.loss
     value_np = getattr(surface, "value_np", None)
     if loss is None or value_np is None:
@@ -193,8 +172,7 @@ def _check_same_surface(rec, key, surface, name):
 
 
 def _diverging_finding(worst: dict, diverging: dict) -> str:
-    """The headline of runs some of which diverge (rate >= 1 on some direction): each
-    diverging run's rate and the update it diverges from, then the fastest other run."""
+    """The headline when some runs diverge: their rates, then the fastest other run."""
     gone = [k for k in sorted(worst, key=worst.__getitem__) if worst[k] >= 1.0]
     left = [k for k in sorted(worst, key=worst.__getitem__) if worst[k] < 1.0]
     at = {k: f" from update {diverging[k]}" if diverging.get(k) is not None else "" for k in gone}
@@ -202,22 +180,6 @@ def _diverging_finding(worst: dict, diverging: dict) -> str:
     if left:
         text += f"; {_display(left[0])} converges{' fastest' * (len(left) > 1)} (ρ = {worst[left[0]]:.3f})"
     return text
-
-
-def dash_word(ls: object) -> str:
-    """``solid``, ``dotted`` (dashes no longer than 1.5 line widths) or ``dashed`` for a
-    matplotlib line style.
-
-    >>> [dash_word(ls) for ls in ("-", ":", "--", (0, (1.0, 1.3)), (0, (4.0, 1.6)))]
-    ['solid', 'dotted', 'dashed', 'dotted', 'dashed']
-    """
-    if ls in ("-", "solid"):
-        return "solid"
-    if ls in (":", "dotted"):
-        return "dotted"
-    if isinstance(ls, tuple) and ls[1] and max(ls[1][::2]) <= 1.5:
-        return "dotted"
-    return "dashed"
 
 
 def _display(key: str) -> str:
@@ -235,9 +197,7 @@ def subscript(i: int) -> str:
 
 
 def _finding(data: ModeData, diverging: dict | None = None) -> str:
-    """Which run's slowest direction shrinks fastest, by its rate per update, one line;
-    runs whose rate is 1 or more are named as diverging (``diverging``: run -> the
-    update it diverges from)."""
+    """Which run's slowest direction shrinks fastest, by its rate per update."""
     worst = {k: float(np.max(r)) for k, r in data.rates.items()}
     if any(v >= 1.0 for v in worst.values()):
         return _diverging_finding(worst, diverging or {})
@@ -261,8 +221,7 @@ def _settings(data: ModeData, surface: Surface) -> str:
 
 
 def _mark(look: Look, j: int, n: int) -> dict:
-    """Run ``j`` of ``n``'s mark on the rate curves: concentric, the first largest, open
-    rings in the run's colour but the last (smallest, on top), filled."""
+    """Run ``j`` of ``n``'s mark: concentric, the first largest, open but the last."""
     filled = j == n - 1
     return dict(
         marker=look.marker or "o",
@@ -275,8 +234,7 @@ def _mark(look: Look, j: int, n: int) -> dict:
 
 
 def zoom_mode(data: ModeData) -> int | None:
-    """The direction whose runs' rates are distinct but within ``ZOOM_SPREAD`` of one
-    another (the slowest such one), or None: one run, or nothing to resolve."""
+    """The slowest direction whose runs' rates differ by under ``ZOOM_SPREAD``, or None."""
     if len(data.rates) < 2:
         return None
     rates = np.array(list(data.rates.values()))  # (runs, modes)
@@ -297,12 +255,8 @@ def plot_modes(
     figsize: tuple[float, float] = style.MODES_SIZE,
     dpi: float = style.DPI,
 ) -> Figure:
-    """Each Hessian eigenvector's error over updates, per recording, from the real
-    recorded parameters (log scale, one scale for all), with its envelope from theory
-    (``mode_envelope``); under them each rule's rate against ``lr * h`` with the
-    eigenvalues marked and, where the runs' rates on one direction are a few hundredths
-    apart, that band zoomed. The headline says which run's slowest direction shrinks
-    fastest. Returns a ``Figure``.
+    """Each Hessian eigenvector's recorded error over updates with its envelope from theory;
+    under them each rule's rate against ``lr * h``, zoomed where runs' rates are close.
 
     Args:
       recordings: a ``Recording`` or ``{name: Recording}`` of runs on ``surface`` (as
@@ -331,10 +285,7 @@ def plot_modes(
 
 
 def _draw_mode(ax: Axes, data: ModeData, i: int, name: str, looks: dict) -> None:
-    """Mode ``i``: each run's recorded error along its eigenvector in the run's look and
-    the envelope dotted in the run's colour; a run gone to round-off within the first
-    updates plunges to the axis' bottom. Mode 0 holds the key: each run's line and its
-    mark on the rate curves, and the envelope."""
+    """Mode ``i``: each run's error along its eigenvector and its envelope; mode 0 holds the key."""
     ax.set_label(f"mode:{i}")
     envelope = style.ROLE_LOOKS["envelope"]
     errs = [np.abs(e[:, i]) for e in data.errors.values()]
@@ -367,8 +318,7 @@ def _draw_mode(ax: Axes, data: ModeData, i: int, name: str, looks: dict) -> None
 
 
 def _mode_key(ax: Axes, data: ModeData, looks: dict) -> None:
-    """The figure's one key, in the first mode panel: each run's line with its mark on
-    the rate curves (``_mark``), and the envelope."""
+    """The figure's one key: each run's line with its mark on the rate curves, and the envelope."""
     from matplotlib.lines import Line2D
 
     n = len(data.settings)
@@ -381,10 +331,7 @@ def _mode_key(ax: Axes, data: ModeData, looks: dict) -> None:
 
 
 def _draw_rates(ax: Axes, data: ModeData, looks: dict) -> None:
-    """Each recording's rule: its rate against ``a = lr * h`` (log x), every eigenvalue
-    marked on it in the run's mark (``_mark``, named in the first mode panel's key; a
-    rate over ``OFF_SCALE`` an arrow at the top), the eigenvalues named over the axes."""
-
+    """Each run's rule: its rate against ``a = lr * h``, every eigenvalue marked on it."""
     ax.set_label("rates")
     a_marks = np.array([lr * h for lr, _, _ in data.settings.values() for h in data.eigenvalues])
     lo = a_marks.min() / 10 if np.all(a_marks > 0) else 1e-3
@@ -430,8 +377,7 @@ def _draw_rates(ax: Axes, data: ModeData, looks: dict) -> None:
 
 
 def _draw_zoom(ax: Axes, data: ModeData, looks: dict, i: int) -> None:
-    """Direction ``i``'s band of rates: each rule's curve near the runs' ``lr * h_i``,
-    the marks as on the rate panel, each run's rate (``data.rates``) in the legend."""
+    """Direction ``i``'s band of rates, each run's rate in the legend."""
     from matplotlib.lines import Line2D
 
     ax.set_label("rate-zoom")

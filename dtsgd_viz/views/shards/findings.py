@@ -59,12 +59,18 @@ def layout_text(layout: LayoutSpec) -> str:
     return text + (f", {copies} replicas per block" if copies > 1 else "")
 
 
+TIE = 1e-3
+"""Block norms within this fraction of each other (equal to three figures) are a tie."""
+
+
 def spread_text(norms: ArrayLike, names: Sequence[str]) -> str:
     """The figure's title: the largest of one update's block ``norms`` over the smallest, and
     which they are (``names``); blocks at NaN/Inf or 0 named first::
 
     >>> spread_text([1.0, 1.2], ["a", "b"]), spread_text([2.0], ["CPU:0-7"])
     ('block norms span 1.2x (largest b, smallest a)', 'one block, held whole by every device')
+    >>> spread_text([1.0, 1.2, 1.2, 0.5], ["a", "b", "c", "d"])  # within TIE: tied
+    'block norms span 2.4x (largest b and c tied, smallest d)'
     >>> spread_text([1.0, 1.2, np.inf, np.nan], ["a", "b", "c", "d"])
     'c, d NaN/Inf; the other 2 block norms span 1.2x (largest b, smallest a)'
     """
@@ -78,7 +84,12 @@ def spread_text(norms: ArrayLike, names: Sequence[str]) -> str:
         return f"only {names[int(np.flatnonzero(ok)[0])]}'s norm is finite and above 0"
     cols = np.flatnonzero(ok)
     hi, lo = int(cols[np.argmax(norms[ok])]), int(cols[np.argmin(norms[ok])])
-    head = f"block norms span {times_text(norms[hi] / norms[lo])} (largest {names[hi]}, smallest {names[lo]})"
+
+    def tied(at: int) -> str:  # the blocks within TIE of the one at ``at``: a tie is named as one
+        near = [names[int(c)] for c in cols if abs(norms[c] - norms[at]) <= TIE * norms[at]]
+        return near[0] if len(near) == 1 else " and ".join(near) + " tied"
+
+    head = f"block norms span {times_text(norms[hi] / norms[lo])} (largest {tied(hi)}, smallest {tied(lo)})"
     left = [(what, np.flatnonzero(w)) for what, w in (("NaN/Inf", ~np.isfinite(norms)), ("0", norms == 0)) if w.any()]
     if not left:
         return head

@@ -1,6 +1,4 @@
-"""The numbers of ``plot_stale``, in pure numpy: per run, each variable's ``stale_hits``
-laid out as rows of devices (grouped by the block they hold, replicas adjacent, one row
-group per variable) by columns of updates, and the one-line finding the title states."""
+"""The numbers of ``plot_stale`` in pure numpy: ``stale_hits`` as devices by updates, and the finding."""
 
 from __future__ import annotations
 
@@ -21,9 +19,7 @@ __all__ = ["Row", "StaleGrid", "stale_grid", "stale_finding"]
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One row of the grid: device number ``device`` (named ``device_name``) of variable
-    number ``variable``, holding block ``block`` (named ``block_name``); ``first`` marks
-    the block's first row (its first device), where the block is named."""
+    """One row of the grid: a device holding ``block``; ``first``: the block is named here."""
 
     variable: int
     device: int
@@ -35,13 +31,8 @@ class Row:
 
 @dataclasses.dataclass(frozen=True)
 class StaleGrid:
-    """Per run, which velocity moved each device's shard of each variable at each update.
-
-    ``hits[run][k]`` is ``stale_hits`` of ``variables[k]`` in that run; ``rows`` lists the
-    grid's rows, top to bottom: variable by variable, each variable's devices block by
-    block (in ``ShardGeometry.replica_groups`` order, replicas adjacent).
-    ``verdicts[run]`` is ``(len(rows), n_updates)``: the index in ``CLASSES`` of the row's
-    device at each of ``steps[run]``."""
+    """Per run, which velocity moved each device's shard of each variable at each update:
+    ``verdicts[run]`` is ``(len(rows), n_updates)``, indices in ``CLASSES``."""
 
     runs: tuple[str, ...]
     variables: tuple[str, ...]
@@ -83,9 +74,8 @@ def _check_runs(runs: Mapping[str, Recording], variable: str | None) -> tuple[st
 
 
 def stale_grid(runs: Mapping[str, Recording], variable: str | None = None, tol: float = TOL) -> StaleGrid:
-    """``stale_hits(recording, v, tol)`` of every run and variable ``v`` (``variable``, or
-    every variable of the first run when None), laid out as ``plot_stale`` draws it. The
-    runs must lay those variables out alike; each run keeps its own updates.
+    """``stale_hits(recording, v, tol)`` of every run and variable ``v`` (``variable``, or all
+    of the first run's), laid out as ``plot_stale`` draws it.
 
     >>> grid = stale_grid({"default": stale, "exact_update=True": exact})  # doctest: +SKIP
     >>> grid.counts("default")["stale"]  # doctest: +SKIP
@@ -114,11 +104,8 @@ def stale_grid(runs: Mapping[str, Recording], variable: str | None = None, tol: 
 
 
 def stale_finding(grid: StaleGrid, per_run: bool = True) -> str:
-    """The title of ``plot_stale``: per run, how many of its shard-updates moved with the
-    previous velocity (``Stale velocity in default: 240 of 320 shard-updates;
-    exact_update=True: none``); with ``per_run=False`` the runs hit and the shard-updates
-    over all runs (``Stale velocity in 2 of 3 runs: 254 of 960 shard-updates``), the
-    title ``plot_stale`` uses when the first does not fit one line."""
+    """The title of ``plot_stale``: per run, how many shard-updates moved with the previous
+    velocity; ``per_run=False``: the totals over all runs."""
     counts = {name: grid.counts(name)[STALE] for name in grid.runs}
     if per_run:
         parts = [

@@ -1,6 +1,4 @@
-"""``plot_stale``: one panel per run, a grid of updates (x) by devices (y), each cell
-coloured by which velocity moved that device's shard at that update (``stale_hits``):
-the rule's new one, the previous one (stale), neither, or the two cannot be told apart."""
+"""``plot_stale``: one panel per run, updates by devices, each cell coloured by ``stale_hits``."""
 
 from __future__ import annotations
 
@@ -86,21 +84,10 @@ def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray, counted
 
 
 def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: float = TOL) -> Figure:
-    """Where the stale velocity hits: for each run of ``runs``, which velocity moved each
-    device's shard at each update.
-
-    The numbers are ``stale_grid(runs, variable, tol)`` (``stale_hits`` of each run and
-    variable): one panel per run, updates across, one row per device, rows grouped by
-    the block they hold (replicas adjacent, thin white lines between blocks) and, with
-    ``variable=None``, by variable (thick white lines, the variable named on the right).
-    A row is labelled with its device and, at a block's first device, the block's slice.
-    Each cell has its class's colour (``style.STALE_COLORS``): moved with the new
-    velocity (the rule), with the previous one (stale), neither, or cannot tell (the
-    key lists the classes some cell has). The
-    updates a dynamic loss scale skipped (``Recording.skipped_steps``) stay blank. The
-    title is ``stale_finding(grid)``; when that does not fit one line (three runs or
-    more, or long names) it is ``stale_finding(grid, per_run=False)`` and each panel's
-    title gives its run's count (``grid.counts(run)``).
+    """Where the stale velocity hits: for each run, which velocity moved each device's shard
+    at each update (``stale_grid(runs, variable, tol)``), rows grouped by block and
+    variable; skipped updates stay blank. The title is ``stale_finding(grid)``, or its
+    totals (``per_run=False``) with each run's count over its panel when it is too long.
 
     >>> fig = dtsgd_viz.plot_stale({"default": stale, "exact_update=True": exact})  # doctest: +SKIP
     """

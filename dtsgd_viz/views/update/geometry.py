@@ -1,10 +1,5 @@
-"""Pure geometry of one update behind ``views.paths.plot``: the recorded update at a step split
-into the terms of the update rule, those terms as a tip-to-tail chain of arrows on the
-plotting plane, Nesterov's iterate and look-ahead point, and the box of a zoomed panel.
-The plane itself and the loss on it are ``views.paths.geometry``'s.
-
-No matplotlib here; every function takes and returns numpy arrays or frozen
-dataclasses, so tests check them numerically::
+"""One update in pure numpy: the recorded update split into the rule's terms, those terms
+as a tip-to-tail chain of arrows on the plotting plane, and the box of a zoomed panel::
 
     >>> import numpy as np
     >>> from dtsgd_viz.views.paths.geometry import identity_plane
@@ -36,32 +31,19 @@ __all__ = [
     "nesterov_points",
     "zoom_box",
     "zoom_factor",
+    "box_span",
+    "times",
     "TERM_SHORT",
 ]
 
-# what the zoomed panels write beside each arrow
 TERM_SHORT = {"momentum": "μ·v_prev", "lookahead": "μ·v_new", "gradient": "−lr·g"}
-
-
-# ---- the update at one step ---------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class UpdateTerms:
-    """Update ``step`` (as ``recording.steps`` counts; recording index ``index``) from
-    ``origin``, the parameter before it.
-
-    ``terms`` lists ``(key, vector)`` in drawing order, keys from ``TERM_SHORT``:
-    classical momentum ``p_new - p = mu*v_prev - lr*g``; Nesterov as tf-keras
-    computes it ``p_new - p = mu*v_new - lr*g``; plain SGD ``-lr*g``. ``total`` is
-    the recorded ``p_new - p``; ``residual`` what the terms leave of it (float32
-    rounding of the real optimizer, ~1e-7 relative).
-
-    ``iterate`` (Nesterov only, else None): ``p - mu*v_prev``, the iterate of
-    Sutskever's form. tf-keras' parameter is that iterate's look-ahead point
-    ``iterate + mu*v_prev``, so the gradient ``g`` of this update was taken at
-    ``origin``, ahead of ``iterate`` (see ``dtsgd_viz.reference``).
-    """
+    """Update ``step`` (recording index ``index``) from ``origin``: ``terms`` as ``(key,
+    vector)`` in drawing order (keys of ``TERM_SHORT``), ``total`` the recorded ``p_new - p``,
+    ``iterate`` Nesterov's ``p - mu*v_prev`` (else None)."""
 
     step: int
     index: int
@@ -69,10 +51,6 @@ class UpdateTerms:
     terms: tuple[tuple[str, np.ndarray], ...]
     total: np.ndarray
     iterate: np.ndarray | None = None
-
-    @property
-    def residual(self) -> np.ndarray:
-        return self.total - sum(v for _, v in self.terms)
 
 
 def _consecutive(steps: np.ndarray, index: int) -> bool:
@@ -82,8 +60,7 @@ def _consecutive(steps: np.ndarray, index: int) -> bool:
 
 
 def why_no_arrows(recording: Recording, index: int | None = None) -> str | None:
-    """Why the update at ``index`` (every update for None) can't be split into arrows,
-    in a short note for the figure; None when it can."""
+    """Why the update at ``index`` (None: every update) can't be split into arrows, or None."""
     missing = [k for k in ("param", "grad", "velocity") if k not in recording.kinds]
     if missing:
         return f"no update arrows: kinds {', '.join(missing)} not recorded"
@@ -100,10 +77,8 @@ def why_no_arrows(recording: Recording, index: int | None = None) -> str | None:
 
 
 def decompose_update(recording: Recording, name: str, index: int) -> UpdateTerms:
-    """Split the recorded update at ``index`` into the terms of tf-keras' SGD rule
-    (see ``dtsgd_viz.reference``), from the recorded gradient, velocities and learning
-    rate, in float64. Needs kinds ``grad`` and ``velocity`` and the previous step
-    recorded (``Recorder(every=1)``)."""
+    """Split the recorded update at ``index`` into the terms of tf-keras' SGD rule, in
+    float64 (needs kinds ``grad`` and ``velocity`` and ``Recorder(every=1)``)."""
     missing = [k for k in ("param", "grad", "velocity") if k not in recording.kinds]
     if missing:
         raise ValueError(
@@ -142,8 +117,7 @@ def decompose_update(recording: Recording, name: str, index: int) -> UpdateTerms
 
 
 def arrow_chain(update: UpdateTerms, plane: Plane) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """``[(key, tail_xy, uv)]``: the terms as arrows in plot coordinates, tip to tail
-    from the projected ``origin`` (projection is linear, so they still add up)."""
+    """``[(key, tail_xy, uv)]``: the terms as arrows in plot coordinates, tip to tail."""
     tail = project(update.origin, plane)
     out = []
     with np.errstate(invalid="ignore", over="ignore"):
@@ -155,39 +129,40 @@ def arrow_chain(update: UpdateTerms, plane: Plane) -> list[tuple[str, np.ndarray
 
 
 def nesterov_points(update: UpdateTerms, plane: Plane) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(iterate_xy, lookahead_xy)`` in plot coordinates for a Nesterov update (the
-    gradient was taken at the look-ahead point, which is ``origin``), else None."""
+    """``(iterate_xy, lookahead_xy)`` in plot coordinates for a Nesterov update, else None."""
     if update.iterate is None:
         return None
     return project(update.iterate, plane), project(update.origin, plane)
 
 
-# ---- zoomed panels -----------------------------------------------------------------
-
-
 def zoom_box(points: ArrayLike, main_box: Box, pad: float = 0.3, min_frac: float = 0.02) -> Box | None:
-    """A square ``((xmin, xmax), (ymin, ymax))`` around the finite ``points`` (the
-    position, the arrow tips, look-ahead marks), grown by ``pad`` of its size on each
-    side and at least ``min_frac`` of the larger side of ``main_box``, so an update
-    that hardly moves still gets a readable panel. None if no point is finite."""
+    """A square box around the finite ``points``, grown by ``pad`` of its size on each side
+    and at least ``min_frac`` of ``main_box``'s larger side; None if no point is finite."""
     pts = np.asarray(points, np.float64).reshape(-1, 2)
     pts = pts[np.all(np.isfinite(pts), axis=1)]
     if not len(pts):
         return None
     lo, hi = pts.min(axis=0), pts.max(axis=0)
-    main = max(float(np.ptp(main_box[0])), float(np.ptp(main_box[1])))
-    span = max(float((hi - lo).max()) * (1 + 2 * pad), min_frac * main, 1e-12)
+    span = max(float((hi - lo).max()) * (1 + 2 * pad), min_frac * box_span(main_box), 1e-12)
     c = (lo + hi) / 2
     return ((float(c[0] - span / 2), float(c[0] + span / 2)), (float(c[1] - span / 2), float(c[1] + span / 2)))
 
 
 def zoom_factor(main_box: Box, box: Box) -> float:
-    """How many times closer a zoomed panel over ``box`` is than the paths panel over
-    ``main_box`` (the larger sides' ratio).
+    """How many times closer a panel over ``box`` is than one over ``main_box``.
 
     >>> zoom_factor(((0, 8), (0, 4)), ((1, 1.5), (2, 2.5)))
     16.0
     """
-    main = max(float(np.ptp(main_box[0])), float(np.ptp(main_box[1])))
-    span = max(float(np.ptp(box[0])), float(np.ptp(box[1])))
-    return main / span if span > 0 else float("inf")
+    span = box_span(box)
+    return box_span(main_box) / span if span > 0 else float("inf")
+
+
+def box_span(box: Box) -> float:
+    """The larger side of ``box``."""
+    return max(float(np.ptp(box[0])), float(np.ptp(box[1])))
+
+
+def times(k: float) -> str:
+    """A zoom factor as the figures write it: ``×33``, ``×5.9``."""
+    return f"×{k:.0f}" if k >= 9.5 else f"×{k:.1f}"

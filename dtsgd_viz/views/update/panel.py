@@ -1,11 +1,4 @@
-"""Drawing one optimizer's update up close: the panel per run of ``plot_update``, of
-``plot_paths(zoom=True)``, the explorer and the GIF. The geometry (arrow chain, look-ahead
-points, zoom box, fading trail) comes from ``views.paths.geometry`` and
-``views.update.geometry``; this module draws it once: each arrow at its true length
-(``fit_arrows``), named once beside the middle of its shaft on the outer side of the
-chain's turn (``label_spots``, pure numpy). ``draw_update_panel`` clears the axes first,
-so the explorer and the animation redraw a panel for every update.
-"""
+"""One run's update up close (``plot_update``, the explorer, the GIF): arrows at true length."""
 
 from __future__ import annotations
 
@@ -27,8 +20,6 @@ if TYPE_CHECKING:
 
     from ..paths.scene import PathScene
 
-# ---- the arrows as drawn: true length, each shaft thin enough that its direction reads ----
-
 SHAFT, HEAD_WIDTH, HEAD_LENGTH, HEAD_AXIS = 0.024, 3.0, 3.4, 3.0  # quiver's shape, in shaft widths
 SHAFT_HEADS = 2.0  # a shaft at least this many of its head lengths: the direction reads
 THIN = 0.18 / ((1.0 + SHAFT_HEADS) * HEAD_LENGTH) / 1.3  # the thinnest shaft (an arrow 0.14 of the panel long)
@@ -39,8 +30,7 @@ FOLD_FLOOR = 0.45 * SHAFT  # but no thinner than this
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class DrawnArrow:
-    """One term as drawn: from its ``tail`` along ``uv`` (the true vector), ``width`` a
-    fraction of the panel's width (quiver's ``width``)."""
+    """One term as drawn from ``tail`` along ``uv``, ``width`` quiver's (of the panel's width)."""
 
     term: str
     tail: np.ndarray
@@ -49,11 +39,8 @@ class DrawnArrow:
 
 
 def fit_arrows(chain: Iterable[tuple[str, ArrayLike, ArrayLike]], span: float) -> list[DrawnArrow]:
-    """The arrows ``chain`` (``[(term, tail, uv)]``, ``geometry.arrow_chain``) as a
-    close-up ``span`` wide (data units) draws them, at their true length: each as wide
-    as ``SHAFT`` or narrower so its shaft is ``SHAFT_HEADS`` heads long, never narrower
-    than ``THIN``; an arrow turning back over the one before (``FOLD``) at most
-    ``FOLD_THIN`` of that one's width (not under ``FOLD_FLOOR``).
+    """The arrows ``chain`` as a close-up ``span`` wide draws them, at their true length:
+    thin enough that a shaft is ``SHAFT_HEADS`` heads long, thinner where one folds back.
 
     >>> a, b = fit_arrows([("momentum", np.zeros(2), np.array([1.0, 0.0])),
     ...                    ("gradient", np.array([1.0, 0.0]), np.array([0.0, 0.01]))], 2.0)
@@ -80,8 +67,7 @@ TINT = 0.55  # how far towards white the gradient term's colour is mixed
 
 
 def run_styles(keys: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """``{config: dict(ls, lw, marker, ms, zorder)}``: each run's look from
-    ``style.run_looks`` (one look per rule, in every figure)."""
+    """``{config: dict(ls, lw, marker, ms, zorder)}`` from ``style.run_looks``."""
     return {
         k: dict(ls=look.ls, lw=look.lw, marker=look.marker, ms=look.ms, zorder=look.zorder)
         for k, look in style.run_looks(keys).items()
@@ -104,12 +90,7 @@ def term_color(term: str, color: ColorType) -> ColorType:
 
 @dataclasses.dataclass(frozen=True)
 class PanelData:
-    """What one zoomed panel shows at one update (plot coordinates).
-
-    ``chain``: ``[(term, tail, uv)]`` tip to tail from ``position``; ``nesterov``:
-    ``(iterate, lookahead)`` or None; ``trail``: the path points up to ``position``;
-    ``box``: the zoom box.
-    """
+    """What one zoomed panel shows at one update, in plot coordinates."""
 
     key: str
     update: int
@@ -131,15 +112,11 @@ def panel_data(
 ) -> PanelData:
     """The panel of ``key`` at recording index ``index`` (update ``update``)."""
     position = np.asarray(coords[index], np.float64)
-    pts = [position, coords[index + 1]]
-    tip = position
-    for _, tail, uv in chain:
-        tip = np.asarray(tail) + np.asarray(uv)
-        pts.append(tip)
-    if nesterov is not None:
-        pts += list(nesterov)
+    chain = tuple(chain)
+    tips = [np.asarray(tail) + np.asarray(uv) for _, tail, uv in chain]
+    pts = [position, coords[index + 1], *tips, *(nesterov or ())]
     box = upd.zoom_box(pts, main_box, min_frac=PANEL_MIN)
-    return PanelData(key, int(update), position, tuple(chain), nesterov, np.asarray(coords[: index + 1]), box)
+    return PanelData(key, int(update), position, chain, nesterov, np.asarray(coords[: index + 1]), box)
 
 
 PANEL_MIN = 0.005  # of the paths panel: the smallest box (zoom ×200), so a tiny update fills its panel
@@ -158,16 +135,13 @@ TRAIL = 40  # segments a trail holds: older ones have faded to the floor of fade
 
 
 def trail_segments(coords: np.ndarray, index: int, length: int = TRAIL) -> np.ndarray:
-    """The last ``length`` (at most) segments of the path up to the point before the
-    update at recording index ``index``, oldest first. The whole path is drawn pale
-    underneath, so a 10,000-update run still moves a trail of ``length`` segments."""
+    """The last ``length`` (at most) segments of the path up to recording index ``index``."""
     c = np.asarray(coords[max(0, index - length) : index + 1], np.float64)
     return np.stack([c[:-1], c[1:]], axis=1) if len(c) > 1 else np.zeros((0, 2, 2))
 
 
 def _clear(ax: Axes) -> None:
-    """Remove what a previous update drew; the axes keep their ticks (``ax.clear()``
-    would rebuild them, the slowest part of redrawing a panel for every frame)."""
+    """Remove what a previous update drew, keeping the ticks (faster than ``ax.clear()``)."""
     for artist in [*ax.lines, *ax.collections, *ax.texts, *ax.patches]:
         artist.remove()
     ax.set_aspect("auto")
@@ -184,20 +158,10 @@ def draw_update_panel(
     avoid_path: bool = True,
     whole_path: bool = True,
     labels: bool = True,
-    marks: bool = False,
 ) -> None:
-    """Clear ``ax`` and draw one run's update ``data`` there: the loss contours, the path
-    so far fading, the position before the update (a ring), the terms as thick arrows
-    tip to tail at their true length (``fit_arrows``) ending on the point after
-    it (a dot), and each arrow's name
-    (``TERM_SHORT``) beside its shaft; the title names the run, the update and the zoom
-    over the paths panel. ``whole_path``: the run's whole path drawn faintly underneath;
-    ``labels=False``: no names (an inset); ``marks=True``: also Nesterov's iterate and
-    look-ahead marks and dots on the trail (tf-keras stores the look-ahead point as the
-    parameter, so by default the ring is where g was taken, for every rule).
-    ``avoid_path`` is accepted for callers and changes nothing. The names are kept inside
-    the axes as laid out now (``keep_labels_inside``): call it again once a figure's
-    layout has moved them."""
+    """Clear ``ax`` and draw ``data`` there: the contours, the path so far, the position
+    before the update (a ring), the terms as arrows and (``labels``) their names.
+    ``avoid_path`` changes nothing (kept for callers)."""
     _clear(ax)
     if data.box is None:
         ax.set_title(
@@ -205,10 +169,8 @@ def draw_update_panel(
         )
         return
     _frame_panel(ax, data, color, equal_aspect, upd.zoom_factor(scene.box, data.box))
-    _draw_surroundings(ax, scene, data, color, run_style, whole_path, marks)
+    _draw_surroundings(ax, scene, data, color, run_style, whole_path)
     arrows = _draw_chain(ax, data, color)
-    if data.nesterov is not None and marks:
-        _draw_lookahead(ax, data, color)
     if labels:
         _name_arrows(ax, data, arrows, color)
         keep_labels_inside(ax)
@@ -221,11 +183,8 @@ def _draw_surroundings(
     color: ColorType,
     run_style: Mapping[str, Any],
     whole_path: bool = True,
-    dots: bool = True,
 ) -> None:
-    """The loss contours in the zoom box, the whole path faintly (``whole_path``), the
-    fading trail up to the update (its points dotted: ``dots``) and the position before
-    it (a ring)."""
+    """The contours, the whole path faintly (``whole_path``), the fading trail and the ring."""
     from matplotlib.collections import LineCollection
 
     assert data.box is not None  # drawn only round a box
@@ -243,8 +202,6 @@ def _draw_surroundings(
         ax.add_collection(
             LineCollection(list(seg), colors=rgba, linewidths=TRAIL_LW, gid=f"zoom-trail:{data.key}", zorder=3)
         )
-        if dots:
-            ax.scatter(seg[:, 0, 0], seg[:, 0, 1], s=12, c=rgba, zorder=3, gid=f"zoom-trail-points:{data.key}")
     current = style.ROLE_LOOKS["current"]
     ax.plot(
         [data.position[0]],
@@ -259,24 +216,16 @@ def _draw_surroundings(
     )
 
 
-# the path so far: its colour's tint, thin, at most this opaque (the arrows are opaque and
-# three times as thick, so the leg into the ring never reads as an arrow)
+# the path so far: tinted, thin and pale enough never to read as an arrow
 TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5
 RING_MS = style.ROLE_LOOKS["current"].ms + 2  # the position before the update
-# Nesterov's look-ahead point is that position: its diamond sits inside the ring, white
-# inside so it shows over the arrow leaving the ring in the same colour
-LOOKAHEAD_MARK: dict[str, Any] = dict(
-    marker=style.ROLE_LOOKS["lookahead"].marker, ms=style.ROLE_LOOKS["lookahead"].ms, mfc="white", mew=1.6, ls="none"
-)
 NEXT_Z = 6.9  # the point an update reaches: under the arrows, the last head points at it
-ARROW_Z = 7.0  # the arrows: over the marks, under the look-ahead diamond (10)
+ARROW_Z = 7.0  # the arrows: over the marks
 LABEL_Z = 9.0  # the arrows' names, in a white halo: over the arrows they sit beside
 
 
 def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]:
-    """The terms as thick arrows tip to tail at their true length, each drawn over the
-    one before it (a short gradient term shows over the head it starts on), and the point
-    the update reaches, under the last head. Returns the ``DrawnArrow`` list."""
+    """The terms as arrows tip to tail and the point reached; returns the ``DrawnArrow`` list."""
     assert data.box is not None  # drawn only round a box
     arrows = fit_arrows(data.chain, float(np.ptp(data.box[0])))
     for i, a in enumerate(arrows):
@@ -310,11 +259,8 @@ LABEL_GAP = 4.0  # points between an arrow's shaft and its name
 
 
 def label_spots(chain: Sequence[tuple[str, ArrayLike, ArrayLike]]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``[(anchor, side)]``, one per arrow of ``chain`` (``[(term, tail, uv)]``): its
-    name sits beside the middle of its shaft (``anchor``), towards the unit vector
-    ``side``, perpendicular to it on the outer side of the chain's turn, so two names
-    never face each other across the corner; a lone arrow's name on the side away from
-    nothing, its left. A zero arrow's name sits above its tail.
+    """``[(anchor, side)]`` per arrow of ``chain``: its name beside the middle of its shaft,
+    towards ``side``, on the outer side of the chain's turn (a zero arrow's above its tail).
 
     >>> spots = label_spots([("m", (0, 0), (1.0, 0.0)), ("g", (1, 0), (0.0, 1.0))])   # a left turn
     >>> [(a.tolist(), s.round(3).tolist()) for a, s in spots]
@@ -338,8 +284,7 @@ def label_spots(chain: Sequence[tuple[str, ArrayLike, ArrayLike]]) -> list[tuple
 
 
 def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color: ColorType) -> None:
-    """Each arrow's name (``TERM_SHORT``; ``= 0`` for a zero term) beside the middle of
-    its shaft, at ``label_spots``, in a white halo: one text per arrow, drawn once."""
+    """Each arrow's name (``TERM_SHORT``) at ``label_spots``, in a white halo."""
     from matplotlib import patheffects
 
     outline = [patheffects.withStroke(linewidth=2.5, foreground="white")]
@@ -369,16 +314,14 @@ def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color:
 
 
 def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
-    """Slide each arrow name of ``ax`` (gid ``zoom-label:``) from the spot
-    ``_name_arrows`` gave it back inside the axes where it sticks out, by as many points
-    as it does (measured once, on the figure as laid out now: called again after the
-    layout moved the axes, it starts from that spot again)."""
+    """Slide each arrow name of ``ax`` back inside the axes where it sticks out, measured on
+    the figure as laid out now; a name on another goes to its shaft's other side."""
     from ..core.figure import canvas_renderer
 
     renderer = canvas_renderer(ax.figure)
     frame = ax.get_window_extent(renderer)
     k = 72.0 / ax.figure.dpi
-    placed = []  # the names kept so far; a name on one of them goes to its shaft's other side
+    placed = []  # the names kept so far
     for t in ax.texts:
         if not (t.get_gid() or "").startswith("zoom-label:"):
             continue
@@ -405,41 +348,8 @@ def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
 _SPOT: weakref.WeakKeyDictionary[Any, tuple[float, float]] = weakref.WeakKeyDictionary()  # each name's own offset
 
 
-def _draw_lookahead(ax: Axes, data: PanelData, color: ColorType) -> None:
-    """Nesterov's classical iterate and the dotted line of μ·v_prev from it to the
-    look-ahead point where g was taken (the parameter, in its ring)."""
-    from matplotlib import patheffects
-
-    assert data.nesterov is not None  # drawn only for a Nesterov update
-    it, la = data.nesterov
-    # round dots in a white halo: they read as μ·v_prev's line where it lies along the path
-    ahead, iterate = style.ROLE_LOOKS["lookahead"], style.ROLE_LOOKS["iterate"]
-    ax.plot(
-        [it[0], la[0]],
-        [it[1], la[1]],
-        **ahead.line(color),
-        dash_capstyle="round",
-        gid=f"iterate-line:{data.key}",
-        path_effects=[patheffects.Stroke(linewidth=4.2, foreground="white"), patheffects.Normal()],
-    )
-    ax.plot(
-        [it[0]],
-        [it[1]],
-        ls="none",
-        marker=iterate.marker,
-        ms=iterate.ms,
-        mfc="white",
-        mec=color,
-        mew=iterate.lw,
-        zorder=iterate.zorder,
-        gid=f"iterate:{data.key}",
-    )
-    ax.plot([la[0]], [la[1]], **LOOKAHEAD_MARK, color=color, zorder=10, gid=f"lookahead:{data.key}")
-
-
 def _frame_panel(ax: Axes, data: PanelData, color: ColorType, equal_aspect: bool, zoom: float) -> None:
-    """Limits on the zoom box, a few tick labels for its scale, the title (the run, the
-    update and the zoom over the paths panel) and spines in the run's colour."""
+    """Limits on the zoom box, a few ticks, the title and spines in the run's colour."""
     from matplotlib.ticker import MaxNLocator
 
     assert data.box is not None  # framed only round a box
@@ -450,9 +360,8 @@ def _frame_panel(ax: Axes, data: PanelData, color: ColorType, equal_aspect: bool
     ax.xaxis.set_major_locator(MaxNLocator(4))
     ax.yaxis.set_major_locator(MaxNLocator(4))
     ax.tick_params(labelsize=style.TICK_SIZE, labelleft=True, pad=1.5)
-    factor = f"×{zoom:.0f}" if zoom >= 9.5 else f"×{zoom:.1f}"
     ax.set_title(
-        f"{geo.rule_name(data.key)}: update {data.update} · zoom {factor}",
+        f"{geo.rule_name(data.key)}: update {data.update} · zoom {upd.times(zoom)}",
         fontsize=style.TITLE_SIZE,
         color=color,
         fontweight="bold",

@@ -1,10 +1,5 @@
-"""The anatomy of one update: ``plot_update`` draws, for every run, one close-up panel of
-the same optimizer update, its terms as thick arrows tip to tail (classical momentum
-``mu*v_prev`` then ``-lr*g``; Nesterov, tf-keras form, ``mu*v_new`` then ``-lr*g``), each
-named beside its shaft, the step they add up to as a thin arrow, and under the panels a
-chart of the terms' lengths. tf-keras stores Nesterov's look-ahead point as the
-parameter, so for every rule ``g`` is taken where the update starts (the ring). The figure's title says what differs between the runs' updates; ``plot_paths``
-draws the paths themselves. ``step=k`` is optimizer update k as ``recording.steps`` counts them.
+"""The anatomy of one update: ``plot_update`` draws every run's same update up close, its
+terms as arrows tip to tail, and under the panels a chart of the terms' lengths.
 
     >>> import dtsgd_viz
     >>> from dtsgd_viz import surfaces
@@ -18,10 +13,6 @@ draws the paths themselves. ``step=k`` is optimizer update k as ``recording.step
     >>> sorted(a.get_gid() for ax in fig.axes for a in ax.collections
     ...        if (a.get_gid() or "").startswith("zoom-arrow:"))
     ['zoom-arrow:momentum:gradient', 'zoom-arrow:momentum:momentum', 'zoom-arrow:nesterov:gradient', 'zoom-arrow:nesterov:lookahead']
-
-Without ``step`` it takes apart the update ``plot_paths`` picks: where the runs differ
-most (``path_scene.default_update``). The geometry is ``views.update.geometry``'s; the
-panels are drawn by ``views.update.panel``.
 """  # noqa: E501  (a doctest's expected output line)
 
 from __future__ import annotations
@@ -40,7 +31,7 @@ from ..paths.scene import build_scene, default_update, settings_line
 from . import geometry as upd
 from . import panel
 from .words import update_finding
-from .zoom import INSET_BELOW, draw_inset, fit_box, one_zoom, shared_zoom, zoom_caption
+from .zoom import INSET_BELOW, draw_inset, shared_zoom, zoom_caption
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -53,8 +44,6 @@ if TYPE_CHECKING:
 __all__ = [
     "plot_update",
     "update_finding",
-    "one_zoom",
-    "fit_box",
     "term_lengths",
     "draw_lengths",
     "UPDATE_CAPTION",
@@ -78,34 +67,21 @@ def plot_update(
     *,
     name: str | None = None,
 ) -> Figure:
-    """One optimizer update of every run, up close: one panel per run, side by side, and
-    the lengths of its terms as bars under them.
+    """One optimizer update of every run up close, a panel per run, its terms' lengths under.
 
     Args:
       recordings: ``{config name: Recording}`` (what ``dtsgd_viz.run`` returns) or one
         ``Recording``, each with kinds ``param``, ``grad`` and ``velocity`` and the
         update before ``step`` recorded (``Recorder(every=1)``).
       surface: the ``dtsgd_viz.surfaces`` surface the recordings were made on.
-      step: the optimizer update to take apart, as ``recording.steps`` counts them
-        (the first update is 1; ``-1`` is the last). None (default): the update where
-        the runs differ most, the one ``plot_paths`` picks (``path_scene.default_update``).
+      step: the optimizer update to take apart (1 is the first, -1 the last; None: where
+        the runs differ most, the one ``plot_paths`` picks).
       name: the recorded variable (default: the only one).
 
-    Each panel holds the run's parameter before the update (a ring: tf-keras takes the
-    gradient there, Nesterov's stored parameter being its look-ahead point), the terms as
-    arrows tip to tail ending on the recorded next point (a dot), each named beside its
-    shaft, the step as a thin arrow from the ring to the dot, the loss contours and the
-    path so far. Every panel has the same zoom (the caption says how many times closer
-    than ``plot_paths``' path panel), so lengths compare by eye; an update too small to
-    read at that zoom (under ``INSET_BELOW`` of the panel) is drawn again in an inset at
-    its own zoom, marked with how much closer. Under the panels, one bar per run and
-    term: the lengths ``print(findings(runs, surface, step=step))`` prints (``|μ·v|``,
-    ``|lr·g|`` and ``|step|``, in all the parameters). Parameters of more than two
-    numbers are on the plane ``plot_paths`` draws them on.
-
-    Returns the matplotlib ``Figure`` (never shown, nothing printed). Raises
-    ``ValueError`` / ``TypeError`` naming what was received for bad input, and
-    ``ValueError`` when the recording cannot give the update's terms.
+    Every panel has one zoom, so lengths compare by eye; an update under ``INSET_BELOW``
+    of the panel is drawn again in an inset. The bars are the lengths ``findings(runs,
+    surface, step=step)`` prints. Returns the ``Figure``; bad input raises ``ValueError``
+    or ``TypeError`` naming what was received.
     """
     scene = build_scene(recordings, surface, name)
     update = geo.check_step(
@@ -186,9 +162,7 @@ def _draw_step(ax: Axes, data: panel.PanelData, color: ColorType) -> None:
 
 
 def _key(chart: Axes) -> None:
-    """One row naming the panels' marks under the lengths chart's axis label (in grey:
-    every run draws them in its own colour): before (where g is taken), after, the step and
-    the path so far."""
+    """One row under the lengths chart naming the panels' marks, in grey."""
     from matplotlib.lines import Line2D
     from matplotlib.transforms import offset_copy
 
@@ -217,10 +191,8 @@ def _key(chart: Axes) -> None:
 
 
 def term_lengths(terms: Mapping[str, upd.UpdateTerms]) -> list[tuple[str, str, float]]:
-    """``[(run, what, length)]``: each run's ``|μ·v|`` (classical momentum's μ·v_prev,
-    Nesterov's μ·v_new), ``|lr·g|`` and ``|step|`` at the update, in all the parameters:
-    the numbers ``print(findings(..., step=k))`` prints after each run's name, in the
-    order the lengths chart draws them (by term, then run)."""
+    """``[(run, what, length)]``: each run's ``|μ·v|``, ``|lr·g|`` and ``|step|`` in all the
+    parameters, as ``findings(..., step=k)`` prints them, by term then run."""
     rows: list[tuple[str, str, float]] = []
     for what in ("|μ·v|", "|lr·g|", "|step|"):
         for run, t in terms.items():
@@ -238,12 +210,8 @@ def term_lengths(terms: Mapping[str, upd.UpdateTerms]) -> list[tuple[str, str, f
 
 
 def draw_lengths(ax: Axes, rows: Sequence[tuple[str, str, float]], colors: Mapping[str, ColorType]) -> None:
-    """The lengths chart: one thin horizontal bar per ``(run, what, length)`` on one
-    linear axis, grouped by term (the group's name on the left), in the run's colour
-    (its tint for ``|lr·g|``, as the arrows; open for ``|step|``), each with the run's
-    name and its length at its end (``.3g``, as ``findings`` prints it); a ``|μ·v|`` bar
-    also names its velocity (``μ·v_prev`` for classical momentum, ``μ·v_new`` for
-    Nesterov)."""
+    """The lengths chart: a bar per ``(run, what, length)``, grouped by term, in the run's
+    colour as its arrows, named with its length at its end."""
     groups: list[str] = []
     y, at = [], 0.0
     for i, (_, what, _) in enumerate(rows):
@@ -283,8 +251,7 @@ def draw_lengths(ax: Axes, rows: Sequence[tuple[str, str, float]], colors: Mappi
 
 
 def _phrase_line(finding: str, phrase: str, size: float) -> str:
-    """``finding`` and ``phrase`` on one line where they fit the figure's width, else the
-    phrase on a line of its own: a headline breaks between phrases, never inside one."""
+    """``finding`` and ``phrase`` on one line where they fit, else on two."""
     from ..core.figure import fit
 
     one = f"{finding} {phrase}"

@@ -1,5 +1,4 @@
-"""The words of ``plot_update``'s headline: which run's update is longest, by how much, and
-how far the runs' directions part (``update_finding``)."""
+"""The words of ``plot_update``'s headline (``update_finding``)."""
 
 from __future__ import annotations
 
@@ -18,19 +17,13 @@ if TYPE_CHECKING:
 __all__ = ["update_finding"]
 
 
-def _length(x: float) -> str:
-    return f"{x:.3g}"
-
-
 def _times(f: float) -> str:
     return f"{f:.0f}×" if f >= 9.5 else f"{f:.1f}×"
 
 
 def update_finding(terms: Mapping[str, upd.UpdateTerms], update: int) -> str:
-    """The headline of ``plot_update``: ``terms`` is ``{config: UpdateTerms}`` at
-    ``update``. Which run's update is longest and by how much (its length, in parameter
-    units) against the others', and how far their directions part; one run: its
-    length and what carries it.
+    """Which run's update (``terms``: ``{config: UpdateTerms}``) is longest, by how much,
+    and how far the directions part; one run: its length and what carries it.
 
     >>> from dtsgd_viz.views.update.geometry import UpdateTerms
     >>> t = lambda *v: UpdateTerms(2, 1, np.zeros(2), (("gradient", np.array(v)),), np.array(v))
@@ -51,7 +44,7 @@ def update_finding(terms: Mapping[str, upd.UpdateTerms], update: int) -> str:
     ranked = sorted(ok, key=lambda k: -ok[k])
     top = ranked[0]
     if len(ranked) == 1:
-        return f"Update {int(update)}: {geo.rule_name(top)} steps {_length(ok[top])}, {_carried(terms[top])}" + tail
+        return f"Update {int(update)}: {geo.rule_name(top)} steps {ok[top]:.3g}, {_carried(terms[top])}" + tail
     name = geo.rule_name
     others = [f"{'∞×' if not ok[k] > 0 else _times(ok[top] / ok[k])} {name(k)}'s" for k in ranked[1:]]
     text = f"Update {int(update)}: {name(top)}'s step is " + " and ".join(others)
@@ -90,8 +83,7 @@ def _angle(u: ArrayLike, v: ArrayLike) -> float:
 
 
 def _largest_angle(vectors: Sequence[ArrayLike]) -> tuple[float, tuple[int, int]] | tuple[None, None]:
-    """``(angle, (i, j))``: the largest angle in degrees between any two of ``vectors``
-    and which two (``(None, None)`` if one is 0)."""
+    """``(angle, (i, j))``: the largest angle between two of ``vectors`` (None, None if one is 0)."""
     if min(float(np.linalg.norm(v)) for v in vectors) == 0:
         return None, None
     pairs = list(itertools.combinations(range(len(vectors)), 2))

@@ -1,10 +1,4 @@
-"""Close-ups of several runs side by side on one zoom: each panel's box fitted to what it
-draws (``fit_box``), every box then given the largest one's size (``one_zoom``), so the
-eye compares the arrows' lengths; an update spanning under ``INSET_BELOW`` of that box
-(``needs_inset``) is drawn again, closer, in an inset (``draw_inset``) titled with how
-much closer. ``plot_update`` and the explorer's close-up row both call these, and say
-the zoom in one caption line (``zoom_caption``).
-"""
+"""Close-ups of several runs on one zoom; an update too small there is drawn again in an inset."""
 
 from __future__ import annotations
 
@@ -17,6 +11,7 @@ import numpy as np
 from ..core import style
 from . import geometry as upd
 from . import panel
+from .geometry import box_span, times
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -33,18 +28,13 @@ __all__ = [
     "draw_inset",
     "zoom_caption",
     "times",
+    "span_text",
     "INSET_BELOW",
 ]
 
 FIT_PAD = 0.15  # of the data's size, round it: the data fill 3/4 of a panel
-FIT_MIN = 0.005  # of the paths panel: the smallest box (zoom x200), for an update that hardly moves
 INSET_BELOW = 0.2  # an update spanning less than this of the shared box is drawn again, closer, in an inset
 INSET_SIZE = 0.4  # of its panel's side: the inset's
-
-
-def times(k: float) -> str:
-    """A zoom factor as the figures write it: ``×33``, ``×5.9``."""
-    return f"×{k:.0f}" if k >= 9.5 else f"×{k:.1f}"
 
 
 def span_text(k: float) -> str:
@@ -54,21 +44,17 @@ def span_text(k: float) -> str:
 
 
 def fit_box(data: panel.PanelData, main_box: Box, pad: float = FIT_PAD, *, iterate: bool = True) -> panel.PanelData:
-    """``data`` (a ``PanelData``) with its zoom box fitted to what the panel draws: the
-    position, the arrows' tips and (``iterate``) Nesterov's iterate, ``pad`` of their
-    size round them, so they fill about ``1 / (1 + 2 pad)`` of the panel along their
-    longer side."""
+    """``data`` with its box fitted to the position, the arrows' tips and (``iterate``) the iterate."""
     if data.box is None:
         return data
     pts = [np.asarray(data.position, np.float64)]
     pts += [np.asarray(tail) + np.asarray(uv) for _, tail, uv in data.chain]
     pts += list(data.nesterov or ()) if iterate else []
-    return dataclasses.replace(data, box=upd.zoom_box(pts, main_box, pad=pad, min_frac=FIT_MIN))
+    return dataclasses.replace(data, box=upd.zoom_box(pts, main_box, pad=pad, min_frac=panel.PANEL_MIN))
 
 
 def one_zoom(datas: Sequence[panel.PanelData]) -> list[panel.PanelData]:
-    """The panels' ``PanelData`` with one box size for all, the largest (each box kept
-    on its own centre): one zoom, so the eye compares the arrows' lengths.
+    """The panels with one box size for all, the largest, each box on its own centre.
 
     >>> from dtsgd_viz.views.update.panel import PanelData
     >>> d = lambda s: PanelData("k", 1, np.zeros(2), (), None, np.zeros((1, 2)), ((0, s), (0, s)))
@@ -78,7 +64,7 @@ def one_zoom(datas: Sequence[panel.PanelData]) -> list[panel.PanelData]:
     boxes = [d.box for d in datas if d.box is not None]
     if not boxes:
         return list(datas)
-    half = max(_span(b) for b in boxes) / 2
+    half = max(box_span(b) for b in boxes) / 2
     out = []
     for d in datas:
         if d.box is None:
@@ -89,26 +75,17 @@ def one_zoom(datas: Sequence[panel.PanelData]) -> list[panel.PanelData]:
     return out
 
 
-def _span(box: Box) -> float:
-    return max(float(np.ptp(box[0])), float(np.ptp(box[1])))
-
-
 def needs_inset(data: panel.PanelData, all_data: Sequence[panel.PanelData]) -> bool:
-    """Whether ``data``'s box (the update alone: ``fit_box(..., iterate=False)``) is
-    under ``INSET_BELOW`` of the largest of ``all_data``'s (the panels' boxes): too
-    small to read at the shared zoom, so drawn again in an inset."""
-    spans = [_span(d.box) for d in all_data if d.box is not None]
-    return data.box is not None and len(spans) > 1 and _span(data.box) < INSET_BELOW * max(spans)
+    """Whether ``data``'s box is under ``INSET_BELOW`` of the largest of ``all_data``'s."""
+    spans = [box_span(d.box) for d in all_data if d.box is not None]
+    return data.box is not None and len(spans) > 1 and box_span(data.box) < INSET_BELOW * max(spans)
 
 
 def shared_zoom(
     datas: Mapping[str, panel.PanelData], main_box: Box
 ) -> tuple[dict[str, panel.PanelData], dict[str, panel.PanelData], set[str]]:
-    """``(own, shared, insets)`` for the runs' panels ``datas``: ``shared`` each fitted
-    to what it draws (``fit_box``), all on the largest one's box size (``one_zoom``);
-    ``own`` each fitted to its update alone (the ring, the arrows' tips: what an inset
-    shows), and ``insets`` the runs whose update is too small at the shared zoom
-    (``needs_inset``)."""
+    """``(own, shared, insets)``: each panel on one zoom (``shared``), fitted to its update
+    alone (``own``, what an inset shows), and the runs too small at the shared zoom."""
     fitted = [fit_box(d, main_box) for d in datas.values()]
     shared = dict(zip(datas, one_zoom(fitted)))
     own = {k: fit_box(d, main_box, iterate=False) for k, d in datas.items()}
@@ -116,8 +93,7 @@ def shared_zoom(
 
 
 def shared_factor(main_box: Box, shared: Mapping[str, panel.PanelData]) -> float:
-    """How many times closer than ``main_box`` the shared box of ``shared`` (``one_zoom``'s
-    panels: one box size for all) draws; NaN when no panel has a box."""
+    """How many times closer than ``main_box`` the shared box draws; NaN without a box."""
     box = next((d.box for d in shared.values() if d.box is not None), None)
     return upd.zoom_factor(main_box, box) if box is not None else float("nan")
 
@@ -139,7 +115,7 @@ def zoom_caption(
     arrows = "arrows as projected on the plane" if projected else "arrows at their true length"
     text = f"every panel spans {span_text(zoom)} of the paths' width, {arrows}"
     spans = [
-        f"{rule_name(k)} {span_text(_span(shared[k].box) / _span(own[k].box))}"  # pyright: ignore[reportArgumentType]  # insets have boxes
+        f"{rule_name(k)} {span_text(box_span(shared[k].box) / box_span(own[k].box))}"  # pyright: ignore[reportArgumentType]  # insets have boxes
         for k in shared
         if k in insets
     ]
@@ -147,8 +123,7 @@ def zoom_caption(
 
 
 def inset_bounds(shared: panel.PanelData) -> tuple[float, float, float, float]:
-    """Where an inset sits in its panel (axes fractions): the corner the path so far
-    crosses least (the update itself is in the middle of the shared box)."""
+    """Where an inset sits in its panel (axes fractions): the corner the path crosses least."""
     assert shared.box is not None
     (x0, x1), (y0, y1) = shared.box
     trail = np.asarray(shared.trail, np.float64).reshape(-1, 2)
@@ -170,9 +145,8 @@ def draw_inset(
     run_style: Mapping[str, Any],
     labels: bool = False,
 ) -> Axes:
-    """The update ``own`` at its own zoom in an inset of ``ax`` (``inset_bounds``), its
-    arrows named when ``labels``, titled by how much closer it is, and a dotted box on ``ax`` round the
-    part it enlarges. Returns the inset."""
+    """Draw the update ``own`` at its own zoom in an inset of ``ax``, marked with how much
+    closer, and a dotted box on ``ax`` round what it enlarges. Returns the inset."""
     from matplotlib.patches import Rectangle
 
     assert own.box is not None and shared.box is not None
@@ -183,7 +157,7 @@ def draw_inset(
     inset.text(
         0.04,
         0.96,
-        span_text(_span(shared.box) / _span(own.box)),
+        span_text(box_span(shared.box) / box_span(own.box)),
         transform=inset.transAxes,
         ha="left",
         va="top",
