@@ -88,12 +88,13 @@ show(dtsgd_viz.plot_paths(recordings, surface, step=5))
 # `plot_update` takes update 5 apart up close, one panel per run: for classical momentum
 # the old velocity's momentum $\mu v_{prev}$ then the gradient step $-\eta g$; for
 # Nesterov the look-ahead $\mu v_{new}$ then $-\eta g$. Tip to tail, the arrows end on the
-# next recorded point ("after"); the thin arrow is the step they add up to. The ring is
-# the parameter before the update, where $g$ was taken (tf-keras stores Nesterov's
-# look-ahead point as the parameter). Plain SGD's and Nesterov's steps are far shorter
-# than momentum's, so each panel has its own zoom (its title says how many times closer
-# than the paths); the bars under the panels compare the lengths, as `findings` prints
-# them. Momentum's
+# next recorded point, in a ring ("after", as on the paths); the thin arrow is the step
+# they add up to. The dot is the parameter before the update, where $g$ was taken
+# (tf-keras stores Nesterov's look-ahead point as the parameter). Every panel is on one
+# zoom (the caption says what share of the paths' width each panel spans), so lengths
+# compare by eye; plain SGD's and Nesterov's steps are far shorter than momentum's, so
+# each is drawn again in an inset spanning a smaller share still (the caption names them);
+# the bars under the panels compare the lengths, as `findings` prints them. Momentum's
 # $\mu v_{prev}$ carries it far up the valley wall; Nesterov's $\mu v_{new}$ already
 # holds this update's gradient, so its step is several times shorter.
 
@@ -287,9 +288,9 @@ dtsgd_viz.web.CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # runs along the valley towards the minimum, while classical momentum still bounces from
 # wall to wall (the saw-tooth of its loss, right). At the scale of the paths most of
 # these updates are a few pixels long, so under the loss each run's update is drawn up
-# close, all three on one shared zoom (the caption says it once: every panel ×6.0 closer
-# than the paths; the dotted boxes on the paths show where each close-up looks, drawn
-# only when the zoom is at least ×2), with its terms as arrows at their true length; a run
+# close, all three on one shared zoom (the caption says it once: every panel spans 1/6.0
+# of the paths' width; the dotted boxes on the paths show where each close-up looks, drawn
+# only when a panel spans at most half of it), with its terms as arrows at their true length; a run
 # too small to read at that zoom is drawn again closer in an inset. Update 20 is marked as
 # in `plot_paths`: each ring is where its run is after update 20, and the loss panel's
 # dashed line and dots sit at k = 20, the loss after it, with the pale band over the

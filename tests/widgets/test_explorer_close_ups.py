@@ -267,7 +267,7 @@ def test_the_still_shows_the_update_its_headline_and_the_close_ups_on_one_zoom(r
     spans = [np.ptp(ax.get_xlim()) for ax in close]
     assert max(spans) == pytest.approx(min(spans), rel=1e-9)
     (caption,) = [t for t in fig.findobj(matplotlib.text.Text) if t.get_gid() == "caption"]
-    assert caption.get_text().startswith("Below: update 7, every panel ×") and "\n" not in caption.get_text()
+    assert caption.get_text().startswith("Below: update 7, every panel spans 1/") and "\n" not in caption.get_text()
     # the ×N read off the caption is the paths' span over the close-ups' (the shared zoom)
     ax_path, ax_loss = fig.axes[:2]
     paths_span = max(np.ptp(ax_path.get_xlim()), np.ptp(ax_path.get_ylim()))

@@ -160,7 +160,8 @@ def draw_update_panel(
     labels: bool = True,
 ) -> None:
     """Clear ``ax`` and draw ``data`` there: the contours, the path so far, the position
-    before the update (a ring), the terms as arrows and (``labels``) their names.
+    before the update (a dot, where g is taken), the terms as arrows ending in a ring (after
+    the update, as the paths panel marks it) and (``labels``) their names.
     ``avoid_path`` changes nothing (kept for callers)."""
     _clear(ax)
     if data.box is None:
@@ -184,7 +185,7 @@ def _draw_surroundings(
     run_style: Mapping[str, Any],
     whole_path: bool = True,
 ) -> None:
-    """The contours, the whole path faintly (``whole_path``), the fading trail and the ring."""
+    """The contours, the whole path faintly (``whole_path``), the fading trail and the dot before the update."""
     from matplotlib.collections import LineCollection
 
     assert data.box is not None  # drawn only round a box
@@ -196,29 +197,20 @@ def _draw_surroundings(
     if whole_path:
         ax.plot(c[:, 0], c[:, 1], ls=run_style["ls"], color=color, lw=1.0, alpha=0.25, gid=f"zoom-path:{data.key}")
     seg = trail_segments(c, len(data.trail) - 1)
-    if len(seg):  # light and thin, the leg into the ring too: never read as one of the arrows
+    if len(seg):  # light and thin, the leg into the dot too: never read as one of the arrows
         rgba = fade_rgba(tint(color, TRAIL_TINT), len(seg), half_life=3.0)
         rgba[:, 3] *= TRAIL_ALPHA
         ax.add_collection(
             LineCollection(list(seg), colors=rgba, linewidths=TRAIL_LW, gid=f"zoom-trail:{data.key}", zorder=3)
         )
-    current = style.ROLE_LOOKS["current"]
-    ax.plot(
-        [data.position[0]],
-        [data.position[1]],
-        current.marker,
-        ms=RING_MS,
-        mfc="white",
-        mec=color,
-        mew=current.lw + 0.2,
-        zorder=5,
-        gid=f"zoom-position:{data.key}",
-    )
+    # the parameter before the update, where g is taken: a dot (the ring is the update's end, as on the paths)
+    x, y = float(data.position[0]), float(data.position[1])
+    ax.plot([x], [y], "o", ms=6, color=color, mec=color, zorder=5, gid=f"zoom-position:{data.key}")
 
 
 # the path so far: tinted, thin and pale enough never to read as an arrow
 TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5
-RING_MS = style.ROLE_LOOKS["current"].ms + 2  # the position before the update
+RING_MS = style.ROLE_LOOKS["current"].ms + 2  # the ring round the point after the update
 NEXT_Z = 6.9  # the point an update reaches: under the arrows, the last head points at it
 ARROW_Z = 7.0  # the arrows: over the marks
 LABEL_Z = 9.0  # the arrows' names, in a white halo: over the arrows they sit beside
@@ -249,8 +241,17 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
         )
     if arrows:
         tip = arrows[-1].tail + arrows[-1].uv
+        current = style.ROLE_LOOKS["current"]  # the ring: after the update, as the paths panel marks it
         ax.plot(
-            [tip[0]], [tip[1]], "o", ms=6, color=color, mec="white", mew=1.0, zorder=NEXT_Z, gid=f"zoom-next:{data.key}"
+            [tip[0]],
+            [tip[1]],
+            current.marker,
+            ms=RING_MS,
+            mfc="none",
+            mec=color,
+            mew=current.lw + 0.2,
+            zorder=NEXT_Z,
+            gid=f"zoom-next:{data.key}",
         )
     return arrows
 

@@ -147,7 +147,7 @@ def plot_update(
 
 
 def _draw_step(ax: Axes, data: panel.PanelData, color: ColorType) -> None:
-    """The step the terms add up to: a thin arrow from the ring to the point after it."""
+    """The step the terms add up to: a thin arrow from the dot before the update to the ring after it."""
     if len(data.chain) < 2:  # one term: the step is its arrow
         return
     tip = np.asarray(data.chain[-1][1]) + np.asarray(data.chain[-1][2])
@@ -168,10 +168,8 @@ def _key(chart: Axes) -> None:
 
     grey, current = style.SUBTITLE_COLOR, style.ROLE_LOOKS["current"]
     marks = {
-        "before the update: g taken here": dict(
-            ls="none", marker=current.marker, ms=panel.RING_MS - 2, mfc="white", mec=grey, mew=1.8
-        ),
-        "after it": dict(ls="none", marker="o", ms=6, color=grey, mec="white"),
+        "before the update: g taken here": dict(ls="none", marker="o", ms=6, color=grey, mec=grey),
+        "after it": dict(ls="none", marker=current.marker, ms=panel.RING_MS - 2, mfc="none", mec=grey, mew=1.8),
         "step (the arrows' sum)": dict(ls="-", lw=1.3, color=grey, marker=">", ms=5, markevery=[-1]),
         "path so far": dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(grey, panel.TRAIL_TINT), alpha=0.8),
     }
