@@ -204,7 +204,11 @@ function render({ model, el: root }) {
       el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: 2.5, fill: lk.color, class: "dv-next" }, cg);
     });
     // the shared zoom as the still's caption says it (views.update.zoom.shared_factor, times)
-    closeTitle.textContent = isFinite(zf[i]) ? `update ${updates[i]}, every panel spans ${d.zoom_text[i]} of the paths' width` : `update ${updates[i]}`;
+    closeTitle.textContent = `update ${updates[i]}`;
+    if (isFinite(zf[i])) {  // the zoom in the notes' size: the close-ups are narrower than the words in bold
+      el("tspan", { "font-size": fs.tick, "font-weight": "normal" }, closeTitle).textContent =
+        `, every panel spans ${d.zoom_text[i]} of the paths' width`;
+    }
     closeTitle.setAttribute("data-zoom", zf[i]);
     for (const zr of zoomRects) zr.setAttribute("visibility", d.zoom_shown[i] ? "visible" : "hidden");
   }
