@@ -193,15 +193,16 @@ function render({ model, el: root }) {
       const xs = [], ys = [];
       for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1))); }  // up to where update n starts
       el("polyline", { points: points(xs, ys), ...lineStyle(lk), opacity: 0.3 }, cg);
-      // where update n starts (its arrows run from here to the dot after it), a ring as in the still's close-ups
-      el("circle", { cx: f.x(r.position.at(i, 0)), cy: f.y(r.position.at(i, 1)), r: look.roles.current.size / 2, fill: "none", stroke: lk.color, "stroke-width": look.roles.current.width }, cg);
+      // where update n starts, g taken there: a dot (its arrows run from here to the ring after it), as in the still
+      el("circle", { cx: f.x(r.position.at(i, 0)), cy: f.y(r.position.at(i, 1)), r: 3, fill: lk.color, class: "dv-before" }, cg);
       let px = r.position.at(i, 0), py = r.position.at(i, 1);
       r.terms.forEach((t, q) => {
         const qx = px + r.uvs.at(i, q, 0), qy = py + r.uvs.at(i, q, 1);
         el("line", { x1: f.x(px), y1: f.y(py), x2: f.x(qx), y2: f.y(qy), stroke: r.termColors[t], "stroke-width": 2.4, "marker-end": `url(#${uid}-${name}-${t})`, class: "dv-arrow", "data-run": name, "data-term": t, "data-uv": JSON.stringify([r.uvs.at(i, q, 0), r.uvs.at(i, q, 1)]) }, cg);
         px = qx; py = qy;
       });
-      el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: 2.5, fill: lk.color, class: "dv-next" }, cg);
+      // after the update: the ring, as on the paths panel
+      el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: look.roles.current.size / 2, fill: "none", stroke: lk.color, "stroke-width": look.roles.current.width, class: "dv-next" }, cg);
     });
     // the shared zoom as the still's caption says it (views.update.zoom.shared_factor, times)
     closeTitle.textContent = `update ${updates[i]}`;
