@@ -356,31 +356,47 @@ class PhaseDiagram(BrowserWidget):
         return buf.getvalue()
 
     def still_figure(self) -> Figure:
-        """The still picture: the picked cell outlined on the ratio map, and (after a real
-        run) its runs' paths and their loss per update, under ``pick_finding()``."""
+        """The still picture: the ratio map with its colour key and legend, the picked cell
+        outlined, and under it (after a real run) its runs' paths and their loss per update,
+        under ``pick_finding()``. The order of ``fig.axes``: map, paths, loss, then keys."""
         from ..views.core.figure import headline, new_figure
         from ..views.paths.plot import draw_paths
+        from ..views.phase.axes import PHASE_NOTE_SIZE
         from ..views.phase.cell import draw_cell_losses
-        from ..views.phase.plot import draw_phase
-        from ..views.phase.regions import mark_cell
+        from ..views.phase.plot import add_colorbars, draw_phase
+        from ..views.phase.regions import cell_look, mark_cell
 
         lrs, mus = encode.decode(self.data["learning_rates"]), encode.decode(self.data["momenta"])
         start = np.asarray(self.data["start"], np.float64)
         steps, tol = self.data["max_steps"], self.data["tol"]
         grids = {k: phase_grid(self._surface, lrs, mus, steps, tol, nz, start) for k, nz in RULES.items()}
-        fig = new_figure((style.WIDTH, 4.3), style.DPI)
+        real = self.recordings is not None
+        fig = new_figure((style.WIDTH, 8.8 if real else 5.0), style.DPI)
         label = getattr(self._surface, "label", type(self._surface).__name__)
         body = headline(fig, self.pick_finding(), f"{label} · ≤ {steps} updates, tol {tol:g}")
-        real = self.recordings is not None
-        axes = body.subplots(1, 3 if real else 1, squeeze=False, width_ratios=[1.2, 1.0, 1.0] if real else None)[0]
-        draw_phase(grids, self._surface, {"ratio": axes[0]}, ratio_title="The picked cell")
+        # the map over its legend (a row of its own), the picked cell's runs under both
+        grid = body.add_gridspec(3 if real else 2, 1, height_ratios=[0.95, 0.25, 1.25] if real else [1.0, 0.26])
+        ax_map = body.add_subplot(grid[0])
+        low = grid[2].subgridspec(1, 2, width_ratios=[1.0, 1.15], wspace=0.3) if real else None
+        ax_paths = body.add_subplot(low[0, 0]) if low is not None else None
+        ax_loss = body.add_subplot(low[0, 1]) if low is not None else None
+        ax_key = body.add_subplot(grid[1])
+        ax_key.set_axis_off()
+        view = draw_phase(grids, self._surface, {"ratio": ax_map}, ratio_title="The picked cell on the ratio map")
         lr_e, mu_e = cell_edges(lrs, log=True), cell_edges(mus, log=False)
-        mark_cell(axes[0], lr_e, mu_e, self.learning_rate, self.momentum, gid="pick:ratio")
-        if self.recordings is not None:
-            draw_paths(self.recordings, self._surface, None, ax=axes[1], arrows=False)
-            legend = axes[1].get_legend()
+        mark_cell(ax_map, lr_e, mu_e, self.learning_rate, self.momentum, gid="pick:ratio")
+        add_colorbars(view, body, None, ax_map)
+        from matplotlib.patches import Patch
+
+        handles = view.ratio_handles + [Patch(**{**cell_look(), "zorder": None}, label="the picked cell")]
+        ax_key.legend(
+            handles=handles, loc="center", ncol=2, frameon=False, fontsize=PHASE_NOTE_SIZE, columnspacing=1.5
+        ).set_gid("legend:ratio")
+        if ax_paths is not None and ax_loss is not None:
+            draw_paths(self.recordings, self._surface, None, ax=ax_paths, arrows=False)
+            legend = ax_paths.get_legend()
             if legend is not None:
                 legend.remove()  # the loss panel names the runs
-            axes[1].set_title("Their paths (real DTensor SGD)", fontsize=style.TITLE_SIZE)
-            draw_cell_losses(axes[2], self.recordings, self._surface, tol)
+            ax_paths.set_title("Their paths (real DTensor SGD)", fontsize=style.TITLE_SIZE)
+            draw_cell_losses(ax_loss, self.recordings, self._surface, tol)
         return fig

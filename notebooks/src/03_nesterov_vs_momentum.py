@@ -255,9 +255,9 @@ print(
 # diverges is drawn up to where it leaves the view. The diagram opens on the cell
 # $\eta \approx 0.05$, $\mu = 0.8$, where Nesterov needs about half the updates; `phase.pick`
 # and `phase.start` read (and set) the cell and the start. A page whose
-# scripts have not run (this notebook read as a file) shows the still picture: the picked cell
-# outlined on the ratio map, the real runs' paths there and their loss, titled by
-# `phase.pick_finding()`.
+# scripts have not run (this notebook read as a file) shows the still picture: the ratio map with
+# its colour key and legend, the picked cell outlined, and under it the real runs' paths there and
+# their loss, titled by `phase.pick_finding()`.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
