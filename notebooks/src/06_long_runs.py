@@ -104,7 +104,7 @@ print(f"loss before update 4: {r.loss[0]:.3g}, before update 2000: {r.loss[-1]:.
 # %%
 stats = r.shard_stats("d1/kernel", "velocity")
 print("shard_stats shape:", stats.shape)
-print("velocity norm per device, last kept update:", [f"{v:.2g}" for v in stats[-1, :, 0]])
+print("velocity norm per device, last kept update:", [f"{v:.3g}" for v in stats[-1, :, 0]])
 
 # %% [markdown]
 # What does that cost in memory? Stats mode stores 3 float32 numbers per block (each
@@ -127,15 +127,24 @@ print(f"2048x2048 kernel, per kind and update: full {big_full / 2**20:.0f} MiB, 
 # `plot_shards` works on a stats recording too: it draws the norm stats mode keeps for
 # each block of the velocity over the whole run (the 500 kept updates, 4 to 2000), one
 # line per block in its colour (the two replicas of a block are one line); the mean and
-# max |x| are in `r.shard_stats` (printed above). The panel's title says the range its
-# ratio spans: from update 4, the first one kept, to 2000. The update axis is on a log
+# max |x| are in `r.shard_stats` (printed above). The update axis is on a log
 # scale, so the first few hundred updates, where most of the change happens, are not
 # squashed against its left edge. The values
 # themselves were never recorded, so there is no picture of them:
 # the subtitle says that values need `mode="full"`.
+#
+# The figure's two numbers are printed under it by the functions that write them: the
+# title's largest block norm over the smallest at update 2000 (the norms printed above, one
+# device of each block), and the panel's median over the blocks, from update 4, the first
+# one kept, to 2000.
 
 # %%
 show(dtsgd_viz.plot_shards(r, "d1/kernel", "velocity"))
+from dtsgd_viz.views.shards.findings import norm_change_text, spread_text
+
+blocks = stats[:, :4, 0]  # devices 0-3 hold one copy of each block (4-7 the replicas)
+print("title:", spread_text(blocks[-1], [f"CPU:{d},{d + 4}" for d in range(4)]))
+print("panel:", norm_change_text(blocks, r.steps))
 
 # %% [markdown]
 # ## Full values now and then, in a ring
