@@ -13,6 +13,7 @@ from helpers import synthetic_recording
 import dtsgd_viz
 from dtsgd_viz import MeshSpec
 from dtsgd_viz.views.compare import compare_data, looks
+from dtsgd_viz.views.compare.geometry import display_name
 from dtsgd_viz.views.core.figure import headline_texts
 
 STEPS = 30
@@ -81,8 +82,8 @@ def test_the_title_states_the_findings_and_they_match_numpy(runs, figure):
         assert stated == pytest.approx(ratio, rel=0.05)
     else:
         assert stated == pytest.approx(100 * (1 - 1 / ratio), abs=0.5)
-    printed = str(found)
-    assert f"  {low}: {means[low]:.4g}" in printed and "nesterov vs plain: parameters up to" in printed
+    printed = str(found)  # the rules' names as every figure writes them
+    assert f"  {display_name(low)}: {means[low]:.4g}" in printed and "Nesterov vs plain: parameters up to" in printed
 
 
 def test_runs_of_one_rule_get_different_looks_and_a_dash_means_momentum():
@@ -113,10 +114,10 @@ def test_a_diverging_run_is_named_and_no_warning_leaks():
         fig = dtsgd_viz.plot_compare(runs)
         fig.savefig(__import__("io").BytesIO(), format="png")
     title, _ = headline_texts(fig)
-    assert title.replace("\n", " ") == f"nesterov diverges at update {first_bad}"  # the run's name as given
+    assert title.replace("\n", " ") == f"Nesterov diverges at update {first_bad}"  # the rule's name, as written
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels == ["momentum", f"nesterov (NaN/Inf from update {first_bad})"]
-    assert f"nesterov: NaN/Inf from update {first_bad}" in str(dtsgd_viz.compare_findings(runs))
+    assert labels[:2] == ["momentum", f"Nesterov (NaN/Inf from update {first_bad})"]
+    assert f"Nesterov: NaN/Inf from update {first_bad}" in str(dtsgd_viz.compare_findings(runs))
 
 
 @pytest.mark.slow
@@ -146,10 +147,11 @@ def test_bad_input_is_named():
         dtsgd_viz.plot_compare({"a": r, "b": r}, variable="v")
 
 
-def test_a_run_on_the_first_runs_path_is_drawn_thin_over_it_and_named(runs):
+def test_a_run_on_the_first_runs_path_is_marked_over_it_and_named(runs):
     """A run whose parameters equal the first run's at every update has a distance of 0,
-    which a log axis cannot draw: its loss is drawn thin over the first run's (both can
-    be seen), the gap panel draws no line for it and the legend says whose path it is."""
+    which a log axis cannot draw: its loss is drawn as its look's markers (no line) over
+    the first run's line (both can be seen), the gap panel draws no line for it, the legend
+    says whose path it is and its mean bar is the first run's (not drawn twice)."""
     same = {"momentum": runs["momentum"], "copy": runs["momentum"], "nesterov": runs["nesterov"]}
     fig = dtsgd_viz.plot_compare(same)
     loss, gap = _panels(fig)
@@ -157,10 +159,17 @@ def test_a_run_on_the_first_runs_path_is_drawn_thin_over_it_and_named(runs):
     assert np.all(np.asarray(data.gaps["copy"]) == 0) and np.any(np.asarray(data.gaps["nesterov"]) > 0)
     first, copy, _ = _lines(loss)
     np.testing.assert_array_equal(copy.get_ydata(), first.get_ydata())
-    assert copy.get_zorder() > first.get_zorder() and copy.get_linewidth() < first.get_linewidth()
+    assert copy.get_zorder() > first.get_zorder() and copy.get_linestyle() == "None"
+    assert copy.get_marker() == looks(same)["copy"].marker != first.get_marker()
     assert len(_lines(gap)) == 1 and not gap.texts
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels == ["momentum", "copy: momentum's path", "nesterov"]
+    found = dtsgd_viz.compare_findings(same)
+    assert labels[:3] == ["momentum", "copy: momentum's path", "Nesterov"]
+    assert labels[3] == f"each run's mean, k = {STEPS - found.tail}–{STEPS - 1} (shaded)"
+    assert {ln.get_gid() for ln in loss.get_lines() if str(ln.get_gid()).startswith("loss-mean:")} == {
+        "loss-mean:momentum",
+        "loss-mean:nesterov",
+    }
 
 
 def test_the_loss_panel_marks_the_updates_the_ends_are_compared_over(runs, figure):

@@ -12,9 +12,10 @@ import numpy as np
 from ..core import style
 from ..core.figure import headline, new_figure
 from ..core.log_ticks import LogTickFormatter
-from .geometry import CompareData, Findings
+from .geometry import CompareData, Findings, display_name
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.typing import ColorType
@@ -54,10 +55,10 @@ def _tint(color: ColorType, amount: float) -> tuple[float, float, float]:
 def _label(data: CompareData, findings: Findings, name: str) -> str:
     at = data.diverged_at.get(name)
     if at is not None:
-        return f"{name} (NaN/Inf from update {at})"
+        return f"{display_name(name)} (NaN/Inf from update {at})"
     if name in findings.same_path:
-        return f"{name}: {data.names[0]}'s path"
-    return name
+        return f"{display_name(name)}: {display_name(data.names[0])}'s path"
+    return display_name(name)
 
 
 def log_axis(ax: Axes) -> None:
@@ -95,14 +96,25 @@ def draw(data: CompareData, findings: Findings) -> Figure:
     )
     look = dict(looks(data.names))
     first = look[data.names[0]]
-    for name in findings.same_path:  # on top of the first run, thin: both can be seen
-        look[name] = dataclasses.replace(look[name], lw=min(look[name].lw, 1.2), zorder=first.zorder + 0.5)
+    # a run on the first run's path: its look's marker (a rule's, as everywhere) every few
+    # updates and no line, over the first run's line, which stays in view between the marks
+    marks = {}
+    for name in findings.same_path:
+        edge = style.run_looks([name])[name].color  # the rule's own colour, not the second run's tint
+        look[name] = dataclasses.replace(look[name], ls="none", lw=min(look[name].lw, 1.2), zorder=first.zorder + 0.5)
+        marks[name] = dict(marker=look[name].marker, ms=look[name].ms + 2.0, mfc="white", mec=edge, mew=1.4)
+    every = max(1, len(data.updates) // 12)
     top = fig.subplots(1, 2 if data.gaps is not None else 1, squeeze=False)[0]
-    _loss_panel(top[0], data, look)
-    _mark_tail(top[0], data, findings, look)
+    _loss_panel(top[0], data, look, marks, every)
+    mean = _mark_tail(top[0], data, findings, look)
     if data.gaps is not None:
         _gap_panel(top[1], data, look)
-    handles = [top[0].plot([], [], marker="", label=_label(data, findings, n), **look[n].line())[0] for n in data.names]
+    handles = [
+        top[0].plot([], [], label=_label(data, findings, n), **look[n].line(**marks.get(n, {"marker": ""})))[0]
+        for n in data.names
+    ]
+    if mean is not None:
+        handles.append(mean)
     fig.legend(
         handles=handles, loc="outside lower center", ncols=min(4, len(handles)), fontsize=style.NOTE_SIZE, frameon=False
     )
@@ -119,7 +131,9 @@ def _style_axis(ax: Axes, xlabel: str, ylabel: str) -> None:
     ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE)
 
 
-def _loss_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> None:
+def _loss_panel(
+    ax: Axes, data: CompareData, look: Mapping[str, style.Look], marks: Mapping[str, dict], every: int
+) -> None:
     x = data.updates - 1  # the loss update k saw: after k - 1 updates
     drawn = False
     for name in data.names:
@@ -128,7 +142,8 @@ def _loss_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> 
             continue
         positive = _finite_positive(loss)
         if np.isfinite(positive).any():
-            ax.plot(x, positive, **look[name].line())
+            extra = dict(marks[name], markevery=(every // 2, every)) if name in marks else {}
+            ax.plot(x, positive, **look[name].line(**extra))
             drawn = True
     ax.set_title("loss", fontsize=style.TITLE_SIZE)
     if drawn:
@@ -147,31 +162,22 @@ def _loss_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> 
     _style_axis(ax, "updates made (k)", "loss after k updates")
 
 
-def _mark_tail(ax: Axes, data: CompareData, findings: Findings, look: Mapping[str, style.Look]) -> None:
+def _mark_tail(ax: Axes, data: CompareData, findings: Findings, look: Mapping[str, style.Look]) -> Artist | None:
     """A pale band over the last ``findings.tail`` losses, each run's mean there
-    (``final_loss``) a short line across it."""
+    (``final_loss``) a short bar across it; returns the legend entry naming the bars."""
+    from matplotlib.lines import Line2D
+
     from ..paths.loss import WINDOW_COLOR
 
     x = (data.updates - 1)[-findings.tail :]
     if not len(x) or not any(v is not None and np.isfinite(v) and v > 0 for v in findings.final_loss.values()):
-        return
+        return None
     a, b = float(x[0]) - 0.5, float(x[-1]) + 0.5
     ax.axvspan(a, b, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")
-    ax.text(
-        b,
-        0.985,
-        "mean here",
-        transform=ax.get_xaxis_transform(),
-        ha="right",
-        va="top",
-        fontsize=style.NOTE_SIZE,
-        color=style.SUBTITLE_COLOR,
-        gid="loss-window-label",
-    )
     for name in data.names:
         value = findings.final_loss.get(name)
-        if value is None or not np.isfinite(value) or value <= 0:
-            continue
+        if value is None or not np.isfinite(value) or value <= 0 or name in findings.same_path:
+            continue  # a run on the first run's path has the first run's mean
         ax.plot(
             [a, b],
             [value, value],
@@ -181,6 +187,8 @@ def _mark_tail(ax: Axes, data: CompareData, findings: Findings, look: Mapping[st
             zorder=look[name].zorder + 2.0,
             gid=f"loss-mean:{name}",
         )
+    span = f"k = {int(x[0])}–{int(x[-1])}" if len(x) > 1 else f"k = {int(x[0])}"
+    return Line2D([], [], color="0.3", lw=3.0, solid_capstyle="butt", label=f"each run's mean, {span} (shaded)")
 
 
 def _gap_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> None:

@@ -17,6 +17,22 @@ if TYPE_CHECKING:
 GAP_FLOOR = 1e-6  # a relative gap below this everywhere: the runs follow one path
 
 
+def display_name(name: str) -> str:
+    """A run's name as the figure and the printout write it: a rule's name as the other
+    figures write it (``"nesterov (default)"``: ``"Nesterov (default)"``), any other as given.
+
+    >>> display_name("nesterov (default)"), display_name("momentum"), display_name("my run")
+    ('Nesterov (default)', 'momentum', 'my run')
+    """
+    from ..core.style import rule_of
+    from ..paths.geometry import RULE_NAMES
+
+    rule = rule_of(name)
+    if rule is None or not name.lower().startswith(rule):
+        return name
+    return RULE_NAMES[rule] + name[len(rule) :]
+
+
 @dataclasses.dataclass(frozen=True)
 class CompareData:
     """The arrays of one comparison (``compare_data``)."""
@@ -52,39 +68,39 @@ class Findings:
             if self.ratio < 1.0005:
                 parts.append(f"the runs end at the same loss ({self.final_loss[self.lowest]:.3g})")
             else:
-                parts.append(f"{self.lowest} ends {_below(self.ratio)} {self.highest}")
+                parts.append(f"{display_name(self.lowest)} ends {_below(self.ratio)} {display_name(str(self.highest))}")
         diverged = [n for n in self.names if self.diverged_at.get(n) is not None]
         for name in diverged:
-            parts.append(f"{name} diverges at update {self.diverged_at[name]}")
+            parts.append(f"{display_name(name)} diverges at update {self.diverged_at[name]}")
         if self.same_path:
-            parts.append(
-                f"{' and '.join(self.same_path)} follow{'s' if len(self.same_path) == 1 else ''} {self.names[0]}'s path"
-            )
+            same = " and ".join(map(display_name, self.same_path))
+            parts.append(f"{same} follow{'s' if len(self.same_path) == 1 else ''} {display_name(self.names[0])}'s path")
         elif self.gap and not diverged:
             gap, at = max(self.gap.values(), key=lambda v: v[0])
             parts.append(f"parameters up to {_percent(gap)} apart (update {at})")
         text = "; ".join(parts) if parts else "the runs compared"
-        return "T" + text[1:] if text.startswith("the ") else text  # a run's name as given, never re-cased
+        return "T" + text[1:] if text.startswith("the ") else text  # a run's name as display_name writes it
 
     def __str__(self) -> str:
+        show, first = display_name, display_name(self.names[0])
         lines = [f"mean loss over the last {self.tail} update(s):"]
         for name in self.names:
             value = self.final_loss[name]
-            lines.append(f"  {name}: {'not recorded' if value is None else f'{value:.4g}'}")
+            lines.append(f"  {show(name)}: {'not recorded' if value is None else f'{value:.4g}'}")
         if self.ratio is not None and self.ratio < 1.0005:
             lines.append("the runs end at the same loss")
-        elif self.ratio is not None:
-            lines.append(f"lowest: {self.lowest}, {_below(self.ratio)} {self.highest}")
+        elif self.ratio is not None and self.lowest is not None and self.highest is not None:
+            lines.append(f"lowest: {show(self.lowest)}, {_below(self.ratio)} {show(self.highest)}")
         for run, (gap, at) in (self.gap or {}).items():
             if gap == 0:
-                lines.append(f"{run} vs {self.names[0]}: identical parameters at every update")
+                lines.append(f"{show(run)} vs {first}: identical parameters at every update")
                 continue
-            lines.append(f"{run} vs {self.names[0]}: parameters up to {_percent(gap)} apart (after update {at})")
+            lines.append(f"{show(run)} vs {first}: parameters up to {_percent(gap)} apart (after update {at})")
             for var, (g, a) in (self.variable_gap or {}).get(run, {}).items():
                 lines.append(f"  {var}: {_percent(g)} (after update {a})")
         for name in self.names:
             if self.diverged_at.get(name) is not None:
-                lines.append(f"{name}: NaN/Inf from update {self.diverged_at[name]}")
+                lines.append(f"{show(name)}: NaN/Inf from update {self.diverged_at[name]}")
         return "\n".join(lines)
 
 
