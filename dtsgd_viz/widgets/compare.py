@@ -30,23 +30,20 @@ from ..views.paths import loss as path_loss
 from ..views.paths.findings import findings
 from ..views.paths.frames import draw_scene
 from ..views.paths.geometry import divergence_update, rule_name
+from ..views.paths.names import legend_handles
 from ..views.paths.plot import PathsView
-from ..views.paths.scene import build_scene
 from . import _drag
 from ._canvas import FigureWidget
 from ._phase import diverged, path_losses
-from .compare_labels import free_spot, line_points, name_paths, place_on_line, place_point_names
 from .compare_state import CompareParams, RunQueue, _check_params, compare_configs, compare_params, finished, request
 from .explorer_figure import tidy_loss_axis
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
     from numpy.typing import ArrayLike
 
     from ..recording.recording import Recording
     from ..theory.surfaces.base import Surface
     from ..views.paths.findings import PathFindings
-    from ..views.paths.scene import PathScene
 
 __all__ = [
     "CompareWidget",
@@ -59,13 +56,6 @@ __all__ = [
     "TableRow",
     "table_rows",
     "table_html",
-    "place_on_line",
-    "free_spot",
-    "line_points",
-    "name_paths",
-    "place_point_names",
-    "after_updates",
-    "draw_after_updates",
 ]
 
 
@@ -87,15 +77,17 @@ class TableRow:
 
 
 def table_rows(
-    recordings: Mapping[str, Recording], surface: Surface, tol: float, name: str = "w"
+    recordings: Mapping[str, Recording],
+    surface: Surface,
+    tol: float,
+    name: str = "w",
+    found: PathFindings | None = None,
 ) -> tuple[TableRow, ...]:
     """One row per recording, in ``dtsgd_viz.findings(recordings, surface, tol=tol)``'s
-    numbers: the first k after which the loss after k updates (from the surface, at the
-    recorded parameters) stays within ``tol`` of ``surface.min_value``, the loss after
-    the last update and the mean over the last updates."""
-    from ..views.paths.findings import findings
-
-    found = findings(recordings, surface, name=name, tol=tol)
+    numbers (``found``, when the caller has them): the first k after which the loss after
+    k updates (from the surface, at the recorded parameters) stays within ``tol`` of
+    ``surface.min_value``, the loss after the last update and the mean over the last updates."""
+    found = findings(recordings, surface, name=name, tol=tol) if found is None else found
     assert found.to_tolerance is not None  # findings fills it when given a tol
     rows = []
     for key, rec in recordings.items():
@@ -113,14 +105,15 @@ def table_rows(
     return tuple(rows)
 
 
-# narrow enough to stand beside the figure on a 1300 px page (the app); short headers
-# (a few lines at most), the tolerance named as the loss panel names it; then the loss
-# after the last update (the loss panel's last points) and the mean the headline compares
+# narrow enough to stand beside the figure on a 1300 px page (the app), each header on one
+# line: the loss convention (the loss after k updates) and the tolerance are said once, in
+# the caption; then the updates to tol, the loss after the last update (the loss panel's
+# last points) and the mean the headline compares
 TABLE_COLUMNS = (
-    ("optimizer", "7.5em", "left"),
-    ("updates to tol ({tol:g})", "6.5em", "right"),
-    ("loss after {n} updates", "6.5em", "right"),
-    ("{window}", "7em", "right"),
+    ("optimizer", "7em", "left"),
+    ("to tol", "4.2em", "right"),
+    ("k = {n}", "5.4em", "right"),
+    ("mean, k = {window}", "8em", "right"),
 )
 
 
@@ -136,79 +129,43 @@ def loss_text(x: float) -> str:
 def table_html(
     rows: Sequence[TableRow], tol: float, colors: Mapping[str, str] | None = None, found: PathFindings | None = None
 ) -> str:
-    """The results as an HTML table of fixed column widths (``TABLE_COLUMNS``): long
-    headers wrap inside their column instead of running into the next, and the table
-    keeps its width whatever the numbers; names as the figure writes them (``rule_name``).
-    ``found`` (the ``findings`` the rows come from) names the updates in the headers."""
-    from ..views.paths.findings import window_text
-
-    n, window = (
-        ("the last", "mean over the last updates") if found is None else (found.last_k, window_text(found.window))
-    )
+    """The results as an HTML table of fixed column widths (``TABLE_COLUMNS``), no cell
+    wrapping; names as the figure writes them (``rule_name``). ``found`` (the ``findings``
+    the rows come from) names the updates in the headers; "to tol" is the first k after
+    which the loss stays within ``tol`` of the minimum, "> N" when it never does in N."""
+    n, window = ("N", "last") if found is None else (found.last_k, "–".join(map(str, found.window)))
     colors = colors or style.optimizer_colors([r.name for r in rows])
-    pad = "padding:3px 8px"
+    pad, one_line = "padding:3px 6px", "white-space:nowrap"
     cols = "".join(f"<col style='width:{w}'>" for _, w, _ in TABLE_COLUMNS)
     heads = "".join(
-        f"<th style='text-align:{a};{pad};vertical-align:bottom;white-space:normal;"
-        "line-height:1.3;"
-        f"border-bottom:1px solid #888'>{html.escape(t.format(tol=tol, n=n, window=window))}</th>"
+        f"<th style='text-align:{a};{pad};{one_line};border-bottom:1px solid #888'>"
+        f"{html.escape(t.format(n=n, window=window))}</th>"
         for t, _, a in TABLE_COLUMNS
     )
     cells = []
     for r in rows:
-        steps = "diverged" if r.diverged else "not within tol" if r.steps_to_tol is None else str(r.steps_to_tol)
+        steps = "diverged" if r.diverged else f"&gt; {n}" if r.steps_to_tol is None else str(r.steps_to_tol)
         swatch = (
             f'<span style="display:inline-block;width:0.8em;height:0.8em;'
             f'background:{colors[r.name]};margin-right:0.4em"></span>'
         )
-        # the name never wraps: its swatch and name stay on one line, level with its values
+        mean = "—" if r.mean_loss is None or not np.isfinite(r.mean_loss) else loss_text(r.mean_loss)
         cells.append(
-            f"<tr><td style='{pad};white-space:nowrap'>{swatch}{html.escape(rule_name(r.name))}</td>"
-            f"<td style='text-align:right;{pad}'>{steps}</td>"
-            f"<td style='text-align:right;{pad}'>{loss_text(r.final_loss)}</td>"
-            f"<td style='text-align:right;{pad}'>"
-            f"{'—' if r.mean_loss is None or not np.isfinite(r.mean_loss) else loss_text(r.mean_loss)}"
-            "</td></tr>"
+            f"<tr><td style='{pad};{one_line}'>{swatch}{html.escape(rule_name(r.name))}</td>"
+            f"<td style='text-align:right;{pad};{one_line}'>{steps}</td>"
+            f"<td style='text-align:right;{pad};{one_line}'>{loss_text(r.final_loss)}</td>"
+            f"<td style='text-align:right;{pad};{one_line}'>{mean}</td></tr>"
         )
     width = "calc(" + " + ".join(w for _, w, _ in TABLE_COLUMNS) + ")"
+    caption = f"loss after k updates · to tol: updates until it stays within {tol:g} of the minimum"
     return (
         f"<table style='border-collapse:collapse;table-layout:fixed;width:{width};"
         "font-size:90%;font-variant-numeric:tabular-nums'>"
-        f"<colgroup>{cols}</colgroup><thead><tr>{heads}</tr></thead><tbody>" + "".join(cells) + "</tbody></table>"
+        f"<caption style='caption-side:top;text-align:left;color:#555;padding:0 6px 4px'>{html.escape(caption)}"
+        f"</caption><colgroup>{cols}</colgroup><thead><tr>{heads}</tr></thead><tbody>"
+        + "".join(cells)
+        + "</tbody></table>"
     )
-
-
-# ---- pure: the loss panel's points ---------------------------------------------------------
-
-LOSS_XLABEL, LOSS_YLABEL = path_loss.LOSS_XLABEL, path_loss.LOSS_YLABEL  # as every path figure's
-
-
-def after_updates(
-    recordings: Mapping[str, Recording], surface: Surface, name: str = "w"
-) -> dict[str, tuple[np.ndarray, np.ndarray, bool]]:
-    """``{config: (updates, loss, True)}``: the loss (from the surface, float64) after 0,
-    1, ..., N updates, as every path scene's loss panel draws it (``path_scene.build_scene``),
-    ending on the table's "loss after N updates"."""
-    out = {}
-    for key, rec in recordings.items():
-        loss = path_losses(rec, surface, name)
-        out[key] = (np.arange(len(loss)), loss, True)
-    return out
-
-
-def draw_after_updates(
-    recordings: Mapping[str, Recording],
-    surface: Surface,
-    ax: Axes | tuple[Axes, Axes],
-    diverged: Mapping[str, Any] | None = None,
-    scene: PathScene | None = None,
-) -> PathsView:
-    """``draw_paths(recordings, surface, None, ax=ax, arrows=False, diverged=diverged)``:
-    the paths, and the loss after 0..N updates (``after_updates``); ``scene``: the
-    ``build_scene`` of those arguments, when the caller has it already."""
-    scene = scene if scene is not None else build_scene(recordings, surface, None, diverged)
-    fig, art = draw_scene(scene, None, ax, False)
-    return PathsView(fig, scene, art, False, None)
 
 
 # ---- the widget -------------------------------------------------------------------------
@@ -375,8 +332,8 @@ class CompareWidget(FigureWidget):
                 self.surface, compare_configs(params), params.steps, mesh=self.mesh, start=start, progress=progress
             )
             self.recordings, self.shown, self.error = recordings, params, None
-            self.rows = table_rows(recordings, self.surface, self.tol)
             self.found = findings(recordings, self.surface, tol=self.tol)  # the table's and headline's numbers
+            self.rows = table_rows(recordings, self.surface, self.tol, found=self.found)
             self._draw(recordings, params)
             self.table.value = table_html(self.rows, self.tol, found=self.found)
             self.status.value = (
@@ -389,8 +346,10 @@ class CompareWidget(FigureWidget):
             )
 
     def _draw(self, recordings, params):
+        from matplotlib.lines import Line2D
+
         from ..views.core.figure import headline
-        from ..views.paths.findings import findings_of
+        from ..views.paths.scene import build_scene
 
         fig = self.figure
         self.unfreeze_layout()
@@ -408,41 +367,32 @@ class CompareWidget(FigureWidget):
                 if r.diverged and r.name in recordings
             }
         )
-        scene = build_scene(recordings, self.surface, None, diverged)
-        # the loss panel, the headline and the table say one thing: the loss after 0..N
-        # updates; the headline's ratios compare the means of the table's last column
-        found = findings_of(scene)
+        # the headline, the table and the loss panel say one thing: the loss after 0..N
+        # updates, in the numbers of ``findings`` (which the notebook prints); the
+        # headline's ratios compare the means of the table's last column
         body = headline(
             fig,
-            found.headline(),
+            self.found.headline(),
             f"real DTensor SGD · {label} · lr {params.learning_rate:.3g}, "
             f"μ {params.momentum:.2f}, {params.steps} updates · drag the start point",
         )
         ax_path, ax_loss = body.subplots(1, 2, width_ratios=[1.05, 1.0])
-        self.view = draw_after_updates(recordings, self.surface, (ax_path, ax_loss), diverged, scene)
-        path_loss.mark_window(self.view.artists, found)  # the updates the headline's means are over
-        for line in self.view.artists.paths.values():  # lines only: a marker per update
+        scene = build_scene(recordings, self.surface, None, diverged)
+        _, art = draw_scene(scene, None, (ax_path, ax_loss), False, names=False)
+        self.view = PathsView(fig, scene, art, False, None)
+        path_loss.mark_window(art, self.found)  # the updates the headline's means are over
+        for line in art.paths.values():  # lines only: a marker per update
             line.set_marker("")  # tangles momentum round the minimum
         tidy_loss_axis(ax_loss)  # ticks on round updates, up to the last
         target = float(self.surface.min_value) + self.tol
         tol = style.ROLE_LOOKS["tolerance"]
-        ax_loss.axhline(target, **tol.line(), gid="tolerance", label=f"minimum + tol ({target:g})")
-        label = ax_loss.annotate(
-            f"minimum + tol ({target:g})",
-            (0.01, target),
-            xycoords=("axes fraction", "data"),
-            xytext=(2, 3),
-            textcoords="offset points",
-            fontsize=style.NOTE_SIZE,
-            color=tol.color,
-            gid="tolerance-label",
-            annotation_clip=True,
-            zorder=8,
-            bbox=dict(fc="white", ec="none", alpha=0.9, pad=0.5),
-        )
+        ax_loss.axhline(target, **tol.line(), gid="tolerance")
         ax_path.set_title("Paths on the loss contours", fontsize=style.TITLE_SIZE)
-        fig.draw_without_rendering()  # laid out: the label's spot is found in pixels
-        place_on_line(ax_loss, label, target)
-        place_point_names(ax_path, self.view.artists.names)  # off every path, then the runs' names
-        name_paths(ax_path, self.view.artists.paths, self.view.scene.colors)
+        # one legend under both panels names the runs, the start, the minimum and the
+        # tolerance: no name stands on the paths
+        handles = legend_handles(scene, style.run_looks(scene.coords))
+        handles.append(Line2D([], [], **tol.line(), label=f"minimum + tol ({target:g})"))
+        fig.legend(
+            handles=handles, loc="outside lower center", ncols=len(handles), fontsize=style.NOTE_SIZE, frameon=False
+        ).set_gid("legend")
         self.refresh(relayout=True)

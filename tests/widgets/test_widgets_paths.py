@@ -320,7 +320,7 @@ def check_table(widget):
         assert f">{losses[-1]:.2e}<" in widget.table.value  # one format, 3 significant digits
         assert row.diverged == (k is None and not losses[-1] <= losses[0])
         assert (
-            f">{k}<" if k is not None else ">diverged<" if row.diverged else ">not within tol<"
+            f">{k}<" if k is not None else ">diverged<" if row.diverged else f">&gt; {len(losses) - 1}<"
         ) in widget.table.value
 
 
@@ -349,28 +349,25 @@ def test_compare_widget_draws_the_real_runs(compare):
 
 
 @pytest.mark.slow
-def test_table_has_fixed_columns_and_wrapping_headers(compare):
+def test_table_has_fixed_columns_and_one_line_headers(compare):
     import re
 
     table = compare.table.value
     assert "table-layout:fixed" in table
     widths = re.findall(r"<col style='width:([\d.]+)em'>", table)
-    assert len(widths) == 4 and all(float(x) >= 6.5 for x in widths)
+    assert len(widths) == 4 and sum(map(float, widths)) <= 27.5  # beside the figure on the app's page
     heads = re.findall(r"<th style='([^']*)'>([^<]*)</th>", table)
     n = compare.params.steps
     a = n - max(1, min(10, n // 5)) + 1  # the mean the headline compares: over the last fifth, 1 to 10
-    assert [h for _, h in heads] == [
-        "optimizer",
-        f"updates to tol ({compare.tol:g})",
-        f"loss after {n} updates",
-        f"mean loss after {a}–{n} updates",
-    ]
-    assert all("white-space:normal" in css and "padding" in css for css, _ in heads)
+    assert [h for _, h in heads] == ["optimizer", "to tol", f"k = {n}", f"mean, k = {a}–{n}"]
+    assert all("white-space:nowrap" in css and "padding" in css for css, _ in heads)
+    caption = re.search(r"<caption[^>]*>([^<]*)</caption>", table)[1]
+    assert "loss after k updates" in caption and f"{compare.tol:g}" in caption  # said once, for every column
     # each name cell keeps its swatch and name on one line, the name as the figure writes it
     names = re.findall(r"<tr><td style='([^']*)'><span[^>]*></span>([^<]*)</td>", table)
     assert [n for _, n in names] == [rule_name(k) for k in compare.recordings]
     assert "Nesterov" in [n for _, n in names]
-    assert all("white-space:nowrap" in css for css, _ in names)
+    assert all("white-space:nowrap" in css for css in re.findall(r"<td style='([^']*)'>", table))
 
 
 def test_compare_paths_have_no_per_update_markers(compare):
@@ -637,57 +634,6 @@ def test_compare_widget_with_one_update_draws_loss_markers():
     assert all(len(ln.get_xydata()) == 2 for ln in lines.values())
 
 
-# ---- the tolerance's label: no line strikes it ------------------------------------------
-
-
-def test_free_spot_takes_the_first_box_no_point_or_text_is_in():
-    from dtsgd_viz.widgets.compare import free_spot
-
-    boxes = [(0, 0, 10, 5), (20, 0, 30, 5), (40, 0, 50, 5)]
-    points = [(5, 2), (60, 60)]
-    assert free_spot(boxes, points, pad=0) == 1
-    assert free_spot(boxes, points, [(25, 1, 26, 2)], pad=0) == 2  # a text in the second
-    assert free_spot(boxes, points + [(45, 2), (25, 2), (26, 3)], pad=0) == 0  # none free: fewest
-
-
-def tolerance_label_clear(w):
-    """The label's box holds no point of any other line (densified every 2 px) and
-    overlaps no other text; it sits on the tolerance line, just above or below it."""
-    from dtsgd_viz.widgets.compare import line_points
-
-    ax = w.view.artists.ax_loss
-    w.figure.canvas.draw()
-    renderer = w.figure.canvas.get_renderer()
-    (label,) = [t for t in ax.texts if t.get_gid() == "tolerance-label"]
-    (line,) = [ln for ln in ax.lines if ln.get_gid() == "tolerance"]
-    box = label.get_bbox_patch().get_window_extent(renderer)
-    pts = line_points(ax, [line], spacing=1.0)
-    hits = pts[(pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1) & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)]
-    assert not len(hits), (box.bounds, hits[:5])
-    for t in ax.texts:
-        if t is not label:
-            assert not box.overlaps(t.get_window_extent(renderer)), (t.get_text(), box.bounds)
-    y = ax.transData.transform((0, line.get_ydata()[0]))[1]
-    assert 0 <= box.y0 - y <= 8 or 0 <= y - box.y1 <= 8, (box.bounds, y)
-    assert ax.get_window_extent(renderer).contains(box.x0, box.y0)
-
-
-@pytest.mark.slow
-def test_the_tolerance_label_is_struck_by_no_line():
-    """The tutorial's settings: at the left, above the line, the label was struck by the
-    plain, momentum and Nesterov lines; on one line no spot along the tolerance line is
-    clear of Nesterov's dips, so it is written on two."""
-    surface = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
-    w = CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60, background=False)
-    assert w.error is None
-    tolerance_label_clear(w)
-    (label,) = [t for t in w.view.artists.ax_loss.texts if t.get_gid() == "tolerance-label"]
-    assert label.get_text() == "minimum + tol\n(0.001)"  # broken before its bracket
-    w.momentum.value = 0.5  # re-run and redrawn: the label found its spot again
-    assert w.error is None and w.shown.momentum == 0.5
-    tolerance_label_clear(w)
-
-
 # ---- one scale and one look per rule (issue 19) -----------------------------------------
 
 
@@ -750,28 +696,20 @@ def test_compare_widget_headline_leaves_room_for_its_settings_line(compare):
     assert all(b.y1 <= fig.bbox.y1 + 1 for b in boxes)
 
 
-def test_compare_widget_names_each_path_beside_it(compare):
-    """Each run's name is on the paths panel in its colour, nearer its own path than any
-    other, over no other text."""
+def test_compare_widget_names_the_runs_and_marks_in_one_legend_under_the_figure(compare):
+    """As plot_paths: one legend under the panels names each run in its rule's look, the
+    start, the minimum and the tolerance line; no name stands on the paths panel."""
     from matplotlib.colors import to_rgba
 
-    from dtsgd_viz.widgets.compare import line_points
-
     art = compare.view.artists
-    ax, renderer = art.ax_path, compare.figure.canvas.get_renderer()
-    names = {t.get_gid()[10:]: t for t in ax.texts if (t.get_gid() or "").startswith("path-name:")}
-    assert names.keys() == art.paths.keys()
-    for key, text in names.items():
-        assert text.get_text() == rule_name(key)  # "Nesterov", as the figures name it
-        assert to_rgba(text.get_color()) == to_rgba(compare.view.scene.colors[key])
-        at = ax.transData.transform(text.get_position())
-        dense = {k: line_points(ax, [o for o in ax.lines if o is not ln]) for k, ln in art.paths.items()}
-        dist = {k: np.min(np.hypot(*(pts - at).T)) for k, pts in dense.items()}
-        # nearest its own path, or beside a stretch it shares with another (nesterov runs
-        # on plain over the first updates)
-        assert dist[key] <= 1.25 * min(dist.values()) + 1.0, (key, dist)
-    boxes = [t.get_window_extent(renderer) for t in ax.texts if t.get_visible()]
-    assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+    assert not [t for t in art.ax_path.texts if t.get_visible() and t.get_text()]
+    assert art.ax_path.get_legend() is None and len(compare.figure.legends) == 1
+    legend = compare.figure.legends[0]
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert texts == [*(rule_name(k) for k in art.paths), "start", "minimum", "minimum + tol (0.05)"]
+    for key, handle in zip(art.paths, legend.legend_handles):
+        assert to_rgba(handle.get_color()) == to_rgba(art.paths[key].get_color())
+        assert handle.get_linestyle() == art.paths[key].get_linestyle()
 
 
 @pytest.mark.parametrize("zoom", [True, False])
