@@ -29,6 +29,7 @@ from ..theory.convergence import check_steps_tol, phase_grid
 from ..theory.quadratic import RULES, convergence_boundary
 from ..views.core import style
 from ..views.paths import geometry as geo
+from ..views.paths.geometry import rule_name
 from ..views.phase.axes import speedup_text
 from ..views.phase.geometry import (
     REGIONS,
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
 
 __all__ = ["phase_state", "quadratic_terms", "PhaseDiagram"]
 
-RULE_NAMES = {"momentum": "momentum", "nesterov": "Nesterov"}
 CMAP_STOPS = 33  # samples of the ratio colour map (odd: white exactly in the middle)
 
 
@@ -172,7 +172,7 @@ def phase_state(
     return {
         "kind": "phase",
         "rules": list(RULES),
-        "rule_names": RULE_NAMES,
+        "rule_names": {k: rule_name(k) for k in RULES},
         "nesterov": dict(RULES),
         "looks": {k: look_data(looks[k]) for k in RULES},
         "learning_rates": encode.array(lrs),

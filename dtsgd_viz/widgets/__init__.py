@@ -10,8 +10,9 @@ LayoutExplorer((1024, 512), mesh={"data": 4, "model": 16})   # try layouts, no d
 RateExplorer(recording, sharded_quadratic)   # each block on the rate curves, an lr slider
 """
 
+from ..theory.convergence import PhaseGrid, phase_grid, steps_to_tolerance
+from ..theory.quadratic import convergence_boundary
 from ._canvas import FigureWidget
-from ._phase import PhaseGrid, convergence_boundary, phase_grid, steps_to_tolerance
 from .compare import CompareParams, CompareWidget, RunQueue, compare_configs, compare_params
 from .layout_explorer import LayoutExplorer, LayoutExplorerState, layout_explorer_state
 from .live_monitor import LiveMonitor, MonitorState, monitor_state, poll, readout

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 import numpy as np
 
+from ..theory.convergence import diverged, path_losses
 from ..views.core import style
 from ..views.paths import loss as path_loss
 from ..views.paths.findings import findings
@@ -34,7 +35,6 @@ from ..views.paths.names import legend_handles
 from ..views.paths.plot import PathsView
 from . import _drag
 from ._canvas import FigureWidget
-from ._phase import diverged, path_losses
 from .compare_state import CompareParams, RunQueue, _check_params, compare_configs, compare_params, finished, request
 from .explorer_figure import tidy_loss_axis
 

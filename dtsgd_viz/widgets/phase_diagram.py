@@ -32,11 +32,12 @@ from numpy.typing import ArrayLike
 from ..theory.convergence import check_steps_tol, diverged, path_losses, phase_grid, steps_to_tolerance
 from ..theory.quadratic import RULES, convergence_boundary
 from ..views.core import style
-from ..views.paths.geometry import divergence_update
+from ..views.paths.geometry import divergence_update, rule_name
 from ..views.paths.plot import draw_paths
 from ..views.phase.axes import PHASE_LEGEND_SIZE, PHASE_NOTE_SIZE
-from ..views.phase.cell import RULE_NAMES, draw_cell_losses, pick_finding
+from ..views.phase.cell import draw_cell_losses, pick_finding
 from ..views.phase.plot import add_colorbars, cap_loss, cell_edges, draw_phase
+from ..views.phase.regions import cell_look
 from . import _pointer
 from ._canvas import FigureWidget
 
@@ -46,25 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["PhaseDiagram", "PhasePick", "phase_pick", "cell_edges", "cell_at", "divergence_update", "RULES"]
 
 REFERENCE_NOTE = "map: numpy reference of the tf-keras rule"  # the tests tie it to the real optimizer
-PICK_COLOR = "white"  # the picked cell's outline: white on a black stroke, read on every cell's colour
-PICK_STROKE = dict(lw=1.6, outer="black", outer_lw=4.4)
-
-
-def pick_outline() -> dict[str, Any]:
-    """The picked cell's outline (map and key alike): a white line on a wider black one."""
-    from matplotlib import patheffects
-
-    return dict(
-        fill=False,
-        ec=PICK_COLOR,
-        lw=PICK_STROKE["lw"],
-        path_effects=[
-            patheffects.Stroke(linewidth=PICK_STROKE["outer_lw"], foreground=PICK_STROKE["outer"]),
-            patheffects.Normal(),
-        ],
-    )
-
-
 MAPS = ("ratio",)  # the clickable map (plot_phase draws the two rule maps)
 
 
@@ -332,15 +314,11 @@ class PhaseDiagram(FigureWidget):
         self.pick_rects = []
         for key, ax in self.map_axes.items():
             rect = Rectangle(
-                self._cell_rect(self.pick)[:2],
-                *self._cell_rect(self.pick)[2:],
-                **pick_outline(),
-                zorder=9,
-                gid=f"pick:{key}",
+                self._cell_rect(self.pick)[:2], *self._cell_rect(self.pick)[2:], **cell_look(), gid=f"pick:{key}"
             )
             ax.add_patch(rect)
             self.pick_rects.append(rect)
-        handles = self.view.handles + [Patch(**pick_outline(), label="picked cell (click one)")]
+        handles = self.view.handles + [Patch(**{**cell_look(), "zorder": None}, label="picked cell (click one)")]
         body.legend(
             handles=handles,
             loc="outside lower center",
@@ -400,7 +378,7 @@ class PhaseDiagram(FigureWidget):
         if legend is not None:  # under the panel, off the paths and contours; "Nesterov", as everywhere
             # the runs only: the start is the map's white circle, the minimum its star, both named there
             kept = [(h, t.get_text()) for h, t in zip(legend.legend_handles, legend.get_texts())]
-            kept = [(h, RULE_NAMES.get(n, n)) for h, n in kept if not n.startswith(("start", "minim"))]
+            kept = [(h, rule_name(n)) for h, n in kept if not n.startswith(("start", "minim"))]
             handles, names = [h for h, _ in kept], [n for _, n in kept]
             legend.remove()
             ax.legend(

@@ -12,6 +12,8 @@ import pytest
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz.theory import reference, surfaces
+from dtsgd_viz.theory.convergence import diverged
+from dtsgd_viz.theory.quadratic import iteration_matrix, spectral_radius
 from dtsgd_viz.views.paths.geometry import rule_name
 from dtsgd_viz.views.paths.plot import draw_paths
 from dtsgd_viz.views.update import geometry as upd
@@ -28,7 +30,6 @@ from dtsgd_viz.widgets import (
     phase_grid,
     steps_to_tolerance,
 )
-from dtsgd_viz.widgets._phase import diverged, iteration_matrix, spectral_radius
 from dtsgd_viz.widgets.compare import RunQueue, finished, request, table_rows
 from dtsgd_viz.widgets.path_explorer import path_tracks, step_text
 from dtsgd_viz.widgets.phase_diagram import REFERENCE_NOTE, cell_edges, phase_pick

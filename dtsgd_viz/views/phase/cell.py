@@ -10,6 +10,7 @@ import numpy as np
 from ...theory.convergence import diverged, path_losses, steps_to_tolerance
 from ..core import style
 from ..core.log_ticks import use_log_ticks
+from ..paths.geometry import rule_name
 from ..text.direct import label_ends
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = ["draw_cell_losses", "cell_outcome", "pick_finding", "MIN_SHOWN"]
 
-RULE_NAMES = {"momentum": "momentum", "nesterov": "Nesterov"}
 MIN_SHOWN = 10  # updates: the loss panel shows at least these many
 
 
@@ -38,7 +38,6 @@ def pick_finding(lr: float, mu: float, outcomes: dict, steps: int) -> str:
     'At lr 0.001, μ 0.2 neither rule reaches tol in 150 updates'
     """
     at = f"At lr {lr:.3g}, μ {mu:.3g}"
-    name = lambda key: RULE_NAMES.get(key, key)  # noqa: E731
     ok = {k: v[0] for k, v in outcomes.items() if v[0] >= 0}
     failed = [
         (k, "diverges" if v[1] else f"is not within tol in {steps} updates") for k, v in outcomes.items() if v[0] < 0
@@ -47,14 +46,14 @@ def pick_finding(lr: float, mu: float, outcomes: dict, steps: int) -> str:
         return f"{at} both rules reach tol in {next(iter(ok.values()))} updates"
     if ok:
         order = sorted(ok, key=ok.__getitem__)
-        text = f"{at} {name(order[0])} reaches tol in {ok[order[0]]} updates"
-        text += "".join(f", {name(k)} in {ok[k]}" for k in order[1:])
-        return text + "".join(f"; {name(k)} {why}" for k, why in failed)
+        text = f"{at} {rule_name(order[0])} reaches tol in {ok[order[0]]} updates"
+        text += "".join(f", {rule_name(k)} in {ok[k]}" for k in order[1:])
+        return text + "".join(f"; {rule_name(k)} {why}" for k, why in failed)
     if all(why == "diverges" for _, why in failed):
         return f"{at} both rules diverge"
     if not any(why == "diverges" for _, why in failed):
         return f"{at} neither rule reaches tol in {steps} updates"
-    return f"{at} " + ", ".join(f"{name(k)} {why}" for k, why in failed)
+    return f"{at} " + ", ".join(f"{rule_name(k)} {why}" for k, why in failed)
 
 
 def cell_outcome(losses: ArrayLike, min_value: float, tol: float) -> str:
@@ -95,7 +94,7 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
         finite = np.flatnonzero(np.isfinite(shown))
         if len(finite):
             floor = min(floor, float(np.nanmin(shown)))
-            name = f"{RULE_NAMES.get(key, key)}: {cell_outcome(losses, surface.min_value, tol)}"
+            name = f"{rule_name(key)}: {cell_outcome(losses, surface.min_value, tol)}"
             ends.append((name, finite[-1], shown[finite[-1]], looks[key].color))
     ax.set_yscale("log")
     use_log_ticks(ax.yaxis)  # the one log tick format (core.log_ticks)

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...theory.quadratic import RULES
 from ..core import style
-from .cell import RULE_NAMES
+from ..paths.geometry import rule_name
 from .geometry import REGIONS, ratio_regions
 
 if TYPE_CHECKING:
@@ -151,11 +152,11 @@ def legend_handles(view: PhaseView, steps: int, levels_text: str, critical_text:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    keys = [k for k in RULE_NAMES if view.axes.get(k) is not None]
+    keys = [k for k in RULES if view.axes.get(k) is not None]
     grids = [view.grids[k] for k in keys]
     boundaries: list[Artist] = [
-        Line2D([], [], **boundary_look(k), label=f"{RULE_NAMES[k]}'s stability boundary")
-        for k in RULE_NAMES
+        Line2D([], [], **boundary_look(k), label=f"{rule_name(k)}'s stability boundary")
+        for k in RULES
         if any(_in_view(lines[k]) for lines in (view.boundaries, view.ratio_boundaries) if k in lines)
     ]
     step: list[Artist] = []
