@@ -30,7 +30,7 @@ from ..theory.quadratic import RULES, convergence_boundary
 from ..views.core import style
 from ..views.paths import geometry as geo
 from ..views.paths.geometry import rule_name
-from ..views.phase.axes import speedup_text
+from ..views.phase.axes import ratio_ticks, speedup_text
 from ..views.phase.geometry import (
     REGIONS,
     cell_edges,
@@ -151,7 +151,7 @@ def phase_state(
     for r, name in enumerate(REGIONS):
         if name != "both":
             colors[regions == r] = mcolors.to_hex(REGION_FACES[name])
-    scale_ticks = [float(t) for t in np.arange(-vmax, vmax + 0.25, 0.5 if vmax <= 1 else 1.0)]
+    scale_ticks = ratio_ticks(vmax)
     lr_e, mu_e = cell_edges(lrs, log=True), cell_edges(mus, log=False)
     lr_major, lr_minor = log_ticks(float(lr_e[0]), float(lr_e[-1]))
     mu_ticks = [float(t) for t in np.round(np.arange(0.0, 0.9, 0.2), 10) if mu_e[0] <= t <= mu_e[-1]]  # μ < 1

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core import style
 from ..core.figure import headline, new_figure
-from ..core.log_ticks import LogTickFormatter
+from ..core.log_ticks import use_log_ticks
 from .geometry import CompareData, Findings, display_name
 
 if TYPE_CHECKING:
@@ -62,20 +62,16 @@ def _label(data: CompareData, findings: Findings, name: str) -> str:
 
 
 def log_axis(ax: Axes) -> None:
-    """A log y scale labelled in plain numbers; the 2s and 5s labelled too under two
+    """A log y scale in the one log tick format; the 2s and 5s labelled too under two
     decades (and the 3s under one)."""
-    from matplotlib.ticker import LogLocator, NullFormatter
+    from matplotlib.ticker import LogLocator
 
     ax.set_yscale("log")
-    plain = LogTickFormatter()  # the one log tick format (core.log_ticks)
-    ax.yaxis.set_major_formatter(plain)
     lo, hi = ax.get_ylim()
     span = hi / max(lo, 1e-300)
     if span < 100:
         ax.yaxis.set_minor_locator(LogLocator(subs=(2, 3, 5) if span < 10 else (2, 5)))
-        ax.yaxis.set_minor_formatter(plain)
-    else:
-        ax.yaxis.set_minor_formatter(NullFormatter())
+    use_log_ticks(ax.yaxis, minor=span < 100)
 
 
 def _finite_positive(values: ArrayLike) -> np.ndarray:

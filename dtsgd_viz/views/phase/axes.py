@@ -18,7 +18,15 @@ if TYPE_CHECKING:
 
     from .plot import PhaseView
 
-__all__ = ["set_log_ticks", "frame", "add_colorbars", "speedup_text", "PHASE_NOTE_SIZE", "PHASE_LEGEND_SIZE"]
+__all__ = [
+    "set_log_ticks",
+    "frame",
+    "add_colorbars",
+    "ratio_ticks",
+    "speedup_text",
+    "PHASE_NOTE_SIZE",
+    "PHASE_LEGEND_SIZE",
+]
 
 PHASE_NOTE_SIZE = 9.5  # the phase figures' notes and colour-bar labels
 PHASE_LEGEND_SIZE = 10.5  # their legends under the maps: read at a glance, as the axis labels
@@ -68,10 +76,19 @@ def add_colorbars(
     rbar = ratio_ax.figure.colorbar(
         view.meshes["ratio"], ax=ratio_ax, location="right", pad=0.02, fraction=0.08, extend=view.ratio_extend
     )
-    vmax = view.meshes["ratio"].norm.vmax
-    ticks = np.arange(-vmax, vmax + 0.25, 0.5 if vmax <= 1 else 1.0)
+    ticks = ratio_ticks(view.meshes["ratio"].norm.vmax)
     rbar.set_ticks(ticks, labels=[speedup_text(t) for t in ticks])  # pyright: ignore[reportArgumentType]  # stub: a Sequence
     rbar.ax.tick_params(labelsize=style.TICK_SIZE)
+
+
+def ratio_ticks(vmax: float) -> list[float]:
+    """The ratio colour bar's ticks (log2 units) from ``-vmax`` to ``vmax``: every half
+    up to 2x, every whole past it.
+
+    >>> ratio_ticks(1), ratio_ticks(2)
+    ([-1.0, -0.5, 0.0, 0.5, 1.0], [-2.0, -1.0, 0.0, 1.0, 2.0])
+    """
+    return [float(t) for t in np.arange(-vmax, vmax + 0.25, 0.5 if vmax <= 1 else 1.0)]
 
 
 def speedup_text(t: float) -> str:

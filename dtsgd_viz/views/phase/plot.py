@@ -53,8 +53,8 @@ RULES = theory.RULES
 RATE_LEVELS: tuple[float, ...] = ()  # more iso-rate levels; the cap's edge is always drawn on a quadratic
 MIN_PIECE = 0.08  # axes fractions: shorter pieces of a contour (cut by the mask) are not drawn
 TITLES = {"momentum": "Momentum: stable iff lr·h < 2(1+μ)", "nesterov": "Nesterov: stable iff lr·h < 2(1+μ)/(1+2μ)"}
-PHASE_FIGSIZE = (style.WIDTH, 9.4)  # the rule maps over the full-width ratio map, a legend under each
-SHOWS = {"both": PHASE_FIGSIZE, "steps": (style.WIDTH, 5.0), "ratio": (style.WIDTH, 5.0)}
+# the figure's size for each ``show``: "both" is the rule maps over the full-width ratio map, a legend under each
+SHOWS = {"both": (style.WIDTH, 9.4), "steps": (style.WIDTH, 5.0), "ratio": (style.WIDTH, 5.0)}
 
 
 @dataclasses.dataclass(eq=False)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...theory import quadratic as theory
+from ..compare.geometry import display_name
 from ..core import style
 from ..core.diverging import diverging_update
 from ..core.empty import check_not_empty
@@ -176,15 +177,10 @@ def _diverging_finding(worst: dict, diverging: dict) -> str:
     gone = [k for k in sorted(worst, key=worst.__getitem__) if worst[k] >= 1.0]
     left = [k for k in sorted(worst, key=worst.__getitem__) if worst[k] < 1.0]
     at = {k: f" from update {diverging[k]}" if diverging.get(k) is not None else "" for k in gone}
-    text = "Runs that diverge: " + ", ".join(f"{_display(k)} ρ = {worst[k]:.3g}{at[k]}" for k in gone)
+    text = "Runs that diverge: " + ", ".join(f"{display_name(k)} ρ = {worst[k]:.3g}{at[k]}" for k in gone)
     if left:
-        text += f"; {_display(left[0])} converges{' fastest' * (len(left) > 1)} (ρ = {worst[left[0]]:.3f})"
+        text += f"; {display_name(left[0])} converges{' fastest' * (len(left) > 1)} (ρ = {worst[left[0]]:.3f})"
     return text
-
-
-def _display(key: str) -> str:
-    """A run's name as written on the figure (Nesterov is a name)."""
-    return key[:1].upper() + key[1:] if style.rule_of(key) == "nesterov" else key
 
 
 def subscript(i: int) -> str:
@@ -202,13 +198,13 @@ def _finding(data: ModeData, diverging: dict | None = None) -> str:
     if any(v >= 1.0 for v in worst.values()):
         return _diverging_finding(worst, diverging or {})
     ranked = sorted(worst, key=worst.__getitem__)
-    best = _display(ranked[0])
+    best = display_name(ranked[0])
     best = best[:1].upper() + best[1:]
     if len(ranked) == 1:
         return f"{best}: the error shrinks by ρ = {worst[ranked[0]]:.3f} per update along its slowest direction"
     slowest = {int(np.argmax(r)) for r in data.rates.values()}
     where = f"h{subscript(slowest.pop() + 1)}" if len(slowest) == 1 else "its slowest direction"
-    others = ", ".join(f"{_display(k)} {worst[k]:.3f}" for k in ranked[1:])
+    others = ", ".join(f"{display_name(k)} {worst[k]:.3f}" for k in ranked[1:])
     return f"{best} converges fastest: rate ρ = {worst[ranked[0]]:.3f} on {where} ({others})"
 
 
@@ -323,7 +319,7 @@ def _mode_key(ax: Axes, data: ModeData, looks: dict) -> None:
 
     n = len(data.settings)
     handles = [
-        Line2D([], [], **{**looks[key].line(), **_mark(looks[key], j, n), "ms": 8}, label=_display(key))
+        Line2D([], [], **{**looks[key].line(), **_mark(looks[key], j, n), "ms": 8}, label=display_name(key))
         for j, key in enumerate(data.settings)
     ]
     handles.append(Line2D([], [], **style.ROLE_LOOKS["envelope"].line("0.3"), label="bound ∝ ρᵏ (theory)"))
@@ -393,7 +389,7 @@ def _draw_zoom(ax: Axes, data: ModeData, looks: dict, i: int) -> None:
             ax.plot(a, theory.rate(a, mu, nesterov), **looks[key].line(), gid=f"zoom-rate:{key}")
         mark = _mark(looks[key], j, n)
         ax.plot([lr * h], [data.rates[key][i]], ls="none", **mark, zorder=6 + 0.01 * j, gid=f"zoom-mark:{key}")
-        label = f"{_display(key)} {data.rates[key][i]:.3f}"
+        label = f"{display_name(key)} {data.rates[key][i]:.3f}"
         handles.append(Line2D([], [], ls="none", **mark, label=label))
     ax.set_xlim(a[0], a[-1])
     ax.set_ylim(rates.min() - 0.5 * span, rates.max() + 1.6 * span)  # room over the runs for the legend
