@@ -464,7 +464,7 @@ print(dtsgd_viz.stale_finding(dtsgd_viz.stale_grid(runs)))  # the figure's title
 # `plot_stale` draws the same classification as a grid per run: updates across, one row
 # per device, the rows of a variable grouped by the block they hold (a block's slice is
 # named at its first device; its copies on the other `batch` row follow), variables
-# one under the other. An orange cell is a shard that moved with the previous velocity.
+# one under the other. A wine-red cell is a shard that moved with the previous velocity.
 # The recording keeps one copy of a replicated block (its first device's); where the
 # copies disagreed (`replica_mismatch`, printed above) the other copies' cells are grey,
 # `cannot tell`: what they moved with was not recorded. The key lists only the classes

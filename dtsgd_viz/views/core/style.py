@@ -279,24 +279,14 @@ def block_device_colors(geometry: ShardGeometry) -> tuple[str, ...]:
 
 # ---- big meshes: blocks coloured by their mesh coordinate: views/mesh/layout_colors.py --------
 
-# memory bars: a colour per variable, none of them a rule's (OPTIMIZER_COLORS) colour
-VARIABLE_COLORS = (
-    "#009E73",
-    "#CC79A7",
-    "#E69F00",
-    "#56B4E9",
-    "#332288",
-    "#999933",
-    "#882255",
-    "#44AA99",
-    "#F0E442",
-    "#117733",
-)
+# memory bars: a colour per variable, none of them near a rule's (OPTIMIZER_COLORS) hue
+VARIABLE_COLORS = ("#009E73", "#CC79A7", "#999933", "#332288", "#44AA99", "#DDCC77", "#117733", "#AA4499", "#F0E442")
 
-# which velocity moved a shard (theory.stale's classes): the rule calm, the stale read loud
+# which velocity moved a shard (theory.stale's classes): the rule calm, the stale read loud,
+# neither near a rule's hue (a rule's colour means that rule only)
 STALE_COLORS = {
-    "rule": "#A9D6F0",
-    "stale": "#E69F00",
+    "rule": "#C6E3CC",
+    "stale": "#882255",
     "neither": "#000000",
     "cannot tell": "#E4E4E4",
 }
