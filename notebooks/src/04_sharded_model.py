@@ -216,7 +216,7 @@ for name, report in rule_reports.items():
     timeline = dtsgd_viz.update_timeline(report)
     print(f"{name}: {timeline.bytes_per_device} B per device per update")
     for phase in timeline.phases:
-        print(f"  {phase.name:28} {phase.bytes_per_device:6d} B  groups {list(phase.groups)}")
+        print(f"  {phase.name:36} {phase.bytes_per_device:6d} B  groups {list(phase.groups)}")
 print(dtsgd_viz.timeline_finding(rule_reports))
 
 # %%

@@ -280,7 +280,9 @@ def communication_geometry(
     if items:
         verb = "all-reduce" if all(i.kind == "all-reduce" for i in items) else "run one collective"
         note += ("; " if note else "") + f"a shaded box holds each group of devices that {verb} together"
-    lines = max(len(p.lines) for p in panels)
+    # the height holds the cells at their size: a shorter figure would leave the panels
+    # their width and shrink them from the height, a taller one widen them into the note
+    lines = max(len(_serves_text(p.lines).splitlines()) if p.lines else 0 for p in panels)
     height = 0.8 + gh * cell + 0.5 + 0.19 * (lines + 1) + 0.4
     return CommunicationPicture(
         mesh,
@@ -360,6 +362,7 @@ def _draw_panel(ax, pic: CommunicationPicture, panel: DimPanel, k: int) -> None:
     ax.set_xlim(*pic.xlim)
     ax.set_ylim(*pic.ylim)
     ax.set_aspect("equal")
+    ax.set_anchor("S")  # its foot where the layout put it, so the texts under it land where it measured them
     mesh = pic.mesh
     ax.set_xticks([i + 0.5 for i in range(mesh.dim_sizes[-1])], [str(i) for i in range(mesh.dim_sizes[-1])])
     ax.set_yticks([y for y, _ in pic.rows], [s for _, s in pic.rows])
