@@ -175,8 +175,8 @@ show(dtsgd_viz.plot_communication(traffic["kernels sharded over model"][1]))
 
 
 # %%
-def kib(n):
-    return f"{n / 1024:.2f} KiB"
+def nbytes(n):  # in bytes, as the figures above write them
+    return f"{int(n)} B"
 
 
 print(f"{'':28}{'memory':>12}{'gradients':>12}{'(predicted)':>13}{'the rest':>12}")
@@ -184,7 +184,7 @@ for label, (twin, report, plan) in traffic.items():
     memory = dtsgd_viz.memory_plan(twin, momentum=True).bytes_per_device.max()
     grads = sum(report.totals("gradient").values())
     rest = sum(c.bytes_per_device for c in report.extra if c.mesh_dims)
-    print(f"{label:28}{kib(memory):>12}{kib(grads):>12}{kib(plan.bytes_per_device):>13}{kib(rest):>12}")
+    print(f"{label:28}{nbytes(memory):>12}{nbytes(grads):>12}{nbytes(plan.bytes_per_device):>13}{nbytes(rest):>12}")
 
 # %% [markdown]
 # Sharding the kernels over `model` cuts memory and gradient traffic per device; the
