@@ -432,11 +432,12 @@ def _hue(color) -> tuple[float, float]:
     return 360.0 * h, s
 
 
-@pytest.mark.parametrize("table", ["STALE_COLORS", "VARIABLE_COLORS"])
+@pytest.mark.parametrize("table", ["STALE_COLORS", "VARIABLE_COLORS", "MESH_DIM_COLORS", "MESH_DIMS_COLORS", "_EXTRA"])
 def test_no_role_or_variable_colour_borrows_a_rules_hue(table):
     """A rule's colour means that rule only: the colours of things that are not runs
-    (stale_hits' classes, the memory bars' variables) keep 20 degrees of hue away from
-    momentum's blue and Nesterov's orange, greys aside."""
+    of a rule (stale_hits' classes, the memory bars' variables, mesh dims, runs of other
+    names) keep 20 degrees of hue away from momentum's blue and Nesterov's orange, greys
+    aside."""
     colors = getattr(style, table)
     colors = colors.values() if isinstance(colors, dict) else colors
     rules = {rule: _hue(style.OPTIMIZER_COLORS[rule])[0] for rule in ("momentum", "nesterov")}

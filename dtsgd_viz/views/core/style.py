@@ -74,7 +74,9 @@ OPTIMIZER_COLORS = {
     "momentum": "#0072B2",
     "nesterov": "#D55E00",
 }
-_EXTRA = ["#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+# runs of other names, then mesh dims: none in a rule's hue (orange and sky blue read as
+# Nesterov and momentum)
+_EXTRA = ["#009E73", "#CC79A7", "#999933", "#332288", "#F0E442", "#000000"]
 
 # One colour per unique block (replica group), shared by every view of a layout: Paul
 # Tol's "muted" qualitative scheme (colour-blind safe) without its pale grey. Nine is odd
@@ -240,6 +242,10 @@ def block_styles(geometry: ShardGeometry) -> tuple[tuple[str, str, object], ...]
 
 
 # ---- big meshes: blocks coloured by their mesh coordinate: views/mesh/layout_colors.py --------
+
+# communication: one colour per mesh dim in mesh order, sets of two or more dims their own
+MESH_DIM_COLORS = ("#009E73", "#CC79A7", "#999933", "#332288", "#000000", "#117733")
+MESH_DIMS_COLORS = ("#882255", "#44AA99", "#AA4499", "#666666")
 
 # memory bars: a colour per variable, none of them near a rule's (OPTIMIZER_COLORS) hue
 VARIABLE_COLORS = ("#009E73", "#CC79A7", "#999933", "#332288", "#44AA99", "#DDCC77", "#117733", "#AA4499", "#F0E442")

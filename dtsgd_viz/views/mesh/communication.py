@@ -17,12 +17,8 @@ from ...recording.memory import format_bytes
 from ...specs import MeshSpec
 from ..core.figure import headline as draw_headline
 from ..core.figure import new_figure
-from ..core.style import NOTE_SIZE, TICK_SIZE, TITLE_SIZE, WIDTH
+from ..core.style import MESH_DIM_COLORS, MESH_DIMS_COLORS, NOTE_SIZE, TICK_SIZE, TITLE_SIZE, WIDTH
 
-# Okabe-Ito, one per mesh dim in mesh order, without the blue and vermilion that mean
-# momentum and Nesterov in every other view; sets of two or more dims take COMBO_COLORS
-DIM_COLORS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
-COMBO_COLORS = ("#882255", "#117733", "#332288", "#999933")
 ACTIVATION_NOTE = (
     "activation traffic (e.g. the all-reduce of a layer's output when its "
     "kernel is sharded over model) is not predictable from layouts alone: "
@@ -109,8 +105,8 @@ def dim_color(mesh: MeshSpec, dims: Iterable[str]) -> str:
     """One colour per mesh dim; a set of dims its own (by its mesh-order bitmask)."""
     index = [mesh.dim_names.index(d) for d in dims]
     if len(index) <= 1:
-        return DIM_COLORS[index[0] % len(DIM_COLORS)] if index else "#888888"
-    return COMBO_COLORS[sum(1 << i for i in index) % len(COMBO_COLORS)]
+        return MESH_DIM_COLORS[index[0] % len(MESH_DIM_COLORS)] if index else "#888888"
+    return MESH_DIMS_COLORS[sum(1 << i for i in index) % len(MESH_DIMS_COLORS)]
 
 
 def dims_text(dims: Sequence[str]) -> str:
