@@ -301,10 +301,12 @@ class LayoutExplorer(BrowserWidget):
         return LayoutSpec(tuple(self.layout["specs"]), mesh)
 
     def still_caption(self) -> str:
-        return (
-            f"Still picture of the layout [{self.specs}] "
-            "(live in Jupyter and on the documentation site: pick a layout, hover a block or a device)"
-        )
+        """The still's caption: the tensor, the mesh and each dropdown's pick, as the controls show them."""
+        d = self.data
+        mesh = " x ".join(f"{n}={s}" for n, s in zip(d["mesh_names"], d["mesh_sizes"]))
+        picks = ", ".join(f"dim {k} = {spec}" for k, spec in enumerate(self.layout["specs"]))
+        shown = f"{d['name']} {tuple(d['shape'])} on mesh {mesh} with {picks}"
+        return f"Still picture of {shown} (live in Jupyter and on the docs site)"
 
     def snapshot_png(self) -> bytes:
         """The still picture of the layout shown (``plot_layout``), or its reason when it

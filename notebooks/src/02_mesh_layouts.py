@@ -126,6 +126,7 @@ show(dtsgd_viz.plot_layout(e))
 # %%
 f = variable((2, 4, 4), ["x", "unsharded", "z"], mesh_3d, "f")
 print(dtsgd_viz.layout_table(f))
+show(dtsgd_viz.plot_layout(f))
 
 # %% [markdown]
 # ## Optimizer slots share their parameter's layout

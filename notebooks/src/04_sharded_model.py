@@ -175,8 +175,8 @@ show(dtsgd_viz.plot_communication(traffic["kernels sharded over model"][1]))
 
 
 # %%
-def kib(n):
-    return f"{n / 1024:.2f} KiB"
+def nbytes(n):  # in bytes, as the figures above write them
+    return f"{int(n)} B"
 
 
 print(f"{'':28}{'memory':>12}{'gradients':>12}{'(predicted)':>13}{'the rest':>12}")
@@ -184,7 +184,7 @@ for label, (twin, report, plan) in traffic.items():
     memory = dtsgd_viz.memory_plan(twin, momentum=True).bytes_per_device.max()
     grads = sum(report.totals("gradient").values())
     rest = sum(c.bytes_per_device for c in report.extra if c.mesh_dims)
-    print(f"{label:28}{kib(memory):>12}{kib(grads):>12}{kib(plan.bytes_per_device):>13}{kib(rest):>12}")
+    print(f"{label:28}{nbytes(memory):>12}{nbytes(grads):>12}{nbytes(plan.bytes_per_device):>13}{nbytes(rest):>12}")
 
 # %% [markdown]
 # Sharding the kernels over `model` cuts memory and gradient traffic per device; the
@@ -216,7 +216,7 @@ for name, report in rule_reports.items():
     timeline = dtsgd_viz.update_timeline(report)
     print(f"{name}: {timeline.bytes_per_device} B per device per update")
     for phase in timeline.phases:
-        print(f"  {phase.name:28} {phase.bytes_per_device:6d} B  groups {list(phase.groups)}")
+        print(f"  {phase.name:36} {phase.bytes_per_device:6d} B  groups {list(phase.groups)}")
 print(dtsgd_viz.timeline_finding(rule_reports))
 
 # %%
@@ -464,7 +464,7 @@ print(dtsgd_viz.stale_finding(dtsgd_viz.stale_grid(runs)))  # the figure's title
 # `plot_stale` draws the same classification as a grid per run: updates across, one row
 # per device, the rows of a variable grouped by the block they hold (a block's slice is
 # named at its first device; its copies on the other `batch` row follow), variables
-# one under the other. An orange cell is a shard that moved with the previous velocity.
+# one under the other. A wine-red cell is a shard that moved with the previous velocity.
 # The recording keeps one copy of a replicated block (its first device's); where the
 # copies disagreed (`replica_mismatch`, printed above) the other copies' cells are grey,
 # `cannot tell`: what they moved with was not recorded. The key lists only the classes

@@ -420,3 +420,31 @@ def test_a_shifted_loss_line_is_caught(rotated):
     last = int(rec.steps[-1])
     if last == len(loss) - 1:
         assert loss_data_problems(fig, runs) == []
+
+
+def _hue(color) -> tuple[float, float]:
+    """``(hue in degrees, saturation)`` of a colour."""
+    import colorsys
+
+    from matplotlib.colors import to_rgb
+
+    h, _, s = colorsys.rgb_to_hls(*to_rgb(color))
+    return 360.0 * h, s
+
+
+@pytest.mark.parametrize("table", ["STALE_COLORS", "VARIABLE_COLORS", "MESH_DIM_COLORS", "MESH_DIMS_COLORS", "_EXTRA"])
+def test_no_role_or_variable_colour_borrows_a_rules_hue(table):
+    """A rule's colour means that rule only: the colours of things that are not runs
+    of a rule (stale_hits' classes, the memory bars' variables, mesh dims, runs of other
+    names) keep 20 degrees of hue away from momentum's blue and Nesterov's orange, greys
+    aside."""
+    colors = getattr(style, table)
+    colors = colors.values() if isinstance(colors, dict) else colors
+    rules = {rule: _hue(style.OPTIMIZER_COLORS[rule])[0] for rule in ("momentum", "nesterov")}
+    near = [
+        (to_hex(c), rule)
+        for c in colors
+        for rule, hue in rules.items()
+        if _hue(c)[1] > 0.15 and min(abs(_hue(c)[0] - hue), 360 - abs(_hue(c)[0] - hue)) < 20
+    ]
+    assert near == []

@@ -202,7 +202,7 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, update_figures,
     else:
         expected = {"momentum": mu * v_prev, "gradient": -lr * g}
         order = ["momentum", "gradient"]
-    color = style.optimizer_color(name)
+    color = style.optimizer_colors([name])[name]
     # the path panel's arrows and plot_update's thick ones show the same vectors, at their true length
     for prefix, drawn in (("arrow:", fig), ("zoom-arrow:", close)):
         arrows = {
@@ -264,7 +264,9 @@ def test_older_updates_fade_and_runs_stay_apart(rotated):
             np.testing.assert_array_equal(seg, path[j : j + 2])
         alpha = trails[name].get_colors()[:, 3]
         assert np.all(np.diff(alpha) > 0) and alpha[-1] == pytest.approx(1.0) and alpha[0] < 0.6
-        np.testing.assert_allclose(trails[name].get_colors()[:, :3], np.tile(rgb(style.optimizer_color(name)), (5, 1)))
+        np.testing.assert_allclose(
+            trails[name].get_colors()[:, :3], np.tile(rgb(style.optimizer_colors([name])[name]), (5, 1))
+        )
     # every rule's first update is along -g: the paths overlap there, so each rule has
     # its own look (style.RULE_LOOKS), the same in every figure, and the narrower line is
     # drawn over the wider one (plain over momentum over Nesterov): each shows where they coincide

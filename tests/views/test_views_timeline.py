@@ -20,6 +20,7 @@ from tensorflow.experimental import dtensor
 
 import dtsgd_viz
 from dtsgd_viz.recording.memory import format_bytes
+from dtsgd_viz.views.core.figure import headline_texts
 from dtsgd_viz.views.timeline import same_collectives
 
 N = 16  # global batch: 8 examples per batch replica
@@ -136,7 +137,7 @@ def test_the_figure_draws_the_timeline(compiled):
         assert tick.endswith(f"{len(p.groups)} groups of {len(p.groups[0])}")
     assert [x.get_text() for x in ax.get_yticklabels()] == list(t.labels)
     assert "order" in ax.get_xlabel() and "not time" in ax.get_xlabel()
-    title = fig.get_suptitle()
+    title, _ = headline_texts(fig)
     assert title == dtsgd_viz.timeline_finding(reports) and title.startswith("Identical collectives for")
     assert "momentum and Nesterov" in title and format_bytes(reports["nesterov"].bytes_per_device) in title
 
@@ -149,7 +150,7 @@ def test_a_run_that_sends_more_says_so(compiled):
         n, collectives=tuple(dataclasses.replace(c, bytes_per_device=2 * c.bytes_per_device) for c in n.collectives)
     )
     fig = dtsgd_viz.plot_timeline({"momentum": reports["momentum"], "nesterov": more})
-    title = fig.get_suptitle()
+    title, _ = headline_texts(fig)
     assert "Identical" not in title and len(fig.axes) == 2  # programs that differ: one panel each
     assert [ax.get_title(loc="left") for ax in fig.axes] == [
         f"momentum: {format_bytes(reports['momentum'].bytes_per_device)} per device",

@@ -176,6 +176,13 @@ def test_snapshots_are_pngs():
     assert w.snapshot_png()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_the_still_caption_names_the_tensor_the_mesh_and_each_pick():
+    w = LayoutExplorer((8, 4), mesh={"x": 2, "y": 2}, name="W", specs="x, y")
+    assert "W (8, 4) on mesh x=2 x y=2 with dim 0 = x, dim 1 = y" in w.still_caption()
+    w.specs = "unsharded, x"
+    assert "dim 0 = unsharded, dim 1 = x" in w.still_caption()
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

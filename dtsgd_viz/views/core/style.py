@@ -1,6 +1,6 @@
 """One scale and one palette for every view: the size figures are drawn at, the type
 sizes, a consistent, colour-blind-safe colour *and* line look per optimizer rule and per
-role (start, current update, theory, envelope), per device, and the maps used for signed
+role (start, current update, theory, envelope), per block, and the maps used for signed
 values.
 
 Figures are built with ``matplotlib.figure.Figure`` (no pyplot state, no global
@@ -62,7 +62,6 @@ SUBTITLE_COLOR = "0.3"
 PATHS_SIZE = (WIDTH, 8.6)  # paths and loss, one zoomed panel per run under them
 PATHS_SIZE_NO_ZOOM = (WIDTH, 4.7)  # paths and loss
 MODES_SIZE = (WIDTH, 7.6)  # one panel per mode, the rates under them
-PHASE_SIZE = (WIDTH, 8.9)  # two step maps, the ratio map and the legend under them
 PHASE_DIAGRAM_SIZE = (WIDTH, 9.2)  # the same maps and the real paths at a picked cell
 COMPARE_SIZE = (WIDTH, 4.9)  # CompareWidget: paths and loss
 RATES_SIZE = (WIDTH, 4.6)  # block rates: the rate curves and each block's error
@@ -72,32 +71,20 @@ LIVE_MONITOR_SIZE = (WIDTH, 3.6)  # LiveMonitor: the loss and the block norms
 # Okabe & Ito (2008), colour-blind safe. Known optimizer configs get fixed colours.
 OPTIMIZER_COLORS = {
     "plain": "#555555",
-    "sgd": "#555555",
     "momentum": "#0072B2",
     "nesterov": "#D55E00",
 }
-_EXTRA = ["#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+# runs of other names, then mesh dims: none in a rule's hue (orange and sky blue read as
+# Nesterov and momentum)
+_EXTRA = ["#009E73", "#CC79A7", "#999933", "#332288", "#F0E442", "#000000"]
 
-# Paul Tol's "muted" qualitative scheme (colour-blind safe), then a pale grey.
-DEVICE_COLORS = [
-    "#332288",
-    "#88CCEE",
-    "#44AA99",
-    "#117733",
-    "#999933",
-    "#DDCC77",
-    "#CC6677",
-    "#882255",
-    "#AA4499",
-    "#DDDDDD",
-]
-
-# One colour per unique block (replica group), shared by every view of a layout: Tol's
-# muted scheme without its pale grey. Nine is odd on purpose: blocks are coloured by
-# their row-major place in the block grid modulo 9, so neighbours along any grid dim
-# of a power-of-two mesh never share a colour. Past nine blocks the colours repeat,
-# each further round with a hatch (layouts) or line style (norm lines).
-BLOCK_COLORS = DEVICE_COLORS[:9]
+# One colour per unique block (replica group), shared by every view of a layout: Paul
+# Tol's "muted" qualitative scheme (colour-blind safe) without its pale grey. Nine is odd
+# on purpose: blocks are coloured by their row-major place in the block grid modulo 9, so
+# neighbours along any grid dim of a power-of-two mesh never share a colour. Past nine
+# blocks the colours repeat, each further round with a hatch (layouts) or line style
+# (norm lines).
+BLOCK_COLORS = ["#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499"]
 BLOCK_HATCHES = ("", "//", "\\\\", "..", "x", "--", "||", "o")
 BLOCK_LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2)), (0, (3, 1, 3, 1, 1, 1)))
 
@@ -105,23 +92,18 @@ DIVERGING_CMAP = "RdBu_r"  # signed values (velocity, gradient), centred on 0
 SEQUENTIAL_CMAP = "viridis"  # magnitudes (norms), loss surfaces
 
 
-def optimizer_color(name: str, index: int = 0) -> str:
-    """Colour of an optimizer config by name (``plain``/``momentum``/``nesterov`` are
-    fixed); other names take the next unused Okabe-Ito colour by position."""
-    key = name.lower()
-    for known, color in OPTIMIZER_COLORS.items():
-        if key == known or key.startswith(known):
-            return color
-    return _EXTRA[index % len(_EXTRA)]
-
-
 def optimizer_colors(names: Iterable[str]) -> dict[str, str]:
-    names = list(names)
-    extra = iter(range(len(names)))
+    """``{name: colour}``: a rule's colour (``OPTIMIZER_COLORS``) for the names of a rule
+    (as ``rule_of`` reads them), the next unused Okabe-Ito colour for the others."""
     out: dict[str, str] = {}
+    extra = 0
     for name in names:
-        color = optimizer_color(name, -1)
-        out[name] = color if color not in _EXTRA else _EXTRA[next(extra) % len(_EXTRA)]
+        rule = rule_of(name)
+        if rule is not None:
+            out[name] = OPTIMIZER_COLORS[rule]
+        else:
+            out[name] = _EXTRA[extra % len(_EXTRA)]
+            extra += 1
     return out
 
 
@@ -187,11 +169,9 @@ REMAINDER_TINT = 0.5  # how far towards white a path after the update shown is m
 # phase maps: neutrals outside the colour maps, the hatches of the regions only one rule
 # survives, and the cap
 NOT_CONVERGED_COLOR = "#E2E2E2"  # the cap: not within tol in the updates allowed
-NEITHER_COLOR = "#BDBDBD"
 REGION_FACE = "#F4F4F4"
 HATCH_COLOR = "#6E6E6E"
 HATCHES = {"only_momentum": "///", "only_nesterov": "\\\\\\", "cap": "..."}
-DIVERGED_COLOR = "#000000"
 
 
 def rule_of(name: str) -> str | None:
@@ -220,16 +200,6 @@ def run_looks(names: Iterable[str]) -> dict[str, Look]:
         out[name] = dataclasses.replace(look, color=colors[name], zorder=look.zorder - 0.001 * extra)
         extra += 1
     return out
-
-
-def device_color(device: int, num_devices: int) -> str | tuple:
-    """Colour of device number ``device``: Tol muted for up to 10 devices, a sampled
-    sequential map beyond (no two of up to 64 devices share a colour)."""
-    if num_devices <= len(DEVICE_COLORS):
-        return DEVICE_COLORS[device]
-    from matplotlib import colormaps
-
-    return colormaps["turbo"](0.05 + 0.9 * device / max(1, num_devices - 1))
 
 
 def block_places(geometry: ShardGeometry) -> tuple[int, ...]:
@@ -271,32 +241,20 @@ def block_styles(geometry: ShardGeometry) -> tuple[tuple[str, str, object], ...]
     return tuple(block_style(p) for p in block_places(geometry))
 
 
-def block_device_colors(geometry: ShardGeometry) -> tuple[str, ...]:
-    """Each device's colour: the colour of the block it holds (replicas share it)."""
-    styles = block_styles(geometry)
-    return tuple(styles[g][0] for g in geometry.group_of)
-
-
 # ---- big meshes: blocks coloured by their mesh coordinate: views/mesh/layout_colors.py --------
 
-# memory bars: a colour per variable, none of them a rule's (OPTIMIZER_COLORS) colour
-VARIABLE_COLORS = (
-    "#009E73",
-    "#CC79A7",
-    "#E69F00",
-    "#56B4E9",
-    "#332288",
-    "#999933",
-    "#882255",
-    "#44AA99",
-    "#F0E442",
-    "#117733",
-)
+# communication: one colour per mesh dim in mesh order, sets of two or more dims their own
+MESH_DIM_COLORS = ("#009E73", "#CC79A7", "#999933", "#332288", "#000000", "#117733")
+MESH_DIMS_COLORS = ("#882255", "#44AA99", "#AA4499", "#666666")
 
-# which velocity moved a shard (theory.stale's classes): the rule calm, the stale read loud
+# memory bars: a colour per variable, none of them near a rule's (OPTIMIZER_COLORS) hue
+VARIABLE_COLORS = ("#009E73", "#CC79A7", "#999933", "#332288", "#44AA99", "#DDCC77", "#117733", "#AA4499", "#F0E442")
+
+# which velocity moved a shard (theory.stale's classes): the rule calm, the stale read loud,
+# neither near a rule's hue (a rule's colour means that rule only)
 STALE_COLORS = {
-    "rule": "#A9D6F0",
-    "stale": "#E69F00",
+    "rule": "#C6E3CC",
+    "stale": "#882255",
     "neither": "#000000",
     "cannot tell": "#E4E4E4",
 }

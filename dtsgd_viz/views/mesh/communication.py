@@ -17,12 +17,8 @@ from ...recording.memory import format_bytes
 from ...specs import MeshSpec
 from ..core.figure import headline as draw_headline
 from ..core.figure import new_figure
-from ..core.style import NOTE_SIZE, TICK_SIZE, TITLE_SIZE, WIDTH
+from ..core.style import MESH_DIM_COLORS, MESH_DIMS_COLORS, NOTE_SIZE, TICK_SIZE, TITLE_SIZE, WIDTH
 
-# Okabe-Ito, one per mesh dim in mesh order, without the blue and vermilion that mean
-# momentum and Nesterov in every other view; sets of two or more dims take COMBO_COLORS
-DIM_COLORS = ("#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
-COMBO_COLORS = ("#882255", "#117733", "#332288", "#999933")
 ACTIVATION_NOTE = (
     "activation traffic (e.g. the all-reduce of a layer's output when its "
     "kernel is sharded over model) is not predictable from layouts alone: "
@@ -109,8 +105,8 @@ def dim_color(mesh: MeshSpec, dims: Iterable[str]) -> str:
     """One colour per mesh dim; a set of dims its own (by its mesh-order bitmask)."""
     index = [mesh.dim_names.index(d) for d in dims]
     if len(index) <= 1:
-        return DIM_COLORS[index[0] % len(DIM_COLORS)] if index else "#888888"
-    return COMBO_COLORS[sum(1 << i for i in index) % len(COMBO_COLORS)]
+        return MESH_DIM_COLORS[index[0] % len(MESH_DIM_COLORS)] if index else "#888888"
+    return MESH_DIMS_COLORS[sum(1 << i for i in index) % len(MESH_DIMS_COLORS)]
 
 
 def dims_text(dims: Sequence[str]) -> str:
@@ -280,7 +276,9 @@ def communication_geometry(
     if items:
         verb = "all-reduce" if all(i.kind == "all-reduce" for i in items) else "run one collective"
         note += ("; " if note else "") + f"a shaded box holds each group of devices that {verb} together"
-    lines = max(len(p.lines) for p in panels)
+    # the height holds the cells at their size: a shorter figure would leave the panels
+    # their width and shrink them from the height, a taller one widen them into the note
+    lines = max(len(_serves_text(p.lines).splitlines()) if p.lines else 0 for p in panels)
     height = 0.8 + gh * cell + 0.5 + 0.19 * (lines + 1) + 0.4
     return CommunicationPicture(
         mesh,
@@ -360,6 +358,7 @@ def _draw_panel(ax, pic: CommunicationPicture, panel: DimPanel, k: int) -> None:
     ax.set_xlim(*pic.xlim)
     ax.set_ylim(*pic.ylim)
     ax.set_aspect("equal")
+    ax.set_anchor("S")  # its foot where the layout put it, so the texts under it land where it measured them
     mesh = pic.mesh
     ax.set_xticks([i + 0.5 for i in range(mesh.dim_sizes[-1])], [str(i) for i in range(mesh.dim_sizes[-1])])
     ax.set_yticks([y for y, _ in pic.rows], [s for _, s in pic.rows])

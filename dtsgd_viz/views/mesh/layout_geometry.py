@@ -368,7 +368,7 @@ def layout_picture(
     fig_h = top + grid_h + (0.55 if key else 0.7) + key_h + 0.05
     key_tick_w = max((text_width_pt(t, NOTE_SIZE) for _, t in key.yticks), default=0) / 72 if key else 0
     widths = [
-        1.05 + grid_w + 0.35,
+        2 * 0.75 + grid_w,  # the grid centred, its tick labels and y label in the left margin
         1.1 * text_width_pt(title, SUPTITLE_SIZE) / 72 + 0.8,
         text_width_pt(subtitle, 10) / 72 + 0.3,
         text_width_pt(note_line, NOTE_SIZE) / 72 + 0.3,
@@ -376,7 +376,7 @@ def layout_picture(
         5.2,
     ]
     fig_w = round(min(WIDTH, max(widths)), 3)
-    x0 = (fig_w - grid_w) / 2 + 0.35
+    x0 = (fig_w - grid_w) / 2  # the grid on the figure's centre line, as the titles and the key
     length = pw * 72
     panels = []
     for k, (idx, blocks) in enumerate(zip(indices, labelled)):

@@ -1,2 +1,1 @@
-"""Text on figures: names at the ends of lines, texts kept inside their figure, and the
-overlap measure every view's tests read."""
+"""Text on figures: names at the ends of lines and the overlap measure every view's tests read."""

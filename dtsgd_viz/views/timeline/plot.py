@@ -10,7 +10,8 @@ from matplotlib.patches import Rectangle
 
 from ...recording.communication import CommunicationReport
 from ...recording.memory import format_bytes
-from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, SUPTITLE_SIZE, TICK_SIZE, TITLE_SIZE, WIDTH
+from ..core.figure import headline
+from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, TICK_SIZE, TITLE_SIZE, WIDTH
 from ..mesh.communication import dim_color
 from ..mesh.layout_colors import text_color_for
 from ..paths.geometry import rule_name
@@ -21,9 +22,9 @@ BOX_W, BOX_H = 0.86, 0.72
 
 
 def _tick(phase_name: str, groups: int, size: int) -> str:
-    """The phase's name over two or three lines; a collective's with its groups."""
-    name = phase_name.replace(" (activations)", "\n(activations)").replace(" over ", "\nover ")
-    return name.replace("local gradient", "local\ngradient") + (f"\n{groups} groups of {size}" if groups else "")
+    """The phase's name on at most three lines: the collective, what it serves, its groups."""
+    name = phase_name.replace(" (activations)", "\nof activations").replace("local gradient", "local\ngradient")
+    return name + (f"\n{groups} groups of {size}" if groups else "")
 
 
 def _panels(reports: Mapping[str, CommunicationReport]) -> dict[str, UpdateTimeline]:
@@ -80,5 +81,4 @@ def plot_timeline(reports: Mapping[str, CommunicationReport], *, title: str | No
         ticks = [_tick(p.name, len(p.groups), len(p.groups[0]) if p.groups else 0) for p in t.phases]
         ax.set_xticks(range(len(t.phases)), ticks, fontsize=TICK_SIZE)
     axes[-1].set_xlabel("phases of one update, in order (not time)", fontsize=LABEL_SIZE)
-    fig.suptitle(finding if title is None else title, fontsize=SUPTITLE_SIZE)
-    return fig
+    return headline(fig, finding if title is None else title, f"compiled steps on {first.mesh}")
