@@ -120,8 +120,12 @@ def test_a_run_wide_colour_scale_is_said_on_the_colour_bar_and_each_kind_by_its_
     assert view.heatmap.get_clim()[1] == pytest.approx(np.abs(values[29]).max())
     assert "whole run" not in view.tensor.colorbar.ax.get_ylabel()
     view.set_step(1)
-    assert view.figure.get_suptitle().startswith("gradient of 'd1/kernel' at update 1:")
-    assert plot_shards(r, "d1/kernel", "param", 3).get_suptitle().startswith("parameter of 'd1/kernel' after update 3:")
+    assert view.figure.get_suptitle().startswith(f"gradient of 'd1/kernel' at update 1 of {r.steps[-1]}:")
+    assert (
+        plot_shards(r, "d1/kernel", "param", 3)
+        .get_suptitle()
+        .startswith(f"parameter of 'd1/kernel' after update 3 of {r.steps[-1]}:")
+    )
 
 
 def test_a_tall_strip_names_each_block_once_on_its_top_edge_or_under_the_heatmap():

@@ -21,6 +21,7 @@ from matplotlib import colors as mcolors
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
+from dtsgd_viz.views.shards.geometry import as_image, symmetric_limit
 from dtsgd_viz.web.encode import decode
 from dtsgd_viz.web.shards import LUT_SIZE, MAX_CELLS, ShardExplorer, kept_cells, shard_state
 
@@ -294,6 +295,14 @@ def test_the_update_picked_and_the_widget(mlp):
     assert w.data["kind"] == "shards" and "export default" in w._esm
     w.update = 12
     assert w.snapshot_png().startswith(PNG_SIGNATURE)
+    # the still's caption says what it shows, on which colour scale: the update's own
+    heat = w.still_figure().axes[0].images[0]
+    grads = rec.global_values("d2/kernel", "grad")[11]
+    assert heat.get_clim()[1] == pytest.approx(symmetric_limit(as_image(grads)))
+    assert w.still_caption().startswith(
+        f"Still picture of the explorer: gradient of 'd2/kernel' at update 12 of {STEPS},"
+        " colour scale of update 12 alone"
+    )
 
 
 def test_clear_errors(mlp, pair):

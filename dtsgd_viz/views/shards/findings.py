@@ -21,6 +21,7 @@ __all__ = [
     "median_line",
     "norm_change_text",
     "spread_text",
+    "subject_text",
     "times_text",
 ]
 
@@ -33,16 +34,29 @@ HUMP = 3.0  # a rise to a peak inside the run, said as one when over this (and a
 
 
 def times_text(k: float) -> str:
-    """A factor ``k >= 1`` as the titles say it::
+    """A factor ``k >= 1`` as the titles say it, always "x" (past 10,000 in the log ticks' ``1e5`` form)::
 
-    >>> times_text(6.31), times_text(412.0), times_text(2e5)
-    ('6.3x', '410x', '5 decades')
+    >>> times_text(6.31), times_text(412.0), times_text(2e5), times_text(2.54e7)
+    ('6.3x', '410x', '2e5x', '2.5e7x')
     """
     if k < 10:
         return f"{k:.2g}x"
-    if k < 1e4:
-        return f"{float(f'{k:.2g}'):.0f}x"
-    return f"{np.log10(k):.0f} decades"
+    rounded = float(f"{k:.2g}")
+    if rounded < 1e4:
+        return f"{rounded:.0f}x"
+    e = int(np.floor(np.log10(rounded)))
+    return f"{rounded / 10.0**e:g}e{e}x"
+
+
+def subject_text(kind: str, name: str, update: int, last: int) -> str:
+    """What a shard figure shows and when: a gradient "at update k of N", a parameter or
+    velocity "after update k of N" (``last``: the run's last update, N)::
+
+    >>> subject_text("velocity", "w", 10, 60), subject_text("grad", "w", 3, 60)
+    ("velocity of 'w' after update 10 of 60", "gradient of 'w' at update 3 of 60")
+    """
+    when = "at" if kind == "grad" else "after"
+    return f"{KIND_NOUNS.get(kind, kind)} of {name!r} {when} update {update} of {last}"
 
 
 def layout_text(layout: LayoutSpec) -> str:
