@@ -115,3 +115,27 @@ def _factor(text, word):
 def _says(said, factor):
     """Whether a title's factor (``_factor``) is ``factor`` to its 2 digits."""
     return said == pytest.approx(factor, rel=0.05)
+
+
+def test_close_ends_name_the_extremes_the_median_and_the_others():
+    """8 lines ending within a few label heights (08's 8 blocks): the largest and the smallest
+    block (by their last norm) are named, with the median and "6 others"; lines that end far
+    apart (the sharded quadratic's) are each named."""
+    from helpers import synthetic_recording
+
+    from dtsgd_viz.views.shards.findings import norm_panel_text
+
+    r = synthetic_recording.recording([("w", (8, 16), ("batch", "model"))], steps=12, seed=3)
+    view = draw_shards(r, "w", "velocity")
+    names = [p.label for p in view.patches]
+    last = _block_norms(r)[-1]
+    assert view.norm.crowded([*last, np.median(last)])
+    said = {t.get_text() for t in view.end_labels}
+    assert said == {names[int(np.argmax(last))], names[int(np.argmin(last))], "median", "6 others"}
+    assert view.norm_ax.get_title() == norm_panel_text(r, "w", "velocity")
+
+
+@pytest.mark.slow
+def test_ends_far_apart_are_each_named(runs):
+    view = draw_shards(runs["nesterov"], "w", "velocity", 10)
+    assert {t.get_text() for t in view.end_labels} == {*(p.label for p in view.patches), "median"}

@@ -10,6 +10,7 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
+    from ...recording import Recording
     from ...specs import LayoutSpec
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "layout_text",
     "median_line",
     "norm_change_text",
+    "norm_panel_text",
     "spread_text",
     "subject_text",
     "times_text",
@@ -143,6 +145,15 @@ def norm_change_text(data: ArrayLike, updates: ArrayLike) -> str:
     if 1 / 1.5 <= f <= 1.5:
         return f"median stays within 1.5x {span} ({f:.2g}x)"
     return f"median {'grows' if f > 1 else 'falls'} {times_text(max(f, 1 / f))} {span}"
+
+
+def norm_panel_text(recording: Recording, name: str, kind: str = "velocity") -> str:
+    """The norm panel's title of ``plot_shards(recording, name, kind)``: ``norm_change_text``
+    of its lines (each block's L2 norm over the recorded updates), to print beside it."""
+    from .geometry import block_norm_lines
+
+    updates, lines = block_norm_lines(recording, name, kind)
+    return norm_change_text(lines, updates)
 
 
 def change_text(data: ArrayLike, updates: ArrayLike, names: Sequence[str]) -> str:
