@@ -93,11 +93,15 @@ DEVICE_COLORS = [
 ]
 
 # One colour per unique block (replica group), shared by every view of a layout: Tol's
-# muted scheme without its pale grey. Nine is odd on purpose: blocks are coloured by
-# their row-major place in the block grid modulo 9, so neighbours along any grid dim
-# of a power-of-two mesh never share a colour. Past nine blocks the colours repeat,
-# each further round with a hatch (layouts) or line style (norm lines).
-BLOCK_COLORS = DEVICE_COLORS[:9]
+# muted scheme without its pale grey, its green and its olive (close to its teal and its
+# sand for deuteranopes, the olive to Nesterov's vermillion too) replaced by a dark brown
+# and a gold, each at least 28 apart in CIELAB from every other block colour and from the
+# rules' colours, in normal, deutan and protan vision (Machado et al. 2009 simulation;
+# tests/views/test_style_table.py checks it). Nine is odd on purpose:
+# blocks are coloured by their row-major place in the block grid modulo 9, so neighbours
+# along any grid dim of a power-of-two mesh never share a colour. Past nine blocks the
+# colours repeat, each further round with a hatch (layouts) or line style (norm lines).
+BLOCK_COLORS = ["#332288", "#88CCEE", "#44AA99", "#663300", "#F0C000", "#DDCC77", "#CC6677", "#882255", "#AA4499"]
 BLOCK_HATCHES = ("", "//", "\\\\", "..", "x", "--", "||", "o")
 BLOCK_LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2)), (0, (3, 1, 3, 1, 1, 1)))
 
