@@ -448,8 +448,9 @@ class ShardExplorer(BrowserWidget):
         return fig
 
     def snapshot_png(self) -> bytes:
-        """``still_figure`` as a PNG."""
+        """``still_figure`` as a PNG, cropped and padded as a notebook shows a figure (its
+        y label, at the figure's edge, is never cut)."""
         fig = self.still_figure()
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=style.DPI)
+        fig.savefig(buf, format="png", dpi=style.DPI, bbox_inches="tight", pad_inches=style.PAD)
         return buf.getvalue()

@@ -6,6 +6,7 @@ side, and one 640x480 tensor that must be sampled down. The truth is TensorFlow'
 (``shard_values``), never the geometry the state was built from."""
 
 import base64
+import io
 import dataclasses
 import json
 import math
@@ -294,7 +295,16 @@ def test_the_update_picked_and_the_widget(mlp):
     assert (w.update, w.variable, w.kind) == (STEPS, "d2/kernel", "grad")
     assert w.data["kind"] == "shards" and "export default" in w._esm
     w.update = 12
-    assert w.snapshot_png().startswith(PNG_SIGNATURE)
+    png = w.snapshot_png()
+    assert png.startswith(PNG_SIGNATURE)
+    # as a notebook shows a figure: at most a column wide, nothing at its edges (the y label whole)
+    from PIL import Image
+
+    from dtsgd_viz.views.core import style
+
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
+    assert pixels.shape[1] <= style.MAX_WIDTH_PX
+    assert (pixels[:, :5] == 255).all() and (pixels[:, -5:] == 255).all()
     # the still's caption says what it shows, on which colour scale: the update's own
     heat = w.still_figure().axes[0].images[0]
     grads = rec.global_values("d2/kernel", "grad")[11]
