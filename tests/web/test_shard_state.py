@@ -6,8 +6,8 @@ side, and one 640x480 tensor that must be sampled down. The truth is TensorFlow'
 (``shard_values``), never the geometry the state was built from."""
 
 import base64
-import io
 import dataclasses
+import io
 import json
 import math
 import re
