@@ -424,8 +424,7 @@ class ShardExplorer(BrowserWidget):
         update = self._still_update()
         what = subject_text(self.kind, self.variable, update, last)
         return (
-            f"Still picture of the explorer: {what}, colour scale of update {update} alone"
-            " (live in Jupyter and on the documentation site)"
+            f"Still picture: {what}, on update {update}'s colour scale (live in Jupyter and on the documentation site)"
         )
 
     def still_figure(self) -> Figure:

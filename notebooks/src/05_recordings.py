@@ -144,7 +144,8 @@ print("same layouts:", all(loaded.layout(n) == recording.layout(n) for n in reco
 # a block for its devices, its slice of the tensor, its replica group, its bytes and the
 # value under the pointer. The notebook puts the values in the explorer once and your
 # browser draws them, so it works with no kernel too: on the documentation site, every
-# control responds.
+# control responds. The still picture kept for readers that run no scripts shows the
+# update the slider is at, on that update's own colour scale; its caption says which.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -310,8 +310,7 @@ def test_the_update_picked_and_the_widget(mlp):
     grads = rec.global_values("d2/kernel", "grad")[11]
     assert heat.get_clim()[1] == pytest.approx(symmetric_limit(as_image(grads)))
     assert w.still_caption().startswith(
-        f"Still picture of the explorer: gradient of 'd2/kernel' at update 12 of {STEPS},"
-        " colour scale of update 12 alone"
+        f"Still picture: gradient of 'd2/kernel' at update 12 of {STEPS}, on update 12's colour scale"
     )
 
 
