@@ -542,11 +542,18 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
         note = " ".join(view.stats_note.get_text().split())
         assert sv.STATS_ONLY_TEXT in note and "mode='full'" in note
         assert view.stats_note.get_gid() == "subtitle"
-        # the blocks are still the devices' blocks, each named in the legend in its colour
+        # the blocks are still the devices' blocks, each named at its line's end in its colour
+        # (ends too close to name each: the largest, the smallest, the median and "6 others")
         full_ax = _figure_parts(full_fig)[0]
         assert sorted(r for p in view.patches for r in p.rects) == _outlines(full_ax)
-        named = {t.get_text() for t in view.end_labels if t.get_visible()}
-        assert set(_labels(full_ax)) | {"median"} == {f"CPU:{d}" for d in range(8)} | {"median"} == named
+        names = [p.label for p in view.patches]
+        assert set(_labels(full_ax)) == {f"CPU:{d}" for d in range(8)} == set(names)
+        named = [t.get_text() for t in view.end_labels if t.get_visible()]
+        last = table[-1, [d[0] for d in geometry.replica_groups], 0]
+        if kind == "grad":  # its 8 ends lie far enough apart
+            assert named == [*names, "median"]
+        else:
+            assert named == [names[int(np.argmax(last))], names[int(np.argmin(last))], "median", "6 others"]
         when = "at update 4" if kind == "grad" else "after update 4"
         noun = {"param": "parameter", "grad": "gradient"}.get(kind, kind)
         assert f"{noun} of 'w' {when}" in _headline(fig)
