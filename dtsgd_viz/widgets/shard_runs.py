@@ -56,15 +56,15 @@ def gaps(runs: dict[str, Recording], name: str, kind: str = "velocity", step: in
 
 
 def percent_text(gap: float) -> str:
-    """A relative gap as the title writes it::
+    """A relative gap as the title writes it (as ``compare_findings`` writes one)::
 
     >>> percent_text(0.0), percent_text(0.0598), percent_text(0.42), percent_text(3e-6)
-    ('0%', '5.98%', '42%', '3.0e-06')
+    ('0%', '5.98%', '42%', '3.0e-06 of the norm')
     """
     if gap == 0:
         return "0%"
     if gap < 1e-4:
-        return f"{gap:.1e}"
+        return f"{gap:.1e} of the norm"
     return f"{gap:.2%}" if gap < 0.1 else f"{gap:.0%}"
 
 
