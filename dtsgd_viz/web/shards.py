@@ -28,6 +28,7 @@ from matplotlib import colors as mcolors
 from ..recording.memory import format_bytes, itemsize
 from ..views.core import style
 from ..views.core.empty import check_not_empty
+from ..views.shards.findings import subject_text
 from ..views.shards.geometry import (
     axis_labels,
     block_norm_lines,
@@ -47,6 +48,8 @@ from .paths import loss_ticks, update_ticks
 from .widget import BrowserWidget
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from ..geometry import ShardGeometry
     from ..recording import Recording
 
@@ -410,24 +413,43 @@ class ShardExplorer(BrowserWidget):
             raise traitlets.TraitError(f"update must be a recorded update in {lo}..{hi}. Received: {value!r}.")
         return value
 
-    def snapshot_png(self) -> bytes:
+    def _still_update(self) -> int:
+        """The recorded update the still shows: the nearest to ``update``."""
+        steps = np.asarray(next(iter(self._runs.values())).steps)
+        return int(steps[int(np.argmin(np.abs(steps - int(self.update))))])
+
+    def still_caption(self) -> str:
+        """What the still shows: the kind, the variable and the update, on that update's colour scale."""
+        last = int(next(iter(self._runs.values())).steps[-1])
+        update = self._still_update()
+        what = subject_text(self.kind, self.variable, update, last)
+        return (
+            f"Still picture: {what}, on update {update}'s colour scale (live in Jupyter and on the documentation site)"
+        )
+
+    def still_figure(self) -> Figure:
         """The still picture of what the pickers and the slider show (``plot_shards``; runs
         side by side as the kernel-drawn explorer draws them), for readers that run no
-        scripts."""
+        scripts, on the shown update's colour scale (``still_caption`` says so): on the
+        whole run's, a late update's small values fade to white."""
         steps = np.asarray(next(iter(self._runs.values())).steps)
-        update = int(steps[int(np.argmin(np.abs(steps - int(self.update))))])
+        update = self._still_update()
         if len(self._runs) == 1:
             from ..views.shards.plot import plot_shards
 
-            fig = plot_shards(next(iter(self._runs.values())), self.variable, self.kind, update, fixed_scale=True)
-        else:
-            from ..views.core.figure import new_figure
-            from ..widgets.shard_runs import RunsShardsView
+            return plot_shards(next(iter(self._runs.values())), self.variable, self.kind, update, fixed_scale=False)
+        from ..views.core.figure import new_figure
+        from ..widgets.shard_runs import RunsShardsView
 
-            fig = new_figure(style.SHARD_EXPLORER_SIZE)
-            RunsShardsView(
-                self._runs, self.variable, self.kind, int(np.searchsorted(steps, update)), figure=fig, fixed_scale=False
-            )  # the runs share the shown update's scale: on the whole run's, early updates' values fade to white
+        fig = new_figure(style.SHARD_EXPLORER_SIZE)
+        index = int(np.searchsorted(steps, update))
+        RunsShardsView(self._runs, self.variable, self.kind, index, figure=fig, fixed_scale=False)
+        return fig
+
+    def snapshot_png(self) -> bytes:
+        """``still_figure`` as a PNG, cropped and padded as a notebook shows a figure (its
+        y label, at the figure's edge, is never cut)."""
+        fig = self.still_figure()
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=style.DPI)
+        fig.savefig(buf, format="png", dpi=style.DPI, bbox_inches="tight", pad_inches=style.PAD)
         return buf.getvalue()

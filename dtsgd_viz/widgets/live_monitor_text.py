@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..views.core import style
+from ..views.shards.findings import times_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -25,23 +26,26 @@ LIVE_MONITOR_HEADLINED_SIZE = (style.WIDTH, style.LIVE_MONITOR_SIZE[1] + 0.8)
 
 
 def loss_text(steps: np.ndarray | Sequence[float], loss: ArrayLike) -> str:
-    """By how much the loss changed over the run so far: the loss recorded at update
-    ``steps[i]`` is the one before it, so from the first to the last recorded loss the
-    parameters made ``steps[-1] - steps[0]`` updates.
+    """By how much the loss changed over the run so far, in the updates that changed it:
+    the loss recorded at update ``steps[i]`` is the one before it (the loss after
+    ``steps[i] - 1`` updates), so from the first to the last recorded loss the parameters
+    made updates ``steps[0]`` to ``steps[-1] - 1``.
 
     >>> loss_text([1, 2, 80], [1.0, 0.5, 0.03])
-    'loss falls 33x over 79 updates'
+    'loss falls 33x in the first 79 updates'
+    >>> loss_text([1001, 1080], [1.0, 0.5])
+    'loss falls 2x in updates 1001-1079'
     """
     v = np.asarray(loss, np.float64)
     ok = np.flatnonzero(np.isfinite(v))
     if len(ok) < 2 or v[ok[0]] <= 0 or v[ok[-1]] <= 0:
         return "loss"
-    f, n = v[ok[-1]] / v[ok[0]], int(steps[ok[-1]]) - int(steps[ok[0]])
+    f = v[ok[-1]] / v[ok[0]]
+    a, b = int(steps[ok[0]]), int(steps[ok[-1]]) - 1  # the first and the last update the losses span
+    span = f"in the first {b} updates" if a == 1 else f"in update {a}" if a == b else f"in updates {a}-{b}"
     k = max(f, 1 / f)
     return (
-        f"loss stays within 1.5x over {n} updates"
-        if k < 1.5
-        else f"loss {'grows' if f > 1 else 'falls'} {float(f'{k:.2g}'):g}x over {n} updates"
+        f"loss stays within 1.5x {span}" if k < 1.5 else f"loss {'grows' if f > 1 else 'falls'} {times_text(k)} {span}"
     )
 
 
@@ -61,7 +65,7 @@ def monitor_finding(
 
     >>> print(monitor_finding([1, 2, 3], [1.0, 0.5, 0.1], np.array([[1.0], [9.0], [3.0]]),
     ...                       "velocity", ["CPU:0"]))
-    Loss falls 10x over 2 updates;
+    Loss falls 10x in the first 2 updates;
     the velocity's block norm rises 9x to a peak at update 2, then falls 3x
     """
     from ..views.shards.view import change_text
@@ -87,8 +91,8 @@ def balanced(text: str, width: float, size: float = style.SUPTITLE_SIZE) -> str:
 
     >>> balanced("Loss falls 37x; the median rises 6x to a peak, then falls 11x", 300)
     'Loss falls 37x; the median\nrises 6x to a peak, then falls 11x'
-    >>> balanced("Loss falls 37x; the median falls 11x over 80 updates", 300)
-    'Loss falls 37x;\nthe median falls 11x over 80 updates'
+    >>> balanced("Loss falls 37x; the median falls 11x to update 80", 300)
+    'Loss falls 37x;\nthe median falls 11x to update 80'
     """
     from ..views.core.figure import fit
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from matplotlib import colors as mcolors
 
 from ..views.compare import looks
 from ..views.core import style
-from ..views.core.figure import headline
-from ..views.shards.geometry import as_image, run_limit, symmetric_limit
+from ..views.core.figure import fit, headline
+from ..views.shards.findings import subject_text
+from ..views.shards.geometry import as_image, axis_labels, run_limit, symmetric_limit, update_index
 from ..views.shards.plot import draw_tensor
 from ..views.shards.ticks import log_y
 
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 
     from ..recording.recording import Recording
 
-__all__ = ["RunsShardsView", "tensor_norms"]
+__all__ = ["RunsShardsView", "gaps", "gaps_text", "tensor_norms"]
 
 
 def tensor_norms(recording: Recording, name: str, kind: str) -> np.ndarray:
@@ -31,6 +33,57 @@ def tensor_norms(recording: Recording, name: str, kind: str) -> np.ndarray:
     firsts = [group[0] for group in geometry.replica_groups]
     block = np.asarray(recording.shard_stats(name, kind)[:, firsts, 0], np.float64)
     return np.sqrt(np.sum(block**2, axis=1))
+
+
+def gaps(runs: dict[str, Recording], name: str, kind: str = "velocity", step: int | None = None) -> dict[str, float]:
+    """Each run's (not the first's) distance from the first run at optimizer update ``step``
+    (as ``recording.steps`` counts them, -1 the last; None: the last), relative to the first
+    run's: ``|x_run - x_first| / |x_first|`` of the whole ``kind`` tensor of ``name`` (a stats
+    recording, which has no values: of its L2 norm, ``|n_run - n_first| / n_first``)."""
+    names = list(runs)
+    first = runs[names[0]]
+    i = update_index(first, step)
+    out = {}
+    for run in names[1:]:
+        if first.mode == "stats":
+            a, b = (float(tensor_norms(r, name, kind)[i]) for r in (first, runs[run]))
+            out[run] = abs(b - a) / a if a > 0 else float(b != a)
+            continue
+        a, b = (np.asarray(r.global_values(name, kind)[i], np.float64) for r in (first, runs[run]))
+        base = float(np.linalg.norm(a))
+        out[run] = float(np.linalg.norm(b - a)) / base if base > 0 else float(np.any(b != a))
+    return out
+
+
+def percent_text(gap: float) -> str:
+    """A relative gap as the title writes it (as ``compare_findings`` writes one)::
+
+    >>> percent_text(0.0), percent_text(0.0598), percent_text(0.42), percent_text(3e-6)
+    ('0%', '5.98%', '42%', '3.0e-06 of the norm')
+    """
+    if gap == 0:
+        return "0%"
+    if gap < 1e-4:
+        return f"{gap:.1e} of the norm"
+    return f"{gap:.2%}" if gap < 0.1 else f"{gap:.0%}"
+
+
+def gaps_text(runs: dict[str, Recording], name: str, kind: str = "velocity", step: int | None = None) -> str:
+    """The title of the runs side by side: the tensor shown and how far each run is from the
+    first at update ``step`` (``gaps``)::
+
+        velocity of 'w' after update 10 of 12: nesterov 42% from momentum
+    """
+    first = runs[next(iter(runs))]
+    steps = first.steps
+    i = update_index(first, step)
+    base = next(iter(runs))
+    what = "" if first.mode != "stats" else "'s norm"
+    said = [
+        f"{run} equal to {base}" if gap == 0 else f"{run}{what} {percent_text(gap)} from {base}{what}"
+        for run, gap in gaps(runs, name, kind, int(steps[i])).items()
+    ]
+    return f"{subject_text(kind, name, int(steps[i]), int(steps[-1]))}: {', '.join(said)}"
 
 
 class RunsShardsView:
@@ -68,9 +121,11 @@ class RunsShardsView:
             )
             self.panels.append(panel)
             self.heatmaps.append(panel.heatmap)
-            self.heat_axes[i].set_title(
-                run, fontsize=style.TITLE_SIZE, pad=panel.title_pad(), color=self.look[run].color, fontweight="bold"
-            )
+            self._chip(self.heat_axes[i], run, panel.title_pad())
+            xlabel, ylabel, _ = axis_labels(first.geometry(name).layout)
+            self.heat_axes[i].set_xlabel(xlabel, fontsize=style.LABEL_SIZE)
+            if i == 0:
+                self.heat_axes[i].set_ylabel(ylabel, fontsize=style.LABEL_SIZE)
         current = style.ROLE_LOOKS["current"]  # the update shown: a white-faced ring
         for run in self.names:
             (line,) = self.norm_ax.plot(
@@ -97,6 +152,13 @@ class RunsShardsView:
         self.norm_ax.legend(fontsize=style.NOTE_SIZE, frameon=False, loc="best")
         self._set_markers()
         self._title()
+
+    def _chip(self, ax, run: str, pad: float) -> None:
+        """The run's name over its heatmap on a chip in its rule's colour (the lines' look)."""
+        color = self.look[run].color
+        ink = "black" if float(np.dot(mcolors.to_rgb(color), (0.299, 0.587, 0.114))) > 0.5 else "white"
+        box = dict(boxstyle="round,pad=0.3", facecolor=color, edgecolor="none")
+        ax.set_title(run, fontsize=style.TITLE_SIZE, pad=pad + 3, color=ink, fontweight="bold", bbox=box)
 
     def _load(self):
         self.norms = {run: tensor_norms(r, self.name, self.kind) for run, r in self.runs.items()}
@@ -132,13 +194,19 @@ class RunsShardsView:
             y = self._positive(self.norms[run][self.index : self.index + 1])
             marker.set_data([self.updates[self.index]], y)
 
+    def title(self) -> str:
+        """The figure's title: ``gaps_text`` at the shown update."""
+        return gaps_text(self.runs, self.name, self.kind, int(self.updates[self.index]))
+
     def _title(self):
-        scale = "fixed over the run" if self.fixed_scale else "of this update"
-        headline(
-            self.figure,
-            f"{self.name}'s {self.kind} after update {self.updates[self.index]}, every run on one colour scale",
-            f"colour scale {scale} · below: each run's norm of it over the updates",
-        )
+        update = self.updates[self.index]
+        scale = "fixed over the run" if self.fixed_scale else f"of update {update}"
+        finding = self.title()
+        if "\n" in fit(finding, self.figure.get_figwidth() * 72, style.SUPTITLE_SIZE, bold=True):
+            finding = finding.replace(": ", ":\n", 1)  # the subject, then the gaps
+        for old in [a for a in [*self.figure.texts, *self.figure.artists] if a.get_gid() == "subtitle"]:
+            old.remove()  # the last update's
+        headline(self.figure, finding, f"every run on one colour scale, {scale}")
 
     def set_index(self, index: int) -> None:
         self.index = int(index)

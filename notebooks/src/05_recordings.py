@@ -94,7 +94,8 @@ print("blocks stored for d2/bias per update:", recording.record("d2/bias").block
 # To prove the point, load the file in a **fresh Python process** that never imports
 # TensorFlow: it reads the recording, checks every update against the numpy reference
 # of the SGD rules, draws `plot_shards` of `d1/kernel`'s velocity after the last update
-# (update 40) to a PNG, and reports whether TensorFlow got imported along the way.
+# (update 40) to a PNG (cropped and padded as the notebook shows a figure), and reports
+# whether TensorFlow got imported along the way.
 
 # %%
 png = os.path.join(folder, "shards.png")
@@ -106,7 +107,7 @@ from dtsgd_viz import reference
 r = dtsgd_viz.load_recording({path!r})
 print(r)
 print("updates off the rule:", {{k: len(v) for k, v in reference.check_recording(r).items()}})
-dtsgd_viz.plot_shards(r, "d1/kernel", "velocity", step=-1).savefig({png!r})
+dtsgd_viz.plot_shards(r, "d1/kernel", "velocity", step=-1).savefig({png!r}, bbox_inches="tight", pad_inches=0.1)
 print("tensorflow imported:", "tensorflow" in sys.modules)
 """
 result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -143,7 +144,8 @@ print("same layouts:", all(loaded.layout(n) == recording.layout(n) for n in reco
 # a block for its devices, its slice of the tensor, its replica group, its bytes and the
 # value under the pointer. The notebook puts the values in the explorer once and your
 # browser draws them, so it works with no kernel too: on the documentation site, every
-# control responds.
+# control responds. The still picture kept for readers that run no scripts shows the
+# update the slider is at, on that update's own colour scale; its caption says which.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -198,10 +198,14 @@ print(dtsgd_viz.compare_findings(runs))
 # compare are the same rule. Train with `exact_update=True`.
 #
 # The same runs side by side, one weight at a time, on one colour scale: move the slider,
-# pick a weight or a kind.
+# pick a weight or a kind. The still's title is `gaps_text`, printed above it: how far
+# each run's tensor is from the first run's at the shown update, relative to the first's.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+from dtsgd_viz.widgets.shard_runs import gaps_text
+
+print(gaps_text(runs, "hidden/kernel", "velocity", step=10))
 dtsgd_viz.web.ShardExplorer(runs, variable="hidden/kernel", step=10)
 
 # %% [markdown]

@@ -60,23 +60,34 @@ def test_bottom_chips_stand_under_the_tick_labels_and_over_the_x_label(runs):
 @pytest.mark.slow
 @pytest.mark.parametrize("rule", ["momentum", "nesterov"])
 def test_each_line_is_named_once_at_its_end_in_a_legible_ink(runs, rule):
+    """Nesterov's ends lie far apart: every line is named. Momentum's 8 ends lie within a few
+    name heights: the largest and the smallest are named, with the median and "6 others"."""
     r = runs[rule]
     view = draw_shards(r, "w", "velocity", 10)
     fig = view.figure
     fig.draw_without_rendering()
     rd = fig.canvas.get_renderer()
-    assert [t.get_text() for t in view.end_labels] == [p.label for p in view.patches] + ["median"]
     frame = view.norm_ax.get_window_extent(rd)
     last = _block_norms(r)[-1]
     # the median line the title speaks of: the median block's norm at each update
     median = np.median(_block_norms(r), axis=1)
     np.testing.assert_allclose(view.median.get_ydata(), median, rtol=1e-5)
-    for t, line in zip(view.end_labels, view.lines):
-        assert to_rgb(t.get_color()) == label_ink(line.get_color())
+    names = [p.label for p in view.patches]
+    hi, lo = int(np.argmax(last)), int(np.argmin(last))
+    others = [g for g in range(len(names)) if g not in (hi, lo)]
+    if rule == "nesterov":
+        assert [t.get_text() for t in view.end_labels] == [*names, "median"]
+        named, ends = list(range(len(names))), [*last, median[-1]]
+    else:
+        assert [t.get_text() for t in view.end_labels] == [names[hi], names[lo], "median", "6 others"]
+        named = [hi, lo]
+        ends = [last[hi], last[lo], median[-1], float(np.exp(np.median(np.log(last[others]))))]
+    for t, g in zip(view.end_labels, named):
+        assert to_rgb(t.get_color()) == label_ink(view.lines[g].get_color())
+    for t in view.end_labels:
         assert t.get_window_extent(rd).x0 >= frame.x1  # right of the lines' ends
     # pushed apart as little as needed, the names keep the order of the lines' ends
     heights = [t.get_window_extent(rd).y0 for t in view.end_labels]
-    ends = [*last, median[-1]]
     assert list(np.argsort(heights, kind="stable")) == list(np.argsort(ends, kind="stable"))
     for ax in fig.axes:
         assert clashes(ax, rd) == []
@@ -91,7 +102,7 @@ def test_the_titles_numbers_are_the_public_functions_of_the_shards(runs, rule):
         view = draw_shards(r, "w", "velocity", step)
         names = [p.label for p in view.patches]
         finding = view.figure.get_suptitle().strip().replace("\n", " ")
-        assert finding == f"velocity of 'w' after update {step}: {spread_text(norms[step - 1], names)}"
+        assert finding == f"velocity of 'w' after update {step} of 60: {spread_text(norms[step - 1], names)}"
         said, ratio = _factor(finding, "span"), norms[step - 1].max() / norms[step - 1].min()
         assert _says(said, ratio)
         assert f"largest {names[int(np.argmax(norms[step - 1]))]}" in finding
@@ -104,20 +115,38 @@ def test_the_titles_numbers_are_the_public_functions_of_the_shards(runs, rule):
 
 
 def _factor(text, word):
-    """The factor ``text`` says after ``word``: "span 7.4x", "falls 400x" (a float), or
-    "span 6 decades" (the string "6 decades")."""
+    """The factor ``text`` says after ``word``: "span 7.4x", "falls 400x", "falls 2.5e7x" (a float)."""
     import re
 
-    m = re.search(rf"{word} ([0-9.]+)x", text)
-    if m:
-        return float(m.group(1))
-    m = re.search(rf"{word} ([0-9]+) decades", text)
+    m = re.search(rf"{word} ([0-9.]+(?:e[0-9]+)?)x", text)
     assert m, text
-    return f"{m.group(1)} decades"
+    return float(m.group(1))
 
 
 def _says(said, factor):
-    """Whether a title's factor (``_factor``) is ``factor``: to its 2 digits, or in decades."""
-    if isinstance(said, str):
-        return round(float(np.log10(factor))) == int(said.split()[0])
+    """Whether a title's factor (``_factor``) is ``factor`` to its 2 digits."""
     return said == pytest.approx(factor, rel=0.05)
+
+
+def test_close_ends_name_the_extremes_the_median_and_the_others():
+    """8 lines ending within a few label heights (08's 8 blocks): the largest and the smallest
+    block (by their last norm) are named, with the median and "6 others"; lines that end far
+    apart (the sharded quadratic's) are each named."""
+    from helpers import synthetic_recording
+
+    from dtsgd_viz.views.shards.findings import norm_panel_text
+
+    r = synthetic_recording.recording([("w", (8, 16), ("batch", "model"))], steps=12, seed=3)
+    view = draw_shards(r, "w", "velocity")
+    names = [p.label for p in view.patches]
+    last = _block_norms(r)[-1]
+    assert view.norm.crowded([*last, np.median(last)])
+    said = {t.get_text() for t in view.end_labels}
+    assert said == {names[int(np.argmax(last))], names[int(np.argmin(last))], "median", "6 others"}
+    assert view.norm_ax.get_title() == norm_panel_text(r, "w", "velocity")
+
+
+@pytest.mark.slow
+def test_ends_far_apart_are_each_named(runs):
+    view = draw_shards(runs["nesterov"], "w", "velocity", 10)
+    assert {t.get_text() for t in view.end_labels} == {*(p.label for p in view.patches), "median"}

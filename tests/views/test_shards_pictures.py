@@ -120,14 +120,18 @@ def test_a_run_wide_colour_scale_is_said_on_the_colour_bar_and_each_kind_by_its_
     assert view.heatmap.get_clim()[1] == pytest.approx(np.abs(values[29]).max())
     assert "whole run" not in view.tensor.colorbar.ax.get_ylabel()
     view.set_step(1)
-    assert view.figure.get_suptitle().startswith("gradient of 'd1/kernel' at update 1:")
-    assert plot_shards(r, "d1/kernel", "param", 3).get_suptitle().startswith("parameter of 'd1/kernel' after update 3:")
+    assert view.figure.get_suptitle().startswith(f"gradient of 'd1/kernel' at update 1 of {r.steps[-1]}:")
+    assert (
+        plot_shards(r, "d1/kernel", "param", 3)
+        .get_suptitle()
+        .startswith(f"parameter of 'd1/kernel' after update 3 of {r.steps[-1]}:")
+    )
 
 
-def test_a_tall_strip_names_each_block_once_on_its_top_edge_or_under_the_heatmap():
-    """A (16, 1) kernel cut by rows: one placement for every tensor (the strip's own chips
-    beside it went): each block's chip on its top outline (the first above the heatmap, the
-    last under the x tick labels), overhanging the narrow strip, no text clashing."""
+def test_a_tall_strip_names_each_block_once_left_of_its_rows():
+    """A (16, 1) kernel cut by rows: blocks that are row bands (as 07's heads) have their
+    chips left of their rows, beside the row ticks at the block boundaries, the y label
+    left of them, no text clashing."""
     from dtsgd_viz.geometry import shard_geometry
     from dtsgd_viz.specs import LayoutSpec, MeshSpec
     from dtsgd_viz.views.core.figure import new_figure
@@ -143,16 +147,14 @@ def test_a_tall_strip_names_each_block_once_on_its_top_edge_or_under_the_heatmap
     fig.draw_without_rendering()
     r = fig.canvas.get_renderer()
     assert panel.named and [t.get_text() for t in panel.labels] == [p.label for p in panel.patches]
-    frame = ax.get_window_extent(r)
+    assert list(ax.get_yticks()) == [0, 4, 8, 12, 16]  # the block boundaries
+    frame, label = ax.get_window_extent(r), ax.yaxis.label.get_window_extent(r)
+    ticks = [t.get_window_extent(r) for t in ax.get_yticklabels() if t.get_text()]
     for text, p in zip(panel.labels, panel.patches):
         (_x, y, _w, h) = p.rects[0]
         box = text.get_window_extent(r)
-        assert text.get_visible() and abs((box.x0 + box.x1) / 2 - (frame.x0 + frame.x1) / 2) < 1.0  # centred
-        top = ax.transData.transform((0, y))[1]
-        if y == 0:
-            assert box.y0 >= frame.y1  # above the heatmap
-        elif y + h == 16:
-            assert box.y1 < frame.y0  # under it
-        else:
-            assert box.y0 < top < box.y1  # on its top outline
+        top, bottom = (ax.transData.transform((0, v))[1] for v in (y, y + h))
+        assert text.get_visible() and panel.label_beside(text)
+        assert bottom < (box.y0 + box.y1) / 2 < top  # by its rows
+        assert label.x1 <= box.x0 and box.x1 <= min(t.x0 for t in ticks) < frame.x0  # y label, chip, ticks
     assert clashes(ax, r) == []

@@ -448,3 +448,37 @@ def test_no_role_or_variable_colour_borrows_a_rules_hue(table):
         if _hue(c)[1] > 0.15 and min(abs(_hue(c)[0] - hue), 360 - abs(_hue(c)[0] - hue)) < 20
     ]
     assert near == []
+
+
+def _lab(hex_color: str, cvd: np.ndarray | None = None) -> np.ndarray:
+    """CIELAB of ``hex_color``, seen through the Machado et al. (2009) matrix ``cvd`` (None: normal vision)."""
+    from matplotlib.colors import to_rgb
+
+    c = np.asarray(to_rgb(hex_color))
+    lin = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    lin = np.clip(lin if cvd is None else cvd @ lin, 0, 1)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ lin
+    t = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+DEUTAN = np.array([[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]])
+PROTAN = np.array([[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]])
+
+
+def test_the_block_colours_that_replaced_tols_close_pairs_stand_apart():
+    """Tol's muted green and olive (too close to its teal and sand for deuteranopes) are
+    replaced: each replacement is far (CIELAB distance >= 28) from every other block colour
+    and from the rules' colours in normal, deutan and protan vision."""
+    blocks = [c.upper() for c in style.BLOCK_COLORS]
+    assert "#117733" not in blocks and "#999933" not in blocks and len(set(blocks)) == 9
+    tol_muted = {"#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499"}
+    new = [c for c in blocks if c not in tol_muted]
+    assert len(new) == 2
+    rules = [style.OPTIMIZER_COLORS[k] for k in ("plain", "momentum", "nesterov")]
+    for a in new:
+        for b in [*blocks, *rules]:
+            if b != a:
+                for cvd in (None, DEUTAN, PROTAN):
+                    assert np.linalg.norm(_lab(a, cvd) - _lab(b, cvd)) >= 28, (a, b)

@@ -128,7 +128,7 @@ def test_heatmap_holds_the_recorded_tensor_at_each_update(sharded):
         lo, hi = heat_ax.images[0].get_clim()
         assert lo == -hi and hi == pytest.approx(np.abs(shown).max())
         finding, settings = _titles(fig)
-        assert finding.startswith(f"velocity of 'w' after update {step}: ")
+        assert finding.startswith(f"velocity of 'w' after update {step} of {r.steps[-1]}: ")
         assert "lr=0.05" in settings and "momentum=0.9" in settings and "Nesterov" in settings
         assert "laid out [x, y] on mesh (x 2, y 4)" in settings  # the layout, in the settings
         assert heat_ax.get_title() == "values, device blocks outlined"  # short panel titles
@@ -289,7 +289,7 @@ def test_nonfinite_updates_and_cells_are_marked(nan_recording):
     cells = _gid(heat_ax, "nonfinite-cells")
     assert list(zip(cells.get_xdata(), cells.get_ydata())) == [(5.5, 1.5)]
     assert "after update" not in _titles(fig)[0]
-    assert _titles(fig)[0].startswith("gradient of 'w' at update 3 (holds NaN/Inf):")
+    assert _titles(fig)[0].startswith(f"gradient of 'w' at update 3 of {r.steps[-1]} (holds NaN/Inf):")
     marks = _gid(norm_ax, "nonfinite-marks")
     assert list(marks.get_xdata()) == [3, 4, 5]
     assert not any(len(ln.get_xdata()) for ln in norm_ax.lines if ln.get_gid() == "mismatch-marks")  # none
@@ -542,11 +542,18 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
         note = " ".join(view.stats_note.get_text().split())
         assert sv.STATS_ONLY_TEXT in note and "mode='full'" in note
         assert view.stats_note.get_gid() == "subtitle"
-        # the blocks are still the devices' blocks, each named in the legend in its colour
+        # the blocks are still the devices' blocks, each named at its line's end in its colour
+        # (ends too close to name each: the largest, the smallest, the median and "6 others")
         full_ax = _figure_parts(full_fig)[0]
         assert sorted(r for p in view.patches for r in p.rects) == _outlines(full_ax)
-        named = {t.get_text() for t in view.end_labels if t.get_visible()}
-        assert set(_labels(full_ax)) | {"median"} == {f"CPU:{d}" for d in range(8)} | {"median"} == named
+        names = [p.label for p in view.patches]
+        assert set(_labels(full_ax)) == {f"CPU:{d}" for d in range(8)} == set(names)
+        named = [t.get_text() for t in view.end_labels if t.get_visible()]
+        last = table[-1, [d[0] for d in geometry.replica_groups], 0]
+        if kind == "grad":  # its 8 ends lie far enough apart
+            assert named == [*names, "median"]
+        else:
+            assert named == [names[int(np.argmax(last))], names[int(np.argmin(last))], "median", "6 others"]
         when = "at update 4" if kind == "grad" else "after update 4"
         noun = {"param": "parameter", "grad": "gradient"}.get(kind, kind)
         assert f"{noun} of 'w' {when}" in _headline(fig)
@@ -603,7 +610,7 @@ def test_update_shards_share_the_blocks_the_devices_really_hold(replicated_rows_
             assert _outlines(ax) == expected  # identical outlines in the three panels
             assert set(_labels(ax)) == {"CPU:0,4", "CPU:1,5", "CPU:2,6", "CPU:3,7"}
             np.testing.assert_array_equal(ax.images[0].get_array(), r.global_values("w", kind)[step - 1])
-        assert f"'w' at update {step}, largest |value|:" in fig.get_suptitle()
+        assert f"'w' at update {step} of {STEPS}, largest |value|:" in fig.get_suptitle()
         # the finding: each kind's largest |value| against the parameter's, from the data
         finding = _titles(fig)[0]
         top = {k: np.abs(r.global_values("w", k)[step - 1]).max() for k in ("param", "velocity", "grad")}
@@ -913,18 +920,19 @@ def test_a_gradient_is_titled_by_the_update_it_belongs_to(sharded):
     ("gradient of 'w' at update k"), not a state after it; each kind named by its noun."""
     r = sharded[0]
     finding = _titles(plot_shards(r, "w", "grad", 3))[0]
-    assert finding.startswith("gradient of 'w' at update 3: ")
+    last = r.steps[-1]  # "update k of N": where k stands in the run
+    assert finding.startswith(f"gradient of 'w' at update 3 of {last}: ")
     assert "after update" not in finding
     view = draw_shards(r, "w", "grad", 2)
     view.set_kind("velocity")
-    assert _titles(view.figure)[0].startswith("velocity of 'w' after update 2: ")
+    assert _titles(view.figure)[0].startswith(f"velocity of 'w' after update 2 of {last}: ")
     view.set_kind("param")
-    assert _titles(view.figure)[0].startswith("parameter of 'w' after update 2: ")
+    assert _titles(view.figure)[0].startswith(f"parameter of 'w' after update 2 of {last}: ")
     # drawn into the caller's axes: no figure title, the heatmap panel's title says it
     fig = Figure(figsize=(9.3, 4.8))
     view = draw_shards(r, "w", "grad", 3, ax=tuple(fig.subplots(1, 2)))
     assert not fig.get_suptitle()
-    assert view.heat_ax.get_title() == "gradient of 'w' at update 3"
+    assert view.heat_ax.get_title() == f"gradient of 'w' at update 3 of {last}"
     view.set_kind("param")
     assert view.heat_ax.get_title().startswith("parameter of 'w' after update 3")
 

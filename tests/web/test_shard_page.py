@@ -108,7 +108,7 @@ def test_the_slider_moves_the_update_and_the_norm_marker(page, widget):
         _slide(page, index)
         assert page.locator(".dv-label").inner_text() == f"update {index + 1} of {STEPS}"
         assert page.locator("line.dv-update-line").get_attribute("data-update") == str(index + 1)
-        assert page.locator(".dv-title").text_content() == f"w's velocity after update {index + 1}"
+        assert page.locator(".dv-title").text_content() == f"velocity of 'w' after update {index + 1} of {STEPS}"
         dots = page.locator("circle.dv-norm-dot").all()
         assert len(dots) == len(state["tensors"]["w"]["blocks"])
         for q, dot in enumerate(dots):
@@ -120,7 +120,7 @@ def test_the_slider_moves_the_update_and_the_norm_marker(page, widget):
     assert xs == sorted(xs) and xs[0] < xs[1] < xs[2]
     # another kind and variable: the grad's cells and title
     page.locator("select.dv-kind").select_option("grad")
-    assert page.locator(".dv-title").text_content() == f"w: the gradient of update {STEPS}"
+    assert page.locator(".dv-title").text_content() == f"gradient of 'w' at update {STEPS} of {STEPS}"
     grad = decode(state["tensors"]["w"]["kinds"]["grad"]["runs"]["recording"]["values"])
     assert _cells(page).shape[:2] == grad.shape[1:]
     page.locator("select.dv-kind").select_option("velocity")

@@ -7,6 +7,7 @@ side, and one 640x480 tensor that must be sampled down. The truth is TensorFlow'
 
 import base64
 import dataclasses
+import io
 import json
 import math
 import re
@@ -21,6 +22,7 @@ from matplotlib import colors as mcolors
 from tensorflow.experimental import dtensor
 
 import dtsgd_viz
+from dtsgd_viz.views.shards.geometry import as_image, symmetric_limit
 from dtsgd_viz.web.encode import decode
 from dtsgd_viz.web.shards import LUT_SIZE, MAX_CELLS, ShardExplorer, kept_cells, shard_state
 
@@ -293,7 +295,23 @@ def test_the_update_picked_and_the_widget(mlp):
     assert (w.update, w.variable, w.kind) == (STEPS, "d2/kernel", "grad")
     assert w.data["kind"] == "shards" and "export default" in w._esm
     w.update = 12
-    assert w.snapshot_png().startswith(PNG_SIGNATURE)
+    png = w.snapshot_png()
+    assert png.startswith(PNG_SIGNATURE)
+    # as a notebook shows a figure: at most a column wide, nothing at its edges (the y label whole)
+    from PIL import Image
+
+    from dtsgd_viz.views.core import style
+
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
+    assert pixels.shape[1] <= style.MAX_WIDTH_PX
+    assert (pixels[:, :5] == 255).all() and (pixels[:, -5:] == 255).all()
+    # the still's caption says what it shows, on which colour scale: the update's own
+    heat = w.still_figure().axes[0].images[0]
+    grads = rec.global_values("d2/kernel", "grad")[11]
+    assert heat.get_clim()[1] == pytest.approx(symmetric_limit(as_image(grads)))
+    assert w.still_caption().startswith(
+        f"Still picture: gradient of 'd2/kernel' at update 12 of {STEPS}, on update 12's colour scale"
+    )
 
 
 def test_clear_errors(mlp, pair):

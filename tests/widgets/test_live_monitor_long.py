@@ -115,7 +115,8 @@ def test_the_monitor_headline_and_update_axis_are_pure_functions_of_the_store():
     steps = np.arange(1, 41)
     norms = np.column_stack([np.exp(-steps / 10), 2 * np.exp(-steps / 10)])
     finding = monitor_finding(steps, 1 / steps, norms, "grad", ["CPU:0", "CPU:1"])
-    assert finding.startswith("Loss falls 40x over 39 updates")  # loss before update 1 to before update 40
+    # the loss before update 1 to the loss before update 40: changed by updates 1-39
+    assert finding.startswith("Loss falls 40x in the first 39 updates")
     assert "the grad's median block norm falls" in finding
     assert monitor_finding(steps[:1], [1.0], norms[:1], "grad", ["a", "b"]) == "Loss"
     ax = Figure().add_subplot()

@@ -5,6 +5,7 @@ numpy's norm of the recorded values."""
 import numpy as np
 import pytest
 from helpers import synthetic_recording
+from matplotlib import colors as mcolors
 
 import dtsgd_viz
 from dtsgd_viz.widgets import ShardExplorer
@@ -62,3 +63,26 @@ def test_stats_runs_and_bad_input():
     short = synthetic_recording.recording(specs, steps=4, mode="stats")
     with pytest.raises(ValueError, match="record different updates"):
         ShardExplorer({"a": a, "short": short})
+
+
+def test_the_title_is_gaps_text(runs):
+    """The title's numbers are ``gaps``: each run's distance from the first at the shown
+    update, relative to the first's, as numpy computes it from the recorded values."""
+    from dtsgd_viz.views.core.figure import headline_texts, new_figure
+    from dtsgd_viz.widgets.shard_runs import RunsShardsView, gaps, gaps_text
+
+    a, b = (r.global_values("w", "velocity")[6].astype(np.float64) for r in runs.values())
+    expected = np.linalg.norm(b - a) / np.linalg.norm(a)
+    assert gaps(runs, "w", "velocity", 7) == {"nesterov": pytest.approx(expected)}
+    text = gaps_text(runs, "w", "velocity", 7)
+    assert text == f"velocity of 'w' after update 7 of 12: nesterov {expected:.0%} from momentum"
+    view = RunsShardsView(runs, "w", "velocity", 6, figure=new_figure((9.3, 5.0)))
+    assert headline_texts(view.figure)[0].replace("\n", " ") == text
+    # each run named on a chip in its rule's colour, over its heatmap with the layout's x label
+    for ax, run in zip(view.heat_axes, runs):
+        assert ax.get_title() == run
+        assert ax.title.get_bbox_patch().get_facecolor()[:3] == pytest.approx(mcolors.to_rgb(view.look[run].color))
+        assert ax.get_xlabel() == "dim 1 (sharded over 'model')"
+    view.set_index(9)
+    assert headline_texts(view.figure)[0].replace("\n", " ") == gaps_text(runs, "w", "velocity", 10)
+    assert sum(a.get_gid() == "subtitle" for a in view.figure.artists) == 1

@@ -103,8 +103,8 @@ def test_live_monitor_reads_as_the_other_views(tmp_path):
         finding, settings = headline_texts(monitor.figure)
         loss_part, norm_part = finding.replace("\n", " ").split("; ")
         assert re.fullmatch(
-            r"Loss (falls|grows) [0-9.]+x over 29 updates|"
-            r"Loss stays within 1.5x over 29 updates",
+            r"Loss (falls|grows) [0-9.]+x in the first 29 updates|"
+            r"Loss stays within 1.5x in the first 29 updates",
             loss_part,
         ), loss_part
         v = monitor.state.loss

@@ -78,13 +78,16 @@ OPTIMIZER_COLORS = {
 # Nesterov and momentum)
 _EXTRA = ["#009E73", "#CC79A7", "#999933", "#332288", "#F0E442", "#000000"]
 
-# One colour per unique block (replica group), shared by every view of a layout: Paul
-# Tol's "muted" qualitative scheme (colour-blind safe) without its pale grey. Nine is odd
-# on purpose: blocks are coloured by their row-major place in the block grid modulo 9, so
-# neighbours along any grid dim of a power-of-two mesh never share a colour. Past nine
-# blocks the colours repeat, each further round with a hatch (layouts) or line style
-# (norm lines).
-BLOCK_COLORS = ["#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499"]
+# One colour per unique block (replica group), shared by every view of a layout: Tol's
+# muted scheme without its pale grey, its green and its olive (close to its teal and its
+# sand for deuteranopes, the olive to Nesterov's vermillion too) replaced by a dark brown
+# and a gold, each at least 28 apart in CIELAB from every other block colour and from the
+# rules' colours, in normal, deutan and protan vision (Machado et al. 2009 simulation;
+# tests/views/test_style_table.py checks it). Nine is odd on purpose:
+# blocks are coloured by their row-major place in the block grid modulo 9, so neighbours
+# along any grid dim of a power-of-two mesh never share a colour. Past nine blocks the
+# colours repeat, each further round with a hatch (layouts) or line style (norm lines).
+BLOCK_COLORS = ["#332288", "#88CCEE", "#44AA99", "#663300", "#F0C000", "#DDCC77", "#CC6677", "#882255", "#AA4499"]
 BLOCK_HATCHES = ("", "//", "\\\\", "..", "x", "--", "||", "o")
 BLOCK_LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2)), (0, (3, 1, 3, 1, 1, 1)))
 

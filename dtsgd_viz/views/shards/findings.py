@@ -10,6 +10,7 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
+    from ...recording import Recording
     from ...specs import LayoutSpec
 
 __all__ = [
@@ -20,7 +21,9 @@ __all__ = [
     "layout_text",
     "median_line",
     "norm_change_text",
+    "norm_panel_text",
     "spread_text",
+    "subject_text",
     "times_text",
 ]
 
@@ -33,16 +36,29 @@ HUMP = 3.0  # a rise to a peak inside the run, said as one when over this (and a
 
 
 def times_text(k: float) -> str:
-    """A factor ``k >= 1`` as the titles say it::
+    """A factor ``k >= 1`` as the titles say it, always "x" (past 10,000 in the log ticks' ``1e5`` form)::
 
-    >>> times_text(6.31), times_text(412.0), times_text(2e5)
-    ('6.3x', '410x', '5 decades')
+    >>> times_text(6.31), times_text(412.0), times_text(2e5), times_text(2.54e7)
+    ('6.3x', '410x', '2e5x', '2.5e7x')
     """
     if k < 10:
         return f"{k:.2g}x"
-    if k < 1e4:
-        return f"{float(f'{k:.2g}'):.0f}x"
-    return f"{np.log10(k):.0f} decades"
+    rounded = float(f"{k:.2g}")
+    if rounded < 1e4:
+        return f"{rounded:.0f}x"
+    e = int(np.floor(np.log10(rounded)))
+    return f"{rounded / 10.0**e:g}e{e}x"
+
+
+def subject_text(kind: str, name: str, update: int, last: int) -> str:
+    """What a shard figure shows and when: a gradient "at update k of N", a parameter or
+    velocity "after update k of N" (``last``: the run's last update, N)::
+
+    >>> subject_text("velocity", "w", 10, 60), subject_text("grad", "w", 3, 60)
+    ("velocity of 'w' after update 10 of 60", "gradient of 'w' at update 3 of 60")
+    """
+    when = "at" if kind == "grad" else "after"
+    return f"{KIND_NOUNS.get(kind, kind)} of {name!r} {when} update {update} of {last}"
 
 
 def layout_text(layout: LayoutSpec) -> str:
@@ -129,6 +145,15 @@ def norm_change_text(data: ArrayLike, updates: ArrayLike) -> str:
     if 1 / 1.5 <= f <= 1.5:
         return f"median stays within 1.5x {span} ({f:.2g}x)"
     return f"median {'grows' if f > 1 else 'falls'} {times_text(max(f, 1 / f))} {span}"
+
+
+def norm_panel_text(recording: Recording, name: str, kind: str = "velocity") -> str:
+    """The norm panel's title of ``plot_shards(recording, name, kind)``: ``norm_change_text``
+    of its lines (each block's L2 norm over the recorded updates), to print beside it."""
+    from .geometry import block_norm_lines
+
+    updates, lines = block_norm_lines(recording, name, kind)
+    return norm_change_text(lines, updates)
 
 
 def change_text(data: ArrayLike, updates: ArrayLike, names: Sequence[str]) -> str:

@@ -32,6 +32,8 @@ STEP_LINE_WIDTH = 1.2
 MISMATCH_COLOR = "#D55E00"  # Okabe-Ito vermillion: replicas disagree
 BAND_COLOR, MEDIAN_COLOR = "#9A9A9A", "#555555"
 MAX_NAMED = 8  # up to this many blocks, each line named at its end; more: a legend
+FEW_NAMED = 4  # up to this many blocks, every line named; more, crowded: the extremes, the median, "N others"
+OTHERS_COLOR = "#8C8C8C"  # the "N others" name: grey, lighter than the median's
 MAX_LINES = 16  # past this many, a band and a median: 64 lines tangle beyond any naming
 DOT_POINTS = 6.5  # the shown update's dots' width, points
 MARKER_UPDATES = 15  # up to this many updates, a small marker at each: where the data is
@@ -248,7 +250,9 @@ class NormPanel:
             self.legend = ax.legend(handles=handles, loc="best", fontsize=style.NOTE_SIZE, framealpha=0.85)
 
     def _end_entries(self) -> list[tuple[str, float, float, ColorType]]:
-        """``(name, last update, last finite norm, ink)`` of each block's line, and the median's."""
+        """``(name, last update, last finite norm, ink)`` of each block's line, and the median's;
+        when the names would not fit by their ends (``crowded``), the largest's and the
+        smallest's, the median's and one "N others" at the middle of the others' ends."""
         inks = [label_ink(c) for c, _, _ in self.view.styles]
         columns: list[tuple[str, np.ndarray, ColorType]] = [
             (p.label, self.data[:, g], ink) for g, (p, ink) in enumerate(zip(self.view.patches, inks))
@@ -260,7 +264,28 @@ class NormPanel:
             ok = np.flatnonzero(np.isfinite(col))
             i = ok[-1] if len(ok) else -1
             out.append((name, float(self.view.updates[i]), float(col[i]) if len(ok) else np.nan, ink))
-        return out
+        blocks = out[: len(self.view.patches)]
+        if not self.crowded([y for _, _, y, _ in out]):
+            return out
+        ends = np.array([y for _, _, y, _ in blocks])
+        ok = np.flatnonzero(np.isfinite(ends) & (ends > 0))
+        hi, lo = int(ok[np.argmax(ends[ok])]), int(ok[np.argmin(ends[ok])])
+        others = [g for g in range(len(blocks)) if g not in (hi, lo)]
+        middle = float(np.exp(np.median(np.log(ends[[g for g in others if g in ok]])))) if len(ok) > 2 else np.nan
+        x = max(x for _, x, _, _ in blocks)
+        return [blocks[hi], blocks[lo], *out[len(blocks) :], (f"{len(others)} others", x, middle, OTHERS_COLOR)]
+
+    def crowded(self, ends: ArrayLike) -> bool:
+        """Whether the names of lines ending at ``ends`` (more than ``FEW_NAMED`` of them)
+        take more height, stacked, than the ends span on the axes."""
+        ax, ys = self.ax, np.asarray(ends, np.float64)
+        assert ax is not None  # named when the view has a norm axes
+        ys = ys[np.isfinite(ys) & ((ys > 0) | (ax.get_yscale() != "log"))]
+        if len(ys) <= FEW_NAMED + 1:  # the blocks and the median
+            return False
+        pixels = ax.transData.transform(np.column_stack([np.zeros(len(ys)), ys]))[:, 1]
+        span = (pixels.max() - pixels.min()) * 72 / ax.figure.dpi  # points
+        return len(ys) * 1.25 * (style.NOTE_SIZE + 0.5) > span
 
     def show_index(self) -> None:
         """The shown update's line, label and dots at the view's ``index``."""

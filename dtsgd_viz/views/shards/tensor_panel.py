@@ -116,6 +116,8 @@ class TensorPanel:
             flat = isinstance(self.box_aspect, float) and self.box_aspect < 0.25
             self._colorbar(flat or colorbar == "below")
         self.patches = block_patches(geometry, device_names)
+        # row bands (each block whole rows): the chips stand left of their rows, by the row ticks
+        self.beside = len(self.patches) > 1 and all(len(p.rects) == 1 and p.rects[0][2] == cols for p in self.patches)
         self.outlines, self.labels = [], []
         for p in self.patches:
             color, hatch, _ = styles[p.group]
@@ -144,6 +146,8 @@ class TensorPanel:
             self.labels.append(self._label(x, y, w, h, p, color, hatch, image is None))
         if self.named and any(self.label_below(t) for t in self.labels):  # the x label clear of the chips below
             self.ax.xaxis.labelpad = 4.0 + (LABEL_GAP if len(self.ax.get_xticks()) else 0.0) + 1.6 * CHIP_SIZE + 5.0
+        if self.named and self.beside:  # the y label clear of the chips left of the rows
+            self.ax.yaxis.labelpad = 4.0 + LABEL_GAP + max(w for w, _ in chip) + 6.0
 
     def _cell_points(self) -> tuple[float, float]:
         """A cell's ``(width, height)`` in points once laid out, about: the panel's share of its grid."""
@@ -190,6 +194,10 @@ class TensorPanel:
         shift = ax.figure.dpi_scale_trans
         if centred:
             text = ax.text(x + w / 2, y + h / 2, p.label, va="center", **kw)
+        elif self.beside:  # left of its rows, past the row ticks' labels
+            kw.update(ha="right", gid=kw["gid"] + ":beside")
+            left = ax.get_yaxis_transform() + ScaledTranslation(-(self._tick_width() + LABEL_GAP) / 72, 0, shift)
+            text = ax.text(0, y + h / 2, p.label, va="center", transform=left, **kw)
         elif y == 0:  # above the top edge: off the data
             up = ax.transData + ScaledTranslation(0, LABEL_GAP / 72, shift)
             text = ax.text(x + w / 2, 0, p.label, va="bottom", transform=up, **kw)
@@ -202,6 +210,16 @@ class TensorPanel:
             text = ax.text(x + w / 2, y, p.label, va="center", **kw)
         text.set_visible(self.named)
         return text
+
+    def _tick_width(self) -> float:
+        """Points from the heatmap's left edge past its y tick labels, about."""
+        labels = [str(t) for t in self.ax.get_yticks()] if len(self.ax.get_yticks()) else []
+        widest = max((text_size(str(int(float(t))), style.TICK_SIZE)[0] for t in labels), default=0.0)
+        return 3.5 + 3.5 + widest if labels else 0.0
+
+    def label_beside(self, text: Text) -> bool:
+        """Whether chip ``text`` (one of ``labels``) stands left of the heatmap, by its rows."""
+        return (text.get_gid() or "").endswith(":beside")
 
     def label_above(self, text: Text) -> bool:
         """Whether chip ``text`` (one of ``labels``) stands above the heatmap."""
@@ -246,11 +264,11 @@ class TensorPanel:
         ax, shape, rows, cols = self.ax, self.geometry.global_shape, self.rows, self.cols
         xs = sorted({r[0] for p in self.patches for r in p.rects} | {cols})
         ax.set_xticks(xs if len(xs) <= 17 else xs[:: -(-len(xs) // 16)])
-        if len(shape) == 2:
+        if len(shape) == 2 or blocks_are_slices(self.patches, shape):  # d0 slices that are the blocks: their rows
             ys = sorted({r[1] for p in self.patches for r in p.rects} | {rows})
             ax.set_yticks(ys if len(ys) <= 17 else ys[:: -(-len(ys) // 16)])
-        elif len(shape) < 2 or blocks_are_slices(self.patches, shape):
-            ax.set_yticks([])  # a strip, or d0 slices that are the blocks: the chips say it
+        elif len(shape) < 2:
+            ax.set_yticks([])  # a strip
         else:
             per = rows // shape[0]
             ticks = list(range(shape[0]))[:: -(-shape[0] // 12)]

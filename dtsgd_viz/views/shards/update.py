@@ -91,7 +91,7 @@ def _figure_size(shape: Sequence[int], panels: int) -> tuple[float, float]:
 
 def _suptitle(recording, name, index, kinds, shown, stats_only, largest, named) -> tuple[str, str]:
     """``(finding, settings)``: the magnitudes compared; the run's settings, layout and what is missing."""
-    subject = f"{name!r} at update {int(recording.steps[index])}"
+    subject = f"{name!r} at update {int(recording.steps[index])} of {int(recording.steps[-1])}"
     if index in flagged_steps(recording, name)[1]:
         subject += " (replicas disagree)"
     compared = magnitude_text(largest) if largest else None

@@ -9,7 +9,7 @@ import numpy as np
 from ..core import style
 from ..core.diverging import diverging_text
 from ..core.figure import fit, headline, new_figure
-from .findings import KIND_NOUNS, STATS_ONLY_TEXT, change_text, layout_text, spread_text  # noqa: F401 - widgets read them here
+from .findings import KIND_NOUNS, STATS_ONLY_TEXT, change_text, layout_text, spread_text, subject_text  # noqa: F401 - widgets read them here
 from .geometry import (
     as_image,
     axis_labels,
@@ -128,13 +128,12 @@ class ShardsView:
 
     def _subject(self) -> str:
         """What the shown tensor is and when: a gradient "at update k", a parameter or velocity "after" it."""
-        update = self.recording.steps[self.index]
-        when = f" at update {update}" if self.kind == "grad" else f" after update {update}"
+        steps = self.recording.steps
         held = self.stats if self.stats_only else self.values
         assert held is not None  # ``_load`` read the kind's values or stats
         bad = " (holds NaN/Inf)" if not np.all(np.isfinite(held[self.index])) else ""
         bad += " (replicas disagree)" if self.index in self.mismatch_idx else ""
-        return f"{KIND_NOUNS.get(self.kind, self.kind)} of {self.name!r}{when}{bad}"
+        return subject_text(self.kind, self.name, int(steps[self.index]), int(steps[-1])) + bad
 
     def block_norms(self) -> np.ndarray:
         """Each block's (replica group's) L2 norm at the shown update: the title's numbers."""

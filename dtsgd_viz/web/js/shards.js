@@ -269,7 +269,8 @@ function render({ model, el: root }) {
         dots[q].setAttribute("data-norm", ln.r.norms.at(normAt[i], ln.q));
       });
       const noun = d.kind_nouns[kind];
-      title.textContent = kind === "grad" ? `${variable}: the ${noun} of update ${u}` : `${variable}'s ${noun} after update ${u}`;
+      // as subject_text (views/shards/findings.py) writes it: "velocity of 'w' after update 10 of 40"
+      title.textContent = `${noun} of '${variable}' ${kind === "grad" ? "at" : "after"} update ${u} of ${d.last_update}`;
     }
 
     function highlight(group) {
