@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from matplotlib import colors as mcolors
 
-from ..views.compare import looks
+from ..views.compare import display_name, looks
 from ..views.core import style
 from ..views.core.figure import fit, headline
 from ..views.shards.findings import subject_text
@@ -72,7 +72,7 @@ def gaps_text(runs: dict[str, Recording], name: str, kind: str = "velocity", ste
     """The title of the runs side by side: the tensor shown and how far each run is from the
     first at update ``step`` (``gaps``)::
 
-        velocity of 'w' after update 10 of 12: nesterov 42% from momentum
+        velocity of 'w' after update 10 of 12: Nesterov 42% from momentum
     """
     first = runs[next(iter(runs))]
     steps = first.steps
@@ -80,7 +80,9 @@ def gaps_text(runs: dict[str, Recording], name: str, kind: str = "velocity", ste
     base = next(iter(runs))
     what = "" if first.mode != "stats" else "'s norm"
     said = [
-        f"{run} equal to {base}" if gap == 0 else f"{run}{what} {percent_text(gap)} from {base}{what}"
+        f"{display_name(run)} equal to {display_name(base)}"
+        if gap == 0
+        else f"{display_name(run)}{what} {percent_text(gap)} from {display_name(base)}{what}"
         for run, gap in gaps(runs, name, kind, int(steps[i])).items()
     ]
     return f"{subject_text(kind, name, int(steps[i]), int(steps[-1]))}: {', '.join(said)}"
@@ -158,7 +160,7 @@ class RunsShardsView:
         color = self.look[run].color
         ink = "black" if float(np.dot(mcolors.to_rgb(color), (0.299, 0.587, 0.114))) > 0.5 else "white"
         box = dict(boxstyle="round,pad=0.3", facecolor=color, edgecolor="none")
-        ax.set_title(run, fontsize=style.TITLE_SIZE, pad=pad + 3, color=ink, fontweight="bold", bbox=box)
+        ax.set_title(display_name(run), fontsize=style.TITLE_SIZE, pad=pad + 3, color=ink, fontweight="bold", bbox=box)
 
     def _load(self):
         self.norms = {run: tensor_norms(r, self.name, self.kind) for run, r in self.runs.items()}

@@ -69,18 +69,19 @@ def test_the_title_is_gaps_text(runs):
     """The title's numbers are ``gaps``: each run's distance from the first at the shown
     update, relative to the first's, as numpy computes it from the recorded values."""
     from dtsgd_viz.views.core.figure import headline_texts, new_figure
+    from dtsgd_viz.views.compare import display_name
     from dtsgd_viz.widgets.shard_runs import RunsShardsView, gaps, gaps_text
 
     a, b = (r.global_values("w", "velocity")[6].astype(np.float64) for r in runs.values())
     expected = np.linalg.norm(b - a) / np.linalg.norm(a)
     assert gaps(runs, "w", "velocity", 7) == {"nesterov": pytest.approx(expected)}
     text = gaps_text(runs, "w", "velocity", 7)
-    assert text == f"velocity of 'w' after update 7 of 12: nesterov {expected:.0%} from momentum"
+    assert text == f"velocity of 'w' after update 7 of 12: Nesterov {expected:.0%} from momentum"
     view = RunsShardsView(runs, "w", "velocity", 6, figure=new_figure((9.3, 5.0)))
     assert headline_texts(view.figure)[0].replace("\n", " ") == text
     # each run named on a chip in its rule's colour, over its heatmap with the layout's x label
     for ax, run in zip(view.heat_axes, runs):
-        assert ax.get_title() == run
+        assert ax.get_title() == display_name(run)
         assert ax.title.get_bbox_patch().get_facecolor()[:3] == pytest.approx(mcolors.to_rgb(view.look[run].color))
         assert ax.get_xlabel() == "dim 1 (sharded over 'model')"
     view.set_index(9)

@@ -8,14 +8,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .draw import draw, looks
-from .geometry import CompareData, Findings, compare_data, compare_findings, findings_of
+from .geometry import CompareData, Findings, compare_data, compare_findings, display_name, findings_of
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from ...recording.recording import Recording
 
-__all__ = ["CompareData", "Findings", "compare_data", "compare_findings", "looks", "plot_compare"]
+__all__ = ["CompareData", "Findings", "compare_data", "compare_findings", "display_name", "looks", "plot_compare"]
 
 
 def plot_compare(runs: dict[str, Recording], variable: str | None = None) -> Figure:
