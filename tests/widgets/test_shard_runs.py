@@ -68,8 +68,8 @@ def test_stats_runs_and_bad_input():
 def test_the_title_is_gaps_text(runs):
     """The title's numbers are ``gaps``: each run's distance from the first at the shown
     update, relative to the first's, as numpy computes it from the recorded values."""
-    from dtsgd_viz.views.core.figure import headline_texts, new_figure
     from dtsgd_viz.views.compare import display_name
+    from dtsgd_viz.views.core.figure import headline_texts, new_figure
     from dtsgd_viz.widgets.shard_runs import RunsShardsView, gaps, gaps_text
 
     a, b = (r.global_values("w", "velocity")[6].astype(np.float64) for r in runs.values())
