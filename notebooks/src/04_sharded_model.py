@@ -340,7 +340,7 @@ print(dtsgd_viz.findings(probes, bowl, step=20))  # what plot_paths and plot_upd
 # directions and evaluates the bowl on that plane, so the contours under the paths are
 # real. Both runs head down the bowl's long valley; heavy-ball momentum swings further
 # past its floor before turning back (the bump in its loss around update 15), while
-# Nesterov's look-ahead turns earlier. Their paths are furthest apart around updates 15-20 and end
+# Nesterov's look-ahead turns earlier. Their paths are furthest apart around update 20 and end
 # level. `step=20` rings each run where it is after update 20, where the runs are
 # furthest apart, on its whole path; at this scale update 20 itself is too short to draw as arrows
 # (the title says "marked"), so `plot_update` below takes it apart. Neither run reaches the bottom (the star): along
