@@ -193,8 +193,8 @@ function render({ model, el: root }) {
       const xs = [], ys = [];
       for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1))); }  // up to where update n starts
       el("polyline", { points: points(xs, ys), ...lineStyle(lk), opacity: 0.3 }, cg);
-      // where update n starts, g taken there: a dot (its arrows run from here to the ring after it), as in the still
-      el("circle", { cx: f.x(r.position.at(i, 0)), cy: f.y(r.position.at(i, 1)), r: 3, fill: lk.color, class: "dv-before" }, cg);
+      // where update n starts, g taken there: a small white disk (its arrows run from here to the open ring after it)
+      el("circle", { cx: f.x(r.position.at(i, 0)), cy: f.y(r.position.at(i, 1)), r: 3.5, fill: "white", stroke: lk.color, "stroke-width": 1.4, class: "dv-before" }, cg);
       let px = r.position.at(i, 0), py = r.position.at(i, 1);
       r.terms.forEach((t, q) => {
         const qx = px + r.uvs.at(i, q, 0), qy = py + r.uvs.at(i, q, 1);
