@@ -245,8 +245,6 @@ def path_state(
         positions.append(coords[kept])
         nexts.append(coords[kept + 1])
         runs[key] = run
-    from ..widgets.explorer_figure import MIN_ZOOM  # the still's: under it no boxes on the paths
-
     ticks, labels = loss_ticks(loss_lo, loss_hi)
     zoom, factors = zoom_boxes(positions, chains, nexts, scene.box, iterates)
     return {
@@ -269,7 +267,6 @@ def path_state(
         "zoom": encode.array(zoom),
         "zoom_factor": encode.array(factors),
         "zoom_text": [span_text(f) if np.isfinite(f) else "" for f in factors],  # the caption's 1/N
-        "zoom_shown": [bool(f >= MIN_ZOOM) for f in factors],  # boxes on the paths only where they zoom in
         "update_ticks": update_ticks(int(steps[-1])),
         "loss_range": [float(loss_lo), float(loss_hi)] if loss_hi > 0 else None,
         "loss_ticks": ticks,

@@ -76,7 +76,7 @@ function render({ model, el: root }) {
 
   // ---- the paths panel (static, then the moving parts) ----
   const main = fitBox(d.box, PATHS);
-  {  // the paths panel clips to its frame (a zoom box near the edge stays inside it)
+  {  // the paths panel clips to its frame
     const c = defs.querySelector(`#${uid}-clip0 rect`);
     for (const [k, v] of Object.entries(main.inner)) c.setAttribute({ w: "width", h: "height" }[k] || k, v);
   }
@@ -174,7 +174,6 @@ function render({ model, el: root }) {
   const closeTitle = text(svg, CLOSE.x, CLOSE.y - 10, "", { "font-size": fs.title, "font-weight": "bold", class: "dv-close-title" });
   const bg = el("g", { class: "dv-bars" }, svg);
   for (const name of names) for (const t of runs[name].terms) arrowHead(defs, `${uid}-${name}-${t}`, runs[name].termColors[t]);
-  const zoomRects = names.map(() => el("rect", { fill: "none", stroke: "#333", "stroke-width": 0.8, "stroke-dasharray": "2 2", opacity: 0.7, class: "dv-zoom-box" }, pg));
 
   function closeUp(i) {
     names.forEach((name, j) => {
@@ -184,11 +183,6 @@ function render({ model, el: root }) {
       if (!isFinite(zb[0][0])) return;
       const f = fitBox(zb, closeRects[j]);
       cg.setAttribute("data-box", JSON.stringify(zb));
-      const zr = zoomRects[j];
-      zr.setAttribute("x", main.x(zb[0][0])); zr.setAttribute("y", main.y(zb[1][1]));
-      zr.setAttribute("width", Math.max(3, main.x(zb[0][1]) - main.x(zb[0][0])));
-      zr.setAttribute("height", Math.max(3, main.y(zb[1][0]) - main.y(zb[1][1])));
-      zr.setAttribute("stroke", look.runs[name].color);
       const r = runs[name], lk = look.runs[name];
       const xs = [], ys = [];
       for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1))); }  // up to where update n starts
@@ -211,7 +205,6 @@ function render({ model, el: root }) {
         `, every panel spans ${d.zoom_text[i]} of the paths' width`;
     }
     closeTitle.setAttribute("data-zoom", zf[i]);
-    for (const zr of zoomRects) zr.setAttribute("visibility", d.zoom_shown[i] ? "visible" : "hidden");
   }
 
   // the lengths of the terms and of the step, every run on one axis
