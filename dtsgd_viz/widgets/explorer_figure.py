@@ -139,7 +139,12 @@ def explorer_view(
     looks = style.run_looks(scene.coords)
     handles = legend_handles(scene, looks, None if update is None else "after the update shown")
     art.legend = fig.legend(
-        handles=handles, loc="outside lower center", ncols=len(handles), fontsize=style.NOTE_SIZE, frameon=False
+        handles=handles,
+        loc="outside lower center",
+        ncols=len(handles),
+        fontsize=style.NOTE_SIZE,
+        frameon=False,
+        handlelength=style.handle_length(),
     )
     if update is not None:
         mark_mean(scene, art, update)
@@ -165,14 +170,14 @@ def explorer_view(
 
 def mark_mean(scene: PathScene, art: PathArtists, update: int) -> list[Artist]:
     """The loss panel's pale band over the updates whose mean loss the headline at
-    ``update`` compares (``findings_of(scene, upto=update).window``, ``loss.mark_window``),
-    the band of the update shown before removed. Returns the artists drawn."""
+    ``update`` compares (``findings_of(scene, upto=update).window``, ``loss.mark_window``;
+    shaded only, no mean bars), the band of the update shown before removed. Returns the artists drawn."""
     if art.ax_loss is None:
         return []
     for a in [*art.ax_loss.patches, *art.ax_loss.lines, *art.ax_loss.texts]:
         if (a.get_gid() or "").startswith(("loss-window", "loss-mean:")):
             a.remove()
-    return mark_window(art, findings_of(scene, upto=int(update), paths=False))
+    return mark_window(art, findings_of(scene, upto=int(update), paths=False), bars=False)
 
 
 def move_loss_dots(art: PathArtists, dots: Mapping[str, tuple[float, float]]) -> None:

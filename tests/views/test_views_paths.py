@@ -14,6 +14,7 @@ from dtsgd_viz.theory import reference, surfaces
 from dtsgd_viz.views.core import style
 from dtsgd_viz.views.paths import geometry as geo
 from dtsgd_viz.views.paths.geometry import rule_name
+from dtsgd_viz.views.paths.loss import MEAN_LABEL
 from dtsgd_viz.views.paths.plot import draw_paths
 from dtsgd_viz.views.update import geometry as upd
 from dtsgd_viz.views.update.geometry import decompose_update
@@ -759,7 +760,7 @@ def test_the_gif_names_its_marks_in_a_legend_and_its_window_follows_the_frame(lo
     fig = anim._fig
     (legend,) = fig.legends
     texts = [t.get_text() for t in legend.get_texts()]
-    assert texts == [*(rule_name(k) for k in long_runs), "start", "minimum", "after the update"]
+    assert texts == [*(rule_name(k) for k in long_runs), "start", "minimum", "after the update", MEAN_LABEL]
     assert not fig.axes[0].texts  # nothing written on the paths
     ax_loss = fig.axes[1]
     for u in (5, 30, 60):
@@ -803,6 +804,26 @@ def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs,
     assert finding.startswith("Nesterov ends lowest")
     one = draw_paths({"nesterov": long_runs["nesterov"]}, CONDITIONED).figure
     assert headline_texts(one)[0].startswith("Nesterov reaches loss")
+
+
+def test_the_legend_shows_two_whole_dashes_and_names_the_white_outlined_mean_bars(rotated):
+    """Momentum's handle is long enough for two whole dashes of its pattern (matplotlib
+    scales a dash by the line's width); the mean bars over the shaded k are outlined in
+    white and the legend names them, in the same look."""
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=3)
+    (legend,) = fig.legends
+    entries = dict(zip([t.get_text() for t in legend.get_texts()], legend.legend_handles))
+    look = style.RULE_LOOKS["momentum"]
+    on, off = look.ls[1]
+    handle_pt = legend.handlelength * legend.prop.get_size_in_points()
+    assert handle_pt >= (2 * on + off) * look.lw
+    assert entries[MEAN_LABEL].get_path_effects()
+    found = dtsgd_viz.findings(rotated, ROTATED)
+    bars = gid_artists(fig, "loss-mean:")
+    assert set(bars) == set(found.ranking)
+    for key, bar in bars.items():
+        np.testing.assert_allclose(bar.get_ydata(), [found.tail_loss[key]] * 2, rtol=1e-12)
+        assert bar.get_path_effects() and bar.get_linewidth() == entries[MEAN_LABEL].get_linewidth()
 
 
 # ---- names on the paths, updates too short to see, the star over the paths ------------

@@ -232,6 +232,7 @@ def test_at_tutorial_03s_update_20_update_n_is_marked_at_k_n(tutorial_03):
     (band,) = [a for a in art.ax_loss.patches if a.get_gid() == "loss-window"]
     xs = np.asarray(band.get_path().transformed(band.get_patch_transform()).vertices)[:, 0]
     assert (xs.min(), xs.max()) == found.window
+    assert not [ln for ln in art.ax_loss.lines if (ln.get_gid() or "").startswith("loss-mean:")]  # shaded only
     assert not [t for t in art.ax_path.texts if t.get_visible() and t.get_text()]
     z = {ln.get_gid(): ln.get_zorder() for ln in art.ax_path.lines}
     rings = [v for k, v in z.items() if k.startswith("position:")]

@@ -194,6 +194,21 @@ HATCHES = {"only_momentum": "///", "only_nesterov": "\\\\\\", "cap": "..."}
 DIVERGED_COLOR = "#000000"
 
 
+def handle_length(fontsize: float = NOTE_SIZE, dashes: int = 2) -> float:
+    """A legend's ``handlelength`` (in font sizes) long enough to show ``dashes`` whole
+    dashes of every dashed rule's line (momentum's: matplotlib scales a dash by the width).
+
+    >>> round(handle_length(10.0), 2)   # momentum: 2 dashes of 4 and a gap of 1.6, times 2.5
+    2.45
+    """
+    longest = 2.0 * fontsize  # matplotlib's default
+    for look in RULE_LOOKS.values():
+        if isinstance(look.ls, tuple):
+            on, off = look.ls[1][0], look.ls[1][1]
+            longest = max(longest, (dashes * on + (dashes - 1) * off) * look.lw + 0.5)
+    return longest / fontsize
+
+
 def rule_of(name: str) -> str | None:
     """``plain``, ``momentum`` or ``nesterov`` for a config name (as ``optimizer_color``
     reads it), None for another name."""

@@ -16,7 +16,7 @@ from ..update.zoom import draw_inset, shared_factor, shared_zoom, span_text
 from . import geometry as geo
 from .findings import findings_of
 from .frames import PathArtists, draw_scene, follow_update, panel_at, set_trail
-from .loss import mark_window, nest_loss_dots
+from .loss import mark_window, mean_handle, nest_loss_dots
 from .names import legend_handles, open_rings_on_star
 from .scene import build_scene, ring_index, settings_line
 from .thin import up_to
@@ -111,8 +111,15 @@ def animate(
     art.ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
     _draw_loss_rests(art)
     looks = style.run_looks(scene.coords)
-    handles = legend_handles(scene, looks, "after the update")
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=style.NOTE_SIZE, frameon=False)
+    handles = [*legend_handles(scene, looks, "after the update"), mean_handle()]
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=len(handles),
+        fontsize=style.NOTE_SIZE,
+        frameon=False,
+        handlelength=style.handle_length(),
+    )
     width = fig.get_figwidth() * 72.0
     title = cast("Any", fig)._suptitle  # the headline's Text: its blank lines keep the subtitle's room
     lines = max(fit(h, width, style.SUPTITLE_SIZE, bold=True).count("\n") for h in heads.values()) + 1

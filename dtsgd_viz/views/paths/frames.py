@@ -17,7 +17,7 @@ from ..update import panel
 from . import geometry as geo
 from . import thin
 from .findings import finding, findings_of
-from .loss import draw_loss, mark_window
+from .loss import draw_loss, mark_window, mean_handle
 from .names import draw_start_and_minima, legend_handles
 from .scene import PathScene, ring_index, settings_line
 from .titles import path_title
@@ -117,13 +117,20 @@ def draw_scene(
         mark_window(art, findings_of(scene))
     ring = None if not picked else f"after update {int(update)}" if art.after else "before the update"
     if legend and own:
-        handles = legend_handles(scene, looks, ring)
+        handles = legend_handles(scene, looks, ring) + ([mean_handle()] if ax_loss is not None else [])
         art.legend = fig.legend(
-            handles=handles, loc="outside lower center", ncols=len(handles), fontsize=style.NOTE_SIZE, frameon=False
+            handles=handles,
+            loc="outside lower center",
+            ncols=len(handles),
+            fontsize=style.NOTE_SIZE,
+            frameon=False,
+            handlelength=style.handle_length(),
         )
     elif legend and ax_loss is None:  # one panel of someone else's figure: a short legend on it
         handles = legend_handles(scene, looks, ring, points=not art.names)
-        art.legend = ax_path.legend(handles=handles, fontsize=style.NOTE_SIZE, loc="best", framealpha=0.9)
+        art.legend = ax_path.legend(
+            handles=handles, fontsize=style.NOTE_SIZE, loc="best", framealpha=0.9, handlelength=style.handle_length()
+        )
     return fig, art
 
 
