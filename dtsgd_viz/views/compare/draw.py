@@ -104,7 +104,12 @@ def draw(data: CompareData, findings: Findings) -> Figure:
         _gap_panel(top[1], data, look)
     handles = [top[0].plot([], [], marker="", label=_label(data, findings, n), **look[n].line())[0] for n in data.names]
     fig.legend(
-        handles=handles, loc="outside lower center", ncols=min(4, len(handles)), fontsize=style.NOTE_SIZE, frameon=False
+        handles=handles,
+        loc="outside lower center",
+        ncols=min(4, len(handles)),
+        fontsize=style.NOTE_SIZE,
+        frameon=False,
+        handlelength=style.handle_length(),
     )
     return fig
 
