@@ -69,8 +69,8 @@ BOTTOM_MARGIN = 0.02  # of the figure's height, blank under the legend
 def update_finding(scene: PathScene, index: int) -> str:
     """The headline at recording index ``index`` (update ``u``): ``findings_of(scene,
     upto=u).headline()``, as ``print(dtsgd_viz.findings(runs, surface, upto=u))`` says
-    it, e.g. ``"After update 20, Nesterov is lowest: 6.2× below plain, 223× below
-    momentum (mean loss, k = 17–20)"``."""
+    it, e.g. ``"Lowest mean loss over k = 17–20: Nesterov, 6.2× below plain, 223×
+    below momentum"``."""
     update = int(next(iter(scene.recordings.values())).steps[index])
     return findings_of(scene, upto=update, paths=False).headline()
 

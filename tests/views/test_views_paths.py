@@ -801,9 +801,9 @@ def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs,
     from dtsgd_viz.views.core.figure import headline_texts
 
     finding, _ = headline_texts(long_update_5)
-    assert finding.startswith("Nesterov ends lowest")
+    assert finding.startswith("Lowest mean loss over k") and finding.split(": ", 1)[1].startswith("Nesterov, ")
     one = draw_paths({"nesterov": long_runs["nesterov"]}, CONDITIONED).figure
-    assert headline_texts(one)[0].startswith("Nesterov reaches loss")
+    assert headline_texts(one)[0].startswith("Mean loss over k") and ": Nesterov at " in headline_texts(one)[0]
 
 
 def test_the_legend_shows_two_whole_dashes_and_names_the_white_outlined_mean_bars(rotated):

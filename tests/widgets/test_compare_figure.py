@@ -68,7 +68,8 @@ def test_run_names_cover_no_path_vertex_and_stand_off_every_corner(widget):
             assert leader[0].get_color() == names[key].get_color()
 
 
-HEADLINE = r"(\w+) ends lowest: (\d+)× below (\w+), (\d+)× below (\w+) \(mean loss, k = (\d+)–(\d+)\)$"
+# the window first, then the best run after the colon and its ratios to the next two
+HEADLINE = r"Lowest mean loss over k = (\d+)–(\d+): (\w+), (\d+)× below (\w+), (\d+)× below (\w+)$"
 
 
 @pytest.mark.slow
@@ -81,13 +82,13 @@ def test_headline_says_the_tables_numbers(widget):
     rows = {rule_name(r.name): r for r in widget.rows}
     m = re.match(HEADLINE, finding)
     assert m, finding
-    assert (int(m[6]), int(m[7])) == (51, 60)
+    assert (int(m[1]), int(m[2])) == (51, 60)
     assert ">mean loss after 51–60 updates<" in widget.table.value and ">loss after 60 updates<" in widget.table.value
     for key, rec in widget.recordings.items():  # numpy on the recorded parameters
         after = SURFACE.value_np(rec.path("w").astype(np.float64))
         assert widget.rows[list(widget.recordings).index(key)].mean_loss == pytest.approx(after[51:].mean(), rel=1e-12)
-    best = rows[m[1]]
-    for times, name in ((m[2], m[3]), (m[4], m[5])):
+    best = rows[m[3]]
+    for times, name in ((m[4], m[5]), (m[6], m[7])):
         assert int(times) == round(rows[name].mean_loss / best.mean_loss)  # the table's means' ratio
         assert f">{rows[name].mean_loss:.2e}<" in widget.table.value
         assert f">{rows[name].final_loss:.2e}<" in widget.table.value
@@ -114,8 +115,10 @@ def test_loss_lines_end_on_the_tables_and_the_headlines_numbers(widget):
     finding = " ".join(headline_texts(widget.figure)[0].split())
     m = re.match(HEADLINE, finding)
     means = {rule_name(k): float(np.mean(line.get_ydata()[51:])) for k, line in lines.items()}
-    for times, name in ((m[2], m[3]), (m[4], m[5])):
-        assert int(times) == round(means[name] / means[m[1]])  # the plotted lines' means' ratio
+    assert m, finding
+    assert (int(m[1]), int(m[2])) == (51, 60)  # the shaded window the bars span
+    for times, name in ((m[4], m[5]), (m[6], m[7])):
+        assert int(times) == round(means[name] / means[m[3]])  # the plotted lines' means' ratio
 
 
 def _names_clear(widget):

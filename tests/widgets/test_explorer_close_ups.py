@@ -3,6 +3,8 @@ drawn up close, every run on one zoom with its terms at their true length (a run
 small there seen in its inset), the caption's ×N is that zoom, no two texts of the
 figure overlap, and the figure stays a notebook column wide with nothing cut off."""
 
+import re
+
 import matplotlib
 import numpy as np
 import pytest
@@ -104,9 +106,13 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
             k: ROTATED.value_np(r.path("w").astype(np.float64)[u - tail + 1 : u + 1]).mean() for k, r in recs.items()
         }
         low, second = sorted(means.values())[:2]
-        best = f"{rule_name(min(means, key=means.get))} is lowest" if second > 1.05 * low else "the runs are level"
         finding = " ".join(headline_texts(explorer.figure)[0].split())
-        assert finding.startswith(f"After update {u}, {best}"), u
+        window, said = finding.split(": ", 1)  # the window first: it ends at k = u
+        assert re.fullmatch(rf"(?:Lowest )?(?:mean loss over k = \d+–{u}|loss after {u} updates?)", window), u
+        if second > 1.05 * low:  # the best run after the colon
+            assert said.startswith(f"{rule_name(min(means, key=means.get))}, "), u
+        else:
+            assert " level at " in said, u
         assert finding == " ".join(dtsgd_viz.findings(recs, ROTATED, upto=u).headline().split()), u
         # no two texts of any panel overlap (views.text.clashes)
         for ax in [art.ax_path, art.ax_loss, *art.zoom_axes.values()]:
@@ -190,14 +196,14 @@ def test_update_finding_ranks_the_losses_at_the_update(explorer):
     order = sorted(loss, key=loss.get)
     ranked = [rule_name(k) for k in order]  # as figures name them: "Nesterov"
     text = update_finding(scene, i)  # recording index 3: update 4; the loss after k = 4 updates
-    assert text.startswith(f"After update {i + 1}, {ranked[0]} is lowest: ")
+    assert text.startswith(f"Lowest loss after {i + 1} updates: {ranked[0]}, ")
     assert text.index(f"below {ranked[1]}") < text.index(f"below {ranked[2]}")
     # a run gone non-finite is said to have diverged, and ranked with none
     bad = dict(scene.losses)
     steps, values, own = bad[order[0]]
     bad[order[0]] = (steps, np.full_like(values, np.nan), own)
     text = update_finding(dataclasses.replace(scene, losses=bad), i)
-    assert text.startswith(f"After update {i + 1}, {ranked[1]} is lowest") and f"{ranked[0]} diverged" in text
+    assert text.startswith(f"Lowest loss after {i + 1} updates: {ranked[1]}, ") and f"{ranked[0]} diverged" in text
 
 
 @pytest.fixture(scope="module")
