@@ -24,6 +24,7 @@ from matplotlib import colors as mcolors
 from ..views.compare.geometry import tail_length
 from ..views.core import style
 from ..views.paths import geometry as geo
+from ..views.paths.loss import LOSS_XLABEL
 from ..views.paths.scene import build_scene
 from ..views.shards.ticks import log_tick_texts
 from ..views.update import geometry as upd
@@ -268,6 +269,7 @@ def path_state(
         "zoom_factor": encode.array(factors),
         "zoom_text": [span_text(f) if np.isfinite(f) else "" for f in factors],  # the caption's 1/N
         "update_ticks": update_ticks(int(steps[-1])),
+        "loss_xlabel": LOSS_XLABEL,  # the loss axis' words, as every loss panel says them
         "loss_range": [float(loss_lo), float(loss_hi)] if loss_hi > 0 else None,
         "loss_ticks": ticks,
         "loss_labels": labels,

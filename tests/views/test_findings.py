@@ -15,6 +15,7 @@ import dtsgd_viz
 from dtsgd_viz import surfaces
 from dtsgd_viz.views.core.figure import headline_texts
 from dtsgd_viz.views.paths.geometry import rule_name
+from dtsgd_viz.views.paths.loss import MEAN_LABEL
 
 matplotlib.use("Agg")
 
@@ -194,7 +195,7 @@ def test_plot_paths_states_the_findings(request, which, step):
     (band,) = [p for p in ax_loss.patches if p.get_gid() == "loss-window"]
     assert (band.get_x(), band.get_x() + band.get_width()) == pytest.approx((a, b))
     # the legend says what the rings are; no caption
-    assert [t.get_text() for t in fig.legends[0].get_texts()][-1] == f"after update {step}"
+    assert [t.get_text() for t in fig.legends[0].get_texts()][-2:] == [f"after update {step}", MEAN_LABEL]
     assert fig._supxlabel is None
 
 

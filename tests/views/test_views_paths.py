@@ -92,6 +92,7 @@ def test_path_vertices_are_the_recorded_params(rotated, rotated_figure):
         "start",
         "minimum",
         f"after update {fig.axes[0].get_title().split()[1].rstrip(':')}",
+        MEAN_LABEL,  # the bars over the shaded k
     ]
     for handle, name in zip(legend.legend_handles, rotated):
         assert handle.get_color() == paths[name].get_color()
@@ -747,7 +748,7 @@ def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(l
     assert trails["nesterov"].get_zorder() < paths["momentum"].get_zorder() < paths["plain"].get_zorder()
     assert trails["momentum"].get_zorder() < paths["plain"].get_zorder()
     # the legend names the ring: the widgets' rings are the parameters before the update
-    assert [t.get_text() for t in fig.legends[0].get_texts()][-1] == "before the update"
+    assert [t.get_text() for t in fig.legends[0].get_texts()][-2:] == ["before the update", MEAN_LABEL]
     # past the update the runs stay apart: each rest keeps its rule's dash
     for name, rest in rests.items():
         assert rest.get_linestyle() == paths[name].get_linestyle()

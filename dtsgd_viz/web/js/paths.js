@@ -4,11 +4,11 @@
 // parameters after it, the loss panel's line and dots at k = n (d.marked_k). Every number
 // comes from the state Python wrote (dtsgd_viz.web.path_state).
 
-const W = 930, H = 540;
-const PATHS = { x: 10, y: 30, w: 450, h: 470 }; // the key of its marks under it
-const LOSS = { x: 545, y: 48, w: 370, h: 140 };
-const CLOSE = { x: 545, y: 244, w: 370, h: 120 }; // one square per run, side by side
-const BARS = { x: 620, y: 392, w: 240, h: 140 }; // room right of the longest bar for its number
+const W = 930, H = 780;
+const PATHS = { x: 10, y: 30, w: 450, h: 450 }; // the key of its marks under it
+const LOSS = { x: 545, y: 48, w: 370, h: 330 }; // the loss after k updates, tall: its decades read
+const CLOSE = { x: 10, y: 540, w: 620, h: 200 }; // under the paths: one square per run, side by side
+const BARS = { x: 710, y: 540, w: 170, h: 150 }; // right of the close-ups: room right of the longest bar for its number
 
 function decodeRuns(d) {
   const out = {};
@@ -143,7 +143,7 @@ function render({ model, el: root }) {
     el("line", { x1: x, x2: x, y1: LOSS.y + LOSS.h, y2: LOSS.y + LOSS.h + 4, stroke: "#333" }, lg);
     text(lg, x, LOSS.y + LOSS.h + 16, String(t), { "font-size": fs.tick, "text-anchor": "middle" });
   });
-  text(lg, LOSS.x + LOSS.w, LOSS.y + LOSS.h + 30, "k (updates)", { "font-size": fs.tick, "text-anchor": "end", fill: "#555" });
+  text(lg, LOSS.x + LOSS.w / 2, LOSS.y + LOSS.h + 32, d.loss_xlabel, { "font-size": fs.tick, "text-anchor": "middle", fill: "#333", class: "dv-loss-xlabel" });
   const dots = {};
   if (ly) {
     for (const name of names) {
@@ -212,7 +212,19 @@ function render({ model, el: root }) {
   const rows = [];
   for (const t of ["momentum", "lookahead", "gradient"]) if (have.some((n) => runs[n].terms.includes(t))) rows.push({ key: t, label: "|" + d.term_names[t] + "|" });
   if (have.length) rows.push({ key: "step", label: "|step|" });
-  text(svg, CLOSE.x, BARS.y - 8, "lengths at the update shown", { "font-size": fs.title, "font-weight": "bold" });
+  text(svg, BARS.x - 55, BARS.y - 10, "lengths at the update shown", { "font-size": fs.title, "font-weight": "bold" });
+  if (have.length) {  // the bars' key: a bar per run, in its colour, its length in parameter units
+    const ky = BARS.y + BARS.h + 14;
+    let kx = BARS.x - 55;
+    for (const n of have) {
+      el("rect", { x: kx, y: ky - 8, width: 14, height: 8, fill: look.runs[n].color, class: "dv-bar-key", "data-run": n }, svg);
+      const t = text(svg, kx + 18, ky, d.rule_names[n], { "font-size": fs.tick });
+      let tw = 0;
+      try { tw = t.getComputedTextLength(); } catch (e) { tw = 0; }  // not laid out yet: by its letters
+      kx += 30 + (tw || 7.5 * d.rule_names[n].length);
+    }
+    text(svg, BARS.x - 55, ky + 16, "length in parameter units", { "font-size": fs.tick, fill: "#555", class: "dv-bar-units" });
+  }
   function bars(i) {
     bg.innerHTML = "";
     if (!have.length) { text(bg, BARS.x, BARS.y + 14, "(velocity and gradient not recorded)", { "font-size": fs.tick, fill: "#555" }); return; }
