@@ -234,6 +234,7 @@ show(dtsgd_viz.plot_paths(runs, valley, step=4))
 # it back; Nesterov's new velocity has already turned, so the two updates point far apart.
 
 # %%
+print("\n".join(dtsgd_viz.findings(runs, valley, step=4).update_lines()))  # the figure's headline and bars
 show(dtsgd_viz.plot_update(runs, valley, step=4))
 
 # %% [markdown]

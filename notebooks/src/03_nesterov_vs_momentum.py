@@ -99,6 +99,8 @@ show(dtsgd_viz.plot_paths(recordings, surface, step=5))
 # holds this update's gradient, so its step is several times shorter.
 
 # %%
+# the figure's numbers: its headline and the bars' lengths
+print("\n".join(dtsgd_viz.findings(recordings, surface, step=5).update_lines()))
 show(dtsgd_viz.plot_update(recordings, surface, step=5))
 
 # %% [markdown]

@@ -134,6 +134,23 @@ class PathFindings:
         assert self.step is not None  # the terms are of update ``step``
         return update_finding(self.terms, self.step)
 
+    def update_lines(self) -> list[str]:
+        """``plot_update``'s numbers at ``step``: its headline (``update_headline``) and
+        each run's term lengths and step length, as its bars show them ([] without ``terms``)."""
+        said = self.update_headline()
+        if not said:
+            return []
+        assert self.terms is not None  # said of them
+        name = geo.rule_name
+        width = max(8, *(len(name(n)) for n in self.names)) + 2
+        lines = [said]
+        for n, t in self.terms.items():
+            parts = [f"{_term_short(k)} {float(np.linalg.norm(v)):.3g}" for k, v in t.terms]
+            lines.append(
+                "  " + name(n).ljust(width) + "  ".join(parts) + f"  step {float(np.linalg.norm(t.total)):.3g}"
+            )
+        return lines
+
     def __str__(self) -> str:
         name = geo.rule_name
         width = max(8, *(len(name(n)) for n in self.names)) + 2
@@ -166,15 +183,7 @@ class PathFindings:
                 if len(self.names) > 1
                 else f"longest update: update {u}, {d:.3g} long"
             )
-        said = self.update_headline()
-        if said:
-            assert self.terms is not None  # said of them
-            lines.append(said)
-            for n, t in self.terms.items():
-                parts = [f"{_term_short(k)} {float(np.linalg.norm(v)):.3g}" for k, v in t.terms]
-                lines.append(
-                    "  " + name(n).ljust(width) + "  ".join(parts) + f"  step {float(np.linalg.norm(t.total)):.3g}"
-                )
+        lines += self.update_lines()
         return "\n".join(lines)
 
 
