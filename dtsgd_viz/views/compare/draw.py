@@ -12,6 +12,7 @@ import numpy as np
 from ..core import style
 from ..core.figure import headline, new_figure
 from ..core.log_ticks import LogTickFormatter
+from ..paths.loss import LOSS_XLABEL, LOSS_YLABEL
 from .geometry import CompareData, Findings
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ def _loss_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> 
             fontsize=style.NOTE_SIZE,
             color=style.SUBTITLE_COLOR,
         )
-    _style_axis(ax, "updates made (k)", "loss after k updates")
+    _style_axis(ax, LOSS_XLABEL, LOSS_YLABEL)  # as every loss axis
 
 
 def _mark_tail(ax: Axes, data: CompareData, findings: Findings, look: Mapping[str, style.Look]) -> None:
@@ -202,4 +203,4 @@ def _gap_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> N
         log_axis(ax)
     else:
         ax.set_yticks([])
-    _style_axis(ax, "updates made (k)", "distance / norm (1 = 100%)")
+    _style_axis(ax, LOSS_XLABEL, "distance / norm (1 = 100%)")
