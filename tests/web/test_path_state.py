@@ -511,3 +511,10 @@ def test_a_still_png_only_when_asked(recs, monkeypatch):
     data = bundle[0] if isinstance(bundle, tuple) else bundle
     width, height = png_size(base64.b64decode(data["image/png"]))
     assert width > 300 and height > 200
+
+
+def test_the_loss_axis_says_what_every_loss_axis_says(state):
+    """The browser's loss panel is labelled as every loss panel (``views.paths.loss``)."""
+    from dtsgd_viz.views.paths.loss import LOSS_XLABEL
+
+    assert state["loss_xlabel"] == LOSS_XLABEL == "updates made (k)"
