@@ -270,7 +270,7 @@ function render({ model, el: root }) {
     // ---- the table: each run's loss after the last update and the mean the headline compares
     const cx = [TABLE.x + 196, TABLE.x + 316];
     text(table, cx[0], TABLE.y - 22, `after ${steps} update${steps !== 1 ? "s" : ""}`, { "text-anchor": "end", "font-size": 11, fill: "#444", class: "dv-final-head" });
-    text(table, cx[1], TABLE.y - 22, windowText(a, b).replace("loss after", "after").replace("mean loss, ", "mean, "), { "text-anchor": "end", "font-size": 11, fill: "#444", class: "dv-mean-head" });
+    text(table, cx[1], TABLE.y - 22, windowText(a, b).replace("loss after", "after").replace("mean loss over ", "mean, "), { "text-anchor": "end", "font-size": 11, fill: "#444", class: "dv-mean-head" });
     el("line", { x1: TABLE.x, x2: cx[1] + 4, y1: TABLE.y - 16, y2: TABLE.y - 16, stroke: "#999", "stroke-width": 0.6 }, table);
     const loss = (v) => (isFinite(v) ? v.toExponential(2).replace("e-", "e\u2212") : "—");
     rules.forEach((r, q) => {
