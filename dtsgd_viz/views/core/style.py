@@ -160,7 +160,7 @@ EXTRA_LOOKS = (
 ROLE_LOOKS = {
     "start": Look("black", "none", 1.5, "o", 9.0, zorder=5.0),  # white face
     # opaque yellow face, over the paths (a path ending in it reads as reaching it) and
-    # under the rings, zoom boxes, arrows and labels
+    # under the rings, arrows and labels
     "minimum": Look("black", "none", 1.0, "*", 11.0, zorder=3.6),
     "current": Look(None, "none", 2.0, "o", 9.0, zorder=6.0),  # the update shown: white face
     # a path after the update shown: thin, no markers, the run's colour mixed towards white
