@@ -24,6 +24,7 @@ from matplotlib import colors as mcolors
 from ..views.compare.geometry import tail_length
 from ..views.core import style
 from ..views.paths import geometry as geo
+from ..views.paths.loss import LOSS_XLABEL
 from ..views.paths.scene import build_scene
 from ..views.shards.ticks import log_tick_texts
 from ..views.update import geometry as upd
@@ -245,8 +246,6 @@ def path_state(
         positions.append(coords[kept])
         nexts.append(coords[kept + 1])
         runs[key] = run
-    from ..widgets.explorer_figure import MIN_ZOOM  # the still's: under it no boxes on the paths
-
     ticks, labels = loss_ticks(loss_lo, loss_hi)
     zoom, factors = zoom_boxes(positions, chains, nexts, scene.box, iterates)
     return {
@@ -269,8 +268,8 @@ def path_state(
         "zoom": encode.array(zoom),
         "zoom_factor": encode.array(factors),
         "zoom_text": [span_text(f) if np.isfinite(f) else "" for f in factors],  # the caption's 1/N
-        "zoom_shown": [bool(f >= MIN_ZOOM) for f in factors],  # boxes on the paths only where they zoom in
         "update_ticks": update_ticks(int(steps[-1])),
+        "loss_xlabel": LOSS_XLABEL,  # the loss axis' words, as every loss panel says them
         "loss_range": [float(loss_lo), float(loss_hi)] if loss_hi > 0 else None,
         "loss_ticks": ticks,
         "loss_labels": labels,

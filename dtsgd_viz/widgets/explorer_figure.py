@@ -6,13 +6,12 @@ after n updates) and the pale band over the updates whose mean loss the headline
 (``findings(..., upto=n)``) compares. At the paths panel's scale most updates are a few
 pixels long, so the update's terms are drawn under the paths, one close-up per run on
 one shared zoom (``views.update.zoom``, as ``plot_update`` draws them); the one-line
-caption says that zoom once, and a dotted box on the paths says where each close-up
-looks. One legend under the figure names the runs, the start, the minimum and the ring.
+caption says that zoom once. One legend under the figure names the runs, the start, the minimum and the ring.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -21,20 +20,19 @@ from ..views.core import style
 from ..views.core.figure import fit, headline, new_figure
 from ..views.paths import geometry as geo
 from ..views.paths.findings import findings_of
-from ..views.paths.frames import SQUARE_PATHS_SIZE, ZOOM_BOX_LOOK, ZOOM_BOX_Z, PathArtists, draw_scene, draw_zoom
+from ..views.paths.frames import SQUARE_PATHS_SIZE, PathArtists, draw_scene, draw_zoom
 from ..views.paths.loss import mark_window, nest_loss_dots
 from ..views.paths.names import legend_handles, open_rings_on_star
 from ..views.paths.plot import PathsView
 from ..views.paths.scene import build_scene, settings_line
 from ..views.update import panel as update_panel
-from ..views.update.zoom import draw_inset, shared_factor, shared_zoom, zoom_caption
+from ..views.update.zoom import draw_inset, shared_zoom, zoom_caption
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import ConstrainedLayoutEngine
-    from matplotlib.patches import Rectangle
     from matplotlib.text import Text
 
     from ..recording import Recording
@@ -45,7 +43,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CLOSE_UP_SIZE",
     "CLOSE_UP_CAPTION",
-    "MIN_ZOOM",
     "explorer_view",
     "draw_close_up",
     "draw_close_ups",
@@ -56,7 +53,6 @@ __all__ = [
     "explorer_caption",
     "set_finding",
     "mark_mean",
-    "shown_box",
     "follow_headline",
     "headline_parts",
     "move_loss_dots",
@@ -66,8 +62,6 @@ __all__ = [
 CLOSE_UP_SIZE = (style.WIDTH, 8.3)  # headline, paths and loss, caption, a close-up per run, legend
 CLOSE_UP_CAPTION = "Below: update {k}, {zoom}"  # one line; {zoom}: ``views.update.zoom.zoom_caption``
 CAPTION_SIZE = style.TICK_SIZE  # the caption's type: over style.NOTE_SIZE, the smallest allowed
-MIN_BOX_FRAC = 0.05  # a close-up's box on the paths is drawn at least this much of the paths' span
-MIN_ZOOM = 2.0  # a shared zoom under this draws no boxes on the paths (they would cover most of it)
 TRAIL_KEEP = 2  # the path's segments a close-up keeps before the update (older ones crowd it)
 BOTTOM_MARGIN = 0.02  # of the figure's height, blank under the legend
 
@@ -75,8 +69,8 @@ BOTTOM_MARGIN = 0.02  # of the figure's height, blank under the legend
 def update_finding(scene: PathScene, index: int) -> str:
     """The headline at recording index ``index`` (update ``u``): ``findings_of(scene,
     upto=u).headline()``, as ``print(dtsgd_viz.findings(runs, surface, upto=u))`` says
-    it, e.g. ``"After update 20, Nesterov is lowest: 6.2× below plain, 223× below
-    momentum (mean loss, k = 17–20)"``."""
+    it, e.g. ``"Lowest mean loss over k = 17–20: Nesterov, 6.2× below plain, 223×
+    below momentum"``."""
     update = int(next(iter(scene.recordings.values())).steps[index])
     return findings_of(scene, upto=update, paths=False).headline()
 
@@ -126,8 +120,7 @@ def explorer_view(
     """The ``PathsView`` the explorer updates: the headline (``update_finding``), the
     paths and the loss marked at update ``step`` (the rings after it, the loss at k =
     ``step``, ``scene.ring_index(after=True)``) and, with ``zoom`` and ``arrows``, one
-    close-up axes per run under them (``artists.zoom_axes``, their boxes on the paths
-    ``artists.zoom_boxes``; ``draw_close_ups`` draws them); one legend under it all."""
+    close-up axes per run under them (``artists.zoom_axes``; ``draw_close_ups`` draws them); one legend under it all."""
     scene = build_scene(recordings, surface, name)
     update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
     close = bool(zoom and arrows) and update is not None
@@ -146,7 +139,12 @@ def explorer_view(
     looks = style.run_looks(scene.coords)
     handles = legend_handles(scene, looks, None if update is None else "after the update shown")
     art.legend = fig.legend(
-        handles=handles, loc="outside lower center", ncols=len(handles), fontsize=style.NOTE_SIZE, frameon=False
+        handles=handles,
+        loc="outside lower center",
+        ncols=len(handles),
+        fontsize=style.NOTE_SIZE,
+        frameon=False,
+        handlelength=style.handle_length(),
     )
     if update is not None:
         mark_mean(scene, art, update)
@@ -155,7 +153,6 @@ def explorer_view(
     gap = fig.add_subplot(grid[1, :])  # the caption's row, between the paths and the close-ups
     gap.axis("off")
     art.zoom_axes = {key: fig.add_subplot(grid[2, 2 * i : 2 * i + 2]) for i, key in enumerate(scene.coords)}
-    art.zoom_boxes = {key: _zoom_box(ax_path, key, scene.colors[key]) for key in scene.coords}
     assert update is not None  # close: an update to draw
     art.caption = gap.text(
         0.5,
@@ -173,14 +170,14 @@ def explorer_view(
 
 def mark_mean(scene: PathScene, art: PathArtists, update: int) -> list[Artist]:
     """The loss panel's pale band over the updates whose mean loss the headline at
-    ``update`` compares (``findings_of(scene, upto=update).window``, ``loss.mark_window``),
-    the band of the update shown before removed. Returns the artists drawn."""
+    ``update`` compares (``findings_of(scene, upto=update).window``, ``loss.mark_window``;
+    shaded only, no mean bars), the band of the update shown before removed. Returns the artists drawn."""
     if art.ax_loss is None:
         return []
     for a in [*art.ax_loss.patches, *art.ax_loss.lines, *art.ax_loss.texts]:
         if (a.get_gid() or "").startswith(("loss-window", "loss-mean:")):
             a.remove()
-    return mark_window(art, findings_of(scene, upto=int(update), paths=False))
+    return mark_window(art, findings_of(scene, upto=int(update), paths=False), bars=False)
 
 
 def move_loss_dots(art: PathArtists, dots: Mapping[str, tuple[float, float]]) -> None:
@@ -198,15 +195,6 @@ def show_arrows(scene: PathScene, art: PathArtists, update: int, title: str) -> 
         q.set_visible(not art.zoom_axes)
     assert art.title is not None  # draw_scene titles the paths panel
     art.title.set_text(f"Update {int(update)}: its terms up close below" if art.zoom_axes and art.arrows else title)
-
-
-def _zoom_box(ax: Axes, key: str, color: str) -> Rectangle:
-    """A close-up's dotted box on the paths, over the star and the paths, under the rings."""
-    from matplotlib.patches import Rectangle
-
-    box = Rectangle((0, 0), 0, 0, ec=color, zorder=ZOOM_BOX_Z, gid=f"zoom-box:{key}", **ZOOM_BOX_LOOK)
-    ax.add_patch(box)
-    return box
 
 
 def tidy_loss_axis(ax: Axes | None) -> None:
@@ -234,23 +222,6 @@ def close_up_title(key: str, zoom: float | None = None) -> str:
     return geo.rule_name(key)
 
 
-def shown_box(
-    box: Sequence[tuple[float, float]], main_box: Sequence[tuple[float, float]], min_frac: float = MIN_BOX_FRAC
-) -> tuple[tuple[float, float], ...]:
-    """``box`` (``((x0, x1), (y0, y1))``, data) grown about its centre to at least
-    ``min_frac`` of ``main_box``'s larger side: a ×50 close-up's box would be a speck.
-
-    >>> shown_box(((1.0, 1.01), (2.0, 3.0)), ((0, 4), (0, 2)))
-    ((0.905, 1.105), (2.0, 3.0))
-    """
-    least = min_frac * max(float(np.ptp(main_box[0])), float(np.ptp(main_box[1])))
-    out = []
-    for lo, hi in box:
-        half, mid = max(hi - lo, least) / 2.0, (lo + hi) / 2.0
-        out.append((round(mid - half, 12), round(mid + half, 12)))
-    return tuple(out)
-
-
 def _trim_close_up(ax: Axes, key: str) -> None:
     """Keep only the path's last ``TRAIL_KEEP`` segments before the update in a close-up:
     the whole path faintly and the older trail crowd a wide (×5) one."""
@@ -270,36 +241,28 @@ def _trim_close_up(ax: Axes, key: str) -> None:
 
 
 def draw_close_up(scene: PathScene, art: PathArtists, key: str, data: PanelData) -> None:
-    """Redraw ``key``'s close-up at ``data`` (``path_frames.draw_zoom``: the panel and its
-    box on the paths, grown to ``shown_box``), titled with the run's name, with only the
+    """Redraw ``key``'s close-up at ``data`` (``path_frames.draw_zoom``), titled with the run's name, with only the
     path's last segments. ``draw_close_ups`` draws every run's on one zoom."""
     draw_zoom(scene, art, key, data)
     ax = art.zoom_axes[key]
     _trim_close_up(ax, key)
     ax.set_title(close_up_title(key), fontsize=style.TITLE_SIZE, color=scene.colors[key], fontweight="bold")
-    if data.box is not None and key in art.zoom_boxes:
-        (x0, x1), (y0, y1) = shown_box(data.box, scene.box)
-        art.zoom_boxes[key].set_bounds(x0, y0, x1 - x0, y1 - y0)
 
 
 def draw_close_ups(scene: PathScene, art: PathArtists, panels: Mapping[str, PanelData]) -> None:
     """Redraw every run's close-up at ``panels`` (``{config: PanelData}``) on one zoom,
     as ``plot_update`` does (``views.update.zoom.shared_zoom``): each box the size of the
     largest, arrows at their true length, a run too small at that zoom drawn again closer
-    in an inset; the caption says the zoom once. Under ``MIN_ZOOM`` the boxes on the
-    paths are hidden (they would cover most of it)."""
+    in an inset; the caption says the zoom once."""
     if not panels:
         return
     own, shared, insets = shared_zoom(panels, scene.box)
     styles = update_panel.run_styles(scene.coords)
-    boxed = shared_factor(scene.box, shared) >= MIN_ZOOM
     for key, data in shared.items():
         ax = art.zoom_axes[key]
         for child in list(ax.child_axes):  # the inset of the update shown before
             child.remove()
         draw_close_up(scene, art, key, data)
-        if key in art.zoom_boxes:
-            art.zoom_boxes[key].set_visible(boxed)
         if key in insets:
             for t in [t for t in ax.texts if (t.get_gid() or "").startswith("zoom-label:")]:
                 t.remove()  # named in no panel too small to name it in: its inset shows it

@@ -343,7 +343,6 @@ class PathExplorer(FigureWidget):
             *art.positions.values(),
             *art.arrows.values(),
             *art.trails.values(),
-            *art.zoom_boxes.values(),
             *art.loss_markers.values(),
             art.step_line,
             art.title,

@@ -75,8 +75,8 @@ for name, rec in recordings.items():
 # 5 are too short to see at this scale (plain's and Nesterov's are specks), so
 # `plot_update` below takes it apart up close; the right panel is the loss after k
 # updates, update 5 marked with a dashed line at k = 5 (the loss after it). The
-# headline compares each run's mean loss over the last 10 updates (shaded): classical
-# momentum's loss saw-tooths, so one point of it would say little. `findings` (below)
+# headline compares each run's mean loss over the last 10 updates (shaded; the bars across
+# the band are the means): classical momentum's loss saw-tooths, so one point of it would say little. `findings` (below)
 # prints the same numbers.
 # Nesterov's first step is (1+μ) = 1.9 times the others': tf-keras takes
 # p ← p + μ·v − lr·g with v = −lr·g, so its first update already carries the momentum term.
@@ -89,16 +89,19 @@ show(dtsgd_viz.plot_paths(recordings, surface, step=5))
 # the old velocity's momentum $\mu v_{prev}$ then the gradient step $-\eta g$; for
 # Nesterov the look-ahead $\mu v_{new}$ then $-\eta g$. Tip to tail, the arrows end on the
 # next recorded point, in a ring ("after", as on the paths); the thin arrow is the step
-# they add up to. The dot is the parameter before the update, where $g$ was taken
-# (tf-keras stores Nesterov's look-ahead point as the parameter). Every panel is on one
+# they add up to. The small white disk is the parameter before the update, where $g$ was
+# taken (tf-keras stores Nesterov's look-ahead point as the parameter). Every panel is on one
 # zoom (the caption says what share of the paths' width each panel spans), so lengths
 # compare by eye; plain SGD's and Nesterov's steps are far shorter than momentum's, so
 # each is drawn again in an inset spanning a smaller share still (the caption names them);
-# the bars under the panels compare the lengths, as `findings` prints them. Momentum's
+# the bars under the panels compare the lengths, as `findings` prints them (the line
+# over the figure: its headline and the bars' numbers, `update_lines()`). Momentum's
 # $\mu v_{prev}$ carries it far up the valley wall; Nesterov's $\mu v_{new}$ already
 # holds this update's gradient, so its step is several times shorter.
 
 # %%
+# the figure's numbers: its headline and the bars' lengths
+print("\n".join(dtsgd_viz.findings(recordings, surface, step=5).update_lines()))
 show(dtsgd_viz.plot_update(recordings, surface, step=5))
 
 # %% [markdown]
@@ -289,12 +292,11 @@ dtsgd_viz.web.CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # wall to wall (the saw-tooth of its loss, right). At the scale of the paths most of
 # these updates are a few pixels long, so under the loss each run's update is drawn up
 # close, all three on one shared zoom (the caption says it once: every panel spans 1/6.0
-# of the paths' width; the dotted boxes on the paths show where each close-up looks, drawn
-# only when a panel spans at most half of it), with its terms as arrows at their true length; a run
+# of the paths' width), with its terms as arrows at their true length; a run
 # too small to read at that zoom is drawn again closer in an inset. Update 20 is marked as
 # in `plot_paths`: each ring is where its run is after update 20, and the loss panel's
 # dashed line and dots sit at k = 20, the loss after it, with the pale band over the
-# updates whose mean the headline compares. In the browser, bars under the close-ups give
+# updates whose mean the headline compares. In the browser, bars beside the close-ups give
 # the lengths of μ·v, −lr·g and of the whole step, each with its number. At update 20
 # momentum's step is several times Nesterov's.
 #
@@ -302,8 +304,8 @@ dtsgd_viz.web.CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # without a kernel too: on the documentation site, the slider, Play, hover (a point of a
 # path: the loss after that many updates) and clicks (jump to the update whose ring is there) all respond.
 # `explorer.update` reads the update the slider shows, and setting it moves the slider.
-# The headline line printed above it is `findings(..., upto=20)`: whose mean loss over
-# the last updates up to update 20 is lowest, and by how much.
+# The headline line printed above it is `findings(..., upto=20)`: over which updates up to
+# update 20 the mean loss is compared, whose is lowest, and by how much.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

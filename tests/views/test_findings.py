@@ -15,6 +15,7 @@ import dtsgd_viz
 from dtsgd_viz import surfaces
 from dtsgd_viz.views.core.figure import headline_texts
 from dtsgd_viz.views.paths.geometry import rule_name
+from dtsgd_viz.views.paths.loss import MEAN_LABEL
 
 matplotlib.use("Agg")
 
@@ -24,9 +25,10 @@ T01 = {
     "nesterov": dict(learning_rate=0.05, momentum=0.9, nesterov=True),
 }
 TIMES = r"(\d+(?:\.\d)?)×"
+# the window stated first, the best run after the colon, then its ratios to the next two
 RANKED = (
-    rf"(\w+) ends lowest: {TIMES} below (\w+)(?:, {TIMES} below (\w+))? "
-    r"\((?:mean loss, k = (\d+)–(\d+)|loss after (\d+) updates?)\)$"
+    r"Lowest (?:mean loss over k = (\d+)–(\d+)|loss after (\d+) updates?): "
+    rf"(\w+), {TIMES} below (\w+)(?:, {TIMES} below (\w+))?$"
 )
 
 
@@ -68,19 +70,15 @@ def check_ranked_headline(line, runs, surface, upto=None):
     is the last fifth (1 to 10) of the updates up to ``upto``, each ratio that of the
     runs' mean loss after k updates over it, the best run the lowest mean."""
     n = upto or min(len(r) for r in runs.values())
-    if upto is not None:
-        prefix = f"After update {upto}, "
-        assert line.startswith(prefix), line
-        line = line[len(prefix) :].replace(" is lowest:", " ends lowest:")
     m = re.match(RANKED, line)
     assert m, line
-    a, b = (int(m[6]), int(m[7])) if m[6] else (int(m[8]), int(m[8]))
-    assert (a, b) == (n - tail_of(n) + 1, n)
+    a, b = (int(m[1]), int(m[2])) if m[1] else (int(m[3]), int(m[3]))
+    assert (a, b) == (n - tail_of(n) + 1, n)  # the window ends at the last update counted (upto)
     means = {rule_name(k): float(after_k(r, surface)[a : b + 1].mean()) for k, r in runs.items()}
-    assert m[1] == min(means, key=means.get)
-    for times, other in ((m[2], m[3]), (m[4], m[5])):
+    assert m[4] == min(means, key=means.get)
+    for times, other in ((m[5], m[6]), (m[7], m[8])):
         if other:
-            same_printed(times, means[other] / means[m[1]])
+            same_printed(times, means[other] / means[m[4]])
     return m
 
 
@@ -197,7 +195,7 @@ def test_plot_paths_states_the_findings(request, which, step):
     (band,) = [p for p in ax_loss.patches if p.get_gid() == "loss-window"]
     assert (band.get_x(), band.get_x() + band.get_width()) == pytest.approx((a, b))
     # the legend says what the rings are; no caption
-    assert [t.get_text() for t in fig.legends[0].get_texts()][-1] == f"after update {step}"
+    assert [t.get_text() for t in fig.legends[0].get_texts()][-2:] == [f"after update {step}", MEAN_LABEL]
     assert fig._supxlabel is None
 
 

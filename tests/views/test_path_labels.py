@@ -11,6 +11,7 @@ from matplotlib.text import Text
 import dtsgd_viz
 from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views.paths.geometry import rule_name
+from dtsgd_viz.views.paths.loss import MEAN_LABEL
 from dtsgd_viz.views.text.clashes import clashes
 
 VALLEY = surfaces.RotatedQuadratic(condition=10.0, angle=30.0)
@@ -53,7 +54,7 @@ def test_one_legend_in_one_row_under_the_panels_names_every_mark(figures, which)
     (legend,) = fig.legends
     update = fig.axes[0].get_title().split()[1].rstrip(":")
     names = [t.get_text() for t in legend.get_texts()]
-    assert names == [*(rule_name(k) for k in runs), "start", "minimum", f"after update {update}"]
+    assert names == [*(rule_name(k) for k in runs), "start", "minimum", f"after update {update}", MEAN_LABEL]
     box = legend.get_window_extent(renderer)
     rows = {round(t.get_window_extent(renderer).y0) for t in legend.get_texts()}
     assert len(rows) == 1  # one row

@@ -14,6 +14,7 @@ from dtsgd_viz.theory import reference, surfaces
 from dtsgd_viz.views.core import style
 from dtsgd_viz.views.paths import geometry as geo
 from dtsgd_viz.views.paths.geometry import rule_name
+from dtsgd_viz.views.paths.loss import MEAN_LABEL
 from dtsgd_viz.views.paths.plot import draw_paths
 from dtsgd_viz.views.update import geometry as upd
 from dtsgd_viz.views.update.geometry import decompose_update
@@ -91,6 +92,7 @@ def test_path_vertices_are_the_recorded_params(rotated, rotated_figure):
         "start",
         "minimum",
         f"after update {fig.axes[0].get_title().split()[1].rstrip(':')}",
+        MEAN_LABEL,  # the bars over the shaded k
     ]
     for handle, name in zip(legend.legend_handles, rotated):
         assert handle.get_color() == paths[name].get_color()
@@ -748,7 +750,7 @@ def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(l
     assert trails["nesterov"].get_zorder() < paths["momentum"].get_zorder() < paths["plain"].get_zorder()
     assert trails["momentum"].get_zorder() < paths["plain"].get_zorder()
     # the legend names the ring: the widgets' rings are the parameters before the update
-    assert [t.get_text() for t in fig.legends[0].get_texts()][-1] == "before the update"
+    assert [t.get_text() for t in fig.legends[0].get_texts()][-2:] == ["before the update", MEAN_LABEL]
     # past the update the runs stay apart: each rest keeps its rule's dash
     for name, rest in rests.items():
         assert rest.get_linestyle() == paths[name].get_linestyle()
@@ -761,7 +763,7 @@ def test_the_gif_names_its_marks_in_a_legend_and_its_window_follows_the_frame(lo
     fig = anim._fig
     (legend,) = fig.legends
     texts = [t.get_text() for t in legend.get_texts()]
-    assert texts == [*(rule_name(k) for k in long_runs), "start", "minimum", "after the update"]
+    assert texts == [*(rule_name(k) for k in long_runs), "start", "minimum", "after the update", MEAN_LABEL]
     assert not fig.axes[0].texts  # nothing written on the paths
     ax_loss = fig.axes[1]
     for u in (5, 30, 60):
@@ -802,9 +804,29 @@ def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs,
     from dtsgd_viz.views.core.figure import headline_texts
 
     finding, _ = headline_texts(long_update_5)
-    assert finding.startswith("Nesterov ends lowest")
+    assert finding.startswith("Lowest mean loss over k") and finding.split(": ", 1)[1].startswith("Nesterov, ")
     one = draw_paths({"nesterov": long_runs["nesterov"]}, CONDITIONED).figure
-    assert headline_texts(one)[0].startswith("Nesterov reaches loss")
+    assert headline_texts(one)[0].startswith("Mean loss over k") and ": Nesterov at " in headline_texts(one)[0]
+
+
+def test_the_legend_shows_two_whole_dashes_and_names_the_white_outlined_mean_bars(rotated):
+    """Momentum's handle is long enough for two whole dashes of its pattern (matplotlib
+    scales a dash by the line's width); the mean bars over the shaded k are outlined in
+    white and the legend names them, in the same look."""
+    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=3)
+    (legend,) = fig.legends
+    entries = dict(zip([t.get_text() for t in legend.get_texts()], legend.legend_handles))
+    look = style.RULE_LOOKS["momentum"]
+    on, off = look.ls[1]
+    handle_pt = legend.handlelength * legend.prop.get_size_in_points()
+    assert handle_pt >= (2 * on + off) * look.lw
+    assert entries[MEAN_LABEL].get_path_effects()
+    found = dtsgd_viz.findings(rotated, ROTATED)
+    bars = gid_artists(fig, "loss-mean:")
+    assert set(bars) == set(found.ranking)
+    for key, bar in bars.items():
+        np.testing.assert_allclose(bar.get_ydata(), [found.tail_loss[key]] * 2, rtol=1e-12)
+        assert bar.get_path_effects() and bar.get_linewidth() == entries[MEAN_LABEL].get_linewidth()
 
 
 # ---- names on the paths, updates too short to see, the star over the paths ------------

@@ -330,9 +330,9 @@ def test_update_n_is_marked_at_k_n_with_the_loss_after_it_as_findings_says(recs,
 @pytest.mark.slow
 def test_the_browser_says_the_shared_zoom_the_still_says(recs, state):
     """One zoom convention: the browser's factor at update n is the still's caption's
-    (views.update.zoom.zoom_caption over the explorer still's close-ups), and the boxes on
-    the paths are drawn where that zoom is at least MIN_ZOOM."""
-    from dtsgd_viz.widgets.explorer_figure import MIN_ZOOM, explorer_still
+    (views.update.zoom.zoom_caption over the explorer still's close-ups); no box on the
+    paths marks where they look (one scale, said once)."""
+    from dtsgd_viz.widgets.explorer_figure import explorer_still
 
     for n in (1, 20):
         fig = explorer_still(recs, SURFACE, n)
@@ -340,10 +340,8 @@ def test_the_browser_says_the_shared_zoom_the_still_says(recs, state):
         said = re.search(r"every panel spans (1/[0-9.]+) of the paths' width", caption)
         assert said is not None, caption
         assert state["zoom_text"][n - 1] == said.group(1), (n, caption)
-        factor = decode(state["zoom_factor"])[n - 1]
-        assert state["zoom_shown"][n - 1] == (factor >= MIN_ZOOM)
-        boxes = [p for ax in fig.axes for p in ax.patches if (p.get_gid() or "").startswith("zoom-box:")]
-        assert boxes and all(b.get_visible() == (factor >= MIN_ZOOM) for b in boxes), n
+        assert "zoom_shown" not in state
+        assert not [p for ax in fig.axes for p in ax.patches if (p.get_gid() or "").startswith("zoom-box:")], n
 
 
 # ---- the slider's decimation and the update picked ----------------------------------
@@ -513,3 +511,10 @@ def test_a_still_png_only_when_asked(recs, monkeypatch):
     data = bundle[0] if isinstance(bundle, tuple) else bundle
     width, height = png_size(base64.b64decode(data["image/png"]))
     assert width > 300 and height > 200
+
+
+def test_the_loss_axis_says_what_every_loss_axis_says(state):
+    """The browser's loss panel is labelled as every loss panel (``views.paths.loss``)."""
+    from dtsgd_viz.views.paths.loss import LOSS_XLABEL
+
+    assert state["loss_xlabel"] == LOSS_XLABEL == "updates made (k)"

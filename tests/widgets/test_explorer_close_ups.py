@@ -3,6 +3,8 @@ drawn up close, every run on one zoom with its terms at their true length (a run
 small there seen in its inset), the caption's ×N is that zoom, no two texts of the
 figure overlap, and the figure stays a notebook column wide with nothing cut off."""
 
+import re
+
 import matplotlib
 import numpy as np
 import pytest
@@ -18,8 +20,6 @@ from dtsgd_viz.views.update.zoom import span_text
 from dtsgd_viz.widgets import PathExplorer
 from dtsgd_viz.widgets.explorer_figure import (
     CLOSE_UP_SIZE,
-    MIN_BOX_FRAC,
-    MIN_ZOOM,
     TRAIL_KEEP,
     close_up_title,
     tidy_loss_axis,
@@ -62,7 +62,8 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
 
     art = explorer.view.artists
     renderer = explorer.figure.canvas.get_renderer()
-    assert art.zoom_axes.keys() == recs.keys() and art.zoom_boxes.keys() == recs.keys()
+    assert art.zoom_axes.keys() == recs.keys()
+    assert not [p for p in art.ax_path.patches if (p.get_gid() or "").startswith("zoom-box:")]  # one scale: no boxes
     small_on_paths = 0
     for u in range(1, STEPS + 1):
         explorer.slider.value = u
@@ -85,18 +86,6 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
             # the update is seen: its longest arrow in the panel, or in the inset of a run too small
             seen = max(screen_lengths(ax.child_axes[0], f"zoom-arrow:{key}:").values()) if ax.child_axes else 0
             assert max(max(lengths.values()), seen) >= MIN_PX, (u, key, lengths, seen)
-            # the dotted box on the paths is where the close-up looks: centred on its view,
-            # holding it, at least MIN_BOX_FRAC of the paths' span (a x50 box is a speck), and
-            # drawn only where the shared zoom is at least MIN_ZOOM
-            box = art.zoom_boxes[key]
-            (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-            assert np.isclose(box.get_x() + box.get_width() / 2, (x0 + x1) / 2)
-            assert np.isclose(box.get_y() + box.get_height() / 2, (y0 + y1) / 2)
-            assert box.get_width() >= (x1 - x0) - 1e-9 and box.get_height() >= (y1 - y0) - 1e-9
-            least = MIN_BOX_FRAC * max(np.ptp(art.ax_path.get_xlim()), np.ptp(art.ax_path.get_ylim()))
-            assert box.get_width() >= least - 1e-9 and box.get_height() >= least - 1e-9
-            zoom = max(np.ptp(art.ax_path.get_xlim()), np.ptp(art.ax_path.get_ylim())) / np.ptp(ax.get_xlim())
-            assert box.get_visible() == (zoom >= MIN_ZOOM), (u, key, zoom)
             # the close-up keeps only the path's last segments before the update
             trail = [c for c in ax.collections if c.get_gid() == f"zoom-trail:{key}"]
             assert all(len(c.get_segments()) <= TRAIL_KEEP for c in trail)
@@ -117,9 +106,13 @@ def test_every_update_has_each_runs_terms_visible_up_close(explorer, recs):
             k: ROTATED.value_np(r.path("w").astype(np.float64)[u - tail + 1 : u + 1]).mean() for k, r in recs.items()
         }
         low, second = sorted(means.values())[:2]
-        best = f"{rule_name(min(means, key=means.get))} is lowest" if second > 1.05 * low else "the runs are level"
         finding = " ".join(headline_texts(explorer.figure)[0].split())
-        assert finding.startswith(f"After update {u}, {best}"), u
+        window, said = finding.split(": ", 1)  # the window first: it ends at k = u
+        assert re.fullmatch(rf"(?:Lowest )?(?:mean loss over k = \d+–{u}|loss after {u} updates?)", window), u
+        if second > 1.05 * low:  # the best run after the colon
+            assert said.startswith(f"{rule_name(min(means, key=means.get))}, "), u
+        else:
+            assert " level at " in said, u
         assert finding == " ".join(dtsgd_viz.findings(recs, ROTATED, upto=u).headline().split()), u
         # no two texts of any panel overlap (views.text.clashes)
         for ax in [art.ax_path, art.ax_loss, *art.zoom_axes.values()]:
@@ -152,7 +145,7 @@ def test_close_ups_stay_inside_a_notebook_column_at_every_update(explorer):
 @pytest.mark.slow
 def test_without_zoom_the_explorer_keeps_paths_and_loss_only(recs):
     w = PathExplorer(recs, ROTATED, step=5, zoom=False)
-    assert not w.view.artists.zoom_axes and not w.view.artists.zoom_boxes
+    assert not w.view.artists.zoom_axes
     art = w.view.artists
     assert w.figure.axes == [art.ax_path, art.ax_loss]  # draw_paths' own figure, no close-up row
     assert w.figure.get_size_inches()[1] < CLOSE_UP_SIZE[1]
@@ -203,14 +196,14 @@ def test_update_finding_ranks_the_losses_at_the_update(explorer):
     order = sorted(loss, key=loss.get)
     ranked = [rule_name(k) for k in order]  # as figures name them: "Nesterov"
     text = update_finding(scene, i)  # recording index 3: update 4; the loss after k = 4 updates
-    assert text.startswith(f"After update {i + 1}, {ranked[0]} is lowest: ")
+    assert text.startswith(f"Lowest loss after {i + 1} updates: {ranked[0]}, ")
     assert text.index(f"below {ranked[1]}") < text.index(f"below {ranked[2]}")
     # a run gone non-finite is said to have diverged, and ranked with none
     bad = dict(scene.losses)
     steps, values, own = bad[order[0]]
     bad[order[0]] = (steps, np.full_like(values, np.nan), own)
     text = update_finding(dataclasses.replace(scene, losses=bad), i)
-    assert text.startswith(f"After update {i + 1}, {ranked[1]} is lowest") and f"{ranked[0]} diverged" in text
+    assert text.startswith(f"Lowest loss after {i + 1} updates: {ranked[1]}, ") and f"{ranked[0]} diverged" in text
 
 
 @pytest.fixture(scope="module")
@@ -245,12 +238,12 @@ def test_at_tutorial_03s_update_20_update_n_is_marked_at_k_n(tutorial_03):
     (band,) = [a for a in art.ax_loss.patches if a.get_gid() == "loss-window"]
     xs = np.asarray(band.get_path().transformed(band.get_patch_transform()).vertices)[:, 0]
     assert (xs.min(), xs.max()) == found.window
+    assert not [ln for ln in art.ax_loss.lines if (ln.get_gid() or "").startswith("loss-mean:")]  # shaded only
     assert not [t for t in art.ax_path.texts if t.get_visible() and t.get_text()]
     z = {ln.get_gid(): ln.get_zorder() for ln in art.ax_path.lines}
     rings = [v for k, v in z.items() if k.startswith("position:")]
     paths = [v for k, v in z.items() if k.startswith("path:")]
     assert max(paths) < z["minimum"] < min(rings)
-    assert z["minimum"] < min(b.get_zorder() for b in art.zoom_boxes.values())
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ from conftest import CONFIGS
 from dtsgd_viz.theory import surfaces
 from dtsgd_viz.views.core import style
 from dtsgd_viz.views.paths.animation import shared_palette, with_palette
+from dtsgd_viz.views.paths.loss import MEAN_LABEL
 
 pytestmark = pytest.mark.slow  # every check draws GIF frames of real runs
 
@@ -273,7 +274,7 @@ def test_no_frame_writes_a_name_on_the_paths(demo_frames, demo_gif):
         ax = [a for a in frame.axes if a.title.startswith(("Update", "Paths"))][0]
         assert not [t for t in ax.texts if t.text.strip()], update
     (legend,) = demo_gif._fig.legends
-    assert [t.get_text() for t in legend.get_texts()][-3:] == ["start", "minimum", "after the update"]
+    assert [t.get_text() for t in legend.get_texts()][-4:] == ["start", "minimum", "after the update", MEAN_LABEL]
 
 
 def test_gif_loss_names_at_update_1_stand_apart_inside_the_frame(demo_frames):

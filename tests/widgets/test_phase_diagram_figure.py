@@ -76,7 +76,7 @@ def test_the_loss_panel_shows_twice_the_slower_runs_updates_and_says_so(phase):
     lines = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("cell-loss:")]
     assert len(lines) == 2 and all(len(ln.get_xdata()) == 2 * slow + 1 for ln in lines)
     assert ax.get_title() == f"Their loss, the first {2 * slow} of {STEPS} updates"
-    assert ax.get_xlabel() == f"update (shown: twice the slower run's {slow})"
+    assert ax.get_xlabel() == f"updates made (k) · shown: twice the slower run's {slow}"
 
 
 def test_the_paths_legend_sits_under_their_panel_on_nothing(phase):

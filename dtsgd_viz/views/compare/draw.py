@@ -12,6 +12,7 @@ import numpy as np
 from ..core import style
 from ..core.figure import headline, new_figure
 from ..core.log_ticks import use_log_ticks
+from ..paths.loss import LOSS_XLABEL, LOSS_YLABEL
 from .geometry import CompareData, Findings, display_name
 
 if TYPE_CHECKING:
@@ -112,7 +113,12 @@ def draw(data: CompareData, findings: Findings) -> Figure:
     if mean is not None:
         handles.append(mean)
     fig.legend(
-        handles=handles, loc="outside lower center", ncols=min(4, len(handles)), fontsize=style.NOTE_SIZE, frameon=False
+        handles=handles,
+        loc="outside lower center",
+        ncols=min(4, len(handles)),
+        fontsize=style.NOTE_SIZE,
+        frameon=False,
+        handlelength=style.handle_length(),
     )
     return fig
 
@@ -155,7 +161,7 @@ def _loss_panel(
             fontsize=style.NOTE_SIZE,
             color=style.SUBTITLE_COLOR,
         )
-    _style_axis(ax, "updates made (k)", "loss after k updates")
+    _style_axis(ax, LOSS_XLABEL, LOSS_YLABEL)  # as every loss axis
 
 
 def _mark_tail(ax: Axes, data: CompareData, findings: Findings, look: Mapping[str, style.Look]) -> Artist | None:
@@ -201,4 +207,4 @@ def _gap_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> N
         log_axis(ax)
     else:
         ax.set_yticks([])
-    _style_axis(ax, "updates made (k)", "distance / norm (1 = 100%)")
+    _style_axis(ax, LOSS_XLABEL, "distance / norm (1 = 100%)")

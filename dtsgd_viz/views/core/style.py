@@ -145,8 +145,8 @@ EXTRA_LOOKS = (
 ROLE_LOOKS = {
     "start": Look("black", "none", 1.5, "o", 9.0, zorder=5.0),  # white face
     # opaque yellow face, over the paths (a path ending in it reads as reaching it) and
-    # under the rings, zoom boxes, arrows and labels
-    "minimum": Look("black", "none", 1.0, "*", 13.0, zorder=3.6),
+    # under the rings, arrows and labels
+    "minimum": Look("black", "none", 1.0, "*", 11.0, zorder=3.6),
     "current": Look(None, "none", 2.0, "o", 9.0, zorder=6.0),  # the update shown: white face
     # a path after the update shown: thin, no markers, the run's colour mixed towards white
     # (REMAINDER_TINT, opaque: no alpha mixing with the runs under it), under every path
@@ -175,6 +175,21 @@ NOT_CONVERGED_COLOR = "#E2E2E2"  # the cap: not within tol in the updates allowe
 REGION_FACE = "#F4F4F4"
 HATCH_COLOR = "#6E6E6E"
 HATCHES = {"only_momentum": "///", "only_nesterov": "\\\\\\", "cap": "..."}
+
+
+def handle_length(fontsize: float = NOTE_SIZE, dashes: int = 2) -> float:
+    """A legend's ``handlelength`` (in font sizes) long enough to show ``dashes`` whole
+    dashes of every dashed rule's line (momentum's: matplotlib scales a dash by the width).
+
+    >>> round(handle_length(10.0), 2)   # momentum: 2 dashes of 4 and a gap of 1.6, times 2.5
+    2.45
+    """
+    longest = 2.0 * fontsize  # matplotlib's default
+    for look in RULE_LOOKS.values():
+        if isinstance(look.ls, tuple):
+            on, off = look.ls[1][0], look.ls[1][1]
+            longest = max(longest, (dashes * on + (dashes - 1) * off) * look.lw + 0.5)
+    return longest / fontsize
 
 
 def rule_of(name: str) -> str | None:

@@ -15,8 +15,8 @@ from ..update import panel
 from ..update.zoom import draw_inset, shared_factor, shared_zoom, span_text
 from . import geometry as geo
 from .findings import findings_of
-from .frames import ZOOM_BOX_LOOK, ZOOM_BOX_Z, PathArtists, draw_scene, follow_update, panel_at, set_trail
-from .loss import mark_window, nest_loss_dots
+from .frames import PathArtists, draw_scene, follow_update, panel_at, set_trail
+from .loss import mark_window, mean_handle, nest_loss_dots
 from .names import legend_handles, open_rings_on_star
 from .scene import build_scene, ring_index, settings_line
 from .thin import up_to
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-    from matplotlib.patches import Rectangle
     from PIL import Image
 
     from ...recording.recording import Recording
@@ -112,10 +111,15 @@ def animate(
     art.ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
     _draw_loss_rests(art)
     looks = style.run_looks(scene.coords)
-    handles = legend_handles(scene, looks, "after the update")
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=style.NOTE_SIZE, frameon=False)
-    for key in art.zoom_axes:
-        art.zoom_boxes[key] = cast("Rectangle", art.ax_path.add_patch(_zoom_box(scene.colors[key])))
+    handles = [*legend_handles(scene, looks, "after the update"), mean_handle()]
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=len(handles),
+        fontsize=style.NOTE_SIZE,
+        frameon=False,
+        handlelength=style.handle_length(),
+    )
     width = fig.get_figwidth() * 72.0
     title = cast("Any", fig)._suptitle  # the headline's Text: its blank lines keep the subtitle's room
     lines = max(fit(h, width, style.SUPTITLE_SIZE, bold=True).count("\n") for h in heads.values()) + 1
@@ -163,15 +167,8 @@ def _figure(scene: PathScene, close_ups: bool, heads: Mapping[int, str]) -> tupl
     return fig, ax_path, ax_loss, zooms
 
 
-def _zoom_box(color: Any) -> Any:
-    from matplotlib.patches import Rectangle
-
-    return Rectangle((0, 0), 0, 0, ec=color, zorder=ZOOM_BOX_Z, **ZOOM_BOX_LOOK)
-
-
 def _draw_close_ups(scene: PathScene, art: PathArtists, index: int) -> None:
-    """Every close-up at recording index ``index`` on one zoom, its box on the paths, and
-    an inset for an update too small at it."""
+    """Every close-up at recording index ``index`` on one zoom, and an inset for an update too small at it."""
     own, shared, small = shared_zoom({k: panel_at(scene, k, index, True) for k in scene.coords}, scene.box)
     zoom = shared_factor(scene.box, shared)
     styles = panel.run_styles(scene.coords)
@@ -183,9 +180,6 @@ def _draw_close_ups(scene: PathScene, art: PathArtists, index: int) -> None:
         ax.set_title(
             f"{geo.rule_name(key)} · spans {span_text(zoom)}", fontsize=style.TITLE_SIZE, color=scene.colors[key]
         )
-        if data.box is not None:
-            (x0, x1), (y0, y1) = data.box
-            art.zoom_boxes[key].set_bounds(x0, y0, x1 - x0, y1 - y0)
         if key in small and data.box is not None and own[key].box is not None:
             draw_inset(ax, scene, own[key], data, styles[key])
 

@@ -48,11 +48,12 @@ def times_text(f: float) -> str:
 
 
 def window_text(window: tuple[int, int], short: bool = False) -> str:
-    """``"mean loss after 33–40 updates"`` (``short``: ``"mean loss, k = 33–40"``)."""
+    """``"mean loss after 33–40 updates"`` (``short``: ``"mean loss over k = 33–40"``,
+    the headline's words, ``k = 33–40`` never broken); one update: ``"loss after 40 updates"``."""
     a, b = window
     if a == b:
         return f"loss after {b} update{'s' if b != 1 else ''}"
-    return f"mean loss, k = {a}–{b}" if short else f"mean loss after {a}–{b} updates"
+    return f"mean loss over k\u00a0=\u00a0{a}–{b}" if short else f"mean loss after {a}–{b} updates"
 
 
 def _loss_text(x: float | None) -> str:
@@ -92,38 +93,37 @@ class PathFindings:
         return self.ranking[0] if self.ranking else None
 
     def headline(self) -> str:
-        """The sentence ``plot_paths`` and ``animate`` title their figure with: which run's
-        mean loss is lowest and how many times below the next two (or that they end
-        level), and which diverged."""
+        """The sentence ``plot_paths`` and ``animate`` title their figure with: over which
+        updates the mean loss is compared, the run whose mean is lowest and how many times
+        below the next two it is (or that they are level), and which diverged, e.g.
+        ``"Lowest mean loss over k = 51–60: Nesterov, 38× below plain, 948× below momentum"``."""
         name = geo.rule_name
         gone = [n for n in self.names if n in self.diverged]
         left = [
             name(n) + (f" diverged at update {self.diverged[n]}" if self.diverged[n] else " diverged") for n in gone
         ]
         tail = "; " + ", ".join(left) if gone else ""
-        head = "" if self.upto is None else f"After update {self.upto}, "
         if not self.ranking:
             text = (", ".join(name(n) for n in gone) + " diverged") if gone else "The runs' paths"
-            return _capital(head + text)
+            return _capital(text)
         best = self.ranking[0]
         low = self.tail_loss[best]
-        said = window_text(self.window, short=True).replace(" ", "\u00a0")  # one phrase: never broken
+        said = window_text(self.window, short=True)  # the window ends at the last update counted (upto)
         if len(self.ranking) == 1:
-            text = f"{name(best)} reaches loss {low:.2g} ({said})"
+            text = f"{said}: {name(best)} at {low:.2g}"
         elif self.level and any(self.times[n] > LEVEL for n in self.ranking):
             # only some runs are level: name them, then how far below the others they are
             level = [n for n in self.ranking if self.times[n] <= LEVEL]
             below = ", ".join(f"{times_text(self.times[n])} below {name(n)}" for n in self.ranking[len(level) :][:2])
-            verb = "end" if self.upto is None else "are"
-            text = f"{' and '.join(name(n) for n in level)} {verb} level at loss {low:.2g}, {below} ({said})"
+            text = f"lowest {said}: {' and '.join(name(n) for n in level)} level at {low:.2g}, {below}"
         elif self.level:
-            text = f"{'The runs end' if self.upto is None else 'the runs are'} level: loss {low:.2g} ({said})"
+            text = f"{said}: the runs level at {low:.2g}"
             if self.apart is not None and len(self.names) > 1 and self.upto is None:
                 text += "; " + f"paths furthest apart after update {self.apart[0]}".replace(" ", "\u00a0")  # one phrase
         else:
             below = ", ".join(f"{times_text(self.times[n])} below {name(n)}" for n in self.ranking[1:3])
-            text = f"{name(best)} {'ends lowest' if self.upto is None else 'is lowest'}: {below} ({said})"
-        return _capital(head + text + tail)
+            text = f"lowest {said}: {name(best)}, {below}"
+        return _capital(text + tail)
 
     def update_headline(self) -> str | None:
         """``plot_update``'s headline at ``step`` (``update.words.update_finding``); None without ``terms``."""
@@ -133,6 +133,23 @@ class PathFindings:
 
         assert self.step is not None  # the terms are of update ``step``
         return update_finding(self.terms, self.step)
+
+    def update_lines(self) -> list[str]:
+        """``plot_update``'s numbers at ``step``: its headline (``update_headline``) and
+        each run's term lengths and step length, as its bars show them ([] without ``terms``)."""
+        said = self.update_headline()
+        if not said:
+            return []
+        assert self.terms is not None  # said of them
+        name = geo.rule_name
+        width = max(8, *(len(name(n)) for n in self.names)) + 2
+        lines = [said]
+        for n, t in self.terms.items():
+            parts = [f"{_term_short(k)} {float(np.linalg.norm(v)):.3g}" for k, v in t.terms]
+            lines.append(
+                "  " + name(n).ljust(width) + "  ".join(parts) + f"  step {float(np.linalg.norm(t.total)):.3g}"
+            )
+        return lines
 
     def __str__(self) -> str:
         name = geo.rule_name
@@ -166,15 +183,7 @@ class PathFindings:
                 if len(self.names) > 1
                 else f"longest update: update {u}, {d:.3g} long"
             )
-        said = self.update_headline()
-        if said:
-            assert self.terms is not None  # said of them
-            lines.append(said)
-            for n, t in self.terms.items():
-                parts = [f"{_term_short(k)} {float(np.linalg.norm(v)):.3g}" for k, v in t.terms]
-                lines.append(
-                    "  " + name(n).ljust(width) + "  ".join(parts) + f"  step {float(np.linalg.norm(t.total)):.3g}"
-                )
+        lines += self.update_lines()
         return "\n".join(lines)
 
 

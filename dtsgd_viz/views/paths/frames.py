@@ -17,7 +17,7 @@ from ..update import panel
 from . import geometry as geo
 from . import thin
 from .findings import finding, findings_of
-from .loss import draw_loss, mark_window
+from .loss import draw_loss, mark_window, mean_handle
 from .names import draw_start_and_minima, legend_handles
 from .scene import PathScene, ring_index, settings_line
 from .titles import path_title
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.legend import Legend
     from matplotlib.lines import Line2D
-    from matplotlib.patches import Rectangle
     from matplotlib.quiver import Quiver
     from matplotlib.text import Annotation, Text
     from matplotlib.typing import ColorType
@@ -48,7 +47,6 @@ class PathArtists:
     loss_markers: dict[str, Line2D] = dataclasses.field(default_factory=dict)
     loss_lines: dict[str, Line2D] = dataclasses.field(default_factory=dict)
     trails: dict[str, LineCollection] = dataclasses.field(default_factory=dict)
-    zoom_boxes: dict[str, Rectangle] = dataclasses.field(default_factory=dict)
     zoom_axes: dict[str, Axes] = dataclasses.field(default_factory=dict)
     step_line: Line2D | None = None
     title: Text | None = None
@@ -64,9 +62,6 @@ class PathArtists:
 
 
 SQUARE_PATHS_SIZE = (style.WIDTH, 5.0)  # paths and loss, the paths' equal-aspect panel about as tall as wide
-ZOOM_BOX_Z = style.ROLE_LOOKS["current"].zorder - 0.1  # a zoom box: over the paths and star, under the rings
-# a close-up's box on the paths: dotted, so its edges never read as a dashed run's path
-ZOOM_BOX_LOOK: dict[str, Any] = dict(fill=False, lw=1.3, ls=(0, (1.0, 1.8)), capstyle="round")
 _LOWEST_Z = min(look.zorder for look in style.RULE_LOOKS.values())  # the remainders keep the rules' order
 REST_TINT = 0.4  # a path after the update shown: its colour this far towards white
 REST_WIDTH = 1.3  # and at most this wide, in the rule's dash
@@ -122,13 +117,20 @@ def draw_scene(
         mark_window(art, findings_of(scene))
     ring = None if not picked else f"after update {int(update)}" if art.after else "before the update"
     if legend and own:
-        handles = legend_handles(scene, looks, ring)
+        handles = legend_handles(scene, looks, ring) + ([mean_handle()] if ax_loss is not None else [])
         art.legend = fig.legend(
-            handles=handles, loc="outside lower center", ncols=len(handles), fontsize=style.NOTE_SIZE, frameon=False
+            handles=handles,
+            loc="outside lower center",
+            ncols=len(handles),
+            fontsize=style.NOTE_SIZE,
+            frameon=False,
+            handlelength=style.handle_length(),
         )
     elif legend and ax_loss is None:  # one panel of someone else's figure: a short legend on it
         handles = legend_handles(scene, looks, ring, points=not art.names)
-        art.legend = ax_path.legend(handles=handles, fontsize=style.NOTE_SIZE, loc="best", framealpha=0.9)
+        art.legend = ax_path.legend(
+            handles=handles, fontsize=style.NOTE_SIZE, loc="best", framealpha=0.9, handlelength=style.handle_length()
+        )
     return fig, art
 
 
@@ -294,7 +296,7 @@ def panel_at(scene: PathScene, key: str, index: int, arrows: bool | None) -> pan
 
 
 def draw_zoom(scene: PathScene, art: PathArtists, key: str, data: panel.PanelData) -> None:
-    """Redraw ``key``'s close-up at ``data`` and move its box on the path panel."""
+    """Redraw ``key``'s close-up at ``data`` (the close-ups share one scale: no box on the paths says where)."""
     panel.draw_update_panel(
         art.zoom_axes[key],
         scene,
@@ -303,9 +305,6 @@ def draw_zoom(scene: PathScene, art: PathArtists, key: str, data: panel.PanelDat
         panel.run_styles(scene.coords)[key],
         scene.plane.is_identity,
     )
-    if data.box is not None and key in art.zoom_boxes:
-        (x0, x1), (y0, y1) = data.box
-        art.zoom_boxes[key].set_bounds(x0, y0, x1 - x0, y1 - y0)
 
 
 def _draw_step(

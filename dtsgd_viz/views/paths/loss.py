@@ -27,7 +27,17 @@ if TYPE_CHECKING:
     from .frames import PathArtists
     from .scene import PathScene
 
-__all__ = ["draw_loss", "mark_window", "nest_loss_dots", "LOSS_XLABEL", "LOSS_YLABEL", "DOT_SIZE", "WINDOW_COLOR"]
+__all__ = [
+    "draw_loss",
+    "mark_window",
+    "mean_handle",
+    "nest_loss_dots",
+    "LOSS_XLABEL",
+    "LOSS_YLABEL",
+    "DOT_SIZE",
+    "WINDOW_COLOR",
+    "MEAN_LABEL",
+]
 
 # the loss panel's axes: the loss after k updates, k = 0..N (``path_findings``' convention)
 LOSS_XLABEL = "updates made (k)"
@@ -139,11 +149,29 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
 
 
 WINDOW_COLOR = "0.55"  # the band of the updates the headline's means are over
+MEAN_LABEL = "mean over the shaded k"  # the legend's name of the mean bars
+MEAN_LW = 2.4  # a mean bar's width, in a white outline this much wider
+MEAN_OUTLINE = 2.0
 
 
-def mark_window(art: PathArtists, found: PathFindings, looks: Mapping[str, Look] | None = None) -> list[Artist]:
+def _mean_look() -> dict:
+    from matplotlib import patheffects
+
+    outline = [patheffects.withStroke(linewidth=MEAN_LW + MEAN_OUTLINE, foreground="white")]
+    return dict(lw=MEAN_LW, solid_capstyle="butt", path_effects=outline)
+
+
+def mean_handle() -> Line2D:
+    """The legend's entry for the mean bars ``mark_window`` draws: a grey bar, white-outlined."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], color="0.3", **_mean_look(), label=MEAN_LABEL)
+
+
+def mark_window(art: PathArtists, found: PathFindings, bars: bool = True) -> list[Artist]:
     """On ``art.ax_loss``: a pale band over ``found.window`` (the updates whose mean loss
-    the headline compares) and each ranked run's mean across it; the artists drawn."""
+    the headline compares) and, with ``bars``, each ranked run's mean across it (a bar
+    in its colour, white-outlined: ``mean_handle`` names them); the artists drawn."""
     ax = art.ax_loss
     if ax is None or not found.ranking:
         return []
@@ -152,15 +180,13 @@ def mark_window(art: PathArtists, found: PathFindings, looks: Mapping[str, Look]
     out: list[Artist] = [
         ax.axvspan(a - half, b + half, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")
     ]
-    for key in found.ranking:
+    for key in found.ranking if bars else ():
         color = art.loss_lines[key].get_color() if key in art.loss_lines else "0.3"
         (line,) = ax.plot(
             [a - half, b + half],
             [found.tail_loss[key]] * 2,
             color=color,
-            lw=2.4,
-            solid_capstyle="butt",
-            alpha=0.9,
+            **_mean_look(),
             zorder=4.5,
             gid=f"loss-mean:{key}",
         )

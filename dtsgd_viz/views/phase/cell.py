@@ -11,6 +11,7 @@ from ...theory.convergence import diverged, path_losses, steps_to_tolerance
 from ..core import style
 from ..core.log_ticks import use_log_ticks
 from ..paths.geometry import rule_name
+from ..paths.loss import LOSS_XLABEL
 from ..text.direct import label_ends
 
 if TYPE_CHECKING:
@@ -81,9 +82,9 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
         slow = max(reached)
         n = max(2 * slow, MIN_SHOWN) + 1  # points: updates 0..n-1
         why = (
-            f" (shown: twice the slower run's {slow})"
+            f" · shown: twice the slower run's {slow}"
             if 2 * slow >= MIN_SHOWN
-            else f" (both within tol by update {slow})"
+            else f" · both within tol by update {slow}"
         )
     lines, ends, floor = {}, [], np.inf
     for key, losses in all_losses.items():
@@ -114,7 +115,7 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
     )
     if np.isfinite(floor):
         ax.set_ylim(bottom=min(floor, tol) / 3)
-    ax.set_xlabel("update" + why, fontsize=style.LABEL_SIZE)
+    ax.set_xlabel(LOSS_XLABEL + why, fontsize=style.LABEL_SIZE)  # x = k: the loss after k updates
     ax.set_ylabel("loss − minimum (log)", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
     title = "Their loss per update" if n > total else f"Their loss, the first {n - 1} of {total} updates"

@@ -323,7 +323,9 @@ def _mode_key(ax: Axes, data: ModeData, looks: dict) -> None:
         for j, key in enumerate(data.settings)
     ]
     handles.append(Line2D([], [], **style.ROLE_LOOKS["envelope"].line("0.3"), label="bound ∝ ρᵏ (theory)"))
-    ax.legend(handles=handles, loc="lower left", fontsize=style.NOTE_SIZE, framealpha=0.9).set_gid("mark-key")
+    ax.legend(
+        handles=handles, loc="lower left", fontsize=style.NOTE_SIZE, framealpha=0.9, handlelength=style.handle_length()
+    ).set_gid("mark-key")
 
 
 def _draw_rates(ax: Axes, data: ModeData, looks: dict) -> None:

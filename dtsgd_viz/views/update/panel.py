@@ -203,14 +203,15 @@ def _draw_surroundings(
         ax.add_collection(
             LineCollection(list(seg), colors=rgba, linewidths=TRAIL_LW, gid=f"zoom-trail:{data.key}", zorder=3)
         )
-    # the parameter before the update, where g is taken: a dot (the ring is the update's end, as on the paths)
+    # the parameter before the update, where g is taken: a small white disk (the open ring is the update's end)
     x, y = float(data.position[0]), float(data.position[1])
-    ax.plot([x], [y], "o", ms=6, color=color, mec=color, zorder=5, gid=f"zoom-position:{data.key}")
+    ax.plot([x], [y], "o", ms=START_MS, mfc="white", mec=color, mew=1.4, zorder=5, gid=f"zoom-position:{data.key}")
 
 
 # the path so far: tinted, thin and pale enough never to read as an arrow
 TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5
 RING_MS = style.ROLE_LOOKS["current"].ms + 2  # the ring round the point after the update
+START_MS = 6.0  # the white disk where the update starts
 NEXT_Z = 6.9  # the point an update reaches: under the arrows, the last head points at it
 ARROW_Z = 7.0  # the arrows: over the marks
 LABEL_Z = 9.0  # the arrows' names, in a white halo: over the arrows they sit beside

@@ -168,7 +168,9 @@ def _key(chart: Axes) -> None:
 
     grey, current = style.SUBTITLE_COLOR, style.ROLE_LOOKS["current"]
     marks = {
-        "before the update: g taken here": dict(ls="none", marker="o", ms=6, color=grey, mec=grey),
+        "before the update: g taken here": dict(
+            ls="none", marker="o", ms=panel.START_MS, mfc="white", mec=grey, mew=1.4
+        ),
         "after it": dict(ls="none", marker=current.marker, ms=panel.RING_MS - 2, mfc="none", mec=grey, mew=1.8),
         "step (the arrows' sum)": dict(ls="-", lw=1.3, color=grey, marker=">", ms=5, markevery=[-1]),
         "path so far": dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(grey, panel.TRAIL_TINT), alpha=0.8),

@@ -25,8 +25,9 @@ function pyG(x, p) {
 
 function timesText(f) { return !isFinite(f) ? "∞×" : f >= 10 ? `${f.toFixed(0)}×` : `${f.toFixed(1)}×`; }
 
+// findings.window_text(short=True): "k = a–b" never broken
 function windowText(a, b) {
-  return a === b ? `loss after ${b} update${b !== 1 ? "s" : ""}` : `mean loss, k = ${a}–${b}`;
+  return a === b ? `loss after ${b} update${b !== 1 ? "s" : ""}` : `mean loss over k\u00a0=\u00a0${a}–${b}`;
 }
 
 // the first update whose point is non-finite or outside box (geometry.divergence_update)
@@ -105,20 +106,20 @@ function headlineOf(f, name) {
   const capital = (s) => s.slice(0, 1).toUpperCase() + s.slice(1);
   if (!f.ranking.length) return capital(goneNames.length ? goneNames.map(name).join(", ") + " diverged" : "The runs' paths");
   const best = f.ranking[0], low = f.tailLoss[best];
-  const said = windowText(...f.window).replace(/ /g, "\u00a0");
+  const said = windowText(...f.window);
   let text;
-  if (f.ranking.length === 1) text = `${name(best)} reaches loss ${pyG(low, 2)} (${said})`;
+  if (f.ranking.length === 1) text = `${said}: ${name(best)} at ${pyG(low, 2)}`;
   else if (f.level && f.ranking.some((r) => f.times[r] > f.levelAt)) {
     // only some runs are level (findings.headline): name them, then how far below the others
     const lv = f.ranking.filter((r) => f.times[r] <= f.levelAt);
     const below = f.ranking.slice(lv.length).slice(0, 2).map((r) => `${timesText(f.times[r])} below ${name(r)}`).join(", ");
-    text = `${lv.map(name).join(" and ")} end level at loss ${pyG(low, 2)}, ${below} (${said})`;
+    text = `lowest ${said}: ${lv.map(name).join(" and ")} level at ${pyG(low, 2)}, ${below}`;
   } else if (f.level) {
-    text = `The runs end level: loss ${pyG(low, 2)} (${said})`;
-    if (f.names.length > 1) text += `; paths furthest apart after update ${f.apart[0]}`;
+    text = `${said}: the runs level at ${pyG(low, 2)}`;
+    if (f.names.length > 1) text += "; " + `paths furthest apart after update ${f.apart[0]}`.replace(/ /g, "\u00a0");
   } else {
     const below = f.ranking.slice(1, 3).map((r) => `${timesText(f.times[r])} below ${name(r)}`).join(", ");
-    text = `${name(best)} ends lowest: ${below} (${said})`;
+    text = `lowest ${said}: ${name(best)}, ${below}`;
   }
   return capital(text + tail);
 }
@@ -269,7 +270,7 @@ function render({ model, el: root }) {
     // ---- the table: each run's loss after the last update and the mean the headline compares
     const cx = [TABLE.x + 196, TABLE.x + 316];
     text(table, cx[0], TABLE.y - 22, `after ${steps} update${steps !== 1 ? "s" : ""}`, { "text-anchor": "end", "font-size": 11, fill: "#444", class: "dv-final-head" });
-    text(table, cx[1], TABLE.y - 22, windowText(a, b).replace("loss after", "after").replace("mean loss, ", "mean, "), { "text-anchor": "end", "font-size": 11, fill: "#444", class: "dv-mean-head" });
+    text(table, cx[1], TABLE.y - 22, windowText(a, b).replace("loss after", "after").replace("mean loss over ", "mean, "), { "text-anchor": "end", "font-size": 11, fill: "#444", class: "dv-mean-head" });
     el("line", { x1: TABLE.x, x2: cx[1] + 4, y1: TABLE.y - 16, y2: TABLE.y - 16, stroke: "#999", "stroke-width": 0.6 }, table);
     const loss = (v) => (isFinite(v) ? v.toExponential(2).replace("e-", "e\u2212") : "—");
     rules.forEach((r, q) => {

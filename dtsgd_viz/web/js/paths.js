@@ -4,11 +4,11 @@
 // parameters after it, the loss panel's line and dots at k = n (d.marked_k). Every number
 // comes from the state Python wrote (dtsgd_viz.web.path_state).
 
-const W = 930, H = 540;
-const PATHS = { x: 10, y: 30, w: 450, h: 470 }; // the key of its marks under it
-const LOSS = { x: 545, y: 48, w: 370, h: 140 };
-const CLOSE = { x: 545, y: 244, w: 370, h: 120 }; // one square per run, side by side
-const BARS = { x: 620, y: 392, w: 240, h: 140 }; // room right of the longest bar for its number
+const W = 930, H = 780;
+const PATHS = { x: 10, y: 30, w: 450, h: 450 }; // the key of its marks under it
+const LOSS = { x: 545, y: 48, w: 370, h: 330 }; // the loss after k updates, tall: its decades read
+const CLOSE = { x: 10, y: 540, w: 620, h: 200 }; // under the paths: one square per run, side by side
+const BARS = { x: 710, y: 540, w: 170, h: 150 }; // right of the close-ups: room right of the longest bar for its number
 
 function decodeRuns(d) {
   const out = {};
@@ -76,7 +76,7 @@ function render({ model, el: root }) {
 
   // ---- the paths panel (static, then the moving parts) ----
   const main = fitBox(d.box, PATHS);
-  {  // the paths panel clips to its frame (a zoom box near the edge stays inside it)
+  {  // the paths panel clips to its frame
     const c = defs.querySelector(`#${uid}-clip0 rect`);
     for (const [k, v] of Object.entries(main.inner)) c.setAttribute({ w: "width", h: "height" }[k] || k, v);
   }
@@ -143,7 +143,7 @@ function render({ model, el: root }) {
     el("line", { x1: x, x2: x, y1: LOSS.y + LOSS.h, y2: LOSS.y + LOSS.h + 4, stroke: "#333" }, lg);
     text(lg, x, LOSS.y + LOSS.h + 16, String(t), { "font-size": fs.tick, "text-anchor": "middle" });
   });
-  text(lg, LOSS.x + LOSS.w, LOSS.y + LOSS.h + 30, "k (updates)", { "font-size": fs.tick, "text-anchor": "end", fill: "#555" });
+  text(lg, LOSS.x + LOSS.w / 2, LOSS.y + LOSS.h + 32, d.loss_xlabel, { "font-size": fs.tick, "text-anchor": "middle", fill: "#333", class: "dv-loss-xlabel" });
   const dots = {};
   if (ly) {
     for (const name of names) {
@@ -174,7 +174,6 @@ function render({ model, el: root }) {
   const closeTitle = text(svg, CLOSE.x, CLOSE.y - 10, "", { "font-size": fs.title, "font-weight": "bold", class: "dv-close-title" });
   const bg = el("g", { class: "dv-bars" }, svg);
   for (const name of names) for (const t of runs[name].terms) arrowHead(defs, `${uid}-${name}-${t}`, runs[name].termColors[t]);
-  const zoomRects = names.map(() => el("rect", { fill: "none", stroke: "#333", "stroke-width": 0.8, "stroke-dasharray": "2 2", opacity: 0.7, class: "dv-zoom-box" }, pg));
 
   function closeUp(i) {
     names.forEach((name, j) => {
@@ -184,17 +183,12 @@ function render({ model, el: root }) {
       if (!isFinite(zb[0][0])) return;
       const f = fitBox(zb, closeRects[j]);
       cg.setAttribute("data-box", JSON.stringify(zb));
-      const zr = zoomRects[j];
-      zr.setAttribute("x", main.x(zb[0][0])); zr.setAttribute("y", main.y(zb[1][1]));
-      zr.setAttribute("width", Math.max(3, main.x(zb[0][1]) - main.x(zb[0][0])));
-      zr.setAttribute("height", Math.max(3, main.y(zb[1][0]) - main.y(zb[1][1])));
-      zr.setAttribute("stroke", look.runs[name].color);
       const r = runs[name], lk = look.runs[name];
       const xs = [], ys = [];
       for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1))); }  // up to where update n starts
       el("polyline", { points: points(xs, ys), ...lineStyle(lk), opacity: 0.3 }, cg);
-      // where update n starts, g taken there: a dot (its arrows run from here to the ring after it), as in the still
-      el("circle", { cx: f.x(r.position.at(i, 0)), cy: f.y(r.position.at(i, 1)), r: 3, fill: lk.color, class: "dv-before" }, cg);
+      // where update n starts, g taken there: a small white disk (its arrows run from here to the open ring after it)
+      el("circle", { cx: f.x(r.position.at(i, 0)), cy: f.y(r.position.at(i, 1)), r: 3.5, fill: "white", stroke: lk.color, "stroke-width": 1.4, class: "dv-before" }, cg);
       let px = r.position.at(i, 0), py = r.position.at(i, 1);
       r.terms.forEach((t, q) => {
         const qx = px + r.uvs.at(i, q, 0), qy = py + r.uvs.at(i, q, 1);
@@ -211,7 +205,6 @@ function render({ model, el: root }) {
         `, every panel spans ${d.zoom_text[i]} of the paths' width`;
     }
     closeTitle.setAttribute("data-zoom", zf[i]);
-    for (const zr of zoomRects) zr.setAttribute("visibility", d.zoom_shown[i] ? "visible" : "hidden");
   }
 
   // the lengths of the terms and of the step, every run on one axis
@@ -219,7 +212,19 @@ function render({ model, el: root }) {
   const rows = [];
   for (const t of ["momentum", "lookahead", "gradient"]) if (have.some((n) => runs[n].terms.includes(t))) rows.push({ key: t, label: "|" + d.term_names[t] + "|" });
   if (have.length) rows.push({ key: "step", label: "|step|" });
-  text(svg, CLOSE.x, BARS.y - 8, "lengths at the update shown", { "font-size": fs.title, "font-weight": "bold" });
+  text(svg, BARS.x - 55, BARS.y - 10, "lengths at the update shown", { "font-size": fs.title, "font-weight": "bold" });
+  if (have.length) {  // the bars' key: a bar per run, in its colour, its length in parameter units
+    const ky = BARS.y + BARS.h + 14;
+    let kx = BARS.x - 55;
+    for (const n of have) {
+      el("rect", { x: kx, y: ky - 8, width: 14, height: 8, fill: look.runs[n].color, class: "dv-bar-key", "data-run": n }, svg);
+      const t = text(svg, kx + 18, ky, d.rule_names[n], { "font-size": fs.tick });
+      let tw = 0;
+      try { tw = t.getComputedTextLength(); } catch (e) { tw = 0; }  // not laid out yet: by its letters
+      kx += 30 + (tw || 7.5 * d.rule_names[n].length);
+    }
+    text(svg, BARS.x - 55, ky + 16, "length in parameter units", { "font-size": fs.tick, fill: "#555", class: "dv-bar-units" });
+  }
   function bars(i) {
     bg.innerHTML = "";
     if (!have.length) { text(bg, BARS.x, BARS.y + 14, "(velocity and gradient not recorded)", { "font-size": fs.tick, fill: "#555" }); return; }
