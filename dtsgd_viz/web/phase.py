@@ -392,7 +392,7 @@ class PhaseDiagram(BrowserWidget):
         ax_key.legend(
             handles=handles, loc="center", ncol=2, frameon=False, fontsize=PHASE_NOTE_SIZE, columnspacing=1.5
         ).set_gid("legend:ratio")
-        if ax_paths is not None and ax_loss is not None:
+        if ax_paths is not None and ax_loss is not None and self.recordings is not None:
             draw_paths(self.recordings, self._surface, None, ax=ax_paths, arrows=False)
             legend = ax_paths.get_legend()
             if legend is not None:

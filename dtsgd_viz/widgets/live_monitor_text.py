@@ -40,7 +40,7 @@ def loss_text(steps: np.ndarray | Sequence[float], loss: ArrayLike) -> str:
     ok = np.flatnonzero(np.isfinite(v))
     if len(ok) < 2 or v[ok[0]] <= 0 or v[ok[-1]] <= 0:
         return "loss"
-    f = v[ok[-1]] / v[ok[0]]
+    f = float(v[ok[-1]] / v[ok[0]])
     a, b = int(steps[ok[0]]), int(steps[ok[-1]]) - 1  # the first and the last update the losses span
     span = f"in the first {b} updates" if a == 1 else f"in update {a}" if a == b else f"in updates {a}-{b}"
     k = max(f, 1 / f)

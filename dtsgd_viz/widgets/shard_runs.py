@@ -157,7 +157,7 @@ class RunsShardsView:
 
     def _chip(self, ax, run: str, pad: float) -> None:
         """The run's name over its heatmap on a chip in its rule's colour (the lines' look)."""
-        color = self.look[run].color
+        color = self.look[run].color or "black"
         ink = "black" if float(np.dot(mcolors.to_rgb(color), (0.299, 0.587, 0.114))) > 0.5 else "white"
         box = dict(boxstyle="round,pad=0.3", facecolor=color, edgecolor="none")
         ax.set_title(display_name(run), fontsize=style.TITLE_SIZE, pad=pad + 3, color=ink, fontweight="bold", bbox=box)

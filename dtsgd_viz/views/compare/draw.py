@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -144,7 +144,7 @@ def _loss_panel(
             continue
         positive = _finite_positive(loss)
         if np.isfinite(positive).any():
-            extra = dict(marks[name], markevery=(every // 2, every)) if name in marks else {}
+            extra: dict[str, Any] = dict(marks[name], markevery=(every // 2, every)) if name in marks else {}
             ax.plot(x, positive, **look[name].line(**extra))
             drawn = True
     ax.set_title("loss", fontsize=style.TITLE_SIZE)
