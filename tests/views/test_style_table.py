@@ -450,6 +450,17 @@ def test_no_role_or_variable_colour_borrows_a_rules_hue(table):
     assert near == []
 
 
+def test_mesh_dims_and_variables_never_share_a_colour():
+    """A colour means a mesh dim (communication, timeline) or a variable (memory bars),
+    never both: the tables share no colour."""
+    mesh = {to_hex(c) for c in (*style.MESH_DIM_COLORS, *style.MESH_DIMS_COLORS)}
+    variables = {to_hex(c) for c in style.VARIABLE_COLORS}
+    assert mesh.isdisjoint(variables), mesh & variables
+    assert len(variables) == len(style.VARIABLE_COLORS) and len(mesh) == len(style.MESH_DIM_COLORS) + len(
+        style.MESH_DIMS_COLORS
+    )
+
+
 def _lab(hex_color: str, cvd: np.ndarray | None = None) -> np.ndarray:
     """CIELAB of ``hex_color``, seen through the Machado et al. (2009) matrix ``cvd`` (None: normal vision)."""
     from matplotlib.colors import to_rgb

@@ -261,12 +261,14 @@ def block_styles(geometry: ShardGeometry) -> tuple[tuple[str, str, object], ...]
 
 # ---- big meshes: blocks coloured by their mesh coordinate: views/mesh/layout_colors.py --------
 
-# communication: one colour per mesh dim in mesh order, sets of two or more dims their own
-MESH_DIM_COLORS = ("#009E73", "#CC79A7", "#999933", "#332288", "#000000", "#117733")
-MESH_DIMS_COLORS = ("#882255", "#44AA99", "#AA4499", "#666666")
+# communication: one colour per mesh dim in mesh order, sets of two or more dims their own:
+# dark colours, none a variable's (a colour means a mesh dim or a variable, never both)
+MESH_DIM_COLORS = ("#332288", "#882255", "#999933", "#000000")
+MESH_DIMS_COLORS = ("#117733", "#AA4499", "#5A3A8A", "#666666")
 
 # memory bars: a colour per variable, none of them near a rule's (OPTIMIZER_COLORS) hue
-VARIABLE_COLORS = ("#009E73", "#CC79A7", "#999933", "#332288", "#44AA99", "#DDCC77", "#117733", "#AA4499", "#F0E442")
+# and none a mesh dim's: lighter colours
+VARIABLE_COLORS = ("#009E73", "#CC79A7", "#F0E442", "#44AA99", "#CC6677", "#BBCC33", "#FFAABB", "#EEDD88", "#BBBBBB")
 
 # which velocity moved a shard (theory.stale's classes): the rule calm, the stale read loud,
 # neither near a rule's hue (a rule's colour means that rule only)
