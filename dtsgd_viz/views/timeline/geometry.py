@@ -124,12 +124,16 @@ def timeline_finding(reports: Mapping[str, CommunicationReport]) -> str:
         _check(r, f" as reports[{name!r}]")
     names = list(reports)
     sizes = {n: update_timeline(reports[n]).bytes_per_device for n in names}
-    first, last = names[0], names[-1]
+    first = names[0]
     if len(names) == 1:
         return f"{rule_name(first)} sends {format_bytes(sizes[first])} per device per update"
     if all(same_collectives(reports[first], reports[n]) for n in names[1:]):
         runs = " and ".join(map(rule_name, names))
-        return f"Identical collectives for {runs}: {format_bytes(sizes[last])} per device per update"
+        drawn = rule_name(first)
+        return (
+            f"The compiled steps of {runs} run the same collectives; {drawn}'s is drawn: "
+            f"{format_bytes(sizes[first])} per device per update"
+        )
     parts = ", ".join(f"{n} {format_bytes(sizes[n])}" for n in names)
     if len(set(sizes.values())) == 1:
         return f"The runs' collectives differ (same {format_bytes(sizes[first])} per device per update)"
