@@ -389,7 +389,8 @@ print(dtsgd_viz.blocks_finding(blocks))  # the figure's title
 # (`model` across), with both runs' error on that block: heavy-ball momentum dashed,
 # Nesterov solid, on one log scale for all panels so the blocks compare; each title names
 # the devices holding the block (CPU:0,4: the `batch` row below holds copies, so it is
-# not drawn again). "distance" is to the bowl's bottom (`bowl.minimum`).
+# not drawn again). The y axis, "distance to the target", is that distance to the target
+# passed, here the bowl's bottom (`bowl.minimum`).
 # Some blocks come much nearer the bottom than others (the table above); block by block
 # the two rules end level: Nesterov's look-ahead changes the route, not where the probe
 # is after 60 updates. The title's numbers are those `blocks_finding` printed above.

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["plot_blocks", "panel_grid", "holders"]
 
 PANEL_HEIGHT = 2.2  # inches per mesh row
-AXIS_LABELS = {"target": "‖block − target‖", "gradient": "block's gradient norm"}
+AXIS_LABELS = {"target": "distance to the target", "gradient": "block's gradient norm"}
 
 
 def panel_grid(errors: BlockErrors) -> tuple[int, int, tuple[tuple[int, int], ...]]:
