@@ -60,12 +60,12 @@ def ids_text(names: Sequence[str]) -> str:
     return f"the numbers are device ids (0 = {names[0]}, ..., {len(names) - 1} = {names[-1]})"
 
 
-def dim_text(layout: LayoutSpec, dim: int, short: bool = False) -> str:
-    """``tensor dim 1 — sharded over 'model' (4)`` or ``tensor dim 0 — not sharded``; ``short``: ``dim 1 — over``."""
+def dim_text(layout: LayoutSpec, dim: int) -> str:
+    """A tensor dim in the one wording every layout picture uses: ``dim 1 — over 'model' (4)``
+    or ``dim 0 — not sharded``."""
     spec = layout.sharding_specs[dim]
-    over = "over" if short else "sharded over"
-    how = "not sharded" if spec == UNSHARDED else f"{over} '{spec}' ({layout.mesh.dim_size(spec)})"
-    return f"{'dim' if short else 'tensor dim'} {dim} — {how}"
+    how = "not sharded" if spec == UNSHARDED else f"over '{spec}' ({layout.mesh.dim_size(spec)})"
+    return f"dim {dim} — {how}"
 
 
 def mesh_dim_role(layout: LayoutSpec, mesh_dim: str) -> str:
@@ -221,14 +221,8 @@ def _panel_size(shape, layout, faceted) -> tuple[float, float]:
     if not faceted:
         w = max(w, COLUMN_IN * max(layout.mesh.dim_sizes))
         h = max(h, 0.3 * layout.num_shards(len(shape) - 2))
-    need = text_width_pt(dim_text(layout, len(shape) - 2, short=True), LABEL_SIZE) / 72 + 0.1
+    need = text_width_pt(dim_text(layout, len(shape) - 2), LABEL_SIZE) / 72 + 0.1
     return round(w, 3), round(max(h, need), 3)
-
-
-def axis_label(layout: LayoutSpec, dim: int, length_in: float) -> str:
-    """``dim_text`` in full when it fits along an axis ``length_in`` long, else short."""
-    text = dim_text(layout, dim)
-    return text if text_width_pt(text, LABEL_SIZE) <= length_in * 72 else dim_text(layout, dim, short=True)
 
 
 def _fits(text, fs, w, h, rotation) -> bool:
@@ -317,7 +311,7 @@ def _subtitle(geom, layout, picks, collapsed) -> str:
     """The settings on one line: sharding, mesh, what the panels index, what is drawn once."""
     out = f"sharding [{', '.join(layout.sharding_specs)}] on {layout.mesh}"
     if picks:
-        out += "; panels: " + " x ".join(dim_text(layout, d, short=True) for d in sorted(picks))
+        out += "; panels: " + " x ".join(dim_text(layout, d) for d in sorted(picks))
     if collapsed:
         sizes = "x".join(str(geom.global_shape[d]) for d in collapsed)
         out += f"; dim{'s' * (len(collapsed) > 1)} {', '.join(map(str, collapsed))} ({sizes}) drawn once"
@@ -391,8 +385,8 @@ def layout_picture(
                 (yrange, 0),
                 boundary_ticks(shape[-1], layout.num_shards(rank - 1), length, True),
                 boundary_ticks(shape[-2], layout.num_shards(rank - 2), ph * 72, False) if rank >= 2 else (),
-                axis_label(layout, rank - 1, pw) if k + ncols >= len(indices) else "",
-                axis_label(layout, rank - 2, ph) if rank >= 2 and c == 0 else "",
+                dim_text(layout, rank - 1) if k + ncols >= len(indices) else "",
+                dim_text(layout, rank - 2) if rank >= 2 and c == 0 else "",
                 tuple(blocks),
             )
         )
