@@ -224,8 +224,9 @@ show(dtsgd_viz.plot_timeline(rule_reports))
 
 # %% [markdown]
 # The boxes are an order, not measured time. The two compiled programs list the same
-# collectives, with the same groups and bytes, so the figure draws them once and its
-# title says so: the look-ahead costs arithmetic, not traffic.
+# collectives, with the same groups and bytes (`timeline_finding` compares them collective by collective),
+# so the figure draws momentum's step only, as its second line says, and its title says
+# Nesterov's is the same: the look-ahead costs arithmetic, not traffic.
 
 # %% [markdown]
 # ## Each block's velocity over training

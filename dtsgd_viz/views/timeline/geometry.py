@@ -128,12 +128,10 @@ def timeline_finding(reports: Mapping[str, CommunicationReport]) -> str:
     if len(names) == 1:
         return f"{rule_name(first)} sends {format_bytes(sizes[first])} per device per update"
     if all(same_collectives(reports[first], reports[n]) for n in names[1:]):
-        runs = " and ".join(map(rule_name, names))
-        drawn = rule_name(first)
-        return (
-            f"The compiled steps of {runs} run the same collectives; {drawn}'s is drawn: "
-            f"{format_bytes(sizes[first])} per device per update"
-        )
+        others = " and ".join(f"{rule_name(n)}'s" for n in names[1:])
+        have = "step has" if len(names) == 2 else "steps have"
+        said = f"{others} {have} {rule_name(first)}'s collectives: {format_bytes(sizes[first])} per device per update"
+        return said[:1].upper() + said[1:]
     parts = ", ".join(f"{n} {format_bytes(sizes[n])}" for n in names)
     if len(set(sizes.values())) == 1:
         return f"The runs' collectives differ (same {format_bytes(sizes[first])} per device per update)"

@@ -81,4 +81,6 @@ def plot_timeline(reports: Mapping[str, CommunicationReport], *, title: str | No
         ticks = [_tick(p.name, len(p.groups), len(p.groups[0]) if p.groups else 0) for p in t.phases]
         ax.set_xticks(range(len(t.phases)), ticks, fontsize=TICK_SIZE)
     axes[-1].set_xlabel("phases of one update, in order (not time)", fontsize=LABEL_SIZE)
-    return headline(fig, finding if title is None else title, f"compiled steps on {first.mesh}")
+    one = len(panels) == 1 and len(reports) > 1  # the runs compared equal: the first is drawn
+    drawn = f"{rule_name(next(iter(reports)))}'s compiled step drawn" if one else "compiled steps"
+    return headline(fig, finding if title is None else title, f"{drawn}, on {first.mesh}")
