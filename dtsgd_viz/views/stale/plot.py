@@ -120,13 +120,15 @@ def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: 
     handles = [
         Patch(facecolor=colors[i], edgecolor="0.6", lw=0.5, label=kind) for i, kind in enumerate(CLASSES) if i in used
     ]
-    fig.legend(
+    axes[-1].legend(  # the key beside the grids' top right corner, at the size of the panels' words
         handles=handles,
-        loc="outside lower center",
-        ncol=len(handles),
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        ncol=1,
         frameon=False,
-        fontsize=style.NOTE_SIZE,
-        handlelength=1.2,
-        columnspacing=1.5,
+        fontsize=style.LABEL_SIZE,
+        handlelength=1.6,
+        handleheight=1.1,
+        borderaxespad=0.4,
     )
     return fig
