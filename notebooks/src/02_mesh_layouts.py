@@ -227,7 +227,8 @@ show(dtsgd_viz.plot_layout(plan, (1024, 512), name="W"))
 # Each block is again coloured by where its device sits on the mesh: the hue follows
 # `model`, as above, the lightness `data` (dark `data=0` to light `data=3`; the text is
 # white on the two dark rows, black on the light ones). Each block is labelled with
-# its device, turned along the tall block; with one copy per block no key is needed. The
+# its device's id, upright ("CPU:n" would fit only turned and small; the line over the
+# picture says once what the numbers are); with one copy per block no key is needed. The
 # tensor keeps one shape in every picture of this section: 1024 rows drawn about 1.4
 # times as tall as 512 columns are wide (true to 2:1 would not leave the 16 columns room
 # for their labels).

@@ -233,8 +233,11 @@ def _fits(text, fs, w, h, rotation) -> bool:
 
 def label_blocks(blocks: Sequence[Block], names: Sequence[str], px: float, py: float) -> list[Block]:
     """The blocks labelled in the first way that fits them all (most explicit form, upright,
-    larger type first), else each in the first way that fits it. ``px``, ``py``: points per element."""
-    candidates = [(form, rot, fs) for form in range(3) for rot in (0, 90) for fs in (LABEL_SIZE, NOTE_SIZE)]
+    larger type first), else each in the first way that fits it; turned text only at the label
+    size (small turned text is the hardest to read: a shorter form upright instead).
+    ``px``, ``py``: points per element."""
+    sizes = {0: (LABEL_SIZE, NOTE_SIZE), 90: (LABEL_SIZE,)}
+    candidates = [(form, rot, fs) for form in range(3) for rot in (0, 90) for fs in sizes[rot]]
 
     def label(b, form, rot, fs) -> tuple[str, float, int] | None:
         text = device_forms(b.devices, names)[form]
