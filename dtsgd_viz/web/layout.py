@@ -325,5 +325,5 @@ class LayoutExplorer(BrowserWidget):
         else:
             fig = plot_layout(self.layout_spec, tuple(d["shape"]), name=d["name"], note=entry["memory"])
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=style.DPI)
+        fig.savefig(buf, format="png", dpi=style.DPI, bbox_inches="tight", pad_inches=style.PAD)  # no empty margins
         return buf.getvalue()

@@ -233,11 +233,12 @@ def _fits(text, fs, w, h, rotation) -> bool:
 
 def label_blocks(blocks: Sequence[Block], names: Sequence[str], px: float, py: float) -> list[Block]:
     """The blocks labelled in the first way that fits them all (most explicit form, upright,
-    larger type first), else each in the first way that fits it; turned text only at the label
-    size (small turned text is the hardest to read: a shorter form upright instead).
+    larger type first), else each in the first way that fits it; small turned text, the
+    hardest to read, only where no form fits upright or at the label size.
     ``px``, ``py``: points per element."""
     sizes = {0: (LABEL_SIZE, NOTE_SIZE), 90: (LABEL_SIZE,)}
     candidates = [(form, rot, fs) for form in range(3) for rot in (0, 90) for fs in sizes[rot]]
+    candidates += [(form, 90, NOTE_SIZE) for form in range(3)]
 
     def label(b, form, rot, fs) -> tuple[str, float, int] | None:
         text = device_forms(b.devices, names)[form]
