@@ -236,6 +236,7 @@ def test_blocks_named_by_bare_device_ids_say_so():
             continue
         bare = any(lab and all(ch.isdigit() or ch in ",\n" for ch in lab) for lab in e["labels"])
         assert bool(e["ids_note"]) == bare, key
-    # the 64 blocks of [data, model] name their devices in full now: no bare ids, no note
-    assert st["layouts"]["data, model"]["labels"] == list(MeshSpec.create({"data": 4, "model": 16}).short_device_names)
-    assert st["layouts"]["data, model"]["ids_note"] is None
+    # the 64 blocks of [data, model] name their devices by id, upright ("CPU:n" fits only turned
+    # and small), and the note says once what the numbers are
+    assert st["layouts"]["data, model"]["labels"] == [str(d) for d in range(64)]
+    assert st["layouts"]["data, model"]["ids_note"] == "the numbers are device ids (0 = CPU:0, ..., 63 = CPU:63)"
