@@ -874,9 +874,12 @@ def test_norms_that_are_zero_are_drawn_and_said():
     r = _synthetic({"x": 2, "y": 4}, (8, 8), ("x", "y"), 1, values=values)
     view = draw_shards(r, "w", "velocity")
     marks = view.zero_marks[view.norm_ax]
-    # a circle per block on the bottom edge (x: the update, y: axes fraction 0), in its colour
+    # a circle per block on the bottom edge (x: the update, y: axes fraction 0), grey as its legend entry
     np.testing.assert_allclose(marks.get_offsets(), [[1, 0]] * 8)
-    np.testing.assert_allclose(marks.get_edgecolors()[:, :3], [to_rgb(c) for c, _, _ in view.styles])
+    key = next(
+        h for t, h in zip(view.legend.get_texts(), view.legend.legend_handles) if t.get_text() == "norm exactly 0"
+    )
+    assert {to_rgb(c[:3]) for c in marks.get_edgecolors()} == {to_rgb(key.get_markeredgecolor())}
     assert list(view.norm_ax.get_ylim()) == [0, 1] and list(view.norm_ax.get_xticks()) == [1]
     assert "norm exactly 0" in [t.get_text() for t in view.legend.get_texts()]
     assert _titles(view.figure)[0].endswith(": every block's norm is 0")
@@ -885,6 +888,35 @@ def test_norms_that_are_zero_are_drawn_and_said():
     assert view.norm_ax.get_yscale() == "log"
     lo, hi = view.norm_ax.get_ylim()
     assert lo < view.lines[0].get_ydata()[0] < hi
+
+
+@pytest.mark.slow
+def test_zero_norms_on_a_log_axis_sit_on_a_spine_labelled_0_below_every_value_tick():
+    """07: the zero circles sat on the bottom spine at the lowest value tick (2e-5), in the
+    block's colour, and read as that value. On a log axis the bottom spine is lowered
+    below the lowest norm, labelled "0", clear of every value tick."""
+
+    def values(s, k):
+        return np.zeros((4, 8)) if k == "velocity" and s == 1 else np.full((4, 8), 1e-5 * s)
+
+    r = _synthetic({"x": 2, "y": 4}, (4, 8), ("unsharded", "y"), 8, values=values)
+    view = draw_shards(r, "w", "velocity", 3)
+    view.figure.draw_without_rendering()
+    ax = view.norm_ax
+    marks = view.zero_marks[ax]
+    np.testing.assert_allclose(marks.get_offsets(), [[1, 0]] * 4)  # update 1, the bottom spine
+    assert ax.get_yscale() == "log"
+    lo, hi = ax.get_ylim()
+    assert lo < np.nanmin(view.norm.data)  # the spine is below every norm drawn
+    zero = next(t for t in ax.texts if t.get_gid() == "zero-tick")
+    assert zero.get_text() == "0"
+    box = zero.get_window_extent()
+    spine = ax.transAxes.transform([(0, 0)])[0]
+    assert box.x1 <= spine[0] and box.y0 <= spine[1] <= box.y1  # left of the spine's end, level with it
+    for t in ax.get_yticklabels():
+        if t.get_text() and lo <= t.get_position()[1] <= hi:
+            other = t.get_window_extent()
+            assert other.y0 > box.y1 or other.y1 < box.y0, t.get_text()  # no value tick at the 0
 
 
 @pytest.mark.slow

@@ -33,6 +33,8 @@ STEP_LINE_WIDTH = 1.2
 MISMATCH_COLOR = "#D55E00"  # Okabe-Ito vermillion: replicas disagree
 BAND_COLOR, MEDIAN_COLOR = "#9A9A9A", "black"  # the median: black, white-edged, over the block lines
 LINE_WIDTH = 1.6  # every block's line: one width (a wider line read as a block that matters more)
+ZERO_COLOR = "0.3"  # a norm of exactly 0: an open circle on the bottom spine, labelled "0"
+ZERO_ROOM = 0.1  # below the lowest norm, this fraction of the span: the "0" clear of the value ticks
 MAX_NAMED = 8  # up to this many blocks, each line named at its end; more: a legend
 FEW_NAMED = 4  # up to this many blocks, every line named; more, crowded: the extremes, the median, "N others"
 OTHERS_COLOR = "#8C8C8C"  # the "N others" name: grey, lighter than the median's
@@ -90,6 +92,7 @@ class NormPanel:
         self.thinned_to: dict = {}  # axes -> the pixel columns its lines were thinned to
         self.marks: dict = {}  # gid -> the marks' Line2D or PathCollection
         self.band: list = []
+        self.zero_tick = None  # the "0" at the bottom spine the zero norms' circles sit on
         self.median: Line2D | None = None  # the median block norm's line (up to MAX_LINES blocks)
         self.end_labels: list | None = None
         self.legend: Legend | None = None
@@ -191,7 +194,8 @@ class NormPanel:
         rows, groups = np.nonzero(cols == 0)
         zeros = self.marks["zero-marks"]
         zeros.set_offsets(np.column_stack([updates[rows], np.zeros(len(rows))]))
-        zeros.set_edgecolors([self.view.styles[g][0] for g in groups] or "none")
+        zeros.set_edgecolors(ZERO_COLOR if len(rows) else "none")
+        self._zero_tick(bool(len(rows)))
         bad = np.union1d(self.view.nonfinite_idx, np.flatnonzero(~np.isfinite(cols).all(axis=1)))
         self.marks["nonfinite-marks"].set_data(updates[bad], np.full(len(bad), 0.96))
         replicated = np.array([len(d) > 1 for d in self.view.geometry.replica_groups])
@@ -201,6 +205,26 @@ class NormPanel:
         self.marks["mismatch-marks"].set_data(updates[rows], data[rows, groups])
         self.show_index()
         ax.set_title(norm_change_text(data, updates), fontsize=style.TITLE_SIZE, pad=1.6 * style.NOTE_SIZE + 4)
+
+    def _zero_tick(self, zeros: bool) -> None:
+        """On a log axis with zero norms (drawn on the bottom spine): the spine labelled "0" as a
+        tick, set below the lowest norm and clear of the value ticks, so a circle there reads as 0."""
+        ax = self.ax
+        assert ax is not None  # drawn when the view has a norm axes
+        if self.zero_tick is not None:
+            self.zero_tick.remove()
+            self.zero_tick = None
+        if not zeros or ax.get_yscale() != "log":
+            return
+        lo, hi = ax.get_ylim()
+        lo = lo / (hi / lo) ** ZERO_ROOM
+        ax.set_ylim(lo, hi)
+        frac = np.log(np.asarray(ax.get_yticks(), np.float64) / lo) / np.log(hi / lo)
+        ax.yaxis.set_major_locator(FixedLocator([t for t, f in zip(ax.get_yticks(), frac) if 0.75 * ZERO_ROOM <= f]))
+        self.zero_tick = ax.annotate(
+            "0", (0, 0), xycoords="axes fraction", xytext=(-3.5, 0), textcoords="offset points", ha="right",
+            va="center", fontsize=style.TICK_SIZE, gid="zero-tick",
+        )  # fmt: skip
 
     def name_lines(self) -> None:
         """Each line named at its end (up to ``MAX_NAMED`` blocks), else a legend, once the layout sized the axes."""
@@ -232,7 +256,7 @@ class NormPanel:
         handles += [_key(self.marks[g], text) for g, text in said.items() if len(self.marks[g].get_xdata())]
         if len(self.marks["zero-marks"].get_offsets()):
             handles.append(
-                Line2D([], [], ls="none", marker="o", mfc="none", mec="0.3", mew=1.4, label="norm exactly 0")
+                Line2D([], [], ls="none", marker="o", mfc="none", mec=ZERO_COLOR, mew=1.4, label="norm exactly 0")
             )
         if handles and n > MAX_NAMED:
             self.legend = ax.legend(
