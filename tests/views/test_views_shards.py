@@ -793,6 +793,30 @@ def test_few_blocks_are_named_at_their_line_ends_without_a_legend(sharded):
 
 
 @pytest.mark.slow
+def test_colour_bars_below_a_tenth_count_in_their_power_of_ten_alike():
+    """05: one bar read "0.01, 0.02", the next "(×1e-3)": every bar whose values stay
+    under 0.1 says its power of ten in its label, ticks counting in it."""
+
+    def values(s, k):
+        return np.random.default_rng(s).normal(size=(4, 8)) * {"param": 0.3, "velocity": 0.02, "grad": 0.003}[k]
+
+    r = _synthetic({"x": 2, "y": 4}, (4, 8), ("x", "y"), 3, values=values)
+    for kind, label in (
+        ("param", "param value"),
+        ("velocity", "velocity value (×1e-2)"),
+        ("grad", "grad value (×1e-3)"),
+    ):
+        view = draw_shards(r, "w", kind, 3)
+        bar = view.tensor.colorbar
+        view.figure.draw_without_rendering()
+        assert bar.ax.get_ylabel() == label
+        scale = 10.0 ** float(label.split("1e")[1].rstrip(")")) if "1e" in label else 1.0
+        for tick in bar.ax.get_yticklabels():
+            if tick.get_text():
+                assert float(tick.get_text().replace("\u2212", "-")) * scale == pytest.approx(tick.get_position()[1])
+
+
+@pytest.mark.slow
 def test_rank3_update_panels_keep_captions_scales_and_labels_readable():
     """A (16, 4, 4) query kernel: the rank-3 note ran across the neighbouring panels, the
     colour bar's x10^-4 overprinted its label, and 64 stacked 'CPU:0,4' chips (one per
