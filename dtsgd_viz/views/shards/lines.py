@@ -32,6 +32,7 @@ STEP_LINE_COLOR = "#8C8C8C"  # mid grey, thin: the dots on it stand out from it
 STEP_LINE_WIDTH = 1.2
 MISMATCH_COLOR = "#D55E00"  # Okabe-Ito vermillion: replicas disagree
 BAND_COLOR, MEDIAN_COLOR = "#9A9A9A", "black"  # the median: black, white-edged, over the block lines
+MEDIAN_EDGE = [patheffects.withStroke(linewidth=3.6, foreground="white")]  # no block line has an edge
 LINE_WIDTH = 1.6  # every block's line: one width (a wider line read as a block that matters more)
 ZERO_COLOR = "0.3"  # a norm of exactly 0: an open circle on the bottom spine, labelled "0"
 ZERO_ROOM = 0.1  # below the lowest norm, this fraction of the span: the "0" clear of the value ticks
@@ -185,10 +186,9 @@ class NormPanel:
             for line in self.lines:
                 line.set_visible(False)
         if band or (n > 1 and np.isfinite(data).any()):  # the median block's norm, over the lines
-            edge = [patheffects.withStroke(linewidth=3.6, foreground="white")]  # no block line has an edge
             (self.median,) = ax.plot(
                 *self.thinned(median_line(data)), color=MEDIAN_COLOR, lw=1.4, zorder=2.6, gid="norm-median",
-                path_effects=edge,
+                path_effects=MEDIAN_EDGE,
             )  # fmt: skip
         cols, updates = self.columns(), self.view.updates
         rows, groups = np.nonzero(cols == 0)
