@@ -32,7 +32,7 @@ from ..views.core import style
 from ..views.paths.loss import LOSS_YLABEL
 from ..views.shards.findings import median_line
 from ..views.shards.geometry import block_patches, minmax_decimate
-from ..views.shards.lines import MEDIAN_COLOR
+from ..views.shards.lines import MEDIAN_COLOR, MEDIAN_EDGE
 from ..views.text.direct import axes_height_points, leaders, spread
 from ._canvas import FigureWidget
 from .live_monitor_axes import _frame, _scale_y, _tick_texts, snap_log_limits
@@ -173,7 +173,12 @@ def readout(state: MonitorState) -> str:
     if state.status is None:
         return "waiting for the run to create the store (no store at this path yet)"
     last = state.status.last_step
-    text = f"{state.n_steps} updates recorded" + ("" if last is None else f" (last update {last})")
+    first = int(state.steps[0]) if len(state.steps) else None
+    text = f"{state.n_steps} updates recorded"
+    if last is not None and first is not None:  # as the title's loss span counts them: the loss is before each
+        text += f" ({first}-{last}; loss taken before each)" if first < last else f" (update {last})"
+    elif last is not None:
+        text += f" (last update {last})"
     if state.status.resumes:
         text += f" · resumed from update {state.status.resumes[-1].iteration}"
     rate = state.steps_per_second
@@ -300,9 +305,9 @@ class LiveMonitor(FigureWidget):
                 self.ax_norms.plot([], [], color=c, ls=ls, lw=1.4, label=name, gid=f"norm-{i}")[0]
                 for i, (name, (c, ls)) in enumerate(zip(state.blocks, state.looks))
             ]
-            if len(state.blocks) > 1:  # the headline's median, under the blocks' lines
+            if len(state.blocks) > 1:  # the headline's median, as the shard views draw it: over the lines
                 (self.median_line,) = self.ax_norms.plot(
-                    [], [], color=MEDIAN_COLOR, lw=1.2, zorder=1.8, gid="norm-median"
+                    [], [], color=MEDIAN_COLOR, lw=1.4, zorder=2.6, gid="norm-median", path_effects=MEDIAN_EDGE
                 )
             self.block_labels = self._name_blocks(state.blocks)
             relayout = True
@@ -340,7 +345,7 @@ class LiveMonitor(FigureWidget):
 
         self.ax_loss.set_title("loss", fontsize=style.TITLE_SIZE)
         if state.blocks:
-            grey = "; grey: their median" if len(state.blocks) > 1 else ""
+            grey = "; black: their median" if len(state.blocks) > 1 else ""
             self.ax_norms.set_title(
                 f"‖{state.kind}‖ of each block of {state.variable!r}{grey}", fontsize=style.TITLE_SIZE
             )

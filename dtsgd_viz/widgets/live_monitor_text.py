@@ -31,10 +31,15 @@ def loss_text(steps: np.ndarray | Sequence[float], loss: ArrayLike) -> str:
     ``steps[i] - 1`` updates), so from the first to the last recorded loss the parameters
     made updates ``steps[0]`` to ``steps[-1] - 1``.
 
+    The span is written as ``readout`` writes the recorded updates ("80 updates recorded
+    (1-80; loss taken before each)"): the losses of updates 1-80 span updates 1-79.
+
     >>> loss_text([1, 2, 80], [1.0, 0.5, 0.03])
-    'loss falls 33x in the first 79 updates'
+    'loss falls 33x over updates 1-79'
     >>> loss_text([1001, 1080], [1.0, 0.5])
-    'loss falls 2x in updates 1001-1079'
+    'loss falls 2x over updates 1001-1079'
+    >>> loss_text([4, 5], [1.0, 0.5])
+    'loss falls 2x over update 4'
     """
     v = np.asarray(loss, np.float64)
     ok = np.flatnonzero(np.isfinite(v))
@@ -42,7 +47,7 @@ def loss_text(steps: np.ndarray | Sequence[float], loss: ArrayLike) -> str:
         return "loss"
     f = float(v[ok[-1]] / v[ok[0]])
     a, b = int(steps[ok[0]]), int(steps[ok[-1]]) - 1  # the first and the last update the losses span
-    span = f"in the first {b} updates" if a == 1 else f"in update {a}" if a == b else f"in updates {a}-{b}"
+    span = f"over update {a}" if a == b else f"over updates {a}-{b}"
     k = max(f, 1 / f)
     return (
         f"loss stays within 1.5x {span}" if k < 1.5 else f"loss {'grows' if f > 1 else 'falls'} {times_text(k)} {span}"
@@ -65,7 +70,7 @@ def monitor_finding(
 
     >>> print(monitor_finding([1, 2, 3], [1.0, 0.5, 0.1], np.array([[1.0], [9.0], [3.0]]),
     ...                       "velocity", ["CPU:0"]))
-    Loss falls 10x in the first 2 updates;
+    Loss falls 10x over updates 1-2;
     the velocity's block norm rises 9x to a peak at update 2, then falls 3x
     """
     from ..views.shards.view import change_text

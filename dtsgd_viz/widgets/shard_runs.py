@@ -131,7 +131,7 @@ class RunsShardsView:
         current = style.ROLE_LOOKS["current"]  # the update shown: a white-faced ring
         for run in self.names:
             (line,) = self.norm_ax.plot(
-                self.updates, self._positive(self.norms[run]), label=run, **self.look[run].line()
+                self.updates, self._positive(self.norms[run]), label=display_name(run), **self.look[run].line()
             )
             (marker,) = self.norm_ax.plot(
                 [],
@@ -148,7 +148,7 @@ class RunsShardsView:
             self.markers.append(marker)
         log_y(self.norm_ax)  # the one log tick format, at least three labels (views.shards.ticks)
         self.norm_ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
-        self.norm_ax.set_ylabel(f"‖{kind}‖ of {name}", fontsize=style.LABEL_SIZE)
+        self.norm_ax.set_ylabel(f"‖{kind}‖", fontsize=style.LABEL_SIZE)  # the title names the tensor
         self.norm_ax.tick_params(labelsize=style.TICK_SIZE)
         self.norm_ax.grid(alpha=0.3)
         self.norm_ax.legend(fontsize=style.NOTE_SIZE, frameon=False, loc="best")
@@ -227,7 +227,7 @@ class RunsShardsView:
             line.set_ydata(self._positive(self.norms[run]))
         self.norm_ax.relim()
         self.norm_ax.autoscale_view()
-        self.norm_ax.set_ylabel(f"‖{kind}‖ of {self.name}", fontsize=style.LABEL_SIZE)
+        self.norm_ax.set_ylabel(f"‖{kind}‖", fontsize=style.LABEL_SIZE)
         for panel in self.panels:
             if panel.colorbar is not None:
                 panel.colorbar.set_label(f"{kind} value")

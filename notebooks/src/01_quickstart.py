@@ -149,13 +149,13 @@ show(dtsgd_viz.plot_layout(r, name="w"))
 # update 10: updates count from 1, as `recording.steps` does), each device's
 # block outlined. Right: each block's velocity norm over the whole run, one line per
 # block in its colour, named at its end (a dot on each line marks update 10; dots that
-# tie stand side by side). The steep
+# tie nest, one ringed round the next). The steep
 # blocks (bottom row, CPU:4-7) swing and die out fast; the flat ones (CPU:0-1) keep a
 # small velocity for much longer; CPU:7's falls by exactly 0.9 per update once its
 # gradient is down at float32 round-off. The title says how far apart the blocks' norms
 # are at update 10 (largest over smallest) and which block is largest and which smallest;
 # the right panel's title says how far the median block's norm (`np.median` over the
-# blocks, the grey line) falls from the first update to the last. `dtsgd_viz.views.shards.findings.spread_text` and
+# blocks, the black line) falls from the first update to the last. `dtsgd_viz.views.shards.findings.spread_text` and
 # `norm_change_text` print the same numbers.
 
 # %%

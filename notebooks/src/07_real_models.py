@@ -172,7 +172,7 @@ print(check_recording(tr_rec))
 # device, copied over `batch`). Right: each head's velocity norm over the 30 updates, one line per
 # block in its colour (the two replicas of a head always agree, so they are one line):
 # the heads move at somewhat different paces. A norm of exactly 0, which a log axis
-# cannot draw, is an open circle on the bottom edge: every head's, after update 1, so the
+# cannot draw, is a grey open circle on the bottom edge, labelled 0: every head's, after update 1, so the
 # panel's title reads the median's rise from update 2.
 
 # %%

@@ -178,8 +178,8 @@ def test_a_two_client_store_killed_between_the_clients_commits_loads_what_both_c
     # each monitor followed its part as it grew, and ends with exactly what it committed
     assert seen[0][-1] == STEPS and seen[1][-1] == COMMITTED
     assert len(set(seen[0])) >= 3 and len(set(seen[1])) >= 3
-    assert readout(monitors[0].state).startswith("15 updates recorded (last update 15)")
-    assert readout(monitors[1].state).startswith("13 updates recorded (last update 13)")
+    assert readout(monitors[0].state).startswith("15 updates recorded (1-15; loss taken before each)")
+    assert readout(monitors[1].state).startswith("13 updates recorded (1-13; loss taken before each)")
     for m in monitors:
         m.close()
 

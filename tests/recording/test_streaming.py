@@ -276,9 +276,9 @@ def test_live_monitor_follows_a_store_another_process_writes(tmp_path):
             proc.kill()
             proc.wait(timeout=30)
     assert seen[-1] == 18 and len(set(seen)) >= 2  # it followed the store as it grew
-    assert readout(monitor.state).startswith("18 updates recorded (last update 18)")
+    assert readout(monitor.state).startswith("18 updates recorded (1-18; loss taken before each)")
     assert "closed" in monitor.label.value
-    assert monitor.ax_norms.get_title() == "‖velocity‖ of each block of 'w'; grey: their median"
+    assert monitor.ax_norms.get_title() == "‖velocity‖ of each block of 'w'; black: their median"
     assert poll(monitor.state, monitor.store) is monitor.state  # nothing new: same state
     monitor.close()
 

@@ -12,7 +12,7 @@ from helpers import synthetic_recording
 from matplotlib.colors import to_rgb
 
 from dtsgd_viz.views.core import style
-from dtsgd_viz.views.shards.lines import DOT_POINTS, STEP_LINE_WIDTH, log_x
+from dtsgd_viz.views.shards.lines import STEP_LINE_WIDTH, log_x
 from dtsgd_viz.views.shards.plot import draw_shards, plot_shards, shard_norms
 from dtsgd_viz.views.shards.update import plot_update_shards
 
@@ -45,24 +45,31 @@ def test_the_shown_update_is_a_thin_grey_line_under_white_edged_dots():
     # a dot per block at its norm after update 10, in the block's line colour
     norms = shard_norms(r, "d1/kernel", "velocity")[9, [d[0] for d in r.geometry("d1/kernel").replica_groups]]
     np.testing.assert_allclose(dots.get_offsets()[:, 1], norms, rtol=1e-6)
-    x = view.norm_ax.transData.transform(dots.get_offsets())[:, 0]  # pixels
-    at = view.norm_ax.transData.transform([(10, 1.0)])[0, 0]
-    assert np.all(np.abs(x - at) <= 2 * DOT_POINTS * view.figure.dpi / 72 + 1e-6)  # at most 4 side by side
+    assert np.all(dots.get_offsets()[:, 0] == 10)  # on the line, ties nested, never moved
     assert [to_rgb(c) for c in dots.get_facecolors()] == [to_rgb(ln.get_color()) for ln in view.lines]
     view.set_step(3)  # moved in place
     assert list(line.get_xdata()) == [3, 3] and label.get_position()[0] == 3
-    x = view.norm_ax.transData.transform(dots.get_offsets())[:, 0]
-    assert np.all(np.abs(x - view.norm_ax.transData.transform([(3, 1.0)])[0, 0]) <= 2 * DOT_POINTS + 1e-6)
+    assert np.all(dots.get_offsets()[:, 0] == 3)
 
 
-def test_lines_are_drawn_widest_first_so_a_line_on_another_shows():
-    """A block's line lying on another's (CPU:2,6 under CPU:3,7 for 8 updates in tutorial
-    04) hid it: each line is drawn thinner than the one before it, so the one under
-    shows as a rim around the one over it."""
+def test_every_block_line_has_one_width_and_the_median_its_own_look():
+    """Lines of different widths read as blocks that matter more: every block's line is
+    drawn at one width, in block order; the median is black, white-edged, over them (no
+    block line is black or edged), named "median" in black."""
+    from matplotlib.colors import to_hex
+
+    from dtsgd_viz.views.shards.lines import LINE_WIDTH
+
     view = draw_shards(_model(), "d1/kernel", "velocity", 10)
-    widths = [ln.get_linewidth() for ln in view.lines]
     order = [view.norm_ax.lines.index(ln) for ln in view.lines]
-    assert order == sorted(order) and all(a > b for a, b in zip(widths, widths[1:]))
+    assert order == sorted(order) and {ln.get_linewidth() for ln in view.lines} == {LINE_WIDTH}
+    median = view.median
+    assert median is not None and to_hex(median.get_color()) == "#000000"
+    assert median.get_zorder() > max(ln.get_zorder() for ln in view.lines) and median.get_path_effects()
+    assert all(to_hex(ln.get_color()) != "#000000" and not ln.get_path_effects() for ln in view.lines)
+    view.figure.draw_without_rendering()
+    name = next(t for t in view.end_labels if t.get_text() == "median")
+    assert to_hex(name.get_color()) == "#000000"
 
 
 @pytest.mark.slow

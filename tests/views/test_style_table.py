@@ -493,3 +493,21 @@ def test_the_block_colours_that_replaced_tols_close_pairs_stand_apart():
             if b != a:
                 for cvd in (None, DEUTAN, PROTAN):
                     assert np.linalg.norm(_lab(a, cvd) - _lab(b, cvd)) >= 28, (a, b)
+
+
+def test_consecutive_block_colours_are_far_apart():
+    """Neighbouring blocks (consecutive palette places, the ninth wrapping to the first)
+    get colours far apart (CIELAB >= 45) in normal, deutan and protan vision; blocks 2 and 4
+    places apart (neighbours across a grid row of 2 or 4) at least 25 apart."""
+    blocks = style.BLOCK_COLORS
+    n = len(blocks)
+    for gap, least in ((1, 45), (2, 25), (4, 25)):
+        pairs = [(i, (i + gap) % n) for i in range(n)] if gap == 1 else [(i, i + gap) for i in range(8 - gap)]
+        for i, j in pairs:
+            for cvd in (None, DEUTAN, PROTAN):
+                assert np.linalg.norm(_lab(blocks[i], cvd) - _lab(blocks[j], cvd)) >= least, (
+                    i,
+                    j,
+                    blocks[i],
+                    blocks[j],
+                )

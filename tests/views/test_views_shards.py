@@ -29,13 +29,8 @@ STEPS = 6
 
 
 def _dots_at(ax, dots, update):
-    """Whether the shown update's dots stand at ``update``: tied dots side by side, each
-    within half a row of dot widths of its line (``lines.DOT_POINTS``)."""
-    from dtsgd_viz.views.shards.lines import DOT_POINTS
-
-    x = ax.transData.transform(np.column_stack([dots.get_offsets()[:, 0], np.ones(len(dots.get_offsets()))]))[:, 0]
-    line = ax.transData.transform([(update, 1.0)])[0, 0]
-    return bool(np.all(np.abs(x - line) <= len(x) / 2 * DOT_POINTS * ax.figure.dpi / 72 + 1e-6))
+    """Whether the shown update's dots stand on ``update``'s line (ties nest, never move)."""
+    return bool(np.all(dots.get_offsets()[:, 0] == update))
 
 
 def _record(shape, specs, steps=STEPS, kinds=dtsgd_viz.KINDS, seed=0):
@@ -798,6 +793,30 @@ def test_few_blocks_are_named_at_their_line_ends_without_a_legend(sharded):
 
 
 @pytest.mark.slow
+def test_colour_bars_below_a_tenth_count_in_their_power_of_ten_alike():
+    """05: one bar read "0.01, 0.02", the next "(×1e-3)": every bar whose values stay
+    under 0.1 says its power of ten in its label, ticks counting in it."""
+
+    def values(s, k):
+        return np.random.default_rng(s).normal(size=(4, 8)) * {"param": 0.3, "velocity": 0.02, "grad": 0.003}[k]
+
+    r = _synthetic({"x": 2, "y": 4}, (4, 8), ("x", "y"), 3, values=values)
+    for kind, label in (
+        ("param", "param value"),
+        ("velocity", "velocity value (×1e-2)"),
+        ("grad", "grad value (×1e-3)"),
+    ):
+        view = draw_shards(r, "w", kind, 3)
+        bar = view.tensor.colorbar
+        view.figure.draw_without_rendering()
+        assert bar.ax.get_ylabel() == label
+        scale = 10.0 ** float(label.split("1e")[1].rstrip(")")) if "1e" in label else 1.0
+        for tick in bar.ax.get_yticklabels():
+            if tick.get_text():
+                assert float(tick.get_text().replace("\u2212", "-")) * scale == pytest.approx(tick.get_position()[1])
+
+
+@pytest.mark.slow
 def test_rank3_update_panels_keep_captions_scales_and_labels_readable():
     """A (16, 4, 4) query kernel: the rank-3 note ran across the neighbouring panels, the
     colour bar's x10^-4 overprinted its label, and 64 stacked 'CPU:0,4' chips (one per
@@ -879,9 +898,12 @@ def test_norms_that_are_zero_are_drawn_and_said():
     r = _synthetic({"x": 2, "y": 4}, (8, 8), ("x", "y"), 1, values=values)
     view = draw_shards(r, "w", "velocity")
     marks = view.zero_marks[view.norm_ax]
-    # a circle per block on the bottom edge (x: the update, y: axes fraction 0), in its colour
+    # a circle per block on the bottom edge (x: the update, y: axes fraction 0), grey as its legend entry
     np.testing.assert_allclose(marks.get_offsets(), [[1, 0]] * 8)
-    np.testing.assert_allclose(marks.get_edgecolors()[:, :3], [to_rgb(c) for c, _, _ in view.styles])
+    key = next(
+        h for t, h in zip(view.legend.get_texts(), view.legend.legend_handles) if t.get_text() == "norm exactly 0"
+    )
+    assert {to_rgb(c[:3]) for c in marks.get_edgecolors()} == {to_rgb(key.get_markeredgecolor())}
     assert list(view.norm_ax.get_ylim()) == [0, 1] and list(view.norm_ax.get_xticks()) == [1]
     assert "norm exactly 0" in [t.get_text() for t in view.legend.get_texts()]
     assert _titles(view.figure)[0].endswith(": every block's norm is 0")
@@ -890,6 +912,35 @@ def test_norms_that_are_zero_are_drawn_and_said():
     assert view.norm_ax.get_yscale() == "log"
     lo, hi = view.norm_ax.get_ylim()
     assert lo < view.lines[0].get_ydata()[0] < hi
+
+
+@pytest.mark.slow
+def test_zero_norms_on_a_log_axis_sit_on_a_spine_labelled_0_below_every_value_tick():
+    """07: the zero circles sat on the bottom spine at the lowest value tick (2e-5), in the
+    block's colour, and read as that value. On a log axis the bottom spine is lowered
+    below the lowest norm, labelled "0", clear of every value tick."""
+
+    def values(s, k):
+        return np.zeros((4, 8)) if k == "velocity" and s == 1 else np.full((4, 8), 1e-5 * s)
+
+    r = _synthetic({"x": 2, "y": 4}, (4, 8), ("unsharded", "y"), 8, values=values)
+    view = draw_shards(r, "w", "velocity", 3)
+    view.figure.draw_without_rendering()
+    ax = view.norm_ax
+    marks = view.zero_marks[ax]
+    np.testing.assert_allclose(marks.get_offsets(), [[1, 0]] * 4)  # update 1, the bottom spine
+    assert ax.get_yscale() == "log"
+    lo, hi = ax.get_ylim()
+    assert lo < np.nanmin(view.norm.data)  # the spine is below every norm drawn
+    zero = next(t for t in ax.texts if t.get_gid() == "zero-tick")
+    assert zero.get_text() == "0"
+    box = zero.get_window_extent()
+    spine = ax.transAxes.transform([(0, 0)])[0]
+    assert box.x1 <= spine[0] and box.y0 <= spine[1] <= box.y1  # left of the spine's end, level with it
+    for t in ax.get_yticklabels():
+        if t.get_text() and lo <= t.get_position()[1] <= hi:
+            other = t.get_window_extent()
+            assert other.y0 > box.y1 or other.y1 < box.y0, t.get_text()  # no value tick at the 0
 
 
 @pytest.mark.slow
@@ -1035,10 +1086,11 @@ def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
         assert len(line.get_xdata()) <= 3 * view.norm.thinned_to[axes[0]] + 2
 
 
-def test_dots_that_tie_at_the_shown_update_stand_side_by_side():
-    """01: CPU:1's and CPU:5's update-10 dots (0.100 and 0.098) were one dot, 4 of 8 seen.
-    Blocks whose norms tie stand side by side, centred on the update's line, each at its
-    exact norm; a block apart from them stays on the line."""
+def test_dots_that_tie_at_the_shown_update_nest_on_its_line():
+    """01: CPU:1's and CPU:5's update-10 dots (0.100 and 0.098) were one dot, 4 of 8 seen;
+    set side by side, they spread over updates 8-12. Every dot stands on the update's line
+    at its exact norm; dots that tie nest, the first-drawn widest (a ring round the next);
+    a block apart from them keeps the plain width."""
     from dtsgd_viz.views.shards.lines import DOT_POINTS
 
     def values(s, k):  # (4, 8) on x=2, y=4: blocks (2, 2); blocks 0 and 1 equal, block 7 larger
@@ -1053,13 +1105,8 @@ def test_dots_that_tie_at_the_shown_update_stand_side_by_side():
     dots = next(c for c in ax.collections if c.get_gid() == "step-dots")
     norms = shard_norms(r, "w", "velocity")[2, [d[0] for d in r.geometry("w").replica_groups]]
     np.testing.assert_allclose(dots.get_offsets()[:, 1], norms, rtol=1e-6)  # each at its value
-    x = ax.transData.transform(dots.get_offsets())[:, 0]
-    line = ax.transData.transform([(3, 1.0)])[0, 0]
-    width = DOT_POINTS * view.figure.dpi / 72
+    assert np.all(dots.get_offsets()[:, 0] == 3)  # each on the update's line
+    sizes = np.sqrt(dots.get_sizes())  # points
     tied = np.flatnonzero(np.isclose(norms, norms[0]))
-    assert len(tied) == 7 and len(set(np.round(x[tied], 3))) == 7  # seven ties, seven places
-    gaps = np.diff(np.sort(x[tied]))
-    assert np.all(gaps >= 0.3 * width)  # apart, half overlapping (the layout rescales the data a little)
-    assert x[tied].max() - x[tied].min() <= 7 * width  # a cluster at one update, not a row of updates
-    assert abs(x[tied].mean() - line) < 1.0  # centred on the line
-    assert abs(x[7] - line) < 1.0  # the one apart stays on it
+    assert len(tied) == 7 and np.all(np.diff(sizes[tied]) < 0)  # seven ties, nested widest first
+    assert sizes[tied].min() == DOT_POINTS == sizes[7]  # the innermost and the one apart: a plain dot

@@ -116,7 +116,7 @@ def test_the_monitor_headline_and_update_axis_are_pure_functions_of_the_store():
     norms = np.column_stack([np.exp(-steps / 10), 2 * np.exp(-steps / 10)])
     finding = monitor_finding(steps, 1 / steps, norms, "grad", ["CPU:0", "CPU:1"])
     # the loss before update 1 to the loss before update 40: changed by updates 1-39
-    assert finding.startswith("Loss falls 40x in the first 39 updates")
+    assert finding.startswith("Loss falls 40x over updates 1-39")
     assert "the grad's median block norm falls" in finding
     assert monitor_finding(steps[:1], [1.0], norms[:1], "grad", ["a", "b"]) == "Loss"
     ax = Figure().add_subplot()

@@ -16,9 +16,18 @@ CONFIGS = {
 }
 
 
+def runs_of(configs):
+    if "cached" not in CACHE:
+        CACHE["cached"] = dtsgd_viz.run(dtsgd_viz.surfaces.ShardedQuadratic(), configs, 12)
+    return CACHE["cached"]
+
+
+CACHE: dict = {}
+
+
 @pytest.fixture(scope="module")
 def runs():
-    return dtsgd_viz.run(dtsgd_viz.surfaces.ShardedQuadratic(), CONFIGS, 12)
+    return runs_of(CONFIGS)
 
 
 @pytest.mark.slow
@@ -47,6 +56,23 @@ def test_each_run_at_the_slider_update_on_one_scale(runs):
         np.testing.assert_allclose(line.get_ydata(), np.linalg.norm(g, axis=1), rtol=1e-5)
     assert view.panels[-1].colorbar.ax.get_ylabel() == "grad value"
     assert len(ex.render()) > 1000
+
+
+@pytest.mark.slow
+def test_the_legend_names_the_runs_as_the_chips_do_and_the_norm_label_stays_clear():
+    """09: the chips said "Nesterov", the legend "nesterov"; the norm axis' label
+    "‖velocity‖ of hidden/kernel" reached up to the heatmaps' x labels."""
+    from dtsgd_viz.views.compare import display_name
+
+    names = {"momentum": runs_of(CONFIGS)["momentum"], "nesterov (default)": runs_of(CONFIGS)["nesterov"]}
+    view = ShardExplorer(names, step=3).view
+    chips = [ax.get_title() for ax in view.heat_axes]
+    assert chips == [display_name(n) for n in names] == ["momentum", "Nesterov (default)"]
+    assert [t.get_text() for t in view.norm_ax.get_legend().get_texts()] == chips
+    view.figure.draw_without_rendering()
+    label = view.norm_ax.yaxis.label.get_window_extent()
+    above = max(ax.xaxis.label.get_window_extent().y0 for ax in view.heat_axes)
+    assert view.norm_ax.get_ylabel() == "‖velocity‖" and label.y1 < above - 6  # points apart
 
 
 def test_stats_runs_and_bad_input():

@@ -103,8 +103,8 @@ def test_live_monitor_reads_as_the_other_views(tmp_path):
         finding, settings = headline_texts(monitor.figure)
         loss_part, norm_part = finding.replace("\n", " ").split("; ")
         assert re.fullmatch(
-            r"Loss (falls|grows) [0-9.]+x in the first 29 updates|"
-            r"Loss stays within 1.5x in the first 29 updates",
+            r"Loss (falls|grows) [0-9.]+x over updates 1-29|"
+            r"Loss stays within 1.5x over updates 1-29",
             loss_part,
         ), loss_part
         v = monitor.state.loss
@@ -114,7 +114,7 @@ def test_live_monitor_reads_as_the_other_views(tmp_path):
         assert "mesh x=2, y=4 (8 devices)" in settings
         assert monitor.ax_loss.get_title() == "loss"
         assert monitor.ax_loss.get_ylabel() == "loss after k updates"
-        assert monitor.ax_norms.get_title() == "‖velocity‖ of each block of 'w'; grey: their median"
+        assert monitor.ax_norms.get_title() == "‖velocity‖ of each block of 'w'; black: their median"
         # the update axis starts at 0 (not at the first tick past the first update)
         # the loss recorded at update k is the loss after k - 1 updates, drawn at k - 1
         xs, ys = monitor.loss_line.get_data()

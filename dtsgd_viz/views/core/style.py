@@ -87,7 +87,9 @@ _EXTRA = ["#009E73", "#CC79A7", "#999933", "#332288", "#F0E442", "#000000"]
 # blocks are coloured by their row-major place in the block grid modulo 9, so neighbours
 # along any grid dim of a power-of-two mesh never share a colour. Past nine blocks the
 # colours repeat, each further round with a hatch (layouts) or line style (norm lines).
-BLOCK_COLORS = ["#332288", "#88CCEE", "#44AA99", "#663300", "#F0C000", "#DDCC77", "#CC6677", "#882255", "#AA4499"]
+# Ordered so that consecutive colours (neighbours along a grid row, and the wrap from the
+# ninth to the first) are at least 45 apart, those 2 and 4 places apart at least 25.
+BLOCK_COLORS = ["#332288", "#CC6677", "#F0C000", "#882255", "#88CCEE", "#DDCC77", "#AA4499", "#663300", "#44AA99"]
 BLOCK_HATCHES = ("", "//", "\\\\", "..", "x", "--", "||", "o")
 BLOCK_LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2)), (0, (3, 1, 3, 1, 1, 1)))
 

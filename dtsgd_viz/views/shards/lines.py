@@ -7,6 +7,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
+from matplotlib import patheffects
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, LogLocator, MaxNLocator
 from matplotlib.transforms import blended_transform_factory
@@ -30,12 +31,17 @@ if TYPE_CHECKING:
 STEP_LINE_COLOR = "#8C8C8C"  # mid grey, thin: the dots on it stand out from it
 STEP_LINE_WIDTH = 1.2
 MISMATCH_COLOR = "#D55E00"  # Okabe-Ito vermillion: replicas disagree
-BAND_COLOR, MEDIAN_COLOR = "#9A9A9A", "#555555"
+BAND_COLOR, MEDIAN_COLOR = "#9A9A9A", "black"  # the median: black, white-edged, over the block lines
+MEDIAN_EDGE = [patheffects.withStroke(linewidth=3.6, foreground="white")]  # no block line has an edge
+LINE_WIDTH = 1.6  # every block's line: one width (a wider line read as a block that matters more)
+ZERO_COLOR = "0.3"  # a norm of exactly 0: an open circle on the bottom spine, labelled "0"
+ZERO_ROOM = 0.1  # below the lowest norm, this fraction of the span: the "0" clear of the value ticks
 MAX_NAMED = 8  # up to this many blocks, each line named at its end; more: a legend
 FEW_NAMED = 4  # up to this many blocks, every line named; more, crowded: the extremes, the median, "N others"
 OTHERS_COLOR = "#8C8C8C"  # the "N others" name: grey, lighter than the median's
 MAX_LINES = 16  # past this many, a band and a median: 64 lines tangle beyond any naming
 DOT_POINTS = 6.5  # the shown update's dots' width, points
+RING_POINTS = 3.0  # a tied dot under another is this much wider: a ring round it
 MARKER_UPDATES = 15  # up to this many updates, a small marker at each: where the data is
 LOG_X_SPAN = 300  # a run whose last update is this many times its first: a log update axis
 
@@ -69,18 +75,6 @@ def log_y(ax: Axes) -> None:
     use_log_ticks(ax.yaxis)
 
 
-def line_widths(n: int) -> list[float]:
-    """The width (points) of each of ``n`` lines in draw order: widest first (a line under another shows)::
-
-    >>> line_widths(3), line_widths(1)
-    ([2.6, 1.9, 1.2], [1.8])
-    """
-    if n == 1:
-        return [1.8]
-    top = 2.6 if n <= 4 else 2.2 if n <= MAX_NAMED else 1.2
-    return [round(1.2 + (top - 1.2) * (n - 1 - g) / (n - 1), 2) for g in range(n)]
-
-
 def _key(marks: Line2D, label: str) -> Line2D:
     """A legend entry drawn as ``marks`` are."""
     keys = ("marker", "markerfacecolor", "markeredgecolor", "markeredgewidth", "markersize")
@@ -99,6 +93,7 @@ class NormPanel:
         self.thinned_to: dict = {}  # axes -> the pixel columns its lines were thinned to
         self.marks: dict = {}  # gid -> the marks' Line2D or PathCollection
         self.band: list = []
+        self.zero_tick = None  # the "0" at the bottom spine the zero norms' circles sit on
         self.median: Line2D | None = None  # the median block norm's line (up to MAX_LINES blocks)
         self.end_labels: list | None = None
         self.legend: Legend | None = None
@@ -126,10 +121,11 @@ class NormPanel:
         assert ax is not None  # drawn when the view has a norm axes
         self._load()
         marker = "o" if len(x) <= MARKER_UPDATES else None
-        widths = line_widths(len(self.view.styles))
         self.lines = [
-            ax.plot(*self.thinned(self.data[:, g]), color=c, ls=ls, lw=lw, marker=marker, ms=3, gid=f"norm-{g}")[0]
-            for g, ((c, _, ls), lw) in enumerate(zip(self.view.styles, widths))
+            ax.plot(
+                *self.thinned(self.data[:, g]), color=c, ls=ls, lw=LINE_WIDTH, marker=marker, ms=3, gid=f"norm-{g}"
+            )[0]
+            for g, (c, _, ls) in enumerate(self.view.styles)
         ]
         lo, hi = (x[0] - 0.5, x[-1] + 0.5) if len(x) == 1 else (x[0], x[-1])
         if log_x(x):  # a long run: its first updates would be squashed against the edge
@@ -189,16 +185,17 @@ class NormPanel:
             ]
             for line in self.lines:
                 line.set_visible(False)
-        if band or (n > 1 and np.isfinite(data).any()):  # the median block's norm, under the lines
-            lw, z = (1.8, 2.5) if band else (1.2, 1.8)
+        if band or (n > 1 and np.isfinite(data).any()):  # the median block's norm, over the lines
             (self.median,) = ax.plot(
-                *self.thinned(median_line(data)), color=MEDIAN_COLOR, lw=lw, zorder=z, gid="norm-median"
-            )
+                *self.thinned(median_line(data)), color=MEDIAN_COLOR, lw=1.4, zorder=2.6, gid="norm-median",
+                path_effects=MEDIAN_EDGE,
+            )  # fmt: skip
         cols, updates = self.columns(), self.view.updates
         rows, groups = np.nonzero(cols == 0)
         zeros = self.marks["zero-marks"]
         zeros.set_offsets(np.column_stack([updates[rows], np.zeros(len(rows))]))
-        zeros.set_edgecolors([self.view.styles[g][0] for g in groups] or "none")
+        zeros.set_edgecolors(ZERO_COLOR if len(rows) else "none")
+        self._zero_tick(bool(len(rows)))
         bad = np.union1d(self.view.nonfinite_idx, np.flatnonzero(~np.isfinite(cols).all(axis=1)))
         self.marks["nonfinite-marks"].set_data(updates[bad], np.full(len(bad), 0.96))
         replicated = np.array([len(d) > 1 for d in self.view.geometry.replica_groups])
@@ -208,6 +205,26 @@ class NormPanel:
         self.marks["mismatch-marks"].set_data(updates[rows], data[rows, groups])
         self.show_index()
         ax.set_title(norm_change_text(data, updates), fontsize=style.TITLE_SIZE, pad=1.6 * style.NOTE_SIZE + 4)
+
+    def _zero_tick(self, zeros: bool) -> None:
+        """On a log axis with zero norms (drawn on the bottom spine): the spine labelled "0" as a
+        tick, set below the lowest norm and clear of the value ticks, so a circle there reads as 0."""
+        ax = self.ax
+        assert ax is not None  # drawn when the view has a norm axes
+        if self.zero_tick is not None:
+            self.zero_tick.remove()
+            self.zero_tick = None
+        if not zeros or ax.get_yscale() != "log":
+            return
+        lo, hi = ax.get_ylim()
+        lo = lo / (hi / lo) ** ZERO_ROOM
+        ax.set_ylim(lo, hi)
+        frac = np.log(np.asarray(ax.get_yticks(), np.float64) / lo) / np.log(hi / lo)
+        ax.yaxis.set_major_locator(FixedLocator([t for t, f in zip(ax.get_yticks(), frac) if 0.75 * ZERO_ROOM <= f]))
+        self.zero_tick = ax.annotate(
+            "0", (0, 0), xycoords="axes fraction", xytext=(-3.5, 0), textcoords="offset points", ha="right",
+            va="center", fontsize=style.TICK_SIZE, gid="zero-tick",
+        )  # fmt: skip
 
     def name_lines(self) -> None:
         """Each line named at its end (up to ``MAX_NAMED`` blocks), else a legend, once the layout sized the axes."""
@@ -229,17 +246,17 @@ class NormPanel:
                 Line2D([], [], color=c, ls=ls, lw=1.6, label=p.label)
                 for p, (c, _, ls) in zip(self.view.patches, styles)
             ]
-            handles.append(Line2D([], [], color=MEDIAN_COLOR, lw=1.2, label="median"))
+            handles.append(Line2D([], [], color=MEDIAN_COLOR, lw=1.4, label="median"))
         else:
             handles = [
-                Line2D([], [], color=MEDIAN_COLOR, lw=1.8, label=f"median of {n} blocks"),
+                Line2D([], [], color=MEDIAN_COLOR, lw=1.4, label=f"median of {n} blocks"),
                 Line2D([], [], color=BAND_COLOR, lw=6, alpha=0.5, label=f"range of {n} blocks"),
             ]
         said = {"nonfinite-marks": "NaN/Inf", "mismatch-marks": "replicas disagree"}
         handles += [_key(self.marks[g], text) for g, text in said.items() if len(self.marks[g].get_xdata())]
         if len(self.marks["zero-marks"].get_offsets()):
             handles.append(
-                Line2D([], [], ls="none", marker="o", mfc="none", mec="0.3", mew=1.4, label="norm exactly 0")
+                Line2D([], [], ls="none", marker="o", mfc="none", mec=ZERO_COLOR, mew=1.4, label="norm exactly 0")
             )
         if handles and n > MAX_NAMED:
             self.legend = ax.legend(
@@ -299,24 +316,27 @@ class NormPanel:
         label.set_text(f"update {x[i]}")  # centred on its line; at an end, inward of it
         label.set_x(x[i])
         label.set_ha("right" if i == len(x) - 1 > 0 else "left" if i == 0 < len(x) - 1 else "center")
-        dots.set_offsets(self._dots(x[i], y[keep]) if len(keep) else np.empty((0, 2)))
+        dots.set_offsets(np.column_stack([np.full(len(keep), x[i]), y[keep]]) if len(keep) else np.empty((0, 2)))
+        dots.set_sizes(self._dot_sizes(y[keep]) ** 2 if len(keep) else [DOT_POINTS**2])
         dots.set_facecolors([self.view.styles[g][0] for g in keep] or "none")
 
-    def _dots(self, x: float, ys: np.ndarray) -> np.ndarray:
-        """``(x, y)`` of one dot per value of ``ys`` at update ``x``; ties side by side, half overlapping."""
+    def _dot_sizes(self, ys: np.ndarray) -> np.ndarray:
+        """The width (points) of each dot at values ``ys``, each on the update's line at its
+        value: dots that tie (closer than a dot) nest, the first-drawn widest, so each
+        earlier one shows as a ring round the next."""
         ax = self.ax
         assert ax is not None  # drawn when the view has a norm axes
         ax.get_ylim()  # the limits autoscaled before they are read
-        pts = ax.transData.transform(np.column_stack([np.full(len(ys), x), ys]))
+        pts = ax.transData.transform(np.column_stack([np.zeros(len(ys)), ys]))[:, 1]
         width = DOT_POINTS * ax.figure.dpi / 72  # pixels
-        order = np.argsort(pts[:, 1], kind="stable")
-        group = np.cumsum(np.concatenate([[True], np.diff(pts[order, 1]) >= width]))  # runs of ties
+        order = np.argsort(pts, kind="stable")
+        group = np.empty(len(ys), int)
+        group[order] = np.cumsum(np.concatenate([[True], np.diff(pts[order]) >= width]))  # runs of ties
+        sizes = np.full(len(ys), DOT_POINTS)
         for g in np.unique(group):
-            run = order[group == g]
-            pts[run, 0] += (np.arange(len(run)) - (len(run) - 1) / 2) * 0.55 * width  # overlapping: one update
-        out = ax.transData.inverted().transform(pts)
-        out[:, 1] = ys  # the values exact; only x moves
-        return out
+            run = np.flatnonzero(group == g)  # in draw order
+            sizes[run] += RING_POINTS * (len(run) - 1 - np.arange(len(run)))
+        return sizes
 
     def set_kind(self) -> None:
         """The lines, marks, names and title of the kind the view just loaded, in place."""

@@ -73,6 +73,19 @@ def blocks_are_slices(patches: Sequence[BlockPatch], shape: Sequence[int]) -> bo
     )
 
 
+def bar_exponent(largest: float) -> int:
+    """The power of ten a colour bar whose largest magnitude is ``largest`` counts in: 0 from
+    0.1 to 9999 (ticks such as 0.05 or 2000), else its decade (0.02 is 2 ×1e-2, as 0.002 is 2 ×1e-3).
+
+    >>> [bar_exponent(m) for m in (0.1, 0.5, 5000.0, 0.09, 0.012, 0.0042, 2e4, 0.0)]
+    [0, 0, 0, -2, -2, -3, 4, 0]
+    """
+    if not (np.isfinite(largest) and largest > 0):
+        return 0
+    e = int(np.floor(np.log10(largest)))
+    return 0 if -1 <= e <= 3 else e
+
+
 class TensorPanel:
     """One global tensor drawn on ``ax``: ``heatmap`` (None without values), ``outlines``,
     ``labels`` (one chip per block; ``named`` False when they do not fit), ``colorbar``."""
@@ -249,12 +262,11 @@ class TensorPanel:
         self._scale_colorbar()
 
     def _scale_colorbar(self) -> None:
-        """Ticks in units of a power of ten named in the label (matplotlib's offset text overprints it)."""
+        """Ticks in units of a power of ten named in the label (matplotlib's offset text overprints it):
+        ``bar_exponent``, so every bar under 0.1 or from 10000 up says its "(×1e-k)" alike."""
         if self.colorbar is None or self.heatmap is None:
             return
-        m = max(abs(v) for v in self.heatmap.get_clim())
-        e = int(np.floor(np.log10(m))) if np.isfinite(m) and m > 0 else 0
-        e = e if not -2 <= e <= 3 else 0
+        e = bar_exponent(max(abs(v) for v in self.heatmap.get_clim()))
         self.colorbar.formatter = FuncFormatter(lambda v, _: f"{v / 10.0**e:.4g}")
         self.colorbar.update_ticks()
         self.colorbar.set_label(self.colorbar_label + (f" (×1e{e})" if e else ""), fontsize=style.LABEL_SIZE)
