@@ -109,7 +109,7 @@ def test_the_title_is_gaps_text(runs):
     for ax, run in zip(view.heat_axes, runs):
         assert ax.get_title() == display_name(run)
         assert ax.title.get_bbox_patch().get_facecolor()[:3] == pytest.approx(mcolors.to_rgb(view.look[run].color))
-        assert ax.get_xlabel() == "dim 1 (sharded over 'model')"
+        assert ax.get_xlabel().startswith("dim 1 — over 'model' (")  # the layout pictures' wording
     view.set_index(9)
     assert headline_texts(view.figure)[0].replace("\n", " ") == gaps_text(runs, "w", "velocity", 10)
     assert sum(a.get_gid() == "subtitle" for a in view.figure.artists) == 1

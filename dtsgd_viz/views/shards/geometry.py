@@ -110,11 +110,12 @@ def block_patches(geometry: ShardGeometry, device_names: Sequence[str]) -> tuple
 
 def axis_labels(layout: LayoutSpec) -> tuple[str, str, str]:
     """``(xlabel, ylabel, note)`` for the heatmap of a tensor laid out by ``layout``."""
+    from ..mesh.layout_geometry import dim_text  # the layout pictures' one wording
+
     specs = layout.sharding_specs
 
     def dim(i):
-        s = specs[i]
-        return f"dim {i} ({'unsharded' if s == 'unsharded' else f'sharded over {s!r}'})"
+        return dim_text(layout, i)
 
     rank = len(specs)
     if rank == 0:
