@@ -64,6 +64,7 @@ def test_the_slider_draws_the_recorded_positions_losses_and_terms(page, runs, in
     for name, rec in recs.items():
         path = np.asarray(rec.path("w"), np.float64).reshape(-1, 2)
         marker = page.locator(f"circle.dv-current[data-run={name}]")  # a ring, as every static figure draws
+        assert marker.get_attribute("fill") == "none"  # open, as plot_paths' ring: never a white "start" disk
         x, y = float(marker.get_attribute("data-x")), float(marker.get_attribute("data-y"))
         np.testing.assert_allclose([x, y], path[index + 1], rtol=1e-12)  # the parameters after update n
         np.testing.assert_allclose(_centre(marker), _fit(box, rect, x, y), atol=0.01)

@@ -17,7 +17,7 @@ from . import geometry as geo
 from .findings import findings_of
 from .frames import PathArtists, draw_scene, follow_update, panel_at, set_trail
 from .loss import mark_window, mean_handle, nest_loss_dots
-from .names import legend_handles, open_rings_on_star
+from .names import legend_handles
 from .scene import build_scene, ring_index, settings_line
 from .thin import up_to
 from .titles import path_title, short_runs
@@ -207,7 +207,6 @@ def _move_to(scene: PathScene, art: PathArtists, arrows: bool, steps: np.ndarray
     if arrows and art.zoom_axes:
         _draw_close_ups(scene, art, i)
     nest_loss_dots(art.loss_markers)
-    open_rings_on_star(art)
     first = next(iter(scene.coords))
     at = scene.losses[first][0][ring_index(scene, first, int(steps[i]), True)]  # at the rings
     assert art.step_line is not None and art.title is not None  # drawn at an update (draw_scene)

@@ -310,12 +310,12 @@ def draw_zoom(scene: PathScene, art: PathArtists, key: str, data: panel.PanelDat
 def _draw_step(
     scene: PathScene, update: int, art: PathArtists, arrows: bool | None, looks: Mapping[str, style.Look]
 ) -> None:
-    """Each run's ring at ``update``, its fading trail (split paths only) and, with
-    ``arrows``, the update's terms as arrows tip to tail."""
+    """Each run's open ring at ``update`` (the star and paths show through it), its
+    fading trail (split paths only) and, with ``arrows``, the update's terms as arrows
+    tip to tail."""
     from matplotlib.collections import LineCollection
 
     ax, cur = art.ax_path, style.ROLE_LOOKS["current"]
-    face = "none" if art.whole else "white"  # a still's ring shows the star and paths through it
     for key, rec in scene.recordings.items():
         look, c = looks[key], scene.coords[key]
         assert look.color is not None  # run_looks colours every run
@@ -327,7 +327,7 @@ def _draw_step(
             ax.add_collection(art.trails[key])
             set_trail(art.trails[key], c, j, look.color)
         (art.positions[key],) = ax.plot(
-            [c[j, 0]], [c[j, 1]], cur.marker, ms=cur.ms, mfc=face, mec=look.color, mew=cur.lw, zorder=cur.zorder
+            [c[j, 0]], [c[j, 1]], cur.marker, ms=cur.ms, mfc="none", mec=look.color, mew=cur.lw, zorder=cur.zorder
         )
         art.positions[key].set_gid(f"position:{key}")
         if not arrows:

@@ -119,7 +119,7 @@ function render({ model, el: root }) {
   for (const name of names) {
     const lk = look.runs[name];
     const ring = look.roles.current;  // the ring every static figure draws: after the update shown
-    cur[name] = el("circle", { r: ring.size / 2, fill: "white", stroke: lk.color, "stroke-width": ring.width, class: "dv-current", "data-run": name }, pg);
+    cur[name] = el("circle", { r: ring.size / 2, fill: "none", stroke: lk.color, "stroke-width": ring.width, class: "dv-current", "data-run": name }, pg);
   }
 
   // ---- the loss panel ----
