@@ -29,7 +29,7 @@ from ..views.paths.scene import build_scene
 from ..views.shards.ticks import log_tick_texts
 from ..views.update import geometry as upd
 from ..views.update import panel
-from ..views.update.zoom import shared_factor, shared_zoom, span_text
+from ..views.update.zoom import FIT_PAD, INSET_BELOW, shared_factor, shared_zoom, span_text
 from . import encode
 from .look import look_table
 from .widget import BrowserWidget
@@ -247,6 +247,8 @@ def path_state(
         nexts.append(coords[kept + 1])
         runs[key] = run
     ticks, labels = loss_ticks(loss_lo, loss_hi)
+    if ticks and ticks[0] > 3.0 * loss_lo:  # the curve's bottom unlabelled: the decade under it ticked too
+        ticks, labels = loss_ticks(10.0 ** np.floor(np.log10(loss_lo)), loss_hi)
     zoom, factors = zoom_boxes(positions, chains, nexts, scene.box, iterates)
     return {
         "kind": "paths",
@@ -270,6 +272,9 @@ def path_state(
         "zoom_text": [span_text(f) if np.isfinite(f) else "" for f in factors],  # the caption's 1/N
         "update_ticks": update_ticks(int(steps[-1])),
         "loss_xlabel": LOSS_XLABEL,  # the loss axis' words, as every loss panel says them
+        # an update reaching under this share of its close-up: the still insets it (zoom.needs_inset, its box
+        # padded by FIT_PAD); the browser, which draws no inset, names it too small there
+        "small_below": INSET_BELOW / (1.0 + 2.0 * FIT_PAD),
         "loss_range": [float(loss_lo), float(loss_hi)] if loss_hi > 0 else None,
         "loss_ticks": ticks,
         "loss_labels": labels,

@@ -22,7 +22,7 @@ from ..views.paths import geometry as geo
 from ..views.paths.findings import findings_of
 from ..views.paths.frames import SQUARE_PATHS_SIZE, PathArtists, draw_scene, draw_zoom
 from ..views.paths.loss import mark_window, nest_loss_dots
-from ..views.paths.names import legend_handles, open_rings_on_star
+from ..views.paths.names import legend_handles
 from ..views.paths.plot import PathsView
 from ..views.paths.scene import build_scene, settings_line
 from ..views.update import panel as update_panel
@@ -295,7 +295,6 @@ def explorer_still(
     draw_close_ups(scene, art, {k: panel_at(scene, k, index[k], True) for k in art.zoom_axes})
     assert art.title is not None  # draw_scene titles the paths panel
     show_arrows(scene, art, view.update, art.title.get_text())
-    open_rings_on_star(art)
     return view.figure
 
 
@@ -306,8 +305,6 @@ def headline_parts(fig: Figure, art: PathArtists) -> list[Text]:
 
 
 def follow_headline(fig: Figure, scene: PathScene, art: PathArtists, update: int, text: str) -> None:
-    """After the update moved to ``update``: the headline ``text`` (``update_finding``)
-    and a ring on the star showing it through (``open_rings_on_star``)."""
-    open_rings_on_star(art)
+    """After the update moved to ``update``: the headline ``text`` (``update_finding``)."""
     if _suptitle(fig) is not None and text:
         set_finding(fig, text)

@@ -170,6 +170,16 @@ def test_a_run_on_the_first_runs_path_is_marked_over_it_and_named(runs):
         "loss-mean:momentum",
         "loss-mean:nesterov",
     }
+    # the legend's entry shows the bars drawn: one short bar each, in its run's colour and width
+    from matplotlib.colors import to_rgba
+
+    entry = fig.legends[0].get_children()[0].get_children()[1].get_children()[-1].get_children()[-1]
+    shown = entry.get_children()[0].get_children()
+    bars = [ln for ln in loss.get_lines() if str(ln.get_gid()).startswith("loss-mean:")]
+    assert entry.get_children()[1].get_children()[0].get_text() == labels[3]
+    assert [(to_rgba(a.get_color()), a.get_linewidth()) for a in shown] == [
+        (to_rgba(b.get_color()), b.get_linewidth()) for b in bars
+    ]
 
 
 def test_the_loss_panel_marks_the_updates_the_ends_are_compared_over(runs, figure):

@@ -183,3 +183,19 @@ def test_the_path_so_far_is_drawn_light_and_thin_unlike_the_arrows(cases):
                 assert lw_px < min(shafts), case
                 checked += 1
     assert checked >= 10
+
+
+def test_a_head_never_hides_the_short_arrow_that_starts_under_it():
+    """tutorial 03's momentum at update 5: -lr·g (0.233) starts at the tip of μ·v_prev
+    (2.26); μ·v_prev's head is at most NEXT_HEAD of it (or the thinnest arrow's)."""
+    chain = [
+        ("momentum", np.zeros(2), np.array([0.0, 2.26])),
+        ("gradient", np.array([0.0, 2.26]), np.array([0.05, -0.227])),
+    ]
+    span = 2.6
+    first, _ = panel.fit_arrows(chain, span)
+    head = first.width * panel.HEAD_LENGTH  # of the panel's width, as the next arrow's length / span
+    assert first.width == panel.THIN or head <= panel.NEXT_HEAD * np.hypot(0.05, -0.227) / span + 1e-12
+    assert first.width < panel.SHAFT  # thinner than a lone arrow of its length would be
+    (alone,) = panel.fit_arrows(chain[:1], span)
+    assert alone.width == panel.SHAFT

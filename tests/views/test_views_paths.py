@@ -812,21 +812,29 @@ def test_a_title_is_a_sentence_even_when_it_starts_with_a_config_name(long_runs,
 def test_the_legend_shows_two_whole_dashes_and_names_the_white_outlined_mean_bars(rotated):
     """Momentum's handle is long enough for two whole dashes of its pattern (matplotlib
     scales a dash by the line's width); the mean bars over the shaded k are outlined in
-    white and the legend names them, in the same look."""
+    white, each in its run's colour, and the legend's entry shows them so: one short bar
+    per run, in the colour, width and outline it is drawn in."""
+    from matplotlib.colors import to_rgba
+
     fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=3)
     (legend,) = fig.legends
-    entries = dict(zip([t.get_text() for t in legend.get_texts()], legend.legend_handles))
+    texts = [t.get_text() for t in legend.get_texts()]
     look = style.RULE_LOOKS["momentum"]
     on, off = look.ls[1]
     handle_pt = legend.handlelength * legend.prop.get_size_in_points()
     assert handle_pt >= (2 * on + off) * look.lw
-    assert entries[MEAN_LABEL].get_path_effects()
+    assert texts[-1] == MEAN_LABEL == "each run's mean over the shaded k"
     found = dtsgd_viz.findings(rotated, ROTATED)
     bars = gid_artists(fig, "loss-mean:")
     assert set(bars) == set(found.ranking)
     for key, bar in bars.items():
         np.testing.assert_allclose(bar.get_ydata(), [found.tail_loss[key]] * 2, rtol=1e-12)
-        assert bar.get_path_effects() and bar.get_linewidth() == entries[MEAN_LABEL].get_linewidth()
+        assert bar.get_color() == style.RULE_LOOKS[key].color and bar.get_path_effects()
+    # the entry's bars: the last handle box of the legend holds one per drawn bar, as drawn
+    entry = legend.get_children()[0].get_children()[1].get_children()[-1].get_children()[-1].get_children()[0]
+    shown = [a for a in entry.get_children() if a.get_linewidth() == bars[found.ranking[0]].get_linewidth()]
+    assert sorted(to_rgba(a.get_color()) for a in shown) == sorted(to_rgba(b.get_color()) for b in bars.values())
+    assert all(a.get_path_effects() for a in shown)
 
 
 # ---- names on the paths, updates too short to see, the star over the paths ------------

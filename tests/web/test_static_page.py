@@ -64,6 +64,7 @@ def test_the_slider_draws_the_recorded_positions_losses_and_terms(page, runs, in
     for name, rec in recs.items():
         path = np.asarray(rec.path("w"), np.float64).reshape(-1, 2)
         marker = page.locator(f"circle.dv-current[data-run={name}]")  # a ring, as every static figure draws
+        assert marker.get_attribute("fill") == "none"  # open, as plot_paths' ring: never a white "start" disk
         x, y = float(marker.get_attribute("data-x")), float(marker.get_attribute("data-y"))
         np.testing.assert_allclose([x, y], path[index + 1], rtol=1e-12)  # the parameters after update n
         np.testing.assert_allclose(_centre(marker), _fit(box, rect, x, y), atol=0.01)
@@ -181,3 +182,21 @@ def test_the_close_up_zoom_is_the_stills_shared_zoom(page, runs):
     fills = {b.get_attribute("data-run"): b.get_attribute("fill") for b in page.locator("rect.dv-bar").all()}
     keys = {k.get_attribute("data-run"): k.get_attribute("fill") for k in page.locator("rect.dv-bar-key").all()}
     assert keys == fills and page.locator("text.dv-bar-units").count() == 1
+
+
+@browser_test
+@pytest.mark.parametrize("index", [4, 19])
+def test_a_close_up_too_small_at_the_shared_zoom_says_so(page, runs, index):
+    """The browser draws no inset: a close-up whose update the still insets
+    (``zoom.shared_zoom``) says "too small to see at this zoom"; the others say nothing."""
+    from dtsgd_viz.views.paths.frames import panel_at
+    from dtsgd_viz.views.paths.scene import build_scene
+    from dtsgd_viz.views.update.zoom import shared_zoom
+
+    surface, recs = runs
+    scene = build_scene(recs, surface, None)
+    _, _, insets = shared_zoom({k: panel_at(scene, k, index, True) for k in recs}, scene.box)
+    _slide(page, index)
+    for name in recs:
+        said = page.locator(f"text.dv-close-small[data-run={name}]").text_content()
+        assert said == ("too small to see at this zoom" if name in insets else ""), (index, name, insets)

@@ -92,5 +92,8 @@ def test_the_compare_still_is_the_table_of_the_real_runs(compare):
         assert float(rows[name][0]) == pytest.approx(loss[-1], rel=6e-3)
         assert float(rows[name][1]) == pytest.approx(np.mean(loss[a : b + 1]), rel=6e-3)
     assert cells[0, 1].get_text().get_text() == "loss after 20 updates"
+    # the mean's column in the headline's words: "... mean loss over k = a–b: ..."
+    assert cells[0, 2].get_text().get_text() == f"mean loss over k\u00a0=\u00a0{a}–{b}"
+    assert cells[0, 2].get_text().get_text() in found.headline()
     title, settings = headline_texts(fig)
     assert title == found.headline() and "lr 0.05 · μ 0.9" in settings

@@ -275,3 +275,15 @@ def test_the_still_shows_the_update_its_headline_and_the_close_ups_on_one_zoom(r
         np.testing.assert_allclose(dot.get_xydata(), [[7, ROTATED.value_np(p[7])]], rtol=1e-12)
         (ring,) = [ln for ln in ax_path.lines if ln.get_gid() == f"position:{key}"]
         np.testing.assert_array_equal(ring.get_xydata(), p[7:8])
+        # the one "after update k" look of plot_paths and the legend: an open ring in the run's colour
+        (path,) = [ln for ln in ax_path.lines if ln.get_gid() == f"path:{key}"]
+        assert ring.get_markerfacecolor() == "none" and ring.get_markeredgecolor() == path.get_color()
+
+
+def test_the_explorers_rings_are_open_as_plot_paths_draws_them(explorer):
+    """The kernel explorer's rings, at every update, are open rings as ``plot_paths``
+    and the legend draw them, never a white disk that reads as another start."""
+    for u in (1, 7, STEPS):
+        explorer.slider.value = u
+        rings = [ln for ln in explorer.figure.axes[0].lines if (ln.get_gid() or "").startswith("position:")]
+        assert len(rings) == len(CONFIGS) and {r.get_markerfacecolor() for r in rings} == {"none"}

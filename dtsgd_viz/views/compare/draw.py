@@ -16,11 +16,12 @@ from ..paths.loss import LOSS_XLABEL, LOSS_YLABEL
 from .geometry import CompareData, Findings, display_name
 
 if TYPE_CHECKING:
-    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.typing import ColorType
     from numpy.typing import ArrayLike
+
+    from ..paths.loss import MeanBars
 
 PANEL_HEIGHT = 3.0  # inches of the loss and gap panels
 
@@ -164,33 +165,25 @@ def _loss_panel(
     _style_axis(ax, LOSS_XLABEL, LOSS_YLABEL)  # as every loss axis
 
 
-def _mark_tail(ax: Axes, data: CompareData, findings: Findings, look: Mapping[str, style.Look]) -> Artist | None:
+def _mark_tail(ax: Axes, data: CompareData, findings: Findings, look: Mapping[str, style.Look]) -> MeanBars | None:
     """A pale band over the last ``findings.tail`` losses, each run's mean there
     (``final_loss``) a short bar across it; returns the legend entry naming the bars."""
-    from matplotlib.lines import Line2D
-
-    from ..paths.loss import WINDOW_COLOR
+    from ..paths.loss import WINDOW_COLOR, mean_handle
 
     x = (data.updates - 1)[-findings.tail :]
     if not len(x) or not any(v is not None and np.isfinite(v) and v > 0 for v in findings.final_loss.values()):
         return None
     a, b = float(x[0]) - 0.5, float(x[-1]) + 0.5
     ax.axvspan(a, b, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")
+    bars = []  # each bar's look: the legend's entry shows them as drawn
     for name in data.names:
         value = findings.final_loss.get(name)
         if value is None or not np.isfinite(value) or value <= 0 or name in findings.same_path:
             continue  # a run on the first run's path has the first run's mean
-        ax.plot(
-            [a, b],
-            [value, value],
-            color=look[name].color,
-            lw=look[name].lw + 0.5,
-            solid_capstyle="butt",
-            zorder=look[name].zorder + 2.0,
-            gid=f"loss-mean:{name}",
-        )
+        bars.append(dict(color=look[name].color, lw=look[name].lw + 0.5, solid_capstyle="butt"))
+        ax.plot([a, b], [value, value], **bars[-1], zorder=look[name].zorder + 2.0, gid=f"loss-mean:{name}")
     span = f"k = {int(x[0])}–{int(x[-1])}" if len(x) > 1 else f"k = {int(x[0])}"
-    return Line2D([], [], color="0.3", lw=3.0, solid_capstyle="butt", label=f"each run's mean, {span} (shaded)")
+    return mean_handle(bars, f"each run's mean, {span} (shaded)")
 
 
 def _gap_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> None:

@@ -16,8 +16,8 @@ from ..update.zoom import draw_inset, shared_factor, shared_zoom, span_text
 from . import geometry as geo
 from .findings import findings_of
 from .frames import PathArtists, draw_scene, follow_update, panel_at, set_trail
-from .loss import mark_window, mean_handle, nest_loss_dots
-from .names import legend_handles, open_rings_on_star
+from .loss import mark_window, mean_handle, mean_look, nest_loss_dots
+from .names import legend_handles
 from .scene import build_scene, ring_index, settings_line
 from .thin import up_to
 from .titles import path_title, short_runs
@@ -111,7 +111,8 @@ def animate(
     art.ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
     _draw_loss_rests(art)
     looks = style.run_looks(scene.coords)
-    handles = [*legend_handles(scene, looks, "after the update"), mean_handle()]
+    bars = [mean_look(looks[k].color) for k in scene.coords]  # each run's bar, as mark_window draws it
+    handles = [*legend_handles(scene, looks, "after the update"), mean_handle(bars)]
     fig.legend(
         handles=handles,
         loc="outside lower center",
@@ -119,6 +120,7 @@ def animate(
         fontsize=style.NOTE_SIZE,
         frameon=False,
         handlelength=style.handle_length(),
+        columnspacing=1.0,  # seven entries in one row across the figure
     )
     width = fig.get_figwidth() * 72.0
     title = cast("Any", fig)._suptitle  # the headline's Text: its blank lines keep the subtitle's room
@@ -207,7 +209,6 @@ def _move_to(scene: PathScene, art: PathArtists, arrows: bool, steps: np.ndarray
     if arrows and art.zoom_axes:
         _draw_close_ups(scene, art, i)
     nest_loss_dots(art.loss_markers)
-    open_rings_on_star(art)
     first = next(iter(scene.coords))
     at = scene.losses[first][0][ring_index(scene, first, int(steps[i]), True)]  # at the rings
     assert art.step_line is not None and art.title is not None  # drawn at an update (draw_scene)

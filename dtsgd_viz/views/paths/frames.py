@@ -17,7 +17,7 @@ from ..update import panel
 from . import geometry as geo
 from . import thin
 from .findings import finding, findings_of
-from .loss import draw_loss, mark_window, mean_handle
+from .loss import draw_loss, mark_window, mean_handle, mean_look
 from .names import draw_start_and_minima, legend_handles
 from .scene import PathScene, ring_index, settings_line
 from .titles import path_title
@@ -113,11 +113,15 @@ def draw_scene(
     _draw_notes(scene, art, note)
     if ax_loss is not None:
         draw_loss(scene, update, art, looks)
+    bars = []  # the mean bars' looks, as drawn
     if own:  # the updates whose mean loss the headline compares
-        mark_window(art, findings_of(scene))
+        from matplotlib.lines import Line2D
+
+        drawn = mark_window(art, findings_of(scene))
+        bars = [mean_look(b.get_color()) for b in drawn if isinstance(b, Line2D)]
     ring = None if not picked else f"after update {int(update)}" if art.after else "before the update"
     if legend and own:
-        handles = legend_handles(scene, looks, ring) + ([mean_handle()] if ax_loss is not None else [])
+        handles = legend_handles(scene, looks, ring) + ([mean_handle(bars)] if bars else [])
         art.legend = fig.legend(
             handles=handles,
             loc="outside lower center",
@@ -125,6 +129,7 @@ def draw_scene(
             fontsize=style.NOTE_SIZE,
             frameon=False,
             handlelength=style.handle_length(),
+            columnspacing=1.0,  # seven entries in one row across the figure
         )
     elif legend and ax_loss is None:  # one panel of someone else's figure: a short legend on it
         handles = legend_handles(scene, looks, ring, points=not art.names)
@@ -310,12 +315,12 @@ def draw_zoom(scene: PathScene, art: PathArtists, key: str, data: panel.PanelDat
 def _draw_step(
     scene: PathScene, update: int, art: PathArtists, arrows: bool | None, looks: Mapping[str, style.Look]
 ) -> None:
-    """Each run's ring at ``update``, its fading trail (split paths only) and, with
-    ``arrows``, the update's terms as arrows tip to tail."""
+    """Each run's open ring at ``update`` (the star and paths show through it), its
+    fading trail (split paths only) and, with ``arrows``, the update's terms as arrows
+    tip to tail."""
     from matplotlib.collections import LineCollection
 
     ax, cur = art.ax_path, style.ROLE_LOOKS["current"]
-    face = "none" if art.whole else "white"  # a still's ring shows the star and paths through it
     for key, rec in scene.recordings.items():
         look, c = looks[key], scene.coords[key]
         assert look.color is not None  # run_looks colours every run
@@ -327,7 +332,7 @@ def _draw_step(
             ax.add_collection(art.trails[key])
             set_trail(art.trails[key], c, j, look.color)
         (art.positions[key],) = ax.plot(
-            [c[j, 0]], [c[j, 1]], cur.marker, ms=cur.ms, mfc=face, mec=look.color, mew=cur.lw, zorder=cur.zorder
+            [c[j, 0]], [c[j, 1]], cur.marker, ms=cur.ms, mfc="none", mec=look.color, mew=cur.lw, zorder=cur.zorder
         )
         art.positions[key].set_gid(f"position:{key}")
         if not arrows:

@@ -31,6 +31,8 @@ __all__ = [
     "draw_loss",
     "mark_window",
     "mean_handle",
+    "mean_look",
+    "MeanBars",
     "nest_loss_dots",
     "LOSS_XLABEL",
     "LOSS_YLABEL",
@@ -149,29 +151,47 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
 
 
 WINDOW_COLOR = "0.55"  # the band of the updates the headline's means are over
-MEAN_LABEL = "mean over the shaded k"  # the legend's name of the mean bars
+MEAN_LABEL = "each run's mean over the shaded k"  # the legend's name of the mean bars
 MEAN_LW = 2.4  # a mean bar's width, in a white outline this much wider
 MEAN_OUTLINE = 2.0
 
 
-def _mean_look() -> dict:
+def mean_look(color: ColorType) -> dict:
+    """A path figure's mean bar in ``color`` (the run's): ``Line2D`` keywords, white-outlined."""
     from matplotlib import patheffects
 
     outline = [patheffects.withStroke(linewidth=MEAN_LW + MEAN_OUTLINE, foreground="white")]
-    return dict(lw=MEAN_LW, solid_capstyle="butt", path_effects=outline)
+    return dict(color=color, lw=MEAN_LW, solid_capstyle="butt", path_effects=outline)
 
 
-def mean_handle() -> Line2D:
-    """The legend's entry for the mean bars ``mark_window`` draws: a grey bar, white-outlined."""
+class MeanBars(tuple):
+    """A legend entry showing each run's mean bar side by side, as drawn (``mean_handle``)."""
+
+    label: str = MEAN_LABEL
+
+    def get_label(self) -> str:
+        return self.label
+
+
+def mean_handle(bars: Iterable[Mapping], label: str = MEAN_LABEL) -> MeanBars:
+    """The legend's entry for the mean bars: one short bar per run in the look it is
+    drawn in (``bars``: each bar's ``Line2D`` keywords, e.g. ``mean_look(colour)``), side
+    by side, named ``label``. ``plot_paths``, the GIF and ``plot_compare`` name their
+    bars with it."""
+    from matplotlib.legend import Legend
+    from matplotlib.legend_handler import HandlerTuple
     from matplotlib.lines import Line2D
 
-    return Line2D([], [], color="0.3", **_mean_look(), label=MEAN_LABEL)
+    Legend.update_default_handler_map({MeanBars: HandlerTuple(ndivide=None, pad=0.15)})  # this type only
+    out = MeanBars(Line2D([], [], **kw) for kw in bars)
+    out.label = label
+    return out
 
 
 def mark_window(art: PathArtists, found: PathFindings, bars: bool = True) -> list[Artist]:
     """On ``art.ax_loss``: a pale band over ``found.window`` (the updates whose mean loss
     the headline compares) and, with ``bars``, each ranked run's mean across it (a bar
-    in its colour, white-outlined: ``mean_handle`` names them); the artists drawn."""
+    in its colour, white-outlined, ``mean_look``: ``mean_handle`` names them); the artists drawn."""
     ax = art.ax_loss
     if ax is None or not found.ranking:
         return []
@@ -185,8 +205,7 @@ def mark_window(art: PathArtists, found: PathFindings, bars: bool = True) -> lis
         (line,) = ax.plot(
             [a - half, b + half],
             [found.tail_loss[key]] * 2,
-            color=color,
-            **_mean_look(),
+            **mean_look(color),
             zorder=4.5,
             gid=f"loss-mean:{key}",
         )

@@ -1,12 +1,9 @@
-"""The legend naming a path panel's marks, the start and the minimum, and the rings that
-open over the star so the minimum shows through."""
+"""The legend naming a path panel's marks: the runs, the start, the minimum and the ring."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from ..core import style
 from . import geometry as geo
@@ -14,18 +11,15 @@ from .scene import minimum_on_plane
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-    from matplotlib.lines import Line2D
     from matplotlib.text import Annotation
 
     from ..core.style import Look
-    from .frames import PathArtists
     from .scene import PathScene
 
 
 NAME_OFFSET = (9.0, 7.0)  # points from the start / minimum to their names' corner
 NAME_Z = 7.7  # the names: over the paths and markers
 STAR_HALO = 1.2  # points of white round the star: its edge reads over the contours
-ON_STAR = 0.5  # of the star's radius: a ring whose face would cover this much of it opens its face
 
 
 def minimum_label(scene: PathScene) -> str:
@@ -87,21 +81,3 @@ def legend_handles(scene: PathScene, looks: Mapping[str, Look], ring: str | None
         out.append(Line2D([], [], ls="none", marker=cur.marker, ms=cur.ms, mfc="none", mec="0.3", mew=cur.lw))
         out[-1].set_label(ring)
     return out
-
-
-def open_rings_on_star(art: PathArtists) -> list[Line2D]:
-    """Each ring (``art.positions``) over the star's inner part gets an open face, the
-    others white. Call once the rings are where they are drawn."""
-    ax = art.ax_path
-    stars = [ln for ln in ax.lines if ln.get_gid() == "minimum"]
-    if not stars or not art.positions:
-        return []
-    centres = ax.transData.transform(np.asarray(stars[0].get_xydata(), np.float64).reshape(-1, 2))
-    rings = list(art.positions.values())
-    for ring in rings:
-        reach = (0.5 * ring.get_markersize() + ON_STAR * 0.5 * stars[0].get_markersize()) * ax.figure.dpi / 72.0
-        with np.errstate(invalid="ignore"):
-            at = ring.get_transform().transform(np.asarray(ring.get_xydata(), np.float64).reshape(-1, 2))
-        near = len(at) and np.min(np.hypot(*(centres - at[0]).T)) < reach
-        ring.set_markerfacecolor("none" if near else "white")
-    return rings

@@ -26,6 +26,7 @@ THIN = 0.18 / ((1.0 + SHAFT_HEADS) * HEAD_LENGTH) / 1.3  # the thinnest shaft (a
 FOLD = np.cos(np.radians(120.0))  # an arrow turning back more than 120° lies along the one before
 FOLD_THIN = 0.55  # ... and is drawn this much thinner than it (the other shows round it)
 FOLD_FLOOR = 0.45 * SHAFT  # but no thinner than this
+NEXT_HEAD = 0.5  # a head no longer than this share of the next arrow, which starts under it
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -40,7 +41,8 @@ class DrawnArrow:
 
 def fit_arrows(chain: Iterable[tuple[str, ArrayLike, ArrayLike]], span: float) -> list[DrawnArrow]:
     """The arrows ``chain`` as a close-up ``span`` wide draws them, at their true length:
-    thin enough that a shaft is ``SHAFT_HEADS`` heads long, thinner where one folds back.
+    thin enough that a shaft is ``SHAFT_HEADS`` heads long and a head at most ``NEXT_HEAD``
+    of the next arrow (which starts under it), thinner where one folds back.
 
     >>> a, b = fit_arrows([("momentum", np.zeros(2), np.array([1.0, 0.0])),
     ...                    ("gradient", np.array([1.0, 0.0]), np.array([0.0, 0.01]))], 2.0)
@@ -49,13 +51,18 @@ def fit_arrows(chain: Iterable[tuple[str, ArrayLike, ArrayLike]], span: float) -
     """
     out: list[DrawnArrow] = []
     span = float(span) if span and np.isfinite(span) else 1.0
-    for term, tail, uv in chain:
-        tail, uv = np.asarray(tail, np.float64), np.asarray(uv, np.float64)
-        n = float(np.hypot(*uv))
+    terms = [(term, np.asarray(tail, np.float64), np.asarray(uv, np.float64)) for term, tail, uv in chain]
+    lengths = [float(np.hypot(*uv)) for _, _, uv in terms]
+    for i, (term, tail, uv) in enumerate(terms):
+        n = lengths[i]
         if not (np.isfinite(n) and n > 0):  # zero or not finite: kept as it is
             out.append(DrawnArrow(term, tail, uv, SHAFT))
             continue
-        width = max(THIN, min(SHAFT, n / span / ((1.0 + SHAFT_HEADS) * HEAD_LENGTH)))
+        width = min(SHAFT, n / span / ((1.0 + SHAFT_HEADS) * HEAD_LENGTH))
+        after = lengths[i + 1] if i + 1 < len(terms) else 0.0  # the next arrow starts under this one's head
+        if np.isfinite(after) and after > 0:
+            width = min(width, NEXT_HEAD * after / span / HEAD_LENGTH)
+        width = max(THIN, width)
         before = out[-1].uv if out else np.zeros(2)
         if float(before @ uv) < FOLD * n * float(np.linalg.norm(before)):
             width = max(min(FOLD_FLOOR, width), min(width, FOLD_THIN * out[-1].width))
@@ -292,11 +299,14 @@ def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color:
     outline = [patheffects.withStroke(linewidth=2.5, foreground="white")]
     to_pt = lambda p: ax.transData.transform(p) * 72.0 / ax.figure.dpi  # noqa: E731
     span = float(np.ptp(data.box[0])) if data.box else 1.0
-    for a, (anchor, side) in zip(arrows, label_spots([(a.term, a.tail, a.uv) for a in arrows])):
+    px = ax.bbox.width * 72.0 / ax.figure.dpi  # points per panel width: quiver's width unit
+    for i, (a, (anchor, side)) in enumerate(zip(arrows, label_spots([(a.term, a.tail, a.uv) for a in arrows]))):
         zero = not float(np.hypot(*a.uv)) > 0
         d = to_pt(anchor + side * 1e-3 * span) - to_pt(anchor)  # the side as seen, in points
         d = d / (float(np.hypot(*d)) or 1.0)
-        off = (0.5 * a.width * ax.bbox.width * 72.0 / ax.figure.dpi + LABEL_GAP) if not zero else RING_MS / 2 + 2.0
+        # beside its shaft and the head of the arrow before, which its tail starts under
+        half = max(0.5 * a.width, 0.5 * HEAD_WIDTH * arrows[i - 1].width if i else 0.0) * px
+        off = (half + LABEL_GAP) if not zero else RING_MS / 2 + 2.0
         ax.annotate(
             upd.TERM_SHORT[a.term] + (" = 0" if zero else ""),
             anchor,  # pyright: ignore[reportArgumentType]  # stubs: xy is any (x, y) pair, an array too
@@ -319,16 +329,22 @@ def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
     """Slide each arrow name of ``ax`` back inside the axes where it sticks out, measured on
     the figure as laid out now; a name on another goes to its shaft's other side."""
     from ..core.figure import canvas_renderer
+    from ..text.clashes import GAP
 
     renderer = canvas_renderer(ax.figure)
     frame = ax.get_window_extent(renderer)
     k = 72.0 / ax.figure.dpi
-    placed = []  # the names kept so far
+    # the names kept so far, and the panel's other words (an inset's 1/k)
+    placed = [
+        t.get_window_extent(renderer)
+        for t in ax.texts
+        if t.get_text() and t.get_visible() and not (t.get_gid() or "").startswith("zoom-label:")
+    ]
     for t in ax.texts:
         if not (t.get_gid() or "").startswith("zoom-label:"):
             continue
         x, y = _SPOT.setdefault(t, t.xyann)  # pyright: ignore[reportAttributeAccessIssue]  # an Annotation's offset
-        for flip in (False, True):
+        for flip in (False, True, True):  # its side, the other side, back on its side (then slid clear)
             if flip:
                 x, y = -x, -y
                 ha, va = t.get_horizontalalignment(), t.get_verticalalignment()
@@ -340,10 +356,16 @@ def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
             dy = max(0.0, frame.y0 + pad - b.y0) - max(0.0, b.y1 - frame.y1 + pad)
             if dx or dy:
                 t.xyann = (x + dx * k, y + dy * k)  # pyright: ignore[reportAttributeAccessIssue]
-            if not any(t.get_window_extent(renderer).overlaps(o) for o in placed):
+            if not any(t.get_window_extent(renderer).padded(2 * GAP).overlaps(o) for o in placed):
                 break
-        if flip:
-            _SPOT[t] = (x, y)  # its side from now on
+        else:  # both sides run into a name: on its side, slid up or down clear of it
+            b = t.get_window_extent(renderer)
+            o = next(o for o in placed if b.padded(2 * GAP).overlaps(o))
+            ox, oy = t.xyann  # pyright: ignore[reportAttributeAccessIssue]
+            for shift in sorted((o.y0 - b.y1 - 3 * GAP, o.y1 - b.y0 + 3 * GAP), key=abs):
+                t.xyann = (ox, oy + shift * k)  # pyright: ignore[reportAttributeAccessIssue]
+                if not any(t.get_window_extent(renderer).padded(2 * GAP).overlaps(p) for p in placed):
+                    break
         placed.append(t.get_window_extent(renderer))
 
 

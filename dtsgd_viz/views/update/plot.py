@@ -150,12 +150,17 @@ def _draw_step(ax: Axes, data: panel.PanelData, color: ColorType) -> None:
     """The step the terms add up to: a thin arrow from the dot before the update to the ring after it."""
     if len(data.chain) < 2:  # one term: the step is its arrow
         return
+    from matplotlib import patheffects
+
     tip = np.asarray(data.chain[-1][1]) + np.asarray(data.chain[-1][2])
+    casing = [patheffects.withStroke(linewidth=3.2, foreground="white")]  # reads over the thick term it runs along
     ax.annotate(
         "",
         xy=(float(tip[0]), float(tip[1])),
         xytext=(float(data.position[0]), float(data.position[1])),
-        arrowprops=dict(arrowstyle="-|>", color=color, lw=1.3, shrinkA=5, shrinkB=3, mutation_scale=11),
+        arrowprops=dict(
+            arrowstyle="-|>", color=color, lw=1.3, shrinkA=5, shrinkB=3, mutation_scale=11, path_effects=casing
+        ),
         zorder=panel.ARROW_Z + 1,
         gid=f"zoom-step:{data.key}",
     )

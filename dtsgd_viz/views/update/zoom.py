@@ -147,7 +147,7 @@ def draw_inset(
 ) -> Axes:
     """Draw the update ``own`` at its own zoom in an inset of ``ax``, marked with how much
     closer, and a dotted box on ``ax`` round what it enlarges. Returns the inset."""
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import ConnectionPatch, Rectangle
 
     assert own.box is not None and shared.box is not None
     key, color = own.key, scene.colors[own.key]
@@ -171,5 +171,29 @@ def draw_inset(
     (a0, a1), (b0, b1) = own.box
     ax.add_patch(
         Rectangle((a0, b0), a1 - a0, b1 - b0, fill=False, ec=color, lw=0.9, ls=":", zorder=8, gid=f"inset-box:{key}")
+    )
+    # a dotted leader from the box to the inset's nearest corner: found even where the box is
+    # smaller than the marks it holds
+    x, y, w, h = inset_bounds(shared)
+    (s0, s1), (t0, t1) = shared.box
+    corner = (
+        x if (a0 + a1) / 2 < s0 + (x + w / 2) * (s1 - s0) else x + w,
+        y if (b0 + b1) / 2 < t0 + (y + h / 2) * (t1 - t0) else y + h,
+    )
+    near = (a1 if corner[0] == x else a0, b1 if corner[1] == y else b0)
+    ax.add_patch(
+        ConnectionPatch(
+            near,
+            corner,
+            "data",
+            "axes fraction",
+            axesA=ax,
+            axesB=ax,
+            color=color,
+            lw=0.8,
+            ls=":",
+            zorder=8,
+            gid=f"inset-leader:{key}",
+        )
     )
     return inset

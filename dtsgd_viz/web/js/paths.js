@@ -119,7 +119,7 @@ function render({ model, el: root }) {
   for (const name of names) {
     const lk = look.runs[name];
     const ring = look.roles.current;  // the ring every static figure draws: after the update shown
-    cur[name] = el("circle", { r: ring.size / 2, fill: "white", stroke: lk.color, "stroke-width": ring.width, class: "dv-current", "data-run": name }, pg);
+    cur[name] = el("circle", { r: ring.size / 2, fill: "none", stroke: lk.color, "stroke-width": ring.width, class: "dv-current", "data-run": name }, pg);
   }
 
   // ---- the loss panel ----
@@ -130,7 +130,7 @@ function render({ model, el: root }) {
   let ly = null;
   if (d.loss_range) {
     const [lo, hi] = d.loss_range, pad = Math.max(Math.log10(hi / lo) * 0.06, 0.05);
-    ly = logScale(lo / 10 ** pad, hi * 10 ** pad, LOSS.y + LOSS.h, LOSS.y);
+    ly = logScale(Math.min(lo / 10 ** pad, d.loss_ticks[0] ?? lo), hi * 10 ** pad, LOSS.y + LOSS.h, LOSS.y);  // every tick on the axis
     d.loss_ticks.forEach((t, i) => {
       const y = ly(t);
       el("line", { x1: LOSS.x - 4, x2: LOSS.x, y1: y, y2: y, stroke: "#333" }, lg);
@@ -165,10 +165,12 @@ function render({ model, el: root }) {
   });
 
   // ---- the close-ups (one per run, one scale) and the term lengths ----
+  const closeNames = {};
   const cgs = names.map((name, j) => {
     const r = closeRects[j];
     el("rect", { x: r.x, y: r.y, width: r.w, height: r.h, fill: "none", stroke: "#bbb" }, svg);
     text(svg, r.x + 4, r.y + 13, d.rule_names[name], { "font-size": fs.tick, fill: look.runs[name].color, "font-weight": "bold", class: "dv-close-name" });
+    closeNames[name] = text(svg, r.x + 4, r.y + 27, "", { "font-size": fs.tick, fill: "#555", class: "dv-close-small", "data-run": name });
     return el("g", { class: "dv-close", "data-run": name, "clip-path": `url(#${uid}-clip${j + 1})` }, svg);
   });
   const closeTitle = text(svg, CLOSE.x, CLOSE.y - 10, "", { "font-size": fs.title, "font-weight": "bold", class: "dv-close-title" });
@@ -179,6 +181,7 @@ function render({ model, el: root }) {
     names.forEach((name, j) => {
       const cg = cgs[j];
       cg.innerHTML = "";
+      closeNames[name].textContent = "";
       const zb = [[zoom.at(i, j, 0), zoom.at(i, j, 1)], [zoom.at(i, j, 2), zoom.at(i, j, 3)]];
       if (!isFinite(zb[0][0])) return;
       const f = fitBox(zb, closeRects[j]);
@@ -190,13 +193,19 @@ function render({ model, el: root }) {
       // where update n starts, g taken there: a small white disk (its arrows run from here to the open ring after it)
       el("circle", { cx: f.x(r.position.at(i, 0)), cy: f.y(r.position.at(i, 1)), r: 3.5, fill: "white", stroke: lk.color, "stroke-width": 1.4, class: "dv-before" }, cg);
       let px = r.position.at(i, 0), py = r.position.at(i, 1);
+      const reach = [[px, py], [r.next.at(i, 0), r.next.at(i, 1)]];  // the update's points: how big it is here
       r.terms.forEach((t, q) => {
         const qx = px + r.uvs.at(i, q, 0), qy = py + r.uvs.at(i, q, 1);
+        reach.push([qx, qy]);
         el("line", { x1: f.x(px), y1: f.y(py), x2: f.x(qx), y2: f.y(qy), stroke: r.termColors[t], "stroke-width": 2.4, "marker-end": `url(#${uid}-${name}-${t})`, class: "dv-arrow", "data-run": name, "data-term": t, "data-uv": JSON.stringify([r.uvs.at(i, q, 0), r.uvs.at(i, q, 1)]) }, cg);
         px = qx; py = qy;
       });
       // after the update: the ring, as on the paths panel
       el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: look.roles.current.size / 2, fill: "none", stroke: lk.color, "stroke-width": look.roles.current.width, class: "dv-next" }, cg);
+      // no inset here (the still has one): an update under small_below of the panel says so, its lengths in the bars
+      const span = (a) => Math.max(...reach.map((p) => p[a])) - Math.min(...reach.map((p) => p[a]));
+      const small = Math.max(span(0), span(1)) < d.small_below * (zb[0][1] - zb[0][0]);
+      closeNames[name].textContent = small ? "too small to see at this zoom" : "";
     });
     // the shared zoom as the still's caption says it (views.update.zoom.shared_factor, times)
     closeTitle.textContent = `update ${updates[i]}`;
