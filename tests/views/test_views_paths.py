@@ -823,7 +823,7 @@ def test_the_legend_shows_two_whole_dashes_and_names_the_white_outlined_mean_bar
     on, off = look.ls[1]
     handle_pt = legend.handlelength * legend.prop.get_size_in_points()
     assert handle_pt >= (2 * on + off) * look.lw
-    assert texts[-1] == MEAN_LABEL == "each run's mean over the shaded k"
+    assert texts[-1] == MEAN_LABEL == "each run's mean, shaded k"
     found = dtsgd_viz.findings(rotated, ROTATED)
     bars = gid_artists(fig, "loss-mean:")
     assert set(bars) == set(found.ranking)
