@@ -185,7 +185,7 @@ show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3, show="steps", 
 
 # %% [markdown]
 # Who is faster where both converge: $\log_2$ of Nesterov's count over momentum's (red:
-# Nesterov faster, blue: momentum faster, white: a tie, the two counts within 10% of each other),
+# Nesterov faster, blue: momentum faster, sand: a tie, the two counts within 10% of each other),
 # with each rule's stability boundary. The title counts the three kinds of cell (`phase_finding`,
 # printed below).
 
@@ -231,7 +231,7 @@ print(
 #   boundaries on the right (each rule's own line: momentum dashed, Nesterov solid, as
 #   on every figure) do not move.
 # * **At low momentum classical momentum is faster in most cells, by about 2%**: a tie
-#   within the map's 10%, so the lower part of the ratio map is white (no cell there favours
+#   within the map's 10%, so the lower part of the ratio map is sand-coloured (no cell there favours
 #   Nesterov).
 # * **High momentum with a large learning rate is where Nesterov wins** (red in the ratio
 #   map), by a median factor of about 1.7: there classical momentum's steep direction
