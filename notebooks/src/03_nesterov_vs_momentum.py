@@ -260,7 +260,8 @@ print(
 # and `phase.start` read (and set) the cell and the start. A page whose
 # scripts have not run (this notebook read as a file) shows the still picture: the ratio map with
 # its colour key and legend, the picked cell outlined, and under it the real runs' paths there and
-# their loss, titled by `phase.pick_finding()`.
+# their loss, each line marked at the update from which on it stays within tol (the count the title,
+# `phase.pick_finding()`, gives; a run may touch the tol line earlier and leave it again).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
