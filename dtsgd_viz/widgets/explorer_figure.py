@@ -140,7 +140,7 @@ def explorer_view(
     handles = legend_handles(scene, looks, None if update is None else "after the update shown")
     labels = [h.get_label() for h in handles]
     if art.rests:  # each run's later updates, pale and thin under its path: named once
-        handles.append(rest_handle(art))
+        handles.append(rest_handle(art, looks))
         labels.append(REST_LABEL)
     from matplotlib.legend_handler import HandlerTuple
 
@@ -180,14 +180,14 @@ def explorer_view(
 REST_LABEL = "later updates"  # the handle: each run's pale line, as drawn
 
 
-def rest_handle(art: PathArtists) -> tuple:
+def rest_handle(art: PathArtists, looks: Mapping[str, style.Look]) -> tuple:
     """The legend entry of the paths after the update shown: each run's pale line
-    (``frames``' ``path-rest:`` lines) side by side, in its colour and dash as drawn, so it
-    reads as no rule's own line. A tuple handle: pass ``HANDLER_MAP`` to the legend."""
+    (``frames``' ``path-rest:`` lines) side by side, in its colour, rule's dash and width as
+    drawn, so it reads as no rule's own line. A tuple handle (the legend's ``HandlerTuple``)."""
     from matplotlib.lines import Line2D
 
     return tuple(
-        Line2D([], [], color=ln.get_color(), ls=ln.get_linestyle(), lw=ln.get_linewidth()) for ln in art.rests.values()
+        Line2D([], [], color=ln.get_color(), ls=looks[key].ls, lw=ln.get_linewidth()) for key, ln in art.rests.items()
     )
 
 
