@@ -106,15 +106,15 @@ def table_rows(
 
 
 # narrow enough to stand beside the figure on a 1300 px page (the app) at the page's own type
-# size (22 em of 13 px: under the 330 px left there), each header's lines ("\n") whole in
+# size (23.6 em of 13 px: under the 330 px left there), each header's lines ("\n") whole in
 # its column: the loss convention (the loss after k updates) and the tolerance are said once,
 # in the caption; then the updates to tol, the loss after the last update (the loss panel's
 # last points) and the mean the headline compares
 TABLE_COLUMNS = (
-    ("optimizer", "7em", "left"),
+    ("optimizer", "7.6em", "left"),
     ("to tol", "4em", "right"),
     ("k = {n}", "5.2em", "right"),
-    ("mean over\nk = {window}", "5.8em", "right"),
+    ("mean over\nk = {window}", "6.8em", "right"),
 )
 
 
