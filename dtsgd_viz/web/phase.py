@@ -371,13 +371,13 @@ class PhaseDiagram(BrowserWidget):
         steps, tol = self.data["max_steps"], self.data["tol"]
         grids = {k: phase_grid(self._surface, lrs, mus, steps, tol, nz, start) for k, nz in RULES.items()}
         real = self.recordings is not None
-        fig = new_figure((style.WIDTH, 8.8 if real else 5.0), style.DPI)
+        fig = new_figure((style.WIDTH, 9.4 if real else 5.0), style.DPI)
         label = getattr(self._surface, "label", type(self._surface).__name__)
         body = headline(fig, self.pick_finding(), f"{label} · ≤ {steps} updates, tol {tol:g}")
         # the map over its legend (a row of its own), the picked cell's runs under both
-        grid = body.add_gridspec(3 if real else 2, 1, height_ratios=[0.95, 0.25, 1.25] if real else [1.0, 0.26])
+        grid = body.add_gridspec(3 if real else 2, 1, height_ratios=[0.95, 0.25, 1.5] if real else [1.0, 0.26])
         ax_map = body.add_subplot(grid[0])
-        low = grid[2].subgridspec(1, 2, width_ratios=[1.0, 1.15], wspace=0.3) if real else None
+        low = grid[2].subgridspec(1, 2, width_ratios=[1.3, 1.0], wspace=0.12) if real else None
         ax_paths = body.add_subplot(low[0, 0]) if low is not None else None
         ax_loss = body.add_subplot(low[0, 1]) if low is not None else None
         ax_key = body.add_subplot(grid[1])

@@ -138,13 +138,22 @@ def explorer_view(
     tidy_loss_axis(ax_loss)
     looks = style.run_looks(scene.coords)
     handles = legend_handles(scene, looks, None if update is None else "after the update shown")
+    labels = [h.get_label() for h in handles]
+    if art.rests:  # each run's later updates, pale and thin under its path: named once
+        handles.append(rest_handle(art, looks))
+        labels.append(REST_LABEL)
+    from matplotlib.legend_handler import HandlerTuple
+
     art.legend = fig.legend(
         handles=handles,
+        labels=labels,
+        handler_map={tuple: HandlerTuple(ndivide=None, pad=0.3)},
         loc="outside lower center",
         ncols=len(handles),
         fontsize=style.NOTE_SIZE,
         frameon=False,
         handlelength=style.handle_length(),
+        columnspacing=1.2,  # seven entries on one row of the figure's width
     )
     if update is not None:
         mark_mean(scene, art, update)
@@ -166,6 +175,20 @@ def explorer_view(
         gid="caption",
     )
     return view
+
+
+REST_LABEL = "later updates"  # the handle: each run's pale line, as drawn
+
+
+def rest_handle(art: PathArtists, looks: Mapping[str, style.Look]) -> tuple:
+    """The legend entry of the paths after the update shown: each run's pale line
+    (``frames``' ``path-rest:`` lines) side by side, in its colour, rule's dash and width as
+    drawn, so it reads as no rule's own line. A tuple handle (the legend's ``HandlerTuple``)."""
+    from matplotlib.lines import Line2D
+
+    return tuple(
+        Line2D([], [], color=ln.get_color(), ls=looks[key].ls, lw=ln.get_linewidth()) for key, ln in art.rests.items()
+    )
 
 
 def mark_mean(scene: PathScene, art: PathArtists, update: int) -> list[Artist]:

@@ -185,7 +185,7 @@ show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3, show="steps", 
 
 # %% [markdown]
 # Who is faster where both converge: $\log_2$ of Nesterov's count over momentum's (red:
-# Nesterov faster, blue: momentum faster, white: a tie, the two counts within 10% of each other),
+# Nesterov faster, blue: momentum faster, sand: a tie, the two counts within 10% of each other),
 # with each rule's stability boundary. The title counts the three kinds of cell (`phase_finding`,
 # printed below).
 
@@ -231,7 +231,7 @@ print(
 #   boundaries on the right (each rule's own line: momentum dashed, Nesterov solid, as
 #   on every figure) do not move.
 # * **At low momentum classical momentum is faster in most cells, by about 2%**: a tie
-#   within the map's 10%, so the lower part of the ratio map is white (no cell there favours
+#   within the map's 10%, so the lower part of the ratio map is sand-coloured (no cell there favours
 #   Nesterov).
 # * **High momentum with a large learning rate is where Nesterov wins** (red in the ratio
 #   map), by a median factor of about 1.7: there classical momentum's steep direction
@@ -260,7 +260,8 @@ print(
 # and `phase.start` read (and set) the cell and the start. A page whose
 # scripts have not run (this notebook read as a file) shows the still picture: the ratio map with
 # its colour key and legend, the picked cell outlined, and under it the real runs' paths there and
-# their loss, titled by `phase.pick_finding()`.
+# their loss, each line marked at the update from which on it stays within tol (the count the title,
+# `phase.pick_finding()`, gives; a run may touch the tol line earlier and leave it again).
 
 # %%
 # NBVAL_IGNORE_OUTPUT

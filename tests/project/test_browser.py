@@ -160,6 +160,19 @@ def test_app_in_voila(browser, shots, tmp_path):  # noqa: F811
         for heads in tables:
             for (_, right), (left, _) in zip(heads, heads[1:]):
                 assert right <= left + 1, heads
+        # the results table's every header and cell wholly in its column and on the page, at
+        # the page's own type size (no header cut at the page's edge)
+        cells = page.eval_on_selector_all(
+            "table",
+            "els => Array.from(els[0].querySelectorAll('th, td')).map(e => [e.textContent, e.scrollWidth, "
+            "e.clientWidth, e.getBoundingClientRect().right, parseFloat(getComputedStyle(e).fontSize)])",
+        )
+        body_size = page.evaluate(
+            "() => parseFloat(getComputedStyle(document.querySelector('.widget-label')).fontSize)"
+        )
+        for text, scroll, client, right, size in cells:
+            assert scroll <= client + 1 and right <= 1300, (text, scroll, client, right)
+            assert size >= body_size, (text, size, body_size)
         # the terms table stands beside the step-through figure (not wrapped under it) and
         # follows the slider
         step_img = page.eval_on_selector_all(

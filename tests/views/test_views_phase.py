@@ -60,7 +60,7 @@ def test_step_maps_are_the_grids(fig):
 
 
 @pytest.mark.slow
-def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_white(fig):
+def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_in_the_tie_face(fig):
     grids = steps_grids()
     m, n = grids["momentum"].steps, grids["nesterov"].steps
     ax = axes_by_label(fig)["phase:ratio"]
@@ -75,12 +75,16 @@ def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_white(fig):
     # the regions, drawn apart in neutrals, never in the colour bar's colours
     np.testing.assert_array_equal(np.ma.getmaskarray(shown), ~both)
     rgba = cmap(norm(shown))
-    # white is what phase_finding counts as a tie: counts within TIE_WITHIN of each other
+    # the tie face is what phase_finding counts as a tie: counts within TIE_WITHIN of each other
     mf, nf = np.maximum(m, 1), np.maximum(n, 1)
     nesterov_faster, momentum_faster = both & (mf > nf * (1 + TIE_WITHIN)), both & (nf > mf * (1 + TIE_WITHIN))
     ties = both & ~nesterov_faster & ~momentum_faster
     assert ties.any() and nesterov_faster.any()
-    np.testing.assert_array_equal(rgba[ties], np.ones((ties.sum(), 4)))  # pure white
+    tie_face = np.array(matplotlib.colors.to_rgba(style.TIE_FACE))
+    np.testing.assert_allclose(rgba[ties], np.tile(tie_face, (ties.sum(), 1)), atol=1e-6)
+    assert not np.allclose(tie_face, matplotlib.colors.to_rgba(fig.get_facecolor()))  # told from the page
+    (tie_key,) = [t.get_text() for t in legend_texts(fig) if t.get_text().startswith("a tie")]  # in the key
+    assert tie_key == f"a tie: counts within {TIE_WITHIN:.0%}"
     assert np.all(rgba[nesterov_faster][:, 0] > rgba[nesterov_faster][:, 2] + 0.1)  # red side, visibly
     assert np.all(rgba[momentum_faster][:, 2] > rgba[momentum_faster][:, 0] + 0.1)  # blue side, visibly
     regions = by_gid(ax, "phase:regions").get_array()
@@ -422,6 +426,9 @@ def _drawn_marks(fig):
     ratio = axes["phase:ratio"]
     drawn |= {c.get_gid().split(":")[1] for c in ratio.collections if c.get_gid().startswith("region:")}
     drawn.add("neither")
+    shown = by_gid(ratio, "phase:ratio").get_array()
+    if (np.abs(shown.compressed()) <= np.log2(1.0 + TIE_WITHIN)).any():  # cells in the tie face
+        drawn.add("tie")
     if len(by_gid(ratio, "diverged:ratio").get_xdata()):
         drawn.add("both diverge")
     return drawn
@@ -444,6 +451,7 @@ def test_the_legend_lists_only_marks_some_map_draws(lrs):
         "the other rule": "cap",
         "neither": "neither",
         "both diverge": "both diverge",
+        "a tie": "tie",
     }
     for label in (t.get_text() for t in legend_texts(fig)):
         (mark,) = [v for k, v in keys.items() if label.startswith(k)]

@@ -9,6 +9,7 @@ from matplotlib import colors as mcolors
 from dtsgd_viz import surfaces
 from dtsgd_viz.theory import reference
 from dtsgd_viz.theory.convergence import steps_to_tolerance
+from dtsgd_viz.views.core import style
 from dtsgd_viz.web import encode
 from dtsgd_viz.web.phase import phase_state, quadratic_terms
 
@@ -42,13 +43,14 @@ def test_the_colours_say_who_is_faster(state):
     rgb = np.array([mcolors.to_rgb(c) for c in state["colors"]]).reshape(*ratio.shape, 3)
     both = (m >= 0) & (n >= 0)
     assert np.array_equal(regions == state["region_order"].index("both"), both)
-    # a tie (white) is what the finding counts as one: counts within TIE_WITHIN (10%)
+    # a tie (style.TIE_FACE, not the page's white) is what the finding counts as one: counts within 10%
     mf, nf = np.maximum(m, 1), np.maximum(n, 1)
     nesterov_faster, momentum_faster = both & (mf > nf * 1.1), both & (nf > mf * 1.1)
     assert nesterov_faster.any() and momentum_faster.any()
     assert np.all(rgb[nesterov_faster, 0] > rgb[nesterov_faster, 2] + 0.1)  # red, visibly
     assert np.all(rgb[momentum_faster, 2] > rgb[momentum_faster, 0] + 0.1)  # blue, visibly
-    assert np.allclose(rgb[both & ~nesterov_faster & ~momentum_faster], 1.0)  # a tie is white
+    assert np.allclose(rgb[both & ~nesterov_faster & ~momentum_faster], mcolors.to_rgb(style.TIE_FACE))
+    assert mcolors.to_rgb(style.TIE_FACE) != (1.0, 1.0, 1.0)
     neutral = rgb[~both]
     assert np.allclose(neutral[:, 0], neutral[:, 1]) and np.allclose(neutral[:, 1], neutral[:, 2])  # greys
     assert np.allclose(ratio[both], np.log2(np.maximum(n[both], 1) / np.maximum(m[both], 1)))

@@ -38,7 +38,7 @@ def test_headline_says_the_tables_numbers(widget):
     m = re.match(HEADLINE, finding)
     assert m, finding
     assert (int(m[1]), int(m[2])) == (51, 60)
-    assert ">mean, k = 51–60<" in widget.table.value and ">k = 60<" in widget.table.value
+    assert ">mean over<br>k = 51–60<" in widget.table.value and ">k = 60<" in widget.table.value
     printed = dtsgd_viz.findings(widget.recordings, SURFACE, tol=widget.tol).headline()  # what the notebooks print
     assert finding == " ".join(printed.split())
     for key, rec in widget.recordings.items():  # numpy on the recorded parameters

@@ -350,17 +350,18 @@ def test_compare_widget_draws_the_real_runs(compare):
 
 
 @pytest.mark.slow
-def test_table_has_fixed_columns_and_one_line_headers(compare):
+def test_table_has_fixed_columns_and_headers_of_whole_lines(compare):
     import re
 
     table = compare.table.value
     assert "table-layout:fixed" in table
     widths = re.findall(r"<col style='width:([\d.]+)em'>", table)
     assert len(widths) == 4 and sum(map(float, widths)) <= 27.5  # beside the figure on the app's page
-    heads = re.findall(r"<th style='([^']*)'>([^<]*)</th>", table)
+    heads = re.findall(r"<th style='([^']*)'>(.*?)</th>", table)
     n = compare.params.steps
     a = n - max(1, min(10, n // 5)) + 1  # the mean the headline compares: over the last fifth, 1 to 10
-    assert [h for _, h in heads] == ["optimizer", "to tol", f"k = {n}", f"mean, k = {a}–{n}"]
+    # the mean's header on two lines (at a <br>, never wrapped inside a line): it fits its column
+    assert [h for _, h in heads] == ["optimizer", "to tol", f"k = {n}", f"mean over<br>k = {a}–{n}"]
     assert all("white-space:nowrap" in css and "padding" in css for css, _ in heads)
     caption = re.search(r"<caption[^>]*>([^<]*)</caption>", table)[1]
     assert "loss after k updates" in caption and f"{compare.tol:g}" in caption  # said once, for every column
@@ -726,7 +727,9 @@ def test_path_explorer_names_the_runs_and_marks_in_one_legend_under_the_figure(r
     assert ax.get_legend() is None and len(pe.figure.legends) == 1
     legend = pe.figure.legends[0]
     texts = [t.get_text() for t in legend.get_texts()]
-    assert texts == [*(rule_name(k) for k in recs), "start", "minimum", "after the update shown"]
+    # the pale later updates (each run's rest line under its path) named once, last
+    assert texts == [*(rule_name(k) for k in recs), "start", "minimum", "after the update shown", "later updates"]
+    assert sorted(pe.view.artists.rests) == sorted(recs)
     for handle, key in zip(legend.legend_handles, recs):
         look = style.RULE_LOOKS[key]
         assert (handle.get_color(), handle.get_linewidth()) == (look.color, look.lw)

@@ -11,7 +11,7 @@ from ...theory.convergence import diverged, path_losses, steps_to_tolerance
 from ..core import style
 from ..core.log_ticks import use_log_ticks
 from ..paths.geometry import rule_name
-from ..paths.loss import LOSS_XLABEL
+from ..paths.loss import LOSS_XLABEL, LOSS_YLABEL
 from ..text.direct import label_ends
 
 if TYPE_CHECKING:
@@ -71,7 +71,8 @@ def cell_outcome(losses: ArrayLike, min_value: float, tol: float) -> str:
 
 def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Surface, tol: float) -> dict[str, Line2D]:
     """Each recording's loss above ``surface.min_value`` per update on ``ax`` (log y), the
-    ``tol`` line, each line named at its end with its outcome; the panel shows twice the
+    ``tol`` line, each line named at its end with its outcome (``within tol from k = K on``:
+    the update after which it stays under tol, marked on the line with the rule's marker); the panel shows twice the
     updates the slower run needs (at least ``MIN_SHOWN``). Returns ``{key: Line2D}``."""
     looks = style.run_looks(recordings)
     all_losses = {key: path_losses(rec, surface) for key, rec in recordings.items()}
@@ -93,10 +94,16 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
             shown = np.where(np.isfinite(gap) & (gap > 0), gap, np.nan)
         (lines[key],) = ax.plot(np.arange(len(shown)), shown, **looks[key].line(), gid=f"cell-loss:{key}")
         finite = np.flatnonzero(np.isfinite(shown))
+        k = int(steps_to_tolerance(losses, surface.min_value, tol))
+        if 0 <= k < len(shown) and np.isfinite(shown[k]):  # the update after which the run stays within tol
+            look = looks[key]
+            mark = dict(marker=look.marker, ms=2.4 * look.ms, color=look.color, mec="black", mew=1.0, ls="none")
+            ax.plot([k], [shown[k]], **mark, zorder=6, gid=f"cell-reached:{key}")
         if len(finite):
             floor = min(floor, float(np.nanmin(shown)))
-            name = f"{rule_name(key)}: {cell_outcome(losses, surface.min_value, tol)}"
-            ends.append((name, finite[-1], shown[finite[-1]], looks[key].color))
+            outcome = cell_outcome(losses, surface.min_value, tol)
+            said = f"within tol\nfrom k = {k} on" if outcome.endswith(" updates") else outcome
+            ends.append((f"{rule_name(key)}\n{said}", finite[-1], shown[finite[-1]], looks[key].color))
     ax.set_yscale("log")
     use_log_ticks(ax.yaxis)  # the one log tick format (core.log_ticks)
     tol_look = style.ROLE_LOOKS["tolerance"]
@@ -116,7 +123,9 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
     if np.isfinite(floor):
         ax.set_ylim(bottom=min(floor, tol) / 3)
     ax.set_xlabel(LOSS_XLABEL + why, fontsize=style.LABEL_SIZE)  # x = k: the loss after k updates
-    ax.set_ylabel("loss − minimum (log)", fontsize=style.LABEL_SIZE)
+    # the loss after k updates, over the minimum when it is not 0 (tol is on that gap)
+    above = "" if float(surface.min_value) == 0.0 else " − minimum"
+    ax.set_ylabel(f"{LOSS_YLABEL}{above} (log)", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)
     title = "Their loss per update" if n > total else f"Their loss, the first {n - 1} of {total} updates"
     ax.set_title(title, fontsize=style.TITLE_SIZE, gid="cell-title")

@@ -85,14 +85,14 @@ class PhaseView:
 
 def ratio_cmap(vmax: float = 2.0) -> Colormap:
     """The ratio map's colour map on ``Normalize(-vmax, vmax)``: Nesterov faster red,
-    momentum faster blue, white exactly over the ties (within ``TIE_WITHIN``)."""
+    momentum faster blue, ``style.TIE_FACE`` exactly over the ties (within ``TIE_WITHIN``)."""
     from matplotlib import colormaps
     from matplotlib.colors import LinearSegmentedColormap
 
     rdbu = colormaps["RdBu"]
     t = min(np.log2(1.0 + TIE_WITHIN) / (2.0 * vmax), 0.2)
-    stops = [(0.0, rdbu(0.0)), (0.25, rdbu(0.2)), (0.5 - t, rdbu(0.36)), (0.5 - t, "white")]
-    stops += [(0.5 + t, "white"), (0.5 + t, rdbu(0.64)), (0.75, rdbu(0.8)), (1.0, rdbu(1.0))]
+    stops = [(0.0, rdbu(0.0)), (0.25, rdbu(0.2)), (0.5 - t, rdbu(0.36)), (0.5 - t, style.TIE_FACE)]
+    stops += [(0.5 + t, style.TIE_FACE), (0.5 + t, rdbu(0.64)), (0.75, rdbu(0.8)), (1.0, rdbu(1.0))]
     return LinearSegmentedColormap.from_list("nesterov_vs_momentum", stops, N=511).with_extremes(bad=(0, 0, 0, 0))
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from ...theory.quadratic import RULES
 from ..core import style
 from ..paths.geometry import rule_name
-from .geometry import REGIONS, ratio_regions
+from .geometry import REGIONS, TIE_WITHIN, ratio_regions
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -174,7 +174,12 @@ def legend_handles(view: PhaseView, steps: int, levels_text: str, critical_text:
         )
     ratio: list[Artist] = []
     if view.regions is not None:
-        ratio = [
+        both = view.regions == REGIONS.index("both")
+        with np.errstate(invalid="ignore"):
+            tie = both & (np.abs(view.ratio) <= np.log2(1.0 + TIE_WITHIN))
+        if tie.any():  # the colour bar's middle, named once: a tie is no colour of the scale
+            ratio.append(Patch(fc=style.TIE_FACE, ec="0.55", label=f"a tie: counts within {TIE_WITHIN:.0%}"))
+        ratio += [
             region_patch(r, steps) for r in REGIONS[1:] if r != "diverged" and (view.regions == REGIONS.index(r)).any()
         ]
         if (view.regions == REGIONS.index("diverged")).any() and not keys:

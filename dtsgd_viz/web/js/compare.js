@@ -187,7 +187,7 @@ function render({ model, el: root }) {
   });
   const xTicks = el("g", {}, svg);
   text(svg, LOSS.x + LOSS.w / 2, LOSS.y + LOSS.h + 31, "updates made (k)", { "text-anchor": "middle", "font-size": 12 });
-  text(svg, LOSS.x, LOSS.y - 8, "loss − minimum after k updates (log)", { "font-size": 11.5 });
+  text(svg, LOSS.x, LOSS.y - 8, fMin === 0 ? "loss after k updates (log)" : "loss after k updates − minimum (log)", { "font-size": 11.5 });
   const lossLayer = el("g", { "clip-path": `url(#${uid}-loss)`, class: "dv-losses" }, svg);
   const table = el("g", { class: "dv-table" }, svg);
 

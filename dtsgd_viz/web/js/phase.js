@@ -148,7 +148,7 @@ function render({ model, el: root }) {
     text(svg, LX(t), LOSS.y + LOSS.h + 16, String(t), { "text-anchor": "middle", "font-size": 11.5 });
   });
   text(svg, LOSS.x + LOSS.w / 2, LOSS.y + LOSS.h + 31, "updates made (k)", { "text-anchor": "middle", "font-size": 12 });
-  text(svg, LOSS.x, LOSS.y - 6, "loss − minimum after k updates (log)", { "font-size": 11.5 });
+  text(svg, LOSS.x, LOSS.y - 6, fMin === 0 ? "loss after k updates (log)" : "loss after k updates − minimum (log)", { "font-size": 11.5 });
   if (tol >= lo && tol <= hi) {
     el("line", { x1: LOSS.x, x2: LOSS.x + LOSS.w, y1: LY(tol), y2: LY(tol), stroke: "#777", "stroke-dasharray": "3 3" }, svg);
     text(svg, LOSS.x + LOSS.w - 3, LY(tol) - 4, `tol ${tol}`, { "text-anchor": "end", "font-size": 11, fill: "#555" });
