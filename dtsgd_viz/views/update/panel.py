@@ -46,8 +46,10 @@ def fit_arrows(chain: Iterable[tuple[str, ArrayLike, ArrayLike]], span: float) -
 
     >>> a, b = fit_arrows([("momentum", np.zeros(2), np.array([1.0, 0.0])),
     ...                    ("gradient", np.array([1.0, 0.0]), np.array([0.0, 0.01]))], 2.0)
-    >>> a.width == SHAFT, b.width == THIN, b.uv.tolist()
+    >>> a.width < SHAFT, b.width == THIN, b.uv.tolist()  # a's head: at most NEXT_HEAD of b
     (True, True, [0.0, 0.01])
+    >>> fit_arrows([("momentum", np.zeros(2), np.array([1.0, 0.0]))], 2.0)[0].width == SHAFT
+    True
     """
     out: list[DrawnArrow] = []
     span = float(span) if span and np.isfinite(span) else 1.0
