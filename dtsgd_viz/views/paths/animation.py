@@ -111,7 +111,7 @@ def animate(
     art.ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
     _draw_loss_rests(art)
     looks = style.run_looks(scene.coords)
-    bars = [mean_look(looks[k].color) for k in scene.coords]  # each run's bar, as mark_window draws it
+    bars = [mean_look(looks[k].color or "black") for k in scene.coords]  # each run's bar, as mark_window draws it
     handles = [*legend_handles(scene, looks, "after the update"), mean_handle(bars)]
     fig.legend(
         handles=handles,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -97,7 +97,9 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
         k = int(steps_to_tolerance(losses, surface.min_value, tol))
         if 0 <= k < len(shown) and np.isfinite(shown[k]):  # the update after which the run stays within tol
             look = looks[key]
-            mark = dict(marker=look.marker, ms=2.4 * look.ms, color=look.color, mec="black", mew=1.0, ls="none")
+            mark: dict[str, Any] = dict(
+                marker=look.marker, ms=2.4 * look.ms, color=look.color, mec="black", mew=1.0, ls="none"
+            )
             ax.plot([k], [shown[k]], **mark, zorder=6, gid=f"cell-reached:{key}")
         if len(finite):
             floor = min(floor, float(np.nanmin(shown)))
