@@ -136,7 +136,7 @@ def test_the_picked_cells_losses_are_the_real_runs(phase):
     for key, rec in pd.recordings.items():
         gap = SURFACE.value_np(rec.path("w").astype(np.float64)) - SURFACE.min_value
         k = int(steps_to_tolerance(gap + SURFACE.min_value, SURFACE.min_value, TOL))
-        assert f"{rule_name(key)}\nwithin tol\nfrom k = {k} on" in names, names
+        assert f"{rule_name(key)}\nwithin tol\nfrom k = {k}" in names, names
         (mark,) = [ln for ln in ax.lines if ln.get_gid() == f"cell-reached:{key}"]
         assert (mark.get_xdata()[0], mark.get_ydata()[0]) == (k, gap[k])
 

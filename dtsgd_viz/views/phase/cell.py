@@ -71,7 +71,7 @@ def cell_outcome(losses: ArrayLike, min_value: float, tol: float) -> str:
 
 def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Surface, tol: float) -> dict[str, Line2D]:
     """Each recording's loss above ``surface.min_value`` per update on ``ax`` (log y), the
-    ``tol`` line, each line named at its end with its outcome (``within tol from k = K on``:
+    ``tol`` line, each line named at its end with its outcome (``within tol from k = K``:
     the update after which it stays under tol, marked on the line with the rule's marker); the panel shows twice the
     updates the slower run needs (at least ``MIN_SHOWN``). Returns ``{key: Line2D}``."""
     looks = style.run_looks(recordings)
@@ -104,7 +104,7 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
         if len(finite):
             floor = min(floor, float(np.nanmin(shown)))
             outcome = cell_outcome(losses, surface.min_value, tol)
-            said = f"within tol\nfrom k = {k} on" if outcome.endswith(" updates") else outcome
+            said = f"within tol\nfrom k = {k}" if outcome.endswith(" updates") else outcome
             ends.append((f"{rule_name(key)}\n{said}", finite[-1], shown[finite[-1]], looks[key].color))
     ax.set_yscale("log")
     use_log_ticks(ax.yaxis)  # the one log tick format (core.log_ticks)

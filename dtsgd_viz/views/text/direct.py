@@ -169,7 +169,9 @@ def move_ends(ax: Axes, texts: Sequence[Text], ends: Sequence[tuple[float, float
         i for i, (x, y) in enumerate(ends) if np.isfinite(x) and np.isfinite(y) and (y > 0 or ax.get_yscale() != "log")
     ]
     fontsize = float(texts[0].get_fontsize()) if texts else style.LABEL_SIZE
-    gap = 1.15 * fontsize / axes_height_points(ax)
+    lines = max((t.get_text().count("\n") + 1 for t in texts), default=1)  # the tallest name's lines
+    # a line and a little air; names of several lines at matplotlib's 1.2 line spacing and a third of an em apart
+    gap = (1.15 if lines == 1 else 1.2 * lines + 0.3) * fontsize / axes_height_points(ax)
     fracs = spread([_fraction(ax, ends[i][1]) for i in ok], gap, 0.02, 0.98)
     for t in texts:
         t.set_visible(False)
