@@ -89,6 +89,7 @@ def test_the_slider_draws_the_recorded_positions_losses_and_terms(page, runs, in
         if mu:
             v_prev = v[index - 1] if index else np.zeros(2)
             want.insert(0, mu * (v[index] if hp.nesterov else v_prev))
+        want = [w for w in want if np.any(w)]  # a zero term (mu*v_prev at update 1) draws no arrow, as the still
         got = [json.loads(a.get_attribute("data-uv")) for a in page.locator(f"line.dv-arrow[data-run={name}]").all()]
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15)
     sizes = {
@@ -200,3 +201,55 @@ def test_a_close_up_too_small_at_the_shared_zoom_says_so(page, runs, index):
     for name in recs:
         said = page.locator(f"text.dv-close-small[data-run={name}]").text_content()
         assert said == ("too small to see at this zoom" if name in insets else ""), (index, name, insets)
+
+
+@browser_test
+@pytest.mark.parametrize("index", [0, 19, 39])
+def test_the_close_ups_draw_each_term_and_the_step_as_an_arrow_with_a_head(page, runs, index):
+    """As the still (``plot_update``): one arrow with a filled head per non-zero term, tip to
+    tail from where the update starts, in the term's colour and at its recorded length on the
+    close-up's scale; a term's name beside each arrow long enough to carry it; and, where
+    two are drawn, the thin step they add up to in the run's colour."""
+    from matplotlib.colors import to_hex
+
+    from dtsgd_viz.views.update.panel import term_color
+    from dtsgd_viz.web.paths import TERM_NAMES
+
+    surface, recs = runs
+    _slide(page, index)
+    for name, rec in recs.items():
+        n = len(rec)
+        g_ = np.asarray(rec.global_values("w", "grad"), np.float64).reshape(n, -1)[index]
+        v = np.asarray(rec.global_values("w", "velocity"), np.float64).reshape(n, -1)
+        hp = rec.hyperparameters
+        lr, mu = float(np.asarray(hp.learning_rate).reshape(-1)[index]), float(hp.momentum)
+        terms = {"gradient": -lr * g_}
+        if mu:
+            v_prev = v[index - 1] if index else np.zeros(2)
+            terms = {("lookahead" if hp.nesterov else "momentum"): mu * (v[index] if hp.nesterov else v_prev), **terms}
+        close = page.locator(f"g.dv-close[data-run={name}]")
+        box, rect = json.loads(close.get_attribute("data-box")), json.loads(close.get_attribute("data-rect"))
+        scale = rect["w"] / np.ptp(box[0])
+        drawn = close.locator("g.dv-arrow-g").all()
+        want = {t: u for t, u in terms.items() if np.any(u)}  # a zero term draws nothing
+        assert [a.get_attribute("data-term") for a in drawn] == list(want), (name, index)
+        color = close.locator("circle.dv-next").get_attribute("stroke")  # the run's colour, as its ring
+        labels = {t.get_attribute("data-term"): t.text_content() for t in close.locator("text.dv-term-label").all()}
+        for a, (t, u) in zip(drawn, want.items()):
+            line, head = a.locator("line.dv-arrow"), a.locator("polygon.dv-head")
+            assert line.get_attribute("stroke") == to_hex(term_color(t, color))  # the run's colour, its tint for g
+            assert head.count() == 1 and head.get_attribute("fill") == line.get_attribute("stroke")
+            np.testing.assert_allclose(json.loads(line.get_attribute("data-uv")), u, rtol=1e-9, atol=1e-15)
+            tip = [float(c) for c in head.get_attribute("points").split()[0].split(",")]
+            tail = [float(line.get_attribute("x1")), float(line.get_attribute("y1"))]
+            assert np.hypot(tip[0] - tail[0], tip[1] - tail[1]) == pytest.approx(np.hypot(*u) * scale, rel=1e-6)
+            if np.hypot(*u) * scale >= 7 * len(TERM_NAMES[t]) + 12:  # long enough to carry its name
+                assert labels.get(t) == TERM_NAMES[t]
+        step = close.locator("g.dv-step-g")
+        assert step.count() == (1 if len(want) > 1 else 0)
+        if len(want) > 1:
+            np.testing.assert_allclose(
+                json.loads(step.locator("line").get_attribute("data-uv")), sum(terms.values()), rtol=1e-9, atol=1e-15
+            )
+            assert step.locator("polygon.dv-head").count() == 1
+            assert step.locator("line").get_attribute("stroke") == color  # the run's colour, thin

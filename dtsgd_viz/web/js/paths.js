@@ -25,9 +25,17 @@ function decodeRuns(d) {
   return out;
 }
 
-function arrowHead(defs, id, color) {
-  const m = el("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse", markerUnits: "userSpaceOnUse" }, defs);
-  el("path", { d: "M0,0L10,5L0,10Z", fill: color }, m);
+// an arrow from (x1, y1) to (x2, y2) in screen units: a shaft and a filled head whose tip is the end
+// (a head of its own, not an SVG marker: some hosts drop markers), as the still's arrows; null for none
+function arrow(parent, x1, y1, x2, y2, color, width, head, attrs) {
+  const dx = x2 - x1, dy = y2 - y1, len = Math.hypot(dx, dy);
+  if (!(len > 0)) return null;  // a zero term: nothing
+  const h = Math.min(head, 0.6 * len), ux = dx / len, uy = dy / len, hw = 0.45 * h + width / 2;
+  const bx = x2 - ux * h, by = y2 - uy * h;
+  const g = el("g", { class: attrs.class + "-g", "data-run": attrs["data-run"], "data-term": attrs["data-term"] }, parent);
+  el("line", { x1, y1, x2: bx, y2: by, stroke: color, "stroke-width": width, ...attrs }, g);
+  el("polygon", { points: `${x2},${y2} ${bx - uy * hw},${by + ux * hw} ${bx + uy * hw},${by - ux * hw}`, fill: color, class: "dv-head", "data-run": attrs["data-run"], "data-term": attrs["data-term"] }, g);
+  return g;
 }
 
 function render({ model, el: root }) {
@@ -175,7 +183,16 @@ function render({ model, el: root }) {
   });
   const closeTitle = text(svg, CLOSE.x, CLOSE.y - 10, "", { "font-size": fs.title, "font-weight": "bold", class: "dv-close-title" });
   const bg = el("g", { class: "dv-bars" }, svg);
-  for (const name of names) for (const t of runs[name].terms) arrowHead(defs, `${uid}-${name}-${t}`, runs[name].termColors[t]);
+
+  // a term's name beside the middle of its arrow, 10 px out on the side away from (cx, cy): the other arrows
+  function termLabel(cg, x1, y1, x2, y2, cx, cy, s, color, name, t) {
+    const len = Math.hypot(x2 - x1, y2 - y1), need = 7 * s.length + 12;
+    if (len < need) return;
+    let nx = -(y2 - y1) / len, ny = (x2 - x1) / len;
+    if (nx * ((x1 + x2) / 2 - cx) + ny * ((y1 + y2) / 2 - cy) < 0) { nx = -nx; ny = -ny; }
+    const mx = (x1 + x2) / 2 + 10 * nx, my = (y1 + y2) / 2 + 10 * ny;
+    text(cg, mx, my + 4 + 4 * ny, s, { "font-size": fs.tick, fill: color, "text-anchor": Math.abs(nx) < 0.3 ? "middle" : nx > 0 ? "start" : "end", class: "dv-term-label", "data-run": name, "data-term": t });
+  }
 
   function closeUp(i) {
     names.forEach((name, j) => {
@@ -186,6 +203,7 @@ function render({ model, el: root }) {
       if (!isFinite(zb[0][0])) return;
       const f = fitBox(zb, closeRects[j]);
       cg.setAttribute("data-box", JSON.stringify(zb));
+      cg.setAttribute("data-rect", JSON.stringify(closeRects[j]));
       const r = runs[name], lk = look.runs[name];
       const xs = [], ys = [];
       for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1))); }  // up to where update n starts
@@ -194,12 +212,24 @@ function render({ model, el: root }) {
       el("circle", { cx: f.x(r.position.at(i, 0)), cy: f.y(r.position.at(i, 1)), r: 3.5, fill: "white", stroke: lk.color, "stroke-width": 1.4, class: "dv-before" }, cg);
       let px = r.position.at(i, 0), py = r.position.at(i, 1);
       const reach = [[px, py], [r.next.at(i, 0), r.next.at(i, 1)]];  // the update's points: how big it is here
+      // the terms tip to tail (a zero one, as mu*v_prev at update 1, draws nothing), then the thin step they add
+      // up to when two are drawn, each named beside it where it is long enough to carry its name (as the still)
+      const x0 = px, y0 = py;
+      let cx = 0, cy = 0, drawn = 0;  // the middle of the arrows' points, on screen: each name goes on the far side
+      { let sx = px, sy = py; cx = f.x(sx); cy = f.y(sy);
+        r.terms.forEach((t, q) => { sx += r.uvs.at(i, q, 0); sy += r.uvs.at(i, q, 1); cx += f.x(sx); cy += f.y(sy); });
+        cx /= r.terms.length + 1; cy /= r.terms.length + 1; }
       r.terms.forEach((t, q) => {
-        const qx = px + r.uvs.at(i, q, 0), qy = py + r.uvs.at(i, q, 1);
+        const u = [r.uvs.at(i, q, 0), r.uvs.at(i, q, 1)], qx = px + u[0], qy = py + u[1];
         reach.push([qx, qy]);
-        el("line", { x1: f.x(px), y1: f.y(py), x2: f.x(qx), y2: f.y(qy), stroke: r.termColors[t], "stroke-width": 2.4, "marker-end": `url(#${uid}-${name}-${t})`, class: "dv-arrow", "data-run": name, "data-term": t, "data-uv": JSON.stringify([r.uvs.at(i, q, 0), r.uvs.at(i, q, 1)]) }, cg);
+        const a = arrow(cg, f.x(px), f.y(py), f.x(qx), f.y(qy), r.termColors[t], 2.4, 9, { class: "dv-arrow", "data-run": name, "data-term": t, "data-uv": JSON.stringify(u) });
+        if (a) { drawn += 1; termLabel(cg, f.x(px), f.y(py), f.x(qx), f.y(qy), cx, cy, d.term_names[t], lk.color, name, t); }
         px = qx; py = qy;
       });
+      if (drawn > 1) {
+        const u = [px - x0, py - y0];
+        arrow(cg, f.x(x0), f.y(y0), f.x(px), f.y(py), lk.color, 1.1, 7, { class: "dv-step", "data-run": name, "data-term": "step", "data-uv": JSON.stringify(u), opacity: 0.9 });
+      }
       // after the update: the ring, as on the paths panel
       el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: look.roles.current.size / 2, fill: "none", stroke: lk.color, "stroke-width": look.roles.current.width, class: "dv-next" }, cg);
       // no inset here (the still has one): an update under small_below of the panel says so, its lengths in the bars
