@@ -15,7 +15,7 @@ from ..update import panel
 from ..update.zoom import draw_inset, shared_factor, shared_zoom, span_text
 from . import geometry as geo
 from .findings import findings_of
-from .frames import PathArtists, draw_scene, follow_update, panel_at, set_trail
+from .frames import PathArtists, draw_scene, follow_update, panel_at, row_legend, set_trail
 from .loss import mark_window, mean_handle, mean_look, nest_loss_dots
 from .names import legend_handles
 from .scene import build_scene, ring_index, settings_line
@@ -113,15 +113,7 @@ def animate(
     looks = style.run_looks(scene.coords)
     bars = [mean_look(looks[k].color or "black") for k in scene.coords]  # each run's bar, as mark_window draws it
     handles = [*legend_handles(scene, looks, "after the update"), mean_handle(bars)]
-    fig.legend(
-        handles=handles,
-        loc="outside lower center",
-        ncols=len(handles),
-        fontsize=style.NOTE_SIZE,
-        frameon=False,
-        handlelength=style.handle_length(),
-        columnspacing=1.0,  # seven entries in one row across the figure
-    )
+    row_legend(fig, handles)
     width = fig.get_figwidth() * 72.0
     title = cast("Any", fig)._suptitle  # the headline's Text: its blank lines keep the subtitle's room
     lines = max(fit(h, width, style.SUPTITLE_SIZE, bold=True).count("\n") for h in heads.values()) + 1

@@ -122,15 +122,7 @@ def draw_scene(
     ring = None if not picked else f"after update {int(update)}" if art.after else "before the update"
     if legend and own:
         handles = legend_handles(scene, looks, ring) + ([mean_handle(bars)] if bars else [])
-        art.legend = fig.legend(
-            handles=handles,
-            loc="outside lower center",
-            ncols=len(handles),
-            fontsize=style.NOTE_SIZE,
-            frameon=False,
-            handlelength=style.handle_length(),
-            columnspacing=1.0,  # seven entries in one row across the figure
-        )
+        art.legend = row_legend(fig, handles)
     elif legend and ax_loss is None:  # one panel of someone else's figure: a short legend on it
         handles = legend_handles(scene, looks, ring, points=not art.names)
         art.legend = ax_path.legend(
@@ -374,3 +366,16 @@ def stacked_over(moving: Sequence[Artist]) -> list[Artist]:
             if a not in mine and a.get_zorder() > low and a.get_visible()
         ]
     return out
+
+
+def row_legend(fig: Figure, handles: list) -> Legend:
+    """The legend under the panels of a paths figure (``plot_paths``, the GIF): every entry in one row."""
+    return fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=len(handles),
+        fontsize=style.NOTE_SIZE,
+        frameon=False,
+        handlelength=style.handle_length(),
+        columnspacing=1.0,  # seven entries in one row across the figure
+    )
