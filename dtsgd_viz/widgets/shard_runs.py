@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from matplotlib import colors as mcolors
 
-from ..views.compare import display_name, looks
+from ..views.compare import display_name, looks, percent_text
 from ..views.core import style
 from ..views.core.figure import fit, headline
 from ..views.shards.findings import subject_text
@@ -53,19 +53,6 @@ def gaps(runs: dict[str, Recording], name: str, kind: str = "velocity", step: in
         base = float(np.linalg.norm(a))
         out[run] = float(np.linalg.norm(b - a)) / base if base > 0 else float(np.any(b != a))
     return out
-
-
-def percent_text(gap: float) -> str:
-    """A relative gap as the title writes it (as ``compare_findings`` writes one)::
-
-    >>> percent_text(0.0), percent_text(0.0598), percent_text(0.42), percent_text(3e-6)
-    ('0%', '5.98%', '42%', '3.0e-06 of the norm')
-    """
-    if gap == 0:
-        return "0%"
-    if gap < 1e-4:
-        return f"{gap:.1e} of the norm"
-    return f"{gap:.2%}" if gap < 0.1 else f"{gap:.0%}"
 
 
 def gaps_text(runs: dict[str, Recording], name: str, kind: str = "velocity", step: int | None = None) -> str:

@@ -8,14 +8,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .draw import draw, looks
-from .geometry import CompareData, Findings, compare_data, compare_findings, display_name, findings_of
+from .geometry import CompareData, Findings, compare_data, compare_findings, display_name, findings_of, percent_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from ...recording.recording import Recording
 
-__all__ = ["CompareData", "Findings", "compare_data", "compare_findings", "display_name", "looks", "plot_compare"]
+__all__ = [
+    "CompareData",
+    "Findings",
+    "compare_data",
+    "compare_findings",
+    "display_name",
+    "looks",
+    "percent_text",
+    "plot_compare",
+]
 
 
 def plot_compare(runs: dict[str, Recording], variable: str | None = None) -> Figure:

@@ -77,7 +77,7 @@ class Findings:
             parts.append(f"{same} follow{'s' if len(self.same_path) == 1 else ''} {display_name(self.names[0])}'s path")
         elif self.gap and not diverged:
             gap, at = max(self.gap.values(), key=lambda v: v[0])
-            parts.append(f"parameters up to {_percent(gap)} apart (update {at})")
+            parts.append(f"parameters up to {percent_text(gap)} apart (update {at})")
         text = "; ".join(parts) if parts else "the runs compared"
         return "T" + text[1:] if text.startswith("the ") else text  # a run's name as display_name writes it
 
@@ -95,17 +95,22 @@ class Findings:
             if gap == 0:
                 lines.append(f"{show(run)} vs {first}: identical parameters at every update")
                 continue
-            lines.append(f"{show(run)} vs {first}: parameters up to {_percent(gap)} apart (after update {at})")
+            lines.append(f"{show(run)} vs {first}: parameters up to {percent_text(gap)} apart (after update {at})")
             for var, (g, a) in (self.variable_gap or {}).get(run, {}).items():
-                lines.append(f"  {var}: {_percent(g)} (after update {a})")
+                lines.append(f"  {var}: {percent_text(g)} (after update {a})")
         for name in self.names:
             if self.diverged_at.get(name) is not None:
                 lines.append(f"{show(name)}: NaN/Inf from update {self.diverged_at[name]}")
         return "\n".join(lines)
 
 
-def _percent(gap: float) -> str:
-    """A relative gap as the figure and the printout write it."""
+def percent_text(gap: float) -> str:
+    """A relative gap as the figures and the printouts write it (``compare_findings``, the
+    runs side by side' ``gaps_text``)::
+
+    >>> percent_text(0.0), percent_text(0.0598), percent_text(0.42), percent_text(3e-6)
+    ('0%', '5.98%', '42%', '3.0e-06 of the norm')
+    """
     if gap == 0:
         return "0%"
     if gap < 1e-4:
