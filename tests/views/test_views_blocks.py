@@ -148,7 +148,7 @@ def test_one_panel_per_block_draws_its_errors_at_its_first_devices_mesh_place(dr
 
 
 def test_panel_titles_name_every_device_holding_the_block(drawn, setup):
-    from dtsgd_viz.views.blocks.plot import holders
+    from dtsgd_viz.views.shards.geometry import device_label
 
     errs, fig = drawn
     mesh = setup[0]
@@ -159,7 +159,7 @@ def test_panel_titles_name_every_device_holding_the_block(drawn, setup):
         holding = [d for d, cells in enumerate(held) if cells == held[device]]
         assert holding[0] == device  # drawn at the block's first device
         title = ax.get_title()
-        assert title.split(" · ")[0] == holders(tuple(names[d] for d in holding))
+        assert title.split(" · ")[0] == device_label([names[d] for d in holding])
         assert title.split(" · ")[1] == errs.block_name(errs.block_of[device])
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.empty import check_not_empty, check_same_layout
+from ..core.empty import check_runs
 from ..paths.geometry import rule_name
 
 if TYPE_CHECKING:
@@ -64,15 +64,7 @@ class BlockErrors:
 
 
 def _check_runs(runs: Mapping[str, Recording], variable: str) -> None:
-    if not isinstance(runs, Mapping) or not runs:
-        raise ValueError(
-            f"runs must be a non-empty mapping of name -> Recording. Received: {type(runs).__name__} "
-            f"{runs if isinstance(runs, Mapping) else ''}".rstrip()
-            + "."
-        )
-    for name, rec in runs.items():
-        check_not_empty(rec, name)
-    check_same_layout(runs, variable, "Blocks compare only between runs of one layout.")
+    check_runs(runs, variable, "Blocks compare only between runs of one layout.")
     first_name, first = next(iter(runs.items()))
     for name, rec in runs.items():
         if not np.array_equal(rec.steps, first.steps):

@@ -47,3 +47,20 @@ def check_same_layout(runs: Mapping[str, Any], variable: str, why: str) -> None:
                 f"Runs {first_name!r} and {name!r} lay out {variable!r} differently: shape {first.shape(variable)} "
                 f"as {first.layout(variable)} vs shape {rec.shape(variable)} as {rec.layout(variable)}. {why}"
             )
+
+
+def check_runs(runs: Any, variable: str | None, why: str) -> tuple[str, ...]:
+    """The variables to draw (``variable``, or all of the first run's); raises ``ValueError`` unless
+    ``runs`` is a non-empty mapping of name -> Recording, none empty, all laying them out alike."""
+    if not isinstance(runs, Mapping) or not runs:
+        raise ValueError(
+            f"runs must be a non-empty mapping of name -> Recording. Received: {type(runs).__name__} {runs!r}."
+        )
+    for name, rec in runs.items():
+        if not hasattr(rec, "shard_values"):
+            raise ValueError(f"Run {name!r} is not a Recording. Received: {type(rec).__name__}.")
+        check_not_empty(rec, name)
+    variables = tuple(next(iter(runs.values())).variables if variable is None else (variable,))
+    for v in variables:
+        check_same_layout(runs, v, why)
+    return variables

@@ -87,22 +87,25 @@ def bar_exponent(largest: float) -> int:
 
 
 class TensorPanel:
-    """One global tensor drawn on ``ax``: ``heatmap`` (None without values), ``outlines``,
-    ``labels`` (one chip per block; ``named`` False when they do not fit), ``colorbar``."""
+    """One tensor's 2-D ``image`` (None: the blocks alone) drawn on ``ax``, the blocks of ``geometry``
+    outlined and named: ``heatmap`` (None without values), ``outlines``, ``labels`` (one chip per
+    block; ``named`` False when they do not fit), ``colorbar``. ``aspect``: None (``box_aspect``),
+    a box aspect or ``"fill"``."""
 
     def __init__(
         self,
         ax: Axes,
         geometry: ShardGeometry,
         device_names: Sequence[str],
-        styles: Sequence[tuple[str, str, object]],
         image: np.ndarray | None = None,
+        *,
         limit: float | None = None,
         colorbar_label: str | None = None,
         colorbar: bool | Literal["below"] = True,
         aspect: float | str | None = None,
     ):
-        self.ax, self.geometry, self.styles = ax, geometry, styles
+        self.styles = styles = style.block_styles(geometry)
+        self.ax, self.geometry = ax, geometry
         shape = geometry.global_shape
         self.rows, self.cols = rows, cols = image_shape(shape)
         self.box_aspect = box_aspect(shape) if aspect is None else aspect  # or "fill": the whole cell
@@ -230,10 +233,6 @@ class TensorPanel:
         widest = max((text_size(str(int(float(t))), style.TICK_SIZE)[0] for t in labels), default=0.0)
         return 3.5 + 3.5 + widest if labels else 0.0
 
-    def label_beside(self, text: Text) -> bool:
-        """Whether chip ``text`` (one of ``labels``) stands left of the heatmap, by its rows."""
-        return (text.get_gid() or "").endswith(":beside")
-
     def label_above(self, text: Text) -> bool:
         """Whether chip ``text`` (one of ``labels``) stands above the heatmap."""
         return text.get_verticalalignment() == "bottom" and text.get_visible()
@@ -300,19 +299,4 @@ class TensorPanel:
         self._set_nonfinite_cells(image)
 
 
-def draw_tensor(
-    ax: Axes,
-    geometry: ShardGeometry,
-    device_names: Sequence[str],
-    image: np.ndarray | None = None,
-    *,
-    limit: float | None = None,
-    colorbar_label: str | None = None,
-    colorbar: bool | Literal["below"] = True,
-    aspect: float | str | None = None,
-) -> TensorPanel:
-    """Draw one tensor's 2-D ``image`` (None: the blocks alone) on ``ax``, the blocks of ``geometry``
-    outlined and named; ``aspect``: None (``box_aspect``), a box aspect or ``"fill"``."""
-    return TensorPanel(
-        ax, geometry, device_names, style.block_styles(geometry), image, limit, colorbar_label, colorbar, aspect
-    )
+draw_tensor = TensorPanel  # the shard figures and widgets draw a tensor with it

@@ -28,9 +28,6 @@ from .tensor_panel import TensorPanel, box_aspect, draw_tensor  # noqa: F401 - p
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-    from matplotlib.legend import Legend
-    from matplotlib.lines import Line2D
-    from matplotlib.text import Text
 
     from ...recording import Recording
     from .geometry import BlockPatch
@@ -91,7 +88,6 @@ class ShardsView:
         self._titles()
         if norm_ax is not None:
             self.norm.name_lines()
-        self._keep_artists()
 
     def _load(self, kind: str) -> None:
         """``values`` (full mode) or ``stats`` (stats mode) of ``kind``."""
@@ -165,13 +161,6 @@ class ShardsView:
             finding = finding.replace(": ", ":\n", 1)  # the subject, then the spread
         headline(self.figure, finding, settings + (f"\n{STATS_ONLY_TEXT}" if self.stats_only else ""))
 
-    @property
-    def stats_note(self) -> Text | None:
-        """The settings line saying a stats recording's values were not recorded."""
-        if not self.stats_only:
-            return None
-        return next((cast("Text", a) for a in self.figure.artists if a.get_gid() == "subtitle"), None)
-
     def set_index(self, index: int) -> None:
         """Show the update at ``index`` into ``recording.steps`` (a slider position)."""
         self.index = int(index) % len(self.recording)
@@ -200,28 +189,6 @@ class ShardsView:
         if self.tensor is not None:
             self.tensor.colorbar_label = self._bar_label()
         self.set_index(self.index)
-
-    @property
-    def legend(self) -> Legend | None:
-        return self.norm.legend
-
-    @property
-    def end_labels(self) -> list[Text] | None:
-        return self.norm.end_labels
-
-    @property
-    def median(self) -> Line2D | None:
-        """The median block norm's line (up to 16 blocks; past that, the band's median)."""
-        return self.norm.median
-
-    def _keep_artists(self) -> None:
-        """The norm panel's artists, as tests and widgets read them off the view."""
-        norm = self.norm
-        self.line_ax, self.lines, self.step_lines, self.marks = norm.line_ax, norm.lines, norm.step_lines, norm.marks
-        held = self.stats_only and self.norm_ax is not None
-        self.stat_axes, self.stat_lines = ({"L2 norm": self.norm_ax}, {"L2 norm": norm.lines}) if held else ({}, {})
-        self.mismatch_marks, self.nonfinite_marks = norm.marks.get("mismatch-marks"), norm.marks.get("nonfinite-marks")
-        self.zero_marks = {self.norm_ax: norm.marks["zero-marks"]} if "zero-marks" in norm.marks else {}
 
 
 SHARDS_SIZE = (style.WIDTH, 4.6)  # the heatmap and the norm lines
