@@ -1,14 +1,10 @@
-"""The one error every view gives for a recording with no steps.
+"""The one error every view gives for a recording with no steps (valid, but nothing to draw)::
 
-An empty recording is a valid value (it saves, loads and has a layout), but there is
-nothing to draw: the views say so, and why that usually happens, instead of drawing an
-empty figure that could pass for a run that did nothing::
-
-    >>> from dtsgd_viz.views.core.empty import check_not_empty
-    >>> check_not_empty([], label="momentum")
-    Traceback (most recent call last):
-    ...
-    ValueError: Recording 'momentum' has no steps ([]): nothing was recorded, so there is nothing to draw...
+>>> from dtsgd_viz.views.core.empty import check_not_empty
+>>> check_not_empty([], label="momentum")
+Traceback (most recent call last):
+...
+ValueError: Recording 'momentum' has no steps ([]): nothing was recorded, so there is nothing to draw...
 """
 
 from __future__ import annotations

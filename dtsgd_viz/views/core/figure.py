@@ -19,10 +19,8 @@ if TYPE_CHECKING:
 def new_figure(
     figsize: tuple[float, float] = (style.WIDTH, 5.0), dpi: float = style.DPI, wspace: float = 0.05
 ) -> Figure:
-    """A ``Figure`` with its own Agg canvas and constrained layout (never registered
-    with pyplot, so it is never shown twice in a notebook and never leaks). The
-    ``wspace`` gap between panels leaves room for colour bar labels that change
-    width when a widget updates the figure without re-running the layout."""
+    """A ``Figure`` with its own Agg canvas and constrained layout, never registered with pyplot
+    (never shown twice, never leaks); ``wspace``: room for colour bar labels a widget changes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import ConstrainedLayoutEngine
@@ -57,13 +55,8 @@ def canvas_renderer(fig: Figure | SubFigure) -> RendererBase:
 
 
 def headline(fig: Figure, finding: str, settings: str | None = None) -> Figure:
-    """Title ``fig`` with its ``finding`` (what the picture shows, bold) and, under it,
-    the ``settings`` line (smaller, grey). Returns ``fig``, to draw the panels in.
-
-    The settings line hangs under the finding's last line (an annotation anchored to
-    the ``suptitle``, gid ``subtitle``); the ``suptitle`` carries blank lines for it, so
-    the layout leaves room for both. No subfigure: a widget's pointer maps PNG pixels
-    through its axes' figure, which must be the root one.
+    """Title ``fig`` with its ``finding`` (bold) and under it the ``settings`` line (smaller, grey:
+    an annotation gid ``subtitle`` under the ``suptitle``, which carries blank lines for it).
 
     >>> fig = new_figure((4, 3))
     >>> fig = headline(fig, "Nesterov ends lowest", "lr 0.05, μ 0.9")

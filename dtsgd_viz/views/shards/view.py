@@ -63,8 +63,7 @@ class ShardsView:
                 f"(mode={getattr(recording, 'mode', 'full')!r}, norm_ax={norm_ax!r})."
             )
         self.heat_ax, self.norm_ax = heat_ax, norm_ax
-        host = heat_ax if heat_ax is not None else norm_ax
-        assert host is not None  # checked above
+        host = cast("Axes", heat_ax if heat_ax is not None else norm_ax)  # one is set: checked above
         self.figure = cast("Figure", host.figure)
         self.headline = bool(headline) or heat_ax is None
         self.geometry = recording.geometry(name)
@@ -81,7 +80,7 @@ class ShardsView:
                 heat_ax, self.geometry, self.short_names, image, limit=self._limit(), colorbar_label=self._bar_label()
             )
             self.heatmap = self.tensor.heatmap
-            self._label_axes()
+            self._label_axes(heat_ax)
         self.norm = NormPanel(self)
         if norm_ax is not None:
             self.norm.draw()
@@ -111,9 +110,7 @@ class ShardsView:
     def _bar_label(self) -> str:
         return f"{self.kind} value" + (", scale of the whole run" if self.fixed_scale else "")
 
-    def _label_axes(self) -> None:
-        ax = self.heat_ax
-        assert ax is not None  # called when there is a heatmap panel
+    def _label_axes(self, ax: Axes) -> None:
         xlabel, ylabel, _ = axis_labels(self.geometry.layout)
         if self.stats_only:
             ax.set_xticks([])
@@ -143,14 +140,13 @@ class ShardsView:
         return text + (f"; {diverging}" if diverging else "")
 
     def _titles(self) -> None:
-        if self.heat_ax is not None:
-            assert self.tensor is not None  # drawn with the heat axes
+        if self.tensor is not None:
             caption = "device blocks" if self.stats_only else "values, device blocks outlined"
             if not self.tensor.named:
                 caption = "values; blocks too small to name" if not self.stats_only else caption
             if not self.headline:
                 caption = self._subject()
-            self.heat_ax.set_title(caption, fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
+            self.tensor.ax.set_title(caption, fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
         if not self.headline:
             return
         for old in [a for a in [*self.figure.texts, *self.figure.artists] if a.get_gid() == "subtitle"]:
