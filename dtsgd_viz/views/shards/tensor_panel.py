@@ -233,17 +233,13 @@ class TensorPanel:
         widest = max((text_size(str(int(float(t))), style.TICK_SIZE)[0] for t in labels), default=0.0)
         return 3.5 + 3.5 + widest if labels else 0.0
 
-    def label_above(self, text: Text) -> bool:
-        """Whether chip ``text`` (one of ``labels``) stands above the heatmap."""
-        return text.get_verticalalignment() == "bottom" and text.get_visible()
-
     def label_below(self, text: Text) -> bool:
         """Whether chip ``text`` (one of ``labels``) stands below the heatmap."""
         return (text.get_gid() or "").endswith(":below")
 
     def title_pad(self) -> float:
         """Points between the panel's top and its title: room for the chips above it."""
-        if not any(self.label_above(t) for t in self.labels):
+        if not any(t.get_verticalalignment() == "bottom" and t.get_visible() for t in self.labels):  # none above
             return 6.0 + 0.6 * style.TICK_SIZE  # clear of the top y tick label
         return LABEL_GAP + 2.05 * CHIP_SIZE + 4.0
 

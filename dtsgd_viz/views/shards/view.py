@@ -219,10 +219,7 @@ def draw_shards(
     in place; ``headline``: title the figure (default: when ``ax`` is None)."""
     update_index(recording, step)  # an empty recording or unknown update: a clear error
     stats_only = getattr(recording, "mode", "full") == "stats"
-    if stats_only:
-        recording.shard_stats(name, kind)  # unknown variable/kind: the Recording's own error
-    else:
-        recording.global_values(name, kind)
+    (recording.shard_stats if stats_only else recording.global_values)(name, kind)  # unknown name/kind: its error
     shape = recording.geometry(name).global_shape
     flat = box_aspect(shape) or 1.0
     rows, cols = image_shape(shape)
