@@ -50,8 +50,7 @@ class BlockErrors:
         return len(self.devices)
 
     def block_name(self, block: int) -> str:
-        """The block's slice in the reader's words: ``rows 4-7``, ``cols 0-1``, ``entries 2-3``,
-        ``[4:8, 0:3]`` or ``whole tensor``."""
+        """The block's slice: ``rows 4-7``, ``cols 0-1``, ``entries 2-3``, ``[4:8, 0:3]`` or ``whole tensor``."""
         sl = self.slices[block]
         cut = [i for i, s in enumerate(sl) if not (s.start == 0 and s.stop == self.shape[i])]
         if not cut:

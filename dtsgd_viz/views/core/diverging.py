@@ -26,7 +26,7 @@ GROW = 10.0  # a series ending more than this many times its first value has div
 __all__ = ["diverging_from", "diverging_update", "diverging_text", "GROW"]
 
 
-def diverging_from(values: ArrayLike, updates: ArrayLike, grow: float = GROW) -> int | None:
+def diverging_from(values: ArrayLike, updates: ArrayLike) -> int | None:
     """The update (of ``updates``) from which ``values`` (one per update) diverge (see the module), or None."""
     v = np.abs(np.asarray(values, np.float64))
     u = np.asarray(updates)
@@ -36,7 +36,7 @@ def diverging_from(values: ArrayLike, updates: ArrayLike, grow: float = GROW) ->
     if not finite.any():
         return int(u[0])
     first, last = v[finite][0], v[finite][-1]
-    if finite[-1] and not last > grow * first:
+    if finite[-1] and not last > GROW * first:
         return None
     with np.errstate(invalid="ignore"):
         back = np.flatnonzero(finite & (v <= first))
@@ -71,7 +71,7 @@ def diverging_update(recording: Recording) -> int | None:
     return found
 
 
-def diverging_text(recording: Recording, who: str = "the run") -> str:
+def diverging_text(recording: Recording) -> str:
     """``"the run diverges from update 3"`` ("" when it does not diverge)."""
     at = diverging_update(recording)
-    return "" if at is None else f"{who} diverges from update {at}"
+    return "" if at is None else f"the run diverges from update {at}"

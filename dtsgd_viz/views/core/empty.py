@@ -22,8 +22,7 @@ WHY = (
 
 
 def check_not_empty(recording: Sized, label: str | None = None) -> None:
-    """Raise ``ValueError`` if ``recording`` holds no steps, naming it (``label``: its
-    key in a dict of recordings; otherwise its repr says which recording it is)."""
+    """Raise ``ValueError`` if ``recording`` holds no steps, naming it (``label``: its key in a dict of runs)."""
     if len(recording):
         return
     which = "The recording" if label is None else f"Recording {label!r}"
@@ -31,9 +30,7 @@ def check_not_empty(recording: Sized, label: str | None = None) -> None:
 
 
 def check_same_layout(runs: Mapping[str, Any], variable: str, why: str) -> None:
-    """Raise ``ValueError`` unless every recording of ``runs`` (name -> Recording) holds
-    ``variable``, laid out as the first one lays it out (same shape and layout); ``why``:
-    the sentence saying why the view needs that."""
+    """Raise ``ValueError`` unless every run holds ``variable`` laid out as the first; ``why``: why views need it."""
     first_name, first = next(iter(runs.items()))
     for name, rec in runs.items():
         if variable not in rec.variables:

@@ -34,14 +34,12 @@ def new_figure(
 
 
 def root_figure(ax: _AxesBase) -> Figure:
-    """The ``Figure`` that ``ax`` is drawn in, also when ``ax`` sits in a ``SubFigure``
-    (whose ``figure`` is the root; a ``Figure``'s is itself)."""
+    """The ``Figure`` that ``ax`` is drawn in, also when ``ax`` sits in a ``SubFigure``."""
     return ax.figure.figure  # pyright: ignore[reportReturnType]  # stubs: Figure | SubFigure | None
 
 
 def axes_size_inches(ax: Axes) -> tuple[float, float]:
-    """``ax``'s width and height in inches (``ax.get_position()`` times the size of the
-    figure or subfigure that holds it)."""
+    """``ax``'s width and height in inches (in a figure or a subfigure)."""
     pos, parent = ax.get_position(), ax.figure
     assert parent is not None  # an Axes is made in a figure
     dpi = root_figure(ax).dpi
@@ -49,8 +47,7 @@ def axes_size_inches(ax: Axes) -> tuple[float, float]:
 
 
 def canvas_renderer(fig: Figure | SubFigure) -> RendererBase:
-    """The renderer of ``fig``'s canvas: an Agg canvas (``new_figure``'s) has one; another
-    canvas without ``get_renderer`` raises ``AttributeError``."""
+    """The renderer of ``fig``'s canvas (``new_figure``'s Agg one; another may raise ``AttributeError``)."""
     return fig.canvas.get_renderer()  # pyright: ignore[reportAttributeAccessIssue]  # stubs: FigureCanvasBase
 
 

@@ -94,11 +94,10 @@ def resolve_update(
     return step
 
 
-def update_position(step: object, updates: ArrayLike, *, none: str = "the last") -> int:
-    """The index into ``updates`` (and the recording's arrays) of the update ``step``
-    picks; None is the last."""
+def update_position(step: object, updates: ArrayLike) -> int:
+    """The index into ``updates`` (and the recording's arrays) of the update ``step`` picks; None: the last."""
     u = np.asarray(updates, np.int64)
-    picked = resolve_update(step, u, none=none)
+    picked = resolve_update(step, u)
     if picked is None:
         return len(u) - 1
     return int(np.searchsorted(u, picked))

@@ -176,8 +176,7 @@ def handle_length(fontsize: float = NOTE_SIZE, dashes: int = 2) -> float:
 
 
 def rule_of(name: str) -> str | None:
-    """``plain``, ``momentum`` or ``nesterov`` for a config name (as ``optimizer_color``
-    reads it), None for another name."""
+    """``plain``, ``momentum`` or ``nesterov`` for a config name, None for another name."""
     key = name.lower()
     for rule in ("nesterov", "momentum", "plain", "sgd"):
         if key == rule or key.startswith(rule):
@@ -222,9 +221,7 @@ def block_places(geometry: ShardGeometry) -> tuple[int, ...]:
 
 
 def block_style(place: int) -> tuple[str, str, object]:
-    """``(colour, hatch, linestyle)`` of palette place ``place`` (see ``block_places``):
-    the colour repeats every ``len(BLOCK_COLORS)`` places, the hatch and line style
-    tell the rounds apart."""
+    """``(colour, hatch, linestyle)`` of palette place ``place``: hatch and line style tell colour rounds apart."""
     p = len(BLOCK_COLORS)
     k = place // p
     return (BLOCK_COLORS[place % p], BLOCK_HATCHES[k % len(BLOCK_HATCHES)], BLOCK_LINESTYLES[k % len(BLOCK_LINESTYLES)])

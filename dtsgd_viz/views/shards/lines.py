@@ -204,8 +204,7 @@ class NormPanel:
         ax.set_title(norm_change_text(data, updates), fontsize=style.TITLE_SIZE, pad=1.6 * style.NOTE_SIZE + 4)
 
     def _zero_tick(self, zeros: bool) -> None:
-        """On a log axis with zero norms (drawn on the bottom spine): the spine labelled "0" as a
-        tick, set below the lowest norm and clear of the value ticks, so a circle there reads as 0."""
+        """Zero norms on a log axis: the bottom spine, below every norm and value tick, labelled "0"."""
         ax = self.ax
         if self.zero_tick is not None:
             self.zero_tick.remove()
@@ -288,8 +287,7 @@ class NormPanel:
         return [blocks[hi], blocks[lo], *out[len(blocks) :], (f"{len(others)} others", x, middle, OTHERS_COLOR)]
 
     def crowded(self, ends: ArrayLike) -> bool:
-        """Whether the names of lines ending at ``ends`` (more than ``FEW_NAMED`` of them)
-        take more height, stacked, than the ends span on the axes."""
+        """Whether the names of (over ``FEW_NAMED``) lines ending at ``ends`` take more height than the ends span."""
         ax, ys = self.ax, np.asarray(ends, np.float64)
         ys = ys[np.isfinite(ys) & ((ys > 0) | (ax.get_yscale() != "log"))]
         if len(ys) <= FEW_NAMED + 1:  # the blocks and the median
@@ -315,9 +313,7 @@ class NormPanel:
         dots.set_facecolors([self.view.styles[g][0] for g in keep] or "none")
 
     def _dot_sizes(self, ys: np.ndarray) -> np.ndarray:
-        """The width (points) of each dot at values ``ys``, each on the update's line at its
-        value: dots that tie (closer than a dot) nest, the first-drawn widest, so each
-        earlier one shows as a ring round the next."""
+        """The width (points) of the dot at each of ``ys``: tied dots nest, the first-drawn widest (a ring)."""
         ax = self.ax
         ax.get_ylim()  # the limits autoscaled before they are read
         pts = ax.transData.transform(np.column_stack([np.zeros(len(ys)), ys]))[:, 1]

@@ -37,7 +37,7 @@ NONFINITE_COLOR = "black"  # NaN/Inf cells: outside both RdBu and viridis' brigh
 OUTLINE_COLOR = "black"
 
 
-def box_aspect(shape: Sequence[int], fill: float = 0.7) -> float | None:
+def box_aspect(shape: Sequence[int]) -> float | None:
     """The heatmap's height over its width: None (square cells) for rows/cols in 1/3..3, else capped::
 
     >>> box_aspect((8, 8)) is None, box_aspect((4, 16)), box_aspect((16,))
@@ -49,7 +49,7 @@ def box_aspect(shape: Sequence[int], fill: float = 0.7) -> float | None:
         return None
     if ratio > 3:
         return 2.5
-    return round(max(0.22, min(fill, MAX_CELL_STRETCH * ratio)), 4)
+    return round(max(0.22, min(0.7, MAX_CELL_STRETCH * ratio)), 4)
 
 
 def blocks_are_slices(patches: Sequence[BlockPatch], shape: Sequence[int]) -> bool:
@@ -257,8 +257,7 @@ class TensorPanel:
         self._scale_colorbar()
 
     def _scale_colorbar(self) -> None:
-        """Ticks in units of a power of ten named in the label (matplotlib's offset text overprints it):
-        ``bar_exponent``, so every bar under 0.1 or from 10000 up says its "(×1e-k)" alike."""
+        """Ticks in units of the power of ten (``bar_exponent``) the label names: "(×1e-3)"."""
         if self.colorbar is None or self.heatmap is None:
             return
         e = bar_exponent(max(abs(v) for v in self.heatmap.get_clim()))

@@ -89,8 +89,7 @@ def _suptitle(recording, name, index, kinds, shown, stats_only, largest, named) 
     head = f"{subject}, largest |value|: {compared}" if compared else f"{subject}: {', '.join(shown)} share one layout"
     diverging = diverging_text(recording)
     head += f"; {diverging}" if diverging else ""
-    geometry = recording.geometry(name)
-    parts = [settings_text(recording, index), layout_text(geometry.layout)]
+    parts = [settings_text(recording, index), layout_text(recording.layout(name))]
     missing = [k for k in kinds if k not in shown]
     if missing:
         parts.append(f"not recorded: {', '.join(missing)}")
@@ -109,7 +108,6 @@ def plot_update_shards(
     step: int | None = None,
     *,
     kinds: Sequence[str] = ("param", "velocity", "grad"),
-    figsize: tuple[float, float] | None = None,
 ) -> Figure:
     """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (-1: the
     last; None: the last), side by side (flat: stacked), each on its own symmetric colour
@@ -121,7 +119,7 @@ def plot_update_shards(
     shown = _shown_kinds(recording, kinds)
     stats_only = getattr(recording, "mode", "full") == "stats"
     stack = stacked(geometry.global_shape)
-    fig = new_figure(_figure_size(geometry.global_shape, len(shown)) if figsize is None else figsize, wspace=0.02)
+    fig = new_figure(_figure_size(geometry.global_shape, len(shown)), wspace=0.02)
     axes = fig.subplots(len(shown), 1, squeeze=False)[:, 0] if stack else fig.subplots(1, len(shown), squeeze=False)[0]
     names = short_device_names(recording.shard_devices(name))
     xlabel, ylabel, _ = axis_labels(geometry.layout)

@@ -215,8 +215,7 @@ def draw_shards(
     fixed_scale: bool = False,
     headline: bool | None = None,
 ) -> ShardsView:
-    """``plot_shards``' ``ShardsView``, which ``set_step``/``set_kind``/``set_fixed_scale`` update
-    in place; ``headline``: title the figure (default: when ``ax`` is None)."""
+    """``plot_shards``' ``ShardsView`` (``set_step``/``set_kind``/``set_fixed_scale`` move it in place)."""
     update_index(recording, step)  # an empty recording or unknown update: a clear error
     stats_only = getattr(recording, "mode", "full") == "stats"
     (recording.shard_stats if stats_only else recording.global_values)(name, kind)  # unknown name/kind: its error

@@ -88,8 +88,7 @@ def stale_grid(runs: Mapping[str, Recording], variable: str | None = None, tol: 
 
 
 def stale_finding(grid: StaleGrid, per_run: bool = True) -> str:
-    """The title of ``plot_stale``: per run, how many shard-updates moved with the previous
-    velocity; ``per_run=False``: the totals over all runs."""
+    """``plot_stale``'s title: per run (``per_run=False``: in all), the shard-updates moved by the stale velocity."""
     counts = {name: grid.counts(name)[STALE] for name in grid.runs}
     if per_run:
         parts = [

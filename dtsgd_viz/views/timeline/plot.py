@@ -40,7 +40,7 @@ def _panels(reports: Mapping[str, CommunicationReport]) -> dict[str, UpdateTimel
     }
 
 
-def plot_timeline(reports: Mapping[str, CommunicationReport], *, title: str | None = None) -> Figure:
+def plot_timeline(reports: Mapping[str, CommunicationReport]) -> Figure:
     """One update on every device for the runs of ``reports`` (``{"momentum": report, ...}``):
     rows are devices, boxes the phases of ``update_timeline`` with the bytes each device sends;
     runs with identical collectives (``same_collectives``) share one panel."""
@@ -80,4 +80,4 @@ def plot_timeline(reports: Mapping[str, CommunicationReport], *, title: str | No
     axes[-1].set_xlabel("phases of one update, in order (not time)", fontsize=LABEL_SIZE)
     one = len(panels) == 1 and len(reports) > 1  # the runs compared equal: the first is drawn
     drawn = f"{rule_name(next(iter(reports)))}'s compiled step drawn" if one else "compiled steps"
-    return headline(fig, finding if title is None else title, f"{drawn}, on {first.mesh}")
+    return headline(fig, finding, f"{drawn}, on {first.mesh}")
