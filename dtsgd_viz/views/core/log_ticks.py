@@ -49,7 +49,7 @@ class LogTickFormatter(Formatter):
         return log_tick_texts([x])[0]
 
 
-def use_log_ticks(axis: Axis) -> None:
-    """Labels ``axis`` (``ax.yaxis``, already on a log scale) in the one format, its minor ticks unlabelled."""
+def use_log_ticks(axis: Axis, minor: bool = False) -> None:
+    """Labels ``axis`` (``ax.yaxis``, already on a log scale) in the one format, its minor ticks too with ``minor``."""
     axis.set_major_formatter(LogTickFormatter())
-    axis.set_minor_formatter(NullFormatter())
+    axis.set_minor_formatter(LogTickFormatter() if minor else NullFormatter())
