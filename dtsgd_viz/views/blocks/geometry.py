@@ -22,9 +22,8 @@ LEVEL = 1.1  # runs whose tail means differ by less than this factor on every bl
 
 @dataclasses.dataclass(frozen=True)
 class BlockErrors:
-    """Per run, each unique block's error after k = 0..N updates (``errors[run]``: ``(N + 1,
-    n_blocks)``, blocks in ``replica_groups`` order; ``measure``: ``"target"`` or
-    ``"gradient"``), and which devices hold each block where on the mesh."""
+    """Per run, each unique block's error after k = 0..N updates (``errors[run]``: ``(N + 1, n_blocks)``;
+    ``measure``: "target" or "gradient"), and which devices hold each block where on the mesh."""
 
     variable: str
     measure: str

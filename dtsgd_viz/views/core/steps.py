@@ -61,10 +61,8 @@ def resolve_update(
     held: str | None = None,
     start: str = "the start is not a recorded update",
 ) -> int | None:
-    """The update number ``step`` picks from the recorded ``updates`` (sorted), None
-    for None. Raises ``ValueError`` saying what was received and what is allowed.
-    ``held``: how the out-of-range message counts the updates (default "n updates are
-    recorded"); ``start``: what step=0 tells the caller's reader."""
+    """The update number ``step`` picks from the sorted ``updates`` (None for None), else a ``ValueError``
+    saying what is allowed; ``held``, ``start``: how it counts the updates and what step=0 tells the reader."""
     if step is None:
         return None
     u = np.asarray(updates, np.int64)

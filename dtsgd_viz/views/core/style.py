@@ -83,8 +83,7 @@ SEQUENTIAL_CMAP = "viridis"  # magnitudes (norms), loss surfaces
 
 
 def optimizer_colors(names: Iterable[str]) -> dict[str, str]:
-    """``{name: colour}``: a rule's colour (``OPTIMIZER_COLORS``) for the names of a rule
-    (as ``rule_of`` reads them), the next unused Okabe-Ito colour for the others."""
+    """``{name: colour}``: a rule's colour for a rule's names (``rule_of``), the next extra colour for others."""
     out: dict[str, str] = {}
     extra = 0
     for name in names:
@@ -185,8 +184,7 @@ def rule_of(name: str) -> str | None:
 
 
 def run_looks(names: Iterable[str]) -> dict[str, Look]:
-    """``{name: Look}``: a rule's look for the rule's names, the next ``EXTRA_LOOKS`` (in
-    the next extra colour) for other names, so runs drawn together never share a look."""
+    """``{name: Look}``: a rule's look for a rule's names, the next ``EXTRA_LOOKS`` for others: never one look twice."""
     names = list(names)
     colors = optimizer_colors(names)
     out: dict[str, Look] = {}

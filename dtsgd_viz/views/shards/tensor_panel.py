@@ -87,10 +87,8 @@ def bar_exponent(largest: float) -> int:
 
 
 class TensorPanel:
-    """One tensor's 2-D ``image`` (None: the blocks alone) drawn on ``ax``, the blocks of ``geometry``
-    outlined and named: ``heatmap`` (None without values), ``outlines``, ``labels`` (one chip per
-    block; ``named`` False when they do not fit), ``colorbar``. ``aspect``: None (``box_aspect``),
-    a box aspect or ``"fill"``."""
+    """One tensor's 2-D ``image`` (None: the blocks alone) on ``ax``, the blocks of ``geometry`` outlined and
+    named on chips (``labels``; ``named``: they fit); ``aspect``: None (``box_aspect``), a box aspect or "fill"."""
 
     def __init__(
         self,

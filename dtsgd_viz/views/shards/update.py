@@ -109,11 +109,9 @@ def plot_update_shards(
     *,
     kinds: Sequence[str] = ("param", "velocity", "grad"),
 ) -> Figure:
-    """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (-1: the
-    last; None: the last), side by side (flat: stacked), each on its own symmetric colour
-    scale with the same blocks outlined; the title compares their largest magnitudes
-    (``magnitude_text``). Kinds not recorded are left out and named. Returns the ``Figure``.
-    """
+    """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (-1 or None: the last),
+    side by side (flat: stacked), each on its own colour scale, the same blocks outlined; the title compares
+    their largest magnitudes (``magnitude_text``); kinds not recorded are named."""
     index = update_index(recording, step)
     geometry = recording.geometry(name)  # unknown variable: the Recording's own error
     shown = _shown_kinds(recording, kinds)

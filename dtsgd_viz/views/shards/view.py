@@ -36,9 +36,8 @@ __all__ = ["ShardsView", "draw_shards", "plot_shards", "layout_text", "KIND_NOUN
 
 
 class ShardsView:
-    """The shard values view: the tensor on ``heat_ax`` (None: a stats recording's norms alone)
-    and the ``norm`` panel on ``norm_ax``. ``headline=True`` titles the figure with ``finding()``;
-    False titles the heatmap panel with the subject instead (a caller's figure)."""
+    """The tensor on ``heat_ax`` (None: a stats recording's norms alone), the ``norm`` panel on ``norm_ax``;
+    ``headline``: the figure titled with ``finding()``, else the heatmap panel with the subject."""
 
     def __init__(
         self,
@@ -246,9 +245,9 @@ def plot_shards(
     ax: Axes | tuple[Axes, Axes] | list[Axes] | None = None,
     fixed_scale: bool = False,
 ) -> Figure:
-    """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (1 is the first,
-    -1 the last; None: the last), each device's block outlined and named, beside each unique
-    block's L2 norm over the updates; returns the ``Figure`` (docs/design.md says what it marks).
+    """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (1 is the first, -1 or None
+    the last), each device's block outlined and named, beside each unique block's L2 norm over the
+    updates (docs/design.md says what it marks).
 
     ``fixed_scale=True``: one colour scale over the whole run, else each update's own. ``ax``:
     None (a new figure), a pair ``(tensor_ax, norm_ax)`` or one ``Axes`` (the tensor alone).

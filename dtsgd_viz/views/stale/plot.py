@@ -122,7 +122,6 @@ def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: 
         handles=handles,
         loc="upper left",
         bbox_to_anchor=(1.0, 1.0),
-        ncol=1,
         frameon=False,
         fontsize=style.LABEL_SIZE,
         handlelength=1.6,

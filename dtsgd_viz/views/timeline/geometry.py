@@ -17,8 +17,7 @@ WHILE_GRADIENT = ("activation", "activation gradient", "loss")
 
 @dataclasses.dataclass(frozen=True)
 class Phase:
-    """One phase of one update on every device: a local step (no ``groups``, 0 bytes) or a
-    collective's bytes per device, its device groups and what it serves."""
+    """One phase of one update: a local step (no ``groups``) or a collective's bytes per device, groups, uses."""
 
     name: str
     kind: str

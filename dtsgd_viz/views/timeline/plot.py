@@ -41,9 +41,8 @@ def _panels(reports: Mapping[str, CommunicationReport]) -> dict[str, UpdateTimel
 
 
 def plot_timeline(reports: Mapping[str, CommunicationReport]) -> Figure:
-    """One update on every device for the runs of ``reports`` (``{"momentum": report, ...}``):
-    rows are devices, boxes the phases of ``update_timeline`` with the bytes each device sends;
-    runs with identical collectives (``same_collectives``) share one panel."""
+    """One update on every device of each run of ``reports``: rows are devices, boxes the phases of
+    ``update_timeline`` with the bytes each device sends; identical runs (``same_collectives``) share a panel."""
     finding = timeline_finding(reports)  # checks the reports
     panels = _panels(reports)
     first = next(iter(panels.values()))
