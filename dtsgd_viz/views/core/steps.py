@@ -12,7 +12,6 @@ a bool) is a ``ValueError`` naming what was received and what is allowed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,7 +19,7 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
-__all__ = ["allowed_steps", "describe_updates", "resolve_update", "update_position"]
+__all__ = ["describe_updates", "resolve_update", "update_position"]
 
 
 def describe_updates(updates: ArrayLike) -> str:
@@ -40,19 +39,6 @@ def describe_updates(updates: ArrayLike) -> str:
     return f"{len(u)} updates from {int(u[0])} to {int(u[-1])}"
 
 
-def allowed_steps(updates: Sequence[int] | np.ndarray, none: str = "the last") -> str:
-    """``Allowed: a recorded update (updates 2, 4, 6), -1..-3 counting back from the
-    last, or None (the last).`` ``none``: what None means to the caller."""
-    n = len(updates)
-    if not n:
-        return f"Allowed: None ({none})."
-    back = "-1" if n == 1 else f"-1..-{n}"
-    return (
-        f"Allowed: a recorded update ({describe_updates(updates)}), {back} counting "
-        f"back from the last, or None ({none})."
-    )
-
-
 def resolve_update(
     step: object,
     updates: ArrayLike,
@@ -67,7 +53,11 @@ def resolve_update(
         return None
     u = np.asarray(updates, np.int64)
     n = len(u)
-    allowed = allowed_steps(u, none)
+    back = "-1" if n == 1 else f"-1..-{n}"
+    allowed = (
+        f"Allowed: a recorded update ({describe_updates(u)}), {back} counting back from the last, or None ({none})."
+    )
+    allowed = allowed if n else f"Allowed: None ({none})."
     if isinstance(step, (bool, np.bool_)) or not isinstance(step, (int, np.integer)):
         raise ValueError(
             "step must be an int: an update number as recording.steps counts them (the "
