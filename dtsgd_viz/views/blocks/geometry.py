@@ -13,6 +13,7 @@ from ..paths.geometry import rule_name
 
 if TYPE_CHECKING:
     from ...recording import Recording
+    from ...specs import MeshSpec
 
 __all__ = ["BlockErrors", "block_errors", "blocks_finding", "tail_means"]
 
@@ -32,9 +33,7 @@ class BlockErrors:
     devices: tuple[tuple[int, ...], ...]
     device_names: tuple[tuple[str, ...], ...]
     slices: tuple[tuple[slice, ...], ...]
-    mesh_dims: tuple[str, ...]
-    mesh_sizes: tuple[int, ...]
-    device_coords: tuple[tuple[int, ...], ...]
+    mesh: MeshSpec
     block_of: tuple[int, ...]
     shape: tuple[int, ...] = ()  # the variable's global shape
 
@@ -116,9 +115,7 @@ def block_errors(runs: Mapping[str, Recording], variable: str, target: np.ndarra
         devices=tuple(tuple(g) for g in geom.replica_groups),
         device_names=tuple(tuple(names[d] for d in g) for g in geom.replica_groups),
         slices=slices,
-        mesh_dims=tuple(mesh.dim_names),
-        mesh_sizes=tuple(mesh.dim_sizes),
-        device_coords=tuple(mesh.device_coords(d) for d in range(mesh.num_devices)),
+        mesh=mesh,
         block_of=tuple(geom.group_of),
         shape=shape,
     )

@@ -27,8 +27,8 @@ AXIS_LABELS = {"target": "distance to the target", "gradient": "block's gradient
 
 def _mesh_place(errors: BlockErrors, device: int) -> tuple[int, int]:
     """``(row, col)`` of ``device`` on the mesh: its last coordinate across, the others' row-major index down."""
-    *lead, col = errors.device_coords[device]
-    return int(np.ravel_multi_index(lead, errors.mesh_sizes[:-1])) if lead else 0, col
+    *lead, col = errors.mesh.device_coords(device)
+    return int(np.ravel_multi_index(lead, errors.mesh.dim_sizes[:-1])) if lead else 0, col
 
 
 def plot_blocks(
@@ -46,7 +46,7 @@ def plot_blocks(
     from matplotlib.ticker import LogLocator
 
     errors = block_errors(runs, variable, target)
-    cols = errors.mesh_sizes[-1]
+    cols = errors.mesh.dim_sizes[-1]
     owners = [errors.devices[b][0] for b in range(len(errors.devices))]
     place = {d: _mesh_place(errors, d) for d in owners}
     rows = sorted({place[d][0] for d in owners})  # the mesh rows holding a block's first device
@@ -56,7 +56,7 @@ def plot_blocks(
     first = next(iter(runs.values()))
     hp = first.hyperparameters
     lr = float(np.asarray(hp.learning_rate)[0]) if np.size(hp.learning_rate) else float("nan")
-    mesh = " x ".join(f"{d}={s}" for d, s in zip(errors.mesh_dims, errors.mesh_sizes))
+    mesh = " x ".join(f"{d}={s}" for d, s in zip(errors.mesh.dim_names, errors.mesh.dim_sizes))
     settings = f"{variable} on mesh {mesh} · lr {lr:.3g}, μ {hp.momentum:g}"
     headline(fig, blocks_finding(errors, last), settings)
     axes = fig.subplots(len(rows), cols, sharex=True, sharey=True, squeeze=False)

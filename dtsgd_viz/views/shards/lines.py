@@ -264,9 +264,9 @@ class NormPanel:
         """``(name, last update, last finite norm, ink)`` of each block's line, and the median's;
         when the names would not fit by their ends (``crowded``), the largest's and the
         smallest's, the median's and one "N others" at the middle of the others' ends."""
-        inks = [label_ink(c) for c, _, _ in self.view.styles]
         columns: list[tuple[str, np.ndarray, ColorType]] = [
-            (p.label, self.data[:, g], ink) for g, (p, ink) in enumerate(zip(self.view.patches, inks))
+            (p.label, self.data[:, g], label_ink(c))
+            for g, (p, (c, _, _)) in enumerate(zip(self.view.patches, self.view.styles))
         ]
         if self.median is not None:
             columns.append(("median", median_line(self.data), MEDIAN_COLOR))

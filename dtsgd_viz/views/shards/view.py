@@ -18,7 +18,6 @@ from .geometry import (
     image_shape,
     run_limit,
     settings_text,
-    shard_norms,
     short_device_names,
     update_index,
 )
@@ -129,8 +128,7 @@ class ShardsView:
 
     def block_norms(self) -> np.ndarray:
         """Each block's (replica group's) L2 norm at the shown update: the title's numbers."""
-        groups = [d[0] for d in self.geometry.replica_groups]
-        return np.asarray(shard_norms(self.recording, self.name, self.kind)[self.index][groups], np.float64)
+        return self.norm.columns()[self.index]
 
     def finding(self) -> str:
         """The figure's title: the shown tensor and how far apart its blocks' norms are."""
