@@ -256,7 +256,7 @@ def _setups(path, scratch):
         ):
             paired.setdefault(key, []).append(fn)
         points.setdefault("points drawn: plot_shards lines", []).append(
-            sum(len(line.get_xdata()) for lines in view.stat_lines.values() for line in lines)
+            sum(len(line.get_xdata()) for line in view.norm.lines)
         )
         points.setdefault("points drawn: LiveMonitor lines", []).append(
             sum(len(line.get_xdata()) for line in monitor.norm_lines + [monitor.loss_line])

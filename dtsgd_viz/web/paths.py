@@ -23,10 +23,10 @@ from matplotlib import colors as mcolors
 
 from ..views.compare.geometry import tail_length
 from ..views.core import style
+from ..views.core.log_ticks import log_tick_texts
 from ..views.paths import geometry as geo
 from ..views.paths.loss import LOSS_XLABEL
 from ..views.paths.scene import build_scene
-from ..views.shards.ticks import log_tick_texts
 from ..views.update import geometry as upd
 from ..views.update import panel
 from ..views.update.zoom import FIT_PAD, INSET_BELOW, shared_factor, shared_zoom, span_text

@@ -15,8 +15,8 @@ from ..views.core import style
 from ..views.core.figure import fit, headline
 from ..views.shards.findings import subject_text
 from ..views.shards.geometry import as_image, axis_labels, run_limit, symmetric_limit, update_index
+from ..views.shards.lines import log_y
 from ..views.shards.plot import draw_tensor
-from ..views.shards.ticks import log_y
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -133,7 +133,7 @@ class RunsShardsView:
             )
             self.lines.append(line)
             self.markers.append(marker)
-        log_y(self.norm_ax)  # the one log tick format, at least three labels (views.shards.ticks)
+        log_y(self.norm_ax)  # the one log tick format, at least three labels (views.shards.lines)
         self.norm_ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
         self.norm_ax.set_ylabel(f"‖{kind}‖", fontsize=style.LABEL_SIZE)  # the title names the tensor
         self.norm_ax.tick_params(labelsize=style.TICK_SIZE)

@@ -127,9 +127,8 @@ def test_loaded_half_precision_recordings_draw(trained):
     heat = np.asarray(view.heatmap.get_array(), np.float64)
     np.testing.assert_array_equal(heat, back.global_values("w", "velocity")[2].astype(np.float64))
     norms = back.shard_stats("w", "velocity")[..., 0]
-    np.testing.assert_allclose(
-        np.array([ln.get_ydata() for ln in view.lines]).T, norms[:, [d[0] for d in back.geometry("w").replica_groups]]
-    )
+    firsts = [d[0] for d in back.geometry("w").replica_groups]
+    np.testing.assert_allclose(np.array([ln.get_ydata() for ln in view.norm.lines]).T, norms[:, firsts])
 
 
 @pytest.mark.slow

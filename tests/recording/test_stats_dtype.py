@@ -101,11 +101,10 @@ def test_the_views_draw_the_same_from_float32_and_float64_statistics(tmp_path):
         (ua, la), (ub, lb) = block_norm_lines(r32, "w", kind), block_norm_lines(r64, "w", kind)
         assert np.array_equal(ua, ub) and all(np.array_equal(x, y, equal_nan=True) for x, y in zip(la, lb))
     views = [dtsgd_viz.views.shards.plot.draw_shards(r, "w", "velocity") for r in (r32, r64)]
-    for label, lines in views[0].stat_lines.items():
-        assert len(lines) == len(views[1].stat_lines[label]) > 0
-        for x, y in zip(lines, views[1].stat_lines[label]):
-            assert np.array_equal(x.get_xdata(), y.get_xdata())
-            assert np.array_equal(x.get_ydata(), y.get_ydata(), equal_nan=True)
+    assert len(views[0].norm.lines) == len(views[1].norm.lines) > 0
+    for x, y in zip(views[0].norm.lines, views[1].norm.lines):
+        assert np.array_equal(x.get_xdata(), y.get_xdata())
+        assert np.array_equal(x.get_ydata(), y.get_ydata(), equal_nan=True)
     assert [t.get_text() for t in views[0].figure.findobj(matplotlib.text.Text)] == [
         t.get_text() for t in views[1].figure.findobj(matplotlib.text.Text)
     ]

@@ -71,23 +71,23 @@ def test_each_line_is_named_once_at_its_end_in_a_legible_ink(runs, rule):
     last = _block_norms(r)[-1]
     # the median line the title speaks of: the median block's norm at each update
     median = np.median(_block_norms(r), axis=1)
-    np.testing.assert_allclose(view.median.get_ydata(), median, rtol=1e-5)
+    np.testing.assert_allclose(view.norm.median.get_ydata(), median, rtol=1e-5)
     names = [p.label for p in view.patches]
     hi, lo = int(np.argmax(last)), int(np.argmin(last))
     others = [g for g in range(len(names)) if g not in (hi, lo)]
     if rule == "nesterov":
-        assert [t.get_text() for t in view.end_labels] == [*names, "median"]
+        assert [t.get_text() for t in view.norm.end_labels] == [*names, "median"]
         named, ends = list(range(len(names))), [*last, median[-1]]
     else:
-        assert [t.get_text() for t in view.end_labels] == [names[hi], names[lo], "median", "6 others"]
+        assert [t.get_text() for t in view.norm.end_labels] == [names[hi], names[lo], "median", "6 others"]
         named = [hi, lo]
         ends = [last[hi], last[lo], median[-1], float(np.exp(np.median(np.log(last[others]))))]
-    for t, g in zip(view.end_labels, named):
-        assert to_rgb(t.get_color()) == label_ink(view.lines[g].get_color())
-    for t in view.end_labels:
+    for t, g in zip(view.norm.end_labels, named):
+        assert to_rgb(t.get_color()) == label_ink(view.norm.lines[g].get_color())
+    for t in view.norm.end_labels:
         assert t.get_window_extent(rd).x0 >= frame.x1  # right of the lines' ends
     # pushed apart as little as needed, the names keep the order of the lines' ends
-    heights = [t.get_window_extent(rd).y0 for t in view.end_labels]
+    heights = [t.get_window_extent(rd).y0 for t in view.norm.end_labels]
     assert list(np.argsort(heights, kind="stable")) == list(np.argsort(ends, kind="stable"))
     for ax in fig.axes:
         assert clashes(ax, rd) == []
@@ -141,7 +141,7 @@ def test_close_ends_name_the_extremes_the_median_and_the_others():
     names = [p.label for p in view.patches]
     last = _block_norms(r)[-1]
     assert view.norm.crowded([*last, np.median(last)])
-    said = {t.get_text() for t in view.end_labels}
+    said = {t.get_text() for t in view.norm.end_labels}
     assert said == {names[int(np.argmax(last))], names[int(np.argmin(last))], "median", "6 others"}
     assert view.norm_ax.get_title() == norm_panel_text(r, "w", "velocity")
 
@@ -149,4 +149,4 @@ def test_close_ends_name_the_extremes_the_median_and_the_others():
 @pytest.mark.slow
 def test_ends_far_apart_are_each_named(runs):
     view = draw_shards(runs["nesterov"], "w", "velocity", 10)
-    assert {t.get_text() for t in view.end_labels} == {*(p.label for p in view.patches), "median"}
+    assert {t.get_text() for t in view.norm.end_labels} == {*(p.label for p in view.patches), "median"}

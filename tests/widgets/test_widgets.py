@@ -14,6 +14,7 @@ from PIL import Image
 import dtsgd_viz
 from conftest import CONFIGS
 from dtsgd_viz import dtensor as _dtensor
+from dtsgd_viz.views.core.figure import headline_texts
 from dtsgd_viz.widgets import ExplorerState, ShardExplorer, explorer_state, redraw_for
 
 matplotlib.use("Agg")
@@ -138,9 +139,9 @@ def test_kind_change_updates_heatmap_and_norms(two_variables):
     r = two_variables
     w = ShardExplorer(r, step=3)
     heat_ax, norm_ax = w.figure.axes[:2]
-    heatmap, lines = heat_ax.images[0], list(w.view.lines)
+    heatmap, lines = heat_ax.images[0], list(w.view.norm.lines)
     w.kind.value = "grad"
-    assert heat_ax.images[0] is heatmap and w.view.lines == lines
+    assert heat_ax.images[0] is heatmap and w.view.norm.lines == lines
     np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "grad")[2])
     shards = r.shard_values("w", "grad")
     truth = np.linalg.norm(shards.reshape(STEPS, 8, -1), axis=-1)
@@ -175,7 +176,7 @@ def test_variable_change_redraws_the_new_variable(two_variables):
     np.testing.assert_array_equal(heat_ax.images[0].get_array(), r.global_values("b", "param")[2][None, :])
     outlines = sorted(p.get_x() for p in heat_ax.patches if p.get_gid().startswith("block-"))
     assert outlines == [0, 2, 4, 6]  # [y] over y=4: four blocks of two, replicated over x
-    assert len(w.view.lines) == 4  # [y]: four unique blocks, each on two devices
+    assert len(w.view.norm.lines) == 4  # [y]: four unique blocks, each on two devices
     assert w.figure.get_suptitle().startswith("parameter of 'b' after update 3")
     w.slider.value = 1  # and stepping works on the new view
     np.testing.assert_array_equal(w.view.heatmap.get_array(), r.global_values("b", "param")[0][None])
@@ -221,11 +222,11 @@ def test_explorer_on_a_stats_recording():
     w = ShardExplorer(r)
     heat_ax, norm_ax = w.figure.axes[:2]
     assert not heat_ax.images and w.view.heatmap is None
-    note = " ".join(w.view.stats_note.get_text().split())
+    note = " ".join(headline_texts(w.figure)[1].split())
     assert "values not recorded" in note and "mode='full'" in note
-    lines = w.view.lines
-    step_line = next(ln for ln in w.view.step_lines if ln.get_gid() == "step-line")
-    step_label = next(ln for ln in w.view.step_lines if ln.get_gid() == "step-label")
+    lines = w.view.norm.lines
+    step_line = next(ln for ln in w.view.norm.step_lines if ln.get_gid() == "step-line")
+    step_label = next(ln for ln in w.view.norm.step_lines if ln.get_gid() == "step-label")
     np.testing.assert_allclose(np.array([ln.get_ydata() for ln in lines]).T, r.shard_stats("w", "velocity")[..., 0])
     png, renders = w.image.value, w.renders
     w.slider.value = 5
@@ -233,7 +234,7 @@ def test_explorer_on_a_stats_recording():
     assert step_label.get_text().strip() == "update 5" and step_label.get_position()[0] == 5
     assert f"after update {r.steps[4]}" in w.figure.get_suptitle() and w.image.value != png
     w.kind.value = "grad"
-    assert w.view.lines == lines
+    assert w.view.norm.lines == lines
     np.testing.assert_allclose(np.array([ln.get_ydata() for ln in lines]).T, r.shard_stats("w", "grad")[..., 0])
     assert "gradient of 'w'" in w.figure.get_suptitle() and list(step_line.get_xdata()) == [5, 5]
 

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.empty import check_not_empty, check_same_layout
+from ..core.empty import check_runs
 from ..paths.geometry import rule_name
 
 if TYPE_CHECKING:
     from ...recording import Recording
+    from ...specs import MeshSpec
 
 __all__ = ["BlockErrors", "block_errors", "blocks_finding", "tail_means"]
 
@@ -22,9 +23,8 @@ LEVEL = 1.1  # runs whose tail means differ by less than this factor on every bl
 
 @dataclasses.dataclass(frozen=True)
 class BlockErrors:
-    """Per run, each unique block's error after k = 0..N updates (``errors[run]``: ``(N + 1,
-    n_blocks)``, blocks in ``replica_groups`` order; ``measure``: ``"target"`` or
-    ``"gradient"``), and which devices hold each block where on the mesh."""
+    """Per run, each unique block's error after k = 0..N updates (``errors[run]``: ``(N + 1, n_blocks)``;
+    ``measure``: "target" or "gradient"), and which devices hold each block where on the mesh."""
 
     variable: str
     measure: str
@@ -33,9 +33,7 @@ class BlockErrors:
     devices: tuple[tuple[int, ...], ...]
     device_names: tuple[tuple[str, ...], ...]
     slices: tuple[tuple[slice, ...], ...]
-    mesh_dims: tuple[str, ...]
-    mesh_sizes: tuple[int, ...]
-    device_coords: tuple[tuple[int, ...], ...]
+    mesh: MeshSpec
     block_of: tuple[int, ...]
     shape: tuple[int, ...] = ()  # the variable's global shape
 
@@ -50,8 +48,7 @@ class BlockErrors:
         return len(self.devices)
 
     def block_name(self, block: int) -> str:
-        """The block's slice in the reader's words: ``rows 4-7``, ``cols 0-1``, ``entries 2-3``,
-        ``[4:8, 0:3]`` or ``whole tensor``."""
+        """The block's slice: ``rows 4-7``, ``cols 0-1``, ``entries 2-3``, ``[4:8, 0:3]`` or ``whole tensor``."""
         sl = self.slices[block]
         cut = [i for i, s in enumerate(sl) if not (s.start == 0 and s.stop == self.shape[i])]
         if not cut:
@@ -64,15 +61,7 @@ class BlockErrors:
 
 
 def _check_runs(runs: Mapping[str, Recording], variable: str) -> None:
-    if not isinstance(runs, Mapping) or not runs:
-        raise ValueError(
-            f"runs must be a non-empty mapping of name -> Recording. Received: {type(runs).__name__} "
-            f"{runs if isinstance(runs, Mapping) else ''}".rstrip()
-            + "."
-        )
-    for name, rec in runs.items():
-        check_not_empty(rec, name)
-    check_same_layout(runs, variable, "Blocks compare only between runs of one layout.")
+    check_runs(runs, variable, "Blocks compare only between runs of one layout.")
     first_name, first = next(iter(runs.items()))
     for name, rec in runs.items():
         if not np.array_equal(rec.steps, first.steps):
@@ -126,9 +115,7 @@ def block_errors(runs: Mapping[str, Recording], variable: str, target: np.ndarra
         devices=tuple(tuple(g) for g in geom.replica_groups),
         device_names=tuple(tuple(names[d] for d in g) for g in geom.replica_groups),
         slices=slices,
-        mesh_dims=tuple(mesh.dim_names),
-        mesh_sizes=tuple(mesh.dim_sizes),
-        device_coords=tuple(mesh.device_coords(d) for d in range(mesh.num_devices)),
+        mesh=mesh,
         block_of=tuple(geom.group_of),
         shape=shape,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -10,7 +9,9 @@ import numpy as np
 
 from ..core import style
 from ..core.figure import headline, new_figure
+from ..core.log_ticks import use_log_ticks
 from ..paths.geometry import rule_name
+from ..shards.geometry import device_label
 from .geometry import TAIL, BlockErrors, block_errors, blocks_finding
 
 if TYPE_CHECKING:
@@ -18,24 +19,16 @@ if TYPE_CHECKING:
 
     from ...recording import Recording
 
-__all__ = ["plot_blocks", "panel_grid", "holders"]
+__all__ = ["plot_blocks"]
 
 PANEL_HEIGHT = 2.2  # inches per mesh row
 AXIS_LABELS = {"target": "distance to the target", "gradient": "block's gradient norm"}
 
 
-def panel_grid(errors: BlockErrors) -> tuple[int, int, tuple[tuple[int, int], ...]]:
-    """``(rows, cols, place)``: the panel grid and each device's ``(row, col)`` in it."""
-    sizes = errors.mesh_sizes
-    cols = sizes[-1]
-    rows = math.prod(sizes[:-1]) if len(sizes) > 1 else 1
-    place = []
-    for coords in errors.device_coords:
-        row = 0
-        for c, s in zip(coords[:-1], sizes[:-1]):
-            row = row * s + c
-        place.append((row, coords[-1]))
-    return rows, cols, tuple(place)
+def _mesh_place(errors: BlockErrors, device: int) -> tuple[int, int]:
+    """``(row, col)`` of ``device`` on the mesh: its last coordinate across, the others' row-major index down."""
+    *lead, col = errors.mesh.device_coords(device)
+    return int(np.ravel_multi_index(lead, errors.mesh.dim_sizes[:-1])) if lead else 0, col
 
 
 def plot_blocks(
@@ -50,11 +43,12 @@ def plot_blocks(
 
     >>> fig = dtsgd_viz.plot_blocks(probes, "d2/kernel", bowl.minimum[0])  # doctest: +SKIP
     """
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import LogLocator
 
     errors = block_errors(runs, variable, target)
-    _, cols, place = panel_grid(errors)
+    cols = errors.mesh.dim_sizes[-1]
     owners = [errors.devices[b][0] for b in range(len(errors.devices))]
+    place = {d: _mesh_place(errors, d) for d in owners}
     rows = sorted({place[d][0] for d in owners})  # the mesh rows holding a block's first device
     at = {d: (rows.index(place[d][0]), place[d][1]) for d in owners}
     looks = style.run_looks(errors.runs)
@@ -62,7 +56,7 @@ def plot_blocks(
     first = next(iter(runs.values()))
     hp = first.hyperparameters
     lr = float(np.asarray(hp.learning_rate)[0]) if np.size(hp.learning_rate) else float("nan")
-    mesh = " x ".join(f"{d}={s}" for d, s in zip(errors.mesh_dims, errors.mesh_sizes))
+    mesh = " x ".join(f"{d}={s}" for d, s in zip(errors.mesh.dim_names, errors.mesh.dim_sizes))
     settings = f"{variable} on mesh {mesh} · lr {lr:.3g}, μ {hp.momentum:g}"
     headline(fig, blocks_finding(errors, last), settings)
     axes = fig.subplots(len(rows), cols, sharex=True, sharey=True, squeeze=False)
@@ -83,10 +77,9 @@ def plot_blocks(
             )
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        use_log_ticks(ax.yaxis)
         names = errors.device_names[block]
-        ax.set_title(f"{holders(names)} · {errors.block_name(block)}", fontsize=style.LABEL_SIZE)
+        ax.set_title(f"{device_label(names)} · {errors.block_name(block)}", fontsize=style.LABEL_SIZE)
         ax.set_gid(f"device {device} block {block}")
         ax.tick_params(labelsize=style.TICK_SIZE, labelbottom=(r + 1, c) not in taken)
         if (r + 1, c) not in taken:
@@ -100,15 +93,3 @@ def plot_blocks(
         [by_name[n] for n in names_in_order], names_in_order, fontsize=style.NOTE_SIZE, loc="upper right", frameon=False
     )
     return fig
-
-
-def holders(names: tuple[str, ...]) -> str:
-    """The devices holding a block, written once: ``CPU:0,4`` (or the names, comma-joined).
-
-    >>> holders(("CPU:0", "CPU:4")), holders(("CPU:0", "GPU:1"))
-    ('CPU:0,4', 'CPU:0, GPU:1')
-    """
-    stem = names[0].rstrip("0123456789")
-    if all(n.startswith(stem) and n[len(stem) :].isdigit() for n in names):
-        return stem + ",".join(n[len(stem) :] for n in names)
-    return ", ".join(names)

@@ -1,12 +1,8 @@
-"""Whether a recorded run diverges, and from which update: the one reading every shard and
-mode picture names in its title ("the run diverges from update 3").
+"""Whether a recorded run diverges, and from which update, as every shard and mode title says it.
 
-A run diverges when the quantity that says how it is doing grows without coming back:
-its loss (``recording.loss``, the loss before each update; without one, the L2 norm of
-its recorded parameters after each update) ends NaN/Inf, or ends more than ``GROW``
-times its first value. It diverges *from* the first update after which that quantity
-never again comes back to its first value. A variable that holds NaN/Inf
-(``recording.nonfinite_steps``) diverged too, from then at the latest.
+A run diverges when its loss (``recording.loss``; without one, its parameters' L2 norm) ends
+NaN/Inf or more than ``GROW`` times its first value, from the first update after which it never
+comes back to its first value; a variable holding NaN/Inf diverged from then at the latest.
 
     >>> diverging_from([1.0, 0.5, 2.0, 40.0, np.inf], [1, 2, 3, 4, 5])
     3
@@ -25,17 +21,13 @@ if TYPE_CHECKING:
 
     from ...recording.recording import Recording
 
-GROW = 10.0
-"""A series ending more than this many times its first value has diverged."""
+GROW = 10.0  # a series ending more than this many times its first value has diverged
 
 __all__ = ["diverging_from", "diverging_update", "diverging_text", "GROW"]
 
 
-def diverging_from(values: ArrayLike, updates: ArrayLike, grow: float = GROW) -> int | None:
-    """The update (of ``updates``) from which ``values`` (one per update) diverge, or None
-    when they do not: they end non-finite, or their last finite value is more than
-    ``grow`` times their first in size; the update is the first after which they stay
-    above their first value (a NaN/Inf counts as above)."""
+def diverging_from(values: ArrayLike, updates: ArrayLike) -> int | None:
+    """The update (of ``updates``) from which ``values`` (one per update) diverge (see the module), or None."""
     v = np.abs(np.asarray(values, np.float64))
     u = np.asarray(updates)
     if not len(v):
@@ -44,7 +36,7 @@ def diverging_from(values: ArrayLike, updates: ArrayLike, grow: float = GROW) ->
     if not finite.any():
         return int(u[0])
     first, last = v[finite][0], v[finite][-1]
-    if finite[-1] and not last > grow * first:
+    if finite[-1] and not last > GROW * first:
         return None
     with np.errstate(invalid="ignore"):
         back = np.flatnonzero(finite & (v <= first))
@@ -53,9 +45,7 @@ def diverging_from(values: ArrayLike, updates: ArrayLike, grow: float = GROW) ->
 
 
 def diverging_update(recording: Recording) -> int | None:
-    """The update from which ``recording``'s run diverges (see the module docstring), or
-    None. The loss before update k is the loss update k - 1 left: an update that pushes
-    the loss past its first value for good is the one the run diverges from."""
+    """The update from which ``recording``'s run diverges (see the module), or None."""
     steps = np.asarray(recording.steps)
     if not len(steps):
         return None
@@ -81,7 +71,7 @@ def diverging_update(recording: Recording) -> int | None:
     return found
 
 
-def diverging_text(recording: Recording, who: str = "the run") -> str:
+def diverging_text(recording: Recording) -> str:
     """``"the run diverges from update 3"`` ("" when it does not diverge)."""
     at = diverging_update(recording)
-    return "" if at is None else f"{who} diverges from update {at}"
+    return "" if at is None else f"the run diverges from update {at}"

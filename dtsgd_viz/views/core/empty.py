@@ -1,14 +1,10 @@
-"""The one error every view gives for a recording with no steps.
+"""The one error every view gives for a recording with no steps (valid, but nothing to draw)::
 
-An empty recording is a valid value (it saves, loads and has a layout), but there is
-nothing to draw: the views say so, and why that usually happens, instead of drawing an
-empty figure that could pass for a run that did nothing::
-
-    >>> from dtsgd_viz.views.core.empty import check_not_empty
-    >>> check_not_empty([], label="momentum")
-    Traceback (most recent call last):
-    ...
-    ValueError: Recording 'momentum' has no steps ([]): nothing was recorded, so there is nothing to draw...
+>>> from dtsgd_viz.views.core.empty import check_not_empty
+>>> check_not_empty([], label="momentum")
+Traceback (most recent call last):
+...
+ValueError: Recording 'momentum' has no steps ([]): nothing was recorded, so there is nothing to draw...
 """
 
 from __future__ import annotations
@@ -26,8 +22,7 @@ WHY = (
 
 
 def check_not_empty(recording: Sized, label: str | None = None) -> None:
-    """Raise ``ValueError`` if ``recording`` holds no steps, naming it (``label``: its
-    key in a dict of recordings; otherwise its repr says which recording it is)."""
+    """Raise ``ValueError`` if ``recording`` holds no steps, naming it (``label``: its key in a dict of runs)."""
     if len(recording):
         return
     which = "The recording" if label is None else f"Recording {label!r}"
@@ -35,9 +30,7 @@ def check_not_empty(recording: Sized, label: str | None = None) -> None:
 
 
 def check_same_layout(runs: Mapping[str, Any], variable: str, why: str) -> None:
-    """Raise ``ValueError`` unless every recording of ``runs`` (name -> Recording) holds
-    ``variable``, laid out as the first one lays it out (same shape and layout); ``why``:
-    the sentence saying why the view needs that."""
+    """Raise ``ValueError`` unless every run holds ``variable`` laid out as the first; ``why``: why views need it."""
     first_name, first = next(iter(runs.items()))
     for name, rec in runs.items():
         if variable not in rec.variables:
@@ -47,3 +40,20 @@ def check_same_layout(runs: Mapping[str, Any], variable: str, why: str) -> None:
                 f"Runs {first_name!r} and {name!r} lay out {variable!r} differently: shape {first.shape(variable)} "
                 f"as {first.layout(variable)} vs shape {rec.shape(variable)} as {rec.layout(variable)}. {why}"
             )
+
+
+def check_runs(runs: Any, variable: str | None, why: str) -> tuple[str, ...]:
+    """The variables to draw (``variable``, or all of the first run's); raises ``ValueError`` unless
+    ``runs`` is a non-empty mapping of name -> Recording, none empty, all laying them out alike."""
+    if not isinstance(runs, Mapping) or not runs:
+        raise ValueError(
+            f"runs must be a non-empty mapping of name -> Recording. Received: {type(runs).__name__} {runs!r}."
+        )
+    for name, rec in runs.items():
+        if not hasattr(rec, "shard_values"):
+            raise ValueError(f"Run {name!r} is not a Recording. Received: {type(rec).__name__}.")
+        check_not_empty(rec, name)
+    variables = tuple(next(iter(runs.values())).variables if variable is None else (variable,))
+    for v in variables:
+        check_same_layout(runs, v, why)
+    return variables

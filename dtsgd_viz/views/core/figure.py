@@ -19,10 +19,8 @@ if TYPE_CHECKING:
 def new_figure(
     figsize: tuple[float, float] = (style.WIDTH, 5.0), dpi: float = style.DPI, wspace: float = 0.05
 ) -> Figure:
-    """A ``Figure`` with its own Agg canvas and constrained layout (never registered
-    with pyplot, so it is never shown twice in a notebook and never leaks). The
-    ``wspace`` gap between panels leaves room for colour bar labels that change
-    width when a widget updates the figure without re-running the layout."""
+    """A ``Figure`` with its own Agg canvas and constrained layout, never registered with pyplot
+    (never shown twice, never leaks); ``wspace``: room for colour bar labels a widget changes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import ConstrainedLayoutEngine
@@ -36,14 +34,12 @@ def new_figure(
 
 
 def root_figure(ax: _AxesBase) -> Figure:
-    """The ``Figure`` that ``ax`` is drawn in, also when ``ax`` sits in a ``SubFigure``
-    (whose ``figure`` is the root; a ``Figure``'s is itself)."""
+    """The ``Figure`` that ``ax`` is drawn in, also when ``ax`` sits in a ``SubFigure``."""
     return ax.figure.figure  # pyright: ignore[reportReturnType]  # stubs: Figure | SubFigure | None
 
 
 def axes_size_inches(ax: Axes) -> tuple[float, float]:
-    """``ax``'s width and height in inches (``ax.get_position()`` times the size of the
-    figure or subfigure that holds it)."""
+    """``ax``'s width and height in inches (in a figure or a subfigure)."""
     pos, parent = ax.get_position(), ax.figure
     assert parent is not None  # an Axes is made in a figure
     dpi = root_figure(ax).dpi
@@ -51,19 +47,13 @@ def axes_size_inches(ax: Axes) -> tuple[float, float]:
 
 
 def canvas_renderer(fig: Figure | SubFigure) -> RendererBase:
-    """The renderer of ``fig``'s canvas: an Agg canvas (``new_figure``'s) has one; another
-    canvas without ``get_renderer`` raises ``AttributeError``."""
+    """The renderer of ``fig``'s canvas (``new_figure``'s Agg one; another may raise ``AttributeError``)."""
     return fig.canvas.get_renderer()  # pyright: ignore[reportAttributeAccessIssue]  # stubs: FigureCanvasBase
 
 
 def headline(fig: Figure, finding: str, settings: str | None = None) -> Figure:
-    """Title ``fig`` with its ``finding`` (what the picture shows, bold) and, under it,
-    the ``settings`` line (smaller, grey). Returns ``fig``, to draw the panels in.
-
-    The settings line hangs under the finding's last line (an annotation anchored to
-    the ``suptitle``, gid ``subtitle``); the ``suptitle`` carries blank lines for it, so
-    the layout leaves room for both. No subfigure: a widget's pointer maps PNG pixels
-    through its axes' figure, which must be the root one.
+    """Title ``fig`` with its ``finding`` (bold) and under it the ``settings`` line (smaller, grey:
+    an annotation gid ``subtitle`` under the ``suptitle``, which carries blank lines for it).
 
     >>> fig = new_figure((4, 3))
     >>> fig = headline(fig, "Nesterov ends lowest", "lr 0.05, μ 0.9")

@@ -36,9 +36,7 @@ def log_tick_texts(values: Iterable[float], plain: bool | None = None) -> list[s
 
 
 class LogTickFormatter(Formatter):
-    """Labels a log axis's ticks with ``log_tick_texts``, the format chosen by the ticks
-    in view (a tick beyond the view, never drawn, does not switch its neighbours to
-    ``1e-2``)."""
+    """Labels a log axis's ticks with ``log_tick_texts``, in the format of the ticks in view."""
 
     def format_ticks(self, values: Sequence[float]) -> list[str]:
         """The labels of the ticks at ``values``, in one format."""
@@ -52,7 +50,6 @@ class LogTickFormatter(Formatter):
 
 
 def use_log_ticks(axis: Axis, minor: bool = False) -> None:
-    """Labels ``axis`` (``ax.yaxis``, already on a log scale) in the one format: its
-    major ticks, and its minor ticks too with ``minor`` (else they stay unlabelled)."""
+    """Labels ``axis`` (``ax.yaxis``, already on a log scale) in the one format, its minor ticks too with ``minor``."""
     axis.set_major_formatter(LogTickFormatter())
     axis.set_minor_formatter(LogTickFormatter() if minor else NullFormatter())

@@ -12,7 +12,6 @@ a bool) is a ``ValueError`` naming what was received and what is allowed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,7 +19,7 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
-__all__ = ["allowed_steps", "describe_updates", "resolve_update", "update_position"]
+__all__ = ["describe_updates", "resolve_update", "update_position"]
 
 
 def describe_updates(updates: ArrayLike) -> str:
@@ -40,19 +39,6 @@ def describe_updates(updates: ArrayLike) -> str:
     return f"{len(u)} updates from {int(u[0])} to {int(u[-1])}"
 
 
-def allowed_steps(updates: Sequence[int] | np.ndarray, none: str = "the last") -> str:
-    """``Allowed: a recorded update (updates 2, 4, 6), -1..-3 counting back from the
-    last, or None (the last).`` ``none``: what None means to the caller."""
-    n = len(updates)
-    if not n:
-        return f"Allowed: None ({none})."
-    back = "-1" if n == 1 else f"-1..-{n}"
-    return (
-        f"Allowed: a recorded update ({describe_updates(updates)}), {back} counting "
-        f"back from the last, or None ({none})."
-    )
-
-
 def resolve_update(
     step: object,
     updates: ArrayLike,
@@ -61,15 +47,17 @@ def resolve_update(
     held: str | None = None,
     start: str = "the start is not a recorded update",
 ) -> int | None:
-    """The update number ``step`` picks from the recorded ``updates`` (sorted), None
-    for None. Raises ``ValueError`` saying what was received and what is allowed.
-    ``held``: how the out-of-range message counts the updates (default "n updates are
-    recorded"); ``start``: what step=0 tells the caller's reader."""
+    """The update number ``step`` picks from the sorted ``updates`` (None for None), else a ``ValueError``
+    saying what is allowed; ``held``, ``start``: how it counts the updates and what step=0 tells the reader."""
     if step is None:
         return None
     u = np.asarray(updates, np.int64)
     n = len(u)
-    allowed = allowed_steps(u, none)
+    back = "-1" if n == 1 else f"-1..-{n}"
+    allowed = (
+        f"Allowed: a recorded update ({describe_updates(u)}), {back} counting back from the last, or None ({none})."
+    )
+    allowed = allowed if n else f"Allowed: None ({none})."
     if isinstance(step, (bool, np.bool_)) or not isinstance(step, (int, np.integer)):
         raise ValueError(
             "step must be an int: an update number as recording.steps counts them (the "
@@ -94,11 +82,10 @@ def resolve_update(
     return step
 
 
-def update_position(step: object, updates: ArrayLike, *, none: str = "the last") -> int:
-    """The index into ``updates`` (and the recording's arrays) of the update ``step``
-    picks; None is the last."""
+def update_position(step: object, updates: ArrayLike) -> int:
+    """The index into ``updates`` (and the recording's arrays) of the update ``step`` picks; None: the last."""
     u = np.asarray(updates, np.int64)
-    picked = resolve_update(step, u, none=none)
+    picked = resolve_update(step, u)
     if picked is None:
         return len(u) - 1
     return int(np.searchsorted(u, picked))

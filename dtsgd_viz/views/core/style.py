@@ -1,28 +1,19 @@
-"""One scale and one palette for every view: the size figures are drawn at, the type
-sizes, a consistent, colour-blind-safe colour *and* line look per optimizer rule and per
-role (start, current update, theory, envelope), per block, and the maps used for signed
-values.
+"""One scale and one palette for every view: the figure size, the type sizes, a colour-blind-safe
+colour *and* line look per optimizer rule and per role, per block, and the signed-value maps.
+Nothing here runs at import beyond defining constants (no pyplot, no rcParams).
 
-Figures are built with ``matplotlib.figure.Figure`` (no pyplot state, no global
-rcParams): nothing here runs at import time beyond defining constants.
-
-**The scale.** A notebook shows a figure's PNG at its pixel size, made at the figure's
-dpi (IPython's ``print_figure`` uses ``fig.dpi``, the inline backend sets none of its
-own) and cropped to its artists plus ``PAD`` inches a side, shrunk to fit when wider
-than the column (~950 px). So every figure is ``WIDTH`` wide at most, shown at most
-``MAX_WIDTH_PX`` wide at ``DPI``, and its smallest text is ``NOTE_SIZE`` points, which is
-``NOTE_SIZE * DPI / 72`` (11.8) pixels as displayed, at least ``MIN_TEXT_PX``:
+**The scale.** A notebook shows a figure's PNG at ``fig.dpi``, cropped to its artists plus
+``PAD`` inches a side, shrunk when wider than the column (~950 px). So every figure is at
+most ``WIDTH`` wide and its smallest text, ``NOTE_SIZE``, is at least ``MIN_TEXT_PX`` as shown:
 
     >>> (WIDTH + 2 * PAD) * DPI <= MAX_WIDTH_PX and NOTE_SIZE * DPI / 72 >= MIN_TEXT_PX
     True
     >>> NOTE_SIZE * GIF_DPI / 72 >= MIN_TEXT_PX        # the GIF, drawn at its own dpi
     True
 
-**The looks.** ``RULE_LOOKS`` holds the colour, line style, width, marker and draw order
-of each rule: the wider a line, the lower it is drawn, so every run shows where paths
-coincide: Nesterov, the widest, at the bottom, momentum dashed over it, the thin plain
-line on top. ``ROLE_LOOKS`` holds the roles' looks. Every view and
-widget draws runs with ``run_looks`` and roles with ``ROLE_LOOKS``.
+**The looks.** ``RULE_LOOKS``: each rule's colour, dash, width, marker and draw order, the wider
+drawn lower so coinciding paths all show; ``ROLE_LOOKS``: the roles'. Every view and widget draws
+runs with ``run_looks`` and roles with ``ROLE_LOOKS``.
 
     >>> run_looks(["plain", "momentum", "nesterov"])["nesterov"].lw == max(
     ...     look.lw for look in RULE_LOOKS.values())
@@ -78,17 +69,11 @@ OPTIMIZER_COLORS = {
 # Nesterov and momentum)
 _EXTRA = ["#009E73", "#CC79A7", "#999933", "#332288", "#F0E442", "#000000"]
 
-# One colour per unique block (replica group), shared by every view of a layout: Tol's
-# muted scheme without its pale grey, its green and its olive (close to its teal and its
-# sand for deuteranopes, the olive to Nesterov's vermillion too) replaced by a dark brown
-# and a gold, each at least 28 apart in CIELAB from every other block colour and from the
-# rules' colours, in normal, deutan and protan vision (Machado et al. 2009 simulation;
-# tests/views/test_style_table.py checks it). Nine is odd on purpose:
-# blocks are coloured by their row-major place in the block grid modulo 9, so neighbours
-# along any grid dim of a power-of-two mesh never share a colour. Past nine blocks the
-# colours repeat, each further round with a hatch (layouts) or line style (norm lines).
-# Ordered so that consecutive colours (neighbours along a grid row, and the wrap from the
-# ninth to the first) are at least 45 apart, those 2 and 4 places apart at least 25.
+# One colour per unique block (replica group), in every view of a layout: Tol's muted scheme with a
+# dark brown and a gold for its grey, green and olive, each >= 28 apart in CIELAB from the others and
+# the rules' in normal, deutan and protan vision (tests/views/test_style_table.py). Nine, odd: a
+# block's colour is its row-major grid place modulo 9, so neighbours on a power-of-two mesh differ;
+# past nine, each round adds a hatch (layouts) or line style (norm lines).
 BLOCK_COLORS = ["#332288", "#CC6677", "#F0C000", "#882255", "#88CCEE", "#DDCC77", "#AA4499", "#663300", "#44AA99"]
 BLOCK_HATCHES = ("", "//", "\\\\", "..", "x", "--", "||", "o")
 BLOCK_LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2)), (0, (3, 1, 3, 1, 1, 1)))
@@ -98,8 +83,7 @@ SEQUENTIAL_CMAP = "viridis"  # magnitudes (norms), loss surfaces
 
 
 def optimizer_colors(names: Iterable[str]) -> dict[str, str]:
-    """``{name: colour}``: a rule's colour (``OPTIMIZER_COLORS``) for the names of a rule
-    (as ``rule_of`` reads them), the next unused Okabe-Ito colour for the others."""
+    """``{name: colour}``: a rule's colour for a rule's names (``rule_of``), the next extra colour for others."""
     out: dict[str, str] = {}
     extra = 0
     for name in names:
@@ -129,9 +113,7 @@ class Look:
         return dict(color=self.color if color is None else color, ls=self.ls, lw=self.lw, zorder=self.zorder, **extra)
 
 
-# Each rule's one look, in every figure. Widths: Nesterov >= every other run; order: the
-# narrower on top (plain over momentum over Nesterov), so a line over a wider one leaves
-# the wider one's edges in view where the paths coincide (their first updates).
+# Each rule's one look: Nesterov the widest, the narrower drawn on top, so coinciding paths all show.
 RULE_LOOKS = {
     "plain": Look(OPTIMIZER_COLORS["plain"], "-", 1.1, "o", 3.2, zorder=3.3),
     "momentum": Look(OPTIMIZER_COLORS["momentum"], (0, (4.0, 1.6)), 2.5, "s", 3.6, zorder=3.2),
@@ -146,12 +128,10 @@ EXTRA_LOOKS = (
 # The roles. color None: the run's colour.
 ROLE_LOOKS = {
     "start": Look("black", "none", 1.5, "o", 9.0, zorder=5.0),  # white face
-    # opaque yellow face, over the paths (a path ending in it reads as reaching it) and
-    # under the rings, arrows and labels
+    # opaque yellow face, over the paths and under the rings, arrows and labels
     "minimum": Look("black", "none", 1.0, "*", 11.0, zorder=3.6),
     "current": Look(None, "none", 2.0, "o", 9.0, zorder=6.0),  # the update shown: white face
-    # a path after the update shown: thin, no markers, the run's colour mixed towards white
-    # (REMAINDER_TINT, opaque: no alpha mixing with the runs under it), under every path
+    # a path after the update shown: thin, the run's colour mixed towards white (REMAINDER_TINT), under every path
     "remainder": Look(None, "-", 0.9, zorder=2.2),
     "update_line": Look("0.35", "--", 1.0, zorder=4.5),  # the loss panel's update: over the lines (it moves)
     "theory": Look("white", (0, (5.0, 2.0)), 2.0, zorder=4.0),  # stability boundary, outlined
@@ -162,9 +142,8 @@ ROLE_LOOKS = {
     "stability": Look("0.3", "--", 0.9, zorder=1.0),  # rate = 1
     "limit": Look(None, ":", 1.2, zorder=2.0),  # a rule's stability limit on an lr·h axis, in its colour
     "guide": Look("0.45", ":", 0.9, zorder=0.0),  # a direction's lr·h on a rate axis
-    # Nesterov's update: the dotted mu·v_prev line from the iterate to the look-ahead
-    # point, a white-faced diamond there, and the iterate a white-faced pentagon (never a
-    # rule's marker: a square is momentum's)
+    # Nesterov's update: the dotted mu·v_prev line to the look-ahead point (a white-faced
+    # diamond), the iterate a white-faced pentagon (never a rule's marker)
     "lookahead": Look(None, (0, (0.1, 2.2)), 1.8, "D", 7.5, zorder=4.0),
     "iterate": Look(None, "none", 1.4, "p", 6.0, zorder=6.0),
 }
@@ -196,8 +175,7 @@ def handle_length(fontsize: float = NOTE_SIZE, dashes: int = 2) -> float:
 
 
 def rule_of(name: str) -> str | None:
-    """``plain``, ``momentum`` or ``nesterov`` for a config name (as ``optimizer_color``
-    reads it), None for another name."""
+    """``plain``, ``momentum`` or ``nesterov`` for a config name, None for another name."""
     key = name.lower()
     for rule in ("nesterov", "momentum", "plain", "sgd"):
         if key == rule or key.startswith(rule):
@@ -206,8 +184,7 @@ def rule_of(name: str) -> str | None:
 
 
 def run_looks(names: Iterable[str]) -> dict[str, Look]:
-    """``{name: Look}``: a rule's look for the rule's names, the next ``EXTRA_LOOKS`` (in
-    the next extra colour) for other names, so runs drawn together never share a look."""
+    """``{name: Look}``: a rule's look for a rule's names, the next ``EXTRA_LOOKS`` for others: never one look twice."""
     names = list(names)
     colors = optimizer_colors(names)
     out: dict[str, Look] = {}
@@ -242,9 +219,7 @@ def block_places(geometry: ShardGeometry) -> tuple[int, ...]:
 
 
 def block_style(place: int) -> tuple[str, str, object]:
-    """``(colour, hatch, linestyle)`` of palette place ``place`` (see ``block_places``):
-    the colour repeats every ``len(BLOCK_COLORS)`` places, the hatch and line style
-    tell the rounds apart."""
+    """``(colour, hatch, linestyle)`` of palette place ``place``: hatch and line style tell colour rounds apart."""
     p = len(BLOCK_COLORS)
     k = place // p
     return (BLOCK_COLORS[place % p], BLOCK_HATCHES[k % len(BLOCK_HATCHES)], BLOCK_LINESTYLES[k % len(BLOCK_LINESTYLES)])

@@ -148,8 +148,7 @@ def norm_change_text(data: ArrayLike, updates: ArrayLike) -> str:
 
 
 def norm_panel_text(recording: Recording, name: str, kind: str = "velocity") -> str:
-    """The norm panel's title of ``plot_shards(recording, name, kind)``: ``norm_change_text``
-    of its lines (each block's L2 norm over the recorded updates), to print beside it."""
+    """The norm panel's title of ``plot_shards(recording, name, kind)`` (``norm_change_text`` of its lines)."""
     from .geometry import block_norm_lines
 
     updates, lines = block_norm_lines(recording, name, kind)

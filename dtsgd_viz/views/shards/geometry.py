@@ -112,21 +112,14 @@ def axis_labels(layout: LayoutSpec) -> tuple[str, str, str]:
     """``(xlabel, ylabel, note)`` for the heatmap of a tensor laid out by ``layout``."""
     from ..mesh.layout_geometry import dim_text  # the layout pictures' one wording
 
-    specs = layout.sharding_specs
-
-    def dim(i):
-        return dim_text(layout, i)
-
-    rank = len(specs)
+    rank = len(layout.sharding_specs)
     if rank == 0:
         return "(a scalar)", "", ""
-    if rank == 1:
-        return dim(0), "", ""
-    if rank == 2:
-        return dim(1), dim(0), ""
+    if rank <= 2:
+        return dim_text(layout, rank - 1), dim_text(layout, 0) if rank == 2 else "", ""
     lead = " x ".join(f"d{i}" for i in range(rank - 1))
     return (
-        dim(rank - 1),
+        dim_text(layout, rank - 1),
         f"rows: {lead} flattened",
         f"rank {rank}: dims 0..{rank - 2} flattened into rows; white lines separate d0 slices",
     )

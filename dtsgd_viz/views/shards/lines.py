@@ -4,7 +4,7 @@ line in its block colour, named at its end, with the shown update and the run's 
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from matplotlib import patheffects
@@ -85,8 +85,8 @@ class NormPanel:
     """``ShardsView``'s norm panel on ``view.norm_ax``: ``data`` (updates x blocks) drawn as ``lines``."""
 
     def __init__(self, view: ShardsView):
-        self.view, self.ax = view, view.norm_ax
-        self.line_ax: Axes | None = view.norm_ax
+        self.view = view
+        self.ax = cast("Axes", view.norm_ax)  # None: no norm panel, and nothing to show or move
         self.lines: list = []
         self.step_lines: list = []
         self.data = np.zeros((0, 0))
@@ -106,7 +106,6 @@ class NormPanel:
     def thinned(self, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """``(x, y)`` of one line thinned to the axes' pixel columns (``minmax_decimate``)."""
         x, ax = self.view.updates, self.ax
-        assert ax is not None  # drawn when the view has a norm axes
         split = np.log10(x.astype(np.float64)) if log_x(x) else x.astype(np.float64)
         columns = self.thinned_to[ax] = max(1, int(np.ceil(ax.bbox.width)))
         kept, y = minmax_decimate(split, y, columns)
@@ -118,7 +117,6 @@ class NormPanel:
     def draw(self) -> None:
         """The lines, the shown update, the marks and the title (once; ``name_lines`` names them)."""
         ax, x = self.ax, self.view.updates
-        assert ax is not None  # drawn when the view has a norm axes
         self._load()
         marker = "o" if len(x) <= MARKER_UPDATES else None
         self.lines = [
@@ -164,7 +162,6 @@ class NormPanel:
     def _draw_lines(self) -> None:
         """The y scale, the median or band, the marks, the shown update and the title of ``data``."""
         ax = self.ax
-        assert ax is not None  # drawn when the view has a norm axes
         for artist in [*self.band, *([self.median] if self.median is not None else [])]:
             artist.remove()
         self.band, self.median, n, data = [], None, len(self.view.styles), self.data
@@ -207,10 +204,8 @@ class NormPanel:
         ax.set_title(norm_change_text(data, updates), fontsize=style.TITLE_SIZE, pad=1.6 * style.NOTE_SIZE + 4)
 
     def _zero_tick(self, zeros: bool) -> None:
-        """On a log axis with zero norms (drawn on the bottom spine): the spine labelled "0" as a
-        tick, set below the lowest norm and clear of the value ticks, so a circle there reads as 0."""
+        """Zero norms on a log axis: the bottom spine, below every norm and value tick, labelled "0"."""
         ax = self.ax
-        assert ax is not None  # drawn when the view has a norm axes
         if self.zero_tick is not None:
             self.zero_tick.remove()
             self.zero_tick = None
@@ -229,7 +224,6 @@ class NormPanel:
     def name_lines(self) -> None:
         """Each line named at its end (up to ``MAX_NAMED`` blocks), else a legend, once the layout sized the axes."""
         ax = self.ax
-        assert ax is not None  # drawn when the view has a norm axes
         engine = self.view.figure.get_layout_engine()
         if engine is not None and self.end_labels is None:
             engine.execute(self.view.figure)  # the axes' height the names are spread on
@@ -270,9 +264,9 @@ class NormPanel:
         """``(name, last update, last finite norm, ink)`` of each block's line, and the median's;
         when the names would not fit by their ends (``crowded``), the largest's and the
         smallest's, the median's and one "N others" at the middle of the others' ends."""
-        inks = [label_ink(c) for c, _, _ in self.view.styles]
         columns: list[tuple[str, np.ndarray, ColorType]] = [
-            (p.label, self.data[:, g], ink) for g, (p, ink) in enumerate(zip(self.view.patches, inks))
+            (p.label, self.data[:, g], label_ink(c))
+            for g, (p, (c, _, _)) in enumerate(zip(self.view.patches, self.view.styles))
         ]
         if self.median is not None:
             columns.append(("median", median_line(self.data), MEDIAN_COLOR))
@@ -293,10 +287,8 @@ class NormPanel:
         return [blocks[hi], blocks[lo], *out[len(blocks) :], (f"{len(others)} others", x, middle, OTHERS_COLOR)]
 
     def crowded(self, ends: ArrayLike) -> bool:
-        """Whether the names of lines ending at ``ends`` (more than ``FEW_NAMED`` of them)
-        take more height, stacked, than the ends span on the axes."""
+        """Whether the names of (over ``FEW_NAMED``) lines ending at ``ends`` take more height than the ends span."""
         ax, ys = self.ax, np.asarray(ends, np.float64)
-        assert ax is not None  # named when the view has a norm axes
         ys = ys[np.isfinite(ys) & ((ys > 0) | (ax.get_yscale() != "log"))]
         if len(ys) <= FEW_NAMED + 1:  # the blocks and the median
             return False
@@ -307,7 +299,7 @@ class NormPanel:
     def show_index(self) -> None:
         """The shown update's line, label and dots at the view's ``index``."""
         i, x = self.view.index, self.view.updates
-        if self.ax is None:
+        if self.view.norm_ax is None:
             return
         y = self.data[i]
         keep = np.flatnonzero(np.isfinite(y) & np.asarray([line.get_visible() for line in self.lines]))
@@ -321,11 +313,8 @@ class NormPanel:
         dots.set_facecolors([self.view.styles[g][0] for g in keep] or "none")
 
     def _dot_sizes(self, ys: np.ndarray) -> np.ndarray:
-        """The width (points) of each dot at values ``ys``, each on the update's line at its
-        value: dots that tie (closer than a dot) nest, the first-drawn widest, so each
-        earlier one shows as a ring round the next."""
+        """The width (points) of the dot at each of ``ys``: tied dots nest, the first-drawn widest (a ring)."""
         ax = self.ax
-        assert ax is not None  # drawn when the view has a norm axes
         ax.get_ylim()  # the limits autoscaled before they are read
         pts = ax.transData.transform(np.column_stack([np.zeros(len(ys)), ys]))[:, 1]
         width = DOT_POINTS * ax.figure.dpi / 72  # pixels
@@ -340,7 +329,7 @@ class NormPanel:
 
     def set_kind(self) -> None:
         """The lines, marks, names and title of the kind the view just loaded, in place."""
-        if self.ax is None:
+        if self.view.norm_ax is None:
             return
         self._load()
         for g, line in enumerate(self.lines):

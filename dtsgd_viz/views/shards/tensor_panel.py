@@ -37,7 +37,7 @@ NONFINITE_COLOR = "black"  # NaN/Inf cells: outside both RdBu and viridis' brigh
 OUTLINE_COLOR = "black"
 
 
-def box_aspect(shape: Sequence[int], fill: float = 0.7) -> float | None:
+def box_aspect(shape: Sequence[int]) -> float | None:
     """The heatmap's height over its width: None (square cells) for rows/cols in 1/3..3, else capped::
 
     >>> box_aspect((8, 8)) is None, box_aspect((4, 16)), box_aspect((16,))
@@ -49,7 +49,7 @@ def box_aspect(shape: Sequence[int], fill: float = 0.7) -> float | None:
         return None
     if ratio > 3:
         return 2.5
-    return round(max(0.22, min(fill, MAX_CELL_STRETCH * ratio)), 4)
+    return round(max(0.22, min(0.7, MAX_CELL_STRETCH * ratio)), 4)
 
 
 def blocks_are_slices(patches: Sequence[BlockPatch], shape: Sequence[int]) -> bool:
@@ -87,22 +87,23 @@ def bar_exponent(largest: float) -> int:
 
 
 class TensorPanel:
-    """One global tensor drawn on ``ax``: ``heatmap`` (None without values), ``outlines``,
-    ``labels`` (one chip per block; ``named`` False when they do not fit), ``colorbar``."""
+    """One tensor's 2-D ``image`` (None: the blocks alone) on ``ax``, the blocks of ``geometry`` outlined and
+    named on chips (``labels``; ``named``: they fit); ``aspect``: None (``box_aspect``), a box aspect or "fill"."""
 
     def __init__(
         self,
         ax: Axes,
         geometry: ShardGeometry,
         device_names: Sequence[str],
-        styles: Sequence[tuple[str, str, object]],
         image: np.ndarray | None = None,
+        *,
         limit: float | None = None,
         colorbar_label: str | None = None,
         colorbar: bool | Literal["below"] = True,
         aspect: float | str | None = None,
     ):
-        self.ax, self.geometry, self.styles = ax, geometry, styles
+        self.styles = styles = style.block_styles(geometry)
+        self.ax, self.geometry = ax, geometry
         shape = geometry.global_shape
         self.rows, self.cols = rows, cols = image_shape(shape)
         self.box_aspect = box_aspect(shape) if aspect is None else aspect  # or "fill": the whole cell
@@ -230,21 +231,13 @@ class TensorPanel:
         widest = max((text_size(str(int(float(t))), style.TICK_SIZE)[0] for t in labels), default=0.0)
         return 3.5 + 3.5 + widest if labels else 0.0
 
-    def label_beside(self, text: Text) -> bool:
-        """Whether chip ``text`` (one of ``labels``) stands left of the heatmap, by its rows."""
-        return (text.get_gid() or "").endswith(":beside")
-
-    def label_above(self, text: Text) -> bool:
-        """Whether chip ``text`` (one of ``labels``) stands above the heatmap."""
-        return text.get_verticalalignment() == "bottom" and text.get_visible()
-
     def label_below(self, text: Text) -> bool:
         """Whether chip ``text`` (one of ``labels``) stands below the heatmap."""
         return (text.get_gid() or "").endswith(":below")
 
     def title_pad(self) -> float:
         """Points between the panel's top and its title: room for the chips above it."""
-        if not any(self.label_above(t) for t in self.labels):
+        if not any(t.get_verticalalignment() == "bottom" and t.get_visible() for t in self.labels):  # none above
             return 6.0 + 0.6 * style.TICK_SIZE  # clear of the top y tick label
         return LABEL_GAP + 2.05 * CHIP_SIZE + 4.0
 
@@ -262,8 +255,7 @@ class TensorPanel:
         self._scale_colorbar()
 
     def _scale_colorbar(self) -> None:
-        """Ticks in units of a power of ten named in the label (matplotlib's offset text overprints it):
-        ``bar_exponent``, so every bar under 0.1 or from 10000 up says its "(×1e-k)" alike."""
+        """Ticks in units of the power of ten (``bar_exponent``) the label names: "(×1e-3)"."""
         if self.colorbar is None or self.heatmap is None:
             return
         e = bar_exponent(max(abs(v) for v in self.heatmap.get_clim()))
@@ -300,19 +292,4 @@ class TensorPanel:
         self._set_nonfinite_cells(image)
 
 
-def draw_tensor(
-    ax: Axes,
-    geometry: ShardGeometry,
-    device_names: Sequence[str],
-    image: np.ndarray | None = None,
-    *,
-    limit: float | None = None,
-    colorbar_label: str | None = None,
-    colorbar: bool | Literal["below"] = True,
-    aspect: float | str | None = None,
-) -> TensorPanel:
-    """Draw one tensor's 2-D ``image`` (None: the blocks alone) on ``ax``, the blocks of ``geometry``
-    outlined and named; ``aspect``: None (``box_aspect``), a box aspect or ``"fill"``."""
-    return TensorPanel(
-        ax, geometry, device_names, style.block_styles(geometry), image, limit, colorbar_label, colorbar, aspect
-    )
+draw_tensor = TensorPanel  # the shard figures and widgets draw a tensor with it

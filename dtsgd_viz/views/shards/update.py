@@ -19,24 +19,15 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from ...recording import Recording
-    from ...specs import LayoutSpec
 
-__all__ = ["plot_update_shards", "update_captions", "magnitude_text"]
+__all__ = ["plot_update_shards", "magnitude_text"]
 
 
-def update_captions(layout: LayoutSpec, update: int) -> dict[str, str]:
-    """``{kind: caption}`` of the panels at optimizer update ``update`` (``layout``: named by the settings line)::
-
-    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
-    >>> spec = LayoutSpec(("unsharded", "model"), MeshSpec.create({"batch": 2, "model": 4}))
-    >>> update_captions(spec, 3)
-    {'param': 'parameter after update 3', 'velocity': 'velocity slot after update 3', 'grad': 'gradient of update 3'}
-    """
-    return {
-        "param": f"parameter after update {update}",
-        "velocity": f"velocity slot after update {update}",
-        "grad": f"gradient of update {update}",
-    }
+CAPTIONS = {
+    "param": "parameter after update {}",
+    "velocity": "velocity slot after update {}",
+    "grad": "gradient of update {}",
+}
 
 
 def magnitude_text(largest: dict) -> str | None:
@@ -98,8 +89,7 @@ def _suptitle(recording, name, index, kinds, shown, stats_only, largest, named) 
     head = f"{subject}, largest |value|: {compared}" if compared else f"{subject}: {', '.join(shown)} share one layout"
     diverging = diverging_text(recording)
     head += f"; {diverging}" if diverging else ""
-    geometry = recording.geometry(name)
-    parts = [settings_text(recording, index), layout_text(geometry.layout)]
+    parts = [settings_text(recording, index), layout_text(recording.layout(name))]
     missing = [k for k in kinds if k not in shown]
     if missing:
         parts.append(f"not recorded: {', '.join(missing)}")
@@ -118,22 +108,18 @@ def plot_update_shards(
     step: int | None = None,
     *,
     kinds: Sequence[str] = ("param", "velocity", "grad"),
-    figsize: tuple[float, float] | None = None,
 ) -> Figure:
-    """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (-1: the
-    last; None: the last), side by side (flat: stacked), each on its own symmetric colour
-    scale with the same blocks outlined; the title compares their largest magnitudes
-    (``magnitude_text``). Kinds not recorded are left out and named. Returns the ``Figure``.
-    """
+    """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (-1 or None: the last),
+    side by side (flat: stacked), each on its own colour scale, the same blocks outlined; the title compares
+    their largest magnitudes (``magnitude_text``); kinds not recorded are named."""
     index = update_index(recording, step)
     geometry = recording.geometry(name)  # unknown variable: the Recording's own error
     shown = _shown_kinds(recording, kinds)
     stats_only = getattr(recording, "mode", "full") == "stats"
     stack = stacked(geometry.global_shape)
-    fig = new_figure(_figure_size(geometry.global_shape, len(shown)) if figsize is None else figsize, wspace=0.02)
+    fig = new_figure(_figure_size(geometry.global_shape, len(shown)), wspace=0.02)
     axes = fig.subplots(len(shown), 1, squeeze=False)[:, 0] if stack else fig.subplots(1, len(shown), squeeze=False)[0]
     names = short_device_names(recording.shard_devices(name))
-    captions = update_captions(geometry.layout, int(recording.steps[index]))
     xlabel, ylabel, _ = axis_labels(geometry.layout)
     fig._dtsgd_panels = panels = {}  # pyright: ignore[reportAttributeAccessIssue]  # our own attribute: tests read it
     largest = {}  # each kind's max |x|: the colour bars' limits, compared in the title
@@ -154,7 +140,7 @@ def plot_update_shards(
             aspect="fill" if stack else None,
         )
         size = style.TITLE_SIZE if stack else style.NOTE_SIZE + 0.5
-        ax.set_title(captions[kind], fontsize=size, pad=panel.title_pad())
+        ax.set_title(CAPTIONS[kind].format(recording.steps[index]), fontsize=size, pad=panel.title_pad())
         ax.set_xlabel(xlabel if ax is axes[-1] or not stack else "", fontsize=style.LABEL_SIZE)
         ax.set_ylabel(ylabel if (stack or ax is axes[0]) else "", fontsize=style.LABEL_SIZE)
     named = all(p.named for p in panels.values())

@@ -18,7 +18,6 @@ from .geometry import (
     image_shape,
     run_limit,
     settings_text,
-    shard_norms,
     short_device_names,
     update_index,
 )
@@ -28,9 +27,6 @@ from .tensor_panel import TensorPanel, box_aspect, draw_tensor  # noqa: F401 - p
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-    from matplotlib.legend import Legend
-    from matplotlib.lines import Line2D
-    from matplotlib.text import Text
 
     from ...recording import Recording
     from .geometry import BlockPatch
@@ -39,9 +35,8 @@ __all__ = ["ShardsView", "draw_shards", "plot_shards", "layout_text", "KIND_NOUN
 
 
 class ShardsView:
-    """The shard values view: the tensor on ``heat_ax`` (None: a stats recording's norms alone)
-    and the ``norm`` panel on ``norm_ax``. ``headline=True`` titles the figure with ``finding()``;
-    False titles the heatmap panel with the subject instead (a caller's figure)."""
+    """The tensor on ``heat_ax`` (None: a stats recording's norms alone), the ``norm`` panel on ``norm_ax``;
+    ``headline``: the figure titled with ``finding()``, else the heatmap panel with the subject."""
 
     def __init__(
         self,
@@ -66,8 +61,7 @@ class ShardsView:
                 f"(mode={getattr(recording, 'mode', 'full')!r}, norm_ax={norm_ax!r})."
             )
         self.heat_ax, self.norm_ax = heat_ax, norm_ax
-        host = heat_ax if heat_ax is not None else norm_ax
-        assert host is not None  # checked above
+        host = cast("Axes", heat_ax if heat_ax is not None else norm_ax)  # one is set: checked above
         self.figure = cast("Figure", host.figure)
         self.headline = bool(headline) or heat_ax is None
         self.geometry = recording.geometry(name)
@@ -84,14 +78,13 @@ class ShardsView:
                 heat_ax, self.geometry, self.short_names, image, limit=self._limit(), colorbar_label=self._bar_label()
             )
             self.heatmap = self.tensor.heatmap
-            self._label_axes()
+            self._label_axes(heat_ax)
         self.norm = NormPanel(self)
         if norm_ax is not None:
             self.norm.draw()
         self._titles()
         if norm_ax is not None:
             self.norm.name_lines()
-        self._keep_artists()
 
     def _load(self, kind: str) -> None:
         """``values`` (full mode) or ``stats`` (stats mode) of ``kind``."""
@@ -115,9 +108,7 @@ class ShardsView:
     def _bar_label(self) -> str:
         return f"{self.kind} value" + (", scale of the whole run" if self.fixed_scale else "")
 
-    def _label_axes(self) -> None:
-        ax = self.heat_ax
-        assert ax is not None  # called when there is a heatmap panel
+    def _label_axes(self, ax: Axes) -> None:
         xlabel, ylabel, _ = axis_labels(self.geometry.layout)
         if self.stats_only:
             ax.set_xticks([])
@@ -137,8 +128,7 @@ class ShardsView:
 
     def block_norms(self) -> np.ndarray:
         """Each block's (replica group's) L2 norm at the shown update: the title's numbers."""
-        groups = [d[0] for d in self.geometry.replica_groups]
-        return np.asarray(shard_norms(self.recording, self.name, self.kind)[self.index][groups], np.float64)
+        return self.norm.columns()[self.index]
 
     def finding(self) -> str:
         """The figure's title: the shown tensor and how far apart its blocks' norms are."""
@@ -147,14 +137,13 @@ class ShardsView:
         return text + (f"; {diverging}" if diverging else "")
 
     def _titles(self) -> None:
-        if self.heat_ax is not None:
-            assert self.tensor is not None  # drawn with the heat axes
+        if self.tensor is not None:
             caption = "device blocks" if self.stats_only else "values, device blocks outlined"
             if not self.tensor.named:
                 caption = "values; blocks too small to name" if not self.stats_only else caption
             if not self.headline:
                 caption = self._subject()
-            self.heat_ax.set_title(caption, fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
+            self.tensor.ax.set_title(caption, fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
         if not self.headline:
             return
         for old in [a for a in [*self.figure.texts, *self.figure.artists] if a.get_gid() == "subtitle"]:
@@ -164,13 +153,6 @@ class ShardsView:
         if "\n" in fit(finding, self.figure.get_figwidth() * 72, style.SUPTITLE_SIZE, bold=True):
             finding = finding.replace(": ", ":\n", 1)  # the subject, then the spread
         headline(self.figure, finding, settings + (f"\n{STATS_ONLY_TEXT}" if self.stats_only else ""))
-
-    @property
-    def stats_note(self) -> Text | None:
-        """The settings line saying a stats recording's values were not recorded."""
-        if not self.stats_only:
-            return None
-        return next((cast("Text", a) for a in self.figure.artists if a.get_gid() == "subtitle"), None)
 
     def set_index(self, index: int) -> None:
         """Show the update at ``index`` into ``recording.steps`` (a slider position)."""
@@ -201,28 +183,6 @@ class ShardsView:
             self.tensor.colorbar_label = self._bar_label()
         self.set_index(self.index)
 
-    @property
-    def legend(self) -> Legend | None:
-        return self.norm.legend
-
-    @property
-    def end_labels(self) -> list[Text] | None:
-        return self.norm.end_labels
-
-    @property
-    def median(self) -> Line2D | None:
-        """The median block norm's line (up to 16 blocks; past that, the band's median)."""
-        return self.norm.median
-
-    def _keep_artists(self) -> None:
-        """The norm panel's artists, as tests and widgets read them off the view."""
-        norm = self.norm
-        self.line_ax, self.lines, self.step_lines, self.marks = norm.line_ax, norm.lines, norm.step_lines, norm.marks
-        held = self.stats_only and self.norm_ax is not None
-        self.stat_axes, self.stat_lines = ({"L2 norm": self.norm_ax}, {"L2 norm": norm.lines}) if held else ({}, {})
-        self.mismatch_marks, self.nonfinite_marks = norm.marks.get("mismatch-marks"), norm.marks.get("nonfinite-marks")
-        self.zero_marks = {self.norm_ax: norm.marks["zero-marks"]} if "zero-marks" in norm.marks else {}
-
 
 SHARDS_SIZE = (style.WIDTH, 4.6)  # the heatmap and the norm lines
 FLAT_HEIGHT = 4.0  # ... of a flat tensor: its heatmap fills a shorter figure
@@ -252,14 +212,10 @@ def draw_shards(
     fixed_scale: bool = False,
     headline: bool | None = None,
 ) -> ShardsView:
-    """``plot_shards``' ``ShardsView``, which ``set_step``/``set_kind``/``set_fixed_scale`` update
-    in place; ``headline``: title the figure (default: when ``ax`` is None)."""
+    """``plot_shards``' ``ShardsView`` (``set_step``/``set_kind``/``set_fixed_scale`` move it in place)."""
     update_index(recording, step)  # an empty recording or unknown update: a clear error
     stats_only = getattr(recording, "mode", "full") == "stats"
-    if stats_only:
-        recording.shard_stats(name, kind)  # unknown variable/kind: the Recording's own error
-    else:
-        recording.global_values(name, kind)
+    (recording.shard_stats if stats_only else recording.global_values)(name, kind)  # unknown name/kind: its error
     shape = recording.geometry(name).global_shape
     flat = box_aspect(shape) or 1.0
     rows, cols = image_shape(shape)
@@ -287,9 +243,9 @@ def plot_shards(
     ax: Axes | tuple[Axes, Axes] | list[Axes] | None = None,
     fixed_scale: bool = False,
 ) -> Figure:
-    """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (1 is the first,
-    -1 the last; None: the last), each device's block outlined and named, beside each unique
-    block's L2 norm over the updates; returns the ``Figure`` (docs/design.md says what it marks).
+    """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (1 is the first, -1 or None
+    the last), each device's block outlined and named, beside each unique block's L2 norm over the
+    updates (docs/design.md says what it marks).
 
     ``fixed_scale=True``: one colour scale over the whole run, else each update's own. ``ax``:
     None (a new figure), a pair ``(tensor_ax, norm_ax)`` or one ``Axes`` (the tensor alone).

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...theory.stale import CLASSES, STALE, TOL, StaleHits, stale_hits
-from ..core.empty import check_not_empty, check_same_layout
+from ..core.empty import check_runs
 
 if TYPE_CHECKING:
     from ...recording import Recording
@@ -57,22 +57,6 @@ class StaleGrid:
         return at[0], at[-1] + 1
 
 
-def _check_runs(runs: Mapping[str, Recording], variable: str | None) -> tuple[str, ...]:
-    if not isinstance(runs, Mapping) or not runs:
-        raise ValueError(
-            f"runs must be a non-empty mapping of name -> Recording. Received: {type(runs).__name__} {runs!r}."
-        )
-    first = next(iter(runs.values()))
-    for name, rec in runs.items():
-        if not hasattr(rec, "shard_values"):
-            raise ValueError(f"Run {name!r} is not a Recording. Received: {type(rec).__name__}.")
-        check_not_empty(rec, name)
-    variables = first.variables if variable is None else (variable,)
-    for v in variables:
-        check_same_layout(runs, v, "The rows are devices of one layout.")
-    return tuple(variables)
-
-
 def stale_grid(runs: Mapping[str, Recording], variable: str | None = None, tol: float = TOL) -> StaleGrid:
     """``stale_hits(recording, v, tol)`` of every run and variable ``v`` (``variable``, or all
     of the first run's), laid out as ``plot_stale`` draws it.
@@ -81,7 +65,7 @@ def stale_grid(runs: Mapping[str, Recording], variable: str | None = None, tol: 
     >>> grid.counts("default")["stale"]  # doctest: +SKIP
     240
     """
-    variables = _check_runs(runs, variable)
+    variables = check_runs(runs, variable, "The rows are devices of one layout.")
     hits = {name: tuple(stale_hits(rec, v, tol) for v in variables) for name, rec in runs.items()}
     rows: list[Row] = []
     first = next(iter(hits.values()))
@@ -104,8 +88,7 @@ def stale_grid(runs: Mapping[str, Recording], variable: str | None = None, tol: 
 
 
 def stale_finding(grid: StaleGrid, per_run: bool = True) -> str:
-    """The title of ``plot_stale``: per run, how many shard-updates moved with the previous
-    velocity; ``per_run=False``: the totals over all runs."""
+    """``plot_stale``'s title: per run (``per_run=False``: in all), the shard-updates moved by the stale velocity."""
     counts = {name: grid.counts(name)[STALE] for name in grid.runs}
     if per_run:
         parts = [

@@ -79,8 +79,7 @@ def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray, counted
         ax.set_xticks(np.arange(int(steps[0]), int(steps[-1]) + 1))
     else:
         ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
-    for spine in ax.spines.values():
-        spine.set_visible(False)
+    ax.spines[:].set_visible(False)
 
 
 def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: float = TOL) -> Figure:
@@ -114,8 +113,7 @@ def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: 
         names = axes[-1].secondary_yaxis("right")
         names.set_yticks(centres, list(grid.variables), fontsize=style.LABEL_SIZE)
         names.tick_params(length=0)
-        for spine in names.spines.values():
-            spine.set_visible(False)
+        names.spines[:].set_visible(False)
     used = {int(c) for run in grid.runs for c in np.unique(grid.verdicts[run])}
     handles = [
         Patch(facecolor=colors[i], edgecolor="0.6", lw=0.5, label=kind) for i, kind in enumerate(CLASSES) if i in used
@@ -124,7 +122,6 @@ def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: 
         handles=handles,
         loc="upper left",
         bbox_to_anchor=(1.0, 1.0),
-        ncol=1,
         frameon=False,
         fontsize=style.LABEL_SIZE,
         handlelength=1.6,

@@ -17,8 +17,7 @@ WHILE_GRADIENT = ("activation", "activation gradient", "loss")
 
 @dataclasses.dataclass(frozen=True)
 class Phase:
-    """One phase of one update on every device: a local step (no ``groups``, 0 bytes) or a
-    collective's bytes per device, its device groups and what it serves."""
+    """One phase of one update: a local step (no ``groups``) or a collective's bytes per device, groups, uses."""
 
     name: str
     kind: str
@@ -59,20 +58,9 @@ class UpdateTimeline:
     def collectives(self) -> tuple[Phase, ...]:
         return tuple(p for p in self.phases if not p.local)
 
-    def totals(self) -> dict[tuple[str, ...], int]:
-        """Bytes per device per update, by the mesh dims the collectives run along."""
-        out: dict[tuple[str, ...], int] = {}
-        for p in self.collectives:
-            out[p.mesh_dims] = out.get(p.mesh_dims, 0) + p.bytes_per_device
-        return out
-
     @property
     def bytes_per_device(self) -> int:
         return sum(p.bytes_per_device for p in self.collectives)
-
-    def device_phases(self, device: int) -> tuple[tuple[str, int, int | None], ...]:
-        """``(phase name, bytes it sends, its group's index or None)`` for ``device``."""
-        return tuple((p.name, p.bytes_per_device, p.group_of(device)) for p in self.phases)
 
 
 def _check(report: object, where: str = "") -> CommunicationReport:

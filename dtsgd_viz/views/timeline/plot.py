@@ -10,8 +10,8 @@ from matplotlib.patches import Rectangle
 
 from ...recording.communication import CommunicationReport
 from ...recording.memory import format_bytes
-from ..core.figure import headline
-from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, TICK_SIZE, TITLE_SIZE, WIDTH
+from ..core.figure import headline, new_figure
+from ..core.style import LABEL_SIZE, NOTE_SIZE, TICK_SIZE, TITLE_SIZE, WIDTH
 from ..mesh.communication import dim_color
 from ..mesh.layout_colors import text_color_for
 from ..paths.geometry import rule_name
@@ -40,26 +40,23 @@ def _panels(reports: Mapping[str, CommunicationReport]) -> dict[str, UpdateTimel
     }
 
 
-def plot_timeline(reports: Mapping[str, CommunicationReport], *, title: str | None = None) -> Figure:
-    """One update on every device for the runs of ``reports`` (``{"momentum": report, ...}``):
-    rows are devices, boxes the phases of ``update_timeline`` with the bytes each device sends;
-    runs with identical collectives (``same_collectives``) share one panel."""
+def plot_timeline(reports: Mapping[str, CommunicationReport]) -> Figure:
+    """One update on every device of each run of ``reports``: rows are devices, boxes the phases of
+    ``update_timeline`` with the bytes each device sends; identical runs (``same_collectives``) share a panel."""
     finding = timeline_finding(reports)  # checks the reports
     panels = _panels(reports)
     first = next(iter(panels.values()))
     n_dev = first.mesh.num_devices
-    fig = Figure(figsize=(WIDTH, 0.9 + len(panels) * (0.26 * n_dev + 0.45) + 0.7), dpi=DPI, layout="constrained")
+    fig = new_figure((WIDTH, 0.9 + len(panels) * (0.26 * n_dev + 0.45) + 0.7))
     axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
     for k, (ax, (head, t)) in enumerate(zip(axes, panels.items())):
         for col, phase in enumerate(t.phases):
             face = LOCAL_FACE if phase.local else dim_color(t.mesh, phase.mesh_dims)
             for device in range(n_dev):
                 group = phase.group_of(device)
-                box = Rectangle(
-                    (col - BOX_W / 2, device - BOX_H / 2), BOX_W, BOX_H, facecolor=face, edgecolor="0.5", lw=0.5
-                )
-                box.set_gid(f"{k}|{device}|{phase.name}|{group}")
-                ax.add_patch(box)
+                corner = (col - BOX_W / 2, device - BOX_H / 2)
+                gid = f"{k}|{device}|{phase.name}|{group}"
+                ax.add_patch(Rectangle(corner, BOX_W, BOX_H, facecolor=face, edgecolor="0.5", lw=0.5, gid=gid))
                 ax.text(
                     col,
                     device,
@@ -76,11 +73,10 @@ def plot_timeline(reports: Mapping[str, CommunicationReport], *, title: str | No
         if len(panels) > 1:  # one panel: the suptitle says it all
             ax.set_title(head, fontsize=TITLE_SIZE, loc="left")
         ax.tick_params(length=0)
-        for spine in ax.spines.values():
-            spine.set_visible(False)
+        ax.spines[:].set_visible(False)
         ticks = [_tick(p.name, len(p.groups), len(p.groups[0]) if p.groups else 0) for p in t.phases]
         ax.set_xticks(range(len(t.phases)), ticks, fontsize=TICK_SIZE)
     axes[-1].set_xlabel("phases of one update, in order (not time)", fontsize=LABEL_SIZE)
     one = len(panels) == 1 and len(reports) > 1  # the runs compared equal: the first is drawn
     drawn = f"{rule_name(next(iter(reports)))}'s compiled step drawn" if one else "compiled steps"
-    return headline(fig, finding if title is None else title, f"{drawn}, on {first.mesh}")
+    return headline(fig, finding, f"{drawn}, on {first.mesh}")
