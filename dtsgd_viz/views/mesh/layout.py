@@ -95,7 +95,6 @@ def plot_layout(
     *,
     name: str | None = None,
     ax: Axes | None = None,
-    title: str | None = None,
     note: str | None = None,
 ) -> Figure:
     """The global tensor cut into the block each device holds, coloured by block, each block
@@ -110,10 +109,10 @@ def plot_layout(
                 f"{shape} of rank {len(shape)}; leave ax out to get a faceted figure."
             )
         fig = root_figure(ax)
-        pic = layout_picture(shape, layout, name=name, title=title, panel_size=axes_size_inches(ax))
+        pic = layout_picture(shape, layout, name=name, panel_size=axes_size_inches(ax))
         _draw_panel(ax, pic.panels[0])
         prefix = f"{name + ' ' if name else ''}{shape}"
-        ax.set_title(title or short_finding(pic.geometry, prefix), fontsize=TITLE_SIZE)
+        ax.set_title(short_finding(pic.geometry, prefix), fontsize=TITLE_SIZE)
         geom = pic.geometry
         handles = [
             Patch(facecolor=c, hatch=h or None, label=device_forms(geom.replica_groups[g], pic.names)[1])
@@ -129,7 +128,7 @@ def plot_layout(
             ncol=math.ceil(len(handles) / rows),
         )
         return fig
-    pic = layout_picture(shape, layout, name=name, title=title, note=note)
+    pic = layout_picture(shape, layout, name=name, note=note)
     fig = Figure(figsize=pic.figsize, dpi=DPI)
     fw, fh = pic.figsize
     heads = [

@@ -179,7 +179,6 @@ class LayoutPicture:
     figsize: tuple[float, float]
     panels: tuple[Panel, ...]
     key: MeshKey | None  # None: one copy per block (the key would repeat the panel)
-    omitted_labels: int
 
 
 def block_looks(geom: ShardGeometry) -> tuple[tuple[Color, str], ...]:
@@ -327,7 +326,6 @@ def layout_picture(
     layout: LayoutSpec,
     *,
     name: str | None = None,
-    title: str | None = None,
     panel_size: tuple[float, float] | None = None,
     note: str | None = None,
 ) -> LayoutPicture:
@@ -345,7 +343,7 @@ def layout_picture(
     looks = block_looks(geom)
     labelled = [label_blocks(_blocks(geom, i, looks), names, pw * 72 / shape[-1], ph * 72 / yrange) for i in indices]
     prefix = f"{name + ' ' if name else ''}{shape}"
-    title = title or finding_text(geom, layout, prefix)
+    title = finding_text(geom, layout, prefix)
     subtitle = _subtitle(geom, layout, picks, collapsed)
     nrows = math.ceil(len(indices) / ncols)
     grid_w, grid_h = ncols * pw + (ncols - 1) * gx, nrows * ph + (nrows - 1) * gy
@@ -396,4 +394,4 @@ def layout_picture(
         )
     if key:
         key = dataclasses.replace(key, box=((fig_w - key.box[2]) / 2, 0.55, key.box[2], key.box[3]))
-    return LayoutPicture(geom, names, title, subtitle, note_line, (fig_w, round(fig_h, 3)), tuple(panels), key, omitted)
+    return LayoutPicture(geom, names, title, subtitle, note_line, (fig_w, round(fig_h, 3)), tuple(panels), key)
