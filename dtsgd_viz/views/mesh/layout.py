@@ -115,7 +115,7 @@ def plot_layout(
         ax.set_title(short_finding(pic.geometry, prefix), fontsize=TITLE_SIZE)
         geom = pic.geometry
         handles = [
-            Patch(facecolor=c, hatch=h or None, label=device_forms(geom.replica_groups[g], pic.names)[1])
+            Patch(facecolor=c, hatch=h or None, label=device_forms(geom.replica_groups[g], pic.names)[0])
             for g, (c, h) in enumerate(block_looks(geom))
         ]
         rows = max(1, int(axes_size_inches(ax)[1] * 72 / 15) - 1)

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from ...geometry import ShardGeometry, shard_geometry
 from ...specs import UNSHARDED, LayoutSpec
 from ..core.style import BLOCK_COLORS, LABEL_SIZE, NOTE_SIZE, SUPTITLE_SIZE, TICK_SIZE, WIDTH, block_styles
+from ..shards.geometry import device_label
 from .communication import device_positions
 from .layout_colors import mesh_colors, text_color_for
 
@@ -28,26 +29,9 @@ def slice_text(slices: Iterable[slice]) -> str:
     return "[" + ", ".join(f"{s.start}:{s.stop}" for s in slices) + "]"
 
 
-def compact_devices(devices: Iterable[int]) -> str:
-    """``d0,d4`` for a few devices; runs of three or more as ``d0-d3``."""
-    runs: list[list[int]] = []
-    for d in devices:
-        if runs and d == runs[-1][1] + 1:
-            runs[-1][1] = d
-        else:
-            runs.append([d, d])
-    return ",".join(f"d{a}" if a == b else f"d{a},d{b}" if b == a + 1 else f"d{a}-d{b}" for a, b in runs)
-
-
-def device_forms(devices: Sequence[int], names: Sequence[str]) -> tuple[str, str, str]:
-    """A replica group's names, most to least explicit: ``CPU:0, CPU:4``, ``CPU 0,4``, ``0,4``."""
-    full = ", ".join(names[d] for d in devices)
-    heads = {names[d].rsplit(":", 1)[0] for d in devices}
-    ids = [names[d].rsplit(":", 1)[-1] for d in devices]
-    if len(heads) != 1 or not all(i.isdigit() for i in ids):
-        return full, full, ",".join(map(str, devices))
-    jax = f"{heads.pop()} " + compact_devices(int(i) for i in ids).replace("d", "")
-    return full, jax, ",".join(map(str, devices))
+def device_forms(devices: Sequence[int], names: Sequence[str]) -> tuple[str, str]:
+    """A replica group's names: ``CPU:0,4`` (as ``plot_shards`` names a block), else bare ids ``0,4``."""
+    return device_label([names[d] for d in devices]), ",".join(map(str, devices))
 
 
 def bare_ids(texts: Iterable[str]) -> bool:
@@ -236,8 +220,8 @@ def label_blocks(blocks: Sequence[Block], names: Sequence[str], px: float, py: f
     hardest to read, only where no form fits upright or at the label size.
     ``px``, ``py``: points per element."""
     sizes = {0: (LABEL_SIZE, NOTE_SIZE), 90: (LABEL_SIZE,)}
-    candidates = [(form, rot, fs) for form in range(3) for rot in (0, 90) for fs in sizes[rot]]
-    candidates += [(form, 90, NOTE_SIZE) for form in range(3)]
+    candidates = [(form, rot, fs) for form in range(2) for rot in (0, 90) for fs in sizes[rot]]
+    candidates += [(form, 90, NOTE_SIZE) for form in range(2)]
 
     def label(b, form, rot, fs) -> tuple[str, float, int] | None:
         text = device_forms(b.devices, names)[form]
