@@ -232,7 +232,7 @@ class RatesView:
         self,
         rates: BlockRates,
         curve_ax: Axes,
-        error_ax: Axes | None = None,
+        error_ax: Axes,
         learning_rate: float | None = None,
         lr_range: tuple[float, float] | None = None,
     ):
@@ -282,8 +282,7 @@ class RatesView:
         ax.tick_params(labelsize=style.TICK_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
         self.set_learning_rate(self.learning_rate)
-        if error_ax is not None:  # last: its names are spaced on the laid-out axes
-            self._draw_errors(error_ax)
+        self._draw_errors(error_ax)  # last: its names are spaced on the laid-out axes
 
     def _key(self) -> None:
         """The rate panel's legend; the red x only while some block is past a limit."""
