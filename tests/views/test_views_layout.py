@@ -36,6 +36,7 @@ from dtsgd_viz.views.core.style import BLOCK_COLORS, block_styles  # noqa: E402
 from dtsgd_viz.views.mesh.layout_colors import mesh_colors as mesh_block_colors  # noqa: E402
 from dtsgd_viz.views.mesh.layout_geometry import (
     block_looks,  # noqa: E402
+    compact_devices,
     copies_text,
     layout_picture,
     pick_indices,
@@ -406,6 +407,7 @@ def test_small_blocks_get_compact_labels_that_still_fit():
         f"CPU:{d},{d + 8}" for d in range(8)
     ]  # one entry per block
     assert_readable(fig)
+    assert compact_devices([0, 1, 2, 3, 8, 9, 10, 11]) == "0-3,8-11"
     assert {0, 16, 32, 48} <= set(pick_indices(64, 4, 12))
 
 

@@ -11,7 +11,6 @@ from collections.abc import Iterable, Sequence
 from ...geometry import ShardGeometry, shard_geometry
 from ...specs import UNSHARDED, LayoutSpec
 from ..core.style import BLOCK_COLORS, LABEL_SIZE, NOTE_SIZE, SUPTITLE_SIZE, TICK_SIZE, WIDTH, block_styles
-from ..shards.geometry import device_label
 from .communication import device_positions
 from .layout_colors import mesh_colors, text_color_for
 
@@ -29,9 +28,24 @@ def slice_text(slices: Iterable[slice]) -> str:
     return "[" + ", ".join(f"{s.start}:{s.stop}" for s in slices) + "]"
 
 
+def compact_devices(devices: Iterable[int]) -> str:
+    """``0,4`` for a few devices; runs of three or more as ``0-3``."""
+    runs: list[list[int]] = []
+    for d in devices:
+        if runs and d == runs[-1][1] + 1:
+            runs[-1][1] = d
+        else:
+            runs.append([d, d])
+    return ",".join(f"{a}" if a == b else f"{a},{b}" if b == a + 1 else f"{a}-{b}" for a, b in runs)
+
+
 def device_forms(devices: Sequence[int], names: Sequence[str]) -> tuple[str, str]:
-    """A replica group's names: ``CPU:0,4`` (as ``plot_shards`` names a block), else bare ids ``0,4``."""
-    return device_label([names[d] for d in devices]), ",".join(map(str, devices))
+    """A replica group's names as ``plot_shards`` writes them (``CPU:0,4``, ``CPU:0-3``), else bare ids ``0,4``."""
+    heads = {names[d].rsplit(":", 1)[0] for d in devices}
+    ids = [names[d].rsplit(":", 1)[-1] for d in devices]
+    if len(heads) != 1 or not all(i.isdigit() for i in ids):
+        return ",".join(names[d] for d in devices), ",".join(map(str, devices))
+    return f"{heads.pop()}:" + compact_devices(int(i) for i in ids), ",".join(map(str, devices))
 
 
 def bare_ids(texts: Iterable[str]) -> bool:
