@@ -26,7 +26,6 @@ are read through ``dtsgd_viz.layout_of``. ``dtsgd_viz.plot_memory(plan)`` draws 
 from __future__ import annotations
 
 import dataclasses
-import html
 import math
 import sys
 from collections.abc import Mapping
@@ -36,6 +35,7 @@ import numpy as np
 
 from ..geometry import shard_geometry
 from ..specs import LayoutSpec, MeshSpec
+from .text_table import TextTable
 
 _ACCEPTS = "a tf-keras model, an optimizer, a Recording, a MemoryPlan, or {name: (shape, dtype, LayoutSpec)}"
 
@@ -133,13 +133,6 @@ class MemoryEntry:
     @property
     def bytes_per_device(self) -> np.ndarray:
         return self.param_bytes_per_device + self.slot_bytes_per_device
-
-
-def _table(header, columns, rows, footer):
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
-    lines = [*header, "  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
-    return lines + list(footer)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,23 +246,13 @@ class MemoryPlan:
         return header, columns, rows, footer
 
     def __str__(self) -> str:
-        return "\n".join(_table(*self._parts()))
+        return str(TextTable(*self._parts()))
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
 
     def _repr_html_(self) -> str:
-        header, columns, rows, footer = self._parts()
-        esc = html.escape
-        td = "<td style='text-align:left;font-family:monospace'>"
-        return "\n".join(
-            [
-                f"<div><p style='font-family:monospace'>{'<br>'.join(map(esc, header))}</p><table>",
-                "<tr>" + "".join(f"<th style='text-align:left'>{esc(c)}</th>" for c in columns) + "</tr>",
-                *("<tr>" + "".join(f"{td}{esc(v)}</td>" for v in r) + "</tr>" for r in rows),
-                "</table>" + "".join(f"<p>{esc(f)}</p>" for f in footer) + "</div>",
-            ]
-        )
+        return TextTable(*self._parts())._repr_html_()
 
 
 def plan_of(variables: Mapping, momentum: bool = True, source: str = "") -> MemoryPlan:

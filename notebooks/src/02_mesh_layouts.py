@@ -219,7 +219,7 @@ show(dtsgd_viz.plot_layout(plan, (1024, 512), name="W"))
 # the hue runs along `model` from red (`model=0`) through orange, olive, green and blue to
 # purple (`model=15`), never wrapping round, and the lightness steps dark, mid, light
 # from one block to the next, so neighbours differ in both. Each block lists its devices
-# (`CPU:0, CPU:16, CPU:32, CPU:48`: the four `data` rows of one `model` column). The key
+# (`CPU:0,16,32,48`: the four `data` rows of one `model` column). The key
 # is the mesh itself, each device in the colour of the block it holds: a column of one
 # colour is one block's four copies.
 #

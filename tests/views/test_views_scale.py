@@ -131,7 +131,7 @@ def test_a_conv_kernel_with_unsharded_taps_is_one_panel():
     assert subtitle.endswith("; dims 0, 1 (3x3) drawn once")  # one line
     # the one panel holds every block, each spanning the taps whole
     labels = sorted(t.get_text() for t in panels[0].texts if t.get_gid().startswith("label-"))
-    assert labels == ["CPU:0, CPU:4", "CPU:1, CPU:5", "CPU:2, CPU:6", "CPU:3, CPU:7"]
+    assert labels == ["CPU:0,4", "CPU:1,5", "CPU:2,6", "CPU:3,7"]
     # a sharded leading dim is still faceted, one panel per index
     fig = plot_layout(LayoutSpec(("model", "unsharded", "unsharded", "batch"), MESH), (4, 3, 8, 16))
     titles = [ax.get_title() for ax in fig.axes if ax.get_gid() != "mesh-key"]

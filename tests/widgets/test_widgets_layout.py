@@ -125,8 +125,8 @@ def test_the_widget_redraws_through_its_traits():
     assert g.num_unique == len({tuple((s.start, s.stop) for s in b) for b in g.blocks}) == 4
     assert fig.texts[1].get_text() == "sharding [unsharded, model] on Mesh(batch=2, model=4; 8 devices)"
     labels = [t.get_text() for t in fig.axes[0].texts if t.get_gid().startswith("label-")]
-    names = w.state.mesh.short_device_names
-    assert labels == [", ".join(names[d] for d in g) for g in w.state.geometry.replica_groups]
+    assert w.state.mesh.short_device_names == tuple(f"CPU:{d}" for d in range(8))
+    assert labels == ["CPU:" + ",".join(map(str, g)) for g in w.state.geometry.replica_groups]  # CPU:0,4
     assert "256 B per device" in w.message.value and "<table>" in w.memory_table.value
     assert w.image.value[:4] == b"\x89PNG" and w.memory_image.value[:4] == b"\x89PNG"
     heights = [p.get_height() for p in w.memory_figure.axes[0].patches if p.get_gid() == "param-tensor"]

@@ -151,7 +151,7 @@ def settings_text(obj: CommunicationPlan | CommunicationReport) -> str:
 
 def serves_lines(items: Iterable[Item], max_items: int = 3) -> tuple[str, ...]:
     """What the items are for, biggest first: one line per purpose and, for several gradients,
-    an indented line for each of the ``max_items`` largest, then ``+N more``."""
+    a line naming the ``max_items`` largest, then ``+N more``."""
     by: dict[str, list[Item]] = {}
     for i in items:
         by.setdefault(i.serves, []).append(i)
@@ -168,9 +168,10 @@ def serves_lines(items: Iterable[Item], max_items: int = 3) -> tuple[str, ...]:
         if len(group) > 1:
             top = sorted(group, key=lambda i: -i.bytes_per_device)
             shown = top[: max_items + (len(top) == max_items + 1)]  # "+1 more": name it
-            lines += [f"  {i.label}: {_nb(format_bytes(i.bytes_per_device))}" for i in shown]
+            named = [f"{i.label}: {_nb(format_bytes(i.bytes_per_device))}" for i in shown]
             if rest := top[len(shown) :]:
-                lines.append(f"  +{len(rest)} more: {_nb(format_bytes(sum(i.bytes_per_device for i in rest)))}")
+                named.append(f"+{len(rest)} more: {_nb(format_bytes(sum(i.bytes_per_device for i in rest)))}")
+            lines.append(", ".join(named))
     return tuple(lines)
 
 
@@ -278,7 +279,7 @@ def communication_geometry(
         note += ("; " if note else "") + f"a shaded box holds each group of devices that {verb} together"
     # the height holds the cells at their size: a shorter figure would leave the panels
     # their width and shrink them from the height, a taller one widen them into the note
-    lines = max(len(_serves_text(p.lines).splitlines()) if p.lines else 0 for p in panels)
+    lines = max(len(p.lines) for p in panels)
     height = 0.8 + gh * cell + 0.5 + 0.19 * (lines + 1) + 0.4
     return CommunicationPicture(
         mesh,
@@ -376,7 +377,7 @@ def _draw_panel(ax, pic: CommunicationPicture, panel: DimPanel, k: int) -> None:
     )
     if panel.lines:  # what the bytes serve, under the axis name and apart from it
         ax.annotate(
-            _serves_text(panel.lines),
+            "\n".join(panel.lines),
             xy=(0.5, 0),
             xycoords=ax.xaxis.label,
             xytext=(0, -8),
@@ -387,16 +388,3 @@ def _draw_panel(ax, pic: CommunicationPicture, panel: DimPanel, k: int) -> None:
             linespacing=1.4,
             gid=f"serves-{k}",
         )
-
-
-def _serves_text(lines: Sequence[str]) -> str:
-    """``serves_lines`` with each purpose's named gradients joined on the line after it."""
-    out: list[str] = []
-    for s in lines:
-        if not s.startswith("  "):
-            out.append(s)
-        elif out and out[-1].startswith("\t"):
-            out[-1] += ", " + s.strip()
-        else:
-            out.append("\t" + s.strip())
-    return "\n".join(s.lstrip("\t") for s in out)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
@@ -15,6 +15,7 @@ from matplotlib.patches import Patch, Rectangle
 from ...dtensor.model import is_tensorflow_object, optimizer_parts, slot_of, unique_names, variable_name
 from ...geometry import ShardGeometry, shard_geometry
 from ...recording.recording import Recording, VariableRecord
+from ...recording.text_table import TextTable
 from ...specs import LayoutSpec
 from ..core.figure import axes_size_inches, root_figure
 from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, SUBTITLE_COLOR, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE, TITLE_SIZE
@@ -94,7 +95,6 @@ def plot_layout(
     *,
     name: str | None = None,
     ax: Axes | None = None,
-    title: str | None = None,
     note: str | None = None,
 ) -> Figure:
     """The global tensor cut into the block each device holds, coloured by block, each block
@@ -109,13 +109,13 @@ def plot_layout(
                 f"{shape} of rank {len(shape)}; leave ax out to get a faceted figure."
             )
         fig = root_figure(ax)
-        pic = layout_picture(shape, layout, name=name, title=title, panel_size=axes_size_inches(ax))
+        pic = layout_picture(shape, layout, name=name, panel_size=axes_size_inches(ax))
         _draw_panel(ax, pic.panels[0])
         prefix = f"{name + ' ' if name else ''}{shape}"
-        ax.set_title(title or short_finding(pic.geometry, prefix), fontsize=TITLE_SIZE)
+        ax.set_title(short_finding(pic.geometry, prefix), fontsize=TITLE_SIZE)
         geom = pic.geometry
         handles = [
-            Patch(facecolor=c, hatch=h or None, label=device_forms(geom.replica_groups[g], pic.names)[1])
+            Patch(facecolor=c, hatch=h or None, label=device_forms(geom.replica_groups[g], pic.names)[0])
             for g, (c, h) in enumerate(block_looks(geom))
         ]
         rows = max(1, int(axes_size_inches(ax)[1] * 72 / 15) - 1)
@@ -128,7 +128,7 @@ def plot_layout(
             ncol=math.ceil(len(handles) / rows),
         )
         return fig
-    pic = layout_picture(shape, layout, name=name, title=title, note=note)
+    pic = layout_picture(shape, layout, name=name, note=note)
     fig = Figure(figsize=pic.figsize, dpi=DPI)
     fw, fh = pic.figsize
     heads = [
@@ -197,53 +197,6 @@ def _draw_key(fig, key: MeshKey, figsize) -> None:
     ax.set_title(key.title, fontsize=NOTE_SIZE)
     for spine in ax.spines.values():
         spine.set_visible(False)
-
-
-class TextTable(str):
-    """A plain-text table (it *is* the ``str``) that Jupyter shows as an HTML table."""
-
-    _parts: tuple[
-        tuple[str, ...], tuple[str, ...], list[tuple[str, ...]], tuple[str, ...], Mapping[tuple[int, int], str]
-    ]
-
-    def __new__(
-        cls,
-        header: Sequence[str],
-        columns: Sequence[str],
-        rows: Sequence[Sequence[object]],
-        footer: Sequence[str] = (),
-        html_cells: Mapping[tuple[int, int], str] | None = None,
-    ) -> Self:
-        widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) for i, c in enumerate(columns)]
-        lines = [*header, "  ".join(str(c).ljust(w) for c, w in zip(columns, widths)).rstrip()]
-        lines += ["  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
-        self = super().__new__(cls, "\n".join([*lines, *footer]))
-        self._parts = (
-            tuple(header),
-            tuple(columns),
-            [tuple(map(str, r)) for r in rows],
-            tuple(footer),
-            html_cells or {},
-        )
-        return self
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(str(self))
-
-    def _repr_html_(self) -> str:
-        header, columns, rows, footer, cells = self._parts
-        esc = html.escape
-        out = [
-            f"<div><p style='font-family:monospace'>{'<br>'.join(map(esc, header))}</p>",
-            "<table><tr>" + "".join(f"<th style='text-align:left'>{esc(c)}</th>" for c in columns) + "</tr>",
-        ]
-        for i, row in enumerate(rows):
-            tds = [cells.get((i, j), esc(v)) for j, v in enumerate(row)]
-            out.append(
-                "<tr>" + "".join(f"<td style='text-align:left;font-family:monospace'>{t}</td>" for t in tds) + "</tr>"
-            )
-        out.append("</table>" + "".join(f"<p>{esc(f)}</p>" for f in footer) + "</div>")
-        return "\n".join(out)
 
 
 def _specs(layout: LayoutSpec) -> str:

@@ -29,25 +29,23 @@ def slice_text(slices: Iterable[slice]) -> str:
 
 
 def compact_devices(devices: Iterable[int]) -> str:
-    """``d0,d4`` for a few devices; runs of three or more as ``d0-d3``."""
+    """``0,4`` for a few devices; runs of three or more as ``0-3``."""
     runs: list[list[int]] = []
     for d in devices:
         if runs and d == runs[-1][1] + 1:
             runs[-1][1] = d
         else:
             runs.append([d, d])
-    return ",".join(f"d{a}" if a == b else f"d{a},d{b}" if b == a + 1 else f"d{a}-d{b}" for a, b in runs)
+    return ",".join(f"{a}" if a == b else f"{a},{b}" if b == a + 1 else f"{a}-{b}" for a, b in runs)
 
 
-def device_forms(devices: Sequence[int], names: Sequence[str]) -> tuple[str, str, str]:
-    """A replica group's names, most to least explicit: ``CPU:0, CPU:4``, ``CPU 0,4``, ``0,4``."""
-    full = ", ".join(names[d] for d in devices)
+def device_forms(devices: Sequence[int], names: Sequence[str]) -> tuple[str, str]:
+    """A replica group's names as ``plot_shards`` writes them (``CPU:0,4``, ``CPU:0-3``), else bare ids ``0,4``."""
     heads = {names[d].rsplit(":", 1)[0] for d in devices}
     ids = [names[d].rsplit(":", 1)[-1] for d in devices]
     if len(heads) != 1 or not all(i.isdigit() for i in ids):
-        return full, full, ",".join(map(str, devices))
-    jax = f"{heads.pop()} " + compact_devices(int(i) for i in ids).replace("d", "")
-    return full, jax, ",".join(map(str, devices))
+        return ",".join(names[d] for d in devices), ",".join(map(str, devices))
+    return f"{heads.pop()}:" + compact_devices(int(i) for i in ids), ",".join(map(str, devices))
 
 
 def bare_ids(texts: Iterable[str]) -> bool:
@@ -179,7 +177,6 @@ class LayoutPicture:
     figsize: tuple[float, float]
     panels: tuple[Panel, ...]
     key: MeshKey | None  # None: one copy per block (the key would repeat the panel)
-    omitted_labels: int
 
 
 def block_looks(geom: ShardGeometry) -> tuple[tuple[Color, str], ...]:
@@ -237,8 +234,8 @@ def label_blocks(blocks: Sequence[Block], names: Sequence[str], px: float, py: f
     hardest to read, only where no form fits upright or at the label size.
     ``px``, ``py``: points per element."""
     sizes = {0: (LABEL_SIZE, NOTE_SIZE), 90: (LABEL_SIZE,)}
-    candidates = [(form, rot, fs) for form in range(3) for rot in (0, 90) for fs in sizes[rot]]
-    candidates += [(form, 90, NOTE_SIZE) for form in range(3)]
+    candidates = [(form, rot, fs) for form in range(2) for rot in (0, 90) for fs in sizes[rot]]
+    candidates += [(form, 90, NOTE_SIZE) for form in range(2)]
 
     def label(b, form, rot, fs) -> tuple[str, float, int] | None:
         text = device_forms(b.devices, names)[form]
@@ -327,7 +324,6 @@ def layout_picture(
     layout: LayoutSpec,
     *,
     name: str | None = None,
-    title: str | None = None,
     panel_size: tuple[float, float] | None = None,
     note: str | None = None,
 ) -> LayoutPicture:
@@ -345,7 +341,7 @@ def layout_picture(
     looks = block_looks(geom)
     labelled = [label_blocks(_blocks(geom, i, looks), names, pw * 72 / shape[-1], ph * 72 / yrange) for i in indices]
     prefix = f"{name + ' ' if name else ''}{shape}"
-    title = title or finding_text(geom, layout, prefix)
+    title = finding_text(geom, layout, prefix)
     subtitle = _subtitle(geom, layout, picks, collapsed)
     nrows = math.ceil(len(indices) / ncols)
     grid_w, grid_h = ncols * pw + (ncols - 1) * gx, nrows * ph + (nrows - 1) * gy
@@ -396,4 +392,4 @@ def layout_picture(
         )
     if key:
         key = dataclasses.replace(key, box=((fig_w - key.box[2]) / 2, 0.55, key.box[2], key.box[3]))
-    return LayoutPicture(geom, names, title, subtitle, note_line, (fig_w, round(fig_h, 3)), tuple(panels), key, omitted)
+    return LayoutPicture(geom, names, title, subtitle, note_line, (fig_w, round(fig_h, 3)), tuple(panels), key)

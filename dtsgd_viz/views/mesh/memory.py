@@ -88,9 +88,9 @@ def traffic_bars(
     )
 
 
-def _traffic_of(plan: MemoryPlan, communication, batch_dims):
+def _traffic_of(plan: MemoryPlan, communication):
     """The traffic to draw (``True``: the plan's own gradient all-reduces), on the plan's devices."""
-    traffic = communication_plan(plan, batch_dims) if communication is True else communication
+    traffic = communication_plan(plan) if communication is True else communication
     traffic_items(traffic)  # a plan or a report, else a TypeError saying so
     if traffic.mesh.num_devices != plan.mesh.num_devices:
         raise ValueError(
@@ -104,15 +104,13 @@ def plot_memory(
     plan: MemoryPlan,
     *,
     ax: Axes | tuple[Axes, ...] | list[Axes] | None = None,
-    max_named: int = 8,
     communication: bool | CommunicationPlan | CommunicationReport = False,
-    batch_dims: Sequence[str] = ("batch",),
 ) -> Figure:
     """Bytes per device stacked by variable, slots hatched, the title saying what the layout
     saves; ``communication=True`` (or a plan or report) adds a panel of the bytes each device
     sends per update. Draws into ``ax`` when given (two axes with ``communication``)."""
-    traffic = _traffic_of(plan, communication, batch_dims) if communication is not False else None
-    segments = memory_bars(plan, max_named)
+    traffic = _traffic_of(plan, communication) if communication is not False else None
+    segments = memory_bars(plan)
     if ax is None:
         n = plan.mesh.num_devices
         fig = new_figure((WIDTH if traffic else min(WIDTH, 5.0 + 0.4 * n), 4.0 if traffic else 3.6), DPI)

@@ -232,7 +232,7 @@ class RatesView:
         self,
         rates: BlockRates,
         curve_ax: Axes,
-        error_ax: Axes | None = None,
+        error_ax: Axes,
         learning_rate: float | None = None,
         lr_range: tuple[float, float] | None = None,
     ):
@@ -282,8 +282,7 @@ class RatesView:
         ax.tick_params(labelsize=style.TICK_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
         self.set_learning_rate(self.learning_rate)
-        if error_ax is not None:  # last: its names are spaced on the laid-out axes
-            self._draw_errors(error_ax)
+        self._draw_errors(error_ax)  # last: its names are spaced on the laid-out axes
 
     def _key(self) -> None:
         """The rate panel's legend; the red x only while some block is past a limit."""
@@ -320,13 +319,12 @@ class RatesView:
             line.set_gid(f"error-{g}")
         ax.set_yscale("log")
         use_log_ticks(ax.yaxis)
-        self.floor_band = None
         finite = r.errors[np.isfinite(r.errors)]
         top = max(np.nanmax(r.errors[0]), float(finite.max()) if finite.size else 0.0)  # a diverging block's growth
         if r.floor > 0:
             ax.set_ylim(r.floor / 4.0, 2.5 * top)
             ax.axhspan(r.floor / 4.0, r.floor, color="#EFEFEF", lw=0, zorder=0.5, gid="floor")
-            self.floor_band = ax.text(
+            ax.text(
                 0.03,
                 r.floor / 2.0,
                 floor_text(r.floor),
@@ -385,34 +383,19 @@ class RatesView:
 
 
 def plot_block_rates(
-    recording: Recording,
-    surface: ShardedQuadratic,
-    name: str = "w",
-    *,
-    learning_rate: float | None = None,
-    ax: tuple[Axes, Axes] | None = None,
+    recording: Recording, surface: ShardedQuadratic, name: str = "w", *, learning_rate: float | None = None
 ) -> Figure:
     """Every device block of a ``ShardedQuadratic`` recording on both momentum rules' rate
     curves (x: ``lr * h``), the decay measured on each block as stars and, beside, each
-    block's error over the updates. ``learning_rate`` places the blocks for another one;
-    ``ax``: None (a new figure) or ``(curve_ax, error_ax)``. Returns the ``Figure``.
-    """
-    return draw_block_rates(recording, surface, name, learning_rate=learning_rate, ax=ax).figure
+    block's error over the updates. ``learning_rate`` places the blocks for another one."""
+    return draw_block_rates(recording, surface, name, learning_rate=learning_rate).figure
 
 
 def draw_block_rates(
-    recording: Recording,
-    surface: ShardedQuadratic,
-    name: str = "w",
-    *,
-    learning_rate: float | None = None,
-    ax: tuple[Axes, Axes] | None = None,
+    recording: Recording, surface: ShardedQuadratic, name: str = "w", *, learning_rate: float | None = None
 ) -> RatesView:
     """Like ``plot_block_rates`` but returns the ``RatesView``."""
     rates = block_rates(recording, surface, name)
-    if ax is None:
-        fig = headline(new_figure(FIGSIZE), rates_finding(rates, learning_rate), rates_settings(rates, surface))
-        curve_ax, error_ax = fig.subplots(1, 2, width_ratios=[1.6, 1])
-    else:
-        curve_ax, error_ax = ax
+    fig = headline(new_figure(FIGSIZE), rates_finding(rates, learning_rate), rates_settings(rates, surface))
+    curve_ax, error_ax = fig.subplots(1, 2, width_ratios=[1.6, 1])
     return RatesView(rates, curve_ax, error_ax, learning_rate)

@@ -248,8 +248,6 @@ def plot_modes(
     surface: Surface,
     *,
     name: str = "w",
-    figsize: tuple[float, float] = style.MODES_SIZE,
-    dpi: float = style.DPI,
 ) -> Figure:
     """Each Hessian eigenvector's recorded error over updates with its envelope from theory;
     under them each rule's rate against ``lr * h``, zoomed where runs' rates are close.
@@ -262,7 +260,7 @@ def plot_modes(
     data = modes_data(recordings, surface, name)
     looks = style.run_looks(list(data.errors))
     diverging = {key: diverging_update(rec) for key, rec in _as_dict(recordings).items()}
-    body = headline(new_figure(figsize, dpi), _finding(data, diverging), _settings(data, surface))
+    body = headline(new_figure(style.MODES_SIZE), _finding(data, diverging), _settings(data, surface))
     n_modes = len(data.eigenvalues)
     grid = body.add_gridspec(2, n_modes, height_ratios=[1.0, 0.9])
     axes = [body.add_subplot(grid[0, 0])]
