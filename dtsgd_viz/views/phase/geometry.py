@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 # the ratio map's cells: both converge (the diverging colour map), or one of the neutrals
-REGIONS = ("both", "only_momentum", "only_nesterov", "cap", "neither", "diverged")
+REGIONS = ("both", "only_momentum", "only_nesterov", "cap_momentum", "cap_nesterov", "neither", "diverged")
 TIE_WITHIN = 0.1  # two counts within 10% of each other are a tie: white on the ratio map, counted apart
 
 
@@ -58,12 +58,12 @@ def ratio_limit(values: ArrayLike) -> tuple[int, str]:
 def ratio_regions(
     momentum_steps: ArrayLike, momentum_diverged: ArrayLike, nesterov_steps: ArrayLike, nesterov_diverged: ArrayLike
 ) -> np.ndarray:
-    """Each cell's index into ``REGIONS`` (``cap``: the other rule neither converged nor
-    diverged within the step cap).
+    """Each cell's index into ``REGIONS`` (``cap_momentum``: only momentum converged, Nesterov
+    neither converged nor diverged within the step cap; ``cap_nesterov`` the other way).
 
-    >>> ratio_regions([[5, 5, -1, 5, -1, -1]], [[0, 0, 1, 0, 0, 1]], [[3, -1, 4, -1, -1, -1]],
-    ...               [[0, 1, 0, 0, 0, 1]]).tolist()
-    [[0, 1, 2, 3, 4, 5]]
+    >>> ratio_regions([[5, 5, -1, 5, -1, -1, -1]], [[0, 0, 1, 0, 0, 0, 1]], [[3, -1, 4, -1, 4, -1, -1]],
+    ...               [[0, 1, 0, 0, 0, 0, 1]]).tolist()
+    [[0, 1, 2, 3, 4, 5, 6]]
     """
     m, n = np.asarray(momentum_steps) >= 0, np.asarray(nesterov_steps) >= 0
     md, nd = np.asarray(momentum_diverged, bool), np.asarray(nesterov_diverged, bool)
@@ -71,7 +71,8 @@ def ratio_regions(
     out[m & n] = REGIONS.index("both")
     out[m & ~n & nd] = REGIONS.index("only_momentum")
     out[n & ~m & md] = REGIONS.index("only_nesterov")
-    out[(m & ~n & ~nd) | (n & ~m & ~md)] = REGIONS.index("cap")
+    out[m & ~n & ~nd] = REGIONS.index("cap_momentum")
+    out[n & ~m & ~md] = REGIONS.index("cap_nesterov")
     out[~m & ~n & md & nd] = REGIONS.index("diverged")
     return out
 

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 REGION_NAMES = {
     "only_momentum": "only momentum converges (Nesterov diverges)",
     "only_nesterov": "only Nesterov converges (momentum diverges)",
-    "cap": "the other rule needs more than {steps} updates",
+    "cap_momentum": "only momentum within {steps} updates",
+    "cap_nesterov": "only Nesterov within {steps} updates",
     "neither": "neither within {steps} updates",
     "diverged": "both diverge",
 }
@@ -35,7 +36,8 @@ DIVERGED_FACE = "#6F6F6F"
 REGION_FACES = {
     "only_momentum": style.REGION_FACE,
     "only_nesterov": style.REGION_FACE,
-    "cap": style.REGION_FACE,
+    "cap_momentum": "#C9DDEE",  # pale ends of the ratio scale: tinted towards the rule that converged
+    "cap_nesterov": "#F6CFC2",
     "neither": style.NOT_CONVERGED_COLOR,
     "diverged": DIVERGED_FACE,
 }
@@ -179,11 +181,11 @@ def legend_handles(view: PhaseView, steps: int, levels_text: str, critical_text:
             tie = both & (np.abs(view.ratio) <= np.log2(1.0 + TIE_WITHIN))
         if tie.any():  # the colour bar's middle, named once: a tie is no colour of the scale
             ratio.append(Patch(fc=style.TIE_FACE, ec="0.55", label=f"a tie: counts within {TIE_WITHIN:.0%}"))
+        # "neither" and "diverged" look as the step maps' cap and x marks: named there when drawn
+        shared = ("neither", "diverged") if keys else ()
         ratio += [
-            region_patch(r, steps) for r in REGIONS[1:] if r != "diverged" and (view.regions == REGIONS.index(r)).any()
+            region_patch(r, steps) for r in REGIONS[1:] if r not in shared and (view.regions == REGIONS.index(r)).any()
         ]
-        if (view.regions == REGIONS.index("diverged")).any() and not keys:
-            ratio.append(region_patch("diverged", steps))
     if keys:
         return boundaries + step, ratio
     return step, boundaries + ratio
