@@ -18,16 +18,6 @@ if TYPE_CHECKING:
 
     from .plot import PhaseView
 
-__all__ = [
-    "set_log_ticks",
-    "frame",
-    "add_colorbars",
-    "ratio_ticks",
-    "speedup_text",
-    "PHASE_NOTE_SIZE",
-    "PHASE_LEGEND_SIZE",
-]
-
 PHASE_NOTE_SIZE = 9.5  # the phase figures' notes and colour-bar labels
 PHASE_LEGEND_SIZE = 10.5  # their legends under the maps: read at a glance, as the axis labels
 

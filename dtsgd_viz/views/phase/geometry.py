@@ -50,9 +50,7 @@ def ratio_limit(values: ArrayLike) -> tuple[int, str]:
     need = float(np.percentile(np.abs(v), 98.0))
     limit = next((lim for lim in (1, 2, 3) if lim >= need - 1e-12), 3)
     low, high = bool((v < -limit).any()), bool((v > limit).any())
-    return limit, {(False, False): "neither", (True, False): "min", (False, True): "max", (True, True): "both"}[
-        (low, high)
-    ]
+    return limit, ("neither", "min", "max", "both")[low + 2 * high]
 
 
 def ratio_regions(
@@ -99,16 +97,8 @@ def cap_rate(loss0: float, tol: float, steps: int) -> float:
 def log_ticks(lo: float, hi: float) -> tuple[list, list]:
     """``(major, labelled_minor)`` ticks of a log axis from ``lo`` to ``hi``: the decades,
     and the 2s and 5s (more within a decade) when it spans few."""
-    decades = np.log10(hi / lo)
-    subs = (
-        tuple(range(2, 10))
-        if decades <= 0.5
-        else (2.0, 3.0, 5.0)
-        if decades <= 1.0
-        else (2.0, 5.0)
-        if decades <= 1.6
-        else ()
-    )
+    spans = ((0.5, range(2, 10)), (1.0, (2, 3, 5)), (1.6, (2, 5)), (np.inf, ()))
+    subs = next(s for most, s in spans if np.log10(hi / lo) <= most)
     major, minor = [], []
     for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1):
         base = 10.0**e

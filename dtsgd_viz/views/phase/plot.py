@@ -77,11 +77,6 @@ class PhaseView:
     regions: np.ndarray | None = None
     ratio_extend: str = "neither"  # the ratio colour bar's ends some cell lies past
 
-    @property
-    def handles(self) -> list[Artist]:
-        """Every legend entry: the step maps' then the ratio map's."""
-        return self.step_handles + self.ratio_handles
-
 
 def ratio_cmap(vmax: float = 2.0) -> Colormap:
     """The ratio map's colour map on ``Normalize(-vmax, vmax)``: Nesterov faster red,
@@ -291,7 +286,7 @@ def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = 
     from matplotlib.colors import Normalize
 
     ax.set_label("phase:ratio")
-    view.regions, _ = draw_ratio_regions(ax, view.grids, g.lr_e, g.mu_e)
+    view.regions = draw_ratio_regions(ax, view.grids, g.lr_e, g.mu_e)
     both = view.regions == REGIONS.index("both")
     vmax, view.ratio_extend = ratio_limit(view.ratio[both])  # 2x, 4x or 8x: whichever holds the 98th percentile
     view.meshes["ratio"] = ax.pcolormesh(
@@ -378,7 +373,7 @@ def plot_phase(
         (view.step_handles if show != "ratio" else view.ratio_handles).append(entry)
     add_colorbars(view, body, [axes["momentum"], axes["nesterov"]] if "momentum" in axes else None, axes.get("ratio"))
     for sub, handles, gid in ((top, view.step_handles, "legend:maps"), (bottom, view.ratio_handles, "legend:ratio")):
-        if handles and (show == "both" or (gid == "legend:maps") == (show == "steps")):
+        if handles:  # show="steps" has no ratio entries, show="ratio" no step ones
             legend = sub.legend(
                 handles=handles, loc="outside lower center", ncol=2, frameon=False, fontsize=PHASE_LEGEND_SIZE
             )

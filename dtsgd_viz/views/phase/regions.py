@@ -103,11 +103,9 @@ def diverged_handle(label: str) -> Patch:
     return DivergedPatch(fc=DIVERGED_FACE, ec="none", label=label, gid="diverged-key")
 
 
-def draw_ratio_regions(
-    ax: Axes, grids: Mapping[str, PhaseGrid], lr_e: np.ndarray, mu_e: np.ndarray
-) -> tuple[np.ndarray, dict]:
-    """The ratio map's neutral cells, hatched (``style.HATCHES``) or with x marks; returns the
-    cells' region indices and ``{region: PatchCollection}`` of the hatched ones."""
+def draw_ratio_regions(ax: Axes, grids: Mapping[str, PhaseGrid], lr_e: np.ndarray, mu_e: np.ndarray) -> np.ndarray:
+    """The ratio map's neutral cells, hatched (``style.HATCHES``) or with x marks; returns
+    each cell's index into ``REGIONS``."""
     from matplotlib.collections import PatchCollection
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Rectangle
@@ -117,14 +115,13 @@ def draw_ratio_regions(
     faces = ListedColormap(["white"] + [REGION_FACES[r] for r in REGIONS[1:]])
     neutral = np.ma.masked_equal(regions, REGIONS.index("both"))
     ax.pcolormesh(lr_e, mu_e, neutral, cmap=faces, vmin=-0.5, vmax=len(REGIONS) - 0.5, gid="phase:regions", zorder=0.5)
-    hatched = {}
     for region, hatch in style.HATCHES.items():
         ii, jj = np.nonzero(regions == REGIONS.index(region))
         if len(ii):
             cells = [
                 Rectangle((lr_e[j], mu_e[i]), lr_e[j + 1] - lr_e[j], mu_e[i + 1] - mu_e[i]) for i, j in zip(ii, jj)
             ]
-            hatched[region] = ax.add_collection(
+            ax.add_collection(
                 PatchCollection(
                     cells,
                     facecolor="none",
@@ -138,7 +135,7 @@ def draw_ratio_regions(
             )
     ii, jj = np.nonzero(regions == REGIONS.index("diverged"))
     ax.plot(np.asarray(m.learning_rates)[jj], np.asarray(m.momenta)[ii], **DIVERGED_MARK, gid="diverged:ratio")
-    return regions, hatched
+    return regions
 
 
 def _in_view(line) -> bool:
