@@ -318,7 +318,7 @@ class PhaseDiagram(FigureWidget):
             )
             ax.add_patch(rect)
             self.pick_rects.append(rect)
-        handles = self.view.handles + [Patch(**{**cell_look(), "zorder": None}, label="picked cell (click one)")]
+        handles = self.view.ratio_handles + [Patch(**{**cell_look(), "zorder": None}, label="picked cell (click one)")]
         body.legend(
             handles=handles,
             loc="outside lower center",

@@ -186,8 +186,9 @@ show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3, show="steps", 
 # %% [markdown]
 # Who is faster where both converge: $\log_2$ of Nesterov's count over momentum's (red:
 # Nesterov faster, blue: momentum faster, sand: a tie, the two counts within 10% of each other),
-# with each rule's stability boundary. The title counts the three kinds of cell (`phase_finding`,
-# printed below).
+# with each rule's stability boundary. Dotted cells: only one rule gets within the tolerance in 150
+# updates (the other neither converges nor diverges), tinted towards that rule's colour. The title
+# counts the three kinds of cell (`phase_finding`, printed below).
 
 # %%
 show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3, show="ratio", mark=(0.05, 0.9)))
@@ -244,6 +245,9 @@ print(
 #   shrinks only by a factor of 0.955 per update (momentum's slowest mode: 0.879), and
 #   it needs 125 updates to momentum's 30. Past both boundaries (the x marks) both rules diverge; the grey on
 #   the left is the cap again: neither rule gets within the tolerance in 150 updates.
+# * **Along $\mu = 0.95$ only Nesterov gets within 150 updates** (the pale red dotted cells of the top
+#   row: all 17 where only Nesterov converges). Classical momentum's rate is never below
+#   $\sqrt{\mu} \approx 0.975$, about the cap's edge; Nesterov's two roots multiply to $\mu(1 - \eta h)$, less.
 # * Classical momentum's fastest cells (16 updates) lie on its critical-damping curve;
 #   Nesterov's (15 updates) a little to the right of its own, between the curve and
 #   its boundary. Tuned, the two rules are about equally fast.

@@ -91,11 +91,12 @@ def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_in_the_tie_face(f
     np.testing.assert_array_equal(np.ma.getmaskarray(regions), both)
     div = {k: g.diverged for k, g in grids.items()}
     # one rule converges, the other diverged: a stability verdict, hatched; the other
-    # only ran into the step cap: the cap's own dots
+    # only ran into the step cap: the cap's own dots, one key per rule that converged
     expect = {
         "only_momentum": only_m & div["nesterov"],
         "only_nesterov": only_n & div["momentum"],
-        "cap": (only_m & ~div["nesterov"]) | (only_n & ~div["momentum"]),
+        "cap_momentum": only_m & ~div["nesterov"],
+        "cap_nesterov": only_n & ~div["momentum"],
     }
     assert expect["only_momentum"].any()
     edges = cell_edges(LRS, log=True), cell_edges(MUS, log=False)
@@ -128,19 +129,36 @@ def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_in_the_tie_face(f
 
 
 @pytest.mark.slow
-def test_the_step_cap_cell_is_marked_as_the_cap():
-    # tutorial 03's surface and grid: at lr 0.015, mu 0.37 momentum converges in 150
-    # updates, Nesterov just misses the cap: the cap's cell, not "only momentum converges"
+def test_the_step_cap_cells_say_which_rule_converged():
+    # tutorial 03's ratio map: at lr 0.015, mu 0.35 momentum converges in 150 updates and
+    # Nesterov just misses the cap; along mu 0.95 only Nesterov converges within the cap.
+    # Each kind has its own key, and its cells are tinted towards that rule's end of the
+    # ratio scale (blue: momentum, red: Nesterov), dotted apart from the scale's cells.
     s = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
     lrs, mus = np.geomspace(1e-3, 0.2, 24), np.linspace(0.0, 0.95, 20)
-    fig = dtsgd_viz.plot_phase(s, lrs, mus, steps=150, tol=1e-3)
-    j, i = int(np.argmin(np.abs(np.log(lrs / 0.015)))), int(np.argmin(np.abs(mus - 0.37)))
+    fig = dtsgd_viz.plot_phase(s, lrs, mus, steps=150, tol=1e-3, show="ratio", mark=(0.05, 0.9))
     m, n = (phase_grid(s, lrs, mus, 150, 1e-3, nest) for nest in (False, True))
-    assert m.steps[i, j] >= 0 and n.steps[i, j] < 0 and not n.diverged[i, j]
+    cells = {
+        "momentum": (m.steps >= 0) & (n.steps < 0) & ~n.diverged,
+        "nesterov": (n.steps >= 0) & (m.steps < 0) & ~m.diverged,
+    }
+    assert cells["momentum"][int(np.argmin(np.abs(mus - 0.35))), int(np.argmin(np.abs(np.log(lrs / 0.015))))]
+    assert cells["nesterov"][-1].sum() >= 10
     ax = axes_by_label(fig)["phase:ratio"]
-    assert by_gid(ax, "phase:regions").get_array().data[i, j] == REGIONS.index("cap")
-    labels = [t.get_text() for t in legend_texts(fig)] + [t.get_text() for t in ax.texts]
-    assert any("cap" in t and "150" in t for t in labels)
+    faces = by_gid(ax, "phase:regions")
+    regions = faces.get_array()
+    rgba = faces.cmap(faces.norm(regions.data))
+    keys = {t.get_text(): h for t, h in zip(legend_texts(fig), fig.legends[0].legend_handles)}
+    for rule, name in (("momentum", "momentum"), ("nesterov", "Nesterov")):
+        region = f"cap_{rule}"
+        np.testing.assert_array_equal(regions.data == REGIONS.index(region), cells[rule])
+        red, blue = rgba[cells[rule]][:, 0], rgba[cells[rule]][:, 2]
+        assert np.all(red > blue + 0.05) if rule == "nesterov" else np.all(blue > red + 0.05)
+        (dots,) = [c for c in ax.collections if c.get_gid() == f"region:{region}"]
+        assert dots.get_hatch() == style.HATCHES[region] and len(dots.get_paths()) == cells[rule].sum()
+        handle = keys[f"only {name} within 150 updates"]
+        np.testing.assert_allclose(handle.get_facecolor(), rgba[cells[rule]][0], atol=1e-6)  # the key's look
+        assert handle.get_hatch() == style.HATCHES[region]
 
 
 def test_phase_ratio_cases():
@@ -402,7 +420,11 @@ def test_the_ratio_scale_fits_the_data_and_extends_only_past_it():
     (bar,) = [a for a in fig.axes if getattr(a, "_colorbar", None) is not None and a._colorbar.mappable is mesh]
     assert bar._colorbar.extend == "max"  # only momentum's side reaches past 4x
     # the hatched single-rule regions are still there, and the cap cells
-    assert {c.get_gid() for c in ax.collections} >= {"region:only_momentum", "region:cap"}
+    assert {c.get_gid() for c in ax.collections} >= {
+        "region:only_momentum",
+        "region:cap_momentum",
+        "region:cap_nesterov",
+    }
 
 
 def _drawn_marks(fig):
@@ -446,9 +468,10 @@ def test_the_legend_lists_only_marks_some_map_draws(lrs):
         "Nesterov's stability": "stability boundary",
         "iso-rate": "iso-rate",
         "critical": "critical damping",
-        "only momentum": "only_momentum",
-        "only Nesterov": "only_nesterov",
-        "the other rule": "cap",
+        "only momentum converges": "only_momentum",
+        "only Nesterov converges": "only_nesterov",
+        "only momentum within": "cap_momentum",
+        "only Nesterov within": "cap_nesterov",
         "neither": "neither",
         "both diverge": "both diverge",
         "a tie": "tie",

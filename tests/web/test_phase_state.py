@@ -51,7 +51,12 @@ def test_the_colours_say_who_is_faster(state):
     assert np.all(rgb[momentum_faster, 2] > rgb[momentum_faster, 0] + 0.1)  # blue, visibly
     assert np.allclose(rgb[both & ~nesterov_faster & ~momentum_faster], mcolors.to_rgb(style.TIE_FACE))
     assert mcolors.to_rgb(style.TIE_FACE) != (1.0, 1.0, 1.0)
-    neutral = rgb[~both]
+    # one rule within the cap (the other neither converged nor diverged): tinted towards it
+    order = state["region_order"]
+    cap_m, cap_n = regions == order.index("cap_momentum"), regions == order.index("cap_nesterov")
+    assert cap_m.any() and cap_n.any()
+    assert np.all(rgb[cap_n, 0] > rgb[cap_n, 2] + 0.05) and np.all(rgb[cap_m, 2] > rgb[cap_m, 0] + 0.05)
+    neutral = rgb[~both & ~cap_m & ~cap_n]
     assert np.allclose(neutral[:, 0], neutral[:, 1]) and np.allclose(neutral[:, 1], neutral[:, 2])  # greys
     assert np.allclose(ratio[both], np.log2(np.maximum(n[both], 1) / np.maximum(m[both], 1)))
 

@@ -156,7 +156,7 @@ NOT_CONVERGED_COLOR = "#E2E2E2"  # the cap: not within tol in the updates allowe
 REGION_FACE = "#F4F4F4"
 TIE_FACE = "#EFE3B8"  # the ratio map's ties (counts within 10%): a sand no cell, region or page has
 HATCH_COLOR = "#6E6E6E"
-HATCHES = {"only_momentum": "///", "only_nesterov": "\\\\\\", "cap": "..."}
+HATCHES = {"only_momentum": "///", "only_nesterov": "\\\\\\", "cap_momentum": "...", "cap_nesterov": "..."}
 
 
 def handle_length(fontsize: float = NOTE_SIZE, dashes: int = 2) -> float:

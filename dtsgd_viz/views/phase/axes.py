@@ -8,49 +8,29 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core import style
-from ..core.log_ticks import LogTickFormatter
+from ..core.log_ticks import use_log_ticks
 from .geometry import TIE_WITHIN, log_ticks
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-    from matplotlib.axis import Axis
     from matplotlib.figure import Figure, SubFigure
 
     from .plot import PhaseView
-
-__all__ = [
-    "set_log_ticks",
-    "frame",
-    "add_colorbars",
-    "ratio_ticks",
-    "speedup_text",
-    "PHASE_NOTE_SIZE",
-    "PHASE_LEGEND_SIZE",
-]
 
 PHASE_NOTE_SIZE = 9.5  # the phase figures' notes and colour-bar labels
 PHASE_LEGEND_SIZE = 10.5  # their legends under the maps: read at a glance, as the axis labels
 
 
-def set_log_ticks(axis: Axis, lo: float, hi: float) -> None:
-    """Put ``log_ticks`` on ``axis``, labelled as plain numbers."""
-    from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter
-
-    major, minor = log_ticks(lo, hi)
-    axis.set_major_locator(FixedLocator(major))
-    axis.set_major_formatter(LogTickFormatter())
-    if minor:
-        axis.set_minor_locator(FixedLocator(minor))
-        axis.set_minor_formatter(LogTickFormatter())
-    else:
-        axis.set_minor_locator(LogLocator(subs=np.arange(2, 10)))  # pyright: ignore[reportArgumentType]  # stub: subs a Sequence; an array works
-        axis.set_minor_formatter(NullFormatter())
-
-
 def frame(ax: Axes, lr_e: Sequence[float] | np.ndarray, mu_e: Sequence[float] | np.ndarray, title: str) -> None:
-    """A map's frame: the log learning-rate and momentum axes, their labels and ``title``."""
+    """A map's frame: the log learning-rate axis (``log_ticks`` in the one log tick format)
+    and the momentum axis, their labels and ``title``."""
+    from matplotlib.ticker import FixedLocator, LogLocator
+
     ax.set_xscale("log")
-    set_log_ticks(ax.xaxis, lr_e[0], lr_e[-1])
+    major, minor = log_ticks(lr_e[0], lr_e[-1])
+    ax.xaxis.set_major_locator(FixedLocator(major))
+    ax.xaxis.set_minor_locator(FixedLocator(minor) if minor else LogLocator(subs=np.arange(2, 10)))  # pyright: ignore[reportArgumentType]  # stub: subs a Sequence; an array works
+    use_log_ticks(ax.xaxis, minor=bool(minor))
     ax.set_xlim(lr_e[0], lr_e[-1])
     ax.set_ylim(mu_e[0], mu_e[-1])
     ax.set_xlabel("learning rate (log scale)", fontsize=style.LABEL_SIZE)

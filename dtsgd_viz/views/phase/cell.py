@@ -17,12 +17,9 @@ from ..text.direct import label_ends
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.lines import Line2D
-    from numpy.typing import ArrayLike
 
     from ...recording import Recording
     from ...theory.surfaces import Surface
-
-__all__ = ["draw_cell_losses", "cell_outcome", "pick_finding", "MIN_SHOWN"]
 
 MIN_SHOWN = 10  # updates: the loss panel shows at least these many
 
@@ -57,36 +54,17 @@ def pick_finding(lr: float, mu: float, outcomes: dict, steps: int) -> str:
     return f"{at} " + ", ".join(f"{rule_name(k)} {why}" for k, why in failed)
 
 
-def cell_outcome(losses: ArrayLike, min_value: float, tol: float) -> str:
-    """What a run's losses say: ``"N updates"``, ``"not within tol"`` or ``"diverged"``.
-
-    >>> cell_outcome([1.0, 0.1, 0.001, 0.0001], 0.0, 0.01)
-    '2 updates'
-    """
-    k = int(steps_to_tolerance(np.asarray(losses, np.float64), min_value, tol))
-    if diverged(np.asarray(losses, np.float64), min_value, k):
-        return "diverged"
-    return "not within tol" if k < 0 else f"{k} updates"
-
-
 def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Surface, tol: float) -> dict[str, Line2D]:
-    """Each recording's loss above ``surface.min_value`` per update on ``ax`` (log y), the
-    ``tol`` line, each line named at its end with its outcome (``within tol from k = K``:
-    the update after which it stays under tol, marked on the line with the rule's marker); the panel shows twice the
-    updates the slower run needs (at least ``MIN_SHOWN``). Returns ``{key: Line2D}``."""
+    """Each recording's loss above ``surface.min_value`` per update on ``ax`` (log y) and
+    the ``tol`` line, each line named at its end with its outcome and marked where it stays
+    within tol; twice the updates the slower run needs are shown (at least ``MIN_SHOWN``)."""
     looks = style.run_looks(recordings)
     all_losses = {key: path_losses(rec, surface) for key, rec in recordings.items()}
     reached = [int(steps_to_tolerance(v, surface.min_value, tol)) for v in all_losses.values()]
     total = max(len(v) for v in all_losses.values()) - 1  # updates run (the losses start at update 0)
-    n, why = total + 1, ""
-    if reached and min(reached) >= 0 and max(2 * max(reached), MIN_SHOWN) + 1 < n:
-        slow = max(reached)
-        n = max(2 * slow, MIN_SHOWN) + 1  # points: updates 0..n-1
-        why = (
-            f" · shown: twice the slower run's {slow}"
-            if 2 * slow >= MIN_SHOWN
-            else f" · both within tol by update {slow}"
-        )
+    n = total + 1
+    if reached and min(reached) >= 0:
+        n = min(n, max(2 * max(reached), MIN_SHOWN) + 1)  # points: updates 0..n-1
     lines, ends, floor = {}, [], np.inf
     for key, losses in all_losses.items():
         with np.errstate(invalid="ignore"):
@@ -103,8 +81,8 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
             ax.plot([k], [shown[k]], **mark, zorder=6, gid=f"cell-reached:{key}")
         if len(finite):
             floor = min(floor, float(np.nanmin(shown)))
-            outcome = cell_outcome(losses, surface.min_value, tol)
-            said = f"within tol\nfrom k = {k}" if outcome.endswith(" updates") else outcome
+            said = "diverged" if diverged(losses, surface.min_value, k) else "not within tol"
+            said = f"within tol\nfrom k = {k}" if k >= 0 else said
             ends.append((f"{rule_name(key)}\n{said}", finite[-1], shown[finite[-1]], looks[key].color))
     ax.set_yscale("log")
     use_log_ticks(ax.yaxis)  # the one log tick format (core.log_ticks)
@@ -124,7 +102,7 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
     )
     if np.isfinite(floor):
         ax.set_ylim(bottom=min(floor, tol) / 3)
-    ax.set_xlabel(LOSS_XLABEL + why, fontsize=style.LABEL_SIZE)  # x = k: the loss after k updates
+    ax.set_xlabel(LOSS_XLABEL, fontsize=style.LABEL_SIZE)  # x = k: the loss after k updates
     # the loss after k updates, over the minimum when it is not 0 (tol is on that gap)
     above = "" if float(surface.min_value) == 0.0 else " − minimum"
     ax.set_ylabel(f"{LOSS_YLABEL}{above} (log)", fontsize=style.LABEL_SIZE)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 # the ratio map's cells: both converge (the diverging colour map), or one of the neutrals
-REGIONS = ("both", "only_momentum", "only_nesterov", "cap", "neither", "diverged")
+REGIONS = ("both", "only_momentum", "only_nesterov", "cap_momentum", "cap_nesterov", "neither", "diverged")
 TIE_WITHIN = 0.1  # two counts within 10% of each other are a tie: white on the ratio map, counted apart
 
 
@@ -50,20 +50,18 @@ def ratio_limit(values: ArrayLike) -> tuple[int, str]:
     need = float(np.percentile(np.abs(v), 98.0))
     limit = next((lim for lim in (1, 2, 3) if lim >= need - 1e-12), 3)
     low, high = bool((v < -limit).any()), bool((v > limit).any())
-    return limit, {(False, False): "neither", (True, False): "min", (False, True): "max", (True, True): "both"}[
-        (low, high)
-    ]
+    return limit, ("neither", "min", "max", "both")[low + 2 * high]
 
 
 def ratio_regions(
     momentum_steps: ArrayLike, momentum_diverged: ArrayLike, nesterov_steps: ArrayLike, nesterov_diverged: ArrayLike
 ) -> np.ndarray:
-    """Each cell's index into ``REGIONS`` (``cap``: the other rule neither converged nor
-    diverged within the step cap).
+    """Each cell's index into ``REGIONS`` (``cap_momentum``: only momentum converged, Nesterov
+    neither converged nor diverged within the step cap; ``cap_nesterov`` the other way).
 
-    >>> ratio_regions([[5, 5, -1, 5, -1, -1]], [[0, 0, 1, 0, 0, 1]], [[3, -1, 4, -1, -1, -1]],
-    ...               [[0, 1, 0, 0, 0, 1]]).tolist()
-    [[0, 1, 2, 3, 4, 5]]
+    >>> ratio_regions([[5, 5, -1, 5, -1, -1, -1]], [[0, 0, 1, 0, 0, 0, 1]], [[3, -1, 4, -1, 4, -1, -1]],
+    ...               [[0, 1, 0, 0, 0, 0, 1]]).tolist()
+    [[0, 1, 2, 3, 4, 5, 6]]
     """
     m, n = np.asarray(momentum_steps) >= 0, np.asarray(nesterov_steps) >= 0
     md, nd = np.asarray(momentum_diverged, bool), np.asarray(nesterov_diverged, bool)
@@ -71,7 +69,8 @@ def ratio_regions(
     out[m & n] = REGIONS.index("both")
     out[m & ~n & nd] = REGIONS.index("only_momentum")
     out[n & ~m & md] = REGIONS.index("only_nesterov")
-    out[(m & ~n & ~nd) | (n & ~m & ~md)] = REGIONS.index("cap")
+    out[m & ~n & ~nd] = REGIONS.index("cap_momentum")
+    out[n & ~m & ~md] = REGIONS.index("cap_nesterov")
     out[~m & ~n & md & nd] = REGIONS.index("diverged")
     return out
 
@@ -98,16 +97,8 @@ def cap_rate(loss0: float, tol: float, steps: int) -> float:
 def log_ticks(lo: float, hi: float) -> tuple[list, list]:
     """``(major, labelled_minor)`` ticks of a log axis from ``lo`` to ``hi``: the decades,
     and the 2s and 5s (more within a decade) when it spans few."""
-    decades = np.log10(hi / lo)
-    subs = (
-        tuple(range(2, 10))
-        if decades <= 0.5
-        else (2.0, 3.0, 5.0)
-        if decades <= 1.0
-        else (2.0, 5.0)
-        if decades <= 1.6
-        else ()
-    )
+    spans = ((0.5, range(2, 10)), (1.0, (2, 3, 5)), (1.6, (2, 5)), (np.inf, ()))
+    subs = next(s for most, s in spans if np.log10(hi / lo) <= most)
     major, minor = [], []
     for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1):
         base = 10.0**e

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.colors import Colormap
     from matplotlib.contour import ContourSet
-    from matplotlib.figure import Figure, SubFigure
+    from matplotlib.figure import Figure
     from matplotlib.text import Text
     from numpy.typing import ArrayLike
 
@@ -61,7 +61,6 @@ SHOWS = {"both": (style.WIDTH, 9.4), "steps": (style.WIDTH, 5.0), "ratio": (styl
 class PhaseView:
     """What ``draw_phase`` drew, per map and per rule, and the legends' entries."""
 
-    figure: Figure | SubFigure
     axes: dict[str, Axes]
     grids: dict[str, PhaseGrid]
     ratio: np.ndarray
@@ -76,11 +75,6 @@ class PhaseView:
     ratio_handles: list[Artist] = dataclasses.field(default_factory=list)
     regions: np.ndarray | None = None
     ratio_extend: str = "neither"  # the ratio colour bar's ends some cell lies past
-
-    @property
-    def handles(self) -> list[Artist]:
-        """Every legend entry: the step maps' then the ratio map's."""
-        return self.step_handles + self.ratio_handles
 
 
 def ratio_cmap(vmax: float = 2.0) -> Colormap:
@@ -139,7 +133,7 @@ def draw_phase(
     "nesterov": ax, "ratio": ax}``, any left out) with the theory of a quadratic ``surface``;
     ``loss0``: the starting loss of the cap's rate. Legends and colour bars are the caller's."""
     ratio = phase_ratio(grids["momentum"].steps, grids["nesterov"].steps)
-    view = PhaseView(next(iter(axes.values())).figure, dict(axes), dict(grids), ratio)
+    view = PhaseView(dict(axes), dict(grids), ratio)
     g = _map_grid(grids["momentum"], surface, loss0)
     levels = set(rate_levels)
     if g.h is not None and np.isfinite(g.cap):
@@ -154,9 +148,7 @@ def draw_phase(
     if axes.get("ratio") is not None:
         _draw_ratio_map(view, axes["ratio"], g, ratio_title)
     drawn = sorted({float(lv) for labels in view.rate_labels.values() for lv in labels})
-    words = ", ".join(f"{lv:g}" for lv in drawn if lv != g.cap)
-    if g.cap in drawn:
-        words += f"{', ' if words else ''}{g.cap:g} (the cap's edge)"
+    words = ", ".join(f"{lv:g}" + (" (the cap's edge)" if lv == g.cap else "") for lv in drawn)
     levels_text = f"iso-rate ρ = {words}" if drawn else ""
     critical = f"critical damping (h = {g.h[0]:g})" if g.h is not None else ""
     view.step_handles, view.ratio_handles = legend_handles(view, g.steps, levels_text, critical)
@@ -217,15 +209,6 @@ def _pieces(path) -> list[np.ndarray]:
     return np.split(v, starts[1:])
 
 
-def _as_path(pieces: list[np.ndarray]):
-    from matplotlib.path import Path
-
-    if not pieces:
-        return Path(np.zeros((0, 2)))
-    codes = np.concatenate([[Path.MOVETO] + [Path.LINETO] * (len(v) - 1) for v in pieces])
-    return Path(np.concatenate(pieces), codes)
-
-
 def _arc(xy: np.ndarray, g: _MapGrid) -> np.ndarray:
     """The arc length along a contour piece, in axes fractions, at each vertex."""
     lx, my = np.log(g.lr_e[[0, -1]]), g.mu_e[[0, -1]]
@@ -267,7 +250,9 @@ def draw_contours(
                 split += [v[r] for r in runs if ok[r[0]] and len(r) > 1]
             pieces = split
         kept[float(level)] = [v for v in pieces if len(v) > 1 and _arc(v, g)[-1] >= MIN_PIECE]
-    cs.set_paths([_as_path(p) for p in kept.values()])
+    from matplotlib.path import Path
+
+    cs.set_paths([Path.make_compound_path(*map(Path, p)) for p in kept.values()])
     labels = {
         level: ax.text(
             xy[0],
@@ -291,7 +276,7 @@ def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = 
     from matplotlib.colors import Normalize
 
     ax.set_label("phase:ratio")
-    view.regions, _ = draw_ratio_regions(ax, view.grids, g.lr_e, g.mu_e)
+    view.regions = draw_ratio_regions(ax, view.grids, g.lr_e, g.mu_e)
     both = view.regions == REGIONS.index("both")
     vmax, view.ratio_extend = ratio_limit(view.ratio[both])  # 2x, 4x or 8x: whichever holds the 98th percentile
     view.meshes["ratio"] = ax.pcolormesh(
@@ -378,7 +363,7 @@ def plot_phase(
         (view.step_handles if show != "ratio" else view.ratio_handles).append(entry)
     add_colorbars(view, body, [axes["momentum"], axes["nesterov"]] if "momentum" in axes else None, axes.get("ratio"))
     for sub, handles, gid in ((top, view.step_handles, "legend:maps"), (bottom, view.ratio_handles, "legend:ratio")):
-        if handles and (show == "both" or (gid == "legend:maps") == (show == "steps")):
+        if handles:  # show="steps" has no ratio entries, show="ratio" no step ones
             legend = sub.legend(
                 handles=handles, loc="outside lower center", ncol=2, frameon=False, fontsize=PHASE_LEGEND_SIZE
             )

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 REGION_NAMES = {
     "only_momentum": "only momentum converges (Nesterov diverges)",
     "only_nesterov": "only Nesterov converges (momentum diverges)",
-    "cap": "the other rule needs more than {steps} updates",
+    "cap_momentum": "only momentum within {steps} updates",
+    "cap_nesterov": "only Nesterov within {steps} updates",
     "neither": "neither within {steps} updates",
     "diverged": "both diverge",
 }
@@ -35,7 +36,8 @@ DIVERGED_FACE = "#6F6F6F"
 REGION_FACES = {
     "only_momentum": style.REGION_FACE,
     "only_nesterov": style.REGION_FACE,
-    "cap": style.REGION_FACE,
+    "cap_momentum": "#C9DDEE",  # pale ends of the ratio scale: tinted towards the rule that converged
+    "cap_nesterov": "#F6CFC2",
     "neither": style.NOT_CONVERGED_COLOR,
     "diverged": DIVERGED_FACE,
 }
@@ -101,11 +103,9 @@ def diverged_handle(label: str) -> Patch:
     return DivergedPatch(fc=DIVERGED_FACE, ec="none", label=label, gid="diverged-key")
 
 
-def draw_ratio_regions(
-    ax: Axes, grids: Mapping[str, PhaseGrid], lr_e: np.ndarray, mu_e: np.ndarray
-) -> tuple[np.ndarray, dict]:
-    """The ratio map's neutral cells, hatched (``style.HATCHES``) or with x marks; returns the
-    cells' region indices and ``{region: PatchCollection}`` of the hatched ones."""
+def draw_ratio_regions(ax: Axes, grids: Mapping[str, PhaseGrid], lr_e: np.ndarray, mu_e: np.ndarray) -> np.ndarray:
+    """The ratio map's neutral cells, hatched (``style.HATCHES``) or with x marks; returns
+    each cell's index into ``REGIONS``."""
     from matplotlib.collections import PatchCollection
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Rectangle
@@ -115,14 +115,13 @@ def draw_ratio_regions(
     faces = ListedColormap(["white"] + [REGION_FACES[r] for r in REGIONS[1:]])
     neutral = np.ma.masked_equal(regions, REGIONS.index("both"))
     ax.pcolormesh(lr_e, mu_e, neutral, cmap=faces, vmin=-0.5, vmax=len(REGIONS) - 0.5, gid="phase:regions", zorder=0.5)
-    hatched = {}
     for region, hatch in style.HATCHES.items():
         ii, jj = np.nonzero(regions == REGIONS.index(region))
         if len(ii):
             cells = [
                 Rectangle((lr_e[j], mu_e[i]), lr_e[j + 1] - lr_e[j], mu_e[i + 1] - mu_e[i]) for i, j in zip(ii, jj)
             ]
-            hatched[region] = ax.add_collection(
+            ax.add_collection(
                 PatchCollection(
                     cells,
                     facecolor="none",
@@ -136,7 +135,7 @@ def draw_ratio_regions(
             )
     ii, jj = np.nonzero(regions == REGIONS.index("diverged"))
     ax.plot(np.asarray(m.learning_rates)[jj], np.asarray(m.momenta)[ii], **DIVERGED_MARK, gid="diverged:ratio")
-    return regions, hatched
+    return regions
 
 
 def _in_view(line) -> bool:
@@ -179,11 +178,11 @@ def legend_handles(view: PhaseView, steps: int, levels_text: str, critical_text:
             tie = both & (np.abs(view.ratio) <= np.log2(1.0 + TIE_WITHIN))
         if tie.any():  # the colour bar's middle, named once: a tie is no colour of the scale
             ratio.append(Patch(fc=style.TIE_FACE, ec="0.55", label=f"a tie: counts within {TIE_WITHIN:.0%}"))
+        # "neither" and "diverged" look as the step maps' cap and x marks: named there when drawn
+        shared = ("neither", "diverged") if keys else ()
         ratio += [
-            region_patch(r, steps) for r in REGIONS[1:] if r != "diverged" and (view.regions == REGIONS.index(r)).any()
+            region_patch(r, steps) for r in REGIONS[1:] if r not in shared and (view.regions == REGIONS.index(r)).any()
         ]
-        if (view.regions == REGIONS.index("diverged")).any() and not keys:
-            ratio.append(region_patch("diverged", steps))
     if keys:
         return boundaries + step, ratio
     return step, boundaries + ratio
