@@ -20,9 +20,8 @@ from ..views.core import style
 from ..views.core.figure import fit, headline, new_figure
 from ..views.paths import geometry as geo
 from ..views.paths.findings import findings_of
-from ..views.paths.frames import SQUARE_PATHS_SIZE, PathArtists, draw_scene, draw_zoom
+from ..views.paths.frames import SQUARE_PATHS_SIZE, PathArtists, draw_scene, draw_zoom, legend_handles
 from ..views.paths.loss import mark_window, nest_loss_dots
-from ..views.paths.names import legend_handles
 from ..views.paths.plot import PathsView
 from ..views.paths.scene import build_scene, settings_line
 from ..views.update import panel as update_panel
@@ -131,7 +130,7 @@ def explorer_view(
     rows = (3, [1.33, 0.09, 0.86]) if close else (1, [1.0])
     grid = fig.add_gridspec(rows[0], 2 * n, height_ratios=rows[1])
     ax_path, ax_loss = fig.add_subplot(grid[0, :n]), fig.add_subplot(grid[0, n:])
-    _, art = draw_scene(scene, update, (ax_path, ax_loss), arrows, note=note, after=True, legend=False, names=False)
+    _, art = draw_scene(scene, update, (ax_path, ax_loss), arrows, note=note, after=True, legend=False)
     view = PathsView(fig, scene, art, bool(arrows) and art.note is None, update)
     index = 0 if update is None else geo.step_index(next(iter(scene.recordings.values())).steps, update)
     headline(fig, update_finding(scene, index), settings_line(scene))

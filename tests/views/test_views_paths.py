@@ -256,7 +256,7 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, update_figures,
 
 
 def test_older_updates_fade_and_runs_stay_apart(rotated):
-    fig = draw_paths(rotated, ROTATED, step=6, zoom=False).figure  # the widgets' stepper look
+    fig = draw_paths(rotated, ROTATED, step=6).figure  # the widgets' stepper look
     trails = gid_artists(fig, "trail:")
     for name, rec in rotated.items():
         segs = trails[name].get_segments()
@@ -729,7 +729,7 @@ def long_update_5(long_runs):
 def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(long_runs):
     from matplotlib.colors import to_rgb
 
-    fig = draw_paths(long_runs, CONDITIONED, step=5, zoom=False).figure  # the widgets' stepper look
+    fig = draw_paths(long_runs, CONDITIONED, step=5).figure  # the widgets' stepper look
     paths, rests = gid_artists(fig, "path:"), gid_artists(fig, "path-rest:")
     lowest_path = min(line.get_zorder() for line in paths.values())
     for name, rec in long_runs.items():
@@ -860,7 +860,7 @@ def test_the_runs_are_named_once_in_the_legend_and_at_their_loss_lines_ends(long
 
 @pytest.mark.slow
 def test_arrows_are_drawn_by_default_only_where_every_runs_are_long_enough_to_see(long_runs, long_update_5):
-    from dtsgd_viz.views.paths.titles import MIN_ARROW_FRAC
+    from dtsgd_viz.views.paths.scene import MIN_ARROW_FRAC
 
     ax = long_update_5.axes[0]
     span = max(np.ptp(ax.get_xlim()), np.ptp(ax.get_ylim()))
@@ -932,7 +932,7 @@ def test_a_loss_axis_under_a_decade_and_a_half_has_plain_tick_labels():
 
 @pytest.mark.slow
 def test_level_ends_are_titled_by_where_the_runs_differ_and_end_names_have_air(rotated):
-    from dtsgd_viz.views.paths.findings import finding
+    from dtsgd_viz.views.paths.findings import findings_of
     from dtsgd_viz.views.paths.scene import build_scene, default_update
 
     scene = build_scene(rotated, ROTATED, None)
@@ -947,7 +947,7 @@ def test_level_ends_are_titled_by_where_the_runs_differ_and_end_names_have_air(r
     )
     boxes = [t.get_window_extent() for t in labels]
     assert all(a.y1 < b.y0 for a, b in zip(boxes, boxes[1:]))  # no two end names touch
-    text = finding(scene)
+    text = findings_of(scene).headline()
     if text.startswith("Paths furthest apart"):
         assert f"update {default_update(scene)}" in text
 

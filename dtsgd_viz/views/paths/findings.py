@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..update.geometry import UpdateTerms
     from .scene import PathScene
 
-__all__ = ["PathFindings", "finding", "findings", "findings_of", "times_text", "window_text", "LEVEL"]
+__all__ = ["PathFindings", "findings", "findings_of", "times_text", "window_text", "LEVEL"]
 
 LEVEL = 1.05  # the lowest two runs' mean losses within this factor: the runs end level
 
@@ -140,12 +140,14 @@ class PathFindings:
         said = self.update_headline()
         if not said:
             return []
+        from ..update.geometry import TERM_SHORT
+
         assert self.terms is not None  # said of them
         name = geo.rule_name
         width = max(8, *(len(name(n)) for n in self.names)) + 2
         lines = [said]
         for n, t in self.terms.items():
-            parts = [f"{_term_short(k)} {float(np.linalg.norm(v)):.3g}" for k, v in t.terms]
+            parts = [f"{TERM_SHORT.get(k, k)} {float(np.linalg.norm(v)):.3g}" for k, v in t.terms]
             lines.append(
                 "  " + name(n).ljust(width) + "  ".join(parts) + f"  step {float(np.linalg.norm(t.total)):.3g}"
             )
@@ -185,12 +187,6 @@ class PathFindings:
             )
         lines += self.update_lines()
         return "\n".join(lines)
-
-
-def _term_short(term: str) -> str:
-    from ..update.geometry import TERM_SHORT
-
-    return TERM_SHORT.get(term, term)
 
 
 def _capital(text: str) -> str:
@@ -337,8 +333,3 @@ def findings_of(
         None if tol is None else float(tol),
         to_tol,
     )
-
-
-def finding(scene: PathScene) -> str:
-    """The path figures' headline: ``findings_of(scene).headline()``."""
-    return findings_of(scene).headline()

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "draw_loss",
     "mark_window",
+    "mark_means",
     "mean_handle",
     "mean_look",
     "MeanBars",
@@ -189,27 +190,23 @@ def mean_handle(bars: Iterable[Mapping], label: str = MEAN_LABEL) -> MeanBars:
 
 
 def mark_window(art: PathArtists, found: PathFindings, bars: bool = True) -> list[Artist]:
-    """On ``art.ax_loss``: a pale band over ``found.window`` (the updates whose mean loss
-    the headline compares) and, with ``bars``, each ranked run's mean across it (a bar
-    in its colour, white-outlined, ``mean_look``: ``mean_handle`` names them); the artists drawn."""
-    ax = art.ax_loss
-    if ax is None or not found.ranking:
+    """On ``art.ax_loss``: ``mark_means`` over ``found.window`` (the updates whose mean loss
+    the headline compares), with ``bars`` each ranked run's mean there; the artists drawn."""
+    if art.ax_loss is None or not found.ranking:
         return []
     a, b = found.window
     half = 0.5 if a == b else 0.0
-    out: list[Artist] = [
-        ax.axvspan(a - half, b + half, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")
-    ]
-    for key in found.ranking if bars else ():
-        color = art.loss_lines[key].get_color() if key in art.loss_lines else "0.3"
-        (line,) = ax.plot(
-            [a - half, b + half],
-            [found.tail_loss[key]] * 2,
-            **mean_look(color),
-            zorder=4.5,
-            gid=f"loss-mean:{key}",
-        )
-        out.append(line)
+    colors = {k: art.loss_lines[k].get_color() if k in art.loss_lines else "0.3" for k in found.ranking}
+    means = {k: (found.tail_loss[k], colors[k]) for k in found.ranking} if bars else {}
+    return mark_means(art.ax_loss, a - half, b + half, means)
+
+
+def mark_means(ax: Axes, lo: float, hi: float, means: Mapping[str, tuple[float, ColorType]]) -> list[Artist]:
+    """A pale band over ``lo..hi`` on the loss axes ``ax`` and each run's mean there
+    (``means``: ``{run: (mean, colour)}``) a bar across it in ``mean_look``; the artists drawn."""
+    out: list[Artist] = [ax.axvspan(lo, hi, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")]
+    for key, (value, color) in means.items():
+        out += ax.plot([lo, hi], [value] * 2, **mean_look(color), zorder=4.5, gid=f"loss-mean:{key}")
     return out
 
 
