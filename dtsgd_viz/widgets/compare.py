@@ -356,7 +356,7 @@ class CompareWidget(FigureWidget):
         fig.clear()
         label = getattr(self.surface, "label", type(self.surface).__name__)
         # the runs the table calls diverged end where they left the view box, as in
-        # PhaseDiagram, with a note on both panels (draw_paths)
+        # PhaseDiagram, with a note on the paths panel (draw_paths)
         box = getattr(self.surface, "view_box", None) if tuple(self.surface.shape) == (2,) else None
         diverged = (
             None

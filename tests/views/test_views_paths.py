@@ -604,7 +604,7 @@ def test_one_update_has_integer_update_ticks():
 # ---- diverging runs and short runs ------------------------------------------------------
 
 
-def test_a_diverged_path_ends_where_it_left_the_view_and_both_panels_say_when():
+def test_a_diverged_path_ends_where_it_left_the_view_and_the_paths_say_when():
     ok = synthetic(ROTATED, 40, 0.05, 0.5)
     bad = synthetic(ROTATED, 40, 0.5, 0.9)  # lr * h = 5: leaves the view and overflows
     fig = draw_paths({"ok": ok, "bad": bad}, ROTATED).figure
@@ -623,15 +623,14 @@ def test_a_diverged_path_ends_where_it_left_the_view_and_both_panels_say_when():
     assert (ax_path.get_xlim(), ax_path.get_ylim()) == ROTATED.view_box  # not stretched
     note = [t.get_text() for t in ax_path.texts if t.get_gid() == "diverged-note"]
     assert len(note) == 1 and f"bad: diverged at update {k}" in note[0] and "ok:" not in note[0]
-    # the loss panel: an x at the last finite loss, and the same note
+    # the loss panel: an x at the last finite loss (the note on the paths says when)
     with np.errstate(invalid="ignore", over="ignore"):
         loss = ROTATED.value_np(path)  # the loss after k = 0..N updates
         last = np.flatnonzero(np.isfinite(loss) & (loss > 0))[-1]
     x = gid_artists(fig, "loss-diverged:")
     assert set(x) == {"bad"} and x["bad"].get_marker() == "x"
     np.testing.assert_array_equal(x["bad"].get_xydata(), [[last, loss[last]]])
-    lnote = [t.get_text() for t in ax_loss.texts if t.get_gid() == "loss-diverged-note"]
-    assert len(lnote) == 1 and f"bad: diverged at update {k}" in lnote[0]
+    assert not [t for t in ax_loss.texts if "diverged" in t.get_text()]  # said once, on the paths
     assert geo.divergence_update(path, ROTATED.view_box) == k
 
 

@@ -214,11 +214,8 @@ def findings(
     if surface is not None:
         return findings_of(build_scene(runs, surface, name), step=step, upto=upto, tol=tol)
     recordings = _as_dict(runs)
-    if name is None:
-        shared = set.intersection(*(set(r.variables) for r in recordings.values()))
-        name = next(iter(shared)) if len(shared) == 1 else None
-    else:
-        name = geo.select_variable(recordings, name)
+    if name is not None or len(set.intersection(*(set(r.variables) for r in recordings.values()))) == 1:
+        name = geo.select_variable(recordings, name)  # else no variable: the losses only
     losses: dict[str, tuple[np.ndarray, np.ndarray, bool]] = {}
     diverged: dict[str, int | None] = {}
     for key, r in recordings.items():

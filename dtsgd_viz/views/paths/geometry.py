@@ -7,6 +7,7 @@ within about half a pixel of every recorded one). No matplotlib."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
@@ -56,16 +57,11 @@ def identity_plane() -> Plane:
     return Plane(np.zeros(2), np.eye(2), None)
 
 
-def _flat_points(paths: Iterable[ArrayLike]) -> np.ndarray:
-    arrays = [np.asarray(p, np.float64) for p in paths]
-    arrays = [a.reshape(len(a), -1) for a in arrays]
-    return np.concatenate(arrays) if arrays else np.zeros((0, 0))
-
-
 def pca_plane(paths: Sequence[np.ndarray]) -> Plane:
     """The plane through the mean of the finite path points along their top two
     principal directions (each with its largest component positive)."""
-    pts = _flat_points(paths)
+    arrays = [np.asarray(p, np.float64) for p in paths]
+    pts = np.concatenate([a.reshape(len(a), -1) for a in arrays]) if arrays else np.zeros((0, 0))
     if pts.ndim != 2 or pts.shape[1] < 2:
         raise ValueError(
             "A projection plane needs parameters of at least 2 numbers. Received: points "
@@ -250,11 +246,7 @@ def fade_alphas(n: int, half_life: float = 4.0, floor: float = 0.15) -> np.ndarr
 
 def select_variable(recordings: Mapping[str, Recording], name: str | None) -> str:
     """The variable to draw: ``name``, or the one variable every recording shares."""
-    shared = None
-    for rec in recordings.values():
-        names = set(rec.variables)
-        shared = names if shared is None else shared & names
-    assert shared is not None  # the recordings are never empty (build_scene checks)
+    shared = set.intersection(*(set(rec.variables) for rec in recordings.values()))  # never empty: checked
     if name is None:
         if len(shared) == 1:
             return next(iter(shared))
@@ -288,11 +280,7 @@ def check_step(step: object, steps: Mapping[str, np.ndarray], none: str = "no up
 
 def common_steps(steps: Iterable[ArrayLike]) -> np.ndarray:
     """The updates every one of ``steps`` (each a ``recording.steps``) holds."""
-    common = None
-    for s in steps:
-        s = np.asarray(s, np.int64)
-        common = s if common is None else np.intersect1d(common, s)
-    return np.asarray(common, np.int64)
+    return np.asarray(functools.reduce(np.intersect1d, (np.asarray(s, np.int64) for s in steps)), np.int64)
 
 
 def step_index(recording_steps: ArrayLike, update: int) -> int:

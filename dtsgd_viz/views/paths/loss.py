@@ -80,7 +80,6 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
     """Draw ``scene``'s losses on ``art.ax_loss``, marking ``update`` (None: none)."""
     ax = art.ax_loss
     assert ax is not None  # drawn only with a loss panel
-    lost: dict[str, int | None] = {}  # runs whose loss stops being finite without having left the view
     ends: list[tuple[str, float, float, ColorType | None]] = []
     columns = loss_columns(ax)
     for key, (steps, loss, _) in scene.losses.items():
@@ -103,20 +102,10 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
         if len(last):
             j = int(last[-1])
             ends.append((geo.rule_name(key), steps[j], loss[j], look.color))
-        if key in scene.diverged or not finite.all():
-            if len(last):  # where the log axis ends for this run: its last finite loss
+            if key in scene.diverged or not finite.all():  # the run's last finite loss: its x
                 ax.plot(
-                    [steps[last[-1]]],
-                    [loss[last[-1]]],
-                    "x",
-                    ms=11,
-                    mew=2.5,
-                    color=look.color,
-                    gid=f"loss-diverged:{key}",
-                    zorder=6,
+                    [steps[j]], [loss[j]], "x", ms=11, mew=2.5, color=look.color, gid=f"loss-diverged:{key}", zorder=6
                 )
-            if key not in scene.diverged:
-                lost[key] = int(steps[last[-1] + 1]) if len(last) and last[-1] + 1 < len(steps) else None
         if update is not None:  # at the ring: the loss after the updates made there
             i = ring_index(scene, key, update, art.after)
             cur = style.ROLE_LOOKS["current"]  # the ring the path panel draws there
@@ -133,8 +122,6 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
             )
     _frame(scene, ax)
     nest_loss_dots(art.loss_markers)
-    if scene.diverged or lost:
-        _diverged_note(scene, ax, lost)
     if update is not None:  # at the rings
         line = style.ROLE_LOOKS["update_line"]
         first = next(iter(scene.losses))
@@ -271,21 +258,3 @@ def _needs_log(scene: PathScene) -> bool:
         bad = not np.all(np.isfinite(v)) or np.any(v <= 0)
     v = v[np.isfinite(v) & (v > 0)]
     return bool(scene.diverged or bad or not len(v) or v.max() >= LINEAR_SPAN * v.min())
-
-
-def _diverged_note(scene: PathScene, ax: Axes, lost: Mapping[str, int | None]) -> None:
-    lines = [geo.diverged_note(scene.diverged)] if scene.diverged else []
-    lines += [f"{k}: loss not finite from update {u}" if u else f"{k}: loss not finite" for k, u in lost.items()]
-    ax.text(
-        0.01,
-        0.01,
-        "; ".join(lines),
-        transform=ax.transAxes,
-        ha="left",
-        va="bottom",
-        fontsize=style.NOTE_SIZE,
-        color="#A04000",
-        gid="loss-diverged-note",
-        zorder=8,
-        bbox=dict(fc="white", ec="#D55E00", alpha=0.92, pad=2.0),
-    )
