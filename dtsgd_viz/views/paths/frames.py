@@ -203,13 +203,7 @@ def _draw_path_lines(scene: PathScene, art: PathArtists, looks: Mapping[str, sty
             line = rest_line(look)
             line["zorder"] += look.zorder - _LOWEST_Z
             (art.rests[key],) = art.ax_path.plot(c[:, 0], c[:, 1], **line, gid=f"path-rest:{key}")
-        (art.paths[key],) = art.ax_path.plot(
-            c[:, 0],
-            c[:, 1],
-            **look.line(),
-            label=key,
-            gid=f"path:{key}",
-        )
+        (art.paths[key],) = art.ax_path.plot(c[:, 0], c[:, 1], **look.line(), label=key, gid=f"path:{key}")
 
 
 def rest_line(look: style.Look) -> dict[str, Any]:
@@ -297,12 +291,7 @@ def panel_at(scene: PathScene, key: str, index: int, arrows: bool | None) -> pan
 def draw_zoom(scene: PathScene, art: PathArtists, key: str, data: panel.PanelData) -> None:
     """Redraw ``key``'s close-up at ``data`` (the close-ups share one scale: no box on the paths says where)."""
     panel.draw_update_panel(
-        art.zoom_axes[key],
-        scene,
-        data,
-        scene.colors[key],
-        panel.run_styles(scene.coords)[key],
-        scene.plane.is_identity,
+        art.zoom_axes[key], scene, data, scene.colors[key], panel.run_styles(scene.coords)[key], scene.plane.is_identity
     )
 
 
