@@ -918,12 +918,12 @@ def test_the_still_rings_are_open_so_the_star_and_paths_show_through(long_runs):
 def test_a_loss_axis_under_a_decade_and_a_half_has_plain_tick_labels():
     from matplotlib.figure import Figure
 
-    from dtsgd_viz.views.paths.loss import _plain_log_ticks
+    from dtsgd_viz.views.paths.loss import plain_log_ticks
 
     ax = Figure().subplots()
     ax.plot([1, 60], [0.18, 0.52])
     ax.set_yscale("log")
-    _plain_log_ticks(ax)
+    plain_log_ticks(ax)
     lo, hi = ax.get_ylim()
     labels = [ax.yaxis.get_major_formatter()(v) for v in ax.get_yticks() if lo <= v <= hi]
     assert labels == ["0.2", "0.3", "0.4", "0.5"]

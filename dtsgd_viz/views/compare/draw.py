@@ -11,8 +11,7 @@ import numpy as np
 
 from ..core import style
 from ..core.figure import headline, new_figure
-from ..core.log_ticks import use_log_ticks
-from ..paths.loss import LOSS_XLABEL, LOSS_YLABEL
+from ..paths.loss import LOSS_XLABEL, LOSS_YLABEL, plain_log_ticks
 from ..update.panel import tint
 from .geometry import CompareData, Findings, display_name
 
@@ -54,19 +53,6 @@ def _label(data: CompareData, findings: Findings, name: str) -> str:
     if name in findings.same_path:
         return f"{display_name(name)}: {display_name(data.names[0])}'s path"
     return display_name(name)
-
-
-def log_axis(ax: Axes) -> None:
-    """A log y scale in the one log tick format; the 2s and 5s labelled too under two
-    decades (and the 3s under one)."""
-    from matplotlib.ticker import LogLocator
-
-    ax.set_yscale("log")
-    lo, hi = ax.get_ylim()
-    span = hi / max(lo, 1e-300)
-    if span < 100:
-        ax.yaxis.set_minor_locator(LogLocator(subs=(2, 3, 5) if span < 10 else (2, 5)))
-    use_log_ticks(ax.yaxis, minor=span < 100)
 
 
 def _finite_positive(values: ArrayLike) -> np.ndarray:
@@ -143,7 +129,8 @@ def _loss_panel(
             drawn = True
     ax.set_title("loss", fontsize=style.TITLE_SIZE)
     if drawn:
-        log_axis(ax)
+        ax.set_yscale("log")
+        plain_log_ticks(ax)
     else:
         ax.text(
             0.5,
@@ -187,7 +174,8 @@ def _gap_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> N
             drawn = True
     ax.set_title(f"parameters' distance from {data.names[0]}'s", fontsize=style.TITLE_SIZE)
     if drawn:
-        log_axis(ax)
+        ax.set_yscale("log")
+        plain_log_ticks(ax)
     else:
         ax.set_yticks([])
     _style_axis(ax, LOSS_XLABEL, "distance / norm (1 = 100%)")

@@ -44,28 +44,24 @@ def _frames(frames: int | Iterable[int] | None, steps: np.ndarray) -> list[int]:
         if frames < 1:
             raise ValueError(f"frames must be >= 1. Received: frames={frames}.")
         return sorted(set(np.linspace(0, n - 1, min(int(frames), n)).round().astype(int).tolist()))
-    try:
-        items = list(cast("Iterable[int]", frames))  # (a bool, not iterable: the TypeError below)
-    except TypeError:
+    if not isinstance(frames, Iterable):
         raise ValueError(
             "frames must be None (every update), an int >= 1 (evenly spaced frames) or a "
             f"list of update numbers. Received: frames={frames!r}."
-        ) from None
-    for f in items:
-        if f is None:
-            raise ValueError(
-                "frames lists update numbers (ints, as recording.steps counts them, or "
-                f"negative counts back from the last); None is not one. Received: "
-                f"frames={items!r}. Allowed: {geo.describe_updates(steps)}."
-            )
-    try:
-        # f is an update (None was refused above): check_step gives an update back
-        out = [geo.step_index(steps, cast(int, geo.check_step(f, {"recordings": steps}))) for f in items]
+        )
+    items = list(frames)
+    if not items:
+        raise ValueError("frames is empty: give None, a number of frames, or update numbers.")
+    if any(f is None for f in items):
+        raise ValueError(
+            "frames lists update numbers (ints, as recording.steps counts them, or "
+            f"negative counts back from the last); None is not one. Received: "
+            f"frames={items!r}. Allowed: {geo.describe_updates(steps)}."
+        )
+    try:  # each an update (None was refused above): check_step gives an update back
+        return [geo.step_index(steps, cast(int, geo.check_step(f, {"recordings": steps}))) for f in items]
     except ValueError as e:
         raise ValueError(f"frames={items!r}: {e}") from None
-    if not out:
-        raise ValueError("frames is empty: give None, a number of frames, or update numbers.")
-    return out
 
 
 def animate(

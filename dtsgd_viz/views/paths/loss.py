@@ -31,6 +31,7 @@ __all__ = [
     "draw_loss",
     "mark_window",
     "mark_means",
+    "plain_log_ticks",
     "mean_handle",
     "mean_look",
     "MeanBars",
@@ -135,7 +136,8 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
     gap = END_GAP * style.LABEL_SIZE / axes_height_points(ax)  # bold names: more air than label_ends leaves
     for t, f in zip(texts, spread([t.get_position()[1] for t in texts], gap, 0.02, 0.98)):
         t.set_position((t.get_position()[0], f))
-    _plain_log_ticks(ax)
+    if ax.get_yscale() == "log":
+        plain_log_ticks(ax)
 
 
 WINDOW_COLOR = "0.55"  # the band of the updates the headline's means are over
@@ -213,17 +215,15 @@ def thin_loss(steps: np.ndarray, loss: np.ndarray, columns: int, keep: Iterable[
     return np.unique(np.concatenate([idx, k[(k >= 0) & (k < len(steps))]]))
 
 
-def _plain_log_ticks(ax: Axes) -> None:
-    """Plain tick labels (0.2, 0.3) on a log axis spanning under a decade and a half."""
+def plain_log_ticks(ax: Axes) -> None:
+    """The one log tick format (``core.log_ticks``) on ``ax``'s log y axis, the 2s to 8s
+    labelled too where it spans under a decade and a half (0.2, 0.3, ...)."""
     from matplotlib.ticker import LogLocator
 
-    if ax.get_yscale() != "log":
-        return
-    use_log_ticks(ax.yaxis)  # the one log tick format (core.log_ticks)
+    use_log_ticks(ax.yaxis)
     lo, hi = ax.get_ylim()
-    if not (lo > 0 and hi > lo) or np.log10(hi / lo) > 1.5:
-        return
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)))
+    if lo > 0 and hi > lo and np.log10(hi / lo) <= 1.5:
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)))
 
 
 def _frame(scene: PathScene, ax: Axes) -> None:
