@@ -245,17 +245,12 @@ def _palette_writer(fps: float) -> PillowWriter:
 GIF_COLORS = 128  # a palette's colours: the figures' flat colours and their antialiasing
 
 
-def _kept() -> list[tuple[int, ...]]:
-    from matplotlib.colors import to_rgb
-
-    return list(dict.fromkeys(tuple(round(255 * x) for x in to_rgb(c)) for c in KEPT_COLORS))
-
-
 def _palette_image(frame: Image.Image, colors: int = GIF_COLORS) -> Image.Image:
     """A 1-pixel palette image: ``frame``'s adaptive palette, then ``KEPT_COLORS``."""
+    from matplotlib.colors import to_rgb
     from PIL import Image
 
-    keep = _kept()
+    keep = list(dict.fromkeys(tuple(round(255 * x) for x in to_rgb(c)) for c in KEPT_COLORS))
     n = colors - len(keep)
     adaptive = frame.quantize(n).getpalette()
     assert adaptive is not None  # a quantized image's

@@ -143,19 +143,15 @@ def diverged_runs(
 ) -> dict[str, int | None]:
     """``{config: update}`` of the runs that diverged (last point non-finite or beyond
     how far ``plot_box`` may grow) and the update at which each left ``view_box``."""
+    box = ((-np.inf, np.inf),) * 2 if view_box is None else view_box  # no view: a non-finite end only
+    limit = [(a - max_grow * (b - a), b + max_grow * (b - a)) for a, b in (map(float, r) for r in box)]
     out: dict[str, int | None] = {}
     for key, c in coords.items():
-        c = np.asarray(c, np.float64).reshape(-1, 2)
-        if view_box is None:
-            if not np.all(np.isfinite(c[-1])):
-                out[key] = divergence_update(c, ((-np.inf, np.inf), (-np.inf, np.inf)))
-            continue
-        limit = tuple((a - max_grow * (b - a), b + max_grow * (b - a)) for a, b in (map(float, r) for r in view_box))
-        last = c[-1]
+        last = np.asarray(c, np.float64).reshape(-1, 2)[-1]
         with np.errstate(invalid="ignore"):
             inside = np.isfinite(last).all() and all(a <= x <= b for x, (a, b) in zip(last, limit))
         if not inside:
-            out[key] = divergence_update(c, view_box)
+            out[key] = divergence_update(np.asarray(c, np.float64).reshape(-1, 2), box)
     return out
 
 
