@@ -1,5 +1,6 @@
-"""The loss panel of a path figure: each run's loss after k updates, k = 0..N, named at
-its line's end, the update shown ringed, the headline's updates banded (``mark_window``)."""
+"""The loss panel of a path figure: each run's loss after k updates, k = 0..N (the
+legend names the runs), the update shown ringed, the headline's updates banded
+(``mark_window``)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ from ..core import style
 from ..core.figure import root_figure
 from ..core.log_ticks import use_log_ticks
 from ..shards.geometry import minmax_indices
-from ..text.direct import axes_height_points, label_ends, spread
-from . import geometry as geo
 from .scene import ring_index
 
 if TYPE_CHECKING:
@@ -49,7 +48,6 @@ LOSS_YLABEL = "loss after k updates"
 LOSS_TITLE = "Loss after k updates"
 FEW_POINTS = 3  # loss lines of this many points or fewer get markers
 END_MARGIN = 0.015  # the x axis ends this far (of its span) past the last update: no empty range
-END_GAP = 1.8  # the end names' centre-to-centre distance, in font sizes (the laid-out panel is shorter)
 DOT_SIZE = style.ROLE_LOOKS["current"].ms  # points: each run's ring at the update shown, as on the paths
 RING_STEP = 4.0  # points: a ring round another it would cover is this much wider per ring inside it
 
@@ -81,7 +79,6 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
     """Draw ``scene``'s losses on ``art.ax_loss``, marking ``update`` (None: none)."""
     ax = art.ax_loss
     assert ax is not None  # drawn only with a loss panel
-    ends: list[tuple[str, float, float, ColorType | None]] = []
     columns = loss_columns(ax)
     for key, (steps, loss, _) in scene.losses.items():
         look = looks[key]
@@ -100,13 +97,9 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
         with np.errstate(invalid="ignore"):
             finite = np.isfinite(loss) & (loss > 0)
         last = np.flatnonzero(finite)
-        if len(last):
+        if len(last) and (key in scene.diverged or not finite.all()):  # the run's last finite loss: its x
             j = int(last[-1])
-            ends.append((geo.rule_name(key), steps[j], loss[j], look.color))
-            if key in scene.diverged or not finite.all():  # the run's last finite loss: its x
-                ax.plot(
-                    [steps[j]], [loss[j]], "x", ms=11, mew=2.5, color=look.color, gid=f"loss-diverged:{key}", zorder=6
-                )
+            ax.plot([steps[j]], [loss[j]], "x", ms=11, mew=2.5, color=look.color, gid=f"loss-diverged:{key}", zorder=6)
         if update is not None:  # at the ring: the loss after the updates made there
             i = ring_index(scene, key, update, art.after)
             cur = style.ROLE_LOOKS["current"]  # the ring the path panel draws there
@@ -128,14 +121,6 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
         first = next(iter(scene.losses))
         at = scene.losses[first][0][ring_index(scene, first, update, art.after)]
         art.step_line = ax.axvline(at, **line.line(), gid="step-line")
-    keys = {geo.rule_name(k): k for k in scene.losses}  # the names written back to their configs
-    labels = {keys[(t.get_gid() or "")[len("label:") :]]: t for t in label_ends(ax, ends, outside=True)}
-    for key, text in labels.items():  # gids keep the config keys
-        text.set_gid(f"label:{key}")
-    texts = [t for t in labels.values() if t.get_visible()]
-    gap = END_GAP * style.LABEL_SIZE / axes_height_points(ax)  # bold names: more air than label_ends leaves
-    for t, f in zip(texts, spread([t.get_position()[1] for t in texts], gap, 0.02, 0.98)):
-        t.set_position((t.get_position()[0], f))
     if ax.get_yscale() == "log":
         plain_log_ticks(ax)
 
@@ -243,7 +228,7 @@ def _frame(scene: PathScene, ax: Axes) -> None:
     ax.autoscale_view()
     if last - first < 4:  # a short run: a margin of half an update, ticks on the updates
         ax.set_xlim(first - 0.5, last + 0.5)
-    else:  # the names stand outside, right of the spine: the axis ends just past the data
+    else:  # the axis ends just past the data: no empty range
         ax.set_xlim(ax.get_xlim()[0], last + END_MARGIN * (last - ax.get_xlim()[0]))
 
 

@@ -184,11 +184,6 @@ def move_ends(ax: Axes, texts: Sequence[Text], ends: Sequence[tuple[float, float
         texts[i].set_visible(True)
 
 
-READABLE_GAP = 1.45
-"""Centre-to-centre distance of stacked one-line names, in font sizes: a text height
-(~1.2 em with descenders) and a quarter em of air between neighbours."""
-
-
 def leaders(
     ax: Axes,
     ends: Sequence[float | None],
