@@ -107,11 +107,10 @@ def draw_scene(
     if ax_loss is not None:
         draw_loss(scene, update, art, looks)
     bars = []  # the mean bars' looks, as drawn
-    if own:  # the updates whose mean loss the headline compares
-        from matplotlib.lines import Line2D
-
-        drawn = mark_window(art, findings_of(scene))
-        bars = [mean_look(b.get_color()) for b in drawn if isinstance(b, Line2D)]
+    if own:  # over the updates whose mean loss the headline compares
+        found = findings_of(scene)
+        mark_window(art, found)
+        bars = [mean_look(looks[k].color or "black") for k in found.ranking]
     ring = None if not picked else f"after update {int(update)}" if art.after else "before the update"
     if legend and own:
         handles = legend_handles(scene, looks, ring) + ([mean_handle(bars)] if bars else [])

@@ -52,27 +52,23 @@ DOT_SIZE = style.ROLE_LOOKS["current"].ms  # points: each run's ring at the upda
 RING_STEP = 4.0  # points: a ring round another it would cover is this much wider per ring inside it
 
 
-def nest_loss_dots(markers: Mapping[str, Line2D]) -> bool:
+def nest_loss_dots(markers: Mapping[str, Line2D]) -> None:
     """Rings at the update shown (``{config: Line2D}``) closer than a ring's width: each
-    drawn ``RING_STEP`` wider per later ring it would cover. Returns whether any met."""
+    drawn ``RING_STEP`` wider per later ring it would cover."""
     lines = list(markers.values())
     px = [_dot_px(m) for m in lines]
-    met = False
     for n, m in enumerate(lines):
         width = DOT_SIZE * m.figure.dpi / 72 if m.figure is not None else DOT_SIZE
         inside = sum(1 for o in range(n + 1, len(lines)) if np.hypot(*(px[n] - px[o])) < width)
         m.set_markersize(DOT_SIZE + RING_STEP * inside)
-        met |= inside > 0
-    return met
 
 
 def _dot_px(m: Line2D) -> np.ndarray:
     """The display pixels of the one point of the ring ``m`` (NaN when it has none)."""
-    x, y = np.asarray(m.get_xdata()), np.asarray(m.get_ydata())
-    if not len(x):
+    if not len(np.asarray(m.get_xdata())):
         return np.array([np.nan, np.nan])
     assert m.axes is not None  # a ring on the loss panel
-    return m.axes.transData.transform((x[0], y[0]))
+    return m.axes.transData.transform((np.asarray(m.get_xdata())[0], np.asarray(m.get_ydata())[0]))
 
 
 def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Mapping[str, Look]) -> None:
