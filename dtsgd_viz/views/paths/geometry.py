@@ -143,7 +143,7 @@ def diverged_runs(
 ) -> dict[str, int | None]:
     """``{config: update}`` of the runs that diverged (last point non-finite or beyond
     how far ``plot_box`` may grow) and the update at which each left ``view_box``."""
-    box = ((-np.inf, np.inf),) * 2 if view_box is None else view_box  # no view: a non-finite end only
+    box: Box = ((-np.inf, np.inf), (-np.inf, np.inf)) if view_box is None else view_box  # no view: non-finite only
     limit = [(a - max_grow * (b - a), b + max_grow * (b - a)) for a, b in (map(float, r) for r in box)]
     out: dict[str, int | None] = {}
     for key, c in coords.items():
