@@ -20,7 +20,7 @@ from ..views.core import style
 from ..views.core.figure import fit, headline, new_figure
 from ..views.paths import geometry as geo
 from ..views.paths.findings import findings_of
-from ..views.paths.frames import SQUARE_PATHS_SIZE, PathArtists, draw_scene, draw_zoom, legend_handles
+from ..views.paths.frames import SQUARE_PATHS_SIZE, PathArtists, draw_scene, legend_handles
 from ..views.paths.loss import mark_window, nest_loss_dots
 from ..views.paths.plot import PathsView
 from ..views.paths.scene import build_scene, settings_line
@@ -263,10 +263,11 @@ def _trim_close_up(ax: Axes, key: str) -> None:
 
 
 def draw_close_up(scene: PathScene, art: PathArtists, key: str, data: PanelData) -> None:
-    """Redraw ``key``'s close-up at ``data`` (``path_frames.draw_zoom``), titled with the run's name, with only the
-    path's last segments. ``draw_close_ups`` draws every run's on one zoom."""
-    draw_zoom(scene, art, key, data)
+    """Redraw ``key``'s close-up at ``data`` (``update.panel.draw_update_panel``), titled with the run's name, with
+    only the path's last segments. ``draw_close_ups`` draws every run's on one zoom."""
     ax = art.zoom_axes[key]
+    style_of = update_panel.run_styles(scene.coords)[key]
+    update_panel.draw_update_panel(ax, scene, data, scene.colors[key], style_of, scene.plane.is_identity)
     _trim_close_up(ax, key)
     ax.set_title(close_up_title(key), fontsize=style.TITLE_SIZE, color=scene.colors[key], fontweight="bold")
 

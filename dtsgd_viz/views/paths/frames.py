@@ -1,5 +1,5 @@
 """Drawing a path figure from its ``PathScene``, once, and its legend; the pieces that
-follow the update (``follow_update``, ``set_trail``, ``draw_zoom``, ``panel_at``) are
+follow the update (``follow_update``, ``set_trail``, ``panel_at``) are
 shared with the animation and the widgets."""
 
 from __future__ import annotations
@@ -285,13 +285,6 @@ def panel_at(scene: PathScene, key: str, index: int, arrows: bool | None) -> pan
     update = upd.decompose_update(rec, scene.name, index)
     chain, points = upd.arrow_chain(update, scene.plane), upd.nesterov_points(update, scene.plane)
     return panel.panel_data(key, int(rec.steps[index]), scene.coords[key], index, chain, points, scene.box)
-
-
-def draw_zoom(scene: PathScene, art: PathArtists, key: str, data: panel.PanelData) -> None:
-    """Redraw ``key``'s close-up at ``data`` (the close-ups share one scale: no box on the paths says where)."""
-    panel.draw_update_panel(
-        art.zoom_axes[key], scene, data, scene.colors[key], panel.run_styles(scene.coords)[key], scene.plane.is_identity
-    )
 
 
 def _draw_step(
