@@ -294,7 +294,7 @@ TOLERANCE_PX = 0.25  # a recorded point this far off the thinned line (in pixels
 CELL_PX = 0.15  # points following one another within one cell this wide are one point
 
 
-def _root_pixels(figure: Figure | SubFigure) -> np.ndarray:
+def root_pixels(figure: Figure | SubFigure) -> np.ndarray:
     """``(width, height)`` in pixels of ``figure``'s root figure."""
     root = cast("Figure", getattr(figure, "figure", figure) or figure)
     return np.asarray(root.get_size_inches(), np.float64) * float(root.dpi)
@@ -304,12 +304,12 @@ def pixel_scale(box: Box, figure: Figure | SubFigure) -> np.ndarray:
     """``(sx, sy)``: the most pixels one data unit of ``box`` can take on an axes of
     ``figure`` (no wider nor taller than its root figure)."""
     span = np.array([abs(float(box[0][1]) - float(box[0][0])), abs(float(box[1][1]) - float(box[1][0]))])
-    return _root_pixels(figure) / np.where(span > 0, span, 1.0)
+    return root_pixels(figure) / np.where(span > 0, span, 1.0)
 
 
 def vertex_limit(figure: Figure | SubFigure) -> int:
     """The most vertices a thinned path keeps on ``figure``: its width plus height in pixels."""
-    return int(max(2 * EXACT_POINTS, np.ceil(_root_pixels(figure).sum())))
+    return int(max(2 * EXACT_POINTS, np.ceil(root_pixels(figure).sum())))
 
 
 def _segment_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

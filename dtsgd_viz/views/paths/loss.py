@@ -13,6 +13,7 @@ from ..core import style
 from ..core.figure import root_figure
 from ..core.log_ticks import use_log_ticks
 from ..shards.geometry import minmax_indices
+from . import geometry as geo
 from .scene import ring_index
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
     """Draw ``scene``'s losses on ``art.ax_loss``, marking ``update`` (None: none)."""
     ax = art.ax_loss
     assert ax is not None  # drawn only with a loss panel
-    columns = loss_columns(ax)
+    columns = max(1, int(np.ceil(geo.root_pixels(root_figure(ax))[0])))  # the most pixel columns a line spans
     for key, (steps, loss, _) in scene.losses.items():
         look = looks[key]
         few = len(steps) <= FEW_POINTS  # one point per line draws nothing without a marker
@@ -178,12 +179,6 @@ def mark_means(ax: Axes, lo: float, hi: float, means: Mapping[str, tuple[float, 
     for key, (value, color) in means.items():
         out += ax.plot([lo, hi], [value] * 2, **mean_look(color), zorder=4.5, gid=f"loss-mean:{key}")
     return out
-
-
-def loss_columns(ax: Axes) -> int:
-    """The most pixel columns a loss panel of ``ax``'s figure can have: its width in pixels."""
-    root = root_figure(ax)
-    return max(1, int(np.ceil(root.get_size_inches()[0] * root.dpi)))
 
 
 def thin_loss(steps: np.ndarray, loss: np.ndarray, columns: int, keep: Iterable[int] = ()) -> np.ndarray:
