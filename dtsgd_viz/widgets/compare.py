@@ -29,9 +29,8 @@ from ..theory.convergence import diverged, path_losses
 from ..views.core import style
 from ..views.paths import loss as path_loss
 from ..views.paths.findings import findings
-from ..views.paths.frames import draw_scene
+from ..views.paths.frames import draw_scene, legend_handles
 from ..views.paths.geometry import divergence_update, rule_name
-from ..views.paths.names import legend_handles
 from ..views.paths.plot import PathsView
 from . import _drag
 from ._canvas import FigureWidget
@@ -357,7 +356,7 @@ class CompareWidget(FigureWidget):
         fig.clear()
         label = getattr(self.surface, "label", type(self.surface).__name__)
         # the runs the table calls diverged end where they left the view box, as in
-        # PhaseDiagram, with a note on both panels (draw_paths)
+        # PhaseDiagram, with a note on the paths panel (draw_paths)
         box = getattr(self.surface, "view_box", None) if tuple(self.surface.shape) == (2,) else None
         diverged = (
             None
@@ -379,7 +378,7 @@ class CompareWidget(FigureWidget):
         )
         ax_path, ax_loss = body.subplots(1, 2, width_ratios=[1.05, 1.0])
         scene = build_scene(recordings, self.surface, None, diverged)
-        _, art = draw_scene(scene, None, (ax_path, ax_loss), False, names=False)
+        _, art = draw_scene(scene, None, (ax_path, ax_loss), False, legend=False)
         self.view = PathsView(fig, scene, art, False, None)
         path_loss.mark_window(art, self.found)  # the updates the headline's means are over
         for line in art.paths.values():  # lines only: a marker per update

@@ -20,9 +20,8 @@ from ..views.core import style
 from ..views.core.figure import fit, headline, new_figure
 from ..views.paths import geometry as geo
 from ..views.paths.findings import findings_of
-from ..views.paths.frames import SQUARE_PATHS_SIZE, PathArtists, draw_scene, draw_zoom
+from ..views.paths.frames import SQUARE_PATHS_SIZE, PathArtists, draw_scene, legend_handles
 from ..views.paths.loss import mark_window, nest_loss_dots
-from ..views.paths.names import legend_handles
 from ..views.paths.plot import PathsView
 from ..views.paths.scene import build_scene, settings_line
 from ..views.update import panel as update_panel
@@ -131,7 +130,7 @@ def explorer_view(
     rows = (3, [1.33, 0.09, 0.86]) if close else (1, [1.0])
     grid = fig.add_gridspec(rows[0], 2 * n, height_ratios=rows[1])
     ax_path, ax_loss = fig.add_subplot(grid[0, :n]), fig.add_subplot(grid[0, n:])
-    _, art = draw_scene(scene, update, (ax_path, ax_loss), arrows, note=note, after=True, legend=False, names=False)
+    _, art = draw_scene(scene, update, (ax_path, ax_loss), arrows, note=note, after=True, legend=False)
     view = PathsView(fig, scene, art, bool(arrows) and art.note is None, update)
     index = 0 if update is None else geo.step_index(next(iter(scene.recordings.values())).steps, update)
     headline(fig, update_finding(scene, index), settings_line(scene))
@@ -264,10 +263,11 @@ def _trim_close_up(ax: Axes, key: str) -> None:
 
 
 def draw_close_up(scene: PathScene, art: PathArtists, key: str, data: PanelData) -> None:
-    """Redraw ``key``'s close-up at ``data`` (``path_frames.draw_zoom``), titled with the run's name, with only the
-    path's last segments. ``draw_close_ups`` draws every run's on one zoom."""
-    draw_zoom(scene, art, key, data)
+    """Redraw ``key``'s close-up at ``data`` (``update.panel.draw_update_panel``), titled with the run's name, with
+    only the path's last segments. ``draw_close_ups`` draws every run's on one zoom."""
     ax = art.zoom_axes[key]
+    style_of = update_panel.run_styles(scene.coords)[key]
+    update_panel.draw_update_panel(ax, scene, data, scene.colors[key], style_of, scene.plane.is_identity)
     _trim_close_up(ax, key)
     ax.set_title(close_up_title(key), fontsize=style.TITLE_SIZE, color=scene.colors[key], fontweight="bold")
 

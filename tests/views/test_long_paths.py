@@ -119,7 +119,7 @@ def test_a_10000_update_animation_grows_thinned_lines_through_each_frames_update
 
 @pytest.mark.slow
 def test_thinning_keeps_short_paths_whole_and_long_ones_within_the_tolerance():
-    from dtsgd_viz.views.paths.thin import CELL_PX, EXACT_POINTS, TOLERANCE_PX, thin_indices
+    from dtsgd_viz.views.paths.geometry import CELL_PX, EXACT_POINTS, TOLERANCE_PX, thin_indices
 
     rng = np.random.default_rng(3)
     short = rng.normal(size=(EXACT_POINTS, 2))
@@ -138,7 +138,7 @@ def test_thinning_keeps_short_paths_whole_and_long_ones_within_the_tolerance():
 
 @pytest.mark.slow
 def test_thinning_breaks_the_line_at_non_finite_points_and_holds_a_vertex_limit():
-    from dtsgd_viz.views.paths.thin import thin_indices
+    from dtsgd_viz.views.paths.geometry import thin_indices
 
     line = np.stack([np.arange(1000.0), np.zeros(1000)], axis=1)
     line[400:410] = np.nan
@@ -152,7 +152,7 @@ def test_thinning_breaks_the_line_at_non_finite_points_and_holds_a_vertex_limit(
 
 
 def test_up_to_ends_a_thinned_path_exactly_on_the_update_shown():
-    from dtsgd_viz.views.paths.thin import up_to
+    from dtsgd_viz.views.paths.geometry import up_to
 
     assert up_to(np.array([0, 10, 20, 30]), 16, at=14).tolist() == [0, 10, 14, 15]
     assert up_to(None, 4, at=2).tolist() == [0, 1, 2, 3]

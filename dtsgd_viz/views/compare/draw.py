@@ -11,14 +11,13 @@ import numpy as np
 
 from ..core import style
 from ..core.figure import headline, new_figure
-from ..core.log_ticks import use_log_ticks
-from ..paths.loss import LOSS_XLABEL, LOSS_YLABEL
+from ..paths.loss import LOSS_XLABEL, LOSS_YLABEL, plain_log_ticks
+from ..update.panel import tint
 from .geometry import CompareData, Findings, display_name
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-    from matplotlib.typing import ColorType
     from numpy.typing import ArrayLike
 
     from ..paths.loss import MeanBars
@@ -38,20 +37,13 @@ def looks(names: Iterable[str]) -> dict[str, style.Look]:
             assert look.color is not None  # run_looks gives every run a colour
             look = dataclasses.replace(
                 look,
-                color=_tint(look.color, 0.45 + 0.15 * (k - 1)),
+                color=tint(look.color, 0.45 + 0.15 * (k - 1)),
                 ls="-",
                 lw=max(1.0, look.lw * 0.55),
                 zorder=look.zorder + 0.01 * k,
             )
         out[name] = look
     return out
-
-
-def _tint(color: ColorType, amount: float) -> tuple[float, float, float]:
-    from matplotlib.colors import to_rgb
-
-    r, g, b = to_rgb(color)
-    return (r + (1 - r) * amount, g + (1 - g) * amount, b + (1 - b) * amount)
 
 
 def _label(data: CompareData, findings: Findings, name: str) -> str:
@@ -61,19 +53,6 @@ def _label(data: CompareData, findings: Findings, name: str) -> str:
     if name in findings.same_path:
         return f"{display_name(name)}: {display_name(data.names[0])}'s path"
     return display_name(name)
-
-
-def log_axis(ax: Axes) -> None:
-    """A log y scale in the one log tick format; the 2s and 5s labelled too under two
-    decades (and the 3s under one)."""
-    from matplotlib.ticker import LogLocator
-
-    ax.set_yscale("log")
-    lo, hi = ax.get_ylim()
-    span = hi / max(lo, 1e-300)
-    if span < 100:
-        ax.yaxis.set_minor_locator(LogLocator(subs=(2, 3, 5) if span < 10 else (2, 5)))
-    use_log_ticks(ax.yaxis, minor=span < 100)
 
 
 def _finite_positive(values: ArrayLike) -> np.ndarray:
@@ -150,7 +129,8 @@ def _loss_panel(
             drawn = True
     ax.set_title("loss", fontsize=style.TITLE_SIZE)
     if drawn:
-        log_axis(ax)
+        ax.set_yscale("log")
+        plain_log_ticks(ax)
     else:
         ax.text(
             0.5,
@@ -166,24 +146,21 @@ def _loss_panel(
 
 
 def _mark_tail(ax: Axes, data: CompareData, findings: Findings, look: Mapping[str, style.Look]) -> MeanBars | None:
-    """A pale band over the last ``findings.tail`` losses, each run's mean there
-    (``final_loss``) a short bar across it; returns the legend entry naming the bars."""
-    from ..paths.loss import WINDOW_COLOR, mean_handle
+    """``mark_means`` over the last ``findings.tail`` losses, each run's mean there
+    (``final_loss``); returns the legend entry naming the bars."""
+    from ..paths.loss import mark_means, mean_handle, mean_look
 
     x = (data.updates - 1)[-findings.tail :]
-    if not len(x) or not any(v is not None and np.isfinite(v) and v > 0 for v in findings.final_loss.values()):
+    means = {
+        name: (value, look[name].color or "black")
+        for name, value in findings.final_loss.items()
+        if value is not None and np.isfinite(value) and value > 0 and name not in findings.same_path
+    }  # a run on the first run's path has the first run's mean
+    if not len(x) or not means:
         return None
-    a, b = float(x[0]) - 0.5, float(x[-1]) + 0.5
-    ax.axvspan(a, b, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")
-    bars = []  # each bar's look: the legend's entry shows them as drawn
-    for name in data.names:
-        value = findings.final_loss.get(name)
-        if value is None or not np.isfinite(value) or value <= 0 or name in findings.same_path:
-            continue  # a run on the first run's path has the first run's mean
-        bars.append(dict(color=look[name].color, lw=look[name].lw + 0.5, solid_capstyle="butt"))
-        ax.plot([a, b], [value, value], **bars[-1], zorder=look[name].zorder + 2.0, gid=f"loss-mean:{name}")
+    mark_means(ax, float(x[0]) - 0.5, float(x[-1]) + 0.5, means)
     span = f"k = {int(x[0])}–{int(x[-1])}" if len(x) > 1 else f"k = {int(x[0])}"
-    return mean_handle(bars, f"each run's mean, {span} (shaded)")
+    return mean_handle([mean_look(c) for _, c in means.values()], f"each run's mean, {span} (shaded)")
 
 
 def _gap_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> None:
@@ -197,7 +174,8 @@ def _gap_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> N
             drawn = True
     ax.set_title(f"parameters' distance from {data.names[0]}'s", fontsize=style.TITLE_SIZE)
     if drawn:
-        log_axis(ax)
+        ax.set_yscale("log")
+        plain_log_ticks(ax)
     else:
         ax.set_yticks([])
     _style_axis(ax, LOSS_XLABEL, "distance / norm (1 = 100%)")

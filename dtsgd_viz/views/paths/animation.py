@@ -15,12 +15,9 @@ from ..update import panel
 from ..update.zoom import draw_inset, shared_factor, shared_zoom, span_text
 from . import geometry as geo
 from .findings import findings_of
-from .frames import PathArtists, draw_scene, follow_update, panel_at, row_legend, set_trail
+from .frames import PathArtists, draw_scene, follow_update, legend_handles, panel_at, rest_line, row_legend, set_trail
 from .loss import mark_window, mean_handle, mean_look, nest_loss_dots
-from .names import legend_handles
-from .scene import build_scene, ring_index, settings_line
-from .thin import up_to
-from .titles import path_title, short_runs
+from .scene import build_scene, path_title, ring_index, settings_line, short_runs
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -47,28 +44,24 @@ def _frames(frames: int | Iterable[int] | None, steps: np.ndarray) -> list[int]:
         if frames < 1:
             raise ValueError(f"frames must be >= 1. Received: frames={frames}.")
         return sorted(set(np.linspace(0, n - 1, min(int(frames), n)).round().astype(int).tolist()))
-    try:
-        items = list(cast("Iterable[int]", frames))  # (a bool, not iterable: the TypeError below)
-    except TypeError:
+    if not isinstance(frames, Iterable):
         raise ValueError(
             "frames must be None (every update), an int >= 1 (evenly spaced frames) or a "
             f"list of update numbers. Received: frames={frames!r}."
-        ) from None
-    for f in items:
-        if f is None:
-            raise ValueError(
-                "frames lists update numbers (ints, as recording.steps counts them, or "
-                f"negative counts back from the last); None is not one. Received: "
-                f"frames={items!r}. Allowed: {geo.describe_updates(steps)}."
-            )
-    try:
-        # f is an update (None was refused above): check_step gives an update back
-        out = [geo.step_index(steps, cast(int, geo.check_step(f, {"recordings": steps}))) for f in items]
+        )
+    items = list(frames)
+    if not items:
+        raise ValueError("frames is empty: give None, a number of frames, or update numbers.")
+    if any(f is None for f in items):
+        raise ValueError(
+            "frames lists update numbers (ints, as recording.steps counts them, or "
+            f"negative counts back from the last); None is not one. Received: "
+            f"frames={items!r}. Allowed: {geo.describe_updates(steps)}."
+        )
+    try:  # each an update (None was refused above): check_step gives an update back
+        return [geo.step_index(steps, cast(int, geo.check_step(f, {"recordings": steps}))) for f in items]
     except ValueError as e:
         raise ValueError(f"frames={items!r}: {e}") from None
-    if not out:
-        raise ValueError("frames is empty: give None, a number of frames, or update numbers.")
-    return out
 
 
 def animate(
@@ -103,9 +96,7 @@ def animate(
     found = {i: findings_of(scene, upto=int(steps[i])) for i in frame_list}
     heads = {i: f.headline() for i, f in found.items()}
     fig, ax_path, ax_loss, zooms = _figure(scene, arrows and zoom, heads)
-    _, art = draw_scene(
-        scene, int(steps[frame_list[0]]), (ax_path, ax_loss), arrows, after=True, legend=False, names=False
-    )
+    _, art = draw_scene(scene, int(steps[frame_list[0]]), (ax_path, ax_loss), arrows, after=True, legend=False)
     art.zoom_axes = zooms
     assert art.ax_loss is not None  # drawn with its loss panel
     art.ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
@@ -195,7 +186,7 @@ def _move_to(scene: PathScene, art: PathArtists, arrows: bool, steps: np.ndarray
                 changed.append(q)
         s, loss, _ = scene.losses[key]
         art.loss_markers[key].set_data([s[j]], [loss[j]])
-        grown = up_to(art.loss_thin.get(key), j + 1, j)  # thinned as the whole line is
+        grown = geo.up_to(art.loss_thin.get(key), j + 1, j)  # thinned as the whole line is
         art.loss_lines[key].set_data(s[grown], loss[grown])
         changed += [art.loss_markers[key], art.loss_lines[key]]
     if arrows and art.zoom_axes:
@@ -214,16 +205,11 @@ def _move_to(scene: PathScene, art: PathArtists, arrows: bool, steps: np.ndarray
 
 def _draw_loss_rests(art: PathArtists) -> None:
     """Under each growing loss curve, its whole run as a thin lighter line in its rule's dash."""
-    from .frames import REST_SHARE, REST_TINT, REST_WIDTH
-
     assert art.ax_loss is not None  # the loss lines are on it
-    runs = style.run_looks(art.loss_lines)
+    looks = style.run_looks(art.loss_lines)
     for key, line in art.loss_lines.items():
-        look = dict(style.ROLE_LOOKS["remainder"].line(panel.tint(line.get_color(), REST_TINT)))
-        look.update(
-            ls=runs[key].ls, lw=min(REST_WIDTH, REST_SHARE * line.get_linewidth()), zorder=line.get_zorder() - 0.5
-        )
-        art.ax_loss.plot(*line.get_data(), **look, marker="", gid=f"loss-rest:{key}")
+        look = {**rest_line(looks[key]), "zorder": line.get_zorder() - 0.5}
+        art.ax_loss.plot(*line.get_data(), **look, gid=f"loss-rest:{key}")
 
 
 def _save(anim: FuncAnimation, filename: str | Path, writer: Any = None, *args: Any, **kwargs: Any) -> None:
@@ -259,17 +245,12 @@ def _palette_writer(fps: float) -> PillowWriter:
 GIF_COLORS = 128  # a palette's colours: the figures' flat colours and their antialiasing
 
 
-def _kept() -> list[tuple[int, ...]]:
-    from matplotlib.colors import to_rgb
-
-    return list(dict.fromkeys(tuple(round(255 * x) for x in to_rgb(c)) for c in KEPT_COLORS))
-
-
 def _palette_image(frame: Image.Image, colors: int = GIF_COLORS) -> Image.Image:
     """A 1-pixel palette image: ``frame``'s adaptive palette, then ``KEPT_COLORS``."""
+    from matplotlib.colors import to_rgb
     from PIL import Image
 
-    keep = _kept()
+    keep = list(dict.fromkeys(tuple(round(255 * x) for x in to_rgb(c)) for c in KEPT_COLORS))
     n = colors - len(keep)
     adaptive = frame.quantize(n).getpalette()
     assert adaptive is not None  # a quantized image's
@@ -304,12 +285,4 @@ def with_palette(frame: Image.Image, palette: Image.Image | None = None) -> Imag
 
 def _arrows_drawable(scene: PathScene, frame_list: Iterable[int]) -> bool:
     """Whether every run's update at every frame can be taken apart into arrows."""
-    arrows = all({"grad", "velocity"} <= set(r.kinds) for r in scene.recordings.values())
-    if arrows:
-        try:
-            for r in scene.recordings.values():
-                for i in frame_list:
-                    upd.decompose_update(r, scene.name, i)
-        except ValueError:
-            arrows = False
-    return arrows
+    return all(upd.why_no_arrows(r, i) is None for r in scene.recordings.values() for i in frame_list)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..update.geometry import UpdateTerms
     from .scene import PathScene
 
-__all__ = ["PathFindings", "finding", "findings", "findings_of", "times_text", "window_text", "LEVEL"]
+__all__ = ["PathFindings", "findings", "findings_of", "times_text", "window_text", "LEVEL"]
 
 LEVEL = 1.05  # the lowest two runs' mean losses within this factor: the runs end level
 
@@ -140,12 +140,14 @@ class PathFindings:
         said = self.update_headline()
         if not said:
             return []
+        from ..update.geometry import TERM_SHORT
+
         assert self.terms is not None  # said of them
         name = geo.rule_name
         width = max(8, *(len(name(n)) for n in self.names)) + 2
         lines = [said]
         for n, t in self.terms.items():
-            parts = [f"{_term_short(k)} {float(np.linalg.norm(v)):.3g}" for k, v in t.terms]
+            parts = [f"{TERM_SHORT.get(k, k)} {float(np.linalg.norm(v)):.3g}" for k, v in t.terms]
             lines.append(
                 "  " + name(n).ljust(width) + "  ".join(parts) + f"  step {float(np.linalg.norm(t.total)):.3g}"
             )
@@ -187,12 +189,6 @@ class PathFindings:
         return "\n".join(lines)
 
 
-def _term_short(term: str) -> str:
-    from ..update.geometry import TERM_SHORT
-
-    return TERM_SHORT.get(term, term)
-
-
 def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
@@ -218,11 +214,8 @@ def findings(
     if surface is not None:
         return findings_of(build_scene(runs, surface, name), step=step, upto=upto, tol=tol)
     recordings = _as_dict(runs)
-    if name is None:
-        shared = set.intersection(*(set(r.variables) for r in recordings.values()))
-        name = next(iter(shared)) if len(shared) == 1 else None
-    else:
-        name = geo.select_variable(recordings, name)
+    if name is not None or len(set.intersection(*(set(r.variables) for r in recordings.values()))) == 1:
+        name = geo.select_variable(recordings, name)  # else no variable: the losses only
     losses: dict[str, tuple[np.ndarray, np.ndarray, bool]] = {}
     diverged: dict[str, int | None] = {}
     for key, r in recordings.items():
@@ -337,8 +330,3 @@ def findings_of(
         None if tol is None else float(tol),
         to_tol,
     )
-
-
-def finding(scene: PathScene) -> str:
-    """The path figures' headline: ``findings_of(scene).headline()``."""
-    return findings_of(scene).headline()

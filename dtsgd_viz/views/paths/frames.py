@@ -1,6 +1,6 @@
-"""Drawing a path figure from its ``PathScene``, once; the pieces that follow the update
-(``follow_update``, ``set_trail``, ``draw_zoom``, ``panel_at``) are shared with the
-animation and the widgets."""
+"""Drawing a path figure from its ``PathScene``, once, and its legend; the pieces that
+follow the update (``follow_update``, ``set_trail``, ``panel_at``) are
+shared with the animation and the widgets."""
 
 from __future__ import annotations
 
@@ -15,12 +15,9 @@ from ..core.figure import headline, new_figure, root_figure
 from ..update import geometry as upd
 from ..update import panel
 from . import geometry as geo
-from . import thin
-from .findings import finding, findings_of
+from .findings import findings_of
 from .loss import draw_loss, mark_window, mean_handle, mean_look
-from .names import draw_start_and_minima, legend_handles
-from .scene import PathScene, ring_index, settings_line
-from .titles import path_title
+from .scene import PathScene, minimum_on_plane, path_title, ring_index, settings_line
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -30,7 +27,7 @@ if TYPE_CHECKING:
     from matplotlib.legend import Legend
     from matplotlib.lines import Line2D
     from matplotlib.quiver import Quiver
-    from matplotlib.text import Annotation, Text
+    from matplotlib.text import Text
     from matplotlib.typing import ColorType
     from numpy.typing import ArrayLike
 
@@ -52,7 +49,6 @@ class PathArtists:
     title: Text | None = None
     note: Text | None = None  # the Text saying why no arrows are drawn, if any
     rests: dict[str, Line2D] = dataclasses.field(default_factory=dict)  # config -> the whole run, thin
-    names: dict[str, Annotation] = dataclasses.field(default_factory=dict)  # none: the legend names the marks
     caption: Text | None = None  # the figure's caption, if any
     whole: bool = False  # each path drawn whole (``plot_paths``)
     after: bool = False  # the ring at the parameters after the update shown (``scene.ring_index``)
@@ -84,14 +80,12 @@ def draw_scene(
     whole: bool = False,
     after: bool | None = None,
     legend: bool = True,
-    names: bool | None = None,
 ) -> tuple[Figure, PathArtists]:
     """Draw ``scene`` at ``update`` (None: none) on ``ax`` (None: a new figure with the
     headline; one Axes: the paths only; a pair: paths and loss). ``whole``: each path
     drawn whole, else up to the update over its whole run drawn thin. ``auto``: the update
     was picked (the title says so). ``after``: the ring after the update (None: as
-    ``whole``). ``names``: names beside the start and minimum (None: on a pair of
-    axes). ``legend``: name the marks. Returns the figure and its ``PathArtists``."""
+    ``whole``). ``legend``: name the marks. Returns the figure and its ``PathArtists``."""
     if arrows and update is not None and note is None:
         note = _why_no_arrows(scene, update)  # what the recording allows: no arrows, and why
         if note:
@@ -103,8 +97,7 @@ def draw_scene(
     picked = update is not None
     thin_paths(scene, art, update)
     _draw_path_lines(scene, art, looks, picked and not whole)
-    names = (not own and ax_loss is not None) if names is None else names  # a pair: the widgets place them
-    art.names = draw_start_and_minima(scene, ax_path, names=names)
+    draw_start_and_minima(scene, ax_path)
     _frame_path_axes(scene, ax_path)
     if picked:
         _draw_step(scene, update, art, arrows, looks)
@@ -114,19 +107,21 @@ def draw_scene(
     if ax_loss is not None:
         draw_loss(scene, update, art, looks)
     bars = []  # the mean bars' looks, as drawn
-    if own:  # the updates whose mean loss the headline compares
-        from matplotlib.lines import Line2D
-
-        drawn = mark_window(art, findings_of(scene))
-        bars = [mean_look(b.get_color()) for b in drawn if isinstance(b, Line2D)]
+    if own:  # over the updates whose mean loss the headline compares
+        found = findings_of(scene)
+        mark_window(art, found)
+        bars = [mean_look(looks[k].color or "black") for k in found.ranking]
     ring = None if not picked else f"after update {int(update)}" if art.after else "before the update"
     if legend and own:
         handles = legend_handles(scene, looks, ring) + ([mean_handle(bars)] if bars else [])
         art.legend = row_legend(fig, handles)
-    elif legend and ax_loss is None:  # one panel of someone else's figure: a short legend on it
-        handles = legend_handles(scene, looks, ring, points=not art.names)
+    elif legend:  # on someone else's axes: a short legend on the paths
         art.legend = ax_path.legend(
-            handles=handles, fontsize=style.NOTE_SIZE, loc="best", framealpha=0.9, handlelength=style.handle_length()
+            handles=legend_handles(scene, looks, ring),
+            fontsize=style.NOTE_SIZE,
+            loc="best",
+            framealpha=0.9,
+            handlelength=style.handle_length(),
         )
     return fig, art
 
@@ -135,7 +130,7 @@ def _axes(scene: PathScene, ax: Axes | tuple[Axes, Axes] | list[Axes] | None) ->
     """``(fig, path_ax, loss_ax, own)``: a new figure has the headline over the panels."""
     if ax is None:
         fig = new_figure(SQUARE_PATHS_SIZE if scene.plane.is_identity else style.PATHS_SIZE_NO_ZOOM)
-        headline(fig, finding(scene), settings_line(scene))
+        headline(fig, findings_of(scene).headline(), settings_line(scene))
         (x0, x1), (y0, y1) = scene.box  # the equal-aspect paths panel as wide as its box needs
         wide = float(np.clip(1.05 * (x1 - x0) / (y1 - y0), 1.05, 1.8)) if y1 > y0 else 1.05
         ax_path, ax_loss = fig.subplots(1, 2, gridspec_kw=dict(width_ratios=[wide, 1.0]))
@@ -151,10 +146,10 @@ def _axes(scene: PathScene, ax: Axes | tuple[Axes, Axes] | list[Axes] | None) ->
 
 def thin_paths(scene: PathScene, art: PathArtists, update: int | None = None) -> dict[str, np.ndarray]:
     """``art.thin``: each run's point indices its line passes through on ``art``'s figure
-    (``thin.thin_indices``), keeping the update shown, the lowest loss and the extremes;
+    (``geo.thin_indices``), keeping the update shown, the lowest loss and the extremes;
     lines drawn whole are set to them. Call again after the figure grows."""
     fig = art.ax_path.figure
-    scale, limit = thin.pixel_scale(scene.box, fig), thin.vertex_limit(fig)
+    scale, limit = geo.pixel_scale(scene.box, fig), geo.vertex_limit(fig)
     out: dict[str, np.ndarray] = {}
     for key, c in scene.coords.items():
         n = geo.drawn_length(len(c), scene.diverged.get(key))
@@ -168,7 +163,7 @@ def thin_paths(scene: PathScene, art: PathArtists, update: int | None = None) ->
         if len(ok):  # loss[k] is the loss at path point k
             keep.append(int(ok[np.argmin(loss[ok])]))
         keep += extreme_points(c[:n])
-        out[key] = thin.thin_indices(c[:n], scale, keep, limit=limit)
+        out[key] = geo.thin_indices(c[:n], scale, keep, limit=limit)
     art.thin = out
     for key, line in art.rests.items():
         line.set_data(scene.coords[key][out[key]].T)
@@ -200,23 +195,23 @@ def _why_no_arrows(scene: PathScene, update: int) -> str | None:
 def _draw_path_lines(scene: PathScene, art: PathArtists, looks: Mapping[str, style.Look], split: bool) -> None:
     """Each run's path in its rule's line through ``art.thin`` and, when ``split``, its
     whole run under it as a thin lighter line in the rule's dash."""
-    rest = style.ROLE_LOOKS["remainder"]
     for key, c in scene.coords.items():
         look = looks[key]
-        assert look.color is not None  # run_looks colours every run
         c = c[art.thin[key]]
         if split:  # in the rules' order, below every path and above the contours
-            line = rest.line(panel.tint(look.color, REST_TINT))
+            line = rest_line(look)
             line["zorder"] += look.zorder - _LOWEST_Z
-            line["ls"], line["lw"] = look.ls, min(REST_WIDTH, REST_SHARE * look.lw)
-            (art.rests[key],) = art.ax_path.plot(c[:, 0], c[:, 1], **line, marker="", gid=f"path-rest:{key}")
-        (art.paths[key],) = art.ax_path.plot(
-            c[:, 0],
-            c[:, 1],
-            **look.line(),
-            label=key,
-            gid=f"path:{key}",
-        )
+            (art.rests[key],) = art.ax_path.plot(c[:, 0], c[:, 1], **line, gid=f"path-rest:{key}")
+        (art.paths[key],) = art.ax_path.plot(c[:, 0], c[:, 1], **look.line(), label=key, gid=f"path:{key}")
+
+
+def rest_line(look: style.Look) -> dict[str, Any]:
+    """``ax.plot`` keywords of a run's whole run drawn under its growing path or loss
+    curve: the remainder's look in the rule's dash and colour, tinted and thinner."""
+    assert look.color is not None  # run_looks colours every run
+    line = style.ROLE_LOOKS["remainder"].line(panel.tint(look.color, REST_TINT))
+    line.update(ls=look.ls, lw=min(REST_WIDTH, REST_SHARE * look.lw), marker="")
+    return line
 
 
 def follow_update(scene: PathScene, art: PathArtists, update: int) -> list[Artist]:
@@ -228,7 +223,7 @@ def follow_update(scene: PathScene, art: PathArtists, update: int) -> list[Artis
         c = scene.coords[key]
         i = _index(scene, key, update)
         n = min(i + 2, geo.drawn_length(len(c), scene.diverged.get(key)))
-        shown = thin.up_to(art.thin.get(key), n, i)  # thinned, the update's point exact
+        shown = geo.up_to(art.thin.get(key), n, i)  # thinned, the update's point exact
         line.set_data(c[shown, 0], c[shown, 1])
         changed.append(line)
     return changed
@@ -290,18 +285,6 @@ def panel_at(scene: PathScene, key: str, index: int, arrows: bool | None) -> pan
     update = upd.decompose_update(rec, scene.name, index)
     chain, points = upd.arrow_chain(update, scene.plane), upd.nesterov_points(update, scene.plane)
     return panel.panel_data(key, int(rec.steps[index]), scene.coords[key], index, chain, points, scene.box)
-
-
-def draw_zoom(scene: PathScene, art: PathArtists, key: str, data: panel.PanelData) -> None:
-    """Redraw ``key``'s close-up at ``data`` (the close-ups share one scale: no box on the paths says where)."""
-    panel.draw_update_panel(
-        art.zoom_axes[key],
-        scene,
-        data,
-        scene.colors[key],
-        panel.run_styles(scene.coords)[key],
-        scene.plane.is_identity,
-    )
 
 
 def _draw_step(
@@ -379,3 +362,45 @@ def row_legend(fig: Figure, handles: list) -> Legend:
         handlelength=style.handle_length(),
         columnspacing=1.0,  # seven entries in one row across the figure
     )
+
+
+STAR_HALO = 1.2  # points of white round the star: its edge reads over the contours
+
+
+def minimum_label(scene: PathScene) -> str:
+    """``"minimum"`` (``"minima"``), with ``" (projected)"`` when it lies off the plane."""
+    return ("minima" if len(scene.minima) > 1 else "minimum") + ("" if minimum_on_plane(scene) else " (projected)")
+
+
+def _star_face(scene: PathScene) -> str:
+    """The star's face: yellow on the plane, open for a minimum projected onto it."""
+    return style.MINIMUM_FACE if minimum_on_plane(scene) else "none"
+
+
+def draw_start_and_minima(scene: PathScene, ax_path: Axes) -> None:
+    """The start points and the minima in ``ROLE_LOOKS``' looks (the legend names them)."""
+    from matplotlib import patheffects
+
+    start, star = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"]
+    s, m = scene.starts, scene.minima
+    ax_path.plot(s[:, 0], s[:, 1], start.marker, ms=start.ms, mfc="white", mec=start.color, mew=start.lw, ls="none")
+    ax_path.lines[-1].set(label="start", gid="start", zorder=start.zorder)
+    halo = [patheffects.withStroke(linewidth=STAR_HALO, foreground="white")]
+    ax_path.plot(m[:, 0], m[:, 1], star.marker, ms=star.ms, mfc=_star_face(scene), mec=star.color, mew=star.lw)
+    ax_path.lines[-1].set(ls="none", label=minimum_label(scene), gid="minimum", zorder=star.zorder, path_effects=halo)
+
+
+def legend_handles(scene: PathScene, looks: Mapping[str, style.Look], ring: str | None = None) -> list:
+    """The legend's entries: each run's line, the start, the minimum and, with ``ring``,
+    the ring of the update shown."""
+    from matplotlib.lines import Line2D
+
+    start, star, cur = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"], style.ROLE_LOOKS["current"]
+    out = [Line2D([], [], **looks[k].line(), label=geo.rule_name(k)) for k in scene.coords]
+    out.append(Line2D([], [], ls="none", marker=start.marker, ms=start.ms, mfc="white", mec=start.color, label="start"))
+    out.append(Line2D([], [], ls="none", marker=star.marker, ms=star.ms, mfc=_star_face(scene), mec=star.color))
+    out[-1].set_label(minimum_label(scene))
+    if ring:
+        out.append(Line2D([], [], ls="none", marker=cur.marker, ms=cur.ms, mfc="none", mec="0.3", mew=cur.lw))
+        out[-1].set_label(ring)
+    return out

@@ -1,5 +1,6 @@
-"""The loss panel of a path figure: each run's loss after k updates, k = 0..N, named at
-its line's end, the update shown ringed, the headline's updates banded (``mark_window``)."""
+"""The loss panel of a path figure: each run's loss after k updates, k = 0..N (the
+legend names the runs), the update shown ringed, the headline's updates banded
+(``mark_window``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from ..core import style
 from ..core.figure import root_figure
 from ..core.log_ticks import use_log_ticks
 from ..shards.geometry import minmax_indices
-from ..text.direct import axes_height_points, label_ends, spread
 from . import geometry as geo
 from .scene import ring_index
 
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = [
     "draw_loss",
     "mark_window",
+    "mark_means",
+    "plain_log_ticks",
     "mean_handle",
     "mean_look",
     "MeanBars",
@@ -47,41 +49,34 @@ LOSS_YLABEL = "loss after k updates"
 LOSS_TITLE = "Loss after k updates"
 FEW_POINTS = 3  # loss lines of this many points or fewer get markers
 END_MARGIN = 0.015  # the x axis ends this far (of its span) past the last update: no empty range
-END_GAP = 1.8  # the end names' centre-to-centre distance, in font sizes (the laid-out panel is shorter)
 DOT_SIZE = style.ROLE_LOOKS["current"].ms  # points: each run's ring at the update shown, as on the paths
 RING_STEP = 4.0  # points: a ring round another it would cover is this much wider per ring inside it
 
 
-def nest_loss_dots(markers: Mapping[str, Line2D]) -> bool:
+def nest_loss_dots(markers: Mapping[str, Line2D]) -> None:
     """Rings at the update shown (``{config: Line2D}``) closer than a ring's width: each
-    drawn ``RING_STEP`` wider per later ring it would cover. Returns whether any met."""
+    drawn ``RING_STEP`` wider per later ring it would cover."""
     lines = list(markers.values())
     px = [_dot_px(m) for m in lines]
-    met = False
     for n, m in enumerate(lines):
         width = DOT_SIZE * m.figure.dpi / 72 if m.figure is not None else DOT_SIZE
         inside = sum(1 for o in range(n + 1, len(lines)) if np.hypot(*(px[n] - px[o])) < width)
         m.set_markersize(DOT_SIZE + RING_STEP * inside)
-        met |= inside > 0
-    return met
 
 
 def _dot_px(m: Line2D) -> np.ndarray:
     """The display pixels of the one point of the ring ``m`` (NaN when it has none)."""
-    x, y = np.asarray(m.get_xdata()), np.asarray(m.get_ydata())
-    if not len(x):
+    if not len(np.asarray(m.get_xdata())):
         return np.array([np.nan, np.nan])
     assert m.axes is not None  # a ring on the loss panel
-    return m.axes.transData.transform((x[0], y[0]))
+    return m.axes.transData.transform((np.asarray(m.get_xdata())[0], np.asarray(m.get_ydata())[0]))
 
 
 def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Mapping[str, Look]) -> None:
     """Draw ``scene``'s losses on ``art.ax_loss``, marking ``update`` (None: none)."""
     ax = art.ax_loss
     assert ax is not None  # drawn only with a loss panel
-    lost: dict[str, int | None] = {}  # runs whose loss stops being finite without having left the view
-    ends: list[tuple[str, float, float, ColorType | None]] = []
-    columns = loss_columns(ax)
+    columns = max(1, int(np.ceil(geo.root_pixels(root_figure(ax))[0])))  # the most pixel columns a line spans
     for key, (steps, loss, _) in scene.losses.items():
         look = looks[key]
         few = len(steps) <= FEW_POINTS  # one point per line draws nothing without a marker
@@ -99,23 +94,9 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
         with np.errstate(invalid="ignore"):
             finite = np.isfinite(loss) & (loss > 0)
         last = np.flatnonzero(finite)
-        if len(last):
+        if len(last) and (key in scene.diverged or not finite.all()):  # the run's last finite loss: its x
             j = int(last[-1])
-            ends.append((geo.rule_name(key), steps[j], loss[j], look.color))
-        if key in scene.diverged or not finite.all():
-            if len(last):  # where the log axis ends for this run: its last finite loss
-                ax.plot(
-                    [steps[last[-1]]],
-                    [loss[last[-1]]],
-                    "x",
-                    ms=11,
-                    mew=2.5,
-                    color=look.color,
-                    gid=f"loss-diverged:{key}",
-                    zorder=6,
-                )
-            if key not in scene.diverged:
-                lost[key] = int(steps[last[-1] + 1]) if len(last) and last[-1] + 1 < len(steps) else None
+            ax.plot([steps[j]], [loss[j]], "x", ms=11, mew=2.5, color=look.color, gid=f"loss-diverged:{key}", zorder=6)
         if update is not None:  # at the ring: the loss after the updates made there
             i = ring_index(scene, key, update, art.after)
             cur = style.ROLE_LOOKS["current"]  # the ring the path panel draws there
@@ -132,22 +113,13 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
             )
     _frame(scene, ax)
     nest_loss_dots(art.loss_markers)
-    if scene.diverged or lost:
-        _diverged_note(scene, ax, lost)
     if update is not None:  # at the rings
         line = style.ROLE_LOOKS["update_line"]
         first = next(iter(scene.losses))
         at = scene.losses[first][0][ring_index(scene, first, update, art.after)]
         art.step_line = ax.axvline(at, **line.line(), gid="step-line")
-    keys = {geo.rule_name(k): k for k in scene.losses}  # the names written back to their configs
-    labels = {keys[(t.get_gid() or "")[len("label:") :]]: t for t in label_ends(ax, ends, outside=True)}
-    for key, text in labels.items():  # gids keep the config keys
-        text.set_gid(f"label:{key}")
-    texts = [t for t in labels.values() if t.get_visible()]
-    gap = END_GAP * style.LABEL_SIZE / axes_height_points(ax)  # bold names: more air than label_ends leaves
-    for t, f in zip(texts, spread([t.get_position()[1] for t in texts], gap, 0.02, 0.98)):
-        t.set_position((t.get_position()[0], f))
-    _plain_log_ticks(ax)
+    if ax.get_yscale() == "log":
+        plain_log_ticks(ax)
 
 
 WINDOW_COLOR = "0.55"  # the band of the updates the headline's means are over
@@ -189,34 +161,24 @@ def mean_handle(bars: Iterable[Mapping], label: str = MEAN_LABEL) -> MeanBars:
 
 
 def mark_window(art: PathArtists, found: PathFindings, bars: bool = True) -> list[Artist]:
-    """On ``art.ax_loss``: a pale band over ``found.window`` (the updates whose mean loss
-    the headline compares) and, with ``bars``, each ranked run's mean across it (a bar
-    in its colour, white-outlined, ``mean_look``: ``mean_handle`` names them); the artists drawn."""
-    ax = art.ax_loss
-    if ax is None or not found.ranking:
+    """On ``art.ax_loss``: ``mark_means`` over ``found.window`` (the updates whose mean loss
+    the headline compares), with ``bars`` each ranked run's mean there; the artists drawn."""
+    if art.ax_loss is None or not found.ranking:
         return []
     a, b = found.window
     half = 0.5 if a == b else 0.0
-    out: list[Artist] = [
-        ax.axvspan(a - half, b + half, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")
-    ]
-    for key in found.ranking if bars else ():
-        color = art.loss_lines[key].get_color() if key in art.loss_lines else "0.3"
-        (line,) = ax.plot(
-            [a - half, b + half],
-            [found.tail_loss[key]] * 2,
-            **mean_look(color),
-            zorder=4.5,
-            gid=f"loss-mean:{key}",
-        )
-        out.append(line)
+    colors = {k: art.loss_lines[k].get_color() if k in art.loss_lines else "0.3" for k in found.ranking}
+    means = {k: (found.tail_loss[k], colors[k]) for k in found.ranking} if bars else {}
+    return mark_means(art.ax_loss, a - half, b + half, means)
+
+
+def mark_means(ax: Axes, lo: float, hi: float, means: Mapping[str, tuple[float, ColorType]]) -> list[Artist]:
+    """A pale band over ``lo..hi`` on the loss axes ``ax`` and each run's mean there
+    (``means``: ``{run: (mean, colour)}``) a bar across it in ``mean_look``; the artists drawn."""
+    out: list[Artist] = [ax.axvspan(lo, hi, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")]
+    for key, (value, color) in means.items():
+        out += ax.plot([lo, hi], [value] * 2, **mean_look(color), zorder=4.5, gid=f"loss-mean:{key}")
     return out
-
-
-def loss_columns(ax: Axes) -> int:
-    """The most pixel columns a loss panel of ``ax``'s figure can have: its width in pixels."""
-    root = root_figure(ax)
-    return max(1, int(np.ceil(root.get_size_inches()[0] * root.dpi)))
 
 
 def thin_loss(steps: np.ndarray, loss: np.ndarray, columns: int, keep: Iterable[int] = ()) -> np.ndarray:
@@ -229,17 +191,15 @@ def thin_loss(steps: np.ndarray, loss: np.ndarray, columns: int, keep: Iterable[
     return np.unique(np.concatenate([idx, k[(k >= 0) & (k < len(steps))]]))
 
 
-def _plain_log_ticks(ax: Axes) -> None:
-    """Plain tick labels (0.2, 0.3) on a log axis spanning under a decade and a half."""
+def plain_log_ticks(ax: Axes) -> None:
+    """The one log tick format (``core.log_ticks``) on ``ax``'s log y axis, the 2s to 8s
+    labelled too where it spans under a decade and a half (0.2, 0.3, ...)."""
     from matplotlib.ticker import LogLocator
 
-    if ax.get_yscale() != "log":
-        return
-    use_log_ticks(ax.yaxis)  # the one log tick format (core.log_ticks)
+    use_log_ticks(ax.yaxis)
     lo, hi = ax.get_ylim()
-    if not (lo > 0 and hi > lo) or np.log10(hi / lo) > 1.5:
-        return
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)))
+    if lo > 0 and hi > lo and np.log10(hi / lo) <= 1.5:
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)))
 
 
 def _frame(scene: PathScene, ax: Axes) -> None:
@@ -259,7 +219,7 @@ def _frame(scene: PathScene, ax: Axes) -> None:
     ax.autoscale_view()
     if last - first < 4:  # a short run: a margin of half an update, ticks on the updates
         ax.set_xlim(first - 0.5, last + 0.5)
-    else:  # the names stand outside, right of the spine: the axis ends just past the data
+    else:  # the axis ends just past the data: no empty range
         ax.set_xlim(ax.get_xlim()[0], last + END_MARGIN * (last - ax.get_xlim()[0]))
 
 
@@ -274,21 +234,3 @@ def _needs_log(scene: PathScene) -> bool:
         bad = not np.all(np.isfinite(v)) or np.any(v <= 0)
     v = v[np.isfinite(v) & (v > 0)]
     return bool(scene.diverged or bad or not len(v) or v.max() >= LINEAR_SPAN * v.min())
-
-
-def _diverged_note(scene: PathScene, ax: Axes, lost: Mapping[str, int | None]) -> None:
-    lines = [geo.diverged_note(scene.diverged)] if scene.diverged else []
-    lines += [f"{k}: loss not finite from update {u}" if u else f"{k}: loss not finite" for k, u in lost.items()]
-    ax.text(
-        0.01,
-        0.01,
-        "; ".join(lines),
-        transform=ax.transAxes,
-        ha="left",
-        va="bottom",
-        fontsize=style.NOTE_SIZE,
-        color="#A04000",
-        gid="loss-diverged-note",
-        zorder=8,
-        bbox=dict(fc="white", ec="#D55E00", alpha=0.92, pad=2.0),
-    )

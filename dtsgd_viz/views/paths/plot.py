@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING
 from . import geometry as geo
 from .animation import animate
 from .frames import PathArtists, draw_scene
-from .scene import PathScene, build_scene, default_update
-from .titles import short_runs
+from .scene import PathScene, build_scene, default_update, short_runs
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -102,13 +101,11 @@ def draw_paths(
     name: str | None = None,
     ax: Axes | tuple[Axes, Axes] | list[Axes] | None = None,
     arrows: bool | None = True,
-    zoom: bool = True,
     note: str | None = None,
     diverged: Mapping[str, int | None] | None = None,
 ) -> PathsView:
     """Like ``plot_paths`` but returns the ``PathsView``, each path drawn up to ``step``
-    over its whole run drawn thin (``step=None``: no update). ``zoom`` is kept for the
-    widgets, which draw their own close-ups. ``note``: a note for the path panel;
+    over its whole run drawn thin (``step=None``: no update). ``note``: a note for the path panel;
     ``diverged``: ``{config: update}`` of the runs that left the view (None: found)."""
     scene = build_scene(recordings, surface, name, diverged)
     update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})

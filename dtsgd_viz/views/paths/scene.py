@@ -1,16 +1,18 @@
 """The scene of a path figure: every number ``views.paths`` draws, computed before any
-drawing, from the checked input (the geometry is ``views.paths.geometry``'s)."""
+drawing, from the checked input (the geometry is ``views.paths.geometry``'s), and the
+path panel's title (``path_title``; ``short_runs``: the arrows too short to see)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core import style
 from ..core.empty import check_not_empty
+from ..update import geometry as upd
 from . import geometry as geo
 
 if TYPE_CHECKING:
@@ -19,7 +21,17 @@ if TYPE_CHECKING:
     from ...recording.recording import Recording
     from ...theory.surfaces.base import Surface
 
-__all__ = ["PathScene", "build_scene", "default_update", "settings_line", "minimum_on_plane", "ring_index"]
+__all__ = [
+    "PathScene",
+    "build_scene",
+    "default_update",
+    "settings_line",
+    "minimum_on_plane",
+    "ring_index",
+    "path_title",
+    "short_runs",
+    "MIN_ARROW_FRAC",
+]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -209,3 +221,39 @@ def ring_index(scene: PathScene, key: str, update: int, after: bool) -> int:
     """
     i = geo.step_index(scene.recordings[key].steps, update)
     return min(i + 1, len(scene.coords[key]) - 1) if after else i
+
+
+MIN_ARROW_FRAC = 0.045  # an arrow shorter than this fraction of the panel's span is too short to see
+
+
+def path_title(scene: PathScene, update: int | None, auto: bool = False, short: Collection[str] = ()) -> str:
+    """The path panel's title at ``update`` (None: no update picked); ``auto``: picked
+    as where the runs differ most; ``short``: the runs whose arrows are not drawn."""
+    if update is None:
+        return "Paths on the loss contours"
+    shown = [geo.rule_name(k) for k in scene.coords if k not in short]
+    if short and not shown:
+        return f"Update {int(update)} marked" + (": where the runs differ most" if auto else "")
+    if auto:
+        return f"Update {int(update)}: where the runs differ most"
+    if short:
+        names = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+        return f"Update {int(update)}: {names}'s terms as arrows"
+    return f"Update {int(update)}: its terms as arrows"
+
+
+def short_runs(scene: PathScene, update: int, every: bool = False) -> list[str]:
+    """The runs whose update ``update`` is too short to see as arrows: every term
+    (``every``: any non-zero term) shorter than ``MIN_ARROW_FRAC`` of the panel's span."""
+    span = max(float(np.ptp(scene.box[0])), float(np.ptp(scene.box[1])))
+    out = []
+    for key, rec in scene.recordings.items():
+        i = geo.step_index(rec.steps, update)
+        if upd.why_no_arrows(rec, i):
+            continue  # no arrows at all: the path panel's note says why
+        terms = upd.decompose_update(rec, scene.name, i)
+        lengths = [float(np.hypot(*uv)) for _, _, uv in upd.arrow_chain(terms, scene.plane)]
+        seen = [x >= MIN_ARROW_FRAC * span for x in lengths if x > 0 or not every]
+        if not (all(seen) if every else any(seen)):
+            out.append(key)
+    return out

@@ -1,6 +1,6 @@
 """Labels on the data instead of legends: a name at the end of each line, pushed apart
 so no two overprint (``spread`` is the pure part, tested numerically; ``label_ends``
-draws). Used by the loss panel of ``plot_paths``, ``plot_modes`` and the widgets.
+draws). Used by the shard lines, the phase cells, the block rates and the widgets.
 
     >>> [round(v, 3) for v in spread([0.5, 0.52, 0.9], gap=0.1)]
     [0.46, 0.56, 0.9]
@@ -182,11 +182,6 @@ def move_ends(ax: Axes, texts: Sequence[Text], ends: Sequence[tuple[float, float
             x = ends[i][0] + 0.012 * (x1 - x0)
         texts[i].set_position((x, f))
         texts[i].set_visible(True)
-
-
-READABLE_GAP = 1.45
-"""Centre-to-centre distance of stacked one-line names, in font sizes: a text height
-(~1.2 em with descenders) and a quarter em of air between neighbours."""
 
 
 def leaders(
