@@ -26,7 +26,7 @@ THIN = 0.18 / ((1.0 + SHAFT_HEADS) * HEAD_LENGTH) / 1.3  # the thinnest shaft (a
 FOLD = np.cos(np.radians(120.0))  # an arrow turning back more than 120° lies along the one before
 FOLD_THIN = 0.55  # ... and is drawn this much thinner than it (the other shows round it)
 FOLD_FLOOR = 0.45 * SHAFT  # but no thinner than this
-NEXT_HEAD = 0.5  # a head no longer than this share of the next arrow, which starts under it
+NEXT_HEAD = 0.35  # a head no longer than this share of the next arrow, which starts under it
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -181,6 +181,7 @@ def draw_update_panel(
     _frame_panel(ax, data, color, equal_aspect, upd.zoom_factor(scene.box, data.box))
     _draw_surroundings(ax, scene, data, color, run_style, whole_path)
     arrows = _draw_chain(ax, data, color)
+    _draw_step(ax, data, color)
     if labels:
         _name_arrows(ax, data, arrows, color)
         keep_labels_inside(ax)
@@ -219,7 +220,7 @@ def _draw_surroundings(
 
 # the path so far: tinted, thin and pale enough never to read as an arrow
 TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5
-RING_MS = style.ROLE_LOOKS["current"].ms + 2  # the ring round the point after the update
+RING_MS = 8.0  # the ring round the point after the update: small and thin, under the arrows
 START_MS = 6.0  # the white disk where the update starts
 NEXT_Z = 6.9  # the point an update reaches: under the arrows, the last head points at it
 ARROW_Z = 7.0  # the arrows: over the marks
@@ -258,12 +259,38 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
             current.marker,
             ms=RING_MS,
             mfc="none",
-            mec=color,
-            mew=current.lw + 0.2,
+            mec=tint(color, 0.3),
+            mew=1.4,
             zorder=NEXT_Z,
             gid=f"zoom-next:{data.key}",
         )
     return arrows
+
+
+def _draw_step(ax: Axes, data: PanelData, color: ColorType) -> None:
+    """The step the terms add up to (two terms; one is its own step): a thin arrow in a white
+    casing over the terms, from the dot before the update to the ring after it."""
+    from matplotlib import patheffects
+
+    if len(data.chain) < 2:
+        return
+    tip = np.asarray(data.chain[-1][1]) + np.asarray(data.chain[-1][2])
+    ax.annotate(
+        "",
+        xy=(float(tip[0]), float(tip[1])),
+        xytext=(float(data.position[0]), float(data.position[1])),
+        arrowprops=dict(
+            arrowstyle="-|>",
+            color=color,
+            lw=1.1,
+            shrinkA=0,
+            shrinkB=RING_MS / 2,
+            mutation_scale=8,
+            path_effects=[patheffects.withStroke(linewidth=2.8, foreground="white")],
+        ),
+        zorder=ARROW_Z + 1,
+        gid=f"zoom-step:{data.key}",
+    )
 
 
 LABEL_GAP = 4.0  # points between an arrow's shaft and its name
@@ -316,7 +343,7 @@ def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color:
             textcoords="offset points",
             ha="left" if d[0] > 0.35 else "right" if d[0] < -0.35 else "center",
             va="bottom" if d[1] > 0.35 else "top" if d[1] < -0.35 else "center",
-            fontsize=style.LABEL_SIZE,
+            fontsize=style.NOTE_SIZE,
             fontweight="normal" if a.term == "gradient" else "bold",
             color=color,
             zorder=LABEL_Z,
@@ -328,11 +355,13 @@ def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color:
 
 
 def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
-    """Slide each arrow name of ``ax`` back inside the axes where it sticks out, measured on
-    the figure as laid out now; a name on another goes to its shaft's other side."""
+    """Slide each arrow name of ``ax`` (and of its inset) back inside the axes where it sticks
+    out, measured on the figure as laid out now; a name on another goes to its shaft's other side."""
     from ..core.figure import canvas_renderer
     from ..text.clashes import GAP
 
+    for inset in ax.child_axes:
+        keep_labels_inside(inset)  # pyright: ignore[reportArgumentType]  # an inset is an Axes
     renderer = canvas_renderer(ax.figure)
     frame = ax.get_window_extent(renderer)
     k = 72.0 / ax.figure.dpi

@@ -126,7 +126,6 @@ def plot_update(
         data, color = shared[key], scene.colors[key]
         # an update too small at the shared zoom is named in its inset, drawn at its own zoom
         panel.draw_update_panel(ax, scene, data, color, styles[key], whole_path=False, labels=key not in insets)
-        _draw_step(ax, data, color)
         ax.set_title(geo.rule_name(key), fontsize=style.TITLE_SIZE, color=color, fontweight="bold")
         ax.set_xlabel(xlabel, fontsize=style.LABEL_SIZE, labelpad=2)
         ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE, labelpad=2)
@@ -141,29 +140,8 @@ def plot_update(
     fig.supxlabel(caption, fontsize=style.NOTE_SIZE, color="0.3")
     fig.draw_without_rendering()  # the layout, once: the arrows' names are then kept inside their panels
     for ax in axes.values():
-        for each in (ax, *ax.child_axes):  # an inset's names too
-            panel.keep_labels_inside(each)  # pyright: ignore[reportArgumentType]  # an inset is an Axes
+        panel.keep_labels_inside(ax)
     return fig
-
-
-def _draw_step(ax: Axes, data: panel.PanelData, color: ColorType) -> None:
-    """The step the terms add up to: a thin arrow from the dot before the update to the ring after it."""
-    if len(data.chain) < 2:  # one term: the step is its arrow
-        return
-    from matplotlib import patheffects
-
-    tip = np.asarray(data.chain[-1][1]) + np.asarray(data.chain[-1][2])
-    casing = [patheffects.withStroke(linewidth=3.2, foreground="white")]  # reads over the thick term it runs along
-    ax.annotate(
-        "",
-        xy=(float(tip[0]), float(tip[1])),
-        xytext=(float(data.position[0]), float(data.position[1])),
-        arrowprops=dict(
-            arrowstyle="-|>", color=color, lw=1.3, shrinkA=5, shrinkB=3, mutation_scale=11, path_effects=casing
-        ),
-        zorder=panel.ARROW_Z + 1,
-        gid=f"zoom-step:{data.key}",
-    )
 
 
 def _key(chart: Axes) -> None:
@@ -176,8 +154,10 @@ def _key(chart: Axes) -> None:
         "before the update: g taken here": dict(
             ls="none", marker="o", ms=panel.START_MS, mfc="white", mec=grey, mew=1.4
         ),
-        "after it": dict(ls="none", marker=current.marker, ms=panel.RING_MS - 2, mfc="none", mec=grey, mew=1.8),
-        "step (the arrows' sum)": dict(ls="-", lw=1.3, color=grey, marker=">", ms=5, markevery=[-1]),
+        "after it": dict(
+            ls="none", marker=current.marker, ms=panel.RING_MS, mfc="none", mec=panel.tint(grey, 0.3), mew=1.4
+        ),
+        "step (the arrows' sum)": dict(ls="-", lw=1.1, color=grey, marker=">", ms=5, markevery=[-1]),
         "path so far": dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(grey, panel.TRAIL_TINT), alpha=0.8),
     }
     chart.legend(

@@ -151,7 +151,8 @@ def draw_inset(
 
     assert own.box is not None and shared.box is not None
     key, color = own.key, scene.colors[own.key]
-    inset = ax.inset_axes(inset_bounds(shared), zorder=20)
+    x, y, w, h = inset_bounds(shared)
+    inset = ax.inset_axes((x, y, w, h), zorder=20)
     panel.draw_update_panel(inset, scene, own, color, run_style, True, whole_path=False, labels=labels)
     inset.set_title("")
     inset.text(
@@ -174,7 +175,6 @@ def draw_inset(
     )
     # a dotted leader from the box to the inset's nearest corner: found even where the box is
     # smaller than the marks it holds
-    x, y, w, h = inset_bounds(shared)
     (s0, s1), (t0, t1) = shared.box
     corner = (
         x if (a0 + a1) / 2 < s0 + (x + w / 2) * (s1 - s0) else x + w,
