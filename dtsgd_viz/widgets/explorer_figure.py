@@ -293,7 +293,7 @@ def draw_close_ups(scene: PathScene, art: PathArtists, panels: Mapping[str, Pane
         update_panel.keep_labels_inside(ax)
     if art.caption is not None:
         update = next(iter(panels.values())).update
-        words = zoom_caption(scene.box, own, shared, insets, not scene.plane.is_identity)
+        words = zoom_caption(scene.box, shared, not scene.plane.is_identity)
         art.caption.set_text(explorer_caption(update, words))
 
 

@@ -164,21 +164,17 @@ def draw_update_panel(
     run_style: Mapping[str, Any],
     equal_aspect: bool = True,
     *,
-    avoid_path: bool = True,
     whole_path: bool = True,
     labels: bool = True,
 ) -> None:
     """Clear ``ax`` and draw ``data`` there: the contours, the path so far, the position
     before the update (a dot, where g is taken), the terms as arrows ending in a ring (after
-    the update, as the paths panel marks it) and (``labels``) their names.
-    ``avoid_path`` changes nothing (kept for callers)."""
+    the update, as the paths panel marks it), the step they add up to and (``labels``) the
+    arrows' names; nothing where no point is finite. The caller titles it."""
     _clear(ax)
     if data.box is None:
-        ax.set_title(
-            f"{geo.rule_name(data.key)}: update {data.update} (non-finite)", fontsize=style.TITLE_SIZE, color=color
-        )
         return
-    _frame_panel(ax, data, color, equal_aspect, upd.zoom_factor(scene.box, data.box))
+    _frame_panel(ax, data, color, equal_aspect)
     _draw_surroundings(ax, scene, data, color, run_style, whole_path)
     arrows = _draw_chain(ax, data, color)
     _draw_step(ax, data, color)
@@ -343,7 +339,7 @@ def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color:
             textcoords="offset points",
             ha="left" if d[0] > 0.35 else "right" if d[0] < -0.35 else "center",
             va="bottom" if d[1] > 0.35 else "top" if d[1] < -0.35 else "center",
-            fontsize=style.NOTE_SIZE,
+            fontsize=style.TICK_SIZE if ax.get_axes_locator() else style.LABEL_SIZE,  # an inset's: smaller
             fontweight="normal" if a.term == "gradient" else "bold",
             color=color,
             zorder=LABEL_Z,
@@ -403,8 +399,8 @@ def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
 _SPOT: weakref.WeakKeyDictionary[Any, tuple[float, float]] = weakref.WeakKeyDictionary()  # each name's own offset
 
 
-def _frame_panel(ax: Axes, data: PanelData, color: ColorType, equal_aspect: bool, zoom: float) -> None:
-    """Limits on the zoom box, a few ticks, the title and spines in the run's colour."""
+def _frame_panel(ax: Axes, data: PanelData, color: ColorType, equal_aspect: bool) -> None:
+    """Limits on the zoom box, a few ticks, the spines in the run's colour."""
     from matplotlib.ticker import MaxNLocator
 
     assert data.box is not None  # framed only round a box
@@ -415,12 +411,6 @@ def _frame_panel(ax: Axes, data: PanelData, color: ColorType, equal_aspect: bool
     ax.xaxis.set_major_locator(MaxNLocator(4))
     ax.yaxis.set_major_locator(MaxNLocator(4))
     ax.tick_params(labelsize=style.TICK_SIZE, labelleft=True, pad=1.5)
-    ax.set_title(
-        f"{geo.rule_name(data.key)}: update {data.update} · zoom {upd.times(zoom)}",
-        fontsize=style.TITLE_SIZE,
-        color=color,
-        fontweight="bold",
-    )
     for spine in ax.spines.values():
         spine.set_edgecolor(color)
         spine.set_linewidth(1.2)

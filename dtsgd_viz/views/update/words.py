@@ -32,7 +32,7 @@ def update_finding(terms: Mapping[str, upd.UpdateTerms], update: int) -> str:
     >>> update_finding({"a": t(3.0, 0.0), "b": t(0.0, 1.0), "c": t(0.0, 0.5)}, 2)
     "Update 2: a's step is 3.0× b's and 6.0× c's, at 90° to both"
     >>> update_finding({"a": t(3.0, 0.0), "b": t(0.0, 1.0), "c": t(0.5, 0.0)}, 2)
-    "Update 2: a's step is 3.0× b's and 6.0× c's, at 90° to b's"
+    "Update 2: a's step is 3.0× b's and 6.0× c's, a's and b's 90° apart"
     """
     with np.errstate(invalid="ignore", over="ignore"):
         size = {k: float(np.linalg.norm(t.total)) for k, t in terms.items()}
@@ -56,9 +56,7 @@ def update_finding(terms: Mapping[str, upd.UpdateTerms], update: int) -> str:
             text += f", {angle:.0f}° apart"
         elif a == top and all(abs(_angle(terms[top].total, terms[k].total) - angle) < 5 for k in ranked[1:]):
             text += f", at {angle:.0f}° to " + ("both" if len(ranked) == 3 else "all the others")
-        elif a == top:  # the pair that parts most: named
-            text += f", at {angle:.0f}° to {name(b)}'s"
-        else:
+        else:  # the pair that parts most: named
             text += f", {name(a)}'s and {name(b)}'s {angle:.0f}° apart"
     elif angle is not None:
         text += ", along the same line"
