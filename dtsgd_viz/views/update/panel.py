@@ -167,38 +167,30 @@ def draw_update_panel(
     whole_path: bool = True,
     labels: bool = True,
 ) -> None:
-    """Clear ``ax`` and draw ``data`` there: the contours, the path so far, the position
-    before the update (a dot, where g is taken), the terms as arrows ending in a ring (after
-    the update, as the paths panel marks it), the step they add up to and (``labels``) the
+    """Clear ``ax`` and draw ``data`` there: the contours, the whole path faintly
+    (``whole_path``, in ``run_style``'s dash), the path so far, the position before the
+    update (a white dot, where g is taken), the terms as arrows ending in a ring (after the
+    update, as the paths panel marks it), the step they add up to and (``labels``) the
     arrows' names; nothing where no point is finite. The caller titles it."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.ticker import MaxNLocator
+
     _clear(ax)
     if data.box is None:
         return
-    _frame_panel(ax, data, color, equal_aspect)
-    _draw_surroundings(ax, scene, data, color, run_style, whole_path)
-    arrows = _draw_chain(ax, data, color)
-    _draw_step(ax, data, color)
-    if labels:
-        _name_arrows(ax, data, arrows, color)
-        keep_labels_inside(ax)
-
-
-def _draw_surroundings(
-    ax: Axes,
-    scene: PathScene,
-    data: PanelData,
-    color: ColorType,
-    run_style: Mapping[str, Any],
-    whole_path: bool = True,
-) -> None:
-    """The contours, the whole path faintly (``whole_path``), the fading trail and the dot before the update."""
-    from matplotlib.collections import LineCollection
-
-    assert data.box is not None  # drawn only round a box
+    ax.set_xlim(*data.box[0])
+    ax.set_ylim(*data.box[1])
+    if equal_aspect:
+        ax.set_aspect("equal", adjustable="box")
+    ax.xaxis.set_major_locator(MaxNLocator(4))
+    ax.yaxis.set_major_locator(MaxNLocator(4))
+    ax.tick_params(labelsize=style.TICK_SIZE, labelleft=True, pad=1.5)
+    for spine in ax.spines.values():
+        spine.set_edgecolor(color)
+        spine.set_linewidth(1.2)
     X, Y, Z = geo.loss_grid(scene.surface.value_np, scene.plane, tuple(scene.surface.shape), data.box, n=41)
-    levels = geo.log_levels(Z, n=9, inner=0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ax.contour(X, Y, Z, levels=levels, colors="0.7", linewidths=0.7, alpha=0.7)
+        ax.contour(X, Y, Z, levels=geo.log_levels(Z, n=9, inner=0.0), colors="0.7", linewidths=0.7, alpha=0.7)
     c = scene.coords[data.key]
     if whole_path:
         ax.plot(c[:, 0], c[:, 1], ls=run_style["ls"], color=color, lw=1.0, alpha=0.25, gid=f"zoom-path:{data.key}")
@@ -209,9 +201,12 @@ def _draw_surroundings(
         ax.add_collection(
             LineCollection(list(seg), colors=rgba, linewidths=TRAIL_LW, gid=f"zoom-trail:{data.key}", zorder=3)
         )
-    # the parameter before the update, where g is taken: a small white disk (the open ring is the update's end)
     x, y = float(data.position[0]), float(data.position[1])
     ax.plot([x], [y], "o", ms=START_MS, mfc="white", mec=color, mew=1.4, zorder=5, gid=f"zoom-position:{data.key}")
+    arrows = _draw_chain(ax, data, color)
+    if labels:
+        _name_arrows(ax, data, arrows, color)
+        keep_labels_inside(ax)
 
 
 # the path so far: tinted, thin and pale enough never to read as an arrow
@@ -224,7 +219,11 @@ LABEL_Z = 9.0  # the arrows' names, in a white halo: over the arrows they sit be
 
 
 def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]:
-    """The terms as arrows tip to tail and the point reached; returns the ``DrawnArrow`` list."""
+    """The terms as arrows tip to tail, the point reached (a ring under them) and, for two
+    terms, the step they add up to (thin, in a white casing, over them: it shows where it
+    runs along one); returns the ``DrawnArrow`` list."""
+    from matplotlib import patheffects
+
     assert data.box is not None  # drawn only round a box
     arrows = fit_arrows(data.chain, float(np.ptp(data.box[0])))
     for i, a in enumerate(arrows):
@@ -246,47 +245,39 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
             zorder=ARROW_Z + 0.1 * i,
             gid=f"zoom-arrow:{data.key}:{a.term}",
         )
-    if arrows:
-        tip = arrows[-1].tail + arrows[-1].uv
-        current = style.ROLE_LOOKS["current"]  # the ring: after the update, as the paths panel marks it
-        ax.plot(
-            [tip[0]],
-            [tip[1]],
-            current.marker,
-            ms=RING_MS,
-            mfc="none",
-            mec=tint(color, 0.3),
-            mew=1.4,
-            zorder=NEXT_Z,
-            gid=f"zoom-next:{data.key}",
+    if not arrows:
+        return arrows
+    tip = arrows[-1].tail + arrows[-1].uv
+    ring = style.ROLE_LOOKS["current"].marker  # after the update, as the paths panel marks it
+    ax.plot(
+        [tip[0]],
+        [tip[1]],
+        ring,
+        ms=RING_MS,
+        mfc="none",
+        mec=tint(color, 0.3),
+        mew=1.4,
+        zorder=NEXT_Z,
+        gid=f"zoom-next:{data.key}",
+    )
+    if len(arrows) > 1:
+        ax.annotate(
+            "",
+            xy=(float(tip[0]), float(tip[1])),
+            xytext=(float(data.position[0]), float(data.position[1])),
+            arrowprops=dict(
+                arrowstyle="-|>",
+                color=color,
+                lw=1.1,
+                shrinkA=0,
+                shrinkB=RING_MS / 2,
+                mutation_scale=8,
+                path_effects=[patheffects.withStroke(linewidth=2.8, foreground="white")],
+            ),
+            zorder=ARROW_Z + 1,
+            gid=f"zoom-step:{data.key}",
         )
     return arrows
-
-
-def _draw_step(ax: Axes, data: PanelData, color: ColorType) -> None:
-    """The step the terms add up to (two terms; one is its own step): a thin arrow in a white
-    casing over the terms, from the dot before the update to the ring after it."""
-    from matplotlib import patheffects
-
-    if len(data.chain) < 2:
-        return
-    tip = np.asarray(data.chain[-1][1]) + np.asarray(data.chain[-1][2])
-    ax.annotate(
-        "",
-        xy=(float(tip[0]), float(tip[1])),
-        xytext=(float(data.position[0]), float(data.position[1])),
-        arrowprops=dict(
-            arrowstyle="-|>",
-            color=color,
-            lw=1.1,
-            shrinkA=0,
-            shrinkB=RING_MS / 2,
-            mutation_scale=8,
-            path_effects=[patheffects.withStroke(linewidth=2.8, foreground="white")],
-        ),
-        zorder=ARROW_Z + 1,
-        gid=f"zoom-step:{data.key}",
-    )
 
 
 LABEL_GAP = 4.0  # points between an arrow's shaft and its name
@@ -371,7 +362,7 @@ def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
         if not (t.get_gid() or "").startswith("zoom-label:"):
             continue
         x, y = _SPOT.setdefault(t, t.xyann)  # pyright: ignore[reportAttributeAccessIssue]  # an Annotation's offset
-        for flip in (False, True, True):  # its side, the other side, back on its side (then slid clear)
+        for flip in (False, True):  # its side, else the other side
             if flip:
                 x, y = -x, -y
                 ha, va = t.get_horizontalalignment(), t.get_verticalalignment()
@@ -385,32 +376,7 @@ def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
                 t.xyann = (x + dx * k, y + dy * k)  # pyright: ignore[reportAttributeAccessIssue]
             if not any(t.get_window_extent(renderer).padded(2 * GAP).overlaps(o) for o in placed):
                 break
-        else:  # both sides run into a name: on its side, slid up or down clear of it
-            b = t.get_window_extent(renderer)
-            o = next(o for o in placed if b.padded(2 * GAP).overlaps(o))
-            ox, oy = t.xyann  # pyright: ignore[reportAttributeAccessIssue]
-            for shift in sorted((o.y0 - b.y1 - 3 * GAP, o.y1 - b.y0 + 3 * GAP), key=abs):
-                t.xyann = (ox, oy + shift * k)  # pyright: ignore[reportAttributeAccessIssue]
-                if not any(t.get_window_extent(renderer).padded(2 * GAP).overlaps(p) for p in placed):
-                    break
         placed.append(t.get_window_extent(renderer))
 
 
 _SPOT: weakref.WeakKeyDictionary[Any, tuple[float, float]] = weakref.WeakKeyDictionary()  # each name's own offset
-
-
-def _frame_panel(ax: Axes, data: PanelData, color: ColorType, equal_aspect: bool) -> None:
-    """Limits on the zoom box, a few ticks, the spines in the run's colour."""
-    from matplotlib.ticker import MaxNLocator
-
-    assert data.box is not None  # framed only round a box
-    ax.set_xlim(*data.box[0])
-    ax.set_ylim(*data.box[1])
-    if equal_aspect:
-        ax.set_aspect("equal", adjustable="box")
-    ax.xaxis.set_major_locator(MaxNLocator(4))
-    ax.yaxis.set_major_locator(MaxNLocator(4))
-    ax.tick_params(labelsize=style.TICK_SIZE, labelleft=True, pad=1.5)
-    for spine in ax.spines.values():
-        spine.set_edgecolor(color)
-        spine.set_linewidth(1.2)
