@@ -76,11 +76,8 @@ TINT = 0.55  # how far towards white the gradient term's colour is mixed
 
 
 def run_styles(keys: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """``{config: dict(ls, lw, marker, ms, zorder)}`` from ``style.run_looks``."""
-    return {
-        k: dict(ls=look.ls, lw=look.lw, marker=look.marker, ms=look.ms, zorder=look.zorder)
-        for k, look in style.run_looks(keys).items()
-    }
+    """``{config: dict(ls=dash)}``: each run's dash (``style.run_looks``), for its faint whole path."""
+    return {k: dict(ls=look.ls) for k, look in style.run_looks(keys).items()}
 
 
 def tint(color: ColorType, amount: float = TINT) -> tuple[float, float, float]:
@@ -293,9 +290,7 @@ def label_spots(chain: Sequence[tuple[str, ArrayLike, ArrayLike]]) -> list[tuple
     """
     vecs = [np.asarray(uv, np.float64) for _, _, uv in chain]
     nonzero = [v for v in vecs if np.all(np.isfinite(v)) and np.hypot(*v) > 0]
-    turn = 0.0
-    for u, v in zip(nonzero, nonzero[1:]):
-        turn += float(u[0] * v[1] - u[1] * v[0])
+    turn = sum(float(u[0] * v[1] - u[1] * v[0]) for u, v in zip(nonzero, nonzero[1:]))
     out = []
     for (_, tail, _), v in zip(chain, vecs):
         tail = np.asarray(tail, np.float64)
