@@ -217,8 +217,8 @@ LABEL_Z = 9.0  # the arrows' names, in a white halo: over the arrows they sit be
 
 def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]:
     """The terms as arrows tip to tail, the point reached (a ring under them) and, for two
-    terms, the step they add up to (thin, in a white casing, over them: it shows where it
-    runs along one); returns the ``DrawnArrow`` list."""
+    terms, the step they add up to (thin, in a white casing, over the first term, which it
+    may run along, under the second); returns the ``DrawnArrow`` list."""
     from matplotlib import patheffects
 
     assert data.box is not None  # drawn only round a box
@@ -271,7 +271,7 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
                 mutation_scale=8,
                 path_effects=[patheffects.withStroke(linewidth=2.8, foreground="white")],
             ),
-            zorder=ARROW_Z + 1,
+            zorder=ARROW_Z + 0.05,
             gid=f"zoom-step:{data.key}",
         )
     return arrows

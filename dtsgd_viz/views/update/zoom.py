@@ -115,7 +115,6 @@ def draw_inset(
     key, color = own.key, scene.colors[own.key]
     inset = ax.inset_axes(inset_bounds(shared), zorder=20)
     panel.draw_update_panel(inset, scene, own, color, run_style, True, whole_path=False, labels=labels)
-    inset.set_title("")
     inset.text(
         0.04,
         0.96,
