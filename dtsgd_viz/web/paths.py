@@ -272,7 +272,7 @@ def path_state(
         "zoom_text": [span_text(f) if np.isfinite(f) else "" for f in factors],  # the caption's 1/N
         "update_ticks": update_ticks(int(steps[-1])),
         "loss_xlabel": LOSS_XLABEL,  # the loss axis' words, as every loss panel says them
-        # an update reaching under this share of its close-up: the still insets it (zoom.needs_inset, its box
+        # an update reaching under this share of its close-up: the still insets it (zoom.shared_zoom, its box
         # padded by FIT_PAD); the browser, which draws no inset, names it too small there
         "small_below": INSET_BELOW / (1.0 + 2.0 * FIT_PAD),
         "loss_range": [float(loss_lo), float(loss_hi)] if loss_hi > 0 else None,

@@ -289,11 +289,11 @@ def draw_close_ups(scene: PathScene, art: PathArtists, panels: Mapping[str, Pane
         if key in insets:
             for t in [t for t in ax.texts if (t.get_gid() or "").startswith("zoom-label:")]:
                 t.remove()  # named in no panel too small to name it in: its inset shows it
-            draw_inset(ax, scene, own[key], data, styles[key])
+            draw_inset(ax, scene, own[key], data, styles[key], labels=True)
         update_panel.keep_labels_inside(ax)
     if art.caption is not None:
         update = next(iter(panels.values())).update
-        words = zoom_caption(scene.box, own, shared, insets, not scene.plane.is_identity)
+        words = zoom_caption(scene.box, shared, not scene.plane.is_identity)
         art.caption.set_text(explorer_caption(update, words))
 
 
@@ -315,6 +315,7 @@ def explorer_still(
     scene, art = view.scene, view.artists
     assert view.update is not None  # step was given: explorer_view drew it
     index = {k: geo.step_index(r.steps, view.update) for k, r in scene.recordings.items()}
+    view.figure.draw_without_rendering()  # the layout, once: the close-ups' names are then kept inside them
     draw_close_ups(scene, art, {k: panel_at(scene, k, index[k], True) for k in art.zoom_axes})
     assert art.title is not None  # draw_scene titles the paths panel
     show_arrows(scene, art, view.update, art.title.get_text())

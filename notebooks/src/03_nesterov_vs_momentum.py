@@ -93,7 +93,7 @@ show(dtsgd_viz.plot_paths(recordings, surface, step=5))
 # taken (tf-keras stores Nesterov's look-ahead point as the parameter). Every panel is on one
 # zoom (the caption says what share of the paths' width each panel spans), so lengths
 # compare by eye; plain SGD's and Nesterov's steps are far shorter than momentum's, so
-# each is drawn again in an inset spanning a smaller share still (the caption names them);
+# each is drawn again in an inset spanning a smaller share still (each inset names its 1/N);
 # the bars under the panels compare the lengths, as `findings` prints them (the line
 # over the figure: its headline and the bars' numbers, `update_lines()`). Momentum's
 # $\mu v_{prev}$ carries it far up the valley wall; Nesterov's $\mu v_{new}$ already
@@ -298,7 +298,8 @@ dtsgd_viz.web.CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # these updates are a few pixels long, so under the loss each run's update is drawn up
 # close, all three on one shared zoom (the caption says it once: every panel spans 1/6.0
 # of the paths' width), with its terms as arrows at their true length. The still (what a page
-# without scripts shows) draws a run too small to read at that zoom again, closer, in an inset;
+# without scripts shows) draws a run too small to read at that zoom again, closer, in an inset
+# that names its arrows and says its own 1/N;
 # the browser draws no inset: such a close-up says "too small to see at this zoom" and the bars
 # beside give its lengths. Update 20 is marked as
 # in `plot_paths`: each ring is where its run is after update 20, and the loss panel's

@@ -266,7 +266,7 @@ def test_every_frames_close_ups_share_one_zoom_and_a_tiny_update_gets_an_inset(d
     paths panel in each title, every arrow at its true length inside it, and an update
     under ``INSET_BELOW`` of the box drawn again in an inset marked with how much closer."""
     from dtsgd_viz.views.update.geometry import zoom_factor
-    from dtsgd_viz.views.update.plot import INSET_BELOW
+    from dtsgd_viz.views.update.zoom import INSET_BELOW
 
     insets = 0
     for update, frame in demo_frames:

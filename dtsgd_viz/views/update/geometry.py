@@ -23,19 +23,6 @@ if TYPE_CHECKING:
 
     from ...recording.recording import Recording
 
-__all__ = [
-    "UpdateTerms",
-    "decompose_update",
-    "why_no_arrows",
-    "arrow_chain",
-    "nesterov_points",
-    "zoom_box",
-    "zoom_factor",
-    "box_span",
-    "times",
-    "TERM_SHORT",
-]
-
 TERM_SHORT = {"momentum": "μ·v_prev", "lookahead": "μ·v_new", "gradient": "−lr·g"}
 
 
@@ -53,22 +40,15 @@ class UpdateTerms:
     iterate: np.ndarray | None = None
 
 
-def _consecutive(steps: np.ndarray, index: int) -> bool:
-    if index == 0:
-        return int(steps[0]) == 1
-    return int(steps[index]) == int(steps[index - 1]) + 1
-
-
 def why_no_arrows(recording: Recording, index: int | None = None) -> str | None:
     """Why the update at ``index`` (None: every update) can't be split into arrows, or None."""
     missing = [k for k in ("param", "grad", "velocity") if k not in recording.kinds]
     if missing:
         return f"no update arrows: kinds {', '.join(missing)} not recorded"
     steps = np.asarray(recording.steps)
-    bad = [index] if index is not None else range(len(steps))
-    for i in bad:
-        if not _consecutive(steps, i):
-            prev = int(steps[i - 1]) if i else 0
+    for i in [index] if index is not None else range(len(steps)):
+        prev = int(steps[i - 1]) if i else 0
+        if int(steps[i]) != prev + 1:
             return (
                 f"no update arrows: update {int(steps[i]) - 1}, just before update {int(steps[i])}, "
                 f"is not recorded (every {int(steps[i]) - prev}); record every update to see them"
@@ -78,22 +58,11 @@ def why_no_arrows(recording: Recording, index: int | None = None) -> str | None:
 
 def decompose_update(recording: Recording, name: str, index: int) -> UpdateTerms:
     """Split the recorded update at ``index`` into the terms of tf-keras' SGD rule, in
-    float64 (needs kinds ``grad`` and ``velocity`` and ``Recorder(every=1)``)."""
-    missing = [k for k in ("param", "grad", "velocity") if k not in recording.kinds]
-    if missing:
-        raise ValueError(
-            f"Update arrows need the recorded kinds param, grad and velocity; this recording "
-            f"has {list(recording.kinds)} (missing {missing}). Record them, or pass arrows=False."
-        )
-    steps = np.asarray(recording.steps)
-    if not _consecutive(steps, index):
-        before = "the start" if index == 0 else f"update {int(steps[index - 1])}"
-        raise ValueError(
-            f"Update arrows at update {int(steps[index])} need the parameter and velocity just "
-            f"before it, but the recording jumps from {before} (recorded every "
-            f"{int(steps[index]) - (int(steps[index - 1]) if index else 0)} updates). Record "
-            "with Recorder(every=1), or pass arrows=False."
-        )
+    float64 (needs kinds ``grad`` and ``velocity`` and ``Recorder(every=1)``: else a
+    ``ValueError`` says ``why_no_arrows``)."""
+    why = why_no_arrows(recording, index)
+    if why:
+        raise ValueError(f"{why[0].upper()}{why[1:]}, or pass arrows=False.")
     path = recording.path(name).astype(np.float64)
     flat = lambda a: np.asarray(a, np.float64).reshape(-1)  # noqa: E731
     g = flat(recording.global_values(name, "grad")[index])
@@ -113,7 +82,7 @@ def decompose_update(recording: Recording, name: str, index: int) -> UpdateTerms
         origin = path[index].reshape(-1)
         total = path[index + 1].reshape(-1) - origin
         iterate = origin - mu * v_prev if hp.nesterov and mu != 0.0 else None
-    return UpdateTerms(int(steps[index]), index, origin, terms, total, iterate)
+    return UpdateTerms(int(recording.steps[index]), index, origin, terms, total, iterate)
 
 
 def arrow_chain(update: UpdateTerms, plane: Plane) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -161,8 +130,3 @@ def zoom_factor(main_box: Box, box: Box) -> float:
 def box_span(box: Box) -> float:
     """The larger side of ``box``."""
     return max(float(np.ptp(box[0])), float(np.ptp(box[1])))
-
-
-def times(k: float) -> str:
-    """A zoom factor as the figures write it: ``×33``, ``×5.9``."""
-    return f"×{k:.0f}" if k >= 9.5 else f"×{k:.1f}"

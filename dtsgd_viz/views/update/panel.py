@@ -26,7 +26,7 @@ THIN = 0.18 / ((1.0 + SHAFT_HEADS) * HEAD_LENGTH) / 1.3  # the thinnest shaft (a
 FOLD = np.cos(np.radians(120.0))  # an arrow turning back more than 120° lies along the one before
 FOLD_THIN = 0.55  # ... and is drawn this much thinner than it (the other shows round it)
 FOLD_FLOOR = 0.45 * SHAFT  # but no thinner than this
-NEXT_HEAD = 0.5  # a head no longer than this share of the next arrow, which starts under it
+NEXT_HEAD = 0.35  # a head no longer than this share of the next arrow, which starts under it
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -76,11 +76,8 @@ TINT = 0.55  # how far towards white the gradient term's colour is mixed
 
 
 def run_styles(keys: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """``{config: dict(ls, lw, marker, ms, zorder)}`` from ``style.run_looks``."""
-    return {
-        k: dict(ls=look.ls, lw=look.lw, marker=look.marker, ms=look.ms, zorder=look.zorder)
-        for k, look in style.run_looks(keys).items()
-    }
+    """``{config: dict(ls=dash)}``: each run's dash (``style.run_looks``), for its faint whole path."""
+    return {k: dict(ls=look.ls) for k, look in style.run_looks(keys).items()}
 
 
 def tint(color: ColorType, amount: float = TINT) -> tuple[float, float, float]:
@@ -164,44 +161,33 @@ def draw_update_panel(
     run_style: Mapping[str, Any],
     equal_aspect: bool = True,
     *,
-    avoid_path: bool = True,
     whole_path: bool = True,
     labels: bool = True,
 ) -> None:
-    """Clear ``ax`` and draw ``data`` there: the contours, the path so far, the position
-    before the update (a dot, where g is taken), the terms as arrows ending in a ring (after
-    the update, as the paths panel marks it) and (``labels``) their names.
-    ``avoid_path`` changes nothing (kept for callers)."""
+    """Clear ``ax`` and draw ``data`` there: the contours, the whole path faintly
+    (``whole_path``, in ``run_style``'s dash), the path so far, the position before the
+    update (a white dot, where g is taken), the terms as arrows ending in a ring (after the
+    update, as the paths panel marks it), the step they add up to and (``labels``) the
+    arrows' names; nothing where no point is finite. The caller titles it."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.ticker import MaxNLocator
+
     _clear(ax)
     if data.box is None:
-        ax.set_title(
-            f"{geo.rule_name(data.key)}: update {data.update} (non-finite)", fontsize=style.TITLE_SIZE, color=color
-        )
         return
-    _frame_panel(ax, data, color, equal_aspect, upd.zoom_factor(scene.box, data.box))
-    _draw_surroundings(ax, scene, data, color, run_style, whole_path)
-    arrows = _draw_chain(ax, data, color)
-    if labels:
-        _name_arrows(ax, data, arrows, color)
-        keep_labels_inside(ax)
-
-
-def _draw_surroundings(
-    ax: Axes,
-    scene: PathScene,
-    data: PanelData,
-    color: ColorType,
-    run_style: Mapping[str, Any],
-    whole_path: bool = True,
-) -> None:
-    """The contours, the whole path faintly (``whole_path``), the fading trail and the dot before the update."""
-    from matplotlib.collections import LineCollection
-
-    assert data.box is not None  # drawn only round a box
+    ax.set_xlim(*data.box[0])
+    ax.set_ylim(*data.box[1])
+    if equal_aspect:
+        ax.set_aspect("equal", adjustable="box")
+    ax.xaxis.set_major_locator(MaxNLocator(4))
+    ax.yaxis.set_major_locator(MaxNLocator(4))
+    ax.tick_params(labelsize=style.TICK_SIZE, labelleft=True, pad=1.5)
+    for spine in ax.spines.values():
+        spine.set_edgecolor(color)
+        spine.set_linewidth(1.2)
     X, Y, Z = geo.loss_grid(scene.surface.value_np, scene.plane, tuple(scene.surface.shape), data.box, n=41)
-    levels = geo.log_levels(Z, n=9, inner=0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ax.contour(X, Y, Z, levels=levels, colors="0.7", linewidths=0.7, alpha=0.7)
+        ax.contour(X, Y, Z, levels=geo.log_levels(Z, n=9, inner=0.0), colors="0.7", linewidths=0.7, alpha=0.7)
     c = scene.coords[data.key]
     if whole_path:
         ax.plot(c[:, 0], c[:, 1], ls=run_style["ls"], color=color, lw=1.0, alpha=0.25, gid=f"zoom-path:{data.key}")
@@ -212,14 +198,17 @@ def _draw_surroundings(
         ax.add_collection(
             LineCollection(list(seg), colors=rgba, linewidths=TRAIL_LW, gid=f"zoom-trail:{data.key}", zorder=3)
         )
-    # the parameter before the update, where g is taken: a small white disk (the open ring is the update's end)
     x, y = float(data.position[0]), float(data.position[1])
     ax.plot([x], [y], "o", ms=START_MS, mfc="white", mec=color, mew=1.4, zorder=5, gid=f"zoom-position:{data.key}")
+    arrows = _draw_chain(ax, data, color)
+    if labels:
+        _name_arrows(ax, data, arrows, color)
+        keep_labels_inside(ax)
 
 
 # the path so far: tinted, thin and pale enough never to read as an arrow
 TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5
-RING_MS = style.ROLE_LOOKS["current"].ms + 2  # the ring round the point after the update
+RING_MS = 8.0  # the ring round the point after the update: small and thin, under the arrows
 START_MS = 6.0  # the white disk where the update starts
 NEXT_Z = 6.9  # the point an update reaches: under the arrows, the last head points at it
 ARROW_Z = 7.0  # the arrows: over the marks
@@ -227,7 +216,11 @@ LABEL_Z = 9.0  # the arrows' names, in a white halo: over the arrows they sit be
 
 
 def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]:
-    """The terms as arrows tip to tail and the point reached; returns the ``DrawnArrow`` list."""
+    """The terms as arrows tip to tail, the point reached (a ring under them) and, for two
+    terms, the step they add up to (thin, in a white casing, over the first term, which it
+    may run along, under the second); returns the ``DrawnArrow`` list."""
+    from matplotlib import patheffects
+
     assert data.box is not None  # drawn only round a box
     arrows = fit_arrows(data.chain, float(np.ptp(data.box[0])))
     for i, a in enumerate(arrows):
@@ -249,19 +242,37 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
             zorder=ARROW_Z + 0.1 * i,
             gid=f"zoom-arrow:{data.key}:{a.term}",
         )
-    if arrows:
-        tip = arrows[-1].tail + arrows[-1].uv
-        current = style.ROLE_LOOKS["current"]  # the ring: after the update, as the paths panel marks it
-        ax.plot(
-            [tip[0]],
-            [tip[1]],
-            current.marker,
-            ms=RING_MS,
-            mfc="none",
-            mec=color,
-            mew=current.lw + 0.2,
-            zorder=NEXT_Z,
-            gid=f"zoom-next:{data.key}",
+    if not arrows:
+        return arrows
+    tip = arrows[-1].tail + arrows[-1].uv
+    ring = style.ROLE_LOOKS["current"].marker  # after the update, as the paths panel marks it
+    ax.plot(
+        [tip[0]],
+        [tip[1]],
+        ring,
+        ms=RING_MS,
+        mfc="none",
+        mec=tint(color, 0.3),
+        mew=1.4,
+        zorder=NEXT_Z,
+        gid=f"zoom-next:{data.key}",
+    )
+    if len(arrows) > 1:
+        ax.annotate(
+            "",
+            xy=(float(tip[0]), float(tip[1])),
+            xytext=(float(data.position[0]), float(data.position[1])),
+            arrowprops=dict(
+                arrowstyle="-|>",
+                color=color,
+                lw=1.1,
+                shrinkA=0,
+                shrinkB=RING_MS / 2,
+                mutation_scale=8,
+                path_effects=[patheffects.withStroke(linewidth=2.8, foreground="white")],
+            ),
+            zorder=ARROW_Z + 0.05,
+            gid=f"zoom-step:{data.key}",
         )
     return arrows
 
@@ -279,9 +290,7 @@ def label_spots(chain: Sequence[tuple[str, ArrayLike, ArrayLike]]) -> list[tuple
     """
     vecs = [np.asarray(uv, np.float64) for _, _, uv in chain]
     nonzero = [v for v in vecs if np.all(np.isfinite(v)) and np.hypot(*v) > 0]
-    turn = 0.0
-    for u, v in zip(nonzero, nonzero[1:]):
-        turn += float(u[0] * v[1] - u[1] * v[0])
+    turn = sum(float(u[0] * v[1] - u[1] * v[0]) for u, v in zip(nonzero, nonzero[1:]))
     out = []
     for (_, tail, _), v in zip(chain, vecs):
         tail = np.asarray(tail, np.float64)
@@ -316,7 +325,7 @@ def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color:
             textcoords="offset points",
             ha="left" if d[0] > 0.35 else "right" if d[0] < -0.35 else "center",
             va="bottom" if d[1] > 0.35 else "top" if d[1] < -0.35 else "center",
-            fontsize=style.LABEL_SIZE,
+            fontsize=style.TICK_SIZE if ax.get_axes_locator() else style.LABEL_SIZE,  # an inset's: smaller
             fontweight="normal" if a.term == "gradient" else "bold",
             color=color,
             zorder=LABEL_Z,
@@ -328,11 +337,13 @@ def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color:
 
 
 def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
-    """Slide each arrow name of ``ax`` back inside the axes where it sticks out, measured on
-    the figure as laid out now; a name on another goes to its shaft's other side."""
+    """Slide each arrow name of ``ax`` (and of its inset) back inside the axes where it sticks
+    out, measured on the figure as laid out now; a name on another goes to its shaft's other side."""
     from ..core.figure import canvas_renderer
     from ..text.clashes import GAP
 
+    for inset in ax.child_axes:
+        keep_labels_inside(inset)  # pyright: ignore[reportArgumentType]  # an inset is an Axes
     renderer = canvas_renderer(ax.figure)
     frame = ax.get_window_extent(renderer)
     k = 72.0 / ax.figure.dpi
@@ -346,7 +357,7 @@ def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
         if not (t.get_gid() or "").startswith("zoom-label:"):
             continue
         x, y = _SPOT.setdefault(t, t.xyann)  # pyright: ignore[reportAttributeAccessIssue]  # an Annotation's offset
-        for flip in (False, True, True):  # its side, the other side, back on its side (then slid clear)
+        for flip in (False, True):  # its side, else the other side
             if flip:
                 x, y = -x, -y
                 ha, va = t.get_horizontalalignment(), t.get_verticalalignment()
@@ -360,38 +371,7 @@ def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
                 t.xyann = (x + dx * k, y + dy * k)  # pyright: ignore[reportAttributeAccessIssue]
             if not any(t.get_window_extent(renderer).padded(2 * GAP).overlaps(o) for o in placed):
                 break
-        else:  # both sides run into a name: on its side, slid up or down clear of it
-            b = t.get_window_extent(renderer)
-            o = next(o for o in placed if b.padded(2 * GAP).overlaps(o))
-            ox, oy = t.xyann  # pyright: ignore[reportAttributeAccessIssue]
-            for shift in sorted((o.y0 - b.y1 - 3 * GAP, o.y1 - b.y0 + 3 * GAP), key=abs):
-                t.xyann = (ox, oy + shift * k)  # pyright: ignore[reportAttributeAccessIssue]
-                if not any(t.get_window_extent(renderer).padded(2 * GAP).overlaps(p) for p in placed):
-                    break
         placed.append(t.get_window_extent(renderer))
 
 
 _SPOT: weakref.WeakKeyDictionary[Any, tuple[float, float]] = weakref.WeakKeyDictionary()  # each name's own offset
-
-
-def _frame_panel(ax: Axes, data: PanelData, color: ColorType, equal_aspect: bool, zoom: float) -> None:
-    """Limits on the zoom box, a few ticks, the title and spines in the run's colour."""
-    from matplotlib.ticker import MaxNLocator
-
-    assert data.box is not None  # framed only round a box
-    ax.set_xlim(*data.box[0])
-    ax.set_ylim(*data.box[1])
-    if equal_aspect:
-        ax.set_aspect("equal", adjustable="box")
-    ax.xaxis.set_major_locator(MaxNLocator(4))
-    ax.yaxis.set_major_locator(MaxNLocator(4))
-    ax.tick_params(labelsize=style.TICK_SIZE, labelleft=True, pad=1.5)
-    ax.set_title(
-        f"{geo.rule_name(data.key)}: update {data.update} · zoom {upd.times(zoom)}",
-        fontsize=style.TITLE_SIZE,
-        color=color,
-        fontweight="bold",
-    )
-    for spine in ax.spines.values():
-        spine.set_edgecolor(color)
-        spine.set_linewidth(1.2)

@@ -31,7 +31,7 @@ from ..paths.scene import build_scene, default_update, settings_line
 from . import geometry as upd
 from . import panel
 from .words import update_finding
-from .zoom import INSET_BELOW, draw_inset, shared_zoom, zoom_caption
+from .zoom import draw_inset, shared_zoom, zoom_caption
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -41,14 +41,7 @@ if TYPE_CHECKING:
     from ...recording.recording import Recording
     from ...theory.surfaces.base import Surface
 
-__all__ = [
-    "plot_update",
-    "update_finding",
-    "term_lengths",
-    "draw_lengths",
-    "UPDATE_CAPTION",
-    "INSET_BELOW",
-]
+__all__ = ["plot_update", "update_finding", "term_lengths", "draw_lengths", "UPDATE_CAPTION"]
 
 UPDATE_CAPTION = "Update {k} up close: {zoom}"  # {zoom}: ``zoom.zoom_caption``'s words
 MAX_PANEL = 3.6  # inches: the largest panel side (one or two runs)
@@ -92,12 +85,11 @@ def plot_update(
         update = default_update(scene)
     assert update is not None  # the recordings hold updates (build_scene checked): one is picked
     index = {k: geo.step_index(r.steps, update) for k, r in scene.recordings.items()}
-    for key, rec in scene.recordings.items():
-        why = upd.why_no_arrows(rec, index[key])
+    whys = {k: upd.why_no_arrows(r, index[k]) for k, r in scene.recordings.items()}
+    for key, why in whys.items():
         if why:
             raise ValueError(
-                f"plot_update cannot take update {update} of {key!r} apart: "
-                f"{why.removeprefix('no update arrows: ')}. "
+                f"plot_update cannot take update {update} of {key!r} apart: {why.removeprefix('no update arrows: ')}. "
                 "plot_paths(..., arrows=False) draws the paths without it."
             )
     keys = tuple(scene.recordings)
@@ -126,7 +118,6 @@ def plot_update(
         data, color = shared[key], scene.colors[key]
         # an update too small at the shared zoom is named in its inset, drawn at its own zoom
         panel.draw_update_panel(ax, scene, data, color, styles[key], whole_path=False, labels=key not in insets)
-        _draw_step(ax, data, color)
         ax.set_title(geo.rule_name(key), fontsize=style.TITLE_SIZE, color=color, fontweight="bold")
         ax.set_xlabel(xlabel, fontsize=style.LABEL_SIZE, labelpad=2)
         ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE, labelpad=2)
@@ -135,35 +126,12 @@ def plot_update(
     chart = fig.add_subplot(grid[1, :])
     draw_lengths(chart, bars, scene.colors)
     _key(chart)
-    caption = UPDATE_CAPTION.format(
-        k=update, zoom=zoom_caption(scene.box, own, shared, insets, not scene.plane.is_identity)
-    )
+    caption = UPDATE_CAPTION.format(k=update, zoom=zoom_caption(scene.box, shared, not scene.plane.is_identity))
     fig.supxlabel(caption, fontsize=style.NOTE_SIZE, color="0.3")
     fig.draw_without_rendering()  # the layout, once: the arrows' names are then kept inside their panels
     for ax in axes.values():
-        for each in (ax, *ax.child_axes):  # an inset's names too
-            panel.keep_labels_inside(each)  # pyright: ignore[reportArgumentType]  # an inset is an Axes
+        panel.keep_labels_inside(ax)
     return fig
-
-
-def _draw_step(ax: Axes, data: panel.PanelData, color: ColorType) -> None:
-    """The step the terms add up to: a thin arrow from the dot before the update to the ring after it."""
-    if len(data.chain) < 2:  # one term: the step is its arrow
-        return
-    from matplotlib import patheffects
-
-    tip = np.asarray(data.chain[-1][1]) + np.asarray(data.chain[-1][2])
-    casing = [patheffects.withStroke(linewidth=3.2, foreground="white")]  # reads over the thick term it runs along
-    ax.annotate(
-        "",
-        xy=(float(tip[0]), float(tip[1])),
-        xytext=(float(data.position[0]), float(data.position[1])),
-        arrowprops=dict(
-            arrowstyle="-|>", color=color, lw=1.3, shrinkA=5, shrinkB=3, mutation_scale=11, path_effects=casing
-        ),
-        zorder=panel.ARROW_Z + 1,
-        gid=f"zoom-step:{data.key}",
-    )
 
 
 def _key(chart: Axes) -> None:
@@ -176,8 +144,10 @@ def _key(chart: Axes) -> None:
         "before the update: g taken here": dict(
             ls="none", marker="o", ms=panel.START_MS, mfc="white", mec=grey, mew=1.4
         ),
-        "after it": dict(ls="none", marker=current.marker, ms=panel.RING_MS - 2, mfc="none", mec=grey, mew=1.8),
-        "step (the arrows' sum)": dict(ls="-", lw=1.3, color=grey, marker=">", ms=5, markevery=[-1]),
+        "after it": dict(
+            ls="none", marker=current.marker, ms=panel.RING_MS, mfc="none", mec=panel.tint(grey, 0.3), mew=1.4
+        ),
+        "step (the arrows' sum)": dict(ls="-", lw=1.1, color=grey, marker=">", ms=5, markevery=[-1]),
         "path so far": dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(grey, panel.TRAIL_TINT), alpha=0.8),
     }
     chart.legend(
@@ -198,45 +168,26 @@ def _key(chart: Axes) -> None:
 def term_lengths(terms: Mapping[str, upd.UpdateTerms]) -> list[tuple[str, str, float]]:
     """``[(run, what, length)]``: each run's ``|μ·v|``, ``|lr·g|`` and ``|step|`` in all the
     parameters, as ``findings(..., step=k)`` prints them, by term then run."""
-    rows: list[tuple[str, str, float]] = []
-    for what in ("|μ·v|", "|lr·g|", "|step|"):
-        for run, t in terms.items():
-            v = dict(t.terms, step=t.total)
-            vec = (
-                v["step"]
-                if what == "|step|"
-                else v.get("gradient")
-                if what == "|lr·g|"
-                else v.get("momentum", v.get("lookahead"))
-            )
-            if vec is not None:
-                rows.append((run, what, float(np.linalg.norm(vec))))
-    return rows
+    rows = [(run, "|μ·v|" if k != "gradient" else "|lr·g|", v) for run, t in terms.items() for k, v in t.terms]
+    rows += [(run, "|step|", t.total) for run, t in terms.items()]
+    order = ("|μ·v|", "|lr·g|", "|step|")
+    return [(run, what, float(np.linalg.norm(v))) for run, what, v in sorted(rows, key=lambda r: order.index(r[1]))]
 
 
 def draw_lengths(ax: Axes, rows: Sequence[tuple[str, str, float]], colors: Mapping[str, ColorType]) -> None:
     """The lengths chart: a bar per ``(run, what, length)``, grouped by term, in the run's
     colour as its arrows, named with its length at its end."""
-    groups: list[str] = []
-    y, at = [], 0.0
-    for i, (_, what, _) in enumerate(rows):
-        if i and what != rows[i - 1][1]:
-            at += GROUP_GAP
-        if what not in groups:
-            groups.append(what)
-        y.append(-at)
-        at += 1.0
+    groups = list(dict.fromkeys(what for _, what, _ in rows))
+    y = [-i - GROUP_GAP * groups.index(what) for i, (_, what, _) in enumerate(rows)]
     for (run, what, length), yy in zip(rows, y):
         color = colors[run]
         face = panel.tint(color) if what == "|lr·g|" else "white" if what == "|step|" else color
         ax.barh(yy, length, height=0.78, color=face, edgecolor=color, linewidth=1.1, gid=f"length:{run}:{what}")
-        term = ""
-        if what == "|μ·v|":
-            term = " " + upd.TERM_SHORT["lookahead" if style.rule_of(run) == "nesterov" else "momentum"]
+        term = upd.TERM_SHORT["lookahead" if style.rule_of(run) == "nesterov" else "momentum"] + " "
         ax.text(
             length,
             yy,
-            f" {geo.rule_name(run)}{term} {length:.3g}",
+            f" {geo.rule_name(run)} {term if what == '|μ·v|' else ''}{length:.3g}",
             va="center",
             ha="left",
             fontsize=style.NOTE_SIZE,

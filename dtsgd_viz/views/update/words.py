@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,7 +32,7 @@ def update_finding(terms: Mapping[str, upd.UpdateTerms], update: int) -> str:
     >>> update_finding({"a": t(3.0, 0.0), "b": t(0.0, 1.0), "c": t(0.0, 0.5)}, 2)
     "Update 2: a's step is 3.0× b's and 6.0× c's, at 90° to both"
     >>> update_finding({"a": t(3.0, 0.0), "b": t(0.0, 1.0), "c": t(0.5, 0.0)}, 2)
-    "Update 2: a's step is 3.0× b's and 6.0× c's, at 90° to b's"
+    "Update 2: a's step is 3.0× b's and 6.0× c's, a's and b's 90° apart"
     """
     with np.errstate(invalid="ignore", over="ignore"):
         size = {k: float(np.linalg.norm(t.total)) for k, t in terms.items()}
@@ -48,20 +48,17 @@ def update_finding(terms: Mapping[str, upd.UpdateTerms], update: int) -> str:
     name = geo.rule_name
     others = [f"{'∞×' if not ok[k] > 0 else _times(ok[top] / ok[k])} {name(k)}'s" for k in ranked[1:]]
     text = f"Update {int(update)}: {name(top)}'s step is " + " and ".join(others)
-    angle, pair = _largest_angle([terms[k].total for k in ranked])
-    if angle is not None and angle >= 10:
-        assert pair is not None  # found with the angle
-        a, b = (ranked[i] for i in pair)
-        if len(ranked) == 2:
+    if min(ok.values()) > 0:  # the pair that parts most
+        angles = {(a, b): _angle(terms[a].total, terms[b].total) for a, b in itertools.combinations(ranked, 2)}
+        (a, b), angle = max(angles.items(), key=lambda kv: kv[1])
+        if angle < 10:
+            text += ", along the same line"
+        elif len(ranked) == 2:
             text += f", {angle:.0f}° apart"
-        elif a == top and all(abs(_angle(terms[top].total, terms[k].total) - angle) < 5 for k in ranked[1:]):
+        elif a == top and all(abs(angles[(top, k)] - angle) < 5 for k in ranked[1:]):
             text += f", at {angle:.0f}° to " + ("both" if len(ranked) == 3 else "all the others")
-        elif a == top:  # the pair that parts most: named
-            text += f", at {angle:.0f}° to {name(b)}'s"
         else:
             text += f", {name(a)}'s and {name(b)}'s {angle:.0f}° apart"
-    elif angle is not None:
-        text += ", along the same line"
     return text + tail
 
 
@@ -80,13 +77,3 @@ def _angle(u: ArrayLike, v: ArrayLike) -> float:
     u, v = np.asarray(u, np.float64).reshape(-1), np.asarray(v, np.float64).reshape(-1)
     n = float(np.linalg.norm(u) * np.linalg.norm(v))
     return float(np.degrees(np.arccos(np.clip(float(u @ v) / n, -1.0, 1.0)))) if n > 0 else 0.0
-
-
-def _largest_angle(vectors: Sequence[ArrayLike]) -> tuple[float, tuple[int, int]] | tuple[None, None]:
-    """``(angle, (i, j))``: the largest angle between two of ``vectors`` (None, None if one is 0)."""
-    if min(float(np.linalg.norm(v)) for v in vectors) == 0:
-        return None, None
-    pairs = list(itertools.combinations(range(len(vectors)), 2))
-    angles = [_angle(vectors[i], vectors[j]) for i, j in pairs]
-    k = int(np.argmax(angles))
-    return angles[k], pairs[k]

@@ -210,6 +210,8 @@ function render({ model, el: root }) {
       el("polyline", { points: points(xs, ys), ...lineStyle(lk), opacity: 0.3 }, cg);
       // where update n starts, g taken there: a small white disk (its arrows run from here to the open ring after it)
       el("circle", { cx: f.x(r.position.at(i, 0)), cy: f.y(r.position.at(i, 1)), r: 3.5, fill: "white", stroke: lk.color, "stroke-width": 1.4, class: "dv-before" }, cg);
+      // after the update: a small thin ring under the arrows (as the still), their heads read over it
+      el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: 4, fill: "none", stroke: lk.color, "stroke-width": 1.4, class: "dv-next" }, cg);
       let px = r.position.at(i, 0), py = r.position.at(i, 1);
       const reach = [[px, py], [r.next.at(i, 0), r.next.at(i, 1)]];  // the update's points: how big it is here
       // the terms tip to tail (a zero one, as mu*v_prev at update 1, draws nothing), then the thin step they add
@@ -230,8 +232,6 @@ function render({ model, el: root }) {
         const u = [px - x0, py - y0];
         arrow(cg, f.x(x0), f.y(y0), f.x(px), f.y(py), lk.color, 1.1, 7, { class: "dv-step", "data-run": name, "data-term": "step", "data-uv": JSON.stringify(u), opacity: 0.9 });
       }
-      // after the update: the ring, as on the paths panel
-      el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: look.roles.current.size / 2, fill: "none", stroke: lk.color, "stroke-width": look.roles.current.width, class: "dv-next" }, cg);
       // no inset here (the still has one): an update under small_below of the panel says so, its lengths in the bars
       const span = (a) => Math.max(...reach.map((p) => p[a])) - Math.min(...reach.map((p) => p[a]));
       const small = Math.max(span(0), span(1)) < d.small_below * (zb[0][1] - zb[0][0]);
