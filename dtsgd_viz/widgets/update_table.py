@@ -103,7 +103,7 @@ def update_table_html(rows: Sequence[UpdateRow], update: int, colors: Mapping[st
         "|step| = |μ·v − lr·g|, the recorded change of the parameters; — : no such term"
     )
     return (
-        f"<div style='font-size:100%;line-height:1.4'><b>Update {int(update)}, each run's terms</b>"
+        f"<div style='font-size:85%;line-height:1.4'><b>Update {int(update)}, each run's terms</b>"
         f"<table style='border-collapse:collapse;table-layout:fixed;width:{width};"
         "font-variant-numeric:tabular-nums;margin-top:4px'>"
         f"<colgroup>{cols}</colgroup><thead><tr>{heads}</tr></thead><tbody>"
