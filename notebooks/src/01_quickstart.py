@@ -155,11 +155,18 @@ show(dtsgd_viz.plot_layout(r, name="w"))
 # gradient is down at float32 round-off. The title says how far apart the blocks' norms
 # are at update 10 (largest over smallest) and which block is largest and which smallest;
 # the right panel's title says how far the median block's norm (`np.median` over the
-# blocks, the black line) falls from the first update to the last. `dtsgd_viz.views.shards.findings.spread_text` and
-# `norm_change_text` print the same numbers.
+# blocks, the black line) falls from the first update to the last. The functions that write
+# the two titles print them under the figure.
 
 # %%
 show(dtsgd_viz.plot_shards(r, "w", "velocity", step=10))
+from dtsgd_viz.views.shards.findings import norm_panel_text, spread_text
+from dtsgd_viz.views.shards.geometry import block_norm_lines, device_label
+
+updates, lines = block_norm_lines(r, "w")  # each block's velocity norm at each update
+names = [device_label([f"CPU:{d}" for d in group]) for group in r.geometry("w").replica_groups]
+print("title:", spread_text(lines[list(updates).index(10)], names))
+print("panel:", norm_panel_text(r, "w"))
 
 # %% [markdown]
 # **Why the blocks decay at different rates.** On a quadratic, momentum's error on a
