@@ -245,9 +245,13 @@ print(
 #   shrinks only by a factor of 0.955 per update (momentum's slowest mode: 0.879), and
 #   it needs 125 updates to momentum's 30. Past both boundaries (the x marks) both rules diverge; the grey on
 #   the left is the cap again: neither rule gets within the tolerance in 150 updates.
-# * **Along $\mu = 0.95$ only Nesterov gets within 150 updates** (the pale red dotted cells of the top
-#   row: all 17 where only Nesterov converges). Classical momentum's rate is never below
-#   $\sqrt{\mu} \approx 0.975$, about the cap's edge; Nesterov's two roots multiply to $\mu(1 - \eta h)$, less.
+# * **Along $\mu = 0.95$ nearly only Nesterov gets within 150 updates**: all 17 cells where only
+#   Nesterov converges (pale red, dotted) are in the top row. Classical momentum gets there in one
+#   top-row cell, at $\eta \approx 0.0016$, and only at the 150th update (a tie with Nesterov's 146).
+#   Its rate is never below $\sqrt{\mu} \approx 0.975$, about the cap's edge; Nesterov's two roots
+#   multiply to $\mu(1 - \eta h)$, less. The one pale blue dotted cell ($\eta \approx 0.016$,
+#   $\mu = 0.35$) sits on the cap's edge the other way: momentum is within tol at update 150,
+#   Nesterov at 151.
 # * Classical momentum's fastest cells (16 updates) lie on its critical-damping curve;
 #   Nesterov's (15 updates) a little to the right of its own, between the curve and
 #   its boundary. Tuned, the two rules are about equally fast.
