@@ -21,6 +21,7 @@ import numpy as np
 from ...specs import short_device_names  # noqa: F401 - the shard views import it from here
 from ..core.empty import check_not_empty
 from ..core.steps import update_position
+from ..mesh.layout_geometry import compact_devices
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -81,8 +82,7 @@ def device_label(names: Sequence[str]) -> str:
     ids, head = device_ticks(names)
     if not head:
         return ",".join(ids)
-    runs = _runs(np.array(sorted(int(i) for i in ids)))
-    return head + ",".join(str(s) if k == 1 else (f"{s},{s + 1}" if k == 2 else f"{s}-{s + k - 1}") for s, k in runs)
+    return head + compact_devices(sorted(int(i) for i in ids))
 
 
 @dataclasses.dataclass(frozen=True)
