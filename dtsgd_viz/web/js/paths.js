@@ -269,23 +269,24 @@ function render({ model, el: root }) {
     if (!have.length) { text(bg, BARS.x, BARS.y + 14, "(velocity and gradient not recorded)", { "font-size": fs.tick, fill: "#555" }); return; }
     let top = 0;
     for (const n of have) for (let q = 0; q < runs[n].lengths.shape[1]; q++) { const v = runs[n].lengths.at(i, q); if (isFinite(v)) top = Math.max(top, v); }
-    const bh = Math.max(3, Math.min(10, (BARS.h - 6 * rows.length) / (rows.length * have.length)));
+    // a slot only for a run that has the row's term, each tall enough for its number
+    const term = (n, key) => (key === "step" ? runs[n].lengths.shape[1] - 1 : runs[n].terms.indexOf(key));
+    const slots = rows.map((row) => have.filter((n) => term(n, row.key) >= 0));
+    const bh = Math.max(3, Math.min(14, (BARS.h - 6 * rows.length) / slots.flat().length));
     let y = BARS.y;
-    for (const row of rows) {
-      text(bg, BARS.x - 6, y + (bh * have.length) / 2 + 4, row.label, { "font-size": fs.tick, "text-anchor": "end" });
-      for (const n of have) {
-        const r = runs[n], q = row.key === "step" ? r.lengths.shape[1] - 1 : r.terms.indexOf(row.key);
-        if (q >= 0) {
-          const v = r.lengths.at(i, q), w = top > 0 && isFinite(v) ? (v / top) * BARS.w : 0;
-          const b = el("rect", { x: BARS.x, y, width: Math.max(w, 0.8), height: bh - 1, fill: look.runs[n].color, class: "dv-bar", "data-run": n, "data-term": row.key, "data-value": v }, bg);
-          text(bg, BARS.x + Math.max(w, 0.8) + 3, y + bh - 1.5, fmt(v), { "font-size": Math.min(fs.tick, bh + 1), fill: "#333", class: "dv-bar-value", "data-run": n, "data-term": row.key });
-          b.addEventListener("mousemove", (ev) => tip.show(`${d.rule_names[n]}, update ${updates[i]}\n${row.label} = ${fmt(v)}`, ...local(ev)));
-          b.addEventListener("mouseleave", () => tip.hide());
-        }
+    rows.forEach((row, j) => {
+      text(bg, BARS.x - 6, y + (bh * slots[j].length) / 2 + 4, row.label, { "font-size": fs.tick, "text-anchor": "end" });
+      for (const n of slots[j]) {
+        const r = runs[n], v = r.lengths.at(i, term(n, row.key));
+        const w = top > 0 && isFinite(v) ? (v / top) * BARS.w : 0, bar = Math.max(2, bh - 4);
+        const b = el("rect", { x: BARS.x, y, width: Math.max(w, 0.8), height: bar, fill: look.runs[n].color, class: "dv-bar", "data-run": n, "data-term": row.key, "data-value": v }, bg);
+        text(bg, BARS.x + Math.max(w, 0.8) + 3, y + bar / 2 + 4, fmt(v), { "font-size": Math.min(fs.tick, bh - 2), fill: "#333", class: "dv-bar-value", "data-run": n, "data-term": row.key });
+        b.addEventListener("mousemove", (ev) => tip.show(`${d.rule_names[n]}, update ${updates[i]}\n${row.label} = ${fmt(v)}`, ...local(ev)));
+        b.addEventListener("mouseleave", () => tip.hide());
         y += bh;
       }
       y += 6;
-    }
+    });
   }
 
   function show(i) {
