@@ -148,8 +148,7 @@ show(dtsgd_viz.plot_layout(r, name="w"))
 # **The velocity, shard by shard.** Left: the velocity after update 10 (`step=10` means
 # update 10: updates count from 1, as `recording.steps` does), each device's
 # block outlined. Right: each block's velocity norm over the whole run, one line per
-# block in its colour, named at its end (a dot on each line marks update 10; dots that
-# tie nest, one ringed round the next). The steep
+# block in its colour, named at its end (a dot on each line marks update 10). The steep
 # blocks (bottom row, CPU:4-7) swing and die out fast; the flat ones (CPU:0-1) keep a
 # small velocity for much longer; CPU:7's falls by exactly 0.9 per update once its
 # gradient is down at float32 round-off. The title says how far apart the blocks' norms

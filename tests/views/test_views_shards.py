@@ -538,17 +538,12 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
         note = " ".join(headline_texts(fig)[1].split())  # the settings line (gid "subtitle")
         assert sv.STATS_ONLY_TEXT in note and "mode='full'" in note
         # the blocks are still the devices' blocks, each named at its line's end in its colour
-        # (ends too close to name each: the largest, the smallest, the median and "6 others")
         full_ax = _figure_parts(full_fig)[0]
         assert sorted(r for p in view.patches for r in p.rects) == _outlines(full_ax)
         names = [p.label for p in view.patches]
         assert set(_labels(full_ax)) == {f"CPU:{d}" for d in range(8)} == set(names)
         named = [t.get_text() for t in view.norm.end_labels if t.get_visible()]
-        last = table[-1, [d[0] for d in geometry.replica_groups], 0]
-        if kind == "grad":  # its 8 ends lie far enough apart
-            assert named == [*names, "median"]
-        else:
-            assert named == [names[int(np.argmax(last))], names[int(np.argmin(last))], "median", "6 others"]
+        assert named == [*names, "median"]
         when = "at update 4" if kind == "grad" else "after update 4"
         noun = {"param": "parameter", "grad": "gradient"}.get(kind, kind)
         assert f"{noun} of 'w' {when}" in _headline(fig)
@@ -727,13 +722,15 @@ def _synthetic(dims, shape, specs, steps=6, mode="full", values=None, seed=0):
     )
 
 
+@pytest.mark.parametrize("dims,shape", [({"x": 4, "y": 4}, (8, 8)), ({"x": 8, "y": 8}, (16, 16))])
 @pytest.mark.slow
-def test_64_blocks_draw_a_band_and_their_median():
-    """At 64 blocks the panel draws the range of every block as a band and their median
-    as one line, named in a two-entry legend; the 64 lines are hidden."""
+def test_many_blocks_draw_a_band_and_their_median(dims, shape):
+    """Past 8 blocks the panel draws the range of every block as a band and their median
+    as one line, named in a two-entry legend; the lines are hidden."""
     from dtsgd_viz.views.shards.findings import median_line
 
-    r = _synthetic({"x": 8, "y": 8}, (16, 16), ("x", "y"))
+    r = _synthetic(dims, shape, ("x", "y"))
+    n = int(np.prod(list(dims.values())))
     view = draw_shards(r, "w")
     norms = shard_norms(r, "w", "velocity")
     band = [c for c in view.norm_ax.collections if c.get_gid() == "norm-band"]
@@ -744,27 +741,7 @@ def test_64_blocks_draw_a_band_and_their_median():
     assert verts[:, 1].max() == pytest.approx(np.nanmax(norms), rel=1e-6)
     median = _gid(view.norm_ax, "norm-median")
     np.testing.assert_allclose(median.get_ydata(), median_line(norms), rtol=1e-6)
-    assert [t.get_text() for t in view.norm.legend.get_texts()] == ["median of 64 blocks", "range of 64 blocks"]
-    assert view.norm.end_labels is None
-
-
-@pytest.mark.parametrize("dims,shape", [({"x": 4, "y": 4}, (8, 8))])
-@pytest.mark.slow
-def test_16_blocks_each_have_their_own_look_and_a_legend_entry_drawn_alike(dims, shape):
-    r = _synthetic(dims, shape, ("x", "y"))
-    view = draw_shards(r, "w")
-    n = len(view.norm.lines)
-    assert n == int(np.prod(list(dims.values())))
-
-    # every line has its own (colour, line style) and a legend entry drawn the same way
-    def drawn(line):
-        return line.get_color(), str(line._unscaled_dash_pattern)  # custom dashes too
-
-    assert len({drawn(line) for line in view.norm.lines}) == n
-    entries = {t.get_text(): h for t, h in zip(view.norm.legend.get_texts(), view.norm.legend.legend_handles)}
-    for p, line in zip(view.tensor.patches, view.norm.lines):
-        assert drawn(entries[p.label]) == drawn(line)
-    assert len(entries) == n + 1 and entries["median"].get_color() == view.norm.median.get_color()
+    assert [t.get_text() for t in view.norm.legend.get_texts()] == [f"median of {n} blocks", f"range of {n} blocks"]
     assert view.norm.end_labels is None
 
 
@@ -915,10 +892,9 @@ def test_norms_that_are_zero_are_drawn_and_said():
 
 
 @pytest.mark.slow
-def test_zero_norms_on_a_log_axis_sit_on_a_spine_labelled_0_below_every_value_tick():
-    """07: the zero circles sat on the bottom spine at the lowest value tick (2e-5), in the
-    block's colour, and read as that value. On a log axis the bottom spine is lowered
-    below the lowest norm, labelled "0", clear of every value tick."""
+def test_zero_norms_on_a_log_axis_sit_on_the_bottom_spine_below_every_norm():
+    """07: zero norms on a log axis are grey circles on the bottom spine, below the lowest
+    norm drawn (the legend says "norm exactly 0")."""
 
     def values(s, k):
         return np.zeros((4, 8)) if k == "velocity" and s == 1 else np.full((4, 8), 1e-5 * s)
@@ -932,15 +908,7 @@ def test_zero_norms_on_a_log_axis_sit_on_a_spine_labelled_0_below_every_value_ti
     assert ax.get_yscale() == "log"
     lo, hi = ax.get_ylim()
     assert lo < np.nanmin(view.norm.data)  # the spine is below every norm drawn
-    zero = next(t for t in ax.texts if t.get_gid() == "zero-tick")
-    assert zero.get_text() == "0"
-    box = zero.get_window_extent()
-    spine = ax.transAxes.transform([(0, 0)])[0]
-    assert box.x1 <= spine[0] and box.y0 <= spine[1] <= box.y1  # left of the spine's end, level with it
-    for t in ax.get_yticklabels():
-        if t.get_text() and lo <= t.get_position()[1] <= hi:
-            other = t.get_window_extent()
-            assert other.y0 > box.y1 or other.y1 < box.y0, t.get_text()  # no value tick at the 0
+    assert "norm exactly 0" in [t.get_text() for t in view.norm.legend.get_texts()]
 
 
 @pytest.mark.slow
@@ -1086,14 +1054,10 @@ def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
         assert len(line.get_xdata()) <= 3 * view.norm.thinned_to[axes[0]] + 2
 
 
-def test_dots_that_tie_at_the_shown_update_nest_on_its_line():
-    """01: CPU:1's and CPU:5's update-10 dots (0.100 and 0.098) were one dot, 4 of 8 seen;
-    set side by side, they spread over updates 8-12. Every dot stands on the update's line
-    at its exact norm; dots that tie nest, the first-drawn widest (a ring round the next);
-    a block apart from them keeps the plain width."""
-    from dtsgd_viz.views.shards.lines import DOT_POINTS
+def test_dots_at_the_shown_update_stand_on_its_line_at_their_norms():
+    """Every dot stands on the update's line at its exact norm, ties (blocks 0-6) too."""
 
-    def values(s, k):  # (4, 8) on x=2, y=4: blocks (2, 2); blocks 0 and 1 equal, block 7 larger
+    def values(s, k):  # (4, 8) on x=2, y=4: blocks (2, 2); blocks 0-6 equal, block 7 larger
         v = np.ones((4, 8)) * 0.5**s
         v[2:, 6:] *= 20.0
         return v
@@ -1106,7 +1070,3 @@ def test_dots_that_tie_at_the_shown_update_nest_on_its_line():
     norms = shard_norms(r, "w", "velocity")[2, [d[0] for d in r.geometry("w").replica_groups]]
     np.testing.assert_allclose(dots.get_offsets()[:, 1], norms, rtol=1e-6)  # each at its value
     assert np.all(dots.get_offsets()[:, 0] == 3)  # each on the update's line
-    sizes = np.sqrt(dots.get_sizes())  # points
-    tied = np.flatnonzero(np.isclose(norms, norms[0]))
-    assert len(tied) == 7 and np.all(np.diff(sizes[tied]) < 0)  # seven ties, nested widest first
-    assert sizes[tied].min() == DOT_POINTS == sizes[7]  # the innermost and the one apart: a plain dot

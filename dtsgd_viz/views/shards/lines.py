@@ -34,14 +34,9 @@ MISMATCH_COLOR = "#D55E00"  # Okabe-Ito vermillion: replicas disagree
 BAND_COLOR, MEDIAN_COLOR = "#9A9A9A", "black"  # the median: black, white-edged, over the block lines
 MEDIAN_EDGE = [patheffects.withStroke(linewidth=3.6, foreground="white")]  # no block line has an edge
 LINE_WIDTH = 1.6  # every block's line: one width (a wider line read as a block that matters more)
-ZERO_COLOR = "0.3"  # a norm of exactly 0: an open circle on the bottom spine, labelled "0"
-ZERO_ROOM = 0.1  # below the lowest norm, this fraction of the span: the "0" clear of the value ticks
-MAX_NAMED = 8  # up to this many blocks, each line named at its end; more: a legend
-FEW_NAMED = 4  # up to this many blocks, every line named; more, crowded: the extremes, the median, "N others"
-OTHERS_COLOR = "#8C8C8C"  # the "N others" name: grey, lighter than the median's
-MAX_LINES = 16  # past this many, a band and a median: 64 lines tangle beyond any naming
+ZERO_COLOR = "0.3"  # a norm of exactly 0: an open circle on the bottom spine
+MAX_NAMED = 8  # up to this many blocks, each line named at its end; more: a band and a median
 DOT_POINTS = 6.5  # the shown update's dots' width, points
-RING_POINTS = 3.0  # a tied dot under another is this much wider: a ring round it
 MARKER_UPDATES = 15  # up to this many updates, a small marker at each: where the data is
 LOG_X_SPAN = 300  # a run whose last update is this many times its first: a log update axis
 
@@ -93,8 +88,7 @@ class NormPanel:
         self.thinned_to: dict = {}  # axes -> the pixel columns its lines were thinned to
         self.marks: dict = {}  # gid -> the marks' Line2D or PathCollection
         self.band: list = []
-        self.zero_tick = None  # the "0" at the bottom spine the zero norms' circles sit on
-        self.median: Line2D | None = None  # the median block norm's line (up to MAX_LINES blocks)
+        self.median: Line2D | None = None  # the median block norm's line
         self.end_labels: list | None = None
         self.legend: Legend | None = None
 
@@ -171,7 +165,7 @@ class NormPanel:
             ax.set_yscale("linear")
             ax.set_ylim(0, 1)
             ax.set_yticks([0], ["0"])
-        band = n > MAX_LINES  # a band and a median for lines that tangle beyond any naming
+        band = n > MAX_NAMED  # a band and a median for lines too many to name
         if band:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN updates: NaN
@@ -192,7 +186,6 @@ class NormPanel:
         zeros = self.marks["zero-marks"]
         zeros.set_offsets(np.column_stack([updates[rows], np.zeros(len(rows))]))
         zeros.set_edgecolors(ZERO_COLOR if len(rows) else "none")
-        self._zero_tick(bool(len(rows)))
         bad = np.union1d(self.view.nonfinite_idx, np.flatnonzero(~np.isfinite(cols).all(axis=1)))
         self.marks["nonfinite-marks"].set_data(updates[bad], np.full(len(bad), 0.96))
         replicated = np.array([len(d) > 1 for d in self.view.geometry.replica_groups])
@@ -203,26 +196,8 @@ class NormPanel:
         self.show_index()
         ax.set_title(norm_change_text(data, updates), fontsize=style.TITLE_SIZE, pad=1.6 * style.NOTE_SIZE + 4)
 
-    def _zero_tick(self, zeros: bool) -> None:
-        """Zero norms on a log axis: the bottom spine, below every norm and value tick, labelled "0"."""
-        ax = self.ax
-        if self.zero_tick is not None:
-            self.zero_tick.remove()
-            self.zero_tick = None
-        if not zeros or ax.get_yscale() != "log":
-            return
-        lo, hi = ax.get_ylim()
-        lo = lo / (hi / lo) ** ZERO_ROOM
-        ax.set_ylim(lo, hi)
-        frac = np.log(np.asarray(ax.get_yticks(), np.float64) / lo) / np.log(hi / lo)
-        ax.yaxis.set_major_locator(FixedLocator([t for t, f in zip(ax.get_yticks(), frac) if 0.75 * ZERO_ROOM <= f]))
-        self.zero_tick = ax.annotate(
-            "0", (0, 0), xycoords="axes fraction", xytext=(-3.5, 0), textcoords="offset points", ha="right",
-            va="center", fontsize=style.TICK_SIZE, gid="zero-tick",
-        )  # fmt: skip
-
     def name_lines(self) -> None:
-        """Each line named at its end (up to ``MAX_NAMED`` blocks), else a legend, once the layout sized the axes."""
+        """Each line named at its end (up to ``MAX_NAMED`` blocks), the marks in a legend, once the axes are sized."""
         ax = self.ax
         engine = self.view.figure.get_layout_engine()
         if engine is not None and self.end_labels is None:
@@ -230,17 +205,11 @@ class NormPanel:
         for artist in [*(self.end_labels or []), *([self.legend] if self.legend else [])]:
             artist.remove()
         self.end_labels, self.legend = None, None
-        n, styles = len(self.view.styles), self.view.styles
+        n = len(self.view.styles)
         handles = []
         if n <= MAX_NAMED:
             entries = self._end_entries()
             self.end_labels = label_ends(ax, entries, fontsize=style.NOTE_SIZE + 0.5, outside=True, gid_prefix="end:")
-        elif n <= MAX_LINES:
-            handles = [
-                Line2D([], [], color=c, ls=ls, lw=1.6, label=p.label)
-                for p, (c, _, ls) in zip(self.view.patches, styles)
-            ]
-            handles.append(Line2D([], [], color=MEDIAN_COLOR, lw=1.4, label="median"))
         else:
             handles = [
                 Line2D([], [], color=MEDIAN_COLOR, lw=1.4, label=f"median of {n} blocks"),
@@ -255,15 +224,13 @@ class NormPanel:
         if handles and n > MAX_NAMED:
             self.legend = ax.legend(
                 handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-                fontsize=style.NOTE_SIZE, borderaxespad=0.0, ncol=-(-len(handles) // 16),
+                fontsize=style.NOTE_SIZE, borderaxespad=0.0,
             )  # fmt: skip
         elif handles:
             self.legend = ax.legend(handles=handles, loc="best", fontsize=style.NOTE_SIZE, framealpha=0.85)
 
     def _end_entries(self) -> list[tuple[str, float, float, ColorType]]:
-        """``(name, last update, last finite norm, ink)`` of each block's line, and the median's;
-        when the names would not fit by their ends (``crowded``), the largest's and the
-        smallest's, the median's and one "N others" at the middle of the others' ends."""
+        """``(name, last update, last finite norm, ink)`` of each block's line, and the median's."""
         columns: list[tuple[str, np.ndarray, ColorType]] = [
             (p.label, self.data[:, g], label_ink(c))
             for g, (p, (c, _, _)) in enumerate(zip(self.view.patches, self.view.styles))
@@ -275,26 +242,7 @@ class NormPanel:
             ok = np.flatnonzero(np.isfinite(col))
             i = ok[-1] if len(ok) else -1
             out.append((name, float(self.view.updates[i]), float(col[i]) if len(ok) else np.nan, ink))
-        blocks = out[: len(self.view.patches)]
-        if not self.crowded([y for _, _, y, _ in out]):
-            return out
-        ends = np.array([y for _, _, y, _ in blocks])
-        ok = np.flatnonzero(np.isfinite(ends) & (ends > 0))
-        hi, lo = int(ok[np.argmax(ends[ok])]), int(ok[np.argmin(ends[ok])])
-        others = [g for g in range(len(blocks)) if g not in (hi, lo)]
-        middle = float(np.exp(np.median(np.log(ends[[g for g in others if g in ok]])))) if len(ok) > 2 else np.nan
-        x = max(x for _, x, _, _ in blocks)
-        return [blocks[hi], blocks[lo], *out[len(blocks) :], (f"{len(others)} others", x, middle, OTHERS_COLOR)]
-
-    def crowded(self, ends: ArrayLike) -> bool:
-        """Whether the names of (over ``FEW_NAMED``) lines ending at ``ends`` take more height than the ends span."""
-        ax, ys = self.ax, np.asarray(ends, np.float64)
-        ys = ys[np.isfinite(ys) & ((ys > 0) | (ax.get_yscale() != "log"))]
-        if len(ys) <= FEW_NAMED + 1:  # the blocks and the median
-            return False
-        pixels = ax.transData.transform(np.column_stack([np.zeros(len(ys)), ys]))[:, 1]
-        span = (pixels.max() - pixels.min()) * 72 / ax.figure.dpi  # points
-        return len(ys) * 1.25 * (style.NOTE_SIZE + 0.5) > span
+        return out
 
     def show_index(self) -> None:
         """The shown update's line, label and dots at the view's ``index``."""
@@ -309,23 +257,7 @@ class NormPanel:
         label.set_x(x[i])
         label.set_ha("right" if i == len(x) - 1 > 0 else "left" if i == 0 < len(x) - 1 else "center")
         dots.set_offsets(np.column_stack([np.full(len(keep), x[i]), y[keep]]) if len(keep) else np.empty((0, 2)))
-        dots.set_sizes(self._dot_sizes(y[keep]) ** 2 if len(keep) else [DOT_POINTS**2])
         dots.set_facecolors([self.view.styles[g][0] for g in keep] or "none")
-
-    def _dot_sizes(self, ys: np.ndarray) -> np.ndarray:
-        """The width (points) of the dot at each of ``ys``: tied dots nest, the first-drawn widest (a ring)."""
-        ax = self.ax
-        ax.get_ylim()  # the limits autoscaled before they are read
-        pts = ax.transData.transform(np.column_stack([np.zeros(len(ys)), ys]))[:, 1]
-        width = DOT_POINTS * ax.figure.dpi / 72  # pixels
-        order = np.argsort(pts, kind="stable")
-        group = np.empty(len(ys), int)
-        group[order] = np.cumsum(np.concatenate([[True], np.diff(pts[order]) >= width]))  # runs of ties
-        sizes = np.full(len(ys), DOT_POINTS)
-        for g in np.unique(group):
-            run = np.flatnonzero(group == g)  # in draw order
-            sizes[run] += RING_POINTS * (len(run) - 1 - np.arange(len(run)))
-        return sizes
 
     def set_kind(self) -> None:
         """The lines, marks, names and title of the kind the view just loaded, in place."""
@@ -335,7 +267,7 @@ class NormPanel:
         for g, line in enumerate(self.lines):
             line.set_visible(True)
             line.set_data(*self.thinned(self.data[:, g]))
-        self.ax.set_autoscaley_on(True)  # the names' and the zero range's fixed limits
+        self.ax.set_autoscaley_on(True)  # the names' fixed limits
         self.ax.relim()
         self.ax.autoscale_view(scalex=False)
         self._draw_lines()
