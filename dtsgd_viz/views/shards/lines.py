@@ -35,6 +35,7 @@ BAND_COLOR, MEDIAN_COLOR = "#9A9A9A", "black"  # the median: black, white-edged,
 MEDIAN_EDGE = [patheffects.withStroke(linewidth=3.6, foreground="white")]  # no block line has an edge
 LINE_WIDTH = 1.6  # every block's line: one width (a wider line read as a block that matters more)
 ZERO_COLOR = "0.3"  # a norm of exactly 0: an open circle on the bottom spine
+ZERO_ROOM = 0.1  # that spine lowered by this fraction of the log span: no value tick at the zeros
 MAX_NAMED = 8  # up to this many blocks, each line named at its end; more: a band and a median
 DOT_POINTS = 6.5  # the shown update's dots' width, points
 MARKER_UPDATES = 15  # up to this many updates, a small marker at each: where the data is
@@ -186,6 +187,13 @@ class NormPanel:
         zeros = self.marks["zero-marks"]
         zeros.set_offsets(np.column_stack([updates[rows], np.zeros(len(rows))]))
         zeros.set_edgecolors(ZERO_COLOR if len(rows) else "none")
+        if len(rows) and ax.get_yscale() == "log":  # the spine the zeros sit on below every value tick
+            lo, hi = ax.get_ylim()
+            lo = lo / (hi / lo) ** ZERO_ROOM
+            ax.set_ylim(lo, hi)
+            ticks = np.asarray(ax.get_yticks(), np.float64)
+            keep = np.log(ticks / lo) >= 0.75 * ZERO_ROOM * np.log(hi / lo)
+            ax.yaxis.set_major_locator(FixedLocator(ticks[keep]))
         bad = np.union1d(self.view.nonfinite_idx, np.flatnonzero(~np.isfinite(cols).all(axis=1)))
         self.marks["nonfinite-marks"].set_data(updates[bad], np.full(len(bad), 0.96))
         replicated = np.array([len(d) > 1 for d in self.view.geometry.replica_groups])
