@@ -193,7 +193,7 @@ class NormPanel:
             ax.set_ylim(lo, hi)
             ticks = np.asarray(ax.get_yticks(), np.float64)
             keep = np.log(ticks / lo) >= 0.75 * ZERO_ROOM * np.log(hi / lo)
-            ax.yaxis.set_major_locator(FixedLocator(ticks[keep]))
+            ax.yaxis.set_major_locator(FixedLocator(ticks[keep].tolist()))
         bad = np.union1d(self.view.nonfinite_idx, np.flatnonzero(~np.isfinite(cols).all(axis=1)))
         self.marks["nonfinite-marks"].set_data(updates[bad], np.full(len(bad), 0.96))
         replicated = np.array([len(d) > 1 for d in self.view.geometry.replica_groups])
