@@ -342,7 +342,7 @@ def fig03():
 @pytest.mark.slow
 def test_the_rate_marks_nest_and_a_key_names_them(fig03):
     """Runs at one rate all show: the marks are concentric, the first run's largest and
-    each earlier one an open ring in its colour, the last filled; a key names each
+    each earlier one an open ring in its colour, the last filled; the zoom's key names each
     run's marker, drawn as on the curves."""
     from dtsgd_viz.views.core import style
 
@@ -358,10 +358,13 @@ def test_the_rate_marks_nest_and_a_key_names_them(fig03):
             ln = marks[f"mark:{i}:{k}"]
             assert ln.get_markerfacecolor() == "none" and ln.get_markeredgecolor() == looks[k].color
         assert marks[f"mark:{i}:{keys[-1]}"].get_markerfacecolor() == looks[keys[-1]].color
-    key = axes["mode:0"].get_legend()
+    key = axes["mode:0"].get_legend()  # the direction panels': lines only, as they draw no marks
     assert key is not None and key.get_gid() == "mark-key"
     assert [t.get_text() for t in key.get_texts()][:3] == ["plain", "momentum", "Nesterov"]  # as on every figure
-    for handle, k in zip(key.legend_handles, keys):
+    assert all(h.get_marker() in ("None", "", None) for h in key.legend_handles)
+    zoom = axes["rate-zoom"].get_legend()  # the marks are named in the zoom's key, as drawn
+    assert zoom is not None and zoom.get_gid() == "zoom-key"
+    for handle, k in zip(zoom.legend_handles, keys):
         drawn = marks[f"mark:0:{k}"]
         assert (handle.get_marker(), handle.get_markerfacecolor(), handle.get_markeredgecolor()) == (
             drawn.get_marker(),

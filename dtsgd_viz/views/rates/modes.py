@@ -312,14 +312,11 @@ def _draw_mode(ax: Axes, data: ModeData, i: int, name: str, looks: dict) -> None
 
 
 def _mode_key(ax: Axes, data: ModeData, looks: dict) -> None:
-    """The figure's one key: each run's line with its mark on the rate curves, and the envelope."""
+    """The direction panels' key: each run's line, and the envelope (the marks on the rate
+    curves are named by the zoom's key)."""
     from matplotlib.lines import Line2D
 
-    n = len(data.settings)
-    handles = [
-        Line2D([], [], **{**looks[key].line(), **_mark(looks[key], j, n), "ms": 8}, label=display_name(key))
-        for j, key in enumerate(data.settings)
-    ]
+    handles = [Line2D([], [], **looks[key].line(), label=display_name(key)) for key in data.settings]
     handles.append(Line2D([], [], **style.ROLE_LOOKS["envelope"].line("0.3"), label="bound ∝ ρᵏ (theory)"))
     ax.legend(
         handles=handles, loc="lower left", fontsize=style.NOTE_SIZE, framealpha=0.9, handlelength=style.handle_length()

@@ -245,35 +245,15 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
     if not arrows:
         return arrows
     tip = arrows[-1].tail + arrows[-1].uv
-    ring = style.ROLE_LOOKS["current"].marker  # after the update, as the paths panel marks it
-    ax.plot(
-        [tip[0]],
-        [tip[1]],
-        ring,
-        ms=RING_MS,
-        mfc="none",
-        mec=tint(color, 0.3),
-        mew=1.4,
-        zorder=NEXT_Z,
-        gid=f"zoom-next:{data.key}",
-    )
-    if len(arrows) > 1:
-        ax.annotate(
-            "",
-            xy=(float(tip[0]), float(tip[1])),
-            xytext=(float(data.position[0]), float(data.position[1])),
-            arrowprops=dict(
-                arrowstyle="-|>",
-                color=color,
-                lw=1.1,
-                shrinkA=0,
-                shrinkB=RING_MS / 2,
-                mutation_scale=8,
-                path_effects=[patheffects.withStroke(linewidth=2.8, foreground="white")],
-            ),
-            zorder=ARROW_Z + 0.05,
-            gid=f"zoom-step:{data.key}",
-        )
+    if ax.get_axes_locator() is None:  # an inset's arrows end at no ring: its panel rings the point
+        ring = style.ROLE_LOOKS["current"].marker  # after the update, as the paths panel marks it
+        ax.plot([tip[0]], [tip[1]], ring, ms=RING_MS, mfc="none", mec=tint(color, 0.3), mew=1.4, zorder=NEXT_Z)
+        ax.lines[-1].set_gid(f"zoom-next:{data.key}")
+    if len(arrows) > 1:  # a plain line: the arrows' heads already say which way it goes
+        outline = [patheffects.withStroke(linewidth=2.8, foreground="white")]
+        (x0, y0), (x1, y1) = data.position, tip
+        ax.plot([x0, x1], [y0, y1], color=color, lw=1.1, path_effects=outline, zorder=ARROW_Z + 0.05)
+        ax.lines[-1].set_gid(f"zoom-step:{data.key}")
     return arrows
 
 

@@ -147,7 +147,7 @@ def _key(chart: Axes) -> None:
         "after it": dict(
             ls="none", marker=current.marker, ms=panel.RING_MS, mfc="none", mec=panel.tint(grey, 0.3), mew=1.4
         ),
-        "step (the arrows' sum)": dict(ls="-", lw=1.1, color=grey, marker=">", ms=5, markevery=[-1]),
+        "step (the arrows' sum)": dict(ls="-", lw=1.1, color=grey),
         "path so far": dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(grey, panel.TRAIL_TINT), alpha=0.8),
     }
     chart.legend(

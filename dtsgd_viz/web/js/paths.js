@@ -214,7 +214,7 @@ function render({ model, el: root }) {
       el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: 4, fill: "none", stroke: lk.color, "stroke-width": 1.4, class: "dv-next" }, cg);
       let px = r.position.at(i, 0), py = r.position.at(i, 1);
       const reach = [[px, py], [r.next.at(i, 0), r.next.at(i, 1)]];  // the update's points: how big it is here
-      // the terms tip to tail (a zero one, as mu*v_prev at update 1, draws nothing), then the thin step they add
+      // the terms tip to tail (a zero one, as mu*v_prev at update 1, draws nothing), then the thin step line they add
       // up to when two are drawn, each named beside it where it is long enough to carry its name (as the still)
       const x0 = px, y0 = py;
       let cx = 0, cy = 0, drawn = 0;  // the middle of the arrows' points, on screen: each name goes on the far side
@@ -230,7 +230,8 @@ function render({ model, el: root }) {
       });
       if (drawn > 1) {
         const u = [px - x0, py - y0];
-        arrow(cg, f.x(x0), f.y(y0), f.x(px), f.y(py), lk.color, 1.1, 7, { class: "dv-step", "data-run": name, "data-term": "step", "data-uv": JSON.stringify(u), opacity: 0.9 });
+        // a plain line, as the still's: the arrows' heads already say which way it goes
+        el("line", { x1: f.x(x0), y1: f.y(y0), x2: f.x(px), y2: f.y(py), stroke: lk.color, "stroke-width": 1.1, opacity: 0.9, class: "dv-step", "data-run": name, "data-term": "step", "data-uv": JSON.stringify(u) }, cg);
       }
       // no inset here (the still has one): an update under small_below of the panel says so, its lengths in the bars
       const span = (a) => Math.max(...reach.map((p) => p[a])) - Math.min(...reach.map((p) => p[a]));
