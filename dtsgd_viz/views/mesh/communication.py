@@ -252,9 +252,7 @@ class CommunicationPicture:
     figsize: tuple[float, float]
 
 
-def communication_geometry(
-    obj: CommunicationPlan | CommunicationReport, *, max_items: int = 3, title: str | None = None
-) -> CommunicationPicture:
+def communication_geometry(obj: CommunicationPlan | CommunicationReport, *, max_items: int = 3) -> CommunicationPicture:
     """The picture of a plan or report: the devices, one panel per set of mesh dims, the
     finding (``headline``), the settings (``settings_text``), a note and the figure's size."""
     items, mesh = traffic_items(obj), obj.mesh
@@ -289,30 +287,19 @@ def communication_geometry(
         (gh, 0.0),
         labels,
         tuple(panels),
-        title or headline(obj),
+        headline(obj),
         settings_text(obj),
         note,
         (WIDTH, round(height, 3)),
     )
 
 
-def plot_communication(
-    report_or_plan: CommunicationReport | CommunicationPlan,
-    *,
-    fig: Figure | None = None,
-    max_items: int = 3,
-    title: str | None = None,
-) -> Figure:
+def plot_communication(report_or_plan: CommunicationReport | CommunicationPlan, *, max_items: int = 3) -> Figure:
     """The collectives of one update on the mesh, measured (``CommunicationReport``) or
     predicted (``CommunicationPlan``): one shaded box per group of devices that reduces
-    together, what the bytes serve under each panel. Draws into ``fig`` when given."""
-    pic = communication_geometry(report_or_plan, max_items=max_items, title=title)
-    if fig is None:
-        fig = new_figure(pic.figsize)
-    else:
-        fig.clear()
-        fig.set_size_inches(*pic.figsize)
-        fig.set_layout_engine("constrained")
+    together, what the bytes serve under each panel."""
+    pic = communication_geometry(report_or_plan, max_items=max_items)
+    fig = new_figure(pic.figsize)
     draw_headline(fig, pic.title, pic.subtitle)
     fig.texts[0].set_gid("title")  # the suptitle, the figure's first text
     axes = fig.subplots(1, len(pic.panels), squeeze=False)[0]

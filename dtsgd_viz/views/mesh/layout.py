@@ -6,23 +6,19 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch, Rectangle
+from matplotlib.patches import Rectangle
 
 from ...dtensor.model import is_tensorflow_object, optimizer_parts, slot_of, unique_names, variable_name
 from ...geometry import ShardGeometry, shard_geometry
 from ...recording.recording import Recording, VariableRecord
 from ...recording.text_table import TextTable
 from ...specs import LayoutSpec
-from ..core.figure import axes_size_inches, root_figure
-from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, SUBTITLE_COLOR, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE, TITLE_SIZE
-from .layout_geometry import MeshKey, Panel, block_looks, device_forms, layout_picture, short_finding, slice_text
-
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
+from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, SUBTITLE_COLOR, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE
+from .layout_geometry import MeshKey, Panel, block_looks, layout_picture, slice_text
 
 MAX_RANK = 4
 _ACCEPTS = "a DTensor Layout + shape, a DVariable or DTensor, a dtsgd_viz.LayoutSpec + shape, or a Recording + name="
@@ -90,44 +86,13 @@ def resolve(
 
 
 def plot_layout(
-    obj: Any,
-    shape: Sequence[int] | None = None,
-    *,
-    name: str | None = None,
-    ax: Axes | None = None,
-    note: str | None = None,
+    obj: Any, shape: Sequence[int] | None = None, *, name: str | None = None, note: str | None = None
 ) -> Figure:
     """The global tensor cut into the block each device holds, coloured by block, each block
     labelled with the devices holding it; with copies, a key of the devices on the mesh.
     Ranks 3 and 4 get one panel per index of the sharded leading dims; ``note`` joins the
-    note under the subtitle. Draws into ``ax`` when given (rank 1 or 2)."""
+    note under the subtitle."""
     shape, layout, name = resolve(obj, shape, name)
-    if ax is not None:
-        if len(shape) > 2:
-            raise ValueError(
-                f"ax= draws one panel, for rank 1 or 2 tensors. Received: shape "
-                f"{shape} of rank {len(shape)}; leave ax out to get a faceted figure."
-            )
-        fig = root_figure(ax)
-        pic = layout_picture(shape, layout, name=name, panel_size=axes_size_inches(ax))
-        _draw_panel(ax, pic.panels[0])
-        prefix = f"{name + ' ' if name else ''}{shape}"
-        ax.set_title(short_finding(pic.geometry, prefix), fontsize=TITLE_SIZE)
-        geom = pic.geometry
-        handles = [
-            Patch(facecolor=c, hatch=h or None, label=device_forms(geom.replica_groups[g], pic.names)[0])
-            for g, (c, h) in enumerate(block_looks(geom))
-        ]
-        rows = max(1, int(axes_size_inches(ax)[1] * 72 / 15) - 1)
-        ax.legend(
-            handles=handles,
-            fontsize=NOTE_SIZE,
-            loc="upper left",
-            bbox_to_anchor=(1.01, 1.0),
-            frameon=False,
-            ncol=math.ceil(len(handles) / rows),
-        )
-        return fig
     pic = layout_picture(shape, layout, name=name, note=note)
     fig = Figure(figsize=pic.figsize, dpi=DPI)
     fw, fh = pic.figsize

@@ -98,14 +98,6 @@ def finding_text(geom: ShardGeometry, layout: LayoutSpec, prefix: str) -> str:
     return f"{prefix}: {unique} distinct {blocks} blocks, each on {n // unique} devices (copied over {over})"
 
 
-def short_finding(geom: ShardGeometry, prefix: str) -> str:
-    """The finding in a few words, over one small axes: ``w (8, 8): 4 blocks x 2 copies``."""
-    copies, s = geom.num_devices // geom.num_unique, "s" * (geom.num_unique > 1)
-    if copies == 1:
-        return f"{prefix}: {geom.num_unique} distinct block{s}"
-    return f"{prefix}: {geom.num_unique} block{s} x {copies} copies"
-
-
 Color = str | tuple[float, float, float]
 MAX_FACETS = {3: (12,), 4: (4, 4)}  # panels per leading dim, by tensor rank
 PAD = 2.0  # points kept free around a label inside its block
@@ -324,7 +316,6 @@ def layout_picture(
     layout: LayoutSpec,
     *,
     name: str | None = None,
-    panel_size: tuple[float, float] | None = None,
     note: str | None = None,
 ) -> LayoutPicture:
     """Everything the layout figure shows: panels, labelled blocks, mesh key, texts and boxes (inches)."""
@@ -332,9 +323,9 @@ def layout_picture(
     shape, rank, names = geom.global_shape, len(geom.global_shape), layout.mesh.short_device_names
     picks, indices, ncols, collapsed = _facets(shape, layout)
     faceted = bool(picks)
-    pw, ph = panel_size or _panel_size(shape, layout, faceted)
+    pw, ph = _panel_size(shape, layout, faceted)
     gx, gy = (0.45, 0.8) if faceted else (0.0, 0.0)
-    if panel_size is None and ncols * pw + (ncols - 1) * gx > WIDTH - 1.3:
+    if ncols * pw + (ncols - 1) * gx > WIDTH - 1.3:
         scale = (WIDTH - 1.3 - (ncols - 1) * gx) / (ncols * pw)
         pw, ph = pw * scale, ph * scale
     yrange = shape[-2] if rank >= 2 else 1

@@ -14,7 +14,7 @@ from matplotlib.patches import Patch
 
 from ...recording.communication import CommunicationPlan, CommunicationReport, communication_plan
 from ...recording.memory import MemoryPlan, format_bytes
-from ..core.figure import axes_size_inches, fit, headline, new_figure, root_figure
+from ..core.figure import axes_size_inches, headline, new_figure
 from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, TICK_SIZE, TITLE_SIZE, VARIABLE_COLORS, WIDTH
 from .communication import per_device, traffic_items
 
@@ -100,29 +100,16 @@ def _traffic_of(plan: MemoryPlan, communication):
     return traffic
 
 
-def plot_memory(
-    plan: MemoryPlan,
-    *,
-    ax: Axes | tuple[Axes, ...] | list[Axes] | None = None,
-    communication: bool | CommunicationPlan | CommunicationReport = False,
-) -> Figure:
+def plot_memory(plan: MemoryPlan, *, communication: bool | CommunicationPlan | CommunicationReport = False) -> Figure:
     """Bytes per device stacked by variable, slots hatched, the title saying what the layout
     saves; ``communication=True`` (or a plan or report) adds a panel of the bytes each device
-    sends per update. Draws into ``ax`` when given (two axes with ``communication``)."""
+    sends per update."""
     traffic = _traffic_of(plan, communication) if communication is not False else None
     segments = memory_bars(plan)
-    if ax is None:
-        n = plan.mesh.num_devices
-        fig = new_figure((WIDTH if traffic else min(WIDTH, 5.0 + 0.4 * n), 4.0 if traffic else 3.6), DPI)
-        axes: tuple[Axes, ...] = tuple(fig.subplots(1, 2)) if traffic else (fig.add_subplot(),)
-        headline(fig, _memory_title(plan), _memory_settings(plan))
-    else:
-        axes = tuple(ax) if isinstance(ax, (tuple, list)) else (ax,)
-        if len(axes) != (1 if traffic is None else 2):
-            want = "one axes" if traffic is None else "two axes (memory, traffic)"
-            raise ValueError(f"ax= takes {want} here. Received: {len(axes)}.")
-        fig = root_figure(axes[0])
-        axes[0].set_title(fit(_memory_title(plan), _width_pt(axes[0]), TITLE_SIZE), fontsize=TITLE_SIZE)
+    n = plan.mesh.num_devices
+    fig = new_figure((WIDTH if traffic else min(WIDTH, 5.0 + 0.4 * n), 4.0 if traffic else 3.6), DPI)
+    axes: tuple[Axes, ...] = tuple(fig.subplots(1, 2)) if traffic else (fig.add_subplot(),)
+    headline(fig, _memory_title(plan), _memory_settings(plan))
     unit, scale = unit_for(max(int(plan.bytes_per_device.max()), 1))
     _bars(axes[0], plan, segments, scale, "")
     axes[0].set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)
@@ -141,8 +128,7 @@ def plot_memory(
             "gradient all-reduce per update (predicted)" if predicted else "collectives per update (measured)",
             fontsize=TITLE_SIZE,
         )
-        if ax is None:
-            axes[0].set_title("memory per device", fontsize=TITLE_SIZE)
+        axes[0].set_title("memory per device", fontsize=TITLE_SIZE)
         named = {s.label for s in segments if s.kind == "param"}
         handles += [
             Patch(facecolor=s.color, hatch=HATCH.get(s.kind), label=s.label) for s in bars if s.label not in named
