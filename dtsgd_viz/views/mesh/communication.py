@@ -157,9 +157,9 @@ def serves_lines(items: Iterable[Item], max_items: int = 3) -> tuple[str, ...]:
         by.setdefault(i.serves, []).append(i)
     lines = []
     for serves, group in sorted(by.items(), key=lambda kv: -sum(i.bytes_per_device for i in kv[1])):
-        total = _nb(format_bytes(sum(i.bytes_per_device for i in group)))
+        total = format_bytes(sum(i.bytes_per_device for i in group))
         kinds = sorted({i.kind for i in group})
-        how = ", ".join(_nb(f"{sum(i.kind == k for i in group)} {k}") for k in kinds)
+        how = ", ".join(f"{sum(i.kind == k for i in group)} {k}" for k in kinds)
         if serves != "gradient":
             lines.append(f"{serves}: {total} ({how})")
             continue
@@ -168,9 +168,9 @@ def serves_lines(items: Iterable[Item], max_items: int = 3) -> tuple[str, ...]:
         if len(group) > 1:
             top = sorted(group, key=lambda i: -i.bytes_per_device)
             shown = top[: max_items + (len(top) == max_items + 1)]  # "+1 more": name it
-            named = [f"{i.label}: {_nb(format_bytes(i.bytes_per_device))}" for i in shown]
+            named = [f"{i.label}: {format_bytes(i.bytes_per_device)}" for i in shown]
             if rest := top[len(shown) :]:
-                named.append(f"+{len(rest)} more: {_nb(format_bytes(sum(i.bytes_per_device for i in rest)))}")
+                named.append(f"+{len(rest)} more: {format_bytes(sum(i.bytes_per_device for i in rest))}")
             lines.append(", ".join(named))
     return tuple(lines)
 
@@ -355,7 +355,7 @@ def _draw_panel(ax, pic: CommunicationPicture, panel: DimPanel, k: int) -> None:
     for spine in ax.spines.values():
         spine.set_visible(False)
     ax.set_title(
-        f"{panel.title}: {format_bytes(panel.bytes_per_device)} per device" if panel.groups else panel.title,
+        panel.title,
         fontsize=TITLE_SIZE,
         fontweight="bold",
         color=panel.color,

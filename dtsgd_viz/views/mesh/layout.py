@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from ...dtensor.model import is_tensorflow_object, optimizer_parts, slot_of, unique_names, variable_name
-from ...geometry import ShardGeometry, shard_geometry
+from ...geometry import shard_geometry
 from ...recording.recording import Recording, VariableRecord
 from ...recording.text_table import TextTable
 from ...specs import LayoutSpec
@@ -54,8 +54,6 @@ def resolve(
         obj = obj.record(name)
     if isinstance(obj, VariableRecord):
         shape, layout, name = obj.shape, obj.layout, name or obj.name
-    elif isinstance(obj, ShardGeometry):
-        shape, layout = obj.global_shape, obj.layout
     elif isinstance(obj, LayoutSpec):
         layout = obj
     elif is_tensorflow_object(obj):

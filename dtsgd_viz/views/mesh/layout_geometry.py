@@ -280,7 +280,7 @@ def _mesh_key(layout: LayoutSpec, geom: ShardGeometry, looks, width: float) -> M
         (nrows, 0),
         tuple((i + 0.5, str(i)) for i in range(ncols)),
         rows,
-        f"mesh dim {mesh_dim_role(layout, mesh.dim_names[-1])}",
+        f"mesh dim {mesh.dim_names[-1]}",
         "devices on the mesh, coloured by the block they hold"
         + (f" (k = {mesh.short_device_names[0].rsplit(':', 1)[0]}:k)" if bare_ids(texts) else ""),
     )
