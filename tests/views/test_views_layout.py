@@ -34,7 +34,7 @@ from dtsgd_viz import dtensor as _dtensor  # noqa: E402
 from dtsgd_viz.views.core.style import BLOCK_COLORS, block_styles  # noqa: E402
 from dtsgd_viz.views.mesh.layout_colors import mesh_colors as mesh_block_colors  # noqa: E402
 from dtsgd_viz.views.mesh.layout_geometry import (
-    block_looks,  # noqa: E402
+    block_colors,  # noqa: E402
     compact_devices,
     copies_text,
     label_blocks,
@@ -158,7 +158,7 @@ def test_blocks_against_shard_geometry(dims, shape, specs):
             # a leading dim drawn once: every block spans it whole
             assert all(s == slice(0, shape[k]) for k, (s, i) in enumerate(zip(want, index)) if not isinstance(i, int))
             assert region(rect, len(shape)) == want[-2:] if len(shape) >= 2 else want
-            assert color == to_rgba(block_looks(geom)[g][0])  # one colour per block
+            assert color == to_rgba(block_colors(geom)[g])  # one colour per block
             assert not any(p.get_gid().startswith("swatch") for p in ax.patches)
             cover[region(rect, len(shape))] += 1
             seen.add(g)

@@ -210,13 +210,11 @@ def group_boxes(centres: np.ndarray, group: Sequence[int]) -> GroupBox:
     pts = centres[list(group)]
     (x0, y0), (x1, y1) = pts.min(axis=0) - HULL, pts.max(axis=0) + HULL
     inside = (centres[:, 0] > x0) & (centres[:, 0] < x1) & (centres[:, 1] > y0) & (centres[:, 1] < y1)
-    corners = (
-        [(x0, y0, x1, y1)] if inside.sum() == len(group) else [(x - HULL, y - HULL, x + HULL, y + HULL) for x, y in pts]
-    )
-    spans = [tuple(float(v) for v in span) for span in corners]
-    return GroupBox(
-        tuple(group), tuple((round(a, 9), round(b, 9), round(c - a, 9), round(d - b, 9)) for a, b, c, d in spans)
-    )
+    if inside.sum() == len(group):
+        boxes = [(x0, y0, x1 - x0, y1 - y0)]
+    else:
+        boxes = [(x - HULL, y - HULL, 2 * HULL, 2 * HULL) for x, y in pts]
+    return GroupBox(tuple(group), tuple(tuple(round(float(v), 9) for v in box) for box in boxes))
 
 
 @dataclasses.dataclass(frozen=True)

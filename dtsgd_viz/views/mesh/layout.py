@@ -18,7 +18,7 @@ from ...recording.recording import Recording, VariableRecord
 from ...recording.text_table import TextTable
 from ...specs import LayoutSpec
 from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, SUBTITLE_COLOR, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE
-from .layout_geometry import MeshKey, Panel, block_looks, layout_picture, slice_text
+from .layout_geometry import MeshKey, Panel, block_colors, layout_picture, slice_text
 
 MAX_RANK = 4
 _ACCEPTS = "a DTensor Layout + shape, a DVariable or DTensor, a dtsgd_viz.LayoutSpec + shape, or a Recording + name="
@@ -110,14 +110,13 @@ def plot_layout(
 
 
 def _cells(ax, cells, box_gid: str, label_gid: str, lw: float) -> None:
-    """Each cell as a rectangle in its block's colour and hatch, its label centred on it."""
+    """Each cell as a rectangle in its block's colour, its label centred on it."""
     for c in cells:
         key = getattr(c, "group", getattr(c, "device", 0))
         x, y, w, h = c.rect
-        patch = Rectangle((x, y), w, h, facecolor=c.color, edgecolor="white", linewidth=lw, hatch=c.hatch or None)
+        patch = Rectangle((x, y), w, h, facecolor=c.color, edgecolor="white", linewidth=lw)
         ax.add_patch(patch).set_gid(f"{box_gid}-{key}")
         if c.label:
-            chip = dict(boxstyle="square,pad=0.15", facecolor=c.color, edgecolor="none") if c.hatch else None
             ax.text(
                 x + w / 2,
                 y + h / 2,
@@ -128,7 +127,6 @@ def _cells(ax, cells, box_gid: str, label_gid: str, lw: float) -> None:
                 fontsize=c.fontsize,
                 color=c.text_color,
                 linespacing=1.1,
-                bbox=chip,
                 gid=f"{label_gid}-{key}",
             )
 
@@ -179,11 +177,11 @@ def layout_table(obj: Any, shape: Sequence[int] | None = None, *, name: str | No
         f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each"
     )
     rows, cells = [], {}
-    looks = block_looks(geom)
+    colors = block_colors(geom)
     for g, devices in enumerate(geom.replica_groups):
         rows.append((g, slice_text(geom.blocks[devices[0]]), geom.local_shape, ", ".join(names[d] for d in devices)))
         cells[(g, 3)] = (
-            f"<span style='background:{to_hex(looks[g][0])};display:inline-block;"
+            f"<span style='background:{to_hex(colors[g])};display:inline-block;"
             f"width:0.8em;height:0.8em'></span>&nbsp;" + html.escape(", ".join(names[d] for d in devices))
         )
     return TextTable([header], ("block", "slices", "local shape", "devices"), rows, html_cells=cells)
