@@ -87,12 +87,10 @@ def finding_text(geom: ShardGeometry, layout: LayoutSpec, prefix: str) -> str:
     blocks = "x".join(map(str, geom.local_shape))
     mesh = layout.mesh
     over = ", ".join(d for d in mesh.dim_names if d not in layout.sharding_specs and mesh.dim_size(d) > 1)
+    if n == 1:
+        return f"{prefix}: 1 device holds the whole tensor"
     if n == unique:
-        return (
-            f"{prefix}: 1 device holds the whole tensor"
-            if n == 1
-            else f"{prefix}: {n} devices, {n} distinct {blocks} blocks"
-        )
+        return f"{prefix}: {n} devices, {n} distinct {blocks} blocks"
     if unique == 1:
         return f"{prefix}: all {n} devices hold the whole tensor (copied over {over})"
     return f"{prefix}: {unique} distinct {blocks} blocks, each on {n // unique} devices (copied over {over})"

@@ -110,19 +110,14 @@ def plot_memory(plan: MemoryPlan, *, communication: bool | CommunicationPlan | C
     fig = new_figure((WIDTH if traffic else min(WIDTH, 5.0 + 0.4 * n), 4.0 if traffic else 3.6), DPI)
     axes: tuple[Axes, ...] = tuple(fig.subplots(1, 2)) if traffic else (fig.add_subplot(),)
     headline(fig, _memory_title(plan), _memory_settings(plan))
-    unit, scale = unit_for(max(int(plan.bytes_per_device.max()), 1))
-    _bars(axes[0], plan, segments, scale, "")
-    axes[0].set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)
+    _bars(axes[0], plan, segments, "")
     # the top of the legend names the top of the stack
     handles = [Patch(facecolor=s.color, label=s.label) for s in segments if s.kind == "param"][::-1]
     if plan.slots:
         handles.append(Patch(facecolor="white", edgecolor="#444444", hatch=HATCH["slot"], label="velocity slot"))
     if traffic is not None:
         bars = traffic_bars(plan, traffic, segments)
-        top = int(np.max(sum(s.height for s in bars))) if bars else 0
-        unit, scale = unit_for(max(top, 1))
-        _bars(axes[-1], plan, bars, scale, "traffic-")
-        axes[-1].set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)  # the title says per update
+        _bars(axes[-1], plan, bars, "traffic-")  # the title says per update
         predicted = isinstance(traffic, CommunicationPlan)
         axes[-1].set_title(
             "gradient all-reduce per update (predicted)" if predicted else "collectives per update (measured)",
@@ -142,9 +137,11 @@ def _width_pt(ax) -> float:
     return max(150.0, axes_size_inches(ax)[0] * 72 * 1.1)
 
 
-def _bars(ax, plan: MemoryPlan, segments: Sequence[Segment], scale: int, prefix: str) -> None:
-    """The stacked bars, one per device, and the device axis under them."""
+def _bars(ax, plan: MemoryPlan, segments: Sequence[Segment], prefix: str) -> None:
+    """The stacked bars, one per device, in the unit of the tallest, and the device axis under them."""
     n, names = plan.mesh.num_devices, plan.mesh.short_device_names
+    top = max((int((s.bottom + s.height).max()) for s in segments), default=0)
+    unit, scale = unit_for(max(top, 1))
     x = np.arange(n)
     for s in segments:
         ax.bar(
@@ -158,8 +155,8 @@ def _bars(ax, plan: MemoryPlan, segments: Sequence[Segment], scale: int, prefix:
             hatch=HATCH.get(s.kind),
             gid=f"{prefix}{s.label}" if prefix else f"{s.kind}-{s.label}",
         )
-    top = max((float((s.bottom + s.height).max()) for s in segments), default=1.0) / scale
-    ax.set_ylim(0, top * 1.1 or 1)
+    ax.set_ylim(0, top / scale * 1.1 or 1)
+    ax.set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)
     from ..shards.geometry import device_ticks
 
     numbers, head = device_ticks(names)
