@@ -129,15 +129,10 @@ def headline(obj: CommunicationPlan | CommunicationReport) -> str:
     return f"Each update {verb} " + ", ".join(parts)
 
 
-def _nb(text: str) -> str:
-    """``text`` with no-break spaces: a line wraps between items, never inside one."""
-    return text.replace(" ", "\u00a0")
-
-
 def settings_text(obj: CommunicationPlan | CommunicationReport) -> str:
     """The subtitle: what was measured or predicted, on which mesh, how many collectives."""
     traffic_items(obj)  # a plan or a report, else a TypeError saying so
-    mesh = _nb(str(obj.mesh))
+    mesh = obj.mesh
     if isinstance(obj, CommunicationPlan):
         src, n = f" of {obj.source}" if obj.source else "", len(obj.entries)
         batch = ", ".join(obj.batch_dims) or "no mesh dim"
@@ -145,7 +140,7 @@ def settings_text(obj: CommunicationPlan | CommunicationReport) -> str:
     kinds: dict[str, int] = {}
     for c in obj.collectives:
         kinds[c.kind] = kinds.get(c.kind, 0) + 1
-    counted = ", ".join(_nb(f"{n} {k}{'s' * (n != 1)}") for k, n in kinds.items())
+    counted = ", ".join(f"{n} {k}{'s' * (n != 1)}" for k, n in kinds.items())
     return f"measured on the compiled {obj.function or 'step'} on {mesh}: {counted or 'no collectives'}"
 
 

@@ -277,9 +277,4 @@ def model_table(obj: Any, *, memory: bool = False) -> TextTable:
             footer.append(f"{missing} variable(s) have no velocity slot (optimizer not built for them)")
     if memory:
         footer.append(_memory_line(entries, with_slots))
-    cells = {
-        (i, len(columns) - 1): "<b style='color:#CC3311'>DIFFERS</b>"
-        for i, r in enumerate(rows)
-        if with_slots and r[-1]
-    }
-    return TextTable(header, columns, rows, footer, html_cells=cells)
+    return TextTable(header, columns, rows, footer)
