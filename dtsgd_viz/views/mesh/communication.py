@@ -209,7 +209,8 @@ def group_boxes(centres: np.ndarray, group: Sequence[int]) -> GroupBox:
         boxes = [(x0, y0, x1 - x0, y1 - y0)]
     else:
         boxes = [(x - HULL, y - HULL, 2 * HULL, 2 * HULL) for x, y in pts]
-    return GroupBox(tuple(group), tuple(tuple(round(float(v), 9) for v in box) for box in boxes))
+    rounded = [[round(float(v), 9) for v in box] for box in boxes]
+    return GroupBox(tuple(group), tuple((x, y, w, h) for x, y, w, h in rounded))
 
 
 @dataclasses.dataclass(frozen=True)
