@@ -139,7 +139,6 @@ def _layout_entry(state: LayoutExplorerState, shape: tuple[int, ...], name: str,
         group_of=encode.array(geom.group_of, "<i4"),
         colors=[_hex(b.color) for b in blocks],
         text_colors=[_hex(b.text_color) for b in blocks],
-        hatches=[b.hatch for b in blocks],
         labels=[b.label for b in blocks],
         # blocks named by bare device ids (0,16) say so, as the figure's note does
         ids_note=ids_text(state.layout.mesh.device_names) if bare_ids(b.label for b in blocks) else None,

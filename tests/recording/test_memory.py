@@ -172,8 +172,6 @@ def test_plot_memory_shows_gradient_traffic_beside_memory():
     assert colors["traffic-w"] == colors["param-w"] and colors["traffic-b"] == colors["param-b"]
     assert not traffic.texts and traffic.get_title() == "gradient all-reduce per update (predicted)"
     assert [t.get_text() for t in traffic.get_legend().get_texts()] == ["b", "w", "velocity slot"]
-    with pytest.raises(ValueError, match="two axes"):
-        plot_memory(plan, communication=True, ax=mem)
     with pytest.raises(TypeError, match="Expected a CommunicationPlan"):
         plot_memory(plan, communication="yes")
 

@@ -13,7 +13,6 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Circle, Rectangle  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
@@ -99,18 +98,6 @@ def test_titles_count_the_distinct_blocks_and_their_copies(dims, shape, specs):
     w, _ = fig.canvas.get_width_height()
     assert t0.x0 >= 0 and t0.x1 <= w and t0.y0 > t1.y1
     assert w <= MAX_WIDTH_PX
-
-
-def test_ax_title_is_a_short_finding():
-    spec = LayoutSpec(("unsharded", "b"), MeshSpec.create({"a": 2, "b": 8}))
-    fig = Figure(figsize=(4.5, 2.0))
-    ax = fig.add_axes((0.15, 0.3, 3.0 / 4.5, 0.5))
-    plot_layout(spec, (4, 64), ax=ax)
-    geom = shard_geometry((4, 64), spec)
-    assert ax.get_title() == f"(4, 64): {geom.num_unique} blocks x {16 // geom.num_unique} copies"
-    r = FigureCanvasAgg(fig).get_renderer()
-    fig.canvas.draw()
-    assert ax.title.get_window_extent(r).x0 >= 0
 
 
 # ---- every text readable at the notebook's size -------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 from matplotlib.colors import to_hex
 
 from dtsgd_viz import LayoutSpec, MeshSpec, shard_geometry
-from dtsgd_viz.views.mesh.layout_geometry import block_looks, layout_picture, slice_text
+from dtsgd_viz.views.mesh.layout_geometry import block_colors, layout_picture, slice_text
 from dtsgd_viz.web import encode
 from dtsgd_viz.web.layout import LayoutExplorer, layout_key, layout_state
 from dtsgd_viz.widgets.layout_explorer import LayoutExplorerState, layout_explorer_state
@@ -105,8 +105,7 @@ def test_slices_rects_colours_and_texts_are_the_geometry_and_the_state_machine(c
             x, w = block[-1].start, block[-1].stop - block[-1].start
             y, h = (block[-2].start, block[-2].stop - block[-2].start) if len(shape) == 2 else (0, 1)
             assert tuple(rects[k]) == (x, y, w, h), (key, d)
-        assert entry["colors"] == [to_hex(c) for c, _ in block_looks(g)]
-        assert entry["hatches"] == [h for _, h in block_looks(g)]
+        assert entry["colors"] == [to_hex(c) for c in block_colors(g)]
         assert entry["summary"] == s.summary() and entry["memory"] == s.memory_note()
         assert entry["traffic"].startswith("gradient all-reduce")
         assert entry["title"] == layout_picture(shape, LayoutSpec(tuple(entry["specs"]), g.layout.mesh), name="W").title

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 
 GROW = 10.0  # a series ending more than this many times its first value has diverged
 
-__all__ = ["diverging_from", "diverging_update", "diverging_text", "GROW"]
-
 
 def diverging_from(values: ArrayLike, updates: ArrayLike) -> int | None:
     """The update (of ``updates``) from which ``values`` (one per update) diverge (see the module), or None."""

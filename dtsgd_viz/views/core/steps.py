@@ -19,8 +19,6 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
-__all__ = ["describe_updates", "resolve_update", "update_position"]
-
 
 def describe_updates(updates: ArrayLike) -> str:
     """``updates 1..8``, ``updates 2, 4, ..., 16 (every 2)`` or ``8 updates from 3 to 90``."""

@@ -129,15 +129,10 @@ def headline(obj: CommunicationPlan | CommunicationReport) -> str:
     return f"Each update {verb} " + ", ".join(parts)
 
 
-def _nb(text: str) -> str:
-    """``text`` with no-break spaces: a line wraps between items, never inside one."""
-    return text.replace(" ", "\u00a0")
-
-
 def settings_text(obj: CommunicationPlan | CommunicationReport) -> str:
     """The subtitle: what was measured or predicted, on which mesh, how many collectives."""
     traffic_items(obj)  # a plan or a report, else a TypeError saying so
-    mesh = _nb(str(obj.mesh))
+    mesh = obj.mesh
     if isinstance(obj, CommunicationPlan):
         src, n = f" of {obj.source}" if obj.source else "", len(obj.entries)
         batch = ", ".join(obj.batch_dims) or "no mesh dim"
@@ -145,7 +140,7 @@ def settings_text(obj: CommunicationPlan | CommunicationReport) -> str:
     kinds: dict[str, int] = {}
     for c in obj.collectives:
         kinds[c.kind] = kinds.get(c.kind, 0) + 1
-    counted = ", ".join(_nb(f"{n} {k}{'s' * (n != 1)}") for k, n in kinds.items())
+    counted = ", ".join(f"{n} {k}{'s' * (n != 1)}" for k, n in kinds.items())
     return f"measured on the compiled {obj.function or 'step'} on {mesh}: {counted or 'no collectives'}"
 
 
@@ -157,9 +152,9 @@ def serves_lines(items: Iterable[Item], max_items: int = 3) -> tuple[str, ...]:
         by.setdefault(i.serves, []).append(i)
     lines = []
     for serves, group in sorted(by.items(), key=lambda kv: -sum(i.bytes_per_device for i in kv[1])):
-        total = _nb(format_bytes(sum(i.bytes_per_device for i in group)))
+        total = format_bytes(sum(i.bytes_per_device for i in group))
         kinds = sorted({i.kind for i in group})
-        how = ", ".join(_nb(f"{sum(i.kind == k for i in group)} {k}") for k in kinds)
+        how = ", ".join(f"{sum(i.kind == k for i in group)} {k}" for k in kinds)
         if serves != "gradient":
             lines.append(f"{serves}: {total} ({how})")
             continue
@@ -168,9 +163,9 @@ def serves_lines(items: Iterable[Item], max_items: int = 3) -> tuple[str, ...]:
         if len(group) > 1:
             top = sorted(group, key=lambda i: -i.bytes_per_device)
             shown = top[: max_items + (len(top) == max_items + 1)]  # "+1 more": name it
-            named = [f"{i.label}: {_nb(format_bytes(i.bytes_per_device))}" for i in shown]
+            named = [f"{i.label}: {format_bytes(i.bytes_per_device)}" for i in shown]
             if rest := top[len(shown) :]:
-                named.append(f"+{len(rest)} more: {_nb(format_bytes(sum(i.bytes_per_device for i in rest)))}")
+                named.append(f"+{len(rest)} more: {format_bytes(sum(i.bytes_per_device for i in rest))}")
             lines.append(", ".join(named))
     return tuple(lines)
 
@@ -210,13 +205,12 @@ def group_boxes(centres: np.ndarray, group: Sequence[int]) -> GroupBox:
     pts = centres[list(group)]
     (x0, y0), (x1, y1) = pts.min(axis=0) - HULL, pts.max(axis=0) + HULL
     inside = (centres[:, 0] > x0) & (centres[:, 0] < x1) & (centres[:, 1] > y0) & (centres[:, 1] < y1)
-    corners = (
-        [(x0, y0, x1, y1)] if inside.sum() == len(group) else [(x - HULL, y - HULL, x + HULL, y + HULL) for x, y in pts]
-    )
-    spans = [tuple(float(v) for v in span) for span in corners]
-    return GroupBox(
-        tuple(group), tuple((round(a, 9), round(b, 9), round(c - a, 9), round(d - b, 9)) for a, b, c, d in spans)
-    )
+    if inside.sum() == len(group):
+        boxes = [(x0, y0, x1 - x0, y1 - y0)]
+    else:
+        boxes = [(x - HULL, y - HULL, 2 * HULL, 2 * HULL) for x, y in pts]
+    rounded = [[round(float(v), 9) for v in box] for box in boxes]
+    return GroupBox(tuple(group), tuple((x, y, w, h) for x, y, w, h in rounded))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,9 +246,7 @@ class CommunicationPicture:
     figsize: tuple[float, float]
 
 
-def communication_geometry(
-    obj: CommunicationPlan | CommunicationReport, *, max_items: int = 3, title: str | None = None
-) -> CommunicationPicture:
+def communication_geometry(obj: CommunicationPlan | CommunicationReport, *, max_items: int = 3) -> CommunicationPicture:
     """The picture of a plan or report: the devices, one panel per set of mesh dims, the
     finding (``headline``), the settings (``settings_text``), a note and the figure's size."""
     items, mesh = traffic_items(obj), obj.mesh
@@ -289,30 +281,19 @@ def communication_geometry(
         (gh, 0.0),
         labels,
         tuple(panels),
-        title or headline(obj),
+        headline(obj),
         settings_text(obj),
         note,
         (WIDTH, round(height, 3)),
     )
 
 
-def plot_communication(
-    report_or_plan: CommunicationReport | CommunicationPlan,
-    *,
-    fig: Figure | None = None,
-    max_items: int = 3,
-    title: str | None = None,
-) -> Figure:
+def plot_communication(report_or_plan: CommunicationReport | CommunicationPlan, *, max_items: int = 3) -> Figure:
     """The collectives of one update on the mesh, measured (``CommunicationReport``) or
     predicted (``CommunicationPlan``): one shaded box per group of devices that reduces
-    together, what the bytes serve under each panel. Draws into ``fig`` when given."""
-    pic = communication_geometry(report_or_plan, max_items=max_items, title=title)
-    if fig is None:
-        fig = new_figure(pic.figsize)
-    else:
-        fig.clear()
-        fig.set_size_inches(*pic.figsize)
-        fig.set_layout_engine("constrained")
+    together, what the bytes serve under each panel."""
+    pic = communication_geometry(report_or_plan, max_items=max_items)
+    fig = new_figure(pic.figsize)
     draw_headline(fig, pic.title, pic.subtitle)
     fig.texts[0].set_gid("title")  # the suptitle, the figure's first text
     axes = fig.subplots(1, len(pic.panels), squeeze=False)[0]
@@ -368,7 +349,7 @@ def _draw_panel(ax, pic: CommunicationPicture, panel: DimPanel, k: int) -> None:
     for spine in ax.spines.values():
         spine.set_visible(False)
     ax.set_title(
-        f"{panel.title}: {format_bytes(panel.bytes_per_device)} per device" if panel.groups else panel.title,
+        panel.title,
         fontsize=TITLE_SIZE,
         fontweight="bold",
         color=panel.color,

@@ -6,23 +6,19 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch, Rectangle
+from matplotlib.patches import Rectangle
 
 from ...dtensor.model import is_tensorflow_object, optimizer_parts, slot_of, unique_names, variable_name
-from ...geometry import ShardGeometry, shard_geometry
+from ...geometry import shard_geometry
 from ...recording.recording import Recording, VariableRecord
 from ...recording.text_table import TextTable
 from ...specs import LayoutSpec
-from ..core.figure import axes_size_inches, root_figure
-from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, SUBTITLE_COLOR, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE, TITLE_SIZE
-from .layout_geometry import MeshKey, Panel, block_looks, device_forms, layout_picture, short_finding, slice_text
-
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
+from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, SUBTITLE_COLOR, SUBTITLE_SIZE, SUPTITLE_SIZE, TICK_SIZE
+from .layout_geometry import MeshKey, Panel, block_colors, layout_picture, slice_text
 
 MAX_RANK = 4
 _ACCEPTS = "a DTensor Layout + shape, a DVariable or DTensor, a dtsgd_viz.LayoutSpec + shape, or a Recording + name="
@@ -58,8 +54,6 @@ def resolve(
         obj = obj.record(name)
     if isinstance(obj, VariableRecord):
         shape, layout, name = obj.shape, obj.layout, name or obj.name
-    elif isinstance(obj, ShardGeometry):
-        shape, layout = obj.global_shape, obj.layout
     elif isinstance(obj, LayoutSpec):
         layout = obj
     elif is_tensorflow_object(obj):
@@ -90,44 +84,13 @@ def resolve(
 
 
 def plot_layout(
-    obj: Any,
-    shape: Sequence[int] | None = None,
-    *,
-    name: str | None = None,
-    ax: Axes | None = None,
-    note: str | None = None,
+    obj: Any, shape: Sequence[int] | None = None, *, name: str | None = None, note: str | None = None
 ) -> Figure:
     """The global tensor cut into the block each device holds, coloured by block, each block
     labelled with the devices holding it; with copies, a key of the devices on the mesh.
     Ranks 3 and 4 get one panel per index of the sharded leading dims; ``note`` joins the
-    note under the subtitle. Draws into ``ax`` when given (rank 1 or 2)."""
+    note under the subtitle."""
     shape, layout, name = resolve(obj, shape, name)
-    if ax is not None:
-        if len(shape) > 2:
-            raise ValueError(
-                f"ax= draws one panel, for rank 1 or 2 tensors. Received: shape "
-                f"{shape} of rank {len(shape)}; leave ax out to get a faceted figure."
-            )
-        fig = root_figure(ax)
-        pic = layout_picture(shape, layout, name=name, panel_size=axes_size_inches(ax))
-        _draw_panel(ax, pic.panels[0])
-        prefix = f"{name + ' ' if name else ''}{shape}"
-        ax.set_title(short_finding(pic.geometry, prefix), fontsize=TITLE_SIZE)
-        geom = pic.geometry
-        handles = [
-            Patch(facecolor=c, hatch=h or None, label=device_forms(geom.replica_groups[g], pic.names)[0])
-            for g, (c, h) in enumerate(block_looks(geom))
-        ]
-        rows = max(1, int(axes_size_inches(ax)[1] * 72 / 15) - 1)
-        ax.legend(
-            handles=handles,
-            fontsize=NOTE_SIZE,
-            loc="upper left",
-            bbox_to_anchor=(1.01, 1.0),
-            frameon=False,
-            ncol=math.ceil(len(handles) / rows),
-        )
-        return fig
     pic = layout_picture(shape, layout, name=name, note=note)
     fig = Figure(figsize=pic.figsize, dpi=DPI)
     fw, fh = pic.figsize
@@ -147,14 +110,13 @@ def plot_layout(
 
 
 def _cells(ax, cells, box_gid: str, label_gid: str, lw: float) -> None:
-    """Each cell as a rectangle in its block's colour and hatch, its label centred on it."""
+    """Each cell as a rectangle in its block's colour, its label centred on it."""
     for c in cells:
         key = getattr(c, "group", getattr(c, "device", 0))
         x, y, w, h = c.rect
-        patch = Rectangle((x, y), w, h, facecolor=c.color, edgecolor="white", linewidth=lw, hatch=c.hatch or None)
+        patch = Rectangle((x, y), w, h, facecolor=c.color, edgecolor="white", linewidth=lw)
         ax.add_patch(patch).set_gid(f"{box_gid}-{key}")
         if c.label:
-            chip = dict(boxstyle="square,pad=0.15", facecolor=c.color, edgecolor="none") if c.hatch else None
             ax.text(
                 x + w / 2,
                 y + h / 2,
@@ -165,7 +127,6 @@ def _cells(ax, cells, box_gid: str, label_gid: str, lw: float) -> None:
                 fontsize=c.fontsize,
                 color=c.text_color,
                 linespacing=1.1,
-                bbox=chip,
                 gid=f"{label_gid}-{key}",
             )
 
@@ -216,11 +177,11 @@ def layout_table(obj: Any, shape: Sequence[int] | None = None, *, name: str | No
         f"{geom.local_shape}, {copies} cop{'ies' if copies > 1 else 'y'} each"
     )
     rows, cells = [], {}
-    looks = block_looks(geom)
+    colors = block_colors(geom)
     for g, devices in enumerate(geom.replica_groups):
         rows.append((g, slice_text(geom.blocks[devices[0]]), geom.local_shape, ", ".join(names[d] for d in devices)))
         cells[(g, 3)] = (
-            f"<span style='background:{to_hex(looks[g][0])};display:inline-block;"
+            f"<span style='background:{to_hex(colors[g])};display:inline-block;"
             f"width:0.8em;height:0.8em'></span>&nbsp;" + html.escape(", ".join(names[d] for d in devices))
         )
     return TextTable([header], ("block", "slices", "local shape", "devices"), rows, html_cells=cells)
@@ -316,9 +277,4 @@ def model_table(obj: Any, *, memory: bool = False) -> TextTable:
             footer.append(f"{missing} variable(s) have no velocity slot (optimizer not built for them)")
     if memory:
         footer.append(_memory_line(entries, with_slots))
-    cells = {
-        (i, len(columns) - 1): "<b style='color:#CC3311'>DIFFERS</b>"
-        for i, r in enumerate(rows)
-        if with_slots and r[-1]
-    }
-    return TextTable(header, columns, rows, footer, html_cells=cells)
+    return TextTable(header, columns, rows, footer)

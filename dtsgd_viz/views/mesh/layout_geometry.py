@@ -87,23 +87,13 @@ def finding_text(geom: ShardGeometry, layout: LayoutSpec, prefix: str) -> str:
     blocks = "x".join(map(str, geom.local_shape))
     mesh = layout.mesh
     over = ", ".join(d for d in mesh.dim_names if d not in layout.sharding_specs and mesh.dim_size(d) > 1)
+    if n == 1:
+        return f"{prefix}: 1 device holds the whole tensor"
     if n == unique:
-        return (
-            f"{prefix}: 1 device holds the whole tensor"
-            if n == 1
-            else f"{prefix}: {n} devices, {n} distinct {blocks} blocks"
-        )
+        return f"{prefix}: {n} devices, {n} distinct {blocks} blocks"
     if unique == 1:
         return f"{prefix}: all {n} devices hold the whole tensor (copied over {over})"
     return f"{prefix}: {unique} distinct {blocks} blocks, each on {n // unique} devices (copied over {over})"
-
-
-def short_finding(geom: ShardGeometry, prefix: str) -> str:
-    """The finding in a few words, over one small axes: ``w (8, 8): 4 blocks x 2 copies``."""
-    copies, s = geom.num_devices // geom.num_unique, "s" * (geom.num_unique > 1)
-    if copies == 1:
-        return f"{prefix}: {geom.num_unique} distinct block{s}"
-    return f"{prefix}: {geom.num_unique} block{s} x {copies} copies"
 
 
 Color = str | tuple[float, float, float]
@@ -122,7 +112,6 @@ class Block:
     rect: tuple[float, float, float, float]
     color: Color
     text_color: str
-    hatch: str = ""
     label: str = ""
     fontsize: float = LABEL_SIZE
     rotation: int = 0
@@ -150,7 +139,6 @@ class KeyCell:
     text_color: str
     label: str
     fontsize: float
-    hatch: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,7 +158,6 @@ class MeshKey:
 @dataclasses.dataclass(frozen=True)
 class LayoutPicture:
     geometry: ShardGeometry
-    names: tuple[str, ...]
     title: str
     subtitle: str
     note: str
@@ -179,11 +166,12 @@ class LayoutPicture:
     key: MeshKey | None  # None: one copy per block (the key would repeat the panel)
 
 
-def block_looks(geom: ShardGeometry) -> tuple[tuple[Color, str], ...]:
-    """``(colour, hatch)`` of every replica group: ``style.block_styles``, past ``BLOCK_COLORS`` ``mesh_colors``."""
+def block_colors(geom: ShardGeometry) -> tuple[Color, ...]:
+    """The colour of every replica group: ``style.block_styles`` (one round, so no hatch),
+    past ``BLOCK_COLORS`` blocks ``mesh_colors``."""
     if geom.num_unique <= len(BLOCK_COLORS):
-        return tuple((c, h) for c, h, _ in block_styles(geom))
-    return tuple((c, "") for c in mesh_colors(geom))
+        return tuple(c for c, _, _ in block_styles(geom))
+    return mesh_colors(geom)
 
 
 def pick_indices(size: int, shards: int, limit: int) -> tuple[int, ...]:
@@ -249,7 +237,7 @@ def label_blocks(blocks: Sequence[Block], names: Sequence[str], px: float, py: f
     return [dataclasses.replace(b, label=t, fontsize=fs, rotation=r) for b, (t, fs, r) in zip(blocks, chosen)]
 
 
-def _blocks(geom: ShardGeometry, index, looks) -> list[Block]:
+def _blocks(geom: ShardGeometry, index, colors) -> list[Block]:
     """The blocks meeting the panel at leading indices ``index``."""
     out = []
     for g, devices in enumerate(geom.replica_groups):
@@ -258,12 +246,11 @@ def _blocks(geom: ShardGeometry, index, looks) -> list[Block]:
             continue
         x, w = sl[-1].start, sl[-1].stop - sl[-1].start
         y, h = (sl[-2].start, sl[-2].stop - sl[-2].start) if len(sl) >= 2 else (0, 1)
-        color, hatch = looks[g]
-        out.append(Block(g, devices, sl, (x, y, w, h), color, text_color_for(color), hatch))
+        out.append(Block(g, devices, sl, (x, y, w, h), colors[g], text_color_for(colors[g])))
     return out
 
 
-def _mesh_key(layout: LayoutSpec, geom: ShardGeometry, looks, width: float) -> MeshKey:
+def _mesh_key(layout: LayoutSpec, geom: ShardGeometry, colors, width: float) -> MeshKey:
     """The devices as the mesh (rows and columns the last two dims), each in its block's colour."""
     mesh, n, ncols = layout.mesh, layout.mesh.num_devices, layout.mesh.dim_sizes[-1]
     centres, rows, (_, nrows) = device_positions(mesh, gap=0.4)
@@ -279,8 +266,8 @@ def _mesh_key(layout: LayoutSpec, geom: ShardGeometry, looks, width: float) -> M
     )
     cells = []
     for d, (x, y) in enumerate(centres):
-        color, hatch = looks[geom.group_of[d]]
-        cells.append(KeyCell(d, (x - 0.5, y - 0.5, 1, 1), color, text_color_for(color), texts[d], fs, hatch))
+        color = colors[geom.group_of[d]]
+        cells.append(KeyCell(d, (x - 0.5, y - 0.5, 1, 1), color, text_color_for(color), texts[d], fs))
     return MeshKey(
         (0.0, 0.0, cell * ncols, cell * nrows),
         tuple(cells),
@@ -288,7 +275,7 @@ def _mesh_key(layout: LayoutSpec, geom: ShardGeometry, looks, width: float) -> M
         (nrows, 0),
         tuple((i + 0.5, str(i)) for i in range(ncols)),
         rows,
-        f"mesh dim {mesh_dim_role(layout, mesh.dim_names[-1])}",
+        f"mesh dim {mesh.dim_names[-1]}",
         "devices on the mesh, coloured by the block they hold"
         + (f" (k = {mesh.short_device_names[0].rsplit(':', 1)[0]}:k)" if bare_ids(texts) else ""),
     )
@@ -324,7 +311,6 @@ def layout_picture(
     layout: LayoutSpec,
     *,
     name: str | None = None,
-    panel_size: tuple[float, float] | None = None,
     note: str | None = None,
 ) -> LayoutPicture:
     """Everything the layout figure shows: panels, labelled blocks, mesh key, texts and boxes (inches)."""
@@ -332,20 +318,20 @@ def layout_picture(
     shape, rank, names = geom.global_shape, len(geom.global_shape), layout.mesh.short_device_names
     picks, indices, ncols, collapsed = _facets(shape, layout)
     faceted = bool(picks)
-    pw, ph = panel_size or _panel_size(shape, layout, faceted)
+    pw, ph = _panel_size(shape, layout, faceted)
     gx, gy = (0.45, 0.8) if faceted else (0.0, 0.0)
-    if panel_size is None and ncols * pw + (ncols - 1) * gx > WIDTH - 1.3:
+    if ncols * pw + (ncols - 1) * gx > WIDTH - 1.3:
         scale = (WIDTH - 1.3 - (ncols - 1) * gx) / (ncols * pw)
         pw, ph = pw * scale, ph * scale
     yrange = shape[-2] if rank >= 2 else 1
-    looks = block_looks(geom)
-    labelled = [label_blocks(_blocks(geom, i, looks), names, pw * 72 / shape[-1], ph * 72 / yrange) for i in indices]
+    colors = block_colors(geom)
+    labelled = [label_blocks(_blocks(geom, i, colors), names, pw * 72 / shape[-1], ph * 72 / yrange) for i in indices]
     prefix = f"{name + ' ' if name else ''}{shape}"
     title = finding_text(geom, layout, prefix)
     subtitle = _subtitle(geom, layout, picks, collapsed)
     nrows = math.ceil(len(indices) / ncols)
     grid_w, grid_h = ncols * pw + (ncols - 1) * gx, nrows * ph + (nrows - 1) * gy
-    key = None if geom.num_devices == geom.num_unique else _mesh_key(layout, geom, looks, min(5.5, max(grid_w, 3.0)))
+    key = None if geom.num_devices == geom.num_unique else _mesh_key(layout, geom, colors, min(5.5, max(grid_w, 3.0)))
     omitted = sum(not b.label for bl in labelled for b in bl)
     notes = [ids_text(names)] if bare_ids(b.label for bl in labelled for b in bl) else []  # the key says its own
     notes += [
@@ -392,4 +378,4 @@ def layout_picture(
         )
     if key:
         key = dataclasses.replace(key, box=((fig_w - key.box[2]) / 2, 0.55, key.box[2], key.box[3]))
-    return LayoutPicture(geom, names, title, subtitle, note_line, (fig_w, round(fig_h, 3)), tuple(panels), key)
+    return LayoutPicture(geom, title, subtitle, note_line, (fig_w, round(fig_h, 3)), tuple(panels), key)

@@ -14,7 +14,7 @@ from matplotlib.patches import Patch
 
 from ...recording.communication import CommunicationPlan, CommunicationReport, communication_plan
 from ...recording.memory import MemoryPlan, format_bytes
-from ..core.figure import axes_size_inches, fit, headline, new_figure, root_figure
+from ..core.figure import axes_size_inches, headline, new_figure
 from ..core.style import DPI, LABEL_SIZE, NOTE_SIZE, TICK_SIZE, TITLE_SIZE, VARIABLE_COLORS, WIDTH
 from .communication import per_device, traffic_items
 
@@ -100,49 +100,30 @@ def _traffic_of(plan: MemoryPlan, communication):
     return traffic
 
 
-def plot_memory(
-    plan: MemoryPlan,
-    *,
-    ax: Axes | tuple[Axes, ...] | list[Axes] | None = None,
-    communication: bool | CommunicationPlan | CommunicationReport = False,
-) -> Figure:
+def plot_memory(plan: MemoryPlan, *, communication: bool | CommunicationPlan | CommunicationReport = False) -> Figure:
     """Bytes per device stacked by variable, slots hatched, the title saying what the layout
     saves; ``communication=True`` (or a plan or report) adds a panel of the bytes each device
-    sends per update. Draws into ``ax`` when given (two axes with ``communication``)."""
+    sends per update."""
     traffic = _traffic_of(plan, communication) if communication is not False else None
     segments = memory_bars(plan)
-    if ax is None:
-        n = plan.mesh.num_devices
-        fig = new_figure((WIDTH if traffic else min(WIDTH, 5.0 + 0.4 * n), 4.0 if traffic else 3.6), DPI)
-        axes: tuple[Axes, ...] = tuple(fig.subplots(1, 2)) if traffic else (fig.add_subplot(),)
-        headline(fig, _memory_title(plan), _memory_settings(plan))
-    else:
-        axes = tuple(ax) if isinstance(ax, (tuple, list)) else (ax,)
-        if len(axes) != (1 if traffic is None else 2):
-            want = "one axes" if traffic is None else "two axes (memory, traffic)"
-            raise ValueError(f"ax= takes {want} here. Received: {len(axes)}.")
-        fig = root_figure(axes[0])
-        axes[0].set_title(fit(_memory_title(plan), _width_pt(axes[0]), TITLE_SIZE), fontsize=TITLE_SIZE)
-    unit, scale = unit_for(max(int(plan.bytes_per_device.max()), 1))
-    _bars(axes[0], plan, segments, scale, "")
-    axes[0].set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)
+    n = plan.mesh.num_devices
+    fig = new_figure((WIDTH if traffic else min(WIDTH, 5.0 + 0.4 * n), 4.0 if traffic else 3.6), DPI)
+    axes: tuple[Axes, ...] = tuple(fig.subplots(1, 2)) if traffic else (fig.add_subplot(),)
+    headline(fig, _memory_title(plan), _memory_settings(plan))
+    _bars(axes[0], plan, segments, "")
     # the top of the legend names the top of the stack
     handles = [Patch(facecolor=s.color, label=s.label) for s in segments if s.kind == "param"][::-1]
     if plan.slots:
         handles.append(Patch(facecolor="white", edgecolor="#444444", hatch=HATCH["slot"], label="velocity slot"))
     if traffic is not None:
         bars = traffic_bars(plan, traffic, segments)
-        top = int(np.max(sum(s.height for s in bars))) if bars else 0
-        unit, scale = unit_for(max(top, 1))
-        _bars(axes[-1], plan, bars, scale, "traffic-")
-        axes[-1].set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)  # the title says per update
+        _bars(axes[-1], plan, bars, "traffic-")  # the title says per update
         predicted = isinstance(traffic, CommunicationPlan)
         axes[-1].set_title(
             "gradient all-reduce per update (predicted)" if predicted else "collectives per update (measured)",
             fontsize=TITLE_SIZE,
         )
-        if ax is None:
-            axes[0].set_title("memory per device", fontsize=TITLE_SIZE)
+        axes[0].set_title("memory per device", fontsize=TITLE_SIZE)
         named = {s.label for s in segments if s.kind == "param"}
         handles += [
             Patch(facecolor=s.color, hatch=HATCH.get(s.kind), label=s.label) for s in bars if s.label not in named
@@ -156,9 +137,11 @@ def _width_pt(ax) -> float:
     return max(150.0, axes_size_inches(ax)[0] * 72 * 1.1)
 
 
-def _bars(ax, plan: MemoryPlan, segments: Sequence[Segment], scale: int, prefix: str) -> None:
-    """The stacked bars, one per device, and the device axis under them."""
+def _bars(ax, plan: MemoryPlan, segments: Sequence[Segment], prefix: str) -> None:
+    """The stacked bars, one per device, in the unit of the tallest, and the device axis under them."""
     n, names = plan.mesh.num_devices, plan.mesh.short_device_names
+    top = max((int((s.bottom + s.height).max()) for s in segments), default=0)
+    unit, scale = unit_for(max(top, 1))
     x = np.arange(n)
     for s in segments:
         ax.bar(
@@ -172,8 +155,8 @@ def _bars(ax, plan: MemoryPlan, segments: Sequence[Segment], scale: int, prefix:
             hatch=HATCH.get(s.kind),
             gid=f"{prefix}{s.label}" if prefix else f"{s.kind}-{s.label}",
         )
-    top = max((float((s.bottom + s.height).max()) for s in segments), default=1.0) / scale
-    ax.set_ylim(0, top * 1.1 or 1)
+    ax.set_ylim(0, top / scale * 1.1 or 1)
+    ax.set_ylabel(f"{unit} per device", fontsize=LABEL_SIZE)
     from ..shards.geometry import device_ticks
 
     numbers, head = device_ticks(names)

@@ -7,10 +7,6 @@ const W = 930;
 const TOP = 62; // under a title of up to two lines
 const LEFT = 74; // the tensor's y ticks and label
 const GAP = 70; // between the tensor's panel and the mesh
-const HATCH_PATHS = {
-  "//": "M-1,1L1,-1M0,8L8,0M7,9L9,7", "\\\\": "M-1,7L1,9M0,0L8,8M7,-1L9,1", "..": "M2,2h1v1h-1zM6,6h1v1h-1z",
-  "x": "M0,0L8,8M0,8L8,0", "--": "M0,4H8", "||": "M4,0V8", "o": "M6,4A2,2 0 1 1 2,4A2,2 0 1 1 6,4",
-};
 
 function textLines(parent, x, y, s, attrs, lineHeight) {
   const lines = String(s).split("\n");
@@ -25,7 +21,6 @@ function roughWidth(s, size) {
 
 function render({ model, el: root }) {
   const d = model.get("data");
-  const uid = "dv" + Math.random().toString(36).slice(2, 8);
   const fs = d.font_px, rank = d.shape.length;
   const ncols = d.shape[rank - 1], nrows = rank >= 2 ? d.shape[rank - 2] : 1;
   const mesh = d.mesh, cells = arr(mesh.cells), nd = mesh.devices.length;
@@ -75,12 +70,6 @@ function render({ model, el: root }) {
 
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", class: "dv-svg", role: "img" }, root);
   svg.style.display = "block";
-  const defs = el("defs", {}, svg);
-  for (const [h, path] of Object.entries(HATCH_PATHS)) {
-    const p = el("pattern", { id: `${uid}-hatch-${Object.keys(HATCH_PATHS).indexOf(h)}`, width: 8, height: 8, patternUnits: "userSpaceOnUse" }, defs);
-    el("path", { d: path, stroke: "white", "stroke-width": 1.2, fill: h === ".." ? "white" : "none", opacity: 0.85 }, p);
-  }
-  const hatchFill = (h) => (h && h in HATCH_PATHS ? `url(#${uid}-hatch-${Object.keys(HATCH_PATHS).indexOf(h)})` : null);
 
   const title = el("g", { class: "dv-title" }, svg);
   const sx = P.w / ncols, sy = P.h / nrows;
@@ -200,7 +189,6 @@ function render({ model, el: root }) {
       const x = px(rects.at(g, 0)), y = py(rects.at(g, 1)), w = rects.at(g, 2) * sx, h = rects.at(g, 3) * sy;
       const r = el("rect", { x, y, width: w, height: h, fill: e.colors[g], stroke: "white", "stroke-width": thin ? 0.75 : 1.5, class: "dv-block", "data-group": g, "data-rect": JSON.stringify([rects.at(g, 0), rects.at(g, 1), rects.at(g, 2), rects.at(g, 3)]) }, tensor);
       blockRects.push(r);
-      if (hatchFill(e.hatches[g])) el("rect", { x, y, width: w, height: h, fill: hatchFill(e.hatches[g]), "pointer-events": "none" }, tensor);
       const lab = e.labels[g], size = e.label_sizes[g];
       if (lab) {
         const lines = lab.split("\n"), tw = roughWidth(lab, size), th = lines.length * size * 1.2;
