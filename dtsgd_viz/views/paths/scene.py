@@ -211,16 +211,16 @@ def minimum_on_plane(scene: PathScene) -> bool:
     return scene.plane.is_identity or scene.minima_off_plane < 1e-6 * scale
 
 
-def ring_index(scene: PathScene, key: str, update: int, after: bool) -> int:
-    """The path point ``key``'s ring marks at ``update``: after it (``after``), else before.
+def ring_index(scene: PathScene, key: str, update: int) -> int:
+    """The path point ``key``'s ring marks at ``update``: the parameters after it.
 
     >>> import types
     >>> s = types.SimpleNamespace(recordings={"a": types.SimpleNamespace(steps=[1, 2, 3])}, coords={"a": [0] * 4})
-    >>> ring_index(s, "a", 2, after=True), ring_index(s, "a", 2, after=False)
-    (2, 1)
+    >>> ring_index(s, "a", 2)
+    2
     """
     i = geo.step_index(scene.recordings[key].steps, update)
-    return min(i + 1, len(scene.coords[key]) - 1) if after else i
+    return min(i + 1, len(scene.coords[key]) - 1)
 
 
 MIN_ARROW_FRAC = 0.045  # an arrow shorter than this fraction of the panel's span is too short to see
