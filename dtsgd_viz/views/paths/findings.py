@@ -117,9 +117,7 @@ class PathFindings:
             below = ", ".join(f"{times_text(self.times[n])} below {name(n)}" for n in self.ranking[len(level) :][:2])
             text = f"lowest {said}: {' and '.join(name(n) for n in level)} level at {low:.2g}, {below}"
         elif self.level:
-            text = f"{said}: the runs level at {low:.2g}"
-            if self.apart is not None and len(self.names) > 1 and self.upto is None:
-                text += "; " + f"paths furthest apart after update {self.apart[0]}".replace(" ", "\u00a0")  # one phrase
+            text = f"{said}: the runs level at {low:.2g}"  # where they differ most: the path panel's title
         else:
             below = ", ".join(f"{times_text(self.times[n])} below {name(n)}" for n in self.ranking[1:3])
             text = f"lowest {said}: {name(best)}, {below}"

@@ -228,18 +228,14 @@ MIN_ARROW_FRAC = 0.045  # an arrow shorter than this fraction of the panel's spa
 
 def path_title(scene: PathScene, update: int | None, auto: bool = False, short: Collection[str] = ()) -> str:
     """The path panel's title at ``update`` (None: no update picked); ``auto``: picked
-    as where the runs differ most; ``short``: the runs whose arrows are not drawn."""
+    as where the runs differ most; ``short``: the runs whose arrows are not drawn (all:
+    the update is only marked)."""
     if update is None:
         return "Paths on the loss contours"
-    shown = [geo.rule_name(k) for k in scene.coords if k not in short]
-    if short and not shown:
-        return f"Update {int(update)} marked" + (": where the runs differ most" if auto else "")
+    marked = set(scene.coords) <= set(short)
     if auto:
-        return f"Update {int(update)}: where the runs differ most"
-    if short:
-        names = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
-        return f"Update {int(update)}: {names}'s terms as arrows"
-    return f"Update {int(update)}: its terms as arrows"
+        return f"Update {int(update)}" + (" marked: " if marked else ": ") + "where the runs differ most"
+    return f"Update {int(update)}" + (" marked" if marked else ": its terms as arrows")
 
 
 def short_runs(scene: PathScene, update: int, every: bool = False) -> list[str]:
