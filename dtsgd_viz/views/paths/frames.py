@@ -250,7 +250,7 @@ def _draw_notes(scene: PathScene, art: PathArtists, note: str | None) -> None:
         transform=art.ax_path.transAxes, va="bottom", fontsize=style.NOTE_SIZE, zorder=8, bbox=box
     )
     if scene.diverged:
-        text = geo.diverged_note(scene.diverged)
+        text = "\n".join(f"{k}: diverged" + (f" at update {u}" if u else "") for k, u in scene.diverged.items())
         art.ax_path.text(0.99, 0.01, text, ha="right", color="#A04000", gid="diverged-note", **where)
     if note:
         art.note = art.ax_path.text(0.01, 0.01, note, ha="left", color="0.2", gid="arrows-note", wrap=True, **where)
