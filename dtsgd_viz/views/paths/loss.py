@@ -26,21 +26,6 @@ if TYPE_CHECKING:
     from .frames import PathArtists
     from .scene import PathScene
 
-__all__ = [
-    "draw_loss",
-    "mark_window",
-    "mark_means",
-    "plain_log_ticks",
-    "mean_handle",
-    "mean_look",
-    "MeanBars",
-    "LOSS_XLABEL",
-    "LOSS_YLABEL",
-    "DOT_SIZE",
-    "WINDOW_COLOR",
-    "MEAN_LABEL",
-]
-
 # the loss panel's axes: the loss after k updates, k = 0..N (``path_findings``' convention)
 LOSS_XLABEL = "updates made (k)"
 LOSS_YLABEL = "loss after k updates"

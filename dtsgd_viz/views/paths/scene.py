@@ -21,18 +21,6 @@ if TYPE_CHECKING:
     from ...recording.recording import Recording
     from ...theory.surfaces.base import Surface
 
-__all__ = [
-    "PathScene",
-    "build_scene",
-    "default_update",
-    "settings_line",
-    "minimum_on_plane",
-    "ring_index",
-    "path_title",
-    "short_runs",
-    "MIN_ARROW_FRAC",
-]
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PathScene:
