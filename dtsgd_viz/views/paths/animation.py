@@ -15,8 +15,8 @@ from ..update import panel
 from ..update.zoom import draw_inset, shared_factor, shared_zoom, span_text
 from . import geometry as geo
 from .findings import findings_of
-from .frames import PathArtists, draw_scene, follow_update, legend_handles, panel_at, rest_line, row_legend, set_trail
-from .loss import mark_window, mean_handle, mean_look
+from .frames import PathArtists, draw_scene, follow_update, panel_at, rest_line, row_legend, set_trail
+from .loss import mark_window
 from .scene import build_scene, path_title, ring_index, settings_line, short_runs
 
 if TYPE_CHECKING:
@@ -102,9 +102,7 @@ def animate(
     art.ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
     _draw_loss_rests(art)
     looks = style.run_looks(scene.coords)
-    bars = [mean_look(looks[k].color or "black") for k in scene.coords]  # each run's bar, as mark_window draws it
-    handles = [*legend_handles(scene, looks, "after the update"), mean_handle(bars)]
-    row_legend(fig, handles)
+    row_legend(fig, scene, looks, "after the update", scene.coords)  # each run's bar, as mark_window draws it
     width = fig.get_figwidth() * 72.0
     title = cast("Any", fig)._suptitle  # the headline's Text: its blank lines keep the subtitle's room
     lines = max(fit(h, width, style.SUPTITLE_SIZE, bold=True).count("\n") for h in heads.values()) + 1

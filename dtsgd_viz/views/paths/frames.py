@@ -5,7 +5,7 @@ shared with the animation and the widgets."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -104,15 +104,12 @@ def draw_scene(
     _draw_notes(scene, art, note)
     if ax_loss is not None:
         draw_loss(scene, update, art, looks)
-    bars = []  # the mean bars' looks, as drawn
+    ring = f"after update {int(update)}" if picked else None
     if own:  # over the updates whose mean loss the headline compares
         found = findings_of(scene)
         mark_window(art, found)
-        bars = [mean_look(looks[k].color or "black") for k in found.ranking]
-    ring = f"after update {int(update)}" if picked else None
-    if legend and own:
-        handles = legend_handles(scene, looks, ring) + ([mean_handle(bars)] if bars else [])
-        art.legend = row_legend(fig, handles)
+        if legend:
+            art.legend = row_legend(fig, scene, looks, ring, found.ranking)
     elif legend:  # on someone else's axes: a short legend on the paths
         art.legend = ax_path.legend(
             handles=legend_handles(scene, looks, ring),
@@ -349,8 +346,14 @@ def stacked_over(moving: Sequence[Artist]) -> list[Artist]:
     return out
 
 
-def row_legend(fig: Figure, handles: list) -> Legend:
-    """The legend under the panels of a paths figure (``plot_paths``, the GIF): every entry in one row."""
+def row_legend(
+    fig: Figure, scene: PathScene, looks: Mapping[str, style.Look], ring: str | None, means: Iterable[str]
+) -> Legend:
+    """The legend under the panels of a paths figure (``plot_paths``, the GIF), every entry
+    in one row: ``legend_handles`` and the mean bars of the runs ``means``, as drawn."""
+    handles = legend_handles(scene, looks, ring)
+    bars = [mean_look(looks[k].color or "black") for k in means]
+    handles += [mean_handle(bars)] if bars else []
     return fig.legend(
         handles=handles,
         loc="outside lower center",
