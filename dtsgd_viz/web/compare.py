@@ -357,7 +357,7 @@ class CompareWidget(BrowserWidget):
         ax.set_axis_off()
         looks = style.run_looks(list(self.recordings))
         cells = [[geo.rule_name(k), f"{found.final_loss[k]:.2e}", f"{found.tail_loss[k]:.2e}"] for k in self.recordings]
-        header = ["run", f"loss after {p['steps']} updates", window_text(found.window, short=True)]  # the headline's
+        header = ["run", f"loss after {p['steps']} updates", window_text(found.window)]  # the headline's
         table = ax.table(
             cellText=cells, colLabels=header, loc="center", cellLoc="right", colLoc="right", colWidths=[0.16, 0.24, 0.3]
         )

@@ -21,7 +21,7 @@ from ..views.core.figure import fit, headline, new_figure
 from ..views.paths import geometry as geo
 from ..views.paths.findings import findings_of
 from ..views.paths.frames import SQUARE_PATHS_SIZE, PathArtists, draw_scene, legend_handles
-from ..views.paths.loss import mark_window, nest_loss_dots
+from ..views.paths.loss import mark_window
 from ..views.paths.plot import PathsView
 from ..views.paths.scene import build_scene, settings_line
 from ..views.update import panel as update_panel
@@ -118,7 +118,7 @@ def explorer_view(
 ) -> PathsView:
     """The ``PathsView`` the explorer updates: the headline (``update_finding``), the
     paths and the loss marked at update ``step`` (the rings after it, the loss at k =
-    ``step``, ``scene.ring_index(after=True)``) and, with ``zoom`` and ``arrows``, one
+    ``step``, ``scene.ring_index``) and, with ``zoom`` and ``arrows``, one
     close-up axes per run under them (``artists.zoom_axes``; ``draw_close_ups`` draws them); one legend under it all."""
     scene = build_scene(recordings, surface, name)
     update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
@@ -130,7 +130,7 @@ def explorer_view(
     rows = (3, [1.33, 0.09, 0.86]) if close else (1, [1.0])
     grid = fig.add_gridspec(rows[0], 2 * n, height_ratios=rows[1])
     ax_path, ax_loss = fig.add_subplot(grid[0, :n]), fig.add_subplot(grid[0, n:])
-    _, art = draw_scene(scene, update, (ax_path, ax_loss), arrows, note=note, after=True, legend=False)
+    _, art = draw_scene(scene, update, (ax_path, ax_loss), arrows, note=note, legend=False)
     view = PathsView(fig, scene, art, bool(arrows) and art.note is None, update)
     index = 0 if update is None else geo.step_index(next(iter(scene.recordings.values())).steps, update)
     headline(fig, update_finding(scene, index), settings_line(scene))
@@ -203,11 +203,9 @@ def mark_mean(scene: PathScene, art: PathArtists, update: int) -> list[Artist]:
 
 
 def move_loss_dots(art: PathArtists, dots: Mapping[str, tuple[float, float]]) -> None:
-    """Put each run's loss dot at ``dots[config] = (k, loss)``, rings round the last
-    where they coincide (``path_loss.nest_loss_dots``)."""
+    """Put each run's loss dot at ``dots[config] = (k, loss)``."""
     for key, (s, loss) in dots.items():
         art.loss_markers[key].set_data([s], [loss])
-    nest_loss_dots(art.loss_markers)
 
 
 def show_arrows(scene: PathScene, art: PathArtists, update: int, title: str) -> None:

@@ -257,13 +257,13 @@ def test_older_updates_fade_and_runs_stay_apart(rotated):
     for name, rec in rotated.items():
         segs = trails[name].get_segments()
         path = rec.path("w").astype(np.float64)
-        assert len(segs) == 5  # the path up to the point before update 6
+        assert len(segs) == 6  # the path up to the ring, the point after update 6
         for j, seg in enumerate(segs):
             np.testing.assert_array_equal(seg, path[j : j + 2])
         alpha = trails[name].get_colors()[:, 3]
         assert np.all(np.diff(alpha) > 0) and alpha[-1] == pytest.approx(1.0) and alpha[0] < 0.6
         np.testing.assert_allclose(
-            trails[name].get_colors()[:, :3], np.tile(rgb(style.optimizer_colors([name])[name]), (5, 1))
+            trails[name].get_colors()[:, :3], np.tile(rgb(style.optimizer_colors([name])[name]), (6, 1))
         )
     # every rule's first update is along -g: the paths overlap there, so each rule has
     # its own look (style.RULE_LOOKS), the same in every figure, and the narrower line is
@@ -744,8 +744,8 @@ def test_after_the_update_shown_each_path_is_a_thin_light_line_without_markers(l
     trails = gid_artists(fig, "trail:")
     assert trails["nesterov"].get_zorder() < paths["momentum"].get_zorder() < paths["plain"].get_zorder()
     assert trails["momentum"].get_zorder() < paths["plain"].get_zorder()
-    # the legend names the ring: the widgets' rings are the parameters before the update
-    assert [t.get_text() for t in fig.legends[0].get_texts()][-2:] == ["before the update", MEAN_LABEL]
+    # the legend names the ring: the parameters after the update shown
+    assert [t.get_text() for t in fig.legends[0].get_texts()][-2:] == ["after update 5", MEAN_LABEL]
     # past the update the runs stay apart: each rest keeps its rule's dash
     for name, rest in rests.items():
         assert rest.get_linestyle() == paths[name].get_linestyle()
@@ -953,7 +953,7 @@ def test_loss_axis_ends_at_the_data(rotated):
 
 
 @pytest.mark.slow
-def test_every_runs_ring_at_the_update_shows_even_where_losses_meet(rotated):
+def test_every_runs_loss_ring_is_its_path_ring_and_the_legend_names_it(rotated):
     from dtsgd_viz.views.paths.loss import DOT_SIZE
 
     # after update 1 plain and momentum of one learning rate are at one point (both took
@@ -968,18 +968,13 @@ def test_every_runs_ring_at_the_update_shows_even_where_losses_meet(rotated):
     fig = dtsgd_viz.plot_paths(same, ROTATED, step=1)
     dots = gid_artists(fig, "loss-marker:")
     assert len(dots) == len(same)
-    # every mark is the path panel's ring (open, in the run's colour); the earlier of the
-    # two that meet is wider, round the later's: both colours show
+    # every mark is the path panel's ring (open, in the run's colour, one size), at the loss after update 1
     rings = gid_artists(fig, "position:")
     for key, dot in dots.items():
         assert dot.get_marker() == rings[key].get_marker() == style.ROLE_LOOKS["current"].marker
         assert dot.get_markerfacecolor() == "none" and dot.get_markeredgecolor() == style.RULE_LOOKS[key].color
-    assert dots["plain"].get_markersize() > DOT_SIZE + 1.5
-    assert dots["momentum"].get_markersize() == dots["nesterov"].get_markersize() == DOT_SIZE
+        assert dot.get_markersize() == DOT_SIZE
+        assert (list(dot.get_xdata()), list(dot.get_ydata())) == ([1], [pytest.approx(after[key])])
     # the legend's "after update 1" is that ring too
     (key,) = [h for h in fig.legends[0].legend_handles if h.get_label() == "after update 1"]
     assert key.get_marker() == style.ROLE_LOOKS["current"].marker and key.get_markerfacecolor() == "none"
-    # apart, every run's ring is one size
-    fig = dtsgd_viz.plot_paths(rotated, ROTATED, step=-1)
-    dots = gid_artists(fig, "loss-marker:")
-    assert {m.get_markersize() for m in dots.values()} == {DOT_SIZE}

@@ -15,8 +15,8 @@ from ..update import panel
 from ..update.zoom import draw_inset, shared_factor, shared_zoom, span_text
 from . import geometry as geo
 from .findings import findings_of
-from .frames import PathArtists, draw_scene, follow_update, legend_handles, panel_at, rest_line, row_legend, set_trail
-from .loss import mark_window, mean_handle, mean_look, nest_loss_dots
+from .frames import PathArtists, draw_scene, follow_update, panel_at, rest_line, row_legend, set_trail
+from .loss import mark_window
 from .scene import build_scene, path_title, ring_index, settings_line, short_runs
 
 if TYPE_CHECKING:
@@ -96,15 +96,13 @@ def animate(
     found = {i: findings_of(scene, upto=int(steps[i])) for i in frame_list}
     heads = {i: f.headline() for i, f in found.items()}
     fig, ax_path, ax_loss, zooms = _figure(scene, arrows and zoom, heads)
-    _, art = draw_scene(scene, int(steps[frame_list[0]]), (ax_path, ax_loss), arrows, after=True, legend=False)
+    _, art = draw_scene(scene, int(steps[frame_list[0]]), (ax_path, ax_loss), arrows, legend=False)
     art.zoom_axes = zooms
     assert art.ax_loss is not None  # drawn with its loss panel
     art.ax_loss.set_autoscale_on(False)  # limits of the whole run while the curves grow
     _draw_loss_rests(art)
     looks = style.run_looks(scene.coords)
-    bars = [mean_look(looks[k].color or "black") for k in scene.coords]  # each run's bar, as mark_window draws it
-    handles = [*legend_handles(scene, looks, "after the update"), mean_handle(bars)]
-    row_legend(fig, handles)
+    row_legend(fig, scene, looks, "after the update", scene.coords)  # each run's bar, as mark_window draws it
     width = fig.get_figwidth() * 72.0
     title = cast("Any", fig)._suptitle  # the headline's Text: its blank lines keep the subtitle's room
     lines = max(fit(h, width, style.SUPTITLE_SIZE, bold=True).count("\n") for h in heads.values()) + 1
@@ -174,7 +172,7 @@ def _move_to(scene: PathScene, art: PathArtists, arrows: bool, steps: np.ndarray
     changed = follow_update(scene, art, int(steps[i]))  # the paths grow, the thin rest stays
     for key, rec in scene.recordings.items():
         c = scene.coords[key]
-        j = ring_index(scene, key, int(steps[i]), True)  # after the update: its arrows end there
+        j = ring_index(scene, key, int(steps[i]))  # after the update: its arrows end there
         art.positions[key].set_data([c[j, 0]], [c[j, 1]])
         set_trail(art.trails[key], c, j, scene.colors[key])
         changed += [art.positions[key], art.trails[key]]
@@ -191,9 +189,8 @@ def _move_to(scene: PathScene, art: PathArtists, arrows: bool, steps: np.ndarray
         changed += [art.loss_markers[key], art.loss_lines[key]]
     if arrows and art.zoom_axes:
         _draw_close_ups(scene, art, i)
-    nest_loss_dots(art.loss_markers)
     first = next(iter(scene.coords))
-    at = scene.losses[first][0][ring_index(scene, first, int(steps[i]), True)]  # at the rings
+    at = scene.losses[first][0][ring_index(scene, first, int(steps[i]))]  # at the rings
     assert art.step_line is not None and art.title is not None  # drawn at an update (draw_scene)
     art.step_line.set_xdata([at, at])
     short = short_runs(scene, int(steps[i])) if arrows else tuple(scene.coords)

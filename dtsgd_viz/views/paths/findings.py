@@ -47,13 +47,13 @@ def times_text(f: float) -> str:
     return "∞×" if not np.isfinite(f) else f"{f:.0f}×" if f >= 10 else f"{f:.1f}×"
 
 
-def window_text(window: tuple[int, int], short: bool = False) -> str:
-    """``"mean loss after 33–40 updates"`` (``short``: ``"mean loss over k = 33–40"``,
-    the headline's words, ``k = 33–40`` never broken); one update: ``"loss after 40 updates"``."""
+def window_text(window: tuple[int, int]) -> str:
+    """The headline's words for ``window``: ``"mean loss over k = 33–40"`` (``k = 33–40``
+    never broken); one update: ``"loss after 40 updates"``."""
     a, b = window
     if a == b:
         return f"loss after {b} update{'s' if b != 1 else ''}"
-    return f"mean loss over k\u00a0=\u00a0{a}–{b}" if short else f"mean loss after {a}–{b} updates"
+    return f"mean loss over k\u00a0=\u00a0{a}–{b}"
 
 
 def _loss_text(x: float | None) -> str:
@@ -108,7 +108,7 @@ class PathFindings:
             return _capital(text)
         best = self.ranking[0]
         low = self.tail_loss[best]
-        said = window_text(self.window, short=True)  # the window ends at the last update counted (upto)
+        said = window_text(self.window)  # the window ends at the last update counted (upto)
         if len(self.ranking) == 1:
             text = f"{said}: {name(best)} at {low:.2g}"
         elif self.level and any(self.times[n] > LEVEL for n in self.ranking):
@@ -117,9 +117,7 @@ class PathFindings:
             below = ", ".join(f"{times_text(self.times[n])} below {name(n)}" for n in self.ranking[len(level) :][:2])
             text = f"lowest {said}: {' and '.join(name(n) for n in level)} level at {low:.2g}, {below}"
         elif self.level:
-            text = f"{said}: the runs level at {low:.2g}"
-            if self.apart is not None and len(self.names) > 1 and self.upto is None:
-                text += "; " + f"paths furthest apart after update {self.apart[0]}".replace(" ", "\u00a0")  # one phrase
+            text = f"{said}: the runs level at {low:.2g}"  # where they differ most: the path panel's title
         else:
             below = ", ".join(f"{times_text(self.times[n])} below {name(n)}" for n in self.ranking[1:3])
             text = f"lowest {said}: {name(best)}, {below}"

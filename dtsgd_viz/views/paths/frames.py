@@ -5,7 +5,7 @@ shared with the animation and the widgets."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,7 +51,6 @@ class PathArtists:
     rests: dict[str, Line2D] = dataclasses.field(default_factory=dict)  # config -> the whole run, thin
     caption: Text | None = None  # the figure's caption, if any
     whole: bool = False  # each path drawn whole (``plot_paths``)
-    after: bool = False  # the ring at the parameters after the update shown (``scene.ring_index``)
     thin: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # config -> the path's points drawn
     loss_thin: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # config -> the loss line's points
     legend: Legend | None = None
@@ -78,14 +77,13 @@ def draw_scene(
     note: str | None = None,
     auto: bool = False,
     whole: bool = False,
-    after: bool | None = None,
     legend: bool = True,
 ) -> tuple[Figure, PathArtists]:
     """Draw ``scene`` at ``update`` (None: none) on ``ax`` (None: a new figure with the
     headline; one Axes: the paths only; a pair: paths and loss). ``whole``: each path
-    drawn whole, else up to the update over its whole run drawn thin. ``auto``: the update
-    was picked (the title says so). ``after``: the ring after the update (None: as
-    ``whole``). ``legend``: name the marks. Returns the figure and its ``PathArtists``."""
+    drawn whole, else up to the update over its whole run drawn thin; each run ringed
+    after the update (``scene.ring_index``). ``auto``: the update was picked (the title
+    says so). ``legend``: name the marks. Returns the figure and its ``PathArtists``."""
     if arrows and update is not None and note is None:
         note = _why_no_arrows(scene, update)  # what the recording allows: no arrows, and why
         if note:
@@ -93,7 +91,7 @@ def draw_scene(
     fig, ax_path, ax_loss, own = _axes(scene, ax)
     _draw_contours(scene, ax_path)
     looks = style.run_looks(scene.coords)
-    art = PathArtists(ax_path, ax_loss, {}, whole=whole, after=whole if after is None else after)
+    art = PathArtists(ax_path, ax_loss, {}, whole=whole)
     picked = update is not None
     thin_paths(scene, art, update)
     _draw_path_lines(scene, art, looks, picked and not whole)
@@ -106,15 +104,12 @@ def draw_scene(
     _draw_notes(scene, art, note)
     if ax_loss is not None:
         draw_loss(scene, update, art, looks)
-    bars = []  # the mean bars' looks, as drawn
+    ring = f"after update {int(update)}" if picked else None
     if own:  # over the updates whose mean loss the headline compares
         found = findings_of(scene)
         mark_window(art, found)
-        bars = [mean_look(looks[k].color or "black") for k in found.ranking]
-    ring = None if not picked else f"after update {int(update)}" if art.after else "before the update"
-    if legend and own:
-        handles = legend_handles(scene, looks, ring) + ([mean_handle(bars)] if bars else [])
-        art.legend = row_legend(fig, handles)
+        if legend:
+            art.legend = row_legend(fig, scene, looks, ring, found.ranking)
     elif legend:  # on someone else's axes: a short legend on the paths
         art.legend = ax_path.legend(
             handles=legend_handles(scene, looks, ring),
@@ -252,7 +247,7 @@ def _draw_notes(scene: PathScene, art: PathArtists, note: str | None) -> None:
         transform=art.ax_path.transAxes, va="bottom", fontsize=style.NOTE_SIZE, zorder=8, bbox=box
     )
     if scene.diverged:
-        text = geo.diverged_note(scene.diverged)
+        text = "\n".join(f"{k}: diverged" + (f" at update {u}" if u else "") for k, u in scene.diverged.items())
         art.ax_path.text(0.99, 0.01, text, ha="right", color="#A04000", gid="diverged-note", **where)
     if note:
         art.note = art.ax_path.text(0.01, 0.01, note, ha="left", color="0.2", gid="arrows-note", wrap=True, **where)
@@ -299,7 +294,7 @@ def _draw_step(
     for key, rec in scene.recordings.items():
         look, c = looks[key], scene.coords[key]
         assert look.color is not None  # run_looks colours every run
-        i, j = _index(scene, key, update), ring_index(scene, key, update, art.after)
+        i, j = _index(scene, key, update), ring_index(scene, key, update)
         if not art.whole:  # on its own path, under the next run's (the rules' order)
             art.trails[key] = LineCollection(
                 [], linewidths=look.lw, linestyles=[look.ls], gid=f"trail:{key}", zorder=look.zorder + 0.05
@@ -351,8 +346,14 @@ def stacked_over(moving: Sequence[Artist]) -> list[Artist]:
     return out
 
 
-def row_legend(fig: Figure, handles: list) -> Legend:
-    """The legend under the panels of a paths figure (``plot_paths``, the GIF): every entry in one row."""
+def row_legend(
+    fig: Figure, scene: PathScene, looks: Mapping[str, style.Look], ring: str | None, means: Iterable[str]
+) -> Legend:
+    """The legend under the panels of a paths figure (``plot_paths``, the GIF), every entry
+    in one row: ``legend_handles`` and the mean bars of the runs ``means``, as drawn."""
+    handles = legend_handles(scene, looks, ring)
+    bars = [mean_look(looks[k].color or "black") for k in means]
+    handles += [mean_handle(bars)] if bars else []
     return fig.legend(
         handles=handles,
         loc="outside lower center",

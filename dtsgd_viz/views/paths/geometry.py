@@ -160,11 +160,6 @@ def drawn_length(n_points: int, at: int | None) -> int:
     return n_points if at is None else min(n_points, int(at) + 1)
 
 
-def diverged_note(diverged: Mapping[str, int | None]) -> str:
-    """``"momentum: diverged at update 12"``, one line per diverged run."""
-    return "\n".join(f"{k}: diverged at update {u}" if u else f"{k}: diverged" for k, u in diverged.items())
-
-
 def loss_grid(
     value_np: Callable[[np.ndarray], np.ndarray],
     plane: Plane,

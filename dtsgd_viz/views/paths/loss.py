@@ -19,29 +19,12 @@ from .scene import ring_index
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
-    from matplotlib.lines import Line2D
     from matplotlib.typing import ColorType
 
     from ..core.style import Look
     from .findings import PathFindings
     from .frames import PathArtists
     from .scene import PathScene
-
-__all__ = [
-    "draw_loss",
-    "mark_window",
-    "mark_means",
-    "plain_log_ticks",
-    "mean_handle",
-    "mean_look",
-    "MeanBars",
-    "nest_loss_dots",
-    "LOSS_XLABEL",
-    "LOSS_YLABEL",
-    "DOT_SIZE",
-    "WINDOW_COLOR",
-    "MEAN_LABEL",
-]
 
 # the loss panel's axes: the loss after k updates, k = 0..N (``path_findings``' convention)
 LOSS_XLABEL = "updates made (k)"
@@ -50,26 +33,6 @@ LOSS_TITLE = "Loss after k updates"
 FEW_POINTS = 3  # loss lines of this many points or fewer get markers
 END_MARGIN = 0.015  # the x axis ends this far (of its span) past the last update: no empty range
 DOT_SIZE = style.ROLE_LOOKS["current"].ms  # points: each run's ring at the update shown, as on the paths
-RING_STEP = 4.0  # points: a ring round another it would cover is this much wider per ring inside it
-
-
-def nest_loss_dots(markers: Mapping[str, Line2D]) -> None:
-    """Rings at the update shown (``{config: Line2D}``) closer than a ring's width: each
-    drawn ``RING_STEP`` wider per later ring it would cover."""
-    lines = list(markers.values())
-    px = [_dot_px(m) for m in lines]
-    for n, m in enumerate(lines):
-        width = DOT_SIZE * m.figure.dpi / 72 if m.figure is not None else DOT_SIZE
-        inside = sum(1 for o in range(n + 1, len(lines)) if np.hypot(*(px[n] - px[o])) < width)
-        m.set_markersize(DOT_SIZE + RING_STEP * inside)
-
-
-def _dot_px(m: Line2D) -> np.ndarray:
-    """The display pixels of the one point of the ring ``m`` (NaN when it has none)."""
-    if not len(np.asarray(m.get_xdata())):
-        return np.array([np.nan, np.nan])
-    assert m.axes is not None  # a ring on the loss panel
-    return m.axes.transData.transform((np.asarray(m.get_xdata())[0], np.asarray(m.get_ydata())[0]))
 
 
 def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Mapping[str, Look]) -> None:
@@ -80,7 +43,7 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
     for key, (steps, loss, _) in scene.losses.items():
         look = looks[key]
         few = len(steps) <= FEW_POINTS  # one point per line draws nothing without a marker
-        at = [] if update is None else [ring_index(scene, key, update, art.after)]
+        at = [] if update is None else [ring_index(scene, key, update)]
         art.loss_thin[key] = keep = thin_loss(steps, loss, columns, at)
         (art.loss_lines[key],) = ax.plot(
             steps[keep],
@@ -98,7 +61,7 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
             j = int(last[-1])
             ax.plot([steps[j]], [loss[j]], "x", ms=11, mew=2.5, color=look.color, gid=f"loss-diverged:{key}", zorder=6)
         if update is not None:  # at the ring: the loss after the updates made there
-            i = ring_index(scene, key, update, art.after)
+            i = ring_index(scene, key, update)
             cur = style.ROLE_LOOKS["current"]  # the ring the path panel draws there
             (art.loss_markers[key],) = ax.plot(
                 [steps[i]],
@@ -112,11 +75,10 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
                 zorder=5 + 0.01 * look.zorder,
             )
     _frame(scene, ax)
-    nest_loss_dots(art.loss_markers)
     if update is not None:  # at the rings
         line = style.ROLE_LOOKS["update_line"]
         first = next(iter(scene.losses))
-        at = scene.losses[first][0][ring_index(scene, first, update, art.after)]
+        at = scene.losses[first][0][ring_index(scene, first, update)]
         art.step_line = ax.axvline(at, **line.line(), gid="step-line")
     if ax.get_yscale() == "log":
         plain_log_ticks(ax)

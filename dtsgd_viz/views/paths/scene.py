@@ -21,18 +21,6 @@ if TYPE_CHECKING:
     from ...recording.recording import Recording
     from ...theory.surfaces.base import Surface
 
-__all__ = [
-    "PathScene",
-    "build_scene",
-    "default_update",
-    "settings_line",
-    "minimum_on_plane",
-    "ring_index",
-    "path_title",
-    "short_runs",
-    "MIN_ARROW_FRAC",
-]
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PathScene:
@@ -211,16 +199,16 @@ def minimum_on_plane(scene: PathScene) -> bool:
     return scene.plane.is_identity or scene.minima_off_plane < 1e-6 * scale
 
 
-def ring_index(scene: PathScene, key: str, update: int, after: bool) -> int:
-    """The path point ``key``'s ring marks at ``update``: after it (``after``), else before.
+def ring_index(scene: PathScene, key: str, update: int) -> int:
+    """The path point ``key``'s ring marks at ``update``: the parameters after it.
 
     >>> import types
     >>> s = types.SimpleNamespace(recordings={"a": types.SimpleNamespace(steps=[1, 2, 3])}, coords={"a": [0] * 4})
-    >>> ring_index(s, "a", 2, after=True), ring_index(s, "a", 2, after=False)
-    (2, 1)
+    >>> ring_index(s, "a", 2)
+    2
     """
     i = geo.step_index(scene.recordings[key].steps, update)
-    return min(i + 1, len(scene.coords[key]) - 1) if after else i
+    return min(i + 1, len(scene.coords[key]) - 1)
 
 
 MIN_ARROW_FRAC = 0.045  # an arrow shorter than this fraction of the panel's span is too short to see
@@ -228,18 +216,14 @@ MIN_ARROW_FRAC = 0.045  # an arrow shorter than this fraction of the panel's spa
 
 def path_title(scene: PathScene, update: int | None, auto: bool = False, short: Collection[str] = ()) -> str:
     """The path panel's title at ``update`` (None: no update picked); ``auto``: picked
-    as where the runs differ most; ``short``: the runs whose arrows are not drawn."""
+    as where the runs differ most; ``short``: the runs whose arrows are not drawn (all:
+    the update is only marked)."""
     if update is None:
         return "Paths on the loss contours"
-    shown = [geo.rule_name(k) for k in scene.coords if k not in short]
-    if short and not shown:
-        return f"Update {int(update)} marked" + (": where the runs differ most" if auto else "")
+    marked = set(scene.coords) <= set(short)
     if auto:
-        return f"Update {int(update)}: where the runs differ most"
-    if short:
-        names = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
-        return f"Update {int(update)}: {names}'s terms as arrows"
-    return f"Update {int(update)}: its terms as arrows"
+        return f"Update {int(update)}" + (" marked: " if marked else ": ") + "where the runs differ most"
+    return f"Update {int(update)}" + (" marked" if marked else ": its terms as arrows")
 
 
 def short_runs(scene: PathScene, update: int, every: bool = False) -> list[str]:

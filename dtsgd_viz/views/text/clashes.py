@@ -1,8 +1,6 @@
 """Where the labels of one axes run into each other, measured on the drawn artists: two
 texts' boxes overlapping, or a leader line (an annotation's arrow) running through
-another label's text. ``_path_motion`` redraws a GIF frame's close-up another way when
-its labels clash; the tests check every frame with it.
-"""
+another label's text. The tests check the figures with it."""
 
 from __future__ import annotations
 

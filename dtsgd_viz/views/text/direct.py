@@ -92,11 +92,6 @@ def _fraction(ax: Axes, y: float) -> float:
     return float((y - lo) / (hi - lo))
 
 
-def _axes_width_points(ax: Axes) -> float:
-    dpi = root_figure(ax).dpi
-    return max(1.0, ax.get_window_extent().width * 72.0 / dpi)
-
-
 def label_ends(
     ax: Axes,
     entries: Iterable[tuple[str, float, float, ColorType | None]],
@@ -108,12 +103,11 @@ def label_ends(
 ) -> list[Text]:
     """Write each ``(text, x, y, color)`` of ``entries`` at ``(x, y)`` (a line's end),
     to its right, names pushed apart vertically so none overprints another. The x axis
-    is widened by ``room`` of its span to hold them (None: as much as the longest name
-    takes). ``outside``: the x axis is left as it is (ending just past the data) and
-    the names stand in a column just right of the right spine, at their lines' heights
-    (a constrained layout leaves room for them: they are in the layout). Entries whose
-    ``y`` is not finite (or not positive on a log axis) are left out. Returns the
-    ``Text`` artists; ``move_ends`` moves them later."""
+    is widened by ``room`` of its span to hold them (None: not widened). ``outside``:
+    the x axis is left as it is and the names stand in a column just right of the right
+    spine, at their lines' heights (in the constrained layout). Entries whose ``y`` is
+    not finite (or not positive on a log axis) are left out. Returns the ``Text``
+    artists; ``move_ends`` moves them later."""
     from matplotlib.transforms import blended_transform_factory
 
     keep = [
@@ -124,11 +118,9 @@ def label_ends(
     if not keep:
         return []
     if not outside:
-        if room is None:  # bold DejaVu Sans: ~0.66 em a character, and a little air
-            room = (0.66 * fontsize * max(len(t) for t, _, _, _ in keep) + 10.0) / _axes_width_points(ax)
         x0, x1 = ax.get_xlim()
         ticks = [t for t in ax.get_xticks() if x0 <= t <= x1]
-        ax.set_xlim(x0, x1 + room * (x1 - x0))
+        ax.set_xlim(x0, x1 + (room or 0.0) * (x1 - x0))
         ax.set_xticks(ticks)  # no ticks under the names
     else:
         ax.set_xlim(*ax.get_xlim())  # fixed: the names stand just past its end
