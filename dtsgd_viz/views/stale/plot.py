@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...theory.stale import CLASSES, STALE, TOL
+from ...theory.stale import CLASSES, TOL
 from ..core import style
-from ..core.figure import fit, headline, new_figure
+from ..core.figure import headline, new_figure
 from .geometry import StaleGrid, stale_finding, stale_grid
 
 if TYPE_CHECKING:
@@ -40,10 +40,10 @@ def _settings(grid: StaleGrid, runs: Mapping[str, Recording]) -> str:
     rule = "Nesterov" if hp.nesterov else ("momentum" if hp.momentum else "plain")
     mesh = " x ".join(f"{d}={s}" for d, s in zip(first.mesh.dim_names, first.mesh.dim_sizes))
     what = grid.variables[0] if len(grid.variables) == 1 else f"{len(grid.variables)} variables"
-    return f"{what} · mesh {mesh} · {rule}, lr {lr:.3g}, μ {hp.momentum:g} · rows: devices by block"
+    return f"{what} · mesh {mesh} · {rule}, lr {lr:.3g}, μ {hp.momentum:g}"
 
 
-def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray, counted: bool) -> None:
+def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray) -> None:
     verdict = grid.verdicts[run]
     steps = grid.steps[run]
     n_rows = len(grid.rows)
@@ -68,9 +68,7 @@ def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray, counted
             ax.axhline(i - 0.5, color="white", lw=BLOCK_GAP_LW)
     ax.set_xlim(left, right)
     ax.set_ylim(n_rows - 0.5, -0.5)
-    stale, total = grid.counts(run)[STALE], grid.total(run)
-    title = f"{run}: {stale} of {total} stale" if counted else run
-    ax.set_title(title, fontsize=style.LABEL_SIZE if counted else style.TITLE_SIZE)
+    ax.set_title(run, fontsize=style.TITLE_SIZE)
     ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE, length=2)
     from matplotlib.ticker import MaxNLocator
@@ -85,8 +83,7 @@ def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray, counted
 def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: float = TOL) -> Figure:
     """Where the stale velocity hits: for each run, which velocity moved each device's shard
     at each update (``stale_grid(runs, variable, tol)``), rows grouped by block and
-    variable; skipped updates stay blank. The title is ``stale_finding(grid)``, or its
-    totals (``per_run=False``) with each run's count over its panel when it is too long.
+    variable; skipped updates stay blank. The title is ``stale_finding(grid)``.
 
     >>> fig = dtsgd_viz.plot_stale({"default": stale, "exact_update=True": exact})  # doctest: +SKIP
     """
@@ -96,14 +93,10 @@ def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: 
     colors = class_colors()
     n_rows = len(grid.rows)
     fig = new_figure((style.WIDTH, 1.6 + ROW_HEIGHT * n_rows))
-    finding = stale_finding(grid)
-    counted = "\n" in fit(finding, fig.get_figwidth() * 72.0, style.SUPTITLE_SIZE, bold=True)
-    if counted:  # too long for one line: the totals above, each run's count over its panel
-        finding = stale_finding(grid, per_run=False)
-    headline(fig, finding, _settings(grid, runs))
+    headline(fig, stale_finding(grid), _settings(grid, runs))
     axes = fig.subplots(1, len(grid.runs), sharey=True, squeeze=False)[0]
     for ax, run in zip(axes, grid.runs):
-        _draw_panel(ax, grid, run, colors, counted)
+        _draw_panel(ax, grid, run, colors)
     for ax in axes[1:]:
         ax.tick_params(left=False)
     labels = [f"{row.block_name}  {row.device_name}" if row.first else row.device_name for row in grid.rows]
