@@ -228,12 +228,7 @@ class NormPanel:
             handles.append(
                 Line2D([], [], ls="none", marker="o", mfc="none", mec=ZERO_COLOR, mew=1.4, label="norm exactly 0")
             )
-        if handles and n > MAX_NAMED:
-            self.legend = ax.legend(
-                handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-                fontsize=style.NOTE_SIZE, borderaxespad=0.0,
-            )  # fmt: skip
-        elif handles:
+        if handles:
             self.legend = ax.legend(handles=handles, loc="best", fontsize=style.NOTE_SIZE, framealpha=0.85)
 
     def _end_entries(self) -> list[tuple[str, float, float, ColorType]]:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ...geometry import ShardGeometry
     from .geometry import BlockPatch
 
-__all__ = ["TensorPanel", "draw_tensor", "box_aspect", "blocks_are_slices"]
+__all__ = ["TensorPanel", "box_aspect", "blocks_are_slices"]
 
 MAX_CELL_STRETCH = 2.5  # a flat tensor's cells drawn at most this much taller than wide
 CHIP_SIZE = style.NOTE_SIZE
@@ -264,6 +264,3 @@ class TensorPanel:
         self.heatmap.set_clim(-m, m)
         self._scale_colorbar()
         self._set_nonfinite_cells(image)
-
-
-draw_tensor = TensorPanel  # the shard figures and widgets draw a tensor with it

@@ -22,7 +22,7 @@ from .geometry import (
     update_index,
 )
 from .lines import NormPanel
-from .tensor_panel import TensorPanel, box_aspect, draw_tensor  # noqa: F401 - plot re-exports them
+from .tensor_panel import TensorPanel, box_aspect
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -74,7 +74,7 @@ class ShardsView:
         self.heatmap = None
         if heat_ax is not None:
             image = None if self.values is None else as_image(self.values[self.index])
-            self.tensor = draw_tensor(
+            self.tensor = TensorPanel(
                 heat_ax, self.geometry, self.short_names, image, limit=self._limit(), colorbar_label=self._bar_label()
             )
             self.heatmap = self.tensor.heatmap
@@ -139,10 +139,7 @@ class ShardsView:
     def _titles(self) -> None:
         if self.tensor is not None:
             caption = "device blocks" if self.stats_only else "values, device blocks outlined"
-            if not self.tensor.named:
-                caption = "values; blocks too small to name" if not self.stats_only else caption
-            if not self.headline:
-                caption = self._subject()
+            caption = caption if self.headline else self._subject()
             self.tensor.ax.set_title(caption, fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
         if not self.headline:
             return
@@ -244,8 +241,8 @@ def plot_shards(
     fixed_scale: bool = False,
 ) -> Figure:
     """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (1 is the first, -1 or None
-    the last), each device's block outlined and named, beside each unique block's L2 norm over the
-    updates (docs/design.md says what it marks).
+    the last), each device's block outlined and named (a block too small for its name: outlined only),
+    beside each unique block's L2 norm over the updates (docs/design.md says what it marks).
 
     ``fixed_scale=True``: one colour scale over the whole run, else each update's own. ``ax``:
     None (a new figure), a pair ``(tensor_ax, norm_ax)`` or one ``Axes`` (the tensor alone).
