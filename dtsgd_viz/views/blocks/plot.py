@@ -12,6 +12,7 @@ from ..core.figure import headline, new_figure
 from ..core.log_ticks import use_log_ticks
 from ..paths.geometry import rule_name
 from ..shards.geometry import device_label
+from ..stale.plot import settings_line
 from .geometry import TAIL, BlockErrors, block_errors, blocks_finding
 
 if TYPE_CHECKING:
@@ -53,12 +54,7 @@ def plot_blocks(
     at = {d: (rows.index(place[d][0]), place[d][1]) for d in owners}
     looks = style.run_looks(errors.runs)
     fig = new_figure((style.WIDTH, 1.5 + PANEL_HEIGHT * len(rows)))
-    first = next(iter(runs.values()))
-    hp = first.hyperparameters
-    lr = float(np.asarray(hp.learning_rate)[0]) if np.size(hp.learning_rate) else float("nan")
-    mesh = " x ".join(f"{d}={s}" for d, s in zip(errors.mesh.dim_names, errors.mesh.dim_sizes))
-    settings = f"{variable} on mesh {mesh} · lr {lr:.3g}, μ {hp.momentum:g}"
-    headline(fig, blocks_finding(errors, last), settings)
+    headline(fig, blocks_finding(errors, last), settings_line(next(iter(runs.values())), variable, rule=False))
     axes = fig.subplots(len(rows), cols, sharex=True, sharey=True, squeeze=False)
     taken = set(at.values())
     for place_rc, unused in np.ndenumerate(axes):

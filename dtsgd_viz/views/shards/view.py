@@ -118,29 +118,20 @@ class ShardsView:
         ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE)
 
     def _subject(self) -> str:
-        """What the shown tensor is and when: a gradient "at update k", a parameter or velocity "after" it."""
+        """What the shown tensor is and when: a gradient "at update k", a parameter or velocity "after" it
+        (NaN/Inf and disagreeing replicas: the title's spread and the norm panel's marks say them)."""
         steps = self.recording.steps
-        held = self.stats if self.stats_only else self.values
-        assert held is not None  # ``_load`` read the kind's values or stats
-        bad = " (holds NaN/Inf)" if not np.all(np.isfinite(held[self.index])) else ""
-        bad += " (replicas disagree)" if self.index in self.mismatch_idx else ""
-        return subject_text(self.kind, self.name, int(steps[self.index]), int(steps[-1])) + bad
-
-    def block_norms(self) -> np.ndarray:
-        """Each block's (replica group's) L2 norm at the shown update: the title's numbers."""
-        return self.norm.columns()[self.index]
+        return subject_text(self.kind, self.name, int(steps[self.index]), int(steps[-1]))
 
     def finding(self) -> str:
-        """The figure's title: the shown tensor and how far apart its blocks' norms are."""
-        text = f"{self._subject()}: {spread_text(self.block_norms(), [p.label for p in self.patches])}"
+        """The figure's title: the shown tensor and how far apart its blocks' norms are at the shown update."""
+        text = f"{self._subject()}: {spread_text(self.norm.columns()[self.index], [p.label for p in self.patches])}"
         diverging = diverging_text(self.recording)
         return text + (f"; {diverging}" if diverging else "")
 
     def _titles(self) -> None:
-        if self.tensor is not None:
-            caption = "device blocks" if self.stats_only else "values, device blocks outlined"
-            caption = caption if self.headline else self._subject()
-            self.tensor.ax.set_title(caption, fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
+        if self.tensor is not None and not self.headline:  # the panel says what the headline would
+            self.tensor.ax.set_title(self._subject(), fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
         if not self.headline:
             return
         for old in [a for a in [*self.figure.texts, *self.figure.artists] if a.get_gid() == "subtitle"]:

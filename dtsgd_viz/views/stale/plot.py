@@ -33,14 +33,14 @@ def class_colors() -> np.ndarray:
     return np.array([to_rgb(style.STALE_COLORS[kind]) for kind in CLASSES])
 
 
-def _settings(grid: StaleGrid, runs: Mapping[str, Recording]) -> str:
-    first = next(iter(runs.values()))
-    hp = first.hyperparameters
+def settings_line(recording: Recording, what: str, rule: bool = True) -> str:
+    """``plot_stale``'s and ``plot_blocks``' settings: ``what · mesh batch=2 x model=4 · Nesterov, lr 0.05,
+    μ 0.9`` (``rule=False``: no rule, the runs compare rules)."""
+    hp = recording.hyperparameters
     lr = float(np.asarray(hp.learning_rate)[0]) if np.size(hp.learning_rate) else float("nan")
-    rule = "Nesterov" if hp.nesterov else ("momentum" if hp.momentum else "plain")
-    mesh = " x ".join(f"{d}={s}" for d, s in zip(first.mesh.dim_names, first.mesh.dim_sizes))
-    what = grid.variables[0] if len(grid.variables) == 1 else f"{len(grid.variables)} variables"
-    return f"{what} · mesh {mesh} · {rule}, lr {lr:.3g}, μ {hp.momentum:g}"
+    name = ("Nesterov" if hp.nesterov else "momentum" if hp.momentum else "plain") + ", " if rule else ""
+    mesh = " x ".join(f"{d}={s}" for d, s in zip(recording.mesh.dim_names, recording.mesh.dim_sizes))
+    return f"{what} · mesh {mesh} · {name}lr {lr:.3g}, μ {hp.momentum:g}"
 
 
 def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray) -> None:
@@ -93,7 +93,8 @@ def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: 
     colors = class_colors()
     n_rows = len(grid.rows)
     fig = new_figure((style.WIDTH, 1.6 + ROW_HEIGHT * n_rows))
-    headline(fig, stale_finding(grid), _settings(grid, runs))
+    what = grid.variables[0] if len(grid.variables) == 1 else f"{len(grid.variables)} variables"
+    headline(fig, stale_finding(grid), settings_line(next(iter(runs.values())), what))
     axes = fig.subplots(1, len(grid.runs), sharey=True, squeeze=False)[0]
     for ax, run in zip(axes, grid.runs):
         _draw_panel(ax, grid, run, colors)
