@@ -20,7 +20,7 @@ from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.views.core.figure import headline_texts
 from dtsgd_viz.views.mesh.layout_colors import INK_LIGHTNESS, label_ink, lightness_of
 from dtsgd_viz.views.shards import geometry as sg
-from dtsgd_viz.views.shards import plot as sv
+from dtsgd_viz.views.shards.findings import STATS_ONLY_TEXT
 from dtsgd_viz.views.shards.plot import draw_shards, plot_shards, shard_norms
 from dtsgd_viz.views.shards.update import plot_update_shards
 
@@ -324,8 +324,10 @@ def test_replica_mismatch_updates_are_marked():
     marks = _gid(norm_ax, "mismatch-marks")
     x, y = _norm_lines(norm_ax)[0]
     assert list(marks.get_xdata()) == [3] and list(marks.get_ydata()) == [y[2]]
-    assert "replicas disagree" not in _headline(heat_ax.figure)
-    assert "replicas disagree" in _titles(plot_shards(r, "r", "grad", 3))[0]
+    # said once, by the mark and its key: shown at update 3 the diamond sits on the step line, the title says none
+    at3 = draw_shards(r, "r", "grad", 3)
+    assert list(at3.norm.step_lines[0].get_xdata()) == [3, 3] == 2 * list(at3.norm.marks["mismatch-marks"].get_xdata())
+    assert "replicas disagree" not in _headline(heat_ax.figure) + _headline(at3.figure)
     # replicated: one block, held whole by every device
     assert _titles(heat_ax.figure)[0].endswith(": one block, held whole by every device")
     assert any(t.get_text() == "replicas disagree" for t in norm_ax.get_legend().get_texts())
@@ -371,10 +373,7 @@ def test_draws_into_given_axes_and_never_prints(sharded, capsys):
     heat_ax, norm_ax = fig.subplots(1, 2)
     assert plot_shards(r, "w", ax=(heat_ax, norm_ax)) is fig
     assert heat_ax.images and _norm_lines(norm_ax)
-    fig = Figure()
-    ax = fig.add_subplot()
-    assert plot_shards(r, "w", ax=ax) is fig and len(fig.axes) == 1  # the colour bar: an inset
-    assert len(ax.child_axes) == 1
+    assert len(heat_ax.child_axes) == 1 and len(fig.axes) == 2  # the colour bar: an inset
     view = draw_shards(r, "w", "velocity", 1)
     heatmap = view.heatmap
     view.set_step(5)
@@ -538,7 +537,7 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
         assert fig.axes == [view.norm_ax]
         assert not any(ax.images for ax in fig.axes)
         note = " ".join(headline_texts(fig)[1].split())  # the settings line (gid "subtitle")
-        assert sv.STATS_ONLY_TEXT in note and "mode='full'" in note
+        assert STATS_ONLY_TEXT in note and "mode='full'" in note
         # the blocks are still the devices' blocks, each named at its line's end in its colour
         full_ax = _figure_parts(full_fig)[0]
         assert sorted(r for p in view.patches for r in p.rects) == _outlines(full_ax)

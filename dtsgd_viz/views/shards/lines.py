@@ -4,7 +4,7 @@ line in its block colour, named at its end, with the shown update and the run's 
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib import patheffects
@@ -82,7 +82,7 @@ class NormPanel:
 
     def __init__(self, view: ShardsView):
         self.view = view
-        self.ax = cast("Axes", view.norm_ax)  # None: no norm panel, and nothing to show or move
+        self.ax = view.norm_ax
         self.lines: list = []
         self.step_lines: list = []
         self.data = np.zeros((0, 0))
@@ -249,8 +249,6 @@ class NormPanel:
     def show_index(self) -> None:
         """The shown update's line and dots at the view's ``index`` (the titles name the update)."""
         i, x = self.view.index, self.view.updates
-        if self.view.norm_ax is None:
-            return
         y = self.data[i]
         keep = np.flatnonzero(np.isfinite(y) & np.asarray([line.get_visible() for line in self.lines]))
         line, dots = self.step_lines
@@ -260,8 +258,6 @@ class NormPanel:
 
     def set_kind(self) -> None:
         """The lines, marks, names and title of the kind the view just loaded, in place."""
-        if self.view.norm_ax is None:
-            return
         self._load()
         for g, line in enumerate(self.lines):
             line.set_visible(True)

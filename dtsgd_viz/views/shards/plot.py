@@ -1,6 +1,5 @@
 """``plot_shards``: the global tensor at one update, its device blocks outlined, beside each block's norm."""
 
-from .findings import STATS, STATS_ONLY_TEXT  # noqa: F401 - tests read them from here
 from .geometry import shard_norms
 from .tensor_panel import TensorPanel
 from .view import ShardsView, draw_shards, plot_shards

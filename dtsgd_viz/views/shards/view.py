@@ -46,7 +46,7 @@ class ShardsView:
         step: int | None = None,
         *,
         heat_ax: Axes | None,
-        norm_ax: Axes | None = None,
+        norm_ax: Axes,
         fixed_scale: bool = False,
         headline: bool = False,
     ):
@@ -55,14 +55,13 @@ class ShardsView:
         self.kind, self.fixed_scale = kind, bool(fixed_scale)
         self.stats_only = getattr(recording, "mode", "full") == "stats"
         self._load(kind)  # raises for unknown name/kind
-        if heat_ax is None and (norm_ax is None or not self.stats_only):
+        if heat_ax is None and not self.stats_only:
             raise ValueError(
                 "heat_ax=None draws a stats recording's statistics alone: pass heat_ax "
-                f"(mode={getattr(recording, 'mode', 'full')!r}, norm_ax={norm_ax!r})."
+                f"(mode={getattr(recording, 'mode', 'full')!r})."
             )
         self.heat_ax, self.norm_ax = heat_ax, norm_ax
-        host = cast("Axes", heat_ax if heat_ax is not None else norm_ax)  # one is set: checked above
-        self.figure = cast("Figure", host.figure)
+        self.figure = cast("Figure", norm_ax.figure)
         self.headline = bool(headline) or heat_ax is None
         self.geometry = recording.geometry(name)
         self.styles = style.block_styles(self.geometry)
@@ -80,22 +79,16 @@ class ShardsView:
             self.heatmap = self.tensor.heatmap
             self._label_axes(heat_ax)
         self.norm = NormPanel(self)
-        if norm_ax is not None:
-            self.norm.draw()
+        self.norm.draw()
         self._titles()
-        if norm_ax is not None:
-            self.norm.name_lines()
+        self.norm.name_lines()
 
     def _load(self, kind: str) -> None:
-        """``values`` (full mode) or ``stats`` (stats mode) of ``kind``."""
-        if self.stats_only:
-            self.values, self.stats = None, self.recording.shard_stats(self.name, kind)
-        else:
-            values = self.recording.global_values(self.name, kind)
-            if values.dtype.name == "bfloat16":  # matplotlib and numpy.ma cannot reduce it
-                values = values.astype(np.float32)  # exact: bfloat16 is a float32 prefix
-            self.values, self.stats = values, None
-        self._run_limit = None
+        """``values`` of ``kind`` (None in stats mode: the norm panel reads the stored stats)."""
+        values = (self.recording.shard_stats if self.stats_only else self.recording.global_values)(self.name, kind)
+        if values.dtype.name == "bfloat16":  # matplotlib and numpy.ma cannot reduce it
+            values = values.astype(np.float32)  # exact: bfloat16 is a float32 prefix
+        self.values, self._run_limit = None if self.stats_only else values, None
 
     def _limit(self) -> float | None:
         """The colour limit over the whole run when ``fixed_scale``, else None (the update's own)."""
@@ -176,18 +169,14 @@ SHARDS_SIZE = (style.WIDTH, 4.6)  # the heatmap and the norm lines
 FLAT_HEIGHT = 4.0  # ... of a flat tensor: its heatmap fills a shorter figure
 
 
-def _axes(ax, figsize, width_ratios, stats_only) -> tuple[Axes | None, ...]:
+def _axes(ax, figsize, width_ratios, stats_only) -> tuple[Axes | None, Axes]:
     if ax is None and stats_only:  # no values: no heatmap panel, the statistics alone
         return None, new_figure((style.WIDTH, FLAT_HEIGHT)).add_subplot()
     if ax is None:
         return tuple(new_figure(figsize).subplots(1, 2, width_ratios=list(width_ratios)))
     if isinstance(ax, (tuple, list)) and len(ax) == 2:
         return tuple(ax)
-    if hasattr(ax, "imshow"):
-        return cast("Axes", ax), None
-    raise TypeError(
-        f"ax must be None, a matplotlib Axes (tensor only) or a pair (tensor_ax, norm_ax). Received: {ax!r}."
-    )
+    raise TypeError(f"ax must be None or a pair (tensor_ax, norm_ax). Received: {ax!r}.")
 
 
 def draw_shards(
@@ -196,7 +185,7 @@ def draw_shards(
     kind: str = "velocity",
     step: int | None = None,
     *,
-    ax: Axes | tuple[Axes, Axes] | list[Axes] | None = None,
+    ax: tuple[Axes, Axes] | list[Axes] | None = None,
     fixed_scale: bool = False,
     headline: bool | None = None,
 ) -> ShardsView:
@@ -228,7 +217,7 @@ def plot_shards(
     kind: str = "velocity",
     step: int | None = None,
     *,
-    ax: Axes | tuple[Axes, Axes] | list[Axes] | None = None,
+    ax: tuple[Axes, Axes] | list[Axes] | None = None,
     fixed_scale: bool = False,
 ) -> Figure:
     """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (1 is the first, -1 or None
@@ -236,7 +225,7 @@ def plot_shards(
     beside each unique block's L2 norm over the updates (docs/design.md says what it marks).
 
     ``fixed_scale=True``: one colour scale over the whole run, else each update's own. ``ax``:
-    None (a new figure), a pair ``(tensor_ax, norm_ax)`` or one ``Axes`` (the tensor alone).
+    None (a new figure) or a pair ``(tensor_ax, norm_ax)``.
     A ``mode="stats"`` recording has no values: its stored block norms are drawn alone.
     """
     return draw_shards(recording, name, kind, step, ax=ax, fixed_scale=fixed_scale).figure

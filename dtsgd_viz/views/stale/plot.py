@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from ...theory.stale import CLASSES, TOL
 from ..core import style
@@ -71,12 +72,7 @@ def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray) -> None
     ax.set_title(run, fontsize=style.TITLE_SIZE)
     ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE, length=2)
-    from matplotlib.ticker import MaxNLocator
-
-    if steps[-1] - steps[0] < UPDATE_LINES_UP_TO // 2:  # every update named while they are few
-        ax.set_xticks(np.arange(int(steps[0]), int(steps[-1]) + 1))
-    else:
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
     ax.spines[:].set_visible(False)
 
 
