@@ -47,7 +47,7 @@ def test_the_shown_update_is_a_thin_grey_line_under_white_edged_dots():
     np.testing.assert_allclose(dots.get_offsets()[:, 1], norms, rtol=1e-6)
     assert np.all(dots.get_offsets()[:, 0] == 10)  # on the line, ties nested, never moved
     assert [to_rgb(c) for c in dots.get_facecolors()] == [to_rgb(ln.get_color()) for ln in view.norm.lines]
-    view.set_step(3)  # moved in place
+    view.set_index(list(view.updates).index(3))  # moved in place
     assert list(line.get_xdata()) == [3, 3] and "after update 3 of" in view.figure.get_suptitle()
     assert np.all(dots.get_offsets()[:, 0] == 3)
 
@@ -126,7 +126,7 @@ def test_a_run_wide_colour_scale_is_said_on_the_colour_bar_and_each_kind_by_its_
     view.set_fixed_scale(False)
     assert view.heatmap.get_clim()[1] == pytest.approx(np.abs(values[29]).max())
     assert "whole run" not in view.tensor.colorbar.ax.get_ylabel()
-    view.set_step(1)
+    view.set_index(list(view.updates).index(1))
     assert view.figure.get_suptitle().startswith(f"gradient of 'd1/kernel' at update 1 of {r.steps[-1]}:")
     assert (
         plot_shards(r, "d1/kernel", "param", 3)

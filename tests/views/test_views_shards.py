@@ -376,7 +376,7 @@ def test_draws_into_given_axes_and_never_prints(sharded, capsys):
     assert len(heat_ax.child_axes) == 1 and len(fig.axes) == 2  # the colour bar: an inset
     view = draw_shards(r, "w", "velocity", 1)
     heatmap = view.heatmap
-    view.set_step(5)
+    view.set_index(list(view.updates).index(5))
     assert view.heatmap is heatmap
     np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "velocity")[4])
     assert list(_gid(view.norm_ax, "step-line").get_xdata()) == [5, 5]
@@ -440,7 +440,7 @@ def test_the_figure_title_is_the_spread_of_the_shown_updates_blocks(sharded, rep
         for kind in ("velocity", "param", "grad"):
             view = draw_shards(r, name, kind, 1)
             for step in (1, 3, STEPS):
-                view.set_step(step)
+                view.set_index(list(view.updates).index(step))
                 shards = r.shard_values(name, kind)[step - 1]
                 norms = np.array(
                     [np.sqrt(np.sum(np.square(shards[d[0]], dtype=np.float64))) for d in geometry.replica_groups]
@@ -549,7 +549,7 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
         noun = {"param": "parameter", "grad": "gradient"}.get(kind, kind)
         assert f"{noun} of 'w' {when}" in _headline(fig)
     view = draw_shards(stats, "w", "velocity", 1)
-    view.set_step(5)
+    view.set_index(list(view.updates).index(5))
     view.set_kind("grad")
     assert list(_gid(view.norm_ax, "step-line").get_xdata()) == [5, 5]
     np.testing.assert_allclose(_norm_lines(view.norm_ax)[0][1], stats.shard_stats("w", "grad")[:, 0, 0])

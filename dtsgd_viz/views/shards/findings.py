@@ -73,8 +73,7 @@ def layout_text(layout: LayoutSpec) -> str:
     return text + (f", {copies} replicas per block" if copies > 1 else "")
 
 
-TIE = 1e-3
-"""Block norms within this fraction of each other (equal to three figures) are a tie."""
+TIE = 1e-3  # block norms within this fraction of each other (equal to three figures) are a tie
 
 
 def spread_text(norms: ArrayLike, names: Sequence[str]) -> str:

@@ -144,10 +144,6 @@ class ShardsView:
         self.norm.show_index()
         self._titles()
 
-    def set_step(self, step: int | None = None) -> None:
-        """Show optimizer update ``step`` (-1, -2, ...: counting back from the last; None: the last), in place."""
-        self.set_index(update_index(self.recording, step))
-
     def set_fixed_scale(self, fixed: bool) -> None:
         """Colour scale over the whole run (True: decay shows) or per update (False)."""
         self.fixed_scale = bool(fixed)
@@ -189,7 +185,7 @@ def draw_shards(
     fixed_scale: bool = False,
     headline: bool | None = None,
 ) -> ShardsView:
-    """``plot_shards``' ``ShardsView`` (``set_step``/``set_kind``/``set_fixed_scale`` move it in place)."""
+    """``plot_shards``' ``ShardsView`` (``set_index``/``set_kind``/``set_fixed_scale`` move it in place)."""
     update_index(recording, step)  # an empty recording or unknown update: a clear error
     stats_only = getattr(recording, "mode", "full") == "stats"
     (recording.shard_stats if stats_only else recording.global_values)(name, kind)  # unknown name/kind: its error

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
+from matplotlib.colors import to_rgb
 from matplotlib.ticker import MaxNLocator
 
 from ...theory.stale import CLASSES, TOL
@@ -19,19 +20,12 @@ if TYPE_CHECKING:
 
     from ...recording import Recording
 
-__all__ = ["plot_stale", "class_colors"]
+__all__ = ["plot_stale"]
 
 ROW_HEIGHT = 0.17  # inches per device row
 BLOCK_GAP_LW = 0.8  # white line between blocks
 VARIABLE_GAP_LW = 3.0  # white line between variables
 UPDATE_LINES_UP_TO = 40  # thin white lines between updates while cells are this few
-
-
-def class_colors() -> np.ndarray:
-    """``(len(CLASSES), 3)`` RGB of each class, from ``style.STALE_COLORS``."""
-    from matplotlib.colors import to_rgb
-
-    return np.array([to_rgb(style.STALE_COLORS[kind]) for kind in CLASSES])
 
 
 def settings_line(recording: Recording, what: str, rule: bool = True) -> str:
@@ -86,7 +80,7 @@ def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: 
     from matplotlib.patches import Patch
 
     grid = stale_grid(runs, variable, tol)
-    colors = class_colors()
+    colors = np.array([to_rgb(style.STALE_COLORS[kind]) for kind in CLASSES])  # (len(CLASSES), 3) RGB
     n_rows = len(grid.rows)
     fig = new_figure((style.WIDTH, 1.6 + ROW_HEIGHT * n_rows))
     what = grid.variables[0] if len(grid.variables) == 1 else f"{len(grid.variables)} variables"
@@ -108,14 +102,8 @@ def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: 
     handles = [
         Patch(facecolor=colors[i], edgecolor="0.6", lw=0.5, label=kind) for i, kind in enumerate(CLASSES) if i in used
     ]
-    axes[-1].legend(  # the key beside the grids' top right corner, at the size of the panels' words
-        handles=handles,
-        loc="upper left",
-        bbox_to_anchor=(1.0, 1.0),
-        frameon=False,
-        fontsize=style.LABEL_SIZE,
-        handlelength=1.6,
-        handleheight=1.1,
-        borderaxespad=0.4,
+    # the key beside the grids' top right corner, at the size of the panels' words
+    axes[-1].legend(
+        handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=style.LABEL_SIZE
     )
     return fig
