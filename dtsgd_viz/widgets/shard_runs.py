@@ -16,7 +16,7 @@ from ..views.core.figure import fit, headline
 from ..views.shards.findings import subject_text
 from ..views.shards.geometry import as_image, axis_labels, run_limit, symmetric_limit, update_index
 from ..views.shards.lines import log_y
-from ..views.shards.plot import draw_tensor
+from ..views.shards.plot import TensorPanel
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -99,7 +99,7 @@ class RunsShardsView:
         for i, run in enumerate(self.names):
             if self.stats_only:
                 break
-            panel = draw_tensor(
+            panel = TensorPanel(
                 self.heat_axes[i],
                 first.geometry(name),
                 _short(first.shard_devices(name)),

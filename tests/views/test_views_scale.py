@@ -117,7 +117,7 @@ def test_a_stats_recording_draws_no_placeholder_panel():
     named = {t.get_text(): t for t in view.norm.end_labels}
     for p, (color, _, _) in zip(view.patches, style.block_styles(geom)):
         assert to_rgb(named[p.label].get_color()) == label_ink(color)  # the blocks' key, darkened for text
-    view.set_step(10)  # the headline follows the shown update, once
+    view.set_index(list(view.updates).index(10))  # the headline follows the shown update, once
     assert "after update 10" in headline_texts(fig)[0]
     assert len([a for a in fig.artists if a.get_gid() == "subtitle"]) == 1
 

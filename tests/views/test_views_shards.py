@@ -20,7 +20,7 @@ from dtsgd_viz import dtensor as _dtensor
 from dtsgd_viz.views.core.figure import headline_texts
 from dtsgd_viz.views.mesh.layout_colors import INK_LIGHTNESS, label_ink, lightness_of
 from dtsgd_viz.views.shards import geometry as sg
-from dtsgd_viz.views.shards import plot as sv
+from dtsgd_viz.views.shards.findings import STATS_ONLY_TEXT
 from dtsgd_viz.views.shards.plot import draw_shards, plot_shards, shard_norms
 from dtsgd_viz.views.shards.update import plot_update_shards
 
@@ -127,7 +127,7 @@ def test_heatmap_holds_the_recorded_tensor_at_each_update(sharded):
         assert finding.startswith(f"velocity of 'w' after update {step} of {r.steps[-1]}: ")
         assert "lr=0.05" in settings and "momentum=0.9" in settings and "Nesterov" in settings
         assert "laid out [x, y] on mesh (x 2, y 4)" in settings  # the layout, in the settings
-        assert heat_ax.get_title() == "values, device blocks outlined"  # short panel titles
+        assert heat_ax.get_title() == ""  # the headline says what the panel shows
     # the last update is what the live optimizer holds, read straight from TensorFlow
     np.testing.assert_array_equal(
         _figure_parts(plot_shards(r, "w", "param"))[0].images[0].get_array(), _live(problem.var)
@@ -153,7 +153,7 @@ def test_fixed_colour_scale_spans_the_whole_run(sharded):
     assert "scale of the whole run" in view.tensor.colorbar.ax.get_ylabel()  # said where the scale is
     view.set_fixed_scale(False)
     assert "whole run" not in view.tensor.colorbar.ax.get_ylabel()
-    assert view.heat_ax.get_title() == "values, device blocks outlined"
+    assert view.heat_ax.get_title() == ""
     view.set_kind("grad")  # the limit follows the kind
     assert view.heatmap.get_clim()[1] == pytest.approx(np.abs(r.global_values("w", "grad")).max())
 
@@ -173,11 +173,12 @@ def test_outlines_and_labels_are_the_device_blocks(sharded):
     frame = heat_ax.get_window_extent()
     for d in range(8):
         x, y = labels[f"CPU:{d}"]
-        # off the data: above the top edge (top row), below the bottom edge (bottom row)
-        assert (x, y) == (2 * (d % 4) + 1, 0 if d // 4 == 0 else 4)
+        # at its block's top edge: above the heatmap (top row), on the outline between the rows (bottom row)
+        assert (x, y) == (2 * (d % 4) + 1, 0 if d // 4 == 0 else 2)
         text = next(t for t in heat_ax.texts if t.get_text() == f"CPU:{d}")
         box = text.get_bbox_patch().get_window_extent()
-        assert box.y0 >= frame.y1 - 0.5 or box.y1 <= frame.y0 + 0.5  # on no cell
+        middle = heat_ax.transData.transform((0, 2))[1]
+        assert box.y0 >= frame.y1 - 0.5 if d // 4 == 0 else box.y0 < middle < box.y1
         chip = text.get_bbox_patch()
         assert chip.get_facecolor()[:3] == pytest.approx(to_rgb(styles[geometry.group_of[d]][0]))
     assert "over 'y'" in heat_ax.get_xlabel() and "over 'x'" in heat_ax.get_ylabel()
@@ -285,7 +286,8 @@ def test_nonfinite_updates_and_cells_are_marked(nan_recording):
     cells = _gid(heat_ax, "nonfinite-cells")
     assert list(zip(cells.get_xdata(), cells.get_ydata())) == [(5.5, 1.5)]
     assert "after update" not in _titles(fig)[0]
-    assert _titles(fig)[0].startswith(f"gradient of 'w' at update 3 of {r.steps[-1]} (holds NaN/Inf):")
+    assert _titles(fig)[0].startswith(f"gradient of 'w' at update 3 of {r.steps[-1]}:")
+    assert "NaN/Inf" in _titles(fig)[0]  # the spread names the block at NaN/Inf
     marks = _gid(norm_ax, "nonfinite-marks")
     assert list(marks.get_xdata()) == [3, 4, 5]
     assert not any(len(ln.get_xdata()) for ln in norm_ax.lines if ln.get_gid() == "mismatch-marks")  # none
@@ -322,8 +324,10 @@ def test_replica_mismatch_updates_are_marked():
     marks = _gid(norm_ax, "mismatch-marks")
     x, y = _norm_lines(norm_ax)[0]
     assert list(marks.get_xdata()) == [3] and list(marks.get_ydata()) == [y[2]]
-    assert "replicas disagree" not in _headline(heat_ax.figure)
-    assert "replicas disagree" in _titles(plot_shards(r, "r", "grad", 3))[0]
+    # said once, by the mark and its key: shown at update 3 the diamond sits on the step line, the title says none
+    at3 = draw_shards(r, "r", "grad", 3)
+    assert list(at3.norm.step_lines[0].get_xdata()) == [3, 3] == 2 * list(at3.norm.marks["mismatch-marks"].get_xdata())
+    assert "replicas disagree" not in _headline(heat_ax.figure) + _headline(at3.figure)
     # replicated: one block, held whole by every device
     assert _titles(heat_ax.figure)[0].endswith(": one block, held whole by every device")
     assert any(t.get_text() == "replicas disagree" for t in norm_ax.get_legend().get_texts())
@@ -369,13 +373,10 @@ def test_draws_into_given_axes_and_never_prints(sharded, capsys):
     heat_ax, norm_ax = fig.subplots(1, 2)
     assert plot_shards(r, "w", ax=(heat_ax, norm_ax)) is fig
     assert heat_ax.images and _norm_lines(norm_ax)
-    fig = Figure()
-    ax = fig.add_subplot()
-    assert plot_shards(r, "w", ax=ax) is fig and len(fig.axes) == 1  # the colour bar: an inset
-    assert len(ax.child_axes) == 1
+    assert len(heat_ax.child_axes) == 1 and len(fig.axes) == 2  # the colour bar: an inset
     view = draw_shards(r, "w", "velocity", 1)
     heatmap = view.heatmap
-    view.set_step(5)
+    view.set_index(list(view.updates).index(5))
     assert view.heatmap is heatmap
     np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "velocity")[4])
     assert list(_gid(view.norm_ax, "step-line").get_xdata()) == [5, 5]
@@ -439,7 +440,7 @@ def test_the_figure_title_is_the_spread_of_the_shown_updates_blocks(sharded, rep
         for kind in ("velocity", "param", "grad"):
             view = draw_shards(r, name, kind, 1)
             for step in (1, 3, STEPS):
-                view.set_step(step)
+                view.set_index(list(view.updates).index(step))
                 shards = r.shard_values(name, kind)[step - 1]
                 norms = np.array(
                     [np.sqrt(np.sum(np.square(shards[d[0]], dtype=np.float64))) for d in geometry.replica_groups]
@@ -536,7 +537,7 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
         assert fig.axes == [view.norm_ax]
         assert not any(ax.images for ax in fig.axes)
         note = " ".join(headline_texts(fig)[1].split())  # the settings line (gid "subtitle")
-        assert sv.STATS_ONLY_TEXT in note and "mode='full'" in note
+        assert STATS_ONLY_TEXT in note and "mode='full'" in note
         # the blocks are still the devices' blocks, each named at its line's end in its colour
         full_ax = _figure_parts(full_fig)[0]
         assert sorted(r for p in view.patches for r in p.rects) == _outlines(full_ax)
@@ -548,7 +549,7 @@ def test_stats_recording_draws_its_norm_mean_and_max(stats_and_full):
         noun = {"param": "parameter", "grad": "gradient"}.get(kind, kind)
         assert f"{noun} of 'w' {when}" in _headline(fig)
     view = draw_shards(stats, "w", "velocity", 1)
-    view.set_step(5)
+    view.set_index(list(view.updates).index(5))
     view.set_kind("grad")
     assert list(_gid(view.norm_ax, "step-line").get_xdata()) == [5, 5]
     np.testing.assert_allclose(_norm_lines(view.norm_ax)[0][1], stats.shard_stats("w", "grad")[:, 0, 0])
@@ -572,7 +573,7 @@ def test_stats_recording_marks_nonfinite_updates():
         opt.apply_gradients([(_dtensor.put(g, lay), problem.var)])
     r = rec.recording
     view = draw_shards(r, "w", "grad", 3)
-    assert "holds NaN/Inf" in _headline(view.figure)
+    assert "NaN/Inf" in _headline(view.figure)
     assert list(view.norm.marks["nonfinite-marks"].get_xdata()) == [3, 4, 5]
     lines = _norm_lines(view.norm_ax)
     assert np.isnan(lines[2][1][2]) and np.isfinite(lines[1][1]).all()  # device 2 holds [1, 5]
@@ -821,11 +822,11 @@ def test_rank3_update_panels_keep_captions_scales_and_labels_readable():
     for label in bar.ax.get_xticklabels():  # each tick in units of the label's 1e-4
         value = float(label.get_text().replace("\u2212", "-"))
         assert value * 1e-4 == pytest.approx(label.get_position()[0], rel=1e-6, abs=1e-12)
-    # blocks one row high cannot hold a chip: none is drawn, and the settings line says why
+    # blocks one row high cannot hold a chip: none is drawn (the docstrings say so, not the figure)
     assert not panels["velocity"].named and not any(t.get_visible() for t in panels["velocity"].labels)
-    assert lines[-1].endswith("blocks too small to name")
+    assert "too small" not in lines[-1]
     heat_ax, _ = _figure_parts(plot_shards(r, "w", step=3))
-    assert heat_ax.get_title() == "values; blocks too small to name"
+    assert heat_ax.get_title() == ""
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ from ..core.figure import headline, new_figure
 from ..core.log_ticks import use_log_ticks
 from ..paths.geometry import rule_name
 from ..shards.geometry import device_label
+from ..stale.plot import settings_line
 from .geometry import TAIL, BlockErrors, block_errors, blocks_finding
 
 if TYPE_CHECKING:
@@ -53,28 +54,20 @@ def plot_blocks(
     at = {d: (rows.index(place[d][0]), place[d][1]) for d in owners}
     looks = style.run_looks(errors.runs)
     fig = new_figure((style.WIDTH, 1.5 + PANEL_HEIGHT * len(rows)))
-    first = next(iter(runs.values()))
-    hp = first.hyperparameters
-    lr = float(np.asarray(hp.learning_rate)[0]) if np.size(hp.learning_rate) else float("nan")
-    mesh = " x ".join(f"{d}={s}" for d, s in zip(errors.mesh.dim_names, errors.mesh.dim_sizes))
-    settings = f"{variable} on mesh {mesh} · lr {lr:.3g}, μ {hp.momentum:g}"
-    headline(fig, blocks_finding(errors, last), settings)
+    headline(fig, blocks_finding(errors, last), settings_line(next(iter(runs.values())), variable, rule=False))
     axes = fig.subplots(len(rows), cols, sharex=True, sharey=True, squeeze=False)
     taken = set(at.values())
     for place_rc, unused in np.ndenumerate(axes):
         if place_rc not in taken:
             unused.set_visible(False)
-    # thick solid lines first: a thinner dashed one over them shows through its gaps
-    order = sorted(errors.runs, key=lambda n: -looks[n].lw)
+    # thick solid lines under thinner dashed ones: those show them through their gaps
+    z = {name: 3.0 + 0.1 * k for k, name in enumerate(sorted(errors.runs, key=lambda n: -looks[n].lw))}
     for device in owners:
         r, c = at[device]
         ax, block = axes[r, c], errors.block_of[device]
-        for z, name in enumerate(order):
-            ax.plot(
-                errors.updates,
-                errors.errors[name][:, block],
-                **{**looks[name].line(label=rule_name(name), gid=f"{name}|{block}"), "zorder": 3.0 + 0.1 * z},
-            )
+        for name in errors.runs:
+            line = looks[name].line(label=rule_name(name), gid=f"{name}|{block}")
+            ax.plot(errors.updates, errors.errors[name][:, block], **{**line, "zorder": z[name]})
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
         use_log_ticks(ax.yaxis)
@@ -86,10 +79,6 @@ def plot_blocks(
             ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
         if c == min(cc for rr, cc in taken if rr == r):
             ax.set_ylabel(AXIS_LABELS[errors.measure], fontsize=style.LABEL_SIZE)
-    handles, labels = axes[at[owners[0]]].get_legend_handles_labels()
-    by_name = dict(zip(labels, handles))
-    names_in_order = [rule_name(n) for n in errors.runs]
-    axes[0, -1].legend(
-        [by_name[n] for n in names_in_order], names_in_order, fontsize=style.NOTE_SIZE, loc="upper right", frameon=False
-    )
+    handles, labels = axes[at[owners[0]]].get_legend_handles_labels()  # the runs in their order
+    axes[0, -1].legend(handles, labels, fontsize=style.NOTE_SIZE, loc="upper right", frameon=False)
     return fig

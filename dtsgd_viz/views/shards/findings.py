@@ -15,7 +15,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KIND_NOUNS",
-    "STATS",
     "STATS_ONLY_TEXT",
     "change_text",
     "layout_text",
@@ -28,7 +27,6 @@ __all__ = [
 ]
 
 KIND_NOUNS = {"param": "parameter", "velocity": "velocity", "grad": "gradient"}
-STATS = ("L2 norm", "mean", "max |x|")  # the columns of Recording.shard_stats
 STATS_ONLY_TEXT = (
     "values not recorded: mode='stats' keeps each block's norm, mean and max |x|; mode='full' keeps the values"
 )
@@ -75,8 +73,7 @@ def layout_text(layout: LayoutSpec) -> str:
     return text + (f", {copies} replicas per block" if copies > 1 else "")
 
 
-TIE = 1e-3
-"""Block norms within this fraction of each other (equal to three figures) are a tie."""
+TIE = 1e-3  # block norms within this fraction of each other (equal to three figures) are a tie
 
 
 def spread_text(norms: ArrayLike, names: Sequence[str]) -> str:

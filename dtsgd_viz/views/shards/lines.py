@@ -4,7 +4,7 @@ line in its block colour, named at its end, with the shown update and the run's 
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib import patheffects
@@ -82,7 +82,7 @@ class NormPanel:
 
     def __init__(self, view: ShardsView):
         self.view = view
-        self.ax = cast("Axes", view.norm_ax)  # None: no norm panel, and nothing to show or move
+        self.ax = view.norm_ax
         self.lines: list = []
         self.step_lines: list = []
         self.data = np.zeros((0, 0))
@@ -139,13 +139,12 @@ class NormPanel:
         ax.set_xlabel("optimizer update" + (" (log scale)" if log_x(x) else ""), fontsize=style.LABEL_SIZE)
         top = blended_transform_factory(ax.transData, ax.transAxes)  # x: update, y: axes fraction
         line = ax.axvline(x[self.view.index], color=STEP_LINE_COLOR, lw=STEP_LINE_WIDTH, zorder=4, gid="step-line")
-        label = ax.text(0, 1.01, "", transform=top, va="bottom", fontsize=style.NOTE_SIZE, gid="step-label")
         dots = ax.scatter([], [], s=DOT_POINTS**2, edgecolors="white", linewidths=1.0, zorder=6, clip_on=False)
         zeros = ax.scatter([], [], s=30, facecolors="none", linewidths=1.4, transform=top, clip_on=False, zorder=7)
         for artist, gid in ((dots, "step-dots"), (zeros, "zero-marks")):
             artist.set_gid(gid)
             artist.set_in_layout(False)  # empty, an unclipped artist sits at (0, 0) and the layout made room for it
-        self.step_lines, self.marks["zero-marks"] = [line, label, dots], zeros
+        self.step_lines, self.marks["zero-marks"] = [line, dots], zeros
         (self.marks["nonfinite-marks"],) = ax.plot(
             [], [], transform=top, ls="none", marker="X", color=NONFINITE_COLOR, ms=7, zorder=7, gid="nonfinite-marks"
         )
@@ -202,7 +201,7 @@ class NormPanel:
         rows, groups = np.nonzero(marked & replicated[None, :] & np.isfinite(data))
         self.marks["mismatch-marks"].set_data(updates[rows], data[rows, groups])
         self.show_index()
-        ax.set_title(norm_change_text(data, updates), fontsize=style.TITLE_SIZE, pad=1.6 * style.NOTE_SIZE + 4)
+        ax.set_title(norm_change_text(data, updates), fontsize=style.TITLE_SIZE)
 
     def name_lines(self) -> None:
         """Each line named at its end (up to ``MAX_NAMED`` blocks), the marks in a legend, once the axes are sized."""
@@ -229,12 +228,7 @@ class NormPanel:
             handles.append(
                 Line2D([], [], ls="none", marker="o", mfc="none", mec=ZERO_COLOR, mew=1.4, label="norm exactly 0")
             )
-        if handles and n > MAX_NAMED:
-            self.legend = ax.legend(
-                handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-                fontsize=style.NOTE_SIZE, borderaxespad=0.0,
-            )  # fmt: skip
-        elif handles:
+        if handles:
             self.legend = ax.legend(handles=handles, loc="best", fontsize=style.NOTE_SIZE, framealpha=0.85)
 
     def _end_entries(self) -> list[tuple[str, float, float, ColorType]]:
@@ -253,24 +247,17 @@ class NormPanel:
         return out
 
     def show_index(self) -> None:
-        """The shown update's line, label and dots at the view's ``index``."""
+        """The shown update's line and dots at the view's ``index`` (the titles name the update)."""
         i, x = self.view.index, self.view.updates
-        if self.view.norm_ax is None:
-            return
         y = self.data[i]
         keep = np.flatnonzero(np.isfinite(y) & np.asarray([line.get_visible() for line in self.lines]))
-        line, label, dots = self.step_lines
+        line, dots = self.step_lines
         line.set_xdata([x[i], x[i]])
-        label.set_text(f"update {x[i]}")  # centred on its line; at an end, inward of it
-        label.set_x(x[i])
-        label.set_ha("right" if i == len(x) - 1 > 0 else "left" if i == 0 < len(x) - 1 else "center")
         dots.set_offsets(np.column_stack([np.full(len(keep), x[i]), y[keep]]) if len(keep) else np.empty((0, 2)))
         dots.set_facecolors([self.view.styles[g][0] for g in keep] or "none")
 
     def set_kind(self) -> None:
         """The lines, marks, names and title of the kind the view just loaded, in place."""
-        if self.view.norm_ax is None:
-            return
         self._load()
         for g, line in enumerate(self.lines):
             line.set_visible(True)

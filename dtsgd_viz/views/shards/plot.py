@@ -1,8 +1,7 @@
 """``plot_shards``: the global tensor at one update, its device blocks outlined, beside each block's norm."""
 
-from .findings import STATS, STATS_ONLY_TEXT  # noqa: F401 - tests read them from here
 from .geometry import shard_norms
-from .tensor_panel import TensorPanel, draw_tensor
+from .tensor_panel import TensorPanel
 from .view import ShardsView, draw_shards, plot_shards
 
-__all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "draw_tensor", "TensorPanel"]
+__all__ = ["plot_shards", "draw_shards", "shard_norms", "ShardsView", "TensorPanel"]

@@ -25,12 +25,11 @@ if TYPE_CHECKING:
     from ...geometry import ShardGeometry
     from .geometry import BlockPatch
 
-__all__ = ["TensorPanel", "draw_tensor", "box_aspect", "blocks_are_slices"]
+__all__ = ["TensorPanel", "box_aspect", "blocks_are_slices"]
 
 MAX_CELL_STRETCH = 2.5  # a flat tensor's cells drawn at most this much taller than wide
 CHIP_SIZE = style.NOTE_SIZE
-LABEL_GAP = 3.0  # points between the heatmap's edge and the chips above or below it
-BELOW_TICKS = 3.5 + 3.5 + 1.2 * style.TICK_SIZE + 3.0  # points down to the chips under the x tick labels
+LABEL_GAP = 3.0  # points between the heatmap's top edge and the chips above it
 BESIDE = {False: 45.0, True: 100.0}  # points of a panel's width its y tick labels (and colour bar) take
 HEIGHT_SHARE = 0.6  # of a panel's height, left once titles and x labels have theirs
 NONFINITE_COLOR = "black"  # NaN/Inf cells: outside both RdBu and viridis' bright end
@@ -130,8 +129,6 @@ class TensorPanel:
             flat = isinstance(self.box_aspect, float) and self.box_aspect < 0.25
             self._colorbar(flat or colorbar == "below")
         self.patches = block_patches(geometry, device_names)
-        # row bands (each block whole rows): the chips stand left of their rows, by the row ticks
-        self.beside = len(self.patches) > 1 and all(len(p.rects) == 1 and p.rects[0][2] == cols for p in self.patches)
         self.outlines, self.labels = [], []
         for p in self.patches:
             color, hatch, _ = styles[p.group]
@@ -158,10 +155,6 @@ class TensorPanel:
             color, hatch, _ = styles[p.group]
             x, y, w, h = p.rects[len(p.rects) // 2]  # a rank-3 block: one chip, on its middle piece
             self.labels.append(self._label(x, y, w, h, p, color, hatch, image is None))
-        if self.named and any(self.label_below(t) for t in self.labels):  # the x label clear of the chips below
-            self.ax.xaxis.labelpad = 4.0 + (LABEL_GAP if len(self.ax.get_xticks()) else 0.0) + 1.6 * CHIP_SIZE + 5.0
-        if self.named and self.beside:  # the y label clear of the chips left of the rows
-            self.ax.yaxis.labelpad = 4.0 + LABEL_GAP + max(w for w, _ in chip) + 6.0
 
     def _cell_points(self) -> tuple[float, float]:
         """A cell's ``(width, height)`` in points once laid out, about: the panel's share of its grid."""
@@ -193,13 +186,13 @@ class TensorPanel:
         out = []
         for p in self.patches:
             _, y, w, h = p.rects[len(p.rects) // 2]
-            edge = not centred and (y == 0 or y + h == self.rows)
+            edge = not centred and y == 0
             wide = np.inf if w == self.cols else 0.92 * w * cw  # a whole row band: a chip may overhang it
             out.append((wide, np.inf if edge else 0.92 * h * ch))
         return out
 
     def _label(self, x, y, w, h, p, color, hatch, centred) -> Text:
-        """A block's chip: above the top edge, under the x tick labels, on its outline, or centred (tinted)."""
+        """A block's chip: on its top outline (the top row's above the heatmap, off the data), or centred (tinted)."""
         ax = self.ax
         box = dict(boxstyle="round,pad=0.2", facecolor=color, edgecolor="none", alpha=0.9, hatch=hatch or None)
         ink = "black" if float(np.dot(to_rgb(color), (0.299, 0.587, 0.114))) > 0.5 else "white"  # reads on it
@@ -208,32 +201,13 @@ class TensorPanel:
         shift = ax.figure.dpi_scale_trans
         if centred:
             text = ax.text(x + w / 2, y + h / 2, p.label, va="center", **kw)
-        elif self.beside:  # left of its rows, past the row ticks' labels
-            kw.update(ha="right", gid=kw["gid"] + ":beside")
-            left = ax.get_yaxis_transform() + ScaledTranslation(-(self._tick_width() + LABEL_GAP) / 72, 0, shift)
-            text = ax.text(0, y + h / 2, p.label, va="center", transform=left, **kw)
         elif y == 0:  # above the top edge: off the data
             up = ax.transData + ScaledTranslation(0, LABEL_GAP / 72, shift)
             text = ax.text(x + w / 2, 0, p.label, va="bottom", transform=up, **kw)
-        elif y + h == self.rows:  # below the bottom edge, under the x tick labels
-            kw["gid"] += ":below"
-            gap = BELOW_TICKS if len(ax.get_xticks()) else LABEL_GAP
-            down = ax.transData + ScaledTranslation(0, -gap / 72, shift)
-            text = ax.text(x + w / 2, self.rows, p.label, va="top", transform=down, **kw)
         else:  # on the block's top outline
             text = ax.text(x + w / 2, y, p.label, va="center", **kw)
         text.set_visible(self.named)
         return text
-
-    def _tick_width(self) -> float:
-        """Points from the heatmap's left edge past its y tick labels, about."""
-        labels = [str(t) for t in self.ax.get_yticks()] if len(self.ax.get_yticks()) else []
-        widest = max((text_size(str(int(float(t))), style.TICK_SIZE)[0] for t in labels), default=0.0)
-        return 3.5 + 3.5 + widest if labels else 0.0
-
-    def label_below(self, text: Text) -> bool:
-        """Whether chip ``text`` (one of ``labels``) stands below the heatmap."""
-        return (text.get_gid() or "").endswith(":below")
 
     def title_pad(self) -> float:
         """Points between the panel's top and its title: room for the chips above it."""
@@ -290,6 +264,3 @@ class TensorPanel:
         self.heatmap.set_clim(-m, m)
         self._scale_colorbar()
         self._set_nonfinite_cells(image)
-
-
-draw_tensor = TensorPanel  # the shard figures and widgets draw a tensor with it

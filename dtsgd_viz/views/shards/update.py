@@ -13,7 +13,7 @@ from ..core.diverging import diverging_text
 from ..core.figure import fit, headline, new_figure
 from .findings import KIND_NOUNS, STATS_ONLY_TEXT, layout_text, times_text
 from .geometry import as_image, axis_labels, flagged_steps, image_shape, settings_text, short_device_names, update_index
-from .tensor_panel import box_aspect, draw_tensor
+from .tensor_panel import TensorPanel, box_aspect
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -80,7 +80,7 @@ def _figure_size(shape: Sequence[int], panels: int) -> tuple[float, float]:
     return (style.WIDTH * max(panels, 2) / 3, max(3.6, 2.9 + 2.5 * aspect))
 
 
-def _suptitle(recording, name, index, kinds, shown, stats_only, largest, named) -> tuple[str, str]:
+def _suptitle(recording, name, index, kinds, shown, stats_only, largest) -> tuple[str, str]:
     """``(finding, settings)``: the magnitudes compared; the run's settings, layout and what is missing."""
     subject = f"{name!r} at update {int(recording.steps[index])} of {int(recording.steps[-1])}"
     if index in flagged_steps(recording, name)[1]:
@@ -93,8 +93,6 @@ def _suptitle(recording, name, index, kinds, shown, stats_only, largest, named) 
     missing = [k for k in kinds if k not in shown]
     if missing:
         parts.append(f"not recorded: {', '.join(missing)}")
-    if not named:
-        parts.append("blocks too small to name")
     if stats_only:
         parts.append(STATS_ONLY_TEXT)
     if "\n" in fit(head, style.WIDTH * 72, style.SUPTITLE_SIZE, bold=True):
@@ -111,7 +109,8 @@ def plot_update_shards(
 ) -> Figure:
     """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (-1 or None: the last),
     side by side (flat: stacked), each on its own colour scale, the same blocks outlined; the title compares
-    their largest magnitudes (``magnitude_text``); kinds not recorded are named."""
+    their largest magnitudes (``magnitude_text``); kinds not recorded are named; a block too small for its
+    name is outlined only."""
     index = update_index(recording, step)
     geometry = recording.geometry(name)  # unknown variable: the Recording's own error
     shown = _shown_kinds(recording, kinds)
@@ -130,7 +129,7 @@ def plot_update_shards(
             image = as_image(np.asarray(values, np.float32 if values.dtype.name == "bfloat16" else values.dtype))
             data = np.asarray(values, np.float64)
             largest[kind] = float(np.abs(data).max()) if np.isfinite(data).all() else np.nan
-        panels[kind] = panel = draw_tensor(
+        panels[kind] = panel = TensorPanel(
             ax,
             geometry,
             names,
@@ -143,6 +142,5 @@ def plot_update_shards(
         ax.set_title(CAPTIONS[kind].format(recording.steps[index]), fontsize=size, pad=panel.title_pad())
         ax.set_xlabel(xlabel if ax is axes[-1] or not stack else "", fontsize=style.LABEL_SIZE)
         ax.set_ylabel(ylabel if (stack or ax is axes[0]) else "", fontsize=style.LABEL_SIZE)
-    named = all(p.named for p in panels.values())
-    headline(fig, *_suptitle(recording, name, index, kinds, shown, stats_only, largest, named))
+    headline(fig, *_suptitle(recording, name, index, kinds, shown, stats_only, largest))
     return fig

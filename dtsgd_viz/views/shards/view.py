@@ -22,7 +22,7 @@ from .geometry import (
     update_index,
 )
 from .lines import NormPanel
-from .tensor_panel import TensorPanel, box_aspect, draw_tensor  # noqa: F401 - plot re-exports them
+from .tensor_panel import TensorPanel, box_aspect
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -46,7 +46,7 @@ class ShardsView:
         step: int | None = None,
         *,
         heat_ax: Axes | None,
-        norm_ax: Axes | None = None,
+        norm_ax: Axes,
         fixed_scale: bool = False,
         headline: bool = False,
     ):
@@ -55,14 +55,13 @@ class ShardsView:
         self.kind, self.fixed_scale = kind, bool(fixed_scale)
         self.stats_only = getattr(recording, "mode", "full") == "stats"
         self._load(kind)  # raises for unknown name/kind
-        if heat_ax is None and (norm_ax is None or not self.stats_only):
+        if heat_ax is None and not self.stats_only:
             raise ValueError(
                 "heat_ax=None draws a stats recording's statistics alone: pass heat_ax "
-                f"(mode={getattr(recording, 'mode', 'full')!r}, norm_ax={norm_ax!r})."
+                f"(mode={getattr(recording, 'mode', 'full')!r})."
             )
         self.heat_ax, self.norm_ax = heat_ax, norm_ax
-        host = cast("Axes", heat_ax if heat_ax is not None else norm_ax)  # one is set: checked above
-        self.figure = cast("Figure", host.figure)
+        self.figure = cast("Figure", norm_ax.figure)
         self.headline = bool(headline) or heat_ax is None
         self.geometry = recording.geometry(name)
         self.styles = style.block_styles(self.geometry)
@@ -74,28 +73,22 @@ class ShardsView:
         self.heatmap = None
         if heat_ax is not None:
             image = None if self.values is None else as_image(self.values[self.index])
-            self.tensor = draw_tensor(
+            self.tensor = TensorPanel(
                 heat_ax, self.geometry, self.short_names, image, limit=self._limit(), colorbar_label=self._bar_label()
             )
             self.heatmap = self.tensor.heatmap
             self._label_axes(heat_ax)
         self.norm = NormPanel(self)
-        if norm_ax is not None:
-            self.norm.draw()
+        self.norm.draw()
         self._titles()
-        if norm_ax is not None:
-            self.norm.name_lines()
+        self.norm.name_lines()
 
     def _load(self, kind: str) -> None:
-        """``values`` (full mode) or ``stats`` (stats mode) of ``kind``."""
-        if self.stats_only:
-            self.values, self.stats = None, self.recording.shard_stats(self.name, kind)
-        else:
-            values = self.recording.global_values(self.name, kind)
-            if values.dtype.name == "bfloat16":  # matplotlib and numpy.ma cannot reduce it
-                values = values.astype(np.float32)  # exact: bfloat16 is a float32 prefix
-            self.values, self.stats = values, None
-        self._run_limit = None
+        """``values`` of ``kind`` (None in stats mode: the norm panel reads the stored stats)."""
+        values = (self.recording.shard_stats if self.stats_only else self.recording.global_values)(self.name, kind)
+        if values.dtype.name == "bfloat16":  # matplotlib and numpy.ma cannot reduce it
+            values = values.astype(np.float32)  # exact: bfloat16 is a float32 prefix
+        self.values, self._run_limit = None if self.stats_only else values, None
 
     def _limit(self) -> float | None:
         """The colour limit over the whole run when ``fixed_scale``, else None (the update's own)."""
@@ -118,32 +111,20 @@ class ShardsView:
         ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE)
 
     def _subject(self) -> str:
-        """What the shown tensor is and when: a gradient "at update k", a parameter or velocity "after" it."""
+        """What the shown tensor is and when: a gradient "at update k", a parameter or velocity "after" it
+        (NaN/Inf and disagreeing replicas: the title's spread and the norm panel's marks say them)."""
         steps = self.recording.steps
-        held = self.stats if self.stats_only else self.values
-        assert held is not None  # ``_load`` read the kind's values or stats
-        bad = " (holds NaN/Inf)" if not np.all(np.isfinite(held[self.index])) else ""
-        bad += " (replicas disagree)" if self.index in self.mismatch_idx else ""
-        return subject_text(self.kind, self.name, int(steps[self.index]), int(steps[-1])) + bad
-
-    def block_norms(self) -> np.ndarray:
-        """Each block's (replica group's) L2 norm at the shown update: the title's numbers."""
-        return self.norm.columns()[self.index]
+        return subject_text(self.kind, self.name, int(steps[self.index]), int(steps[-1]))
 
     def finding(self) -> str:
-        """The figure's title: the shown tensor and how far apart its blocks' norms are."""
-        text = f"{self._subject()}: {spread_text(self.block_norms(), [p.label for p in self.patches])}"
+        """The figure's title: the shown tensor and how far apart its blocks' norms are at the shown update."""
+        text = f"{self._subject()}: {spread_text(self.norm.columns()[self.index], [p.label for p in self.patches])}"
         diverging = diverging_text(self.recording)
         return text + (f"; {diverging}" if diverging else "")
 
     def _titles(self) -> None:
-        if self.tensor is not None:
-            caption = "device blocks" if self.stats_only else "values, device blocks outlined"
-            if not self.tensor.named:
-                caption = "values; blocks too small to name" if not self.stats_only else caption
-            if not self.headline:
-                caption = self._subject()
-            self.tensor.ax.set_title(caption, fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
+        if self.tensor is not None and not self.headline:  # the panel says what the headline would
+            self.tensor.ax.set_title(self._subject(), fontsize=style.TITLE_SIZE, pad=self.tensor.title_pad())
         if not self.headline:
             return
         for old in [a for a in [*self.figure.texts, *self.figure.artists] if a.get_gid() == "subtitle"]:
@@ -162,10 +143,6 @@ class ShardsView:
             self.tensor.set_image(as_image(self.values[self.index]), self._limit())
         self.norm.show_index()
         self._titles()
-
-    def set_step(self, step: int | None = None) -> None:
-        """Show optimizer update ``step`` (-1, -2, ...: counting back from the last; None: the last), in place."""
-        self.set_index(update_index(self.recording, step))
 
     def set_fixed_scale(self, fixed: bool) -> None:
         """Colour scale over the whole run (True: decay shows) or per update (False)."""
@@ -188,18 +165,14 @@ SHARDS_SIZE = (style.WIDTH, 4.6)  # the heatmap and the norm lines
 FLAT_HEIGHT = 4.0  # ... of a flat tensor: its heatmap fills a shorter figure
 
 
-def _axes(ax, figsize, width_ratios, stats_only) -> tuple[Axes | None, ...]:
+def _axes(ax, figsize, width_ratios, stats_only) -> tuple[Axes | None, Axes]:
     if ax is None and stats_only:  # no values: no heatmap panel, the statistics alone
         return None, new_figure((style.WIDTH, FLAT_HEIGHT)).add_subplot()
     if ax is None:
         return tuple(new_figure(figsize).subplots(1, 2, width_ratios=list(width_ratios)))
     if isinstance(ax, (tuple, list)) and len(ax) == 2:
         return tuple(ax)
-    if hasattr(ax, "imshow"):
-        return cast("Axes", ax), None
-    raise TypeError(
-        f"ax must be None, a matplotlib Axes (tensor only) or a pair (tensor_ax, norm_ax). Received: {ax!r}."
-    )
+    raise TypeError(f"ax must be None or a pair (tensor_ax, norm_ax). Received: {ax!r}.")
 
 
 def draw_shards(
@@ -208,11 +181,11 @@ def draw_shards(
     kind: str = "velocity",
     step: int | None = None,
     *,
-    ax: Axes | tuple[Axes, Axes] | list[Axes] | None = None,
+    ax: tuple[Axes, Axes] | list[Axes] | None = None,
     fixed_scale: bool = False,
     headline: bool | None = None,
 ) -> ShardsView:
-    """``plot_shards``' ``ShardsView`` (``set_step``/``set_kind``/``set_fixed_scale`` move it in place)."""
+    """``plot_shards``' ``ShardsView`` (``set_index``/``set_kind``/``set_fixed_scale`` move it in place)."""
     update_index(recording, step)  # an empty recording or unknown update: a clear error
     stats_only = getattr(recording, "mode", "full") == "stats"
     (recording.shard_stats if stats_only else recording.global_values)(name, kind)  # unknown name/kind: its error
@@ -240,15 +213,15 @@ def plot_shards(
     kind: str = "velocity",
     step: int | None = None,
     *,
-    ax: Axes | tuple[Axes, Axes] | list[Axes] | None = None,
+    ax: tuple[Axes, Axes] | list[Axes] | None = None,
     fixed_scale: bool = False,
 ) -> Figure:
     """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (1 is the first, -1 or None
-    the last), each device's block outlined and named, beside each unique block's L2 norm over the
-    updates (docs/design.md says what it marks).
+    the last), each device's block outlined and named (a block too small for its name: outlined only),
+    beside each unique block's L2 norm over the updates (docs/design.md says what it marks).
 
     ``fixed_scale=True``: one colour scale over the whole run, else each update's own. ``ax``:
-    None (a new figure), a pair ``(tensor_ax, norm_ax)`` or one ``Axes`` (the tensor alone).
+    None (a new figure) or a pair ``(tensor_ax, norm_ax)``.
     A ``mode="stats"`` recording has no values: its stored block norms are drawn alone.
     """
     return draw_shards(recording, name, kind, step, ax=ax, fixed_scale=fixed_scale).figure

@@ -87,16 +87,8 @@ def stale_grid(runs: Mapping[str, Recording], variable: str | None = None, tol: 
     )
 
 
-def stale_finding(grid: StaleGrid, per_run: bool = True) -> str:
-    """``plot_stale``'s title: per run (``per_run=False``: in all), the shard-updates moved by the stale velocity."""
+def stale_finding(grid: StaleGrid) -> str:
+    """``plot_stale``'s title: per run, the shard-updates moved by the stale velocity."""
     counts = {name: grid.counts(name)[STALE] for name in grid.runs}
-    if per_run:
-        parts = [
-            f"{name}: {n} of {grid.total(name)} shard-updates" if n else f"{name}: none" for name, n in counts.items()
-        ]
-        return "Stale velocity in " + "; ".join(parts)
-    hit = sum(1 for n in counts.values() if n)
-    total = sum(grid.total(name) for name in grid.runs)
-    if not hit:
-        return f"No stale velocity in any of the {len(grid.runs)} runs ({total} shard-updates)"
-    return f"Stale velocity in {hit} of {len(grid.runs)} runs: {sum(counts.values())} of {total} shard-updates"
+    parts = [f"{name}: {n} of {grid.total(name)} shard-updates" if n else f"{name}: none" for name, n in counts.items()]
+    return "Stale velocity in " + "; ".join(parts)

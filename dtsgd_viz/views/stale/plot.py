@@ -6,10 +6,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
+from matplotlib.colors import to_rgb
+from matplotlib.ticker import MaxNLocator
 
-from ...theory.stale import CLASSES, STALE, TOL
+from ...theory.stale import CLASSES, TOL
 from ..core import style
-from ..core.figure import fit, headline, new_figure
+from ..core.figure import headline, new_figure
 from .geometry import StaleGrid, stale_finding, stale_grid
 
 if TYPE_CHECKING:
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
 
     from ...recording import Recording
 
-__all__ = ["plot_stale", "class_colors"]
+__all__ = ["plot_stale"]
 
 ROW_HEIGHT = 0.17  # inches per device row
 BLOCK_GAP_LW = 0.8  # white line between blocks
@@ -26,24 +28,17 @@ VARIABLE_GAP_LW = 3.0  # white line between variables
 UPDATE_LINES_UP_TO = 40  # thin white lines between updates while cells are this few
 
 
-def class_colors() -> np.ndarray:
-    """``(len(CLASSES), 3)`` RGB of each class, from ``style.STALE_COLORS``."""
-    from matplotlib.colors import to_rgb
-
-    return np.array([to_rgb(style.STALE_COLORS[kind]) for kind in CLASSES])
-
-
-def _settings(grid: StaleGrid, runs: Mapping[str, Recording]) -> str:
-    first = next(iter(runs.values()))
-    hp = first.hyperparameters
+def settings_line(recording: Recording, what: str, rule: bool = True) -> str:
+    """``plot_stale``'s and ``plot_blocks``' settings: ``what · mesh batch=2 x model=4 · Nesterov, lr 0.05,
+    μ 0.9`` (``rule=False``: no rule, the runs compare rules)."""
+    hp = recording.hyperparameters
     lr = float(np.asarray(hp.learning_rate)[0]) if np.size(hp.learning_rate) else float("nan")
-    rule = "Nesterov" if hp.nesterov else ("momentum" if hp.momentum else "plain")
-    mesh = " x ".join(f"{d}={s}" for d, s in zip(first.mesh.dim_names, first.mesh.dim_sizes))
-    what = grid.variables[0] if len(grid.variables) == 1 else f"{len(grid.variables)} variables"
-    return f"{what} · mesh {mesh} · {rule}, lr {lr:.3g}, μ {hp.momentum:g} · rows: devices by block"
+    name = ("Nesterov" if hp.nesterov else "momentum" if hp.momentum else "plain") + ", " if rule else ""
+    mesh = " x ".join(f"{d}={s}" for d, s in zip(recording.mesh.dim_names, recording.mesh.dim_sizes))
+    return f"{what} · mesh {mesh} · {name}lr {lr:.3g}, μ {hp.momentum:g}"
 
 
-def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray, counted: bool) -> None:
+def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray) -> None:
     verdict = grid.verdicts[run]
     steps = grid.steps[run]
     n_rows = len(grid.rows)
@@ -68,42 +63,31 @@ def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray, counted
             ax.axhline(i - 0.5, color="white", lw=BLOCK_GAP_LW)
     ax.set_xlim(left, right)
     ax.set_ylim(n_rows - 0.5, -0.5)
-    stale, total = grid.counts(run)[STALE], grid.total(run)
-    title = f"{run}: {stale} of {total} stale" if counted else run
-    ax.set_title(title, fontsize=style.LABEL_SIZE if counted else style.TITLE_SIZE)
+    ax.set_title(run, fontsize=style.TITLE_SIZE)
     ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE, length=2)
-    from matplotlib.ticker import MaxNLocator
-
-    if steps[-1] - steps[0] < UPDATE_LINES_UP_TO // 2:  # every update named while they are few
-        ax.set_xticks(np.arange(int(steps[0]), int(steps[-1]) + 1))
-    else:
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
     ax.spines[:].set_visible(False)
 
 
 def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: float = TOL) -> Figure:
     """Where the stale velocity hits: for each run, which velocity moved each device's shard
     at each update (``stale_grid(runs, variable, tol)``), rows grouped by block and
-    variable; skipped updates stay blank. The title is ``stale_finding(grid)``, or its
-    totals (``per_run=False``) with each run's count over its panel when it is too long.
+    variable; skipped updates stay blank. The title is ``stale_finding(grid)``.
 
     >>> fig = dtsgd_viz.plot_stale({"default": stale, "exact_update=True": exact})  # doctest: +SKIP
     """
     from matplotlib.patches import Patch
 
     grid = stale_grid(runs, variable, tol)
-    colors = class_colors()
+    colors = np.array([to_rgb(style.STALE_COLORS[kind]) for kind in CLASSES])  # (len(CLASSES), 3) RGB
     n_rows = len(grid.rows)
     fig = new_figure((style.WIDTH, 1.6 + ROW_HEIGHT * n_rows))
-    finding = stale_finding(grid)
-    counted = "\n" in fit(finding, fig.get_figwidth() * 72.0, style.SUPTITLE_SIZE, bold=True)
-    if counted:  # too long for one line: the totals above, each run's count over its panel
-        finding = stale_finding(grid, per_run=False)
-    headline(fig, finding, _settings(grid, runs))
+    what = grid.variables[0] if len(grid.variables) == 1 else f"{len(grid.variables)} variables"
+    headline(fig, stale_finding(grid), settings_line(next(iter(runs.values())), what))
     axes = fig.subplots(1, len(grid.runs), sharey=True, squeeze=False)[0]
     for ax, run in zip(axes, grid.runs):
-        _draw_panel(ax, grid, run, colors, counted)
+        _draw_panel(ax, grid, run, colors)
     for ax in axes[1:]:
         ax.tick_params(left=False)
     labels = [f"{row.block_name}  {row.device_name}" if row.first else row.device_name for row in grid.rows]
@@ -118,14 +102,8 @@ def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: 
     handles = [
         Patch(facecolor=colors[i], edgecolor="0.6", lw=0.5, label=kind) for i, kind in enumerate(CLASSES) if i in used
     ]
-    axes[-1].legend(  # the key beside the grids' top right corner, at the size of the panels' words
-        handles=handles,
-        loc="upper left",
-        bbox_to_anchor=(1.0, 1.0),
-        frameon=False,
-        fontsize=style.LABEL_SIZE,
-        handlelength=1.6,
-        handleheight=1.1,
-        borderaxespad=0.4,
+    # the key beside the grids' top right corner, at the size of the panels' words
+    axes[-1].legend(
+        handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=style.LABEL_SIZE
     )
     return fig
