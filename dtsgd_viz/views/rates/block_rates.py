@@ -20,9 +20,7 @@ from ..core.diverging import diverging_update
 from ..core.empty import check_not_empty
 from ..core.figure import axes_size_inches, fit, headline, new_figure, root_figure
 from ..core.log_ticks import use_log_ticks
-from ..mesh.layout_colors import label_ink
 from ..shards.geometry import block_patches, short_device_names
-from ..text.direct import spread
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -282,7 +280,7 @@ class RatesView:
         ax.tick_params(labelsize=style.TICK_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
         self.set_learning_rate(self.learning_rate)
-        self._draw_errors(error_ax)  # last: its names are spaced on the laid-out axes
+        self._draw_errors(error_ax)
 
     def _key(self) -> None:
         """The rate panel's legend; the red x only while some block is past a limit."""
@@ -307,7 +305,8 @@ class RatesView:
         legend.set_zorder(10)
 
     def _draw_errors(self, ax: Axes) -> None:
-        """Each block's error over the run, the rounding floor shaded, each line named at its end."""
+        """Each block's error over the run, the rounding floor shaded, the blocks named in a key
+        at the right, block by block."""
         from matplotlib.transforms import blended_transform_factory
 
         r = self.rates
@@ -340,26 +339,9 @@ class RatesView:
         ax.tick_params(labelsize=style.TICK_SIZE)
         ax.set_title(f"Each block's error over the {RULE_NAMES[r.nesterov]} run", fontsize=style.TITLE_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
-        self.figure.draw_without_rendering()  # the laid-out axes set the names' spacing (once, before them)
-        lo, hi = np.log10(ax.get_ylim())
-        ends = [(np.log10(float(np.asarray(line.get_ydata())[-1])) - lo) / (hi - lo) for line in self.error_lines]
-        height = axes_size_inches(ax)[1] * 72
-        placed = spread(np.clip(ends, 0.0, 1.0), (style.NOTE_SIZE * 1.25 + 3.0) / height, 0.02, 0.98)
-        self.end_labels = [
-            ax.text(
-                1.02,
-                y,
-                f"{label} h={h:.2g}",
-                transform=ax.transAxes,
-                va="center",
-                fontsize=style.NOTE_SIZE,
-                fontweight="bold",
-                color=label_ink(c),
-                clip_on=False,
-                gid=f"end-label:{g}",
-            )
-            for g, (label, h, c, y) in enumerate(zip(r.labels, r.curvature, r.colors, placed))
-        ]
+        labels = [f"{label} h={h:.2g}" for label, h in zip(r.labels, r.curvature)]
+        key = dict(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, fontsize=style.NOTE_SIZE)
+        ax.legend(self.error_lines, labels, **key).set_gid("error-key")
 
     def set_learning_rate(self, learning_rate: float) -> None:
         """Move every block along both curves to ``a = learning_rate * h``, in place."""
