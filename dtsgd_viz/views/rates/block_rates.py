@@ -340,8 +340,8 @@ class RatesView:
         ax.set_title(f"Each block's error over the {RULE_NAMES[r.nesterov]} run", fontsize=style.TITLE_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
         labels = [f"{label} h={h:.2g}" for label, h in zip(r.labels, r.curvature)]
-        key = dict(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, fontsize=style.NOTE_SIZE)
-        ax.legend(self.error_lines, labels, **key).set_gid("error-key")
+        at = {"loc": "center left", "bbox_to_anchor": (1.0, 0.5)}
+        ax.legend(self.error_lines, labels, **at, frameon=False, fontsize=style.NOTE_SIZE).set_gid("error-key")
 
     def set_learning_rate(self, learning_rate: float) -> None:
         """Move every block along both curves to ``a = learning_rate * h``, in place."""
