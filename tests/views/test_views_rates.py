@@ -47,8 +47,6 @@ def test_blocks_sit_on_both_rate_curves_beside_their_measured_decay(recording):
         shown = view.markers[nesterov].get_offsets()
         np.testing.assert_allclose(shown[:, 0], a)
         np.testing.assert_allclose(shown[:, 1], np.minimum(theory, 1.22), atol=1e-9)
-        unstable = view.unstable_marks[nesterov].get_xdata()
-        np.testing.assert_allclose(unstable, a[theory >= 1])
     # Nesterov at lr=1.5: the stiffest block (h=1, a=1.5) is past 2(1+mu)/(1+2mu)=1.45
     assert list(view.unstable[True]) == [False] * 7 + [True]
     assert not view.unstable[False].any()
@@ -91,9 +89,6 @@ def test_the_learning_rate_moves_every_block_and_marks_the_unstable(recording):
     assert w.renders == renders + 1 and w.state.learning_rate == pytest.approx(4.0, rel=1e-3)
     lr = w.slider.value
     np.testing.assert_allclose(w.view.markers[False].get_offsets()[:, 0], lr * rates.curvature)
-    np.testing.assert_allclose(
-        w.view.unstable_marks[False].get_xdata(), (lr * rates.curvature)[lr * rates.curvature >= 3.2]
-    )
     assert "unstable" in w.label.value and f"lr={lr:.3g}" in w.view.curve_ax.get_title()
     lo, hi = w.view.curve_ax.get_xlim()  # the slider's whole span stays in view
     assert lo <= LR / 100 * rates.curvature.min() and hi >= LR * 10 * rates.curvature.max()
@@ -137,17 +132,18 @@ def test_a_block_that_reaches_zero_at_once_has_no_measured_decay():
 
 
 def test_the_key_lists_only_drawn_marks(recording):
-    """No block past a boundary: no red x in the key; one past it: the x is listed."""
+    """The key names the rules, their limits and the stars, whatever the learning rate; the
+    title counts the blocks past a limit (they sit over the rate-1 line)."""
     view = rv.draw_block_rates(recording, SURFACE)
     key = lambda: [t.get_text() for t in view.curve_ax.get_legend().get_texts()]  # noqa: E731
     view.set_learning_rate(0.01)
     assert not any(u.any() for u in view.unstable.values())
-    assert not any(len(m.get_xdata()) for m in view.unstable_marks.values())
-    assert "past its limit" not in key()
+    before = key()
+    assert len(before) == 3 and "past its limit" not in before
     assert view.curve_ax.get_title() == "8 blocks at lr=0.01: none past a limit"
     view.set_learning_rate(LR * 10)
     assert any(u.any() for u in view.unstable.values())
-    assert "past its limit" in key()
+    assert key() == before
     past = [
         f"{int(view.unstable[n].sum())} past {rv.RULE_NAMES[n]}'s limit"
         for n in (False, True)

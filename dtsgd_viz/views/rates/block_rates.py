@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 RULE_NAMES = {False: "momentum", True: "Nesterov"}
 RULE_LOOKS = {False: style.RULE_LOOKS["momentum"], True: style.RULE_LOOKS["nesterov"]}
-UNSTABLE_COLOR = "#CC3311"
 RATE_FLOOR = -0.04  # the rate axis starts under 0: a block at rate 0 shows whole
 TOP = 1.22  # a rate over this is drawn at it
 ROOM = 1.15  # the x axis ends at ROOM x momentum's limit, just past its dotted line
@@ -244,16 +243,13 @@ class RatesView:
         hi = max(ROOM * self.boundaries[False], 1.5 * lr_hi * r.curvature.max())
         lo = min(a_rec.min(), lr_lo * r.curvature.min()) / 1.6
         grid = np.geomspace(lo, hi, 600)
-        self.markers, self.unstable_marks = {}, {}
+        self.markers = {}
         for n in (False, True):
             name, look = RULE_NAMES[n], RULE_LOOKS[n]
             ax.plot(grid, _rate(grid, r.momentum, n), **look.line(), label=name, gid=f"curve-{name}")
             ax.axvline(self.boundaries[n], **style.ROLE_LOOKS["limit"].line(look.color), gid=f"boundary-{name}")
             mark: dict[str, Any] = {**MARKS[n], **({"facecolors": "white"} if n else {})}  # Nesterov's white inside
             self.markers[n] = ax.scatter([], [], marker=look.marker, gid=f"blocks-{name}", **mark)
-            (self.unstable_marks[n],) = ax.plot(
-                [], [], ls="none", marker="x", ms=11, mew=2.2, color=UNSTABLE_COLOR, zorder=6, gid=f"unstable-{name}"
-            )
         ax.axhline(1.0, **style.ROLE_LOOKS["stability"].line(), gid="stability-line")
         ok = np.isfinite(r.measured)
         self.measured_marks = ax.scatter(
@@ -280,10 +276,11 @@ class RatesView:
         ax.tick_params(labelsize=style.TICK_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
         self.set_learning_rate(self.learning_rate)
+        self._key()
         self._draw_errors(error_ax)
 
     def _key(self) -> None:
-        """The rate panel's legend; the red x only while some block is past a limit."""
+        """The rate panel's legend (a block past a limit sits over the rate-1 line; the title counts them)."""
         from matplotlib.lines import Line2D
 
         ax, handles = self.curve_ax, []
@@ -295,10 +292,6 @@ class RatesView:
         gap = theory_gap(self.rates)
         star = "measured" + (f", within {max(gap, 1e-4):.1g} of theory" if np.isfinite(gap) else "")
         handles.append(Line2D([], [], ls="none", marker="*", ms=11, mfc="0.6", mec="black", label=star))
-        if any(bad.any() for bad in self.unstable.values()):
-            handles.append(
-                Line2D([], [], ls="none", marker="x", ms=8, mew=2, color=UNSTABLE_COLOR, label="past its limit")
-            )
         # lower left: under the curves, which start near 1 at small lr·h
         legend = ax.legend(handles=handles, loc="lower left", fontsize=style.NOTE_SIZE, framealpha=0.9)
         legend.set_gid("rates-key")
@@ -351,8 +344,7 @@ class RatesView:
         for n, (a, rho) in r.positions(self.learning_rate).items():
             self.markers[n].set_offsets(np.column_stack([a, np.minimum(rho, TOP)]))
             self.markers[n].set_edgecolors(r.colors)
-            self.unstable[n] = bad = rho >= 1.0
-            self.unstable_marks[n].set_data(a[bad], np.minimum(rho[bad], TOP))
+            self.unstable[n] = rho >= 1.0
         past = [
             f"{int(self.unstable[n].sum())} past {RULE_NAMES[n]}'s limit"
             for n in (False, True)
@@ -361,7 +353,6 @@ class RatesView:
         title = f"{len(r.labels)} blocks at lr={self.learning_rate:.3g}: " + (", ".join(past) or "none past a limit")
         width = axes_size_inches(self.curve_ax)[0] * 72
         self.curve_ax.set_title(fit(title, width, style.TITLE_SIZE), fontsize=style.TITLE_SIZE)
-        self._key()
 
 
 def plot_block_rates(
