@@ -175,7 +175,7 @@ print("panel:", norm_panel_text(r, "w"))
 # block's curvature) and the momentum; `03_nesterov_vs_momentum` derives it.
 # `plot_block_rates` puts every block on both rules' curves (left) beside the rate
 # measured on the recording (stars, within 0.0001 of theory), and draws each block's error
-# (right, each line named at its end with its curvature; the grey band at the bottom is
+# (right, each block with its curvature in the key; the grey band at the bottom is
 # float32 round-off: from update 37 the steepest block's error is held at its top edge, the round-off level): under
 # Nesterov the steep blocks sit where its curve dips and converge fastest,
 # the flat ones where it is near 0.95; heavy-ball momentum would hold every block at 0.95.

@@ -18,14 +18,11 @@ matplotlib.use("Agg")
 SURFACE = surfaces.RotatedQuadratic(condition=20.0, angle=30.0)
 LRS, MUS, STEPS, TOL = np.geomspace(1e-3, 0.2, 24), np.linspace(0.0, 0.95, 20), 150, 1e-3
 
-LEVELS = (0.6, 0.8, 0.9)  # iso-rate levels besides the cap's edge (plot_phase draws only that one by default)
-
 
 @pytest.fixture(scope="module")
 def figs():
     out = {
-        show: dtsgd_viz.plot_phase(SURFACE, LRS, MUS, steps=STEPS, tol=TOL, show=show, rate_levels=LEVELS)
-        for show in ("steps", "ratio")
+        show: dtsgd_viz.plot_phase(SURFACE, LRS, MUS, steps=STEPS, tol=TOL, show=show) for show in ("steps", "ratio")
     }
     for fig in out.values():
         fig.canvas.draw()
@@ -94,12 +91,8 @@ def test_the_cap_contour_is_said_for_what_it_is_and_the_legend_reads(figs, grids
     assert cap == 0.975
     labels = [t.get_text() for t in legend_texts(fig)]
     (iso,) = [t for t in labels if t.startswith("iso-rate")]
-    assert iso == "iso-rate ρ = 0.8, 0.9, 0.975 (the cap's edge)", iso
+    assert iso == f"iso-rate ρ = {cap:g} (the cap's edge)", iso
     assert all("\n" not in t for t in labels)
-    # no unexplained "(cap)" on the maps: the contour labels are the levels alone
-    rate_labels = [t.get_text() for ax in fig.axes for t in ax.texts if (t.get_gid() or "").startswith("rate-label:")]
-    assert rate_labels and all("(" not in t for t in rate_labels)
-    assert f"ρ={cap:g}" in rate_labels
     # the legend at the size of the axis labels or larger, on no map
     texts = legend_texts(fig)
     assert min(t.get_fontsize() for t in texts) >= style.LABEL_SIZE
@@ -158,7 +151,7 @@ def test_the_cap_contour_follows_the_grey_edge_of_the_step_counts(figs, grids):
 @pytest.mark.slow
 def test_by_default_the_maps_draw_the_caps_edge_alone_and_mark_the_runs_cell(grids):
     """The tutorial's step maps as it draws them: one iso-rate contour per map, the cap's
-    edge (its rate from ``cap_rate``), labelled once; the run of the other figures
+    edge (its rate from ``cap_rate``), named in the legend; the run of the other figures
     (``mark``) outlined on each map at the cell holding it and named in the legend."""
     from dtsgd_viz.views.phase.geometry import cell_edges, flat_mode_loss
 
@@ -168,8 +161,8 @@ def test_by_default_the_maps_draw_the_caps_edge_alone_and_mark_the_runs_cell(gri
     lr_e, mu_e = cell_edges(LRS, log=True), cell_edges(MUS, log=False)
     j, i = int(np.searchsorted(lr_e, 0.05)) - 1, int(np.searchsorted(mu_e, 0.9)) - 1
     for ax in fig.axes[:2]:
-        labels = [t.get_text() for t in ax.texts if (t.get_gid() or "").startswith("rate-label:")]
-        assert labels == [f"ρ={cap:g}"]
+        (cs,) = [c for c in ax.collections if (c.get_gid() or "").startswith("rate:")]
+        assert [float(v) for v in cs.levels] == [cap] and len(cs.get_paths()[0].vertices)
         (cell,) = [p for p in ax.patches if (p.get_gid() or "").startswith("mark:")]
         assert cell.get_xy() == pytest.approx((lr_e[j], mu_e[i]))
         assert cell.get_width() == pytest.approx(lr_e[j + 1] - lr_e[j])

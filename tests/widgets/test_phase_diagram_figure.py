@@ -120,23 +120,16 @@ def test_the_ratio_maps_boundaries_are_each_rules_look_and_in_the_key(phase):
     assert not [t for t in ax.texts if (t.get_gid() or "").startswith(("boundary-label", "region-"))]
 
 
-def test_the_loss_axis_ends_just_past_the_data_and_the_names_stand_outside_it(phase):
+def test_the_loss_axis_ends_just_past_the_data_and_its_key_names_the_rules_and_tol(phase):
     fig = phase.figure
-    renderer = fig.canvas.get_renderer()
     ax = fig.axes[1]
     lines = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("cell-loss:")]
     last = max(float(np.max(ln.get_xdata())) for ln in lines)
     x0, x1 = ax.get_xlim()
     assert last < x1 <= last + 0.03 * (x1 - x0) and x0 < 0 <= x0 + 0.03 * (x1 - x0)
-    box = ax.get_window_extent(renderer)
-    names = [t for t in ax.texts if (t.get_gid() or "").startswith("cell-label:")]
-    assert len(names) == 2
-    boxes = [t.get_window_extent(renderer) for t in names]
-    assert all(not t.get_clip_on() for t in names)
-    assert all(b.x0 >= box.x1 and b.x1 <= fig.bbox.width - 8 for b in boxes)  # outside the axes, off the edge
-    assert not boxes[0].overlaps(boxes[1])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["momentum", "Nesterov", f"tol {phase.tol:g}"]
     # room made under the map only: the ratio map keeps (nearly) the figure's width
-    ratio = phase.map_axes["ratio"].get_window_extent(renderer)
+    ratio = phase.map_axes["ratio"].get_window_extent(fig.canvas.get_renderer())
     assert ratio.width >= 0.75 * fig.bbox.width
 
 
@@ -144,7 +137,8 @@ def test_the_pick_outline_is_a_double_stroke_and_the_key_draws_the_maps_marks(ph
     """The pink pick outline was faint on red cells and the "both diverge" key showed a
     hatch where the map draws x marks: the outline is a white line on a wider black
     stroke (map and key alike), the key's divergence swatch the map's grey with the
-    map's white x markers, no hatch."""
+    map's white x marker, no hatch."""
+    from matplotlib.colors import to_rgba
     from matplotlib.patheffects import Stroke
 
     from dtsgd_viz.views.phase.regions import DIVERGED_FACE, DIVERGED_MARK
@@ -161,11 +155,9 @@ def test_the_pick_outline_is_a_double_stroke_and_the_key_draws_the_maps_marks(ph
     texts = [t.get_text() for t in legend.get_texts()]
     assert "both diverge" in texts
     drawn = [a for a in legend.findobj() if isinstance(a, matplotlib.lines.Line2D) and a.get_marker() == "x"]
-    assert len(drawn) == 1 and len(drawn[0].get_xdata()) == 2
-    assert drawn[0].get_markersize() == DIVERGED_MARK["ms"] and drawn[0].get_color() == "white"
-    faces = [
-        a
-        for a in legend.findobj(matplotlib.patches.Rectangle)
-        if matplotlib.colors.to_hex(a.get_facecolor()) == DIVERGED_FACE.lower()
-    ]
-    assert faces and all(not f.get_hatch() for f in faces)
+    assert len(drawn) == 1 and len(drawn[0].get_xdata()) >= 1
+    assert drawn[0].get_markersize() == DIVERGED_MARK["ms"] and drawn[0].get_markeredgecolor() == "white"
+    swatch = [a for a in legend.findobj(matplotlib.lines.Line2D) if a.get_color() == DIVERGED_FACE]
+    assert swatch and swatch[0].get_linewidth() >= 6  # a grey cell under the x
+    grey = [p for p in legend.findobj(matplotlib.patches.Patch) if p.get_facecolor() == to_rgba(DIVERGED_FACE)]
+    assert not [p for p in grey if p.get_hatch()]

@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...theory.convergence import diverged, path_losses, steps_to_tolerance
+from ...theory.convergence import path_losses, steps_to_tolerance
 from ..core import style
 from ..core.log_ticks import use_log_ticks
 from ..paths.geometry import rule_name
 from ..paths.loss import LOSS_XLABEL, LOSS_YLABEL
-from ..text.direct import label_ends
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -56,8 +55,9 @@ def pick_finding(lr: float, mu: float, outcomes: dict, steps: int) -> str:
 
 def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Surface, tol: float) -> dict[str, Line2D]:
     """Each recording's loss above ``surface.min_value`` per update on ``ax`` (log y) and
-    the ``tol`` line, each line named at its end with its outcome and marked where it stays
-    within tol; twice the updates the slower run needs are shown (at least ``MIN_SHOWN``)."""
+    the ``tol`` line, named in a key, each line marked where it stays within tol (the
+    outcomes are ``pick_finding``'s, the figure's headline); twice the updates the slower
+    run needs are shown (at least ``MIN_SHOWN``)."""
     looks = style.run_looks(recordings)
     all_losses = {key: path_losses(rec, surface) for key, rec in recordings.items()}
     reached = [int(steps_to_tolerance(v, surface.min_value, tol)) for v in all_losses.values()]
@@ -65,13 +65,13 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
     n = total + 1
     if reached and min(reached) >= 0:
         n = min(n, max(2 * max(reached), MIN_SHOWN) + 1)  # points: updates 0..n-1
-    lines, ends, floor = {}, [], np.inf
+    lines, floor = {}, np.inf
     for key, losses in all_losses.items():
         with np.errstate(invalid="ignore"):
             gap = losses[:n] - float(surface.min_value)
             shown = np.where(np.isfinite(gap) & (gap > 0), gap, np.nan)
-        (lines[key],) = ax.plot(np.arange(len(shown)), shown, **looks[key].line(), gid=f"cell-loss:{key}")
-        finite = np.flatnonzero(np.isfinite(shown))
+        line = looks[key].line()
+        (lines[key],) = ax.plot(np.arange(len(shown)), shown, **line, label=rule_name(key), gid=f"cell-loss:{key}")
         k = int(steps_to_tolerance(losses, surface.min_value, tol))
         if 0 <= k < len(shown) and np.isfinite(shown[k]):  # the update after which the run stays within tol
             look = looks[key]
@@ -79,27 +79,12 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
                 marker=look.marker, ms=2.4 * look.ms, color=look.color, mec="black", mew=1.0, ls="none"
             )
             ax.plot([k], [shown[k]], **mark, zorder=6, gid=f"cell-reached:{key}")
-        if len(finite):
+        if np.isfinite(shown).any():
             floor = min(floor, float(np.nanmin(shown)))
-            said = "diverged" if diverged(losses, surface.min_value, k) else "not within tol"
-            said = f"within tol\nfrom k = {k}" if k >= 0 else said
-            ends.append((f"{rule_name(key)}\n{said}", finite[-1], shown[finite[-1]], looks[key].color))
     ax.set_yscale("log")
     use_log_ticks(ax.yaxis)  # the one log tick format (core.log_ticks)
     tol_look = style.ROLE_LOOKS["tolerance"]
-    ax.axhline(tol, **tol_look.line(), gid="cell-tol")
-    ax.annotate(
-        f"tol {tol:g}",
-        (0.98, tol),
-        xycoords=("axes fraction", "data"),
-        xytext=(0, 2),
-        textcoords="offset points",
-        va="bottom",
-        ha="right",
-        fontsize=style.NOTE_SIZE,
-        color=tol_look.color,
-        gid="cell-tol-label",
-    )
+    ax.axhline(tol, **tol_look.line(), label=f"tol {tol:g}", gid="cell-tol")
     if np.isfinite(floor):
         ax.set_ylim(bottom=min(floor, tol) / 3)
     ax.set_xlabel(LOSS_XLABEL, fontsize=style.LABEL_SIZE)  # x = k: the loss after k updates
@@ -111,7 +96,5 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
     ax.set_title(title, fontsize=style.TITLE_SIZE, gid="cell-title")
     pad = 0.02 * max(n - 1, 1)
     ax.set_xlim(-pad, n - 1 + pad)
-    x0, x1 = ax.get_xlim()
-    for t in label_ends(ax, ends, fontsize=style.NOTE_SIZE, room=0.0, gid_prefix="cell-label:"):
-        t.set_x(x1 + 0.015 * (x1 - x0))  # a few pixels past the right spine
+    ax.legend(loc="best", fontsize=style.NOTE_SIZE, framealpha=0.9).set_gid("cell-key")
     return lines

@@ -4,7 +4,7 @@ classical momentum and Nesterov, the log2 ratio of the two, and the theory on to
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -12,7 +12,7 @@ import numpy as np
 from ...theory import quadratic as theory
 from ..core import style
 from ..core.figure import headline, new_figure
-from .axes import PHASE_LEGEND_SIZE, PHASE_NOTE_SIZE, add_colorbars, frame
+from .axes import PHASE_LEGEND_SIZE, add_colorbars, frame
 from .geometry import (
     REGIONS,
     TIE_WITHIN,
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from matplotlib.colors import Colormap
     from matplotlib.contour import ContourSet
     from matplotlib.figure import Figure
-    from matplotlib.text import Text
     from numpy.typing import ArrayLike
 
     from ...theory.convergence import PhaseGrid
@@ -50,7 +49,6 @@ if TYPE_CHECKING:
 
 
 RULES = theory.RULES
-RATE_LEVELS: tuple[float, ...] = ()  # more iso-rate levels; the cap's edge is always drawn on a quadratic
 MIN_PIECE = 0.08  # axes fractions: shorter pieces of a contour (cut by the mask) are not drawn
 TITLES = {"momentum": "Momentum: stable iff lr·h < 2(1+μ)", "nesterov": "Nesterov: stable iff lr·h < 2(1+μ)/(1+2μ)"}
 # the figure's size for each ``show``: "both" is the rule maps over the full-width ratio map, a legend under each
@@ -69,8 +67,6 @@ class PhaseView:
     ratio_boundaries: dict = dataclasses.field(default_factory=dict)
     contours: dict = dataclasses.field(default_factory=dict)
     critical: dict = dataclasses.field(default_factory=dict)
-    rate_labels: dict = dataclasses.field(default_factory=dict)
-    rate_levels: tuple[float, ...] = ()
     step_handles: list[Artist] = dataclasses.field(default_factory=list)
     ratio_handles: list[Artist] = dataclasses.field(default_factory=list)
     regions: np.ndarray | None = None
@@ -126,19 +122,15 @@ def draw_phase(
     axes: Mapping[str, Axes],
     *,
     loss0: float | None = None,
-    rate_levels: Iterable[float] = RATE_LEVELS,
     ratio_title: str | None = None,
 ) -> PhaseView:
     """Draw the step maps and the ratio map of ``grids`` on ``axes`` (``{"momentum": ax,
     "nesterov": ax, "ratio": ax}``, any left out) with the theory of a quadratic ``surface``;
-    ``loss0``: the starting loss of the cap's rate. Legends and colour bars are the caller's."""
+    ``loss0``: the starting loss of the cap's rate (its iso-rate contour, the cap's edge, is
+    drawn). Legends and colour bars are the caller's."""
     ratio = phase_ratio(grids["momentum"].steps, grids["nesterov"].steps)
     view = PhaseView(dict(axes), dict(grids), ratio)
     g = _map_grid(grids["momentum"], surface, loss0)
-    levels = set(rate_levels)
-    if g.h is not None and np.isfinite(g.cap):
-        levels.add(g.cap)
-    view.rate_levels = tuple(sorted(levels))
     for key, nesterov in RULES.items():
         if axes.get(key) is not None:
             _draw_step_map(view, axes[key], key, nesterov, g)
@@ -147,9 +139,8 @@ def draw_phase(
         axes["nesterov"].set_ylabel("")
     if axes.get("ratio") is not None:
         _draw_ratio_map(view, axes["ratio"], g, ratio_title)
-    drawn = sorted({float(lv) for labels in view.rate_labels.values() for lv in labels})
-    words = ", ".join(f"{lv:g}" + (" (the cap's edge)" if lv == g.cap else "") for lv in drawn)
-    levels_text = f"iso-rate ρ = {words}" if drawn else ""
+    drawn = any(len(cs.get_paths()[0].vertices) for cs in view.contours.values())
+    levels_text = f"iso-rate ρ = {g.cap:g} (the cap's edge)" if drawn else ""
     critical = f"critical damping (h = {g.h[0]:g})" if g.h is not None else ""
     view.step_handles, view.ratio_handles = legend_handles(view, g.steps, levels_text, critical)
     return view
@@ -178,7 +169,8 @@ def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapG
     title = TITLES[key]
     if g.h is not None:
         title += f", h = {g.h[-1]:g}"
-        view.contours[key], view.rate_labels[key] = draw_contours(ax, key, nesterov, g, view.rate_levels)
+        if np.isfinite(g.cap):
+            view.contours[key] = draw_cap_contour(ax, key, nesterov, g)
         view.boundaries[key] = _boundary(ax, key, nesterov, g, f"boundary:{key}")
         critical = style.ROLE_LOOKS["critical"]
         (view.critical[key],) = ax.plot(
@@ -216,59 +208,26 @@ def _arc(xy: np.ndarray, g: _MapGrid) -> np.ndarray:
     return np.r_[0.0, np.cumsum(np.hypot(*np.diff(f, axis=0).T))]
 
 
-def contour_labels(pieces_by_level: Mapping[float, list[np.ndarray]], g: _MapGrid) -> dict[float, tuple]:
-    """``{level: (lr, mu)}``: the middle of each level's longest piece, for its one label."""
-    out = {}
-    for level, pieces in pieces_by_level.items():
-        if pieces:
-            longest = max(pieces, key=lambda v: _arc(v, g)[-1])
-            arc = _arc(longest, g)
-            out[level] = tuple(longest[int(np.argmin(np.abs(arc - arc[-1] / 2)))])
-    return out
+def draw_cap_contour(ax: Axes, key: str, nesterov: bool, g: _MapGrid) -> ContourSet:
+    """The worst mode's iso-rate contour of one rule at the cap's rate, masked by
+    ``contour_mask``, only left of the flattest direction's critical damping (past it the
+    steep direction decides), short pieces dropped."""
+    from matplotlib.path import Path
 
-
-def draw_contours(
-    ax: Axes, key: str, nesterov: bool, g: _MapGrid, levels: Iterable[float]
-) -> tuple[ContourSet, dict[float, Text]]:
-    """The worst mode's iso-rate contours of one rule at ``levels``, masked by
-    ``contour_mask``, short pieces dropped, each level labelled once."""
     assert g.h is not None  # contours are drawn on a quadratic's maps only
     look = style.ROLE_LOOKS["rate_level"]
     rho = theory.problem_rate(g.lr_f, g.mu_f, g.h, nesterov)
     rho = np.ma.masked_where(contour_mask(g.lr_f, g.mu_f, g.h, nesterov), rho)
-    cs = ax.contour(g.lr_f, g.mu_f, rho, levels=list(levels), colors=look.color, linewidths=look.lw, zorder=look.zorder)
+    cs = ax.contour(g.lr_f, g.mu_f, rho, levels=[g.cap], colors=look.color, linewidths=look.lw, zorder=look.zorder)
     cs.set_gid(f"rate:{key}")
     cs.set(path_effects=outline("0.15", 2.0))
-    kept = {}
-    for level, path in zip(np.asarray(cs.levels, float), cs.get_paths()):
-        pieces = _pieces(path)
-        if level == g.cap:  # past the flattest direction's critical damping the steep one decides
-            split = []
-            for v in pieces:
-                ok = v[:, 0] < theory.critical_damping(np.clip(v[:, 1], 0.0, 0.9999), nesterov) / g.h[0]
-                runs = np.split(np.arange(len(v)), np.flatnonzero(np.diff(ok.astype(int))) + 1)
-                split += [v[r] for r in runs if ok[r[0]] and len(r) > 1]
-            pieces = split
-        kept[float(level)] = [v for v in pieces if len(v) > 1 and _arc(v, g)[-1] >= MIN_PIECE]
-    from matplotlib.path import Path
-
-    cs.set_paths([Path.make_compound_path(*map(Path, p)) for p in kept.values()])
-    labels = {
-        level: ax.text(
-            xy[0],
-            xy[1],
-            f"ρ={level:g}",
-            ha="center",
-            va="center",
-            fontsize=PHASE_NOTE_SIZE,
-            color="black",
-            zorder=8,
-            gid=f"rate-label:{key}",
-            path_effects=outline("white", 2.5),
-        )
-        for level, xy in contour_labels(kept, g).items()
-    }
-    return cs, labels
+    kept = []
+    for v in _pieces(cs.get_paths()[0]):
+        ok = v[:, 0] < theory.critical_damping(np.clip(v[:, 1], 0.0, 0.9999), nesterov) / g.h[0]
+        runs = np.split(np.arange(len(v)), np.flatnonzero(np.diff(ok.astype(int))) + 1)
+        kept += [v[r] for r in runs if ok[r[0]] and len(r) > 1 and _arc(v[r], g)[-1] >= MIN_PIECE]
+    cs.set_paths([Path.make_compound_path(*map(Path, kept))])
+    return cs
 
 
 def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = None) -> None:
@@ -302,7 +261,6 @@ def plot_phase(
     tol: float = 1e-3,
     *,
     start: ArrayLike | None = None,
-    rate_levels: Iterable[float] = RATE_LEVELS,
     figsize: tuple[float, float] | None = None,
     dpi: float = style.DPI,
     progress: bool = False,
@@ -318,7 +276,6 @@ def plot_phase(
       learning_rates, momenta: increasing grid values; default 24 learning rates around
         ``1 / h_max`` and 20 momenta in [0, 0.95].
       steps: the cap on updates per cell; tol: on ``loss - surface.min_value``.
-      rate_levels: more iso-rate contours besides the cap's edge, e.g. ``(0.8, 0.9)``.
       show: ``"steps"``, ``"ratio"`` or ``"both"`` (the rule maps over the ratio map).
       mark: ``(learning_rate, momentum)`` of a cell to outline on the maps.
     """
@@ -353,7 +310,7 @@ def plot_phase(
         axes["momentum"], axes["nesterov"] = top.subplots(1, 2)
     if show != "steps":
         axes["ratio"] = bottom.subplots(1, 1)
-    view = draw_phase(grids, surface, axes, loss0=cap_loss(surface, m, start), rate_levels=rate_levels)
+    view = draw_phase(grids, surface, axes, loss0=cap_loss(surface, m, start))
     if mark is not None:
         from matplotlib.patches import Patch
 

@@ -16,6 +16,7 @@ from .geometry import REGIONS, TIE_WITHIN, ratio_regions
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     from matplotlib.patheffects import AbstractPathEffect
     from matplotlib.typing import ColorType
@@ -72,7 +73,7 @@ def boundary_look(key: str) -> dict[str, Any]:
     return dict(**look.line(), path_effects=outline("white", look.lw + 2.4))
 
 
-def region_patch(region: str, steps: int) -> Patch:
+def region_patch(region: str, steps: int) -> Patch | Line2D:
     """The legend entry of ``region`` (a ``REGIONS`` name other than ``both``)."""
     from matplotlib.patches import Patch
 
@@ -82,25 +83,12 @@ def region_patch(region: str, steps: int) -> Patch:
     return Patch(fc=REGION_FACES[region], ec="0.55", hatch=style.HATCHES.get(region, ""), label=label)
 
 
-def diverged_handle(label: str) -> Patch:
-    """A legend entry for divergence as the maps draw it: dark grey with white x marks."""
-    from matplotlib.legend import Legend
-    from matplotlib.legend_handler import HandlerPatch
+def diverged_handle(label: str) -> Line2D:
+    """A legend entry for divergence as the maps draw it: a dark grey swatch with a white x."""
     from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch, Rectangle
 
-    class DivergedPatch(Patch):
-        pass
-
-    class HandlerDiverged(HandlerPatch):
-        def create_artists(self, legend, orig_handle, xdescent, ydescent, width, height, fontsize, trans):
-            x0, y0 = -xdescent, -ydescent
-            cell = Rectangle((x0, y0), width, height, fc=DIVERGED_FACE, ec="none", transform=trans)
-            xs = x0 + width * np.array([0.25, 0.75])
-            return [cell, Line2D(xs, np.full(2, y0 + height / 2), **DIVERGED_MARK, transform=trans)]
-
-    Legend.update_default_handler_map({DivergedPatch: HandlerDiverged()})
-    return DivergedPatch(fc=DIVERGED_FACE, ec="none", label=label, gid="diverged-key")
+    mark = {"marker": "x", "mec": "white", "ms": DIVERGED_MARK["ms"], "mew": DIVERGED_MARK["mew"]}
+    return Line2D([], [], color=DIVERGED_FACE, lw=7.0, solid_capstyle="butt", **mark, label=label, gid="diverged-key")
 
 
 def draw_ratio_regions(ax: Axes, grids: Mapping[str, PhaseGrid], lr_e: np.ndarray, mu_e: np.ndarray) -> np.ndarray:

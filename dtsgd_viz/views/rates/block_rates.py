@@ -20,9 +20,7 @@ from ..core.diverging import diverging_update
 from ..core.empty import check_not_empty
 from ..core.figure import axes_size_inches, fit, headline, new_figure, root_figure
 from ..core.log_ticks import use_log_ticks
-from ..mesh.layout_colors import label_ink
 from ..shards.geometry import block_patches, short_device_names
-from ..text.direct import spread
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -34,7 +32,6 @@ if TYPE_CHECKING:
 
 RULE_NAMES = {False: "momentum", True: "Nesterov"}
 RULE_LOOKS = {False: style.RULE_LOOKS["momentum"], True: style.RULE_LOOKS["nesterov"]}
-UNSTABLE_COLOR = "#CC3311"
 RATE_FLOOR = -0.04  # the rate axis starts under 0: a block at rate 0 shows whole
 TOP = 1.22  # a rate over this is drawn at it
 ROOM = 1.15  # the x axis ends at ROOM x momentum's limit, just past its dotted line
@@ -246,16 +243,13 @@ class RatesView:
         hi = max(ROOM * self.boundaries[False], 1.5 * lr_hi * r.curvature.max())
         lo = min(a_rec.min(), lr_lo * r.curvature.min()) / 1.6
         grid = np.geomspace(lo, hi, 600)
-        self.markers, self.unstable_marks = {}, {}
+        self.markers = {}
         for n in (False, True):
             name, look = RULE_NAMES[n], RULE_LOOKS[n]
             ax.plot(grid, _rate(grid, r.momentum, n), **look.line(), label=name, gid=f"curve-{name}")
             ax.axvline(self.boundaries[n], **style.ROLE_LOOKS["limit"].line(look.color), gid=f"boundary-{name}")
             mark: dict[str, Any] = {**MARKS[n], **({"facecolors": "white"} if n else {})}  # Nesterov's white inside
             self.markers[n] = ax.scatter([], [], marker=look.marker, gid=f"blocks-{name}", **mark)
-            (self.unstable_marks[n],) = ax.plot(
-                [], [], ls="none", marker="x", ms=11, mew=2.2, color=UNSTABLE_COLOR, zorder=6, gid=f"unstable-{name}"
-            )
         ax.axhline(1.0, **style.ROLE_LOOKS["stability"].line(), gid="stability-line")
         ok = np.isfinite(r.measured)
         self.measured_marks = ax.scatter(
@@ -282,10 +276,11 @@ class RatesView:
         ax.tick_params(labelsize=style.TICK_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
         self.set_learning_rate(self.learning_rate)
-        self._draw_errors(error_ax)  # last: its names are spaced on the laid-out axes
+        self._key()
+        self._draw_errors(error_ax)
 
     def _key(self) -> None:
-        """The rate panel's legend; the red x only while some block is past a limit."""
+        """The rate panel's legend (a block past a limit sits over the rate-1 line; the title counts them)."""
         from matplotlib.lines import Line2D
 
         ax, handles = self.curve_ax, []
@@ -297,17 +292,14 @@ class RatesView:
         gap = theory_gap(self.rates)
         star = "measured" + (f", within {max(gap, 1e-4):.1g} of theory" if np.isfinite(gap) else "")
         handles.append(Line2D([], [], ls="none", marker="*", ms=11, mfc="0.6", mec="black", label=star))
-        if any(bad.any() for bad in self.unstable.values()):
-            handles.append(
-                Line2D([], [], ls="none", marker="x", ms=8, mew=2, color=UNSTABLE_COLOR, label="past its limit")
-            )
         # lower left: under the curves, which start near 1 at small lr·h
         legend = ax.legend(handles=handles, loc="lower left", fontsize=style.NOTE_SIZE, framealpha=0.9)
         legend.set_gid("rates-key")
         legend.set_zorder(10)
 
     def _draw_errors(self, ax: Axes) -> None:
-        """Each block's error over the run, the rounding floor shaded, each line named at its end."""
+        """Each block's error over the run, the rounding floor shaded, the blocks named in a key
+        at the right, block by block."""
         from matplotlib.transforms import blended_transform_factory
 
         r = self.rates
@@ -340,26 +332,9 @@ class RatesView:
         ax.tick_params(labelsize=style.TICK_SIZE)
         ax.set_title(f"Each block's error over the {RULE_NAMES[r.nesterov]} run", fontsize=style.TITLE_SIZE)
         ax.grid(True, color="#E5E5E5", lw=0.6)
-        self.figure.draw_without_rendering()  # the laid-out axes set the names' spacing (once, before them)
-        lo, hi = np.log10(ax.get_ylim())
-        ends = [(np.log10(float(np.asarray(line.get_ydata())[-1])) - lo) / (hi - lo) for line in self.error_lines]
-        height = axes_size_inches(ax)[1] * 72
-        placed = spread(np.clip(ends, 0.0, 1.0), (style.NOTE_SIZE * 1.25 + 3.0) / height, 0.02, 0.98)
-        self.end_labels = [
-            ax.text(
-                1.02,
-                y,
-                f"{label} h={h:.2g}",
-                transform=ax.transAxes,
-                va="center",
-                fontsize=style.NOTE_SIZE,
-                fontweight="bold",
-                color=label_ink(c),
-                clip_on=False,
-                gid=f"end-label:{g}",
-            )
-            for g, (label, h, c, y) in enumerate(zip(r.labels, r.curvature, r.colors, placed))
-        ]
+        labels = [f"{label} h={h:.2g}" for label, h in zip(r.labels, r.curvature)]
+        at = {"loc": "center left", "bbox_to_anchor": (1.0, 0.5)}
+        ax.legend(self.error_lines, labels, **at, frameon=False, fontsize=style.NOTE_SIZE).set_gid("error-key")
 
     def set_learning_rate(self, learning_rate: float) -> None:
         """Move every block along both curves to ``a = learning_rate * h``, in place."""
@@ -369,8 +344,7 @@ class RatesView:
         for n, (a, rho) in r.positions(self.learning_rate).items():
             self.markers[n].set_offsets(np.column_stack([a, np.minimum(rho, TOP)]))
             self.markers[n].set_edgecolors(r.colors)
-            self.unstable[n] = bad = rho >= 1.0
-            self.unstable_marks[n].set_data(a[bad], np.minimum(rho[bad], TOP))
+            self.unstable[n] = rho >= 1.0
         past = [
             f"{int(self.unstable[n].sum())} past {RULE_NAMES[n]}'s limit"
             for n in (False, True)
@@ -379,7 +353,6 @@ class RatesView:
         title = f"{len(r.labels)} blocks at lr={self.learning_rate:.3g}: " + (", ".join(past) or "none past a limit")
         width = axes_size_inches(self.curve_ax)[0] * 72
         self.curve_ax.set_title(fit(title, width, style.TITLE_SIZE), fontsize=style.TITLE_SIZE)
-        self._key()
 
 
 def plot_block_rates(
