@@ -1,5 +1,4 @@
-"""Pure geometry and words of the layout view: each block's rectangle (tensor elements, y
-downwards), colour and label, each panel's box (inches), the mesh key, the title, the size."""
+"""Geometry and words of the layout view: blocks in tensor elements (y downwards), boxes in inches."""
 
 from __future__ import annotations
 
@@ -59,8 +58,7 @@ def ids_text(names: Sequence[str]) -> str:
 
 
 def dim_text(layout: LayoutSpec, dim: int) -> str:
-    """A tensor dim in the one wording every layout picture uses: ``dim 1 — over 'model' (4)``
-    or ``dim 0 — not sharded``."""
+    """A tensor dim as every layout picture words it: ``dim 1 — over 'model' (4)`` or ``dim 0 — not sharded``."""
     spec = layout.sharding_specs[dim]
     how = "not sharded" if spec == UNSHARDED else f"over '{spec}' ({layout.mesh.dim_size(spec)})"
     return f"dim {dim} — {how}"
@@ -167,8 +165,7 @@ class LayoutPicture:
 
 
 def block_colors(geom: ShardGeometry) -> tuple[Color, ...]:
-    """The colour of every replica group: ``style.block_styles`` (one round, so no hatch),
-    past ``BLOCK_COLORS`` blocks ``mesh_colors``."""
+    """Each replica group's colour: ``block_styles`` (one round, no hatch), past ``BLOCK_COLORS`` ``mesh_colors``."""
     if geom.num_unique <= len(BLOCK_COLORS):
         return tuple(c for c, _, _ in block_styles(geom))
     return mesh_colors(geom)
@@ -217,10 +214,8 @@ def _fits(text, fs, w, h, rotation) -> bool:
 
 
 def label_blocks(blocks: Sequence[Block], names: Sequence[str], px: float, py: float) -> list[Block]:
-    """The blocks labelled in the first way that fits them all (most explicit form, upright,
-    larger type first), else each in the first way that fits it; small turned text, the
-    hardest to read, only where no form fits upright or at the label size.
-    ``px``, ``py``: points per element."""
+    """The blocks labelled in the first way that fits them all (explicit, upright, large first), else each in its
+    first that fits; small turned text last, the hardest to read. ``px``, ``py``: points per element."""
     sizes = {0: (LABEL_SIZE, NOTE_SIZE), 90: (LABEL_SIZE,)}
     candidates = [(form, rot, fs) for form in range(2) for rot in (0, 90) for fs in sizes[rot]]
     candidates += [(form, 90, NOTE_SIZE) for form in range(2)]
@@ -313,7 +308,7 @@ def layout_picture(
     name: str | None = None,
     note: str | None = None,
 ) -> LayoutPicture:
-    """Everything the layout figure shows: panels, labelled blocks, mesh key, texts and boxes (inches)."""
+    """Everything ``plot_layout`` draws: panels, labelled blocks, mesh key, texts and boxes (inches)."""
     geom = shard_geometry(shape, layout)
     shape, rank, names = geom.global_shape, len(geom.global_shape), layout.mesh.short_device_names
     picks, indices, ncols, collapsed = _facets(shape, layout)
