@@ -263,9 +263,8 @@ def communication_geometry(obj: CommunicationPlan | CommunicationReport, *, max_
     if items:
         verb = "all-reduce" if all(i.kind == "all-reduce" for i in items) else "run one collective"
         note += ("; " if note else "") + f"a shaded box holds each group of devices that {verb} together"
-    # the height that keeps the cells their size: else the layout shrinks the panels or widens them into the note
     lines = max(len(p.lines) for p in panels)
-    height = 0.8 + gh * cell + 0.5 + 0.19 * (lines + 1) + 0.4
+    height = 0.8 + gh * cell + 0.5 + 0.19 * (lines + 1) + 0.4  # cells at their size, else the layout resizes them
     return CommunicationPicture(
         mesh,
         centres,
@@ -282,8 +281,7 @@ def communication_geometry(obj: CommunicationPlan | CommunicationReport, *, max_
 
 
 def plot_communication(report_or_plan: CommunicationReport | CommunicationPlan, *, max_items: int = 3) -> Figure:
-    """The collectives of one update on the mesh, measured (``CommunicationReport``) or predicted
-    (``CommunicationPlan``): a shaded box per group of devices that reduces together."""
+    """The collectives of one update on the mesh, measured or predicted: a shaded box per reducing group."""
     pic = communication_geometry(report_or_plan, max_items=max_items)
     fig = new_figure(pic.figsize)
     draw_headline(fig, pic.title, pic.subtitle)

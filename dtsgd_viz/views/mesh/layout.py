@@ -107,7 +107,6 @@ def plot_layout(
 
 
 def _cells(ax, cells, box_gid: str, label_gid: str, lw: float) -> None:
-    """Each cell as a rectangle in its block's colour, labelled."""
     for c in cells:
         key = getattr(c, "group", getattr(c, "device", 0))
         x, y, w, h = c.rect

@@ -56,7 +56,6 @@ def lightness_of(color: ColorType) -> float:
 
 
 def text_color_for(color: ColorType) -> str:
-    """``white`` on a block darker than L* ``TEXT_LIGHTNESS``, else ``black``."""
     return "white" if lightness_of(color) < TEXT_LIGHTNESS else "black"
 
 
@@ -104,8 +103,7 @@ def mesh_colors(geometry: ShardGeometry) -> tuple[tuple[float, float, float], ..
         coords = mesh.device_coords(devices[0])
         c = [coords[mesh.dim_names.index(d)] for d in used]
         if len(used) == 2:
-            # hue along the larger dim; equal sizes: along the last
-            (hi, n_hi), (lo, n_lo) = sorted(zip(c[::-1], sizes[::-1]), key=lambda t: -t[1])
+            (hi, n_hi), (lo, n_lo) = sorted(zip(c[::-1], sizes[::-1]), key=lambda t: -t[1])  # ties: hue along the last
             out.append(grid_color(hi, n_hi, lo, n_lo))
         elif len(used) == 1:
             out.append(grid_color(c[0], sizes[0], c[0] % ONE_DIM_LEVELS, ONE_DIM_LEVELS))

@@ -53,7 +53,6 @@ def bare_ids(texts: Iterable[str]) -> bool:
 
 
 def ids_text(names: Sequence[str]) -> str:
-    """``the numbers are device ids (0 = CPU:0, ..., 7 = CPU:7)``."""
     return f"the numbers are device ids (0 = {names[0]}, ..., {len(names) - 1} = {names[-1]})"
 
 
@@ -141,7 +140,7 @@ class KeyCell:
 
 @dataclasses.dataclass(frozen=True)
 class MeshKey:
-    """The devices drawn as the mesh, each in the colour of the block it holds."""
+    """The devices drawn as the mesh (rows and columns its last two dims), each in its block's colour."""
 
     box: tuple[float, float, float, float]
     cells: tuple[KeyCell, ...]
@@ -246,7 +245,6 @@ def _blocks(geom: ShardGeometry, index, colors) -> list[Block]:
 
 
 def _mesh_key(layout: LayoutSpec, geom: ShardGeometry, colors, width: float) -> MeshKey:
-    """The devices as the mesh (rows and columns the last two dims), each in its block's colour."""
     mesh, n, ncols = layout.mesh, layout.mesh.num_devices, layout.mesh.dim_sizes[-1]
     centres, rows, (_, nrows) = device_positions(mesh, gap=0.4)
     cell = min(0.45, max(0.16, width / ncols), max(0.16, 3.0 / nrows))

@@ -99,8 +99,7 @@ def _traffic_of(plan: MemoryPlan, communication):
 
 
 def plot_memory(plan: MemoryPlan, *, communication: bool | CommunicationPlan | CommunicationReport = False) -> Figure:
-    """Bytes per device stacked by variable, slots hatched, the title saying what the layout saves;
-    ``communication=True`` (or a plan or report) adds a panel of the bytes each device sends per update."""
+    """Bytes per device stacked by variable, slots hatched; ``communication=`` (True, a plan, a report) adds traffic."""
     traffic = _traffic_of(plan, communication) if communication is not False else None
     segments = memory_bars(plan)
     n = plan.mesh.num_devices
@@ -186,7 +185,6 @@ def _memory_title(plan: MemoryPlan) -> str:
 
 
 def _memory_settings(plan: MemoryPlan) -> str:
-    """The subtitle: what is counted, on which mesh, in which dtypes."""
     held = "parameters" + (" + velocity slots" if plan.slots else "")
     dtypes = ", ".join(dict.fromkeys(e.dtype for e in plan.entries))
     return f"{held} on {plan.mesh}" + (f", {dtypes}" if dtypes else "")
