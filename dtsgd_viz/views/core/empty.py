@@ -43,7 +43,7 @@ def check_same_layout(runs: Mapping[str, Any], variable: str, why: str) -> None:
 
 
 def check_runs(runs: Any, variable: str | None, why: str) -> tuple[str, ...]:
-    """``variable`` or all the first run's; ``ValueError`` unless ``runs`` maps names to non-empty, alike Recordings."""
+    """The variables to draw (``variable`` or all); ``ValueError`` unless ``runs`` holds alike, non-empty Recordings."""
     if not isinstance(runs, Mapping) or not runs:
         raise ValueError(
             f"runs must be a non-empty mapping of name -> Recording. Received: {type(runs).__name__} {runs!r}."

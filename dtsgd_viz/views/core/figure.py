@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def new_figure(
     figsize: tuple[float, float] = (style.WIDTH, 5.0), dpi: float = style.DPI, wspace: float = 0.05
 ) -> Figure:
-    """A constrained-layout ``Figure`` on its own Agg canvas, never in pyplot; ``wspace``: colour bar room."""
+    """A constrained-layout ``Figure`` on its own Agg canvas, never in pyplot; ``wspace``: room for colour bars."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import ConstrainedLayoutEngine

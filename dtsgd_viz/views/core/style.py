@@ -1,13 +1,13 @@
 """One scale and one palette for every view: sizes, type, colour-blind-safe looks per rule, role and block.
 
-**The scale.** At most ``WIDTH`` wide (a notebook column less ``PAD``), no text under ``MIN_TEXT_PX`` as shown:
+**The scale.** Every figure fits a notebook column (``WIDTH`` plus ``PAD`` a side), no text under ``MIN_TEXT_PX``:
 
     >>> (WIDTH + 2 * PAD) * DPI <= MAX_WIDTH_PX and NOTE_SIZE * DPI / 72 >= MIN_TEXT_PX
     True
     >>> NOTE_SIZE * GIF_DPI / 72 >= MIN_TEXT_PX        # the GIF, drawn at its own dpi
     True
 
-**The looks.** Runs are drawn with ``run_looks`` (wider lines lower: coinciding paths all show), roles ``ROLE_LOOKS``:
+**The looks.** Views draw runs with ``run_looks`` (wider lines lower: coinciding paths show), roles with ``ROLE_LOOKS``:
 
     >>> run_looks(["plain", "momentum", "nesterov"])["nesterov"].lw == max(
     ...     look.lw for look in RULE_LOOKS.values())
@@ -126,7 +126,7 @@ ROLE_LOOKS = {
     "stability": Look("0.3", "--", 0.9, zorder=1.0),  # rate = 1
     "limit": Look(None, ":", 1.2, zorder=2.0),  # a rule's stability limit on an lr·h axis, in its colour
     "guide": Look("0.45", ":", 0.9, zorder=0.0),  # a direction's lr·h on a rate axis
-    # Nesterov's update: dotted mu·v_prev to the look-ahead (white diamond); the iterate: white pentagon, no rule's
+    # Nesterov's update: dotted mu·v_prev to the look-ahead (white diamond), the iterate a white pentagon
     "lookahead": Look(None, (0, (0.1, 2.2)), 1.8, "D", 7.5, zorder=4.0),
     "iterate": Look(None, "none", 1.4, "p", 6.0, zorder=6.0),
 }
@@ -216,7 +216,7 @@ def block_styles(geometry: ShardGeometry) -> tuple[tuple[str, str, object], ...]
     return tuple(block_style(p) for p in block_places(geometry))
 
 
-# a mesh dim's colour, in mesh order; sets of dims their own: dark, none a variable's
+# communication: a colour per mesh dim in mesh order, sets of dims their own; dark, none a variable's
 MESH_DIM_COLORS = ("#332288", "#882255", "#999933", "#000000")
 MESH_DIMS_COLORS = ("#117733", "#AA4499", "#5A3A8A", "#666666")
 
