@@ -1,4 +1,4 @@
-"""Views: recordings or layout specs in, a matplotlib ``Figure`` out (no printing, no pyplot show); geometry first."""
+"""Views: recordings or layout specs in, a matplotlib ``Figure`` out (pure geometry first, no printing, no pyplot)."""
 
 from .blocks import block_errors, blocks_finding, plot_blocks
 from .compare import compare_findings, plot_compare

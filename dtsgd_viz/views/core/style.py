@@ -60,9 +60,8 @@ OPTIMIZER_COLORS = {
 # runs of other names: none in a rule's hue (orange and sky blue read as Nesterov and momentum)
 _EXTRA = ["#009E73", "#CC79A7", "#999933", "#332288", "#F0E442", "#000000"]
 
-# One colour per unique block (replica group): Tol's muted scheme, a dark brown and a gold for its grey, green and
-# olive, all >= 28 apart in CIELAB (also from the rules', in deutan and protan vision). Nine, odd: neighbours'
-# row-major places modulo 9 differ on a power-of-two mesh; each further round adds a hatch or line style.
+# One colour per unique block: Tol's muted scheme, a brown and a gold for its grey, green and olive, all >= 28 apart
+# in CIELAB (also from the rules', colour-blind); nine, odd, so neighbours differ on 2^k meshes; then hatches, dashes.
 BLOCK_COLORS = ["#332288", "#CC6677", "#F0C000", "#882255", "#88CCEE", "#DDCC77", "#AA4499", "#663300", "#44AA99"]
 BLOCK_HATCHES = ("", "//", "\\\\", "..", "x", "--", "||", "o")
 BLOCK_LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2)), (0, (3, 1, 3, 1, 1, 1)))
