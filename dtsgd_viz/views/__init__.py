@@ -1,6 +1,4 @@
-"""Views: functions that take recordings or layout specs and return a matplotlib
-``Figure`` (they never print and never call pyplot's show). Geometry is computed by pure
-functions first (``*_geometry`` modules); drawing is a thin layer on top."""
+"""Views: recordings or layout specs in, a matplotlib ``Figure`` out (pure geometry first, no printing, no pyplot)."""
 
 from .blocks import block_errors, blocks_finding, plot_blocks
 from .compare import compare_findings, plot_compare

@@ -1,2 +1,1 @@
-"""What every picture shares: figures without pyplot, the style table, the step convention, the
-empty-recording error and divergence."""
+"""What every picture shares: figures, style, the step convention, the empty-recording error, divergence."""

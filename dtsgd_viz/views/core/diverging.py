@@ -1,8 +1,5 @@
-"""Whether a recorded run diverges, and from which update, as every shard and mode title says it.
-
-A run diverges when its loss (``recording.loss``; without one, its parameters' L2 norm) ends
-NaN/Inf or more than ``GROW`` times its first value, from the first update after which it never
-comes back to its first value; a variable holding NaN/Inf diverged from then at the latest.
+"""A run diverges when its loss (else its parameters' L2 norm) ends NaN/Inf or above ``GROW`` times its first value,
+from the first update after which it never comes back to its first value (at the latest, a variable's first NaN/Inf).
 
     >>> diverging_from([1.0, 0.5, 2.0, 40.0, np.inf], [1, 2, 3, 4, 5])
     3

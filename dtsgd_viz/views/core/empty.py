@@ -43,8 +43,7 @@ def check_same_layout(runs: Mapping[str, Any], variable: str, why: str) -> None:
 
 
 def check_runs(runs: Any, variable: str | None, why: str) -> tuple[str, ...]:
-    """The variables to draw (``variable``, or all of the first run's); raises ``ValueError`` unless
-    ``runs`` is a non-empty mapping of name -> Recording, none empty, all laying them out alike."""
+    """The variables to draw (``variable`` or all); ``ValueError`` unless ``runs`` holds alike, non-empty Recordings."""
     if not isinstance(runs, Mapping) or not runs:
         raise ValueError(
             f"runs must be a non-empty mapping of name -> Recording. Received: {type(runs).__name__} {runs!r}."

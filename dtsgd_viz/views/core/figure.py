@@ -1,5 +1,4 @@
-"""Figures without pyplot: no global state, no backend switching, nothing at import.
-Sizes, dpi and type come from ``views.core.style`` (the one scale)."""
+"""Figures without pyplot (no global state, no backend switching), titled and sized by ``views.core.style``."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ if TYPE_CHECKING:
 def new_figure(
     figsize: tuple[float, float] = (style.WIDTH, 5.0), dpi: float = style.DPI, wspace: float = 0.05
 ) -> Figure:
-    """A ``Figure`` with its own Agg canvas and constrained layout, never registered with pyplot
-    (never shown twice, never leaks); ``wspace``: room for colour bar labels a widget changes."""
+    """A constrained-layout ``Figure`` on its own Agg canvas, never in pyplot; ``wspace``: room for colour bars."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import ConstrainedLayoutEngine
@@ -52,8 +50,7 @@ def canvas_renderer(fig: Figure | SubFigure) -> RendererBase:
 
 
 def headline(fig: Figure, finding: str, settings: str | None = None) -> Figure:
-    """Title ``fig`` with its ``finding`` (bold) and under it the ``settings`` line (smaller, grey:
-    an annotation gid ``subtitle`` under the ``suptitle``, which carries blank lines for it).
+    """Title ``fig`` with its ``finding`` (bold ``suptitle``) over the ``settings`` (grey annotation gid ``subtitle``).
 
     >>> fig = new_figure((4, 3))
     >>> fig = headline(fig, "Nesterov ends lowest", "lr 0.05, μ 0.9")
@@ -67,8 +64,7 @@ def headline(fig: Figure, finding: str, settings: str | None = None) -> Figure:
         return fig
     settings = fit(settings, width, style.SUBTITLE_SIZE)
     n, m = finding.count("\n") + 1, settings.count("\n") + 1
-    # blank lines at the finding's size: room for the settings' lines at theirs
-    blank = int(np.ceil(m * style.SUBTITLE_SIZE / style.SUPTITLE_SIZE))
+    blank = int(np.ceil(m * style.SUBTITLE_SIZE / style.SUPTITLE_SIZE))  # title lines that hold the settings
     title = fig.suptitle(finding + "\n" * blank, fontsize=style.SUPTITLE_SIZE, fontweight="bold", linespacing=1.25)
     from matplotlib.text import Annotation
 
@@ -98,8 +94,7 @@ def headline_texts(fig: Figure) -> tuple[str, str | None]:
 
 
 def fit(text: str, width_points: float, fontsize: float, bold: bool = False) -> str:
-    """``text`` broken into lines about ``width_points`` wide at ``fontsize`` (DejaVu
-    Sans: ~0.58 em a character, ~0.64 bold), between words.
+    """``text`` broken between words into lines about ``width_points`` wide at ``fontsize`` (DejaVu Sans).
 
     >>> fit("one two three four", 60, 10)
     'one two\\nthree four'

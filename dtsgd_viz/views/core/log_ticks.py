@@ -1,7 +1,5 @@
-"""The one tick format of every log axis: plain numbers (0.001, 0.02, 300) while every
-tick in view lies in 1e-4..1e5, else every tick as ``2e-5``: full-size digits at
-``style.TICK_SIZE`` (mathtext's ``10⁻¹`` draws its exponent smaller than
-``style.NOTE_SIZE``), and one format per axis, never ``0.01`` next to ``1e-5``.
+"""The one tick format of every log axis: plain numbers while every tick in view lies in 1e-4..1e5, else all as
+``2e-5`` (mathtext's ``10⁻¹`` draws its exponent below ``NOTE_SIZE``); never ``0.01`` next to ``1e-5``.
 
     >>> log_tick_texts([0.001, 0.01, 0.1]), log_tick_texts([1e-5, 1e-3, 0.1])
     (['0.001', '0.01', '0.1'], ['1e-5', '1e-3', '1e-1'])
@@ -25,8 +23,7 @@ def plain_ticks(values: Iterable[float]) -> bool:
 
 
 def log_tick_texts(values: Iterable[float], plain: bool | None = None) -> list[str]:
-    """The labels of log ticks at ``values``: plain numbers while all of them lie in
-    1e-4..1e5, else every one as ``2e-5``; ``plain`` forces one or the other."""
+    """The labels of log ticks at ``values`` in the one format; ``plain`` forces plain numbers or ``2e-5``."""
     v = [float(x) for x in values]
     if plain is None:
         plain = plain_ticks(v)
@@ -39,7 +36,6 @@ class LogTickFormatter(Formatter):
     """Labels a log axis's ticks with ``log_tick_texts``, in the format of the ticks in view."""
 
     def format_ticks(self, values: Sequence[float]) -> list[str]:
-        """The labels of the ticks at ``values``, in one format."""
         lo, hi = sorted(self.axis.get_view_interval()) if self.axis is not None else (0.0, np.inf)
         inside = [v for v in values if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9)]
         return log_tick_texts(values, plain=plain_ticks(inside or values))

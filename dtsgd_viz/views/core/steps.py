@@ -1,8 +1,5 @@
-"""The step convention every view shares, checked in one place: ``step=k`` is optimizer
-update k as ``recording.steps`` counts it (the first update is 1), ``-1`` the last
-recorded update, ``-2`` the one before, ... ``-n`` the first, and 0 an error (the start,
-before any update, is not a recorded update). Anything but an int (a float, a string,
-a bool) is a ``ValueError`` naming what was received and what is allowed.
+"""The step convention of every view: ``step=k`` is update k as ``recording.steps`` counts it (the first is 1), ``-1``
+the last recorded, ... ``-n`` the first; 0 (the start) and anything but an int are a ``ValueError``.
 
     >>> resolve_update(-1, [2, 4, 6]), resolve_update(4, [2, 4, 6])
     (6, 4)
@@ -45,8 +42,8 @@ def resolve_update(
     held: str | None = None,
     start: str = "the start is not a recorded update",
 ) -> int | None:
-    """The update number ``step`` picks from the sorted ``updates`` (None for None), else a ``ValueError``
-    saying what is allowed; ``held``, ``start``: how it counts the updates and what step=0 tells the reader."""
+    """The update number ``step`` picks from the sorted ``updates`` (None for None), else a ``ValueError`` saying
+    what is allowed; ``none``, ``held``, ``start``: what None means, how updates are counted, what step=0 is."""
     if step is None:
         return None
     u = np.asarray(updates, np.int64)

@@ -1,19 +1,13 @@
-"""One scale and one palette for every view: the figure size, the type sizes, a colour-blind-safe
-colour *and* line look per optimizer rule and per role, per block, and the signed-value maps.
-Nothing here runs at import beyond defining constants (no pyplot, no rcParams).
+"""One scale and one palette for every view: sizes, type, colour-blind-safe looks per rule, role and block.
 
-**The scale.** A notebook shows a figure's PNG at ``fig.dpi``, cropped to its artists plus
-``PAD`` inches a side, shrunk when wider than the column (~950 px). So every figure is at
-most ``WIDTH`` wide and its smallest text, ``NOTE_SIZE``, is at least ``MIN_TEXT_PX`` as shown:
+**The scale.** Every figure fits a notebook column (``WIDTH`` plus ``PAD`` a side), no text under ``MIN_TEXT_PX``:
 
     >>> (WIDTH + 2 * PAD) * DPI <= MAX_WIDTH_PX and NOTE_SIZE * DPI / 72 >= MIN_TEXT_PX
     True
     >>> NOTE_SIZE * GIF_DPI / 72 >= MIN_TEXT_PX        # the GIF, drawn at its own dpi
     True
 
-**The looks.** ``RULE_LOOKS``: each rule's colour, dash, width, marker and draw order, the wider
-drawn lower so coinciding paths all show; ``ROLE_LOOKS``: the roles'. Every view and widget draws
-runs with ``run_looks`` and roles with ``ROLE_LOOKS``.
+**The looks.** Views draw runs with ``run_looks`` (wider lines lower: coinciding paths show), roles with ``ROLE_LOOKS``:
 
     >>> run_looks(["plain", "momentum", "nesterov"])["nesterov"].lw == max(
     ...     look.lw for look in RULE_LOOKS.values())
@@ -30,8 +24,6 @@ if TYPE_CHECKING:
     from matplotlib.typing import ColorType
 
     from ...geometry import ShardGeometry
-
-# ---- the scale ----------------------------------------------------------------------
 
 DPI = 100  # every figure and widget PNG is drawn at this dpi
 MAX_WIDTH_PX = 950  # a notebook column: wider figures are shown shrunk
@@ -65,15 +57,11 @@ OPTIMIZER_COLORS = {
     "momentum": "#0072B2",
     "nesterov": "#D55E00",
 }
-# runs of other names, then mesh dims: none in a rule's hue (orange and sky blue read as
-# Nesterov and momentum)
+# runs of other names: none in a rule's hue (orange and sky blue read as Nesterov and momentum)
 _EXTRA = ["#009E73", "#CC79A7", "#999933", "#332288", "#F0E442", "#000000"]
 
-# One colour per unique block (replica group), in every view of a layout: Tol's muted scheme with a
-# dark brown and a gold for its grey, green and olive, each >= 28 apart in CIELAB from the others and
-# the rules' in normal, deutan and protan vision (tests/views/test_style_table.py). Nine, odd: a
-# block's colour is its row-major grid place modulo 9, so neighbours on a power-of-two mesh differ;
-# past nine, each round adds a hatch (layouts) or line style (norm lines).
+# One colour per unique block: Tol's muted scheme, a brown and a gold for its grey, green and olive, all >= 28 apart
+# in CIELAB (also from the rules', colour-blind); nine, odd, so neighbours differ on 2^k meshes; then hatches, dashes.
 BLOCK_COLORS = ["#332288", "#CC6677", "#F0C000", "#882255", "#88CCEE", "#DDCC77", "#AA4499", "#663300", "#44AA99"]
 BLOCK_HATCHES = ("", "//", "\\\\", "..", "x", "--", "||", "o")
 BLOCK_LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2)), (0, (3, 1, 3, 1, 1, 1)))
@@ -98,8 +86,7 @@ def optimizer_colors(names: Iterable[str]) -> dict[str, str]:
 
 @dataclasses.dataclass(frozen=True)
 class Look:
-    """How one thing is drawn: ``color`` (None: the run's colour), line style ``ls``,
-    width ``lw``, ``marker`` and its size ``ms``, and ``zorder`` (higher: on top)."""
+    """How one thing is drawn: ``color`` (None: the run's), ``ls``, ``lw``, ``marker``, ``ms`` and ``zorder``."""
 
     color: ColorType | None
     ls: object
@@ -113,7 +100,6 @@ class Look:
         return dict(color=self.color if color is None else color, ls=self.ls, lw=self.lw, zorder=self.zorder, **extra)
 
 
-# Each rule's one look: Nesterov the widest, the narrower drawn on top, so coinciding paths all show.
 RULE_LOOKS = {
     "plain": Look(OPTIMIZER_COLORS["plain"], "-", 1.1, "o", 3.2, zorder=3.3),
     "momentum": Look(OPTIMIZER_COLORS["momentum"], (0, (4.0, 1.6)), 2.5, "s", 3.6, zorder=3.2),
@@ -125,14 +111,11 @@ EXTRA_LOOKS = (
     Look(None, (0, (6.0, 1.5, 1.5, 1.5)), 1.8, "v", 3.6, zorder=3.04),
 )
 
-# The roles. color None: the run's colour.
 ROLE_LOOKS = {
     "start": Look("black", "none", 1.5, "o", 9.0, zorder=5.0),  # white face
-    # opaque yellow face, over the paths and under the rings, arrows and labels
-    "minimum": Look("black", "none", 1.0, "*", 11.0, zorder=3.6),
+    "minimum": Look("black", "none", 1.0, "*", 11.0, zorder=3.6),  # MINIMUM_FACE: over paths, under rings, labels
     "current": Look(None, "none", 2.0, "o", 9.0, zorder=6.0),  # the update shown: white face
-    # a path after the update shown: thin, the run's colour mixed towards white (REMAINDER_TINT), under every path
-    "remainder": Look(None, "-", 0.9, zorder=2.2),
+    "remainder": Look(None, "-", 0.9, zorder=2.2),  # a path after the update shown, tinted by REMAINDER_TINT
     "update_line": Look("0.35", "--", 1.0, zorder=4.5),  # the loss panel's update: over the lines (it moves)
     "theory": Look("white", (0, (5.0, 2.0)), 2.0, zorder=4.0),  # stability boundary, outlined
     "rate_level": Look("white", "-", 0.9, zorder=3.5),  # iso-rate contours, outlined
@@ -142,16 +125,14 @@ ROLE_LOOKS = {
     "stability": Look("0.3", "--", 0.9, zorder=1.0),  # rate = 1
     "limit": Look(None, ":", 1.2, zorder=2.0),  # a rule's stability limit on an lr·h axis, in its colour
     "guide": Look("0.45", ":", 0.9, zorder=0.0),  # a direction's lr·h on a rate axis
-    # Nesterov's update: the dotted mu·v_prev line to the look-ahead point (a white-faced
-    # diamond), the iterate a white-faced pentagon (never a rule's marker)
+    # Nesterov's update: dotted mu·v_prev to the look-ahead (white diamond), the iterate a white pentagon
     "lookahead": Look(None, (0, (0.1, 2.2)), 1.8, "D", 7.5, zorder=4.0),
     "iterate": Look(None, "none", 1.4, "p", 6.0, zorder=6.0),
 }
 MINIMUM_FACE = "#F0E442"
 REMAINDER_TINT = 0.5  # how far towards white a path after the update shown is mixed
 
-# phase maps: neutrals outside the colour maps, the hatches of the regions only one rule
-# survives, and the cap
+# phase maps: neutrals outside the colour maps, hatches of the regions only one rule survives
 NOT_CONVERGED_COLOR = "#E2E2E2"  # the cap: not within tol in the updates allowed
 REGION_FACE = "#F4F4F4"
 TIE_FACE = "#EFE3B8"  # the ratio map's ties (counts within 10%): a sand no cell, region or page has
@@ -160,8 +141,7 @@ HATCHES = {"only_momentum": "///", "only_nesterov": "\\\\\\", "cap_momentum": ".
 
 
 def handle_length(fontsize: float = NOTE_SIZE, dashes: int = 2) -> float:
-    """A legend's ``handlelength`` (in font sizes) long enough to show ``dashes`` whole
-    dashes of every dashed rule's line (momentum's: matplotlib scales a dash by the width).
+    """A legend's ``handlelength`` (in font sizes) showing ``dashes`` whole dashes of every dashed rule's line.
 
     >>> round(handle_length(10.0), 2)   # momentum: 2 dashes of 4 and a gap of 1.6, times 2.5
     2.45
@@ -201,9 +181,7 @@ def run_looks(names: Iterable[str]) -> dict[str, Look]:
 
 
 def block_places(geometry: ShardGeometry) -> tuple[int, ...]:
-    """Each replica group's palette place: its row-major index in the block grid (the
-    pieces along each tensor dim), bumped by its row where a grid row is a multiple of
-    ``len(BLOCK_COLORS)`` long, so blocks sharing an edge never share a colour."""
+    """Each replica group's palette place: its row-major block-grid index, bumped so edge neighbours never match."""
     import math
 
     n, p = geometry.global_shape, len(BLOCK_COLORS)
@@ -237,19 +215,14 @@ def block_styles(geometry: ShardGeometry) -> tuple[tuple[str, str, object], ...]
     return tuple(block_style(p) for p in block_places(geometry))
 
 
-# ---- big meshes: blocks coloured by their mesh coordinate: views/mesh/layout_colors.py --------
-
-# communication: one colour per mesh dim in mesh order, sets of two or more dims their own:
-# dark colours, none a variable's (a colour means a mesh dim or a variable, never both)
+# communication: a colour per mesh dim in mesh order, sets of dims their own; dark, none a variable's
 MESH_DIM_COLORS = ("#332288", "#882255", "#999933", "#000000")
 MESH_DIMS_COLORS = ("#117733", "#AA4499", "#5A3A8A", "#666666")
 
-# memory bars: a colour per variable, none of them near a rule's (OPTIMIZER_COLORS) hue
-# and none a mesh dim's: lighter colours
+# memory bars: a colour per variable, lighter, none near a rule's hue or a mesh dim's colour
 VARIABLE_COLORS = ("#009E73", "#CC79A7", "#F0E442", "#44AA99", "#CC6677", "#BBCC33", "#FFAABB", "#EEDD88", "#BBBBBB")
 
-# which velocity moved a shard (theory.stale's classes): the rule calm, the stale read loud,
-# neither near a rule's hue (a rule's colour means that rule only)
+# which velocity moved a shard (theory.stale's classes): the rule calm, the stale read loud, none a rule's hue
 STALE_COLORS = {
     "rule": "#C6E3CC",
     "stale": "#882255",

@@ -1,2 +1,1 @@
-"""The mesh: which block of each tensor a device holds, the memory plan and what an update
-moves between devices."""
+"""The mesh: which block of each tensor a device holds, memory per device, what an update moves."""

@@ -1,6 +1,4 @@
-"""What each update moves between devices, drawn on the mesh: ``traffic_items`` reads a
-plan or a report, ``communication_geometry`` places devices and groups, ``plot_communication``
-draws one panel per set of mesh dims."""
+"""What each update moves between devices, drawn on the mesh: one panel per set of mesh dims."""
 
 from __future__ import annotations
 
@@ -145,8 +143,7 @@ def settings_text(obj: CommunicationPlan | CommunicationReport) -> str:
 
 
 def serves_lines(items: Iterable[Item], max_items: int = 3) -> tuple[str, ...]:
-    """What the items are for, biggest first: one line per purpose and, for several gradients,
-    a line naming the ``max_items`` largest, then ``+N more``."""
+    """What the items are for, biggest first: a line per purpose, then the ``max_items`` largest gradients."""
     by: dict[str, list[Item]] = {}
     for i in items:
         by.setdefault(i.serves, []).append(i)
@@ -173,8 +170,7 @@ def serves_lines(items: Iterable[Item], max_items: int = 3) -> tuple[str, ...]:
 def device_positions(
     mesh: MeshSpec, gap: float = ROW_GAP
 ) -> tuple[np.ndarray, tuple[tuple[float, str], ...], tuple[float, float]]:
-    """``(centres, rows, extent)``: each device's centre in cells (columns the last mesh dim,
-    rows the one before, row groups ``gap`` apart), each row's centre and coordinates, the grid's size."""
+    """``(centres, rows, extent)`` in cells: columns the last mesh dim, rows the one before, groups ``gap`` apart."""
     sizes: tuple[int, ...] = tuple(mesh.dim_sizes)
     names, ncols = mesh.dim_names, sizes[-1]
     inner = sizes[-2] if len(sizes) >= 2 else 1
@@ -200,8 +196,7 @@ class GroupBox:
 
 
 def group_boxes(centres: np.ndarray, group: Sequence[int]) -> GroupBox:
-    """The boxes of one group: its bounding box when that holds no other device, else
-    one box per member."""
+    """The group's bounding box when it holds no other device, else one box per member."""
     pts = centres[list(group)]
     (x0, y0), (x1, y1) = pts.min(axis=0) - HULL, pts.max(axis=0) + HULL
     inside = (centres[:, 0] > x0) & (centres[:, 0] < x1) & (centres[:, 1] > y0) & (centres[:, 1] < y1)
@@ -247,8 +242,7 @@ class CommunicationPicture:
 
 
 def communication_geometry(obj: CommunicationPlan | CommunicationReport, *, max_items: int = 3) -> CommunicationPicture:
-    """The picture of a plan or report: the devices, one panel per set of mesh dims, the
-    finding (``headline``), the settings (``settings_text``), a note and the figure's size."""
+    """Everything ``plot_communication`` draws for a plan or report, in cells."""
     items, mesh = traffic_items(obj), obj.mesh
     centres, rows, (gw, gh) = device_positions(mesh)
     panels = []
@@ -269,10 +263,8 @@ def communication_geometry(obj: CommunicationPlan | CommunicationReport, *, max_
     if items:
         verb = "all-reduce" if all(i.kind == "all-reduce" for i in items) else "run one collective"
         note += ("; " if note else "") + f"a shaded box holds each group of devices that {verb} together"
-    # the height holds the cells at their size: a shorter figure would leave the panels
-    # their width and shrink them from the height, a taller one widen them into the note
     lines = max(len(p.lines) for p in panels)
-    height = 0.8 + gh * cell + 0.5 + 0.19 * (lines + 1) + 0.4
+    height = 0.8 + gh * cell + 0.5 + 0.19 * (lines + 1) + 0.4  # cells at their size, else the layout resizes them
     return CommunicationPicture(
         mesh,
         centres,
@@ -289,13 +281,11 @@ def communication_geometry(obj: CommunicationPlan | CommunicationReport, *, max_
 
 
 def plot_communication(report_or_plan: CommunicationReport | CommunicationPlan, *, max_items: int = 3) -> Figure:
-    """The collectives of one update on the mesh, measured (``CommunicationReport``) or
-    predicted (``CommunicationPlan``): one shaded box per group of devices that reduces
-    together, what the bytes serve under each panel."""
+    """The collectives of one update on the mesh, measured or predicted: a shaded box per reducing group."""
     pic = communication_geometry(report_or_plan, max_items=max_items)
     fig = new_figure(pic.figsize)
     draw_headline(fig, pic.title, pic.subtitle)
-    fig.texts[0].set_gid("title")  # the suptitle, the figure's first text
+    fig.texts[0].set_gid("title")  # the suptitle
     axes = fig.subplots(1, len(pic.panels), squeeze=False)[0]
     for k, (ax, panel) in enumerate(zip(axes, pic.panels)):
         ax.set_gid(f"panel-{k}")
@@ -356,7 +346,7 @@ def _draw_panel(ax, pic: CommunicationPicture, panel: DimPanel, k: int) -> None:
         loc="left",
         gid=f"panel-title-{k}",
     )
-    if panel.lines:  # what the bytes serve, under the axis name and apart from it
+    if panel.lines:  # what the bytes serve, under the axis name
         ax.annotate(
             "\n".join(panel.lines),
             xy=(0.5, 0),

@@ -1,5 +1,4 @@
-"""Mesh layout views: which block of a tensor each device holds, as a figure or as text,
-from a DTensor ``Layout`` + shape, a ``DVariable``, a ``LayoutSpec`` + shape or a ``Recording`` + ``name=``."""
+"""Which block of a tensor each device holds, as a figure (``plot_layout``) or as text (``layout_table``)."""
 
 from __future__ import annotations
 
@@ -86,10 +85,8 @@ def resolve(
 def plot_layout(
     obj: Any, shape: Sequence[int] | None = None, *, name: str | None = None, note: str | None = None
 ) -> Figure:
-    """The global tensor cut into the block each device holds, coloured by block, each block
-    labelled with the devices holding it; with copies, a key of the devices on the mesh.
-    Ranks 3 and 4 get one panel per index of the sharded leading dims; ``note`` joins the
-    note under the subtitle."""
+    """The global tensor cut into the block each device holds, each labelled with its devices; with copies,
+    a key of the devices on the mesh. Ranks 3 and 4: a panel per sharded leading index; ``note`` joins the note."""
     shape, layout, name = resolve(obj, shape, name)
     pic = layout_picture(shape, layout, name=name, note=note)
     fig = Figure(figsize=pic.figsize, dpi=DPI)
@@ -110,7 +107,6 @@ def plot_layout(
 
 
 def _cells(ax, cells, box_gid: str, label_gid: str, lw: float) -> None:
-    """Each cell as a rectangle in its block's colour, its label centred on it."""
     for c in cells:
         key = getattr(c, "group", getattr(c, "device", 0))
         x, y, w, h = c.rect
@@ -165,8 +161,7 @@ def _specs(layout: LayoutSpec) -> str:
 
 
 def layout_table(obj: Any, shape: Sequence[int] | None = None, *, name: str | None = None) -> TextTable:
-    """The layout as text: a header line, then one row per unique block (slices, local shape,
-    devices); takes what ``plot_layout`` takes."""
+    """The layout as text: a header line, then a row per unique block; takes what ``plot_layout`` takes."""
     shape, layout, name = resolve(obj, shape, name, max_rank=None)
     geom = shard_geometry(shape, layout)
     names, n = layout.mesh.short_device_names, layout.mesh.num_devices
@@ -215,9 +210,8 @@ def _memory_line(entries, with_slots) -> str:
 
 
 def model_table(obj: Any, *, memory: bool = False) -> TextTable:
-    """Every variable of a tf-keras model, optimizer or Recording with its shape and layout,
-    and each momentum slot's layout (``DIFFERS`` where it is not its parameter's);
-    ``memory=True`` adds the bytes each device holds."""
+    """Every variable of a tf-keras model, optimizer or Recording with its shape, layout and velocity slot's
+    layout (``DIFFERS`` where not its parameter's); ``memory=True`` adds the bytes each device holds."""
     from ...dtensor.keras3 import check
 
     check(obj, "The object model_table was given")

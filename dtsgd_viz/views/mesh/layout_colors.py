@@ -1,5 +1,4 @@
-"""Colours of the layout view's blocks (past ``BLOCK_COLORS``, by mesh coordinate in CIELCh)
-and of the text on them (pure, no drawing)."""
+"""Colours of the layout view's blocks past ``BLOCK_COLORS`` (by mesh coordinate, in CIELCh) and of their text."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ if TYPE_CHECKING:
 HUE_START, HUE_SPAN = 20.0, 300.0  # degrees of CIELCh: red through yellow, green, blue to purple
 CHROMA = 46.0
 TEXT_LIGHTNESS = 58.0  # CIE L*: white text on darker blocks, black on lighter ones
-# lightness levels along the second mesh dim, kept clear of TEXT_LIGHTNESS so that every
-# block of one level gets the same text colour even after gamut clipping
+# lightness along the second mesh dim, clear of TEXT_LIGHTNESS: one text colour per level even after gamut clipping
 LEVELS = {1: (56.0,), 2: (40.0, 76.0), 3: (36.0, 66.0, 84.0), 4: (34.0, 48.0, 68.0, 84.0)}
 ONE_DIM_LEVELS = 3  # one sharding mesh dim: lightness cycles, so same-lightness blocks sit 3 hues apart
 
@@ -58,7 +56,6 @@ def lightness_of(color: ColorType) -> float:
 
 
 def text_color_for(color: ColorType) -> str:
-    """``white`` on a block darker than L* ``TEXT_LIGHTNESS``, else ``black``."""
     return "white" if lightness_of(color) < TEXT_LIGHTNESS else "black"
 
 
@@ -66,8 +63,7 @@ INK_LIGHTNESS = 55.0  # CIE L*: text in a line's colour is darkened to at most t
 
 
 def label_ink(color: ColorType, max_lightness: float = INK_LIGHTNESS) -> tuple[float, float, float]:
-    """``color`` for text on white: itself when dark enough, else the same hue darkened to CIE L*
-    ``max_lightness`` (about 4:1 contrast on white), so a pale line colour still names its line."""
+    """``color`` for text on white: itself if dark enough, else darkened to CIE L* ``max_lightness`` (~4:1)."""
     rgb = to_rgb(color)
     if lightness_of(rgb) <= max_lightness:
         return rgb
@@ -96,20 +92,18 @@ def grid_color(i: int, n_i: int, j: int, n_j: int) -> tuple[float, float, float]
 
 
 def mesh_colors(geometry: ShardGeometry) -> tuple[tuple[float, float, float], ...]:
-    """Each replica group's colour by its block's mesh coordinate: hue along the larger sharding
-    mesh dim, lightness along the other (one dim: lightness cycling over ``ONE_DIM_LEVELS``)."""
+    """Each replica group's colour: hue along the larger sharding mesh dim, lightness along the other."""
     layout = geometry.layout
     mesh = layout.mesh
     used = [d for d in mesh.dim_names if d in layout.sharding_specs and mesh.dim_size(d) > 1]
-    used = used[-2:]  # more dims: the last two vary fastest
+    used = used[-2:]  # the last two vary fastest
     sizes = [mesh.dim_size(d) for d in used]
     out = []
     for devices in geometry.replica_groups:
         coords = mesh.device_coords(devices[0])
         c = [coords[mesh.dim_names.index(d)] for d in used]
         if len(used) == 2:
-            # hue along the larger dim; equal sizes: along the last
-            (hi, n_hi), (lo, n_lo) = sorted(zip(c[::-1], sizes[::-1]), key=lambda t: -t[1])
+            (hi, n_hi), (lo, n_lo) = sorted(zip(c[::-1], sizes[::-1]), key=lambda t: -t[1])  # ties: hue along the last
             out.append(grid_color(hi, n_hi, lo, n_lo))
         elif len(used) == 1:
             out.append(grid_color(c[0], sizes[0], c[0] % ONE_DIM_LEVELS, ONE_DIM_LEVELS))

@@ -1,5 +1,4 @@
-"""Pure geometry and words of the layout view: each block's rectangle (tensor elements, y
-downwards), colour and label, each panel's box (inches), the mesh key, the title, the size."""
+"""Geometry and words of the layout view: blocks in tensor elements (y downwards), boxes in inches."""
 
 from __future__ import annotations
 
@@ -54,13 +53,11 @@ def bare_ids(texts: Iterable[str]) -> bool:
 
 
 def ids_text(names: Sequence[str]) -> str:
-    """``the numbers are device ids (0 = CPU:0, ..., 7 = CPU:7)``."""
     return f"the numbers are device ids (0 = {names[0]}, ..., {len(names) - 1} = {names[-1]})"
 
 
 def dim_text(layout: LayoutSpec, dim: int) -> str:
-    """A tensor dim in the one wording every layout picture uses: ``dim 1 — over 'model' (4)``
-    or ``dim 0 — not sharded``."""
+    """A tensor dim as every layout picture words it: ``dim 1 — over 'model' (4)`` or ``dim 0 — not sharded``."""
     spec = layout.sharding_specs[dim]
     how = "not sharded" if spec == UNSHARDED else f"over '{spec}' ({layout.mesh.dim_size(spec)})"
     return f"dim {dim} — {how}"
@@ -143,7 +140,7 @@ class KeyCell:
 
 @dataclasses.dataclass(frozen=True)
 class MeshKey:
-    """The devices drawn as the mesh, each in the colour of the block it holds."""
+    """The devices drawn as the mesh (rows and columns its last two dims), each in its block's colour."""
 
     box: tuple[float, float, float, float]
     cells: tuple[KeyCell, ...]
@@ -167,8 +164,7 @@ class LayoutPicture:
 
 
 def block_colors(geom: ShardGeometry) -> tuple[Color, ...]:
-    """The colour of every replica group: ``style.block_styles`` (one round, so no hatch),
-    past ``BLOCK_COLORS`` blocks ``mesh_colors``."""
+    """Each replica group's colour: ``block_styles`` (one round, no hatch), past ``BLOCK_COLORS`` ``mesh_colors``."""
     if geom.num_unique <= len(BLOCK_COLORS):
         return tuple(c for c, _, _ in block_styles(geom))
     return mesh_colors(geom)
@@ -217,10 +213,8 @@ def _fits(text, fs, w, h, rotation) -> bool:
 
 
 def label_blocks(blocks: Sequence[Block], names: Sequence[str], px: float, py: float) -> list[Block]:
-    """The blocks labelled in the first way that fits them all (most explicit form, upright,
-    larger type first), else each in the first way that fits it; small turned text, the
-    hardest to read, only where no form fits upright or at the label size.
-    ``px``, ``py``: points per element."""
+    """The blocks labelled in the first way that fits them all (explicit, upright, large first), else each in its
+    first that fits; small turned text last, the hardest to read. ``px``, ``py``: points per element."""
     sizes = {0: (LABEL_SIZE, NOTE_SIZE), 90: (LABEL_SIZE,)}
     candidates = [(form, rot, fs) for form in range(2) for rot in (0, 90) for fs in sizes[rot]]
     candidates += [(form, 90, NOTE_SIZE) for form in range(2)]
@@ -251,7 +245,6 @@ def _blocks(geom: ShardGeometry, index, colors) -> list[Block]:
 
 
 def _mesh_key(layout: LayoutSpec, geom: ShardGeometry, colors, width: float) -> MeshKey:
-    """The devices as the mesh (rows and columns the last two dims), each in its block's colour."""
     mesh, n, ncols = layout.mesh, layout.mesh.num_devices, layout.mesh.dim_sizes[-1]
     centres, rows, (_, nrows) = device_positions(mesh, gap=0.4)
     cell = min(0.45, max(0.16, width / ncols), max(0.16, 3.0 / nrows))
@@ -313,7 +306,7 @@ def layout_picture(
     name: str | None = None,
     note: str | None = None,
 ) -> LayoutPicture:
-    """Everything the layout figure shows: panels, labelled blocks, mesh key, texts and boxes (inches)."""
+    """Everything ``plot_layout`` draws: panels, labelled blocks, mesh key, texts and boxes (inches)."""
     geom = shard_geometry(shape, layout)
     shape, rank, names = geom.global_shape, len(geom.global_shape), layout.mesh.short_device_names
     picks, indices, ncols, collapsed = _facets(shape, layout)

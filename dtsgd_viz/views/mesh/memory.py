@@ -1,5 +1,4 @@
-"""The memory plan as bars: bytes per device, stacked by variable (``style.VARIABLE_COLORS``),
-slots hatched; ``memory_bars`` computes the segments, ``plot_memory`` draws them."""
+"""The memory plan as bars: bytes per device, stacked by variable, slots hatched."""
 
 from __future__ import annotations
 
@@ -69,8 +68,7 @@ def memory_bars(plan: MemoryPlan, max_named: int = 8) -> list[Segment]:
 def traffic_bars(
     plan: MemoryPlan, traffic: CommunicationPlan | CommunicationReport, segments: Sequence[Segment]
 ) -> list[Segment]:
-    """The bytes each device sends per update to ``traffic``, stacked: each gradient in its
-    variable's colour from ``segments``, then the rest by what it serves."""
+    """The bytes each device sends per update, stacked: gradients in their variable's colour, the rest in greys."""
     colors = {s.label: s.color for s in segments if s.kind == "param"}
     named = {e.name for e in plan.entries}
     parts: dict[tuple[str, str], np.ndarray] = {}
@@ -101,9 +99,7 @@ def _traffic_of(plan: MemoryPlan, communication):
 
 
 def plot_memory(plan: MemoryPlan, *, communication: bool | CommunicationPlan | CommunicationReport = False) -> Figure:
-    """Bytes per device stacked by variable, slots hatched, the title saying what the layout
-    saves; ``communication=True`` (or a plan or report) adds a panel of the bytes each device
-    sends per update."""
+    """Bytes per device stacked by variable, slots hatched; ``communication=`` (True, a plan, a report) adds traffic."""
     traffic = _traffic_of(plan, communication) if communication is not False else None
     segments = memory_bars(plan)
     n = plan.mesh.num_devices
@@ -117,7 +113,7 @@ def plot_memory(plan: MemoryPlan, *, communication: bool | CommunicationPlan | C
         handles.append(Patch(facecolor="white", edgecolor="#444444", hatch=HATCH["slot"], label="velocity slot"))
     if traffic is not None:
         bars = traffic_bars(plan, traffic, segments)
-        _bars(axes[-1], plan, bars, "traffic-")  # the title says per update
+        _bars(axes[-1], plan, bars, "traffic-")
         predicted = isinstance(traffic, CommunicationPlan)
         axes[-1].set_title(
             "gradient all-reduce per update (predicted)" if predicted else "collectives per update (measured)",
@@ -189,7 +185,6 @@ def _memory_title(plan: MemoryPlan) -> str:
 
 
 def _memory_settings(plan: MemoryPlan) -> str:
-    """The subtitle: what is counted, on which mesh, in which dtypes."""
     held = "parameters" + (" + velocity slots" if plan.slots else "")
     dtypes = ", ".join(dict.fromkeys(e.dtype for e in plan.entries))
     return f"{held} on {plan.mesh}" + (f", {dtypes}" if dtypes else "")
