@@ -86,7 +86,9 @@ def plot_layout(
     obj: Any, shape: Sequence[int] | None = None, *, name: str | None = None, note: str | None = None
 ) -> Figure:
     """The global tensor cut into the block each device holds, each labelled with its devices; with copies,
-    a key of the devices on the mesh. Ranks 3 and 4: a panel per sharded leading index; ``note`` joins the note."""
+    a key of the devices on the mesh. Ranks 3 and 4: a panel per sharded leading index; ``note`` joins the note.
+    ``obj``: a DTensor ``Layout`` + ``shape``, a ``DVariable``, a ``LayoutSpec`` + ``shape`` or a ``Recording``
+    + ``name=``."""
     shape, layout, name = resolve(obj, shape, name)
     pic = layout_picture(shape, layout, name=name, note=note)
     fig = Figure(figsize=pic.figsize, dpi=DPI)
