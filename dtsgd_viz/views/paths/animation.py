@@ -73,12 +73,11 @@ def animate(
     hold: int = 8,
     zoom: bool = True,
 ) -> FuncAnimation:
-    """A ``FuncAnimation`` of the paths and loss curves growing update by update, titled
-    ``findings(..., upto=k).headline()``; ``zoom``: each run's update up close on one shared zoom.
+    """A ``FuncAnimation`` of the paths and loss curves growing, titled ``findings(..., upto=k).headline()``.
 
-    ``frames``: None (every update), a number of evenly spaced frames, or update numbers; ``interval``:
-    milliseconds per frame; ``hold``: extra frames of the last one. ``anim.frame_updates`` lists each frame's
-    update; ``anim.save("paths.gif")`` keeps the figure's colours exact (``with_palette``).
+    ``zoom``: each run's update up close on one shared zoom; ``frames``: None (every update), a number of evenly
+    spaced frames, or update numbers; ``interval``: milliseconds per frame; ``hold``: extra frames of the last one.
+    ``anim.frame_updates`` lists each frame's update; ``anim.save("paths.gif")`` keeps the colours exact.
     """
     from matplotlib.animation import FuncAnimation
 
@@ -274,5 +273,4 @@ def with_palette(frame: Image.Image, palette: Image.Image | None = None) -> Imag
 
 
 def _arrows_drawable(scene: PathScene, frame_list: Iterable[int]) -> bool:
-    """Whether every run's update at every frame can be drawn as arrows."""
     return all(upd.why_no_arrows(r, i) is None for r in scene.recordings.values() for i in frame_list)

@@ -59,10 +59,9 @@ def _loss_text(x: float | None) -> str:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PathFindings:
-    """What the path figures state (``findings``); ``str()`` prints it: the loss after ``last_k`` updates, the
-    mean over ``window`` (``tail_loss``) and its ``swing``, the ``ranking`` by it and ``times`` the lowest, the runs
-    ``diverged``, where the runs are furthest ``apart``, the update ``step`` taken apart (``terms``) and, with
-    ``tol``, when each stays within it (``to_tolerance``)."""
+    """What the path figures state (``findings``; ``str()`` prints it): the loss after ``last_k`` updates, the mean
+    over ``window`` (``tail_loss``), its ``swing``, the ``ranking`` and ``times`` the lowest, the runs ``diverged``,
+    where furthest ``apart``, ``step``'s ``terms`` and, with ``tol``, when each stays within it (``to_tolerance``)."""
 
     names: tuple[str, ...]
     from_surface: bool

@@ -78,9 +78,8 @@ def draw_scene(
     legend: bool = True,
 ) -> tuple[Figure, PathArtists]:
     """Draw ``scene`` at ``update`` (None: none) on ``ax`` (None: a new figure with the headline; one Axes: the
-    paths only; a pair: paths and loss). ``whole``: each path drawn whole, else up to the update over its whole run
-    drawn thin. ``auto``: the update was picked (the title says so). ``legend``: name the marks. Returns the figure
-    and its ``PathArtists``."""
+    paths only; a pair: paths and loss). ``whole``: each path drawn whole, else up to the update over its run drawn
+    thin; ``auto``: the update was picked; ``legend``: name the marks. Returns the figure and its ``PathArtists``."""
     if arrows and update is not None and note is None:
         note = _why_no_arrows(scene, update)
         if note:
@@ -235,6 +234,7 @@ def _frame_path_axes(scene: PathScene, ax_path: Axes) -> None:
 
 
 def _draw_notes(scene: PathScene, art: PathArtists, note: str | None) -> None:
+    """The path panel's notes: the runs that diverged, why no arrows."""
     box = dict(fc="white", ec="0.7", alpha=0.9, pad=2.0)
     where: dict[str, Any] = dict(
         transform=art.ax_path.transAxes, va="bottom", fontsize=style.NOTE_SIZE, zorder=8, bbox=box

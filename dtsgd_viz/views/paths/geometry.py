@@ -19,11 +19,9 @@ if TYPE_CHECKING:
     from ...recording.recording import Recording
 
 
-Box = tuple[tuple[float, float], tuple[float, float]]
-"""A box ``((xmin, xmax), (ymin, ymax))`` in plot coordinates."""
+Box = tuple[tuple[float, float], tuple[float, float]]  # ((xmin, xmax), (ymin, ymax)) in plot coordinates
 
-# how figures write the rules' names (as ``views.rates.block_rates`` does); gids keep the config keys
-RULE_NAMES = {"nesterov": "Nesterov", "momentum": "momentum", "plain": "plain"}
+RULE_NAMES = {"nesterov": "Nesterov", "momentum": "momentum", "plain": "plain"}  # gids keep the config keys
 
 
 def rule_name(key: str) -> str:
@@ -33,8 +31,7 @@ def rule_name(key: str) -> str:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Plane:
-    """Plot coordinates ``c = (x - origin) @ basis.T`` (two orthonormal rows); ``explained``: each row's share of
-    the paths' variance (None: a 2-D identity plane)."""
+    """``c = (x - origin) @ basis.T`` (orthonormal rows); ``explained``: their shares of variance (None: identity)."""
 
     origin: np.ndarray
     basis: np.ndarray
@@ -55,8 +52,7 @@ def identity_plane() -> Plane:
 
 
 def pca_plane(paths: Sequence[np.ndarray]) -> Plane:
-    """The plane through the finite path points' mean along their top two principal directions (each with its
-    largest component positive)."""
+    """The finite path points' mean and top two principal directions, each with its largest component positive."""
     arrays = [np.asarray(p, np.float64) for p in paths]
     pts = np.concatenate([a.reshape(len(a), -1) for a in arrays]) if arrays else np.zeros((0, 0))
     if pts.ndim != 2 or pts.shape[1] < 2:
@@ -106,8 +102,7 @@ def lift(coords: ArrayLike, plane: Plane) -> np.ndarray:
 
 
 def plot_box(view_box: Box | None, coords: ArrayLike, pad: float = 0.08, max_grow: float = 1.0) -> Box:
-    """The box holding the finite ``coords``: with a ``view_box``, that box grown to hold them by at most
-    ``max_grow`` of its size a side."""
+    """The finite ``coords``' box: ``view_box`` grown to hold them by at most ``max_grow`` of its size a side."""
     coords = np.asarray(coords, np.float64).reshape(-1, 2)
     coords = coords[np.all(np.isfinite(coords), axis=1)]
     out: list[tuple[float, float]] = []
@@ -138,8 +133,7 @@ def divergence_update(path: np.ndarray, box: Box) -> int | None:
 def diverged_runs(
     coords: Mapping[str, ArrayLike], view_box: Box | None = None, max_grow: float = 1.0
 ) -> dict[str, int | None]:
-    """``{config: update}``: the runs that diverged (last point non-finite or beyond how far ``plot_box`` may
-    grow), each with the update it left ``view_box`` at."""
+    """``{run: update it left view_box}``: the runs whose last point is non-finite or beyond ``plot_box``'s reach."""
     box: Box = ((-np.inf, np.inf), (-np.inf, np.inf)) if view_box is None else view_box  # no view: non-finite only
     limit = [(a - max_grow * (b - a), b + max_grow * (b - a)) for a, b in (map(float, r) for r in box)]
     out: dict[str, int | None] = {}
@@ -180,8 +174,7 @@ def loss_grid(
 
 
 def log_levels(Z: ArrayLike, n: int = 14, floor: float = 1e-6, inner: float = 0.005) -> np.ndarray:
-    """``n`` log-spaced contour levels from the ``inner`` quantile of the positive finite
-    ``Z`` (at least ``floor`` times the largest; a cell-sized level set is an artefact)."""
+    """``n`` log levels from the positive finite ``Z``'s ``inner`` quantile (a cell-sized level set is an artefact)."""
     z = np.asarray(Z, np.float64)
     z = z[np.isfinite(z) & (z > 0)]
     if not len(z):
@@ -264,7 +257,6 @@ def check_step(step: object, steps: Mapping[str, np.ndarray], none: str = "no up
 
 
 def common_steps(steps: Iterable[ArrayLike]) -> np.ndarray:
-    """The updates every one of ``steps`` (each a ``recording.steps``) holds."""
     return np.asarray(functools.reduce(np.intersect1d, (np.asarray(s, np.int64) for s in steps)), np.int64)
 
 
@@ -300,6 +292,7 @@ def vertex_limit(figure: Figure | SubFigure) -> int:
 
 
 def _segment_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Each point of ``p`` (n, 2): its distance to the segment ``a``-``b``."""
     ab = b - a
     l2 = float(ab @ ab)
     if l2 <= 0.0:
@@ -332,9 +325,8 @@ def _simplify(xy: np.ndarray, anchor: np.ndarray, tol: float) -> np.ndarray:
 def thin_indices(
     coords: ArrayLike, scale: ArrayLike, keep: Iterable[int] = (), tol: float = TOLERANCE_PX, limit: int | None = None
 ) -> np.ndarray:
-    """The indices of the points of ``coords`` (n, 2) a line needs to look as the whole path does at ``scale``
-    pixels per unit: the ends, ``keep`` and around every non-finite point always; with ``limit``, ``tol`` doubles
-    until at most that many.
+    """Indices of the points of ``coords`` (n, 2) a line needs to look as the whole path does at ``scale`` pixels
+    per unit: the ends, ``keep`` and around non-finite points always; with ``limit``, ``tol`` doubles until that many.
 
         >>> import numpy as np
         >>> c = np.stack([np.arange(200.0), np.zeros(200)], axis=1)

@@ -105,8 +105,7 @@ class MeanBars(tuple):
 
 
 def mean_handle(bars: Iterable[Mapping], label: str = MEAN_LABEL) -> MeanBars:
-    """The legend entry for the mean bars: one short bar per run side by side (``bars``: each bar's ``Line2D``
-    keywords, e.g. ``mean_look(colour)``), named ``label``."""
+    """The legend entry ``label``: a short bar per ``bars`` (``Line2D`` keywords: ``mean_look(c)``), side by side."""
     from matplotlib.legend import Legend
     from matplotlib.legend_handler import HandlerTuple
     from matplotlib.lines import Line2D
@@ -129,8 +128,7 @@ def mark_window(art: PathArtists, found: PathFindings, bars: bool = True) -> lis
 
 
 def mark_means(ax: Axes, lo: float, hi: float, means: Mapping[str, tuple[float, ColorType]]) -> list[Artist]:
-    """A pale band over ``lo..hi`` on ``ax`` and across it a bar at each run's mean (``means``: ``{run: (mean,
-    colour)}``) in ``mean_look``; the artists drawn."""
+    """Draw a pale band over ``lo..hi`` on ``ax``, a ``mean_look`` bar per ``{run: (mean, colour)}``; returns them."""
     out: list[Artist] = [ax.axvspan(lo, hi, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")]
     for key, (value, color) in means.items():
         out += ax.plot([lo, hi], [value] * 2, **mean_look(color), zorder=4.5, gid=f"loss-mean:{key}")

@@ -52,13 +52,12 @@ def plot_paths(
     arrows: bool | None = None,
     zoom: bool = False,
 ) -> Figure:
-    """Paths of every optimizer on the loss contours of ``surface``, and loss per update.
+    """Paths of every optimizer on the loss contours of ``surface``, and loss per update; returns the ``Figure``.
 
-    ``recordings``: ``{config: Recording}`` (what ``dtsgd_viz.run`` returns) or one. ``step``: the update ringed
-    on each path (``-1``: the last; None: where the runs differ most). ``name``: the recorded variable (None: the
-    only one). ``ax``: None (a new figure), one Axes (the paths) or ``(path_ax, loss_ax)``. ``arrows``: draw the
-    update's terms as arrows (None: where every arrow is long enough to see). ``zoom=True`` raises: the close-ups
-    are ``plot_update``'s. Returns the ``Figure``.
+    ``recordings``: ``{config: Recording}`` (as ``dtsgd_viz.run`` returns) or one. ``step``: the update ringed on
+    each path (``-1``: the last; None: where the runs differ most). ``name``: the recorded variable (None: the only
+    one). ``ax``: None (a new figure), one Axes (the paths) or ``(path_ax, loss_ax)``. ``arrows``: the update's terms
+    as arrows (None: where all are long enough to see). ``zoom=True`` raises (``plot_update`` draws close-ups).
     """
     if zoom:
         raise ValueError(
@@ -99,9 +98,8 @@ def draw_paths(
     note: str | None = None,
     diverged: Mapping[str, int | None] | None = None,
 ) -> PathsView:
-    """Like ``plot_paths`` but returns the ``PathsView``, each path drawn up to ``step`` over its whole run drawn
-    thin (None: no update). ``note``: a note for the path panel; ``diverged``: ``{config: update}`` of the runs that
-    left the view (None: found)."""
+    """``plot_paths``' drawing as a ``PathsView``, each path up to ``step`` over its run drawn thin (None: no update);
+    ``note``: the path panel's note; ``diverged``: ``{config: update}`` of the runs that left the view (None: found)."""
     scene = build_scene(recordings, surface, name, diverged)
     update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
     fig, art = draw_scene(scene, update, ax, arrows, note=note)

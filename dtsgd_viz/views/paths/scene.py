@@ -62,8 +62,7 @@ def build_scene(
     name: str | None,
     diverged: Mapping[str, int | None] | None = None,
 ) -> PathScene:
-    """The checked ``PathScene`` of ``recordings`` on ``surface`` (variable ``name``; None: the only one);
-    ``diverged``: ``{config: update}`` (None: found from the paths)."""
+    """The checked ``PathScene`` of ``recordings`` on ``surface``; ``diverged``: ``{config: update}`` (None: found)."""
     recordings = _as_dict(recordings)
     if not all(hasattr(surface, a) for a in ("shape", "value_np", "minimum")):
         raise TypeError(
@@ -100,7 +99,6 @@ def build_scene(
     grid = geo.loss_grid(surface.value_np, plane, shape, box)
     off = float(np.max(np.linalg.norm(geo.lift(minima, plane) - minima_flat, axis=-1)))
     starts = np.unique(np.round(np.stack([c[0] for c in coords.values()]), 12), axis=0)
-    # the loss after k updates, k = 0..N: the surface at path point k
     losses: dict[str, tuple[np.ndarray, np.ndarray, bool]] = {}
     for k, r in recordings.items():
         with np.errstate(over="ignore", invalid="ignore"):
@@ -223,8 +221,7 @@ def path_title(scene: PathScene, update: int | None, auto: bool = False, short: 
 
 
 def short_runs(scene: PathScene, update: int, every: bool = False) -> list[str]:
-    """The runs whose ``update`` is too short to see as arrows: every term (``every``: any non-zero term) shorter
-    than ``MIN_ARROW_FRAC`` of the panel's span."""
+    """The runs whose ``update``'s every term (``every``: any non-zero term) is under ``MIN_ARROW_FRAC`` of the span."""
     span = max(float(np.ptp(scene.box[0])), float(np.ptp(scene.box[1])))
     out = []
     for key, rec in scene.recordings.items():
