@@ -20,8 +20,7 @@ GAP = 1.0  # pixels two labels' boxes keep apart (their white halo is about this
 
 
 def text_box(text: Text, renderer: RendererBase, pad: float = 0.0) -> tuple[float, float, float, float]:
-    """The display box ``(x0, y0, x1, y1)`` of ``text``'s characters only (an annotation's ``get_window_extent``
-    holds its arrow too), grown by ``pad`` pixels."""
+    """The display box ``(x0, y0, x1, y1)`` of ``text``'s characters (not an annotation's arrow), grown by ``pad``."""
     from matplotlib.text import Text
 
     b = Text.get_window_extent(text, renderer)

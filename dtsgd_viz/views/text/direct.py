@@ -97,11 +97,10 @@ def label_ends(
     gid_prefix: str = "label:",
     outside: bool = False,
 ) -> list[Text]:
-    """Write each ``(text, x, y, color)`` of ``entries`` right of ``(x, y)`` (a line's end), pushed apart
-    vertically so none overprints another; ``room``: widen the x axis by this share of its span (None: not widened).
-    ``outside``: the x axis is left as it is and the names stand in a column just right of the right spine. Entries
-    whose ``y`` is not finite (or not positive on a log axis) are left out. Returns the ``Text`` artists
-    (``move_ends`` moves them)."""
+    """Write each ``(text, x, y, color)`` of ``entries`` right of ``(x, y)`` (a line's end), pushed apart vertically
+    so none overprints another; ``room``: widen the x axis by this share of its span (None: not widened);
+    ``outside``: a column just right of the right spine instead, the x axis as it is. Entries whose ``y`` is not
+    finite (or not positive on a log axis) are left out. Returns the ``Text`` artists (``move_ends`` moves them)."""
     from matplotlib.transforms import blended_transform_factory
 
     keep = [
@@ -179,9 +178,8 @@ def leaders(
     min_shift: float = 0.004,
     gid: str = "leader",
 ) -> list[Line2D]:
-    """Short lines in axes coordinates from each line's end (``ends``: axes-fraction heights at ``x0``) to its name
-    moved by ``spread`` (``placed``: heights at ``x1``, same order), in the line's colour, only where the name moved
-    more than ``min_shift``; ``None`` entries are skipped. Returns the ``Line2D``s.
+    """Short lines in axes coordinates from each line's end (``ends``: heights at ``x0``) to its name (``placed``:
+    heights at ``x1``) in its colour, where the name moved over ``min_shift`` (``None``: skipped); the ``Line2D``s.
 
     >>> import matplotlib; from matplotlib.figure import Figure
     >>> ax = Figure().add_subplot()
