@@ -1,2 +1,1 @@
-"""Update paths on the loss contours: geometry (projections, thinning), the scene, the
-frames, the legend, the loss panel, the animation and the numbers the figures state."""
+"""Update paths on the loss contours: the geometry, scene, frames, legend, loss panel, animation and findings."""

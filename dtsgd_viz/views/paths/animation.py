@@ -1,5 +1,4 @@
-"""``animate``: the paths going through a run update by update (a ``FuncAnimation``),
-laid out once; each frame only moves what changes."""
+"""``animate``: the paths update by update (a ``FuncAnimation``), laid out once; each frame moves what changes."""
 
 from __future__ import annotations
 
@@ -74,15 +73,11 @@ def animate(
     hold: int = 8,
     zoom: bool = True,
 ) -> FuncAnimation:
-    """A ``FuncAnimation`` of the paths update by update: each path grows over its whole
-    run drawn thin, ringed after the update with its terms as arrows, the loss curves
-    grow and (``zoom``) each run's update is drawn up close on one shared zoom; the
-    headline is ``findings(..., upto=k).headline()``.
+    """A ``FuncAnimation`` of the paths and loss curves growing, titled ``findings(..., upto=k).headline()``.
 
-    ``frames``: None (every update), a number of evenly spaced frames, or update numbers.
-    ``interval``: milliseconds per frame; ``hold``: extra frames of the last one.
-    ``anim.frame_updates`` lists each frame's update; ``anim.save("paths.gif")`` keeps
-    the figure's colours exact (``with_palette``).
+    ``zoom``: each run's update up close on one shared zoom; ``frames``: None (every update), a number of evenly
+    spaced frames, or update numbers; ``interval``: milliseconds per frame; ``hold``: extra frames of the last one.
+    ``anim.frame_updates`` lists each frame's update; ``anim.save("paths.gif")`` keeps the colours exact.
     """
     from matplotlib.animation import FuncAnimation
 
@@ -133,8 +128,7 @@ def animate(
 
 
 def _figure(scene: PathScene, close_ups: bool, heads: Mapping[int, str]) -> tuple[Figure, Axes, Axes, dict[str, Axes]]:
-    """The animation's figure: the longest headline, the paths and the loss, and with
-    ``close_ups`` a close-up per run under them."""
+    """The figure: the longest headline, the paths and the loss, and with ``close_ups`` a close-up per run."""
     from .frames import SQUARE_PATHS_SIZE
 
     size = style.PATHS_SIZE if close_ups else SQUARE_PATHS_SIZE if scene.plane.is_identity else style.PATHS_SIZE_NO_ZOOM
@@ -151,7 +145,7 @@ def _figure(scene: PathScene, close_ups: bool, heads: Mapping[int, str]) -> tupl
 
 
 def _draw_close_ups(scene: PathScene, art: PathArtists, index: int) -> None:
-    """Every close-up at recording index ``index`` on one zoom, and an inset for an update too small at it."""
+    """Every close-up at recording index ``index`` on one zoom; an inset for an update too small at it."""
     own, shared, small = shared_zoom({k: panel_at(scene, k, index, True) for k in scene.coords}, scene.box)
     zoom = shared_factor(scene.box, shared)
     styles = panel.run_styles(scene.coords)
@@ -168,8 +162,8 @@ def _draw_close_ups(scene: PathScene, art: PathArtists, index: int) -> None:
 
 
 def _move_to(scene: PathScene, art: PathArtists, arrows: bool, steps: np.ndarray, i: int) -> list[Artist]:
-    """Move the artists ``art`` to recording index ``i``; returns the artists changed."""
-    changed = follow_update(scene, art, int(steps[i]))  # the paths grow, the thin rest stays
+    """Move ``art`` to recording index ``i``; returns the artists changed."""
+    changed = follow_update(scene, art, int(steps[i]))
     for key, rec in scene.recordings.items():
         c = scene.coords[key]
         j = ring_index(scene, key, int(steps[i]))  # after the update: its arrows end there
@@ -202,7 +196,7 @@ def _move_to(scene: PathScene, art: PathArtists, arrows: bool, steps: np.ndarray
 
 def _draw_loss_rests(art: PathArtists) -> None:
     """Under each growing loss curve, its whole run as a thin lighter line in its rule's dash."""
-    assert art.ax_loss is not None  # the loss lines are on it
+    assert art.ax_loss is not None
     looks = style.run_looks(art.loss_lines)
     for key, line in art.loss_lines.items():
         look = {**rest_line(looks[key]), "zorder": line.get_zorder() - 0.5}
@@ -210,8 +204,7 @@ def _draw_loss_rests(art: PathArtists) -> None:
 
 
 def _save(anim: FuncAnimation, filename: str | Path, writer: Any = None, *args: Any, **kwargs: Any) -> None:
-    """``FuncAnimation.save``; a GIF keeps the role and rule colours exact on one palette
-    for all frames, drawn at ``style.DPI`` at least."""
+    """``FuncAnimation.save``; a GIF keeps the style's colours exact on one palette, at ``style.DPI`` at least."""
     from matplotlib.animation import FuncAnimation
 
     if writer == "pillow" or (writer is None and str(filename).lower().endswith(".gif")):
@@ -222,8 +215,7 @@ def _save(anim: FuncAnimation, filename: str | Path, writer: Any = None, *args: 
     return FuncAnimation.save(anim, filename, writer, *args, **kwargs)
 
 
-# the colours a GIF frame's palette always holds exactly
-KEPT_COLORS = (style.MINIMUM_FACE, *style.OPTIMIZER_COLORS.values(), "white", "black")
+KEPT_COLORS = (style.MINIMUM_FACE, *style.OPTIMIZER_COLORS.values(), "white", "black")  # exact in every GIF palette
 
 
 def _palette_writer(fps: float) -> PillowWriter:
@@ -250,7 +242,7 @@ def _palette_image(frame: Image.Image, colors: int = GIF_COLORS) -> Image.Image:
     keep = list(dict.fromkeys(tuple(round(255 * x) for x in to_rgb(c)) for c in KEPT_COLORS))
     n = colors - len(keep)
     adaptive = frame.quantize(n).getpalette()
-    assert adaptive is not None  # a quantized image's
+    assert adaptive is not None
     palette = adaptive[: 3 * n]
     palette += [0] * (3 * n - len(palette)) + [x for rgb in keep for x in rgb]
     image = Image.new("P", (1, 1))
@@ -281,5 +273,4 @@ def with_palette(frame: Image.Image, palette: Image.Image | None = None) -> Imag
 
 
 def _arrows_drawable(scene: PathScene, frame_list: Iterable[int]) -> bool:
-    """Whether every run's update at every frame can be taken apart into arrows."""
     return all(upd.why_no_arrows(r, i) is None for r in scene.recordings.values() for i in frame_list)

@@ -1,5 +1,4 @@
-"""The numbers the path figures state, from the recordings: ``findings(runs, surface)``;
-``print`` it beside the figures::
+"""The numbers the path figures state: ``findings(runs, surface)``; ``print`` it beside the figures::
 
     >>> import dtsgd_viz
     >>> from dtsgd_viz import surfaces
@@ -13,9 +12,8 @@
     >>> f.headline() == dtsgd_viz.plot_paths(runs, s).get_suptitle().rstrip("\\n").replace("\\n", " ")
     True
 
-The loss after k updates is, with a surface, its value at path point k (k = 0..N);
-without one ``recording.loss`` (``loss[i]`` is the loss after ``steps[i] - 1`` updates,
-k = 0..N - 1). Runs are compared by their mean loss over the last ``tail`` of those
+The loss after k updates is the surface at path point k (k = 0..N); without one ``recording.loss`` (``loss[i]``
+after ``steps[i] - 1`` updates, k = 0..N - 1). Runs are compared by their mean loss over the last ``tail`` of those
 (``compare.geometry.tail_length``), never at one point of a curve that may oscillate.
 """
 
@@ -48,8 +46,7 @@ def times_text(f: float) -> str:
 
 
 def window_text(window: tuple[int, int]) -> str:
-    """The headline's words for ``window``: ``"mean loss over k = 33–40"`` (``k = 33–40``
-    never broken); one update: ``"loss after 40 updates"``."""
+    """``"mean loss over k = 33–40"`` (``k = 33–40`` never broken); one update: ``"loss after 40 updates"``."""
     a, b = window
     if a == b:
         return f"loss after {b} update{'s' if b != 1 else ''}"
@@ -62,11 +59,9 @@ def _loss_text(x: float | None) -> str:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PathFindings:
-    """What the path figures state about ``runs`` (``findings``); ``str()`` prints it:
-    the loss after ``last_k`` updates, the mean over ``window`` (``tail_loss``) and its
-    ``swing``, the ``ranking`` by it and ``times`` the lowest, the runs ``diverged``,
-    where the runs are furthest ``apart``, the update ``step`` taken apart (``terms``)
-    and, with ``tol``, when each stays within it (``to_tolerance``)."""
+    """What the path figures state (``findings``; ``str()`` prints it): the loss after ``last_k`` updates, the mean
+    over ``window`` (``tail_loss``), its ``swing``, the ``ranking`` and ``times`` the lowest, the runs ``diverged``,
+    where furthest ``apart``, ``step``'s ``terms`` and, with ``tol``, when each stays within it (``to_tolerance``)."""
 
     names: tuple[str, ...]
     from_surface: bool
@@ -93,9 +88,8 @@ class PathFindings:
         return self.ranking[0] if self.ranking else None
 
     def headline(self) -> str:
-        """The sentence ``plot_paths`` and ``animate`` title their figure with: over which
-        updates the mean loss is compared, the run whose mean is lowest and how many times
-        below the next two it is (or that they are level), and which diverged, e.g.
+        """The title of ``plot_paths`` and ``animate``: the run with the lowest mean loss over ``window``, how many
+        times below the next two (or that they are level) and which diverged, e.g.
         ``"Lowest mean loss over k = 51–60: Nesterov, 38× below plain, 948× below momentum"``."""
         name = geo.rule_name
         gone = [n for n in self.names if n in self.diverged]
@@ -112,7 +106,6 @@ class PathFindings:
         if len(self.ranking) == 1:
             text = f"{said}: {name(best)} at {low:.2g}"
         elif self.level and any(self.times[n] > LEVEL for n in self.ranking):
-            # only some runs are level: name them, then how far below the others they are
             level = [n for n in self.ranking if self.times[n] <= LEVEL]
             below = ", ".join(f"{times_text(self.times[n])} below {name(n)}" for n in self.ranking[len(level) :][:2])
             text = f"lowest {said}: {' and '.join(name(n) for n in level)} level at {low:.2g}, {below}"
@@ -124,7 +117,7 @@ class PathFindings:
         return _capital(text + tail)
 
     def update_headline(self) -> str | None:
-        """``plot_update``'s headline at ``step`` (``update.words.update_finding``); None without ``terms``."""
+        """``plot_update``'s headline at ``step`` (``update_finding``); None without ``terms``."""
         if not self.terms:
             return None
         from ..update.words import update_finding
@@ -133,14 +126,13 @@ class PathFindings:
         return update_finding(self.terms, self.step)
 
     def update_lines(self) -> list[str]:
-        """``plot_update``'s numbers at ``step``: its headline (``update_headline``) and
-        each run's term lengths and step length, as its bars show them ([] without ``terms``)."""
+        """``plot_update``'s headline and each run's term and step lengths at ``step`` ([] without ``terms``)."""
         said = self.update_headline()
         if not said:
             return []
         from ..update.geometry import TERM_SHORT
 
-        assert self.terms is not None  # said of them
+        assert self.terms is not None
         name = geo.rule_name
         width = max(8, *(len(name(n)) for n in self.names)) + 2
         lines = [said]
@@ -202,10 +194,9 @@ def findings(
 ) -> PathFindings:
     """The numbers ``plot_paths``, ``animate``, ``PathExplorer`` and ``plot_update`` state.
 
-    ``surface``: the loss after k updates is its value at the recorded parameters
-    (None: the recorded loss). ``step``: the update taken apart (None: where the runs
-    are furthest apart); ``upto``: only the first ``upto`` updates; ``tol``: also when
-    each run's loss stays within ``tol`` of the minimum.
+    ``surface``: the loss after k updates is its value at the recorded parameters (None: the recorded loss).
+    ``step``: the update taken apart (None: where the runs are furthest apart); ``upto``: only the first ``upto``
+    updates; ``tol``: also when each run's loss stays within ``tol`` of the minimum.
     """
     from .scene import _as_dict, build_scene
 
@@ -239,8 +230,7 @@ def findings_of(
     tol: float | None = None,
     paths: bool = True,
 ) -> PathFindings:
-    """``findings`` of a ``PathScene``; ``paths``: whether the recorded parameters give
-    where the runs are furthest apart and the update's terms."""
+    """``findings`` of a ``PathScene``; ``paths``: the recorded parameters give ``apart`` and ``terms``."""
     from ..core.steps import resolve_update
     from ..update import geometry as upd
     from .scene import compared_paths, default_update
@@ -257,7 +247,7 @@ def findings_of(
         ks, loss = np.asarray(ks, np.int64), np.asarray(loss, np.float64)
         keep = ks <= (upto if upto is not None else (common[-1] if surface_run else common[-1] - 1))
         ks, loss = ks[keep], loss[keep]
-        tail = tail_length(len(ks) - 1 if surface_run else len(ks))  # the recorded updates
+        tail = tail_length(len(ks) - 1 if surface_run else len(ks))
         last_k = int(ks[-1]) if last_k is None and len(ks) else last_k
         final[key] = float(loss[-1]) if len(loss) else float("nan")
         window = loss[-tail:]
@@ -293,7 +283,7 @@ def findings_of(
         at = apart[0] if step is None and apart is not None else step
         if at is not None:
             at = geo.check_step(at, {k: r.steps for k, r in scene.recordings.items()})
-            assert at is not None  # an update stays one
+            assert at is not None
             index = {k: geo.step_index(r.steps, at) for k, r in scene.recordings.items()}
             if all(upd.why_no_arrows(r, index[k]) is None for k, r in scene.recordings.items()):
                 terms = {k: upd.decompose_update(r, scene.name, index[k]) for k, r in scene.recordings.items()}

@@ -1,6 +1,4 @@
-"""Drawing a path figure from its ``PathScene``, once, and its legend; the pieces that
-follow the update (``follow_update``, ``set_trail``, ``panel_at``) are
-shared with the animation and the widgets."""
+"""Drawing a path figure from its ``PathScene`` once, its legend, and the pieces that follow the update."""
 
 from __future__ import annotations
 
@@ -79,13 +77,11 @@ def draw_scene(
     whole: bool = False,
     legend: bool = True,
 ) -> tuple[Figure, PathArtists]:
-    """Draw ``scene`` at ``update`` (None: none) on ``ax`` (None: a new figure with the
-    headline; one Axes: the paths only; a pair: paths and loss). ``whole``: each path
-    drawn whole, else up to the update over its whole run drawn thin; each run ringed
-    after the update (``scene.ring_index``). ``auto``: the update was picked (the title
-    says so). ``legend``: name the marks. Returns the figure and its ``PathArtists``."""
+    """Draw ``scene`` at ``update`` (None: none) on ``ax`` (None: a new figure with the headline; one Axes: the
+    paths only; a pair: paths and loss). ``whole``: each path drawn whole, else up to the update over its run drawn
+    thin; ``auto``: the update was picked; ``legend``: name the marks. Returns the figure and its ``PathArtists``."""
     if arrows and update is not None and note is None:
-        note = _why_no_arrows(scene, update)  # what the recording allows: no arrows, and why
+        note = _why_no_arrows(scene, update)
         if note:
             arrows = False
     fig, ax_path, ax_loss, own = _axes(scene, ax)
@@ -140,9 +136,8 @@ def _axes(scene: PathScene, ax: Axes | tuple[Axes, Axes] | list[Axes] | None) ->
 
 
 def thin_paths(scene: PathScene, art: PathArtists, update: int | None = None) -> dict[str, np.ndarray]:
-    """``art.thin``: each run's point indices its line passes through on ``art``'s figure
-    (``geo.thin_indices``), keeping the update shown, the lowest loss and the extremes;
-    lines drawn whole are set to them. Call again after the figure grows."""
+    """``art.thin``: each run's point indices its line passes through on ``art``'s figure, keeping the update
+    shown, the lowest loss and the extremes; lines drawn whole are set to them. Call again after the figure grows."""
     fig = art.ax_path.figure
     scale, limit = geo.pixel_scale(scene.box, fig), geo.vertex_limit(fig)
     out: dict[str, np.ndarray] = {}
@@ -188,8 +183,7 @@ def _why_no_arrows(scene: PathScene, update: int) -> str | None:
 
 
 def _draw_path_lines(scene: PathScene, art: PathArtists, looks: Mapping[str, style.Look], split: bool) -> None:
-    """Each run's path in its rule's line through ``art.thin`` and, when ``split``, its
-    whole run under it as a thin lighter line in the rule's dash."""
+    """Each run's path through ``art.thin`` and, when ``split``, its whole run under it (``rest_line``)."""
     for key, c in scene.coords.items():
         look = looks[key]
         c = c[art.thin[key]]
@@ -201,8 +195,7 @@ def _draw_path_lines(scene: PathScene, art: PathArtists, looks: Mapping[str, sty
 
 
 def rest_line(look: style.Look) -> dict[str, Any]:
-    """``ax.plot`` keywords of a run's whole run drawn under its growing path or loss
-    curve: the remainder's look in the rule's dash and colour, tinted and thinner."""
+    """``ax.plot`` keywords of a run's whole run under its growing path or loss curve: tinted, thinner, its dash."""
     assert look.color is not None  # run_looks colours every run
     line = style.ROLE_LOOKS["remainder"].line(panel.tint(look.color, REST_TINT))
     line.update(ls=look.ls, lw=min(REST_WIDTH, REST_SHARE * look.lw), marker="")
@@ -210,7 +203,7 @@ def rest_line(look: style.Look) -> dict[str, Any]:
 
 
 def follow_update(scene: PathScene, art: PathArtists, update: int) -> list[Artist]:
-    """Draw each path up to ``update`` (a path drawn whole stays); returns the artists changed."""
+    """Draw each path up to ``update`` (one drawn whole stays); returns the artists changed."""
     changed: list[Artist] = []
     if art.whole:
         return changed
@@ -268,7 +261,7 @@ def _draw_contours(scene: PathScene, ax: Axes) -> None:
 
 
 def set_trail(trail: LineCollection, coords: np.ndarray, index: int, color: ColorType) -> None:
-    """Point the fading trail ``trail`` (a LineCollection) at the path up to ``index``."""
+    """Point the fading ``trail`` at the path up to ``index``."""
     seg = panel.trail_segments(coords, index)
     trail.set_segments(list(seg))
     trail.set_color(panel.fade_rgba(color, len(seg)))  # pyright: ignore[reportArgumentType]  # an (n, 4) RGBA array
@@ -285,9 +278,8 @@ def panel_at(scene: PathScene, key: str, index: int, arrows: bool | None) -> pan
 def _draw_step(
     scene: PathScene, update: int, art: PathArtists, arrows: bool | None, looks: Mapping[str, style.Look]
 ) -> None:
-    """Each run's open ring at ``update`` (the star and paths show through it), its
-    fading trail (split paths only) and, with ``arrows``, the update's terms as arrows
-    tip to tail."""
+    """Each run's open ring at ``update`` (the star and paths show through it), its fading trail (split paths
+    only) and, with ``arrows``, the update's terms as arrows tip to tail."""
     from matplotlib.collections import LineCollection
 
     ax, cur = art.ax_path, style.ROLE_LOOKS["current"]
@@ -331,11 +323,10 @@ def _draw_step(
 
 
 def stacked_over(moving: Sequence[Artist]) -> list[Artist]:
-    """The still artists a full draw puts over some of the ``moving`` ones (the start
-    over the trails): a blitting widget redraws them with them."""
+    """The still artists a full draw puts over some ``moving`` ones (the start over the trails), for blitting."""
     out: list[Artist] = []
     for ax in {a.axes for a in moving if getattr(a, "axes", None) is not None}:
-        assert ax is not None  # (kept by the filter)
+        assert ax is not None
         mine = [a for a in moving if a.axes is ax]
         low = min(a.get_zorder() for a in mine)
         out += [
@@ -349,8 +340,7 @@ def stacked_over(moving: Sequence[Artist]) -> list[Artist]:
 def row_legend(
     fig: Figure, scene: PathScene, looks: Mapping[str, style.Look], ring: str | None, means: Iterable[str]
 ) -> Legend:
-    """The legend under the panels of a paths figure (``plot_paths``, the GIF), every entry
-    in one row: ``legend_handles`` and the mean bars of the runs ``means``, as drawn."""
+    """The one-row legend under a paths figure's panels: ``legend_handles`` and the mean bars of the runs ``means``."""
     handles = legend_handles(scene, looks, ring)
     bars = [mean_look(looks[k].color or "black") for k in means]
     handles += [mean_handle(bars)] if bars else []
@@ -392,8 +382,7 @@ def draw_start_and_minima(scene: PathScene, ax_path: Axes) -> None:
 
 
 def legend_handles(scene: PathScene, looks: Mapping[str, style.Look], ring: str | None = None) -> list:
-    """The legend's entries: each run's line, the start, the minimum and, with ``ring``,
-    the ring of the update shown."""
+    """The legend's entries: each run's line, the start, the minimum and, with ``ring``, the update's ring."""
     from matplotlib.lines import Line2D
 
     start, star, cur = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"], style.ROLE_LOOKS["current"]

@@ -1,8 +1,5 @@
-"""Pure geometry behind ``views.paths``: the plane, projections, the loss grid, where a
-run left the view, fading trails, the checks of the variable and update, and paths
-thinned to the pixels they are drawn on (``thin_indices``; a path of more than
-``EXACT_POINTS`` points is drawn through the fewest recorded points that keep the line
-within about half a pixel of every recorded one). No matplotlib."""
+"""Pure geometry behind ``views.paths`` (no matplotlib): the plane, projections, the loss grid, where a run left
+the view, fading trails, the checks of the variable and update, and paths thinned to the pixels they are drawn on."""
 
 from __future__ import annotations
 
@@ -22,11 +19,9 @@ if TYPE_CHECKING:
     from ...recording.recording import Recording
 
 
-Box = tuple[tuple[float, float], tuple[float, float]]
-"""A box ``((xmin, xmax), (ymin, ymax))`` in plot coordinates."""
+Box = tuple[tuple[float, float], tuple[float, float]]  # ((xmin, xmax), (ymin, ymax)) in plot coordinates
 
-# how figures write the rules' names (as ``views.rates.block_rates`` does); gids keep the config keys
-RULE_NAMES = {"nesterov": "Nesterov", "momentum": "momentum", "plain": "plain"}
+RULE_NAMES = {"nesterov": "Nesterov", "momentum": "momentum", "plain": "plain"}  # gids keep the config keys
 
 
 def rule_name(key: str) -> str:
@@ -36,8 +31,7 @@ def rule_name(key: str) -> str:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Plane:
-    """Plot coordinates ``c = (x - origin) @ basis.T`` (two orthonormal rows);
-    ``explained``: each row's share of the paths' variance (None: a 2-D identity plane)."""
+    """``c = (x - origin) @ basis.T`` (orthonormal rows); ``explained``: their shares of variance (None: identity)."""
 
     origin: np.ndarray
     basis: np.ndarray
@@ -58,8 +52,7 @@ def identity_plane() -> Plane:
 
 
 def pca_plane(paths: Sequence[np.ndarray]) -> Plane:
-    """The plane through the mean of the finite path points along their top two
-    principal directions (each with its largest component positive)."""
+    """The finite path points' mean and top two principal directions, each with its largest component positive."""
     arrays = [np.asarray(p, np.float64) for p in paths]
     pts = np.concatenate([a.reshape(len(a), -1) for a in arrays]) if arrays else np.zeros((0, 0))
     if pts.ndim != 2 or pts.shape[1] < 2:
@@ -109,8 +102,7 @@ def lift(coords: ArrayLike, plane: Plane) -> np.ndarray:
 
 
 def plot_box(view_box: Box | None, coords: ArrayLike, pad: float = 0.08, max_grow: float = 1.0) -> Box:
-    """``((xmin, xmax), (ymin, ymax))`` holding the finite ``coords``: with a
-    ``view_box``, that box grown to hold them by at most ``max_grow`` of its size a side."""
+    """The finite ``coords``' box: ``view_box`` grown to hold them by at most ``max_grow`` of its size a side."""
     coords = np.asarray(coords, np.float64).reshape(-1, 2)
     coords = coords[np.all(np.isfinite(coords), axis=1)]
     out: list[tuple[float, float]] = []
@@ -141,8 +133,7 @@ def divergence_update(path: np.ndarray, box: Box) -> int | None:
 def diverged_runs(
     coords: Mapping[str, ArrayLike], view_box: Box | None = None, max_grow: float = 1.0
 ) -> dict[str, int | None]:
-    """``{config: update}`` of the runs that diverged (last point non-finite or beyond
-    how far ``plot_box`` may grow) and the update at which each left ``view_box``."""
+    """``{run: update it left view_box}``: the runs whose last point is non-finite or beyond ``plot_box``'s reach."""
     box: Box = ((-np.inf, np.inf), (-np.inf, np.inf)) if view_box is None else view_box  # no view: non-finite only
     limit = [(a - max_grow * (b - a), b + max_grow * (b - a)) for a, b in (map(float, r) for r in box)]
     out: dict[str, int | None] = {}
@@ -168,8 +159,7 @@ def loss_grid(
     n: int = 121,
     budget: int = 4_000_000,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(X, Y, Z)``: an ``n x n`` grid over ``box`` and ``value_np`` on the plane there,
-    evaluated in chunks of at most ``budget`` numbers."""
+    """``(X, Y, Z)``: an ``n x n`` grid over ``box`` and ``value_np`` there, in chunks of ``budget`` numbers."""
     xs = np.linspace(*box[0], n)
     ys = np.linspace(*box[1], n)
     X, Y = np.meshgrid(xs, ys)
@@ -184,8 +174,7 @@ def loss_grid(
 
 
 def log_levels(Z: ArrayLike, n: int = 14, floor: float = 1e-6, inner: float = 0.005) -> np.ndarray:
-    """``n`` log-spaced contour levels from the ``inner`` quantile of the positive finite
-    ``Z`` (at least ``floor`` times the largest; a cell-sized level set is an artefact)."""
+    """``n`` log levels from the positive finite ``Z``'s ``inner`` quantile (a cell-sized level set is an artefact)."""
     z = np.asarray(Z, np.float64)
     z = z[np.isfinite(z) & (z > 0)]
     if not len(z):
@@ -198,8 +187,7 @@ def log_levels(Z: ArrayLike, n: int = 14, floor: float = 1e-6, inner: float = 0.
 
 
 def run_distances(paths: Iterable[ArrayLike]) -> np.ndarray:
-    """``(n,)``: after each update the largest distance between two runs' parameters
-    (one run: how far the update moved it); NaN where not finite."""
+    """After each update the largest distance between two runs' parameters (one run: its step); NaN if not finite."""
     arrays = [np.asarray(p, np.float64) for p in paths]
     arrays = [a.reshape(len(a), -1) for a in arrays]
     n = min(len(a) for a in arrays) - 1
@@ -229,15 +217,14 @@ def most_different_index(paths: Iterable[ArrayLike], allowed: ArrayLike | None =
 
 
 def fade_alphas(n: int, half_life: float = 4.0, floor: float = 0.15) -> np.ndarray:
-    """Opacities of the ``n`` segments before the update, oldest first, halving every
-    ``half_life`` updates down to ``floor``."""
+    """Opacities of ``n`` segments, oldest first, halving every ``half_life`` updates down to ``floor``."""
     age = np.arange(n)[::-1].astype(np.float64)
     return floor + (1.0 - floor) * 0.5 ** (age / half_life)
 
 
 def select_variable(recordings: Mapping[str, Recording], name: str | None) -> str:
     """The variable to draw: ``name``, or the one variable every recording shares."""
-    shared = set.intersection(*(set(rec.variables) for rec in recordings.values()))  # never empty: checked
+    shared = set.intersection(*(set(rec.variables) for rec in recordings.values()))
     if name is None:
         if len(shared) == 1:
             return next(iter(shared))
@@ -251,8 +238,8 @@ def select_variable(recordings: Mapping[str, Recording], name: str | None) -> st
 
 
 def check_step(step: object, steps: Mapping[str, np.ndarray], none: str = "no update picked") -> int | None:
-    """``step`` as an update every recording holds (``-1``: the last shared; None stays
-    None, ``none`` says what None means); ``steps``: ``{name: recording.steps}``.
+    """``step`` as an update every recording holds (``-1``: the last shared; None stays None, ``none`` says what
+    None means); ``steps``: ``{name: recording.steps}``.
 
     >>> check_step(3, {"a": np.arange(1, 9)}), check_step(-1, {"a": np.arange(1, 9)})
     (3, 8)
@@ -270,7 +257,6 @@ def check_step(step: object, steps: Mapping[str, np.ndarray], none: str = "no up
 
 
 def common_steps(steps: Iterable[ArrayLike]) -> np.ndarray:
-    """The updates every one of ``steps`` (each a ``recording.steps``) holds."""
     return np.asarray(functools.reduce(np.intersect1d, (np.asarray(s, np.int64) for s in steps)), np.int64)
 
 
@@ -283,8 +269,7 @@ def step_index(recording_steps: ArrayLike, update: int) -> int:
     return i
 
 
-EXACT_POINTS = 61
-"""A path of at most this many points is drawn as recorded: only longer ones are thinned."""
+EXACT_POINTS = 61  # a path of at most this many points is drawn as recorded
 TOLERANCE_PX = 0.25  # a recorded point this far off the thinned line (in pixels) is kept
 CELL_PX = 0.15  # points following one another within one cell this wide are one point
 
@@ -296,8 +281,7 @@ def root_pixels(figure: Figure | SubFigure) -> np.ndarray:
 
 
 def pixel_scale(box: Box, figure: Figure | SubFigure) -> np.ndarray:
-    """``(sx, sy)``: the most pixels one data unit of ``box`` can take on an axes of
-    ``figure`` (no wider nor taller than its root figure)."""
+    """``(sx, sy)``: the most pixels one data unit of ``box`` can take on ``figure`` (its root figure's size)."""
     span = np.array([abs(float(box[0][1]) - float(box[0][0])), abs(float(box[1][1]) - float(box[1][0]))])
     return root_pixels(figure) / np.where(span > 0, span, 1.0)
 
@@ -318,8 +302,8 @@ def _segment_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray
 
 
 def _simplify(xy: np.ndarray, anchor: np.ndarray, tol: float) -> np.ndarray:
-    """Douglas-Peucker on ``xy`` (pixels) between the ``anchor`` points (a mask); a
-    stretch next to a non-finite anchor keeps no inner point."""
+    """Douglas-Peucker on ``xy`` (pixels) between the ``anchor`` points (a mask); a stretch next to a non-finite
+    anchor keeps no inner point."""
     keep = anchor.copy()
     finite = np.all(np.isfinite(xy), axis=1)
     ends = np.flatnonzero(keep)
@@ -341,9 +325,8 @@ def _simplify(xy: np.ndarray, anchor: np.ndarray, tol: float) -> np.ndarray:
 def thin_indices(
     coords: ArrayLike, scale: ArrayLike, keep: Iterable[int] = (), tol: float = TOLERANCE_PX, limit: int | None = None
 ) -> np.ndarray:
-    """The indices of the points of ``coords`` (n, 2) a line needs to look as the whole
-    path does at ``scale`` pixels per unit: the ends, ``keep`` and around every
-    non-finite point always; with ``limit``, ``tol`` doubles until at most that many.
+    """Indices of the points of ``coords`` (n, 2) a line needs to look as the whole path does at ``scale`` pixels
+    per unit: the ends, ``keep`` and around non-finite points always; with ``limit``, ``tol`` doubles until that many.
 
         >>> import numpy as np
         >>> c = np.stack([np.arange(200.0), np.zeros(200)], axis=1)
@@ -384,8 +367,7 @@ def thin_indices(
 
 
 def up_to(indices: ArrayLike | None, end: int, at: int | None = None) -> np.ndarray:
-    """The thinned path (``indices``; None: every point) up to point ``end - 1``, with
-    point ``at`` and that last point on it."""
+    """The thinned path (``indices``; None: every point) up to point ``end - 1``, with ``at`` and that point on it."""
     end = int(end)
     if indices is None:
         return np.arange(max(0, end))

@@ -1,6 +1,4 @@
-"""The loss panel of a path figure: each run's loss after k updates, k = 0..N (the
-legend names the runs), the update shown ringed, the headline's updates banded
-(``mark_window``)."""
+"""A path figure's loss panel: each run's loss after k updates, the update ringed, the headline's updates banded."""
 
 from __future__ import annotations
 
@@ -26,7 +24,6 @@ if TYPE_CHECKING:
     from .frames import PathArtists
     from .scene import PathScene
 
-# the loss panel's axes: the loss after k updates, k = 0..N (``path_findings``' convention)
 LOSS_XLABEL = "updates made (k)"
 LOSS_YLABEL = "loss after k updates"
 LOSS_TITLE = "Loss after k updates"
@@ -42,7 +39,7 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
     columns = max(1, int(np.ceil(geo.root_pixels(root_figure(ax))[0])))  # the most pixel columns a line spans
     for key, (steps, loss, _) in scene.losses.items():
         look = looks[key]
-        few = len(steps) <= FEW_POINTS  # one point per line draws nothing without a marker
+        few = len(steps) <= FEW_POINTS
         at = [] if update is None else [ring_index(scene, key, update)]
         art.loss_thin[key] = keep = thin_loss(steps, loss, columns, at)
         (art.loss_lines[key],) = ax.plot(
@@ -108,10 +105,7 @@ class MeanBars(tuple):
 
 
 def mean_handle(bars: Iterable[Mapping], label: str = MEAN_LABEL) -> MeanBars:
-    """The legend's entry for the mean bars: one short bar per run in the look it is
-    drawn in (``bars``: each bar's ``Line2D`` keywords, e.g. ``mean_look(colour)``), side
-    by side, named ``label``. ``plot_paths``, the GIF and ``plot_compare`` name their
-    bars with it."""
+    """The legend entry ``label``: a short bar per ``bars`` (``Line2D`` keywords: ``mean_look(c)``), side by side."""
     from matplotlib.legend import Legend
     from matplotlib.legend_handler import HandlerTuple
     from matplotlib.lines import Line2D
@@ -123,8 +117,7 @@ def mean_handle(bars: Iterable[Mapping], label: str = MEAN_LABEL) -> MeanBars:
 
 
 def mark_window(art: PathArtists, found: PathFindings, bars: bool = True) -> list[Artist]:
-    """On ``art.ax_loss``: ``mark_means`` over ``found.window`` (the updates whose mean loss
-    the headline compares), with ``bars`` each ranked run's mean there; the artists drawn."""
+    """``mark_means`` on ``art.ax_loss`` over the headline's ``found.window``, with ``bars`` each ranked run's mean."""
     if art.ax_loss is None or not found.ranking:
         return []
     a, b = found.window
@@ -135,8 +128,7 @@ def mark_window(art: PathArtists, found: PathFindings, bars: bool = True) -> lis
 
 
 def mark_means(ax: Axes, lo: float, hi: float, means: Mapping[str, tuple[float, ColorType]]) -> list[Artist]:
-    """A pale band over ``lo..hi`` on the loss axes ``ax`` and each run's mean there
-    (``means``: ``{run: (mean, colour)}``) a bar across it in ``mean_look``; the artists drawn."""
+    """Draw a pale band over ``lo..hi`` on ``ax``, a ``mean_look`` bar per ``{run: (mean, colour)}``; returns them."""
     out: list[Artist] = [ax.axvspan(lo, hi, color=WINDOW_COLOR, alpha=0.12, lw=0, zorder=0.5, gid="loss-window")]
     for key, (value, color) in means.items():
         out += ax.plot([lo, hi], [value] * 2, **mean_look(color), zorder=4.5, gid=f"loss-mean:{key}")
@@ -144,8 +136,7 @@ def mark_means(ax: Axes, lo: float, hi: float, means: Mapping[str, tuple[float, 
 
 
 def thin_loss(steps: np.ndarray, loss: np.ndarray, columns: int, keep: Iterable[int] = ()) -> np.ndarray:
-    """The indices of a loss line's points drawn on ``columns`` pixel columns
-    (``shards.geometry.minmax_indices``), and ``keep``."""
+    """The indices of a loss line's points drawn on ``columns`` pixel columns (``minmax_indices``), and ``keep``."""
     idx = minmax_indices(np.asarray(steps), np.asarray(loss, np.float64), columns)
     if len(idx) == len(steps):
         return idx
@@ -154,8 +145,7 @@ def thin_loss(steps: np.ndarray, loss: np.ndarray, columns: int, keep: Iterable[
 
 
 def plain_log_ticks(ax: Axes) -> None:
-    """The one log tick format (``core.log_ticks``) on ``ax``'s log y axis, the 2s to 8s
-    labelled too where it spans under a decade and a half (0.2, 0.3, ...)."""
+    """``core.log_ticks`` on ``ax``'s log y axis, the 2s to 8s labelled too under a decade and a half."""
     from matplotlib.ticker import LogLocator
 
     use_log_ticks(ax.yaxis)
@@ -174,7 +164,6 @@ def _frame(scene: PathScene, ax: Axes) -> None:
     ax.set_title(LOSS_TITLE + (" (log scale)" if log else ""), fontsize=style.TITLE_SIZE)
     ax.grid(True, which="major", alpha=0.3)
     ax.tick_params(labelsize=style.TICK_SIZE)
-    # updates are whole numbers, ticked at round steps (1, 2, 5, 10, 20, ...)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10], min_n_ticks=1))
     first = min(int(st[0]) for st, _, _ in scene.losses.values())
     last = max(int(st[-1]) for st, _, _ in scene.losses.values())

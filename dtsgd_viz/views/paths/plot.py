@@ -1,6 +1,5 @@
-"""Update paths: each optimizer's trajectory on the loss contours, the update ringed on
-every path (its terms as arrows where they are long enough to see), and the loss per
-update beside it. ``step=k`` is optimizer update k as ``recording.steps`` counts them.
+"""Update paths: each optimizer's trajectory on the loss contours, the update ringed (its terms as arrows where long
+enough to see) and the loss beside it. ``step=k`` is optimizer update k as ``recording.steps`` counts them.
 
     >>> import dtsgd_viz
     >>> from dtsgd_viz import surfaces
@@ -16,8 +15,7 @@ update beside it. ``step=k`` is optimizer update k as ``recording.steps`` counts
     >>> len(fig.axes)                                     # the paths and the loss
     2
 
-Without ``step``, ``plot_paths`` marks the update after which the runs' parameters are
-furthest apart (``findings(...).apart``)::
+Without ``step``, ``plot_paths`` marks the update where the runs are furthest apart (``findings(...).apart``)::
 
     >>> dtsgd_viz.plot_paths(recs, s, arrows=True).axes[0].get_title()
     'Update 4: where the runs differ most'
@@ -54,15 +52,12 @@ def plot_paths(
     arrows: bool | None = None,
     zoom: bool = False,
 ) -> Figure:
-    """Paths of every optimizer on the loss contours of ``surface``, and loss per update.
+    """Paths of every optimizer on the loss contours of ``surface``, and loss per update; returns the ``Figure``.
 
-    ``recordings``: ``{config: Recording}`` (what ``dtsgd_viz.run`` returns) or one.
-    ``step``: the update ringed on each path (``-1``: the last; None: where the runs
-    differ most, ``scene.default_update``). ``name``: the recorded variable (None: the
-    only one). ``ax``: None (a new figure), one Axes (the paths) or ``(path_ax,
-    loss_ax)``. ``arrows``: draw the update's terms as arrows (None: where every arrow
-    is long enough to see). ``zoom=True`` raises: the close-ups are ``plot_update``'s.
-    Returns the ``Figure``.
+    ``recordings``: ``{config: Recording}`` (as ``dtsgd_viz.run`` returns) or one. ``step``: the update ringed on
+    each path (``-1``: the last; None: where the runs differ most). ``name``: the recorded variable (None: the only
+    one). ``ax``: None (a new figure), one Axes (the paths) or ``(path_ax, loss_ax)``. ``arrows``: the update's terms
+    as arrows (None: where all are long enough to see). ``zoom=True`` raises (``plot_update`` draws close-ups).
     """
     if zoom:
         raise ValueError(
@@ -83,8 +78,7 @@ def plot_paths(
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PathsView:
-    """What ``draw_paths`` drew (the ``PathScene`` and its ``PathArtists``), for
-    widgets that update it in place; ``update`` is the update drawn (None if none)."""
+    """What ``draw_paths`` drew, for widgets that update it in place; ``update``: the update drawn (None: none)."""
 
     figure: Figure
     scene: PathScene
@@ -104,9 +98,8 @@ def draw_paths(
     note: str | None = None,
     diverged: Mapping[str, int | None] | None = None,
 ) -> PathsView:
-    """Like ``plot_paths`` but returns the ``PathsView``, each path drawn up to ``step``
-    over its whole run drawn thin (``step=None``: no update). ``note``: a note for the path panel;
-    ``diverged``: ``{config: update}`` of the runs that left the view (None: found)."""
+    """``plot_paths``' drawing as a ``PathsView``, each path up to ``step`` over its run drawn thin (None: no update);
+    ``note``: the path panel's note; ``diverged``: ``{config: update}`` of the runs that left the view (None: found)."""
     scene = build_scene(recordings, surface, name, diverged)
     update = geo.check_step(step, {k: r.steps for k, r in scene.recordings.items()})
     fig, art = draw_scene(scene, update, ax, arrows, note=note)

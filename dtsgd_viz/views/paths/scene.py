@@ -1,6 +1,4 @@
-"""The scene of a path figure: every number ``views.paths`` draws, computed before any
-drawing, from the checked input (the geometry is ``views.paths.geometry``'s), and the
-path panel's title (``path_title``; ``short_runs``: the arrows too short to see)."""
+"""A path figure's scene (every number it draws, from the checked input, before drawing) and the path panel's title."""
 
 from __future__ import annotations
 
@@ -64,8 +62,7 @@ def build_scene(
     name: str | None,
     diverged: Mapping[str, int | None] | None = None,
 ) -> PathScene:
-    """The ``PathScene`` of ``recordings`` on ``surface`` (variable ``name``; None: the
-    only one), checked; ``diverged``: ``{config: update}`` (None: found from the paths)."""
+    """The checked ``PathScene`` of ``recordings`` on ``surface``; ``diverged``: ``{config: update}`` (None: found)."""
     recordings = _as_dict(recordings)
     if not all(hasattr(surface, a) for a in ("shape", "value_np", "minimum")):
         raise TypeError(
@@ -102,7 +99,6 @@ def build_scene(
     grid = geo.loss_grid(surface.value_np, plane, shape, box)
     off = float(np.max(np.linalg.norm(geo.lift(minima, plane) - minima_flat, axis=-1)))
     starts = np.unique(np.round(np.stack([c[0] for c in coords.values()]), 12), axis=0)
-    # the loss after k updates, k = 0..N: the surface at path point k
     losses: dict[str, tuple[np.ndarray, np.ndarray, bool]] = {}
     for k, r in recordings.items():
         with np.errstate(over="ignore", invalid="ignore"):
@@ -138,8 +134,7 @@ def _near(points: np.ndarray, coords: np.ndarray, grow: float = 0.5) -> list[np.
 
 
 def default_update(scene: PathScene | SimpleNamespace, upto: int | None = None) -> int | None:
-    """The update ``plot_paths`` takes apart when none is named: where the runs'
-    parameters are furthest apart (between the runs with momentum when two have it),
+    """The update ``plot_paths`` takes apart when none is named: where the runs are furthest apart (``compared_paths``),
     up to ``upto``, drawable as arrows where any is, and before any run left the view."""
     recs = list(scene.recordings.values())
     n = min(len(r) for r in recs)
@@ -215,9 +210,8 @@ MIN_ARROW_FRAC = 0.045  # an arrow shorter than this fraction of the panel's spa
 
 
 def path_title(scene: PathScene, update: int | None, auto: bool = False, short: Collection[str] = ()) -> str:
-    """The path panel's title at ``update`` (None: no update picked); ``auto``: picked
-    as where the runs differ most; ``short``: the runs whose arrows are not drawn (all:
-    the update is only marked)."""
+    """The path panel's title at ``update`` (None: none picked); ``auto``: picked as where the runs differ most;
+    ``short``: the runs whose arrows are not drawn (all: the update is only marked)."""
     if update is None:
         return "Paths on the loss contours"
     marked = set(scene.coords) <= set(short)
@@ -227,8 +221,7 @@ def path_title(scene: PathScene, update: int | None, auto: bool = False, short: 
 
 
 def short_runs(scene: PathScene, update: int, every: bool = False) -> list[str]:
-    """The runs whose update ``update`` is too short to see as arrows: every term
-    (``every``: any non-zero term) shorter than ``MIN_ARROW_FRAC`` of the panel's span."""
+    """The runs whose ``update``'s every term (``every``: any non-zero term) is under ``MIN_ARROW_FRAC`` of the span."""
     span = max(float(np.ptp(scene.box[0])), float(np.ptp(scene.box[1])))
     out = []
     for key, rec in scene.recordings.items():

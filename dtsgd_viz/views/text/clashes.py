@@ -1,6 +1,4 @@
-"""Where the labels of one axes run into each other, measured on the drawn artists: two
-texts' boxes overlapping, or a leader line (an annotation's arrow) running through
-another label's text. The tests check the figures with it."""
+"""Where the drawn labels of one axes run into each other: two texts' boxes overlapping, or a leader through a text."""
 
 from __future__ import annotations
 
@@ -22,8 +20,7 @@ GAP = 1.0  # pixels two labels' boxes keep apart (their white halo is about this
 
 
 def text_box(text: Text, renderer: RendererBase, pad: float = 0.0) -> tuple[float, float, float, float]:
-    """The display box ``(x0, y0, x1, y1)`` of ``text``'s characters only (an
-    annotation's ``get_window_extent`` holds its arrow too), grown by ``pad`` pixels."""
+    """The display box ``(x0, y0, x1, y1)`` of ``text``'s characters (not an annotation's arrow), grown by ``pad``."""
     from matplotlib.text import Text
 
     b = Text.get_window_extent(text, renderer)
@@ -31,14 +28,12 @@ def text_box(text: Text, renderer: RendererBase, pad: float = 0.0) -> tuple[floa
 
 
 def leader_points(text: Text, renderer: RendererBase, n: int = 120) -> np.ndarray:
-    """``(k, 2)`` display points along an annotation's leader: from the middle of its
-    text (where a straight ``"-"`` arrow starts) to the point it names, outside its own
-    text; empty for a text without one."""
+    """``(k, 2)`` display points along an annotation's leader, from its text's middle (where a straight ``"-"``
+    arrow starts) to the point it names, outside its own text; empty for a text without one."""
     from matplotlib.text import Annotation
 
     if not isinstance(text, Annotation) or text.arrow_patch is None:
         return np.zeros((0, 2))
-    # the point named (matplotlib's own transform of ``xy`` in its ``xycoords``)
     xy_transform = text._get_xy_transform(renderer, text.xycoords)  # pyright: ignore[reportAttributeAccessIssue]  # private, not in the stubs
     anchor = np.asarray(xy_transform.transform(text.xy), np.float64)
     x0, y0, x1, y1 = text_box(text, renderer)
@@ -51,7 +46,7 @@ def leader_points(text: Text, renderer: RendererBase, n: int = 120) -> np.ndarra
 def _texts(ax: Axes, renderer: RendererBase) -> list[Text]:
     from matplotlib.text import Annotation
 
-    ax.apply_aspect()  # the axes where they are drawn (an equal-aspect panel shrinks)
+    ax.apply_aspect()  # an equal-aspect panel shrinks
     out = [t for t in ax.texts if t.get_visible() and t.get_text().strip()]
     for t in out:
         if isinstance(t, Annotation):
@@ -60,9 +55,8 @@ def _texts(ax: Axes, renderer: RendererBase) -> list[Text]:
 
 
 def clashes(ax: Axes, renderer: RendererBase | None = None) -> list[tuple[str, str, str]]:
-    """``[(kind, text_a, text_b)]``: every pair of ``ax``'s visible texts whose boxes
-    come within ``GAP`` pixels (``"overlap"``) and every leader of one that runs through
-    the other's text (``"leader"``: ``text_a``'s leader through ``text_b``)."""
+    """``[(kind, text_a, text_b)]``: every pair of ``ax``'s visible texts whose boxes come within ``GAP`` pixels
+    (``"overlap"``) and every leader through another's text (``"leader"``: ``text_a``'s through ``text_b``)."""
     renderer = renderer or canvas_renderer(ax.figure)
     texts = _texts(ax, renderer)
     boxes = {id(t): text_box(t, renderer) for t in texts}

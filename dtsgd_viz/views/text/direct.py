@@ -1,9 +1,7 @@
-"""Labels on the data instead of legends: a name at the end of each line, pushed apart
-so no two overprint (``spread`` is the pure part, tested numerically; ``label_ends``
-draws). Used by the shard lines, the phase cells, the block rates and the widgets.
+"""Names at the ends of lines instead of legends, pushed apart so no two overprint (``spread``: the pure part).
 
-    >>> [round(v, 3) for v in spread([0.5, 0.52, 0.9], gap=0.1)]
-    [0.46, 0.56, 0.9]
+>>> [round(v, 3) for v in spread([0.5, 0.52, 0.9], gap=0.1)]
+[0.46, 0.56, 0.9]
 """
 
 from __future__ import annotations
@@ -27,9 +25,8 @@ __all__ = ["spread", "label_ends", "move_ends", "axes_height_points", "text_size
 
 
 def spread(positions: ArrayLike, gap: float, lo: float = 0.0, hi: float = 1.0) -> list[float]:
-    """``positions`` (any order) moved as little as possible so that neighbours are at
-    least ``gap`` apart and all lie in ``[lo, hi]`` (when they fit there); returned in
-    the order given. Clusters are pushed apart around their mean."""
+    """``positions`` (any order) moved as little as possible so that neighbours are at least ``gap`` apart and all
+    lie in ``[lo, hi]`` (when they fit there), in the order given; clusters are pushed apart around their mean."""
     p = np.asarray(positions, np.float64)
     if not len(p):
         return []
@@ -69,8 +66,7 @@ def _top(group: list[float], gap: float) -> float:
 
 
 def text_size(text: str, fontsize: float = style.TICK_SIZE) -> tuple[float, float]:
-    """About how many points ``text`` takes: ``(width, height)`` (DejaVu Sans, ~0.6 em a
-    character).
+    """About how many points ``text`` takes: ``(width, height)`` (DejaVu Sans, ~0.6 em a character).
 
     >>> text_size("ab\\nc", 10)
     (16.0, 28.0)
@@ -101,13 +97,10 @@ def label_ends(
     gid_prefix: str = "label:",
     outside: bool = False,
 ) -> list[Text]:
-    """Write each ``(text, x, y, color)`` of ``entries`` at ``(x, y)`` (a line's end),
-    to its right, names pushed apart vertically so none overprints another. The x axis
-    is widened by ``room`` of its span to hold them (None: not widened). ``outside``:
-    the x axis is left as it is and the names stand in a column just right of the right
-    spine, at their lines' heights (in the constrained layout). Entries whose ``y`` is
-    not finite (or not positive on a log axis) are left out. Returns the ``Text``
-    artists; ``move_ends`` moves them later."""
+    """Write each ``(text, x, y, color)`` of ``entries`` right of ``(x, y)`` (a line's end), pushed apart vertically
+    so none overprints another; ``room``: widen the x axis by this share of its span (None: not widened);
+    ``outside``: a column just right of the right spine instead, the x axis as it is. Entries whose ``y`` is not
+    finite (or not positive on a log axis) are left out. Returns the ``Text`` artists (``move_ends`` moves them)."""
     from matplotlib.transforms import blended_transform_factory
 
     keep = [
@@ -124,7 +117,7 @@ def label_ends(
         ax.set_xticks(ticks)  # no ticks under the names
     else:
         ax.set_xlim(*ax.get_xlim())  # fixed: the names stand just past its end
-    ax.set_ylim(*ax.get_ylim())  # fixed: the labels are placed in axes fractions
+    ax.set_ylim(*ax.get_ylim())  # fixed: the names are placed in axes fractions
     trans = blended_transform_factory(ax.transData, ax.transAxes)
     out = [
         ax.text(
@@ -148,14 +141,12 @@ def label_ends(
     return out
 
 
-OUTSIDE_PAD = 0.012
-"""How far right of the right spine names written ``outside`` start, in x spans."""
+OUTSIDE_PAD = 0.012  # names written ``outside`` start this far right of the right spine, in x spans
 
 
 def move_ends(ax: Axes, texts: Sequence[Text], ends: Sequence[tuple[float, float]]) -> None:
-    """Put the names ``texts`` (from ``label_ends``) at the line ends ``ends`` (``[(x,
-    y)]``, same order), pushed apart; a name whose end is not finite is hidden. Names
-    written ``outside`` keep their column right of the spine; only their heights move."""
+    """Put the names ``texts`` (from ``label_ends``) at the line ends ``ends`` (``[(x, y)]``, same order), pushed
+    apart; a name whose end is not finite is hidden. Names written ``outside`` keep their column; only heights move."""
     x0, x1 = ax.get_xlim()
     ok = [
         i for i, (x, y) in enumerate(ends) if np.isfinite(x) and np.isfinite(y) and (y > 0 or ax.get_yscale() != "log")
@@ -168,7 +159,7 @@ def move_ends(ax: Axes, texts: Sequence[Text], ends: Sequence[tuple[float, float
     for t in texts:
         t.set_visible(False)
     for i, f in zip(ok, fracs):
-        if getattr(texts[i], "end_outside", False):  # in the column right of the spine
+        if getattr(texts[i], "end_outside", False):
             x = x1 + OUTSIDE_PAD * (x1 - x0)
         else:
             x = ends[i][0] + 0.012 * (x1 - x0)
@@ -187,10 +178,8 @@ def leaders(
     min_shift: float = 0.004,
     gid: str = "leader",
 ) -> list[Line2D]:
-    """Short lines from each line's end (``ends``: axes-fraction heights at ``x0``) to
-    its name moved by ``spread`` (``placed``: heights at ``x1``, same order), in the
-    line's colour, only where the name moved more than ``min_shift``; ``None`` entries
-    are skipped. Drawn in axes coordinates, outside the axes. Returns the ``Line2D``s.
+    """Short lines in axes coordinates from each line's end (``ends``: heights at ``x0``) to its name (``placed``:
+    heights at ``x1``) in its colour, where the name moved over ``min_shift`` (``None``: skipped); the ``Line2D``s.
 
     >>> import matplotlib; from matplotlib.figure import Figure
     >>> ax = Figure().add_subplot()
