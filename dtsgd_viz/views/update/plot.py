@@ -103,7 +103,7 @@ def plot_update(
     finding = found.update_headline()
     assert finding is not None  # the terms are there (above)
     if scene.plane.dim > 2:  # measured on the recorded vectors, drawn projected (the subtitle says on what)
-        finding = _phrase_line(finding, f"in all {scene.plane.dim} parameters", style.SUPTITLE_SIZE)
+        finding += f", in all {scene.plane.dim} parameters"
     headline(fig, finding, settings_line(scene) + picked)
     grid = fig.add_gridspec(2, len(keys), height_ratios=(side + 0.45, chart))
     axes = dict(zip(keys, (fig.add_subplot(grid[0, i]) for i in range(len(keys)))))
@@ -204,11 +204,3 @@ def draw_lengths(ax: Axes, rows: Sequence[tuple[str, str, float]], colors: Mappi
     ax.set_xlabel("length (parameter units)", fontsize=style.LABEL_SIZE, labelpad=2)
     for spine in ("top", "right", "left"):
         ax.spines[spine].set_visible(False)
-
-
-def _phrase_line(finding: str, phrase: str, size: float) -> str:
-    """``finding`` and ``phrase`` on one line where they fit, else on two."""
-    from ..core.figure import fit
-
-    one = f"{finding} {phrase}"
-    return one if "\n" not in fit(one, style.WIDTH * 72.0, size, bold=True) else f"{finding},\n{phrase}"
