@@ -118,21 +118,10 @@ def _loss_panel(
             extra: dict[str, Any] = dict(marks[name], markevery=(every // 2, every)) if name in marks else {}
             ax.plot(x, positive, **look[name].line(**extra))
             drawn = True
-    ax.set_title("loss", fontsize=style.TITLE_SIZE)
+    ax.set_title("loss" if drawn else "no loss recorded (apply_gradients(..., loss=loss))", fontsize=style.TITLE_SIZE)
     if drawn:
         ax.set_yscale("log")
         plain_log_ticks(ax)
-    else:
-        ax.text(
-            0.5,
-            0.5,
-            "no loss recorded\n(apply_gradients(..., loss=loss))",
-            transform=ax.transAxes,
-            ha="center",
-            va="center",
-            fontsize=style.NOTE_SIZE,
-            color=style.SUBTITLE_COLOR,
-        )
     _style_axis(ax, LOSS_XLABEL, LOSS_YLABEL)  # as every loss axis
 
 

@@ -164,11 +164,8 @@ def draw_update_panel(
     whole_path: bool = True,
     labels: bool = True,
 ) -> None:
-    """Clear ``ax`` and draw ``data`` there: the contours, the whole path faintly
-    (``whole_path``, in ``run_style``'s dash), the path so far, the position before the
-    update (a white dot, where g is taken), the terms as arrows ending in a ring (after the
-    update, as the paths panel marks it), the step they add up to and (``labels``) the
-    arrows' names; nothing where no point is finite. The caller titles it."""
+    """Clear ``ax`` and draw ``data`` there (the marks ``plot_update`` names), the whole path
+    faintly (``whole_path``, ``run_style``'s dash) and the arrows' names (``labels``); the caller titles it."""
     from matplotlib.collections import LineCollection
     from matplotlib.ticker import MaxNLocator
 
@@ -216,9 +213,8 @@ LABEL_Z = 9.0  # the arrows' names, in a white halo: over the arrows they sit be
 
 
 def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]:
-    """The terms as arrows tip to tail, the point reached (a ring under them) and, for two
-    terms, the step they add up to (thin, in a white casing, over the first term, which it
-    may run along, under the second); returns the ``DrawnArrow`` list."""
+    """The terms as arrows tip to tail, the point reached (a ring under them, not in an inset) and,
+    for two terms, the step (thin, in a white casing, between the two terms); returns the arrows."""
     from matplotlib import patheffects
 
     assert data.box is not None  # drawn only round a box
@@ -317,8 +313,7 @@ def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color:
 
 
 def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
-    """Slide each arrow name of ``ax`` (and of its inset) back inside the axes where it
-    sticks out, measured on the figure as laid out now (from where it was drawn, however often called)."""
+    """Slide each arrow name of ``ax`` (and of its inset) from where it was drawn to inside the axes."""
     from ..core.figure import canvas_renderer
 
     for inset in ax.child_axes:

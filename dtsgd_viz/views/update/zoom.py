@@ -77,9 +77,8 @@ def shared_factor(main_box: Box, shared: Mapping[str, panel.PanelData]) -> float
 
 
 def zoom_caption(main_box: Box, shared: Mapping[str, panel.PanelData], projected: bool = False) -> str:
-    """The caption's words for the zoom: ``"every panel spans 1/33 of the paths' width,
-    arrows at their true length"`` (``projected``: the paths' plane is a projection of
-    more parameters, so the arrows are their projections on it); each inset says its own 1/N."""
+    """The caption's words for the zoom: ``"every panel spans 1/33 of the paths' width, arrows at
+    their true length"`` (``projected``: as projected on the plane); each inset says its own 1/N."""
     arrows = "arrows as projected on the plane" if projected else "arrows at their true length"
     return f"every panel spans {span_text(shared_factor(main_box, shared))} of the paths' width, {arrows}"
 
