@@ -106,9 +106,7 @@ def plot_update(
     grid = fig.add_gridspec(2, len(keys), height_ratios=(side + 0.45, chart))
     axes = dict(zip(keys, (fig.add_subplot(grid[0, i]) for i in range(len(keys)))))
     xlabel, ylabel = (
-        (f"{scene.name}[0]", f"{scene.name}[1]")
-        if scene.plane.is_identity
-        else ("principal direction 1", "principal direction 2")
+        f"{scene.name}[{i}]" if scene.plane.is_identity else f"principal direction {i + 1}" for i in (0, 1)
     )
     own, shared, insets = shared_zoom({k: panel_at(scene, k, index[k], True) for k in keys}, scene.box)
     styles = panel.run_styles(scene.coords)

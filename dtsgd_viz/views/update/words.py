@@ -9,13 +9,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..paths import geometry as geo
-from ..paths.findings import times_text
 from . import geometry as upd
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
 __all__ = ["update_finding"]
+
+
+def _times(f: float) -> str:  # paths.findings.times_text's words (importing it would make a cycle)
+    return "∞×" if not np.isfinite(f) else f"{f:.0f}×" if f >= 9.5 else f"{f:.1f}×"
 
 
 def update_finding(terms: Mapping[str, upd.UpdateTerms], update: int) -> str:
@@ -43,7 +46,7 @@ def update_finding(terms: Mapping[str, upd.UpdateTerms], update: int) -> str:
     if len(ranked) == 1:
         return f"Update {int(update)}: {geo.rule_name(top)} steps {ok[top]:.3g}, {_carried(terms[top])}" + tail
     name = geo.rule_name
-    others = [f"{'∞×' if not ok[k] > 0 else times_text(ok[top] / ok[k])} {name(k)}'s" for k in ranked[1:]]
+    others = [f"{'∞×' if not ok[k] > 0 else _times(ok[top] / ok[k])} {name(k)}'s" for k in ranked[1:]]
     text = f"Update {int(update)}: {name(top)}'s step is " + " and ".join(others)
     if min(ok.values()) > 0:  # the pair that parts most
         angles = {(a, b): _angle(terms[a].total, terms[b].total) for a, b in itertools.combinations(ranked, 2)}
@@ -65,7 +68,7 @@ def _carried(t: upd.UpdateTerms) -> str:
     if len(sizes) == 1:
         return "all of it the gradient term −lr·g"
     (k1, a), (k2, b) = sorted(sizes, key=lambda kv: -kv[1])[:2]
-    return f"its {upd.TERM_SHORT[k1]} {times_text(a / b if b > 0 else np.inf)} its {upd.TERM_SHORT[k2]}"
+    return f"its {upd.TERM_SHORT[k1]} {_times(a / b if b > 0 else np.inf)} its {upd.TERM_SHORT[k2]}"
 
 
 def _angle(u: ArrayLike, v: ArrayLike) -> float:
