@@ -177,7 +177,7 @@ print("differences from the plan:", report.compare(dtsgd_viz.communication_plan(
 # far each run's parameters are from the first run's (relative to their norm, over the
 # whole model). The default Nesterov run follows momentum's path exactly (its distance is 0,
 # which a log axis cannot draw): its loss is drawn as Nesterov's triangles on momentum's dashed
-# line, and the legend says so. The bars across the shaded updates are each run's mean loss
+# line, and the title says so. The bars across the shaded updates are each run's mean loss
 # there, which the title compares. The title's numbers are `compare_findings`, printed under
 # it; the velocity per device is the ShardExplorer's, below. The default Nesterov run can
 # differ from run to run (the stale read is a race between the devices), so nbval does

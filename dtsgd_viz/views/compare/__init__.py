@@ -1,30 +1,19 @@
-"""Comparing recorded runs of any model, no surface needed: ``plot_compare`` draws the
-losses and the parameters' distance between the runs; ``compare_findings`` gives the
-numbers its title states (print them beside the figure).
-"""
+"""Recorded runs of any model compared, no surface needed: ``plot_compare`` draws the losses and
+the parameters' distance between the runs; ``compare_findings`` gives its title's numbers."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from .draw import draw, looks
-from .geometry import CompareData, Findings, compare_data, compare_findings, display_name, findings_of, percent_text
+from .geometry import compare_data, compare_findings, display_name, findings_of, percent_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from ...recording.recording import Recording
 
-__all__ = [
-    "CompareData",
-    "Findings",
-    "compare_data",
-    "compare_findings",
-    "display_name",
-    "looks",
-    "percent_text",
-    "plot_compare",
-]
+__all__ = ["compare_data", "compare_findings", "display_name", "looks", "percent_text", "plot_compare"]
 
 
 def plot_compare(runs: dict[str, Recording], variable: str | None = None) -> Figure:

@@ -46,15 +46,6 @@ def looks(names: Iterable[str]) -> dict[str, style.Look]:
     return out
 
 
-def _label(data: CompareData, findings: Findings, name: str) -> str:
-    at = data.diverged_at.get(name)
-    if at is not None:
-        return f"{display_name(name)} (NaN/Inf from update {at})"
-    if name in findings.same_path:
-        return f"{display_name(name)}: {display_name(data.names[0])}'s path"
-    return display_name(name)
-
-
 def _finite_positive(values: ArrayLike) -> np.ndarray:
     v = np.asarray(values, np.float64)
     return np.where(np.isfinite(v) & (v > 0), v, np.nan)
@@ -87,7 +78,7 @@ def draw(data: CompareData, findings: Findings) -> Figure:
     if data.gaps is not None:
         _gap_panel(top[1], data, look)
     handles = [
-        top[0].plot([], [], label=_label(data, findings, n), **look[n].line(**marks.get(n, {"marker": ""})))[0]
+        top[0].plot([], [], label=display_name(n), **look[n].line(**marks.get(n, {"marker": ""})))[0]
         for n in data.names
     ]
     if mean is not None:
@@ -127,21 +118,10 @@ def _loss_panel(
             extra: dict[str, Any] = dict(marks[name], markevery=(every // 2, every)) if name in marks else {}
             ax.plot(x, positive, **look[name].line(**extra))
             drawn = True
-    ax.set_title("loss", fontsize=style.TITLE_SIZE)
+    ax.set_title("loss" if drawn else "no loss recorded (apply_gradients(..., loss=loss))", fontsize=style.TITLE_SIZE)
     if drawn:
         ax.set_yscale("log")
         plain_log_ticks(ax)
-    else:
-        ax.text(
-            0.5,
-            0.5,
-            "no loss recorded\n(apply_gradients(..., loss=loss))",
-            transform=ax.transAxes,
-            ha="center",
-            va="center",
-            fontsize=style.NOTE_SIZE,
-            color=style.SUBTITLE_COLOR,
-        )
     _style_axis(ax, LOSS_XLABEL, LOSS_YLABEL)  # as every loss axis
 
 

@@ -1,6 +1,5 @@
 """What ``plot_compare`` draws, as plain numpy: the losses after each update, each run's
-parameter gap to the first run, and the findings its title states (``compare_findings``).
-"""
+parameter gap to the first run, and the findings its title states (``compare_findings``)."""
 
 from __future__ import annotations
 

@@ -32,10 +32,7 @@ class Phase:
 
     def group_of(self, device: int) -> int | None:
         """The index in ``groups`` of the group ``device`` belongs to (None: local)."""
-        for i, group in enumerate(self.groups):
-            if device in group:
-                return i
-        return None
+        return next((i for i, group in enumerate(self.groups) if device in group), None)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,10 +10,7 @@ terms as arrows tip to tail, and under the panels a chart of the terms' lengths.
     >>> fig = dtsgd_viz.plot_update(recs, s, step=3)     # a matplotlib Figure
     >>> [ax.get_title() for ax in fig.axes]     # a panel per run, then the lengths chart
     ['momentum', 'Nesterov', '']
-    >>> sorted(a.get_gid() for ax in fig.axes for a in ax.collections
-    ...        if (a.get_gid() or "").startswith("zoom-arrow:"))
-    ['zoom-arrow:momentum:gradient', 'zoom-arrow:momentum:momentum', 'zoom-arrow:nesterov:gradient', 'zoom-arrow:nesterov:lookahead']
-"""  # noqa: E501  (a doctest's expected output line)
+"""
 
 from __future__ import annotations
 
@@ -23,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core import style
-from ..core.figure import headline, new_figure, root_figure
+from ..core.figure import headline, new_figure
 from ..paths import geometry as geo
 from ..paths.findings import findings_of
 from ..paths.frames import panel_at
@@ -46,11 +43,10 @@ __all__ = ["plot_update", "update_finding", "term_lengths", "draw_lengths", "UPD
 UPDATE_CAPTION = "Update {k} up close: {zoom}"  # {zoom}: ``zoom.zoom_caption``'s words
 MAX_PANEL = 3.6  # inches: the largest panel side (one or two runs)
 PANEL_GAP = 0.55  # inches between panels (their tick labels)
-HEAD = 1.75  # inches over and under the panels: headline, the key, panel titles, ticks, caption
+HEAD = 1.5  # inches over and under the panels: headline, panel titles, ticks, caption
 BAR_ROW = 0.15  # inches per bar of the lengths chart under the panels
 BAR_HEAD = 0.7  # inches the chart adds: its axis, the gaps between its groups and over it
 GROUP_GAP = 0.7  # bars of empty space between the chart's groups
-KEY_BELOW = 30.0  # points from the chart's axis down to the key: its tick labels and axis label over it
 
 
 def plot_update(
@@ -71,10 +67,12 @@ def plot_update(
         the runs differ most, the one ``plot_paths`` picks).
       name: the recorded variable (default: the only one).
 
-    Every panel has one zoom, so lengths compare by eye; an update under ``INSET_BELOW``
-    of the panel is drawn again in an inset. The bars are the lengths ``findings(runs,
-    surface, step=step)`` prints. Returns the ``Figure``; bad input raises ``ValueError``
-    or ``TypeError`` naming what was received.
+    In a panel the white disk is the parameter before the update (where g is taken), the
+    ring where it is after, the plain line the step the arrows add up to, the faint line
+    the path so far. Every panel has one zoom, so lengths compare by eye; an update under
+    ``INSET_BELOW`` of the panel is drawn again in an inset. The bars are the lengths
+    ``findings(runs, surface, step=step)`` prints. Returns the ``Figure``; bad input raises
+    ``ValueError`` or ``TypeError`` naming what was received.
     """
     scene = build_scene(recordings, surface, name)
     update = geo.check_step(
@@ -103,14 +101,12 @@ def plot_update(
     finding = found.update_headline()
     assert finding is not None  # the terms are there (above)
     if scene.plane.dim > 2:  # measured on the recorded vectors, drawn projected (the subtitle says on what)
-        finding = _phrase_line(finding, f"in all {scene.plane.dim} parameters", style.SUPTITLE_SIZE)
+        finding += f", in all {scene.plane.dim} parameters"
     headline(fig, finding, settings_line(scene) + picked)
     grid = fig.add_gridspec(2, len(keys), height_ratios=(side + 0.45, chart))
     axes = dict(zip(keys, (fig.add_subplot(grid[0, i]) for i in range(len(keys)))))
     xlabel, ylabel = (
-        (f"{scene.name}[0]", f"{scene.name}[1]")
-        if scene.plane.is_identity
-        else ("principal direction 1", "principal direction 2")
+        f"{scene.name}[{i}]" if scene.plane.is_identity else f"principal direction {i + 1}" for i in (0, 1)
     )
     own, shared, insets = shared_zoom({k: panel_at(scene, k, index[k], True) for k in keys}, scene.box)
     styles = panel.run_styles(scene.coords)
@@ -125,44 +121,12 @@ def plot_update(
             draw_inset(ax, scene, own[key], shared[key], styles[key], labels=True)
     chart = fig.add_subplot(grid[1, :])
     draw_lengths(chart, bars, scene.colors)
-    _key(chart)
     caption = UPDATE_CAPTION.format(k=update, zoom=zoom_caption(scene.box, shared, not scene.plane.is_identity))
     fig.supxlabel(caption, fontsize=style.NOTE_SIZE, color="0.3")
     fig.draw_without_rendering()  # the layout, once: the arrows' names are then kept inside their panels
     for ax in axes.values():
         panel.keep_labels_inside(ax)
     return fig
-
-
-def _key(chart: Axes) -> None:
-    """One row under the lengths chart naming the panels' marks, in grey."""
-    from matplotlib.lines import Line2D
-    from matplotlib.transforms import offset_copy
-
-    grey, current = style.SUBTITLE_COLOR, style.ROLE_LOOKS["current"]
-    marks = {
-        "before the update: g taken here": dict(
-            ls="none", marker="o", ms=panel.START_MS, mfc="white", mec=grey, mew=1.4
-        ),
-        "after it": dict(
-            ls="none", marker=current.marker, ms=panel.RING_MS, mfc="none", mec=panel.tint(grey, 0.3), mew=1.4
-        ),
-        "step (the arrows' sum)": dict(ls="-", lw=1.1, color=grey),
-        "path so far": dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(grey, panel.TRAIL_TINT), alpha=0.8),
-    }
-    chart.legend(
-        [Line2D([0, 1], [0, 0], **m) for m in marks.values()],
-        list(marks),
-        loc="upper center",
-        bbox_to_anchor=(0.5, 0.0),
-        bbox_transform=offset_copy(chart.transAxes, root_figure(chart), y=-KEY_BELOW, units="points"),
-        ncols=len(marks),
-        fontsize=style.NOTE_SIZE,
-        frameon=False,
-        handletextpad=0.4,
-        columnspacing=1.6,
-        borderaxespad=0.0,
-    )
 
 
 def term_lengths(terms: Mapping[str, upd.UpdateTerms]) -> list[tuple[str, str, float]]:
@@ -204,11 +168,3 @@ def draw_lengths(ax: Axes, rows: Sequence[tuple[str, str, float]], colors: Mappi
     ax.set_xlabel("length (parameter units)", fontsize=style.LABEL_SIZE, labelpad=2)
     for spine in ("top", "right", "left"):
         ax.spines[spine].set_visible(False)
-
-
-def _phrase_line(finding: str, phrase: str, size: float) -> str:
-    """``finding`` and ``phrase`` on one line where they fit, else on two."""
-    from ..core.figure import fit
-
-    one = f"{finding} {phrase}"
-    return one if "\n" not in fit(one, style.WIDTH * 72.0, size, bold=True) else f"{finding},\n{phrase}"

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 __all__ = ["update_finding"]
 
 
-def _times(f: float) -> str:
-    return f"{f:.0f}×" if f >= 9.5 else f"{f:.1f}×"
+def _times(f: float) -> str:  # paths.findings.times_text's words (importing it would make a cycle)
+    return "∞×" if not np.isfinite(f) else f"{f:.0f}×" if f >= 9.5 else f"{f:.1f}×"
 
 
 def update_finding(terms: Mapping[str, upd.UpdateTerms], update: int) -> str:
@@ -68,8 +68,7 @@ def _carried(t: upd.UpdateTerms) -> str:
     if len(sizes) == 1:
         return "all of it the gradient term −lr·g"
     (k1, a), (k2, b) = sorted(sizes, key=lambda kv: -kv[1])[:2]
-    ratio = a / b if b > 0 else np.inf
-    return f"its {upd.TERM_SHORT[k1]} {'∞×' if not np.isfinite(ratio) else _times(ratio)} its {upd.TERM_SHORT[k2]}"
+    return f"its {upd.TERM_SHORT[k1]} {_times(a / b if b > 0 else np.inf)} its {upd.TERM_SHORT[k2]}"
 
 
 def _angle(u: ArrayLike, v: ArrayLike) -> float:

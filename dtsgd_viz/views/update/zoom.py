@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 FIT_PAD = 0.15  # of the data's size, round it: the data fill 3/4 of a panel
 INSET_BELOW = 0.2  # an update spanning less than this of the shared box is drawn again, closer, in an inset
-INSET_SIZE = 0.4  # of its panel's side: the inset's
+INSET_SIZE = 0.4  # of its panel's side: the inset's, in its upper right corner (the update is at the centre)
 
 
 def span_text(k: float) -> str:
@@ -77,26 +77,10 @@ def shared_factor(main_box: Box, shared: Mapping[str, panel.PanelData]) -> float
 
 
 def zoom_caption(main_box: Box, shared: Mapping[str, panel.PanelData], projected: bool = False) -> str:
-    """The caption's words for the zoom: ``"every panel spans 1/33 of the paths' width,
-    arrows at their true length"`` (``projected``: the paths' plane is a projection of
-    more parameters, so the arrows are their projections on it); each inset says its own 1/N."""
+    """The caption's words for the zoom: ``"every panel spans 1/33 of the paths' width, arrows at
+    their true length"`` (``projected``: as projected on the plane); each inset says its own 1/N."""
     arrows = "arrows as projected on the plane" if projected else "arrows at their true length"
     return f"every panel spans {span_text(shared_factor(main_box, shared))} of the paths' width, {arrows}"
-
-
-def inset_bounds(shared: panel.PanelData) -> tuple[float, float, float, float]:
-    """Where an inset sits in its panel (axes fractions): the corner the path crosses least."""
-    assert shared.box is not None
-    (x0, x1), (y0, y1) = shared.box
-    trail = np.asarray(shared.trail, np.float64).reshape(-1, 2)
-    t = np.linspace(0.0, 1.0, 20)[:, None]
-    pts = np.concatenate([p + t * (q - p) for p, q in zip(trail[:-1], trail[1:])] or [trail])
-    fx, fy = (pts[:, 0] - x0) / (x1 - x0), (pts[:, 1] - y0) / (y1 - y0)
-    w, m = INSET_SIZE, 0.02
-    corners = [(1 - w - m, 1 - w - m), (m, 1 - w - m), (1 - w - m, m), (m, m)]  # upper right first
-    hits = [int(np.sum((fx >= cx) & (fx <= cx + w) & (fy >= cy) & (fy <= cy + w))) for cx, cy in corners]
-    cx, cy = corners[int(np.argmin(hits))]
-    return (cx, cy, w, w)
 
 
 def draw_inset(
@@ -107,13 +91,13 @@ def draw_inset(
     run_style: Mapping[str, Any],
     labels: bool = False,
 ) -> Axes:
-    """Draw the update ``own`` at its own zoom in an inset of ``ax``, marked with how much
+    """Draw the update ``own`` at its own zoom in an inset of ``ax`` (upper right), marked with how much
     closer (1/N), and a dotted box on ``ax`` round what it enlarges. Returns the inset."""
     from matplotlib.patches import Rectangle
 
     assert own.box is not None and shared.box is not None
     key, color = own.key, scene.colors[own.key]
-    inset = ax.inset_axes(inset_bounds(shared), zorder=20)
+    inset = ax.inset_axes((0.58, 0.58, INSET_SIZE, INSET_SIZE), zorder=20)  # over the trail only
     panel.draw_update_panel(inset, scene, own, color, run_style, True, whole_path=False, labels=labels)
     inset.text(
         0.04,
