@@ -1,12 +1,11 @@
-"""Pure geometry and data of the shard views (no matplotlib): a tensor of any rank is one
-2-D image, each device block one or more rectangles of it, in cells::
+"""The shard views' geometry (no matplotlib): a tensor is one 2-D image, a block rectangles of it, in cells::
 
-    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
-    >>> from dtsgd_viz.geometry import shard_geometry
-    >>> mesh = MeshSpec.create({"x": 2, "y": 2})
-    >>> geom = shard_geometry((4, 6), LayoutSpec(("x", "unsharded"), mesh))
-    >>> [(p.label, p.rects) for p in block_patches(geom, mesh.short_device_names)]
-    [('CPU:0,1', ((0, 0, 6, 2),)), ('CPU:2,3', ((0, 2, 6, 2),))]
+>>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+>>> from dtsgd_viz.geometry import shard_geometry
+>>> mesh = MeshSpec.create({"x": 2, "y": 2})
+>>> geom = shard_geometry((4, 6), LayoutSpec(("x", "unsharded"), mesh))
+>>> [(p.label, p.rects) for p in block_patches(geom, mesh.short_device_names)]
+[('CPU:0,1', ((0, 0, 6, 2),)), ('CPU:2,3', ((0, 2, 6, 2),))]
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 
 
 def update_index(recording: Recording, step: int | None = None) -> int:
-    """The index into ``recording.steps`` of optimizer update ``step`` (``views.core.steps``)."""
+    """The index into ``recording.steps`` of optimizer update ``step``."""
     check_not_empty(recording)
     return update_position(step, recording.steps)
 
@@ -44,7 +43,7 @@ def image_shape(shape: Sequence[int]) -> tuple[int, int]:
 
 
 def as_image(values: np.ndarray) -> np.ndarray:
-    """One global tensor (any rank) as its 2-D image (a reshape, no copy if possible)."""
+    """One global tensor (any rank) as its 2-D image (a reshape)."""
     values = np.asarray(values)
     return values.reshape(image_shape(values.shape))
 
@@ -87,8 +86,6 @@ def device_label(names: Sequence[str]) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class BlockPatch:
-    """One replica group's block: the devices holding it, its label, its rectangles."""
-
     group: int
     devices: tuple[int, ...]
     label: str
@@ -167,7 +164,7 @@ def settings_text(recording: Recording, index: int) -> str:
 
 
 def device_ticks(device_names: Sequence[str]) -> tuple[list[str], str]:
-    """Short tick labels for devices and the common prefix they drop (``CPU:``)."""
+    """Short device tick labels and the common prefix they drop (``CPU:``)."""
     names = list(device_names)
     heads = {n.rsplit(":", 1)[0] for n in names}
     if len(heads) == 1 and all(":" in n and n.rsplit(":", 1)[1].isdigit() for n in names):
@@ -176,12 +173,11 @@ def device_ticks(device_names: Sequence[str]) -> tuple[list[str], str]:
 
 
 def minmax_decimate(x: ArrayLike, y: ArrayLike, columns: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(x, y)`` thinned to ``columns`` equal spans of x, each keeping its first min, max and
-    NaN, plus the ends: spikes and gaps survive::
+    """``(x, y)`` thinned to ``columns`` spans of x, each keeping its min, max and NaN, and the ends::
 
-        >>> x = np.arange(10.0); y = np.array([0, 5, 1, 1, 1, 1, 1, 1, -3, 2.0])
-        >>> minmax_decimate(x, y, 2)[1].tolist()
-        [0.0, 5.0, -3.0, 2.0]
+    >>> x = np.arange(10.0); y = np.array([0, 5, 1, 1, 1, 1, 1, 1, -3, 2.0])
+    >>> minmax_decimate(x, y, 2)[1].tolist()
+    [0.0, 5.0, -3.0, 2.0]
     """
     x, y = np.asarray(x), np.asarray(y)
     if len(x) <= max(1, int(columns)):
@@ -199,7 +195,7 @@ def minmax_indices(x: Sequence[float] | np.ndarray, y: ArrayLike, columns: int) 
     lo, span = x.min(), x.max() - x.min()
     if not span > 0:
         bucket = np.zeros(n, np.int64)
-    else:  # spans of runs of x: also well defined (if not pixel-exact) for unsorted x
+    else:  # also well defined (if not pixel-exact) for unsorted x
         bucket = np.clip(((x - lo) * (columns / span)).astype(np.int64), 0, columns - 1)
     starts = np.flatnonzero(np.concatenate([[True], np.diff(bucket) != 0]))
     counts = np.diff(np.append(starts, n))

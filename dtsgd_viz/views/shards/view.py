@@ -111,8 +111,6 @@ class ShardsView:
         ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE)
 
     def _subject(self) -> str:
-        """What the shown tensor is and when: a gradient "at update k", a parameter or velocity "after" it
-        (NaN/Inf and disagreeing replicas: the title's spread and the norm panel's marks say them)."""
         steps = self.recording.steps
         return subject_text(self.kind, self.name, int(steps[self.index]), int(steps[-1]))
 
@@ -217,11 +215,9 @@ def plot_shards(
     fixed_scale: bool = False,
 ) -> Figure:
     """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (1 is the first, -1 or None
-    the last), each device's block outlined and named (a block too small for its name: outlined only),
-    beside each unique block's L2 norm over the updates (docs/design.md says what it marks).
+    the last), each device's block outlined and named, beside each unique block's L2 norm over the updates.
 
-    ``fixed_scale=True``: one colour scale over the whole run, else each update's own. ``ax``:
-    None (a new figure) or a pair ``(tensor_ax, norm_ax)``.
-    A ``mode="stats"`` recording has no values: its stored block norms are drawn alone.
+    ``fixed_scale=True``: one colour scale over the whole run, else each update's own. ``ax``: None (a new
+    figure) or a pair ``(tensor_ax, norm_ax)``. A ``mode="stats"`` recording draws its stored block norms alone.
     """
     return draw_shards(recording, name, kind, step, ax=ax, fixed_scale=fixed_scale).figure
